@@ -1,0 +1,123 @@
+// Command flightd serves an Arrow Flight SQL endpoint over a table store in
+// a local data directory.
+//
+//	go run ./cmd/flightd                      # 127.0.0.1:31337, data in ./flightd-data
+//	go run ./cmd/flightd -addr :31337 -data /var/lib/flightd -auth-file users.txt -tls-cert c.pem -tls-key k.pem
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/engine"
+	"github.com/flightd/flightd/flightsql"
+)
+
+func main() {
+	if err := run(); err != nil {
+		log.Fatalf("flightd: %v", err)
+	}
+}
+
+func run() error {
+	var (
+		addr     = flag.String("addr", "127.0.0.1:31337", "listen address")
+		dataDir  = flag.String("data", "flightd-data", "data directory (created if missing)")
+		authFile = flag.String("auth-file", "", "file of user:password lines; enables authentication")
+		tlsCert  = flag.String("tls-cert", "", "TLS certificate (PEM)")
+		tlsKey   = flag.String("tls-key", "", "TLS private key (PEM)")
+		clientCA = flag.String("tls-client-ca", "", "CA (PEM) client certificates must be signed by (mTLS)")
+	)
+	flag.Parse()
+
+	users, err := readUsers(*authFile)
+	if err != nil {
+		return err
+	}
+	root, err := filepath.Abs(*dataDir)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	eng, err := engine.Open(ctx, engine.Config{Mem: memory.NewGoAllocator(), Root: root})
+	if err != nil {
+		return err
+	}
+	srv, err := flightsql.NewServer(eng, flightsql.Limits{})
+	if err != nil {
+		return errors.Join(err, eng.Close())
+	}
+	fs, err := flightsql.NewFlightServer(srv, flightsql.Options{
+		Users: users, TLSCertFile: *tlsCert, TLSKeyFile: *tlsKey, ClientCAFile: *clientCA,
+	})
+	if err != nil {
+		return errors.Join(err, eng.Close())
+	}
+	if err := fs.Init(*addr); err != nil {
+		return errors.Join(err, eng.Close())
+	}
+
+	// Graceful shutdown: stop accepting calls, let running ones finish
+	// (commits included), then close the store.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		s := <-sig
+		log.Printf("flightd: %v: shutting down", s)
+		fs.Shutdown()
+	}()
+	scheme := "grpc"
+	if *tlsCert != "" {
+		scheme = "grpc+tls"
+	}
+	log.Printf("flightd: serving Flight SQL on %s://%s, data in %s", scheme, fs.Addr(), root)
+	serveErr := fs.Serve()
+	srv.Close()
+	return errors.Join(serveErr, eng.Close())
+}
+
+// readUsers parses user:password lines ('#' starts a comment).
+func readUsers(path string) (map[string]string, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	users := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		user, pass, ok := strings.Cut(line, ":")
+		if !ok || user == "" {
+			return nil, fmt.Errorf("%s:%d: want user:password", path, n)
+		}
+		users[user] = pass
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(users) == 0 {
+		return nil, fmt.Errorf("%s: no users", path)
+	}
+	return users, nil
+}

@@ -1,0 +1,21 @@
+// Package engine is the facade between the Flight SQL endpoint and the rest
+// of flightd: it parses, binds and runs one statement at a time against the
+// table store, and owns sessions and transactions.
+//
+//	flightsql ──SQL text──▶ Session.Prepare ──sql.Parse──▶ AST
+//	                                         ──plan.Bind──▶ bound statement
+//	          ◀─Schema / ParamSchema─────────
+//	          ──Query(params)──▶ plan.Query.Build ──▶ exec.Operator ──▶ Rows
+//	          ──Exec(params)───▶ DDL / DML against tablestore ──▶ update count
+//
+// Queries run lazily: Query returns Rows that pull batches as the caller
+// reads. Statements with side effects (DDL, DML, ingest) run eagerly inside
+// Exec and are committed before it returns, so a client that never fetches
+// still gets the side effect exactly once.
+//
+// Transactions give snapshot isolation: every table read inside a
+// transaction is read at the snapshot that was current when the transaction
+// began, and writes are buffered per table and published on Commit. Writes
+// to several tables are committed table by table, so a crash during Commit
+// can publish some tables and not others.
+package engine

@@ -1,0 +1,94 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/tablestore"
+)
+
+// DefaultDatabase is the database a new session starts in. Open creates it.
+const DefaultDatabase = "default"
+
+// Sentinel errors; flightsql maps them to gRPC codes.
+var (
+	// ErrInvalid marks bad input: a malformed statement, wrong parameters,
+	// a type mismatch.
+	ErrInvalid = errors.New("invalid argument")
+	// ErrNotSupported marks valid requests flightd does not implement yet.
+	ErrNotSupported = errors.New("not supported")
+	// ErrTxnNotFound marks an unknown or finished transaction id.
+	ErrTxnNotFound = errors.New("transaction not found")
+)
+
+// Config configures an Engine.
+type Config struct {
+	// Mem allocates every Arrow buffer of every statement. Required.
+	Mem memory.Allocator
+	// FS and Root locate the warehouse; FS defaults to the local file system.
+	FS   tablestore.FS
+	Root string
+	// BatchSize is the target rows per batch; 0 means exec.DefaultBatchSize.
+	BatchSize int
+}
+
+// Engine runs statements against one table store. It is safe for concurrent
+// use; each client works through its own Session.
+type Engine struct {
+	cfg   Config
+	store *tablestore.Store
+
+	mu   sync.Mutex
+	txns map[string]*Txn
+}
+
+// Open opens (or initialises) the warehouse and makes sure the default
+// database exists.
+func Open(ctx context.Context, cfg Config) (*Engine, error) {
+	if cfg.Mem == nil {
+		return nil, fmt.Errorf("engine: Config.Mem is required: %w", ErrInvalid)
+	}
+	if cfg.FS == nil {
+		cfg.FS = tablestore.NewLocalFS()
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = exec.DefaultBatchSize
+	}
+	store, err := tablestore.Open(ctx, cfg.FS, cfg.Root, tablestore.Options{Mem: cfg.Mem})
+	if err != nil {
+		return nil, fmt.Errorf("open warehouse %s: %w", cfg.Root, err)
+	}
+	if err := store.CreateDatabase(ctx, DefaultDatabase, true); err != nil {
+		_ = store.Close()
+		return nil, err
+	}
+	return &Engine{cfg: cfg, store: store, txns: make(map[string]*Txn)}, nil
+}
+
+// Close rolls back open transactions and closes the store after in-flight
+// commits finished.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	txns := e.txns
+	e.txns = map[string]*Txn{}
+	e.mu.Unlock()
+	for _, tx := range txns {
+		tx.rollback()
+	}
+	return e.store.Close()
+}
+
+// Store gives read access to the catalog for metadata requests.
+func (e *Engine) Store() *tablestore.Store { return e.store }
+
+// Mem is the allocator statements use.
+func (e *Engine) Mem() memory.Allocator { return e.cfg.Mem }
+
+func (e *Engine) execContext() *exec.Context {
+	return &exec.Context{Mem: e.cfg.Mem, BatchSize: e.cfg.BatchSize}
+}

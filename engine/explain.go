@@ -1,0 +1,85 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/plan"
+)
+
+var explainSchema = arrow.NewSchema([]arrow.Field{{Name: "plan", Type: arrow.BinaryTypes.String}}, nil)
+
+// explain renders the plan of the target, one line per row. With ANALYZE
+// the query runs to completion first (its rows are discarded) and the
+// totals are appended.
+func (st *Statement) explain(ctx context.Context, ec *exec.Context, b *plan.Explain, params arrow.RecordBatch) (exec.Operator, error) {
+	var q *plan.Query
+	switch t := b.Target.(type) {
+	case *plan.Query:
+		q = t
+	case *plan.Insert:
+		q = t.Source
+	case *plan.Delete:
+		q = t.Deleted
+	case *plan.Update:
+		q = t.Updated
+	default:
+		return nil, fmt.Errorf("EXPLAIN of %T: %w", b.Target, ErrNotSupported)
+	}
+	text := q.Explain()
+	if b.Analyze {
+		op, err := st.buildPerRow(ec, q, params)
+		if err != nil {
+			return nil, err
+		}
+		var rows, batches int64
+		start := time.Now()
+		if err := drain(ctx, op, func(b arrow.RecordBatch) error {
+			rows += b.NumRows()
+			batches++
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		text += fmt.Sprintf("\nactual: rows=%d batches=%d time=%s", rows, batches, time.Since(start).Round(time.Microsecond))
+	}
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	// The batch is built on open, so an operator closed unopened owns nothing.
+	return exec.NewSource(ec, explainSchema, func(context.Context) (exec.BatchSource, error) {
+		bldr := array.NewStringBuilder(ec.Mem)
+		defer bldr.Release()
+		bldr.AppendValues(lines, nil)
+		col := bldr.NewArray()
+		defer col.Release()
+		return &oneBatch{b: array.NewRecordBatch(explainSchema, []arrow.Array{col}, int64(len(lines)))}, nil
+	}), nil
+}
+
+// oneBatch is a BatchSource over a single owned batch.
+type oneBatch struct {
+	b    arrow.RecordBatch
+	sent bool
+}
+
+func (o *oneBatch) Next(context.Context) (arrow.RecordBatch, error) {
+	if o.sent || o.b == nil {
+		return nil, io.EOF
+	}
+	o.sent = true
+	return o.b, nil
+}
+
+func (o *oneBatch) Close() error {
+	if o.b != nil {
+		o.b.Release()
+		o.b = nil
+	}
+	return nil
+}

@@ -1,0 +1,227 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/flightd/flightd/tablestore"
+)
+
+// IngestMode says what bulk ingest does when the table exists or not.
+type IngestMode int
+
+const (
+	// IngestCreate creates the table and fails if it exists.
+	IngestCreate IngestMode = iota
+	// IngestAppend appends and fails if the table does not exist.
+	IngestAppend
+	// IngestCreateAppend creates the table if needed, then appends.
+	IngestCreateAppend
+	// IngestReplace replaces the table's contents (and schema) with the input.
+	IngestReplace
+)
+
+// BatchReader is the stream of batches bulk ingest consumes (what a Flight
+// DoPut message reader provides).
+type BatchReader interface {
+	Schema() *arrow.Schema
+	Next() bool
+	RecordBatch() arrow.RecordBatch
+	Err() error
+}
+
+// IngestRequest describes one bulk ingest.
+type IngestRequest struct {
+	Table     tablestore.Ident // Database "" means the session's database
+	Mode      IngestMode
+	Temporary bool
+	Txn       *Txn // nil: autocommit
+}
+
+// Ingest writes a stream of batches into a table and returns the row count.
+// The input is checked against the table's schema before anything is
+// written, and in autocommit mode all of it is published by one commit, so
+// a failed ingest leaves the table as it was.
+func (s *Session) Ingest(ctx context.Context, req IngestRequest, rdr BatchReader) (int64, error) {
+	if req.Temporary {
+		return 0, fmt.Errorf("temporary tables: %w", ErrNotSupported)
+	}
+	if req.Table.Database == "" {
+		req.Table.Database = s.Database()
+	}
+	if req.Table.Table == "" {
+		return 0, fmt.Errorf("ingest: target table name is empty: %w", ErrInvalid)
+	}
+	store := s.e.store
+	t, err := store.Table(ctx, req.Table)
+	exists := err == nil
+	if err != nil && !errors.Is(err, tablestore.ErrTableNotFound) {
+		return 0, err
+	}
+	created := false
+	switch {
+	case exists && req.Mode == IngestCreate:
+		return 0, fmt.Errorf("ingest: table %s already exists: %w", identString(req.Table), tablestore.ErrTableExists)
+	case !exists && req.Mode == IngestAppend:
+		return 0, fmt.Errorf("ingest: table %s: %w", identString(req.Table), tablestore.ErrTableNotFound)
+	case exists && req.Mode == IngestReplace && !sameColumns(t.Schema(), rdr.Schema()):
+		// A new schema needs a new table; this is not atomic with the data.
+		if req.Txn != nil {
+			return 0, fmt.Errorf("ingest: replace with a different schema inside a transaction: %w", ErrNotSupported)
+		}
+		if err := store.DropTable(ctx, req.Table, false); err != nil {
+			return 0, err
+		}
+		exists = false
+	}
+	if !exists {
+		if req.Txn != nil {
+			return 0, fmt.Errorf("ingest: creating table %s inside a transaction: %w", identString(req.Table), ErrNotSupported)
+		}
+		if t, err = store.CreateTable(ctx, req.Table, tablestore.TableDef{Schema: rdr.Schema()}, false); err != nil {
+			return 0, err
+		}
+		created = true
+	}
+	n, err := s.ingestInto(ctx, t, req, rdr)
+	if err != nil && created {
+		if derr := store.DropTable(context.WithoutCancel(ctx), req.Table, true); derr != nil {
+			err = errors.Join(err, fmt.Errorf("drop table created by the failed ingest: %w", derr))
+		}
+	}
+	return n, err
+}
+
+func (s *Session) ingestInto(ctx context.Context, t *tablestore.Table, req IngestRequest, rdr BatchReader) (int64, error) {
+	target := t.Schema()
+	if err := checkIngestSchema(t.Ident(), target, rdr.Schema()); err != nil {
+		return 0, err
+	}
+	overwrite := req.Mode == IngestReplace
+	var (
+		w   *tablestore.Write
+		err error
+	)
+	if req.Txn != nil {
+		if w, err = req.Txn.write(t, overwrite); err != nil {
+			return 0, err
+		}
+	} else {
+		w = t.NewWrite(tablestore.WriteOptions{Overwrite: overwrite})
+	}
+	var n int64
+	for rdr.Next() {
+		in := rdr.RecordBatch()
+		if in.NumRows() == 0 {
+			continue
+		}
+		b, err := conform(s.e, target, in)
+		if err == nil {
+			err = w.Write(ctx, b, tablestore.Insert)
+			b.Release()
+		}
+		if err != nil {
+			return 0, s.abortIngest(req, w, err)
+		}
+		n += in.NumRows()
+	}
+	if err := rdr.Err(); err != nil {
+		return 0, s.abortIngest(req, w, fmt.Errorf("ingest: reading input stream: %w", err))
+	}
+	if req.Txn != nil {
+		return n, nil
+	}
+	if _, err := w.Commit(ctx); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+func (s *Session) abortIngest(req IngestRequest, w *tablestore.Write, err error) error {
+	if req.Txn != nil {
+		req.Txn.fail(err)
+	} else {
+		w.Abort()
+	}
+	return err
+}
+
+// checkIngestSchema accepts input whose columns are a subset of the
+// table's, matched by name (case-insensitively) with identical types; table
+// columns left out must be nullable.
+func checkIngestSchema(id tablestore.Ident, table, in *arrow.Schema) error {
+	seen := make(map[int]bool, in.NumFields())
+	for _, f := range in.Fields() {
+		i := fieldIndex(table, f.Name)
+		if i < 0 {
+			return fmt.Errorf("ingest into %s: column %q does not exist in the table: %w", identString(id), f.Name, ErrInvalid)
+		}
+		if seen[i] {
+			return fmt.Errorf("ingest into %s: column %q given twice: %w", identString(id), f.Name, ErrInvalid)
+		}
+		seen[i] = true
+		if want := table.Field(i).Type; !arrow.TypeEqual(want, f.Type) {
+			return fmt.Errorf("ingest into %s: column %q has type %s, the table has %s: %w", identString(id), f.Name, f.Type, want, ErrInvalid)
+		}
+	}
+	for i, f := range table.Fields() {
+		if !seen[i] && !f.Nullable {
+			return fmt.Errorf("ingest into %s: NOT NULL column %q is missing from the input: %w", identString(id), f.Name, ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// conform returns in rearranged to the table's column order, with NULL
+// columns for the ones the input leaves out. The caller releases it.
+func conform(e *Engine, table *arrow.Schema, in arrow.RecordBatch) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, table.NumFields())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	for i, f := range table.Fields() {
+		j := fieldIndex(in.Schema(), f.Name)
+		if j < 0 {
+			cols[i] = array.MakeArrayOfNull(e.cfg.Mem, f.Type, int(in.NumRows()))
+			continue
+		}
+		c := in.Column(j)
+		if !f.Nullable && c.NullN() > 0 {
+			return nil, fmt.Errorf("ingest: column %q is NOT NULL but the input has %d NULLs: %w", f.Name, c.NullN(), ErrInvalid)
+		}
+		c.Retain()
+		cols[i] = c
+	}
+	return array.NewRecordBatch(table, cols, in.NumRows()), nil
+}
+
+func fieldIndex(s *arrow.Schema, name string) int {
+	for i, f := range s.Fields() {
+		if strings.EqualFold(f.Name, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+func sameColumns(a, b *arrow.Schema) bool {
+	if a.NumFields() != b.NumFields() {
+		return false
+	}
+	for i, f := range a.Fields() {
+		g := b.Field(i)
+		if !strings.EqualFold(f.Name, g.Name) || !arrow.TypeEqual(f.Type, g.Type) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,257 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/plan"
+	"github.com/flightd/flightd/sql"
+	"github.com/flightd/flightd/tablestore"
+)
+
+// Session is one client's state: its current database. Safe for concurrent
+// use (Flight clients pipeline calls).
+type Session struct {
+	e *Engine
+
+	mu       sync.Mutex
+	database string
+}
+
+// NewSession starts a session in the default database.
+func (e *Engine) NewSession() *Session {
+	return &Session{e: e, database: DefaultDatabase}
+}
+
+// Database is the session's current database.
+func (s *Session) Database() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.database
+}
+
+// SetDatabase switches the current database; it must exist.
+func (s *Session) SetDatabase(ctx context.Context, name string) error {
+	dbs, err := s.e.store.Databases(ctx)
+	if err != nil {
+		return err
+	}
+	for _, db := range dbs {
+		if db == name {
+			s.mu.Lock()
+			s.database = name
+			s.mu.Unlock()
+			return nil
+		}
+	}
+	return fmt.Errorf("database %q: %w", name, tablestore.ErrDatabaseNotFound)
+}
+
+// Statement is one parsed and bound statement. Query statements may run
+// many times; the plan is immutable and each run builds fresh operators.
+type Statement struct {
+	s     *Session
+	tx    *Txn
+	ast   sql.Statement
+	bound plan.Statement
+}
+
+// Prepare parses and binds one statement, so errors surface before any
+// execution. tx may be nil (autocommit).
+func (s *Session) Prepare(ctx context.Context, text string, tx *Txn) (*Statement, error) {
+	ast, err := sql.ParseOne(text)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	st := &Statement{s: s, tx: tx, ast: ast}
+	if st.bound, err = s.bind(ctx, ast, tx); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+func (s *Session) bind(ctx context.Context, ast sql.Statement, tx *Txn) (plan.Statement, error) {
+	bound, err := plan.Bind(ctx, ast, &catalog{s: s, tx: tx, db: s.Database()}, plan.Options{})
+	if err != nil {
+		if errors.Is(err, plan.ErrNotImplemented) {
+			return nil, fmt.Errorf("%w: %w", ErrNotSupported, err)
+		}
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return bound, nil
+}
+
+// IsQuery reports whether the statement returns rows (SELECT, SHOW,
+// DESCRIBE, EXPLAIN) rather than an update count.
+func (st *Statement) IsQuery() bool {
+	switch st.bound.(type) {
+	case *plan.Query, *plan.Explain:
+		return true
+	}
+	return false
+}
+
+// Schema is the result schema of a query, or an empty schema for updates.
+func (st *Statement) Schema() *arrow.Schema {
+	switch b := st.bound.(type) {
+	case *plan.Query:
+		return b.Schema()
+	case *plan.Explain:
+		return explainSchema
+	}
+	return arrow.NewSchema(nil, nil)
+}
+
+// ParamSchema describes the statement's parameters, or nil if it has none.
+func (st *Statement) ParamSchema() *arrow.Schema {
+	var q *plan.Query
+	switch b := st.bound.(type) {
+	case *plan.Query:
+		q = b
+	case *plan.Insert:
+		q = b.Source
+	case *plan.Delete:
+		q = b.Deleted
+	case *plan.Update:
+		q = b.Updated
+	}
+	if q == nil {
+		return nil
+	}
+	return q.Params()
+}
+
+// Query starts a query statement and returns its unopened root operator.
+// params holds one row per execution (nil or zero rows: no parameters); the
+// results of several rows are concatenated in row order.
+func (st *Statement) Query(ctx context.Context, params arrow.RecordBatch) (exec.Operator, error) {
+	ec := st.s.e.execContext()
+	switch b := st.bound.(type) {
+	case *plan.Query:
+		return st.buildPerRow(ec, b, params)
+	case *plan.Explain:
+		return st.explain(ctx, ec, b, params)
+	}
+	return nil, fmt.Errorf("statement does not return rows; execute it as an update: %w", ErrInvalid)
+}
+
+func (st *Statement) buildPerRow(ec *exec.Context, q *plan.Query, params arrow.RecordBatch) (exec.Operator, error) {
+	rows, err := paramRows(q, params)
+	if err != nil {
+		return nil, err
+	}
+	ops := make([]exec.Operator, 0, len(rows))
+	for _, row := range rows {
+		op, err := q.Build(ec, row)
+		if row != nil {
+			row.Release()
+		}
+		if err != nil {
+			closeAll(ops)
+			return nil, err
+		}
+		ops = append(ops, op)
+	}
+	if len(ops) == 1 {
+		return ops[0], nil
+	}
+	op, err := exec.NewUnionAll(ec, ops...)
+	if err != nil {
+		closeAll(ops)
+		return nil, err
+	}
+	return op, nil
+}
+
+// paramRows splits the bound parameter batch into one-row batches (owned by
+// the caller); a statement without parameters runs once with nil.
+func paramRows(q *plan.Query, params arrow.RecordBatch) ([]arrow.RecordBatch, error) {
+	want := q.Params()
+	if want == nil || want.NumFields() == 0 {
+		if params != nil && params.NumCols() > 0 {
+			return nil, fmt.Errorf("statement takes no parameters but %d were bound: %w", params.NumCols(), ErrInvalid)
+		}
+		return []arrow.RecordBatch{nil}, nil
+	}
+	if params == nil || params.NumRows() == 0 {
+		return nil, fmt.Errorf("statement takes %d parameters but none were bound: %w", want.NumFields(), ErrInvalid)
+	}
+	if int(params.NumCols()) != want.NumFields() {
+		return nil, fmt.Errorf("statement takes %d parameters but %d were bound: %w", want.NumFields(), params.NumCols(), ErrInvalid)
+	}
+	rows := make([]arrow.RecordBatch, params.NumRows())
+	for i := range rows {
+		rows[i] = params.NewSlice(int64(i), int64(i)+1)
+	}
+	return rows, nil
+}
+
+func closeAll(ops []exec.Operator) {
+	for _, op := range ops {
+		_ = op.Close()
+	}
+}
+
+// drain pulls every batch of an operator through fn, then closes it.
+func drain(ctx context.Context, op exec.Operator, fn func(arrow.RecordBatch) error) (err error) {
+	defer func() {
+		if cerr := op.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	if err := op.Open(ctx); err != nil {
+		return err
+	}
+	for {
+		b, err := op.Next(ctx)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(b); err != nil {
+			return err
+		}
+	}
+}
+
+// catalog resolves names for the binder within a session and transaction.
+type catalog struct {
+	s  *Session
+	tx *Txn
+	db string
+}
+
+var _ plan.Catalog = (*catalog)(nil)
+
+func (c *catalog) CurrentDatabase() string { return c.db }
+
+func (c *catalog) Table(ctx context.Context, id tablestore.Ident) (*tablestore.Table, int64, error) {
+	t, err := c.s.e.store.Table(ctx, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	if c.tx == nil {
+		return t, 0, nil
+	}
+	snap, err := c.tx.snapshot(ctx, t)
+	if err != nil {
+		return nil, 0, err
+	}
+	return t, snap, nil
+}
+
+func (c *catalog) Databases(ctx context.Context) ([]string, error) {
+	return c.s.e.store.Databases(ctx)
+}
+
+func (c *catalog) Tables(ctx context.Context, db string) ([]string, error) {
+	return c.s.e.store.Tables(ctx, db)
+}

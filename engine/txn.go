@@ -1,0 +1,165 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/flightd/flightd/tablestore"
+)
+
+// Txn is an explicit transaction. Reads see each table as of the moment the
+// transaction began; writes are buffered and published by Commit.
+type Txn struct {
+	id    string
+	begin time.Time
+
+	mu        sync.Mutex
+	done      bool
+	failed    error // a statement failed half-way; only rollback is left
+	snapshots map[tablestore.Ident]int64
+	writes    map[tablestore.Ident]*txnWrite
+	order     []tablestore.Ident // commit order = order of first write
+}
+
+type txnWrite struct {
+	w         *tablestore.Write
+	overwrite bool
+}
+
+// Begin starts a transaction.
+func (e *Engine) Begin() *Txn {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	tx := &Txn{
+		id:        hex.EncodeToString(b[:]),
+		begin:     time.Now(),
+		snapshots: make(map[tablestore.Ident]int64),
+		writes:    make(map[tablestore.Ident]*txnWrite),
+	}
+	e.mu.Lock()
+	e.txns[tx.id] = tx
+	e.mu.Unlock()
+	return tx
+}
+
+// ID is the opaque id clients send back with their statements.
+func (tx *Txn) ID() string { return tx.id }
+
+// Txn finds an open transaction by id.
+func (e *Engine) Txn(id string) (*Txn, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	tx, ok := e.txns[id]
+	if !ok {
+		return nil, fmt.Errorf("transaction %q: %w", id, ErrTxnNotFound)
+	}
+	return tx, nil
+}
+
+// Commit publishes the transaction's writes, table by table.
+func (e *Engine) Commit(ctx context.Context, id string) error {
+	tx, err := e.take(id)
+	if err != nil {
+		return err
+	}
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	tx.done = true
+	if tx.failed != nil {
+		tx.abortWrites(0)
+		return fmt.Errorf("transaction rolled back: an earlier statement failed: %w", tx.failed)
+	}
+	for i, ident := range tx.order {
+		if _, err := tx.writes[ident].w.Commit(ctx); err != nil {
+			tx.abortWrites(i + 1)
+			return fmt.Errorf("commit transaction: table %s: %w", identString(ident), err)
+		}
+	}
+	return nil
+}
+
+// Rollback drops the transaction's writes.
+func (e *Engine) Rollback(id string) error {
+	tx, err := e.take(id)
+	if err != nil {
+		return err
+	}
+	tx.rollback()
+	return nil
+}
+
+func (e *Engine) take(id string) (*Txn, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	tx, ok := e.txns[id]
+	if !ok {
+		return nil, fmt.Errorf("transaction %q: %w", id, ErrTxnNotFound)
+	}
+	delete(e.txns, id)
+	return tx, nil
+}
+
+func (tx *Txn) rollback() {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	tx.done = true
+	tx.abortWrites(0)
+}
+
+// abortWrites drops the buffered writes from the i-th on; tx.mu is held.
+func (tx *Txn) abortWrites(i int) {
+	for _, ident := range tx.order[i:] {
+		tx.writes[ident].w.Abort()
+	}
+}
+
+func (tx *Txn) fail(err error) {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if tx.failed == nil {
+		tx.failed = err
+	}
+}
+
+// snapshot pins the snapshot a table is read at within the transaction.
+func (tx *Txn) snapshot(ctx context.Context, t *tablestore.Table) (int64, error) {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if id, ok := tx.snapshots[t.Ident()]; ok {
+		return id, nil
+	}
+	id, err := t.SnapshotAsOf(ctx, tx.begin)
+	if err != nil {
+		return 0, err
+	}
+	tx.snapshots[t.Ident()] = id
+	return id, nil
+}
+
+// write returns the transaction's buffered write for a table. A table is
+// either appended to or overwritten within one transaction, not both: an
+// overwrite computed from the pinned snapshot would drop earlier writes.
+func (tx *Txn) write(t *tablestore.Table, overwrite bool) (*tablestore.Write, error) {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if tx.done {
+		return nil, fmt.Errorf("transaction %s has ended: %w", tx.id, ErrTxnNotFound)
+	}
+	if tw, ok := tx.writes[t.Ident()]; ok {
+		if tw.overwrite != overwrite || overwrite {
+			return nil, fmt.Errorf("table %s: a transaction cannot combine an overwrite (INSERT OVERWRITE, or DELETE/UPDATE of a table without primary key) with other writes to the same table: %w",
+				identString(t.Ident()), ErrNotSupported)
+		}
+		return tw.w, nil
+	}
+	w := t.NewWrite(tablestore.WriteOptions{Overwrite: overwrite})
+	tx.writes[t.Ident()] = &txnWrite{w: w, overwrite: overwrite}
+	tx.order = append(tx.order, t.Ident())
+	return w, nil
+}
+
+func identString(id tablestore.Ident) string { return id.Database + "." + id.Table }

@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightd/flightd/plan"
+	"github.com/flightd/flightd/tablestore"
+)
+
+// Exec runs a statement with side effects and returns the number of rows it
+// wrote (0 for DDL). In autocommit mode the effect is durable when Exec
+// returns; inside a transaction it is published by Commit. params holds one
+// row per execution; their counts add up.
+func (st *Statement) Exec(ctx context.Context, params arrow.RecordBatch) (int64, error) {
+	switch b := st.bound.(type) {
+	case *plan.Query, *plan.Explain:
+		return 0, fmt.Errorf("statement returns rows; execute it as a query: %w", ErrInvalid)
+	case *plan.Insert:
+		return st.write(ctx, b.Table, b.Source, params, b.Overwrite, b.Partition, tablestore.Insert)
+	case *plan.Delete:
+		if len(b.Table.PrimaryKey()) > 0 {
+			return st.write(ctx, b.Table, b.Deleted, params, false, nil, tablestore.Delete)
+		}
+		return st.rewrite(ctx, b.Table, b.Deleted, b.Kept, params)
+	case *plan.Update:
+		if len(b.Table.PrimaryKey()) > 0 {
+			return st.write(ctx, b.Table, b.Updated, params, false, nil, tablestore.UpdateAfter)
+		}
+		return st.rewrite(ctx, b.Table, b.Updated, b.All, params)
+	}
+	if params != nil && params.NumCols() > 0 {
+		return 0, fmt.Errorf("statement takes no parameters: %w", ErrInvalid)
+	}
+	return 0, st.ddl(ctx)
+}
+
+func (st *Statement) ddl(ctx context.Context) error {
+	store := st.s.e.store
+	switch b := st.bound.(type) {
+	case *plan.CreateTable:
+		if b.As == nil {
+			_, err := store.CreateTable(ctx, b.Ident, b.Def, b.IfNotExists)
+			return err
+		}
+		return st.createTableAs(ctx, b)
+	case *plan.DropTable:
+		return store.DropTable(ctx, b.Ident, b.IfExists)
+	case *plan.AlterTable:
+		return store.AlterTable(ctx, b.Ident, b.Changes...)
+	case *plan.CreateDatabase:
+		return store.CreateDatabase(ctx, b.Name, b.IfNotExists)
+	case *plan.DropDatabase:
+		return store.DropDatabase(ctx, b.Name, b.IfExists, b.Cascade)
+	case *plan.UseDatabase:
+		return st.s.SetDatabase(ctx, b.Name)
+	case *plan.Transaction:
+		return fmt.Errorf("BEGIN/COMMIT/ROLLBACK as SQL text: use the Flight SQL transaction actions (BeginTransaction/EndTransaction): %w", ErrNotSupported)
+	}
+	return fmt.Errorf("statement %T: %w", st.bound, ErrNotSupported)
+}
+
+// createTableAs creates the table, fills it and drops it again if filling
+// fails, so a failed CTAS leaves nothing behind.
+func (st *Statement) createTableAs(ctx context.Context, b *plan.CreateTable) error {
+	store := st.s.e.store
+	if b.IfNotExists {
+		if _, err := store.Table(ctx, b.Ident); err == nil {
+			return nil
+		}
+	}
+	t, err := store.CreateTable(ctx, b.Ident, b.Def, false)
+	if err != nil {
+		return err
+	}
+	if _, err := st.write(ctx, t, b.As, nil, false, nil, tablestore.Insert); err != nil {
+		if derr := store.DropTable(context.WithoutCancel(ctx), b.Ident, true); derr != nil {
+			err = errors.Join(err, fmt.Errorf("drop half-created table: %w", derr))
+		}
+		return err
+	}
+	return nil
+}
+
+// rewrite runs DELETE/UPDATE on a table without a primary key: the rows
+// that remain (all) replace the table atomically; affected counts the rows
+// the statement touched.
+func (st *Statement) rewrite(ctx context.Context, t *tablestore.Table, affected, all *plan.Query, params arrow.RecordBatch) (int64, error) {
+	var n int64
+	count := func(b arrow.RecordBatch) error { n += b.NumRows(); return nil }
+	if err := st.pull(ctx, affected, params, count); err != nil {
+		return 0, err
+	}
+	if _, err := st.write(ctx, t, all, params, true, nil, tablestore.Insert); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// write streams source's rows, all of one row kind, into t: into the
+// transaction's buffered write, or into a fresh write committed here.
+func (st *Statement) write(ctx context.Context, t *tablestore.Table, source *plan.Query, params arrow.RecordBatch,
+	overwrite bool, partition map[string]string, kind tablestore.RowKind) (int64, error) {
+	var (
+		w   *tablestore.Write
+		err error
+	)
+	if st.tx != nil {
+		if partition != nil {
+			return 0, fmt.Errorf("INSERT OVERWRITE PARTITION inside a transaction: %w", ErrNotSupported)
+		}
+		if w, err = st.tx.write(t, overwrite); err != nil {
+			return 0, err
+		}
+	} else {
+		w = t.NewWrite(tablestore.WriteOptions{Overwrite: overwrite, OverwritePartition: partition})
+	}
+	var n int64
+	err = st.pull(ctx, source, params, func(b arrow.RecordBatch) error {
+		n += b.NumRows()
+		return w.Write(ctx, b, kind)
+	})
+	if st.tx != nil {
+		if err != nil {
+			// Part of the statement may already be buffered: the
+			// transaction can only be rolled back now.
+			st.tx.fail(err)
+			return 0, err
+		}
+		return n, nil
+	}
+	if err != nil {
+		w.Abort()
+		return 0, err
+	}
+	if _, err := w.Commit(ctx); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+func (st *Statement) pull(ctx context.Context, q *plan.Query, params arrow.RecordBatch, fn func(arrow.RecordBatch) error) error {
+	op, err := st.buildPerRow(st.s.e.execContext(), q, params)
+	if err != nil {
+		return err
+	}
+	return drain(ctx, op, fn)
+}

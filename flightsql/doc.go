@@ -1,0 +1,20 @@
+// Package flightsql is flightd's Arrow Flight SQL endpoint. It embeds
+// arrow-go's flightsql.BaseServer and translates Flight SQL commands into
+// engine calls:
+//
+//	GetFlightInfo(CommandStatementQuery)  parse + bind (errors here, with line:column);
+//	                                      DDL/DML runs here, eagerly, exactly once
+//	DoGet(TicketStatementQuery)           execute; stream batch by batch from exec
+//	DoPut(CommandStatementUpdate)         execute, return the update count
+//	DoPut(CommandStatementIngest)         bulk ingest, one commit
+//	prepared statements                   bound plans kept per handle; parameters by DoPut
+//	metadata commands                     answered from the table store's catalog
+//	Begin/EndTransaction                  engine transactions (snapshot isolation)
+//
+// Query tickets are self-contained (the SQL text, database and transaction),
+// so a ticket stays valid however long the client waits and whichever
+// flightd reader serves it; prepared-statement handles are server state.
+//
+// This is the only package that turns errors into gRPC status codes
+// (status.go).
+package flightsql

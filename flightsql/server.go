@@ -1,0 +1,126 @@
+package flightsql
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/flight/session"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/engine"
+)
+
+// CatalogName is the one Flight SQL catalog flightd serves; its schemas are
+// the table store's databases.
+const CatalogName = "flightd"
+
+// Limits bound what one server holds for its clients.
+type Limits struct {
+	// MaxPreparedStatements caps the open prepared statements (all clients).
+	MaxPreparedStatements int
+	// MaxParamRows caps the parameter rows bound to one prepared statement.
+	MaxParamRows int64
+}
+
+// DefaultLimits are used for zero fields of Limits.
+var DefaultLimits = Limits{MaxPreparedStatements: 10000, MaxParamRows: 1 << 20}
+
+// Server serves Flight SQL over an engine.
+type Server struct {
+	flightsql.BaseServer
+
+	eng    *engine.Engine
+	mem    memory.Allocator
+	limits Limits
+
+	prepared preparedStatements
+	running  runningQueries
+}
+
+// NewServer builds the Flight SQL service. Register it with Register.
+func NewServer(eng *engine.Engine, limits Limits) (*Server, error) {
+	if limits.MaxPreparedStatements <= 0 {
+		limits.MaxPreparedStatements = DefaultLimits.MaxPreparedStatements
+	}
+	if limits.MaxParamRows <= 0 {
+		limits.MaxParamRows = DefaultLimits.MaxParamRows
+	}
+	s := &Server{eng: eng, mem: eng.Mem(), limits: limits}
+	s.Alloc = s.mem
+	s.prepared.m = make(map[string]*prepared)
+	s.running.m = make(map[string]context.CancelFunc)
+	if err := registerSQLInfo(s); err != nil {
+		return nil, fmt.Errorf("register SqlInfo: %w", err)
+	}
+	return s, nil
+}
+
+// FlightService wraps the server for registration on a flight.Server.
+func (s *Server) FlightService() flight.FlightServer {
+	return flightsql.NewFlightServerWithAllocator(s, s.mem)
+}
+
+// SessionMiddleware keeps session options (catalog, schema) in a cookie, so
+// sessions survive server restarts and need no server state.
+func SessionMiddleware() flight.ServerMiddleware {
+	return flight.CreateServerMiddleware(session.NewServerSessionMiddleware(session.NewStatelessServerSessionManager()))
+}
+
+// Close releases server-held state (bound parameters of prepared
+// statements). The engine is closed by its owner.
+func (s *Server) Close() {
+	s.prepared.closeAll()
+}
+
+// session returns an engine session in the database the client's Flight
+// session selected.
+func (s *Server) session(ctx context.Context) (*engine.Session, error) {
+	sess := s.eng.NewSession()
+	if db := sessionString(ctx, optSchema); db != "" {
+		if err := sess.SetDatabase(ctx, db); err != nil {
+			return nil, err
+		}
+	}
+	return sess, nil
+}
+
+// txn resolves a Flight SQL transaction id (empty: autocommit).
+func (s *Server) txn(id []byte) (*engine.Txn, error) {
+	if len(id) == 0 {
+		return nil, nil
+	}
+	return s.eng.Txn(string(id))
+}
+
+// runningQueries tracks cancellable DoGets by ticket for CancelFlightInfo.
+type runningQueries struct {
+	mu sync.Mutex
+	m  map[string]context.CancelFunc
+}
+
+func (r *runningQueries) start(ctx context.Context, ticket []byte) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	key := string(ticket)
+	r.mu.Lock()
+	r.m[key] = cancel
+	r.mu.Unlock()
+	return ctx, func() {
+		r.mu.Lock()
+		delete(r.m, key)
+		r.mu.Unlock()
+		cancel()
+	}
+}
+
+func (r *runningQueries) cancel(ticket []byte) bool {
+	r.mu.Lock()
+	cancel, ok := r.m[string(ticket)]
+	r.mu.Unlock()
+	if ok {
+		cancel()
+	}
+	return ok
+}

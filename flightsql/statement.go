@@ -1,0 +1,233 @@
+package flightsql
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/flightd/flightd/engine"
+	"github.com/flightd/flightd/exec"
+)
+
+// ticketMagic starts every query ticket flightd issues, so a ticket from
+// another server is refused with a clear message instead of misparsed.
+var ticketMagic = []byte("flightd/q1:")
+
+// queryTicket is what a statement ticket carries: enough to plan the query
+// again at DoGet on any flightd over the same warehouse.
+type queryTicket struct {
+	SQL      string `json:"sql"`
+	Database string `json:"db"`
+	Txn      string `json:"txn,omitempty"`
+}
+
+func encodeTicket(t queryTicket) ([]byte, error) {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, err
+	}
+	return append(bytes.Clone(ticketMagic), b...), nil
+}
+
+func decodeTicket(handle []byte) (queryTicket, error) {
+	var t queryTicket
+	body, ok := bytes.CutPrefix(handle, ticketMagic)
+	if !ok {
+		return t, fmt.Errorf("ticket was not issued by flightd (statement handle of %d bytes): %w", len(handle), errBadRequest)
+	}
+	if err := json.Unmarshal(body, &t); err != nil {
+		return t, fmt.Errorf("malformed flightd ticket: %v: %w", err, errBadRequest)
+	}
+	return t, nil
+}
+
+// GetFlightInfoStatement plans a query and returns its schema and a ticket.
+// A statement with side effects runs here, once, and the info has no
+// endpoints: clients that never fetch still get the effect.
+func (s *Server) GetFlightInfoStatement(ctx context.Context, cmd flightsql.StatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	sess, st, err := s.prepare(ctx, cmd.GetQuery(), cmd.GetTransactionId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if !st.IsQuery() {
+		if _, err := st.Exec(ctx, nil); err != nil {
+			return nil, toStatus(err)
+		}
+		return updateInfo(desc), nil
+	}
+	tkt, err := encodeTicket(queryTicket{SQL: cmd.GetQuery(), Database: sess.Database(), Txn: string(cmd.GetTransactionId())})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	handle, err := flightsql.CreateStatementQueryTicket(tkt)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return queryInfo(st.Schema(), desc, handle), nil
+}
+
+// GetSchemaStatement plans a query and returns its result schema.
+func (s *Server) GetSchemaStatement(ctx context.Context, cmd flightsql.StatementQuery, _ *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+	_, st, err := s.prepare(ctx, cmd.GetQuery(), cmd.GetTransactionId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &flight.SchemaResult{Schema: flight.SerializeSchema(st.Schema(), s.mem)}, nil
+}
+
+// PollFlightInfoStatement answers at once: planning is quick and execution
+// happens at DoGet, so the info is complete on the first poll.
+func (s *Server) PollFlightInfoStatement(ctx context.Context, cmd flightsql.StatementQuery, desc *flight.FlightDescriptor) (*flight.PollInfo, error) {
+	info, err := s.GetFlightInfoStatement(ctx, cmd, desc)
+	if err != nil {
+		return nil, err
+	}
+	return completePoll(info), nil
+}
+
+// DoGetStatement plans the ticket's query again and streams its result.
+func (s *Server) DoGetStatement(ctx context.Context, cmd flightsql.StatementQueryTicket) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	t, err := decodeTicket(cmd.GetStatementHandle())
+	if err != nil {
+		return nil, nil, toStatus(err)
+	}
+	tx, err := s.txn([]byte(t.Txn))
+	if err != nil {
+		return nil, nil, toStatus(err)
+	}
+	sess := s.eng.NewSession()
+	if err := sess.SetDatabase(ctx, t.Database); err != nil {
+		return nil, nil, toStatus(err)
+	}
+	st, err := sess.Prepare(ctx, t.SQL, tx)
+	if err != nil {
+		return nil, nil, toStatus(err)
+	}
+	return s.stream(ctx, cmd.GetStatementHandle(), st, nil)
+}
+
+// DoPutCommandStatementUpdate runs a statement and returns its update count.
+func (s *Server) DoPutCommandStatementUpdate(ctx context.Context, cmd flightsql.StatementUpdate) (int64, error) {
+	_, st, err := s.prepare(ctx, cmd.GetQuery(), cmd.GetTransactionId())
+	if err != nil {
+		return 0, toStatus(err)
+	}
+	n, err := st.Exec(ctx, nil)
+	return n, toStatus(err)
+}
+
+func (s *Server) prepare(ctx context.Context, query string, txnID []byte) (*engine.Session, *engine.Statement, error) {
+	tx, err := s.txn(txnID)
+	if err != nil {
+		return nil, nil, err
+	}
+	sess, err := s.session(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := sess.Prepare(ctx, query, tx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sess, st, nil
+}
+
+// stream runs a query statement and hands its batches to the Flight
+// writer as they are produced. The query is cancelled when the client goes
+// away or calls CancelFlightInfo with the same ticket.
+func (s *Server) stream(ctx context.Context, ticket []byte, st *engine.Statement, params arrow.RecordBatch) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	op, err := st.Query(ctx, params)
+	if err != nil {
+		return nil, nil, toStatus(err)
+	}
+	ctx, done := s.running.start(ctx, ticket)
+	rdr := exec.NewRecordReader(ctx, op)
+	ch := make(chan flight.StreamChunk, 2)
+	go func() {
+		defer done()
+		flight.StreamChunksFromReader(ctx, &statusReader{rdr}, ch)
+	}()
+	return op.Schema(), ch, nil
+}
+
+// statusReader turns the reader's error into a gRPC status for the client.
+type statusReader struct{ array.RecordReader }
+
+func (r *statusReader) Err() error {
+	if e, ok := r.RecordReader.(interface{ Err() error }); ok {
+		return toStatus(e.Err())
+	}
+	return nil
+}
+
+// queryInfo is the FlightInfo of a query: its schema and one endpoint.
+func queryInfo(schema *arrow.Schema, desc *flight.FlightDescriptor, ticket []byte) *flight.FlightInfo {
+	return &flight.FlightInfo{
+		Schema:           flight.SerializeSchema(schema, nil),
+		FlightDescriptor: desc,
+		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: ticket}}},
+		TotalRecords:     -1,
+		TotalBytes:       -1,
+	}
+}
+
+// updateInfo is the FlightInfo of a statement that already ran: an empty
+// schema and no endpoints, so there is nothing to fetch.
+func updateInfo(desc *flight.FlightDescriptor) *flight.FlightInfo {
+	return &flight.FlightInfo{
+		Schema:           flight.SerializeSchema(arrow.NewSchema(nil, nil), nil),
+		FlightDescriptor: desc,
+		TotalRecords:     0,
+		TotalBytes:       0,
+	}
+}
+
+func completePoll(info *flight.FlightInfo) *flight.PollInfo {
+	progress := 1.0
+	return &flight.PollInfo{Info: info, Progress: &progress}
+}
+
+// CancelFlightInfo cancels the running DoGets of the info's tickets.
+func (s *Server) CancelFlightInfo(_ context.Context, req *flight.CancelFlightInfoRequest) (flight.CancelFlightInfoResult, error) {
+	cancelled := false
+	for _, ep := range req.GetInfo().GetEndpoint() {
+		if tkt := ep.GetTicket(); tkt != nil {
+			for _, key := range ticketKeys(tkt.GetTicket()) {
+				cancelled = s.running.cancel(key) || cancelled
+			}
+		}
+	}
+	if cancelled {
+		return flight.CancelFlightInfoResult{Status: flight.CancelStatusCancelled}, nil
+	}
+	// Nothing runs for it: either finished or never fetched. Queries have
+	// no server-side state before DoGet, so there is nothing to cancel.
+	return flight.CancelFlightInfoResult{Status: flight.CancelStatusNotCancellable}, nil
+}
+
+// ticketKeys gives the keys a DoGet for this Flight ticket is registered
+// under: the statement handle, or the prepared statement's key.
+func ticketKeys(ticket []byte) [][]byte {
+	var anyCmd anypb.Any
+	if err := proto.Unmarshal(ticket, &anyCmd); err != nil {
+		return nil
+	}
+	var q pb.TicketStatementQuery
+	if anyCmd.UnmarshalTo(&q) == nil {
+		return [][]byte{q.GetStatementHandle()}
+	}
+	var p pb.CommandPreparedStatementQuery
+	if anyCmd.UnmarshalTo(&p) == nil {
+		return [][]byte{preparedKey(p.GetPreparedStatementHandle())}
+	}
+	return nil
+}

@@ -1,0 +1,114 @@
+package flightd;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
+import static org.junit.Assert.assertTrue;
+
+import java.sql.Connection;
+import java.sql.DatabaseMetaData;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.AfterClass;
+import org.junit.BeforeClass;
+import org.junit.Test;
+
+/**
+ * The Arrow Flight SQL JDBC driver against a running flightd. The Go test
+ * (flightsql/interop_test.go) starts flightd, creates table "big" with
+ * 1,000,000 rows (id 0..999999), and passes the address in FLIGHTD_URI.
+ */
+public class JdbcInteropTest {
+  private static Connection conn;
+
+  @BeforeClass
+  public static void connect() throws Exception {
+    String uri = System.getenv("FLIGHTD_URI");
+    if (uri == null || uri.isEmpty()) {
+      throw new IllegalStateException("FLIGHTD_URI is not set: run through go test ./flightsql -run Interop");
+    }
+    String hostPort = uri.replaceFirst("^grpc(\\+tcp)?://", "");
+    conn = DriverManager.getConnection("jdbc:arrow-flight-sql://" + hostPort + "/?useEncryption=false");
+    try (Statement st = conn.createStatement()) {
+      st.executeUpdate("CREATE TABLE jdbc_items (id INT NOT NULL, name VARCHAR, price DOUBLE, PRIMARY KEY (id) NOT ENFORCED)");
+      assertEquals(3, st.executeUpdate("INSERT INTO jdbc_items VALUES (1, 'apple', 0.5), (2, 'pear', 0.75), (3, NULL, 2.0)"));
+    }
+  }
+
+  @AfterClass
+  public static void close() throws Exception {
+    if (conn != null) {
+      conn.close();
+    }
+  }
+
+  @Test
+  public void databaseMetaData() throws Exception {
+    DatabaseMetaData md = conn.getMetaData();
+    assertEquals("flightd", md.getDatabaseProductName());
+
+    List<String> catalogs = new ArrayList<>();
+    try (ResultSet rs = md.getCatalogs()) {
+      while (rs.next()) catalogs.add(rs.getString("TABLE_CAT"));
+    }
+    assertEquals(List.of("flightd"), catalogs);
+
+    boolean sawDefault = false;
+    try (ResultSet rs = md.getSchemas()) {
+      while (rs.next()) sawDefault |= "default".equals(rs.getString("TABLE_SCHEM"));
+    }
+    assertTrue("schema default listed", sawDefault);
+
+    boolean sawTable = false;
+    try (ResultSet rs = md.getTables(null, null, "jdbc_%", null)) {
+      while (rs.next()) sawTable |= "jdbc_items".equals(rs.getString("TABLE_NAME"));
+    }
+    assertTrue("table jdbc_items listed", sawTable);
+
+    List<String> cols = new ArrayList<>();
+    try (ResultSet rs = md.getColumns(null, null, "jdbc_items", null)) {
+      while (rs.next()) cols.add(rs.getString("COLUMN_NAME") + ":" + rs.getString("TYPE_NAME") + ":" + rs.getInt("NULLABLE"));
+    }
+    assertEquals(List.of("id:INTEGER:0", "name:VARCHAR:1", "price:DOUBLE:1"), cols);
+
+    List<String> pk = new ArrayList<>();
+    try (ResultSet rs = md.getPrimaryKeys(null, null, "jdbc_items")) {
+      while (rs.next()) pk.add(rs.getString("COLUMN_NAME"));
+    }
+    assertEquals(List.of("id"), pk);
+  }
+
+  @Test
+  public void preparedStatementWithParameters() throws Exception {
+    try (PreparedStatement ps = conn.prepareStatement("SELECT name, price FROM jdbc_items WHERE id = ?")) {
+      ps.setInt(1, 2);
+      try (ResultSet rs = ps.executeQuery()) {
+        assertTrue(rs.next());
+        assertEquals("pear", rs.getString(1));
+        assertEquals(0.75, rs.getDouble(2), 0);
+        assertFalse(rs.next());
+      }
+      ps.setInt(1, 3);
+      try (ResultSet rs = ps.executeQuery()) {
+        assertTrue(rs.next());
+        assertEquals(null, rs.getString(1));
+      }
+    }
+  }
+
+  @Test
+  public void millionRowResult() throws Exception {
+    long rows = 0, sum = 0;
+    try (Statement st = conn.createStatement(); ResultSet rs = st.executeQuery("SELECT id FROM big")) {
+      while (rs.next()) {
+        rows++;
+        sum += rs.getLong(1);
+      }
+    }
+    assertEquals(1_000_000L, rows);
+    assertEquals(999_999L * 1_000_000L / 2, sum);
+  }
+}
