@@ -1,0 +1,325 @@
+package tablestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strconv"
+)
+
+// errCommitAmbiguous: publication failed in a way that leaves unknown
+// whether the snapshot exists; the caller must not delete its files.
+var errCommitAmbiguous = errors.New("commit outcome unknown")
+
+type commitRequest struct {
+	kind    string
+	adds    []*manifestEntry
+	deletes []*manifestEntry // compaction inputs; must still be live
+	// overwrite selects live files the commit replaces (INSERT OVERWRITE).
+	overwrite func(*manifestEntry) bool
+	baseID    int64
+	// minSeq is the smallest sequence number of the added key-table rows
+	// (-1: none); a file added to one of the same buckets after baseID with
+	// a sequence number >= minSeq is a conflicting concurrent write.
+	minSeq  int64
+	nextSeq int64
+	dirs    []string // directories of new files, to sync
+}
+
+// maxManifests bounds a base manifest list before it is rewritten as one
+// manifest (Paimon's manifest.merge-min-count).
+const maxManifests = 30
+
+// commit publishes req as the next snapshot: manifests first, then
+// snapshot-N by put-if-absent. A lost race is retried against the new
+// latest snapshot unless it conflicts.
+func (st *tableState) commit(ctx context.Context, req *commitRequest) (int64, error) {
+	st.commitMu.Lock()
+	defer st.commitMu.Unlock()
+	// Directory entries of the new data files must be durable before a
+	// snapshot can reference them.
+	synced := map[string]bool{}
+	for _, d := range req.dirs {
+		for ; len(d) > len(st.dir) && !synced[d]; d = path.Dir(d) {
+			if err := st.fs().SyncDir(d); err != nil {
+				return 0, fmt.Errorf("sync %s: %w", d, err)
+			}
+			synced[d] = true
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		id, retry, err := st.tryCommit(req)
+		if err == nil {
+			return id, nil
+		}
+		if !retry || attempt >= 20 {
+			return 0, err
+		}
+	}
+}
+
+func (st *tableState) tryCommit(req *commitRequest) (id int64, retry bool, err error) {
+	sch, err := st.latestSchema()
+	if err != nil {
+		return 0, false, err
+	}
+	latestID, err := st.latestSnapshotID()
+	if err != nil {
+		return 0, false, err
+	}
+	var latest *snapshot
+	var live []*manifestEntry
+	if latestID > 0 {
+		if latest, err = st.readSnapshot(latestID); err != nil {
+			return 0, false, err
+		}
+		if live, err = st.liveFiles(latest); err != nil {
+			return 0, false, err
+		}
+	}
+	liveByName := make(map[string]*manifestEntry, len(live))
+	for _, e := range live {
+		liveByName[e.File.FileName] = e
+	}
+	deletes := req.deletes
+	for _, d := range deletes {
+		if _, ok := liveByName[d.File.FileName]; !ok {
+			return 0, false, fmt.Errorf("%w: file %s was removed by a concurrent commit", ErrConflict, d.File.Path)
+		}
+	}
+	if req.overwrite != nil {
+		deletes = nil
+		for _, e := range live {
+			if req.overwrite(e) {
+				deletes = append(deletes, e)
+			}
+		}
+	}
+	if err := st.checkSeqConflicts(req, latestID, deletes); err != nil {
+		return 0, false, err
+	}
+
+	// Manifests: the delta of this commit; the base is the previous base
+	// plus the previous delta, rewritten as one manifest when it grows long.
+	prefix := newUUID()
+	var written []string
+	cleanup := func() {
+		for _, n := range written {
+			_ = st.fs().Remove(st.manifestPath(n))
+		}
+	}
+	writeManifest := func(ents []*manifestEntry) (manifestMeta, error) {
+		name := "manifest-" + prefix + "-" + strconv.Itoa(len(written))
+		size, err := writeMeta(st.fs(), st.manifestPath(name), ents)
+		if err != nil {
+			return manifestMeta{}, err
+		}
+		written = append(written, name)
+		m := manifestMeta{FileName: name, FileSize: size, SchemaID: sch.ID}
+		for _, e := range ents {
+			if e.Kind == kindAdd {
+				m.NumAddedFiles++
+			} else {
+				m.NumDeletedFile++
+			}
+		}
+		return m, nil
+	}
+	writeList := func(l []manifestMeta) (string, error) {
+		name := "manifest-list-" + prefix + "-" + strconv.Itoa(len(written))
+		if _, err := writeMeta(st.fs(), st.manifestPath(name), l); err != nil {
+			return "", err
+		}
+		written = append(written, name)
+		return name, nil
+	}
+	var delta []*manifestEntry
+	var rows, delRows int64
+	for _, d := range deletes {
+		c := *d
+		c.Kind = kindDelete
+		delta = append(delta, &c)
+		delRows += d.File.RowCount
+	}
+	for _, a := range req.adds {
+		delta = append(delta, a)
+		rows += a.File.RowCount
+	}
+	var base []manifestMeta
+	if latest != nil {
+		b, err := st.readManifestList(latest.BaseManifestList)
+		if err != nil {
+			return 0, false, err
+		}
+		d, err := st.readManifestList(latest.DeltaManifestList)
+		if err != nil {
+			return 0, false, err
+		}
+		base = append(b, d...)
+	}
+	if len(base) > maxManifests {
+		full := make([]*manifestEntry, len(live))
+		copy(full, live)
+		m, err := writeManifest(full)
+		if err != nil {
+			cleanup()
+			return 0, false, err
+		}
+		base = []manifestMeta{m}
+	}
+	dm, err := writeManifest(delta)
+	if err != nil {
+		cleanup()
+		return 0, false, err
+	}
+	baseName, err := writeList(base)
+	if err != nil {
+		cleanup()
+		return 0, false, err
+	}
+	deltaName, err := writeList([]manifestMeta{dm})
+	if err != nil {
+		cleanup()
+		return 0, false, err
+	}
+	if err := st.fs().SyncDir(joinPath(st.dir, "manifest")); err != nil {
+		cleanup()
+		return 0, false, err
+	}
+	sn := &snapshot{
+		Version: 3, ID: latestID + 1, SchemaID: sch.ID,
+		BaseManifestList: baseName, DeltaManifestList: deltaName,
+		CommitUser: st.s.opts.CommitUser, CommitIdentifier: st.s.nextCommitID(),
+		CommitKind: req.kind, TimeMillis: st.s.opts.Now().UnixMilli(),
+		DeltaRecordCount: rows, NextSequenceNumber: req.nextSeq,
+	}
+	if latest != nil {
+		sn.TotalRecordCount = latest.TotalRecordCount
+		sn.NextSequenceNumber = max(sn.NextSequenceNumber, latest.NextSequenceNumber)
+		if sn.TimeMillis < latest.TimeMillis {
+			sn.TimeMillis = latest.TimeMillis // keep times monotonic for time travel
+		}
+	}
+	sn.TotalRecordCount += rows - delRows
+	tmp := joinPath(st.dir, "snapshot", ".tmp-"+prefix)
+	if _, err := writeMeta(st.fs(), tmp, sn); err != nil {
+		_ = st.fs().Remove(tmp)
+		cleanup()
+		return 0, false, err
+	}
+	final := st.snapshotPath(sn.ID)
+	if err := st.fs().RenameNoReplace(tmp, final); err != nil {
+		_ = st.fs().Remove(tmp)
+		if errors.Is(err, fs.ErrExist) {
+			cleanup()
+			return 0, true, err // lost the race: retry on the new latest
+		}
+		switch ours, verr := st.isOurSnapshot(sn); {
+		case verr != nil:
+			return 0, false, fmt.Errorf("%w: publish %s: %v (verify: %v)", errCommitAmbiguous, final, err, verr)
+		case !ours:
+			cleanup()
+			return 0, false, fmt.Errorf("publish %s: %w", final, err)
+		}
+	}
+	if err := st.fs().SyncDir(joinPath(st.dir, "snapshot")); err != nil {
+		return 0, false, fmt.Errorf("%w: sync snapshot directory: %v", errCommitAmbiguous, err)
+	}
+	// Read back: a publication the file system acknowledged but lost must
+	// not be acknowledged to the caller.
+	if ours, err := st.isOurSnapshot(sn); err != nil || !ours {
+		if err == nil {
+			cleanup()
+			return 0, false, fmt.Errorf("publish %s: snapshot missing after rename", final)
+		}
+		return 0, false, fmt.Errorf("%w: verify %s: %v", errCommitAmbiguous, final, err)
+	}
+	st.writeHint("LATEST", sn.ID)
+	newLive := make([]*manifestEntry, 0, len(live)+len(req.adds))
+	gone := map[string]bool{}
+	for _, d := range deletes {
+		gone[d.File.FileName] = true
+	}
+	for _, e := range live {
+		if !gone[e.File.FileName] {
+			newLive = append(newLive, e)
+		}
+	}
+	newLive = append(newLive, req.adds...)
+	st.cacheLive(sn.ID, newLive)
+	return sn.ID, false, nil
+}
+
+// isOurSnapshot reports whether the published snapshot-N is sn.
+func (st *tableState) isOurSnapshot(sn *snapshot) (bool, error) {
+	got, err := st.readSnapshot(sn.ID)
+	if errors.Is(err, ErrSnapshotNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return got.CommitUser == sn.CommitUser && got.CommitIdentifier == sn.CommitIdentifier, nil
+}
+
+// checkSeqConflicts fails when a commit after baseID added key-table rows
+// to one of our buckets with sequence numbers not below ours: merging by
+// sequence number could then let our older-numbered rows lose to theirs
+// although we commit later.
+func (st *tableState) checkSeqConflicts(req *commitRequest, latestID int64, deletes []*manifestEntry) error {
+	if req.minSeq < 0 || len(req.adds) == 0 || latestID <= req.baseID {
+		return nil
+	}
+	ours := map[string]bool{}
+	for _, a := range req.adds {
+		ours[partitionKey(a.Partition)+"/"+strconv.Itoa(a.Bucket)] = true
+	}
+	replaced := map[string]bool{}
+	for _, d := range deletes {
+		replaced[d.File.FileName] = true
+	}
+	for id := req.baseID + 1; id <= latestID; id++ {
+		sn, err := st.readSnapshot(id)
+		if err != nil {
+			return fmt.Errorf("%w: cannot check concurrent commit %d: %v", ErrConflict, id, err)
+		}
+		l, err := st.readManifestList(sn.DeltaManifestList)
+		if err != nil {
+			return err
+		}
+		for _, m := range l {
+			ents, err := st.readManifest(m.FileName)
+			if err != nil {
+				return err
+			}
+			for _, e := range ents {
+				if e.Kind != kindAdd || replaced[e.File.FileName] || !ours[partitionKey(e.Partition)+"/"+strconv.Itoa(e.Bucket)] {
+					continue
+				}
+				if e.File.MaxSeq >= req.minSeq {
+					return fmt.Errorf("%w: snapshot %d wrote bucket %d of partition %s concurrently", ErrConflict, id, e.Bucket, partitionKey(e.Partition))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// writeHint updates a LATEST/EARLIEST hint; hints may be stale, so
+// failures are ignored.
+func (st *tableState) writeHint(name string, id int64) {
+	dir := joinPath(st.dir, "snapshot")
+	tmp := joinPath(dir, ".tmp-"+name+"-"+newUUID())
+	if err := writeFileSync(st.fs(), tmp, []byte(strconv.FormatInt(id, 10))); err != nil {
+		_ = st.fs().Remove(tmp)
+		return
+	}
+	if err := st.fs().Rename(tmp, joinPath(dir, name)); err != nil {
+		_ = st.fs().Remove(tmp)
+	}
+}

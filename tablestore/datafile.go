@@ -1,0 +1,411 @@
+package tablestore
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// System columns of key-table data files (Paimon's names).
+const (
+	colSeq  = "_SEQUENCE_NUMBER"
+	colKind = "_VALUE_KIND"
+)
+
+const fieldIDKey = "PARQUET:field_id"
+
+// fileSchema is the Arrow schema of data files written under sch: the
+// system columns for key tables, then every column tagged with its field ID
+// (readers map columns by ID, so renames and drops need no rewrite).
+func fileSchema(sch *tableSchema) *arrow.Schema {
+	var fields []arrow.Field
+	if sch.hasPK() {
+		fields = append(fields,
+			arrow.Field{Name: colSeq, Type: arrow.PrimitiveTypes.Int64},
+			arrow.Field{Name: colKind, Type: arrow.PrimitiveTypes.Int8})
+	}
+	for i, f := range sch.Fields {
+		fields = append(fields, arrow.Field{
+			Name: f.Name, Type: sch.types[i], Nullable: f.Nullable,
+			Metadata: arrow.NewMetadata([]string{fieldIDKey}, []string{strconv.Itoa(f.ID)}),
+		})
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// writeDataFile writes rec (laid out as fileSchema(sch)) to path as Parquet
+// and syncs it. It returns the file size.
+func (st *tableState) writeDataFile(ctx context.Context, path string, rec arrow.RecordBatch, sch *tableSchema) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	f, err := st.fs().Create(path)
+	if err != nil {
+		return 0, fmt.Errorf("create %s: %w", path, err)
+	}
+	size, err := writeParquet(f, rec, sch, st.s.opts)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = st.fs().Remove(path)
+		return 0, fmt.Errorf("write %s: %w", path, err)
+	}
+	return size, nil
+}
+
+func writeParquet(f io.Writer, rec arrow.RecordBatch, sch *tableSchema, opts Options) (int64, error) {
+	cw := &countingWriter{w: f}
+	bw := bufio.NewWriterSize(cw, 1<<20)
+	props := parquet.NewWriterProperties(
+		parquet.WithAllocator(opts.Mem),
+		parquet.WithCompression(sch.opts.compression),
+		parquet.WithMaxRowGroupLength(sch.opts.rowGroupRows),
+		parquet.WithStats(true),
+		parquet.WithCreatedBy("flightd tablestore"),
+	)
+	w, err := pqarrow.NewFileWriter(rec.Schema(), bw, props,
+		pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(opts.Mem), pqarrow.WithStoreSchema()))
+	if err != nil {
+		return 0, err
+	}
+	if err := w.Write(rec); err != nil {
+		w.Close()
+		return 0, err
+	}
+	if err := w.Close(); err != nil {
+		return 0, err
+	}
+	if err := bw.Flush(); err != nil {
+		return 0, err
+	}
+	return cw.n, nil
+}
+
+// dataFile is an open Parquet data file.
+type dataFile struct {
+	path    string
+	rf      ReadFile
+	fr      *pqarrow.FileReader
+	cols    map[int]int // field ID -> column index
+	seqCol  int         // -1 for append tables
+	kindCol int
+	types   []arrow.DataType // by column index
+}
+
+func corruptf(path string, err error) error {
+	return fmt.Errorf("%w: data file %s: %v", ErrCorrupt, path, err)
+}
+
+// openDataFile opens the file of e and checks it against the manifest.
+func (st *tableState) openDataFile(e *manifestEntry) (*dataFile, error) {
+	path := joinPath(st.dir, e.File.Path)
+	rf, err := st.fs().Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open data file %s: %w", path, err)
+	}
+	if rf.Size() != e.File.FileSize {
+		rf.Close()
+		return nil, fmt.Errorf("%w: data file %s has %d bytes, manifest says %d (truncated or replaced)", ErrCorrupt, path, rf.Size(), e.File.FileSize)
+	}
+	mem := st.s.opts.Mem
+	pr, err := file.NewParquetReader(io.NewSectionReader(rf, 0, rf.Size()), file.WithReadProps(parquet.NewReaderProperties(mem)))
+	if err != nil {
+		rf.Close()
+		return nil, corruptf(path, err)
+	}
+	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: int64(st.s.opts.BatchSize)}, mem)
+	if err != nil {
+		rf.Close()
+		return nil, corruptf(path, err)
+	}
+	sc, err := fr.Schema()
+	if err != nil {
+		rf.Close()
+		return nil, corruptf(path, err)
+	}
+	if pr.NumRows() != e.File.RowCount {
+		rf.Close()
+		return nil, fmt.Errorf("%w: data file %s has %d rows, manifest says %d", ErrCorrupt, path, pr.NumRows(), e.File.RowCount)
+	}
+	df := &dataFile{path: path, rf: rf, fr: fr, cols: map[int]int{}, seqCol: -1, kindCol: -1}
+	for i, f := range sc.Fields() {
+		if !arrow.IsPrimitive(f.Type.ID()) && !arrow.IsBaseBinary(f.Type.ID()) && f.Type.ID() != arrow.BOOL && f.Type.ID() != arrow.DECIMAL128 {
+			rf.Close()
+			return nil, corruptf(path, fmt.Errorf("column %q has unexpected type %s", f.Name, f.Type))
+		}
+		df.types = append(df.types, f.Type)
+		switch f.Name {
+		case colSeq:
+			df.seqCol = i
+			continue
+		case colKind:
+			df.kindCol = i
+			continue
+		}
+		v, ok := f.Metadata.GetValue(fieldIDKey)
+		id, err := strconv.Atoi(v)
+		if !ok || err != nil {
+			rf.Close()
+			return nil, corruptf(path, fmt.Errorf("column %q has no field id", f.Name))
+		}
+		df.cols[id] = i
+	}
+	if (df.seqCol < 0) != (df.kindCol < 0) {
+		rf.Close()
+		return nil, corruptf(path, errors.New("incomplete system columns"))
+	}
+	return df, nil
+}
+
+func (df *dataFile) Close() error { return df.rf.Close() }
+
+func (df *dataFile) numRowGroups() int { return df.fr.ParquetReader().NumRowGroups() }
+
+// readTarget describes the columns a reader produces: optionally the
+// system columns, then table columns (by field ID) with their current names
+// and types.
+type readTarget struct {
+	sys    bool
+	ids    []int
+	schema *arrow.Schema // output schema
+}
+
+func newReadTarget(sch *tableSchema, idx []int, sys bool) *readTarget {
+	rt := &readTarget{sys: sys}
+	var fields []arrow.Field
+	if sys {
+		fields = append(fields,
+			arrow.Field{Name: colSeq, Type: arrow.PrimitiveTypes.Int64},
+			arrow.Field{Name: colKind, Type: arrow.PrimitiveTypes.Int8})
+	}
+	for _, i := range idx {
+		rt.ids = append(rt.ids, sch.Fields[i].ID)
+		fields = append(fields, sch.arrow.Field(i))
+	}
+	rt.schema = arrow.NewSchema(fields, nil)
+	return rt
+}
+
+// fileColumns returns the file columns to read for rt (deduplicated, in
+// file order) and, per output column, its position among them (-1: absent).
+func (df *dataFile) fileColumns(rt *readTarget) (cols []int, pos []int, err error) {
+	want := []int{}
+	if rt.sys {
+		if df.seqCol < 0 {
+			return nil, nil, corruptf(df.path, errors.New("key-table file without system columns"))
+		}
+		want = append(want, df.seqCol, df.kindCol)
+	}
+	for _, id := range rt.ids {
+		if c, ok := df.cols[id]; ok {
+			want = append(want, c)
+		} else {
+			want = append(want, -1)
+		}
+	}
+	for _, c := range want {
+		if c >= 0 && !slices.Contains(cols, c) {
+			cols = append(cols, c)
+		}
+	}
+	slices.Sort(cols)
+	for _, c := range want {
+		pos = append(pos, slices.Index(cols, c))
+	}
+	return cols, pos, nil
+}
+
+// conform builds the output batch of rt from the columns read (in the order
+// of fileColumns), casting widened types and filling dropped-then-added or
+// new columns with nulls.
+func conform(ctx context.Context, mem memory.Allocator, rt *readTarget, pos []int, read []arrow.Array, n int) (arrow.RecordBatch, error) {
+	out := make([]arrow.Array, len(pos))
+	defer func() {
+		for _, a := range out {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}()
+	for i, p := range pos {
+		typ := rt.schema.Field(i).Type
+		if p < 0 {
+			out[i] = array.MakeArrayOfNull(mem, typ, n)
+			continue
+		}
+		src := read[p]
+		if arrow.TypeEqual(src.DataType(), typ) {
+			src.Retain()
+			out[i] = src
+			continue
+		}
+		cctx := compute.WithAllocator(ctx, mem)
+		c, err := compute.CastArray(cctx, src, compute.SafeCastOptions(typ))
+		if err != nil {
+			return nil, fmt.Errorf("cast column %q from %s to %s: %w", rt.schema.Field(i).Name, src.DataType(), typ, err)
+		}
+		out[i] = c
+	}
+	return array.NewRecordBatch(rt.schema, out, int64(n)), nil
+}
+
+// readAll reads the given row groups (nil: all) into one batch laid out as rt.
+func (df *dataFile) readAll(ctx context.Context, mem memory.Allocator, rt *readTarget, rowGroups []int) (arrow.RecordBatch, error) {
+	cols, pos, err := df.fileColumns(rt)
+	if err != nil {
+		return nil, err
+	}
+	if rowGroups == nil {
+		rowGroups = make([]int, df.numRowGroups())
+		for i := range rowGroups {
+			rowGroups[i] = i
+		}
+	}
+	var n int64
+	for _, rg := range rowGroups {
+		n += df.fr.ParquetReader().MetaData().RowGroup(rg).NumRows()
+	}
+	read := make([]arrow.Array, len(cols))
+	defer func() {
+		for _, a := range read {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}()
+	if len(cols) > 0 && len(rowGroups) > 0 {
+		tbl, err := df.fr.ReadRowGroups(ctx, cols, rowGroups)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, corruptf(df.path, err)
+		}
+		defer tbl.Release()
+		for i := range cols {
+			ch := tbl.Column(i).Data()
+			if len(ch.Chunks()) == 1 {
+				read[i] = ch.Chunk(0)
+				read[i].Retain()
+				continue
+			}
+			a, err := array.Concatenate(ch.Chunks(), mem)
+			if err != nil {
+				return nil, err
+			}
+			read[i] = a
+		}
+	}
+	if len(cols) == 0 {
+		// Only new (null) columns: read nothing but the row count.
+		return conform(ctx, mem, rt, pos, nil, int(n))
+	}
+	return conform(ctx, mem, rt, pos, read, int(n))
+}
+
+// rowGroupStats exposes a row group's Parquet statistics for columns that
+// allowed admits.
+func (df *dataFile) rowGroupStats(rg int, sch *tableSchema, allowed func(string) bool) statsFunc {
+	md := df.fr.ParquetReader().MetaData().RowGroup(rg)
+	rows := md.NumRows()
+	return func(col string) (colRange, bool, func(scalar.Scalar) (datum, bool)) {
+		i := sch.fieldIndex(col)
+		if i < 0 || !allowed(col) {
+			return colRange{}, false, nil
+		}
+		lit := func(s scalar.Scalar) (datum, bool) { return scalarDatum(s, sch.types[i]) }
+		c, ok := df.cols[sch.Fields[i].ID]
+		if !ok {
+			// Column added after this file was written: all NULL.
+			return colRange{nullCount: rows, rowCount: rows}, true, lit
+		}
+		cc, err := md.ColumnChunk(c)
+		if err != nil {
+			return colRange{}, false, nil
+		}
+		set, err := cc.StatsSet()
+		if err != nil || !set {
+			return colRange{}, false, nil
+		}
+		ps, err := cc.Statistics()
+		if err != nil || ps == nil {
+			return colRange{}, false, nil
+		}
+		r := colRange{nullCount: -1, rowCount: rows}
+		if ps.HasNullCount() {
+			r.nullCount = ps.NullCount()
+		}
+		if ps.HasMinMax() {
+			r.min, r.max = parquetMinMax(ps, df.types[c])
+		}
+		return r, true, lit
+	}
+}
+
+func parquetMinMax(ps metadata.TypedStatistics, typ arrow.DataType) (*datum, *datum) {
+	if ts, ok := typ.(*arrow.TimestampType); ok && ts.Unit == arrow.Second {
+		return nil, nil // stored coerced to milliseconds
+	}
+	var lo, hi datum
+	switch s := ps.(type) {
+	case *metadata.BooleanStatistics:
+		b := func(v bool) datum {
+			if v {
+				return intDatum(1)
+			}
+			return intDatum(0)
+		}
+		lo, hi = b(s.Min()), b(s.Max())
+	case *metadata.Int32Statistics:
+		if typ.ID() == arrow.DECIMAL128 {
+			return nil, nil
+		}
+		lo, hi = intDatum(int64(s.Min())), intDatum(int64(s.Max()))
+	case *metadata.Int64Statistics:
+		if typ.ID() == arrow.DECIMAL128 {
+			return nil, nil
+		}
+		lo, hi = intDatum(s.Min()), intDatum(s.Max())
+	case *metadata.Float32Statistics:
+		lo, hi = floatDatum(float64(s.Min())), floatDatum(float64(s.Max()))
+	case *metadata.Float64Statistics:
+		lo, hi = floatDatum(s.Min()), floatDatum(s.Max())
+	case *metadata.ByteArrayStatistics:
+		if typ.ID() == arrow.DECIMAL128 {
+			return nil, nil
+		}
+		lo, hi = binDatum(s.Min()), binDatum(s.Max())
+	default:
+		return nil, nil
+	}
+	return &lo, &hi
+}

@@ -1,0 +1,250 @@
+package tablestore
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"math"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
+)
+
+// datum is one value in manifests (partition values, key bounds, column
+// statistics). Integers, booleans, dates and timestamps are I; floats F;
+// strings S; binary B. Decimals have no datum (their statistics are not
+// kept), so filters on them never skip data.
+type datum struct {
+	Null bool     `json:"null,omitempty"`
+	I    *int64   `json:"i,omitempty"`
+	F    *float64 `json:"f,omitempty"`
+	S    *string  `json:"s,omitempty"`
+	B    *[]byte  `json:"b,omitempty"`
+}
+
+func intDatum(v int64) datum     { return datum{I: &v} }
+func floatDatum(v float64) datum { return datum{F: &v} }
+// strDatum keeps invalid UTF-8 as bytes: JSON would silently replace it and
+// change the ordering.
+func strDatum(v string) datum {
+	if !utf8.ValidString(v) {
+		return binDatum([]byte(v))
+	}
+	return datum{S: &v}
+}
+func binDatum(v []byte) datum    { c := bytes.Clone(v); return datum{B: &c} }
+
+// datumAt returns the value at row i; ok is false for types without datums.
+func datumAt(a arrow.Array, i int) (datum, bool) {
+	if a.IsNull(i) {
+		return datum{Null: true}, true
+	}
+	switch a := a.(type) {
+	case *array.Boolean:
+		if a.Value(i) {
+			return intDatum(1), true
+		}
+		return intDatum(0), true
+	case *array.Int8:
+		return intDatum(int64(a.Value(i))), true
+	case *array.Int16:
+		return intDatum(int64(a.Value(i))), true
+	case *array.Int32:
+		return intDatum(int64(a.Value(i))), true
+	case *array.Int64:
+		return intDatum(a.Value(i)), true
+	case *array.Date32:
+		return intDatum(int64(a.Value(i))), true
+	case *array.Timestamp:
+		return intDatum(int64(a.Value(i))), true
+	case *array.Float32:
+		return floatDatum(float64(a.Value(i))), true
+	case *array.Float64:
+		return floatDatum(a.Value(i)), true
+	case *array.String:
+		return strDatum(a.Value(i)), true
+	case *array.Binary:
+		return binDatum(a.Value(i)), true
+	}
+	return datum{}, false
+}
+
+// compareDatum orders two datums; ok is false when they are not comparable
+// (different kinds, nulls, NaN), in which case callers must not skip data.
+func compareDatum(a, b datum) (int, bool) {
+	switch {
+	case a.Null || b.Null:
+		return 0, false
+	case a.I != nil && b.I != nil:
+		return cmp.Compare(*a.I, *b.I), true
+	case a.F != nil && b.F != nil:
+		if math.IsNaN(*a.F) || math.IsNaN(*b.F) {
+			return 0, false
+		}
+		return cmp.Compare(*a.F, *b.F), true
+	case a.I != nil && b.F != nil:
+		if math.IsNaN(*b.F) || math.Abs(float64(*a.I)) > 1<<53 {
+			return 0, false
+		}
+		return cmp.Compare(float64(*a.I), *b.F), true
+	case a.F != nil && b.I != nil:
+		c, ok := compareDatum(b, a)
+		return -c, ok
+	}
+	ab, aok := a.bytes()
+	bb, bok := b.bytes()
+	if aok && bok {
+		return bytes.Compare(ab, bb), true
+	}
+	return 0, false
+}
+
+func (d datum) bytes() ([]byte, bool) {
+	switch {
+	case d.S != nil:
+		return []byte(*d.S), true
+	case d.B != nil:
+		return *d.B, true
+	}
+	return nil, false
+}
+
+// scalarDatum converts a predicate literal to a datum comparable with
+// values of column type colType; ok is false when that is not possible.
+func scalarDatum(s scalar.Scalar, colType arrow.DataType) (datum, bool) {
+	if s == nil || !s.IsValid() {
+		return datum{}, false
+	}
+	switch s := s.(type) {
+	case *scalar.Boolean:
+		if s.Value {
+			return intDatum(1), true
+		}
+		return intDatum(0), true
+	case *scalar.Int8:
+		return intDatum(int64(s.Value)), true
+	case *scalar.Int16:
+		return intDatum(int64(s.Value)), true
+	case *scalar.Int32:
+		return intDatum(int64(s.Value)), true
+	case *scalar.Int64:
+		return intDatum(s.Value), true
+	case *scalar.Uint8:
+		return intDatum(int64(s.Value)), true
+	case *scalar.Uint16:
+		return intDatum(int64(s.Value)), true
+	case *scalar.Uint32:
+		return intDatum(int64(s.Value)), true
+	case *scalar.Uint64:
+		if s.Value > math.MaxInt64 {
+			return datum{}, false
+		}
+		return intDatum(int64(s.Value)), true
+	case *scalar.Float32:
+		return floatDatum(float64(s.Value)), true
+	case *scalar.Float64:
+		return floatDatum(s.Value), true
+	case *scalar.String:
+		return strDatum(string(s.Data())), true
+	case *scalar.LargeString:
+		return strDatum(string(s.Data())), true
+	case *scalar.Binary:
+		return binDatum(s.Data()), true
+	case *scalar.LargeBinary:
+		return binDatum(s.Data()), true
+	case *scalar.Date32:
+		if colType.ID() != arrow.DATE32 {
+			return datum{}, false
+		}
+		return intDatum(int64(s.Value)), true
+	case *scalar.Timestamp:
+		ct, ok := colType.(*arrow.TimestampType)
+		if !ok {
+			return datum{}, false
+		}
+		st := s.DataType().(*arrow.TimestampType)
+		v, ok := convertTimeUnit(int64(s.Value), st.Unit, ct.Unit)
+		if !ok {
+			return datum{}, false
+		}
+		return intDatum(v), true
+	}
+	return datum{}, false
+}
+
+// convertTimeUnit converts v exactly, or reports false.
+func convertTimeUnit(v int64, from, to arrow.TimeUnit) (int64, bool) {
+	mul := [...]int64{1, 1e3, 1e6, 1e9}
+	if from == to {
+		return v, true
+	}
+	if to > from {
+		f := mul[to] / mul[from]
+		if v > math.MaxInt64/f || v < math.MinInt64/f {
+			return 0, false
+		}
+		return v * f, true
+	}
+	f := mul[from] / mul[to]
+	if v%f != 0 {
+		return 0, false
+	}
+	return v / f, true
+}
+
+// partitionPath renders partition values Hive style: "dt=2024-05-01/h=3".
+func partitionPath(names []string, types []arrow.DataType, vals []datum, defaultName string) string {
+	var sb strings.Builder
+	for i, n := range names {
+		if i > 0 {
+			sb.WriteByte('/')
+		}
+		sb.WriteString(url.PathEscape(n))
+		sb.WriteByte('=')
+		v := vals[i]
+		switch {
+		case v.Null:
+			sb.WriteString(defaultName)
+		case v.I != nil && types[i].ID() == arrow.DATE32:
+			sb.WriteString(arrow.Date32(*v.I).FormattedString())
+		case v.I != nil && types[i].ID() == arrow.BOOL:
+			sb.WriteString(strconv.FormatBool(*v.I != 0))
+		case v.I != nil:
+			sb.WriteString(strconv.FormatInt(*v.I, 10))
+		case v.S != nil:
+			s := url.PathEscape(*v.S)
+			if s == "" || s == "." || s == ".." {
+				s = "%" + fmt.Sprintf("%x", *v.S) + "%"
+			}
+			sb.WriteString(s)
+		case v.B != nil:
+			sb.WriteString(fmt.Sprintf("%x", *v.B))
+		}
+	}
+	return sb.String()
+}
+
+// partitionKey is a map key for a partition value tuple.
+func partitionKey(vals []datum) string {
+	var sb strings.Builder
+	for _, v := range vals {
+		switch {
+		case v.Null:
+			sb.WriteString("n;")
+		case v.I != nil:
+			fmt.Fprintf(&sb, "i%d;", *v.I)
+		case v.F != nil:
+			fmt.Fprintf(&sb, "f%v;", *v.F)
+		case v.S != nil:
+			fmt.Fprintf(&sb, "s%q;", *v.S)
+		case v.B != nil:
+			fmt.Fprintf(&sb, "b%x;", *v.B)
+		}
+	}
+	return sb.String()
+}

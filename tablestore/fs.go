@@ -1,0 +1,162 @@
+package tablestore
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// FS is the file system every byte of a warehouse goes through. Paths are
+// slash-separated and absolute for the local implementation; an object-store
+// implementation maps them to keys. Tests wrap an FS to inject faults.
+//
+// The store relies on these guarantees:
+//   - a File's data is durable once Sync returns;
+//   - Rename atomically replaces newname (used only for hint files);
+//   - RenameNoReplace atomically publishes newname and fails with an error
+//     wrapping fs.ErrExist when it already exists (snapshot and schema
+//     publication; put-if-absent on object stores);
+//   - SyncDir makes created and renamed directory entries durable.
+type FS interface {
+	// Create creates or truncates name for writing.
+	Create(name string) (File, error)
+	// Open opens name for random-access reads.
+	Open(name string) (ReadFile, error)
+	Rename(oldname, newname string) error
+	RenameNoReplace(oldname, newname string) error
+	Remove(name string) error
+	RemoveAll(name string) error
+	// List returns the names (not paths) of the entries of dir, sorted. A
+	// missing dir gives an error wrapping fs.ErrNotExist.
+	List(dir string) ([]string, error)
+	MkdirAll(dir string) error
+	Stat(name string) (fs.FileInfo, error)
+	SyncDir(dir string) error
+}
+
+// File is a file being written.
+type File interface {
+	io.Writer
+	Sync() error
+	Close() error
+}
+
+// ReadFile is a file opened for reading at arbitrary offsets.
+type ReadFile interface {
+	io.ReaderAt
+	Size() int64
+	Close() error
+}
+
+// NewLocalFS returns an FS over the local file system.
+func NewLocalFS() FS { return localFS{} }
+
+type localFS struct{}
+
+func (localFS) Create(name string) (File, error) {
+	return os.OpenFile(name, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+}
+
+type localReadFile struct {
+	*os.File
+	size int64
+}
+
+func (f localReadFile) Size() int64 { return f.size }
+
+func (localFS) Open(name string) (ReadFile, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return localReadFile{File: f, size: st.Size()}, nil
+}
+
+func (localFS) Rename(oldname, newname string) error { return os.Rename(oldname, newname) }
+
+// RenameNoReplace uses a hard link, which fails when newname exists, then
+// removes oldname: the publication is atomic even between processes.
+func (localFS) RenameNoReplace(oldname, newname string) error {
+	if err := os.Link(oldname, newname); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("rename %s: %w", newname, fs.ErrExist)
+		}
+		return err
+	}
+	return os.Remove(oldname)
+}
+
+func (localFS) Remove(name string) error    { return os.Remove(name) }
+func (localFS) RemoveAll(name string) error { return os.RemoveAll(name) }
+
+func (localFS) List(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+func (localFS) MkdirAll(dir string) error              { return os.MkdirAll(dir, 0o755) }
+func (localFS) Stat(name string) (fs.FileInfo, error) { return os.Stat(name) }
+
+func (localFS) SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// joinPath joins slash-separated path elements.
+func joinPath(elem ...string) string { return filepath.ToSlash(filepath.Join(elem...)) }
+
+// writeFileSync writes data to name and syncs it.
+func writeFileSync(fsys FS, name string, data []byte) error {
+	f, err := fsys.Create(name)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// readFileAll reads the whole of name.
+func readFileAll(fsys FS, name string) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, f.Size())
+	n, err := f.ReadAt(buf, 0)
+	if n == len(buf) {
+		return buf, nil
+	}
+	return nil, err
+}

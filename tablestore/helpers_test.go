@@ -1,0 +1,174 @@
+package tablestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+func newMem(t testing.TB) *memory.CheckedAllocator {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	return mem
+}
+
+func openStore(t testing.TB, fsys FS, dir string, mem memory.Allocator) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), fsys, dir, Options{Mem: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// newTestStore opens a store in a temp dir with database "db"; it closes
+// the store at cleanup (before the leak check, which was registered first).
+func newTestStore(t testing.TB) (*Store, *memory.CheckedAllocator, string) {
+	mem := newMem(t)
+	dir := t.TempDir()
+	s := openStore(t, NewLocalFS(), dir, mem)
+	t.Cleanup(func() { s.Close() })
+	if err := s.CreateDatabase(context.Background(), "db", false); err != nil {
+		t.Fatal(err)
+	}
+	return s, mem, dir
+}
+
+// makeBatch builds a batch from rows of Go values (nil = NULL).
+func makeBatch(t testing.TB, mem memory.Allocator, sc *arrow.Schema, rows [][]any) arrow.RecordBatch {
+	t.Helper()
+	b := array.NewRecordBuilder(mem, sc)
+	defer b.Release()
+	for _, row := range rows {
+		for i, v := range row {
+			fb := b.Field(i)
+			if v == nil {
+				fb.AppendNull()
+				continue
+			}
+			switch fb := fb.(type) {
+			case *array.Int64Builder:
+				fb.Append(int64(v.(int)))
+			case *array.Int32Builder:
+				fb.Append(int32(v.(int)))
+			case *array.Int16Builder:
+				fb.Append(int16(v.(int)))
+			case *array.Int8Builder:
+				fb.Append(int8(v.(int)))
+			case *array.Float64Builder:
+				fb.Append(v.(float64))
+			case *array.StringBuilder:
+				fb.Append(v.(string))
+			case *array.BooleanBuilder:
+				fb.Append(v.(bool))
+			case *array.Date32Builder:
+				fb.Append(arrow.Date32(v.(int)))
+			default:
+				t.Fatalf("makeBatch: unsupported builder %T", fb)
+			}
+		}
+	}
+	return b.NewRecordBatch()
+}
+
+// cellString renders one value for comparisons.
+func cellString(a arrow.Array, i int) string {
+	if a.IsNull(i) {
+		return "NULL"
+	}
+	return a.ValueStr(i)
+}
+
+// readScan reads every split of a scan and returns rows rendered as
+// "v1|v2|...", checking per-split order when the scan is ordered.
+func readScan(t testing.TB, s *Scan) []string {
+	t.Helper()
+	rows, err := readScanErr(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+func readScanErr(s *Scan) ([]string, error) {
+	ctx := context.Background()
+	var rows []string
+	for _, sp := range s.Splits() {
+		r, err := sp.Open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for {
+			b, err := r.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				r.Close()
+				return nil, err
+			}
+			if b.NumRows() == 0 {
+				r.Close()
+				return nil, fmt.Errorf("empty batch")
+			}
+			if !b.Schema().Equal(s.Schema()) {
+				r.Close()
+				return nil, fmt.Errorf("batch schema %v, scan schema %v", b.Schema(), s.Schema())
+			}
+			for i := 0; i < int(b.NumRows()); i++ {
+				var cells []string
+				for _, c := range b.Columns() {
+					cells = append(cells, cellString(c, i))
+				}
+				rows = append(rows, strings.Join(cells, "|"))
+			}
+		}
+		if err := r.Close(); err != nil {
+			return nil, err
+		}
+	}
+	slices.Sort(rows)
+	return rows, nil
+}
+
+func scanAll(t testing.TB, tbl *Table, spec ScanSpec) []string {
+	t.Helper()
+	s, err := tbl.NewScan(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return readScan(t, s)
+}
+
+func writeRows(t testing.TB, tbl *Table, mem memory.Allocator, opts WriteOptions, kind RowKind, rows [][]any) int64 {
+	t.Helper()
+	ctx := context.Background()
+	w := tbl.NewWrite(opts)
+	b := makeBatch(t, mem, tbl.Schema(), rows)
+	defer b.Release()
+	if err := w.Write(ctx, b, kind); err != nil {
+		w.Abort()
+		t.Fatal(err)
+	}
+	id, err := w.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func eqRows(t testing.TB, got []string, want ...string) {
+	t.Helper()
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("rows:\n got  %q\n want %q", got, want)
+	}
+}

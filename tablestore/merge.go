@@ -1,0 +1,148 @@
+package tablestore
+
+import (
+	"container/heap"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// mergeFunction decides what survives of the versions of one key. Rows are
+// ordered oldest to newest (by sequence.field, then sequence number). The
+// changelog issue adds partial-update, aggregation and first-row behind
+// this interface.
+type mergeFunction interface {
+	// pick returns the surviving row; a retracting survivor (-U/-D) means
+	// the key is deleted.
+	pick(rows []int) int
+}
+
+// deduplicate keeps the newest version (Paimon's default merge engine).
+type deduplicate struct{}
+
+func (deduplicate) pick(rows []int) int { return rows[len(rows)-1] }
+
+func newMergeFunction(*tableSchema) mergeFunction { return deduplicate{} }
+
+// rowOrder orders the rows of one batch laid out with the system columns
+// first (seq, kind, then table columns as in schema order of idx).
+type rowOrder struct {
+	key  func(i, j int) int // primary key columns
+	ver  func(i, j int) int // sequence.field columns, then sequence number
+	kind []int8
+}
+
+// newRowOrder builds the order of rec, whose columns after the two system
+// columns are the table columns listed by cols (schema indexes).
+func newRowOrder(sch *tableSchema, rec arrow.RecordBatch, cols []int) rowOrder {
+	colOf := func(name string) arrow.Array {
+		i := sch.fieldIndex(name)
+		for k, c := range cols {
+			if c == i {
+				return rec.Column(2 + k)
+			}
+		}
+		panic("tablestore: row order column not read: " + name)
+	}
+	var keys []arrow.Array
+	for _, k := range sch.PrimaryKeys {
+		keys = append(keys, colOf(k))
+	}
+	seq := rec.Column(0).(*array.Int64).Int64Values()
+	seqCmp := func(i, j int) int {
+		switch {
+		case seq[i] < seq[j]:
+			return -1
+		case seq[i] > seq[j]:
+			return 1
+		}
+		return 0
+	}
+	ver := seqCmp
+	if len(sch.opts.sequenceField) > 0 {
+		var sf []arrow.Array
+		for _, c := range sch.opts.sequenceField {
+			sf = append(sf, colOf(c))
+		}
+		sfCmp := rowsCmp(sf)
+		ver = func(i, j int) int {
+			if c := sfCmp(i, j); c != 0 {
+				return c
+			}
+			return seqCmp(i, j)
+		}
+	}
+	return rowOrder{key: rowsCmp(keys), ver: ver, kind: rec.Column(1).(*array.Int8).Int8Values()}
+}
+
+func (o rowOrder) full(i, j int) int {
+	if c := o.key(i, j); c != 0 {
+		return c
+	}
+	return o.ver(i, j)
+}
+
+// mergeSorted walks rows already sorted by o.full and returns the survivor
+// of each key, in key order; retracting survivors are dropped when
+// dropRetracts.
+func mergeSorted(o rowOrder, mf mergeFunction, sorted []int, dropRetracts bool) []int {
+	out := make([]int, 0, len(sorted))
+	for i := 0; i < len(sorted); {
+		j := i + 1
+		for j < len(sorted) && o.key(sorted[i], sorted[j]) == 0 {
+			j++
+		}
+		w := sorted[i]
+		if j-i > 1 {
+			w = mf.pick(sorted[i:j])
+		}
+		if !dropRetracts || !RowKind(o.kind[w]).IsRetract() {
+			out = append(out, w)
+		}
+		i = j
+	}
+	return out
+}
+
+// mergeRuns k-way merges sorted runs (row ranges [start, end) of one batch,
+// each sorted by o.full) into one sorted row order.
+func mergeRuns(o rowOrder, runs [][2]int) []int {
+	total := 0
+	for _, r := range runs {
+		total += r[1] - r[0]
+	}
+	out := make([]int, 0, total)
+	h := &runHeap{o: o}
+	for _, r := range runs {
+		if r[1] > r[0] {
+			h.cur = append(h.cur, r)
+		}
+	}
+	heap.Init(h)
+	for h.Len() > 0 {
+		top := &h.cur[0]
+		out = append(out, top[0])
+		top[0]++
+		if top[0] == top[1] {
+			heap.Pop(h)
+		} else {
+			heap.Fix(h, 0)
+		}
+	}
+	return out
+}
+
+type runHeap struct {
+	o   rowOrder
+	cur [][2]int
+}
+
+func (h *runHeap) Len() int           { return len(h.cur) }
+func (h *runHeap) Less(i, j int) bool { return h.o.full(h.cur[i][0], h.cur[j][0]) < 0 }
+func (h *runHeap) Swap(i, j int)      { h.cur[i], h.cur[j] = h.cur[j], h.cur[i] }
+func (h *runHeap) Push(x any)         { h.cur = append(h.cur, x.([2]int)) }
+func (h *runHeap) Pop() any {
+	x := h.cur[len(h.cur)-1]
+	h.cur = h.cur[:len(h.cur)-1]
+	return x
+}

@@ -1,0 +1,151 @@
+package tablestore
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"strconv"
+)
+
+// Metadata files (schemas, snapshots, manifest lists, manifests) are JSON
+// followed by a CRC-32C trailer line, so a truncated or damaged file is
+// detected and reported by name instead of being misread. Paimon stores
+// manifests as Avro; switching is a format change behind these helpers.
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+const crcPrefix = "\n#crc32c="
+
+func encodeMeta(v any) ([]byte, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return fmt.Appendf(body, "%s%08x\n", crcPrefix, crc32.Checksum(body, crcTable)), nil
+}
+
+func decodeMeta(name string, data []byte, v any) error {
+	i := bytes.LastIndex(data, []byte(crcPrefix))
+	if i < 0 {
+		return fmt.Errorf("%w: %s: missing checksum trailer (truncated?)", ErrCorrupt, name)
+	}
+	body := data[:i]
+	want, err := strconv.ParseUint(string(bytes.TrimSpace(data[i+len(crcPrefix):])), 16, 32)
+	if err != nil {
+		return fmt.Errorf("%w: %s: bad checksum trailer", ErrCorrupt, name)
+	}
+	if got := crc32.Checksum(body, crcTable); uint64(got) != want {
+		return fmt.Errorf("%w: %s: checksum mismatch (stored %08x, computed %08x)", ErrCorrupt, name, want, got)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
+	}
+	return nil
+}
+
+// readMeta reads and verifies a metadata file. A missing file gives an error
+// wrapping fs.ErrNotExist.
+func readMeta(fsys FS, name string, v any) error {
+	data, err := readFileAll(fsys, name)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return fmt.Errorf("read %s: %w", name, err)
+	}
+	return decodeMeta(name, data, v)
+}
+
+// writeMeta writes an immutable metadata file under a fresh name and syncs it.
+func writeMeta(fsys FS, name string, v any) (int64, error) {
+	data, err := encodeMeta(v)
+	if err != nil {
+		return 0, err
+	}
+	if err := writeFileSync(fsys, name, data); err != nil {
+		return 0, fmt.Errorf("write %s: %w", name, err)
+	}
+	return int64(len(data)), nil
+}
+
+// Commit kinds of a snapshot.
+const (
+	commitAppend    = "APPEND"
+	commitCompact   = "COMPACT"
+	commitOverwrite = "OVERWRITE"
+)
+
+// snapshot is the content of snapshot/snapshot-N (Paimon's fields, JSON).
+type snapshot struct {
+	Version           int    `json:"version"`
+	ID                int64  `json:"id"`
+	SchemaID          int64  `json:"schemaId"`
+	BaseManifestList  string `json:"baseManifestList"`
+	DeltaManifestList string `json:"deltaManifestList"`
+	// ChangelogManifestList stays empty until a changelog producer exists.
+	ChangelogManifestList string `json:"changelogManifestList,omitempty"`
+	CommitUser            string `json:"commitUser"`
+	CommitIdentifier      int64  `json:"commitIdentifier"`
+	CommitKind            string `json:"commitKind"`
+	TimeMillis            int64  `json:"timeMillis"`
+	TotalRecordCount      int64  `json:"totalRecordCount"`
+	DeltaRecordCount      int64  `json:"deltaRecordCount"`
+	// NextSequenceNumber is above every sequence number in the table, so a
+	// writer starting from this snapshot numbers its rows after all of them.
+	NextSequenceNumber int64 `json:"nextSequenceNumber"`
+}
+
+// manifestMeta is one entry of a manifest list.
+type manifestMeta struct {
+	FileName       string `json:"fileName"`
+	FileSize       int64  `json:"fileSize"`
+	NumAddedFiles  int64  `json:"numAddedFiles"`
+	NumDeletedFile int64  `json:"numDeletedFiles"`
+	SchemaID       int64  `json:"schemaId"`
+}
+
+const (
+	kindAdd    = "ADD"
+	kindDelete = "DELETE"
+)
+
+// manifestEntry adds or deletes one data file. Manifests are ordered logs:
+// the last entry for a file wins.
+type manifestEntry struct {
+	Kind         string       `json:"kind"`
+	Partition    []datum      `json:"partition"`
+	Bucket       int          `json:"bucket"`
+	TotalBuckets int          `json:"totalBuckets"`
+	File         dataFileMeta `json:"file"`
+}
+
+// dataFileMeta describes one Parquet data file.
+type dataFileMeta struct {
+	FileName string `json:"fileName"`
+	// Path is relative to the table directory: partition/bucket-N/name.
+	Path           string     `json:"path"`
+	FileSize       int64      `json:"fileSize"`
+	RowCount       int64      `json:"rowCount"`
+	MinKey         []datum    `json:"minKey,omitempty"`
+	MaxKey         []datum    `json:"maxKey,omitempty"`
+	ValueStats     []colStats `json:"valueStats"`
+	MinSeq         int64      `json:"minSequenceNumber"`
+	MaxSeq         int64      `json:"maxSequenceNumber"`
+	SchemaID       int64      `json:"schemaId"`
+	Level          int        `json:"level"`
+	CreationMillis int64      `json:"creationTime"`
+	DeleteRowCount int64      `json:"deleteRowCount"`
+	FileSource     string     `json:"fileSource"`
+}
+
+// colStats are the statistics of one column of a file, keyed by field ID.
+// Min and Max are nil when unknown (no non-null value, or not tracked).
+type colStats struct {
+	ID        int    `json:"id"`
+	Min       *datum `json:"min,omitempty"`
+	Max       *datum `json:"max,omitempty"`
+	NullCount int64  `json:"nullCount"`
+}

@@ -1,0 +1,278 @@
+package tablestore
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/parquet/compress"
+)
+
+// Table option keys (Paimon's names where Paimon has the option).
+const (
+	optBucket            = "bucket"
+	optBucketKey         = "bucket-key"
+	optMergeEngine       = "merge-engine"
+	optSequenceField     = "sequence.field"
+	optChangelogProducer = "changelog-producer"
+	optWriteBufferSize   = "write-buffer-size"
+	optCompactionTrigger = "num-sorted-run.compaction-trigger"
+	optStopTrigger       = "num-sorted-run.stop-trigger"
+	optMaxSizeAmp        = "compaction.max-size-amplification-percent"
+	optSizeRatio         = "compaction.size-ratio"
+	optMinFileNum        = "compaction.min.file-num"
+	optWriteOnly         = "write-only"
+	optCompression       = "file.compression"
+	optTargetFileSize    = "target-file-size"
+	optRowGroupRows      = "file.row-group-rows" // flightd: rows per Parquet row group
+	optRetainedMin       = "snapshot.num-retained.min"
+	optRetainedMax       = "snapshot.num-retained.max"
+	optTimeRetained      = "snapshot.time-retained"
+	optDefaultPartition  = "partition.default-name"
+	optDeletionVectors   = "deletion-vectors.enabled"
+)
+
+type tableOptions struct {
+	buckets           int // >= 1; an append table without buckets uses 1
+	bucketKey         []string
+	sequenceField     []string
+	writeBufferSize   int64 // 0: the store's default
+	compactionTrigger int
+	stopTrigger       int
+	maxSizeAmp        int
+	sizeRatio         int
+	minFileNum        int
+	writeOnly         bool
+	compression       compress.Compression
+	targetFileSize    int64
+	rowGroupRows      int64
+	retainedMin       int
+	retainedMax       int
+	timeRetained      time.Duration
+	defaultPartition  string
+}
+
+func optErr(key, val, want string) error {
+	return fmt.Errorf("%w: table option %q = %q: %s", ErrInvalid, key, val, want)
+}
+
+func parseOptions(s *tableSchema) (tableOptions, error) {
+	o := tableOptions{
+		buckets:           1,
+		compactionTrigger: 5,
+		maxSizeAmp:        200,
+		sizeRatio:         1,
+		minFileNum:        5,
+		compression:       compress.Codecs.Snappy,
+		targetFileSize:    128 << 20,
+		rowGroupRows:      64 << 10,
+		retainedMin:       10,
+		retainedMax:       int(^uint32(0) >> 1),
+		timeRetained:      time.Hour,
+		defaultPartition:  "__DEFAULT_PARTITION__",
+	}
+	if !s.hasPK() {
+		o.targetFileSize = 256 << 20
+	}
+	intOpt := func(key, val string, lo int) (int, error) {
+		n, err := strconv.Atoi(strings.TrimSpace(val))
+		if err != nil || n < lo {
+			return 0, optErr(key, val, fmt.Sprintf("want an integer >= %d", lo))
+		}
+		return n, nil
+	}
+	stopSet := false
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range s.Options {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	for _, key := range keys {
+		val := s.Options[key]
+		var err error
+		switch key {
+		case optBucket:
+			var n int
+			n, err = strconv.Atoi(strings.TrimSpace(val))
+			switch {
+			case err != nil:
+				err = optErr(key, val, "want an integer")
+			case n == -1 && !s.hasPK():
+				o.buckets = 1
+			case n == -1 || n == -2:
+				err = optErr(key, val, "dynamic and postpone bucket modes are not supported yet; use a fixed bucket count >= 1")
+			case n < 1 || n > 4096:
+				err = optErr(key, val, "want 1..4096")
+			default:
+				o.buckets = n
+			}
+		case optBucketKey:
+			o.bucketKey = splitCols(val)
+		case optMergeEngine:
+			if val != "deduplicate" {
+				err = optErr(key, val, "only \"deduplicate\" is supported yet")
+			}
+		case optSequenceField:
+			o.sequenceField = splitCols(val)
+		case optChangelogProducer:
+			if val != "none" {
+				err = optErr(key, val, "only \"none\" is supported yet")
+			}
+		case optWriteBufferSize:
+			o.writeBufferSize, err = parseBytes(key, val)
+		case optCompactionTrigger:
+			o.compactionTrigger, err = intOpt(key, val, 2)
+		case optStopTrigger:
+			o.stopTrigger, err = intOpt(key, val, 2)
+			stopSet = true
+		case optMaxSizeAmp:
+			o.maxSizeAmp, err = intOpt(key, val, 1)
+		case optSizeRatio:
+			o.sizeRatio, err = intOpt(key, val, 0)
+		case optMinFileNum:
+			o.minFileNum, err = intOpt(key, val, 2)
+		case optWriteOnly:
+			o.writeOnly, err = strconv.ParseBool(val)
+			if err != nil {
+				err = optErr(key, val, "want true or false")
+			}
+		case optCompression:
+			switch strings.ToLower(val) {
+			case "none", "uncompressed":
+				o.compression = compress.Codecs.Uncompressed
+			case "snappy":
+				o.compression = compress.Codecs.Snappy
+			case "zstd":
+				o.compression = compress.Codecs.Zstd
+			case "lz4":
+				o.compression = compress.Codecs.Lz4Raw
+			case "gzip":
+				o.compression = compress.Codecs.Gzip
+			default:
+				err = optErr(key, val, "want none, snappy, zstd, lz4 or gzip")
+			}
+		case optTargetFileSize:
+			o.targetFileSize, err = parseBytes(key, val)
+		case optRowGroupRows:
+			var n int
+			n, err = intOpt(key, val, 1)
+			o.rowGroupRows = int64(n)
+		case optRetainedMin:
+			o.retainedMin, err = intOpt(key, val, 1)
+		case optRetainedMax:
+			o.retainedMax, err = intOpt(key, val, 1)
+		case optTimeRetained:
+			o.timeRetained, err = parseDuration(key, val)
+		case optDefaultPartition:
+			if val == "" || strings.ContainsAny(val, "/=") {
+				err = optErr(key, val, "want a non-empty name without '/' or '='")
+			}
+			o.defaultPartition = val
+		case optDeletionVectors:
+			if val != "false" {
+				err = optErr(key, val, "deletion vectors are not supported yet")
+			}
+		default:
+			err = fmt.Errorf("%w: unknown table option %q", ErrInvalid, key)
+		}
+		if err != nil {
+			return o, err
+		}
+	}
+	if !stopSet {
+		o.stopTrigger = o.compactionTrigger + 3
+	}
+	if o.stopTrigger < o.compactionTrigger {
+		return o, optErr(optStopTrigger, s.Options[optStopTrigger], "must be >= "+optCompactionTrigger)
+	}
+	if o.retainedMax < o.retainedMin {
+		return o, optErr(optRetainedMax, s.Options[optRetainedMax], "must be >= "+optRetainedMin)
+	}
+	if s.hasPK() {
+		if _, ok := s.Options[optBucketKey]; ok {
+			for _, c := range o.bucketKey {
+				if !slices.Contains(s.PrimaryKeys, c) || slices.Contains(s.PartitionKeys, c) {
+					return o, optErr(optBucketKey, s.Options[optBucketKey], fmt.Sprintf("column %q must be a primary key column that is not a partition column", c))
+				}
+			}
+		} else {
+			for _, c := range s.PrimaryKeys {
+				if !slices.Contains(s.PartitionKeys, c) {
+					o.bucketKey = append(o.bucketKey, c)
+				}
+			}
+		}
+	} else {
+		if len(o.sequenceField) > 0 {
+			return o, optErr(optSequenceField, s.Options[optSequenceField], "needs a primary key")
+		}
+		if o.buckets > 1 && len(o.bucketKey) == 0 {
+			return o, optErr(optBucket, s.Options[optBucket], "an append table with buckets needs 'bucket-key'")
+		}
+	}
+	for _, c := range o.bucketKey {
+		if i := s.fieldIndex(c); i < 0 {
+			return o, optErr(optBucketKey, s.Options[optBucketKey], fmt.Sprintf("no column %q", c))
+		}
+	}
+	for _, c := range o.sequenceField {
+		i := s.fieldIndex(c)
+		if i < 0 {
+			return o, optErr(optSequenceField, s.Options[optSequenceField], fmt.Sprintf("no column %q", c))
+		}
+		if slices.Contains(s.PrimaryKeys, c) {
+			return o, optErr(optSequenceField, s.Options[optSequenceField], fmt.Sprintf("column %q is part of the primary key", c))
+		}
+	}
+	return o, nil
+}
+
+func splitCols(v string) []string {
+	var out []string
+	for p := range strings.SplitSeq(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// parseBytes parses sizes such as "64 mb", "1gb", "4096".
+func parseBytes(key, val string) (int64, error) {
+	v := strings.ToLower(strings.TrimSpace(val))
+	mult := int64(1)
+	for _, u := range []struct {
+		suf string
+		m   int64
+	}{{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"b", 1}} {
+		if strings.HasSuffix(v, u.suf) {
+			v, mult = strings.TrimSpace(strings.TrimSuffix(v, u.suf)), u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, optErr(key, val, "want a positive size such as 64mb")
+	}
+	return n * mult, nil
+}
+
+// parseDuration parses Go durations plus a "d" (day) suffix.
+func parseDuration(key, val string) (time.Duration, error) {
+	v := strings.ReplaceAll(strings.TrimSpace(val), " ", "")
+	if d, ok := strings.CutSuffix(v, "d"); ok {
+		n, err := strconv.Atoi(d)
+		if err == nil && n > 0 {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, optErr(key, val, "want a positive duration such as 1h or 7d")
+	}
+	return d, nil
+}

@@ -1,0 +1,233 @@
+package tablestore
+
+import (
+	"bytes"
+	"cmp"
+	"math"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// cmpFunc returns a comparison of rows i and j of a, with nulls first.
+func cmpFunc(a arrow.Array) func(i, j int) int {
+	var f func(i, j int) int
+	switch a := a.(type) {
+	case *array.Boolean:
+		f = func(i, j int) int {
+			x, y := a.Value(i), a.Value(j)
+			switch {
+			case x == y:
+				return 0
+			case !x:
+				return -1
+			}
+			return 1
+		}
+	case *array.Int8:
+		f = ordered(a.Int8Values())
+	case *array.Int16:
+		f = ordered(a.Int16Values())
+	case *array.Int32:
+		f = ordered(a.Int32Values())
+	case *array.Int64:
+		f = ordered(a.Int64Values())
+	case *array.Float32:
+		f = ordered(a.Float32Values())
+	case *array.Float64:
+		f = ordered(a.Float64Values())
+	case *array.Date32:
+		f = ordered(a.Date32Values())
+	case *array.Timestamp:
+		f = ordered(a.TimestampValues())
+	case *array.String:
+		f = func(i, j int) int { return cmp.Compare(a.Value(i), a.Value(j)) }
+	case *array.Binary:
+		f = func(i, j int) int { return bytes.Compare(a.Value(i), a.Value(j)) }
+	case *array.Decimal128:
+		f = func(i, j int) int { return a.Value(i).Cmp(a.Value(j)) }
+	default:
+		// Schema validation admits only the types above.
+		panic("tablestore: cmpFunc: unsupported type " + a.DataType().String())
+	}
+	if a.NullN() == 0 {
+		return f
+	}
+	return func(i, j int) int {
+		ni, nj := a.IsNull(i), a.IsNull(j)
+		switch {
+		case ni && nj:
+			return 0
+		case ni:
+			return -1
+		case nj:
+			return 1
+		}
+		return f(i, j)
+	}
+}
+
+func ordered[T cmp.Ordered](v []T) func(i, j int) int {
+	return func(i, j int) int { return cmp.Compare(v[i], v[j]) }
+}
+
+// rowsCmp compares rows over several columns in order.
+func rowsCmp(cols []arrow.Array) func(i, j int) int {
+	fs := make([]func(i, j int) int, len(cols))
+	for k, c := range cols {
+		fs[k] = cmpFunc(c)
+	}
+	if len(fs) == 1 {
+		return fs[0]
+	}
+	return func(i, j int) int {
+		for _, f := range fs {
+			if c := f(i, j); c != 0 {
+				return c
+			}
+		}
+		return 0
+	}
+}
+
+// mix64 is the splitmix64 finalizer; bucket assignment depends on it, so it
+// must never change for existing tables.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+func hashBytes(h uint64, b []byte) uint64 {
+	// FNV-1a, then mixed in; stable across processes and versions.
+	f := uint64(14695981039346656037)
+	for _, c := range b {
+		f ^= uint64(c)
+		f *= 1099511628211
+	}
+	return mix64(h ^ f ^ uint64(len(b)))
+}
+
+// hashColumn folds column a into the per-row hashes h.
+func hashColumn(a arrow.Array, h []uint64) {
+	ints := func(get func(i int) int64) {
+		for i := range h {
+			if a.IsNull(i) {
+				h[i] = mix64(h[i] ^ 0x9e3779b97f4a7c15)
+				continue
+			}
+			h[i] = mix64(h[i]*31 + uint64(get(i)))
+		}
+	}
+	switch a := a.(type) {
+	case *array.Boolean:
+		ints(func(i int) int64 {
+			if a.Value(i) {
+				return 1
+			}
+			return 0
+		})
+	case *array.Int8:
+		ints(func(i int) int64 { return int64(a.Value(i)) })
+	case *array.Int16:
+		ints(func(i int) int64 { return int64(a.Value(i)) })
+	case *array.Int32:
+		ints(func(i int) int64 { return int64(a.Value(i)) })
+	case *array.Int64:
+		v := a.Int64Values()
+		if a.NullN() == 0 {
+			for i := range h {
+				h[i] = mix64(h[i]*31 + uint64(v[i]))
+			}
+			return
+		}
+		ints(func(i int) int64 { return v[i] })
+	case *array.Date32:
+		ints(func(i int) int64 { return int64(a.Value(i)) })
+	case *array.Timestamp:
+		ints(func(i int) int64 { return int64(a.Value(i)) })
+	case *array.Float32:
+		ints(func(i int) int64 { return int64(math.Float64bits(float64(a.Value(i)))) })
+	case *array.Float64:
+		ints(func(i int) int64 { return int64(math.Float64bits(a.Value(i))) })
+	case *array.String:
+		for i := range h {
+			if a.IsNull(i) {
+				h[i] = mix64(h[i] ^ 0x9e3779b97f4a7c15)
+				continue
+			}
+			h[i] = hashBytes(h[i], []byte(a.Value(i)))
+		}
+	case *array.Binary:
+		for i := range h {
+			if a.IsNull(i) {
+				h[i] = mix64(h[i] ^ 0x9e3779b97f4a7c15)
+				continue
+			}
+			h[i] = hashBytes(h[i], a.Value(i))
+		}
+	case *array.Decimal128:
+		ints(func(i int) int64 {
+			v := a.Value(i)
+			return int64(mix64(uint64(v.HighBits())) ^ v.LowBits())
+		})
+	default:
+		panic("tablestore: hashColumn: unsupported type " + a.DataType().String())
+	}
+}
+
+// columnStats computes min, max and null count of rows [0, n) of a.
+func columnStats(id int, a arrow.Array) colStats {
+	st := colStats{ID: id, NullCount: int64(a.NullN())}
+	if a.Len() == a.NullN() {
+		return st
+	}
+	switch a.DataType().ID() {
+	case arrow.DECIMAL128:
+		return st
+	case arrow.FLOAT32, arrow.FLOAT64:
+		// NaN makes min/max meaningless for pruning; leave them unknown.
+		for i := 0; i < a.Len(); i++ {
+			if d, _ := datumAt(a, i); !d.Null && math.IsNaN(*d.F) {
+				return st
+			}
+		}
+	}
+	c := cmpFunc(a)
+	lo, hi := -1, -1
+	for i := 0; i < a.Len(); i++ {
+		if a.IsNull(i) {
+			continue
+		}
+		if lo < 0 || c(i, lo) < 0 {
+			lo = i
+		}
+		if hi < 0 || c(i, hi) > 0 {
+			hi = i
+		}
+	}
+	mn, _ := datumAt(a, lo)
+	mx, _ := datumAt(a, hi)
+	// Long strings would bloat manifests: keep a prefix as the lower bound
+	// and drop the upper bound.
+	const maxStat = 64
+	if mn.S != nil && len(*mn.S) > maxStat {
+		p := (*mn.S)[:maxStat]
+		for !utf8.ValidString(p) {
+			p = p[:len(p)-1]
+		}
+		mn = strDatum(p)
+	}
+	if mn.B != nil && len(*mn.B) > maxStat {
+		mn = binDatum((*mn.B)[:maxStat])
+	}
+	st.Min = &mn
+	if (mx.S == nil || len(*mx.S) <= maxStat) && (mx.B == nil || len(*mx.B) <= maxStat) {
+		st.Max = &mx
+	}
+	return st
+}

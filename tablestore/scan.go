@@ -1,0 +1,555 @@
+package tablestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// ScanSpec says what a scan reads.
+type ScanSpec struct {
+	// SnapshotID selects the snapshot; 0 reads the latest.
+	SnapshotID int64
+	// Columns is the projection in output order; nil reads all columns.
+	Columns []string
+	// Filter skips data that cannot match; nil for none.
+	Filter Predicate
+}
+
+// ScanStats report data skipping, for EXPLAIN. Row-group counts grow as
+// splits are read.
+type ScanStats struct {
+	SnapshotID         int64
+	PartitionsTotal    int
+	PartitionsSelected int
+	FilesTotal         int
+	FilesSelected      int
+	RowGroupsRead      int64
+	RowGroupsSkipped   int64
+}
+
+// Scan reads one snapshot of a table, split into independent units.
+type Scan struct {
+	st        *tableState
+	sch       *tableSchema
+	snapID    int64
+	out       *arrow.Schema
+	proj      []int // schema indexes of output columns
+	filter    Predicate
+	splits    []Split
+	orderedBy []string
+	stats     ScanStats
+	rgRead    atomic.Int64
+	rgSkipped atomic.Int64
+}
+
+// Split is an independent part of a scan (one bucket of one partition, or
+// one file of an append table); splits may be read in parallel.
+type Split interface {
+	Open(ctx context.Context) (BatchReader, error)
+	Bucket() int
+}
+
+// BatchReader streams the batches of a split.
+type BatchReader interface {
+	// Next returns the next batch or io.EOF at the end. The batch is
+	// borrowed until the next call to Next or Close; never empty.
+	Next(ctx context.Context) (arrow.RecordBatch, error)
+	Close() error
+}
+
+// NewScan plans a scan of one snapshot.
+func (t *Table) NewScan(ctx context.Context, spec ScanSpec) (*Scan, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	st := t.st
+	sn, err := st.resolveSnapshot(spec.SnapshotID)
+	if err != nil {
+		return nil, err
+	}
+	sch := t.schema
+	if spec.SnapshotID != 0 && sn != nil {
+		if sch, err = st.schema(sn.SchemaID); err != nil {
+			return nil, err
+		}
+	}
+	s := &Scan{st: st, sch: sch, filter: spec.Filter}
+	if spec.Columns == nil {
+		for i := range sch.Fields {
+			s.proj = append(s.proj, i)
+		}
+	} else {
+		for _, c := range spec.Columns {
+			i := sch.fieldIndex(c)
+			if i < 0 {
+				return nil, fmt.Errorf("scan %s: %w: no column %q", st.id, ErrInvalid, c)
+			}
+			if slices.Contains(s.proj, i) {
+				return nil, fmt.Errorf("scan %s: %w: column %q listed twice", st.id, ErrInvalid, c)
+			}
+			s.proj = append(s.proj, i)
+		}
+	}
+	fields := make([]arrow.Field, len(s.proj))
+	for k, i := range s.proj {
+		fields[k] = sch.arrow.Field(i)
+	}
+	s.out = arrow.NewSchema(fields, nil)
+	cols, err := predColumns(spec.Filter, nil)
+	if err != nil {
+		return nil, fmt.Errorf("scan %s: %w", st.id, err)
+	}
+	for _, c := range cols {
+		if sch.fieldIndex(c) < 0 {
+			return nil, fmt.Errorf("scan %s: %w: filter column %q does not exist", st.id, ErrInvalid, c)
+		}
+	}
+	if sch.hasPK() {
+		s.orderedBy = slices.Clone(sch.PrimaryKeys)
+	}
+	if sn == nil {
+		return s, nil
+	}
+	s.snapID = sn.ID
+	s.stats.SnapshotID = sn.ID
+	files, err := st.liveFiles(sn)
+	if err != nil {
+		return nil, err
+	}
+	s.plan(files)
+	return s, nil
+}
+
+// plan prunes partitions and files and groups the rest into splits.
+func (s *Scan) plan(files []*manifestEntry) {
+	sch := s.sch
+	type group struct {
+		part   []datum
+		bucket int
+		files  []*manifestEntry
+	}
+	var groups []*group
+	byKey := map[string]*group{}
+	parts := map[string]bool{}
+	for _, e := range files {
+		k := partitionKey(e.Partition)
+		parts[k] = true
+		gk := k + "/" + fmt.Sprint(e.Bucket)
+		g := byKey[gk]
+		if g == nil {
+			g = &group{part: e.Partition, bucket: e.Bucket}
+			byKey[gk] = g
+			groups = append(groups, g)
+		}
+		g.files = append(g.files, e)
+	}
+	s.stats.PartitionsTotal = len(parts)
+	s.stats.FilesTotal = len(files)
+	selParts := map[string]bool{}
+	isKey := func(c string) bool { return slices.Contains(sch.PrimaryKeys, c) }
+	all := func(string) bool { return true }
+	for _, g := range groups {
+		if !mayMatch(s.filter, s.partitionStats(g.part)) {
+			continue
+		}
+		// In a bucket with several files another version of a key may live
+		// in another file, so only key columns may prune files there.
+		allowed := all
+		if sch.hasPK() && len(g.files) > 1 {
+			allowed = isKey
+		}
+		var keep []*manifestEntry
+		for _, e := range g.files {
+			if mayMatch(s.filter, s.fileStats(e, allowed)) {
+				keep = append(keep, e)
+			}
+		}
+		if len(keep) == 0 {
+			continue
+		}
+		selParts[partitionKey(g.part)] = true
+		s.stats.FilesSelected += len(keep)
+		if sch.hasPK() {
+			s.splits = append(s.splits, &pkSplit{s: s, bucket: g.bucket, files: keep, allowed: allowed})
+			continue
+		}
+		for _, e := range keep {
+			s.splits = append(s.splits, &fileSplit{s: s, bucket: g.bucket, file: e})
+		}
+	}
+	s.stats.PartitionsSelected = len(selParts)
+}
+
+func (s *Scan) literal(i int) func(scalar.Scalar) (datum, bool) {
+	return func(v scalar.Scalar) (datum, bool) { return scalarDatum(v, s.sch.types[i]) }
+}
+
+func (s *Scan) partitionStats(part []datum) statsFunc {
+	return func(col string) (colRange, bool, func(scalar.Scalar) (datum, bool)) {
+		k := slices.Index(s.sch.PartitionKeys, col)
+		if k < 0 || k >= len(part) {
+			return colRange{}, false, nil
+		}
+		v := part[k]
+		if v.Null {
+			return colRange{nullCount: 1, rowCount: 1}, true, s.literal(s.sch.fieldIndex(col))
+		}
+		return colRange{min: &v, max: &v, nullCount: 0, rowCount: 1}, true, s.literal(s.sch.fieldIndex(col))
+	}
+}
+
+func (s *Scan) fileStats(e *manifestEntry, allowed func(string) bool) statsFunc {
+	return func(col string) (colRange, bool, func(scalar.Scalar) (datum, bool)) {
+		i := s.sch.fieldIndex(col)
+		if i < 0 || !allowed(col) {
+			return colRange{}, false, nil
+		}
+		id := s.sch.Fields[i].ID
+		for _, cs := range e.File.ValueStats {
+			if cs.ID == id {
+				return colRange{min: cs.Min, max: cs.Max, nullCount: cs.NullCount, rowCount: e.File.RowCount}, true, s.literal(i)
+			}
+		}
+		// The column was added after the file was written: all NULL.
+		return colRange{nullCount: e.File.RowCount, rowCount: e.File.RowCount}, true, s.literal(i)
+	}
+}
+
+// Schema returns the output schema (the projection).
+func (s *Scan) Schema() *arrow.Schema { return s.out }
+
+// Splits returns the independent parts of the scan.
+func (s *Scan) Splits() []Split { return s.splits }
+
+// OrderedBy returns the columns each split's output is sorted by (the
+// primary key for key tables, none for append tables).
+func (s *Scan) OrderedBy() []string { return s.orderedBy }
+
+// SnapshotID returns the snapshot read (0 when the table had none).
+func (s *Scan) SnapshotID() int64 { return s.snapID }
+
+// Stats reports data skipping so far.
+func (s *Scan) Stats() ScanStats {
+	st := s.stats
+	st.RowGroupsRead = s.rgRead.Load()
+	st.RowGroupsSkipped = s.rgSkipped.Load()
+	return st
+}
+
+// selectRowGroups returns the row groups of df that may match.
+func (s *Scan) selectRowGroups(df *dataFile, allowed func(string) bool) []int {
+	var rgs []int
+	for rg := range df.numRowGroups() {
+		if s.filter == nil || mayMatch(s.filter, df.rowGroupStats(rg, s.sch, allowed)) {
+			rgs = append(rgs, rg)
+		}
+	}
+	s.rgRead.Add(int64(len(rgs)))
+	s.rgSkipped.Add(int64(df.numRowGroups() - len(rgs)))
+	return rgs
+}
+
+// fileSplit streams one file of an append table.
+type fileSplit struct {
+	s      *Scan
+	bucket int
+	file   *manifestEntry
+}
+
+func (f *fileSplit) Bucket() int { return f.bucket }
+
+func (f *fileSplit) Open(ctx context.Context) (BatchReader, error) {
+	s := f.s
+	df, err := s.st.openDataFile(f.file)
+	if err != nil {
+		return nil, err
+	}
+	rgs := s.selectRowGroups(df, func(string) bool { return true })
+	return newStreamReader(ctx, s, df, rgs, newReadTarget(s.sch, s.proj, false))
+}
+
+// streamReader streams the selected row groups of one file, dropping
+// retracting rows of key-table files.
+type streamReader struct {
+	s    *Scan
+	df   *dataFile
+	rt   *readTarget
+	pos  []int
+	rr   pqarrow.RecordReader
+	cur  arrow.RecordBatch
+	done bool
+}
+
+func newStreamReader(ctx context.Context, s *Scan, df *dataFile, rgs []int, rt *readTarget) (*streamReader, error) {
+	r := &streamReader{s: s, df: df, rt: rt}
+	if len(rgs) == 0 {
+		r.done = true
+		return r, nil
+	}
+	cols, pos, err := df.fileColumns(rt)
+	if err != nil {
+		df.Close()
+		return nil, err
+	}
+	r.pos = pos
+	if len(cols) == 0 {
+		// Nothing stored is needed (e.g. only columns added later): read
+		// the smallest column for row counts.
+		cols = []int{0}
+		for i := range pos {
+			pos[i] = -1
+		}
+	}
+	rr, err := df.fr.GetRecordReader(ctx, cols, rgs)
+	if err != nil {
+		df.Close()
+		return nil, corruptf(df.path, err)
+	}
+	r.rr = rr
+	return r, nil
+}
+
+func (r *streamReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
+	mem := r.s.st.s.opts.Mem
+	for !r.done {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		rec, err := r.rr.Read()
+		if errors.Is(err, io.EOF) || (err == nil && rec == nil) {
+			r.done = true
+			break
+		}
+		if err != nil {
+			return nil, corruptf(r.df.path, err)
+		}
+		out, err := conform(ctx, mem, r.rt, r.pos, rec.Columns(), int(rec.NumRows()))
+		if err != nil {
+			return nil, err
+		}
+		if r.rt.sys {
+			out, err = dropSys(ctx, mem, out, len(r.s.proj))
+			if err != nil {
+				return nil, err
+			}
+		}
+		if out.NumRows() == 0 {
+			out.Release()
+			continue
+		}
+		r.cur = out
+		return out, nil
+	}
+	return nil, io.EOF
+}
+
+// dropSys filters out retracting rows and the system columns.
+func dropSys(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, ncols int) (arrow.RecordBatch, error) {
+	defer rec.Release()
+	kinds := rec.Column(1).(*array.Int8).Int8Values()
+	retracts := 0
+	for _, k := range kinds {
+		if RowKind(k).IsRetract() {
+			retracts++
+		}
+	}
+	proj := rec.NewSlice(0, rec.NumRows()) // retained copy to select from
+	defer proj.Release()
+	cols := proj.Columns()[2 : 2+ncols]
+	fields := proj.Schema().Fields()[2 : 2+ncols]
+	sel := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, proj.NumRows())
+	if retracts == 0 {
+		return sel, nil
+	}
+	defer sel.Release()
+	mb := array.NewBooleanBuilder(mem)
+	defer mb.Release()
+	for _, k := range kinds {
+		mb.Append(!RowKind(k).IsRetract())
+	}
+	mask := mb.NewBooleanArray()
+	defer mask.Release()
+	cctx := compute.WithAllocator(ctx, mem)
+	out, err := compute.FilterRecordBatch(cctx, sel, mask, compute.DefaultFilterOptions())
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (r *streamReader) Close() error {
+	if r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
+	if r.rr != nil {
+		r.rr.Release()
+		r.rr = nil
+	}
+	if r.df != nil {
+		err := r.df.Close()
+		r.df = nil
+		return err
+	}
+	return nil
+}
+
+// pkSplit reads one bucket of a key table: a k-way merge of its sorted
+// runs through the merge function, in primary-key order.
+type pkSplit struct {
+	s       *Scan
+	bucket  int
+	files   []*manifestEntry
+	allowed func(string) bool
+}
+
+func (p *pkSplit) Bucket() int { return p.bucket }
+
+func (p *pkSplit) Open(ctx context.Context) (BatchReader, error) {
+	s := p.s
+	sch := s.sch
+	if len(p.files) == 1 {
+		// One file holds one version per key: stream it.
+		df, err := s.st.openDataFile(p.files[0])
+		if err != nil {
+			return nil, err
+		}
+		rgs := s.selectRowGroups(df, p.allowed)
+		return newStreamReader(ctx, s, df, rgs, newReadTarget(sch, s.proj, true))
+	}
+	// Read the projection plus what merging needs.
+	need := slices.Clone(s.proj)
+	for _, c := range append(slices.Clone(sch.PrimaryKeys), sch.opts.sequenceField...) {
+		if i := sch.fieldIndex(c); !slices.Contains(need, i) {
+			need = append(need, i)
+		}
+	}
+	rt := newReadTarget(sch, need, true)
+	mem := s.st.s.opts.Mem
+	var recs []arrow.RecordBatch
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	for _, e := range p.files {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		df, err := s.st.openDataFile(e)
+		if err != nil {
+			return nil, err
+		}
+		rgs := s.selectRowGroups(df, p.allowed)
+		rec, err := df.readAll(ctx, mem, rt, rgs)
+		df.Close()
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, rec)
+	}
+	all, runs, err := concatRecords(mem, rt.schema, recs)
+	if err != nil {
+		return nil, err
+	}
+	order := newRowOrder(sch, all, need)
+	rows := mergeSorted(order, newMergeFunction(sch), mergeRuns(order, runs), true)
+	// Output: the projected columns (the first len(proj) after the system
+	// columns).
+	fields := rt.schema.Fields()[2 : 2+len(s.proj)]
+	cols := all.Columns()[2 : 2+len(s.proj)]
+	projected := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, all.NumRows())
+	all.Release()
+	return &rowsReader{s: s, rec: projected, rows: rows}, nil
+}
+
+// concatRecords concatenates batches of one schema and returns the row
+// range each came from.
+func concatRecords(mem memory.Allocator, sc *arrow.Schema, recs []arrow.RecordBatch) (arrow.RecordBatch, [][2]int, error) {
+	var runs [][2]int
+	n := 0
+	for _, r := range recs {
+		runs = append(runs, [2]int{n, n + int(r.NumRows())})
+		n += int(r.NumRows())
+	}
+	cols := make([]arrow.Array, sc.NumFields())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	for i := range cols {
+		parts := make([]arrow.Array, len(recs))
+		for k, r := range recs {
+			parts[k] = r.Column(i)
+		}
+		if len(parts) == 0 {
+			cols[i] = array.MakeArrayOfNull(mem, sc.Field(i).Type, 0)
+			continue
+		}
+		a, err := array.Concatenate(parts, mem)
+		if err != nil {
+			return nil, nil, err
+		}
+		cols[i] = a
+	}
+	return array.NewRecordBatch(sc, cols, int64(n)), runs, nil
+}
+
+// rowsReader emits chosen rows of a batch in order, in chunks.
+type rowsReader struct {
+	s    *Scan
+	rec  arrow.RecordBatch
+	rows []int
+	cur  arrow.RecordBatch
+}
+
+func (r *rowsReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(r.rows) == 0 || r.rec == nil {
+		return nil, io.EOF
+	}
+	n := min(len(r.rows), r.s.st.s.opts.BatchSize)
+	out, err := takeRecord(ctx, r.s.st.s.opts.Mem, r.rec, r.rows[:n])
+	if err != nil {
+		return nil, err
+	}
+	r.rows = r.rows[n:]
+	r.cur = out
+	return out, nil
+}
+
+func (r *rowsReader) Close() error {
+	if r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
+	if r.rec != nil {
+		r.rec.Release()
+		r.rec = nil
+	}
+	return nil
+}

@@ -1,0 +1,383 @@
+package tablestore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// Options configure a Store.
+type Options struct {
+	// Mem allocates every Arrow buffer the store creates. Required.
+	Mem memory.Allocator
+	// WriteBufferSize is the default memory budget of one Write's buffer
+	// (bytes of buffered Arrow data) before it flushes sorted level-0 files;
+	// a table's 'write-buffer-size' option overrides it. Default 64 MiB.
+	WriteBufferSize int64
+	// BatchSize is the target row count of scan batches. Default 4096.
+	BatchSize int
+	// CommitUser names this store's commits in snapshots. Default random.
+	CommitUser string
+	// Now is the clock used for snapshot times. Default time.Now.
+	Now func() time.Time
+}
+
+// Store is the catalog over one warehouse directory:
+//
+//	root/<db>.db/<table>/{schema,snapshot,manifest,tag}/...
+//	root/<db>.db/<table>/<partition>/bucket-N/data-*.parquet
+//
+// A Store is safe for concurrent use. Several Stores (or processes) may open
+// one warehouse; commits stay atomic and conflicts are detected through
+// put-if-absent snapshot publication.
+type Store struct {
+	fs   FS
+	root string
+	opts Options
+
+	mu     sync.Mutex
+	tables map[string]*tableState // by table directory
+	closed bool
+
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
+	bgWG     sync.WaitGroup
+
+	commitSeq sync.Mutex
+	commitN   int64
+}
+
+// Open opens (creating if needed) the warehouse at root.
+func Open(ctx context.Context, fsys FS, root string, opts Options) (*Store, error) {
+	if opts.Mem == nil {
+		return nil, fmt.Errorf("%w: Options.Mem is required", ErrInvalid)
+	}
+	if fsys == nil {
+		return nil, fmt.Errorf("%w: file system is nil", ErrInvalid)
+	}
+	if opts.WriteBufferSize <= 0 {
+		opts.WriteBufferSize = 64 << 20
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 4096
+	}
+	if opts.CommitUser == "" {
+		opts.CommitUser = newUUID()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := fsys.MkdirAll(root); err != nil {
+		return nil, fmt.Errorf("open warehouse %s: %w", root, err)
+	}
+	s := &Store{fs: fsys, root: root, opts: opts, tables: map[string]*tableState{}}
+	s.bgCtx, s.bgCancel = context.WithCancel(context.WithoutCancel(ctx))
+	return s, nil
+}
+
+// Close stops background compaction and waits for it. A compaction that is
+// cancelled leaves at most unreferenced files, never a partial snapshot.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.bgCancel()
+	s.bgWG.Wait()
+	return nil
+}
+
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// nextCommitID numbers this store's commits (the snapshot's commit
+// identifier); with the commit user it identifies a commit after an
+// ambiguous publication error.
+func (s *Store) nextCommitID() int64 {
+	s.commitSeq.Lock()
+	defer s.commitSeq.Unlock()
+	s.commitN++
+	return s.commitN
+}
+
+func (s *Store) dbDir(db string) string { return joinPath(s.root, db+".db") }
+
+func (s *Store) tableDir(id Ident) string { return joinPath(s.dbDir(id.Database), id.Table) }
+
+func (s *Store) dbExists(db string) (bool, error) {
+	_, err := s.fs.Stat(s.dbDir(db))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("database %q: %w", db, err)
+	}
+	return true, nil
+}
+
+// CreateDatabase creates a database.
+func (s *Store) CreateDatabase(ctx context.Context, name string, ifNotExists bool) error {
+	if err := validateName("database", name); err != nil {
+		return err
+	}
+	ok, err := s.dbExists(name)
+	if err != nil {
+		return err
+	}
+	if ok {
+		if ifNotExists {
+			return nil
+		}
+		return fmt.Errorf("database %q: %w", name, ErrDatabaseExists)
+	}
+	if err := s.fs.MkdirAll(s.dbDir(name)); err != nil {
+		return fmt.Errorf("create database %q: %w", name, err)
+	}
+	return s.fs.SyncDir(s.root)
+}
+
+// DropDatabase drops a database; with cascade its tables too, otherwise it
+// must be empty.
+func (s *Store) DropDatabase(ctx context.Context, name string, ifExists, cascade bool) error {
+	if err := validateName("database", name); err != nil {
+		return err
+	}
+	ok, err := s.dbExists(name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if ifExists {
+			return nil
+		}
+		return fmt.Errorf("database %q: %w", name, ErrDatabaseNotFound)
+	}
+	tables, err := s.Tables(ctx, name)
+	if err != nil {
+		return err
+	}
+	if len(tables) > 0 && !cascade {
+		return fmt.Errorf("%w: database %q is not empty (%d tables); use CASCADE", ErrInvalid, name, len(tables))
+	}
+	for _, t := range tables {
+		s.forgetTable(Ident{name, t})
+	}
+	if err := s.fs.RemoveAll(s.dbDir(name)); err != nil {
+		return fmt.Errorf("drop database %q: %w", name, err)
+	}
+	return nil
+}
+
+// Databases lists databases, sorted.
+func (s *Store) Databases(ctx context.Context) ([]string, error) {
+	names, err := s.fs.List(s.root)
+	if err != nil {
+		return nil, fmt.Errorf("list databases: %w", err)
+	}
+	var out []string
+	for _, n := range names {
+		if db, ok := strings.CutSuffix(n, ".db"); ok && validateName("database", db) == nil {
+			out = append(out, db)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// Tables lists the tables of db, sorted.
+func (s *Store) Tables(ctx context.Context, db string) ([]string, error) {
+	if err := validateName("database", db); err != nil {
+		return nil, err
+	}
+	names, err := s.fs.List(s.dbDir(db))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("database %q: %w", db, ErrDatabaseNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list tables of %q: %w", db, err)
+	}
+	var out []string
+	for _, n := range names {
+		if validateName("table", n) != nil {
+			continue
+		}
+		// A table exists once schema-0 is published; a directory without
+		// it is the leftover of an interrupted CREATE.
+		if _, err := s.fs.Stat(joinPath(s.dbDir(db), n, "schema", "schema-0")); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// CreateTable creates a table and returns it.
+func (s *Store) CreateTable(ctx context.Context, id Ident, def TableDef, ifNotExists bool) (*Table, error) {
+	if err := validateIdent(id); err != nil {
+		return nil, err
+	}
+	ok, err := s.dbExists(id.Database)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("create table %s: database %q: %w", id, id.Database, ErrDatabaseNotFound)
+	}
+	sch, err := newTableSchema(def, s.opts.Now().UnixMilli())
+	if err != nil {
+		return nil, fmt.Errorf("create table %s: %w", id, err)
+	}
+	dir := s.tableDir(id)
+	for _, sub := range []string{"schema", "snapshot", "manifest"} {
+		if err := s.fs.MkdirAll(joinPath(dir, sub)); err != nil {
+			return nil, fmt.Errorf("create table %s: %w", id, err)
+		}
+	}
+	if err := s.fs.SyncDir(s.dbDir(id.Database)); err != nil {
+		return nil, fmt.Errorf("create table %s: %w", id, err)
+	}
+	if err := publishSchema(s.fs, dir, sch); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			if ifNotExists {
+				return s.Table(ctx, id)
+			}
+			return nil, fmt.Errorf("create table %s: %w", id, ErrTableExists)
+		}
+		return nil, fmt.Errorf("create table %s: %w", id, err)
+	}
+	return s.Table(ctx, id)
+}
+
+func validateIdent(id Ident) error {
+	if err := validateName("database", id.Database); err != nil {
+		return err
+	}
+	return validateName("table", id.Table)
+}
+
+// publishSchema writes schema-<id> atomically; it fails with fs.ErrExist
+// when that version already exists.
+func publishSchema(fsys FS, dir string, sch *tableSchema) error {
+	name := joinPath(dir, "schema", "schema-"+strconv.FormatInt(sch.ID, 10))
+	tmp := joinPath(dir, "schema", ".tmp-"+newUUID())
+	if _, err := writeMeta(fsys, tmp, sch); err != nil {
+		return err
+	}
+	if err := fsys.RenameNoReplace(tmp, name); err != nil {
+		_ = fsys.Remove(tmp)
+		return err
+	}
+	return fsys.SyncDir(joinPath(dir, "schema"))
+}
+
+// DropTable drops a table and its files.
+func (s *Store) DropTable(ctx context.Context, id Ident, ifExists bool) error {
+	if _, err := s.Table(ctx, id); err != nil {
+		if ifExists && errors.Is(err, ErrTableNotFound) {
+			return nil
+		}
+		return err
+	}
+	s.forgetTable(id)
+	// Remove schema-0 first: an interrupted drop then leaves a directory
+	// that is no longer a table.
+	if err := s.fs.Remove(joinPath(s.tableDir(id), "schema", "schema-0")); err != nil {
+		return fmt.Errorf("drop table %s: %w", id, err)
+	}
+	if err := s.fs.RemoveAll(s.tableDir(id)); err != nil {
+		return fmt.Errorf("drop table %s: %w", id, err)
+	}
+	return nil
+}
+
+// forgetTable waits for the table's background work and drops its state.
+func (s *Store) forgetTable(id Ident) {
+	s.mu.Lock()
+	st := s.tables[s.tableDir(id)]
+	delete(s.tables, s.tableDir(id))
+	s.mu.Unlock()
+	if st != nil {
+		st.stopBackground()
+	}
+}
+
+// Table opens a table; errors.Is(err, ErrTableNotFound) when it does not exist.
+func (s *Store) Table(ctx context.Context, id Ident) (*Table, error) {
+	if err := validateIdent(id); err != nil {
+		return nil, err
+	}
+	st := s.state(id)
+	sch, err := st.latestSchema()
+	if err != nil {
+		return nil, err
+	}
+	return &Table{st: st, schema: sch}, nil
+}
+
+func (s *Store) state(id Ident) *tableState {
+	dir := s.tableDir(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.tables[dir]
+	if st == nil {
+		st = newTableState(s, id, dir)
+		s.tables[dir] = st
+	}
+	return st
+}
+
+// AlterTable applies schema changes atomically as a new schema version.
+func (s *Store) AlterTable(ctx context.Context, id Ident, changes ...SchemaChange) error {
+	t, err := s.Table(ctx, id)
+	if err != nil {
+		return err
+	}
+	for attempt := 0; ; attempt++ {
+		cur, err := t.st.latestSchema()
+		if err != nil {
+			return err
+		}
+		next := cur.clone()
+		next.ID = cur.ID + 1
+		next.TimeMillis = s.opts.Now().UnixMilli()
+		for _, c := range changes {
+			if c == nil {
+				return fmt.Errorf("alter table %s: %w: nil change", id, ErrInvalid)
+			}
+			if err := c.apply(next); err != nil {
+				return fmt.Errorf("alter table %s: %w", id, err)
+			}
+			if err := next.init(); err != nil {
+				return fmt.Errorf("alter table %s: %w", id, err)
+			}
+		}
+		err = publishSchema(s.fs, t.st.dir, next)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("alter table %s: %w", id, err)
+		}
+		if attempt >= 3 {
+			return fmt.Errorf("alter table %s: %w: concurrent schema changes", id, ErrConflict)
+		}
+	}
+}

@@ -1,0 +1,384 @@
+package tablestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// tableState is the per-table state a Store shares between the Table
+// handles of one table.
+type tableState struct {
+	s   *Store
+	id  Ident
+	dir string
+
+	// commitMu serializes this process's commits to the table; other
+	// processes are serialized by put-if-absent publication.
+	commitMu sync.Mutex
+
+	mu       sync.Mutex
+	nextSeq  int64
+	schemas  map[int64]*tableSchema
+	liveSnap int64 // snapshot whose live files are cached
+	live     []*manifestEntry
+	// Background compaction.
+	bgRunning bool
+	bgPending bool
+	bgDone    chan struct{} // closed when the running pass ends
+	bgCtx     context.Context
+	bgCancel  context.CancelFunc
+	bgWG      sync.WaitGroup
+}
+
+func newTableState(s *Store, id Ident, dir string) *tableState {
+	st := &tableState{s: s, id: id, dir: dir, schemas: map[int64]*tableSchema{}}
+	st.bgCtx, st.bgCancel = context.WithCancel(s.bgCtx)
+	return st
+}
+
+func (st *tableState) stopBackground() {
+	st.bgCancel()
+	st.bgWG.Wait()
+}
+
+func (st *tableState) fs() FS { return st.s.fs }
+
+func (st *tableState) notFound(err error) error {
+	return fmt.Errorf("table %s: %w", st.id, errors.Join(ErrTableNotFound, err))
+}
+
+// latestSchema reads the newest schema version.
+func (st *tableState) latestSchema() (*tableSchema, error) {
+	names, err := st.fs().List(joinPath(st.dir, "schema"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("table %s: %w", st.id, ErrTableNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("table %s: list schemas: %w", st.id, err)
+	}
+	latest := int64(-1)
+	for _, n := range names {
+		if v, ok := strings.CutPrefix(n, "schema-"); ok {
+			if id, err := strconv.ParseInt(v, 10, 64); err == nil && id > latest {
+				latest = id
+			}
+		}
+	}
+	if latest < 0 || !slices.Contains(names, "schema-0") {
+		return nil, fmt.Errorf("table %s: %w", st.id, ErrTableNotFound)
+	}
+	return st.schema(latest)
+}
+
+// schema reads (and caches) one schema version.
+func (st *tableState) schema(id int64) (*tableSchema, error) {
+	st.mu.Lock()
+	sch := st.schemas[id]
+	st.mu.Unlock()
+	if sch != nil {
+		return sch, nil
+	}
+	name := joinPath(st.dir, "schema", "schema-"+strconv.FormatInt(id, 10))
+	sch = &tableSchema{}
+	if err := readMeta(st.fs(), name, sch); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("table %s: %w: schema %d missing", st.id, ErrCorrupt, id)
+		}
+		return nil, err
+	}
+	if err := sch.init(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
+	}
+	st.mu.Lock()
+	st.schemas[id] = sch
+	st.mu.Unlock()
+	return sch, nil
+}
+
+func (st *tableState) snapshotPath(id int64) string {
+	return joinPath(st.dir, "snapshot", "snapshot-"+strconv.FormatInt(id, 10))
+}
+
+// latestSnapshotID finds the newest snapshot: the LATEST hint, then probing
+// forward (the hint may be stale), or a listing when the hint is unusable.
+func (st *tableState) latestSnapshotID() (int64, error) {
+	dir := joinPath(st.dir, "snapshot")
+	if data, err := readFileAll(st.fs(), joinPath(dir, "LATEST")); err == nil {
+		if id, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64); err == nil && id > 0 {
+			if _, err := st.fs().Stat(st.snapshotPath(id)); err == nil {
+				for {
+					if _, err := st.fs().Stat(st.snapshotPath(id + 1)); err != nil {
+						return id, nil
+					}
+					id++
+				}
+			}
+		}
+	}
+	ids, err := st.listSnapshots()
+	if err != nil {
+		return 0, err
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	return ids[len(ids)-1], nil
+}
+
+// listSnapshots lists existing snapshot ids, ascending.
+func (st *tableState) listSnapshots() ([]int64, error) {
+	names, err := st.fs().List(joinPath(st.dir, "snapshot"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, st.notFound(err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("table %s: list snapshots: %w", st.id, err)
+	}
+	var ids []int64
+	for _, n := range names {
+		if v, ok := strings.CutPrefix(n, "snapshot-"); ok {
+			if id, err := strconv.ParseInt(v, 10, 64); err == nil {
+				ids = append(ids, id)
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+func (st *tableState) readSnapshot(id int64) (*snapshot, error) {
+	sn := &snapshot{}
+	if err := readMeta(st.fs(), st.snapshotPath(id), sn); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("table %s: snapshot %d: %w", st.id, id, ErrSnapshotNotFound)
+		}
+		return nil, err
+	}
+	if sn.ID != id {
+		return nil, fmt.Errorf("%w: %s holds snapshot id %d", ErrCorrupt, st.snapshotPath(id), sn.ID)
+	}
+	return sn, nil
+}
+
+func (st *tableState) manifestPath(name string) string { return joinPath(st.dir, "manifest", name) }
+
+func (st *tableState) readManifestList(name string) ([]manifestMeta, error) {
+	if name == "" {
+		return nil, nil
+	}
+	var l []manifestMeta
+	if err := readMeta(st.fs(), st.manifestPath(name), &l); err != nil {
+		return nil, missingIsCorrupt(st.manifestPath(name), err)
+	}
+	return l, nil
+}
+
+func (st *tableState) readManifest(name string) ([]*manifestEntry, error) {
+	var l []*manifestEntry
+	if err := readMeta(st.fs(), st.manifestPath(name), &l); err != nil {
+		return nil, missingIsCorrupt(st.manifestPath(name), err)
+	}
+	return l, nil
+}
+
+func missingIsCorrupt(name string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s is missing", ErrCorrupt, name)
+	}
+	return err
+}
+
+// applyManifests replays manifests in order into the live file set.
+func (st *tableState) applyManifests(lists ...[]manifestMeta) ([]*manifestEntry, error) {
+	live := map[string]*manifestEntry{}
+	var order []string
+	for _, l := range lists {
+		for _, m := range l {
+			ents, err := st.readManifest(m.FileName)
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range ents {
+				switch e.Kind {
+				case kindAdd:
+					if _, ok := live[e.File.FileName]; !ok {
+						order = append(order, e.File.FileName)
+					}
+					live[e.File.FileName] = e
+				case kindDelete:
+					delete(live, e.File.FileName)
+				default:
+					return nil, fmt.Errorf("%w: %s: entry kind %q", ErrCorrupt, st.manifestPath(m.FileName), e.Kind)
+				}
+			}
+		}
+	}
+	out := make([]*manifestEntry, 0, len(live))
+	for _, n := range order {
+		if e, ok := live[n]; ok {
+			out = append(out, e)
+			delete(live, n)
+		}
+	}
+	return out, nil
+}
+
+// liveFiles returns the data files of a snapshot. The result is shared:
+// callers must not modify it.
+func (st *tableState) liveFiles(sn *snapshot) ([]*manifestEntry, error) {
+	st.mu.Lock()
+	if st.liveSnap == sn.ID && sn.ID > 0 {
+		l := st.live
+		st.mu.Unlock()
+		return l, nil
+	}
+	st.mu.Unlock()
+	base, err := st.readManifestList(sn.BaseManifestList)
+	if err != nil {
+		return nil, err
+	}
+	delta, err := st.readManifestList(sn.DeltaManifestList)
+	if err != nil {
+		return nil, err
+	}
+	live, err := st.applyManifests(base, delta)
+	if err != nil {
+		return nil, err
+	}
+	st.cacheLive(sn.ID, live)
+	return live, nil
+}
+
+func (st *tableState) cacheLive(id int64, live []*manifestEntry) {
+	st.mu.Lock()
+	if id >= st.liveSnap {
+		st.liveSnap, st.live = id, live
+	}
+	st.mu.Unlock()
+}
+
+// Table is a handle on one table. It keeps the schema current when it was
+// opened; open the table again to see later ALTERs. Safe for concurrent use.
+type Table struct {
+	st     *tableState
+	schema *tableSchema
+}
+
+// Ident returns the table's name.
+func (t *Table) Ident() Ident { return t.st.id }
+
+// Schema returns the table's schema (as of opening the handle).
+func (t *Table) Schema() *arrow.Schema { return t.schema.arrow }
+
+// PrimaryKey returns the primary key columns (empty for append tables).
+func (t *Table) PrimaryKey() []string { return slices.Clone(t.schema.PrimaryKeys) }
+
+// PartitionKeys returns the partition columns.
+func (t *Table) PartitionKeys() []string { return slices.Clone(t.schema.PartitionKeys) }
+
+// Options returns the table options as given (defaults are not filled in).
+func (t *Table) Options() map[string]string { return maps.Clone(t.schema.Options) }
+
+// Comment returns the table comment.
+func (t *Table) Comment() string { return t.schema.Comment }
+
+// Buckets returns the number of buckets per partition.
+func (t *Table) Buckets() int { return t.schema.opts.buckets }
+
+// BucketKey returns the columns whose hash picks a row's bucket.
+func (t *Table) BucketKey() []string { return slices.Clone(t.schema.opts.bucketKey) }
+
+// LatestSnapshotID returns the newest snapshot id, 0 when none exists.
+func (t *Table) LatestSnapshotID(ctx context.Context) (int64, error) {
+	return t.st.latestSnapshotID()
+}
+
+// SnapshotAsOf returns the newest snapshot committed at or before ts.
+func (t *Table) SnapshotAsOf(ctx context.Context, ts time.Time) (int64, error) {
+	ids, err := t.st.listSnapshots()
+	if err != nil {
+		return 0, err
+	}
+	ms := ts.UnixMilli()
+	// Commit times grow with ids (one committer at a time per table), so
+	// binary search.
+	lo, hi := 0, len(ids)
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		sn, err := t.st.readSnapshot(ids[mid])
+		if err != nil {
+			return 0, err
+		}
+		if sn.TimeMillis <= ms {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo == 0 {
+		return 0, fmt.Errorf("table %s: no snapshot at or before %s: %w", t.st.id, ts.UTC().Format(time.RFC3339Nano), ErrSnapshotNotFound)
+	}
+	return ids[lo-1], nil
+}
+
+// TableStats summarizes one snapshot for the planner.
+type TableStats struct {
+	SnapshotID int64
+	// Rows counts stored rows; for key tables it includes not yet merged
+	// versions and deletes, so it is an upper bound of the live rows.
+	Rows       int64
+	Files      int64
+	Bytes      int64
+	Partitions int64
+}
+
+// Stats returns statistics of a snapshot (0 = latest).
+func (t *Table) Stats(ctx context.Context, snapshotID int64) (TableStats, error) {
+	sn, err := t.st.resolveSnapshot(snapshotID)
+	if err != nil || sn == nil {
+		return TableStats{}, err
+	}
+	files, err := t.st.liveFiles(sn)
+	if err != nil {
+		return TableStats{}, err
+	}
+	ts := TableStats{SnapshotID: sn.ID}
+	parts := map[string]bool{}
+	for _, f := range files {
+		ts.Rows += f.File.RowCount
+		ts.Files++
+		ts.Bytes += f.File.FileSize
+		parts[partitionKey(f.Partition)] = true
+	}
+	ts.Partitions = int64(len(parts))
+	return ts, nil
+}
+
+// resolveSnapshot reads snapshot id, or the latest for 0 (nil when the table
+// has no snapshot yet).
+func (st *tableState) resolveSnapshot(id int64) (*snapshot, error) {
+	if id < 0 {
+		return nil, fmt.Errorf("%w: snapshot id %d", ErrInvalid, id)
+	}
+	if id == 0 {
+		latest, err := st.latestSnapshotID()
+		if err != nil || latest == 0 {
+			return nil, err
+		}
+		id = latest
+	}
+	return st.readSnapshot(id)
+}

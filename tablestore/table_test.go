@@ -1,0 +1,88 @@
+package tablestore
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
+)
+
+var kvSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "k", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "v", Type: arrow.BinaryTypes.String, Nullable: true},
+}, nil)
+
+func TestPrimaryKeyMergeAcrossCommits(t *testing.T) {
+	ctx := context.Background()
+	s, mem, _ := newTestStore(t)
+	id := Ident{"db", "t"}
+	tbl, err := s.CreateTable(ctx, id, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}, Options: map[string]string{"bucket": "2", "write-only": "true"}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := tbl.Schema().Field(0); f.Nullable {
+		t.Fatalf("key column should be non-null: %v", f)
+	}
+	s1 := writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{1, "a"}, {2, "b"}, {3, "c"}})
+	s2 := writeRows(t, tbl, mem, WriteOptions{}, UpdateAfter, [][]any{{2, "B"}, {4, "d"}})
+	s3 := writeRows(t, tbl, mem, WriteOptions{}, Delete, [][]any{{1, "a"}})
+	if s1 != 1 || s2 != 2 || s3 != 3 {
+		t.Fatalf("snapshot ids %d %d %d", s1, s2, s3)
+	}
+	eqRows(t, scanAll(t, tbl, ScanSpec{}), "2|B", "3|c", "4|d")
+	eqRows(t, scanAll(t, tbl, ScanSpec{SnapshotID: 1}), "1|a", "2|b", "3|c")
+	eqRows(t, scanAll(t, tbl, ScanSpec{SnapshotID: 2, Columns: []string{"v"}}), "B", "a", "c", "d")
+	if _, err := tbl.NewScan(ctx, ScanSpec{SnapshotID: 9}); !errors.Is(err, ErrSnapshotNotFound) {
+		t.Fatalf("want ErrSnapshotNotFound, got %v", err)
+	}
+	// Reopen: everything comes back from disk.
+	tbl2, err := s.Table(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eqRows(t, scanAll(t, tbl2, ScanSpec{Filter: Compare{Column: "k", Op: EQ, Value: scalar.NewInt64Scalar(3)}}), "3|c", "2|B", "4|d")
+	st, err := tbl.Stats(ctx, 0)
+	if err != nil || st.Files < 3 || st.Rows != 6 {
+		t.Fatalf("stats %+v %v", st, err)
+	}
+}
+
+func TestWriteValidation(t *testing.T) {
+	ctx := context.Background()
+	s, mem, _ := newTestStore(t)
+	tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := tbl.NewWrite(WriteOptions{})
+	defer w.Abort()
+	bad := arrow.NewSchema([]arrow.Field{
+		{Name: "k", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "v", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	b := makeBatch(t, mem, bad, [][]any{{1, "x"}})
+	defer b.Release()
+	if err := w.Write(ctx, b, Insert); err == nil || !strings.Contains(err.Error(), `column "k"`) {
+		t.Fatalf("want error naming column k, got %v", err)
+	}
+	nulls := makeBatch(t, mem, arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64, Nullable: true}, {Name: "v", Type: arrow.BinaryTypes.String, Nullable: true}}, nil), [][]any{{nil, "x"}})
+	defer nulls.Release()
+	if err := w.Write(ctx, nulls, Insert); err == nil || !strings.Contains(err.Error(), "NOT NULL") {
+		t.Fatalf("want NOT NULL error, got %v", err)
+	}
+	good := makeBatch(t, mem, kvSchema, [][]any{{1, "x"}})
+	defer good.Release()
+	if err := w.WriteKinds(ctx, good, []RowKind{Insert, Insert}); err == nil {
+		t.Fatal("want error for kinds length")
+	}
+	if err := w.Write(ctx, good, RowKind(9)); err == nil {
+		t.Fatal("want error for bad row kind")
+	}
+	id, err := w.Commit(ctx)
+	if err != nil || id != 0 {
+		t.Fatalf("empty commit: %d %v", id, err)
+	}
+}

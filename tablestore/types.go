@@ -1,0 +1,187 @@
+package tablestore
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// Sentinel errors; returned errors wrap them with the table, file or column.
+var (
+	ErrTableNotFound    = errors.New("table not found")
+	ErrTableExists      = errors.New("table already exists")
+	ErrDatabaseNotFound = errors.New("database not found")
+	ErrDatabaseExists   = errors.New("database already exists")
+	// ErrConflict: a commit lost a race it cannot resolve by retrying (two
+	// writers changed one bucket, or compaction inputs were removed).
+	ErrConflict = errors.New("commit conflict")
+	// ErrCorrupt: a metadata or data file is truncated or damaged.
+	ErrCorrupt = errors.New("corrupt file")
+	// ErrSnapshotNotFound: the requested snapshot, timestamp or tag has no
+	// snapshot (never written or expired).
+	ErrSnapshotNotFound = errors.New("snapshot not found")
+	// ErrInvalid: bad input (schema, option, batch, predicate).
+	ErrInvalid = errors.New("invalid argument")
+)
+
+// Ident names a table.
+type Ident struct{ Database, Table string }
+
+func (id Ident) String() string { return id.Database + "." + id.Table }
+
+// RowKind is the change kind of a row, stored in data files as _VALUE_KIND.
+type RowKind int8
+
+// Row kinds, numbered as Paimon numbers them.
+const (
+	Insert       RowKind = 0 // +I
+	UpdateBefore RowKind = 1 // -U
+	UpdateAfter  RowKind = 2 // +U
+	Delete       RowKind = 3 // -D
+)
+
+func (k RowKind) String() string {
+	switch k {
+	case Insert:
+		return "+I"
+	case UpdateBefore:
+		return "-U"
+	case UpdateAfter:
+		return "+U"
+	case Delete:
+		return "-D"
+	}
+	return fmt.Sprintf("RowKind(%d)", int8(k))
+}
+
+// IsRetract reports whether the kind removes the key's row (-U, -D).
+func (k RowKind) IsRetract() bool { return k == UpdateBefore || k == Delete }
+
+func (k RowKind) valid() bool { return k >= Insert && k <= Delete }
+
+// typeString renders a supported Arrow type in the SQL-like notation of the
+// schema files (Paimon's type names).
+func typeString(dt arrow.DataType) (string, error) {
+	switch t := dt.(type) {
+	case *arrow.BooleanType:
+		return "BOOLEAN", nil
+	case *arrow.Int8Type:
+		return "TINYINT", nil
+	case *arrow.Int16Type:
+		return "SMALLINT", nil
+	case *arrow.Int32Type:
+		return "INT", nil
+	case *arrow.Int64Type:
+		return "BIGINT", nil
+	case *arrow.Float32Type:
+		return "FLOAT", nil
+	case *arrow.Float64Type:
+		return "DOUBLE", nil
+	case *arrow.Decimal128Type:
+		return fmt.Sprintf("DECIMAL(%d,%d)", t.Precision, t.Scale), nil
+	case *arrow.StringType:
+		return "STRING", nil
+	case *arrow.BinaryType:
+		return "BYTES", nil
+	case *arrow.Date32Type:
+		return "DATE", nil
+	case *arrow.TimestampType:
+		p := [...]int{0, 3, 6, 9}[t.Unit]
+		switch t.TimeZone {
+		case "":
+			return fmt.Sprintf("TIMESTAMP(%d)", p), nil
+		case "UTC":
+			return fmt.Sprintf("TIMESTAMP_LTZ(%d)", p), nil
+		}
+		return "", fmt.Errorf("%w: timestamp time zone %q not supported (use none or UTC)", ErrInvalid, t.TimeZone)
+	}
+	return "", fmt.Errorf("%w: type %s not supported by the table store", ErrInvalid, dt)
+}
+
+func parseType(s string) (arrow.DataType, error) {
+	switch s {
+	case "BOOLEAN":
+		return arrow.FixedWidthTypes.Boolean, nil
+	case "TINYINT":
+		return arrow.PrimitiveTypes.Int8, nil
+	case "SMALLINT":
+		return arrow.PrimitiveTypes.Int16, nil
+	case "INT":
+		return arrow.PrimitiveTypes.Int32, nil
+	case "BIGINT":
+		return arrow.PrimitiveTypes.Int64, nil
+	case "FLOAT":
+		return arrow.PrimitiveTypes.Float32, nil
+	case "DOUBLE":
+		return arrow.PrimitiveTypes.Float64, nil
+	case "STRING":
+		return arrow.BinaryTypes.String, nil
+	case "BYTES":
+		return arrow.BinaryTypes.Binary, nil
+	case "DATE":
+		return arrow.FixedWidthTypes.Date32, nil
+	}
+	name, args, ok := strings.Cut(strings.TrimSuffix(s, ")"), "(")
+	if ok {
+		parts := strings.Split(args, ",")
+		nums := make([]int, len(parts))
+		for i, p := range parts {
+			n, err := strconv.Atoi(strings.TrimSpace(p))
+			if err != nil {
+				return nil, fmt.Errorf("%w: bad type %q", ErrCorrupt, s)
+			}
+			nums[i] = n
+		}
+		switch {
+		case name == "DECIMAL" && len(nums) == 2:
+			return &arrow.Decimal128Type{Precision: int32(nums[0]), Scale: int32(nums[1])}, nil
+		case (name == "TIMESTAMP" || name == "TIMESTAMP_LTZ") && len(nums) == 1:
+			unit := map[int]arrow.TimeUnit{0: arrow.Second, 3: arrow.Millisecond, 6: arrow.Microsecond, 9: arrow.Nanosecond}
+			u, ok := unit[nums[0]]
+			if !ok {
+				break
+			}
+			tz := ""
+			if name == "TIMESTAMP_LTZ" {
+				tz = "UTC"
+			}
+			return &arrow.TimestampType{Unit: u, TimeZone: tz}, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: unknown type %q", ErrCorrupt, s)
+}
+
+// canWiden reports whether values of type from can be read as type to
+// without loss, which is what a type-widening ALTER allows.
+func canWiden(from, to arrow.DataType) bool {
+	rank := func(dt arrow.DataType) int {
+		switch dt.ID() {
+		case arrow.INT8:
+			return 1
+		case arrow.INT16:
+			return 2
+		case arrow.INT32:
+			return 3
+		case arrow.INT64:
+			return 4
+		}
+		return 0
+	}
+	switch {
+	case arrow.TypeEqual(from, to):
+		return true
+	case rank(from) > 0 && rank(to) > 0:
+		return rank(from) < rank(to)
+	case from.ID() == arrow.FLOAT32 && to.ID() == arrow.FLOAT64:
+		return true
+	case (from.ID() == arrow.INT8 || from.ID() == arrow.INT16 || from.ID() == arrow.INT32) && to.ID() == arrow.FLOAT64:
+		return true
+	case from.ID() == arrow.DECIMAL128 && to.ID() == arrow.DECIMAL128:
+		f, t := from.(*arrow.Decimal128Type), to.(*arrow.Decimal128Type)
+		return f.Scale == t.Scale && f.Precision < t.Precision
+	}
+	return false
+}
