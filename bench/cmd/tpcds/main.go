@@ -1,0 +1,139 @@
+// Command tpcds generates TPC-DS data, loads it into DuckDB and flightd,
+// runs the 99 queries on both, compares the answers and times them.
+//
+//	tpcds -queries ../shared/bench/tpcds/queries -schema ../shared/bench/tpcds/schema \
+//	      -sf 1 -flightd grpc://127.0.0.1:31337 -runs 3 -out results/
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/bench/tpcds"
+	"github.com/flightd/flightd/bench/tpcds/gen"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "tpcds:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		queriesDir = flag.String("queries", envOr("TPCDS_QUERIES", "../shared/bench/tpcds/queries"), "directory of the query files NN.sql")
+		schemaDir  = flag.String("schema", envOr("TPCDS_SCHEMA", "../shared/bench/tpcds/schema"), "directory of the schema files (one create table each)")
+		sf         = flag.Float64("sf", 0.01, "scale factor")
+		seed       = flag.Uint64("seed", 1, "generator seed")
+		flightdURI = flag.String("flightd", "", "flightd Flight SQL URI, e.g. grpc://127.0.0.1:31337 (empty: DuckDB only)")
+		runs       = flag.Int("runs", 3, "timed runs per query after one warm-up run (0: time the warm-up)")
+		out        = flag.String("out", "results/", "directory for results.json and results.png")
+		skipLoad   = flag.Bool("skip-load", false, "do not load flightd (its tables are already there)")
+		duckPath   = flag.String("duckdb", "", "DuckDB database file (empty: in memory); with -skip-load an existing file is reused")
+		only       = flag.String("only", "", "comma-separated query names to run (default all), e.g. 03,07")
+		batch      = flag.Int("batch", 64*1024, "generator batch size in rows")
+		workers    = flag.Int("workers", runtime.GOMAXPROCS(0), "generator goroutines")
+		threads    = flag.Int("threads", 0, "DuckDB threads (0: DuckDB default)")
+		timeout    = flag.Duration("timeout", 10*time.Minute, "limit per query execution")
+	)
+	flag.Parse()
+	if *runs < 0 {
+		return fmt.Errorf("-runs %d: must be >= 0", *runs)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	mem := memory.NewGoAllocator()
+
+	tables, err := gen.LoadSchemaDir(*schemaDir)
+	if err != nil {
+		return err
+	}
+	queries, err := tpcds.LoadQueries(*queriesDir)
+	if err != nil {
+		return err
+	}
+	if *only != "" {
+		queries, err = selectQueries(queries, *only)
+		if err != nil {
+			return err
+		}
+	}
+	g, err := gen.New(tables, gen.Config{Scale: *sf, Seed: *seed})
+	if err != nil {
+		return err
+	}
+
+	duck, err := tpcds.OpenDuckDB(ctx, *duckPath, *threads)
+	if err != nil {
+		return err
+	}
+	defer duck.Close()
+	reuse := *skipLoad && *duckPath != "" && fileExists(*duckPath)
+	if !reuse {
+		if err := tpcds.LoadAll(ctx, mem, g, tables, duck, "duckdb", *batch, *workers, os.Stderr); err != nil {
+			return err
+		}
+	}
+	var fl tpcds.Engine
+	if *flightdURI != "" {
+		f, err := tpcds.OpenFlightd(ctx, mem, *flightdURI)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if !*skipLoad {
+			if err := tpcds.LoadAll(ctx, mem, g, tables, f, "flightd", *batch, *workers, os.Stderr); err != nil {
+				return err
+			}
+		}
+		fl = f
+	}
+
+	rep := &tpcds.Report{Scale: *sf, Seed: *seed, Runs: *runs, FlightdURI: *flightdURI, Started: time.Now().UTC()}
+	rep.Queries = tpcds.RunQueries(ctx, queries, duck, fl, tpcds.RunOptions{Runs: *runs, Timeout: *timeout, Log: os.Stderr})
+	rep.Summary = tpcds.Summarize(rep.Queries)
+	tpcds.WriteTable(os.Stdout, rep)
+	if err := tpcds.WriteFiles(*out, rep); err != nil {
+		return err
+	}
+	fmt.Printf("wrote %s/results.json and %s/results.png\n", strings.TrimRight(*out, "/"), strings.TrimRight(*out, "/"))
+	return ctx.Err()
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+func selectQueries(all []tpcds.Query, list string) ([]tpcds.Query, error) {
+	byName := map[string]tpcds.Query{}
+	for _, q := range all {
+		byName[q.Name] = q
+	}
+	var out []tpcds.Query
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		q, ok := byName[name]
+		if !ok {
+			return nil, fmt.Errorf("-only: no query %q", name)
+		}
+		out = append(out, q)
+	}
+	return out, nil
+}

@@ -1,0 +1,226 @@
+package tpcds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+
+	"github.com/apache/arrow-adbc/go/adbc"
+	"github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/decimal256"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/bench/tpcds/gen"
+)
+
+// Flightd is a flightd server reached through the ADBC Flight SQL driver.
+type Flightd struct {
+	db   adbc.Database
+	cnxn adbc.Connection
+}
+
+// OpenFlightd connects to the Flight SQL endpoint at uri
+// (e.g. grpc://127.0.0.1:31337).
+func OpenFlightd(ctx context.Context, mem memory.Allocator, uri string) (*Flightd, error) {
+	drv := flightsql.NewDriver(mem)
+	db, err := drv.NewDatabase(map[string]string{adbc.OptionKeyURI: uri})
+	if err != nil {
+		return nil, fmt.Errorf("flightd %s: %w", uri, err)
+	}
+	cnxn, err := db.Open(ctx)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("flightd %s: connect: %w", uri, err)
+	}
+	return &Flightd{db: db, cnxn: cnxn}, nil
+}
+
+// Close closes the connection.
+func (f *Flightd) Close() error {
+	return errors.Join(f.cnxn.Close(), f.db.Close())
+}
+
+// Load creates table t through ADBC bulk ingest (mode create) from the
+// reader's batches. An existing table of that name is dropped first.
+func (f *Flightd) Load(ctx context.Context, t *gen.Table, rd BatchReader, progress func(rows int64)) error {
+	// A failing DROP (no such table, or no DROP support) is not fatal: the
+	// create below fails with its own clear error if the table is still there.
+	_ = f.exec(ctx, "DROP TABLE IF EXISTS "+t.Name)
+	stmt, err := f.cnxn.NewStatement()
+	if err != nil {
+		return fmt.Errorf("flightd: new statement: %w", err)
+	}
+	defer stmt.Close()
+	if err := stmt.SetOption(adbc.OptionKeyIngestTargetTable, t.Name); err != nil {
+		return fmt.Errorf("flightd: ingest %s: %w", t.Name, err)
+	}
+	if err := stmt.SetOption(adbc.OptionKeyIngestMode, adbc.OptionValueIngestModeCreate); err != nil {
+		return fmt.Errorf("flightd: ingest %s: %w", t.Name, err)
+	}
+	rr := &recordReader{ctx: ctx, src: rd, progress: progress}
+	rr.refs.Store(1)
+	defer rr.Release()
+	if err := stmt.BindStream(ctx, rr); err != nil {
+		return fmt.Errorf("flightd: ingest %s: bind: %w", t.Name, err)
+	}
+	if _, err := stmt.ExecuteUpdate(ctx); err != nil {
+		return fmt.Errorf("flightd: ingest %s: %w", t.Name, err)
+	}
+	return rr.err
+}
+
+func (f *Flightd) exec(ctx context.Context, query string) error {
+	stmt, err := f.cnxn.NewStatement()
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	if err := stmt.SetSqlQuery(query); err != nil {
+		return err
+	}
+	_, err = stmt.ExecuteUpdate(ctx)
+	return err
+}
+
+// Query runs one query and returns its whole result.
+func (f *Flightd) Query(ctx context.Context, query string) (*Result, error) {
+	stmt, err := f.cnxn.NewStatement()
+	if err != nil {
+		return nil, err
+	}
+	defer stmt.Close()
+	if err := stmt.SetSqlQuery(query); err != nil {
+		return nil, err
+	}
+	rdr, _, err := stmt.ExecuteQuery(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer rdr.Release()
+	res := &Result{}
+	for _, fd := range rdr.Schema().Fields() {
+		res.Columns = append(res.Columns, fd.Name)
+	}
+	for rdr.Next() {
+		b := rdr.RecordBatch()
+		for i := 0; i < int(b.NumRows()); i++ {
+			row := make([]Value, b.NumCols())
+			for c, col := range b.Columns() {
+				if row[c], err = fromArrow(col, i); err != nil {
+					return nil, fmt.Errorf("column %s: %w", res.Columns[c], err)
+				}
+			}
+			res.Rows = append(res.Rows, row)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return res, rdr.Err()
+}
+
+func fromArrow(col arrow.Array, i int) (Value, error) {
+	if col.IsNull(i) {
+		return Value{Kind: KNull}, nil
+	}
+	switch a := col.(type) {
+	case *array.Boolean:
+		return Value{Kind: KBool, Bool: a.Value(i)}, nil
+	case *array.Int8:
+		return intValue(int64(a.Value(i))), nil
+	case *array.Int16:
+		return intValue(int64(a.Value(i))), nil
+	case *array.Int32:
+		return intValue(int64(a.Value(i))), nil
+	case *array.Int64:
+		return intValue(a.Value(i)), nil
+	case *array.Uint8:
+		return intValue(int64(a.Value(i))), nil
+	case *array.Uint16:
+		return intValue(int64(a.Value(i))), nil
+	case *array.Uint32:
+		return intValue(int64(a.Value(i))), nil
+	case *array.Uint64:
+		return fromGo(a.Value(i))
+	case *array.Float32:
+		return Value{Kind: KFloat, F: float64(a.Value(i))}, nil
+	case *array.Float64:
+		return Value{Kind: KFloat, F: a.Value(i)}, nil
+	case *array.Decimal128:
+		return decValueBig(decimal128.Num(a.Value(i)).BigInt(), a.DataType().(*arrow.Decimal128Type).Scale), nil
+	case *array.Decimal256:
+		return decValueBig(decimal256.Num(a.Value(i)).BigInt(), a.DataType().(*arrow.Decimal256Type).Scale), nil
+	case *array.String:
+		return Value{Kind: KString, S: a.Value(i)}, nil
+	case *array.LargeString:
+		return Value{Kind: KString, S: a.Value(i)}, nil
+	case *array.StringView:
+		return Value{Kind: KString, S: a.Value(i)}, nil
+	case *array.Date32:
+		return Value{Kind: KDate, I: int64(a.Value(i))}, nil
+	case *array.Date64:
+		return Value{Kind: KDate, I: int64(a.Value(i)) / 86400000}, nil
+	case *array.Timestamp:
+		unit := a.DataType().(*arrow.TimestampType).Unit
+		return timeValue(a.Value(i).ToTime(unit)), nil
+	}
+	return Value{}, fmt.Errorf("unsupported result type %s", col.DataType())
+}
+
+// recordReader adapts a BatchReader to array.RecordReader for BindStream,
+// reporting progress as the driver pulls batches.
+type recordReader struct {
+	ctx      context.Context
+	src      BatchReader
+	progress func(int64)
+	refs     atomic.Int64
+	cur      arrow.RecordBatch
+	rows     int64
+	err      error
+}
+
+func (r *recordReader) Retain() { r.refs.Add(1) }
+
+func (r *recordReader) Release() {
+	if r.refs.Add(-1) == 0 && r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
+}
+
+func (r *recordReader) Schema() *arrow.Schema { return r.src.Schema() }
+
+func (r *recordReader) Next() bool {
+	if r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
+	if r.err != nil {
+		return false
+	}
+	b, err := r.src.Next(r.ctx)
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			r.err = err
+		}
+		return false
+	}
+	r.cur = b
+	r.rows += b.NumRows()
+	if r.progress != nil {
+		r.progress(r.rows)
+	}
+	return true
+}
+
+func (r *recordReader) RecordBatch() arrow.RecordBatch { return r.cur }
+
+// Record is the deprecated name of RecordBatch, required by the interface.
+func (r *recordReader) Record() arrow.RecordBatch { return r.cur }
+
+func (r *recordReader) Err() error { return r.err }

@@ -1,0 +1,164 @@
+package tpcds
+
+import (
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+func formatLine(q QueryResult) string {
+	fl := q.Flightd.Status
+	if q.Flightd.Message != "" {
+		fl += " (" + q.Flightd.Message + ")"
+	}
+	dd := q.DuckDB.Status
+	if q.DuckDB.Message != "" {
+		dd += " (" + q.DuckDB.Message + ")"
+	}
+	ratio := "-"
+	if q.Ratio > 0 {
+		ratio = fmt.Sprintf("%.2fx", q.Ratio)
+	}
+	return fmt.Sprintf("q%-3s duckdb %-6s %6d rows %9.1f ms | flightd %9.1f ms %7s | %s",
+		q.Query, dd, q.DuckDB.Rows, q.DuckDB.MedianMs, q.Flightd.MedianMs, ratio, fl)
+}
+
+// WriteTable prints the per-query table and the summary.
+func WriteTable(w io.Writer, r *Report) {
+	fmt.Fprintf(w, "TPC-DS (derived) SF %v seed %d, median of %d runs after a warm-up\n", r.Scale, r.Seed, r.Runs)
+	fmt.Fprintf(w, "%-5s %-8s %7s %11s | %11s %8s | %s\n", "query", "duckdb", "rows", "duckdb ms", "flightd ms", "ratio", "flightd")
+	for _, q := range r.Queries {
+		ratio := "-"
+		if q.Ratio > 0 {
+			ratio = fmt.Sprintf("%.2fx", q.Ratio)
+		}
+		dd := q.DuckDB.Status
+		fl := q.Flightd.Status
+		if q.Flightd.Message != "" {
+			fl += ": " + q.Flightd.Message
+		}
+		if q.DuckDB.Message != "" {
+			dd += ": " + q.DuckDB.Message
+		}
+		fmt.Fprintf(w, "q%-4s %-8s %7d %11.1f | %11.1f %8s | %s\n", q.Query, dd, q.DuckDB.Rows, q.DuckDB.MedianMs,
+			q.Flightd.MedianMs, ratio, fl)
+	}
+	s := r.Summary
+	fmt.Fprintf(w, "duckdb: %d/%d ran, %d non-empty\n", s.DuckDBOK, s.Queries, s.DuckDBNonEmpty)
+	fmt.Fprintf(w, "flightd: %d ok, %d wrong answer, %d error, %d not run", s.FlightdOK, s.FlightdWrong, s.FlightdError, s.FlightdNotRun)
+	if s.GeoMeanRatio > 0 {
+		fmt.Fprintf(w, "; geometric mean time ratio flightd/duckdb over passing queries %.3f", s.GeoMeanRatio)
+	}
+	fmt.Fprintln(w)
+}
+
+// WriteFiles writes results.json and results.png into dir.
+func WriteFiles(dir string, r *Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), b, 0o644); err != nil {
+		return err
+	}
+	return writeChart(filepath.Join(dir, "results.png"), r)
+}
+
+// writeChart draws per-query median times of both engines (log scale) above
+// the per-query ratio of the passing queries.
+func writeChart(path string, r *Report) error {
+	n := len(r.Queries)
+	names := make([]string, n)
+	duck := make(plotter.Values, n)
+	fl := make(plotter.Values, n)
+	ratio := make(plotter.Values, n)
+	floor := 0.01 // ms; log axes cannot show 0
+	for i, q := range r.Queries {
+		names[i] = q.Query
+		duck[i] = math.Max(q.DuckDB.MedianMs, floor)
+		fl[i] = floor
+		if q.Flightd.Status == StatusOK {
+			fl[i] = math.Max(q.Flightd.MedianMs, floor)
+		}
+		ratio[i] = q.Ratio
+	}
+	times := plot.New()
+	times.Title.Text = fmt.Sprintf("TPC-DS (derived) SF %v: median time per query (ms, log; flightd only where correct)", r.Scale)
+	times.Y.Scale = plot.LogScale{}
+	times.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	w := vg.Points(3)
+	bd, err := plotter.NewBarChart(duck, w)
+	if err != nil {
+		return err
+	}
+	bd.Color = color.RGBA{R: 230, G: 160, B: 0, A: 255}
+	bd.Offset = -w / 2
+	bf, err := plotter.NewBarChart(fl, w)
+	if err != nil {
+		return err
+	}
+	bf.Color = color.RGBA{R: 30, G: 90, B: 200, A: 255}
+	bf.Offset = w / 2
+	times.Add(bd, bf)
+	times.Legend.Add("DuckDB", bd)
+	times.Legend.Add("flightd", bf)
+	times.Legend.Top = true
+	times.NominalX(names...)
+	times.X.Tick.Label.Font.Size = vg.Points(6)
+
+	rp := plot.New()
+	title := "flightd / DuckDB time ratio (passing queries)"
+	if g := r.Summary.GeoMeanRatio; g > 0 {
+		title += fmt.Sprintf(", geometric mean %.3f", g)
+	} else {
+		title += ": no query passed"
+	}
+	rp.Title.Text = title
+	br, err := plotter.NewBarChart(ratio, w*2)
+	if err != nil {
+		return err
+	}
+	br.Color = color.RGBA{R: 30, G: 90, B: 200, A: 255}
+	rp.Add(br)
+	if g := r.Summary.GeoMeanRatio; g > 0 {
+		line, err := plotter.NewLine(plotter.XYs{{X: -1, Y: g}, {X: float64(n), Y: g}})
+		if err != nil {
+			return err
+		}
+		line.Color = color.RGBA{R: 200, A: 255}
+		rp.Add(line)
+	}
+	rp.NominalX(names...)
+	rp.X.Tick.Label.Font.Size = vg.Points(6)
+
+	img := vgimg.New(vg.Points(1400), vg.Points(800))
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Points(10), PadTop: vg.Points(5), PadBottom: vg.Points(5),
+		PadLeft: vg.Points(5), PadRight: vg.Points(5)}
+	canvases := plot.Align([][]*plot.Plot{{times}, {rp}}, tiles, dc)
+	times.Draw(canvases[0][0])
+	rp.Draw(canvases[1][0])
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+

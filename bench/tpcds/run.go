@@ -1,0 +1,279 @@
+package tpcds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/bench/tpcds/gen"
+)
+
+// Query is one benchmark query.
+type Query struct {
+	Name string // file name without .sql, e.g. "07"
+	SQL  string
+}
+
+// LoadQueries reads every *.sql file of dir, sorted by name.
+func LoadQueries(dir string) ([]Query, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.sql"))
+	if err != nil {
+		return nil, err
+	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("no *.sql queries in %q", dir)
+	}
+	sort.Strings(paths)
+	qs := make([]Query, 0, len(paths))
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		q := strings.TrimSpace(string(b))
+		if q == "" {
+			return nil, fmt.Errorf("query file %s is empty", p)
+		}
+		qs = append(qs, Query{Name: strings.TrimSuffix(filepath.Base(p), ".sql"), SQL: q})
+	}
+	return qs, nil
+}
+
+// Engine runs queries; DuckDB and Flightd implement it.
+type Engine interface {
+	Query(ctx context.Context, query string) (*Result, error)
+}
+
+// Loader creates and fills one table; DuckDB and Flightd implement it.
+type Loader interface {
+	Load(ctx context.Context, t *gen.Table, rd BatchReader, progress func(rows int64)) error
+}
+
+// LoadAll generates every table of g and loads it into dst, printing one
+// progress line per table (and updates while a large one loads) to w.
+func LoadAll(ctx context.Context, mem memory.Allocator, g *gen.Generator, tables []*gen.Table, dst Loader, name string,
+	batchSize, workers int, w io.Writer) error {
+	var total int64
+	start := time.Now()
+	for _, t := range tables {
+		n, err := g.RowCount(t.Name)
+		if err != nil {
+			return err
+		}
+		rd, err := g.NewReader(ctx, mem, t.Name, batchSize, workers)
+		if err != nil {
+			return err
+		}
+		tStart, last := time.Now(), time.Now()
+		err = dst.Load(ctx, t, rd, func(rows int64) {
+			if time.Since(last) > 2*time.Second {
+				last = time.Now()
+				fmt.Fprintf(w, "\r%s: %-22s %11d / %d rows (%.0f%%)", name, t.Name, rows, n, 100*float64(rows)/float64(max(n, 1)))
+			}
+		})
+		rd.Close()
+		if err != nil {
+			fmt.Fprintln(w)
+			return fmt.Errorf("%s: load %s: %w", name, t.Name, err)
+		}
+		total += n
+		el := time.Since(tStart)
+		fmt.Fprintf(w, "\r%s: %-22s %11d rows in %6.2fs (%.0f rows/s)\n", name, t.Name, n, el.Seconds(), float64(n)/max(el.Seconds(), 1e-9))
+	}
+	el := time.Since(start)
+	fmt.Fprintf(w, "%s: loaded %d rows in %.1fs (%.0f rows/s)\n", name, total, el.Seconds(), float64(total)/max(el.Seconds(), 1e-9))
+	return nil
+}
+
+// Status of one engine on one query.
+const (
+	StatusOK     = "ok"
+	StatusWrong  = "wrong answer"
+	StatusError  = "error"
+	StatusNotRun = "not run"
+)
+
+// EngineResult is what one engine did with one query.
+type EngineResult struct {
+	Status   string    `json:"status"`
+	Message  string    `json:"message,omitempty"`
+	Rows     int       `json:"rows"`
+	TimesMs  []float64 `json:"times_ms,omitempty"`
+	MedianMs float64   `json:"median_ms,omitempty"`
+}
+
+// QueryResult is one row of the report.
+type QueryResult struct {
+	Query   string       `json:"query"`
+	DuckDB  EngineResult `json:"duckdb"`
+	Flightd EngineResult `json:"flightd"`
+	Ratio   float64      `json:"ratio,omitempty"` // flightd median / DuckDB median, for passing queries
+}
+
+// Summary aggregates a report.
+type Summary struct {
+	Queries        int     `json:"queries"`
+	DuckDBOK       int     `json:"duckdb_ok"`
+	DuckDBNonEmpty int     `json:"duckdb_non_empty"`
+	FlightdOK      int     `json:"flightd_ok"`
+	FlightdWrong   int     `json:"flightd_wrong"`
+	FlightdError   int     `json:"flightd_error"`
+	FlightdNotRun  int     `json:"flightd_not_run"`
+	GeoMeanRatio   float64 `json:"geomean_ratio,omitempty"` // over queries flightd answered correctly
+}
+
+// Report is the whole outcome of a run.
+type Report struct {
+	Scale      float64       `json:"scale"`
+	Seed       uint64        `json:"seed"`
+	Runs       int           `json:"runs"`
+	FlightdURI string        `json:"flightd_uri,omitempty"`
+	Started    time.Time     `json:"started"`
+	Queries    []QueryResult `json:"queries"`
+	Summary    Summary       `json:"summary"`
+}
+
+// RunOptions configures RunQueries.
+type RunOptions struct {
+	Runs    int           // timed runs after the answer (warm-up) run; 0 times the answer run
+	Timeout time.Duration // per query execution, 0 for none
+	Log     io.Writer     // one line per query; nil for none
+}
+
+// RunQueries runs every query on the reference and, if flightd is not nil,
+// on flightd, compares the answers and times both.
+func RunQueries(ctx context.Context, queries []Query, ref Engine, flightd Engine, opt RunOptions) []QueryResult {
+	out := make([]QueryResult, 0, len(queries))
+	for _, q := range queries {
+		if ctx.Err() != nil {
+			break
+		}
+		qr := QueryResult{Query: q.Name, Flightd: EngineResult{Status: StatusNotRun}}
+		want, er := measure(ctx, ref, q.SQL, opt)
+		qr.DuckDB = er
+		if flightd != nil {
+			got, fr := measure(ctx, flightd, q.SQL, opt)
+			qr.Flightd = fr
+			switch {
+			case fr.Status != StatusOK:
+			case want == nil:
+				qr.Flightd.Status, qr.Flightd.Message = StatusNotRun, "no reference answer: DuckDB failed"
+			default:
+				if d := Compare(q.SQL, want, got); d != "" {
+					qr.Flightd.Status, qr.Flightd.Message = StatusWrong, d
+				} else if qr.DuckDB.MedianMs > 0 {
+					qr.Ratio = qr.Flightd.MedianMs / qr.DuckDB.MedianMs
+				}
+			}
+		}
+		if opt.Log != nil {
+			fmt.Fprintln(opt.Log, formatLine(qr))
+		}
+		out = append(out, qr)
+	}
+	return out
+}
+
+// measure runs a query once for its answer, then opt.Runs more times for
+// the timing.
+func measure(ctx context.Context, e Engine, query string, opt RunOptions) (*Result, EngineResult) {
+	run := func() (*Result, time.Duration, error) {
+		c := ctx
+		if opt.Timeout > 0 {
+			var cancel context.CancelFunc
+			c, cancel = context.WithTimeout(ctx, opt.Timeout)
+			defer cancel()
+		}
+		start := time.Now()
+		res, err := e.Query(c, query)
+		return res, time.Since(start), err
+	}
+	res, d, err := run()
+	if err != nil {
+		return nil, EngineResult{Status: StatusError, Message: oneLine(err)}
+	}
+	er := EngineResult{Status: StatusOK, Rows: len(res.Rows)}
+	if opt.Runs == 0 {
+		er.TimesMs = []float64{ms(d)}
+	}
+	for range opt.Runs {
+		_, d, err := run()
+		if err != nil {
+			return nil, EngineResult{Status: StatusError, Message: "timed run: " + oneLine(err)}
+		}
+		er.TimesMs = append(er.TimesMs, ms(d))
+	}
+	er.MedianMs = median(er.TimesMs)
+	return res, er
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func oneLine(err error) string {
+	s := strings.Join(strings.Fields(err.Error()), " ")
+	if len(s) > 300 {
+		s = s[:300] + "..."
+	}
+	return s
+}
+
+// Summarize counts outcomes and computes the geometric mean of the
+// flightd/DuckDB time ratios over the queries flightd answered correctly.
+func Summarize(qs []QueryResult) Summary {
+	s := Summary{Queries: len(qs)}
+	var logSum float64
+	var n int
+	for _, q := range qs {
+		if q.DuckDB.Status == StatusOK {
+			s.DuckDBOK++
+			if q.DuckDB.Rows > 0 {
+				s.DuckDBNonEmpty++
+			}
+		}
+		switch q.Flightd.Status {
+		case StatusOK:
+			s.FlightdOK++
+			if q.Ratio > 0 {
+				logSum += math.Log(q.Ratio)
+				n++
+			}
+		case StatusWrong:
+			s.FlightdWrong++
+		case StatusError:
+			s.FlightdError++
+		default:
+			s.FlightdNotRun++
+		}
+	}
+	if n > 0 {
+		s.GeoMeanRatio = math.Exp(logSum / float64(n))
+	}
+	return s
+}
+
+// ErrFailed is returned by the runner when a query failed on DuckDB (the
+// reference must run all queries) or flightd gave a wrong answer or error.
+var ErrFailed = errors.New("tpcds: queries failed")

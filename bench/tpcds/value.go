@@ -1,0 +1,250 @@
+package tpcds
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/big"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Kind is the comparison class of a result value.
+type Kind uint8
+
+// Value kinds. Integers and decimals are one exact kind (KNum).
+const (
+	KNull Kind = iota
+	KBool
+	KNum
+	KFloat
+	KString
+	KDate // days since 1970-01-01
+	KTime // microseconds since 1970-01-01 UTC
+)
+
+// Value is one cell of a result in an engine-independent form.
+type Value struct {
+	Kind Kind
+	Bool bool
+	Num  *big.Rat
+	F    float64
+	S    string
+	I    int64 // KDate, KTime
+}
+
+// Result is a whole query result.
+type Result struct {
+	Columns []string
+	Rows    [][]Value
+}
+
+func intValue(x int64) Value { return Value{Kind: KNum, Num: new(big.Rat).SetInt64(x)} }
+
+func decValueBig(unscaled *big.Int, scale int32) Value {
+	r := new(big.Rat).SetInt(unscaled)
+	if scale > 0 {
+		r.Quo(r, new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil)))
+	}
+	return Value{Kind: KNum, Num: r}
+}
+
+func timeValue(t time.Time) Value {
+	t = t.UTC()
+	if t.Hour() == 0 && t.Minute() == 0 && t.Second() == 0 && t.Nanosecond() == 0 {
+		return Value{Kind: KDate, I: t.Unix() / 86400}
+	}
+	return Value{Kind: KTime, I: t.UnixMicro()}
+}
+
+// String renders a value for reports.
+func (v Value) String() string {
+	switch v.Kind {
+	case KNull:
+		return "NULL"
+	case KBool:
+		return fmt.Sprint(v.Bool)
+	case KNum:
+		if v.Num.IsInt() {
+			return v.Num.Num().String()
+		}
+		s := v.Num.FloatString(10)
+		return strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	case KFloat:
+		return fmt.Sprint(v.F)
+	case KString:
+		return fmt.Sprintf("%q", v.S)
+	case KDate:
+		return time.Unix(v.I*86400, 0).UTC().Format("2006-01-02")
+	case KTime:
+		return time.UnixMicro(v.I).UTC().Format("2006-01-02 15:04:05.999999")
+	}
+	return "?"
+}
+
+func (v Value) numeric() bool { return v.Kind == KNum || v.Kind == KFloat }
+
+func (v Value) float() float64 {
+	if v.Kind == KFloat {
+		return v.F
+	}
+	f, _ := v.Num.Float64()
+	return f
+}
+
+// FloatTolerance is the relative tolerance for comparisons involving a
+// floating-point value.
+const FloatTolerance = 1e-9
+
+// equal compares two values: exact numbers exactly, a float against any
+// number to FloatTolerance, everything else exactly.
+func equal(a, b Value) bool {
+	switch {
+	case a.Kind == KNum && b.Kind == KNum:
+		return a.Num.Cmp(b.Num) == 0
+	case a.numeric() && b.numeric():
+		x, y := a.float(), b.float()
+		if x == y {
+			return true
+		}
+		return math.Abs(x-y) <= FloatTolerance*math.Max(math.Abs(x), math.Abs(y))
+	case a.Kind != b.Kind:
+		return false
+	}
+	switch a.Kind {
+	case KNull:
+		return true
+	case KBool:
+		return a.Bool == b.Bool
+	case KString:
+		return a.S == b.S
+	}
+	return a.I == b.I
+}
+
+// compare is a total order used to sort rows into multisets; NULL first.
+func compare(a, b Value) int {
+	if a.numeric() && b.numeric() {
+		if a.Kind == KNum && b.Kind == KNum {
+			return a.Num.Cmp(b.Num)
+		}
+		return cmp.Compare(a.float(), b.float())
+	}
+	if a.Kind != b.Kind {
+		return cmp.Compare(a.Kind, b.Kind)
+	}
+	switch a.Kind {
+	case KBool:
+		if a.Bool == b.Bool {
+			return 0
+		}
+		if !a.Bool {
+			return -1
+		}
+		return 1
+	case KString:
+		return strings.Compare(a.S, b.S)
+	case KDate, KTime:
+		return cmp.Compare(a.I, b.I)
+	}
+	return 0
+}
+
+func compareRows(a, b []Value) int {
+	for i := range a {
+		if c := compare(a[i], b[i]); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+func equalRows(a, b []Value, cols []int) bool {
+	if cols == nil {
+		for i := range a {
+			if !equal(a[i], b[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, c := range cols {
+		if !equal(a[c], b[c]) {
+			return false
+		}
+	}
+	return true
+}
+
+func formatRow(r []Value) string {
+	parts := make([]string, len(r))
+	for i, v := range r {
+		parts[i] = v.String()
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// multisetDiff compares two row sets ignoring order and returns "" when
+// they are equal.
+func multisetDiff(want, got [][]Value) string {
+	w, g := slices.Clone(want), slices.Clone(got)
+	slices.SortStableFunc(w, compareRows)
+	slices.SortStableFunc(g, compareRows)
+	for i := range w {
+		if !equalRows(w[i], g[i], nil) {
+			return fmt.Sprintf("rows differ (as multisets): got %s, want %s", formatRow(g[i]), formatRow(w[i]))
+		}
+	}
+	return ""
+}
+
+// Compare checks got against the reference want for query and returns ""
+// when they agree, otherwise a short description of the first difference.
+func Compare(query string, want, got *Result) string {
+	if len(want.Columns) != len(got.Columns) {
+		return fmt.Sprintf("%d columns, want %d", len(got.Columns), len(want.Columns))
+	}
+	if len(want.Rows) != len(got.Rows) {
+		return fmt.Sprintf("%d rows, want %d", len(got.Rows), len(want.Rows))
+	}
+	ob := parseOrderBy(query, want.Columns)
+	switch {
+	case !ob.present:
+		return multisetDiff(want.Rows, got.Rows)
+	case ob.keys == nil:
+		// Sort keys are expressions: without them ties cannot be told apart,
+		// so the order must match exactly.
+		for i := range want.Rows {
+			if !equalRows(want.Rows[i], got.Rows[i], nil) {
+				if d := multisetDiff(want.Rows, got.Rows); d != "" {
+					return d
+				}
+				return fmt.Sprintf("row %d: got %s, want %s (same rows, other order; ORDER BY keys are expressions)",
+					i, formatRow(got.Rows[i]), formatRow(want.Rows[i]))
+			}
+		}
+		return ""
+	}
+	// Ordered: walk runs of rows tied on the sort keys; inside a run any
+	// order is right. A run cut by LIMIT may hold different rows.
+	cut := ob.limit > 0 && int64(len(want.Rows)) == ob.limit
+	for i := 0; i < len(want.Rows); {
+		j := i + 1
+		for j < len(want.Rows) && equalRows(want.Rows[i], want.Rows[j], ob.keys) {
+			j++
+		}
+		for k := i; k < j; k++ {
+			if !equalRows(want.Rows[i], got.Rows[k], ob.keys) {
+				return fmt.Sprintf("row %d: got %s, want %s (order or values)", k, formatRow(got.Rows[k]), formatRow(want.Rows[k]))
+			}
+		}
+		if !(cut && j == len(want.Rows)) {
+			if d := multisetDiff(want.Rows[i:j], got.Rows[i:j]); d != "" {
+				return fmt.Sprintf("rows %d..%d: %s", i, j-1, d)
+			}
+		}
+		i = j
+	}
+	return ""
+}
