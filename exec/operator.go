@@ -2,6 +2,10 @@ package exec
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -19,6 +23,37 @@ type Context struct {
 	Mem memory.Allocator
 	// BatchSize is the target row count of produced batches (>= 1).
 	BatchSize int
+	// Now is the statement time that current_date and current_timestamp
+	// return; NewContext sets it. Zero means the wall clock at each call.
+	Now time.Time
+	// MemoryLimit is the budget in bytes that sort, hash aggregation and hash
+	// join may hold before spilling (0 = unlimited).
+	MemoryLimit int64
+	// TempDir is where operators spill (empty = os.TempDir()).
+	TempDir string
+	// Parallelism is the number of goroutines an operator may use (<= 1 =
+	// serial).
+	Parallelism int
+}
+
+// NewContext returns a Context with the default batch size and the current
+// statement time.
+func NewContext(mem memory.Allocator) *Context {
+	return &Context{Mem: mem, BatchSize: DefaultBatchSize, Now: time.Now(), Parallelism: 2}
+}
+
+func (ec *Context) now() time.Time {
+	if ec.Now.IsZero() {
+		return time.Now()
+	}
+	return ec.Now
+}
+
+func (ec *Context) batchSize() int {
+	if ec.BatchSize < 1 {
+		return DefaultBatchSize
+	}
+	return ec.BatchSize
 }
 
 // Operator is a pull-based physical operator.
@@ -35,4 +70,29 @@ type Operator interface {
 	Open(ctx context.Context) error
 	Next(ctx context.Context) (arrow.RecordBatch, error)
 	Close() error
+}
+
+// Next pulls the next batch from op: it checks cancellation first, turns a
+// panic into an error with a stack, and skips zero-row batches defensively.
+func Next(ctx context.Context, op Operator) (b arrow.RecordBatch, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			b, err = nil, fmt.Errorf("exec: panic in %T: %v\n%s", op, r, debug.Stack())
+		}
+	}()
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		b, err = op.Next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if b == nil {
+			return nil, io.EOF
+		}
+		if b.NumRows() > 0 {
+			return b, nil
+		}
+	}
 }

@@ -1,0 +1,340 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/flightd/flightd/vectorized"
+)
+
+// AggregateSpec is one aggregate of a GROUP BY.
+type AggregateSpec struct {
+	Func     string
+	Args     []Expr
+	Distinct bool
+	Filter   Expr // nil = every row
+	Name     string
+}
+
+// aggCore is what hash and sort aggregation share: the group and aggregate
+// expressions, the accumulators, and the output schema.
+type aggCore struct {
+	ec      *Context
+	child   Operator
+	groups  []Expr
+	aggs    []AggregateSpec
+	defs    []*aggDef
+	sets    [][]int // nil = one set of all groups
+	schema  *arrow.Schema
+	accs    []accumulator
+	ngroups int
+	// keyParts holds, per produced chunk, the group key columns of new groups.
+	keyParts [][]arrow.Array
+	gid      []int64 // grouping id per group (grouping sets only)
+}
+
+func newAggCore(ec *Context, child Operator, groups []Expr, groupNames []string, aggs []AggregateSpec, sets [][]int) (*aggCore, error) {
+	c := &aggCore{ec: ec, child: child, groups: groups, aggs: aggs, sets: sets}
+	var fields []arrow.Field
+	for i, g := range groups {
+		name := g.String()
+		if i < len(groupNames) && groupNames[i] != "" {
+			name = groupNames[i]
+		}
+		if !vectorized.Comparable(g.DataType()) {
+			return nil, fmt.Errorf("%w: cannot group by %s of type %s", ErrInvalid, g, g.DataType())
+		}
+		fields = append(fields, arrow.Field{Name: name, Type: g.DataType(), Nullable: true})
+	}
+	for _, s := range sets {
+		for _, i := range s {
+			if i < 0 || i >= len(groups) {
+				return nil, fmt.Errorf("%w: grouping set refers to group %d of %d", ErrInvalid, i, len(groups))
+			}
+		}
+	}
+	if len(sets) > 0 && len(groups) > 62 {
+		return nil, fmt.Errorf("%w: at most 62 grouping columns with grouping sets", ErrInvalid)
+	}
+	for _, a := range aggs {
+		types := make([]arrow.DataType, len(a.Args))
+		for i, e := range a.Args {
+			types[i] = e.DataType()
+		}
+		d, err := resolveAgg(a.Func, types)
+		if err != nil {
+			return nil, err
+		}
+		if a.Filter != nil && a.Filter.DataType().ID() != arrow.BOOL {
+			return nil, fmt.Errorf("%w: FILTER of %s must be boolean, not %s", ErrInvalid, a.Func, a.Filter.DataType())
+		}
+		c.defs = append(c.defs, d)
+		name := a.Name
+		if name == "" {
+			name = a.Func + "(" + exprsString(a.Args) + ")"
+		}
+		fields = append(fields, arrow.Field{Name: name, Type: d.ret, Nullable: true})
+	}
+	if sets != nil {
+		fields = append(fields, arrow.Field{Name: "grouping_id", Type: i64Type})
+	}
+	c.schema = arrow.NewSchema(fields, nil)
+	c.resetAccs()
+	return c, nil
+}
+
+func (c *aggCore) resetAccs() {
+	c.accs = make([]accumulator, len(c.defs))
+	for i, d := range c.defs {
+		c.accs[i] = d.make()
+		if c.aggs[i].Distinct {
+			c.accs[i] = &distinctAcc{inner: c.accs[i], seen: map[string]struct{}{}}
+		}
+	}
+}
+
+func (c *aggCore) grow(n int) {
+	c.ngroups = n
+	for _, a := range c.accs {
+		a.grow(n)
+	}
+}
+
+// update evaluates the aggregate inputs over b and folds them into groups.
+func (c *aggCore) update(ctx context.Context, b arrow.RecordBatch, groups []uint32) error {
+	for i, a := range c.aggs {
+		args, err := evalAll(ctx, c.ec, a.Args, b)
+		if err != nil {
+			return err
+		}
+		var mask []bool
+		if a.Filter != nil {
+			if mask, _, err = evalMask(ctx, c.ec, a.Filter, b); err != nil {
+				releaseArrays(args)
+				return err
+			}
+		}
+		err = c.accs[i].update(groups, args, mask)
+		releaseArrays(args)
+		if err != nil {
+			return fmt.Errorf("%s: %w", a.Func, err)
+		}
+	}
+	return nil
+}
+
+// output builds the result rows for groups [0, n): keys ++ aggregates ++
+// grouping id.
+func (c *aggCore) output(n int) (arrow.RecordBatch, error) {
+	var cols []arrow.Array
+	fail := func(err error) (arrow.RecordBatch, error) {
+		releaseArrays(cols)
+		return nil, err
+	}
+	for g := range c.groups {
+		if len(c.keyParts) == 0 {
+			cols = append(cols, vectorized.NullArray(c.ec.Mem, c.groups[g].DataType(), n))
+			continue
+		}
+		parts := make([]arrow.Array, len(c.keyParts))
+		for i, p := range c.keyParts {
+			parts[i] = p[g]
+		}
+		a, err := array.Concatenate(parts, c.ec.Mem)
+		if err != nil {
+			return fail(err)
+		}
+		if a.Len() != n {
+			s := array.NewSlice(a, 0, int64(n))
+			a.Release()
+			a = s
+		}
+		cols = append(cols, a)
+	}
+	for _, a := range c.accs {
+		r, err := a.result(c.ec.Mem, n)
+		if err != nil {
+			return fail(err)
+		}
+		cols = append(cols, r)
+	}
+	if c.sets != nil {
+		out := vectorized.NewFixedOut[int64](c.ec.Mem, n)
+		copy(out.Vals, c.gid[:n])
+		cols = append(cols, out.Finish(i64Type, nil, 0))
+	}
+	b := array.NewRecordBatch(c.schema, cols, int64(n))
+	releaseArrays(cols)
+	return b, nil
+}
+
+func (c *aggCore) releaseKeys() {
+	for _, p := range c.keyParts {
+		releaseArrays(p)
+	}
+	c.keyParts = nil
+}
+
+// setKeys returns the group key columns as seen by grouping set s: the
+// columns absent from s are all NULL. The caller releases them.
+func (c *aggCore) setKeys(keys []arrow.Array, s []int, n int) ([]arrow.Array, int64) {
+	out := make([]arrow.Array, len(keys))
+	present := make([]bool, len(keys))
+	for _, i := range s {
+		present[i] = true
+	}
+	var gid int64
+	for i, k := range keys {
+		if present[i] {
+			k.Retain()
+			out[i] = k
+		} else {
+			out[i] = vectorized.NullArray(c.ec.Mem, k.DataType(), n)
+			gid |= 1 << i
+		}
+	}
+	return out, gid
+}
+
+type hashAggOp struct {
+	*aggCore
+	table  map[string]uint32
+	opened bool
+	out    batchesOp
+}
+
+// NewHashAggregate groups its input by groups and computes aggs per group.
+// Output: group columns, then one column per aggregate, then (with grouping
+// sets) an int64 grouping id whose bit i is set when group i is absent from
+// the row's set. Without groups it returns exactly one row.
+func NewHashAggregate(ec *Context, child Operator, groups []Expr, groupNames []string, aggs []AggregateSpec, groupingSets [][]int) (Operator, error) {
+	c, err := newAggCore(ec, child, groups, groupNames, aggs, groupingSets)
+	if err != nil {
+		return nil, err
+	}
+	return &hashAggOp{aggCore: c, out: batchesOp{schema: c.schema}}, nil
+}
+
+func (h *hashAggOp) Schema() *arrow.Schema { return h.schema }
+
+func (h *hashAggOp) Open(ctx context.Context) error {
+	if h.opened {
+		return nil
+	}
+	h.opened = true
+	if err := h.child.Open(ctx); err != nil {
+		return err
+	}
+	h.table = map[string]uint32{}
+	sets := h.sets
+	if sets == nil {
+		all := make([]int, len(h.groups))
+		for i := range all {
+			all[i] = i
+		}
+		sets = [][]int{all}
+	}
+	var enc vectorized.KeyEncoder
+	var keyBuf []byte
+	for {
+		b, err := Next(ctx, h.child)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		n := int(b.NumRows())
+		keys, err := evalAll(ctx, h.ec, h.groups, b)
+		if err != nil {
+			return err
+		}
+		for si, s := range sets {
+			skeys, gid := h.setKeys(keys, s, n)
+			if err := enc.Encode(skeys, n); err != nil {
+				releaseArrays(skeys)
+				releaseArrays(keys)
+				return err
+			}
+			ids := make([]uint32, n)
+			var fresh []int64
+			for i := 0; i < n; i++ {
+				keyBuf = append(append(keyBuf[:0], byte(si), byte(si>>8)), enc.Key(i)...)
+				g, ok := h.table[string(keyBuf)]
+				if !ok {
+					g = uint32(h.ngroups + len(fresh))
+					h.table[string(keyBuf)] = g
+					fresh = append(fresh, int64(i))
+					h.gid = append(h.gid, gid)
+				}
+				ids[i] = g
+			}
+			if len(fresh) > 0 {
+				part, err := vectorized.TakeColumns(ctx, h.ec.Mem, skeys, fresh)
+				if err != nil {
+					releaseArrays(skeys)
+					releaseArrays(keys)
+					return err
+				}
+				h.keyParts = append(h.keyParts, part)
+				h.grow(h.ngroups + len(fresh))
+			}
+			releaseArrays(skeys)
+			if err := h.update(ctx, b, ids); err != nil {
+				releaseArrays(keys)
+				return err
+			}
+		}
+		releaseArrays(keys)
+	}
+	// The empty grouping set (and a global aggregate) yields a row even
+	// for empty input.
+	for si, s := range sets {
+		if len(s) > 0 {
+			continue
+		}
+		if _, ok := h.table[string([]byte{byte(si), byte(si >> 8)})]; ok {
+			continue
+		}
+		nulls := make([]arrow.Array, len(h.groups))
+		for i, g := range h.groups {
+			nulls[i] = vectorized.NullArray(h.ec.Mem, g.DataType(), 1)
+		}
+		h.keyParts = append(h.keyParts, nulls)
+		h.gid = append(h.gid, int64(1)<<len(h.groups)-1)
+		h.grow(h.ngroups + 1)
+	}
+	h.table = nil
+	if h.ngroups == 0 {
+		return nil
+	}
+	res, err := h.output(h.ngroups)
+	h.releaseKeys()
+	if err != nil {
+		return err
+	}
+	defer res.Release()
+	bs := h.ec.batchSize()
+	for lo := int64(0); lo < res.NumRows(); lo += int64(bs) {
+		h.out.batches = append(h.out.batches, res.NewSlice(lo, min(lo+int64(bs), res.NumRows())))
+	}
+	return nil
+}
+
+func (h *hashAggOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return h.out.next()
+}
+
+func (h *hashAggOp) Close() error {
+	h.out.close()
+	h.releaseKeys()
+	return h.child.Close()
+}

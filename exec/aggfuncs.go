@@ -1,0 +1,776 @@
+package exec
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/vectorized"
+)
+
+// accumulator is the per-group state of one aggregate function.
+type accumulator interface {
+	// grow makes room for groups [0, n).
+	grow(n int)
+	// update folds row i of args into group groups[i] for every row whose
+	// mask entry is true (mask nil = every row).
+	update(groups []uint32, args []arrow.Array, mask []bool) error
+	// result returns the values of groups [0, n).
+	result(mem memory.Allocator, n int) (arrow.Array, error)
+	// moveTo moves group from's state to group to and truncates to to+1
+	// groups (sort aggregation keeps its open group this way).
+	moveTo(from, to int)
+}
+
+// aggDef describes one aggregate: its result type and accumulator factory.
+type aggDef struct {
+	ret   arrow.DataType
+	arity int // -1: count_star (no arguments)
+	make  func() accumulator
+}
+
+// ResolveAggregate returns the result type of aggregate name over argTypes.
+// Supported: count, count_star, sum, avg, min, max, stddev_samp (stddev),
+// stddev_pop, var_samp (variance), var_pop, bool_and (every), bool_or,
+// any_value.
+func ResolveAggregate(name string, argTypes []arrow.DataType) (arrow.DataType, error) {
+	d, err := resolveAgg(name, argTypes)
+	if err != nil {
+		return nil, err
+	}
+	return d.ret, nil
+}
+
+func resolveAgg(name string, types []arrow.DataType) (*aggDef, error) {
+	name = strings.ToLower(name)
+	bad := func(why string) error {
+		return fmt.Errorf("%w: aggregate %s(%s): %s", ErrInvalid, name, typesString(types), why)
+	}
+	if name == "count_star" {
+		if len(types) != 0 {
+			return nil, bad("takes no arguments")
+		}
+		return &aggDef{ret: i64Type, arity: -1, make: func() accumulator { return &countAcc{star: true} }}, nil
+	}
+	if len(types) != 1 {
+		return nil, bad("takes one argument")
+	}
+	t := types[0]
+	switch name {
+	case "count":
+		return &aggDef{ret: i64Type, arity: 1, make: func() accumulator { return &countAcc{} }}, nil
+	case "sum":
+		switch {
+		case vectorized.IsInteger(t):
+			return &aggDef{ret: i64Type, arity: 1, make: func() accumulator { return &sumIntAcc{} }}, nil
+		case vectorized.IsFloat(t):
+			return &aggDef{ret: f64Type, arity: 1, make: func() accumulator { return &sumFloatAcc{} }}, nil
+		case t.ID() == arrow.DECIMAL128:
+			dt := &arrow.Decimal128Type{Precision: MaxDecimalPrecision, Scale: t.(*arrow.Decimal128Type).Scale}
+			return &aggDef{ret: dt, arity: 1, make: func() accumulator { return &sumDecAcc{out: dt} }}, nil
+		case t.ID() == arrow.NULL:
+			return &aggDef{ret: i64Type, arity: 1, make: func() accumulator { return &sumIntAcc{} }}, nil
+		}
+		return nil, bad("needs a number")
+	case "avg":
+		switch {
+		case vectorized.IsInteger(t), vectorized.IsFloat(t), t.ID() == arrow.NULL:
+			return &aggDef{ret: f64Type, arity: 1, make: func() accumulator { return &avgFloatAcc{} }}, nil
+		case t.ID() == arrow.DECIMAL128:
+			in := t.(*arrow.Decimal128Type)
+			dt := &arrow.Decimal128Type{Precision: min(in.Precision+4, MaxDecimalPrecision), Scale: min(in.Scale+4, MaxDecimalPrecision)}
+			return &aggDef{ret: dt, arity: 1, make: func() accumulator {
+				return &avgDecAcc{sumDecAcc: sumDecAcc{out: &arrow.Decimal128Type{Precision: 38, Scale: in.Scale}}, ret: dt}
+			}}, nil
+		}
+		return nil, bad("needs a number")
+	case "min", "max", "any_value", "arbitrary":
+		if !vectorized.Comparable(t) {
+			return nil, bad("type is not comparable")
+		}
+		mode := map[string]int{"min": -1, "max": 1}[name]
+		return &aggDef{ret: t, arity: 1, make: func() accumulator { return newMinMax(t, mode) }}, nil
+	case "stddev_samp", "stddev", "stddev_pop", "var_samp", "variance", "var_pop":
+		if !isNumeric(t) && t.ID() != arrow.NULL {
+			return nil, bad("needs a number")
+		}
+		pop := strings.HasSuffix(name, "_pop")
+		sqrt := strings.HasPrefix(name, "stddev")
+		return &aggDef{ret: f64Type, arity: 1, make: func() accumulator { return &varAcc{pop: pop, sqrt: sqrt} }}, nil
+	case "bool_and", "every", "bool_or":
+		if t.ID() != arrow.BOOL && t.ID() != arrow.NULL {
+			return nil, bad("needs a boolean")
+		}
+		return &aggDef{ret: boolType, arity: 1, make: func() accumulator { return &boolAcc{or: name == "bool_or"} }}, nil
+	}
+	return nil, fmt.Errorf("%w: unknown aggregate function %s", ErrInvalid, name)
+}
+
+// seen tracks which groups have a non-NULL input (else the result is NULL).
+type seen []bool
+
+func (s *seen) grow(n int) {
+	for len(*s) < n {
+		*s = append(*s, false)
+	}
+}
+
+func growTo[T any](s []T, n int) []T {
+	for len(s) < n {
+		var z T
+		s = append(s, z)
+	}
+	return s
+}
+
+func moveState[T any](s []T, from, to int) []T {
+	s[to] = s[from]
+	return s[:to+1]
+}
+
+func active(a arrow.Array, mask []bool, i int) bool {
+	return (mask == nil || mask[i]) && a.IsValid(i)
+}
+
+type countAcc struct {
+	star bool
+	n    []int64
+}
+
+func (c *countAcc) grow(n int) { c.n = growTo(c.n, n) }
+func (c *countAcc) update(groups []uint32, args []arrow.Array, mask []bool) error {
+	for i, g := range groups {
+		if (mask == nil || mask[i]) && (c.star || args[0].IsValid(i)) {
+			c.n[g]++
+		}
+	}
+	return nil
+}
+func (c *countAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
+	out := vectorized.NewFixedOut[int64](mem, n)
+	copy(out.Vals, c.n[:n])
+	return out.Finish(i64Type, nil, 0), nil
+}
+func (c *countAcc) moveTo(from, to int) { c.n = moveState(c.n, from, to) }
+
+// int64View reads any integer array as int64 values.
+func int64View(a arrow.Array) func(i int) int64 {
+	switch a.DataType().ID() {
+	case arrow.INT8:
+		v := vectorized.Values[int8](a)
+		return func(i int) int64 { return int64(v[i]) }
+	case arrow.INT16:
+		v := vectorized.Values[int16](a)
+		return func(i int) int64 { return int64(v[i]) }
+	case arrow.INT32:
+		v := vectorized.Values[int32](a)
+		return func(i int) int64 { return int64(v[i]) }
+	case arrow.INT64:
+		v := vectorized.Values[int64](a)
+		return func(i int) int64 { return v[i] }
+	case arrow.UINT8:
+		v := vectorized.Values[uint8](a)
+		return func(i int) int64 { return int64(v[i]) }
+	case arrow.UINT16:
+		v := vectorized.Values[uint16](a)
+		return func(i int) int64 { return int64(v[i]) }
+	case arrow.UINT32:
+		v := vectorized.Values[uint32](a)
+		return func(i int) int64 { return int64(v[i]) }
+	case arrow.UINT64:
+		v := vectorized.Values[uint64](a)
+		return func(i int) int64 { return int64(v[i]) }
+	}
+	return func(int) int64 { return 0 }
+}
+
+// float64View reads a numeric array as float64 values.
+func float64View(a arrow.Array) func(i int) float64 {
+	switch a.DataType().ID() {
+	case arrow.FLOAT64:
+		v := vectorized.Values[float64](a)
+		return func(i int) float64 { return v[i] }
+	case arrow.FLOAT32:
+		v := vectorized.Values[float32](a)
+		return func(i int) float64 { return float64(v[i]) }
+	case arrow.DECIMAL128:
+		v := vectorized.DecimalValues(a)
+		s := a.DataType().(*arrow.Decimal128Type).Scale
+		return func(i int) float64 { return v[i].ToFloat64(s) }
+	}
+	iv := int64View(a)
+	return func(i int) float64 { return float64(iv(i)) }
+}
+
+type sumIntAcc struct {
+	sum  []int64
+	seen seen
+}
+
+func (s *sumIntAcc) grow(n int) { s.sum = growTo(s.sum, n); s.seen.grow(n) }
+func (s *sumIntAcc) update(groups []uint32, args []arrow.Array, mask []bool) error {
+	if args[0].DataType().ID() == arrow.NULL {
+		return nil
+	}
+	if args[0].DataType().ID() == arrow.UINT64 {
+		for i := range groups {
+			if active(args[0], mask, i) && args[0].(*array.Uint64).Value(i) > math.MaxInt64 {
+				return fmt.Errorf("%w: sum of value %d", vectorized.ErrOverflow, args[0].(*array.Uint64).Value(i))
+			}
+		}
+	}
+	v := int64View(args[0])
+	for i, g := range groups {
+		if !active(args[0], mask, i) {
+			continue
+		}
+		x, y := s.sum[g], v(i)
+		r := x + y
+		if (x > 0 && y > 0 && r < 0) || (x < 0 && y < 0 && r >= 0) {
+			return fmt.Errorf("%w: sum exceeds the int64 range (%d + %d)", vectorized.ErrOverflow, x, y)
+		}
+		s.sum[g], s.seen[g] = r, true
+	}
+	return nil
+}
+func (s *sumIntAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
+	out := vectorized.NewFixedOut[int64](mem, n)
+	copy(out.Vals, s.sum[:n])
+	v := vectorized.BoolsToValidity(mem, s.seen[:n])
+	return out.Finish(i64Type, v.Buf, v.Nulls), nil
+}
+func (s *sumIntAcc) moveTo(from, to int) {
+	s.sum = moveState(s.sum, from, to)
+	s.seen = moveState(s.seen, from, to)
+}
+
+type sumFloatAcc struct {
+	sum  []float64
+	seen seen
+}
+
+func (s *sumFloatAcc) grow(n int) { s.sum = growTo(s.sum, n); s.seen.grow(n) }
+func (s *sumFloatAcc) update(groups []uint32, args []arrow.Array, mask []bool) error {
+	v := float64View(args[0])
+	for i, g := range groups {
+		if active(args[0], mask, i) {
+			s.sum[g] += v(i)
+			s.seen[g] = true
+		}
+	}
+	return nil
+}
+func (s *sumFloatAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
+	out := vectorized.NewFixedOut[float64](mem, n)
+	copy(out.Vals, s.sum[:n])
+	v := vectorized.BoolsToValidity(mem, s.seen[:n])
+	return out.Finish(f64Type, v.Buf, v.Nulls), nil
+}
+func (s *sumFloatAcc) moveTo(from, to int) {
+	s.sum = moveState(s.sum, from, to)
+	s.seen = moveState(s.seen, from, to)
+}
+
+type sumDecAcc struct {
+	out  *arrow.Decimal128Type
+	sum  []decimal128.Num
+	seen seen
+}
+
+func (s *sumDecAcc) grow(n int) { s.sum = growTo(s.sum, n); s.seen.grow(n) }
+func (s *sumDecAcc) update(groups []uint32, args []arrow.Array, mask []bool) error {
+	v := vectorized.DecimalValues(args[0])
+	for i, g := range groups {
+		if !active(args[0], mask, i) {
+			continue
+		}
+		r := s.sum[g].Add(v[i])
+		if !r.FitsInPrecision(MaxDecimalPrecision) {
+			return fmt.Errorf("%w: decimal sum exceeds 38 digits", vectorized.ErrOverflow)
+		}
+		s.sum[g], s.seen[g] = r, true
+	}
+	return nil
+}
+func (s *sumDecAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
+	b := array.NewDecimal128Builder(mem, s.out)
+	defer b.Release()
+	b.AppendValues(s.sum[:n], s.seen[:n])
+	return b.NewArray(), nil
+}
+func (s *sumDecAcc) moveTo(from, to int) {
+	s.sum = moveState(s.sum, from, to)
+	s.seen = moveState(s.seen, from, to)
+}
+
+type avgDecAcc struct {
+	sumDecAcc
+	cnt []int64
+	ret *arrow.Decimal128Type
+}
+
+func (a *avgDecAcc) grow(n int) { a.sumDecAcc.grow(n); a.cnt = growTo(a.cnt, n) }
+func (a *avgDecAcc) update(groups []uint32, args []arrow.Array, mask []bool) error {
+	if err := a.sumDecAcc.update(groups, args, mask); err != nil {
+		return err
+	}
+	for i, g := range groups {
+		if active(args[0], mask, i) {
+			a.cnt[g]++
+		}
+	}
+	return nil
+}
+func (a *avgDecAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
+	b := array.NewDecimal128Builder(mem, a.ret)
+	defer b.Release()
+	for g := 0; g < n; g++ {
+		if !a.seen[g] {
+			b.AppendNull()
+			continue
+		}
+		// sum * 10^(ret.scale - in.scale) / cnt, rounded half away from zero.
+		num := a.sum[g].BigInt()
+		num.Mul(num, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(a.ret.Scale-a.out.Scale)), nil))
+		den := big.NewInt(a.cnt[g])
+		q, r := new(big.Int).QuoRem(num, den, new(big.Int))
+		if r.Abs(r).Lsh(r, 1).Cmp(den) >= 0 {
+			if num.Sign() < 0 {
+				q.Sub(q, big.NewInt(1))
+			} else {
+				q.Add(q, big.NewInt(1))
+			}
+		}
+		b.Append(decimal128.FromBigInt(q))
+	}
+	return b.NewArray(), nil
+}
+func (a *avgDecAcc) moveTo(from, to int) {
+	a.sumDecAcc.moveTo(from, to)
+	a.cnt = moveState(a.cnt, from, to)
+}
+
+type avgFloatAcc struct {
+	sum []float64
+	cnt []int64
+}
+
+func (a *avgFloatAcc) grow(n int) { a.sum = growTo(a.sum, n); a.cnt = growTo(a.cnt, n) }
+func (a *avgFloatAcc) update(groups []uint32, args []arrow.Array, mask []bool) error {
+	if args[0].DataType().ID() == arrow.NULL {
+		return nil
+	}
+	v := float64View(args[0])
+	for i, g := range groups {
+		if active(args[0], mask, i) {
+			a.sum[g] += v(i)
+			a.cnt[g]++
+		}
+	}
+	return nil
+}
+func (a *avgFloatAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
+	b := array.NewFloat64Builder(mem)
+	defer b.Release()
+	for g := 0; g < n; g++ {
+		if a.cnt[g] == 0 {
+			b.AppendNull()
+		} else {
+			b.Append(a.sum[g] / float64(a.cnt[g]))
+		}
+	}
+	return b.NewArray(), nil
+}
+func (a *avgFloatAcc) moveTo(from, to int) {
+	a.sum = moveState(a.sum, from, to)
+	a.cnt = moveState(a.cnt, from, to)
+}
+
+// varAcc uses Welford's online algorithm.
+type varAcc struct {
+	pop, sqrt bool
+	cnt       []int64
+	mean, m2  []float64
+}
+
+func (v *varAcc) grow(n int) {
+	v.cnt, v.mean, v.m2 = growTo(v.cnt, n), growTo(v.mean, n), growTo(v.m2, n)
+}
+func (v *varAcc) update(groups []uint32, args []arrow.Array, mask []bool) error {
+	if args[0].DataType().ID() == arrow.NULL {
+		return nil
+	}
+	f := float64View(args[0])
+	for i, g := range groups {
+		if !active(args[0], mask, i) {
+			continue
+		}
+		x := f(i)
+		v.cnt[g]++
+		d := x - v.mean[g]
+		v.mean[g] += d / float64(v.cnt[g])
+		v.m2[g] += d * (x - v.mean[g])
+	}
+	return nil
+}
+func (v *varAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
+	b := array.NewFloat64Builder(mem)
+	defer b.Release()
+	for g := 0; g < n; g++ {
+		den := v.cnt[g] - 1
+		if v.pop {
+			den = v.cnt[g]
+		}
+		if den <= 0 {
+			b.AppendNull()
+			continue
+		}
+		r := v.m2[g] / float64(den)
+		if v.sqrt {
+			r = math.Sqrt(r)
+		}
+		b.Append(r)
+	}
+	return b.NewArray(), nil
+}
+func (v *varAcc) moveTo(from, to int) {
+	v.cnt, v.mean, v.m2 = moveState(v.cnt, from, to), moveState(v.mean, from, to), moveState(v.m2, from, to)
+}
+
+type boolAcc struct {
+	or   bool
+	val  []bool
+	seen seen
+}
+
+func (b *boolAcc) grow(n int) { b.val = growTo(b.val, n); b.seen.grow(n) }
+func (b *boolAcc) update(groups []uint32, args []arrow.Array, mask []bool) error {
+	if args[0].DataType().ID() == arrow.NULL {
+		return nil
+	}
+	a := args[0].(*array.Boolean)
+	for i, g := range groups {
+		if !active(a, mask, i) {
+			continue
+		}
+		if !b.seen[g] {
+			b.val[g], b.seen[g] = a.Value(i), true
+		} else if b.or {
+			b.val[g] = b.val[g] || a.Value(i)
+		} else {
+			b.val[g] = b.val[g] && a.Value(i)
+		}
+	}
+	return nil
+}
+func (b *boolAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
+	return vectorized.BoolsToArray(mem, b.val[:n], b.seen[:n]), nil
+}
+func (b *boolAcc) moveTo(from, to int) {
+	b.val = moveState(b.val, from, to)
+	b.seen = moveState(b.seen, from, to)
+}
+
+// minMaxAcc keeps the best value per group in a Go slice of the widened
+// value type (mode 0 keeps the first value: any_value).
+type minMaxAcc struct {
+	typ   arrow.DataType
+	mode  int     // -1 min, 1 max, 0 first value
+	fixed []int64 // ints, dates, timestamps (widened)
+	flt   []float64
+	dec   []decimal128.Num
+	str   []string
+	bl    []bool
+	seen  seen
+	kind  int // 0 int, 1 float, 2 decimal, 3 string, 4 bool, 5 interval
+	iv    []arrow.MonthDayNanoInterval
+}
+
+func newMinMax(t arrow.DataType, mode int) *minMaxAcc {
+	m := &minMaxAcc{typ: t, mode: mode}
+	switch {
+	case vectorized.IsFloat(t):
+		m.kind = 1
+	case t.ID() == arrow.DECIMAL128:
+		m.kind = 2
+	case vectorized.IsString(t), t.ID() == arrow.BINARY:
+		m.kind = 3
+	case t.ID() == arrow.BOOL:
+		m.kind = 4
+	case t.ID() == arrow.INTERVAL_MONTH_DAY_NANO:
+		m.kind = 5
+	}
+	return m
+}
+
+func (m *minMaxAcc) grow(n int) {
+	m.seen.grow(n)
+	switch m.kind {
+	case 0:
+		m.fixed = growTo(m.fixed, n)
+	case 1:
+		m.flt = growTo(m.flt, n)
+	case 2:
+		m.dec = growTo(m.dec, n)
+	case 3:
+		m.str = growTo(m.str, n)
+	case 4:
+		m.bl = growTo(m.bl, n)
+	case 5:
+		m.iv = growTo(m.iv, n)
+	}
+}
+
+func (m *minMaxAcc) better(c int) bool {
+	return m.mode != 0 && c*m.mode > 0
+}
+
+func (m *minMaxAcc) update(groups []uint32, args []arrow.Array, mask []bool) error {
+	a := args[0]
+	if a.DataType().ID() == arrow.NULL {
+		return nil
+	}
+	switch m.kind {
+	case 0:
+		var v func(int) int64
+		switch a.DataType().ID() {
+		case arrow.DATE32, arrow.TIME32:
+			iv := vectorized.Values[int32](a)
+			v = func(i int) int64 { return int64(iv[i]) }
+		case arrow.TIMESTAMP, arrow.TIME64, arrow.DATE64, arrow.DURATION:
+			iv := vectorized.Values[int64](a)
+			v = func(i int) int64 { return iv[i] }
+		default:
+			v = int64View(a)
+		}
+		for i, g := range groups {
+			if active(a, mask, i) {
+				x := v(i)
+				if !m.seen[g] || m.better(cmpInt(x, m.fixed[g])) {
+					m.fixed[g], m.seen[g] = x, true
+				}
+			}
+		}
+	case 1:
+		v := float64View(a)
+		for i, g := range groups {
+			if active(a, mask, i) {
+				x := v(i)
+				if !m.seen[g] || m.better(floatOrder(x, m.flt[g])) {
+					m.flt[g], m.seen[g] = x, true
+				}
+			}
+		}
+	case 2:
+		v := vectorized.DecimalValues(a)
+		for i, g := range groups {
+			if active(a, mask, i) && (!m.seen[g] || m.better(v[i].Cmp(m.dec[g]))) {
+				m.dec[g], m.seen[g] = v[i], true
+			}
+		}
+	case 3:
+		for i, g := range groups {
+			if !active(a, mask, i) {
+				continue
+			}
+			x := vectorized.StringAt(a, i)
+			if !m.seen[g] || m.better(strings.Compare(x, m.str[g])) {
+				m.str[g], m.seen[g] = strings.Clone(x), true
+			}
+		}
+	case 4:
+		b := a.(*array.Boolean)
+		for i, g := range groups {
+			if active(a, mask, i) {
+				x := b.Value(i)
+				c := 0
+				if x != m.bl[g] {
+					c = 1
+					if !x {
+						c = -1
+					}
+				}
+				if !m.seen[g] || m.better(c) {
+					m.bl[g], m.seen[g] = x, true
+				}
+			}
+		}
+	case 5:
+		b := a.(*array.MonthDayNanoInterval)
+		for i, g := range groups {
+			if active(a, mask, i) && !m.seen[g] {
+				m.iv[g], m.seen[g] = b.Value(i), true
+			}
+		}
+	}
+	return nil
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func floatOrder(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	case a == b:
+		return 0
+	case a != a && b != b:
+		return 0
+	case a != a:
+		return 1
+	}
+	return -1
+}
+
+func (m *minMaxAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
+	b := array.NewBuilder(mem, m.typ)
+	defer b.Release()
+	b.Reserve(n)
+	for g := 0; g < n; g++ {
+		if !m.seen[g] {
+			b.AppendNull()
+			continue
+		}
+		switch bb := b.(type) {
+		case *array.Float64Builder:
+			bb.Append(m.flt[g])
+		case *array.Float32Builder:
+			bb.Append(float32(m.flt[g]))
+		case *array.Decimal128Builder:
+			bb.Append(m.dec[g])
+		case *array.StringBuilder:
+			bb.Append(m.str[g])
+		case *array.LargeStringBuilder:
+			bb.Append(m.str[g])
+		case *array.BinaryBuilder:
+			bb.AppendString(m.str[g])
+		case *array.BooleanBuilder:
+			bb.Append(m.bl[g])
+		case *array.MonthDayNanoIntervalBuilder:
+			bb.Append(m.iv[g])
+		case *array.Date32Builder:
+			bb.Append(arrow.Date32(m.fixed[g]))
+		case *array.TimestampBuilder:
+			bb.Append(arrow.Timestamp(m.fixed[g]))
+		case *array.Time32Builder:
+			bb.Append(arrow.Time32(m.fixed[g]))
+		case *array.Time64Builder:
+			bb.Append(arrow.Time64(m.fixed[g]))
+		case *array.Date64Builder:
+			bb.Append(arrow.Date64(m.fixed[g]))
+		case *array.DurationBuilder:
+			bb.Append(arrow.Duration(m.fixed[g]))
+		default:
+			if put := intPutterOf(b); put != nil {
+				put(m.fixed[g])
+			} else {
+				return nil, fmt.Errorf("%w: min/max of %s", ErrNotImplemented, m.typ)
+			}
+		}
+	}
+	return b.NewArray(), nil
+}
+
+func intPutterOf(b array.Builder) func(int64) {
+	switch bb := b.(type) {
+	case *array.Int8Builder:
+		return func(v int64) { bb.Append(int8(v)) }
+	case *array.Int16Builder:
+		return func(v int64) { bb.Append(int16(v)) }
+	case *array.Int32Builder:
+		return func(v int64) { bb.Append(int32(v)) }
+	case *array.Int64Builder:
+		return bb.Append
+	case *array.Uint8Builder:
+		return func(v int64) { bb.Append(uint8(v)) }
+	case *array.Uint16Builder:
+		return func(v int64) { bb.Append(uint16(v)) }
+	case *array.Uint32Builder:
+		return func(v int64) { bb.Append(uint32(v)) }
+	case *array.Uint64Builder:
+		return func(v int64) { bb.Append(uint64(v)) }
+	}
+	return nil
+}
+
+func (m *minMaxAcc) moveTo(from, to int) {
+	m.seen = moveState(m.seen, from, to)
+	switch m.kind {
+	case 0:
+		m.fixed = moveState(m.fixed, from, to)
+	case 1:
+		m.flt = moveState(m.flt, from, to)
+	case 2:
+		m.dec = moveState(m.dec, from, to)
+	case 3:
+		m.str = moveState(m.str, from, to)
+	case 4:
+		m.bl = moveState(m.bl, from, to)
+	case 5:
+		m.iv = moveState(m.iv, from, to)
+	}
+}
+
+// distinctAcc feeds each (group, value) pair to the inner accumulator once.
+type distinctAcc struct {
+	inner accumulator
+	seen  map[string]struct{}
+	enc   vectorized.KeyEncoder
+	buf   []byte
+}
+
+func (d *distinctAcc) grow(n int) { d.inner.grow(n) }
+func (d *distinctAcc) update(groups []uint32, args []arrow.Array, mask []bool) error {
+	if err := d.enc.Encode(args, len(groups)); err != nil {
+		return err
+	}
+	m := make([]bool, len(groups))
+	for i, g := range groups {
+		if (mask != nil && !mask[i]) || d.enc.HasNull[i] {
+			continue
+		}
+		d.buf = append(d.buf[:0], byte(g), byte(g>>8), byte(g>>16), byte(g>>24))
+		d.buf = append(d.buf, d.enc.Key(i)...)
+		if _, ok := d.seen[string(d.buf)]; ok {
+			continue
+		}
+		d.seen[string(d.buf)] = struct{}{}
+		m[i] = true
+	}
+	return d.inner.update(groups, args, m)
+}
+func (d *distinctAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
+	return d.inner.result(mem, n)
+}
+
+// moveTo is only used by sort aggregation, which finishes a group before
+// reusing its slot, so the distinct set of finished groups can be dropped.
+func (d *distinctAcc) moveTo(from, to int) {
+	d.inner.moveTo(from, to)
+	keep := map[string]struct{}{}
+	for k := range d.seen {
+		g := uint32(k[0]) | uint32(k[1])<<8 | uint32(k[2])<<16 | uint32(k[3])<<24
+		if int(g) == from {
+			nk := []byte(k)
+			nk[0], nk[1], nk[2], nk[3] = byte(to), byte(to>>8), byte(to>>16), byte(to>>24)
+			keep[string(nk)] = struct{}{}
+		}
+	}
+	d.seen = keep
+}

@@ -1,0 +1,42 @@
+// Package exec holds flightd's physical operators and compiled scalar
+// expressions: a pull-based, vectorized executor over arrow.RecordBatch.
+//
+//	plan.Build ──► Operator tree ──► NewRecordReader ──► Flight DoGet
+//	                  │
+//	   Source ─► Filter ─► Project ─► HashAggregate ─► Sort/TopN ─► Limit
+//	                  │         (Expr: Column, Literal, Call, Cast, Case, In)
+//	                  └─ kernels in package vectorized
+//
+// # Operator contract
+//
+// Open(ctx) opens the operator and its children (idempotent). Next(ctx)
+// returns the next batch or io.EOF; it never returns a batch of zero rows.
+// Close releases everything, is safe without Open and safe twice. Callers
+// pull through exec.Next, which checks cancellation before every batch and
+// turns a panic into an error.
+//
+// # Ownership rules (Release/Retain)
+//
+//  1. Whoever creates or Retains an arrow object Releases it: every New*,
+//     builder result, Take/Concatenate/Cast result and Expr.Eval result is
+//     owned by the caller, who defers Release at once.
+//  2. A batch returned by Operator.Next is borrowed: it stays valid until the
+//     next Next or Close of the same operator. To keep it longer (to buffer
+//     it, or to hand it to another goroutine) Retain it first and Release it
+//     when done. Operators keep their last output in a `current` holder that
+//     releases it on the next call.
+//  3. Expr.Eval returns a new reference (a column expression Retains the
+//     input column) of exactly b.NumRows() rows.
+//  4. BatchSource.Next (a table scan) lends batches the same way.
+//  5. All buffers come from Context.Mem; library code never uses
+//     memory.DefaultAllocator. Tests use memory.NewCheckedAllocator and end
+//     with AssertSize(t, 0).
+//
+// # Semantics
+//
+// SQL three-valued logic throughout: Filter keeps rows whose predicate is
+// true; AND/OR/NOT are Kleene; equality join keys never match NULL; GROUP BY
+// puts NULLs in one group. Overflow and division by zero are errors, never
+// wrapped numbers. Join output is left columns then right columns; semi and
+// anti joins return the left columns only.
+package exec

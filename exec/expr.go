@@ -1,0 +1,192 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
+
+	"github.com/flightd/flightd/vectorized"
+)
+
+// Expr is a compiled scalar expression over an input batch's columns.
+// Exprs are immutable and may be shared by concurrent executions.
+type Expr interface {
+	DataType() arrow.DataType
+	// Eval returns an array of b.NumRows() rows, owned by the caller.
+	Eval(ctx context.Context, ec *Context, b arrow.RecordBatch) (arrow.Array, error)
+	String() string
+}
+
+// ColumnExpr reads one input column.
+type ColumnExpr struct {
+	Index int
+	Type  arrow.DataType
+	Name  string
+}
+
+// NewColumn returns the expression reading column index of the input.
+func NewColumn(index int, typ arrow.DataType, name string) Expr {
+	return &ColumnExpr{Index: index, Type: typ, Name: name}
+}
+
+// DataType implements Expr.
+func (c *ColumnExpr) DataType() arrow.DataType { return c.Type }
+
+// Eval implements Expr.
+func (c *ColumnExpr) Eval(_ context.Context, _ *Context, b arrow.RecordBatch) (arrow.Array, error) {
+	if c.Index < 0 || c.Index >= int(b.NumCols()) {
+		return nil, fmt.Errorf("%w: column %s (#%d) out of range of a %d-column input", ErrInvalid, c.Name, c.Index, b.NumCols())
+	}
+	col := b.Column(c.Index)
+	if !arrow.TypeEqual(col.DataType(), c.Type) {
+		return nil, fmt.Errorf("%w: column %s (#%d) has type %s, expression expects %s", ErrInvalid, c.Name, c.Index, col.DataType(), c.Type)
+	}
+	col.Retain()
+	return col, nil
+}
+
+func (c *ColumnExpr) String() string {
+	if c.Name != "" {
+		return c.Name
+	}
+	return fmt.Sprintf("#%d", c.Index)
+}
+
+// LiteralExpr is a constant.
+type LiteralExpr struct {
+	Value scalar.Scalar
+}
+
+// NewLiteral returns a constant expression; typed NULLs are allowed.
+func NewLiteral(s scalar.Scalar) Expr { return &LiteralExpr{Value: s} }
+
+// DataType implements Expr.
+func (l *LiteralExpr) DataType() arrow.DataType { return l.Value.DataType() }
+
+// Eval implements Expr.
+func (l *LiteralExpr) Eval(_ context.Context, ec *Context, b arrow.RecordBatch) (arrow.Array, error) {
+	return l.array(ec, int(b.NumRows()))
+}
+
+func (l *LiteralExpr) array(ec *Context, n int) (arrow.Array, error) {
+	arr, err := scalar.MakeArrayFromScalar(l.Value, n, ec.Mem)
+	if err != nil {
+		return nil, fmt.Errorf("literal %s: %w", l, err)
+	}
+	return arr, nil
+}
+
+func (l *LiteralExpr) String() string {
+	if !l.Value.IsValid() {
+		return "NULL"
+	}
+	if vectorized.IsString(l.Value.DataType()) {
+		return "'" + strings.ReplaceAll(l.Value.String(), "'", "''") + "'"
+	}
+	return l.Value.String()
+}
+
+// literalString returns the value of a non-NULL string literal.
+func literalString(e Expr) (string, bool) {
+	l, ok := e.(*LiteralExpr)
+	if !ok || !l.Value.IsValid() || !vectorized.IsString(l.Value.DataType()) {
+		return "", false
+	}
+	return l.Value.String(), true
+}
+
+// CastExpr converts its input with SQL CAST semantics.
+type CastExpr struct {
+	Input Expr
+	To    arrow.DataType
+}
+
+// NewCast returns CAST(e AS to), or an error if the conversion is not
+// supported. Invalid values are errors at run time naming the value.
+func NewCast(e Expr, to arrow.DataType) (Expr, error) {
+	if arrow.TypeEqual(e.DataType(), to) {
+		return e, nil
+	}
+	if !vectorized.CanCast(e.DataType(), to) {
+		return nil, fmt.Errorf("%w: cannot cast %s from %s to %s", ErrInvalid, e, e.DataType(), to)
+	}
+	return &CastExpr{Input: e, To: to}, nil
+}
+
+// DataType implements Expr.
+func (c *CastExpr) DataType() arrow.DataType { return c.To }
+
+// Eval implements Expr.
+func (c *CastExpr) Eval(ctx context.Context, ec *Context, b arrow.RecordBatch) (arrow.Array, error) {
+	in, err := c.Input.Eval(ctx, ec, b)
+	if err != nil {
+		return nil, err
+	}
+	defer in.Release()
+	return vectorized.Cast(ec.Mem, in, c.To)
+}
+
+func (c *CastExpr) String() string { return fmt.Sprintf("CAST(%s AS %s)", c.Input, c.To) }
+
+// evalAll evaluates exprs over b; on error it releases what it made.
+func evalAll(ctx context.Context, ec *Context, exprs []Expr, b arrow.RecordBatch) ([]arrow.Array, error) {
+	out := make([]arrow.Array, len(exprs))
+	for i, e := range exprs {
+		a, err := e.Eval(ctx, ec, b)
+		if err != nil {
+			releaseArrays(out)
+			return nil, err
+		}
+		if a.Len() != int(b.NumRows()) {
+			a.Release()
+			releaseArrays(out)
+			return nil, fmt.Errorf("%w: %s produced %d rows for a %d-row batch", ErrInvalid, e, a.Len(), b.NumRows())
+		}
+		out[i] = a
+	}
+	return out, nil
+}
+
+func releaseArrays(arrs []arrow.Array) {
+	for _, a := range arrs {
+		if a != nil {
+			a.Release()
+		}
+	}
+}
+
+// EvalBool evaluates a boolean predicate and returns which rows are true.
+func evalMask(ctx context.Context, ec *Context, pred Expr, b arrow.RecordBatch) ([]bool, int, error) {
+	a, err := pred.Eval(ctx, ec, b)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer a.Release()
+	if a.DataType().ID() != arrow.BOOL {
+		return nil, 0, fmt.Errorf("%w: predicate %s has type %s, not boolean", ErrInvalid, pred, a.DataType())
+	}
+	m, n := vectorized.TrueMask(a)
+	return m, n, nil
+}
+
+func exprsString(es []Expr) string {
+	s := make([]string, len(es))
+	for i, e := range es {
+		s[i] = e.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// batchOf builds a record batch over cols (retaining them) with generated
+// field names; used to evaluate expressions over computed columns.
+func batchOf(cols []arrow.Array, n int) arrow.RecordBatch {
+	fields := make([]arrow.Field, len(cols))
+	for i, c := range cols {
+		fields[i] = arrow.Field{Name: fmt.Sprintf("c%d", i), Type: c.DataType(), Nullable: true}
+	}
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(n))
+}

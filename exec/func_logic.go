@@ -1,0 +1,213 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/flightd/flightd/vectorized"
+)
+
+func init() {
+	for name, op := range map[string]vectorized.CmpOp{
+		"equal": vectorized.Eq, "not_equal": vectorized.Ne, "less": vectorized.Lt,
+		"less_equal": vectorized.Le, "greater": vectorized.Gt, "greater_equal": vectorized.Ge,
+	} {
+		register(compareResolver(op), name)
+	}
+	register(boolResolver(2, func(ec *Context, a []arrow.Array) arrow.Array { return vectorized.And(ec.Mem, a[0], a[1]) }), "and")
+	register(boolResolver(2, func(ec *Context, a []arrow.Array) arrow.Array { return vectorized.Or(ec.Mem, a[0], a[1]) }), "or")
+	register(boolResolver(1, func(ec *Context, a []arrow.Array) arrow.Array { return vectorized.Not(ec.Mem, a[0]) }), "not")
+	register(isNullResolver(false), "is_null")
+	register(isNullResolver(true), "is_not_null")
+	register(distinctResolver(true), "is_distinct_from")
+	register(distinctResolver(false), "is_not_distinct_from")
+	register(resolveCoalesce, "coalesce")
+	register(resolveNullif, "nullif")
+	register(extremeResolver(1), "greatest")
+	register(extremeResolver(-1), "least")
+}
+
+// commonArgs returns the common type of all argument types.
+func commonArgs(types []arrow.DataType) (arrow.DataType, error) {
+	t, ok := commonTypeOf(types)
+	if !ok {
+		return nil, fmt.Errorf("no common type for %s", typesString(types))
+	}
+	if t.ID() == arrow.NULL {
+		t = arrow.Null
+	}
+	return t, nil
+}
+
+func compareResolver(op vectorized.CmpOp) resolver {
+	return func(types []arrow.DataType, _ []Expr) (*impl, error) {
+		if err := wantArgs(types, 2, 2); err != nil {
+			return nil, err
+		}
+		t, err := commonArgs(types)
+		if err != nil {
+			return nil, err
+		}
+		if !vectorized.Comparable(t) {
+			return nil, fmt.Errorf("type %s is not comparable", t)
+		}
+		return &impl{ret: boolType, args: []arrow.DataType{t, t}, fn: func(_ context.Context, ec *Context, a []arrow.Array, _ int) (arrow.Array, error) {
+			return vectorized.Compare(ec.Mem, op, a[0], a[1])
+		}}, nil
+	}
+}
+
+func boolResolver(arity int, f func(ec *Context, a []arrow.Array) arrow.Array) resolver {
+	return func(types []arrow.DataType, _ []Expr) (*impl, error) {
+		if err := wantArgs(types, arity, arity); err != nil {
+			return nil, err
+		}
+		for _, t := range types {
+			if t.ID() != arrow.BOOL && t.ID() != arrow.NULL {
+				return nil, fmt.Errorf("needs boolean arguments")
+			}
+		}
+		return &impl{ret: boolType, args: repeatType(boolType, arity), fn: func(_ context.Context, ec *Context, a []arrow.Array, _ int) (arrow.Array, error) {
+			return f(ec, a), nil
+		}}, nil
+	}
+}
+
+func isNullResolver(negate bool) resolver {
+	return func(types []arrow.DataType, _ []Expr) (*impl, error) {
+		if err := wantArgs(types, 1, 1); err != nil {
+			return nil, err
+		}
+		return &impl{ret: boolType, fn: func(_ context.Context, ec *Context, a []arrow.Array, _ int) (arrow.Array, error) {
+			return vectorized.IsNull(ec.Mem, a[0], negate), nil
+		}}, nil
+	}
+}
+
+func distinctResolver(distinct bool) resolver {
+	return func(types []arrow.DataType, _ []Expr) (*impl, error) {
+		if err := wantArgs(types, 2, 2); err != nil {
+			return nil, err
+		}
+		t, err := commonArgs(types)
+		if err != nil {
+			return nil, err
+		}
+		return &impl{ret: boolType, args: []arrow.DataType{t, t}, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+			c, err := vectorized.NewComparator(a[0], a[1])
+			if err != nil {
+				return nil, err
+			}
+			vals := make([]bool, n)
+			for i := range vals {
+				xn, yn := a[0].IsNull(i), a[1].IsNull(i)
+				same := xn && yn || !xn && !yn && c(i, i) == 0
+				vals[i] = same != distinct
+			}
+			return vectorized.BoolsToArray(ec.Mem, vals, nil), nil
+		}}, nil
+	}
+}
+
+func resolveCoalesce(types []arrow.DataType, _ []Expr) (*impl, error) {
+	if len(types) == 0 {
+		return nil, fmt.Errorf("needs at least one argument")
+	}
+	t, err := commonArgs(types)
+	if err != nil {
+		return nil, err
+	}
+	return &impl{ret: t, args: repeatType(t, len(types)), fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		b := array.NewBuilder(ec.Mem, t)
+		defer b.Release()
+		b.Reserve(n)
+		for i := 0; i < n; i++ {
+			src := a[len(a)-1]
+			for _, x := range a {
+				if x.IsValid(i) {
+					src = x
+					break
+				}
+			}
+			vectorized.AppendValue(b, src, i)
+		}
+		return b.NewArray(), nil
+	}}, nil
+}
+
+func resolveNullif(types []arrow.DataType, _ []Expr) (*impl, error) {
+	if err := wantArgs(types, 2, 2); err != nil {
+		return nil, err
+	}
+	t, err := commonArgs(types)
+	if err != nil {
+		return nil, err
+	}
+	return &impl{ret: t, args: []arrow.DataType{t, t}, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		c, err := vectorized.NewComparator(a[0], a[1])
+		if err != nil {
+			return nil, err
+		}
+		b := array.NewBuilder(ec.Mem, t)
+		defer b.Release()
+		b.Reserve(n)
+		for i := 0; i < n; i++ {
+			if a[0].IsValid(i) && a[1].IsValid(i) && c(i, i) == 0 {
+				b.AppendNull()
+				continue
+			}
+			vectorized.AppendValue(b, a[0], i)
+		}
+		return b.NewArray(), nil
+	}}, nil
+}
+
+// extremeResolver implements greatest (sign 1) and least (sign -1); the
+// result is NULL if any argument is NULL.
+func extremeResolver(sign int) resolver {
+	return func(types []arrow.DataType, _ []Expr) (*impl, error) {
+		if len(types) == 0 {
+			return nil, fmt.Errorf("needs at least one argument")
+		}
+		t, err := commonArgs(types)
+		if err != nil {
+			return nil, err
+		}
+		if !vectorized.Comparable(t) {
+			return nil, fmt.Errorf("type %s is not comparable", t)
+		}
+		return &impl{ret: t, args: repeatType(t, len(types)), fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+			cmps := make([][]func(i, j int) int, len(a))
+			for x := range a {
+				cmps[x] = make([]func(i, j int) int, len(a))
+				for y := range a {
+					c, err := vectorized.NewComparator(a[x], a[y])
+					if err != nil {
+						return nil, err
+					}
+					cmps[x][y] = c
+				}
+			}
+			b := array.NewBuilder(ec.Mem, t)
+			defer b.Release()
+			b.Reserve(n)
+			for i := 0; i < n; i++ {
+				if vectorized.AnyNull(a, i) {
+					b.AppendNull()
+					continue
+				}
+				best := 0
+				for x := 1; x < len(a); x++ {
+					if cmps[x][best](i, i)*sign > 0 {
+						best = x
+					}
+				}
+				vectorized.AppendValue(b, a[best], i)
+			}
+			return b.NewArray(), nil
+		}}, nil
+	}
+}

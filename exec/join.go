@@ -1,0 +1,502 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/flightd/flightd/vectorized"
+)
+
+// JoinType selects which rows a join returns.
+type JoinType int
+
+// Join types. Semi and anti joins return left columns only. NullAwareAntiJoin
+// is the anti join of NOT IN: a NULL key on either side makes the predicate
+// unknown, so if the right side has a NULL key no row qualifies, and a left
+// row with a NULL key qualifies only when the right side is empty.
+const (
+	InnerJoin JoinType = iota
+	LeftJoin
+	RightJoin
+	FullJoin
+	SemiJoin
+	AntiJoin
+	NullAwareAntiJoin
+)
+
+func (t JoinType) String() string {
+	return [...]string{"inner", "left", "right", "full", "semi", "anti", "null-aware anti"}[t]
+}
+
+func (t JoinType) leftOnly() bool { return t == SemiJoin || t == AntiJoin || t == NullAwareAntiJoin }
+
+// joinSchema is left ++ right (right nullable for left/full, left nullable
+// for right/full); semi and anti joins keep the left schema.
+func joinSchema(typ JoinType, l, r *arrow.Schema) *arrow.Schema {
+	if typ.leftOnly() {
+		return l
+	}
+	var fields []arrow.Field
+	for _, f := range l.Fields() {
+		f.Nullable = f.Nullable || typ == RightJoin || typ == FullJoin
+		fields = append(fields, f)
+	}
+	for _, f := range r.Fields() {
+		f.Nullable = f.Nullable || typ == LeftJoin || typ == FullJoin
+		fields = append(fields, f)
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+// coerceKeys casts each key pair to a common type so equal values encode
+// alike.
+func coerceKeys(leftKeys, rightKeys []Expr) ([]Expr, []Expr, error) {
+	if len(leftKeys) != len(rightKeys) {
+		return nil, nil, fmt.Errorf("%w: join has %d left keys and %d right keys", ErrInvalid, len(leftKeys), len(rightKeys))
+	}
+	lk, rk := make([]Expr, len(leftKeys)), make([]Expr, len(rightKeys))
+	for i := range leftKeys {
+		t, ok := CommonType(leftKeys[i].DataType(), rightKeys[i].DataType())
+		if !ok || !vectorized.Comparable(t) {
+			return nil, nil, fmt.Errorf("%w: join key %d: cannot compare %s (%s) with %s (%s)", ErrInvalid, i+1,
+				leftKeys[i], leftKeys[i].DataType(), rightKeys[i], rightKeys[i].DataType())
+		}
+		var err error
+		if lk[i], err = castTo(leftKeys[i], t); err != nil {
+			return nil, nil, err
+		}
+		if rk[i], err = castTo(rightKeys[i], t); err != nil {
+			return nil, nil, err
+		}
+	}
+	return lk, rk, nil
+}
+
+// candidates enumerates, for a left row, the right rows it may match.
+type candidates interface {
+	// first returns the first candidate of left row i (-1 = none).
+	first(i int) int32
+	// next returns the candidate after r for the same left row (-1 = end).
+	next(r int32) int32
+}
+
+// hashCandidates chains build rows with equal keys.
+type hashCandidates struct {
+	heads map[string]int32
+	chain []int32
+	probe []int32 // first candidate per row of the current left batch
+}
+
+func (h *hashCandidates) first(i int) int32  { return h.probe[i] }
+func (h *hashCandidates) next(r int32) int32 { return h.chain[r] }
+
+// allCandidates makes every right row a candidate (nested-loop join).
+type allCandidates struct{ n int32 }
+
+func (a *allCandidates) first(int) int32 {
+	if a.n == 0 {
+		return -1
+	}
+	return 0
+}
+
+func (a *allCandidates) next(r int32) int32 {
+	if r+1 >= a.n {
+		return -1
+	}
+	return r + 1
+}
+
+// joinOp is the shared probe loop of the hash and nested-loop joins: the
+// right input is materialized, each left batch is matched against it in
+// chunks of at most BatchSize candidate pairs, the residual filters the
+// pairs, and outer/semi/anti rows are added per left batch.
+type joinOp struct {
+	ec          *Context
+	left, right Operator
+	typ         JoinType
+	leftKeys    []Expr
+	rightKeys   []Expr
+	residual    Expr
+	schema      *arrow.Schema
+	pairSchema  *arrow.Schema // left ++ right, for the residual
+
+	opened bool
+	build  *table
+	cands  candidates
+	hash   *hashCandidates
+	// matched marks build rows that found a partner (right/full joins).
+	matched      []bool
+	buildHasNull bool
+
+	// Probe state for the current left batch.
+	lb        arrow.RecordBatch
+	lrow      int
+	lcand     int32
+	lmatched  []bool
+	lnullKey  []bool
+	tail      bool // emitting unmatched left rows of lb
+	leftDone  bool
+	rightTail int // position when emitting unmatched build rows
+	cur       current
+}
+
+// NewHashJoin joins left and right on leftKeys[i] = rightKeys[i] (NULL keys
+// never match) and an optional residual predicate over left ++ right columns.
+// The right input is the build side.
+func NewHashJoin(ec *Context, left, right Operator, typ JoinType, leftKeys, rightKeys []Expr, residual Expr) (Operator, error) {
+	if len(leftKeys) == 0 {
+		return nil, fmt.Errorf("%w: hash join needs at least one key (use a nested-loop join)", ErrInvalid)
+	}
+	lk, rk, err := coerceKeys(leftKeys, rightKeys)
+	if err != nil {
+		return nil, err
+	}
+	return newJoinOp(ec, left, right, typ, lk, rk, residual)
+}
+
+// NewNestedLoopJoin joins left and right on an arbitrary condition over
+// left ++ right columns (nil = cross join).
+func NewNestedLoopJoin(ec *Context, left, right Operator, typ JoinType, cond Expr) (Operator, error) {
+	if typ == NullAwareAntiJoin {
+		return nil, fmt.Errorf("%w: null-aware anti join needs equality keys", ErrInvalid)
+	}
+	return newJoinOp(ec, left, right, typ, nil, nil, cond)
+}
+
+func newJoinOp(ec *Context, left, right Operator, typ JoinType, lk, rk []Expr, residual Expr) (*joinOp, error) {
+	if typ < InnerJoin || typ > NullAwareAntiJoin {
+		return nil, fmt.Errorf("%w: unknown join type %d", ErrInvalid, typ)
+	}
+	if residual != nil && residual.DataType().ID() != arrow.BOOL {
+		return nil, fmt.Errorf("%w: join condition %s has type %s, not boolean", ErrInvalid, residual, residual.DataType())
+	}
+	return &joinOp{
+		ec: ec, left: left, right: right, typ: typ, leftKeys: lk, rightKeys: rk, residual: residual,
+		schema:     joinSchema(typ, left.Schema(), right.Schema()),
+		pairSchema: joinSchema(InnerJoin, left.Schema(), right.Schema()),
+	}, nil
+}
+
+func (j *joinOp) Schema() *arrow.Schema { return j.schema }
+
+func (j *joinOp) Open(ctx context.Context) error {
+	if j.opened {
+		return nil
+	}
+	j.opened = true
+	if err := j.left.Open(ctx); err != nil {
+		return err
+	}
+	if err := j.right.Open(ctx); err != nil {
+		return err
+	}
+	t, err := materialize(ctx, j.ec, j.right, j.rightKeys)
+	if err != nil {
+		return err
+	}
+	j.build = t
+	if j.typ == RightJoin || j.typ == FullJoin {
+		j.matched = make([]bool, t.n)
+	}
+	if len(j.leftKeys) == 0 {
+		j.cands = &allCandidates{n: int32(t.n)}
+		return nil
+	}
+	h := &hashCandidates{heads: make(map[string]int32, t.n), chain: make([]int32, t.n)}
+	var enc vectorized.KeyEncoder
+	if err := enc.Encode(t.keys, t.n); err != nil {
+		return err
+	}
+	// Insert in reverse so chains list rows in input order.
+	for r := t.n - 1; r >= 0; r-- {
+		if enc.HasNull[r] {
+			j.buildHasNull = true
+			h.chain[r] = -1
+			continue
+		}
+		k := string(enc.Key(r))
+		if head, ok := h.heads[k]; ok {
+			h.chain[r] = head
+		} else {
+			h.chain[r] = -1
+		}
+		h.heads[k] = int32(r)
+	}
+	j.hash, j.cands = h, h
+	return nil
+}
+
+// startLeft installs a new left batch for probing.
+func (j *joinOp) startLeft(ctx context.Context, b arrow.RecordBatch) error {
+	n := int(b.NumRows())
+	j.lnullKey = nil
+	if j.hash != nil {
+		keys, err := evalAll(ctx, j.ec, j.leftKeys, b)
+		if err != nil {
+			return err
+		}
+		var enc vectorized.KeyEncoder
+		err = enc.Encode(keys, n)
+		releaseArrays(keys)
+		if err != nil {
+			return err
+		}
+		probe := make([]int32, n)
+		for i := 0; i < n; i++ {
+			probe[i] = -1
+			if enc.HasNull[i] {
+				continue
+			}
+			if h, ok := j.hash.heads[string(enc.Key(i))]; ok {
+				probe[i] = h
+			}
+		}
+		j.hash.probe = probe
+		j.lnullKey = append([]bool(nil), enc.HasNull...)
+	}
+	b.Retain()
+	j.lb = b
+	j.lrow, j.tail = 0, false
+	j.lcand = -2
+	j.lmatched = make([]bool, n)
+	return nil
+}
+
+func (j *joinOp) endLeft() {
+	if j.lb != nil {
+		j.lb.Release()
+		j.lb = nil
+	}
+}
+
+// nextPairs collects up to BatchSize candidate pairs of the current left
+// batch.
+func (j *joinOp) nextPairs() (li, ri []int64) {
+	bs := j.ec.batchSize()
+	n := int(j.lb.NumRows())
+	for j.lrow < n && len(li) < bs {
+		if j.lcand == -2 {
+			j.lcand = j.cands.first(j.lrow)
+		}
+		for j.lcand >= 0 && len(li) < bs {
+			li = append(li, int64(j.lrow))
+			ri = append(ri, int64(j.lcand))
+			j.lcand = j.cands.next(j.lcand)
+		}
+		if j.lcand < 0 {
+			j.lrow++
+			j.lcand = -2
+		}
+	}
+	return li, ri
+}
+
+// pairBatch gathers left rows li and build rows ri (-1 = NULL) into a batch
+// of schema.
+func (j *joinOp) pairBatch(ctx context.Context, schema *arrow.Schema, li, ri []int64, withRight bool) (arrow.RecordBatch, error) {
+	lcols, err := vectorized.TakeColumns(ctx, j.ec.Mem, j.lb.Columns(), li)
+	if err != nil {
+		return nil, err
+	}
+	cols := lcols
+	if withRight {
+		rcols, err := vectorized.TakeColumns(ctx, j.ec.Mem, j.build.cols, ri)
+		if err != nil {
+			releaseArrays(lcols)
+			return nil, err
+		}
+		cols = append(cols, rcols...)
+	}
+	b := array.NewRecordBatch(schema, cols, int64(len(li)))
+	releaseArrays(cols)
+	return b, nil
+}
+
+func (j *joinOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if !j.opened {
+		return nil, fmt.Errorf("%w: join read before Open", ErrInvalid)
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if j.leftDone {
+			return j.nextUnmatchedRight(ctx)
+		}
+		if j.lb == nil {
+			b, err := Next(ctx, j.left)
+			if errors.Is(err, io.EOF) {
+				j.leftDone = true
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			if err := j.startLeft(ctx, b); err != nil {
+				return nil, err
+			}
+		}
+		if !j.tail {
+			out, err := j.probeChunk(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if out != nil {
+				return j.cur.set(out), nil
+			}
+			continue
+		}
+		out, err := j.leftTail(ctx)
+		j.endLeft()
+		if err != nil {
+			return nil, err
+		}
+		if out != nil {
+			return j.cur.set(out), nil
+		}
+	}
+}
+
+// probeChunk matches the next chunk of pairs; it returns nil (and switches
+// to the tail) when the left batch is exhausted.
+func (j *joinOp) probeChunk(ctx context.Context) (arrow.RecordBatch, error) {
+	if j.typ.leftOnly() && j.residual == nil {
+		// Existence is all that matters: no pairs to build.
+		for i := range j.lmatched {
+			j.lmatched[i] = j.cands.first(i) >= 0
+		}
+		j.tail = true
+		return nil, nil
+	}
+	for {
+		li, ri := j.nextPairs()
+		if len(li) == 0 {
+			j.tail = true
+			return nil, nil
+		}
+		pairs, err := j.pairBatch(ctx, j.pairSchema, li, ri, true)
+		if err != nil {
+			return nil, err
+		}
+		keep := len(li)
+		var mask []bool
+		if j.residual != nil {
+			mask, keep, err = evalMask(ctx, j.ec, j.residual, pairs)
+			if err != nil {
+				pairs.Release()
+				return nil, err
+			}
+		}
+		for k := range li {
+			if mask == nil || mask[k] {
+				j.lmatched[li[k]] = true
+				if j.matched != nil {
+					j.matched[ri[k]] = true
+				}
+			}
+		}
+		if j.typ.leftOnly() || keep == 0 {
+			pairs.Release()
+			continue
+		}
+		var out arrow.RecordBatch
+		if mask == nil {
+			out = array.NewRecordBatch(j.schema, pairs.Columns(), pairs.NumRows())
+		} else {
+			f, err := vectorized.FilterBatch(ctx, j.ec.Mem, pairs, mask, keep)
+			if err != nil {
+				pairs.Release()
+				return nil, err
+			}
+			out = array.NewRecordBatch(j.schema, f.Columns(), f.NumRows())
+			f.Release()
+		}
+		pairs.Release()
+		return out, nil
+	}
+}
+
+// leftTail returns the left rows a left/full/semi/anti join adds after the
+// pairs of the current batch, or nil.
+func (j *joinOp) leftTail(ctx context.Context) (arrow.RecordBatch, error) {
+	var li []int64
+	for i, m := range j.lmatched {
+		var want bool
+		switch j.typ {
+		case LeftJoin, FullJoin, AntiJoin:
+			want = !m
+		case SemiJoin:
+			want = m
+		case NullAwareAntiJoin:
+			switch {
+			case j.build.n == 0:
+				want = true
+			case j.buildHasNull, j.lnullKey[i]:
+				want = false
+			default:
+				want = !m
+			}
+		}
+		if want {
+			li = append(li, int64(i))
+		}
+	}
+	if len(li) == 0 {
+		return nil, nil
+	}
+	if j.typ.leftOnly() {
+		return j.pairBatch(ctx, j.schema, li, nil, false)
+	}
+	ri := make([]int64, len(li))
+	for i := range ri {
+		ri[i] = -1
+	}
+	return j.pairBatch(ctx, j.schema, li, ri, true)
+}
+
+// nextUnmatchedRight emits build rows no left row matched (right/full).
+func (j *joinOp) nextUnmatchedRight(ctx context.Context) (arrow.RecordBatch, error) {
+	if j.matched == nil {
+		return nil, io.EOF
+	}
+	var li, ri []int64
+	for j.rightTail < len(j.matched) && len(ri) < j.ec.batchSize() {
+		if !j.matched[j.rightTail] {
+			li = append(li, -1)
+			ri = append(ri, int64(j.rightTail))
+		}
+		j.rightTail++
+	}
+	if len(ri) == 0 {
+		return nil, io.EOF
+	}
+	lcols := make([]arrow.Array, j.left.Schema().NumFields())
+	for i, f := range j.left.Schema().Fields() {
+		lcols[i] = vectorized.NullArray(j.ec.Mem, f.Type, len(ri))
+	}
+	rcols, err := vectorized.TakeColumns(ctx, j.ec.Mem, j.build.cols, ri)
+	if err != nil {
+		releaseArrays(lcols)
+		return nil, err
+	}
+	cols := append(lcols, rcols...)
+	b := array.NewRecordBatch(j.schema, cols, int64(len(ri)))
+	releaseArrays(cols)
+	return j.cur.set(b), nil
+}
+
+func (j *joinOp) Close() error {
+	j.cur.release()
+	j.endLeft()
+	if j.build != nil {
+		j.build.release()
+		j.build = nil
+	}
+	return errors.Join(j.left.Close(), j.right.Close())
+}

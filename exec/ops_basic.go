@@ -1,0 +1,413 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/flightd/flightd/vectorized"
+)
+
+// current holds the batch an operator returned last, released on the next
+// call or on Close (the borrowed-batch contract).
+type current struct{ b arrow.RecordBatch }
+
+func (c *current) set(b arrow.RecordBatch) arrow.RecordBatch {
+	c.release()
+	c.b = b
+	return b
+}
+
+func (c *current) release() {
+	if c.b != nil {
+		c.b.Release()
+		c.b = nil
+	}
+}
+
+// BatchSource yields batches; it has the shape of tablestore.BatchReader.
+type BatchSource interface {
+	// Next returns the next batch (borrowed until the next call) or io.EOF.
+	Next(ctx context.Context) (arrow.RecordBatch, error)
+	Close() error
+}
+
+type sourceOp struct {
+	ec     *Context
+	schema *arrow.Schema
+	open   func(ctx context.Context) (BatchSource, error)
+	src    BatchSource
+	cur    current
+}
+
+// NewSource adapts a batch source, opened at Open, to an Operator.
+func NewSource(ec *Context, schema *arrow.Schema, open func(ctx context.Context) (BatchSource, error)) Operator {
+	return &sourceOp{ec: ec, schema: schema, open: open}
+}
+
+func (s *sourceOp) Schema() *arrow.Schema { return s.schema }
+
+func (s *sourceOp) Open(ctx context.Context) error {
+	if s.src != nil {
+		return nil
+	}
+	src, err := s.open(ctx)
+	if err != nil {
+		return err
+	}
+	s.src = src
+	return nil
+}
+
+func (s *sourceOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if s.src == nil {
+		return nil, fmt.Errorf("%w: source read before Open", ErrInvalid)
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		b, err := s.src.Next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if b.NumRows() == 0 {
+			continue
+		}
+		if int(b.NumCols()) != s.schema.NumFields() {
+			return nil, fmt.Errorf("%w: source produced %d columns, schema has %d", ErrInvalid, b.NumCols(), s.schema.NumFields())
+		}
+		return b, nil
+	}
+}
+
+func (s *sourceOp) Close() error {
+	s.cur.release()
+	if s.src == nil {
+		return nil
+	}
+	err := s.src.Close()
+	s.src = nil
+	return err
+}
+
+// batchesOp emits a fixed list of batches it owns (used by Values and by
+// operators that materialize their output).
+type batchesOp struct {
+	schema  *arrow.Schema
+	batches []arrow.RecordBatch
+	pos     int
+	cur     current
+}
+
+func (b *batchesOp) next() (arrow.RecordBatch, error) {
+	if b.pos >= len(b.batches) {
+		return nil, io.EOF
+	}
+	out := b.batches[b.pos]
+	b.batches[b.pos] = nil
+	b.pos++
+	return b.cur.set(out), nil
+}
+
+func (b *batchesOp) close() {
+	b.cur.release()
+	for _, x := range b.batches[b.pos:] {
+		if x != nil {
+			x.Release()
+		}
+	}
+	b.batches, b.pos = nil, 0
+}
+
+type valuesOp struct {
+	ec     *Context
+	rows   [][]Expr
+	opened bool
+	out    batchesOp
+}
+
+// NewValues returns the rows of a VALUES list; each Expr is evaluated once
+// and converted to the schema's column type.
+func NewValues(ec *Context, schema *arrow.Schema, rows [][]Expr) Operator {
+	return &valuesOp{ec: ec, rows: rows, out: batchesOp{schema: schema}}
+}
+
+func (v *valuesOp) Schema() *arrow.Schema { return v.out.schema }
+
+func (v *valuesOp) Open(ctx context.Context) error {
+	if v.opened {
+		return nil
+	}
+	v.opened = true
+	schema := v.out.schema
+	one := array.NewRecordBatch(arrow.NewSchema(nil, nil), nil, 1)
+	defer one.Release()
+	rb := array.NewRecordBuilder(v.ec.Mem, schema)
+	defer rb.Release()
+	flush := func() {
+		if rb.Field(0).Len() > 0 {
+			v.out.batches = append(v.out.batches, rb.NewRecordBatch())
+		}
+	}
+	if schema.NumFields() == 0 {
+		// Zero columns: emit row-count-only batches.
+		for len(v.rows) > 0 {
+			n := min(len(v.rows), v.ec.batchSize())
+			v.out.batches = append(v.out.batches, array.NewRecordBatch(schema, nil, int64(n)))
+			v.rows = v.rows[n:]
+		}
+		return nil
+	}
+	for r, row := range v.rows {
+		if len(row) != schema.NumFields() {
+			return fmt.Errorf("%w: VALUES row %d has %d values, expected %d", ErrInvalid, r+1, len(row), schema.NumFields())
+		}
+		for c, e := range row {
+			a, err := e.Eval(ctx, v.ec, one)
+			if err != nil {
+				return fmt.Errorf("VALUES row %d column %d: %w", r+1, c+1, err)
+			}
+			ca, err := vectorized.Cast(v.ec.Mem, a, schema.Field(c).Type)
+			a.Release()
+			if err != nil {
+				return fmt.Errorf("VALUES row %d column %d: %w", r+1, c+1, err)
+			}
+			vectorized.AppendValue(rb.Field(c), ca, 0)
+			ca.Release()
+		}
+		if rb.Field(0).Len() >= v.ec.batchSize() {
+			flush()
+		}
+	}
+	flush()
+	return nil
+}
+
+func (v *valuesOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return v.out.next()
+}
+
+func (v *valuesOp) Close() error {
+	v.out.close()
+	return nil
+}
+
+type filterOp struct {
+	ec    *Context
+	child Operator
+	pred  Expr
+	cur   current
+}
+
+// NewFilter keeps the rows where pred is true (not false, not NULL).
+func NewFilter(ec *Context, child Operator, pred Expr) Operator {
+	return &filterOp{ec: ec, child: child, pred: pred}
+}
+
+func (f *filterOp) Schema() *arrow.Schema          { return f.child.Schema() }
+func (f *filterOp) Open(ctx context.Context) error { return f.child.Open(ctx) }
+
+func (f *filterOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	for {
+		b, err := Next(ctx, f.child)
+		if err != nil {
+			return nil, err
+		}
+		mask, cnt, err := evalMask(ctx, f.ec, f.pred, b)
+		if err != nil {
+			return nil, err
+		}
+		if cnt == 0 {
+			continue
+		}
+		out, err := vectorized.FilterBatch(ctx, f.ec.Mem, b, mask, cnt)
+		if err != nil {
+			return nil, err
+		}
+		return f.cur.set(out), nil
+	}
+}
+
+func (f *filterOp) Close() error {
+	f.cur.release()
+	return f.child.Close()
+}
+
+type projectOp struct {
+	ec     *Context
+	child  Operator
+	exprs  []Expr
+	schema *arrow.Schema
+	cur    current
+}
+
+// NewProject computes exprs over each input batch; names name the output
+// columns.
+func NewProject(ec *Context, child Operator, exprs []Expr, names []string) Operator {
+	fields := make([]arrow.Field, len(exprs))
+	for i, e := range exprs {
+		name := e.String()
+		if i < len(names) && names[i] != "" {
+			name = names[i]
+		}
+		fields[i] = arrow.Field{Name: name, Type: e.DataType(), Nullable: true}
+	}
+	return &projectOp{ec: ec, child: child, exprs: exprs, schema: arrow.NewSchema(fields, nil)}
+}
+
+func (p *projectOp) Schema() *arrow.Schema          { return p.schema }
+func (p *projectOp) Open(ctx context.Context) error { return p.child.Open(ctx) }
+
+func (p *projectOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	b, err := Next(ctx, p.child)
+	if err != nil {
+		return nil, err
+	}
+	cols, err := evalAll(ctx, p.ec, p.exprs, b)
+	if err != nil {
+		return nil, err
+	}
+	out := array.NewRecordBatch(p.schema, cols, b.NumRows())
+	releaseArrays(cols)
+	return p.cur.set(out), nil
+}
+
+func (p *projectOp) Close() error {
+	p.cur.release()
+	return p.child.Close()
+}
+
+type limitOp struct {
+	ec            *Context
+	child         Operator
+	offset, count int64
+	skipped, sent int64
+	cur           current
+}
+
+// NewLimit skips offset rows and then returns at most count rows (count < 0:
+// no limit). It stops pulling its child once the limit is reached.
+func NewLimit(ec *Context, child Operator, offset, count int64) Operator {
+	return &limitOp{ec: ec, child: child, offset: max(offset, 0), count: count}
+}
+
+func (l *limitOp) Schema() *arrow.Schema          { return l.child.Schema() }
+func (l *limitOp) Open(ctx context.Context) error { return l.child.Open(ctx) }
+
+func (l *limitOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	for {
+		if l.count >= 0 && l.sent >= l.count {
+			return nil, io.EOF
+		}
+		b, err := Next(ctx, l.child)
+		if err != nil {
+			return nil, err
+		}
+		n := b.NumRows()
+		lo := int64(0)
+		if l.skipped < l.offset {
+			lo = min(l.offset-l.skipped, n)
+			l.skipped += lo
+		}
+		hi := n
+		if l.count >= 0 {
+			hi = min(n, lo+l.count-l.sent)
+		}
+		if hi <= lo {
+			continue
+		}
+		l.sent += hi - lo
+		if lo == 0 && hi == n {
+			b.Retain()
+			return l.cur.set(b), nil
+		}
+		return l.cur.set(b.NewSlice(lo, hi)), nil
+	}
+}
+
+func (l *limitOp) Close() error {
+	l.cur.release()
+	return l.child.Close()
+}
+
+type unionAllOp struct {
+	ec       *Context
+	children []Operator
+	schema   *arrow.Schema
+	idx      int
+	cur      current
+}
+
+// NewUnionAll concatenates its children's rows; all children must have the
+// same column types (names come from the first).
+func NewUnionAll(ec *Context, children ...Operator) (Operator, error) {
+	if len(children) == 0 {
+		return nil, fmt.Errorf("%w: UNION ALL needs at least one input", ErrInvalid)
+	}
+	s0 := children[0].Schema()
+	for i, c := range children[1:] {
+		if err := sameTypes(s0, c.Schema()); err != nil {
+			return nil, fmt.Errorf("%w: UNION ALL input %d: %v", ErrInvalid, i+2, err)
+		}
+	}
+	fields := make([]arrow.Field, s0.NumFields())
+	for i, f := range s0.Fields() {
+		fields[i] = arrow.Field{Name: f.Name, Type: f.Type, Nullable: true}
+	}
+	return &unionAllOp{ec: ec, children: children, schema: arrow.NewSchema(fields, nil)}, nil
+}
+
+func sameTypes(a, b *arrow.Schema) error {
+	if a.NumFields() != b.NumFields() {
+		return fmt.Errorf("%d columns instead of %d", b.NumFields(), a.NumFields())
+	}
+	for i := range a.Fields() {
+		if !arrow.TypeEqual(a.Field(i).Type, b.Field(i).Type) {
+			return fmt.Errorf("column %d has type %s instead of %s", i+1, b.Field(i).Type, a.Field(i).Type)
+		}
+	}
+	return nil
+}
+
+func (u *unionAllOp) Schema() *arrow.Schema { return u.schema }
+
+func (u *unionAllOp) Open(ctx context.Context) error {
+	for _, c := range u.children {
+		if err := c.Open(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (u *unionAllOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	for u.idx < len(u.children) {
+		b, err := Next(ctx, u.children[u.idx])
+		if errors.Is(err, io.EOF) {
+			u.idx++
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return u.cur.set(array.NewRecordBatch(u.schema, b.Columns(), b.NumRows())), nil
+	}
+	return nil, io.EOF
+}
+
+func (u *unionAllOp) Close() error {
+	u.cur.release()
+	var errs []error
+	for _, c := range u.children {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}

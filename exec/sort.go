@@ -1,0 +1,385 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/flightd/flightd/vectorized"
+)
+
+// SortKey orders rows by Expr.
+type SortKey struct {
+	Expr       Expr
+	Descending bool
+	NullsFirst bool
+}
+
+func (k SortKey) String() string {
+	s := k.Expr.String()
+	if k.Descending {
+		s += " DESC"
+	}
+	if k.NullsFirst {
+		s += " NULLS FIRST"
+	} else {
+		s += " NULLS LAST"
+	}
+	return s
+}
+
+// table is a materialized input: its columns concatenated, plus the sort
+// key columns evaluated over it.
+type table struct {
+	cols []arrow.Array
+	keys []arrow.Array
+	n    int
+}
+
+func (t *table) release() {
+	releaseArrays(t.cols)
+	releaseArrays(t.keys)
+	t.cols, t.keys, t.n = nil, nil, 0
+}
+
+// concatColumns concatenates column c of every batch.
+func concatColumns(ec *Context, schema *arrow.Schema, batches []arrow.RecordBatch, keyCols [][]arrow.Array) ([]arrow.Array, error) {
+	ncols := schema.NumFields()
+	if keyCols != nil {
+		ncols = len(keyCols[0])
+	}
+	out := make([]arrow.Array, ncols)
+	for c := 0; c < ncols; c++ {
+		parts := make([]arrow.Array, len(batches))
+		for i, b := range batches {
+			if keyCols != nil {
+				parts[i] = keyCols[i][c]
+			} else {
+				parts[i] = b.Column(c)
+			}
+		}
+		var err error
+		if len(parts) == 0 {
+			dt := schema.Field(c).Type
+			out[c] = vectorized.NullArray(ec.Mem, dt, 0)
+			continue
+		}
+		if out[c], err = array.Concatenate(parts, ec.Mem); err != nil {
+			releaseArrays(out)
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// materialize reads all of child into a table with sort keys keys
+// evaluated.
+func materialize(ctx context.Context, ec *Context, child Operator, keys []Expr) (*table, error) {
+	var batches []arrow.RecordBatch
+	var keyCols [][]arrow.Array
+	defer func() {
+		for _, b := range batches {
+			b.Release()
+		}
+		for _, k := range keyCols {
+			releaseArrays(k)
+		}
+	}()
+	for {
+		b, err := Next(ctx, child)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		k, err := evalAll(ctx, ec, keys, b)
+		if err != nil {
+			return nil, err
+		}
+		b.Retain()
+		batches = append(batches, b)
+		keyCols = append(keyCols, k)
+	}
+	return buildTable(ec, child.Schema(), batches, keyCols, keys)
+}
+
+func buildTable(ec *Context, schema *arrow.Schema, batches []arrow.RecordBatch, keyCols [][]arrow.Array, keys []Expr) (*table, error) {
+	t := &table{}
+	for _, b := range batches {
+		t.n += int(b.NumRows())
+	}
+	var err error
+	if t.cols, err = concatColumns(ec, schema, batches, nil); err != nil {
+		return nil, err
+	}
+	if len(keys) > 0 {
+		if len(batches) == 0 {
+			for _, k := range keys {
+				t.keys = append(t.keys, vectorized.NullArray(ec.Mem, k.DataType(), 0))
+			}
+		} else if t.keys, err = concatColumns(ec, schema, batches, keyCols); err != nil {
+			t.release()
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// rowComparator compares rows i and j of key columns under keys' order.
+func rowComparator(keys []SortKey, cols []arrow.Array) (func(i, j int) int, error) {
+	cmps := make([]func(i, j int) int, len(cols))
+	for k, c := range cols {
+		f, err := vectorized.NewComparator(c, c)
+		if err != nil {
+			return nil, fmt.Errorf("%w: ORDER BY %s: %v", ErrInvalid, keys[k].Expr, err)
+		}
+		cmps[k] = f
+	}
+	return func(i, j int) int {
+		for k, c := range cols {
+			in, jn := c.IsNull(i), c.IsNull(j)
+			var r int
+			switch {
+			case in && jn:
+				continue
+			case in || jn:
+				r = 1
+				if in == keys[k].NullsFirst {
+					r = -1
+				}
+				return r
+			}
+			r = cmps[k](i, j)
+			if r != 0 {
+				if keys[k].Descending {
+					return -r
+				}
+				return r
+			}
+		}
+		return 0
+	}, nil
+}
+
+// sortedIndices returns the row order of t by keys (stable).
+func sortedIndices(t *table, keys []SortKey) ([]int64, error) {
+	cmp, err := rowComparator(keys, t.keys)
+	if err != nil {
+		return nil, err
+	}
+	idx := make([]int64, t.n)
+	for i := range idx {
+		idx[i] = int64(i)
+	}
+	slices.SortStableFunc(idx, func(a, b int64) int { return cmp(int(a), int(b)) })
+	return idx, nil
+}
+
+func sortExprs(keys []SortKey) []Expr {
+	out := make([]Expr, len(keys))
+	for i, k := range keys {
+		out[i] = k.Expr
+	}
+	return out
+}
+
+// emitter hands out rows idx of a table in batches.
+type emitter struct {
+	ec     *Context
+	schema *arrow.Schema
+	t      *table
+	idx    []int64
+	pos    int
+	cur    current
+}
+
+func (e *emitter) next(ctx context.Context) (arrow.RecordBatch, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if e.t == nil || e.pos >= len(e.idx) {
+		return nil, io.EOF
+	}
+	end := min(e.pos+e.ec.batchSize(), len(e.idx))
+	cols, err := vectorized.TakeColumns(ctx, e.ec.Mem, e.t.cols, e.idx[e.pos:end])
+	if err != nil {
+		return nil, err
+	}
+	b := array.NewRecordBatch(e.schema, cols, int64(end-e.pos))
+	releaseArrays(cols)
+	e.pos = end
+	return e.cur.set(b), nil
+}
+
+func (e *emitter) close() {
+	e.cur.release()
+	if e.t != nil {
+		e.t.release()
+		e.t = nil
+	}
+}
+
+type sortOp struct {
+	ec     *Context
+	child  Operator
+	keys   []SortKey
+	offset int64
+	count  int64 // < 0: all (Sort); else TopN
+	opened bool
+	out    emitter
+}
+
+// NewSort sorts its input by keys (stable: equal rows keep input order).
+func NewSort(ec *Context, child Operator, keys []SortKey) Operator {
+	return &sortOp{ec: ec, child: child, keys: keys, count: -1, out: emitter{ec: ec, schema: child.Schema()}}
+}
+
+// NewTopN returns rows [offset, offset+count) of the sorted input, keeping
+// only about 2*(offset+count) rows in memory.
+func NewTopN(ec *Context, child Operator, keys []SortKey, offset, count int64) Operator {
+	return &sortOp{ec: ec, child: child, keys: keys, offset: max(offset, 0), count: max(count, 0), out: emitter{ec: ec, schema: child.Schema()}}
+}
+
+func (s *sortOp) Schema() *arrow.Schema { return s.child.Schema() }
+
+func (s *sortOp) Open(ctx context.Context) error {
+	if s.opened {
+		return nil
+	}
+	s.opened = true
+	if err := s.child.Open(ctx); err != nil {
+		return err
+	}
+	var t *table
+	var err error
+	if s.count >= 0 {
+		t, err = s.topN(ctx)
+	} else {
+		t, err = s.sortAll(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	idx, err := sortedIndices(t, s.keys)
+	if err != nil {
+		t.release()
+		return err
+	}
+	if s.count >= 0 {
+		lo := min(int(s.offset), len(idx))
+		idx = idx[lo:min(lo+int(s.count), len(idx))]
+	}
+	s.out.t, s.out.idx = t, idx
+	return nil
+}
+
+func (s *sortOp) sortAll(ctx context.Context) (*table, error) {
+	return materialize(ctx, s.ec, s.child, sortExprs(s.keys))
+}
+
+// topN keeps the best offset+count rows, compacting whenever twice that
+// many have accumulated.
+func (s *sortOp) topN(ctx context.Context) (*table, error) {
+	keep := int(s.offset + s.count)
+	keys := sortExprs(s.keys)
+	var acc *table
+	var batches []arrow.RecordBatch
+	var keyCols [][]arrow.Array
+	pending := 0
+	release := func() {
+		for _, b := range batches {
+			b.Release()
+		}
+		for _, k := range keyCols {
+			releaseArrays(k)
+		}
+		batches, keyCols, pending = nil, nil, 0
+	}
+	defer release()
+	compact := func() error {
+		if acc != nil {
+			// The kept rows go first so that ties keep input order.
+			b := array.NewRecordBatch(s.child.Schema(), acc.cols, int64(acc.n))
+			batches = append([]arrow.RecordBatch{b}, batches...)
+			keyCols = append([][]arrow.Array{acc.keys}, keyCols...)
+			acc.keys = nil
+			releaseArrays(acc.cols)
+			acc = nil
+		}
+		t, err := buildTable(s.ec, s.child.Schema(), batches, keyCols, keys)
+		release()
+		if err != nil {
+			return err
+		}
+		idx, err := sortedIndices(t, s.keys)
+		if err != nil {
+			t.release()
+			return err
+		}
+		idx = idx[:min(keep, len(idx))]
+		slices.Sort(idx) // keep input order among the survivors
+		cols, err := vectorized.TakeColumns(ctx, s.ec.Mem, t.cols, idx)
+		if err != nil {
+			t.release()
+			return err
+		}
+		kcols, err := vectorized.TakeColumns(ctx, s.ec.Mem, t.keys, idx)
+		t.release()
+		if err != nil {
+			releaseArrays(cols)
+			return err
+		}
+		acc = &table{cols: cols, keys: kcols, n: len(idx)}
+		return nil
+	}
+	for keep > 0 {
+		b, err := Next(ctx, s.child)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if acc != nil {
+				acc.release()
+			}
+			return nil, err
+		}
+		k, err := evalAll(ctx, s.ec, keys, b)
+		if err != nil {
+			if acc != nil {
+				acc.release()
+			}
+			return nil, err
+		}
+		b.Retain()
+		batches = append(batches, b)
+		keyCols = append(keyCols, k)
+		pending += int(b.NumRows())
+		if pending >= 2*keep && pending >= 1024 {
+			if err := compact(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := compact(); err != nil {
+		return nil, err
+	}
+	return acc, nil
+}
+
+func (s *sortOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if !s.opened {
+		return nil, fmt.Errorf("%w: sort read before Open", ErrInvalid)
+	}
+	return s.out.next(ctx)
+}
+
+func (s *sortOp) Close() error {
+	s.out.close()
+	return s.child.Close()
+}

@@ -1,0 +1,399 @@
+package vectorized
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"math/bits"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// ArithOp is a binary arithmetic operator.
+type ArithOp int
+
+// Arithmetic operators.
+const (
+	Add ArithOp = iota
+	Sub
+	Mul
+	Div
+	Mod
+)
+
+func (op ArithOp) String() string {
+	return [...]string{"+", "-", "*", "/", "%"}[op]
+}
+
+// Int is the set of signed integer types.
+type Int interface {
+	~int8 | ~int16 | ~int32 | ~int64
+}
+
+// Float is the set of floating point types.
+type Float interface{ ~float32 | ~float64 }
+
+func intRange[T Int]() (int64, int64) {
+	var z T
+	switch any(z).(type) {
+	case int8:
+		return math.MinInt8, math.MaxInt8
+	case int16:
+		return math.MinInt16, math.MaxInt16
+	case int32:
+		return math.MinInt32, math.MaxInt32
+	}
+	return math.MinInt64, math.MaxInt64
+}
+
+// checkedInt computes x op y in 64 bits; ok is false on overflow of int64 or
+// division by zero (err tells which).
+func checkedInt(op ArithOp, x, y int64) (int64, error) {
+	switch op {
+	case Add:
+		r := x + y
+		if (x > 0 && y > 0 && r < 0) || (x < 0 && y < 0 && r >= 0) {
+			return 0, ErrOverflow
+		}
+		return r, nil
+	case Sub:
+		r := x - y
+		if (x >= 0 && y < 0 && r < 0) || (x < 0 && y > 0 && r >= 0) {
+			return 0, ErrOverflow
+		}
+		return r, nil
+	case Mul:
+		if x == 0 || y == 0 {
+			return 0, nil
+		}
+		r := x * y
+		if r/y != x || (x == -1 && y == math.MinInt64) || (y == -1 && x == math.MinInt64) {
+			return 0, ErrOverflow
+		}
+		return r, nil
+	case Div:
+		if y == 0 {
+			return 0, ErrDivideByZero
+		}
+		if x == math.MinInt64 && y == -1 {
+			return 0, ErrOverflow
+		}
+		return x / y, nil
+	default:
+		if y == 0 {
+			return 0, ErrDivideByZero
+		}
+		if y == -1 {
+			return 0, nil
+		}
+		return x % y, nil
+	}
+}
+
+// ArithInt applies op to two integer arrays of the same type T; rows where
+// either side is NULL are NULL. Overflow and division by zero are errors.
+func ArithInt[T Int](mem memory.Allocator, op ArithOp, a, b arrow.Array) (arrow.Array, error) {
+	n := a.Len()
+	v := AndValidity(mem, n, a, b)
+	av, bv := Values[T](a), Values[T](b)
+	out := NewFixedOut[T](mem, n)
+	lo, hi := intRange[T]()
+	for i := 0; i < n; i++ {
+		if !v.IsValid(i) {
+			out.Vals[i] = 0
+			continue
+		}
+		r, err := checkedInt(op, int64(av[i]), int64(bv[i]))
+		if err == nil && (r < lo || r > hi) {
+			err = ErrOverflow
+		}
+		if err != nil {
+			out.Release()
+			v.Release()
+			return nil, fmt.Errorf("%w: %d %s %d (%s)", err, av[i], op, bv[i], a.DataType())
+		}
+		out.Vals[i] = T(r)
+	}
+	return out.Finish(a.DataType(), v.Buf, v.Nulls), nil
+}
+
+// ArithFloat applies op to two float arrays of type T. Division and modulo
+// by zero are errors; infinite results of finite inputs are overflow.
+func ArithFloat[T Float](mem memory.Allocator, op ArithOp, a, b arrow.Array) (arrow.Array, error) {
+	n := a.Len()
+	v := AndValidity(mem, n, a, b)
+	av, bv := Values[T](a), Values[T](b)
+	out := NewFixedOut[T](mem, n)
+	for i := 0; i < n; i++ {
+		x, y := av[i], bv[i]
+		var r T
+		switch op {
+		case Add:
+			r = x + y
+		case Sub:
+			r = x - y
+		case Mul:
+			r = x * y
+		case Div, Mod:
+			if y == 0 && v.IsValid(i) {
+				out.Release()
+				v.Release()
+				return nil, fmt.Errorf("%w: %v %s %v", ErrDivideByZero, x, op, y)
+			}
+			if op == Div {
+				r = x / y
+			} else {
+				r = T(math.Mod(float64(x), float64(y)))
+			}
+		}
+		if math.IsInf(float64(r), 0) && !math.IsInf(float64(x), 0) && !math.IsInf(float64(y), 0) && v.IsValid(i) {
+			out.Release()
+			v.Release()
+			return nil, fmt.Errorf("%w: %v %s %v (%s)", ErrOverflow, x, op, y, a.DataType())
+		}
+		out.Vals[i] = r
+	}
+	return out.Finish(a.DataType(), v.Buf, v.Nulls), nil
+}
+
+// NegateInt negates an integer array; negating the minimum value overflows.
+func NegateInt[T Int](mem memory.Allocator, a arrow.Array) (arrow.Array, error) {
+	n := a.Len()
+	v := AndValidity(mem, n, a)
+	av := Values[T](a)
+	out := NewFixedOut[T](mem, n)
+	lo, _ := intRange[T]()
+	for i := 0; i < n; i++ {
+		if int64(av[i]) == lo && v.IsValid(i) {
+			out.Release()
+			v.Release()
+			return nil, fmt.Errorf("%w: -(%d) (%s)", ErrOverflow, av[i], a.DataType())
+		}
+		out.Vals[i] = -av[i]
+	}
+	return out.Finish(a.DataType(), v.Buf, v.Nulls), nil
+}
+
+// MapFloat applies f to every value of a float64 array (NULLs stay NULL).
+// f returns an error for values outside its domain.
+func MapFloat(mem memory.Allocator, a arrow.Array, f func(float64) (float64, error)) (arrow.Array, error) {
+	n := a.Len()
+	v := AndValidity(mem, n, a)
+	av := Values[float64](a)
+	out := NewFixedOut[float64](mem, n)
+	for i := 0; i < n; i++ {
+		if !v.IsValid(i) {
+			out.Vals[i] = 0
+			continue
+		}
+		r, err := f(av[i])
+		if err != nil {
+			out.Release()
+			v.Release()
+			return nil, err
+		}
+		out.Vals[i] = r
+	}
+	return out.Finish(a.DataType(), v.Buf, v.Nulls), nil
+}
+
+// MapInt64 applies f to every value of an int64 array (NULLs stay NULL).
+func MapInt64(mem memory.Allocator, a arrow.Array, f func(int64) (int64, error)) (arrow.Array, error) {
+	n := a.Len()
+	v := AndValidity(mem, n, a)
+	av := Values[int64](a)
+	out := NewFixedOut[int64](mem, n)
+	for i := 0; i < n; i++ {
+		if !v.IsValid(i) {
+			out.Vals[i] = 0
+			continue
+		}
+		r, err := f(av[i])
+		if err != nil {
+			out.Release()
+			v.Release()
+			return nil, err
+		}
+		out.Vals[i] = r
+	}
+	return out.Finish(a.DataType(), v.Buf, v.Nulls), nil
+}
+
+// DecimalValues returns the values of a decimal128 array (offset honoured).
+func DecimalValues(a arrow.Array) []decimal128.Num {
+	d := a.Data()
+	buf := d.Buffers()[1]
+	if buf == nil || buf.Len() == 0 {
+		return nil
+	}
+	all := arrow.GetData[decimal128.Num](buf.Bytes())
+	return all[d.Offset() : d.Offset()+d.Len()]
+}
+
+func newDecimalOut(mem memory.Allocator, n int) ([]decimal128.Num, *FixedOut[int64]) {
+	o := NewFixedOut[int64](mem, 2*n)
+	if n == 0 {
+		return nil, o
+	}
+	return arrow.GetData[decimal128.Num](o.buf.Bytes())[:n], o
+}
+
+func finishDecimal(o *FixedOut[int64], dt arrow.DataType, n int, v Validity) arrow.Array {
+	o.Vals = o.Vals[:n] // length in decimal slots for NewData
+	return o.Finish(dt, v.Buf, v.Nulls)
+}
+
+func decBitLen(n decimal128.Num) int {
+	a := n.Abs()
+	if a.HighBits() != 0 {
+		return 64 + bits.Len64(uint64(a.HighBits()))
+	}
+	return bits.Len64(a.LowBits())
+}
+
+var bigTen = big.NewInt(10)
+
+func pow10Big(k int32) *big.Int {
+	return new(big.Int).Exp(bigTen, big.NewInt(int64(k)), nil)
+}
+
+// roundDiv returns num/den rounded half away from zero.
+func roundDiv(num, den *big.Int) *big.Int {
+	q, r := new(big.Int).QuoRem(num, den, new(big.Int))
+	r2 := new(big.Int).Abs(r)
+	r2.Lsh(r2, 1)
+	if r2.Cmp(new(big.Int).Abs(den)) >= 0 {
+		if (num.Sign() < 0) != (den.Sign() < 0) {
+			q.Sub(q, big.NewInt(1))
+		} else {
+			q.Add(q, big.NewInt(1))
+		}
+	}
+	return q
+}
+
+// DecimalArith computes a op b for decimal128 arrays with scales taken from
+// their types, producing out (whose precision/scale the caller derived).
+func DecimalArith(mem memory.Allocator, op ArithOp, a, b arrow.Array, out *arrow.Decimal128Type) (arrow.Array, error) {
+	n := a.Len()
+	at, bt := a.DataType().(*arrow.Decimal128Type), b.DataType().(*arrow.Decimal128Type)
+	v := AndValidity(mem, n, a, b)
+	av, bv := DecimalValues(a), DecimalValues(b)
+	res, o := newDecimalOut(mem, n)
+	for i := 0; i < n; i++ {
+		if !v.IsValid(i) {
+			res[i] = decimal128.Num{}
+			continue
+		}
+		r, err := decimalOp(op, av[i], at.Scale, bv[i], bt.Scale, out)
+		if err != nil {
+			o.Release()
+			v.Release()
+			return nil, fmt.Errorf("%w: %s %s %s (%s)", err, av[i].ToString(at.Scale), op, bv[i].ToString(bt.Scale), out)
+		}
+		res[i] = r
+	}
+	return finishDecimal(o, out, n, v), nil
+}
+
+func decimalOp(op ArithOp, x decimal128.Num, xs int32, y decimal128.Num, ys int32, out *arrow.Decimal128Type) (decimal128.Num, error) {
+	var r decimal128.Num
+	switch op {
+	case Add, Sub:
+		s := max(xs, ys)
+		if decBitLen(x)+4*int(s-xs) < 120 && decBitLen(y)+4*int(s-ys) < 120 {
+			x, y = x.IncreaseScaleBy(s-xs), y.IncreaseScaleBy(s-ys)
+			if op == Add {
+				r = x.Add(y)
+			} else {
+				r = x.Sub(y)
+			}
+			return rescaleOut(r, s, out)
+		}
+		bx := new(big.Int).Mul(x.BigInt(), pow10Big(s-xs))
+		by := new(big.Int).Mul(y.BigInt(), pow10Big(s-ys))
+		if op == Add {
+			return bigOut(bx.Add(bx, by), s, out)
+		}
+		return bigOut(bx.Sub(bx, by), s, out)
+	case Mul:
+		if decBitLen(x)+decBitLen(y) < 126 {
+			return rescaleOut(x.Mul(y), xs+ys, out)
+		}
+		p := new(big.Int).Mul(x.BigInt(), y.BigInt())
+		return bigOut(p, xs+ys, out)
+	case Div:
+		if y.Sign() == 0 {
+			return r, ErrDivideByZero
+		}
+		// x/y at scale out.Scale = x * 10^(out.Scale - xs + ys) / y.
+		num := x.BigInt()
+		k := out.Scale - xs + ys
+		den := y.BigInt()
+		if k >= 0 {
+			num.Mul(num, pow10Big(k))
+		} else {
+			den.Mul(den, pow10Big(-k))
+		}
+		return bigOut(roundDiv(num, den), out.Scale, out)
+	default:
+		if y.Sign() == 0 {
+			return r, ErrDivideByZero
+		}
+		s := max(xs, ys)
+		bx := new(big.Int).Mul(x.BigInt(), pow10Big(s-xs))
+		by := new(big.Int).Mul(y.BigInt(), pow10Big(s-ys))
+		return bigOut(bx.Rem(bx, by), s, out)
+	}
+}
+
+// rescaleOut converts r at scale s to out's scale (rounding) and checks
+// precision.
+func rescaleOut(r decimal128.Num, s int32, out *arrow.Decimal128Type) (decimal128.Num, error) {
+	if s != out.Scale {
+		if s < out.Scale {
+			if decBitLen(r)+4*int(out.Scale-s) >= 126 {
+				return bigOut(r.BigInt(), s, out)
+			}
+			r = r.IncreaseScaleBy(out.Scale - s)
+		} else {
+			r = r.ReduceScaleBy(s-out.Scale, true)
+		}
+	}
+	if !r.FitsInPrecision(out.Precision) {
+		return r, ErrOverflow
+	}
+	return r, nil
+}
+
+func bigOut(v *big.Int, s int32, out *arrow.Decimal128Type) (decimal128.Num, error) {
+	if s < out.Scale {
+		v = new(big.Int).Mul(v, pow10Big(out.Scale-s))
+	} else if s > out.Scale {
+		v = roundDiv(v, pow10Big(s-out.Scale))
+	}
+	if new(big.Int).Abs(v).Cmp(pow10Big(out.Precision)) >= 0 {
+		return decimal128.Num{}, ErrOverflow
+	}
+	return decimal128.FromBigInt(v), nil
+}
+
+// NegateDecimal negates a decimal128 array.
+func NegateDecimal(mem memory.Allocator, a arrow.Array) arrow.Array {
+	n := a.Len()
+	v := AndValidity(mem, n, a)
+	av := DecimalValues(a)
+	res, o := newDecimalOut(mem, n)
+	for i := range res {
+		res[i] = av[i].Negate()
+	}
+	return finishDecimal(o, a.DataType(), n, v)
+}
+
+// RescaleDecimal converts decimal values from scale s to type out, rounding
+// half away from zero; values that do not fit are an error.
+func RescaleDecimal(x decimal128.Num, s int32, out *arrow.Decimal128Type) (decimal128.Num, error) {
+	return rescaleOut(x, s, out)
+}

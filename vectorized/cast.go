@@ -1,0 +1,584 @@
+package vectorized
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// IsInteger reports whether dt is a signed or unsigned integer type.
+func IsInteger(dt arrow.DataType) bool {
+	switch dt.ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
+		return true
+	}
+	return false
+}
+
+// IsFloat reports whether dt is float32 or float64.
+func IsFloat(dt arrow.DataType) bool {
+	return dt.ID() == arrow.FLOAT32 || dt.ID() == arrow.FLOAT64
+}
+
+// IsString reports whether dt is a UTF-8 string type.
+func IsString(dt arrow.DataType) bool {
+	return dt.ID() == arrow.STRING || dt.ID() == arrow.LARGE_STRING
+}
+
+// CanCast reports whether Cast supports from -> to.
+func CanCast(from, to arrow.DataType) bool {
+	if arrow.TypeEqual(from, to) || from.ID() == arrow.NULL {
+		return true
+	}
+	num := func(dt arrow.DataType) bool {
+		return IsInteger(dt) || IsFloat(dt) || dt.ID() == arrow.DECIMAL128 || dt.ID() == arrow.BOOL
+	}
+	switch {
+	case IsString(to), IsString(from) && (num(to) || isTemporal(to) || to.ID() == arrow.BINARY):
+		return true
+	case num(from) && num(to):
+		return true
+	case isTemporal(from) && isTemporal(to):
+		return true
+	case from.ID() == arrow.BINARY && IsString(to), IsString(from) && to.ID() == arrow.BINARY:
+		return true
+	}
+	return false
+}
+
+func isTemporal(dt arrow.DataType) bool {
+	switch dt.ID() {
+	case arrow.DATE32, arrow.TIMESTAMP, arrow.TIME64:
+		return true
+	}
+	return false
+}
+
+// Cast converts a to type to with SQL CAST semantics: out-of-range numbers and
+// unparsable strings are errors naming the value; fractional numbers cast to
+// integers round half away from zero.
+func Cast(mem memory.Allocator, a arrow.Array, to arrow.DataType) (arrow.Array, error) {
+	if arrow.TypeEqual(a.DataType(), to) {
+		a.Retain()
+		return a, nil
+	}
+	n := a.Len()
+	if a.DataType().ID() == arrow.NULL || a.NullN() == n {
+		return NullArray(mem, to, n), nil
+	}
+	if !CanCast(a.DataType(), to) {
+		return nil, fmt.Errorf("cannot cast %s to %s", a.DataType(), to)
+	}
+	// Fast path: widening integer casts cannot fail.
+	if out, ok := widenInt(mem, a, to); ok {
+		return out, nil
+	}
+	b := array.NewBuilder(mem, to)
+	defer b.Release()
+	b.Reserve(n)
+	put, err := castAppender(a, b)
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i < n; i++ {
+		if a.IsNull(i) {
+			b.AppendNull()
+			continue
+		}
+		if err := put(i); err != nil {
+			return nil, fmt.Errorf("cannot cast %s value %q to %s: %w", a.DataType(), FormatValue(a, i), to, err)
+		}
+	}
+	return b.NewArray(), nil
+}
+
+func intWidth(id arrow.Type) int {
+	switch id {
+	case arrow.INT8:
+		return 1
+	case arrow.INT16:
+		return 2
+	case arrow.INT32:
+		return 4
+	case arrow.INT64:
+		return 8
+	}
+	return 0
+}
+
+func widenInt(mem memory.Allocator, a arrow.Array, to arrow.DataType) (arrow.Array, bool) {
+	fw, tw := intWidth(a.DataType().ID()), intWidth(to.ID())
+	if fw == 0 || tw == 0 || tw < fw {
+		return nil, false
+	}
+	n := a.Len()
+	v := AndValidity(mem, n, a)
+	switch to.ID() {
+	case arrow.INT64:
+		out := NewFixedOut[int64](mem, n)
+		copyInts(a, out.Vals)
+		return out.Finish(to, v.Buf, v.Nulls), true
+	case arrow.INT32:
+		out := NewFixedOut[int32](mem, n)
+		copyInts(a, out.Vals)
+		return out.Finish(to, v.Buf, v.Nulls), true
+	case arrow.INT16:
+		out := NewFixedOut[int16](mem, n)
+		copyInts(a, out.Vals)
+		return out.Finish(to, v.Buf, v.Nulls), true
+	}
+	out := NewFixedOut[int8](mem, n)
+	copyInts(a, out.Vals)
+	return out.Finish(to, v.Buf, v.Nulls), true
+}
+
+func copyInts[T Int](a arrow.Array, dst []T) {
+	switch a.DataType().ID() {
+	case arrow.INT8:
+		for i, x := range Values[int8](a) {
+			dst[i] = T(x)
+		}
+	case arrow.INT16:
+		for i, x := range Values[int16](a) {
+			dst[i] = T(x)
+		}
+	case arrow.INT32:
+		for i, x := range Values[int32](a) {
+			dst[i] = T(x)
+		}
+	default:
+		for i, x := range Values[int64](a) {
+			dst[i] = T(x)
+		}
+	}
+}
+
+// numReader reads a[i] as the most exact of int64, float64 or decimal.
+type numReader struct {
+	kind  int // 0 int, 1 float, 2 decimal, 3 bool
+	i64   func(i int) (int64, error)
+	f64   func(i int) float64
+	dec   func(i int) decimal128.Num
+	scale int32
+}
+
+func newNumReader(a arrow.Array) (numReader, bool) {
+	switch arr := a.(type) {
+	case *array.Int8:
+		return numReader{i64: func(i int) (int64, error) { return int64(arr.Value(i)), nil }}, true
+	case *array.Int16:
+		return numReader{i64: func(i int) (int64, error) { return int64(arr.Value(i)), nil }}, true
+	case *array.Int32:
+		return numReader{i64: func(i int) (int64, error) { return int64(arr.Value(i)), nil }}, true
+	case *array.Int64:
+		return numReader{i64: func(i int) (int64, error) { return arr.Value(i), nil }}, true
+	case *array.Uint8:
+		return numReader{i64: func(i int) (int64, error) { return int64(arr.Value(i)), nil }}, true
+	case *array.Uint16:
+		return numReader{i64: func(i int) (int64, error) { return int64(arr.Value(i)), nil }}, true
+	case *array.Uint32:
+		return numReader{i64: func(i int) (int64, error) { return int64(arr.Value(i)), nil }}, true
+	case *array.Uint64:
+		return numReader{i64: func(i int) (int64, error) {
+			if arr.Value(i) > math.MaxInt64 {
+				return 0, ErrOverflow
+			}
+			return int64(arr.Value(i)), nil
+		}}, true
+	case *array.Float32:
+		return numReader{kind: 1, f64: func(i int) float64 { return float64(arr.Value(i)) }}, true
+	case *array.Float64:
+		return numReader{kind: 1, f64: arr.Value}, true
+	case *array.Decimal128:
+		return numReader{kind: 2, dec: arr.Value, scale: arr.DataType().(*arrow.Decimal128Type).Scale}, true
+	case *array.Boolean:
+		return numReader{kind: 3, i64: func(i int) (int64, error) {
+			if arr.Value(i) {
+				return 1, nil
+			}
+			return 0, nil
+		}}, true
+	}
+	return numReader{}, false
+}
+
+func (r numReader) float(i int) (float64, error) {
+	switch r.kind {
+	case 1:
+		return r.f64(i), nil
+	case 2:
+		return r.dec(i).ToFloat64(r.scale), nil
+	}
+	v, err := r.i64(i)
+	return float64(v), err
+}
+
+func (r numReader) int(i int) (int64, error) {
+	switch r.kind {
+	case 1:
+		f := math.Round(r.f64(i))
+		if math.IsNaN(f) || f < math.MinInt64 || f >= math.MaxInt64 {
+			return 0, ErrOverflow
+		}
+		return int64(f), nil
+	case 2:
+		d := r.dec(i)
+		if r.scale > 0 {
+			d = d.ReduceScaleBy(r.scale, true)
+		} else if r.scale < 0 {
+			d = d.IncreaseScaleBy(-r.scale)
+		}
+		bi := d.BigInt()
+		if !bi.IsInt64() {
+			return 0, ErrOverflow
+		}
+		return bi.Int64(), nil
+	}
+	return r.i64(i)
+}
+
+func (r numReader) decimal(i int, to *arrow.Decimal128Type) (decimal128.Num, error) {
+	switch r.kind {
+	case 1:
+		f := r.f64(i)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return decimal128.Num{}, ErrInvalidValue
+		}
+		d, err := decimal128.FromFloat64(f, to.Precision, to.Scale)
+		if err != nil {
+			return d, ErrOverflow
+		}
+		return d, nil
+	case 2:
+		return RescaleDecimal(r.dec(i), r.scale, to)
+	}
+	v, err := r.i64(i)
+	if err != nil {
+		return decimal128.Num{}, err
+	}
+	return RescaleDecimal(decimal128.FromI64(v), 0, to)
+}
+
+func intBounds(id arrow.Type) (int64, int64) {
+	switch id {
+	case arrow.INT8:
+		return math.MinInt8, math.MaxInt8
+	case arrow.INT16:
+		return math.MinInt16, math.MaxInt16
+	case arrow.INT32:
+		return math.MinInt32, math.MaxInt32
+	case arrow.UINT8:
+		return 0, math.MaxUint8
+	case arrow.UINT16:
+		return 0, math.MaxUint16
+	case arrow.UINT32:
+		return 0, math.MaxUint32
+	case arrow.UINT64:
+		return 0, math.MaxInt64
+	}
+	return math.MinInt64, math.MaxInt64
+}
+
+// castAppender returns a function appending the cast of non-NULL a[i] to b.
+func castAppender(a arrow.Array, b array.Builder) (func(i int) error, error) {
+	to := b.Type()
+	from := a.DataType()
+	if IsString(to) || (to.ID() == arrow.BINARY && IsString(from)) {
+		return func(i int) error {
+			return b.AppendValueFromString(FormatValue(a, i))
+		}, nil
+	}
+	if IsString(from) || from.ID() == arrow.BINARY {
+		str := func(i int) string { return FormatValue(a, i) }
+		return parseAppender(str, b)
+	}
+	if r, ok := newNumReader(a); ok {
+		return numAppender(r, b)
+	}
+	return temporalAppender(a, b)
+}
+
+func numAppender(r numReader, b array.Builder) (func(i int) error, error) {
+	to := b.Type()
+	switch bb := b.(type) {
+	case *array.Float64Builder:
+		return func(i int) error {
+			f, err := r.float(i)
+			bb.Append(f)
+			return err
+		}, nil
+	case *array.Float32Builder:
+		return func(i int) error {
+			f, err := r.float(i)
+			if err == nil && math.Abs(f) > math.MaxFloat32 && !math.IsInf(f, 0) {
+				return ErrOverflow
+			}
+			bb.Append(float32(f))
+			return err
+		}, nil
+	case *array.Decimal128Builder:
+		dt := to.(*arrow.Decimal128Type)
+		return func(i int) error {
+			d, err := r.decimal(i, dt)
+			bb.Append(d)
+			return err
+		}, nil
+	case *array.BooleanBuilder:
+		return func(i int) error {
+			f, err := r.float(i)
+			bb.Append(f != 0)
+			return err
+		}, nil
+	}
+	if IsInteger(to) {
+		lo, hi := intBounds(to.ID())
+		put := intPutter(b)
+		return func(i int) error {
+			v, err := r.int(i)
+			if err != nil {
+				return err
+			}
+			if v < lo || v > hi {
+				return ErrOverflow
+			}
+			put(v)
+			return nil
+		}, nil
+	}
+	return nil, fmt.Errorf("cannot cast numbers to %s", to)
+}
+
+func intPutter(b array.Builder) func(int64) {
+	switch bb := b.(type) {
+	case *array.Int8Builder:
+		return func(v int64) { bb.Append(int8(v)) }
+	case *array.Int16Builder:
+		return func(v int64) { bb.Append(int16(v)) }
+	case *array.Int32Builder:
+		return func(v int64) { bb.Append(int32(v)) }
+	case *array.Int64Builder:
+		return bb.Append
+	case *array.Uint8Builder:
+		return func(v int64) { bb.Append(uint8(v)) }
+	case *array.Uint16Builder:
+		return func(v int64) { bb.Append(uint16(v)) }
+	case *array.Uint32Builder:
+		return func(v int64) { bb.Append(uint32(v)) }
+	case *array.Uint64Builder:
+		return func(v int64) { bb.Append(uint64(v)) }
+	}
+	return nil
+}
+
+// ParseDecimal parses s exactly (no binary floating point) into type to.
+func ParseDecimal(s string, to *arrow.Decimal128Type) (decimal128.Num, error) {
+	r, ok := new(big.Rat).SetString(strings.TrimSpace(s))
+	if !ok {
+		return decimal128.Num{}, ErrInvalidValue
+	}
+	num := new(big.Int).Mul(r.Num(), pow10Big(to.Scale))
+	return bigOut(roundDiv(num, r.Denom()), to.Scale, to)
+}
+
+var timestampLayouts = []string{
+	"2006-01-02 15:04:05.999999999Z07:00",
+	"2006-01-02T15:04:05.999999999Z07:00",
+	"2006-01-02 15:04:05.999999999 Z07:00",
+	"2006-01-02 15:04:05.999999999Z07",
+	"2006-01-02 15:04:05.999999999 MST",
+	"2006-01-02 15:04:05.999999999",
+	"2006-01-02T15:04:05.999999999",
+	"2006-01-02 15:04",
+	"2006-01-02",
+}
+
+// ParseTimestamp parses a SQL timestamp literal; text without a zone is read
+// in loc.
+func ParseTimestamp(s string, loc *time.Location) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	for _, l := range timestampLayouts {
+		if t, err := time.ParseInLocation(l, s, loc); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, ErrInvalidValue
+}
+
+// ParseDate parses a SQL date literal (YYYY-MM-DD) into days since epoch.
+func ParseDate(s string) (int32, error) {
+	t, err := time.Parse("2006-01-02", strings.TrimSpace(s))
+	if err != nil {
+		return 0, ErrInvalidValue
+	}
+	return int32(t.Unix() / 86400), nil
+}
+
+func parseAppender(str func(int) string, b array.Builder) (func(i int) error, error) {
+	to := b.Type()
+	switch bb := b.(type) {
+	case *array.BinaryBuilder:
+		return func(i int) error { bb.AppendString(str(i)); return nil }, nil
+	case *array.BooleanBuilder:
+		return func(i int) error {
+			switch strings.ToLower(strings.TrimSpace(str(i))) {
+			case "true", "t", "yes", "y", "on", "1":
+				bb.Append(true)
+			case "false", "f", "no", "n", "off", "0":
+				bb.Append(false)
+			default:
+				return ErrInvalidValue
+			}
+			return nil
+		}, nil
+	case *array.Float64Builder, *array.Float32Builder:
+		bits := 64
+		if to.ID() == arrow.FLOAT32 {
+			bits = 32
+		}
+		return func(i int) error {
+			f, err := strconv.ParseFloat(strings.TrimSpace(str(i)), bits)
+			if err != nil {
+				return ErrInvalidValue
+			}
+			if bits == 32 {
+				b.(*array.Float32Builder).Append(float32(f))
+			} else {
+				b.(*array.Float64Builder).Append(f)
+			}
+			return nil
+		}, nil
+	case *array.Decimal128Builder:
+		dt := to.(*arrow.Decimal128Type)
+		return func(i int) error {
+			d, err := ParseDecimal(str(i), dt)
+			bb.Append(d)
+			return err
+		}, nil
+	case *array.Date32Builder:
+		return func(i int) error {
+			d, err := ParseDate(str(i))
+			if err != nil {
+				// Accept a timestamp string and keep its date.
+				t, terr := ParseTimestamp(str(i), time.UTC)
+				if terr != nil {
+					return err
+				}
+				d = int32(floorDiv(t.Unix(), 86400))
+			}
+			bb.Append(arrow.Date32(d))
+			return nil
+		}, nil
+	case *array.TimestampBuilder:
+		ts := to.(*arrow.TimestampType)
+		return func(i int) error {
+			t, err := ParseTimestamp(str(i), time.UTC)
+			if err != nil {
+				return err
+			}
+			bb.Append(arrow.Timestamp(TimeToTimestamp(t, ts.Unit)))
+			return nil
+		}, nil
+	case *array.Time64Builder:
+		unit := to.(*arrow.Time64Type).Unit
+		return func(i int) error {
+			t, err := time.Parse("15:04:05.999999999", strings.TrimSpace(str(i)))
+			if err != nil {
+				return ErrInvalidValue
+			}
+			ns := int64(t.Hour())*3600e9 + int64(t.Minute())*60e9 + int64(t.Second())*1e9 + int64(t.Nanosecond())
+			bb.Append(arrow.Time64(ns / (1e9 / UnitsPerSecond(unit))))
+			return nil
+		}, nil
+	}
+	if IsInteger(to) {
+		lo, hi := intBounds(to.ID())
+		put := intPutter(b)
+		return func(i int) error {
+			v, err := strconv.ParseInt(strings.TrimSpace(str(i)), 10, 64)
+			if err != nil {
+				if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+					return ErrOverflow
+				}
+				return ErrInvalidValue
+			}
+			if v < lo || v > hi {
+				return ErrOverflow
+			}
+			put(v)
+			return nil
+		}, nil
+	}
+	return nil, fmt.Errorf("cannot cast strings to %s", to)
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+func temporalAppender(a arrow.Array, b array.Builder) (func(i int) error, error) {
+	to := b.Type()
+	switch src := a.(type) {
+	case *array.Date32:
+		switch bb := b.(type) {
+		case *array.TimestampBuilder:
+			unit := to.(*arrow.TimestampType).Unit
+			return func(i int) error {
+				v, err := checkedInt(Mul, int64(src.Value(i)), 86400*UnitsPerSecond(unit))
+				bb.Append(arrow.Timestamp(v))
+				return err
+			}, nil
+		}
+	case *array.Timestamp:
+		unit := src.DataType().(*arrow.TimestampType).Unit
+		switch bb := b.(type) {
+		case *array.Date32Builder:
+			per := 86400 * UnitsPerSecond(unit)
+			return func(i int) error {
+				bb.Append(arrow.Date32(floorDiv(int64(src.Value(i)), per)))
+				return nil
+			}, nil
+		case *array.TimestampBuilder:
+			tu := to.(*arrow.TimestampType).Unit
+			f, t := UnitsPerSecond(unit), UnitsPerSecond(tu)
+			return func(i int) error {
+				v := int64(src.Value(i))
+				if t >= f {
+					r, err := checkedInt(Mul, v, t/f)
+					bb.Append(arrow.Timestamp(r))
+					return err
+				}
+				bb.Append(arrow.Timestamp(floorDiv(v, f/t)))
+				return nil
+			}, nil
+		case *array.Time64Builder:
+			tu := to.(*arrow.Time64Type).Unit
+			per := 86400 * UnitsPerSecond(unit)
+			return func(i int) error {
+				v := int64(src.Value(i)) - floorDiv(int64(src.Value(i)), per)*per
+				bb.Append(arrow.Time64(v * UnitsPerSecond(tu) / UnitsPerSecond(unit)))
+				return nil
+			}, nil
+		}
+	case *array.Time64:
+		if bb, ok := b.(*array.Time64Builder); ok {
+			f, t := UnitsPerSecond(src.DataType().(*arrow.Time64Type).Unit), UnitsPerSecond(to.(*arrow.Time64Type).Unit)
+			return func(i int) error {
+				bb.Append(arrow.Time64(int64(src.Value(i)) * t / f))
+				return nil
+			}, nil
+		}
+	}
+	return nil, fmt.Errorf("cannot cast %s to %s", a.DataType(), to)
+}

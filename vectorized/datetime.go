@@ -1,0 +1,295 @@
+package vectorized
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// TimeAt reads a date or timestamp value as a time.Time: dates at UTC
+// midnight, timestamps with a zone in that zone, others in UTC.
+func TimeAt(a arrow.Array, i int) time.Time {
+	switch x := a.(type) {
+	case *array.Date32:
+		return time.Unix(int64(x.Value(i))*86400, 0).UTC()
+	case *array.Timestamp:
+		ts := x.DataType().(*arrow.TimestampType)
+		t := TimestampToTime(int64(x.Value(i)), ts.Unit)
+		if ts.TimeZone != "" {
+			if loc, err := ts.GetZone(); err == nil && loc != nil {
+				t = t.In(loc)
+			}
+		}
+		return t
+	}
+	return time.Time{}
+}
+
+// TimeValue converts t back to the raw value of a date or timestamp type.
+func TimeValue(t time.Time, dt arrow.DataType) (int64, error) {
+	switch x := dt.(type) {
+	case *arrow.Date32Type:
+		y, m, d := t.Date()
+		return floorDiv(time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix(), 86400), nil
+	case *arrow.TimestampType:
+		if x.Unit == arrow.Nanosecond && (t.Year() < 1678 || t.Year() > 2261) {
+			return 0, fmt.Errorf("%w: timestamp %s out of range", ErrOverflow, t)
+		}
+		return TimeToTimestamp(t, x.Unit), nil
+	}
+	return 0, fmt.Errorf("not a date or timestamp type: %s", dt)
+}
+
+// Extract returns a field of t. Parts: year quarter month week day dow
+// (0 = Sunday) doy hour minute second millisecond microsecond epoch.
+func Extract(part string, t time.Time) (int64, error) {
+	switch strings.ToLower(part) {
+	case "year":
+		return int64(t.Year()), nil
+	case "quarter":
+		return int64(t.Month()-1)/3 + 1, nil
+	case "month":
+		return int64(t.Month()), nil
+	case "week":
+		_, w := t.ISOWeek()
+		return int64(w), nil
+	case "day", "dayofmonth":
+		return int64(t.Day()), nil
+	case "dow", "dayofweek":
+		return int64(t.Weekday()), nil
+	case "doy", "dayofyear":
+		return int64(t.YearDay()), nil
+	case "hour":
+		return int64(t.Hour()), nil
+	case "minute":
+		return int64(t.Minute()), nil
+	case "second":
+		return int64(t.Second()), nil
+	case "millisecond":
+		return int64(t.Second())*1000 + int64(t.Nanosecond()/1e6), nil
+	case "microsecond":
+		return int64(t.Second())*1e6 + int64(t.Nanosecond()/1e3), nil
+	case "epoch":
+		return t.Unix(), nil
+	}
+	return 0, fmt.Errorf("%w: unknown date part %q", ErrInvalidValue, part)
+}
+
+// ValidDatePart reports whether Extract knows part.
+func ValidDatePart(part string) bool {
+	_, err := Extract(part, time.Time{})
+	return err == nil
+}
+
+// SubDayUnit reports whether unit is smaller than a day.
+func SubDayUnit(unit string) bool {
+	switch strings.ToLower(unit) {
+	case "hour", "minute", "second", "millisecond", "microsecond":
+		return true
+	}
+	return false
+}
+
+// DateTrunc truncates t to unit.
+func DateTrunc(unit string, t time.Time) (time.Time, error) {
+	y, m, d := t.Date()
+	loc := t.Location()
+	switch strings.ToLower(unit) {
+	case "year":
+		return time.Date(y, 1, 1, 0, 0, 0, 0, loc), nil
+	case "quarter":
+		return time.Date(y, (m-1)/3*3+1, 1, 0, 0, 0, 0, loc), nil
+	case "month":
+		return time.Date(y, m, 1, 0, 0, 0, 0, loc), nil
+	case "week":
+		wd := (int(t.Weekday()) + 6) % 7 // ISO weeks start on Monday
+		return time.Date(y, m, d-wd, 0, 0, 0, 0, loc), nil
+	case "day":
+		return time.Date(y, m, d, 0, 0, 0, 0, loc), nil
+	case "hour":
+		return time.Date(y, m, d, t.Hour(), 0, 0, 0, loc), nil
+	case "minute":
+		return time.Date(y, m, d, t.Hour(), t.Minute(), 0, 0, loc), nil
+	case "second":
+		return time.Date(y, m, d, t.Hour(), t.Minute(), t.Second(), 0, loc), nil
+	case "millisecond":
+		return t.Truncate(time.Millisecond), nil
+	}
+	return t, fmt.Errorf("%w: unknown date_trunc unit %q", ErrInvalidValue, unit)
+}
+
+// DateAdd adds n units to t. Adding months clamps to the month's last day
+// (Jan 31 + 1 month = Feb 28/29), as SQL engines do.
+func DateAdd(unit string, n int64, t time.Time) (time.Time, error) {
+	switch strings.ToLower(unit) {
+	case "year":
+		return addMonths(t, n*12), nil
+	case "quarter":
+		return addMonths(t, n*3), nil
+	case "month":
+		return addMonths(t, n), nil
+	case "week":
+		return t.AddDate(0, 0, int(n*7)), nil
+	case "day":
+		return t.AddDate(0, 0, int(n)), nil
+	case "hour":
+		return t.Add(time.Duration(n) * time.Hour), nil
+	case "minute":
+		return t.Add(time.Duration(n) * time.Minute), nil
+	case "second":
+		return t.Add(time.Duration(n) * time.Second), nil
+	case "millisecond":
+		return t.Add(time.Duration(n) * time.Millisecond), nil
+	case "microsecond":
+		return t.Add(time.Duration(n) * time.Microsecond), nil
+	}
+	return t, fmt.Errorf("%w: unknown date_add unit %q", ErrInvalidValue, unit)
+}
+
+func addMonths(t time.Time, n int64) time.Time {
+	y, m, d := t.Date()
+	total := int64(y)*12 + int64(m-1) + n
+	ny, nm := int(total/12), time.Month(total%12+1)
+	if last := time.Date(ny, nm+1, 0, 0, 0, 0, 0, time.UTC).Day(); d > last {
+		d = last
+	}
+	return time.Date(ny, nm, d, t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), t.Location())
+}
+
+// DateDiff returns the number of unit boundaries from a to b (b - a), as
+// Trino's date_diff: whole units elapsed.
+func DateDiff(unit string, a, b time.Time) (int64, error) {
+	switch strings.ToLower(unit) {
+	case "year", "quarter", "month":
+		months := int64(b.Year()-a.Year())*12 + int64(b.Month()-a.Month())
+		// Not a whole month yet if b's day/time is before a's.
+		if months > 0 && dayTime(b) < dayTime(a) {
+			months--
+		} else if months < 0 && dayTime(b) > dayTime(a) {
+			months++
+		}
+		switch strings.ToLower(unit) {
+		case "year":
+			return months / 12, nil
+		case "quarter":
+			return months / 3, nil
+		}
+		return months, nil
+	case "week":
+		return int64(b.Sub(a) / (7 * 24 * time.Hour)), nil
+	case "day":
+		return int64(b.Sub(a) / (24 * time.Hour)), nil
+	case "hour":
+		return int64(b.Sub(a) / time.Hour), nil
+	case "minute":
+		return int64(b.Sub(a) / time.Minute), nil
+	case "second":
+		return int64(b.Sub(a) / time.Second), nil
+	case "millisecond":
+		return int64(b.Sub(a) / time.Millisecond), nil
+	case "microsecond":
+		return int64(b.Sub(a) / time.Microsecond), nil
+	}
+	return 0, fmt.Errorf("%w: unknown date_diff unit %q", ErrInvalidValue, unit)
+}
+
+func dayTime(t time.Time) int64 {
+	return int64(t.Day())*86400e9 + int64(t.Hour())*3600e9 + int64(t.Minute())*60e9 + int64(t.Second())*1e9 + int64(t.Nanosecond())
+}
+
+// DateFormatLayout converts a format to a Go layout. Java/Flink patterns
+// (yyyy-MM-dd HH:mm:ss.SSS) and MySQL patterns (%Y-%m-%d %H:%i:%s) are
+// accepted.
+func DateFormatLayout(f string) (string, error) {
+	if strings.Contains(f, "%") {
+		return mysqlLayout(f)
+	}
+	var sb strings.Builder
+	rs := []rune(f)
+	for i := 0; i < len(rs); {
+		j := i
+		for j < len(rs) && rs[j] == rs[i] {
+			j++
+		}
+		run, c := j-i, rs[i]
+		if c == '\'' {
+			k := i + 1
+			for k < len(rs) && rs[k] != '\'' {
+				k++
+			}
+			if k >= len(rs) {
+				return "", fmt.Errorf("%w: unterminated quote in date format %q", ErrInvalidValue, f)
+			}
+			sb.WriteString(string(rs[i+1 : k]))
+			i = k + 1
+			continue
+		}
+		var l string
+		switch c {
+		case 'y':
+			l = map[bool]string{true: "06", false: "2006"}[run == 2]
+		case 'M':
+			l = [...]string{"1", "01", "Jan", "January"}[min(run, 4)-1]
+		case 'd':
+			l = map[bool]string{true: "2", false: "02"}[run == 1]
+		case 'H':
+			l = "15"
+		case 'h':
+			l = map[bool]string{true: "3", false: "03"}[run == 1]
+		case 'm':
+			l = map[bool]string{true: "4", false: "04"}[run == 1]
+		case 's':
+			l = map[bool]string{true: "5", false: "05"}[run == 1]
+		case 'S':
+			l = strings.Repeat("0", run)
+			if sb.Len() == 0 || !strings.HasSuffix(sb.String(), ".") {
+				return "", fmt.Errorf("%w: fractional seconds must follow '.' in date format %q", ErrInvalidValue, f)
+			}
+		case 'a':
+			l = "PM"
+		case 'E':
+			l = map[bool]string{true: "Monday", false: "Mon"}[run >= 4]
+		case 'D':
+			l = "002"
+		case 'Z':
+			l = "-0700"
+		case 'X':
+			l = "Z07:00"
+		default:
+			if (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') {
+				return "", fmt.Errorf("%w: unsupported pattern letter %q in date format %q", ErrInvalidValue, c, f)
+			}
+			l = string(rs[i:j])
+		}
+		sb.WriteString(l)
+		i = j
+	}
+	return sb.String(), nil
+}
+
+func mysqlLayout(f string) (string, error) {
+	var sb strings.Builder
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' {
+			sb.WriteByte(f[i])
+			continue
+		}
+		if i+1 >= len(f) {
+			return "", fmt.Errorf("%w: date format %q ends with %%", ErrInvalidValue, f)
+		}
+		i++
+		l, ok := map[byte]string{
+			'Y': "2006", 'y': "06", 'm': "01", 'c': "1", 'd': "02", 'e': "2", 'H': "15", 'h': "03",
+			'i': "04", 's': "05", 'S': "05", 'f': "000000", 'p': "PM", 'b': "Jan", 'M': "January",
+			'a': "Mon", 'W': "Monday", 'j': "002", '%': "%",
+		}[f[i]]
+		if !ok {
+			return "", fmt.Errorf("%w: unsupported specifier %%%c in date format %q", ErrInvalidValue, f[i], f)
+		}
+		sb.WriteString(l)
+	}
+	return sb.String(), nil
+}

@@ -1,0 +1,138 @@
+package vectorized
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// KeyEncoder turns the values of several key columns into one byte string
+// per row, such that two rows have equal keys iff their values are equal
+// (NULL equal to NULL, -0 equal to 0, all NaNs equal). Hash aggregation and
+// hash joins index their tables by these strings.
+type KeyEncoder struct {
+	buf  []byte
+	offs []int
+	// HasNull[i] tells whether any key column of row i is NULL.
+	HasNull []bool
+}
+
+// Encode encodes rows [0, n) of cols. The result stays valid until the next
+// Encode.
+func (e *KeyEncoder) Encode(cols []arrow.Array, n int) error {
+	e.buf = e.buf[:0]
+	if cap(e.offs) < n+1 {
+		e.offs = make([]int, n+1)
+		e.HasNull = make([]bool, n)
+	}
+	e.offs = e.offs[:n+1]
+	e.HasNull = e.HasNull[:n]
+	clear(e.HasNull)
+	writers := make([]func([]byte, int) []byte, len(cols))
+	for c, col := range cols {
+		w, err := keyWriter(col)
+		if err != nil {
+			return err
+		}
+		writers[c] = w
+	}
+	for i := 0; i < n; i++ {
+		e.offs[i] = len(e.buf)
+		for c, col := range cols {
+			if col.IsNull(i) {
+				e.buf = append(e.buf, 0)
+				e.HasNull[i] = true
+				continue
+			}
+			e.buf = append(e.buf, 1)
+			e.buf = writers[c](e.buf, i)
+		}
+	}
+	e.offs[n] = len(e.buf)
+	return nil
+}
+
+// Key returns the encoded key of row i (aliasing the encoder's buffer).
+func (e *KeyEncoder) Key(i int) []byte { return e.buf[e.offs[i]:e.offs[i+1]] }
+
+func keyWriter(a arrow.Array) (func([]byte, int) []byte, error) {
+	switch a.DataType().ID() {
+	case arrow.INT8, arrow.UINT8:
+		v := Values[uint8](a)
+		return func(b []byte, i int) []byte { return append(b, v[i]) }, nil
+	case arrow.INT16, arrow.UINT16:
+		v := Values[uint16](a)
+		return func(b []byte, i int) []byte { return binary.LittleEndian.AppendUint16(b, v[i]) }, nil
+	case arrow.INT32, arrow.UINT32, arrow.DATE32, arrow.TIME32:
+		v := Values[uint32](a)
+		return func(b []byte, i int) []byte { return binary.LittleEndian.AppendUint32(b, v[i]) }, nil
+	case arrow.INT64, arrow.UINT64, arrow.DATE64, arrow.TIME64, arrow.TIMESTAMP, arrow.DURATION:
+		v := Values[uint64](a)
+		return func(b []byte, i int) []byte { return binary.LittleEndian.AppendUint64(b, v[i]) }, nil
+	case arrow.FLOAT32:
+		v := Values[float32](a)
+		return func(b []byte, i int) []byte { return appendFloat(b, float64(v[i])) }, nil
+	case arrow.FLOAT64:
+		v := Values[float64](a)
+		return func(b []byte, i int) []byte { return appendFloat(b, v[i]) }, nil
+	case arrow.DECIMAL128:
+		v := DecimalValues(a)
+		return func(b []byte, i int) []byte {
+			b = binary.LittleEndian.AppendUint64(b, v[i].LowBits())
+			return binary.LittleEndian.AppendUint64(b, uint64(v[i].HighBits()))
+		}, nil
+	case arrow.BOOL:
+		v := a.(*array.Boolean)
+		return func(b []byte, i int) []byte {
+			if v.Value(i) {
+				return append(b, 1)
+			}
+			return append(b, 0)
+		}, nil
+	case arrow.STRING:
+		v := a.(*array.String)
+		return func(b []byte, i int) []byte {
+			s := v.Value(i)
+			b = binary.AppendUvarint(b, uint64(len(s)))
+			return append(b, s...)
+		}, nil
+	case arrow.LARGE_STRING:
+		v := a.(*array.LargeString)
+		return func(b []byte, i int) []byte {
+			s := v.Value(i)
+			b = binary.AppendUvarint(b, uint64(len(s)))
+			return append(b, s...)
+		}, nil
+	case arrow.BINARY:
+		v := a.(*array.Binary)
+		return func(b []byte, i int) []byte {
+			s := v.Value(i)
+			b = binary.AppendUvarint(b, uint64(len(s)))
+			return append(b, s...)
+		}, nil
+	case arrow.INTERVAL_MONTH_DAY_NANO:
+		v := a.(*array.MonthDayNanoInterval)
+		return func(b []byte, i int) []byte {
+			x := v.Value(i)
+			b = binary.LittleEndian.AppendUint32(b, uint32(x.Months))
+			b = binary.LittleEndian.AppendUint32(b, uint32(x.Days))
+			return binary.LittleEndian.AppendUint64(b, uint64(x.Nanoseconds))
+		}, nil
+	case arrow.NULL:
+		return func(b []byte, i int) []byte { return b }, nil
+	}
+	return nil, fmt.Errorf("type %s cannot be a grouping or join key", a.DataType())
+}
+
+func appendFloat(b []byte, f float64) []byte {
+	switch {
+	case f == 0:
+		f = 0 // folds -0 into 0
+	case f != f:
+		f = math.NaN()
+	}
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
+}

@@ -1,0 +1,233 @@
+package vectorized
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// StringAt returns a[i] of a string, large string or binary array.
+func StringAt(a arrow.Array, i int) string {
+	switch x := a.(type) {
+	case *array.String:
+		return x.Value(i)
+	case *array.LargeString:
+		return x.Value(i)
+	case *array.Binary:
+		return string(x.Value(i))
+	}
+	return FormatValue(a, i)
+}
+
+// AnyNull reports whether row i is NULL in any of arrs.
+func AnyNull(arrs []arrow.Array, i int) bool {
+	for _, a := range arrs {
+		if a.IsNull(i) {
+			return true
+		}
+	}
+	return false
+}
+
+// MapStrings builds a string array of n rows: NULL where any arg is NULL,
+// else f(i). f may return an error, which aborts.
+func MapStrings(mem memory.Allocator, args []arrow.Array, n int, f func(i int) (string, error)) (arrow.Array, error) {
+	b := array.NewStringBuilder(mem)
+	defer b.Release()
+	b.Reserve(n)
+	for i := 0; i < n; i++ {
+		if AnyNull(args, i) {
+			b.AppendNull()
+			continue
+		}
+		s, err := f(i)
+		if err != nil {
+			return nil, err
+		}
+		b.Append(s)
+	}
+	return b.NewArray(), nil
+}
+
+// MapInt64 builds an int64 array of n rows, NULL where any arg is NULL.
+func MapInt64s(mem memory.Allocator, args []arrow.Array, n int, f func(i int) (int64, error)) (arrow.Array, error) {
+	v := AndValidity(mem, n, args...)
+	out := NewFixedOut[int64](mem, n)
+	for i := 0; i < n; i++ {
+		if !v.IsValid(i) {
+			out.Vals[i] = 0
+			continue
+		}
+		x, err := f(i)
+		if err != nil {
+			out.Release()
+			v.Release()
+			return nil, err
+		}
+		out.Vals[i] = x
+	}
+	return out.Finish(arrow.PrimitiveTypes.Int64, v.Buf, v.Nulls), nil
+}
+
+// MapBools builds a boolean array of n rows, NULL where any arg is NULL.
+func MapBools(mem memory.Allocator, args []arrow.Array, n int, f func(i int) (bool, error)) (arrow.Array, error) {
+	v := AndValidity(mem, n, args...)
+	vals := newBitmap(mem, n)
+	vb := vals.Bytes()
+	for i := 0; i < n; i++ {
+		if !v.IsValid(i) {
+			continue
+		}
+		x, err := f(i)
+		if err != nil {
+			vals.Release()
+			v.Release()
+			return nil, err
+		}
+		if x {
+			bitutil.SetBit(vb, i)
+		}
+	}
+	return FinishBool(n, vals, v), nil
+}
+
+// LikeMatcher matches SQL LIKE patterns: % any sequence, _ one character,
+// the escape character makes the next one literal.
+type LikeMatcher struct {
+	// Common shapes are matched without a regexp.
+	kind   int // 0 exact, 1 prefix, 2 suffix, 3 contains, 4 regexp
+	lit    string
+	re     *regexp.Regexp
+	Source string
+}
+
+// NewLikeMatcher compiles pattern with escape character esc (0 = none).
+func NewLikeMatcher(pattern string, esc rune, caseInsensitive bool) (*LikeMatcher, error) {
+	var sb strings.Builder
+	var lit strings.Builder
+	simple := !caseInsensitive
+	wild := []int{} // positions (in literal runes) where % occurred: 0 start, 1 end
+	runes := []rune(pattern)
+	for i := 0; i < len(runes); i++ {
+		r := runes[i]
+		switch {
+		case esc != 0 && r == esc:
+			if i+1 >= len(runes) {
+				return nil, fmt.Errorf("%w: LIKE pattern %q ends with the escape character", ErrInvalidValue, pattern)
+			}
+			i++
+			sb.WriteString(regexp.QuoteMeta(string(runes[i])))
+			lit.WriteRune(runes[i])
+			if len(wild) > 0 && wild[len(wild)-1] == 1 {
+				simple = false
+			}
+		case r == '%':
+			sb.WriteString(".*")
+			if lit.Len() == 0 {
+				wild = append(wild, 0)
+			} else {
+				wild = append(wild, 1)
+			}
+		case r == '_':
+			sb.WriteString(".")
+			simple = false
+		default:
+			sb.WriteString(regexp.QuoteMeta(string(r)))
+			lit.WriteRune(r)
+			if len(wild) > 0 && wild[len(wild)-1] == 1 {
+				simple = false
+			}
+		}
+	}
+	m := &LikeMatcher{Source: pattern, lit: lit.String()}
+	switch {
+	case simple && len(wild) == 0:
+		m.kind = 0
+	case simple && len(wild) == 1 && wild[0] == 1:
+		m.kind = 1
+	case simple && len(wild) == 1 && wild[0] == 0:
+		m.kind = 2
+	case simple && len(wild) == 2 && wild[0] == 0 && wild[1] == 1:
+		m.kind = 3
+	default:
+		prefix := "(?s)^"
+		if caseInsensitive {
+			prefix = "(?is)^"
+		}
+		re, err := regexp.Compile(prefix + sb.String() + "$")
+		if err != nil {
+			return nil, fmt.Errorf("%w: LIKE pattern %q: %v", ErrInvalidValue, pattern, err)
+		}
+		m.kind, m.re = 4, re
+	}
+	return m, nil
+}
+
+// Match reports whether s matches the pattern.
+func (m *LikeMatcher) Match(s string) bool {
+	switch m.kind {
+	case 0:
+		return s == m.lit
+	case 1:
+		return strings.HasPrefix(s, m.lit)
+	case 2:
+		return strings.HasSuffix(s, m.lit)
+	case 3:
+		return strings.Contains(s, m.lit)
+	}
+	return m.re.MatchString(s)
+}
+
+// Substr returns the SQL SUBSTRING(s FROM start FOR length) in characters;
+// start is 1-based and may be <= 0; length < 0 is an error, and hasLen false
+// means to the end.
+func Substr(s string, start, length int64, hasLen bool) (string, error) {
+	if hasLen && length < 0 {
+		return "", fmt.Errorf("%w: negative substring length %d", ErrInvalidValue, length)
+	}
+	end := int64(1 << 62)
+	if hasLen {
+		end = start + length
+	}
+	if start < 1 {
+		start = 1
+	}
+	if end <= start {
+		return "", nil
+	}
+	// Walk runes, ASCII fast path.
+	pos := int64(1)
+	bstart, bend := len(s), len(s)
+	for bi := range s {
+		if pos == start {
+			bstart = bi
+		}
+		if pos == end {
+			bend = bi
+			break
+		}
+		pos++
+	}
+	if bstart > bend {
+		return "", nil
+	}
+	return s[bstart:bend], nil
+}
+
+// CharLength returns the number of characters of s.
+func CharLength(s string) int64 { return int64(utf8.RuneCountInString(s)) }
+
+// Position returns the 1-based character position of sub in s, 0 if absent.
+func Position(sub, s string) int64 {
+	i := strings.Index(s, sub)
+	if i < 0 {
+		return 0
+	}
+	return int64(utf8.RuneCountInString(s[:i])) + 1
+}
