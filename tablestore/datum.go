@@ -29,6 +29,7 @@ type datum struct {
 
 func intDatum(v int64) datum     { return datum{I: &v} }
 func floatDatum(v float64) datum { return datum{F: &v} }
+
 // strDatum keeps invalid UTF-8 as bytes: JSON would silently replace it and
 // change the ordering.
 func strDatum(v string) datum {
@@ -37,7 +38,7 @@ func strDatum(v string) datum {
 	}
 	return datum{S: &v}
 }
-func binDatum(v []byte) datum    { c := bytes.Clone(v); return datum{B: &c} }
+func binDatum(v []byte) datum { c := bytes.Clone(v); return datum{B: &c} }
 
 // datumAt returns the value at row i; ok is false for types without datums.
 func datumAt(a arrow.Array, i int) (datum, bool) {

@@ -111,7 +111,7 @@ func (localFS) List(dir string) ([]string, error) {
 	return names, nil
 }
 
-func (localFS) MkdirAll(dir string) error              { return os.MkdirAll(dir, 0o755) }
+func (localFS) MkdirAll(dir string) error             { return os.MkdirAll(dir, 0o755) }
 func (localFS) Stat(name string) (fs.FileInfo, error) { return os.Stat(name) }
 
 func (localFS) SyncDir(dir string) error {

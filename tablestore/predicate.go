@@ -72,7 +72,9 @@ type Or []Predicate
 // Not negates a predicate (SQL semantics: NOT of NULL is NULL).
 type Not struct{ Pred Predicate }
 
-func (p Compare) String() string { return fmt.Sprintf("%s %s %s", p.Column, p.Op, scalarString(p.Value)) }
+func (p Compare) String() string {
+	return fmt.Sprintf("%s %s %s", p.Column, p.Op, scalarString(p.Value))
+}
 func (p In) String() string {
 	vals := make([]string, len(p.Values))
 	for i, v := range p.Values {

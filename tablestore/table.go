@@ -31,7 +31,10 @@ type tableState struct {
 	schemas  map[int64]*tableSchema
 	liveSnap int64 // snapshot whose live files are cached
 	live     []*manifestEntry
+	// compactMu serializes compactions of the table.
+	compactMu sync.Mutex
 	// Background compaction.
+	bgErr     error // last background failure, for CompactionError
 	bgRunning bool
 	bgPending bool
 	bgDone    chan struct{} // closed when the running pass ends
@@ -297,6 +300,14 @@ func (t *Table) Buckets() int { return t.schema.opts.buckets }
 
 // BucketKey returns the columns whose hash picks a row's bucket.
 func (t *Table) BucketKey() []string { return slices.Clone(t.schema.opts.bucketKey) }
+
+// CompactionError returns the last error of background compaction, if any
+// (conflicts are not errors: compaction simply retries later).
+func (t *Table) CompactionError() error {
+	t.st.mu.Lock()
+	defer t.st.mu.Unlock()
+	return t.st.bgErr
+}
 
 // LatestSnapshotID returns the newest snapshot id, 0 when none exists.
 func (t *Table) LatestSnapshotID(ctx context.Context) (int64, error) {

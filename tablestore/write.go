@@ -421,10 +421,13 @@ func isIdentity(rows []int, n int) bool {
 // writeRun writes rows of rec (laid out as fileSchema(sch), rows already in
 // output order) as one data file and describes it.
 func (st *tableState) writeRun(ctx context.Context, sch *tableSchema, rec arrow.RecordBatch, rows []int, part []datum, bucket, level int, source string, dirs map[string]bool) (*manifestEntry, error) {
-	out, err := takeRecord(ctx, st.s.opts.Mem, rec, rows)
+	taken, err := takeRecord(ctx, st.s.opts.Mem, rec, rows)
 	if err != nil {
 		return nil, err
 	}
+	// Relabel with the file schema (field IDs) whatever rec was read as.
+	out := array.NewRecordBatch(fileSchema(sch), taken.Columns(), taken.NumRows())
+	taken.Release()
 	defer out.Release()
 	rel := joinPath(partitionPath(sch.PartitionKeys, partTypes(sch), part, sch.opts.defaultPartition), "bucket-"+strconv.Itoa(bucket))
 	dir := joinPath(st.dir, rel)

@@ -1,0 +1,88 @@
+package tablestore
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+func TestUniversalPicker(t *testing.T) {
+	o := tableOptions{compactionTrigger: 5, maxSizeAmp: 200, sizeRatio: 1}
+	run := func(level int, size int64) sortedRun {
+		return sortedRun{level: level, size: size, files: []*manifestEntry{{}}}
+	}
+	cases := []struct {
+		runs      []sortedRun
+		wantFiles int
+		wantLevel int
+	}{
+		// Fewer runs than the trigger: nothing.
+		{[]sortedRun{run(0, 1), run(0, 1), run(5, 100)}, 0, 0},
+		// Size amplification: younger runs exceed 200% of the oldest.
+		{[]sortedRun{run(0, 100), run(0, 100), run(0, 100), run(0, 100), run(5, 10)}, 5, 5},
+		// Size ratio: the newest runs are similar in size, the old run is big.
+		{[]sortedRun{run(0, 10), run(0, 10), run(0, 10), run(0, 10), run(5, 1000)}, 4, 4},
+		// Run count: sizes grow too fast for the size ratio, 6 runs > trigger 5.
+		{[]sortedRun{run(0, 1), run(0, 3), run(2, 9), run(3, 27), run(4, 81), run(5, 1000)}, 2, 1},
+		// Output never lands in level 0: take further level-0 runs up to a leveled one.
+		{[]sortedRun{run(0, 1), run(0, 3), run(0, 9), run(0, 27), run(0, 81), run(5, 1000)}, 6, 5},
+	}
+	for i, c := range cases {
+		u := pickUniversal(o, c.runs)
+		switch {
+		case c.wantFiles == 0 && u != nil:
+			t.Errorf("case %d: want nothing, got %d files", i, len(u.files))
+		case c.wantFiles > 0 && (u == nil || len(u.files) != c.wantFiles || u.outputLevel != c.wantLevel):
+			t.Errorf("case %d: want %d files to level %d, got %+v", i, c.wantFiles, c.wantLevel, u)
+		}
+	}
+}
+
+func TestBackgroundCompaction(t *testing.T) {
+	ctx := context.Background()
+	s, mem, _ := newTestStore(t)
+	tbl, err := s.CreateTable(ctx, Ident{"db", "c"}, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"},
+		Options: map[string]string{"num-sorted-run.compaction-trigger": "3"}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := range 20 {
+		writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{i % 7, fmt.Sprint("v", i)}})
+	}
+	for k := range 7 {
+		last := k + 14
+		if last >= 20 {
+			last -= 7
+		}
+		want = append(want, fmt.Sprintf("%d|v%d", k, last))
+	}
+	// Runs never exceed the stop trigger (3 + 3) after a commit returns.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := tbl.Stats(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Files <= 3 || time.Now().After(deadline) {
+			if st.Files > 6 {
+				t.Fatalf("compaction did not keep up: %d files", st.Files)
+			}
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	eqRows(t, scanAll(t, tbl, ScanSpec{}), want...)
+	if err := tbl.Compact(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := tbl.Stats(ctx, 0)
+	if st.Files != 1 || st.Rows != 7 {
+		t.Fatalf("after full compaction: %+v", st)
+	}
+	eqRows(t, scanAll(t, tbl, ScanSpec{}), want...)
+	if err := tbl.CompactionError(); err != nil {
+		t.Fatal(err)
+	}
+}
