@@ -246,4 +246,3 @@ func fromGo(v any) (Value, error) {
 	}
 	return Value{}, fmt.Errorf("unsupported DuckDB value %T", v)
 }
-

@@ -89,7 +89,7 @@ func writeChart(path string, r *Report) error {
 	for i, q := range r.Queries {
 		names[i] = q.Query
 		duck[i] = math.Max(q.DuckDB.MedianMs, floor)
-		fl[i] = floor
+		fl[i] = math.NaN()
 		if q.Flightd.Status == StatusOK {
 			fl[i] = math.Max(q.Flightd.MedianMs, floor)
 		}
@@ -99,25 +99,27 @@ func writeChart(path string, r *Report) error {
 	times.Title.Text = fmt.Sprintf("TPC-DS (derived) SF %v: median time per query (ms, log; flightd only where correct)", r.Scale)
 	times.Y.Scale = plot.LogScale{}
 	times.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	w := vg.Points(3)
-	bd, err := plotter.NewBarChart(duck, w)
+	// Points, not bars: bars start at 0, which a log axis cannot show.
+	sd, err := plotter.NewScatter(indexed(duck))
 	if err != nil {
 		return err
 	}
-	bd.Color = color.RGBA{R: 230, G: 160, B: 0, A: 255}
-	bd.Offset = -w / 2
-	bf, err := plotter.NewBarChart(fl, w)
-	if err != nil {
-		return err
+	sd.GlyphStyle = draw.GlyphStyle{Color: color.RGBA{R: 230, G: 140, A: 255}, Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
+	times.Add(sd)
+	times.Legend.Add("DuckDB", sd)
+	if pts := indexed(fl); len(pts) > 0 {
+		sf, err := plotter.NewScatter(pts)
+		if err != nil {
+			return err
+		}
+		sf.GlyphStyle = draw.GlyphStyle{Color: color.RGBA{R: 30, G: 90, B: 200, A: 255}, Radius: vg.Points(2.5), Shape: draw.TriangleGlyph{}}
+		times.Add(sf)
+		times.Legend.Add("flightd", sf)
 	}
-	bf.Color = color.RGBA{R: 30, G: 90, B: 200, A: 255}
-	bf.Offset = w / 2
-	times.Add(bd, bf)
-	times.Legend.Add("DuckDB", bd)
-	times.Legend.Add("flightd", bf)
 	times.Legend.Top = true
 	times.NominalX(names...)
 	times.X.Tick.Label.Font.Size = vg.Points(6)
+	w := vg.Points(3)
 
 	rp := plot.New()
 	title := "flightd / DuckDB time ratio (passing queries)"
@@ -162,3 +164,13 @@ func writeChart(path string, r *Report) error {
 	return f.Close()
 }
 
+// indexed turns values into points at x = index, skipping NaN (missing).
+func indexed(v plotter.Values) plotter.XYs {
+	var pts plotter.XYs
+	for i, y := range v {
+		if !math.IsNaN(y) {
+			pts = append(pts, plotter.XY{X: float64(i), Y: y})
+		}
+	}
+	return pts
+}

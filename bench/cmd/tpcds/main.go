@@ -44,6 +44,7 @@ func run() error {
 		workers    = flag.Int("workers", runtime.GOMAXPROCS(0), "generator goroutines")
 		threads    = flag.Int("threads", 0, "DuckDB threads (0: DuckDB default)")
 		timeout    = flag.Duration("timeout", 10*time.Minute, "limit per query execution")
+		sqlText    = flag.String("sql", "", "run this statement on DuckDB after loading, print its result and exit")
 	)
 	flag.Parse()
 	if *runs < 0 {
@@ -82,6 +83,21 @@ func run() error {
 		if err := tpcds.LoadAll(ctx, mem, g, tables, duck, "duckdb", *batch, *workers, os.Stderr); err != nil {
 			return err
 		}
+	}
+	if *sqlText != "" {
+		res, err := duck.Query(ctx, *sqlText)
+		if err != nil {
+			return err
+		}
+		fmt.Println(strings.Join(res.Columns, " | "))
+		for _, r := range res.Rows {
+			cells := make([]string, len(r))
+			for i, v := range r {
+				cells[i] = v.String()
+			}
+			fmt.Println(strings.Join(cells, " | "))
+		}
+		return nil
 	}
 	var fl tpcds.Engine
 	if *flightdURI != "" {

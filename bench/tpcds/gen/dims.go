@@ -2,6 +2,7 @@ package gen
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -67,7 +68,9 @@ func makeAddress(h uint64, local bool) address {
 	}
 	a.stype = pick(s.next(), streetTypes)
 	a.suite = "Suite " + strconv.FormatInt(between(s.next(), 0, 99)*10, 10)
-	ci, co := intn(s.next(), int64(len(cities))), intn(s.next(), int64(len(counties)))
+	// Counties are skewed (the first ones are the most populous), so that
+	// small scales still have several addresses per county.
+	ci, co := intn(s.next(), int64(len(cities))), int64(float64(len(counties))*math.Pow(unit(s.next()), 1.5))
 	if local {
 		ci, co = intn(s.next(), 2), 0
 	}
@@ -168,7 +171,7 @@ func registerDims() {
 			addressCols(c, "ca_")
 			return c
 		}()})
-	register("customer", &tableDef{id: 9, nullBP: 700, rows: dimCount("customer"), cols: customerCols()})
+	register("customer", &tableDef{id: customerTableID, nullBP: 700, rows: dimCount("customer"), cols: customerCols()})
 	register("item", &tableDef{id: 10, nullBP: 50, rows: dimCount("item"), prepare: prepareHistory, cols: itemCols()})
 	register("store", &tableDef{id: 11, nullBP: 100, rows: dimCount("store"),
 		prepare: func(r *rowCtx) { prepareHistory(r); r.addr = makeAddress(r.hbk(saltAddr), true) },
@@ -326,11 +329,12 @@ func customerCols() map[string]colFn {
 	last := func(r *rowCtx) string { return pick(r.h(saltName+100), lastNames) }
 	firstSales := func(r *rowCtx) int64 { return between(r.h(saltDate), julian(1995, 1, 1), salesLast) }
 	return map[string]colFn{
-		"c_customer_sk":          colSK,
-		"c_customer_id":          colRowBK,
-		"c_current_cdemo_sk":     func(r *rowCtx, h uint64) val { return ival(between(h, 1, r.g.nCDemo)) },
-		"c_current_hdemo_sk":     func(r *rowCtx, h uint64) val { return ival(between(h, 1, r.g.nHDemo)) },
-		"c_current_addr_sk":      func(r *rowCtx, h uint64) val { return ival(between(h, 1, r.g.nAddress)) },
+		"c_customer_sk":      colSK,
+		"c_customer_id":      colRowBK,
+		"c_current_cdemo_sk": func(r *rowCtx, h uint64) val { return ival(between(h, 1, r.g.nCDemo)) },
+		"c_current_hdemo_sk": func(r *rowCtx, h uint64) val { return ival(between(h, 1, r.g.nHDemo)) },
+		"c_current_addr_sk":  func(r *rowCtx, h uint64) val { return ival(between(h, 1, r.g.nAddress)) },
+		// (Generator.customerCurrent recomputes these three for the facts.)
 		"c_first_shipto_date_sk": func(r *rowCtx, _ uint64) val { return ival(firstSales(r) + 30) },
 		"c_first_sales_date_sk":  func(r *rowCtx, _ uint64) val { return ival(firstSales(r)) },
 		"c_salutation":           pickS(salutations),
@@ -357,7 +361,10 @@ func itemClass(r *rowCtx) (int64, int64) {
 
 func itemCols() map[string]colFn {
 	brandNum := func(r *rowCtx) int64 { return between(r.hbk(3), 1, 16) }
-	manufact := func(r *rowCtx) int64 { return between(r.hbk(4), 1, 1000) }
+	// A permutation of the business keys spreads items over all 1000
+	// manufacturers, so that filters on one manufacturer id select items
+	// even at small scales.
+	manufact := func(r *rowCtx) int64 { return r.bk*617%1000 + 1 }
 	price := func(r *rowCtx) int64 { return between(r.h(saltPrice), 9, 9999) }
 	return map[string]colFn{
 		"i_item_sk":        colSK,
@@ -523,3 +530,11 @@ func promotionCols() map[string]colFn {
 }
 
 func constDec(cents int64) colFn { return func(*rowCtx, uint64) val { return dval(cents) } }
+
+// customerCurrent returns a customer's c_current_cdemo_sk, hdemo and addr
+// keys (before NULL injection), computed exactly as the customer columns.
+func (g *Generator) customerCurrent(cust int64) (cdemo, hdemo, addr int64) {
+	h := func(col string) uint64 { return hash4(g.cfg.Seed, customerTableID, uint64(cust-1), colSalt(col)) }
+	return between(h("c_current_cdemo_sk"), 1, g.nCDemo), between(h("c_current_hdemo_sk"), 1, g.nHDemo),
+		between(h("c_current_addr_sk"), 1, g.nAddress)
+}

@@ -1,6 +1,9 @@
 package gen
 
-import "sort"
+import (
+	"math"
+	"sort"
+)
 
 // Channels of the sales facts.
 const (
@@ -133,10 +136,16 @@ func (r *rowCtx) makeSale(ch int, line int64) {
 	*s = saleLine{order: o + 1, lineNo: line - r.cur.start}
 	s.soldDate = saleDate(oh(saltDate))
 	s.soldTime = intn(oh(saltTime), 86400)
-	s.billCustomer = between(oh(saltCustomer), 1, g.nCustomer)
-	s.billCDemo = between(oh(saltCDemo), 1, g.nCDemo)
-	s.billHDemo = between(oh(saltHDemo), 1, g.nHDemo)
-	s.billAddr = between(oh(saltAddrKey), 1, g.nAddress)
+	// Customers are skewed (regulars buy more), and most orders carry the
+	// customer's current demographics and address.
+	s.billCustomer = 1 + int64(float64(g.nCustomer)*math.Pow(unit(oh(saltCustomer)), 2))
+	if oh(saltCDemo)%5 != 0 {
+		s.billCDemo, s.billHDemo, s.billAddr = g.customerCurrent(s.billCustomer)
+	} else {
+		s.billCDemo = between(oh(saltCDemo)>>8, 1, g.nCDemo)
+		s.billHDemo = between(oh(saltHDemo), 1, g.nHDemo)
+		s.billAddr = between(oh(saltAddrKey), 1, g.nAddress)
+	}
 	s.shipCustomer, s.shipCDemo, s.shipHDemo, s.shipAddr = s.billCustomer, s.billCDemo, s.billHDemo, s.billAddr
 	if oh(saltShip)%10 == 0 { // a gift: shipped to someone else
 		sh := stream{oh(saltShip + 100)}
@@ -151,7 +160,9 @@ func (r *rowCtx) makeSale(ch int, line int64) {
 	s.webSite = between(oh(saltOrder+2), 1, g.nWebSite)
 
 	ls := stream{lh(saltItem)}
-	base := intn(oh(saltItem), g.nItem)
+	// Item popularity is skewed like customers, so that some items sell
+	// several times a day (q23's "frequent" items) in every channel.
+	base := int64(float64(g.nItem) * math.Pow(unit(oh(saltItem)), 2))
 	s.item = (base+s.lineNo*g.itemStep)%g.nItem + 1
 	s.catalogPage = between(ls.next(), 1, g.nCatalogPage)
 	s.webPage = between(ls.next(), 1, g.nWebPage)

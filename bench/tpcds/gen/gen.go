@@ -98,10 +98,8 @@ func New(schema []*Table, cfg Config) (*Generator, error) {
 			if err := checkType(c); err != nil {
 				return nil, fmt.Errorf("%w: table %s column %s: %v", ErrSchema, t.Name, c.Name, err)
 			}
-			h := fnv.New64a()
-			h.Write([]byte(c.Name))
 			bt.fns = append(bt.fns, fn)
-			bt.salts = append(bt.salts, h.Sum64())
+			bt.salts = append(bt.salts, colSalt(c.Name))
 			bt.nullable = append(bt.nullable, !c.NotNull && !keyColumn(c.Name))
 			sc := int32(0)
 			if d, ok := c.Type.(*arrow.Decimal128Type); ok {
@@ -263,3 +261,13 @@ func appendVal(fb array.Builder, v val, scale int32) {
 		b.Append(decimal128.FromI64(x))
 	}
 }
+
+// colSalt is the hash salt of a column: its values are independent of every
+// other column's.
+func colSalt(name string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return h.Sum64()
+}
+
+const customerTableID = 9
