@@ -241,6 +241,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 	}
 	var enc vectorized.KeyEncoder
 	var keyBuf []byte
+	setSeen := make([]bool, len(sets))
 	for {
 		b, err := Next(ctx, h.child)
 		if errors.Is(err, io.EOF) {
@@ -263,6 +264,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 			}
 			ids := make([]uint32, n)
 			var fresh []int64
+			setSeen[si] = setSeen[si] || n > 0
 			for i := 0; i < n; i++ {
 				keyBuf = append(append(keyBuf[:0], byte(si), byte(si>>8)), enc.Key(i)...)
 				g, ok := h.table[string(keyBuf)]
@@ -295,10 +297,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 	// The empty grouping set (and a global aggregate) yields a row even
 	// for empty input.
 	for si, s := range sets {
-		if len(s) > 0 {
-			continue
-		}
-		if _, ok := h.table[string([]byte{byte(si), byte(si >> 8)})]; ok {
+		if len(s) > 0 || setSeen[si] {
 			continue
 		}
 		nulls := make([]arrow.Array, len(h.groups))

@@ -26,6 +26,9 @@ type accumulator interface {
 	// moveTo moves group from's state to group to and truncates to to+1
 	// groups (sort aggregation keeps its open group this way).
 	moveTo(from, to int)
+	// copyGroup copies group from's state over group to's (window frames
+	// extend a copy of the previous row's state).
+	copyGroup(from, to int)
 }
 
 // aggDef describes one aggregate: its result type and accumulator factory.
@@ -157,7 +160,8 @@ func (c *countAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
 	copy(out.Vals, c.n[:n])
 	return out.Finish(i64Type, nil, 0), nil
 }
-func (c *countAcc) moveTo(from, to int) { c.n = moveState(c.n, from, to) }
+func (c *countAcc) moveTo(from, to int)    { c.n = moveState(c.n, from, to) }
+func (c *countAcc) copyGroup(from, to int) { c.n[to] = c.n[from] }
 
 // int64View reads any integer array as int64 values.
 func int64View(a arrow.Array) func(i int) int64 {
@@ -774,3 +778,59 @@ func (d *distinctAcc) moveTo(from, to int) {
 	}
 	d.seen = keep
 }
+
+func (s *sumIntAcc) copyGroup(from, to int) {
+	s.sum[to] = s.sum[from]
+	s.seen[to] = s.seen[from]
+}
+
+func (s *sumFloatAcc) copyGroup(from, to int) {
+	s.sum[to] = s.sum[from]
+	s.seen[to] = s.seen[from]
+}
+
+func (s *sumDecAcc) copyGroup(from, to int) {
+	s.sum[to] = s.sum[from]
+	s.seen[to] = s.seen[from]
+}
+
+func (a *avgDecAcc) copyGroup(from, to int) {
+	a.sumDecAcc.copyGroup(from, to)
+	a.cnt[to] = a.cnt[from]
+}
+
+func (a *avgFloatAcc) copyGroup(from, to int) {
+	a.sum[to] = a.sum[from]
+	a.cnt[to] = a.cnt[from]
+}
+
+func (v *varAcc) copyGroup(from, to int) {
+	v.cnt[to], v.mean[to], v.m2[to] = v.cnt[from], v.mean[from], v.m2[from]
+}
+
+func (b *boolAcc) copyGroup(from, to int) {
+	b.val[to] = b.val[from]
+	b.seen[to] = b.seen[from]
+}
+
+func (m *minMaxAcc) copyGroup(from, to int) {
+	m.seen[to] = m.seen[from]
+	switch m.kind {
+	case 0:
+		m.fixed[to] = m.fixed[from]
+	case 1:
+		m.flt[to] = m.flt[from]
+	case 2:
+		m.dec[to] = m.dec[from]
+	case 3:
+		m.str[to] = m.str[from]
+	case 4:
+		m.bl[to] = m.bl[from]
+	case 5:
+		m.iv[to] = m.iv[from]
+	}
+}
+
+// copyGroup does not copy the distinct set: NewWindow rejects DISTINCT
+// aggregates, the only users of copyGroup.
+func (d *distinctAcc) copyGroup(from, to int) { d.inner.copyGroup(from, to) }

@@ -130,6 +130,7 @@ type joinOp struct {
 	build  *table
 	cands  candidates
 	hash   *hashCandidates
+	merge  *mergeCandidates
 	// matched marks build rows that found a partner (right/full joins).
 	matched      []bool
 	buildHasNull bool
@@ -208,6 +209,10 @@ func (j *joinOp) Open(ctx context.Context) error {
 		j.cands = &allCandidates{n: int32(t.n)}
 		return nil
 	}
+	if j.merge != nil {
+		j.cands = j.merge
+		return j.merge.init(t)
+	}
 	h := &hashCandidates{heads: make(map[string]int32, t.n), chain: make([]int32, t.n)}
 	var enc vectorized.KeyEncoder
 	if err := enc.Encode(t.keys, t.n); err != nil {
@@ -236,6 +241,18 @@ func (j *joinOp) Open(ctx context.Context) error {
 func (j *joinOp) startLeft(ctx context.Context, b arrow.RecordBatch) error {
 	n := int(b.NumRows())
 	j.lnullKey = nil
+	if j.merge != nil {
+		keys, err := evalAll(ctx, j.ec, j.leftKeys, b)
+		if err != nil {
+			return err
+		}
+		nulls, err := j.merge.probe(keys, n)
+		releaseArrays(keys)
+		if err != nil {
+			return err
+		}
+		j.lnullKey = nulls
+	}
 	if j.hash != nil {
 		keys, err := evalAll(ctx, j.ec, j.leftKeys, b)
 		if err != nil {
@@ -497,6 +514,9 @@ func (j *joinOp) Close() error {
 	if j.build != nil {
 		j.build.release()
 		j.build = nil
+	}
+	if j.merge != nil {
+		j.merge.release()
 	}
 	return errors.Join(j.left.Close(), j.right.Close())
 }

@@ -1,0 +1,206 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/flightd/flightd/vectorized"
+)
+
+type sortAggOp struct {
+	*aggCore
+	opened bool
+	eof    bool
+	// last is the key of the open group (one-row arrays), nil before the
+	// first row.
+	last []arrow.Array
+	cur  current
+}
+
+// NewSortAggregate is NewHashAggregate for input already ordered (or at
+// least clustered) by the group keys: it detects group boundaries by
+// comparing adjacent rows and streams finished groups, without a hash
+// table. Grouping sets are not supported here (use NewHashAggregate).
+func NewSortAggregate(ec *Context, child Operator, groups []Expr, groupNames []string, aggs []AggregateSpec, groupingSets [][]int) (Operator, error) {
+	if groupingSets != nil {
+		return nil, fmt.Errorf("%w: sort aggregation with grouping sets", ErrNotImplemented)
+	}
+	c, err := newAggCore(ec, child, groups, groupNames, aggs, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &sortAggOp{aggCore: c}, nil
+}
+
+func (s *sortAggOp) Schema() *arrow.Schema { return s.schema }
+
+func (s *sortAggOp) Open(ctx context.Context) error {
+	if s.opened {
+		return nil
+	}
+	s.opened = true
+	return s.child.Open(ctx)
+}
+
+// sameKey reports whether row i of a and row j of b are equal keys (NULL
+// equal to NULL).
+func sameKey(a []arrow.Array, i int, b []arrow.Array, j int) (bool, error) {
+	for k := range a {
+		an, bn := a[k].IsNull(i), b[k].IsNull(j)
+		if an || bn {
+			if an != bn {
+				return false, nil
+			}
+			continue
+		}
+		c, err := vectorized.NewComparator(a[k], b[k])
+		if err != nil {
+			return false, err
+		}
+		if c(i, j) != 0 {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func (s *sortAggOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if !s.opened {
+		return nil, fmt.Errorf("%w: aggregate read before Open", ErrInvalid)
+	}
+	for !s.eof {
+		b, err := Next(ctx, s.child)
+		if errors.Is(err, io.EOF) {
+			s.eof = true
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := s.consume(ctx, b); err != nil {
+			return nil, err
+		}
+		// Emit once a batch worth of groups is finished (all but the open one).
+		if s.ngroups-1 >= s.ec.batchSize() {
+			out, err := s.flush(s.ngroups - 1)
+			if err != nil {
+				return nil, err
+			}
+			return s.cur.set(out), nil
+		}
+	}
+	if s.ngroups == 0 && len(s.groups) == 0 {
+		s.grow(1) // a global aggregate has one row even for empty input
+		s.keyParts = append(s.keyParts, nil)
+	}
+	if s.ngroups == 0 {
+		return nil, io.EOF
+	}
+	out, err := s.flush(s.ngroups)
+	if err != nil {
+		return nil, err
+	}
+	return s.cur.set(out), nil
+}
+
+func (s *sortAggOp) consume(ctx context.Context, b arrow.RecordBatch) error {
+	n := int(b.NumRows())
+	keys, err := evalAll(ctx, s.ec, s.groups, b)
+	if err != nil {
+		return err
+	}
+	defer releaseArrays(keys)
+	cmp, err := keyComparator(keys, keys)
+	if err != nil {
+		return err
+	}
+	ids := make([]uint32, n)
+	var fresh []int64
+	g := s.ngroups - 1
+	for i := 0; i < n; i++ {
+		var same bool
+		switch {
+		case i == 0 && s.last != nil:
+			if same, err = sameKey(s.last, 0, keys, 0); err != nil {
+				return err
+			}
+		case i > 0:
+			same = true
+			for _, k := range keys {
+				if k.IsNull(i) != k.IsNull(i-1) {
+					same = false
+				}
+			}
+			if same && !vectorized.AnyNull(keys, i) && !vectorized.AnyNull(keys, i-1) {
+				same = cmp(i-1, i) == 0
+			} else if same {
+				same, err = sameKey(keys, i-1, keys, i)
+				if err != nil {
+					return err
+				}
+			}
+		}
+		if !same {
+			g++
+			fresh = append(fresh, int64(i))
+		}
+		ids[i] = uint32(g)
+	}
+	if len(fresh) > 0 {
+		part, err := vectorized.TakeColumns(ctx, s.ec.Mem, keys, fresh)
+		if err != nil {
+			return err
+		}
+		s.keyParts = append(s.keyParts, part)
+		s.grow(g + 1)
+	}
+	releaseArrays(s.last)
+	s.last = make([]arrow.Array, len(keys))
+	for k, a := range keys {
+		s.last[k] = array.NewSlice(a, int64(n-1), int64(n))
+	}
+	return s.update(ctx, b, ids)
+}
+
+// flush outputs the first n groups and keeps the remaining open group (if
+// any) as group 0.
+func (s *sortAggOp) flush(n int) (arrow.RecordBatch, error) {
+	if len(s.groups) == 0 {
+		s.keyParts = nil
+	}
+	out, err := s.output(n)
+	if err != nil {
+		return nil, err
+	}
+	open := s.ngroups - n
+	s.releaseKeys()
+	if open == 1 {
+		keys := make([]arrow.Array, len(s.last))
+		for k, a := range s.last {
+			a.Retain()
+			keys[k] = a
+		}
+		s.keyParts = [][]arrow.Array{keys}
+		for _, a := range s.accs {
+			a.moveTo(s.ngroups-1, 0)
+		}
+		s.ngroups = 1
+	} else {
+		s.resetAccs()
+		s.ngroups = 0
+	}
+	return out, nil
+}
+
+func (s *sortAggOp) Close() error {
+	s.cur.release()
+	s.releaseKeys()
+	releaseArrays(s.last)
+	s.last = nil
+	return s.child.Close()
+}

@@ -1,0 +1,526 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/flightd/flightd/vectorized"
+)
+
+// FrameBoundKind is the kind of one end of a window frame.
+type FrameBoundKind int
+
+// Frame bound kinds.
+const (
+	UnboundedPreceding FrameBoundKind = iota
+	Preceding
+	CurrentRow
+	Following
+	UnboundedFollowing
+)
+
+// FrameBound is one end of a frame; Offset is used by Preceding/Following.
+type FrameBound struct {
+	Kind   FrameBoundKind
+	Offset int64
+}
+
+// Frame is a window frame. Rows selects ROWS (physical offsets); otherwise
+// RANGE, where CURRENT ROW includes the row's peers (RANGE with numeric
+// offsets is not supported).
+type Frame struct {
+	Rows       bool
+	Start, End FrameBound
+}
+
+// WindowFunc is one window function: row_number rank dense_rank
+// percent_rank cume_dist ntile lag lead first_value last_value nth_value,
+// or any aggregate of ResolveAggregate (not DISTINCT). Frame nil means the
+// SQL default: RANGE UNBOUNDED PRECEDING to CURRENT ROW with ORDER BY, the
+// whole partition without.
+type WindowFunc struct {
+	Func  string
+	Args  []Expr
+	Frame *Frame
+	Name  string
+}
+
+// ResolveWindow returns the result type of a window function.
+func ResolveWindow(name string, argTypes []arrow.DataType) (arrow.DataType, error) {
+	switch strings.ToLower(name) {
+	case "row_number", "rank", "dense_rank":
+		return i64Type, nil
+	case "percent_rank", "cume_dist":
+		return f64Type, nil
+	case "ntile":
+		if len(argTypes) != 1 || !vectorized.IsInteger(argTypes[0]) {
+			return nil, fmt.Errorf("%w: ntile takes one integer argument", ErrInvalid)
+		}
+		return i64Type, nil
+	case "lag", "lead":
+		if len(argTypes) < 1 || len(argTypes) > 3 || len(argTypes) >= 2 && !vectorized.IsInteger(argTypes[1]) {
+			return nil, fmt.Errorf("%w: %s(value [, offset [, default]])", ErrInvalid, name)
+		}
+		if len(argTypes) == 3 {
+			if t, ok := CommonType(argTypes[0], argTypes[2]); !ok || !arrow.TypeEqual(t, argTypes[0]) {
+				return nil, fmt.Errorf("%w: %s default of type %s does not fit %s", ErrInvalid, name, argTypes[2], argTypes[0])
+			}
+		}
+		return argTypes[0], nil
+	case "first_value", "last_value":
+		if len(argTypes) != 1 {
+			return nil, fmt.Errorf("%w: %s takes one argument", ErrInvalid, name)
+		}
+		return argTypes[0], nil
+	case "nth_value":
+		if len(argTypes) != 2 || !vectorized.IsInteger(argTypes[1]) {
+			return nil, fmt.Errorf("%w: nth_value(value, n)", ErrInvalid)
+		}
+		return argTypes[0], nil
+	}
+	return ResolveAggregate(name, argTypes)
+}
+
+type windowOp struct {
+	ec        *Context
+	child     Operator
+	partition []Expr
+	order     []SortKey
+	funcs     []WindowFunc
+	types     []arrow.DataType
+	schema    *arrow.Schema
+	opened    bool
+	out       batchesOp
+}
+
+// NewWindow computes funcs over partitions of its input ordered by orderBy.
+// Output: the input columns then one column per function, rows grouped by
+// partition and ordered within it.
+func NewWindow(ec *Context, child Operator, partitionBy []Expr, orderBy []SortKey, funcs []WindowFunc) (Operator, error) {
+	w := &windowOp{ec: ec, child: child, partition: partitionBy, order: orderBy, funcs: funcs}
+	fields := append([]arrow.Field(nil), child.Schema().Fields()...)
+	for _, f := range funcs {
+		types := make([]arrow.DataType, len(f.Args))
+		for i, a := range f.Args {
+			types[i] = a.DataType()
+		}
+		t, err := ResolveWindow(f.Func, types)
+		if err != nil {
+			return nil, err
+		}
+		if fr := f.Frame; fr != nil {
+			if !fr.Rows && (fr.Start.Kind == Preceding || fr.Start.Kind == Following || fr.End.Kind == Preceding || fr.End.Kind == Following) {
+				return nil, fmt.Errorf("%w: RANGE frames with offsets", ErrNotImplemented)
+			}
+			if fr.Start.Kind == UnboundedFollowing || fr.End.Kind == UnboundedPreceding || fr.Start.Kind > fr.End.Kind {
+				return nil, fmt.Errorf("%w: window frame of %s starts after it ends", ErrInvalid, f.Func)
+			}
+			if fr.Start.Offset < 0 || fr.End.Offset < 0 {
+				return nil, fmt.Errorf("%w: negative window frame offset", ErrInvalid)
+			}
+		}
+		w.types = append(w.types, t)
+		name := f.Name
+		if name == "" {
+			name = f.Func
+		}
+		fields = append(fields, arrow.Field{Name: name, Type: t, Nullable: true})
+	}
+	w.schema = arrow.NewSchema(fields, nil)
+	w.out.schema = w.schema
+	return w, nil
+}
+
+func (w *windowOp) Schema() *arrow.Schema { return w.schema }
+
+func (w *windowOp) Open(ctx context.Context) error {
+	if w.opened {
+		return nil
+	}
+	w.opened = true
+	if err := w.child.Open(ctx); err != nil {
+		return err
+	}
+	keys := append(append([]Expr(nil), w.partition...), sortExprs(w.order)...)
+	t, err := materialize(ctx, w.ec, w.child, keys)
+	if err != nil {
+		return err
+	}
+	defer t.release()
+	if t.n == 0 {
+		return nil
+	}
+	sortKeys := make([]SortKey, 0, len(keys))
+	for _, p := range w.partition {
+		sortKeys = append(sortKeys, SortKey{Expr: p, NullsFirst: true})
+	}
+	sortKeys = append(sortKeys, w.order...)
+	idx, err := sortedIndices(t, sortKeys)
+	if err != nil {
+		return err
+	}
+	cols, err := vectorized.TakeColumns(ctx, w.ec.Mem, t.cols, idx)
+	if err != nil {
+		return err
+	}
+	defer releaseArrays(cols)
+	skeys, err := vectorized.TakeColumns(ctx, w.ec.Mem, t.keys, idx)
+	if err != nil {
+		return err
+	}
+	defer releaseArrays(skeys)
+	sorted := array.NewRecordBatch(w.child.Schema(), cols, int64(t.n))
+	defer sorted.Release()
+
+	np := len(w.partition)
+	parts, err := boundaries(skeys[:np], t.n)
+	if err != nil {
+		return err
+	}
+	peers, err := boundaries(skeys, t.n)
+	if err != nil {
+		return err
+	}
+	env := &windowEnv{ec: w.ec, n: t.n, partStart: parts, peerStart: peers, hasOrder: len(w.order) > 0}
+	env.index()
+	out := append([]arrow.Array(nil), cols...)
+	for _, c := range cols {
+		c.Retain()
+	}
+	defer func() { releaseArrays(out) }()
+	for i, f := range w.funcs {
+		args, err := evalAll(ctx, w.ec, f.Args, sorted)
+		if err != nil {
+			return err
+		}
+		a, err := env.compute(ctx, f, w.types[i], args)
+		releaseArrays(args)
+		if err != nil {
+			return fmt.Errorf("window %s: %w", f.Func, err)
+		}
+		out = append(out, a)
+	}
+	res := array.NewRecordBatch(w.schema, out, int64(t.n))
+	defer res.Release()
+	bs := int64(w.ec.batchSize())
+	for lo := int64(0); lo < res.NumRows(); lo += bs {
+		w.out.batches = append(w.out.batches, res.NewSlice(lo, min(lo+bs, res.NumRows())))
+	}
+	return nil
+}
+
+// boundaries returns the rows where the key columns change (including 0).
+func boundaries(keys []arrow.Array, n int) ([]int, error) {
+	out := []int{0}
+	for i := 1; i < n; i++ {
+		same, err := sameKey(keys, i-1, keys, i)
+		if err != nil {
+			return nil, err
+		}
+		if !same {
+			out = append(out, i)
+		}
+	}
+	return out, nil
+}
+
+// windowEnv holds partition and peer-group extents of the sorted rows.
+type windowEnv struct {
+	ec                   *Context
+	n                    int
+	partStart, peerStart []int
+	hasOrder             bool
+	// Per row: partition [ps, pe), peer group [gs, ge), peer group ordinal
+	// within the partition.
+	ps, pe, gs, ge, dense []int
+}
+
+func (e *windowEnv) index() {
+	e.ps, e.pe = make([]int, e.n), make([]int, e.n)
+	e.gs, e.ge, e.dense = make([]int, e.n), make([]int, e.n), make([]int, e.n)
+	fill := func(starts []int, lo, hi []int) {
+		for k, s := range starts {
+			end := e.n
+			if k+1 < len(starts) {
+				end = starts[k+1]
+			}
+			for r := s; r < end; r++ {
+				lo[r], hi[r] = s, end
+			}
+		}
+	}
+	fill(e.partStart, e.ps, e.pe)
+	fill(e.peerStart, e.gs, e.ge)
+	for r := 0; r < e.n; r++ {
+		switch {
+		case r == e.ps[r]:
+			e.dense[r] = 1
+		case r == e.gs[r]:
+			e.dense[r] = e.dense[r-1] + 1
+		default:
+			e.dense[r] = e.dense[r-1]
+		}
+	}
+}
+
+// frame returns row r's frame [lo, hi).
+func (e *windowEnv) frame(f *Frame, r int) (int, int) {
+	ps, pe := e.ps[r], e.pe[r]
+	if f == nil {
+		if e.hasOrder {
+			return ps, e.ge[r]
+		}
+		return ps, pe
+	}
+	bound := func(b FrameBound, start bool) int {
+		switch b.Kind {
+		case UnboundedPreceding:
+			return ps
+		case UnboundedFollowing:
+			return pe
+		case CurrentRow:
+			if f.Rows {
+				if start {
+					return r
+				}
+				return r + 1
+			}
+			if start {
+				return e.gs[r]
+			}
+			return e.ge[r]
+		case Preceding:
+			x := r - int(min(b.Offset, int64(e.n)))
+			if !start {
+				x++
+			}
+			return max(x, ps)
+		}
+		x := r + int(min(b.Offset, int64(e.n)))
+		if !start {
+			x++
+		}
+		return min(x, pe)
+	}
+	lo, hi := bound(f.Start, true), bound(f.End, false)
+	lo, hi = min(max(lo, ps), pe), min(max(hi, ps), pe)
+	return lo, max(lo, hi)
+}
+
+func (e *windowEnv) ints(f func(r int) int64) arrow.Array {
+	out := vectorized.NewFixedOut[int64](e.ec.Mem, e.n)
+	for r := range out.Vals {
+		out.Vals[r] = f(r)
+	}
+	return out.Finish(i64Type, nil, 0)
+}
+
+func (e *windowEnv) compute(ctx context.Context, f WindowFunc, typ arrow.DataType, args []arrow.Array) (arrow.Array, error) {
+	switch strings.ToLower(f.Func) {
+	case "row_number":
+		return e.ints(func(r int) int64 { return int64(r - e.ps[r] + 1) }), nil
+	case "rank":
+		return e.ints(func(r int) int64 { return int64(e.gs[r] - e.ps[r] + 1) }), nil
+	case "dense_rank":
+		return e.ints(func(r int) int64 { return int64(e.dense[r]) }), nil
+	case "percent_rank", "cume_dist":
+		cume := strings.ToLower(f.Func) == "cume_dist"
+		out := vectorized.NewFixedOut[float64](e.ec.Mem, e.n)
+		for r := range out.Vals {
+			n := float64(e.pe[r] - e.ps[r])
+			switch {
+			case cume:
+				out.Vals[r] = float64(e.ge[r]-e.ps[r]) / n
+			case n > 1:
+				out.Vals[r] = float64(e.gs[r]-e.ps[r]) / (n - 1)
+			default:
+				out.Vals[r] = 0
+			}
+		}
+		return out.Finish(f64Type, nil, 0), nil
+	case "ntile":
+		k := int64View(args[0])
+		for r := 0; r < e.n; r++ {
+			if args[0].IsNull(r) || k(r) <= 0 {
+				return nil, fmt.Errorf("%w: ntile bucket count must be a positive integer", ErrInvalid)
+			}
+		}
+		return e.ints(func(r int) int64 {
+			n, b, i := int64(e.pe[r]-e.ps[r]), k(r), int64(r-e.ps[r])
+			size, rem := n/b, n%b
+			if size == 0 {
+				return i + 1
+			}
+			if i < rem*(size+1) {
+				return i/(size+1) + 1
+			}
+			return rem + (i-rem*(size+1))/size + 1
+		}), nil
+	case "lag", "lead":
+		sign := int64(-1)
+		if strings.ToLower(f.Func) == "lead" {
+			sign = 1
+		}
+		var off func(int) int64
+		if len(args) >= 2 {
+			off = int64View(args[1])
+		}
+		idx := make([]int64, e.n)
+		useDefault := make([]bool, e.n)
+		for r := range idx {
+			o := int64(1)
+			if off != nil {
+				if args[1].IsNull(r) {
+					idx[r] = -1
+					continue
+				}
+				o = off(r)
+			}
+			t := int64(r) + sign*o
+			if t < int64(e.ps[r]) || t >= int64(e.pe[r]) {
+				idx[r], useDefault[r] = -1, len(args) == 3
+				continue
+			}
+			idx[r] = t
+		}
+		vals, err := vectorized.Take(ctx, e.ec.Mem, args[0], idx)
+		if err != nil || len(args) < 3 {
+			return vals, err
+		}
+		defer vals.Release()
+		def, err := vectorized.Cast(e.ec.Mem, args[2], typ)
+		if err != nil {
+			return nil, err
+		}
+		defer def.Release()
+		b := array.NewBuilder(e.ec.Mem, typ)
+		defer b.Release()
+		for r := 0; r < e.n; r++ {
+			if useDefault[r] {
+				vectorized.AppendValue(b, def, r)
+			} else {
+				vectorized.AppendValue(b, vals, r)
+			}
+		}
+		return b.NewArray(), nil
+	case "first_value", "last_value", "nth_value":
+		name := strings.ToLower(f.Func)
+		var nth func(int) int64
+		if name == "nth_value" {
+			nth = int64View(args[1])
+		}
+		idx := make([]int64, e.n)
+		for r := range idx {
+			lo, hi := e.frame(f.Frame, r)
+			idx[r] = -1
+			switch {
+			case lo >= hi:
+			case name == "first_value":
+				idx[r] = int64(lo)
+			case name == "last_value":
+				idx[r] = int64(hi - 1)
+			default:
+				if args[1].IsValid(r) && nth(r) >= 1 && int64(lo)+nth(r)-1 < int64(hi) {
+					idx[r] = int64(lo) + nth(r) - 1
+				}
+			}
+		}
+		return vectorized.Take(ctx, e.ec.Mem, args[0], idx)
+	}
+	return e.aggregate(f, args)
+}
+
+// aggregate computes an aggregate over each row's frame, one accumulator
+// group per row. Frames that start at the partition start extend a copy of
+// the previous row's state, frames that end at the partition end do the
+// same backwards, and other frames are folded from scratch.
+func (e *windowEnv) aggregate(f WindowFunc, args []arrow.Array) (arrow.Array, error) {
+	types := make([]arrow.DataType, len(args))
+	for i, a := range args {
+		types[i] = a.DataType()
+	}
+	def, err := resolveAgg(f.Func, types)
+	if err != nil {
+		return nil, err
+	}
+	acc := def.make()
+	acc.grow(e.n)
+	if def.arity == -1 {
+		// count_star: feed any column of the right length.
+		args = []arrow.Array{vectorized.NullArray(e.ec.Mem, arrow.Null, e.n)}
+		defer args[0].Release()
+	}
+	groups := make([]uint32, 0, 64)
+	feed := func(g, lo, hi int) error {
+		if lo >= hi {
+			return nil
+		}
+		groups = groups[:0]
+		for i := lo; i < hi; i++ {
+			groups = append(groups, uint32(g))
+		}
+		sl := make([]arrow.Array, len(args))
+		for i, a := range args {
+			sl[i] = array.NewSlice(a, int64(lo), int64(hi))
+		}
+		err := acc.update(groups, sl, nil)
+		releaseArrays(sl)
+		return err
+	}
+	startsAtPart := f.Frame == nil || f.Frame.Start.Kind == UnboundedPreceding
+	endsAtPart := f.Frame != nil && f.Frame.End.Kind == UnboundedFollowing
+	switch {
+	case startsAtPart:
+		prevHi := 0
+		for r := 0; r < e.n; r++ {
+			lo, hi := e.frame(f.Frame, r)
+			if r == e.ps[r] {
+				prevHi = lo
+			} else {
+				acc.copyGroup(r-1, r)
+			}
+			if err := feed(r, max(prevHi, lo), hi); err != nil {
+				return nil, err
+			}
+			prevHi = max(prevHi, hi)
+		}
+	case endsAtPart:
+		prevLo := 0
+		for r := e.n - 1; r >= 0; r-- {
+			lo, hi := e.frame(f.Frame, r)
+			if r == e.pe[r]-1 {
+				prevLo = hi
+			} else {
+				acc.copyGroup(r+1, r)
+			}
+			if err := feed(r, lo, min(prevLo, hi)); err != nil {
+				return nil, err
+			}
+			prevLo = min(prevLo, lo)
+		}
+	default:
+		for r := 0; r < e.n; r++ {
+			lo, hi := e.frame(f.Frame, r)
+			if err := feed(r, lo, hi); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return acc.result(e.ec.Mem, e.n)
+}
+
+func (w *windowOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return w.out.next()
+}
+
+func (w *windowOp) Close() error {
+	w.out.close()
+	return w.child.Close()
+}
