@@ -1,0 +1,657 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightd/flightd/sql"
+	"github.com/flightd/flightd/tablestore"
+)
+
+// binder turns one AST statement into a bound statement. Errors inside the
+// recursive descent unwind through bindFail (recovered in Bind), which
+// keeps every step free of error plumbing.
+type binder struct {
+	ctx      context.Context
+	cat      Catalog
+	opts     Options
+	nextID   ColumnID
+	params   map[int]*paramSlot
+	ctes     []map[string]*cteDef
+	maxParam int
+}
+
+type cteDef struct {
+	cte *sql.CTE
+	// depth of the CTE stack at definition, so a CTE body sees only the
+	// CTEs defined before it.
+	depth int
+}
+
+type bindFail struct{ err error }
+
+func (b *binder) fail(pos sql.Pos, format string, args ...any) {
+	panic(bindFail{sql.Errorf(pos, format, args...)})
+}
+
+// failWrap reports err at pos, keeping it matchable with errors.Is.
+func (b *binder) failWrap(pos sql.Pos, err error, format string, args ...any) {
+	e := sql.Errorf(pos, format, args...)
+	panic(bindFail{&posError{pos: e, wrapped: err}})
+}
+
+// posError is a positioned error that also wraps a sentinel.
+type posError struct {
+	pos     *sql.Error
+	wrapped error
+}
+
+func (e *posError) Error() string   { return e.pos.Error() }
+func (e *posError) Unwrap() []error { return []error{e.pos, e.wrapped} }
+
+func (b *binder) notImplemented(pos sql.Pos, what string) {
+	b.failWrap(pos, ErrNotImplemented, "%s is not implemented yet", what)
+}
+
+// Bind binds, optimizes and physically plans one statement.
+func Bind(ctx context.Context, stmt sql.Statement, cat Catalog, opts Options) (bound Statement, err error) {
+	b := &binder{ctx: ctx, cat: cat, opts: opts, params: map[int]*paramSlot{}}
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(bindFail)
+			if !ok {
+				panic(r)
+			}
+			bound, err = nil, f.err
+		}
+	}()
+	return b.bindStatement(stmt), nil
+}
+
+func (b *binder) newCol(name string, typ arrow.DataType, nullable bool) Column {
+	b.nextID++
+	return Column{ID: b.nextID, Name: name, Type: typ, Nullable: nullable}
+}
+
+func (b *binder) param(p *sql.Param) *ParamRef {
+	s, ok := b.params[p.Index]
+	if !ok {
+		s = &paramSlot{}
+		b.params[p.Index] = s
+	}
+	b.maxParam = max(b.maxParam, p.Index)
+	return &ParamRef{Index: p.Index, slot: s}
+}
+
+// finishQuery optimizes a bound plan and wraps it as a Query.
+func (b *binder) finishQuery(root Node) *Query {
+	root = b.optimize(root)
+	return &Query{root: root, schema: schemaOf(root.Columns()), params: b.paramSchema()}
+}
+
+func (b *binder) paramSchema() *arrow.Schema {
+	if b.maxParam == 0 {
+		return nil
+	}
+	fields := make([]arrow.Field, b.maxParam)
+	for i := range fields {
+		s := b.params[i+1]
+		typ := arrow.DataType(arrow.BinaryTypes.String)
+		if s != nil && s.typ != nil {
+			typ = s.typ
+		}
+		fields[i] = arrow.Field{Name: "$" + strconv.Itoa(i+1), Type: typ, Nullable: true}
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+// defaultParamTypes gives parameters whose type no context decided the
+// string type, so that clients can still bind them.
+func (b *binder) defaultParamTypes() {
+	for _, s := range b.params {
+		if s.typ == nil {
+			s.typ = arrow.BinaryTypes.String
+		}
+	}
+}
+
+func (b *binder) bindStatement(stmt sql.Statement) Statement {
+	switch s := stmt.(type) {
+	case *sql.Query:
+		n, _ := b.bindQuery(s, nil, nil)
+		b.defaultParamTypes()
+		return b.finishQuery(n)
+	case *sql.Insert:
+		return b.bindInsert(s)
+	case *sql.Delete:
+		return b.bindDelete(s)
+	case *sql.Update:
+		return b.bindUpdate(s)
+	case *sql.CreateTable:
+		return b.bindCreateTable(s)
+	case *sql.DropTable:
+		if s.Materialized {
+			b.notImplemented(s.Pos, "DROP MATERIALIZED TABLE")
+		}
+		return &DropTable{Ident: b.ident(s.Name), IfExists: s.IfExists}
+	case *sql.AlterTable:
+		return b.bindAlter(s)
+	case *sql.CreateDatabase:
+		return &CreateDatabase{Name: s.Name, IfNotExists: s.IfNotExists}
+	case *sql.DropDatabase:
+		return &DropDatabase{Name: s.Name, IfExists: s.IfExists, Cascade: s.Cascade}
+	case *sql.Use:
+		return &UseDatabase{Name: s.Name}
+	case *sql.Explain:
+		return &Explain{Target: b.bindStatement(s.Stmt), Analyze: s.Analyze}
+	case *sql.Transaction:
+		return &Transaction{Kind: TxnKind(s.Kind)}
+	case *sql.Show:
+		return b.bindShow(s)
+	case *sql.Describe:
+		return b.bindDescribe(s.Name)
+	case *sql.CreateMaterializedTable:
+		b.notImplemented(s.Pos, "CREATE MATERIALIZED TABLE")
+	case *sql.SetStmt:
+		b.notImplemented(s.Pos, "SET")
+	}
+	b.fail(stmt.Position(), "unsupported statement %T", stmt)
+	return nil
+}
+
+func (b *binder) ident(n *sql.Name) tablestore.Ident {
+	switch len(n.Parts) {
+	case 1:
+		return tablestore.Ident{Database: b.cat.CurrentDatabase(), Table: n.Parts[0]}
+	case 2:
+		return tablestore.Ident{Database: n.Parts[0], Table: n.Parts[1]}
+	}
+	b.fail(n.Pos, "table name %s has too many parts (catalogs are not supported)", sql.Format(n))
+	return tablestore.Ident{}
+}
+
+func (b *binder) table(n *sql.Name) (*tablestore.Table, int64) {
+	id := b.ident(n)
+	t, snap, err := b.cat.Table(b.ctx, id)
+	if err != nil {
+		if errors.Is(err, tablestore.ErrTableNotFound) || errors.Is(err, tablestore.ErrDatabaseNotFound) {
+			b.failWrap(n.Pos, err, "table %s not found", id)
+		}
+		b.failWrap(n.Pos, err, "table %s: %v", id, err)
+	}
+	return t, snap
+}
+
+// ---- DML
+
+func (b *binder) bindInsert(s *sql.Insert) Statement {
+	t, _ := b.table(s.Table)
+	schema := t.Schema()
+	ins := &Insert{Table: t, Overwrite: s.Overwrite}
+	static := map[string]*Const{}
+	if len(s.Partition) > 0 {
+		ins.Partition = map[string]string{}
+		for _, pv := range s.Partition {
+			idx := schema.FieldIndices(pv.Column)
+			if len(idx) == 0 {
+				b.fail(pv.Pos, "partition column %q not found in table %s", pv.Column, t.Ident())
+			}
+			if !slices.Contains(t.PartitionKeys(), pv.Column) {
+				b.fail(pv.Pos, "column %q is not a partition key of table %s", pv.Column, t.Ident())
+			}
+			v := b.constExpr(pv.Value, schema.Field(idx[0]).Type)
+			static[pv.Column] = v
+			ins.Partition[pv.Column] = v.Value.String()
+		}
+	}
+	// Target columns of the source, in source order.
+	var targets []string
+	if s.Columns != nil {
+		seen := map[string]bool{}
+		for _, c := range s.Columns {
+			if len(schema.FieldIndices(c)) == 0 {
+				b.fail(s.Pos, "column %q not found in table %s", c, t.Ident())
+			}
+			if seen[c] {
+				b.fail(s.Pos, "column %q listed twice", c)
+			}
+			if static[c] != nil {
+				b.fail(s.Pos, "column %q is given in PARTITION and in the column list", c)
+			}
+			seen[c] = true
+			targets = append(targets, c)
+		}
+	} else {
+		for _, f := range schema.Fields() {
+			if static[f.Name] == nil {
+				targets = append(targets, f.Name)
+			}
+		}
+	}
+	hints := make([]arrow.DataType, len(targets))
+	for i, c := range targets {
+		hints[i] = schema.Field(schema.FieldIndices(c)[0]).Type
+	}
+	src, _ := b.bindQuery(s.Source, nil, hints)
+	srcCols := src.Columns()
+	if len(srcCols) != len(targets) {
+		b.fail(s.Source.Pos, "INSERT into %s has %d target columns but the query produces %d", t.Ident(), len(targets), len(srcCols))
+	}
+	exprs := make([]Expr, len(schema.Fields()))
+	cols := make([]Column, len(schema.Fields()))
+	for i, f := range schema.Fields() {
+		var e Expr
+		if v := static[f.Name]; v != nil {
+			e = v
+		} else if j := slices.Index(targets, f.Name); j >= 0 {
+			c := srcCols[j]
+			e = b.assignCast(&ColRef{ID: c.ID, Name: c.Name, Typ: c.Type}, f.Type, s.Source.Pos, f.Name)
+		} else {
+			if !f.Nullable {
+				b.fail(s.Pos, "column %q of table %s is NOT NULL and has no value", f.Name, t.Ident())
+			}
+			e = nullOf(f.Type)
+		}
+		exprs[i] = e
+		cols[i] = b.newCol(f.Name, f.Type, f.Nullable)
+	}
+	b.defaultParamTypes()
+	ins.Source = b.finishQuery(&ProjectNode{Input: src, Exprs: exprs, Cols: cols})
+	return ins
+}
+
+// tableScope scans a whole table for DELETE and UPDATE.
+func (b *binder) tableScope(name *sql.Name, alias string) (*tablestore.Table, *ScanNode, *scope) {
+	t, snap := b.table(name)
+	qual := name.Parts[len(name.Parts)-1]
+	if alias != "" {
+		qual = alias
+	}
+	scan := b.scanNode(t, snap, qual)
+	return t, scan, newScope(scan.Cols, qual)
+}
+
+func (b *binder) bindDelete(s *sql.Delete) Statement {
+	t, scan, sc := b.tableScope(s.Table, s.Alias)
+	d := &Delete{Table: t}
+	if s.Where == nil {
+		// Everything goes: Kept is empty.
+		d.Deleted = b.finishQuery(scan)
+		_, scan2, _ := b.tableScope(s.Table, s.Alias)
+		d.Kept = b.finishQuery(&FilterNode{Input: scan2, Pred: &Const{Value: boolScalar(false)}})
+		return d
+	}
+	var node Node = scan
+	pred := b.bindPredicate(s.Where, sc, &node, "WHERE")
+	d.Deleted = b.finishQuery(&FilterNode{Input: node, Pred: pred})
+	t2, scan2, sc2 := b.tableScope(s.Table, s.Alias)
+	_ = t2
+	var node2 Node = scan2
+	pred2 := b.bindPredicate(s.Where, sc2, &node2, "WHERE")
+	kept := b.project(&FilterNode{Input: node2, Pred: notTrue(pred2)}, scan2.Cols)
+	b.defaultParamTypes()
+	d.Kept = b.finishQuery(kept)
+	return d
+}
+
+func (b *binder) bindUpdate(s *sql.Update) Statement {
+	t, scan, sc := b.tableScope(s.Table, s.Alias)
+	schema := t.Schema()
+	sets := map[string]*sql.Assignment{}
+	for _, a := range s.Sets {
+		if len(schema.FieldIndices(a.Column)) == 0 {
+			b.fail(a.Pos, "column %q not found in table %s", a.Column, t.Ident())
+		}
+		if slices.Contains(t.PrimaryKey(), a.Column) {
+			b.fail(a.Pos, "cannot update primary key column %q", a.Column)
+		}
+		if slices.Contains(t.PartitionKeys(), a.Column) {
+			b.fail(a.Pos, "cannot update partition column %q", a.Column)
+		}
+		if sets[a.Column] != nil {
+			b.fail(a.Pos, "column %q assigned twice", a.Column)
+		}
+		sets[a.Column] = a
+	}
+	build := func(scan *ScanNode, sc *scope, all bool) Node {
+		var node Node = scan
+		var pred Expr
+		if s.Where != nil {
+			pred = b.bindPredicate(s.Where, sc, &node, "WHERE")
+		}
+		exprs := make([]Expr, len(scan.Cols))
+		cols := make([]Column, len(scan.Cols))
+		for i, c := range scan.Cols {
+			old := &ColRef{ID: c.ID, Name: c.Name, Typ: c.Type}
+			var e Expr = old
+			if a := sets[c.Name]; a != nil {
+				v := b.bindScalar(a.Value, sc, &node, withHint(c.Type))
+				e = b.assignCast(v, c.Type, a.Pos, c.Name)
+				if all && pred != nil {
+					e = &Case{Whens: []CaseWhen{{Cond: pred, Then: e}}, Else: old, Typ: c.Type}
+				}
+			}
+			exprs[i] = e
+			cols[i] = b.newCol(c.Name, c.Type, c.Nullable)
+		}
+		if !all && pred != nil {
+			node = &FilterNode{Input: node, Pred: pred}
+		}
+		return &ProjectNode{Input: node, Exprs: exprs, Cols: cols}
+	}
+	u := &Update{Table: t}
+	updated := build(scan, sc, false)
+	_, scan2, sc2 := b.tableScope(s.Table, s.Alias)
+	all := build(scan2, sc2, true)
+	b.defaultParamTypes()
+	u.Updated = b.finishQuery(updated)
+	u.All = b.finishQuery(all)
+	return u
+}
+
+// project keeps cols of n (dropping columns joins added).
+func (b *binder) project(n Node, cols []Column) Node {
+	exprs := make([]Expr, len(cols))
+	for i, c := range cols {
+		exprs[i] = &ColRef{ID: c.ID, Name: c.Name, Typ: c.Type}
+	}
+	return &ProjectNode{Input: n, Exprs: exprs, Cols: cols}
+}
+
+// assignCast converts a value for storing into a column of type to;
+// implicit conversions stay within a type family.
+func (b *binder) assignCast(e Expr, to arrow.DataType, pos sql.Pos, col string) Expr {
+	from := e.Type()
+	if arrow.TypeEqual(from, to) {
+		return e
+	}
+	if p, ok := e.(*ParamRef); ok && p.slot.typ == nil {
+		p.slot.typ = to
+		return e
+	}
+	_, isConst := e.(*Const)
+	if from.ID() == arrow.NULL || family(from) == family(to) || isConst && family(from) == famString && family(to) == famTemporal {
+		return b.castTo(e, to, pos)
+	}
+	b.fail(pos, "column %q has type %s, cannot assign a value of type %s", col, SQLTypeName(to), SQLTypeName(from))
+	return nil
+}
+
+type typeFamily int
+
+const (
+	famOther typeFamily = iota
+	famNumeric
+	famString
+	famBinary
+	famTemporal
+	famBool
+)
+
+func family(dt arrow.DataType) typeFamily {
+	switch dt.ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32,
+		arrow.UINT64, arrow.FLOAT32, arrow.FLOAT64, arrow.DECIMAL128:
+		return famNumeric
+	case arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW:
+		return famString
+	case arrow.BINARY, arrow.LARGE_BINARY:
+		return famBinary
+	case arrow.DATE32, arrow.TIMESTAMP, arrow.TIME64:
+		return famTemporal
+	case arrow.BOOL:
+		return famBool
+	}
+	return famOther
+}
+
+// ---- DDL
+
+func (b *binder) bindCreateTable(s *sql.CreateTable) Statement {
+	ct := &CreateTable{Ident: b.ident(s.Name), IfNotExists: s.IfNotExists}
+	var fields []arrow.Field
+	if s.Watermark != nil {
+		b.notImplemented(s.Watermark.Pos, "WATERMARK")
+	}
+	if s.As != nil {
+		if s.Columns != nil {
+			b.fail(s.Pos, "CREATE TABLE AS takes its columns from the query; drop the column list")
+		}
+		n, _ := b.bindQuery(s.As, nil, nil)
+		b.defaultParamTypes()
+		if b.maxParam > 0 {
+			b.fail(s.As.Pos, "CREATE TABLE AS cannot have parameters")
+		}
+		ct.As = b.finishQuery(n)
+		for _, c := range n.Columns() {
+			fields = append(fields, arrow.Field{Name: c.Name, Type: c.Type, Nullable: true})
+		}
+	}
+	seen := map[string]bool{}
+	for _, c := range s.Columns {
+		if c.Computed != nil {
+			b.notImplemented(c.Pos, "computed column")
+		}
+		if seen[c.Name] {
+			b.fail(c.Pos, "column %q defined twice", c.Name)
+		}
+		seen[c.Name] = true
+		typ, err := ArrowType(c.Type)
+		if err != nil {
+			panic(bindFail{err})
+		}
+		md := arrow.Metadata{}
+		if c.Comment != "" {
+			md = arrow.NewMetadata([]string{"comment"}, []string{c.Comment})
+		}
+		fields = append(fields, arrow.Field{Name: c.Name, Type: typ, Nullable: !c.NotNull, Metadata: md})
+	}
+	names := map[string]int{}
+	for i, f := range fields {
+		if _, dup := names[f.Name]; dup {
+			b.fail(s.Pos, "column %q appears twice", f.Name)
+		}
+		names[f.Name] = i
+	}
+	for _, k := range s.PrimaryKey {
+		i, ok := names[k]
+		if !ok {
+			b.fail(s.PrimaryKeyPos, "primary key column %q is not a column of the table", k)
+		}
+		fields[i].Nullable = false
+	}
+	for _, k := range s.PartitionedBy {
+		if _, ok := names[k]; !ok {
+			b.fail(s.Pos, "partition column %q is not a column of the table", k)
+		}
+	}
+	opts := map[string]string{}
+	for _, p := range s.With {
+		opts[p.Key] = p.Value
+	}
+	ct.Def = tablestore.TableDef{
+		Schema:        arrow.NewSchema(fields, nil),
+		PrimaryKey:    s.PrimaryKey,
+		PartitionKeys: s.PartitionedBy,
+		Options:       opts,
+		Comment:       s.Comment,
+	}
+	return ct
+}
+
+func (b *binder) bindAlter(s *sql.AlterTable) Statement {
+	at := &AlterTable{Ident: b.ident(s.Name)}
+	for _, a := range s.Actions {
+		switch a := a.(type) {
+		case *sql.AddColumn:
+			if a.Column.NotNull {
+				b.fail(a.Pos, "an added column must be nullable (existing rows read it as NULL)")
+			}
+			typ, err := ArrowType(a.Column.Type)
+			if err != nil {
+				panic(bindFail{err})
+			}
+			at.Changes = append(at.Changes, tablestore.AddColumn{Name: a.Column.Name, Type: typ, Comment: a.Column.Comment})
+		case *sql.DropColumn:
+			at.Changes = append(at.Changes, tablestore.DropColumn{Name: a.Name})
+		case *sql.RenameColumn:
+			at.Changes = append(at.Changes, tablestore.RenameColumn{Old: a.Old, New: a.New})
+		case *sql.AlterColumnType:
+			typ, err := ArrowType(a.Type)
+			if err != nil {
+				panic(bindFail{err})
+			}
+			at.Changes = append(at.Changes, tablestore.UpdateColumnType{Name: a.Column, Type: typ})
+		case *sql.SetOptions:
+			for _, p := range a.Options {
+				at.Changes = append(at.Changes, tablestore.SetOption{Key: p.Key, Value: p.Value})
+			}
+		case *sql.ResetOptions:
+			for _, k := range a.Keys {
+				at.Changes = append(at.Changes, tablestore.RemoveOption{Key: k})
+			}
+		case *sql.RenameTable:
+			b.notImplemented(a.Pos, "ALTER TABLE RENAME TO")
+		}
+	}
+	return at
+}
+
+// ---- SHOW / DESCRIBE
+
+func (b *binder) stringValues(names []string, rows [][]string) *Query {
+	cols := make([]Column, len(names))
+	for i, n := range names {
+		cols[i] = b.newCol(n, arrow.BinaryTypes.String, false)
+	}
+	vals := make([][]Expr, len(rows))
+	for i, r := range rows {
+		vals[i] = make([]Expr, len(r))
+		for j, v := range r {
+			vals[i][j] = &Const{Value: stringScalar(v)}
+		}
+	}
+	return &Query{root: &ValuesNode{Values: vals, Cols: cols}, schema: schemaOf(cols)}
+}
+
+func (b *binder) bindShow(s *sql.Show) Statement {
+	var names []string
+	var err error
+	col := ""
+	switch s.What {
+	case "DATABASES":
+		col = "database_name"
+		names, err = b.cat.Databases(b.ctx)
+	case "TABLES":
+		col = "table_name"
+		db := b.cat.CurrentDatabase()
+		if s.From != nil {
+			if len(s.From.Parts) != 1 {
+				b.fail(s.From.Pos, "expected a database name")
+			}
+			db = s.From.Parts[0]
+		}
+		names, err = b.cat.Tables(b.ctx, db)
+	case "COLUMNS":
+		return b.bindDescribe(s.From)
+	case "CREATE TABLE":
+		t, _ := b.table(s.From)
+		return b.stringValues([]string{"create_table"}, [][]string{{ShowCreateTable(t)}})
+	}
+	if err != nil {
+		b.failWrap(s.Pos, err, "SHOW %s: %v", s.What, err)
+	}
+	if s.Like != "" {
+		names = slices.DeleteFunc(names, func(n string) bool { return !likeMatch(s.Like, n) })
+	}
+	sort.Strings(names)
+	rows := make([][]string, len(names))
+	for i, n := range names {
+		rows[i] = []string{n}
+	}
+	return b.stringValues([]string{col}, rows)
+}
+
+func (b *binder) bindDescribe(name *sql.Name) Statement {
+	t, _ := b.table(name)
+	var rows [][]string
+	for _, f := range t.Schema().Fields() {
+		key := ""
+		if slices.Contains(t.PrimaryKey(), f.Name) {
+			key = "PRI"
+		}
+		if slices.Contains(t.PartitionKeys(), f.Name) {
+			key += "PART"
+		}
+		null := "YES"
+		if !f.Nullable {
+			null = "NO"
+		}
+		rows = append(rows, []string{f.Name, SQLTypeName(f.Type), null, key})
+	}
+	return b.stringValues([]string{"name", "type", "null", "key"}, rows)
+}
+
+// ShowCreateTable renders the DDL of a table.
+func ShowCreateTable(t *tablestore.Table) string {
+	id := t.Ident()
+	ct := &sql.CreateTable{Name: &sql.Name{Parts: []string{id.Database, id.Table}}, PrimaryKey: t.PrimaryKey(), PartitionedBy: t.PartitionKeys()}
+	for _, f := range t.Schema().Fields() {
+		tn, err := sql.ParseOne("SELECT CAST(NULL AS " + SQLTypeName(f.Type) + ")")
+		var typ *sql.TypeName
+		if err == nil {
+			typ = tn.(*sql.Query).Body.(*sql.Select).Items[0].Expr.(*sql.Cast).Type
+		} else {
+			typ = &sql.TypeName{Name: "STRING"}
+		}
+		ct.Columns = append(ct.Columns, &sql.ColumnDef{Name: f.Name, Type: typ, NotNull: !f.Nullable})
+	}
+	opts := t.Options()
+	for _, k := range slices.Sorted(maps.Keys(opts)) {
+		ct.With = append(ct.With, &sql.Property{Key: k, Value: opts[k]})
+	}
+	if len(ct.PrimaryKey) == 0 {
+		ct.PrimaryKey = nil
+	}
+	if len(ct.PartitionedBy) == 0 {
+		ct.PartitionedBy = nil
+	}
+	return sql.Format(ct)
+}
+
+// likeMatch implements SQL LIKE for SHOW ... LIKE (% and _).
+func likeMatch(pattern, s string) bool {
+	p, str := []rune(pattern), []rune(s)
+	var m func(i, j int) bool
+	m = func(i, j int) bool {
+		for i < len(p) {
+			switch p[i] {
+			case '%':
+				for k := j; k <= len(str); k++ {
+					if m(i+1, k) {
+						return true
+					}
+				}
+				return false
+			case '_':
+				if j >= len(str) {
+					return false
+				}
+			default:
+				if j >= len(str) || str[j] != p[i] {
+					return false
+				}
+			}
+			i++
+			j++
+		}
+		return j == len(str)
+	}
+	return m(0, 0)
+}

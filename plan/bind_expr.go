@@ -1,0 +1,864 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
+
+	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/sql"
+)
+
+// exprOpts is the context of one expression.
+type exprOpts struct {
+	hint     arrow.DataType    // expected type: decides parameter and NULL types
+	noAgg    string            // when set, aggregates are rejected "in <noAgg>"
+	aggs     map[string]Column // aggregate call (formatted) -> output column
+	wins     map[string]Column // window call (formatted) -> output column
+	grouping *groupInfo
+}
+
+func withHint(t arrow.DataType) exprOpts { return exprOpts{hint: t, noAgg: "this context"} }
+
+var boolType = arrow.FixedWidthTypes.Boolean
+
+// bindPredicate binds a boolean condition of a clause.
+func (b *binder) bindPredicate(e sql.Expr, sc *scope, node *Node, clause string) Expr {
+	x := b.bindScalar(e, sc, node, exprOpts{noAgg: clause, hint: boolType})
+	if x.Type().ID() == arrow.NULL {
+		return &Const{Value: scalar.MakeNullScalar(boolType)}
+	}
+	if x.Type().ID() != arrow.BOOL {
+		b.fail(e.Position(), "%s condition must be boolean, got %s", clause, SQLTypeName(x.Type()))
+	}
+	return x
+}
+
+// bindScalar binds an expression over scope sc. Subqueries add joins to
+// *node, the relation the expression is evaluated over.
+func (b *binder) bindScalar(e sql.Expr, sc *scope, node *Node, o exprOpts) Expr {
+	switch e := e.(type) {
+	case *sql.Ident:
+		return b.lookup(sc, e)
+	case *sql.Literal:
+		return b.literal(e, o.hint)
+	case *sql.TypedLiteral:
+		return b.typedLiteral(e)
+	case *sql.IntervalLiteral:
+		return b.intervalLiteral(e)
+	case *sql.Param:
+		p := b.param(e)
+		if p.slot.typ == nil && o.hint != nil {
+			p.slot.typ = o.hint
+		}
+		return p
+	case *sql.Unary:
+		switch e.Op {
+		case "+":
+			return b.bindScalar(e.X, sc, node, o)
+		case "-":
+			if lit, ok := e.X.(*sql.Literal); ok && lit.Kind == sql.LitNumber {
+				return b.literal(&sql.Literal{Pos: e.Pos, Kind: sql.LitNumber, Value: "-" + lit.Value}, o.hint)
+			}
+			x := b.bindScalar(e.X, sc, node, o)
+			return b.call(e.Pos, "negate", x)
+		}
+		x := b.bindScalar(e.X, sc, node, o.with(boolType))
+		return b.call(e.Pos, "not", b.boolArg(x, e.X, "NOT"))
+	case *sql.Binary:
+		return b.bindBinary(e, sc, node, o)
+	case *sql.FuncCall:
+		return b.bindCall(e, sc, node, o)
+	case *sql.Cast:
+		if e.Try {
+			b.notImplemented(e.Pos, "TRY_CAST")
+		}
+		typ, err := ArrowType(e.Type)
+		if err != nil {
+			panic(bindFail{err})
+		}
+		x := b.bindScalar(e.X, sc, node, o.with(typ))
+		return b.castTo(x, typ, e.Pos)
+	case *sql.Case:
+		return b.bindCase(e, sc, node, o)
+	case *sql.Between:
+		x := b.bindScalar(e.X, sc, node, o.with(nil))
+		lo := b.bindScalar(e.Lo, sc, node, o.with(x.Type()))
+		hi := b.bindScalar(e.Hi, sc, node, o.with(x.Type()))
+		r := b.and(b.compare("greater_equal", x, lo, e.Pos), b.compare("less_equal", x, hi, e.Pos))
+		if e.Not {
+			return b.call(e.Pos, "not", r)
+		}
+		return r
+	case *sql.InList:
+		x := b.bindScalar(e.X, sc, node, o.with(nil))
+		list := make([]Expr, len(e.List))
+		typ := x.Type()
+		for i, it := range e.List {
+			list[i] = b.bindScalar(it, sc, node, o.with(x.Type()))
+			list[i] = b.coerceLiteral(list[i], x.Type())
+			t, ok := commonType(typ, list[i].Type())
+			if !ok {
+				b.fail(it.Position(), "IN list value of type %s does not match %s", SQLTypeName(list[i].Type()), SQLTypeName(typ))
+			}
+			typ = t
+		}
+		x = b.castTo(x, typ, e.Pos)
+		for i := range list {
+			list[i] = b.castTo(list[i], typ, e.List[i].Position())
+		}
+		var r Expr = &In{X: x, List: list}
+		if e.Not {
+			r = b.call(e.Pos, "not", r)
+		}
+		return r
+	case *sql.Like:
+		x := b.bindScalar(e.X, sc, node, o.with(arrow.BinaryTypes.String))
+		p := b.bindScalar(e.Pattern, sc, node, o.with(arrow.BinaryTypes.String))
+		fn := "like"
+		if e.Not {
+			fn = "not_like"
+		}
+		args := []Expr{x, p}
+		if e.Escape != nil {
+			args = append(args, b.bindScalar(e.Escape, sc, node, o.with(arrow.BinaryTypes.String)))
+		}
+		return b.call(e.Pos, fn, args...)
+	case *sql.Is:
+		x := b.bindScalar(e.X, sc, node, o.with(nil))
+		var r Expr
+		switch e.What {
+		case "NULL", "UNKNOWN":
+			if e.Not {
+				return b.call(e.Pos, "is_not_null", x)
+			}
+			return b.call(e.Pos, "is_null", x)
+		case "TRUE":
+			r = b.call(e.Pos, "coalesce", b.boolArg(x, e.X, "IS TRUE"), &Const{Value: boolScalar(false)})
+		case "FALSE":
+			r = b.call(e.Pos, "coalesce", b.call(e.Pos, "not", b.boolArg(x, e.X, "IS FALSE")), &Const{Value: boolScalar(false)})
+		case "DISTINCT FROM":
+			y := b.bindScalar(e.Y, sc, node, o.with(x.Type()))
+			fn := "is_distinct_from"
+			if e.Not {
+				fn = "is_not_distinct_from"
+			}
+			return b.compare(fn, x, y, e.Pos)
+		}
+		if e.Not {
+			r = b.call(e.Pos, "not", r)
+		}
+		return r
+	case *sql.Extract:
+		x := b.bindScalar(e.X, sc, node, o.with(nil))
+		return b.call(e.Pos, "extract", &Const{Value: stringScalar(strings.ToLower(e.Field))}, x)
+	case *sql.Subquery:
+		return b.scalarSubquery(e, sc, node)
+	case *sql.Exists:
+		sub, corr := b.bindSubquery(e.Query, sc)
+		r := b.markJoin(node, sub, corr, nil, e.Pos)
+		if e.Not {
+			return b.call(e.Pos, "not", r)
+		}
+		return r
+	case *sql.InSubquery:
+		if e.Not {
+			b.notImplemented(e.Pos, "NOT IN (subquery) outside a top-level WHERE condition")
+		}
+		x := b.bindScalar(e.X, sc, node, o.with(nil))
+		sub, corr := b.bindSubquery(e.Query, sc)
+		y := b.subqueryValue(sub, corr, e.Query.Pos)
+		return b.markJoin(node, sub, corr, b.compare("equal", x, y, e.Pos), e.Pos)
+	case *sql.Star:
+		b.fail(e.Pos, "* is not allowed here")
+	case *sql.GroupingSets, *sql.Rollup, *sql.Cube:
+		b.fail(e.Position(), "grouping sets are allowed only in GROUP BY")
+	case *sql.TableArg, *sql.Descriptor, *sql.NamedArg:
+		b.fail(e.Position(), "%s is allowed only as a table function argument", sql.Format(e))
+	}
+	b.fail(e.Position(), "unsupported expression %s", sql.Format(e))
+	return nil
+}
+
+func (o exprOpts) with(hint arrow.DataType) exprOpts {
+	o.hint = hint
+	return o
+}
+
+func (b *binder) boolArg(x Expr, src sql.Expr, what string) Expr {
+	if p, ok := x.(*ParamRef); ok && p.slot.typ == nil {
+		p.slot.typ = boolType
+	}
+	switch x.Type().ID() {
+	case arrow.BOOL:
+		return x
+	case arrow.NULL:
+		return &Const{Value: scalar.MakeNullScalar(boolType)}
+	}
+	b.fail(src.Position(), "argument of %s must be boolean, got %s", what, SQLTypeName(x.Type()))
+	return nil
+}
+
+func (b *binder) and(l, r Expr) Expr {
+	return &Call{Fn: "and", Args: []Expr{l, r}, Typ: boolType}
+}
+
+var arithFns = map[string]string{"+": "add", "-": "subtract", "*": "multiply", "/": "divide", "%": "modulo"}
+var compareFns = map[string]string{"=": "equal", "<>": "not_equal", "<": "less", "<=": "less_equal", ">": "greater", ">=": "greater_equal"}
+
+func (b *binder) bindBinary(e *sql.Binary, sc *scope, node *Node, o exprOpts) Expr {
+	switch e.Op {
+	case "AND", "OR":
+		l := b.boolArg(b.bindScalar(e.Left, sc, node, o.with(boolType)), e.Left, e.Op)
+		r := b.boolArg(b.bindScalar(e.Right, sc, node, o.with(boolType)), e.Right, e.Op)
+		return &Call{Fn: strings.ToLower(e.Op), Args: []Expr{l, r}, Typ: boolType}
+	case "||":
+		l := b.bindScalar(e.Left, sc, node, o.with(arrow.BinaryTypes.String))
+		r := b.bindScalar(e.Right, sc, node, o.with(arrow.BinaryTypes.String))
+		return b.call(e.Pos, "concat", l, r)
+	}
+	l := b.bindScalar(e.Left, sc, node, o.with(nil))
+	r := b.bindScalar(e.Right, sc, node, o.with(l.Type()))
+	if fn, ok := compareFns[e.Op]; ok {
+		return b.compare(fn, l, r, e.Pos)
+	}
+	b.inferParams(l, r)
+	return b.call(e.Pos, arithFns[e.Op], l, r)
+}
+
+// inferParams gives untyped parameters the type of the other operand.
+func (b *binder) inferParams(args ...Expr) {
+	var typ arrow.DataType
+	for _, a := range args {
+		if p, ok := a.(*ParamRef); ok && p.slot.typ == nil {
+			continue
+		}
+		if a.Type() != nil && a.Type().ID() != arrow.NULL {
+			typ = a.Type()
+			break
+		}
+	}
+	if typ == nil {
+		typ = arrow.BinaryTypes.String
+	}
+	for _, a := range args {
+		if p, ok := a.(*ParamRef); ok && p.slot.typ == nil {
+			p.slot.typ = typ
+		}
+	}
+}
+
+// coerceLiteral applies the implicit conversions of comparisons: a string
+// constant compared with a date, timestamp or number becomes one (TPC-DS
+// writes d_date = '2000-01-03'), and NULL takes the other side's type.
+func (b *binder) coerceLiteral(x Expr, other arrow.DataType) Expr {
+	if other == nil {
+		return x
+	}
+	c, ok := x.(*Const)
+	if !ok {
+		if cast, ok := x.(*Cast); ok && family(cast.X.Type()) == famString && family(other) == famTemporal {
+			return x
+		}
+		return x
+	}
+	switch {
+	case c.Value.DataType().ID() == arrow.NULL && other.ID() != arrow.NULL:
+		return &Const{Value: scalar.MakeNullScalar(other)}
+	case family(c.Value.DataType()) == famString && (family(other) == famTemporal || family(other) == famNumeric):
+		return &Cast{X: c, Typ: other}
+	}
+	return x
+}
+
+// compare binds a comparison with implicit conversions.
+func (b *binder) compare(fn string, l, r Expr, pos sql.Pos) Expr {
+	b.inferParams(l, r)
+	l = b.coerceLiteral(l, r.Type())
+	r = b.coerceLiteral(r, l.Type())
+	// A string column against a date: compare as dates.
+	if family(l.Type()) == famString && family(r.Type()) == famTemporal {
+		l = b.castTo(l, r.Type(), pos)
+	} else if family(r.Type()) == famString && family(l.Type()) == famTemporal {
+		r = b.castTo(r, l.Type(), pos)
+	}
+	return b.call(pos, fn, l, r)
+}
+
+// call resolves a scalar function through exec.
+func (b *binder) call(pos sql.Pos, fn string, args ...Expr) Expr {
+	b.inferParams(args...)
+	typ, err := exec.ResolveFunction(fn, typesOfExprs(args))
+	if err != nil {
+		b.fail(pos, "%s", cleanErr(err))
+	}
+	return &Call{Fn: fn, Args: args, Typ: typ}
+}
+
+// cleanErr drops exec's sentinel prefix, which means nothing to a user.
+func cleanErr(err error) string {
+	return strings.TrimPrefix(err.Error(), exec.ErrInvalid.Error()+": ")
+}
+
+// castTo converts e to typ, checking that exec can.
+func (b *binder) castTo(e Expr, typ arrow.DataType, pos sql.Pos) Expr {
+	if p, ok := e.(*ParamRef); ok && p.slot.typ == nil {
+		p.slot.typ = typ
+	}
+	from := e.Type()
+	if arrow.TypeEqual(from, typ) {
+		return e
+	}
+	if from.ID() == arrow.NULL {
+		return &Const{Value: scalar.MakeNullScalar(typ)}
+	}
+	if _, err := exec.NewCast(exec.NewColumn(0, from, "x"), typ); err != nil {
+		b.fail(pos, "cannot cast %s to %s", SQLTypeName(from), SQLTypeName(typ))
+	}
+	return &Cast{X: e, Typ: typ}
+}
+
+func (b *binder) bindCase(e *sql.Case, sc *scope, node *Node, o exprOpts) Expr {
+	var operand Expr
+	if e.Operand != nil {
+		operand = b.bindScalar(e.Operand, sc, node, o.with(nil))
+	}
+	c := &Case{}
+	var thens []Expr
+	for _, w := range e.Whens {
+		var cond Expr
+		if operand != nil {
+			v := b.bindScalar(w.Cond, sc, node, o.with(operand.Type()))
+			cond = b.compare("equal", operand, v, w.Pos)
+		} else {
+			cond = b.boolArg(b.bindScalar(w.Cond, sc, node, o.with(boolType)), w.Cond, "WHEN")
+		}
+		c.Whens = append(c.Whens, CaseWhen{Cond: cond})
+		thens = append(thens, b.bindScalar(w.Then, sc, node, o))
+	}
+	if e.Else != nil {
+		c.Else = b.bindScalar(e.Else, sc, node, o)
+		thens = append(thens, c.Else)
+	}
+	var typ arrow.DataType = arrow.Null
+	for i, t := range thens {
+		ct, ok := commonType(typ, t.Type())
+		if !ok {
+			b.fail(e.Pos, "CASE branches have types %s and %s with no common type (branch %d)", SQLTypeName(typ), SQLTypeName(t.Type()), i+1)
+		}
+		typ = ct
+	}
+	if typ.ID() == arrow.NULL {
+		typ = arrow.BinaryTypes.String
+	}
+	for i := range c.Whens {
+		c.Whens[i].Then = b.castTo(thens[i], typ, e.Pos)
+	}
+	if c.Else != nil {
+		c.Else = b.castTo(c.Else, typ, e.Pos)
+	}
+	c.Typ = typ
+	return c
+}
+
+func (b *binder) bindCall(e *sql.FuncCall, sc *scope, node *Node, o exprOpts) Expr {
+	key := sql.Format(e)
+	if e.Over != nil {
+		if col, ok := o.wins[key]; ok {
+			return &ColRef{ID: col.ID, Name: col.Name, Typ: col.Type}
+		}
+		b.fail(e.Pos, "window function %s is not allowed here", e.Name)
+	}
+	if isAggregate(e.Name) {
+		if col, ok := o.aggs[key]; ok {
+			return &ColRef{ID: col.ID, Name: col.Name, Typ: col.Type}
+		}
+		where := o.noAgg
+		if where == "" {
+			where = "this context"
+		}
+		b.fail(e.Pos, "aggregate function %s is not allowed in %s", e.Name, where)
+	}
+	if windowOnly[e.Name] {
+		b.fail(e.Pos, "window function %s needs an OVER clause", e.Name)
+	}
+	if e.Distinct || e.Star || e.Filter != nil {
+		b.fail(e.Pos, "%s is not an aggregate function", e.Name)
+	}
+	if e.Name == "grouping" {
+		return b.grouping(e, sc, o)
+	}
+	args := make([]Expr, len(e.Args))
+	for i, a := range e.Args {
+		var hint arrow.DataType
+		if i > 0 {
+			hint = args[0].Type()
+		}
+		args[i] = b.bindScalar(a, sc, node, o.with(hint))
+	}
+	fn := e.Name
+	switch fn {
+	case "substring":
+		fn = "substr"
+	case "ceiling":
+		fn = "ceil"
+	case "localtimestamp", "now":
+		fn = "current_timestamp"
+	case "coalesce", "nullif", "greatest", "least":
+		// Same-typed arguments: unify with casts.
+		typ := arrow.DataType(arrow.Null)
+		b.inferParams(args...)
+		for i, a := range args {
+			t, ok := commonType(typ, a.Type())
+			if !ok {
+				b.fail(e.Args[i].Position(), "%s arguments have types %s and %s with no common type", fn, SQLTypeName(typ), SQLTypeName(a.Type()))
+			}
+			typ = t
+		}
+		if typ.ID() != arrow.NULL {
+			for i := range args {
+				args[i] = b.castTo(b.coerceLiteral(args[i], typ), typ, e.Args[i].Position())
+			}
+		}
+	}
+	if _, err := exec.ResolveFunction(fn, nil); err != nil && strings.Contains(err.Error(), "unknown function") {
+		b.fail(e.Pos, "unknown function %s", e.Name)
+	}
+	return b.call(e.Pos, fn, args...)
+}
+
+// grouping implements GROUPING(a, ...) from the grouping id column: bit i
+// of the id is set when group expression i is absent from the row's set.
+func (b *binder) grouping(e *sql.FuncCall, sc *scope, o exprOpts) Expr {
+	if o.grouping == nil {
+		b.fail(e.Pos, "GROUPING is allowed only with GROUP BY")
+	}
+	g := o.grouping
+	if g.gid == nil {
+		return &Const{Value: scalar.NewInt64Scalar(0)}
+	}
+	var out Expr
+	gid := &ColRef{ID: g.gid.ID, Name: g.gid.Name, Typ: g.gid.Type}
+	for _, a := range e.Args {
+		var n Node
+		x := b.bindScalar(a, sc, &n, exprOpts{noAgg: "GROUPING"})
+		i, ok := g.index[exprKey(x)]
+		if !ok {
+			b.fail(a.Position(), "GROUPING argument %s is not a GROUP BY expression", sql.Format(a))
+		}
+		bit := b.call(e.Pos, "modulo", b.call(e.Pos, "divide", gid, int64Const(1<<i)), int64Const(2))
+		if out == nil {
+			out = bit
+		} else {
+			out = b.call(e.Pos, "add", b.call(e.Pos, "multiply", out, int64Const(2)), bit)
+		}
+	}
+	return out
+}
+
+func int64Const(v int64) Expr { return &Const{Value: scalar.NewInt64Scalar(v)} }
+
+// scalarSubquery joins a scalar subquery to *node and returns its value.
+func (b *binder) scalarSubquery(e *sql.Subquery, sc *scope, node *Node) Expr {
+	sub, corr := b.bindSubquery(e.Query, sc)
+	v := b.subqueryValue(sub, corr, e.Pos)
+	if len(corr.pulled) == 0 {
+		*node = &JoinNode{Kind: LeftJoin, Left: *node, Right: &Max1RowNode{Input: sub}}
+		return v
+	}
+	if !corr.agg {
+		b.notImplemented(e.Pos, "a correlated scalar subquery without aggregation")
+	}
+	*node = &JoinNode{Kind: LeftJoin, Left: *node, Right: sub, Cond: andAll(corr.pulled)}
+	// COUNT over no rows is 0, but the outer join yields NULL.
+	if isCountQuery(e.Query) {
+		return b.call(e.Pos, "coalesce", v, b.castTo(int64Const(0), v.Type(), e.Pos))
+	}
+	return v
+}
+
+func isCountQuery(q *sql.Query) bool {
+	sel, ok := q.Body.(*sql.Select)
+	if !ok || len(sel.Items) != 1 {
+		return false
+	}
+	f, ok := sel.Items[0].Expr.(*sql.FuncCall)
+	return ok && f.Name == "count" && f.Over == nil
+}
+
+// markJoin evaluates EXISTS / IN anywhere in an expression: a left join with
+// the distinct matching keys and a marker column that is non-NULL on a match.
+func (b *binder) markJoin(node *Node, sub Node, corr *corrResult, eq Expr, pos sql.Pos) Expr {
+	var exprs []Expr
+	var cols []Column
+	need := map[ColumnID]bool{}
+	for _, p := range corr.pulled {
+		for id := range colsOf(p) {
+			need[id] = true
+		}
+	}
+	if eq != nil {
+		for id := range colsOf(eq) {
+			need[id] = true
+		}
+	}
+	for _, c := range sub.Columns() {
+		if need[c.ID] {
+			exprs = append(exprs, &ColRef{ID: c.ID, Name: c.Name, Typ: c.Type})
+			cols = append(cols, c)
+		}
+	}
+	mark := b.newCol("_mark", boolType, true)
+	exprs = append(exprs, &Const{Value: boolScalar(true)})
+	cols = append(cols, mark)
+	right := &DistinctNode{Input: &ProjectNode{Input: sub, Exprs: exprs, Cols: cols}}
+	conds := append([]Expr{}, corr.pulled...)
+	if eq != nil {
+		conds = append(conds, eq)
+	}
+	*node = &JoinNode{Kind: LeftJoin, Left: *node, Right: right, Cond: andAll(conds)}
+	return b.call(pos, "is_not_null", &ColRef{ID: mark.ID, Name: mark.Name, Typ: mark.Type})
+}
+
+// ---- literals
+
+func (b *binder) literal(l *sql.Literal, hint arrow.DataType) Expr {
+	switch l.Kind {
+	case sql.LitString:
+		return &Const{Value: stringScalar(l.Value)}
+	case sql.LitBool:
+		return &Const{Value: boolScalar(l.Value == "TRUE")}
+	case sql.LitNull:
+		if hint != nil {
+			return &Const{Value: scalar.MakeNullScalar(hint)}
+		}
+		return &Const{Value: scalar.MakeNullScalar(arrow.Null)}
+	}
+	v := l.Value
+	if !strings.ContainsAny(v, ".eE") {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err == nil {
+			if n >= -1<<31 && n < 1<<31 {
+				return &Const{Value: scalar.NewInt32Scalar(int32(n))}
+			}
+			return &Const{Value: scalar.NewInt64Scalar(n)}
+		}
+		// Too large for BIGINT: a decimal.
+	}
+	if strings.ContainsAny(v, "eE") {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			b.fail(l.Pos, "invalid number %s", v)
+		}
+		return &Const{Value: scalar.NewFloat64Scalar(f)}
+	}
+	neg := strings.HasPrefix(v, "-")
+	digits := strings.TrimPrefix(v, "-")
+	intPart, frac, _ := strings.Cut(digits, ".")
+	all := strings.TrimLeft(intPart+frac, "0")
+	prec := max(len(strings.TrimLeft(intPart, "0"))+len(frac), 1)
+	if prec > 38 {
+		b.fail(l.Pos, "number %s has more than 38 digits", v)
+	}
+	bi, ok := new(big.Int).SetString("0"+all, 10)
+	if !ok {
+		b.fail(l.Pos, "invalid number %s", v)
+	}
+	if neg {
+		bi.Neg(bi)
+	}
+	typ := &arrow.Decimal128Type{Precision: int32(prec), Scale: int32(len(frac))}
+	return &Const{Value: scalar.NewDecimal128Scalar(decimal128.FromBigInt(bi), typ)}
+}
+
+func (b *binder) typedLiteral(l *sql.TypedLiteral) Expr {
+	switch l.Type {
+	case "DATE":
+		t, err := time.Parse("2006-01-02", strings.TrimSpace(l.Value))
+		if err != nil {
+			b.fail(l.Pos, "invalid DATE literal %q (want YYYY-MM-DD)", l.Value)
+		}
+		return &Const{Value: scalar.NewDate32Scalar(arrow.Date32FromTime(t))}
+	case "TIMESTAMP":
+		t, ok := parseTimestamp(l.Value)
+		if !ok {
+			b.fail(l.Pos, "invalid TIMESTAMP literal %q (want YYYY-MM-DD HH:MM:SS[.fff])", l.Value)
+		}
+		typ := &arrow.TimestampType{Unit: arrow.Microsecond}
+		return &Const{Value: scalar.NewTimestampScalar(arrow.Timestamp(t.UnixMicro()), typ)}
+	case "TIME":
+		t, err := time.Parse("15:04:05.999999999", strings.TrimSpace(l.Value))
+		if err != nil {
+			b.fail(l.Pos, "invalid TIME literal %q (want HH:MM:SS[.fff])", l.Value)
+		}
+		us := int64(t.Hour())*3600e6 + int64(t.Minute())*60e6 + int64(t.Second())*1e6 + int64(t.Nanosecond()/1000)
+		return &Const{Value: scalar.NewTime64Scalar(arrow.Time64(us), &arrow.Time64Type{Unit: arrow.Microsecond})}
+	}
+	b.fail(l.Pos, "unsupported literal type %s", l.Type)
+	return nil
+}
+
+func parseTimestamp(s string) (time.Time, bool) {
+	s = strings.TrimSpace(s)
+	for _, layout := range []string{"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+func (b *binder) intervalLiteral(l *sql.IntervalLiteral) Expr {
+	v := strings.TrimSpace(l.Value)
+	neg := l.Negative
+	if strings.HasPrefix(v, "-") {
+		neg = !neg
+		v = v[1:]
+	}
+	var iv arrow.MonthDayNanoInterval
+	bad := func() { b.fail(l.Pos, "invalid interval %s", sql.Format(l)) }
+	num := func(s string) int64 {
+		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			bad()
+		}
+		return n
+	}
+	switch {
+	case l.ToUnit == "" && l.Unit == "SECOND":
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			bad()
+		}
+		iv.Nanoseconds = int64(f * 1e9)
+	case l.ToUnit == "":
+		n := num(v)
+		switch l.Unit {
+		case "YEAR":
+			iv.Months = int32(n * 12)
+		case "QUARTER":
+			iv.Months = int32(n * 3)
+		case "MONTH":
+			iv.Months = int32(n)
+		case "WEEK":
+			iv.Days = int32(n * 7)
+		case "DAY":
+			iv.Days = int32(n)
+		case "HOUR":
+			iv.Nanoseconds = n * 3600e9
+		case "MINUTE":
+			iv.Nanoseconds = n * 60e9
+		case "MILLISECOND":
+			iv.Nanoseconds = n * 1e6
+		case "MICROSECOND":
+			iv.Nanoseconds = n * 1e3
+		default:
+			bad()
+		}
+	case l.Unit == "YEAR" && l.ToUnit == "MONTH":
+		y, m, ok := strings.Cut(v, "-")
+		if !ok {
+			bad()
+		}
+		iv.Months = int32(num(y)*12 + num(m))
+	case l.Unit == "DAY" && (l.ToUnit == "SECOND" || l.ToUnit == "MINUTE" || l.ToUnit == "HOUR"):
+		d, rest, _ := strings.Cut(v, " ")
+		iv.Days = int32(num(d))
+		parts := strings.Split(rest, ":")
+		mult := []int64{3600e9, 60e9, 1e9}
+		for i, p := range parts {
+			if i >= 3 || p == "" {
+				break
+			}
+			if i == 2 {
+				f, err := strconv.ParseFloat(p, 64)
+				if err != nil {
+					bad()
+				}
+				iv.Nanoseconds += int64(f * 1e9)
+				continue
+			}
+			iv.Nanoseconds += num(p) * mult[i]
+		}
+	default:
+		bad()
+	}
+	if neg {
+		iv.Months, iv.Days, iv.Nanoseconds = -iv.Months, -iv.Days, -iv.Nanoseconds
+	}
+	return &Const{Value: scalar.NewMonthDayNanoIntervalScalar(iv)}
+}
+
+// constExpr binds and folds an expression that must be constant.
+func (b *binder) constExpr(e sql.Expr, typ arrow.DataType) *Const {
+	var n Node
+	x := b.bindScalar(e, &scope{}, &n, exprOpts{hint: typ, noAgg: "a constant"})
+	if n != nil {
+		b.fail(e.Position(), "expected a constant, found a subquery")
+	}
+	x = b.castTo(x, typ, e.Position())
+	f, err := foldExpr(b.ctx, x)
+	if err != nil {
+		b.fail(e.Position(), "%s", cleanErr(err))
+	}
+	c, ok := f.(*Const)
+	if !ok {
+		b.fail(e.Position(), "expected a constant, found %s", sql.Format(e))
+	}
+	return c
+}
+
+// ---- helpers
+
+func boolScalar(v bool) scalar.Scalar     { return scalar.NewBooleanScalar(v) }
+func stringScalar(v string) scalar.Scalar { return scalar.NewStringScalar(v) }
+func nullOf(t arrow.DataType) Expr        { return &Const{Value: scalar.MakeNullScalar(t)} }
+
+// notTrue is NOT COALESCE(p, FALSE): rows where p is false or NULL.
+func notTrue(p Expr) Expr {
+	return &Call{Fn: "not", Typ: boolType, Args: []Expr{
+		&Call{Fn: "coalesce", Typ: boolType, Args: []Expr{p, &Const{Value: boolScalar(false)}}},
+	}}
+}
+
+func commonType(a, b arrow.DataType) (arrow.DataType, bool) {
+	if a == nil {
+		return b, b != nil
+	}
+	return exec.CommonType(a, b)
+}
+
+func parseInt64(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }
+
+func timestampOf(c *Const) (time.Time, bool) {
+	ts, ok := c.Value.(*scalar.Timestamp)
+	if !ok || !ts.Valid {
+		return time.Time{}, false
+	}
+	unit := ts.Type.(*arrow.TimestampType).Unit
+	return ts.Value.ToTime(unit), true
+}
+
+// exprKey identifies an expression structurally (columns by ID), for
+// matching GROUP BY and ORDER BY expressions.
+func exprKey(e Expr) string {
+	switch x := e.(type) {
+	case *ColRef:
+		return "#" + strconv.Itoa(int(x.ID))
+	case *Const:
+		return x.Value.DataType().String() + ":" + constString(x.Value)
+	case *ParamRef:
+		return "$" + strconv.Itoa(x.Index)
+	case *Call:
+		s := make([]string, len(x.Args))
+		for i, a := range x.Args {
+			s[i] = exprKey(a)
+		}
+		return x.Fn + "(" + strings.Join(s, ",") + ")"
+	case *Cast:
+		return "cast(" + exprKey(x.X) + "," + x.Typ.String() + ")"
+	case *Case:
+		var sb strings.Builder
+		sb.WriteString("case(")
+		for _, w := range x.Whens {
+			sb.WriteString(exprKey(w.Cond) + "," + exprKey(w.Then) + ",")
+		}
+		if x.Else != nil {
+			sb.WriteString(exprKey(x.Else))
+		}
+		return sb.String() + ")"
+	case *In:
+		s := make([]string, len(x.List))
+		for i, a := range x.List {
+			s[i] = exprKey(a)
+		}
+		return "in(" + exprKey(x.X) + "," + strings.Join(s, ",") + ")"
+	}
+	return fmt.Sprintf("%T", e)
+}
+
+// volatile functions are evaluated per execution, never folded.
+var volatile = map[string]bool{"current_date": true, "current_timestamp": true, "current_time": true, "now": true, "localtimestamp": true, "rand": true, "random": true}
+
+// foldExpr evaluates constant subexpressions at plan time.
+func foldExpr(ctx context.Context, e Expr) (Expr, error) {
+	var ferr error
+	out := mapExpr(e, func(x Expr) Expr {
+		if ferr != nil {
+			return x
+		}
+		switch y := x.(type) {
+		case *Call:
+			if volatile[y.Fn] {
+				return x
+			}
+		case *Cast, *Case, *In:
+		default:
+			return x
+		}
+		for _, c := range children(x) {
+			if _, ok := c.(*Const); !ok {
+				return x
+			}
+		}
+		v, err := evalConst(ctx, x)
+		if err != nil {
+			ferr = err
+			return x
+		}
+		return &Const{Value: v}
+	})
+	return out, ferr
+}
+
+// evalConst evaluates a constant expression on a one-row, zero-column batch.
+// The allocator is local: the value is copied into a scalar that outlives
+// no buffer accounting of any query.
+func evalConst(ctx context.Context, e Expr) (scalar.Scalar, error) {
+	mem := memory.NewGoAllocator()
+	x, err := compile(e, layout{}, nil)
+	if err != nil {
+		return nil, err
+	}
+	batch := array.NewRecordBatch(arrow.NewSchema(nil, nil), nil, 1)
+	defer batch.Release()
+	ec := exec.NewContext(mem)
+	arr, err := x.Eval(ctx, ec, batch)
+	if err != nil {
+		return nil, err
+	}
+	defer arr.Release()
+	return scalar.GetScalar(arr, 0)
+}
+
+func resolveAggregate(fn string, types []arrow.DataType) (arrow.DataType, error) {
+	t, err := exec.ResolveAggregate(fn, types)
+	if err != nil {
+		return nil, fmt.Errorf("%s", cleanErr(err))
+	}
+	return t, nil
+}
+
+func resolveWindow(fn string, types []arrow.DataType) (arrow.DataType, error) {
+	switch fn {
+	case "row_number", "rank", "dense_rank", "ntile":
+		return arrow.PrimitiveTypes.Int64, nil
+	case "percent_rank", "cume_dist":
+		return arrow.PrimitiveTypes.Float64, nil
+	case "lag", "lead", "first_value", "last_value":
+		if len(types) == 0 {
+			return nil, fmt.Errorf("%s needs an argument", fn)
+		}
+		return types[0], nil
+	}
+	return resolveAggregate(fn, types)
+}

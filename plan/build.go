@@ -1,0 +1,392 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
+
+	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/tablestore"
+)
+
+// builder creates the operators of one execution from an immutable plan.
+type builder struct {
+	ec     *exec.Context
+	params arrow.RecordBatch
+}
+
+func (bd *builder) compile(e Expr, cols []Column) (exec.Expr, error) {
+	return compile(e, layoutOf(cols), bd.params)
+}
+
+func (bd *builder) compileAll(es []Expr, cols []Column) ([]exec.Expr, error) {
+	return compileAll(es, layoutOf(cols), bd.params)
+}
+
+// intValue evaluates a LIMIT/OFFSET value: a constant or a parameter.
+func (bd *builder) intValue(e Expr, def int64) (int64, error) {
+	var s scalar.Scalar
+	switch x := e.(type) {
+	case nil:
+		return def, nil
+	case *Const:
+		s = x.Value
+	case *Cast:
+		return bd.intValue(x.X, def)
+	case *ParamRef:
+		if bd.params == nil || int(bd.params.NumCols()) < x.Index {
+			return 0, fmt.Errorf("%w: parameter $%d has no value", ErrParams, x.Index)
+		}
+		v, err := scalar.GetScalar(bd.params.Column(x.Index-1), 0)
+		if err != nil {
+			return 0, err
+		}
+		s = v
+	default:
+		return 0, fmt.Errorf("%w: LIMIT/OFFSET must be a constant or a parameter", errInternal)
+	}
+	if s.IsValid() && s.DataType().ID() != arrow.INT64 {
+		c, err := s.CastTo(arrow.PrimitiveTypes.Int64)
+		if err != nil {
+			return 0, fmt.Errorf("%w: LIMIT/OFFSET %s is not an integer", ErrParams, s)
+		}
+		s = c
+	}
+	v, ok := s.(*scalar.Int64)
+	if !ok || !v.Valid || v.Value < 0 {
+		return 0, fmt.Errorf("%w: LIMIT/OFFSET %s must be a non-negative integer", ErrParams, s)
+	}
+	return v.Value, nil
+}
+
+func (bd *builder) build(n Node) (exec.Operator, error) {
+	switch n := n.(type) {
+	case *ScanNode:
+		return bd.scan(n)
+	case *ValuesNode:
+		rows := make([][]exec.Expr, len(n.Values))
+		for i, r := range n.Values {
+			x, err := bd.compileAll(r, nil)
+			if err != nil {
+				return nil, err
+			}
+			rows[i] = x
+		}
+		return exec.NewValues(bd.ec, schemaOf(n.Cols), rows), nil
+	}
+	// Operators with inputs: build the inputs first and close them if this
+	// operator cannot be made.
+	inputs := n.Inputs()
+	ops := make([]exec.Operator, 0, len(inputs))
+	for _, in := range inputs {
+		op, err := bd.build(in)
+		if err != nil {
+			closeAll(ops)
+			return nil, err
+		}
+		ops = append(ops, op)
+	}
+	op, err := bd.buildWith(n, ops)
+	if err != nil {
+		closeAll(ops)
+		return nil, err
+	}
+	return op, nil
+}
+
+func closeAll(ops []exec.Operator) {
+	for _, op := range ops {
+		_ = op.Close()
+	}
+}
+
+func (bd *builder) buildWith(n Node, in []exec.Operator) (exec.Operator, error) {
+	ec := bd.ec
+	switch n := n.(type) {
+	case *FilterNode:
+		p, err := bd.compile(n.Pred, n.Input.Columns())
+		if err != nil {
+			return nil, err
+		}
+		return exec.NewFilter(ec, in[0], p), nil
+	case *ProjectNode:
+		exprs, err := bd.compileAll(n.Exprs, n.Input.Columns())
+		if err != nil {
+			return nil, err
+		}
+		names := make([]string, len(n.Cols))
+		for i, c := range n.Cols {
+			names[i] = c.Name
+		}
+		return exec.NewProject(ec, in[0], exprs, names), nil
+	case *LimitNode:
+		off, err := bd.intValue(n.Offset, 0)
+		if err != nil {
+			return nil, err
+		}
+		cnt, err := bd.intValue(n.Count, -1)
+		if err != nil {
+			return nil, err
+		}
+		return exec.NewLimit(ec, in[0], off, cnt), nil
+	case *SortNode:
+		keys, err := bd.sortKeys(n.Keys, n.Input.Columns())
+		if err != nil {
+			return nil, err
+		}
+		if n.Count == nil {
+			return exec.NewSort(ec, in[0], keys), nil
+		}
+		off, err := bd.intValue(n.Offset, 0)
+		if err != nil {
+			return nil, err
+		}
+		cnt, err := bd.intValue(n.Count, -1)
+		if err != nil {
+			return nil, err
+		}
+		return exec.NewTopN(ec, in[0], keys, off, cnt), nil
+	case *AggNode:
+		return bd.aggregate(n, in[0])
+	case *DistinctNode:
+		return bd.distinct(n.Input.Columns(), in[0])
+	case *JoinNode:
+		return bd.join(n, in[0], in[1])
+	case *SetOpNode:
+		switch {
+		case n.Kind == Union:
+			u, err := exec.NewUnionAll(ec, in...)
+			if err != nil || n.All {
+				return u, err
+			}
+			return bd.distinct(n.Cols, u)
+		}
+		return nil, fmt.Errorf("%w: %s", ErrNotImplemented, n.Kind)
+	case *Max1RowNode:
+		return &max1Row{ec: ec, child: in[0]}, nil
+	case *WindowNode:
+		return nil, fmt.Errorf("%w: window functions (waiting for exec.NewWindow)", ErrNotImplemented)
+	}
+	return nil, fmt.Errorf("%w: cannot build %T", errInternal, n)
+}
+
+func (bd *builder) sortKeys(keys []SortKey, cols []Column) ([]exec.SortKey, error) {
+	out := make([]exec.SortKey, len(keys))
+	for i, k := range keys {
+		e, err := bd.compile(k.Expr, cols)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = exec.SortKey{Expr: e, Descending: k.Desc, NullsFirst: k.NullsFirst}
+	}
+	return out, nil
+}
+
+func (bd *builder) distinct(cols []Column, in exec.Operator) (exec.Operator, error) {
+	groups := make([]exec.Expr, len(cols))
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		groups[i] = exec.NewColumn(i, c.Type, c.Name)
+		names[i] = c.Name
+	}
+	return exec.NewHashAggregate(bd.ec, in, groups, names, nil, nil)
+}
+
+func (bd *builder) aggregate(n *AggNode, in exec.Operator) (exec.Operator, error) {
+	cols := n.Input.Columns()
+	groups, err := bd.compileAll(n.Groups, cols)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(n.GroupCols))
+	for i, c := range n.GroupCols {
+		names[i] = c.Name
+	}
+	specs := make([]exec.AggregateSpec, len(n.Aggs))
+	for i, a := range n.Aggs {
+		args, err := bd.compileAll(a.Args, cols)
+		if err != nil {
+			return nil, err
+		}
+		var filter exec.Expr
+		if a.Filter != nil {
+			if filter, err = bd.compile(a.Filter, cols); err != nil {
+				return nil, err
+			}
+		}
+		specs[i] = exec.AggregateSpec{Func: a.Fn, Args: args, Distinct: a.Distinct, Filter: filter, Name: a.Col.Name}
+	}
+	return exec.NewHashAggregate(bd.ec, in, groups, names, specs, n.Sets)
+}
+
+func (bd *builder) join(n *JoinNode, l, r exec.Operator) (exec.Operator, error) {
+	lc, rc := n.Left.Columns(), n.Right.Columns()
+	both := concatCols(lc, rc)
+	typ := exec.JoinType(n.Kind)
+	if len(n.LeftKeys) == 0 {
+		var cond exec.Expr
+		if n.Cond != nil {
+			var err error
+			if cond, err = bd.compile(n.Cond, both); err != nil {
+				return nil, err
+			}
+		}
+		return exec.NewNestedLoopJoin(bd.ec, l, r, typ, cond)
+	}
+	lk, err := bd.compileAll(n.LeftKeys, lc)
+	if err != nil {
+		return nil, err
+	}
+	rk, err := bd.compileAll(n.RightKeys, rc)
+	if err != nil {
+		return nil, err
+	}
+	var res exec.Expr
+	if n.Residual != nil {
+		if res, err = bd.compile(n.Residual, both); err != nil {
+			return nil, err
+		}
+	}
+	return exec.NewHashJoin(bd.ec, l, r, typ, lk, rk, res)
+}
+
+func (bd *builder) scan(n *ScanNode) (exec.Operator, error) {
+	fields := make([]arrow.Field, len(n.Cols))
+	for i, c := range n.Cols {
+		fields[i] = arrow.Field{Name: n.Names[i], Type: c.Type, Nullable: c.Nullable}
+	}
+	schema := arrow.NewSchema(fields, nil)
+	spec := tablestore.ScanSpec{SnapshotID: n.Snapshot, Columns: n.Names, Filter: n.Pushed}
+	t := n.Table
+	src := exec.NewSource(bd.ec, schema, func(ctx context.Context) (exec.BatchSource, error) {
+		s, err := t.NewScan(ctx, spec)
+		if err != nil {
+			return nil, fmt.Errorf("scan %s: %w", t.Ident(), err)
+		}
+		return &splitChain{splits: s.Splits()}, nil
+	})
+	if n.Filter == nil {
+		return src, nil
+	}
+	p, err := bd.compile(n.Filter, n.Cols)
+	if err != nil {
+		_ = src.Close()
+		return nil, err
+	}
+	return exec.NewFilter(bd.ec, src, p), nil
+}
+
+// splitChain reads the splits of a scan one after another.
+type splitChain struct {
+	splits []tablestore.Split
+	cur    tablestore.BatchReader
+}
+
+func (s *splitChain) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	for {
+		if s.cur == nil {
+			if len(s.splits) == 0 {
+				return nil, io.EOF
+			}
+			r, err := s.splits[0].Open(ctx)
+			if err != nil {
+				return nil, err
+			}
+			s.splits, s.cur = s.splits[1:], r
+		}
+		b, err := s.cur.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			err = s.cur.Close()
+			s.cur = nil
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if b.NumRows() == 0 {
+			continue
+		}
+		return b, nil
+	}
+}
+
+func (s *splitChain) Close() error {
+	s.splits = nil
+	if s.cur != nil {
+		err := s.cur.Close()
+		s.cur = nil
+		return err
+	}
+	return nil
+}
+
+// max1Row passes through the single row of a scalar subquery: none yields
+// one row of NULLs, more than one is an error.
+type max1Row struct {
+	ec    *exec.Context
+	child exec.Operator
+	done  bool
+	out   arrow.RecordBatch
+}
+
+func (m *max1Row) Schema() *arrow.Schema { return m.child.Schema() }
+
+func (m *max1Row) Open(ctx context.Context) error { return m.child.Open(ctx) }
+
+func (m *max1Row) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if m.done {
+		return nil, io.EOF
+	}
+	m.done = true
+	var row arrow.RecordBatch
+	for {
+		b, err := m.child.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if row != nil {
+				row.Release()
+			}
+			return nil, err
+		}
+		if row != nil || b.NumRows() > 1 {
+			if row != nil {
+				row.Release()
+			}
+			return nil, fmt.Errorf("%w: scalar subquery returned more than one row", exec.ErrInvalid)
+		}
+		b.Retain()
+		row = b
+	}
+	if row == nil {
+		// No row: one row of NULLs.
+		schema := m.child.Schema()
+		cols := make([]arrow.Array, len(schema.Fields()))
+		for i, f := range schema.Fields() {
+			cols[i] = array.MakeArrayOfNull(m.ec.Mem, f.Type, 1)
+		}
+		row = array.NewRecordBatch(schema, cols, 1)
+		for _, c := range cols {
+			c.Release()
+		}
+	}
+	m.out = row
+	return row, nil
+}
+
+func (m *max1Row) Close() error {
+	if m.out != nil {
+		m.out.Release()
+		m.out = nil
+	}
+	return m.child.Close()
+}

@@ -1,0 +1,375 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
+
+	"github.com/flightd/flightd/exec"
+)
+
+// ColumnID identifies a column of a plan uniquely within one bound statement.
+// Expressions refer to columns by ID, so that rules can move operators
+// without renumbering; Build maps IDs to positions.
+type ColumnID int
+
+// Column is an output column of a plan node.
+type Column struct {
+	ID       ColumnID
+	Name     string
+	Type     arrow.DataType
+	Nullable bool
+}
+
+// Expr is a bound scalar expression.
+type Expr interface {
+	Type() arrow.DataType
+	String() string
+}
+
+// ColRef reads a column.
+type ColRef struct {
+	ID   ColumnID
+	Name string
+	Typ  arrow.DataType
+}
+
+// Const is a constant (a typed NULL when the scalar is not valid).
+type Const struct{ Value scalar.Scalar }
+
+// ParamRef is a placeholder; its type is inferred while binding.
+type ParamRef struct {
+	Index int // 1-based
+	slot  *paramSlot
+}
+
+type paramSlot struct{ typ arrow.DataType }
+
+// Call is a scalar function resolved by exec.ResolveFunction.
+type Call struct {
+	Fn   string
+	Args []Expr
+	Typ  arrow.DataType
+}
+
+// Cast converts with SQL CAST semantics.
+type Cast struct {
+	X   Expr
+	Typ arrow.DataType
+}
+
+// Case is a searched CASE.
+type Case struct {
+	Whens []CaseWhen
+	Else  Expr // nil = NULL
+	Typ   arrow.DataType
+}
+
+// CaseWhen is one branch of a Case.
+type CaseWhen struct{ Cond, Then Expr }
+
+// In is x IN (list) with SQL three-valued semantics.
+type In struct {
+	X    Expr
+	List []Expr
+}
+
+func (e *ColRef) Type() arrow.DataType   { return e.Typ }
+func (e *Const) Type() arrow.DataType    { return e.Value.DataType() }
+func (e *ParamRef) Type() arrow.DataType { return e.slot.typ }
+func (e *Call) Type() arrow.DataType     { return e.Typ }
+func (e *Cast) Type() arrow.DataType     { return e.Typ }
+func (e *Case) Type() arrow.DataType     { return e.Typ }
+func (e *In) Type() arrow.DataType       { return arrow.FixedWidthTypes.Boolean }
+
+func (e *ColRef) String() string { return e.Name }
+func (e *Const) String() string  { return constString(e.Value) }
+func (e *ParamRef) String() string {
+	return fmt.Sprintf("$%d", e.Index)
+}
+
+var infixOps = map[string]string{
+	"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "modulo": "%",
+	"equal": "=", "not_equal": "<>", "less": "<", "less_equal": "<=", "greater": ">",
+	"greater_equal": ">=", "and": "AND", "or": "OR", "concat": "||",
+}
+
+func (e *Call) String() string {
+	if op, ok := infixOps[e.Fn]; ok && len(e.Args) == 2 {
+		return "(" + e.Args[0].String() + " " + op + " " + e.Args[1].String() + ")"
+	}
+	switch e.Fn {
+	case "not":
+		return "NOT " + e.Args[0].String()
+	case "is_null":
+		return e.Args[0].String() + " IS NULL"
+	case "is_not_null":
+		return e.Args[0].String() + " IS NOT NULL"
+	}
+	return e.Fn + "(" + exprList(e.Args) + ")"
+}
+
+func (e *Cast) String() string { return "CAST(" + e.X.String() + " AS " + SQLTypeName(e.Typ) + ")" }
+
+func (e *Case) String() string {
+	var sb strings.Builder
+	sb.WriteString("CASE")
+	for _, w := range e.Whens {
+		fmt.Fprintf(&sb, " WHEN %s THEN %s", w.Cond, w.Then)
+	}
+	if e.Else != nil {
+		fmt.Fprintf(&sb, " ELSE %s", e.Else)
+	}
+	sb.WriteString(" END")
+	return sb.String()
+}
+
+func (e *In) String() string { return e.X.String() + " IN (" + exprList(e.List) + ")" }
+
+func exprList(l []Expr) string {
+	s := make([]string, len(l))
+	for i, e := range l {
+		s[i] = e.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+func constString(s scalar.Scalar) string {
+	if !s.IsValid() {
+		return "NULL"
+	}
+	switch s.DataType().ID() {
+	case arrow.STRING, arrow.LARGE_STRING:
+		return "'" + strings.ReplaceAll(s.String(), "'", "''") + "'"
+	case arrow.DATE32:
+		return "DATE '" + s.String() + "'"
+	}
+	return s.String()
+}
+
+// children returns the direct sub-expressions.
+func children(e Expr) []Expr {
+	switch e := e.(type) {
+	case *Call:
+		return e.Args
+	case *Cast:
+		return []Expr{e.X}
+	case *Case:
+		var out []Expr
+		for _, w := range e.Whens {
+			out = append(out, w.Cond, w.Then)
+		}
+		if e.Else != nil {
+			out = append(out, e.Else)
+		}
+		return out
+	case *In:
+		return append([]Expr{e.X}, e.List...)
+	}
+	return nil
+}
+
+// mapExpr rebuilds e bottom-up with f applied to every node; f returns
+// its argument to keep a node.
+func mapExpr(e Expr, f func(Expr) Expr) Expr {
+	switch x := e.(type) {
+	case *Call:
+		args := make([]Expr, len(x.Args))
+		for i, a := range x.Args {
+			args[i] = mapExpr(a, f)
+		}
+		return f(&Call{Fn: x.Fn, Args: args, Typ: x.Typ})
+	case *Cast:
+		return f(&Cast{X: mapExpr(x.X, f), Typ: x.Typ})
+	case *Case:
+		c := &Case{Typ: x.Typ}
+		for _, w := range x.Whens {
+			c.Whens = append(c.Whens, CaseWhen{Cond: mapExpr(w.Cond, f), Then: mapExpr(w.Then, f)})
+		}
+		if x.Else != nil {
+			c.Else = mapExpr(x.Else, f)
+		}
+		return f(c)
+	case *In:
+		l := make([]Expr, len(x.List))
+		for i, a := range x.List {
+			l[i] = mapExpr(a, f)
+		}
+		return f(&In{X: mapExpr(x.X, f), List: l})
+	}
+	return f(e)
+}
+
+// walkExpr calls f on every node of e.
+func walkExpr(e Expr, f func(Expr)) {
+	f(e)
+	for _, c := range children(e) {
+		walkExpr(c, f)
+	}
+}
+
+// colsOf returns the set of columns e reads.
+func colsOf(e Expr) map[ColumnID]bool {
+	s := map[ColumnID]bool{}
+	if e != nil {
+		walkExpr(e, func(x Expr) {
+			if c, ok := x.(*ColRef); ok {
+				s[c.ID] = true
+			}
+		})
+	}
+	return s
+}
+
+func subset(a map[ColumnID]bool, cols []Column) bool {
+	for id := range a {
+		found := false
+		for _, c := range cols {
+			if c.ID == id {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// isVolatile reports whether e must not be duplicated or moved (parameters
+// are stable; current_timestamp is per query, so it is fine too).
+func hasParam(e Expr) bool {
+	found := false
+	walkExpr(e, func(x Expr) {
+		if _, ok := x.(*ParamRef); ok {
+			found = true
+		}
+	})
+	return found
+}
+
+// conjuncts splits e on AND.
+func conjuncts(e Expr) []Expr {
+	if e == nil {
+		return nil
+	}
+	if c, ok := e.(*Call); ok && c.Fn == "and" {
+		return append(conjuncts(c.Args[0]), conjuncts(c.Args[1])...)
+	}
+	return []Expr{e}
+}
+
+// andAll joins conjuncts with AND (nil when empty).
+func andAll(l []Expr) Expr {
+	var out Expr
+	for _, e := range l {
+		if out == nil {
+			out = e
+		} else {
+			out = &Call{Fn: "and", Args: []Expr{out, e}, Typ: arrow.FixedWidthTypes.Boolean}
+		}
+	}
+	return out
+}
+
+// layout maps column IDs to positions of an operator's output.
+type layout map[ColumnID]int
+
+func layoutOf(cols []Column) layout {
+	l := make(layout, len(cols))
+	for i, c := range cols {
+		l[c.ID] = i
+	}
+	return l
+}
+
+// compile turns a bound expression into an exec.Expr over an input whose
+// columns are laid out as lay, with parameter values from params.
+func compile(e Expr, lay layout, params arrow.RecordBatch) (exec.Expr, error) {
+	switch x := e.(type) {
+	case *ColRef:
+		i, ok := lay[x.ID]
+		if !ok {
+			return nil, fmt.Errorf("%w: column %s (#%d) is not available here", errInternal, x.Name, x.ID)
+		}
+		return exec.NewColumn(i, x.Typ, x.Name), nil
+	case *Const:
+		return exec.NewLiteral(x.Value), nil
+	case *ParamRef:
+		if params == nil || int(params.NumCols()) < x.Index || params.NumRows() != 1 {
+			return nil, fmt.Errorf("%w: parameter $%d has no value", ErrParams, x.Index)
+		}
+		s, err := scalar.GetScalar(params.Column(x.Index-1), 0)
+		if err != nil {
+			return nil, fmt.Errorf("parameter $%d: %w", x.Index, err)
+		}
+		lit := exec.NewLiteral(s)
+		if !arrow.TypeEqual(s.DataType(), x.slot.typ) {
+			c, err := exec.NewCast(lit, x.slot.typ)
+			if err != nil {
+				return nil, fmt.Errorf("%w: parameter $%d: %v", ErrParams, x.Index, err)
+			}
+			return c, nil
+		}
+		return lit, nil
+	case *Call:
+		args, err := compileAll(x.Args, lay, params)
+		if err != nil {
+			return nil, err
+		}
+		return exec.NewCall(x.Fn, args...)
+	case *Cast:
+		in, err := compile(x.X, lay, params)
+		if err != nil {
+			return nil, err
+		}
+		return exec.NewCast(in, x.Typ)
+	case *Case:
+		whens := make([]exec.When, len(x.Whens))
+		for i, w := range x.Whens {
+			c, err := compile(w.Cond, lay, params)
+			if err != nil {
+				return nil, err
+			}
+			t, err := compile(w.Then, lay, params)
+			if err != nil {
+				return nil, err
+			}
+			whens[i] = exec.When{Cond: c, Then: t}
+		}
+		var els exec.Expr
+		if x.Else != nil {
+			var err error
+			if els, err = compile(x.Else, lay, params); err != nil {
+				return nil, err
+			}
+		}
+		return exec.NewCase(whens, els)
+	case *In:
+		v, err := compile(x.X, lay, params)
+		if err != nil {
+			return nil, err
+		}
+		l, err := compileAll(x.List, lay, params)
+		if err != nil {
+			return nil, err
+		}
+		return exec.NewIn(v, l)
+	}
+	return nil, fmt.Errorf("%w: cannot compile %T", errInternal, e)
+}
+
+func compileAll(es []Expr, lay layout, params arrow.RecordBatch) ([]exec.Expr, error) {
+	out := make([]exec.Expr, len(es))
+	for i, e := range es {
+		c, err := compile(e, lay, params)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = c
+	}
+	return out, nil
+}

@@ -1,0 +1,656 @@
+package plan
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
+
+	"github.com/flightd/flightd/tablestore"
+)
+
+func (b *binder) enabled(rule string) bool { return !slices.Contains(b.opts.DisabledRules, rule) }
+
+// optimize runs the rules in order, then physical planning (join keys),
+// which is not optional.
+func (b *binder) optimize(root Node) Node {
+	want := root.Columns()
+	if b.enabled(ruleFoldConstants) {
+		root = b.foldNode(root)
+	}
+	if b.enabled(rulePushFilters) {
+		root = pushFilters(root, nil)
+	}
+	if b.enabled(ruleJoinOrder) {
+		root = reorderJoins(root)
+	}
+	root = planJoins(root)
+	if b.enabled(rulePruneColumns) {
+		root = pruneColumns(root, idSet(want))
+	}
+	if b.enabled(ruleTopN) {
+		root = topN(root)
+	}
+	if b.enabled(rulePushFilters) {
+		derivePushdown(root)
+	}
+	// Reordering may have permuted the output; restore it.
+	got := root.Columns()
+	same := len(got) == len(want)
+	for i := 0; same && i < len(got); i++ {
+		same = got[i].ID == want[i].ID
+	}
+	if !same {
+		root = (&binder{}).project(root, want)
+	}
+	return root
+}
+
+func idSet(cols []Column) map[ColumnID]bool {
+	s := make(map[ColumnID]bool, len(cols))
+	for _, c := range cols {
+		s[c.ID] = true
+	}
+	return s
+}
+
+// ---- fold_constants
+
+func (b *binder) foldNode(n Node) Node {
+	fold := func(e Expr) Expr {
+		if e == nil {
+			return nil
+		}
+		f, err := foldExpr(b.ctx, e)
+		if err != nil {
+			// Leave it to fail at run time with the executor's message
+			// (e.g. division by zero in a branch never taken).
+			return e
+		}
+		return f
+	}
+	foldAll := func(es []Expr) {
+		for i := range es {
+			es[i] = fold(es[i])
+		}
+	}
+	for _, in := range n.Inputs() {
+		_ = b.foldNode(in)
+	}
+	switch n := n.(type) {
+	case *ScanNode:
+		n.Filter = fold(n.Filter)
+	case *ValuesNode:
+		for _, r := range n.Values {
+			foldAll(r)
+		}
+	case *FilterNode:
+		n.Pred = fold(n.Pred)
+	case *ProjectNode:
+		foldAll(n.Exprs)
+	case *JoinNode:
+		n.Cond = fold(n.Cond)
+	case *AggNode:
+		foldAll(n.Groups)
+		for i := range n.Aggs {
+			foldAll(n.Aggs[i].Args)
+			n.Aggs[i].Filter = fold(n.Aggs[i].Filter)
+		}
+	case *SortNode:
+		for i := range n.Keys {
+			n.Keys[i].Expr = fold(n.Keys[i].Expr)
+		}
+	}
+	return n
+}
+
+// ---- push_filters
+
+func isTrue(e Expr) bool {
+	c, ok := e.(*Const)
+	if !ok || !c.Value.IsValid() {
+		return false
+	}
+	v, ok := c.Value.(*scalar.Boolean)
+	return ok && v.Value
+}
+
+func filterOver(n Node, preds []Expr) Node {
+	var keep []Expr
+	for _, p := range preds {
+		if !isTrue(p) {
+			keep = append(keep, p)
+		}
+	}
+	if len(keep) == 0 {
+		return n
+	}
+	return &FilterNode{Input: n, Pred: andAll(keep)}
+}
+
+// pushFilters moves the conjuncts preds (to be applied above n) and the
+// filters inside n as far down as they can go.
+func pushFilters(n Node, preds []Expr) Node {
+	switch x := n.(type) {
+	case *FilterNode:
+		return pushFilters(x.Input, append(preds, conjuncts(x.Pred)...))
+	case *ScanNode:
+		all := append(conjuncts(x.Filter), preds...)
+		var keep []Expr
+		for _, p := range all {
+			if !isTrue(p) {
+				keep = append(keep, p)
+			}
+		}
+		x.Filter = andAll(keep)
+		return x
+	case *ProjectNode:
+		defs := map[ColumnID]Expr{}
+		for i, c := range x.Cols {
+			defs[c.ID] = x.Exprs[i]
+		}
+		var down, up []Expr
+		for _, p := range preds {
+			if subset(colsOf(p), x.Cols) {
+				down = append(down, substitute(p, defs))
+			} else {
+				up = append(up, p)
+			}
+		}
+		x.Input = pushFilters(x.Input, down)
+		return filterOver(x, up)
+	case *SortNode:
+		if x.Count != nil {
+			x.Input = pushFilters(x.Input, nil)
+			return filterOver(x, preds)
+		}
+		x.Input = pushFilters(x.Input, preds)
+		return x
+	case *DistinctNode:
+		x.Input = pushFilters(x.Input, preds)
+		return x
+	case *AggNode:
+		var down, up []Expr
+		groupIDs := map[ColumnID]bool{}
+		if x.Sets == nil {
+			for i, g := range x.Groups {
+				if c, ok := g.(*ColRef); ok && c.ID == x.GroupCols[i].ID {
+					groupIDs[c.ID] = true
+				}
+			}
+		}
+		for _, p := range preds {
+			ok := len(colsOf(p)) > 0
+			for id := range colsOf(p) {
+				ok = ok && groupIDs[id]
+			}
+			if ok {
+				down = append(down, p)
+			} else {
+				up = append(up, p)
+			}
+		}
+		x.Input = pushFilters(x.Input, down)
+		return filterOver(x, up)
+	case *SetOpNode:
+		if x.Kind == Union {
+			lmap, rmap := map[ColumnID]Expr{}, map[ColumnID]Expr{}
+			lc, rc := x.Left.Columns(), x.Right.Columns()
+			for i, c := range x.Cols {
+				lmap[c.ID] = &ColRef{ID: lc[i].ID, Name: lc[i].Name, Typ: lc[i].Type}
+				rmap[c.ID] = &ColRef{ID: rc[i].ID, Name: rc[i].Name, Typ: rc[i].Type}
+			}
+			var lp, rp []Expr
+			for _, p := range preds {
+				lp = append(lp, substitute(p, lmap))
+				rp = append(rp, substitute(p, rmap))
+			}
+			x.Left = pushFilters(x.Left, lp)
+			x.Right = pushFilters(x.Right, rp)
+			return x
+		}
+		x.Left = pushFilters(x.Left, nil)
+		x.Right = pushFilters(x.Right, nil)
+		return filterOver(x, preds)
+	case *JoinNode:
+		return pushJoin(x, preds)
+	case *WindowNode:
+		// Only conjuncts on partition columns could move; keep it simple.
+		x.Input = pushFilters(x.Input, nil)
+		return filterOver(x, preds)
+	}
+	for i, in := range n.Inputs() {
+		setInput(n, i, pushFilters(in, nil))
+	}
+	return filterOver(n, preds)
+}
+
+func setInput(n Node, i int, in Node) {
+	switch x := n.(type) {
+	case *FilterNode:
+		x.Input = in
+	case *ProjectNode:
+		x.Input = in
+	case *AggNode:
+		x.Input = in
+	case *SortNode:
+		x.Input = in
+	case *LimitNode:
+		x.Input = in
+	case *DistinctNode:
+		x.Input = in
+	case *WindowNode:
+		x.Input = in
+	case *Max1RowNode:
+		x.Input = in
+	case *JoinNode:
+		if i == 0 {
+			x.Left = in
+		} else {
+			x.Right = in
+		}
+	case *SetOpNode:
+		if i == 0 {
+			x.Left = in
+		} else {
+			x.Right = in
+		}
+	}
+}
+
+// substitute replaces column references by their definitions.
+func substitute(e Expr, defs map[ColumnID]Expr) Expr {
+	return mapExpr(e, func(x Expr) Expr {
+		if c, ok := x.(*ColRef); ok {
+			if d, ok := defs[c.ID]; ok {
+				return d
+			}
+		}
+		return x
+	})
+}
+
+func pushJoin(j *JoinNode, preds []Expr) Node {
+	lc, rc := j.Left.Columns(), j.Right.Columns()
+	var left, right, up []Expr
+	var cond []Expr
+	side := func(p Expr) int {
+		c := colsOf(p)
+		switch {
+		case len(c) == 0:
+			return 0
+		case subset(c, lc):
+			return 1
+		case subset(c, rc):
+			return 2
+		}
+		return 3
+	}
+	// Conditions above the join.
+	for _, p := range preds {
+		s := side(p)
+		switch {
+		case s == 1 && (j.Kind == InnerJoin || j.Kind == LeftJoin || j.Kind == SemiJoin || j.Kind == AntiJoin || j.Kind == AntiNullAwareJoin):
+			left = append(left, p)
+		case s == 2 && (j.Kind == InnerJoin || j.Kind == RightJoin):
+			right = append(right, p)
+		case j.Kind == InnerJoin && s != 0:
+			cond = append(cond, p)
+		default:
+			up = append(up, p)
+		}
+	}
+	// The join's own condition.
+	for _, p := range conjuncts(j.Cond) {
+		s := side(p)
+		switch {
+		case s == 1 && (j.Kind == InnerJoin || j.Kind == RightJoin || j.Kind == SemiJoin):
+			left = append(left, p)
+		case s == 2 && (j.Kind == InnerJoin || j.Kind == LeftJoin || j.Kind == SemiJoin || j.Kind == AntiJoin):
+			right = append(right, p)
+		default:
+			cond = append(cond, p)
+		}
+	}
+	j.Cond = andAll(cond)
+	j.Left = pushFilters(j.Left, left)
+	j.Right = pushFilters(j.Right, right)
+	return filterOver(j, up)
+}
+
+// derivePushdown translates scan filters into table store predicates (for
+// skipping; the filter itself stays).
+func derivePushdown(n Node) {
+	if s, ok := n.(*ScanNode); ok {
+		names := map[ColumnID]string{}
+		for i, c := range s.Cols {
+			names[c.ID] = s.Names[i]
+		}
+		var ps []tablestore.Predicate
+		for _, c := range conjuncts(s.Filter) {
+			if p := toPredicate(c, names); p != nil {
+				ps = append(ps, p)
+			}
+		}
+		switch len(ps) {
+		case 0:
+			s.Pushed = nil
+		case 1:
+			s.Pushed = ps[0]
+		default:
+			s.Pushed = tablestore.And(ps)
+		}
+	}
+	for _, in := range n.Inputs() {
+		derivePushdown(in)
+	}
+}
+
+var cmpOps = map[string]tablestore.CmpOp{
+	"equal": tablestore.EQ, "not_equal": tablestore.NE, "less": tablestore.LT,
+	"less_equal": tablestore.LE, "greater": tablestore.GT, "greater_equal": tablestore.GE,
+}
+
+var flipOps = map[tablestore.CmpOp]tablestore.CmpOp{
+	tablestore.EQ: tablestore.EQ, tablestore.NE: tablestore.NE, tablestore.LT: tablestore.GT,
+	tablestore.LE: tablestore.GE, tablestore.GT: tablestore.LT, tablestore.GE: tablestore.LE,
+}
+
+// toPredicate converts column-versus-constant conditions; anything else
+// returns nil (not pushed).
+func toPredicate(e Expr, names map[ColumnID]string) tablestore.Predicate {
+	colConst := func(a, b Expr) (string, scalar.Scalar, bool) {
+		c, ok := a.(*ColRef)
+		k, ok2 := b.(*Const)
+		if !ok || !ok2 || !k.Value.IsValid() || !arrow.TypeEqual(c.Typ, k.Value.DataType()) {
+			return "", nil, false
+		}
+		n, ok := names[c.ID]
+		return n, k.Value, ok
+	}
+	switch x := e.(type) {
+	case *Call:
+		if op, ok := cmpOps[x.Fn]; ok {
+			if n, v, ok := colConst(x.Args[0], x.Args[1]); ok {
+				return tablestore.Compare{Column: n, Op: op, Value: v}
+			}
+			if n, v, ok := colConst(x.Args[1], x.Args[0]); ok {
+				return tablestore.Compare{Column: n, Op: flipOps[op], Value: v}
+			}
+			return nil
+		}
+		switch x.Fn {
+		case "is_null":
+			if c, ok := x.Args[0].(*ColRef); ok && names[c.ID] != "" {
+				return tablestore.IsNull{Column: names[c.ID]}
+			}
+		case "and", "or":
+			l, r := toPredicate(x.Args[0], names), toPredicate(x.Args[1], names)
+			if x.Fn == "and" {
+				// Dropping one side of AND keeps a superset: still safe.
+				switch {
+				case l != nil && r != nil:
+					return tablestore.And{l, r}
+				case l != nil:
+					return l
+				}
+				return r
+			}
+			if l != nil && r != nil {
+				return tablestore.Or{l, r}
+			}
+		}
+	case *In:
+		c, ok := x.X.(*ColRef)
+		if !ok || names[c.ID] == "" {
+			return nil
+		}
+		var vals []scalar.Scalar
+		for _, v := range x.List {
+			k, ok := v.(*Const)
+			if !ok || !k.Value.IsValid() || !arrow.TypeEqual(k.Value.DataType(), c.Typ) {
+				return nil
+			}
+			vals = append(vals, k.Value)
+		}
+		return tablestore.In{Column: names[c.ID], Values: vals}
+	}
+	return nil
+}
+
+// ---- join_order
+
+// reorderJoins rebuilds trees of inner joins greedily: start from the
+// smallest input and repeatedly add the smallest input connected by a
+// condition (a cross product only when nothing is connected).
+func reorderJoins(n Node) Node {
+	if j, ok := n.(*JoinNode); ok && j.Kind == InnerJoin {
+		var rels []Node
+		var conds []Expr
+		flattenInner(j, &rels, &conds)
+		for i := range rels {
+			rels[i] = reorderJoins(rels[i])
+		}
+		if len(rels) > 2 {
+			return greedyJoin(rels, conds)
+		}
+		j.Left, j.Right = rels[0], rels[1]
+		j.Cond = andAll(conds)
+		return j
+	}
+	for i, in := range n.Inputs() {
+		setInput(n, i, reorderJoins(in))
+	}
+	return n
+}
+
+func flattenInner(n Node, rels *[]Node, conds *[]Expr) {
+	if j, ok := n.(*JoinNode); ok && j.Kind == InnerJoin {
+		flattenInner(j.Left, rels, conds)
+		flattenInner(j.Right, rels, conds)
+		*conds = append(*conds, conjuncts(j.Cond)...)
+		return
+	}
+	if f, ok := n.(*FilterNode); ok {
+		if j, ok := f.Input.(*JoinNode); ok && j.Kind == InnerJoin {
+			flattenInner(j, rels, conds)
+			*conds = append(*conds, conjuncts(f.Pred)...)
+			return
+		}
+	}
+	*rels = append(*rels, n)
+}
+
+func greedyJoin(rels []Node, conds []Expr) Node {
+	used := make([]bool, len(conds))
+	left := make([]bool, len(rels))
+	// Start with the smallest relation.
+	order := make([]int, len(rels))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return rels[order[a]].Rows() < rels[order[b]].Rows() })
+	cur := rels[order[0]]
+	left[order[0]] = true
+	for done := 1; done < len(rels); done++ {
+		best, bestConnected := -1, false
+		for _, i := range order {
+			if left[i] {
+				continue
+			}
+			connected := false
+			cols := concatCols(cur.Columns(), rels[i].Columns())
+			for k, c := range conds {
+				if !used[k] && subset(colsOf(c), cols) && !subset(colsOf(c), cur.Columns()) && !subset(colsOf(c), rels[i].Columns()) {
+					connected = true
+					break
+				}
+			}
+			if best < 0 || connected && !bestConnected {
+				best, bestConnected = i, connected
+			}
+			if connected {
+				break // order is by size: the first connected one is smallest
+			}
+		}
+		next := rels[best]
+		left[best] = true
+		cols := concatCols(cur.Columns(), next.Columns())
+		var jc []Expr
+		for k, c := range conds {
+			if !used[k] && subset(colsOf(c), cols) {
+				used[k] = true
+				jc = append(jc, c)
+			}
+		}
+		// The right input is the hash table: keep the smaller side there.
+		l, r := cur, next
+		if r.Rows() > l.Rows() {
+			l, r = r, l
+		}
+		cur = &JoinNode{Kind: InnerJoin, Left: l, Right: r, Cond: andAll(jc)}
+	}
+	var rest []Expr
+	for k, c := range conds {
+		if !used[k] {
+			rest = append(rest, c)
+		}
+	}
+	return filterOver(cur, rest)
+}
+
+// ---- physical joins
+
+// planJoins splits join conditions into equality keys (hash join) and a
+// residual; joins without keys are nested-loop joins.
+func planJoins(n Node) Node {
+	for i, in := range n.Inputs() {
+		setInput(n, i, planJoins(in))
+	}
+	j, ok := n.(*JoinNode)
+	if !ok {
+		return n
+	}
+	if j.Kind == InnerJoin && j.Cond != nil && j.Right.Rows() > j.Left.Rows()*2 {
+		j.Left, j.Right = j.Right, j.Left
+	}
+	lc, rc := j.Left.Columns(), j.Right.Columns()
+	j.LeftKeys, j.RightKeys, j.Residual = nil, nil, nil
+	var residual []Expr
+	for _, c := range conjuncts(j.Cond) {
+		if call, ok := c.(*Call); ok && call.Fn == "equal" {
+			a, b := call.Args[0], call.Args[1]
+			ca, cb := colsOf(a), colsOf(b)
+			if len(ca) > 0 && len(cb) > 0 {
+				if subset(ca, lc) && subset(cb, rc) {
+					j.LeftKeys, j.RightKeys = append(j.LeftKeys, a), append(j.RightKeys, b)
+					continue
+				}
+				if subset(ca, rc) && subset(cb, lc) {
+					j.LeftKeys, j.RightKeys = append(j.LeftKeys, b), append(j.RightKeys, a)
+					continue
+				}
+			}
+		}
+		residual = append(residual, c)
+	}
+	j.Residual = andAll(residual)
+	switch {
+	case len(j.LeftKeys) > 0:
+		j.Algo = "hash"
+	default:
+		j.Algo = "nested-loop"
+	}
+	return j
+}
+
+// ---- prune_columns
+
+// pruneColumns drops scan and projection outputs nobody reads.
+func pruneColumns(n Node, need map[ColumnID]bool) Node {
+	add := func(s map[ColumnID]bool, es ...Expr) {
+		for _, e := range es {
+			for id := range colsOf(e) {
+				s[id] = true
+			}
+		}
+	}
+	switch x := n.(type) {
+	case *ScanNode:
+		add(need, x.Filter)
+		var cols []Column
+		var names []string
+		for i, c := range x.Cols {
+			if need[c.ID] {
+				cols = append(cols, c)
+				names = append(names, x.Names[i])
+			}
+		}
+		if len(cols) == 0 && len(x.Cols) > 0 {
+			// COUNT(*) still needs rows: keep the narrowest column.
+			cols, names = x.Cols[:1], x.Names[:1]
+		}
+		x.Cols, x.Names = cols, names
+		return x
+	case *ProjectNode:
+		var exprs []Expr
+		var cols []Column
+		for i, c := range x.Cols {
+			if need[c.ID] {
+				exprs = append(exprs, x.Exprs[i])
+				cols = append(cols, c)
+			}
+		}
+		if len(cols) == 0 && len(x.Cols) > 0 {
+			exprs, cols = x.Exprs[:1], x.Cols[:1]
+		}
+		x.Exprs, x.Cols = exprs, cols
+		inner := map[ColumnID]bool{}
+		add(inner, exprs...)
+		x.Input = pruneColumns(x.Input, inner)
+		return x
+	case *DistinctNode, *SetOpNode, *Max1RowNode:
+		// Every column matters to the result.
+		for i, in := range n.Inputs() {
+			setInput(n, i, pruneColumns(in, idSet(in.Columns())))
+		}
+		return n
+	}
+	inner := map[ColumnID]bool{}
+	for id := range need {
+		inner[id] = true
+	}
+	add(inner, nodeExprs(n)...)
+	for i, in := range n.Inputs() {
+		setInput(n, i, pruneColumns(in, inner))
+	}
+	return n
+}
+
+// ---- top_n
+
+// topN merges LIMIT over ORDER BY (through projections) into a top-N sort.
+func topN(n Node) Node {
+	for i, in := range n.Inputs() {
+		setInput(n, i, topN(in))
+	}
+	l, ok := n.(*LimitNode)
+	if !ok || l.Count == nil {
+		return n
+	}
+	var parent *ProjectNode
+	in := l.Input
+	if p, ok := in.(*ProjectNode); ok {
+		parent, in = p, p.Input
+	}
+	s, ok := in.(*SortNode)
+	if !ok || s.Count != nil {
+		return n
+	}
+	s.Count, s.Offset = l.Count, l.Offset
+	if parent != nil {
+		return parent
+	}
+	return s
+}

@@ -1,0 +1,198 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/tablestore"
+)
+
+// Sentinel errors.
+var (
+	// ErrNotImplemented wraps valid SQL that flightd does not run yet.
+	ErrNotImplemented = errors.New("not implemented")
+	// ErrParams reports missing or mistyped parameter values at Build.
+	ErrParams = errors.New("bad parameters")
+	// errInternal marks broken planner invariants (a bug, not user error).
+	errInternal = errors.New("internal planner error")
+)
+
+// Catalog is what binding needs from the session: tables at the snapshots
+// of the current transaction.
+type Catalog interface {
+	CurrentDatabase() string
+	// Table returns a table and the snapshot to read (0 = latest).
+	Table(ctx context.Context, id tablestore.Ident) (t *tablestore.Table, snapshotID int64, err error)
+	Databases(ctx context.Context) ([]string, error)
+	Tables(ctx context.Context, db string) ([]string, error)
+}
+
+// Options tune binding; DisabledRules switches optimizer rules off by name
+// (see Rules).
+type Options struct {
+	DisabledRules []string
+}
+
+// Statement is a bound statement: one of *Query, *Insert, *Delete, *Update,
+// *CreateTable, *DropTable, *AlterTable, *CreateDatabase, *DropDatabase,
+// *UseDatabase, *Explain, *Transaction.
+type Statement interface{ boundStmt() }
+
+// Query is a bound, optimized query. It is immutable: Build may be called
+// any number of times, concurrently (prepared statements).
+type Query struct {
+	root   Node
+	schema *arrow.Schema
+	params *arrow.Schema
+}
+
+// Schema is the result schema.
+func (q *Query) Schema() *arrow.Schema { return q.schema }
+
+// Params is the schema of the parameters ($1 is field 0), nil if none.
+func (q *Query) Params() *arrow.Schema { return q.params }
+
+// Build creates the operator tree for one execution. params holds one row
+// with a column per parameter (nil when there are none).
+func (q *Query) Build(ec *exec.Context, params arrow.RecordBatch) (exec.Operator, error) {
+	if q.params != nil {
+		if params == nil {
+			return nil, fmt.Errorf("%w: the statement has %d parameters and none were given", ErrParams, len(q.params.Fields()))
+		}
+		if int(params.NumCols()) != len(q.params.Fields()) {
+			return nil, fmt.Errorf("%w: the statement has %d parameters, got %d values", ErrParams, len(q.params.Fields()), params.NumCols())
+		}
+		if params.NumRows() != 1 {
+			return nil, fmt.Errorf("%w: parameters must be one row, got %d", ErrParams, params.NumRows())
+		}
+	}
+	b := &builder{ec: ec, params: params}
+	op, err := b.build(q.root)
+	if err != nil {
+		return nil, err
+	}
+	return op, nil
+}
+
+// Explain renders the physical plan with pushdowns, algorithms and estimated
+// row counts.
+func (q *Query) Explain() string {
+	var sb strings.Builder
+	explainTree(&sb, q.root, 0)
+	return sb.String()
+}
+
+// Insert writes Source into Table. Source's schema equals the table schema.
+type Insert struct {
+	Table     *tablestore.Table
+	Overwrite bool
+	Partition map[string]string
+	Source    *Query
+}
+
+// Delete removes the rows matching a predicate. Deleted yields the full
+// matching rows, Kept the full rows that stay.
+type Delete struct {
+	Table   *tablestore.Table
+	Deleted *Query
+	Kept    *Query
+}
+
+// Update changes matching rows. Updated yields the new full rows of the
+// matched rows; All every row after the update.
+type Update struct {
+	Table   *tablestore.Table
+	Updated *Query
+	All     *Query
+}
+
+// CreateTable creates a table (from a query for CTAS).
+type CreateTable struct {
+	Ident       tablestore.Ident
+	Def         tablestore.TableDef
+	IfNotExists bool
+	As          *Query
+}
+
+// DropTable drops a table.
+type DropTable struct {
+	Ident    tablestore.Ident
+	IfExists bool
+}
+
+// AlterTable changes a table's schema or options.
+type AlterTable struct {
+	Ident   tablestore.Ident
+	Changes []tablestore.SchemaChange
+}
+
+// CreateDatabase creates a database.
+type CreateDatabase struct {
+	Name        string
+	IfNotExists bool
+}
+
+// DropDatabase drops a database.
+type DropDatabase struct {
+	Name     string
+	IfExists bool
+	Cascade  bool
+}
+
+// UseDatabase switches the session's current database.
+type UseDatabase struct{ Name string }
+
+// Explain wraps a statement for EXPLAIN [ANALYZE].
+type Explain struct {
+	Target  Statement
+	Analyze bool
+}
+
+// TxnKind is the kind of a transaction statement.
+type TxnKind int
+
+// Transaction statement kinds.
+const (
+	Begin TxnKind = iota
+	Commit
+	Rollback
+)
+
+// Transaction is BEGIN, COMMIT or ROLLBACK.
+type Transaction struct{ Kind TxnKind }
+
+func (*Query) boundStmt()          {}
+func (*Insert) boundStmt()         {}
+func (*Delete) boundStmt()         {}
+func (*Update) boundStmt()         {}
+func (*CreateTable) boundStmt()    {}
+func (*DropTable) boundStmt()      {}
+func (*AlterTable) boundStmt()     {}
+func (*CreateDatabase) boundStmt() {}
+func (*DropDatabase) boundStmt()   {}
+func (*UseDatabase) boundStmt()    {}
+func (*Explain) boundStmt()        {}
+func (*Transaction) boundStmt()    {}
+
+// Rules lists the optimizer rules in the order they run; each can be
+// disabled through Options.DisabledRules.
+var Rules = []string{
+	ruleFoldConstants, rulePushFilters, ruleJoinOrder, rulePruneColumns,
+	ruleTopN, ruleMergeJoin, ruleSortAggregate,
+}
+
+// Rule names.
+const (
+	ruleFoldConstants = "fold_constants"
+	rulePushFilters   = "push_filters"
+	ruleJoinOrder     = "join_order"
+	rulePruneColumns  = "prune_columns"
+	ruleTopN          = "top_n"
+	ruleMergeJoin     = "merge_join"
+	ruleSortAggregate = "sort_aggregate"
+)

@@ -1,0 +1,151 @@
+package plan
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightd/flightd/sql"
+)
+
+// ArrowType maps a SQL type to its Arrow type.
+func ArrowType(t *sql.TypeName) (arrow.DataType, error) {
+	p := t.Params
+	param := func(i, def int) int {
+		if i < len(p) {
+			return p[i]
+		}
+		return def
+	}
+	maxParams := func(n int) error {
+		if len(p) > n {
+			return sql.Errorf(t.Pos, "type %s takes at most %d parameters, got %d", t.Name, n, len(p))
+		}
+		return nil
+	}
+	simple := map[string]arrow.DataType{
+		"BOOLEAN": arrow.FixedWidthTypes.Boolean, "TINYINT": arrow.PrimitiveTypes.Int8,
+		"SMALLINT": arrow.PrimitiveTypes.Int16, "INT": arrow.PrimitiveTypes.Int32,
+		"BIGINT": arrow.PrimitiveTypes.Int64, "FLOAT": arrow.PrimitiveTypes.Float32,
+		"DOUBLE": arrow.PrimitiveTypes.Float64, "DATE": arrow.FixedWidthTypes.Date32,
+		"INTERVAL": arrow.FixedWidthTypes.MonthDayNanoInterval,
+	}
+	if dt, ok := simple[t.Name]; ok {
+		if err := maxParams(0); err != nil {
+			return nil, err
+		}
+		return dt, nil
+	}
+	switch t.Name {
+	case "CHAR", "VARCHAR", "STRING":
+		if err := maxParams(1); err != nil {
+			return nil, err
+		}
+		return arrow.BinaryTypes.String, nil
+	case "BINARY", "VARBINARY", "BYTES":
+		if err := maxParams(1); err != nil {
+			return nil, err
+		}
+		return arrow.BinaryTypes.Binary, nil
+	case "DECIMAL":
+		if err := maxParams(2); err != nil {
+			return nil, err
+		}
+		prec, scale := param(0, 10), param(1, 0)
+		if prec < 1 || prec > 38 {
+			return nil, sql.Errorf(t.Pos, "DECIMAL precision must be between 1 and 38, got %d", prec)
+		}
+		if scale > prec {
+			return nil, sql.Errorf(t.Pos, "DECIMAL scale %d exceeds precision %d", scale, prec)
+		}
+		return &arrow.Decimal128Type{Precision: int32(prec), Scale: int32(scale)}, nil
+	case "TIME":
+		if err := maxParams(1); err != nil {
+			return nil, err
+		}
+		u, err := unitOf(t, param(0, 6))
+		if err != nil {
+			return nil, err
+		}
+		if u == arrow.Second || u == arrow.Millisecond {
+			// Arrow's time64 holds micro- and nanoseconds only.
+			u = arrow.Microsecond
+		}
+		return &arrow.Time64Type{Unit: u}, nil
+	case "TIMESTAMP", "TIMESTAMP_LTZ":
+		if err := maxParams(1); err != nil {
+			return nil, err
+		}
+		u, err := unitOf(t, param(0, 6))
+		if err != nil {
+			return nil, err
+		}
+		tz := ""
+		if t.Name == "TIMESTAMP_LTZ" {
+			tz = "UTC"
+		}
+		return &arrow.TimestampType{Unit: u, TimeZone: tz}, nil
+	}
+	return nil, sql.Errorf(t.Pos, "type %s is not supported yet", t.Name)
+}
+
+func unitOf(t *sql.TypeName, prec int) (arrow.TimeUnit, error) {
+	switch {
+	case prec == 0:
+		return arrow.Second, nil
+	case prec <= 3:
+		return arrow.Millisecond, nil
+	case prec <= 6:
+		return arrow.Microsecond, nil
+	case prec <= 9:
+		return arrow.Nanosecond, nil
+	}
+	return 0, sql.Errorf(t.Pos, "%s precision must be between 0 and 9, got %d", t.Name, prec)
+}
+
+// SQLTypeName is the reverse mapping: the SQL spelling of an Arrow type, as
+// reported in Flight SQL metadata and DESCRIBE.
+func SQLTypeName(dt arrow.DataType) string {
+	switch dt := dt.(type) {
+	case *arrow.BooleanType:
+		return "BOOLEAN"
+	case *arrow.Int8Type:
+		return "TINYINT"
+	case *arrow.Int16Type:
+		return "SMALLINT"
+	case *arrow.Int32Type:
+		return "INT"
+	case *arrow.Int64Type:
+		return "BIGINT"
+	case *arrow.Float32Type:
+		return "FLOAT"
+	case *arrow.Float64Type:
+		return "DOUBLE"
+	case *arrow.Decimal128Type:
+		return fmt.Sprintf("DECIMAL(%d, %d)", dt.Precision, dt.Scale)
+	case *arrow.StringType, *arrow.LargeStringType, *arrow.StringViewType:
+		return "STRING"
+	case *arrow.BinaryType, *arrow.LargeBinaryType, *arrow.BinaryViewType:
+		return "BYTES"
+	case *arrow.Date32Type, *arrow.Date64Type:
+		return "DATE"
+	case *arrow.Time64Type:
+		return fmt.Sprintf("TIME(%d)", precOf(dt.Unit))
+	case *arrow.Time32Type:
+		return fmt.Sprintf("TIME(%d)", precOf(dt.Unit))
+	case *arrow.TimestampType:
+		if dt.TimeZone != "" {
+			return fmt.Sprintf("TIMESTAMP_LTZ(%d)", precOf(dt.Unit))
+		}
+		return fmt.Sprintf("TIMESTAMP(%d)", precOf(dt.Unit))
+	case *arrow.MonthDayNanoIntervalType, *arrow.DayTimeIntervalType, *arrow.MonthIntervalType:
+		return "INTERVAL"
+	case *arrow.NullType:
+		return "NULL"
+	}
+	return dt.String()
+}
+
+func precOf(u arrow.TimeUnit) int {
+	return [...]int{0, 3, 6, 9}[u]
+}
