@@ -849,16 +849,9 @@ func resolveAggregate(fn string, types []arrow.DataType) (arrow.DataType, error)
 }
 
 func resolveWindow(fn string, types []arrow.DataType) (arrow.DataType, error) {
-	switch fn {
-	case "row_number", "rank", "dense_rank", "ntile":
-		return arrow.PrimitiveTypes.Int64, nil
-	case "percent_rank", "cume_dist":
-		return arrow.PrimitiveTypes.Float64, nil
-	case "lag", "lead", "first_value", "last_value":
-		if len(types) == 0 {
-			return nil, fmt.Errorf("%s needs an argument", fn)
-		}
-		return types[0], nil
+	t, err := exec.ResolveWindow(fn, types)
+	if err != nil {
+		return nil, fmt.Errorf("%s", cleanErr(err))
 	}
-	return resolveAggregate(fn, types)
+	return t, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/sql"
 	"github.com/flightd/flightd/tablestore"
 )
@@ -1331,15 +1332,19 @@ func noAggIf(cond bool, what string) string {
 	return ""
 }
 
-func (b *binder) bindFrame(f *sql.Frame) *Frame {
-	fr := &Frame{Rows: f.Unit == "ROWS"}
-	bound := func(fb *sql.FrameBound) (*int64, bool) {
+func (b *binder) bindFrame(f *sql.Frame) *exec.Frame {
+	fr := &exec.Frame{Rows: f.Unit == "ROWS"}
+	bound := func(fb *sql.FrameBound) exec.FrameBound {
 		switch fb.Kind {
-		case "UNBOUNDED PRECEDING", "UNBOUNDED FOLLOWING":
-			return nil, true
+		case "UNBOUNDED PRECEDING":
+			return exec.FrameBound{Kind: exec.UnboundedPreceding}
+		case "UNBOUNDED FOLLOWING":
+			return exec.FrameBound{Kind: exec.UnboundedFollowing}
 		case "CURRENT ROW":
-			z := int64(0)
-			return &z, true
+			return exec.FrameBound{Kind: exec.CurrentRow}
+		}
+		if !fr.Rows {
+			b.notImplemented(fb.Pos, "RANGE frames with offsets")
 		}
 		c := b.constExpr(fb.Offset, arrow.PrimitiveTypes.Int64)
 		v, ok := constInt(c)
@@ -1347,18 +1352,16 @@ func (b *binder) bindFrame(f *sql.Frame) *Frame {
 			b.fail(fb.Pos, "window frame offset must be a non-negative integer")
 		}
 		if fb.Kind == "PRECEDING" {
-			v = -v
+			return exec.FrameBound{Kind: exec.Preceding, Offset: v}
 		}
-		return &v, true
+		return exec.FrameBound{Kind: exec.Following, Offset: v}
 	}
-	fr.Start, fr.StartSet = bound(f.Start)
+	fr.Start = bound(f.Start)
+	fr.End = exec.FrameBound{Kind: exec.CurrentRow}
 	if f.End != nil {
-		fr.End, fr.EndSet = bound(f.End)
-	} else {
-		z := int64(0)
-		fr.End, fr.EndSet = &z, true
+		fr.End = bound(f.End)
 	}
-	if f.Start.Kind == "UNBOUNDED FOLLOWING" || f.End != nil && f.End.Kind == "UNBOUNDED PRECEDING" {
+	if fr.Start.Kind == exec.UnboundedFollowing || fr.End.Kind == exec.UnboundedPreceding {
 		b.fail(f.Pos, "invalid window frame")
 	}
 	return fr

@@ -154,7 +154,7 @@ func (bd *builder) buildWith(n Node, in []exec.Operator) (exec.Operator, error) 
 	case *AggNode:
 		return bd.aggregate(n, in[0])
 	case *DistinctNode:
-		return bd.distinct(n.Input.Columns(), in[0])
+		return exec.NewDistinct(ec, in[0]), nil
 	case *JoinNode:
 		return bd.join(n, in[0], in[1])
 	case *SetOpNode:
@@ -164,13 +164,15 @@ func (bd *builder) buildWith(n Node, in []exec.Operator) (exec.Operator, error) 
 			if err != nil || n.All {
 				return u, err
 			}
-			return bd.distinct(n.Cols, u)
+			return exec.NewDistinct(ec, u), nil
+		case n.Kind == Intersect:
+			return exec.NewSetOp(ec, in[0], in[1], exec.Intersect, n.All)
 		}
-		return nil, fmt.Errorf("%w: %s", ErrNotImplemented, n.Kind)
+		return exec.NewSetOp(ec, in[0], in[1], exec.Except, n.All)
 	case *Max1RowNode:
 		return &max1Row{ec: ec, child: in[0]}, nil
 	case *WindowNode:
-		return nil, fmt.Errorf("%w: window functions (waiting for exec.NewWindow)", ErrNotImplemented)
+		return bd.window(n, in[0])
 	}
 	return nil, fmt.Errorf("%w: cannot build %T", errInternal, n)
 }
@@ -187,14 +189,25 @@ func (bd *builder) sortKeys(keys []SortKey, cols []Column) ([]exec.SortKey, erro
 	return out, nil
 }
 
-func (bd *builder) distinct(cols []Column, in exec.Operator) (exec.Operator, error) {
-	groups := make([]exec.Expr, len(cols))
-	names := make([]string, len(cols))
-	for i, c := range cols {
-		groups[i] = exec.NewColumn(i, c.Type, c.Name)
-		names[i] = c.Name
+func (bd *builder) window(n *WindowNode, in exec.Operator) (exec.Operator, error) {
+	cols := n.Input.Columns()
+	parts, err := bd.compileAll(n.PartitionBy, cols)
+	if err != nil {
+		return nil, err
 	}
-	return exec.NewHashAggregate(bd.ec, in, groups, names, nil, nil)
+	keys, err := bd.sortKeys(n.OrderBy, cols)
+	if err != nil {
+		return nil, err
+	}
+	funcs := make([]exec.WindowFunc, len(n.Funcs))
+	for i, f := range n.Funcs {
+		args, err := bd.compileAll(f.Args, cols)
+		if err != nil {
+			return nil, err
+		}
+		funcs[i] = exec.WindowFunc{Func: f.Fn, Args: args, Frame: f.Frame, Name: f.Col.Name}
+	}
+	return exec.NewWindow(bd.ec, in, parts, keys, funcs)
 }
 
 func (bd *builder) aggregate(n *AggNode, in exec.Operator) (exec.Operator, error) {
@@ -220,6 +233,9 @@ func (bd *builder) aggregate(n *AggNode, in exec.Operator) (exec.Operator, error
 			}
 		}
 		specs[i] = exec.AggregateSpec{Func: a.Fn, Args: args, Distinct: a.Distinct, Filter: filter, Name: a.Col.Name}
+	}
+	if n.Sorted {
+		return exec.NewSortAggregate(bd.ec, in, groups, names, specs, n.Sets)
 	}
 	return exec.NewHashAggregate(bd.ec, in, groups, names, specs, n.Sets)
 }
@@ -251,6 +267,9 @@ func (bd *builder) join(n *JoinNode, l, r exec.Operator) (exec.Operator, error) 
 		if res, err = bd.compile(n.Residual, both); err != nil {
 			return nil, err
 		}
+	}
+	if n.Algo == "merge" {
+		return exec.NewMergeJoin(bd.ec, l, r, typ, lk, rk, res)
 	}
 	return exec.NewHashJoin(bd.ec, l, r, typ, lk, rk, res)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 
+	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/tablestore"
 )
 
@@ -22,13 +23,13 @@ type Node interface {
 // ScanNode reads a table snapshot. Filter is re-applied above the scan
 // (Pushed only lets the store skip data).
 type ScanNode struct {
-	Table    *tablestore.Table
-	Snapshot int64
-	Label    string   // db.table [AS alias]
-	Cols     []Column // output columns
-	Names    []string // the table column behind each output column
-	Filter   Expr
-	Pushed   tablestore.Predicate
+	Table     *tablestore.Table
+	Snapshot  int64
+	Label     string   // db.table [AS alias]
+	Cols      []Column // output columns
+	Names     []string // the table column behind each output column
+	Filter    Expr
+	Pushed    tablestore.Predicate
 	TableRows float64
 }
 
@@ -153,16 +154,8 @@ type SetOpNode struct {
 type WindowFunc struct {
 	Fn    string
 	Args  []Expr
-	Frame *Frame
+	Frame *exec.Frame // nil: the SQL default
 	Col   Column
-}
-
-// Frame is a window frame: offsets in rows or range units; nil offset =
-// unbounded; Start/End relative to the current row (negative = preceding).
-type Frame struct {
-	Rows               bool
-	Start, End         *int64
-	StartSet, EndSet   bool
 }
 
 // WindowNode appends window function results to its input columns.
