@@ -94,7 +94,7 @@ func (ts *testServer) connect(t testing.TB, opts map[string]string) adbc.Connect
 	return cnxn
 }
 
-func exec(t testing.TB, cnxn adbc.Connection, query string) int64 {
+func mustExec(t testing.TB, cnxn adbc.Connection, query string) int64 {
 	t.Helper()
 	n, err := tryExec(cnxn, query)
 	if err != nil {

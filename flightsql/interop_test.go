@@ -97,7 +97,7 @@ func loadSequence(t *testing.T, ts *testServer, name string, n int64) {
 	for _, b := range batches {
 		b.Release()
 	}
-	defer rdr.Release()
+	defer rdr.Release() // the statement retains its own reference
 	stmt, err := cnxn.NewStatement()
 	if err != nil {
 		t.Fatal(err)

@@ -131,7 +131,7 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flights
 		if _, err := p.st.Exec(ctx, params); err != nil {
 			return nil, toStatus(err)
 		}
-		return updateInfo(desc), nil
+		return s.updateInfo(desc), nil
 	}
 	anyCmd, err := anypb.New(&pb.CommandPreparedStatementQuery{PreparedStatementHandle: cmd.GetPreparedStatementHandle()})
 	if err != nil {
@@ -141,7 +141,7 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flights
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return queryInfo(p.st.Schema(), desc, tkt), nil
+	return s.queryInfo(p.st.Schema(), desc, tkt), nil
 }
 
 // GetSchemaPreparedStatement returns a prepared query's result schema.

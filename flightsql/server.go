@@ -60,7 +60,7 @@ func NewServer(eng *engine.Engine, limits Limits) (*Server, error) {
 
 // FlightService wraps the server for registration on a flight.Server.
 func (s *Server) FlightService() flight.FlightServer {
-	return flightsql.NewFlightServerWithAllocator(s, s.mem)
+	return &flightService{FlightServer: flightsql.NewFlightServerWithAllocator(s, s.mem), s: s}
 }
 
 // SessionMiddleware keeps session options (catalog, schema) in a cookie, so

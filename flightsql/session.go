@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/session"
 )
 
@@ -86,5 +87,5 @@ func (s *Server) CloseSession(ctx context.Context, _ *flight.CloseSessionRequest
 }
 
 func stringOption(v string) *flight.SessionOptionValue {
-	return &flight.SessionOptionValue{OptionValue: &flight.SessionOptionValue_StringValue{StringValue: v}}
+	return &flight.SessionOptionValue{OptionValue: &pb.SessionOptionValue_StringValue{StringValue: v}}
 }

@@ -62,7 +62,7 @@ func (s *Server) GetFlightInfoStatement(ctx context.Context, cmd flightsql.State
 		if _, err := st.Exec(ctx, nil); err != nil {
 			return nil, toStatus(err)
 		}
-		return updateInfo(desc), nil
+		return s.updateInfo(desc), nil
 	}
 	tkt, err := encodeTicket(queryTicket{SQL: cmd.GetQuery(), Database: sess.Database(), Txn: string(cmd.GetTransactionId())})
 	if err != nil {
@@ -72,7 +72,7 @@ func (s *Server) GetFlightInfoStatement(ctx context.Context, cmd flightsql.State
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return queryInfo(st.Schema(), desc, handle), nil
+	return s.queryInfo(st.Schema(), desc, handle), nil
 }
 
 // GetSchemaStatement plans a query and returns its result schema.
@@ -170,9 +170,9 @@ func (r *statusReader) Err() error {
 }
 
 // queryInfo is the FlightInfo of a query: its schema and one endpoint.
-func queryInfo(schema *arrow.Schema, desc *flight.FlightDescriptor, ticket []byte) *flight.FlightInfo {
+func (s *Server) queryInfo(schema *arrow.Schema, desc *flight.FlightDescriptor, ticket []byte) *flight.FlightInfo {
 	return &flight.FlightInfo{
-		Schema:           flight.SerializeSchema(schema, nil),
+		Schema:           flight.SerializeSchema(schema, s.mem),
 		FlightDescriptor: desc,
 		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: ticket}}},
 		TotalRecords:     -1,
@@ -182,9 +182,9 @@ func queryInfo(schema *arrow.Schema, desc *flight.FlightDescriptor, ticket []byt
 
 // updateInfo is the FlightInfo of a statement that already ran: an empty
 // schema and no endpoints, so there is nothing to fetch.
-func updateInfo(desc *flight.FlightDescriptor) *flight.FlightInfo {
+func (s *Server) updateInfo(desc *flight.FlightDescriptor) *flight.FlightInfo {
 	return &flight.FlightInfo{
-		Schema:           flight.SerializeSchema(arrow.NewSchema(nil, nil), nil),
+		Schema:           flight.SerializeSchema(arrow.NewSchema(nil, nil), s.mem),
 		FlightDescriptor: desc,
 		TotalRecords:     0,
 		TotalBytes:       0,

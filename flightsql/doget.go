@@ -1,0 +1,126 @@
+package flightsql
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// CompressionHeader is the gRPC request header by which a client asks for
+// IPC body compression of DoGet results: "zstd" or "lz4". ADBC clients set
+// it with the option adbc.flight.sql.rpc.call_header.x-flightd-compression.
+const CompressionHeader = "x-flightd-compression"
+
+// flightService is arrow-go's Flight SQL router with DoGet taken over for
+// query results, so they can be IPC-compressed on request and foreign
+// tickets get a clear error. Metadata results go through the router.
+type flightService struct {
+	flight.FlightServer
+	s *Server
+}
+
+func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) error {
+	var anyCmd anypb.Any
+	if err := proto.Unmarshal(tkt.GetTicket(), &anyCmd); err != nil {
+		return toStatus(fmt.Errorf("ticket of %d bytes is not a Flight SQL ticket issued by flightd: %w", len(tkt.GetTicket()), errBadRequest))
+	}
+	// Cancelled on return, so a producer blocked on a full channel stops
+	// before the channel is drained.
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	var (
+		schema *arrow.Schema
+		chunks <-chan flight.StreamChunk
+		err    error
+	)
+	var q pb.TicketStatementQuery
+	var p pb.CommandPreparedStatementQuery
+	switch {
+	case anyCmd.MessageIs(&q):
+		if err := anyCmd.UnmarshalTo(&q); err != nil {
+			return toStatus(fmt.Errorf("malformed statement ticket: %v: %w", err, errBadRequest))
+		}
+		schema, chunks, err = f.s.DoGetStatement(ctx, &q)
+	case anyCmd.MessageIs(&p):
+		if err := anyCmd.UnmarshalTo(&p); err != nil {
+			return toStatus(fmt.Errorf("malformed prepared statement ticket: %v: %w", err, errBadRequest))
+		}
+		schema, chunks, err = f.s.DoGetPreparedStatement(ctx, &p)
+	default:
+		return f.FlightServer.DoGet(tkt, stream)
+	}
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cancel()
+		drainChunks(chunks)
+	}()
+	opts, err := writeOptions(stream, schema)
+	if err != nil {
+		return toStatus(err)
+	}
+	return writeChunks(ctx, stream, chunks, opts)
+}
+
+// writeOptions picks the IPC options for a result stream from the
+// client's request headers.
+func writeOptions(stream flight.FlightService_DoGetServer, schema *arrow.Schema) ([]ipc.Option, error) {
+	opts := []ipc.Option{ipc.WithSchema(schema)}
+	md, _ := metadata.FromIncomingContext(stream.Context())
+	vals := md.Get(CompressionHeader)
+	if len(vals) == 0 {
+		return opts, nil
+	}
+	switch strings.ToLower(strings.TrimSpace(vals[0])) {
+	case "", "none":
+	case "zstd":
+		opts = append(opts, ipc.WithZstd())
+	case "lz4", "lz4_frame":
+		opts = append(opts, ipc.WithLZ4())
+	default:
+		return nil, fmt.Errorf("header %s: unknown compression %q (use zstd or lz4): %w", CompressionHeader, vals[0], errBadRequest)
+	}
+	return opts, nil
+}
+
+// writeChunks writes batches as they arrive and stops when the client goes
+// away.
+func writeChunks(ctx context.Context, stream flight.FlightService_DoGetServer, chunks <-chan flight.StreamChunk, opts []ipc.Option) error {
+	wr := flight.NewRecordWriter(stream, opts...)
+	defer wr.Close()
+	for {
+		select {
+		case <-ctx.Done():
+			return toStatus(ctx.Err())
+		case chunk, ok := <-chunks:
+			if !ok {
+				return nil
+			}
+			if chunk.Err != nil {
+				return toStatus(chunk.Err)
+			}
+			err := wr.WriteWithAppMetadata(chunk.Data, chunk.AppMetadata)
+			chunk.Data.Release()
+			if err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func drainChunks(chunks <-chan flight.StreamChunk) {
+	for chunk := range chunks {
+		if chunk.Data != nil {
+			chunk.Data.Release()
+		}
+	}
+}
