@@ -3,12 +3,14 @@ package vectorized
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -39,6 +41,19 @@ func (op CmpOp) holds(c int) bool {
 		return c > 0
 	}
 	return c >= 0
+}
+
+func (op CmpOp) computeName() string {
+	return [...]string{"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}[op]
+}
+
+func computeComparable(dt arrow.DataType) bool {
+	switch dt.ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64,
+		arrow.DATE32, arrow.DATE64, arrow.TIMESTAMP, arrow.TIME32, arrow.TIME64, arrow.DURATION:
+		return true
+	}
+	return false
 }
 
 // floatCmp orders floats totally: NaN above +Inf and equal to itself, so
@@ -85,6 +100,19 @@ func Compare(mem memory.Allocator, op CmpOp, a, b arrow.Array) (arrow.Array, err
 		return nil, fmt.Errorf("compare: mismatched types %s and %s", a.DataType(), b.DataType())
 	}
 	n := a.Len()
+	if computeComparable(a.DataType()) {
+		// arrow-go's comparison kernels are ~10x faster than a per-row loop
+		// for integers (BenchmarkLessInt64); floats stay on the own loop for
+		// NaN ordering, decimals and strings for simplicity.
+		da, db := compute.NewDatum(a), compute.NewDatum(b)
+		r, err := compute.CallFunction(compute.WithAllocator(context.Background(), mem), op.computeName(), nil, da, db)
+		da.Release()
+		db.Release()
+		if err == nil {
+			defer r.Release()
+			return r.(*compute.ArrayDatum).MakeArray(), nil
+		}
+	}
 	buf := newBitmap(mem, n)
 	out := buf.Bytes()
 	switch a.DataType().ID() {

@@ -76,16 +76,14 @@ func TakeBatch(ctx context.Context, mem memory.Allocator, b arrow.RecordBatch, s
 }
 
 // FilterBatch keeps the rows of b where mask is true (count of them given).
+// It uses arrow-go's filter kernel, faster than gathering by index
+// (BenchmarkFilterBatch).
 func FilterBatch(ctx context.Context, mem memory.Allocator, b arrow.RecordBatch, mask []bool, count int) (arrow.RecordBatch, error) {
 	if count == len(mask) {
 		b.Retain()
 		return b, nil
 	}
-	idx := make([]int64, 0, count)
-	for i, m := range mask {
-		if m {
-			idx = append(idx, int64(i))
-		}
-	}
-	return TakeBatch(ctx, mem, b, b.Schema(), idx)
+	m := BoolsToArray(mem, mask, nil)
+	defer m.Release()
+	return compute.FilterRecordBatch(compute.WithAllocator(ctx, mem), b, m, compute.DefaultFilterOptions())
 }

@@ -1,0 +1,250 @@
+package vectorized
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// The benchmarks compare own loops with arrow-go compute for the kernels
+// where both exist; results decide which one the engine uses (see doc.go).
+// Run: go test -run x -bench . -count 6 ./vectorized | benchstat -
+
+const benchRows = 64 << 10
+
+func benchInts(mem memory.Allocator, nulls, sliced bool, seed uint64) arrow.Array {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	b := array.NewInt64Builder(mem)
+	defer b.Release()
+	n := benchRows
+	if sliced {
+		n += 16
+	}
+	for i := 0; i < n; i++ {
+		if nulls && rng.IntN(10) == 0 {
+			b.AppendNull()
+		} else {
+			b.Append(rng.Int64N(1 << 40))
+		}
+	}
+	a := b.NewArray()
+	if !sliced {
+		return a
+	}
+	defer a.Release()
+	return array.NewSlice(a, 8, int64(8+benchRows))
+}
+
+func variants(b *testing.B, f func(b *testing.B, x, y arrow.Array)) {
+	mem := memory.NewGoAllocator()
+	for _, nulls := range []bool{false, true} {
+		for _, sliced := range []bool{false, true} {
+			b.Run(fmt.Sprintf("hasNulls=%v/sliced=%v/int64", nulls, sliced), func(b *testing.B) {
+				x, y := benchInts(mem, nulls, sliced, 1), benchInts(mem, nulls, sliced, 2)
+				defer x.Release()
+				defer y.Release()
+				b.SetBytes(int64(benchRows * 8 * 2))
+				f(b, x, y)
+			})
+		}
+	}
+}
+
+func BenchmarkAddInt64(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	b.Run("own", func(b *testing.B) {
+		variants(b, func(b *testing.B, x, y arrow.Array) {
+			for b.Loop() {
+				r, err := ArithInt[int64](mem, Add, x, y)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+			}
+		})
+	})
+	b.Run("compute", func(b *testing.B) {
+		ctx := compute.WithAllocator(context.Background(), mem)
+		variants(b, func(b *testing.B, x, y arrow.Array) {
+			for b.Loop() {
+				dx, dy := compute.NewDatum(x), compute.NewDatum(y)
+				r, err := compute.Add(ctx, compute.ArithmeticOptions{}, dx, dy)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+				dx.Release()
+				dy.Release()
+			}
+		})
+	})
+}
+
+func BenchmarkLessInt64(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	b.Run("own", func(b *testing.B) {
+		variants(b, func(b *testing.B, x, y arrow.Array) {
+			for b.Loop() {
+				r, err := Compare(mem, Lt, x, y)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+			}
+		})
+	})
+	b.Run("compute", func(b *testing.B) {
+		ctx := compute.WithAllocator(context.Background(), mem)
+		variants(b, func(b *testing.B, x, y arrow.Array) {
+			for b.Loop() {
+				dx, dy := compute.NewDatum(x), compute.NewDatum(y)
+				r, err := compute.CallFunction(ctx, "less", nil, dx, dy)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+				dx.Release()
+				dy.Release()
+			}
+		})
+	})
+}
+
+// builderTake is the alternative to compute's take: append row by row.
+func builderTake(mem memory.Allocator, a arrow.Array, idx []int64) arrow.Array {
+	bl := array.NewBuilder(mem, a.DataType())
+	defer bl.Release()
+	bl.Reserve(len(idx))
+	for _, i := range idx {
+		if i < 0 {
+			bl.AppendNull()
+		} else {
+			AppendValue(bl, a, int(i))
+		}
+	}
+	return bl.NewArray()
+}
+
+func BenchmarkTakeInt64(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	rng := rand.New(rand.NewPCG(3, 3))
+	idx := make([]int64, benchRows/2)
+	for i := range idx {
+		idx[i] = rng.Int64N(benchRows)
+	}
+	b.Run("builder", func(b *testing.B) {
+		variants(b, func(b *testing.B, x, _ arrow.Array) {
+			for b.Loop() {
+				builderTake(mem, x, idx).Release()
+			}
+		})
+	})
+	b.Run("compute", func(b *testing.B) {
+		variants(b, func(b *testing.B, x, _ arrow.Array) {
+			for b.Loop() {
+				r, err := Take(context.Background(), mem, x, idx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+			}
+		})
+	})
+}
+
+func BenchmarkFilterBatch(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	mask := make([]bool, benchRows)
+	cnt := 0
+	rng := rand.New(rand.NewPCG(4, 4))
+	for i := range mask {
+		if rng.IntN(2) == 0 {
+			mask[i] = true
+			cnt++
+		}
+	}
+	maskArr := BoolsToArray(mem, mask, nil)
+	defer maskArr.Release()
+	batch := func(x, y arrow.Array) arrow.RecordBatch {
+		s := arrow.NewSchema([]arrow.Field{{Name: "x", Type: x.DataType()}, {Name: "y", Type: y.DataType()}}, nil)
+		return array.NewRecordBatch(s, []arrow.Array{x, y}, int64(x.Len()))
+	}
+	b.Run("own-take", func(b *testing.B) {
+		variants(b, func(b *testing.B, x, y arrow.Array) {
+			rb := batch(x, y)
+			defer rb.Release()
+			for b.Loop() {
+				r, err := FilterBatch(context.Background(), mem, rb, mask, cnt)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+			}
+		})
+	})
+	b.Run("compute", func(b *testing.B) {
+		ctx := compute.WithAllocator(context.Background(), mem)
+		variants(b, func(b *testing.B, x, y arrow.Array) {
+			rb := batch(x, y)
+			defer rb.Release()
+			for b.Loop() {
+				r, err := compute.FilterRecordBatch(ctx, rb, maskArr, compute.DefaultFilterOptions())
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+			}
+		})
+	})
+}
+
+func BenchmarkCastInt32ToInt64(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	b.Run("own", func(b *testing.B) {
+		variants(b, func(b *testing.B, x, _ arrow.Array) {
+			x32 := narrow(mem, x)
+			defer x32.Release()
+			for b.Loop() {
+				r, err := Cast(mem, x32, arrow.PrimitiveTypes.Int64)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+			}
+		})
+	})
+	b.Run("compute", func(b *testing.B) {
+		ctx := compute.WithAllocator(context.Background(), mem)
+		variants(b, func(b *testing.B, x, _ arrow.Array) {
+			x32 := narrow(mem, x)
+			defer x32.Release()
+			for b.Loop() {
+				r, err := compute.CastArray(ctx, x32, compute.SafeCastOptions(arrow.PrimitiveTypes.Int64))
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+			}
+		})
+	})
+}
+
+func narrow(mem memory.Allocator, x arrow.Array) arrow.Array {
+	b := array.NewInt32Builder(mem)
+	defer b.Release()
+	v := x.(*array.Int64)
+	for i := 0; i < v.Len(); i++ {
+		if v.IsNull(i) {
+			b.AppendNull()
+		} else {
+			b.Append(int32(v.Value(i)))
+		}
+	}
+	return b.NewArray()
+}

@@ -1,0 +1,344 @@
+package vectorized
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+func checked(t *testing.T) *memory.CheckedAllocator {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	return mem
+}
+
+func ints(mem memory.Allocator, vals ...any) arrow.Array {
+	b := array.NewInt64Builder(mem)
+	defer b.Release()
+	for _, v := range vals {
+		if v == nil {
+			b.AppendNull()
+		} else {
+			b.Append(int64(v.(int)))
+		}
+	}
+	return b.NewArray()
+}
+
+func render(a arrow.Array) string {
+	s := make([]string, a.Len())
+	for i := range s {
+		s[i] = FormatValue(a, i)
+	}
+	return strings.Join(s, ",")
+}
+
+func TestCheckedIntArithmetic(t *testing.T) {
+	cases := []struct {
+		op   ArithOp
+		x, y int64
+		want string // value or error substring
+	}{
+		{Add, math.MaxInt64, 1, "overflow"},
+		{Add, math.MinInt64, -1, "overflow"},
+		{Sub, math.MinInt64, 1, "overflow"},
+		{Sub, 0, math.MinInt64, "overflow"},
+		{Mul, math.MinInt64, -1, "overflow"},
+		{Mul, -1, math.MinInt64, "overflow"},
+		{Mul, 1 << 32, 1 << 31, "overflow"},
+		{Mul, -(1 << 31), 1 << 32, "-9223372036854775808"},
+		{Div, math.MinInt64, -1, "overflow"},
+		{Div, 7, 0, "division by zero"},
+		{Mod, 7, 0, "division by zero"},
+		{Mod, math.MinInt64, -1, "0"},
+		{Div, -7, 2, "-3"},
+		{Mod, -7, 2, "-1"},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%d%s%d", c.x, c.op, c.y), func(t *testing.T) {
+			mem := checked(t)
+			a, b := ints(mem, int(c.x)), ints(mem, int(c.y))
+			defer a.Release()
+			defer b.Release()
+			r, err := ArithInt[int64](mem, c.op, a, b)
+			if err != nil {
+				if !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("got error %v, want %s", err, c.want)
+				}
+				return
+			}
+			defer r.Release()
+			if got := render(r); got != c.want {
+				t.Fatalf("got %s want %s", got, c.want)
+			}
+		})
+	}
+}
+
+func TestNarrowOverflowAndNulls(t *testing.T) {
+	mem := checked(t)
+	b := array.NewInt8Builder(mem)
+	b.AppendValues([]int8{100, 1, 0}, []bool{true, true, false})
+	a := b.NewArray()
+	b.Release()
+	defer a.Release()
+	if _, err := ArithInt[int8](mem, Add, a, a); !errors.Is(err, ErrOverflow) {
+		t.Fatalf("int8 100+100: want overflow, got %v", err)
+	}
+	// A NULL row's garbage value never raises an error.
+	s := array.NewSlice(a, 1, 3)
+	defer s.Release()
+	r, err := ArithInt[int8](mem, Div, s, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release()
+	if render(r) != "1,NULL" {
+		t.Fatalf("got %s", render(r))
+	}
+}
+
+func TestDecimalArith(t *testing.T) {
+	mem := checked(t)
+	dec := func(p, s int32, vals ...string) arrow.Array {
+		dt := &arrow.Decimal128Type{Precision: p, Scale: s}
+		b := array.NewDecimal128Builder(mem, dt)
+		defer b.Release()
+		for _, v := range vals {
+			n, err := ParseDecimal(v, dt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Append(n)
+		}
+		return b.NewArray()
+	}
+	a := dec(10, 2, "1.25", "-3.50", "99999999.99")
+	b := dec(5, 3, "0.125", "2.000", "0.001")
+	defer a.Release()
+	defer b.Release()
+	for _, c := range []struct {
+		op   ArithOp
+		out  *arrow.Decimal128Type
+		want string
+	}{
+		{Add, &arrow.Decimal128Type{Precision: 12, Scale: 3}, "1.375,-1.500,99999999.991"},
+		{Mul, &arrow.Decimal128Type{Precision: 16, Scale: 5}, "0.15625,-7.00000,99999.99999"},
+		{Div, &arrow.Decimal128Type{Precision: 20, Scale: 4}, "10.0000,-1.7500,99999999990.0000"},
+		{Mod, &arrow.Decimal128Type{Precision: 5, Scale: 3}, "0.000,-1.500,0.000"},
+		{Mul, &arrow.Decimal128Type{Precision: 10, Scale: 1}, "0.2,-7.0,100000.0"},
+	} {
+		r, err := DecimalArith(mem, c.op, a, b, c.out)
+		if err != nil {
+			t.Fatalf("%s: %v", c.op, err)
+		}
+		if got := render(r); got != c.want {
+			t.Errorf("%s: got %s want %s", c.op, got, c.want)
+		}
+		r.Release()
+	}
+	if _, err := DecimalArith(mem, Add, a, b, &arrow.Decimal128Type{Precision: 5, Scale: 3}); !errors.Is(err, ErrOverflow) {
+		t.Fatalf("want overflow, got %v", err)
+	}
+	zero := dec(5, 3, "0", "0", "0")
+	defer zero.Release()
+	if _, err := DecimalArith(mem, Div, a, zero, &arrow.Decimal128Type{Precision: 20, Scale: 4}); !errors.Is(err, ErrDivideByZero) {
+		t.Fatalf("want division by zero, got %v", err)
+	}
+	// 38-digit products go through big.Int and still detect overflow.
+	big1 := dec(38, 0, "99999999999999999999999999999999999999")
+	defer big1.Release()
+	if _, err := DecimalArith(mem, Mul, big1, big1, &arrow.Decimal128Type{Precision: 38, Scale: 0}); !errors.Is(err, ErrOverflow) {
+		t.Fatalf("want overflow, got %v", err)
+	}
+	if _, err := ParseDecimal("1e400", &arrow.Decimal128Type{Precision: 38, Scale: 0}); err == nil {
+		t.Fatal("1e400 fits decimal(38,0)?")
+	}
+	n, err := ParseDecimal("-2.345", &arrow.Decimal128Type{Precision: 5, Scale: 2})
+	if err != nil || n.ToString(2) != "-2.35" {
+		t.Fatalf("round half away: %v %v", n.ToString(2), err)
+	}
+}
+
+func TestCompareAndKleene(t *testing.T) {
+	mem := checked(t)
+	a := ints(mem, 1, 2, nil, 4)
+	b := ints(mem, 1, 3, 3, nil)
+	defer a.Release()
+	defer b.Release()
+	for op, want := range map[CmpOp]string{Eq: "true,false,NULL,NULL", Lt: "false,true,NULL,NULL", Ge: "true,false,NULL,NULL", Ne: "false,true,NULL,NULL"} {
+		r, err := Compare(mem, op, a, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := render(r); got != want {
+			t.Errorf("op %d: got %s want %s", op, got, want)
+		}
+		r.Release()
+	}
+	bools := func(vals ...any) arrow.Array {
+		bb := array.NewBooleanBuilder(mem)
+		defer bb.Release()
+		for _, v := range vals {
+			if v == nil {
+				bb.AppendNull()
+			} else {
+				bb.Append(v.(bool))
+			}
+		}
+		return bb.NewArray()
+	}
+	x := bools(true, true, true, false, false, false, nil, nil, nil)
+	y := bools(true, false, nil, true, false, nil, true, false, nil)
+	defer x.Release()
+	defer y.Release()
+	and, or, not := And(mem, x, y), Or(mem, x, y), Not(mem, x)
+	defer and.Release()
+	defer or.Release()
+	defer not.Release()
+	if got := render(and); got != "true,false,NULL,false,false,false,NULL,false,NULL" {
+		t.Errorf("and: %s", got)
+	}
+	if got := render(or); got != "true,true,true,true,false,NULL,true,NULL,NULL" {
+		t.Errorf("or: %s", got)
+	}
+	if got := render(not); got != "false,false,false,true,true,true,NULL,NULL,NULL" {
+		t.Errorf("not: %s", got)
+	}
+	// NaN sorts above everything and equals itself; -0 equals 0.
+	f := array.NewFloat64Builder(mem)
+	f.AppendValues([]float64{math.NaN(), math.Inf(1), math.Copysign(0, -1)}, nil)
+	fa := f.NewArray()
+	f.Release()
+	defer fa.Release()
+	c, _ := NewComparator(fa, fa)
+	if c(0, 1) != 1 || c(0, 0) != 0 {
+		t.Error("NaN ordering")
+	}
+	var enc KeyEncoder
+	g := array.NewFloat64Builder(mem)
+	g.AppendValues([]float64{0, math.NaN()}, nil)
+	ga := g.NewArray()
+	g.Release()
+	defer ga.Release()
+	if err := enc.Encode([]arrow.Array{fa}, 3); err != nil {
+		t.Fatal(err)
+	}
+	k0, k2 := string(enc.Key(0)), string(enc.Key(2))
+	if err := enc.Encode([]arrow.Array{ga}, 2); err != nil {
+		t.Fatal(err)
+	}
+	if k2 != string(enc.Key(0)) || k0 != string(enc.Key(1)) {
+		t.Error("-0/0 or NaN keys differ")
+	}
+}
+
+func TestCasts(t *testing.T) {
+	mem := checked(t)
+	sb := array.NewStringBuilder(mem)
+	sb.AppendValues([]string{" 42 ", "-7", "x"}, []bool{true, true, true})
+	s := sb.NewArray()
+	sb.Release()
+	defer s.Release()
+	head := array.NewSlice(s, 0, 2)
+	defer head.Release()
+	r, err := Cast(mem, head, arrow.PrimitiveTypes.Int16)
+	if err != nil || render(r) != "42,-7" {
+		t.Fatalf("got %v %v", r, err)
+	}
+	r.Release()
+	if _, err := Cast(mem, s, arrow.PrimitiveTypes.Int16); err == nil || !strings.Contains(err.Error(), `"x"`) {
+		t.Fatalf("error must name the value: %v", err)
+	}
+	ts := &arrow.TimestampType{Unit: arrow.Millisecond}
+	d := array.NewDate32Builder(mem)
+	d.Append(arrow.Date32FromTime(time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC)))
+	da := d.NewArray()
+	d.Release()
+	defer da.Release()
+	tsa, err := Cast(mem, da, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tsa.Release()
+	back, err := Cast(mem, tsa, arrow.FixedWidthTypes.Date32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer back.Release()
+	if render(back) != "1969-12-31" || render(tsa) != "1969-12-31 00:00:00" {
+		t.Fatalf("date round trip: %s %s", render(tsa), render(back))
+	}
+	if CanCast(arrow.FixedWidthTypes.Date32, arrow.PrimitiveTypes.Int64) {
+		t.Fatal("date -> int64 should not be castable")
+	}
+}
+
+func TestLikeAndStrings(t *testing.T) {
+	for _, c := range []struct {
+		pat  string
+		esc  rune
+		s    string
+		want bool
+	}{
+		{"abc", 0, "abc", true}, {"abc", 0, "abcd", false}, {"a%", 0, "abc", true}, {"%c", 0, "abc", true},
+		{"%b%", 0, "abc", true}, {"a_c", 0, "abc", true}, {"a_c", 0, "ac", false}, {"%", 0, "", true},
+		{"a\\%", '\\', "a%", true}, {"a\\%", '\\', "ab", false}, {"é_", 0, "éa", true}, {"a%c%e", 0, "abcde", true},
+		{"a.c", 0, "abc", false}, {"%\n%", 0, "x\ny", true},
+	} {
+		m, err := NewLikeMatcher(c.pat, c.esc, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Match(c.s); got != c.want {
+			t.Errorf("%q LIKE %q = %v, want %v", c.s, c.pat, got, c.want)
+		}
+	}
+	if _, err := NewLikeMatcher("ab\\", '\\', false); err == nil {
+		t.Error("trailing escape accepted")
+	}
+	for _, c := range []struct {
+		s          string
+		start, len int64
+		hasLen     bool
+		want       string
+	}{
+		{"hello", 2, 3, true, "ell"}, {"hello", 0, 2, true, "h"}, {"hello", -5, 10, true, "hell"},
+		{"hello", 4, 0, false, "lo"}, {"héllo", 2, 1, true, "é"}, {"hi", 5, 1, true, ""},
+	} {
+		got, err := Substr(c.s, c.start, c.len, c.hasLen)
+		if err != nil || got != c.want {
+			t.Errorf("substr(%q,%d,%d) = %q %v, want %q", c.s, c.start, c.len, got, err, c.want)
+		}
+	}
+}
+
+func TestDates(t *testing.T) {
+	jan31 := time.Date(2023, 1, 31, 10, 0, 0, 0, time.UTC)
+	if got, _ := DateAdd("month", 1, jan31); got.Format("2006-01-02") != "2023-02-28" {
+		t.Errorf("jan 31 + 1 month = %s", got)
+	}
+	if got, _ := DateAdd("year", -1, time.Date(2024, 2, 29, 0, 0, 0, 0, time.UTC)); got.Format("2006-01-02") != "2023-02-28" {
+		t.Errorf("leap day - 1 year = %s", got)
+	}
+	if got, _ := DateDiff("month", jan31, time.Date(2023, 3, 30, 0, 0, 0, 0, time.UTC)); got != 1 {
+		t.Errorf("date_diff month = %d", got)
+	}
+	if got, _ := DateDiff("day", time.Date(2023, 3, 30, 0, 0, 0, 0, time.UTC), jan31); got != -57 {
+		t.Errorf("date_diff day = %d", got)
+	}
+	l, err := DateFormatLayout("yyyy-MM-dd'T'HH:mm:ss.SSS")
+	if err != nil || jan31.Format(l) != "2023-01-31T10:00:00.000" {
+		t.Errorf("layout %q: %v", l, err)
+	}
+	if _, err := DateFormatLayout("yyyy-qq"); err == nil {
+		t.Error("unknown pattern letter accepted")
+	}
+}
