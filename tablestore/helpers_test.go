@@ -45,6 +45,14 @@ func newTestStore(t testing.TB) (*Store, *memory.CheckedAllocator, string) {
 // makeBatch builds a batch from rows of Go values (nil = NULL).
 func makeBatch(t testing.TB, mem memory.Allocator, sc *arrow.Schema, rows [][]any) arrow.RecordBatch {
 	t.Helper()
+	b, err := buildBatch(mem, sc, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func buildBatch(mem memory.Allocator, sc *arrow.Schema, rows [][]any) (arrow.RecordBatch, error) {
 	b := array.NewRecordBuilder(mem, sc)
 	defer b.Release()
 	for _, row := range rows {
@@ -72,11 +80,11 @@ func makeBatch(t testing.TB, mem memory.Allocator, sc *arrow.Schema, rows [][]an
 			case *array.Date32Builder:
 				fb.Append(arrow.Date32(v.(int)))
 			default:
-				t.Fatalf("makeBatch: unsupported builder %T", fb)
+				return nil, fmt.Errorf("buildBatch: unsupported builder %T", fb)
 			}
 		}
 	}
-	return b.NewRecordBatch()
+	return b.NewRecordBatch(), nil
 }
 
 // cellString renders one value for comparisons.

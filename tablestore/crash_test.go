@@ -1,0 +1,185 @@
+package tablestore
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv("TABLESTORE_CRASH_WRITER"); dir != "" {
+		start, _ := strconv.Atoi(os.Getenv("TABLESTORE_CRASH_START"))
+		if err := crashWriter(dir, start); err != nil {
+			fmt.Fprintln(os.Stderr, "writer:", err)
+			os.Exit(2)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+var crashTable = Ident{"db", "crash"}
+
+// crashWriter commits forever: commit i writes keys 3i+1, 3i+2 and 3i and
+// updates key 0, all with value "c<i>", and prints "ACK i" once Commit
+// returned.
+func crashWriter(dir string, start int) error {
+	ctx := context.Background()
+	s, err := Open(ctx, NewLocalFS(), dir, Options{Mem: memory.NewGoAllocator()})
+	if err != nil {
+		return err
+	}
+	if err := s.CreateDatabase(ctx, "db", true); err != nil {
+		return err
+	}
+	tbl, err := s.CreateTable(ctx, crashTable, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"},
+		Options: map[string]string{"bucket": "2", "num-sorted-run.compaction-trigger": "3"}}, true)
+	if err != nil {
+		return err
+	}
+	mem := memory.NewGoAllocator()
+	for i := start; ; i++ {
+		v := fmt.Sprintf("c%d", i)
+		rows := [][]any{{3*i + 1, v}, {3*i + 2, v}, {3 * i, v}, {0, v}}
+		b, err := buildBatch(mem, kvSchema, rows)
+		if err != nil {
+			return err
+		}
+		w := tbl.NewWrite(WriteOptions{})
+		if err := w.Write(ctx, b, UpdateAfter); err != nil {
+			return err
+		}
+		b.Release()
+		if _, err := w.Commit(ctx); err != nil {
+			return err
+		}
+		fmt.Printf("ACK %d\n", i)
+	}
+}
+
+// TestKillWriter kills a writer process with SIGKILL at random moments, 50
+// times, and checks after each kill that every acknowledged commit is
+// visible, no commit is partly visible, and the table reads cleanly.
+func TestKillWriter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kill -9 loop skipped in -short mode")
+	}
+	seed := testSeed(t)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	dir := t.TempDir()
+	next, acked := 0, -1
+	began := time.Now()
+	for kill := 0; kill < 50; kill++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "TABLESTORE_CRASH_WRITER="+dir, "TABLESTORE_CRASH_START="+strconv.Itoa(next))
+		out, err := cmd.StdoutPipe()
+		must(t, err)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		must(t, cmd.Start())
+		lines := make(chan string, 1024)
+		go func() {
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+			close(lines)
+		}()
+		time.Sleep(time.Duration(20+rng.IntN(150)) * time.Millisecond)
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		for l := range lines {
+			if n, ok := strings.CutPrefix(l, "ACK "); ok {
+				i, _ := strconv.Atoi(n)
+				acked = max(acked, i)
+			}
+		}
+		werr := cmd.Wait()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+			t.Fatalf("kill %d: writer ended by itself: %v\n%s", kill, werr, stderr.String())
+		}
+		// Commits seen before count as acknowledged: they must stay.
+		last := verifyCrashTable(t, dir, acked)
+		acked = max(acked, last)
+		next = last + 1
+		if time.Since(began) > 55*time.Second {
+			t.Fatalf("kill loop too slow: %d kills in %v", kill+1, time.Since(began))
+		}
+	}
+	// Kills must land between commits, not only during start-up.
+	if acked < 25 {
+		t.Fatalf("only %d commits acknowledged over 50 kills", acked+1)
+	}
+	t.Logf("50 kills, %d commits acknowledged, %v", acked+1, time.Since(began))
+}
+
+// verifyCrashTable checks the table and returns the last visible commit.
+func verifyCrashTable(t *testing.T, dir string, acked int) int {
+	t.Helper()
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	s := openStore(t, NewLocalFS(), dir, mem)
+	defer s.Close()
+	tbl, err := s.Table(ctx, crashTable)
+	if err != nil {
+		if acked < 0 {
+			return -1
+		}
+		t.Fatalf("table missing with %d acked commits: %v", acked+1, err)
+	}
+	rows, err := readScanErrTable(tbl)
+	if err != nil {
+		t.Fatalf("table unreadable after kill: %v", err)
+	}
+	vals := map[int]string{}
+	for _, r := range rows {
+		k, v, _ := strings.Cut(r, "|")
+		n, _ := strconv.Atoi(k)
+		vals[n] = v
+	}
+	last := -1
+	for i := 0; ; i++ {
+		v := fmt.Sprintf("c%d", i)
+		n := 0
+		for _, k := range []int{3*i + 1, 3*i + 2} {
+			if vals[k] == v {
+				n++
+			}
+		}
+		if i > 0 && vals[3*i] == v {
+			n++
+		} else if i == 0 && vals[1] == v {
+			n++ // key 0 is overwritten by later commits
+		}
+		if n == 0 {
+			break
+		}
+		if n != 3 {
+			t.Fatalf("commit %d partly visible: %v", i, vals)
+		}
+		last = i
+	}
+	if last < acked {
+		t.Fatalf("acknowledged commit %d lost (last visible %d)", acked, last)
+	}
+	if last > acked+1 {
+		t.Fatalf("commit %d visible but only %d acknowledged", last, acked)
+	}
+	if last >= 0 && vals[0] != fmt.Sprintf("c%d", last) {
+		t.Fatalf("key 0 = %q, want c%d", vals[0], last)
+	}
+	if len(vals) != 3*(last+1) && !(last >= 0 && len(vals) == 3*(last+1)) {
+		t.Fatalf("unexpected rows: %d for %d commits", len(vals), last+1)
+	}
+	return last
+}
