@@ -574,23 +574,86 @@ func (b *binder) bindWhere(where sql.Expr, sc *scope, node Node, corr *corrResul
 			node = n
 			continue
 		}
-		e := b.bindPredicate(c, sc, &node, "WHERE")
-		if corr != nil {
-			outer := false
-			for id := range colsOf(e) {
-				outer = outer || outerIDs[id]
+		for _, e := range factorOr(b.bindPredicate(c, sc, &node, "WHERE")) {
+			if corr != nil {
+				outer := false
+				for id := range colsOf(e) {
+					outer = outer || outerIDs[id]
+				}
+				if outer {
+					corr.pulled = append(corr.pulled, e)
+					continue
+				}
 			}
-			if outer {
-				corr.pulled = append(corr.pulled, e)
-				continue
-			}
+			filters = append(filters, e)
 		}
-		filters = append(filters, e)
 	}
 	if len(filters) > 0 {
 		node = &FilterNode{Input: node, Pred: andAll(filters)}
 	}
 	return node
+}
+
+// factorOr rewrites (A AND X) OR (A AND Y) as A AND (X OR Y), returning
+// the conjuncts. Join and correlation conditions repeated in every branch
+// (TPC-DS q13, q41, q48) then become join keys.
+func factorOr(e Expr) []Expr {
+	c, ok := e.(*Call)
+	if !ok || c.Fn != "or" {
+		return []Expr{e}
+	}
+	var branches [][]Expr
+	var split func(x Expr)
+	split = func(x Expr) {
+		if c, ok := x.(*Call); ok && c.Fn == "or" {
+			split(c.Args[0])
+			split(c.Args[1])
+			return
+		}
+		branches = append(branches, conjuncts(x))
+	}
+	split(e)
+	var common []Expr
+	for _, cand := range branches[0] {
+		k := exprKey(cand)
+		inAll := true
+		for _, br := range branches[1:] {
+			found := false
+			for _, x := range br {
+				found = found || exprKey(x) == k
+			}
+			inAll = inAll && found
+		}
+		if inAll {
+			common = append(common, cand)
+		}
+	}
+	if len(common) == 0 {
+		return []Expr{e}
+	}
+	isCommon := map[string]bool{}
+	for _, x := range common {
+		isCommon[exprKey(x)] = true
+	}
+	var rest Expr
+	for _, br := range branches {
+		var keep []Expr
+		for _, x := range br {
+			if !isCommon[exprKey(x)] {
+				keep = append(keep, x)
+			}
+		}
+		if len(keep) == 0 {
+			// One branch is just the common part: the OR adds nothing.
+			return common
+		}
+		if rest == nil {
+			rest = andAll(keep)
+		} else {
+			rest = &Call{Fn: "or", Args: []Expr{rest, andAll(keep)}, Typ: boolType}
+		}
+	}
+	return append(common, rest)
 }
 
 func splitAnd(e sql.Expr) []sql.Expr {
@@ -1272,7 +1335,7 @@ func (b *binder) bindWindows(sb *selectBinding, calls []*sql.FuncCall) {
 		}
 		post := sb.post
 		bind := func(e sql.Expr) Expr {
-			x := b.bindScalar(e, sb.sc, &post, exprOpts{aggs: sb.aggKeys, noAgg: noAggIf(sb.grouping == nil, "a window function")})
+			x := b.bindScalar(e, sb.sc, &post, exprOpts{aggs: sb.aggKeys, grouping: sb.grouping, noAgg: noAggIf(sb.grouping == nil, "a window function")})
 			if sb.grouping != nil {
 				x = b.rewriteGrouped(sb, x, e)
 			}
