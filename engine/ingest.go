@@ -47,7 +47,8 @@ type IngestRequest struct {
 // The input is checked against the table's schema before anything is
 // written, and in autocommit mode all of it is published by one commit, so
 // a failed ingest leaves the table as it was.
-func (s *Session) Ingest(ctx context.Context, req IngestRequest, rdr BatchReader) (int64, error) {
+func (s *Session) Ingest(ctx context.Context, req IngestRequest, rdr BatchReader) (_ int64, err error) {
+	defer recoverInternal(&err)
 	if req.Temporary {
 		return 0, fmt.Errorf("temporary tables: %w", ErrNotSupported)
 	}

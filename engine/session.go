@@ -64,7 +64,8 @@ type Statement struct {
 
 // Prepare parses and binds one statement, so errors surface before any
 // execution. tx may be nil (autocommit).
-func (s *Session) Prepare(ctx context.Context, text string, tx *Txn) (*Statement, error) {
+func (s *Session) Prepare(ctx context.Context, text string, tx *Txn) (_ *Statement, err error) {
+	defer recoverInternal(&err)
 	ast, err := sql.ParseOne(text)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -130,7 +131,8 @@ func (st *Statement) ParamSchema() *arrow.Schema {
 // Query starts a query statement and returns its unopened root operator.
 // params holds one row per execution (nil or zero rows: no parameters); the
 // results of several rows are concatenated in row order.
-func (st *Statement) Query(ctx context.Context, params arrow.RecordBatch) (exec.Operator, error) {
+func (st *Statement) Query(ctx context.Context, params arrow.RecordBatch) (_ exec.Operator, err error) {
+	defer recoverInternal(&err)
 	ec := st.s.e.execContext()
 	switch b := st.bound.(type) {
 	case *plan.Query:

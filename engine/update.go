@@ -15,7 +15,8 @@ import (
 // wrote (0 for DDL). In autocommit mode the effect is durable when Exec
 // returns; inside a transaction it is published by Commit. params holds one
 // row per execution; their counts add up.
-func (st *Statement) Exec(ctx context.Context, params arrow.RecordBatch) (int64, error) {
+func (st *Statement) Exec(ctx context.Context, params arrow.RecordBatch) (_ int64, err error) {
+	defer recoverInternal(&err)
 	switch b := st.bound.(type) {
 	case *plan.Query, *plan.Explain:
 		return 0, fmt.Errorf("statement returns rows; execute it as a query: %w", ErrInvalid)

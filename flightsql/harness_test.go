@@ -2,6 +2,7 @@ package flightsql_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
 
 	"github.com/flightd/flightd/engine"
 	"github.com/flightd/flightd/flightsql"
@@ -49,7 +51,7 @@ func startServer(t testing.TB, opts flightsql.Options) *testServer {
 	go func() { done <- fs.Serve() }()
 	t.Cleanup(func() {
 		fs.Shutdown()
-		if err := <-done; err != nil {
+		if err := <-done; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			t.Errorf("serve: %v", err)
 		}
 		srv.Close()

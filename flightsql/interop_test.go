@@ -60,7 +60,7 @@ func TestInteropJDBC(t *testing.T) {
 	requireTool(t, "mvn", "Maven")
 	ts := startServer(t, flightsql.Options{})
 	loadSequence(t, ts, "big", 1_000_000)
-	cmd := exec.Command("mvn", "-q", "-B", "-o", "test")
+	cmd := exec.Command("mvn", "-q", "-B", "test")
 	cmd.Dir = filepath.Join(repoRoot(t), "interop", "java")
 	cmd.Env = append(os.Environ(), "FLIGHTD_URI="+ts.URI)
 	out, err := cmd.CombinedOutput()

@@ -72,7 +72,7 @@ public class JdbcInteropTest {
     try (ResultSet rs = md.getColumns(null, null, "jdbc_items", null)) {
       while (rs.next()) cols.add(rs.getString("COLUMN_NAME") + ":" + rs.getString("TYPE_NAME") + ":" + rs.getInt("NULLABLE"));
     }
-    assertEquals(List.of("id:INTEGER:0", "name:VARCHAR:1", "price:DOUBLE:1"), cols);
+    assertEquals(List.of("id:INT:0", "name:STRING:1", "price:DOUBLE:1"), cols);
 
     List<String> pk = new ArrayList<>();
     try (ResultSet rs = md.getPrimaryKeys(null, null, "jdbc_items")) {
