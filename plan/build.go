@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -18,6 +19,8 @@ import (
 type builder struct {
 	ec     *exec.Context
 	params arrow.RecordBatch
+	// bucket >= 0 restricts scans to one bucket (bucket-by-bucket joins).
+	bucket int
 }
 
 func (bd *builder) compile(e Expr, cols []Column) (exec.Expr, error) {
@@ -68,6 +71,10 @@ func (bd *builder) build(n Node) (exec.Operator, error) {
 	switch n := n.(type) {
 	case *ScanNode:
 		return bd.scan(n)
+	case *JoinNode:
+		if n.Buckets > 1 && bd.bucket < 0 {
+			return bd.bucketJoin(n)
+		}
 	case *ValuesNode:
 		rows := make([][]exec.Expr, len(n.Values))
 		for i, r := range n.Values {
@@ -282,12 +289,17 @@ func (bd *builder) scan(n *ScanNode) (exec.Operator, error) {
 	schema := arrow.NewSchema(fields, nil)
 	spec := tablestore.ScanSpec{SnapshotID: n.Snapshot, Columns: n.Names, Filter: n.Pushed}
 	t := n.Table
+	bucket := bd.bucket
 	src := exec.NewSource(bd.ec, schema, func(ctx context.Context) (exec.BatchSource, error) {
 		s, err := t.NewScan(ctx, spec)
 		if err != nil {
 			return nil, fmt.Errorf("scan %s: %w", t.Ident(), err)
 		}
-		return &splitChain{splits: s.Splits()}, nil
+		splits := s.Splits()
+		if bucket >= 0 {
+			splits = slices.DeleteFunc(slices.Clone(splits), func(sp tablestore.Split) bool { return sp.Bucket() != bucket })
+		}
+		return &splitChain{splits: splits}, nil
 	})
 	if n.Filter == nil {
 		return src, nil
@@ -298,6 +310,27 @@ func (bd *builder) scan(n *ScanNode) (exec.Operator, error) {
 		return nil, err
 	}
 	return exec.NewFilter(bd.ec, src, p), nil
+}
+
+// bucketJoin runs a merge join per bucket and concatenates the results.
+func (bd *builder) bucketJoin(n *JoinNode) (exec.Operator, error) {
+	var parts []exec.Operator
+	for b := 0; b < n.Buckets; b++ {
+		sub := *bd
+		sub.bucket = b
+		op, err := sub.build(n)
+		if err != nil {
+			closeAll(parts)
+			return nil, err
+		}
+		parts = append(parts, op)
+	}
+	u, err := exec.NewUnionAll(bd.ec, parts...)
+	if err != nil {
+		closeAll(parts)
+		return nil, err
+	}
+	return u, nil
 }
 
 // splitChain reads the splits of a scan one after another.

@@ -81,6 +81,9 @@ type JoinNode struct {
 	LeftKeys, RightKeys []Expr
 	Residual            Expr
 	Algo                string // hash, merge, nested-loop
+	// Buckets > 1: a merge join run bucket by bucket (both inputs are
+	// scans of tables bucketed alike on the keys).
+	Buckets int
 }
 
 // AggCall is one aggregate function.
@@ -425,6 +428,9 @@ func explainLine(n Node) string {
 			}
 		} else if n.Cond != nil {
 			s += " on: " + n.Cond.String()
+		}
+		if n.Buckets > 1 {
+			s += fmt.Sprintf(" (bucket by bucket, %d buckets)", n.Buckets)
 		}
 		return s
 	case *AggNode:

@@ -32,6 +32,12 @@ func (b *binder) optimize(root Node) Node {
 	if b.enabled(ruleTopN) {
 		root = topN(root)
 	}
+	if b.enabled(ruleSortAggregate) {
+		sortAggregate(root)
+	}
+	if b.enabled(ruleMergeJoin) {
+		mergeJoins(root)
+	}
 	if b.enabled(rulePushFilters) {
 		derivePushdown(root)
 	}
@@ -363,11 +369,15 @@ func toPredicate(e Expr, names map[ColumnID]string) tablestore.Predicate {
 	colConst := func(a, b Expr) (string, scalar.Scalar, bool) {
 		c, ok := a.(*ColRef)
 		k, ok2 := b.(*Const)
-		if !ok || !ok2 || !k.Value.IsValid() || !arrow.TypeEqual(c.Typ, k.Value.DataType()) {
+		if !ok || !ok2 || !k.Value.IsValid() {
+			return "", nil, false
+		}
+		v, ok := losslessCast(k.Value, c.Typ)
+		if !ok {
 			return "", nil, false
 		}
 		n, ok := names[c.ID]
-		return n, k.Value, ok
+		return n, v, ok
 	}
 	switch x := e.(type) {
 	case *Call:
@@ -409,14 +419,38 @@ func toPredicate(e Expr, names map[ColumnID]string) tablestore.Predicate {
 		var vals []scalar.Scalar
 		for _, v := range x.List {
 			k, ok := v.(*Const)
-			if !ok || !k.Value.IsValid() || !arrow.TypeEqual(k.Value.DataType(), c.Typ) {
+			if !ok || !k.Value.IsValid() {
 				return nil
 			}
-			vals = append(vals, k.Value)
+			cv, ok := losslessCast(k.Value, c.Typ)
+			if !ok {
+				return nil
+			}
+			vals = append(vals, cv)
 		}
 		return tablestore.In{Column: names[c.ID], Values: vals}
 	}
 	return nil
+}
+
+// losslessCast converts a constant to a column's type when the value
+// survives the round trip (so a pushed predicate keeps its meaning).
+func losslessCast(v scalar.Scalar, to arrow.DataType) (scalar.Scalar, bool) {
+	if arrow.TypeEqual(v.DataType(), to) {
+		return v, true
+	}
+	if family(v.DataType()) != family(to) {
+		return nil, false
+	}
+	c, err := v.CastTo(to)
+	if err != nil || !c.IsValid() {
+		return nil, false
+	}
+	back, err := c.CastTo(v.DataType())
+	if err != nil || !scalar.Equals(back, v) {
+		return nil, false
+	}
+	return c, true
 }
 
 // ---- join_order

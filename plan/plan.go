@@ -71,7 +71,7 @@ func (q *Query) Build(ec *exec.Context, params arrow.RecordBatch) (exec.Operator
 			return nil, fmt.Errorf("%w: parameters must be one row, got %d", ErrParams, params.NumRows())
 		}
 	}
-	b := &builder{ec: ec, params: params}
+	b := &builder{ec: ec, params: params, bucket: -1}
 	op, err := b.build(q.root)
 	if err != nil {
 		return nil, err

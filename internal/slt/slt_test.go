@@ -11,27 +11,33 @@ import (
 )
 
 // TestInProc runs every file under testdata/slt in-process, each on a fresh
-// store, at the default batch size and at batch size 3.
+// store: at the default batch size, at batch size 3, and with each optimizer
+// rule disabled in turn (results must not depend on the rules).
 func TestInProc(t *testing.T) {
 	files, err := filepath.Glob("../../testdata/slt/*.slt")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no .slt files: %v", err)
 	}
+	type config struct {
+		name      string
+		batchSize int
+		disabled  []string
+	}
+	configs := []config{{name: "default"}, {name: "batch3", batchSize: 3}}
+	for _, r := range plan.Rules {
+		configs = append(configs, config{name: "no_" + r, disabled: []string{r}})
+	}
 	for _, f := range files {
-		for _, bs := range []int{0, 3} {
-			name := filepath.Base(f)
-			if bs > 0 {
-				name += "/batch3"
-			}
-			t.Run(name, func(t *testing.T) {
+		for _, c := range configs {
+			t.Run(filepath.Base(f)+"/"+c.name, func(t *testing.T) {
 				t.Parallel()
 				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-				h, err := NewInProc(context.Background(), t.TempDir(), mem, plan.Options{})
+				h, err := NewInProc(context.Background(), t.TempDir(), mem, plan.Options{DisabledRules: c.disabled})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if bs > 0 {
-					h.SetBatchSize(bs)
+				if c.batchSize > 0 {
+					h.SetBatchSize(c.batchSize)
 				}
 				RunFile(t, h, f)
 				if err := h.Close(); err != nil {
