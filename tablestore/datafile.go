@@ -60,7 +60,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 
 // writeDataFile writes rec (laid out as fileSchema(sch)) to path as Parquet
 // and syncs it. It returns the file size.
-func (st *tableState) writeDataFile(ctx context.Context, path string, rec arrow.RecordBatch, sch *tableSchema) (int64, error) {
+func (st *tableState) writeDataFile(ctx context.Context, path string, rec arrow.RecordBatch, sch *tableSchema, level int) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -68,7 +68,7 @@ func (st *tableState) writeDataFile(ctx context.Context, path string, rec arrow.
 	if err != nil {
 		return 0, fmt.Errorf("create %s: %w", path, err)
 	}
-	size, err := writeParquet(f, rec, sch, st.s.opts)
+	size, err := writeParquet(f, rec, sch, level, st.s.opts)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -82,7 +82,9 @@ func (st *tableState) writeDataFile(ctx context.Context, path string, rec arrow.
 	return size, nil
 }
 
-func writeParquet(f io.Writer, rec arrow.RecordBatch, sch *tableSchema, opts Options) (int64, error) {
+// Level-0 files are short-lived (compaction soon rewrites them), so they
+// skip dictionary encoding, which costs more CPU than it saves there.
+func writeParquet(f io.Writer, rec arrow.RecordBatch, sch *tableSchema, level int, opts Options) (int64, error) {
 	cw := &countingWriter{w: f}
 	bw := bufio.NewWriterSize(cw, 1<<20)
 	props := parquet.NewWriterProperties(
@@ -91,6 +93,7 @@ func writeParquet(f io.Writer, rec arrow.RecordBatch, sch *tableSchema, opts Opt
 		parquet.WithMaxRowGroupLength(sch.opts.rowGroupRows),
 		parquet.WithStats(true),
 		parquet.WithCreatedBy("flightd tablestore"),
+		parquet.WithDictionaryDefault(level > 0 || !sch.hasPK()),
 	)
 	w, err := pqarrow.NewFileWriter(rec.Schema(), bw, props,
 		pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(opts.Mem), pqarrow.WithStoreSchema()))

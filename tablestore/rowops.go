@@ -197,6 +197,10 @@ func columnStats(id int, a arrow.Array) colStats {
 			}
 		}
 	}
+	if mn, mx, ok := fastMinMax(a); ok {
+		st.Min, st.Max = &mn, &mx
+		return st
+	}
 	c := cmpFunc(a)
 	lo, hi := -1, -1
 	for i := 0; i < a.Len(); i++ {
@@ -230,4 +234,44 @@ func columnStats(id int, a arrow.Array) colStats {
 		st.Max = &mx
 	}
 	return st
+}
+
+// fastMinMax computes min and max of fixed-width numeric columns with typed
+// loops (the generic path costs an indirect call per row).
+func fastMinMax(a arrow.Array) (datum, datum, bool) {
+	switch a := a.(type) {
+	case *array.Int8:
+		return intMinMax(a, a.Int8Values())
+	case *array.Int16:
+		return intMinMax(a, a.Int16Values())
+	case *array.Int32:
+		return intMinMax(a, a.Int32Values())
+	case *array.Int64:
+		return intMinMax(a, a.Int64Values())
+	case *array.Date32:
+		return intMinMax(a, a.Date32Values())
+	case *array.Timestamp:
+		return intMinMax(a, a.TimestampValues())
+	}
+	return datum{}, datum{}, false
+}
+
+func intMinMax[T ~int8 | ~int16 | ~int32 | ~int64](a arrow.Array, v []T) (datum, datum, bool) {
+	first := true
+	var lo, hi T
+	for i, x := range v {
+		if a.NullN() > 0 && a.IsNull(i) {
+			continue
+		}
+		if first {
+			lo, hi, first = x, x, false
+			continue
+		}
+		lo = min(lo, x)
+		hi = max(hi, x)
+	}
+	if first {
+		return datum{}, datum{}, false
+	}
+	return intDatum(int64(lo)), intDatum(int64(hi)), true
 }

@@ -269,7 +269,9 @@ func (w *Write) flush(ctx context.Context) error {
 		}
 		return 0
 	}
-	if sch.hasPK() {
+	if fast, ok := fastKeySort(sch, all, buckets, partCmp); ok {
+		idx = fast
+	} else if sch.hasPK() {
 		slices.SortFunc(idx, func(a, b int) int {
 			if c := groupCmp(a, b); c != 0 {
 				return c
@@ -438,7 +440,7 @@ func (st *tableState) writeRun(ctx context.Context, sch *tableSchema, rec arrow.
 		dirs[dir] = true
 	}
 	name := "data-" + newUUID() + "-0.parquet"
-	size, err := st.writeDataFile(ctx, joinPath(dir, name), out, sch)
+	size, err := st.writeDataFile(ctx, joinPath(dir, name), out, sch, level)
 	if err != nil {
 		return nil, err
 	}
@@ -586,4 +588,58 @@ func (w *Write) Abort() {
 		_ = w.t.st.fs().Remove(joinPath(w.t.st.dir, e.File.Path))
 	}
 	w.reset()
+}
+
+// fastKeySort sorts rows by (bucket, key, sequence) with plain struct
+// comparisons when the key is one non-null integer column, the common
+// case that dominates ingest cost.
+func fastKeySort(sch *tableSchema, all arrow.RecordBatch, buckets []int32, partCmp func(i, j int) int) ([]int, bool) {
+	if !sch.hasPK() || len(sch.PrimaryKeys) != 1 || partCmp != nil || len(sch.opts.sequenceField) > 0 {
+		return nil, false
+	}
+	keyCol := all.Column(2 + sch.fieldIndex(sch.PrimaryKeys[0]))
+	if keyCol.NullN() > 0 {
+		return nil, false
+	}
+	var keyAt func(i int) int64
+	switch k := keyCol.(type) {
+	case *array.Int64:
+		v := k.Int64Values()
+		keyAt = func(i int) int64 { return v[i] }
+	case *array.Int32:
+		v := k.Int32Values()
+		keyAt = func(i int) int64 { return int64(v[i]) }
+	default:
+		return nil, false
+	}
+	seq := all.Column(0).(*array.Int64).Int64Values()
+	type ent struct {
+		bucket   int32
+		key, seq int64
+		idx      int
+	}
+	ents := make([]ent, len(seq))
+	for i := range ents {
+		ents[i] = ent{buckets[i], keyAt(i), seq[i], i}
+	}
+	slices.SortFunc(ents, func(a, b ent) int {
+		switch {
+		case a.bucket != b.bucket:
+			return int(a.bucket - b.bucket)
+		case a.key < b.key:
+			return -1
+		case a.key > b.key:
+			return 1
+		case a.seq < b.seq:
+			return -1
+		case a.seq > b.seq:
+			return 1
+		}
+		return 0
+	})
+	idx := make([]int, len(ents))
+	for i, e := range ents {
+		idx[i] = e.idx
+	}
+	return idx, true
 }

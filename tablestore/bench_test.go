@@ -1,0 +1,189 @@
+package tablestore
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
+)
+
+// benchSchema: 10 columns, a random BIGINT key.
+var benchSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "k", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "a", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "b", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "c", Type: arrow.PrimitiveTypes.Int32},
+	{Name: "d", Type: arrow.PrimitiveTypes.Int32},
+	{Name: "e", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "f", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "g", Type: arrow.FixedWidthTypes.Date32},
+	{Name: "s1", Type: arrow.BinaryTypes.String},
+	{Name: "s2", Type: arrow.BinaryTypes.String},
+}, nil)
+
+func benchBatch(mem memory.Allocator, rng *rand.Rand, n int, keySpace int64, sequential int64) arrow.RecordBatch {
+	b := array.NewRecordBuilder(mem, benchSchema)
+	defer b.Release()
+	for i := range n {
+		k := rng.Int64N(keySpace)
+		if sequential >= 0 {
+			k = sequential + int64(i)
+		}
+		b.Field(0).(*array.Int64Builder).Append(k)
+		b.Field(1).(*array.Int64Builder).Append(rng.Int64())
+		b.Field(2).(*array.Int64Builder).Append(int64(i))
+		b.Field(3).(*array.Int32Builder).Append(rng.Int32N(1000))
+		b.Field(4).(*array.Int32Builder).Append(int32(i))
+		b.Field(5).(*array.Float64Builder).Append(rng.Float64())
+		b.Field(6).(*array.Float64Builder).Append(float64(i))
+		b.Field(7).(*array.Date32Builder).Append(arrow.Date32(19000 + i%365))
+		b.Field(8).(*array.StringBuilder).Append(fmt.Sprintf("name-%08d", k%100000))
+		b.Field(9).(*array.StringBuilder).Append("constant-ish")
+	}
+	return b.NewRecordBatch()
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkIngest writes random-key upserts into a primary-key table with
+// background compaction running; one op is one 8192-row batch, with a
+// commit every 16 batches. rows/cpu-s divides by the process CPU time, so
+// compaction work is charged to ingest.
+func BenchmarkIngest(b *testing.B) {
+	for _, comp := range []string{"snappy", "none"} {
+		b.Run("compression="+comp, func(b *testing.B) {
+			ctx := context.Background()
+			mem := memory.NewGoAllocator()
+			s, err := Open(ctx, NewLocalFS(), b.TempDir(), Options{Mem: mem})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			_ = s.CreateDatabase(ctx, "db", false)
+			tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: benchSchema, PrimaryKey: []string{"k"},
+				Options: map[string]string{"bucket": "2", "file.compression": comp}}, false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(1, 2))
+			const rows = 8192
+			batches := make([]arrow.RecordBatch, 32)
+			for i := range batches {
+				batches[i] = benchBatch(mem, rng, rows, 10_000_000, -1)
+			}
+			defer func() {
+				for _, r := range batches {
+					r.Release()
+				}
+			}()
+			w := tbl.NewWrite(WriteOptions{})
+			cpu0, t0 := cpuTime(), time.Now()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := w.Write(ctx, batches[i%len(batches)], Insert); err != nil {
+					b.Fatal(err)
+				}
+				if i%16 == 15 {
+					if _, err := w.Commit(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			if _, err := w.Commit(ctx); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			n := float64(b.N) * rows
+			b.ReportMetric(n/time.Since(t0).Seconds(), "rows/s")
+			b.ReportMetric(n/(cpuTime()-cpu0).Seconds(), "rows/cpu-s")
+		})
+	}
+}
+
+// BenchmarkScan reads 1M rows written in key order (compacted to one run
+// per bucket), fully and with a key range filter that skips most files
+// and row groups.
+func BenchmarkScan(b *testing.B) {
+	ctx := context.Background()
+	mem := memory.NewGoAllocator()
+	s, err := Open(ctx, NewLocalFS(), b.TempDir(), Options{Mem: mem, BatchSize: 8192})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	_ = s.CreateDatabase(ctx, "db", false)
+	tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: benchSchema, PrimaryKey: []string{"k"},
+		Options: map[string]string{"write-only": "true", "file.row-group-rows": "65536"}}, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	const total = 1 << 20
+	for off := 0; off < total; off += 1 << 17 {
+		w := tbl.NewWrite(WriteOptions{})
+		rec := benchBatch(mem, rng, 1<<17, 0, int64(off))
+		if err := w.Write(ctx, rec, Insert); err != nil {
+			b.Fatal(err)
+		}
+		rec.Release()
+		if _, err := w.Commit(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		filter Predicate
+	}{
+		{"full", nil},
+		{"key-range-1pct", And{Compare{Column: "k", Op: GE, Value: scalar.NewInt64Scalar(500_000)}, Compare{Column: "k", Op: LT, Value: scalar.NewInt64Scalar(510_000)}}},
+		{"value-filter", Compare{Column: "c", Op: EQ, Value: scalar.NewInt32Scalar(5)}},
+	} {
+		for _, compacted := range []bool{false, true} {
+			if compacted {
+				if err := tbl.Compact(ctx, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.Run(fmt.Sprintf("%s/compacted=%v", c.name, compacted), func(b *testing.B) {
+				var rows int64
+				var st ScanStats
+				for i := 0; i < b.N; i++ {
+					sc, err := tbl.NewScan(ctx, ScanSpec{Filter: c.filter})
+					if err != nil {
+						b.Fatal(err)
+					}
+					for _, sp := range sc.Splits() {
+						r, err := sp.Open(ctx)
+						if err != nil {
+							b.Fatal(err)
+						}
+						for {
+							rec, err := r.Next(ctx)
+							if err != nil {
+								break
+							}
+							rows += rec.NumRows()
+						}
+						r.Close()
+					}
+					st = sc.Stats()
+				}
+				b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+				b.ReportMetric(float64(st.FilesSelected), "files-read")
+				b.ReportMetric(float64(st.FilesTotal), "files-total")
+				b.ReportMetric(float64(st.RowGroupsSkipped), "rowgroups-skipped")
+			})
+		}
+	}
+}
