@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -106,17 +107,21 @@ func (c *aggCore) grow(n int) {
 }
 
 // update evaluates the aggregate inputs over b and folds them into groups.
-func (c *aggCore) update(ctx context.Context, b arrow.RecordBatch, groups []uint32) error {
+// rows, when not nil, limits the update to the rows where it is true.
+func (c *aggCore) update(ctx context.Context, b arrow.RecordBatch, groups []uint32, rows []bool) error {
 	for i, a := range c.aggs {
 		args, err := evalAll(ctx, c.ec, a.Args, b)
 		if err != nil {
 			return err
 		}
-		var mask []bool
+		mask := rows
 		if a.Filter != nil {
 			if mask, _, err = evalMask(ctx, c.ec, a.Filter, b); err != nil {
 				releaseArrays(args)
 				return err
+			}
+			for r := range rows {
+				mask[r] = mask[r] && rows[r]
 			}
 		}
 		err = c.accs[i].update(groups, args, mask)
@@ -203,15 +208,24 @@ func (c *aggCore) setKeys(keys []arrow.Array, s []int, n int) ([]arrow.Array, in
 
 type hashAggOp struct {
 	*aggCore
+	depth  int
 	table  map[string]uint32
 	opened bool
 	out    batchesOp
+	// spill holds the input rows of groups that did not fit in memory,
+	// partitioned by key; each partition is aggregated by a child hashAggOp
+	// after the in-memory groups are returned.
+	spill *partitioner
+	subs  []Operator
+	sub   int
 }
 
 // NewHashAggregate groups its input by groups and computes aggs per group.
 // Output: group columns, then one column per aggregate, then (with grouping
 // sets) an int64 grouping id whose bit i is set when group i is absent from
-// the row's set. Without groups it returns exactly one row.
+// the row's set. Without groups it returns exactly one row. Past
+// Context.MemoryLimit, rows of new groups spill to disk by key hash and are
+// aggregated partition by partition (not with grouping sets).
 func NewHashAggregate(ec *Context, child Operator, groups []Expr, groupNames []string, aggs []AggregateSpec, groupingSets [][]int) (Operator, error) {
 	c, err := newAggCore(ec, child, groups, groupNames, aggs, groupingSets)
 	if err != nil {
@@ -221,6 +235,11 @@ func NewHashAggregate(ec *Context, child Operator, groups []Expr, groupNames []s
 }
 
 func (h *hashAggOp) Schema() *arrow.Schema { return h.schema }
+
+// stateBytes estimates the Go memory of the hash table and accumulators.
+func (h *hashAggOp) stateBytes(keyBytes int) int64 {
+	return int64(keyBytes) + int64(h.ngroups)*int64(64+16*len(h.aggs))
+}
 
 func (h *hashAggOp) Open(ctx context.Context) error {
 	if h.opened {
@@ -239,8 +258,11 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 		}
 		sets = [][]int{all}
 	}
+	canSpill := h.sets == nil && len(h.groups) > 0 && h.depth < maxSpillDepth
+	base := h.ec.allocated()
 	var enc vectorized.KeyEncoder
 	var keyBuf []byte
+	keyBytes := 0
 	setSeen := make([]bool, len(sets))
 	for {
 		b, err := Next(ctx, h.child)
@@ -264,13 +286,22 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 			}
 			ids := make([]uint32, n)
 			var fresh []int64
+			var spilled []bool // rows sent to disk
 			setSeen[si] = setSeen[si] || n > 0
 			for i := 0; i < n; i++ {
 				keyBuf = append(append(keyBuf[:0], byte(si), byte(si>>8)), enc.Key(i)...)
 				g, ok := h.table[string(keyBuf)]
+				if !ok && h.spill != nil {
+					if spilled == nil {
+						spilled = make([]bool, n)
+					}
+					spilled[i] = true
+					continue
+				}
 				if !ok {
 					g = uint32(h.ngroups + len(fresh))
 					h.table[string(keyBuf)] = g
+					keyBytes += len(keyBuf)
 					fresh = append(fresh, int64(i))
 					h.gid = append(h.gid, gid)
 				}
@@ -287,12 +318,28 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 				h.grow(h.ngroups + len(fresh))
 			}
 			releaseArrays(skeys)
-			if err := h.update(ctx, b, ids); err != nil {
+			var inMem []bool
+			if spilled != nil {
+				if err := h.spill.write(ctx, b, &enc, spilled); err != nil {
+					releaseArrays(keys)
+					return err
+				}
+				inMem = make([]bool, n)
+				for i, sp := range spilled {
+					inMem[i] = !sp
+				}
+			}
+			if err := h.update(ctx, b, ids, inMem); err != nil {
 				releaseArrays(keys)
 				return err
 			}
 		}
 		releaseArrays(keys)
+		if canSpill && h.spill == nil && h.ec.overBudget(base, h.stateBytes(keyBytes)) {
+			if h.spill, err = newPartitioner(h.ec, h.child.Schema(), maphash.MakeSeed()); err != nil {
+				return err
+			}
+		}
 	}
 	// The empty grouping set (and a global aggregate) yields a row even
 	// for empty input.
@@ -309,11 +356,30 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 		h.grow(h.ngroups + 1)
 	}
 	h.table = nil
+	if h.spill != nil {
+		if err := h.spill.finish(); err != nil {
+			return err
+		}
+		for _, f := range h.spill.files {
+			if f.rows == 0 {
+				f.remove()
+				continue
+			}
+			sub, err := NewHashAggregate(h.ec, spillOperator(h.ec, f), h.groups, nil, h.aggs, nil)
+			if err != nil {
+				return err
+			}
+			sub.(*hashAggOp).depth = h.depth + 1
+			h.subs = append(h.subs, sub)
+		}
+		h.spill = nil // the sub-aggregates own the files now
+	}
 	if h.ngroups == 0 {
 		return nil
 	}
 	res, err := h.output(h.ngroups)
 	h.releaseKeys()
+	h.resetAccs()
 	if err != nil {
 		return err
 	}
@@ -329,11 +395,42 @@ func (h *hashAggOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return h.out.next()
+	b, err := h.out.next()
+	if !errors.Is(err, io.EOF) {
+		return b, err
+	}
+	for h.sub < len(h.subs) {
+		sub := h.subs[h.sub]
+		if err := sub.Open(ctx); err != nil {
+			return nil, err
+		}
+		b, err := Next(ctx, sub)
+		if errors.Is(err, io.EOF) {
+			sub.Close()
+			h.sub++
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		// Rename columns to our schema (sub-aggregates name them alike).
+		return h.out.cur.set(array.NewRecordBatch(h.schema, b.Columns(), b.NumRows())), nil
+	}
+	return nil, io.EOF
 }
 
 func (h *hashAggOp) Close() error {
 	h.out.close()
 	h.releaseKeys()
-	return h.child.Close()
+	if h.spill != nil {
+		h.spill.remove()
+		h.spill = nil
+	}
+	var errs []error
+	for _, s := range h.subs {
+		errs = append(errs, s.Close())
+	}
+	h.subs = nil
+	errs = append(errs, h.child.Close())
+	return errors.Join(errs...)
 }

@@ -145,11 +145,20 @@ type joinOp struct {
 	leftDone  bool
 	rightTail int // position when emitting unmatched build rows
 	cur       current
+
+	// Grace mode: when the build side exceeds the memory budget both inputs
+	// are partitioned to disk by key hash and joined partition by partition.
+	depth int
+	subs  []Operator
+	sub   int
 }
 
 // NewHashJoin joins left and right on leftKeys[i] = rightKeys[i] (NULL keys
 // never match) and an optional residual predicate over left ++ right columns.
-// The right input is the build side.
+// The right input is the build side. If it exceeds Context.MemoryLimit, both
+// inputs are hash-partitioned to disk and joined partition by partition
+// (grace hash join; not for the null-aware anti join, whose answer depends
+// on the whole build side).
 func NewHashJoin(ec *Context, left, right Operator, typ JoinType, leftKeys, rightKeys []Expr, residual Expr) (Operator, error) {
 	if len(leftKeys) == 0 {
 		return nil, fmt.Errorf("%w: hash join needs at least one key (use a nested-loop join)", ErrInvalid)
@@ -197,8 +206,14 @@ func (j *joinOp) Open(ctx context.Context) error {
 	if err := j.right.Open(ctx); err != nil {
 		return err
 	}
-	t, err := materialize(ctx, j.ec, j.right, j.rightKeys)
-	if err != nil {
+	var t *table
+	var err error
+	if j.canSpill() {
+		var spilled bool
+		if t, spilled, err = j.buildOrSpill(ctx); err != nil || spilled {
+			return err
+		}
+	} else if t, err = materialize(ctx, j.ec, j.right, j.rightKeys); err != nil {
 		return err
 	}
 	j.build = t
@@ -338,6 +353,9 @@ func (j *joinOp) pairBatch(ctx context.Context, schema *arrow.Schema, li, ri []i
 func (j *joinOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if !j.opened {
 		return nil, fmt.Errorf("%w: join read before Open", ErrInvalid)
+	}
+	if j.subs != nil {
+		return j.nextFromSubs(ctx)
 	}
 	for {
 		if err := ctx.Err(); err != nil {
@@ -518,5 +536,10 @@ func (j *joinOp) Close() error {
 	if j.merge != nil {
 		j.merge.release()
 	}
-	return errors.Join(j.left.Close(), j.right.Close())
+	errs := []error{j.left.Close(), j.right.Close()}
+	for _, s := range j.subs {
+		errs = append(errs, s.Close())
+	}
+	j.subs = nil
+	return errors.Join(errs...)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -34,7 +35,13 @@ type Context struct {
 	// Parallelism is the number of goroutines an operator may use (<= 1 =
 	// serial).
 	Parallelism int
+
+	spilledRows atomic.Int64
 }
+
+// SpilledRows returns how many rows operators of this execution wrote to
+// spill files.
+func (ec *Context) SpilledRows() int64 { return ec.spilledRows.Load() }
 
 // NewContext returns a Context with the default batch size and the current
 // statement time.

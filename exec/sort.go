@@ -233,9 +233,11 @@ type sortOp struct {
 	count  int64 // < 0: all (Sort); else TopN
 	opened bool
 	out    emitter
+	merger *runMerger // set when the sort spilled
 }
 
 // NewSort sorts its input by keys (stable: equal rows keep input order).
+// Past Context.MemoryLimit it writes sorted runs to disk and merges them.
 func NewSort(ec *Context, child Operator, keys []SortKey) Operator {
 	return &sortOp{ec: ec, child: child, keys: keys, count: -1, out: emitter{ec: ec, schema: child.Schema()}}
 }
@@ -261,9 +263,9 @@ func (s *sortOp) Open(ctx context.Context) error {
 	if s.count >= 0 {
 		t, err = s.topN(ctx)
 	} else {
-		t, err = s.sortAll(ctx)
+		t, s.merger, err = s.externalSort(ctx)
 	}
-	if err != nil {
+	if err != nil || s.merger != nil {
 		return err
 	}
 	idx, err := sortedIndices(t, s.keys)
@@ -277,10 +279,6 @@ func (s *sortOp) Open(ctx context.Context) error {
 	}
 	s.out.t, s.out.idx = t, idx
 	return nil
-}
-
-func (s *sortOp) sortAll(ctx context.Context) (*table, error) {
-	return materialize(ctx, s.ec, s.child, sortExprs(s.keys))
 }
 
 // topN keeps the best offset+count rows, compacting whenever twice that
@@ -376,10 +374,17 @@ func (s *sortOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if !s.opened {
 		return nil, fmt.Errorf("%w: sort read before Open", ErrInvalid)
 	}
+	if s.merger != nil {
+		return s.merger.next(ctx)
+	}
 	return s.out.next(ctx)
 }
 
 func (s *sortOp) Close() error {
 	s.out.close()
+	if s.merger != nil {
+		s.merger.close()
+		s.merger = nil
+	}
 	return s.child.Close()
 }

@@ -164,7 +164,7 @@ func (s *sortAggOp) consume(ctx context.Context, b arrow.RecordBatch) error {
 	for k, a := range keys {
 		s.last[k] = array.NewSlice(a, int64(n-1), int64(n))
 	}
-	return s.update(ctx, b, ids)
+	return s.update(ctx, b, ids, nil)
 }
 
 // flush outputs the first n groups and keeps the remaining open group (if

@@ -232,3 +232,29 @@ func Comparable(dt arrow.DataType) bool {
 	}
 	return false
 }
+
+// CompareAt compares non-NULL a[i] with b[j] of the same type without
+// building a comparator (for merging rows of different batches).
+func CompareAt(a arrow.Array, i int, b arrow.Array, j int) int {
+	switch x := a.(type) {
+	case *array.Int64:
+		return cmp.Compare(x.Value(i), b.(*array.Int64).Value(j))
+	case *array.Int32:
+		return cmp.Compare(x.Value(i), b.(*array.Int32).Value(j))
+	case *array.Float64:
+		return floatCmp(x.Value(i), b.(*array.Float64).Value(j))
+	case *array.String:
+		return strings.Compare(x.Value(i), b.(*array.String).Value(j))
+	case *array.Date32:
+		return cmp.Compare(x.Value(i), b.(*array.Date32).Value(j))
+	case *array.Timestamp:
+		return cmp.Compare(x.Value(i), b.(*array.Timestamp).Value(j))
+	case *array.Decimal128:
+		return x.Value(i).Cmp(b.(*array.Decimal128).Value(j))
+	}
+	c, err := NewComparator(a, b)
+	if err != nil {
+		return 0
+	}
+	return c(i, j)
+}

@@ -1,0 +1,160 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"hash/maphash"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/flightd/flightd/vectorized"
+)
+
+func (j *joinOp) canSpill() bool {
+	return j.ec.MemoryLimit > 0 && j.hashJoin() && j.typ != NullAwareAntiJoin && j.depth < maxSpillDepth
+}
+
+func (j *joinOp) hashJoin() bool { return len(j.leftKeys) > 0 && j.merge == nil }
+
+// buildOrSpill reads the build side; if it outgrows the budget it switches
+// to grace mode (spilled = true) and prepares the partition joins.
+func (j *joinOp) buildOrSpill(ctx context.Context) (*table, bool, error) {
+	base := j.ec.allocated()
+	var batches []arrow.RecordBatch
+	var keyCols [][]arrow.Array
+	var held int64
+	defer func() {
+		for _, b := range batches {
+			b.Release()
+		}
+		for _, k := range keyCols {
+			releaseArrays(k)
+		}
+	}()
+	for {
+		b, err := Next(ctx, j.right)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		k, err := evalAll(ctx, j.ec, j.rightKeys, b)
+		if err != nil {
+			return nil, false, err
+		}
+		b.Retain()
+		batches = append(batches, b)
+		keyCols = append(keyCols, k)
+		held += batchBytes(b)
+		if j.ec.overBudget(base, held) {
+			err := j.grace(ctx, batches, keyCols)
+			return nil, true, err
+		}
+	}
+	t, err := buildTable(j.ec, j.right.Schema(), batches, keyCols, j.rightKeys)
+	return t, false, err
+}
+
+// grace partitions the build rows read so far, the rest of the build side
+// and the whole probe side, then sets up one join per partition.
+func (j *joinOp) grace(ctx context.Context, batches []arrow.RecordBatch, keyCols [][]arrow.Array) error {
+	seed := maphash.MakeSeed()
+	rp, err := newPartitioner(j.ec, j.right.Schema(), seed)
+	if err != nil {
+		return err
+	}
+	lp, err := newPartitioner(j.ec, j.left.Schema(), seed)
+	if err != nil {
+		rp.remove()
+		return err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			rp.remove()
+			lp.remove()
+		}
+	}()
+	var enc vectorized.KeyEncoder
+	for i, b := range batches {
+		if err := enc.Encode(keyCols[i], int(b.NumRows())); err != nil {
+			return err
+		}
+		if err := rp.write(ctx, b, &enc, nil); err != nil {
+			return err
+		}
+	}
+	drain := func(op Operator, keys []Expr, p *partitioner) error {
+		for {
+			b, err := Next(ctx, op)
+			if errors.Is(err, io.EOF) {
+				return p.finish()
+			}
+			if err != nil {
+				return err
+			}
+			k, err := evalAll(ctx, j.ec, keys, b)
+			if err != nil {
+				return err
+			}
+			err = enc.Encode(k, int(b.NumRows()))
+			releaseArrays(k)
+			if err == nil {
+				err = p.write(ctx, b, &enc, nil)
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	if err := drain(j.right, j.rightKeys, rp); err != nil {
+		return err
+	}
+	if err := drain(j.left, j.leftKeys, lp); err != nil {
+		return err
+	}
+	ok = true
+	for p := range rp.files {
+		lf, rf := lp.files[p], rp.files[p]
+		if lf.rows == 0 && rf.rows == 0 {
+			lf.remove()
+			rf.remove()
+			continue
+		}
+		sub, err := newJoinOp(j.ec, spillOperator(j.ec, lf), spillOperator(j.ec, rf), j.typ, j.leftKeys, j.rightKeys, j.residual)
+		if err != nil {
+			lf.remove()
+			rf.remove()
+			return err
+		}
+		sub.depth = j.depth + 1
+		j.subs = append(j.subs, sub)
+	}
+	if j.subs == nil {
+		j.subs = []Operator{} // grace mode with nothing to join
+	}
+	return nil
+}
+
+func (j *joinOp) nextFromSubs(ctx context.Context) (arrow.RecordBatch, error) {
+	for j.sub < len(j.subs) {
+		sub := j.subs[j.sub]
+		if err := sub.Open(ctx); err != nil {
+			return nil, err
+		}
+		b, err := Next(ctx, sub)
+		if errors.Is(err, io.EOF) {
+			sub.Close()
+			j.sub++
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return j.cur.set(array.NewRecordBatch(j.schema, b.Columns(), b.NumRows())), nil
+	}
+	return nil, io.EOF
+}

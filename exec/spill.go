@@ -1,0 +1,273 @@
+package exec
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"os"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/util"
+
+	"github.com/flightd/flightd/vectorized"
+)
+
+// AccountingAllocator counts the bytes currently allocated through it so
+// that operators can compare a query's usage with Context.MemoryLimit.
+type AccountingAllocator struct {
+	mem memory.Allocator
+	cur atomic.Int64
+	max atomic.Int64
+}
+
+// NewAccountingAllocator wraps mem.
+func NewAccountingAllocator(mem memory.Allocator) *AccountingAllocator {
+	return &AccountingAllocator{mem: mem}
+}
+
+// Allocate implements memory.Allocator.
+func (a *AccountingAllocator) Allocate(size int) []byte {
+	n := a.cur.Add(int64(size))
+	for {
+		m := a.max.Load()
+		if n <= m || a.max.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	return a.mem.Allocate(size)
+}
+
+// Reallocate implements memory.Allocator.
+func (a *AccountingAllocator) Reallocate(size int, b []byte) []byte {
+	a.cur.Add(int64(size - len(b)))
+	return a.mem.Reallocate(size, b)
+}
+
+// Free implements memory.Allocator.
+func (a *AccountingAllocator) Free(b []byte) {
+	a.cur.Add(-int64(len(b)))
+	a.mem.Free(b)
+}
+
+// CurrentAlloc returns the bytes allocated and not yet freed.
+func (a *AccountingAllocator) CurrentAlloc() int { return int(a.cur.Load()) }
+
+// PeakAlloc returns the highest CurrentAlloc seen.
+func (a *AccountingAllocator) PeakAlloc() int { return int(a.max.Load()) }
+
+// allocated returns the execution's current Arrow memory, if its allocator
+// reports it (AccountingAllocator and memory.CheckedAllocator do).
+func (ec *Context) allocated() int64 {
+	if a, ok := ec.Mem.(interface{ CurrentAlloc() int }); ok {
+		return int64(a.CurrentAlloc())
+	}
+	return 0
+}
+
+// overBudget reports whether an operator is over MemoryLimit: either the
+// execution's allocations grew by more than the limit since the operator
+// started (base), or the operator itself holds more than the limit (held:
+// retained batches, which may have been allocated before it started, plus
+// Go-side state). Measuring from base lets a re-partitioning pass work
+// within the budget while its parent still holds finished output.
+func (ec *Context) overBudget(base, held int64) bool {
+	return ec.MemoryLimit > 0 && max(ec.allocated()-base, held) > ec.MemoryLimit
+}
+
+// batchBytes is the memory a batch references.
+func batchBytes(b arrow.RecordBatch) int64 { return util.TotalRecordSize(b) }
+
+// spillFile is a temporary Arrow IPC stream of batches of one schema.
+type spillFile struct {
+	ec     *Context
+	schema *arrow.Schema
+	f      *os.File
+	buf    *bufio.Writer
+	w      *ipc.Writer
+	rows   int64
+}
+
+func newSpillFile(ec *Context, schema *arrow.Schema) (*spillFile, error) {
+	f, err := os.CreateTemp(ec.TempDir, "flightd-spill-*.arrows")
+	if err != nil {
+		return nil, fmt.Errorf("spill: %w", err)
+	}
+	s := &spillFile{ec: ec, schema: schema, f: f, buf: bufio.NewWriterSize(f, 1<<16)}
+	s.w = ipc.NewWriter(s.buf, ipc.WithSchema(schema), ipc.WithAllocator(ec.Mem))
+	return s, nil
+}
+
+func (s *spillFile) write(b arrow.RecordBatch) error {
+	if b.NumRows() == 0 {
+		return nil
+	}
+	s.rows += b.NumRows()
+	s.ec.spilledRows.Add(b.NumRows())
+	if err := s.w.Write(b); err != nil {
+		return fmt.Errorf("spill %s: %w", s.f.Name(), err)
+	}
+	return nil
+}
+
+// finish flushes the file and rewinds it for reading.
+func (s *spillFile) finish() error {
+	if s.w == nil {
+		return nil
+	}
+	err := s.w.Close()
+	s.w = nil
+	if err == nil {
+		err = s.buf.Flush()
+	}
+	if err == nil {
+		_, err = s.f.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		return fmt.Errorf("spill %s: %w", s.f.Name(), err)
+	}
+	return nil
+}
+
+// remove closes and deletes the file.
+func (s *spillFile) remove() {
+	if s.w != nil {
+		s.w.Close()
+		s.w = nil
+	}
+	if s.f != nil {
+		s.f.Close()
+		os.Remove(s.f.Name())
+		s.f = nil
+	}
+}
+
+// source returns a BatchSource reading the finished file; closing it
+// deletes the file.
+func (s *spillFile) source() BatchSource { return &spillReader{file: s} }
+
+type spillReader struct {
+	file *spillFile
+	r    *ipc.Reader
+}
+
+func (r *spillReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if r.file.f == nil {
+		return nil, io.EOF
+	}
+	if r.r == nil {
+		if r.file.rows == 0 {
+			return nil, io.EOF
+		}
+		rd, err := ipc.NewReader(bufio.NewReaderSize(r.file.f, 1<<16), ipc.WithAllocator(r.file.ec.Mem), ipc.WithSchema(r.file.schema))
+		if err != nil {
+			return nil, fmt.Errorf("spill %s: %w", r.file.f.Name(), err)
+		}
+		r.r = rd
+	}
+	if r.r.Next() {
+		return r.r.RecordBatch(), nil
+	}
+	if err := r.r.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("spill %s: %w", r.file.f.Name(), err)
+	}
+	return nil, io.EOF
+}
+
+func (r *spillReader) Close() error {
+	if r.r != nil {
+		r.r.Release()
+		r.r = nil
+	}
+	r.file.remove()
+	return nil
+}
+
+// spillOperator reads a finished spill file as an Operator.
+func spillOperator(ec *Context, s *spillFile) Operator {
+	return NewSource(ec, s.schema, func(context.Context) (BatchSource, error) { return s.source(), nil })
+}
+
+// spillPartitions is the fan-out of hash partitioning when an operator
+// spills, and maxSpillDepth bounds recursive re-partitioning (past it the
+// operator finishes in memory).
+const (
+	spillPartitions = 8
+	maxSpillDepth   = 4
+)
+
+// partitioner writes rows to spillPartitions files by the hash of their
+// encoded key; rows with a NULL key go to partition 0.
+type partitioner struct {
+	ec    *Context
+	seed  maphash.Seed
+	files []*spillFile
+}
+
+// newPartitioner creates the partition files; both sides of a join pass the
+// same seed so that equal keys meet in the same partition.
+func newPartitioner(ec *Context, schema *arrow.Schema, seed maphash.Seed) (*partitioner, error) {
+	p := &partitioner{ec: ec, seed: seed}
+	for i := 0; i < spillPartitions; i++ {
+		f, err := newSpillFile(ec, schema)
+		if err != nil {
+			p.remove()
+			return nil, err
+		}
+		p.files = append(p.files, f)
+	}
+	return p, nil
+}
+
+// write partitions the rows of b where rows is nil or rows[i] is true.
+func (p *partitioner) write(ctx context.Context, b arrow.RecordBatch, enc *vectorized.KeyEncoder, rows []bool) error {
+	idx := make([][]int64, len(p.files))
+	for i := 0; i < int(b.NumRows()); i++ {
+		if rows != nil && !rows[i] {
+			continue
+		}
+		part := 0
+		if !enc.HasNull[i] {
+			part = int(maphash.Bytes(p.seed, enc.Key(i)) % uint64(len(p.files)))
+		}
+		idx[part] = append(idx[part], int64(i))
+	}
+	for part, ix := range idx {
+		if len(ix) == 0 {
+			continue
+		}
+		sub, err := vectorized.TakeBatch(ctx, p.ec.Mem, b, p.files[part].schema, ix)
+		if err != nil {
+			return err
+		}
+		err = p.files[part].write(sub)
+		sub.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *partitioner) finish() error {
+	for _, f := range p.files {
+		if err := f.finish(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *partitioner) remove() {
+	for _, f := range p.files {
+		f.remove()
+	}
+}
