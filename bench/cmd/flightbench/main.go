@@ -13,6 +13,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -26,7 +27,18 @@ func main() {
 	runs := flag.Int("runs", 5, "timed runs (after a warm-up); the fastest is kept")
 	points := flag.Int("points", 200, "one-row queries for the latency percentiles")
 	out := flag.String("out", "", "write the results as JSON to this file")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	ctx := context.Background()
 	batches := doget.Batches(memory.NewGoAllocator(), *rows, *batch)
