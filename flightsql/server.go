@@ -51,7 +51,7 @@ func NewServer(eng *engine.Engine, limits Limits) (*Server, error) {
 	s := &Server{eng: eng, mem: eng.Mem(), limits: limits}
 	s.Alloc = s.mem
 	s.prepared.m = make(map[string]*prepared)
-	s.running.m = make(map[string]context.CancelFunc)
+	s.running.m = make(map[string]map[uint64]context.CancelFunc)
 	if err := registerSQLInfo(s); err != nil {
 		return nil, fmt.Errorf("register SqlInfo: %w", err)
 	}
@@ -96,20 +96,31 @@ func (s *Server) txn(id []byte) (*engine.Txn, error) {
 }
 
 // runningQueries tracks cancellable DoGets by ticket for CancelFlightInfo.
+// Identical tickets (the same query) may run several times at once; a
+// cancel stops all of them.
 type runningQueries struct {
-	mu sync.Mutex
-	m  map[string]context.CancelFunc
+	mu   sync.Mutex
+	next uint64
+	m    map[string]map[uint64]context.CancelFunc
 }
 
 func (r *runningQueries) start(ctx context.Context, ticket []byte) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	key := string(ticket)
 	r.mu.Lock()
-	r.m[key] = cancel
+	r.next++
+	id := r.next
+	if r.m[key] == nil {
+		r.m[key] = make(map[uint64]context.CancelFunc)
+	}
+	r.m[key][id] = cancel
 	r.mu.Unlock()
 	return ctx, func() {
 		r.mu.Lock()
-		delete(r.m, key)
+		delete(r.m[key], id)
+		if len(r.m[key]) == 0 {
+			delete(r.m, key)
+		}
 		r.mu.Unlock()
 		cancel()
 	}
@@ -117,10 +128,9 @@ func (r *runningQueries) start(ctx context.Context, ticket []byte) (context.Cont
 
 func (r *runningQueries) cancel(ticket []byte) bool {
 	r.mu.Lock()
-	cancel, ok := r.m[string(ticket)]
-	r.mu.Unlock()
-	if ok {
+	defer r.mu.Unlock()
+	for _, cancel := range r.m[string(ticket)] {
 		cancel()
 	}
-	return ok
+	return len(r.m[string(ticket)]) > 0
 }

@@ -143,28 +143,54 @@ func (s *Server) prepare(ctx context.Context, query string, txnID []byte) (*engi
 
 // stream runs a query statement and hands its batches to the Flight
 // writer as they are produced. The query is cancelled when the client goes
-// away or calls CancelFlightInfo with the same ticket.
+// away or calls CancelFlightInfo with the same ticket; a stream that did
+// not run to its end always ends with an error, never as if complete.
 func (s *Server) stream(ctx context.Context, ticket []byte, st *engine.Statement, params arrow.RecordBatch) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	op, err := st.Query(ctx, params)
 	if err != nil {
 		return nil, nil, toStatus(err)
 	}
-	ctx, done := s.running.start(ctx, ticket)
-	rdr := exec.NewRecordReader(ctx, op)
+	runCtx, done := s.running.start(ctx, ticket)
+	rdr := exec.NewRecordReader(runCtx, op)
 	ch := make(chan flight.StreamChunk, 2)
 	go func() {
+		defer close(ch)
 		defer done()
-		flight.StreamChunksFromReader(ctx, &statusReader{rdr}, ch)
+		defer rdr.Release()
+		err := pump(ctx, rdr, ch)
+		if err == nil {
+			err = runCtx.Err() // cancelled between batches
+		}
+		if err != nil {
+			select {
+			case ch <- flight.StreamChunk{Err: toStatus(err)}:
+			case <-ctx.Done():
+			}
+		}
 	}()
 	return op.Schema(), ch, nil
 }
 
-// statusReader turns the reader's error into a gRPC status for the client.
-type statusReader struct{ array.RecordReader }
-
-func (r *statusReader) Err() error {
-	if e, ok := r.RecordReader.(interface{ Err() error }); ok {
-		return toStatus(e.Err())
+// pump sends the reader's batches until its end, its error, or the
+// client going away (ctx).
+func pump(ctx context.Context, rdr array.RecordReader, ch chan<- flight.StreamChunk) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", engine.ErrInternal, r)
+		}
+	}()
+	for rdr.Next() {
+		b := rdr.RecordBatch()
+		b.Retain()
+		select {
+		case ch <- flight.StreamChunk{Data: b}:
+		case <-ctx.Done():
+			b.Release()
+			return ctx.Err()
+		}
+	}
+	if e, ok := rdr.(interface{ Err() error }); ok {
+		return e.Err()
 	}
 	return nil
 }

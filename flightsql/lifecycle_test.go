@@ -1,0 +1,127 @@
+package flightsql_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-adbc/go/adbc"
+	adbcflightsql "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	fsql "github.com/flightd/flightd/flightsql"
+)
+
+// TestSessionOptions: the schema session option selects the database
+// unqualified names resolve in; unknown options and databases are refused.
+func TestSessionOptions(t *testing.T) {
+	ts := startServer(t, fsql.Options{})
+	cnxn := ts.connect(t, map[string]string{adbcflightsql.OptionCookieMiddleware: adbc.OptionValueEnabled})
+	mustExec(t, cnxn, `CREATE DATABASE sales`)
+	mustExec(t, cnxn, `CREATE TABLE sales.orders (id BIGINT)`)
+	mustExec(t, cnxn, `INSERT INTO sales.orders VALUES (7)`)
+
+	opts := cnxn.(adbc.PostInitOptions)
+	if err := opts.SetOption(adbc.OptionKeyCurrentDbSchema, "sales"); err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, query(t, cnxn, `SELECT id FROM orders`), "7")
+	got, err := cnxn.(adbc.GetSetOptions).GetOption(adbc.OptionKeyCurrentDbSchema)
+	if err != nil || got != "sales" {
+		t.Fatalf("current schema = %q, %v; want sales", got, err)
+	}
+	if err := opts.SetOption(adbc.OptionKeyCurrentDbSchema, "nope"); err == nil {
+		t.Fatal("switching to a database that does not exist succeeded")
+	}
+	wantRows(t, query(t, cnxn, `SELECT id FROM orders`), "7")
+}
+
+// TestCancelFlightInfo: a client that cancels its query stops the server's
+// work, and a client that goes away mid-stream releases everything (the
+// checked allocator of startServer verifies that at the end).
+func TestCancelFlightInfo(t *testing.T) {
+	ts := startServer(t, fsql.Options{})
+	loadSequence(t, ts, "big", 300_000)
+
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	cl, err := flightsql.NewClient(strings.TrimPrefix(ts.URI, "grpc://"), nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	cl.Alloc = mem
+	ctx := context.Background()
+
+	info, err := cl.Execute(ctx, `SELECT a.id FROM big a CROSS JOIN big b`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdr, err := cl.DoGet(ctx, info.Endpoint[0].Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rdr.Next() {
+		t.Fatalf("no first batch: %v", rdr.Err())
+	}
+	res, err := cl.CancelFlightInfo(ctx, &flight.CancelFlightInfoRequest{Info: info})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != flight.CancelStatusCancelled {
+		t.Fatalf("cancel status %v, want cancelled", res.Status)
+	}
+	deadline := time.After(10 * time.Second)
+	for rdr.Next() {
+		select {
+		case <-deadline:
+			t.Fatal("stream still running 10s after cancel")
+		default:
+		}
+	}
+	if code := status.Code(rdr.Err()); code != codes.Canceled {
+		t.Fatalf("stream ended with %v, want Canceled", rdr.Err())
+	}
+	rdr.Release()
+
+	// A client that goes away: cancel its context mid-stream.
+	gone, cancel := context.WithCancel(ctx)
+	info2, err := cl.Execute(ctx, `SELECT a.id FROM big a CROSS JOIN big b`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdr2, err := cl.DoGet(gone, info2.Endpoint[0].Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdr2.Next()
+	cancel()
+	for rdr2.Next() {
+	}
+	if !errors.Is(rdr2.Err(), context.Canceled) && status.Code(rdr2.Err()) != codes.Canceled {
+		t.Fatalf("stream after client went away ended with %v", rdr2.Err())
+	}
+	rdr2.Release()
+	// Once the server has wound the query down, cancelling it again is
+	// answered as not cancellable, not as an error.
+	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		res, err = cl.CancelFlightInfo(ctx, &flight.CancelFlightInfoRequest{Info: info})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status == flight.CancelStatusNotCancellable {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("query still running 10s after its client went away: %v", res.Status)
+		}
+	}
+}
