@@ -208,10 +208,13 @@ func (c *aggCore) setKeys(keys []arrow.Array, s []int, n int) ([]arrow.Array, in
 
 type hashAggOp struct {
 	*aggCore
-	depth  int
-	table  map[string]uint32
-	opened bool
-	out    batchesOp
+	depth int
+	table map[string]uint32
+	// A single integer group key uses table64 (NULL key: nullGroup).
+	table64   map[int64]uint32
+	nullGroup int64
+	opened    bool
+	out       batchesOp
 	// spill holds the input rows of groups that did not fit in memory,
 	// partitioned by key; each partition is aggregated by a child hashAggOp
 	// after the in-memory groups are returned.
@@ -250,6 +253,8 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 		return err
 	}
 	h.table = map[string]uint32{}
+	h.table64 = map[int64]uint32{}
+	h.nullGroup = -1
 	sets := h.sets
 	if sets == nil {
 		all := make([]int, len(h.groups))
@@ -279,18 +284,33 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 		}
 		for si, s := range sets {
 			skeys, gid := h.setKeys(keys, s, n)
-			if err := enc.Encode(skeys, n); err != nil {
-				releaseArrays(skeys)
-				releaseArrays(keys)
-				return err
+			var intKey func(int) int64
+			if h.sets == nil && len(skeys) == 1 {
+				intKey, _ = vectorized.IntKey(skeys[0])
+			}
+			if intKey == nil {
+				if err := enc.Encode(skeys, n); err != nil {
+					releaseArrays(skeys)
+					releaseArrays(keys)
+					return err
+				}
 			}
 			ids := make([]uint32, n)
 			var fresh []int64
 			var spilled []bool // rows sent to disk
 			setSeen[si] = setSeen[si] || n > 0
 			for i := 0; i < n; i++ {
-				keyBuf = append(append(keyBuf[:0], byte(si), byte(si>>8)), enc.Key(i)...)
-				g, ok := h.table[string(keyBuf)]
+				var g uint32
+				var ok bool
+				switch {
+				case intKey != nil && skeys[0].IsNull(i):
+					g, ok = uint32(h.nullGroup), h.nullGroup >= 0
+				case intKey != nil:
+					g, ok = h.table64[intKey(i)]
+				default:
+					keyBuf = append(append(keyBuf[:0], byte(si), byte(si>>8)), enc.Key(i)...)
+					g, ok = h.table[string(keyBuf)]
+				}
 				if !ok && h.spill != nil {
 					if spilled == nil {
 						spilled = make([]bool, n)
@@ -300,8 +320,16 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 				}
 				if !ok {
 					g = uint32(h.ngroups + len(fresh))
-					h.table[string(keyBuf)] = g
-					keyBytes += len(keyBuf)
+					switch {
+					case intKey != nil && skeys[0].IsNull(i):
+						h.nullGroup = int64(g)
+					case intKey != nil:
+						h.table64[intKey(i)] = g
+						keyBytes += 8
+					default:
+						h.table[string(keyBuf)] = g
+						keyBytes += len(keyBuf)
+					}
 					fresh = append(fresh, int64(i))
 					h.gid = append(h.gid, gid)
 				}
@@ -317,10 +345,17 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 				h.keyParts = append(h.keyParts, part)
 				h.grow(h.ngroups + len(fresh))
 			}
-			releaseArrays(skeys)
 			var inMem []bool
 			if spilled != nil {
-				if err := h.spill.write(ctx, b, &enc, spilled); err != nil {
+				err := error(nil)
+				if intKey != nil {
+					err = enc.Encode(skeys, n)
+				}
+				if err == nil {
+					err = h.spill.write(ctx, b, &enc, spilled)
+				}
+				if err != nil {
+					releaseArrays(skeys)
 					releaseArrays(keys)
 					return err
 				}
@@ -329,6 +364,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 					inMem[i] = !sp
 				}
 			}
+			releaseArrays(skeys)
 			if err := h.update(ctx, b, ids, inMem); err != nil {
 				releaseArrays(keys)
 				return err
@@ -355,7 +391,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 		h.gid = append(h.gid, int64(1)<<len(h.groups)-1)
 		h.grow(h.ngroups + 1)
 	}
-	h.table = nil
+	h.table, h.table64 = nil, nil
 	if h.spill != nil {
 		if err := h.spill.finish(); err != nil {
 			return err

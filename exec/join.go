@@ -87,9 +87,10 @@ type candidates interface {
 
 // hashCandidates chains build rows with equal keys.
 type hashCandidates struct {
-	heads map[string]int32
-	chain []int32
-	probe []int32 // first candidate per row of the current left batch
+	heads   map[string]int32
+	heads64 map[int64]int32 // single integer key
+	chain   []int32
+	probe   []int32 // first candidate per row of the current left batch
 }
 
 func (h *hashCandidates) first(i int) int32  { return h.probe[i] }
@@ -228,7 +229,27 @@ func (j *joinOp) Open(ctx context.Context) error {
 		j.cands = j.merge
 		return j.merge.init(t)
 	}
-	h := &hashCandidates{heads: make(map[string]int32, t.n), chain: make([]int32, t.n)}
+	h := &hashCandidates{chain: make([]int32, t.n)}
+	if len(t.keys) == 1 && vectorized.IsIntKeyType(t.keys[0].DataType()) {
+		// One integer key: an int64 map, no key encoding.
+		h.heads64 = make(map[int64]int32, t.n)
+		key, _ := vectorized.IntKey(t.keys[0])
+		for r := t.n - 1; r >= 0; r-- {
+			h.chain[r] = -1
+			if t.keys[0].IsNull(r) {
+				j.buildHasNull = true
+				continue
+			}
+			k := key(r)
+			if head, ok := h.heads64[k]; ok {
+				h.chain[r] = head
+			}
+			h.heads64[k] = int32(r)
+		}
+		j.hash, j.cands = h, h
+		return nil
+	}
+	h.heads = make(map[string]int32, t.n)
 	var enc vectorized.KeyEncoder
 	if err := enc.Encode(t.keys, t.n); err != nil {
 		return err
@@ -273,24 +294,39 @@ func (j *joinOp) startLeft(ctx context.Context, b arrow.RecordBatch) error {
 		if err != nil {
 			return err
 		}
-		var enc vectorized.KeyEncoder
-		err = enc.Encode(keys, n)
-		releaseArrays(keys)
-		if err != nil {
-			return err
-		}
 		probe := make([]int32, n)
-		for i := 0; i < n; i++ {
-			probe[i] = -1
-			if enc.HasNull[i] {
-				continue
+		nulls := make([]bool, n)
+		if j.hash.heads64 != nil {
+			key, _ := vectorized.IntKey(keys[0])
+			for i := 0; i < n; i++ {
+				probe[i] = -1
+				if keys[0].IsNull(i) {
+					nulls[i] = true
+				} else if h, ok := j.hash.heads64[key(i)]; ok {
+					probe[i] = h
+				}
 			}
-			if h, ok := j.hash.heads[string(enc.Key(i))]; ok {
-				probe[i] = h
+			releaseArrays(keys)
+		} else {
+			var enc vectorized.KeyEncoder
+			err = enc.Encode(keys, n)
+			releaseArrays(keys)
+			if err != nil {
+				return err
+			}
+			for i := 0; i < n; i++ {
+				probe[i] = -1
+				if enc.HasNull[i] {
+					nulls[i] = true
+					continue
+				}
+				if h, ok := j.hash.heads[string(enc.Key(i))]; ok {
+					probe[i] = h
+				}
 			}
 		}
 		j.hash.probe = probe
-		j.lnullKey = append([]bool(nil), enc.HasNull...)
+		j.lnullKey = nulls
 	}
 	b.Retain()
 	j.lb = b

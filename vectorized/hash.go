@@ -136,3 +136,43 @@ func appendFloat(b []byte, f float64) []byte {
 	}
 	return binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
 }
+
+// IntKey returns a reader of a as int64 when its type is an integer or a
+// temporal type stored as one, so single-column keys can use an integer hash
+// map instead of encoded byte strings.
+func IntKey(a arrow.Array) (func(i int) int64, bool) {
+	switch a.DataType().ID() {
+	case arrow.INT8:
+		v := Values[int8](a)
+		return func(i int) int64 { return int64(v[i]) }, true
+	case arrow.INT16:
+		v := Values[int16](a)
+		return func(i int) int64 { return int64(v[i]) }, true
+	case arrow.INT32, arrow.DATE32, arrow.TIME32:
+		v := Values[int32](a)
+		return func(i int) int64 { return int64(v[i]) }, true
+	case arrow.INT64, arrow.DATE64, arrow.TIME64, arrow.TIMESTAMP, arrow.DURATION:
+		v := Values[int64](a)
+		return func(i int) int64 { return v[i] }, true
+	case arrow.UINT8:
+		v := Values[uint8](a)
+		return func(i int) int64 { return int64(v[i]) }, true
+	case arrow.UINT16:
+		v := Values[uint16](a)
+		return func(i int) int64 { return int64(v[i]) }, true
+	case arrow.UINT32:
+		v := Values[uint32](a)
+		return func(i int) int64 { return int64(v[i]) }, true
+	}
+	return nil, false
+}
+
+// IsIntKeyType reports whether IntKey accepts arrays of dt.
+func IsIntKeyType(dt arrow.DataType) bool {
+	switch dt.ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.DATE32, arrow.TIME32, arrow.INT64, arrow.DATE64,
+		arrow.TIME64, arrow.TIMESTAMP, arrow.DURATION, arrow.UINT8, arrow.UINT16, arrow.UINT32:
+		return true
+	}
+	return false
+}
