@@ -30,8 +30,8 @@ func main() {
 
 func run() error {
 	var (
-		queriesDir = flag.String("queries", envOr("TPCDS_QUERIES", "../shared/bench/tpcds/queries"), "directory of the query files NN.sql")
-		schemaDir  = flag.String("schema", envOr("TPCDS_SCHEMA", "../shared/bench/tpcds/schema"), "directory of the schema files (one create table each)")
+		queriesDir = flag.String("queries", envOr("TPCDS_QUERIES", sharedDefault("queries")), "directory of the query files NN.sql")
+		schemaDir  = flag.String("schema", envOr("TPCDS_SCHEMA", sharedDefault("schema")), "directory of the schema files (one create table each)")
 		sf         = flag.Float64("sf", 0.01, "scale factor")
 		seed       = flag.Uint64("seed", 1, "generator seed")
 		flightdURI = flag.String("flightd", "", "flightd Flight SQL URI, e.g. grpc://127.0.0.1:31337 (empty: DuckDB only)")
@@ -130,6 +130,17 @@ func envOr(key, def string) string {
 		return v
 	}
 	return def
+}
+
+// sharedDefault finds shared/bench/tpcds/<sub> beside the repository, from
+// the repository root or from bench/.
+func sharedDefault(sub string) string {
+	for _, d := range []string{"../shared/bench/tpcds/", "../../shared/bench/tpcds/"} {
+		if fileExists(d + sub) {
+			return d + sub
+		}
+	}
+	return "../shared/bench/tpcds/" + sub
 }
 
 func fileExists(p string) bool {

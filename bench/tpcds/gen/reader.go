@@ -19,6 +19,7 @@ type Reader struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	closed  bool
+	pending []chan arrow.RecordBatch // slots taken by a cancelled Next; Close drains them
 }
 
 // NewReader starts generating table in batches of batchSize rows on
@@ -92,7 +93,7 @@ func (r *Reader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			}
 			return b, nil
 		case <-ctx.Done():
-			go drain(out)
+			r.pending = append(r.pending, out)
 			return nil, ctx.Err()
 		}
 	case <-ctx.Done():
@@ -114,6 +115,9 @@ func (r *Reader) Close() {
 		}
 		close(done)
 	}()
+	for _, out := range r.pending {
+		drain(out)
+	}
 	r.wg.Wait()
 	<-done
 }

@@ -1,0 +1,106 @@
+package tpcds
+
+import (
+	"math/big"
+	"strings"
+	"testing"
+)
+
+func num(s string) Value {
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		panic(s)
+	}
+	return Value{Kind: KNum, Num: r}
+}
+
+func str(s string) Value          { return Value{Kind: KString, S: s} }
+func flt(f float64) Value         { return Value{Kind: KFloat, F: f} }
+func null() Value                 { return Value{Kind: KNull} }
+func rows(r ...[]Value) [][]Value { return r }
+
+func TestCompare(t *testing.T) {
+	cols := []string{"name", "total", "avg"}
+	for _, tc := range []struct {
+		name, query string
+		want, got   [][]Value
+		diff        string // "" means equal; otherwise a substring of the difference
+	}{
+		{"multiset", "SELECT name, total, avg FROM t",
+			rows([]Value{str("a"), num("1.50"), flt(1)}, []Value{str("b"), num("2"), flt(2)}),
+			rows([]Value{str("b"), num("2.000"), flt(2)}, []Value{str("a"), num("1.5"), flt(1)}), ""},
+		{"decimal exact", "SELECT name, total, avg FROM t",
+			rows([]Value{str("a"), num("1.50"), flt(1)}),
+			rows([]Value{str("a"), num("1.51"), flt(1)}), "rows differ"},
+		{"float tolerance", "SELECT name, total, avg FROM t",
+			rows([]Value{str("a"), num("1"), flt(1.0 / 3)}),
+			rows([]Value{str("a"), num("1"), flt(0.3333333333334)}), ""},
+		{"float beyond tolerance", "SELECT name, total, avg FROM t",
+			rows([]Value{str("a"), num("1"), flt(1.0 / 3)}),
+			rows([]Value{str("a"), num("1"), flt(0.33334)}), "rows differ"},
+		{"decimal against float", "SELECT name, total, avg FROM t",
+			rows([]Value{str("a"), num("1"), num("0.25")}),
+			rows([]Value{str("a"), num("1"), flt(0.25)}), ""},
+		{"null is not zero", "SELECT name, total, avg FROM t",
+			rows([]Value{str("a"), null(), flt(1)}),
+			rows([]Value{str("a"), num("0"), flt(1)}), "rows differ"},
+		{"row count", "SELECT name, total, avg FROM t",
+			rows([]Value{str("a"), null(), flt(1)}), nil, "0 rows, want 1"},
+		{"ordered: wrong order", "SELECT name, total, avg FROM t ORDER BY name",
+			rows([]Value{str("a"), num("1"), flt(1)}, []Value{str("b"), num("2"), flt(2)}),
+			rows([]Value{str("b"), num("2"), flt(2)}, []Value{str("a"), num("1"), flt(1)}), "row 0"},
+		{"ordered: ties in any order", "SELECT name, total, avg FROM t ORDER BY t.name DESC NULLS FIRST",
+			rows([]Value{str("b"), num("1"), flt(1)}, []Value{str("b"), num("2"), flt(2)}, []Value{str("a"), num("3"), flt(3)}),
+			rows([]Value{str("b"), num("2"), flt(2)}, []Value{str("b"), num("1"), flt(1)}, []Value{str("a"), num("3"), flt(3)}), ""},
+		{"ordered: ties with different rows", "SELECT name, total, avg FROM t ORDER BY 1",
+			rows([]Value{str("b"), num("1"), flt(1)}, []Value{str("b"), num("2"), flt(2)}, []Value{str("c"), num("3"), flt(3)}),
+			rows([]Value{str("b"), num("2"), flt(2)}, []Value{str("b"), num("5"), flt(1)}, []Value{str("c"), num("3"), flt(3)}), "rows 0..1"},
+		{"ordered: tie cut by limit", "SELECT name, total, avg FROM t ORDER BY name LIMIT 2",
+			rows([]Value{str("a"), num("1"), flt(1)}, []Value{str("b"), num("2"), flt(2)}),
+			rows([]Value{str("a"), num("1"), flt(1)}, []Value{str("b"), num("7"), flt(7)}), ""},
+		{"ordered: nulls position", "SELECT name, total, avg FROM t ORDER BY total",
+			rows([]Value{str("a"), num("1"), flt(1)}, []Value{str("b"), null(), flt(2)}),
+			rows([]Value{str("b"), null(), flt(2)}, []Value{str("a"), num("1"), flt(1)}), "row 0"},
+		{"order by expression: exact order", "SELECT name, total, avg FROM t ORDER BY substr(name, 1, 2), avg(x)",
+			rows([]Value{str("a"), num("1"), flt(1)}, []Value{str("b"), num("2"), flt(2)}),
+			rows([]Value{str("b"), num("2"), flt(2)}, []Value{str("a"), num("1"), flt(1)}), "other order"},
+		{"order by inside subquery only", "SELECT name, total, avg FROM (SELECT * FROM t ORDER BY name LIMIT 5) s",
+			rows([]Value{str("a"), num("1"), flt(1)}, []Value{str("b"), num("2"), flt(2)}),
+			rows([]Value{str("b"), num("2"), flt(2)}, []Value{str("a"), num("1"), flt(1)}), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Compare(tc.query, &Result{Columns: cols, Rows: tc.want}, &Result{Columns: cols, Rows: tc.got})
+			if tc.diff == "" && d != "" || tc.diff != "" && !strings.Contains(d, tc.diff) {
+				t.Fatalf("Compare = %q, want %q", d, tc.diff)
+			}
+		})
+	}
+}
+
+func TestParseOrderBy(t *testing.T) {
+	cols := []string{"i_item_id", "30 days", "total"}
+	for _, tc := range []struct {
+		query   string
+		present bool
+		keys    []int
+		limit   int64
+	}{
+		{"select 1", false, nil, 0},
+		{"select a from t order by i_item_id nulls first, \"30 days\" desc limit 100;", true, []int{0, 1}, 100},
+		{"select a from t -- order by x\n", false, nil, 0},
+		{"select 'order by x' from t", false, nil, 0},
+		{"with x as (select * from t order by a) select * from x order by 3, T.I_ITEM_ID", true, []int{2, 0}, 0},
+		{"select a from t order by sum(total) desc limit 10", true, nil, 10},
+	} {
+		ob := parseOrderBy(tc.query, cols)
+		if ob.present != tc.present || ob.limit != tc.limit || len(ob.keys) != len(tc.keys) {
+			t.Errorf("%q: got %+v", tc.query, ob)
+			continue
+		}
+		for i := range ob.keys {
+			if ob.keys[i] != tc.keys[i] {
+				t.Errorf("%q: keys %v, want %v", tc.query, ob.keys, tc.keys)
+			}
+		}
+	}
+}
