@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -21,6 +24,65 @@ type builder struct {
 	params arrow.RecordBatch
 	// bucket >= 0 restricts scans to one bucket (bucket-by-bucket joins).
 	bucket int
+	// analyze, when set, instruments every operator (EXPLAIN ANALYZE).
+	analyze *analyzeState
+}
+
+// analyzeState collects the runtime statistics of one execution.
+type analyzeState struct {
+	mu    sync.Mutex
+	ops   map[Node][]*exec.Instrumented
+	scans map[*ScanNode][]*tablestore.Scan
+}
+
+func (a *analyzeState) addScan(n *ScanNode, s *tablestore.Scan) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.scans[n] = append(a.scans[n], s)
+}
+
+// report renders the plan with estimated and actual figures.
+func (a *analyzeState) report(root Node) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var sb strings.Builder
+	var walk func(n Node, depth int)
+	walk = func(n Node, depth int) {
+		sb.WriteString(strings.Repeat("  ", depth))
+		sb.WriteString(explainLine(n))
+		fmt.Fprintf(&sb, " (rows=%s)", fmtRows(n.Rows()))
+		var st exec.OpStats
+		for _, in := range a.ops[n] {
+			s := in.Stats()
+			st.Rows += s.Rows
+			st.Batches += s.Batches
+			st.Wall += s.Wall
+		}
+		if len(a.ops[n]) > 0 {
+			fmt.Fprintf(&sb, " actual: rows=%d batches=%d time=%s", st.Rows, st.Batches, st.Wall.Round(time.Microsecond))
+		}
+		if sn, ok := n.(*ScanNode); ok && len(a.scans[sn]) > 0 {
+			scans := a.scans[sn]
+			var ss tablestore.ScanStats
+			for _, s := range scans {
+				x := s.Stats()
+				ss.PartitionsTotal += x.PartitionsTotal
+				ss.PartitionsSelected += x.PartitionsSelected
+				ss.FilesTotal += x.FilesTotal
+				ss.FilesSelected += x.FilesSelected
+				ss.RowGroupsRead += x.RowGroupsRead
+				ss.RowGroupsSkipped += x.RowGroupsSkipped
+			}
+			fmt.Fprintf(&sb, " partitions=%d/%d files=%d/%d rowgroups read=%d skipped=%d",
+				ss.PartitionsSelected, ss.PartitionsTotal, ss.FilesSelected, ss.FilesTotal, ss.RowGroupsRead, ss.RowGroupsSkipped)
+		}
+		sb.WriteString("\n")
+		for _, c := range n.Inputs() {
+			walk(c, depth+1)
+		}
+	}
+	walk(root, 0)
+	return sb.String()
 }
 
 func (bd *builder) compile(e Expr, cols []Column) (exec.Expr, error) {
@@ -68,6 +130,18 @@ func (bd *builder) intValue(e Expr, def int64) (int64, error) {
 }
 
 func (bd *builder) build(n Node) (exec.Operator, error) {
+	op, err := bd.buildNode(n)
+	if err != nil || bd.analyze == nil {
+		return op, err
+	}
+	in := exec.Instrument(op, explainLine(n)).(*exec.Instrumented)
+	bd.analyze.mu.Lock()
+	bd.analyze.ops[n] = append(bd.analyze.ops[n], in)
+	bd.analyze.mu.Unlock()
+	return in, nil
+}
+
+func (bd *builder) buildNode(n Node) (exec.Operator, error) {
 	switch n := n.(type) {
 	case *ScanNode:
 		return bd.scan(n)
@@ -290,10 +364,14 @@ func (bd *builder) scan(n *ScanNode) (exec.Operator, error) {
 	spec := tablestore.ScanSpec{SnapshotID: n.Snapshot, Columns: n.Names, Filter: n.Pushed}
 	t := n.Table
 	bucket := bd.bucket
+	an := bd.analyze
 	src := exec.NewSource(bd.ec, schema, func(ctx context.Context) (exec.BatchSource, error) {
 		s, err := t.NewScan(ctx, spec)
 		if err != nil {
 			return nil, fmt.Errorf("scan %s: %w", t.Ident(), err)
+		}
+		if an != nil {
+			an.addScan(n, s)
 		}
 		splits := s.Splits()
 		if bucket >= 0 {
@@ -318,7 +396,8 @@ func (bd *builder) bucketJoin(n *JoinNode) (exec.Operator, error) {
 	for b := 0; b < n.Buckets; b++ {
 		sub := *bd
 		sub.bucket = b
-		op, err := sub.build(n)
+		// buildNode: the join is instrumented once, around the union.
+		op, err := sub.buildNode(n)
 		if err != nil {
 			closeAll(parts)
 			return nil, err

@@ -60,23 +60,43 @@ func (q *Query) Params() *arrow.Schema { return q.params }
 // Build creates the operator tree for one execution. params holds one row
 // with a column per parameter (nil when there are none).
 func (q *Query) Build(ec *exec.Context, params arrow.RecordBatch) (exec.Operator, error) {
-	if q.params != nil {
-		if params == nil {
-			return nil, fmt.Errorf("%w: the statement has %d parameters and none were given", ErrParams, len(q.params.Fields()))
-		}
-		if int(params.NumCols()) != len(q.params.Fields()) {
-			return nil, fmt.Errorf("%w: the statement has %d parameters, got %d values", ErrParams, len(q.params.Fields()), params.NumCols())
-		}
-		if params.NumRows() != 1 {
-			return nil, fmt.Errorf("%w: parameters must be one row, got %d", ErrParams, params.NumRows())
-		}
-	}
-	b := &builder{ec: ec, params: params, bucket: -1}
-	op, err := b.build(q.root)
-	if err != nil {
+	if err := q.checkParams(params); err != nil {
 		return nil, err
 	}
-	return op, nil
+	b := &builder{ec: ec, params: params, bucket: -1}
+	return b.build(q.root)
+}
+
+func (q *Query) checkParams(params arrow.RecordBatch) error {
+	if q.params != nil {
+		if params == nil {
+			return fmt.Errorf("%w: the statement has %d parameters and none were given", ErrParams, len(q.params.Fields()))
+		}
+		if int(params.NumCols()) != len(q.params.Fields()) {
+			return fmt.Errorf("%w: the statement has %d parameters, got %d values", ErrParams, len(q.params.Fields()), params.NumCols())
+		}
+		if params.NumRows() != 1 {
+			return fmt.Errorf("%w: parameters must be one row, got %d", ErrParams, params.NumRows())
+		}
+	}
+	return nil
+}
+
+// BuildAnalyze is Build with every operator instrumented: after the
+// returned operator has been drained, report renders the plan with actual
+// rows, batches and times per operator and the data skipping of each scan
+// (EXPLAIN ANALYZE).
+func (q *Query) BuildAnalyze(ec *exec.Context, params arrow.RecordBatch) (op exec.Operator, report func() string, err error) {
+	if err := q.checkParams(params); err != nil {
+		return nil, nil, err
+	}
+	a := &analyzeState{ops: map[Node][]*exec.Instrumented{}, scans: map[*ScanNode][]*tablestore.Scan{}}
+	b := &builder{ec: ec, params: params, bucket: -1, analyze: a}
+	op, err = b.build(q.root)
+	if err != nil {
+		return nil, nil, err
+	}
+	return op, func() string { return a.report(q.root) }, nil
 }
 
 // Explain renders the physical plan with pushdowns, algorithms and estimated

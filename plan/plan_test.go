@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -18,6 +19,8 @@ import (
 	"github.com/flightd/flightd/plan"
 	"github.com/flightd/flightd/sql"
 )
+
+var timeRe = regexp.MustCompile(`time=[0-9.]+[a-zµ]+`)
 
 func newHarness(t *testing.T, opts plan.Options) (*slt.InProc, *memory.CheckedAllocator) {
 	t.Helper()
@@ -70,6 +73,16 @@ func TestExplain(t *testing.T) {
 					return fmt.Sprintf("not a query: %T\n", b)
 				}
 				return q.Explain()
+			case "analyze":
+				b, err := h.Bind(d.Input)
+				if err != nil {
+					return "error: " + err.Error() + "\n"
+				}
+				text, err := h.Analyze(b.(*plan.Query), nil)
+				if err != nil {
+					return "error: " + err.Error() + "\n"
+				}
+				return timeRe.ReplaceAllString(text, "time=X")
 			case "query":
 				_, rows, err := h.Query(d.Input)
 				if err != nil {

@@ -198,13 +198,40 @@ func (h *InProc) Query(text string) (string, [][]string, error) {
 		if !ok {
 			return "", nil, fmt.Errorf("EXPLAIN of %T is not supported here", b.Target)
 		}
+		text := q.Explain()
+		if b.Analyze {
+			if text, err = h.Analyze(q, nil); err != nil {
+				return "", nil, err
+			}
+		}
 		var rows [][]string
-		for _, l := range strings.Split(strings.TrimRight(q.Explain(), "\n"), "\n") {
+		for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
 			rows = append(rows, []string{l})
 		}
 		return "T", rows, nil
 	}
 	return "", nil, fmt.Errorf("not a query")
+}
+
+// Analyze runs q instrumented and returns the EXPLAIN ANALYZE report.
+func (h *InProc) Analyze(q *plan.Query, params arrow.RecordBatch) (string, error) {
+	op, report, err := q.BuildAnalyze(h.ec(), params)
+	if err != nil {
+		return "", err
+	}
+	defer op.Close()
+	if err := op.Open(h.ctx); err != nil {
+		return "", err
+	}
+	for {
+		_, err := op.Next(h.ctx)
+		if errors.Is(err, io.EOF) {
+			return report(), nil
+		}
+		if err != nil {
+			return "", err
+		}
+	}
 }
 
 // QueryParams runs a prepared query with one row of parameters.
