@@ -24,6 +24,7 @@ import (
 func main() {
 	rows := flag.Int("rows", 2_000_000, "rows in the scanned table")
 	batch := flag.Int("batch", 64*1024, "rows per batch written")
+	execBatch := flag.Int("exec-batch", 0, "flightd executor batch size (0: its default)")
 	runs := flag.Int("runs", 5, "timed runs (after a warm-up); the fastest is kept")
 	points := flag.Int("points", 200, "one-row queries for the latency percentiles")
 	out := flag.String("out", "", "write the results as JSON to this file")
@@ -51,7 +52,7 @@ func main() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	scan, p50, p99, err := doget.Flightd(ctx, dir, batches, *runs, *points)
+	scan, p50, p99, err := doget.Flightd(ctx, dir, batches, *execBatch, *runs, *points)
 	if err != nil {
 		log.Fatal(err)
 	}
