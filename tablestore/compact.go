@@ -298,7 +298,11 @@ func (st *tableState) compactUnit(ctx context.Context, sch *tableSchema, baseID 
 // writer while one of the buckets it wrote has too many sorted runs.
 func (st *tableState) afterCommit(ctx context.Context, touched []*manifestEntry) {
 	sch, err := st.latestSchema()
-	if err != nil || sch.opts.writeOnly {
+	if err != nil {
+		return
+	}
+	if sch.opts.writeOnly {
+		st.triggerCompaction() // expiry only
 		return
 	}
 	for range 3 {
@@ -336,6 +340,22 @@ func (st *tableState) mustStall(sch *tableSchema, touched []*manifestEntry) bool
 	return false
 }
 
+// maintain is one background pass: compaction (unless write-only), then
+// snapshot expiry.
+func (st *tableState) maintain(ctx context.Context) error {
+	sch, err := st.latestSchema()
+	if err != nil {
+		return err
+	}
+	if !sch.opts.writeOnly {
+		if err := st.compactAll(ctx, false); err != nil {
+			return err
+		}
+	}
+	_, err = st.expire(ctx)
+	return err
+}
+
 // triggerCompaction starts a background pass, or asks the running one to
 // go again; it returns a channel closed when the pass ends (nil once the
 // store is closed).
@@ -360,7 +380,8 @@ func (st *tableState) triggerCompaction() <-chan struct{} {
 		defer st.s.bgWG.Done()
 		defer st.bgWG.Done()
 		for {
-			if err := st.compactAll(st.bgCtx, false); err != nil {
+			err := st.maintain(st.bgCtx)
+			if err != nil && st.bgCtx.Err() == nil {
 				st.mu.Lock()
 				st.bgErr = err
 				st.mu.Unlock()

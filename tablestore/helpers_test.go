@@ -107,6 +107,7 @@ func readScan(t testing.TB, s *Scan) []string {
 }
 
 func readScanErr(s *Scan) ([]string, error) {
+	defer s.Close()
 	ctx := context.Background()
 	var rows []string
 	for _, sp := range s.Splits() {

@@ -20,6 +20,8 @@ import (
 type ScanSpec struct {
 	// SnapshotID selects the snapshot; 0 reads the latest.
 	SnapshotID int64
+	// Tag selects a tagged snapshot instead (SnapshotID must be 0).
+	Tag string
 	// Columns is the projection in output order; nil reads all columns.
 	Columns []string
 	// Filter skips data that cannot match; nil for none.
@@ -51,6 +53,7 @@ type Scan struct {
 	stats     ScanStats
 	rgRead    atomic.Int64
 	rgSkipped atomic.Int64
+	release   func()
 }
 
 // Split is an independent part of a scan (one bucket of one partition, or
@@ -74,12 +77,21 @@ func (t *Table) NewScan(ctx context.Context, spec ScanSpec) (*Scan, error) {
 		return nil, err
 	}
 	st := t.st
-	sn, err := st.resolveSnapshot(spec.SnapshotID)
+	var sn *snapshot
+	var err error
+	if spec.Tag != "" {
+		if spec.SnapshotID != 0 {
+			return nil, fmt.Errorf("scan %s: %w: both SnapshotID and Tag given", st.id, ErrInvalid)
+		}
+		sn, err = st.readTag(spec.Tag)
+	} else {
+		sn, err = st.resolveSnapshot(spec.SnapshotID)
+	}
 	if err != nil {
 		return nil, err
 	}
 	sch := t.schema
-	if spec.SnapshotID != 0 && sn != nil {
+	if (spec.SnapshotID != 0 || spec.Tag != "") && sn != nil {
 		if sch, err = st.schema(sn.SchemaID); err != nil {
 			return nil, err
 		}
@@ -123,8 +135,18 @@ func (t *Table) NewScan(ctx context.Context, spec ScanSpec) (*Scan, error) {
 	}
 	s.snapID = sn.ID
 	s.stats.SnapshotID = sn.ID
+	s.holdSnapshot()
+	if spec.Tag == "" {
+		// Re-read under the lease: expiry may have removed the snapshot
+		// between resolving and leasing it.
+		if _, err := st.readSnapshot(sn.ID); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	files, err := st.liveFiles(sn)
 	if err != nil {
+		s.Close()
 		return nil, err
 	}
 	s.plan(files)

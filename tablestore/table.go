@@ -31,6 +31,9 @@ type tableState struct {
 	schemas  map[int64]*tableSchema
 	liveSnap int64 // snapshot whose live files are cached
 	live     []*manifestEntry
+	// expireMu serializes expiry with tag creation.
+	expireMu sync.Mutex
+	leases   map[int64]int // snapshot id -> open scans
 	// compactMu serializes compactions of the table.
 	compactMu sync.Mutex
 	// Background compaction.

@@ -1,0 +1,453 @@
+package tablestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"runtime"
+	"slices"
+	"strings"
+)
+
+func (st *tableState) tagPath(name string) string { return joinPath(st.dir, "tag", "tag-"+name) }
+
+func (st *tableState) consumerPath(id string) string {
+	return joinPath(st.dir, "consumer", "consumer-"+id)
+}
+
+// CreateTag pins a snapshot (0 = latest) under a name; the snapshot and its
+// files survive expiry until the tag is deleted.
+func (t *Table) CreateTag(ctx context.Context, name string, snapshotID int64) error {
+	st := t.st
+	if err := validateName("tag", name); err != nil {
+		return err
+	}
+	sn, err := st.resolveSnapshot(snapshotID)
+	if err != nil {
+		return err
+	}
+	if sn == nil {
+		return fmt.Errorf("tag %q on %s: %w: the table has no snapshot", name, st.id, ErrSnapshotNotFound)
+	}
+	// The tag lock keeps expiry from deleting the snapshot's files between
+	// reading it and publishing the tag.
+	st.expireMu.Lock()
+	defer st.expireMu.Unlock()
+	if _, err := st.readSnapshot(sn.ID); err != nil {
+		return err
+	}
+	if err := st.fs().MkdirAll(joinPath(st.dir, "tag")); err != nil {
+		return err
+	}
+	tmp := joinPath(st.dir, "tag", ".tmp-"+newUUID())
+	if _, err := writeMeta(st.fs(), tmp, sn); err != nil {
+		_ = st.fs().Remove(tmp)
+		return err
+	}
+	if err := st.fs().RenameNoReplace(tmp, st.tagPath(name)); err != nil {
+		_ = st.fs().Remove(tmp)
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%w: tag %q of %s already exists", ErrInvalid, name, st.id)
+		}
+		return err
+	}
+	return st.fs().SyncDir(joinPath(st.dir, "tag"))
+}
+
+// DeleteTag removes a tag; its files are reclaimed by a later expiry.
+func (t *Table) DeleteTag(ctx context.Context, name string) error {
+	if err := validateName("tag", name); err != nil {
+		return err
+	}
+	st := t.st
+	st.expireMu.Lock()
+	defer st.expireMu.Unlock()
+	sn, err := st.readTag(name)
+	if err != nil {
+		return err
+	}
+	if err := st.fs().Remove(st.tagPath(name)); err != nil {
+		return err
+	}
+	earliest, err := st.earliestSnapshotID()
+	if err != nil || sn.ID >= earliest {
+		return err // the snapshot still exists: expiry reclaims its files
+	}
+	// The tag outlived its snapshot: reclaim what nothing else needs. A
+	// file not live in the earliest snapshot was deleted before it, so no
+	// retained snapshot needs it.
+	keepFiles, keepManifests, err := st.referenced([]int64{earliest})
+	if err != nil {
+		return err
+	}
+	live, err := st.liveFiles(sn)
+	if err != nil {
+		return err
+	}
+	for _, e := range live {
+		if !keepFiles[e.File.FileName] {
+			if err := st.fs().Remove(joinPath(st.dir, e.File.Path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	for _, l := range []string{sn.BaseManifestList, sn.DeltaManifestList} {
+		ms, err := st.readManifestList(l)
+		if err != nil {
+			return err
+		}
+		for _, m := range append(ms, manifestMeta{FileName: l}) {
+			if !keepManifests[m.FileName] {
+				if err := st.fs().Remove(st.manifestPath(m.FileName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// referenced returns the data files live in the given snapshots or any
+// tag, and the manifests (and lists) those snapshots and every retained
+// snapshot from the first given one on reference.
+func (st *tableState) referenced(snaps []int64) (files, manifests map[string]bool, err error) {
+	files, manifests = map[string]bool{}, map[string]bool{}
+	keepLists := func(sn *snapshot) error {
+		for _, l := range []string{sn.BaseManifestList, sn.DeltaManifestList} {
+			manifests[l] = true
+			ms, err := st.readManifestList(l)
+			if err != nil {
+				return err
+			}
+			for _, m := range ms {
+				manifests[m.FileName] = true
+			}
+		}
+		return nil
+	}
+	tags, err := st.readTags()
+	if err != nil {
+		return nil, nil, err
+	}
+	var all []*snapshot
+	for _, tag := range tags {
+		all = append(all, tag)
+	}
+	ids, err := st.listSnapshots()
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, id := range ids {
+		if len(snaps) > 0 && id >= snaps[0] {
+			sn, err := st.readSnapshot(id)
+			if err != nil {
+				return nil, nil, err
+			}
+			if err := keepLists(sn); err != nil {
+				return nil, nil, err
+			}
+			if slices.Contains(snaps, id) {
+				all = append(all, sn)
+			}
+		}
+	}
+	for _, sn := range all {
+		if err := keepLists(sn); err != nil {
+			return nil, nil, err
+		}
+		live, err := st.liveFiles(sn)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, e := range live {
+			files[e.File.FileName] = true
+		}
+	}
+	return files, manifests, nil
+}
+
+// Tags returns the tags and their snapshot ids.
+func (t *Table) Tags(ctx context.Context) (map[string]int64, error) {
+	tags, err := t.st.readTags()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for n, sn := range tags {
+		out[n] = sn.ID
+	}
+	return out, nil
+}
+
+func (st *tableState) readTags() (map[string]*snapshot, error) {
+	names, err := st.fs().List(joinPath(st.dir, "tag"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*snapshot{}
+	for _, n := range names {
+		tag, ok := strings.CutPrefix(n, "tag-")
+		if !ok {
+			continue
+		}
+		sn, err := st.readTag(tag)
+		if err != nil {
+			return nil, err
+		}
+		out[tag] = sn
+	}
+	return out, nil
+}
+
+func (st *tableState) readTag(name string) (*snapshot, error) {
+	sn := &snapshot{}
+	if err := readMeta(st.fs(), st.tagPath(name), sn); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("table %s: tag %q: %w", st.id, name, ErrSnapshotNotFound)
+		}
+		return nil, err
+	}
+	return sn, nil
+}
+
+// SetConsumer records that consumer id will read from nextSnapshot on;
+// expiry keeps that snapshot and every later one.
+func (t *Table) SetConsumer(ctx context.Context, id string, nextSnapshot int64) error {
+	if err := validateName("consumer", id); err != nil {
+		return err
+	}
+	st := t.st
+	if err := st.fs().MkdirAll(joinPath(st.dir, "consumer")); err != nil {
+		return err
+	}
+	tmp := joinPath(st.dir, "consumer", ".tmp-"+newUUID())
+	if _, err := writeMeta(st.fs(), tmp, map[string]int64{"nextSnapshot": nextSnapshot}); err != nil {
+		_ = st.fs().Remove(tmp)
+		return err
+	}
+	if err := st.fs().Rename(tmp, st.consumerPath(id)); err != nil {
+		_ = st.fs().Remove(tmp)
+		return err
+	}
+	return st.fs().SyncDir(joinPath(st.dir, "consumer"))
+}
+
+// DeleteConsumer forgets a consumer.
+func (t *Table) DeleteConsumer(ctx context.Context, id string) error {
+	if err := validateName("consumer", id); err != nil {
+		return err
+	}
+	if err := t.st.fs().Remove(t.st.consumerPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// minConsumer returns the smallest next snapshot of any consumer (0: none).
+func (st *tableState) minConsumer() (int64, error) {
+	names, err := st.fs().List(joinPath(st.dir, "consumer"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var lo int64
+	for _, n := range names {
+		if !strings.HasPrefix(n, "consumer-") {
+			continue
+		}
+		var c map[string]int64
+		if err := readMeta(st.fs(), joinPath(st.dir, "consumer", n), &c); err != nil {
+			return 0, err
+		}
+		if v := c["nextSnapshot"]; lo == 0 || v < lo {
+			lo = v
+		}
+	}
+	return lo, nil
+}
+
+// lease keeps snapshot id (and later ones) from expiring while a scan
+// reads it; the returned func releases it (idempotent).
+func (st *tableState) lease(id int64) func() {
+	st.mu.Lock()
+	if st.leases == nil {
+		st.leases = map[int64]int{}
+	}
+	st.leases[id]++
+	st.mu.Unlock()
+	var done bool
+	return func() {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if done {
+			return
+		}
+		done = true
+		if st.leases[id]--; st.leases[id] <= 0 {
+			delete(st.leases, id)
+		}
+	}
+}
+
+// Close releases the scan's hold on its snapshot; an unclosed scan releases
+// it when garbage collected. Readers already open keep working.
+func (s *Scan) Close() {
+	if s.release != nil {
+		s.release()
+	}
+}
+
+func (s *Scan) holdSnapshot() {
+	// Under expireMu, so a running expiry either finished (the caller then
+	// re-checks the snapshot) or will see the lease.
+	s.st.expireMu.Lock()
+	rel := s.st.lease(s.snapID)
+	s.st.expireMu.Unlock()
+	s.release = rel
+	runtime.AddCleanup(s, func(f func()) { f() }, rel)
+}
+
+// ExpireSnapshots deletes snapshots beyond the table's retention
+// (snapshot.num-retained.min/max, snapshot.time-retained) and the files
+// only they reference. Snapshots from the oldest one still leased by an
+// open scan or needed by a consumer on are kept, and tagged snapshots keep
+// their files. It returns the number of snapshots expired.
+func (t *Table) ExpireSnapshots(ctx context.Context) (int, error) {
+	return t.st.expire(ctx)
+}
+
+func (st *tableState) expire(ctx context.Context) (int, error) {
+	st.expireMu.Lock()
+	defer st.expireMu.Unlock()
+	sch, err := st.latestSchema()
+	if err != nil {
+		return 0, err
+	}
+	o := sch.opts
+	ids, err := st.listSnapshots()
+	if err != nil || len(ids) <= o.retainedMin {
+		return 0, err
+	}
+	protect := ids[len(ids)-1] // never the latest
+	if c, err := st.minConsumer(); err != nil {
+		return 0, err
+	} else if c > 0 {
+		protect = min(protect, c)
+	}
+	st.mu.Lock()
+	for id := range st.leases {
+		protect = min(protect, id)
+	}
+	st.mu.Unlock()
+	cutoff := st.s.opts.Now().Add(-o.timeRetained).UnixMilli()
+	// Expire a prefix of the ids.
+	n := 0
+	for i, id := range ids {
+		if len(ids)-i <= o.retainedMin || id >= protect {
+			break
+		}
+		if len(ids)-i <= o.retainedMax {
+			sn, err := st.readSnapshot(id)
+			if err != nil {
+				return 0, err
+			}
+			if sn.TimeMillis >= cutoff {
+				break
+			}
+		}
+		n = i + 1
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	expired, retained := ids[:n], ids[n:]
+	// Manifests still referenced by retained snapshots or tags, and files
+	// of tags.
+	tagFiles, keepManifest, err := st.referenced(retained[:1])
+	if err != nil {
+		return 0, err
+	}
+	// Data files deleted by a snapshot up to the new earliest are needed by
+	// none of the retained snapshots.
+	var dataFiles []string
+	for _, id := range append(expired[1:], retained[0]) {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		sn, err := st.readSnapshot(id)
+		if err != nil {
+			return 0, err
+		}
+		ml, err := st.readManifestList(sn.DeltaManifestList)
+		if err != nil {
+			return 0, err
+		}
+		for _, m := range ml {
+			ents, err := st.readManifest(m.FileName)
+			if err != nil {
+				return 0, err
+			}
+			for _, e := range ents {
+				if e.Kind == kindDelete && !tagFiles[e.File.FileName] {
+					dataFiles = append(dataFiles, joinPath(st.dir, e.File.Path))
+				}
+			}
+		}
+	}
+	var manifests []string
+	for _, id := range expired {
+		sn, err := st.readSnapshot(id)
+		if err != nil {
+			return 0, err
+		}
+		for _, l := range []string{sn.BaseManifestList, sn.DeltaManifestList} {
+			ms, err := st.readManifestList(l)
+			if err != nil {
+				return 0, err
+			}
+			for _, m := range ms {
+				if !keepManifest[m.FileName] {
+					manifests = append(manifests, m.FileName)
+				}
+			}
+			if !keepManifest[l] {
+				manifests = append(manifests, l)
+			}
+		}
+	}
+	// Data files, then manifests, then snapshots: a crash in between leaves
+	// old snapshots that fail to read, never a retained one.
+	for _, f := range dataFiles {
+		if err := st.fs().Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return 0, fmt.Errorf("expire: %w", err)
+		}
+	}
+	slices.Sort(manifests)
+	for _, m := range slices.Compact(manifests) {
+		if err := st.fs().Remove(st.manifestPath(m)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return 0, fmt.Errorf("expire: %w", err)
+		}
+	}
+	for _, id := range expired {
+		if err := st.fs().Remove(st.snapshotPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return 0, fmt.Errorf("expire: %w", err)
+		}
+	}
+	st.writeHint("EARLIEST", retained[0])
+	return len(expired), nil
+}
+
+// earliestSnapshotID is the oldest snapshot still present (0: none).
+func (st *tableState) earliestSnapshotID() (int64, error) {
+	ids, err := st.listSnapshots()
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	return ids[0], nil
+}
