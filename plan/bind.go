@@ -160,6 +160,10 @@ func (b *binder) bindStatement(stmt sql.Statement) Statement {
 		b.notImplemented(s.Pos, "CREATE MATERIALIZED TABLE")
 	case *sql.SetStmt:
 		b.notImplemented(s.Pos, "SET")
+	case *sql.CreateView, *sql.DropView:
+		b.notImplemented(s.Position(), "views")
+	case *sql.CreateFunction:
+		b.notImplemented(s.Position(), "user-defined functions")
 	}
 	b.fail(stmt.Position(), "unsupported statement %T", stmt)
 	return nil

@@ -406,6 +406,9 @@ func (b *binder) bindCall(e *sql.FuncCall, sc *scope, node *Node, o exprOpts) Ex
 		args[i] = b.bindScalar(a, sc, node, o.with(hint))
 	}
 	fn := e.Name
+	if part, ok := extractAliases[fn]; ok && len(args) == 1 {
+		return b.call(e.Pos, "extract", &Const{Value: stringScalar(part)}, args[0])
+	}
 	switch fn {
 	case "substring":
 		fn = "substr"
@@ -434,6 +437,13 @@ func (b *binder) bindCall(e *sql.FuncCall, sc *scope, node *Node, o exprOpts) Ex
 		b.fail(e.Pos, "unknown function %s", e.Name)
 	}
 	return b.call(e.Pos, fn, args...)
+}
+
+// extractAliases are Flink's date part functions: HOUR(ts) is
+// EXTRACT(HOUR FROM ts).
+var extractAliases = map[string]string{
+	"year": "year", "quarter": "quarter", "month": "month", "week": "week", "dayofmonth": "day",
+	"hour": "hour", "minute": "minute", "second": "second", "dayofweek": "dow", "dayofyear": "doy",
 }
 
 // grouping implements GROUPING(a, ...) from the grouping id column: bit i

@@ -629,6 +629,33 @@ type Transaction struct {
 	Kind TxnKind
 }
 
+// CreateView is CREATE [TEMPORARY] VIEW [IF NOT EXISTS] name [(cols)] AS query.
+type CreateView struct {
+	Pos         Pos
+	Temporary   bool
+	IfNotExists bool
+	Name        *Name
+	Columns     []string
+	As          *Query
+}
+
+// DropView is DROP [TEMPORARY] VIEW [IF EXISTS] name.
+type DropView struct {
+	Pos       Pos
+	Temporary bool
+	IfExists  bool
+	Name      *Name
+}
+
+// CreateFunction is CREATE [TEMPORARY] FUNCTION name AS 'class' [LANGUAGE lang].
+type CreateFunction struct {
+	Pos       Pos
+	Temporary bool
+	Name      *Name
+	Class     string
+	Language  string
+}
+
 // SetStmt is SET 'key' = 'value' (session option) or RESET.
 type SetStmt struct {
 	Pos   Pos
@@ -709,6 +736,9 @@ func (n *Show) Position() Pos                    { return n.Pos }
 func (n *Describe) Position() Pos                { return n.Pos }
 func (n *Transaction) Position() Pos             { return n.Pos }
 func (n *SetStmt) Position() Pos                 { return n.Pos }
+func (n *CreateView) Position() Pos              { return n.Pos }
+func (n *DropView) Position() Pos                { return n.Pos }
+func (n *CreateFunction) Position() Pos          { return n.Pos }
 
 func (*Query) stmt()                   {}
 func (*CreateTable) stmt()             {}
@@ -726,6 +756,9 @@ func (*Show) stmt()                    {}
 func (*Describe) stmt()                {}
 func (*Transaction) stmt()             {}
 func (*SetStmt) stmt()                 {}
+func (*CreateView) stmt()              {}
+func (*DropView) stmt()                {}
+func (*CreateFunction) stmt()          {}
 
 func (*Select) setExpr()     {}
 func (*SetOp) setExpr()      {}

@@ -627,6 +627,44 @@ func (f *formatter) node(n Node) {
 		f.w([...]string{"BEGIN", "COMMIT", "ROLLBACK"}[n.Kind])
 	case *SetStmt:
 		f.w("SET ", QuoteString(n.Key), " = ", QuoteString(n.Value))
+	case *CreateView:
+		f.w("CREATE ")
+		if n.Temporary {
+			f.w("TEMPORARY ")
+		}
+		f.w("VIEW ")
+		if n.IfNotExists {
+			f.w("IF NOT EXISTS ")
+		}
+		f.parts(n.Name.Parts)
+		if n.Columns != nil {
+			f.w(" (")
+			f.idents(n.Columns)
+			f.w(")")
+		}
+		f.w(" AS ")
+		f.node(n.As)
+	case *DropView:
+		f.w("DROP ")
+		if n.Temporary {
+			f.w("TEMPORARY ")
+		}
+		f.w("VIEW ")
+		if n.IfExists {
+			f.w("IF EXISTS ")
+		}
+		f.parts(n.Name.Parts)
+	case *CreateFunction:
+		f.w("CREATE ")
+		if n.Temporary {
+			f.w("TEMPORARY ")
+		}
+		f.w("FUNCTION ")
+		f.parts(n.Name.Parts)
+		f.w(" AS ", QuoteString(n.Class))
+		if n.Language != "" {
+			f.w(" LANGUAGE ", n.Language)
+		}
 	default:
 		f.w(fmt.Sprintf("<unknown node %T>", n))
 	}

@@ -546,6 +546,32 @@ func (p *parser) ifExists() bool {
 
 func (p *parser) parseCreate() Statement {
 	pos := p.expectK("create")
+	temp := p.acceptK("temporary")
+	if !temp {
+		p.acceptK("temp")
+	}
+	switch {
+	case p.acceptK("view"):
+		v := &CreateView{Pos: pos, Temporary: temp, IfNotExists: p.ifNotExists(), Name: p.name("view name")}
+		if p.isP("(") {
+			v.Columns = p.parenIdentList("column name")
+		}
+		p.expectK("as")
+		v.As = p.parseQuery()
+		return v
+	case p.acceptK("function"):
+		f := &CreateFunction{Pos: pos, Temporary: temp, Name: p.name("function name")}
+		p.expectK("as")
+		f.Class, _ = p.str("function class")
+		if p.acceptK("language") {
+			l, _ := p.anyIdent("language")
+			f.Language = strings.ToUpper(l)
+		}
+		return f
+	}
+	if temp {
+		p.failf(p.peek().pos, "expected VIEW or FUNCTION after CREATE TEMPORARY, found %s", p.describe(p.peek()))
+	}
 	switch {
 	case p.acceptK("database") || p.acceptK("schema"):
 		c := &CreateDatabase{Pos: pos, IfNotExists: p.ifNotExists()}
@@ -714,6 +740,13 @@ func (p *parser) parseCreateMaterialized(pos Pos) Statement {
 
 func (p *parser) parseDrop() Statement {
 	pos := p.expectK("drop")
+	temp := p.acceptK("temporary")
+	if p.acceptK("view") {
+		return &DropView{Pos: pos, Temporary: temp, IfExists: p.ifExists(), Name: p.name("view name")}
+	}
+	if temp {
+		p.failf(p.peek().pos, "expected VIEW after DROP TEMPORARY, found %s", p.describe(p.peek()))
+	}
 	switch {
 	case p.acceptK("database") || p.acceptK("schema"):
 		d := &DropDatabase{Pos: pos, IfExists: p.ifExists()}
