@@ -221,10 +221,24 @@ func (s *sliceSource) Close() error {
 }
 
 // Source returns an operator yielding batches (ownership passes to it; it
-// releases them at Close).
+// releases them at Close, even if it was never opened).
 func Source(ec *exec.Context, schema *arrow.Schema, batches []arrow.RecordBatch) exec.Operator {
 	src := &sliceSource{batches: batches}
-	return exec.NewSource(ec, schema, func(context.Context) (exec.BatchSource, error) { return src, nil })
+	return &ownedSource{
+		Operator: exec.NewSource(ec, schema, func(context.Context) (exec.BatchSource, error) { return src, nil }),
+		src:      src,
+	}
+}
+
+type ownedSource struct {
+	exec.Operator
+	src *sliceSource
+}
+
+func (o *ownedSource) Close() error {
+	err := o.Operator.Close()
+	o.src.Close()
+	return err
 }
 
 // Rows formats the rows of batches as "v1 | v2" strings.
