@@ -1,0 +1,98 @@
+package exec_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/exec/exectest"
+)
+
+func randomTable(t *testing.T, rng *rand.Rand, n, domain int) exectest.Table {
+	tb := exectest.NewTable(t, "k:int32, j:string, v:int64")
+	cell := func(s string) string {
+		if rng.IntN(8) == 0 {
+			return "NULL"
+		}
+		return s
+	}
+	for i := 0; i < n; i++ {
+		tb.Rows = append(tb.Rows, []string{
+			cell(fmt.Sprint(rng.IntN(domain))), cell(fmt.Sprintf("j%d", rng.IntN(3))), cell(fmt.Sprint(rng.IntN(100) - 50)),
+		})
+	}
+	return tb
+}
+
+// TestRandomJoins checks the merge and nested-loop joins against the hash
+// join on random inputs, for every join type, with and without a residual.
+func TestRandomJoins(t *testing.T) {
+	seed := exectest.Seed(t)
+	rng := rand.New(rand.NewPCG(seed, 5))
+	for iter := 0; iter < 6; iter++ {
+		l := randomTable(t, rng, 1+rng.IntN(40), 1+rng.IntN(10))
+		r := randomTable(t, rng, 1+rng.IntN(40), 1+rng.IntN(10))
+		s := l.Schema
+		lk := []exec.Expr{col(s, "k"), col(s, "j")}
+		rk := []exec.Expr{col(s, "k"), col(s, "j")}
+		var residual exec.Expr
+		if iter%2 == 1 {
+			residual = call(t, "less", exec.NewColumn(2, arrow.PrimitiveTypes.Int64, "l.v"), exec.NewColumn(5, arrow.PrimitiveTypes.Int64, "r.v"))
+		}
+		sorted := func(ec *exec.Context, op exec.Operator) exec.Operator {
+			return exec.NewSort(ec, op, []exec.SortKey{{Expr: col(s, "k")}, {Expr: col(s, "j")}})
+		}
+		for _, typ := range []exec.JoinType{exec.InnerJoin, exec.LeftJoin, exec.RightJoin, exec.FullJoin, exec.SemiJoin, exec.AntiJoin} {
+			want := reference(t, []exectest.Table{l, r}, func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+				return exec.NewHashJoin(ec, ops[0], ops[1], typ, lk, rk, residual)
+			})
+			for name, ctor := range map[string]exectest.Ctor{
+				"merge": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+					return exec.NewMergeJoin(ec, sorted(ec, ops[0]), sorted(ec, ops[1]), typ, lk, rk, residual)
+				},
+				"nested-loop": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+					cond := call(t, "and",
+						call(t, "equal", exec.NewColumn(0, arrow.PrimitiveTypes.Int32, "l.k"), exec.NewColumn(3, arrow.PrimitiveTypes.Int32, "r.k")),
+						call(t, "equal", exec.NewColumn(1, arrow.BinaryTypes.String, "l.j"), exec.NewColumn(4, arrow.BinaryTypes.String, "r.j")))
+					if residual != nil {
+						cond = call(t, "and", cond, residual)
+					}
+					return exec.NewNestedLoopJoin(ec, ops[0], ops[1], typ, cond)
+				},
+			} {
+				got := reference(t, []exectest.Table{l, r}, ctor)
+				if !exectest.Unordered(got, want) {
+					t.Fatalf("iter %d %s %s join:\ngot  %q\nwant %q", iter, name, typ, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestRandomAggregates checks sort aggregation (over sorted input) against
+// hash aggregation on random inputs.
+func TestRandomAggregates(t *testing.T) {
+	seed := exectest.Seed(t)
+	rng := rand.New(rand.NewPCG(seed, 6))
+	for iter := 0; iter < 6; iter++ {
+		in := randomTable(t, rng, 1+rng.IntN(200), 1+rng.IntN(20))
+		s := in.Schema
+		groups := []exec.Expr{col(s, "k"), col(s, "j")}
+		aggs := []exec.AggregateSpec{
+			{Func: "count_star"}, {Func: "count", Args: []exec.Expr{col(s, "v")}},
+			{Func: "sum", Args: []exec.Expr{col(s, "v")}}, {Func: "min", Args: []exec.Expr{col(s, "v")}},
+			{Func: "max", Args: []exec.Expr{col(s, "j")}}, {Func: "avg", Args: []exec.Expr{col(s, "v")}},
+			{Func: "var_pop", Args: []exec.Expr{col(s, "v")}}, {Func: "sum", Args: []exec.Expr{col(s, "v")}, Distinct: true},
+		}
+		want := reference(t, []exectest.Table{in}, func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewHashAggregate(ec, ops[0], groups, nil, aggs, nil)
+		})
+		exectest.Run(t, []exectest.Table{in}, want, exectest.Unordered, func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			sorted := exec.NewSort(ec, ops[0], []exec.SortKey{{Expr: col(s, "k")}, {Expr: col(s, "j")}})
+			return exec.NewSortAggregate(ec, sorted, groups, nil, aggs, nil)
+		})
+	}
+}
