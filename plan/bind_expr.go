@@ -177,7 +177,14 @@ func (b *binder) bindScalar(e sql.Expr, sc *scope, node *Node, o exprOpts) Expr 
 		x := b.bindScalar(e.X, sc, node, o.with(nil))
 		sub, corr := b.bindSubquery(e.Query, sc)
 		y := b.subqueryValue(sub, corr, e.Query.Pos)
-		return b.markJoin(node, sub, corr, b.compare("equal", x, y, e.Pos), e.Pos)
+		found := b.markJoin(node, sub, corr, b.compare("equal", x, y, e.Pos), e.Pos)
+		// NULL IN (...) is NULL, not FALSE. (A NULL among the subquery's
+		// values should also turn FALSE into NULL; that case is not
+		// handled outside top-level WHERE conditions.)
+		return &Case{Typ: boolType, Whens: []CaseWhen{
+			{Cond: found, Then: &Const{Value: boolScalar(true)}},
+			{Cond: b.call(e.Pos, "is_null", x), Then: &Const{Value: scalar.MakeNullScalar(boolType)}},
+		}, Else: &Const{Value: boolScalar(false)}}
 	case *sql.Star:
 		b.fail(e.Pos, "* is not allowed here")
 	case *sql.GroupingSets, *sql.Rollup, *sql.Cube:

@@ -665,6 +665,19 @@ func splitAnd(e sql.Expr) []sql.Expr {
 
 // trySemiJoin turns [NOT] EXISTS (q) and x [NOT] IN (q) into a join.
 func (b *binder) trySemiJoin(e sql.Expr, sc *scope, node Node) (Node, bool) {
+	// NOT EXISTS / NOT IN written as NOT (...).
+	if u, ok := e.(*sql.Unary); ok && u.Op == "NOT" {
+		switch x := u.X.(type) {
+		case *sql.Exists:
+			c := *x
+			c.Not = !c.Not
+			e = &c
+		case *sql.InSubquery:
+			c := *x
+			c.Not = !c.Not
+			e = &c
+		}
+	}
 	switch e := e.(type) {
 	case *sql.Exists:
 		sub, corr := b.bindSubquery(e.Query, sc)
@@ -684,6 +697,10 @@ func (b *binder) trySemiJoin(e sql.Expr, sc *scope, node Node) (Node, bool) {
 		eq := b.compare("equal", x, y, e.Pos)
 		kind := SemiJoin
 		if e.Not {
+			if len(corr.pulled) > 0 {
+				// NULLs would have to be judged per correlated group.
+				b.notImplemented(e.Pos, "correlated NOT IN (subquery); use NOT EXISTS")
+			}
 			kind = AntiNullAwareJoin
 		}
 		return &JoinNode{Kind: kind, Left: node, Right: sub, Cond: andAll(append([]Expr{eq}, corr.pulled...))}, true
