@@ -493,7 +493,25 @@ func (b *binder) scalarSubquery(e *sql.Subquery, sc *scope, node *Node) Expr {
 		return v
 	}
 	if !corr.agg {
-		b.notImplemented(e.Pos, "a correlated scalar subquery without aggregation")
+		// One value per correlation key, or an error: group the subquery
+		// by its correlated columns and check each group has one row.
+		for _, p := range corr.pulled {
+			if c, ok := p.(*Call); !ok || c.Fn != "equal" {
+				b.notImplemented(e.Pos, "a correlated scalar subquery without aggregation and with a non-equality correlation")
+			}
+		}
+		var groups []Expr
+		for _, c := range corr.inner {
+			groups = append(groups, &ColRef{ID: c.ID, Name: c.Name, Typ: c.Type})
+		}
+		val := b.newCol(v.Name, v.Typ, true)
+		cnt := b.newCol("_count", arrow.PrimitiveTypes.Int64, false)
+		agg := &AggNode{Input: sub, Groups: groups, GroupCols: corr.inner, Aggs: []AggCall{
+			{Fn: "any_value", Args: []Expr{v}, Col: val},
+			{Fn: "count_star", Col: cnt},
+		}}
+		*node = &JoinNode{Kind: LeftJoin, Left: *node, Right: &Max1RowNode{Input: agg, PerKeyCount: &cnt}, Cond: andAll(corr.pulled)}
+		return &ColRef{ID: val.ID, Name: val.Name, Typ: val.Type}
 	}
 	*node = &JoinNode{Kind: LeftJoin, Left: *node, Right: sub, Cond: andAll(corr.pulled)}
 	// COUNT over no rows is 0, but the outer join yields NULL.

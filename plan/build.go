@@ -251,6 +251,10 @@ func (bd *builder) buildWith(n Node, in []exec.Operator) (exec.Operator, error) 
 		}
 		return exec.NewSetOp(ec, in[0], in[1], exec.Except, n.All)
 	case *Max1RowNode:
+		if n.PerKeyCount != nil {
+			idx := layoutOf(n.Input.Columns())[n.PerKeyCount.ID]
+			return exec.NewFilter(ec, in[0], &maxOneCheck{col: idx}), nil
+		}
 		return &max1Row{ec: ec, child: in[0]}, nil
 	case *WindowNode:
 		return bd.window(n, in[0])
@@ -457,6 +461,31 @@ func (s *splitChain) Close() error {
 		return err
 	}
 	return nil
+}
+
+// maxOneCheck is a filter predicate that keeps every row and fails when a
+// group count exceeds one.
+type maxOneCheck struct{ col int }
+
+func (m *maxOneCheck) DataType() arrow.DataType { return arrow.FixedWidthTypes.Boolean }
+func (m *maxOneCheck) String() string           { return "max1row" }
+
+func (m *maxOneCheck) Eval(_ context.Context, ec *exec.Context, b arrow.RecordBatch) (arrow.Array, error) {
+	counts, ok := b.Column(m.col).(*array.Int64)
+	if !ok {
+		return nil, fmt.Errorf("%w: max1row check over %s", errInternal, b.Column(m.col).DataType())
+	}
+	for i := 0; i < counts.Len(); i++ {
+		if counts.IsValid(i) && counts.Value(i) > 1 {
+			return nil, fmt.Errorf("%w: scalar subquery returned more than one row", exec.ErrInvalid)
+		}
+	}
+	bl := array.NewBooleanBuilder(ec.Mem)
+	defer bl.Release()
+	for i := 0; i < counts.Len(); i++ {
+		bl.Append(true)
+	}
+	return bl.NewArray(), nil
 }
 
 // max1Row passes through the single row of a scalar subquery: none yields

@@ -170,8 +170,13 @@ type WindowNode struct {
 }
 
 // Max1RowNode passes through at most one row and fails on a second one
-// (scalar subqueries); with zero rows it yields one row of NULLs.
-type Max1RowNode struct{ Input Node }
+// (scalar subqueries); with zero rows it yields one row of NULLs. With
+// PerKeyCount set it instead checks that the count column of every row is
+// at most 1 (a correlated scalar subquery grouped by its correlation key).
+type Max1RowNode struct {
+	Input       Node
+	PerKeyCount *Column
+}
 
 func (n *ScanNode) Columns() []Column     { return n.Cols }
 func (n *ValuesNode) Columns() []Column   { return n.Cols }
@@ -323,8 +328,13 @@ func (n *SetOpNode) Rows() float64 {
 	}
 	return n.Left.Rows()
 }
-func (n *WindowNode) Rows() float64  { return n.Input.Rows() }
-func (n *Max1RowNode) Rows() float64 { return 1 }
+func (n *WindowNode) Rows() float64 { return n.Input.Rows() }
+func (n *Max1RowNode) Rows() float64 {
+	if n.PerKeyCount != nil {
+		return n.Input.Rows()
+	}
+	return 1
+}
 
 func constInt(e Expr) (int64, bool) {
 	c, ok := e.(*Const)
@@ -493,6 +503,9 @@ func explainLine(n Node) string {
 		}
 		return s
 	case *Max1RowNode:
+		if n.PerKeyCount != nil {
+			return "Max1RowPerKey " + n.PerKeyCount.Name
+		}
 		return "Max1Row"
 	}
 	return fmt.Sprintf("%T", n)
