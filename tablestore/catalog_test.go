@@ -133,7 +133,7 @@ func TestAppendTablePartitionsOverwrite(t *testing.T) {
 		t.Fatalf("pruning stats %+v", st)
 	}
 	// Dynamic overwrite: only the partitions written to.
-	writeRows(t, tbl, mem, WriteOptions{Overwrite: true}, Insert, [][]any{{19000, 9, 90}})
+	writeRows(t, tbl, mem, WriteOptions{Overwrite: true, DynamicPartitionOverwrite: true}, Insert, [][]any{{19000, 9, 90}})
 	eqRows(t, scanAll(t, tbl, ScanSpec{}), "2022-01-08|9|90", "2022-01-09|2|20", "2022-01-10|3|30")
 	// Static overwrite of a partition with nothing: truncates it.
 	w = tbl.NewWrite(WriteOptions{Overwrite: true, OverwritePartition: map[string]string{"dt": "2022-01-09"}})
@@ -145,13 +145,16 @@ func TestAppendTablePartitionsOverwrite(t *testing.T) {
 	if _, err := w.Commit(ctx); err == nil || !strings.Contains(err.Error(), `"id" is not a partition column`) {
 		t.Fatalf("want bad partition spec error, got %v", err)
 	}
+	// A plain overwrite replaces the whole table.
+	writeRows(t, tbl, mem, WriteOptions{Overwrite: true}, Insert, [][]any{{19002, 4, 40}})
+	eqRows(t, scanAll(t, tbl, ScanSpec{}), "2022-01-10|4|40")
 	// Small-file compaction of append tables keeps every row.
 	for i := range 6 {
 		writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{19003, i, i}})
 	}
 	must(t, tbl.Compact(ctx, true))
 	st, _ := tbl.Stats(ctx, 0)
-	if st.Files != 3 {
+	if st.Files != 2 {
 		t.Fatalf("after compaction: %+v", st)
 	}
 	if got := scanAll(t, tbl, ScanSpec{Filter: Compare{Column: "dt", Op: GE, Value: scalar.NewDate32Scalar(19003)}}); len(got) != 6 {

@@ -23,7 +23,10 @@ type commitRequest struct {
 	// minSeq is the smallest sequence number of the added key-table rows
 	// (-1: none); a file added to one of the same buckets after baseID with
 	// a sequence number >= minSeq is a conflicting concurrent write.
-	minSeq  int64
+	minSeq int64
+	// strict: any non-compaction commit after baseID that added files to
+	// one of our buckets conflicts (read-modify-write).
+	strict  bool
 	nextSeq int64
 	dirs    []string // directories of new files, to sync
 }
@@ -100,7 +103,7 @@ func (st *tableState) tryCommit(req *commitRequest) (id int64, retry bool, err e
 			}
 		}
 	}
-	if err := st.checkSeqConflicts(req, latestID, deletes); err != nil {
+	if err := st.checkConflicts(req, latestID); err != nil {
 		return 0, false, err
 	}
 
@@ -267,26 +270,27 @@ func (st *tableState) isOurSnapshot(sn *snapshot) (bool, error) {
 	return got.CommitUser == sn.CommitUser && got.CommitIdentifier == sn.CommitIdentifier, nil
 }
 
-// checkSeqConflicts fails when a commit after baseID added key-table rows
-// to one of our buckets with sequence numbers not below ours: merging by
-// sequence number could then let our older-numbered rows lose to theirs
-// although we commit later.
-func (st *tableState) checkSeqConflicts(req *commitRequest, latestID int64, deletes []*manifestEntry) error {
-	if req.minSeq < 0 || len(req.adds) == 0 || latestID <= req.baseID {
+// checkConflicts fails when a commit after baseID (other than compaction,
+// which never changes contents) added files that make ours wrong: in an
+// overwritten scope (we would delete rows we never saw); in one of our
+// buckets when strict; or, for key tables, in one of our buckets with
+// sequence numbers not below ours (merging by sequence number could then
+// let our rows lose although we commit later).
+func (st *tableState) checkConflicts(req *commitRequest, latestID int64) error {
+	if latestID <= req.baseID || (len(req.adds) == 0 && req.overwrite == nil) || req.kind == commitCompact {
 		return nil
 	}
 	ours := map[string]bool{}
 	for _, a := range req.adds {
 		ours[partitionKey(a.Partition)+"/"+strconv.Itoa(a.Bucket)] = true
 	}
-	replaced := map[string]bool{}
-	for _, d := range deletes {
-		replaced[d.File.FileName] = true
-	}
 	for id := req.baseID + 1; id <= latestID; id++ {
 		sn, err := st.readSnapshot(id)
 		if err != nil {
 			return fmt.Errorf("%w: cannot check concurrent commit %d: %v", ErrConflict, id, err)
+		}
+		if sn.CommitKind == commitCompact {
+			continue
 		}
 		l, err := st.readManifestList(sn.DeltaManifestList)
 		if err != nil {
@@ -298,10 +302,16 @@ func (st *tableState) checkSeqConflicts(req *commitRequest, latestID int64, dele
 				return err
 			}
 			for _, e := range ents {
-				if e.Kind != kindAdd || replaced[e.File.FileName] || !ours[partitionKey(e.Partition)+"/"+strconv.Itoa(e.Bucket)] {
+				if e.Kind != kindAdd {
 					continue
 				}
-				if e.File.MaxSeq >= req.minSeq {
+				if req.overwrite != nil && req.overwrite(e) {
+					return fmt.Errorf("%w: snapshot %d added data to the overwritten partitions concurrently", ErrConflict, id)
+				}
+				if !ours[partitionKey(e.Partition)+"/"+strconv.Itoa(e.Bucket)] {
+					continue
+				}
+				if req.strict || (req.minSeq >= 0 && e.File.MaxSeq >= req.minSeq) {
 					return fmt.Errorf("%w: snapshot %d wrote bucket %d of partition %s concurrently", ErrConflict, id, e.Bucket, partitionKey(e.Partition))
 				}
 			}

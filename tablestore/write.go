@@ -17,14 +17,24 @@ import (
 // WriteOptions configure a Write.
 type WriteOptions struct {
 	// Overwrite replaces data instead of adding to it (INSERT OVERWRITE):
-	// with OverwritePartition set, every partition matching that static
-	// spec; otherwise, for a partitioned table, the partitions the written
-	// rows fall into (dynamic overwrite), and for an unpartitioned table,
-	// the whole table.
+	// the whole table, or with OverwritePartition the partitions matching
+	// that static spec, or with DynamicPartitionOverwrite the partitions the
+	// written rows fall into.
 	Overwrite bool
-	// OverwritePartition maps partition columns (all or a leading subset)
-	// to values written as in partition paths (dates as 2024-05-01).
+	// OverwritePartition maps partition columns (any subset) to values
+	// written as in partition paths (dates as 2024-05-01, NULL as the
+	// table's partition.default-name).
 	OverwritePartition map[string]string
+	// DynamicPartitionOverwrite limits an overwrite to the partitions that
+	// receive rows (Paimon's dynamic-partition-overwrite).
+	DynamicPartitionOverwrite bool
+	// BaseSnapshot is the snapshot the written rows were computed from (a
+	// read-modify-write such as UPDATE). Commit then fails with ErrConflict
+	// if any commit after it (other than compaction) wrote to one of the
+	// same buckets. 0: blind writes, which conflict only when sequence
+	// numbers could order them wrongly. Overwrites always conflict with
+	// data added to their scope after the base.
+	BaseSnapshot int64
 }
 
 // Write buffers rows and publishes them atomically on Commit. It can be
@@ -133,6 +143,12 @@ func (w *Write) start() error {
 		w.t.st.raiseSeq(sn.NextSequenceNumber)
 	}
 	w.baseID = id
+	if b := w.opts.BaseSnapshot; b > 0 {
+		if b > id {
+			return fmt.Errorf("write %s: %w: base snapshot %d is newer than the latest %d", w.t.st.id, ErrInvalid, b, id)
+		}
+		w.baseID = b
+	}
 	w.started = true
 	return nil
 }
@@ -508,6 +524,7 @@ func (w *Write) Commit(ctx context.Context) (int64, error) {
 		adds:    w.pending,
 		baseID:  w.baseID,
 		minSeq:  w.minSeq,
+		strict:  w.opts.BaseSnapshot > 0,
 		nextSeq: w.maxSeq + 1,
 		dirs:    slices.Collect(maps.Keys(w.dirs)),
 	}
@@ -541,6 +558,9 @@ func (w *Write) Commit(ctx context.Context) (int64, error) {
 // overwriteSelector returns which live files an overwrite replaces.
 func (w *Write) overwriteSelector() (func(*manifestEntry) bool, error) {
 	sch := w.sch
+	if len(w.opts.OverwritePartition) > 0 && w.opts.DynamicPartitionOverwrite {
+		return nil, fmt.Errorf("%w: OverwritePartition and DynamicPartitionOverwrite exclude each other", ErrInvalid)
+	}
 	if len(w.opts.OverwritePartition) > 0 {
 		if len(sch.PartitionKeys) == 0 {
 			return nil, fmt.Errorf("%w: OverwritePartition given but the table is not partitioned", ErrInvalid)
@@ -566,7 +586,7 @@ func (w *Write) overwriteSelector() (func(*manifestEntry) bool, error) {
 			return true
 		}, nil
 	}
-	if len(sch.PartitionKeys) == 0 {
+	if !w.opts.DynamicPartitionOverwrite || len(sch.PartitionKeys) == 0 {
 		return func(*manifestEntry) bool { return true }, nil
 	}
 	touched := maps.Clone(w.touched)
