@@ -293,13 +293,14 @@ func (b *binder) bindDelete(s *sql.Delete) Statement {
 	}
 	var node Node = scan
 	pred := b.bindPredicate(s.Where, sc, &node, "WHERE")
-	d.Deleted = b.finishQuery(&FilterNode{Input: node, Pred: pred})
-	t2, scan2, sc2 := b.tableScope(s.Table, s.Alias)
-	_ = t2
+	deleted := b.project(&FilterNode{Input: node, Pred: pred}, scan.Cols)
+	_, scan2, sc2 := b.tableScope(s.Table, s.Alias)
 	var node2 Node = scan2
 	pred2 := b.bindPredicate(s.Where, sc2, &node2, "WHERE")
 	kept := b.project(&FilterNode{Input: node2, Pred: notTrue(pred2)}, scan2.Cols)
+	// Both queries share the parameters: settle their types first.
 	b.defaultParamTypes()
+	d.Deleted = b.finishQuery(deleted)
 	d.Kept = b.finishQuery(kept)
 	return d
 }
