@@ -14,6 +14,14 @@ func num(s string) Value {
 	return Value{Kind: KNum, Num: r}
 }
 
+func dec(unscaled string, scale int32) Value {
+	u, ok := new(big.Int).SetString(unscaled, 10)
+	if !ok {
+		panic(unscaled)
+	}
+	return decValueBig(u, scale)
+}
+
 func str(s string) Value          { return Value{Kind: KString, S: s} }
 func flt(f float64) Value         { return Value{Kind: KFloat, F: f} }
 func null() Value                 { return Value{Kind: KNull} }
@@ -41,6 +49,15 @@ func TestCompare(t *testing.T) {
 		{"decimal against float", "SELECT name, total, avg FROM t",
 			rows([]Value{str("a"), num("1"), num("0.25")}),
 			rows([]Value{str("a"), num("1"), flt(0.25)}), ""},
+		{"decimal rounded float", "SELECT name, total, avg FROM t",
+			rows([]Value{str("a"), num("1"), flt(12.791054984486982)}),
+			rows([]Value{str("a"), num("1"), dec("12791055", 6)}), ""},
+		{"decimal rounded float, off by one digit", "SELECT name, total, avg FROM t",
+			rows([]Value{str("a"), num("1"), flt(12.791054984486982)}),
+			rows([]Value{str("a"), num("1"), dec("12791056", 6)}), "rows differ"},
+		{"integer is not a rounded float", "SELECT name, total, avg FROM t",
+			rows([]Value{str("a"), num("1"), flt(54.4)}),
+			rows([]Value{str("a"), num("1"), num("54")}), "rows differ"},
 		{"null is not zero", "SELECT name, total, avg FROM t",
 			rows([]Value{str("a"), null(), flt(1)}),
 			rows([]Value{str("a"), num("0"), flt(1)}), "rows differ"},
