@@ -161,14 +161,14 @@ func (st *Statement) buildPerRow(ec *exec.Context, q *plan.Query, params arrow.R
 		ops = append(ops, op)
 	}
 	if len(ops) == 1 {
-		return ops[0], nil
+		return withSchema(ops[0], q.Schema()), nil
 	}
 	op, err := exec.NewUnionAll(ec, ops...)
 	if err != nil {
 		closeAll(ops)
 		return nil, err
 	}
-	return op, nil
+	return withSchema(op, q.Schema()), nil
 }
 
 // paramRows splits the bound parameter batch into one-row batches (owned by

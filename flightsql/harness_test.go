@@ -27,10 +27,17 @@ type testServer struct {
 
 func startServer(t testing.TB, opts flightsql.Options) *testServer {
 	t.Helper()
+	return startServerBatch(t, opts, 0)
+}
+
+// startServerBatch is startServer with the executor's batch size (0: the
+// default).
+func startServerBatch(t testing.TB, opts flightsql.Options, batchSize int) *testServer {
+	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	dir := t.TempDir()
 	ctx := context.Background()
-	eng, err := engine.Open(ctx, engine.Config{Mem: mem, Root: dir})
+	eng, err := engine.Open(ctx, engine.Config{Mem: mem, Root: dir, BatchSize: batchSize})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	fsql "github.com/flightd/flightd/flightsql"
@@ -123,5 +124,24 @@ func TestCancelFlightInfo(t *testing.T) {
 		if time.Since(start) > 10*time.Second {
 			t.Fatalf("query still running 10s after its client went away: %v", res.Status)
 		}
+	}
+}
+
+// TestMalformedSessionCookie: a cookie the session middleware cannot decode
+// is refused as invalid; the server keeps serving.
+func TestMalformedSessionCookie(t *testing.T) {
+	ts := startServer(t, fsql.Options{})
+	cl, err := flightsql.NewClient(strings.TrimPrefix(ts.URI, "grpc://"), nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	bad := metadata.AppendToOutgoingContext(context.Background(), "cookie", "arrow_flight_session=%%%not-base64")
+	_, err = cl.Execute(bad, `SHOW DATABASES`)
+	if code := status.Code(err); code != codes.InvalidArgument {
+		t.Fatalf("malformed cookie: %v, want InvalidArgument", err)
+	}
+	if _, err := cl.Execute(context.Background(), `SHOW DATABASES`); err != nil {
+		t.Fatalf("server stopped serving after a malformed cookie: %v", err)
 	}
 }

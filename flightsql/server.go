@@ -9,6 +9,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/flight/session"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/flightd/flightd/engine"
 )
@@ -64,9 +67,38 @@ func (s *Server) FlightService() flight.FlightServer {
 }
 
 // SessionMiddleware keeps session options (catalog, schema) in a cookie, so
-// sessions survive server restarts and need no server state.
+// sessions survive server restarts and need no server state. arrow-go's
+// session middleware panics on a cookie it cannot decode; that panic
+// becomes an InvalidArgument error here instead of killing the server.
 func SessionMiddleware() flight.ServerMiddleware {
-	return flight.CreateServerMiddleware(session.NewServerSessionMiddleware(session.NewStatelessServerSessionManager()))
+	mw := flight.CreateServerMiddleware(session.NewServerSessionMiddleware(session.NewStatelessServerSessionManager()))
+	unary, stream := mw.Unary, mw.Stream
+	return flight.ServerMiddleware{
+		Unary: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+			defer recoverSession(&err)
+			return unary(ctx, req, info, handler)
+		},
+		Stream: func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+			defer recoverSession(&err)
+			return stream(srv, ss, info, handler)
+		},
+	}
+}
+
+func recoverSession(err *error) {
+	if r := recover(); r != nil {
+		*err = status.Errorf(codes.InvalidArgument, "session cookie: %v", r)
+	}
+}
+
+// rememberDatabase stores a database switched by USE in the client's
+// session, so it holds for the session's later calls.
+func (s *Server) rememberDatabase(ctx context.Context, sess *engine.Session) {
+	if fs, err := session.GetSessionFromContext(ctx); err == nil && fs != nil {
+		if db := sess.Database(); db != fs.GetSessionOption(optSchema).GetStringValue() {
+			fs.SetSessionOption(optSchema, stringOption(db))
+		}
+	}
 }
 
 // Close releases server-held state (bound parameters of prepared

@@ -62,6 +62,7 @@ func (s *Server) GetFlightInfoStatement(ctx context.Context, cmd flightsql.State
 		if _, err := st.Exec(ctx, nil); err != nil {
 			return nil, toStatus(err)
 		}
+		s.rememberDatabase(ctx, sess)
 		return s.updateInfo(desc), nil
 	}
 	tkt, err := encodeTicket(queryTicket{SQL: cmd.GetQuery(), Database: sess.Database(), Txn: string(cmd.GetTransactionId())})
@@ -117,12 +118,16 @@ func (s *Server) DoGetStatement(ctx context.Context, cmd flightsql.StatementQuer
 
 // DoPutCommandStatementUpdate runs a statement and returns its update count.
 func (s *Server) DoPutCommandStatementUpdate(ctx context.Context, cmd flightsql.StatementUpdate) (int64, error) {
-	_, st, err := s.prepare(ctx, cmd.GetQuery(), cmd.GetTransactionId())
+	sess, st, err := s.prepare(ctx, cmd.GetQuery(), cmd.GetTransactionId())
 	if err != nil {
 		return 0, toStatus(err)
 	}
 	n, err := st.Exec(ctx, nil)
-	return n, toStatus(err)
+	if err != nil {
+		return 0, toStatus(err)
+	}
+	s.rememberDatabase(ctx, sess)
+	return n, nil
 }
 
 func (s *Server) prepare(ctx context.Context, query string, txnID []byte) (*engine.Session, *engine.Statement, error) {

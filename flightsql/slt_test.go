@@ -1,0 +1,82 @@
+package flightsql_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-adbc/go/adbc"
+	adbcflightsql "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
+
+	fsql "github.com/flightd/flightd/flightsql"
+	"github.com/flightd/flightd/internal/slt"
+)
+
+// flightHarness runs sqllogictest records through the ADBC Flight SQL
+// driver against a flightd on loopback.
+type flightHarness struct {
+	cnxn adbc.Connection
+}
+
+// Exec sends statements the way ADBC's execute() does, as a query, and
+// drains any rows: DDL and DML must run eagerly on that path, and a SELECT
+// in a statement record must still run.
+func (h *flightHarness) Exec(sql string) error {
+	_, err := tryQuery(h.cnxn, sql)
+	return err
+}
+
+func (h *flightHarness) Query(sql string) (string, [][]string, error) {
+	stmt, err := h.cnxn.NewStatement()
+	if err != nil {
+		return "", nil, err
+	}
+	defer stmt.Close()
+	if err := stmt.SetSqlQuery(sql); err != nil {
+		return "", nil, err
+	}
+	rdr, _, err := stmt.ExecuteQuery(context.Background())
+	if err != nil {
+		return "", nil, err
+	}
+	defer rdr.Release()
+	var rows [][]string
+	for rdr.Next() {
+		b := rdr.RecordBatch()
+		for r := 0; r < int(b.NumRows()); r++ {
+			row := make([]string, b.NumCols())
+			for c := range row {
+				row[c] = slt.FormatValue(b.Column(c), r)
+			}
+			rows = append(rows, row)
+		}
+	}
+	if err := rdr.Err(); err != nil {
+		return "", nil, err
+	}
+	return slt.ColTypes(rdr.Schema()), rows, nil
+}
+
+// TestSLTOverFlight runs every sqllogictest file through a real Flight SQL
+// client, each file against a fresh server whose executor batch size is
+// drawn at random (the seed is logged).
+func TestSLTOverFlight(t *testing.T) {
+	files, err := filepath.Glob("../testdata/slt/*.slt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no .slt files: %v", err)
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	for _, f := range files {
+		batchSize := []int{1, 3, 7, 100, 1024, 4096}[rng.IntN(6)]
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			t.Logf("executor batch size %d", batchSize)
+			ts := startServerBatch(t, fsql.Options{}, batchSize)
+			cnxn := ts.connect(t, map[string]string{adbcflightsql.OptionCookieMiddleware: adbc.OptionValueEnabled})
+			slt.RunFile(t, &flightHarness{cnxn: cnxn}, f)
+		})
+	}
+}
