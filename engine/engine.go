@@ -15,6 +15,11 @@ import (
 // DefaultDatabase is the database a new session starts in. Open creates it.
 const DefaultDatabase = "default"
 
+// TempDatabase holds temporary tables (bulk ingest with temporary=true).
+// Open empties it, so they last until the server restarts; they are
+// visible to every client, not private to a session.
+const TempDatabase = "temp"
+
 // Sentinel errors; flightsql maps them to gRPC codes.
 var (
 	// ErrInvalid marks bad input: a malformed statement, wrong parameters,
@@ -64,6 +69,14 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("open warehouse %s: %w", cfg.Root, err)
 	}
 	if err := store.CreateDatabase(ctx, DefaultDatabase, true); err != nil {
+		_ = store.Close()
+		return nil, err
+	}
+	if err := store.DropDatabase(ctx, TempDatabase, true, true); err != nil {
+		_ = store.Close()
+		return nil, fmt.Errorf("drop temporary tables: %w", err)
+	}
+	if err := store.CreateDatabase(ctx, TempDatabase, false); err != nil {
 		_ = store.Close()
 		return nil, err
 	}

@@ -50,7 +50,10 @@ type IngestRequest struct {
 func (s *Session) Ingest(ctx context.Context, req IngestRequest, rdr BatchReader) (_ int64, err error) {
 	defer recoverInternal(&err)
 	if req.Temporary {
-		return 0, fmt.Errorf("temporary tables: %w", ErrNotSupported)
+		if req.Table.Database != "" && req.Table.Database != TempDatabase {
+			return 0, fmt.Errorf("ingest: a temporary table lives in database %q, not %q: %w", TempDatabase, req.Table.Database, ErrInvalid)
+		}
+		req.Table.Database = TempDatabase
 	}
 	if req.Table.Database == "" {
 		req.Table.Database = s.Database()

@@ -9,6 +9,8 @@ import (
 
 	"github.com/apache/arrow-adbc/go/adbc"
 	adbcflightsql "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -144,4 +146,33 @@ func TestMalformedSessionCookie(t *testing.T) {
 	if _, err := cl.Execute(context.Background(), `SHOW DATABASES`); err != nil {
 		t.Fatalf("server stopped serving after a malformed cookie: %v", err)
 	}
+}
+
+// TestOversizedMessage: an ingest batch over the message limit is refused
+// as ResourceExhausted and the table is unchanged.
+func TestOversizedMessage(t *testing.T) {
+	ts := startServer(t, fsql.Options{MaxMessageBytes: 1 << 20})
+	cnxn := ts.connect(t, nil)
+	mustExec(t, cnxn, `CREATE TABLE small (s VARCHAR)`)
+	mustExec(t, cnxn, `INSERT INTO small VALUES ('kept')`)
+
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	b := array.NewStringBuilder(mem)
+	defer b.Release()
+	big := strings.Repeat("x", 4<<20)
+	b.Append(big)
+	col := b.NewArray()
+	defer col.Release()
+	rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}}, nil), []arrow.Array{col}, 1)
+	defer rec.Release()
+	_, err := tryIngest(cnxn, "small", adbc.OptionValueIngestModeAppend, rec)
+	var ae adbc.Error
+	if !errors.As(err, &ae) || ae.Code == adbc.StatusOK {
+		t.Fatalf("oversized ingest: %v, want an error", err)
+	}
+	if !strings.Contains(strings.ToLower(ae.Msg), "larger than max") && !strings.Contains(ae.Msg, "ResourceExhausted") {
+		t.Errorf("oversized ingest message %q does not say the message is too large", ae.Msg)
+	}
+	wantRows(t, query(t, cnxn, `SELECT s FROM small`), "kept")
 }

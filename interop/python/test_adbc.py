@@ -94,3 +94,11 @@ def test_compressed_results(codec):
         cur.execute("SELECT a FROM py_codec_" + codec + " ORDER BY a")
         assert cur.fetch_arrow_table().column("a").to_pylist() == list(range(10000))
         cur.close()
+
+
+def test_temporary_ingest(conn):
+    cur = conn.cursor()
+    cur.adbc_ingest("py_tmp", pa.table({"a": pa.array([1, 2], pa.int64())}), mode="create", temporary=True)
+    cur.execute("SELECT a FROM temp.py_tmp ORDER BY a")
+    assert cur.fetchall() == [(1,), (2,)]
+    cur.close()
