@@ -26,6 +26,17 @@ type builder struct {
 	bucket int
 	// analyze, when set, instruments every operator (EXPLAIN ANALYZE).
 	analyze *analyzeState
+	// stripe/stripes > 1: scans read only splits i with i % stripes == stripe,
+	// sharing one table scan per ScanNode through shared.
+	stripe, stripes int
+	shared          map[*ScanNode]*sharedScan
+}
+
+// sharedScan is the table scan the stripes of a gathered pipeline share.
+type sharedScan struct {
+	once sync.Once
+	scan *tablestore.Scan
+	err  error
 }
 
 // analyzeState collects the runtime statistics of one execution.
@@ -149,6 +160,8 @@ func (bd *builder) buildNode(n Node) (exec.Operator, error) {
 		if n.Buckets > 1 && bd.bucket < 0 {
 			return bd.bucketJoin(n)
 		}
+	case *GatherNode:
+		return bd.gather(n)
 	case *ValuesNode:
 		rows := make([][]exec.Expr, len(n.Values))
 		for i, r := range n.Values {
@@ -369,17 +382,45 @@ func (bd *builder) scan(n *ScanNode) (exec.Operator, error) {
 	t := n.Table
 	bucket := bd.bucket
 	an := bd.analyze
+	stripe, stripes := bd.stripe, bd.stripes
+	var shared *sharedScan
+	if stripes > 1 {
+		if shared = bd.shared[n]; shared == nil {
+			shared = &sharedScan{}
+			bd.shared[n] = shared
+		}
+	}
 	src := exec.NewSource(bd.ec, schema, func(ctx context.Context) (exec.BatchSource, error) {
-		s, err := t.NewScan(ctx, spec)
+		var s *tablestore.Scan
+		var err error
+		if shared != nil {
+			// The first stripe to open plans the scan for all of them.
+			shared.once.Do(func() {
+				shared.scan, shared.err = t.NewScan(ctx, spec)
+				if shared.err == nil && an != nil {
+					an.addScan(n, shared.scan)
+				}
+			})
+			s, err = shared.scan, shared.err
+		} else {
+			s, err = t.NewScan(ctx, spec)
+			if err == nil && an != nil {
+				an.addScan(n, s)
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("scan %s: %w", t.Ident(), err)
-		}
-		if an != nil {
-			an.addScan(n, s)
 		}
 		splits := s.Splits()
 		if bucket >= 0 {
 			splits = slices.DeleteFunc(slices.Clone(splits), func(sp tablestore.Split) bool { return sp.Bucket() != bucket })
+		}
+		if stripes > 1 {
+			var mine []tablestore.Split
+			for i := stripe; i < len(splits); i += stripes {
+				mine = append(mine, splits[i])
+			}
+			splits = mine
 		}
 		return &splitChain{splits: splits}, nil
 	})
@@ -392,6 +433,33 @@ func (bd *builder) scan(n *ScanNode) (exec.Operator, error) {
 		return nil, err
 	}
 	return exec.NewFilter(bd.ec, src, p), nil
+}
+
+// gather builds one copy of the pipeline per core, each reading a stripe
+// of the scan's splits.
+func (bd *builder) gather(n *GatherNode) (exec.Operator, error) {
+	degree := bd.ec.Parallelism
+	if degree <= 1 || bd.stripes > 1 || bd.bucket >= 0 {
+		return bd.build(n.Input)
+	}
+	shared := map[*ScanNode]*sharedScan{}
+	var parts []exec.Operator
+	for i := 0; i < degree; i++ {
+		sub := *bd
+		sub.stripe, sub.stripes, sub.shared = i, degree, shared
+		op, err := sub.build(n.Input)
+		if err != nil {
+			closeAll(parts)
+			return nil, err
+		}
+		parts = append(parts, op)
+	}
+	g, err := exec.NewGather(bd.ec, parts...)
+	if err != nil {
+		closeAll(parts)
+		return nil, err
+	}
+	return g, nil
 }
 
 // bucketJoin runs a merge join per bucket and concatenates the results.

@@ -178,6 +178,15 @@ type Max1RowNode struct {
 	PerKeyCount *Column
 }
 
+// GatherNode runs copies of its input pipeline (filters and projections
+// over a scan) in parallel, each reading a stripe of the scan's splits, and
+// merges their rows in no particular order.
+type GatherNode struct{ Input Node }
+
+func (n *GatherNode) Columns() []Column { return n.Input.Columns() }
+func (n *GatherNode) Inputs() []Node    { return []Node{n.Input} }
+func (n *GatherNode) Rows() float64     { return n.Input.Rows() }
+
 func (n *ScanNode) Columns() []Column     { return n.Cols }
 func (n *ValuesNode) Columns() []Column   { return n.Cols }
 func (n *FilterNode) Columns() []Column   { return n.Input.Columns() }
@@ -502,6 +511,8 @@ func explainLine(n Node) string {
 			s += " order: " + sortKeysString(n.OrderBy)
 		}
 		return s
+	case *GatherNode:
+		return "Gather"
 	case *Max1RowNode:
 		if n.PerKeyCount != nil {
 			return "Max1RowPerKey " + n.PerKeyCount.Name

@@ -38,6 +38,9 @@ func (b *binder) optimize(root Node) Node {
 	if b.enabled(ruleMergeJoin) {
 		mergeJoins(root)
 	}
+	if b.enabled(ruleParallelScan) {
+		root = parallelScans(root, false)
+	}
 	if b.enabled(rulePushFilters) {
 		derivePushdown(root)
 	}
@@ -249,6 +252,8 @@ func setInput(n Node, i int, in Node) {
 	case *WindowNode:
 		x.Input = in
 	case *Max1RowNode:
+		x.Input = in
+	case *GatherNode:
 		x.Input = in
 	case *JoinNode:
 		if i == 0 {
@@ -687,4 +692,42 @@ func topN(n Node) Node {
 		return parent
 	}
 	return s
+}
+
+// ---- parallel_scan
+
+// parallelScans puts a Gather above each pipeline of filters and
+// projections over a scan, unless an operator above relies on the scan's
+// order (merge joins, sort aggregation).
+func parallelScans(n Node, ordered bool) Node {
+	if isPipeline(n) {
+		if ordered {
+			return n
+		}
+		return &GatherNode{Input: n}
+	}
+	needOrder := false
+	switch x := n.(type) {
+	case *JoinNode:
+		needOrder = x.Algo == "merge"
+	case *AggNode:
+		needOrder = x.Sorted
+	}
+	for i, in := range n.Inputs() {
+		setInput(n, i, parallelScans(in, needOrder))
+	}
+	return n
+}
+
+// isPipeline reports whether n is filters and projections over one scan.
+func isPipeline(n Node) bool {
+	switch x := n.(type) {
+	case *ScanNode:
+		return true
+	case *FilterNode:
+		return isPipeline(x.Input)
+	case *ProjectNode:
+		return isPipeline(x.Input)
+	}
+	return false
 }

@@ -203,7 +203,7 @@ func (*Transaction) boundStmt()    {}
 // disabled through Options.DisabledRules.
 var Rules = []string{
 	ruleFoldConstants, rulePushFilters, ruleJoinOrder, rulePruneColumns,
-	ruleTopN, ruleMergeJoin, ruleSortAggregate,
+	ruleTopN, ruleMergeJoin, ruleSortAggregate, ruleParallelScan,
 }
 
 // Rule names.
@@ -215,4 +215,5 @@ const (
 	ruleTopN          = "top_n"
 	ruleMergeJoin     = "merge_join"
 	ruleSortAggregate = "sort_aggregate"
+	ruleParallelScan  = "parallel_scan"
 )
