@@ -122,7 +122,7 @@ func arithIntDispatch(ec *Context, op vectorized.ArithOp, a, b arrow.Array) (arr
 }
 
 // temporalArith handles date/timestamp arithmetic: date +/- integer days,
-// date - date (days), and date/timestamp +/- interval.
+// date - date (days), and date/timestamp +/- interval (same type back).
 func temporalArith(op vectorized.ArithOp, a, b arrow.DataType) *impl {
 	isDate := func(t arrow.DataType) bool { return t.ID() == arrow.DATE32 }
 	isTS := func(t arrow.DataType) bool { return t.ID() == arrow.TIMESTAMP }
@@ -144,21 +144,26 @@ func temporalArith(op vectorized.ArithOp, a, b arrow.DataType) *impl {
 		if isIv(a) {
 			ts, iv = 1, 0
 		}
+		// A date stays a date (as in Trino); an interval with a time part
+		// needs a timestamp.
 		ret := []arrow.DataType{a, b}[ts]
-		if isDate(ret) {
-			ret = &arrow.TimestampType{Unit: arrow.Microsecond}
-		}
-		argTypes := []arrow.DataType{nil, nil}
-		argTypes[ts] = ret
-		return &impl{ret: ret, args: argTypes, fn: func(_ context.Context, ec *Context, args []arrow.Array, n int) (arrow.Array, error) {
+		return &impl{ret: ret, fn: func(_ context.Context, ec *Context, args []arrow.Array, n int) (arrow.Array, error) {
 			ivs := args[iv].(*array.MonthDayNanoInterval)
 			return timestampMap(ec, args, n, args[ts], ret, func(i int, t time.Time) (time.Time, error) {
 				v := ivs.Value(i)
+				if isDate(ret) && v.Nanoseconds != 0 {
+					return t, fmt.Errorf("%w: interval with a time part added to a date; cast the date to a timestamp", vectorized.ErrInvalidValue)
+				}
 				sign := 1
 				if op == vectorized.Sub {
 					sign = -1
 				}
-				t = t.AddDate(0, sign*int(v.Months), sign*int(v.Days))
+				// Months clamp to the month's end (Jan 31 + 1 month = Feb 29).
+				t, err := vectorized.DateAdd("month", int64(sign)*int64(v.Months), t)
+				if err != nil {
+					return t, err
+				}
+				t = t.AddDate(0, 0, sign*int(v.Days))
 				return t.Add(time.Duration(int64(sign) * v.Nanoseconds)), nil
 			})
 		}}

@@ -121,14 +121,15 @@ func (m *mergeCandidates) probe(lkeys []arrow.Array, n int) ([]bool, error) {
 			continue
 		}
 		lastL = i
+		// Rows with a NULL key (at either end, or inside a run of a shorter
+		// key prefix) never match: step over them.
 		for m.cursor < m.rn && (m.rnull[m.cursor] || cmp(i, m.cursor) > 0) {
-			if m.rnull[m.cursor] && m.cursor > 0 && !m.rnull[m.cursor-1] {
-				break // trailing NULLs: nothing after them matches
-			}
 			m.cursor++
 		}
+		// The run may enclose NULL-key rows (input sorted on a key prefix
+		// only); next skips them.
 		e := m.cursor
-		for e < m.rn && !m.rnull[e] && cmp(i, e) == 0 {
+		for e < m.rn && (m.rnull[e] || cmp(i, e) == 0) {
 			e++
 		}
 		if e > m.cursor {
@@ -157,8 +158,10 @@ func (m *mergeCandidates) first(i int) int32 {
 }
 
 func (m *mergeCandidates) next(r int32) int32 {
-	if r+1 < m.curEnd {
-		return r + 1
+	for r++; r < m.curEnd; r++ {
+		if !m.rnull[r] {
+			return r
+		}
 	}
 	return -1
 }

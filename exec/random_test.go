@@ -32,7 +32,7 @@ func randomTable(t *testing.T, rng *rand.Rand, n, domain int) exectest.Table {
 func TestRandomJoins(t *testing.T) {
 	seed := exectest.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 5))
-	for iter := 0; iter < 6; iter++ {
+	for iter := 0; iter < 16; iter++ {
 		l := randomTable(t, rng, 1+rng.IntN(40), 1+rng.IntN(10))
 		r := randomTable(t, rng, 1+rng.IntN(40), 1+rng.IntN(10))
 		s := l.Schema

@@ -42,7 +42,7 @@ func CanCast(from, to arrow.DataType) bool {
 		return IsInteger(dt) || IsFloat(dt) || dt.ID() == arrow.DECIMAL128 || dt.ID() == arrow.BOOL
 	}
 	switch {
-	case IsString(to), IsString(from) && (num(to) || isTemporal(to) || to.ID() == arrow.BINARY):
+	case IsString(to), IsString(from) && (num(to) || isTemporal(to) || to.ID() == arrow.BINARY || to.ID() == arrow.INTERVAL_MONTH_DAY_NANO):
 		return true
 	case num(from) && num(to):
 		return true
@@ -485,6 +485,12 @@ func parseAppender(str func(int) string, b array.Builder) (func(i int) error, er
 			}
 			bb.Append(arrow.Timestamp(TimeToTimestamp(t, ts.Unit)))
 			return nil
+		}, nil
+	case *array.MonthDayNanoIntervalBuilder:
+		return func(i int) error {
+			iv, err := ParseInterval(str(i))
+			bb.Append(iv)
+			return err
 		}, nil
 	case *array.Time64Builder:
 		unit := to.(*arrow.Time64Type).Unit

@@ -293,3 +293,69 @@ func mysqlLayout(f string) (string, error) {
 	}
 	return sb.String(), nil
 }
+
+// ParseInterval parses "1 year 2 months 3 days 04:05:06.5", "-3 hours",
+// "90 minutes" and the like into a month/day/nanosecond interval.
+func ParseInterval(s string) (arrow.MonthDayNanoInterval, error) {
+	var iv arrow.MonthDayNanoInterval
+	f := strings.Fields(strings.ToLower(strings.TrimSpace(s)))
+	if len(f) == 0 {
+		return iv, ErrInvalidValue
+	}
+	for i := 0; i < len(f); i++ {
+		if strings.Contains(f[i], ":") {
+			neg := strings.HasPrefix(f[i], "-")
+			d, err := time.ParseDuration(clockToDuration(strings.TrimPrefix(f[i], "-")))
+			if err != nil {
+				return iv, ErrInvalidValue
+			}
+			if neg {
+				d = -d
+			}
+			iv.Nanoseconds += int64(d)
+			continue
+		}
+		if i+1 >= len(f) {
+			return iv, ErrInvalidValue
+		}
+		var n float64
+		if _, err := fmt.Sscan(f[i], &n); err != nil {
+			return iv, ErrInvalidValue
+		}
+		unit := strings.TrimSuffix(f[i+1], "s")
+		i++
+		switch unit {
+		case "year":
+			iv.Months += int32(n * 12)
+		case "month":
+			iv.Months += int32(n)
+		case "week":
+			iv.Days += int32(n * 7)
+		case "day":
+			iv.Days += int32(n)
+		case "hour":
+			iv.Nanoseconds += int64(n * 3600e9)
+		case "minute":
+			iv.Nanoseconds += int64(n * 60e9)
+		case "second":
+			iv.Nanoseconds += int64(n * 1e9)
+		case "millisecond":
+			iv.Nanoseconds += int64(n * 1e6)
+		case "microsecond":
+			iv.Nanoseconds += int64(n * 1e3)
+		default:
+			return iv, ErrInvalidValue
+		}
+	}
+	return iv, nil
+}
+
+// clockToDuration turns "hh:mm[:ss[.fff]]" into a Go duration string.
+func clockToDuration(c string) string {
+	p := strings.Split(c, ":")
+	out := p[0] + "h" + p[1] + "m"
+	if len(p) > 2 {
+		out += p[2] + "s"
+	}
+	return out
+}

@@ -1,0 +1,439 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"regexp"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/flightd/flightd/vectorized"
+)
+
+func init() {
+	register(padResolver(true), "lpad")
+	register(padResolver(false), "rpad")
+	register(strIntFunc(func(s string, n int64) (string, error) {
+		r := []rune(s)
+		return string(r[:clamp(n, len(r))]), nil
+	}), "left")
+	register(strIntFunc(func(s string, n int64) (string, error) {
+		r := []rune(s)
+		return string(r[len(r)-clamp(n, len(r)):]), nil
+	}), "right")
+	register(strIntFunc(func(s string, n int64) (string, error) {
+		if n < 0 || n*int64(len(s)) > 1<<24 {
+			return "", fmt.Errorf("%w: repeat count %d", vectorized.ErrInvalidValue, n)
+		}
+		return strings.Repeat(s, int(n)), nil
+	}), "repeat")
+	register(strMap(func(s string) string {
+		r := []rune(s)
+		for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {
+			r[i], r[j] = r[j], r[i]
+		}
+		return string(r)
+	}), "reverse")
+	register(strMap(initcap), "initcap")
+	register(strPredicate(strings.HasPrefix), "starts_with")
+	register(strPredicate(strings.HasSuffix), "ends_with")
+	register(resolveSplitPart, "split_part")
+	register(resolveRegexpReplace, "regexp_replace")
+	register(resolveRegexpExtract, "regexp_extract")
+	register(floatFunc(func(x float64) (float64, error) {
+		if x <= 0 {
+			return 0, fmt.Errorf("%w: log10 of non-positive number %v", vectorized.ErrInvalidValue, x)
+		}
+		return math.Log10(x), nil
+	}), "log10")
+	register(floatFunc(func(x float64) (float64, error) { return math.Cbrt(x), nil }), "cbrt")
+	register(floatFunc(func(x float64) (float64, error) {
+		switch {
+		case x > 0:
+			return 1, nil
+		case x < 0:
+			return -1, nil
+		}
+		return x, nil
+	}), "sign")
+	register(floatFunc(func(x float64) (float64, error) { return math.Trunc(x), nil }), "trunc", "truncate")
+	register(resolveRandom, "rand", "random")
+	register(resolveCurrentTime, "current_time")
+	register(resolveToDate, "to_date")
+	register(resolveToTimestamp, "to_timestamp")
+	register(resolveUnixTimestamp, "unix_timestamp")
+	register(resolveFromUnixtime, "from_unixtime")
+}
+
+func clamp(n int64, l int) int {
+	if n < 0 {
+		return max(l+int(max(n, int64(-l))), 0)
+	}
+	return int(min(n, int64(l)))
+}
+
+func initcap(s string) string {
+	var sb strings.Builder
+	up := true
+	for _, r := range s {
+		if up {
+			sb.WriteRune(unicode.ToUpper(r))
+		} else {
+			sb.WriteRune(unicode.ToLower(r))
+		}
+		up = !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}
+	return sb.String()
+}
+
+// strIntFunc is f(string, integer) -> string.
+func strIntFunc(f func(string, int64) (string, error)) resolver {
+	return func(types []arrow.DataType, _ []Expr) (*impl, error) {
+		if err := wantArgs(types, 2, 2); err != nil {
+			return nil, err
+		}
+		if _, err := stringArgs(types[:1]); err != nil {
+			return nil, err
+		}
+		if !vectorized.IsInteger(types[1]) && types[1].ID() != arrow.NULL {
+			return nil, fmt.Errorf("argument 2 must be an integer")
+		}
+		return &impl{ret: strType, args: []arrow.DataType{strType, i64Type}, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+			k := a[1].(*array.Int64)
+			return vectorized.MapStrings(ec.Mem, a, n, func(i int) (string, error) { return f(vectorized.StringAt(a[0], i), k.Value(i)) })
+		}}, nil
+	}
+}
+
+func strPredicate(f func(s, p string) bool) resolver {
+	return func(types []arrow.DataType, _ []Expr) (*impl, error) {
+		if err := wantArgs(types, 2, 2); err != nil {
+			return nil, err
+		}
+		st, err := stringArgs(types)
+		if err != nil {
+			return nil, err
+		}
+		return &impl{ret: boolType, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+			return vectorized.MapBools(ec.Mem, a, n, func(i int) (bool, error) {
+				return f(vectorized.StringAt(a[0], i), vectorized.StringAt(a[1], i)), nil
+			})
+		}}, nil
+	}
+}
+
+// padResolver is lpad/rpad(s, length [, fill]); the result has exactly
+// length characters (s is truncated when longer), fill defaults to ' '.
+func padResolver(left bool) resolver {
+	return func(types []arrow.DataType, _ []Expr) (*impl, error) {
+		if err := wantArgs(types, 2, 3); err != nil {
+			return nil, err
+		}
+		if _, err := stringArgs(types[:1]); err != nil {
+			return nil, err
+		}
+		if !vectorized.IsInteger(types[1]) && types[1].ID() != arrow.NULL {
+			return nil, fmt.Errorf("argument 2 must be an integer")
+		}
+		args := []arrow.DataType{strType, i64Type, strType}[:len(types)]
+		return &impl{ret: strType, args: args, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+			k := a[1].(*array.Int64)
+			return vectorized.MapStrings(ec.Mem, a, n, func(i int) (string, error) {
+				s, l := []rune(vectorized.StringAt(a[0], i)), k.Value(i)
+				if l < 0 || l > 1<<20 {
+					return "", fmt.Errorf("%w: pad length %d", vectorized.ErrInvalidValue, l)
+				}
+				if int64(len(s)) >= l {
+					return string(s[:l]), nil
+				}
+				fill := []rune(" ")
+				if len(a) == 3 {
+					fill = []rune(vectorized.StringAt(a[2], i))
+				}
+				if len(fill) == 0 {
+					return string(s), nil
+				}
+				pad := make([]rune, 0, l-int64(len(s)))
+				for int64(len(pad)) < l-int64(len(s)) {
+					pad = append(pad, fill[len(pad)%len(fill)])
+				}
+				if left {
+					return string(pad) + string(s), nil
+				}
+				return string(s) + string(pad), nil
+			})
+		}}, nil
+	}
+}
+
+// resolveSplitPart is split_part(s, delimiter, n): the 1-based n-th field,
+// '' past the end.
+func resolveSplitPart(types []arrow.DataType, _ []Expr) (*impl, error) {
+	if err := wantArgs(types, 3, 3); err != nil {
+		return nil, err
+	}
+	if _, err := stringArgs(types[:2]); err != nil {
+		return nil, err
+	}
+	return &impl{ret: strType, args: []arrow.DataType{strType, strType, i64Type}, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		k := a[2].(*array.Int64)
+		return vectorized.MapStrings(ec.Mem, a, n, func(i int) (string, error) {
+			idx := k.Value(i)
+			if idx < 1 {
+				return "", fmt.Errorf("%w: split_part field %d (fields count from 1)", vectorized.ErrInvalidValue, idx)
+			}
+			parts := strings.Split(vectorized.StringAt(a[0], i), vectorized.StringAt(a[1], i))
+			if idx > int64(len(parts)) {
+				return "", nil
+			}
+			return parts[idx-1], nil
+		})
+	}}, nil
+}
+
+// regexpArg compiles a literal pattern once, or returns a per-batch cache.
+func regexpCache(fixed *regexp.Regexp) func(p string) (*regexp.Regexp, error) {
+	cache := map[string]*regexp.Regexp{}
+	return func(p string) (*regexp.Regexp, error) {
+		if fixed != nil {
+			return fixed, nil
+		}
+		if re := cache[p]; re != nil {
+			return re, nil
+		}
+		re, err := regexp.Compile(p)
+		if err != nil {
+			return nil, fmt.Errorf("%w: bad regular expression %q: %v", vectorized.ErrInvalidValue, p, err)
+		}
+		cache[p] = re
+		return re, nil
+	}
+}
+
+func literalRegexp(args []Expr, i int) (*regexp.Regexp, error) {
+	if args == nil {
+		return nil, nil
+	}
+	p, ok := literalString(args[i])
+	if !ok {
+		return nil, nil
+	}
+	re, err := regexp.Compile(p)
+	if err != nil {
+		return nil, fmt.Errorf("bad regular expression %q: %v", p, err)
+	}
+	return re, nil
+}
+
+func resolveRegexpReplace(types []arrow.DataType, args []Expr) (*impl, error) {
+	if err := wantArgs(types, 3, 3); err != nil {
+		return nil, err
+	}
+	st, err := stringArgs(types)
+	if err != nil {
+		return nil, err
+	}
+	fixed, err := literalRegexp(args, 1)
+	if err != nil {
+		return nil, err
+	}
+	return &impl{ret: strType, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		get := regexpCache(fixed)
+		return vectorized.MapStrings(ec.Mem, a, n, func(i int) (string, error) {
+			re, err := get(vectorized.StringAt(a[1], i))
+			if err != nil {
+				return "", err
+			}
+			return re.ReplaceAllString(vectorized.StringAt(a[0], i), vectorized.StringAt(a[2], i)), nil
+		})
+	}}, nil
+}
+
+// resolveRegexpExtract is regexp_extract(s, pattern [, group]): the group's
+// text of the first match (group 0 = whole match), NULL without a match.
+func resolveRegexpExtract(types []arrow.DataType, args []Expr) (*impl, error) {
+	if err := wantArgs(types, 2, 3); err != nil {
+		return nil, err
+	}
+	if _, err := stringArgs(types[:2]); err != nil {
+		return nil, err
+	}
+	fixed, err := literalRegexp(args, 1)
+	if err != nil {
+		return nil, err
+	}
+	argTypes := []arrow.DataType{strType, strType, i64Type}[:len(types)]
+	return &impl{ret: strType, args: argTypes, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		get := regexpCache(fixed)
+		b := array.NewStringBuilder(ec.Mem)
+		defer b.Release()
+		for i := 0; i < n; i++ {
+			if vectorized.AnyNull(a, i) {
+				b.AppendNull()
+				continue
+			}
+			re, err := get(vectorized.StringAt(a[1], i))
+			if err != nil {
+				return nil, err
+			}
+			g := int64(0)
+			if len(a) == 3 {
+				g = a[2].(*array.Int64).Value(i)
+			}
+			if g < 0 || g > int64(re.NumSubexp()) {
+				return nil, fmt.Errorf("%w: regexp_extract group %d of a pattern with %d groups", vectorized.ErrInvalidValue, g, re.NumSubexp())
+			}
+			m := re.FindStringSubmatchIndex(vectorized.StringAt(a[0], i))
+			if m == nil || m[2*g] < 0 {
+				b.AppendNull()
+				continue
+			}
+			b.Append(vectorized.StringAt(a[0], i)[m[2*g]:m[2*g+1]])
+		}
+		return b.NewArray(), nil
+	}}, nil
+}
+
+func resolveRandom(types []arrow.DataType, _ []Expr) (*impl, error) {
+	if err := wantArgs(types, 0, 0); err != nil {
+		return nil, err
+	}
+	return &impl{ret: f64Type, fn: func(_ context.Context, ec *Context, _ []arrow.Array, n int) (arrow.Array, error) {
+		out := vectorized.NewFixedOut[float64](ec.Mem, n)
+		for i := range out.Vals {
+			out.Vals[i] = rand.Float64()
+		}
+		return out.Finish(f64Type, nil, 0), nil
+	}}, nil
+}
+
+// TimeType is the type of current_time: microseconds since midnight.
+var TimeType = arrow.FixedWidthTypes.Time64us
+
+func resolveCurrentTime(types []arrow.DataType, _ []Expr) (*impl, error) {
+	if err := wantArgs(types, 0, 0); err != nil {
+		return nil, err
+	}
+	return &impl{ret: TimeType, fn: func(_ context.Context, ec *Context, _ []arrow.Array, n int) (arrow.Array, error) {
+		t := ec.now().UTC()
+		us := int64(t.Hour())*3600e6 + int64(t.Minute())*60e6 + int64(t.Second())*1e6 + int64(t.Nanosecond()/1e3)
+		out := vectorized.NewFixedOut[int64](ec.Mem, n)
+		for i := range out.Vals {
+			out.Vals[i] = us
+		}
+		return out.Finish(TimeType, nil, 0), nil
+	}}, nil
+}
+
+// parseWithFormat parses s by a Java/MySQL format, or as a SQL literal.
+func parseWithFormat(a []arrow.Array, i int, layouts map[string]string) (time.Time, error) {
+	s := strings.TrimSpace(vectorized.StringAt(a[0], i))
+	if len(a) < 2 {
+		return vectorized.ParseTimestamp(s, time.UTC)
+	}
+	f := vectorized.StringAt(a[1], i)
+	l, ok := layouts[f]
+	if !ok {
+		var err error
+		if l, err = vectorized.DateFormatLayout(f); err != nil {
+			return time.Time{}, err
+		}
+		layouts[f] = l
+	}
+	t, err := time.ParseInLocation(l, s, time.UTC)
+	if err != nil {
+		return t, fmt.Errorf("%w: %q does not match format %q", vectorized.ErrInvalidValue, s, f)
+	}
+	return t, nil
+}
+
+func toTemporal(ret arrow.DataType) resolver {
+	return func(types []arrow.DataType, _ []Expr) (*impl, error) {
+		if err := wantArgs(types, 1, 2); err != nil {
+			return nil, err
+		}
+		st, err := stringArgs(types)
+		if err != nil {
+			return nil, err
+		}
+		return &impl{ret: ret, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+			layouts := map[string]string{}
+			b := array.NewBuilder(ec.Mem, ret)
+			defer b.Release()
+			for i := 0; i < n; i++ {
+				if vectorized.AnyNull(a, i) {
+					b.AppendNull()
+					continue
+				}
+				t, err := parseWithFormat(a, i, layouts)
+				if err != nil {
+					return nil, err
+				}
+				v, err := vectorized.TimeValue(t, ret)
+				if err != nil {
+					return nil, err
+				}
+				switch bb := b.(type) {
+				case *array.Date32Builder:
+					bb.Append(arrow.Date32(v))
+				case *array.TimestampBuilder:
+					bb.Append(arrow.Timestamp(v))
+				}
+			}
+			return b.NewArray(), nil
+		}}, nil
+	}
+}
+
+var (
+	resolveToDate      = toTemporal(dateType)
+	resolveToTimestamp = toTemporal(&arrow.TimestampType{Unit: arrow.Microsecond})
+)
+
+// resolveUnixTimestamp is unix_timestamp(ts or date): seconds since epoch.
+func resolveUnixTimestamp(types []arrow.DataType, _ []Expr) (*impl, error) {
+	if err := wantArgs(types, 1, 1); err != nil {
+		return nil, err
+	}
+	if !isDateTime(types[0]) {
+		return nil, fmt.Errorf("argument must be a date or timestamp")
+	}
+	return &impl{ret: i64Type, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		return vectorized.MapInt64s(ec.Mem, a, n, func(i int) (int64, error) { return vectorized.TimeAt(a[0], i).Unix(), nil })
+	}}, nil
+}
+
+// resolveFromUnixtime is from_unixtime(seconds): a timestamp (UTC).
+func resolveFromUnixtime(types []arrow.DataType, _ []Expr) (*impl, error) {
+	if err := wantArgs(types, 1, 1); err != nil {
+		return nil, err
+	}
+	if !vectorized.IsInteger(types[0]) && types[0].ID() != arrow.NULL {
+		return nil, fmt.Errorf("argument must be an integer number of seconds")
+	}
+	ret := &arrow.TimestampType{Unit: arrow.Microsecond}
+	return &impl{ret: ret, args: []arrow.DataType{i64Type}, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		secs := vectorized.Values[int64](a[0])
+		v := vectorized.AndValidity(ec.Mem, n, a[0])
+		out := vectorized.NewFixedOut[int64](ec.Mem, n)
+		for i := range out.Vals {
+			if secs[i] > math.MaxInt64/1_000_000 || secs[i] < math.MinInt64/1_000_000 {
+				if v.IsValid(i) {
+					out.Release()
+					v.Release()
+					return nil, fmt.Errorf("%w: from_unixtime(%d)", vectorized.ErrOverflow, secs[i])
+				}
+				continue
+			}
+			out.Vals[i] = secs[i] * 1e6
+		}
+		return out.Finish(ret, v.Buf, v.Nulls), nil
+	}}, nil
+}
+
