@@ -173,7 +173,7 @@ func padResolver(left bool) resolver {
 }
 
 // resolveSplitPart is split_part(s, delimiter, n): the 1-based n-th field,
-// '' past the end.
+// ” past the end.
 func resolveSplitPart(types []arrow.DataType, _ []Expr) (*impl, error) {
 	if err := wantArgs(types, 3, 3); err != nil {
 		return nil, err
@@ -436,4 +436,3 @@ func resolveFromUnixtime(types []arrow.DataType, _ []Expr) (*impl, error) {
 		return out.Finish(ret, v.Buf, v.Nulls), nil
 	}}, nil
 }
-
