@@ -173,7 +173,7 @@ func padResolver(left bool) resolver {
 }
 
 // resolveSplitPart is split_part(s, delimiter, n): the 1-based n-th field,
-// ” past the end.
+// the empty string past the end.
 func resolveSplitPart(types []arrow.DataType, _ []Expr) (*impl, error) {
 	if err := wantArgs(types, 3, 3); err != nil {
 		return nil, err
