@@ -120,6 +120,35 @@ func TestKillWriter(t *testing.T) {
 		t.Fatalf("only %d commits acknowledged over 50 kills", acked+1)
 	}
 	t.Logf("50 kills, %d commits acknowledged, %v", acked+1, time.Since(began))
+
+	// Killed writers leave unreferenced files; orphan removal reclaims
+	// exactly those.
+	mem := newMem(t)
+	s := openStore(t, NewLocalFS(), dir, mem)
+	defer s.Close()
+	tbl, err := s.Table(context.Background(), crashTable)
+	must(t, err)
+	before, err := readScanErrTable(tbl)
+	must(t, err)
+	n, err := tbl.RemoveOrphanFiles(context.Background(), 0)
+	must(t, err)
+	after, err := readScanErrTable(tbl)
+	must(t, err)
+	if strings.Join(before, ",") != strings.Join(after, ",") {
+		t.Fatal("orphan removal changed the table")
+	}
+	keep, _, err := tbl.st.referenced(mustSnapshots(t, tbl))
+	must(t, err)
+	if got := countFiles(t, dir, "data-"); got != len(keep) {
+		t.Fatalf("%d data files after removing %d orphans, %d referenced", got, n, len(keep))
+	}
+	t.Logf("removed %d orphan files", n)
+}
+
+func mustSnapshots(t *testing.T, tbl *Table) []int64 {
+	ids, err := tbl.st.listSnapshots()
+	must(t, err)
+	return ids
 }
 
 // verifyCrashTable checks the table and returns the last visible commit.

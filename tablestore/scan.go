@@ -258,6 +258,17 @@ func (s *Scan) Splits() []Split { return s.splits }
 // primary key for key tables, none for append tables).
 func (s *Scan) OrderedBy() []string { return s.orderedBy }
 
+// Bucketing reports how rows are spread over splits: by hash of keys into
+// n buckets per partition (keys empty: not bucketed by any column). Two
+// scans with equal bucketing keys and counts can be joined bucket by
+// bucket.
+func (s *Scan) Bucketing() (keys []string, n int) {
+	if len(s.sch.opts.bucketKey) == 0 {
+		return nil, s.sch.opts.buckets
+	}
+	return slices.Clone(s.sch.opts.bucketKey), s.sch.opts.buckets
+}
+
 // SnapshotID returns the snapshot read (0 when the table had none).
 func (s *Scan) SnapshotID() int64 { return s.snapID }
 

@@ -1,0 +1,82 @@
+package tablestore
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"strings"
+	"time"
+)
+
+// RemoveOrphanFiles deletes files under the table directory that no
+// snapshot or tag references: leftovers of crashed writers and failed
+// commits. Only files older than olderThan are touched, so files of
+// commits in flight (in this or another process) survive; use at least the
+// longest expected write transaction. It returns the number of files
+// removed.
+func (t *Table) RemoveOrphanFiles(ctx context.Context, olderThan time.Duration) (int, error) {
+	st := t.st
+	st.expireMu.Lock()
+	defer st.expireMu.Unlock()
+	ids, err := st.listSnapshots()
+	if err != nil {
+		return 0, err
+	}
+	keepFiles, keepManifests := map[string]bool{}, map[string]bool{}
+	if len(ids) > 0 {
+		if keepFiles, keepManifests, err = st.referenced(ids); err != nil {
+			return 0, err
+		}
+	}
+	cutoff := st.s.opts.Now().Add(-olderThan)
+	removed := 0
+	var walk func(dir string, top bool) error
+	walk = func(dir string, top bool) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		names, err := st.fs().List(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			p := joinPath(dir, n)
+			if top && (n == "schema" || n == "tag" || n == "consumer") {
+				continue
+			}
+			info, err := st.fs().Stat(p)
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					continue
+				}
+				return err
+			}
+			if info.IsDir() {
+				if err := walk(p, false); err != nil {
+					return err
+				}
+				continue
+			}
+			orphan := false
+			switch {
+			case strings.HasPrefix(n, ".tmp-"):
+				orphan = true
+			case strings.HasPrefix(n, "data-"):
+				orphan = !keepFiles[n]
+			case strings.HasPrefix(n, "manifest-"):
+				orphan = !keepManifests[n]
+			}
+			if orphan && info.ModTime().Before(cutoff) {
+				if err := st.fs().Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return err
+				}
+				removed++
+			}
+		}
+		return nil
+	}
+	return removed, walk(st.dir, true)
+}
