@@ -384,7 +384,7 @@ func (bd *builder) scan(n *ScanNode) (exec.Operator, error) {
 	an := bd.analyze
 	stripe, stripes := bd.stripe, bd.stripes
 	var shared *sharedScan
-	if stripes > 1 {
+	if bd.shared != nil {
 		if shared = bd.shared[n]; shared == nil {
 			shared = &sharedScan{}
 			bd.shared[n] = shared
@@ -462,12 +462,14 @@ func (bd *builder) gather(n *GatherNode) (exec.Operator, error) {
 	return g, nil
 }
 
-// bucketJoin runs a merge join per bucket and concatenates the results.
+// bucketJoin runs a merge join per bucket, the buckets in parallel, all
+// reading from one scan per table.
 func (bd *builder) bucketJoin(n *JoinNode) (exec.Operator, error) {
 	var parts []exec.Operator
+	shared := map[*ScanNode]*sharedScan{}
 	for b := 0; b < n.Buckets; b++ {
 		sub := *bd
-		sub.bucket = b
+		sub.bucket, sub.shared = b, shared
 		// buildNode: the join is instrumented once, around the union.
 		op, err := sub.buildNode(n)
 		if err != nil {
@@ -476,7 +478,8 @@ func (bd *builder) bucketJoin(n *JoinNode) (exec.Operator, error) {
 		}
 		parts = append(parts, op)
 	}
-	u, err := exec.NewUnionAll(bd.ec, parts...)
+	// Buckets are independent: join them in parallel.
+	u, err := exec.NewGather(bd.ec, parts...)
 	if err != nil {
 		closeAll(parts)
 		return nil, err
