@@ -136,9 +136,15 @@ func (r *rowCtx) makeSale(ch int, line int64) {
 	*s = saleLine{order: o + 1, lineNo: line - r.cur.start}
 	s.soldDate = saleDate(oh(saltDate))
 	s.soldTime = intn(oh(saltTime), 86400)
-	// Customers are skewed (regulars buy more), and most orders carry the
-	// customer's current demographics and address.
-	s.billCustomer = 1 + int64(float64(g.nCustomer)*math.Pow(unit(oh(saltCustomer)), 2))
+	// Half of the orders come from the regulars (the first fifth of the
+	// customers), and most orders carry the customer's current demographics
+	// and address.
+	ch0 := oh(saltCustomer)
+	if ch0&1 == 0 {
+		s.billCustomer = 1 + intn(ch0>>1, max(g.nCustomer/5, 1))
+	} else {
+		s.billCustomer = 1 + intn(ch0>>1, g.nCustomer)
+	}
 	if oh(saltCDemo)%5 != 0 {
 		s.billCDemo, s.billHDemo, s.billAddr = g.customerCurrent(s.billCustomer)
 	} else {
