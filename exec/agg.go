@@ -210,6 +210,10 @@ type hashAggOp struct {
 	*aggCore
 	depth int
 	table map[string]uint32
+	// With nparts > 1 this is worker part of a parallel aggregation and
+	// handles only the rows whose key hashes to it (see owned).
+	part, nparts int
+	seed         maphash.Seed
 	// A single integer group key uses table64 (NULL key: nullGroup).
 	table64   map[int64]uint32
 	nullGroup int64
@@ -299,7 +303,11 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 			var fresh []int64
 			var spilled []bool // rows sent to disk
 			setSeen[si] = setSeen[si] || n > 0
+			mine := h.owned(skeys, intKey, &enc, n)
 			for i := 0; i < n; i++ {
+				if mine != nil && !mine[i] {
+					continue
+				}
 				var g uint32
 				var ok bool
 				switch {
@@ -361,8 +369,10 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 				}
 				inMem = make([]bool, n)
 				for i, sp := range spilled {
-					inMem[i] = !sp
+					inMem[i] = !sp && (mine == nil || mine[i])
 				}
+			} else if mine != nil {
+				inMem = mine
 			}
 			releaseArrays(skeys)
 			if err := h.update(ctx, b, ids, inMem); err != nil {
@@ -469,4 +479,27 @@ func (h *hashAggOp) Close() error {
 	h.subs = nil
 	errs = append(errs, h.child.Close())
 	return errors.Join(errs...)
+}
+
+// owned returns which rows belong to this worker of a parallel aggregation
+// (nil = all). Every worker computes the same function of the key.
+func (h *hashAggOp) owned(keys []arrow.Array, intKey func(int) int64, enc *vectorized.KeyEncoder, n int) []bool {
+	if h.nparts <= 1 {
+		return nil
+	}
+	mine := make([]bool, n)
+	if intKey != nil {
+		for i := 0; i < n; i++ {
+			w := 0
+			if keys[0].IsValid(i) {
+				w = int(uint64(intKey(i)) * 0x9E3779B97F4A7C15 >> 32 % uint64(h.nparts))
+			}
+			mine[i] = w == h.part
+		}
+		return mine
+	}
+	for i := 0; i < n; i++ {
+		mine[i] = int(maphash.Bytes(h.seed, enc.Key(i))%uint64(h.nparts)) == h.part
+	}
+	return mine
 }

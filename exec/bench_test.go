@@ -83,13 +83,16 @@ func BenchmarkAggregateOrdered(b *testing.B) {
 	defer release(bs)
 	aggs := []exec.AggregateSpec{{Func: "count_star"}, {Func: "sum", Args: []exec.Expr{exec.NewColumn(1, arrow.PrimitiveTypes.Int64, "v")}}}
 	groups := []exec.Expr{exec.NewColumn(0, arrow.PrimitiveTypes.Int64, "k")}
-	for _, kind := range []string{"hash", "sort"} {
+	for _, kind := range []string{"hash", "sort", "parallel-hash"} {
 		b.Run(kind, func(b *testing.B) {
 			for b.Loop() {
 				ec := exec.NewContext(mem)
 				ctor := exec.NewHashAggregate
-				if kind == "sort" {
+				switch kind {
+				case "sort":
 					ctor = exec.NewSortAggregate
+				case "parallel-hash":
+					ctor = exec.NewParallelHashAggregate
 				}
 				op, err := ctor(ec, exectest.Source(ec, s, retained(bs)), groups, nil, aggs, nil)
 				if err != nil {

@@ -91,6 +91,10 @@ func TestRandomAggregates(t *testing.T) {
 			return exec.NewHashAggregate(ec, ops[0], groups, nil, aggs, nil)
 		})
 		exectest.Run(t, []exectest.Table{in}, want, exectest.Unordered, func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			ec.Parallelism = 1 + iter%3
+			return exec.NewParallelHashAggregate(ec, ops[0], groups, nil, aggs, nil)
+		})
+		exectest.Run(t, []exectest.Table{in}, want, exectest.Unordered, func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 			sorted := exec.NewSort(ec, ops[0], []exec.SortKey{{Expr: col(s, "k")}, {Expr: col(s, "j")}})
 			return exec.NewSortAggregate(ec, sorted, groups, nil, aggs, nil)
 		})

@@ -93,6 +93,11 @@ func TestSpill(t *testing.T) {
 				{Func: "sum", Args: []exec.Expr{col(s, "v")}}, {Func: "min", Args: []exec.Expr{col(s, "s")}},
 			}, nil)
 		},
+		"parallel-hash-aggregate": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewParallelHashAggregate(ec, ops[0], []exec.Expr{col(s, "k")}, nil, []exec.AggregateSpec{
+				{Func: "sum", Args: []exec.Expr{col(s, "v")}}, {Func: "count", Args: []exec.Expr{col(s, "s")}, Distinct: true},
+			}, nil)
+		},
 		"sort": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 			return exec.NewSort(ec, ops[0], []exec.SortKey{{Expr: col(s, "v"), Descending: true}, {Expr: col(s, "k"), NullsFirst: true}, {Expr: col(s, "s")}}), nil
 		},
