@@ -232,6 +232,11 @@ func (st *tableState) compactUnit(ctx context.Context, sch *tableSchema, baseID 
 		if err != nil {
 			return err
 		}
+		// Compaction must never carry damage into new files.
+		if err := df.verify(ctx); err != nil {
+			df.Close()
+			return err
+		}
 		rec, err := df.readAll(ctx, mem, rt, nil)
 		df.Close()
 		if err != nil {

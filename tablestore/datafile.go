@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"slices"
 	"strconv"
@@ -47,28 +48,32 @@ func fileSchema(sch *tableSchema) *arrow.Schema {
 	return arrow.NewSchema(fields, nil)
 }
 
+// countingWriter counts and checksums what goes to the file: Parquet pages
+// carry no checksum in arrow-go, so the manifest keeps one per file.
 type countingWriter struct {
-	w io.Writer
-	n int64
+	w   io.Writer
+	n   int64
+	crc uint32
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
+	c.crc = crc32.Update(c.crc, crcTable, p[:n])
 	return n, err
 }
 
 // writeDataFile writes rec (laid out as fileSchema(sch)) to path as Parquet
-// and syncs it. It returns the file size.
-func (st *tableState) writeDataFile(ctx context.Context, path string, rec arrow.RecordBatch, sch *tableSchema, level int) (int64, error) {
+// and syncs it. It returns the file size and CRC-32C.
+func (st *tableState) writeDataFile(ctx context.Context, path string, rec arrow.RecordBatch, sch *tableSchema, level int) (int64, uint32, error) {
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	f, err := st.fs().Create(path)
 	if err != nil {
-		return 0, fmt.Errorf("create %s: %w", path, err)
+		return 0, 0, fmt.Errorf("create %s: %w", path, err)
 	}
-	size, err := writeParquet(f, rec, sch, level, st.s.opts)
+	size, crc, err := writeParquet(f, rec, sch, level, st.s.opts)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -77,40 +82,50 @@ func (st *tableState) writeDataFile(ctx context.Context, path string, rec arrow.
 	}
 	if err != nil {
 		_ = st.fs().Remove(path)
-		return 0, fmt.Errorf("write %s: %w", path, err)
+		return 0, 0, fmt.Errorf("write %s: %w", path, err)
 	}
-	return size, nil
+	return size, crc, nil
 }
 
 // Level-0 files are short-lived (compaction soon rewrites them), so they
 // skip dictionary encoding, which costs more CPU than it saves there.
-func writeParquet(f io.Writer, rec arrow.RecordBatch, sch *tableSchema, level int, opts Options) (int64, error) {
+func writeParquet(f io.Writer, rec arrow.RecordBatch, sch *tableSchema, level int, opts Options) (int64, uint32, error) {
 	cw := &countingWriter{w: f}
 	bw := bufio.NewWriterSize(cw, 1<<20)
-	props := parquet.NewWriterProperties(
+	wp := []parquet.WriterProperty{
 		parquet.WithAllocator(opts.Mem),
 		parquet.WithCompression(sch.opts.compression),
 		parquet.WithMaxRowGroupLength(sch.opts.rowGroupRows),
 		parquet.WithStats(true),
 		parquet.WithCreatedBy("flightd tablestore"),
-		parquet.WithDictionaryDefault(level > 0 || !sch.hasPK()),
-	)
+		parquet.WithDictionaryDefault(false),
+	}
+	// Dictionaries pay off for strings; numbers mostly fall back to plain
+	// encoding after building a dictionary in vain.
+	if level > 0 || !sch.hasPK() {
+		for _, f := range rec.Schema().Fields() {
+			if arrow.IsBaseBinary(f.Type.ID()) {
+				wp = append(wp, parquet.WithDictionaryFor(f.Name, true))
+			}
+		}
+	}
+	props := parquet.NewWriterProperties(wp...)
 	w, err := pqarrow.NewFileWriter(rec.Schema(), bw, props,
 		pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(opts.Mem), pqarrow.WithStoreSchema()))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := w.Write(rec); err != nil {
 		w.Close()
-		return 0, err
+		return 0, 0, err
 	}
 	if err := w.Close(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := bw.Flush(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return cw.n, nil
+	return cw.n, cw.crc, nil
 }
 
 // dataFile is an open Parquet data file.
@@ -122,6 +137,10 @@ type dataFile struct {
 	seqCol  int         // -1 for append tables
 	kindCol int
 	types   []arrow.DataType // by column index
+	crc     *uint32
+	// bounded: field IDs with manifest min/max. Parquet float statistics
+	// ignore NaN, so they are used only where the manifest shows none.
+	bounded map[int]bool
 }
 
 func corruptf(path string, err error) error {
@@ -159,7 +178,13 @@ func (st *tableState) openDataFile(e *manifestEntry) (*dataFile, error) {
 		rf.Close()
 		return nil, fmt.Errorf("%w: data file %s has %d rows, manifest says %d", ErrCorrupt, path, pr.NumRows(), e.File.RowCount)
 	}
-	df := &dataFile{path: path, rf: rf, fr: fr, cols: map[int]int{}, seqCol: -1, kindCol: -1}
+	df := &dataFile{path: path, rf: rf, fr: fr, cols: map[int]int{}, seqCol: -1, kindCol: -1, bounded: map[int]bool{}}
+	df.crc = e.File.CRC
+	for _, cs := range e.File.ValueStats {
+		if cs.Min != nil {
+			df.bounded[cs.ID] = true
+		}
+	}
 	for i, f := range sc.Fields() {
 		if !arrow.IsPrimitive(f.Type.ID()) && !arrow.IsBaseBinary(f.Type.ID()) && f.Type.ID() != arrow.BOOL && f.Type.ID() != arrow.DECIMAL128 {
 			rf.Close()
@@ -190,6 +215,32 @@ func (st *tableState) openDataFile(e *manifestEntry) (*dataFile, error) {
 }
 
 func (df *dataFile) Close() error { return df.rf.Close() }
+
+// verify checks the whole file against the manifest checksum; readers call
+// it when they read every row group anyway (the page cache makes the
+// second pass cheap), so damage is reported instead of decoded.
+func (df *dataFile) verify(ctx context.Context) error {
+	if df.crc == nil {
+		return nil // written before checksums were recorded
+	}
+	buf := make([]byte, 1<<20)
+	var crc uint32
+	for off := int64(0); off < df.rf.Size(); {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n, err := df.rf.ReadAt(buf[:min(int64(len(buf)), df.rf.Size()-off)], off)
+		if n == 0 && err != nil {
+			return fmt.Errorf("read %s: %w", df.path, err)
+		}
+		crc = crc32.Update(crc, crcTable, buf[:n])
+		off += int64(n)
+	}
+	if crc != *df.crc {
+		return fmt.Errorf("%w: data file %s: checksum mismatch (manifest %08x, file %08x)", ErrCorrupt, df.path, *df.crc, crc)
+	}
+	return nil
+}
 
 func (df *dataFile) numRowGroups() int { return df.fr.ParquetReader().NumRowGroups() }
 
@@ -367,7 +418,8 @@ func (df *dataFile) rowGroupStats(rg int, sch *tableSchema, allowed func(string)
 		if ps.HasNullCount() {
 			r.nullCount = ps.NullCount()
 		}
-		if ps.HasMinMax() {
+		isFloat := df.types[c].ID() == arrow.FLOAT32 || df.types[c].ID() == arrow.FLOAT64
+		if ps.HasMinMax() && (!isFloat || df.bounded[sch.Fields[i].ID]) {
 			r.min, r.max = parquetMinMax(ps, df.types[c])
 		}
 		return r, true, lit

@@ -128,6 +128,7 @@ type dataFileMeta struct {
 	// Path is relative to the table directory: partition/bucket-N/name.
 	Path           string     `json:"path"`
 	FileSize       int64      `json:"fileSize"`
+	CRC            *uint32    `json:"crc32c,omitempty"`
 	RowCount       int64      `json:"rowCount"`
 	MinKey         []datum    `json:"minKey,omitempty"`
 	MaxKey         []datum    `json:"maxKey,omitempty"`

@@ -186,20 +186,15 @@ func columnStats(id int, a arrow.Array) colStats {
 	if a.Len() == a.NullN() {
 		return st
 	}
-	switch a.DataType().ID() {
-	case arrow.DECIMAL128:
+	if a.DataType().ID() == arrow.DECIMAL128 {
 		return st
-	case arrow.FLOAT32, arrow.FLOAT64:
-		// NaN makes min/max meaningless for pruning; leave them unknown.
-		for i := 0; i < a.Len(); i++ {
-			if d, _ := datumAt(a, i); !d.Null && math.IsNaN(*d.F) {
-				return st
-			}
-		}
 	}
 	if mn, mx, ok := fastMinMax(a); ok {
 		st.Min, st.Max = &mn, &mx
 		return st
+	}
+	if id := a.DataType().ID(); id == arrow.FLOAT32 || id == arrow.FLOAT64 {
+		return st // NaN present: bounds unknown
 	}
 	c := cmpFunc(a)
 	lo, hi := -1, -1
@@ -252,8 +247,37 @@ func fastMinMax(a arrow.Array) (datum, datum, bool) {
 		return intMinMax(a, a.Date32Values())
 	case *array.Timestamp:
 		return intMinMax(a, a.TimestampValues())
+	case *array.Float32:
+		return floatMinMax(a, a.Float32Values())
+	case *array.Float64:
+		return floatMinMax(a, a.Float64Values())
 	}
 	return datum{}, datum{}, false
+}
+
+// floatMinMax gives up (ok false, so unknown bounds) on NaN, which sorts
+// above every number in SQL engines but not in min/max.
+func floatMinMax[T float32 | float64](a arrow.Array, v []T) (datum, datum, bool) {
+	first := true
+	var lo, hi T
+	for i, x := range v {
+		if a.NullN() > 0 && a.IsNull(i) {
+			continue
+		}
+		if x != x {
+			return datum{}, datum{}, false
+		}
+		if first {
+			lo, hi, first = x, x, false
+			continue
+		}
+		lo = min(lo, x)
+		hi = max(hi, x)
+	}
+	if first {
+		return datum{}, datum{}, false
+	}
+	return floatDatum(float64(lo)), floatDatum(float64(hi)), true
 }
 
 func intMinMax[T ~int8 | ~int16 | ~int32 | ~int64](a arrow.Array, v []T) (datum, datum, bool) {

@@ -293,6 +293,18 @@ func (s *Scan) selectRowGroups(df *dataFile, allowed func(string) bool) []int {
 	return rgs
 }
 
+// verifyIfFull checksums the file when every row group is read.
+func verifyIfFull(ctx context.Context, df *dataFile, rgs []int) error {
+	if len(rgs) != df.numRowGroups() {
+		return nil
+	}
+	if err := df.verify(ctx); err != nil {
+		df.Close()
+		return err
+	}
+	return nil
+}
+
 // fileSplit streams one file of an append table.
 type fileSplit struct {
 	s      *Scan
@@ -309,6 +321,9 @@ func (f *fileSplit) Open(ctx context.Context) (BatchReader, error) {
 		return nil, err
 	}
 	rgs := s.selectRowGroups(df, func(string) bool { return true })
+	if err := verifyIfFull(ctx, df, rgs); err != nil {
+		return nil, err
+	}
 	return newStreamReader(ctx, s, df, rgs, newReadTarget(s.sch, s.proj, false))
 }
 
@@ -463,6 +478,9 @@ func (p *pkSplit) Open(ctx context.Context) (BatchReader, error) {
 			return nil, err
 		}
 		rgs := s.selectRowGroups(df, p.allowed)
+		if err := verifyIfFull(ctx, df, rgs); err != nil {
+			return nil, err
+		}
 		return newStreamReader(ctx, s, df, rgs, newReadTarget(sch, s.proj, true))
 	}
 	// Read the projection plus what merging needs.
@@ -489,6 +507,10 @@ func (p *pkSplit) Open(ctx context.Context) (BatchReader, error) {
 			return nil, err
 		}
 		rgs := s.selectRowGroups(df, p.allowed)
+		if err := verifyIfFull(ctx, df, rgs); err != nil {
+			df.Close()
+			return nil, err
+		}
 		rec, err := df.readAll(ctx, mem, rt, rgs)
 		df.Close()
 		if err != nil {

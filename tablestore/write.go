@@ -456,12 +456,12 @@ func (st *tableState) writeRun(ctx context.Context, sch *tableSchema, rec arrow.
 		dirs[dir] = true
 	}
 	name := "data-" + newUUID() + "-0.parquet"
-	size, err := st.writeDataFile(ctx, joinPath(dir, name), out, sch, level)
+	size, crc, err := st.writeDataFile(ctx, joinPath(dir, name), out, sch, level)
 	if err != nil {
 		return nil, err
 	}
 	meta := dataFileMeta{
-		FileName: name, Path: joinPath(rel, name), FileSize: size, RowCount: out.NumRows(),
+		FileName: name, Path: joinPath(rel, name), FileSize: size, CRC: &crc, RowCount: out.NumRows(),
 		SchemaID: sch.ID, Level: level, CreationMillis: st.s.opts.Now().UnixMilli(), FileSource: source,
 	}
 	sys := 0
