@@ -106,3 +106,30 @@ func BenchmarkAggregateOrdered(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSort sorts 1M rows by a random int64 key.
+func BenchmarkSort(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	var bs []arrow.RecordBatch
+	rb := array.NewRecordBuilder(mem, schema)
+	x := uint64(1)
+	for i := 0; i < 1_000_000; i++ {
+		x = x*6364136223846793005 + 1442695040888963407
+		rb.Field(0).(*array.Int64Builder).Append(int64(x >> 20))
+		rb.Field(1).(*array.Int64Builder).Append(int64(i))
+		if rb.Field(0).Len() == 1024 {
+			bs = append(bs, rb.NewRecordBatch())
+		}
+	}
+	bs = append(bs, rb.NewRecordBatch())
+	rb.Release()
+	defer release(bs)
+	for b.Loop() {
+		ec := exec.NewContext(mem)
+		op := exec.NewSort(ec, exectest.Source(ec, schema, retained(bs)), []exec.SortKey{{Expr: exec.NewColumn(0, arrow.PrimitiveTypes.Int64, "k")}})
+		if n, err := exec.Drain(context.Background(), op); err != nil || n != 1_000_000 {
+			b.Fatal(n, err)
+		}
+	}
+}
