@@ -435,11 +435,26 @@ func TestReaderCancel(t *testing.T) {
 	}
 	b.Release()
 	cancel()
-	if _, err := rd.Next(ctx); err == nil {
+	if b, err := rd.Next(ctx); err == nil {
+		b.Release()
 		t.Error("Next after cancel returned no error")
 	}
 	rd.Close()
 	rd.Close()
+	// Closing early, with workers still generating, releases their batches.
+	rd, err = g.NewReader(context.Background(), mem, "catalog_sales", 50, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err = rd.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Release()
+	rd.Close()
+	if _, err := rd.Next(context.Background()); !errors.Is(err, io.EOF) {
+		t.Errorf("Next after Close: %v, want io.EOF", err)
+	}
 }
 
 // TestDomains spot-checks values the queries filter on.

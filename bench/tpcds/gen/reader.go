@@ -81,6 +81,9 @@ func (r *Reader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if r.closed {
 		return nil, io.EOF
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	select {
 	case out, ok := <-r.results:
 		if !ok {
