@@ -32,6 +32,32 @@
 //     memory.DefaultAllocator. Tests use memory.NewCheckedAllocator and end
 //     with AssertSize(t, 0).
 //
+// # Operators
+//
+// Source, Values, Filter, Project, Limit, Sort, TopN, HashAggregate (with
+// grouping sets), ParallelHashAggregate, SortAggregate, HashJoin,
+// MergeJoin, NestedLoopJoin (inner/left/right/full/semi/anti, null-aware
+// anti for NOT IN), UnionAll, Gather (parallel union), SetOp
+// (INTERSECT/EXCEPT [ALL]), Distinct, Window; Instrument wraps any operator
+// with counters; NewRecordReader adapts a tree to arrow's RecordReader.
+//
+// # Memory budget and spilling
+//
+// Context.MemoryLimit bounds what one operator holds. Over it, Sort writes
+// sorted runs (Arrow IPC streams in Context.TempDir) and merges them;
+// HashAggregate sends the rows of new groups to hash partitions it
+// aggregates afterwards; HashJoin partitions both inputs and joins
+// partition by partition (grace hash join). Partitions that are still too
+// big re-partition, up to a fixed depth. Window, MergeJoin and
+// NestedLoopJoin materialize their input without spilling.
+//
+// # Parallelism
+//
+// Gather runs child pipelines on goroutines (at most Context.Parallelism
+// at a time); ParallelHashAggregate splits groups between workers by key
+// hash. Batches cross goroutines Retained; allocators must be safe for
+// concurrent use (arrow-go's are).
+//
 // # Semantics
 //
 // SQL three-valued logic throughout: Filter keeps rows whose predicate is
