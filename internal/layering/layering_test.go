@@ -20,6 +20,7 @@ var forbidden = map[string][]string{
 	"plan":       {"engine", "flightsql"},
 	"engine":     {"flightsql"},
 	"tablestore": {"exec", "plan", "sql", "engine", "flightsql", "vectorized"},
+	"cache":      {"exec", "plan", "sql", "engine", "flightsql", "vectorized", "tablestore"},
 }
 
 func TestLayering(t *testing.T) {
