@@ -215,7 +215,7 @@ type hashAggOp struct {
 	part, nparts int
 	seed         maphash.Seed
 	// A single integer group key uses table64 (NULL key: nullGroup).
-	table64   map[int64]uint32
+	table64   *vectorized.IntTable
 	nullGroup int64
 	opened    bool
 	out       batchesOp
@@ -257,7 +257,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 		return err
 	}
 	h.table = map[string]uint32{}
-	h.table64 = map[int64]uint32{}
+	h.table64 = vectorized.NewIntTable(1024)
 	h.nullGroup = -1
 	sets := h.sets
 	if sets == nil {
@@ -314,7 +314,9 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 				case intKey != nil && skeys[0].IsNull(i):
 					g, ok = uint32(h.nullGroup), h.nullGroup >= 0
 				case intKey != nil:
-					g, ok = h.table64[intKey(i)]
+					var g32 int32
+					g32, ok = h.table64.Get(intKey(i))
+					g = uint32(g32)
 				default:
 					keyBuf = append(append(keyBuf[:0], byte(si), byte(si>>8)), enc.Key(i)...)
 					g, ok = h.table[string(keyBuf)]
@@ -332,7 +334,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 					case intKey != nil && skeys[0].IsNull(i):
 						h.nullGroup = int64(g)
 					case intKey != nil:
-						h.table64[intKey(i)] = g
+						h.table64.Put(intKey(i), int32(g))
 						keyBytes += 8
 					default:
 						h.table[string(keyBuf)] = g

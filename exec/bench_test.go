@@ -133,3 +133,34 @@ func BenchmarkSort(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPipeline is scan -> filter -> project -> hash aggregate over 1M
+// rows (10K groups).
+func BenchmarkPipeline(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	s, bs := orderedBatches(mem, 1_000_000, 100)
+	defer release(bs)
+	k := exec.NewColumn(0, arrow.PrimitiveTypes.Int64, "k")
+	v := exec.NewColumn(1, arrow.PrimitiveTypes.Int64, "v")
+	pred, err := exec.NewCall("greater", v, lit(int64(1000)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	dbl, err := exec.NewCall("multiply", v, lit(int64(2)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		ec := exec.NewContext(mem)
+		f := exec.NewFilter(ec, exectest.Source(ec, s, retained(bs)), pred)
+		p := exec.NewProject(ec, f, []exec.Expr{k, dbl}, []string{"k", "d"})
+		agg, err := exec.NewHashAggregate(ec, p, []exec.Expr{exec.NewColumn(0, arrow.PrimitiveTypes.Int64, "k")}, nil,
+			[]exec.AggregateSpec{{Func: "sum", Args: []exec.Expr{exec.NewColumn(1, arrow.PrimitiveTypes.Int64, "d")}}, {Func: "count_star"}}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := exec.Drain(context.Background(), agg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -73,6 +73,9 @@ func (l *LiteralExpr) Eval(_ context.Context, ec *Context, b arrow.RecordBatch) 
 }
 
 func (l *LiteralExpr) array(ec *Context, n int) (arrow.Array, error) {
+	if arr, ok := vectorized.Repeat(ec.Mem, l.Value, n); ok {
+		return arr, nil
+	}
 	arr, err := scalar.MakeArrayFromScalar(l.Value, n, ec.Mem)
 	if err != nil {
 		return nil, fmt.Errorf("literal %s: %w", l, err)

@@ -88,7 +88,7 @@ type candidates interface {
 // hashCandidates chains build rows with equal keys.
 type hashCandidates struct {
 	heads   map[string]int32
-	heads64 map[int64]int32 // single integer key
+	heads64 *vectorized.IntTable // single integer key
 	chain   []int32
 	probe   []int32 // first candidate per row of the current left batch
 }
@@ -232,7 +232,7 @@ func (j *joinOp) Open(ctx context.Context) error {
 	h := &hashCandidates{chain: make([]int32, t.n)}
 	if len(t.keys) == 1 && vectorized.IsIntKeyType(t.keys[0].DataType()) {
 		// One integer key: an int64 map, no key encoding.
-		h.heads64 = make(map[int64]int32, t.n)
+		h.heads64 = vectorized.NewIntTable(t.n)
 		key, _ := vectorized.IntKey(t.keys[0])
 		for r := t.n - 1; r >= 0; r-- {
 			h.chain[r] = -1
@@ -241,10 +241,10 @@ func (j *joinOp) Open(ctx context.Context) error {
 				continue
 			}
 			k := key(r)
-			if head, ok := h.heads64[k]; ok {
+			if head, ok := h.heads64.Get(k); ok {
 				h.chain[r] = head
 			}
-			h.heads64[k] = int32(r)
+			h.heads64.Put(k, int32(r))
 		}
 		j.hash, j.cands = h, h
 		return nil
@@ -302,7 +302,7 @@ func (j *joinOp) startLeft(ctx context.Context, b arrow.RecordBatch) error {
 				probe[i] = -1
 				if keys[0].IsNull(i) {
 					nulls[i] = true
-				} else if h, ok := j.hash.heads64[key(i)]; ok {
+				} else if h, ok := j.hash.heads64.Get(key(i)); ok {
 					probe[i] = h
 				}
 			}
