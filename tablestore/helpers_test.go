@@ -115,6 +115,9 @@ func readScanErr(s *Scan) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Output must be ordered by the ordered-by columns the scan
+		// projects, also across batch boundaries.
+		var prev []datum
 		for {
 			b, err := r.Next(ctx)
 			if errors.Is(err, io.EOF) {
@@ -132,7 +135,26 @@ func readScanErr(s *Scan) ([]string, error) {
 				r.Close()
 				return nil, fmt.Errorf("batch schema %v, scan schema %v", b.Schema(), s.Schema())
 			}
+			var ordCols []arrow.Array
+			for _, c := range s.OrderedBy() {
+				if idx := b.Schema().FieldIndices(c); len(idx) == 1 {
+					ordCols = append(ordCols, b.Column(idx[0]))
+				}
+			}
 			for i := 0; i < int(b.NumRows()); i++ {
+				cur := make([]datum, len(ordCols))
+				for k, c := range ordCols {
+					cur[k], _ = datumAt(c, i)
+				}
+				if prev != nil {
+					if c, ok := compareKeys(prev, cur); ok && c >= 0 {
+						r.Close()
+						return nil, fmt.Errorf("split output out of order: %v then %v", prev, cur)
+					}
+				}
+				if len(cur) > 0 {
+					prev = cur
+				}
 				var cells []string
 				for _, c := range b.Columns() {
 					cells = append(cells, cellString(c, i))

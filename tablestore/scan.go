@@ -471,17 +471,10 @@ func (p *pkSplit) Bucket() int { return p.bucket }
 func (p *pkSplit) Open(ctx context.Context) (BatchReader, error) {
 	s := p.s
 	sch := s.sch
-	if len(p.files) == 1 {
-		// One file holds one version per key: stream it.
-		df, err := s.st.openDataFile(p.files[0])
-		if err != nil {
-			return nil, err
-		}
-		rgs := s.selectRowGroups(df, p.allowed)
-		if err := verifyIfFull(ctx, df, rgs); err != nil {
-			return nil, err
-		}
-		return newStreamReader(ctx, s, df, rgs, newReadTarget(sch, s.proj, true))
+	if files, ok := disjointKeyRanges(p.files); ok {
+		// Each file holds one version per key and no two files share a
+		// key: stream them one after the other in key order.
+		return &chainReader{s: s, files: files, allowed: p.allowed}, nil
 	}
 	// Read the projection plus what merging needs.
 	need := slices.Clone(s.proj)
@@ -531,6 +524,92 @@ func (p *pkSplit) Open(ctx context.Context) (BatchReader, error) {
 	projected := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, all.NumRows())
 	all.Release()
 	return &rowsReader{s: s, rec: projected, rows: rows}, nil
+}
+
+// disjointKeyRanges orders files by key range and reports whether the
+// ranges are disjoint (so no merge is needed).
+func disjointKeyRanges(files []*manifestEntry) ([]*manifestEntry, bool) {
+	if len(files) == 1 {
+		return files, true
+	}
+	sorted := slices.Clone(files)
+	ok := true
+	slices.SortFunc(sorted, func(a, b *manifestEntry) int {
+		c, cok := compareKeys(a.File.MinKey, b.File.MinKey)
+		ok = ok && cok
+		return c
+	})
+	for i := 1; ok && i < len(sorted); i++ {
+		c, cok := compareKeys(sorted[i-1].File.MaxKey, sorted[i].File.MinKey)
+		ok = cok && c < 0
+	}
+	return sorted, ok
+}
+
+// compareKeys compares key tuples; ok is false when any part is not
+// comparable (e.g. decimal keys have no datums).
+func compareKeys(a, b []datum) (int, bool) {
+	if len(a) != len(b) || len(a) == 0 {
+		return 0, false
+	}
+	for i := range a {
+		c, ok := compareDatum(a[i], b[i])
+		if !ok {
+			return 0, false
+		}
+		if c != 0 {
+			return c, true
+		}
+	}
+	return 0, true
+}
+
+// chainReader streams files with disjoint key ranges in key order.
+type chainReader struct {
+	s       *Scan
+	files   []*manifestEntry
+	allowed func(string) bool
+	cur     *streamReader
+}
+
+func (c *chainReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	for {
+		if c.cur != nil {
+			b, err := c.cur.Next(ctx)
+			if !errors.Is(err, io.EOF) {
+				return b, err
+			}
+			if err := c.cur.Close(); err != nil {
+				return nil, err
+			}
+			c.cur = nil
+		}
+		if len(c.files) == 0 {
+			return nil, io.EOF
+		}
+		s := c.s
+		df, err := s.st.openDataFile(c.files[0])
+		if err != nil {
+			return nil, err
+		}
+		c.files = c.files[1:]
+		rgs := s.selectRowGroups(df, c.allowed)
+		if err := verifyIfFull(ctx, df, rgs); err != nil {
+			return nil, err
+		}
+		if c.cur, err = newStreamReader(ctx, s, df, rgs, newReadTarget(s.sch, s.proj, true)); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (c *chainReader) Close() error {
+	if c.cur != nil {
+		err := c.cur.Close()
+		c.cur = nil
+		return err
+	}
+	return nil
 }
 
 // concatRecords concatenates batches of one schema and returns the row

@@ -103,3 +103,25 @@ func TestFloatStatsWithNaN(t *testing.T) {
 		t.Fatalf("NaN row skipped: %q", got)
 	}
 }
+
+func TestDisjointFilesStreamInKeyOrder(t *testing.T) {
+	ctx := context.Background()
+	s, mem, _ := newTestStore(t)
+	tbl, err := s.CreateTable(ctx, Ident{"db", "d"}, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}, Options: map[string]string{"write-only": "true"}}, false)
+	must(t, err)
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{4, "d"}, {5, "e"}, {6, "f"}})
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{1, "a"}, {2, "b"}, {3, "c"}})
+	writeRows(t, tbl, mem, WriteOptions{}, Delete, [][]any{{7, "x"}})
+	sc, err := tbl.NewScan(ctx, ScanSpec{})
+	must(t, err)
+	if _, ok := sc.Splits()[0].(*pkSplit); !ok {
+		t.Fatal("want a key-table split")
+	}
+	if _, ok := disjointKeyRanges(sc.Splits()[0].(*pkSplit).files); !ok {
+		t.Fatal("files should be disjoint")
+	}
+	eqRows(t, readScan(t, sc), "1|a", "2|b", "3|c", "4|d", "5|e", "6|f")
+	// An overlapping file forces the merge.
+	writeRows(t, tbl, mem, WriteOptions{}, UpdateAfter, [][]any{{2, "B"}, {5, "E"}})
+	eqRows(t, scanAll(t, tbl, ScanSpec{}), "1|a", "2|B", "3|c", "4|d", "5|E", "6|f")
+}
