@@ -29,9 +29,7 @@ type binder struct {
 
 type cteDef struct {
 	cte *sql.CTE
-	// depth of the CTE stack at definition, so a CTE body sees only the
-	// CTEs defined before it.
-	depth int
+	env []map[string]*cteDef // the CTEs its body can see
 }
 
 type bindFail struct{ err error }

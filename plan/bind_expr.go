@@ -91,7 +91,7 @@ func (b *binder) bindScalar(e sql.Expr, sc *scope, node *Node, o exprOpts) Expr 
 	case *sql.Case:
 		return b.bindCase(e, sc, node, o)
 	case *sql.Between:
-		x := b.bindScalar(e.X, sc, node, o.with(nil))
+		x := b.settle(b.bindScalar(e.X, sc, node, o.with(nil)))
 		lo := b.bindScalar(e.Lo, sc, node, o.with(x.Type()))
 		hi := b.bindScalar(e.Hi, sc, node, o.with(x.Type()))
 		r := b.and(b.compare("greater_equal", x, lo, e.Pos), b.compare("less_equal", x, hi, e.Pos))
@@ -100,11 +100,11 @@ func (b *binder) bindScalar(e sql.Expr, sc *scope, node *Node, o exprOpts) Expr 
 		}
 		return r
 	case *sql.InList:
-		x := b.bindScalar(e.X, sc, node, o.with(nil))
+		x := b.settle(b.bindScalar(e.X, sc, node, o.with(nil)))
 		list := make([]Expr, len(e.List))
 		typ := x.Type()
 		for i, it := range e.List {
-			list[i] = b.bindScalar(it, sc, node, o.with(x.Type()))
+			list[i] = b.settle(b.bindScalar(it, sc, node, o.with(x.Type())))
 			list[i] = b.coerceLiteral(list[i], x.Type())
 			t, ok := commonType(typ, list[i].Type())
 			if !ok {
@@ -134,7 +134,7 @@ func (b *binder) bindScalar(e sql.Expr, sc *scope, node *Node, o exprOpts) Expr 
 		}
 		return b.call(e.Pos, fn, args...)
 	case *sql.Is:
-		x := b.bindScalar(e.X, sc, node, o.with(nil))
+		x := b.settle(b.bindScalar(e.X, sc, node, o.with(nil)))
 		var r Expr
 		switch e.What {
 		case "NULL", "UNKNOWN":
@@ -159,7 +159,7 @@ func (b *binder) bindScalar(e sql.Expr, sc *scope, node *Node, o exprOpts) Expr 
 		}
 		return r
 	case *sql.Extract:
-		x := b.bindScalar(e.X, sc, node, o.with(nil))
+		x := b.settle(b.bindScalar(e.X, sc, node, o.with(nil)))
 		return b.call(e.Pos, "extract", &Const{Value: stringScalar(strings.ToLower(e.Field))}, x)
 	case *sql.Subquery:
 		return b.scalarSubquery(e, sc, node)
@@ -174,7 +174,7 @@ func (b *binder) bindScalar(e sql.Expr, sc *scope, node *Node, o exprOpts) Expr 
 		if e.Not {
 			b.notImplemented(e.Pos, "NOT IN (subquery) outside a top-level WHERE condition")
 		}
-		x := b.bindScalar(e.X, sc, node, o.with(nil))
+		x := b.settle(b.bindScalar(e.X, sc, node, o.with(nil)))
 		sub, corr := b.bindSubquery(e.Query, sc)
 		y := b.subqueryValue(sub, corr, e.Query.Pos)
 		found := b.markJoin(node, sub, corr, b.compare("equal", x, y, e.Pos), e.Pos)
@@ -240,6 +240,15 @@ func (b *binder) bindBinary(e *sql.Binary, sc *scope, node *Node, o exprOpts) Ex
 	}
 	b.inferParams(l, r)
 	return b.call(e.Pos, arithFns[e.Op], l, r)
+}
+
+// settle gives an untyped parameter a type (string) where no context
+// decides one, so that every bound expression has a type.
+func (b *binder) settle(e Expr) Expr {
+	if p, ok := e.(*ParamRef); ok && p.slot.typ == nil {
+		p.slot.typ = arrow.BinaryTypes.String
+	}
+	return e
 }
 
 // inferParams gives untyped parameters the type of the other operand.
@@ -337,7 +346,7 @@ func (b *binder) castTo(e Expr, typ arrow.DataType, pos sql.Pos) Expr {
 func (b *binder) bindCase(e *sql.Case, sc *scope, node *Node, o exprOpts) Expr {
 	var operand Expr
 	if e.Operand != nil {
-		operand = b.bindScalar(e.Operand, sc, node, o.with(nil))
+		operand = b.settle(b.bindScalar(e.Operand, sc, node, o.with(nil)))
 	}
 	c := &Case{}
 	var thens []Expr
@@ -350,10 +359,10 @@ func (b *binder) bindCase(e *sql.Case, sc *scope, node *Node, o exprOpts) Expr {
 			cond = b.boolArg(b.bindScalar(w.Cond, sc, node, o.with(boolType)), w.Cond, "WHEN")
 		}
 		c.Whens = append(c.Whens, CaseWhen{Cond: cond})
-		thens = append(thens, b.bindScalar(w.Then, sc, node, o))
+		thens = append(thens, b.settle(b.bindScalar(w.Then, sc, node, o)))
 	}
 	if e.Else != nil {
-		c.Else = b.bindScalar(e.Else, sc, node, o)
+		c.Else = b.settle(b.bindScalar(e.Else, sc, node, o))
 		thens = append(thens, c.Else)
 	}
 	var typ arrow.DataType = arrow.Null

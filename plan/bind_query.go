@@ -2,6 +2,8 @@ package plan
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -120,21 +122,17 @@ func (s *scope) singleQual() string {
 // (INSERT targets) that decide parameter and NULL types.
 func (b *binder) bindQuery(q *sql.Query, outer *scope, hints []arrow.DataType) (Node, *corrResult) {
 	if len(q.With) > 0 {
-		defs := map[string]*cteDef{}
-		b.ctes = append(b.ctes, defs)
+		level := map[string]*cteDef{}
+		b.ctes = append(b.ctes, level)
 		defer func() { b.ctes = b.ctes[:len(b.ctes)-1] }()
 		for _, c := range q.With {
-			if defs[c.Name] != nil {
+			if level[c.Name] != nil {
 				b.fail(c.Pos, "WITH query %q defined twice", c.Name)
 			}
-			// A CTE sees the CTEs before it, in this WITH and outside.
-			defs[c.Name] = &cteDef{cte: c, depth: len(b.ctes)}
-			snapshot := map[string]*cteDef{}
-			for k, v := range defs {
-				snapshot[k] = v
-			}
-			b.ctes[len(b.ctes)-1] = snapshot
-			defs = snapshot
+			// A CTE body sees the enclosing CTEs and those before it in
+			// this WITH, not itself (no recursive CTEs).
+			env := append(slices.Clone(b.ctes[:len(b.ctes)-1]), maps.Clone(level))
+			level[c.Name] = &cteDef{cte: c, env: env}
 		}
 	}
 	var node Node
@@ -258,7 +256,7 @@ func (b *binder) bindValues(v *sql.Values, hints []arrow.DataType) Node {
 				hint = hints[j]
 			}
 			var dummy Node = &ValuesNode{}
-			x := b.bindScalar(e, sc, &dummy, withHint(hint))
+			x := b.settle(b.bindScalar(e, sc, &dummy, withHint(hint)))
 			if dummy.(*ValuesNode).Cols != nil {
 				b.notImplemented(e.Position(), "a subquery in VALUES")
 			}
@@ -406,7 +404,7 @@ func (b *binder) bindSelect(sel *sql.Select, outer *scope, orderBy []*sql.OrderI
 		if i < len(hints) {
 			hint = hints[i]
 		}
-		e := b.bindPost(sb, it.Expr, hint, "")
+		e := b.settle(b.bindPost(sb, it.Expr, hint, ""))
 		name := it.Alias
 		if name == "" {
 			name = deriveName(it.Expr, i)
@@ -439,7 +437,7 @@ func (b *binder) bindSelect(sel *sql.Select, outer *scope, orderBy []*sql.OrderI
 			}
 		}
 		if idx < 0 {
-			e := b.bindPost(sb, o.Expr, nil, "")
+			e := b.settle(b.bindPost(sb, o.Expr, nil, ""))
 			k := exprKey(e)
 			for i, x := range exprs {
 				if exprKey(x) == k {
@@ -521,7 +519,7 @@ func (b *binder) orderByOutputs(n Node, items []*sql.OrderItem) Node {
 			e = &ColRef{ID: c.ID, Name: c.Name, Typ: c.Type}
 		} else {
 			var dummy Node = n
-			e = b.bindScalar(o.Expr, sc, &dummy, exprOpts{noAgg: "ORDER BY of a set operation"})
+			e = b.settle(b.bindScalar(o.Expr, sc, &dummy, exprOpts{noAgg: "ORDER BY of a set operation"}))
 			if dummy != n {
 				b.notImplemented(o.Pos, "a subquery in ORDER BY of a set operation")
 			}
@@ -818,13 +816,13 @@ func (b *binder) scanNode(t *tablestore.Table, snap int64, label string) *ScanNo
 	return s
 }
 
-func (b *binder) findCTE(name string) (*cteDef, int) {
+func (b *binder) findCTE(name string) *cteDef {
 	for i := len(b.ctes) - 1; i >= 0; i-- {
 		if d := b.ctes[i][name]; d != nil {
-			return d, i
+			return d
 		}
 	}
-	return nil, -1
+	return nil
 }
 
 // bindFrom binds one FROM item; lateral is the scope of the items to its
@@ -833,9 +831,9 @@ func (b *binder) bindFrom(f sql.TableRef, outer *scope, left *scope) (Node, *sco
 	switch f := f.(type) {
 	case *sql.TableName:
 		if len(f.Name.Parts) == 1 && f.SystemTime == nil {
-			if d, _ := b.findCTE(f.Name.Parts[0]); d != nil {
+			if d := b.findCTE(f.Name.Parts[0]); d != nil {
 				saved := b.ctes
-				b.ctes = b.ctes[:d.depth]
+				b.ctes = d.env
 				n, _ := b.bindQuery(d.cte.Query, nil, nil)
 				b.ctes = saved
 				qual := f.Name.Parts[0]
@@ -1178,7 +1176,7 @@ func (b *binder) bindGroupExpr(sb *selectBinding, e sql.Expr) Expr {
 		}
 	}
 	var n = sb.input
-	x := b.bindScalar(e, sb.sc, &n, exprOpts{noAgg: "GROUP BY"})
+	x := b.settle(b.bindScalar(e, sb.sc, &n, exprOpts{noAgg: "GROUP BY"}))
 	if n != sb.input {
 		b.notImplemented(e.Position(), "a subquery in GROUP BY")
 	}
@@ -1200,7 +1198,7 @@ func (b *binder) bindAggCall(sb *selectBinding, c *sql.FuncCall) AggCall {
 	n := sb.input
 	opts := exprOpts{noAgg: "an aggregate argument"}
 	for _, a := range c.Args {
-		args = append(args, b.bindScalar(a, sb.sc, &n, opts))
+		args = append(args, b.settle(b.bindScalar(a, sb.sc, &n, opts)))
 	}
 	if c.Star {
 		if fn != "count" {
@@ -1356,7 +1354,7 @@ func (b *binder) bindWindows(sb *selectBinding, calls []*sql.FuncCall) {
 			if sb.grouping != nil {
 				x = b.rewriteGrouped(sb, x, e)
 			}
-			return x
+			return b.settle(x)
 		}
 		var parts []Expr
 		for _, p := range spec.PartitionBy {

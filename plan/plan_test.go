@@ -42,7 +42,7 @@ func newHarness(t *testing.T, opts plan.Options) (*slt.InProc, *memory.CheckedAl
 // [disable=rule,...]` prints the plan, `query` prints rows, `error` prints a
 // bind error with its caret.
 func TestExplain(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+	datadriven.Walk(t, "testdata/explain", func(t *testing.T, path string) {
 		h, _ := newHarness(t, plan.Options{})
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			switch d.Cmd {
