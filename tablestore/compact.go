@@ -3,6 +3,8 @@ package tablestore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"slices"
 	"strconv"
 
@@ -147,12 +149,14 @@ func (t *Table) Compact(ctx context.Context, full bool) error {
 func (st *tableState) compactAll(ctx context.Context, full bool) error {
 	st.compactMu.Lock()
 	defer st.compactMu.Unlock()
-	sch, err := st.latestSchema()
-	if err != nil {
-		return err
-	}
 	sn, err := st.resolveSnapshot(0)
 	if err != nil || sn == nil {
+		return err
+	}
+	// The schema after the snapshot: no file of the snapshot can have a
+	// newer one, so no column is lost in the rewrite.
+	sch, err := st.latestSchema()
+	if err != nil {
 		return err
 	}
 	files, err := st.liveFiles(sn)
@@ -229,6 +233,11 @@ func (st *tableState) compactUnit(ctx context.Context, sch *tableSchema, baseID 
 			return err
 		}
 		df, err := st.openDataFile(e)
+		if errors.Is(err, fs.ErrNotExist) {
+			// Removed by a later overwrite and expiry: our commit would
+			// conflict anyway.
+			return fmt.Errorf("%w: compaction input %s is gone", ErrConflict, e.File.Path)
+		}
 		if err != nil {
 			return err
 		}
