@@ -75,7 +75,11 @@ func resolveAgg(name string, types []arrow.DataType) (*aggDef, error) {
 		case vectorized.IsFloat(t):
 			return &aggDef{ret: f64Type, arity: 1, make: func() accumulator { return &sumFloatAcc{} }}, nil
 		case t.ID() == arrow.DECIMAL128:
-			dt := &arrow.Decimal128Type{Precision: MaxDecimalPrecision, Scale: t.(*arrow.Decimal128Type).Scale}
+			// Spark's rule: ten more digits than the input, enough for any
+			// realistic row count (overflow is still detected), and it
+			// leaves precision for later division.
+			in := t.(*arrow.Decimal128Type)
+			dt := &arrow.Decimal128Type{Precision: min(in.Precision+10, MaxDecimalPrecision), Scale: in.Scale}
 			return &aggDef{ret: dt, arity: 1, make: func() accumulator { return &sumDecAcc{out: dt} }}, nil
 		case t.ID() == arrow.NULL:
 			return &aggDef{ret: i64Type, arity: 1, make: func() accumulator { return &sumIntAcc{} }}, nil
@@ -295,8 +299,8 @@ func (s *sumDecAcc) update(groups []uint32, args []arrow.Array, mask []bool) err
 			continue
 		}
 		r := s.sum[g].Add(v[i])
-		if !r.FitsInPrecision(MaxDecimalPrecision) {
-			return fmt.Errorf("%w: decimal sum exceeds 38 digits", vectorized.ErrOverflow)
+		if !r.FitsInPrecision(s.out.Precision) {
+			return fmt.Errorf("%w: decimal sum exceeds %s", vectorized.ErrOverflow, s.out)
 		}
 		s.sum[g], s.seen[g] = r, true
 	}
