@@ -2,17 +2,31 @@
 // optimizes them and builds exec operator trees.
 //
 //	sql.Statement --Bind--> logical Node tree (columns by ColumnID)
-//	                 |         fold_constants, push_filters, join_order,
-//	                 |         planJoins (hash / nested-loop), prune_columns,
-//	                 |         top_n, scan predicate pushdown
-//	                 v
+//	                  |  rules, each switchable (Options.DisabledRules):
+//	                  |    fold_constants   constant subexpressions evaluated once
+//	                  |    push_filters     conjuncts down through projections, joins,
+//	                  |                     aggregations and unions into scans, where
+//	                  |                     column-vs-constant terms become
+//	                  |                     tablestore.Predicates (partition/file skipping)
+//	                  |    join_order       greedy: smallest input first, then the smallest
+//	                  |                     connected one; hash build side = smaller side
+//	                  |    (planJoins)      equality keys -> hash join, else nested loop
+//	                  |    prune_columns    scans and projections keep what is read
+//	                  |    top_n            ORDER BY + LIMIT -> top-N
+//	                  |    sort_aggregate   GROUP BY on a primary-key prefix of a scan
+//	                  |    merge_join       inputs ordered on the keys: sort-merge join,
+//	                  |                     bucket by bucket for tables bucketed alike
+//	                  |    parallel_scan    scan pipelines run once per core under Gather
+//	                  v
 //	           *Query (immutable) --Build(ec, params)--> exec.Operator
+//	                              --BuildAnalyze-------> operator + per-operator report
 //
 // Expressions refer to columns by ID, never by position, so rules can move
 // operators freely; Build maps IDs to positions of each operator's input.
 // Subqueries are decorrelated while binding: [NOT] EXISTS and [NOT] IN in
-// WHERE become semi/anti joins, correlated scalar subqueries with
-// aggregates become grouped left joins, and EXISTS/IN elsewhere become
-// left joins with a match marker. Errors name the position in the SQL text
-// (*sql.Error); unsupported features wrap ErrNotImplemented.
+// WHERE become semi/anti joins (NOT IN null-aware), correlated scalar
+// subqueries become left joins grouped on the correlation key, and
+// EXISTS/IN elsewhere become left joins with a match marker. Errors name the
+// position in the SQL text (*sql.Error); valid SQL that cannot run yet wraps
+// ErrNotImplemented.
 package plan

@@ -291,8 +291,10 @@ func (n *JoinNode) Rows() float64 {
 	}
 	var est float64
 	if keys > 0 {
-		// A key/foreign-key join keeps about the larger side.
-		est = max(l, r)
+		// |L join R| = |L||R| / max(V(L.k), V(R.k)); for key/foreign-key
+		// joins the distinct keys are about the unfiltered size of the
+		// smaller (dimension) side, so filters on it carry over.
+		est = l * r / max(1, min(baseRows(n.Left), baseRows(n.Right)))
 	} else {
 		est = l * r * selectivity(n.Cond)
 	}
@@ -343,6 +345,18 @@ func (n *Max1RowNode) Rows() float64 {
 		return n.Input.Rows()
 	}
 	return 1
+}
+
+// baseRows is the row count of n's input before filters: what bounds the
+// number of distinct join keys.
+func baseRows(n Node) float64 {
+	switch x := n.(type) {
+	case *ScanNode:
+		return max(1, x.TableRows)
+	case *FilterNode, *ProjectNode, *GatherNode, *SortNode, *LimitNode:
+		return baseRows(n.Inputs()[0])
+	}
+	return n.Rows()
 }
 
 func constInt(e Expr) (int64, bool) {
