@@ -23,6 +23,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -164,6 +165,22 @@ func Parse(text string) ([]Record, error) {
 		return nil, err
 	}
 	return recs, sc.Err()
+}
+
+// RunDir runs every .slt file of dir as a parallel subtest, each on a fresh
+// harness from newHarness (the Flight SQL suite reuses the files this way).
+func RunDir(t *testing.T, dir string, newHarness func(t *testing.T) Harness) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.slt"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no .slt files in %s: %v", dir, err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			t.Parallel()
+			RunFile(t, newHarness(t), f)
+		})
+	}
 }
 
 // RunFile runs one .slt file; failures are reported with file:line.

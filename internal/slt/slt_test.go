@@ -49,6 +49,25 @@ func TestInProc(t *testing.T) {
 	}
 }
 
+// TestRunDir runs the files through RunDir, the entry point other harnesses
+// use.
+func TestRunDir(t *testing.T) {
+	RunDir(t, "../../testdata/slt", func(t *testing.T) Harness {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		h, err := NewInProc(context.Background(), t.TempDir(), mem, plan.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := h.Close(); err != nil {
+				t.Error(err)
+			}
+			mem.AssertSize(t, 0)
+		})
+		return h
+	})
+}
+
 func TestParseRecords(t *testing.T) {
 	recs, err := Parse("# c\nstatement ok\nCREATE TABLE t (a INT)\n\nskipif flightd\nstatement ok\nX\n\nquery IT rowsort\nSELECT 1, 'a'\n----\n1 a\n\nstatement error not found\nSELECT x\n\nhalt\n")
 	if err != nil {
