@@ -2,7 +2,6 @@ package tpcds
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/bench/tpcds/gen"
@@ -70,7 +70,7 @@ func LoadAll(ctx context.Context, mem memory.Allocator, g *gen.Generator, tables
 		if err != nil {
 			return err
 		}
-		rd, err := g.NewReader(ctx, mem, t.Name, batchSize, workers)
+		rd, err := g.NewReader(ctx, mem, t.Name, batchRows(t.Schema(), batchSize), workers)
 		if err != nil {
 			return err
 		}
@@ -93,6 +93,26 @@ func LoadAll(ctx context.Context, mem memory.Allocator, g *gen.Generator, tables
 	el := time.Since(start)
 	fmt.Fprintf(w, "%s: loaded %d rows in %.1fs (%.0f rows/s)\n", name, total, el.Seconds(), float64(total)/max(el.Seconds(), 1e-9))
 	return nil
+}
+
+// maxBatchBytes bounds the size of one generated batch: a batch is one
+// gRPC message in a Flight SQL ingest, and gRPC's default limit is 16 MiB.
+const maxBatchBytes = 4 << 20
+
+// batchRows returns at most limit rows, fewer if the rows are wide.
+func batchRows(schema *arrow.Schema, limit int) int {
+	width := 0
+	for _, f := range schema.Fields() {
+		switch f.Type.ID() {
+		case arrow.DECIMAL128:
+			width += 16
+		case arrow.STRING:
+			width += 24 // offset plus a typical short value
+		default:
+			width += 8
+		}
+	}
+	return max(1, min(limit, maxBatchBytes/max(width, 1)))
 }
 
 // Status of one engine on one query.
@@ -273,7 +293,3 @@ func Summarize(qs []QueryResult) Summary {
 	}
 	return s
 }
-
-// ErrFailed is returned by the runner when a query failed on DuckDB (the
-// reference must run all queries) or flightd gave a wrong answer or error.
-var ErrFailed = errors.New("tpcds: queries failed")

@@ -95,8 +95,6 @@ func addressCols(cols map[string]colFn, prefix string) {
 	cols[prefix+"gmt_offset"] = func(r *rowCtx, _ uint64) val { return dval(r.addr.gmt * 100) }
 }
 
-func fixed(n int64) func(*Generator) int64 { return func(*Generator) int64 { return n } }
-
 func dimCount(name string) func(*Generator) int64 {
 	return func(g *Generator) int64 { return dimRows(name, g.cfg.Scale) }
 }

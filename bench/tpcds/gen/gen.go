@@ -117,8 +117,8 @@ func New(schema []*Table, cfg Config) (*Generator, error) {
 	return g, nil
 }
 
-// keyColumn reports the surrogate keys of dimensions, which dsdgen never
-// sets to NULL even where the schema allows it.
+// keyColumn reports the columns that identify a sales or returns line
+// (item and order number); they are never NULL, as in dsdgen.
 func keyColumn(name string) bool {
 	switch name {
 	case "ss_item_sk", "ss_ticket_number", "cs_item_sk", "cs_order_number", "ws_item_sk", "ws_order_number",
@@ -131,7 +131,7 @@ func keyColumn(name string) bool {
 func checkType(c Column) error {
 	switch t := c.Type.(type) {
 	case *arrow.Decimal128Type:
-		if t.Scale > 2+6 {
+		if t.Scale > 10 { // appendVal rescales from cents with pow10
 			return fmt.Errorf("decimal scale %d too large", t.Scale)
 		}
 	case *arrow.Int32Type, *arrow.Int64Type, *arrow.Date32Type, *arrow.StringType:
