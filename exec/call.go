@@ -3,7 +3,6 @@ package exec
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -31,16 +30,6 @@ func register(r resolver, names ...string) {
 	for _, n := range names {
 		registry[n] = r
 	}
-}
-
-// FunctionNames lists the registered scalar functions, sorted.
-func FunctionNames() []string {
-	out := make([]string, 0, len(registry))
-	for n := range registry {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func typesString(ts []arrow.DataType) string {

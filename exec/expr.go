@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/flightd/flightd/vectorized"
@@ -182,14 +181,4 @@ func exprsString(es []Expr) string {
 		s[i] = e.String()
 	}
 	return strings.Join(s, ", ")
-}
-
-// batchOf builds a record batch over cols (retaining them) with generated
-// field names; used to evaluate expressions over computed columns.
-func batchOf(cols []arrow.Array, n int) arrow.RecordBatch {
-	fields := make([]arrow.Field, len(cols))
-	for i, c := range cols {
-		fields[i] = arrow.Field{Name: fmt.Sprintf("c%d", i), Type: c.DataType(), Nullable: true}
-	}
-	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(n))
 }

@@ -38,8 +38,9 @@ func bigTable(t *testing.T, rng *rand.Rand, n, groups int) exectest.Table {
 // rows and how many rows were spilled; spill files must be gone afterwards.
 func runWith(t *testing.T, inputs []exectest.Table, limit int64, batch int, ctor exectest.Ctor) ([]string, int64) {
 	t.Helper()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer checked.AssertSize(t, 0)
+	mem := exec.NewAccountingAllocator(checked)
 	ec := exec.NewContext(mem)
 	ec.MemoryLimit = limit
 	ec.TempDir = t.TempDir()
@@ -67,6 +68,9 @@ func runWith(t *testing.T, inputs []exectest.Table, limit int64, batch int, ctor
 	rows := exectest.Rows(bs)
 	for _, b := range bs {
 		b.Release()
+	}
+	if mem.CurrentAlloc() != 0 || mem.PeakAlloc() == 0 {
+		t.Fatalf("accounting: current %d, peak %d", mem.CurrentAlloc(), mem.PeakAlloc())
 	}
 	left, _ := os.ReadDir(ec.TempDir)
 	if len(left) > 0 {
