@@ -123,4 +123,3 @@ func evalRows(t *testing.T, tbl exectest.Table, e exec.Expr, lo, hi int) (rows [
 	defer one.Release()
 	return exectest.BatchRows(one), nil
 }
-
