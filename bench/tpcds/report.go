@@ -93,7 +93,10 @@ func writeChart(path string, r *Report) error {
 		if q.Flightd.Status == StatusOK {
 			fl[i] = math.Max(q.Flightd.MedianMs, floor)
 		}
-		ratio[i] = q.Ratio
+		ratio[i] = math.NaN()
+		if q.Ratio > 0 {
+			ratio[i] = q.Ratio
+		}
 	}
 	times := plot.New()
 	times.Title.Text = fmt.Sprintf("TPC-DS (derived) SF %v: median time per query (ms, log; flightd only where correct)", r.Scale)
@@ -119,29 +122,35 @@ func writeChart(path string, r *Report) error {
 	times.Legend.Top = true
 	times.NominalX(names...)
 	times.X.Tick.Label.Font.Size = vg.Points(6)
-	w := vg.Points(3)
 
 	rp := plot.New()
-	title := "flightd / DuckDB time ratio (passing queries)"
+	title := "flightd / DuckDB time ratio (log; passing queries)"
 	if g := r.Summary.GeoMeanRatio; g > 0 {
-		title += fmt.Sprintf(", geometric mean %.3f", g)
+		title += fmt.Sprintf(", geometric mean %.3f (red), parity 1 (grey)", g)
 	} else {
 		title += ": no query passed"
 	}
 	rp.Title.Text = title
-	br, err := plotter.NewBarChart(ratio, w*2)
-	if err != nil {
-		return err
-	}
-	br.Color = color.RGBA{R: 30, G: 90, B: 200, A: 255}
-	rp.Add(br)
-	if g := r.Summary.GeoMeanRatio; g > 0 {
-		line, err := plotter.NewLine(plotter.XYs{{X: -1, Y: g}, {X: float64(n), Y: g}})
+	if pts := indexed(ratio); len(pts) > 0 {
+		rp.Y.Scale = plot.LogScale{}
+		rp.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		sr, err := plotter.NewScatter(pts)
 		if err != nil {
 			return err
 		}
-		line.Color = color.RGBA{R: 200, A: 255}
-		rp.Add(line)
+		sr.GlyphStyle = draw.GlyphStyle{Color: color.RGBA{R: 30, G: 90, B: 200, A: 255}, Radius: vg.Points(2.5), Shape: draw.TriangleGlyph{}}
+		rp.Add(sr)
+		for _, h := range []struct {
+			y float64
+			c color.Color
+		}{{1, color.Gray{Y: 150}}, {r.Summary.GeoMeanRatio, color.RGBA{R: 200, A: 255}}} {
+			line, err := plotter.NewLine(plotter.XYs{{X: -1, Y: h.y}, {X: float64(n), Y: h.y}})
+			if err != nil {
+				return err
+			}
+			line.Color = h.c
+			rp.Add(line)
+		}
 	}
 	rp.NominalX(names...)
 	rp.X.Tick.Label.Font.Size = vg.Points(6)
