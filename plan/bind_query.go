@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -866,7 +865,7 @@ func (b *binder) bindFrom(f sql.TableRef, outer *scope, left *scope) (Node, *sco
 	case *sql.ParenTableRef:
 		return b.bindFrom(f.Inner, outer, left)
 	case *sql.TableFunc:
-		b.notImplemented(f.Pos, "table function "+strings.ToUpper(f.Call.Name))
+		return b.bindWindowTVF(f, outer, left)
 	case *sql.Join:
 		return b.bindJoin(f, outer, left)
 	}

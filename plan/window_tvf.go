@@ -1,0 +1,196 @@
+package plan
+
+import (
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
+
+	"github.com/flightd/flightd/sql"
+)
+
+// bindWindowTVF binds Flink's window table functions over a table in batch
+// mode: TUMBLE(TABLE t, DESCRIPTOR(ts), size [, offset]),
+// HOP(TABLE t, DESCRIPTOR(ts), slide, size [, offset]) and
+// CUMULATE(TABLE t, DESCRIPTOR(ts), step, size [, offset]). The result is
+// the table's columns plus window_start, window_end and window_time; a row
+// belongs to every window that contains its time. Window bounds are
+// computed in whole seconds since the epoch (sizes must be whole seconds).
+func (b *binder) bindWindowTVF(f *sql.TableFunc, outer, left *scope) (Node, *scope) {
+	call := f.Call
+	kind := strings.ToUpper(call.Name)
+	names := map[string][]string{
+		"TUMBLE":   {"data", "timecol", "size", "offset"},
+		"HOP":      {"data", "timecol", "slide", "size", "offset"},
+		"CUMULATE": {"data", "timecol", "step", "size", "offset"},
+	}[kind]
+	if names == nil {
+		b.notImplemented(f.Pos, "table function "+kind)
+	}
+	args := map[string]sql.Expr{}
+	for i, a := range call.Args {
+		if na, ok := a.(*sql.NamedArg); ok {
+			args[strings.ToLower(na.Name)] = na.Value
+			continue
+		}
+		if i >= len(names) {
+			b.fail(a.Position(), "%s takes at most %d arguments", kind, len(names))
+		}
+		args[names[i]] = a
+	}
+	for _, n := range names[:len(names)-1] {
+		if args[n] == nil {
+			b.fail(call.Pos, "%s needs a %s argument", kind, strings.ToUpper(n))
+		}
+	}
+	data, ok := args["data"].(*sql.TableArg)
+	if !ok {
+		b.fail(args["data"].Position(), "%s: the first argument must be TABLE name", kind)
+	}
+	desc, ok := args["timecol"].(*sql.Descriptor)
+	if !ok || len(desc.Columns) != 1 {
+		b.fail(args["timecol"].Position(), "%s: the time column must be DESCRIPTOR(column)", kind)
+	}
+	in, sc := b.bindFrom(&sql.TableName{Pos: data.Pos, Name: data.Name}, outer, left)
+	ts := b.lookup(sc, &sql.Ident{Pos: desc.Pos, Parts: desc.Columns})
+	if ts.Typ.ID() != arrow.TIMESTAMP {
+		b.fail(desc.Pos, "%s: time column %q must be a TIMESTAMP, got %s", kind, ts.Name, SQLTypeName(ts.Typ))
+	}
+	secs := func(name string) int64 {
+		e := args[name]
+		if e == nil {
+			return 0
+		}
+		c := b.constExpr(e, arrow.FixedWidthTypes.MonthDayNanoInterval)
+		iv := c.Value.(*scalar.MonthDayNanoInterval).Value
+		if iv.Months != 0 || iv.Nanoseconds%1e9 != 0 {
+			b.notImplemented(e.Position(), "window sizes that are not whole seconds")
+		}
+		return int64(iv.Days)*86400 + iv.Nanoseconds/1e9
+	}
+	size, offset := secs("size"), secs("offset")
+	if size <= 0 {
+		b.fail(args["size"].Position(), "%s: SIZE must be positive", kind)
+	}
+	step := size
+	switch kind {
+	case "HOP":
+		step = secs("slide")
+	case "CUMULATE":
+		step = secs("step")
+	}
+	if step <= 0 || size%step != 0 {
+		b.fail(call.Pos, "%s: SIZE must be a positive multiple of the %s", kind, map[bool]string{true: "SLIDE", false: "STEP"}[kind == "HOP"])
+	}
+	pos := call.Pos
+	i64 := func(v int64) Expr { return int64Const(v) }
+	// floor(t, w) = t - ((t - offset) mod w + w) mod w, in seconds.
+	t := b.call(pos, "unix_timestamp", ts)
+	floor := func(w int64) Expr {
+		m := b.call(pos, "modulo", b.call(pos, "subtract", t, i64(offset)), i64(w))
+		return b.call(pos, "subtract", t, b.call(pos, "modulo", b.call(pos, "add", m, i64(w)), i64(w)))
+	}
+	toTS := func(s Expr) Expr { return b.castTo(b.call(pos, "from_unixtime", s), ts.Typ, pos) }
+	inCols := in.Columns()
+	qual := f.Alias
+	if qual == "" {
+		qual = data.Name.Parts[len(data.Name.Parts)-1]
+	}
+	// One projection per window a row can fall into, unioned.
+	var start, end []Expr
+	var keep []Expr
+	switch kind {
+	case "TUMBLE":
+		s := floor(size)
+		start, end, keep = []Expr{s}, []Expr{b.call(pos, "add", s, i64(size))}, []Expr{nil}
+	case "HOP":
+		last := floor(step)
+		for k := int64(0); k < size/step; k++ {
+			s := b.call(pos, "subtract", last, i64(k*step))
+			start = append(start, s)
+			end = append(end, b.call(pos, "add", s, i64(size)))
+			keep = append(keep, nil)
+		}
+	case "CUMULATE":
+		s := floor(size)
+		for j := int64(1); j <= size/step; j++ {
+			e := b.call(pos, "add", s, i64(j*step))
+			start = append(start, s)
+			end = append(end, e)
+			keep = append(keep, b.call(pos, "less", t, e))
+		}
+	}
+	outCols := make([]Column, 0, len(inCols)+3)
+	for _, c := range inCols {
+		outCols = append(outCols, b.newCol(c.Name, c.Type, c.Nullable))
+	}
+	for _, n := range []string{"window_start", "window_end", "window_time"} {
+		outCols = append(outCols, b.newCol(n, ts.Typ, true))
+	}
+	var node Node
+	for i := range start {
+		exprs := make([]Expr, 0, len(outCols))
+		for _, c := range inCols {
+			exprs = append(exprs, &ColRef{ID: c.ID, Name: c.Name, Typ: c.Type})
+		}
+		we := toTS(end[i])
+		exprs = append(exprs, toTS(start[i]), we,
+			b.call(pos, "subtract", we, &Const{Value: scalar.NewMonthDayNanoIntervalScalar(arrow.MonthDayNanoInterval{Nanoseconds: 1e6})}))
+		var src Node = in
+		if i > 0 {
+			// Each branch scans again: plans are trees.
+			src, _ = b.bindFrom(&sql.TableName{Pos: data.Pos, Name: data.Name}, outer, left)
+			exprs = remapCols(exprs, inCols, src.Columns())
+		}
+		if keep[i] != nil {
+			cond := keep[i]
+			if i > 0 {
+				cond = remapCols([]Expr{cond}, inCols, src.Columns())[0]
+			}
+			src = &FilterNode{Input: src, Pred: cond}
+		}
+		cols := outCols
+		if i > 0 {
+			cols = make([]Column, len(outCols))
+			for j, c := range outCols {
+				cols[j] = b.newCol(c.Name, c.Type, c.Nullable)
+			}
+		}
+		p := &ProjectNode{Input: src, Exprs: exprs, Cols: cols}
+		if node == nil {
+			node = p
+		} else {
+			node = &SetOpNode{Kind: Union, All: true, Left: node, Right: p, Cols: b.freshCols(outCols)}
+			outCols = node.Columns()
+		}
+	}
+	s := &scope{}
+	for _, c := range node.Columns() {
+		s.cols = append(s.cols, scopeCol{qual: qual, name: c.Name, col: c})
+	}
+	if f.ColAliases != nil {
+		return node, b.aliasScope(node, qual, f.ColAliases, f.Pos)
+	}
+	return node, s
+}
+
+func (b *binder) freshCols(cols []Column) []Column {
+	out := make([]Column, len(cols))
+	for i, c := range cols {
+		out[i] = b.newCol(c.Name, c.Type, c.Nullable)
+	}
+	return out
+}
+
+// remapCols rewrites references to from[i] as references to to[i].
+func remapCols(es []Expr, from, to []Column) []Expr {
+	m := map[ColumnID]Expr{}
+	for i, c := range from {
+		m[c.ID] = &ColRef{ID: to[i].ID, Name: to[i].Name, Typ: to[i].Type}
+	}
+	out := make([]Expr, len(es))
+	for i, e := range es {
+		out[i] = substitute(e, m)
+	}
+	return out
+}
