@@ -46,12 +46,17 @@ func resolveExtract(types []arrow.DataType, args []Expr) (*impl, error) {
 	if err := unitArg(types, args, 0, vectorized.ValidDatePart); err != nil {
 		return nil, err
 	}
-	if !isDateTime(types[1]) {
-		return nil, fmt.Errorf("argument 2 must be a date or timestamp")
+	isTime := types[1].ID() == arrow.TIME64 || types[1].ID() == arrow.TIME32
+	if !isDateTime(types[1]) && !isTime {
+		return nil, fmt.Errorf("argument 2 must be a date, time or timestamp")
 	}
 	return &impl{ret: i64Type, args: []arrow.DataType{strType, nil}, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
 		return vectorized.MapInt64s(ec.Mem, a, n, func(i int) (int64, error) {
-			return vectorized.Extract(vectorized.StringAt(a[0], i), vectorized.TimeAt(a[1], i))
+			part := vectorized.StringAt(a[0], i)
+			if isTime && !vectorized.SubDayUnit(part) {
+				return 0, fmt.Errorf("%w: cannot extract %s from a time", vectorized.ErrInvalidValue, part)
+			}
+			return vectorized.Extract(part, vectorized.TimeAt(a[1], i))
 		})
 	}}, nil
 }

@@ -9,12 +9,17 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
-// TimeAt reads a date or timestamp value as a time.Time: dates at UTC
-// midnight, timestamps with a zone in that zone, others in UTC.
+// TimeAt reads a date, time or timestamp value as a time.Time: dates at UTC
+// midnight, times on 1970-01-01 UTC, timestamps with a zone in that zone,
+// others in UTC.
 func TimeAt(a arrow.Array, i int) time.Time {
 	switch x := a.(type) {
 	case *array.Date32:
 		return time.Unix(int64(x.Value(i))*86400, 0).UTC()
+	case *array.Time64:
+		return time.Unix(0, int64(x.Value(i))*(1e9/UnitsPerSecond(x.DataType().(*arrow.Time64Type).Unit))).UTC()
+	case *array.Time32:
+		return time.Unix(0, int64(x.Value(i))*(1e9/UnitsPerSecond(x.DataType().(*arrow.Time32Type).Unit))).UTC()
 	case *array.Timestamp:
 		ts := x.DataType().(*arrow.TimestampType)
 		t := TimestampToTime(int64(x.Value(i)), ts.Unit)

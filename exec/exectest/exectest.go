@@ -28,7 +28,7 @@ import (
 
 // ParseType parses a type name: bool int8 int16 int32 int64 uint8..uint64
 // float32 float64 string large_string binary date timestamp timestamp_s
-// timestamp_ms timestamp_ns timestamptz decimal(p,s) interval null.
+// timestamp_ms timestamp_ns timestamptz time64 decimal(p,s) interval null.
 func ParseType(s string) (arrow.DataType, error) {
 	s = strings.TrimSpace(strings.ToLower(s))
 	if strings.HasPrefix(s, "decimal(") && strings.HasSuffix(s, ")") {
@@ -52,7 +52,7 @@ func ParseType(s string) (arrow.DataType, error) {
 		"timestamp": &arrow.TimestampType{Unit: arrow.Microsecond}, "timestamp_s": &arrow.TimestampType{Unit: arrow.Second},
 		"timestamp_ms": &arrow.TimestampType{Unit: arrow.Millisecond}, "timestamp_ns": &arrow.TimestampType{Unit: arrow.Nanosecond},
 		"timestamptz": &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"},
-		"interval":    arrow.FixedWidthTypes.MonthDayNanoInterval, "null": arrow.Null,
+		"interval":    arrow.FixedWidthTypes.MonthDayNanoInterval, "null": arrow.Null, "time64": arrow.FixedWidthTypes.Time64us,
 	}[s]
 	if !ok {
 		return nil, fmt.Errorf("unknown type %q", s)
