@@ -315,9 +315,26 @@ func (b *binder) call(pos sql.Pos, fn string, args ...Expr) Expr {
 	b.inferParams(args...)
 	typ, err := exec.ResolveFunction(fn, typesOfExprs(args))
 	if err != nil {
-		b.fail(pos, "%s", cleanErr(err))
+		b.fail(pos, "%s", callError(fn, args, err))
 	}
 	return &Call{Fn: fn, Args: args, Typ: typ}
+}
+
+// callError restates a resolution error in SQL terms: the operator or
+// function and the SQL names of the argument types.
+func callError(fn string, args []Expr, err error) string {
+	msg := cleanErr(err)
+	if i := strings.Index(msg, "): "); i >= 0 {
+		msg = msg[i+3:]
+	}
+	types := make([]string, len(args))
+	for i, a := range args {
+		types[i] = SQLTypeName(a.Type())
+	}
+	if op, ok := infixOps[fn]; ok && len(args) == 2 {
+		return fmt.Sprintf("operator %s cannot be applied to %s and %s: %s", op, types[0], types[1], msg)
+	}
+	return fmt.Sprintf("function %s(%s): %s", fn, strings.Join(types, ", "), msg)
 }
 
 // cleanErr drops exec's sentinel prefix, which means nothing to a user.
