@@ -208,3 +208,29 @@ func TestRecordReaderAndInstrument(t *testing.T) {
 	}
 	rr.Release()
 }
+
+func TestWindowRangeOffsets(t *testing.T) {
+	in := exectest.NewTable(t, "p:string, o:int64, v:int64",
+		"a | 1 | 10", "a | 2 | 20", "a | 2 | 30", "a | 4 | NULL", "b | 1 | 5", "b | 3 | 7", "b | NULL | 1")
+	s := in.Schema
+	around := &exec.Frame{Start: exec.FrameBound{Kind: exec.Preceding, Offset: 1}, End: exec.FrameBound{Kind: exec.Following, Offset: 1}}
+	back2 := &exec.Frame{Start: exec.FrameBound{Kind: exec.Preceding, Offset: 2}, End: exec.FrameBound{Kind: exec.CurrentRow}}
+	exectest.Run(t, []exectest.Table{in}, []string{
+		"a | 1 | 10 | 60", "a | 2 | 20 | 60", "a | 2 | 30 | 60", "a | 4 | NULL | NULL",
+		"b | 1 | 5 | 5", "b | 3 | 7 | 7", "b | NULL | 1 | 1",
+	}, exectest.Ordered, func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+		return exec.NewWindow(ec, ops[0], []exec.Expr{col(s, "p")}, []exec.SortKey{{Expr: col(s, "o")}},
+			[]exec.WindowFunc{{Func: "sum", Args: []exec.Expr{col(s, "v")}, Frame: around}})
+	})
+	exectest.Run(t, []exectest.Table{in}, []string{
+		"a | 4 | NULL | 1", "a | 2 | 20 | 3", "a | 2 | 30 | 3", "a | 1 | 10 | 3",
+		"b | NULL | 1 | 1", "b | 3 | 7 | 1", "b | 1 | 5 | 2",
+	}, exectest.Ordered, func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+		return exec.NewWindow(ec, ops[0], []exec.Expr{col(s, "p")}, []exec.SortKey{{Expr: col(s, "o"), Descending: true, NullsFirst: true}},
+			[]exec.WindowFunc{{Func: "count_star", Frame: back2}})
+	})
+	if _, err := exec.NewWindow(exec.NewContext(nil), exectest.Source(nil, s, nil), nil, []exec.SortKey{{Expr: col(s, "p")}},
+		[]exec.WindowFunc{{Func: "count_star", Frame: back2}}); !errors.Is(err, exec.ErrNotImplemented) {
+		t.Fatalf("RANGE offset over a string key: %v", err)
+	}
+}

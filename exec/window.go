@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -113,8 +114,9 @@ func NewWindow(ec *Context, child Operator, partitionBy []Expr, orderBy []SortKe
 			return nil, err
 		}
 		if fr := f.Frame; fr != nil {
-			if !fr.Rows && (fr.Start.Kind == Preceding || fr.Start.Kind == Following || fr.End.Kind == Preceding || fr.End.Kind == Following) {
-				return nil, fmt.Errorf("%w: RANGE frames with offsets", ErrNotImplemented)
+			if !fr.Rows && (fr.Start.Kind == Preceding || fr.Start.Kind == Following || fr.End.Kind == Preceding || fr.End.Kind == Following) &&
+				(len(orderBy) != 1 || !vectorized.IsIntKeyType(orderBy[0].Expr.DataType())) {
+				return nil, fmt.Errorf("%w: RANGE frames with offsets need one integer, date or timestamp ORDER BY key", ErrNotImplemented)
 			}
 			if fr.Start.Kind == UnboundedFollowing || fr.End.Kind == UnboundedPreceding || fr.Start.Kind > fr.End.Kind {
 				return nil, fmt.Errorf("%w: window frame of %s starts after it ends", ErrInvalid, f.Func)
@@ -187,6 +189,16 @@ func (w *windowOp) Open(ctx context.Context) error {
 	}
 	env := &windowEnv{ec: w.ec, n: t.n, partStart: parts, peerStart: peers, hasOrder: len(w.order) > 0}
 	env.index()
+	if len(w.order) == 1 {
+		ok := skeys[np]
+		if get, isInt := vectorized.IntKey(ok); isInt {
+			env.okey, env.onull, env.odesc = make([]int64, t.n), make([]bool, t.n), w.order[0].Descending
+			for r := 0; r < t.n; r++ {
+				env.onull[r] = ok.IsNull(r)
+				env.okey[r] = get(r)
+			}
+		}
+	}
 	out := append([]arrow.Array(nil), cols...)
 	for _, c := range cols {
 		c.Retain()
@@ -237,6 +249,42 @@ type windowEnv struct {
 	// Per row: partition [ps, pe), peer group [gs, ge), peer group ordinal
 	// within the partition.
 	ps, pe, gs, ge, dense []int
+	// The single integer ORDER BY key, for RANGE frames with offsets.
+	okey  []int64
+	onull []bool
+	odesc bool
+}
+
+// rangeBound finds, for RANGE offset frames, the first row of r's partition
+// whose order key is past v + delta in sort order (strictly past when
+// inclusive is false, i.e. for an end bound).
+func (e *windowEnv) rangeBound(r int, delta int64, end bool) int {
+	ps, pe := e.ps[r], e.pe[r]
+	v := e.okey[r]
+	target := v + delta
+	if (delta > 0 && target < v) || (delta < 0 && target > v) {
+		// Saturate on overflow: the bound is past every row.
+		if (delta > 0) != e.odesc {
+			return pe
+		}
+		return ps
+	}
+	// Non-NULL keys are contiguous within the partition (NULLs sort to one
+	// end); search among them.
+	lo, hi := ps, pe
+	for lo < hi && e.onull[lo] {
+		lo++
+	}
+	for hi > lo && e.onull[hi-1] {
+		hi--
+	}
+	before := func(k int64) bool { // k comes before target in sort order
+		if e.odesc {
+			return k > target || (end && k == target)
+		}
+		return k < target || (end && k == target)
+	}
+	return lo + sort.Search(hi-lo, func(i int) bool { return !before(e.okey[lo+i]) })
 }
 
 func (e *windowEnv) index() {
@@ -293,7 +341,26 @@ func (e *windowEnv) frame(f *Frame, r int) (int, int) {
 				return e.gs[r]
 			}
 			return e.ge[r]
-		case Preceding:
+		case Preceding, Following:
+			if !f.Rows {
+				if e.onull[r] {
+					// A NULL key's RANGE offset frame is its NULL peers.
+					if start {
+						return e.gs[r]
+					}
+					return e.ge[r]
+				}
+				delta := b.Offset
+				if b.Kind == Preceding {
+					delta = -delta
+				}
+				if e.odesc {
+					delta = -delta
+				}
+				return e.rangeBound(r, delta, !start)
+			}
+		}
+		if b.Kind == Preceding {
 			x := r - int(min(b.Offset, int64(e.n)))
 			if !start {
 				x++
