@@ -31,8 +31,9 @@ type FrameBound struct {
 }
 
 // Frame is a window frame. Rows selects ROWS (physical offsets); otherwise
-// RANGE, where CURRENT ROW includes the row's peers (RANGE with numeric
-// offsets is not supported).
+// RANGE, where CURRENT ROW includes the row's peers and offsets apply to the
+// value of the single ORDER BY key, which must then be an integer, date
+// (days) or timestamp (in its unit).
 type Frame struct {
 	Rows       bool
 	Start, End FrameBound
