@@ -7,6 +7,7 @@ replace github.com/flightd/flightd => ../
 require (
 	github.com/apache/arrow-adbc/go/adbc v1.12.0
 	github.com/apache/arrow-go/v18 v18.8.0
+	github.com/cockroachdb/datadriven v1.0.3
 	github.com/duckdb/duckdb-go/v2 v2.10506.0
 	gonum.org/v1/plot v0.17.0
 )
@@ -14,6 +15,7 @@ require (
 require (
 	github.com/andybalholm/brotli v1.2.3 // indirect
 	github.com/apache/thrift v0.24.0 // indirect
+	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
 )
 
 require (

@@ -41,14 +41,15 @@ func prepareHistory(r *rowCtx) {
 var recChanges = []int64{julian(1997, 10, 27), julian(1999, 10, 27), julian(2001, 10, 27)}
 
 func colRecStart(r *rowCtx, _ uint64) val {
-	return jval(recChanges[r.version+3-r.versions])
+	return jval(recChanges[r.version])
 }
 
+// colRecEnd is NULL for the current version (valid to this day).
 func colRecEnd(r *rowCtx, _ uint64) val {
 	if r.version == r.versions-1 {
 		return nullVal
 	}
-	return jval(recChanges[r.version+4-r.versions] - 1)
+	return jval(recChanges[r.version+1] - 1)
 }
 
 type address struct {
@@ -532,7 +533,8 @@ func constDec(cents int64) colFn { return func(*rowCtx, uint64) val { return dva
 // customerCurrent returns a customer's c_current_cdemo_sk, hdemo and addr
 // keys (before NULL injection), computed exactly as the customer columns.
 func (g *Generator) customerCurrent(cust int64) (cdemo, hdemo, addr int64) {
-	h := func(col string) uint64 { return hash4(g.cfg.Seed, customerTableID, uint64(cust-1), colSalt(col)) }
+	base := rowBase(g.cfg.Seed, customerTableID, cust-1)
+	h := func(col string) uint64 { return cellHash(base, colSalt(col)) }
 	return between(h("c_current_cdemo_sk"), 1, g.nCDemo), between(h("c_current_hdemo_sk"), 1, g.nHDemo),
 		between(h("c_current_addr_sk"), 1, g.nAddress)
 }

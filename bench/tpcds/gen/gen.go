@@ -223,8 +223,9 @@ func (g *Generator) build(mem memory.Allocator, t *table, start, n int64) arrow.
 			t.def.prepare(r)
 		}
 		rowNulls := t.def.nullBP > 0 && r.h(saltNullRow)>>11 < nullP
+		base := rowBase(g.cfg.Seed, t.def.id, row)
 		for c, fn := range t.fns {
-			h := hash4(g.cfg.Seed, t.def.id, uint64(row), t.salts[c])
+			h := cellHash(base, t.salts[c])
 			v := fn(r, h)
 			if rowNulls && t.nullable[c] && h&(1<<7) != 0 {
 				v.null = true
@@ -271,3 +272,9 @@ func colSalt(name string) uint64 {
 }
 
 const customerTableID = 9
+
+// rowBase and cellHash derive the hash a column function gets: one full
+// hash per row, one mix per cell.
+func rowBase(seed, table uint64, row int64) uint64 { return hash4(seed, table, uint64(row), 0) }
+
+func cellHash(base, salt uint64) uint64 { return mix64(base ^ salt) }

@@ -350,6 +350,26 @@ func TestReferentialIntegrity(t *testing.T) {
 			}
 		}
 	}
+	// Most sales carry the customer's current demographics (checks that
+	// the facts recompute the customer columns exactly).
+	cust := all("customer")
+	cdemo := colInts(t, cust, "c_current_cdemo_sk")
+	ss := all("store_sales")
+	same, total := 0, 0
+	ssCDemo := colInts(t, ss, "ss_cdemo_sk")
+	for i, c := range colInts(t, ss, "ss_customer_sk") {
+		d := ssCDemo[i]
+		if c < 1 || d < 1 || cdemo[c-1] < 1 {
+			continue
+		}
+		total++
+		if cdemo[c-1] == d {
+			same++
+		}
+	}
+	if frac := float64(same) / float64(total); frac < 0.75 || frac > 0.85 {
+		t.Errorf("%.2f of store sales carry the customer's current cdemo, want about 0.8", frac)
+	}
 	// Returns point at a sale of the same item and order.
 	for _, p := range [][4]string{
 		{"store_sales", "ss_", "store_returns", "sr_"},
@@ -483,5 +503,27 @@ func TestDomains(t *testing.T) {
 	}
 	if len(sk) != 73049 || sk[len(sk)-1] != julian(2100, 1, 1) {
 		t.Errorf("date_dim ends at %d", sk[len(sk)-1])
+	}
+}
+
+// BenchmarkChunk measures single-goroutine generation of 16K-row chunks.
+func BenchmarkChunk(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	g := newGen(b, 1, 1)
+	for _, table := range []string{"store_sales", "catalog_sales", "inventory", "customer"} {
+		b.Run(table, func(b *testing.B) {
+			const n = 16384
+			rows, _ := g.RowCount(table)
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				start := int64(i) * n % (rows - n)
+				c, err := g.Chunk(mem, table, start, n)
+				if err != nil {
+					b.Fatal(err)
+				}
+				c.Release()
+			}
+			b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "rows/s")
+		})
 	}
 }
