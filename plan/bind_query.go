@@ -265,15 +265,8 @@ func (b *binder) bindValues(v *sql.Values, hints []arrow.DataType) Node {
 	cols := make([]Column, width)
 	for j := 0; j < width; j++ {
 		var t arrow.DataType
-		nullable := false
 		for i := range rows {
 			et := rows[i][j].Type()
-			if et == nil {
-				continue
-			}
-			if _, isNull := rows[i][j].(*Const); isNull && !rows[i][j].(*Const).Value.IsValid() {
-				nullable = true
-			}
 			if t == nil {
 				t = et
 				continue
@@ -294,7 +287,8 @@ func (b *binder) bindValues(v *sql.Values, hints []arrow.DataType) Node {
 		for i := range rows {
 			rows[i][j] = b.castTo(rows[i][j], t, v.Rows[i][j].Position())
 		}
-		cols[j] = b.newCol(fmt.Sprintf("column%d", j+1), t, nullable || true)
+		// Any expression may yield NULL (nullif, casts): always nullable.
+		cols[j] = b.newCol(fmt.Sprintf("column%d", j+1), t, true)
 	}
 	return &ValuesNode{Values: rows, Cols: cols}
 }
@@ -425,7 +419,7 @@ func (b *binder) bindSelect(sel *sql.Select, outer *scope, orderBy []*sql.OrderI
 			idx = n - 1
 		} else if id, ok := o.Expr.(*sql.Ident); ok && len(id.Parts) == 1 {
 			for i := 0; i < visible; i++ {
-				if cols[i].Name == id.Parts[0] && sel.Items[min(i, len(sel.Items)-1)] != nil {
+				if cols[i].Name == id.Parts[0] {
 					if idx >= 0 && exprKey(exprs[idx]) != exprKey(exprs[i]) {
 						b.fail(id.Pos, "ORDER BY %q is ambiguous", id.Parts[0])
 					}
