@@ -171,21 +171,40 @@ func (st *Statement) buildPerRow(ec *exec.Context, q *plan.Query, params arrow.R
 	return withSchema(op, q.Schema()), nil
 }
 
+// CheckParams reports whether params fit the statement's parameters, so a
+// mismatch surfaces when the client executes, not when it fetches.
+func (st *Statement) CheckParams(params arrow.RecordBatch) error {
+	q, ok := st.bound.(*plan.Query)
+	if !ok {
+		return nil // updates and EXPLAIN are checked when they run, which is at once
+	}
+	return checkParams(q.Params(), params)
+}
+
+func checkParams(want *arrow.Schema, params arrow.RecordBatch) error {
+	if want == nil || want.NumFields() == 0 {
+		if params != nil && params.NumCols() > 0 {
+			return fmt.Errorf("statement takes no parameters but %d were bound: %w", params.NumCols(), ErrInvalid)
+		}
+		return nil
+	}
+	if params == nil || params.NumRows() == 0 {
+		return fmt.Errorf("statement takes %d parameters but none were bound: %w", want.NumFields(), ErrInvalid)
+	}
+	if int(params.NumCols()) != want.NumFields() {
+		return fmt.Errorf("statement takes %d parameters but %d were bound: %w", want.NumFields(), params.NumCols(), ErrInvalid)
+	}
+	return nil
+}
+
 // paramRows splits the bound parameter batch into one-row batches (owned by
 // the caller); a statement without parameters runs once with nil.
 func paramRows(q *plan.Query, params arrow.RecordBatch) ([]arrow.RecordBatch, error) {
-	want := q.Params()
-	if want == nil || want.NumFields() == 0 {
-		if params != nil && params.NumCols() > 0 {
-			return nil, fmt.Errorf("statement takes no parameters but %d were bound: %w", params.NumCols(), ErrInvalid)
-		}
+	if err := checkParams(q.Params(), params); err != nil {
+		return nil, err
+	}
+	if q.Params() == nil || q.Params().NumFields() == 0 {
 		return []arrow.RecordBatch{nil}, nil
-	}
-	if params == nil || params.NumRows() == 0 {
-		return nil, fmt.Errorf("statement takes %d parameters but none were bound: %w", want.NumFields(), ErrInvalid)
-	}
-	if int(params.NumCols()) != want.NumFields() {
-		return nil, fmt.Errorf("statement takes %d parameters but %d were bound: %w", want.NumFields(), params.NumCols(), ErrInvalid)
 	}
 	rows := make([]arrow.RecordBatch, params.NumRows())
 	for i := range rows {

@@ -133,6 +133,14 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flights
 		}
 		return s.updateInfo(desc), nil
 	}
+	params := p.boundParams()
+	err = p.st.CheckParams(params)
+	if params != nil {
+		params.Release()
+	}
+	if err != nil {
+		return nil, toStatus(err)
+	}
 	anyCmd, err := anypb.New(&pb.CommandPreparedStatementQuery{PreparedStatementHandle: cmd.GetPreparedStatementHandle()})
 	if err != nil {
 		return nil, toStatus(err)

@@ -28,12 +28,12 @@ func TestBasicAuth(t *testing.T) {
 
 	// Handshake with Basic, then the bearer token.
 	cnxn := ts.connect(t, map[string]string{adbc.OptionKeyUsername: "alice", adbc.OptionKeyPassword: "s3cret"})
-	wantRows(t, query(t, cnxn, `SHOW DATABASES`), "default")
+	wantRows(t, query(t, cnxn, `SHOW DATABASES`), "default", "temp")
 
 	// Basic on every call, for tools that cannot do the token exchange.
 	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:s3cret"))
 	cnxn2 := ts.connect(t, map[string]string{adbcflightsql.OptionAuthorizationHeader: basic})
-	wantRows(t, query(t, cnxn2, `SHOW DATABASES`), "default")
+	wantRows(t, query(t, cnxn2, `SHOW DATABASES`), "default", "temp")
 
 	for name, opts := range map[string]map[string]string{
 		"no credentials": nil,
@@ -61,7 +61,7 @@ func TestTLSAndMutualTLS(t *testing.T) {
 	ts := startServer(t, flightsql.Options{TLSCertFile: certFile, TLSKeyFile: keyFile})
 	root := readFile(t, caPEM)
 	cnxn := ts.connect(t, map[string]string{adbcflightsql.OptionSSLRootCerts: root})
-	wantRows(t, query(t, cnxn, `SHOW DATABASES`), "default")
+	wantRows(t, query(t, cnxn, `SHOW DATABASES`), "default", "temp")
 
 	mts := startServer(t, flightsql.Options{TLSCertFile: certFile, TLSKeyFile: keyFile, ClientCAFile: caPEM})
 	withCert := mts.connect(t, map[string]string{
@@ -69,7 +69,7 @@ func TestTLSAndMutualTLS(t *testing.T) {
 		adbcflightsql.OptionMTLSCertChain:  string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: clientCert})),
 		adbcflightsql.OptionMTLSPrivateKey: string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: clientKey})),
 	})
-	wantRows(t, query(t, withCert, `SHOW DATABASES`), "default")
+	wantRows(t, query(t, withCert, `SHOW DATABASES`), "default", "temp")
 	without := mts.connect(t, map[string]string{adbcflightsql.OptionSSLRootCerts: root})
 	if _, err := tryQuery(without, `SHOW DATABASES`); err == nil {
 		t.Fatal("mTLS server accepted a client without a certificate")
