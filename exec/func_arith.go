@@ -77,6 +77,13 @@ func arithResolver(name string, op vectorized.ArithOp) resolver {
 			b = a
 		}
 		if im := temporalArith(op, a, b); im != nil {
+			// A NULL-typed argument takes the type it was matched as.
+			im.args = append(im.args, nil, nil)[:2]
+			for i, t := range []arrow.DataType{a, b} {
+				if types[i].ID() == arrow.NULL && im.args[i] == nil {
+					im.args[i] = t
+				}
+			}
 			return im, nil
 		}
 		if !isNumeric(a) || !isNumeric(b) {
