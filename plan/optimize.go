@@ -649,6 +649,37 @@ func pruneColumns(n Node, need map[ColumnID]bool) Node {
 		add(inner, exprs...)
 		x.Input = pruneColumns(x.Input, inner)
 		return x
+	case *AggNode:
+		// Aggregates nobody reads need not be computed.
+		var aggs []AggCall
+		for _, a := range x.Aggs {
+			if need[a.Col.ID] {
+				aggs = append(aggs, a)
+			}
+		}
+		x.Aggs = aggs
+		inner := map[ColumnID]bool{}
+		add(inner, nodeExprs(x)...)
+		x.Input = pruneColumns(x.Input, inner)
+		return x
+	case *WindowNode:
+		var funcs []WindowFunc
+		for _, f := range x.Funcs {
+			if need[f.Col.ID] {
+				funcs = append(funcs, f)
+			}
+		}
+		if len(funcs) == 0 {
+			return pruneColumns(x.Input, need)
+		}
+		x.Funcs = funcs
+		inner := map[ColumnID]bool{}
+		for id := range need {
+			inner[id] = true
+		}
+		add(inner, nodeExprs(x)...)
+		x.Input = pruneColumns(x.Input, inner)
+		return x
 	case *DistinctNode, *SetOpNode, *Max1RowNode:
 		// Every column matters to the result.
 		for i, in := range n.Inputs() {
