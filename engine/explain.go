@@ -20,17 +20,8 @@ var explainSchema = arrow.NewSchema([]arrow.Field{{Name: "plan", Type: arrow.Bin
 // the query runs to completion first (its rows are discarded) and the
 // totals are appended.
 func (st *Statement) explain(ctx context.Context, ec *exec.Context, b *plan.Explain, params arrow.RecordBatch) (exec.Operator, error) {
-	var q *plan.Query
-	switch t := b.Target.(type) {
-	case *plan.Query:
-		q = t
-	case *plan.Insert:
-		q = t.Source
-	case *plan.Delete:
-		q = t.Deleted
-	case *plan.Update:
-		q = t.Updated
-	default:
+	q := rowQuery(b.Target)
+	if q == nil {
 		return nil, fmt.Errorf("EXPLAIN of %T: %w", b.Target, ErrNotSupported)
 	}
 	text := q.Explain()

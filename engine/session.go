@@ -109,19 +109,25 @@ func (st *Statement) Schema() *arrow.Schema {
 	return arrow.NewSchema(nil, nil)
 }
 
+// rowQuery is the query that produces a statement's rows: the query
+// itself, or the rows a DML statement writes; nil for other statements.
+func rowQuery(b plan.Statement) *plan.Query {
+	switch b := b.(type) {
+	case *plan.Query:
+		return b
+	case *plan.Insert:
+		return b.Source
+	case *plan.Delete:
+		return b.Deleted
+	case *plan.Update:
+		return b.Updated
+	}
+	return nil
+}
+
 // ParamSchema describes the statement's parameters, or nil if it has none.
 func (st *Statement) ParamSchema() *arrow.Schema {
-	var q *plan.Query
-	switch b := st.bound.(type) {
-	case *plan.Query:
-		q = b
-	case *plan.Insert:
-		q = b.Source
-	case *plan.Delete:
-		q = b.Deleted
-	case *plan.Update:
-		q = b.Updated
-	}
+	q := rowQuery(st.bound)
 	if q == nil {
 		return nil
 	}
