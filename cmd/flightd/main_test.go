@@ -125,7 +125,6 @@ func ids(t *testing.T, cnxn adbc.Connection, q string) map[int64]bool {
 	return out
 }
 
-
 // TestKill9KeepsAcknowledgedWrites kills a real flightd with SIGKILL while
 // a client inserts, restarts it, and checks that every insert the client
 // saw acknowledged is there and no row appears that was never inserted.
