@@ -46,6 +46,9 @@ func start(t *testing.T, bin, dataDir string) *process {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// A failed test must not leave a server running; killing an exited
+	// process is a harmless error.
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	lines := bufio.NewScanner(stderr)
 	addr := make(chan string, 1)
 	go func() {
