@@ -25,6 +25,9 @@ type binder struct {
 	params   map[int]*paramSlot
 	ctes     []map[string]*cteDef
 	maxParam int
+	// lateralConds are the pulled correlation conditions of the LATERAL
+	// subquery just bound, for the join its caller builds.
+	lateralConds []Expr
 }
 
 type cteDef struct {

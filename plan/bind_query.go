@@ -333,10 +333,14 @@ func (b *binder) bindSelect(sel *sql.Select, outer *scope, orderBy []*sql.OrderI
 	} else {
 		for i, f := range sel.From {
 			n, s := b.bindFrom(f, outer, sc)
+			conds := b.takeLateral()
 			if i == 0 {
+				if len(conds) > 0 {
+					b.fail(f.Position(), "LATERAL needs a FROM item to its left")
+				}
 				node = n
 			} else {
-				node = &JoinNode{Kind: InnerJoin, Left: node, Right: n}
+				node = &JoinNode{Kind: InnerJoin, Left: node, Right: n, Cond: andAll(conds)}
 			}
 			sc.cols = append(sc.cols, s.cols...)
 		}
@@ -849,12 +853,10 @@ func (b *binder) bindFrom(f sql.TableRef, outer *scope, left *scope) (Node, *sco
 		n := b.scanNode(t, snap, qual)
 		return n, b.aliasScope(n, qual, f.ColAliases, f.Pos)
 	case *sql.DerivedTable:
-		var o *scope
 		if f.Lateral {
-			o = &scope{cols: left.cols, parent: outer}
-			b.notImplemented(f.Pos, "LATERAL")
+			return b.bindLateral(f, outer, left)
 		}
-		n, _ := b.bindQuery(f.Query, o, nil)
+		n, _ := b.bindQuery(f.Query, nil, nil)
 		return n, b.aliasScope(n, f.Alias, f.ColAliases, f.Pos)
 	case *sql.ParenTableRef:
 		return b.bindFrom(f.Inner, outer, left)
@@ -865,6 +867,46 @@ func (b *binder) bindFrom(f sql.TableRef, outer *scope, left *scope) (Node, *sco
 	}
 	b.fail(f.Position(), "unsupported FROM item %T", f)
 	return nil, nil
+}
+
+// bindLateral binds LATERAL (subquery): its references to the FROM items on
+// its left are pulled out of its WHERE (like a correlated subquery) and
+// become the condition of the join that the caller builds
+// (b.lateralConds).
+func (b *binder) bindLateral(f *sql.DerivedTable, outer, left *scope) (Node, *scope) {
+	o := &scope{cols: left.cols, parent: outer}
+	n, corr := b.bindQuery(f.Query, o, nil)
+	if corr == nil {
+		corr = &corrResult{}
+	}
+	if corr.agg {
+		// An aggregate yields one row even when nothing matches, which a
+		// join on the grouped key cannot reproduce.
+		b.notImplemented(f.Pos, "LATERAL subqueries with aggregates correlated to the left side")
+	}
+	checkNoOuterRefs(b, n, o.ids(), f.Pos)
+	b.lateralConds = append(b.lateralConds, corr.pulled...)
+	cols := n.Columns()
+	visible := len(cols) - len(corr.inner)
+	if f.ColAliases != nil && len(f.ColAliases) != visible {
+		b.fail(f.Pos, "%s has %d columns but %d aliases", f.Alias, visible, len(f.ColAliases))
+	}
+	s := &scope{}
+	for i, c := range cols {
+		name, hidden := c.Name, i >= visible
+		if !hidden && f.ColAliases != nil {
+			name = f.ColAliases[i]
+		}
+		s.cols = append(s.cols, scopeCol{qual: f.Alias, name: name, col: c, hidden: hidden})
+	}
+	return n, s
+}
+
+// takeLateral returns and clears the pending LATERAL join conditions.
+func (b *binder) takeLateral() []Expr {
+	c := b.lateralConds
+	b.lateralConds = nil
+	return c
 }
 
 func (b *binder) aliasScope(n Node, qual string, aliases []string, pos sql.Pos) *scope {
@@ -919,7 +961,14 @@ func (b *binder) tableHints(f *sql.TableName, t *tablestore.Table, snap int64) i
 
 func (b *binder) bindJoin(j *sql.Join, outer *scope, left *scope) (Node, *scope) {
 	ln, ls := b.bindFrom(j.Left, outer, left)
+	if len(b.lateralConds) > 0 {
+		b.fail(j.Pos, "LATERAL needs a FROM item to its left")
+	}
 	rn, rs := b.bindFrom(j.Right, outer, &scope{cols: append(append([]scopeCol{}, left.cols...), ls.cols...)})
+	lateral := b.takeLateral()
+	if len(lateral) > 0 && (j.Kind == "RIGHT" || j.Kind == "FULL") {
+		b.fail(j.Pos, "LATERAL is not allowed on the right of a %s JOIN", j.Kind)
+	}
 	kind := map[string]JoinKind{"INNER": InnerJoin, "CROSS": InnerJoin, "LEFT": LeftJoin, "RIGHT": RightJoin, "FULL": FullJoin}[j.Kind]
 	merged := &scope{parent: outer}
 	merged.cols = append(append(merged.cols, ls.cols...), rs.cols...)
@@ -960,6 +1009,9 @@ func (b *binder) bindJoin(j *sql.Join, outer *scope, left *scope) (Node, *scope)
 			b.notImplemented(j.On.Position(), "a subquery in JOIN ON")
 		}
 		jn.Cond = cond
+	}
+	if len(lateral) > 0 {
+		jn.Cond = andAll(append(conjuncts(jn.Cond), lateral...))
 	}
 	return jn, merged
 }
