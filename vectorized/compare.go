@@ -99,7 +99,6 @@ func Compare(mem memory.Allocator, op CmpOp, a, b arrow.Array) (arrow.Array, err
 	if !arrow.TypeEqual(a.DataType(), b.DataType()) {
 		return nil, fmt.Errorf("compare: mismatched types %s and %s", a.DataType(), b.DataType())
 	}
-	n := a.Len()
 	if computeComparable(a.DataType()) {
 		// arrow-go's comparison kernels are ~10x faster than a per-row loop
 		// for integers (BenchmarkLessInt64); floats stay on the own loop for
@@ -113,6 +112,13 @@ func Compare(mem memory.Allocator, op CmpOp, a, b arrow.Array) (arrow.Array, err
 			return r.(*compute.ArrayDatum).MakeArray(), nil
 		}
 	}
+	return compareOwn(mem, op, a, b)
+}
+
+// compareOwn is the per-row loop (kept for floats, decimals, strings and
+// as the benchmark baseline).
+func compareOwn(mem memory.Allocator, op CmpOp, a, b arrow.Array) (arrow.Array, error) {
+	n := a.Len()
 	buf := newBitmap(mem, n)
 	out := buf.Bytes()
 	switch a.DataType().ID() {
