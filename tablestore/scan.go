@@ -330,6 +330,7 @@ func (f *fileSplit) Open(ctx context.Context) (BatchReader, error) {
 // streamReader streams the selected row groups of one file, dropping
 // retracting rows of key-table files.
 type streamReader struct {
+	raw  bool // keep system columns and retracting rows (merge input)
 	s    *Scan
 	df   *dataFile
 	rt   *readTarget
@@ -390,7 +391,7 @@ func (r *streamReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		if err != nil {
 			return nil, err
 		}
-		if r.rt.sys {
+		if r.rt.sys && !r.raw {
 			out, err = dropSys(ctx, mem, out, len(r.s.proj))
 			if err != nil {
 				return nil, err
@@ -470,60 +471,12 @@ func (p *pkSplit) Bucket() int { return p.bucket }
 
 func (p *pkSplit) Open(ctx context.Context) (BatchReader, error) {
 	s := p.s
-	sch := s.sch
 	if files, ok := disjointKeyRanges(p.files); ok {
 		// Each file holds one version per key and no two files share a
 		// key: stream them one after the other in key order.
 		return &chainReader{s: s, files: files, allowed: p.allowed}, nil
 	}
-	// Read the projection plus what merging needs.
-	need := slices.Clone(s.proj)
-	for _, c := range append(slices.Clone(sch.PrimaryKeys), sch.opts.sequenceField...) {
-		if i := sch.fieldIndex(c); !slices.Contains(need, i) {
-			need = append(need, i)
-		}
-	}
-	rt := newReadTarget(sch, need, true)
-	mem := s.st.s.opts.Mem
-	var recs []arrow.RecordBatch
-	defer func() {
-		for _, r := range recs {
-			r.Release()
-		}
-	}()
-	for _, e := range p.files {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		df, err := s.st.openDataFile(e)
-		if err != nil {
-			return nil, err
-		}
-		rgs := s.selectRowGroups(df, p.allowed)
-		if err := verifyIfFull(ctx, df, rgs); err != nil {
-			df.Close()
-			return nil, err
-		}
-		rec, err := df.readAll(ctx, mem, rt, rgs)
-		df.Close()
-		if err != nil {
-			return nil, err
-		}
-		recs = append(recs, rec)
-	}
-	all, runs, err := concatRecords(mem, rt.schema, recs)
-	if err != nil {
-		return nil, err
-	}
-	order := newRowOrder(sch, all, need)
-	rows := mergeSorted(order, newMergeFunction(sch), mergeRuns(order, runs), true)
-	// Output: the projected columns (the first len(proj) after the system
-	// columns).
-	fields := rt.schema.Fields()[2 : 2+len(s.proj)]
-	cols := all.Columns()[2 : 2+len(s.proj)]
-	projected := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, all.NumRows())
-	all.Release()
-	return &rowsReader{s: s, rec: projected, rows: rows}, nil
+	return newMergeReader(ctx, s, p.files, p.allowed)
 }
 
 // disjointKeyRanges orders files by key range and reports whether the
@@ -645,45 +598,4 @@ func concatRecords(mem memory.Allocator, sc *arrow.Schema, recs []arrow.RecordBa
 		cols[i] = a
 	}
 	return array.NewRecordBatch(sc, cols, int64(n)), runs, nil
-}
-
-// rowsReader emits chosen rows of a batch in order, in chunks.
-type rowsReader struct {
-	s    *Scan
-	rec  arrow.RecordBatch
-	rows []int
-	cur  arrow.RecordBatch
-}
-
-func (r *rowsReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
-	if r.cur != nil {
-		r.cur.Release()
-		r.cur = nil
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if len(r.rows) == 0 || r.rec == nil {
-		return nil, io.EOF
-	}
-	n := min(len(r.rows), r.s.st.s.opts.BatchSize)
-	out, err := takeRecord(ctx, r.s.st.s.opts.Mem, r.rec, r.rows[:n])
-	if err != nil {
-		return nil, err
-	}
-	r.rows = r.rows[n:]
-	r.cur = out
-	return out, nil
-}
-
-func (r *rowsReader) Close() error {
-	if r.cur != nil {
-		r.cur.Release()
-		r.cur = nil
-	}
-	if r.rec != nil {
-		r.rec.Release()
-		r.rec = nil
-	}
-	return nil
 }

@@ -1,0 +1,350 @@
+package tablestore
+
+import (
+	"container/heap"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+)
+
+// mergeReader streams the k-way merge of a bucket's sorted runs (files)
+// through the merge function, holding one batch per run: memory stays
+// bounded by the run count, not the bucket size.
+//
+// Rows are compared by normalized keys: an order-preserving byte encoding
+// of the primary key (and of sequence.field plus sequence number for the
+// version), computed once per batch, so rows of different batches compare
+// with one string comparison.
+type mergeReader struct {
+	s     *Scan
+	sch   *tableSchema
+	need  []int // schema indexes read; the projection comes first
+	runs  []*runCursor
+	heap  runCursorHeap
+	mf    mergeFunction
+	bldr  *array.RecordBuilder
+	apps  []func(src arrow.Array, i int)
+	cur   arrow.RecordBatch
+	ready bool
+}
+
+type runCursor struct {
+	r     *streamReader
+	b     arrow.RecordBatch // borrowed from r until the next r.Next
+	i     int
+	keys  []string
+	vers  []string
+	kinds []int8
+}
+
+func newMergeReader(ctx context.Context, s *Scan, files []*manifestEntry, allowed func(string) bool) (*mergeReader, error) {
+	sch := s.sch
+	need := slices.Clone(s.proj)
+	for _, c := range append(slices.Clone(sch.PrimaryKeys), sch.opts.sequenceField...) {
+		if i := sch.fieldIndex(c); !slices.Contains(need, i) {
+			need = append(need, i)
+		}
+	}
+	m := &mergeReader{s: s, sch: sch, need: need, mf: newMergeFunction(sch)}
+	rt := newReadTarget(sch, need, true)
+	for _, e := range files {
+		df, err := s.st.openDataFile(e)
+		if err != nil {
+			m.Close()
+			return nil, err
+		}
+		rgs := s.selectRowGroups(df, allowed)
+		if err := verifyIfFull(ctx, df, rgs); err != nil {
+			m.Close()
+			return nil, err
+		}
+		r, err := newStreamReader(ctx, s, df, rgs, rt)
+		if err != nil {
+			m.Close()
+			return nil, err
+		}
+		r.raw = true
+		m.runs = append(m.runs, &runCursor{r: r})
+	}
+	fields := rt.schema.Fields()[2 : 2+len(s.proj)]
+	m.bldr = array.NewRecordBuilder(s.st.s.opts.Mem, arrow.NewSchema(fields, nil))
+	for k := range s.proj {
+		m.apps = append(m.apps, appender(m.bldr.Field(k)))
+	}
+	return m, nil
+}
+
+// advance moves a run to its next row, loading its next batch when needed;
+// false when the run is exhausted.
+func (m *mergeReader) advance(ctx context.Context, rc *runCursor) (bool, error) {
+	rc.i++
+	for rc.b == nil || rc.i >= int(rc.b.NumRows()) {
+		b, err := rc.r.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			rc.b = nil
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		rc.b, rc.i = b, 0
+		m.encode(rc)
+	}
+	return true, nil
+}
+
+// encode computes the normalized keys and versions of a run's batch.
+func (m *mergeReader) encode(rc *runCursor) {
+	sch := m.sch
+	colOf := func(name string) arrow.Array {
+		return rc.b.Column(2 + slices.Index(m.need, sch.fieldIndex(name)))
+	}
+	var keyCols, verCols []arrow.Array
+	for _, k := range sch.PrimaryKeys {
+		keyCols = append(keyCols, colOf(k))
+	}
+	for _, c := range sch.opts.sequenceField {
+		verCols = append(verCols, colOf(c))
+	}
+	verCols = append(verCols, rc.b.Column(0))
+	n := int(rc.b.NumRows())
+	rc.keys, rc.vers = make([]string, n), make([]string, n)
+	var buf []byte
+	for i := range n {
+		buf = buf[:0]
+		for _, c := range keyCols {
+			buf = appendNormalized(buf, c, i)
+		}
+		rc.keys[i] = string(buf)
+		buf = buf[:0]
+		for _, c := range verCols {
+			buf = appendNormalized(buf, c, i)
+		}
+		rc.vers[i] = string(buf)
+	}
+	rc.kinds = rc.b.Column(1).(*array.Int8).Int8Values()
+}
+
+func (m *mergeReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if m.cur != nil {
+		m.cur.Release()
+		m.cur = nil
+	}
+	if !m.ready {
+		for _, rc := range m.runs {
+			rc.i = -1
+			ok, err := m.advance(ctx, rc)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				m.heap = append(m.heap, rc)
+			}
+		}
+		heap.Init(&m.heap)
+		m.ready = true
+	}
+	type member struct {
+		rc  *runCursor
+		i   int
+		ver string
+	}
+	var group []member
+	var rows []int
+	n := 0
+	limit := m.s.st.s.opts.BatchSize
+	for n < limit && m.heap.Len() > 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		key := m.heap[0].keys[m.heap[0].i]
+		group = group[:0]
+		// Every run holds at most one version of a key: gather the runs
+		// positioned on it.
+		for m.heap.Len() > 0 && m.heap[0].keys[m.heap[0].i] == key {
+			rc := heap.Pop(&m.heap).(*runCursor)
+			group = append(group, member{rc, rc.i, rc.vers[rc.i]})
+		}
+		slices.SortFunc(group, func(a, b member) int { return strings.Compare(a.ver, b.ver) })
+		rows = rows[:0]
+		for i := range group {
+			rows = append(rows, i)
+		}
+		w := group[m.mf.pick(rows)]
+		if !RowKind(w.rc.kinds[w.i]).IsRetract() {
+			for k, app := range m.apps {
+				app(w.rc.b.Column(2+k), w.i)
+			}
+			n++
+		}
+		// Advance every member; the winner's values are already copied.
+		for _, g := range group {
+			ok, err := m.advance(ctx, g.rc)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				heap.Push(&m.heap, g.rc)
+			}
+		}
+	}
+	if n == 0 {
+		return nil, io.EOF
+	}
+	m.cur = m.bldr.NewRecordBatch()
+	return m.cur, nil
+}
+
+func (m *mergeReader) Close() error {
+	var err error
+	if m.cur != nil {
+		m.cur.Release()
+		m.cur = nil
+	}
+	for _, rc := range m.runs {
+		if cerr := rc.r.Close(); err == nil {
+			err = cerr
+		}
+	}
+	m.runs = nil
+	if m.bldr != nil {
+		m.bldr.Release()
+		m.bldr = nil
+	}
+	return err
+}
+
+type runCursorHeap []*runCursor
+
+func (h runCursorHeap) Len() int { return len(h) }
+func (h runCursorHeap) Less(i, j int) bool {
+	return h[i].keys[h[i].i] < h[j].keys[h[j].i]
+}
+func (h runCursorHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *runCursorHeap) Push(x any)   { *h = append(*h, x.(*runCursor)) }
+func (h *runCursorHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// appendNormalized appends an order-preserving encoding of row i of a:
+// byte comparison of encodings orders like cmpFunc (nulls first).
+func appendNormalized(dst []byte, a arrow.Array, i int) []byte {
+	if a.IsNull(i) {
+		return append(dst, 0)
+	}
+	dst = append(dst, 1)
+	u64 := func(v int64) []byte { return binary.BigEndian.AppendUint64(dst, uint64(v)^(1<<63)) }
+	switch a := a.(type) {
+	case *array.Boolean:
+		if a.Value(i) {
+			return append(dst, 1)
+		}
+		return append(dst, 0)
+	case *array.Int8:
+		return u64(int64(a.Value(i)))
+	case *array.Int16:
+		return u64(int64(a.Value(i)))
+	case *array.Int32:
+		return u64(int64(a.Value(i)))
+	case *array.Int64:
+		return u64(a.Value(i))
+	case *array.Date32:
+		return u64(int64(a.Value(i)))
+	case *array.Timestamp:
+		return u64(int64(a.Value(i)))
+	case *array.Float32:
+		return appendFloat(dst, float64(a.Value(i)))
+	case *array.Float64:
+		return appendFloat(dst, a.Value(i))
+	case *array.String:
+		return appendEscaped(dst, []byte(a.Value(i)))
+	case *array.Binary:
+		return appendEscaped(dst, a.Value(i))
+	case *array.Decimal128:
+		v := a.Value(i)
+		return appendDecimal(dst, v)
+	}
+	panic("tablestore: appendNormalized: unsupported type " + a.DataType().String())
+}
+
+func appendFloat(dst []byte, f float64) []byte {
+	bits := math.Float64bits(f)
+	if math.IsNaN(f) {
+		bits = 0 // cmp.Compare orders NaN first
+		return binary.BigEndian.AppendUint64(dst, bits)
+	}
+	if bits>>63 == 0 {
+		bits ^= 1 << 63
+	} else {
+		bits = ^bits
+	}
+	return binary.BigEndian.AppendUint64(dst, bits)
+}
+
+func appendDecimal(dst []byte, v decimal128.Num) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(v.HighBits())^(1<<63))
+	return binary.BigEndian.AppendUint64(dst, v.LowBits())
+}
+
+// appendEscaped writes b with 0x00 escaped as 0x00 0xFF and a 0x00 0x00
+// terminator, so prefixes sort first.
+func appendEscaped(dst, b []byte) []byte {
+	for _, c := range b {
+		if c == 0 {
+			dst = append(dst, 0, 0xFF)
+			continue
+		}
+		dst = append(dst, c)
+	}
+	return append(dst, 0, 0)
+}
+
+// appender returns a function appending row i of a source array of the
+// builder's type.
+func appender(b array.Builder) func(src arrow.Array, i int) {
+	return func(src arrow.Array, i int) {
+		if src.IsNull(i) {
+			b.AppendNull()
+			return
+		}
+		switch b := b.(type) {
+		case *array.BooleanBuilder:
+			b.Append(src.(*array.Boolean).Value(i))
+		case *array.Int8Builder:
+			b.Append(src.(*array.Int8).Value(i))
+		case *array.Int16Builder:
+			b.Append(src.(*array.Int16).Value(i))
+		case *array.Int32Builder:
+			b.Append(src.(*array.Int32).Value(i))
+		case *array.Int64Builder:
+			b.Append(src.(*array.Int64).Value(i))
+		case *array.Float32Builder:
+			b.Append(src.(*array.Float32).Value(i))
+		case *array.Float64Builder:
+			b.Append(src.(*array.Float64).Value(i))
+		case *array.Date32Builder:
+			b.Append(src.(*array.Date32).Value(i))
+		case *array.TimestampBuilder:
+			b.Append(src.(*array.Timestamp).Value(i))
+		case *array.StringBuilder:
+			b.Append(src.(*array.String).Value(i))
+		case *array.BinaryBuilder:
+			b.Append(src.(*array.Binary).Value(i))
+		case *array.Decimal128Builder:
+			b.Append(src.(*array.Decimal128).Value(i))
+		default:
+			panic("tablestore: appender: unsupported builder " + b.Type().String())
+		}
+	}
+}
