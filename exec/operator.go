@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -32,8 +33,8 @@ type Context struct {
 	MemoryLimit int64
 	// TempDir is where operators spill (empty = os.TempDir()).
 	TempDir string
-	// Parallelism is the number of goroutines an operator may use (<= 1 =
-	// serial).
+	// Parallelism is the number of goroutines an operator may use: 0 means
+	// runtime.GOMAXPROCS(0), 1 (or less) serial.
 	Parallelism int
 
 	spilledRows atomic.Int64
@@ -46,7 +47,7 @@ func (ec *Context) SpilledRows() int64 { return ec.spilledRows.Load() }
 // NewContext returns a Context with the default batch size and the current
 // statement time.
 func NewContext(mem memory.Allocator) *Context {
-	return &Context{Mem: mem, BatchSize: DefaultBatchSize, Now: time.Now(), Parallelism: 2}
+	return &Context{Mem: mem, BatchSize: DefaultBatchSize, Now: time.Now()}
 }
 
 func (ec *Context) now() time.Time {
@@ -54,6 +55,13 @@ func (ec *Context) now() time.Time {
 		return time.Now()
 	}
 	return ec.Now
+}
+
+func (ec *Context) parallelism() int {
+	if ec.Parallelism == 0 {
+		return runtime.GOMAXPROCS(0)
+	}
+	return max(ec.Parallelism, 1)
 }
 
 func (ec *Context) batchSize() int {
