@@ -277,6 +277,30 @@ func Unordered(got, want []string) bool {
 	return slices.Equal(g, w)
 }
 
+// OrderedOn accepts any order of got that keeps want's order of the given
+// columns (0-based): the rows must be equal as multisets and the sequence
+// of their key columns equal. It verifies sorts whose ties may come in any
+// order.
+func OrderedOn(cols ...int) Verifier {
+	keys := func(rows []string) []string {
+		out := make([]string, len(rows))
+		for i, r := range rows {
+			cells := strings.Split(r, " | ")
+			k := make([]string, len(cols))
+			for j, c := range cols {
+				if c < len(cells) {
+					k[j] = cells[c]
+				}
+			}
+			out[i] = strings.Join(k, " | ")
+		}
+		return out
+	}
+	return func(got, want []string) bool {
+		return Unordered(got, want) && slices.Equal(keys(got), keys(want))
+	}
+}
+
 // Ctor builds the operator under test over its inputs.
 type Ctor func(ec *exec.Context, inputs []exec.Operator) (exec.Operator, error)
 
