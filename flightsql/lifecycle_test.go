@@ -176,3 +176,47 @@ func TestOversizedMessage(t *testing.T) {
 	}
 	wantRows(t, query(t, cnxn, `SELECT s FROM small`), "kept")
 }
+
+// TestXdbcTypeInfo: GetXdbcTypeInfo lists flightd's SQL types, all of them
+// or one by its JDBC type code.
+func TestXdbcTypeInfo(t *testing.T) {
+	ts := startServer(t, fsql.Options{})
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	cl, err := flightsql.NewClient(strings.TrimPrefix(ts.URI, "grpc://"), nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	cl.Alloc = mem
+	ctx := context.Background()
+	names := func(dataType *int32) []string {
+		info, err := cl.GetXdbcTypeInfo(ctx, dataType)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rdr, err := cl.DoGet(ctx, info.Endpoint[0].Ticket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rdr.Release()
+		var out []string
+		for rdr.Next() {
+			col := rdr.RecordBatch().Column(0).(*array.String)
+			for i := 0; i < col.Len(); i++ {
+				out = append(out, col.Value(i))
+			}
+		}
+		if err := rdr.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if all := names(nil); len(all) < 10 || !strings.Contains(strings.Join(all, ","), "BIGINT") {
+		t.Fatalf("type info: %v", all)
+	}
+	bigint := int32(-5)
+	if one := names(&bigint); len(one) != 1 || one[0] != "BIGINT" {
+		t.Fatalf("type info for -5: %v", one)
+	}
+}

@@ -74,6 +74,9 @@ public class JdbcInteropTest {
     }
     assertEquals(List.of("id:INT:0", "name:STRING:1", "price:DOUBLE:1"), cols);
 
+    assertEquals("\"", md.getIdentifierQuoteString());
+    assertTrue(md.supportsTransactions());
+
     List<String> pk = new ArrayList<>();
     try (ResultSet rs = md.getPrimaryKeys(null, null, "jdbc_items")) {
       while (rs.next()) pk.add(rs.getString("COLUMN_NAME"));
