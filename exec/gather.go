@@ -84,7 +84,7 @@ func (g *gatherOp) Open(ctx context.Context) error {
 
 // run pulls one child to its end.
 func (g *gatherOp) run(ctx context.Context, c Operator) {
-	if err := c.Open(ctx); err != nil {
+	if err := safely("gather input Open", func() error { return c.Open(ctx) }); err != nil {
 		g.send(ctx, gatherItem{err: err})
 		return
 	}

@@ -87,6 +87,17 @@ type Operator interface {
 	Close() error
 }
 
+// safely runs f, turning a panic into an error (for operator work on
+// goroutines other than the caller's, where a panic would kill the process).
+func safely(what string, f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("exec: panic in %s: %v\n%s", what, r, debug.Stack())
+		}
+	}()
+	return f()
+}
+
 // Next pulls the next batch from op: it checks cancellation first, turns a
 // panic into an error with a stack, and skips zero-row batches defensively.
 func Next(ctx context.Context, op Operator) (b arrow.RecordBatch, err error) {

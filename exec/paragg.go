@@ -70,7 +70,7 @@ func (p *parallelAggOp) Open(ctx context.Context) error {
 		wg.Add(1)
 		go func(w int, op Operator) {
 			defer wg.Done()
-			if errs[w] = op.Open(wctx); errs[w] != nil {
+			if errs[w] = safely("parallel aggregation worker", func() error { return op.Open(wctx) }); errs[w] != nil {
 				cancel()
 			}
 			// Unblock the router if this worker stopped reading early.
