@@ -64,7 +64,7 @@ func TestRandomExpressions(t *testing.T) {
 		return exec.NewColumn(2, s.Field(2).Type, "i64")
 	}
 	evaluated := 0
-	for iter := 0; iter < 1000; iter++ {
+	for iter := 0; iter < 500; iter++ {
 		e := gen(3)
 		if rng.IntN(5) == 0 {
 			if c, err := exec.NewCast(e, s.Field(rng.IntN(s.NumFields())).Type); err == nil {
@@ -94,7 +94,7 @@ func TestRandomExpressions(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d of 1000 random expressions evaluated without error", evaluated)
+	t.Logf("%d of 500 random expressions evaluated without error", evaluated)
 }
 
 func evalRows(t *testing.T, tbl exectest.Table, e exec.Expr, lo, hi int) (rows []string, err error) {
