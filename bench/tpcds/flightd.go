@@ -37,6 +37,20 @@ func OpenFlightd(ctx context.Context, mem memory.Allocator, uri string) (*Flight
 		db.Close()
 		return nil, fmt.Errorf("flightd %s: connect: %w", uri, err)
 	}
+	// gRPC dials lazily: ask for the server's name so that a wrong address
+	// fails here, before any data is generated.
+	info, err := cnxn.GetInfo(ctx, []adbc.InfoCode{adbc.InfoVendorName})
+	if err == nil {
+		for info.Next() {
+		}
+		err = info.Err()
+		info.Release()
+	}
+	if err != nil {
+		cnxn.Close()
+		db.Close()
+		return nil, fmt.Errorf("flightd %s: not reachable: %w", uri, err)
+	}
 	return &Flightd{db: db, cnxn: cnxn}, nil
 }
 

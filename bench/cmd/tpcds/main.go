@@ -73,6 +73,19 @@ func run() error {
 		return err
 	}
 
+	// Reach flightd and the output directory before spending time on data.
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return fmt.Errorf("-out: %w", err)
+	}
+	var flightd *tpcds.Flightd
+	if *flightdURI != "" && *sqlText == "" {
+		flightd, err = tpcds.OpenFlightd(ctx, mem, *flightdURI)
+		if err != nil {
+			return err
+		}
+		defer flightd.Close()
+	}
+
 	duck, err := tpcds.OpenDuckDB(ctx, *duckPath, *threads)
 	if err != nil {
 		return err
@@ -100,18 +113,13 @@ func run() error {
 		return nil
 	}
 	var fl tpcds.Engine
-	if *flightdURI != "" {
-		f, err := tpcds.OpenFlightd(ctx, mem, *flightdURI)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
+	if flightd != nil {
 		if !*skipLoad {
-			if err := tpcds.LoadAll(ctx, mem, g, tables, f, "flightd", *batch, *workers, os.Stderr); err != nil {
+			if err := tpcds.LoadAll(ctx, mem, g, tables, flightd, "flightd", *batch, *workers, os.Stderr); err != nil {
 				return err
 			}
 		}
-		fl = f
+		fl = flightd
 	}
 
 	rep := &tpcds.Report{Scale: *sf, Seed: *seed, Runs: *runs, FlightdURI: *flightdURI, Started: time.Now().UTC()}
