@@ -159,6 +159,7 @@ func BenchmarkScan(b *testing.B) {
 		} {
 			b.Run(fmt.Sprintf("%s/compacted=%v", c.name, compacted), func(b *testing.B) {
 				var rows int64
+				cpu0 := cpuTime()
 				var st ScanStats
 				for i := 0; i < b.N; i++ {
 					sc, err := tbl.NewScan(ctx, ScanSpec{Filter: c.filter})
@@ -182,10 +183,67 @@ func BenchmarkScan(b *testing.B) {
 					st = sc.Stats()
 				}
 				b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+				b.ReportMetric(float64(rows)/(cpuTime()-cpu0).Seconds(), "rows/cpu-s")
 				b.ReportMetric(float64(st.FilesSelected), "files-read")
 				b.ReportMetric(float64(st.FilesTotal), "files-total")
 				b.ReportMetric(float64(st.RowGroupsSkipped), "rowgroups-skipped")
 			})
 		}
 	}
+}
+
+// BenchmarkScanMerge reads a bucket of 8 overlapping sorted runs of random
+// keys (256K rows): the k-way merge path.
+func BenchmarkScanMerge(b *testing.B) {
+	ctx := context.Background()
+	mem := memory.NewGoAllocator()
+	s, err := Open(ctx, NewLocalFS(), b.TempDir(), Options{Mem: mem, BatchSize: 8192})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	_ = s.CreateDatabase(ctx, "db", false)
+	tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: benchSchema, PrimaryKey: []string{"k"},
+		Options: map[string]string{"write-only": "true"}}, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 8 {
+		w := tbl.NewWrite(WriteOptions{})
+		rec := benchBatch(mem, rng, 1<<15, 1<<30, -1)
+		if err := w.Write(ctx, rec, Insert); err != nil {
+			b.Fatal(err)
+		}
+		rec.Release()
+		if _, err := w.Commit(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	var rows int64
+	cpu0 := cpuTime()
+	for i := 0; i < b.N; i++ {
+		sc, err := tbl.NewScan(ctx, ScanSpec{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, sp := range sc.Splits() {
+			r, err := sp.Open(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for {
+				rec, err := r.Next(ctx)
+				if err != nil {
+					break
+				}
+				rows += rec.NumRows()
+			}
+			r.Close()
+		}
+		sc.Close()
+	}
+	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(float64(rows)/(cpuTime()-cpu0).Seconds(), "rows/cpu-s")
 }

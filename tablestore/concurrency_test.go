@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"slices"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -142,4 +144,72 @@ func TestConcurrentStores(t *testing.T) {
 		t.Fatalf("leftover temporary files: %v", tmp)
 	}
 	_ = os.Remove
+}
+
+// TestParallelSplits reads the splits of one scan concurrently while
+// commits, compaction and expiry go on.
+func TestParallelSplits(t *testing.T) {
+	ctx := context.Background()
+	s, mem, _ := newTestStore(t)
+	tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"},
+		Options: map[string]string{"bucket": "4", "num-sorted-run.compaction-trigger": "2", "snapshot.num-retained.min": "1", "snapshot.time-retained": "1ms"}}, false)
+	must(t, err)
+	var want []string
+	for c := range 5 {
+		var rows [][]any
+		for k := range 50 {
+			rows = append(rows, []any{k, fmt.Sprint(c)})
+		}
+		writeRows(t, tbl, mem, WriteOptions{}, Insert, rows)
+	}
+	for k := range 50 {
+		want = append(want, fmt.Sprintf("%d|4", k))
+	}
+	sc, err := tbl.NewScan(ctx, ScanSpec{})
+	must(t, err)
+	defer sc.Close()
+	// Churn: later commits, compaction and expiry must not disturb the scan.
+	for c := range 5 {
+		writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{c, "later"}})
+	}
+	must(t, tbl.Compact(ctx, true))
+	_, err = tbl.ExpireSnapshots(ctx)
+	must(t, err)
+	var mu sync.Mutex
+	var got []string
+	var wg sync.WaitGroup
+	errs := make(chan error, len(sc.Splits()))
+	for _, sp := range sc.Splits() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := sp.Open(ctx)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer r.Close()
+			for {
+				b, err := r.Next(ctx)
+				if err != nil {
+					if !errors.Is(err, io.EOF) {
+						errs <- err
+					}
+					return
+				}
+				mu.Lock()
+				for i := range int(b.NumRows()) {
+					got = append(got, fmt.Sprintf("%s|%s", cellString(b.Column(0), i), cellString(b.Column(1), i)))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	eqRows(t, got, want...)
 }

@@ -116,19 +116,26 @@ func (m *mergeReader) encode(rc *runCursor) {
 	}
 	verCols = append(verCols, rc.b.Column(0))
 	n := int(rc.b.NumRows())
-	rc.keys, rc.vers = make([]string, n), make([]string, n)
+	// One allocation per batch: encode everything, then cut substrings.
 	var buf []byte
+	ends := make([]int, 0, 2*n)
 	for i := range n {
-		buf = buf[:0]
 		for _, c := range keyCols {
 			buf = appendNormalized(buf, c, i)
 		}
-		rc.keys[i] = string(buf)
-		buf = buf[:0]
+		ends = append(ends, len(buf))
 		for _, c := range verCols {
 			buf = appendNormalized(buf, c, i)
 		}
-		rc.vers[i] = string(buf)
+		ends = append(ends, len(buf))
+	}
+	all := string(buf)
+	rc.keys, rc.vers = make([]string, n), make([]string, n)
+	start := 0
+	for i := range n {
+		rc.keys[i] = all[start:ends[2*i]]
+		rc.vers[i] = all[ends[2*i]:ends[2*i+1]]
+		start = ends[2*i+1]
 	}
 	rc.kinds = rc.b.Column(1).(*array.Int8).Int8Values()
 }
@@ -165,7 +172,27 @@ func (m *mergeReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		key := m.heap[0].keys[m.heap[0].i]
+		top := m.heap[0]
+		key := top.keys[top.i]
+		if !m.sharedKey(key) {
+			// Fast path: the key is in one run only.
+			if !RowKind(top.kinds[top.i]).IsRetract() {
+				for k, app := range m.apps {
+					app(top.b.Column(2+k), top.i)
+				}
+				n++
+			}
+			ok, err := m.advance(ctx, top)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				heap.Fix(&m.heap, 0)
+			} else {
+				heap.Pop(&m.heap)
+			}
+			continue
+		}
 		group = group[:0]
 		// Every run holds at most one version of a key: gather the runs
 		// positioned on it.
@@ -201,6 +228,17 @@ func (m *mergeReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	}
 	m.cur = m.bldr.NewRecordBatch()
 	return m.cur, nil
+}
+
+// sharedKey reports whether a run other than the top one is positioned on
+// key (in a binary heap, only the top's children can equal the minimum).
+func (m *mergeReader) sharedKey(key string) bool {
+	for _, c := range []int{1, 2} {
+		if c < len(m.heap) && m.heap[c].keys[m.heap[c].i] == key {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *mergeReader) Close() error {
@@ -313,38 +351,41 @@ func appendEscaped(dst, b []byte) []byte {
 // appender returns a function appending row i of a source array of the
 // builder's type.
 func appender(b array.Builder) func(src arrow.Array, i int) {
+	switch b := b.(type) {
+	case *array.BooleanBuilder:
+		return typedAppender(b, func(a *array.Boolean, i int) { b.Append(a.Value(i)) })
+	case *array.Int8Builder:
+		return typedAppender(b, func(a *array.Int8, i int) { b.Append(a.Value(i)) })
+	case *array.Int16Builder:
+		return typedAppender(b, func(a *array.Int16, i int) { b.Append(a.Value(i)) })
+	case *array.Int32Builder:
+		return typedAppender(b, func(a *array.Int32, i int) { b.Append(a.Value(i)) })
+	case *array.Int64Builder:
+		return typedAppender(b, func(a *array.Int64, i int) { b.Append(a.Value(i)) })
+	case *array.Float32Builder:
+		return typedAppender(b, func(a *array.Float32, i int) { b.Append(a.Value(i)) })
+	case *array.Float64Builder:
+		return typedAppender(b, func(a *array.Float64, i int) { b.Append(a.Value(i)) })
+	case *array.Date32Builder:
+		return typedAppender(b, func(a *array.Date32, i int) { b.Append(a.Value(i)) })
+	case *array.TimestampBuilder:
+		return typedAppender(b, func(a *array.Timestamp, i int) { b.Append(a.Value(i)) })
+	case *array.StringBuilder:
+		return typedAppender(b, func(a *array.String, i int) { b.Append(a.Value(i)) })
+	case *array.BinaryBuilder:
+		return typedAppender(b, func(a *array.Binary, i int) { b.Append(a.Value(i)) })
+	case *array.Decimal128Builder:
+		return typedAppender(b, func(a *array.Decimal128, i int) { b.Append(a.Value(i)) })
+	}
+	panic("tablestore: appender: unsupported builder " + b.Type().String())
+}
+
+func typedAppender[A arrow.Array](b array.Builder, app func(a A, i int)) func(src arrow.Array, i int) {
 	return func(src arrow.Array, i int) {
 		if src.IsNull(i) {
 			b.AppendNull()
 			return
 		}
-		switch b := b.(type) {
-		case *array.BooleanBuilder:
-			b.Append(src.(*array.Boolean).Value(i))
-		case *array.Int8Builder:
-			b.Append(src.(*array.Int8).Value(i))
-		case *array.Int16Builder:
-			b.Append(src.(*array.Int16).Value(i))
-		case *array.Int32Builder:
-			b.Append(src.(*array.Int32).Value(i))
-		case *array.Int64Builder:
-			b.Append(src.(*array.Int64).Value(i))
-		case *array.Float32Builder:
-			b.Append(src.(*array.Float32).Value(i))
-		case *array.Float64Builder:
-			b.Append(src.(*array.Float64).Value(i))
-		case *array.Date32Builder:
-			b.Append(src.(*array.Date32).Value(i))
-		case *array.TimestampBuilder:
-			b.Append(src.(*array.Timestamp).Value(i))
-		case *array.StringBuilder:
-			b.Append(src.(*array.String).Value(i))
-		case *array.BinaryBuilder:
-			b.Append(src.(*array.Binary).Value(i))
-		case *array.Decimal128Builder:
-			b.Append(src.(*array.Decimal128).Value(i))
-		default:
-			panic("tablestore: appender: unsupported builder " + b.Type().String())
-		}
+		app(src.(A), i)
 	}
 }
