@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 )
