@@ -393,6 +393,12 @@ func (j *joinOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if j.subs != nil {
 		return j.nextFromSubs(ctx)
 	}
+	if j.build == nil {
+		return nil, fmt.Errorf("%w: join read after a failed Open", ErrInvalid)
+	}
+	if j.build.n == 0 && (j.typ == InnerJoin || j.typ == SemiJoin || j.typ == RightJoin) {
+		return nil, io.EOF // nothing can match: do not read the left side
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
