@@ -165,7 +165,7 @@ func (b *binder) bindScalar(e sql.Expr, sc *scope, node *Node, o exprOpts) Expr 
 		return b.scalarSubquery(e, sc, node)
 	case *sql.Exists:
 		sub, corr := b.bindSubquery(e.Query, sc)
-		r := b.markJoin(node, sub, corr, nil, e.Pos)
+		r := b.markJoin(node, sub, corr, nil, e.Pos, sc)
 		if e.Not {
 			return b.call(e.Pos, "not", r)
 		}
@@ -177,7 +177,7 @@ func (b *binder) bindScalar(e sql.Expr, sc *scope, node *Node, o exprOpts) Expr 
 		x := b.settle(b.bindScalar(e.X, sc, node, o.with(nil)))
 		sub, corr := b.bindSubquery(e.Query, sc)
 		y := b.subqueryValue(sub, corr, e.Query.Pos)
-		found := b.markJoin(node, sub, corr, b.compare("equal", x, y, e.Pos), e.Pos)
+		found := b.markJoin(node, sub, corr, b.compare("equal", x, y, e.Pos), e.Pos, sc)
 		// NULL IN (...) is NULL, not FALSE. (A NULL among the subquery's
 		// values should also turn FALSE into NULL; that case is not
 		// handled outside top-level WHERE conditions.)
@@ -521,10 +521,8 @@ func (b *binder) scalarSubquery(e *sql.Subquery, sc *scope, node *Node) Expr {
 	if !corr.agg {
 		// One value per correlation key, or an error: group the subquery
 		// by its correlated columns and check each group has one row.
-		for _, p := range corr.pulled {
-			if c, ok := p.(*Call); !ok || c.Fn != "equal" {
-				b.notImplemented(e.Pos, "a correlated scalar subquery without aggregation and with a non-equality correlation")
-			}
+		if !keyCorrelated(corr.pulled, sc.ids()) {
+			b.notImplemented(e.Pos, "a correlated scalar subquery whose correlation is not inner_column = outer_expression")
 		}
 		var groups []Expr
 		for _, c := range corr.inner {
@@ -558,7 +556,15 @@ func isCountQuery(q *sql.Query) bool {
 
 // markJoin evaluates EXISTS / IN anywhere in an expression: a left join with
 // the distinct matching keys and a marker column that is non-NULL on a match.
-func (b *binder) markJoin(node *Node, sub Node, corr *corrResult, eq Expr, pos sql.Pos) Expr {
+func (b *binder) markJoin(node *Node, sub Node, corr *corrResult, eq Expr, pos sql.Pos, sc *scope) Expr {
+	keys := corr.pulled
+	if eq != nil {
+		keys = append([]Expr{eq}, keys...)
+	}
+	if !keyCorrelated(keys, sc.ids()) {
+		// Several distinct inner rows could match one outer row.
+		b.notImplemented(pos, "EXISTS or IN (subquery) inside an expression with a correlation that is not inner_column = outer_expression")
+	}
 	var exprs []Expr
 	var cols []Column
 	need := map[ColumnID]bool{}

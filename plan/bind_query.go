@@ -538,6 +538,39 @@ func deriveName(e sql.Expr, i int) string {
 	return fmt.Sprintf("EXPR$%d", i)
 }
 
+// keyCorrelated reports whether every condition is inner_column =
+// outer_expression (either way round, the column possibly cast). Grouping or
+// DISTINCT on those inner columns then leaves at most one match per outer
+// row, which decorrelation into joins relies on.
+func keyCorrelated(conds []Expr, outer map[ColumnID]bool) bool {
+	for _, p := range conds {
+		c, ok := p.(*Call)
+		if !ok || c.Fn != "equal" {
+			return false
+		}
+		if !innerKeyVsOuter(c.Args[0], c.Args[1], outer) && !innerKeyVsOuter(c.Args[1], c.Args[0], outer) {
+			return false
+		}
+	}
+	return true
+}
+
+func innerKeyVsOuter(inner, other Expr, outer map[ColumnID]bool) bool {
+	if c, ok := inner.(*Cast); ok {
+		inner = c.X
+	}
+	ref, ok := inner.(*ColRef)
+	if !ok || outer[ref.ID] {
+		return false
+	}
+	for id := range colsOf(other) {
+		if !outer[id] {
+			return false
+		}
+	}
+	return true
+}
+
 // innerCols lists the columns of sc that pulled predicates read.
 func innerCols(pulled []Expr, sc *scope) []Column {
 	var out []Column
@@ -1147,11 +1180,8 @@ func (b *binder) bindAggregation(sb *selectBinding, calls []*sql.FuncCall, corr 
 	if corr != nil && len(corr.pulled) > 0 {
 		// Decorrelation: group by the inner columns of the pulled
 		// equalities, and the outer join then matches on them.
-		for _, p := range corr.pulled {
-			call, ok := p.(*Call)
-			if !ok || call.Fn != "equal" {
-				b.notImplemented(sel.Pos, "a correlated subquery with aggregates and a non-equality correlation")
-			}
+		if !keyCorrelated(corr.pulled, sb.sc.parent.ids()) {
+			b.notImplemented(sel.Pos, "a correlated subquery with aggregates whose correlation is not inner_column = outer_expression")
 		}
 		if hasSets {
 			b.notImplemented(sel.Pos, "grouping sets in a correlated subquery")
