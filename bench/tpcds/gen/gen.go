@@ -26,8 +26,34 @@ type Config struct {
 // epoch) and decimals (unscaled at scale 2).
 type val struct {
 	null bool
+	kind valKind
 	i    int64
 	s    string
+}
+
+// valKind says which column types a value fits; New checks it against the
+// schema so that a schema file with a wrong type is an error, not garbage.
+type valKind uint8
+
+const (
+	kindInt valKind = iota + 1
+	kindString
+	kindDate
+	kindDecimal
+)
+
+func (k valKind) fits(t arrow.DataType) bool {
+	switch t.ID() {
+	case arrow.INT32, arrow.INT64:
+		return k == kindInt
+	case arrow.STRING:
+		return k == kindString
+	case arrow.DATE32:
+		return k == kindDate
+	case arrow.DECIMAL128:
+		return k == kindDecimal
+	}
+	return false
 }
 
 // colFn computes one column of the current row; h is a hash private to
@@ -106,6 +132,9 @@ func New(schema []*Table, cfg Config) (*Generator, error) {
 				sc = d.Scale
 			}
 			bt.scales = append(bt.scales, sc)
+		}
+		if err := g.checkKinds(bt); err != nil {
+			return nil, err
 		}
 		if _, dup := g.tables[t.Name]; dup {
 			return nil, fmt.Errorf("%w: table %s defined twice", ErrSchema, t.Name)
@@ -278,3 +307,23 @@ const customerTableID = 9
 func rowBase(seed, table uint64, row int64) uint64 { return hash4(seed, table, uint64(row), 0) }
 
 func cellHash(base, salt uint64) uint64 { return mix64(base ^ salt) }
+
+// checkKinds generates a few rows and checks that every value fits its
+// column's type.
+func (g *Generator) checkKinds(t *table) error {
+	r := &rowCtx{g: g, t: t}
+	for row := int64(0); row < min(t.rows, 8); row++ {
+		r.reset(row)
+		if t.def.prepare != nil {
+			t.def.prepare(r)
+		}
+		base := rowBase(g.cfg.Seed, t.def.id, row)
+		for c, fn := range t.fns {
+			v := fn(r, cellHash(base, t.salts[c]))
+			if f := t.schema.Field(c); !v.null && !v.kind.fits(f.Type) {
+				return fmt.Errorf("%w: table %s column %s: type %s does not fit the generated values", ErrSchema, t.name, f.Name, f.Type)
+			}
+		}
+	}
+	return nil
+}

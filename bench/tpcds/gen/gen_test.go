@@ -430,6 +430,13 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%q: err = %v, want ErrSchema", stmt, err)
 		}
 	}
+	wrongType, err := ParseCreateTable("create table store(s_store_sk integer not null, s_store_name integer);")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New([]*Table{wrongType}, Config{Scale: 1}); !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), "s_store_name") {
+		t.Errorf("wrong column type: %v", err)
+	}
 	bad, err := ParseCreateTable("create table store(s_store_sk integer not null, s_mystery integer);")
 	if err != nil {
 		t.Fatal(err)

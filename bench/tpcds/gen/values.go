@@ -35,10 +35,10 @@ const (
 	saltName
 )
 
-func ival(x int64) val     { return val{i: x} }
-func sval(s string) val    { return val{s: s} }
-func jval(jd int64) val    { return val{i: jd - julianEpoch} } // a date from a Julian day
-func dval(cents int64) val { return val{i: cents} }
+func ival(x int64) val     { return val{kind: kindInt, i: x} }
+func sval(s string) val    { return val{kind: kindString, s: s} }
+func jval(jd int64) val    { return val{kind: kindDate, i: jd - julianEpoch} } // a date from a Julian day
+func dval(cents int64) val { return val{kind: kindDecimal, i: cents} }
 
 var nullVal = val{null: true}
 
