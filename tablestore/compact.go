@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"slices"
 	"strconv"
-
-	"github.com/apache/arrow-go/v18/arrow"
 )
 
 // sortedRun is one sorted run of a bucket: a level-0 file, or all files of
@@ -213,83 +212,54 @@ func pickAppend(o tableOptions, files []*manifestEntry, full bool) *compactUnit 
 	return &compactUnit{files: small}
 }
 
-// compactUnit rewrites the files of u and commits the result.
+// compactUnit rewrites the files of u and commits the result. Inputs are
+// streamed (k-way merged for key tables), so memory stays bounded by the
+// number of input files, and outputs roll at the target file size.
 func (st *tableState) compactUnit(ctx context.Context, sch *tableSchema, baseID int64, u *compactUnit) error {
-	mem := st.s.opts.Mem
 	all := make([]int, len(sch.Fields))
 	for i := range all {
 		all[i] = i
 	}
-	rt := newReadTarget(sch, all, sch.hasPK())
-	var recs []arrow.RecordBatch
-	defer func() {
-		for _, r := range recs {
-			r.Release()
-		}
-	}()
-	var inRows, inBytes int64
+	// Compaction reads like an unfiltered scan of every column.
+	s := &Scan{st: st, sch: sch, proj: all}
+	everything := func(string) bool { return true }
 	for _, e := range u.files {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		df, err := st.openDataFile(e)
-		if errors.Is(err, fs.ErrNotExist) {
+		if _, err := st.fs().Stat(joinPath(st.dir, e.File.Path)); errors.Is(err, fs.ErrNotExist) {
 			// Removed by a later overwrite and expiry: our commit would
 			// conflict anyway.
 			return fmt.Errorf("%w: compaction input %s is gone", ErrConflict, e.File.Path)
 		}
-		if err != nil {
-			return err
-		}
-		// Compaction must never carry damage into new files.
-		if err := df.verify(ctx); err != nil {
-			df.Close()
-			return err
-		}
-		rec, err := df.readAll(ctx, mem, rt, nil)
-		df.Close()
-		if err != nil {
-			return err
-		}
-		recs = append(recs, rec)
-		inRows += e.File.RowCount
-		inBytes += e.File.FileSize
 	}
-	rec, runs, err := concatRecords(mem, rt.schema, recs)
+	var r BatchReader
+	if sch.hasPK() {
+		mr, err := newMergeReader(ctx, s, u.files, everything, true, !u.dropDeletes)
+		if err != nil {
+			return err
+		}
+		r = mr
+	} else {
+		r = &chainReader{s: s, files: u.files, allowed: everything, rt: newReadTarget(sch, all, false), raw: true}
+	}
+	defer r.Close()
+	first := u.files[0]
+	dirs := map[string]bool{}
+	dw := st.newDataWriter(sch, first.Partition, first.Bucket, u.outputLevel, "COMPACT", sch.opts.targetFileSize, dirs)
+	for {
+		b, err := r.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err == nil {
+			err = dw.write(ctx, b)
+		}
+		if err != nil {
+			dw.abort()
+			return err
+		}
+	}
+	adds, err := dw.finish()
 	if err != nil {
 		return err
-	}
-	defer rec.Release()
-	var rows []int
-	if sch.hasPK() {
-		order := newRowOrder(sch, rec, all)
-		rows = mergeSorted(order, newMergeFunction(sch), mergeRuns(order, runs), u.dropDeletes)
-	} else {
-		rows = make([]int, rec.NumRows())
-		for i := range rows {
-			rows[i] = i
-		}
-	}
-	perFile := len(rows)
-	if inRows > 0 && inBytes > 0 {
-		perFile = max(1, int(sch.opts.targetFileSize*inRows/inBytes))
-	}
-	dirs := map[string]bool{}
-	var adds []*manifestEntry
-	fail := func(err error) error {
-		for _, a := range adds {
-			_ = st.fs().Remove(joinPath(st.dir, a.File.Path))
-		}
-		return err
-	}
-	first := u.files[0]
-	for lo := 0; lo < len(rows); lo += perFile {
-		hi := min(len(rows), lo+perFile)
-		e, err := st.writeRun(ctx, sch, rec, rows[lo:hi], first.Partition, first.Bucket, u.outputLevel, "COMPACT", dirs)
-		if err != nil {
-			return fail(err)
-		}
-		adds = append(adds, e)
 	}
 	req := &commitRequest{kind: commitCompact, adds: adds, deletes: u.files, baseID: baseID, minSeq: -1,
 		dirs: slices.Collect(func(yield func(string) bool) {
@@ -300,10 +270,12 @@ func (st *tableState) compactUnit(ctx context.Context, sch *tableSchema, baseID 
 			}
 		})}
 	if _, err := st.commit(ctx, req); err != nil {
-		if errors.Is(err, errCommitAmbiguous) {
-			return err
+		if !errors.Is(err, errCommitAmbiguous) {
+			for _, a := range adds {
+				_ = st.fs().Remove(joinPath(st.dir, a.File.Path))
+			}
 		}
-		return fail(err)
+		return err
 	}
 	return nil
 }

@@ -87,7 +87,7 @@ func TestKillWriter(t *testing.T) {
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		must(t, cmd.Start())
-		lines := make(chan string, 1024)
+		lines := make(chan string, 1<<16)
 		go func() {
 			sc := bufio.NewScanner(out)
 			for sc.Scan() {
@@ -95,9 +95,25 @@ func TestKillWriter(t *testing.T) {
 			}
 			close(lines)
 		}()
-		time.Sleep(time.Duration(20+rng.IntN(150)) * time.Millisecond)
+		// Mostly kill at a random moment after the first acknowledged
+		// commit (so each round makes progress even on a slow machine),
+		// sometimes during start-up.
+		var got []string
+		if rng.IntN(5) > 0 {
+			select {
+			case l, ok := <-lines:
+				if ok {
+					got = append(got, l)
+				}
+			case <-time.After(5 * time.Second):
+			}
+		}
+		time.Sleep(time.Duration(rng.IntN(120)) * time.Millisecond)
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		for l := range lines {
+			got = append(got, l)
+		}
+		for _, l := range got {
 			if n, ok := strings.CutPrefix(l, "ACK "); ok {
 				i, _ := strconv.Atoi(n)
 				acked = max(acked, i)

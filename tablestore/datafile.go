@@ -1,7 +1,6 @@
 package tablestore
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -61,71 +60,6 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	c.n += int64(n)
 	c.crc = crc32.Update(c.crc, crcTable, p[:n])
 	return n, err
-}
-
-// writeDataFile writes rec (laid out as fileSchema(sch)) to path as Parquet
-// and syncs it. It returns the file size and CRC-32C.
-func (st *tableState) writeDataFile(ctx context.Context, path string, rec arrow.RecordBatch, sch *tableSchema, level int) (int64, uint32, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, 0, err
-	}
-	f, err := st.fs().Create(path)
-	if err != nil {
-		return 0, 0, fmt.Errorf("create %s: %w", path, err)
-	}
-	size, crc, err := writeParquet(f, rec, sch, level, st.s.opts)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = st.fs().Remove(path)
-		return 0, 0, fmt.Errorf("write %s: %w", path, err)
-	}
-	return size, crc, nil
-}
-
-// Level-0 files are short-lived (compaction soon rewrites them), so they
-// skip dictionary encoding, which costs more CPU than it saves there.
-func writeParquet(f io.Writer, rec arrow.RecordBatch, sch *tableSchema, level int, opts Options) (int64, uint32, error) {
-	cw := &countingWriter{w: f}
-	bw := bufio.NewWriterSize(cw, 1<<20)
-	wp := []parquet.WriterProperty{
-		parquet.WithAllocator(opts.Mem),
-		parquet.WithCompression(sch.opts.compression),
-		parquet.WithMaxRowGroupLength(sch.opts.rowGroupRows),
-		parquet.WithStats(true),
-		parquet.WithCreatedBy("flightd tablestore"),
-		parquet.WithDictionaryDefault(false),
-	}
-	// Dictionaries pay off for strings; numbers mostly fall back to plain
-	// encoding after building a dictionary in vain.
-	if level > 0 || !sch.hasPK() {
-		for _, f := range rec.Schema().Fields() {
-			if arrow.IsBaseBinary(f.Type.ID()) {
-				wp = append(wp, parquet.WithDictionaryFor(f.Name, true))
-			}
-		}
-	}
-	props := parquet.NewWriterProperties(wp...)
-	w, err := pqarrow.NewFileWriter(rec.Schema(), bw, props,
-		pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(opts.Mem), pqarrow.WithStoreSchema()))
-	if err != nil {
-		return 0, 0, err
-	}
-	if err := w.Write(rec); err != nil {
-		w.Close()
-		return 0, 0, err
-	}
-	if err := w.Close(); err != nil {
-		return 0, 0, err
-	}
-	if err := bw.Flush(); err != nil {
-		return 0, 0, err
-	}
-	return cw.n, cw.crc, nil
 }
 
 // dataFile is an open Parquet data file.
@@ -330,60 +264,6 @@ func conform(ctx context.Context, mem memory.Allocator, rt *readTarget, pos []in
 		out[i] = c
 	}
 	return array.NewRecordBatch(rt.schema, out, int64(n)), nil
-}
-
-// readAll reads the given row groups (nil: all) into one batch laid out as rt.
-func (df *dataFile) readAll(ctx context.Context, mem memory.Allocator, rt *readTarget, rowGroups []int) (arrow.RecordBatch, error) {
-	cols, pos, err := df.fileColumns(rt)
-	if err != nil {
-		return nil, err
-	}
-	if rowGroups == nil {
-		rowGroups = make([]int, df.numRowGroups())
-		for i := range rowGroups {
-			rowGroups[i] = i
-		}
-	}
-	var n int64
-	for _, rg := range rowGroups {
-		n += df.fr.ParquetReader().MetaData().RowGroup(rg).NumRows()
-	}
-	read := make([]arrow.Array, len(cols))
-	defer func() {
-		for _, a := range read {
-			if a != nil {
-				a.Release()
-			}
-		}
-	}()
-	if len(cols) > 0 && len(rowGroups) > 0 {
-		tbl, err := df.fr.ReadRowGroups(ctx, cols, rowGroups)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, corruptf(df.path, err)
-		}
-		defer tbl.Release()
-		for i := range cols {
-			ch := tbl.Column(i).Data()
-			if len(ch.Chunks()) == 1 {
-				read[i] = ch.Chunk(0)
-				read[i].Retain()
-				continue
-			}
-			a, err := array.Concatenate(ch.Chunks(), mem)
-			if err != nil {
-				return nil, err
-			}
-			read[i] = a
-		}
-	}
-	if len(cols) == 0 {
-		// Only new (null) columns: read nothing but the row count.
-		return conform(ctx, mem, rt, pos, nil, int(n))
-	}
-	return conform(ctx, mem, rt, pos, read, int(n))
 }
 
 // rowGroupStats exposes a row group's Parquet statistics for columns that

@@ -1,8 +1,6 @@
 package tablestore
 
 import (
-	"container/heap"
-
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
@@ -102,47 +100,4 @@ func mergeSorted(o rowOrder, mf mergeFunction, sorted []int, dropRetracts bool) 
 		i = j
 	}
 	return out
-}
-
-// mergeRuns k-way merges sorted runs (row ranges [start, end) of one batch,
-// each sorted by o.full) into one sorted row order.
-func mergeRuns(o rowOrder, runs [][2]int) []int {
-	total := 0
-	for _, r := range runs {
-		total += r[1] - r[0]
-	}
-	out := make([]int, 0, total)
-	h := &runHeap{o: o}
-	for _, r := range runs {
-		if r[1] > r[0] {
-			h.cur = append(h.cur, r)
-		}
-	}
-	heap.Init(h)
-	for h.Len() > 0 {
-		top := &h.cur[0]
-		out = append(out, top[0])
-		top[0]++
-		if top[0] == top[1] {
-			heap.Pop(h)
-		} else {
-			heap.Fix(h, 0)
-		}
-	}
-	return out
-}
-
-type runHeap struct {
-	o   rowOrder
-	cur [][2]int
-}
-
-func (h *runHeap) Len() int           { return len(h.cur) }
-func (h *runHeap) Less(i, j int) bool { return h.o.full(h.cur[i][0], h.cur[j][0]) < 0 }
-func (h *runHeap) Swap(i, j int)      { h.cur[i], h.cur[j] = h.cur[j], h.cur[i] }
-func (h *runHeap) Push(x any)         { h.cur = append(h.cur, x.([2]int)) }
-func (h *runHeap) Pop() any {
-	x := h.cur[len(h.cur)-1]
-	h.cur = h.cur[:len(h.cur)-1]
-	return x
 }

@@ -24,16 +24,20 @@ import (
 // version), computed once per batch, so rows of different batches compare
 // with one string comparison.
 type mergeReader struct {
-	s     *Scan
-	sch   *tableSchema
-	need  []int // schema indexes read; the projection comes first
-	runs  []*runCursor
-	heap  runCursorHeap
-	mf    mergeFunction
-	bldr  *array.RecordBuilder
-	apps  []func(src arrow.Array, i int)
-	cur   arrow.RecordBatch
-	ready bool
+	s    *Scan
+	sch  *tableSchema
+	need []int // schema indexes read; the projection comes first
+	runs []*runCursor
+	heap runCursorHeap
+	mf   mergeFunction
+	// keepRetracts keeps retracting survivors (compaction that cannot drop
+	// deletes); outCols are the run-batch columns emitted.
+	keepRetracts bool
+	outCols      []int
+	bldr         *array.RecordBuilder
+	apps         []func(src arrow.Array, i int)
+	cur          arrow.RecordBatch
+	ready        bool
 }
 
 type runCursor struct {
@@ -45,7 +49,10 @@ type runCursor struct {
 	kinds []int8
 }
 
-func newMergeReader(ctx context.Context, s *Scan, files []*manifestEntry, allowed func(string) bool) (*mergeReader, error) {
+// newMergeReader merges files for a scan: the projection, live rows only.
+// With withSys (compaction) it emits the system columns and every read
+// column, and keeps retracting rows when keepRetracts.
+func newMergeReader(ctx context.Context, s *Scan, files []*manifestEntry, allowed func(string) bool, withSys, keepRetracts bool) (*mergeReader, error) {
 	sch := s.sch
 	need := slices.Clone(s.proj)
 	for _, c := range append(slices.Clone(sch.PrimaryKeys), sch.opts.sequenceField...) {
@@ -53,7 +60,7 @@ func newMergeReader(ctx context.Context, s *Scan, files []*manifestEntry, allowe
 			need = append(need, i)
 		}
 	}
-	m := &mergeReader{s: s, sch: sch, need: need, mf: newMergeFunction(sch)}
+	m := &mergeReader{s: s, sch: sch, need: need, mf: newMergeFunction(sch), keepRetracts: keepRetracts}
 	rt := newReadTarget(sch, need, true)
 	for _, e := range files {
 		df, err := s.st.openDataFile(e)
@@ -74,9 +81,21 @@ func newMergeReader(ctx context.Context, s *Scan, files []*manifestEntry, allowe
 		r.raw = true
 		m.runs = append(m.runs, &runCursor{r: r})
 	}
-	fields := rt.schema.Fields()[2 : 2+len(s.proj)]
+	if withSys {
+		for c := range rt.schema.NumFields() {
+			m.outCols = append(m.outCols, c)
+		}
+	} else {
+		for k := range s.proj {
+			m.outCols = append(m.outCols, 2+k)
+		}
+	}
+	fields := make([]arrow.Field, len(m.outCols))
+	for k, c := range m.outCols {
+		fields[k] = rt.schema.Field(c)
+	}
 	m.bldr = array.NewRecordBuilder(s.st.s.opts.Mem, arrow.NewSchema(fields, nil))
-	for k := range s.proj {
+	for k := range m.outCols {
 		m.apps = append(m.apps, appender(m.bldr.Field(k)))
 	}
 	return m, nil
@@ -176,9 +195,9 @@ func (m *mergeReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		key := top.keys[top.i]
 		if !m.sharedKey(key) {
 			// Fast path: the key is in one run only.
-			if !RowKind(top.kinds[top.i]).IsRetract() {
+			if m.keepRetracts || !RowKind(top.kinds[top.i]).IsRetract() {
 				for k, app := range m.apps {
-					app(top.b.Column(2+k), top.i)
+					app(top.b.Column(m.outCols[k]), top.i)
 				}
 				n++
 			}
@@ -206,9 +225,9 @@ func (m *mergeReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			rows = append(rows, i)
 		}
 		w := group[m.mf.pick(rows)]
-		if !RowKind(w.rc.kinds[w.i]).IsRetract() {
+		if m.keepRetracts || !RowKind(w.rc.kinds[w.i]).IsRetract() {
 			for k, app := range m.apps {
-				app(w.rc.b.Column(2+k), w.i)
+				app(w.rc.b.Column(m.outCols[k]), w.i)
 			}
 			n++
 		}

@@ -474,9 +474,9 @@ func (p *pkSplit) Open(ctx context.Context) (BatchReader, error) {
 	if files, ok := disjointKeyRanges(p.files); ok {
 		// Each file holds one version per key and no two files share a
 		// key: stream them one after the other in key order.
-		return &chainReader{s: s, files: files, allowed: p.allowed}, nil
+		return &chainReader{s: s, files: files, allowed: p.allowed, rt: newReadTarget(s.sch, s.proj, true)}, nil
 	}
-	return newMergeReader(ctx, s, p.files, p.allowed)
+	return newMergeReader(ctx, s, p.files, p.allowed, false, false)
 }
 
 // disjointKeyRanges orders files by key range and reports whether the
@@ -522,6 +522,8 @@ type chainReader struct {
 	s       *Scan
 	files   []*manifestEntry
 	allowed func(string) bool
+	rt      *readTarget
+	raw     bool // keep system columns and retracting rows
 	cur     *streamReader
 }
 
@@ -550,9 +552,10 @@ func (c *chainReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		if err := verifyIfFull(ctx, df, rgs); err != nil {
 			return nil, err
 		}
-		if c.cur, err = newStreamReader(ctx, s, df, rgs, newReadTarget(s.sch, s.proj, true)); err != nil {
+		if c.cur, err = newStreamReader(ctx, s, df, rgs, c.rt); err != nil {
 			return nil, err
 		}
+		c.cur.raw = c.raw
 	}
 }
 
@@ -563,39 +566,4 @@ func (c *chainReader) Close() error {
 		return err
 	}
 	return nil
-}
-
-// concatRecords concatenates batches of one schema and returns the row
-// range each came from.
-func concatRecords(mem memory.Allocator, sc *arrow.Schema, recs []arrow.RecordBatch) (arrow.RecordBatch, [][2]int, error) {
-	var runs [][2]int
-	n := 0
-	for _, r := range recs {
-		runs = append(runs, [2]int{n, n + int(r.NumRows())})
-		n += int(r.NumRows())
-	}
-	cols := make([]arrow.Array, sc.NumFields())
-	defer func() {
-		for _, c := range cols {
-			if c != nil {
-				c.Release()
-			}
-		}
-	}()
-	for i := range cols {
-		parts := make([]arrow.Array, len(recs))
-		for k, r := range recs {
-			parts[k] = r.Column(i)
-		}
-		if len(parts) == 0 {
-			cols[i] = array.MakeArrayOfNull(mem, sc.Field(i).Type, 0)
-			continue
-		}
-		a, err := array.Concatenate(parts, mem)
-		if err != nil {
-			return nil, nil, err
-		}
-		cols[i] = a
-	}
-	return array.NewRecordBatch(sc, cols, int64(n)), runs, nil
 }

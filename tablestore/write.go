@@ -443,51 +443,17 @@ func (st *tableState) writeRun(ctx context.Context, sch *tableSchema, rec arrow.
 	if err != nil {
 		return nil, err
 	}
-	// Relabel with the file schema (field IDs) whatever rec was read as.
-	out := array.NewRecordBatch(fileSchema(sch), taken.Columns(), taken.NumRows())
-	taken.Release()
-	defer out.Release()
-	rel := joinPath(partitionPath(sch.PartitionKeys, partTypes(sch), part, sch.opts.defaultPartition), "bucket-"+strconv.Itoa(bucket))
-	dir := joinPath(st.dir, rel)
-	if !dirs[dir] {
-		if err := st.fs().MkdirAll(dir); err != nil {
-			return nil, fmt.Errorf("create %s: %w", dir, err)
-		}
-		dirs[dir] = true
+	defer taken.Release()
+	dw := st.newDataWriter(sch, part, bucket, level, source, 0, dirs)
+	if err := dw.write(ctx, taken); err != nil {
+		dw.abort()
+		return nil, err
 	}
-	name := "data-" + newUUID() + "-0.parquet"
-	size, crc, err := st.writeDataFile(ctx, joinPath(dir, name), out, sch, level)
+	ents, err := dw.finish()
 	if err != nil {
 		return nil, err
 	}
-	meta := dataFileMeta{
-		FileName: name, Path: joinPath(rel, name), FileSize: size, CRC: &crc, RowCount: out.NumRows(),
-		SchemaID: sch.ID, Level: level, CreationMillis: st.s.opts.Now().UnixMilli(), FileSource: source,
-	}
-	sys := 0
-	if sch.hasPK() {
-		sys = 2
-		seq := out.Column(0).(*array.Int64).Int64Values()
-		kinds := out.Column(1).(*array.Int8).Int8Values()
-		meta.MinSeq, meta.MaxSeq = slices.Min(seq), slices.Max(seq)
-		for _, k := range kinds {
-			if RowKind(k).IsRetract() {
-				meta.DeleteRowCount++
-			}
-		}
-		last := int(out.NumRows()) - 1
-		for _, k := range sch.PrimaryKeys {
-			c := out.Column(sys + sch.fieldIndex(k))
-			lo, _ := datumAt(c, 0)
-			hi, _ := datumAt(c, last)
-			meta.MinKey = append(meta.MinKey, lo)
-			meta.MaxKey = append(meta.MaxKey, hi)
-		}
-	}
-	for i, f := range sch.Fields {
-		meta.ValueStats = append(meta.ValueStats, columnStats(f.ID, out.Column(sys+i)))
-	}
-	return &manifestEntry{Kind: kindAdd, Partition: part, Bucket: bucket, TotalBuckets: sch.opts.buckets, File: meta}, nil
+	return ents[0], nil
 }
 
 func partTypes(sch *tableSchema) []arrow.DataType {

@@ -1,0 +1,267 @@
+package tablestore
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// dataWriter writes the rows of one partition and bucket, in order, into
+// Parquet data files (laid out as fileSchema(sch)), rolling to a new file
+// once one reaches the target size, and describes each file for the
+// manifest. Files are synced before they are reported.
+type dataWriter struct {
+	st     *tableState
+	sch    *tableSchema
+	part   []datum
+	bucket int
+	level  int
+	source string
+	target int64 // bytes; 0: one file
+	dirs   map[string]bool
+	rel    string
+	fsch   *arrow.Schema
+
+	f    File
+	cw   *countingWriter
+	bw   *bufio.Writer
+	pw   *pqarrow.FileWriter
+	name string
+	meta dataFileMeta
+	acc  []statAcc
+	last []datum // key of the last row written
+
+	done []*manifestEntry
+}
+
+func (st *tableState) newDataWriter(sch *tableSchema, part []datum, bucket, level int, source string, target int64, dirs map[string]bool) *dataWriter {
+	rel := joinPath(partitionPath(sch.PartitionKeys, partTypes(sch), part, sch.opts.defaultPartition), "bucket-"+strconv.Itoa(bucket))
+	return &dataWriter{st: st, sch: sch, part: part, bucket: bucket, level: level, source: source,
+		target: target, dirs: dirs, rel: rel, fsch: fileSchema(sch)}
+}
+
+func (d *dataWriter) open() error {
+	dir := joinPath(d.st.dir, d.rel)
+	if !d.dirs[dir] {
+		if err := d.st.fs().MkdirAll(dir); err != nil {
+			return fmt.Errorf("create %s: %w", dir, err)
+		}
+		d.dirs[dir] = true
+	}
+	d.name = "data-" + newUUID() + "-0.parquet"
+	f, err := d.st.fs().Create(joinPath(dir, d.name))
+	if err != nil {
+		return fmt.Errorf("create %s: %w", joinPath(dir, d.name), err)
+	}
+	d.f = f
+	d.cw = &countingWriter{w: f}
+	d.bw = bufio.NewWriterSize(d.cw, 1<<20)
+	mem := d.st.s.opts.Mem
+	wp := []parquet.WriterProperty{
+		parquet.WithAllocator(mem),
+		parquet.WithCompression(d.sch.opts.compression),
+		parquet.WithMaxRowGroupLength(d.sch.opts.rowGroupRows),
+		parquet.WithStats(true),
+		parquet.WithCreatedBy("flightd tablestore"),
+		parquet.WithDictionaryDefault(false),
+	}
+	// Dictionaries pay off for strings; numbers mostly fall back to plain
+	// encoding after building one in vain. Level-0 files are short-lived
+	// (compaction soon rewrites them) and skip them altogether.
+	if d.level > 0 || !d.sch.hasPK() {
+		for _, f := range d.fsch.Fields() {
+			if arrow.IsBaseBinary(f.Type.ID()) {
+				wp = append(wp, parquet.WithDictionaryFor(f.Name, true))
+			}
+		}
+	}
+	d.pw, err = pqarrow.NewFileWriter(d.fsch, d.bw, parquet.NewWriterProperties(wp...),
+		pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem), pqarrow.WithStoreSchema()))
+	if err != nil {
+		d.discard()
+		return err
+	}
+	d.meta = dataFileMeta{FileName: d.name, Path: joinPath(d.rel, d.name), SchemaID: d.sch.ID, Level: d.level, FileSource: d.source}
+	d.acc = make([]statAcc, len(d.sch.Fields))
+	return nil
+}
+
+// write appends rec (columns as fileSchema(sch), rows in output order).
+func (d *dataWriter) write(ctx context.Context, rec arrow.RecordBatch) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if rec.NumRows() == 0 {
+		return nil
+	}
+	if d.pw == nil {
+		if err := d.open(); err != nil {
+			return err
+		}
+	}
+	// Relabel with the file schema (field IDs) whatever rec was read as.
+	out := array.NewRecordBatch(d.fsch, rec.Columns(), rec.NumRows())
+	defer out.Release()
+	if err := d.pw.WriteBuffered(out); err != nil {
+		return fmt.Errorf("write %s: %w", d.meta.Path, err)
+	}
+	d.describe(out)
+	if d.target > 0 && d.cw.n+int64(d.bw.Buffered())+d.pw.RowGroupTotalBytesWritten() >= d.target {
+		return d.closeFile()
+	}
+	return nil
+}
+
+// describe folds rec into the current file's manifest entry.
+func (d *dataWriter) describe(out arrow.RecordBatch) {
+	sch := d.sch
+	m := &d.meta
+	n := int(out.NumRows())
+	sys := 0
+	if sch.hasPK() {
+		sys = 2
+		seq := out.Column(0).(*array.Int64).Int64Values()
+		for i, s := range seq {
+			if m.RowCount == 0 && i == 0 {
+				m.MinSeq, m.MaxSeq = s, s
+			}
+			m.MinSeq, m.MaxSeq = min(m.MinSeq, s), max(m.MaxSeq, s)
+		}
+		for _, k := range out.Column(1).(*array.Int8).Int8Values() {
+			if RowKind(k).IsRetract() {
+				m.DeleteRowCount++
+			}
+		}
+		key := func(row int) []datum {
+			var ds []datum
+			for _, k := range sch.PrimaryKeys {
+				d, _ := datumAt(out.Column(sys+sch.fieldIndex(k)), row)
+				ds = append(ds, d)
+			}
+			return ds
+		}
+		if m.RowCount == 0 {
+			m.MinKey = key(0)
+		}
+		d.last = key(n - 1)
+	}
+	for i, f := range sch.Fields {
+		d.acc[i].add(columnStats(f.ID, out.Column(sys+i)), int64(n))
+	}
+	m.RowCount += int64(n)
+}
+
+// closeFile finishes and syncs the current file.
+func (d *dataWriter) closeFile() error {
+	if d.pw == nil {
+		return nil
+	}
+	err := d.pw.Close()
+	d.pw = nil
+	if err == nil {
+		err = d.bw.Flush()
+	}
+	if err == nil {
+		err = d.f.Sync()
+	}
+	if cerr := d.f.Close(); err == nil {
+		err = cerr
+	}
+	d.f = nil
+	if err != nil {
+		_ = d.st.fs().Remove(joinPath(d.st.dir, d.meta.Path))
+		return fmt.Errorf("write %s: %w", d.meta.Path, err)
+	}
+	m := d.meta
+	m.FileSize, m.CreationMillis = d.cw.n, d.st.s.opts.Now().UnixMilli()
+	crc := d.cw.crc
+	m.CRC = &crc
+	m.MaxKey = d.last
+	for i, f := range d.sch.Fields {
+		m.ValueStats = append(m.ValueStats, d.acc[i].stats(f.ID))
+	}
+	d.done = append(d.done, &manifestEntry{Kind: kindAdd, Partition: d.part, Bucket: d.bucket, TotalBuckets: d.sch.opts.buckets, File: m})
+	return nil
+}
+
+// finish closes the last file and returns the files written.
+func (d *dataWriter) finish() ([]*manifestEntry, error) {
+	if err := d.closeFile(); err != nil {
+		d.abort()
+		return nil, err
+	}
+	return d.done, nil
+}
+
+// discard drops the file being written.
+func (d *dataWriter) discard() {
+	if d.pw != nil {
+		_ = d.pw.Close()
+		d.pw = nil
+	}
+	if d.f != nil {
+		_ = d.f.Close()
+		d.f = nil
+		_ = d.st.fs().Remove(joinPath(d.st.dir, d.rel, d.name))
+	}
+}
+
+// abort removes every file written.
+func (d *dataWriter) abort() {
+	d.discard()
+	for _, e := range d.done {
+		_ = d.st.fs().Remove(joinPath(d.st.dir, e.File.Path))
+	}
+	d.done = nil
+}
+
+// statAcc merges column statistics across batches.
+type statAcc struct {
+	min, max     *datum
+	nulls, rows  int64
+	noMin, noMax bool // a batch had values but no bound
+}
+
+func (a *statAcc) add(cs colStats, rows int64) {
+	nonNull := rows - cs.NullCount
+	a.nulls += cs.NullCount
+	a.rows += rows
+	if nonNull == 0 {
+		return
+	}
+	if cs.Min == nil {
+		a.noMin = true
+	} else if a.min == nil {
+		a.min = cs.Min
+	} else if c, ok := compareDatum(*cs.Min, *a.min); !ok {
+		a.noMin = true
+	} else if c < 0 {
+		a.min = cs.Min
+	}
+	if cs.Max == nil {
+		a.noMax = true
+	} else if a.max == nil {
+		a.max = cs.Max
+	} else if c, ok := compareDatum(*cs.Max, *a.max); !ok {
+		a.noMax = true
+	} else if c > 0 {
+		a.max = cs.Max
+	}
+}
+
+func (a *statAcc) stats(id int) colStats {
+	cs := colStats{ID: id, NullCount: a.nulls}
+	if !a.noMin {
+		cs.Min = a.min
+	}
+	if !a.noMax {
+		cs.Max = a.max
+	}
+	return cs
+}
