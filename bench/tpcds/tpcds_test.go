@@ -139,7 +139,8 @@ func openDuckDB(t *testing.T, ctx context.Context, f fixture, threads int) *tpcd
 // value domains match the queries' filters). With FLIGHTD_URI set, the same
 // data is loaded into flightd through ADBC bulk ingest and every answer is
 // compared; the per-query outcome is logged, and the queries listed in
-// FLIGHTD_EXPECT_PASS ("all" or comma-separated names) must pass.
+// FLIGHTD_EXPECT_PASS ("all" or comma-separated names) must pass. With
+// TPCDS_OUT set, results.json and results.png are written there.
 func TestQueriesSF001(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -170,6 +171,12 @@ func TestQueriesSF001(t *testing.T) {
 
 	results := tpcds.RunQueries(ctx, f.queries, duck, flightd, tpcds.RunOptions{Timeout: time.Minute})
 	s := tpcds.Summarize(results)
+	if dir := os.Getenv("TPCDS_OUT"); dir != "" {
+		rep := &tpcds.Report{Scale: 0.01, Seed: 1, FlightdURI: uri, Started: time.Now().UTC(), Queries: results, Summary: s}
+		if err := tpcds.WriteFiles(dir, rep); err != nil {
+			t.Error(err)
+		}
+	}
 	for _, q := range results {
 		if q.DuckDB.Status != tpcds.StatusOK {
 			t.Errorf("q%s on DuckDB: %s", q.Query, q.DuckDB.Message)
