@@ -124,8 +124,13 @@ type joinOp struct {
 	leftKeys    []Expr
 	rightKeys   []Expr
 	residual    Expr
-	schema      *arrow.Schema
-	pairSchema  *arrow.Schema // left ++ right, for the residual
+	// resExpr is residual rewritten over resSchema: only the columns
+	// resCols (indexes into left ++ right) it reads; nil if unknown.
+	resExpr    Expr
+	resCols    []int
+	resSchema  *arrow.Schema
+	schema     *arrow.Schema
+	pairSchema *arrow.Schema // left ++ right, for the residual
 
 	opened bool
 	build  *table
@@ -187,11 +192,25 @@ func newJoinOp(ec *Context, left, right Operator, typ JoinType, lk, rk []Expr, r
 	if residual != nil && residual.DataType().ID() != arrow.BOOL {
 		return nil, fmt.Errorf("%w: join condition %s has type %s, not boolean", ErrInvalid, residual, residual.DataType())
 	}
-	return &joinOp{
+	j := &joinOp{
 		ec: ec, left: left, right: right, typ: typ, leftKeys: lk, rightKeys: rk, residual: residual,
 		schema:     joinSchema(typ, left.Schema(), right.Schema()),
 		pairSchema: joinSchema(InnerJoin, left.Schema(), right.Schema()),
-	}, nil
+	}
+	if residual != nil {
+		if cols, ok := exprColumns(residual); ok && len(cols) > 0 && cols[len(cols)-1] < j.pairSchema.NumFields() {
+			to := map[int]int{}
+			fields := make([]arrow.Field, len(cols))
+			for i, c := range cols {
+				to[c] = i
+				fields[i] = j.pairSchema.Field(c)
+			}
+			// Left columns come first in cols (they have lower indexes),
+			// matching compactPairs' order.
+			j.resCols, j.resSchema, j.resExpr = cols, arrow.NewSchema(fields, nil), remapColumns(residual, to)
+		}
+	}
+	return j, nil
 }
 
 func (j *joinOp) Schema() *arrow.Schema { return j.schema }
@@ -457,18 +476,9 @@ func (j *joinOp) probeChunk(ctx context.Context) (arrow.RecordBatch, error) {
 			j.tail = true
 			return nil, nil
 		}
-		pairs, err := j.pairBatch(ctx, j.pairSchema, li, ri, true)
+		mask, keep, err := j.residualMask(ctx, li, ri)
 		if err != nil {
 			return nil, err
-		}
-		keep := len(li)
-		var mask []bool
-		if j.residual != nil {
-			mask, keep, err = evalMask(ctx, j.ec, j.residual, pairs)
-			if err != nil {
-				pairs.Release()
-				return nil, err
-			}
 		}
 		for k := range li {
 			if mask == nil || mask[k] {
@@ -479,24 +489,72 @@ func (j *joinOp) probeChunk(ctx context.Context) (arrow.RecordBatch, error) {
 			}
 		}
 		if j.typ.leftOnly() || keep == 0 {
-			pairs.Release()
 			continue
 		}
-		var out arrow.RecordBatch
-		if mask == nil {
-			out = array.NewRecordBatch(j.schema, pairs.Columns(), pairs.NumRows())
-		} else {
-			f, err := vectorized.FilterBatch(ctx, j.ec.Mem, pairs, mask, keep)
-			if err != nil {
-				pairs.Release()
-				return nil, err
+		if mask != nil {
+			// Gather the output columns of the surviving pairs only.
+			n := 0
+			for k, m := range mask {
+				if m {
+					li[n], ri[n] = li[k], ri[k]
+					n++
+				}
 			}
-			out = array.NewRecordBatch(j.schema, f.Columns(), f.NumRows())
-			f.Release()
+			li, ri = li[:n], ri[:n]
 		}
-		pairs.Release()
-		return out, nil
+		return j.pairBatch(ctx, j.schema, li, ri, true)
 	}
+}
+
+// residualMask evaluates the residual over candidate pairs (nil mask: no
+// residual). When the residual's columns are known it gathers only those,
+// so rejected pairs never have their other columns copied.
+func (j *joinOp) residualMask(ctx context.Context, li, ri []int64) ([]bool, int, error) {
+	if j.residual == nil {
+		return nil, len(li), nil
+	}
+	var b arrow.RecordBatch
+	var err error
+	if j.resExpr != nil {
+		b, err = j.compactPairs(ctx, li, ri)
+	} else {
+		b, err = j.pairBatch(ctx, j.pairSchema, li, ri, true)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	defer b.Release()
+	e := j.residual
+	if j.resExpr != nil {
+		e = j.resExpr
+	}
+	return evalMask(ctx, j.ec, e, b)
+}
+
+// compactPairs gathers the residual's columns of the pairs.
+func (j *joinOp) compactPairs(ctx context.Context, li, ri []int64) (arrow.RecordBatch, error) {
+	nl := j.left.Schema().NumFields()
+	lsrc, rsrc := make([]arrow.Array, 0, len(j.resCols)), make([]arrow.Array, 0, len(j.resCols))
+	for _, c := range j.resCols {
+		if c < nl {
+			lsrc = append(lsrc, j.lb.Column(c))
+		} else {
+			rsrc = append(rsrc, j.build.cols[c-nl])
+		}
+	}
+	lcols, err := vectorized.TakeColumns(ctx, j.ec.Mem, lsrc, li)
+	if err != nil {
+		return nil, err
+	}
+	rcols, err := vectorized.TakeColumns(ctx, j.ec.Mem, rsrc, ri)
+	if err != nil {
+		releaseArrays(lcols)
+		return nil, err
+	}
+	cols := append(lcols, rcols...)
+	b := array.NewRecordBatch(j.resSchema, cols, int64(len(li)))
+	releaseArrays(cols)
+	return b, nil
 }
 
 // leftTail returns the left rows a left/full/semi/anti join adds after the

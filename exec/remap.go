@@ -1,0 +1,98 @@
+package exec
+
+import "slices"
+
+// exprColumns returns the input columns e reads, sorted, or false if e
+// contains an expression type this package does not know.
+func exprColumns(e Expr) ([]int, bool) {
+	var cols []int
+	var walk func(e Expr) bool
+	walk = func(e Expr) bool {
+		switch x := e.(type) {
+		case *ColumnExpr:
+			cols = append(cols, x.Index)
+		case *LiteralExpr:
+		case *CastExpr:
+			return walk(x.Input)
+		case *CallExpr:
+			for _, a := range x.Args {
+				if !walk(a) {
+					return false
+				}
+			}
+		case *CaseExpr:
+			for _, w := range x.Whens {
+				if !walk(w.Cond) || !walk(w.Then) {
+					return false
+				}
+			}
+			if x.Else != nil {
+				return walk(x.Else)
+			}
+		case *InExpr:
+			if !walk(x.Input) {
+				return false
+			}
+			for _, l := range x.List {
+				if !walk(l) {
+					return false
+				}
+			}
+			if x.or != nil {
+				return walk(x.or)
+			}
+		default:
+			return false
+		}
+		return true
+	}
+	if !walk(e) {
+		return nil, false
+	}
+	slices.Sort(cols)
+	return slices.Compact(cols), true
+}
+
+// remapColumns returns a copy of e reading column to[i] where e read
+// column i; e must pass exprColumns.
+func remapColumns(e Expr, to map[int]int) Expr {
+	switch x := e.(type) {
+	case *ColumnExpr:
+		c := *x
+		c.Index = to[x.Index]
+		return &c
+	case *CastExpr:
+		c := *x
+		c.Input = remapColumns(x.Input, to)
+		return &c
+	case *CallExpr:
+		c := *x
+		c.Args = make([]Expr, len(x.Args))
+		for i, a := range x.Args {
+			c.Args[i] = remapColumns(a, to)
+		}
+		return &c
+	case *CaseExpr:
+		c := *x
+		c.Whens = make([]When, len(x.Whens))
+		for i, w := range x.Whens {
+			c.Whens[i] = When{Cond: remapColumns(w.Cond, to), Then: remapColumns(w.Then, to)}
+		}
+		if x.Else != nil {
+			c.Else = remapColumns(x.Else, to)
+		}
+		return &c
+	case *InExpr:
+		c := *x
+		c.Input = remapColumns(x.Input, to)
+		c.List = make([]Expr, len(x.List))
+		for i, l := range x.List {
+			c.List[i] = remapColumns(l, to)
+		}
+		if x.or != nil {
+			c.or = remapColumns(x.or, to)
+		}
+		return &c
+	}
+	return e
+}
