@@ -34,13 +34,17 @@ type mergeReader struct {
 	// deletes); outCols are the run-batch columns emitted.
 	keepRetracts bool
 	outCols      []int
-	bldr         *array.RecordBuilder
-	apps         []func(src arrow.Array, i int)
-	cur          arrow.RecordBatch
-	ready        bool
+	outSchema    *arrow.Schema
+	// pinned are the batches output rows refer to (retained); refs name
+	// the rows of the output batch being assembled.
+	pinned []arrow.RecordBatch
+	refs   []rowRef
+	cur    arrow.RecordBatch
+	ready  bool
 }
 
 type runCursor struct {
+	pin   int32 // index of b in pinned
 	r     *streamReader
 	b     arrow.RecordBatch // borrowed from r until the next r.Next
 	i     int
@@ -94,10 +98,7 @@ func newMergeReader(ctx context.Context, s *Scan, files []*manifestEntry, allowe
 	for k, c := range m.outCols {
 		fields[k] = rt.schema.Field(c)
 	}
-	m.bldr = array.NewRecordBuilder(s.st.s.opts.Mem, arrow.NewSchema(fields, nil))
-	for k := range m.outCols {
-		m.apps = append(m.apps, appender(m.bldr.Field(k)))
-	}
+	m.outSchema = arrow.NewSchema(fields, nil)
 	return m, nil
 }
 
@@ -114,7 +115,9 @@ func (m *mergeReader) advance(ctx context.Context, rc *runCursor) (bool, error) 
 		if err != nil {
 			return false, err
 		}
-		rc.b, rc.i = b, 0
+		b.Retain()
+		m.pinned = append(m.pinned, b)
+		rc.b, rc.i, rc.pin = b, 0, int32(len(m.pinned)-1)
 		m.encode(rc)
 	}
 	return true, nil
@@ -196,9 +199,7 @@ func (m *mergeReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		if !m.sharedKey(key) {
 			// Fast path: the key is in one run only.
 			if m.keepRetracts || !RowKind(top.kinds[top.i]).IsRetract() {
-				for k, app := range m.apps {
-					app(top.b.Column(m.outCols[k]), top.i)
-				}
+				m.refs = append(m.refs, rowRef{top.pin, int32(top.i)})
 				n++
 			}
 			ok, err := m.advance(ctx, top)
@@ -226,12 +227,10 @@ func (m *mergeReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		}
 		w := group[m.mf.pick(rows)]
 		if m.keepRetracts || !RowKind(w.rc.kinds[w.i]).IsRetract() {
-			for k, app := range m.apps {
-				app(w.rc.b.Column(m.outCols[k]), w.i)
-			}
+			m.refs = append(m.refs, rowRef{w.rc.pin, int32(w.i)})
 			n++
 		}
-		// Advance every member; the winner's values are already copied.
+		// Advance every member; pinned batches keep the winner's row.
 		for _, g := range group {
 			ok, err := m.advance(ctx, g.rc)
 			if err != nil {
@@ -245,8 +244,44 @@ func (m *mergeReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if n == 0 {
 		return nil, io.EOF
 	}
-	m.cur = m.bldr.NewRecordBatch()
+	m.cur = m.assemble()
 	return m.cur, nil
+}
+
+// assemble gathers the referenced rows into a batch and unpins batches no
+// run still reads.
+func (m *mergeReader) assemble() arrow.RecordBatch {
+	mem := m.s.st.s.opts.Mem
+	cols := make([]arrow.Array, len(m.outCols))
+	srcs := make([]arrow.Array, len(m.pinned))
+	for k, c := range m.outCols {
+		for j, b := range m.pinned {
+			srcs[j] = b.Column(c)
+		}
+		cols[k] = gather(mem, m.outSchema.Field(k).Type, srcs, m.refs)
+	}
+	out := array.NewRecordBatch(m.outSchema, cols, int64(len(m.refs)))
+	for _, c := range cols {
+		c.Release()
+	}
+	m.refs = m.refs[:0]
+	var keep []arrow.RecordBatch
+	for j, b := range m.pinned {
+		still := false
+		for _, rc := range m.runs {
+			if rc.b != nil && rc.pin == int32(j) {
+				rc.pin = int32(len(keep))
+				still = true
+			}
+		}
+		if still {
+			keep = append(keep, b)
+		} else {
+			b.Release()
+		}
+	}
+	m.pinned = keep
+	return out
 }
 
 // sharedKey reports whether a run other than the top one is positioned on
@@ -272,10 +307,10 @@ func (m *mergeReader) Close() error {
 		}
 	}
 	m.runs = nil
-	if m.bldr != nil {
-		m.bldr.Release()
-		m.bldr = nil
+	for _, b := range m.pinned {
+		b.Release()
 	}
+	m.pinned = nil
 	return err
 }
 
@@ -365,46 +400,4 @@ func appendEscaped(dst, b []byte) []byte {
 		dst = append(dst, c)
 	}
 	return append(dst, 0, 0)
-}
-
-// appender returns a function appending row i of a source array of the
-// builder's type.
-func appender(b array.Builder) func(src arrow.Array, i int) {
-	switch b := b.(type) {
-	case *array.BooleanBuilder:
-		return typedAppender(b, func(a *array.Boolean, i int) { b.Append(a.Value(i)) })
-	case *array.Int8Builder:
-		return typedAppender(b, func(a *array.Int8, i int) { b.Append(a.Value(i)) })
-	case *array.Int16Builder:
-		return typedAppender(b, func(a *array.Int16, i int) { b.Append(a.Value(i)) })
-	case *array.Int32Builder:
-		return typedAppender(b, func(a *array.Int32, i int) { b.Append(a.Value(i)) })
-	case *array.Int64Builder:
-		return typedAppender(b, func(a *array.Int64, i int) { b.Append(a.Value(i)) })
-	case *array.Float32Builder:
-		return typedAppender(b, func(a *array.Float32, i int) { b.Append(a.Value(i)) })
-	case *array.Float64Builder:
-		return typedAppender(b, func(a *array.Float64, i int) { b.Append(a.Value(i)) })
-	case *array.Date32Builder:
-		return typedAppender(b, func(a *array.Date32, i int) { b.Append(a.Value(i)) })
-	case *array.TimestampBuilder:
-		return typedAppender(b, func(a *array.Timestamp, i int) { b.Append(a.Value(i)) })
-	case *array.StringBuilder:
-		return typedAppender(b, func(a *array.String, i int) { b.Append(a.Value(i)) })
-	case *array.BinaryBuilder:
-		return typedAppender(b, func(a *array.Binary, i int) { b.Append(a.Value(i)) })
-	case *array.Decimal128Builder:
-		return typedAppender(b, func(a *array.Decimal128, i int) { b.Append(a.Value(i)) })
-	}
-	panic("tablestore: appender: unsupported builder " + b.Type().String())
-}
-
-func typedAppender[A arrow.Array](b array.Builder, app func(a A, i int)) func(src arrow.Array, i int) {
-	return func(src arrow.Array, i int) {
-		if src.IsNull(i) {
-			b.AppendNull()
-			return
-		}
-		app(src.(A), i)
-	}
 }
