@@ -430,6 +430,13 @@ func (b *binder) bindCall(e *sql.FuncCall, sc *scope, node *Node, o exprOpts) Ex
 	if e.Name == "grouping" {
 		return b.grouping(e, sc, o)
 	}
+	if e.Name == "if" {
+		// IF(cond, a, b) is CASE WHEN cond THEN a ELSE b END.
+		if len(e.Args) != 3 {
+			b.fail(e.Pos, "IF takes 3 arguments, got %d", len(e.Args))
+		}
+		return b.bindCase(&sql.Case{Pos: e.Pos, Whens: []*sql.When{{Pos: e.Pos, Cond: e.Args[0], Then: e.Args[1]}}, Else: e.Args[2]}, sc, node, o)
+	}
 	args := make([]Expr, len(e.Args))
 	for i, a := range e.Args {
 		var hint arrow.DataType

@@ -333,6 +333,10 @@ func (p *parser) parseStatement() Statement {
 		return e
 	case "show":
 		return p.parseShow()
+	case "truncate":
+		p.i++
+		p.acceptK("table")
+		return &Delete{Pos: t.pos, Table: p.name("table name")}
 	case "describe", "desc":
 		p.i++
 		p.acceptK("table")
