@@ -171,20 +171,34 @@ func (b *binder) bindScalar(e sql.Expr, sc *scope, node *Node, o exprOpts) Expr 
 		}
 		return r
 	case *sql.InSubquery:
-		if e.Not {
-			b.notImplemented(e.Pos, "NOT IN (subquery) outside a top-level WHERE condition")
-		}
 		x := b.settle(b.bindScalar(e.X, sc, node, o.with(nil)))
 		sub, corr := b.bindSubquery(e.Query, sc)
 		y := b.subqueryValue(sub, corr, e.Query.Pos)
 		found := b.markJoin(node, sub, corr, b.compare("equal", x, y, e.Pos), e.Pos, sc)
-		// NULL IN (...) is NULL, not FALSE. (A NULL among the subquery's
-		// values should also turn FALSE into NULL; that case is not
-		// handled outside top-level WHERE conditions.)
-		return &Case{Typ: boolType, Whens: []CaseWhen{
+		// Three-valued IN: TRUE on a match; otherwise NULL if x is NULL or
+		// the subquery yields a NULL; otherwise FALSE.
+		whens := []CaseWhen{
 			{Cond: found, Then: &Const{Value: boolScalar(true)}},
 			{Cond: b.call(e.Pos, "is_null", x), Then: &Const{Value: scalar.MakeNullScalar(boolType)}},
-		}, Else: &Const{Value: boolScalar(false)}}
+		}
+		if len(corr.pulled) == 0 {
+			sub2, corr2 := b.bindSubquery(e.Query, sc)
+			y2 := b.subqueryValue(sub2, corr2, e.Query.Pos)
+			hasNull := b.newCol("_has_null", boolType, true)
+			agg := &AggNode{Input: sub2, Aggs: []AggCall{{Fn: "bool_or", Args: []Expr{b.call(e.Pos, "is_null", y2)}, Col: hasNull}}}
+			*node = &JoinNode{Kind: LeftJoin, Left: *node, Right: agg}
+			whens = append(whens, CaseWhen{
+				Cond: b.call(e.Pos, "coalesce", &ColRef{ID: hasNull.ID, Name: hasNull.Name, Typ: boolType}, &Const{Value: boolScalar(false)}),
+				Then: &Const{Value: scalar.MakeNullScalar(boolType)},
+			})
+		} else if e.Not {
+			b.notImplemented(e.Pos, "correlated NOT IN (subquery) outside a top-level WHERE condition")
+		}
+		var r Expr = &Case{Typ: boolType, Whens: whens, Else: &Const{Value: boolScalar(false)}}
+		if e.Not {
+			r = b.call(e.Pos, "not", r)
+		}
+		return r
 	case *sql.Star:
 		b.fail(e.Pos, "* is not allowed here")
 	case *sql.GroupingSets, *sql.Rollup, *sql.Cube:
