@@ -159,7 +159,19 @@ func (g *queryGen) pred(depth int, cols []string) string {
 }
 
 func (g *queryGen) query() string {
-	switch g.rng.Intn(6) {
+	switch g.rng.Intn(10) {
+	case 6: // windows
+		return fmt.Sprintf("SELECT k, a, sum(b) OVER (PARTITION BY a ORDER BY k ROWS BETWEEN 1 PRECEDING AND CURRENT ROW), rank() OVER (PARTITION BY c ORDER BY b NULLS FIRST, k) FROM r1 WHERE %s",
+			g.pred(2, []string{"a", "b", "c", "d"}))
+	case 7: // subqueries in the select list
+		return fmt.Sprintf("SELECT k, (SELECT max(e) FROM r2 WHERE r2.a = r1.a), a %s (SELECT a FROM r3 WHERE %s), EXISTS (SELECT 1 FROM r2 WHERE r2.k = r1.k) FROM r1 WHERE %s",
+			g.pick("IN", "NOT IN"), g.pred(1, []string{"r3.a", "r3.f"}), g.pred(1, []string{"r1.b", "r1.c"}))
+	case 8: // grouping sets
+		return fmt.Sprintf("SELECT a, c, count(*), sum(b), GROUPING(a, c) FROM r1 WHERE %s GROUP BY %s(a, c)",
+			g.pred(2, []string{"a", "b", "d"}), g.pick("ROLLUP", "CUBE"))
+	case 9: // set operations
+		return fmt.Sprintf("SELECT a FROM r1 WHERE %s %s SELECT a FROM r2 WHERE %s",
+			g.pred(1, []string{"b", "c"}), g.pick("INTERSECT", "EXCEPT", "UNION", "INTERSECT ALL", "EXCEPT ALL"), g.pred(1, []string{"e", "k"}))
 	case 0: // join with filters
 		kind := g.pick("JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN")
 		return fmt.Sprintf("SELECT r1.k, r1.a, r2.e FROM r1 %s r2 ON r1.a = r2.a AND %s WHERE %s",
