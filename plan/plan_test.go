@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -160,6 +161,36 @@ func TestParams(t *testing.T) {
 	}
 	if _, err := h.QueryParams(q, nil); !errors.Is(err, plan.ErrParams) {
 		t.Fatalf("missing params: %v", err)
+	}
+	// A bound query is immutable: concurrent executions share it.
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			bld := array.NewRecordBuilder(mem, ps)
+			defer bld.Release()
+			bld.Field(0).(*array.Int64Builder).Append(int64(1 + i%3))
+			bld.Field(1).(*array.StringBuilder).Append("zz")
+			bld.Field(2).(*array.Int64Builder).Append(10)
+			rec := bld.NewRecordBatch()
+			defer rec.Release()
+			rows, err := h.QueryParams(q, rec)
+			if err != nil {
+				errs <- err.Error()
+				return
+			}
+			want := map[int]int{0: 2, 1: 1, 2: 0}[i%3]
+			if len(rows) != want {
+				errs <- fmt.Sprintf("execution %d: %d rows, want %d", i, len(rows), want)
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 	// INSERT parameters take the target column types.
 	b, err = h.Bind("INSERT INTO t VALUES (?, ?)")
