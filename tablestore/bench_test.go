@@ -63,8 +63,12 @@ func cpuTime() time.Duration {
 // commit every 16 batches. rows/cpu-s divides by the process CPU time, so
 // compaction work is charged to ingest.
 func BenchmarkIngest(b *testing.B) {
-	for _, comp := range []string{"snappy", "none"} {
-		b.Run("compression="+comp, func(b *testing.B) {
+	for _, c := range []struct {
+		comp      string
+		writeOnly bool
+	}{{"snappy", false}, {"none", false}, {"none", true}} {
+		comp := c.comp
+		b.Run(fmt.Sprintf("compression=%s/write-only=%v", comp, c.writeOnly), func(b *testing.B) {
 			ctx := context.Background()
 			mem := memory.NewGoAllocator()
 			s, err := Open(ctx, NewLocalFS(), b.TempDir(), Options{Mem: mem})
@@ -74,7 +78,7 @@ func BenchmarkIngest(b *testing.B) {
 			defer s.Close()
 			_ = s.CreateDatabase(ctx, "db", false)
 			tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: benchSchema, PrimaryKey: []string{"k"},
-				Options: map[string]string{"bucket": "2", "file.compression": comp}}, false)
+				Options: map[string]string{"bucket": "2", "file.compression": comp, "write-only": fmt.Sprint(c.writeOnly)}}, false)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -80,6 +80,14 @@ func (d *dataWriter) open() error {
 				wp = append(wp, parquet.WithDictionaryFor(f.Name, true))
 			}
 		}
+	} else {
+		// Level-0 files share their bucket with other runs, where only key
+		// columns may prune row groups: skip the other columns' page
+		// statistics (the manifest keeps file-level ones).
+		wp = append(wp, parquet.WithStats(false))
+		for _, k := range d.sch.PrimaryKeys {
+			wp = append(wp, parquet.WithStatsFor(k, true))
+		}
 	}
 	d.pw, err = pqarrow.NewFileWriter(d.fsch, d.bw, parquet.NewWriterProperties(wp...),
 		pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem), pqarrow.WithStoreSchema()))
