@@ -743,12 +743,7 @@ func (b *binder) bindSubquery(q *sql.Query, outer *scope) (Node, *corrResult) {
 		corr = &corrResult{}
 	}
 	// Any outer reference not pulled out would need per-row evaluation.
-	outerIDs := outer.ids()
-	inner := map[ColumnID]bool{}
-	for _, c := range n.Columns() {
-		inner[c.ID] = true
-	}
-	checkNoOuterRefs(b, n, outerIDs, q.Pos)
+	checkNoOuterRefs(b, n, outer.ids(), q.Pos)
 	return n, corr
 }
 

@@ -335,6 +335,9 @@ func (bd *builder) aggregate(n *AggNode, in exec.Operator) (exec.Operator, error
 	if n.Sorted {
 		return exec.NewSortAggregate(bd.ec, in, groups, names, specs, n.Sets)
 	}
+	if n.Parallel {
+		return exec.NewParallelHashAggregate(bd.ec, in, groups, names, specs, n.Sets)
+	}
 	return exec.NewHashAggregate(bd.ec, in, groups, names, specs, n.Sets)
 }
 

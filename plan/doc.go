@@ -17,6 +17,7 @@
 //	                  |    merge_join       inputs ordered on the keys: sort-merge join,
 //	                  |                     bucket by bucket for tables bucketed alike
 //	                  |    parallel_scan    scan pipelines run once per core under Gather
+//	                  |    parallel_aggregate  hash aggregation partitioned over the cores
 //	                  v
 //	           *Query (immutable) --Build(ec, params)--> exec.Operator
 //	                              --BuildAnalyze-------> operator + per-operator report

@@ -239,18 +239,6 @@ func subset(a map[ColumnID]bool, cols []Column) bool {
 	return true
 }
 
-// isVolatile reports whether e must not be duplicated or moved (parameters
-// are stable; current_timestamp is per query, so it is fine too).
-func hasParam(e Expr) bool {
-	found := false
-	walkExpr(e, func(x Expr) {
-		if _, ok := x.(*ParamRef); ok {
-			found = true
-		}
-	})
-	return found
-}
-
 // conjuncts splits e on AND.
 func conjuncts(e Expr) []Expr {
 	if e == nil {

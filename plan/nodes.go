@@ -105,6 +105,7 @@ type AggNode struct {
 	Sets       [][]int
 	GroupingID *Column
 	Sorted     bool // input ordered on the groups: sort aggregation
+	Parallel   bool // hash aggregation partitioned by group over the cores
 }
 
 // SortKey is one ORDER BY key.
@@ -468,8 +469,11 @@ func explainLine(n Node) string {
 		return s
 	case *AggNode:
 		algo := "Hash"
-		if n.Sorted {
+		switch {
+		case n.Sorted:
 			algo = "Sort"
+		case n.Parallel:
+			algo = "ParallelHash"
 		}
 		s := algo + "Aggregate"
 		if len(n.Groups) > 0 {
@@ -558,14 +562,6 @@ func titleCase(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
-}
-
-func typesOf(cols []Column) []arrow.DataType {
-	out := make([]arrow.DataType, len(cols))
-	for i, c := range cols {
-		out[i] = c.Type
-	}
-	return out
 }
 
 func schemaOf(cols []Column) *arrow.Schema {

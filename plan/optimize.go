@@ -41,6 +41,9 @@ func (b *binder) optimize(root Node) Node {
 	if b.enabled(ruleParallelScan) {
 		root = parallelScans(root, false)
 	}
+	if b.enabled(ruleParallelAggregate) {
+		parallelAggregates(root)
+	}
 	if b.enabled(rulePushFilters) {
 		derivePushdown(root)
 	}
@@ -761,4 +764,17 @@ func isPipeline(n Node) bool {
 		return isPipeline(x.Input)
 	}
 	return false
+}
+
+// ---- parallel_aggregate
+
+// parallelAggregates marks hash aggregations with groups and no grouping
+// sets to run on all cores, each worker owning the groups that hash to it.
+func parallelAggregates(n Node) {
+	for _, in := range n.Inputs() {
+		parallelAggregates(in)
+	}
+	if a, ok := n.(*AggNode); ok && !a.Sorted && len(a.Groups) > 0 && a.Sets == nil {
+		a.Parallel = true
+	}
 }

@@ -203,17 +203,18 @@ func (*Transaction) boundStmt()    {}
 // disabled through Options.DisabledRules.
 var Rules = []string{
 	ruleFoldConstants, rulePushFilters, ruleJoinOrder, rulePruneColumns,
-	ruleTopN, ruleMergeJoin, ruleSortAggregate, ruleParallelScan,
+	ruleTopN, ruleMergeJoin, ruleSortAggregate, ruleParallelScan, ruleParallelAggregate,
 }
 
 // Rule names.
 const (
-	ruleFoldConstants = "fold_constants"
-	rulePushFilters   = "push_filters"
-	ruleJoinOrder     = "join_order"
-	rulePruneColumns  = "prune_columns"
-	ruleTopN          = "top_n"
-	ruleMergeJoin     = "merge_join"
-	ruleSortAggregate = "sort_aggregate"
-	ruleParallelScan  = "parallel_scan"
+	ruleFoldConstants     = "fold_constants"
+	rulePushFilters       = "push_filters"
+	ruleJoinOrder         = "join_order"
+	rulePruneColumns      = "prune_columns"
+	ruleTopN              = "top_n"
+	ruleMergeJoin         = "merge_join"
+	ruleSortAggregate     = "sort_aggregate"
+	ruleParallelScan      = "parallel_scan"
+	ruleParallelAggregate = "parallel_aggregate"
 )

@@ -80,20 +80,6 @@ func ParseOne(src string) (Statement, error) {
 	return stmts[0], nil
 }
 
-// ParseExpr parses a standalone scalar expression.
-func ParseExpr(src string) (e Expr, err error) {
-	p, err := newParser(src)
-	if err != nil {
-		return nil, err
-	}
-	defer p.recover(&err)
-	e = p.parseExpr()
-	if t := p.peek(); t.kind != tEOF {
-		p.failf(t.pos, "unexpected %s after expression", p.describe(t))
-	}
-	return e, nil
-}
-
 // NumParams returns the number of placeholders in a statement: the count of
 // `?` or the highest `$n`.
 func NumParams(s Statement) int {
