@@ -10,7 +10,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -53,6 +52,10 @@ type Write struct {
 	minSeq   int64
 	maxSeq   int64
 	pending  []*manifestEntry // flushed, not yet committed
+	// Per buffered row, during a flush: source batch, row, seq, kind.
+	src, row []int32
+	seqs     []int64
+	kindv    []int8
 	touched  map[string][]datum
 	dirs     map[string]bool
 }
@@ -231,30 +234,28 @@ func (w *Write) conformInput(b arrow.RecordBatch, kinds []RowKind) (arrow.Record
 }
 
 // flush sorts the buffer by partition, bucket and key, merges versions of a
-// key, and writes one level-0 file per partition and bucket.
+// key, and writes one level-0 file per partition and bucket. Only the
+// columns that order rows are concatenated; output rows are gathered
+// straight from the buffered batches.
 func (w *Write) flush(ctx context.Context) error {
 	if len(w.recs) == 0 {
 		return nil
 	}
-	st := w.t.st
-	mem := st.s.opts.Mem
-	all, err := w.bufferRecord()
+	defer func() {
+		for _, r := range w.recs {
+			r.Release()
+		}
+		w.recs, w.kinds, w.seqStart, w.bytes = nil, nil, nil, 0
+		w.src, w.row, w.seqs, w.kindv = nil, nil, nil, nil
+	}()
+	sch := w.sch
+	ord, ordCols, err := w.orderRecord()
 	if err != nil {
 		return err
 	}
-	defer all.Release()
-	for _, r := range w.recs {
-		r.Release()
-	}
-	w.recs, w.kinds, w.seqStart, w.bytes = nil, nil, nil, 0
-
-	sch := w.sch
-	n := int(all.NumRows())
-	sys := 0
-	if sch.hasPK() {
-		sys = 2
-	}
-	col := func(name string) arrow.Array { return all.Column(sys + sch.fieldIndex(name)) }
+	defer ord.Release()
+	n := int(ord.NumRows())
+	col := func(name string) arrow.Array { return ord.Column(2 + slices.Index(ordCols, sch.fieldIndex(name))) }
 	buckets := bucketsOf(sch, n, col)
 	var partCmp func(i, j int) int
 	if len(sch.PartitionKeys) > 0 {
@@ -265,12 +266,8 @@ func (w *Write) flush(ctx context.Context) error {
 		partCmp = rowsCmp(pc)
 	}
 	var order rowOrder
-	allCols := make([]int, len(sch.Fields))
-	for i := range allCols {
-		allCols[i] = i
-	}
 	if sch.hasPK() {
-		order = newRowOrder(sch, all, allCols)
+		order = newRowOrder(sch, ord, ordCols)
 	}
 	idx := make([]int, n)
 	for i := range idx {
@@ -285,7 +282,7 @@ func (w *Write) flush(ctx context.Context) error {
 		}
 		return 0
 	}
-	if fast, ok := fastKeySort(sch, all, buckets, partCmp); ok {
+	if fast, ok := fastKeySort(sch, ord, col, buckets, partCmp); ok {
 		idx = fast
 	} else if sch.hasPK() {
 		slices.SortFunc(idx, func(a, b int) int {
@@ -315,63 +312,124 @@ func (w *Write) flush(ctx context.Context) error {
 			d, _ := datumAt(col(p), idx[lo])
 			part = append(part, d)
 		}
-		e, err := w.t.st.writeRun(ctx, sch, all, rows, part, int(buckets[idx[lo]]), 0, "APPEND", w.dirs)
+		out := w.gatherRows(ord, rows)
+		dw := w.t.st.newDataWriter(sch, part, int(buckets[idx[lo]]), 0, "APPEND", 0, w.dirs)
+		err := dw.write(ctx, out)
+		out.Release()
+		if err != nil {
+			dw.abort()
+			return err
+		}
+		ents, err := dw.finish()
 		if err != nil {
 			return err
 		}
-		w.pending = append(w.pending, e)
+		w.pending = append(w.pending, ents...)
 		w.touched[partitionKey(part)] = part
-		_ = mem
 		lo = hi
 	}
 	return nil
 }
 
-// bufferRecord concatenates the buffer into one batch laid out as
-// fileSchema (system columns first for key tables).
-func (w *Write) bufferRecord() (arrow.RecordBatch, error) {
+// orderRecord builds the columns that order the buffered rows: the system
+// columns, then (concatenated) the partition, bucket-key, primary-key and
+// sequence.field columns, listed by ordCols (schema indexes).
+func (w *Write) orderRecord() (arrow.RecordBatch, []int, error) {
 	mem := w.t.st.s.opts.Mem
 	sch := w.sch
-	var cols []arrow.Array
-	defer func() {
-		for _, c := range cols {
-			c.Release()
-		}
-	}()
-	if sch.hasPK() {
-		sb := array.NewInt64Builder(mem)
-		kb := array.NewInt8Builder(mem)
-		for i, r := range w.recs {
-			for j := range r.NumRows() {
-				sb.Append(w.seqStart[i] + j)
-				kb.Append(int8(w.kinds[i][j]))
+	var ordCols []int
+	for _, names := range [][]string{sch.PartitionKeys, sch.opts.bucketKey, sch.PrimaryKeys, sch.opts.sequenceField} {
+		for _, c := range names {
+			if i := sch.fieldIndex(c); !slices.Contains(ordCols, i) {
+				ordCols = append(ordCols, i)
 			}
 		}
-		cols = append(cols, sb.NewArray(), kb.NewArray())
-		sb.Release()
-		kb.Release()
-	}
-	for c := range sch.Fields {
-		parts := make([]arrow.Array, len(w.recs))
-		for i, r := range w.recs {
-			parts[i] = r.Column(c)
-		}
-		if len(parts) == 1 {
-			parts[0].Retain()
-			cols = append(cols, parts[0])
-			continue
-		}
-		a, err := array.Concatenate(parts, mem)
-		if err != nil {
-			return nil, err
-		}
-		cols = append(cols, a)
 	}
 	var n int64
 	for _, r := range w.recs {
 		n += r.NumRows()
 	}
-	return array.NewRecordBatch(fileSchema(sch), cols, n), nil
+	seqs := make([]int64, 0, n)
+	kinds := make([]int8, 0, n)
+	w.src, w.row = make([]int32, 0, n), make([]int32, 0, n)
+	for i, r := range w.recs {
+		for j := range r.NumRows() {
+			if sch.hasPK() {
+				seqs = append(seqs, w.seqStart[i]+j)
+			} else {
+				seqs = append(seqs, 0)
+			}
+			kinds = append(kinds, int8(w.kinds[i][j]))
+			w.src = append(w.src, int32(i))
+			w.row = append(w.row, int32(j))
+		}
+	}
+	w.seqs, w.kindv = seqs, kinds
+	fields := []arrow.Field{{Name: colSeq, Type: arrow.PrimitiveTypes.Int64}, {Name: colKind, Type: arrow.PrimitiveTypes.Int8}}
+	cols := []arrow.Array{int64Array(mem, seqs), int8Array(mem, kinds)}
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	for _, c := range ordCols {
+		parts := make([]arrow.Array, len(w.recs))
+		for i, r := range w.recs {
+			parts[i] = r.Column(c)
+		}
+		a, err := array.Concatenate(parts, mem)
+		if err != nil {
+			return nil, nil, err
+		}
+		cols = append(cols, a)
+		fields = append(fields, sch.arrow.Field(c))
+	}
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, n), ordCols, nil
+}
+
+func int64Array(mem memory.Allocator, v []int64) arrow.Array {
+	b := array.NewInt64Builder(mem)
+	defer b.Release()
+	b.AppendValues(v, nil)
+	return b.NewArray()
+}
+
+func int8Array(mem memory.Allocator, v []int8) arrow.Array {
+	b := array.NewInt8Builder(mem)
+	defer b.Release()
+	b.AppendValues(v, nil)
+	return b.NewArray()
+}
+
+// gatherRows builds the file batch (fileSchema layout) of buffered rows.
+func (w *Write) gatherRows(ord arrow.RecordBatch, rows []int) arrow.RecordBatch {
+	mem := w.t.st.s.opts.Mem
+	sch := w.sch
+	var cols []arrow.Array
+	if sch.hasPK() {
+		seqs := make([]int64, len(rows))
+		kinds := make([]int8, len(rows))
+		for i, r := range rows {
+			seqs[i], kinds[i] = w.seqs[r], w.kindv[r]
+		}
+		cols = append(cols, int64Array(mem, seqs), int8Array(mem, kinds))
+	}
+	refs := make([]rowRef, len(rows))
+	for i, r := range rows {
+		refs[i] = rowRef{w.src[r], w.row[r]}
+	}
+	srcs := make([]arrow.Array, len(w.recs))
+	for c := range sch.Fields {
+		for i, r := range w.recs {
+			srcs[i] = r.Column(c)
+		}
+		cols = append(cols, gather(mem, sch.types[c], srcs, refs))
+	}
+	out := array.NewRecordBatch(fileSchema(sch), cols, int64(len(rows)))
+	for _, c := range cols {
+		c.Release()
+	}
+	return out
 }
 
 // bucketsOf computes each row's bucket from the bucket key.
@@ -389,71 +447,6 @@ func bucketsOf(sch *tableSchema, n int, col func(string) arrow.Array) []int32 {
 		b[i] = int32(h[i] % uint64(nb))
 	}
 	return b
-}
-
-// takeRecord gathers rows of rec (nil rows: all, in order).
-func takeRecord(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, rows []int) (arrow.RecordBatch, error) {
-	if isIdentity(rows, int(rec.NumRows())) {
-		rec.Retain()
-		return rec, nil
-	}
-	ib := array.NewInt32Builder(mem)
-	ib.Reserve(len(rows))
-	for _, r := range rows {
-		ib.UnsafeAppend(int32(r))
-	}
-	ia := ib.NewArray()
-	ib.Release()
-	defer ia.Release()
-	cctx := compute.WithAllocator(ctx, mem)
-	cols := make([]arrow.Array, rec.NumCols())
-	defer func() {
-		for _, c := range cols {
-			if c != nil {
-				c.Release()
-			}
-		}
-	}()
-	for i, c := range rec.Columns() {
-		t, err := compute.TakeArray(cctx, c, ia)
-		if err != nil {
-			return nil, err
-		}
-		cols[i] = t
-	}
-	return array.NewRecordBatch(rec.Schema(), cols, int64(len(rows))), nil
-}
-
-func isIdentity(rows []int, n int) bool {
-	if len(rows) != n {
-		return false
-	}
-	for i, r := range rows {
-		if r != i {
-			return false
-		}
-	}
-	return true
-}
-
-// writeRun writes rows of rec (laid out as fileSchema(sch), rows already in
-// output order) as one data file and describes it.
-func (st *tableState) writeRun(ctx context.Context, sch *tableSchema, rec arrow.RecordBatch, rows []int, part []datum, bucket, level int, source string, dirs map[string]bool) (*manifestEntry, error) {
-	taken, err := takeRecord(ctx, st.s.opts.Mem, rec, rows)
-	if err != nil {
-		return nil, err
-	}
-	defer taken.Release()
-	dw := st.newDataWriter(sch, part, bucket, level, source, 0, dirs)
-	if err := dw.write(ctx, taken); err != nil {
-		dw.abort()
-		return nil, err
-	}
-	ents, err := dw.finish()
-	if err != nil {
-		return nil, err
-	}
-	return ents[0], nil
 }
 
 func partTypes(sch *tableSchema) []arrow.DataType {
@@ -579,11 +572,11 @@ func (w *Write) Abort() {
 // fastKeySort sorts rows by (bucket, key, sequence) with plain struct
 // comparisons when the key is one non-null integer column, the common
 // case that dominates ingest cost.
-func fastKeySort(sch *tableSchema, all arrow.RecordBatch, buckets []int32, partCmp func(i, j int) int) ([]int, bool) {
+func fastKeySort(sch *tableSchema, ord arrow.RecordBatch, col func(string) arrow.Array, buckets []int32, partCmp func(i, j int) int) ([]int, bool) {
 	if !sch.hasPK() || len(sch.PrimaryKeys) != 1 || partCmp != nil || len(sch.opts.sequenceField) > 0 {
 		return nil, false
 	}
-	keyCol := all.Column(2 + sch.fieldIndex(sch.PrimaryKeys[0]))
+	keyCol := col(sch.PrimaryKeys[0])
 	if keyCol.NullN() > 0 {
 		return nil, false
 	}
@@ -598,7 +591,7 @@ func fastKeySort(sch *tableSchema, all arrow.RecordBatch, buckets []int32, partC
 	default:
 		return nil, false
 	}
-	seq := all.Column(0).(*array.Int64).Int64Values()
+	seq := ord.Column(0).(*array.Int64).Int64Values()
 	type ent struct {
 		bucket   int32
 		key, seq int64
