@@ -86,3 +86,26 @@ func TestBackgroundCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWriterStall: a commit that leaves a bucket at the stop trigger
+// (trigger + 3 sorted runs) waits for compaction before returning.
+func TestWriterStall(t *testing.T) {
+	ctx := context.Background()
+	s, mem, _ := newTestStore(t)
+	tbl, err := s.CreateTable(ctx, Ident{"db", "s"}, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"},
+		Options: map[string]string{"num-sorted-run.compaction-trigger": "2"}}, false)
+	must(t, err)
+	for i := range 30 {
+		writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{i, "v"}, {i + 1000, "w"}})
+		sn, err := tbl.st.resolveSnapshot(0)
+		must(t, err)
+		live, err := tbl.st.liveFiles(sn)
+		must(t, err)
+		if runs := len(bucketRuns(live)); runs >= 5 {
+			t.Fatalf("commit %d returned with %d sorted runs (stop trigger 5)", i, runs)
+		}
+	}
+	if got := scanAll(t, tbl, ScanSpec{}); len(got) != 60 {
+		t.Fatalf("%d rows, want 60", len(got))
+	}
+}
