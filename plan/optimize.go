@@ -287,6 +287,21 @@ func substitute(e Expr, defs map[ColumnID]Expr) Expr {
 
 func pushJoin(j *JoinNode, preds []Expr) Node {
 	lc, rc := j.Left.Columns(), j.Right.Columns()
+	// Outer joins whose NULL-extended rows a condition above rejects are
+	// inner (or less outer) joins, which can be reordered and filtered below.
+	rejectL, rejectR := false, false
+	for _, p := range preds {
+		rejectL = rejectL || nullRejects(p, idSet(lc))
+		rejectR = rejectR || nullRejects(p, idSet(rc))
+	}
+	switch {
+	case j.Kind == LeftJoin && rejectR, j.Kind == RightJoin && rejectL, j.Kind == FullJoin && rejectL && rejectR:
+		j.Kind = InnerJoin
+	case j.Kind == FullJoin && rejectR:
+		j.Kind = RightJoin
+	case j.Kind == FullJoin && rejectL:
+		j.Kind = LeftJoin
+	}
 	var left, right, up []Expr
 	var cond []Expr
 	side := func(p Expr) int {
@@ -331,6 +346,60 @@ func pushJoin(j *JoinNode, preds []Expr) Node {
 	j.Left = pushFilters(j.Left, left)
 	j.Right = pushFilters(j.Right, right)
 	return filterOver(j, up)
+}
+
+// nullRejects reports whether condition p is never true when every column
+// of side is NULL.
+func nullRejects(p Expr, side map[ColumnID]bool) bool {
+	c, ok := p.(*Call)
+	if !ok {
+		if in, ok := p.(*In); ok {
+			return strictOn(in.X, side)
+		}
+		return false
+	}
+	switch c.Fn {
+	case "and":
+		return nullRejects(c.Args[0], side) || nullRejects(c.Args[1], side)
+	case "or":
+		return nullRejects(c.Args[0], side) && nullRejects(c.Args[1], side)
+	case "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "like", "not_like":
+		for _, a := range c.Args {
+			if strictOn(a, side) {
+				return true
+			}
+		}
+	case "is_not_null":
+		return strictOn(c.Args[0], side)
+	}
+	return false
+}
+
+// strictFns return NULL when any argument is NULL.
+var strictFns = map[string]bool{
+	"add": true, "subtract": true, "multiply": true, "divide": true, "modulo": true, "negate": true,
+	"upper": true, "lower": true, "substr": true, "trim": true, "ltrim": true, "rtrim": true,
+	"length": true, "abs": true, "extract": true,
+}
+
+// strictOn reports whether e is NULL whenever the columns of side are.
+func strictOn(e Expr, side map[ColumnID]bool) bool {
+	switch x := e.(type) {
+	case *ColRef:
+		return side[x.ID]
+	case *Cast:
+		return strictOn(x.X, side)
+	case *Call:
+		if !strictFns[x.Fn] {
+			return false
+		}
+		for _, a := range x.Args {
+			if strictOn(a, side) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // derivePushdown translates scan filters into table store predicates (for
