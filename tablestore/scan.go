@@ -567,3 +567,12 @@ func (c *chainReader) Close() error {
 	}
 	return nil
 }
+
+var (
+	_ Split       = (*pkSplit)(nil)
+	_ Split       = (*fileSplit)(nil)
+	_ BatchReader = (*streamReader)(nil)
+	_ BatchReader = (*chainReader)(nil)
+	_ BatchReader = (*mergeReader)(nil)
+	_ FS          = localFS{}
+)
