@@ -488,7 +488,11 @@ func (b *binder) bindCall(e *sql.FuncCall, sc *scope, node *Node, o exprOpts) Ex
 		}
 	}
 	if _, err := exec.ResolveFunction(fn, nil); err != nil && strings.Contains(err.Error(), "unknown function") {
-		b.fail(e.Pos, "unknown function %s", e.Name)
+		var names []string
+		for n := range aggregateNames {
+			names = append(names, n)
+		}
+		b.fail(e.Pos, "unknown function %s%s", e.Name, didYouMean(e.Name, names))
 	}
 	return b.call(e.Pos, fn, args...)
 }

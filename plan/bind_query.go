@@ -72,17 +72,61 @@ func (b *binder) lookup(s *scope, id *sql.Ident) *ColRef {
 			return &ColRef{ID: found.col.ID, Name: found.name, Typ: found.col.Type}
 		}
 	}
+	var names []string
+	for sc := s; sc != nil; sc = sc.parent {
+		for _, c := range sc.cols {
+			if !c.hidden && (qual == "" || c.qual == qual) {
+				names = append(names, c.name)
+			}
+		}
+	}
+	hint := didYouMean(name, names)
 	if qual != "" {
 		if !s.hasQual(qual) {
 			b.fail(id.Pos, "column %s: table %q not found in FROM", sql.Format(id), qual)
 		}
-		b.fail(id.Pos, "column %q not found in table %s", name, qual)
+		b.fail(id.Pos, "column %q not found in table %s%s", name, qual, hint)
 	}
 	if q := s.singleQual(); q != "" {
-		b.fail(id.Pos, "column %q not found in table %s", name, q)
+		b.fail(id.Pos, "column %q not found in table %s%s", name, q, hint)
 	}
-	b.fail(id.Pos, "column %q not found", name)
+	b.fail(id.Pos, "column %q not found%s", name, hint)
 	return nil
+}
+
+// didYouMean suggests the closest candidate within a small edit distance.
+func didYouMean(name string, candidates []string) string {
+	best, bestD := "", len(name)/3+2
+	for _, c := range candidates {
+		if d := editDistance(name, c); d < bestD && c != name {
+			best, bestD = c, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
 }
 
 func orDerived(q string) string {
