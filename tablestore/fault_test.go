@@ -290,3 +290,39 @@ func TestCorruptFiles(t *testing.T) {
 }
 
 var _ = fmt.Sprint
+
+// TestAlterTableFaults: a schema change is acknowledged only if published.
+func TestAlterTableFaults(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range []faultMode{faultError, faultLostRename, faultRenameErr} {
+		for n := 1; ; n++ {
+			mem := newMem(t)
+			dir := t.TempDir()
+			ffs := &faultFS{FS: NewLocalFS()}
+			s := openStore(t, ffs, dir, mem)
+			must(t, s.CreateDatabase(ctx, "db", false))
+			_, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: kvSchema}, false)
+			must(t, err)
+			ffs.mu.Lock()
+			ffs.ops, ffs.failAt, ffs.mode, ffs.hit = 0, n, mode, ""
+			ffs.mu.Unlock()
+			err = s.AlterTable(ctx, Ident{"db", "t"}, AddColumn{Name: "x", Type: kvSchema.Field(0).Type})
+			ffs.mu.Lock()
+			hit := ffs.hit
+			ffs.failAt = 0
+			ffs.mu.Unlock()
+			s.Close()
+			s2 := openStore(t, NewLocalFS(), dir, mem)
+			tbl, terr := s2.Table(ctx, Ident{"db", "t"})
+			must(t, terr)
+			has := tbl.Schema().NumFields() == 3
+			s2.Close()
+			if err == nil && !has {
+				t.Fatalf("%v at %q: acknowledged ALTER lost", mode, hit)
+			}
+			if hit == "" {
+				break // no more operations to fail
+			}
+		}
+	}
+}

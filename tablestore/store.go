@@ -285,7 +285,19 @@ func publishSchema(fsys FS, dir string, sch *tableSchema) error {
 		_ = fsys.Remove(tmp)
 		return err
 	}
-	return fsys.SyncDir(joinPath(dir, "schema"))
+	if err := fsys.SyncDir(joinPath(dir, "schema")); err != nil {
+		return err
+	}
+	// Read back: a rename the file system acknowledged but lost must not
+	// be acknowledged to the caller.
+	var got tableSchema
+	if err := readMeta(fsys, name, &got); err != nil {
+		return fmt.Errorf("publish %s: %w", name, err)
+	}
+	if got.ID != sch.ID || got.TimeMillis != sch.TimeMillis {
+		return fmt.Errorf("%w: publish %s: another schema was published", ErrConflict, name)
+	}
+	return nil
 }
 
 // DropTable drops a table and its files.
