@@ -52,7 +52,18 @@ func (t *Table) CreateTag(ctx context.Context, name string, snapshotID int64) er
 		}
 		return err
 	}
-	return st.fs().SyncDir(joinPath(st.dir, "tag"))
+	if err := st.fs().SyncDir(joinPath(st.dir, "tag")); err != nil {
+		return err
+	}
+	// Read back before acknowledging (a lost rename must not look done).
+	got, err := st.readTag(name)
+	if err != nil {
+		return err
+	}
+	if got.ID != sn.ID {
+		return fmt.Errorf("%w: tag %q of %s was created concurrently", ErrConflict, name, st.id)
+	}
+	return nil
 }
 
 // DeleteTag removes a tag; its files are reclaimed by a later expiry.
@@ -233,7 +244,18 @@ func (t *Table) SetConsumer(ctx context.Context, id string, nextSnapshot int64) 
 		_ = st.fs().Remove(tmp)
 		return err
 	}
-	return st.fs().SyncDir(joinPath(st.dir, "consumer"))
+	if err := st.fs().SyncDir(joinPath(st.dir, "consumer")); err != nil {
+		return err
+	}
+	// Read back: expiry trusts this position.
+	var c map[string]int64
+	if err := readMeta(st.fs(), st.consumerPath(id), &c); err != nil {
+		return err
+	}
+	if c["nextSnapshot"] != nextSnapshot {
+		return fmt.Errorf("%w: consumer %q of %s was updated concurrently", ErrConflict, id, st.id)
+	}
+	return nil
 }
 
 // DeleteConsumer forgets a consumer.
