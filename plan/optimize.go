@@ -228,9 +228,29 @@ func pushFilters(n Node, preds []Expr) Node {
 	case *JoinNode:
 		return pushJoin(x, preds)
 	case *WindowNode:
-		// Only conjuncts on partition columns could move; keep it simple.
-		x.Input = pushFilters(x.Input, nil)
-		return filterOver(x, preds)
+		// Conjuncts on partition columns select whole partitions, so they
+		// may run before the window functions.
+		parts := map[ColumnID]bool{}
+		for _, p := range x.PartitionBy {
+			if c, ok := p.(*ColRef); ok {
+				parts[c.ID] = true
+			}
+		}
+		var down, up []Expr
+		for _, p := range preds {
+			cols := colsOf(p)
+			ok := len(cols) > 0
+			for id := range cols {
+				ok = ok && parts[id]
+			}
+			if ok {
+				down = append(down, p)
+			} else {
+				up = append(up, p)
+			}
+		}
+		x.Input = pushFilters(x.Input, down)
+		return filterOver(x, up)
 	}
 	for i, in := range n.Inputs() {
 		setInput(n, i, pushFilters(in, nil))
