@@ -159,7 +159,10 @@ func (g *queryGen) pred(depth int, cols []string) string {
 }
 
 func (g *queryGen) query() string {
-	switch g.rng.Intn(10) {
+	switch g.rng.Intn(11) {
+	case 10: // filters above windows (pushed below on partition columns)
+		return fmt.Sprintf("SELECT * FROM (SELECT a, c, k, sum(b) OVER (PARTITION BY a) AS s, count(*) OVER (PARTITION BY a, c) AS n FROM r1) w WHERE %s",
+			g.pred(2, []string{"a", "c", "s", "n"}))
 	case 6: // windows
 		return fmt.Sprintf("SELECT k, a, sum(b) OVER (PARTITION BY a ORDER BY k ROWS BETWEEN 1 PRECEDING AND CURRENT ROW), rank() OVER (PARTITION BY c ORDER BY b NULLS FIRST, k) FROM r1 WHERE %s",
 			g.pred(2, []string{"a", "b", "c", "d"}))
