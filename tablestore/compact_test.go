@@ -3,8 +3,13 @@ package tablestore
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
 func TestUniversalPicker(t *testing.T) {
@@ -107,5 +112,49 @@ func TestWriterStall(t *testing.T) {
 	}
 	if got := scanAll(t, tbl, ScanSpec{}); len(got) != 60 {
 		t.Fatalf("%d rows, want 60", len(got))
+	}
+}
+
+func TestFastKeySortMatchesComparisonSort(t *testing.T) {
+	mem := newMem(t)
+	rng := rand.New(rand.NewPCG(testSeed(t), 7))
+	sch, err := newTableSchema(TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}, Options: map[string]string{"bucket": "3"}}, 0)
+	must(t, err)
+	b := array.NewInt64Builder(mem)
+	const n = 5000
+	for range n {
+		switch rng.IntN(3) {
+		case 0:
+			b.Append(rng.Int64N(20) - 10)
+		case 1:
+			b.Append(rng.Int64())
+		default:
+			b.Append(-rng.Int64())
+		}
+	}
+	keys := b.NewInt64Array()
+	b.Release()
+	defer keys.Release()
+	buckets := make([]int32, n)
+	for i := range buckets {
+		buckets[i] = int32(rng.IntN(3))
+	}
+	got, ok := fastKeySort(sch, func(string) arrow.Array { return keys }, buckets, nil)
+	if !ok {
+		t.Fatal("fast path not taken")
+	}
+	want := make([]int, n)
+	for i := range want {
+		want[i] = i
+	}
+	v := keys.Int64Values()
+	slices.SortStableFunc(want, func(a, b int) int {
+		if buckets[a] != buckets[b] {
+			return int(buckets[a] - buckets[b])
+		}
+		return cmpInt64(v[a], v[b])
+	})
+	if !slices.Equal(got, want) {
+		t.Fatal("radix order differs from the comparison sort")
 	}
 }

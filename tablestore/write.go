@@ -282,7 +282,7 @@ func (w *Write) flush(ctx context.Context) error {
 		}
 		return 0
 	}
-	if fast, ok := fastKeySort(sch, ord, col, buckets, partCmp); ok {
+	if fast, ok := fastKeySort(sch, col, buckets, partCmp); ok {
 		idx = fast
 	} else if sch.hasPK() {
 		slices.SortFunc(idx, func(a, b int) int {
@@ -569,10 +569,10 @@ func (w *Write) Abort() {
 	w.reset()
 }
 
-// fastKeySort sorts rows by (bucket, key, sequence) with plain struct
-// comparisons when the key is one non-null integer column, the common
-// case that dominates ingest cost.
-func fastKeySort(sch *tableSchema, ord arrow.RecordBatch, col func(string) arrow.Array, buckets []int32, partCmp func(i, j int) int) ([]int, bool) {
+// fastKeySort sorts rows by (bucket, key, sequence) with a radix sort when
+// the key is one non-null integer column, the common case that dominates
+// ingest cost.
+func fastKeySort(sch *tableSchema, col func(string) arrow.Array, buckets []int32, partCmp func(i, j int) int) ([]int, bool) {
 	if !sch.hasPK() || len(sch.PrimaryKeys) != 1 || partCmp != nil || len(sch.opts.sequenceField) > 0 {
 		return nil, false
 	}
@@ -591,34 +591,48 @@ func fastKeySort(sch *tableSchema, ord arrow.RecordBatch, col func(string) arrow
 	default:
 		return nil, false
 	}
-	seq := ord.Column(0).(*array.Int64).Int64Values()
-	type ent struct {
-		bucket   int32
-		key, seq int64
-		idx      int
+	// Sequence numbers grow with the row index within a flush, so a
+	// stable sort by (bucket, key) is the (bucket, key, sequence) order:
+	// LSD radix sort on the key bytes, then a stable pass by bucket.
+	n := keyCol.Len()
+	keys := make([]uint64, n)
+	idx := make([]int, n)
+	for i := range n {
+		keys[i] = uint64(keyAt(i)) ^ (1 << 63)
+		idx[i] = i
 	}
-	ents := make([]ent, len(seq))
-	for i := range ents {
-		ents[i] = ent{buckets[i], keyAt(i), seq[i], i}
-	}
-	slices.SortFunc(ents, func(a, b ent) int {
-		switch {
-		case a.bucket != b.bucket:
-			return int(a.bucket - b.bucket)
-		case a.key < b.key:
-			return -1
-		case a.key > b.key:
-			return 1
-		case a.seq < b.seq:
-			return -1
-		case a.seq > b.seq:
-			return 1
+	tk, ti := make([]uint64, n), make([]int, n)
+	for shift := 0; shift < 64; shift += 8 {
+		var count [257]int
+		for _, k := range keys {
+			count[(k>>shift)&0xff+1]++
 		}
-		return 0
-	})
-	idx := make([]int, len(ents))
-	for i, e := range ents {
-		idx[i] = e.idx
+		if slices.Contains(count[:], n) {
+			continue // all rows share this byte
+		}
+		for b := 1; b < 257; b++ {
+			count[b] += count[b-1]
+		}
+		for i, k := range keys {
+			d := (k >> shift) & 0xff
+			tk[count[d]], ti[count[d]] = k, idx[i]
+			count[d]++
+		}
+		keys, tk, idx, ti = tk, keys, ti, idx
+	}
+	if sch.opts.buckets > 1 {
+		count := make([]int, sch.opts.buckets+1)
+		for _, r := range idx {
+			count[buckets[r]+1]++
+		}
+		for b := 1; b < len(count); b++ {
+			count[b] += count[b-1]
+		}
+		for _, r := range idx {
+			ti[count[buckets[r]]] = r
+			count[buckets[r]]++
+		}
+		idx = ti
 	}
 	return idx, true
 }
