@@ -165,6 +165,9 @@ func (b *binder) bindScalar(e sql.Expr, sc *scope, node *Node, o exprOpts) Expr 
 		return b.scalarSubquery(e, sc, node)
 	case *sql.Exists:
 		sub, corr := b.bindSubquery(e.Query, sc)
+		if v, ok := b.existsConst(corr, e.Pos); ok {
+			return &Const{Value: boolScalar(v != e.Not)}
+		}
 		r := b.markJoin(node, sub, corr, nil, e.Pos, sc)
 		if e.Not {
 			return b.call(e.Pos, "not", r)

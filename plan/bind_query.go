@@ -346,6 +346,22 @@ type corrResult struct {
 	pulled []Expr
 	inner  []Column
 	agg    bool
+	// scalarAgg: aggregates without GROUP BY, which yield exactly one row
+	// for every outer row (having: filtered by HAVING).
+	scalarAgg, having bool
+}
+
+// existsConst decides EXISTS over a correlated aggregate without GROUP BY:
+// it always has one row, so EXISTS is TRUE. ok is false when it cannot be
+// decided this way.
+func (b *binder) existsConst(corr *corrResult, pos sql.Pos) (value, ok bool) {
+	if !corr.agg || !corr.scalarAgg {
+		return false, false
+	}
+	if corr.having {
+		b.notImplemented(pos, "EXISTS over a correlated aggregate with HAVING and no GROUP BY")
+	}
+	return true, true
 }
 
 // selectBinding carries the state of binding one SELECT.
@@ -753,6 +769,9 @@ func (b *binder) trySemiJoin(e sql.Expr, sc *scope, node Node) (Node, bool) {
 	switch e := e.(type) {
 	case *sql.Exists:
 		sub, corr := b.bindSubquery(e.Query, sc)
+		if v, ok := b.existsConst(corr, e.Pos); ok {
+			return &FilterNode{Input: node, Pred: &Const{Value: boolScalar(v != e.Not)}}, true
+		}
 		kind := SemiJoin
 		if e.Not {
 			kind = AntiJoin
@@ -1226,6 +1245,7 @@ func (b *binder) bindAggregation(sb *selectBinding, calls []*sql.FuncCall, corr 
 			b.notImplemented(sel.Pos, "grouping sets in a correlated subquery")
 		}
 		corr.agg = true
+		corr.scalarAgg, corr.having = len(sel.GroupBy) == 0, sel.Having != nil
 		for _, c := range innerCols(corr.pulled, sb.sc) {
 			i := addBound(&ColRef{ID: c.ID, Name: c.Name, Typ: c.Type}, c.Name)
 			product[0] = append(product[0], i)
