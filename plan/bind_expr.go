@@ -546,9 +546,10 @@ func (b *binder) scalarSubquery(e *sql.Subquery, sc *scope, node *Node) Expr {
 		*node = &JoinNode{Kind: LeftJoin, Left: *node, Right: &Max1RowNode{Input: sub}}
 		return v
 	}
-	if !corr.agg {
+	if !corr.agg || !corr.scalarAgg {
 		// One value per correlation key, or an error: group the subquery
-		// by its correlated columns and check each group has one row.
+		// by its correlated columns and check each group has one row
+		// (without aggregates, or with GROUP BY, there may be several).
 		if !keyCorrelated(corr.pulled, sc.ids()) {
 			b.notImplemented(e.Pos, "a correlated scalar subquery whose correlation is not inner_column = outer_expression")
 		}
@@ -567,7 +568,7 @@ func (b *binder) scalarSubquery(e *sql.Subquery, sc *scope, node *Node) Expr {
 	}
 	*node = &JoinNode{Kind: LeftJoin, Left: *node, Right: sub, Cond: andAll(corr.pulled)}
 	// COUNT over no rows is 0, but the outer join yields NULL.
-	if isCountQuery(e.Query) {
+	if isCountQuery(e.Query) && !corr.having {
 		return b.call(e.Pos, "coalesce", v, b.castTo(int64Const(0), v.Type(), e.Pos))
 	}
 	return v
