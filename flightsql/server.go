@@ -158,6 +158,18 @@ func (r *runningQueries) start(ctx context.Context, ticket []byte) (context.Cont
 	}
 }
 
+// CancelQueries cancels every running DoGet; their clients get Canceled.
+// Shutdown uses it when streams outlive the grace period.
+func (s *Server) CancelQueries() {
+	s.running.mu.Lock()
+	defer s.running.mu.Unlock()
+	for _, m := range s.running.m {
+		for _, cancel := range m {
+			cancel()
+		}
+	}
+}
+
 func (r *runningQueries) cancel(ticket []byte) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()

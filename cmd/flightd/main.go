@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -38,6 +39,7 @@ func run() error {
 		tlsCert  = flag.String("tls-cert", "", "TLS certificate (PEM)")
 		tlsKey   = flag.String("tls-key", "", "TLS private key (PEM)")
 		clientCA = flag.String("tls-client-ca", "", "CA (PEM) client certificates must be signed by (mTLS)")
+		grace    = flag.Duration("shutdown-grace", 30*time.Second, "on SIGTERM, how long running queries may go on before they are cancelled")
 	)
 	flag.Parse()
 
@@ -72,12 +74,17 @@ func run() error {
 	}
 
 	// Graceful shutdown: stop accepting calls, let running ones finish
-	// (commits included), then close the store.
+	// (commits included), cancel result streams still running after the
+	// grace period, then close the store.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
 		s := <-sig
 		log.Printf("flightd: %v: shutting down", s)
+		time.AfterFunc(*grace, func() {
+			log.Printf("flightd: cancelling queries still running after %v", *grace)
+			srv.CancelQueries()
+		})
 		fs.Shutdown()
 	}()
 	scheme := "grpc"

@@ -36,9 +36,9 @@ type process struct {
 }
 
 // start runs flightd on a free port over dataDir and waits until it serves.
-func start(t *testing.T, bin, dataDir string) *process {
+func start(t *testing.T, bin, dataDir string, flags ...string) *process {
 	t.Helper()
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-data", dataDir)
+	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0", "-data", dataDir}, flags...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -227,4 +227,64 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	_ = p.cmd.Wait()
+}
+
+// TestShutdownCancelsLongStreams: a result stream still running after the
+// grace period is cancelled (the client sees an error, not a short result)
+// and the process exits cleanly.
+func TestShutdownCancelsLongStreams(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	bin := buildFlightd(t)
+	p := start(t, bin, t.TempDir(), "-shutdown-grace", "500ms")
+	cnxn, closeConn := p.connect(t)
+	defer closeConn()
+	if err := execSQL(cnxn, `CREATE TABLE t (x BIGINT)`); err != nil {
+		t.Fatal(err)
+	}
+	var values []string
+	for i := range 200 {
+		values = append(values, fmt.Sprintf("(%d)", i))
+	}
+	if err := execSQL(cnxn, `INSERT INTO t VALUES `+strings.Join(values, ", ")); err != nil {
+		t.Fatal(err)
+	}
+	stmt, err := cnxn.NewStatement()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stmt.Close()
+	if err := stmt.SetSqlQuery(`SELECT a.x FROM t a, t b, t c`); err != nil {
+		t.Fatal(err)
+	}
+	rdr, _, err := stmt.ExecuteQuery(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Release()
+	if !rdr.Next() {
+		t.Fatalf("no first batch: %v", rdr.Err())
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- p.cmd.Wait() }()
+	var rows int64
+	for rdr.Next() {
+		rows += rdr.RecordBatch().NumRows()
+		time.Sleep(time.Millisecond) // a slow client
+	}
+	if rdr.Err() == nil {
+		t.Fatalf("stream of 8,000,000 rows ended without error after %d rows", rows)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("flightd still running 20s after SIGTERM")
+	}
 }
