@@ -564,6 +564,8 @@ func (b *binder) bindShow(s *sql.Show) Statement {
 			db = s.From.Parts[0]
 		}
 		names, err = b.cat.Tables(b.ctx, db)
+	case "CURRENT DATABASE":
+		return b.stringValues([]string{"database_name"}, [][]string{{b.cat.CurrentDatabase()}})
 	case "COLUMNS":
 		return b.bindDescribe(s.From)
 	case "CREATE TABLE":

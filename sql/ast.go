@@ -598,11 +598,11 @@ type Explain struct {
 	Stmt    Statement
 }
 
-// Show is SHOW TABLES [FROM db] [LIKE p] | SHOW DATABASES | SHOW COLUMNS FROM t
-// | SHOW CREATE TABLE t.
+// Show is SHOW TABLES [FROM db] [LIKE p] | SHOW DATABASES | SHOW CURRENT
+// DATABASE | SHOW COLUMNS FROM t | SHOW CREATE TABLE t.
 type Show struct {
 	Pos  Pos
-	What string // TABLES, DATABASES, COLUMNS, CREATE TABLE
+	What string // TABLES, DATABASES, CURRENT DATABASE, COLUMNS, CREATE TABLE
 	From *Name
 	Like string
 }

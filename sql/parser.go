@@ -372,6 +372,8 @@ func (p *parser) parseShow() Statement {
 		}
 	case p.acceptK("databases"):
 		s.What = "DATABASES"
+	case p.acceptK("current", "database"):
+		s.What = "CURRENT DATABASE"
 	case p.acceptK("columns"):
 		s.What = "COLUMNS"
 		if !p.acceptK("from") {
@@ -382,7 +384,7 @@ func (p *parser) parseShow() Statement {
 		s.What = "CREATE TABLE"
 		s.From = p.name("table name")
 	default:
-		p.failf(p.peek().pos, "expected TABLES, DATABASES, COLUMNS or CREATE TABLE after SHOW, found %s", p.describe(p.peek()))
+		p.failf(p.peek().pos, "expected TABLES, DATABASES, CURRENT DATABASE, COLUMNS or CREATE TABLE after SHOW, found %s", p.describe(p.peek()))
 	}
 	if p.acceptK("like") {
 		s.Like, _ = p.str("pattern")
