@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/plan"
 	"github.com/flightd/flightd/tablestore"
 )
 
@@ -40,6 +41,8 @@ type Config struct {
 	Root string
 	// BatchSize is the target rows per batch; 0 means exec.DefaultBatchSize.
 	BatchSize int
+	// Plan configures the planner (rules switched off, for tests).
+	Plan plan.Options
 }
 
 // Engine runs statements against one table store. It is safe for concurrent

@@ -78,7 +78,7 @@ func (s *Session) Prepare(ctx context.Context, text string, tx *Txn) (_ *Stateme
 }
 
 func (s *Session) bind(ctx context.Context, ast sql.Statement, tx *Txn) (plan.Statement, error) {
-	bound, err := plan.Bind(ctx, ast, &catalog{s: s, tx: tx, db: s.Database()}, plan.Options{})
+	bound, err := plan.Bind(ctx, ast, &catalog{s: s, tx: tx, db: s.Database()}, s.e.cfg.Plan)
 	if err != nil {
 		if errors.Is(err, plan.ErrNotImplemented) {
 			return nil, fmt.Errorf("%w: %w", ErrNotSupported, err)
