@@ -43,7 +43,16 @@ type Config struct {
 	BatchSize int
 	// Plan configures the planner (rules switched off, for tests).
 	Plan plan.Options
+	// QueryMemory is the bytes sort, hash aggregation and hash join of one
+	// statement may hold before they spill to disk; 0 means
+	// DefaultQueryMemory, negative means unlimited.
+	QueryMemory int64
+	// SpillDir is where operators spill; empty means the system temp dir.
+	SpillDir string
 }
+
+// DefaultQueryMemory is the default per-statement memory budget.
+const DefaultQueryMemory = 1 << 30
 
 // Engine runs statements against one table store. It is safe for concurrent
 // use; each client works through its own Session.
@@ -66,6 +75,12 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = exec.DefaultBatchSize
+	}
+	switch {
+	case cfg.QueryMemory == 0:
+		cfg.QueryMemory = DefaultQueryMemory
+	case cfg.QueryMemory < 0:
+		cfg.QueryMemory = 0 // exec: unlimited
 	}
 	store, err := tablestore.Open(ctx, cfg.FS, cfg.Root, tablestore.Options{Mem: cfg.Mem})
 	if err != nil {
@@ -105,6 +120,12 @@ func (e *Engine) Store() *tablestore.Store { return e.store }
 // Mem is the allocator statements use.
 func (e *Engine) Mem() memory.Allocator { return e.cfg.Mem }
 
+// execContext starts one statement's execution: its allocator, batch
+// size, statement time, memory budget and spill directory.
 func (e *Engine) execContext() *exec.Context {
-	return &exec.Context{Mem: e.cfg.Mem, BatchSize: e.cfg.BatchSize}
+	ec := exec.NewContext(e.cfg.Mem)
+	ec.BatchSize = e.cfg.BatchSize
+	ec.MemoryLimit = e.cfg.QueryMemory
+	ec.TempDir = e.cfg.SpillDir
+	return ec
 }

@@ -39,6 +39,7 @@ func run() error {
 		tlsCert  = flag.String("tls-cert", "", "TLS certificate (PEM)")
 		tlsKey   = flag.String("tls-key", "", "TLS private key (PEM)")
 		clientCA = flag.String("tls-client-ca", "", "CA (PEM) client certificates must be signed by (mTLS)")
+		queryMem = flag.Int64("query-memory", engine.DefaultQueryMemory, "bytes one statement's sorts, aggregations and joins may hold before spilling to disk (-1: unlimited)")
 		grace    = flag.Duration("shutdown-grace", 30*time.Second, "on SIGTERM, how long running queries may go on before they are cancelled")
 	)
 	flag.Parse()
@@ -55,7 +56,14 @@ func run() error {
 		return err
 	}
 	ctx := context.Background()
-	eng, err := engine.Open(ctx, engine.Config{Mem: memory.NewGoAllocator(), Root: root})
+	spill := filepath.Join(root, ".spill")
+	if err := os.RemoveAll(spill); err != nil { // files of a crashed run
+		return err
+	}
+	if err := os.MkdirAll(spill, 0o755); err != nil {
+		return err
+	}
+	eng, err := engine.Open(ctx, engine.Config{Mem: memory.NewGoAllocator(), Root: root, QueryMemory: *queryMem, SpillDir: spill})
 	if err != nil {
 		return err
 	}
