@@ -611,14 +611,7 @@ func ShowCreateTable(t *tablestore.Table) string {
 	id := t.Ident()
 	ct := &sql.CreateTable{Name: &sql.Name{Parts: []string{id.Database, id.Table}}, PrimaryKey: t.PrimaryKey(), PartitionedBy: t.PartitionKeys()}
 	for _, f := range t.Schema().Fields() {
-		tn, err := sql.ParseOne("SELECT CAST(NULL AS " + SQLTypeName(f.Type) + ")")
-		var typ *sql.TypeName
-		if err == nil {
-			typ = tn.(*sql.Query).Body.(*sql.Select).Items[0].Expr.(*sql.Cast).Type
-		} else {
-			typ = &sql.TypeName{Name: "STRING"}
-		}
-		ct.Columns = append(ct.Columns, &sql.ColumnDef{Name: f.Name, Type: typ, NotNull: !f.Nullable})
+		ct.Columns = append(ct.Columns, &sql.ColumnDef{Name: f.Name, Type: typeNameOf(f.Type), NotNull: !f.Nullable})
 	}
 	opts := t.Options()
 	for _, k := range slices.Sorted(maps.Keys(opts)) {

@@ -1,8 +1,6 @@
 package plan
 
 import (
-	"fmt"
-
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flightd/flightd/sql"
@@ -105,45 +103,50 @@ func unitOf(t *sql.TypeName, prec int) (arrow.TimeUnit, error) {
 
 // SQLTypeName is the reverse mapping: the SQL spelling of an Arrow type, as
 // reported in Flight SQL metadata and DESCRIBE.
-func SQLTypeName(dt arrow.DataType) string {
+func SQLTypeName(dt arrow.DataType) string { return sql.Format(typeNameOf(dt)) }
+
+// typeNameOf is the SQL type of an Arrow type; types without a SQL
+// spelling keep Arrow's name.
+func typeNameOf(dt arrow.DataType) *sql.TypeName {
+	name := func(n string, params ...int) *sql.TypeName { return &sql.TypeName{Name: n, Params: params} }
 	switch dt := dt.(type) {
 	case *arrow.BooleanType:
-		return "BOOLEAN"
+		return name("BOOLEAN")
 	case *arrow.Int8Type:
-		return "TINYINT"
+		return name("TINYINT")
 	case *arrow.Int16Type:
-		return "SMALLINT"
+		return name("SMALLINT")
 	case *arrow.Int32Type:
-		return "INT"
+		return name("INT")
 	case *arrow.Int64Type:
-		return "BIGINT"
+		return name("BIGINT")
 	case *arrow.Float32Type:
-		return "FLOAT"
+		return name("FLOAT")
 	case *arrow.Float64Type:
-		return "DOUBLE"
+		return name("DOUBLE")
 	case *arrow.Decimal128Type:
-		return fmt.Sprintf("DECIMAL(%d, %d)", dt.Precision, dt.Scale)
+		return name("DECIMAL", int(dt.Precision), int(dt.Scale))
 	case *arrow.StringType, *arrow.LargeStringType, *arrow.StringViewType:
-		return "STRING"
+		return name("STRING")
 	case *arrow.BinaryType, *arrow.LargeBinaryType, *arrow.BinaryViewType:
-		return "BYTES"
+		return name("BYTES")
 	case *arrow.Date32Type, *arrow.Date64Type:
-		return "DATE"
+		return name("DATE")
 	case *arrow.Time64Type:
-		return fmt.Sprintf("TIME(%d)", precOf(dt.Unit))
+		return name("TIME", precOf(dt.Unit))
 	case *arrow.Time32Type:
-		return fmt.Sprintf("TIME(%d)", precOf(dt.Unit))
+		return name("TIME", precOf(dt.Unit))
 	case *arrow.TimestampType:
 		if dt.TimeZone != "" {
-			return fmt.Sprintf("TIMESTAMP_LTZ(%d)", precOf(dt.Unit))
+			return name("TIMESTAMP_LTZ", precOf(dt.Unit))
 		}
-		return fmt.Sprintf("TIMESTAMP(%d)", precOf(dt.Unit))
+		return name("TIMESTAMP", precOf(dt.Unit))
 	case *arrow.MonthDayNanoIntervalType, *arrow.DayTimeIntervalType, *arrow.MonthIntervalType:
-		return "INTERVAL"
+		return name("INTERVAL")
 	case *arrow.NullType:
-		return "NULL"
+		return name("NULL")
 	}
-	return dt.String()
+	return name(dt.String())
 }
 
 func precOf(u arrow.TimeUnit) int {
