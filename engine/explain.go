@@ -39,7 +39,7 @@ func (st *Statement) explain(ctx context.Context, ec *exec.Context, b *plan.Expl
 		}); err != nil {
 			return nil, err
 		}
-		text += fmt.Sprintf("\nactual: rows=%d batches=%d time=%s", rows, batches, time.Since(start).Round(time.Microsecond))
+		text += fmt.Sprintf("\nactual: rows=%d batches=%d time=%s spilled_rows=%d", rows, batches, time.Since(start).Round(time.Microsecond), ec.SpilledRows())
 	}
 	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
 	// The batch is built on open, so an operator closed unopened owns nothing.

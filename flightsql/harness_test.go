@@ -25,19 +25,17 @@ type testServer struct {
 	Dir string
 }
 
-func startServer(t testing.TB, opts flightsql.Options) *testServer {
-	t.Helper()
-	return startServerBatch(t, opts, 0)
-}
-
-// startServerBatch is startServer with the executor's batch size (0: the
-// default).
-func startServerBatch(t testing.TB, opts flightsql.Options, batchSize int) *testServer {
+// startServer starts the server; configure adjusts the engine's settings.
+func startServer(t testing.TB, opts flightsql.Options, configure ...func(*engine.Config)) *testServer {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	dir := t.TempDir()
 	ctx := context.Background()
-	eng, err := engine.Open(ctx, engine.Config{Mem: mem, Root: dir, BatchSize: batchSize})
+	cfg := engine.Config{Mem: mem, Root: dir, SpillDir: t.TempDir()}
+	for _, f := range configure {
+		f(&cfg)
+	}
+	eng, err := engine.Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/flightd/flightd/engine"
 	fsql "github.com/flightd/flightd/flightsql"
 )
 
@@ -317,3 +318,23 @@ func (r *replay) Message() (*ipc.Message, error) {
 
 func (r *replay) Release() {}
 func (r *replay) Retain()  {}
+
+// TestQueriesSpillUnderMemoryBudget: with a 256 KiB budget per statement,
+// a sort and an aggregation over 300,000 rows spill to disk and still give
+// the right answer through Flight.
+func TestQueriesSpillUnderMemoryBudget(t *testing.T) {
+	spill := t.TempDir()
+	ts := startServer(t, fsql.Options{}, func(c *engine.Config) {
+		c.QueryMemory = 256 << 10
+		c.SpillDir = spill
+	})
+	loadSequence(t, ts, "seq", 300_000)
+	cnxn := ts.connect(t, nil)
+	wantRows(t, query(t, cnxn, `SELECT id FROM (SELECT id FROM seq ORDER BY id DESC) s LIMIT 3`), "299999", "299998", "299997")
+	wantRows(t, query(t, cnxn, `SELECT count(*), min(c), max(c) FROM (SELECT id % 100000 AS k, count(*) AS c FROM seq GROUP BY id % 100000) g`), "100000,3,3")
+	plan := query(t, cnxn, `EXPLAIN ANALYZE SELECT id % 100000 AS k, count(*) AS c FROM seq GROUP BY id % 100000`)
+	last := strings.Join(plan[len(plan)-1], "")
+	if !strings.Contains(last, "rows=100000") || strings.Contains(last, "spilled_rows=0") {
+		t.Fatalf("EXPLAIN ANALYZE: want 100000 rows and spilled rows, got %q", last)
+	}
+}

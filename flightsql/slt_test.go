@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-adbc/go/adbc"
 	adbcflightsql "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
 
+	"github.com/flightd/flightd/engine"
 	fsql "github.com/flightd/flightd/flightsql"
 	"github.com/flightd/flightd/internal/slt"
 )
@@ -74,7 +75,7 @@ func TestSLTOverFlight(t *testing.T) {
 		batchSize := []int{1, 3, 7, 100, 1024, 4096}[rng.IntN(6)]
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			t.Logf("executor batch size %d", batchSize)
-			ts := startServerBatch(t, fsql.Options{}, batchSize)
+			ts := startServer(t, fsql.Options{}, func(c *engine.Config) { c.BatchSize = batchSize })
 			cnxn := ts.connect(t, map[string]string{adbcflightsql.OptionCookieMiddleware: adbc.OptionValueEnabled})
 			slt.RunFile(t, &flightHarness{cnxn: cnxn}, f)
 		})
