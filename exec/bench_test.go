@@ -44,6 +44,9 @@ func release(bs []arrow.RecordBatch) {
 
 // BenchmarkJoinOrdered compares the merge join with the hash join on inputs
 // already ordered by the key (200K x 200K rows, 2 matches per key).
+// Measured on the shared 2-core machine (benchstat, 6 runs, high noise):
+// hash 38.5ms, merge 33.4ms: merge/hash = 0.87. Before the hash join's
+// integer-key table the hash join took 140ms (merge/hash = 0.19).
 func BenchmarkJoinOrdered(b *testing.B) {
 	mem := memory.NewGoAllocator()
 	ls, lb := orderedBatches(mem, 200_000, 1)
@@ -76,7 +79,8 @@ func BenchmarkJoinOrdered(b *testing.B) {
 }
 
 // BenchmarkAggregateOrdered compares sort aggregation with hash aggregation
-// on input ordered by the group key (1M rows, 100K groups).
+// on input ordered by the group key (1M rows, 100K groups). Measured: hash
+// 61.6ms, sort 48.7ms (sort/hash = 0.79), parallel hash 69.9ms.
 func BenchmarkAggregateOrdered(b *testing.B) {
 	mem := memory.NewGoAllocator()
 	s, bs := orderedBatches(mem, 1_000_000, 10)
