@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -88,7 +89,8 @@ type candidates interface {
 // hashCandidates chains build rows with equal keys.
 type hashCandidates struct {
 	heads   map[string]int32
-	heads64 *vectorized.IntTable // single integer key
+	heads64 *vectorized.IntTable // integer keys packed by packer
+	packer  *keyPacker
 	chain   []int32
 	probe   []int32 // first candidate per row of the current left batch
 }
@@ -249,17 +251,19 @@ func (j *joinOp) Open(ctx context.Context) error {
 		return j.merge.init(t)
 	}
 	h := &hashCandidates{chain: make([]int32, t.n)}
-	if len(t.keys) == 1 && vectorized.IsIntKeyType(t.keys[0].DataType()) {
-		// One integer key: an int64 map, no key encoding.
+	if p, ok := newKeyPacker(t.keys, t.n); ok {
+		// Integer keys packed into one int64: an integer table, no key
+		// encoding.
+		h.packer = p
 		h.heads64 = vectorized.NewIntTable(t.n)
-		key, _ := vectorized.IntKey(t.keys[0])
+		key := p.reader(t.keys)
 		for r := t.n - 1; r >= 0; r-- {
 			h.chain[r] = -1
-			if t.keys[0].IsNull(r) {
+			k, st := key(r)
+			if st == keyNull {
 				j.buildHasNull = true
 				continue
 			}
-			k := key(r)
 			if head, ok := h.heads64.Get(k); ok {
 				h.chain[r] = head
 			}
@@ -316,13 +320,17 @@ func (j *joinOp) startLeft(ctx context.Context, b arrow.RecordBatch) error {
 		probe := make([]int32, n)
 		nulls := make([]bool, n)
 		if j.hash.heads64 != nil {
-			key, _ := vectorized.IntKey(keys[0])
+			key := j.hash.packer.reader(keys)
 			for i := 0; i < n; i++ {
 				probe[i] = -1
-				if keys[0].IsNull(i) {
+				k, st := key(i)
+				switch st {
+				case keyNull:
 					nulls[i] = true
-				} else if h, ok := j.hash.heads64.Get(key(i)); ok {
-					probe[i] = h
+				case keyOK:
+					if h, ok := j.hash.heads64.Get(k); ok {
+						probe[i] = h
+					}
 				}
 			}
 			releaseArrays(keys)
@@ -642,4 +650,93 @@ func (j *joinOp) Close() error {
 	}
 	j.subs = nil
 	return errors.Join(errs...)
+}
+
+// Key read status of keyPacker.reader.
+const (
+	keyOK = iota
+	keyNull
+	keyOutOfRange // cannot equal any build key
+)
+
+// keyPacker packs integer key columns into one int64: each column's value
+// minus the build side's minimum, in as many bits as the build side's range
+// needs. It applies when the ranges fit in 63 bits together (always for a
+// single key, which is used as is).
+type keyPacker struct {
+	mins, maxs []int64
+	widths     []uint
+}
+
+func newKeyPacker(keys []arrow.Array, n int) (*keyPacker, bool) {
+	for _, k := range keys {
+		if !vectorized.IsIntKeyType(k.DataType()) {
+			return nil, false
+		}
+	}
+	p := &keyPacker{}
+	if len(keys) == 1 {
+		return p, true
+	}
+	getters := make([]func(int) int64, len(keys))
+	for c, k := range keys {
+		getters[c], _ = vectorized.IntKey(k)
+	}
+	p.mins, p.maxs = make([]int64, len(keys)), make([]int64, len(keys))
+	seen := false
+	for r := 0; r < n; r++ {
+		if vectorized.AnyNull(keys, r) {
+			continue
+		}
+		for c, g := range getters {
+			v := g(r)
+			if !seen || v < p.mins[c] {
+				p.mins[c] = v
+			}
+			if !seen || v > p.maxs[c] {
+				p.maxs[c] = v
+			}
+		}
+		seen = true
+	}
+	total := uint(0)
+	for c := range keys {
+		// max >= min, so the unsigned difference is the exact span.
+		w := uint(bits.Len64(uint64(p.maxs[c]) - uint64(p.mins[c])))
+		p.widths = append(p.widths, w)
+		total += w
+	}
+	return p, total <= 63
+}
+
+// reader returns the packed key of row i of keys (of the build side's
+// types) and whether it is valid, NULL, or outside the build side's ranges.
+func (p *keyPacker) reader(keys []arrow.Array) func(i int) (int64, int) {
+	getters := make([]func(int) int64, len(keys))
+	for c, k := range keys {
+		getters[c], _ = vectorized.IntKey(k)
+	}
+	if p.widths == nil {
+		k := keys[0]
+		return func(i int) (int64, int) {
+			if k.IsNull(i) {
+				return 0, keyNull
+			}
+			return getters[0](i), keyOK
+		}
+	}
+	return func(i int) (int64, int) {
+		if vectorized.AnyNull(keys, i) {
+			return 0, keyNull
+		}
+		var out uint64
+		for c, g := range getters {
+			v := g(i)
+			if v < p.mins[c] || v > p.maxs[c] {
+				return 0, keyOutOfRange
+			}
+			out = out<<p.widths[c] | (uint64(v) - uint64(p.mins[c]))
+		}
+		return int64(out), keyOK
+	}
 }
