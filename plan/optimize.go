@@ -307,20 +307,23 @@ func substitute(e Expr, defs map[ColumnID]Expr) Expr {
 
 func pushJoin(j *JoinNode, preds []Expr) Node {
 	lc, rc := j.Left.Columns(), j.Right.Columns()
-	// Outer joins whose NULL-extended rows a condition above rejects are
-	// inner (or less outer) joins, which can be reordered and filtered below.
-	rejectL, rejectR := false, false
-	for _, p := range preds {
-		rejectL = rejectL || nullRejects(p, idSet(lc))
-		rejectR = rejectR || nullRejects(p, idSet(rc))
-	}
-	switch {
-	case j.Kind == LeftJoin && rejectR, j.Kind == RightJoin && rejectL, j.Kind == FullJoin && rejectL && rejectR:
-		j.Kind = InnerJoin
-	case j.Kind == FullJoin && rejectR:
-		j.Kind = RightJoin
-	case j.Kind == FullJoin && rejectL:
-		j.Kind = LeftJoin
+	simplifyOuter(j, preds)
+	if j.Kind == InnerJoin {
+		// The inner join drops rows its condition rejects: that may make
+		// outer joins below it inner too.
+		conds := append(conjuncts(j.Cond), preds...)
+		for _, child := range []Node{j.Left, j.Right} {
+			for {
+				if f, ok := child.(*FilterNode); ok {
+					child = f.Input
+					continue
+				}
+				break
+			}
+			if cj, ok := child.(*JoinNode); ok {
+				simplifyOuter(cj, conds)
+			}
+		}
 	}
 	var left, right, up []Expr
 	var cond []Expr
@@ -366,6 +369,26 @@ func pushJoin(j *JoinNode, preds []Expr) Node {
 	j.Left = pushFilters(j.Left, left)
 	j.Right = pushFilters(j.Right, right)
 	return filterOver(j, up)
+}
+
+// simplifyOuter makes an outer join inner (or less outer) when conditions
+// applied to its output reject its NULL-extended rows; the join can then be
+// reordered and filtered below.
+func simplifyOuter(j *JoinNode, preds []Expr) {
+	lc, rc := idSet(j.Left.Columns()), idSet(j.Right.Columns())
+	rejectL, rejectR := false, false
+	for _, p := range preds {
+		rejectL = rejectL || nullRejects(p, lc)
+		rejectR = rejectR || nullRejects(p, rc)
+	}
+	switch {
+	case j.Kind == LeftJoin && rejectR, j.Kind == RightJoin && rejectL, j.Kind == FullJoin && rejectL && rejectR:
+		j.Kind = InnerJoin
+	case j.Kind == FullJoin && rejectR:
+		j.Kind = RightJoin
+	case j.Kind == FullJoin && rejectL:
+		j.Kind = LeftJoin
+	}
 }
 
 // nullRejects reports whether condition p is never true when every column

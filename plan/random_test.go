@@ -159,7 +159,12 @@ func (g *queryGen) pred(depth int, cols []string) string {
 }
 
 func (g *queryGen) query() string {
-	switch g.rng.Intn(11) {
+	switch g.rng.Intn(12) {
+	case 11: // outer joins under inner joins (outer-to-inner simplification)
+		return fmt.Sprintf("SELECT r1.k, r2.e, r3.f FROM r1 %s r2 ON r1.a = r2.a, r3 WHERE %s AND %s",
+			g.pick("LEFT JOIN", "RIGHT JOIN", "FULL JOIN"),
+			g.pick("r2.a = r3.a", "coalesce(r2.a, 0) = r3.a", "r1.a = r3.a", "r2.e + 1 > r3.a", "r2.e IS NULL"),
+			g.pred(1, []string{"r2.e", "r1.b", "r3.f"}))
 	case 10: // filters above windows (pushed below on partition columns)
 		return fmt.Sprintf("SELECT * FROM (SELECT a, c, k, sum(b) OVER (PARTITION BY a) AS s, count(*) OVER (PARTITION BY a, c) AS n FROM r1) w WHERE %s",
 			g.pred(2, []string{"a", "c", "s", "n"}))
