@@ -45,7 +45,7 @@ func (st *tableState) commit(ctx context.Context, req *commitRequest) (int64, er
 	// snapshot can reference them.
 	synced := map[string]bool{}
 	for _, d := range req.dirs {
-		for ; len(d) > len(st.dir) && !synced[d]; d = path.Dir(d) {
+		for ; len(d) >= len(st.dir) && !synced[d]; d = path.Dir(d) {
 			if err := st.fs().SyncDir(d); err != nil {
 				return 0, fmt.Errorf("sync %s: %w", d, err)
 			}

@@ -251,8 +251,10 @@ func (s *Store) CreateTable(ctx context.Context, id Ident, def TableDef, ifNotEx
 			return nil, fmt.Errorf("create table %s: %w", id, err)
 		}
 	}
-	if err := s.fs.SyncDir(s.dbDir(id.Database)); err != nil {
-		return nil, fmt.Errorf("create table %s: %w", id, err)
+	for _, d := range []string{dir, s.dbDir(id.Database)} {
+		if err := s.fs.SyncDir(d); err != nil {
+			return nil, fmt.Errorf("create table %s: %w", id, err)
+		}
 	}
 	if err := publishSchema(s.fs, dir, sch); err != nil {
 		if errors.Is(err, fs.ErrExist) {
