@@ -128,6 +128,9 @@ func TestAppendTablePartitionsOverwrite(t *testing.T) {
 	// Partition pruning.
 	sc, err := tbl.NewScan(ctx, ScanSpec{Filter: Compare{Column: "dt", Op: EQ, Value: scalar.NewDate32Scalar(19001)}})
 	must(t, err)
+	if got := sc.Splits()[0].Partition(); got["dt"] != "2022-01-09" {
+		t.Fatalf("split partition %v", got)
+	}
 	eqRows(t, readScan(t, sc), "2022-01-09|2|20")
 	if st := sc.Stats(); st.PartitionsTotal != 3 || st.PartitionsSelected != 1 || st.FilesSelected != 1 {
 		t.Fatalf("pruning stats %+v", st)

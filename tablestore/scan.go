@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"slices"
 	"sync/atomic"
 
@@ -61,6 +62,9 @@ type Scan struct {
 type Split interface {
 	Open(ctx context.Context) (BatchReader, error)
 	Bucket() int
+	// Partition returns the split's partition values as written in
+	// partition paths (nil for unpartitioned tables).
+	Partition() map[string]string
 }
 
 // BatchReader streams the batches of a split.
@@ -314,6 +318,8 @@ type fileSplit struct {
 
 func (f *fileSplit) Bucket() int { return f.bucket }
 
+func (f *fileSplit) Partition() map[string]string { return partitionValues(f.s.sch, f.file.Partition) }
+
 func (f *fileSplit) Open(ctx context.Context) (BatchReader, error) {
 	s := f.s
 	df, err := s.st.openDataFile(f.file)
@@ -468,6 +474,27 @@ type pkSplit struct {
 }
 
 func (p *pkSplit) Bucket() int { return p.bucket }
+
+func (p *pkSplit) Partition() map[string]string {
+	return partitionValues(p.s.sch, p.files[0].Partition)
+}
+
+// partitionValues renders partition values like partition paths do.
+func partitionValues(sch *tableSchema, part []datum) map[string]string {
+	if len(sch.PartitionKeys) == 0 {
+		return nil
+	}
+	types := partTypes(sch)
+	out := make(map[string]string, len(part))
+	for i, k := range sch.PartitionKeys {
+		v := partitionPath([]string{""}, types[i:i+1], part[i:i+1], sch.opts.defaultPartition)[1:]
+		if u, err := url.PathUnescape(v); err == nil {
+			v = u
+		}
+		out[k] = v
+	}
+	return out
+}
 
 func (p *pkSplit) Open(ctx context.Context) (BatchReader, error) {
 	s := p.s
