@@ -189,6 +189,10 @@ func TestAlterTable(t *testing.T) {
 	if err := s.AlterTable(ctx, id, SetOption{Key: "write-buffer-size", Value: "lots"}); err == nil {
 		t.Fatal("want option validation error")
 	}
+	must(t, s.AlterTable(ctx, id, RemoveOption{Key: "write-buffer-size"}))
+	if err := s.AlterTable(ctx, id, RemoveOption{Key: "bucket"}); err == nil {
+		t.Fatal("want error removing bucket")
+	}
 	tbl, err = s.Table(ctx, id)
 	must(t, err)
 	if got := tbl.Schema().String(); !strings.Contains(got, "day: type=date32") || !strings.Contains(got, "n: type=int64") || !strings.Contains(got, "extra: type=utf8") {

@@ -77,18 +77,6 @@ func (s *tableSchema) fieldIndex(name string) int {
 	return slices.IndexFunc(s.Fields, func(f schemaField) bool { return f.Name == name })
 }
 
-func (s *tableSchema) fieldByID(id int) int {
-	return slices.IndexFunc(s.Fields, func(f schemaField) bool { return f.ID == id })
-}
-
-func (s *tableSchema) indexes(names []string) []int {
-	out := make([]int, len(names))
-	for i, n := range names {
-		out[i] = s.fieldIndex(n)
-	}
-	return out
-}
-
 func (s *tableSchema) hasPK() bool { return len(s.PrimaryKeys) > 0 }
 
 func (s *tableSchema) clone() *tableSchema {
