@@ -60,3 +60,18 @@ func TestResolve(t *testing.T) {
 		t.Errorf("ntile: %v %v", got, err)
 	}
 }
+
+func TestCommonTypeDecimals(t *testing.T) {
+	d := func(p, s int32) arrow.DataType { return &arrow.Decimal128Type{Precision: p, Scale: s} }
+	for _, c := range []struct{ a, b, want arrow.DataType }{
+		{d(10, 2), d(5, 4), d(12, 4)},
+		{d(38, 19), d(38, 9), d(38, 9)},
+		{d(7, 2), arrow.PrimitiveTypes.Int64, d(21, 2)},
+		{d(38, 0), d(10, 5), d(38, 0)},
+	} {
+		got, ok := exec.CommonType(c.a, c.b)
+		if !ok || !arrow.TypeEqual(got, c.want) {
+			t.Errorf("CommonType(%s, %s) = %v, want %s", c.a, c.b, got, c.want)
+		}
+	}
+}

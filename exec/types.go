@@ -58,7 +58,8 @@ func isNumeric(dt arrow.DataType) bool {
 
 // CommonType returns the type both a and b convert to without loss for
 // comparison, CASE, COALESCE and set operations, or false if there is none.
-// Integers widen, integer with decimal becomes a decimal holding both, any
+// Integers widen, integer with decimal becomes a decimal holding both (when
+// 38 digits cannot hold both, fraction digits give way to integer digits), any
 // float makes float64, date with timestamp becomes the timestamp, and
 // timestamps of different units take the finer unit.
 func CommonType(a, b arrow.DataType) (arrow.DataType, bool) {
@@ -86,9 +87,11 @@ func CommonType(a, b arrow.DataType) (arrow.DataType, bool) {
 		}
 		da, _ := asDecimal(a)
 		db, _ := asDecimal(b)
-		s := max(da.Scale, db.Scale)
-		p := min(max(da.Precision-da.Scale, db.Precision-db.Scale)+s, MaxDecimalPrecision)
-		return &arrow.Decimal128Type{Precision: p, Scale: s}, true
+		// Keep every integer digit; past 38 digits give up fraction digits
+		// (else casting the wider side would overflow).
+		intd := max(da.Precision-da.Scale, db.Precision-db.Scale)
+		s := min(max(da.Scale, db.Scale), MaxDecimalPrecision-intd)
+		return &arrow.Decimal128Type{Precision: min(intd+s, MaxDecimalPrecision), Scale: s}, true
 	case vectorized.IsString(a) && vectorized.IsString(b):
 		return arrow.BinaryTypes.LargeString, true
 	case a.ID() == arrow.DATE32 && b.ID() == arrow.TIMESTAMP:
