@@ -17,8 +17,9 @@ import (
 var explainSchema = arrow.NewSchema([]arrow.Field{{Name: "plan", Type: arrow.BinaryTypes.String}}, nil)
 
 // explain renders the plan of the target, one line per row. With ANALYZE
-// the query runs to completion first (its rows are discarded) and the
-// totals are appended.
+// the query runs to completion first (its rows are discarded; with several
+// parameter rows, the first one's) and the plan shows actual rows, batches
+// and time per operator and data skipping per scan, then the totals.
 func (st *Statement) explain(ctx context.Context, ec *exec.Context, b *plan.Explain, params arrow.RecordBatch) (exec.Operator, error) {
 	q := rowQuery(b.Target)
 	if q == nil {
@@ -26,20 +27,10 @@ func (st *Statement) explain(ctx context.Context, ec *exec.Context, b *plan.Expl
 	}
 	text := q.Explain()
 	if b.Analyze {
-		op, err := st.buildPerRow(ec, q, params)
-		if err != nil {
+		var err error
+		if text, err = analyze(ctx, ec, q, params); err != nil {
 			return nil, err
 		}
-		var rows, batches int64
-		start := time.Now()
-		if err := drain(ctx, op, func(b arrow.RecordBatch) error {
-			rows += b.NumRows()
-			batches++
-			return nil
-		}); err != nil {
-			return nil, err
-		}
-		text += fmt.Sprintf("\nactual: rows=%d batches=%d time=%s spilled_rows=%d", rows, batches, time.Since(start).Round(time.Microsecond), ec.SpilledRows())
 	}
 	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
 	// The batch is built on open, so an operator closed unopened owns nothing.
@@ -51,6 +42,35 @@ func (st *Statement) explain(ctx context.Context, ec *exec.Context, b *plan.Expl
 		defer col.Release()
 		return &oneBatch{b: array.NewRecordBatch(explainSchema, []arrow.Array{col}, int64(len(lines)))}, nil
 	}), nil
+}
+
+func analyze(ctx context.Context, ec *exec.Context, q *plan.Query, params arrow.RecordBatch) (string, error) {
+	rows, err := paramRows(q, params)
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		for _, r := range rows {
+			if r != nil {
+				r.Release()
+			}
+		}
+	}()
+	op, report, err := q.BuildAnalyze(ec, rows[0])
+	if err != nil {
+		return "", err
+	}
+	var n, batches int64
+	start := time.Now()
+	if err := drain(ctx, op, func(b arrow.RecordBatch) error {
+		n += b.NumRows()
+		batches++
+		return nil
+	}); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s\nactual: rows=%d batches=%d time=%s spilled_rows=%d",
+		strings.TrimRight(report(), "\n"), n, batches, time.Since(start).Round(time.Microsecond), ec.SpilledRows()), nil
 }
 
 // oneBatch is a BatchSource over a single owned batch.

@@ -58,19 +58,24 @@ func (s *Session) SetDatabase(ctx context.Context, name string) error {
 type Statement struct {
 	s     *Session
 	tx    *Txn
-	ast   sql.Statement
 	bound plan.Statement
 }
 
 // Prepare parses and binds one statement, so errors surface before any
 // execution. tx may be nil (autocommit).
-func (s *Session) Prepare(ctx context.Context, text string, tx *Txn) (_ *Statement, err error) {
-	defer recoverInternal(&err)
+func (s *Session) Prepare(ctx context.Context, text string, tx *Txn) (*Statement, error) {
 	ast, err := sql.ParseOne(text)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	st := &Statement{s: s, tx: tx, ast: ast}
+	return s.PrepareAST(ctx, ast, tx)
+}
+
+// PrepareAST binds an already parsed statement (one of several that
+// sql.Parse returned, for instance).
+func (s *Session) PrepareAST(ctx context.Context, ast sql.Statement, tx *Txn) (_ *Statement, err error) {
+	defer recoverInternal(&err)
+	st := &Statement{s: s, tx: tx}
 	if st.bound, err = s.bind(ctx, ast, tx); err != nil {
 		return nil, err
 	}

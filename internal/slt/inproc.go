@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/big"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -15,61 +14,74 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/flightd/flightd/engine"
 	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/plan"
 	"github.com/flightd/flightd/sql"
 	"github.com/flightd/flightd/tablestore"
 )
 
-// InProc is a Harness over a table store in a directory, with a minimal
-// executor (no transactions): enough to test sql + plan + exec + tablestore
-// together without the engine.
+// InProc is a Harness that runs statements through the engine in-process,
+// over a table store in a directory: sql + plan + exec + tablestore
+// together, without the Flight layer.
 type InProc struct {
-	ctx       context.Context
-	mem       memory.Allocator
-	store     *tablestore.Store
-	db        string
-	opts      plan.Options
-	batchSize int
+	ctx  context.Context
+	mem  memory.Allocator
+	eng  *engine.Engine
+	sess *engine.Session
+	opts plan.Options
+	dir  string
 }
 
-// NewInProc opens a store in dir with a "default" database.
+// NewInProc opens an engine over dir.
 func NewInProc(ctx context.Context, dir string, mem memory.Allocator, opts plan.Options) (*InProc, error) {
-	st, err := tablestore.Open(ctx, tablestore.NewLocalFS(), dir, tablestore.Options{Mem: mem})
-	if err != nil {
-		return nil, err
-	}
-	if err := st.CreateDatabase(ctx, "default", true); err != nil {
-		_ = st.Close()
-		return nil, err
-	}
-	return &InProc{ctx: ctx, mem: mem, store: st, db: "default", opts: opts, batchSize: exec.DefaultBatchSize}, nil
+	h := &InProc{ctx: ctx, mem: mem, opts: opts, dir: dir}
+	return h, h.open(0)
 }
 
-// SetBatchSize sets the executor batch size (tests vary it).
-func (h *InProc) SetBatchSize(n int) { h.batchSize = n }
+func (h *InProc) open(batchSize int) error {
+	eng, err := engine.Open(h.ctx, engine.Config{Mem: h.mem, Root: h.dir, BatchSize: batchSize, Plan: h.opts})
+	if err != nil {
+		return err
+	}
+	h.eng, h.sess = eng, eng.NewSession()
+	return nil
+}
 
-// Close closes the store.
-func (h *InProc) Close() error { return h.store.Close() }
+// SetBatchSize sets the executor batch size (tests vary it) by reopening
+// the engine over the same directory.
+func (h *InProc) SetBatchSize(n int) {
+	if err := h.eng.Close(); err != nil {
+		panic(err)
+	}
+	if err := h.open(n); err != nil {
+		panic(err)
+	}
+}
+
+// Close closes the engine.
+func (h *InProc) Close() error { return h.eng.Close() }
 
 // CurrentDatabase implements plan.Catalog.
-func (h *InProc) CurrentDatabase() string { return h.db }
+func (h *InProc) CurrentDatabase() string { return h.sess.Database() }
 
 // Table implements plan.Catalog (always the latest snapshot).
 func (h *InProc) Table(ctx context.Context, id tablestore.Ident) (*tablestore.Table, int64, error) {
-	t, err := h.store.Table(ctx, id)
+	t, err := h.eng.Store().Table(ctx, id)
 	return t, 0, err
 }
 
 // Databases implements plan.Catalog.
-func (h *InProc) Databases(ctx context.Context) ([]string, error) { return h.store.Databases(ctx) }
+func (h *InProc) Databases(ctx context.Context) ([]string, error) {
+	return h.eng.Store().Databases(ctx)
+}
 
 // Tables implements plan.Catalog.
 func (h *InProc) Tables(ctx context.Context, db string) ([]string, error) {
-	return h.store.Tables(ctx, db)
+	return h.eng.Store().Tables(ctx, db)
 }
 
-// Bind parses and binds one statement.
+// Bind parses and binds one statement, for tests of the planner's own API.
 func (h *InProc) Bind(text string) (plan.Statement, error) {
 	ast, err := sql.ParseOne(text)
 	if err != nil {
@@ -79,138 +91,56 @@ func (h *InProc) Bind(text string) (plan.Statement, error) {
 }
 
 func (h *InProc) ec() *exec.Context {
-	ec := exec.NewContext(h.mem)
-	ec.BatchSize = h.batchSize
-	return ec
+	return exec.NewContext(h.mem)
 }
 
-// Exec implements Harness.
+// Exec implements Harness: each statement runs through the engine, queries
+// drained.
 func (h *InProc) Exec(text string) error {
 	stmts, err := sql.Parse(text)
 	if err != nil {
 		return err
 	}
 	for _, s := range stmts {
-		b, err := plan.Bind(h.ctx, s, h, h.opts)
+		st, err := h.sess.PrepareAST(h.ctx, s, nil)
 		if err != nil {
 			return err
 		}
-		if err := h.run(b); err != nil {
+		if st.IsQuery() {
+			if _, err := h.rows(st); err != nil {
+				return err
+			}
+			continue
+		}
+		if _, err := st.Exec(h.ctx, nil); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (h *InProc) run(b plan.Statement) error {
-	ctx := h.ctx
-	switch b := b.(type) {
-	case *plan.Query:
-		_, err := h.collect(b, nil)
-		return err
-	case *plan.Explain:
-		return nil
-	case *plan.Insert:
-		return h.write(b.Table, b.Source, tablestore.Insert, tablestore.WriteOptions{Overwrite: b.Overwrite, OverwritePartition: b.Partition})
-	case *plan.Delete:
-		if len(b.Table.PrimaryKey()) > 0 {
-			return h.write(b.Table, b.Deleted, tablestore.Delete, tablestore.WriteOptions{})
-		}
-		return h.write(b.Table, b.Kept, tablestore.Insert, tablestore.WriteOptions{Overwrite: true})
-	case *plan.Update:
-		if len(b.Table.PrimaryKey()) > 0 {
-			return h.write(b.Table, b.Updated, tablestore.UpdateAfter, tablestore.WriteOptions{})
-		}
-		return h.write(b.Table, b.All, tablestore.Insert, tablestore.WriteOptions{Overwrite: true})
-	case *plan.CreateTable:
-		t, err := h.store.CreateTable(ctx, b.Ident, b.Def, b.IfNotExists)
-		if err != nil || b.As == nil {
-			return err
-		}
-		return h.write(t, b.As, tablestore.Insert, tablestore.WriteOptions{})
-	case *plan.DropTable:
-		return h.store.DropTable(ctx, b.Ident, b.IfExists)
-	case *plan.AlterTable:
-		return h.store.AlterTable(ctx, b.Ident, b.Changes...)
-	case *plan.CreateDatabase:
-		return h.store.CreateDatabase(ctx, b.Name, b.IfNotExists)
-	case *plan.DropDatabase:
-		return h.store.DropDatabase(ctx, b.Name, b.IfExists, b.Cascade)
-	case *plan.UseDatabase:
-		dbs, err := h.store.Databases(ctx)
-		if err != nil {
-			return err
-		}
-		if !slices.Contains(dbs, b.Name) {
-			return fmt.Errorf("database %s: %w", b.Name, tablestore.ErrDatabaseNotFound)
-		}
-		h.db = b.Name
-		return nil
-	case *plan.Transaction:
-		return fmt.Errorf("transactions are not supported by the in-process harness")
-	}
-	return fmt.Errorf("cannot run %T", b)
-}
-
-func (h *InProc) write(t *tablestore.Table, q *plan.Query, kind tablestore.RowKind, wo tablestore.WriteOptions) error {
-	op, err := q.Build(h.ec(), nil)
-	if err != nil {
-		return err
-	}
-	defer op.Close()
-	if err := op.Open(h.ctx); err != nil {
-		return err
-	}
-	w := t.NewWrite(wo)
-	for {
-		b, err := op.Next(h.ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			w.Abort()
-			return err
-		}
-		if err := w.Write(h.ctx, b, kind); err != nil {
-			w.Abort()
-			return err
-		}
-	}
-	_, err = w.Commit(h.ctx)
-	return err
-}
-
 // Query implements Harness.
 func (h *InProc) Query(text string) (string, [][]string, error) {
-	b, err := h.Bind(text)
+	st, err := h.sess.Prepare(h.ctx, text, nil)
 	if err != nil {
 		return "", nil, err
 	}
-	switch b := b.(type) {
-	case *plan.Query:
-		rows, err := h.collect(b, nil)
-		if err != nil {
-			return "", nil, err
-		}
-		return ColTypes(b.Schema()), rows, nil
-	case *plan.Explain:
-		q, ok := b.Target.(*plan.Query)
-		if !ok {
-			return "", nil, fmt.Errorf("EXPLAIN of %T is not supported here", b.Target)
-		}
-		text := q.Explain()
-		if b.Analyze {
-			if text, err = h.Analyze(q, nil); err != nil {
-				return "", nil, err
-			}
-		}
-		var rows [][]string
-		for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
-			rows = append(rows, []string{l})
-		}
-		return "T", rows, nil
+	if !st.IsQuery() {
+		return "", nil, fmt.Errorf("not a query")
 	}
-	return "", nil, fmt.Errorf("not a query")
+	rows, err := h.rows(st)
+	if err != nil {
+		return "", nil, err
+	}
+	return ColTypes(st.Schema()), rows, nil
+}
+
+func (h *InProc) rows(st *engine.Statement) ([][]string, error) {
+	op, err := st.Query(h.ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return collect(h.ctx, op)
 }
 
 // Analyze runs q instrumented and returns the EXPLAIN ANALYZE report.
@@ -219,38 +149,30 @@ func (h *InProc) Analyze(q *plan.Query, params arrow.RecordBatch) (string, error
 	if err != nil {
 		return "", err
 	}
-	defer op.Close()
-	if err := op.Open(h.ctx); err != nil {
+	if _, err := collect(h.ctx, op); err != nil {
 		return "", err
 	}
-	for {
-		_, err := op.Next(h.ctx)
-		if errors.Is(err, io.EOF) {
-			return report(), nil
-		}
-		if err != nil {
-			return "", err
-		}
-	}
+	return report(), nil
 }
 
-// QueryParams runs a prepared query with one row of parameters.
+// QueryParams runs a bound query with one row of parameters.
 func (h *InProc) QueryParams(q *plan.Query, params arrow.RecordBatch) ([][]string, error) {
-	return h.collect(q, params)
-}
-
-func (h *InProc) collect(q *plan.Query, params arrow.RecordBatch) ([][]string, error) {
 	op, err := q.Build(h.ec(), params)
 	if err != nil {
 		return nil, err
 	}
+	return collect(h.ctx, op)
+}
+
+// collect drains an operator into formatted rows and closes it.
+func collect(ctx context.Context, op exec.Operator) ([][]string, error) {
 	defer op.Close()
-	if err := op.Open(h.ctx); err != nil {
+	if err := op.Open(ctx); err != nil {
 		return nil, err
 	}
 	var rows [][]string
 	for {
-		b, err := op.Next(h.ctx)
+		b, err := op.Next(ctx)
 		if errors.Is(err, io.EOF) {
 			return rows, nil
 		}
