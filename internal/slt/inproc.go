@@ -50,13 +50,11 @@ func (h *InProc) open(batchSize int) error {
 
 // SetBatchSize sets the executor batch size (tests vary it) by reopening
 // the engine over the same directory.
-func (h *InProc) SetBatchSize(n int) {
+func (h *InProc) SetBatchSize(n int) error {
 	if err := h.eng.Close(); err != nil {
-		panic(err)
+		return err
 	}
-	if err := h.open(n); err != nil {
-		panic(err)
-	}
+	return h.open(n)
 }
 
 // Close closes the engine.

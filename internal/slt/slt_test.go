@@ -37,7 +37,9 @@ func TestInProc(t *testing.T) {
 					t.Fatal(err)
 				}
 				if c.batchSize > 0 {
-					h.SetBatchSize(c.batchSize)
+					if err := h.SetBatchSize(c.batchSize); err != nil {
+						t.Fatal(err)
+					}
 				}
 				RunFile(t, h, f)
 				if err := h.Close(); err != nil {
