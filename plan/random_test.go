@@ -96,7 +96,9 @@ func TestRandomQueries(t *testing.T) {
 			t.Fatal(err)
 		}
 		if c.batchSize > 0 {
-			h.SetBatchSize(c.batchSize)
+			if err := h.SetBatchSize(c.batchSize); err != nil {
+				t.Fatal(err)
+			}
 		}
 		harnesses[i] = h
 		defer h.Close()
