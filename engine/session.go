@@ -58,6 +58,7 @@ func (s *Session) SetDatabase(ctx context.Context, name string) error {
 type Statement struct {
 	s     *Session
 	tx    *Txn
+	ast   sql.Statement // kept to bind DML again at each execution
 	bound plan.Statement
 }
 
@@ -75,15 +76,15 @@ func (s *Session) Prepare(ctx context.Context, text string, tx *Txn) (*Statement
 // sql.Parse returned, for instance).
 func (s *Session) PrepareAST(ctx context.Context, ast sql.Statement, tx *Txn) (_ *Statement, err error) {
 	defer recoverInternal(&err)
-	st := &Statement{s: s, tx: tx}
-	if st.bound, err = s.bind(ctx, ast, tx); err != nil {
+	st := &Statement{s: s, tx: tx, ast: ast}
+	if st.bound, err = s.bind(ctx, ast, &catalog{s: s, tx: tx, db: s.Database()}); err != nil {
 		return nil, err
 	}
 	return st, nil
 }
 
-func (s *Session) bind(ctx context.Context, ast sql.Statement, tx *Txn) (plan.Statement, error) {
-	bound, err := plan.Bind(ctx, ast, &catalog{s: s, tx: tx, db: s.Database()}, s.e.cfg.Plan)
+func (s *Session) bind(ctx context.Context, ast sql.Statement, cat *catalog) (plan.Statement, error) {
+	bound, err := plan.Bind(ctx, ast, cat, s.e.cfg.Plan)
 	if err != nil {
 		if errors.Is(err, plan.ErrNotImplemented) {
 			return nil, fmt.Errorf("%w: %w", ErrNotSupported, err)
@@ -255,10 +256,14 @@ func drain(ctx context.Context, op exec.Operator, fn func(arrow.RecordBatch) err
 }
 
 // catalog resolves names for the binder within a session and transaction.
+// With pins set (autocommit DML), every table is read at its latest
+// snapshot as of binding, recorded in pins, so the write can name the
+// snapshot it was computed from.
 type catalog struct {
-	s  *Session
-	tx *Txn
-	db string
+	s    *Session
+	tx   *Txn
+	db   string
+	pins map[tablestore.Ident]int64
 }
 
 var _ plan.Catalog = (*catalog)(nil)
@@ -269,6 +274,14 @@ func (c *catalog) Table(ctx context.Context, id tablestore.Ident) (*tablestore.T
 	t, err := c.s.e.store.Table(ctx, id)
 	if err != nil {
 		return nil, 0, err
+	}
+	if c.pins != nil {
+		snap, err := t.LatestSnapshotID(ctx)
+		if err != nil {
+			return nil, 0, err
+		}
+		c.pins[id] = snap
+		return t, snap, nil
 	}
 	if c.tx == nil {
 		return t, 0, nil

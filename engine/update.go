@@ -17,26 +17,54 @@ import (
 // row per execution; their counts add up.
 func (st *Statement) Exec(ctx context.Context, params arrow.RecordBatch) (_ int64, err error) {
 	defer recoverInternal(&err)
-	switch b := st.bound.(type) {
+	bound, base, err := st.bindForWrite(ctx)
+	if err != nil {
+		return 0, err
+	}
+	switch b := bound.(type) {
 	case *plan.Query, *plan.Explain:
 		return 0, fmt.Errorf("statement returns rows; execute it as a query: %w", ErrInvalid)
 	case *plan.Insert:
-		return st.write(ctx, b.Table, b.Source, params, b.Overwrite, b.Partition, tablestore.Insert)
+		return st.write(ctx, b.Table, b.Source, params, tablestore.WriteOptions{Overwrite: b.Overwrite, OverwritePartition: b.Partition}, tablestore.Insert)
 	case *plan.Delete:
 		if len(b.Table.PrimaryKey()) > 0 {
-			return st.write(ctx, b.Table, b.Deleted, params, false, nil, tablestore.Delete)
+			return st.write(ctx, b.Table, b.Deleted, params, tablestore.WriteOptions{BaseSnapshot: base}, tablestore.Delete)
 		}
-		return st.rewrite(ctx, b.Table, b.Deleted, b.Kept, params)
+		return st.rewrite(ctx, b.Table, b.Deleted, b.Kept, params, base)
 	case *plan.Update:
 		if len(b.Table.PrimaryKey()) > 0 {
-			return st.write(ctx, b.Table, b.Updated, params, false, nil, tablestore.UpdateAfter)
+			return st.write(ctx, b.Table, b.Updated, params, tablestore.WriteOptions{BaseSnapshot: base}, tablestore.UpdateAfter)
 		}
-		return st.rewrite(ctx, b.Table, b.Updated, b.All, params)
+		return st.rewrite(ctx, b.Table, b.Updated, b.All, params, base)
 	}
 	if params != nil && params.NumCols() > 0 {
 		return 0, fmt.Errorf("statement takes no parameters: %w", ErrInvalid)
 	}
 	return 0, st.ddl(ctx)
+}
+
+// bindForWrite binds UPDATE and DELETE outside a transaction again with
+// every table pinned at its latest snapshot, and returns the target's: the
+// write then commits only if nothing else wrote the same buckets since, so
+// two concurrent read-modify-writes cannot lose an update (one gets
+// ErrConflict). Other statements keep their prepared binding.
+func (st *Statement) bindForWrite(ctx context.Context) (plan.Statement, int64, error) {
+	var target *tablestore.Table
+	switch b := st.bound.(type) {
+	case *plan.Delete:
+		target = b.Table
+	case *plan.Update:
+		target = b.Table
+	}
+	if target == nil || st.tx != nil {
+		return st.bound, 0, nil
+	}
+	cat := &catalog{s: st.s, db: st.s.Database(), pins: map[tablestore.Ident]int64{}}
+	bound, err := st.s.bind(ctx, st.ast, cat)
+	if err != nil {
+		return nil, 0, err
+	}
+	return bound, cat.pins[target.Ident()], nil
 }
 
 func (st *Statement) ddl(ctx context.Context) error {
@@ -77,7 +105,7 @@ func (st *Statement) createTableAs(ctx context.Context, b *plan.CreateTable) err
 	if err != nil {
 		return err
 	}
-	if _, err := st.write(ctx, t, b.As, nil, false, nil, tablestore.Insert); err != nil {
+	if _, err := st.write(ctx, t, b.As, nil, tablestore.WriteOptions{}, tablestore.Insert); err != nil {
 		if derr := store.DropTable(context.WithoutCancel(ctx), b.Ident, true); derr != nil {
 			err = errors.Join(err, fmt.Errorf("drop half-created table: %w", derr))
 		}
@@ -89,13 +117,13 @@ func (st *Statement) createTableAs(ctx context.Context, b *plan.CreateTable) err
 // rewrite runs DELETE/UPDATE on a table without a primary key: the rows
 // that remain (all) replace the table atomically; affected counts the rows
 // the statement touched.
-func (st *Statement) rewrite(ctx context.Context, t *tablestore.Table, affected, all *plan.Query, params arrow.RecordBatch) (int64, error) {
+func (st *Statement) rewrite(ctx context.Context, t *tablestore.Table, affected, all *plan.Query, params arrow.RecordBatch, base int64) (int64, error) {
 	var n int64
 	count := func(b arrow.RecordBatch) error { n += b.NumRows(); return nil }
 	if err := st.pull(ctx, affected, params, count); err != nil {
 		return 0, err
 	}
-	if _, err := st.write(ctx, t, all, params, true, nil, tablestore.Insert); err != nil {
+	if _, err := st.write(ctx, t, all, params, tablestore.WriteOptions{Overwrite: true, BaseSnapshot: base}, tablestore.Insert); err != nil {
 		return 0, err
 	}
 	return n, nil
@@ -104,20 +132,20 @@ func (st *Statement) rewrite(ctx context.Context, t *tablestore.Table, affected,
 // write streams source's rows, all of one row kind, into t: into the
 // transaction's buffered write, or into a fresh write committed here.
 func (st *Statement) write(ctx context.Context, t *tablestore.Table, source *plan.Query, params arrow.RecordBatch,
-	overwrite bool, partition map[string]string, kind tablestore.RowKind) (int64, error) {
+	opts tablestore.WriteOptions, kind tablestore.RowKind) (int64, error) {
 	var (
 		w   *tablestore.Write
 		err error
 	)
 	if st.tx != nil {
-		if partition != nil {
+		if opts.OverwritePartition != nil {
 			return 0, fmt.Errorf("INSERT OVERWRITE PARTITION inside a transaction: %w", ErrNotSupported)
 		}
-		if w, err = st.tx.write(t, overwrite); err != nil {
+		if w, err = st.tx.write(t, opts.Overwrite); err != nil {
 			return 0, err
 		}
 	} else {
-		w = t.NewWrite(tablestore.WriteOptions{Overwrite: overwrite, OverwritePartition: partition})
+		w = t.NewWrite(opts)
 	}
 	var n int64
 	err = st.pull(ctx, source, params, func(b arrow.RecordBatch) error {
