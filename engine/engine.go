@@ -49,6 +49,9 @@ type Config struct {
 	QueryMemory int64
 	// SpillDir is where operators spill; empty means the system temp dir.
 	SpillDir string
+	// CacheBytes bounds the table store's cache of decoded columns; 0
+	// disables it.
+	CacheBytes int64
 }
 
 // DefaultQueryMemory is the default per-statement memory budget.
@@ -82,7 +85,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	case cfg.QueryMemory < 0:
 		cfg.QueryMemory = 0 // exec: unlimited
 	}
-	store, err := tablestore.Open(ctx, cfg.FS, cfg.Root, tablestore.Options{Mem: cfg.Mem})
+	store, err := tablestore.Open(ctx, cfg.FS, cfg.Root, tablestore.Options{Mem: cfg.Mem, CacheBytes: cfg.CacheBytes})
 	if err != nil {
 		return nil, fmt.Errorf("open warehouse %s: %w", cfg.Root, err)
 	}

@@ -61,8 +61,8 @@ func (h *flightHarness) Query(sql string) (string, [][]string, error) {
 }
 
 // TestSLTOverFlight runs every sqllogictest file through a real Flight SQL
-// client, each file against a fresh server whose executor batch size is
-// drawn at random (the seed is logged).
+// client, each file against a fresh server whose executor batch size and
+// column cache size are drawn at random (the seed is logged).
 func TestSLTOverFlight(t *testing.T) {
 	files, err := filepath.Glob("../testdata/slt/*.slt")
 	if err != nil || len(files) == 0 {
@@ -73,9 +73,13 @@ func TestSLTOverFlight(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	for _, f := range files {
 		batchSize := []int{1, 3, 7, 100, 1024, 4096}[rng.IntN(6)]
+		cacheBytes := []int64{0, 8 << 10, 64 << 20}[rng.IntN(3)]
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			t.Logf("executor batch size %d", batchSize)
-			ts := startServer(t, fsql.Options{}, func(c *engine.Config) { c.BatchSize = batchSize })
+			t.Logf("executor batch size %d, column cache %d bytes", batchSize, cacheBytes)
+			ts := startServer(t, fsql.Options{}, func(c *engine.Config) {
+				c.BatchSize = batchSize
+				c.CacheBytes = cacheBytes
+			})
 			cnxn := ts.connect(t, map[string]string{adbcflightsql.OptionCookieMiddleware: adbc.OptionValueEnabled})
 			slt.RunFile(t, &flightHarness{cnxn: cnxn}, f)
 		})

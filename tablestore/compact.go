@@ -221,7 +221,9 @@ func (st *tableState) compactUnit(ctx context.Context, sch *tableSchema, baseID 
 		all[i] = i
 	}
 	// Compaction reads like an unfiltered scan of every column.
-	s := &Scan{st: st, sch: sch, proj: all}
+	// Compaction reads each file once, right before it is replaced: its
+	// columns would only push hot data out of the cache.
+	s := &Scan{st: st, sch: sch, proj: all, noCache: true}
 	everything := func(string) bool { return true }
 	for _, e := range u.files {
 		if _, err := st.fs().Stat(joinPath(st.dir, e.File.Path)); errors.Is(err, fs.ErrNotExist) {

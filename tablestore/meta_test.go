@@ -107,8 +107,11 @@ func runMeta(t *testing.T, cfg metaConfig, seed uint64, steps int) {
 	mem := newMem(t)
 	dir := t.TempDir()
 	batchSize := 1 + rng.IntN(64)
+	// The column cache: off, tiny (constant eviction) or ample.
+	cacheBytes := []int64{0, 16 << 10, 64 << 20}[rng.IntN(3)]
+	t.Logf("batch size %d, cache %d bytes", batchSize, cacheBytes)
 	open := func() *Store {
-		s, err := Open(ctx, NewLocalFS(), dir, Options{Mem: mem, BatchSize: batchSize})
+		s, err := Open(ctx, NewLocalFS(), dir, Options{Mem: mem, BatchSize: batchSize, CacheBytes: cacheBytes})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,7 +14,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 // ScanSpec says what a scan reads.
@@ -55,6 +54,7 @@ type Scan struct {
 	rgRead    atomic.Int64
 	rgSkipped atomic.Int64
 	release   func()
+	noCache   bool // read around the column cache (compaction)
 }
 
 // Split is an independent part of a scan (one bucket of one partition, or
@@ -341,9 +341,18 @@ type streamReader struct {
 	df   *dataFile
 	rt   *readTarget
 	pos  []int
-	rr   pqarrow.RecordReader
+	rr   recordSource
 	cur  arrow.RecordBatch
 	done bool
+}
+
+// recordSource yields the raw columns of a file's selected row groups; the
+// returned batch is owned by the source until the next Read or Release.
+// pqarrow's RecordReader decodes; cachedSource serves decoded column
+// chunks from the store's cache.
+type recordSource interface {
+	Read() (arrow.RecordBatch, error)
+	Release()
 }
 
 func newStreamReader(ctx context.Context, s *Scan, df *dataFile, rgs []int, rt *readTarget) (*streamReader, error) {
@@ -365,6 +374,10 @@ func newStreamReader(ctx context.Context, s *Scan, df *dataFile, rgs []int, rt *
 		for i := range pos {
 			pos[i] = -1
 		}
+	}
+	if c := s.st.s.columns; c != nil && !s.noCache {
+		r.rr = newCachedSource(ctx, c, s.st.s.opts.Mem, df, cols, rgs, s.st.s.opts.BatchSize)
+		return r, nil
 	}
 	rr, err := df.fr.GetRecordReader(ctx, cols, rgs)
 	if err != nil {

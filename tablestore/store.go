@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/cache"
 )
 
 // Options configure a Store.
@@ -30,6 +32,9 @@ type Options struct {
 	CommitUser string
 	// Now is the clock used for snapshot times. Default time.Now.
 	Now func() time.Time
+	// CacheBytes bounds the cache of decoded data-file columns that scans
+	// share, so hot data is not decoded again; 0 disables it.
+	CacheBytes int64
 }
 
 // Store is the catalog over one warehouse directory:
@@ -55,6 +60,8 @@ type Store struct {
 
 	commitSeq sync.Mutex
 	commitN   int64
+
+	columns *cache.Arrays // decoded column chunks; nil: no cache
 }
 
 // Open opens (creating if needed) the warehouse at root.
@@ -84,6 +91,13 @@ func Open(ctx context.Context, fsys FS, root string, opts Options) (*Store, erro
 		return nil, fmt.Errorf("open warehouse %s: %w", root, err)
 	}
 	s := &Store{fs: fsys, root: root, opts: opts, tables: map[string]*tableState{}}
+	if opts.CacheBytes > 0 {
+		c, err := cache.NewArrays(opts.CacheBytes)
+		if err != nil {
+			return nil, err
+		}
+		s.columns = c
+	}
 	s.bgCtx, s.bgCancel = context.WithCancel(context.WithoutCancel(ctx))
 	return s, nil
 }
@@ -100,6 +114,9 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	s.bgCancel()
 	s.bgWG.Wait()
+	if s.columns != nil {
+		s.columns.Close()
+	}
 	return nil
 }
 

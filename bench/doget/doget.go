@@ -146,9 +146,9 @@ func Bare(ctx context.Context, batches []arrow.RecordBatch, runs int) (Result, e
 
 // Flightd loads the batches into a flightd table under dir and measures a
 // full-table DoGet through Flight SQL, and the latency of one-row queries.
-func Flightd(ctx context.Context, dir string, batches []arrow.RecordBatch, batchSize, runs, pointQueries int) (scan Result, p50, p99 time.Duration, err error) {
+func Flightd(ctx context.Context, dir string, batches []arrow.RecordBatch, batchSize int, cacheBytes int64, runs, pointQueries int) (scan Result, p50, p99 time.Duration, err error) {
 	mem := memory.NewGoAllocator()
-	eng, err := engine.Open(ctx, engine.Config{Mem: mem, Root: dir, BatchSize: batchSize})
+	eng, err := engine.Open(ctx, engine.Config{Mem: mem, Root: dir, BatchSize: batchSize, CacheBytes: cacheBytes})
 	if err != nil {
 		return scan, 0, 0, err
 	}

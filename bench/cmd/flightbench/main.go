@@ -24,6 +24,7 @@ import (
 func main() {
 	rows := flag.Int("rows", 2_000_000, "rows in the scanned table")
 	batch := flag.Int("batch", 64*1024, "rows per batch written")
+	cacheBytes := flag.Int64("cache", 1<<30, "flightd's decoded-column cache in bytes (0: none)")
 	execBatch := flag.Int("exec-batch", 0, "flightd executor batch size (0: its default)")
 	runs := flag.Int("runs", 5, "timed runs (after a warm-up); the fastest is kept")
 	points := flag.Int("points", 200, "one-row queries for the latency percentiles")
@@ -52,7 +53,7 @@ func main() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	scan, p50, p99, err := doget.Flightd(ctx, dir, batches, *execBatch, *runs, *points)
+	scan, p50, p99, err := doget.Flightd(ctx, dir, batches, *execBatch, *cacheBytes, *runs, *points)
 	if err != nil {
 		log.Fatal(err)
 	}
