@@ -685,7 +685,7 @@ func (m *minMaxAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
 		case *array.DurationBuilder:
 			bb.Append(arrow.Duration(m.fixed[g]))
 		default:
-			if put := intPutterOf(b); put != nil {
+			if put := vectorized.IntPutter(b); put != nil {
 				put(m.fixed[g])
 			} else {
 				return nil, fmt.Errorf("%w: min/max of %s", ErrNotImplemented, m.typ)
@@ -693,28 +693,6 @@ func (m *minMaxAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
 		}
 	}
 	return b.NewArray(), nil
-}
-
-func intPutterOf(b array.Builder) func(int64) {
-	switch bb := b.(type) {
-	case *array.Int8Builder:
-		return func(v int64) { bb.Append(int8(v)) }
-	case *array.Int16Builder:
-		return func(v int64) { bb.Append(int16(v)) }
-	case *array.Int32Builder:
-		return func(v int64) { bb.Append(int32(v)) }
-	case *array.Int64Builder:
-		return bb.Append
-	case *array.Uint8Builder:
-		return func(v int64) { bb.Append(uint8(v)) }
-	case *array.Uint16Builder:
-		return func(v int64) { bb.Append(uint16(v)) }
-	case *array.Uint32Builder:
-		return func(v int64) { bb.Append(uint32(v)) }
-	case *array.Uint64Builder:
-		return func(v int64) { bb.Append(uint64(v)) }
-	}
-	return nil
 }
 
 func (m *minMaxAcc) moveTo(from, to int) {

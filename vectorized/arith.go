@@ -179,32 +179,19 @@ func NegateInt[T Int](mem memory.Allocator, a arrow.Array) (arrow.Array, error) 
 // MapFloat applies f to every value of a float64 array (NULLs stay NULL).
 // f returns an error for values outside its domain.
 func MapFloat(mem memory.Allocator, a arrow.Array, f func(float64) (float64, error)) (arrow.Array, error) {
-	n := a.Len()
-	v := AndValidity(mem, n, a)
-	av := Values[float64](a)
-	out := NewFixedOut[float64](mem, n)
-	for i := 0; i < n; i++ {
-		if !v.IsValid(i) {
-			out.Vals[i] = 0
-			continue
-		}
-		r, err := f(av[i])
-		if err != nil {
-			out.Release()
-			v.Release()
-			return nil, err
-		}
-		out.Vals[i] = r
-	}
-	return out.Finish(a.DataType(), v.Buf, v.Nulls), nil
+	return mapValues(mem, a, f)
 }
 
 // MapInt64 applies f to every value of an int64 array (NULLs stay NULL).
 func MapInt64(mem memory.Allocator, a arrow.Array, f func(int64) (int64, error)) (arrow.Array, error) {
+	return mapValues(mem, a, f)
+}
+
+func mapValues[T float64 | int64](mem memory.Allocator, a arrow.Array, f func(T) (T, error)) (arrow.Array, error) {
 	n := a.Len()
 	v := AndValidity(mem, n, a)
-	av := Values[int64](a)
-	out := NewFixedOut[int64](mem, n)
+	av := Values[T](a)
+	out := NewFixedOut[T](mem, n)
 	for i := 0; i < n; i++ {
 		if !v.IsValid(i) {
 			out.Vals[i] = 0

@@ -340,7 +340,7 @@ func numAppender(r numReader, b array.Builder) (func(i int) error, error) {
 	}
 	if IsInteger(to) {
 		lo, hi := intBounds(to.ID())
-		put := intPutter(b)
+		put := IntPutter(b)
 		return func(i int) error {
 			v, err := r.int(i)
 			if err != nil {
@@ -356,7 +356,10 @@ func numAppender(r numReader, b array.Builder) (func(i int) error, error) {
 	return nil, fmt.Errorf("cannot cast numbers to %s", to)
 }
 
-func intPutter(b array.Builder) func(int64) {
+// IntPutter returns a function appending an int64 to an integer builder of
+// any width, or nil for other builders. The value must fit the builder's
+// type: it is converted as Go converts, without a check.
+func IntPutter(b array.Builder) func(int64) {
 	switch bb := b.(type) {
 	case *array.Int8Builder:
 		return func(v int64) { bb.Append(int8(v)) }
@@ -506,7 +509,7 @@ func parseAppender(str func(int) string, b array.Builder) (func(i int) error, er
 	}
 	if IsInteger(to) {
 		lo, hi := intBounds(to.ID())
-		put := intPutter(b)
+		put := IntPutter(b)
 		return func(i int) error {
 			v, err := strconv.ParseInt(strings.TrimSpace(str(i)), 10, 64)
 			if err != nil {
