@@ -223,18 +223,26 @@ func timestampMap(ec *Context, args []arrow.Array, n int, src arrow.Array, ret a
 		if err != nil {
 			return nil, err
 		}
-		v, err := vectorized.TimeValue(t, ret)
-		if err != nil {
+		if err := appendTime(b, t, ret); err != nil {
 			return nil, err
-		}
-		switch bb := b.(type) {
-		case *array.Date32Builder:
-			bb.Append(arrow.Date32(v))
-		case *array.TimestampBuilder:
-			bb.Append(arrow.Timestamp(v))
 		}
 	}
 	return b.NewArray(), nil
+}
+
+// appendTime appends t to a date or timestamp builder of type ret.
+func appendTime(b array.Builder, t time.Time, ret arrow.DataType) error {
+	v, err := vectorized.TimeValue(t, ret)
+	if err != nil {
+		return err
+	}
+	switch bb := b.(type) {
+	case *array.Date32Builder:
+		bb.Append(arrow.Date32(v))
+	case *array.TimestampBuilder:
+		bb.Append(arrow.Timestamp(v))
+	}
+	return nil
 }
 
 func resolveNegate(types []arrow.DataType, _ []Expr) (*impl, error) {

@@ -375,15 +375,8 @@ func toTemporal(ret arrow.DataType) resolver {
 				if err != nil {
 					return nil, err
 				}
-				v, err := vectorized.TimeValue(t, ret)
-				if err != nil {
+				if err := appendTime(b, t, ret); err != nil {
 					return nil, err
-				}
-				switch bb := b.(type) {
-				case *array.Date32Builder:
-					bb.Append(arrow.Date32(v))
-				case *array.TimestampBuilder:
-					bb.Append(arrow.Timestamp(v))
 				}
 			}
 			return b.NewArray(), nil
