@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"path"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -71,7 +74,8 @@ func BenchmarkIngest(b *testing.B) {
 		b.Run(fmt.Sprintf("compression=%s/write-only=%v", comp, c.writeOnly), func(b *testing.B) {
 			ctx := context.Background()
 			mem := memory.NewGoAllocator()
-			s, err := Open(ctx, NewLocalFS(), b.TempDir(), Options{Mem: mem})
+			fsys := &countingFS{FS: NewLocalFS()}
+			s, err := Open(ctx, fsys, b.TempDir(), Options{Mem: mem})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -113,8 +117,41 @@ func BenchmarkIngest(b *testing.B) {
 			n := float64(b.N) * rows
 			b.ReportMetric(n/time.Since(t0).Seconds(), "rows/s")
 			b.ReportMetric(n/(cpuTime()-cpu0).Seconds(), "rows/cpu-s")
+			// Write amplification: data-file bytes written (flushes and
+			// compactions) per byte of data files live at the end.
+			st, err := tbl.Stats(ctx, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(fsys.dataBytes.Load())/float64(st.Bytes), "write-amp")
+			b.ReportMetric(float64(st.Files), "files")
 		})
 	}
+}
+
+// countingFS counts the bytes written to data files.
+type countingFS struct {
+	FS
+	dataBytes atomic.Int64
+}
+
+func (c *countingFS) Create(name string) (File, error) {
+	f, err := c.FS.Create(name)
+	if err != nil || !strings.Contains(path.Base(name), "data-") {
+		return f, err
+	}
+	return &countingFile{File: f, n: &c.dataBytes}, nil
+}
+
+type countingFile struct {
+	File
+	n *atomic.Int64
+}
+
+func (f *countingFile) Write(p []byte) (int, error) {
+	n, err := f.File.Write(p)
+	f.n.Add(int64(n))
+	return n, err
 }
 
 // BenchmarkScan reads 1M rows written in key order (compacted to one run
