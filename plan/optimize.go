@@ -2,7 +2,6 @@ package plan
 
 import (
 	"slices"
-	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
@@ -576,8 +575,10 @@ func losslessCast(v scalar.Scalar, to arrow.DataType) (scalar.Scalar, bool) {
 // ---- join_order
 
 // reorderJoins rebuilds trees of inner joins greedily: start from the
-// smallest input and repeatedly add the smallest input connected by a
-// condition (a cross product only when nothing is connected).
+// connected pair whose join is estimated smallest, then repeatedly add the
+// connected input that keeps the estimated intermediate result smallest
+// (JoinNode.Rows: filtered dimensions shrink it, unfiltered ones do not); a
+// cross product only when nothing is connected.
 func reorderJoins(n Node) Node {
 	if j, ok := n.(*JoinNode); ok && j.Kind == InnerJoin {
 		var rels []Node
@@ -618,39 +619,66 @@ func flattenInner(n Node, rels *[]Node, conds *[]Expr) {
 
 func greedyJoin(rels []Node, conds []Expr) Node {
 	used := make([]bool, len(conds))
-	left := make([]bool, len(rels))
-	// Start with the smallest relation.
-	order := make([]int, len(rels))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return rels[order[a]].Rows() < rels[order[b]].Rows() })
-	cur := rels[order[0]]
-	left[order[0]] = true
-	for done := 1; done < len(rels); done++ {
-		best, bestConnected := -1, false
-		for _, i := range order {
-			if left[i] {
-				continue
-			}
-			connected := false
-			cols := concatCols(cur.Columns(), rels[i].Columns())
-			for k, c := range conds {
-				if !used[k] && subset(colsOf(c), cols) && !subset(colsOf(c), cur.Columns()) && !subset(colsOf(c), rels[i].Columns()) {
-					connected = true
-					break
-				}
-			}
-			if best < 0 || connected && !bestConnected {
-				best, bestConnected = i, connected
-			}
-			if connected {
-				break // order is by size: the first connected one is smallest
+	joined := make([]bool, len(rels))
+	// connecting returns the unused conditions that join cur to next.
+	connecting := func(cur, next Node) []Expr {
+		cols := concatCols(cur.Columns(), next.Columns())
+		var jc []Expr
+		for k, c := range conds {
+			if !used[k] && subset(colsOf(c), cols) && !subset(colsOf(c), cur.Columns()) && !subset(colsOf(c), next.Columns()) {
+				jc = append(jc, c)
 			}
 		}
-		next := rels[best]
-		left[best] = true
-		cols := concatCols(cur.Columns(), next.Columns())
+		return jc
+	}
+	estimate := func(cur, next Node, jc []Expr) float64 {
+		return (&JoinNode{Kind: InnerJoin, Left: cur, Right: next, Cond: andAll(jc)}).Rows()
+	}
+	// Start: the connected pair with the smallest estimated join, or the
+	// smallest input if none is connected.
+	first, second, best := -1, -1, 0.0
+	for i := range rels {
+		for j := range rels {
+			if i == j {
+				continue
+			}
+			if jc := connecting(rels[i], rels[j]); len(jc) > 0 {
+				if e := estimate(rels[i], rels[j], jc); first < 0 || e < best {
+					first, second, best = i, j, e
+				}
+			}
+		}
+	}
+	if first < 0 {
+		first = 0
+		for i := range rels {
+			if rels[i].Rows() < rels[first].Rows() {
+				first = i
+			}
+		}
+	}
+	cur := rels[first]
+	joined[first] = true
+	for done := 1; done < len(rels); done++ {
+		next, nextEst, connected := -1, 0.0, false
+		if done == 1 && second >= 0 {
+			next, connected = second, true
+		} else {
+			for i := range rels {
+				if joined[i] {
+					continue
+				}
+				jc := connecting(cur, rels[i])
+				c := len(jc) > 0
+				e := estimate(cur, rels[i], jc)
+				if next < 0 || (c && !connected) || (c == connected && e < nextEst) {
+					next, nextEst, connected = i, e, c
+				}
+			}
+		}
+		joined[next] = true
+		n := rels[next]
+		cols := concatCols(cur.Columns(), n.Columns())
 		var jc []Expr
 		for k, c := range conds {
 			if !used[k] && subset(colsOf(c), cols) {
@@ -659,7 +687,7 @@ func greedyJoin(rels []Node, conds []Expr) Node {
 			}
 		}
 		// The right input is the hash table: keep the smaller side there.
-		l, r := cur, next
+		l, r := cur, n
 		if r.Rows() > l.Rows() {
 			l, r = r, l
 		}
