@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-adbc/go/adbc"
 	adbcflightsql "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	arrowflightsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/flightd/flightd/engine"
 	"github.com/flightd/flightd/flightsql"
@@ -99,6 +102,25 @@ func (ts *testServer) connect(t testing.TB, opts map[string]string) adbc.Connect
 		mem.AssertSize(t, 0)
 	})
 	return cnxn
+}
+
+// rawClient is an arrow-go Flight SQL client (below ADBC) with its own
+// checked allocator; both are closed and checked when the test ends.
+func (ts *testServer) rawClient(t testing.TB) (*arrowflightsql.Client, *memory.CheckedAllocator) {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	cl, err := arrowflightsql.NewClient(strings.TrimPrefix(ts.URI, "grpc://"), nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.Alloc = mem
+	t.Cleanup(func() {
+		if err := cl.Close(); err != nil {
+			t.Errorf("close client: %v", err)
+		}
+		mem.AssertSize(t, 0)
+	})
+	return cl, mem
 }
 
 func mustExec(t testing.TB, cnxn adbc.Connection, query string) int64 {

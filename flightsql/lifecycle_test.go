@@ -14,12 +14,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
-	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -58,14 +55,7 @@ func TestCancelFlightInfo(t *testing.T) {
 	ts := startServer(t, fsql.Options{})
 	loadSequence(t, ts, "big", 300_000)
 
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	cl, err := flightsql.NewClient(strings.TrimPrefix(ts.URI, "grpc://"), nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	cl.Alloc = mem
+	cl, _ := ts.rawClient(t)
 	ctx := context.Background()
 
 	info, err := cl.Execute(ctx, `SELECT a.id FROM big a CROSS JOIN big b`)
@@ -137,13 +127,9 @@ func TestCancelFlightInfo(t *testing.T) {
 // is refused as invalid; the server keeps serving.
 func TestMalformedSessionCookie(t *testing.T) {
 	ts := startServer(t, fsql.Options{})
-	cl, err := flightsql.NewClient(strings.TrimPrefix(ts.URI, "grpc://"), nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl, _ := ts.rawClient(t)
 	bad := metadata.AppendToOutgoingContext(context.Background(), "cookie", "arrow_flight_session=%%%not-base64")
-	_, err = cl.Execute(bad, `SHOW DATABASES`)
+	_, err := cl.Execute(bad, `SHOW DATABASES`)
 	if code := status.Code(err); code != codes.InvalidArgument {
 		t.Fatalf("malformed cookie: %v, want InvalidArgument", err)
 	}
@@ -185,14 +171,7 @@ func TestOversizedMessage(t *testing.T) {
 // or one by its JDBC type code.
 func TestXdbcTypeInfo(t *testing.T) {
 	ts := startServer(t, fsql.Options{})
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	cl, err := flightsql.NewClient(strings.TrimPrefix(ts.URI, "grpc://"), nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	cl.Alloc = mem
+	cl, _ := ts.rawClient(t)
 	ctx := context.Background()
 	names := func(dataType *int32) []string {
 		info, err := cl.GetXdbcTypeInfo(ctx, dataType)
@@ -231,14 +210,7 @@ func TestXdbcTypeInfo(t *testing.T) {
 func TestCompressedDoGet(t *testing.T) {
 	ts := startServer(t, fsql.Options{})
 	loadSequence(t, ts, "seq", 200_000)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	cl, err := flightsql.NewClient(strings.TrimPrefix(ts.URI, "grpc://"), nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	cl.Alloc = mem
+	cl, mem := ts.rawClient(t)
 	// wireBytes fetches the result and sums the message body sizes as sent.
 	wireBytes := func(codec string) (int, int64, error) {
 		ctx := context.Background()
