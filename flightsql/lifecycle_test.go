@@ -351,3 +351,27 @@ func TestConcurrentUpdatesLoseNothing(t *testing.T) {
 		t.Logf("%s: %d + %d updates committed", table, committed[0], committed[1])
 	}
 }
+
+// TestPollFlightInfo: polling a query is complete on the first poll and
+// its ticket streams the result.
+func TestPollFlightInfo(t *testing.T) {
+	ts := startServer(t, fsql.Options{})
+	loadSequence(t, ts, "seq", 1000)
+	cl, _ := ts.rawClient(t)
+	ctx := context.Background()
+	poll, err := cl.ExecutePoll(ctx, `SELECT count(*) FROM seq`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if poll.GetProgress() != 1 || poll.GetFlightDescriptor() != nil || poll.GetInfo() == nil {
+		t.Fatalf("poll: progress %v, retry descriptor %v, info %v; want a complete answer", poll.GetProgress(), poll.GetFlightDescriptor(), poll.GetInfo())
+	}
+	rdr, err := cl.DoGet(ctx, poll.GetInfo().Endpoint[0].Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Release()
+	if !rdr.Next() || rdr.RecordBatch().Column(0).(*array.Int64).Value(0) != 1000 {
+		t.Fatalf("count(*) through the polled ticket: %v", rdr.Err())
+	}
+}

@@ -219,7 +219,11 @@ func (s *Server) DoGetPrimaryKeys(ctx context.Context, ref flightsql.TableRef) (
 	bldr := array.NewRecordBuilder(s.mem, schema_ref.PrimaryKeys)
 	defer bldr.Release()
 	if ref.Catalog == nil || *ref.Catalog == "" || *ref.Catalog == CatalogName {
-		db := s.eng.NewSession().Database()
+		sess, err := s.session(ctx)
+		if err != nil {
+			return nil, nil, toStatus(err)
+		}
+		db := sess.Database() // the client's current database by default
 		if ref.DBSchema != nil && *ref.DBSchema != "" {
 			db = *ref.DBSchema
 		}
