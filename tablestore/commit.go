@@ -58,6 +58,7 @@ func (st *tableState) commit(ctx context.Context, req *commitRequest) (int64, er
 		}
 		id, retry, err := st.tryCommit(req)
 		if err == nil {
+			st.notifyPublished()
 			return id, nil
 		}
 		if !retry || attempt >= 20 {

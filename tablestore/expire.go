@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 )
 
 func (st *tableState) tagPath(name string) string { return joinPath(st.dir, "tag", "tag-"+name) }
@@ -225,18 +226,30 @@ func (st *tableState) readTag(name string) (*snapshot, error) {
 	return sn, nil
 }
 
+// consumerState is a consumer file: Paimon's {"nextSnapshot": N} plus the
+// time of the last commit, for consumer.expiration-time.
+type consumerState struct {
+	NextSnapshot int64 `json:"nextSnapshot"`
+	UpdateMillis int64 `json:"updateMillis,omitempty"`
+}
+
 // SetConsumer records that consumer id will read from nextSnapshot on;
-// expiry keeps that snapshot and every later one.
+// expiry keeps that snapshot and every later one until the consumer makes
+// no commit for consumer.expiration-time.
 func (t *Table) SetConsumer(ctx context.Context, id string, nextSnapshot int64) error {
 	if err := validateName("consumer", id); err != nil {
 		return err
+	}
+	if nextSnapshot < 1 {
+		return fmt.Errorf("consumer %q of %s: %w: next snapshot must be positive, got %d", id, t.st.id, ErrInvalid, nextSnapshot)
 	}
 	st := t.st
 	if err := st.fs().MkdirAll(joinPath(st.dir, "consumer")); err != nil {
 		return err
 	}
+	want := consumerState{NextSnapshot: nextSnapshot, UpdateMillis: st.s.opts.Now().UnixMilli()}
 	tmp := joinPath(st.dir, "consumer", ".tmp-"+newUUID())
-	if _, err := writeMeta(st.fs(), tmp, map[string]int64{"nextSnapshot": nextSnapshot}); err != nil {
+	if _, err := writeMeta(st.fs(), tmp, want); err != nil {
 		_ = st.fs().Remove(tmp)
 		return err
 	}
@@ -248,14 +261,34 @@ func (t *Table) SetConsumer(ctx context.Context, id string, nextSnapshot int64) 
 		return err
 	}
 	// Read back: expiry trusts this position.
-	var c map[string]int64
+	var c consumerState
 	if err := readMeta(st.fs(), st.consumerPath(id), &c); err != nil {
 		return err
 	}
-	if c["nextSnapshot"] != nextSnapshot {
+	if c != want {
 		return fmt.Errorf("%w: consumer %q of %s was updated concurrently", ErrConflict, id, st.id)
 	}
 	return nil
+}
+
+// Consumer returns the recorded next snapshot of consumer id (ok false:
+// no such consumer).
+func (t *Table) Consumer(ctx context.Context, id string) (next int64, ok bool, err error) {
+	if err := validateName("consumer", id); err != nil {
+		return 0, false, err
+	}
+	return t.st.consumerPosition(id)
+}
+
+func (st *tableState) consumerPosition(id string) (int64, bool, error) {
+	var c consumerState
+	if err := readMeta(st.fs(), st.consumerPath(id), &c); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return 0, false, nil
+		}
+		return 0, false, err
+	}
+	return c.NextSnapshot, true, nil
 }
 
 // DeleteConsumer forgets a consumer.
@@ -269,8 +302,9 @@ func (t *Table) DeleteConsumer(ctx context.Context, id string) error {
 	return nil
 }
 
-// minConsumer returns the smallest next snapshot of any consumer (0: none).
-func (st *tableState) minConsumer() (int64, error) {
+// minConsumer returns the smallest next snapshot of any live consumer (0:
+// none), removing consumers idle for longer than expire.
+func (st *tableState) minConsumer(expire time.Duration) (int64, error) {
 	names, err := st.fs().List(joinPath(st.dir, "consumer"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
@@ -278,16 +312,24 @@ func (st *tableState) minConsumer() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	cutoff := st.s.opts.Now().Add(-expire).UnixMilli()
 	var lo int64
 	for _, n := range names {
 		if !strings.HasPrefix(n, "consumer-") {
 			continue
 		}
-		var c map[string]int64
-		if err := readMeta(st.fs(), joinPath(st.dir, "consumer", n), &c); err != nil {
+		var c consumerState
+		p := joinPath(st.dir, "consumer", n)
+		if err := readMeta(st.fs(), p, &c); err != nil {
 			return 0, err
 		}
-		if v := c["nextSnapshot"]; lo == 0 || v < lo {
+		if c.UpdateMillis > 0 && c.UpdateMillis < cutoff {
+			if err := st.fs().Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return 0, err
+			}
+			continue
+		}
+		if v := c.NextSnapshot; lo == 0 || v < lo {
 			lo = v
 		}
 	}
@@ -325,12 +367,17 @@ func (s *Scan) Close() {
 	}
 }
 
+// hold leases snapshot id and later ones under expireMu, so a running
+// expiry either finished (the caller then re-checks what it needs) or will
+// see the lease.
+func (st *tableState) hold(id int64) func() {
+	st.expireMu.Lock()
+	defer st.expireMu.Unlock()
+	return st.lease(id)
+}
+
 func (s *Scan) holdSnapshot() {
-	// Under expireMu, so a running expiry either finished (the caller then
-	// re-checks the snapshot) or will see the lease.
-	s.st.expireMu.Lock()
-	rel := s.st.lease(s.snapID)
-	s.st.expireMu.Unlock()
+	rel := s.st.hold(s.snapID)
 	s.release = rel
 	runtime.AddCleanup(s, func(f func()) { f() }, rel)
 }
@@ -357,7 +404,7 @@ func (st *tableState) expire(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	protect := ids[len(ids)-1] // never the latest
-	if c, err := st.minConsumer(); err != nil {
+	if c, err := st.minConsumer(o.consumerExpire); err != nil {
 		return 0, err
 	} else if c > 0 {
 		protect = min(protect, c)

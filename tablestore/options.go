@@ -30,6 +30,7 @@ const (
 	optRetainedMin       = "snapshot.num-retained.min"
 	optRetainedMax       = "snapshot.num-retained.max"
 	optTimeRetained      = "snapshot.time-retained"
+	optConsumerExpire    = "consumer.expiration-time"
 	optDefaultPartition  = "partition.default-name"
 	optDeletionVectors   = "deletion-vectors.enabled"
 )
@@ -51,7 +52,10 @@ type tableOptions struct {
 	retainedMin       int
 	retainedMax       int
 	timeRetained      time.Duration
-	defaultPartition  string
+	// consumerExpire: expiry ignores (and removes) consumers that made no
+	// commit for this long, so abandoned ones do not pin snapshots forever.
+	consumerExpire   time.Duration
+	defaultPartition string
 }
 
 func optErr(key, val, want string) error {
@@ -71,6 +75,7 @@ func parseOptions(s *tableSchema) (tableOptions, error) {
 		retainedMin:       10,
 		retainedMax:       int(^uint32(0) >> 1),
 		timeRetained:      time.Hour,
+		consumerExpire:    24 * time.Hour,
 		defaultPartition:  "__DEFAULT_PARTITION__",
 	}
 	if !s.hasPK() {
@@ -167,6 +172,8 @@ func parseOptions(s *tableSchema) (tableOptions, error) {
 			o.retainedMax, err = intOpt(key, val, 1)
 		case optTimeRetained:
 			o.timeRetained, err = parseDuration(key, val)
+		case optConsumerExpire:
+			o.consumerExpire, err = parseDuration(key, val)
 		case optDefaultPartition:
 			if val == "" || strings.ContainsAny(val, "/=") {
 				err = optErr(key, val, "want a non-empty name without '/' or '='")

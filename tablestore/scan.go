@@ -101,35 +101,8 @@ func (t *Table) NewScan(ctx context.Context, spec ScanSpec) (*Scan, error) {
 		}
 	}
 	s := &Scan{st: st, sch: sch, filter: spec.Filter}
-	if spec.Columns == nil {
-		for i := range sch.Fields {
-			s.proj = append(s.proj, i)
-		}
-	} else {
-		for _, c := range spec.Columns {
-			i := sch.fieldIndex(c)
-			if i < 0 {
-				return nil, fmt.Errorf("scan %s: %w: no column %q", st.id, ErrInvalid, c)
-			}
-			if slices.Contains(s.proj, i) {
-				return nil, fmt.Errorf("scan %s: %w: column %q listed twice", st.id, ErrInvalid, c)
-			}
-			s.proj = append(s.proj, i)
-		}
-	}
-	fields := make([]arrow.Field, len(s.proj))
-	for k, i := range s.proj {
-		fields[k] = sch.arrow.Field(i)
-	}
-	s.out = arrow.NewSchema(fields, nil)
-	cols, err := predColumns(spec.Filter, nil)
-	if err != nil {
-		return nil, fmt.Errorf("scan %s: %w", st.id, err)
-	}
-	for _, c := range cols {
-		if sch.fieldIndex(c) < 0 {
-			return nil, fmt.Errorf("scan %s: %w: filter column %q does not exist", st.id, ErrInvalid, c)
-		}
+	if err := s.project(spec.Columns); err != nil {
+		return nil, err
 	}
 	if sch.hasPK() {
 		s.orderedBy = slices.Clone(sch.PrimaryKeys)
@@ -155,6 +128,43 @@ func (t *Table) NewScan(ctx context.Context, spec ScanSpec) (*Scan, error) {
 	}
 	s.plan(files)
 	return s, nil
+}
+
+// project sets the output columns (nil: all) and checks the filter's
+// columns against the schema.
+func (s *Scan) project(columns []string) error {
+	sch, st := s.sch, s.st
+	if columns == nil {
+		for i := range sch.Fields {
+			s.proj = append(s.proj, i)
+		}
+	} else {
+		for _, c := range columns {
+			i := sch.fieldIndex(c)
+			if i < 0 {
+				return fmt.Errorf("scan %s: %w: no column %q", st.id, ErrInvalid, c)
+			}
+			if slices.Contains(s.proj, i) {
+				return fmt.Errorf("scan %s: %w: column %q listed twice", st.id, ErrInvalid, c)
+			}
+			s.proj = append(s.proj, i)
+		}
+	}
+	fields := make([]arrow.Field, len(s.proj))
+	for k, i := range s.proj {
+		fields[k] = sch.arrow.Field(i)
+	}
+	s.out = arrow.NewSchema(fields, nil)
+	cols, err := predColumns(s.filter, nil)
+	if err != nil {
+		return fmt.Errorf("scan %s: %w", st.id, err)
+	}
+	for _, c := range cols {
+		if sch.fieldIndex(c) < 0 {
+			return fmt.Errorf("scan %s: %w: filter column %q does not exist", st.id, ErrInvalid, c)
+		}
+	}
+	return nil
 }
 
 // plan prunes partitions and files and groups the rest into splits.

@@ -34,6 +34,9 @@ type tableState struct {
 	// expireMu serializes expiry with tag creation.
 	expireMu sync.Mutex
 	leases   map[int64]int // snapshot id -> open scans
+	// published is closed at this process's next commit (change streams
+	// wait on it).
+	published chan struct{}
 	// compactMu serializes compactions of the table.
 	compactMu sync.Mutex
 	// Background compaction.

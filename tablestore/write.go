@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"strconv"
 
@@ -58,6 +59,9 @@ type Write struct {
 	kindv    []int8
 	touched  map[string][]datum
 	dirs     map[string]bool
+	// release ends the lease that keeps the snapshots after baseID, which
+	// the commit checks for conflicts, from expiring.
+	release func()
 }
 
 // NewWrite starts a write transaction on the table's current schema.
@@ -77,6 +81,10 @@ func (w *Write) reset() {
 	w.pending = nil
 	w.touched = map[string][]datum{}
 	w.dirs = map[string]bool{}
+	if w.release != nil {
+		w.release()
+		w.release = nil
+	}
 }
 
 // Write buffers the rows of b with one row kind.
@@ -152,6 +160,8 @@ func (w *Write) start() error {
 		}
 		w.baseID = b
 	}
+	w.release = w.t.st.hold(w.baseID + 1)
+	runtime.AddCleanup(w, func(f func()) { f() }, w.release)
 	w.started = true
 	return nil
 }

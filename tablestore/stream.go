@@ -1,0 +1,589 @@
+package tablestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// RowKindColumn is the first column of every change batch: "+I", "-U",
+// "+U" or "-D".
+const RowKindColumn = "_row_kind"
+
+// StreamStart says where a change stream begins (Paimon's scan.mode).
+type StreamStart int
+
+const (
+	// StreamLatest: the changes of snapshots committed after the reader
+	// starts.
+	StreamLatest StreamStart = iota
+	// StreamLatestFull: the latest snapshot as +I rows, then the changes
+	// after it.
+	StreamLatestFull
+	// StreamFromSnapshot: the changes of snapshot SnapshotID and later.
+	StreamFromSnapshot
+	// StreamFromSnapshotFull: snapshot SnapshotID as +I rows, then the
+	// changes after it.
+	StreamFromSnapshotFull
+	// StreamFromTimestamp: the changes of snapshots committed after
+	// Timestamp.
+	StreamFromTimestamp
+)
+
+// StreamSpec says what a ChangeReader reads.
+type StreamSpec struct {
+	Start      StreamStart
+	SnapshotID int64
+	Timestamp  time.Time
+	// Columns is the projection (nil: all columns), after RowKindColumn.
+	Columns []string
+	// Filter skips data that cannot match; the caller filters rows.
+	Filter Predicate
+	// ConsumerID, when set, resumes from the consumer's recorded position
+	// (overriding Start) and records the start position of a new
+	// consumer, so expiry keeps what it still needs. The position moves
+	// only by CommitConsumer.
+	ConsumerID string
+	// EndSnapshot ends the stream after that snapshot (0: never ends).
+	EndSnapshot int64
+	// Heartbeat is how often a waiting reader returns a progress marker
+	// (0: only once, when it catches up).
+	Heartbeat time.Duration
+	// Poll is how often a waiting reader looks for snapshots committed by
+	// other processes (default one second); commits of this process wake
+	// it at once.
+	Poll time.Duration
+}
+
+// Change is one result of ChangeReader.Next. With a Batch, it holds rows
+// of snapshot Snapshot (borrowed until the next call to Next or Close);
+// the batches of one snapshot are contiguous. Without one it is a
+// progress marker: every change up to snapshot Snapshot has been returned.
+type Change struct {
+	Batch    arrow.RecordBatch
+	Snapshot int64
+}
+
+// ChangeReader streams a table's changes snapshot by snapshot. Where the
+// table has a changelog producer it reads the changelog files of each
+// snapshot; with none it reads the files APPEND commits added (upserts as
+// written, without before-images) and turns OVERWRITE commits into -D of
+// the rows they replaced and +I of the new rows. COMPACT snapshots carry
+// no changes unless the producer wrote a changelog for them.
+//
+// The reader leases the snapshot it reads, so expiry cannot remove its
+// files (no gap across compaction or expiry). Not safe for concurrent use.
+type ChangeReader struct {
+	t      *Table
+	sch    *tableSchema
+	scan   *Scan // projection and pruning context of file reads
+	out    *arrow.Schema
+	spec   StreamSpec
+	next   int64 // first snapshot not yet read
+	cur    int64 // snapshot being returned
+	units  []func(ctx context.Context) (BatchReader, error)
+	rd     BatchReader
+	batch  arrow.RecordBatch
+	full   *Scan // the initial snapshot of the *Full starts
+	lease  func()
+	leased int64 // the snapshot the lease starts at
+	caught bool  // a progress marker was returned since the last batch
+}
+
+// NewChangeReader starts a change stream.
+func (t *Table) NewChangeReader(ctx context.Context, spec StreamSpec) (*ChangeReader, error) {
+	st := t.st
+	if spec.Poll <= 0 {
+		spec.Poll = time.Second
+	}
+	r := &ChangeReader{t: t, sch: t.schema, spec: spec}
+	r.scan = &Scan{st: st, sch: t.schema, filter: spec.Filter}
+	if err := r.scan.project(spec.Columns); err != nil {
+		return nil, err
+	}
+	r.out = arrow.NewSchema(append([]arrow.Field{{Name: RowKindColumn, Type: arrow.BinaryTypes.String}}, r.scan.out.Fields()...), nil)
+	latest, err := st.latestSnapshotID()
+	if err != nil {
+		return nil, err
+	}
+	resumed := false
+	if spec.ConsumerID != "" {
+		pos, ok, err := st.consumerPosition(spec.ConsumerID)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			r.next, resumed = pos, true
+		}
+	}
+	fullAt := int64(0)
+	if !resumed {
+		switch spec.Start {
+		case StreamLatest:
+			r.next = latest + 1
+		case StreamLatestFull:
+			fullAt, r.next = latest, latest+1
+		case StreamFromSnapshot, StreamFromSnapshotFull:
+			if spec.SnapshotID < 1 {
+				return nil, fmt.Errorf("stream %s: %w: snapshot id must be positive, got %d", st.id, ErrInvalid, spec.SnapshotID)
+			}
+			if spec.SnapshotID > latest+boolInt(spec.Start == StreamFromSnapshot) {
+				return nil, fmt.Errorf("stream %s: snapshot %d: %w (latest is %d)", st.id, spec.SnapshotID, ErrSnapshotNotFound, latest)
+			}
+			r.next = spec.SnapshotID
+			if spec.Start == StreamFromSnapshotFull {
+				fullAt, r.next = spec.SnapshotID, spec.SnapshotID+1
+			}
+		case StreamFromTimestamp:
+			id, err := t.SnapshotAsOf(ctx, spec.Timestamp)
+			switch {
+			case errors.Is(err, ErrSnapshotNotFound):
+				// Nothing was committed up to the timestamp: every retained
+				// snapshot is after it, which is complete only if none expired.
+				earliest, err := st.earliestSnapshotID()
+				if err != nil {
+					return nil, err
+				}
+				if earliest > 1 {
+					return nil, fmt.Errorf("stream %s: changes since %s: %w: snapshots before %d have expired", st.id, spec.Timestamp.UTC().Format(time.RFC3339Nano), ErrSnapshotNotFound, earliest)
+				}
+				r.next = 1
+			case err != nil:
+				return nil, err
+			default:
+				r.next = id + 1
+			}
+		default:
+			return nil, fmt.Errorf("stream %s: %w: unknown start %d", st.id, ErrInvalid, spec.Start)
+		}
+	}
+	if spec.EndSnapshot > 0 && spec.EndSnapshot < r.next-1 {
+		return nil, fmt.Errorf("stream %s: %w: end snapshot %d is before the start %d", st.id, ErrInvalid, spec.EndSnapshot, r.next)
+	}
+	if err := r.holdFrom(r.next); err != nil {
+		return nil, err
+	}
+	if fullAt > 0 {
+		s, err := t.NewScan(ctx, ScanSpec{SnapshotID: fullAt, Columns: spec.Columns, Filter: spec.Filter})
+		if err != nil {
+			r.Close()
+			return nil, err
+		}
+		r.full, r.cur = s, fullAt
+		for _, sp := range s.Splits() {
+			r.units = append(r.units, r.kindUnit(Insert, sp.Open))
+		}
+	}
+	// A new consumer's position protects its start from expiry; a full
+	// start records none until the client commits one, since resuming in
+	// the middle of the full snapshot would lose rows.
+	if spec.ConsumerID != "" && !resumed && fullAt == 0 {
+		if err := t.SetConsumer(ctx, spec.ConsumerID, r.next); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// holdFrom leases the snapshot before id and later ones (an OVERWRITE
+// snapshot's -D rows are read from the files it removed, which expiry
+// deletes with the snapshot before it), then checks id has not expired.
+func (r *ChangeReader) holdFrom(id int64) error {
+	st := r.t.st
+	rel := st.hold(max(id-1, 1))
+	if r.lease != nil {
+		r.lease()
+	}
+	r.lease, r.leased = rel, id
+	earliest, err := st.earliestSnapshotID()
+	if err != nil {
+		return err
+	}
+	if earliest > id {
+		return fmt.Errorf("stream %s: snapshot %d: %w: it has expired (earliest is %d)", st.id, id, ErrSnapshotNotFound, earliest)
+	}
+	return nil
+}
+
+// Schema is RowKindColumn followed by the projection.
+func (r *ChangeReader) Schema() *arrow.Schema { return r.out }
+
+// NextSnapshot is the first snapshot whose changes have not all been
+// returned: the position to commit for a consumer that applied everything
+// returned so far.
+func (r *ChangeReader) NextSnapshot() int64 {
+	if r.rd != nil || len(r.units) > 0 {
+		return r.cur
+	}
+	return r.next
+}
+
+// Next returns the next change batch or progress marker; it blocks while
+// nothing new is committed, and returns io.EOF after EndSnapshot.
+func (r *ChangeReader) Next(ctx context.Context) (Change, error) {
+	if r.batch != nil {
+		r.batch.Release()
+		r.batch = nil
+	}
+	var idle <-chan time.Time
+	for {
+		if err := ctx.Err(); err != nil {
+			return Change{}, err
+		}
+		if r.rd != nil {
+			b, err := r.rd.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				err = r.rd.Close()
+				r.rd = nil
+				if err != nil {
+					return Change{}, err
+				}
+				continue
+			}
+			if err != nil {
+				return Change{}, err
+			}
+			r.batch, r.caught = b, false
+			r.batch.Retain()
+			return Change{Batch: b, Snapshot: r.cur}, nil
+		}
+		if len(r.units) > 0 {
+			rd, err := r.units[0](ctx)
+			if err != nil {
+				return Change{}, err
+			}
+			r.units, r.rd = r.units[1:], rd
+			continue
+		}
+		if r.full != nil {
+			r.full.Close()
+			r.full = nil
+		}
+		if r.spec.EndSnapshot > 0 && r.next > r.spec.EndSnapshot {
+			return Change{}, io.EOF
+		}
+		if r.leased != r.next {
+			// The finished snapshot's files are no longer needed.
+			if err := r.holdFrom(r.next); err != nil {
+				return Change{}, err
+			}
+		}
+		wake := r.t.st.nextPublish()
+		sn, err := r.t.st.readSnapshot(r.next)
+		if errors.Is(err, ErrSnapshotNotFound) {
+			if published, err := r.checkNotSkipped(); err != nil {
+				return Change{}, err
+			} else if published {
+				continue
+			}
+			if !r.caught {
+				r.caught = true
+				return Change{Snapshot: r.next - 1}, nil
+			}
+			if idle == nil && r.spec.Heartbeat > 0 {
+				idle = time.After(r.spec.Heartbeat)
+			}
+			select {
+			case <-ctx.Done():
+				return Change{}, ctx.Err()
+			case <-wake:
+			case <-time.After(r.spec.Poll):
+			case <-idle:
+				return Change{Snapshot: r.next - 1}, nil
+			}
+			continue
+		}
+		if err != nil {
+			return Change{}, err
+		}
+		if err := r.plan(sn); err != nil {
+			return Change{}, err
+		}
+		// The lease on sn stays until its readers are done.
+		r.cur, r.next, r.caught = sn.ID, sn.ID+1, false
+	}
+}
+
+// checkNotSkipped fails when snapshot r.next is missing although a later
+// one exists (it was expired under the reader, which its lease forbids, or
+// the table was re-created) or the table is gone; it reports whether the
+// snapshot was published meanwhile.
+func (r *ChangeReader) checkNotSkipped() (published bool, err error) {
+	st := r.t.st
+	latest, err := st.latestSnapshotID()
+	if err != nil {
+		return false, err
+	}
+	if latest >= r.next {
+		if _, err := st.readSnapshot(r.next); err == nil {
+			return true, nil
+		}
+		return false, fmt.Errorf("stream %s: %w: snapshot %d is missing while %d exists", st.id, ErrCorrupt, r.next, latest)
+	}
+	if _, err := st.fs().Stat(st.dir); err != nil {
+		return false, fmt.Errorf("stream %s: %w", st.id, ErrTableNotFound)
+	}
+	return false, nil
+}
+
+// plan lists the readers of snapshot sn's changes.
+func (r *ChangeReader) plan(sn *snapshot) error {
+	if r.sch.changelogFiles() {
+		ents, err := r.manifestEntries(sn.ChangelogManifestList)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			if e.Kind == kindAdd && r.mayMatch(e) {
+				r.units = append(r.units, r.fileUnit(e, kindOfRow))
+			}
+		}
+		return nil
+	}
+	switch sn.CommitKind {
+	case commitAppend, commitOverwrite:
+	default:
+		return nil
+	}
+	ents, err := r.manifestEntries(sn.DeltaManifestList)
+	if err != nil {
+		return err
+	}
+	if !r.sch.hasPK() || sn.CommitKind == commitAppend {
+		// Append-table files hold rows, key-table level-0 files hold the
+		// written changes: both are the changes as they are.
+		for _, e := range ents {
+			if !r.mayMatch(e) {
+				continue
+			}
+			switch {
+			case e.Kind == kindDelete:
+				r.units = append(r.units, r.fileUnit(e, Delete))
+			case r.sch.hasPK():
+				r.units = append(r.units, r.fileUnit(e, kindOfRow))
+			default:
+				r.units = append(r.units, r.fileUnit(e, Insert))
+			}
+		}
+		return nil
+	}
+	// A key-table overwrite replaced whole buckets: their merged rows before
+	// go out as -D, the merged rows after as +I.
+	for _, kind := range []RowKind{Delete, Insert} {
+		want := kindAdd
+		if kind == Delete {
+			want = kindDelete
+		}
+		var order []string
+		groups := map[string][]*manifestEntry{}
+		for _, e := range ents {
+			if e.Kind != want || !r.mayMatch(e) {
+				continue
+			}
+			k := fmt.Sprintf("%s/%d", partitionKey(e.Partition), e.Bucket)
+			if groups[k] == nil {
+				order = append(order, k)
+			}
+			groups[k] = append(groups[k], e)
+		}
+		for _, k := range order {
+			files := groups[k]
+			r.units = append(r.units, r.kindUnit(kind, func(ctx context.Context) (BatchReader, error) {
+				return newMergeReader(ctx, r.scan, files, r.keyOnly(), false, false)
+			}))
+		}
+	}
+	return nil
+}
+
+func (r *ChangeReader) keyOnly() func(string) bool {
+	return func(c string) bool { return slices.Contains(r.sch.PrimaryKeys, c) }
+}
+
+// mayMatch prunes a file of changes by partition and statistics: each row
+// is a change of its own, so every column's statistics may prune.
+func (r *ChangeReader) mayMatch(e *manifestEntry) bool {
+	s := r.scan
+	return mayMatch(s.filter, s.partitionStats(e.Partition)) &&
+		mayMatch(s.filter, s.fileStats(e, func(string) bool { return true }))
+}
+
+func (r *ChangeReader) manifestEntries(list string) ([]*manifestEntry, error) {
+	if list == "" {
+		return nil, nil
+	}
+	ms, err := r.t.st.readManifestList(list)
+	if err != nil {
+		return nil, err
+	}
+	var out []*manifestEntry
+	for _, m := range ms {
+		ents, err := r.t.st.readManifest(m.FileName)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ents...)
+	}
+	return out, nil
+}
+
+// kindOfRow takes each row's kind from the file's system columns.
+const kindOfRow RowKind = -1
+
+// fileUnit reads the rows of one file, with their own kinds (kindOfRow)
+// or all as kind.
+func (r *ChangeReader) fileUnit(e *manifestEntry, kind RowKind) func(ctx context.Context) (BatchReader, error) {
+	return func(ctx context.Context) (BatchReader, error) {
+		s := r.scan
+		df, err := s.st.openDataFile(e)
+		if err != nil {
+			return nil, err
+		}
+		rgs := s.selectRowGroups(df, func(string) bool { return true })
+		if err := verifyIfFull(ctx, df, rgs); err != nil {
+			return nil, err
+		}
+		pk := r.sch.hasPK()
+		sr, err := newStreamReader(ctx, s, df, rgs, newReadTarget(s.sch, s.proj, pk))
+		if err != nil {
+			return nil, err
+		}
+		sr.raw = true
+		return &kindReader{r: sr, mem: r.mem(), out: r.out, sys: pk, kind: kind}, nil
+	}
+}
+
+func (r *ChangeReader) mem() memory.Allocator { return r.t.st.s.opts.Mem }
+
+// kindUnit gives every row of open's batches one row kind.
+func (r *ChangeReader) kindUnit(kind RowKind, open func(ctx context.Context) (BatchReader, error)) func(ctx context.Context) (BatchReader, error) {
+	return func(ctx context.Context) (BatchReader, error) {
+		rd, err := open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &kindReader{r: rd, mem: r.mem(), out: r.out, kind: kind}, nil
+	}
+}
+
+// kindReader prepends RowKindColumn to r's batches, dropping the system
+// columns when sys; the kinds come from the system columns (kindOfRow) or
+// are all kind.
+type kindReader struct {
+	r    BatchReader
+	mem  memory.Allocator
+	out  *arrow.Schema
+	sys  bool
+	kind RowKind
+	cur  arrow.RecordBatch
+}
+
+var rowKindNames = [...]string{Insert: "+I", UpdateBefore: "-U", UpdateAfter: "+U", Delete: "-D"}
+
+func (k *kindReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if k.cur != nil {
+		k.cur.Release()
+		k.cur = nil
+	}
+	b, err := k.r.Next(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n := int(b.NumRows())
+	cols := b.Columns()
+	sb := array.NewStringBuilder(k.mem)
+	defer sb.Release()
+	sb.Reserve(n)
+	sb.ReserveData(2 * n)
+	if k.kind == kindOfRow {
+		for _, v := range cols[1].(*array.Int8).Int8Values() {
+			if v < 0 || int(v) >= len(rowKindNames) {
+				return nil, fmt.Errorf("%w: row kind %d in a change file", ErrCorrupt, v)
+			}
+			sb.Append(rowKindNames[v])
+		}
+	} else {
+		for range n {
+			sb.Append(rowKindNames[k.kind])
+		}
+	}
+	if k.sys {
+		cols = cols[2:]
+	}
+	kinds := sb.NewArray()
+	defer kinds.Release()
+	k.cur = array.NewRecordBatch(k.out, append([]arrow.Array{kinds}, cols...), int64(n))
+	return k.cur, nil
+}
+
+func (k *kindReader) Close() error {
+	if k.cur != nil {
+		k.cur.Release()
+		k.cur = nil
+	}
+	return k.r.Close()
+}
+
+// Close ends the stream and releases its lease.
+func (r *ChangeReader) Close() error {
+	var err error
+	if r.batch != nil {
+		r.batch.Release()
+		r.batch = nil
+	}
+	if r.rd != nil {
+		err = r.rd.Close()
+		r.rd = nil
+	}
+	r.units = nil
+	if r.full != nil {
+		r.full.Close()
+		r.full = nil
+	}
+	if r.lease != nil {
+		r.lease()
+		r.lease = nil
+	}
+	return err
+}
+
+// nextPublish returns a channel closed at the next commit of this process.
+func (st *tableState) nextPublish() <-chan struct{} {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.published == nil {
+		st.published = make(chan struct{})
+	}
+	return st.published
+}
+
+func (st *tableState) notifyPublished() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.published != nil {
+		close(st.published)
+		st.published = nil
+	}
+}
+
+// changelogFiles reports whether snapshots list changelog files
+// (changelog-producer other than none).
+func (sch *tableSchema) changelogFiles() bool {
+	p := sch.Options[optChangelogProducer]
+	return p != "" && p != "none"
+}

@@ -1,0 +1,400 @@
+package tablestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// changeModel applies a change stream to a table image: by primary key for
+// key tables, as a multiset of rows for append tables.
+type changeModel struct {
+	keyed bool
+	nkeys int
+	rows  map[string]string // key -> row (keyed)
+	bag   map[string]int    // row -> copies (append)
+	// strict: retractions must carry the exact row they retract.
+	strict bool
+}
+
+func newChangeModel(keyed bool, nkeys int, strict bool, base []string) *changeModel {
+	m := &changeModel{keyed: keyed, nkeys: nkeys, rows: map[string]string{}, bag: map[string]int{}, strict: strict}
+	for _, r := range base {
+		m.apply("+I", r)
+	}
+	return m
+}
+
+func (m *changeModel) key(row string) string {
+	return strings.Join(strings.Split(row, "|")[:m.nkeys], "|")
+}
+
+func (m *changeModel) apply(kind, row string) error {
+	if !m.keyed {
+		switch kind {
+		case "+I", "+U":
+			m.bag[row]++
+		default:
+			if m.bag[row] == 0 {
+				return fmt.Errorf("%s %s: no such row", kind, row)
+			}
+			if m.bag[row]--; m.bag[row] == 0 {
+				delete(m.bag, row)
+			}
+		}
+		return nil
+	}
+	k := m.key(row)
+	switch kind {
+	case "+I", "+U":
+		m.rows[k] = row
+	case "-U", "-D":
+		if old, ok := m.rows[k]; m.strict && (!ok || old != row) {
+			return fmt.Errorf("%s %s retracts %q", kind, row, old)
+		}
+		delete(m.rows, k)
+	default:
+		return fmt.Errorf("row kind %q", kind)
+	}
+	return nil
+}
+
+func (m *changeModel) image() []string {
+	var out []string
+	if m.keyed {
+		out = slices.Collect(maps.Values(m.rows))
+	} else {
+		for r, n := range m.bag {
+			for range n {
+				out = append(out, r)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// applyBatch applies a change batch (RowKindColumn first).
+func (m *changeModel) applyBatch(b arrow.RecordBatch) error {
+	for i := 0; i < int(b.NumRows()); i++ {
+		var cells []string
+		for _, c := range b.Columns()[1:] {
+			cells = append(cells, cellString(c, i))
+		}
+		if err := m.apply(b.Column(0).ValueStr(i), strings.Join(cells, "|")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var streamSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "k", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "v", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "n", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+}, nil)
+
+// TestChangeStreamRandom: writers commit random upserts, deletes and
+// overwrites while compaction and aggressive expiry run; readers from every
+// start mode apply their streams to the image they started from and must
+// end equal to the table's last snapshot.
+func TestChangeStreamRandom(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	cases := []struct {
+		name  string
+		pk    []string
+		opts  map[string]string
+		exact bool // retractions carry the retracted row
+	}{
+		{"dedup-none", []string{"k"}, map[string]string{"bucket": "2"}, false},
+		{"dedup-none-compacting", []string{"k"}, map[string]string{"bucket": "2", "num-sorted-run.compaction-trigger": "2"}, false},
+		{"append", nil, map[string]string{}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(seed), 7))
+			runChangeStream(t, rng, c.pk, c.opts, c.exact)
+		})
+	}
+}
+
+func runChangeStream(t *testing.T, rng *rand.Rand, pk []string, opts map[string]string, exact bool) {
+	ctx := context.Background()
+	s, mem, _ := newTestStore(t)
+	opts = maps.Clone(opts)
+	opts["snapshot.num-retained.min"] = "1"
+	opts["snapshot.time-retained"] = "1ms"
+	tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: streamSchema, PrimaryKey: pk, Options: opts}, false)
+	must(t, err)
+	keyed := len(pk) > 0
+
+	type reader struct {
+		name  string
+		r     *ChangeReader
+		model *changeModel
+		err   error
+	}
+	var (
+		readers []*reader
+		expMu   sync.Mutex // reader start and base image vs expiry
+		final   atomic.Int64
+		wg      sync.WaitGroup
+	)
+	run := func(rd *reader) {
+		defer wg.Done()
+		defer rd.r.Close()
+		for {
+			ch, err := rd.r.Next(ctx)
+			if err != nil {
+				rd.err = err
+				return
+			}
+			if ch.Batch == nil {
+				if f := final.Load(); f > 0 && ch.Snapshot >= f {
+					return
+				}
+				continue
+			}
+			if err := rd.model.applyBatch(ch.Batch); err != nil {
+				rd.err = fmt.Errorf("snapshot %d: %w", ch.Snapshot, err)
+				return
+			}
+		}
+	}
+	start := func(name string, spec StreamSpec, baseFrom func(r *ChangeReader) int64) {
+		expMu.Lock()
+		defer expMu.Unlock()
+		spec.Heartbeat = 20 * time.Millisecond
+		spec.Poll = 50 * time.Millisecond
+		r, err := tbl.NewChangeReader(ctx, spec)
+		must(t, err)
+		var base []string
+		if id := baseFrom(r); id > 0 {
+			base = scanAll(t, tbl, ScanSpec{SnapshotID: id})
+		}
+		rd := &reader{name: name, r: r, model: newChangeModel(keyed, 1, exact, base)}
+		readers = append(readers, rd)
+		wg.Add(1)
+		go run(rd)
+	}
+	noBase := func(*ChangeReader) int64 { return 0 }
+	before := func(r *ChangeReader) int64 { return r.NextSnapshot() - 1 }
+	start("latest-full/empty", StreamSpec{Start: StreamLatestFull}, noBase)
+
+	var writers sync.WaitGroup
+	var commits atomic.Int64
+	for w := range 3 {
+		wrng := rand.New(rand.NewPCG(rng.Uint64(), uint64(w)))
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			for range 12 {
+				var rows [][]any
+				kind := Insert
+				wo := WriteOptions{}
+				switch x := wrng.IntN(10); {
+				case x == 0 && w == 0:
+					wo.Overwrite = true
+				case x < 3 && keyed:
+					kind = Delete
+				}
+				for range 1 + wrng.IntN(8) {
+					var v any = fmt.Sprintf("v%d", wrng.IntN(100))
+					if wrng.IntN(5) == 0 {
+						v = nil
+					}
+					rows = append(rows, []any{wrng.IntN(40), v, wrng.IntN(1000)})
+				}
+				if !keyed && kind == Insert {
+					// Appended rows are a multiset: keep them distinct enough
+					// to catch a lost or doubled row.
+					for i := range rows {
+						rows[i][2] = w*100000 + int(commits.Add(1))*10 + i
+					}
+				}
+				w := tbl.NewWrite(wo)
+				b := makeBatch(t, mem, streamSchema, rows)
+				err := w.Write(ctx, b, kind)
+				b.Release()
+				if err == nil {
+					_, err = w.Commit(ctx)
+				}
+				if errors.Is(err, ErrConflict) {
+					w.Abort()
+					continue
+				}
+				if err != nil {
+					w.Abort()
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	writers.Add(1)
+	go func() { // expiry and readers joining midway
+		defer writers.Done()
+		for i := 0; i < 6; i++ {
+			time.Sleep(5 * time.Millisecond)
+			expMu.Lock()
+			_, err := tbl.ExpireSnapshots(ctx)
+			expMu.Unlock()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			latest, _ := tbl.LatestSnapshotID(ctx)
+			switch i {
+			case 1:
+				start("latest", StreamSpec{Start: StreamLatest}, before)
+			case 2:
+				start("latest-full", StreamSpec{Start: StreamLatestFull}, noBase)
+			case 3:
+				if latest > 0 {
+					start("from-snapshot-full", StreamSpec{Start: StreamFromSnapshotFull, SnapshotID: latest}, noBase)
+					// The next snapshot, which may not exist yet.
+					start("from-snapshot", StreamSpec{Start: StreamFromSnapshot, SnapshotID: latest + 1}, before)
+				}
+			case 4:
+				start("from-timestamp", StreamSpec{Start: StreamFromTimestamp, Timestamp: time.Now()}, before)
+			}
+		}
+	}()
+	writers.Wait()
+	must(t, tbl.Compact(ctx, true))
+	last, err := tbl.LatestSnapshotID(ctx)
+	must(t, err)
+	final.Store(last)
+	want := scanAll(t, tbl, ScanSpec{SnapshotID: last})
+	wg.Wait()
+	for _, rd := range readers {
+		if rd.err != nil {
+			t.Fatalf("%s: %v", rd.name, rd.err)
+		}
+		if got := rd.model.image(); !slices.Equal(got, want) {
+			t.Fatalf("%s: applied stream ends at\n%q\nsnapshot %d is\n%q", rd.name, got, last, want)
+		}
+	}
+	t.Logf("%d readers agree on %d rows at snapshot %d", len(readers), len(want), last)
+}
+
+// TestChangeStreamWakesAndEnds: a waiting reader returns a commit's rows
+// without waiting for its poll interval, reports progress while idle, and
+// ends after EndSnapshot.
+func TestChangeStreamWakesAndEnds(t *testing.T) {
+	ctx := context.Background()
+	s, mem, _ := newTestStore(t)
+	tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}}, false)
+	must(t, err)
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{1, "a"}})
+	r, err := tbl.NewChangeReader(ctx, StreamSpec{Start: StreamLatest, Poll: time.Hour, Heartbeat: 10 * time.Millisecond, EndSnapshot: 3, Columns: []string{"v", "k"}})
+	must(t, err)
+	defer r.Close()
+	if got := r.Schema().String(); !strings.Contains(got, RowKindColumn) {
+		t.Fatalf("schema %s", got)
+	}
+	ch, err := r.Next(ctx)
+	must(t, err)
+	if ch.Batch != nil || ch.Snapshot != 1 {
+		t.Fatalf("want a caught-up marker at 1, got %+v", ch)
+	}
+	ch, err = r.Next(ctx) // heartbeat
+	must(t, err)
+	if ch.Batch != nil || ch.Snapshot != 1 {
+		t.Fatalf("want a heartbeat at 1, got %+v", ch)
+	}
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{1, "b"}, {2, "c"}})
+		writeRows(t, tbl, mem, WriteOptions{}, Delete, [][]any{{2, nil}})
+	}()
+	var got []string
+	for {
+		begin := time.Now()
+		ch, err := r.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		must(t, err)
+		if d := time.Since(begin); d > 30*time.Second {
+			t.Fatalf("waited %v", d)
+		}
+		if ch.Batch == nil {
+			continue
+		}
+		for i := 0; i < int(ch.Batch.NumRows()); i++ {
+			got = append(got, fmt.Sprintf("%d:%s %s %s", ch.Snapshot, ch.Batch.Column(0).ValueStr(i), cellString(ch.Batch.Column(1), i), ch.Batch.Column(2).ValueStr(i)))
+		}
+	}
+	want := []string{"2:+I b 1", "2:+I c 2", "3:-D NULL 2"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+// TestChangeStreamConsumer: a consumer's position protects the snapshots
+// it still needs from expiry and resumes the stream; an abandoned consumer
+// expires.
+func TestChangeStreamConsumer(t *testing.T) {
+	ctx := context.Background()
+	s, mem, _ := newTestStore(t)
+	now := time.Unix(1_800_000_000, 0)
+	s.opts.Now = func() time.Time { return now }
+	tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}, Options: map[string]string{
+		"snapshot.num-retained.min": "1", "snapshot.time-retained": "1ms", "consumer.expiration-time": "1h"}}, false)
+	must(t, err)
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{1, "a"}})
+	r, err := tbl.NewChangeReader(ctx, StreamSpec{Start: StreamLatest, ConsumerID: "c1"})
+	must(t, err)
+	must(t, r.Close())
+	for i := range 3 {
+		writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{i + 2, "x"}})
+	}
+	now = now.Add(time.Minute)
+	_, err = tbl.ExpireSnapshots(ctx)
+	must(t, err)
+	r, err = tbl.NewChangeReader(ctx, StreamSpec{Start: StreamLatest, ConsumerID: "c1", EndSnapshot: 4})
+	must(t, err)
+	n := 0
+	for {
+		ch, err := r.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		must(t, err)
+		if ch.Batch != nil {
+			n += int(ch.Batch.NumRows())
+		}
+	}
+	if n != 3 {
+		t.Fatalf("resumed consumer read %d rows, want 3", n)
+	}
+	must(t, tbl.SetConsumer(ctx, "c1", r.NextSnapshot()))
+	must(t, r.Close())
+	if pos, ok, err := tbl.Consumer(ctx, "c1"); err != nil || !ok || pos != 5 {
+		t.Fatalf("consumer position %d %v %v", pos, ok, err)
+	}
+	// Abandoned for longer than consumer.expiration-time: expiry forgets it.
+	now = now.Add(2 * time.Hour)
+	_, err = tbl.ExpireSnapshots(ctx)
+	must(t, err)
+	if _, ok, err := tbl.Consumer(ctx, "c1"); err != nil || ok {
+		t.Fatalf("expired consumer still there: %v %v", ok, err)
+	}
+	// A start that has expired is an error, not a silent gap.
+	if _, err := tbl.NewChangeReader(ctx, StreamSpec{Start: StreamFromSnapshot, SnapshotID: 1}); !errors.Is(err, ErrSnapshotNotFound) {
+		t.Fatalf("want ErrSnapshotNotFound for an expired start, got %v", err)
+	}
+}
