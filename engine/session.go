@@ -104,6 +104,13 @@ func (st *Statement) IsQuery() bool {
 	return false
 }
 
+// Streaming reports whether the statement is a query over a change stream
+// (a table hint with scan.mode): its result does not end on its own.
+func (st *Statement) Streaming() bool {
+	q, ok := st.bound.(*plan.Query)
+	return ok && q.Streaming()
+}
+
 // Schema is the result schema of a query, or an empty schema for updates.
 func (st *Statement) Schema() *arrow.Schema {
 	switch b := st.bound.(type) {

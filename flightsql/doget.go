@@ -1,6 +1,7 @@
 package flightsql
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -28,6 +29,15 @@ type flightService struct {
 }
 
 func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) error {
+	if bytes.HasPrefix(tkt.GetTicket(), []byte(ChangesTicketPrefix)) {
+		ctx, cancel := context.WithCancel(stream.Context())
+		defer cancel()
+		schema, chunks, err := f.s.doGetChanges(ctx, tkt.GetTicket())
+		if err != nil {
+			return err
+		}
+		return f.send(ctx, cancel, stream, schema, chunks)
+	}
 	var anyCmd anypb.Any
 	if err := proto.Unmarshal(tkt.GetTicket(), &anyCmd); err != nil {
 		return toStatus(fmt.Errorf("ticket of %d bytes is not a Flight SQL ticket issued by flightd: %w", len(tkt.GetTicket()), errBadRequest))
@@ -60,6 +70,12 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 	if err != nil {
 		return err
 	}
+	return f.send(ctx, cancel, stream, schema, chunks)
+}
+
+// send writes a result stream; cancel stops its producer, whose remaining
+// chunks are then drained.
+func (f *flightService) send(ctx context.Context, cancel context.CancelFunc, stream flight.FlightService_DoGetServer, schema *arrow.Schema, chunks <-chan flight.StreamChunk) error {
 	defer func() {
 		cancel()
 		drainChunks(chunks)
@@ -69,6 +85,17 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 		return toStatus(err)
 	}
 	return writeChunks(ctx, stream, chunks, opts)
+}
+
+// DoAction adds flightd's own actions to the Flight SQL ones.
+func (f *flightService) DoAction(action *flight.Action, stream flight.FlightService_DoActionServer) error {
+	if action.GetType() == CommitConsumerAction {
+		if err := f.s.commitConsumer(stream.Context(), action.GetBody()); err != nil {
+			return toStatus(err)
+		}
+		return nil
+	}
+	return f.FlightServer.DoAction(action, stream)
 }
 
 // writeOptions picks the IPC options for a result stream from the

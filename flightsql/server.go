@@ -54,7 +54,7 @@ func NewServer(eng *engine.Engine, limits Limits) (*Server, error) {
 	s := &Server{eng: eng, mem: eng.Mem(), limits: limits}
 	s.Alloc = s.mem
 	s.prepared.m = make(map[string]*prepared)
-	s.running.m = make(map[string]map[uint64]context.CancelFunc)
+	s.running.m = make(map[string]map[uint64]runningQuery)
 	if err := registerSQLInfo(s); err != nil {
 		return nil, fmt.Errorf("register SqlInfo: %w", err)
 	}
@@ -133,19 +133,24 @@ func (s *Server) txn(id []byte) (*engine.Txn, error) {
 type runningQueries struct {
 	mu   sync.Mutex
 	next uint64
-	m    map[string]map[uint64]context.CancelFunc
+	m    map[string]map[uint64]runningQuery
 }
 
-func (r *runningQueries) start(ctx context.Context, ticket []byte) (context.Context, func()) {
+type runningQuery struct {
+	cancel    context.CancelFunc
+	streaming bool // a change stream, which never ends on its own
+}
+
+func (r *runningQueries) start(ctx context.Context, ticket []byte, streaming bool) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	key := string(ticket)
 	r.mu.Lock()
 	r.next++
 	id := r.next
 	if r.m[key] == nil {
-		r.m[key] = make(map[uint64]context.CancelFunc)
+		r.m[key] = make(map[uint64]runningQuery)
 	}
-	r.m[key][id] = cancel
+	r.m[key][id] = runningQuery{cancel: cancel, streaming: streaming}
 	r.mu.Unlock()
 	return ctx, func() {
 		r.mu.Lock()
@@ -160,12 +165,21 @@ func (r *runningQueries) start(ctx context.Context, ticket []byte) (context.Cont
 
 // CancelQueries cancels every running DoGet; their clients get Canceled.
 // Shutdown uses it when streams outlive the grace period.
-func (s *Server) CancelQueries() {
-	s.running.mu.Lock()
-	defer s.running.mu.Unlock()
-	for _, m := range s.running.m {
-		for _, cancel := range m {
-			cancel()
+func (s *Server) CancelQueries() { s.running.cancelAll(false) }
+
+// CancelStreams cancels every change stream: they never end on their own,
+// so shutdown does not wait for them; clients resume by snapshot or
+// consumer id.
+func (s *Server) CancelStreams() { s.running.cancelAll(true) }
+
+func (r *runningQueries) cancelAll(onlyStreams bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range r.m {
+		for _, q := range m {
+			if q.streaming || !onlyStreams {
+				q.cancel()
+			}
 		}
 	}
 }
@@ -173,8 +187,8 @@ func (s *Server) CancelQueries() {
 func (r *runningQueries) cancel(ticket []byte) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, cancel := range r.m[string(ticket)] {
-		cancel()
+	for _, q := range r.m[string(ticket)] {
+		q.cancel()
 	}
 	return len(r.m[string(ticket)]) > 0
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/flightd/flightd/engine"
 	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/plan"
 )
 
 // ticketMagic starts every query ticket flightd issues, so a ticket from
@@ -155,14 +156,20 @@ func (s *Server) stream(ctx context.Context, ticket []byte, st *engine.Statement
 	if err != nil {
 		return nil, nil, toStatus(err)
 	}
-	runCtx, done := s.running.start(ctx, ticket)
-	rdr := exec.NewRecordReader(runCtx, op)
+	runCtx, done := s.running.start(ctx, ticket, st.Streaming())
 	ch := make(chan flight.StreamChunk, 2)
+	var meta func() []byte
+	if st.Streaming() {
+		p := &streamProgress{ctx: ctx, ch: ch, mem: s.eng.Mem(), schema: op.Schema()}
+		runCtx = plan.WithStreamObserver(runCtx, p)
+		meta = p.meta
+	}
+	rdr := exec.NewRecordReader(runCtx, op)
 	go func() {
 		defer close(ch)
 		defer done()
 		defer rdr.Release()
-		err := pump(ctx, rdr, ch)
+		err := pump(ctx, rdr, ch, meta)
 		if err == nil {
 			err = runCtx.Err() // cancelled between batches
 		}
@@ -177,8 +184,8 @@ func (s *Server) stream(ctx context.Context, ticket []byte, st *engine.Statement
 }
 
 // pump sends the reader's batches until its end, its error, or the
-// client going away (ctx).
-func pump(ctx context.Context, rdr array.RecordReader, ch chan<- flight.StreamChunk) (err error) {
+// client going away (ctx); meta, if set, gives each batch's app metadata.
+func pump(ctx context.Context, rdr array.RecordReader, ch chan<- flight.StreamChunk, meta func() []byte) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: %v", engine.ErrInternal, r)
@@ -187,8 +194,12 @@ func pump(ctx context.Context, rdr array.RecordReader, ch chan<- flight.StreamCh
 	for rdr.Next() {
 		b := rdr.RecordBatch()
 		b.Retain()
+		chunk := flight.StreamChunk{Data: b}
+		if meta != nil {
+			chunk.AppMetadata = meta()
+		}
 		select {
-		case ch <- flight.StreamChunk{Data: b}:
+		case ch <- chunk:
 		case <-ctx.Done():
 			b.Release()
 			return ctx.Err()

@@ -18,6 +18,10 @@ import (
 // recursive descent unwind through bindFail (recovered in Bind), which
 // keeps every step free of error plumbing.
 type binder struct {
+	// streamPos is where the query's streaming hint is (nil: none).
+	streamPos *sql.Pos
+	// query: the statement is a query (streams cannot feed DML or DDL).
+	query    bool
 	ctx      context.Context
 	cat      Catalog
 	opts     Options
@@ -72,7 +76,17 @@ func Bind(ctx context.Context, stmt sql.Statement, cat Catalog, opts Options) (b
 			bound, err = nil, f.err
 		}
 	}()
-	return b.bindStatement(stmt), nil
+	bound = b.bindStatement(stmt)
+	if b.streamPos != nil {
+		switch x := bound.(type) {
+		case *Query:
+		case *Explain:
+			if x.Analyze {
+				b.fail(*b.streamPos, "EXPLAIN ANALYZE of a streaming query would never end")
+			}
+		}
+	}
+	return bound, nil
 }
 
 func (b *binder) newCol(name string, typ arrow.DataType, nullable bool) Column {
@@ -92,8 +106,15 @@ func (b *binder) param(p *sql.Param) *ParamRef {
 
 // finishQuery optimizes a bound plan and wraps it as a Query.
 func (b *binder) finishQuery(root Node) *Query {
+	streaming := b.streamPos != nil
+	if streaming {
+		b.checkStream(root)
+	}
 	root = b.optimize(root)
-	return &Query{root: root, schema: schemaOf(root.Columns()), params: b.paramSchema()}
+	if streaming {
+		root = withoutGather(root)
+	}
+	return &Query{root: root, schema: schemaOf(root.Columns()), params: b.paramSchema(), streaming: streaming}
 }
 
 func (b *binder) paramSchema() *arrow.Schema {
@@ -125,6 +146,7 @@ func (b *binder) defaultParamTypes() {
 func (b *binder) bindStatement(stmt sql.Statement) Statement {
 	switch s := stmt.(type) {
 	case *sql.Query:
+		b.query = true
 		n, _ := b.bindQuery(s, nil, nil)
 		b.defaultParamTypes()
 		return b.finishQuery(n)

@@ -936,12 +936,18 @@ func (b *binder) bindFrom(f sql.TableRef, outer *scope, left *scope) (Node, *sco
 			}
 		}
 		t, snap := b.table(f.Name)
-		snap = b.tableHints(f, t, snap)
+		snap, stream := b.tableHints(f, t, snap)
 		qual := t.Ident().Table
 		if f.Alias != "" {
 			qual = f.Alias
 		}
 		n := b.scanNode(t, snap, qual)
+		if stream != nil {
+			n.Stream = stream
+			kind := b.newCol(tablestore.RowKindColumn, arrow.BinaryTypes.String, false)
+			n.Cols = append([]Column{kind}, n.Cols...)
+			n.Names = append([]string{tablestore.RowKindColumn}, n.Names...)
+		}
 		return n, b.aliasScope(n, qual, f.ColAliases, f.Pos)
 	case *sql.DerivedTable:
 		if f.Lateral {
@@ -1016,11 +1022,18 @@ func (b *binder) aliasScope(n Node, qual string, aliases []string, pos sql.Pos) 
 	return s
 }
 
-// tableHints applies OPTIONS hints and FOR SYSTEM_TIME AS OF.
-func (b *binder) tableHints(f *sql.TableName, t *tablestore.Table, snap int64) int64 {
+// tableHints applies OPTIONS hints and FOR SYSTEM_TIME AS OF; a scan.mode
+// option makes the scan a stream.
+func (b *binder) tableHints(f *sql.TableName, t *tablestore.Table, snap int64) (int64, *tablestore.StreamSpec) {
 	for _, h := range f.Hints {
 		if h.Name != "OPTIONS" {
 			b.fail(h.Pos, "unknown table hint %s", h.Name)
+		}
+		if stream := b.streamHint(t, h.Options); stream != nil {
+			if f.SystemTime != nil {
+				b.fail(f.SystemTime.Position(), "FOR SYSTEM_TIME AS OF does not go with scan.mode: use scan.mode from-timestamp")
+			}
+			return snap, stream
 		}
 		for _, o := range h.Options {
 			switch o.Key {
@@ -1047,7 +1060,7 @@ func (b *binder) tableHints(f *sql.TableName, t *tablestore.Table, snap int64) i
 		}
 		snap = id
 	}
-	return snap
+	return snap, nil
 }
 
 func (b *binder) bindJoin(j *sql.Join, outer *scope, left *scope) (Node, *scope) {

@@ -381,6 +381,9 @@ func (bd *builder) scan(n *ScanNode) (exec.Operator, error) {
 		fields[i] = arrow.Field{Name: n.Names[i], Type: c.Type, Nullable: c.Nullable}
 	}
 	schema := arrow.NewSchema(fields, nil)
+	if n.Stream != nil {
+		return bd.filtered(bd.streamScan(n, schema), n)
+	}
 	spec := tablestore.ScanSpec{SnapshotID: n.Snapshot, Columns: n.Names, Filter: n.Pushed}
 	t := n.Table
 	bucket := bd.bucket
@@ -427,6 +430,11 @@ func (bd *builder) scan(n *ScanNode) (exec.Operator, error) {
 		}
 		return &splitChain{splits: splits}, nil
 	})
+	return bd.filtered(src, n)
+}
+
+// filtered applies the scan's exact filter to its source.
+func (bd *builder) filtered(src exec.Operator, n *ScanNode) (exec.Operator, error) {
 	if n.Filter == nil {
 		return src, nil
 	}

@@ -31,6 +31,9 @@ type ScanNode struct {
 	Filter    Expr
 	Pushed    tablestore.Predicate
 	TableRows float64
+	// Stream, when set, reads the table's changes instead of a snapshot;
+	// Names then include tablestore.RowKindColumn.
+	Stream *tablestore.StreamSpec
 }
 
 // ValuesNode is a constant relation.
@@ -425,6 +428,9 @@ func explainLine(n Node) string {
 	switch n := n.(type) {
 	case *ScanNode:
 		s := fmt.Sprintf("Scan %s [%s]", n.Label, strings.Join(n.Names, ", "))
+		if n.Stream != nil {
+			s = "Stream" + s[len("Scan"):] + " from " + n.Stream.Start.String()
+		}
 		if n.Pushed != nil {
 			s += " pushed: " + n.Pushed.String()
 		}

@@ -450,7 +450,9 @@ func derivePushdown(n Node) {
 	if s, ok := n.(*ScanNode); ok {
 		names := map[ColumnID]string{}
 		for i, c := range s.Cols {
-			names[c.ID] = s.Names[i]
+			if s.Names[i] != tablestore.RowKindColumn || s.Stream == nil {
+				names[c.ID] = s.Names[i]
+			}
 		}
 		var ps []tablestore.Predicate
 		for _, c := range conjuncts(s.Filter) {

@@ -49,6 +49,8 @@ type Query struct {
 	root   Node
 	schema *arrow.Schema
 	params *arrow.Schema
+	// streaming: the query reads a change stream and does not end.
+	streaming bool
 }
 
 // Schema is the result schema.

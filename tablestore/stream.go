@@ -587,3 +587,29 @@ func (sch *tableSchema) changelogFiles() bool {
 	p := sch.Options[optChangelogProducer]
 	return p != "" && p != "none"
 }
+
+var streamStartNames = [...]string{
+	StreamLatest: "latest", StreamLatestFull: "latest-full", StreamFromSnapshot: "from-snapshot",
+	StreamFromSnapshotFull: "from-snapshot-full", StreamFromTimestamp: "from-timestamp",
+}
+
+func (s StreamStart) String() string {
+	if s < 0 || int(s) >= len(streamStartNames) {
+		return fmt.Sprintf("StreamStart(%d)", int(s))
+	}
+	return streamStartNames[s]
+}
+
+// ChangelogComplete reports whether the table's change stream is complete:
+// applied to the table's content at the stream's start, it yields the
+// content at every later snapshot. Without a changelog producer only
+// deduplicate tables qualify (as upserts without before-images); otherwise
+// why says what to change.
+func (t *Table) ChangelogComplete() (ok bool, why string) {
+	sch := t.schema
+	engine := sch.Options[optMergeEngine]
+	if !sch.hasPK() || sch.changelogFiles() || engine == "" || engine == "deduplicate" {
+		return true, ""
+	}
+	return false, fmt.Sprintf("table %s has merge-engine %s with changelog-producer none: its changes are partial rows; set changelog-producer to lookup", t.st.id, engine)
+}

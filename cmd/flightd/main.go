@@ -82,9 +82,10 @@ func run() error {
 		return errors.Join(err, eng.Close())
 	}
 
-	// Graceful shutdown: stop accepting calls, let running ones finish
-	// (commits included), cancel result streams still running after the
-	// grace period, then close the store.
+	// Graceful shutdown: stop accepting calls, end change streams (they
+	// never finish), let running calls finish (commits included), cancel
+	// result streams still running after the grace period, then close the
+	// store.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
@@ -94,6 +95,7 @@ func run() error {
 			log.Printf("flightd: cancelling queries still running after %v", *grace)
 			srv.CancelQueries()
 		})
+		srv.CancelStreams()
 		fs.Shutdown()
 	}()
 	scheme := "grpc"

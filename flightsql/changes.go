@@ -1,0 +1,218 @@
+package flightsql
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/tablestore"
+)
+
+// Change streams. A table's changelog is read with a streaming query (a
+// table hint with 'scan.mode') through the usual Flight SQL calls, or with a
+// DoGet whose ticket is ChangesTicketPrefix followed by a ChangesTicket in
+// JSON, for plain Flight clients. The stream does not end on its own.
+//
+// Every batch carries app metadata {"snapshot": N}: its rows are changes of
+// snapshot N, and the batches of one snapshot are contiguous. A batch with
+// no rows and {"snapshot": N, "caught_up": true} says every change up to
+// snapshot N has been sent; it comes when the stream catches up and then at
+// each heartbeat while no commit arrives (keep-alive).
+//
+// Consumers: with a consumer id the stream resumes from the consumer's
+// position, which only the CommitConsumerAction moves. The delivery is
+// at-least-once from that position; a client that records the last snapshot
+// it applied completely and skips batches of snapshots up to it gets each
+// change applied exactly once.
+
+// ChangesTicketPrefix starts a change stream ticket.
+const ChangesTicketPrefix = "flightd/changes1:"
+
+// ChangesTicket names a table and where its change stream starts.
+type ChangesTicket struct {
+	// Table is "table" (in database Database, default "default") or "db.table".
+	Table    string `json:"table"`
+	Database string `json:"database,omitempty"`
+	// Mode is a scan.mode: latest, latest-full, from-snapshot,
+	// from-snapshot-full or from-timestamp (default latest-full).
+	Mode            string   `json:"mode,omitempty"`
+	SnapshotID      int64    `json:"snapshot_id,omitempty"`
+	TimestampMillis int64    `json:"timestamp_millis,omitempty"`
+	Columns         []string `json:"columns,omitempty"`
+	// Filter is a SQL boolean expression over the table's columns.
+	Filter            string `json:"filter,omitempty"`
+	ConsumerID        string `json:"consumer_id,omitempty"`
+	EndSnapshotID     int64  `json:"end_snapshot_id,omitempty"`
+	HeartbeatMillis   int64  `json:"heartbeat_millis,omitempty"`
+	DiscoveryInterval int64  `json:"discovery_interval_millis,omitempty"`
+}
+
+// SQL is the streaming query the ticket stands for.
+func (t ChangesTicket) SQL() (string, error) {
+	if strings.TrimSpace(t.Table) == "" {
+		return "", fmt.Errorf("change stream ticket: table is missing: %w", errBadRequest)
+	}
+	var b strings.Builder
+	b.WriteString("SELECT ")
+	if len(t.Columns) == 0 {
+		b.WriteString("*")
+	}
+	for i, c := range t.Columns {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(quoteIdent(c))
+	}
+	b.WriteString(" FROM ")
+	if t.Database != "" {
+		b.WriteString(quoteIdent(t.Database) + ".")
+	}
+	for i, p := range strings.Split(t.Table, ".") {
+		if i > 0 {
+			b.WriteString(".")
+		}
+		b.WriteString(quoteIdent(p))
+	}
+	mode := t.Mode
+	if mode == "" {
+		mode = "latest-full"
+	}
+	opts := [][2]string{{"scan.mode", mode}}
+	add := func(k string, v int64) {
+		if v != 0 {
+			opts = append(opts, [2]string{k, strconv.FormatInt(v, 10)})
+		}
+	}
+	add("scan.snapshot-id", t.SnapshotID)
+	add("scan.timestamp-millis", t.TimestampMillis)
+	add("scan.bounded.snapshot-id", t.EndSnapshotID)
+	if t.ConsumerID != "" {
+		opts = append(opts, [2]string{"consumer-id", t.ConsumerID})
+	}
+	if t.HeartbeatMillis != 0 {
+		opts = append(opts, [2]string{"stream.heartbeat-interval", strconv.FormatInt(t.HeartbeatMillis, 10) + "ms"})
+	}
+	if t.DiscoveryInterval != 0 {
+		opts = append(opts, [2]string{"continuous.discovery-interval", strconv.FormatInt(t.DiscoveryInterval, 10) + "ms"})
+	}
+	b.WriteString(" /*+ OPTIONS(")
+	for i, o := range opts {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(quoteString(o[0]) + "=" + quoteString(o[1]))
+	}
+	b.WriteString(") */")
+	if t.Filter != "" {
+		b.WriteString(" WHERE (" + t.Filter + "\n)")
+	}
+	return b.String(), nil
+}
+
+func quoteIdent(s string) string  { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+func quoteString(s string) string { return `'` + strings.ReplaceAll(s, `'`, `''`) + `'` }
+
+// doGetChanges serves a change stream ticket.
+func (s *Server) doGetChanges(ctx context.Context, ticket []byte) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	var t ChangesTicket
+	dec := json.NewDecoder(bytes.NewReader(ticket[len(ChangesTicketPrefix):]))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&t); err != nil {
+		return nil, nil, toStatus(fmt.Errorf("malformed change stream ticket: %v: %w", err, errBadRequest))
+	}
+	query, err := t.SQL()
+	if err != nil {
+		return nil, nil, toStatus(err)
+	}
+	sess, err := s.session(ctx)
+	if err != nil {
+		return nil, nil, toStatus(err)
+	}
+	st, err := sess.Prepare(ctx, query, nil)
+	if err != nil {
+		return nil, nil, toStatus(fmt.Errorf("change stream ticket: %w", err))
+	}
+	return s.stream(ctx, ticket, st, nil)
+}
+
+// streamProgress sends a streaming query's progress markers into its
+// result channel and labels its batches with their snapshot.
+type streamProgress struct {
+	ctx      context.Context
+	ch       chan<- flight.StreamChunk
+	mem      memory.Allocator
+	schema   *arrow.Schema
+	snapshot int64
+}
+
+func (p *streamProgress) Rows(snapshot int64) { p.snapshot = snapshot }
+
+func (p *streamProgress) CaughtUp(snapshot int64) error {
+	cols := make([]arrow.Array, p.schema.NumFields())
+	for i, f := range p.schema.Fields() {
+		cols[i] = array.MakeArrayOfNull(p.mem, f.Type, 0)
+		defer cols[i].Release()
+	}
+	b := array.NewRecordBatch(p.schema, cols, 0)
+	meta, _ := json.Marshal(progressMeta{Snapshot: snapshot, CaughtUp: true})
+	select {
+	case p.ch <- flight.StreamChunk{Data: b, AppMetadata: meta}:
+		return nil
+	case <-p.ctx.Done():
+		b.Release()
+		return p.ctx.Err()
+	}
+}
+
+// meta labels the batch about to be sent.
+func (p *streamProgress) meta() []byte {
+	m, _ := json.Marshal(progressMeta{Snapshot: p.snapshot})
+	return m
+}
+
+type progressMeta struct {
+	Snapshot int64 `json:"snapshot"`
+	CaughtUp bool  `json:"caught_up,omitempty"`
+}
+
+// CommitConsumerAction records a consumer's position: the body is a
+// CommitConsumerRequest in JSON; the stream of that consumer resumes at
+// NextSnapshot, and expiry keeps that snapshot and later ones.
+const CommitConsumerAction = "flightd.CommitConsumer"
+
+// CommitConsumerRequest is the body of CommitConsumerAction.
+type CommitConsumerRequest struct {
+	Table        string `json:"table"` // "table" in the session's database, or "db.table"
+	ConsumerID   string `json:"consumer_id"`
+	NextSnapshot int64  `json:"next_snapshot"`
+}
+
+func (s *Server) commitConsumer(ctx context.Context, body []byte) error {
+	var req CommitConsumerRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return fmt.Errorf("%s: malformed request: %v: %w", CommitConsumerAction, err, errBadRequest)
+	}
+	sess, err := s.session(ctx)
+	if err != nil {
+		return err
+	}
+	id := tablestore.Ident{Database: sess.Database(), Table: req.Table}
+	if db, tbl, ok := strings.Cut(req.Table, "."); ok {
+		id = tablestore.Ident{Database: db, Table: tbl}
+	}
+	t, err := s.eng.Store().Table(ctx, id)
+	if err != nil {
+		return fmt.Errorf("%s: %w", CommitConsumerAction, err)
+	}
+	return t.SetConsumer(ctx, req.ConsumerID, req.NextSnapshot)
+}

@@ -1,0 +1,294 @@
+package flightsql_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/flightd/flightd/flightsql"
+)
+
+// change is one row of a change stream, or a progress marker (Kind "").
+type change struct {
+	Kind     string
+	Row      []string // the columns after the row kind
+	Snapshot int64
+	CaughtUp bool
+}
+
+// readChanges reads a change stream into a channel until it ends or
+// fails (the error is sent last as a change with Kind "error").
+func readChanges(t *testing.T, rdr *flight.Reader) <-chan change {
+	out := make(chan change, 1024)
+	go func() {
+		defer close(out)
+		defer rdr.Release()
+		for rdr.Next() {
+			var meta struct {
+				Snapshot int64 `json:"snapshot"`
+				CaughtUp bool  `json:"caught_up"`
+			}
+			if err := json.Unmarshal(rdr.LatestAppMetadata(), &meta); err != nil {
+				out <- change{Kind: "error", Row: []string{fmt.Sprintf("batch without progress metadata %q: %v", rdr.LatestAppMetadata(), err)}}
+				return
+			}
+			b := rdr.RecordBatch()
+			if b.NumRows() == 0 {
+				if !meta.CaughtUp {
+					out <- change{Kind: "error", Row: []string{"empty batch that is not a progress marker"}}
+					return
+				}
+				out <- change{Snapshot: meta.Snapshot, CaughtUp: true}
+				continue
+			}
+			if meta.CaughtUp || meta.Snapshot < 1 {
+				out <- change{Kind: "error", Row: []string{fmt.Sprintf("rows with metadata %+v", meta)}}
+				return
+			}
+			for _, r := range batchRows(b) {
+				out <- change{Kind: r[0], Row: r[1:], Snapshot: meta.Snapshot}
+			}
+		}
+		if err := rdr.Err(); err != nil {
+			out <- change{Kind: "error", Row: []string{err.Error()}}
+		}
+	}()
+	return out
+}
+
+// keyedImage applies upserts and retractions by the first column.
+type keyedImage map[string]string
+
+func (m keyedImage) apply(t *testing.T, c change) {
+	t.Helper()
+	switch c.Kind {
+	case "+I", "+U":
+		m[c.Row[0]] = strings.Join(c.Row, "|")
+	case "-U", "-D":
+		delete(m, c.Row[0])
+	case "error":
+		t.Fatalf("stream failed: %s", c.Row[0])
+	default:
+		t.Fatalf("row kind %q", c.Kind)
+	}
+}
+
+func (m keyedImage) rows() []string {
+	return slices.Sorted(maps.Values(m))
+}
+
+func tableRows(t *testing.T, rows [][]string) []string {
+	var out []string
+	for _, r := range rows {
+		out = append(out, strings.Join(r, "|"))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// waitFor applies changes until one has row key (or fails after a while).
+func waitFor(t *testing.T, ch <-chan change, img keyedImage, key string) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case c, ok := <-ch:
+			if !ok {
+				t.Fatalf("stream ended while waiting for key %s", key)
+			}
+			if c.Kind == "" {
+				continue
+			}
+			img.apply(t, c)
+			if c.Row[0] == key {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no change of key %s within 30s", key)
+		}
+	}
+}
+
+// TestChangeStreamSQL: a streaming query over Flight SQL starts with the
+// table's content and follows inserts, updates and deletes from another
+// client, with snapshot metadata on every batch and keep-alive markers.
+func TestChangeStreamSQL(t *testing.T) {
+	ts := startServer(t, flightsql.Options{})
+	cnxn := ts.connect(t, nil)
+	mustExec(t, cnxn, "CREATE TABLE t (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '2')")
+	mustExec(t, cnxn, "INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+	cl, _ := ts.rawClient(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	info, err := cl.Execute(ctx, "SELECT k, v FROM t /*+ OPTIONS('scan.mode'='latest-full', 'stream.heartbeat-interval'='50ms') */ WHERE k < 1000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.TotalRecords; got != -1 {
+		t.Fatalf("a stream announces %d records", got)
+	}
+	rdr, err := cl.DoGet(ctx, info.Endpoint[0].Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rdr.Schema().Field(0).Name; got != "_row_kind" {
+		t.Fatalf("first column %q", got)
+	}
+	ch := readChanges(t, rdr)
+	img := keyedImage{}
+	waitFor(t, ch, img, "3")
+	mustExec(t, cnxn, "INSERT INTO t VALUES (4, 'd'), (1, 'a2')")
+	mustExec(t, cnxn, "DELETE FROM t WHERE k = 2")
+	mustExec(t, cnxn, "UPDATE t SET v = 'c2' WHERE k = 3")
+	mustExec(t, cnxn, "INSERT INTO t VALUES (5000, 'filtered out'), (999, 'last')")
+	waitFor(t, ch, img, "999")
+	if got, want := img.rows(), tableRows(t, query(t, cnxn, "SELECT k, v FROM t WHERE k < 1000")); !slices.Equal(got, want) {
+		t.Fatalf("applied stream %q, table %q", got, want)
+	}
+	// Idle: keep-alive markers keep coming.
+	markers := 0
+	for markers < 3 {
+		select {
+		case c := <-ch:
+			if c.Kind != "" {
+				t.Fatalf("unexpected change %+v", c)
+			}
+			markers++
+		case <-time.After(10 * time.Second):
+			t.Fatal("no keep-alive while idle")
+		}
+	}
+	cancel()
+	for range ch {
+	}
+}
+
+// TestChangeStreamTicket: a plain Flight DoGet with a change ticket, a
+// consumer that commits its position and resumes from it, and bad tickets
+// with clear errors.
+func TestChangeStreamTicket(t *testing.T) {
+	ts := startServer(t, flightsql.Options{})
+	cnxn := ts.connect(t, nil)
+	mustExec(t, cnxn, "CREATE TABLE t (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED)")
+	mustExec(t, cnxn, "INSERT INTO t VALUES (1, 'a')")
+	cl, mem := ts.rawClient(t)
+	open := func(ctx context.Context, tk flightsql.ChangesTicket) (<-chan change, error) {
+		body, _ := json.Marshal(tk)
+		s, err := cl.Client.DoGet(ctx, &flight.Ticket{Ticket: append([]byte(flightsql.ChangesTicketPrefix), body...)})
+		if err != nil {
+			return nil, err
+		}
+		rdr, err := flight.NewRecordReader(s, ipc.WithAllocator(mem))
+		if err != nil {
+			return nil, err
+		}
+		return readChanges(t, rdr), nil
+	}
+	tk := flightsql.ChangesTicket{Table: "default.t", Mode: "latest", ConsumerID: "c1", HeartbeatMillis: 50}
+	ctx, cancel := context.WithCancel(context.Background())
+	ch, err := open(ctx, tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := <-ch // caught up before any change: the starting point
+	if first.Kind != "" || !first.CaughtUp {
+		t.Fatalf("first message %+v", first)
+	}
+	mustExec(t, cnxn, "INSERT INTO t VALUES (2, 'b')")
+	img := keyedImage{}
+	waitFor(t, ch, img, "2")
+	var applied int64
+	for c := range ch { // the marker after snapshot 2
+		if c.CaughtUp {
+			applied = c.Snapshot
+			break
+		}
+	}
+	cancel()
+	for range ch {
+	}
+	body, _ := json.Marshal(flightsql.CommitConsumerRequest{Table: "t", ConsumerID: "c1", NextSnapshot: applied + 1})
+	if _, err := cl.Client.DoAction(context.Background(), &flight.Action{Type: flightsql.CommitConsumerAction, Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, cnxn, "INSERT INTO t VALUES (3, 'c')")
+	// Resume: the consumer position wins over the ticket's mode, so only
+	// what came after the committed position arrives.
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	tk.Mode = "latest-full"
+	ch, err = open(ctx, tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c := range ch {
+		if c.Kind == "" {
+			continue
+		}
+		if c.Row[0] != "3" || c.Snapshot != applied+1 {
+			t.Fatalf("resumed stream sent %+v, want only key 3 of snapshot %d", c, applied+1)
+		}
+		break
+	}
+	cancel()
+	for range ch {
+	}
+
+	for _, bad := range []struct {
+		ticket string
+		code   codes.Code
+		msg    string
+	}{
+		{`{"table":"nope"}`, codes.NotFound, "nope"},
+		{`{"table":"t","mode":"sideways"}`, codes.InvalidArgument, "unknown scan.mode"},
+		{`{"table":"t","colour":"red"}`, codes.InvalidArgument, "colour"},
+		{`{"table":"t","mode":"from-snapshot"}`, codes.InvalidArgument, "needs scan.snapshot-id"},
+		{`{"table":"t","columns":["nope"]}`, codes.InvalidArgument, "nope"},
+		{`{"table":"t","mode":"from-snapshot","snapshot_id":99}`, codes.InvalidArgument, "snapshot 99 does not exist"},
+	} {
+		s, err := cl.Client.DoGet(context.Background(), &flight.Ticket{Ticket: []byte(flightsql.ChangesTicketPrefix + bad.ticket)})
+		for err == nil {
+			_, err = s.Recv()
+		}
+		if st, _ := status.FromError(err); st.Code() != bad.code || !strings.Contains(st.Message(), bad.msg) {
+			t.Errorf("ticket %s: got %v, want %v mentioning %q", bad.ticket, err, bad.code, bad.msg)
+		}
+	}
+}
+
+// TestChangeStreamRefused: queries a stream cannot run are refused at
+// planning with the reason.
+func TestChangeStreamRefused(t *testing.T) {
+	ts := startServer(t, flightsql.Options{})
+	cnxn := ts.connect(t, nil)
+	mustExec(t, cnxn, "CREATE TABLE t (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED)")
+	mustExec(t, cnxn, "CREATE TABLE u (k BIGINT, v STRING)")
+	hint := "/*+ OPTIONS('scan.mode'='latest') */"
+	for _, c := range []struct{ sql, msg string }{
+		{"SELECT count(*) FROM t " + hint, "aggregation"},
+		{"SELECT * FROM t " + hint + " JOIN u ON t.k = u.k", "join"},
+		{"SELECT * FROM t " + hint + " ORDER BY k", "ORDER BY"},
+		{"INSERT INTO u SELECT k, v FROM t " + hint, "can only be queried"},
+		{"SELECT * FROM t /*+ OPTIONS('scan.mode'='latest', 'scan.snapshot-id'='1') */", "does not go with"},
+		{"EXPLAIN ANALYZE SELECT * FROM t " + hint, "never end"},
+	} {
+		_, err := tryQuery(cnxn, c.sql)
+		if err == nil || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s: got %v, want an error mentioning %q", c.sql, err, c.msg)
+		}
+	}
+	rows := query(t, cnxn, "EXPLAIN SELECT v FROM t "+hint+" WHERE v = 'x'")
+	if plan := fmt.Sprint(rows); !strings.Contains(plan, "Stream") || !strings.Contains(plan, "from latest") {
+		t.Errorf("EXPLAIN does not show the stream:\n%s", plan)
+	}
+}
