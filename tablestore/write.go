@@ -106,7 +106,7 @@ func (w *Write) WriteKinds(ctx context.Context, b arrow.RecordBatch, kinds []Row
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	rec, err := w.conformInput(b, kinds)
+	rec, kinds, err := w.conformInput(b, kinds)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", w.t.st.id, err)
 	}
@@ -197,8 +197,37 @@ func recordBytes(r arrow.RecordBatch) int64 {
 }
 
 // conformInput checks b against the schema and returns it with the
-// table's column order (nil for an empty batch).
-func (w *Write) conformInput(b arrow.RecordBatch, kinds []RowKind) (arrow.RecordBatch, error) {
+// table's column order (nil for an empty batch), without the retracting
+// rows when the table has ignore-delete.
+func (w *Write) conformInput(b arrow.RecordBatch, kinds []RowKind) (arrow.RecordBatch, []RowKind, error) {
+	rec, err := w.conformColumns(b, kinds)
+	if err != nil || rec == nil {
+		return nil, nil, err
+	}
+	if !w.sch.opts.merge.ignoreDelete || !slices.ContainsFunc(kinds, RowKind.IsRetract) {
+		return rec, kinds, nil
+	}
+	defer rec.Release()
+	var refs []rowRef
+	var kept []RowKind
+	for i, k := range kinds {
+		if !k.IsRetract() {
+			refs = append(refs, rowRef{0, int32(i)})
+			kept = append(kept, k)
+		}
+	}
+	if len(refs) == 0 {
+		return nil, nil, nil
+	}
+	cols := make([]arrow.Array, rec.NumCols())
+	for c := range cols {
+		cols[c] = gather(w.t.st.s.opts.Mem, w.sch.types[c], []arrow.Array{rec.Column(c)}, refs)
+		defer cols[c].Release()
+	}
+	return array.NewRecordBatch(w.sch.arrow, cols, int64(len(refs))), kept, nil
+}
+
+func (w *Write) conformColumns(b arrow.RecordBatch, kinds []RowKind) (arrow.RecordBatch, error) {
 	if b == nil {
 		return nil, fmt.Errorf("%w: nil batch", ErrInvalid)
 	}
@@ -212,6 +241,9 @@ func (w *Write) conformInput(b arrow.RecordBatch, kinds []RowKind) (arrow.Record
 		if !w.sch.hasPK() && k != Insert {
 			return nil, fmt.Errorf("%w: row %d: append table %s accepts only +I rows, got %s", ErrInvalid, i, w.t.st.id, k)
 		}
+	}
+	if err := checkInputKinds(w.t.st.id, w.sch, kinds); err != nil {
+		return nil, err
 	}
 	in := b.Schema()
 	for _, f := range in.Fields() {
@@ -305,6 +337,14 @@ func (w *Write) flush(ctx context.Context) error {
 		slices.SortStableFunc(idx, groupCmp)
 	}
 	mf := newMergeFunction(sch)
+	var rm rowMerger
+	if sch.hasPK() {
+		all := make([]int, len(sch.Fields))
+		for i := range all {
+			all[i] = i
+		}
+		rm = newRowMerger(w.t.st.id, sch, all, w.t.st.s.opts.Mem)
+	}
 	for lo := 0; lo < n; {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -314,15 +354,22 @@ func (w *Write) flush(ctx context.Context) error {
 			hi++
 		}
 		rows := idx[lo:hi]
-		if sch.hasPK() {
-			rows = mergeSorted(order, mf, rows, false)
+		var out arrow.RecordBatch
+		switch {
+		case rm != nil:
+			if out, err = w.mergeRows(order, rm, rows); err != nil {
+				return err
+			}
+		case sch.hasPK():
+			out = w.gatherRows(ord, mergeSorted(order, mf, rows, false))
+		default:
+			out = w.gatherRows(ord, rows)
 		}
 		var part []datum
 		for _, p := range sch.PartitionKeys {
 			d, _ := datumAt(col(p), idx[lo])
 			part = append(part, d)
 		}
-		out := w.gatherRows(ord, rows)
 		dw := w.t.st.newDataWriter(sch, part, int(buckets[idx[lo]]), 0, "APPEND", 0, w.dirs)
 		err := dw.write(ctx, out)
 		out.Release()
@@ -440,6 +487,53 @@ func (w *Write) gatherRows(ord arrow.RecordBatch, rows []int) arrow.RecordBatch 
 		c.Release()
 	}
 	return out
+}
+
+// mergeRows merges the buffered rows (sorted by key, then version) with a
+// row-building merge engine into a file batch (fileSchema layout).
+func (w *Write) mergeRows(o rowOrder, rm rowMerger, sorted []int) (arrow.RecordBatch, error) {
+	mem := w.t.st.s.opts.Mem
+	sch := w.sch
+	arrs := make([][]arrow.Array, len(sch.Fields))
+	for c := range arrs {
+		for _, r := range w.recs {
+			arrs[c] = append(arrs[c], r.Column(c))
+		}
+	}
+	in := &mergeRows{
+		arrs: func(p int) []arrow.Array { return arrs[p] },
+		seq:  func(r rowRef) int64 { return w.seqStart[r.src] + int64(r.row) },
+		kind: func(r rowRef) RowKind { return w.kinds[r.src][r.row] },
+	}
+	out := newMergeOut(sch.types)
+	defer out.release()
+	var vers []rowRef
+	for i := 0; i < len(sorted); {
+		j := i + 1
+		for j < len(sorted) && o.key(sorted[i], sorted[j]) == 0 {
+			j++
+		}
+		vers = vers[:0]
+		for _, r := range sorted[i:j] {
+			vers = append(vers, rowRef{w.src[r], w.row[r]})
+		}
+		if err := rm.merge(in, vers, true, out); err != nil {
+			return nil, err
+		}
+		i = j
+	}
+	n := out.rows()
+	cols := make([]arrow.Array, 0, 2+len(sch.Fields))
+	seqs, kinds := out.sysColumns(mem)
+	cols = append(cols, seqs, kinds)
+	for p := range sch.Fields {
+		cols = append(cols, out.gatherColumn(mem, p, arrs[p]))
+	}
+	rec := array.NewRecordBatch(fileSchema(sch), cols, int64(n))
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec, nil
 }
 
 // bucketsOf computes each row's bucket from the bucket key.
