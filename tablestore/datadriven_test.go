@@ -117,6 +117,10 @@ func TestDataDriven(t *testing.T) {
 				case "compact":
 					return "ok", tbl.Compact(ctx, d.HasArg("full"))
 				case "drop":
+					if w != nil {
+						w.Abort()
+						w = nil
+					}
 					tbl = nil
 					return "ok", s.DropTable(ctx, id, false)
 				case "expire":

@@ -18,9 +18,13 @@ import (
 // gives the same row. A merged row's cells are references to input cells
 // (no copy) or computed values appended to side arrays.
 
-// Aggregate functions and whether they can retract (-U/-D input).
+// Aggregate functions and whether they can retract (-U/-D input); product
+// retracts on floating-point columns only (integer division would make
+// partial merges disagree). Paimon lets last_non_null_value retract to
+// NULL, but a NULL partial aggregate means "no value" when merged again,
+// so the retracted value would come back from older files: refused here.
 var aggFuncs = map[string]bool{
-	"sum": true, "product": true, "count": true, "last_value": true, "last_non_null_value": true,
+	"sum": true, "product": true, "count": true, "last_value": true, "last_non_null_value": false,
 	"max": false, "min": false, "first_value": false, "first_non_null_value": false,
 	"listagg": false, "bool_and": false, "bool_or": false,
 }
@@ -213,11 +217,15 @@ func (m *mergeOptions) retractBlocker(sch *tableSchema) (string, string) {
 		if slices.Contains(sch.PrimaryKeys, f.Name) || m.ignoreRetract[f.Name] {
 			continue
 		}
-		if fn := m.function(f.Name); !aggFuncs[fn] {
+		if fn := m.function(f.Name); !canRetract(fn, sch.types[sch.fieldIndex(f.Name)]) {
 			return f.Name, fn
 		}
 	}
 	return "", ""
+}
+
+func canRetract(fn string, dt arrow.DataType) bool {
+	return aggFuncs[fn] && (fn != "product" || !isIntType(dt))
 }
 
 func seqGroupType(dt arrow.DataType) bool {
@@ -477,10 +485,6 @@ func (bb *builderBase) cmpCells(in *mergeRows, p int, x, y rowRef) int {
 	return bytes.Compare(bb.a, bb.b)
 }
 
-func (bb *builderBase) isNull(in *mergeRows, p int, r rowRef) bool {
-	return r == none || in.arrs(p)[r.src].IsNull(int(r.row))
-}
-
 // emit appends the merged row in bb.cell (key cells from last).
 func (bb *builderBase) emit(in *mergeRows, last rowRef, kind RowKind, out *mergeOut) {
 	for _, p := range bb.keys {
@@ -681,7 +685,7 @@ func (m *aggMerge) fold(in *mergeRows, p int, vers []rowRef, raw bool, out *merg
 		if m.ignoreRetract[p] {
 			return true, false, nil
 		}
-		if !aggFuncs[fn] {
+		if !canRetract(fn, m.sch.types[m.cols[p]]) {
 			return true, false, fmt.Errorf("%w: table %s: column %q has aggregate-function %s, which cannot retract a %s row", ErrInvalid, m.id, m.sch.Fields[m.cols[p]].Name, fn, in.kind(r))
 		}
 		return false, true, nil
@@ -708,9 +712,6 @@ func (m *aggMerge) fold(in *mergeRows, p int, vers []rowRef, raw bool, out *merg
 			case "last_non_null_value":
 				if !null {
 					cur = v
-					if retract {
-						cur = none
-					}
 				}
 			case "first_value":
 				ref(v)
@@ -724,7 +725,9 @@ func (m *aggMerge) fold(in *mergeRows, p int, vers []rowRef, raw bool, out *merg
 				if null {
 					continue
 				}
-				if c := m.cmpCells(in, p, v, cur); cur == none || (fn == "max" && c > 0) || (fn == "min" && c < 0) {
+				if cur == none {
+					cur = v
+				} else if c := m.cmpCells(in, p, v, cur); (fn == "max" && c > 0) || (fn == "min" && c < 0) {
 					cur = v
 				}
 			}
@@ -766,13 +769,7 @@ func (m *aggMerge) fold(in *mergeRows, p int, vers []rowRef, raw bool, out *merg
 			switch {
 			case fn == "product" && retract:
 				if !set {
-					iacc, facc = 1, 1
-				}
-				if !isFloat && iv == 0 {
-					return fmt.Errorf("%w: table %s: column %q: product cannot retract 0", ErrInvalid, m.id, m.sch.Fields[m.cols[p]].Name)
-				}
-				if !isFloat {
-					iacc /= iv
+					facc = 1
 				}
 				facc /= fv
 			case fn == "product":
