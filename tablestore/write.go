@@ -53,6 +53,7 @@ type Write struct {
 	minSeq   int64
 	maxSeq   int64
 	pending  []*manifestEntry // flushed, not yet committed
+	logs     []*manifestEntry // changelog files (input producer)
 	// Per buffered row, during a flush: source batch, row, seq, kind.
 	src, row []int32
 	seqs     []int64
@@ -78,7 +79,7 @@ func (w *Write) reset() {
 	w.started = false
 	w.recs, w.kinds, w.seqStart = nil, nil, nil
 	w.bytes, w.minSeq, w.maxSeq = 0, -1, -1
-	w.pending = nil
+	w.pending, w.logs = nil, nil
 	w.touched = map[string][]datum{}
 	w.dirs = map[string]bool{}
 	if w.release != nil {
@@ -383,8 +384,33 @@ func (w *Write) flush(ctx context.Context) error {
 		}
 		w.pending = append(w.pending, ents...)
 		w.touched[partitionKey(part)] = part
+		if sch.hasPK() && sch.opts.producer == producerInput {
+			if err := w.writeInputChangelog(ctx, ord, idx[lo:hi], part, int(buckets[idx[lo]])); err != nil {
+				return err
+			}
+		}
 		lo = hi
 	}
+	return nil
+}
+
+// writeInputChangelog writes the rows of one bucket as they came in (in
+// sequence order, unmerged) to a changelog file (the input producer).
+func (w *Write) writeInputChangelog(ctx context.Context, ord arrow.RecordBatch, rows []int, part []datum, bucket int) error {
+	bySeq := slices.Clone(rows)
+	slices.SortFunc(bySeq, func(a, b int) int { return cmpInt64(w.seqs[a], w.seqs[b]) })
+	out := w.gatherRows(ord, bySeq)
+	defer out.Release()
+	cw := w.t.st.newChangelogWriter(w.sch, part, bucket, "APPEND", w.dirs)
+	if err := cw.write(ctx, out); err != nil {
+		cw.abort()
+		return err
+	}
+	ents, err := cw.finish()
+	if err != nil {
+		return err
+	}
+	w.logs = append(w.logs, ents...)
 	return nil
 }
 
@@ -583,13 +609,17 @@ func (w *Write) Commit(ctx context.Context) (int64, error) {
 		}
 	}
 	req := &commitRequest{
-		kind:    commitAppend,
-		adds:    w.pending,
-		baseID:  w.baseID,
-		minSeq:  w.minSeq,
-		strict:  w.opts.BaseSnapshot > 0,
-		nextSeq: w.maxSeq + 1,
-		dirs:    slices.Collect(maps.Keys(w.dirs)),
+		kind:      commitAppend,
+		adds:      w.pending,
+		baseID:    w.baseID,
+		minSeq:    w.minSeq,
+		strict:    w.opts.BaseSnapshot > 0,
+		nextSeq:   w.maxSeq + 1,
+		dirs:      slices.Collect(maps.Keys(w.dirs)),
+		changelog: w.logs,
+	}
+	if w.sch.hasPK() && w.sch.opts.producer == producerLookup {
+		req.produce = st.lookupChangelog(w.pending)
 	}
 	if w.opts.Overwrite {
 		req.kind = commitOverwrite
@@ -667,7 +697,7 @@ func partitionPathValue(v string) string {
 
 // Abort drops buffered rows and removes files written but not committed.
 func (w *Write) Abort() {
-	for _, e := range w.pending {
+	for _, e := range append(w.pending, w.logs...) {
 		_ = w.t.st.fs().Remove(joinPath(w.t.st.dir, e.File.Path))
 	}
 	w.reset()
