@@ -342,7 +342,7 @@ func runMeta(t *testing.T, cfg metaConfig, seed uint64, steps int) {
 		if p == producerFullCompaction {
 			must(t, tbl.Compact(ctx, true))
 		}
-		checkChangelogs(t, tbl, p)
+		checkChangelogs(t, tbl, p, 1)
 	}
 	if _, ok := cfg.opts["snapshot.time-retained"]; ok {
 		// Quiesce background compaction, which adds snapshots.
