@@ -151,6 +151,7 @@ func TestChangelogProducers(t *testing.T) {
 				continue
 			}
 			t.Run(eng.name+"/"+prod, func(t *testing.T) {
+				t.Parallel() // commits mostly wait for fsync
 				runChangelogTest(t, seed, eng.opts, eng.deletes, prod)
 			})
 		}
@@ -177,7 +178,7 @@ func runChangelogTest(t *testing.T, seed uint64, engOpts map[string]string, dele
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(seed, uint64(wr)))
-			for range 6 {
+			for range 5 {
 				if err := commitRandom(ctx, tbl, mem, rng, deletes); err != nil {
 					errs <- err
 					return
