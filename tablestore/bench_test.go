@@ -70,77 +70,101 @@ func BenchmarkIngest(b *testing.B) {
 		comp      string
 		writeOnly bool
 	}{{"snappy", false}, {"none", false}, {"none", true}} {
-		comp := c.comp
-		b.Run(fmt.Sprintf("compression=%s/write-only=%v", comp, c.writeOnly), func(b *testing.B) {
-			ctx := context.Background()
-			mem := memory.NewGoAllocator()
-			fsys := &countingFS{FS: NewLocalFS()}
-			s, err := Open(ctx, fsys, b.TempDir(), Options{Mem: mem})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			_ = s.CreateDatabase(ctx, "db", false)
-			tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: benchSchema, PrimaryKey: []string{"k"},
-				Options: map[string]string{"bucket": "2", "file.compression": comp, "write-only": fmt.Sprint(c.writeOnly)}}, false)
-			if err != nil {
-				b.Fatal(err)
-			}
-			rng := rand.New(rand.NewPCG(1, 2))
-			const rows = 8192
-			batches := make([]arrow.RecordBatch, 32)
-			for i := range batches {
-				batches[i] = benchBatch(mem, rng, rows, 10_000_000, -1)
-			}
-			defer func() {
-				for _, r := range batches {
-					r.Release()
-				}
-			}()
-			w := tbl.NewWrite(WriteOptions{})
-			cpu0, t0 := cpuTime(), time.Now()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if err := w.Write(ctx, batches[i%len(batches)], Insert); err != nil {
-					b.Fatal(err)
-				}
-				if i%16 == 15 {
-					if _, err := w.Commit(ctx); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-			if _, err := w.Commit(ctx); err != nil {
-				b.Fatal(err)
-			}
-			b.StopTimer()
-			n := float64(b.N) * rows
-			b.ReportMetric(n/time.Since(t0).Seconds(), "rows/s")
-			b.ReportMetric(n/(cpuTime()-cpu0).Seconds(), "rows/cpu-s")
-			// Write amplification: data-file bytes written (flushes and
-			// compactions) per byte of data files live at the end.
-			st, err := tbl.Stats(ctx, 0)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(float64(fsys.dataBytes.Load())/float64(st.Bytes), "write-amp")
-			b.ReportMetric(float64(st.Files), "files")
+		b.Run(fmt.Sprintf("compression=%s/write-only=%v", c.comp, c.writeOnly), func(b *testing.B) {
+			benchIngest(b, map[string]string{"file.compression": c.comp, "write-only": fmt.Sprint(c.writeOnly)}, 10_000_000)
 		})
 	}
 }
 
-// countingFS counts the bytes written to data files.
+// BenchmarkIngestChangelog is BenchmarkIngest per changelog producer over
+// 200k keys, so most rows update an existing key (the lookup producer then
+// emits -U/+U pairs). write-amp counts data and changelog bytes written
+// per byte of live data; changelog-amp the changelog bytes alone.
+func BenchmarkIngestChangelog(b *testing.B) {
+	for _, p := range []string{producerNone, producerInput, producerLookup, producerFullCompaction} {
+		b.Run("producer="+p, func(b *testing.B) {
+			benchIngest(b, map[string]string{"changelog-producer": p}, 200_000)
+		})
+	}
+}
+
+func benchIngest(b *testing.B, opts map[string]string, keySpace int64) {
+	ctx := context.Background()
+	mem := memory.NewGoAllocator()
+	fsys := &countingFS{FS: NewLocalFS()}
+	s, err := Open(ctx, fsys, b.TempDir(), Options{Mem: mem})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	_ = s.CreateDatabase(ctx, "db", false)
+	opts["bucket"] = "2"
+	tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: benchSchema, PrimaryKey: []string{"k"}, Options: opts}, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	const rows = 8192
+	batches := make([]arrow.RecordBatch, 32)
+	for i := range batches {
+		batches[i] = benchBatch(mem, rng, rows, keySpace, -1)
+	}
+	defer func() {
+		for _, r := range batches {
+			r.Release()
+		}
+	}()
+	w := tbl.NewWrite(WriteOptions{})
+	cpu0, t0 := cpuTime(), time.Now()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := w.Write(ctx, batches[i%len(batches)], Insert); err != nil {
+			b.Fatal(err)
+		}
+		if i%16 == 15 {
+			if _, err := w.Commit(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if _, err := w.Commit(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	n := float64(b.N) * rows
+	b.ReportMetric(n/time.Since(t0).Seconds(), "rows/s")
+	b.ReportMetric(n/(cpuTime()-cpu0).Seconds(), "rows/cpu-s")
+	// Write amplification: data-file bytes written (flushes and
+	// compactions) per byte of data files live at the end.
+	st, err := tbl.Stats(ctx, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data, logs := fsys.dataBytes.Load(), fsys.logBytes.Load()
+	b.ReportMetric(float64(data+logs)/float64(st.Bytes), "write-amp")
+	if logs > 0 {
+		b.ReportMetric(float64(logs)/float64(st.Bytes), "changelog-amp")
+	}
+	b.ReportMetric(float64(st.Files), "files")
+}
+
+// countingFS counts the bytes written to data and changelog files.
 type countingFS struct {
 	FS
-	dataBytes atomic.Int64
+	dataBytes, logBytes atomic.Int64
 }
 
 func (c *countingFS) Create(name string) (File, error) {
 	f, err := c.FS.Create(name)
-	if err != nil || !strings.Contains(path.Base(name), "data-") {
+	switch base := path.Base(name); {
+	case err != nil:
 		return f, err
+	case strings.HasPrefix(base, "data-"):
+		return &countingFile{File: f, n: &c.dataBytes}, nil
+	case strings.HasPrefix(base, "changelog-"):
+		return &countingFile{File: f, n: &c.logBytes}, nil
 	}
-	return &countingFile{File: f, n: &c.dataBytes}, nil
+	return f, nil
 }
 
 type countingFile struct {

@@ -81,7 +81,9 @@ func TestCreateTableValidation(t *testing.T) {
 	}{
 		{TableDef{Schema: kvSchema, PrimaryKey: []string{"nope"}}, `primary key column "nope"`},
 		{TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}, Options: map[string]string{"bucket": "x"}}, `"bucket"`},
-		{TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}, Options: map[string]string{"merge-engine": "aggregation"}}, "deduplicate"},
+		{TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}, Options: map[string]string{"merge-engine": "upsert"}}, "deduplicate, partial-update"},
+		{TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}, Options: map[string]string{"merge-engine": "aggregation", "fields.v.aggregate-function": "sum"}}, `column "v": sum needs`},
+		{TableDef{Schema: kvSchema, Options: map[string]string{"changelog-producer": "lookup"}}, "needs a primary key"},
 		{TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}, Options: map[string]string{"bogus": "1"}}, `unknown table option "bogus"`},
 		{TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}, PartitionKeys: []string{"v"}}, "must be part of the primary key"},
 		{TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}, Options: map[string]string{"sequence.field": "zz"}}, `no column "zz"`},

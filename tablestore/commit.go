@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strconv"
 )
 
@@ -29,6 +30,12 @@ type commitRequest struct {
 	strict  bool
 	nextSeq int64
 	dirs    []string // directories of new files, to sync
+	// changelog are changelog files written before the commit (input
+	// producer); produce writes more against the snapshot the commit lands
+	// on and the files it deletes (lookup, full-compaction), again on every
+	// attempt.
+	changelog []*manifestEntry
+	produce   func(ctx context.Context, latest *snapshot, live, deletes []*manifestEntry) ([]*manifestEntry, error)
 }
 
 // maxManifests bounds a base manifest list before it is rewritten as one
@@ -56,7 +63,7 @@ func (st *tableState) commit(ctx context.Context, req *commitRequest) (int64, er
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
-		id, retry, err := st.tryCommit(req)
+		id, retry, err := st.tryCommit(ctx, req)
 		if err == nil {
 			st.notifyPublished()
 			return id, nil
@@ -67,7 +74,7 @@ func (st *tableState) commit(ctx context.Context, req *commitRequest) (int64, er
 	}
 }
 
-func (st *tableState) tryCommit(req *commitRequest) (id int64, retry bool, err error) {
+func (st *tableState) tryCommit(ctx context.Context, req *commitRequest) (id int64, retry bool, err error) {
 	sch, err := st.latestSchema()
 	if err != nil {
 		return 0, false, err
@@ -108,6 +115,15 @@ func (st *tableState) tryCommit(req *commitRequest) (id int64, retry bool, err e
 		return 0, false, err
 	}
 
+	changelog := req.changelog
+	var produced []*manifestEntry
+	if req.produce != nil {
+		if produced, err = req.produce(ctx, latest, live, deletes); err != nil {
+			return 0, false, fmt.Errorf("changelog: %w", err)
+		}
+		changelog = append(slices.Clip(changelog), produced...)
+	}
+
 	// Manifests: the delta of this commit; the base is the previous base
 	// plus the previous delta, rewritten as one manifest when it grows long.
 	prefix := newUUID()
@@ -115,6 +131,9 @@ func (st *tableState) tryCommit(req *commitRequest) (id int64, retry bool, err e
 	cleanup := func() {
 		for _, n := range written {
 			_ = st.fs().Remove(st.manifestPath(n))
+		}
+		for _, e := range produced {
+			_ = st.fs().Remove(joinPath(st.dir, e.File.Path))
 		}
 	}
 	writeManifest := func(ents []*manifestEntry) (manifestMeta, error) {
@@ -191,13 +210,28 @@ func (st *tableState) tryCommit(req *commitRequest) (id int64, retry bool, err e
 		cleanup()
 		return 0, false, err
 	}
+	var changelogName string
+	if len(changelog) > 0 {
+		if err := st.syncFileDirs(produced); err != nil {
+			cleanup()
+			return 0, false, err
+		}
+		cm, err := writeManifest(changelog)
+		if err == nil {
+			changelogName, err = writeList([]manifestMeta{cm})
+		}
+		if err != nil {
+			cleanup()
+			return 0, false, err
+		}
+	}
 	if err := st.fs().SyncDir(joinPath(st.dir, "manifest")); err != nil {
 		cleanup()
 		return 0, false, err
 	}
 	sn := &snapshot{
 		Version: 3, ID: latestID + 1, SchemaID: sch.ID,
-		BaseManifestList: baseName, DeltaManifestList: deltaName,
+		BaseManifestList: baseName, DeltaManifestList: deltaName, ChangelogManifestList: changelogName,
 		CommitUser: st.s.opts.CommitUser, CommitIdentifier: st.s.nextCommitID(),
 		CommitKind: req.kind, TimeMillis: st.s.opts.Now().UnixMilli(),
 		DeltaRecordCount: rows, NextSequenceNumber: req.nextSeq,
@@ -257,6 +291,22 @@ func (st *tableState) tryCommit(req *commitRequest) (id int64, retry bool, err e
 	newLive = append(newLive, req.adds...)
 	st.cacheLive(sn.ID, newLive)
 	return sn.ID, false, nil
+}
+
+// syncFileDirs makes the directory entries of files durable.
+func (st *tableState) syncFileDirs(files []*manifestEntry) error {
+	done := map[string]bool{}
+	for _, e := range files {
+		d := path.Dir(joinPath(st.dir, e.File.Path))
+		if done[d] {
+			continue
+		}
+		if err := st.fs().SyncDir(d); err != nil {
+			return fmt.Errorf("sync %s: %w", d, err)
+		}
+		done[d] = true
+	}
+	return nil
 }
 
 // isOurSnapshot reports whether the published snapshot-N is sn.

@@ -194,6 +194,9 @@ func (st *tableState) compactAll(ctx context.Context, full bool) error {
 			return err
 		}
 	}
+	if full && sch.hasPK() && sch.opts.producer == producerFullCompaction {
+		return st.fullCompactionChangelog(ctx)
+	}
 	return nil
 }
 
@@ -336,7 +339,15 @@ func (st *tableState) maintain(ctx context.Context) error {
 		return err
 	}
 	if !sch.opts.writeOnly {
-		if err := st.compactAll(ctx, false); err != nil {
+		full := false
+		if sch.hasPK() && sch.opts.producer == producerFullCompaction {
+			_, commits, err := st.lastFullChangelog()
+			if err != nil {
+				return err
+			}
+			full = commits >= sch.opts.fullDeltaCommits
+		}
+		if err := st.compactAll(ctx, full); err != nil {
 			return err
 		}
 	}

@@ -43,7 +43,7 @@ func crashWriter(dir string, start int) error {
 		return err
 	}
 	tbl, err := s.CreateTable(ctx, crashTable, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"},
-		Options: map[string]string{"bucket": "2", "num-sorted-run.compaction-trigger": "3"}}, true)
+		Options: map[string]string{"bucket": "2", "num-sorted-run.compaction-trigger": "3", "changelog-producer": "lookup"}}, true)
 	if err != nil {
 		return err
 	}
@@ -155,10 +155,12 @@ func TestKillWriter(t *testing.T) {
 	}
 	keep, _, err := tbl.st.referenced(mustSnapshots(t, tbl))
 	must(t, err)
-	if got := countFiles(t, dir, "data-"); got != len(keep) {
-		t.Fatalf("%d data files after removing %d orphans, %d referenced", got, n, len(keep))
+	if got := countFiles(t, dir, "data-") + countFiles(t, dir, "changelog-"); got != len(keep) {
+		t.Fatalf("%d data and changelog files after removing %d orphans, %d referenced", got, n, len(keep))
 	}
 	t.Logf("removed %d orphan files", n)
+	// Every published changelog survived the kills intact.
+	checkChangelogs(t, tbl, producerLookup, 2)
 }
 
 func mustSnapshots(t *testing.T, tbl *Table) []int64 {

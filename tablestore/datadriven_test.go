@@ -19,7 +19,8 @@ import (
 // TestDataDriven runs the table-store sequences in testdata/ (rewrite the
 // expectations with -rewrite):
 //
-//	create [pk=a,b] [partition=p] [opt=key=value ...]   input: "name TYPE [NULL]" lines
+//	create [pk=a,b] [partition=p] [opt=key=value ...]   input: "name TYPE [NULL]" lines; ';' in options stands for ','
+//	drop
 //	write [kind=+I|-U|+U|-D] [overwrite] [partition=p=v]  input: CSV rows, NULL for null
 //	commit | abort | compact [full] | stats | expire
 //	scan [snapshot=N] [cols=a,b] [filter=<pred> ...]     filters are ANDed: col<op>value, col:null
@@ -38,6 +39,9 @@ func TestDataDriven(t *testing.T) {
 		id := Ident{"db", "t"}
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			out, err := func() (string, error) {
+				if tbl == nil && d.Cmd != "create" {
+					return "", fmt.Errorf("no table")
+				}
 				switch d.Cmd {
 				case "create":
 					var fields []arrow.Field
@@ -62,7 +66,7 @@ func TestDataDriven(t *testing.T) {
 						case "opt":
 							for _, v := range a.Vals {
 								k, val, _ := strings.Cut(v, "=")
-								def.Options[k] = val
+								def.Options[strings.ReplaceAll(k, ";", ",")] = strings.ReplaceAll(val, ";", ",")
 							}
 						}
 					}
@@ -112,6 +116,13 @@ func TestDataDriven(t *testing.T) {
 					return "ok", nil
 				case "compact":
 					return "ok", tbl.Compact(ctx, d.HasArg("full"))
+				case "drop":
+					if w != nil {
+						w.Abort()
+						w = nil
+					}
+					tbl = nil
+					return "ok", s.DropTable(ctx, id, false)
 				case "expire":
 					n, err := tbl.ExpireSnapshots(ctx)
 					return fmt.Sprintf("expired %d", n), err

@@ -22,12 +22,52 @@
 //	                           file size and CRC-32C
 //	tag/tag-NAME, consumer/consumer-ID
 //	<k=v/...>/bucket-N/data-*.parquet
+//	<k=v/...>/bucket-N/changelog-*.parquet
 //
 // Key-table data files hold _SEQUENCE_NUMBER and _VALUE_KIND (+I, -U, +U,
 // -D) before the table columns so the changelog can be rebuilt; scans
 // return the merged, live rows only. A bucket's files are sorted runs with
 // one version per key each; the merge orders versions by sequence.field,
-// then sequence number, and the merge function (deduplicate) picks one.
+// then sequence number, and the merge engine (merge-engine) combines them:
+// deduplicate keeps the newest, first-row the oldest, partial-update
+// overwrites non-null fields (sequence groups update their fields together),
+// aggregation folds each column with its aggregate function. The merge runs
+// at flush, compaction and read; files hold partial merges, so every engine
+// is associative (mergeengine.go).
+//
+// Changelog files (changelog-producer input, lookup or full-compaction)
+// have the data-file layout (_SEQUENCE_NUMBER, _VALUE_KIND, table columns),
+// are synced before the snapshot that lists them, and are listed as ADD
+// entries (partition, bucket, file) in that snapshot's
+// ChangelogManifestList, and in no other snapshot. Contract for readers:
+//
+//   - Reading the changelog files of snapshot S in entry order, and each
+//     file in row order, gives S's changes; per key, changes appear in the
+//     order they happened.
+//   - input: an APPEND snapshot's changelog is that commit's input rows
+//     with their row kinds, unmerged, one file per bucket in input order
+//     (complete only if the input was a complete CDC stream; rows dropped
+//     by ignore-delete are not in it).
+//   - lookup: an APPEND or OVERWRITE snapshot's changelog is, for every
+//     key whose merged row differs between S-1 and S, +I new, -U old then
+//     +U new, or -D old (rows an overwrite removes included); nothing for
+//     unchanged keys. It is computed at commit, under the table's commit
+//     lock, against the snapshot the commit lands on (recomputed when a
+//     concurrent commit wins the race), so it is exact with concurrent
+//     writers. Files are in key order per bucket.
+//   - full-compaction: every full-compaction.delta-commits (default 5) data
+//     commits, and on Compact(ctx, true), a full compaction is followed by
+//     a COMPACT snapshot whose changelog is the diff (as for lookup)
+//     between the merged content at the previous such snapshot (or the
+//     empty table) and now. Expiry keeps that previous snapshot.
+//   - none: no changelog files; the delta data files of APPEND snapshots
+//     are the changes as upserts without before-images (and -D rows),
+//     complete only for deduplicate; overwritten rows are not in them.
+//
+// Table.ChangelogComplete says whether a table's combination of merge
+// engine and producer gives a complete change stream. Expiry removes
+// changelog files with the last snapshot that lists them (tags keep
+// theirs); RemoveOrphanFiles removes unlisted ones.
 //
 // Durability: data files and manifests are synced before the snapshot that
 // references them is published, and Commit returns only after the snapshot

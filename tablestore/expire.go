@@ -97,9 +97,20 @@ func (t *Table) DeleteTag(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	for _, e := range live {
+	logs, lists, err := st.changelogFiles(sn)
+	if err != nil {
+		return err
+	}
+	for _, e := range append(live, logs...) {
 		if !keepFiles[e.File.FileName] {
 			if err := st.fs().Remove(joinPath(st.dir, e.File.Path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	for _, n := range lists {
+		if !keepManifests[n] {
+			if err := st.fs().Remove(st.manifestPath(n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
 		}
@@ -136,7 +147,15 @@ func (st *tableState) referenced(snaps []int64) (files, manifests map[string]boo
 				manifests[m.FileName] = true
 			}
 		}
-		return nil
+		// Changelog files belong to the one snapshot that lists them.
+		logs, lists, err := st.changelogFiles(sn)
+		for _, n := range lists {
+			manifests[n] = true
+		}
+		for _, e := range logs {
+			files[e.File.FileName] = true
+		}
+		return err
 	}
 	tags, err := st.readTags()
 	if err != nil {
@@ -414,6 +433,14 @@ func (st *tableState) expire(ctx context.Context) (int, error) {
 		protect = min(protect, id)
 	}
 	st.mu.Unlock()
+	if sch.hasPK() && o.producer == producerFullCompaction {
+		// The next full-compaction changelog diffs against it.
+		if p, _, err := st.lastFullChangelog(); err != nil {
+			return 0, err
+		} else if p > 0 {
+			protect = min(protect, p)
+		}
+	}
 	cutoff := st.s.opts.Now().Add(-o.timeRetained).UnixMilli()
 	// Expire a prefix of the ids.
 	n := 0
@@ -474,6 +501,20 @@ func (st *tableState) expire(ctx context.Context) (int, error) {
 		sn, err := st.readSnapshot(id)
 		if err != nil {
 			return 0, err
+		}
+		logs, lists, err := st.changelogFiles(sn)
+		if err != nil {
+			return 0, err
+		}
+		for _, e := range logs {
+			if !tagFiles[e.File.FileName] {
+				dataFiles = append(dataFiles, joinPath(st.dir, e.File.Path))
+			}
+		}
+		for _, n := range lists {
+			if !keepManifest[n] {
+				manifests = append(manifests, n)
+			}
 		}
 		for _, l := range []string{sn.BaseManifestList, sn.DeltaManifestList} {
 			ms, err := st.readManifestList(l)

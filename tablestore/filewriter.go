@@ -27,6 +27,7 @@ type dataWriter struct {
 	dirs   map[string]bool
 	rel    string
 	fsch   *arrow.Schema
+	prefix string // of file names: data- or changelog-
 
 	f    File
 	cw   *countingWriter
@@ -43,7 +44,15 @@ type dataWriter struct {
 func (st *tableState) newDataWriter(sch *tableSchema, part []datum, bucket, level int, source string, target int64, dirs map[string]bool) *dataWriter {
 	rel := joinPath(partitionPath(sch.PartitionKeys, partTypes(sch), part, sch.opts.defaultPartition), "bucket-"+strconv.Itoa(bucket))
 	return &dataWriter{st: st, sch: sch, part: part, bucket: bucket, level: level, source: source,
-		target: target, dirs: dirs, rel: rel, fsch: fileSchema(sch)}
+		target: target, dirs: dirs, rel: rel, fsch: fileSchema(sch), prefix: "data-"}
+}
+
+// newChangelogWriter writes changelog files: the data-file layout, named
+// changelog-*.parquet, listed only in a snapshot's changelog manifests.
+func (st *tableState) newChangelogWriter(sch *tableSchema, part []datum, bucket int, source string, dirs map[string]bool) *dataWriter {
+	d := st.newDataWriter(sch, part, bucket, 0, source, 0, dirs)
+	d.prefix = "changelog-"
+	return d
 }
 
 func (d *dataWriter) open() error {
@@ -54,7 +63,7 @@ func (d *dataWriter) open() error {
 		}
 		d.dirs[dir] = true
 	}
-	d.name = "data-" + newUUID() + "-0.parquet"
+	d.name = d.prefix + newUUID() + "-0.parquet"
 	f, err := d.st.fs().Create(joinPath(dir, d.name))
 	if err != nil {
 		return fmt.Errorf("create %s: %w", joinPath(dir, d.name), err)

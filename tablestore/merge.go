@@ -5,10 +5,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
-// mergeFunction decides what survives of the versions of one key. Rows are
-// ordered oldest to newest (by sequence.field, then sequence number). The
-// changelog issue adds partial-update, aggregation and first-row behind
-// this interface.
+// mergeFunction decides what survives of the versions of one key when the
+// merge engine picks a whole row (deduplicate, first-row). Rows are ordered
+// oldest to newest (by sequence.field, then sequence number). Engines that
+// build rows (partial-update, aggregation) are rowMergers instead (see
+// mergeengine.go); newRowMerger returns nil for the picking ones.
 type mergeFunction interface {
 	// pick returns the surviving row; a retracting survivor (-U/-D) means
 	// the key is deleted.
@@ -20,7 +21,18 @@ type deduplicate struct{}
 
 func (deduplicate) pick(rows []int) int { return rows[len(rows)-1] }
 
-func newMergeFunction(*tableSchema) mergeFunction { return deduplicate{} }
+// firstRow keeps the oldest version (first-row: later writes of a key are
+// ignored).
+type firstRow struct{}
+
+func (firstRow) pick(rows []int) int { return rows[0] }
+
+func newMergeFunction(sch *tableSchema) mergeFunction {
+	if sch.opts.merge.engine == engineFirstRow {
+		return firstRow{}
+	}
+	return deduplicate{}
+}
 
 // rowOrder orders the rows of one batch laid out with the system columns
 // first (seq, kind, then table columns as in schema order of idx).

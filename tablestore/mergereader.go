@@ -30,6 +30,12 @@ type mergeReader struct {
 	runs []*runCursor
 	heap runCursorHeap
 	mf   mergeFunction
+	// rm builds merged rows (partial-update, aggregation; nil for picking
+	// engines) into out, from the pinned arrays of each position (arrs).
+	rm   rowMerger
+	out  *mergeOut
+	arrs [][]arrow.Array
+	in   *mergeRows
 	// keepRetracts keeps retracting survivors (compaction that cannot drop
 	// deletes); outCols are the run-batch columns emitted.
 	keepRetracts bool
@@ -58,13 +64,26 @@ type runCursor struct {
 // column, and keeps retracting rows when keepRetracts.
 func newMergeReader(ctx context.Context, s *Scan, files []*manifestEntry, allowed func(string) bool, withSys, keepRetracts bool) (*mergeReader, error) {
 	sch := s.sch
-	need := slices.Clone(s.proj)
+	need := mergeNeeds(sch, slices.Clone(s.proj))
 	for _, c := range append(slices.Clone(sch.PrimaryKeys), sch.opts.sequenceField...) {
 		if i := sch.fieldIndex(c); !slices.Contains(need, i) {
 			need = append(need, i)
 		}
 	}
 	m := &mergeReader{s: s, sch: sch, need: need, mf: newMergeFunction(sch), keepRetracts: keepRetracts}
+	if m.rm = newRowMerger(s.st.id, sch, need, s.st.s.opts.Mem); m.rm != nil {
+		types := make([]arrow.DataType, len(need))
+		for p, c := range need {
+			types[p] = sch.types[c]
+		}
+		m.out = newMergeOut(types)
+		m.arrs = make([][]arrow.Array, len(need))
+		m.in = &mergeRows{
+			arrs: func(p int) []arrow.Array { return m.arrs[p] },
+			seq:  func(r rowRef) int64 { return m.pinned[r.src].Column(0).(*array.Int64).Value(int(r.row)) },
+			kind: func(r rowRef) RowKind { return RowKind(m.pinned[r.src].Column(1).(*array.Int8).Value(int(r.row))) },
+		}
+	}
 	rt := newReadTarget(sch, need, true)
 	for _, e := range files {
 		df, err := s.st.openDataFile(e)
@@ -117,6 +136,9 @@ func (m *mergeReader) advance(ctx context.Context, rc *runCursor) (bool, error) 
 		}
 		b.Retain()
 		m.pinned = append(m.pinned, b)
+		for p := range m.arrs {
+			m.arrs[p] = append(m.arrs[p], b.Column(2+p))
+		}
 		rc.b, rc.i, rc.pin = b, 0, int32(len(m.pinned)-1)
 		m.encode(rc)
 	}
@@ -188,6 +210,7 @@ func (m *mergeReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	}
 	var group []member
 	var rows []int
+	var vers []rowRef
 	n := 0
 	limit := m.s.st.s.opts.BatchSize
 	for n < limit && m.heap.Len() > 0 {
@@ -199,7 +222,12 @@ func (m *mergeReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		if !m.sharedKey(key) {
 			// Fast path: the key is in one run only.
 			if m.keepRetracts || !RowKind(top.kinds[top.i]).IsRetract() {
-				m.refs = append(m.refs, rowRef{top.pin, int32(top.i)})
+				ref := rowRef{top.pin, int32(top.i)}
+				if m.out != nil {
+					m.out.addRow(ref, m.in.seq(ref), top.kinds[top.i])
+				} else {
+					m.refs = append(m.refs, ref)
+				}
 				n++
 			}
 			ok, err := m.advance(ctx, top)
@@ -221,14 +249,32 @@ func (m *mergeReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			group = append(group, member{rc, rc.i, rc.vers[rc.i]})
 		}
 		slices.SortFunc(group, func(a, b member) int { return strings.Compare(a.ver, b.ver) })
-		rows = rows[:0]
-		for i := range group {
-			rows = append(rows, i)
-		}
-		w := group[m.mf.pick(rows)]
-		if m.keepRetracts || !RowKind(w.rc.kinds[w.i]).IsRetract() {
-			m.refs = append(m.refs, rowRef{w.rc.pin, int32(w.i)})
-			n++
+		if m.rm != nil {
+			vers = vers[:0]
+			for _, g := range group {
+				vers = append(vers, rowRef{g.rc.pin, int32(g.i)})
+			}
+			before := m.out.rows()
+			if err := m.rm.merge(m.in, vers, false, m.out); err != nil {
+				return nil, err
+			}
+			if m.out.rows() > before {
+				if !m.keepRetracts && RowKind(m.out.kinds[before]).IsRetract() {
+					m.out.pop()
+				} else {
+					n++
+				}
+			}
+		} else {
+			rows = rows[:0]
+			for i := range group {
+				rows = append(rows, i)
+			}
+			w := group[m.mf.pick(rows)]
+			if m.keepRetracts || !RowKind(w.rc.kinds[w.i]).IsRetract() {
+				m.refs = append(m.refs, rowRef{w.rc.pin, int32(w.i)})
+				n++
+			}
 		}
 		// Advance every member; pinned batches keep the winner's row.
 		for _, g := range group {
@@ -253,18 +299,40 @@ func (m *mergeReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 func (m *mergeReader) assemble() arrow.RecordBatch {
 	mem := m.s.st.s.opts.Mem
 	cols := make([]arrow.Array, len(m.outCols))
-	srcs := make([]arrow.Array, len(m.pinned))
-	for k, c := range m.outCols {
-		for j, b := range m.pinned {
-			srcs[j] = b.Column(c)
+	var rows int
+	if m.out != nil {
+		rows = m.out.rows()
+		seqs, kinds := m.out.sysColumns(mem)
+		for k, c := range m.outCols {
+			switch c {
+			case 0:
+				cols[k] = seqs
+			case 1:
+				cols[k] = kinds
+			default:
+				cols[k] = m.out.gatherColumn(mem, c-2, m.arrs[c-2])
+			}
 		}
-		cols[k] = gather(mem, m.outSchema.Field(k).Type, srcs, m.refs)
+		if m.outCols[0] != 0 {
+			seqs.Release()
+			kinds.Release()
+		}
+		m.out.release()
+	} else {
+		rows = len(m.refs)
+		srcs := make([]arrow.Array, len(m.pinned))
+		for k, c := range m.outCols {
+			for j, b := range m.pinned {
+				srcs[j] = b.Column(c)
+			}
+			cols[k] = gather(mem, m.outSchema.Field(k).Type, srcs, m.refs)
+		}
+		m.refs = m.refs[:0]
 	}
-	out := array.NewRecordBatch(m.outSchema, cols, int64(len(m.refs)))
+	out := array.NewRecordBatch(m.outSchema, cols, int64(rows))
 	for _, c := range cols {
 		c.Release()
 	}
-	m.refs = m.refs[:0]
 	var keep []arrow.RecordBatch
 	for j, b := range m.pinned {
 		still := false
@@ -281,6 +349,12 @@ func (m *mergeReader) assemble() arrow.RecordBatch {
 		}
 	}
 	m.pinned = keep
+	for p := range m.arrs {
+		m.arrs[p] = m.arrs[p][:0]
+		for _, b := range keep {
+			m.arrs[p] = append(m.arrs[p], b.Column(2+p))
+		}
+	}
 	return out
 }
 
@@ -311,6 +385,9 @@ func (m *mergeReader) Close() error {
 		b.Release()
 	}
 	m.pinned = nil
+	if m.out != nil {
+		m.out.release()
+	}
 	return err
 }
 

@@ -85,7 +85,8 @@ type snapshot struct {
 	SchemaID          int64  `json:"schemaId"`
 	BaseManifestList  string `json:"baseManifestList"`
 	DeltaManifestList string `json:"deltaManifestList"`
-	// ChangelogManifestList stays empty until a changelog producer exists.
+	// ChangelogManifestList lists the manifests of the changelog files this
+	// snapshot publishes (empty: none); see doc.go for the contract.
 	ChangelogManifestList string `json:"changelogManifestList,omitempty"`
 	CommitUser            string `json:"commitUser"`
 	CommitIdentifier      int64  `json:"commitIdentifier"`

@@ -67,6 +67,7 @@ type metaVersion struct {
 	row     metaRow
 	s, seq  int64
 	retract bool
+	kind    RowKind
 }
 
 var metaSchema = arrow.NewSchema([]arrow.Field{
@@ -83,6 +84,22 @@ type metaConfig struct {
 	opts        map[string]string
 }
 
+// engine and producer return the config's merge engine and changelog
+// producer.
+func (c metaConfig) engine() string {
+	if e, ok := c.opts["merge-engine"]; ok {
+		return e
+	}
+	return engineDeduplicate
+}
+
+func (c metaConfig) producer() string {
+	if p, ok := c.opts["changelog-producer"]; ok {
+		return p
+	}
+	return producerNone
+}
+
 var metaConfigs = []metaConfig{
 	{name: "plain", opts: map[string]string{}},
 	{name: "buckets", opts: map[string]string{"bucket": "3", "file.row-group-rows": "7"}},
@@ -90,6 +107,11 @@ var metaConfigs = []metaConfig{
 	{name: "seqfield", seqField: true, opts: map[string]string{"sequence.field": "s", "write-buffer-size": "2kb"}},
 	{name: "expiring", opts: map[string]string{"snapshot.num-retained.min": "3", "snapshot.time-retained": "1ms", "num-sorted-run.compaction-trigger": "3"}},
 	{name: "writeonly", partitioned: true, opts: map[string]string{"write-only": "true", "write-buffer-size": "1kb", "file.compression": "zstd"}},
+	{name: "input", opts: map[string]string{"changelog-producer": "input", "write-buffer-size": "2kb"}},
+	{name: "partialupdate", opts: map[string]string{"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true", "changelog-producer": "lookup", "bucket": "2", "write-buffer-size": "2kb"}},
+	{name: "aggregation", partitioned: true, opts: map[string]string{"merge-engine": "aggregation", "fields.s.aggregate-function": "sum", "fields.v.aggregate-function": "last_value",
+		"aggregation.remove-record-on-delete": "true", "changelog-producer": "full-compaction", "full-compaction.delta-commits": "3", "num-sorted-run.compaction-trigger": "3"}},
+	{name: "firstrow", opts: map[string]string{"merge-engine": "first-row", "changelog-producer": "lookup", "bucket": "2", "file.row-group-rows": "5"}},
 }
 
 func TestMetamorphic(t *testing.T) {
@@ -134,7 +156,11 @@ func runMeta(t *testing.T, cfg metaConfig, seed uint64, steps int) {
 		t.Fatal(err)
 	}
 	model := map[metaKey]metaVersion{}
-	pending := map[metaKey]metaVersion{}
+	type pendingVersion struct {
+		key metaKey
+		ver metaVersion
+	}
+	var pending []pendingVersion
 	history := map[int64][]string{0: nil}
 	var seq int64
 	w := tbl.NewWrite(WriteOptions{})
@@ -148,10 +174,38 @@ func runMeta(t *testing.T, cfg metaConfig, seed uint64, steps int) {
 		slices.Sort(out)
 		return out
 	}
+	// apply is the model of the merge engine: one version at a time.
 	apply := func(m map[metaKey]metaVersion, key metaKey, nv metaVersion) {
 		old, ok := m[key]
-		if ok && cfg.seqField && (old.s > nv.s || (old.s == nv.s && old.seq > nv.seq)) {
-			return
+		live := ok && !old.retract
+		switch cfg.engine() {
+		case engineFirstRow:
+			if live {
+				return
+			}
+		case enginePartialUpdate: // remove-record-on-delete
+			switch {
+			case nv.kind == UpdateBefore:
+				return
+			case live && !nv.retract:
+				if nv.row.v == nil {
+					nv.row.v = old.row.v
+				}
+			}
+		case engineAggregation: // s sum, v last_value, remove-record-on-delete
+			if nv.kind == Delete {
+				break
+			}
+			if nv.retract {
+				nv.row.v, nv.row.s, nv.retract = nil, -nv.row.s, false
+			}
+			if live {
+				nv.row.s += old.row.s
+			}
+		default:
+			if ok && cfg.seqField && (old.s > nv.s || (old.s == nv.s && old.seq > nv.seq)) {
+				return
+			}
 		}
 		m[key] = nv
 	}
@@ -171,8 +225,10 @@ func runMeta(t *testing.T, cfg metaConfig, seed uint64, steps int) {
 					r.v = &v
 				}
 				kinds[i] = []RowKind{Insert, UpdateAfter, Delete, UpdateBefore}[rng.IntN(4)]
-				if cfg.seqField {
-					kinds[i] = Insert // deletes with a sequence field depend on compaction timing
+				if cfg.seqField || cfg.engine() == engineFirstRow {
+					// Deletes with a sequence field depend on compaction
+					// timing; first-row takes none.
+					kinds[i] = Insert
 				}
 				var v any
 				if r.v != nil {
@@ -180,7 +236,7 @@ func runMeta(t *testing.T, cfg metaConfig, seed uint64, steps int) {
 				}
 				rows[i] = []any{int(r.p), int(r.k), v, int(r.s)}
 				seq++
-				apply(pending, metaKey{r.p, r.k}, metaVersion{row: r, s: r.s, seq: seq, retract: kinds[i].IsRetract()})
+				pending = append(pending, pendingVersion{metaKey{r.p, r.k}, metaVersion{row: r, s: r.s, seq: seq, retract: kinds[i].IsRetract(), kind: kinds[i]}})
 			}
 			b := makeBatch(t, mem, metaSchema, rows)
 			err := w.WriteKinds(ctx, b, kinds)
@@ -193,21 +249,21 @@ func runMeta(t *testing.T, cfg metaConfig, seed uint64, steps int) {
 			if err != nil {
 				t.Fatalf("step %d: commit: %v", step, err)
 			}
-			for k, v := range pending {
-				apply(model, k, v)
+			for _, p := range pending {
+				apply(model, p.key, p.ver)
 			}
-			clear(pending)
+			pending = nil
 			history[snap] = live(model)
 		case op < 70: // abort
 			w.Abort()
-			clear(pending)
+			pending = nil
 		case op < 78: // compact
 			if err := tbl.Compact(ctx, rng.IntN(2) == 0); err != nil {
 				t.Fatalf("step %d: compact: %v", step, err)
 			}
 		case op < 83: // reopen (uncommitted rows are lost)
 			w.Abort()
-			clear(pending)
+			pending = nil
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -281,6 +337,12 @@ func runMeta(t *testing.T, cfg metaConfig, seed uint64, steps int) {
 	w.Abort()
 	if err := tbl.CompactionError(); err != nil {
 		t.Fatalf("background compaction: %v", err)
+	}
+	if p := cfg.producer(); p != producerNone {
+		if p == producerFullCompaction {
+			must(t, tbl.Compact(ctx, true))
+		}
+		checkChangelogs(t, tbl, p, 1)
 	}
 	if _, ok := cfg.opts["snapshot.time-retained"]; ok {
 		// Quiesce background compaction, which adds snapshots.

@@ -33,6 +33,29 @@ const (
 	optConsumerExpire    = "consumer.expiration-time"
 	optDefaultPartition  = "partition.default-name"
 	optDeletionVectors   = "deletion-vectors.enabled"
+	optIgnoreDelete      = "ignore-delete"
+	optPartialRemove     = "partial-update.remove-record-on-delete"
+	optAggRemove         = "aggregation.remove-record-on-delete"
+	optDefaultAgg        = "fields.default-aggregate-function"
+	optFullDeltaCommits  = "full-compaction.delta-commits"
+	optRowDeduplicate    = "changelog-producer.row-deduplicate"
+	// Per-column options: fields.<col>.aggregate-function,
+	// fields.<col>.ignore-retract, fields.<col>.list-agg-delimiter and
+	// fields.<g1>[,<g2>].sequence-group.
+	optFieldsPrefix = "fields."
+)
+
+// Merge engines and changelog producers (Paimon's names).
+const (
+	engineDeduplicate   = "deduplicate"
+	enginePartialUpdate = "partial-update"
+	engineAggregation   = "aggregation"
+	engineFirstRow      = "first-row"
+
+	producerNone           = "none"
+	producerInput          = "input"
+	producerLookup         = "lookup"
+	producerFullCompaction = "full-compaction"
 )
 
 type tableOptions struct {
@@ -56,6 +79,34 @@ type tableOptions struct {
 	// commit for this long, so abandoned ones do not pin snapshots forever.
 	consumerExpire   time.Duration
 	defaultPartition string
+	merge            mergeOptions
+	producer         string
+	// fullDeltaCommits: with the full-compaction producer, a full
+	// compaction (and its changelog) follows this many data commits.
+	fullDeltaCommits int
+}
+
+// mergeOptions configure the merge engine (see mergeengine.go).
+type mergeOptions struct {
+	engine       string
+	ignoreDelete bool
+	// removeOnDelete: a -D removes the whole row (partial-update and
+	// aggregation).
+	removeOnDelete bool
+	groups         []seqGroup
+	// Per column (by name): aggregate function, ignore-retract, listagg
+	// delimiter. defaultAgg applies to columns without a function.
+	aggFunc       map[string]string
+	defaultAgg    string
+	ignoreRetract map[string]bool
+	delimiter     map[string]string
+}
+
+// seqGroup is a partial-update sequence group: fields update together, and
+// only from rows whose seq columns are at least the stored ones.
+type seqGroup struct {
+	seq    []string
+	fields []string // includes seq
 }
 
 func optErr(key, val, want string) error {
@@ -77,6 +128,9 @@ func parseOptions(s *tableSchema) (tableOptions, error) {
 		timeRetained:      time.Hour,
 		consumerExpire:    24 * time.Hour,
 		defaultPartition:  "__DEFAULT_PARTITION__",
+		merge:             mergeOptions{engine: engineDeduplicate},
+		producer:          producerNone,
+		fullDeltaCommits:  5,
 	}
 	if !s.hasPK() {
 		o.targetFileSize = 256 << 20
@@ -118,15 +172,40 @@ func parseOptions(s *tableSchema) (tableOptions, error) {
 		case optBucketKey:
 			o.bucketKey = splitCols(val)
 		case optMergeEngine:
-			if val != "deduplicate" {
-				err = optErr(key, val, "only \"deduplicate\" is supported yet")
+			switch val {
+			case engineDeduplicate, enginePartialUpdate, engineAggregation, engineFirstRow:
+				o.merge.engine = val
+			default:
+				err = optErr(key, val, "want deduplicate, partial-update, aggregation or first-row")
 			}
 		case optSequenceField:
 			o.sequenceField = splitCols(val)
 		case optChangelogProducer:
-			if val != "none" {
-				err = optErr(key, val, "only \"none\" is supported yet")
+			switch val {
+			case producerNone, producerInput, producerLookup, producerFullCompaction:
+				o.producer = val
+			default:
+				err = optErr(key, val, "want none, input, lookup or full-compaction")
 			}
+		case optFullDeltaCommits:
+			o.fullDeltaCommits, err = intOpt(key, val, 1)
+		case optRowDeduplicate:
+			// lookup and full-compaction never emit no-op -U/+U pairs.
+			if val != "true" {
+				err = optErr(key, val, "only true is supported: unchanged rows never produce changelog rows")
+			}
+		case optIgnoreDelete, optPartialRemove, optAggRemove:
+			var b bool
+			b, err = strconv.ParseBool(val)
+			if err != nil {
+				err = optErr(key, val, "want true or false")
+			} else if key == optIgnoreDelete {
+				o.merge.ignoreDelete = b
+			} else {
+				o.merge.removeOnDelete = o.merge.removeOnDelete || b
+			}
+		case optDefaultAgg:
+			o.merge.defaultAgg = val
 		case optWriteBufferSize:
 			o.writeBufferSize, err = parseBytes(key, val)
 		case optCompactionTrigger:
@@ -184,7 +263,11 @@ func parseOptions(s *tableSchema) (tableOptions, error) {
 				err = optErr(key, val, "deletion vectors are not supported yet")
 			}
 		default:
-			err = fmt.Errorf("%w: unknown table option %q", ErrInvalid, key)
+			if strings.HasPrefix(key, optFieldsPrefix) {
+				err = o.merge.parseField(key, val)
+			} else {
+				err = fmt.Errorf("%w: unknown table option %q", ErrInvalid, key)
+			}
 		}
 		if err != nil {
 			return o, err
@@ -234,6 +317,9 @@ func parseOptions(s *tableSchema) (tableOptions, error) {
 		if slices.Contains(s.PrimaryKeys, c) {
 			return o, optErr(optSequenceField, s.Options[optSequenceField], fmt.Sprintf("column %q is part of the primary key", c))
 		}
+	}
+	if err := o.validateMerge(s); err != nil {
+		return o, err
 	}
 	return o, nil
 }

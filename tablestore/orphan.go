@@ -64,7 +64,7 @@ func (t *Table) RemoveOrphanFiles(ctx context.Context, olderThan time.Duration) 
 			switch {
 			case strings.HasPrefix(n, ".tmp-"):
 				orphan = true
-			case strings.HasPrefix(n, "data-"):
+			case strings.HasPrefix(n, "data-"), strings.HasPrefix(n, "changelog-"):
 				orphan = !keepFiles[n]
 			case strings.HasPrefix(n, "manifest-"):
 				orphan = !keepManifests[n]

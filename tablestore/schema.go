@@ -303,6 +303,9 @@ func (c SetOption) apply(s *tableSchema) error {
 	if c.Key == optBucket && s.Options[optBucket] != c.Value {
 		return fmt.Errorf("%w: option %q cannot be changed after creation (rescaling needs a rewrite)", ErrInvalid, c.Key)
 	}
+	if old, ok := s.Options[c.Key]; mergeOption(c.Key) && (!ok || old != c.Value) {
+		return fmt.Errorf("%w: option %q cannot be changed after creation: files hold rows merged under the current value", ErrInvalid, c.Key)
+	}
 	s.Options[c.Key] = c.Value
 	return nil
 }
@@ -311,6 +314,21 @@ func (c RemoveOption) apply(s *tableSchema) error {
 	if c.Key == optBucket {
 		return fmt.Errorf("%w: option %q cannot be changed after creation", ErrInvalid, c.Key)
 	}
+	if _, ok := s.Options[c.Key]; ok && mergeOption(c.Key) {
+		return fmt.Errorf("%w: option %q cannot be changed after creation: files hold rows merged under the current value", ErrInvalid, c.Key)
+	}
 	delete(s.Options, c.Key)
 	return nil
+}
+
+// mergeOption reports whether key decides how stored rows merge or what
+// the changelog holds, so it is fixed at creation. ignore-delete and
+// ignore-retract only filter input and may change.
+func mergeOption(key string) bool {
+	switch key {
+	case optMergeEngine, optChangelogProducer, optSequenceField, optPartialRemove, optAggRemove, optDefaultAgg:
+		return true
+	}
+	return strings.HasPrefix(key, optFieldsPrefix) &&
+		(strings.HasSuffix(key, ".aggregate-function") || strings.HasSuffix(key, ".sequence-group") || strings.HasSuffix(key, ".list-agg-delimiter"))
 }

@@ -53,6 +53,7 @@ type Write struct {
 	minSeq   int64
 	maxSeq   int64
 	pending  []*manifestEntry // flushed, not yet committed
+	logs     []*manifestEntry // changelog files (input producer)
 	// Per buffered row, during a flush: source batch, row, seq, kind.
 	src, row []int32
 	seqs     []int64
@@ -78,7 +79,7 @@ func (w *Write) reset() {
 	w.started = false
 	w.recs, w.kinds, w.seqStart = nil, nil, nil
 	w.bytes, w.minSeq, w.maxSeq = 0, -1, -1
-	w.pending = nil
+	w.pending, w.logs = nil, nil
 	w.touched = map[string][]datum{}
 	w.dirs = map[string]bool{}
 	if w.release != nil {
@@ -106,7 +107,7 @@ func (w *Write) WriteKinds(ctx context.Context, b arrow.RecordBatch, kinds []Row
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	rec, err := w.conformInput(b, kinds)
+	rec, kinds, err := w.conformInput(b, kinds)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", w.t.st.id, err)
 	}
@@ -197,8 +198,37 @@ func recordBytes(r arrow.RecordBatch) int64 {
 }
 
 // conformInput checks b against the schema and returns it with the
-// table's column order (nil for an empty batch).
-func (w *Write) conformInput(b arrow.RecordBatch, kinds []RowKind) (arrow.RecordBatch, error) {
+// table's column order (nil for an empty batch), without the retracting
+// rows when the table has ignore-delete.
+func (w *Write) conformInput(b arrow.RecordBatch, kinds []RowKind) (arrow.RecordBatch, []RowKind, error) {
+	rec, err := w.conformColumns(b, kinds)
+	if err != nil || rec == nil {
+		return nil, nil, err
+	}
+	if !w.sch.opts.merge.ignoreDelete || !slices.ContainsFunc(kinds, RowKind.IsRetract) {
+		return rec, kinds, nil
+	}
+	defer rec.Release()
+	var refs []rowRef
+	var kept []RowKind
+	for i, k := range kinds {
+		if !k.IsRetract() {
+			refs = append(refs, rowRef{0, int32(i)})
+			kept = append(kept, k)
+		}
+	}
+	if len(refs) == 0 {
+		return nil, nil, nil
+	}
+	cols := make([]arrow.Array, rec.NumCols())
+	for c := range cols {
+		cols[c] = gather(w.t.st.s.opts.Mem, w.sch.types[c], []arrow.Array{rec.Column(c)}, refs)
+		defer cols[c].Release()
+	}
+	return array.NewRecordBatch(w.sch.arrow, cols, int64(len(refs))), kept, nil
+}
+
+func (w *Write) conformColumns(b arrow.RecordBatch, kinds []RowKind) (arrow.RecordBatch, error) {
 	if b == nil {
 		return nil, fmt.Errorf("%w: nil batch", ErrInvalid)
 	}
@@ -212,6 +242,9 @@ func (w *Write) conformInput(b arrow.RecordBatch, kinds []RowKind) (arrow.Record
 		if !w.sch.hasPK() && k != Insert {
 			return nil, fmt.Errorf("%w: row %d: append table %s accepts only +I rows, got %s", ErrInvalid, i, w.t.st.id, k)
 		}
+	}
+	if err := checkInputKinds(w.t.st.id, w.sch, kinds); err != nil {
+		return nil, err
 	}
 	in := b.Schema()
 	for _, f := range in.Fields() {
@@ -305,6 +338,14 @@ func (w *Write) flush(ctx context.Context) error {
 		slices.SortStableFunc(idx, groupCmp)
 	}
 	mf := newMergeFunction(sch)
+	var rm rowMerger
+	if sch.hasPK() {
+		all := make([]int, len(sch.Fields))
+		for i := range all {
+			all[i] = i
+		}
+		rm = newRowMerger(w.t.st.id, sch, all, w.t.st.s.opts.Mem)
+	}
 	for lo := 0; lo < n; {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -314,15 +355,22 @@ func (w *Write) flush(ctx context.Context) error {
 			hi++
 		}
 		rows := idx[lo:hi]
-		if sch.hasPK() {
-			rows = mergeSorted(order, mf, rows, false)
+		var out arrow.RecordBatch
+		switch {
+		case rm != nil:
+			if out, err = w.mergeRows(order, rm, rows); err != nil {
+				return err
+			}
+		case sch.hasPK():
+			out = w.gatherRows(ord, mergeSorted(order, mf, rows, false))
+		default:
+			out = w.gatherRows(ord, rows)
 		}
 		var part []datum
 		for _, p := range sch.PartitionKeys {
 			d, _ := datumAt(col(p), idx[lo])
 			part = append(part, d)
 		}
-		out := w.gatherRows(ord, rows)
 		dw := w.t.st.newDataWriter(sch, part, int(buckets[idx[lo]]), 0, "APPEND", 0, w.dirs)
 		err := dw.write(ctx, out)
 		out.Release()
@@ -336,8 +384,33 @@ func (w *Write) flush(ctx context.Context) error {
 		}
 		w.pending = append(w.pending, ents...)
 		w.touched[partitionKey(part)] = part
+		if sch.hasPK() && sch.opts.producer == producerInput {
+			if err := w.writeInputChangelog(ctx, ord, idx[lo:hi], part, int(buckets[idx[lo]])); err != nil {
+				return err
+			}
+		}
 		lo = hi
 	}
+	return nil
+}
+
+// writeInputChangelog writes the rows of one bucket as they came in (in
+// sequence order, unmerged) to a changelog file (the input producer).
+func (w *Write) writeInputChangelog(ctx context.Context, ord arrow.RecordBatch, rows []int, part []datum, bucket int) error {
+	bySeq := slices.Clone(rows)
+	slices.SortFunc(bySeq, func(a, b int) int { return cmpInt64(w.seqs[a], w.seqs[b]) })
+	out := w.gatherRows(ord, bySeq)
+	defer out.Release()
+	cw := w.t.st.newChangelogWriter(w.sch, part, bucket, "APPEND", w.dirs)
+	if err := cw.write(ctx, out); err != nil {
+		cw.abort()
+		return err
+	}
+	ents, err := cw.finish()
+	if err != nil {
+		return err
+	}
+	w.logs = append(w.logs, ents...)
 	return nil
 }
 
@@ -442,6 +515,53 @@ func (w *Write) gatherRows(ord arrow.RecordBatch, rows []int) arrow.RecordBatch 
 	return out
 }
 
+// mergeRows merges the buffered rows (sorted by key, then version) with a
+// row-building merge engine into a file batch (fileSchema layout).
+func (w *Write) mergeRows(o rowOrder, rm rowMerger, sorted []int) (arrow.RecordBatch, error) {
+	mem := w.t.st.s.opts.Mem
+	sch := w.sch
+	arrs := make([][]arrow.Array, len(sch.Fields))
+	for c := range arrs {
+		for _, r := range w.recs {
+			arrs[c] = append(arrs[c], r.Column(c))
+		}
+	}
+	in := &mergeRows{
+		arrs: func(p int) []arrow.Array { return arrs[p] },
+		seq:  func(r rowRef) int64 { return w.seqStart[r.src] + int64(r.row) },
+		kind: func(r rowRef) RowKind { return w.kinds[r.src][r.row] },
+	}
+	out := newMergeOut(sch.types)
+	defer out.release()
+	var vers []rowRef
+	for i := 0; i < len(sorted); {
+		j := i + 1
+		for j < len(sorted) && o.key(sorted[i], sorted[j]) == 0 {
+			j++
+		}
+		vers = vers[:0]
+		for _, r := range sorted[i:j] {
+			vers = append(vers, rowRef{w.src[r], w.row[r]})
+		}
+		if err := rm.merge(in, vers, true, out); err != nil {
+			return nil, err
+		}
+		i = j
+	}
+	n := out.rows()
+	cols := make([]arrow.Array, 0, 2+len(sch.Fields))
+	seqs, kinds := out.sysColumns(mem)
+	cols = append(cols, seqs, kinds)
+	for p := range sch.Fields {
+		cols = append(cols, out.gatherColumn(mem, p, arrs[p]))
+	}
+	rec := array.NewRecordBatch(fileSchema(sch), cols, int64(n))
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec, nil
+}
+
 // bucketsOf computes each row's bucket from the bucket key.
 func bucketsOf(sch *tableSchema, n int, col func(string) arrow.Array) []int32 {
 	b := make([]int32, n)
@@ -489,13 +609,17 @@ func (w *Write) Commit(ctx context.Context) (int64, error) {
 		}
 	}
 	req := &commitRequest{
-		kind:    commitAppend,
-		adds:    w.pending,
-		baseID:  w.baseID,
-		minSeq:  w.minSeq,
-		strict:  w.opts.BaseSnapshot > 0,
-		nextSeq: w.maxSeq + 1,
-		dirs:    slices.Collect(maps.Keys(w.dirs)),
+		kind:      commitAppend,
+		adds:      w.pending,
+		baseID:    w.baseID,
+		minSeq:    w.minSeq,
+		strict:    w.opts.BaseSnapshot > 0,
+		nextSeq:   w.maxSeq + 1,
+		dirs:      slices.Collect(maps.Keys(w.dirs)),
+		changelog: w.logs,
+	}
+	if w.sch.hasPK() && w.sch.opts.producer == producerLookup {
+		req.produce = st.lookupChangelog(w.pending)
 	}
 	if w.opts.Overwrite {
 		req.kind = commitOverwrite
@@ -573,7 +697,7 @@ func partitionPathValue(v string) string {
 
 // Abort drops buffered rows and removes files written but not committed.
 func (w *Write) Abort() {
-	for _, e := range w.pending {
+	for _, e := range append(w.pending, w.logs...) {
 		_ = w.t.st.fs().Remove(joinPath(w.t.st.dir, e.File.Path))
 	}
 	w.reset()

@@ -1,0 +1,489 @@
+package tablestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// Changelog producers (changelog-producer) write changelog files: the
+// data-file layout, named changelog-*.parquet in the bucket directory,
+// listed in the ChangelogManifestList of the snapshot that publishes them
+// (see doc.go for the contract readers rely on).
+//
+//   - input: at flush, the input rows of each bucket in the order written
+//     (write.go).
+//   - lookup: at commit, under the commit lock and against the snapshot the
+//     commit lands on, the diff of the merged rows of every bucket the
+//     commit changes, before and after it (lookupChangelog).
+//   - full-compaction: after a full compaction, a COMPACT snapshot whose
+//     changelog is the diff between the merged content at the previous such
+//     snapshot and now (fullCompactionChangelog).
+//
+// Both diffs merge-join two merge reads of a bucket in key order and emit,
+// per key whose merged row differs: +I new, -U old and +U new, or -D old.
+// Only files whose key range overlaps the changed files are read: keys
+// outside that range merge from the same files before and after, so they
+// cannot differ.
+
+// lookupChangelog is the lookup producer of a commit adding adds.
+func (st *tableState) lookupChangelog(adds []*manifestEntry) func(context.Context, *snapshot, []*manifestEntry, []*manifestEntry) ([]*manifestEntry, error) {
+	return func(ctx context.Context, _ *snapshot, live, deletes []*manifestEntry) ([]*manifestEntry, error) {
+		gone := map[string]bool{}
+		for _, d := range deletes {
+			gone[d.File.FileName] = true
+		}
+		var after []*manifestEntry
+		for _, e := range live {
+			if !gone[e.File.FileName] {
+				after = append(after, e)
+			}
+		}
+		after = append(after, adds...)
+		return st.diffChangelog(ctx, live, after, append(append([]*manifestEntry(nil), adds...), deletes...), "APPEND")
+	}
+}
+
+// diffChangelog writes the changelog from the content of the files before
+// to that of after, for the buckets of changed (all buckets when changed is
+// nil), and returns the changelog files.
+func (st *tableState) diffChangelog(ctx context.Context, before, after, changed []*manifestEntry, source string) (out []*manifestEntry, err error) {
+	sch, err := st.latestSchema()
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			for _, e := range out {
+				_ = st.fs().Remove(joinPath(st.dir, e.File.Path))
+			}
+			out = nil
+		}
+	}()
+	type bucket struct {
+		part                   []datum
+		bucket                 int
+		before, after, changed []*manifestEntry
+	}
+	var order []string
+	buckets := map[string]*bucket{}
+	get := func(e *manifestEntry) *bucket {
+		k := partitionKey(e.Partition) + "/" + strconv.Itoa(e.Bucket)
+		b := buckets[k]
+		if b == nil {
+			b = &bucket{part: e.Partition, bucket: e.Bucket}
+			buckets[k] = b
+			order = append(order, k)
+		}
+		return b
+	}
+	for _, e := range changed {
+		get(e).changed = append(get(e).changed, e)
+	}
+	all := changed == nil
+	for _, e := range before {
+		if _, ok := buckets[partitionKey(e.Partition)+"/"+strconv.Itoa(e.Bucket)]; ok || all {
+			get(e).before = append(get(e).before, e)
+		}
+	}
+	for _, e := range after {
+		if _, ok := buckets[partitionKey(e.Partition)+"/"+strconv.Itoa(e.Bucket)]; ok || all {
+			get(e).after = append(get(e).after, e)
+		}
+	}
+	dirs := map[string]bool{}
+	for _, k := range order {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		b := buckets[k]
+		bf, af := b.before, b.after
+		if !all {
+			bf, af = overlapping(bf, b.changed), overlapping(af, b.changed)
+		}
+		ents, err := st.diffBucket(ctx, sch, b.part, b.bucket, bf, af, source, dirs)
+		out = append(out, ents...)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// overlapping returns the files whose key range meets that of a changed
+// file (all files when a range is unknown).
+func overlapping(files, changed []*manifestEntry) []*manifestEntry {
+	if len(changed) == 0 {
+		return nil
+	}
+	lo, hi := changed[0].File.MinKey, changed[0].File.MaxKey
+	for _, c := range changed[1:] {
+		l, ok1 := compareKeys(c.File.MinKey, lo)
+		h, ok2 := compareKeys(c.File.MaxKey, hi)
+		if !ok1 || !ok2 {
+			return files
+		}
+		if l < 0 {
+			lo = c.File.MinKey
+		}
+		if h > 0 {
+			hi = c.File.MaxKey
+		}
+	}
+	var out []*manifestEntry
+	for _, f := range files {
+		a, ok1 := compareKeys(f.File.MaxKey, lo)
+		b, ok2 := compareKeys(f.File.MinKey, hi)
+		if !ok1 || !ok2 {
+			return files
+		}
+		if a >= 0 && b <= 0 {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// diffBucket writes the changelog of one bucket from the merged content of
+// before to that of after.
+func (st *tableState) diffBucket(ctx context.Context, sch *tableSchema, part []datum, bucket int, before, after []*manifestEntry, source string, dirs map[string]bool) ([]*manifestEntry, error) {
+	if len(before) == 0 && len(after) == 0 {
+		return nil, nil
+	}
+	all := make([]int, len(sch.Fields))
+	for i := range all {
+		all[i] = i
+	}
+	s := &Scan{st: st, sch: sch, proj: all}
+	open := func(files []*manifestEntry) (*diffCursor, error) {
+		c := &diffCursor{sch: sch}
+		if len(files) == 0 {
+			return c, nil
+		}
+		r, err := newMergeReader(ctx, s, files, func(string) bool { return true }, true, false)
+		if err != nil {
+			return nil, err
+		}
+		c.r = r
+		return c, c.next(ctx)
+	}
+	bc, err := open(before)
+	if err != nil {
+		return nil, err
+	}
+	defer bc.close()
+	ac, err := open(after)
+	if err != nil {
+		return nil, err
+	}
+	defer ac.close()
+	w := &changelogBatcher{st: st, sch: sch, cw: st.newChangelogWriter(sch, part, bucket, source, dirs)}
+	defer w.release()
+	for bc.b != nil || ac.b != nil {
+		c := 0
+		switch {
+		case bc.b == nil:
+			c = 1
+		case ac.b == nil:
+			c = -1
+		default:
+			c = compareStrings(bc.keys[bc.i], ac.keys[ac.i])
+		}
+		switch {
+		case c < 0:
+			w.add(bc, Delete)
+		case c > 0:
+			w.add(ac, Insert)
+		case !bc.sameRow(ac):
+			w.add(bc, UpdateBefore)
+			w.add(ac, UpdateAfter)
+		}
+		if c <= 0 {
+			if err := bc.advance(ctx); err != nil {
+				w.cw.abort()
+				return nil, err
+			}
+		}
+		if c >= 0 {
+			if err := ac.advance(ctx); err != nil {
+				w.cw.abort()
+				return nil, err
+			}
+		}
+		if len(w.refs) >= st.s.opts.BatchSize {
+			if err := w.flush(ctx); err != nil {
+				w.cw.abort()
+				return nil, err
+			}
+		}
+	}
+	if err := w.flush(ctx); err != nil {
+		w.cw.abort()
+		return nil, err
+	}
+	return w.cw.finish()
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// diffCursor walks the merged rows (system columns, then every table
+// column) of a bucket with their normalized keys.
+type diffCursor struct {
+	sch  *tableSchema
+	r    *mergeReader
+	b    arrow.RecordBatch // retained; nil at the end
+	i    int
+	keys []string
+	row  []byte // scratch for sameRow
+}
+
+func (c *diffCursor) next(ctx context.Context) error {
+	if c.b != nil {
+		c.b.Release()
+		c.b = nil
+	}
+	if c.r == nil {
+		return nil
+	}
+	b, err := c.r.Next(ctx)
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	b.Retain()
+	c.b, c.i = b, 0
+	var buf []byte
+	ends := make([]int, b.NumRows())
+	for i := range ends {
+		for _, k := range c.sch.PrimaryKeys {
+			buf = appendNormalized(buf, b.Column(2+c.sch.fieldIndex(k)), i)
+		}
+		ends[i] = len(buf)
+	}
+	all := string(buf)
+	c.keys = make([]string, len(ends))
+	start := 0
+	for i, e := range ends {
+		c.keys[i] = all[start:e]
+		start = e
+	}
+	return nil
+}
+
+func (c *diffCursor) advance(ctx context.Context) error {
+	if c.i++; c.i < int(c.b.NumRows()) {
+		return nil
+	}
+	return c.next(ctx)
+}
+
+// sameRow reports whether the current rows of c and o hold equal values.
+func (c *diffCursor) sameRow(o *diffCursor) bool {
+	for col := 2; col < int(c.b.NumCols()); col++ {
+		c.row = appendNormalized(c.row[:0], c.b.Column(col), c.i)
+		o.row = appendNormalized(o.row[:0], o.b.Column(col), o.i)
+		if string(c.row) != string(o.row) {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *diffCursor) close() {
+	if c.b != nil {
+		c.b.Release()
+		c.b = nil
+	}
+	if c.r != nil {
+		c.r.Close()
+	}
+}
+
+// changelogBatcher gathers changelog rows referenced in the cursors'
+// batches (retained while referenced) and writes them.
+type changelogBatcher struct {
+	st    *tableState
+	sch   *tableSchema
+	cw    *dataWriter
+	srcs  []arrow.RecordBatch
+	refs  []rowRef
+	kinds []int8
+}
+
+func (w *changelogBatcher) add(c *diffCursor, kind RowKind) {
+	src := -1
+	for j, b := range w.srcs {
+		if b == c.b {
+			src = j
+		}
+	}
+	if src < 0 {
+		c.b.Retain()
+		w.srcs = append(w.srcs, c.b)
+		src = len(w.srcs) - 1
+	}
+	w.refs = append(w.refs, rowRef{int32(src), int32(c.i)})
+	w.kinds = append(w.kinds, int8(kind))
+}
+
+// flush writes the gathered rows.
+func (w *changelogBatcher) flush(ctx context.Context) error {
+	if len(w.refs) > 0 {
+		mem := w.st.s.opts.Mem
+		fsch := fileSchema(w.sch)
+		cols := make([]arrow.Array, fsch.NumFields())
+		arrs := make([]arrow.Array, len(w.srcs))
+		for c := range cols {
+			if c == 1 {
+				cols[c] = int8Array(mem, w.kinds)
+				continue
+			}
+			for j, b := range w.srcs {
+				arrs[j] = b.Column(c)
+			}
+			cols[c] = gather(mem, fsch.Field(c).Type, arrs, w.refs)
+		}
+		rec := array.NewRecordBatch(fsch, cols, int64(len(w.refs)))
+		for _, c := range cols {
+			c.Release()
+		}
+		err := w.cw.write(ctx, rec)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+		w.refs, w.kinds = w.refs[:0], w.kinds[:0]
+	}
+	w.release()
+	return nil
+}
+
+func (w *changelogBatcher) release() {
+	for _, b := range w.srcs {
+		b.Release()
+	}
+	w.srcs = nil
+}
+
+// fullCompactionChangelog publishes a COMPACT snapshot whose changelog is
+// the diff between the content at the previous such snapshot (or empty)
+// and now, unless no data was committed since.
+func (st *tableState) fullCompactionChangelog(ctx context.Context) error {
+	if _, commits, err := st.lastFullChangelog(); err != nil || commits == 0 {
+		return err
+	}
+	req := &commitRequest{kind: commitCompact, minSeq: -1}
+	req.produce = func(ctx context.Context, latest *snapshot, live, _ []*manifestEntry) ([]*manifestEntry, error) {
+		// Another process may have published one since: diff from the
+		// newest.
+		prev, _, err := st.lastFullChangelog()
+		if err != nil {
+			return nil, err
+		}
+		var before []*manifestEntry
+		if prev > 0 {
+			sn, err := st.readSnapshot(prev)
+			if err != nil {
+				return nil, err
+			}
+			if before, err = st.liveFiles(sn); err != nil {
+				return nil, err
+			}
+		}
+		return st.diffChangelog(ctx, before, live, nil, "COMPACT")
+	}
+	_, err := st.commit(ctx, req)
+	return err
+}
+
+// lastFullChangelog returns the newest snapshot that published a
+// full-compaction changelog (0: none) and the number of data commits
+// since.
+func (st *tableState) lastFullChangelog() (id int64, commits int, err error) {
+	ids, err := st.listSnapshots()
+	if err != nil {
+		return 0, 0, err
+	}
+	for i := len(ids) - 1; i >= 0; i-- {
+		sn, err := st.readSnapshot(ids[i])
+		if errors.Is(err, ErrSnapshotNotFound) {
+			break // expired meanwhile
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+		if sn.CommitKind == commitCompact {
+			if sn.ChangelogManifestList != "" {
+				return sn.ID, commits, nil
+			}
+			continue
+		}
+		commits++
+	}
+	return 0, commits, nil
+}
+
+// ChangelogComplete reports whether the table's changes can be streamed
+// completely from its snapshots, or why not (the message a streaming reader
+// should report). Key tables with changelog-producer lookup or
+// full-compaction are complete with before-images (-U/+U, -D). With
+// changelog-producer none or input, merge-engine deduplicate is complete
+// as upserts without before-images: the delta data files (or input rows)
+// carry every upsert and -D; rows an INSERT OVERWRITE replaces are not in
+// them. Append tables are complete as inserts; their OVERWRITE snapshots
+// replace data and carry no changelog.
+func (t *Table) ChangelogComplete() (bool, string) {
+	sch := t.schema
+	o := sch.opts
+	if !sch.hasPK() || o.producer == producerLookup || o.producer == producerFullCompaction || o.merge.engine == engineDeduplicate {
+		return true, ""
+	}
+	what := map[string]string{
+		enginePartialUpdate: "its changes are partial rows",
+		engineAggregation:   "its changes are inputs to aggregates, not the aggregated rows",
+		engineFirstRow:      "its level-0 files hold later versions of keys that the merge discards",
+	}[o.merge.engine]
+	fix := "lookup or full-compaction"
+	if o.merge.engine == engineFirstRow {
+		fix = "lookup"
+	}
+	return false, fmt.Sprintf("table %s has merge-engine %s with changelog-producer %s: %s; set changelog-producer to %s", t.st.id, o.merge.engine, o.producer, what, fix)
+}
+
+// changelogFiles returns the changelog files a snapshot publishes and the
+// names of its changelog manifest list and manifests.
+func (st *tableState) changelogFiles(sn *snapshot) ([]*manifestEntry, []string, error) {
+	if sn.ChangelogManifestList == "" {
+		return nil, nil, nil
+	}
+	ms, err := st.readManifestList(sn.ChangelogManifestList)
+	if err != nil {
+		return nil, nil, err
+	}
+	names := []string{sn.ChangelogManifestList}
+	var files []*manifestEntry
+	for _, m := range ms {
+		names = append(names, m.FileName)
+		ents, err := st.readManifest(m.FileName)
+		if err != nil {
+			return nil, nil, err
+		}
+		files = append(files, ents...)
+	}
+	return files, names, nil
+}
