@@ -93,6 +93,38 @@ func (s *bareServer) DoGet(_ *flight.Ticket, stream flight.FlightService_DoGetSe
 	return nil
 }
 
+// StartFlightd serves a flightd engine over loopback in this process; stop
+// shuts the server down and closes the engine.
+func StartFlightd(ctx context.Context, cfg engine.Config) (eng *engine.Engine, addr string, stop func(), err error) {
+	eng, err = engine.Open(ctx, cfg)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	srv, err := fsql.NewServer(eng, fsql.Limits{})
+	if err != nil {
+		eng.Close()
+		return nil, "", nil, err
+	}
+	fs, err := fsql.NewFlightServer(srv, fsql.Options{})
+	if err != nil {
+		srv.Close()
+		eng.Close()
+		return nil, "", nil, err
+	}
+	addr, shutdown, err := serve(fs)
+	if err != nil {
+		srv.Close()
+		eng.Close()
+		return nil, "", nil, err
+	}
+	return eng, addr, func() {
+		srv.CancelStreams()
+		shutdown()
+		srv.Close()
+		eng.Close()
+	}, nil
+}
+
 func serve(fs flight.Server) (addr string, stop func(), err error) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -148,21 +180,7 @@ func Bare(ctx context.Context, batches []arrow.RecordBatch, runs int) (Result, e
 // full-table DoGet through Flight SQL, and the latency of one-row queries.
 func Flightd(ctx context.Context, dir string, batches []arrow.RecordBatch, batchSize int, cacheBytes int64, runs, pointQueries int) (scan Result, p50, p99 time.Duration, err error) {
 	mem := memory.NewGoAllocator()
-	eng, err := engine.Open(ctx, engine.Config{Mem: mem, Root: dir, BatchSize: batchSize, CacheBytes: cacheBytes})
-	if err != nil {
-		return scan, 0, 0, err
-	}
-	defer eng.Close()
-	srv, err := fsql.NewServer(eng, fsql.Limits{})
-	if err != nil {
-		return scan, 0, 0, err
-	}
-	defer srv.Close()
-	fs, err := fsql.NewFlightServer(srv, fsql.Options{})
-	if err != nil {
-		return scan, 0, 0, err
-	}
-	addr, stop, err := serve(fs)
+	eng, addr, stop, err := StartFlightd(ctx, engine.Config{Mem: mem, Root: dir, BatchSize: batchSize, CacheBytes: cacheBytes})
 	if err != nil {
 		return scan, 0, 0, err
 	}
