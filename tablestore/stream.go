@@ -343,8 +343,11 @@ func (r *ChangeReader) checkNotSkipped() (published bool, err error) {
 
 // plan lists the readers of snapshot sn's changes.
 func (r *ChangeReader) plan(sn *snapshot) error {
-	if r.sch.changelogFiles() {
-		ents, err := r.manifestEntries(sn.ChangelogManifestList)
+	// An input changelog holds only the rows written: an overwrite's
+	// removals are read from the files it replaced, as without a producer.
+	p := r.sch.opts.producer
+	if p != producerNone && (p != producerInput || sn.CommitKind != commitOverwrite) {
+		ents, _, err := r.t.st.changelogFiles(sn)
 		if err != nil {
 			return err
 		}
@@ -581,13 +584,6 @@ func (st *tableState) notifyPublished() {
 	}
 }
 
-// changelogFiles reports whether snapshots list changelog files
-// (changelog-producer other than none).
-func (sch *tableSchema) changelogFiles() bool {
-	p := sch.Options[optChangelogProducer]
-	return p != "" && p != "none"
-}
-
 var streamStartNames = [...]string{
 	StreamLatest: "latest", StreamLatestFull: "latest-full", StreamFromSnapshot: "from-snapshot",
 	StreamFromSnapshotFull: "from-snapshot-full", StreamFromTimestamp: "from-timestamp",
@@ -598,18 +594,4 @@ func (s StreamStart) String() string {
 		return fmt.Sprintf("StreamStart(%d)", int(s))
 	}
 	return streamStartNames[s]
-}
-
-// ChangelogComplete reports whether the table's change stream is complete:
-// applied to the table's content at the stream's start, it yields the
-// content at every later snapshot. Without a changelog producer only
-// deduplicate tables qualify (as upserts without before-images); otherwise
-// why says what to change.
-func (t *Table) ChangelogComplete() (ok bool, why string) {
-	sch := t.schema
-	engine := sch.Options[optMergeEngine]
-	if !sch.hasPK() || sch.changelogFiles() || engine == "" || engine == "deduplicate" {
-		return true, ""
-	}
-	return false, fmt.Sprintf("table %s has merge-engine %s with changelog-producer none: its changes are partial rows; set changelog-producer to lookup", t.st.id, engine)
 }

@@ -121,6 +121,12 @@ func TestChangeStreamRandom(t *testing.T) {
 		{"dedup-none", []string{"k"}, map[string]string{"bucket": "2"}, false},
 		{"dedup-none-compacting", []string{"k"}, map[string]string{"bucket": "2", "num-sorted-run.compaction-trigger": "2"}, false},
 		{"append", nil, map[string]string{}, true},
+		{"dedup-input", []string{"k"}, map[string]string{"bucket": "2", "changelog-producer": "input"}, false},
+		{"dedup-lookup", []string{"k"}, map[string]string{"bucket": "2", "changelog-producer": "lookup"}, true},
+		{"dedup-full-compaction", []string{"k"}, map[string]string{"bucket": "2", "changelog-producer": "full-compaction", "full-compaction.delta-commits": "3"}, true},
+		{"partial-update-lookup", []string{"k"}, map[string]string{"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true", "changelog-producer": "lookup"}, true},
+		{"aggregation-lookup", []string{"k"}, map[string]string{"merge-engine": "aggregation", "fields.n.aggregate-function": "sum", "fields.v.aggregate-function": "max", "fields.v.ignore-retract": "true", "changelog-producer": "lookup"}, true},
+		{"first-row-lookup", []string{"k"}, map[string]string{"merge-engine": "first-row", "ignore-delete": "true", "changelog-producer": "lookup"}, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

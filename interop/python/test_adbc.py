@@ -3,6 +3,7 @@
 Run through `go test ./flightsql -run Interop`, which starts flightd and sets
 FLIGHTD_URI.
 """
+import json
 import os
 
 import adbc_driver_flightsql.dbapi as flight_sql
@@ -101,4 +102,45 @@ def test_temporary_ingest(conn):
     cur.adbc_ingest("py_tmp", pa.table({"a": pa.array([1, 2], pa.int64())}), mode="create", temporary=True)
     cur.execute("SELECT a FROM temp.py_tmp ORDER BY a")
     assert cur.fetchall() == [(1,), (2,)]
+    cur.close()
+
+
+def read_changes(reader, until):
+    """Reads a change stream until until(rows) is true; returns the rows
+    [(snapshot, row kind, k, v)] and the progress markers' snapshots."""
+    rows, markers = [], []
+    while not until(rows):
+        chunk = reader.read_chunk()
+        meta = json.loads(chunk.app_metadata.to_pybytes())
+        if chunk.data.num_rows == 0:
+            assert meta["caught_up"]
+            markers.append(meta["snapshot"])
+            continue
+        for kind, k, v in zip(*(chunk.data.column(i).to_pylist() for i in range(3))):
+            rows.append((meta["snapshot"], kind, k, v))
+    return rows, markers
+
+
+def test_change_stream_ticket(conn):
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE py_changes (k BIGINT NOT NULL, v VARCHAR, PRIMARY KEY (k) NOT ENFORCED)")
+    cur.execute("INSERT INTO py_changes VALUES (1, 'a'), (2, 'b')")
+    client = flight.connect(URI)
+    ticket = b"flightd/changes1:" + json.dumps(
+        {"table": "py_changes", "mode": "latest-full", "heartbeat_millis": 100}).encode()
+    reader = client.do_get(flight.Ticket(ticket))
+    assert reader.schema.names == ["_row_kind", "k", "v"]
+    rows, _ = read_changes(reader, lambda rows: len(rows) == 2)
+    assert sorted(r[1:] for r in rows) == [("+I", 1, "a"), ("+I", 2, "b")]
+    cur.execute("UPDATE py_changes SET v = 'b2' WHERE k = 2")
+    cur.execute("DELETE FROM py_changes WHERE k = 1")
+    rows, markers = read_changes(reader, lambda rows: any(r[1] == "-D" for r in rows))
+    # Without a changelog producer an update arrives as the upsert written.
+    assert ("+I", 2, "b2") in [r[1:] for r in rows]
+    assert ("-D", 1) in [(r[1], r[2]) for r in rows]
+    # Batches of one snapshot are contiguous and snapshots only grow.
+    snaps = [r[0] for r in rows]
+    assert snaps == sorted(snaps)
+    reader.cancel()
+    client.close()
     cur.close()
