@@ -51,14 +51,14 @@ type Config struct {
 // acknowledgement to the writer (negative when the stream delivered the
 // rows before the acknowledgement arrived).
 type Latency struct {
-	Consumers  int           `json:"consumers"`
-	Commits    int           `json:"commits"`
-	Rows       int64         `json:"rows_delivered"`
-	WriteP50   time.Duration `json:"write_p50_ns"`
-	WriteP99   time.Duration `json:"write_p99_ns"`
-	CommitP50  time.Duration `json:"commit_p50_ns"`
-	CommitP99  time.Duration `json:"commit_p99_ns"`
-	AckP50     time.Duration `json:"ack_p50_ns"` // write call to acknowledgement
+	Consumers int           `json:"consumers"`
+	Commits   int           `json:"commits"`
+	Rows      int64         `json:"rows_delivered"`
+	WriteP50  time.Duration `json:"write_p50_ns"`
+	WriteP99  time.Duration `json:"write_p99_ns"`
+	CommitP50 time.Duration `json:"commit_p50_ns"`
+	CommitP99 time.Duration `json:"commit_p99_ns"`
+	AckP50    time.Duration `json:"ack_p50_ns"` // write call to acknowledgement
 	CommitMax time.Duration `json:"commit_max_ns"`
 }
 
