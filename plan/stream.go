@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -166,12 +167,14 @@ func (b *binder) duration(o *sql.Property) time.Duration {
 func (b *binder) checkStream(root Node) {
 	pos := *b.streamPos
 	var scan *ScanNode
+	filtered := map[ColumnID]bool{}
 	var walk func(n Node)
 	walk = func(n Node) {
 		switch x := n.(type) {
 		case *ProjectNode:
 			walk(x.Input)
 		case *FilterNode:
+			maps.Copy(filtered, colsOf(x.Pred))
 			walk(x.Input)
 		case *LimitNode:
 			walk(x.Input)
@@ -185,6 +188,10 @@ func (b *binder) checkStream(root Node) {
 		}
 	}
 	walk(root)
+	if scan.Filter != nil {
+		maps.Copy(filtered, colsOf(scan.Filter))
+	}
+	b.checkStreamFilter(scan, filtered)
 	kind := scan.Cols[slices.Index(scan.Names, tablestore.RowKindColumn)]
 	// The topmost projection must pass the row kind on; without one the
 	// scan's own output has it.
@@ -204,6 +211,28 @@ func (b *binder) checkStream(root Node) {
 			x.Cols = append([]Column{b.newCol(kind.Name, kind.Type, kind.Nullable)}, x.Cols...)
 		}
 		return
+	}
+}
+
+// checkStreamFilter refuses filters on value columns of a key table whose
+// changes are upserts without before-images (changelog-producer none or
+// input): a row updated out of the filter would send nothing, and the
+// consumer would keep the old row.
+func (b *binder) checkStreamFilter(scan *ScanNode, filtered map[ColumnID]bool) {
+	t := scan.Table
+	pk := t.PrimaryKey()
+	switch t.Options()["changelog-producer"] {
+	case "lookup", "full-compaction":
+		return
+	}
+	if len(pk) == 0 {
+		return // append tables stream whole rows: +I, and -D of rows removed
+	}
+	for i, c := range scan.Cols {
+		name := scan.Names[i]
+		if filtered[c.ID] && name != tablestore.RowKindColumn && !slices.Contains(pk, name) {
+			b.fail(*b.streamPos, "cannot filter the changes of %s on %s: without before-images (changelog-producer none or input) a row updated out of the filter would stay with the consumer; filter on the primary key, or set changelog-producer to lookup", t.Ident(), name)
+		}
 	}
 }
 
