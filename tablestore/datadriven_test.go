@@ -165,26 +165,6 @@ func TestDataDriven(t *testing.T) {
 							} else {
 								changes = append(changes, UpdateColumnType{Name: x, Type: dt})
 							}
-						case "changelog":
-							snap, err := tbl.LatestSnapshotID(ctx)
-							if err != nil {
-								return "", err
-							}
-							if d.HasArg("snapshot") {
-								var v string
-								d.ScanArgs(t, "snapshot", &v)
-								snap, _ = strconv.ParseInt(v, 10, 64)
-							}
-							sn, err := tbl.st.readSnapshot(snap)
-							if err != nil {
-								return "", err
-							}
-							var sb strings.Builder
-							fmt.Fprintf(&sb, "snapshot %d %s", snap, sn.CommitKind)
-							for _, r := range readChangelog(t, tbl, snap) {
-								fmt.Fprintf(&sb, "\n%s %s", r.kind, r.row)
-							}
-							return sb.String(), nil
 						case "drop":
 							changes = append(changes, DropColumn{Name: x})
 						case "rename":
