@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 )
 
 // Changelog producers (changelog-producer) write changelog files: the
@@ -27,9 +29,10 @@ import (
 //
 // Both diffs merge-join two merge reads of a bucket in key order and emit,
 // per key whose merged row differs: +I new, -U old and +U new, or -D old.
-// Only files whose key range overlaps the changed files are read: keys
-// outside that range merge from the same files before and after, so they
-// cannot differ.
+// Only files whose key range overlaps the changed files are read, and when
+// a commit adds few distinct keys, only row groups whose key statistics
+// admit one of them: keys outside merge from the same files before and
+// after, so they cannot differ.
 
 // lookupChangelog is the lookup producer of a commit adding adds.
 func (st *tableState) lookupChangelog(adds []*manifestEntry) func(context.Context, *snapshot, []*manifestEntry, []*manifestEntry) ([]*manifestEntry, error) {
@@ -45,7 +48,13 @@ func (st *tableState) lookupChangelog(adds []*manifestEntry) func(context.Contex
 			}
 		}
 		after = append(after, adds...)
-		return st.diffChangelog(ctx, live, after, append(append([]*manifestEntry(nil), adds...), deletes...), "APPEND")
+		changed := slices.Clone(adds)
+		for _, d := range deletes {
+			c := *d
+			c.Kind = kindDelete
+			changed = append(changed, &c)
+		}
+		return st.diffChangelog(ctx, live, after, changed, "APPEND")
 	}
 }
 
@@ -106,13 +115,88 @@ func (st *tableState) diffChangelog(ctx context.Context, before, after, changed 
 		if !all {
 			bf, af = overlapping(bf, b.changed), overlapping(af, b.changed)
 		}
-		ents, err := st.diffBucket(ctx, sch, b.part, b.bucket, bf, af, source, dirs)
+		var probe Predicate
+		if !all {
+			if probe, err = st.probeKeys(ctx, sch, b.changed); err != nil {
+				return out, err
+			}
+		}
+		ents, err := st.diffBucket(ctx, sch, b.part, b.bucket, bf, af, probe, source, dirs)
 		out = append(out, ents...)
 		if err != nil {
 			return out, err
 		}
 	}
 	return out, nil
+}
+
+// maxProbeKeys bounds the IN list of probeKeys: beyond it, row-group
+// statistics would rarely rule anything out.
+const maxProbeKeys = 256
+
+// probeKeys returns key IN (the distinct first-key-column values of the
+// added files), or nil when there are too many or files are deleted (an
+// overwrite changes every key of the deleted files).
+func (st *tableState) probeKeys(ctx context.Context, sch *tableSchema, changed []*manifestEntry) (Predicate, error) {
+	var rows int64
+	for _, e := range changed {
+		if e.Kind != kindAdd {
+			return nil, nil
+		}
+		rows += e.File.RowCount
+	}
+	if rows > 4*maxProbeKeys {
+		return nil, nil
+	}
+	k := sch.fieldIndex(sch.PrimaryKeys[0])
+	s := &Scan{st: st, sch: sch, proj: []int{k}}
+	in := In{Column: sch.PrimaryKeys[0]}
+	seen := map[string]bool{}
+	var enc []byte
+	for _, e := range changed {
+		df, err := st.openDataFile(e)
+		if err != nil {
+			return nil, err
+		}
+		rgs := make([]int, df.numRowGroups())
+		for i := range rgs {
+			rgs[i] = i
+		}
+		r, err := newStreamReader(ctx, s, df, rgs, newReadTarget(sch, []int{k}, false))
+		if err != nil {
+			return nil, err
+		}
+		for {
+			b, err := r.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				r.Close()
+				return nil, err
+			}
+			col := b.Column(0)
+			for i := range col.Len() {
+				if enc = appendNormalized(enc[:0], col, i); seen[string(enc)] {
+					continue
+				}
+				seen[string(enc)] = true
+				v, err := scalar.GetScalar(col, i)
+				if err != nil {
+					r.Close()
+					return nil, err
+				}
+				in.Values = append(in.Values, v)
+			}
+		}
+		if err := r.Close(); err != nil {
+			return nil, err
+		}
+	}
+	if len(in.Values) > maxProbeKeys {
+		return nil, nil
+	}
+	return in, nil
 }
 
 // overlapping returns the files whose key range meets that of a changed
@@ -150,8 +234,9 @@ func overlapping(files, changed []*manifestEntry) []*manifestEntry {
 }
 
 // diffBucket writes the changelog of one bucket from the merged content of
-// before to that of after.
-func (st *tableState) diffBucket(ctx context.Context, sch *tableSchema, part []datum, bucket int, before, after []*manifestEntry, source string, dirs map[string]bool) ([]*manifestEntry, error) {
+// before to that of after; probe (on key columns, may be nil) skips row
+// groups without a changed key.
+func (st *tableState) diffBucket(ctx context.Context, sch *tableSchema, part []datum, bucket int, before, after []*manifestEntry, probe Predicate, source string, dirs map[string]bool) ([]*manifestEntry, error) {
 	if len(before) == 0 && len(after) == 0 {
 		return nil, nil
 	}
@@ -159,13 +244,14 @@ func (st *tableState) diffBucket(ctx context.Context, sch *tableSchema, part []d
 	for i := range all {
 		all[i] = i
 	}
-	s := &Scan{st: st, sch: sch, proj: all}
+	s := &Scan{st: st, sch: sch, proj: all, filter: probe}
+	isKey := func(c string) bool { return slices.Contains(sch.PrimaryKeys, c) }
 	open := func(files []*manifestEntry) (*diffCursor, error) {
 		c := &diffCursor{sch: sch}
 		if len(files) == 0 {
 			return c, nil
 		}
-		r, err := newMergeReader(ctx, s, files, func(string) bool { return true }, true, false)
+		r, err := newMergeReader(ctx, s, files, isKey, true, false)
 		if err != nil {
 			return nil, err
 		}

@@ -23,6 +23,7 @@ import (
 //	drop
 //	write [kind=+I|-U|+U|-D] [overwrite] [partition=p=v]  input: CSV rows, NULL for null
 //	commit | abort | compact [full] | stats | expire
+//	changelog [snapshot=N]   the changelog rows snapshot N (default latest) publishes
 //	scan [snapshot=N] [cols=a,b] [filter=<pred> ...]     filters are ANDed: col<op>value, col:null
 //	alter add=name:TYPE | drop=c | rename=a:b | widen=c:TYPE | set=k=v
 func TestDataDriven(t *testing.T) {
@@ -116,6 +117,26 @@ func TestDataDriven(t *testing.T) {
 					return "ok", nil
 				case "compact":
 					return "ok", tbl.Compact(ctx, d.HasArg("full"))
+				case "changelog":
+					snap, err := tbl.LatestSnapshotID(ctx)
+					if err != nil {
+						return "", err
+					}
+					if d.HasArg("snapshot") {
+						var v string
+						d.ScanArgs(t, "snapshot", &v)
+						snap, _ = strconv.ParseInt(v, 10, 64)
+					}
+					sn, err := tbl.st.readSnapshot(snap)
+					if err != nil {
+						return "", err
+					}
+					var sb strings.Builder
+					fmt.Fprintf(&sb, "snapshot %d %s", snap, sn.CommitKind)
+					for _, r := range readChangelog(t, tbl, snap) {
+						fmt.Fprintf(&sb, "\n%s %s", r.kind, r.row)
+					}
+					return sb.String(), nil
 				case "drop":
 					if w != nil {
 						w.Abort()

@@ -188,6 +188,11 @@ func (o *tableOptions) validateMerge(s *tableSchema) error {
 			return optErr(key, s.Options[key], "applies to listagg columns only")
 		}
 	}
+	if (m.engine == enginePartialUpdate || m.engine == engineAggregation) && len(o.sequenceField) > 0 {
+		// Files hold partial merges in write order; ordering versions by
+		// sequence.field across them would merge out of order.
+		return optErr(optSequenceField, s.Options[optSequenceField], "merge-engine "+m.engine+" does not support sequence.field yet (partial-update: use sequence groups)")
+	}
 	if m.engine == engineFirstRow {
 		if len(o.sequenceField) > 0 {
 			return optErr(optSequenceField, s.Options[optSequenceField], "merge-engine first-row keeps the first row written and takes no sequence.field")
@@ -428,6 +433,7 @@ func newRowMerger(id Ident, sch *tableSchema, cols []int, mem memory.Allocator) 
 					pg.fields = append(pg.fields, p)
 				}
 			}
+			pg.all = append(slices.Clone(pg.seq), pg.fields...)
 			pm.groups = append(pm.groups, pg)
 		}
 		return pm
@@ -510,7 +516,8 @@ type partialMerge struct {
 	groups []posGroup
 }
 
-type posGroup struct{ seq, fields []int }
+// posGroup is a sequence group by positions; all is seq then fields.
+type posGroup struct{ seq, fields, all []int }
 
 func (m *partialMerge) merge(in *mergeRows, vers []rowRef, raw bool, out *mergeOut) error {
 	opts := &m.sch.opts.merge
@@ -561,7 +568,7 @@ func (m *partialMerge) merge(in *mergeRows, vers []rowRef, raw bool, out *mergeO
 		}
 		for _, g := range m.groups {
 			if m.newer(in, g, v) {
-				for _, p := range append(g.seq, g.fields...) {
+				for _, p := range g.all {
 					m.cell[p] = v
 				}
 			}
