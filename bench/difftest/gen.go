@@ -23,6 +23,12 @@ import (
 //   - CAST(DOUBLE AS INT) of a .5 value (DuckDB rounds half to even,
 //     flightd half away from zero) and CAST(DOUBLE AS VARCHAR) (digits);
 //   - SUBSTR with a start below 1 (DuckDB counts from the end);
+//   - the scale of decimal results where the engines type them apart:
+//     round(x, n) (DuckDB: scale n) and DuckDB's common type of
+//     DECIMAL(38,2) and DECIMAL(38,1), which keeps scale 1 and rounds.
+//     Every decimal expression is scale 2 (rounding and casts to other
+//     scales are cast back to DECIMAL(12,2)), and only columns are cast
+//     to VARCHAR;
 //   - sums of inexact doubles (order of summation): aggregate arguments
 //     never divide, and the data's doubles are multiples of 1/4.
 type Gen struct {
@@ -212,9 +218,9 @@ func (g *Gen) decExpr(c ectx, d int) string {
 	case 4:
 		return fmt.Sprintf("CAST(%s AS DECIMAL(12,2))", g.expr(c, TInt, d))
 	case 5:
-		return fmt.Sprintf("round(%s, %d)", g.expr(c, TDec, d), g.n(3))
+		return fmt.Sprintf("CAST(round(%s, %d) AS DECIMAL(12,2))", g.expr(c, TDec, d), g.n(3))
 	case 6:
-		return fmt.Sprintf("CAST(%s AS DECIMAL(12,1))", g.expr(c, pick(g, []Type{TDec, TFloat}), d))
+		return fmt.Sprintf("CAST(CAST(%s AS DECIMAL(12,1)) AS DECIMAL(12,2))", g.expr(c, pick(g, []Type{TDec, TFloat}), d))
 	}
 	return fmt.Sprintf("abs(%s)", g.expr(c, TDec, d))
 }
@@ -253,7 +259,10 @@ func (g *Gen) strExpr(c ectx, d int) string {
 	case 6:
 		return fmt.Sprintf("replace(%s, %s, %s)", g.expr(c, TStr, d), quote(pick(g, []string{"a", "b", "ab", " "})), g.expr(c, TStr, d))
 	case 7:
-		return fmt.Sprintf("CAST(%s AS VARCHAR)", g.expr(c, pick(g, []Type{TInt, TDec, TDate, TBool}), d))
+		if g.p(20) {
+			return fmt.Sprintf("CAST(%s AS VARCHAR)", g.leaf(c, TDec))
+		}
+		return fmt.Sprintf("CAST(%s AS VARCHAR)", g.expr(c, pick(g, []Type{TInt, TDate, TBool}), d))
 	case 8:
 		return fmt.Sprintf("%s(%s, %d)", pick(g, []string{"left", "right"}), g.expr(c, TStr, d), g.n(4))
 	case 9:

@@ -36,6 +36,17 @@ func TestProbe(t *testing.T) {
 	if err := Load(ctx, d, tabs, false); err != nil {
 		t.Fatal(err)
 	}
+	for _, st := range strings.Split(os.Getenv("PROBE_SETUP"), ";;") {
+		if strings.TrimSpace(st) == "" {
+			continue
+		}
+		if err := f.Exec(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Exec(ctx, strings.ReplaceAll(st, " NOT ENFORCED", "")); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, q := range strings.Split(qs, ";;") {
 		fr, ferr := f.Query(ctx, q)
 		dr, derr := d.Query(ctx, q)
