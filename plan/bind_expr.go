@@ -187,9 +187,6 @@ func (b *binder) bindScalar(e sql.Expr, sc *scope, node *Node, o exprOpts) Expr 
 		}
 		y := b.subqueryValue(sub, corr, e.Query.Pos)
 		found := b.markJoin(node, sub, corr, b.compare("equal", x, y, e.Pos), e.Pos, sc)
-		if e.Not && len(corr.pulled) > 0 {
-			b.notImplemented(e.Pos, "correlated NOT IN (subquery) outside a top-level WHERE condition")
-		}
 		// Three-valued IN: TRUE on a match; FALSE if the subquery yields no
 		// rows (for this outer row); NULL if x is NULL or the subquery
 		// yields a NULL; otherwise FALSE. _has_null is bool_or(y IS NULL)

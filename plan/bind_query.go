@@ -792,8 +792,9 @@ func (b *binder) trySemiJoin(e sql.Expr, sc *scope, node Node) (Node, bool) {
 		kind := SemiJoin
 		if e.Not {
 			if len(corr.pulled) > 0 {
-				// NULLs would have to be judged per correlated group.
-				b.notImplemented(e.Pos, "correlated NOT IN (subquery); use NOT EXISTS")
+				// NULLs are judged per correlated group: the expression
+				// form computes them.
+				return nil, false
 			}
 			kind = AntiNullAwareJoin
 		}
