@@ -210,7 +210,7 @@ func float64View(a arrow.Array) func(i int) float64 {
 	case arrow.DECIMAL128:
 		v := vectorized.DecimalValues(a)
 		s := a.DataType().(*arrow.Decimal128Type).Scale
-		return func(i int) float64 { return v[i].ToFloat64(s) }
+		return func(i int) float64 { return vectorized.DecimalToFloat64(v[i], s) }
 	}
 	iv := int64View(a)
 	return func(i int) float64 { return float64(iv(i)) }

@@ -28,7 +28,10 @@ func init() {
 	register(resolveLength, "length", "char_length", "character_length")
 	register(resolveReplace, "replace")
 	register(resolveRegexpLike, "regexp_like")
-	register(resolvePosition, "position", "strpos")
+	// POSITION(sub IN s) binds as position(sub, s); strpos(s, sub) takes
+	// them the other way round, as in Postgres and DuckDB.
+	register(positionResolver(false), "position")
+	register(positionResolver(true), "strpos")
 }
 
 // stringArgs checks that the arguments are strings (or NULL) and returns
@@ -269,18 +272,25 @@ func resolveRegexpLike(types []arrow.DataType, args []Expr) (*impl, error) {
 	}}, nil
 }
 
-// resolvePosition is position(substring, string): 1-based, 0 if absent.
-func resolvePosition(types []arrow.DataType, _ []Expr) (*impl, error) {
-	if err := wantArgs(types, 2, 2); err != nil {
-		return nil, err
+// positionResolver is position(substring, string), or strpos(string,
+// substring) when haystackFirst: 1-based, 0 if absent.
+func positionResolver(haystackFirst bool) resolver {
+	sub, s := 0, 1
+	if haystackFirst {
+		sub, s = 1, 0
 	}
-	st, err := stringArgs(types)
-	if err != nil {
-		return nil, err
+	return func(types []arrow.DataType, _ []Expr) (*impl, error) {
+		if err := wantArgs(types, 2, 2); err != nil {
+			return nil, err
+		}
+		st, err := stringArgs(types)
+		if err != nil {
+			return nil, err
+		}
+		return &impl{ret: i64Type, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+			return vectorized.MapInt64s(ec.Mem, a, n, func(i int) (int64, error) {
+				return vectorized.Position(vectorized.StringAt(a[sub], i), vectorized.StringAt(a[s], i)), nil
+			})
+		}}, nil
 	}
-	return &impl{ret: i64Type, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
-		return vectorized.MapInt64s(ec.Mem, a, n, func(i int) (int64, error) {
-			return vectorized.Position(vectorized.StringAt(a[0], i), vectorized.StringAt(a[1], i)), nil
-		})
-	}}, nil
 }

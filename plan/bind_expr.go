@@ -176,26 +176,41 @@ func (b *binder) bindScalar(e sql.Expr, sc *scope, node *Node, o exprOpts) Expr 
 	case *sql.InSubquery:
 		x := b.settle(b.bindScalar(e.X, sc, node, o.with(nil)))
 		sub, corr := b.bindSubquery(e.Query, sc)
+		if len(corr.pulled) > 0 && corr.agg && corr.scalarAgg && !corr.having {
+			// Exactly one row for every outer row: x IN (v) is x = v.
+			v := b.scalarSubquery(&sql.Subquery{Pos: e.Pos, Query: e.Query}, sc, node)
+			r := b.compare("equal", x, v, e.Pos)
+			if e.Not {
+				r = b.call(e.Pos, "not", r)
+			}
+			return r
+		}
 		y := b.subqueryValue(sub, corr, e.Query.Pos)
 		found := b.markJoin(node, sub, corr, b.compare("equal", x, y, e.Pos), e.Pos, sc)
-		// Three-valued IN: TRUE on a match; otherwise NULL if x is NULL or
-		// the subquery yields a NULL; otherwise FALSE.
+		// Three-valued IN: TRUE on a match; FALSE if the subquery yields no
+		// rows (for this outer row); NULL if x is NULL or the subquery
+		// yields a NULL; otherwise FALSE. _has_null is bool_or(y IS NULL)
+		// over the subquery's rows (grouped by the correlated columns), so
+		// it is NULL exactly when there are none.
+		sub2, corr2 := b.bindSubquery(e.Query, sc)
+		y2 := b.subqueryValue(sub2, corr2, e.Query.Pos)
+		if !keyCorrelated(corr2.pulled, sc.ids()) {
+			b.notImplemented(e.Pos, "EXISTS or IN (subquery) inside an expression with a correlation that is not inner_column = outer_expression")
+		}
+		hasNull := b.newCol("_has_null", boolType, true)
+		agg := &AggNode{Input: sub2, Aggs: []AggCall{{Fn: "bool_or", Args: []Expr{b.call(e.Pos, "is_null", y2)}, Col: hasNull}}}
+		for _, c := range corr2.inner {
+			agg.Groups = append(agg.Groups, &ColRef{ID: c.ID, Name: c.Name, Typ: c.Type})
+			agg.GroupCols = append(agg.GroupCols, c)
+		}
+		*node = &JoinNode{Kind: LeftJoin, Left: *node, Right: agg, Cond: andAll(corr2.pulled)}
+		hasNullRef := &ColRef{ID: hasNull.ID, Name: hasNull.Name, Typ: boolType}
+		null := &Const{Value: scalar.MakeNullScalar(boolType)}
 		whens := []CaseWhen{
 			{Cond: found, Then: &Const{Value: boolScalar(true)}},
-			{Cond: b.call(e.Pos, "is_null", x), Then: &Const{Value: scalar.MakeNullScalar(boolType)}},
-		}
-		if len(corr.pulled) == 0 {
-			sub2, corr2 := b.bindSubquery(e.Query, sc)
-			y2 := b.subqueryValue(sub2, corr2, e.Query.Pos)
-			hasNull := b.newCol("_has_null", boolType, true)
-			agg := &AggNode{Input: sub2, Aggs: []AggCall{{Fn: "bool_or", Args: []Expr{b.call(e.Pos, "is_null", y2)}, Col: hasNull}}}
-			*node = &JoinNode{Kind: LeftJoin, Left: *node, Right: agg}
-			whens = append(whens, CaseWhen{
-				Cond: b.call(e.Pos, "coalesce", &ColRef{ID: hasNull.ID, Name: hasNull.Name, Typ: boolType}, &Const{Value: boolScalar(false)}),
-				Then: &Const{Value: scalar.MakeNullScalar(boolType)},
-			})
-		} else if e.Not {
-			b.notImplemented(e.Pos, "correlated NOT IN (subquery) outside a top-level WHERE condition")
+			{Cond: b.call(e.Pos, "is_null", hasNullRef), Then: &Const{Value: boolScalar(false)}},
+			{Cond: b.call(e.Pos, "is_null", x), Then: null},
+			{Cond: hasNullRef, Then: null},
 		}
 		var r Expr = &Case{Typ: boolType, Whens: whens, Else: &Const{Value: boolScalar(false)}}
 		if e.Not {
@@ -575,6 +590,9 @@ func (b *binder) scalarSubquery(e *sql.Subquery, sc *scope, node *Node) Expr {
 }
 
 func isCountQuery(q *sql.Query) bool {
+	for pq, ok := q.Body.(*sql.ParenQuery); ok && len(q.OrderBy) == 0; pq, ok = q.Body.(*sql.ParenQuery) {
+		q = pq.Query
+	}
 	sel, ok := q.Body.(*sql.Select)
 	if !ok || len(sel.Items) != 1 {
 		return false

@@ -182,6 +182,9 @@ func (b *binder) bindQuery(q *sql.Query, outer *scope, hints []arrow.DataType) (
 	var corr *corrResult
 	if sel, ok := q.Body.(*sql.Select); ok {
 		node, corr = b.bindSelect(sel, outer, q.OrderBy, hints, outer != nil)
+	} else if pq, ok := q.Body.(*sql.ParenQuery); ok && len(q.OrderBy) == 0 {
+		// ((SELECT ...)): the same query, correlation included.
+		node, corr = b.bindQuery(pq.Query, outer, hints)
 	} else {
 		node = b.bindSetExpr(q.Body, outer, hints)
 		if len(q.OrderBy) > 0 {
@@ -789,8 +792,9 @@ func (b *binder) trySemiJoin(e sql.Expr, sc *scope, node Node) (Node, bool) {
 		kind := SemiJoin
 		if e.Not {
 			if len(corr.pulled) > 0 {
-				// NULLs would have to be judged per correlated group.
-				b.notImplemented(e.Pos, "correlated NOT IN (subquery); use NOT EXISTS")
+				// NULLs are judged per correlated group: the expression
+				// form computes them.
+				return nil, false
 			}
 			kind = AntiNullAwareJoin
 		}

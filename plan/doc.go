@@ -25,9 +25,10 @@
 // Expressions refer to columns by ID, never by position, so rules can move
 // operators freely; Build maps IDs to positions of each operator's input.
 // Subqueries are decorrelated while binding: [NOT] EXISTS and [NOT] IN in
-// WHERE become semi/anti joins (NOT IN null-aware), correlated scalar
-// subqueries become left joins grouped on the correlation key, and
-// EXISTS/IN elsewhere become left joins with a match marker. Errors name the
+// WHERE become semi/anti joins (uncorrelated NOT IN null-aware), correlated
+// scalar subqueries become left joins grouped on the correlation key, and
+// EXISTS/IN elsewhere (and correlated NOT IN) become left joins with a match
+// marker, IN also with a per-key "has a NULL" aggregate. Errors name the
 // position in the SQL text (*sql.Error); valid SQL that cannot run yet wraps
 // ErrNotImplemented.
 package plan

@@ -726,7 +726,9 @@ func planJoins(n Node) Node {
 		if call, ok := c.(*Call); ok && call.Fn == "equal" {
 			a, b := call.Args[0], call.Args[1]
 			ca, cb := colsOf(a), colsOf(b)
-			if len(ca) > 0 && len(cb) > 0 {
+			// NOT IN needs its equality as a key even when one side is a
+			// constant (DATE '2021-02-01' NOT IN (SELECT dt ...)).
+			if len(ca) > 0 && len(cb) > 0 || j.Kind == AntiNullAwareJoin {
 				if subset(ca, lc) && subset(cb, rc) {
 					j.LeftKeys, j.RightKeys = append(j.LeftKeys, a), append(j.RightKeys, b)
 					continue

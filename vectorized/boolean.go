@@ -66,8 +66,10 @@ func IsNull(mem memory.Allocator, a arrow.Array, negate bool) arrow.Array {
 	n := a.Len()
 	vals := newBitmap(mem, n)
 	vb := vals.Bytes()
+	// A NULL-typed array has no validity bitmap, so its IsNull says false.
+	allNull := a.DataType().ID() == arrow.NULL
 	for i := 0; i < n; i++ {
-		if a.IsNull(i) != negate {
+		if (allNull || a.IsNull(i)) != negate {
 			bitutil.SetBit(vb, i)
 		}
 	}

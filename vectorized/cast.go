@@ -215,7 +215,7 @@ func (r numReader) float(i int) (float64, error) {
 	case 1:
 		return r.f64(i), nil
 	case 2:
-		return r.dec(i).ToFloat64(r.scale), nil
+		return DecimalToFloat64(r.dec(i), r.scale), nil
 	}
 	v, err := r.i64(i)
 	return float64(v), err
@@ -252,11 +252,7 @@ func (r numReader) decimal(i int, to *arrow.Decimal128Type) (decimal128.Num, err
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return decimal128.Num{}, ErrInvalidValue
 		}
-		d, err := decimal128.FromFloat64(f, to.Precision, to.Scale)
-		if err != nil {
-			return d, ErrOverflow
-		}
-		return d, nil
+		return Float64ToDecimal(f, to)
 	case 2:
 		return RescaleDecimal(r.dec(i), r.scale, to)
 	}
@@ -379,6 +375,34 @@ func IntPutter(b array.Builder) func(int64) {
 		return func(v int64) { bb.Append(uint64(v)) }
 	}
 	return nil
+}
+
+// pow10Float are the powers of ten a float64 holds exactly.
+var pow10Float = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// DecimalToFloat64 returns the float64 nearest to the decimal v/10^scale
+// (-855.42, not -855.4200000000001 as multiplying by 10^-scale gives).
+func DecimalToFloat64(v decimal128.Num, scale int32) float64 {
+	if v.HighBits() == 0 || v.HighBits() == -1 {
+		u := int64(v.LowBits())
+		if (v.HighBits() == 0) == (u >= 0) && u > -1<<53 && u < 1<<53 && scale >= 0 && int(scale) < len(pow10Float) {
+			// Both operands are exact, so the one division rounds once.
+			return float64(u) / pow10Float[scale]
+		}
+	}
+	f, _ := strconv.ParseFloat(v.ToString(scale), 64)
+	return f
+}
+
+// Float64ToDecimal converts f to type to through its shortest decimal
+// representation, rounding half away from zero as decimal casts do
+// (86.25 -> 86.3 in DECIMAL(p,1)).
+func Float64ToDecimal(f float64, to *arrow.Decimal128Type) (decimal128.Num, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return decimal128.Num{}, ErrInvalidValue
+	}
+	return ParseDecimal(strconv.FormatFloat(f, 'g', -1, 64), to)
 }
 
 // ParseDecimal parses s exactly (no binary floating point) into type to.

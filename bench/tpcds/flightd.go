@@ -125,7 +125,7 @@ func (f *Flightd) Query(ctx context.Context, query string) (*Result, error) {
 		for i := 0; i < int(b.NumRows()); i++ {
 			row := make([]Value, b.NumCols())
 			for c, col := range b.Columns() {
-				if row[c], err = fromArrow(col, i); err != nil {
+				if row[c], err = FromArrow(col, i); err != nil {
 					return nil, fmt.Errorf("column %s: %w", res.Columns[c], err)
 				}
 			}
@@ -138,7 +138,8 @@ func (f *Flightd) Query(ctx context.Context, query string) (*Result, error) {
 	return res, rdr.Err()
 }
 
-func fromArrow(col arrow.Array, i int) (Value, error) {
+// FromArrow converts row i of an Arrow result column.
+func FromArrow(col arrow.Array, i int) (Value, error) {
 	if col.IsNull(i) {
 		return Value{Kind: KNull}, nil
 	}

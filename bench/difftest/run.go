@@ -1,0 +1,149 @@
+package difftest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/bench/tpcds"
+	"github.com/flightd/flightd/engine"
+	"github.com/flightd/flightd/plan"
+)
+
+// Env is one run's data set loaded into both engines.
+type Env struct {
+	Seed   uint64
+	Tables []*Table
+	// BatchSize is flightd's executor batch size for this run (small
+	// sizes make operators cross batch boundaries).
+	BatchSize int
+	F         *Flightd
+	D         *tpcds.DuckDB
+}
+
+// batchSizes are the executor batch sizes runs cycle through.
+var batchSizes = []int{0, 1, 3, 7, 64}
+
+// Setup generates the tables of seed and loads them into a flightd engine
+// over dir and into an in-memory DuckDB.
+func Setup(ctx context.Context, mem memory.Allocator, dir string, seed uint64) (_ *Env, err error) {
+	e := &Env{Seed: seed, Tables: Tables(seed)}
+	e.BatchSize = batchSizes[rand.New(rand.NewPCG(seed, 0)).IntN(len(batchSizes))]
+	defer func() {
+		if err != nil {
+			e.Close()
+		}
+	}()
+	if e.F, err = OpenFlightd(ctx, mem, dir, e.BatchSize, plan.Options{}); err != nil {
+		return nil, err
+	}
+	if e.D, err = tpcds.OpenDuckDB(ctx, "", 1); err != nil {
+		return nil, err
+	}
+	if err := Load(ctx, e.F, e.Tables, true); err != nil {
+		return nil, fmt.Errorf("flightd: %w", err)
+	}
+	if err := Load(ctx, e.D, e.Tables, false); err != nil {
+		return nil, fmt.Errorf("duckdb: %w", err)
+	}
+	return e, nil
+}
+
+// Close closes both engines.
+func (e *Env) Close() error {
+	var errs []error
+	if e.F != nil {
+		errs = append(errs, e.F.Close())
+	}
+	if e.D != nil {
+		errs = append(errs, e.D.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// TableNames are the names of the generated tables.
+func (e *Env) TableNames() []string {
+	var names []string
+	for _, t := range e.Tables {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
+// Outcome classifies one query.
+type Outcome uint8
+
+// Outcomes. Agree and BothFailed are fine; Unsupported is flightd's
+// ErrNotImplemented (valid SQL it cannot run yet); the others are findings.
+const (
+	Agree Outcome = iota
+	BothFailed
+	Unsupported
+	WrongAnswer
+	FlightdFailed
+	DuckDBFailed
+	numOutcomes
+)
+
+func (o Outcome) String() string {
+	return [...]string{"agree", "both failed", "unsupported", "wrong answer", "flightd failed", "duckdb failed"}[o]
+}
+
+// Finding reports whether the outcome is a difference to look at.
+func (o Outcome) Finding() bool { return o >= WrongAnswer }
+
+// Result is the verdict on one query.
+type Result struct {
+	SQL     string
+	Outcome Outcome
+	// Detail is the difference or the error(s).
+	Detail string
+	Rows   int
+}
+
+// Check runs sql on both engines and compares the answers.
+func (e *Env) Check(ctx context.Context, sql string) Result {
+	res := Result{SQL: sql}
+	want, derr := e.D.Query(ctx, sql)
+	got, ferr := e.F.Query(ctx, sql)
+	switch {
+	case derr != nil && ferr != nil:
+		res.Outcome, res.Detail = BothFailed, fmt.Sprintf("flightd: %v; duckdb: %v", ferr, derr)
+	case ferr != nil && errors.Is(ferr, engine.ErrNotSupported):
+		res.Outcome, res.Detail = Unsupported, ferr.Error()
+	case ferr != nil:
+		res.Outcome, res.Detail = FlightdFailed, ferr.Error()
+	case derr != nil:
+		res.Outcome, res.Detail = DuckDBFailed, derr.Error()
+	default:
+		res.Rows = len(want.Rows)
+		if d := tpcds.Compare(sql, want, got); d != "" {
+			res.Outcome, res.Detail = WrongAnswer, d
+		}
+	}
+	return res
+}
+
+// Query returns query number i of the run.
+func (e *Env) Query(i int) string {
+	return NewGen(e.Seed, i, e.TableNames()).Query()
+}
+
+// Replay is the go test command line that replays query i of the run.
+func (e *Env) Replay(i int) string {
+	return fmt.Sprintf("go test ./difftest -run TestDiff -difftest.seed=%d -difftest.query=%d", e.Seed, i)
+}
+
+// Report formats a finding for a test log.
+func (e *Env) Report(i int, r Result) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%s: seed %d query %d (batch size %d)\n", r.Outcome, e.Seed, i, e.BatchSize)
+	fmt.Fprintf(&sb, "  replay: %s\n", e.Replay(i))
+	fmt.Fprintf(&sb, "  sql: %s\n", r.SQL)
+	fmt.Fprintf(&sb, "  %s", r.Detail)
+	return sb.String()
+}
