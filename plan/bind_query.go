@@ -898,8 +898,8 @@ func (b *binder) scanNode(t *tablestore.Table, snap int64, label string) *ScanNo
 		s.Cols = append(s.Cols, b.newCol(f.Name, f.Type, f.Nullable))
 		s.Names = append(s.Names, f.Name)
 	}
-	if st, err := t.Stats(b.ctx, snap); err == nil {
-		s.TableRows = float64(st.Rows)
+	if st, err := t.ColumnStats(b.ctx, snap); err == nil {
+		s.TableRows, s.Stats = float64(st.Rows), st
 	}
 	return s
 }

@@ -8,8 +8,13 @@
 //	                  |                     aggregations and unions into scans, where
 //	                  |                     column-vs-constant terms become
 //	                  |                     tablestore.Predicates (partition/file skipping)
-//	                  |    join_order       greedy: smallest input first, then the smallest
-//	                  |                     connected one; hash build side = smaller side
+//	                  |    join_order       greedy: the connected pair with the smallest
+//	                  |                     estimated join first, then the input that keeps
+//	                  |                     the estimate smallest; hash build side = smaller
+//	                  |                     side. Estimates (stats.go) use the snapshot's
+//	                  |                     column statistics (tablestore.ColumnStats:
+//	                  |                     ranges, null counts, NDVs) for selectivities,
+//	                  |                     join and group-by cardinalities
 //	                  |    (planJoins)      equality keys -> hash join, else nested loop
 //	                  |    prune_columns    scans and projections keep what is read
 //	                  |    top_n            ORDER BY + LIMIT -> top-N
