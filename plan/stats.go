@@ -406,11 +406,12 @@ func prefixFrac(lo, hi, prefix string) float64 {
 }
 
 // joinRows estimates an inner equi-join: |L||R| / prod max(ndv(a), ndv(b))
-// over the key pairs. A key without statistics on either side counts as a
-// key/foreign-key join, divided by the smaller unfiltered input; the
-// divisor never exceeds the larger input (keys that are jointly unique).
+// over the key pairs with statistics, a divisor capped at the larger input
+// (keys that are jointly unique). Keys without statistics on either side
+// count as one key/foreign-key join: the divisor is at least the smaller
+// unfiltered input.
 func joinRows(n *JoinNode, l, r float64) float64 {
-	div, stat, fallback := 1.0, false, 0.0
+	div, known, unknown := 1.0, false, false
 	var left []Column
 	for _, c := range conjuncts(n.Cond) {
 		call, ok := c.(*Call)
@@ -426,19 +427,18 @@ func joinRows(n *JoinNode, l, r float64) float64 {
 		}
 		if da, db := ndv(n.Left, a, l), ndv(n.Right, b, r); da > 0 || db > 0 {
 			div *= max(da, db)
-			stat = true
-			continue
+			known = true
+		} else {
+			unknown = true
 		}
-		if fallback == 0 {
-			// Computed once: baseRows of a join estimates it again.
-			fallback = max(1, min(sideBaseRows(n.Left, l), sideBaseRows(n.Right, r)))
-		}
-		div *= fallback
 	}
-	if stat {
+	if unknown {
+		div = max(div, min(sideBaseRows(n.Left, l), sideBaseRows(n.Right, r)))
+	}
+	if known {
 		div = min(div, max(l, r, 1))
 	}
-	est := l * r / div
+	est := l * r / max(1, div)
 	// Non-equality conjuncts.
 	for _, c := range conjuncts(n.Cond) {
 		if call, ok := c.(*Call); !ok || call.Fn != "equal" {
