@@ -935,6 +935,9 @@ func (b *binder) bindFrom(f sql.TableRef, outer *scope, left *scope) (Node, *sco
 				return n, b.aliasScope(n, qual, aliases, f.Pos)
 			}
 		}
+		if n, sc, ok := b.bindView(f); ok {
+			return n, sc
+		}
 		t, snap := b.table(f.Name)
 		snap, stream := b.tableHints(f, t, snap)
 		qual := t.Ident().Table
