@@ -26,8 +26,9 @@ type ColumnStats struct {
 	// NDV estimates the number of distinct non-null values; 0 when
 	// unknown. It is the row count for a single-column primary key and
 	// min(max-min+1, non-null rows) for integer-like columns (dates,
-	// timestamps, booleans too); float and string columns have none, as
-	// the row count bounds their NDV too loosely to estimate with.
+	// timestamps, booleans too), and 1 for any column whose min equals its
+	// max; other float and string columns have none, as the row count
+	// bounds their NDV too loosely to estimate with.
 	NDV float64
 }
 
@@ -90,6 +91,8 @@ func (t *Table) ColumnStats(ctx context.Context, snapshotID int64) (*Statistics,
 			cs.NDV = float64(out.Rows)
 		case cs.Range == NumericRange && acc[i].integral:
 			cs.NDV = min(nonNull, cs.MaxNum-cs.MinNum+1)
+		case nonNull > 0 && (cs.Range == NumericRange && cs.MinNum == cs.MaxNum || cs.Range == StringRange && cs.MinStr == cs.MaxStr):
+			cs.NDV = 1 // one value
 		}
 		out.Columns[i] = cs
 	}

@@ -44,6 +44,21 @@ func TestColumnStats(t *testing.T) {
 			t.Errorf("column %s: got %+v, want %+v", sc.Field(i).Name, st.Columns[i], w)
 		}
 	}
+	// One distinct value: NDV 1, whatever the type.
+	one, err := s.CreateTable(ctx, Ident{"db", "one"}, TableDef{Schema: sc}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeRows(t, one, mem, WriteOptions{}, Insert, [][]any{{1, 7, 2.5, "TN"}, {2, 7, 2.5, "TN"}, {3, nil, nil, nil}})
+	ost, err := one.ColumnStats(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < 4; i++ {
+		if ost.Columns[i].NDV != 1 {
+			t.Errorf("single-valued column %s: NDV %v", sc.Field(i).Name, ost.Columns[i].NDV)
+		}
+	}
 	// An older snapshot has its own statistics.
 	st1, err := tbl.ColumnStats(ctx, 1)
 	if err != nil || st1.Rows != 3 || st1.Columns[1].MaxNum != 12 || st1.Columns[3].MaxStr != "m" {
