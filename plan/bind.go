@@ -39,8 +39,9 @@ type binder struct {
 }
 
 type cteDef struct {
-	cte *sql.CTE
-	env []map[string]*cteDef // the CTEs its body can see
+	cte    *sql.CTE
+	env    []map[string]*cteDef // the CTEs its body can see
+	shared *SharedCTE           // bound at the first reference (rule shared_cte)
 }
 
 type bindFail struct{ err error }

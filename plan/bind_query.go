@@ -920,10 +920,7 @@ func (b *binder) bindFrom(f sql.TableRef, outer *scope, left *scope) (Node, *sco
 	case *sql.TableName:
 		if len(f.Name.Parts) == 1 && f.SystemTime == nil {
 			if d := b.findCTE(f.Name.Parts[0]); d != nil {
-				saved := b.ctes
-				b.ctes = d.env
-				n, _ := b.bindQuery(d.cte.Query, nil, nil)
-				b.ctes = saved
+				n := b.cteReference(d)
 				qual := f.Name.Parts[0]
 				if f.Alias != "" {
 					qual = f.Alias

@@ -410,6 +410,8 @@ func sortKeysString(keys []SortKey) string {
 
 func explainLine(n Node) string {
 	switch n := n.(type) {
+	case *CTEScanNode:
+		return "CTEScan " + n.Shared.Name
 	case *ScanNode:
 		s := fmt.Sprintf("Scan %s [%s]", n.Label, strings.Join(n.Names, ", "))
 		if n.Stream != nil {

@@ -72,6 +72,14 @@ func findStat(n Node, id ColumnID) *colStat {
 			}
 		}
 		return nil
+	case *CTEScanNode:
+		body := x.Shared.Root.Columns()
+		for i, c := range x.Cols {
+			if c.ID == id && i < len(body) {
+				return findStat(x.Shared.Root, body[i].ID)
+			}
+		}
+		return nil
 	case *SetOpNode, *ValuesNode, *WindowNode:
 		// Their columns are new (set operations, window results) or
 		// constants: nothing to follow.
