@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -52,6 +53,9 @@ type Config struct {
 	// CacheBytes bounds the table store's cache of decoded columns; 0
 	// disables it.
 	CacheBytes int64
+	// Parallelism is how many goroutines one statement's parallel scans
+	// and aggregations use; 0 means runtime.GOMAXPROCS(0), 1 serial.
+	Parallelism int
 }
 
 // DefaultQueryMemory is the default per-statement memory budget.
@@ -130,5 +134,10 @@ func (e *Engine) execContext() *exec.Context {
 	ec.BatchSize = e.cfg.BatchSize
 	ec.MemoryLimit = e.cfg.QueryMemory
 	ec.TempDir = e.cfg.SpillDir
+	ec.Parallelism = e.cfg.Parallelism
+	if ec.Parallelism == 0 {
+		// Set explicitly: the planner's Gather reads the field as is.
+		ec.Parallelism = runtime.GOMAXPROCS(0)
+	}
 	return ec
 }

@@ -29,6 +29,16 @@ func (e *Engine) NewSession() *Session {
 	return &Session{e: e, database: DefaultDatabase}
 }
 
+// ViewSchema binds a view as a query would and returns its result schema
+// (for metadata: a view has no stored schema).
+func (e *Engine) ViewSchema(ctx context.Context, id tablestore.Ident) (*arrow.Schema, error) {
+	st, err := e.NewSession().Prepare(ctx, "SELECT * FROM "+sql.QuoteIdent(id.Database)+"."+sql.QuoteIdent(id.Table), nil)
+	if err != nil {
+		return nil, err
+	}
+	return st.Schema(), nil
+}
+
 // Database is the session's current database.
 func (s *Session) Database() string {
 	s.mu.Lock()
@@ -306,4 +316,14 @@ func (c *catalog) Databases(ctx context.Context) ([]string, error) {
 
 func (c *catalog) Tables(ctx context.Context, db string) ([]string, error) {
 	return c.s.e.store.Tables(ctx, db)
+}
+
+var _ plan.ViewCatalog = (*catalog)(nil)
+
+func (c *catalog) View(ctx context.Context, id tablestore.Ident) (tablestore.ViewDef, error) {
+	return c.s.e.store.View(ctx, id)
+}
+
+func (c *catalog) Views(ctx context.Context, db string) ([]string, error) {
+	return c.s.e.store.Views(ctx, db)
 }

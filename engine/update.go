@@ -71,18 +71,47 @@ func (st *Statement) ddl(ctx context.Context) error {
 	store := st.s.e.store
 	switch b := st.bound.(type) {
 	case *plan.CreateTable:
+		if _, err := store.View(ctx, b.Ident); err == nil {
+			return fmt.Errorf("create table %s: a view of that name exists: %w", b.Ident, tablestore.ErrViewExists)
+		}
 		if b.As == nil {
 			_, err := store.CreateTable(ctx, b.Ident, b.Def, b.IfNotExists)
 			return err
 		}
 		return st.createTableAs(ctx, b)
 	case *plan.DropTable:
-		return store.DropTable(ctx, b.Ident, b.IfExists)
+		err := store.DropTable(ctx, b.Ident, b.IfExists)
+		if errors.Is(err, tablestore.ErrTableNotFound) {
+			if _, verr := store.View(ctx, b.Ident); verr == nil {
+				return fmt.Errorf("drop table %s: it is a view; use DROP VIEW: %w", b.Ident, err)
+			}
+		}
+		return err
+	case *plan.CreateView:
+		err := store.CreateView(ctx, b.Ident, b.Def, b.OrReplace)
+		if b.IfNotExists && errors.Is(err, tablestore.ErrViewExists) {
+			return nil
+		}
+		return err
+	case *plan.DropView:
+		err := store.DropView(ctx, b.Ident, b.IfExists)
+		if errors.Is(err, tablestore.ErrViewNotFound) {
+			if _, terr := store.Table(ctx, b.Ident); terr == nil {
+				return fmt.Errorf("drop view %s: it is a table; use DROP TABLE: %w", b.Ident, err)
+			}
+		}
+		return err
 	case *plan.AlterTable:
 		return store.AlterTable(ctx, b.Ident, b.Changes...)
 	case *plan.CreateDatabase:
 		return store.CreateDatabase(ctx, b.Name, b.IfNotExists)
 	case *plan.DropDatabase:
+		if !b.Cascade {
+			// The store counts tables only; views make a database non-empty too.
+			if views, err := store.Views(ctx, b.Name); err == nil && len(views) > 0 {
+				return fmt.Errorf("%w: database %q is not empty (%d views); use CASCADE", ErrInvalid, b.Name, len(views))
+			}
+		}
 		return store.DropDatabase(ctx, b.Name, b.IfExists, b.Cascade)
 	case *plan.UseDatabase:
 		return st.s.SetDatabase(ctx, b.Name)

@@ -304,7 +304,16 @@ func TestMetadata(t *testing.T) {
 	ts := startServer(t, flightsql.Options{})
 	cnxn := ts.connect(t, nil)
 	mustExec(t, cnxn, `CREATE TABLE items (id INT NOT NULL, name VARCHAR, price DECIMAL(10,2), PRIMARY KEY (id) NOT ENFORCED)`)
+	mustExec(t, cnxn, `CREATE VIEW cheap (item, label) AS SELECT id, name FROM items WHERE price < 10`)
 	ctx := context.Background()
+
+	vschema, err := cnxn.GetTableSchema(ctx, nil, nil, "cheap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := vschema.String(); !strings.Contains(got, "item: type=int32") || !strings.Contains(got, "label: type=utf8") {
+		t.Fatalf("view schema:\n%s", got)
+	}
 
 	schema, err := cnxn.GetTableSchema(ctx, nil, nil, "items")
 	if err != nil {
@@ -327,7 +336,8 @@ func TestMetadata(t *testing.T) {
 		sb.Write(js)
 	}
 	rdr.Release()
-	for _, want := range []string{`"catalog_name":"flightd"`, `"db_schema_name":"default"`, `"table_name":"items"`, `"column_name":"price"`} {
+	for _, want := range []string{`"catalog_name":"flightd"`, `"db_schema_name":"default"`, `"table_name":"items"`, `"column_name":"price"`,
+		`"table_name":"cheap","table_type":"VIEW"`, `"column_name":"label"`} {
 		if !strings.Contains(sb.String(), want) {
 			t.Errorf("GetObjects lacks %s:\n%s", want, sb.String())
 		}
@@ -342,7 +352,7 @@ func TestMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantRows(t, rows, "TABLE")
+	wantRows(t, rows, "TABLE", "VIEW")
 
 	info, err := cnxn.GetInfo(ctx, []adbc.InfoCode{adbc.InfoVendorName})
 	if err != nil {

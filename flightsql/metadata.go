@@ -1,9 +1,11 @@
 package flightsql
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -19,6 +21,7 @@ import (
 // Table types flightd reports.
 const (
 	tableTypeTable = "TABLE"
+	tableTypeView  = "VIEW"
 )
 
 // metadataInfo is the FlightInfo of a metadata command: the command is its
@@ -100,7 +103,8 @@ func (s *Server) GetFlightInfoTables(_ context.Context, cmd flightsql.GetTables,
 }
 
 func (s *Server) DoGetTables(ctx context.Context, cmd flightsql.GetTables) (*arrow.Schema, <-chan flight.StreamChunk, error) {
-	if !wantsTableType(cmd.GetTableTypes()) {
+	wantTables, wantViews := wantsTableType(cmd.GetTableTypes(), tableTypeTable), wantsTableType(cmd.GetTableTypes(), tableTypeView)
+	if !wantTables && !wantViews {
 		return s.emptyResult(tablesSchema(cmd))
 	}
 	dbs, err := s.databases(ctx, cmd.GetCatalog(), cmd.GetDBSchemaFilterPattern())
@@ -113,27 +117,54 @@ func (s *Server) DoGetTables(ctx context.Context, cmd flightsql.GetTables) (*arr
 	}
 	bldr := array.NewRecordBuilder(s.mem, tablesSchema(cmd))
 	defer bldr.Release()
+	type entry struct{ name, kind string }
 	for _, db := range dbs {
-		names, err := s.eng.Store().Tables(ctx, db)
-		if err != nil {
-			return nil, nil, toStatus(err)
+		var entries []entry
+		if wantTables {
+			names, err := s.eng.Store().Tables(ctx, db)
+			if err != nil {
+				return nil, nil, toStatus(err)
+			}
+			for _, n := range names {
+				entries = append(entries, entry{n, tableTypeTable})
+			}
 		}
-		for _, name := range names {
-			if !match(name) {
+		if wantViews {
+			names, err := s.eng.Store().Views(ctx, db)
+			if err != nil {
+				return nil, nil, toStatus(err)
+			}
+			for _, n := range names {
+				entries = append(entries, entry{n, tableTypeView})
+			}
+		}
+		// Flight SQL orders by name, then type.
+		slices.SortFunc(entries, func(a, b entry) int { return cmp.Or(cmp.Compare(a.name, b.name), cmp.Compare(a.kind, b.kind)) })
+		for _, e := range entries {
+			if !match(e.name) {
 				continue
 			}
 			var schema *arrow.Schema
 			if cmd.GetIncludeSchema() {
-				t, err := s.eng.Store().Table(ctx, tablestore.Ident{Database: db, Table: name})
-				if err != nil {
-					continue // dropped while listing
+				id := tablestore.Ident{Database: db, Table: e.name}
+				var sch *arrow.Schema
+				if e.kind == tableTypeView {
+					if sch, err = s.eng.ViewSchema(ctx, id); err != nil {
+						continue // dropped while listing, or no longer binds
+					}
+				} else {
+					t, err := s.eng.Store().Table(ctx, id)
+					if err != nil {
+						continue // dropped while listing
+					}
+					sch = t.Schema()
 				}
-				schema = describedSchema(t)
+				schema = describedSchema(id, sch)
 			}
 			bldr.Field(0).(*array.StringBuilder).Append(CatalogName)
 			bldr.Field(1).(*array.StringBuilder).Append(db)
-			bldr.Field(2).(*array.StringBuilder).Append(name)
-			bldr.Field(3).(*array.StringBuilder).Append(tableTypeTable)
+			bldr.Field(2).(*array.StringBuilder).Append(e.name)
+			bldr.Field(3).(*array.StringBuilder).Append(e.kind)
 			if schema != nil {
 				bldr.Field(4).(*array.BinaryBuilder).Append(flight.SerializeSchema(schema, s.mem))
 			}
@@ -149,24 +180,18 @@ func tablesSchema(cmd flightsql.GetTables) *arrow.Schema {
 	return schema_ref.Tables
 }
 
-func wantsTableType(types []string) bool {
-	if len(types) == 0 {
-		return true
-	}
-	for _, t := range types {
-		if strings.EqualFold(t, tableTypeTable) {
-			return true
-		}
-	}
-	return false
+// wantsTableType reports whether a GetTables filter (empty: all) asks for
+// the table type kind.
+func wantsTableType(types []string, kind string) bool {
+	return len(types) == 0 || slices.ContainsFunc(types, func(t string) bool { return strings.EqualFold(t, kind) })
 }
 
-// describedSchema is a table's schema with the Flight SQL column metadata
-// JDBC's getColumns reads (type name, precision, scale, table names).
-func describedSchema(t *tablestore.Table) *arrow.Schema {
-	id := t.Ident()
-	fields := make([]arrow.Field, t.Schema().NumFields())
-	for i, f := range t.Schema().Fields() {
+// describedSchema is a table's or view's schema with the Flight SQL column
+// metadata JDBC's getColumns reads (type name, precision, scale, table
+// names).
+func describedSchema(id tablestore.Ident, sch *arrow.Schema) *arrow.Schema {
+	fields := make([]arrow.Field, sch.NumFields())
+	for i, f := range sch.Fields() {
 		md := flightsql.NewColumnMetadataBuilder().
 			CatalogName(CatalogName).SchemaName(id.Database).TableName(id.Table).
 			TypeName(plan.SQLTypeName(f.Type)).IsAutoIncrement(false).IsCaseSensitive(false).
@@ -207,7 +232,7 @@ func (s *Server) GetFlightInfoTableTypes(_ context.Context, desc *flight.FlightD
 func (s *Server) DoGetTableTypes(context.Context) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	bldr := array.NewRecordBuilder(s.mem, schema_ref.TableTypes)
 	defer bldr.Release()
-	bldr.Field(0).(*array.StringBuilder).Append(tableTypeTable)
+	bldr.Field(0).(*array.StringBuilder).AppendValues([]string{tableTypeTable, tableTypeView}, nil)
 	return sendBatch(bldr.NewRecordBatch())
 }
 

@@ -30,10 +30,10 @@ func codeOf(err error) codes.Code {
 		return codes.Canceled
 	case errors.Is(err, context.DeadlineExceeded):
 		return codes.DeadlineExceeded
-	case errors.Is(err, tablestore.ErrTableNotFound), errors.Is(err, tablestore.ErrDatabaseNotFound),
+	case errors.Is(err, tablestore.ErrTableNotFound), errors.Is(err, tablestore.ErrDatabaseNotFound), errors.Is(err, tablestore.ErrViewNotFound),
 		errors.Is(err, engine.ErrTxnNotFound), errors.Is(err, errNotFound):
 		return codes.NotFound
-	case errors.Is(err, tablestore.ErrTableExists), errors.Is(err, tablestore.ErrDatabaseExists):
+	case errors.Is(err, tablestore.ErrTableExists), errors.Is(err, tablestore.ErrDatabaseExists), errors.Is(err, tablestore.ErrViewExists):
 		return codes.AlreadyExists
 	case errors.Is(err, engine.ErrNotSupported), errors.Is(err, arrow.ErrNotImplemented):
 		return codes.Unimplemented

@@ -32,11 +32,16 @@ type binder struct {
 	// lateralConds are the pulled correlation conditions of the LATERAL
 	// subquery just bound, for the join its caller builds.
 	lateralConds []Expr
+	// viewDB is the default database while binding a view's query (the
+	// view's own); viewStack the views being expanded, innermost last.
+	viewDB    string
+	viewStack []tablestore.Ident
 }
 
 type cteDef struct {
-	cte *sql.CTE
-	env []map[string]*cteDef // the CTEs its body can see
+	cte    *sql.CTE
+	env    []map[string]*cteDef // the CTEs its body can see
+	shared *SharedCTE           // bound at the first reference (rule shared_cte)
 }
 
 type bindFail struct{ err error }
@@ -183,8 +188,13 @@ func (b *binder) bindStatement(stmt sql.Statement) Statement {
 		b.notImplemented(s.Pos, "CREATE MATERIALIZED TABLE")
 	case *sql.SetStmt:
 		b.notImplemented(s.Pos, "SET")
-	case *sql.CreateView, *sql.DropView:
-		b.notImplemented(s.Position(), "views")
+	case *sql.CreateView:
+		return b.bindCreateView(s)
+	case *sql.DropView:
+		if s.Temporary {
+			b.notImplemented(s.Pos, "temporary views")
+		}
+		return &DropView{Ident: b.ident(s.Name), IfExists: s.IfExists}
 	case *sql.CreateFunction:
 		b.notImplemented(s.Position(), "user-defined functions")
 	}
@@ -195,7 +205,11 @@ func (b *binder) bindStatement(stmt sql.Statement) Statement {
 func (b *binder) ident(n *sql.Name) tablestore.Ident {
 	switch len(n.Parts) {
 	case 1:
-		return tablestore.Ident{Database: b.cat.CurrentDatabase(), Table: n.Parts[0]}
+		db := b.cat.CurrentDatabase()
+		if b.viewDB != "" {
+			db = b.viewDB
+		}
+		return tablestore.Ident{Database: db, Table: n.Parts[0]}
 	case 2:
 		return tablestore.Ident{Database: n.Parts[0], Table: n.Parts[1]}
 	}
@@ -208,6 +222,11 @@ func (b *binder) table(n *sql.Name) (*tablestore.Table, int64) {
 	t, snap, err := b.cat.Table(b.ctx, id)
 	if err != nil {
 		if errors.Is(err, tablestore.ErrTableNotFound) || errors.Is(err, tablestore.ErrDatabaseNotFound) {
+			if vc := b.views(); vc != nil {
+				if _, verr := vc.View(b.ctx, id); verr == nil {
+					b.failWrap(n.Pos, err, "%s is a view, not a table", id)
+				}
+			}
 			b.failWrap(n.Pos, err, "table %s not found", id)
 		}
 		b.failWrap(n.Pos, err, "table %s: %v", id, err)
@@ -576,7 +595,7 @@ func (b *binder) bindShow(s *sql.Show) Statement {
 	case "DATABASES":
 		col = "database_name"
 		names, err = b.cat.Databases(b.ctx)
-	case "TABLES":
+	case "TABLES", "VIEWS":
 		col = "table_name"
 		db := b.cat.CurrentDatabase()
 		if s.From != nil {
@@ -585,7 +604,14 @@ func (b *binder) bindShow(s *sql.Show) Statement {
 			}
 			db = s.From.Parts[0]
 		}
-		names, err = b.cat.Tables(b.ctx, db)
+		if s.What == "TABLES" {
+			names, err = b.cat.Tables(b.ctx, db)
+		} else if vc := b.views(); vc != nil {
+			col = "view_name"
+			names, err = vc.Views(b.ctx, db)
+		} else {
+			b.notImplemented(s.Pos, "views in this catalog")
+		}
 	case "CURRENT DATABASE":
 		return b.stringValues([]string{"database_name"}, [][]string{{b.cat.CurrentDatabase()}})
 	case "COLUMNS":
@@ -593,6 +619,8 @@ func (b *binder) bindShow(s *sql.Show) Statement {
 	case "CREATE TABLE":
 		t, _ := b.table(s.From)
 		return b.stringValues([]string{"create_table"}, [][]string{{ShowCreateTable(t)}})
+	case "CREATE VIEW":
+		return b.showCreateView(s.From)
 	}
 	if err != nil {
 		b.failWrap(s.Pos, err, "SHOW %s: %v", s.What, err)
@@ -609,6 +637,9 @@ func (b *binder) bindShow(s *sql.Show) Statement {
 }
 
 func (b *binder) bindDescribe(name *sql.Name) Statement {
+	if q, ok := b.describeView(name); ok {
+		return q
+	}
 	t, _ := b.table(name)
 	var rows [][]string
 	for _, f := range t.Schema().Fields() {

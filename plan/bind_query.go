@@ -902,8 +902,8 @@ func (b *binder) scanNode(t *tablestore.Table, snap int64, label string) *ScanNo
 		s.Cols = append(s.Cols, b.newCol(f.Name, f.Type, f.Nullable))
 		s.Names = append(s.Names, f.Name)
 	}
-	if st, err := t.Stats(b.ctx, snap); err == nil {
-		s.TableRows = float64(st.Rows)
+	if st, err := t.ColumnStats(b.ctx, snap); err == nil {
+		s.TableRows, s.Stats = float64(st.Rows), st
 	}
 	return s
 }
@@ -924,10 +924,7 @@ func (b *binder) bindFrom(f sql.TableRef, outer *scope, left *scope) (Node, *sco
 	case *sql.TableName:
 		if len(f.Name.Parts) == 1 && f.SystemTime == nil {
 			if d := b.findCTE(f.Name.Parts[0]); d != nil {
-				saved := b.ctes
-				b.ctes = d.env
-				n, _ := b.bindQuery(d.cte.Query, nil, nil)
-				b.ctes = saved
+				n := b.cteReference(d)
 				qual := f.Name.Parts[0]
 				if f.Alias != "" {
 					qual = f.Alias
@@ -938,6 +935,9 @@ func (b *binder) bindFrom(f sql.TableRef, outer *scope, left *scope) (Node, *sco
 				}
 				return n, b.aliasScope(n, qual, aliases, f.Pos)
 			}
+		}
+		if n, sc, ok := b.bindView(f); ok {
+			return n, sc
 		}
 		t, snap := b.table(f.Name)
 		snap, stream := b.tableHints(f, t, snap)

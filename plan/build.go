@@ -30,7 +30,16 @@ type builder struct {
 	// sharing one table scan per ScanNode through shared.
 	stripe, stripes int
 	shared          map[*ScanNode]*sharedScan
+	// spools are this execution's computed shared CTEs.
+	spools *spoolSet
 }
+
+type spoolSet struct {
+	mu sync.Mutex
+	m  map[*SharedCTE]*exec.Spool
+}
+
+func newSpoolSet() *spoolSet { return &spoolSet{m: map[*SharedCTE]*exec.Spool{}} }
 
 // sharedScan is the table scan the stripes of a gathered pipeline share.
 type sharedScan struct {
@@ -93,6 +102,7 @@ func (a *analyzeState) report(root Node) string {
 		}
 	}
 	walk(root, 0)
+	explainShared(&sb, root, func(_ *strings.Builder, n Node, depth int) { walk(n, depth) })
 	return sb.String()
 }
 
@@ -162,6 +172,8 @@ func (bd *builder) buildNode(n Node) (exec.Operator, error) {
 		}
 	case *GatherNode:
 		return bd.gather(n)
+	case *CTEScanNode:
+		return bd.cteScan(n)
 	case *ValuesNode:
 		rows := make([][]exec.Expr, len(n.Values))
 		for i, r := range n.Values {

@@ -3,13 +3,22 @@
 //
 //	sql.Statement --Bind--> logical Node tree (columns by ColumnID)
 //	                  |  rules, each switchable (Options.DisabledRules):
+//	                  |    shared_cte       a CTE referenced more than once is planned
+//	                  |                     once and computed once per execution into an
+//	                  |                     exec.Spool its CTEScans replay; referenced once
+//	                  |                     it is inlined (filters still reach its scans)
 //	                  |    fold_constants   constant subexpressions evaluated once
 //	                  |    push_filters     conjuncts down through projections, joins,
 //	                  |                     aggregations and unions into scans, where
 //	                  |                     column-vs-constant terms become
 //	                  |                     tablestore.Predicates (partition/file skipping)
-//	                  |    join_order       greedy: smallest input first, then the smallest
-//	                  |                     connected one; hash build side = smaller side
+//	                  |    join_order       greedy: the connected pair with the smallest
+//	                  |                     estimated join first, then the input that keeps
+//	                  |                     the estimate smallest; hash build side = smaller
+//	                  |                     side. Estimates (stats.go) use the snapshot's
+//	                  |                     column statistics (tablestore.ColumnStats:
+//	                  |                     ranges, null counts, NDVs) for selectivities,
+//	                  |                     join and group-by cardinalities
 //	                  |    (planJoins)      equality keys -> hash join, else nested loop
 //	                  |    prune_columns    scans and projections keep what is read
 //	                  |    top_n            ORDER BY + LIMIT -> top-N

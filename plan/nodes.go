@@ -34,6 +34,9 @@ type ScanNode struct {
 	// Stream, when set, reads the table's changes instead of a snapshot;
 	// Names then include tablestore.RowKindColumn.
 	Stream *tablestore.StreamSpec
+	// Stats are the snapshot's column statistics for estimates (nil when
+	// unavailable).
+	Stats *tablestore.Statistics
 }
 
 // ValuesNode is a constant relation.
@@ -260,48 +263,21 @@ func (n *SetOpNode) Inputs() []Node    { return []Node{n.Left, n.Right} }
 func (n *WindowNode) Inputs() []Node   { return []Node{n.Input} }
 func (n *Max1RowNode) Inputs() []Node  { return []Node{n.Input} }
 
-// selectivity is the guessed fraction of rows a predicate keeps.
-func selectivity(pred Expr) float64 {
-	s := 1.0
-	for _, c := range conjuncts(pred) {
-		if call, ok := c.(*Call); ok && call.Fn == "equal" {
-			s *= 0.1
-		} else {
-			s *= 0.33
-		}
-	}
-	return s
-}
-
 func (n *ScanNode) Rows() float64 {
-	return max(1, n.TableRows*selectivity(n.Filter))
+	return max(1, n.TableRows*selectivity(n.Filter, n))
 }
 func (n *ValuesNode) Rows() float64  { return float64(len(n.Values)) }
-func (n *FilterNode) Rows() float64  { return max(1, n.Input.Rows()*selectivity(n.Pred)) }
+func (n *FilterNode) Rows() float64  { return max(1, n.Input.Rows()*selectivity(n.Pred, n.Input)) }
 func (n *ProjectNode) Rows() float64 { return n.Input.Rows() }
 func (n *JoinNode) Rows() float64 {
 	l, r := n.Left.Rows(), n.Right.Rows()
 	switch {
 	case n.Kind == SemiJoin || n.Kind == AntiJoin || n.Kind == AntiNullAwareJoin:
-		return max(1, l*0.5)
+		return max(1, l*semiSel(n, l, r))
 	case n.Cond == nil:
 		return l * r
 	}
-	keys := 0
-	for _, c := range conjuncts(n.Cond) {
-		if call, ok := c.(*Call); ok && call.Fn == "equal" {
-			keys++
-		}
-	}
-	var est float64
-	if keys > 0 {
-		// |L join R| = |L||R| / max(V(L.k), V(R.k)); for key/foreign-key
-		// joins the distinct keys are about the unfiltered size of the
-		// smaller (dimension) side, so filters on it carry over.
-		est = l * r / max(1, min(baseRows(n.Left), baseRows(n.Right)))
-	} else {
-		est = l * r * selectivity(n.Cond)
-	}
+	est := joinRows(n, l, r)
 	switch n.Kind {
 	case LeftJoin:
 		est = max(est, l)
@@ -317,7 +293,8 @@ func (n *AggNode) Rows() float64 {
 		return 1
 	}
 	sets := max(1, len(n.Sets))
-	return max(1, n.Input.Rows()/10*float64(sets))
+	in := n.Input.Rows()
+	return max(1, groupRows(n.Input, n.Groups, in, 0.1)*float64(sets))
 }
 func (n *SortNode) Rows() float64 {
 	r := n.Input.Rows()
@@ -333,7 +310,14 @@ func (n *LimitNode) Rows() float64 {
 	}
 	return r
 }
-func (n *DistinctNode) Rows() float64 { return max(1, n.Input.Rows()/2) }
+func (n *DistinctNode) Rows() float64 {
+	cols := n.Input.Columns()
+	groups := make([]Expr, len(cols))
+	for i, c := range cols {
+		groups[i] = &ColRef{ID: c.ID, Name: c.Name, Typ: c.Type}
+	}
+	return groupRows(n.Input, groups, n.Input.Rows(), 0.5)
+}
 func (n *SetOpNode) Rows() float64 {
 	switch n.Kind {
 	case Union:
@@ -426,6 +410,8 @@ func sortKeysString(keys []SortKey) string {
 
 func explainLine(n Node) string {
 	switch n := n.(type) {
+	case *CTEScanNode:
+		return "CTEScan " + n.Shared.Name
 	case *ScanNode:
 		s := fmt.Sprintf("Scan %s [%s]", n.Label, strings.Join(n.Names, ", "))
 		if n.Stream != nil {

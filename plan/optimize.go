@@ -14,6 +14,7 @@ func (b *binder) enabled(rule string) bool { return !slices.Contains(b.opts.Disa
 // optimize runs the rules in order, then physical planning (join keys),
 // which is not optional.
 func (b *binder) optimize(root Node) Node {
+	root = b.resolveCTEs(root)
 	want := root.Columns()
 	if b.enabled(ruleFoldConstants) {
 		root = b.foldNode(root)

@@ -40,7 +40,7 @@ type Options struct {
 
 // Statement is a bound statement: one of *Query, *Insert, *Delete, *Update,
 // *CreateTable, *DropTable, *AlterTable, *CreateDatabase, *DropDatabase,
-// *UseDatabase, *Explain, *Transaction.
+// *UseDatabase, *Explain, *Transaction, *CreateView, *DropView.
 type Statement interface{ boundStmt() }
 
 // Query is a bound, optimized query. It is immutable: Build may be called
@@ -65,7 +65,7 @@ func (q *Query) Build(ec *exec.Context, params arrow.RecordBatch) (exec.Operator
 	if err := q.checkParams(params); err != nil {
 		return nil, err
 	}
-	b := &builder{ec: ec, params: params, bucket: -1}
+	b := &builder{ec: ec, params: params, bucket: -1, spools: newSpoolSet()}
 	return b.build(q.root)
 }
 
@@ -93,7 +93,7 @@ func (q *Query) BuildAnalyze(ec *exec.Context, params arrow.RecordBatch) (op exe
 		return nil, nil, err
 	}
 	a := &analyzeState{ops: map[Node][]*exec.Instrumented{}, scans: map[*ScanNode][]*tablestore.Scan{}}
-	b := &builder{ec: ec, params: params, bucket: -1, analyze: a}
+	b := &builder{ec: ec, params: params, bucket: -1, analyze: a, spools: newSpoolSet()}
 	op, err = b.build(q.root)
 	if err != nil {
 		return nil, nil, err
@@ -106,6 +106,7 @@ func (q *Query) BuildAnalyze(ec *exec.Context, params arrow.RecordBatch) (op exe
 func (q *Query) Explain() string {
 	var sb strings.Builder
 	explainTree(&sb, q.root, 0)
+	explainShared(&sb, q.root, explainTree)
 	return sb.String()
 }
 
@@ -204,12 +205,13 @@ func (*Transaction) boundStmt()    {}
 // Rules lists the optimizer rules in the order they run; each can be
 // disabled through Options.DisabledRules.
 var Rules = []string{
-	ruleFoldConstants, rulePushFilters, ruleJoinOrder, rulePruneColumns,
+	ruleSharedCTE, ruleFoldConstants, rulePushFilters, ruleJoinOrder, rulePruneColumns,
 	ruleTopN, ruleMergeJoin, ruleSortAggregate, ruleParallelScan, ruleParallelAggregate,
 }
 
 // Rule names.
 const (
+	ruleSharedCTE         = "shared_cte"
 	ruleFoldConstants     = "fold_constants"
 	rulePushFilters       = "push_filters"
 	ruleJoinOrder         = "join_order"

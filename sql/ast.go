@@ -602,7 +602,7 @@ type Explain struct {
 // DATABASE | SHOW COLUMNS FROM t | SHOW CREATE TABLE t.
 type Show struct {
 	Pos  Pos
-	What string // TABLES, DATABASES, CURRENT DATABASE, COLUMNS, CREATE TABLE
+	What string // TABLES, VIEWS, DATABASES, CURRENT DATABASE, COLUMNS, CREATE TABLE, CREATE VIEW
 	From *Name
 	Like string
 }
@@ -629,9 +629,11 @@ type Transaction struct {
 	Kind TxnKind
 }
 
-// CreateView is CREATE [TEMPORARY] VIEW [IF NOT EXISTS] name [(cols)] AS query.
+// CreateView is CREATE [OR REPLACE] [TEMPORARY] VIEW [IF NOT EXISTS] name
+// [(cols)] AS query.
 type CreateView struct {
 	Pos         Pos
+	OrReplace   bool
 	Temporary   bool
 	IfNotExists bool
 	Name        *Name

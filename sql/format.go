@@ -610,7 +610,7 @@ func (f *formatter) node(n Node) {
 	case *Show:
 		f.w("SHOW ", n.What)
 		if n.From != nil {
-			if n.What == "CREATE TABLE" {
+			if n.What == "CREATE TABLE" || n.What == "CREATE VIEW" {
 				f.w(" ")
 			} else {
 				f.w(" FROM ")
@@ -629,6 +629,9 @@ func (f *formatter) node(n Node) {
 		f.w("SET ", QuoteString(n.Key), " = ", QuoteString(n.Value))
 	case *CreateView:
 		f.w("CREATE ")
+		if n.OrReplace {
+			f.w("OR REPLACE ")
+		}
 		if n.Temporary {
 			f.w("TEMPORARY ")
 		}

@@ -370,6 +370,11 @@ func (p *parser) parseShow() Statement {
 		if p.acceptK("from") || p.acceptK("in") {
 			s.From = p.name("database name")
 		}
+	case p.acceptK("views"):
+		s.What = "VIEWS"
+		if p.acceptK("from") || p.acceptK("in") {
+			s.From = p.name("database name")
+		}
 	case p.acceptK("databases"):
 		s.What = "DATABASES"
 	case p.acceptK("current", "database"):
@@ -383,8 +388,11 @@ func (p *parser) parseShow() Statement {
 	case p.acceptK("create", "table"):
 		s.What = "CREATE TABLE"
 		s.From = p.name("table name")
+	case p.acceptK("create", "view"):
+		s.What = "CREATE VIEW"
+		s.From = p.name("view name")
 	default:
-		p.failf(p.peek().pos, "expected TABLES, DATABASES, CURRENT DATABASE, COLUMNS or CREATE TABLE after SHOW, found %s", p.describe(p.peek()))
+		p.failf(p.peek().pos, "expected TABLES, VIEWS, DATABASES, CURRENT DATABASE, COLUMNS, CREATE TABLE or CREATE VIEW after SHOW, found %s", p.describe(p.peek()))
 	}
 	if p.acceptK("like") {
 		s.Like, _ = p.str("pattern")
@@ -538,13 +546,20 @@ func (p *parser) ifExists() bool {
 
 func (p *parser) parseCreate() Statement {
 	pos := p.expectK("create")
+	orReplace := p.acceptK("or")
+	if orReplace {
+		p.expectK("replace")
+	}
 	temp := p.acceptK("temporary")
 	if !temp {
 		p.acceptK("temp")
 	}
+	if orReplace && !p.isK("view") {
+		p.failf(p.peek().pos, "expected VIEW after CREATE OR REPLACE, found %s", p.describe(p.peek()))
+	}
 	switch {
 	case p.acceptK("view"):
-		v := &CreateView{Pos: pos, Temporary: temp, IfNotExists: p.ifNotExists(), Name: p.name("view name")}
+		v := &CreateView{Pos: pos, OrReplace: orReplace, Temporary: temp, IfNotExists: p.ifNotExists(), Name: p.name("view name")}
 		if p.isP("(") {
 			v.Columns = p.parenIdentList("column name")
 		}

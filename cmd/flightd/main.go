@@ -42,6 +42,7 @@ func run() error {
 		queryMem = flag.Int64("query-memory", engine.DefaultQueryMemory, "bytes one statement's sorts, aggregations and joins may hold before spilling to disk (-1: unlimited)")
 		cacheMem = flag.Int64("cache-memory", 1<<30, "bytes of decoded table data kept in memory for scans (0: no cache)")
 		grace    = flag.Duration("shutdown-grace", 30*time.Second, "on SIGTERM, how long running queries may go on before they are cancelled")
+		parallel = flag.Int("parallelism", 0, "goroutines one query's scans and aggregations use (0: one per core, 1: serial)")
 	)
 	flag.Parse()
 
@@ -64,7 +65,7 @@ func run() error {
 	if err := os.MkdirAll(spill, 0o755); err != nil {
 		return err
 	}
-	eng, err := engine.Open(ctx, engine.Config{Mem: memory.NewGoAllocator(), Root: root, QueryMemory: *queryMem, SpillDir: spill, CacheBytes: *cacheMem})
+	eng, err := engine.Open(ctx, engine.Config{Mem: memory.NewGoAllocator(), Root: root, QueryMemory: *queryMem, SpillDir: spill, CacheBytes: *cacheMem, Parallelism: *parallel})
 	if err != nil {
 		return err
 	}

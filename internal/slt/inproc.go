@@ -79,6 +79,16 @@ func (h *InProc) Tables(ctx context.Context, db string) ([]string, error) {
 	return h.eng.Store().Tables(ctx, db)
 }
 
+// View implements plan.ViewCatalog.
+func (h *InProc) View(ctx context.Context, id tablestore.Ident) (tablestore.ViewDef, error) {
+	return h.eng.Store().View(ctx, id)
+}
+
+// Views implements plan.ViewCatalog.
+func (h *InProc) Views(ctx context.Context, db string) ([]string, error) {
+	return h.eng.Store().Views(ctx, db)
+}
+
 // Bind parses and binds one statement, for tests of the planner's own API.
 func (h *InProc) Bind(text string) (plan.Statement, error) {
 	ast, err := sql.ParseOne(text)

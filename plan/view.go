@@ -1,0 +1,202 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/flightd/flightd/sql"
+	"github.com/flightd/flightd/tablestore"
+)
+
+// ViewCatalog is implemented by catalogs that store views. Binding expands
+// a view where its name is used, from its SQL text, with the view's
+// database as the default for the names in it.
+type ViewCatalog interface {
+	// View returns a view's definition; errors.Is(err,
+	// tablestore.ErrViewNotFound) when there is none.
+	View(ctx context.Context, id tablestore.Ident) (tablestore.ViewDef, error)
+	// Views lists the views of a database.
+	Views(ctx context.Context, db string) ([]string, error)
+}
+
+// CreateView stores a view whose query bound when it was created.
+type CreateView struct {
+	Ident       tablestore.Ident
+	Def         tablestore.ViewDef
+	OrReplace   bool
+	IfNotExists bool
+}
+
+// DropView removes a view.
+type DropView struct {
+	Ident    tablestore.Ident
+	IfExists bool
+}
+
+func (*CreateView) boundStmt() {}
+func (*DropView) boundStmt()   {}
+
+func (b *binder) views() ViewCatalog {
+	vc, _ := b.cat.(ViewCatalog)
+	return vc
+}
+
+func (b *binder) bindCreateView(s *sql.CreateView) Statement {
+	if s.Temporary {
+		b.notImplemented(s.Pos, "temporary views")
+	}
+	if s.OrReplace && s.IfNotExists {
+		b.fail(s.Pos, "CREATE OR REPLACE VIEW cannot have IF NOT EXISTS")
+	}
+	if b.views() == nil {
+		b.notImplemented(s.Pos, "views in this catalog")
+	}
+	id := b.ident(s.Name)
+	// The query must bind now, as it will at each use: in the view's
+	// database, without the statement's CTEs or parameters, and without
+	// reaching the view being (re)defined.
+	n := b.bindViewBody(id, s.As)
+	if b.maxParam > 0 {
+		b.fail(s.As.Pos, "a view cannot have parameters")
+	}
+	cols := n.Columns()
+	if s.Columns != nil {
+		if len(s.Columns) != len(cols) {
+			b.fail(s.Pos, "view %s names %d columns but its query produces %d", id, len(s.Columns), len(cols))
+		}
+		for i, c := range s.Columns {
+			if slices.Contains(s.Columns[:i], c) {
+				b.fail(s.Pos, "view %s names column %q twice", id, c)
+			}
+		}
+	}
+	return &CreateView{
+		Ident:       id,
+		Def:         tablestore.ViewDef{Query: sql.Format(s.As), Columns: s.Columns},
+		OrReplace:   s.OrReplace,
+		IfNotExists: s.IfNotExists,
+	}
+}
+
+// bindViewBody binds a view's query in the view's database, with no CTEs
+// of the enclosing statement in scope; bindView refuses a view that reaches
+// itself (through other views) by the stack it keeps.
+func (b *binder) bindViewBody(id tablestore.Ident, q *sql.Query) Node {
+	savedDB, savedCTEs := b.viewDB, b.ctes
+	b.viewDB, b.ctes = id.Database, nil
+	b.viewStack = append(b.viewStack, id)
+	defer func() {
+		b.viewDB, b.ctes = savedDB, savedCTEs
+		b.viewStack = b.viewStack[:len(b.viewStack)-1]
+	}()
+	n, _ := b.bindQuery(q, nil, nil)
+	return n
+}
+
+// bindView expands a view named in FROM; ok is false when the name is not
+// a view. Errors inside the view's text are reported at the reference,
+// naming the view.
+func (b *binder) bindView(f *sql.TableName) (n Node, sc *scope, ok bool) {
+	vc := b.views()
+	if vc == nil {
+		return nil, nil, false
+	}
+	id := b.ident(f.Name)
+	def, err := vc.View(b.ctx, id)
+	if errors.Is(err, tablestore.ErrViewNotFound) || errors.Is(err, tablestore.ErrInvalid) {
+		return nil, nil, false
+	}
+	if err != nil {
+		b.failWrap(f.Pos, err, "view %s: %v", id, err)
+	}
+	if slices.Contains(b.viewStack, id) {
+		b.fail(f.Pos, "view %s refers to itself", id)
+	}
+	if f.SystemTime != nil || len(f.Hints) > 0 {
+		b.fail(f.Pos, "view %s: FOR SYSTEM_TIME AS OF and table hints apply to tables, not views", id)
+	}
+	stmt, err := sql.ParseOne(def.Query)
+	if err != nil {
+		b.failWrap(f.Pos, err, "view %s no longer parses: %v", id, err)
+	}
+	q, isQuery := stmt.(*sql.Query)
+	if !isQuery {
+		b.fail(f.Pos, "view %s: stored definition is not a query", id)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			bf, isFail := r.(bindFail)
+			if !isFail {
+				panic(r)
+			}
+			b.failWrap(f.Pos, bf.err, "view %s no longer binds: %s", id, viewErrText(bf.err, def.Query))
+		}
+	}()
+	n = b.bindViewBody(id, q)
+	qual := id.Table
+	if f.Alias != "" {
+		qual = f.Alias
+	}
+	aliases := def.Columns
+	if f.ColAliases != nil {
+		aliases = f.ColAliases
+	}
+	return n, b.aliasScope(n, qual, aliases, f.Pos), true
+}
+
+// viewErrText is an error from a view's text with the position made
+// readable against that text.
+func viewErrText(err error, text string) string {
+	var se *sql.Error
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%s (in %q)", se.Error(), text)
+	}
+	return err.Error()
+}
+
+// describeView describes a view's columns as DESCRIBE does a table's.
+func (b *binder) describeView(name *sql.Name) (*Query, bool) {
+	n, _, ok := b.bindView(&sql.TableName{Pos: name.Pos, Name: name})
+	if !ok {
+		return nil, false
+	}
+	var rows [][]string
+	def, _ := b.views().View(b.ctx, b.ident(name))
+	for i, c := range n.Columns() {
+		null := "YES"
+		if !c.Nullable {
+			null = "NO"
+		}
+		col := c.Name
+		if def.Columns != nil {
+			col = def.Columns[i]
+		}
+		rows = append(rows, []string{col, SQLTypeName(c.Type), null, ""})
+	}
+	return b.stringValues([]string{"name", "type", "null", "key"}, rows), true
+}
+
+// showCreateView renders a view's DDL.
+func (b *binder) showCreateView(name *sql.Name) *Query {
+	vc := b.views()
+	if vc == nil {
+		b.notImplemented(name.Pos, "views in this catalog")
+	}
+	id := b.ident(name)
+	def, err := vc.View(b.ctx, id)
+	if err != nil {
+		b.failWrap(name.Pos, err, "view %s: %v", id, err)
+	}
+	stmt, err := sql.ParseOne(def.Query)
+	if err != nil {
+		b.failWrap(name.Pos, err, "view %s no longer parses: %v", id, err)
+	}
+	q, ok := stmt.(*sql.Query)
+	if !ok {
+		b.fail(name.Pos, "view %s: stored definition is not a query", id)
+	}
+	cv := &sql.CreateView{Name: &sql.Name{Parts: []string{id.Database, id.Table}}, Columns: def.Columns, As: q}
+	return b.stringValues([]string{"create_view"}, [][]string{{sql.Format(cv)}})
+}

@@ -1,0 +1,70 @@
+package tablestore
+
+import (
+	"context"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+func TestColumnStats(t *testing.T) {
+	ctx := context.Background()
+	s, mem, _ := newTestStore(t)
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "k", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "n", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "f", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: sc, PrimaryKey: []string{"k"}, Options: map[string]string{"write-only": "true"}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty, err := tbl.ColumnStats(ctx, 0)
+	if err != nil || empty.Rows != 0 || empty.Columns[1].Range != NoRange || empty.Columns[1].NDV != 0 {
+		t.Fatalf("empty table: %+v %v", empty, err)
+	}
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{1, 10, 1.5, "m"}, {2, 12, nil, "b"}, {3, nil, nil, nil}})
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{4, 11, -2.0, "x"}, {5, 11, nil, nil}})
+	st, err := tbl.ColumnStats(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.SnapshotID != 2 || st.Rows != 5 {
+		t.Fatalf("snapshot %d rows %d", st.SnapshotID, st.Rows)
+	}
+	want := []ColumnStats{
+		{NullCount: 0, Range: NumericRange, MinNum: 1, MaxNum: 5, NDV: 5},   // primary key: rows
+		{NullCount: 1, Range: NumericRange, MinNum: 10, MaxNum: 12, NDV: 3}, // bounded by max-min+1
+		{NullCount: 3, Range: NumericRange, MinNum: -2, MaxNum: 1.5},        // floats: no NDV
+		{NullCount: 2, Range: StringRange, MinStr: "b", MaxStr: "x"},
+	}
+	for i, w := range want {
+		if st.Columns[i] != w {
+			t.Errorf("column %s: got %+v, want %+v", sc.Field(i).Name, st.Columns[i], w)
+		}
+	}
+	// One distinct value: NDV 1, whatever the type.
+	one, err := s.CreateTable(ctx, Ident{"db", "one"}, TableDef{Schema: sc}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeRows(t, one, mem, WriteOptions{}, Insert, [][]any{{1, 7, 2.5, "TN"}, {2, 7, 2.5, "TN"}, {3, nil, nil, nil}})
+	ost, err := one.ColumnStats(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < 4; i++ {
+		if ost.Columns[i].NDV != 1 {
+			t.Errorf("single-valued column %s: NDV %v", sc.Field(i).Name, ost.Columns[i].NDV)
+		}
+	}
+	// An older snapshot has its own statistics.
+	st1, err := tbl.ColumnStats(ctx, 1)
+	if err != nil || st1.Rows != 3 || st1.Columns[1].MaxNum != 12 || st1.Columns[3].MaxStr != "m" {
+		t.Fatalf("snapshot 1: %+v %v", st1, err)
+	}
+	if _, err := tbl.ColumnStats(ctx, 9); err == nil {
+		t.Fatal("missing snapshot: want an error")
+	}
+}
