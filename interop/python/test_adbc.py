@@ -135,8 +135,10 @@ def test_change_stream_ticket(conn):
     cur.execute("UPDATE py_changes SET v = 'b2' WHERE k = 2")
     cur.execute("DELETE FROM py_changes WHERE k = 1")
     rows, markers = read_changes(reader, lambda rows: any(r[1] == "-D" for r in rows))
-    # Without a changelog producer an update arrives as the upsert written.
-    assert ("+I", 2, "b2") in [r[1:] for r in rows]
+    # Without a changelog producer an update arrives as the upsert written
+    # (UPDATE writes +U), with no before-image.
+    assert ("+U", 2, "b2") in [r[1:] for r in rows]
+    assert "-U" not in [r[1] for r in rows]
     assert ("-D", 1) in [(r[1], r[2]) for r in rows]
     # Batches of one snapshot are contiguous and snapshots only grow.
     snaps = [r[0] for r in rows]
