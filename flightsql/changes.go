@@ -162,7 +162,7 @@ func (p *streamProgress) CaughtUp(snapshot int64) error {
 		defer cols[i].Release()
 	}
 	b := array.NewRecordBatch(p.schema, cols, 0)
-	meta, _ := json.Marshal(progressMeta{Snapshot: snapshot, CaughtUp: true})
+	meta, _ := json.Marshal(ChangeProgress{Snapshot: snapshot, CaughtUp: true})
 	select {
 	case p.ch <- flight.StreamChunk{Data: b, AppMetadata: meta}:
 		return nil
@@ -174,13 +174,26 @@ func (p *streamProgress) CaughtUp(snapshot int64) error {
 
 // meta labels the batch about to be sent.
 func (p *streamProgress) meta() []byte {
-	m, _ := json.Marshal(progressMeta{Snapshot: p.snapshot})
+	m, _ := json.Marshal(ChangeProgress{Snapshot: p.snapshot})
 	return m
 }
 
-type progressMeta struct {
+// ChangeProgress is the app metadata of every change stream batch.
+type ChangeProgress struct {
+	// Snapshot: the batch's rows are changes of this snapshot; for a
+	// progress marker, every change up to it has been sent.
 	Snapshot int64 `json:"snapshot"`
-	CaughtUp bool  `json:"caught_up,omitempty"`
+	// CaughtUp marks a progress marker (a batch without rows).
+	CaughtUp bool `json:"caught_up,omitempty"`
+}
+
+// ParseChangeProgress decodes a change stream batch's app metadata.
+func ParseChangeProgress(meta []byte) (ChangeProgress, error) {
+	var p ChangeProgress
+	if err := json.Unmarshal(meta, &p); err != nil {
+		return p, fmt.Errorf("change stream batch metadata %q: %w", meta, err)
+	}
+	return p, nil
 }
 
 // CommitConsumerAction records a consumer's position: the body is a

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	arrowflightsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
@@ -38,12 +39,9 @@ func readChanges(t *testing.T, rdr *flight.Reader) <-chan change {
 		defer close(out)
 		defer rdr.Release()
 		for rdr.Next() {
-			var meta struct {
-				Snapshot int64 `json:"snapshot"`
-				CaughtUp bool  `json:"caught_up"`
-			}
-			if err := json.Unmarshal(rdr.LatestAppMetadata(), &meta); err != nil {
-				out <- change{Kind: "error", Row: []string{fmt.Sprintf("batch without progress metadata %q: %v", rdr.LatestAppMetadata(), err)}}
+			meta, err := flightsql.ParseChangeProgress(rdr.LatestAppMetadata())
+			if err != nil {
+				out <- change{Kind: "error", Row: []string{err.Error()}}
 				return
 			}
 			b := rdr.RecordBatch()
@@ -68,6 +66,24 @@ func readChanges(t *testing.T, rdr *flight.Reader) <-chan change {
 		}
 	}()
 	return out
+}
+
+// openQuery runs a streaming query and opens its result; a stream
+// announces no record count.
+func openQuery(ctx context.Context, t *testing.T, cl *arrowflightsql.Client, q string) *flight.Reader {
+	t.Helper()
+	info, err := cl.Execute(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.TotalRecords; got != -1 {
+		t.Fatalf("a stream announces %d records", got)
+	}
+	rdr, err := cl.DoGet(ctx, info.Endpoint[0].Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rdr
 }
 
 // keyedImage applies upserts and retractions by the first column.
@@ -134,17 +150,7 @@ func TestChangeStreamSQL(t *testing.T) {
 	cl, _ := ts.rawClient(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	info, err := cl.Execute(ctx, "SELECT k, v FROM t /*+ OPTIONS('scan.mode'='latest-full', 'stream.heartbeat-interval'='50ms') */ WHERE k < 1000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := info.TotalRecords; got != -1 {
-		t.Fatalf("a stream announces %d records", got)
-	}
-	rdr, err := cl.DoGet(ctx, info.Endpoint[0].Ticket)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rdr := openQuery(ctx, t, cl, "SELECT k, v FROM t /*+ OPTIONS('scan.mode'='latest-full', 'stream.heartbeat-interval'='50ms') */ WHERE k < 1000")
 	if got := rdr.Schema().Field(0).Name; got != "_row_kind" {
 		t.Fatalf("first column %q", got)
 	}
@@ -307,14 +313,7 @@ func TestChangeStreamBackpressure(t *testing.T) {
 	cl, _ := ts.rawClient(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	info, err := cl.Execute(ctx, "SELECT * FROM t /*+ OPTIONS('scan.mode'='latest') */")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdr, err := cl.DoGet(ctx, info.Endpoint[0].Ticket)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rdr := openQuery(ctx, t, cl, "SELECT * FROM t /*+ OPTIONS('scan.mode'='latest') */")
 	defer rdr.Release()
 	const commits, rows = 40, 5000
 	pad := strings.Repeat("x", 200)

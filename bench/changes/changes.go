@@ -280,12 +280,9 @@ func consume(ctx context.Context, addr string, tk fsql.ChangesTicket, fn func(b 
 	}
 	defer rdr.Release()
 	for rdr.Next() {
-		var meta struct {
-			Snapshot int64 `json:"snapshot"`
-			CaughtUp bool  `json:"caught_up"`
-		}
-		if err := json.Unmarshal(rdr.LatestAppMetadata(), &meta); err != nil {
-			return fmt.Errorf("batch metadata %q: %w", rdr.LatestAppMetadata(), err)
+		meta, err := fsql.ParseChangeProgress(rdr.LatestAppMetadata())
+		if err != nil {
+			return err
 		}
 		fn(rdr.RecordBatch(), meta.Snapshot, meta.CaughtUp)
 	}

@@ -111,12 +111,9 @@ func (c *resumingConsumer) follow(ctx context.Context) error {
 		}
 	}
 	for rdr.Next() {
-		var meta struct {
-			Snapshot int64 `json:"snapshot"`
-			CaughtUp bool  `json:"caught_up"`
-		}
-		if err := json.Unmarshal(rdr.LatestAppMetadata(), &meta); err != nil {
-			return fmt.Errorf("consumer invariant: metadata %q: %v", rdr.LatestAppMetadata(), err)
+		meta, err := flightsql.ParseChangeProgress(rdr.LatestAppMetadata())
+		if err != nil {
+			return fmt.Errorf("consumer invariant: %w", err)
 		}
 		c.mu.Lock()
 		done := meta.Snapshot <= c.applied
