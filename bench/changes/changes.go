@@ -44,6 +44,7 @@ type Config struct {
 	Consumers     []int         // consumer counts to measure
 	BacklogCommit int           // rows per commit of the backlog
 	Backlog       int           // commits in the backlog
+	CacheBytes    int64         // flightd's column cache (the server's default is 1 GiB)
 }
 
 // Latency is one steady-load phase. Write is from handing a batch to the
@@ -88,7 +89,7 @@ var schema = arrow.NewSchema([]arrow.Field{
 func Run(ctx context.Context, dir string, cfg Config) (Result, error) {
 	res := Result{Config: cfg}
 	mem := memory.NewGoAllocator()
-	_, addr, stop, err := doget.StartFlightd(ctx, engine.Config{Mem: mem, Root: dir})
+	_, addr, stop, err := doget.StartFlightd(ctx, engine.Config{Mem: mem, Root: dir, CacheBytes: cfg.CacheBytes})
 	if err != nil {
 		return res, err
 	}

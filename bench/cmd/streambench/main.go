@@ -30,6 +30,7 @@ func main() {
 	consumers := flag.String("consumers", "1,8", "consumer counts to measure, comma-separated")
 	flag.IntVar(&cfg.Backlog, "backlog", 50, "commits in the backlog")
 	flag.IntVar(&cfg.BacklogCommit, "backlog-rows", 20_000, "rows per backlog commit")
+	flag.Int64Var(&cfg.CacheBytes, "cache", 1<<30, "flightd's decoded-column cache in bytes (0: none)")
 	out := flag.String("out", "", "write the results as JSON to this file")
 	flag.Parse()
 	for _, c := range strings.Split(*consumers, ",") {
