@@ -536,7 +536,15 @@ func (st *tableState) lastFullChangelog() (id int64, commits int, err error) {
 func (t *Table) ChangelogComplete() (bool, string) {
 	sch := t.schema
 	o := sch.opts
-	if !sch.hasPK() || o.producer == producerLookup || o.producer == producerFullCompaction || o.merge.engine == engineDeduplicate {
+	if !sch.hasPK() || o.producer == producerLookup || o.producer == producerFullCompaction {
+		return true, ""
+	}
+	if o.merge.engine == engineDeduplicate {
+		if len(o.sequenceField) > 0 {
+			// A late row with an older sequence.field value loses the merge
+			// but would still go out as an upsert.
+			return false, fmt.Sprintf("table %s orders versions by sequence.field with changelog-producer %s: a late, older row would stream as an upsert although the merge discards it; set changelog-producer to lookup", t.st.id, o.producer)
+		}
 		return true, ""
 	}
 	what := map[string]string{
