@@ -227,6 +227,21 @@ func TestChangeStreamTicket(t *testing.T) {
 	cancel()
 	for range ch {
 	}
+	actions, err := cl.Client.ListActions(context.Background(), &flight.Empty{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := false
+	for {
+		a, err := actions.Recv()
+		if err != nil {
+			break
+		}
+		listed = listed || a.GetType() == flightsql.CommitConsumerAction
+	}
+	if !listed {
+		t.Errorf("ListActions does not list %s", flightsql.CommitConsumerAction)
+	}
 	body, _ := json.Marshal(flightsql.CommitConsumerRequest{Table: "t", ConsumerID: "c1", NextSnapshot: applied + 1})
 	if _, err := cl.Client.DoAction(context.Background(), &flight.Action{Type: flightsql.CommitConsumerAction, Body: body}); err != nil {
 		t.Fatal(err)
@@ -255,6 +270,24 @@ func TestChangeStreamTicket(t *testing.T) {
 	}
 
 	for _, bad := range []struct {
+		body string
+		code codes.Code
+		msg  string
+	}{
+		{`{"table":"nope","consumer_id":"c1","next_snapshot":2}`, codes.NotFound, "nope"},
+		{`{"table":"t","consumer_id":"c/1","next_snapshot":2}`, codes.InvalidArgument, "consumer"},
+		{`{"table":"t","consumer_id":"c1","next_snapshot":0}`, codes.InvalidArgument, "next snapshot must be positive"},
+		{`{"table":"t","consumer":"c1"}`, codes.InvalidArgument, "consumer"},
+	} {
+		s, err := cl.Client.DoAction(context.Background(), &flight.Action{Type: flightsql.CommitConsumerAction, Body: []byte(bad.body)})
+		for err == nil {
+			_, err = s.Recv()
+		}
+		if st, _ := status.FromError(err); st.Code() != bad.code || !strings.Contains(st.Message(), bad.msg) {
+			t.Errorf("commit %s: got %v, want %v mentioning %q", bad.body, err, bad.code, bad.msg)
+		}
+	}
+	for _, bad := range []struct {
 		ticket string
 		code   codes.Code
 		msg    string
@@ -264,7 +297,7 @@ func TestChangeStreamTicket(t *testing.T) {
 		{`{"table":"t","colour":"red"}`, codes.InvalidArgument, "colour"},
 		{`{"table":"t","mode":"from-snapshot"}`, codes.InvalidArgument, "needs scan.snapshot-id"},
 		{`{"table":"t","columns":["nope"]}`, codes.InvalidArgument, "nope"},
-		{`{"table":"t","mode":"from-snapshot","snapshot_id":99}`, codes.InvalidArgument, "snapshot 99 does not exist"},
+		{`{"table":"t","mode":"from-snapshot","snapshot_id":99}`, codes.NotFound, "snapshot 99 does not exist"},
 	} {
 		s, err := cl.Client.DoGet(context.Background(), &flight.Ticket{Ticket: []byte(flightsql.ChangesTicketPrefix + bad.ticket)})
 		for err == nil {

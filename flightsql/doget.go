@@ -87,6 +87,15 @@ func (f *flightService) send(ctx context.Context, cancel context.CancelFunc, str
 	return writeChunks(ctx, stream, chunks, opts)
 }
 
+// ListActions lists the Flight SQL actions and flightd's own.
+func (f *flightService) ListActions(e *flight.Empty, stream flight.FlightService_ListActionsServer) error {
+	if err := f.FlightServer.ListActions(e, stream); err != nil {
+		return err
+	}
+	return stream.Send(&flight.ActionType{Type: CommitConsumerAction,
+		Description: `Records a change stream consumer's position: {"table": "db.t", "consumer_id": "c1", "next_snapshot": N}`})
+}
+
 // DoAction adds flightd's own actions to the Flight SQL ones.
 func (f *flightService) DoAction(action *flight.Action, stream flight.FlightService_DoActionServer) error {
 	if action.GetType() == CommitConsumerAction {

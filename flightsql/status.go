@@ -31,7 +31,7 @@ func codeOf(err error) codes.Code {
 	case errors.Is(err, context.DeadlineExceeded):
 		return codes.DeadlineExceeded
 	case errors.Is(err, tablestore.ErrTableNotFound), errors.Is(err, tablestore.ErrDatabaseNotFound), errors.Is(err, tablestore.ErrViewNotFound),
-		errors.Is(err, engine.ErrTxnNotFound), errors.Is(err, errNotFound):
+		errors.Is(err, engine.ErrTxnNotFound), errors.Is(err, errNotFound), errors.Is(err, tablestore.ErrSnapshotNotFound):
 		return codes.NotFound
 	case errors.Is(err, tablestore.ErrTableExists), errors.Is(err, tablestore.ErrDatabaseExists), errors.Is(err, tablestore.ErrViewExists):
 		return codes.AlreadyExists
@@ -41,7 +41,7 @@ func codeOf(err error) codes.Code {
 		return codes.Aborted
 	case errors.Is(err, errExhausted):
 		return codes.ResourceExhausted
-	case errors.Is(err, engine.ErrInvalid), errors.Is(err, arrow.ErrInvalid), errors.Is(err, arrow.ErrType),
+	case errors.Is(err, engine.ErrInvalid), errors.Is(err, tablestore.ErrInvalid), errors.Is(err, arrow.ErrInvalid), errors.Is(err, arrow.ErrType),
 		errors.Is(err, arrow.ErrIndex), errors.Is(err, errBadRequest):
 		return codes.InvalidArgument
 	case errors.Is(err, tablestore.ErrCorrupt):
