@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -121,7 +122,13 @@ func (st *tableState) diffChangelog(ctx context.Context, before, after, changed 
 				return out, err
 			}
 		}
-		ents, err := st.diffBucket(ctx, sch, b.part, b.bucket, bf, af, probe, source, dirs)
+		// A commit that only adds files: the rows after are the rows
+		// before merged with its files, so the bucket is read once.
+		var added []*manifestEntry
+		if !all && !slices.ContainsFunc(b.changed, func(e *manifestEntry) bool { return e.Kind != kindAdd }) {
+			added = b.changed
+		}
+		ents, err := st.diffBucket(ctx, sch, b.part, b.bucket, bf, af, added, probe, source, dirs)
 		out = append(out, ents...)
 		if err != nil {
 			return out, err
@@ -234,43 +241,74 @@ func overlapping(files, changed []*manifestEntry) []*manifestEntry {
 }
 
 // diffBucket writes the changelog of one bucket from the merged content of
-// before to that of after; probe (on key columns, may be nil) skips row
-// groups without a changed key.
-func (st *tableState) diffBucket(ctx context.Context, sch *tableSchema, part []datum, bucket int, before, after []*manifestEntry, probe Predicate, source string, dirs map[string]bool) ([]*manifestEntry, error) {
-	if len(before) == 0 && len(after) == 0 {
-		return nil, nil
-	}
+// before to that of after; with added (after = before + added) the rows
+// after are the rows before merged with the added files. probe (on key
+// columns, may be nil) skips row groups without a changed key.
+func (st *tableState) diffBucket(ctx context.Context, sch *tableSchema, part []datum, bucket int, before, after, added []*manifestEntry, probe Predicate, source string, dirs map[string]bool) ([]*manifestEntry, error) {
 	all := make([]int, len(sch.Fields))
 	for i := range all {
 		all[i] = i
 	}
 	s := &Scan{st: st, sch: sch, proj: all, filter: probe}
 	isKey := func(c string) bool { return slices.Contains(sch.PrimaryKeys, c) }
-	open := func(files []*manifestEntry) (*diffCursor, error) {
-		c := &diffCursor{sch: sch}
-		if len(files) == 0 {
-			return c, nil
+	merged := func(files []*manifestEntry, extra ...BatchReader) (*mergeReader, error) {
+		return newMergeReader(ctx, s, files, isKey, true, false, extra...)
+	}
+	bc, ac := &diffCursor{sch: sch}, &diffCursor{sch: sch}
+	defer bc.close()
+	defer ac.close()
+	if added != nil {
+		tee := &teeReader{}
+		bc.tee = tee
+		if len(before) > 0 {
+			r, err := merged(before)
+			if err != nil {
+				return nil, err
+			}
+			tee.r = r
 		}
-		r, err := newMergeReader(ctx, s, files, isKey, true, false)
+		var extra []BatchReader
+		if tee.r != nil {
+			extra = append(extra, tee)
+		}
+		r, err := merged(added, extra...)
 		if err != nil {
 			return nil, err
 		}
-		c.r = r
-		return c, c.next(ctx)
+		ac.r = r
+	} else {
+		for _, c := range []struct {
+			cur   *diffCursor
+			files []*manifestEntry
+		}{{bc, before}, {ac, after}} {
+			if len(c.files) == 0 {
+				continue
+			}
+			r, err := merged(c.files)
+			if err != nil {
+				return nil, err
+			}
+			c.cur.r = r
+		}
 	}
-	bc, err := open(before)
-	if err != nil {
-		return nil, err
-	}
-	defer bc.close()
-	ac, err := open(after)
-	if err != nil {
-		return nil, err
-	}
-	defer ac.close()
 	w := &changelogBatcher{st: st, sch: sch, cw: st.newChangelogWriter(sch, part, bucket, source, dirs)}
 	defer w.release()
-	for bc.b != nil || ac.b != nil {
+	fail := func(err error) ([]*manifestEntry, error) {
+		w.cw.abort()
+		return nil, err
+	}
+	for {
+		// The after side first: reading it pulls the rows before.
+		for _, c := range []*diffCursor{ac, bc} {
+			if err := c.fill(ctx); err != nil {
+				return fail(err)
+			}
+		}
+		if bc.b == nil && ac.b == nil {
+			break
+		}
+		// A missing row on one side means no row with a smaller key will
+		// come: the after reader pulls the rows before up to its key.
 		c := 0
 		switch {
 		case bc.b == nil:
@@ -278,7 +316,7 @@ func (st *tableState) diffBucket(ctx context.Context, sch *tableSchema, part []d
 		case ac.b == nil:
 			c = -1
 		default:
-			c = compareStrings(bc.keys[bc.i], ac.keys[ac.i])
+			c = strings.Compare(bc.keys[bc.i], ac.keys[ac.i])
 		}
 		switch {
 		case c < 0:
@@ -290,79 +328,96 @@ func (st *tableState) diffBucket(ctx context.Context, sch *tableSchema, part []d
 			w.add(ac, UpdateAfter)
 		}
 		if c <= 0 {
-			if err := bc.advance(ctx); err != nil {
-				w.cw.abort()
-				return nil, err
-			}
+			bc.advance()
 		}
 		if c >= 0 {
-			if err := ac.advance(ctx); err != nil {
-				w.cw.abort()
-				return nil, err
-			}
+			ac.advance()
 		}
 		if len(w.refs) >= st.s.opts.BatchSize {
 			if err := w.flush(ctx); err != nil {
-				w.cw.abort()
-				return nil, err
+				return fail(err)
 			}
 		}
 	}
 	if err := w.flush(ctx); err != nil {
-		w.cw.abort()
-		return nil, err
+		return fail(err)
 	}
 	return w.cw.finish()
 }
 
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+// teeReader passes the merged rows before a commit to the after merge and
+// keeps them (retained) for the diff.
+type teeReader struct {
+	r     BatchReader
+	queue []arrow.RecordBatch
 }
 
-// diffCursor walks the merged rows (system columns, then every table
-// column) of a bucket with their normalized keys.
+func (t *teeReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	b, err := t.r.Next(ctx)
+	if err == nil {
+		b.Retain()
+		t.queue = append(t.queue, b)
+	}
+	return b, err
+}
+
+func (t *teeReader) Close() error {
+	if t.r == nil {
+		return nil
+	}
+	return t.r.Close()
+}
+
+// diffCursor walks merged rows (system columns, then every table column)
+// with their normalized keys: read from r, or taken from tee as the after
+// merge reads them.
 type diffCursor struct {
 	sch  *tableSchema
-	r    *mergeReader
-	b    arrow.RecordBatch // retained; nil at the end
+	r    BatchReader
+	tee  *teeReader
+	b    arrow.RecordBatch // retained; nil: no row now
 	i    int
 	keys []string
 	row  []byte // scratch for sameRow
 }
 
-func (c *diffCursor) next(ctx context.Context) error {
+// fill loads the next batch when the cursor has no row.
+func (c *diffCursor) fill(ctx context.Context) error {
 	if c.b != nil {
-		c.b.Release()
-		c.b = nil
-	}
-	if c.r == nil {
 		return nil
 	}
-	b, err := c.r.Next(ctx)
-	if errors.Is(err, io.EOF) {
+	switch {
+	case c.tee != nil:
+		if len(c.tee.queue) == 0 {
+			return nil
+		}
+		c.b = c.tee.queue[0]
+		c.tee.queue = c.tee.queue[1:]
+	case c.r != nil:
+		b, err := c.r.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		b.Retain()
+		c.b = b
+	default:
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	b.Retain()
-	c.b, c.i = b, 0
+	c.i = 0
+	n := int(c.b.NumRows())
 	var buf []byte
-	ends := make([]int, b.NumRows())
+	ends := make([]int, n)
 	for i := range ends {
 		for _, k := range c.sch.PrimaryKeys {
-			buf = appendNormalized(buf, b.Column(2+c.sch.fieldIndex(k)), i)
+			buf = appendNormalized(buf, c.b.Column(2+c.sch.fieldIndex(k)), i)
 		}
 		ends[i] = len(buf)
 	}
 	all := string(buf)
-	c.keys = make([]string, len(ends))
+	c.keys = make([]string, n)
 	start := 0
 	for i, e := range ends {
 		c.keys[i] = all[start:e]
@@ -371,15 +426,20 @@ func (c *diffCursor) next(ctx context.Context) error {
 	return nil
 }
 
-func (c *diffCursor) advance(ctx context.Context) error {
-	if c.i++; c.i < int(c.b.NumRows()) {
-		return nil
+func (c *diffCursor) advance() {
+	if c.i++; c.i >= int(c.b.NumRows()) {
+		c.b.Release()
+		c.b = nil
 	}
-	return c.next(ctx)
 }
 
-// sameRow reports whether the current rows of c and o hold equal values.
+// sameRow reports whether the current rows of c and o (of one key) hold
+// equal values: the same version (sequence number) always does.
 func (c *diffCursor) sameRow(o *diffCursor) bool {
+	seq := func(x *diffCursor) int64 { return x.b.Column(0).(*array.Int64).Value(x.i) }
+	if seq(c) == seq(o) {
+		return true
+	}
 	for col := 2; col < int(c.b.NumCols()); col++ {
 		c.row = appendNormalized(c.row[:0], c.b.Column(col), c.i)
 		o.row = appendNormalized(o.row[:0], o.b.Column(col), o.i)
@@ -394,6 +454,12 @@ func (c *diffCursor) close() {
 	if c.b != nil {
 		c.b.Release()
 		c.b = nil
+	}
+	if c.tee != nil {
+		for _, b := range c.tee.queue {
+			b.Release()
+		}
+		c.tee.queue = nil
 	}
 	if c.r != nil {
 		c.r.Close()

@@ -50,8 +50,8 @@ type mergeReader struct {
 }
 
 type runCursor struct {
-	pin   int32 // index of b in pinned
-	r     *streamReader
+	pin   int32       // index of b in pinned
+	r     BatchReader // raw rows: system columns, then the read columns
 	b     arrow.RecordBatch // borrowed from r until the next r.Next
 	i     int
 	keys  []string
@@ -61,8 +61,11 @@ type runCursor struct {
 
 // newMergeReader merges files for a scan: the projection, live rows only.
 // With withSys (compaction) it emits the system columns and every read
-// column, and keeps retracting rows when keepRetracts.
-func newMergeReader(ctx context.Context, s *Scan, files []*manifestEntry, allowed func(string) bool, withSys, keepRetracts bool) (*mergeReader, error) {
+// column, and keeps retracting rows when keepRetracts. extra are more runs,
+// older than the files, laid out like merged output with withSys (the
+// lookup changelog merges the merged rows before a commit with its files);
+// the merge reader closes them, also on error.
+func newMergeReader(ctx context.Context, s *Scan, files []*manifestEntry, allowed func(string) bool, withSys, keepRetracts bool, extra ...BatchReader) (*mergeReader, error) {
 	sch := s.sch
 	need := mergeNeeds(sch, slices.Clone(s.proj))
 	for _, c := range append(slices.Clone(sch.PrimaryKeys), sch.opts.sequenceField...) {
@@ -85,6 +88,9 @@ func newMergeReader(ctx context.Context, s *Scan, files []*manifestEntry, allowe
 		}
 	}
 	rt := newReadTarget(sch, need, true)
+	for _, r := range extra {
+		m.runs = append(m.runs, &runCursor{r: r})
+	}
 	for _, e := range files {
 		df, err := s.st.openDataFile(e)
 		if err != nil {
