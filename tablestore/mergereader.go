@@ -50,8 +50,8 @@ type mergeReader struct {
 }
 
 type runCursor struct {
-	pin   int32       // index of b in pinned
-	r     BatchReader // raw rows: system columns, then the read columns
+	pin   int32             // index of b in pinned
+	r     BatchReader       // raw rows: system columns, then the read columns
 	b     arrow.RecordBatch // borrowed from r until the next r.Next
 	i     int
 	keys  []string
