@@ -82,24 +82,24 @@ func BenchmarkIngest(b *testing.B) {
 // changed buckets). write-amp counts data and changelog bytes written per
 // byte of live data; changelog-amp the changelog bytes alone.
 //
-// One run (-benchtime 320x: 2.6M rows, 20 commits) on a shared 2-core
-// machine under load:
+// One run (-benchtime 320x: 2.6M rows, 20 commits) on a shared, loaded
+// 2-core machine:
 //
-//	producer         cache  rows/cpu-s  rows/s   write-amp  changelog-amp
-//	none             0      971k        357k      5.8       -
-//	input            0      588k        158k     11.3       5.6
-//	lookup           0      250k         61k      9.9       4.1
-//	full-compaction  0      705k        220k     12.2       1.3
-//	none             256MB  990k        392k      5.8       -
-//	input            256MB  590k        171k     11.3       5.6
-//	lookup           256MB  377k        137k      9.9       4.1
-//	full-compaction  256MB  725k        246k     11.5       0.6
+//	producer         cache  rows/cpu-s  write-amp  changelog-amp
+//	none             0      1057k        5.8       -
+//	input            0       590k       11.3       5.6
+//	lookup           0       338k        9.9       4.1
+//	full-compaction  0       653k        6.6       0.5
+//	none             256MB  1013k        5.8       -
+//	input            256MB   602k       11.3       5.6
+//	lookup           256MB   420k        9.9       4.1
+//	full-compaction  256MB   766k       12.2       1.3
 //
-// input writes every input row twice; lookup merges the changed buckets
-// twice per commit (before and after), which the column cache makes
-// cheaper; full-compaction rewrites everything every 5 commits and diffs
-// it against the previous full compaction (changelog-amp depends on when
-// background compaction ran).
+// input writes every input row twice; lookup merges the changed buckets at
+// each commit (one read of their files, the column cache saves decoding)
+// and writes -U/+U pairs; full-compaction rewrites everything every 5
+// commits in the background and diffs it against the previous full
+// compaction, so its figures depend on how many ran before the end.
 func BenchmarkIngestChangelog(b *testing.B) {
 	for _, cache := range []int64{0, 256 << 20} {
 		for _, p := range []string{producerNone, producerInput, producerLookup, producerFullCompaction} {
