@@ -28,10 +28,13 @@ import (
 //     changelog is the diff between the merged content at the previous such
 //     snapshot and now (fullCompactionChangelog).
 //
-// Both diffs merge-join two merge reads of a bucket in key order and emit,
-// per key whose merged row differs: +I new, -U old and +U new, or -D old.
-// Only files whose key range overlaps the changed files are read, and when
-// a commit adds few distinct keys, only row groups whose key statistics
+// Both diffs merge-join the merged rows of a bucket before and after, in
+// key order, and emit per key whose merged row differs: +I new, -U old and
+// +U new, or -D old. For a commit that only adds files, the rows after are
+// the rows before merged with its files, so the bucket is read once;
+// otherwise (overwrites, full compaction) both sides are merge reads. Only
+// files whose key range overlaps the changed files are read, and when a
+// commit adds few distinct keys, only row groups whose key statistics
 // admit one of them: keys outside merge from the same files before and
 // after, so they cannot differ.
 
