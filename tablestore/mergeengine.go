@@ -146,13 +146,18 @@ func (o *tableOptions) validateMerge(s *tableSchema) error {
 			return optErr(optDefaultAgg, m.defaultAgg, "unknown aggregate function")
 		}
 	}
-	for col := range m.ignoreRetract {
+	for col, on := range m.ignoreRetract {
 		key := optFieldsPrefix + col + ".ignore-retract"
 		if _, err := column(key, col); err != nil {
 			return err
 		}
 		if m.engine != engineAggregation {
 			return optErr(key, s.Options[key], "applies to merge-engine aggregation only")
+		}
+		if fn := m.function(col); on && (fn == "first_value" || fn == "last_value") {
+			// A merge of skipped rows only would store NULL, which merged
+			// again reads as a value.
+			return optErr(key, s.Options[key], fmt.Sprintf("column %q has aggregate-function %s, whose merged rows cannot tell an ignored retraction from a NULL value; use 'ignore-delete'", col, fn))
 		}
 	}
 	if m.engine == engineAggregation {
