@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -570,11 +571,23 @@ func (st *tableState) fullCompactionChangelog(ctx context.Context) error {
 // full-compaction changelog (0: none) and the number of data commits
 // since.
 func (st *tableState) lastFullChangelog() (id int64, commits int, err error) {
+	return st.fullChangelogAtOrBefore(math.MaxInt64)
+}
+
+// fullChangelogAtOrBefore returns the newest snapshot up to upTo that
+// published a full-compaction changelog (0: none) and the number of data
+// commits after it up to upTo. A change stream of a full-compaction table
+// must start from such a snapshot's content (or the empty table when there
+// is none): the next changelog is the diff from it.
+func (st *tableState) fullChangelogAtOrBefore(upTo int64) (id int64, commits int, err error) {
 	ids, err := st.listSnapshots()
 	if err != nil {
 		return 0, 0, err
 	}
 	for i := len(ids) - 1; i >= 0; i-- {
+		if ids[i] > upTo {
+			continue
+		}
 		sn, err := st.readSnapshot(ids[i])
 		if errors.Is(err, ErrSnapshotNotFound) {
 			break // expired meanwhile

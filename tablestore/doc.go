@@ -59,7 +59,10 @@
 //     commits, and on Compact(ctx, true), a full compaction is followed by
 //     a COMPACT snapshot whose changelog is the diff (as for lookup)
 //     between the merged content at the previous such snapshot (or the
-//     empty table) and now. Expiry keeps that previous snapshot.
+//     empty table) and now. Expiry keeps that previous snapshot. A reader
+//     that wants an image plus changes must take the image at such a
+//     snapshot (fullChangelogAtOrBefore; the empty table when there is
+//     none): the next changelog diffs from it, not from later snapshots.
 //   - none: no changelog files; the delta data files of APPEND snapshots
 //     are the changes as upserts without before-images (and -D rows),
 //     complete only for deduplicate; overwritten rows are not in them.
