@@ -358,7 +358,7 @@ func (w *Write) flush(ctx context.Context) error {
 		var out arrow.RecordBatch
 		switch {
 		case rm != nil:
-			if out, err = w.mergeRows(order, rm, rows); err != nil {
+			if out, err = w.mergeBuffered(order, rm, rows); err != nil {
 				return err
 			}
 		case sch.hasPK():
@@ -515,9 +515,9 @@ func (w *Write) gatherRows(ord arrow.RecordBatch, rows []int) arrow.RecordBatch 
 	return out
 }
 
-// mergeRows merges the buffered rows (sorted by key, then version) with a
+// mergeBuffered merges the buffered rows (sorted by key, then version) with a
 // row-building merge engine into a file batch (fileSchema layout).
-func (w *Write) mergeRows(o rowOrder, rm rowMerger, sorted []int) (arrow.RecordBatch, error) {
+func (w *Write) mergeBuffered(o rowOrder, rm rowMerger, sorted []int) (arrow.RecordBatch, error) {
 	mem := w.t.st.s.opts.Mem
 	sch := w.sch
 	arrs := make([][]arrow.Array, len(sch.Fields))
