@@ -423,6 +423,14 @@ func (st *tableState) expire(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	protect := ids[len(ids)-1] // never the latest
+	if o.producer == producerFullCompaction {
+		// Change streams of the table start from its last full compaction.
+		if c, _, err := st.lastFullChangelog(); err != nil {
+			return 0, err
+		} else if c > 0 {
+			protect = min(protect, c)
+		}
+	}
 	if c, err := st.minConsumer(o.consumerExpire); err != nil {
 		return 0, err
 	} else if c > 0 {

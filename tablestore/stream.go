@@ -94,6 +94,7 @@ type ChangeReader struct {
 	full   *Scan // the initial snapshot of the *Full starts
 	lease  func()
 	leased int64 // the snapshot the lease starts at
+	base   int64 // the snapshot the changes apply to (0: the empty table)
 	caught bool  // a progress marker was returned since the last batch
 }
 
@@ -164,6 +165,37 @@ func (t *Table) NewChangeReader(ctx context.Context, spec StreamSpec) (*ChangeRe
 			return nil, fmt.Errorf("stream %s: %w: unknown start %d", st.id, ErrInvalid, spec.Start)
 		}
 	}
+	if t.schema.opts.producer == producerFullCompaction {
+		// The changelogs of a full-compaction table are diffs between full
+		// compactions: a stream starts from the content at the last one at
+		// or before its start (empty before the first), and its changes
+		// come from the next.
+		from := r.next - 1
+		if fullAt > 0 {
+			from = fullAt
+		}
+		// Expiry keeps the last full compaction, so none at or before the
+		// start means none before it ever published a changelog.
+		c, _, err := st.fullChangelogAtOrBefore(from)
+		if err != nil {
+			return nil, err
+		}
+		r.base, r.next = c, c+1
+		if c == 0 {
+			if r.next, err = st.earliestSnapshotID(); err != nil {
+				return nil, err
+			}
+			r.next = max(r.next, 1)
+		}
+		if fullAt > 0 {
+			fullAt = c
+		}
+	} else {
+		r.base = r.next - 1
+		if fullAt > 0 {
+			r.base = fullAt
+		}
+	}
 	if spec.EndSnapshot > 0 && spec.EndSnapshot < r.next-1 {
 		return nil, fmt.Errorf("stream %s: %w: end snapshot %d is before the start %d", st.id, ErrInvalid, spec.EndSnapshot, r.next)
 	}
@@ -222,6 +254,12 @@ func (r *ChangeReader) holdFrom(id int64) error {
 
 // Schema is RowKindColumn followed by the projection.
 func (r *ChangeReader) Schema() *arrow.Schema { return r.out }
+
+// Base is the snapshot whose content the stream's changes apply to (0: the
+// empty table); a *Full start returns that content first. It is the start
+// snapshot minus one, except on full-compaction tables, whose changes are
+// diffs from the last full compaction at or before the start.
+func (r *ChangeReader) Base() int64 { return r.base }
 
 // NextSnapshot is the first snapshot whose changes have not all been
 // returned: the position to commit for a consumer that applied everything

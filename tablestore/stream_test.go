@@ -196,7 +196,7 @@ func runChangeStream(t *testing.T, rng *rand.Rand, pk []string, opts map[string]
 		go run(rd)
 	}
 	noBase := func(*ChangeReader) int64 { return 0 }
-	before := func(r *ChangeReader) int64 { return r.NextSnapshot() - 1 }
+	before := func(r *ChangeReader) int64 { return r.Base() }
 	start("latest-full/empty", StreamSpec{Start: StreamLatestFull}, noBase)
 
 	var writers sync.WaitGroup
