@@ -36,6 +36,10 @@ type binder struct {
 	// view's own); viewStack the views being expanded, innermost last.
 	viewDB    string
 	viewStack []tablestore.Ident
+	// cteFilters collects the filters of shared CTEs' references;
+	// cteDepth > 0 while optimizeShared plans them.
+	cteFilters map[*SharedCTE]*cteFilter
+	cteDepth   int
 }
 
 type cteDef struct {

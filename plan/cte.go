@@ -57,8 +57,9 @@ func (b *binder) cteReference(d *cteDef) Node {
 }
 
 // resolveCTEs inlines CTEs referenced once (a projection renames the
-// plan's columns to the reference's) and optimizes each shared CTE's plan
-// once, on its own: rules do not cross a CTEScanNode.
+// plan's columns to the reference's), so they are optimized with the
+// query. Shared CTEs stay behind their CTEScanNodes: rules do not cross
+// them, and optimizeShared plans each once.
 func (b *binder) resolveCTEs(n Node) Node {
 	s, ok := n.(*CTEScanNode)
 	if !ok {
@@ -67,20 +68,125 @@ func (b *binder) resolveCTEs(n Node) Node {
 		}
 		return n
 	}
-	sh := s.Shared
-	if sh.refs > 1 {
-		if !sh.optimized {
-			sh.optimized = true
-			sh.Root = b.optimize(sh.Root)
-		}
+	if s.Shared.refs > 1 {
 		return s
 	}
-	body := b.resolveCTEs(sh.Root)
+	body := b.resolveCTEs(s.Shared.Root)
 	exprs := make([]Expr, len(s.Cols))
 	for i, c := range body.Columns() {
 		exprs[i] = &ColRef{ID: c.ID, Name: c.Name, Typ: c.Type}
 	}
 	return &ProjectNode{Input: body, Exprs: exprs, Cols: s.Cols}
+}
+
+// recordCTEFilters notes, for each CTEScanNode of a plan whose filters
+// have been pushed down, the filter right above it (in the CTE's own
+// columns), or that it has none. Every row a reference yields passes that
+// filter, so the OR of all references' filters can filter the CTE itself.
+func (b *binder) recordCTEFilters(n Node) {
+	if f, ok := n.(*FilterNode); ok {
+		if s, ok := f.Input.(*CTEScanNode); ok {
+			b.addCTEFilter(s, f.Pred)
+			return
+		}
+	}
+	if s, ok := n.(*CTEScanNode); ok {
+		b.addCTEFilter(s, nil)
+		return
+	}
+	for _, in := range n.Inputs() {
+		b.recordCTEFilters(in)
+	}
+}
+
+func (b *binder) addCTEFilter(s *CTEScanNode, pred Expr) {
+	sh := s.Shared
+	if b.cteFilters == nil {
+		b.cteFilters = map[*SharedCTE]*cteFilter{}
+	}
+	cf := b.cteFilters[sh]
+	if cf == nil {
+		cf = &cteFilter{}
+		b.cteFilters[sh] = cf
+	}
+	cf.seen++
+	if pred == nil {
+		cf.unfiltered = true
+		return
+	}
+	body := sh.Root.Columns()
+	defs := map[ColumnID]Expr{}
+	for i, c := range s.Cols {
+		defs[c.ID] = &ColRef{ID: body[i].ID, Name: body[i].Name, Typ: body[i].Type}
+	}
+	cf.preds = append(cf.preds, substitute(pred, defs))
+}
+
+// cteFilter collects the filters of a shared CTE's references.
+type cteFilter struct {
+	seen       int
+	unfiltered bool // a reference reads every row
+	preds      []Expr
+}
+
+// optimizeShared plans the shared CTEs of a statement once all their
+// references are known: the OR of the references' filters goes on top of
+// the CTE's plan first (so q31's three quarters of one year are computed,
+// not every quarter of every year). Planning a CTE records the filters of
+// the CTEs it reads, so this repeats until none is left.
+func (b *binder) optimizeShared(root Node) {
+	var pending []*SharedCTE
+	var collect func(n Node)
+	seen := map[*SharedCTE]bool{}
+	collect = func(n Node) {
+		if s, ok := n.(*CTEScanNode); ok && !seen[s.Shared] {
+			seen[s.Shared] = true
+			pending = append(pending, s.Shared)
+			collect(s.Shared.Root)
+		}
+		for _, in := range n.Inputs() {
+			collect(in)
+		}
+	}
+	collect(root)
+	for progress := true; progress; {
+		progress = false
+		for _, sh := range pending {
+			if sh.optimized {
+				continue
+			}
+			cf := b.cteFilters[sh]
+			if cf == nil || cf.seen < sh.refs {
+				continue // a reference inside a CTE not planned yet
+			}
+			b.planShared(sh, cf)
+			progress = true
+		}
+	}
+	// References the walk could not see (another statement root): plan
+	// without a filter.
+	for _, sh := range pending {
+		if !sh.optimized {
+			b.planShared(sh, &cteFilter{unfiltered: true})
+		}
+	}
+}
+
+func (b *binder) planShared(sh *SharedCTE, cf *cteFilter) {
+	sh.optimized = true
+	root := sh.Root
+	if !cf.unfiltered && len(cf.preds) > 0 {
+		var or Expr
+		for _, p := range cf.preds {
+			if or == nil {
+				or = p
+			} else {
+				or = &Call{Fn: "or", Args: []Expr{or, p}, Typ: boolType}
+			}
+		}
+		root = &FilterNode{Input: root, Pred: or}
+	}
+	sh.Root = b.optimize(root)
 }
 
 // cteScan builds a reader of the CTE's spool, creating the spool (and the

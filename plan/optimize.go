@@ -22,6 +22,7 @@ func (b *binder) optimize(root Node) Node {
 	if b.enabled(rulePushFilters) {
 		root = pushFilters(root, nil)
 	}
+	b.recordCTEFilters(root)
 	if b.enabled(ruleJoinOrder) {
 		root = reorderJoins(root)
 	}
@@ -55,6 +56,11 @@ func (b *binder) optimize(root Node) Node {
 	}
 	if !same {
 		root = (&binder{}).project(root, want)
+	}
+	if b.cteDepth == 0 {
+		b.cteDepth++
+		b.optimizeShared(root)
+		b.cteDepth--
 	}
 	return root
 }
