@@ -5,8 +5,9 @@
 //	                  |  rules, each switchable (Options.DisabledRules):
 //	                  |    shared_cte       a CTE referenced more than once is planned
 //	                  |                     once and computed once per execution into an
-//	                  |                     exec.Spool its CTEScans replay; referenced once
-//	                  |                     it is inlined (filters still reach its scans)
+//	                  |                     exec.Spool its CTEScans replay, filtered by the
+//	                  |                     OR of the references' filters; referenced once
+//	                  |                     it is inlined
 //	                  |    fold_constants   constant subexpressions evaluated once
 //	                  |    push_filters     conjuncts down through projections, joins,
 //	                  |                     aggregations and unions into scans, where
