@@ -205,8 +205,13 @@ func pushFilters(n Node, preds []Expr) Node {
 			}
 			if ok {
 				down = append(down, p)
-			} else {
-				up = append(up, p)
+				continue
+			}
+			up = append(up, p)
+			// (year = 2001 AND sum > 0) OR year = 2002 stays above, but
+			// year = 2001 OR year = 2002 follows from it and can go below.
+			if w := impliedOn(p, groupIDs); w != nil && len(colsOf(w)) > 0 {
+				down = append(down, w)
 			}
 		}
 		x.Input = pushFilters(x.Input, down)
@@ -262,6 +267,46 @@ func pushFilters(n Node, preds []Expr) Node {
 		setInput(n, i, pushFilters(in, nil))
 	}
 	return filterOver(n, preds)
+}
+
+// impliedOn weakens a disjunction to the columns in cols: each disjunct
+// keeps its conjuncts on those columns only (constants included). nil when
+// p is no disjunction or a disjunct keeps nothing (nothing follows).
+func impliedOn(p Expr, cols map[ColumnID]bool) Expr {
+	ds := disjuncts(p)
+	if len(ds) < 2 {
+		return nil
+	}
+	var out Expr
+	for _, d := range ds {
+		var keep []Expr
+		for _, c := range conjuncts(d) {
+			ok := true
+			for id := range colsOf(c) {
+				ok = ok && cols[id]
+			}
+			if ok {
+				keep = append(keep, c)
+			}
+		}
+		k := andAll(keep)
+		if k == nil {
+			return nil
+		}
+		if out == nil {
+			out = k
+		} else {
+			out = &Call{Fn: "or", Args: []Expr{out, k}, Typ: boolType}
+		}
+	}
+	return out
+}
+
+func disjuncts(e Expr) []Expr {
+	if c, ok := e.(*Call); ok && c.Fn == "or" {
+		return append(disjuncts(c.Args[0]), disjuncts(c.Args[1])...)
+	}
+	return []Expr{e}
 }
 
 func setInput(n Node, i int, in Node) {
