@@ -125,16 +125,21 @@ func (b *binder) bindView(f *sql.TableName) (n Node, sc *scope, ok bool) {
 	if !isQuery {
 		b.fail(f.Pos, "view %s: stored definition is not a query", id)
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			bf, isFail := r.(bindFail)
-			if !isFail {
-				panic(r)
+	n = func() Node {
+		defer func() {
+			if r := recover(); r != nil {
+				bf, isFail := r.(bindFail)
+				if !isFail {
+					panic(r)
+				}
+				b.failWrap(f.Pos, bf.err, "view %s no longer binds: %s", id, viewErrText(bf.err, def.Query))
 			}
-			b.failWrap(f.Pos, bf.err, "view %s no longer binds: %s", id, viewErrText(bf.err, def.Query))
-		}
+		}()
+		return b.bindViewBody(id, q)
 	}()
-	n = b.bindViewBody(id, q)
+	if def.Columns != nil && len(def.Columns) != len(n.Columns()) {
+		b.fail(f.Pos, "view %s no longer binds: it names %d columns but its query now produces %d", id, len(def.Columns), len(n.Columns()))
+	}
 	qual := id.Table
 	if f.Alias != "" {
 		qual = f.Alias
