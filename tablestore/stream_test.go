@@ -130,6 +130,7 @@ func TestChangeStreamRandom(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // mostly waiting on fsync
 			rng := rand.New(rand.NewPCG(uint64(seed), 7))
 			runChangeStream(t, rng, c.pk, c.opts, c.exact)
 		})
