@@ -135,8 +135,9 @@ func applyChangelog(state map[string]string, rows []clRow, strict bool) error {
 	return nil
 }
 
-// TestChangelogProducers: several writers commit random upserts and
-// deletes (with background compaction) to tables of every merge engine and
+// TestChangelogProducers: several writers (one of them through a second
+// store, like another process) commit random upserts and deletes (with
+// background compaction) to tables of every merge engine and
 // changelog producer that claims a complete changelog; then, for every
 // snapshot k with a changelog, the changelog applied to the content of the
 // snapshot before it gives exactly its content (so applying the
@@ -160,7 +161,7 @@ func TestChangelogProducers(t *testing.T) {
 
 func runChangelogTest(t *testing.T, seed uint64, engOpts map[string]string, deletes bool, producer string) {
 	ctx := context.Background()
-	s, mem, _ := newTestStore(t)
+	s, mem, dir := newTestStore(t)
 	opts := map[string]string{"bucket": "2", "changelog-producer": producer, "snapshot.num-retained.min": "1000",
 		"num-sorted-run.compaction-trigger": "3", "full-compaction.delta-commits": "4", "file.row-group-rows": "8"}
 	for k, v := range engOpts {
@@ -171,15 +172,22 @@ func runChangelogTest(t *testing.T, seed uint64, engOpts map[string]string, dele
 	if ok, why := tbl.ChangelogComplete(); !ok {
 		t.Fatalf("combination claims no complete changelog: %s", why)
 	}
+	// The third writer is another store on the same directory, like
+	// another process: its commits race by put-if-absent, and a lost race
+	// recomputes the changelog.
+	s2 := openStore(t, NewLocalFS(), dir, mem)
+	defer s2.Close()
+	tbl2, err := s2.Table(ctx, Ident{"db", "t"})
+	must(t, err)
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
-	for wr := range 3 {
+	for wr, tb := range []*Table{tbl, tbl, tbl2} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(seed, uint64(wr)))
 			for range 5 {
-				if err := commitRandom(ctx, tbl, mem, rng, deletes); err != nil {
+				if err := commitRandom(ctx, tb, mem, rng, deletes); err != nil {
 					errs <- err
 					return
 				}
@@ -367,5 +375,63 @@ func TestChangelogOverwriteAndExpiry(t *testing.T) {
 	}
 	if rows := readChangelog(t, tbl, id); len(rows) != 4 {
 		t.Fatalf("changelog of the retained snapshot: %v", rows)
+	}
+}
+
+// raceFS runs hook once, right before the first snapshot publication.
+type raceFS struct {
+	FS
+	hook func()
+}
+
+func (f *raceFS) RenameNoReplace(oldname, newname string) error {
+	if h := f.hook; h != nil && strings.Contains(newname, "/snapshot/snapshot-") {
+		f.hook = nil
+		h()
+	}
+	return f.FS.RenameNoReplace(oldname, newname)
+}
+
+// TestLookupChangelogLostRace: a commit that loses the snapshot race to
+// another process recomputes its lookup changelog against the snapshot it
+// then lands on, and leaves no changelog file of the lost attempt behind.
+func TestLookupChangelogLostRace(t *testing.T) {
+	ctx := context.Background()
+	mem := newMem(t)
+	dir := t.TempDir()
+	rfs := &raceFS{FS: NewLocalFS()}
+	a := openStore(t, rfs, dir, mem)
+	defer a.Close()
+	must(t, a.CreateDatabase(ctx, "db", false))
+	id := Ident{"db", "t"}
+	sc := arrow.NewSchema([]arrow.Field{{Name: "p", Type: arrow.PrimitiveTypes.Int32}, {Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	ta, err := a.CreateTable(ctx, id, TableDef{Schema: sc, PrimaryKey: []string{"p", "k"}, PartitionKeys: []string{"p"},
+		Options: map[string]string{"changelog-producer": "lookup", "write-only": "true"}}, false)
+	must(t, err)
+	writeRows(t, ta, mem, WriteOptions{}, Insert, [][]any{{1, 1, "a"}, {2, 1, "x"}})
+	b := openStore(t, NewLocalFS(), dir, mem)
+	defer b.Close()
+	tb, err := b.Table(ctx, id)
+	must(t, err)
+	raced := false
+	rfs.hook = func() {
+		// Another process publishes the snapshot id ours was going to get.
+		writeRows(t, tb, mem, WriteOptions{}, Insert, [][]any{{2, 1, "y"}, {2, 2, "z"}})
+		raced = true
+	}
+	snap := writeRows(t, ta, mem, WriteOptions{}, Insert, [][]any{{1, 1, "b"}})
+	if !raced || snap != 3 {
+		t.Fatalf("race not staged: raced %v, snapshot %d", raced, snap)
+	}
+	got := readChangelog(t, ta, 3)
+	want := []clRow{{UpdateBefore, "1|1", "1|1|a"}, {UpdateAfter, "1|1", "1|1|b"}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("changelog of the retried commit: %v, want %v", got, want)
+	}
+	checkChangelogs(t, ta, producerLookup, 3)
+	keep, _, err := ta.st.referenced(mustSnapshots(t, ta))
+	must(t, err)
+	if n, data := countFiles(t, dir, "changelog-"), countFiles(t, dir, "data-"); n+data != len(keep) {
+		t.Fatalf("%d changelog and %d data files, %d referenced: the lost attempt left files", n, data, len(keep))
 	}
 }
