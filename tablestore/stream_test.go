@@ -322,7 +322,12 @@ func TestChangeStreamWakesAndEnds(t *testing.T) {
 	if ch.Batch != nil || ch.Snapshot != 1 {
 		t.Fatalf("want a heartbeat at 1, got %+v", ch)
 	}
+	written := make(chan struct{})
+	// The writer releases its batches after the commits the reader sees:
+	// wait for it before the allocator check.
+	defer func() { <-written }()
 	go func() {
+		defer close(written)
 		time.Sleep(20 * time.Millisecond)
 		writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{1, "b"}, {2, "c"}})
 		writeRows(t, tbl, mem, WriteOptions{}, Delete, [][]any{{2, nil}})
