@@ -2,11 +2,14 @@ package exec_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/exec/exectest"
@@ -166,5 +169,78 @@ func BenchmarkPipeline(b *testing.B) {
 		if _, err := exec.Drain(context.Background(), agg); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// caseBatch is one 64K-row batch shaped like a TPC-DS fact row joined to
+// its date dimension: a day name, a decimal price, an integer quantity and
+// five more columns the CASE does not read (q43, q59).
+func caseBatch(mem memory.Allocator) arrow.RecordBatch {
+	days := []string{"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"}
+	price := &arrow.Decimal128Type{Precision: 7, Scale: 2}
+	fields := []arrow.Field{{Name: "day", Type: arrow.BinaryTypes.String}, {Name: "price", Type: price, Nullable: true}, {Name: "qty", Type: arrow.PrimitiveTypes.Int64}}
+	for i := 0; i < 5; i++ {
+		fields = append(fields, arrow.Field{Name: fmt.Sprintf("x%d", i), Type: arrow.PrimitiveTypes.Int64})
+	}
+	b := array.NewRecordBuilder(mem, arrow.NewSchema(fields, nil))
+	defer b.Release()
+	for i := 0; i < 1<<16; i++ {
+		b.Field(0).(*array.StringBuilder).Append(days[(i*7919)%7])
+		if i%10 == 0 {
+			b.Field(1).AppendNull()
+		} else {
+			b.Field(1).(*array.Decimal128Builder).Append(decimal128.FromI64(int64(i % 10000)))
+		}
+		b.Field(2).(*array.Int64Builder).Append(int64(i%100 + 1))
+		for c := 3; c < len(fields); c++ {
+			b.Field(c).(*array.Int64Builder).Append(int64(i * c))
+		}
+	}
+	return b.NewRecordBatch()
+}
+
+// BenchmarkCase evaluates a searched CASE over one 64K-row batch with 1, 3
+// and 7 WHEN arms, as q43 and q59 use it (day name picks the price).
+func BenchmarkCase(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	batch := caseBatch(mem)
+	defer batch.Release()
+	s := batch.Schema()
+	col := func(i int) exec.Expr { return exec.NewColumn(i, s.Field(i).Type, s.Field(i).Name) }
+	must := func(e exec.Expr, err error) exec.Expr {
+		if err != nil {
+			b.Fatal(err)
+		}
+		return e
+	}
+	isDay := func(d string) exec.Expr { return must(exec.NewCall("equal", col(0), lit(d))) }
+	days := []string{"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"}
+	var seven []exec.When
+	for _, d := range days {
+		seven = append(seven, exec.When{Cond: isDay(d), Then: col(1)})
+	}
+	cases := []struct {
+		name string
+		e    exec.Expr
+	}{
+		{"whens=1", must(exec.NewCase([]exec.When{{Cond: isDay("Sunday"), Then: col(1)}}, exec.NewLiteral(scalar.MakeNullScalar(arrow.Null))))},
+		{"whens=3", must(exec.NewCase([]exec.When{
+			{Cond: isDay("Sunday"), Then: col(2)},
+			{Cond: isDay("Monday"), Then: must(exec.NewCall("multiply", col(2), lit(int64(2))))},
+			{Cond: must(exec.NewCall("greater", col(2), lit(int64(50)))), Then: lit(int64(0))},
+		}, must(exec.NewCall("divide", lit(int64(1000)), col(2)))))},
+		{"whens=7", must(exec.NewCase(seven, nil))},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			ec := exec.NewContext(mem)
+			for b.Loop() {
+				a, err := c.e.Eval(context.Background(), ec, batch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				a.Release()
+			}
+		})
 	}
 }
