@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -19,9 +20,9 @@ type When struct {
 	Then Expr
 }
 
-// CaseExpr is a searched CASE. Each THEN (and the ELSE) is evaluated only
-// on the rows that select it, so CASE WHEN x <> 0 THEN 1 / x END never
-// divides by zero.
+// CaseExpr is a searched CASE. An error in a WHEN condition or value is
+// raised only for rows that reach it, so CASE WHEN x <> 0 THEN 1 / x END
+// never divides by zero.
 type CaseExpr struct {
 	Whens []When
 	Else  Expr // nil = NULL
@@ -86,15 +87,17 @@ func (c *CaseExpr) String() string {
 	return sb.String()
 }
 
-// Eval implements Expr.
+// Eval implements Expr. Each WHEN condition sees only the rows no earlier
+// arm took and each value only the rows that chose it; the result is
+// assembled once from the arms' values (assembleCase).
 func (c *CaseExpr) Eval(ctx context.Context, ec *Context, b arrow.RecordBatch) (arrow.Array, error) {
 	n := int(b.NumRows())
-	// src[i] is the arm that decided row i (-1 = none yet) and pos[i] its
-	// position in that arm's value array.
-	src := make([]int, n)
-	pos := make([]int, n)
-	for i := range src {
-		src[i] = -1
+	// pick[i] is the part that decided row i (-1 = none: NULL) and pos[i]
+	// the row's position in that part.
+	pick := make([]int32, n)
+	pos := make([]int32, n)
+	for i := range pick {
+		pick[i] = -1
 	}
 	var parts []arrow.Array
 	defer func() { releaseArrays(parts) }()
@@ -102,91 +105,166 @@ func (c *CaseExpr) Eval(ctx context.Context, ec *Context, b arrow.RecordBatch) (
 	for i := range rows {
 		rows[i] = int64(i)
 	}
-	cur := b
-	cur.Retain()
-	defer func() { cur.Release() }()
-	arms := len(c.Whens)
-	if c.Else != nil {
-		arms++
-	}
-	for arm := 0; arm < arms && len(rows) > 0; arm++ {
-		var mask []bool
-		cnt := len(rows)
-		if arm < len(c.Whens) {
-			var err error
-			if mask, cnt, err = evalMask(ctx, ec, c.Whens[arm].Cond, cur); err != nil {
-				return nil, err
-			}
-			if cnt == 0 {
-				continue
-			}
-		}
-		sel := cur
-		var keep []int64
-		if cnt < len(rows) {
-			idx := make([]int64, 0, cnt)
-			for i, m := range mask {
-				if m {
-					idx = append(idx, int64(i))
-				} else {
-					keep = append(keep, int64(i))
-				}
-			}
-			var err error
-			if sel, err = vectorized.TakeBatch(ctx, ec.Mem, cur, cur.Schema(), idx); err != nil {
-				return nil, err
-			}
-		} else {
-			sel.Retain()
-		}
+	chosen := make([]int64, 0, n)
+	for arm := 0; arm <= len(c.Whens) && len(rows) > 0; arm++ {
 		then := c.Else
 		if arm < len(c.Whens) {
 			then = c.Whens[arm].Then
 		}
-		v, err := then.Eval(ctx, ec, sel)
-		sel.Release()
-		if err != nil {
-			return nil, err
-		}
-		parts = append(parts, v)
-		p := 0
-		for i, r := range rows {
-			if mask == nil || mask[i] {
-				src[r], pos[r] = len(parts)-1, p
-				p++
+		chosen = chosen[:0]
+		if arm == len(c.Whens) {
+			if then == nil || isNullConst(then) {
+				break
+			}
+			chosen = append(chosen, rows...)
+			rows = rows[:0]
+		} else {
+			cond, err := evalRows(ctx, ec, c.Whens[arm].Cond, b, rows)
+			if err != nil {
+				return nil, err
+			}
+			if cond.arr.DataType().ID() != arrow.BOOL {
+				cond.arr.Release()
+				return nil, fmt.Errorf("%w: CASE WHEN condition %s has type %s, not boolean", ErrInvalid, c.Whens[arm].Cond, cond.arr.DataType())
+			}
+			mask, _ := vectorized.TrueMask(cond.arr)
+			cond.arr.Release()
+			left := rows[:0]
+			for j, r := range rows {
+				if mask[cond.at(j, r)] {
+					chosen = append(chosen, r)
+				} else {
+					left = append(left, r)
+				}
+			}
+			rows = left
+			if len(chosen) == 0 || isNullConst(then) {
+				continue
 			}
 		}
-		if keep == nil {
-			rows = rows[:0]
-			break
-		}
-		next, err := vectorized.TakeBatch(ctx, ec.Mem, cur, cur.Schema(), keep)
+		v, err := evalRows(ctx, ec, then, b, chosen)
 		if err != nil {
 			return nil, err
 		}
-		cur.Release()
-		cur = next
-		nr := make([]int64, len(keep))
-		for i, k := range keep {
-			nr[i] = rows[k]
+		parts = append(parts, v.arr)
+		for j, r := range chosen {
+			pick[r], pos[r] = int32(len(parts)-1), int32(v.at(j, r))
 		}
-		rows = nr
 	}
-	if len(parts) == 1 && parts[0].Len() == n {
+	if len(parts) == 1 && parts[0].Len() == n && !slices.Contains(pick, -1) {
 		parts[0].Retain()
 		return parts[0], nil
 	}
-	bld := array.NewBuilder(ec.Mem, c.typ)
-	defer bld.Release()
-	bld.Reserve(n)
-	for i := 0; i < n; i++ {
-		if src[i] < 0 {
-			bld.AppendNull()
-			continue
+	return assembleCase(ec.Mem, c.typ, parts, pick, pos), nil
+}
+
+// isNullConst reports whether e is a NULL literal, possibly cast: such an
+// arm leaves its rows NULL without being evaluated.
+func isNullConst(e Expr) bool {
+	for {
+		switch x := e.(type) {
+		case *LiteralExpr:
+			return !x.Value.IsValid()
+		case *CastExpr:
+			e = x.Input
+		default:
+			return false
 		}
-		vectorized.AppendValue(bld, parts[src[i]], pos[i])
 	}
-	return bld.NewArray(), nil
+}
+
+// isConst reports whether e is a literal, possibly cast: one row of it
+// stands for every row.
+func isConst(e Expr) bool {
+	for {
+		switch x := e.(type) {
+		case *LiteralExpr:
+			return true
+		case *CastExpr:
+			e = x.Input
+		default:
+			return false
+		}
+	}
+}
+
+// armValues is an expression evaluated for some rows of a batch: arr holds
+// one value for all of them (konst), a value per batch row (full), or a
+// value per requested row.
+type armValues struct {
+	arr   arrow.Array
+	konst bool
+	full  bool
+}
+
+// at returns the position in v.arr of the j-th requested row, batch row r.
+func (v armValues) at(j int, r int64) int {
+	switch {
+	case v.konst:
+		return 0
+	case v.full:
+		return int(r)
+	}
+	return j
+}
+
+// evalRows evaluates e for rows of b without evaluating it on other rows
+// where that could fail: it evaluates on the whole batch when the rows
+// are all of it, when e only reads a column, or, when most rows are
+// wanted, tentatively (an error there retries on the rows alone, so an
+// error in a row nobody asked for is not reported). Otherwise it gathers
+// the columns e reads at rows and evaluates on those.
+func evalRows(ctx context.Context, ec *Context, e Expr, b arrow.RecordBatch, rows []int64) (armValues, error) {
+	n := int(b.NumRows())
+	if isConst(e) {
+		one := b.NewSlice(0, 1)
+		defer one.Release()
+		a, err := e.Eval(ctx, ec, one)
+		return armValues{arr: a, konst: true}, err
+	}
+	_, isCol := e.(*ColumnExpr)
+	if len(rows) == n || isCol || 2*len(rows) >= n {
+		a, err := e.Eval(ctx, ec, b)
+		if err == nil || len(rows) == n || isCol || ctx.Err() != nil {
+			return armValues{arr: a, full: true}, err
+		}
+	}
+	sub, se, err := gatherFor(ctx, ec, e, b, rows)
+	if err != nil {
+		return armValues{}, err
+	}
+	defer sub.Release()
+	a, err := se.Eval(ctx, ec, sub)
+	return armValues{arr: a}, err
+}
+
+// gatherFor returns the rows of b that e reads as a batch of only the
+// columns it reads, and e remapped to that batch (all columns when e has
+// expressions exprColumns does not know).
+func gatherFor(ctx context.Context, ec *Context, e Expr, b arrow.RecordBatch, rows []int64) (arrow.RecordBatch, Expr, error) {
+	cols, ok := exprColumns(e)
+	if !ok {
+		sub, err := vectorized.TakeBatch(ctx, ec.Mem, b, b.Schema(), rows)
+		return sub, e, err
+	}
+	to := make(map[int]int, len(cols))
+	fields := make([]arrow.Field, len(cols))
+	in := make([]arrow.Array, len(cols))
+	for i, c := range cols {
+		if c < 0 || c >= int(b.NumCols()) {
+			return nil, nil, fmt.Errorf("%w: %s reads column #%d of a %d-column input", ErrInvalid, e, c, b.NumCols())
+		}
+		to[c] = i
+		fields[i] = b.Schema().Field(c)
+		in[i] = b.Column(c)
+	}
+	out, err := vectorized.TakeColumns(ctx, ec.Mem, in, rows)
+	if err != nil {
+		return nil, nil, err
+	}
+	sub := array.NewRecordBatch(arrow.NewSchema(fields, nil), out, int64(len(rows)))
+	releaseArrays(out)
+	return sub, remapColumns(e, to), nil
 }
 
 // InExpr is SQL e IN (list) with three-valued logic: true if e equals an

@@ -1,14 +1,18 @@
 package exec_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/exec/exectest"
+	"github.com/flightd/flightd/vectorized"
 )
 
 func randomTable(t *testing.T, rng *rand.Rand, n, domain int) exectest.Table {
@@ -162,5 +166,97 @@ func TestRandomPackedKeys(t *testing.T) {
 				t.Fatalf("iter %d %s:\ngot  %q\nwant %q", iter, typ, got, want)
 			}
 		}
+	}
+}
+
+// TestRandomCase checks CASE over whole random batches (sliced at an
+// offset) against the same CASE on each row alone: the values agree, and
+// the batch fails only if some row alone fails (a division by zero in a
+// value or condition no row reached must not be raised).
+func TestRandomCase(t *testing.T) {
+	seed := exectest.Seed(t)
+	rng := rand.New(rand.NewPCG(seed, 11))
+	tb := exectest.NewTable(t, "k:int32, j:string, v:int64")
+	s := tb.Schema
+	k, j, v := col(s, "k"), col(s, "j"), col(s, "v")
+	str := func(x string) exec.Expr { return lit(x) }
+	num := func(x int64) exec.Expr { return lit(x) }
+	newCase := func(els exec.Expr, arms ...exec.Expr) exec.Expr {
+		var ws []exec.When
+		for i := 0; i < len(arms); i += 2 {
+			ws = append(ws, exec.When{Cond: arms[i], Then: arms[i+1]})
+		}
+		e, err := exec.NewCase(ws, els)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	exprs := []exec.Expr{
+		newCase(call(t, "modulo", v, k),
+			call(t, "equal", j, str("j0")), v,
+			call(t, "equal", j, str("j1")), call(t, "divide", num(100), v),
+			call(t, "greater", k, num(3)), call(t, "divide", v, k)),
+		newCase(str("low"),
+			call(t, "is_null", v), str("none"),
+			call(t, "greater", call(t, "divide", num(1000), v), num(20)), j,
+			call(t, "is_null", k), str("nk")),
+		newCase(nil,
+			call(t, "equal", j, str("j2")), newCase(num(-1), call(t, "not_equal", k, num(0)), call(t, "divide", v, k)),
+			call(t, "less", v, num(0)), call(t, "negate", v)),
+		newCase(nil, call(t, "equal", k, num(0)), exec.NewLiteral(scalar.MakeNullScalar(arrow.PrimitiveTypes.Int64)), call(t, "not_equal", v, num(0)), call(t, "divide", num(7), v)),
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ec := exec.NewContext(mem)
+	ctx := context.Background()
+	eval := func(e exec.Expr, b arrow.RecordBatch) ([]string, error) {
+		a, err := e.Eval(ctx, ec, b)
+		if err != nil {
+			return nil, err
+		}
+		defer a.Release()
+		out := make([]string, a.Len())
+		for i := range out {
+			out[i] = vectorized.FormatValue(a, i)
+		}
+		return out, nil
+	}
+	for iter := 0; iter < 12; iter++ {
+		n := 1 + rng.IntN(40)
+		if iter%2 == 1 {
+			n = 1 + rng.IntN(3000)
+		}
+		tb.Rows = randomTable(t, rng, n, 6).Rows
+		b, err := tb.Batch(mem, 0, n, 1+rng.IntN(3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range exprs {
+			empty := b.NewSlice(0, 0)
+			none, err := eval(e, empty)
+			empty.Release()
+			if err != nil || len(none) != 0 {
+				t.Fatalf("%s over no rows: %v, %v", e, none, err)
+			}
+			all, err := eval(e, b)
+			failed := -1
+			for i := 0; i < n; i++ {
+				row := b.NewSlice(int64(i), int64(i+1))
+				one, rerr := eval(e, row)
+				row.Release()
+				if rerr != nil {
+					failed = i
+					continue
+				}
+				if err == nil && one[0] != all[i] {
+					t.Fatalf("seed %d: %s row %d (%v): alone %s, in the batch %s", seed, e, i, tb.Rows[i], one[0], all[i])
+				}
+			}
+			if (err != nil) != (failed >= 0) {
+				t.Fatalf("seed %d: %s over %d rows: batch error %v, a row alone fails: %v (row %d)", seed, e, n, err, failed >= 0, failed)
+			}
+		}
+		b.Release()
 	}
 }
