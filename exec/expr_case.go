@@ -215,6 +215,25 @@ func (v armValues) at(j int, r int64) int {
 // error in a row nobody asked for is not reported). Otherwise it gathers
 // the columns e reads at rows and evaluates on those.
 func evalRows(ctx context.Context, ec *Context, e Expr, b arrow.RecordBatch, rows []int64) (armValues, error) {
+	v, err := evalRowsUnchecked(ctx, ec, e, b, rows)
+	if err != nil {
+		return armValues{}, err
+	}
+	want := len(rows)
+	switch {
+	case v.konst:
+		want = 1
+	case v.full:
+		want = int(b.NumRows())
+	}
+	if v.arr.Len() != want {
+		v.arr.Release()
+		return armValues{}, fmt.Errorf("%w: %s produced %d rows for %d", ErrInvalid, e, v.arr.Len(), want)
+	}
+	return v, nil
+}
+
+func evalRowsUnchecked(ctx context.Context, ec *Context, e Expr, b arrow.RecordBatch, rows []int64) (armValues, error) {
 	n := int(b.NumRows())
 	if isConst(e) {
 		one := b.NewSlice(0, 1)
