@@ -201,6 +201,9 @@ func caseBatch(mem memory.Allocator) arrow.RecordBatch {
 
 // BenchmarkCase evaluates a searched CASE over one 64K-row batch with 1, 3
 // and 7 WHEN arms, as q43 and q59 use it (day name picks the price).
+// Measured on the shared 2-core machine (benchstat, 6 runs, high noise):
+// copying the batch per arm took 29/35/78 ms and 14/27/40 MiB per batch;
+// evaluating each arm on its own rows 4.6/9.1/14 ms and 3.2/5.1/7.9 MiB.
 func BenchmarkCase(b *testing.B) {
 	mem := memory.NewGoAllocator()
 	batch := caseBatch(mem)
