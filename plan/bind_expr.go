@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -581,12 +582,79 @@ func (b *binder) scalarSubquery(e *sql.Subquery, sc *scope, node *Node) Expr {
 		*node = &JoinNode{Kind: LeftJoin, Left: *node, Right: &Max1RowNode{Input: agg, PerKeyCount: &cnt}, Cond: andAll(corr.pulled)}
 		return &ColRef{ID: val.ID, Name: val.Name, Typ: val.Type}
 	}
+	if p, ok := sub.(*ProjectNode); ok && !corr.having {
+		if agg, ok := p.Input.(*AggNode); ok {
+			if corr.apply {
+				return b.applyScalarAgg(node, p, agg, corr, e.Pos)
+			}
+			// The select expression is evaluated above the join, so that
+			// an outer row without inner rows sees the aggregates of no
+			// rows (COUNT 0, the others NULL) rather than NULL-extended
+			// columns: (SELECT count(*) + 1 ...) is 1 there, not NULL.
+			*node = &JoinNode{Kind: LeftJoin, Left: *node, Right: agg, Cond: andAll(corr.pulled)}
+			return b.overNoRows(p.Exprs[0], agg, e.Pos)
+		}
+	}
+	if corr.apply {
+		b.notImplemented(e.Pos, "a correlated subquery with aggregates and HAVING whose correlation is not inner_column = outer_expression")
+	}
 	*node = &JoinNode{Kind: LeftJoin, Left: *node, Right: sub, Cond: andAll(corr.pulled)}
 	// COUNT over no rows is 0, but the outer join yields NULL.
 	if isCountQuery(e.Query) && !corr.having {
 		return b.call(e.Pos, "coalesce", v, b.castTo(int64Const(0), v.Type(), e.Pos))
 	}
 	return v
+}
+
+// overNoRows rewrites e, an expression over agg's outputs, for rows where
+// a left join found no group: COUNT results become 0 instead of NULL.
+func (b *binder) overNoRows(e Expr, agg *AggNode, pos sql.Pos) Expr {
+	defs := map[ColumnID]Expr{}
+	for _, a := range agg.Aggs {
+		if a.Fn == "count" || a.Fn == "count_star" {
+			ref := &ColRef{ID: a.Col.ID, Name: a.Col.Name, Typ: a.Col.Type}
+			defs[a.Col.ID] = b.call(pos, "coalesce", ref, b.castTo(int64Const(0), a.Col.Type, pos))
+		}
+	}
+	return substitute(e, defs)
+}
+
+// applyScalarAgg decorrelates an aggregate subquery without GROUP BY whose
+// correlation is not an equality on inner columns (x.k < o.k, or a
+// condition on the outer row alone): every outer row is numbered, left
+// joined with the inner rows that satisfy the correlation, and the
+// aggregates are computed per outer row over the matched rows only. The
+// outer input is materialized once (row numbering), so this is for
+// correlations the grouped join cannot express.
+func (b *binder) applyScalarAgg(node *Node, p *ProjectNode, agg *AggNode, corr *corrResult, pos sql.Pos) Expr {
+	outer := (*node).Columns()
+	row := b.newCol("_row", arrow.PrimitiveTypes.Int64, false)
+	numbered := &WindowNode{Input: *node, Funcs: []WindowFunc{{Fn: "row_number", Col: row}}}
+	match := b.newCol("_match", boolType, true)
+	innerCols := agg.Input.Columns()
+	var exprs []Expr
+	for _, c := range innerCols {
+		exprs = append(exprs, &ColRef{ID: c.ID, Name: c.Name, Typ: c.Type})
+	}
+	inner := &ProjectNode{Input: agg.Input, Exprs: append(exprs, &Const{Value: boolScalar(true)}),
+		Cols: append(slices.Clone(innerCols), match)}
+	agg.Input = &JoinNode{Kind: LeftJoin, Left: numbered, Right: inner, Cond: andAll(corr.pulled)}
+	matched := b.call(pos, "is_not_null", &ColRef{ID: match.ID, Name: match.Name, Typ: match.Type})
+	for i := range agg.Aggs {
+		if f := agg.Aggs[i].Filter; f != nil {
+			agg.Aggs[i].Filter = b.call(pos, "and", matched, f)
+		} else {
+			agg.Aggs[i].Filter = matched
+		}
+	}
+	agg.Groups = []Expr{&ColRef{ID: row.ID, Name: row.Name, Typ: row.Type}}
+	agg.GroupCols = []Column{row}
+	for _, c := range outer {
+		agg.Groups = append(agg.Groups, &ColRef{ID: c.ID, Name: c.Name, Typ: c.Type})
+		agg.GroupCols = append(agg.GroupCols, c)
+	}
+	*node = agg
+	return p.Exprs[0]
 }
 
 func isCountQuery(q *sql.Query) bool {

@@ -352,6 +352,11 @@ type corrResult struct {
 	// scalarAgg: aggregates without GROUP BY, which yield exactly one row
 	// for every outer row (having: filtered by HAVING).
 	scalarAgg, having bool
+	// apply: a scalar aggregate whose correlation is not inner_column =
+	// outer_expression; it is not grouped by inner columns (inner is
+	// empty) and only a scalar subquery can decorrelate it
+	// (applyScalarAgg).
+	apply bool
 }
 
 // existsConst decides EXISTS over a correlated aggregate without GROUP BY:
@@ -787,6 +792,10 @@ func (b *binder) trySemiJoin(e sql.Expr, sc *scope, node Node) (Node, bool) {
 			return nil, false
 		}
 		sub, corr := b.bindSubquery(e.Query, sc)
+		if corr.apply {
+			// Only the expression form decorrelates it.
+			return nil, false
+		}
 		y := b.subqueryValue(sub, corr, e.Query.Pos)
 		eq := b.compare("equal", x, y, e.Pos)
 		kind := SemiJoin
@@ -1255,17 +1264,22 @@ func (b *binder) bindAggregation(sb *selectBinding, calls []*sql.FuncCall, corr 
 	if corr != nil && len(corr.pulled) > 0 {
 		// Decorrelation: group by the inner columns of the pulled
 		// equalities, and the outer join then matches on them.
-		if !keyCorrelated(corr.pulled, sb.sc.parent.ids()) {
-			b.notImplemented(sel.Pos, "a correlated subquery with aggregates whose correlation is not inner_column = outer_expression")
-		}
 		if hasSets {
 			b.notImplemented(sel.Pos, "grouping sets in a correlated subquery")
 		}
 		corr.agg = true
 		corr.scalarAgg, corr.having = len(sel.GroupBy) == 0, sel.Having != nil
-		for _, c := range innerCols(corr.pulled, sb.sc) {
-			i := addBound(&ColRef{ID: c.ID, Name: c.Name, Typ: c.Type}, c.Name)
-			product[0] = append(product[0], i)
+		if !keyCorrelated(corr.pulled, sb.sc.parent.ids()) {
+			if !corr.scalarAgg {
+				b.notImplemented(sel.Pos, "a correlated subquery with GROUP BY whose correlation is not inner_column = outer_expression")
+			}
+			// Aggregated per outer row by the scalar subquery (apply).
+			corr.apply = true
+		} else {
+			for _, c := range innerCols(corr.pulled, sb.sc) {
+				i := addBound(&ColRef{ID: c.ID, Name: c.Name, Typ: c.Type}, c.Name)
+				product[0] = append(product[0], i)
+			}
 		}
 	}
 	if hasSets {
@@ -1290,7 +1304,7 @@ func (b *binder) bindAggregation(sb *selectBinding, calls []*sql.FuncCall, corr 
 		sb.aggKeys[k] = ac.Col
 		agg.Aggs = append(agg.Aggs, ac)
 	}
-	if corr != nil {
+	if corr != nil && !corr.apply {
 		corr.inner = innerCols(corr.pulled, sb.sc)
 	}
 	sb.grouping = g

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,13 +18,9 @@ var (
 	flagQuery = flag.Int("difftest.query", -1, "replay only this query number of the run")
 	flagRuns  = flag.Int("difftest.runs", 1, "runs (data sets), seeds seed, seed+1, ...")
 	flagV     = flag.Bool("difftest.v", false, "log every query")
+	flagPrint = flag.Bool("difftest.print", false, "print the queries of the run, run none")
 )
 
-// regressions are (seed, query) pairs that found bugs; they run every time.
-var regressions = []struct {
-	seed  uint64
-	query int
-}{}
 
 // TestDiff generates data and random queries, runs them on flightd and on
 // DuckDB and fails on every difference: a wrong answer, or an error on
@@ -41,6 +38,19 @@ func TestDiff(t *testing.T) {
 	t.Logf("seed %d (replay with -difftest.seed=%d)", seed, seed)
 	for r := range uint64(*flagRuns) {
 		s := seed + r
+		if *flagPrint {
+			g := Tables(s)
+			var names []string
+			for _, tb := range g {
+				names = append(names, tb.Name)
+			}
+			for i := range *flagN {
+				if *flagQuery < 0 || i == *flagQuery {
+					t.Logf("seed %d query %d: %s", s, i, NewGen(s, i, names).Query())
+				}
+			}
+			continue
+		}
 		if *flagQuery >= 0 {
 			runQueries(t, s, []int{*flagQuery})
 			continue
@@ -53,18 +63,43 @@ func TestDiff(t *testing.T) {
 	}
 }
 
-// TestRegressions replays the queries that found bugs.
+// TestRegressions runs the queries that found bugs, kept as SQL text in
+// testdata/regressions.txt ("seed<TAB>query" lines) so that changes to the
+// generator do not change them; each runs on the tables of its seed.
 func TestRegressions(t *testing.T) {
-	bySeed := map[uint64][]int{}
-	for _, r := range regressions {
-		bySeed[r.seed] = append(bySeed[r.seed], r.query)
+	data, err := os.ReadFile("testdata/regressions.txt")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for s, qs := range bySeed {
-		runQueries(t, s, qs)
+	bySeed := map[uint64][]string{}
+	var seeds []uint64
+	for n, line := range strings.Split(string(data), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		s, q, ok := strings.Cut(line, "\t")
+		seed, err := strconv.ParseUint(s, 10, 64)
+		if !ok || err != nil {
+			t.Fatalf("testdata/regressions.txt:%d: want seed<TAB>query", n+1)
+		}
+		if bySeed[seed] == nil {
+			seeds = append(seeds, seed)
+		}
+		bySeed[seed] = append(bySeed[seed], q)
+	}
+	for _, s := range seeds {
+		runSQL(t, s, nil, bySeed[s])
 	}
 }
 
 func runQueries(t *testing.T, seed uint64, queries []int) {
+	t.Helper()
+	runSQL(t, seed, queries, nil)
+}
+
+// runSQL runs the generated queries of the run seed (by number) or the
+// given SQL texts on the tables of seed.
+func runSQL(t *testing.T, seed uint64, queries []int, texts []string) {
 	t.Helper()
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -74,10 +109,25 @@ func runQueries(t *testing.T, seed uint64, queries []int) {
 	}
 	var counts [numOutcomes]int
 	rows := 0
-	for _, i := range queries {
-		r := env.Check(ctx, env.Query(i))
+	var ftime, dtime time.Duration
+	var slowest Result
+	slowestQ := -1
+	for n := range max(len(queries), len(texts)) {
+		var r Result
+		i := -1
+		if texts != nil {
+			r = env.Check(ctx, texts[n])
+		} else {
+			i = queries[n]
+			r = env.Check(ctx, env.Query(i))
+		}
 		counts[r.Outcome]++
 		rows += r.Rows
+		ftime += r.Flightd
+		dtime += r.DuckDB
+		if r.Flightd > slowest.Flightd {
+			slowest, slowestQ = r, i
+		}
 		switch {
 		case r.Outcome.Finding():
 			t.Error(env.Report(i, r))
@@ -89,7 +139,8 @@ func runQueries(t *testing.T, seed uint64, queries []int) {
 		t.Fatal(err)
 	}
 	mem.AssertSize(t, 0)
-	t.Logf("seed %d: %d queries, %d answer rows compared:", seed, len(queries), rows)
+	t.Logf("seed %d: %d queries, %d answer rows compared; flightd %v, DuckDB %v; slowest on flightd: query %d (%v, %d rows)",
+		seed, max(len(queries), len(texts)), rows, ftime.Round(time.Millisecond), dtime.Round(time.Millisecond), slowestQ, slowest.Flightd.Round(time.Millisecond), slowest.Rows)
 	for o, n := range counts {
 		if n > 0 {
 			t.Logf("  %-14s %d", Outcome(o), n)

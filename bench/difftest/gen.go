@@ -389,20 +389,30 @@ func (g *Gen) fromItem(outer *scope, depth int) (string, rel) {
 }
 
 // from builds a FROM clause of one to three items joined in various ways.
-func (g *Gen) from(outer *scope, depth int) (string, *scope) {
+// At most one join is a cross product (CROSS JOIN or an ON without an
+// equality), so that results stay small and queries fast.
+func (g *Gen) from(outer *scope, depth int, top bool) (string, *scope) {
 	sqlText, r := g.fromItem(outer, depth)
 	sc := &scope{outer: outer, rels: []rel{r}, terms: slices.Clone(r.cols)}
+	// Derived tables join only on equalities.
+	crossed := !top
 	for range g.n(3) {
 		if g.p(40) {
 			break
 		}
 		item, r2 := g.fromItem(outer, depth)
-		kind := pick(g, []string{"JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN", "CROSS JOIN", "JOIN"})
+		kinds := []string{"JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN", "JOIN"}
+		if !crossed {
+			kinds = append(kinds, "CROSS JOIN")
+		}
+		kind := pick(g, kinds)
 		next := &scope{outer: outer, rels: append(slices.Clone(sc.rels), r2), terms: append(slices.Clone(sc.terms), r2.cols...)}
 		if kind == "CROSS JOIN" {
 			sqlText += " CROSS JOIN " + item
+			crossed = true
 		} else {
-			on := g.joinCond(sc, r2, next)
+			on, equi := g.joinCond(sc, r2, next, crossed)
+			crossed = crossed || !equi
 			sqlText += fmt.Sprintf(" %s %s ON %s", kind, item, on)
 		}
 		sc = next
@@ -411,21 +421,31 @@ func (g *Gen) from(outer *scope, depth int) (string, *scope) {
 }
 
 // joinCond is mostly an equality of two same-typed columns (a hash join),
-// sometimes with an extra conjunct, sometimes an arbitrary predicate.
-func (g *Gen) joinCond(left *scope, right rel, both *scope) string {
+// sometimes with an extra conjunct, sometimes (unless needEqui) an
+// arbitrary predicate. equi reports an equality.
+func (g *Gen) joinCond(left *scope, right rel, both *scope, needEqui bool) (on string, equi bool) {
 	c := ectx{sc: both}
-	if g.p(85) {
+	if needEqui || g.p(85) {
 		rc := pick(g, right.cols)
 		lc := left.ofType(rc.t)
-		if len(lc) > 0 {
+		// Booleans make near cross products.
+		if len(lc) > 0 && rc.t != TBool {
 			cond := fmt.Sprintf("%s = %s", pick(g, lc).sql, rc.sql)
 			if g.p(30) {
 				cond += " AND " + g.expr(c, TBool, 2)
 			}
-			return cond
+			return cond, true
+		}
+		if needEqui {
+			for _, i := range g.r.Perm(len(right.cols)) {
+				if lc := left.ofType(right.cols[i].t); len(lc) > 0 && right.cols[i].t != TBool {
+					return fmt.Sprintf("%s = %s", pick(g, lc).sql, right.cols[i].sql), true
+				}
+			}
+			return "FALSE", true
 		}
 	}
-	return g.expr(c, TBool, 2)
+	return g.expr(c, TBool, 2), false
 }
 
 type query struct {
@@ -437,7 +457,7 @@ type query struct {
 // output columns named c0, c1, ...; want fixes the output types (set
 // operations) when not nil. top allows window functions and DISTINCT.
 func (g *Gen) selectCore(outer *scope, want []Type, depth int, top bool) query {
-	from, sc := g.from(outer, depth)
+	from, sc := g.from(outer, depth, top)
 	sub := depth > 0
 	var sb strings.Builder
 	where := ""
@@ -577,6 +597,10 @@ func (g *Gen) scalarSubquery(c ectx, t Type) (string, bool) {
 	a, ok := g.aggregate(ectx{sc: asc}, t, 2)
 	if !ok {
 		return "", false
+	}
+	if g.p(40) {
+		// An expression over aggregates: over no rows COUNT is 0 in it.
+		a = g.expr(ectx{sc: asc}, t, 2)
 	}
 	return fmt.Sprintf("(SELECT %s FROM %s%s)", a, item, where), true
 }

@@ -75,7 +75,7 @@ func Tables(seed uint64) []*Table {
 		}
 	}
 	t2 := &Table{Name: "t2"}
-	for range 40 + r.IntN(60) {
+	for range 20 + r.IntN(50) {
 		t2.Rows = append(t2.Rows, genRow(r, nullable(r, fmt.Sprint(r.IntN(90)))))
 	}
 	t3 := &Table{Name: "t3"}
