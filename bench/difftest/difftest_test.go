@@ -21,7 +21,6 @@ var (
 	flagPrint = flag.Bool("difftest.print", false, "print the queries of the run, run none")
 )
 
-
 // TestDiff generates data and random queries, runs them on flightd and on
 // DuckDB and fails on every difference: a wrong answer, or an error on
 // one side only. The seed is time-derived unless -difftest.seed is given,
