@@ -386,8 +386,10 @@ func resolveRound(types []arrow.DataType, _ []Expr) (*impl, error) {
 	case t.ID() == arrow.DECIMAL128 || vectorized.IsInteger(t):
 		dt, _ := asDecimal(t)
 		args[0] = dt
+		// One more digit: rounding can carry (round(9.76, 0) is 10.00).
+		ret := &arrow.Decimal128Type{Precision: min(dt.Precision+1, MaxDecimalPrecision), Scale: dt.Scale}
 		fn := func(ctx context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
-			return decimalMap(dt, func(d decimal128.Num, i int) (decimal128.Num, error) {
+			return decimalMap(ret, func(d decimal128.Num, i int) (decimal128.Num, error) {
 				k := int64(dt.Scale) - digits(a, i)
 				if k <= 0 {
 					return d, nil
@@ -396,8 +398,8 @@ func resolveRound(types []arrow.DataType, _ []Expr) (*impl, error) {
 					return decimal128.Num{}, nil
 				}
 				r := d.ReduceScaleBy(int32(k), true).IncreaseScaleBy(int32(k))
-				if !r.FitsInPrecision(dt.Precision) {
-					return r, fmt.Errorf("%w: round(%s) exceeds %s", vectorized.ErrOverflow, d.ToString(dt.Scale), dt)
+				if !r.FitsInPrecision(ret.Precision) {
+					return r, fmt.Errorf("%w: round(%s) exceeds %s", vectorized.ErrOverflow, d.ToString(dt.Scale), ret)
 				}
 				return r, nil
 			})(ctx, ec, a, n)
@@ -412,7 +414,7 @@ func resolveRound(types []arrow.DataType, _ []Expr) (*impl, error) {
 				return vectorized.Cast(ec.Mem, r, t)
 			}}, nil
 		}
-		return &impl{ret: t, args: args, fn: fn}, nil
+		return &impl{ret: ret, args: args, fn: fn}, nil
 	}
 	return nil, fmt.Errorf("round needs a number")
 }

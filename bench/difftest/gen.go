@@ -598,9 +598,18 @@ func (g *Gen) scalarSubquery(c ectx, t Type) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if g.p(40) {
-		// An expression over aggregates: over no rows COUNT is 0 in it.
-		a = g.expr(ectx{sc: asc}, t, 2)
+	// Sometimes an expression around the aggregate (over no rows COUNT is
+	// 0 in it). It always holds the aggregate: without one the subquery
+	// could return several rows (an error).
+	switch g.n(5) {
+	case 0:
+		a = fmt.Sprintf("COALESCE(%s, %s)", a, g.literal(t))
+	case 1:
+		a = fmt.Sprintf("CASE WHEN %s THEN %s ELSE %s END", g.expr(ectx{sc: asc}, TBool, 1), a, g.literal(t))
+	case 2:
+		if t == TInt || t == TDec || t == TFloat {
+			a = fmt.Sprintf("(%s + %s)", a, g.expr(ectx{sc: asc}, t, 1))
+		}
 	}
 	return fmt.Sprintf("(SELECT %s FROM %s%s)", a, item, where), true
 }
