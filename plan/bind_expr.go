@@ -169,7 +169,14 @@ func (b *binder) bindScalar(e sql.Expr, sc *scope, node *Node, o exprOpts) Expr 
 		if v, ok := b.existsConst(corr, e.Pos); ok {
 			return &Const{Value: boolScalar(v != e.Not)}
 		}
-		r := b.markJoin(node, sub, corr, nil, e.Pos, sc)
+		var r Expr
+		if len(corr.pulled) > 0 && !keyCorrelated(corr.pulled, sc.ids()) {
+			cnt := b.newCol("_count", arrow.PrimitiveTypes.Int64, false)
+			b.applyAggs(node, &AggNode{Input: sub, Aggs: []AggCall{{Fn: "count_star", Col: cnt}}}, andAll(corr.pulled), e.Pos)
+			r = b.call(e.Pos, "greater", colRef(cnt), int64Const(0))
+		} else {
+			r = b.markJoin(node, sub, corr, nil, e.Pos, sc)
+		}
 		if e.Not {
 			return b.call(e.Pos, "not", r)
 		}
@@ -187,31 +194,47 @@ func (b *binder) bindScalar(e sql.Expr, sc *scope, node *Node, o exprOpts) Expr 
 			return r
 		}
 		y := b.subqueryValue(sub, corr, e.Query.Pos)
-		found := b.markJoin(node, sub, corr, b.compare("equal", x, y, e.Pos), e.Pos, sc)
+		eq := b.compare("equal", x, y, e.Pos)
 		// Three-valued IN: TRUE on a match; FALSE if the subquery yields no
 		// rows (for this outer row); NULL if x is NULL or the subquery
-		// yields a NULL; otherwise FALSE. _has_null is bool_or(y IS NULL)
-		// over the subquery's rows (grouped by the correlated columns), so
-		// it is NULL exactly when there are none.
-		sub2, corr2 := b.bindSubquery(e.Query, sc)
-		y2 := b.subqueryValue(sub2, corr2, e.Query.Pos)
-		if !keyCorrelated(corr2.pulled, sc.ids()) {
-			b.notImplemented(e.Pos, "EXISTS or IN (subquery) inside an expression with a correlation that is not inner_column = outer_expression")
-		}
-		hasNull := b.newCol("_has_null", boolType, true)
-		agg := &AggNode{Input: sub2, Aggs: []AggCall{{Fn: "bool_or", Args: []Expr{b.call(e.Pos, "is_null", y2)}, Col: hasNull}}}
-		for _, c := range corr2.inner {
-			agg.Groups = append(agg.Groups, &ColRef{ID: c.ID, Name: c.Name, Typ: c.Type})
-			agg.GroupCols = append(agg.GroupCols, c)
-		}
-		*node = &JoinNode{Kind: LeftJoin, Left: *node, Right: agg, Cond: andAll(corr2.pulled)}
-		hasNullRef := &ColRef{ID: hasNull.ID, Name: hasNull.Name, Typ: boolType}
+		// yields a NULL; otherwise FALSE.
 		null := &Const{Value: scalar.MakeNullScalar(boolType)}
-		whens := []CaseWhen{
-			{Cond: found, Then: &Const{Value: boolScalar(true)}},
-			{Cond: b.call(e.Pos, "is_null", hasNullRef), Then: &Const{Value: boolScalar(false)}},
-			{Cond: b.call(e.Pos, "is_null", x), Then: null},
-			{Cond: hasNullRef, Then: null},
+		var whens []CaseWhen
+		if ids := sc.ids(); len(corr.pulled) > 0 && (!keyCorrelated(corr.pulled, ids) || !keyCorrelated(append([]Expr{eq}, corr.pulled...), ids)) {
+			found := b.newCol("_found", arrow.PrimitiveTypes.Int64, false)
+			cnt := b.newCol("_count", arrow.PrimitiveTypes.Int64, false)
+			hasNull := b.newCol("_has_null", boolType, true)
+			b.applyAggs(node, &AggNode{Input: sub, Aggs: []AggCall{
+				{Fn: "count_star", Filter: eq, Col: found},
+				{Fn: "count_star", Col: cnt},
+				{Fn: "bool_or", Args: []Expr{b.call(e.Pos, "is_null", y)}, Col: hasNull},
+			}}, andAll(corr.pulled), e.Pos)
+			whens = []CaseWhen{
+				{Cond: b.call(e.Pos, "greater", colRef(found), int64Const(0)), Then: &Const{Value: boolScalar(true)}},
+				{Cond: b.call(e.Pos, "equal", colRef(cnt), int64Const(0)), Then: &Const{Value: boolScalar(false)}},
+				{Cond: b.call(e.Pos, "is_null", x), Then: null},
+				{Cond: colRef(hasNull), Then: null},
+			}
+		} else {
+			found := b.markJoin(node, sub, corr, eq, e.Pos, sc)
+			// _has_null is bool_or(y IS NULL) over the subquery's rows
+			// (grouped by the correlated columns), so it is NULL exactly
+			// when there are none.
+			sub2, corr2 := b.bindSubquery(e.Query, sc)
+			y2 := b.subqueryValue(sub2, corr2, e.Query.Pos)
+			hasNull := b.newCol("_has_null", boolType, true)
+			agg := &AggNode{Input: sub2, Aggs: []AggCall{{Fn: "bool_or", Args: []Expr{b.call(e.Pos, "is_null", y2)}, Col: hasNull}}}
+			for _, c := range corr2.inner {
+				agg.Groups = append(agg.Groups, colRef(c))
+				agg.GroupCols = append(agg.GroupCols, c)
+			}
+			*node = &JoinNode{Kind: LeftJoin, Left: *node, Right: agg, Cond: andAll(corr2.pulled)}
+			whens = []CaseWhen{
+				{Cond: found, Then: &Const{Value: boolScalar(true)}},
+				{Cond: b.call(e.Pos, "is_null", colRef(hasNull)), Then: &Const{Value: boolScalar(false)}},
+				{Cond: b.call(e.Pos, "is_null", x), Then: null},
+				{Cond: colRef(hasNull), Then: null},
+			}
 		}
 		var r Expr = &Case{Typ: boolType, Whens: whens, Else: &Const{Value: boolScalar(false)}}
 		if e.Not {
@@ -627,6 +650,18 @@ func (b *binder) overNoRows(e Expr, agg *AggNode, pos sql.Pos) Expr {
 // outer input is materialized once (row numbering), so this is for
 // correlations the grouped join cannot express.
 func (b *binder) applyScalarAgg(node *Node, p *ProjectNode, agg *AggNode, corr *corrResult, pos sql.Pos) Expr {
+	b.applyAggs(node, agg, andAll(corr.pulled), pos)
+	return p.Exprs[0]
+}
+
+func colRef(c Column) *ColRef { return &ColRef{ID: c.ID, Name: c.Name, Typ: c.Type} }
+
+// applyAggs computes agg (without groups, over an inner input) once per
+// row of *node, over the inner rows that satisfy cond with that row: the
+// rows of *node are numbered and left joined with the inner rows, and agg
+// groups by the row number and the outer columns, aggregating matched rows
+// only. *node becomes agg: the outer columns (same IDs) and the aggregates.
+func (b *binder) applyAggs(node *Node, agg *AggNode, cond Expr, pos sql.Pos) {
 	outer := (*node).Columns()
 	row := b.newCol("_row", arrow.PrimitiveTypes.Int64, false)
 	numbered := &WindowNode{Input: *node, Funcs: []WindowFunc{{Fn: "row_number", Col: row}}}
@@ -638,7 +673,7 @@ func (b *binder) applyScalarAgg(node *Node, p *ProjectNode, agg *AggNode, corr *
 	}
 	inner := &ProjectNode{Input: agg.Input, Exprs: append(exprs, &Const{Value: boolScalar(true)}),
 		Cols: append(slices.Clone(innerCols), match)}
-	agg.Input = &JoinNode{Kind: LeftJoin, Left: numbered, Right: inner, Cond: andAll(corr.pulled)}
+	agg.Input = &JoinNode{Kind: LeftJoin, Left: numbered, Right: inner, Cond: cond}
 	matched := b.call(pos, "is_not_null", &ColRef{ID: match.ID, Name: match.Name, Typ: match.Type})
 	for i := range agg.Aggs {
 		if f := agg.Aggs[i].Filter; f != nil {
@@ -647,14 +682,13 @@ func (b *binder) applyScalarAgg(node *Node, p *ProjectNode, agg *AggNode, corr *
 			agg.Aggs[i].Filter = matched
 		}
 	}
-	agg.Groups = []Expr{&ColRef{ID: row.ID, Name: row.Name, Typ: row.Type}}
+	agg.Groups = []Expr{colRef(row)}
 	agg.GroupCols = []Column{row}
 	for _, c := range outer {
-		agg.Groups = append(agg.Groups, &ColRef{ID: c.ID, Name: c.Name, Typ: c.Type})
+		agg.Groups = append(agg.Groups, colRef(c))
 		agg.GroupCols = append(agg.GroupCols, c)
 	}
 	*node = agg
-	return p.Exprs[0]
 }
 
 func isCountQuery(q *sql.Query) bool {

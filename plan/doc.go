@@ -38,9 +38,10 @@
 // WHERE become semi/anti joins (uncorrelated NOT IN null-aware), correlated
 // scalar subqueries become left joins grouped on the correlation key, and
 // EXISTS/IN elsewhere (and correlated NOT IN) become left joins with a match
-// marker, IN also with a per-key "has a NULL" aggregate. An aggregate
-// subquery without GROUP BY correlated otherwise (x.k < o.k) is computed
-// per numbered outer row over a left join (applyScalarAgg). Errors name the
+// marker, IN also with a per-key "has a NULL" aggregate. Aggregate
+// subqueries without GROUP BY, and EXISTS/IN in expressions, correlated
+// otherwise (x.k < o.k) are computed per numbered outer row over a left
+// join (applyAggs). Errors name the
 // position in the SQL text (*sql.Error); valid SQL that cannot run yet wraps
 // ErrNotImplemented.
 package plan
