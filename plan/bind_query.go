@@ -1543,6 +1543,14 @@ func (b *binder) bindWindows(sb *selectBinding, calls []*sql.FuncCall) {
 				fn = "count_star"
 			}
 		}
+		if (fn == "lag" || fn == "lead") && len(args) == 3 {
+			// The value and the default share one type:
+			// lead(tinyint_col, 1, 0) is INT.
+			if t, ok := commonType(args[0].Type(), args[2].Type()); ok && t.ID() != arrow.NULL {
+				args[0] = b.castTo(args[0], t, c.Pos)
+				args[2] = b.castTo(b.coerceLiteral(args[2], t), t, c.Pos)
+			}
+		}
 		typ, err := resolveWindow(fn, typesOfExprs(args))
 		if err != nil {
 			b.fail(c.Pos, "%v", err)

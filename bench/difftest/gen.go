@@ -35,6 +35,13 @@ type Gen struct {
 	r      *rand.Rand
 	alias  int
 	tables []string
+	// ctes are the WITH queries of the current query.
+	ctes []cte
+}
+
+type cte struct {
+	name  string
+	types []Type
 }
 
 // NewGen returns the generator of query number query of run seed, over
@@ -139,7 +146,7 @@ func (g *Gen) expr(c ectx, t Type, depth int) string {
 		}
 	}
 	d := depth - 1
-	switch g.n(8) {
+	switch g.n(10) {
 	case 0:
 		return fmt.Sprintf("CASE WHEN %s THEN %s ELSE %s END", g.expr(c, TBool, d), g.expr(c, t, d), g.expr(c, t, d))
 	case 1:
@@ -149,6 +156,19 @@ func (g *Gen) expr(c ectx, t Type, depth int) string {
 	case 2:
 		if t != TBool && t != TFloat {
 			return fmt.Sprintf("CASE %s WHEN %s THEN %s WHEN %s THEN %s END", g.expr(c, t, d), g.literal(t), g.expr(c, t, d), g.literal(t), g.expr(c, t, d))
+		}
+	case 3:
+		if t != TBool {
+			return fmt.Sprintf("NULLIF(%s, %s)", g.expr(c, t, d), g.expr(c, t, d))
+		}
+	case 4:
+		if t != TBool && t != TFloat {
+			// Non-NULL arguments only (Flink: NULL if any is NULL).
+			lit := g.literal(t)
+			for strings.HasPrefix(lit, "CAST(NULL") {
+				lit = g.literal(t)
+			}
+			return fmt.Sprintf("%s(COALESCE(%s, %s), %s)", pick(g, []string{"greatest", "least"}), g.expr(c, t, d), lit, lit)
 		}
 	}
 	switch t {
@@ -346,7 +366,7 @@ func (g *Gen) aggregate(c ectx, t Type, depth int) (string, bool) {
 		case 2:
 			return fmt.Sprintf("count(DISTINCT %s)", g.expr(in, pick(g, []Type{TInt, TStr, TDate, TDec, TBool}), d)), true
 		case 3:
-			return fmt.Sprintf("sum(%s)", g.expr(in, TInt, d)), true
+			return fmt.Sprintf("sum(%s%s)", pick(g, []string{"", "", "DISTINCT "}), g.expr(in, TInt, d)), true
 		}
 		return fmt.Sprintf("%s(%s)", pick(g, []string{"min", "max"}), g.expr(in, TInt, d)), true
 	case TDec:
@@ -357,13 +377,15 @@ func (g *Gen) aggregate(c ectx, t Type, depth int) (string, bool) {
 	case TFloat:
 		switch g.n(3) {
 		case 0:
-			return fmt.Sprintf("avg(%s)", g.expr(in, pick(g, []Type{TInt, TFloat}), d)), true
+			return fmt.Sprintf("avg(%s%s)", pick(g, []string{"", "", "DISTINCT "}), g.expr(in, pick(g, []Type{TInt, TFloat}), d)), true
 		case 1:
 			return fmt.Sprintf("sum(%s)", g.expr(in, TFloat, d)), true
 		}
 		return fmt.Sprintf("%s(%s)", pick(g, []string{"min", "max"}), g.expr(in, TFloat, d)), true
 	case TStr, TDate:
 		return fmt.Sprintf("%s(%s)", pick(g, []string{"min", "max"}), g.expr(in, t, d)), true
+	case TBool:
+		return fmt.Sprintf("%s(%s)", pick(g, []string{"bool_and", "bool_or"}), g.expr(in, TBool, d)), true
 	}
 	return "", false
 }
@@ -371,14 +393,24 @@ func (g *Gen) aggregate(c ectx, t Type, depth int) (string, bool) {
 // fromItem is one table (or derived table) of a FROM clause.
 func (g *Gen) fromItem(outer *scope, depth int) (string, rel) {
 	alias := g.newAlias()
+	derivedCols := func(types []Type) rel {
+		r := rel{alias: alias}
+		for i, t := range types {
+			r.cols = append(r.cols, term{sql: fmt.Sprintf("%s.c%d", alias, i), t: t})
+		}
+		return r
+	}
+	if len(g.ctes) > 0 && g.p(30) {
+		c := pick(g, g.ctes)
+		return c.name + " AS " + alias, derivedCols(c.types)
+	}
 	if depth > 0 && g.p(12) {
 		// A derived table: its output columns are c0, c1, ...
 		q := g.selectCore(outer, nil, depth-1, false)
-		r := rel{alias: alias}
-		for i, t := range q.types {
-			r.cols = append(r.cols, term{sql: fmt.Sprintf("%s.c%d", alias, i), t: t})
+		if g.p(25) {
+			q.sql += g.orderBy(len(q.types), true)
 		}
-		return fmt.Sprintf("(%s) AS %s", q.sql, alias), r
+		return fmt.Sprintf("(%s) AS %s", q.sql, alias), derivedCols(q.types)
 	}
 	name := pick(g, g.tables)
 	r := rel{alias: alias}
@@ -431,6 +463,16 @@ func (g *Gen) joinCond(left *scope, right rel, both *scope, needEqui bool) (on s
 		// Booleans make near cross products.
 		if len(lc) > 0 && rc.t != TBool {
 			cond := fmt.Sprintf("%s = %s", pick(g, lc).sql, rc.sql)
+			switch {
+			case rc.t == TInt && g.p(15):
+				cond = fmt.Sprintf("(%s + %d) = %s", pick(g, lc).sql, g.n(5)-2, rc.sql)
+			case g.p(20):
+				// A second key.
+				rc2 := pick(g, right.cols)
+				if lc2 := left.ofType(rc2.t); len(lc2) > 0 && rc2.t != TBool {
+					cond += fmt.Sprintf(" AND %s = %s", pick(g, lc2).sql, rc2.sql)
+				}
+			}
 			if g.p(30) {
 				cond += " AND " + g.expr(c, TBool, 2)
 			}
@@ -563,9 +605,14 @@ func (g *Gen) window(sc *scope, t Type) string {
 		total = append(total, x.sql)
 	}
 	totalBy := " ORDER BY " + strings.Join(total, ", ")
+	// A ROWS frame over the total order.
+	frame := totalBy + " " + pick(g, []string{
+		"ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING", "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW",
+		"ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING", "ROWS BETWEEN 2 PRECEDING AND 1 PRECEDING",
+		"ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING"})
 	switch t {
 	case TInt:
-		switch g.n(5) {
+		switch g.n(8) {
 		case 0:
 			return fmt.Sprintf("%s() OVER (%s%s)", pick(g, []string{"rank", "dense_rank"}), over, orderBy)
 		case 1:
@@ -573,12 +620,28 @@ func (g *Gen) window(sc *scope, t Type) string {
 		case 2:
 			return fmt.Sprintf("count(*) OVER (%s)", over)
 		case 3:
+			if g.p(50) {
+				return fmt.Sprintf("%s(%s, %d, %s) OVER (%s%s)", pick(g, []string{"lag", "lead"}), g.expr(c, TInt, 1), 1+g.n(3), g.literal(TInt), over, totalBy)
+			}
 			return fmt.Sprintf("%s(%s) OVER (%s%s)", pick(g, []string{"lag", "lead"}), g.expr(c, TInt, 1), over, totalBy)
+		case 4:
+			return fmt.Sprintf("ntile(%d) OVER (%s%s)", 1+g.n(4), over, totalBy)
+		case 5:
+			return fmt.Sprintf("%s(%s) OVER (%s%s)", pick(g, []string{"sum", "count", "min", "max"}), g.expr(c, TInt, 1), over, frame)
 		}
 		return fmt.Sprintf("sum(%s) OVER (%s%s)", g.expr(c, TInt, 1), over, orderBy)
 	case TDec, TStr, TDate:
+		switch g.n(3) {
+		case 0:
+			return fmt.Sprintf("%s(%s) OVER (%s%s)", pick(g, []string{"first_value", "last_value"}), g.expr(c, t, 1), over, frame)
+		case 1:
+			return fmt.Sprintf("%s(%s) OVER (%s%s)", pick(g, []string{"min", "max"}), g.expr(c, t, 1), over, orderBy)
+		}
 		return fmt.Sprintf("%s(%s) OVER (%s)", pick(g, []string{"min", "max"}), g.expr(c, t, 1), over)
 	case TFloat:
+		if g.p(50) {
+			return fmt.Sprintf("%s() OVER (%s%s)", pick(g, []string{"percent_rank", "cume_dist"}), over, orderBy)
+		}
 		return fmt.Sprintf("avg(%s) OVER (%s%s)", g.expr(c, TInt, 1), over, orderBy)
 	}
 	return ""
@@ -652,9 +715,38 @@ func (g *Gen) subqueryPredicate(c ectx) (string, bool) {
 	return fmt.Sprintf("(%s %sIN (SELECT %s FROM %s%s))", g.expr(ectx{sc: c.sc}, t, 2), not, in, item, where), true
 }
 
+// orderBy returns an ORDER BY over all n output columns, a total order,
+// so that a LIMIT (always added when limit) is exact.
+func (g *Gen) orderBy(n int, limit bool) string {
+	var keys []string
+	for i := range n {
+		keys = append(keys, fmt.Sprint(i+1)+pick(g, []string{"", " DESC", " NULLS FIRST", " DESC NULLS LAST", " ASC NULLS LAST"}))
+	}
+	s := " ORDER BY " + strings.Join(keys, ", ")
+	if limit {
+		s += fmt.Sprintf(" LIMIT %d", g.n(20))
+		if g.p(30) {
+			s += fmt.Sprintf(" OFFSET %d", g.n(10))
+		}
+	}
+	return s
+}
+
 // Query returns one random query.
 func (g *Gen) Query() string {
 	g.alias = 0
+	g.ctes = nil
+	with := ""
+	if g.p(10) {
+		var defs []string
+		for i := range 1 + g.n(2) {
+			q := g.selectCore(nil, nil, 1, false)
+			name := fmt.Sprintf("w%d", i)
+			defs = append(defs, fmt.Sprintf("%s AS (%s)", name, q.sql))
+			g.ctes = append(g.ctes, cte{name: name, types: q.types})
+		}
+		with = "WITH " + strings.Join(defs, ", ") + " "
+	}
 	q := g.selectCore(nil, nil, 2, true)
 	if g.p(15) {
 		op := pick(g, []string{"UNION", "UNION ALL", "INTERSECT", "EXCEPT", "INTERSECT ALL", "EXCEPT ALL"})
@@ -662,18 +754,7 @@ func (g *Gen) Query() string {
 		q.sql = fmt.Sprintf("%s %s %s", q.sql, op, r.sql)
 	}
 	if g.p(30) {
-		// A total order on the output: every column, so LIMIT is exact.
-		var keys []string
-		for i := range q.types {
-			keys = append(keys, fmt.Sprint(i+1)+pick(g, []string{"", " DESC", " NULLS FIRST", " DESC NULLS LAST", " ASC NULLS LAST"}))
-		}
-		q.sql += " ORDER BY " + strings.Join(keys, ", ")
-		if g.p(70) {
-			q.sql += fmt.Sprintf(" LIMIT %d", g.n(20))
-			if g.p(30) {
-				q.sql += fmt.Sprintf(" OFFSET %d", g.n(10))
-			}
-		}
+		q.sql += g.orderBy(len(q.types), g.p(70))
 	}
-	return q.sql
+	return with + q.sql
 }

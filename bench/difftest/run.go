@@ -23,8 +23,10 @@ type Env struct {
 	// BatchSize is flightd's executor batch size for this run (small
 	// sizes make operators cross batch boundaries).
 	BatchSize int
-	F         *Flightd
-	D         *tpcds.DuckDB
+	// Disabled are the planner rules switched off for this run.
+	Disabled []string
+	F        *Flightd
+	D        *tpcds.DuckDB
 }
 
 // batchSizes are the executor batch sizes runs cycle through.
@@ -34,13 +36,21 @@ var batchSizes = []int{0, 1, 3, 7, 64}
 // over dir and into an in-memory DuckDB.
 func Setup(ctx context.Context, mem memory.Allocator, dir string, seed uint64) (_ *Env, err error) {
 	e := &Env{Seed: seed, Tables: Tables(seed)}
-	e.BatchSize = batchSizes[rand.New(rand.NewPCG(seed, 0)).IntN(len(batchSizes))]
+	r := rand.New(rand.NewPCG(seed, 0))
+	e.BatchSize = batchSizes[r.IntN(len(batchSizes))]
+	// Half the runs switch one or two planner rules off: answers must not
+	// depend on them.
+	if r.IntN(2) == 0 {
+		for range 1 + r.IntN(2) {
+			e.Disabled = append(e.Disabled, plan.Rules[r.IntN(len(plan.Rules))])
+		}
+	}
 	defer func() {
 		if err != nil {
 			e.Close()
 		}
 	}()
-	if e.F, err = OpenFlightd(ctx, mem, dir, e.BatchSize, plan.Options{}); err != nil {
+	if e.F, err = OpenFlightd(ctx, mem, dir, e.BatchSize, plan.Options{DisabledRules: e.Disabled}); err != nil {
 		return nil, err
 	}
 	if e.D, err = tpcds.OpenDuckDB(ctx, "", 1); err != nil {
@@ -162,7 +172,7 @@ func (e *Env) Replay(i int) string {
 // Report formats a finding for a test log.
 func (e *Env) Report(i int, r Result) string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%s: seed %d query %d (batch size %d)\n", r.Outcome, e.Seed, i, e.BatchSize)
+	fmt.Fprintf(&sb, "%s: seed %d query %d (batch size %d, rules off %v)\n", r.Outcome, e.Seed, i, e.BatchSize, e.Disabled)
 	fmt.Fprintf(&sb, "  replay: %s\n", e.Replay(i))
 	fmt.Fprintf(&sb, "  sql: %s\n", r.SQL)
 	fmt.Fprintf(&sb, "  %s", r.Detail)

@@ -55,36 +55,43 @@ type Table struct {
 	Name string
 	// Key tables have primary key k; flightd keeps them as LSM trees and
 	// the loader overwrites some keys, so reads merge several runs.
-	Key  bool
+	Key bool
+	// With is flightd's table options and partitioning (DuckDB has none).
+	With string
 	Rows [][]string
 	// Overwritten are rows with keys of Rows that flightd receives first and
 	// then replaces by the rows in Rows (DuckDB only sees Rows).
 	Overwritten [][]string
 }
 
-// Tables generates the data set of seed: t1 with a primary key, t2 and t3
-// append tables (t3 is small and sometimes empty).
+// Tables generates the data set of seed: t1 and t4 with primary key k,
+// bucketed alike (joins on k may run as bucket-by-bucket merge joins,
+// GROUP BY k as sort aggregation), t2 and t3 append tables (t3 is
+// partitioned by i1, small and sometimes empty).
 func Tables(seed uint64) []*Table {
 	r := rand.New(rand.NewPCG(seed, 0x7461626c6573))
-	t1 := &Table{Name: "t1", Key: true}
-	keys := r.Perm(80)[:30+r.IntN(30)]
-	for _, k := range keys {
-		t1.Rows = append(t1.Rows, genRow(r, fmt.Sprint(k)))
-		if r.IntN(4) == 0 {
-			t1.Overwritten = append(t1.Overwritten, genRow(r, fmt.Sprint(k)))
+	keyTable := func(name string) *Table {
+		t := &Table{Name: name, Key: true, With: " WITH ('bucket' = '2')"}
+		for _, k := range r.Perm(80)[:30+r.IntN(30)] {
+			t.Rows = append(t.Rows, genRow(r, fmt.Sprint(k)))
+			if r.IntN(4) == 0 {
+				t.Overwritten = append(t.Overwritten, genRow(r, fmt.Sprint(k)))
+			}
 		}
+		return t
 	}
+	t1 := keyTable("t1")
 	t2 := &Table{Name: "t2"}
 	for range 20 + r.IntN(50) {
 		t2.Rows = append(t2.Rows, genRow(r, nullable(r, fmt.Sprint(r.IntN(90)))))
 	}
-	t3 := &Table{Name: "t3"}
+	t3 := &Table{Name: "t3", With: " PARTITIONED BY (i1)"}
 	if r.IntN(8) != 0 {
 		for range 1 + r.IntN(25) {
 			t3.Rows = append(t3.Rows, genRow(r, nullable(r, fmt.Sprint(r.IntN(90)))))
 		}
 	}
-	return []*Table{t1, t2, t3}
+	return []*Table{t1, t2, t3, keyTable("t4")}
 }
 
 // nullable returns NULL for about one value in eight.
@@ -151,6 +158,9 @@ func (t *Table) DDL(flightd bool) string {
 		}
 	}
 	sb.WriteString(")")
+	if flightd {
+		sb.WriteString(t.With)
+	}
 	return sb.String()
 }
 
