@@ -605,21 +605,36 @@ func (b *binder) scalarSubquery(e *sql.Subquery, sc *scope, node *Node) Expr {
 		*node = &JoinNode{Kind: LeftJoin, Left: *node, Right: &Max1RowNode{Input: agg, PerKeyCount: &cnt}, Cond: andAll(corr.pulled)}
 		return &ColRef{ID: val.ID, Name: val.Name, Typ: val.Type}
 	}
-	if p, ok := sub.(*ProjectNode); ok && !corr.having {
-		if agg, ok := p.Input.(*AggNode); ok {
+	if p, ok := sub.(*ProjectNode); ok {
+		in, having := p.Input, Expr(nil)
+		if f, ok := in.(*FilterNode); ok && corr.having {
+			in, having = f.Input, f.Pred
+		}
+		if agg, ok := in.(*AggNode); ok {
+			// The select expression (and HAVING) is evaluated above the
+			// join, so that an outer row without inner rows sees the
+			// aggregates of no rows (COUNT 0, the others NULL) rather than
+			// NULL-extended columns: (SELECT count(*) + 1 ...) is 1 there,
+			// not NULL.
+			var v Expr
 			if corr.apply {
-				return b.applyScalarAgg(node, p, agg, corr, e.Pos)
+				b.applyAggs(node, agg, andAll(corr.pulled), e.Pos)
+				v = p.Exprs[0]
+			} else {
+				*node = &JoinNode{Kind: LeftJoin, Left: *node, Right: agg, Cond: andAll(corr.pulled)}
+				v = b.overNoRows(p.Exprs[0], agg, e.Pos)
+				if having != nil {
+					having = b.overNoRows(having, agg, e.Pos)
+				}
 			}
-			// The select expression is evaluated above the join, so that
-			// an outer row without inner rows sees the aggregates of no
-			// rows (COUNT 0, the others NULL) rather than NULL-extended
-			// columns: (SELECT count(*) + 1 ...) is 1 there, not NULL.
-			*node = &JoinNode{Kind: LeftJoin, Left: *node, Right: agg, Cond: andAll(corr.pulled)}
-			return b.overNoRows(p.Exprs[0], agg, e.Pos)
+			if having != nil {
+				v = &Case{Typ: v.Type(), Whens: []CaseWhen{{Cond: having, Then: v}}, Else: &Const{Value: scalar.MakeNullScalar(v.Type())}}
+			}
+			return v
 		}
 	}
 	if corr.apply {
-		b.notImplemented(e.Pos, "a correlated subquery with aggregates and HAVING whose correlation is not inner_column = outer_expression")
+		b.notImplemented(e.Pos, "this correlated aggregate subquery")
 	}
 	*node = &JoinNode{Kind: LeftJoin, Left: *node, Right: sub, Cond: andAll(corr.pulled)}
 	// COUNT over no rows is 0, but the outer join yields NULL.
@@ -642,18 +657,6 @@ func (b *binder) overNoRows(e Expr, agg *AggNode, pos sql.Pos) Expr {
 	return substitute(e, defs)
 }
 
-// applyScalarAgg decorrelates an aggregate subquery without GROUP BY whose
-// correlation is not an equality on inner columns (x.k < o.k, or a
-// condition on the outer row alone): every outer row is numbered, left
-// joined with the inner rows that satisfy the correlation, and the
-// aggregates are computed per outer row over the matched rows only. The
-// outer input is materialized once (row numbering), so this is for
-// correlations the grouped join cannot express.
-func (b *binder) applyScalarAgg(node *Node, p *ProjectNode, agg *AggNode, corr *corrResult, pos sql.Pos) Expr {
-	b.applyAggs(node, agg, andAll(corr.pulled), pos)
-	return p.Exprs[0]
-}
-
 func colRef(c Column) *ColRef { return &ColRef{ID: c.ID, Name: c.Name, Typ: c.Type} }
 
 // applyAggs computes agg (without groups, over an inner input) once per
@@ -661,6 +664,9 @@ func colRef(c Column) *ColRef { return &ColRef{ID: c.ID, Name: c.Name, Typ: c.Ty
 // rows of *node are numbered and left joined with the inner rows, and agg
 // groups by the row number and the outer columns, aggregating matched rows
 // only. *node becomes agg: the outer columns (same IDs) and the aggregates.
+// It decorrelates what the grouped join cannot (x.k < o.k, a condition on
+// the outer row alone) at the cost of materializing the outer rows once
+// for the numbering.
 func (b *binder) applyAggs(node *Node, agg *AggNode, cond Expr, pos sql.Pos) {
 	outer := (*node).Columns()
 	row := b.newCol("_row", arrow.PrimitiveTypes.Int64, false)

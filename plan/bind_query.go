@@ -355,7 +355,7 @@ type corrResult struct {
 	// apply: a scalar aggregate whose correlation is not inner_column =
 	// outer_expression; it is not grouped by inner columns (inner is
 	// empty) and only a scalar subquery can decorrelate it
-	// (applyScalarAgg).
+	// (applyAggs).
 	apply bool
 }
 

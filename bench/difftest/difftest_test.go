@@ -14,7 +14,7 @@ import (
 
 var (
 	flagSeed  = flag.Uint64("difftest.seed", 0, "run seed (data and queries); 0 derives one from the time")
-	flagN     = flag.Int("difftest.n", 300, "queries per run")
+	flagN     = flag.Int("difftest.n", 250, "queries per run")
 	flagQuery = flag.Int("difftest.query", -1, "replay only this query number of the run")
 	flagRuns  = flag.Int("difftest.runs", 1, "runs (data sets), seeds seed, seed+1, ...")
 	flagV     = flag.Bool("difftest.v", false, "log every query")

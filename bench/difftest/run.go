@@ -30,7 +30,7 @@ type Env struct {
 }
 
 // batchSizes are the executor batch sizes runs cycle through.
-var batchSizes = []int{0, 1, 3, 7, 64}
+var batchSizes = []int{0, 2, 7, 64}
 
 // Setup generates the tables of seed and loads them into a flightd engine
 // over dir and into an in-memory DuckDB.
