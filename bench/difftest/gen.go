@@ -674,7 +674,11 @@ func (g *Gen) scalarSubquery(c ectx, t Type) (string, bool) {
 			a = fmt.Sprintf("(%s + %s)", a, g.expr(ectx{sc: asc}, t, 1))
 		}
 	}
-	return fmt.Sprintf("(SELECT %s FROM %s%s)", a, item, where), true
+	having := ""
+	if g.p(10) {
+		having = " HAVING " + g.expr(ectx{sc: asc}, TBool, 1)
+	}
+	return fmt.Sprintf("(SELECT %s FROM %s%s%s)", a, item, where, having), true
 }
 
 // correlation returns a WHERE clause for a subquery over inner: an

@@ -101,19 +101,25 @@ const (
 	// DuckDBLimit is DuckDB failing on valid SQL that flightd answers, in
 	// one of the known ways (duckdbLimits).
 	DuckDBLimit
+	// Overflow is an arithmetic overflow on one side only: whether a row
+	// that overflows is evaluated at all depends on the plan (a filter or
+	// join may drop it first), so it is not a finding.
+	Overflow
 	numOutcomes
 )
 
 func (o Outcome) String() string {
-	return [...]string{"agree", "both failed", "unsupported", "wrong answer", "flightd failed", "duckdb failed", "duckdb limit"}[o]
+	return [...]string{"agree", "both failed", "unsupported", "wrong answer", "flightd failed", "duckdb failed", "duckdb limit", "overflow"}[o]
 }
+
+var overflowRe = regexp.MustCompile(`(?i)overflow`)
 
 // duckdbLimits are DuckDB errors on valid SQL: its binder does not find a
 // GROUP BY expression inside a larger select expression in some shapes.
 var duckdbLimits = regexp.MustCompile(`must appear in the GROUP BY clause`)
 
 // Finding reports whether the outcome is a difference to look at.
-func (o Outcome) Finding() bool { return o >= WrongAnswer && o != DuckDBLimit }
+func (o Outcome) Finding() bool { return o >= WrongAnswer && o < DuckDBLimit }
 
 // Result is the verdict on one query.
 type Result struct {
@@ -138,6 +144,9 @@ func (e *Env) Check(ctx context.Context, sql string) Result {
 	switch {
 	case derr != nil && ferr != nil:
 		res.Outcome, res.Detail = BothFailed, fmt.Sprintf("flightd: %v; duckdb: %v", ferr, derr)
+	case ferr != nil && overflowRe.MatchString(ferr.Error()), derr != nil && overflowRe.MatchString(derr.Error()):
+		res.Outcome = Overflow
+		res.Detail = fmt.Sprintf("flightd: %v; duckdb: %v", ferr, derr)
 	case ferr != nil && errors.Is(ferr, engine.ErrNotSupported):
 		res.Outcome, res.Detail = Unsupported, ferr.Error()
 	case ferr != nil:

@@ -102,7 +102,19 @@ func nullable(r *rand.Rand, lit string) string {
 	return lit
 }
 
-var strPool = []string{"", "a", "ab", "abc", "abd", "abcd", "b", "ba", "B", "Ab", "x_y", "x%y", "zeta", " pad ", "a'b", "mm"}
+var strPool = []string{"", "a", "ab", "abc", "abd", "abcd", "b", "ba", "B", "Ab", "x_y", "x%y", "zeta", " pad ", "a'b", "mm", "é", "Äb"}
+
+// extreme returns one of the edge values of an integer width about once
+// in 100 rows, lit otherwise: arithmetic on them overflows.
+func extreme(r *rand.Rand, lit string, bits uint) string {
+	if r.IntN(100) != 0 {
+		return lit
+	}
+	if r.IntN(2) == 0 {
+		return fmt.Sprint(int64(1)<<(bits-1) - 1)
+	}
+	return fmt.Sprint(-int64(1) << (bits - 1))
+}
 
 func genRow(r *rand.Rand, k string) []string {
 	day := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, r.IntN(800))
@@ -110,7 +122,7 @@ func genRow(r *rand.Rand, k string) []string {
 		k,
 		nullable(r, fmt.Sprint(r.IntN(11)-5)),
 		nullable(r, fmt.Sprint(r.IntN(201)-100)),
-		nullable(r, fmt.Sprint(r.IntN(2001)-1000)),
+		nullable(r, extreme(r, fmt.Sprint(r.IntN(2001)-1000), 32)),
 		nullable(r, fmt.Sprint((r.Int64N(2_000_001)-1_000_000)*int64(1+r.IntN(3)*500))),
 		nullable(r, decimalLit(r.Int64N(200_001)-100_000, 2)),
 		// Multiples of 1/4 add and multiply exactly, so sums do not
