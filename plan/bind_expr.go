@@ -126,8 +126,11 @@ func (b *binder) bindScalar(e sql.Expr, sc *scope, node *Node, o exprOpts) Expr 
 		x := b.bindScalar(e.X, sc, node, o.with(arrow.BinaryTypes.String))
 		p := b.bindScalar(e.Pattern, sc, node, o.with(arrow.BinaryTypes.String))
 		fn := "like"
+		if e.Insensitive {
+			fn = "ilike"
+		}
 		if e.Not {
-			fn = "not_like"
+			fn = "not_" + fn
 		}
 		args := []Expr{x, p}
 		if e.Escape != nil {

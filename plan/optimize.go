@@ -457,7 +457,7 @@ func nullRejects(p Expr, side map[ColumnID]bool) bool {
 		return nullRejects(c.Args[0], side) || nullRejects(c.Args[1], side)
 	case "or":
 		return nullRejects(c.Args[0], side) && nullRejects(c.Args[1], side)
-	case "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "like", "not_like":
+	case "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "like", "not_like", "ilike", "not_ilike":
 		for _, a := range c.Args {
 			if strictOn(a, side) {
 				return true

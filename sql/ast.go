@@ -351,13 +351,15 @@ type Subquery struct {
 	Query *Query
 }
 
-// Like is x [NOT] LIKE pattern [ESCAPE e].
+// Like is x [NOT] LIKE pattern [ESCAPE e], or ILIKE (Insensitive: case
+// is ignored).
 type Like struct {
-	Pos     Pos
-	Not     bool
-	X       Expr
-	Pattern Expr
-	Escape  Expr
+	Pos         Pos
+	Not         bool
+	Insensitive bool
+	X           Expr
+	Pattern     Expr
+	Escape      Expr
 }
 
 // Is is x IS [NOT] NULL|TRUE|FALSE|UNKNOWN, or IS [NOT] DISTINCT FROM y.

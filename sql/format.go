@@ -404,7 +404,11 @@ func (f *formatter) node(n Node) {
 	case *Like:
 		f.w("(")
 		f.node(n.X)
-		f.w(not(n.Not), " LIKE ")
+		if n.Insensitive {
+			f.w(not(n.Not), " ILIKE ")
+		} else {
+			f.w(not(n.Not), " LIKE ")
+		}
 		f.node(n.Pattern)
 		if n.Escape != nil {
 			f.w(" ESCAPE ")

@@ -1448,7 +1448,7 @@ func (p *parser) parsePredicate() Expr {
 			continue
 		}
 		not := false
-		if p.isK("not") && (p.isKAt(1, "in") || p.isKAt(1, "between") || p.isKAt(1, "like")) {
+		if p.isK("not") && (p.isKAt(1, "in") || p.isKAt(1, "between") || p.isKAt(1, "like") || p.isKAt(1, "ilike")) {
 			p.i++
 			not = true
 		}
@@ -1469,8 +1469,9 @@ func (p *parser) parsePredicate() Expr {
 			lo := p.parseConcat()
 			p.expectK("and")
 			l = &Between{Pos: t.pos, Not: not, X: l, Lo: lo, Hi: p.parseConcat()}
-		case p.acceptK("like"):
-			lk := &Like{Pos: t.pos, Not: not, X: l, Pattern: p.parseConcat()}
+		case p.isK("like") || p.isK("ilike"):
+			insensitive := p.nextTok().text == "ilike"
+			lk := &Like{Pos: t.pos, Not: not, Insensitive: insensitive, X: l, Pattern: p.parseConcat()}
 			if p.acceptK("escape") {
 				lk.Escape = p.parseConcat()
 			}

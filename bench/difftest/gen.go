@@ -335,7 +335,7 @@ func (g *Gen) boolExpr(c ectx, d int) string {
 		return fmt.Sprintf("(%s %sBETWEEN %s AND %s)", g.expr(c, t, d), pick(g, []string{"", "NOT "}), g.expr(c, t, d), g.expr(c, t, d))
 	case 9:
 		pat := pick(g, []string{"a%", "%b", "_b%", "ab_", "%", "", "%a%b%", "x_y", "A%"})
-		return fmt.Sprintf("(%s %sLIKE '%s')", g.expr(c, TStr, d), pick(g, []string{"", "NOT "}), pat)
+		return fmt.Sprintf("(%s %s%s '%s')", g.expr(c, TStr, d), pick(g, []string{"", "NOT "}), pick(g, []string{"LIKE", "LIKE", "ILIKE"}), pat)
 	case 10:
 		t := g.cmpType()
 		return fmt.Sprintf("(%s IS %sDISTINCT FROM %s)", g.expr(c, t, d), pick(g, []string{"", "NOT "}), g.expr(c, t, d))
