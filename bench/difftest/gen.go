@@ -412,12 +412,16 @@ func (g *Gen) fromItem(outer *scope, depth int) (string, rel) {
 		}
 		return fmt.Sprintf("(%s) AS %s", q.sql, alias), derivedCols(q.types)
 	}
-	name := pick(g, g.tables)
-	r := rel{alias: alias}
+	return pick(g, g.tables) + " AS " + alias, rel{alias: alias, cols: columnTerms(alias)}
+}
+
+// columnTerms returns the columns of a generated table under alias.
+func columnTerms(alias string) []term {
+	var ts []term
 	for _, col := range Columns {
-		r.cols = append(r.cols, term{sql: alias + "." + col.Name, t: col.T})
+		ts = append(ts, term{sql: alias + "." + col.Name, t: col.T})
 	}
-	return name + " AS " + alias, r
+	return ts
 }
 
 // from builds a FROM clause of one to three items joined in various ways.
@@ -652,6 +656,16 @@ func (g *Gen) window(sc *scope, t Type) string {
 func (g *Gen) scalarSubquery(c ectx, t Type) (string, bool) {
 	if t == TBool {
 		return "", false
+	}
+	if outerInts := c.sc.ofType(TInt); len(outerInts) > 0 && g.p(25) {
+		// Without an aggregate: a lookup by primary key, at most one row.
+		alias := g.newAlias()
+		inner := &scope{terms: columnTerms(alias)}
+		where := fmt.Sprintf(" WHERE %s.k = %s", alias, pick(g, outerInts).sql)
+		if g.p(30) {
+			where += " AND " + g.expr(ectx{sc: inner}, TBool, 1)
+		}
+		return fmt.Sprintf("(SELECT %s FROM %s AS %s%s)", g.expr(ectx{sc: inner}, t, 2), pick(g, []string{"t1", "t4"}), alias, where), true
 	}
 	item, r := g.fromItem(nil, 0)
 	inner := &scope{rels: []rel{r}, terms: r.cols, outer: c.sc}
