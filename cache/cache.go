@@ -51,7 +51,13 @@ func NewArrays(maxBytes int64) (*Arrays, error) {
 		MaxCost:            maxBytes,
 		BufferItems:        64,
 		IgnoreInternalCost: true,
-		OnExit:             func(e *entry) { e.release() },
+		// ristretto hands OnExit the zero value for a victim whose entry
+		// another goroutine removed first.
+		OnExit: func(e *entry) {
+			if e != nil {
+				e.release()
+			}
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
