@@ -165,9 +165,13 @@ func latency(ctx context.Context, addr string, w *writer, cfg Config, n int, seq
 					return
 				}
 				now := time.Now().UnixNano()
+				kinds := b.Column(0).(*array.String)
 				ts := b.Column(3).(*array.Int64) // after the row kind
 				mu.Lock()
 				for i := 0; i < ts.Len(); i++ {
+					if k := kinds.Value(i); k == "-U" || k == "-D" {
+						continue // a before-image carries an older write's stamp
+					}
 					ages = append(ages, time.Duration(now-ts.Value(i)))
 					stamps = append(stamps, ts.Value(i))
 					recv = append(recv, now)
