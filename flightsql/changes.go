@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/flightd/flightd/sql"
 	"github.com/flightd/flightd/tablestore"
 )
 
@@ -69,17 +70,17 @@ func (t ChangesTicket) SQL() (string, error) {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(quoteIdent(c))
+		b.WriteString(sql.QuoteIdent(c))
 	}
 	b.WriteString(" FROM ")
 	if t.Database != "" {
-		b.WriteString(quoteIdent(t.Database) + ".")
+		b.WriteString(sql.QuoteIdent(t.Database) + ".")
 	}
 	for i, p := range strings.Split(t.Table, ".") {
 		if i > 0 {
 			b.WriteString(".")
 		}
-		b.WriteString(quoteIdent(p))
+		b.WriteString(sql.QuoteIdent(p))
 	}
 	mode := t.Mode
 	if mode == "" {
@@ -108,7 +109,7 @@ func (t ChangesTicket) SQL() (string, error) {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(quoteString(o[0]) + "=" + quoteString(o[1]))
+		b.WriteString(sql.QuoteString(o[0]) + "=" + sql.QuoteString(o[1]))
 	}
 	b.WriteString(") */")
 	if t.Filter != "" {
@@ -116,9 +117,6 @@ func (t ChangesTicket) SQL() (string, error) {
 	}
 	return b.String(), nil
 }
-
-func quoteIdent(s string) string  { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
-func quoteString(s string) string { return `'` + strings.ReplaceAll(s, `'`, `''`) + `'` }
 
 // doGetChanges serves a change stream ticket.
 func (s *Server) doGetChanges(ctx context.Context, ticket []byte) (*arrow.Schema, <-chan flight.StreamChunk, error) {
