@@ -18,6 +18,9 @@ func (b *binder) optimize(root Node) Node {
 	want := root.Columns()
 	if b.enabled(ruleFoldConstants) {
 		root = b.foldNode(root)
+		if b.streamPos == nil { // a stream runs even when nothing passes
+			root = pruneFalse(root)
+		}
 	}
 	if b.enabled(rulePushFilters) {
 		root = pushFilters(root, nil)
@@ -74,6 +77,27 @@ func idSet(cols []Column) map[ColumnID]bool {
 }
 
 // ---- fold_constants
+
+// pruneFalse replaces a filter that folded to FALSE or NULL, with all it
+// reads, by an empty relation of its columns.
+func pruneFalse(n Node) Node {
+	for i, in := range n.Inputs() {
+		setInput(n, i, pruneFalse(in))
+	}
+	var pred Expr
+	switch x := n.(type) {
+	case *FilterNode:
+		pred = x.Pred
+	case *ScanNode:
+		pred = x.Filter
+	}
+	if c, ok := pred.(*Const); ok {
+		if v, isBool := c.Value.(*scalar.Boolean); !c.Value.IsValid() || isBool && !v.Value {
+			return &ValuesNode{Cols: n.Columns()}
+		}
+	}
+	return n
+}
 
 func (b *binder) foldNode(n Node) Node {
 	fold := func(e Expr) Expr {
