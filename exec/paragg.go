@@ -85,10 +85,25 @@ func (p *parallelAggOp) Open(ctx context.Context) error {
 	if routeErr != nil && !errors.Is(routeErr, context.Canceled) {
 		return routeErr
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := rootCause(errs); err != nil {
 		return err
 	}
 	return routeErr
+}
+
+// rootCause joins the workers' errors without the cancellations that one
+// worker's failure caused in the others, so the cause comes first.
+func rootCause(errs []error) error {
+	var causes []error
+	for _, e := range errs {
+		if e != nil && !errors.Is(e, context.Canceled) {
+			causes = append(causes, e)
+		}
+	}
+	if len(causes) > 0 {
+		return errors.Join(causes...)
+	}
+	return errors.Join(errs...)
 }
 
 // broadcast hands every input batch to every worker.
