@@ -344,7 +344,7 @@ func rescaleOut(r decimal128.Num, s int32, out *arrow.Decimal128Type) (decimal12
 			if decBitLen(r)+4*int(out.Scale-s) >= 126 {
 				return bigOut(r.BigInt(), s, out)
 			}
-			r = r.IncreaseScaleBy(out.Scale - s)
+			r = increaseScale(r, out.Scale-s)
 		} else {
 			r = r.ReduceScaleBy(s-out.Scale, true)
 		}
@@ -353,6 +353,29 @@ func rescaleOut(r decimal128.Num, s int32, out *arrow.Decimal128Type) (decimal12
 		return r, ErrOverflow
 	}
 	return r, nil
+}
+
+// pow10i64[k] is 10^k.
+var pow10i64 = func() (p [19]int64) {
+	p[0] = 1
+	for k := 1; k < len(p); k++ {
+		p[k] = p[k-1] * 10
+	}
+	return p
+}()
+
+// increaseScale multiplies r by 10^k (r*10^k must fit in 128 bits). The
+// common case, a value and product that fit in 64 bits, avoids the
+// big.Int arithmetic of decimal128's IncreaseScaleBy (which made decimal
+// casts in filters 75% of TPC-DS q28's time).
+func increaseScale(r decimal128.Num, k int32) decimal128.Num {
+	if v := int64(r.LowBits()); k < int32(len(pow10i64)) && r.HighBits() == v>>63 {
+		p := pow10i64[k]
+		if lim := math.MaxInt64 / p; v <= lim && v >= -lim {
+			return decimal128.FromI64(v * p)
+		}
+	}
+	return r.IncreaseScaleBy(k)
 }
 
 func bigOut(v *big.Int, s int32, out *arrow.Decimal128Type) (decimal128.Num, error) {

@@ -81,6 +81,9 @@ func Cast(mem memory.Allocator, a arrow.Array, to arrow.DataType) (arrow.Array, 
 	if out, ok := widenInt(mem, a, to); ok {
 		return out, nil
 	}
+	if out, ok := widenDecimal(mem, a, to); ok {
+		return out, nil
+	}
 	b := array.NewBuilder(mem, to)
 	defer b.Release()
 	b.Reserve(n)
@@ -138,6 +141,42 @@ func widenInt(mem memory.Allocator, a arrow.Array, to arrow.DataType) (arrow.Arr
 	out := NewFixedOut[int8](mem, n)
 	copyInts(a, out.Vals)
 	return out.Finish(to, v.Buf, v.Nulls), true
+}
+
+// widenDecimal casts between decimal128 types that keep every value (no
+// fewer integer digits, no smaller scale): the same scale shares the
+// buffers, a larger one multiplies each value by a power of ten. Filters
+// cast decimal columns this way to compare them with wider literals.
+func widenDecimal(mem memory.Allocator, a arrow.Array, to arrow.DataType) (arrow.Array, bool) {
+	from, ok := a.DataType().(*arrow.Decimal128Type)
+	dt, ok2 := to.(*arrow.Decimal128Type)
+	if !ok || !ok2 || dt.Scale < from.Scale || dt.Precision-dt.Scale < from.Precision-from.Scale {
+		return nil, false
+	}
+	d := a.Data()
+	if dt.Scale == from.Scale {
+		shared := array.NewData(to, d.Len(), d.Buffers(), nil, d.NullN(), d.Offset())
+		defer shared.Release()
+		return array.MakeFromData(shared), true
+	}
+	in := a.(*array.Decimal128)
+	n, k := in.Len(), dt.Scale-from.Scale
+	buf := memory.NewResizableBuffer(mem)
+	buf.Resize(n * arrow.Decimal128SizeBytes)
+	vals := arrow.Decimal128Traits.CastFromBytes(buf.Bytes())
+	for i, x := range in.Values() {
+		if in.IsValid(i) {
+			vals[i] = increaseScale(x, k) // fits: at most 38 digits
+		}
+	}
+	v := AndValidity(mem, n, a)
+	data := array.NewData(to, n, []*memory.Buffer{v.Buf, buf}, nil, v.Nulls, 0)
+	defer data.Release()
+	buf.Release()
+	if v.Buf != nil {
+		v.Buf.Release()
+	}
+	return array.MakeFromData(data), true
 }
 
 func copyInts[T Int](a arrow.Array, dst []T) {

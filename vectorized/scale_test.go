@@ -1,0 +1,87 @@
+package vectorized
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// TestIncreaseScale checks the 64-bit fast path against decimal128's
+// big.Int arithmetic at the edges and on random values.
+func TestIncreaseScale(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	vals := []decimal128.Num{
+		decimal128.FromI64(0), decimal128.FromI64(1), decimal128.FromI64(-1),
+		decimal128.FromI64(math.MaxInt64), decimal128.FromI64(math.MinInt64),
+		decimal128.FromI64(math.MaxInt64 / 10), decimal128.FromI64(-math.MaxInt64 / 10),
+		decimal128.FromI64(922337203685477580), decimal128.FromI64(-922337203685477581),
+		decimal128.New(1, 0), decimal128.New(-2, math.MaxUint64), // beyond 64 bits
+	}
+	for range 2000 {
+		v := rng.Int64N(1 << uint(rng.IntN(62)+1))
+		if rng.IntN(2) == 0 {
+			v = -v
+		}
+		vals = append(vals, decimal128.FromI64(v))
+	}
+	for _, v := range vals {
+		for k := int32(0); k <= 20; k++ {
+			if decBitLen(v)+4*int(k) >= 126 {
+				continue // rescaleOut takes the big.Int path there
+			}
+			if got, want := increaseScale(v, k), v.IncreaseScaleBy(k); got != want {
+				t.Fatalf("increaseScale(%s, %d) = %s, want %s (seed %d)", v.BigInt(), k, got.BigInt(), want.BigInt(), seed)
+			}
+		}
+	}
+}
+
+// TestWidenDecimal: the widening decimal casts give the values of the
+// general path, keep NULLs and honour slice offsets.
+func TestWidenDecimal(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	from := &arrow.Decimal128Type{Precision: 7, Scale: 2}
+	b := array.NewDecimal128Builder(mem, from)
+	for i, v := range []int64{12345, -99999, 0, 9999999, -9999999, 1} {
+		if i == 2 {
+			b.AppendNull()
+		}
+		b.Append(decimal128.FromI64(v))
+	}
+	whole := b.NewArray()
+	b.Release()
+	defer whole.Release()
+	a := array.NewSlice(whole, 1, int64(whole.Len()))
+	defer a.Release()
+	for _, to := range []*arrow.Decimal128Type{{Precision: 7, Scale: 2}, {Precision: 12, Scale: 2}, {Precision: 12, Scale: 5}, {Precision: 38, Scale: 20}} {
+		got, err := Cast(mem, a, to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < a.Len(); i++ {
+			if a.IsNull(i) != got.IsNull(i) {
+				t.Fatalf("%s row %d: null %v, want %v", to, i, got.IsNull(i), a.IsNull(i))
+			}
+			if a.IsNull(i) {
+				continue
+			}
+			want, err := RescaleDecimal(a.(*array.Decimal128).Value(i), from.Scale, to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := got.(*array.Decimal128).Value(i); v != want {
+				t.Fatalf("%s row %d: %s, want %s", to, i, v.BigInt(), want.BigInt())
+			}
+		}
+		got.Release()
+	}
+}
