@@ -40,6 +40,9 @@ func (st *Statement) Exec(ctx context.Context, params arrow.RecordBatch) (_ int6
 	if params != nil && params.NumCols() > 0 {
 		return 0, fmt.Errorf("statement takes no parameters: %w", ErrInvalid)
 	}
+	if c, ok := bound.(*plan.CallProcedure); ok {
+		return call(ctx, c)
+	}
 	return 0, st.ddl(ctx)
 }
 
@@ -119,6 +122,36 @@ func (st *Statement) ddl(ctx context.Context) error {
 		return fmt.Errorf("BEGIN/COMMIT/ROLLBACK as SQL text: use the Flight SQL transaction actions (BeginTransaction/EndTransaction): %w", ErrNotSupported)
 	}
 	return fmt.Errorf("statement %T: %w", st.bound, ErrNotSupported)
+}
+
+// call runs a maintenance procedure; the count is what it did (snapshots
+// expired), or 1.
+func call(ctx context.Context, c *plan.CallProcedure) (int64, error) {
+	t := c.Table
+	var err error
+	switch c.Proc {
+	case "sys.reset_consumer":
+		if c.Snapshot == 0 {
+			err = t.DeleteConsumer(ctx, c.Consumer)
+		} else {
+			err = t.SetConsumer(ctx, c.Consumer, c.Snapshot)
+		}
+	case "sys.create_tag":
+		err = t.CreateTag(ctx, c.Tag, c.Snapshot)
+	case "sys.delete_tag":
+		err = t.DeleteTag(ctx, c.Tag)
+	case "sys.expire_snapshots":
+		n, err := t.ExpireSnapshots(ctx)
+		return int64(n), err
+	case "sys.compact":
+		err = t.Compact(ctx, true)
+	default:
+		return 0, fmt.Errorf("procedure %s: %w", c.Proc, ErrNotSupported)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", c.Proc, err)
+	}
+	return 1, nil
 }
 
 // createTableAs creates the table, fills it and drops it again if filling

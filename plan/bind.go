@@ -180,6 +180,8 @@ func (b *binder) bindStatement(stmt sql.Statement) Statement {
 		return &DropDatabase{Name: s.Name, IfExists: s.IfExists, Cascade: s.Cascade}
 	case *sql.Use:
 		return &UseDatabase{Name: s.Name}
+	case *sql.Call:
+		return b.bindProcedure(s)
 	case *sql.Explain:
 		return &Explain{Target: b.bindStatement(s.Stmt), Analyze: s.Analyze}
 	case *sql.Transaction:

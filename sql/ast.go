@@ -593,6 +593,21 @@ type Use struct {
 	Name string
 }
 
+// Call is CALL name(arg, ...): a procedure (Paimon's sys.* table
+// maintenance). Arguments are positional or named (param => value).
+type Call struct {
+	Pos  Pos
+	Name *Name
+	Args []*CallArg
+}
+
+// CallArg is one argument of CALL; Name is empty when positional.
+type CallArg struct {
+	Pos   Pos
+	Name  string
+	Value Expr
+}
+
 // Explain is EXPLAIN [ANALYZE] [PLAN FOR] stmt.
 type Explain struct {
 	Pos     Pos
@@ -735,6 +750,8 @@ func (n *Delete) Position() Pos                  { return n.Pos }
 func (n *CreateDatabase) Position() Pos          { return n.Pos }
 func (n *DropDatabase) Position() Pos            { return n.Pos }
 func (n *Use) Position() Pos                     { return n.Pos }
+func (n *Call) Position() Pos                    { return n.Pos }
+func (n *CallArg) Position() Pos                 { return n.Pos }
 func (n *Explain) Position() Pos                 { return n.Pos }
 func (n *Show) Position() Pos                    { return n.Pos }
 func (n *Describe) Position() Pos                { return n.Pos }
@@ -755,6 +772,7 @@ func (*Delete) stmt()                  {}
 func (*CreateDatabase) stmt()          {}
 func (*DropDatabase) stmt()            {}
 func (*Use) stmt()                     {}
+func (*Call) stmt()                    {}
 func (*Explain) stmt()                 {}
 func (*Show) stmt()                    {}
 func (*Describe) stmt()                {}

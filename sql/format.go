@@ -605,6 +605,21 @@ func (f *formatter) node(n Node) {
 	case *Use:
 		f.w("USE ")
 		f.ident(n.Name)
+	case *Call:
+		f.w("CALL ")
+		f.parts(n.Name.Parts)
+		f.w("(")
+		for i, a := range n.Args {
+			if i > 0 {
+				f.w(", ")
+			}
+			if a.Name != "" {
+				f.ident(a.Name)
+				f.w(" => ")
+			}
+			f.node(a.Value)
+		}
+		f.w(")")
 	case *Explain:
 		f.w("EXPLAIN ")
 		if n.Analyze {

@@ -332,6 +332,25 @@ func (p *parser) parseStatement() Statement {
 		p.acceptK("database")
 		s, _ := p.ident("database name")
 		return &Use{Pos: t.pos, Name: s}
+	case "call":
+		p.i++
+		c := &Call{Pos: t.pos, Name: p.name("procedure name")}
+		p.expectP("(")
+		for !p.isP(")") {
+			if len(c.Args) > 0 {
+				p.expectP(",")
+			}
+			a := &CallArg{Pos: p.peek().pos}
+			// A parameter name may be a keyword (Paimon's table => ...).
+			if k, n := p.peek().kind, p.peekN(1); (k == tIdent || k == tQuotedIdent) && n.kind == tPunct && n.text == "=>" {
+				a.Name, _ = p.anyIdent("parameter name")
+				p.expectP("=>")
+			}
+			a.Value = p.parseExpr()
+			c.Args = append(c.Args, a)
+		}
+		p.expectP(")")
+		return c
 	case "begin":
 		p.i++
 		if !p.acceptK("transaction") {
