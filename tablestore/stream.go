@@ -47,9 +47,10 @@ type StreamSpec struct {
 	// Filter skips data that cannot match; the caller filters rows.
 	Filter Predicate
 	// ConsumerID, when set, resumes from the consumer's recorded position
-	// (overriding Start) and records the start position of a new
-	// consumer, so expiry keeps what it still needs. The position moves
-	// only by CommitConsumer.
+	// (overriding Start) and records the start position of a new consumer
+	// (not for *Full starts: a resume in the middle of the full snapshot
+	// would lose rows), so expiry keeps what it still needs. The position
+	// moves only by SetConsumer.
 	ConsumerID string
 	// EndSnapshot ends the stream after that snapshot (0: never ends).
 	EndSnapshot int64
@@ -90,7 +91,6 @@ type ChangeReader struct {
 	cur    int64 // snapshot being returned
 	units  []func(ctx context.Context) (BatchReader, error)
 	rd     BatchReader
-	batch  arrow.RecordBatch
 	full   *Scan // the initial snapshot of the *Full starts
 	lease  func()
 	leased int64 // the snapshot the lease starts at
@@ -135,7 +135,12 @@ func (t *Table) NewChangeReader(ctx context.Context, spec StreamSpec) (*ChangeRe
 			if spec.SnapshotID < 1 {
 				return nil, fmt.Errorf("stream %s: %w: snapshot id must be positive, got %d", st.id, ErrInvalid, spec.SnapshotID)
 			}
-			if spec.SnapshotID > latest+boolInt(spec.Start == StreamFromSnapshot) {
+			// From-snapshot may name the next snapshot, not yet committed.
+			limit := latest
+			if spec.Start == StreamFromSnapshot {
+				limit++
+			}
+			if spec.SnapshotID > limit {
 				return nil, fmt.Errorf("stream %s: snapshot %d: %w (latest is %d)", st.id, spec.SnapshotID, ErrSnapshotNotFound, latest)
 			}
 			r.next = spec.SnapshotID
@@ -225,13 +230,6 @@ func (t *Table) NewChangeReader(ctx context.Context, spec StreamSpec) (*ChangeRe
 	return r, nil
 }
 
-func boolInt(b bool) int64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // holdFrom leases the snapshot before id and later ones (an OVERWRITE
 // snapshot's -D rows are read from the files it removed, which expiry
 // deletes with the snapshot before it), then checks id has not expired.
@@ -274,10 +272,6 @@ func (r *ChangeReader) NextSnapshot() int64 {
 // Next returns the next change batch or progress marker; it blocks while
 // nothing new is committed, and returns io.EOF after EndSnapshot.
 func (r *ChangeReader) Next(ctx context.Context) (Change, error) {
-	if r.batch != nil {
-		r.batch.Release()
-		r.batch = nil
-	}
 	var idle <-chan time.Time
 	for {
 		if err := ctx.Err(); err != nil {
@@ -296,8 +290,9 @@ func (r *ChangeReader) Next(ctx context.Context) (Change, error) {
 			if err != nil {
 				return Change{}, err
 			}
-			r.batch, r.caught = b, false
-			r.batch.Retain()
+			// Borrowed from r.rd, like the Change: until the next Next or
+			// Close.
+			r.caught = false
 			return Change{Batch: b, Snapshot: r.cur}, nil
 		}
 		if len(r.units) > 0 {
@@ -390,7 +385,7 @@ func (r *ChangeReader) plan(sn *snapshot) error {
 			return err
 		}
 		for _, e := range ents {
-			if e.Kind == kindAdd && r.mayMatch(e) {
+			if e.Kind == kindAdd && r.mayMatch(e, anyColumn) {
 				r.units = append(r.units, r.fileUnit(e, kindOfRow))
 			}
 		}
@@ -409,7 +404,7 @@ func (r *ChangeReader) plan(sn *snapshot) error {
 		// Append-table files hold rows, key-table level-0 files hold the
 		// written changes: both are the changes as they are.
 		for _, e := range ents {
-			if !r.mayMatch(e) {
+			if !r.mayMatch(e, anyColumn) {
 				continue
 			}
 			switch {
@@ -433,7 +428,9 @@ func (r *ChangeReader) plan(sn *snapshot) error {
 		var order []string
 		groups := map[string][]*manifestEntry{}
 		for _, e := range ents {
-			if e.Kind != want || !r.mayMatch(e) {
+			// Merged with the other files of its bucket: only key
+			// statistics may prune it, as in a scan.
+			if e.Kind != want || !r.mayMatch(e, r.keyOnly()) {
 				continue
 			}
 			k := fmt.Sprintf("%s/%d", partitionKey(e.Partition), e.Bucket)
@@ -456,13 +453,16 @@ func (r *ChangeReader) keyOnly() func(string) bool {
 	return func(c string) bool { return slices.Contains(r.sch.PrimaryKeys, c) }
 }
 
-// mayMatch prunes a file of changes by partition and statistics: each row
-// is a change of its own, so every column's statistics may prune.
-func (r *ChangeReader) mayMatch(e *manifestEntry) bool {
+// mayMatch prunes a file by partition and by the statistics of the
+// columns allowed.
+func (r *ChangeReader) mayMatch(e *manifestEntry, allowed func(string) bool) bool {
 	s := r.scan
-	return mayMatch(s.filter, s.partitionStats(e.Partition)) &&
-		mayMatch(s.filter, s.fileStats(e, func(string) bool { return true }))
+	return mayMatch(s.filter, s.partitionStats(e.Partition)) && mayMatch(s.filter, s.fileStats(e, allowed))
 }
+
+// anyColumn allows every column's statistics to prune a file of changes:
+// each of its rows is a change of its own.
+func anyColumn(string) bool { return true }
 
 func (r *ChangeReader) manifestEntries(list string) ([]*manifestEntry, error) {
 	if list == "" {
@@ -495,7 +495,7 @@ func (r *ChangeReader) fileUnit(e *manifestEntry, kind RowKind) func(ctx context
 		if err != nil {
 			return nil, err
 		}
-		rgs := s.selectRowGroups(df, func(string) bool { return true })
+		rgs := s.selectRowGroups(df, anyColumn)
 		if err := verifyIfFull(ctx, df, rgs); err != nil {
 			return nil, err
 		}
@@ -583,10 +583,6 @@ func (k *kindReader) Close() error {
 // Close ends the stream and releases its lease.
 func (r *ChangeReader) Close() error {
 	var err error
-	if r.batch != nil {
-		r.batch.Release()
-		r.batch = nil
-	}
 	if r.rd != nil {
 		err = r.rd.Close()
 		r.rd = nil
