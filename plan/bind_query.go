@@ -1051,11 +1051,7 @@ func (b *binder) tableHints(f *sql.TableName, t *tablestore.Table, snap int64) (
 		for _, o := range h.Options {
 			switch o.Key {
 			case "scan.snapshot-id":
-				v, err := parseInt64(o.Value)
-				if err != nil || v < 1 {
-					b.fail(o.Pos, "scan.snapshot-id must be a positive integer, got %q", o.Value)
-				}
-				snap = v
+				snap = b.positiveInt(o)
 			default:
 				b.notImplemented(o.Pos, fmt.Sprintf("table option %q in a hint", o.Key))
 			}

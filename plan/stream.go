@@ -136,9 +136,15 @@ func (b *binder) streamHint(t *tablestore.Table, opts []*sql.Property) *tablesto
 	if !b.query {
 		b.fail(mode.Pos, "a streaming scan (scan.mode) can only be queried: its changes never end")
 	}
-	if latest, err := t.LatestSnapshotID(b.ctx); err != nil {
+	latest, err := t.LatestSnapshotID(b.ctx)
+	if err != nil {
 		b.failWrap(mode.Pos, err, "stream %s: %v", t.Ident(), err)
-	} else if needSnap && spec.SnapshotID > latest+1 {
+	}
+	limit := latest
+	if start == tablestore.StreamFromSnapshot {
+		limit++ // it may name the next snapshot, not yet committed
+	}
+	if needSnap && spec.SnapshotID > limit {
 		b.failWrap(snapPos.Pos, tablestore.ErrSnapshotNotFound, "stream %s: snapshot %d does not exist (latest is %d)", t.Ident(), spec.SnapshotID, latest)
 	}
 	b.streamPos = &mode.Pos
