@@ -14,7 +14,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/sql"
-	"github.com/flightd/flightd/tablestore"
 )
 
 // Change streams. A table's changelog is read with a streaming query (a
@@ -213,17 +212,23 @@ func (s *Server) commitConsumer(ctx context.Context, body []byte) error {
 	if err := dec.Decode(&req); err != nil {
 		return fmt.Errorf("%s: malformed request: %v: %w", CommitConsumerAction, err, errBadRequest)
 	}
+	if req.NextSnapshot < 1 {
+		// CALL without a snapshot would remove the consumer.
+		return fmt.Errorf("%s: next snapshot must be positive, got %d: %w", CommitConsumerAction, req.NextSnapshot, errBadRequest)
+	}
+	// The same as SQL's CALL sys.reset_consumer, which resolves the table
+	// name in the session's database.
 	sess, err := s.session(ctx)
 	if err != nil {
 		return err
 	}
-	id := tablestore.Ident{Database: sess.Database(), Table: req.Table}
-	if db, tbl, ok := strings.Cut(req.Table, "."); ok {
-		id = tablestore.Ident{Database: db, Table: tbl}
+	st, err := sess.Prepare(ctx, fmt.Sprintf("CALL sys.reset_consumer(%s, %s, %d)",
+		sql.QuoteString(req.Table), sql.QuoteString(req.ConsumerID), req.NextSnapshot), nil)
+	if err == nil {
+		_, err = st.Exec(ctx, nil)
 	}
-	t, err := s.eng.Store().Table(ctx, id)
 	if err != nil {
 		return fmt.Errorf("%s: %w", CommitConsumerAction, err)
 	}
-	return t.SetConsumer(ctx, req.ConsumerID, req.NextSnapshot)
+	return nil
 }
