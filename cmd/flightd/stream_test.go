@@ -242,14 +242,23 @@ func TestKill9ChangeStreamResumes(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Logf("consumer followed %d rows over 3 kill -9 restarts (%d reconnects, %d commits)", len(want), c.restarts.Load(), c.commits.Load())
-	cancel()
+	// SIGTERM with the stream still open: flightd ends it at once instead
+	// of waiting out the 30 s -shutdown-grace.
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	wg.Wait()
-	if err := p.cmd.Wait(); err != nil {
-		t.Fatalf("flightd did not exit cleanly on SIGTERM with a stream open: %v", err)
+	exited := make(chan error, 1)
+	go func() { exited <- p.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("flightd did not exit cleanly on SIGTERM with a stream open: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("flightd still running 10 s after SIGTERM with a change stream open")
 	}
+	cancel()
+	wg.Wait()
 }
 
 func diffKeys(a, b map[string]int) []string {
