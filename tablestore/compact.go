@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"slices"
 	"strconv"
 )
@@ -223,9 +224,9 @@ func (st *tableState) compactUnit(ctx context.Context, sch *tableSchema, baseID 
 	for i := range all {
 		all[i] = i
 	}
-	// Compaction reads like an unfiltered scan of every column.
-	// Compaction reads each file once, right before it is replaced: its
-	// columns would only push hot data out of the cache.
+	// Compaction reads like an unfiltered scan of every column, but
+	// uncached: it reads each file once, right before it is replaced, so
+	// its columns would only push hot data out of the cache.
 	s := &Scan{st: st, sch: sch, proj: all, noCache: true}
 	everything := func(string) bool { return true }
 	for _, e := range u.files {
@@ -267,13 +268,7 @@ func (st *tableState) compactUnit(ctx context.Context, sch *tableSchema, baseID 
 		return err
 	}
 	req := &commitRequest{kind: commitCompact, adds: adds, deletes: u.files, baseID: baseID, minSeq: -1,
-		dirs: slices.Collect(func(yield func(string) bool) {
-			for d := range dirs {
-				if !yield(d) {
-					return
-				}
-			}
-		})}
+		dirs: slices.Collect(maps.Keys(dirs))}
 	if _, err := st.commit(ctx, req); err != nil {
 		if !errors.Is(err, errCommitAmbiguous) {
 			for _, a := range adds {
