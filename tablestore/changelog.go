@@ -251,10 +251,7 @@ func overlapping(files, changed []*manifestEntry) []*manifestEntry {
 // after are the rows before merged with the added files. probe (on key
 // columns, may be nil) skips row groups without a changed key.
 func (st *tableState) diffBucket(ctx context.Context, sch *tableSchema, part []datum, bucket int, before, after, added []*manifestEntry, probe Predicate, source string, dirs map[string]bool) ([]*manifestEntry, error) {
-	all := make([]int, len(sch.Fields))
-	for i := range all {
-		all[i] = i
-	}
+	all := allColumns(sch)
 	s := &Scan{st: st, sch: sch, proj: all, filter: probe}
 	isKey := func(c string) bool { return slices.Contains(sch.PrimaryKeys, c) }
 	merged := func(files []*manifestEntry, extra ...BatchReader) (*mergeReader, error) {

@@ -220,10 +220,7 @@ func pickAppend(o tableOptions, files []*manifestEntry, full bool) *compactUnit 
 // streamed (k-way merged for key tables), so memory stays bounded by the
 // number of input files, and outputs roll at the target file size.
 func (st *tableState) compactUnit(ctx context.Context, sch *tableSchema, baseID int64, u *compactUnit) error {
-	all := make([]int, len(sch.Fields))
-	for i := range all {
-		all[i] = i
-	}
+	all := allColumns(sch)
 	// Compaction reads like an unfiltered scan of every column, but
 	// uncached: it reads each file once, right before it is replaced, so
 	// its columns would only push hot data out of the cache.
