@@ -86,8 +86,9 @@ func (st *tableState) diffChangelog(ctx context.Context, before, after, changed 
 	}
 	var order []string
 	buckets := map[string]*bucket{}
+	key := func(e *manifestEntry) string { return partitionKey(e.Partition) + "/" + strconv.Itoa(e.Bucket) }
 	get := func(e *manifestEntry) *bucket {
-		k := partitionKey(e.Partition) + "/" + strconv.Itoa(e.Bucket)
+		k := key(e)
 		b := buckets[k]
 		if b == nil {
 			b = &bucket{part: e.Partition, bucket: e.Bucket}
@@ -97,17 +98,20 @@ func (st *tableState) diffChangelog(ctx context.Context, before, after, changed 
 		return b
 	}
 	for _, e := range changed {
-		get(e).changed = append(get(e).changed, e)
+		b := get(e)
+		b.changed = append(b.changed, e)
 	}
 	all := changed == nil
 	for _, e := range before {
-		if _, ok := buckets[partitionKey(e.Partition)+"/"+strconv.Itoa(e.Bucket)]; ok || all {
-			get(e).before = append(get(e).before, e)
+		if _, ok := buckets[key(e)]; ok || all {
+			b := get(e)
+			b.before = append(b.before, e)
 		}
 	}
 	for _, e := range after {
-		if _, ok := buckets[partitionKey(e.Partition)+"/"+strconv.Itoa(e.Bucket)]; ok || all {
-			get(e).after = append(get(e).after, e)
+		if _, ok := buckets[key(e)]; ok || all {
+			b := get(e)
+			b.after = append(b.after, e)
 		}
 	}
 	dirs := map[string]bool{}
@@ -117,11 +121,9 @@ func (st *tableState) diffChangelog(ctx context.Context, before, after, changed 
 		}
 		b := buckets[k]
 		bf, af := b.before, b.after
-		if !all {
-			bf, af = overlapping(bf, b.changed), overlapping(af, b.changed)
-		}
 		var probe Predicate
 		if !all {
+			bf, af = overlapping(bf, b.changed), overlapping(af, b.changed)
 			if probe, err = st.probeKeys(ctx, sch, b.changed); err != nil {
 				return out, err
 			}
@@ -249,10 +251,7 @@ func overlapping(files, changed []*manifestEntry) []*manifestEntry {
 // after are the rows before merged with the added files. probe (on key
 // columns, may be nil) skips row groups without a changed key.
 func (st *tableState) diffBucket(ctx context.Context, sch *tableSchema, part []datum, bucket int, before, after, added []*manifestEntry, probe Predicate, source string, dirs map[string]bool) ([]*manifestEntry, error) {
-	all := make([]int, len(sch.Fields))
-	for i := range all {
-		all[i] = i
-	}
+	all := allColumns(sch)
 	s := &Scan{st: st, sch: sch, proj: all, filter: probe}
 	isKey := func(c string) bool { return slices.Contains(sch.PrimaryKeys, c) }
 	merged := func(files []*manifestEntry, extra ...BatchReader) (*mergeReader, error) {

@@ -3,7 +3,6 @@ package tablestore
 import (
 	"context"
 	"math"
-	"strings"
 )
 
 // ColumnStats summarises one column over the live files of a snapshot, for
@@ -68,9 +67,6 @@ func (t *Table) ColumnStats(ctx context.Context, snapshotID int64) (*Statistics,
 	}
 	out.SnapshotID = sn.ID
 	acc := make([]colAcc, len(sch.Fields))
-	for i := range acc {
-		acc[i].first = true
-	}
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -101,7 +97,7 @@ func (t *Table) ColumnStats(ctx context.Context, snapshotID int64) (*Statistics,
 
 // colAcc folds the statistics of one column over files.
 type colAcc struct {
-	first    bool // no file seen yet
+	bounded  bool // some file had bounds; cs holds them
 	unknown  bool // a file without statistics for the column
 	integral bool
 	nulls    int64
@@ -151,8 +147,8 @@ func (a *colAcc) add(f *manifestEntry, id int) {
 		return
 	}
 	switch {
-	case a.first:
-		a.first, a.integral = false, integral
+	case !a.bounded:
+		a.bounded, a.integral = true, integral
 		a.cs = ColumnStats{Range: kind, MinNum: loN, MaxNum: hiN, MinStr: loS, MaxStr: hiS}
 	case a.cs.Range != kind:
 		a.unknown = true
@@ -160,12 +156,7 @@ func (a *colAcc) add(f *manifestEntry, id int) {
 		a.integral = a.integral && integral
 		a.cs.MinNum, a.cs.MaxNum = min(a.cs.MinNum, loN), max(a.cs.MaxNum, hiN)
 	default:
-		if strings.Compare(loS, a.cs.MinStr) < 0 {
-			a.cs.MinStr = loS
-		}
-		if strings.Compare(hiS, a.cs.MaxStr) > 0 {
-			a.cs.MaxStr = hiS
-		}
+		a.cs.MinStr, a.cs.MaxStr = min(a.cs.MinStr, loS), max(a.cs.MaxStr, hiS)
 	}
 }
 
@@ -173,10 +164,7 @@ func (a *colAcc) result() ColumnStats {
 	if a.unknown {
 		return ColumnStats{NullCount: -1}
 	}
-	cs := a.cs
-	if a.first {
-		cs = ColumnStats{}
-	}
+	cs := a.cs // zero until bounded
 	cs.NullCount = a.nulls
 	return cs
 }

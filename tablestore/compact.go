@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"slices"
 	"strconv"
 )
@@ -219,13 +220,10 @@ func pickAppend(o tableOptions, files []*manifestEntry, full bool) *compactUnit 
 // streamed (k-way merged for key tables), so memory stays bounded by the
 // number of input files, and outputs roll at the target file size.
 func (st *tableState) compactUnit(ctx context.Context, sch *tableSchema, baseID int64, u *compactUnit) error {
-	all := make([]int, len(sch.Fields))
-	for i := range all {
-		all[i] = i
-	}
-	// Compaction reads like an unfiltered scan of every column.
-	// Compaction reads each file once, right before it is replaced: its
-	// columns would only push hot data out of the cache.
+	all := allColumns(sch)
+	// Compaction reads like an unfiltered scan of every column, but
+	// uncached: it reads each file once, right before it is replaced, so
+	// its columns would only push hot data out of the cache.
 	s := &Scan{st: st, sch: sch, proj: all, noCache: true}
 	everything := func(string) bool { return true }
 	for _, e := range u.files {
@@ -267,13 +265,7 @@ func (st *tableState) compactUnit(ctx context.Context, sch *tableSchema, baseID 
 		return err
 	}
 	req := &commitRequest{kind: commitCompact, adds: adds, deletes: u.files, baseID: baseID, minSeq: -1,
-		dirs: slices.Collect(func(yield func(string) bool) {
-			for d := range dirs {
-				if !yield(d) {
-					return
-				}
-			}
-		})}
+		dirs: slices.Collect(maps.Keys(dirs))}
 	if _, err := st.commit(ctx, req); err != nil {
 		if !errors.Is(err, errCommitAmbiguous) {
 			for _, a := range adds {

@@ -424,7 +424,8 @@ func (st *tableState) expire(ctx context.Context) (int, error) {
 	}
 	protect := ids[len(ids)-1] // never the latest
 	if o.producer == producerFullCompaction {
-		// Change streams of the table start from its last full compaction.
+		// Change streams of the table start from its last full compaction,
+		// and the next full-compaction changelog diffs against it.
 		if c, _, err := st.lastFullChangelog(); err != nil {
 			return 0, err
 		} else if c > 0 {
@@ -441,14 +442,6 @@ func (st *tableState) expire(ctx context.Context) (int, error) {
 		protect = min(protect, id)
 	}
 	st.mu.Unlock()
-	if sch.hasPK() && o.producer == producerFullCompaction {
-		// The next full-compaction changelog diffs against it.
-		if p, _, err := st.lastFullChangelog(); err != nil {
-			return 0, err
-		} else if p > 0 {
-			protect = min(protect, p)
-		}
-	}
 	cutoff := st.s.opts.Now().Add(-o.timeRetained).UnixMilli()
 	// Expire a prefix of the ids.
 	n := 0

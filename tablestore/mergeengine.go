@@ -285,6 +285,10 @@ func checkInputKinds(id Ident, sch *tableSchema, kinds []RowKind) error {
 	if m.ignoreDelete || !sch.hasPK() {
 		return nil
 	}
+	var col, fn string
+	if m.engine == engineAggregation {
+		col, fn = m.retractBlocker(sch)
+	}
 	for i, k := range kinds {
 		if !k.IsRetract() {
 			continue
@@ -300,7 +304,7 @@ func checkInputKinds(id Ident, sch *tableSchema, kinds []RowKind) error {
 			if k == Delete && m.removeOnDelete {
 				continue
 			}
-			if col, fn := m.retractBlocker(sch); col != "" {
+			if col != "" {
 				return fmt.Errorf("%w: row %d is %s but column %q of table %s has aggregate-function %s, which cannot retract; set 'fields.%s.ignore-retract' = 'true' or 'ignore-delete' = 'true'", ErrInvalid, i, k, col, id, fn, col)
 			}
 		}

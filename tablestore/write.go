@@ -340,11 +340,7 @@ func (w *Write) flush(ctx context.Context) error {
 	mf := newMergeFunction(sch)
 	var rm rowMerger
 	if sch.hasPK() {
-		all := make([]int, len(sch.Fields))
-		for i := range all {
-			all[i] = i
-		}
-		rm = newRowMerger(w.t.st.id, sch, all, w.t.st.s.opts.Mem)
+		rm = newRowMerger(w.t.st.id, sch, allColumns(sch), w.t.st.s.opts.Mem)
 	}
 	for lo := 0; lo < n; {
 		if err := ctx.Err(); err != nil {
@@ -468,6 +464,15 @@ func (w *Write) orderRecord() (arrow.RecordBatch, []int, error) {
 		fields = append(fields, sch.arrow.Field(c))
 	}
 	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, n), ordCols, nil
+}
+
+// allColumns returns the schema indexes of every column, in order.
+func allColumns(sch *tableSchema) []int {
+	all := make([]int, len(sch.Fields))
+	for i := range all {
+		all[i] = i
+	}
+	return all
 }
 
 func int64Array(mem memory.Allocator, v []int64) arrow.Array {
