@@ -643,14 +643,20 @@ func (t *Table) ChangelogComplete() (bool, string) {
 // changelogFiles returns the changelog files a snapshot publishes and the
 // names of its changelog manifest list and manifests.
 func (st *tableState) changelogFiles(sn *snapshot) ([]*manifestEntry, []string, error) {
-	if sn.ChangelogManifestList == "" {
+	return st.listEntries(sn.ChangelogManifestList)
+}
+
+// listEntries returns the entries of the manifests of a manifest list, in
+// order, and the names of the list and its manifests ("": none).
+func (st *tableState) listEntries(list string) ([]*manifestEntry, []string, error) {
+	if list == "" {
 		return nil, nil, nil
 	}
-	ms, err := st.readManifestList(sn.ChangelogManifestList)
+	ms, err := st.readManifestList(list)
 	if err != nil {
 		return nil, nil, err
 	}
-	names := []string{sn.ChangelogManifestList}
+	names := []string{list}
 	var files []*manifestEntry
 	for _, m := range ms {
 		names = append(names, m.FileName)

@@ -135,9 +135,7 @@ func (t *Table) NewScan(ctx context.Context, spec ScanSpec) (*Scan, error) {
 func (s *Scan) project(columns []string) error {
 	sch, st := s.sch, s.st
 	if columns == nil {
-		for i := range sch.Fields {
-			s.proj = append(s.proj, i)
-		}
+		s.proj = allColumns(sch)
 	} else {
 		for _, c := range columns {
 			i := sch.fieldIndex(c)

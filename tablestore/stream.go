@@ -396,7 +396,7 @@ func (r *ChangeReader) plan(sn *snapshot) error {
 	default:
 		return nil
 	}
-	ents, err := r.manifestEntries(sn.DeltaManifestList)
+	ents, _, err := r.t.st.listEntries(sn.DeltaManifestList)
 	if err != nil {
 		return err
 	}
@@ -463,25 +463,6 @@ func (r *ChangeReader) mayMatch(e *manifestEntry, allowed func(string) bool) boo
 // anyColumn allows every column's statistics to prune a file of changes:
 // each of its rows is a change of its own.
 func anyColumn(string) bool { return true }
-
-func (r *ChangeReader) manifestEntries(list string) ([]*manifestEntry, error) {
-	if list == "" {
-		return nil, nil
-	}
-	ms, err := r.t.st.readManifestList(list)
-	if err != nil {
-		return nil, err
-	}
-	var out []*manifestEntry
-	for _, m := range ms {
-		ents, err := r.t.st.readManifest(m.FileName)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ents...)
-	}
-	return out, nil
-}
 
 // kindOfRow takes each row's kind from the file's system columns.
 const kindOfRow RowKind = -1
