@@ -161,30 +161,25 @@ func (c *CaseExpr) Eval(ctx context.Context, ec *Context, b arrow.RecordBatch) (
 // isNullConst reports whether e is a NULL literal, possibly cast: such an
 // arm leaves its rows NULL without being evaluated.
 func isNullConst(e Expr) bool {
-	for {
-		switch x := e.(type) {
-		case *LiteralExpr:
-			return !x.Value.IsValid()
-		case *CastExpr:
-			e = x.Input
-		default:
-			return false
-		}
-	}
+	l, ok := uncast(e).(*LiteralExpr)
+	return ok && !l.Value.IsValid()
 }
 
 // isConst reports whether e is a literal, possibly cast: one row of it
 // stands for every row.
 func isConst(e Expr) bool {
+	_, ok := uncast(e).(*LiteralExpr)
+	return ok
+}
+
+// uncast strips the casts around e.
+func uncast(e Expr) Expr {
 	for {
-		switch x := e.(type) {
-		case *LiteralExpr:
-			return true
-		case *CastExpr:
-			e = x.Input
-		default:
-			return false
+		c, ok := e.(*CastExpr)
+		if !ok {
+			return e
 		}
+		e = c.Input
 	}
 }
 
