@@ -74,7 +74,7 @@ func (b *binder) resolveCTEs(n Node) Node {
 	body := b.resolveCTEs(s.Shared.Root)
 	exprs := make([]Expr, len(s.Cols))
 	for i, c := range body.Columns() {
-		exprs[i] = &ColRef{ID: c.ID, Name: c.Name, Typ: c.Type}
+		exprs[i] = colRef(c)
 	}
 	return &ProjectNode{Input: body, Exprs: exprs, Cols: s.Cols}
 }
@@ -117,7 +117,7 @@ func (b *binder) addCTEFilter(s *CTEScanNode, pred Expr) {
 	body := sh.Root.Columns()
 	defs := map[ColumnID]Expr{}
 	for i, c := range s.Cols {
-		defs[c.ID] = &ColRef{ID: body[i].ID, Name: body[i].Name, Typ: body[i].Type}
+		defs[c.ID] = colRef(body[i])
 	}
 	cf.preds = append(cf.preds, substitute(pred, defs))
 }

@@ -241,8 +241,8 @@ func pushFilters(n Node, preds []Expr) Node {
 			lmap, rmap := map[ColumnID]Expr{}, map[ColumnID]Expr{}
 			lc, rc := x.Left.Columns(), x.Right.Columns()
 			for i, c := range x.Cols {
-				lmap[c.ID] = &ColRef{ID: lc[i].ID, Name: lc[i].Name, Typ: lc[i].Type}
-				rmap[c.ID] = &ColRef{ID: rc[i].ID, Name: rc[i].Name, Typ: rc[i].Type}
+				lmap[c.ID] = colRef(lc[i])
+				rmap[c.ID] = colRef(rc[i])
 			}
 			var lp, rp []Expr
 			for _, p := range preds {
