@@ -253,32 +253,25 @@ func evalRowsUnchecked(ctx context.Context, ec *Context, e Expr, b arrow.RecordB
 }
 
 // gatherFor returns the rows of b that e reads as a batch of only the
-// columns it reads, and e remapped to that batch (all columns when e has
-// expressions exprColumns does not know).
+// columns it reads, and e remapped to that batch (all columns when
+// narrowExpr cannot narrow e).
 func gatherFor(ctx context.Context, ec *Context, e Expr, b arrow.RecordBatch, rows []int64) (arrow.RecordBatch, Expr, error) {
-	cols, ok := exprColumns(e)
+	cols, schema, ne, ok := narrowExpr(e, b.Schema())
 	if !ok {
 		sub, err := vectorized.TakeBatch(ctx, ec.Mem, b, b.Schema(), rows)
 		return sub, e, err
 	}
-	to := make(map[int]int, len(cols))
-	fields := make([]arrow.Field, len(cols))
 	in := make([]arrow.Array, len(cols))
 	for i, c := range cols {
-		if c < 0 || c >= int(b.NumCols()) {
-			return nil, nil, fmt.Errorf("%w: %s reads column #%d of a %d-column input", ErrInvalid, e, c, b.NumCols())
-		}
-		to[c] = i
-		fields[i] = b.Schema().Field(c)
 		in[i] = b.Column(c)
 	}
 	out, err := vectorized.TakeColumns(ctx, ec.Mem, in, rows)
 	if err != nil {
 		return nil, nil, err
 	}
-	sub := array.NewRecordBatch(arrow.NewSchema(fields, nil), out, int64(len(rows)))
+	sub := array.NewRecordBatch(schema, out, int64(len(rows)))
 	releaseArrays(out)
-	return sub, remapColumns(e, to), nil
+	return sub, ne, nil
 }
 
 // InExpr is SQL e IN (list) with three-valued logic: true if e equals an
