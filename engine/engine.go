@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -135,9 +134,5 @@ func (e *Engine) execContext() *exec.Context {
 	ec.MemoryLimit = e.cfg.QueryMemory
 	ec.TempDir = e.cfg.SpillDir
 	ec.Parallelism = e.cfg.Parallelism
-	if ec.Parallelism == 0 {
-		// Set explicitly: the planner's Gather reads the field as is.
-		ec.Parallelism = runtime.GOMAXPROCS(0)
-	}
 	return ec
 }

@@ -161,30 +161,25 @@ func (c *CaseExpr) Eval(ctx context.Context, ec *Context, b arrow.RecordBatch) (
 // isNullConst reports whether e is a NULL literal, possibly cast: such an
 // arm leaves its rows NULL without being evaluated.
 func isNullConst(e Expr) bool {
-	for {
-		switch x := e.(type) {
-		case *LiteralExpr:
-			return !x.Value.IsValid()
-		case *CastExpr:
-			e = x.Input
-		default:
-			return false
-		}
-	}
+	l, ok := uncast(e).(*LiteralExpr)
+	return ok && !l.Value.IsValid()
 }
 
 // isConst reports whether e is a literal, possibly cast: one row of it
 // stands for every row.
 func isConst(e Expr) bool {
+	_, ok := uncast(e).(*LiteralExpr)
+	return ok
+}
+
+// uncast strips the casts around e.
+func uncast(e Expr) Expr {
 	for {
-		switch x := e.(type) {
-		case *LiteralExpr:
-			return true
-		case *CastExpr:
-			e = x.Input
-		default:
-			return false
+		c, ok := e.(*CastExpr)
+		if !ok {
+			return e
 		}
+		e = c.Input
 	}
 }
 
@@ -258,32 +253,25 @@ func evalRowsUnchecked(ctx context.Context, ec *Context, e Expr, b arrow.RecordB
 }
 
 // gatherFor returns the rows of b that e reads as a batch of only the
-// columns it reads, and e remapped to that batch (all columns when e has
-// expressions exprColumns does not know).
+// columns it reads, and e remapped to that batch (all columns when
+// narrowExpr cannot narrow e).
 func gatherFor(ctx context.Context, ec *Context, e Expr, b arrow.RecordBatch, rows []int64) (arrow.RecordBatch, Expr, error) {
-	cols, ok := exprColumns(e)
+	cols, schema, ne, ok := narrowExpr(e, b.Schema())
 	if !ok {
 		sub, err := vectorized.TakeBatch(ctx, ec.Mem, b, b.Schema(), rows)
 		return sub, e, err
 	}
-	to := make(map[int]int, len(cols))
-	fields := make([]arrow.Field, len(cols))
 	in := make([]arrow.Array, len(cols))
 	for i, c := range cols {
-		if c < 0 || c >= int(b.NumCols()) {
-			return nil, nil, fmt.Errorf("%w: %s reads column #%d of a %d-column input", ErrInvalid, e, c, b.NumCols())
-		}
-		to[c] = i
-		fields[i] = b.Schema().Field(c)
 		in[i] = b.Column(c)
 	}
 	out, err := vectorized.TakeColumns(ctx, ec.Mem, in, rows)
 	if err != nil {
 		return nil, nil, err
 	}
-	sub := array.NewRecordBatch(arrow.NewSchema(fields, nil), out, int64(len(rows)))
+	sub := array.NewRecordBatch(schema, out, int64(len(rows)))
 	releaseArrays(out)
-	return sub, remapColumns(e, to), nil
+	return sub, ne, nil
 }
 
 // InExpr is SQL e IN (list) with three-valued logic: true if e equals an

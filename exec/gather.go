@@ -63,7 +63,7 @@ func (g *gatherOp) Open(ctx context.Context) error {
 	ctx, g.cancel = context.WithCancel(ctx)
 	// A small buffer per child keeps producers busy without holding much.
 	g.ch = make(chan gatherItem, 2*len(g.children))
-	workers := g.ec.parallelism()
+	workers := g.ec.Workers()
 	sem := make(chan struct{}, workers)
 	for _, c := range g.children {
 		g.wg.Add(1)

@@ -200,16 +200,10 @@ func newJoinOp(ec *Context, left, right Operator, typ JoinType, lk, rk []Expr, r
 		pairSchema: joinSchema(InnerJoin, left.Schema(), right.Schema()),
 	}
 	if residual != nil {
-		if cols, ok := exprColumns(residual); ok && len(cols) > 0 && cols[len(cols)-1] < j.pairSchema.NumFields() {
-			to := map[int]int{}
-			fields := make([]arrow.Field, len(cols))
-			for i, c := range cols {
-				to[c] = i
-				fields[i] = j.pairSchema.Field(c)
-			}
+		if cols, schema, re, ok := narrowExpr(residual, j.pairSchema); ok && len(cols) > 0 {
 			// Left columns come first in cols (they have lower indexes),
 			// matching compactPairs' order.
-			j.resCols, j.resSchema, j.resExpr = cols, arrow.NewSchema(fields, nil), remapColumns(residual, to)
+			j.resCols, j.resSchema, j.resExpr = cols, schema, re
 		}
 	}
 	return j, nil

@@ -57,7 +57,8 @@ func (ec *Context) now() time.Time {
 	return ec.Now
 }
 
-func (ec *Context) parallelism() int {
+// Workers is the number of goroutines Parallelism allows (at least 1).
+func (ec *Context) Workers() int {
 	if ec.Parallelism == 0 {
 		return runtime.GOMAXPROCS(0)
 	}

@@ -33,19 +33,19 @@ type parallelAggOp struct {
 // with Parallelism <= 1) it returns the serial operator.
 func NewParallelHashAggregate(ec *Context, child Operator, groups []Expr, groupNames []string, aggs []AggregateSpec, groupingSets [][]int) (Operator, error) {
 	serial, err := NewHashAggregate(ec, child, groups, groupNames, aggs, groupingSets)
-	if err != nil || ec.parallelism() <= 1 || len(groups) == 0 || groupingSets != nil {
+	if err != nil || ec.Workers() <= 1 || len(groups) == 0 || groupingSets != nil {
 		return serial, err
 	}
 	p := &parallelAggOp{ec: ec, child: child, schema: serial.Schema()}
 	seed := maphash.MakeSeed()
-	for w := 0; w < ec.parallelism(); w++ {
+	for w := 0; w < ec.Workers(); w++ {
 		src := &chanSource{ch: make(chan arrow.RecordBatch, 2)}
 		op, err := NewHashAggregate(ec, NewSource(ec, child.Schema(), func(context.Context) (BatchSource, error) { return src, nil }), groups, groupNames, aggs, nil)
 		if err != nil {
 			return nil, err
 		}
 		h := op.(*hashAggOp)
-		h.part, h.nparts, h.seed = w, ec.parallelism(), seed
+		h.part, h.nparts, h.seed = w, ec.Workers(), seed
 		p.srcs = append(p.srcs, src)
 		p.workers = append(p.workers, op)
 	}

@@ -1,6 +1,10 @@
 package exec
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
 
 // exprColumns returns the input columns e reads, sorted, or false if e
 // contains an expression type this package does not know.
@@ -51,6 +55,23 @@ func exprColumns(e Expr) ([]int, bool) {
 	}
 	slices.Sort(cols)
 	return slices.Compact(cols), true
+}
+
+// narrowExpr rewrites e over only the columns of schema it reads: those
+// columns (sorted), their schema, and e remapped to it. ok is false when
+// exprColumns does not know e or e reads a column schema lacks.
+func narrowExpr(e Expr, schema *arrow.Schema) (cols []int, narrow *arrow.Schema, ne Expr, ok bool) {
+	cols, ok = exprColumns(e)
+	if !ok || len(cols) > 0 && (cols[0] < 0 || cols[len(cols)-1] >= schema.NumFields()) {
+		return nil, nil, nil, false
+	}
+	to := make(map[int]int, len(cols))
+	fields := make([]arrow.Field, len(cols))
+	for i, c := range cols {
+		to[c] = i
+		fields[i] = schema.Field(c)
+	}
+	return cols, arrow.NewSchema(fields, nil), remapColumns(e, to), true
 }
 
 // remapColumns returns a copy of e reading column to[i] where e read

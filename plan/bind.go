@@ -303,7 +303,7 @@ func (b *binder) bindInsert(s *sql.Insert) Statement {
 			e = v
 		} else if j := slices.Index(targets, f.Name); j >= 0 {
 			c := srcCols[j]
-			e = b.assignCast(&ColRef{ID: c.ID, Name: c.Name, Typ: c.Type}, f.Type, s.Source.Pos, f.Name)
+			e = b.assignCast(colRef(c), f.Type, s.Source.Pos, f.Name)
 		} else {
 			if !f.Nullable {
 				b.fail(s.Pos, "column %q of table %s is NOT NULL and has no value", f.Name, t.Ident())
@@ -381,7 +381,7 @@ func (b *binder) bindUpdate(s *sql.Update) Statement {
 		exprs := make([]Expr, len(scan.Cols))
 		cols := make([]Column, len(scan.Cols))
 		for i, c := range scan.Cols {
-			old := &ColRef{ID: c.ID, Name: c.Name, Typ: c.Type}
+			old := colRef(c)
 			var e Expr = old
 			if a := sets[c.Name]; a != nil {
 				v := b.bindScalar(a.Value, sc, &node, withHint(c.Type))
@@ -412,7 +412,7 @@ func (b *binder) bindUpdate(s *sql.Update) Statement {
 func (b *binder) project(n Node, cols []Column) Node {
 	exprs := make([]Expr, len(cols))
 	for i, c := range cols {
-		exprs[i] = &ColRef{ID: c.ID, Name: c.Name, Typ: c.Type}
+		exprs[i] = colRef(c)
 	}
 	return &ProjectNode{Input: n, Exprs: exprs, Cols: cols}
 }

@@ -466,13 +466,13 @@ func (b *binder) bindCall(e *sql.FuncCall, sc *scope, node *Node, o exprOpts) Ex
 	key := sql.Format(e)
 	if e.Over != nil {
 		if col, ok := o.wins[key]; ok {
-			return &ColRef{ID: col.ID, Name: col.Name, Typ: col.Type}
+			return colRef(col)
 		}
 		b.fail(e.Pos, "window function %s is not allowed here", e.Name)
 	}
 	if isAggregate(e.Name) {
 		if col, ok := o.aggs[key]; ok {
-			return &ColRef{ID: col.ID, Name: col.Name, Typ: col.Type}
+			return colRef(col)
 		}
 		where := o.noAgg
 		if where == "" {
@@ -560,7 +560,7 @@ func (b *binder) grouping(e *sql.FuncCall, sc *scope, o exprOpts) Expr {
 		return &Const{Value: scalar.NewInt64Scalar(0)}
 	}
 	var out Expr
-	gid := &ColRef{ID: g.gid.ID, Name: g.gid.Name, Typ: g.gid.Type}
+	gid := colRef(*g.gid)
 	for _, a := range e.Args {
 		var n Node
 		x := b.bindScalar(a, sc, &n, exprOpts{noAgg: "GROUPING"})
@@ -597,7 +597,7 @@ func (b *binder) scalarSubquery(e *sql.Subquery, sc *scope, node *Node) Expr {
 		}
 		var groups []Expr
 		for _, c := range corr.inner {
-			groups = append(groups, &ColRef{ID: c.ID, Name: c.Name, Typ: c.Type})
+			groups = append(groups, colRef(c))
 		}
 		val := b.newCol(v.Name, v.Typ, true)
 		cnt := b.newCol("_count", arrow.PrimitiveTypes.Int64, false)
@@ -606,7 +606,7 @@ func (b *binder) scalarSubquery(e *sql.Subquery, sc *scope, node *Node) Expr {
 			{Fn: "count_star", Col: cnt},
 		}}
 		*node = &JoinNode{Kind: LeftJoin, Left: *node, Right: &Max1RowNode{Input: agg, PerKeyCount: &cnt}, Cond: andAll(corr.pulled)}
-		return &ColRef{ID: val.ID, Name: val.Name, Typ: val.Type}
+		return colRef(val)
 	}
 	if p, ok := sub.(*ProjectNode); ok {
 		in, having := p.Input, Expr(nil)
@@ -653,7 +653,7 @@ func (b *binder) overNoRows(e Expr, agg *AggNode, pos sql.Pos) Expr {
 	defs := map[ColumnID]Expr{}
 	for _, a := range agg.Aggs {
 		if a.Fn == "count" || a.Fn == "count_star" {
-			ref := &ColRef{ID: a.Col.ID, Name: a.Col.Name, Typ: a.Col.Type}
+			ref := colRef(a.Col)
 			defs[a.Col.ID] = b.call(pos, "coalesce", ref, b.castTo(int64Const(0), a.Col.Type, pos))
 		}
 	}
@@ -678,12 +678,12 @@ func (b *binder) applyAggs(node *Node, agg *AggNode, cond Expr, pos sql.Pos) {
 	innerCols := agg.Input.Columns()
 	var exprs []Expr
 	for _, c := range innerCols {
-		exprs = append(exprs, &ColRef{ID: c.ID, Name: c.Name, Typ: c.Type})
+		exprs = append(exprs, colRef(c))
 	}
 	inner := &ProjectNode{Input: agg.Input, Exprs: append(exprs, &Const{Value: boolScalar(true)}),
 		Cols: append(slices.Clone(innerCols), match)}
 	agg.Input = &JoinNode{Kind: LeftJoin, Left: numbered, Right: inner, Cond: cond}
-	matched := b.call(pos, "is_not_null", &ColRef{ID: match.ID, Name: match.Name, Typ: match.Type})
+	matched := b.call(pos, "is_not_null", colRef(match))
 	for i := range agg.Aggs {
 		if f := agg.Aggs[i].Filter; f != nil {
 			agg.Aggs[i].Filter = b.call(pos, "and", matched, f)
@@ -738,7 +738,7 @@ func (b *binder) markJoin(node *Node, sub Node, corr *corrResult, eq Expr, pos s
 	}
 	for _, c := range sub.Columns() {
 		if need[c.ID] {
-			exprs = append(exprs, &ColRef{ID: c.ID, Name: c.Name, Typ: c.Type})
+			exprs = append(exprs, colRef(c))
 			cols = append(cols, c)
 		}
 	}
@@ -751,7 +751,7 @@ func (b *binder) markJoin(node *Node, sub Node, corr *corrResult, eq Expr, pos s
 		conds = append(conds, eq)
 	}
 	*node = &JoinNode{Kind: LeftJoin, Left: *node, Right: right, Cond: andAll(conds)}
-	return b.call(pos, "is_not_null", &ColRef{ID: mark.ID, Name: mark.Name, Typ: mark.Type})
+	return b.call(pos, "is_not_null", colRef(mark))
 }
 
 // ---- literals

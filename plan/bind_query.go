@@ -281,7 +281,7 @@ func (b *binder) castCols(n Node, types []arrow.DataType, pos sql.Pos) Node {
 	exprs := make([]Expr, len(cols))
 	out := make([]Column, len(cols))
 	for i, c := range cols {
-		exprs[i] = b.castTo(&ColRef{ID: c.ID, Name: c.Name, Typ: c.Type}, types[i], pos)
+		exprs[i] = b.castTo(colRef(c), types[i], pos)
 		out[i] = b.newCol(c.Name, types[i], c.Nullable)
 	}
 	return &ProjectNode{Input: n, Exprs: exprs, Cols: out}
@@ -519,12 +519,12 @@ func (b *binder) bindSelect(sel *sql.Select, outer *scope, orderBy []*sql.OrderI
 				idx = len(exprs) - 1
 			}
 		}
-		keys = append(keys, sortKey(o, &ColRef{ID: cols[idx].ID, Name: cols[idx].Name, Typ: cols[idx].Type}))
+		keys = append(keys, sortKey(o, colRef(cols[idx])))
 	}
 	// Correlated inner columns ride along so the outer join can use them.
 	if corr != nil {
 		for _, c := range corr.inner {
-			exprs = append(exprs, &ColRef{ID: c.ID, Name: c.Name, Typ: c.Type})
+			exprs = append(exprs, colRef(c))
 			cols = append(cols, c)
 		}
 	}
@@ -581,7 +581,7 @@ func (b *binder) orderByOutputs(n Node, items []*sql.OrderItem) Node {
 				b.fail(lit.Pos, "ORDER BY position %s is not in the select list (1..%d)", lit.Value, len(cols))
 			}
 			c := cols[i-1]
-			e = &ColRef{ID: c.ID, Name: c.Name, Typ: c.Type}
+			e = colRef(c)
 		} else {
 			var dummy Node = n
 			e = b.settle(b.bindScalar(o.Expr, sc, &dummy, exprOpts{noAgg: "ORDER BY of a set operation"}))
@@ -829,7 +829,7 @@ func (b *binder) subqueryValue(sub Node, corr *corrResult, pos sql.Pos) *ColRef 
 	if len(cols)-len(corr.inner) != 1 {
 		b.fail(pos, "subquery must return one column, it returns %d", len(cols)-len(corr.inner))
 	}
-	return &ColRef{ID: cols[0].ID, Name: cols[0].Name, Typ: cols[0].Type}
+	return colRef(cols[0])
 }
 
 func checkNoOuterRefs(b *binder, n Node, outer map[ColumnID]bool, pos sql.Pos) {
@@ -1273,7 +1273,7 @@ func (b *binder) bindAggregation(sb *selectBinding, calls []*sql.FuncCall, corr 
 			corr.apply = true
 		} else {
 			for _, c := range innerCols(corr.pulled, sb.sc) {
-				i := addBound(&ColRef{ID: c.ID, Name: c.Name, Typ: c.Type}, c.Name)
+				i := addBound(colRef(c), c.Name)
 				product[0] = append(product[0], i)
 			}
 		}
@@ -1428,7 +1428,7 @@ func (b *binder) rewriteGrouped(sb *selectBinding, x Expr, src sql.Expr) Expr {
 	var rw func(e Expr) Expr
 	rw = func(e Expr) Expr {
 		if c, ok := g.keys[exprKey(e)]; ok {
-			return &ColRef{ID: c.ID, Name: c.Name, Typ: c.Type}
+			return colRef(c)
 		}
 		switch y := e.(type) {
 		case *ColRef:

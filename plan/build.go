@@ -461,7 +461,7 @@ func (bd *builder) filtered(src exec.Operator, n *ScanNode) (exec.Operator, erro
 // gather builds one copy of the pipeline per core, each reading a stripe
 // of the scan's splits.
 func (bd *builder) gather(n *GatherNode) (exec.Operator, error) {
-	degree := bd.ec.Parallelism
+	degree := bd.ec.Workers()
 	if degree <= 1 || bd.stripes > 1 || bd.bucket >= 0 {
 		return bd.build(n.Input)
 	}

@@ -74,7 +74,7 @@ func (b *binder) resolveCTEs(n Node) Node {
 	body := b.resolveCTEs(s.Shared.Root)
 	exprs := make([]Expr, len(s.Cols))
 	for i, c := range body.Columns() {
-		exprs[i] = &ColRef{ID: c.ID, Name: c.Name, Typ: c.Type}
+		exprs[i] = colRef(c)
 	}
 	return &ProjectNode{Input: body, Exprs: exprs, Cols: s.Cols}
 }
@@ -117,7 +117,7 @@ func (b *binder) addCTEFilter(s *CTEScanNode, pred Expr) {
 	body := sh.Root.Columns()
 	defs := map[ColumnID]Expr{}
 	for i, c := range s.Cols {
-		defs[c.ID] = &ColRef{ID: body[i].ID, Name: body[i].Name, Typ: body[i].Type}
+		defs[c.ID] = colRef(body[i])
 	}
 	cf.preds = append(cf.preds, substitute(pred, defs))
 }
@@ -135,20 +135,7 @@ type cteFilter struct {
 // not every quarter of every year). Planning a CTE records the filters of
 // the CTEs it reads, so this repeats until none is left.
 func (b *binder) optimizeShared(root Node) {
-	var pending []*SharedCTE
-	var collect func(n Node)
-	seen := map[*SharedCTE]bool{}
-	collect = func(n Node) {
-		if s, ok := n.(*CTEScanNode); ok && !seen[s.Shared] {
-			seen[s.Shared] = true
-			pending = append(pending, s.Shared)
-			collect(s.Shared.Root)
-		}
-		for _, in := range n.Inputs() {
-			collect(in)
-		}
-	}
-	collect(root)
+	pending := sharedCTEs(root)
 	for progress := true; progress; {
 		progress = false
 		for _, sh := range pending {
@@ -220,13 +207,23 @@ func (bd *builder) cteScan(n *CTEScanNode) (exec.Operator, error) {
 // explainShared renders each shared CTE's plan once, after the plan that
 // reads it.
 func explainShared(sb *strings.Builder, root Node, line func(sb *strings.Builder, n Node, depth int)) {
+	order := sharedCTEs(root)
+	for i, sh := range order {
+		fmt.Fprintf(sb, "CTE %s (computed once, read %d times):\n", cteLabel(sh, order[:i]), sh.refs)
+		line(sb, sh.Root, 1)
+	}
+}
+
+// sharedCTEs returns the shared CTEs root reads, directly or through other
+// shared CTEs, each once, in the order a depth-first walk meets them.
+func sharedCTEs(root Node) []*SharedCTE {
 	seen := map[*SharedCTE]bool{}
-	var order []*SharedCTE
+	var out []*SharedCTE
 	var walk func(n Node)
 	walk = func(n Node) {
 		if s, ok := n.(*CTEScanNode); ok && !seen[s.Shared] {
 			seen[s.Shared] = true
-			order = append(order, s.Shared)
+			out = append(out, s.Shared)
 			walk(s.Shared.Root)
 		}
 		for _, in := range n.Inputs() {
@@ -234,10 +231,7 @@ func explainShared(sb *strings.Builder, root Node, line func(sb *strings.Builder
 		}
 	}
 	walk(root)
-	for i, sh := range order {
-		fmt.Fprintf(sb, "CTE %s (computed once, read %d times):\n", cteLabel(sh, order[:i]), sh.refs)
-		line(sb, sh.Root, 1)
-	}
+	return out
 }
 
 // cteLabel names a shared CTE; names repeat when nested queries reuse one.

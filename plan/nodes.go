@@ -314,7 +314,7 @@ func (n *DistinctNode) Rows() float64 {
 	cols := n.Input.Columns()
 	groups := make([]Expr, len(cols))
 	for i, c := range cols {
-		groups[i] = &ColRef{ID: c.ID, Name: c.Name, Typ: c.Type}
+		groups[i] = colRef(c)
 	}
 	return groupRows(n.Input, groups, n.Input.Rows(), 0.5)
 }

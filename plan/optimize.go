@@ -223,11 +223,7 @@ func pushFilters(n Node, preds []Expr) Node {
 			}
 		}
 		for _, p := range preds {
-			ok := len(colsOf(p)) > 0
-			for id := range colsOf(p) {
-				ok = ok && groupIDs[id]
-			}
-			if ok {
+			if cols := colsOf(p); len(cols) > 0 && allIn(cols, groupIDs) {
 				down = append(down, p)
 				continue
 			}
@@ -245,8 +241,8 @@ func pushFilters(n Node, preds []Expr) Node {
 			lmap, rmap := map[ColumnID]Expr{}, map[ColumnID]Expr{}
 			lc, rc := x.Left.Columns(), x.Right.Columns()
 			for i, c := range x.Cols {
-				lmap[c.ID] = &ColRef{ID: lc[i].ID, Name: lc[i].Name, Typ: lc[i].Type}
-				rmap[c.ID] = &ColRef{ID: rc[i].ID, Name: rc[i].Name, Typ: rc[i].Type}
+				lmap[c.ID] = colRef(lc[i])
+				rmap[c.ID] = colRef(rc[i])
 			}
 			var lp, rp []Expr
 			for _, p := range preds {
@@ -273,12 +269,7 @@ func pushFilters(n Node, preds []Expr) Node {
 		}
 		var down, up []Expr
 		for _, p := range preds {
-			cols := colsOf(p)
-			ok := len(cols) > 0
-			for id := range cols {
-				ok = ok && parts[id]
-			}
-			if ok {
+			if cols := colsOf(p); len(cols) > 0 && allIn(cols, parts) {
 				down = append(down, p)
 			} else {
 				up = append(up, p)
@@ -305,11 +296,7 @@ func impliedOn(p Expr, cols map[ColumnID]bool) Expr {
 	for _, d := range ds {
 		var keep []Expr
 		for _, c := range conjuncts(d) {
-			ok := true
-			for id := range colsOf(c) {
-				ok = ok && cols[id]
-			}
-			if ok {
+			if allIn(colsOf(c), cols) {
 				keep = append(keep, c)
 			}
 		}
@@ -324,6 +311,16 @@ func impliedOn(p Expr, cols map[ColumnID]bool) Expr {
 		}
 	}
 	return out
+}
+
+// allIn reports whether every column of cols is in ids.
+func allIn(cols, ids map[ColumnID]bool) bool {
+	for id := range cols {
+		if !ids[id] {
+			return false
+		}
+	}
+	return true
 }
 
 func disjuncts(e Expr) []Expr {

@@ -53,25 +53,9 @@ func findStat(n Node, id ColumnID) *colStat {
 		}
 		return nil
 	case *ProjectNode:
-		for i, c := range x.Cols {
-			if c.ID == id {
-				if r, ok := x.Exprs[i].(*ColRef); ok {
-					return findStat(x.Input, r.ID)
-				}
-				return nil
-			}
-		}
-		return nil
+		return findStatThrough(x.Input, x.Cols, x.Exprs, id)
 	case *AggNode:
-		for i, c := range x.GroupCols {
-			if c.ID == id {
-				if r, ok := x.Groups[i].(*ColRef); ok {
-					return findStat(x.Input, r.ID)
-				}
-				return nil
-			}
-		}
-		return nil
+		return findStatThrough(x.Input, x.GroupCols, x.Groups, id)
 	case *CTEScanNode:
 		body := x.Shared.Root.Columns()
 		for i, c := range x.Cols {
@@ -80,17 +64,27 @@ func findStat(n Node, id ColumnID) *colStat {
 			}
 		}
 		return nil
-	case *SetOpNode, *ValuesNode, *WindowNode:
-		// Their columns are new (set operations, window results) or
-		// constants: nothing to follow.
-		if w, ok := x.(*WindowNode); ok {
-			return findStat(w.Input, id)
-		}
+	case *SetOpNode, *ValuesNode:
+		// Their columns are new or constants: nothing to follow.
 		return nil
 	}
 	for _, in := range n.Inputs() {
 		if s := findStat(in, id); s != nil {
 			return s
+		}
+	}
+	return nil
+}
+
+// findStatThrough follows column id, computed as exprs[i] for cols[i], to
+// the statistics of input when it is a plain column reference.
+func findStatThrough(input Node, cols []Column, exprs []Expr, id ColumnID) *colStat {
+	for i, c := range cols {
+		if c.ID == id {
+			if r, ok := exprs[i].(*ColRef); ok {
+				return findStat(input, r.ID)
+			}
+			return nil
 		}
 	}
 	return nil

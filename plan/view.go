@@ -117,14 +117,7 @@ func (b *binder) bindView(f *sql.TableName) (n Node, sc *scope, ok bool) {
 	if f.SystemTime != nil || len(f.Hints) > 0 {
 		b.fail(f.Pos, "view %s: FOR SYSTEM_TIME AS OF and table hints apply to tables, not views", id)
 	}
-	stmt, err := sql.ParseOne(def.Query)
-	if err != nil {
-		b.failWrap(f.Pos, err, "view %s no longer parses: %v", id, err)
-	}
-	q, isQuery := stmt.(*sql.Query)
-	if !isQuery {
-		b.fail(f.Pos, "view %s: stored definition is not a query", id)
-	}
+	q := b.viewQuery(f.Pos, id, def.Query)
 	n = func() Node {
 		defer func() {
 			if r := recover(); r != nil {
@@ -194,14 +187,21 @@ func (b *binder) showCreateView(name *sql.Name) *Query {
 	if err != nil {
 		b.failWrap(name.Pos, err, "view %s: %v", id, err)
 	}
-	stmt, err := sql.ParseOne(def.Query)
+	q := b.viewQuery(name.Pos, id, def.Query)
+	cv := &sql.CreateView{Name: &sql.Name{Parts: []string{id.Database, id.Table}}, Columns: def.Columns, As: q}
+	return b.stringValues([]string{"create_view"}, [][]string{{sql.Format(cv)}})
+}
+
+// viewQuery parses the stored definition of view id, failing at pos when it
+// no longer parses or is not a query.
+func (b *binder) viewQuery(pos sql.Pos, id tablestore.Ident, text string) *sql.Query {
+	stmt, err := sql.ParseOne(text)
 	if err != nil {
-		b.failWrap(name.Pos, err, "view %s no longer parses: %v", id, err)
+		b.failWrap(pos, err, "view %s no longer parses: %v", id, err)
 	}
 	q, ok := stmt.(*sql.Query)
 	if !ok {
-		b.fail(name.Pos, "view %s: stored definition is not a query", id)
+		b.fail(pos, "view %s: stored definition is not a query", id)
 	}
-	cv := &sql.CreateView{Name: &sql.Name{Parts: []string{id.Database, id.Table}}, Columns: def.Columns, As: q}
-	return b.stringValues([]string{"create_view"}, [][]string{{sql.Format(cv)}})
+	return q
 }

@@ -131,7 +131,7 @@ func (b *binder) bindWindowTVF(f *sql.TableFunc, outer, left *scope) (Node, *sco
 	for i := range start {
 		exprs := make([]Expr, 0, len(outCols))
 		for _, c := range inCols {
-			exprs = append(exprs, &ColRef{ID: c.ID, Name: c.Name, Typ: c.Type})
+			exprs = append(exprs, colRef(c))
 		}
 		we := toTS(end[i])
 		exprs = append(exprs, toTS(start[i]), we,
@@ -186,7 +186,7 @@ func (b *binder) freshCols(cols []Column) []Column {
 func remapCols(es []Expr, from, to []Column) []Expr {
 	m := map[ColumnID]Expr{}
 	for i, c := range from {
-		m[c.ID] = &ColRef{ID: to[i].ID, Name: to[i].Name, Typ: to[i].Type}
+		m[c.ID] = colRef(to[i])
 	}
 	out := make([]Expr, len(es))
 	for i, e := range es {
