@@ -213,7 +213,7 @@ func (b *binder) checkStream(root Node) {
 			if !slices.ContainsFunc(x.Input.Columns(), func(c Column) bool { return c.ID == kind.ID }) {
 				b.fail(pos, "the row kind of the stream is not visible to the select list")
 			}
-			x.Exprs = append([]Expr{&ColRef{ID: kind.ID, Name: kind.Name, Typ: kind.Type}}, x.Exprs...)
+			x.Exprs = append([]Expr{colRef(kind)}, x.Exprs...)
 			x.Cols = append([]Column{b.newCol(kind.Name, kind.Type, kind.Nullable)}, x.Cols...)
 		}
 		return
