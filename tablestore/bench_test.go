@@ -2,7 +2,9 @@ package tablestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"path"
 	"strings"
@@ -249,25 +251,9 @@ func BenchmarkScan(b *testing.B) {
 				cpu0 := cpuTime()
 				var st ScanStats
 				for i := 0; i < b.N; i++ {
-					sc, err := tbl.NewScan(ctx, ScanSpec{Filter: c.filter})
-					if err != nil {
-						b.Fatal(err)
-					}
-					for _, sp := range sc.Splits() {
-						r, err := sp.Open(ctx)
-						if err != nil {
-							b.Fatal(err)
-						}
-						for {
-							rec, err := r.Next(ctx)
-							if err != nil {
-								break
-							}
-							rows += rec.NumRows()
-						}
-						r.Close()
-					}
-					st = sc.Stats()
+					var n int64
+					n, st = scanRows(b, tbl, ScanSpec{Filter: c.filter})
+					rows += n
 				}
 				b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
 				b.ReportMetric(float64(rows)/(cpuTime()-cpu0).Seconds(), "rows/cpu-s")
@@ -339,26 +325,41 @@ func benchScanMerge(b *testing.B, opts map[string]string, keySpace int64) {
 	var rows int64
 	cpu0 := cpuTime()
 	for i := 0; i < b.N; i++ {
-		sc, err := tbl.NewScan(ctx, ScanSpec{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, sp := range sc.Splits() {
-			r, err := sp.Open(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for {
-				rec, err := r.Next(ctx)
-				if err != nil {
-					break
-				}
-				rows += rec.NumRows()
-			}
-			r.Close()
-		}
-		sc.Close()
+		n, _ := scanRows(b, tbl, ScanSpec{})
+		rows += n
 	}
 	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
 	b.ReportMetric(float64(rows)/(cpuTime()-cpu0).Seconds(), "rows/cpu-s")
+}
+
+// scanRows reads a whole scan and counts its rows; a read error fails the
+// benchmark instead of ending the count early.
+func scanRows(b *testing.B, tbl *Table, spec ScanSpec) (int64, ScanStats) {
+	ctx := context.Background()
+	sc, err := tbl.NewScan(ctx, spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sc.Close()
+	var rows int64
+	for _, sp := range sc.Splits() {
+		r, err := sp.Open(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			rec, err := r.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			rows += rec.NumRows()
+		}
+		if err := r.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return rows, sc.Stats()
 }
