@@ -1,7 +1,7 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -35,29 +35,40 @@ type process struct {
 	addr string
 }
 
+// addrWatcher reads flightd's log for the address it serves on.
+type addrWatcher struct {
+	addr    chan<- string
+	partial []byte
+}
+
+func (w *addrWatcher) Write(p []byte) (int, error) {
+	w.partial = append(w.partial, p...)
+	for {
+		line, rest, ok := bytes.Cut(w.partial, []byte("\n"))
+		if !ok {
+			return len(p), nil
+		}
+		if _, after, ok := strings.Cut(string(line), "serving Flight SQL on grpc://"); ok {
+			w.addr <- strings.TrimSuffix(strings.Fields(after)[0], ",")
+		}
+		w.partial = rest
+	}
+}
+
 // start runs flightd on a free port over dataDir and waits until it serves.
 func start(t *testing.T, bin, dataDir string, flags ...string) *process {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0", "-data", dataDir}, flags...)...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A Writer, not cmd.StderrPipe: Wait then waits for exec's own copy
+	// instead of closing a pipe a reader of ours may still be reading.
+	addr := make(chan string, 1)
+	cmd.Stderr = &addrWatcher{addr: addr}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	// A failed test must not leave a server running; killing an exited
 	// process is a harmless error.
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	lines := bufio.NewScanner(stderr)
-	addr := make(chan string, 1)
-	go func() {
-		for lines.Scan() {
-			if _, rest, ok := strings.Cut(lines.Text(), "serving Flight SQL on grpc://"); ok {
-				addr <- strings.Fields(rest)[0][:len(strings.Fields(rest)[0])-1]
-			}
-		}
-	}()
 	select {
 	case a := <-addr:
 		return &process{cmd: cmd, addr: a}
