@@ -272,7 +272,7 @@ func (n *ProjectNode) Rows() float64 { return n.Input.Rows() }
 func (n *JoinNode) Rows() float64 {
 	l, r := n.Left.Rows(), n.Right.Rows()
 	switch {
-	case n.Kind == SemiJoin || n.Kind == AntiJoin || n.Kind == AntiNullAwareJoin:
+	case semiLike(n.Kind):
 		return max(1, l*semiSel(n, l, r))
 	case n.Cond == nil:
 		return l * r

@@ -655,19 +655,21 @@ func losslessCast(v scalar.Scalar, to arrow.DataType) (scalar.Scalar, bool) {
 // (JoinNode.Rows: filtered dimensions shrink it, unfiltered ones do not); a
 // cross product only when nothing is connected.
 func reorderJoins(n Node) Node {
-	if j, ok := n.(*JoinNode); ok && j.Kind == InnerJoin {
+	if j, ok := n.(*JoinNode); ok && (j.Kind == InnerJoin || semiLike(j.Kind)) {
 		var rels []Node
 		var conds []Expr
 		flattenInner(j, &rels, &conds)
-		for i := range rels {
-			rels[i] = reorderJoins(rels[i])
+		if len(rels) > 1 {
+			for i := range rels {
+				rels[i] = reorderJoins(rels[i])
+			}
+			if len(rels) > 2 || j.Kind != InnerJoin {
+				return greedyJoin(rels, conds)
+			}
+			j.Left, j.Right = rels[0], rels[1]
+			j.Cond = andAll(conds)
+			return j
 		}
-		if len(rels) > 2 {
-			return greedyJoin(rels, conds)
-		}
-		j.Left, j.Right = rels[0], rels[1]
-		j.Cond = andAll(conds)
-		return j
 	}
 	for i, in := range n.Inputs() {
 		setInput(n, i, reorderJoins(in))
@@ -689,7 +691,43 @@ func flattenInner(n Node, rels *[]Node, conds *[]Expr) {
 			return
 		}
 	}
+	if j, ok := n.(*JoinNode); ok && semiLike(j.Kind) {
+		if pushSemiJoin(j, rels, conds) {
+			return
+		}
+	}
 	*rels = append(*rels, n)
+}
+
+func semiLike(k JoinKind) bool { return k == SemiJoin || k == AntiJoin || k == AntiNullAwareJoin }
+
+// pushSemiJoin moves a semi or anti join over inner joins down to the one
+// input its condition reads (IN/EXISTS subqueries are bound above the whole
+// FROM list): it filters per left row on that input's columns only, so it
+// commutes with the joins, and the join order then sees the input as
+// filtered. q58's `d_date IN (...)` shrinks date_dim to 7 rows before it
+// meets store_sales instead of after. False when no single input covers it.
+func pushSemiJoin(j *JoinNode, rels *[]Node, conds *[]Expr) bool {
+	var sub []Node
+	var subConds []Expr
+	flattenInner(j.Left, &sub, &subConds)
+	if len(sub) < 2 {
+		return false
+	}
+	need := colsOf(j.Cond)
+	for _, c := range j.Right.Columns() {
+		delete(need, c.ID)
+	}
+	for i, r := range sub {
+		if subset(need, r.Columns()) {
+			j.Left = r
+			sub[i] = j
+			*rels = append(*rels, sub...)
+			*conds = append(*conds, subConds...)
+			return true
+		}
+	}
+	return false
 }
 
 func greedyJoin(rels []Node, conds []Expr) Node {
