@@ -1,0 +1,303 @@
+package plan
+
+import (
+	"math"
+	"math/bits"
+	"slices"
+)
+
+// reorderJoins rebuilds trees of inner joins: by dynamic programming over
+// the inputs (dpJoin), or greedily for many or unconnected inputs
+// (greedyJoin). A semi or anti join over such a tree may move down to the
+// input its condition reads (pushSemiJoin).
+func reorderJoins(n Node) Node {
+	j, ok := n.(*JoinNode)
+	switch {
+	case ok && j.Kind == InnerJoin:
+		var rels []Node
+		var conds []Expr
+		flattenInner(j, &rels, &conds)
+		for i := range rels {
+			rels[i] = reorderJoins(rels[i])
+		}
+		return orderJoins(rels, conds)
+	case ok && semiLike(j.Kind):
+		j.Left, j.Right = reorderJoins(j.Left), reorderJoins(j.Right)
+		if t := pushSemiJoin(j); t != nil {
+			return t
+		}
+		return j
+	}
+	for i, in := range n.Inputs() {
+		setInput(n, i, reorderJoins(in))
+	}
+	return n
+}
+
+// orderJoins joins rels (at least two) with the conditions conds.
+func orderJoins(rels []Node, conds []Expr) Node {
+	if len(rels) == 2 {
+		return &JoinNode{Kind: InnerJoin, Left: rels[0], Right: rels[1], Cond: andAll(conds)}
+	}
+	if t := dpJoin(rels, conds); t != nil {
+		return t
+	}
+	return greedyJoin(rels, conds)
+}
+
+func flattenInner(n Node, rels *[]Node, conds *[]Expr) {
+	if j, ok := n.(*JoinNode); ok && j.Kind == InnerJoin {
+		flattenInner(j.Left, rels, conds)
+		flattenInner(j.Right, rels, conds)
+		*conds = append(*conds, conjuncts(j.Cond)...)
+		return
+	}
+	if f, ok := n.(*FilterNode); ok {
+		if j, ok := f.Input.(*JoinNode); ok && j.Kind == InnerJoin {
+			flattenInner(j, rels, conds)
+			*conds = append(*conds, conjuncts(f.Pred)...)
+			return
+		}
+	}
+	*rels = append(*rels, n)
+}
+
+func semiLike(k JoinKind) bool { return k == SemiJoin || k == AntiJoin || k == AntiNullAwareJoin }
+
+// pushSemiJoin returns the inner joins below j with j moved down to the one
+// input its condition reads, when that is estimated cheaper; nil if not.
+// IN/EXISTS subqueries are bound above the whole FROM list, but a semi join
+// filters per left row on that input's columns only, so it commutes with
+// the joins. Moved, it runs on all of the input's rows and the join order
+// sees the input filtered: q58's `d_date IN (...)` shrinks date_dim to 7
+// rows before it meets store_sales. Left above, it runs on the join's
+// result: q16's EXISTS over catalog_sales waits for the date, address and
+// call center filters.
+func pushSemiJoin(j *JoinNode) Node {
+	var rels []Node
+	var conds []Expr
+	flattenInner(j.Left, &rels, &conds)
+	if len(rels) < 2 {
+		return nil
+	}
+	need := colsOf(j.Cond)
+	for _, c := range j.Right.Columns() {
+		delete(need, c.ID)
+	}
+	for i, r := range rels {
+		if !subset(need, r.Columns()) {
+			continue
+		}
+		moved := *j
+		moved.Left = r
+		rels[i] = &moved
+		if t := orderJoins(rels, conds); joinCost(t) < joinCost(j) {
+			return t
+		}
+		return nil
+	}
+	return nil
+}
+
+// joinCost is the estimated rows every join in n outputs (C_out), plus the
+// left rows each semi or anti join reads.
+func joinCost(n Node) float64 {
+	var c float64
+	if j, ok := n.(*JoinNode); ok {
+		c = j.Rows()
+		if semiLike(j.Kind) {
+			c += j.Left.Rows()
+		}
+	}
+	for _, in := range n.Inputs() {
+		c += joinCost(in)
+	}
+	return c
+}
+
+// maxDPRelations bounds dpJoin: it looks at 3^n splits.
+const maxDPRelations = 10
+
+// dpJoin finds, by dynamic programming over subsets of rels, the bushy join
+// tree with the least estimated sum of intermediate result rows (C_out),
+// joining only connected subsets. Greedy ordering from the smallest pair
+// can start on two dimensions the fact table meets only through a join
+// that keeps most of it (q61: customer with customer_address first, then
+// 40% of store_sales, before the date filter that keeps 2%). nil when
+// rels are too many or not connected (greedyJoin then adds cross products).
+func dpJoin(rels []Node, conds []Expr) Node {
+	n := len(rels)
+	if n > maxDPRelations {
+		return nil
+	}
+	owner := map[ColumnID]int{}
+	for i, r := range rels {
+		for _, c := range r.Columns() {
+			owner[c.ID] = i
+		}
+	}
+	// A condition on one input filters it; one on none stays on top.
+	rels = slices.Clone(rels)
+	local := make([][]Expr, n)
+	var top, joinConds []Expr
+	var masks []uint
+	for _, c := range conds {
+		var m uint
+		for id := range colsOf(c) {
+			i, ok := owner[id]
+			if !ok {
+				return nil // not from these inputs: leave it to greedyJoin
+			}
+			m |= 1 << i
+		}
+		switch {
+		case m == 0:
+			top = append(top, c)
+		case m&(m-1) == 0:
+			i := bits.TrailingZeros(m)
+			local[i] = append(local[i], c)
+		default:
+			joinConds = append(joinConds, c)
+			masks = append(masks, m)
+		}
+	}
+	best := make([]Node, 1<<n)
+	cost := make([]float64, 1<<n)
+	for i := range rels {
+		best[1<<i] = filterOver(rels[i], local[i])
+	}
+	full := uint(1)<<n - 1
+	for s := uint(3); s <= full; s++ {
+		if s&(s-1) == 0 {
+			continue
+		}
+		low := s & -s
+		var bl, br uint
+		bestCost := math.Inf(1)
+		// Each split once: the left part holds s's lowest input.
+		for l := (s - 1) & s; l > 0; l = (l - 1) & s {
+			r := s ^ l
+			if l&low == 0 || best[l] == nil || best[r] == nil {
+				continue
+			}
+			if c := cost[l] + cost[r]; c < bestCost && joins(masks, l, r) {
+				bl, br, bestCost = l, r, c
+			}
+		}
+		if bl == 0 {
+			continue
+		}
+		var jc []Expr
+		for k, m := range masks {
+			if m&s == m && m&bl != m && m&br != m {
+				jc = append(jc, joinConds[k])
+			}
+		}
+		l, r := best[bl], best[br]
+		// The right input is the hash table: keep the smaller side there.
+		if r.Rows() > l.Rows() {
+			l, r = r, l
+		}
+		j := &JoinNode{Kind: InnerJoin, Left: l, Right: r, Cond: andAll(jc)}
+		best[s], cost[s] = j, bestCost+j.Rows()
+	}
+	if best[full] == nil {
+		return nil
+	}
+	return filterOver(best[full], top)
+}
+
+// joins reports whether a condition connects the disjoint input sets l and r.
+func joins(masks []uint, l, r uint) bool {
+	for _, m := range masks {
+		if m&l != 0 && m&r != 0 && m&^(l|r) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func greedyJoin(rels []Node, conds []Expr) Node {
+	used := make([]bool, len(conds))
+	joined := make([]bool, len(rels))
+	// connecting returns the unused conditions that join cur to next.
+	connecting := func(cur, next Node) []Expr {
+		cols := concatCols(cur.Columns(), next.Columns())
+		var jc []Expr
+		for k, c := range conds {
+			if !used[k] && subset(colsOf(c), cols) && !subset(colsOf(c), cur.Columns()) && !subset(colsOf(c), next.Columns()) {
+				jc = append(jc, c)
+			}
+		}
+		return jc
+	}
+	estimate := func(cur, next Node, jc []Expr) float64 {
+		return (&JoinNode{Kind: InnerJoin, Left: cur, Right: next, Cond: andAll(jc)}).Rows()
+	}
+	// Start: the connected pair with the smallest estimated join, or the
+	// smallest input if none is connected.
+	first, second, best := -1, -1, 0.0
+	for i := range rels {
+		for j := range rels {
+			if i == j {
+				continue
+			}
+			if jc := connecting(rels[i], rels[j]); len(jc) > 0 {
+				if e := estimate(rels[i], rels[j], jc); first < 0 || e < best {
+					first, second, best = i, j, e
+				}
+			}
+		}
+	}
+	if first < 0 {
+		first = 0
+		for i := range rels {
+			if rels[i].Rows() < rels[first].Rows() {
+				first = i
+			}
+		}
+	}
+	cur := rels[first]
+	joined[first] = true
+	for done := 1; done < len(rels); done++ {
+		next, nextEst, connected := -1, 0.0, false
+		if done == 1 && second >= 0 {
+			next, connected = second, true
+		} else {
+			for i := range rels {
+				if joined[i] {
+					continue
+				}
+				jc := connecting(cur, rels[i])
+				c := len(jc) > 0
+				e := estimate(cur, rels[i], jc)
+				if next < 0 || (c && !connected) || (c == connected && e < nextEst) {
+					next, nextEst, connected = i, e, c
+				}
+			}
+		}
+		joined[next] = true
+		n := rels[next]
+		cols := concatCols(cur.Columns(), n.Columns())
+		var jc []Expr
+		for k, c := range conds {
+			if !used[k] && subset(colsOf(c), cols) {
+				used[k] = true
+				jc = append(jc, c)
+			}
+		}
+		// The right input is the hash table: keep the smaller side there.
+		l, r := cur, n
+		if r.Rows() > l.Rows() {
+			l, r = r, l
+		}
+		cur = &JoinNode{Kind: InnerJoin, Left: l, Right: r, Cond: andAll(jc)}
+	}
+	var rest []Expr
+	for k, c := range conds {
+		if !used[k] {
+			rest = append(rest, c)
+		}
+	}
+	return filterOver(cur, rest)
+}
