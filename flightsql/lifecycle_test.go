@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -46,6 +48,44 @@ func TestSessionOptions(t *testing.T) {
 		t.Fatal("switching to a database that does not exist succeeded")
 	}
 	wantRows(t, query(t, cnxn, `SELECT id FROM orders`), "7")
+}
+
+// TestSessionCookieOnlyWhenChanged: a call that leaves its session alone
+// gets the session cookie in its header and no trailer; one that changes
+// the session gets the new cookie in the trailer. Trailer metadata is what
+// arrow-go's Go client reads from a finalizer for streams its callers do not
+// drain (ExecuteUpdate), a data race `go test -race` of any Go client shows.
+// Under -race the loop of updates also shows that race if it comes back.
+func TestSessionCookieOnlyWhenChanged(t *testing.T) {
+	ts := startServer(t, fsql.Options{})
+	cl, _ := ts.rawClient(t)
+	ctx := context.Background()
+	var hdr, trl metadata.MD
+	if _, err := cl.Execute(ctx, `SELECT 1`, grpc.Header(&hdr), grpc.Trailer(&trl)); err != nil {
+		t.Fatal(err)
+	}
+	if len(hdr.Get("set-cookie")) != 1 || len(trl.Get("set-cookie")) != 0 {
+		t.Fatalf("unchanged session: header cookies %q, trailer cookies %q; want one in the header only", hdr.Get("set-cookie"), trl.Get("set-cookie"))
+	}
+	trl = nil
+	opts, err := flight.NewSessionOptionValues(map[string]any{"schema": "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.SetSessionOptions(ctx, &flight.SetSessionOptionsRequest{SessionOptions: opts}, grpc.Trailer(&trl)); err != nil {
+		t.Fatal(err)
+	}
+	if len(trl.Get("set-cookie")) != 1 {
+		t.Fatalf("changed session: trailer cookies %q, want the new cookie", trl.Get("set-cookie"))
+	}
+	cnxn := ts.connect(t, nil)
+	mustExec(t, cnxn, `CREATE TABLE t (a BIGINT)`)
+	for i := range 100 {
+		mustExec(t, cnxn, `INSERT INTO t VALUES (1)`)
+		if i%5 == 0 {
+			runtime.GC() // runs the finalizers of undrained streams
+		}
+	}
 }
 
 // TestCancelFlightInfo: a client that cancels its query stops the server's
