@@ -380,6 +380,9 @@ func substitute(e Expr, defs map[ColumnID]Expr) Expr {
 func pushJoin(j *JoinNode, preds []Expr) Node {
 	lc, rc := j.Left.Columns(), j.Right.Columns()
 	simplifyOuter(j, preds)
+	if n, rest, ok := antiFromLeftJoin(j, preds); ok {
+		return pushFilters(n, rest)
+	}
 	if j.Kind == InnerJoin {
 		// The inner join drops rows its condition rejects: that may make
 		// outer joins below it inner too.
@@ -441,6 +444,62 @@ func pushJoin(j *JoinNode, preds []Expr) Node {
 	j.Left = pushFilters(j.Left, left)
 	j.Right = pushFilters(j.Right, right)
 	return filterOver(j, up)
+}
+
+// antiFromLeftJoin turns `L LEFT JOIN R ON ... WHERE r IS NULL` into an
+// anti join when r cannot be NULL in a matched row (a NOT NULL column of R,
+// or one the condition compares with =): the filter then keeps exactly the
+// unmatched rows. R's columns stay as NULL constants for what reads them
+// above. It returns the new node and the other predicates. An anti join
+// needs no R columns and no NULL-extended rows, and is estimated as a
+// filter of L instead of from a guess at how many rows IS NULL keeps.
+func antiFromLeftJoin(j *JoinNode, preds []Expr) (Node, []Expr, bool) {
+	if j.Kind != LeftJoin {
+		return nil, nil, false
+	}
+	rc := j.Right.Columns()
+	for k, p := range preds {
+		call, ok := p.(*Call)
+		if !ok || call.Fn != "is_null" {
+			continue
+		}
+		ref, ok := call.Args[0].(*ColRef)
+		if !ok {
+			continue
+		}
+		i := slices.IndexFunc(rc, func(c Column) bool { return c.ID == ref.ID })
+		if i < 0 || rc[i].Nullable && !comparedEqual(j.Cond, ref.ID) {
+			continue
+		}
+		lc := j.Left.Columns()
+		out := &ProjectNode{Cols: append(slices.Clone(lc), rc...)}
+		for _, c := range lc {
+			out.Exprs = append(out.Exprs, colRef(c))
+		}
+		for i := range rc {
+			out.Exprs = append(out.Exprs, &Const{Value: scalar.MakeNullScalar(rc[i].Type)})
+			out.Cols[len(lc)+i].Nullable = true
+		}
+		j.Kind = AntiJoin
+		out.Input = j
+		return out, slices.Delete(slices.Clone(preds), k, k+1), true
+	}
+	return nil, nil, false
+}
+
+// comparedEqual reports whether a conjunct of cond is `col = ...` or
+// `... = col`: no row where col is NULL satisfies cond.
+func comparedEqual(cond Expr, col ColumnID) bool {
+	for _, c := range conjuncts(cond) {
+		if call, ok := c.(*Call); ok && call.Fn == "equal" {
+			for _, a := range call.Args {
+				if r, ok := a.(*ColRef); ok && r.ID == col {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // simplifyOuter makes an outer join inner (or less outer) when conditions
