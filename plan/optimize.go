@@ -440,10 +440,49 @@ func pushJoin(j *JoinNode, preds []Expr) Node {
 			cond = append(cond, p)
 		}
 	}
+	left, right = inferConstants(j, cond, left, right)
 	j.Cond = andAll(cond)
 	j.Left = pushFilters(j.Left, left)
 	j.Right = pushFilters(j.Right, right)
 	return filterOver(j, up)
+}
+
+// inferConstants adds to the filters of each side of j `b = k` where the
+// condition cond has `a = b` and a is constant k on the other side
+// (constCols, or a filter about to be pushed there), where that filter cannot change the join's result: rows
+// it removes match nothing and are not kept unmatched.
+func inferConstants(j *JoinNode, cond, left, right []Expr) ([]Expr, []Expr) {
+	toRight := j.Kind == InnerJoin || j.Kind == LeftJoin || j.Kind == SemiJoin || j.Kind == AntiJoin
+	toLeft := j.Kind == InnerJoin || j.Kind == RightJoin || j.Kind == SemiJoin
+	if !toRight && !toLeft {
+		return left, right
+	}
+	lc := j.Left.Columns()
+	var lk, rk map[ColumnID]*Const
+	for _, c := range cond {
+		a, b, ok := colEqualsCol(c)
+		if !ok {
+			continue
+		}
+		if !subset(colsOf(a), lc) {
+			a, b = b, a
+		}
+		if !subset(colsOf(a), lc) || !subset(colsOf(b), j.Right.Columns()) {
+			continue
+		}
+		if lk == nil {
+			lk, rk = constCols(j.Left), constCols(j.Right)
+			addConstants(lk, left)
+			addConstants(rk, right)
+		}
+		if k, ok := lk[a.ID]; ok && toRight {
+			right = append(right, &Call{Fn: "equal", Args: []Expr{b, k}, Typ: boolType})
+		}
+		if k, ok := rk[b.ID]; ok && toLeft {
+			left = append(left, &Call{Fn: "equal", Args: []Expr{a, k}, Typ: boolType})
+		}
+	}
+	return left, right
 }
 
 // antiFromLeftJoin turns `L LEFT JOIN R ON ... WHERE r IS NULL` into an
