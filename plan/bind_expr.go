@@ -1026,6 +1026,9 @@ func foldExpr(ctx context.Context, e Expr) (Expr, error) {
 			if volatile[y.Fn] {
 				return x
 			}
+			if s, ok := simplifyLogic(y); ok {
+				return s
+			}
 		case *Cast, *Case, *In:
 		default:
 			return x
@@ -1043,6 +1046,31 @@ func foldExpr(ctx context.Context, e Expr) (Expr, error) {
 		return &Const{Value: v}
 	})
 	return out, ferr
+}
+
+// simplifyLogic folds AND and OR with one constant TRUE or FALSE side:
+// FALSE AND x is FALSE and TRUE OR x is TRUE whatever x is (NULL
+// included); TRUE AND x and FALSE OR x are x.
+func simplifyLogic(c *Call) (Expr, bool) {
+	if c.Fn != "and" && c.Fn != "or" {
+		return nil, false
+	}
+	dominant := c.Fn == "or" // the value that decides alone
+	for i, a := range c.Args {
+		k, ok := a.(*Const)
+		if !ok || !k.Value.IsValid() {
+			continue
+		}
+		v, ok := k.Value.(*scalar.Boolean)
+		if !ok {
+			continue
+		}
+		if v.Value == dominant {
+			return k, true
+		}
+		return c.Args[1-i], true
+	}
+	return nil, false
 }
 
 // evalConst evaluates a constant expression on a one-row, zero-column batch.

@@ -24,6 +24,11 @@ func (b *binder) optimize(root Node) Node {
 	}
 	if b.enabled(rulePushFilters) {
 		root = pushFilters(root, nil)
+		// Pushing through projections and unions substitutes definitions
+		// into filters: a union branch's constant ('s' = 's') folds now.
+		if b.enabled(ruleFoldConstants) {
+			root = b.foldNode(root)
+		}
 	}
 	b.recordCTEFilters(root)
 	if b.enabled(ruleJoinOrder) {
