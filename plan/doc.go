@@ -8,14 +8,22 @@
 //	                  |                     exec.Spool its CTEScans replay, filtered by the
 //	                  |                     OR of the references' filters; referenced once
 //	                  |                     it is inlined
-//	                  |    fold_constants   constant subexpressions evaluated once
+//	                  |    fold_constants   constant subexpressions evaluated once, AND/OR
+//	                  |                     with a TRUE or FALSE side simplified; again
+//	                  |                     after push_filters substituted definitions
 //	                  |    push_filters     conjuncts down through projections, joins,
 //	                  |                     aggregations and unions into scans, where
 //	                  |                     column-vs-constant terms become
-//	                  |                     tablestore.Predicates (partition/file skipping)
-//	                  |    join_order       greedy: the connected pair with the smallest
-//	                  |                     estimated join first, then the input that keeps
-//	                  |                     the estimate smallest; hash build side = smaller
+//	                  |                     tablestore.Predicates (partition/file skipping);
+//	                  |                     a column constant on one side of an equi-join
+//	                  |                     filters the other (constCols); LEFT JOIN +
+//	                  |                     right key IS NULL -> anti join
+//	                  |    join_order       dynamic programming over up to 10 inputs:
+//	                  |                     the bushy, connected tree with the least sum of
+//	                  |                     estimated intermediate rows (greedy beyond);
+//	                  |                     semi/anti joins move down to the input they
+//	                  |                     read or up above the joins, whichever is
+//	                  |                     estimated cheaper; hash build side = smaller
 //	                  |                     side. Estimates (stats.go) use the snapshot's
 //	                  |                     column statistics (tablestore.ColumnStats:
 //	                  |                     ranges, null counts, NDVs) for selectivities,
