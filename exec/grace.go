@@ -113,6 +113,9 @@ func (j *joinOp) grace(ctx context.Context, batches []arrow.RecordBatch, keyCols
 	if err := drain(j.right, j.rightKeys, rp); err != nil {
 		return err
 	}
+	if err := j.left.Open(ctx); err != nil {
+		return err
+	}
 	if err := drain(j.left, j.leftKeys, lp); err != nil {
 		return err
 	}

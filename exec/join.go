@@ -142,6 +142,8 @@ type joinOp struct {
 	// matched marks build rows that found a partner (right/full joins).
 	matched      []bool
 	buildHasNull bool
+	// ranges[i], when set, receives the range of build key i.
+	ranges []*KeyRange
 
 	// Probe state for the current left batch.
 	lb        arrow.RecordBatch
@@ -216,9 +218,8 @@ func (j *joinOp) Open(ctx context.Context) error {
 		return nil
 	}
 	j.opened = true
-	if err := j.left.Open(ctx); err != nil {
-		return err
-	}
+	// The build side first: its key ranges reach scans on the probe side
+	// before they open.
 	if err := j.right.Open(ctx); err != nil {
 		return err
 	}
@@ -226,13 +227,24 @@ func (j *joinOp) Open(ctx context.Context) error {
 	var err error
 	if j.canSpill() {
 		var spilled bool
-		if t, spilled, err = j.buildOrSpill(ctx); err != nil || spilled {
+		if t, spilled, err = j.buildOrSpill(ctx); err != nil {
 			return err
+		}
+		if spilled {
+			return nil // grace opened and partitioned the probe side
 		}
 	} else if t, err = materialize(ctx, j.ec, j.right, j.rightKeys); err != nil {
 		return err
 	}
 	j.build = t
+	for i, r := range j.ranges {
+		if r != nil {
+			r.publish(t.keys[i])
+		}
+	}
+	if err := j.left.Open(ctx); err != nil {
+		return err
+	}
 	if j.typ == RightJoin || j.typ == FullJoin {
 		j.matched = make([]bool, t.n)
 	}

@@ -32,6 +32,35 @@ type builder struct {
 	shared          map[*ScanNode]*sharedScan
 	// spools are this execution's computed shared CTEs.
 	spools *spoolSet
+	// ranges are this execution's join key ranges (rule runtime_filter).
+	ranges *rangeSet
+}
+
+// rangeSet holds one exec.KeyRange per filter and bucket: a join run
+// bucket by bucket publishes each bucket's range to that bucket's scans.
+type rangeSet struct {
+	mu sync.Mutex
+	m  map[rangeKey]*exec.KeyRange
+}
+
+type rangeKey struct {
+	f      *KeyRangeFilter
+	bucket int
+}
+
+func (rs *rangeSet) get(f *KeyRangeFilter, bucket int) *exec.KeyRange {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.m == nil {
+		rs.m = map[rangeKey]*exec.KeyRange{}
+	}
+	k := rangeKey{f, bucket}
+	r := rs.m[k]
+	if r == nil {
+		r = &exec.KeyRange{}
+		rs.m[k] = r
+	}
+	return r
 }
 
 type spoolSet struct {
@@ -384,7 +413,17 @@ func (bd *builder) join(n *JoinNode, l, r exec.Operator) (exec.Operator, error) 
 	if n.Algo == "merge" {
 		return exec.NewMergeJoin(bd.ec, l, r, typ, lk, rk, res)
 	}
-	return exec.NewHashJoin(bd.ec, l, r, typ, lk, rk, res)
+	op, err := exec.NewHashJoin(bd.ec, l, r, typ, lk, rk, res)
+	if err != nil || n.Ranges == nil {
+		return op, err
+	}
+	ranges := make([]*exec.KeyRange, len(n.Ranges))
+	for i, f := range n.Ranges {
+		if f != nil {
+			ranges[i] = bd.ranges.get(f, bd.bucket)
+		}
+	}
+	return exec.WithKeyRanges(op, ranges), nil
 }
 
 func (bd *builder) scan(n *ScanNode) (exec.Operator, error) {
@@ -408,7 +447,13 @@ func (bd *builder) scan(n *ScanNode) (exec.Operator, error) {
 			bd.shared[n] = shared
 		}
 	}
+	var ranges []*exec.KeyRange
+	for _, f := range n.Ranges {
+		ranges = append(ranges, bd.ranges.get(f, bucket))
+	}
 	src := exec.NewSource(bd.ec, schema, func(ctx context.Context) (exec.BatchSource, error) {
+		spec := spec
+		spec.Filter = withKeyRanges(spec.Filter, n.Ranges, ranges)
 		var s *tablestore.Scan
 		var err error
 		if shared != nil {
@@ -443,6 +488,40 @@ func (bd *builder) scan(n *ScanNode) (exec.Operator, error) {
 		return &splitChain{splits: splits}, nil
 	})
 	return bd.filtered(src, n)
+}
+
+// withKeyRanges adds to a scan's pushed predicate the join key ranges
+// published by now (the joins open their probe side after publishing).
+func withKeyRanges(p tablestore.Predicate, fs []*KeyRangeFilter, rs []*exec.KeyRange) tablestore.Predicate {
+	for i, f := range fs {
+		lo, hi, ok := rs[i].Get()
+		if !ok {
+			continue
+		}
+		if lo > hi { // no build key: nothing can match
+			lo, hi = 1, 0
+		}
+		var bounds [2]tablestore.Predicate
+		for j, b := range []struct {
+			op tablestore.CmpOp
+			v  int64
+		}{{tablestore.GE, lo}, {tablestore.LE, hi}} {
+			var v scalar.Scalar = scalar.NewDate32Scalar(arrow.Date32(b.v))
+			if f.Type.ID() != arrow.DATE32 {
+				var err error
+				if v, err = scalar.NewInt64Scalar(b.v).CastTo(f.Type); err != nil {
+					return p // a range the column cannot hold: no skipping
+				}
+			}
+			bounds[j] = tablestore.Compare{Column: f.Column, Op: b.op, Value: v}
+		}
+		if p == nil {
+			p = tablestore.And{bounds[0], bounds[1]}
+		} else {
+			p = tablestore.And{p, bounds[0], bounds[1]}
+		}
+	}
+	return p
 }
 
 // filtered applies the scan's exact filter to its source.

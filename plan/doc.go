@@ -36,6 +36,10 @@
 //	                  |                     bucket by bucket for tables bucketed alike
 //	                  |    parallel_scan    scan pipelines run once per core under Gather
 //	                  |    parallel_aggregate  hash aggregation partitioned over the cores
+//	                  |    runtime_filter   a hash join (inner, semi, right) publishes its
+//	                  |                     integer build keys' range before it opens its
+//	                  |                     probe side; the scan below skips files and row
+//	                  |                     groups outside it (exec.KeyRange)
 //	                  v
 //	           *Query (immutable) --Build(ec, params)--> exec.Operator
 //	                              --BuildAnalyze-------> operator + per-operator report

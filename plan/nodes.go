@@ -37,6 +37,16 @@ type ScanNode struct {
 	// Stats are the snapshot's column statistics for estimates (nil when
 	// unavailable).
 	Stats *tablestore.Statistics
+	// Ranges are key ranges hash joins above publish at run time (rule
+	// runtime_filter): files and row groups outside them are skipped.
+	Ranges []*KeyRangeFilter
+}
+
+// KeyRangeFilter links build key i of a hash join (JoinNode.Ranges[i]) to
+// the scan column on its probe side that the key reads.
+type KeyRangeFilter struct {
+	Column string // the table column
+	Type   arrow.DataType
 }
 
 // ValuesNode is a constant relation.
@@ -90,6 +100,8 @@ type JoinNode struct {
 	// Buckets > 1: a merge join run bucket by bucket (both inputs are
 	// scans of tables bucketed alike on the keys).
 	Buckets int
+	// Ranges[i], when set, is the scan filter build key i feeds.
+	Ranges []*KeyRangeFilter
 }
 
 // AggCall is one aggregate function.
@@ -422,6 +434,13 @@ func explainLine(n Node) string {
 		}
 		if n.Filter != nil {
 			s += " filter: " + n.Filter.String()
+		}
+		if len(n.Ranges) > 0 {
+			var cols []string
+			for _, r := range n.Ranges {
+				cols = append(cols, r.Column)
+			}
+			s += " join ranges: " + strings.Join(cols, ", ")
 		}
 		return s
 	case *ValuesNode:

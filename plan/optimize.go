@@ -56,6 +56,9 @@ func (b *binder) optimize(root Node) Node {
 	if b.enabled(rulePushFilters) {
 		derivePushdown(root)
 	}
+	if b.enabled(ruleRuntimeFilter) {
+		runtimeFilters(root)
+	}
 	// Reordering may have permuted the output; restore it.
 	got := root.Columns()
 	same := len(got) == len(want)

@@ -65,7 +65,7 @@ func (q *Query) Build(ec *exec.Context, params arrow.RecordBatch) (exec.Operator
 	if err := q.checkParams(params); err != nil {
 		return nil, err
 	}
-	b := &builder{ec: ec, params: params, bucket: -1, spools: newSpoolSet()}
+	b := &builder{ec: ec, params: params, bucket: -1, spools: newSpoolSet(), ranges: &rangeSet{}}
 	return b.build(q.root)
 }
 
@@ -93,7 +93,7 @@ func (q *Query) BuildAnalyze(ec *exec.Context, params arrow.RecordBatch) (op exe
 		return nil, nil, err
 	}
 	a := &analyzeState{ops: map[Node][]*exec.Instrumented{}, scans: map[*ScanNode][]*tablestore.Scan{}}
-	b := &builder{ec: ec, params: params, bucket: -1, analyze: a, spools: newSpoolSet()}
+	b := &builder{ec: ec, params: params, bucket: -1, analyze: a, spools: newSpoolSet(), ranges: &rangeSet{}}
 	op, err = b.build(q.root)
 	if err != nil {
 		return nil, nil, err
@@ -207,6 +207,7 @@ func (*Transaction) boundStmt()    {}
 var Rules = []string{
 	ruleSharedCTE, ruleFoldConstants, rulePushFilters, ruleJoinOrder, rulePruneColumns,
 	ruleTopN, ruleMergeJoin, ruleSortAggregate, ruleParallelScan, ruleParallelAggregate,
+	ruleRuntimeFilter,
 }
 
 // Rule names.
@@ -221,4 +222,5 @@ const (
 	ruleSortAggregate     = "sort_aggregate"
 	ruleParallelScan      = "parallel_scan"
 	ruleParallelAggregate = "parallel_aggregate"
+	ruleRuntimeFilter     = "runtime_filter"
 )

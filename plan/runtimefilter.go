@@ -1,0 +1,86 @@
+package plan
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// runtimeFilters links the integer keys of hash joins that drop unmatched
+// probe rows (inner, semi, right) to the probe-side scan column each key
+// reads: at run time the join publishes its build keys' range before it
+// opens the probe side, and the scan skips the files and row groups outside
+// it (exec.KeyRange). Only the statistics of the data decide what is
+// skipped, so a key range never changes a result.
+func runtimeFilters(n Node) {
+	for _, in := range n.Inputs() {
+		runtimeFilters(in)
+	}
+	j, ok := n.(*JoinNode)
+	if !ok || j.Algo != "hash" || j.Kind != InnerJoin && j.Kind != SemiJoin && j.Kind != RightJoin {
+		return
+	}
+	for i, k := range j.LeftKeys {
+		ref, ok := k.(*ColRef)
+		if !ok || !rangeKeyType(ref.Typ) || !arrow.TypeEqual(ref.Typ, j.RightKeys[i].Type()) {
+			continue
+		}
+		scan, col := probeScan(j.Left, ref.ID)
+		if scan == nil {
+			continue
+		}
+		if j.Ranges == nil {
+			j.Ranges = make([]*KeyRangeFilter, len(j.LeftKeys))
+		}
+		f := &KeyRangeFilter{Column: col, Type: ref.Typ}
+		j.Ranges[i] = f
+		scan.Ranges = append(scan.Ranges, f)
+	}
+}
+
+func rangeKeyType(t arrow.DataType) bool {
+	switch t.ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.DATE32:
+		return true
+	}
+	return false
+}
+
+// probeScan finds the table scan whose column becomes id in n's output,
+// through operators where dropping the scan's rows with other key values
+// can only drop output rows with those key values (or a NULL key, when an
+// outer join NULL-extends instead): the join above drops both. It stops at
+// aggregations, limits, windows and shared CTEs.
+func probeScan(n Node, id ColumnID) (*ScanNode, string) {
+	switch x := n.(type) {
+	case *ScanNode:
+		if x.Stream != nil {
+			return nil, ""
+		}
+		for i, c := range x.Cols {
+			if c.ID == id {
+				return x, x.Names[i]
+			}
+		}
+	case *ProjectNode:
+		for i, c := range x.Cols {
+			if c.ID == id {
+				if r, ok := x.Exprs[i].(*ColRef); ok {
+					return probeScan(x.Input, r.ID)
+				}
+				return nil, ""
+			}
+		}
+	case *FilterNode:
+		return probeScan(x.Input, id)
+	case *GatherNode:
+		return probeScan(x.Input, id)
+	case *JoinNode:
+		for _, side := range []Node{x.Left, x.Right} {
+			for _, c := range side.Columns() {
+				if c.ID == id {
+					return probeScan(side, id)
+				}
+			}
+		}
+	}
+	return nil, ""
+}
