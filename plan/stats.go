@@ -427,10 +427,18 @@ func joinRows(n *JoinNode, l, r float64) float64 {
 		if !subset(colsOf(a), left) {
 			a, b = b, a
 		}
-		if da, db := ndv(n.Left, a, l), ndv(n.Right, b, r); da > 0 || db > 0 {
+		da, db := ndv(n.Left, a, l), ndv(n.Right, b, r)
+		switch {
+		case da > 0 && db > 0:
 			div *= max(da, db)
 			known = true
-		} else {
+		case da > 0 || db > 0:
+			// One side's values are unknown (a union, an expression):
+			// take them as spread over the known side's whole domain, so
+			// a filtered dimension keeps its fraction of the other side.
+			div *= max(ndv(n.Left, a, math.Inf(1)), ndv(n.Right, b, math.Inf(1)))
+			known = true
+		default:
 			unknown = true
 		}
 	}
