@@ -113,8 +113,10 @@ func (j *joinOp) grace(ctx context.Context, batches []arrow.RecordBatch, keyCols
 	if err := drain(j.right, j.rightKeys, rp); err != nil {
 		return err
 	}
-	if err := j.left.Open(ctx); err != nil {
-		return err
+	if j.ranges != nil { // not opened before the build
+		if err := j.left.Open(ctx); err != nil {
+			return err
+		}
 	}
 	if err := drain(j.left, j.leftKeys, lp); err != nil {
 		return err

@@ -218,8 +218,15 @@ func (j *joinOp) Open(ctx context.Context) error {
 		return nil
 	}
 	j.opened = true
-	// The build side first: its key ranges reach scans on the probe side
-	// before they open.
+	// With key ranges to publish, the probe side opens after the build, so
+	// its scans see them. Otherwise first: a parallel scan there starts
+	// reading while the build runs.
+	openLeft := j.ranges == nil
+	if openLeft {
+		if err := j.left.Open(ctx); err != nil {
+			return err
+		}
+	}
 	if err := j.right.Open(ctx); err != nil {
 		return err
 	}
@@ -231,7 +238,7 @@ func (j *joinOp) Open(ctx context.Context) error {
 			return err
 		}
 		if spilled {
-			return nil // grace opened and partitioned the probe side
+			return nil // grace partitioned the probe side
 		}
 	} else if t, err = materialize(ctx, j.ec, j.right, j.rightKeys); err != nil {
 		return err
@@ -242,8 +249,10 @@ func (j *joinOp) Open(ctx context.Context) error {
 			r.publish(t.keys[i])
 		}
 	}
-	if err := j.left.Open(ctx); err != nil {
-		return err
+	if !openLeft {
+		if err := j.left.Open(ctx); err != nil {
+			return err
+		}
 	}
 	if j.typ == RightJoin || j.typ == FullJoin {
 		j.matched = make([]bool, t.n)

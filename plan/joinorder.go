@@ -200,8 +200,8 @@ func joinCost(n Node) float64 {
 const maxDPRelations = 10
 
 // dpJoin finds, by dynamic programming over subsets of rels, the bushy join
-// tree with the least estimated sum of intermediate result rows (C_out),
-// joining only connected subsets. Greedy ordering from the smallest pair
+// tree with the least estimated sum of intermediate result rows and hash
+// table rows (C_out plus the build sides), joining only connected subsets. Greedy ordering from the smallest pair
 // can start on two dimensions the fact table meets only through a join
 // that keeps most of it (q61: customer with customer_address first, then
 // 40% of store_sales, before the date filter that keeps 2%). nil when
@@ -261,7 +261,9 @@ func dpJoin(rels []Node, conds []Expr) Node {
 			if l&low == 0 || best[l] == nil || best[r] == nil {
 				continue
 			}
-			if c := cost[l] + cost[r]; c < bestCost && joins(masks, l, r) {
+			// Plus the hash table: the smaller side is built.
+			c := cost[l] + cost[r] + min(best[l].Rows(), best[r].Rows())
+			if c < bestCost && joins(masks, l, r) {
 				bl, br, bestCost = l, r, c
 			}
 		}

@@ -5,8 +5,8 @@ import (
 )
 
 // runtimeFilters links the integer keys of hash joins that drop unmatched
-// probe rows (inner, semi, right) to the probe-side scan column each key
-// reads: at run time the join publishes its build keys' range before it
+// probe rows (inner, semi, right), with a build side estimated at most a
+// tenth of the probe side, to the probe-side scan column each key reads: at run time the join publishes its build keys' range before it
 // opens the probe side, and the scan skips the files and row groups outside
 // it (exec.KeyRange). Only the statistics of the data decide what is
 // skipped, so a key range never changes a result.
@@ -16,6 +16,11 @@ func runtimeFilters(n Node) {
 	}
 	j, ok := n.(*JoinNode)
 	if !ok || j.Algo != "hash" || j.Kind != InnerJoin && j.Kind != SemiJoin && j.Kind != RightJoin {
+		return
+	}
+	// The probe side then opens only after the build, instead of reading
+	// in parallel with it: worth it for a small build before a big probe.
+	if j.Right.Rows()*10 > j.Left.Rows() {
 		return
 	}
 	for i, k := range j.LeftKeys {
