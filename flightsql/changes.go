@@ -43,8 +43,10 @@ type ChangesTicket struct {
 	Database string `json:"database,omitempty"`
 	// Mode is a scan.mode: latest, latest-full, from-snapshot,
 	// from-snapshot-full or from-timestamp (default latest-full).
-	Mode            string   `json:"mode,omitempty"`
-	SnapshotID      int64    `json:"snapshot_id,omitempty"`
+	Mode       string `json:"mode,omitempty"`
+	SnapshotID int64  `json:"snapshot_id,omitempty"`
+	// Tag names the start snapshot instead of SnapshotID.
+	Tag             string   `json:"tag,omitempty"`
 	TimestampMillis int64    `json:"timestamp_millis,omitempty"`
 	Columns         []string `json:"columns,omitempty"`
 	// Filter is a SQL boolean expression over the table's columns.
@@ -94,6 +96,9 @@ func (t ChangesTicket) SQL() (string, error) {
 	add("scan.snapshot-id", t.SnapshotID)
 	add("scan.timestamp-millis", t.TimestampMillis)
 	add("scan.bounded.snapshot-id", t.EndSnapshotID)
+	if t.Tag != "" {
+		opts = append(opts, [2]string{"scan.tag-name", t.Tag})
+	}
 	if t.ConsumerID != "" {
 		opts = append(opts, [2]string{"consumer-id", t.ConsumerID})
 	}

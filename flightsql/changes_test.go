@@ -298,6 +298,7 @@ func TestChangeStreamTicket(t *testing.T) {
 		{`{"table":"t","mode":"from-snapshot"}`, codes.InvalidArgument, "needs scan.snapshot-id"},
 		{`{"table":"t","columns":["nope"]}`, codes.InvalidArgument, "nope"},
 		{`{"table":"t","mode":"from-snapshot","snapshot_id":99}`, codes.NotFound, "snapshot 99 does not exist"},
+		{`{"table":"t","mode":"from-snapshot","tag":"v9"}`, codes.NotFound, `no tag "v9"`},
 	} {
 		s, err := cl.Client.DoGet(context.Background(), &flight.Ticket{Ticket: []byte(flightsql.ChangesTicketPrefix + bad.ticket)})
 		for err == nil {

@@ -949,12 +949,13 @@ func (b *binder) bindFrom(f sql.TableRef, outer *scope, left *scope) (Node, *sco
 			return n, sc
 		}
 		t, snap := b.table(f.Name)
-		snap, stream := b.tableHints(f, t, snap)
+		snap, tag, stream := b.tableHints(f, t, snap)
 		qual := t.Ident().Table
 		if f.Alias != "" {
 			qual = f.Alias
 		}
 		n := b.scanNode(t, snap, qual)
+		n.Tag = tag
 		if stream != nil {
 			n.Stream = stream
 			kind := b.newCol(tablestore.RowKindColumn, arrow.BinaryTypes.String, false)
@@ -1037,7 +1038,7 @@ func (b *binder) aliasScope(n Node, qual string, aliases []string, pos sql.Pos) 
 
 // tableHints applies OPTIONS hints and FOR SYSTEM_TIME AS OF; a scan.mode
 // option makes the scan a stream.
-func (b *binder) tableHints(f *sql.TableName, t *tablestore.Table, snap int64) (int64, *tablestore.StreamSpec) {
+func (b *binder) tableHints(f *sql.TableName, t *tablestore.Table, snap int64) (_ int64, tag string, _ *tablestore.StreamSpec) {
 	for _, h := range f.Hints {
 		if h.Name != "OPTIONS" {
 			b.fail(h.Pos, "unknown table hint %s", h.Name)
@@ -1046,18 +1047,28 @@ func (b *binder) tableHints(f *sql.TableName, t *tablestore.Table, snap int64) (
 			if f.SystemTime != nil {
 				b.fail(f.SystemTime.Position(), "FOR SYSTEM_TIME AS OF does not go with scan.mode: use scan.mode from-timestamp")
 			}
-			return snap, stream
+			return snap, "", stream
 		}
+		var pinned *sql.Property
 		for _, o := range h.Options {
 			switch o.Key {
-			case "scan.snapshot-id":
-				snap = b.positiveInt(o)
+			case "scan.snapshot-id", "scan.tag-name":
+				if pinned != nil {
+					b.fail(o.Pos, "%s does not go with %s", o.Key, pinned.Key)
+				}
+				pinned, snap = o, b.snapshotOption(t, o)
+				if o.Key == "scan.tag-name" {
+					tag = o.Value
+				}
 			default:
 				b.notImplemented(o.Pos, fmt.Sprintf("table option %q in a hint", o.Key))
 			}
 		}
 	}
 	if f.SystemTime != nil {
+		if snap != 0 {
+			b.fail(f.SystemTime.Position(), "FOR SYSTEM_TIME AS OF does not go with scan.snapshot-id or scan.tag-name")
+		}
 		c := b.constExpr(f.SystemTime, &arrow.TimestampType{Unit: arrow.Microsecond})
 		ts, ok := timestampOf(c)
 		if !ok {
@@ -1069,7 +1080,24 @@ func (b *binder) tableHints(f *sql.TableName, t *tablestore.Table, snap int64) (
 		}
 		snap = id
 	}
-	return snap, nil
+	return snap, tag, nil
+}
+
+// snapshotOption is the snapshot a scan.snapshot-id or scan.tag-name
+// option names (a tag's snapshot may have expired: the tag keeps it).
+func (b *binder) snapshotOption(t *tablestore.Table, o *sql.Property) int64 {
+	if o.Key == "scan.snapshot-id" {
+		return b.positiveInt(o)
+	}
+	tags, err := t.Tags(b.ctx)
+	if err != nil {
+		b.failWrap(o.Pos, err, "tags of %s: %v", t.Ident(), err)
+	}
+	id, ok := tags[o.Value]
+	if !ok {
+		b.failWrap(o.Pos, tablestore.ErrSnapshotNotFound, "%s has no tag %q", t.Ident(), o.Value)
+	}
+	return id
 }
 
 func (b *binder) bindJoin(j *sql.Join, outer *scope, left *scope) (Node, *scope) {

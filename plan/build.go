@@ -436,6 +436,9 @@ func (bd *builder) scan(n *ScanNode) (exec.Operator, error) {
 		return bd.filtered(bd.streamScan(n, schema), n)
 	}
 	spec := tablestore.ScanSpec{SnapshotID: n.Snapshot, Columns: n.Names, Filter: n.Pushed}
+	if n.Tag != "" {
+		spec.SnapshotID, spec.Tag = 0, n.Tag
+	}
 	t := n.Table
 	bucket := bd.bucket
 	an := bd.analyze

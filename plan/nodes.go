@@ -23,8 +23,11 @@ type Node interface {
 // ScanNode reads a table snapshot. Filter is re-applied above the scan
 // (Pushed only lets the store skip data).
 type ScanNode struct {
-	Table     *tablestore.Table
-	Snapshot  int64
+	Table    *tablestore.Table
+	Snapshot int64
+	// Tag, when set, reads the tagged snapshot (Snapshot is its id, for
+	// statistics): it stays readable after expiry.
+	Tag       string
 	Label     string   // db.table [AS alias]
 	Cols      []Column // output columns
 	Names     []string // the table column behind each output column

@@ -73,9 +73,15 @@ func (b *binder) streamHint(t *tablestore.Table, opts []*sql.Property) *tablesto
 	for _, o := range opts {
 		switch o.Key {
 		case "scan.mode":
-		case "scan.snapshot-id":
-			spec.SnapshotID = b.positiveInt(o)
+		case "scan.snapshot-id", "scan.tag-name":
+			if snapPos != nil {
+				b.fail(o.Pos, "%s does not go with %s", o.Key, snapPos.Key)
+			}
+			spec.SnapshotID = b.snapshotOption(t, o)
 			snapPos = o
+			if o.Key == "scan.tag-name" {
+				spec.Tag = o.Value
+			}
 		case "scan.timestamp-millis":
 			spec.Timestamp = time.UnixMilli(b.positiveInt(o))
 			tsPos = o
@@ -97,7 +103,7 @@ func (b *binder) streamHint(t *tablestore.Table, opts []*sql.Property) *tablesto
 		case "stream.heartbeat-interval":
 			spec.Heartbeat = b.duration(o)
 		default:
-			b.fail(o.Pos, "table option %q is not supported with scan.mode (supported: scan.snapshot-id, scan.timestamp-millis, scan.timestamp, scan.bounded.snapshot-id, consumer-id, continuous.discovery-interval, stream.heartbeat-interval)", o.Key)
+			b.fail(o.Pos, "table option %q is not supported with scan.mode (supported: scan.snapshot-id, scan.tag-name, scan.timestamp-millis, scan.timestamp, scan.bounded.snapshot-id, consumer-id, continuous.discovery-interval, stream.heartbeat-interval)", o.Key)
 		}
 	}
 	m := strings.ToLower(strings.TrimSpace(mode.Value))
@@ -119,9 +125,9 @@ func (b *binder) streamHint(t *tablestore.Table, opts []*sql.Property) *tablesto
 	needSnap := start == tablestore.StreamFromSnapshot || start == tablestore.StreamFromSnapshotFull
 	switch {
 	case needSnap && snapPos == nil:
-		b.fail(mode.Pos, "scan.mode %s needs scan.snapshot-id", m)
+		b.fail(mode.Pos, "scan.mode %s needs scan.snapshot-id or scan.tag-name", m)
 	case !needSnap && snapPos != nil:
-		b.fail(snapPos.Pos, "scan.snapshot-id does not go with scan.mode %s", m)
+		b.fail(snapPos.Pos, "%s does not go with scan.mode %s", snapPos.Key, m)
 	case start == tablestore.StreamFromTimestamp && tsPos == nil:
 		b.fail(mode.Pos, "scan.mode from-timestamp needs scan.timestamp-millis or scan.timestamp")
 	case start != tablestore.StreamFromTimestamp && tsPos != nil:

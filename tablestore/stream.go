@@ -41,7 +41,10 @@ const (
 type StreamSpec struct {
 	Start      StreamStart
 	SnapshotID int64
-	Timestamp  time.Time
+	// Tag, with StreamFromSnapshotFull, reads the full snapshot from the
+	// tag SnapshotID names, which keeps it after expiry.
+	Tag       string
+	Timestamp time.Time
 	// Columns is the projection (nil: all columns), after RowKindColumn.
 	Columns []string
 	// Filter skips data that cannot match; the caller filters rows.
@@ -204,11 +207,19 @@ func (t *Table) NewChangeReader(ctx context.Context, spec StreamSpec) (*ChangeRe
 	if spec.EndSnapshot > 0 && spec.EndSnapshot < r.next-1 {
 		return nil, fmt.Errorf("stream %s: %w: end snapshot %d is before the start %d", st.id, ErrInvalid, spec.EndSnapshot, r.next)
 	}
-	if err := r.holdFrom(r.next); err != nil {
-		return nil, err
+	// A stream that ends at its base reads no change: it needs no snapshot
+	// after it (a tagged snapshot read after those expired).
+	if spec.EndSnapshot == 0 || spec.EndSnapshot >= r.next {
+		if err := r.holdFrom(r.next); err != nil {
+			return nil, err
+		}
 	}
 	if fullAt > 0 {
-		s, err := t.NewScan(ctx, ScanSpec{SnapshotID: fullAt, Columns: spec.Columns, Filter: spec.Filter})
+		full := ScanSpec{SnapshotID: fullAt, Columns: spec.Columns, Filter: spec.Filter}
+		if spec.Tag != "" && !resumed && fullAt == spec.SnapshotID {
+			full.SnapshotID, full.Tag = 0, spec.Tag
+		}
+		s, err := t.NewScan(ctx, full)
 		if err != nil {
 			r.Close()
 			return nil, err
