@@ -292,16 +292,20 @@ func NewIn(e Expr, list []Expr) (Expr, error) {
 		return nil, fmt.Errorf("%w: IN needs a non-empty list", ErrInvalid)
 	}
 	types := []arrow.DataType{e.DataType()}
-	allLit := true
+	var lits []*LiteralExpr
 	for _, x := range list {
 		types = append(types, x.DataType())
-		if _, ok := x.(*LiteralExpr); !ok {
-			allLit = false
+		if l, ok := x.(*LiteralExpr); ok {
+			lits = append(lits, l)
 		}
 	}
+	allLit := len(lits) == len(list)
 	t, ok := commonTypeOf(types)
 	if !ok {
 		return nil, fmt.Errorf("%w: IN list has no common type: %s", ErrInvalid, typesString(types))
+	}
+	if allLit {
+		t = compareIn(e, lits, t)
 	}
 	in := &InExpr{List: list}
 	var err error
