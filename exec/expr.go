@@ -167,19 +167,27 @@ func (c *CastExpr) String() string { return fmt.Sprintf("CAST(%s AS %s)", c.Inpu
 func evalAll(ctx context.Context, ec *Context, exprs []Expr, b arrow.RecordBatch) ([]arrow.Array, error) {
 	out := make([]arrow.Array, len(exprs))
 	for i, e := range exprs {
-		a, err := e.Eval(ctx, ec, b)
+		a, err := evalOne(ctx, ec, e, b)
 		if err != nil {
 			releaseArrays(out)
 			return nil, err
 		}
-		if a.Len() != int(b.NumRows()) {
-			a.Release()
-			releaseArrays(out)
-			return nil, fmt.Errorf("%w: %s produced %d rows for a %d-row batch", ErrInvalid, e, a.Len(), b.NumRows())
-		}
 		out[i] = a
 	}
 	return out, nil
+}
+
+// evalOne evaluates e over b and checks it made one row per input row.
+func evalOne(ctx context.Context, ec *Context, e Expr, b arrow.RecordBatch) (arrow.Array, error) {
+	a, err := e.Eval(ctx, ec, b)
+	if err != nil {
+		return nil, err
+	}
+	if a.Len() != int(b.NumRows()) {
+		a.Release()
+		return nil, fmt.Errorf("%w: %s produced %d rows for a %d-row batch", ErrInvalid, e, a.Len(), b.NumRows())
+	}
+	return a, nil
 }
 
 func releaseArrays(arrs []arrow.Array) {

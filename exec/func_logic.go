@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/flightd/flightd/vectorized"
 )
@@ -59,6 +60,11 @@ func compareResolver(op vectorized.CmpOp) resolver {
 		}
 		return &impl{ret: boolType, args: []arrow.DataType{t, t}, fn: func(_ context.Context, ec *Context, a []arrow.Array, _ int) (arrow.Array, error) {
 			return vectorized.Compare(ec.Mem, op, a[0], a[1])
+		}, withConst: func(ec *Context, x arrow.Array, c scalar.Scalar, constLeft bool) (arrow.Array, error) {
+			if constLeft {
+				return vectorized.CompareScalar(ec.Mem, op.Flip(), x, c)
+			}
+			return vectorized.CompareScalar(ec.Mem, op, x, c)
 		}}, nil
 	}
 }

@@ -9,7 +9,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 )
 
 // The benchmarks compare own loops with arrow-go compute for the kernels
@@ -247,4 +249,94 @@ func narrow(mem memory.Allocator, x arrow.Array) arrow.Array {
 		}
 	}
 	return b.NewArray()
+}
+
+// BenchmarkLessScalar compares a column with a constant: CompareScalar's
+// loop, arrow-go compute with a scalar datum, and the constant expanded
+// into an array first (what filters did before CompareScalar).
+func BenchmarkLessScalar(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	c := scalar.NewInt64Scalar(1 << 39)
+	dc := scalar.NewDecimal128Scalar(decimal128.FromI64(1<<39), &arrow.Decimal128Type{Precision: 18, Scale: 2})
+	b.Run("own", func(b *testing.B) {
+		variants(b, func(b *testing.B, x, _ arrow.Array) {
+			for b.Loop() {
+				r, err := CompareScalar(mem, Lt, x, c)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+			}
+		})
+	})
+	b.Run("compute", func(b *testing.B) {
+		ctx := compute.WithAllocator(context.Background(), mem)
+		variants(b, func(b *testing.B, x, _ arrow.Array) {
+			for b.Loop() {
+				dx, dc := compute.NewDatum(x), compute.NewDatum(c)
+				r, err := compute.CallFunction(ctx, "less", nil, dx, dc)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+				dx.Release()
+				dc.Release()
+			}
+		})
+	})
+	b.Run("expand", func(b *testing.B) {
+		variants(b, func(b *testing.B, x, _ arrow.Array) {
+			for b.Loop() {
+				rep, _ := Repeat(mem, c, x.Len())
+				r, err := Compare(mem, Lt, x, rep)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+				rep.Release()
+			}
+		})
+	})
+	b.Run("own-decimal", func(b *testing.B) {
+		variants(b, func(b *testing.B, x, _ arrow.Array) {
+			d := asDecimal18(mem, x)
+			defer d.Release()
+			for b.Loop() {
+				r, err := CompareScalar(mem, Lt, d, dc)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+			}
+		})
+	})
+	b.Run("expand-decimal", func(b *testing.B) {
+		variants(b, func(b *testing.B, x, _ arrow.Array) {
+			d := asDecimal18(mem, x)
+			defer d.Release()
+			for b.Loop() {
+				rep, _ := Repeat(mem, dc, d.Len())
+				r, err := Compare(mem, Lt, d, rep)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+				rep.Release()
+			}
+		})
+	})
+}
+
+// asDecimal18 reinterprets int64 values as decimal(18,2) (same validity
+// and offset), for decimal benchmarks over the same data.
+func asDecimal18(mem memory.Allocator, x arrow.Array) arrow.Array {
+	r, err := Cast(mem, x, &arrow.Decimal128Type{Precision: 18, Scale: 0})
+	if err != nil {
+		panic(err)
+	}
+	defer r.Release()
+	d := r.Data()
+	data := array.NewData(&arrow.Decimal128Type{Precision: 18, Scale: 2}, d.Len(), d.Buffers(), nil, d.NullN(), d.Offset())
+	defer data.Release()
+	return array.MakeFromData(data)
 }
