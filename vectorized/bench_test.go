@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -338,5 +339,41 @@ func asDecimal18(mem memory.Allocator, x arrow.Array) arrow.Array {
 	d := r.Data()
 	data := array.NewData(&arrow.Decimal128Type{Precision: 18, Scale: 2}, d.Len(), d.Buffers(), nil, d.NullN(), d.Offset())
 	defer data.Release()
+	return array.MakeFromData(data)
+}
+
+// BenchmarkAndKleene is SQL AND over booleans made from the int64 inputs
+// (same NULLs and offsets).
+func BenchmarkAndKleene(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	variants(b, func(b *testing.B, x, y arrow.Array) {
+		bx, by := halfBools(mem, x), halfBools(mem, y)
+		defer bx.Release()
+		defer by.Release()
+		for b.Loop() {
+			And(mem, bx, by).Release()
+		}
+	})
+}
+
+// halfBools is x < 2^39 (true for about half the rows), NULL where x is,
+// at x's offset.
+func halfBools(mem memory.Allocator, x arrow.Array) arrow.Array {
+	r, err := CompareScalar(mem, Lt, x, scalar.NewInt64Scalar(1<<39))
+	if err != nil {
+		panic(err)
+	}
+	defer r.Release()
+	if x.Data().Offset() == 0 {
+		r.Retain()
+		return r
+	}
+	// CompareScalar's result starts at offset 0: pad it to x's offset.
+	d := r.Data()
+	bits := newBitmap(mem, d.Len()+x.Data().Offset())
+	bitutil.CopyBitmap(d.Buffers()[1].Bytes(), 0, d.Len(), bits.Bytes(), x.Data().Offset())
+	data := array.NewData(d.DataType(), d.Len(), []*memory.Buffer{x.Data().Buffers()[0], bits}, nil, x.NullN(), x.Data().Offset())
+	defer data.Release()
+	bits.Release()
 	return array.MakeFromData(data)
 }
