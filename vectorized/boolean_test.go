@@ -1,6 +1,7 @@
 package vectorized
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -72,5 +73,42 @@ func TestKleeneRandom(t *testing.T) {
 		}
 		a.Release()
 		b.Release()
+	}
+}
+
+// TestMasksRandom checks TrueBits, AndMasks, MaskRows and RowsMask against
+// TrueMask's row-by-row answer, over sliced arrays with and without NULLs.
+func TestMasksRandom(t *testing.T) {
+	mem := checked(t)
+	rng := testSeed(t)
+	for range 200 {
+		n := rng.IntN(300) + 1
+		a := randomArray(t, mem, rng, arrow.FixedWidthTypes.Boolean, n, rng.IntN(2) == 0)
+		b := randomArray(t, mem, rng, arrow.FixedWidthTypes.Boolean, n, rng.IntN(2) == 0)
+		wa, ca := TrueMask(a)
+		wb, _ := TrueMask(b)
+		ma, gotA := TrueBits(mem, a)
+		mb, _ := TrueBits(mem, b)
+		both, gotBoth := AndMasks(mem, ma, mb)
+		rows := MaskRows(both, nil)
+		back := RowsMask(mem, n, rows)
+		var wantRows []int32
+		for i := range n {
+			if ma.(*array.Boolean).Value(i) != wa[i] || ma.IsNull(i) {
+				t.Fatalf("TrueBits row %d of %d (offset %d): %v, want %v", i, n, a.Data().Offset(), ma.(*array.Boolean).Value(i), wa[i])
+			}
+			if wa[i] && wb[i] {
+				wantRows = append(wantRows, int32(i))
+			}
+			if both.(*array.Boolean).Value(i) != (wa[i] && wb[i]) || back.(*array.Boolean).Value(i) != (wa[i] && wb[i]) {
+				t.Fatalf("AndMasks/RowsMask row %d of %d differs", i, n)
+			}
+		}
+		if gotA != ca || gotBoth != len(wantRows) || fmt.Sprint(rows) != fmt.Sprint(wantRows) {
+			t.Fatalf("counts %d %d, want %d %d; rows %v, want %v", gotA, gotBoth, ca, len(wantRows), rows, wantRows)
+		}
+		for _, x := range []arrow.Array{a, b, ma, mb, both, back} {
+			x.Release()
+		}
 	}
 }
