@@ -178,33 +178,46 @@ func BenchmarkFilterBatch(b *testing.B) {
 		s := arrow.NewSchema([]arrow.Field{{Name: "x", Type: x.DataType()}, {Name: "y", Type: y.DataType()}}, nil)
 		return array.NewRecordBatch(s, []arrow.Array{x, y}, int64(x.Len()))
 	}
-	b.Run("own-take", func(b *testing.B) {
-		variants(b, func(b *testing.B, x, y arrow.Array) {
-			rb := batch(x, y)
-			defer rb.Release()
-			for b.Loop() {
-				r, err := FilterBatch(context.Background(), mem, rb, mask, cnt)
-				if err != nil {
-					b.Fatal(err)
-				}
-				r.Release()
+	for _, dec := range []bool{false, true} {
+		// As int64 columns, or the same values as decimal(18,2) columns.
+		cols := func(x, y arrow.Array) arrow.RecordBatch {
+			if !dec {
+				return batch(x, y)
 			}
-		})
-	})
-	b.Run("compute", func(b *testing.B) {
-		ctx := compute.WithAllocator(context.Background(), mem)
-		variants(b, func(b *testing.B, x, y arrow.Array) {
-			rb := batch(x, y)
-			defer rb.Release()
-			for b.Loop() {
-				r, err := compute.FilterRecordBatch(ctx, rb, maskArr, compute.DefaultFilterOptions())
-				if err != nil {
-					b.Fatal(err)
+			dx, dy := asDecimal18(mem, x), asDecimal18(mem, y)
+			defer dx.Release()
+			defer dy.Release()
+			return batch(dx, dy)
+		}
+		suffix := map[bool]string{false: "", true: "-decimal"}[dec]
+		b.Run("own"+suffix, func(b *testing.B) {
+			variants(b, func(b *testing.B, x, y arrow.Array) {
+				rb := cols(x, y)
+				defer rb.Release()
+				for b.Loop() {
+					r, err := FilterMask(context.Background(), mem, rb, maskArr, cnt)
+					if err != nil {
+						b.Fatal(err)
+					}
+					r.Release()
 				}
-				r.Release()
-			}
+			})
 		})
-	})
+		b.Run("compute"+suffix, func(b *testing.B) {
+			ctx := compute.WithAllocator(context.Background(), mem)
+			variants(b, func(b *testing.B, x, y arrow.Array) {
+				rb := cols(x, y)
+				defer rb.Release()
+				for b.Loop() {
+					r, err := compute.FilterRecordBatch(ctx, rb, maskArr, compute.DefaultFilterOptions())
+					if err != nil {
+						b.Fatal(err)
+					}
+					r.Release()
+				}
+			})
+		})
+	}
 }
 
 func BenchmarkCastInt32ToInt64(b *testing.B) {

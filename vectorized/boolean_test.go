@@ -1,11 +1,13 @@
 package vectorized
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 )
 
 // TestKleeneRandom checks And, Or and Not against SQL's truth tables row by
@@ -108,6 +110,46 @@ func TestMasksRandom(t *testing.T) {
 			t.Fatalf("counts %d %d, want %d %d; rows %v, want %v", gotA, gotBoth, ca, len(wantRows), rows, wantRows)
 		}
 		for _, x := range []arrow.Array{a, b, ma, mb, both, back} {
+			x.Release()
+		}
+	}
+}
+
+// TestFilterMaskRandom checks FilterMask over columns of every type (sliced,
+// with and without NULLs) against arrow-go's record-batch filter.
+func TestFilterMaskRandom(t *testing.T) {
+	mem := checked(t)
+	rng := testSeed(t)
+	ctx := context.Background()
+	for range 30 {
+		n := rng.IntN(300) + 1
+		fields := make([]arrow.Field, len(randomTypes))
+		cols := make([]arrow.Array, len(randomTypes))
+		for i, dt := range randomTypes {
+			fields[i] = arrow.Field{Name: fmt.Sprint("c", i), Type: dt, Nullable: true}
+			cols[i] = randomArray(t, mem, rng, dt, n, rng.IntN(2) == 0)
+		}
+		b := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(n))
+		releaseAll(cols)
+		pred := randomArray(t, mem, rng, arrow.FixedWidthTypes.Boolean, n, true)
+		mask, cnt := TrueBits(mem, pred)
+		got, err := FilterMask(ctx, mem, b, mask, cnt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := compute.FilterRecordBatch(compute.WithAllocator(ctx, mem), b, mask, compute.DefaultFilterOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.NumRows() != int64(cnt) || want.NumRows() != int64(cnt) {
+			t.Fatalf("%d rows, want %d", got.NumRows(), cnt)
+		}
+		for i := range fields {
+			if !array.ApproxEqual(got.Column(i), want.Column(i), array.WithNaNsEqual(true)) || got.Column(i).NullN() != want.Column(i).NullN() {
+				t.Fatalf("%s:\n got %v\nwant %v", fields[i].Type, got.Column(i), want.Column(i))
+			}
+		}
+		for _, x := range []interface{ Release() }{b, pred, mask, got, want} {
 			x.Release()
 		}
 	}
