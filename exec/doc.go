@@ -61,8 +61,12 @@
 // # Semantics
 //
 // SQL three-valued logic throughout: Filter keeps rows whose predicate is
-// true; AND/OR/NOT are Kleene; equality join keys never match NULL; GROUP BY
-// puts NULLs in one group. Overflow and division by zero are errors, never
-// wrapped numbers. Join output is left columns then right columns; semi and
-// anti joins return the left columns only.
+// true, evaluating an AND conjunct by conjunct, each on the rows the
+// earlier ones kept (so a conjunct fails only on such rows); AND/OR/NOT
+// are Kleene; a comparison with a constant that is exactly a value of the
+// other operand's type runs in that type (the column is not cast);
+// equality join keys never match NULL; GROUP BY puts NULLs in one group.
+// Overflow and division by zero are errors, never wrapped numbers. Join
+// output is left columns then right columns; semi and anti joins return the
+// left columns only.
 package exec
