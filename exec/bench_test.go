@@ -247,3 +247,60 @@ func BenchmarkCase(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkInList is x IN (constants) over caseBatch's 64K rows: lists of
+// up to 16 constants compare one by one, longer ones probe a hash set.
+func BenchmarkInList(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	batch := caseBatch(mem)
+	defer batch.Release()
+	ec := exec.NewContext(mem)
+	day := exec.NewColumn(0, arrow.BinaryTypes.String, "day")
+	qty := exec.NewColumn(2, arrow.PrimitiveTypes.Int64, "qty")
+	for _, c := range []struct {
+		name string
+		x    exec.Expr
+		list []any
+	}{
+		{"int64-3", qty, []any{int64(1), int64(7), int64(50)}},
+		{"int64-8", qty, []any{int64(1), int64(2), int64(3), int64(4), int64(5), int64(6), int64(7), int64(8)}},
+		{"int64-17-hash", qty, ints(17)},
+		{"string-3", day, []any{"Sunday", "Monday", "Friday"}},
+		{"string-8", day, []any{"Sunday", "Monday", "Friday", "a", "b", "c", "d", "e"}},
+		{"string-17-hash", day, append([]any{"Sunday", "Monday", "Friday"}, strs(14)...)},
+	} {
+		list := make([]exec.Expr, len(c.list))
+		for i, v := range c.list {
+			list[i] = lit(v)
+		}
+		in, err := exec.NewIn(c.x, list)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				r, err := in.Eval(context.Background(), ec, batch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+			}
+		})
+	}
+}
+
+func ints(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = int64(i + 1)
+	}
+	return out
+}
+
+func strs(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = fmt.Sprint("s", i)
+	}
+	return out
+}

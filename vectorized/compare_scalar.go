@@ -1,12 +1,13 @@
 package vectorized
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
@@ -79,9 +80,9 @@ func CompareScalar(mem memory.Allocator, op CmpOp, a arrow.Array, c scalar.Scala
 	case *scalar.Decimal128:
 		cmpDecimal(op, DecimalValues(a), x.Value, out)
 	case *scalar.String:
-		cmpStrings(op, n, a.(*array.String).Value, string(x.Value.Bytes()), out)
+		cmpStrings(op, a.(*array.String).ValueOffsets(), stringData(a), x.Value.Bytes(), out)
 	case *scalar.LargeString:
-		cmpStrings(op, n, a.(*array.LargeString).Value, string(x.Value.Bytes()), out)
+		cmpStrings(op, a.(*array.LargeString).ValueOffsets(), stringData(a), x.Value.Bytes(), out)
 	default:
 		// Rare types (booleans, binary, intervals): expand the constant.
 		vals.Release()
@@ -155,10 +156,22 @@ func cmpDecimal(op CmpOp, v []decimal128.Num, c decimal128.Num, out []byte) {
 	}
 }
 
-func cmpStrings(op CmpOp, n int, value func(i int) string, c string, out []byte) {
+// stringData is the whole character buffer of a string array, which its
+// ValueOffsets index.
+func stringData(a arrow.Array) []byte {
+	if buf := a.Data().Buffers()[2]; buf != nil {
+		return buf.Bytes()
+	}
+	return nil
+}
+
+// cmpStrings compares the strings data[offs[i]:offs[i+1]] with c.
+func cmpStrings[O int32 | int64](op CmpOp, offs []O, data []byte, c []byte, out []byte) {
+	n := len(offs) - 1
 	if op == Eq || op == Ne {
 		for i := range n {
-			out[i>>3] |= b2u(value(i) == c) << (i & 7)
+			lo, hi := offs[i], offs[i+1]
+			out[i>>3] |= b2u(int(hi-lo) == len(c) && bytes.Equal(data[lo:hi], c)) << (i & 7)
 		}
 		if op == Ne {
 			negateBits(out, n)
@@ -166,7 +179,7 @@ func cmpStrings(op CmpOp, n int, value func(i int) string, c string, out []byte)
 		return
 	}
 	for i := range n {
-		out[i>>3] |= b2u(op.holds(strings.Compare(value(i), c))) << (i & 7)
+		out[i>>3] |= b2u(op.holds(bytes.Compare(data[offs[i]:offs[i+1]], c))) << (i & 7)
 	}
 }
 
@@ -275,4 +288,33 @@ func negateBits(out []byte, n int) {
 	if r := n & 7; r != 0 {
 		out[full] = ^out[full] & byte(1<<r-1)
 	}
+}
+
+// InScalars is SQL a IN (consts...) for constants of a's type: true where a
+// equals one of them, else NULL where a is NULL or hasNull (the list also
+// holds a NULL), else false. Each constant is one CompareScalar pass.
+func InScalars(mem memory.Allocator, a arrow.Array, consts []scalar.Scalar, hasNull bool) (arrow.Array, error) {
+	n := a.Len()
+	hit := newBitmap(mem, n)
+	for _, c := range consts {
+		eq, err := CompareScalar(mem, Eq, a, c)
+		if err != nil {
+			hit.Release()
+			return nil, err
+		}
+		// Bits under NULL rows may be set: the validity below hides them.
+		bitutil.BitmapOr(hit.Bytes(), maskBytes(eq), 0, 0, hit.Bytes(), 0, int64(n))
+		eq.Release()
+	}
+	v := AndValidity(mem, n, a)
+	if hasNull {
+		if v.Buf == nil {
+			v.Buf = hit
+			hit.Retain()
+		} else {
+			bitutil.BitmapAnd(v.Buf.Bytes(), hit.Bytes(), 0, 0, v.Buf.Bytes(), 0, int64(n))
+		}
+		v.Nulls = n - bitutil.CountSetBits(v.Buf.Bytes(), 0, n)
+	}
+	return FinishBool(n, hit, v), nil
 }

@@ -193,3 +193,70 @@ func TestCompareScalarMismatch(t *testing.T) {
 		t.Fatal("comparing int64 with an int32 constant: no error")
 	}
 }
+
+// TestInScalarsRandom checks InScalars against x = c1 OR x = c2 OR ...
+// evaluated row by row with three-valued logic.
+func TestInScalarsRandom(t *testing.T) {
+	mem := checked(t)
+	rng := testSeed(t)
+	for _, dt := range randomTypes {
+		for _, nulls := range []bool{false, true} {
+			n := rng.IntN(200) + 1
+			a := randomArray(t, mem, rng, dt, n, nulls)
+			pool := randomArray(t, mem, rng, dt, 1+rng.IntN(5), true)
+			var consts []scalar.Scalar
+			hasNull := false
+			want := make([]int, n) // 0 false, 1 true, 2 NULL
+			for k := range pool.Len() {
+				c, err := scalar.GetScalar(pool, k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r, ok := c.(scalar.Releasable); ok {
+					defer r.Release()
+				}
+				if !c.IsValid() {
+					hasNull = true
+					continue
+				}
+				consts = append(consts, c)
+				rep, err := scalar.MakeArrayFromScalar(c, n, mem)
+				if err != nil {
+					t.Fatal(err)
+				}
+				eq, err := compareOwn(mem, Eq, a, rep)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range n {
+					if eq.IsValid(i) && eq.(*array.Boolean).Value(i) {
+						want[i] = 1
+					}
+				}
+				eq.Release()
+				rep.Release()
+			}
+			for i := range n {
+				if a.IsNull(i) || want[i] == 0 && hasNull {
+					want[i] = 2
+				}
+			}
+			got, err := InScalars(mem, a, consts, hasNull)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range n {
+				g := 2
+				if got.IsValid(i) {
+					g = int(b2u(got.(*array.Boolean).Value(i)))
+				}
+				if g != want[i] {
+					t.Fatalf("%s row %d: %s IN %v (NULL in list: %v) gives %d, want %d", dt, i, FormatValue(a, i), consts, hasNull, g, want[i])
+				}
+			}
+			got.Release()
+			a.Release()
+			pool.Release()
+		}
+	}
+}
