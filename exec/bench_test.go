@@ -304,3 +304,49 @@ func strs(n int) []any {
 	}
 	return out
 }
+
+// BenchmarkFilterPredicate filters caseBatch's 64K rows, in batches of
+// 1024, with the predicate shapes of TPC-DS q28 (a selective AND over an OR
+// of ranges) and q13/q48 (an OR of ANDs).
+func BenchmarkFilterPredicate(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	batch := caseBatch(mem)
+	defer batch.Release()
+	var bs []arrow.RecordBatch
+	for lo := int64(0); lo < batch.NumRows(); lo += 1024 {
+		bs = append(bs, batch.NewSlice(lo, min(lo+1024, batch.NumRows())))
+	}
+	defer release(bs)
+	s := batch.Schema()
+	mk := func(name string, args ...exec.Expr) exec.Expr {
+		e, err := exec.NewCall(name, args...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return e
+	}
+	between := func(x exec.Expr, lo, hi int64) exec.Expr {
+		return mk("and", mk("greater_equal", x, lit(lo)), mk("less_equal", x, lit(hi)))
+	}
+	price, qty, day := col(s, "price"), col(s, "qty"), col(s, "day")
+	for _, c := range []struct {
+		name string
+		pred exec.Expr
+	}{
+		{"q28", mk("and", between(qty, 0, 5), mk("or", mk("or", between(price, 8, 18), between(price, 45, 55)), between(price, 57, 77)))},
+		{"q13", mk("or", mk("or",
+			mk("and", mk("and", mk("equal", day, lit("Sunday")), between(price, 10, 50)), mk("equal", qty, lit(int64(3)))),
+			mk("and", mk("and", mk("equal", day, lit("Monday")), between(price, 50, 100)), mk("equal", qty, lit(int64(1))))),
+			mk("and", mk("and", mk("equal", day, lit("Friday")), between(price, 150, 200)), mk("equal", qty, lit(int64(1)))))},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				ec := exec.NewContext(mem)
+				f := exec.NewFilter(ec, exectest.Source(ec, s, retained(bs)), c.pred)
+				if _, err := exec.Drain(context.Background(), f); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -198,18 +198,16 @@ func releaseArrays(arrs []arrow.Array) {
 	}
 }
 
-// EvalBool evaluates a boolean predicate and returns which rows are true.
-func evalMask(ctx context.Context, ec *Context, pred Expr, b arrow.RecordBatch) ([]bool, int, error) {
-	a, err := pred.Eval(ctx, ec, b)
+// evalMask evaluates a boolean predicate (see predicate) and returns which
+// rows are true and how many.
+func evalMask(ctx context.Context, ec *Context, pred *predicate, b arrow.RecordBatch) ([]bool, int, error) {
+	m, n, err := pred.mask(ctx, ec, b)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer a.Release()
-	if a.DataType().ID() != arrow.BOOL {
-		return nil, 0, fmt.Errorf("%w: predicate %s has type %s, not boolean", ErrInvalid, pred, a.DataType())
-	}
-	m, n := vectorized.TrueMask(a)
-	return m, n, nil
+	defer m.Release()
+	bools, _ := vectorized.TrueMask(m)
+	return bools, n, nil
 }
 
 func exprsString(es []Expr) string {

@@ -14,10 +14,10 @@ import (
 	"github.com/flightd/flightd/vectorized"
 )
 
-// TestFilterConjunctsRandom runs random AND chains (with ORs, NOTs and
-// comparisons of selectivities from none to all) through Filter under the
-// harness's batch sizes and slicings, against the predicate evaluated
-// whole over the table.
+// TestFilterConjunctsRandom runs random chains of ANDs and ORs, nested,
+// over comparisons of selectivities from none to all (and NOTs), through
+// Filter under the harness's batch sizes and slicings, against the
+// predicate evaluated whole over the table.
 func TestFilterConjunctsRandom(t *testing.T) {
 	seed := exectest.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 2))
@@ -61,11 +61,25 @@ func TestFilterConjunctsRandom(t *testing.T) {
 		}
 		return atom()
 	}
-	for i := range 25 {
-		pred := term()
-		for range 1 + rng.IntN(4) {
-			pred = call(t, "and", pred, term())
+	// chainOf joins 2-5 operands with and or or; operands nest chains of
+	// the other connective.
+	var chainOf func(depth int) exec.Expr
+	chainOf = func(depth int) exec.Expr {
+		fn := []string{"and", "or"}[rng.IntN(2)]
+		operand := func() exec.Expr {
+			if depth < 2 && rng.IntN(3) == 0 {
+				return chainOf(depth + 1)
+			}
+			return term()
 		}
+		pred := operand()
+		for range 1 + rng.IntN(4) {
+			pred = call(t, fn, pred, operand())
+		}
+		return pred
+	}
+	for i := range 40 {
+		pred := chainOf(0)
 		want := filterRows(t, in, pred)
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			exectest.Run(t, []exectest.Table{in}, want, exectest.Ordered, func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
@@ -120,6 +134,13 @@ func TestFilterConjunctErrors(t *testing.T) {
 		func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 			zero := call(t, "subtract", col(s, "z"), col(s, "z"))
 			return exec.NewFilter(ec, ops[0], call(t, "and", col(s, "keep"), div(zero))), nil
+		})
+	// An OR's later operands see only the rows no earlier one is true for
+	// (the first is true where z is 0).
+	exectest.Run(t, []exectest.Table{in}, []string{"true | 2 | 40", "false | 0 | 30", "true | 1 | 20", "true | 5 | 60", "NULL | 0 | 50", "false | 0 | 70"}, exectest.Ordered,
+		func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			zeroRow := call(t, "not", call(t, "is_not_distinct_from", col(s, "keep"), lit(true)))
+			return exec.NewFilter(ec, ops[0], call(t, "or", zeroRow, div(col(s, "z")))), nil
 		})
 	// The first conjunct sees every row.
 	exectest.Run(t, []exectest.Table{in}, []string{"error: division by zero"}, exectest.Ordered,

@@ -78,8 +78,9 @@ func TestKleeneRandom(t *testing.T) {
 	}
 }
 
-// TestMasksRandom checks TrueBits, AndMasks, MaskRows and RowsMask against
-// TrueMask's row-by-row answer, over sliced arrays with and without NULLs.
+// TestMasksRandom checks TrueBits, the mask operations, MaskRows and
+// RowsMask against TrueMask's row-by-row answer, over sliced arrays with
+// and without NULLs.
 func TestMasksRandom(t *testing.T) {
 	mem := checked(t)
 	rng := testSeed(t)
@@ -92,6 +93,30 @@ func TestMasksRandom(t *testing.T) {
 		ma, gotA := TrueBits(mem, a)
 		mb, _ := TrueBits(mem, b)
 		both, gotBoth := AndMasks(mem, ma, mb)
+		either, nEither := OrMasks(mem, ma, mb)
+		aNotB, nANotB := AndNotMasks(mem, ma, mb)
+		notA, nNotA := NotMask(mem, ma)
+		wantEither, wantANotB, wantNotA := 0, 0, 0
+		for i := range n {
+			for _, c := range []struct {
+				m    arrow.Array
+				want bool
+				cnt  *int
+			}{{either, wa[i] || wb[i], &wantEither}, {aNotB, wa[i] && !wb[i], &wantANotB}, {notA, !wa[i], &wantNotA}} {
+				if c.m.(*array.Boolean).Value(i) != c.want {
+					t.Fatalf("row %d of %d: mask op gives %v, want %v", i, n, !c.want, c.want)
+				}
+				if c.want {
+					*c.cnt++
+				}
+			}
+		}
+		if nEither != wantEither || nANotB != wantANotB || nNotA != wantNotA || CountMask(either) != wantEither {
+			t.Fatalf("counts %d %d %d, want %d %d %d", nEither, nANotB, nNotA, wantEither, wantANotB, wantNotA)
+		}
+		for _, x := range []arrow.Array{either, aNotB, notA} {
+			x.Release()
+		}
 		rows := MaskRows(both, nil)
 		back := RowsMask(mem, n, rows)
 		var wantRows []int32

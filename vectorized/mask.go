@@ -211,3 +211,30 @@ func SelectColumns(b arrow.RecordBatch, schema *arrow.Schema, cols []int) arrow.
 	}
 	return array.NewRecordBatch(schema, arrs, b.NumRows())
 }
+
+// OrMasks returns the rows selected by either mask and how many there are.
+func OrMasks(mem memory.Allocator, a, b arrow.Array) (arrow.Array, int) {
+	n := a.Len()
+	vals := newBitmap(mem, n)
+	bitutil.BitmapOr(maskBytes(a), maskBytes(b), 0, 0, vals.Bytes(), 0, int64(n))
+	return FinishBool(n, vals, Validity{}), bitutil.CountSetBits(vals.Bytes(), 0, n)
+}
+
+// AndNotMasks returns the rows a selects and b does not, and how many.
+func AndNotMasks(mem memory.Allocator, a, b arrow.Array) (arrow.Array, int) {
+	n := a.Len()
+	vals := newBitmap(mem, n)
+	bitutil.BitmapAndNot(maskBytes(a), maskBytes(b), 0, 0, vals.Bytes(), 0, int64(n))
+	return FinishBool(n, vals, Validity{}), bitutil.CountSetBits(vals.Bytes(), 0, n)
+}
+
+// NotMask returns the rows mask does not select and how many.
+func NotMask(mem memory.Allocator, mask arrow.Array) (arrow.Array, int) {
+	n := mask.Len()
+	vals := newBitmap(mem, n)
+	bitutil.InvertBitmap(maskBytes(mask), 0, n, vals.Bytes(), 0)
+	return FinishBool(n, vals, Validity{}), bitutil.CountSetBits(vals.Bytes(), 0, n)
+}
+
+// CountMask is the number of rows mask selects.
+func CountMask(mask arrow.Array) int { return bitutil.CountSetBits(maskBytes(mask), 0, mask.Len()) }
