@@ -116,7 +116,7 @@ func (c *aggCore) update(ctx context.Context, b arrow.RecordBatch, groups []uint
 		}
 		mask := rows
 		if a.Filter != nil {
-			if mask, _, err = evalMask(ctx, c.ec, a.Filter, b); err != nil {
+			if mask, _, err = evalMask(ctx, c.ec, newPredicate(a.Filter), b); err != nil {
 				releaseArrays(args)
 				return err
 			}

@@ -247,3 +247,106 @@ func BenchmarkCase(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkInList is x IN (constants) over caseBatch's 64K rows: lists of
+// up to 16 constants compare one by one, longer ones probe a hash set.
+func BenchmarkInList(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	batch := caseBatch(mem)
+	defer batch.Release()
+	ec := exec.NewContext(mem)
+	day := exec.NewColumn(0, arrow.BinaryTypes.String, "day")
+	qty := exec.NewColumn(2, arrow.PrimitiveTypes.Int64, "qty")
+	for _, c := range []struct {
+		name string
+		x    exec.Expr
+		list []any
+	}{
+		{"int64-3", qty, []any{int64(1), int64(7), int64(50)}},
+		{"int64-8", qty, []any{int64(1), int64(2), int64(3), int64(4), int64(5), int64(6), int64(7), int64(8)}},
+		{"int64-17-hash", qty, ints(17)},
+		{"string-3", day, []any{"Sunday", "Monday", "Friday"}},
+		{"string-8", day, []any{"Sunday", "Monday", "Friday", "a", "b", "c", "d", "e"}},
+		{"string-17-hash", day, append([]any{"Sunday", "Monday", "Friday"}, strs(14)...)},
+	} {
+		list := make([]exec.Expr, len(c.list))
+		for i, v := range c.list {
+			list[i] = lit(v)
+		}
+		in, err := exec.NewIn(c.x, list)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				r, err := in.Eval(context.Background(), ec, batch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+			}
+		})
+	}
+}
+
+func ints(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = int64(i + 1)
+	}
+	return out
+}
+
+func strs(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = fmt.Sprint("s", i)
+	}
+	return out
+}
+
+// BenchmarkFilterPredicate filters caseBatch's 64K rows, in batches of
+// 1024, with the predicate shapes of TPC-DS q28 (a selective AND over an OR
+// of ranges) and q13/q48 (an OR of ANDs).
+func BenchmarkFilterPredicate(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	batch := caseBatch(mem)
+	defer batch.Release()
+	var bs []arrow.RecordBatch
+	for lo := int64(0); lo < batch.NumRows(); lo += 1024 {
+		bs = append(bs, batch.NewSlice(lo, min(lo+1024, batch.NumRows())))
+	}
+	defer release(bs)
+	s := batch.Schema()
+	mk := func(name string, args ...exec.Expr) exec.Expr {
+		e, err := exec.NewCall(name, args...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return e
+	}
+	between := func(x exec.Expr, lo, hi int64) exec.Expr {
+		return mk("and", mk("greater_equal", x, lit(lo)), mk("less_equal", x, lit(hi)))
+	}
+	price, qty, day := col(s, "price"), col(s, "qty"), col(s, "day")
+	for _, c := range []struct {
+		name string
+		pred exec.Expr
+	}{
+		{"q28", mk("and", between(qty, 0, 5), mk("or", mk("or", between(price, 8, 18), between(price, 45, 55)), between(price, 57, 77)))},
+		{"q13", mk("or", mk("or",
+			mk("and", mk("and", mk("equal", day, lit("Sunday")), between(price, 10, 50)), mk("equal", qty, lit(int64(3)))),
+			mk("and", mk("and", mk("equal", day, lit("Monday")), between(price, 50, 100)), mk("equal", qty, lit(int64(1))))),
+			mk("and", mk("and", mk("equal", day, lit("Friday")), between(price, 150, 200)), mk("equal", qty, lit(int64(1)))))},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				ec := exec.NewContext(mem)
+				f := exec.NewFilter(ec, exectest.Source(ec, s, retained(bs)), c.pred)
+				if _, err := exec.Drain(context.Background(), f); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

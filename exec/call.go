@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 )
 
 // kernel computes a function over evaluated arguments of n rows.
@@ -17,6 +18,9 @@ type impl struct {
 	ret  arrow.DataType
 	args []arrow.DataType
 	fn   kernel
+	// withConst, if set, computes a binary function whose argument
+	// constLeft ? 0 : 1 is the constant c, without expanding c into an array.
+	withConst func(ec *Context, x arrow.Array, c scalar.Scalar, constLeft bool) (arrow.Array, error)
 }
 
 // resolver picks an implementation for argument types. args holds the
@@ -67,6 +71,10 @@ type CallExpr struct {
 	Name string
 	Args []Expr
 	impl *impl
+	// konst is the literal argument impl.withConst takes, at Args[0] when
+	// konstLeft, else at Args[1]; nil when the call evaluates every argument.
+	konst     *LiteralExpr
+	konstLeft bool
 }
 
 // NewCall resolves the function name for the argument types and returns the
@@ -89,7 +97,13 @@ func NewCall(name string, args ...Expr) (Expr, error) {
 			}
 		}
 	}
-	return &CallExpr{Name: strings.ToLower(name), Args: cargs, impl: im}, nil
+	c := &CallExpr{Name: strings.ToLower(name), Args: cargs, impl: im}
+	if im.withConst != nil {
+		if x, k, ok := constOperand(cargs); ok && arrow.TypeEqual(x.DataType(), k.DataType()) {
+			c.konst, c.konstLeft = k, k == cargs[0]
+		}
+	}
+	return c, nil
 }
 
 // DataType implements Expr.
@@ -97,12 +111,32 @@ func (c *CallExpr) DataType() arrow.DataType { return c.impl.ret }
 
 // Eval implements Expr.
 func (c *CallExpr) Eval(ctx context.Context, ec *Context, b arrow.RecordBatch) (arrow.Array, error) {
+	if c.konst != nil {
+		return c.evalWithConst(ctx, ec, b)
+	}
 	args, err := evalAll(ctx, ec, c.Args, b)
 	if err != nil {
 		return nil, err
 	}
 	defer releaseArrays(args)
 	out, err := c.impl.fn(ctx, ec, args, int(b.NumRows()))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Name, err)
+	}
+	return out, nil
+}
+
+func (c *CallExpr) evalWithConst(ctx context.Context, ec *Context, b arrow.RecordBatch) (arrow.Array, error) {
+	xe := c.Args[0]
+	if c.konstLeft {
+		xe = c.Args[1]
+	}
+	x, err := evalOne(ctx, ec, xe, b)
+	if err != nil {
+		return nil, err
+	}
+	defer x.Release()
+	out, err := c.impl.withConst(ec, x, c.konst.Value, c.konstLeft)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Name, err)
 	}

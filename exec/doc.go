@@ -61,8 +61,13 @@
 // # Semantics
 //
 // SQL three-valued logic throughout: Filter keeps rows whose predicate is
-// true; AND/OR/NOT are Kleene; equality join keys never match NULL; GROUP BY
-// puts NULLs in one group. Overflow and division by zero are errors, never
-// wrapped numbers. Join output is left columns then right columns; semi and
-// anti joins return the left columns only.
+// true; filters, join residuals and aggregate FILTERs evaluate chains of
+// ANDs and of ORs operand by operand, each only on the rows the earlier
+// ones leave undecided (so an operand fails only on such rows); AND/OR/NOT
+// are Kleene; a comparison with a constant that is exactly a value of the
+// other operand's type runs in that type (the column is not cast);
+// equality join keys never match NULL; GROUP BY puts NULLs in one group.
+// Overflow and division by zero are errors, never wrapped numbers. Join
+// output is left columns then right columns; semi and anti joins return the
+// left columns only.
 package exec

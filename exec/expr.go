@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/flightd/flightd/vectorized"
@@ -89,6 +90,10 @@ func (l *LiteralExpr) String() string {
 	if vectorized.IsString(l.Value.DataType()) {
 		return "'" + strings.ReplaceAll(l.Value.String(), "'", "''") + "'"
 	}
+	if d, ok := l.Value.(*scalar.Decimal128); ok {
+		// With its scale: 18.00 is the decimal(7,2) constant, 18 an integer.
+		return d.Value.ToString(d.DataType().(*arrow.Decimal128Type).Scale)
+	}
 	return l.Value.String()
 }
 
@@ -108,7 +113,9 @@ type CastExpr struct {
 }
 
 // NewCast returns CAST(e AS to), or an error if the conversion is not
-// supported. Invalid values are errors at run time naming the value.
+// supported. Invalid values are errors at run time naming the value. A
+// literal is converted once here instead of on every batch; one whose value
+// does not convert stays a cast, so the error still comes at run time.
 func NewCast(e Expr, to arrow.DataType) (Expr, error) {
 	if arrow.TypeEqual(e.DataType(), to) {
 		return e, nil
@@ -116,7 +123,29 @@ func NewCast(e Expr, to arrow.DataType) (Expr, error) {
 	if !vectorized.CanCast(e.DataType(), to) {
 		return nil, fmt.Errorf("%w: cannot cast %s from %s to %s", ErrInvalid, e, e.DataType(), to)
 	}
+	if l, ok := e.(*LiteralExpr); ok {
+		if s, err := castScalar(l.Value, to); err == nil {
+			return NewLiteral(s), nil
+		}
+	}
 	return &CastExpr{Input: e, To: to}, nil
+}
+
+// castScalar converts a constant with the semantics of Cast.
+func castScalar(s scalar.Scalar, to arrow.DataType) (scalar.Scalar, error) {
+	// Plan-time constant, freed at once: not part of any execution's budget.
+	mem := memory.NewGoAllocator()
+	raw, err := scalar.MakeArrayFromScalar(s, 1, mem)
+	if err != nil {
+		return nil, err
+	}
+	defer raw.Release()
+	a, err := vectorized.Cast(mem, raw, to)
+	if err != nil {
+		return nil, err
+	}
+	defer a.Release()
+	return scalar.GetScalar(a, 0)
 }
 
 // DataType implements Expr.
@@ -138,19 +167,27 @@ func (c *CastExpr) String() string { return fmt.Sprintf("CAST(%s AS %s)", c.Inpu
 func evalAll(ctx context.Context, ec *Context, exprs []Expr, b arrow.RecordBatch) ([]arrow.Array, error) {
 	out := make([]arrow.Array, len(exprs))
 	for i, e := range exprs {
-		a, err := e.Eval(ctx, ec, b)
+		a, err := evalOne(ctx, ec, e, b)
 		if err != nil {
 			releaseArrays(out)
 			return nil, err
 		}
-		if a.Len() != int(b.NumRows()) {
-			a.Release()
-			releaseArrays(out)
-			return nil, fmt.Errorf("%w: %s produced %d rows for a %d-row batch", ErrInvalid, e, a.Len(), b.NumRows())
-		}
 		out[i] = a
 	}
 	return out, nil
+}
+
+// evalOne evaluates e over b and checks it made one row per input row.
+func evalOne(ctx context.Context, ec *Context, e Expr, b arrow.RecordBatch) (arrow.Array, error) {
+	a, err := e.Eval(ctx, ec, b)
+	if err != nil {
+		return nil, err
+	}
+	if a.Len() != int(b.NumRows()) {
+		a.Release()
+		return nil, fmt.Errorf("%w: %s produced %d rows for a %d-row batch", ErrInvalid, e, a.Len(), b.NumRows())
+	}
+	return a, nil
 }
 
 func releaseArrays(arrs []arrow.Array) {
@@ -161,18 +198,16 @@ func releaseArrays(arrs []arrow.Array) {
 	}
 }
 
-// EvalBool evaluates a boolean predicate and returns which rows are true.
-func evalMask(ctx context.Context, ec *Context, pred Expr, b arrow.RecordBatch) ([]bool, int, error) {
-	a, err := pred.Eval(ctx, ec, b)
+// evalMask evaluates a boolean predicate (see predicate) and returns which
+// rows are true and how many.
+func evalMask(ctx context.Context, ec *Context, pred *predicate, b arrow.RecordBatch) ([]bool, int, error) {
+	m, n, err := pred.mask(ctx, ec, b)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer a.Release()
-	if a.DataType().ID() != arrow.BOOL {
-		return nil, 0, fmt.Errorf("%w: predicate %s has type %s, not boolean", ErrInvalid, pred, a.DataType())
-	}
-	m, n := vectorized.TrueMask(a)
-	return m, n, nil
+	defer m.Release()
+	bools, _ := vectorized.TrueMask(m)
+	return bools, n, nil
 }
 
 func exprsString(es []Expr) string {

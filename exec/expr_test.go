@@ -197,14 +197,17 @@ func TestExprDatadriven(t *testing.T) {
 				lines := strings.Split(strings.TrimSpace(td.Input), "\n")
 				tbl = exectest.NewTable(t, lines[0], lines[1:]...)
 				return ""
-			case "eval", "resolve":
+			case "eval", "resolve", "show":
 				p := &sexpr{toks: tokenize(td.Input), schema: tbl.Schema}
 				e, err := p.parse()
 				if err != nil {
 					return "error: " + err.Error() + "\n"
 				}
-				if td.Cmd == "resolve" {
+				switch td.Cmd {
+				case "resolve":
 					return e.DataType().String() + "\n"
+				case "show":
+					return e.String() + "\n"
 				}
 				return evalTable(t, tbl, e)
 			}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/flightd/flightd/vectorized"
 )
@@ -43,7 +44,7 @@ func commonArgs(types []arrow.DataType) (arrow.DataType, error) {
 }
 
 func compareResolver(op vectorized.CmpOp) resolver {
-	return func(types []arrow.DataType, _ []Expr) (*impl, error) {
+	return func(types []arrow.DataType, args []Expr) (*impl, error) {
 		if err := wantArgs(types, 2, 2); err != nil {
 			return nil, err
 		}
@@ -54,10 +55,35 @@ func compareResolver(op vectorized.CmpOp) resolver {
 		if !vectorized.Comparable(t) {
 			return nil, fmt.Errorf("type %s is not comparable", t)
 		}
+		if x, c, ok := constOperand(args); ok {
+			t = compareIn(x, []*LiteralExpr{c}, t)
+		}
 		return &impl{ret: boolType, args: []arrow.DataType{t, t}, fn: func(_ context.Context, ec *Context, a []arrow.Array, _ int) (arrow.Array, error) {
 			return vectorized.Compare(ec.Mem, op, a[0], a[1])
+		}, withConst: func(ec *Context, x arrow.Array, c scalar.Scalar, constLeft bool) (arrow.Array, error) {
+			if constLeft {
+				return vectorized.CompareScalar(ec.Mem, op.Flip(), x, c)
+			}
+			return vectorized.CompareScalar(ec.Mem, op, x, c)
 		}}, nil
 	}
+}
+
+// constOperand splits the operands of a binary call into the expression
+// and the literal, when exactly one of them is a literal.
+func constOperand(args []Expr) (x Expr, c *LiteralExpr, ok bool) {
+	if len(args) != 2 {
+		return nil, nil, false
+	}
+	for i, a := range args {
+		if l, isLit := a.(*LiteralExpr); isLit {
+			if _, both := args[1-i].(*LiteralExpr); both {
+				return nil, nil, false
+			}
+			return args[1-i], l, true
+		}
+	}
+	return nil, nil, false
 }
 
 func boolResolver(arity int, f func(ec *Context, a []arrow.Array) arrow.Array) resolver {

@@ -131,6 +131,7 @@ type joinOp struct {
 	resExpr    Expr
 	resCols    []int
 	resSchema  *arrow.Schema
+	resPred    *predicate // resExpr, else residual, as evaluated
 	schema     *arrow.Schema
 	pairSchema *arrow.Schema // left ++ right, for the residual
 
@@ -206,6 +207,10 @@ func newJoinOp(ec *Context, left, right Operator, typ JoinType, lk, rk []Expr, r
 			// Left columns come first in cols (they have lower indexes),
 			// matching compactPairs' order.
 			j.resCols, j.resSchema, j.resExpr = cols, schema, re
+		}
+		j.resPred = newPredicate(residual)
+		if j.resExpr != nil {
+			j.resPred = newPredicate(j.resExpr)
 		}
 	}
 	return j, nil
@@ -547,11 +552,7 @@ func (j *joinOp) residualMask(ctx context.Context, li, ri []int64) ([]bool, int,
 		return nil, 0, err
 	}
 	defer b.Release()
-	e := j.residual
-	if j.resExpr != nil {
-		e = j.resExpr
-	}
-	return evalMask(ctx, j.ec, e, b)
+	return evalMask(ctx, j.ec, j.resPred, b)
 }
 
 // compactPairs gathers the residual's columns of the pairs.

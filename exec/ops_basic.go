@@ -200,47 +200,6 @@ func (v *valuesOp) Close() error {
 	return nil
 }
 
-type filterOp struct {
-	ec    *Context
-	child Operator
-	pred  Expr
-	cur   current
-}
-
-// NewFilter keeps the rows where pred is true (not false, not NULL).
-func NewFilter(ec *Context, child Operator, pred Expr) Operator {
-	return &filterOp{ec: ec, child: child, pred: pred}
-}
-
-func (f *filterOp) Schema() *arrow.Schema          { return f.child.Schema() }
-func (f *filterOp) Open(ctx context.Context) error { return f.child.Open(ctx) }
-
-func (f *filterOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
-	for {
-		b, err := Next(ctx, f.child)
-		if err != nil {
-			return nil, err
-		}
-		mask, cnt, err := evalMask(ctx, f.ec, f.pred, b)
-		if err != nil {
-			return nil, err
-		}
-		if cnt == 0 {
-			continue
-		}
-		out, err := vectorized.FilterBatch(ctx, f.ec.Mem, b, mask, cnt)
-		if err != nil {
-			return nil, err
-		}
-		return f.cur.set(out), nil
-	}
-}
-
-func (f *filterOp) Close() error {
-	f.cur.release()
-	return f.child.Close()
-}
-
 type projectOp struct {
 	ec     *Context
 	child  Operator

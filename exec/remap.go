@@ -61,8 +61,26 @@ func exprColumns(e Expr) ([]int, bool) {
 // columns (sorted), their schema, and e remapped to it. ok is false when
 // exprColumns does not know e or e reads a column schema lacks.
 func narrowExpr(e Expr, schema *arrow.Schema) (cols []int, narrow *arrow.Schema, ne Expr, ok bool) {
-	cols, ok = exprColumns(e)
-	if !ok || len(cols) > 0 && (cols[0] < 0 || cols[len(cols)-1] >= schema.NumFields()) {
+	cols, narrow, nes, ok := narrowExprs(schema, e)
+	if !ok {
+		return nil, nil, nil, false
+	}
+	return cols, narrow, nes[0], true
+}
+
+// narrowExprs is narrowExpr for several expressions over the union of the
+// columns they read.
+func narrowExprs(schema *arrow.Schema, es ...Expr) (cols []int, narrow *arrow.Schema, nes []Expr, ok bool) {
+	for _, e := range es {
+		c, ok := exprColumns(e)
+		if !ok {
+			return nil, nil, nil, false
+		}
+		cols = append(cols, c...)
+	}
+	slices.Sort(cols)
+	cols = slices.Compact(cols)
+	if len(cols) > 0 && (cols[0] < 0 || cols[len(cols)-1] >= schema.NumFields()) {
 		return nil, nil, nil, false
 	}
 	to := make(map[int]int, len(cols))
@@ -71,7 +89,11 @@ func narrowExpr(e Expr, schema *arrow.Schema) (cols []int, narrow *arrow.Schema,
 		to[c] = i
 		fields[i] = schema.Field(c)
 	}
-	return cols, arrow.NewSchema(fields, nil), remapColumns(e, to), true
+	nes = make([]Expr, len(es))
+	for i, e := range es {
+		nes[i] = remapColumns(e, to)
+	}
+	return cols, arrow.NewSchema(fields, nil), nes, true
 }
 
 // remapColumns returns a copy of e reading column to[i] where e read

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/flightd/flightd/vectorized"
 )
@@ -157,4 +158,64 @@ func decimalResult(op string, a, b *arrow.Decimal128Type) *arrow.Decimal128Type 
 		p = MaxDecimalPrecision
 	}
 	return &arrow.Decimal128Type{Precision: p, Scale: s}
+}
+
+// widensExactly reports whether every value of from converts to to exactly
+// and in order, so that comparing in to and comparing in from agree.
+func widensExactly(from, to arrow.DataType) bool {
+	fd, fdec := from.(*arrow.Decimal128Type)
+	td, tdec := to.(*arrow.Decimal128Type)
+	switch {
+	case vectorized.IsInteger(from) && vectorized.IsInteger(to):
+		fw, tw := intWidth(from), intWidth(to)
+		fs, ts := isSigned(from.ID()), isSigned(to.ID())
+		return fs == ts && fw <= tw || !fs && ts && fw < tw
+	case vectorized.IsInteger(from) && tdec:
+		return td.Scale >= 0 && intDigits(from.ID()) <= td.Precision-td.Scale
+	case fdec && tdec:
+		return fd.Scale <= td.Scale && fd.Precision-fd.Scale <= td.Precision-td.Scale
+	case vectorized.IsInteger(from) && to.ID() == arrow.FLOAT64:
+		return intWidth(from) <= 32 // float64 holds 53-bit integers exactly
+	}
+	return from.ID() == arrow.FLOAT32 && to.ID() == arrow.FLOAT64
+}
+
+func intWidth(dt arrow.DataType) int { return dt.(arrow.FixedWidthDataType).BitWidth() }
+
+func isSigned(id arrow.Type) bool {
+	return id == arrow.INT8 || id == arrow.INT16 || id == arrow.INT32 || id == arrow.INT64
+}
+
+// holdsExactly reports whether constant v, seen in the common type wide, is
+// a value of narrow: it converts to narrow and back to wide unchanged.
+// NULL converts to every type.
+func holdsExactly(v scalar.Scalar, narrow, wide arrow.DataType) bool {
+	w, err := castScalar(v, wide)
+	if err != nil {
+		return false
+	}
+	n, err := castScalar(w, narrow)
+	if err != nil {
+		return false
+	}
+	back, err := castScalar(n, wide)
+	return err == nil && scalar.Equals(back, w)
+}
+
+// compareIn returns the type to compare x with constants in when the common
+// type of all of them is t: x's own type when t only widens it and every
+// constant is exactly a value of x's type, so x is not cast on every batch
+// (a decimal(7,2) column against the integer 18 compares with 18.00);
+// otherwise t, which keeps the result of comparing in t.
+func compareIn(x Expr, consts []*LiteralExpr, t arrow.DataType) arrow.DataType {
+	xt := x.DataType()
+	if arrow.TypeEqual(xt, t) || !widensExactly(xt, t) {
+		return t
+	}
+	for _, c := range consts {
+		if !holdsExactly(c.Value, xt, t) {
+			return t
+		}
+	}
+	return xt
 }

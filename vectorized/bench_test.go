@@ -8,8 +8,11 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 )
 
 // The benchmarks compare own loops with arrow-go compute for the kernels
@@ -175,33 +178,46 @@ func BenchmarkFilterBatch(b *testing.B) {
 		s := arrow.NewSchema([]arrow.Field{{Name: "x", Type: x.DataType()}, {Name: "y", Type: y.DataType()}}, nil)
 		return array.NewRecordBatch(s, []arrow.Array{x, y}, int64(x.Len()))
 	}
-	b.Run("own-take", func(b *testing.B) {
-		variants(b, func(b *testing.B, x, y arrow.Array) {
-			rb := batch(x, y)
-			defer rb.Release()
-			for b.Loop() {
-				r, err := FilterBatch(context.Background(), mem, rb, mask, cnt)
-				if err != nil {
-					b.Fatal(err)
-				}
-				r.Release()
+	for _, dec := range []bool{false, true} {
+		// As int64 columns, or the same values as decimal(18,2) columns.
+		cols := func(x, y arrow.Array) arrow.RecordBatch {
+			if !dec {
+				return batch(x, y)
 			}
-		})
-	})
-	b.Run("compute", func(b *testing.B) {
-		ctx := compute.WithAllocator(context.Background(), mem)
-		variants(b, func(b *testing.B, x, y arrow.Array) {
-			rb := batch(x, y)
-			defer rb.Release()
-			for b.Loop() {
-				r, err := compute.FilterRecordBatch(ctx, rb, maskArr, compute.DefaultFilterOptions())
-				if err != nil {
-					b.Fatal(err)
+			dx, dy := asDecimal18(mem, x), asDecimal18(mem, y)
+			defer dx.Release()
+			defer dy.Release()
+			return batch(dx, dy)
+		}
+		suffix := map[bool]string{false: "", true: "-decimal"}[dec]
+		b.Run("own"+suffix, func(b *testing.B) {
+			variants(b, func(b *testing.B, x, y arrow.Array) {
+				rb := cols(x, y)
+				defer rb.Release()
+				for b.Loop() {
+					r, err := FilterMask(context.Background(), mem, rb, maskArr, cnt)
+					if err != nil {
+						b.Fatal(err)
+					}
+					r.Release()
 				}
-				r.Release()
-			}
+			})
 		})
-	})
+		b.Run("compute"+suffix, func(b *testing.B) {
+			ctx := compute.WithAllocator(context.Background(), mem)
+			variants(b, func(b *testing.B, x, y arrow.Array) {
+				rb := cols(x, y)
+				defer rb.Release()
+				for b.Loop() {
+					r, err := compute.FilterRecordBatch(ctx, rb, maskArr, compute.DefaultFilterOptions())
+					if err != nil {
+						b.Fatal(err)
+					}
+					r.Release()
+				}
+			})
+		})
+	}
 }
 
 func BenchmarkCastInt32ToInt64(b *testing.B) {
@@ -247,4 +263,130 @@ func narrow(mem memory.Allocator, x arrow.Array) arrow.Array {
 		}
 	}
 	return b.NewArray()
+}
+
+// BenchmarkLessScalar compares a column with a constant: CompareScalar's
+// loop, arrow-go compute with a scalar datum, and the constant expanded
+// into an array first (what filters did before CompareScalar).
+func BenchmarkLessScalar(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	c := scalar.NewInt64Scalar(1 << 39)
+	dc := scalar.NewDecimal128Scalar(decimal128.FromI64(1<<39), &arrow.Decimal128Type{Precision: 18, Scale: 2})
+	b.Run("own", func(b *testing.B) {
+		variants(b, func(b *testing.B, x, _ arrow.Array) {
+			for b.Loop() {
+				r, err := CompareScalar(mem, Lt, x, c)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+			}
+		})
+	})
+	b.Run("compute", func(b *testing.B) {
+		ctx := compute.WithAllocator(context.Background(), mem)
+		variants(b, func(b *testing.B, x, _ arrow.Array) {
+			for b.Loop() {
+				dx, dc := compute.NewDatum(x), compute.NewDatum(c)
+				r, err := compute.CallFunction(ctx, "less", nil, dx, dc)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+				dx.Release()
+				dc.Release()
+			}
+		})
+	})
+	b.Run("expand", func(b *testing.B) {
+		variants(b, func(b *testing.B, x, _ arrow.Array) {
+			for b.Loop() {
+				rep, _ := Repeat(mem, c, x.Len())
+				r, err := Compare(mem, Lt, x, rep)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+				rep.Release()
+			}
+		})
+	})
+	b.Run("own-decimal", func(b *testing.B) {
+		variants(b, func(b *testing.B, x, _ arrow.Array) {
+			d := asDecimal18(mem, x)
+			defer d.Release()
+			for b.Loop() {
+				r, err := CompareScalar(mem, Lt, d, dc)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+			}
+		})
+	})
+	b.Run("expand-decimal", func(b *testing.B) {
+		variants(b, func(b *testing.B, x, _ arrow.Array) {
+			d := asDecimal18(mem, x)
+			defer d.Release()
+			for b.Loop() {
+				rep, _ := Repeat(mem, dc, d.Len())
+				r, err := Compare(mem, Lt, d, rep)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+				rep.Release()
+			}
+		})
+	})
+}
+
+// asDecimal18 reinterprets int64 values as decimal(18,2) (same validity
+// and offset), for decimal benchmarks over the same data.
+func asDecimal18(mem memory.Allocator, x arrow.Array) arrow.Array {
+	r, err := Cast(mem, x, &arrow.Decimal128Type{Precision: 18, Scale: 0})
+	if err != nil {
+		panic(err)
+	}
+	defer r.Release()
+	d := r.Data()
+	data := array.NewData(&arrow.Decimal128Type{Precision: 18, Scale: 2}, d.Len(), d.Buffers(), nil, d.NullN(), d.Offset())
+	defer data.Release()
+	return array.MakeFromData(data)
+}
+
+// BenchmarkAndKleene is SQL AND over booleans made from the int64 inputs
+// (same NULLs and offsets).
+func BenchmarkAndKleene(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	variants(b, func(b *testing.B, x, y arrow.Array) {
+		bx, by := halfBools(mem, x), halfBools(mem, y)
+		defer bx.Release()
+		defer by.Release()
+		for b.Loop() {
+			And(mem, bx, by).Release()
+		}
+	})
+}
+
+// halfBools is x < 2^39 (true for about half the rows), NULL where x is,
+// at x's offset.
+func halfBools(mem memory.Allocator, x arrow.Array) arrow.Array {
+	r, err := CompareScalar(mem, Lt, x, scalar.NewInt64Scalar(1<<39))
+	if err != nil {
+		panic(err)
+	}
+	defer r.Release()
+	if x.Data().Offset() == 0 {
+		r.Retain()
+		return r
+	}
+	// CompareScalar's result starts at offset 0: pad it to x's offset.
+	d := r.Data()
+	bits := newBitmap(mem, d.Len()+x.Data().Offset())
+	bitutil.CopyBitmap(d.Buffers()[1].Bytes(), 0, d.Len(), bits.Bytes(), x.Data().Offset())
+	data := array.NewData(d.DataType(), d.Len(), []*memory.Buffer{x.Data().Buffers()[0], bits}, nil, x.NullN(), x.Data().Offset())
+	defer data.Release()
+	bits.Release()
+	return array.MakeFromData(data)
 }

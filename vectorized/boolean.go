@@ -1,6 +1,8 @@
 package vectorized
 
 import (
+	"fmt"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
@@ -19,10 +21,15 @@ func Or(mem memory.Allocator, a, b arrow.Array) arrow.Array {
 	return kleene(mem, a.(*array.Boolean), b.(*array.Boolean), true)
 }
 
-// kleene evaluates AND (dominant=false) or OR (dominant=true).
+// kleene evaluates AND (dominant=false) or OR (dominant=true) 64 rows at a
+// time: a side decides the row when it is valid and equal to dominant, and
+// the row is valid when a side decides it or both sides are valid.
 func kleene(mem memory.Allocator, a, b *array.Boolean, dominant bool) arrow.Array {
 	n := a.Len()
 	vals := newBitmap(mem, n)
+	if n == 0 {
+		return FinishBool(n, vals, Validity{})
+	}
 	vb := vals.Bytes()
 	if a.NullN() == 0 && b.NullN() == 0 {
 		op := bitutil.BitmapAnd
@@ -32,24 +39,59 @@ func kleene(mem memory.Allocator, a, b *array.Boolean, dominant bool) arrow.Arra
 		op(a.Data().Buffers()[1].Bytes(), b.Data().Buffers()[1].Bytes(), int64(a.Data().Offset()), int64(b.Data().Offset()), vb, 0, int64(n))
 		return FinishBool(n, vals, Validity{})
 	}
-	valid := make([]bool, n)
-	for i := 0; i < n; i++ {
-		av, bv := a.IsValid(i), b.IsValid(i)
-		x, y := av && a.Value(i), bv && b.Value(i)
-		switch {
-		case (av && x == dominant) || (bv && y == dominant):
-			valid[i] = true
-			if dominant {
-				bitutil.SetBit(vb, i)
-			}
-		case av && bv:
-			valid[i] = true
-			if !dominant {
-				bitutil.SetBit(vb, i)
-			}
-		}
+	valid := newBitmap(mem, n)
+	// Inputs: both value bitmaps, then the validity bitmaps of the sides
+	// that have NULLs (a missing one means all valid).
+	in := []bitutil.Bitmap{boolBits(a), boolBits(b)}
+	ia, ib := -1, -1
+	if a.NullN() > 0 {
+		ia = len(in)
+		in = append(in, validityBits(a))
 	}
-	return FinishBool(n, vals, BoolsToValidity(mem, valid))
+	if b.NullN() > 0 {
+		ib = len(in)
+		in = append(in, validityBits(b))
+	}
+	out := []bitutil.Bitmap{{Data: vb, Len: int64(n)}, {Data: valid.Bytes(), Len: int64(n)}}
+	err := bitutil.VisitWordsAndWrite(in, out, func(in, out []uint64) {
+		av, bv := ^uint64(0), ^uint64(0)
+		if ia >= 0 {
+			av = in[ia]
+		}
+		if ib >= 0 {
+			bv = in[ib]
+		}
+		ax, bx := in[0], in[1]
+		if !dominant {
+			ax, bx = ^ax, ^bx
+		}
+		decided := av&ax | bv&bx // a valid side equal to dominant
+		out[1] = decided | av&bv
+		if dominant {
+			out[0] = decided
+		} else {
+			out[0] = ^decided & av & bv // both valid and true
+		}
+	})
+	if err != nil {
+		panic(fmt.Sprintf("vectorized: kleene: %v", err)) // broken invariant: all bitmaps have n bits
+	}
+	nulls := n - bitutil.CountSetBits(valid.Bytes(), 0, n)
+	if nulls == 0 {
+		valid.Release()
+		return FinishBool(n, vals, Validity{})
+	}
+	return FinishBool(n, vals, Validity{Buf: valid, Nulls: nulls})
+}
+
+// boolBits is the value bitmap of a boolean array.
+func boolBits(a *array.Boolean) bitutil.Bitmap {
+	return bitutil.Bitmap{Data: a.Data().Buffers()[1].Bytes(), Offset: int64(a.Data().Offset()), Len: int64(a.Len())}
+}
+
+// validityBits is the validity bitmap of an array that has one.
+func validityBits(a arrow.Array) bitutil.Bitmap {
+	return bitutil.Bitmap{Data: a.NullBitmapBytes(), Offset: int64(a.Data().Offset()), Len: int64(a.Len())}
 }
 
 // Not negates a boolean array; NULL stays NULL.

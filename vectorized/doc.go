@@ -1,7 +1,8 @@
 // Package vectorized holds flightd's kernels over Arrow arrays: arithmetic
 // with overflow checks, decimal arithmetic with SQL result precision,
-// comparisons, Kleene boolean logic, casts, string and date/time functions,
-// key encoding for hashing, and row gathering (Take).
+// comparisons (of two arrays, or of an array with a constant), Kleene
+// boolean logic, selection masks and filtering, casts, string and
+// date/time functions, key encoding for hashing, and row gathering (Take).
 //
 //	exec.Expr.Eval ──► vectorized kernel ──► new arrow.Array (caller owns)
 //
@@ -13,8 +14,15 @@
 //
 //   - integer/temporal comparisons: compute ~10x faster (52us vs 580us):
 //     Compare uses compute; floats keep the own loop for NaN ordering.
-//   - filter: compute's filter kernel beats gathering by index by up to 2x:
-//     FilterBatch uses it.
+//   - comparison with a constant (BenchmarkLessScalar): CompareScalar's
+//     bit-packed loop is 0.65x compute's time with a scalar datum for
+//     int64, 0.12x expanding the constant into an array first, and 0.05x
+//     for decimal128 (which compute does not compare).
+//   - Kleene AND with NULLs (BenchmarkAndKleene): word-wise, 0.07-0.09x
+//     the time of the former row-by-row loop.
+//   - filter (BenchmarkFilterBatch, half the rows): FilterMask gathers
+//     fixed-width columns by an own loop, 0.6x compute's filter kernel for
+//     int64 and 0.5x for decimal128; other types use the kernel.
 //   - take: compute and a builder loop are within noise: Take uses compute.
 //   - checked int64 add: within noise; the own loop stays because its
 //     errors name the operands.
