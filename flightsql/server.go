@@ -9,9 +9,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/flight/session"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/flightd/flightd/engine"
 )
@@ -66,77 +63,17 @@ func (s *Server) FlightService() flight.FlightServer {
 	return &flightService{FlightServer: flightsql.NewFlightServerWithAllocator(s, s.mem), s: s}
 }
 
-// SessionMiddleware keeps session options (catalog, schema) in a cookie, so
-// sessions survive server restarts and need no server state. arrow-go's
-// session middleware panics on a cookie it cannot decode; that panic
-// becomes an InvalidArgument error here instead of killing the server.
-func SessionMiddleware() flight.ServerMiddleware {
-	mw := flight.CreateServerMiddleware(quietSessions{session.NewServerSessionMiddleware(session.NewStatelessServerSessionManager())})
-	unary, stream := mw.Unary, mw.Stream
-	return flight.ServerMiddleware{
-		Unary: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
-			defer recoverSession(&err)
-			return unary(ctx, req, info, handler)
-		},
-		Stream: func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
-			defer recoverSession(&err)
-			return stream(srv, ss, info, handler)
-		},
-	}
-}
-
-// quietSessions sends a session cookie in the trailer only when the call
-// changed it: arrow-go sends it in the header of a cookieless call and again
-// in the trailer. A trailer with metadata is what arrow-go's Go client
-// middleware then reads from a finalizer, racing gRPC's reader, for every
-// stream its caller did not drain (flightsql.Client.ExecuteUpdate reads one
-// message): `go test -race` of any Go client flags it.
-type quietSessions struct{ flight.CustomServerMiddleware }
-
-type startCookieKey struct{}
-
-func (q quietSessions) StartCall(ctx context.Context) context.Context {
-	ctx = q.CustomServerMiddleware.StartCall(ctx)
-	if c, ok := sessionCookie(ctx); ok {
-		ctx = context.WithValue(ctx, startCookieKey{}, c)
-	}
-	return ctx
-}
-
-func (q quietSessions) CallCompleted(ctx context.Context, err error) {
-	if start, ok := ctx.Value(startCookieKey{}).(string); ok {
-		if c, ok := sessionCookie(ctx); ok && c == start {
-			return
-		}
-	}
-	q.CustomServerMiddleware.CallCompleted(ctx, err)
-}
-
-// sessionCookie is the cookie that carries the call's session now; false
-// when there is none or it is closed (its cookie must then be revoked).
-func sessionCookie(ctx context.Context) (string, bool) {
-	s, err := session.GetSessionFromContext(ctx)
-	if err != nil || s == nil || s.Closed() {
-		return "", false
-	}
-	c, err := session.CreateCookieForSession(s)
-	if err != nil {
-		return "", false
-	}
-	return c.String(), true
-}
-
-func recoverSession(err *error) {
-	if r := recover(); r != nil {
-		*err = status.Errorf(codes.InvalidArgument, "session cookie: %v", r)
-	}
-}
-
 // rememberDatabase stores a database switched by USE in the client's
 // session, so it holds for the session's later calls.
 func (s *Server) rememberDatabase(ctx context.Context, sess *engine.Session) {
 	if fs, err := session.GetSessionFromContext(ctx); err == nil && fs != nil {
-		if db := sess.Database(); db != fs.GetSessionOption(optSchema).GetStringValue() {
+		was := fs.GetSessionOption(optSchema).GetStringValue()
+		if was == "" {
+			was = engine.DefaultDatabase
+		}
+		// Unchanged, the session stays as it is: a changed session costs the
+		// call a cookie (SessionMiddleware).
+		if db := sess.Database(); db != was {
 			fs.SetSessionOption(optSchema, stringOption(db))
 		}
 	}

@@ -362,8 +362,9 @@ func TestChangeStreamWakesAndEnds(t *testing.T) {
 func TestChangeStreamConsumer(t *testing.T) {
 	ctx := context.Background()
 	s, mem, _ := newTestStore(t)
-	now := time.Unix(1_800_000_000, 0)
-	s.opts.Now = func() time.Time { return now }
+	// Background compaction and expiry read the clock too.
+	clock := &fakeClock{now: time.Unix(1_800_000_000, 0)}
+	s.opts.Now = clock.Now
 	tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}, Options: map[string]string{
 		"snapshot.num-retained.min": "1", "snapshot.time-retained": "1ms", "consumer.expiration-time": "1h"}}, false)
 	must(t, err)
@@ -374,7 +375,7 @@ func TestChangeStreamConsumer(t *testing.T) {
 	for i := range 3 {
 		writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{i + 2, "x"}})
 	}
-	now = now.Add(time.Minute)
+	clock.advance(time.Minute)
 	_, err = tbl.ExpireSnapshots(ctx)
 	must(t, err)
 	r, err = tbl.NewChangeReader(ctx, StreamSpec{Start: StreamLatest, ConsumerID: "c1", EndSnapshot: 4})
@@ -399,7 +400,7 @@ func TestChangeStreamConsumer(t *testing.T) {
 		t.Fatalf("consumer position %d %v %v", pos, ok, err)
 	}
 	// Abandoned for longer than consumer.expiration-time: expiry forgets it.
-	now = now.Add(2 * time.Hour)
+	clock.advance(2 * time.Hour)
 	_, err = tbl.ExpireSnapshots(ctx)
 	must(t, err)
 	if _, ok, err := tbl.Consumer(ctx, "c1"); err != nil || ok {
