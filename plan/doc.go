@@ -16,8 +16,9 @@
 //	                  |                     column-vs-constant terms become
 //	                  |                     tablestore.Predicates (partition/file skipping);
 //	                  |                     a column constant on one side of an equi-join
-//	                  |                     filters the other (constCols); LEFT JOIN +
-//	                  |                     right key IS NULL -> anti join
+//	                  |                     filters the other (constCols); a disjunction
+//	                  |                     over both sides filters each by what it implies
+//	                  |                     there; LEFT JOIN + right key IS NULL -> anti join
 //	                  |    join_order       dynamic programming over up to 10 inputs:
 //	                  |                     the bushy, connected tree with the least sum of
 //	                  |                     estimated intermediate rows (greedy beyond);
