@@ -286,6 +286,115 @@ func DecimalArith(mem memory.Allocator, op ArithOp, a, b arrow.Array, out *arrow
 }
 
 func decimalOp(op ArithOp, x decimal128.Num, xs int32, y decimal128.Num, ys int32, out *arrow.Decimal128Type) (decimal128.Num, error) {
+	if xv, ok := decimalInt64(x); ok {
+		if yv, ok := decimalInt64(y); ok {
+			if r, s, ok := smallDecimalOp(op, xv, xs, yv, ys, out.Scale); ok {
+				if r, ok := int64Out(r, s, out); ok {
+					return r, nil
+				}
+			}
+		}
+	}
+	return decimalOpWide(op, x, xs, y, ys, out)
+}
+
+// decimalInt64 is x as an int64, when it fits.
+func decimalInt64(x decimal128.Num) (int64, bool) {
+	v := int64(x.LowBits())
+	return v, x.HighBits() == v>>63
+}
+
+// smallDecimalOp computes x op y (decimals with scales xs, ys held in
+// int64) at scale s in 64-bit arithmetic: the TPC-DS case, prices with two
+// decimals, where decimal128's big.Int arithmetic allocated per value. ok
+// is false when a step would overflow (or for a zero divisor, Mod, a
+// division scale out of range): decimalOpWide then decides.
+func smallDecimalOp(op ArithOp, x int64, xs int32, y int64, ys int32, outScale int32) (r int64, s int32, ok bool) {
+	var err error
+	switch op {
+	case Add, Sub:
+		s = max(xs, ys)
+		if x, ok = scale64(x, s-xs); !ok {
+			return 0, 0, false
+		}
+		if y, ok = scale64(y, s-ys); !ok {
+			return 0, 0, false
+		}
+		r, err = checkedInt(op, x, y)
+	case Mul:
+		s = xs + ys
+		r, err = checkedInt(Mul, x, y)
+	case Div:
+		// x/y at the output scale: x * 10^(outScale - xs + ys) / y, rounded.
+		if y == 0 || y == math.MinInt64 {
+			return 0, 0, false
+		}
+		if x, ok = scale64(x, outScale-xs+ys); !ok {
+			return 0, 0, false
+		}
+		return roundDiv64(x, y), outScale, true
+	default:
+		return 0, 0, false
+	}
+	return r, s, err == nil
+}
+
+// scale64 is v * 10^k for 0 <= k <= 18 when it fits in int64.
+func scale64(v int64, k int32) (int64, bool) {
+	if k < 0 || k >= int32(len(pow10i64)) {
+		return 0, false
+	}
+	r, err := checkedInt(Mul, v, pow10i64[k])
+	return r, err == nil
+}
+
+// roundDiv64 is x / y rounded half away from zero (y != 0, y != MinInt64).
+func roundDiv64(x, y int64) int64 {
+	q, rem := x/y, x%y
+	if rem < 0 {
+		rem = -rem
+	}
+	ay := y
+	if ay < 0 {
+		ay = -ay
+	}
+	if rem >= ay-rem { // 2|rem| >= |y| without overflow
+		if (x < 0) != (y < 0) {
+			q--
+		} else {
+			q++
+		}
+	}
+	return q
+}
+
+// int64Out converts r at scale s to out's scale (rounding half away from
+// zero) and checks out's precision; ok is false when that needs more than
+// 64 bits.
+func int64Out(r int64, s int32, out *arrow.Decimal128Type) (decimal128.Num, bool) {
+	switch {
+	case s < out.Scale:
+		var ok bool
+		if r, ok = scale64(r, out.Scale-s); !ok {
+			return decimal128.Num{}, false
+		}
+	case s > out.Scale:
+		d := s - out.Scale
+		if d >= int32(len(pow10i64)) {
+			return decimal128.Num{}, false
+		}
+		r = roundDiv64(r, pow10i64[d])
+	}
+	if out.Precision < int32(len(pow10i64)) {
+		if lim := pow10i64[out.Precision]; r >= lim || r <= -lim {
+			return decimal128.Num{}, false // decimalOpWide reports the overflow
+		}
+	}
+	return decimal128.FromI64(r), true
+}
+
+// decimalOpWide is decimalOp in 128 bits, or big.Int where those overflow.
+func decimalOpWide(op ArithOp, x decimal128.Num, xs int32, y decimal128.Num, ys int32, out *arrow.Decimal128Type) (decimal128.Num, error) {
 	var r decimal128.Num
 	switch op {
 	case Add, Sub:

@@ -390,3 +390,42 @@ func halfBools(mem memory.Allocator, x arrow.Array) arrow.Array {
 	bits.Release()
 	return array.MakeFromData(data)
 }
+
+// BenchmarkDecimalOp compares decimal arithmetic's 64-bit path (decimalOp)
+// with the 128-bit and big.Int one it had before (decimalOpWide), per
+// value, on decimal(7,2) prices: a sum (q04's profit) and division by an
+// integer. Measured (-count 6, medians, 2-core machine under load): add
+// 28 ns vs 500 ns, div 20 ns vs 1030 ns per value.
+func BenchmarkDecimalOp(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	xs := make([]decimal128.Num, 4096)
+	for i := range xs {
+		xs[i] = decimal128.FromI64(rng.Int64N(2_000_000) - 1_000_000)
+	}
+	two := decimal128.FromI64(2)
+	sum := &arrow.Decimal128Type{Precision: 9, Scale: 2}
+	quot := &arrow.Decimal128Type{Precision: 14, Scale: 6}
+	for _, path := range []struct {
+		name string
+		op   func(ArithOp, decimal128.Num, int32, decimal128.Num, int32, *arrow.Decimal128Type) (decimal128.Num, error)
+	}{{"fast", decimalOp}, {"wide", decimalOpWide}} {
+		b.Run("add/"+path.name, func(b *testing.B) {
+			for b.Loop() {
+				for i := 1; i < len(xs); i++ {
+					if _, err := path.op(Add, xs[i-1], 2, xs[i], 2, sum); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+		b.Run("div/"+path.name, func(b *testing.B) {
+			for b.Loop() {
+				for _, x := range xs {
+					if _, err := path.op(Div, x, 2, two, 0, quot); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}

@@ -85,3 +85,38 @@ func TestWidenDecimal(t *testing.T) {
 		got.Release()
 	}
 }
+
+// TestSmallDecimalOp checks decimal arithmetic's 64-bit path against the
+// 128-bit and big.Int one (decimalOpWide) on random values of random
+// precisions and scales, near the overflow edges too.
+func TestSmallDecimalOp(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 2))
+	val := func() int64 {
+		switch rng.IntN(6) {
+		case 0:
+			return 0
+		case 1:
+			return []int64{1, -1, math.MaxInt64, math.MinInt64 + 1, 999999999999999999, -999999999999999999}[rng.IntN(6)]
+		}
+		v := rng.Int64N(1 << uint(rng.IntN(62)+1))
+		if rng.IntN(2) == 0 {
+			v = -v
+		}
+		return v
+	}
+	for i := 0; i < 200_000; i++ {
+		op := []ArithOp{Add, Sub, Mul, Div}[rng.IntN(4)]
+		xs, ys := int32(rng.IntN(10)), int32(rng.IntN(10))
+		out := &arrow.Decimal128Type{Precision: int32(1 + rng.IntN(38)), Scale: int32(rng.IntN(12))}
+		out.Scale = min(out.Scale, out.Precision)
+		x, y := decimal128.FromI64(val()), decimal128.FromI64(val())
+		got, gerr := decimalOp(op, x, xs, y, ys, out)
+		want, werr := decimalOpWide(op, x, xs, y, ys, out)
+		if (gerr == nil) != (werr == nil) || gerr == nil && got != want {
+			t.Fatalf("seed %d: %s(s%d) %s %s(s%d) as %s = %s, %v; want %s, %v", seed, x.BigInt(), xs, op, y.BigInt(), ys, out,
+				got.BigInt(), gerr, want.BigInt(), werr)
+		}
+	}
+}
