@@ -39,9 +39,14 @@ func TrueBits(mem memory.Allocator, pred arrow.Array) (arrow.Array, int) {
 // AndMasks returns the rows selected by both masks (of equal length) and
 // how many there are.
 func AndMasks(mem memory.Allocator, a, b arrow.Array) (arrow.Array, int) {
+	return combineMasks(mem, a, b, bitutil.BitmapAnd)
+}
+
+// combineMasks applies a bitmap operation to two masks.
+func combineMasks(mem memory.Allocator, a, b arrow.Array, op func(l, r []byte, lOff, rOff int64, out []byte, outOff, length int64)) (arrow.Array, int) {
 	n := a.Len()
 	vals := newBitmap(mem, n)
-	bitutil.BitmapAnd(maskBytes(a), maskBytes(b), 0, 0, vals.Bytes(), 0, int64(n))
+	op(maskBytes(a), maskBytes(b), 0, 0, vals.Bytes(), 0, int64(n))
 	return FinishBool(n, vals, Validity{}), bitutil.CountSetBits(vals.Bytes(), 0, n)
 }
 
@@ -214,18 +219,12 @@ func SelectColumns(b arrow.RecordBatch, schema *arrow.Schema, cols []int) arrow.
 
 // OrMasks returns the rows selected by either mask and how many there are.
 func OrMasks(mem memory.Allocator, a, b arrow.Array) (arrow.Array, int) {
-	n := a.Len()
-	vals := newBitmap(mem, n)
-	bitutil.BitmapOr(maskBytes(a), maskBytes(b), 0, 0, vals.Bytes(), 0, int64(n))
-	return FinishBool(n, vals, Validity{}), bitutil.CountSetBits(vals.Bytes(), 0, n)
+	return combineMasks(mem, a, b, bitutil.BitmapOr)
 }
 
 // AndNotMasks returns the rows a selects and b does not, and how many.
 func AndNotMasks(mem memory.Allocator, a, b arrow.Array) (arrow.Array, int) {
-	n := a.Len()
-	vals := newBitmap(mem, n)
-	bitutil.BitmapAndNot(maskBytes(a), maskBytes(b), 0, 0, vals.Bytes(), 0, int64(n))
-	return FinishBool(n, vals, Validity{}), bitutil.CountSetBits(vals.Bytes(), 0, n)
+	return combineMasks(mem, a, b, bitutil.BitmapAndNot)
 }
 
 // NotMask returns the rows mask does not select and how many.
