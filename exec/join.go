@@ -258,6 +258,7 @@ type joinOp struct {
 	tail      bool // emitting unmatched left rows of lb
 	leftDone  bool
 	rightTail int // position when emitting unmatched build rows
+	out       coalescer
 	cur       current
 
 	// Grace mode: when the build side exceeds the memory budget both inputs
@@ -544,6 +545,9 @@ func (j *joinOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			return nil, err
 		}
 		if j.leftDone {
+			if out, err := j.out.flush(j.ec); out != nil || err != nil {
+				return j.cur.set(out), err
+			}
 			return j.nextUnmatchedRight(ctx)
 		}
 		if j.lb == nil {
@@ -564,8 +568,8 @@ func (j *joinOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			if err != nil {
 				return nil, err
 			}
-			if out != nil {
-				return j.cur.set(out), nil
+			if out, err = j.emit(out); out != nil || err != nil {
+				return out, err
 			}
 			continue
 		}
@@ -574,10 +578,23 @@ func (j *joinOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		if err != nil {
 			return nil, err
 		}
-		if out != nil {
-			return j.cur.set(out), nil
+		if out, err = j.emit(out); out != nil || err != nil {
+			return out, err
 		}
 	}
+}
+
+// emit passes an output batch (nil: none) through the coalescer and
+// returns what Next should return, if anything yet.
+func (j *joinOp) emit(b arrow.RecordBatch) (arrow.RecordBatch, error) {
+	if b == nil {
+		return nil, nil
+	}
+	out, err := j.out.add(j.ec, b)
+	if out == nil || err != nil {
+		return nil, err
+	}
+	return j.cur.set(out), nil
 }
 
 // probeChunk matches the next chunk of pairs; it returns nil (and switches
@@ -757,6 +774,7 @@ func (j *joinOp) nextUnmatchedRight(ctx context.Context) (arrow.RecordBatch, err
 
 func (j *joinOp) Close() error {
 	j.cur.release()
+	j.out.release()
 	j.endLeft()
 	if j.build != nil {
 		j.build.release()
