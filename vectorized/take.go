@@ -98,8 +98,14 @@ func take(ctx context.Context, mem memory.Allocator, a arrow.Array, idx []int64,
 		return computeTake(ctx, mem, a, idx, ia)
 	}
 	nulls := 0
-	if neg || a.NullN() > 0 {
-		bufs[0], nulls = takeValidity(mem, a, idx)
+	// The bitmap's presence, not NullN: NullN caches a lazily counted
+	// value in the array, a data race when goroutines share it.
+	if neg || d.Buffers()[0] != nil {
+		bufs[0], nulls = takeValidity(mem, d, idx)
+		if nulls == 0 {
+			bufs[0].Release()
+			bufs[0] = nil
+		}
 	}
 	data := array.NewData(dt, len(idx), bufs, nil, nulls, 0)
 	for _, b := range bufs {
@@ -237,11 +243,11 @@ func takeBits(mem memory.Allocator, s []byte, off int, idx []int64) *memory.Buff
 
 // takeValidity returns the validity of the gathered rows: valid when the
 // index is not negative and the source row is valid.
-func takeValidity(mem memory.Allocator, a arrow.Array, idx []int64) (*memory.Buffer, int) {
+func takeValidity(mem memory.Allocator, d arrow.ArrayData, idx []int64) (*memory.Buffer, int) {
 	out := newBitmap(mem, len(idx))
 	dst := out.Bytes()
 	valid := 0
-	if a.NullN() == 0 {
+	if bm := bufBytes(d, 0); bm == nil {
 		for i, x := range idx {
 			if x >= 0 {
 				bitutil.SetBit(dst, i)
@@ -249,7 +255,7 @@ func takeValidity(mem memory.Allocator, a arrow.Array, idx []int64) (*memory.Buf
 			}
 		}
 	} else {
-		bm, off := a.NullBitmapBytes(), a.Data().Offset()
+		off := d.Offset()
 		for i, x := range idx {
 			if x >= 0 && bitutil.BitIsSet(bm, off+int(x)) {
 				bitutil.SetBit(dst, i)
@@ -303,5 +309,5 @@ func FilterBatch(ctx context.Context, mem memory.Allocator, b arrow.RecordBatch,
 	}
 	m := BoolsToArray(mem, mask, nil)
 	defer m.Release()
-	return FilterMask(ctx, mem, b, m, count)
+	return compute.FilterRecordBatch(compute.WithAllocator(ctx, mem), b, m, compute.DefaultFilterOptions())
 }
