@@ -881,8 +881,8 @@ func (p *keyPacker) pack(keys []arrow.Array, n int, sc *keyScratch) ([]int64, []
 	// NULL wins over out of range: a NULL key never matches, and the
 	// null-aware anti join must know it.
 	for _, k := range keys {
-		if k.Data().Buffers()[0] == nil {
-			continue // no validity bitmap (NullN could race: see vectorized.Take)
+		if !vectorized.MayHaveNulls(k.Data()) {
+			continue
 		}
 		for i := 0; i < n; i++ {
 			if k.IsNull(i) {

@@ -98,9 +98,7 @@ func take(ctx context.Context, mem memory.Allocator, a arrow.Array, idx []int64,
 		return computeTake(ctx, mem, a, idx, ia)
 	}
 	nulls := 0
-	// The bitmap's presence, not NullN: NullN caches a lazily counted
-	// value in the array, a data race when goroutines share it.
-	if neg || d.Buffers()[0] != nil {
+	if neg || MayHaveNulls(d) {
 		bufs[0], nulls = takeValidity(mem, d, idx)
 		if nulls == 0 {
 			bufs[0].Release()
@@ -152,6 +150,13 @@ func indexArray(mem memory.Allocator, idx []int64) arrow.Array {
 		v = BoolsToValidity(mem, valid)
 	}
 	return out.Finish(arrow.PrimitiveTypes.Int64, v.Buf, v.Nulls)
+}
+
+// MayHaveNulls reports whether d has a validity bitmap and a null count
+// that is not known to be zero. Unlike arrow.Array.NullN it never counts
+// (and caches) the nulls, which races when goroutines share an array.
+func MayHaveNulls(d arrow.ArrayData) bool {
+	return d.Buffers()[0] != nil && d.NullN() != 0
 }
 
 // bufBytes returns the bytes of buffer i of d, nil if it is absent (empty
