@@ -88,8 +88,8 @@ type candidates interface {
 
 // hashCandidates chains build rows with equal keys.
 type hashCandidates struct {
-	heads   map[string]int32
-	heads64 *vectorized.IntTable // integer keys packed by packer
+	heads   *vectorized.BytesTable // encoded keys
+	heads64 *vectorized.IntTable   // integer keys packed by packer
 	packer  *keyPacker
 	// dense replaces heads64 for keys in [denseMin, denseMin+len(dense)).
 	dense    []int32
@@ -382,7 +382,7 @@ func (j *joinOp) Open(ctx context.Context) error {
 		j.hash, j.cands = h, h
 		return nil
 	}
-	h.heads = make(map[string]int32, t.n)
+	h.heads = vectorized.NewBytesTable(t.n)
 	h.unique = true
 	var enc vectorized.KeyEncoder
 	if err := enc.Encode(t.keys, t.n); err != nil {
@@ -390,19 +390,15 @@ func (j *joinOp) Open(ctx context.Context) error {
 	}
 	// Insert in reverse so chains list rows in input order.
 	for r := t.n - 1; r >= 0; r-- {
+		h.chain[r] = -1
 		if enc.HasNull[r] {
 			j.buildHasNull = true
-			h.chain[r] = -1
 			continue
 		}
-		k := string(enc.Key(r))
-		if head, ok := h.heads[k]; ok {
+		if head, ok := h.heads.Put(enc.Key(r), int32(r)); ok {
 			h.chain[r] = head
 			h.unique = false
-		} else {
-			h.chain[r] = -1
 		}
-		h.heads[k] = int32(r)
 	}
 	j.hash, j.cands = h, h
 	return nil
@@ -448,7 +444,7 @@ func (j *joinOp) startLeft(ctx context.Context, b arrow.RecordBatch) error {
 				if nulls[i] {
 					continue
 				}
-				if r, ok := h.heads[string(h.enc.Key(i))]; ok {
+				if r, ok := h.heads.Get(h.enc.Key(i)); ok {
 					probe[i] = r
 				}
 			}

@@ -44,7 +44,9 @@ func starBatches(mem memory.Allocator, n int, key func(i int) int64) (*arrow.Sch
 // BenchmarkHashJoin probes 1M rows (5 columns, batches of 1024) against a
 // build side of 1000 rows that every probe row matches once ("dim"), or of
 // 100K rows that 10% of the probe rows match ("big"), on the int64 key k or
-// on the two int64 keys (kh, kl) ("2key"), as inner, semi and anti joins.
+// on the two int64 keys (kh, kl) ("2key"), as inner, semi and anti joins;
+// "string" joins on the string column s instead (1000 distinct build keys,
+// 5000 probe keys: 20% of the probe rows match).
 func BenchmarkHashJoin(b *testing.B) {
 	mem := memory.NewGoAllocator()
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -66,6 +68,7 @@ func BenchmarkHashJoin(b *testing.B) {
 	}{
 		{"dim/inner", dimProbe, dim, exec.InnerJoin, k},
 		{"dim/inner/2key", dimProbe, dim, exec.InnerJoin, k2},
+		{"dim/inner/string", dimProbe, dim, exec.InnerJoin, []exec.Expr{col(s, "s")}},
 		{"big/inner", bigProbe, big, exec.InnerJoin, k},
 		{"big/semi", bigProbe, big, exec.SemiJoin, k},
 		{"big/anti", bigProbe, big, exec.AntiJoin, k},
