@@ -89,3 +89,36 @@ func BenchmarkHashJoin(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkHashAggregate groups 1M TPC-DS-shaped rows (starBatches) by the
+// int64 key k (1000 groups), the two int64 keys (kh, kl) (encoded, 1000
+// groups) or the string s (5000 groups), with count(*) and sum of the
+// decimal column.
+func BenchmarkHashAggregate(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	rng := rand.New(rand.NewPCG(1, 2))
+	s, in := starBatches(mem, 1_000_000, func(int) int64 { return rng.Int64N(1000) })
+	defer release(in)
+	aggs := []exec.AggregateSpec{{Func: "count_star"}, {Func: "sum", Args: []exec.Expr{col(s, "d")}}}
+	for _, c := range []struct {
+		name   string
+		groups []exec.Expr
+	}{
+		{"int", []exec.Expr{col(s, "k")}},
+		{"2int", []exec.Expr{col(s, "kh"), col(s, "kl")}},
+		{"string", []exec.Expr{col(s, "s")}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				ec := exec.NewContext(mem)
+				op, err := exec.NewHashAggregate(ec, exectest.Source(ec, s, retained(in)), c.groups, nil, aggs, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := exec.Drain(context.Background(), op); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
