@@ -47,6 +47,13 @@ func starBatches(mem memory.Allocator, n int, key func(i int) int64) (*arrow.Sch
 // on the two int64 keys (kh, kl) ("2key"), as inner, semi and anti joins;
 // "string" joins on the string column s instead (1000 distinct build keys,
 // 5000 probe keys: 20% of the probe rows match).
+//
+// Before -> after the probe work (own gather loops, dense key array,
+// vector key reads, reused scratch, coalesced output), benchstat of 6
+// interleaved runs on the shared 2-core machine, all p=0.002: dim/inner
+// 255 -> 87ms, dim/inner/2key 258 -> 74ms, dim/inner/string 112 -> 59ms,
+// big/inner 200 -> 55ms, big/semi 119 -> 32ms, big/anti 197 -> 45ms;
+// allocations down 77-83%.
 func BenchmarkHashJoin(b *testing.B) {
 	mem := memory.NewGoAllocator()
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -93,7 +100,9 @@ func BenchmarkHashJoin(b *testing.B) {
 // BenchmarkHashAggregate groups 1M TPC-DS-shaped rows (starBatches) by the
 // int64 key k (1000 groups), the two int64 keys (kh, kl) (encoded, 1000
 // groups) or the string s (5000 groups), with count(*) and sum of the
-// decimal column.
+// decimal column. Vector key reads, reused scratch and BytesTable instead
+// of a Go map cut allocated bytes 68-90% but no time measurably (int 21ms,
+// 2int 81-91ms, string 86-88ms before and after, p=0.59).
 func BenchmarkHashAggregate(b *testing.B) {
 	mem := memory.NewGoAllocator()
 	rng := rand.New(rand.NewPCG(1, 2))

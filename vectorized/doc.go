@@ -24,8 +24,9 @@
 //     fixed-width columns by an own loop, 0.6x compute's filter kernel for
 //     int64 and 0.5x for decimal128; other types use the kernel.
 //   - take: own gather loops (no per-call dispatch, no bounds-check pass)
-//     beat compute's take kernel ~1.5x on int64 and ~4x on strings
-//     (BenchmarkTakeInt64, BenchmarkTakeString): Take uses them for
+//     take half the time of compute's take kernel: 130-180us vs 260-370us
+//     for 32K random int64 rows, 490-590us vs 890-1290us for strings
+//     (BenchmarkTakeInt64, BenchmarkTakeString, 6 runs): Take uses them for
 //     fixed-width, boolean and string/binary columns, compute for the rest.
 //   - checked int64 add: within noise; the own loop stays because its
 //     errors name the operands.
