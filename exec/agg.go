@@ -313,7 +313,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 			var fresh []int64
 			var spilled []bool // rows sent to disk
 			setSeen[si] = setSeen[si] || n > 0
-			mine := h.owned(skeys[0], ints, intKey, &enc, n)
+			mine := h.owned(skeys, ints, intKey, &enc, n)
 			for i := 0; i < n; i++ {
 				if mine != nil && !mine[i] {
 					continue
@@ -496,7 +496,7 @@ func (h *hashAggOp) Close() error {
 
 // owned returns which rows belong to this worker of a parallel aggregation
 // (nil = all). Every worker computes the same function of the key.
-func (h *hashAggOp) owned(key0 arrow.Array, ints []int64, intKey bool, enc *vectorized.KeyEncoder, n int) []bool {
+func (h *hashAggOp) owned(keys []arrow.Array, ints []int64, intKey bool, enc *vectorized.KeyEncoder, n int) []bool {
 	if h.nparts <= 1 {
 		return nil
 	}
@@ -505,7 +505,7 @@ func (h *hashAggOp) owned(key0 arrow.Array, ints []int64, intKey bool, enc *vect
 	if intKey {
 		for i, v := range ints {
 			w := 0
-			if key0.IsValid(i) {
+			if keys[0].IsValid(i) {
 				w = int(uint64(v) * 0x9E3779B97F4A7C15 >> 32 % uint64(h.nparts))
 			}
 			mine[i] = w == h.part
