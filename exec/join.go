@@ -505,7 +505,7 @@ func (j *joinOp) nextPairs() (li, ri []int64) {
 // pairBatch gathers left rows li and build rows ri (-1 = NULL) into a batch
 // of schema.
 func (j *joinOp) pairBatch(ctx context.Context, schema *arrow.Schema, li, ri []int64, withRight bool) (arrow.RecordBatch, error) {
-	lcols, err := vectorized.TakeColumns(ctx, j.ec.Mem, j.lb.Columns(), li)
+	lcols, err := j.leftColumns(ctx, li)
 	if err != nil {
 		return nil, err
 	}
@@ -521,6 +521,24 @@ func (j *joinOp) pairBatch(ctx context.Context, schema *arrow.Schema, li, ri []i
 	b := array.NewRecordBatch(schema, cols, int64(len(li)))
 	releaseArrays(cols)
 	return b, nil
+}
+
+// leftColumns gathers rows li of the left batch. A run of consecutive rows
+// (every probe row matching once, as in a join with a dimension table) is
+// sliced instead of copied; the slice holds at most one input batch.
+func (j *joinOp) leftColumns(ctx context.Context, li []int64) ([]arrow.Array, error) {
+	run := len(li) > 0 && li[0] >= 0
+	for k := 1; run && k < len(li); k++ {
+		run = li[k] == li[0]+int64(k)
+	}
+	if !run {
+		return vectorized.TakeColumns(ctx, j.ec.Mem, j.lb.Columns(), li)
+	}
+	cols := make([]arrow.Array, j.lb.NumCols())
+	for c, a := range j.lb.Columns() {
+		cols[c] = array.NewSlice(a, li[0], li[0]+int64(len(li)))
+	}
+	return cols, nil
 }
 
 func (j *joinOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
