@@ -314,5 +314,5 @@ func FilterBatch(ctx context.Context, mem memory.Allocator, b arrow.RecordBatch,
 	}
 	m := BoolsToArray(mem, mask, nil)
 	defer m.Release()
-	return compute.FilterRecordBatch(compute.WithAllocator(ctx, mem), b, m, compute.DefaultFilterOptions())
+	return FilterMask(ctx, mem, b, m, count)
 }
