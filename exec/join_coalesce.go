@@ -8,7 +8,8 @@ import (
 // coalescer joins a stream of batches, in order, into batches of at least
 // half the batch size: a selective join yields a few rows per probe batch,
 // and every operator above pays per batch. Batches that are large enough
-// on their own pass through without a copy.
+// on their own pass through without a copy; a merged batch holds less than
+// half the batch size plus the batch that completed it.
 type coalescer struct {
 	parts []arrow.RecordBatch
 	rows  int
