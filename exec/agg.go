@@ -209,7 +209,7 @@ func (c *aggCore) setKeys(keys []arrow.Array, s []int, n int) ([]arrow.Array, in
 type hashAggOp struct {
 	*aggCore
 	depth int
-	table map[string]uint32
+	table *vectorized.BytesTable // encoded keys, prefixed by the grouping set
 	// With nparts > 1 this is worker part of a parallel aggregation and
 	// handles only the rows whose key hashes to it (see owned).
 	part, nparts int
@@ -217,8 +217,12 @@ type hashAggOp struct {
 	// A single integer group key uses table64 (NULL key: nullGroup).
 	table64   *vectorized.IntTable
 	nullGroup int64
-	opened    bool
-	out       batchesOp
+	// Scratch reused across batches.
+	wide   []int64
+	ids    []uint32
+	mine   []bool
+	opened bool
+	out    batchesOp
 	// spill holds the input rows of groups that did not fit in memory,
 	// partitioned by key; each partition is aggregated by a child hashAggOp
 	// after the in-memory groups are returned.
@@ -256,7 +260,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 	if err := h.child.Open(ctx); err != nil {
 		return err
 	}
-	h.table = map[string]uint32{}
+	h.table = vectorized.NewBytesTable(1024)
 	h.table64 = vectorized.NewIntTable(1024)
 	h.nullGroup = -1
 	sets := h.sets
@@ -288,39 +292,46 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 		}
 		for si, s := range sets {
 			skeys, gid := h.setKeys(keys, s, n)
-			var intKey func(int) int64
-			if h.sets == nil && len(skeys) == 1 {
-				intKey, _ = vectorized.IntKey(skeys[0])
-			}
-			if intKey == nil {
+			// One integer key: read as a vector of int64s, no encoding.
+			intKey := h.sets == nil && len(skeys) == 1 && vectorized.IsIntKeyType(skeys[0].DataType())
+			var ints []int64
+			nullable := false
+			if intKey {
+				h.wide = resized(h.wide, n)
+				ints = vectorized.IntKeyValues(skeys[0], h.wide)
+				nullable = vectorized.MayHaveNulls(skeys[0].Data())
+			} else {
 				if err := enc.Encode(skeys, n); err != nil {
 					releaseArrays(skeys)
 					releaseArrays(keys)
 					return err
 				}
 			}
-			ids := make([]uint32, n)
+			h.ids = resized(h.ids, n)
+			ids := h.ids
+			clear(ids)
 			var fresh []int64
 			var spilled []bool // rows sent to disk
 			setSeen[si] = setSeen[si] || n > 0
-			mine := h.owned(skeys, intKey, &enc, n)
+			mine := h.owned(skeys, ints, intKey, &enc, n)
 			for i := 0; i < n; i++ {
 				if mine != nil && !mine[i] {
 					continue
 				}
 				var g uint32
 				var ok bool
+				null := nullable && skeys[0].IsNull(i)
+				var g32 int32
 				switch {
-				case intKey != nil && skeys[0].IsNull(i):
-					g, ok = uint32(h.nullGroup), h.nullGroup >= 0
-				case intKey != nil:
-					var g32 int32
-					g32, ok = h.table64.Get(intKey(i))
-					g = uint32(g32)
+				case null:
+					g32, ok = int32(h.nullGroup), h.nullGroup >= 0
+				case intKey:
+					g32, ok = h.table64.Get(ints[i])
 				default:
 					keyBuf = append(append(keyBuf[:0], byte(si), byte(si>>8)), enc.Key(i)...)
-					g, ok = h.table[string(keyBuf)]
+					g32, ok = h.table.Get(keyBuf)
 				}
+				g = uint32(g32)
 				if !ok && h.spill != nil {
 					if spilled == nil {
 						spilled = make([]bool, n)
@@ -331,13 +342,13 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 				if !ok {
 					g = uint32(h.ngroups + len(fresh))
 					switch {
-					case intKey != nil && skeys[0].IsNull(i):
+					case null:
 						h.nullGroup = int64(g)
-					case intKey != nil:
-						h.table64.Put(intKey(i), int32(g))
+					case intKey:
+						h.table64.Put(ints[i], int32(g))
 						keyBytes += 8
 					default:
-						h.table[string(keyBuf)] = g
+						h.table.Put(keyBuf, int32(g))
 						keyBytes += len(keyBuf)
 					}
 					fresh = append(fresh, int64(i))
@@ -358,7 +369,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 			var inMem []bool
 			if spilled != nil {
 				err := error(nil)
-				if intKey != nil {
+				if intKey {
 					err = enc.Encode(skeys, n)
 				}
 				if err == nil {
@@ -485,16 +496,17 @@ func (h *hashAggOp) Close() error {
 
 // owned returns which rows belong to this worker of a parallel aggregation
 // (nil = all). Every worker computes the same function of the key.
-func (h *hashAggOp) owned(keys []arrow.Array, intKey func(int) int64, enc *vectorized.KeyEncoder, n int) []bool {
+func (h *hashAggOp) owned(keys []arrow.Array, ints []int64, intKey bool, enc *vectorized.KeyEncoder, n int) []bool {
 	if h.nparts <= 1 {
 		return nil
 	}
-	mine := make([]bool, n)
-	if intKey != nil {
-		for i := 0; i < n; i++ {
+	h.mine = resized(h.mine, n)
+	mine := h.mine
+	if intKey {
+		for i, v := range ints {
 			w := 0
 			if keys[0].IsValid(i) {
-				w = int(uint64(intKey(i)) * 0x9E3779B97F4A7C15 >> 32 % uint64(h.nparts))
+				w = int(uint64(v) * 0x9E3779B97F4A7C15 >> 32 % uint64(h.nparts))
 			}
 			mine[i] = w == h.part
 		}

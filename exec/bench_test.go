@@ -49,7 +49,9 @@ func release(bs []arrow.RecordBatch) {
 // already ordered by the key (200K x 200K rows, 2 matches per key).
 // Measured on the shared 2-core machine (benchstat, 6 runs, high noise):
 // hash 38.5ms, merge 33.4ms: merge/hash = 0.87. Before the hash join's
-// integer-key table the hash join took 140ms (merge/hash = 0.19).
+// integer-key table the hash join took 140ms (merge/hash = 0.19). With the
+// dense key array, own gather loops and reused scratch: hash 42.8ms ->
+// 14.4ms (p=0.002, same run).
 func BenchmarkJoinOrdered(b *testing.B) {
 	mem := memory.NewGoAllocator()
 	ls, lb := orderedBatches(mem, 200_000, 1)

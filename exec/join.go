@@ -88,11 +88,109 @@ type candidates interface {
 
 // hashCandidates chains build rows with equal keys.
 type hashCandidates struct {
-	heads   map[string]int32
-	heads64 *vectorized.IntTable // integer keys packed by packer
+	heads   *vectorized.BytesTable // encoded keys
+	heads64 *vectorized.IntTable   // integer keys packed by packer
 	packer  *keyPacker
-	chain   []int32
-	probe   []int32 // first candidate per row of the current left batch
+	// dense replaces heads64 for keys in [denseMin, denseMin+len(dense)).
+	dense    []int32
+	denseMin int64
+	chain    []int32
+	probe    []int32 // first candidate per row of the current left batch
+	// unique: no two build rows share a key (every chain is one row long),
+	// so the probe needs no chain walk.
+	unique bool
+	keys   keyScratch
+	enc    vectorized.KeyEncoder
+}
+
+// maxDenseSpan bounds the key span of a dense table relative to the
+// build rows: at most 4 bytes per key value, 8 per build row (+ a little).
+func maxDenseSpan(n int) uint64 { return 2*uint64(n) + 1024 }
+
+// buildInts indexes build rows by their packed integer keys and reports
+// whether a key is NULL. Keys spanning a range of at most maxDenseSpan
+// (dense surrogate keys, as dimension tables have) index an array by key
+// minus the minimum: a probe is one load, no hashing.
+func (h *hashCandidates) buildInts(p *keyPacker, keys []arrow.Array, n int) (hasNull bool) {
+	h.packer = p
+	var sc keyScratch
+	vals, st := p.pack(keys, n, &sc)
+	lo, hi, seen := int64(0), int64(0), false
+	for r, v := range vals {
+		if st[r] == keyNull {
+			hasNull = true
+			continue
+		}
+		if !seen || v < lo {
+			lo = v
+		}
+		if !seen || v > hi {
+			hi = v
+		}
+		seen = true
+	}
+	// hi >= lo, so the unsigned difference is the exact span.
+	if span := uint64(hi) - uint64(lo); seen && span < maxDenseSpan(n) {
+		h.dense, h.denseMin = make([]int32, span+1), lo
+		for i := range h.dense {
+			h.dense[i] = -1
+		}
+	} else {
+		h.heads64 = vectorized.NewIntTable(n)
+	}
+	h.unique = true
+	// Insert in reverse so chains list rows in input order.
+	for r := n - 1; r >= 0; r-- {
+		h.chain[r] = -1
+		if st[r] == keyNull {
+			continue
+		}
+		var head int32
+		var ok bool
+		if h.dense != nil {
+			d := uint64(vals[r]) - uint64(lo)
+			head, ok = h.dense[d], h.dense[d] >= 0
+			h.dense[d] = int32(r)
+		} else {
+			head, ok = h.heads64.Get(vals[r])
+			h.heads64.Put(vals[r], int32(r))
+		}
+		if ok {
+			h.chain[r] = head
+			h.unique = false
+		}
+	}
+	return hasNull
+}
+
+// probeInts sets h.probe (first candidate, -1 = none) and nulls (NULL key)
+// for rows [0, n) of the probe side's key columns.
+func (h *hashCandidates) probeInts(keys []arrow.Array, n int, nulls []bool) {
+	vals, st := h.packer.pack(keys, n, &h.keys)
+	probe := h.probe[:n]
+	if h.dense != nil {
+		lo, span := uint64(h.denseMin), uint64(len(h.dense))
+		for i, k := range vals {
+			p := int32(-1)
+			if d := uint64(k) - lo; d < span && st[i] == keyOK {
+				p = h.dense[d]
+			}
+			probe[i] = p
+		}
+	} else {
+		for i, k := range vals {
+			p := int32(-1)
+			if st[i] == keyOK {
+				if r, ok := h.heads64.Get(k); ok {
+					p = r
+				}
+			}
+			probe[i] = p
+		}
+	}
+	for i, s := range st {
+		nulls[i] = s == keyNull
+	}
 }
 
 func (h *hashCandidates) first(i int) int32  { return h.probe[i] }
@@ -147,14 +245,20 @@ type joinOp struct {
 	ranges []*KeyRange
 
 	// Probe state for the current left batch.
-	lb        arrow.RecordBatch
-	lrow      int
-	lcand     int32
-	lmatched  []bool
-	lnullKey  []bool
+	lb       arrow.RecordBatch
+	lrow     int
+	lcand    int32
+	lmatched []bool
+	lnullKey []bool
+	// Scratch reused across left batches: the null-key flags, the pairs
+	// of nextPairs and the rows of leftTail.
+	nullKeys  []bool
+	li, ri    []int64
+	tailRows  []int64
 	tail      bool // emitting unmatched left rows of lb
 	leftDone  bool
 	rightTail int // position when emitting unmatched build rows
+	out       coalescer
 	cur       current
 
 	// Grace mode: when the build side exceeds the memory budget both inputs
@@ -274,43 +378,27 @@ func (j *joinOp) Open(ctx context.Context) error {
 	if p, ok := newKeyPacker(t.keys, t.n); ok {
 		// Integer keys packed into one int64: an integer table, no key
 		// encoding.
-		h.packer = p
-		h.heads64 = vectorized.NewIntTable(t.n)
-		key := p.reader(t.keys)
-		for r := t.n - 1; r >= 0; r-- {
-			h.chain[r] = -1
-			k, st := key(r)
-			if st == keyNull {
-				j.buildHasNull = true
-				continue
-			}
-			if head, ok := h.heads64.Get(k); ok {
-				h.chain[r] = head
-			}
-			h.heads64.Put(k, int32(r))
-		}
+		j.buildHasNull = h.buildInts(p, t.keys, t.n)
 		j.hash, j.cands = h, h
 		return nil
 	}
-	h.heads = make(map[string]int32, t.n)
+	h.heads = vectorized.NewBytesTable(t.n)
+	h.unique = true
 	var enc vectorized.KeyEncoder
 	if err := enc.Encode(t.keys, t.n); err != nil {
 		return err
 	}
 	// Insert in reverse so chains list rows in input order.
 	for r := t.n - 1; r >= 0; r-- {
+		h.chain[r] = -1
 		if enc.HasNull[r] {
 			j.buildHasNull = true
-			h.chain[r] = -1
 			continue
 		}
-		k := string(enc.Key(r))
-		if head, ok := h.heads[k]; ok {
+		if head, ok := h.heads.Put(enc.Key(r), int32(r)); ok {
 			h.chain[r] = head
-		} else {
-			h.chain[r] = -1
+			h.unique = false
 		}
-		h.heads[k] = int32(r)
 	}
 	j.hash, j.cands = h, h
 	return nil
@@ -337,49 +425,38 @@ func (j *joinOp) startLeft(ctx context.Context, b arrow.RecordBatch) error {
 		if err != nil {
 			return err
 		}
-		probe := make([]int32, n)
-		nulls := make([]bool, n)
-		if j.hash.heads64 != nil {
-			key := j.hash.packer.reader(keys)
-			for i := 0; i < n; i++ {
-				probe[i] = -1
-				k, st := key(i)
-				switch st {
-				case keyNull:
-					nulls[i] = true
-				case keyOK:
-					if h, ok := j.hash.heads64.Get(k); ok {
-						probe[i] = h
-					}
-				}
-			}
+		h := j.hash
+		h.probe = resized(h.probe, n)
+		j.nullKeys = resized(j.nullKeys, n)
+		probe, nulls := h.probe, j.nullKeys
+		if h.packer != nil {
+			h.probeInts(keys, n, nulls)
 			releaseArrays(keys)
 		} else {
-			var enc vectorized.KeyEncoder
-			err = enc.Encode(keys, n)
+			err = h.enc.Encode(keys, n)
 			releaseArrays(keys)
 			if err != nil {
 				return err
 			}
 			for i := 0; i < n; i++ {
 				probe[i] = -1
-				if enc.HasNull[i] {
-					nulls[i] = true
+				nulls[i] = h.enc.HasNull[i]
+				if nulls[i] {
 					continue
 				}
-				if h, ok := j.hash.heads[string(enc.Key(i))]; ok {
-					probe[i] = h
+				if r, ok := h.heads.Get(h.enc.Key(i)); ok {
+					probe[i] = r
 				}
 			}
 		}
-		j.hash.probe = probe
 		j.lnullKey = nulls
 	}
 	b.Retain()
 	j.lb = b
 	j.lrow, j.tail = 0, false
 	j.lcand = -2
-	j.lmatched = make([]bool, n)
+	j.lmatched = resized(j.lmatched, n)
+	clear(j.lmatched)
 	return nil
 }
 
@@ -391,10 +468,22 @@ func (j *joinOp) endLeft() {
 }
 
 // nextPairs collects up to BatchSize candidate pairs of the current left
-// batch.
+// batch. The slices are scratch, valid until the next call.
 func (j *joinOp) nextPairs() (li, ri []int64) {
 	bs := j.ec.batchSize()
 	n := int(j.lb.NumRows())
+	li, ri = j.li[:0], j.ri[:0]
+	if h := j.hash; h != nil && h.unique {
+		// At most one candidate per row: no chain to walk.
+		for ; j.lrow < n && len(li) < bs; j.lrow++ {
+			if r := h.probe[j.lrow]; r >= 0 {
+				li = append(li, int64(j.lrow))
+				ri = append(ri, int64(r))
+			}
+		}
+		j.li, j.ri = li, ri
+		return li, ri
+	}
 	for j.lrow < n && len(li) < bs {
 		if j.lcand == -2 {
 			j.lcand = j.cands.first(j.lrow)
@@ -409,13 +498,14 @@ func (j *joinOp) nextPairs() (li, ri []int64) {
 			j.lcand = -2
 		}
 	}
+	j.li, j.ri = li, ri
 	return li, ri
 }
 
 // pairBatch gathers left rows li and build rows ri (-1 = NULL) into a batch
 // of schema.
 func (j *joinOp) pairBatch(ctx context.Context, schema *arrow.Schema, li, ri []int64, withRight bool) (arrow.RecordBatch, error) {
-	lcols, err := vectorized.TakeColumns(ctx, j.ec.Mem, j.lb.Columns(), li)
+	lcols, err := j.leftColumns(ctx, li)
 	if err != nil {
 		return nil, err
 	}
@@ -431,6 +521,24 @@ func (j *joinOp) pairBatch(ctx context.Context, schema *arrow.Schema, li, ri []i
 	b := array.NewRecordBatch(schema, cols, int64(len(li)))
 	releaseArrays(cols)
 	return b, nil
+}
+
+// leftColumns gathers rows li of the left batch. A run of consecutive rows
+// (every probe row matching once, as in a join with a dimension table) is
+// sliced instead of copied; the slice holds at most one input batch.
+func (j *joinOp) leftColumns(ctx context.Context, li []int64) ([]arrow.Array, error) {
+	run := len(li) > 0 && li[0] >= 0
+	for k := 1; run && k < len(li); k++ {
+		run = li[k] == li[0]+int64(k)
+	}
+	if !run {
+		return vectorized.TakeColumns(ctx, j.ec.Mem, j.lb.Columns(), li)
+	}
+	cols := make([]arrow.Array, j.lb.NumCols())
+	for c, a := range j.lb.Columns() {
+		cols[c] = array.NewSlice(a, li[0], li[0]+int64(len(li)))
+	}
+	return cols, nil
 }
 
 func (j *joinOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
@@ -451,6 +559,9 @@ func (j *joinOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			return nil, err
 		}
 		if j.leftDone {
+			if out, err := j.out.flush(j.ec); out != nil || err != nil {
+				return j.cur.set(out), err
+			}
 			return j.nextUnmatchedRight(ctx)
 		}
 		if j.lb == nil {
@@ -471,8 +582,8 @@ func (j *joinOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			if err != nil {
 				return nil, err
 			}
-			if out != nil {
-				return j.cur.set(out), nil
+			if out, err = j.emit(out); out != nil || err != nil {
+				return out, err
 			}
 			continue
 		}
@@ -481,10 +592,23 @@ func (j *joinOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		if err != nil {
 			return nil, err
 		}
-		if out != nil {
-			return j.cur.set(out), nil
+		if out, err = j.emit(out); out != nil || err != nil {
+			return out, err
 		}
 	}
+}
+
+// emit passes an output batch (nil: none) through the coalescer and
+// returns what Next should return, if anything yet.
+func (j *joinOp) emit(b arrow.RecordBatch) (arrow.RecordBatch, error) {
+	if b == nil {
+		return nil, nil
+	}
+	out, err := j.out.add(j.ec, b)
+	if out == nil || err != nil {
+		return nil, err
+	}
+	return j.cur.set(out), nil
 }
 
 // probeChunk matches the next chunk of pairs; it returns nil (and switches
@@ -508,11 +632,13 @@ func (j *joinOp) probeChunk(ctx context.Context) (arrow.RecordBatch, error) {
 		if err != nil {
 			return nil, err
 		}
-		for k := range li {
-			if mask == nil || mask[k] {
-				j.lmatched[li[k]] = true
-				if j.matched != nil {
-					j.matched[ri[k]] = true
+		if j.typ != InnerJoin || j.matched != nil {
+			for k := range li {
+				if mask == nil || mask[k] {
+					j.lmatched[li[k]] = true
+					if j.matched != nil {
+						j.matched[ri[k]] = true
+					}
 				}
 			}
 		}
@@ -584,7 +710,11 @@ func (j *joinOp) compactPairs(ctx context.Context, li, ri []int64) (arrow.Record
 // leftTail returns the left rows a left/full/semi/anti join adds after the
 // pairs of the current batch, or nil.
 func (j *joinOp) leftTail(ctx context.Context) (arrow.RecordBatch, error) {
-	var li []int64
+	if j.typ == InnerJoin || j.typ == RightJoin {
+		return nil, nil
+	}
+	li := j.tailRows[:0]
+	defer func() { j.tailRows = li }()
 	for i, m := range j.lmatched {
 		var want bool
 		switch j.typ {
@@ -610,12 +740,18 @@ func (j *joinOp) leftTail(ctx context.Context) (arrow.RecordBatch, error) {
 		return nil, nil
 	}
 	if j.typ.leftOnly() {
+		if len(li) == int(j.lb.NumRows()) {
+			// Every row qualifies: pass the batch on, no copy.
+			j.lb.Retain()
+			return j.lb, nil
+		}
 		return j.pairBatch(ctx, j.schema, li, nil, false)
 	}
-	ri := make([]int64, len(li))
+	ri := resized(j.ri, len(li))
 	for i := range ri {
 		ri[i] = -1
 	}
+	j.ri = ri
 	return j.pairBatch(ctx, j.schema, li, ri, true)
 }
 
@@ -652,6 +788,7 @@ func (j *joinOp) nextUnmatchedRight(ctx context.Context) (arrow.RecordBatch, err
 
 func (j *joinOp) Close() error {
 	j.cur.release()
+	j.out.release()
 	j.endLeft()
 	if j.build != nil {
 		j.build.release()
@@ -725,34 +862,55 @@ func newKeyPacker(keys []arrow.Array, n int) (*keyPacker, bool) {
 	return p, total <= 63
 }
 
-// reader returns the packed key of row i of keys (of the build side's
-// types) and whether it is valid, NULL, or outside the build side's ranges.
-func (p *keyPacker) reader(keys []arrow.Array) func(i int) (int64, int) {
-	getters := make([]func(int) int64, len(keys))
-	for c, k := range keys {
-		getters[c], _ = vectorized.IntKey(k)
-	}
+// keyScratch holds pack's per-batch buffers, reused across batches.
+type keyScratch struct {
+	vals, wide []int64
+	st         []uint8
+}
+
+// pack returns the packed key of every row of keys (of the build side's
+// types) and its status: keyOK, keyNull or keyOutOfRange. The slices stay
+// valid until the next pack with the same scratch.
+func (p *keyPacker) pack(keys []arrow.Array, n int, sc *keyScratch) ([]int64, []uint8) {
+	sc.st = resized(sc.st, n)
+	clear(sc.st)
+	sc.wide = resized(sc.wide, n) // IntKeyValues widens into it without growing
+	var vals []int64
 	if p.widths == nil {
-		k := keys[0]
-		return func(i int) (int64, int) {
+		vals = vectorized.IntKeyValues(keys[0], sc.wide)
+	} else {
+		sc.vals = resized(sc.vals, n)
+		clear(sc.vals)
+		vals = sc.vals
+		for c, k := range keys {
+			lo, hi, w := p.mins[c], p.maxs[c], p.widths[c]
+			for i, v := range vectorized.IntKeyValues(k, sc.wide) {
+				if v < lo || v > hi {
+					sc.st[i] = keyOutOfRange
+				}
+				vals[i] = int64(uint64(vals[i])<<w | (uint64(v) - uint64(lo)))
+			}
+		}
+	}
+	// NULL wins over out of range: a NULL key never matches, and the
+	// null-aware anti join must know it.
+	for _, k := range keys {
+		if !vectorized.MayHaveNulls(k.Data()) {
+			continue
+		}
+		for i := 0; i < n; i++ {
 			if k.IsNull(i) {
-				return 0, keyNull
+				sc.st[i] = keyNull
 			}
-			return getters[0](i), keyOK
 		}
 	}
-	return func(i int) (int64, int) {
-		if vectorized.AnyNull(keys, i) {
-			return 0, keyNull
-		}
-		var out uint64
-		for c, g := range getters {
-			v := g(i)
-			if v < p.mins[c] || v > p.maxs[c] {
-				return 0, keyOutOfRange
-			}
-			out = out<<p.widths[c] | (uint64(v) - uint64(p.mins[c]))
-		}
-		return int64(out), keyOK
+	return vals, sc.st
+}
+
+// resized returns s with length n, reallocated only when too small.
+func resized[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
 	}
+	return s[:n]
 }

@@ -135,30 +135,60 @@ func builderTake(mem memory.Allocator, a arrow.Array, idx []int64) arrow.Array {
 }
 
 func BenchmarkTakeInt64(b *testing.B) {
+	benchTake(b, func(mem memory.Allocator, nulls, sliced bool) arrow.Array { return benchInts(mem, nulls, sliced, 1) })
+}
+
+// BenchmarkTakeString gathers strings of 5-12 bytes.
+func BenchmarkTakeString(b *testing.B) {
+	benchTake(b, func(mem memory.Allocator, nulls, sliced bool) arrow.Array {
+		x := benchInts(mem, nulls, sliced, 1)
+		defer x.Release()
+		s, err := compute.CastToType(context.Background(), x, arrow.BinaryTypes.String)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	})
+}
+
+// benchTake gathers half as many random rows as the input has with the
+// own loops (Take), arrow-go's take kernel and a builder loop.
+func benchTake(b *testing.B, input func(mem memory.Allocator, nulls, sliced bool) arrow.Array) {
 	mem := memory.NewGoAllocator()
 	rng := rand.New(rand.NewPCG(3, 3))
 	idx := make([]int64, benchRows/2)
 	for i := range idx {
 		idx[i] = rng.Int64N(benchRows)
 	}
-	b.Run("builder", func(b *testing.B) {
-		variants(b, func(b *testing.B, x, _ arrow.Array) {
-			for b.Loop() {
-				builderTake(mem, x, idx).Release()
+	ctx := context.Background()
+	for _, kind := range []string{"own", "compute", "builder"} {
+		for _, nulls := range []bool{false, true} {
+			for _, sliced := range []bool{false, true} {
+				b.Run(fmt.Sprintf("%s/hasNulls=%v/sliced=%v", kind, nulls, sliced), func(b *testing.B) {
+					x := input(mem, nulls, sliced)
+					defer x.Release()
+					ia := indexArray(mem, idx)
+					defer ia.Release()
+					for b.Loop() {
+						var r arrow.Array
+						var err error
+						switch kind {
+						case "own":
+							r, err = Take(ctx, mem, x, idx)
+						case "compute":
+							r, err = compute.TakeArray(ctx, x, ia)
+						case "builder":
+							r = builderTake(mem, x, idx)
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+						r.Release()
+					}
+				})
 			}
-		})
-	})
-	b.Run("compute", func(b *testing.B) {
-		variants(b, func(b *testing.B, x, _ arrow.Array) {
-			for b.Loop() {
-				r, err := Take(context.Background(), mem, x, idx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				r.Release()
-			}
-		})
-	})
+		}
+	}
 }
 
 func BenchmarkFilterBatch(b *testing.B) {

@@ -23,7 +23,11 @@
 //   - filter (BenchmarkFilterBatch, half the rows): FilterMask gathers
 //     fixed-width columns by an own loop, 0.6x compute's filter kernel for
 //     int64 and 0.5x for decimal128; other types use the kernel.
-//   - take: compute and a builder loop are within noise: Take uses compute.
+//   - take: own gather loops (no per-call dispatch, no bounds-check pass)
+//     take half the time of compute's take kernel: 130-180us vs 260-370us
+//     for 32K random int64 rows, 490-590us vs 890-1290us for strings
+//     (BenchmarkTakeInt64, BenchmarkTakeString, 6 runs): Take uses them for
+//     fixed-width, boolean and string/binary columns, compute for the rest.
 //   - checked int64 add: within noise; the own loop stays because its
 //     errors name the operands.
 //   - int32->int64 cast: within noise; own loop (errors name the value).

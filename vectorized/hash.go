@@ -176,3 +176,39 @@ func IsIntKeyType(dt arrow.DataType) bool {
 	}
 	return false
 }
+
+// IntKeyValues returns the values of an array IsIntKeyType accepts as
+// int64s (NULL rows hold arbitrary values): the array's own buffer for
+// 64-bit types, else the values widened into dst, grown as needed.
+func IntKeyValues(a arrow.Array, dst []int64) []int64 {
+	switch a.DataType().ID() {
+	case arrow.INT64, arrow.DATE64, arrow.TIME64, arrow.TIMESTAMP, arrow.DURATION:
+		return Values[int64](a)
+	}
+	n := a.Len()
+	if cap(dst) < n {
+		dst = make([]int64, n)
+	}
+	dst = dst[:n]
+	switch a.DataType().ID() {
+	case arrow.INT8:
+		widen(dst, Values[int8](a))
+	case arrow.INT16:
+		widen(dst, Values[int16](a))
+	case arrow.INT32, arrow.DATE32, arrow.TIME32:
+		widen(dst, Values[int32](a))
+	case arrow.UINT8:
+		widen(dst, Values[uint8](a))
+	case arrow.UINT16:
+		widen(dst, Values[uint16](a))
+	case arrow.UINT32:
+		widen(dst, Values[uint32](a))
+	}
+	return dst
+}
+
+func widen[T int8 | int16 | int32 | uint8 | uint16 | uint32](dst []int64, src []T) {
+	for i, v := range src {
+		dst[i] = int64(v)
+	}
+}

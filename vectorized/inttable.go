@@ -4,13 +4,18 @@ import "math/bits"
 
 // IntTable maps int64 keys to int32 values with open addressing and linear
 // probing: about twice as fast as a Go map for the single-integer-key hash
-// joins and aggregations (BenchmarkIntTable).
+// joins and aggregations (BenchmarkIntTable). A slot keeps key, value and
+// use flag together so a probe touches one cache line.
 type IntTable struct {
-	keys  []int64
-	vals  []int32
-	used  []bool
+	slots []intSlot
 	n     int
 	shift uint
+}
+
+type intSlot struct {
+	key  int64
+	val  int32
+	used bool
 }
 
 // NewIntTable returns a table sized for about hint keys.
@@ -21,9 +26,7 @@ func NewIntTable(hint int) *IntTable {
 }
 
 func (t *IntTable) init(capacity int) {
-	t.keys = make([]int64, capacity)
-	t.vals = make([]int32, capacity)
-	t.used = make([]bool, capacity)
+	t.slots = make([]intSlot, capacity)
 	t.shift = uint(64 - bits.TrailingZeros(uint(capacity)))
 	t.n = 0
 }
@@ -34,31 +37,33 @@ func (t *IntTable) slot(k int64) int {
 
 // Get returns the value of k.
 func (t *IntTable) Get(k int64) (int32, bool) {
-	mask := len(t.keys) - 1
+	mask := len(t.slots) - 1
 	for s := t.slot(k); ; s = (s + 1) & mask {
-		if !t.used[s] {
+		sl := &t.slots[s]
+		if !sl.used {
 			return 0, false
 		}
-		if t.keys[s] == k {
-			return t.vals[s], true
+		if sl.key == k {
+			return sl.val, true
 		}
 	}
 }
 
 // Put sets the value of k.
 func (t *IntTable) Put(k int64, v int32) {
-	if (t.n+1)*4 > len(t.keys)*3 {
+	if (t.n+1)*4 > len(t.slots)*3 {
 		t.grow()
 	}
-	mask := len(t.keys) - 1
+	mask := len(t.slots) - 1
 	for s := t.slot(k); ; s = (s + 1) & mask {
-		if !t.used[s] {
-			t.used[s], t.keys[s], t.vals[s] = true, k, v
+		sl := &t.slots[s]
+		if !sl.used {
+			*sl = intSlot{key: k, val: v, used: true}
 			t.n++
 			return
 		}
-		if t.keys[s] == k {
-			t.vals[s] = v
+		if sl.key == k {
+			sl.val = v
 			return
 		}
 	}
@@ -68,11 +73,11 @@ func (t *IntTable) Put(k int64, v int32) {
 func (t *IntTable) Len() int { return t.n }
 
 func (t *IntTable) grow() {
-	keys, vals, used := t.keys, t.vals, t.used
-	t.init(2 * len(keys))
-	for i, u := range used {
-		if u {
-			t.Put(keys[i], vals[i])
+	old := t.slots
+	t.init(2 * len(old))
+	for _, sl := range old {
+		if sl.used {
+			t.Put(sl.key, sl.val)
 		}
 	}
 }

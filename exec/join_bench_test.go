@@ -1,0 +1,135 @@
+package exec_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/exec/exectest"
+)
+
+// starBatches makes n rows shaped like a TPC-DS fact or dimension table in
+// batches of 1024: k = key(i), kh = k / 32, kl = k % 32 (int64), then a
+// decimal(7,2) and a string column.
+func starBatches(mem memory.Allocator, n int, key func(i int) int64) (*arrow.Schema, []arrow.RecordBatch) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "kh", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "kl", Type: arrow.PrimitiveTypes.Int64}, {Name: "d", Type: &arrow.Decimal128Type{Precision: 7, Scale: 2}},
+		{Name: "s", Type: arrow.BinaryTypes.String},
+	}, nil)
+	var out []arrow.RecordBatch
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	for i := 0; i < n; i++ {
+		k := key(i)
+		b.Field(0).(*array.Int64Builder).Append(k)
+		b.Field(1).(*array.Int64Builder).Append(k / 32)
+		b.Field(2).(*array.Int64Builder).Append(k % 32)
+		b.Field(3).(*array.Decimal128Builder).Append(decimal128.FromI64(int64(i % 100_000)))
+		b.Field(4).(*array.StringBuilder).Append(fmt.Sprintf("name-%d", i%5000))
+		if b.Field(0).Len() == 1024 || i == n-1 {
+			out = append(out, b.NewRecordBatch())
+		}
+	}
+	return schema, out
+}
+
+// BenchmarkHashJoin probes 1M rows (5 columns, batches of 1024) against a
+// build side of 1000 rows that every probe row matches once ("dim"), or of
+// 100K rows that 10% of the probe rows match ("big"), on the int64 key k or
+// on the two int64 keys (kh, kl) ("2key"), as inner, semi and anti joins;
+// "string" joins on the string column s instead (1000 distinct build keys,
+// 5000 probe keys: 20% of the probe rows match).
+//
+// Before -> after the probe work (own gather loops, dense key array,
+// vector key reads, reused scratch, coalesced output), benchstat of 6
+// interleaved runs on the shared 2-core machine, all p=0.002: dim/inner
+// 255 -> 87ms, dim/inner/2key 258 -> 74ms, dim/inner/string 112 -> 59ms,
+// big/inner 200 -> 55ms, big/semi 119 -> 32ms, big/anti 197 -> 45ms;
+// allocations down 77-83%. Slicing instead of gathering left rows that
+// match as one run: dim/inner 59 -> 34ms, dim/inner/2key 56 -> 34ms
+// (p=0.002), dim/inner/string 43 -> 38ms (p=0.041).
+func BenchmarkHashJoin(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	rng := rand.New(rand.NewPCG(1, 2))
+	s, dimProbe := starBatches(mem, 1_000_000, func(int) int64 { return rng.Int64N(1000) })
+	defer release(dimProbe)
+	_, bigProbe := starBatches(mem, 1_000_000, func(int) int64 { return rng.Int64N(1_000_000) })
+	defer release(bigProbe)
+	_, dim := starBatches(mem, 1000, func(i int) int64 { return int64(i) })
+	defer release(dim)
+	_, big := starBatches(mem, 100_000, func(i int) int64 { return int64(i) })
+	defer release(big)
+	k := []exec.Expr{col(s, "k")}
+	k2 := []exec.Expr{col(s, "kh"), col(s, "kl")}
+	for _, c := range []struct {
+		name         string
+		probe, build []arrow.RecordBatch
+		typ          exec.JoinType
+		keys         []exec.Expr
+	}{
+		{"dim/inner", dimProbe, dim, exec.InnerJoin, k},
+		{"dim/inner/2key", dimProbe, dim, exec.InnerJoin, k2},
+		{"dim/inner/string", dimProbe, dim, exec.InnerJoin, []exec.Expr{col(s, "s")}},
+		{"big/inner", bigProbe, big, exec.InnerJoin, k},
+		{"big/semi", bigProbe, big, exec.SemiJoin, k},
+		{"big/anti", bigProbe, big, exec.AntiJoin, k},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				ec := exec.NewContext(mem)
+				l := exectest.Source(ec, s, retained(c.probe))
+				r := exectest.Source(ec, s, retained(c.build))
+				op, err := exec.NewHashJoin(ec, l, r, c.typ, c.keys, c.keys, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := exec.Drain(context.Background(), op); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkHashAggregate groups 1M TPC-DS-shaped rows (starBatches) by the
+// int64 key k (1000 groups), the two int64 keys (kh, kl) (encoded, 1000
+// groups) or the string s (5000 groups), with count(*) and sum of the
+// decimal column. Vector key reads, reused scratch and BytesTable instead
+// of a Go map cut allocated bytes 68-90% but no time measurably (int 21ms,
+// 2int 81-91ms, string 86-88ms before and after, p=0.59).
+func BenchmarkHashAggregate(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	rng := rand.New(rand.NewPCG(1, 2))
+	s, in := starBatches(mem, 1_000_000, func(int) int64 { return rng.Int64N(1000) })
+	defer release(in)
+	aggs := []exec.AggregateSpec{{Func: "count_star"}, {Func: "sum", Args: []exec.Expr{col(s, "d")}}}
+	for _, c := range []struct {
+		name   string
+		groups []exec.Expr
+	}{
+		{"int", []exec.Expr{col(s, "k")}},
+		{"2int", []exec.Expr{col(s, "kh"), col(s, "kl")}},
+		{"string", []exec.Expr{col(s, "s")}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				ec := exec.NewContext(mem)
+				op, err := exec.NewHashAggregate(ec, exectest.Source(ec, s, retained(in)), c.groups, nil, aggs, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := exec.Drain(context.Background(), op); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
