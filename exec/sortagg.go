@@ -30,6 +30,10 @@ func NewSortAggregate(ec *Context, child Operator, groups []Expr, groupNames []s
 	if groupingSets != nil {
 		return nil, fmt.Errorf("%w: sort aggregation with grouping sets", ErrNotImplemented)
 	}
+	if len(groups) == 0 {
+		// Nothing to be sorted on: a global aggregate is a hash aggregate.
+		return nil, fmt.Errorf("%w: sort aggregation needs group keys", ErrInvalid)
+	}
 	c, err := newAggCore(ec, child, groups, groupNames, aggs, nil)
 	if err != nil {
 		return nil, err
