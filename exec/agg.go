@@ -314,6 +314,10 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 			var spilled []bool // rows sent to disk
 			setSeen[si] = setSeen[si] || n > 0
 			mine := h.owned(skeys, ints, intKey, &enc, n)
+			// Without keys (a global aggregate, a grand total) every row is
+			// in one group: looked up once per batch, not hashed per row.
+			oneGroup, oneFound := len(skeys) == 0, false
+			var oneID int32
 			for i := 0; i < n; i++ {
 				if mine != nil && !mine[i] {
 					continue
@@ -327,6 +331,8 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 					g32, ok = int32(h.nullGroup), h.nullGroup >= 0
 				case intKey:
 					g32, ok = h.table64.Get(ints[i])
+				case oneGroup && oneFound:
+					g32, ok = oneID, true
 				default:
 					keyBuf = append(append(keyBuf[:0], byte(si), byte(si>>8)), enc.Key(i)...)
 					g32, ok = h.table.Get(keyBuf)
@@ -355,6 +361,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 					h.gid = append(h.gid, gid)
 				}
 				ids[i] = g
+				oneID, oneFound = int32(g), oneGroup
 			}
 			if len(fresh) > 0 {
 				part, err := vectorized.TakeColumns(ctx, h.ec.Mem, skeys, fresh)

@@ -64,14 +64,15 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 
 // dataFile is an open Parquet data file.
 type dataFile struct {
-	path    string
-	rf      ReadFile
-	fr      *pqarrow.FileReader
-	cols    map[int]int // field ID -> column index
-	seqCol  int         // -1 for append tables
-	kindCol int
-	types   []arrow.DataType // by column index
-	crc     *uint32
+	path     string
+	rf       ReadFile
+	fr       *pqarrow.FileReader
+	cols     map[int]int // field ID -> column index
+	seqCol   int         // -1 for append tables
+	kindCol  int
+	types    []arrow.DataType // by column index
+	crc      *uint32
+	verified *verifiedFiles
 	// bounded: field IDs with manifest min/max. Parquet float statistics
 	// ignore NaN, so they are used only where the manifest shows none.
 	bounded map[int]bool
@@ -112,7 +113,7 @@ func (st *tableState) openDataFile(e *manifestEntry) (*dataFile, error) {
 		rf.Close()
 		return nil, fmt.Errorf("%w: data file %s has %d rows, manifest says %d", ErrCorrupt, path, pr.NumRows(), e.File.RowCount)
 	}
-	df := &dataFile{path: path, rf: rf, fr: fr, cols: map[int]int{}, seqCol: -1, kindCol: -1, bounded: map[int]bool{}}
+	df := &dataFile{path: path, rf: rf, fr: fr, cols: map[int]int{}, seqCol: -1, kindCol: -1, bounded: map[int]bool{}, verified: &st.s.verified}
 	df.crc = e.File.CRC
 	for _, cs := range e.File.ValueStats {
 		if cs.Min != nil {
@@ -150,12 +151,15 @@ func (st *tableState) openDataFile(e *manifestEntry) (*dataFile, error) {
 
 func (df *dataFile) Close() error { return df.rf.Close() }
 
-// verify checks the whole file against the manifest checksum; readers call
-// it when they read every row group anyway (the page cache makes the
-// second pass cheap), so damage is reported instead of decoded.
+// verify checks the whole file against the manifest checksum, once per
+// process (verifiedFiles); readers call it when they read every row group
+// anyway, so damage is reported instead of decoded.
 func (df *dataFile) verify(ctx context.Context) error {
 	if df.crc == nil {
 		return nil // written before checksums were recorded
+	}
+	if df.verified.has(df.path) {
+		return nil
 	}
 	buf := make([]byte, 1<<20)
 	var crc uint32
@@ -173,6 +177,7 @@ func (df *dataFile) verify(ctx context.Context) error {
 	if crc != *df.crc {
 		return fmt.Errorf("%w: data file %s: checksum mismatch (manifest %08x, file %08x)", ErrCorrupt, df.path, *df.crc, crc)
 	}
+	df.verified.add(df.path)
 	return nil
 }
 

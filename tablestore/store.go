@@ -62,6 +62,36 @@ type Store struct {
 	commitN   int64
 
 	columns *cache.Arrays // decoded column chunks; nil: no cache
+
+	verified verifiedFiles // data files whose checksum matched
+}
+
+// verifiedFiles remembers the data files this process has checksummed: they
+// never change once written, so a file is read whole for its checksum once,
+// not on every scan that reads all its row groups (for a fact table whose
+// columns are cached, that read was most of a scan's time). Bounded: when
+// full it forgets everything and files are checked again.
+type verifiedFiles struct {
+	mu sync.Mutex
+	m  map[string]struct{}
+}
+
+const maxVerifiedFiles = 1 << 16
+
+func (v *verifiedFiles) has(path string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	_, ok := v.m[path]
+	return ok
+}
+
+func (v *verifiedFiles) add(path string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.m == nil || len(v.m) >= maxVerifiedFiles {
+		v.m = map[string]struct{}{}
+	}
+	v.m[path] = struct{}{}
 }
 
 // Open opens (creating if needed) the warehouse at root.
