@@ -100,10 +100,11 @@ func pushSemiJoin(j *JoinNode) Node {
 	return nil
 }
 
-// pullSemiJoins joins rels, first moving semi and anti joins among them
-// above all the joins where that is estimated cheaper: the opposite of
-// pushSemiJoin. q78's anti join of store_sales with store_returns then
-// runs on the fifth of store_sales the date filter keeps.
+// pullSemiJoins joins rels, first moving semi, anti and left joins among
+// them above all the joins where that is estimated cheaper (the opposite
+// of pushSemiJoin). q78's anti join and q80's left join of store_sales
+// with store_returns then run on the part of store_sales the date filter
+// keeps.
 func pullSemiJoins(rels []Node, conds []Expr) Node {
 	best := orderJoins(rels, conds)
 	condCols := map[ColumnID]bool{}
@@ -118,7 +119,16 @@ func pullSemiJoins(rels []Node, conds []Expr) Node {
 			r = proj.Input
 		}
 		s, ok := r.(*JoinNode)
-		if !ok || !semiLike(s.Kind) || proj != nil && !nullsOver(proj, s, condCols) {
+		switch {
+		case !ok:
+			continue
+		case s.Kind == LeftJoin:
+			// (A LEFT JOIN B) JOIN C = (A JOIN C) LEFT JOIN B when no
+			// condition of the inner joins reads B.
+			if proj != nil || readsAny(condCols, s.Right.Columns()) {
+				continue
+			}
+		case !semiLike(s.Kind) || proj != nil && !nullsOver(proj, s, condCols):
 			continue
 		}
 		alt := slices.Clone(rels)
@@ -141,6 +151,16 @@ func pullSemiJoins(rels []Node, conds []Expr) Node {
 		}
 	}
 	return best
+}
+
+// readsAny reports whether any of cols is in read.
+func readsAny(read map[ColumnID]bool, cols []Column) bool {
+	for _, c := range cols {
+		if read[c.ID] {
+			return true
+		}
+	}
+	return false
 }
 
 // nullsOver reports whether p passes s's columns through and adds only
