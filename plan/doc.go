@@ -23,8 +23,9 @@
 //	                  |                     the bushy, connected tree with the least sum of
 //	                  |                     estimated intermediate rows (greedy beyond);
 //	                  |                     semi/anti joins move down to the input they
-//	                  |                     read or up above the joins, whichever is
-//	                  |                     estimated cheaper; hash build side = smaller
+//	                  |                     read or up above the joins, left joins up,
+//	                  |                     whichever is estimated cheaper; hash build
+//	                  |                     side = smaller
 //	                  |                     side. Estimates (stats.go) use the snapshot's
 //	                  |                     column statistics (tablestore.ColumnStats:
 //	                  |                     ranges, null counts, NDVs) for selectivities,
