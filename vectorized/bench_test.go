@@ -62,60 +62,50 @@ func variants(b *testing.B, f func(b *testing.B, x, y arrow.Array)) {
 func BenchmarkAddInt64(b *testing.B) {
 	mem := memory.NewGoAllocator()
 	b.Run("own", func(b *testing.B) {
-		variants(b, func(b *testing.B, x, y arrow.Array) {
-			for b.Loop() {
-				r, err := ArithInt[int64](mem, Add, x, y)
-				if err != nil {
-					b.Fatal(err)
-				}
-				r.Release()
-			}
-		})
+		eachVariant(b, func(x, y arrow.Array) (arrow.Array, error) { return ArithInt[int64](mem, Add, x, y) })
 	})
 	b.Run("compute", func(b *testing.B) {
-		ctx := compute.WithAllocator(context.Background(), mem)
-		variants(b, func(b *testing.B, x, y arrow.Array) {
-			for b.Loop() {
-				dx, dy := compute.NewDatum(x), compute.NewDatum(y)
-				r, err := compute.Add(ctx, compute.ArithmeticOptions{}, dx, dy)
-				if err != nil {
-					b.Fatal(err)
-				}
-				r.Release()
-				dx.Release()
-				dy.Release()
-			}
-		})
+		eachVariant(b, func(x, y arrow.Array) (arrow.Array, error) { return callCompute(mem, "add", x, y) })
 	})
+}
+
+// eachVariant times f over the inputs of every variant, releasing what it
+// returns.
+func eachVariant(b *testing.B, f func(x, y arrow.Array) (arrow.Array, error)) {
+	variants(b, func(b *testing.B, x, y arrow.Array) {
+		for b.Loop() {
+			r, err := f(x, y)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r.Release()
+		}
+	})
+}
+
+// callCompute calls an arrow-go compute function on arrays or scalars.
+func callCompute(mem memory.Allocator, fn string, args ...any) (arrow.Array, error) {
+	ds := make([]compute.Datum, len(args))
+	for i, a := range args {
+		d := compute.NewDatum(a)
+		defer d.Release()
+		ds[i] = d
+	}
+	r, err := compute.CallFunction(compute.WithAllocator(context.Background(), mem), fn, nil, ds...)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Release()
+	return r.(*compute.ArrayDatum).MakeArray(), nil
 }
 
 func BenchmarkLessInt64(b *testing.B) {
 	mem := memory.NewGoAllocator()
 	b.Run("own", func(b *testing.B) {
-		variants(b, func(b *testing.B, x, y arrow.Array) {
-			for b.Loop() {
-				r, err := compareOwn(mem, Lt, x, y)
-				if err != nil {
-					b.Fatal(err)
-				}
-				r.Release()
-			}
-		})
+		eachVariant(b, func(x, y arrow.Array) (arrow.Array, error) { return compareOwn(mem, Lt, x, y) })
 	})
 	b.Run("compute", func(b *testing.B) {
-		ctx := compute.WithAllocator(context.Background(), mem)
-		variants(b, func(b *testing.B, x, y arrow.Array) {
-			for b.Loop() {
-				dx, dy := compute.NewDatum(x), compute.NewDatum(y)
-				r, err := compute.CallFunction(ctx, "less", nil, dx, dy)
-				if err != nil {
-					b.Fatal(err)
-				}
-				r.Release()
-				dx.Release()
-				dy.Release()
-			}
-		})
+		eachVariant(b, func(x, y arrow.Array) (arrow.Array, error) { return callCompute(mem, "less", x, y) })
 	})
 }
 
@@ -252,33 +242,30 @@ func BenchmarkFilterBatch(b *testing.B) {
 
 func BenchmarkCastInt32ToInt64(b *testing.B) {
 	mem := memory.NewGoAllocator()
-	b.Run("own", func(b *testing.B) {
-		variants(b, func(b *testing.B, x, _ arrow.Array) {
-			x32 := narrow(mem, x)
-			defer x32.Release()
-			for b.Loop() {
-				r, err := Cast(mem, x32, arrow.PrimitiveTypes.Int64)
-				if err != nil {
-					b.Fatal(err)
+	ctx := compute.WithAllocator(context.Background(), mem)
+	for _, c := range []struct {
+		name string
+		cast func(x arrow.Array) (arrow.Array, error)
+	}{
+		{"own", func(x arrow.Array) (arrow.Array, error) { return Cast(mem, x, arrow.PrimitiveTypes.Int64) }},
+		{"compute", func(x arrow.Array) (arrow.Array, error) {
+			return compute.CastArray(ctx, x, compute.SafeCastOptions(arrow.PrimitiveTypes.Int64))
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			variants(b, func(b *testing.B, x, _ arrow.Array) {
+				x32 := narrow(mem, x)
+				defer x32.Release()
+				for b.Loop() {
+					r, err := c.cast(x32)
+					if err != nil {
+						b.Fatal(err)
+					}
+					r.Release()
 				}
-				r.Release()
-			}
+			})
 		})
-	})
-	b.Run("compute", func(b *testing.B) {
-		ctx := compute.WithAllocator(context.Background(), mem)
-		variants(b, func(b *testing.B, x, _ arrow.Array) {
-			x32 := narrow(mem, x)
-			defer x32.Release()
-			for b.Loop() {
-				r, err := compute.CastArray(ctx, x32, compute.SafeCastOptions(arrow.PrimitiveTypes.Int64))
-				if err != nil {
-					b.Fatal(err)
-				}
-				r.Release()
-			}
-		})
-	})
+	}
 }
 
 func narrow(mem memory.Allocator, x arrow.Array) arrow.Array {
@@ -302,73 +289,41 @@ func BenchmarkLessScalar(b *testing.B) {
 	mem := memory.NewGoAllocator()
 	c := scalar.NewInt64Scalar(1 << 39)
 	dc := scalar.NewDecimal128Scalar(decimal128.FromI64(1<<39), &arrow.Decimal128Type{Precision: 18, Scale: 2})
+	expand := func(x arrow.Array, c scalar.Scalar) (arrow.Array, error) {
+		rep, _ := Repeat(mem, c, x.Len())
+		defer rep.Release()
+		return Compare(mem, Lt, x, rep)
+	}
 	b.Run("own", func(b *testing.B) {
-		variants(b, func(b *testing.B, x, _ arrow.Array) {
-			for b.Loop() {
-				r, err := CompareScalar(mem, Lt, x, c)
-				if err != nil {
-					b.Fatal(err)
-				}
-				r.Release()
-			}
-		})
+		eachVariant(b, func(x, _ arrow.Array) (arrow.Array, error) { return CompareScalar(mem, Lt, x, c) })
 	})
 	b.Run("compute", func(b *testing.B) {
-		ctx := compute.WithAllocator(context.Background(), mem)
-		variants(b, func(b *testing.B, x, _ arrow.Array) {
-			for b.Loop() {
-				dx, dc := compute.NewDatum(x), compute.NewDatum(c)
-				r, err := compute.CallFunction(ctx, "less", nil, dx, dc)
-				if err != nil {
-					b.Fatal(err)
-				}
-				r.Release()
-				dx.Release()
-				dc.Release()
-			}
-		})
+		eachVariant(b, func(x, _ arrow.Array) (arrow.Array, error) { return callCompute(mem, "less", x, c) })
 	})
 	b.Run("expand", func(b *testing.B) {
-		variants(b, func(b *testing.B, x, _ arrow.Array) {
-			for b.Loop() {
-				rep, _ := Repeat(mem, c, x.Len())
-				r, err := Compare(mem, Lt, x, rep)
-				if err != nil {
-					b.Fatal(err)
-				}
-				r.Release()
-				rep.Release()
-			}
-		})
+		eachVariant(b, func(x, _ arrow.Array) (arrow.Array, error) { return expand(x, c) })
 	})
-	b.Run("own-decimal", func(b *testing.B) {
-		variants(b, func(b *testing.B, x, _ arrow.Array) {
-			d := asDecimal18(mem, x)
-			defer d.Release()
-			for b.Loop() {
-				r, err := CompareScalar(mem, Lt, d, dc)
-				if err != nil {
-					b.Fatal(err)
+	for _, v := range []struct {
+		name string
+		cmp  func(d arrow.Array) (arrow.Array, error)
+	}{
+		{"own-decimal", func(d arrow.Array) (arrow.Array, error) { return CompareScalar(mem, Lt, d, dc) }},
+		{"expand-decimal", func(d arrow.Array) (arrow.Array, error) { return expand(d, dc) }},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			variants(b, func(b *testing.B, x, _ arrow.Array) {
+				d := asDecimal18(mem, x)
+				defer d.Release()
+				for b.Loop() {
+					r, err := v.cmp(d)
+					if err != nil {
+						b.Fatal(err)
+					}
+					r.Release()
 				}
-				r.Release()
-			}
+			})
 		})
-	})
-	b.Run("expand-decimal", func(b *testing.B) {
-		variants(b, func(b *testing.B, x, _ arrow.Array) {
-			d := asDecimal18(mem, x)
-			defer d.Release()
-			for b.Loop() {
-				rep, _ := Repeat(mem, dc, d.Len())
-				r, err := Compare(mem, Lt, d, rep)
-				if err != nil {
-					b.Fatal(err)
-				}
-				r.Release()
-				rep.Release()
-			}
-		})
-	})
+	}
 }
 
 // asDecimal18 reinterprets int64 values as decimal(18,2) (same validity
