@@ -26,8 +26,10 @@ type ColumnStats struct {
 	// unknown. It is the row count for a single-column primary key and
 	// min(max-min+1, non-null rows) for integer-like columns (dates,
 	// timestamps, booleans too), and 1 for any column whose min equals its
-	// max; other float and string columns have none, as the row count
-	// bounds their NDV too loosely to estimate with.
+	// max. String and binary columns take the distinct values their files
+	// counted (files with at most 1024 of them; colAcc.ndvEstimate).
+	// Other float columns have none, as the row count bounds their NDV
+	// too loosely to estimate with.
 	NDV float64
 }
 
@@ -89,6 +91,8 @@ func (t *Table) ColumnStats(ctx context.Context, snapshotID int64) (*Statistics,
 			cs.NDV = min(nonNull, cs.MaxNum-cs.MinNum+1)
 		case nonNull > 0 && (cs.Range == NumericRange && cs.MinNum == cs.MaxNum || cs.Range == StringRange && cs.MinStr == cs.MaxStr):
 			cs.NDV = 1 // one value
+		case acc[i].ndvEstimate() > 0 && cs.NullCount >= 0:
+			cs.NDV = min(nonNull, acc[i].ndvEstimate())
 		}
 		out.Columns[i] = cs
 	}
@@ -102,6 +106,23 @@ type colAcc struct {
 	integral bool
 	nulls    int64
 	cs       ColumnStats
+	// String distinct counts: ndv is the largest count of one file and
+	// ndvSum their sum; noNDV: a file with values had none. Files whose
+	// bounds differ hold different values (partitions, time ranges), so
+	// the distinct bounds count too: the estimate is the largest of those
+	// lower bounds, capped by the sum.
+	ndv, ndvSum    int64
+	noNDV          bool
+	fileLo, fileHi map[string]bool
+}
+
+// ndvEstimate is the distinct-value estimate of a string column (0:
+// unknown).
+func (a *colAcc) ndvEstimate() float64 {
+	if a.ndv == 0 || a.noNDV {
+		return 0
+	}
+	return float64(min(a.ndvSum, max(a.ndv, int64(len(a.fileLo)), int64(len(a.fileHi)))))
 }
 
 func (a *colAcc) add(f *manifestEntry, id int) {
@@ -118,6 +139,11 @@ func (a *colAcc) add(f *manifestEntry, id int) {
 		return
 	}
 	a.nulls += st.NullCount
+	if st.NDV > 0 {
+		a.ndv, a.ndvSum = max(a.ndv, st.NDV), a.ndvSum+st.NDV
+	} else if st.NullCount < f.File.RowCount {
+		a.noNDV = true
+	}
 	if st.Min == nil || st.Max == nil {
 		if st.NullCount < f.File.RowCount {
 			a.unknown = true // values without bounds: not tracked
@@ -141,6 +167,10 @@ func (a *colAcc) add(f *manifestEntry, id int) {
 			return
 		}
 		kind, loS, hiS = StringRange, string(lb), string(hb)
+		if a.fileLo == nil {
+			a.fileLo, a.fileHi = map[string]bool{}, map[string]bool{}
+		}
+		a.fileLo[loS], a.fileHi[hiS] = true, true
 	}
 	if math.IsNaN(loN) || math.IsNaN(hiN) {
 		a.unknown = true

@@ -2,6 +2,7 @@ package tablestore
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -37,7 +38,9 @@ func TestColumnStats(t *testing.T) {
 		{NullCount: 0, Range: NumericRange, MinNum: 1, MaxNum: 5, NDV: 5},   // primary key: rows
 		{NullCount: 1, Range: NumericRange, MinNum: 10, MaxNum: 12, NDV: 3}, // bounded by max-min+1
 		{NullCount: 3, Range: NumericRange, MinNum: -2, MaxNum: 1.5},        // floats: no NDV
-		{NullCount: 2, Range: StringRange, MinStr: "b", MaxStr: "x"},
+		// Strings: distinct values counted per file, the largest count
+		// taken ({m, b} and {x}: 2, a lower bound of the 3).
+		{NullCount: 2, Range: StringRange, MinStr: "b", MaxStr: "x", NDV: 2},
 	}
 	for i, w := range want {
 		if st.Columns[i] != w {
@@ -58,6 +61,24 @@ func TestColumnStats(t *testing.T) {
 		if ost.Columns[i].NDV != 1 {
 			t.Errorf("single-valued column %s: NDV %v", sc.Field(i).Name, ost.Columns[i].NDV)
 		}
+	}
+	// Past maxTrackedNDV distinct strings in a file the count is unknown.
+	many, err := s.CreateTable(ctx, Ident{"db", "many"}, TableDef{Schema: sc}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows [][]any
+	for i := range maxTrackedNDV + 1 {
+		rows = append(rows, []any{i, i % 7, nil, fmt.Sprint("v", i%(maxTrackedNDV+1))})
+	}
+	writeRows(t, many, mem, WriteOptions{}, Insert, rows[:maxTrackedNDV])
+	mst, err := many.ColumnStats(ctx, 0)
+	if err != nil || mst.Columns[3].NDV != maxTrackedNDV {
+		t.Fatalf("%d distinct strings: NDV %v, %v", maxTrackedNDV, mst.Columns[3].NDV, err)
+	}
+	writeRows(t, many, mem, WriteOptions{}, Insert, rows)
+	if mst, err = many.ColumnStats(ctx, 0); err != nil || mst.Columns[3].NDV != 0 {
+		t.Fatalf("a file with %d distinct strings: NDV %v, %v; want unknown", maxTrackedNDV+1, mst.Columns[3].NDV, err)
 	}
 	// An older snapshot has its own statistics.
 	st1, err := tbl.ColumnStats(ctx, 1)

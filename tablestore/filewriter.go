@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"hash/maphash"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -170,6 +171,7 @@ func (d *dataWriter) describe(out arrow.RecordBatch) {
 	}
 	for i, f := range sch.Fields {
 		d.acc[i].add(columnStats(f.ID, out.Column(sys+i)), int64(n))
+		d.acc[i].addDistinct(out.Column(sys + i))
 	}
 	m.RowCount += int64(n)
 }
@@ -243,6 +245,53 @@ type statAcc struct {
 	min, max     *datum
 	nulls, rows  int64
 	noMin, noMax bool // a batch had values but no bound
+	// distinct holds hashes of a string column's values while there are
+	// at most maxTrackedNDV of them (estimates of col = 'x' need the count:
+	// strings have no range to derive it from); tooMany once exceeded.
+	distinct map[uint64]struct{}
+	tooMany  bool
+}
+
+// maxTrackedNDV bounds the distinct values counted per string column and
+// file: dimension attributes (d_day_name, cd_marital_status) fit, keys and
+// free text do not and are not worth the memory.
+const maxTrackedNDV = 1024
+
+// ndvSeed hashes values for distinct counts; counts are per file, so the
+// seed need not outlive the process.
+var ndvSeed = maphash.MakeSeed()
+
+// addDistinct counts the distinct values of a string or binary column.
+func (a *statAcc) addDistinct(arr arrow.Array) {
+	if a.tooMany {
+		return
+	}
+	var hash func(i int) uint64
+	switch c := arr.(type) {
+	case *array.String:
+		hash = func(i int) uint64 { return maphash.String(ndvSeed, c.Value(i)) }
+	case *array.LargeString:
+		hash = func(i int) uint64 { return maphash.String(ndvSeed, c.Value(i)) }
+	case *array.Binary:
+		hash = func(i int) uint64 { return maphash.Bytes(ndvSeed, c.Value(i)) }
+	case *array.LargeBinary:
+		hash = func(i int) uint64 { return maphash.Bytes(ndvSeed, c.Value(i)) }
+	default:
+		return
+	}
+	if a.distinct == nil {
+		a.distinct = map[uint64]struct{}{}
+	}
+	for i := 0; i < arr.Len(); i++ {
+		if arr.IsNull(i) {
+			continue
+		}
+		a.distinct[hash(i)] = struct{}{}
+		if len(a.distinct) > maxTrackedNDV {
+			a.distinct, a.tooMany = nil, true
+			return
+		}
+	}
 }
 
 func (a *statAcc) add(cs colStats, rows int64) {
@@ -274,6 +323,9 @@ func (a *statAcc) add(cs colStats, rows int64) {
 
 func (a *statAcc) stats(id int) colStats {
 	cs := colStats{ID: id, NullCount: a.nulls}
+	if !a.tooMany {
+		cs.NDV = int64(len(a.distinct))
+	}
 	if !a.noMin {
 		cs.Min = a.min
 	}

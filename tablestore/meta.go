@@ -150,4 +150,7 @@ type colStats struct {
 	Min       *datum `json:"min,omitempty"`
 	Max       *datum `json:"max,omitempty"`
 	NullCount int64  `json:"nullCount"`
+	// NDV is the number of distinct non-NULL values of a string or binary
+	// column in the file, when at most maxTrackedNDV (0: not known).
+	NDV int64 `json:"ndv,omitempty"`
 }
