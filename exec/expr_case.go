@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 
@@ -91,6 +92,9 @@ func (c *CaseExpr) String() string {
 // arm took and each value only the rows that chose it; the result is
 // assembled once from the arms' values (assembleCase).
 func (c *CaseExpr) Eval(ctx context.Context, ec *Context, b arrow.RecordBatch) (arrow.Array, error) {
+	if r, ok, err := c.maskedColumn(ctx, ec, b); ok {
+		return r, err
+	}
 	n := int(b.NumRows())
 	// pick[i] is the part that decided row i (-1 = none: NULL) and pos[i]
 	// the row's position in that part.
@@ -156,6 +160,52 @@ func (c *CaseExpr) Eval(ctx context.Context, ec *Context, b arrow.RecordBatch) (
 		return parts[0], nil
 	}
 	return assembleCase(ec.Mem, c.typ, parts, pick, pos), nil
+}
+
+// maskedColumn evaluates CASE WHEN cond THEN column [ELSE NULL] END, the
+// pivot of TPC-DS's week-by-day sums (q02, q43, q59), without gathering:
+// the column's buffers with a validity bitmap that also clears the rows
+// cond does not select. ok is false for other forms.
+func (c *CaseExpr) maskedColumn(ctx context.Context, ec *Context, b arrow.RecordBatch) (_ arrow.Array, ok bool, _ error) {
+	if len(c.Whens) != 1 || c.Else != nil && !isNullConst(c.Else) {
+		return nil, false, nil
+	}
+	col, isCol := c.Whens[0].Then.(*ColumnExpr)
+	if !isCol || !arrow.TypeEqual(col.Type, c.typ) || c.typ.ID() == arrow.NULL || c.typ.ID() == arrow.DICTIONARY {
+		return nil, false, nil
+	}
+	x, err := col.Eval(ctx, ec, b)
+	if err != nil {
+		return nil, true, err
+	}
+	defer x.Release()
+	xd := x.Data()
+	if len(xd.Children()) > 0 {
+		return nil, false, nil
+	}
+	cond, err := c.Whens[0].Cond.Eval(ctx, ec, b)
+	if err != nil {
+		return nil, true, err
+	}
+	defer cond.Release()
+	if cond.DataType().ID() != arrow.BOOL {
+		return nil, true, fmt.Errorf("%w: CASE WHEN condition %s has type %s, not boolean", ErrInvalid, c.Whens[0].Cond, cond.DataType())
+	}
+	mask, _ := vectorized.TrueBits(ec.Mem, cond)
+	defer mask.Release()
+	n, off := x.Len(), xd.Offset()
+	valid := memory.NewResizableBuffer(ec.Mem)
+	defer valid.Release()
+	valid.Resize(int(bitutil.BytesForBits(int64(off + n))))
+	maskBits := mask.Data().Buffers()[1].Bytes()
+	if xv := xd.Buffers()[0]; xv != nil && x.NullN() > 0 {
+		bitutil.BitmapAnd(maskBits, xv.Bytes(), 0, int64(off), valid.Bytes(), int64(off), int64(n))
+	} else {
+		bitutil.CopyBitmap(maskBits, 0, n, valid.Bytes(), off)
+	}
+	data := array.NewData(c.typ, n, append([]*memory.Buffer{valid}, xd.Buffers()[1:]...), nil, array.UnknownNullCount, off)
+	defer data.Release()
+	return array.MakeFromData(data), true, nil
 }
 
 // isNullConst reports whether e is a NULL literal, possibly cast: such an
