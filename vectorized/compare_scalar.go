@@ -145,7 +145,7 @@ func cmpFloat[T float32 | float64](op CmpOp, v []T, c T, out []byte) {
 func cmpDecimal(op CmpOp, v []decimal128.Num, c decimal128.Num, out []byte) {
 	switch op {
 	case Eq, Ne:
-		eqBitsDec(v, c, out)
+		eqBits(v, c, out)
 	case Lt, Ge:
 		lessBitsDec(v, c, out)
 	default:
@@ -218,7 +218,8 @@ func lessEqBits[T cmp.Ordered](v []T, c T, out []byte) {
 	}
 }
 
-func eqBits[T cmp.Ordered](v []T, c T, out []byte) {
+// eqBits also serves decimals (== compares both halves).
+func eqBits[T comparable](v []T, c T, out []byte) {
 	i := 0
 	for ; i+8 <= len(v); i += 8 {
 		w := v[i : i+8 : i+8]
@@ -264,17 +265,6 @@ func lessEqBitsDec(v []decimal128.Num, c decimal128.Num, out []byte) {
 	}
 	for ; i < len(v); i++ {
 		out[i>>3] |= b2u(decLessEq(v[i], c)) << (i & 7)
-	}
-}
-
-func eqBitsDec(v []decimal128.Num, c decimal128.Num, out []byte) {
-	i := 0
-	for ; i+8 <= len(v); i += 8 {
-		w := v[i : i+8 : i+8]
-		out[i>>3] = pack4(w[0] == c, w[1] == c, w[2] == c, w[3] == c) | pack4(w[4] == c, w[5] == c, w[6] == c, w[7] == c)<<4
-	}
-	for ; i < len(v); i++ {
-		out[i>>3] |= b2u(v[i] == c) << (i & 7)
 	}
 }
 
