@@ -478,10 +478,9 @@ var pow10i64 = func() (p [19]int64) {
 // big.Int arithmetic of decimal128's IncreaseScaleBy (which made decimal
 // casts in filters 75% of TPC-DS q28's time).
 func increaseScale(r decimal128.Num, k int32) decimal128.Num {
-	if v := int64(r.LowBits()); k < int32(len(pow10i64)) && r.HighBits() == v>>63 {
-		p := pow10i64[k]
-		if lim := math.MaxInt64 / p; v <= lim && v >= -lim {
-			return decimal128.FromI64(v * p)
+	if v, ok := decimalInt64(r); ok {
+		if v, ok := scale64(v, k); ok {
+			return decimal128.FromI64(v)
 		}
 	}
 	return r.IncreaseScaleBy(k)
