@@ -3,13 +3,11 @@ package vectorized
 import (
 	"context"
 	"math/bits"
-	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/compute"
-	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -155,57 +153,8 @@ func gatherWidth(dt arrow.DataType) int {
 
 // gatherFixed returns a's values at rows, w bytes each.
 func gatherFixed(mem memory.Allocator, a arrow.Array, rows []int32, w int) arrow.Array {
-	switch w {
-	case 1:
-		return gatherValues[uint8](mem, a, rows)
-	case 2:
-		return gatherValues[uint16](mem, a, rows)
-	case 4:
-		return gatherValues[uint32](mem, a, rows)
-	case 8:
-		return gatherValues[uint64](mem, a, rows)
-	}
-	return gatherValues[decimal128.Num](mem, a, rows) // 16 bytes
-}
-
-func gatherValues[T uint8 | uint16 | uint32 | uint64 | decimal128.Num](mem memory.Allocator, a arrow.Array, rows []int32) arrow.Array {
-	var z T
 	d := a.Data()
-	n := len(rows)
-	buf := memory.NewResizableBuffer(mem)
-	buf.Resize(n * int(unsafe.Sizeof(z)))
-	if n > 0 {
-		src := arrow.GetData[T](d.Buffers()[1].Bytes())[d.Offset():]
-		dst := arrow.GetData[T](buf.Bytes())[:n]
-		for i, r := range rows {
-			dst[i] = src[r]
-		}
-	}
-	var valid *memory.Buffer
-	nulls := 0
-	if a.NullN() > 0 {
-		valid = newBitmap(mem, n)
-		vb, in, off := valid.Bytes(), a.NullBitmapBytes(), d.Offset()
-		for i, r := range rows {
-			if bitutil.BitIsSet(in, off+int(r)) {
-				vb[i>>3] |= 1 << (i & 7)
-			} else {
-				nulls++
-			}
-		}
-		if nulls == 0 {
-			valid.Release()
-			valid = nil
-		}
-	}
-	data := array.NewData(a.DataType(), n, []*memory.Buffer{valid, buf}, nil, nulls, 0)
-	out := array.MakeFromData(data)
-	data.Release()
-	buf.Release()
-	if valid != nil {
-		valid.Release()
-	}
-	return out
+	return gathered(mem, d, rows, false, []*memory.Buffer{nil, takeFixed(mem, d, w, rows, false)})
 }
 
 // SelectColumns returns a batch of b's columns cols (sharing them).

@@ -97,6 +97,13 @@ func take(ctx context.Context, mem memory.Allocator, a arrow.Array, idx []int64,
 	default:
 		return computeTake(ctx, mem, a, idx, ia)
 	}
+	return gathered(mem, d, idx, neg, bufs), nil
+}
+
+// gathered finishes the array of d's rows idx from its gathered value
+// buffers bufs (bufs[0], the validity, is filled in here). It takes over
+// bufs.
+func gathered[I int32 | int64](mem memory.Allocator, d arrow.ArrayData, idx []I, neg bool, bufs []*memory.Buffer) arrow.Array {
 	nulls := 0
 	if neg || MayHaveNulls(d) {
 		bufs[0], nulls = takeValidity(mem, d, idx)
@@ -105,7 +112,7 @@ func take(ctx context.Context, mem memory.Allocator, a arrow.Array, idx []int64,
 			bufs[0] = nil
 		}
 	}
-	data := array.NewData(dt, len(idx), bufs, nil, nulls, 0)
+	data := array.NewData(d.DataType(), len(idx), bufs, nil, nulls, 0)
 	for _, b := range bufs {
 		if b != nil {
 			b.Release()
@@ -113,7 +120,7 @@ func take(ctx context.Context, mem memory.Allocator, a arrow.Array, idx []int64,
 	}
 	out := array.MakeFromData(data)
 	data.Release()
-	return out, nil
+	return out
 }
 
 func computeTake(ctx context.Context, mem memory.Allocator, a arrow.Array, idx []int64, ia *arrow.Array) (arrow.Array, error) {
@@ -183,7 +190,7 @@ func asSlice[T any](b []byte, n int) []T {
 }
 
 // takeFixed gathers values of width bytes; rows with idx < 0 get zeros.
-func takeFixed(mem memory.Allocator, d arrow.ArrayData, width int, idx []int64, neg bool) *memory.Buffer {
+func takeFixed[I int32 | int64](mem memory.Allocator, d arrow.ArrayData, width int, idx []I, neg bool) *memory.Buffer {
 	out := newBuffer(mem, len(idx)*width)
 	src := bufBytes(d, 1)
 	if src != nil {
@@ -216,7 +223,7 @@ func takeFixed(mem memory.Allocator, d arrow.ArrayData, width int, idx []int64, 
 	return out
 }
 
-func takeT[T any](dst, src []T, idx []int64, neg bool) {
+func takeT[T any, I int32 | int64](dst, src []T, idx []I, neg bool) {
 	if !neg {
 		for i, x := range idx {
 			dst[i] = src[x]
@@ -248,7 +255,7 @@ func takeBits(mem memory.Allocator, s []byte, off int, idx []int64) *memory.Buff
 
 // takeValidity returns the validity of the gathered rows: valid when the
 // index is not negative and the source row is valid.
-func takeValidity(mem memory.Allocator, d arrow.ArrayData, idx []int64) (*memory.Buffer, int) {
+func takeValidity[I int32 | int64](mem memory.Allocator, d arrow.ArrayData, idx []I) (*memory.Buffer, int) {
 	out := newBitmap(mem, len(idx))
 	dst := out.Bytes()
 	valid := 0
