@@ -311,9 +311,8 @@ func takeVar[O int32 | int64](mem memory.Allocator, d arrow.ArrayData, idx []int
 	return offsBuf, valsBuf, nil
 }
 
-// FilterBatch keeps the rows of b where mask is true (count of them given).
-// It uses arrow-go's filter kernel, faster than gathering by index
-// (BenchmarkFilterBatch).
+// FilterBatch keeps the rows of b where mask is true (count of them given),
+// through FilterMask.
 func FilterBatch(ctx context.Context, mem memory.Allocator, b arrow.RecordBatch, mask []bool, count int) (arrow.RecordBatch, error) {
 	if count == len(mask) {
 		b.Retain()
