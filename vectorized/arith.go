@@ -48,8 +48,8 @@ func intRange[T Int]() (int64, int64) {
 	return math.MinInt64, math.MaxInt64
 }
 
-// checkedInt computes x op y in 64 bits; ok is false on overflow of int64 or
-// division by zero (err tells which).
+// checkedInt computes x op y in 64 bits; overflow of int64 is ErrOverflow,
+// division by zero ErrDivideByZero.
 func checkedInt(op ArithOp, x, y int64) (int64, error) {
 	switch op {
 	case Add:
