@@ -287,11 +287,7 @@ func (r numReader) int(i int) (int64, error) {
 func (r numReader) decimal(i int, to *arrow.Decimal128Type) (decimal128.Num, error) {
 	switch r.kind {
 	case 1:
-		f := r.f64(i)
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return decimal128.Num{}, ErrInvalidValue
-		}
-		return Float64ToDecimal(f, to)
+		return Float64ToDecimal(r.f64(i), to)
 	case 2:
 		return RescaleDecimal(r.dec(i), r.scale, to)
 	}
