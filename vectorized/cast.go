@@ -419,12 +419,9 @@ var pow10Float = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e
 // DecimalToFloat64 returns the float64 nearest to the decimal v/10^scale
 // (-855.42, not -855.4200000000001 as multiplying by 10^-scale gives).
 func DecimalToFloat64(v decimal128.Num, scale int32) float64 {
-	if v.HighBits() == 0 || v.HighBits() == -1 {
-		u := int64(v.LowBits())
-		if (v.HighBits() == 0) == (u >= 0) && u > -1<<53 && u < 1<<53 && scale >= 0 && int(scale) < len(pow10Float) {
-			// Both operands are exact, so the one division rounds once.
-			return float64(u) / pow10Float[scale]
-		}
+	if u, ok := decimalInt64(v); ok && u > -1<<53 && u < 1<<53 && scale >= 0 && int(scale) < len(pow10Float) {
+		// Both operands are exact, so the one division rounds once.
+		return float64(u) / pow10Float[scale]
 	}
 	f, _ := strconv.ParseFloat(v.ToString(scale), 64)
 	return f

@@ -120,3 +120,25 @@ func TestSmallDecimalOp(t *testing.T) {
 		}
 	}
 }
+
+// TestDecimalToFloat64: the exact 64-bit path and the string fallback (wide
+// or 128-bit values) both give the float64 nearest the decimal.
+func TestDecimalToFloat64(t *testing.T) {
+	for _, c := range []struct {
+		v     decimal128.Num
+		scale int32
+		want  float64
+	}{
+		{decimal128.FromI64(-85542), 2, -855.42},
+		{decimal128.FromI64(1), 0, 1},
+		{decimal128.FromI64(0), 5, 0},
+		{decimal128.FromI64(1 << 60), 3, float64(1<<60) / 1000},
+		{decimal128.FromI64(math.MinInt64), 2, float64(math.MinInt64) / 100},
+		{decimal128.New(1, 0), 0, 1 << 64},
+		{decimal128.New(-1, 0), 1, -(1 << 64) / 10.0},
+	} {
+		if got := DecimalToFloat64(c.v, c.scale); got != c.want {
+			t.Errorf("DecimalToFloat64(%s, %d) = %v, want %v", c.v.BigInt(), c.scale, got, c.want)
+		}
+	}
+}
