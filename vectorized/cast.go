@@ -161,22 +161,13 @@ func widenDecimal(mem memory.Allocator, a arrow.Array, to arrow.DataType) (arrow
 	}
 	in := a.(*array.Decimal128)
 	n, k := in.Len(), dt.Scale-from.Scale
-	buf := memory.NewResizableBuffer(mem)
-	buf.Resize(n * arrow.Decimal128SizeBytes)
-	vals := arrow.Decimal128Traits.CastFromBytes(buf.Bytes())
+	vals, o := newDecimalOut(mem, n)
 	for i, x := range in.Values() {
 		if in.IsValid(i) {
 			vals[i] = increaseScale(x, k) // fits: at most 38 digits
 		}
 	}
-	v := AndValidity(mem, n, a)
-	data := array.NewData(to, n, []*memory.Buffer{v.Buf, buf}, nil, v.Nulls, 0)
-	defer data.Release()
-	buf.Release()
-	if v.Buf != nil {
-		v.Buf.Release()
-	}
-	return array.MakeFromData(data), true
+	return finishDecimal(o, to, n, AndValidity(mem, n, a)), true
 }
 
 func copyInts[T Int](a arrow.Array, dst []T) {
