@@ -80,9 +80,9 @@ func CompareScalar(mem memory.Allocator, op CmpOp, a arrow.Array, c scalar.Scala
 	case *scalar.Decimal128:
 		cmpDecimal(op, DecimalValues(a), x.Value, out)
 	case *scalar.String:
-		cmpStrings(op, a.(*array.String).ValueOffsets(), stringData(a), x.Value.Bytes(), out)
+		cmpStrings(op, a.(*array.String).ValueOffsets(), bufBytes(a.Data(), 2), x.Value.Bytes(), out)
 	case *scalar.LargeString:
-		cmpStrings(op, a.(*array.LargeString).ValueOffsets(), stringData(a), x.Value.Bytes(), out)
+		cmpStrings(op, a.(*array.LargeString).ValueOffsets(), bufBytes(a.Data(), 2), x.Value.Bytes(), out)
 	default:
 		// Rare types (booleans, binary, intervals): expand the constant.
 		vals.Release()
@@ -154,15 +154,6 @@ func cmpDecimal(op CmpOp, v []decimal128.Num, c decimal128.Num, out []byte) {
 	if op == Ne || op == Ge || op == Gt {
 		negateBits(out, len(v))
 	}
-}
-
-// stringData is the whole character buffer of a string array, which its
-// ValueOffsets index.
-func stringData(a arrow.Array) []byte {
-	if buf := a.Data().Buffers()[2]; buf != nil {
-		return buf.Bytes()
-	}
-	return nil
 }
 
 // cmpStrings compares the strings data[offs[i]:offs[i+1]] with c.
