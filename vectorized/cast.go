@@ -173,21 +173,13 @@ func widenDecimal(mem memory.Allocator, a arrow.Array, to arrow.DataType) (arrow
 func copyInts[T Int](a arrow.Array, dst []T) {
 	switch a.DataType().ID() {
 	case arrow.INT8:
-		for i, x := range Values[int8](a) {
-			dst[i] = T(x)
-		}
+		widen(dst, Values[int8](a))
 	case arrow.INT16:
-		for i, x := range Values[int16](a) {
-			dst[i] = T(x)
-		}
+		widen(dst, Values[int16](a))
 	case arrow.INT32:
-		for i, x := range Values[int32](a) {
-			dst[i] = T(x)
-		}
+		widen(dst, Values[int32](a))
 	default:
-		for i, x := range Values[int64](a) {
-			dst[i] = T(x)
-		}
+		widen(dst, Values[int64](a))
 	}
 }
 

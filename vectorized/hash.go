@@ -207,8 +207,9 @@ func IntKeyValues(a arrow.Array, dst []int64) []int64 {
 	return dst
 }
 
-func widen[T int8 | int16 | int32 | uint8 | uint16 | uint32](dst []int64, src []T) {
+// widen converts src's integers into dst (as long as src).
+func widen[D Int, S Int | ~uint8 | ~uint16 | ~uint32](dst []D, src []S) {
 	for i, v := range src {
-		dst[i] = int64(v)
+		dst[i] = D(v)
 	}
 }
