@@ -2,9 +2,7 @@ package vectorized
 
 import (
 	"math"
-	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -15,9 +13,7 @@ import (
 // TestIncreaseScale checks the 64-bit fast path against decimal128's
 // big.Int arithmetic at the edges and on random values.
 func TestIncreaseScale(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 1))
+	rng := testSeed(t)
 	vals := []decimal128.Num{
 		decimal128.FromI64(0), decimal128.FromI64(1), decimal128.FromI64(-1),
 		decimal128.FromI64(math.MaxInt64), decimal128.FromI64(math.MinInt64),
@@ -38,7 +34,7 @@ func TestIncreaseScale(t *testing.T) {
 				continue // rescaleOut takes the big.Int path there
 			}
 			if got, want := increaseScale(v, k), v.IncreaseScaleBy(k); got != want {
-				t.Fatalf("increaseScale(%s, %d) = %s, want %s (seed %d)", v.BigInt(), k, got.BigInt(), want.BigInt(), seed)
+				t.Fatalf("increaseScale(%s, %d) = %s, want %s", v.BigInt(), k, got.BigInt(), want.BigInt())
 			}
 		}
 	}
@@ -90,9 +86,7 @@ func TestWidenDecimal(t *testing.T) {
 // 128-bit and big.Int one (decimalOpWide) on random values of random
 // precisions and scales, near the overflow edges too.
 func TestSmallDecimalOp(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 2))
+	rng := testSeed(t)
 	val := func() int64 {
 		switch rng.IntN(6) {
 		case 0:
@@ -115,7 +109,7 @@ func TestSmallDecimalOp(t *testing.T) {
 		got, gerr := decimalOp(op, x, xs, y, ys, out)
 		want, werr := decimalOpWide(op, x, xs, y, ys, out)
 		if (gerr == nil) != (werr == nil) || gerr == nil && got != want {
-			t.Fatalf("seed %d: %s(s%d) %s %s(s%d) as %s = %s, %v; want %s, %v", seed, x.BigInt(), xs, op, y.BigInt(), ys, out,
+			t.Fatalf("%s(s%d) %s %s(s%d) as %s = %s, %v; want %s, %v", x.BigInt(), xs, op, y.BigInt(), ys, out,
 				got.BigInt(), gerr, want.BigInt(), werr)
 		}
 	}

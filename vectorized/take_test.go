@@ -16,8 +16,7 @@ import (
 // and without NULLs, sliced inputs, negative (NULL) indices and empty
 // inputs.
 func TestTakeMatchesCompute(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	mem := checked(t)
 	ctx := context.Background()
 	types := []arrow.DataType{
 		arrow.PrimitiveTypes.Int8, arrow.PrimitiveTypes.Uint16, arrow.PrimitiveTypes.Int32, arrow.PrimitiveTypes.Int64,
@@ -27,9 +26,7 @@ func TestTakeMatchesCompute(t *testing.T) {
 		arrow.BinaryTypes.Binary, arrow.BinaryTypes.LargeString, arrow.FixedWidthTypes.MonthDayNanoInterval,
 		arrow.ListOf(arrow.PrimitiveTypes.Int64), // compute fallback
 	}
-	seed := uint64(rand.Int64())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 1))
+	rng := testSeed(t)
 	for _, dt := range types {
 		for iter := 0; iter < 8; iter++ {
 			n := rng.IntN(300)
