@@ -264,8 +264,12 @@ func dpJoin(rels []Node, conds []Expr) Node {
 	}
 	best := make([]Node, 1<<n)
 	cost := make([]float64, 1<<n)
+	// rows[s] is best[s].Rows(), kept because Rows re-estimates the whole
+	// subtree and the split loop below asks for it 3^n times.
+	rows := make([]float64, 1<<n)
 	for i := range rels {
 		best[1<<i] = filterOver(rels[i], local[i])
+		rows[1<<i] = best[1<<i].Rows()
 	}
 	full := uint(1)<<n - 1
 	for s := uint(3); s <= full; s++ {
@@ -282,7 +286,7 @@ func dpJoin(rels []Node, conds []Expr) Node {
 				continue
 			}
 			// Plus the hash table: the smaller side is built.
-			c := cost[l] + cost[r] + min(best[l].Rows(), best[r].Rows())
+			c := cost[l] + cost[r] + min(rows[l], rows[r])
 			if c < bestCost && joins(masks, l, r) {
 				bl, br, bestCost = l, r, c
 			}
@@ -298,11 +302,12 @@ func dpJoin(rels []Node, conds []Expr) Node {
 		}
 		l, r := best[bl], best[br]
 		// The right input is the hash table: keep the smaller side there.
-		if r.Rows() > l.Rows() {
+		if rows[br] > rows[bl] {
 			l, r = r, l
 		}
 		j := &JoinNode{Kind: InnerJoin, Left: l, Right: r, Cond: andAll(jc)}
-		best[s], cost[s] = j, bestCost+j.Rows()
+		best[s], rows[s] = j, j.Rows()
+		cost[s] = bestCost + rows[s]
 	}
 	if best[full] == nil {
 		return nil
