@@ -91,13 +91,8 @@ func colEqualsConst(e Expr) (*ColRef, *Const, bool) {
 	if !ok || call.Fn != "equal" {
 		return nil, nil, false
 	}
-	ref, ok1 := call.Args[0].(*ColRef)
-	k, ok2 := call.Args[1].(*Const)
-	if !ok1 || !ok2 {
-		ref, ok1 = call.Args[1].(*ColRef)
-		k, ok2 = call.Args[0].(*Const)
-	}
-	if !ok1 || !ok2 || !k.Value.IsValid() {
+	ref, k, _ := colAndConst(call.Args[0], call.Args[1])
+	if ref == nil {
 		return nil, nil, false
 	}
 	if !arrow.TypeEqual(ref.Type(), k.Type()) {
