@@ -491,17 +491,17 @@ func inferConstants(j *JoinNode, cond, left, right []Expr) ([]Expr, []Expr) {
 	if !toRight && !toLeft {
 		return left, right
 	}
-	lc := j.Left.Columns()
+	lc, rc := idSet(j.Left.Columns()), idSet(j.Right.Columns())
 	var lk, rk map[ColumnID]*Const
 	for _, c := range cond {
 		a, b, ok := colEqualsCol(c)
 		if !ok {
 			continue
 		}
-		if !subset(colsOf(a), lc) {
+		if !lc[a.ID] {
 			a, b = b, a
 		}
-		if !subset(colsOf(a), lc) || !subset(colsOf(b), j.Right.Columns()) {
+		if !lc[a.ID] || !rc[b.ID] {
 			continue
 		}
 		if lk == nil {
