@@ -128,6 +128,7 @@ func (st *Statement) ddl(ctx context.Context) error {
 // expired), or 1.
 func call(ctx context.Context, c *plan.CallProcedure) (int64, error) {
 	t := c.Table
+	done := 1
 	var err error
 	switch c.Proc {
 	case "sys.reset_consumer":
@@ -141,8 +142,7 @@ func call(ctx context.Context, c *plan.CallProcedure) (int64, error) {
 	case "sys.delete_tag":
 		err = t.DeleteTag(ctx, c.Tag)
 	case "sys.expire_snapshots":
-		n, err := t.ExpireSnapshots(ctx)
-		return int64(n), err
+		done, err = t.ExpireSnapshots(ctx)
 	case "sys.compact":
 		err = t.Compact(ctx, true)
 	default:
@@ -151,7 +151,7 @@ func call(ctx context.Context, c *plan.CallProcedure) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", c.Proc, err)
 	}
-	return 1, nil
+	return int64(done), nil
 }
 
 // createTableAs creates the table, fills it and drops it again if filling
