@@ -107,6 +107,7 @@ func pushSemiJoin(j *JoinNode) Node {
 // keeps.
 func pullSemiJoins(rels []Node, conds []Expr) Node {
 	best := orderJoins(rels, conds)
+	bestCost := joinCost(best)
 	condCols := map[ColumnID]bool{}
 	for _, c := range conds {
 		maps.Copy(condCols, colsOf(c))
@@ -146,8 +147,8 @@ func pullSemiJoins(rels []Node, conds []Expr) Node {
 		for _, p := range moreNulls {
 			t = withNulls(t, p)
 		}
-		if joinCost(t) < joinCost(best) {
-			best, rels, above, nulls = t, alt, append(above, s), moreNulls
+		if c := joinCost(t); c < bestCost {
+			best, bestCost, rels, above, nulls = t, c, alt, append(above, s), moreNulls
 		}
 	}
 	return best
