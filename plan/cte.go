@@ -163,15 +163,7 @@ func (b *binder) planShared(sh *SharedCTE, cf *cteFilter) {
 	sh.optimized = true
 	root := sh.Root
 	if !cf.unfiltered && len(cf.preds) > 0 {
-		var or Expr
-		for _, p := range cf.preds {
-			if or == nil {
-				or = p
-			} else {
-				or = &Call{Fn: "or", Args: []Expr{or, p}, Typ: boolType}
-			}
-		}
-		root = &FilterNode{Input: root, Pred: or}
+		root = &FilterNode{Input: root, Pred: orAll(cf.preds)}
 	}
 	sh.Root = b.optimize(root)
 }

@@ -251,13 +251,19 @@ func conjuncts(e Expr) []Expr {
 }
 
 // andAll joins conjuncts with AND (nil when empty).
-func andAll(l []Expr) Expr {
+func andAll(l []Expr) Expr { return chain("and", l) }
+
+// orAll joins disjuncts with OR (nil when empty).
+func orAll(l []Expr) Expr { return chain("or", l) }
+
+// chain folds l left to right with the boolean function fn.
+func chain(fn string, l []Expr) Expr {
 	var out Expr
 	for _, e := range l {
 		if out == nil {
 			out = e
 		} else {
-			out = &Call{Fn: "and", Args: []Expr{out, e}, Typ: arrow.FixedWidthTypes.Boolean}
+			out = &Call{Fn: fn, Args: []Expr{out, e}, Typ: arrow.FixedWidthTypes.Boolean}
 		}
 	}
 	return out

@@ -300,25 +300,19 @@ func impliedOn(p Expr, cols map[ColumnID]bool) Expr {
 	if len(ds) < 2 {
 		return nil
 	}
-	var out Expr
-	for _, d := range ds {
+	implied := make([]Expr, len(ds))
+	for i, d := range ds {
 		var keep []Expr
 		for _, c := range conjuncts(d) {
 			if allIn(colsOf(c), cols) {
 				keep = append(keep, c)
 			}
 		}
-		k := andAll(keep)
-		if k == nil {
+		if implied[i] = andAll(keep); implied[i] == nil {
 			return nil
 		}
-		if out == nil {
-			out = k
-		} else {
-			out = &Call{Fn: "or", Args: []Expr{out, k}, Typ: boolType}
-		}
 	}
-	return out
+	return orAll(implied)
 }
 
 // allIn reports whether every column of cols is in ids.
