@@ -156,22 +156,18 @@ func viewErrText(err error, text string) string {
 
 // describeView describes a view's columns as DESCRIBE does a table's.
 func (b *binder) describeView(name *sql.Name) (*Query, bool) {
-	n, _, ok := b.bindView(&sql.TableName{Pos: name.Pos, Name: name})
+	// The scope names the columns as the view does (its column list).
+	_, sc, ok := b.bindView(&sql.TableName{Pos: name.Pos, Name: name})
 	if !ok {
 		return nil, false
 	}
 	var rows [][]string
-	def, _ := b.views().View(b.ctx, b.ident(name))
-	for i, c := range n.Columns() {
+	for _, c := range sc.cols {
 		null := "YES"
-		if !c.Nullable {
+		if !c.col.Nullable {
 			null = "NO"
 		}
-		col := c.Name
-		if def.Columns != nil {
-			col = def.Columns[i]
-		}
-		rows = append(rows, []string{col, SQLTypeName(c.Type), null, ""})
+		rows = append(rows, []string{c.name, SQLTypeName(c.col.Type), null, ""})
 	}
 	return b.stringValues([]string{"name", "type", "null", "key"}, rows), true
 }
