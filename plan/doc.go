@@ -21,7 +21,8 @@
 //	                  |                     there; LEFT JOIN + right key IS NULL -> anti join
 //	                  |    join_order       dynamic programming over up to 10 inputs:
 //	                  |                     the bushy, connected tree with the least sum of
-//	                  |                     estimated intermediate rows (greedy beyond);
+//	                  |                     estimated intermediate and hash table rows
+//	                  |                     (greedy beyond, or when not connected);
 //	                  |                     semi/anti joins move down to the input they
 //	                  |                     read or up above the joins, left joins up,
 //	                  |                     whichever is estimated cheaper; hash build
@@ -38,10 +39,11 @@
 //	                  |                     bucket by bucket for tables bucketed alike
 //	                  |    parallel_scan    scan pipelines run once per core under Gather
 //	                  |    parallel_aggregate  hash aggregation partitioned over the cores
-//	                  |    runtime_filter   a hash join (inner, semi, right) publishes its
-//	                  |                     integer build keys' range before it opens its
-//	                  |                     probe side; the scan below skips files and row
-//	                  |                     groups outside it (exec.KeyRange)
+//	                  |    runtime_filter   a hash join (inner, semi, right) whose build side
+//	                  |                     is estimated at most a tenth of its probe side
+//	                  |                     publishes its integer build keys' range before
+//	                  |                     it opens its probe side; the scan below skips
+//	                  |                     files and row groups outside it (exec.KeyRange)
 //	                  v
 //	           *Query (immutable) --Build(ec, params)--> exec.Operator
 //	                              --BuildAnalyze-------> operator + per-operator report
