@@ -24,7 +24,7 @@ type caseParts struct {
 func newCaseParts(parts []arrow.Array, pick, pos []int32) *caseParts {
 	c := &caseParts{parts: parts, pick: pick, pos: pos, bits: make([][]byte, len(parts)), offs: make([]int, len(parts))}
 	for k, p := range parts {
-		if p.NullN() > 0 {
+		if vectorized.MayHaveNulls(p.Data()) { // an arm may be a column of a batch parallel workers share: never count its NULLs
 			c.bits[k], c.offs[k] = p.NullBitmapBytes(), p.Data().Offset()
 		}
 	}
