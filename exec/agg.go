@@ -30,7 +30,8 @@ type aggCore struct {
 	groups  []Expr
 	aggs    []AggregateSpec
 	defs    []*aggDef
-	sets    [][]int // nil = one set of all groups
+	filters []*predicate // per aggregate, nil without FILTER; built once to keep their narrowings
+	sets    [][]int      // nil = one set of all groups
 	schema  *arrow.Schema
 	accs    []accumulator
 	ngroups int
@@ -75,6 +76,11 @@ func newAggCore(ec *Context, child Operator, groups []Expr, groupNames []string,
 			return nil, fmt.Errorf("%w: FILTER of %s must be boolean, not %s", ErrInvalid, a.Func, a.Filter.DataType())
 		}
 		c.defs = append(c.defs, d)
+		var f *predicate
+		if a.Filter != nil {
+			f = newPredicate(a.Filter)
+		}
+		c.filters = append(c.filters, f)
 		name := a.Name
 		if name == "" {
 			name = a.Func + "(" + exprsString(a.Args) + ")"
@@ -115,8 +121,8 @@ func (c *aggCore) update(ctx context.Context, b arrow.RecordBatch, groups []uint
 			return err
 		}
 		mask := rows
-		if a.Filter != nil {
-			if mask, _, err = evalMask(ctx, c.ec, newPredicate(a.Filter), b); err != nil {
+		if f := c.filters[i]; f != nil {
+			if mask, _, err = evalMask(ctx, c.ec, f, b); err != nil {
 				releaseArrays(args)
 				return err
 			}

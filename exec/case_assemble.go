@@ -24,7 +24,7 @@ type caseParts struct {
 func newCaseParts(parts []arrow.Array, pick, pos []int32) *caseParts {
 	c := &caseParts{parts: parts, pick: pick, pos: pos, bits: make([][]byte, len(parts)), offs: make([]int, len(parts))}
 	for k, p := range parts {
-		if p.NullN() > 0 {
+		if vectorized.MayHaveNulls(p.Data()) { // an arm may be a column of a batch parallel workers share: never count its NULLs
 			c.bits[k], c.offs[k] = p.NullBitmapBytes(), p.Data().Offset()
 		}
 	}
@@ -40,13 +40,19 @@ func (c *caseParts) valid(i int) bool {
 	return c.bits[k] == nil || bitutil.BitIsSet(c.bits[k], c.offs[k]+int(c.pos[i]))
 }
 
+// zeroBits allocates a bitmap of n bits, all clear.
+func zeroBits(mem memory.Allocator, n int) *memory.Buffer {
+	buf := memory.NewResizableBuffer(mem)
+	buf.Resize(int(bitutil.BytesForBits(int64(n))))
+	clear(buf.Bytes())
+	return buf
+}
+
 // validity returns the result's validity bitmap.
 func (c *caseParts) validity(mem memory.Allocator) vectorized.Validity {
 	n := len(c.pick)
-	buf := memory.NewResizableBuffer(mem)
-	buf.Resize(int(bitutil.BytesForBits(int64(n))))
+	buf := zeroBits(mem, n)
 	bm := buf.Bytes()
-	clear(bm)
 	nulls := 0
 	for i := 0; i < n; i++ {
 		if c.valid(i) {
@@ -135,10 +141,8 @@ func gatherFixed[T vectorized.Fixed](mem memory.Allocator, dt arrow.DataType, c 
 
 func (c *caseParts) gatherBool(mem memory.Allocator) arrow.Array {
 	n := len(c.pick)
-	vals := memory.NewResizableBuffer(mem)
-	vals.Resize(int(bitutil.BytesForBits(int64(n))))
+	vals := zeroBits(mem, n)
 	out := vals.Bytes()
-	clear(out)
 	src := make([][]byte, len(c.parts))
 	offs := make([]int, len(c.parts))
 	for k, p := range c.parts {

@@ -198,8 +198,8 @@ func (c *CaseExpr) maskedColumn(ctx context.Context, ec *Context, b arrow.Record
 	defer valid.Release()
 	valid.Resize(int(bitutil.BytesForBits(int64(off + n))))
 	maskBits := mask.Data().Buffers()[1].Bytes()
-	if xv := xd.Buffers()[0]; xv != nil && x.NullN() > 0 {
-		bitutil.BitmapAnd(maskBits, xv.Bytes(), 0, int64(off), valid.Bytes(), int64(off), int64(n))
+	if vectorized.MayHaveNulls(xd) { // not x.NullN(): counting races on a batch parallel workers share
+		bitutil.BitmapAnd(maskBits, xd.Buffers()[0].Bytes(), 0, int64(off), valid.Bytes(), int64(off), int64(n))
 	} else {
 		bitutil.CopyBitmap(maskBits, 0, n, valid.Bytes(), off)
 	}

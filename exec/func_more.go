@@ -113,10 +113,7 @@ func strIntFunc(f func(string, int64) (string, error)) resolver {
 
 func strPredicate(f func(s, p string) bool) resolver {
 	return func(types []arrow.DataType, _ []Expr) (*impl, error) {
-		if err := wantArgs(types, 2, 2); err != nil {
-			return nil, err
-		}
-		st, err := stringArgs(types)
+		st, err := wantStrings(types, 2, 2)
 		if err != nil {
 			return nil, err
 		}
@@ -232,10 +229,7 @@ func literalRegexp(args []Expr, i int) (*regexp.Regexp, error) {
 }
 
 func resolveRegexpReplace(types []arrow.DataType, args []Expr) (*impl, error) {
-	if err := wantArgs(types, 3, 3); err != nil {
-		return nil, err
-	}
-	st, err := stringArgs(types)
+	st, err := wantStrings(types, 3, 3)
 	if err != nil {
 		return nil, err
 	}
@@ -355,10 +349,7 @@ func parseWithFormat(a []arrow.Array, i int, layouts map[string]string) (time.Ti
 
 func toTemporal(ret arrow.DataType) resolver {
 	return func(types []arrow.DataType, _ []Expr) (*impl, error) {
-		if err := wantArgs(types, 1, 2); err != nil {
-			return nil, err
-		}
-		st, err := stringArgs(types)
+		st, err := wantStrings(types, 1, 2)
 		if err != nil {
 			return nil, err
 		}

@@ -47,12 +47,18 @@ func stringArgs(types []arrow.DataType) ([]arrow.DataType, error) {
 	return out, nil
 }
 
+// wantStrings checks that there are lo to hi arguments, all strings, and
+// returns the types they are cast to.
+func wantStrings(types []arrow.DataType, lo, hi int) ([]arrow.DataType, error) {
+	if err := wantArgs(types, lo, hi); err != nil {
+		return nil, err
+	}
+	return stringArgs(types)
+}
+
 func likeResolver(negate, ci bool) resolver {
 	return func(types []arrow.DataType, args []Expr) (*impl, error) {
-		if err := wantArgs(types, 2, 3); err != nil {
-			return nil, err
-		}
-		st, err := stringArgs(types)
+		st, err := wantStrings(types, 2, 3)
 		if err != nil {
 			return nil, err
 		}
@@ -136,10 +142,7 @@ func resolveSubstr(types []arrow.DataType, _ []Expr) (*impl, error) {
 
 func strMap(f func(string) string) resolver {
 	return func(types []arrow.DataType, _ []Expr) (*impl, error) {
-		if err := wantArgs(types, 1, 1); err != nil {
-			return nil, err
-		}
-		st, err := stringArgs(types)
+		st, err := wantStrings(types, 1, 1)
 		if err != nil {
 			return nil, err
 		}
@@ -151,10 +154,7 @@ func strMap(f func(string) string) resolver {
 
 func trimResolver(left, right bool) resolver {
 	return func(types []arrow.DataType, _ []Expr) (*impl, error) {
-		if err := wantArgs(types, 1, 2); err != nil {
-			return nil, err
-		}
-		st, err := stringArgs(types)
+		st, err := wantStrings(types, 1, 2)
 		if err != nil {
 			return nil, err
 		}
@@ -202,10 +202,7 @@ func resolveConcat(types []arrow.DataType, _ []Expr) (*impl, error) {
 }
 
 func resolveLength(types []arrow.DataType, _ []Expr) (*impl, error) {
-	if err := wantArgs(types, 1, 1); err != nil {
-		return nil, err
-	}
-	st, err := stringArgs(types)
+	st, err := wantStrings(types, 1, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -215,10 +212,7 @@ func resolveLength(types []arrow.DataType, _ []Expr) (*impl, error) {
 }
 
 func resolveReplace(types []arrow.DataType, _ []Expr) (*impl, error) {
-	if err := wantArgs(types, 2, 3); err != nil {
-		return nil, err
-	}
-	st, err := stringArgs(types)
+	st, err := wantStrings(types, 2, 3)
 	if err != nil {
 		return nil, err
 	}
@@ -238,10 +232,7 @@ func resolveReplace(types []arrow.DataType, _ []Expr) (*impl, error) {
 }
 
 func resolveRegexpLike(types []arrow.DataType, args []Expr) (*impl, error) {
-	if err := wantArgs(types, 2, 2); err != nil {
-		return nil, err
-	}
-	st, err := stringArgs(types)
+	st, err := wantStrings(types, 2, 2)
 	if err != nil {
 		return nil, err
 	}
@@ -280,10 +271,7 @@ func positionResolver(haystackFirst bool) resolver {
 		sub, s = 1, 0
 	}
 	return func(types []arrow.DataType, _ []Expr) (*impl, error) {
-		if err := wantArgs(types, 2, 2); err != nil {
-			return nil, err
-		}
-		st, err := stringArgs(types)
+		st, err := wantStrings(types, 2, 2)
 		if err != nil {
 			return nil, err
 		}

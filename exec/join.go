@@ -312,10 +312,11 @@ func newJoinOp(ec *Context, left, right Operator, typ JoinType, lk, rk []Expr, r
 			// matching compactPairs' order.
 			j.resCols, j.resSchema, j.resExpr = cols, schema, re
 		}
-		j.resPred = newPredicate(residual)
+		pe := residual
 		if j.resExpr != nil {
-			j.resPred = newPredicate(j.resExpr)
+			pe = j.resExpr
 		}
+		j.resPred = newPredicate(pe)
 	}
 	return j, nil
 }

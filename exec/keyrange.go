@@ -5,7 +5,8 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/flightd/flightd/vectorized"
 )
 
 // KeyRange carries the smallest and largest key of a hash join's build
@@ -51,31 +52,16 @@ func WithKeyRanges(op Operator, ranges []*KeyRange) Operator {
 // intRange is the range of the non-NULL values of an integer or date
 // array; lo > hi when there are none.
 func intRange(a arrow.Array) (lo, hi int64, ok bool) {
-	lo, hi = math.MaxInt64, math.MinInt64
-	add := func(v int64) {
-		lo, hi = min(lo, v), max(hi, v)
-	}
-	switch a := a.(type) {
-	case *array.Int8:
-		eachValid(a, func(i int) { add(int64(a.Value(i))) })
-	case *array.Int16:
-		eachValid(a, func(i int) { add(int64(a.Value(i))) })
-	case *array.Int32:
-		eachValid(a, func(i int) { add(int64(a.Value(i))) })
-	case *array.Int64:
-		eachValid(a, func(i int) { add(a.Value(i)) })
-	case *array.Date32:
-		eachValid(a, func(i int) { add(int64(a.Value(i))) })
+	switch a.DataType().ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.DATE32:
 	default:
 		return 0, 0, false
 	}
-	return lo, hi, true
-}
-
-func eachValid(a arrow.Array, f func(i int)) {
-	for i := 0; i < a.Len(); i++ {
+	lo, hi = math.MaxInt64, math.MinInt64
+	for i, v := range vectorized.IntKeyValues(a, nil) {
 		if a.IsValid(i) {
-			f(i)
+			lo, hi = min(lo, v), max(hi, v)
 		}
 	}
+	return lo, hi, true
 }

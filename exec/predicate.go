@@ -43,8 +43,13 @@ func newPredicate(e Expr) *predicate {
 	if !ok || (c.Name != "and" && c.Name != "or") || len(c.Args) != 2 {
 		return &predicate{leaf: e}
 	}
-	p := &predicate{and: c.Name == "and", exprs: chain(c.Name, e, nil)}
-	for _, x := range p.exprs {
+	return newChain(c.Name == "and", chain(c.Name, e, nil))
+}
+
+// newChain is the predicate of the AND (else OR) chain of exprs.
+func newChain(and bool, exprs []Expr) *predicate {
+	p := &predicate{and: and, exprs: exprs}
+	for _, x := range exprs {
 		p.ops = append(p.ops, newPredicate(x))
 	}
 	return p
@@ -69,10 +74,7 @@ func (p *predicate) tail(in *arrow.Schema, from int) *predTail {
 	// such operands keep every column.
 	if cols, schema, nes, ok := narrowExprs(in, p.exprs[from:]...); ok && len(cols) > 0 {
 		t.cols, t.schema = cols, schema
-		t.pred = &predicate{and: p.and, exprs: nes}
-		for _, x := range nes {
-			t.pred.ops = append(t.pred.ops, newPredicate(x))
-		}
+		t.pred = newChain(p.and, nes)
 	}
 	if p.tails == nil {
 		p.tails = map[int]*predTail{}
