@@ -31,7 +31,7 @@ func kleene(mem memory.Allocator, a, b *array.Boolean, dominant bool) arrow.Arra
 		return FinishBool(n, vals, Validity{})
 	}
 	vb := vals.Bytes()
-	if a.NullN() == 0 && b.NullN() == 0 {
+	if !MayHaveNulls(a.Data()) && !MayHaveNulls(b.Data()) {
 		op := bitutil.BitmapAnd
 		if dominant {
 			op = bitutil.BitmapOr
@@ -44,11 +44,11 @@ func kleene(mem memory.Allocator, a, b *array.Boolean, dominant bool) arrow.Arra
 	// that have NULLs (a missing one means all valid).
 	in := []bitutil.Bitmap{boolBits(a), boolBits(b)}
 	ia, ib := -1, -1
-	if a.NullN() > 0 {
+	if MayHaveNulls(a.Data()) {
 		ia = len(in)
 		in = append(in, validityBits(a))
 	}
-	if b.NullN() > 0 {
+	if MayHaveNulls(b.Data()) {
 		ib = len(in)
 		in = append(in, validityBits(b))
 	}

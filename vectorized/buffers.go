@@ -87,7 +87,9 @@ func (v Validity) Release() {
 func AndValidity(mem memory.Allocator, n int, arrs ...arrow.Array) Validity {
 	var out *memory.Buffer
 	for _, a := range arrs {
-		if a.NullN() == 0 {
+		// MayHaveNulls, not NullN: NullN counts and caches the count on the
+		// array, which races when parallel workers share an input batch.
+		if a.DataType().ID() != arrow.NULL && !MayHaveNulls(a.Data()) {
 			continue
 		}
 		if a.DataType().ID() == arrow.NULL {
