@@ -191,7 +191,6 @@ func (s *Scan) plan(files []*manifestEntry) {
 	s.stats.PartitionsTotal = len(parts)
 	s.stats.FilesTotal = len(files)
 	selParts := map[string]bool{}
-	isKey := func(c string) bool { return slices.Contains(sch.PrimaryKeys, c) }
 	all := func(string) bool { return true }
 	for _, g := range groups {
 		if !mayMatch(s.filter, s.partitionStats(g.part)) {
@@ -201,7 +200,7 @@ func (s *Scan) plan(files []*manifestEntry) {
 		// in another file, so only key columns may prune files there.
 		allowed := all
 		if sch.hasPK() && len(g.files) > 1 {
-			allowed = isKey
+			allowed = sch.isPrimaryKey
 		}
 		var keep []*manifestEntry
 		for _, e := range g.files {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -441,7 +440,7 @@ func (r *ChangeReader) plan(sn *snapshot) error {
 		for _, e := range ents {
 			// Merged with the other files of its bucket: only key
 			// statistics may prune it, as in a scan.
-			if e.Kind != want || !r.mayMatch(e, r.keyOnly()) {
+			if e.Kind != want || !r.mayMatch(e, r.sch.isPrimaryKey) {
 				continue
 			}
 			k := fmt.Sprintf("%s/%d", partitionKey(e.Partition), e.Bucket)
@@ -453,15 +452,11 @@ func (r *ChangeReader) plan(sn *snapshot) error {
 		for _, k := range order {
 			files := groups[k]
 			r.units = append(r.units, r.kindUnit(kind, func(ctx context.Context) (BatchReader, error) {
-				return newMergeReader(ctx, r.scan, files, r.keyOnly(), false, false)
+				return newMergeReader(ctx, r.scan, files, r.sch.isPrimaryKey, false, false)
 			}))
 		}
 	}
 	return nil
-}
-
-func (r *ChangeReader) keyOnly() func(string) bool {
-	return func(c string) bool { return slices.Contains(r.sch.PrimaryKeys, c) }
 }
 
 // mayMatch prunes a file by partition and by the statistics of the
