@@ -414,6 +414,7 @@ func (r *ChangeReader) plan(sn *snapshot) error {
 		// Append-table files hold rows, key-table level-0 files hold the
 		// written changes: both are the changes as they are.
 		for _, e := range ents {
+			// Each row is a change of its own: every column may prune.
 			if !r.mayMatch(e, anyColumn) {
 				continue
 			}
@@ -465,10 +466,6 @@ func (r *ChangeReader) mayMatch(e *manifestEntry, allowed func(string) bool) boo
 	s := r.scan
 	return mayMatch(s.filter, s.partitionStats(e.Partition)) && mayMatch(s.filter, s.fileStats(e, allowed))
 }
-
-// anyColumn allows every column's statistics to prune a file of changes:
-// each of its rows is a change of its own.
-func anyColumn(string) bool { return true }
 
 // kindOfRow takes each row's kind from the file's system columns.
 const kindOfRow RowKind = -1
