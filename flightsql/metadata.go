@@ -118,24 +118,26 @@ func (s *Server) DoGetTables(ctx context.Context, cmd flightsql.GetTables) (*arr
 	bldr := array.NewRecordBuilder(s.mem, tablesSchema(cmd))
 	defer bldr.Release()
 	type entry struct{ name, kind string }
+	kinds := []struct {
+		kind string
+		want bool
+		list func(context.Context, string) ([]string, error)
+	}{
+		{tableTypeTable, wantTables, s.eng.Store().Tables},
+		{tableTypeView, wantViews, s.eng.Store().Views},
+	}
 	for _, db := range dbs {
 		var entries []entry
-		if wantTables {
-			names, err := s.eng.Store().Tables(ctx, db)
+		for _, k := range kinds {
+			if !k.want {
+				continue
+			}
+			names, err := k.list(ctx, db)
 			if err != nil {
 				return nil, nil, toStatus(err)
 			}
 			for _, n := range names {
-				entries = append(entries, entry{n, tableTypeTable})
-			}
-		}
-		if wantViews {
-			names, err := s.eng.Store().Views(ctx, db)
-			if err != nil {
-				return nil, nil, toStatus(err)
-			}
-			for _, n := range names {
-				entries = append(entries, entry{n, tableTypeView})
+				entries = append(entries, entry{n, k.kind})
 			}
 		}
 		// Flight SQL orders by name, then type.

@@ -253,9 +253,8 @@ func overlapping(files, changed []*manifestEntry) []*manifestEntry {
 func (st *tableState) diffBucket(ctx context.Context, sch *tableSchema, part []datum, bucket int, before, after, added []*manifestEntry, probe Predicate, source string, dirs map[string]bool) ([]*manifestEntry, error) {
 	all := allColumns(sch)
 	s := &Scan{st: st, sch: sch, proj: all, filter: probe}
-	isKey := func(c string) bool { return slices.Contains(sch.PrimaryKeys, c) }
 	merged := func(files []*manifestEntry, extra ...BatchReader) (*mergeReader, error) {
-		return newMergeReader(ctx, s, files, isKey, true, false, extra...)
+		return newMergeReader(ctx, s, files, sch.isPrimaryKey, true, false, extra...)
 	}
 	bc, ac := &diffCursor{sch: sch}, &diffCursor{sch: sch}
 	defer bc.close()

@@ -167,10 +167,12 @@ func (a *colAcc) add(f *manifestEntry, id int) {
 			return
 		}
 		kind, loS, hiS = StringRange, string(lb), string(hb)
-		if a.fileLo == nil {
-			a.fileLo, a.fileHi = map[string]bool{}, map[string]bool{}
+		if !a.noNDV { // else ndvEstimate ignores them
+			if a.fileLo == nil {
+				a.fileLo, a.fileHi = map[string]bool{}, map[string]bool{}
+			}
+			a.fileLo[loS], a.fileHi[hiS] = true, true
 		}
-		a.fileLo[loS], a.fileHi[hiS] = true, true
 	}
 	if math.IsNaN(loN) || math.IsNaN(hiN) {
 		a.unknown = true

@@ -80,6 +80,18 @@ func TestColumnStats(t *testing.T) {
 	if mst, err = many.ColumnStats(ctx, 0); err != nil || mst.Columns[3].NDV != 0 {
 		t.Fatalf("a file with %d distinct strings: NDV %v, %v; want unknown", maxTrackedNDV+1, mst.Columns[3].NDV, err)
 	}
+	// Files of one value each (partitions, time ranges): the distinct file
+	// bounds count, not the largest count of one file.
+	parts, err := s.CreateTable(ctx, Ident{"db", "parts"}, TableDef{Schema: sc}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range []string{"a", "b", "c", "b"} {
+		writeRows(t, parts, mem, WriteOptions{}, Insert, [][]any{{i, i, nil, v}, {i + 10, i, nil, v}})
+	}
+	if pst, err := parts.ColumnStats(ctx, 0); err != nil || pst.Columns[3].NDV != 3 {
+		t.Fatalf("files of one value each of a, b, c, b: NDV %v, %v; want 3", pst.Columns[3].NDV, err)
+	}
 	// An older snapshot has its own statistics.
 	st1, err := tbl.ColumnStats(ctx, 1)
 	if err != nil || st1.Rows != 3 || st1.Columns[1].MaxNum != 12 || st1.Columns[3].MaxStr != "m" {

@@ -225,7 +225,6 @@ func (st *tableState) compactUnit(ctx context.Context, sch *tableSchema, baseID 
 	// uncached: it reads each file once, right before it is replaced, so
 	// its columns would only push hot data out of the cache.
 	s := &Scan{st: st, sch: sch, proj: all, noCache: true}
-	everything := func(string) bool { return true }
 	for _, e := range u.files {
 		if _, err := st.fs().Stat(joinPath(st.dir, e.File.Path)); errors.Is(err, fs.ErrNotExist) {
 			// Removed by a later overwrite and expiry: our commit would
@@ -235,13 +234,13 @@ func (st *tableState) compactUnit(ctx context.Context, sch *tableSchema, baseID 
 	}
 	var r BatchReader
 	if sch.hasPK() {
-		mr, err := newMergeReader(ctx, s, u.files, everything, true, !u.dropDeletes)
+		mr, err := newMergeReader(ctx, s, u.files, anyColumn, true, !u.dropDeletes)
 		if err != nil {
 			return err
 		}
 		r = mr
 	} else {
-		r = &chainReader{s: s, files: u.files, allowed: everything, rt: newReadTarget(sch, all, false), raw: true}
+		r = &chainReader{s: s, files: u.files, allowed: anyColumn, rt: newReadTarget(sch, all, false), raw: true}
 	}
 	defer r.Close()
 	first := u.files[0]

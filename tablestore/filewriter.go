@@ -263,30 +263,34 @@ var ndvSeed = maphash.MakeSeed()
 
 // addDistinct counts the distinct values of a string or binary column.
 func (a *statAcc) addDistinct(arr arrow.Array) {
-	if a.tooMany {
+	if a.tooMany || arr.Len() == 0 { // an empty array may have no offsets
 		return
 	}
-	var hash func(i int) uint64
 	switch c := arr.(type) {
 	case *array.String:
-		hash = func(i int) uint64 { return maphash.String(ndvSeed, c.Value(i)) }
+		addDistinctValues(a, c, c.ValueOffsets(), c.ValueBytes())
 	case *array.LargeString:
-		hash = func(i int) uint64 { return maphash.String(ndvSeed, c.Value(i)) }
+		addDistinctValues(a, c, c.ValueOffsets(), c.ValueBytes())
 	case *array.Binary:
-		hash = func(i int) uint64 { return maphash.Bytes(ndvSeed, c.Value(i)) }
+		addDistinctValues(a, c, c.ValueOffsets(), c.ValueBytes())
 	case *array.LargeBinary:
-		hash = func(i int) uint64 { return maphash.Bytes(ndvSeed, c.Value(i)) }
-	default:
-		return
+		addDistinctValues(a, c, c.ValueOffsets(), c.ValueBytes())
 	}
+}
+
+// addDistinctValues hashes the values of a variable-width array straight
+// from its offsets and data (this runs per row of every file written: no
+// per-row indirect call). data starts at offs[0], as ValueBytes returns it.
+func addDistinctValues[O int32 | int64](a *statAcc, arr arrow.Array, offs []O, data []byte) {
 	if a.distinct == nil {
 		a.distinct = map[uint64]struct{}{}
 	}
-	for i := 0; i < arr.Len(); i++ {
-		if arr.IsNull(i) {
+	nulls, base := arr.NullN() > 0, offs[0]
+	for i := range len(offs) - 1 {
+		if nulls && arr.IsNull(i) {
 			continue
 		}
-		a.distinct[hash(i)] = struct{}{}
+		a.distinct[maphash.Bytes(ndvSeed, data[offs[i]-base:offs[i+1]-base])] = struct{}{}
 		if len(a.distinct) > maxTrackedNDV {
 			a.distinct, a.tooMany = nil, true
 			return

@@ -191,17 +191,15 @@ func (s *Scan) plan(files []*manifestEntry) {
 	s.stats.PartitionsTotal = len(parts)
 	s.stats.FilesTotal = len(files)
 	selParts := map[string]bool{}
-	isKey := func(c string) bool { return slices.Contains(sch.PrimaryKeys, c) }
-	all := func(string) bool { return true }
 	for _, g := range groups {
 		if !mayMatch(s.filter, s.partitionStats(g.part)) {
 			continue
 		}
 		// In a bucket with several files another version of a key may live
 		// in another file, so only key columns may prune files there.
-		allowed := all
+		allowed := anyColumn
 		if sch.hasPK() && len(g.files) > 1 {
-			allowed = isKey
+			allowed = sch.isPrimaryKey
 		}
 		var keep []*manifestEntry
 		for _, e := range g.files {
@@ -328,13 +326,17 @@ func (f *fileSplit) Bucket() int { return f.bucket }
 
 func (f *fileSplit) Partition() map[string]string { return partitionValues(f.s.sch, f.file.Partition) }
 
+// anyColumn lets every column's statistics prune: for files not merged
+// with other versions of their keys, and for reads without a filter.
+func anyColumn(string) bool { return true }
+
 func (f *fileSplit) Open(ctx context.Context) (BatchReader, error) {
 	s := f.s
 	df, err := s.st.openDataFile(f.file)
 	if err != nil {
 		return nil, err
 	}
-	rgs := s.selectRowGroups(df, func(string) bool { return true })
+	rgs := s.selectRowGroups(df, anyColumn)
 	if err := verifyIfFull(ctx, df, rgs); err != nil {
 		return nil, err
 	}

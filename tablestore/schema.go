@@ -239,6 +239,10 @@ func (s *tableSchema) mustField(name string) (int, error) {
 	return i, nil
 }
 
+// isPrimaryKey tells whether name is a primary key column (the columns
+// whose statistics may prune the files of a bucket merged at read).
+func (s *tableSchema) isPrimaryKey(name string) bool { return slices.Contains(s.PrimaryKeys, name) }
+
 func (s *tableSchema) isKeyColumn(name string) bool {
 	return slices.Contains(s.PrimaryKeys, name) || slices.Contains(s.PartitionKeys, name) ||
 		slices.Contains(s.opts.bucketKey, name) || slices.Contains(s.opts.sequenceField, name)

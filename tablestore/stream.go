@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -415,6 +414,7 @@ func (r *ChangeReader) plan(sn *snapshot) error {
 		// Append-table files hold rows, key-table level-0 files hold the
 		// written changes: both are the changes as they are.
 		for _, e := range ents {
+			// Each row is a change of its own: every column may prune.
 			if !r.mayMatch(e, anyColumn) {
 				continue
 			}
@@ -441,7 +441,7 @@ func (r *ChangeReader) plan(sn *snapshot) error {
 		for _, e := range ents {
 			// Merged with the other files of its bucket: only key
 			// statistics may prune it, as in a scan.
-			if e.Kind != want || !r.mayMatch(e, r.keyOnly()) {
+			if e.Kind != want || !r.mayMatch(e, r.sch.isPrimaryKey) {
 				continue
 			}
 			k := fmt.Sprintf("%s/%d", partitionKey(e.Partition), e.Bucket)
@@ -453,15 +453,11 @@ func (r *ChangeReader) plan(sn *snapshot) error {
 		for _, k := range order {
 			files := groups[k]
 			r.units = append(r.units, r.kindUnit(kind, func(ctx context.Context) (BatchReader, error) {
-				return newMergeReader(ctx, r.scan, files, r.keyOnly(), false, false)
+				return newMergeReader(ctx, r.scan, files, r.sch.isPrimaryKey, false, false)
 			}))
 		}
 	}
 	return nil
-}
-
-func (r *ChangeReader) keyOnly() func(string) bool {
-	return func(c string) bool { return slices.Contains(r.sch.PrimaryKeys, c) }
 }
 
 // mayMatch prunes a file by partition and by the statistics of the
@@ -470,10 +466,6 @@ func (r *ChangeReader) mayMatch(e *manifestEntry, allowed func(string) bool) boo
 	s := r.scan
 	return mayMatch(s.filter, s.partitionStats(e.Partition)) && mayMatch(s.filter, s.fileStats(e, allowed))
 }
-
-// anyColumn allows every column's statistics to prune a file of changes:
-// each of its rows is a change of its own.
-func anyColumn(string) bool { return true }
 
 // kindOfRow takes each row's kind from the file's system columns.
 const kindOfRow RowKind = -1

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"slices"
 	"strings"
 )
 
@@ -126,8 +125,7 @@ func (s *Store) Views(ctx context.Context, db string) ([]string, error) {
 			out = append(out, n)
 		}
 	}
-	slices.Sort(out)
-	return out, nil
+	return out, nil // FS.List sorts
 }
 
 // DropView removes a view definition.
