@@ -319,7 +319,8 @@ func TestChangeStreamRefused(t *testing.T) {
 	mustExec(t, cnxn, "CREATE TABLE u (k BIGINT, v STRING)")
 	hint := "/*+ OPTIONS('scan.mode'='latest') */"
 	for _, c := range []struct{ sql, msg string }{
-		{"SELECT count(*) FROM t " + hint, "aggregation"},
+		{"SELECT k, row_number() OVER (ORDER BY k) FROM t " + hint, "window function"},
+		{"SELECT count(*) FROM t " + hint + " LIMIT 1", "LIMIT over an aggregation"},
 		{"SELECT * FROM t " + hint + " JOIN u ON t.k = u.k", "join"},
 		{"SELECT * FROM t " + hint + " ORDER BY k", "ORDER BY"},
 		{"INSERT INTO u SELECT k, v FROM t " + hint, "can only be queried"},
