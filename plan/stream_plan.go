@@ -77,11 +77,12 @@ type streamPlanner struct {
 	sources  []*sSource
 	stateful bool
 	filtered map[ColumnID]bool // columns some filter reads
+	passed   map[ColumnID]ColumnID // projection output -> the column it passes on
 }
 
 // planStream plans root, a bound and optimized streaming query.
 func (b *binder) planStream(root Node) *streamPlan {
-	p := &streamPlanner{b: b, kinds: map[ColumnID]bool{}, filtered: map[ColumnID]bool{}}
+	p := &streamPlanner{b: b, kinds: map[ColumnID]bool{}, filtered: map[ColumnID]bool{}, passed: map[ColumnID]ColumnID{}}
 	sp := &streamPlan{kinds: p.kinds}
 	n := root
 	if l, ok := n.(*LimitNode); ok {
@@ -91,9 +92,15 @@ func (b *binder) planStream(root Node) *streamPlan {
 	if sp.limit != nil && p.stateful {
 		p.refuse("LIMIT over %s: the first rows of its changelog are not a part of its result", p.statefulWhat())
 	}
+	outOrigins := map[ColumnID]bool{}
+	for _, c := range root.Columns() {
+		outOrigins[p.origin(c.ID)] = true
+	}
 	for _, s := range p.sources {
 		sp.sources = append(sp.sources, s.scan)
-		s.normalize = !hasBeforeImages(s.scan.Table) && (p.stateful || p.filtersValues(s))
+		// Without before-images the changes are upserts by key: exact only
+		// for a consumer that sees the key and nothing filtered on values.
+		s.normalize = !hasBeforeImages(s.scan.Table) && (p.stateful || p.filtersValues(s) || !p.keepsKey(s, outOrigins))
 	}
 	// The result: the root's columns, with the row kind first unless the
 	// select list placed it.
@@ -140,6 +147,28 @@ func (p *streamPlanner) filtersValues(s *sSource) bool {
 		}
 	}
 	return false
+}
+
+// keepsKey reports whether the result shows every primary key column of s.
+func (p *streamPlanner) keepsKey(s *sSource, out map[ColumnID]bool) bool {
+	for _, k := range s.scan.Table.PrimaryKey() {
+		i := slices.Index(s.scan.Names, k)
+		if i < 0 || !out[s.scan.Cols[i].ID] {
+			return false
+		}
+	}
+	return true
+}
+
+// origin follows a column through projections that pass it on unchanged.
+func (p *streamPlanner) origin(id ColumnID) ColumnID {
+	for {
+		o, ok := p.passed[id]
+		if !ok {
+			return id
+		}
+		id = o
+	}
 }
 
 func (p *streamPlanner) refuse(format string, args ...any) {
@@ -204,6 +233,9 @@ func (p *streamPlanner) plan(n Node) sNode {
 			if r, ok := e.(*ColRef); ok && p.kinds[r.ID] {
 				p.kinds[x.Cols[i].ID] = true // passes the row kind on
 				continue
+			}
+			if r, ok := e.(*ColRef); ok {
+				p.passed[x.Cols[i].ID] = r.ID
 			}
 			p.checkKind(e)
 			pr.exprs = append(pr.exprs, e)
