@@ -76,7 +76,7 @@ type streamPlanner struct {
 	kinds    map[ColumnID]bool
 	sources  []*sSource
 	stateful bool
-	filtered map[ColumnID]bool // columns some filter reads
+	filtered map[ColumnID]bool     // columns some filter reads
 	passed   map[ColumnID]ColumnID // projection output -> the column it passes on
 }
 
