@@ -129,9 +129,6 @@ func (b *binder) streamHint(t *tablestore.Table, opts []*sql.Property) *tablesto
 	if ok, why := t.ChangelogComplete(); !ok {
 		b.fail(mode.Pos, "cannot stream %s: %s", t.Ident(), why)
 	}
-	if b.streamPos != nil {
-		b.fail(mode.Pos, "a query can read only one table as a stream")
-	}
 	if !b.query {
 		b.fail(mode.Pos, "a streaming scan (scan.mode) can only be queried: its changes never end")
 	}
@@ -146,7 +143,9 @@ func (b *binder) streamHint(t *tablestore.Table, opts []*sql.Property) *tablesto
 	if needSnap && spec.SnapshotID > limit {
 		b.failWrap(snapPos.Pos, tablestore.ErrSnapshotNotFound, "stream %s: snapshot %d does not exist (latest is %d)", t.Ident(), spec.SnapshotID, latest)
 	}
-	b.streamPos = &mode.Pos
+	if b.streamPos == nil {
+		b.streamPos = &mode.Pos
+	}
 	return spec
 }
 

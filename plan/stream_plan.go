@@ -65,6 +65,14 @@ type sAgg struct {
 	having Expr
 }
 
+// sJoin is a regular join; cs are its columns without row kinds.
+type sJoin struct {
+	l, r sNode
+	n    *JoinNode
+	cs   []Column
+}
+
+func (s *sJoin) cols() []Column    { return s.cs }
 func (s *sSource) cols() []Column  { return s.cs }
 func (s *sFilter) cols() []Column  { return s.in.cols() }
 func (s *sProject) cols() []Column { return s.cs }
@@ -175,7 +183,7 @@ func (p *streamPlanner) refuse(format string, args ...any) {
 	p.b.failWrap(*p.b.streamPos, ErrNotImplemented, "streaming query: "+format, args...)
 }
 
-func (p *streamPlanner) statefulWhat() string { return "an aggregation" }
+func (p *streamPlanner) statefulWhat() string { return "an aggregation or join" }
 
 // readsKind reports whether e reads a row kind column.
 func (p *streamPlanner) readsKind(e Expr) bool {
@@ -257,6 +265,22 @@ func (p *streamPlanner) plan(n Node) sNode {
 			}
 		}
 		return &sAgg{in: in, n: x}
+	case *JoinNode:
+		l, r := p.plan(x.Left), p.plan(x.Right)
+		p.stateful = true
+		if x.Kind == AntiNullAwareJoin {
+			p.refuse("NOT IN over a subquery (a null-aware anti join) is not supported yet; use NOT EXISTS")
+		}
+		p.checkKind(x.LeftKeys...)
+		p.checkKind(x.RightKeys...)
+		p.checkKind(x.Residual)
+		j := &sJoin{l: l, r: r, n: x}
+		for _, c := range x.Columns() {
+			if !p.kinds[c.ID] {
+				j.cs = append(j.cs, c)
+			}
+		}
+		return j
 	case *SortNode:
 		if x.Count != nil {
 			p.refuse("ORDER BY with LIMIT (top-N) is not supported yet")
@@ -324,6 +348,10 @@ func (sp *streamPlan) explain(sb *strings.Builder) {
 		case *sProject:
 			sb.WriteString(strings.Replace(explainLine(&ProjectNode{Exprs: x.exprs, Cols: x.cs}), "Project", "StreamProject", 1) + "\n")
 			walk(x.in, depth+1)
+		case *sJoin:
+			sb.WriteString(strings.Replace(explainLine(x.n), "HashJoin", "IncrementalJoin", 1) + "\n")
+			walk(x.l, depth+1)
+			walk(x.r, depth+1)
 		case *sAgg:
 			s := strings.Replace(explainLine(x.n), "HashAggregate", "IncrementalAggregate", 1)
 			if x.having != nil {
@@ -351,7 +379,7 @@ func (sp *streamPlan) build(ec *exec.Context, params arrow.RecordBatch) (exec.Op
 	if err != nil {
 		return nil, err
 	}
-	var op exec.Operator = stream.NewSink(root, sp.schema, sp.perm, observerOf)
+	var op exec.Operator = stream.NewSink(root, sp.schema, sp.perm, sp.observer)
 	if sp.limit != nil {
 		bd := &builder{ec: ec, params: params}
 		off, err := bd.intValue(sp.limit.Offset, 0)
@@ -367,19 +395,62 @@ func (sp *streamPlan) build(ec *exec.Context, params arrow.RecordBatch) (exec.Op
 	return op, nil
 }
 
-// observerOf adapts the context's StreamObserver to stream positions.
-func observerOf(ctx context.Context) stream.Observer {
+// observer adapts the context's StreamObserver to stream positions.
+func (sp *streamPlan) observer(ctx context.Context) stream.Observer {
 	obs, _ := ctx.Value(observerKey{}).(StreamObserver)
 	if obs == nil {
 		return nil
 	}
-	return posObserver{obs}
+	po := posObserver{o: obs}
+	if len(sp.sources) > 1 {
+		po.multi, _ = obs.(MultiStreamObserver)
+		po.labels = sp.labels()
+	}
+	return po
 }
 
-type posObserver struct{ o StreamObserver }
+// labels names the tables of a query that streams several: their labels
+// as in EXPLAIN, numbered when one repeats.
+func (sp *streamPlan) labels() []string {
+	out := make([]string, len(sp.sources))
+	seen := map[string]int{}
+	for i, s := range sp.sources {
+		seen[s.Label]++
+		out[i] = s.Label
+		if n := seen[s.Label]; n > 1 {
+			out[i] = fmt.Sprintf("%s#%d", s.Label, n)
+		}
+	}
+	return out
+}
 
-func (p posObserver) Rows(pos stream.Pos)           { p.o.Rows(pos[0]) }
-func (p posObserver) CaughtUp(pos stream.Pos) error { return p.o.CaughtUp(pos[0]) }
+// MultiStreamObserver is a StreamObserver told the snapshot of every
+// table of a query that streams several (a join of streams): Snapshots
+// comes before each Rows and CaughtUp call, whose snapshot is then the
+// largest of them.
+type MultiStreamObserver interface {
+	StreamObserver
+	Snapshots(tables []string, snapshots []int64)
+}
+
+type posObserver struct {
+	o      StreamObserver
+	multi  MultiStreamObserver
+	labels []string
+}
+
+func (p posObserver) snapshot(pos stream.Pos) int64 {
+	if p.labels == nil {
+		return pos[0]
+	}
+	if p.multi != nil {
+		p.multi.Snapshots(p.labels, pos)
+	}
+	return slices.Max(pos)
+}
+
+func (p posObserver) Rows(pos stream.Pos)           { p.o.Rows(p.snapshot(pos)) }
+func (p posObserver) CaughtUp(pos stream.Pos) error { return p.o.CaughtUp(p.snapshot(pos)) }
 
 // layout maps the columns of a streaming batch: every row kind column to
 // 0, cols after it.
@@ -432,6 +503,22 @@ func (sb *streamBuilder) build(n sNode) (op stream.Operator, err error) {
 		op, err := sb.aggregate(x, in)
 		if err != nil {
 			_ = in.Close()
+		}
+		return op, err
+	case *sJoin:
+		l, err := sb.build(x.l)
+		if err != nil {
+			return nil, err
+		}
+		r, err := sb.build(x.r)
+		if err != nil {
+			_ = l.Close()
+			return nil, err
+		}
+		op, err := sb.join(x, l, r)
+		if err != nil {
+			_ = l.Close()
+			_ = r.Close()
 		}
 		return op, err
 	}
@@ -537,4 +624,30 @@ func (sb *streamBuilder) aggregate(x *sAgg, in stream.Operator) (stream.Operator
 		agg.SetHaving(h)
 	}
 	return agg, nil
+}
+
+func (sb *streamBuilder) join(x *sJoin, l, r stream.Operator) (stream.Operator, error) {
+	n := x.n
+	spec := stream.JoinSpec{Kind: map[JoinKind]stream.JoinKind{
+		InnerJoin: stream.InnerJoin, LeftJoin: stream.LeftJoin, RightJoin: stream.RightJoin,
+		FullJoin: stream.FullJoin, SemiJoin: stream.SemiJoin, AntiJoin: stream.AntiJoin,
+	}[n.Kind]}
+	var err error
+	if spec.LeftKeys, err = compileAll(n.LeftKeys, sb.layout(x.l.cols()), sb.params); err != nil {
+		return nil, err
+	}
+	if spec.RightKeys, err = compileAll(n.RightKeys, sb.layout(x.r.cols()), sb.params); err != nil {
+		return nil, err
+	}
+	// planJoins leaves a join without equality keys its whole condition.
+	res := n.Residual
+	if len(n.LeftKeys) == 0 {
+		res = n.Cond
+	}
+	if res != nil {
+		if spec.Residual, err = sb.compile(res, concatCols(x.l.cols(), x.r.cols())); err != nil {
+			return nil, err
+		}
+	}
+	return stream.NewJoin(sb.ec, l, r, spec, sb.budget)
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand"
 	"slices"
 	"strings"
@@ -60,12 +61,48 @@ func TestStreamEqualsBatch(t *testing.T) {
 	t.Logf("seed %d (replay with -seed %d)", seed, seed)
 	for i, k := range tableKinds {
 		t.Run(k.name, func(t *testing.T) {
-			runInvariant(t, rand.New(rand.NewSource(seed+int64(i))), k)
+			runInvariant(t, rand.New(rand.NewSource(seed+int64(i))), []tableKind{k}, randomQuery)
 		})
 	}
 }
 
-func runInvariant(t *testing.T, rng *rand.Rand, kind tableKind) {
+// TestStreamJoinEqualsBatch is the invariant for joins of two and three
+// tables of random kinds: at every boundary the applied changelog equals
+// the batch query with each table at the snapshot the stream reports for
+// it. Replay with -seed.
+func TestStreamJoinEqualsBatch(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	var kinds []tableKind
+	for _, k := range tableKinds {
+		if !k.lagging {
+			kinds = append(kinds, k)
+		}
+	}
+	for i := range 6 {
+		rng := rand.New(rand.NewSource(seed + int64(i)))
+		ks := []tableKind{kinds[rng.Intn(len(kinds))], kinds[rng.Intn(len(kinds))], kinds[rng.Intn(len(kinds))]}
+		t.Run(fmt.Sprintf("%s,%s,%s", ks[0].name, ks[1].name, ks[2].name), func(t *testing.T) {
+			runInvariant(t, rng, ks, randomJoin)
+		})
+	}
+}
+
+// tablesOf lists the tables a query reads ({T0}, {T1}, ...).
+func tablesOf(q string, n int) []int {
+	var out []int
+	for i := range n {
+		if strings.Contains(q, fmt.Sprintf("{T%d}", i)) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func runInvariant(t *testing.T, rng *rand.Rand, kinds []tableKind, randomQuery func(*rand.Rand) string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -87,20 +124,31 @@ func runInvariant(t *testing.T, rng *rand.Rand, kind tableKind) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	pk := ""
-	if kind.keyed {
-		pk = ", PRIMARY KEY (k) NOT ENFORCED"
+	var tbls []*tablestore.Table
+	lagging := false
+	for i, kind := range kinds {
+		pk := ""
+		if kind.keyed {
+			pk = ", PRIMARY KEY (k) NOT ENFORCED"
+		}
+		exec(fmt.Sprintf("CREATE TABLE t%d (k INT NOT NULL, g INT, x BIGINT, s VARCHAR%s) WITH (%s)", i, pk, kind.with))
+		tbl, err := eng.Store().Table(ctx, tablestore.Ident{Database: "default", Table: fmt.Sprintf("t%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbls = append(tbls, tbl)
+		lagging = lagging || kind.lagging
 	}
-	exec(fmt.Sprintf("CREATE TABLE t (k INT NOT NULL, g INT, x BIGINT, s VARCHAR%s) WITH (%s)", pk, kind.with))
-	tbl, err := eng.Store().Table(ctx, tablestore.Ident{Database: "default", Table: "t"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	batchRows := func(q string, snap int64) []string {
+	batchRows := func(q string, at map[int]int64) []string {
 		t.Helper()
-		text := strings.ReplaceAll(q, "{T}", fmt.Sprintf("t /*+ OPTIONS('scan.snapshot-id'='%d') */", snap))
-		if snap == 0 { // before the first commit: the empty table
-			text = strings.ReplaceAll(q, "{T}", "(SELECT * FROM t WHERE false) AS t")
+		text := q
+		for i := range kinds {
+			ph := fmt.Sprintf("{T%d}", i)
+			if at[i] == 0 { // before the first commit: the empty table
+				text = strings.ReplaceAll(text, ph, fmt.Sprintf("(SELECT * FROM t%d WHERE false)", i))
+			} else {
+				text = strings.ReplaceAll(text, ph, fmt.Sprintf("t%d /*+ OPTIONS('scan.snapshot-id'='%d') */", i, at[i]))
+			}
 		}
 		st, err := sess.Prepare(ctx, text, nil)
 		if err != nil {
@@ -116,23 +164,33 @@ func runInvariant(t *testing.T, rng *rand.Rand, kind tableKind) {
 		}
 		return rows
 	}
+	write := func() {
+		i := rng.Intn(len(kinds))
+		exec(strings.ReplaceAll(randomWrite(rng, kinds[i]), "{T}", fmt.Sprintf("t%d", i)))
+	}
 
 	// Some rows before the streams start (they come as the full snapshot).
-	for range rng.Intn(3) {
-		exec(randomWrite(rng, kind))
+	for range rng.Intn(3) * len(kinds) {
+		write()
 	}
 	var streams []*streamRun
 	for range 3 {
 		q := randomQuery(rng)
-		text := strings.ReplaceAll(q, "{T}", "t /*+ OPTIONS('scan.mode'='latest-full', 'stream.heartbeat-interval'='50ms', 'continuous.discovery-interval'='20ms') */")
+		text := q
+		for i := range kinds {
+			text = strings.ReplaceAll(text, fmt.Sprintf("{T%d}", i), fmt.Sprintf("t%d /*+ OPTIONS('scan.mode'='latest-full', 'stream.heartbeat-interval'='50ms', 'continuous.discovery-interval'='20ms') */", i))
+		}
 		st, err := sess.Prepare(ctx, text, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", text, err)
 		}
-		s := &streamRun{query: q, img: map[string]int{}, events: make(chan event, 4)}
-		// A plain projection that keeps the key of a table without
-		// before-images streams upserts by key (not normalized).
-		s.upserts = !strings.Contains(explain(t, ctx, sess, text), "normalized") && kind.keyed && !strings.Contains(kind.with, "lookup") && !kind.lagging
+		s := &streamRun{query: q, img: map[string]int{}, events: make(chan event, 4), tables: tablesOf(q, len(kinds))}
+		if len(s.tables) == 1 {
+			// A plain projection that keeps the key of a table without
+			// before-images streams upserts by key (not normalized).
+			k := kinds[s.tables[0]]
+			s.upserts = !strings.Contains(explain(t, ctx, sess, text), "normalized") && k.keyed && !strings.Contains(k.with, "lookup") && !k.lagging
+		}
 		sctx, stop := context.WithCancel(plan.WithStreamObserver(ctx, s))
 		op, err := st.Query(sctx, nil)
 		if err != nil {
@@ -145,46 +203,52 @@ func runInvariant(t *testing.T, rng *rand.Rand, kind tableKind) {
 		streams = append(streams, s)
 		defer s.close()
 	}
-	check := func(s *streamRun, snap int64) {
+	check := func(s *streamRun, at map[int]int64) {
 		t.Helper()
 		got := s.rows()
-		want := batchRows(s.query, snap)
+		want := batchRows(s.query, at)
 		slices.Sort(want)
 		if !slices.Equal(got, want) {
-			t.Fatalf("%s\nat snapshot %d the applied changelog is\n%q\nthe batch answer is\n%q", s.query, snap, got, want)
+			t.Fatalf("%s\nat snapshots %v the applied changelog is\n%q\nthe batch answer is\n%q", s.query, at, got, want)
 		}
 		s.checks++
 	}
 	// follow applies a stream's changes up to a progress marker at or
-	// after target, checking the invariant at every boundary.
-	follow := func(s *streamRun, target int64, final bool) {
+	// after the targets, checking the invariant at every boundary.
+	follow := func(s *streamRun, target map[int]int64, final bool) {
 		t.Helper()
 		for {
 			var ev event
 			select {
 			case ev = <-s.events:
 			case <-time.After(30 * time.Second):
-				t.Fatalf("%s: no progress to snapshot %d", s.query, target)
+				t.Fatalf("%s: no progress to snapshots %v", s.query, target)
 			}
 			switch {
 			case ev.err != nil:
 				t.Fatalf("%s: %v", s.query, ev.err)
 			case ev.rows != nil:
-				if s.label != 0 && ev.snapshot != s.label {
-					check(s, s.label) // snapshot s.label is complete
+				if s.label != nil && !maps.Equal(ev.pos, s.label) {
+					check(s, s.label) // the labelled position is complete
 				}
-				s.label = ev.snapshot
+				s.label = ev.pos
 				for _, r := range ev.rows {
 					if err := s.apply(r); err != nil {
-						t.Fatalf("%s: snapshot %d: %v", s.query, ev.snapshot, err)
+						t.Fatalf("%s: at %v: %v", s.query, ev.pos, err)
 					}
 				}
 			default: // caught up
-				s.label = 0
-				if !kind.lagging || final && ev.snapshot >= target {
-					check(s, ev.snapshot)
+				s.label = nil
+				reached := true
+				for _, i := range s.tables {
+					reached = reached && ev.pos[i] >= target[i]
 				}
-				if ev.snapshot >= target {
+				// A lagging table's changes come at full compactions: its
+				// markers are exact only at the last one.
+				if !lagging || final && reached {
+					check(s, ev.pos)
+				}
+				if reached {
 					return
 				}
 			}
@@ -194,17 +258,21 @@ func runInvariant(t *testing.T, rng *rand.Rand, kind tableKind) {
 	for r := 0; r <= rounds; r++ {
 		last := r == rounds
 		if last {
-			if kind.lagging {
-				exec("CALL sys.compact('t')")
+			if lagging {
+				for i := range kinds {
+					exec(fmt.Sprintf("CALL sys.compact('t%d')", i))
+				}
 			}
 		} else {
-			for range 1 + rng.Intn(3) {
-				exec(randomWrite(rng, kind))
+			for range 1 + rng.Intn(2*len(kinds)) {
+				write()
 			}
 		}
-		target, err := tbl.LatestSnapshotID(ctx)
-		if err != nil {
-			t.Fatal(err)
+		target := map[int]int64{}
+		for i, tbl := range tbls {
+			if target[i], err = tbl.LatestSnapshotID(ctx); err != nil {
+				t.Fatal(err)
+			}
 		}
 		for _, s := range streams {
 			follow(s, target, last)
@@ -220,13 +288,15 @@ func runInvariant(t *testing.T, rng *rand.Rand, kind tableKind) {
 // observer calls and batches arrive in order as events.
 type streamRun struct {
 	query  string
+	tables []int          // the tables it reads
 	img    map[string]int // the applied changelog: row -> copies
 	events chan event
 	stop   func()
 	wg     sync.WaitGroup
-	label  int64
+	once   sync.Once
+	label  map[int]int64
 	checks int
-	cur    int64 // snapshot of the rows being pulled (pull goroutine)
+	cur    map[int]int64 // position of the rows being pulled (pull goroutine)
 	// upserts: the stream's rows are upserts and deletes by key (column
 	// 1, k); byKey holds the applied rows.
 	upserts bool
@@ -234,15 +304,33 @@ type streamRun struct {
 }
 
 type event struct {
-	snapshot int64
-	rows     [][]string // nil: a progress marker
-	err      error
+	pos  map[int]int64 // table -> snapshot
+	rows [][]string    // nil: a progress marker
+	err  error
 }
 
-func (s *streamRun) Rows(snapshot int64) { s.cur = snapshot }
+func (s *streamRun) Rows(snapshot int64) {
+	if len(s.tables) == 1 {
+		s.cur = map[int]int64{s.tables[0]: snapshot}
+	}
+}
+
+// Snapshots makes streamRun a plan.MultiStreamObserver: labels are
+// "default.tN AS alias".
+func (s *streamRun) Snapshots(tables []string, snapshots []int64) {
+	s.cur = map[int]int64{}
+	for i, l := range tables {
+		var n int
+		if _, err := fmt.Sscanf(strings.TrimPrefix(l, "default.t"), "%d", &n); err != nil {
+			panic(fmt.Sprintf("table label %q", l))
+		}
+		s.cur[n] = snapshots[i]
+	}
+}
 
 func (s *streamRun) CaughtUp(snapshot int64) error {
-	s.events <- event{snapshot: snapshot}
+	s.Rows(snapshot)
+	s.events <- event{pos: s.cur}
 	return nil
 }
 
@@ -257,7 +345,7 @@ func (s *streamRun) pull(ctx context.Context, op interface {
 	for err == nil {
 		var b arrow.RecordBatch
 		if b, err = op.Next(ctx); err == nil {
-			s.events <- event{snapshot: s.cur, rows: formatRows(b)}
+			s.events <- event{pos: s.cur, rows: formatRows(b)}
 		}
 	}
 	if ctx.Err() == nil {
@@ -266,12 +354,15 @@ func (s *streamRun) pull(ctx context.Context, op interface {
 }
 
 func (s *streamRun) close() {
-	s.stop()
-	go func() {
-		for range s.events { // unblock the puller
-		}
-	}()
-	s.wg.Wait()
+	s.once.Do(func() {
+		s.stop()
+		go func() {
+			for range s.events { // unblock the puller
+			}
+		}()
+		s.wg.Wait()
+		close(s.events)
+	})
 }
 
 // apply applies one change row (kind first).
@@ -398,21 +489,21 @@ func randomWrite(rng *rand.Rand, kind tableKind) string {
 	}
 	switch x := rng.Intn(20); {
 	case x < 11:
-		return "INSERT INTO t VALUES " + rows()
+		return "INSERT INTO {T} VALUES " + rows()
 	case x < 14:
-		return fmt.Sprintf("DELETE FROM t WHERE k %% 5 = %d", rng.Intn(5))
+		return fmt.Sprintf("DELETE FROM {T} WHERE k %% 5 = %d", rng.Intn(5))
 	case x < 16:
-		return fmt.Sprintf("DELETE FROM t WHERE x > %d", 30+rng.Intn(20))
+		return fmt.Sprintf("DELETE FROM {T} WHERE x > %d", 30+rng.Intn(20))
 	case x < 18:
-		return fmt.Sprintf("UPDATE t SET x = x + 1 WHERE g = %d", rng.Intn(4))
+		return fmt.Sprintf("UPDATE {T} SET x = x + 1 WHERE g = %d", rng.Intn(4))
 	case x < 19:
-		return "INSERT OVERWRITE t VALUES " + rows()
+		return "INSERT OVERWRITE {T} VALUES " + rows()
 	}
-	return "CALL sys.compact('t')"
+	return "CALL sys.compact('{T}')"
 }
 
 // randomQuery is a query of a shape the streaming planner maintains, with
-// {T} where the table goes.
+// {T0} where the table goes.
 func randomQuery(rng *rand.Rand) string {
 	where := ""
 	if rng.Intn(3) == 0 {
@@ -420,7 +511,7 @@ func randomQuery(rng *rand.Rand) string {
 	}
 	if rng.Intn(5) == 0 {
 		// Filters and projections.
-		return "SELECT " + []string{"k, x, s", "x, s", "k + g AS kg, upper(s) AS us"}[rng.Intn(3)] + " FROM {T}" + where
+		return "SELECT " + []string{"k, x, s", "x, s", "k + g AS kg, upper(s) AS us"}[rng.Intn(3)] + " FROM {T0}" + where
 	}
 	aggs := []string{
 		"count(*)", "count(x)", "sum(x)", "avg(x)", "min(x)", "max(x)", "min(s)", "max(s)",
@@ -430,7 +521,7 @@ func randomQuery(rng *rand.Rand) string {
 	rng.Shuffle(len(aggs), func(i, j int) { aggs[i], aggs[j] = aggs[j], aggs[i] })
 	sel := aggs[:1+rng.Intn(4)]
 	groups := [][]string{nil, {"g"}, {"s"}, {"g", "s"}, {"k % 3"}}[rng.Intn(5)]
-	q := "SELECT " + strings.Join(append(slices.Clone(groups), sel...), ", ") + " FROM {T}" + where
+	q := "SELECT " + strings.Join(append(slices.Clone(groups), sel...), ", ") + " FROM {T0}" + where
 	if groups != nil {
 		q += " GROUP BY " + strings.Join(groups, ", ")
 	}
@@ -438,4 +529,30 @@ func randomQuery(rng *rand.Rand) string {
 		q += []string{" HAVING count(*) > 1", " HAVING sum(x) > 20", " HAVING max(x) < 40"}[rng.Intn(3)]
 	}
 	return q
+}
+
+// randomJoin is a join of two or three tables, alone or under an
+// aggregation.
+func randomJoin(rng *rand.Rand) string {
+	kinds := []string{"JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"}
+	on := []string{"a.k = b.k", "a.g = b.g", "a.g = b.g AND a.x < b.x", "a.k = b.k AND (a.s <> b.s OR b.s IS NULL)"}
+	from := "{T0} a " + kinds[rng.Intn(4)] + " {T1} b ON " + on[rng.Intn(len(on))]
+	cols := "a.k, a.x, b.k, b.s"
+	if rng.Intn(2) == 0 {
+		from += " " + kinds[rng.Intn(4)] + " {T2} c ON " + []string{"b.g = c.g", "a.k = c.k", "c.x > b.x AND c.g = a.g"}[rng.Intn(3)]
+		cols += ", c.x"
+	}
+	switch rng.Intn(6) {
+	case 0:
+		return "SELECT a.g, count(*), sum(b.x), max(a.s) FROM " + from + " GROUP BY a.g"
+	case 1:
+		return "SELECT count(*), count(b.k), min(a.x) FROM " + from
+	case 2:
+		sub := []string{"b.g = a.g", "b.g = a.g AND b.x > a.x", "b.k = a.k"}[rng.Intn(3)]
+		not := []string{"", "NOT "}[rng.Intn(2)]
+		return "SELECT a.k, a.x, a.s FROM {T0} a WHERE " + not + "EXISTS (SELECT 1 FROM {T1} b WHERE " + sub + ")"
+	case 3:
+		return "SELECT a.k, a.g FROM {T0} a WHERE a.g IN (SELECT g FROM {T1} b WHERE b.x > 10)"
+	}
+	return "SELECT " + cols + " FROM " + from
 }
