@@ -321,7 +321,7 @@ func TestChangeStreamRefused(t *testing.T) {
 	for _, c := range []struct{ sql, msg string }{
 		{"SELECT k, row_number() OVER (ORDER BY k) FROM t " + hint, "window function"},
 		{"SELECT count(*) FROM t " + hint + " LIMIT 1", "LIMIT over an aggregation"},
-		{"SELECT * FROM t " + hint + " JOIN u ON t.k = u.k", "join"},
+		{"SELECT * FROM t " + hint + " JOIN u ON t.k = u.k", "read as a snapshot"},
 		{"SELECT * FROM t " + hint + " ORDER BY k", "ORDER BY"},
 		{"INSERT INTO u SELECT k, v FROM t " + hint, "can only be queried"},
 		{"SELECT * FROM t /*+ OPTIONS('scan.mode'='latest', 'scan.snapshot-id'='1') */", "does not go with"},

@@ -281,6 +281,18 @@ func (p *streamPlanner) plan(n Node) sNode {
 			}
 		}
 		return j
+	case *DistinctNode:
+		// DISTINCT is a grouping by every column without aggregates.
+		in := p.plan(x.Input)
+		p.stateful = true
+		agg := &AggNode{Input: x.Input}
+		for _, c := range x.Input.Columns() {
+			if !p.kinds[c.ID] {
+				agg.Groups = append(agg.Groups, colRef(c))
+				agg.GroupCols = append(agg.GroupCols, c)
+			}
+		}
+		return &sAgg{in: in, n: agg}
 	case *SortNode:
 		if x.Count != nil {
 			p.refuse("ORDER BY with LIMIT (top-N) is not supported yet")

@@ -92,6 +92,10 @@ type pumped struct {
 
 // NewJoin joins left and right.
 func NewJoin(ec *exec.Context, left, right Operator, spec JoinSpec, budget *Budget) (*Join, error) {
+	var err error
+	if spec.LeftKeys, spec.RightKeys, err = exec.CoerceJoinKeys(spec.LeftKeys, spec.RightKeys); err != nil {
+		return nil, err
+	}
 	j := &Join{ec: ec, in: [2]Operator{left, right}, spec: spec, budget: budget, lock: -1}
 	var fields []arrow.Field
 	for s, op := range j.in {
