@@ -513,7 +513,7 @@ func randomQuery(rng *rand.Rand) string {
 	}
 	if rng.Intn(5) == 0 {
 		// Filters and projections.
-		return "SELECT " + []string{"k, x, s", "x, s", "k + g AS kg, upper(s) AS us"}[rng.Intn(3)] + " FROM {T0}" + where
+		return "SELECT " + []string{"k, x, s", "x, s", "k + g AS kg, upper(s) AS us", "DISTINCT g, s"}[rng.Intn(4)] + " FROM {T0}" + where
 	}
 	aggs := []string{
 		"count(*)", "count(x)", "sum(x)", "avg(x)", "min(x)", "max(x)", "min(s)", "max(s)",
