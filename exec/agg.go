@@ -75,6 +75,9 @@ func newAggCore(ec *Context, child Operator, groups []Expr, groupNames []string,
 		if a.Filter != nil && a.Filter.DataType().ID() != arrow.BOOL {
 			return nil, fmt.Errorf("%w: FILTER of %s must be boolean, not %s", ErrInvalid, a.Func, a.Filter.DataType())
 		}
+		if a.Distinct && d.arity != 1 {
+			return nil, fmt.Errorf("%w: %s(DISTINCT) needs one argument", ErrInvalid, a.Func)
+		}
 		c.defs = append(c.defs, d)
 		var f *predicate
 		if a.Filter != nil {
@@ -96,13 +99,60 @@ func newAggCore(ec *Context, child Operator, groups []Expr, groupNames []string,
 }
 
 func (c *aggCore) resetAccs() {
+	c.releaseAccs()
 	c.accs = make([]accumulator, len(c.defs))
 	for i, d := range c.defs {
 		c.accs[i] = d.make()
 		if c.aggs[i].Distinct {
-			c.accs[i] = &distinctAcc{inner: c.accs[i], seen: map[string]struct{}{}}
+			c.accs[i] = newDistinctAcc(c.ec, c.accs[i], c.aggs[i].Args[0].DataType())
 		}
 	}
+}
+
+// releaseAccs removes the spill files of DISTINCT aggregates.
+func (c *aggCore) releaseAccs() {
+	for _, a := range c.accs {
+		if d, ok := a.(*distinctAcc); ok {
+			d.set.remove()
+		}
+	}
+}
+
+// distinctBytes estimates the memory of the DISTINCT aggregates' sets.
+func (c *aggCore) distinctBytes() int64 {
+	var n int64
+	for _, a := range c.accs {
+		if d, ok := a.(*distinctAcc); ok {
+			n += d.set.bytes
+		}
+	}
+	return n
+}
+
+// spillDistinct freezes the DISTINCT aggregates' sets: from now on pairs
+// they do not hold go to disk.
+func (c *aggCore) spillDistinct() error {
+	for _, a := range c.accs {
+		if d, ok := a.(*distinctAcc); ok {
+			if err := d.set.freeze(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// finishDistinct feeds the spilled DISTINCT pairs of groups [0, n) to their
+// aggregates; output(n) needs it first.
+func (c *aggCore) finishDistinct(ctx context.Context, n int) error {
+	for i, a := range c.accs {
+		if d, ok := a.(*distinctAcc); ok {
+			if err := d.finish(ctx, n); err != nil {
+				return fmt.Errorf("%s: %w", c.aggs[i].Func, err)
+			}
+		}
+	}
+	return nil
 }
 
 func (c *aggCore) grow(n int) {
@@ -130,7 +180,11 @@ func (c *aggCore) update(ctx context.Context, b arrow.RecordBatch, groups []uint
 				mask[r] = mask[r] && rows[r]
 			}
 		}
-		err = c.accs[i].update(groups, args, mask)
+		if d, ok := c.accs[i].(*distinctAcc); ok {
+			err = d.add(ctx, groups, args, mask)
+		} else {
+			err = c.accs[i].update(groups, args, mask)
+		}
 		releaseArrays(args)
 		if err != nil {
 			return fmt.Errorf("%s: %w", a.Func, err)
@@ -253,9 +307,12 @@ func NewHashAggregate(ec *Context, child Operator, groups []Expr, groupNames []s
 
 func (h *hashAggOp) Schema() *arrow.Schema { return h.schema }
 
-// stateBytes estimates the Go memory of the hash table and accumulators.
+// stateBytes estimates the Go memory of the hash table and accumulators,
+// DISTINCT sets included. A worker of a parallel aggregation holds about
+// 1/nparts of the groups: it counts its state nparts times, so that the
+// workers together stay within the budget.
 func (h *hashAggOp) stateBytes(keyBytes int) int64 {
-	return int64(keyBytes) + int64(h.ngroups)*int64(64+16*len(h.aggs))
+	return (int64(keyBytes) + int64(h.ngroups)*int64(64+16*len(h.aggs)) + h.distinctBytes()) * int64(max(h.nparts, 1))
 }
 
 func (h *hashAggOp) Open(ctx context.Context) error {
@@ -407,8 +464,15 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 			}
 		}
 		releaseArrays(keys)
-		if canSpill && h.spill == nil && h.ec.overBudget(base, h.stateBytes(keyBytes)) {
-			if h.spill, err = newPartitioner(h.ec, h.child.Schema(), maphash.MakeSeed()); err != nil {
+		if h.ec.overBudget(base, h.stateBytes(keyBytes)) {
+			// New groups go to disk, and existing groups' DISTINCT sets
+			// stop growing.
+			if canSpill && h.spill == nil {
+				if h.spill, err = newPartitioner(h.ec, h.child.Schema(), maphash.MakeSeed()); err != nil {
+					return err
+				}
+			}
+			if err := h.spillDistinct(); err != nil {
 				return err
 			}
 		}
@@ -448,6 +512,9 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 	}
 	if h.ngroups == 0 {
 		return nil
+	}
+	if err := h.finishDistinct(ctx, h.ngroups); err != nil {
+		return err
 	}
 	res, err := h.output(h.ngroups)
 	h.releaseKeys()
@@ -494,6 +561,7 @@ func (h *hashAggOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 func (h *hashAggOp) Close() error {
 	h.out.close()
 	h.releaseKeys()
+	h.releaseAccs()
 	if h.spill != nil {
 		h.spill.remove()
 		h.spill = nil

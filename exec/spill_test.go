@@ -1,10 +1,12 @@
 package exec_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -79,6 +81,15 @@ func runWith(t *testing.T, inputs []exectest.Table, limit int64, batch int, ctor
 	return rows, ec.SpilledRows()
 }
 
+// distinctAggs are DISTINCT aggregates over k (800 values) and v (1000).
+func distinctAggs(s *arrow.Schema) []exec.AggregateSpec {
+	return []exec.AggregateSpec{
+		{Func: "count", Args: []exec.Expr{col(s, "k")}, Distinct: true}, {Func: "sum", Args: []exec.Expr{col(s, "v")}, Distinct: true},
+		{Func: "avg", Args: []exec.Expr{col(s, "k")}, Distinct: true}, {Func: "count_star"},
+		{Func: "max", Args: []exec.Expr{col(s, "s")}, Distinct: true},
+	}
+}
+
 func TestSpill(t *testing.T) {
 	seed := exectest.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 2))
@@ -102,6 +113,27 @@ func TestSpill(t *testing.T) {
 				{Func: "sum", Args: []exec.Expr{col(s, "v")}}, {Func: "count", Args: []exec.Expr{col(s, "s")}, Distinct: true},
 			}, nil)
 		},
+		"distinct-global": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewHashAggregate(ec, ops[0], nil, nil, distinctAggs(s), nil)
+		},
+		"distinct-few-groups": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewHashAggregate(ec, ops[0], []exec.Expr{col(s, "s")}, nil, distinctAggs(s), nil)
+		},
+		"distinct-grouping-sets": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewHashAggregate(ec, ops[0], []exec.Expr{col(s, "s")}, nil, distinctAggs(s), [][]int{{0}, {}})
+		},
+		"distinct-parallel": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			ec.Parallelism = 2
+			return exec.NewParallelHashAggregate(ec, ops[0], []exec.Expr{col(s, "s")}, nil, distinctAggs(s), nil)
+		},
+		"distinct-sort-aggregate": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewSortAggregate(ec, ops[0], []exec.Expr{col(s, "s")}, nil, distinctAggs(s), nil)
+		},
+		// Many groups: sort aggregation emits groups while the open one
+		// has pairs on disk.
+		"distinct-many-sort-aggregate": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewSortAggregate(ec, ops[0], []exec.Expr{col(s, "s"), col(s, "k")}, nil, distinctAggs(s), nil)
+		},
 		"sort": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 			return exec.NewSort(ec, ops[0], []exec.SortKey{{Expr: col(s, "v"), Descending: true}, {Expr: col(s, "k"), NullsFirst: true}, {Expr: col(s, "s")}}), nil
 		},
@@ -112,9 +144,19 @@ func TestSpill(t *testing.T) {
 				call(t, "less", exec.NewColumn(2, arrow.PrimitiveTypes.Int64, "l.v"), exec.NewColumn(5, arrow.PrimitiveTypes.Int64, "r.v")))
 		}
 	}
+	// Sort aggregation needs input clustered by s; a few large groups keep
+	// DISTINCT sets open across batches.
+	sorted := in
+	sorted.Rows = slices.Clone(in.Rows)
+	slices.SortStableFunc(sorted.Rows, func(a, b []string) int {
+		return cmp.Or(strings.Compare(a[1], b[1]), strings.Compare(a[0], b[0]))
+	})
 	for name, ctor := range cases {
 		t.Run(name, func(t *testing.T) {
 			inputs := []exectest.Table{in}
+			if strings.HasSuffix(name, "sort-aggregate") {
+				inputs = []exectest.Table{sorted}
+			}
 			if strings.HasPrefix(name, "hash-join") {
 				inputs = append(inputs, other)
 			}
