@@ -69,7 +69,9 @@ func (s *sortOp) externalSort(ctx context.Context) (*table, *runMerger, error) {
 		b.Retain()
 		batches = append(batches, b)
 		keyCols = append(keyCols, k)
-		held += batchBytes(b)
+		// Key columns count even when they share the batch's buffers: a
+		// run concatenates them separately.
+		held += batchBytes(b) + arraysBytes(k)
 		if s.ec.overBudget(base, held) {
 			if err := spillRun(); err != nil {
 				return fail(err)

@@ -83,6 +83,15 @@ func (ec *Context) overBudget(base, held int64) bool {
 // batchBytes is the memory a batch references.
 func batchBytes(b arrow.RecordBatch) int64 { return util.TotalRecordSize(b) }
 
+// arraysBytes is the memory arrays reference.
+func arraysBytes(as []arrow.Array) int64 {
+	var n int64
+	for _, a := range as {
+		n += util.TotalArraySize(a)
+	}
+	return n
+}
+
 // spillFile is a temporary Arrow IPC stream of batches of one schema.
 type spillFile struct {
 	ec     *Context

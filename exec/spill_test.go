@@ -3,7 +3,9 @@ package exec_test
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -11,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/exec"
@@ -37,8 +40,9 @@ func bigTable(t *testing.T, rng *rand.Rand, n, groups int) exectest.Table {
 }
 
 // runWith runs ctor over inputs with the given memory limit and returns the
-// rows and how many rows were spilled; spill files must be gone afterwards.
-func runWith(t *testing.T, inputs []exectest.Table, limit int64, batch int, ctor exectest.Ctor) ([]string, int64) {
+// rows and how many rows were spilled, or the error; memory and spill files
+// must be gone afterwards either way.
+func runWith(t *testing.T, inputs []exectest.Table, limit int64, batch int, ctor exectest.Ctor) ([]string, int64, error) {
 	t.Helper()
 	checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer checked.AssertSize(t, 0)
@@ -64,9 +68,6 @@ func runWith(t *testing.T, inputs []exectest.Table, limit int64, batch int, ctor
 		t.Fatal(err)
 	}
 	bs, err := exec.Collect(context.Background(), op)
-	if err != nil {
-		t.Fatal(err)
-	}
 	rows := exectest.Rows(bs)
 	for _, b := range bs {
 		b.Release()
@@ -78,7 +79,7 @@ func runWith(t *testing.T, inputs []exectest.Table, limit int64, batch int, ctor
 	if len(left) > 0 {
 		t.Fatalf("%d spill files left behind", len(left))
 	}
-	return rows, ec.SpilledRows()
+	return rows, ec.SpilledRows(), err
 }
 
 // distinctAggs are DISTINCT aggregates over k (800 values) and v (1000).
@@ -87,6 +88,30 @@ func distinctAggs(s *arrow.Schema) []exec.AggregateSpec {
 		{Func: "count", Args: []exec.Expr{col(s, "k")}, Distinct: true}, {Func: "sum", Args: []exec.Expr{col(s, "v")}, Distinct: true},
 		{Func: "avg", Args: []exec.Expr{col(s, "k")}, Distinct: true}, {Func: "count_star"},
 		{Func: "max", Args: []exec.Expr{col(s, "s")}, Distinct: true},
+	}
+}
+
+// streamedWindows are the window functions a partition larger than the
+// budget can be computed with, chunk by chunk.
+func streamedWindows(s *arrow.Schema) []exec.WindowFunc {
+	running := &exec.Frame{Rows: true, Start: exec.FrameBound{Kind: exec.UnboundedPreceding}, End: exec.FrameBound{Kind: exec.CurrentRow}}
+	peers := &exec.Frame{Start: exec.FrameBound{Kind: exec.UnboundedPreceding}, End: exec.FrameBound{Kind: exec.CurrentRow}}
+	return []exec.WindowFunc{
+		{Func: "row_number"}, {Func: "rank"}, {Func: "dense_rank"},
+		{Func: "sum", Args: []exec.Expr{col(s, "v")}}, {Func: "count_star", Frame: running},
+		{Func: "min", Args: []exec.Expr{col(s, "s")}, Frame: running}, {Func: "avg", Args: []exec.Expr{col(s, "k")}, Frame: peers},
+		{Func: "max", Args: []exec.Expr{col(s, "v")}},
+	}
+}
+
+// allWindows need a whole partition at once.
+func allWindows(s *arrow.Schema) []exec.WindowFunc {
+	return []exec.WindowFunc{
+		{Func: "percent_rank"}, {Func: "cume_dist"}, {Func: "ntile", Args: []exec.Expr{lit(int64(3))}},
+		{Func: "lag", Args: []exec.Expr{col(s, "v")}}, {Func: "lead", Args: []exec.Expr{col(s, "s")}},
+		{Func: "last_value", Args: []exec.Expr{col(s, "v")}},
+		{Func: "sum", Args: []exec.Expr{col(s, "v")}, Frame: &exec.Frame{Rows: true, Start: exec.FrameBound{Kind: exec.Preceding, Offset: 1}, End: exec.FrameBound{Kind: exec.Following, Offset: 1}}},
+		{Func: "count", Args: []exec.Expr{col(s, "v")}, Frame: &exec.Frame{Start: exec.FrameBound{Kind: exec.CurrentRow}, End: exec.FrameBound{Kind: exec.UnboundedFollowing}}},
 	}
 }
 
@@ -134,6 +159,19 @@ func TestSpill(t *testing.T) {
 		"distinct-many-sort-aggregate": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 			return exec.NewSortAggregate(ec, ops[0], []exec.Expr{col(s, "s"), col(s, "k")}, nil, distinctAggs(s), nil)
 		},
+		"window-partitions": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewWindow(ec, ops[0], []exec.Expr{col(s, "k")}, []exec.SortKey{{Expr: col(s, "v")}}, append(streamedWindows(s), allWindows(s)...))
+		},
+		"window-streamed": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewWindow(ec, ops[0], []exec.Expr{col(s, "s")}, []exec.SortKey{{Expr: col(s, "v")}}, streamedWindows(s))
+		},
+		"window-one-partition": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewWindow(ec, ops[0], nil, []exec.SortKey{{Expr: col(s, "v"), Descending: true}, {Expr: col(s, "k"), NullsFirst: true}}, streamedWindows(s))
+		},
+		"window-no-order": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewWindow(ec, ops[0], nil, nil, []exec.WindowFunc{{Func: "row_number"},
+				{Func: "sum", Args: []exec.Expr{col(s, "v")}, Frame: &exec.Frame{Rows: true, Start: exec.FrameBound{Kind: exec.UnboundedPreceding}, End: exec.FrameBound{Kind: exec.CurrentRow}}}})
+		},
 		"sort": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 			return exec.NewSort(ec, ops[0], []exec.SortKey{{Expr: col(s, "v"), Descending: true}, {Expr: col(s, "k"), NullsFirst: true}, {Expr: col(s, "s")}}), nil
 		},
@@ -160,16 +198,22 @@ func TestSpill(t *testing.T) {
 			if strings.HasPrefix(name, "hash-join") {
 				inputs = append(inputs, other)
 			}
-			want, spilled := runWith(t, inputs, 0, 256, ctor)
+			want, spilled, err := runWith(t, inputs, 0, 256, ctor)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if spilled != 0 {
 				t.Fatalf("spilled %d rows without a limit", spilled)
 			}
-			got, spilled := runWith(t, inputs, 16<<10, 256, ctor)
+			got, spilled, err := runWith(t, inputs, 16<<10, 256, ctor)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if spilled == 0 {
 				t.Fatal("a 16 KiB limit did not spill")
 			}
 			verify := exectest.Unordered
-			if name == "sort" {
+			if name == "sort" || strings.HasPrefix(name, "window") {
 				verify = exectest.Ordered
 			}
 			if !verify(got, want) {
@@ -178,4 +222,145 @@ func TestSpill(t *testing.T) {
 			t.Logf("%d rows, %d spilled", len(got), spilled)
 		})
 	}
+}
+
+// TestWindowSpillWholePartition checks that a function needing a whole
+// partition larger than the budget fails with ErrMemoryLimit naming the
+// budget, and that smaller partitions of it still work.
+func TestWindowSpillWholePartition(t *testing.T) {
+	seed := exectest.Seed(t)
+	rng := rand.New(rand.NewPCG(seed, 3))
+	in := bigTable(t, rng, 3000, 800)
+	s := in.Schema
+	for _, f := range allWindows(s) {
+		_, _, err := runWith(t, []exectest.Table{in}, 16<<10, 256, func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewWindow(ec, ops[0], []exec.Expr{col(s, "s")}, []exec.SortKey{{Expr: col(s, "v")}}, []exec.WindowFunc{f})
+		})
+		if !errors.Is(err, exec.ErrMemoryLimit) || !strings.Contains(err.Error(), "16384 bytes") {
+			t.Fatalf("%s over 430-row partitions with a 16 KiB budget: %v", f.Func, err)
+		}
+	}
+}
+
+// genSource lends n rows of one int64 column x = (i*7919) % distinct,
+// generated batch by batch so that the input never sits in memory.
+type genSource struct {
+	mem      memory.Allocator
+	schema   *arrow.Schema
+	i, n     int
+	distinct int
+	cur      arrow.RecordBatch
+}
+
+func (g *genSource) Next(context.Context) (arrow.RecordBatch, error) {
+	if g.cur != nil {
+		g.cur.Release()
+		g.cur = nil
+	}
+	if g.i >= g.n {
+		return nil, io.EOF
+	}
+	b := array.NewInt64Builder(g.mem)
+	defer b.Release()
+	for ; g.i < g.n && b.Len() < 1024; g.i++ {
+		b.Append(int64(g.i * 7919 % g.distinct))
+	}
+	x := b.NewArray()
+	defer x.Release()
+	g.cur = array.NewRecordBatch(g.schema, []arrow.Array{x}, int64(x.Len()))
+	return g.cur, nil
+}
+
+func (g *genSource) Close() error {
+	if g.cur != nil {
+		g.cur.Release()
+		g.cur = nil
+	}
+	return nil
+}
+
+// runGenerated runs op over n generated rows with a memory limit, passes
+// each output batch to check, and requires the Arrow memory to stay within
+// twice the limit; memory and spill files must be gone afterwards.
+func runGenerated(t *testing.T, n, distinct int, limit int64, ctor func(ec *exec.Context, in exec.Operator) (exec.Operator, error), check func(b arrow.RecordBatch)) {
+	t.Helper()
+	checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer checked.AssertSize(t, 0)
+	mem := exec.NewAccountingAllocator(checked)
+	ec := exec.NewContext(mem)
+	ec.MemoryLimit = limit
+	ec.TempDir = t.TempDir()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	src := exec.NewSource(ec, schema, func(context.Context) (exec.BatchSource, error) {
+		return &genSource{mem: mem, schema: schema, n: n, distinct: distinct}, nil
+	})
+	op, err := ctor(ec, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := op.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		b, err := exec.Next(ctx, op)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(b)
+	}
+	if err := op.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if mem.PeakAlloc() > 2*int(limit) {
+		t.Fatalf("Arrow peak %d bytes for a %d-byte budget", mem.PeakAlloc(), limit)
+	}
+	if ec.SpilledRows() == 0 {
+		t.Fatal("nothing spilled")
+	}
+	left, _ := os.ReadDir(ec.TempDir)
+	if len(left) > 0 {
+		t.Fatalf("%d spill files left behind", len(left))
+	}
+	t.Logf("%d rows spilled, Arrow peak %d bytes for a %d-byte budget", ec.SpilledRows(), mem.PeakAlloc(), limit)
+}
+
+// TestSpillTenTimesBudget runs count(DISTINCT) and row_number() OVER (ORDER
+// BY) over inputs whose state is about ten times the budget.
+func TestSpillTenTimesBudget(t *testing.T) {
+	const distinct = 100_000 // about 6 MB of DISTINCT set
+	t.Run("count-distinct", func(t *testing.T) {
+		runGenerated(t, 2*distinct, distinct, 600<<10, func(ec *exec.Context, in exec.Operator) (exec.Operator, error) {
+			x := exec.NewColumn(0, arrow.PrimitiveTypes.Int64, "x")
+			return exec.NewHashAggregate(ec, in, nil, nil, []exec.AggregateSpec{
+				{Func: "count", Args: []exec.Expr{x}, Distinct: true}, {Func: "sum", Args: []exec.Expr{x}, Distinct: true}}, nil)
+		}, func(b arrow.RecordBatch) {
+			want := fmt.Sprintf("%d | %d", distinct, distinct*(distinct-1)/2)
+			if got := exectest.BatchRows(b); len(got) != 1 || got[0] != want {
+				t.Fatalf("got %q, want %q", got, want)
+			}
+		})
+	})
+	t.Run("row-number", func(t *testing.T) {
+		const n = 300_000 // 2.4 MB of input, as much again of results
+		i := int64(0)
+		runGenerated(t, n, n, 480<<10, func(ec *exec.Context, in exec.Operator) (exec.Operator, error) {
+			x := exec.NewColumn(0, arrow.PrimitiveTypes.Int64, "x")
+			return exec.NewWindow(ec, in, nil, []exec.SortKey{{Expr: x}}, []exec.WindowFunc{{Func: "row_number"}})
+		}, func(b arrow.RecordBatch) {
+			x, rn := b.Column(0).(*array.Int64), b.Column(1).(*array.Int64)
+			for r := 0; r < int(b.NumRows()); r++ {
+				if x.Value(r) != i || rn.Value(r) != i+1 {
+					t.Fatalf("row %d: x %d, row_number %d", i, x.Value(r), rn.Value(r))
+				}
+				i++
+			}
+		})
+		if i != n {
+			t.Fatalf("%d rows, want %d", i, n)
+		}
+	})
 }

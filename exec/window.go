@@ -2,7 +2,9 @@ package exec
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
@@ -97,11 +99,33 @@ type windowOp struct {
 	schema    *arrow.Schema
 	opened    bool
 	out       batchesOp
+
+	// Past the memory budget the input is sorted on disk and merger reads
+	// it back in order. pending holds the rows read and not yet computed;
+	// carry is the state of a partition that an earlier chunk began.
+	merger  *runMerger
+	pending []arrow.RecordBatch
+	held    int64
+	carry   *windowCarry
+	eof     bool
+}
+
+// windowCarry is what a partition computed in several chunks carries from
+// one chunk to the next: its rows and peer groups so far, and per function
+// the running aggregate after its last row (nil for other functions).
+type windowCarry struct {
+	rows, dense int64
+	accs        []accumulator
 }
 
 // NewWindow computes funcs over partitions of its input ordered by orderBy.
 // Output: the input columns then one column per function, rows grouped by
-// partition and ordered within it.
+// partition and ordered within it. Past Context.MemoryLimit the input is
+// sorted on disk and computed a few partitions at a time; a partition larger
+// than a quarter of the budget is computed in chunks when its functions
+// only look back (row_number, rank, dense_rank, aggregates over frames from
+// UNBOUNDED PRECEDING to CURRENT ROW), and fails with ErrMemoryLimit
+// otherwise.
 func NewWindow(ec *Context, child Operator, partitionBy []Expr, orderBy []SortKey, funcs []WindowFunc) (Operator, error) {
 	w := &windowOp{ec: ec, child: child, partition: partitionBy, order: orderBy, funcs: funcs}
 	fields := append([]arrow.Field(nil), child.Schema().Fields()...)
@@ -140,6 +164,15 @@ func NewWindow(ec *Context, child Operator, partitionBy []Expr, orderBy []SortKe
 
 func (w *windowOp) Schema() *arrow.Schema { return w.schema }
 
+// sortKeys orders rows by partition, then by the ORDER BY keys.
+func (w *windowOp) sortKeys() []SortKey {
+	keys := make([]SortKey, 0, len(w.partition)+len(w.order))
+	for _, p := range w.partition {
+		keys = append(keys, SortKey{Expr: p, NullsFirst: true})
+	}
+	return append(keys, w.order...)
+}
+
 func (w *windowOp) Open(ctx context.Context) error {
 	if w.opened {
 		return nil
@@ -148,21 +181,18 @@ func (w *windowOp) Open(ctx context.Context) error {
 	if err := w.child.Open(ctx); err != nil {
 		return err
 	}
-	keys := append(append([]Expr(nil), w.partition...), sortExprs(w.order)...)
-	t, err := materialize(ctx, w.ec, w.child, keys)
-	if err != nil {
+	keys := w.sortKeys()
+	sorter := &sortOp{ec: w.ec, child: w.child, keys: keys, count: -1}
+	t, merger, err := sorter.externalSort(ctx)
+	if err != nil || merger != nil {
+		w.merger = merger
 		return err
 	}
 	defer t.release()
 	if t.n == 0 {
 		return nil
 	}
-	sortKeys := make([]SortKey, 0, len(keys))
-	for _, p := range w.partition {
-		sortKeys = append(sortKeys, SortKey{Expr: p, NullsFirst: true})
-	}
-	sortKeys = append(sortKeys, w.order...)
-	idx, err := sortedIndices(t, sortKeys)
+	idx, err := sortedIndices(t, keys)
 	if err != nil {
 		return err
 	}
@@ -176,29 +206,40 @@ func (w *windowOp) Open(ctx context.Context) error {
 		return err
 	}
 	defer releaseArrays(skeys)
-	sorted := array.NewRecordBatch(w.child.Schema(), cols, int64(t.n))
-	defer sorted.Release()
+	return w.compute(ctx, cols, skeys, t.n, false)
+}
 
+// compute computes the functions over n sorted rows (cols, with the sort
+// keys skeys) and queues the result. The first partition continues w.carry
+// if set; with cont the last partition continues in the next chunk, and
+// w.carry becomes its state.
+func (w *windowOp) compute(ctx context.Context, cols, skeys []arrow.Array, n int, cont bool) error {
+	sorted := array.NewRecordBatch(w.child.Schema(), cols, int64(n))
+	defer sorted.Release()
 	np := len(w.partition)
-	parts, err := boundaries(skeys[:np], t.n)
+	parts, err := boundaries(skeys[:np], n)
 	if err != nil {
 		return err
 	}
-	peers, err := boundaries(skeys, t.n)
+	peers, err := boundaries(skeys, n)
 	if err != nil {
 		return err
 	}
-	env := &windowEnv{ec: w.ec, n: t.n, partStart: parts, peerStart: peers, hasOrder: len(w.order) > 0}
+	env := &windowEnv{ec: w.ec, n: n, partStart: parts, peerStart: peers, hasOrder: len(w.order) > 0, carry: w.carry}
 	env.index()
 	if len(w.order) == 1 {
 		ok := skeys[np]
 		if get, isInt := vectorized.IntKey(ok); isInt {
-			env.okey, env.onull, env.odesc = make([]int64, t.n), make([]bool, t.n), w.order[0].Descending
-			for r := 0; r < t.n; r++ {
+			env.okey, env.onull, env.odesc = make([]int64, n), make([]bool, n), w.order[0].Descending
+			for r := 0; r < n; r++ {
 				env.onull[r] = ok.IsNull(r)
 				env.okey[r] = get(r)
 			}
 		}
+	}
+	var next *windowCarry
+	if cont {
+		next = &windowCarry{rows: env.before(n-1) + int64(n), dense: env.denseBefore(n-1) + int64(env.dense[n-1]), accs: make([]accumulator, len(w.funcs))}
 	}
 	out := append([]arrow.Array(nil), cols...)
 	for _, c := range cols {
@@ -210,20 +251,160 @@ func (w *windowOp) Open(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		a, err := env.compute(ctx, f, w.types[i], args)
+		a, err := env.compute(ctx, i, f, w.types[i], args, next)
 		releaseArrays(args)
 		if err != nil {
 			return fmt.Errorf("window %s: %w", f.Func, err)
 		}
 		out = append(out, a)
 	}
-	res := array.NewRecordBatch(w.schema, out, int64(t.n))
+	w.carry = next
+	res := array.NewRecordBatch(w.schema, out, int64(n))
 	defer res.Release()
 	bs := int64(w.ec.batchSize())
 	for lo := int64(0); lo < res.NumRows(); lo += bs {
 		w.out.batches = append(w.out.batches, res.NewSlice(lo, min(lo+bs, res.NumRows())))
 	}
 	return nil
+}
+
+// streamable reports whether every function can be computed in chunks of
+// one partition, and whether the chunks must end at a peer group boundary.
+func (w *windowOp) streamable() (peers bool, err error) {
+	for _, f := range w.funcs {
+		name := strings.ToLower(f.Func)
+		fr := f.Frame
+		switch {
+		case name == "row_number":
+		case name == "rank" || name == "dense_rank":
+			peers = true
+		case isWindowAggregate(name) && fr == nil && len(w.order) > 0:
+			peers = true
+		case isWindowAggregate(name) && fr != nil && fr.Start.Kind == UnboundedPreceding && fr.End.Kind == CurrentRow:
+			peers = peers || !fr.Rows
+		default:
+			return false, fmt.Errorf("%w: window %s over a partition larger than the query memory budget (%d bytes) would need the whole partition in memory",
+				ErrMemoryLimit, f.Func, w.ec.MemoryLimit)
+		}
+	}
+	return peers, nil
+}
+
+func isWindowAggregate(name string) bool {
+	switch name {
+	case "row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead", "first_value", "last_value", "nth_value":
+		return false
+	}
+	return true
+}
+
+// readChunk reads the merged sorted input until it can compute a chunk:
+// the complete partitions read once they pass a quarter of the budget, or
+// a partition that alone passes it up to its last chunk boundary.
+func (w *windowOp) readChunk(ctx context.Context) error {
+	for {
+		b, err := w.merger.next(ctx)
+		if errors.Is(err, io.EOF) {
+			w.eof = true
+			_, err := w.computePending(ctx, true)
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		b.Retain()
+		w.pending = append(w.pending, b)
+		w.held += batchBytes(b)
+		if w.held <= w.ec.MemoryLimit/4 {
+			continue
+		}
+		done, err := w.computePending(ctx, false)
+		if err != nil || done {
+			return err
+		}
+		if w.held > w.ec.MemoryLimit {
+			return fmt.Errorf("%w: a window peer group is larger than the query memory budget (%d bytes)", ErrMemoryLimit, w.ec.MemoryLimit)
+		}
+	}
+}
+
+// computePending computes the pending rows (final: all of them) and keeps
+// the rest pending; it reports false when no chunk could be cut.
+func (w *windowOp) computePending(ctx context.Context, final bool) (bool, error) {
+	if len(w.pending) == 0 {
+		return true, nil
+	}
+	schema := w.child.Schema()
+	cols, err := concatColumns(w.ec, schema, w.pending, nil)
+	if err != nil {
+		return false, err
+	}
+	defer releaseArrays(cols)
+	for _, b := range w.pending {
+		b.Release()
+	}
+	w.pending, w.held = nil, 0
+	all := array.NewRecordBatch(schema, cols, int64(cols[0].Len()))
+	defer all.Release()
+	n := int(all.NumRows())
+	skeys, err := evalAll(ctx, w.ec, sortExprs(w.sortKeys()), all)
+	if err != nil {
+		return false, err
+	}
+	defer releaseArrays(skeys)
+	cut, cont := n, false
+	if !final {
+		parts, err := boundaries(skeys[:len(w.partition)], n)
+		if err != nil {
+			return false, err
+		}
+		if cut = parts[len(parts)-1]; cut == 0 {
+			// One partition past a quarter of the budget: computed in
+			// chunks, carrying its state.
+			peers, err := w.streamable()
+			if err != nil {
+				return false, err
+			}
+			cut, cont = n, true
+			if peers {
+				pb, err := boundaries(skeys, n)
+				if err != nil {
+					return false, err
+				}
+				cut = pb[len(pb)-1]
+			}
+		}
+	}
+	if cut > 0 {
+		head, hkeys := sliceArrays(cols, 0, cut), sliceArrays(skeys, 0, cut)
+		err := w.compute(ctx, head, hkeys, cut, cont)
+		releaseArrays(head)
+		releaseArrays(hkeys)
+		if err != nil {
+			return false, err
+		}
+	}
+	if cut < n {
+		// Copy the rest so that the computed rows' buffers can go.
+		rest := all.NewSlice(int64(cut), int64(n))
+		defer rest.Release()
+		kept, err := concatColumns(w.ec, schema, []arrow.RecordBatch{rest}, nil)
+		if err != nil {
+			return false, err
+		}
+		b := array.NewRecordBatch(schema, kept, int64(n-cut))
+		releaseArrays(kept)
+		w.pending, w.held = []arrow.RecordBatch{b}, batchBytes(b)
+	}
+	return cut > 0, nil
+}
+
+func sliceArrays(cols []arrow.Array, lo, hi int) []arrow.Array {
+	out := make([]arrow.Array, len(cols))
+	for i, c := range cols {
+		out[i] = array.NewSlice(c, int64(lo), int64(hi))
+	}
+	return out
 }
 
 // boundaries returns the rows where the key columns change (including 0).
@@ -254,6 +435,26 @@ type windowEnv struct {
 	okey  []int64
 	onull []bool
 	odesc bool
+	// carry continues the first partition from an earlier chunk (nil: it
+	// starts here).
+	carry *windowCarry
+}
+
+// before returns how many rows of row r's partition earlier chunks had.
+func (e *windowEnv) before(r int) int64 {
+	if e.carry == nil || e.ps[r] > 0 {
+		return 0
+	}
+	return e.carry.rows
+}
+
+// denseBefore returns how many peer groups of row r's partition earlier
+// chunks had.
+func (e *windowEnv) denseBefore(r int) int64 {
+	if e.carry == nil || e.ps[r] > 0 {
+		return 0
+	}
+	return e.carry.dense
 }
 
 // rangeBound finds, for RANGE offset frames, the first row of r's partition
@@ -387,14 +588,16 @@ func (e *windowEnv) ints(f func(r int) int64) arrow.Array {
 	return out.Finish(i64Type, nil, 0)
 }
 
-func (e *windowEnv) compute(ctx context.Context, f WindowFunc, typ arrow.DataType, args []arrow.Array) (arrow.Array, error) {
+// compute computes function i; with next set (the last partition continues
+// in the next chunk) it saves an aggregate's running state there.
+func (e *windowEnv) compute(ctx context.Context, i int, f WindowFunc, typ arrow.DataType, args []arrow.Array, next *windowCarry) (arrow.Array, error) {
 	switch strings.ToLower(f.Func) {
 	case "row_number":
-		return e.ints(func(r int) int64 { return int64(r - e.ps[r] + 1) }), nil
+		return e.ints(func(r int) int64 { return int64(r-e.ps[r]+1) + e.before(r) }), nil
 	case "rank":
-		return e.ints(func(r int) int64 { return int64(e.gs[r] - e.ps[r] + 1) }), nil
+		return e.ints(func(r int) int64 { return int64(e.gs[r]-e.ps[r]+1) + e.before(r) }), nil
 	case "dense_rank":
-		return e.ints(func(r int) int64 { return int64(e.dense[r]) }), nil
+		return e.ints(func(r int) int64 { return int64(e.dense[r]) + e.denseBefore(r) }), nil
 	case "percent_rank", "cume_dist":
 		cume := strings.ToLower(f.Func) == "cume_dist"
 		out := vectorized.NewFixedOut[float64](e.ec.Mem, e.n)
@@ -499,14 +702,14 @@ func (e *windowEnv) compute(ctx context.Context, f WindowFunc, typ arrow.DataTyp
 		}
 		return vectorized.Take(ctx, e.ec.Mem, args[0], idx)
 	}
-	return e.aggregate(f, args)
+	return e.aggregate(i, f, args, next)
 }
 
 // aggregate computes an aggregate over each row's frame, one accumulator
 // group per row. Frames that start at the partition start extend a copy of
 // the previous row's state, frames that end at the partition end do the
 // same backwards, and other frames are folded from scratch.
-func (e *windowEnv) aggregate(f WindowFunc, args []arrow.Array) (arrow.Array, error) {
+func (e *windowEnv) aggregate(fi int, f WindowFunc, args []arrow.Array, next *windowCarry) (arrow.Array, error) {
 	types := make([]arrow.DataType, len(args))
 	for i, a := range args {
 		types[i] = a.DataType()
@@ -516,6 +719,11 @@ func (e *windowEnv) aggregate(f WindowFunc, args []arrow.Array) (arrow.Array, er
 		return nil, err
 	}
 	acc := def.make()
+	if e.carry != nil && e.carry.accs[fi] != nil {
+		// Group 0 (the first row) starts from the state the partition had
+		// at the end of the previous chunk.
+		acc = e.carry.accs[fi]
+	}
 	acc.grow(e.n)
 	if def.arity == -1 {
 		// count_star: feed any column of the right length.
@@ -578,17 +786,39 @@ func (e *windowEnv) aggregate(f WindowFunc, args []arrow.Array) (arrow.Array, er
 			}
 		}
 	}
-	return acc.result(e.ec.Mem, e.n)
+	res, err := acc.result(e.ec.Mem, e.n)
+	if next != nil && err == nil {
+		acc.moveTo(e.n-1, 0)
+		next.accs[fi] = acc
+	}
+	return res, err
 }
 
 func (w *windowOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return w.out.next()
+	for {
+		b, err := w.out.next()
+		if !errors.Is(err, io.EOF) || w.merger == nil || w.eof {
+			return b, err
+		}
+		w.out.batches, w.out.pos = w.out.batches[:0], 0
+		if err := w.readChunk(ctx); err != nil {
+			return nil, err
+		}
+	}
 }
 
 func (w *windowOp) Close() error {
 	w.out.close()
+	for _, b := range w.pending {
+		b.Release()
+	}
+	w.pending = nil
+	if w.merger != nil {
+		w.merger.close()
+		w.merger = nil
+	}
 	return w.child.Close()
 }
