@@ -272,8 +272,8 @@ type joinOp struct {
 // never match) and an optional residual predicate over left ++ right columns.
 // The right input is the build side. If it exceeds Context.MemoryLimit, both
 // inputs are hash-partitioned to disk and joined partition by partition
-// (grace hash join; not for the null-aware anti join, whose answer depends
-// on the whole build side).
+// (grace hash join; the null-aware anti join, whose answer depends on the
+// whole build side, notes a NULL build key while partitioning).
 func NewHashJoin(ec *Context, left, right Operator, typ JoinType, leftKeys, rightKeys []Expr, residual Expr) (Operator, error) {
 	if len(leftKeys) == 0 {
 		return nil, fmt.Errorf("%w: hash join needs at least one key (use a nested-loop join)", ErrInvalid)
@@ -286,7 +286,8 @@ func NewHashJoin(ec *Context, left, right Operator, typ JoinType, leftKeys, righ
 }
 
 // NewNestedLoopJoin joins left and right on an arbitrary condition over
-// left ++ right columns (nil = cross join).
+// left ++ right columns (nil = cross join). A right input larger than
+// Context.MemoryLimit fails with ErrMemoryLimit.
 func NewNestedLoopJoin(ec *Context, left, right Operator, typ JoinType, cond Expr) (Operator, error) {
 	if typ == NullAwareAntiJoin {
 		return nil, fmt.Errorf("%w: null-aware anti join needs equality keys", ErrInvalid)
@@ -350,8 +351,14 @@ func (j *joinOp) Open(ctx context.Context) error {
 		if spilled {
 			return nil // grace partitioned the probe side
 		}
-	} else if t, err = materialize(ctx, j.ec, j.right, j.rightKeys); err != nil {
-		return err
+	} else {
+		what := "" // past maxSpillDepth a hash join finishes in memory
+		if len(j.leftKeys) == 0 {
+			what = "the nested-loop join's build side"
+		}
+		if t, err = materialize(ctx, j.ec, j.right, j.rightKeys, what); err != nil {
+			return err
+		}
 	}
 	j.build = t
 	for i, r := range j.ranges {

@@ -79,8 +79,10 @@ func concatColumns(ec *Context, schema *arrow.Schema, batches []arrow.RecordBatc
 }
 
 // materialize reads all of child into a table with sort keys keys
-// evaluated.
-func materialize(ctx context.Context, ec *Context, child Operator, keys []Expr) (*table, error) {
+// evaluated. With what set (the state of an operator that cannot spill) it
+// fails with ErrMemoryLimit past Context.MemoryLimit.
+func materialize(ctx context.Context, ec *Context, child Operator, keys []Expr, what string) (*table, error) {
+	base, held := ec.allocated(), int64(0)
 	var batches []arrow.RecordBatch
 	var keyCols [][]arrow.Array
 	defer func() {
@@ -106,6 +108,9 @@ func materialize(ctx context.Context, ec *Context, child Operator, keys []Expr) 
 		b.Retain()
 		batches = append(batches, b)
 		keyCols = append(keyCols, k)
+		if held += batchBytes(b); what != "" && ec.overBudget(base, held) {
+			return nil, fmt.Errorf("%w: %s is larger than the query memory budget (%d bytes)", ErrMemoryLimit, what, ec.MemoryLimit)
+		}
 	}
 	return buildTable(ec, child.Schema(), batches, keyCols, keys)
 }

@@ -182,6 +182,21 @@ func TestSpill(t *testing.T) {
 				call(t, "less", exec.NewColumn(2, arrow.PrimitiveTypes.Int64, "l.v"), exec.NewColumn(5, arrow.PrimitiveTypes.Int64, "r.v")))
 		}
 	}
+	for _, typ := range []exec.JoinType{exec.InnerJoin, exec.RightJoin, exec.SemiJoin} {
+		cases["hash-join-merge-"+typ.String()] = func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			byK := []exec.SortKey{{Expr: col(s, "k")}}
+			return exec.NewMergeJoin(ec, exec.NewSort(ec, ops[0], byK), exec.NewSort(ec, ops[1], byK), typ, []exec.Expr{col(s, "k")}, []exec.Expr{col(s, "k")}, nil)
+		}
+	}
+	// NOT IN: the build side has NULL keys (no rows qualify) or not (probe
+	// rows with NULL keys do not qualify).
+	cases["hash-join-null-aware-anti"] = func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+		return exec.NewHashJoin(ec, ops[0], ops[1], exec.NullAwareAntiJoin, []exec.Expr{col(s, "k")}, []exec.Expr{col(s, "k")}, nil)
+	}
+	cases["hash-join-null-aware-anti-no-null"] = func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+		build := exec.NewFilter(ec, ops[1], call(t, "is_not_null", col(s, "k")))
+		return exec.NewHashJoin(ec, ops[0], build, exec.NullAwareAntiJoin, []exec.Expr{col(s, "k")}, []exec.Expr{col(s, "k")}, nil)
+	}
 	// Sort aggregation needs input clustered by s; a few large groups keep
 	// DISTINCT sets open across batches.
 	sorted := in
@@ -219,26 +234,44 @@ func TestSpill(t *testing.T) {
 			if !verify(got, want) {
 				t.Fatalf("spilled run differs: %d rows vs %d", len(got), len(want))
 			}
+			if len(got) == 0 && name != "hash-join-null-aware-anti" {
+				t.Fatal("no rows")
+			}
 			t.Logf("%d rows, %d spilled", len(got), spilled)
 		})
 	}
 }
 
-// TestWindowSpillWholePartition checks that a function needing a whole
-// partition larger than the budget fails with ErrMemoryLimit naming the
-// budget, and that smaller partitions of it still work.
-func TestWindowSpillWholePartition(t *testing.T) {
+// TestSpillUnavoidable checks that state that cannot spill fails with
+// ErrMemoryLimit naming the budget past it: window functions that need a
+// whole partition (430 rows here) and a nested-loop join's build side.
+func TestSpillUnavoidable(t *testing.T) {
 	seed := exectest.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 3))
 	in := bigTable(t, rng, 3000, 800)
 	s := in.Schema
+	cases := map[string]exectest.Ctor{
+		"nested-loop-join": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewNestedLoopJoin(ec, ops[0], ops[1], exec.InnerJoin,
+				call(t, "less", exec.NewColumn(2, arrow.PrimitiveTypes.Int64, "l.v"), exec.NewColumn(5, arrow.PrimitiveTypes.Int64, "r.v")))
+		},
+	}
 	for _, f := range allWindows(s) {
-		_, _, err := runWith(t, []exectest.Table{in}, 16<<10, 256, func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+		cases["window-"+f.Func] = func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 			return exec.NewWindow(ec, ops[0], []exec.Expr{col(s, "s")}, []exec.SortKey{{Expr: col(s, "v")}}, []exec.WindowFunc{f})
-		})
-		if !errors.Is(err, exec.ErrMemoryLimit) || !strings.Contains(err.Error(), "16384 bytes") {
-			t.Fatalf("%s over 430-row partitions with a 16 KiB budget: %v", f.Func, err)
 		}
+	}
+	for name, ctor := range cases {
+		t.Run(name, func(t *testing.T) {
+			inputs := []exectest.Table{in}
+			if strings.HasSuffix(name, "join") {
+				inputs = append(inputs, in)
+			}
+			_, _, err := runWith(t, inputs, 16<<10, 256, ctor)
+			if !errors.Is(err, exec.ErrMemoryLimit) || !strings.Contains(err.Error(), "16384 bytes") {
+				t.Fatalf("with a 16 KiB budget: %v", err)
+			}
+		})
 	}
 }
 
