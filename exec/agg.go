@@ -287,8 +287,7 @@ type hashAggOp struct {
 	// partitioned by key; each partition is aggregated by a child hashAggOp
 	// after the in-memory groups are returned.
 	spill *partitioner
-	subs  []Operator
-	sub   int
+	subs  subQueue
 }
 
 // NewHashAggregate groups its input by groups and computes aggs per group.
@@ -506,7 +505,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 				return err
 			}
 			sub.(*hashAggOp).depth = h.depth + 1
-			h.subs = append(h.subs, sub)
+			h.subs.ops = append(h.subs.ops, sub)
 		}
 		h.spill = nil // the sub-aggregates own the files now
 	}
@@ -538,24 +537,7 @@ func (h *hashAggOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if !errors.Is(err, io.EOF) {
 		return b, err
 	}
-	for h.sub < len(h.subs) {
-		sub := h.subs[h.sub]
-		if err := sub.Open(ctx); err != nil {
-			return nil, err
-		}
-		b, err := Next(ctx, sub)
-		if errors.Is(err, io.EOF) {
-			sub.Close()
-			h.sub++
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		// Rename columns to our schema (sub-aggregates name them alike).
-		return h.out.cur.set(array.NewRecordBatch(h.schema, b.Columns(), b.NumRows())), nil
-	}
-	return nil, io.EOF
+	return h.subs.next(ctx, h.schema, &h.out.cur)
 }
 
 func (h *hashAggOp) Close() error {
@@ -566,13 +548,7 @@ func (h *hashAggOp) Close() error {
 		h.spill.remove()
 		h.spill = nil
 	}
-	var errs []error
-	for _, s := range h.subs {
-		errs = append(errs, s.Close())
-	}
-	h.subs = nil
-	errs = append(errs, h.child.Close())
-	return errors.Join(errs...)
+	return errors.Join(h.subs.close(), h.child.Close())
 }
 
 // owned returns which rows belong to this worker of a parallel aggregation

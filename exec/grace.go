@@ -7,7 +7,6 @@ import (
 	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/flightd/flightd/vectorized"
 )
@@ -137,7 +136,6 @@ func (j *joinOp) grace(ctx context.Context, batches []arrow.RecordBatch, keyCols
 		return err
 	}
 	if naaj && buildNull {
-		j.subs = []Operator{}
 		return nil
 	}
 	if j.ranges != nil { // not opened before the build
@@ -167,30 +165,7 @@ func (j *joinOp) grace(ctx context.Context, batches []arrow.RecordBatch, keyCols
 			return err
 		}
 		sub.depth = j.depth + 1
-		j.subs = append(j.subs, sub)
-	}
-	if j.subs == nil {
-		j.subs = []Operator{} // grace mode with nothing to join
+		j.subs.ops = append(j.subs.ops, sub)
 	}
 	return nil
-}
-
-func (j *joinOp) nextFromSubs(ctx context.Context) (arrow.RecordBatch, error) {
-	for j.sub < len(j.subs) {
-		sub := j.subs[j.sub]
-		if err := sub.Open(ctx); err != nil {
-			return nil, err
-		}
-		b, err := Next(ctx, sub)
-		if errors.Is(err, io.EOF) {
-			sub.Close()
-			j.sub++
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		return j.cur.set(array.NewRecordBatch(j.schema, b.Columns(), b.NumRows())), nil
-	}
-	return nil, io.EOF
 }

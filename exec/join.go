@@ -263,9 +263,9 @@ type joinOp struct {
 
 	// Grace mode: when the build side exceeds the memory budget both inputs
 	// are partitioned to disk by key hash and joined partition by partition.
-	depth int
-	subs  []Operator
-	sub   int
+	depth  int
+	graced bool
+	subs   subQueue
 }
 
 // NewHashJoin joins left and right on leftKeys[i] = rightKeys[i] (NULL keys
@@ -344,11 +344,10 @@ func (j *joinOp) Open(ctx context.Context) error {
 	var t *table
 	var err error
 	if j.canSpill() {
-		var spilled bool
-		if t, spilled, err = j.buildOrSpill(ctx); err != nil {
+		if t, j.graced, err = j.buildOrSpill(ctx); err != nil {
 			return err
 		}
-		if spilled {
+		if j.graced {
 			return nil // grace partitioned the probe side
 		}
 	} else {
@@ -553,8 +552,8 @@ func (j *joinOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if !j.opened {
 		return nil, fmt.Errorf("%w: join read before Open", ErrInvalid)
 	}
-	if j.subs != nil {
-		return j.nextFromSubs(ctx)
+	if j.graced {
+		return j.subs.next(ctx, j.schema, &j.cur)
 	}
 	if j.build == nil {
 		return nil, fmt.Errorf("%w: join read after a failed Open", ErrInvalid)
@@ -805,12 +804,7 @@ func (j *joinOp) Close() error {
 	if j.merge != nil {
 		j.merge.release()
 	}
-	errs := []error{j.left.Close(), j.right.Close()}
-	for _, s := range j.subs {
-		errs = append(errs, s.Close())
-	}
-	j.subs = nil
-	return errors.Join(errs...)
+	return errors.Join(j.left.Close(), j.right.Close(), j.subs.close())
 }
 
 // Key read status of keyPacker.reader.

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/util"
@@ -414,4 +415,42 @@ func (s *spillSet) remove() {
 		s.spill.remove()
 		s.spill = nil
 	}
+}
+
+// subQueue reads, one after another, the operators an operator split its
+// spilled work into (partition by partition), as batches of its schema.
+type subQueue struct {
+	ops []Operator
+	pos int
+}
+
+func (q *subQueue) next(ctx context.Context, schema *arrow.Schema, cur *current) (arrow.RecordBatch, error) {
+	for q.pos < len(q.ops) {
+		sub := q.ops[q.pos]
+		if err := sub.Open(ctx); err != nil {
+			return nil, err
+		}
+		b, err := Next(ctx, sub)
+		if errors.Is(err, io.EOF) {
+			sub.Close()
+			q.pos++
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		// Sub-operators name (and null-flag) their columns alike, not
+		// necessarily the same.
+		return cur.set(array.NewRecordBatch(schema, b.Columns(), b.NumRows())), nil
+	}
+	return nil, io.EOF
+}
+
+func (q *subQueue) close() error {
+	var errs []error
+	for _, s := range q.ops {
+		errs = append(errs, s.Close())
+	}
+	q.ops = nil
+	return errors.Join(errs...)
 }

@@ -188,6 +188,25 @@ func TestSpill(t *testing.T) {
 			return exec.NewMergeJoin(ec, exec.NewSort(ec, ops[0], byK), exec.NewSort(ec, ops[1], byK), typ, []exec.Expr{col(s, "k")}, []exec.Expr{col(s, "k")}, nil)
 		}
 	}
+	// Set operations over (k, s): about 800 distinct rows a side.
+	ks := func(ec *exec.Context, op exec.Operator) exec.Operator {
+		return exec.NewProject(ec, op, []exec.Expr{col(s, "k"), col(s, "s")}, []string{"k", "s"})
+	}
+	cases["distinct"] = func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+		return exec.NewDistinct(ec, ks(ec, ops[0])), nil
+	}
+	for _, op := range []exec.SetOpKind{exec.Intersect, exec.Except} {
+		for _, all := range []bool{false, true} {
+			cases[fmt.Sprintf("two-setop-%s-all=%v", op, all)] = func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+				return exec.NewSetOp(ec, ks(ec, ops[0]), ks(ec, ops[1]), op, all)
+			}
+		}
+	}
+	// A small right side: EXCEPT's emitted left keys pass the budget.
+	cases["two-setop-except-small-right"] = func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+		small := exec.NewFilter(ec, ops[1], call(t, "less", col(s, "k"), lit(int64(30))))
+		return exec.NewSetOp(ec, ks(ec, ops[0]), ks(ec, small), exec.Except, false)
+	}
 	// NOT IN: the build side has NULL keys (no rows qualify) or not (probe
 	// rows with NULL keys do not qualify).
 	cases["hash-join-null-aware-anti"] = func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
@@ -210,7 +229,7 @@ func TestSpill(t *testing.T) {
 			if strings.HasSuffix(name, "sort-aggregate") {
 				inputs = []exectest.Table{sorted}
 			}
-			if strings.HasPrefix(name, "hash-join") {
+			if strings.HasPrefix(name, "hash-join") || strings.HasPrefix(name, "two-") {
 				inputs = append(inputs, other)
 			}
 			want, spilled, err := runWith(t, inputs, 0, 256, ctor)
