@@ -283,11 +283,12 @@ type hashAggOp struct {
 	mine   []bool
 	opened bool
 	out    batchesOp
-	// spill holds the input rows of groups that did not fit in memory,
-	// partitioned by key; each partition is aggregated by a child hashAggOp
-	// after the in-memory groups are returned.
-	spill *partitioner
-	subs  subQueue
+	// spills holds, per grouping set, the input rows of its groups that did
+	// not fit in memory, partitioned by key; each partition is aggregated
+	// (for its set alone) by a child hashAggOp after the in-memory groups
+	// are returned.
+	spills []*partitioner
+	subs   subQueue
 }
 
 // NewHashAggregate groups its input by groups and computes aggs per group.
@@ -295,7 +296,8 @@ type hashAggOp struct {
 // sets) an int64 grouping id whose bit i is set when group i is absent from
 // the row's set. Without groups it returns exactly one row. Past
 // Context.MemoryLimit, rows of new groups spill to disk by key hash and are
-// aggregated partition by partition (not with grouping sets).
+// aggregated partition by partition (with grouping sets, partitions of each
+// set apart).
 func NewHashAggregate(ec *Context, child Operator, groups []Expr, groupNames []string, aggs []AggregateSpec, groupingSets [][]int) (Operator, error) {
 	c, err := newAggCore(ec, child, groups, groupNames, aggs, groupingSets)
 	if err != nil {
@@ -333,7 +335,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 		}
 		sets = [][]int{all}
 	}
-	canSpill := h.sets == nil && len(h.groups) > 0 && h.depth < maxSpillDepth
+	canSpill := len(h.groups) > 0 && h.depth < maxSpillDepth
 	base := h.ec.allocated()
 	var enc vectorized.KeyEncoder
 	var keyBuf []byte
@@ -400,7 +402,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 					g32, ok = h.table.Get(keyBuf)
 				}
 				g = uint32(g32)
-				if !ok && h.spill != nil {
+				if !ok && h.spills != nil {
 					if spilled == nil {
 						spilled = make([]bool, n)
 					}
@@ -442,7 +444,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 					err = enc.Encode(skeys, n)
 				}
 				if err == nil {
-					err = h.spill.write(ctx, b, &enc, spilled)
+					err = h.spills[si].write(ctx, b, &enc, spilled)
 				}
 				if err != nil {
 					releaseArrays(skeys)
@@ -466,10 +468,12 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 		if h.ec.overBudget(base, h.stateBytes(keyBytes)) {
 			// New groups go to disk, and existing groups' DISTINCT sets
 			// stop growing.
-			if canSpill && h.spill == nil {
-				if h.spill, err = newPartitioner(h.ec, h.child.Schema(), maphash.MakeSeed()); err != nil {
+			for canSpill && len(h.spills) < len(sets) {
+				p, err := newPartitioner(h.ec, h.child.Schema(), maphash.MakeSeed())
+				if err != nil {
 					return err
 				}
+				h.spills = append(h.spills, p)
 			}
 			if err := h.spillDistinct(); err != nil {
 				return err
@@ -491,24 +495,28 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 		h.grow(h.ngroups + 1)
 	}
 	h.table, h.table64 = nil, nil
-	if h.spill != nil {
-		if err := h.spill.finish(); err != nil {
+	for si, p := range h.spills {
+		if err := p.finish(); err != nil {
 			return err
 		}
-		for _, f := range h.spill.files {
+		var subSets [][]int
+		if h.sets != nil {
+			subSets = [][]int{sets[si]}
+		}
+		for _, f := range p.files {
 			if f.rows == 0 {
 				f.remove()
 				continue
 			}
-			sub, err := NewHashAggregate(h.ec, spillOperator(h.ec, f), h.groups, nil, h.aggs, nil)
+			sub, err := NewHashAggregate(h.ec, spillOperator(h.ec, f), h.groups, nil, h.aggs, subSets)
 			if err != nil {
 				return err
 			}
 			sub.(*hashAggOp).depth = h.depth + 1
 			h.subs.ops = append(h.subs.ops, sub)
 		}
-		h.spill = nil // the sub-aggregates own the files now
 	}
+	h.spills = nil // the sub-aggregates own the files now
 	if h.ngroups == 0 {
 		return nil
 	}
@@ -544,10 +552,10 @@ func (h *hashAggOp) Close() error {
 	h.out.close()
 	h.releaseKeys()
 	h.releaseAccs()
-	if h.spill != nil {
-		h.spill.remove()
-		h.spill = nil
+	for _, p := range h.spills {
+		p.remove()
 	}
+	h.spills = nil
 	return errors.Join(h.subs.close(), h.child.Close())
 }
 

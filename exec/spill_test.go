@@ -138,6 +138,11 @@ func TestSpill(t *testing.T) {
 				{Func: "sum", Args: []exec.Expr{col(s, "v")}}, {Func: "count", Args: []exec.Expr{col(s, "s")}, Distinct: true},
 			}, nil)
 		},
+		"hash-aggregate-rollup": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewHashAggregate(ec, ops[0], []exec.Expr{col(s, "k"), col(s, "s")}, nil, []exec.AggregateSpec{
+				{Func: "count_star"}, {Func: "sum", Args: []exec.Expr{col(s, "v")}}, {Func: "count", Args: []exec.Expr{col(s, "v")}, Distinct: true},
+			}, [][]int{{0, 1}, {1, 0}, {0}, {}})
+		},
 		"distinct-global": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 			return exec.NewHashAggregate(ec, ops[0], nil, nil, distinctAggs(s), nil)
 		},
