@@ -177,6 +177,9 @@ func TestSpill(t *testing.T) {
 			return exec.NewWindow(ec, ops[0], nil, nil, []exec.WindowFunc{{Func: "row_number"},
 				{Func: "sum", Args: []exec.Expr{col(s, "v")}, Frame: &exec.Frame{Rows: true, Start: exec.FrameBound{Kind: exec.UnboundedPreceding}, End: exec.FrameBound{Kind: exec.CurrentRow}}}})
 		},
+		"sort-top-n": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewTopN(ec, ops[0], []exec.SortKey{{Expr: col(s, "v"), NullsFirst: true}, {Expr: col(s, "s"), Descending: true}}, 100, 2500), nil
+		},
 		"sort": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 			return exec.NewSort(ec, ops[0], []exec.SortKey{{Expr: col(s, "v"), Descending: true}, {Expr: col(s, "k"), NullsFirst: true}, {Expr: col(s, "s")}}), nil
 		},
@@ -252,7 +255,7 @@ func TestSpill(t *testing.T) {
 				t.Fatal("a 16 KiB limit did not spill")
 			}
 			verify := exectest.Unordered
-			if name == "sort" || strings.HasPrefix(name, "window") {
+			if strings.HasPrefix(name, "sort") || strings.HasPrefix(name, "window") {
 				verify = exectest.Ordered
 			}
 			if !verify(got, want) {
@@ -263,6 +266,20 @@ func TestSpill(t *testing.T) {
 			}
 			t.Logf("%d rows, %d spilled", len(got), spilled)
 		})
+	}
+}
+
+// TestTopNSmallLimit checks that a small LIMIT does not spill under a budget
+// smaller than its input.
+func TestTopNSmallLimit(t *testing.T) {
+	seed := exectest.Seed(t)
+	in := bigTable(t, rand.New(rand.NewPCG(seed, 4)), 3000, 800)
+	s := in.Schema
+	rows, spilled, err := runWith(t, []exectest.Table{in}, 16<<10, 256, func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+		return exec.NewTopN(ec, ops[0], []exec.SortKey{{Expr: col(s, "v")}}, 3, 5), nil
+	})
+	if err != nil || len(rows) != 5 || spilled != 0 {
+		t.Fatalf("%d rows, %d spilled, %v", len(rows), spilled, err)
 	}
 }
 

@@ -183,7 +183,7 @@ func (w *windowOp) Open(ctx context.Context) error {
 	}
 	keys := w.sortKeys()
 	sorter := &sortOp{ec: w.ec, child: w.child, keys: keys, count: -1}
-	t, merger, err := sorter.externalSort(ctx)
+	t, merger, err := sorter.externalSort(ctx, nil)
 	if err != nil || merger != nil {
 		w.merger = merger
 		return err
