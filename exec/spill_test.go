@@ -104,10 +104,19 @@ func streamedWindows(s *arrow.Schema) []exec.WindowFunc {
 	}
 }
 
+// twoPassWindows need a partition's size or totals: a partition larger than
+// the budget is written to disk first.
+func twoPassWindows(s *arrow.Schema) []exec.WindowFunc {
+	whole := &exec.Frame{Start: exec.FrameBound{Kind: exec.UnboundedPreceding}, End: exec.FrameBound{Kind: exec.UnboundedFollowing}}
+	return []exec.WindowFunc{
+		{Func: "percent_rank"}, {Func: "cume_dist"}, {Func: "ntile", Args: []exec.Expr{lit(int64(3))}},
+		{Func: "sum", Args: []exec.Expr{col(s, "v")}, Frame: whole}, {Func: "count_star", Frame: whole},
+	}
+}
+
 // allWindows need a whole partition at once.
 func allWindows(s *arrow.Schema) []exec.WindowFunc {
 	return []exec.WindowFunc{
-		{Func: "percent_rank"}, {Func: "cume_dist"}, {Func: "ntile", Args: []exec.Expr{lit(int64(3))}},
 		{Func: "lag", Args: []exec.Expr{col(s, "v")}}, {Func: "lead", Args: []exec.Expr{col(s, "s")}},
 		{Func: "last_value", Args: []exec.Expr{col(s, "v")}},
 		{Func: "sum", Args: []exec.Expr{col(s, "v")}, Frame: &exec.Frame{Rows: true, Start: exec.FrameBound{Kind: exec.Preceding, Offset: 1}, End: exec.FrameBound{Kind: exec.Following, Offset: 1}}},
@@ -165,17 +174,21 @@ func TestSpill(t *testing.T) {
 			return exec.NewSortAggregate(ec, ops[0], []exec.Expr{col(s, "s"), col(s, "k")}, nil, distinctAggs(s), nil)
 		},
 		"window-partitions": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
-			return exec.NewWindow(ec, ops[0], []exec.Expr{col(s, "k")}, []exec.SortKey{{Expr: col(s, "v")}}, append(streamedWindows(s), allWindows(s)...))
+			return exec.NewWindow(ec, ops[0], []exec.Expr{col(s, "k")}, []exec.SortKey{{Expr: col(s, "v")}}, slices.Concat(streamedWindows(s), twoPassWindows(s), allWindows(s)))
 		},
 		"window-streamed": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 			return exec.NewWindow(ec, ops[0], []exec.Expr{col(s, "s")}, []exec.SortKey{{Expr: col(s, "v")}}, streamedWindows(s))
+		},
+		"window-two-pass": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewWindow(ec, ops[0], []exec.Expr{col(s, "s")}, []exec.SortKey{{Expr: col(s, "v")}}, append(streamedWindows(s), twoPassWindows(s)...))
 		},
 		"window-one-partition": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 			return exec.NewWindow(ec, ops[0], nil, []exec.SortKey{{Expr: col(s, "v"), Descending: true}, {Expr: col(s, "k"), NullsFirst: true}}, streamedWindows(s))
 		},
 		"window-no-order": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 			return exec.NewWindow(ec, ops[0], nil, nil, []exec.WindowFunc{{Func: "row_number"},
-				{Func: "sum", Args: []exec.Expr{col(s, "v")}, Frame: &exec.Frame{Rows: true, Start: exec.FrameBound{Kind: exec.UnboundedPreceding}, End: exec.FrameBound{Kind: exec.CurrentRow}}}})
+				{Func: "sum", Args: []exec.Expr{col(s, "v")}, Frame: &exec.Frame{Rows: true, Start: exec.FrameBound{Kind: exec.UnboundedPreceding}, End: exec.FrameBound{Kind: exec.CurrentRow}}},
+				{Func: "avg", Args: []exec.Expr{col(s, "v")}}, {Func: "ntile", Args: []exec.Expr{lit(int64(7))}}})
 		},
 		"sort-top-n": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 			return exec.NewTopN(ec, ops[0], []exec.SortKey{{Expr: col(s, "v"), NullsFirst: true}, {Expr: col(s, "s"), Descending: true}}, 100, 2500), nil
@@ -285,7 +298,8 @@ func TestTopNSmallLimit(t *testing.T) {
 
 // TestSpillUnavoidable checks that state that cannot spill fails with
 // ErrMemoryLimit naming the budget past it: window functions that need a
-// whole partition (430 rows here) and a nested-loop join's build side.
+// whole partition's rows (430 rows here) and a nested-loop join's build
+// side.
 func TestSpillUnavoidable(t *testing.T) {
 	seed := exectest.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 3))

@@ -108,24 +108,48 @@ type windowOp struct {
 	held    int64
 	carry   *windowCarry
 	eof     bool
+	// big is set while a partition larger than the budget whose functions
+	// need its size or totals is read back from disk (the second pass).
+	big *bigPartition
+}
+
+// bigPartition is the second pass over one partition: its rows on disk,
+// and the rows after it that the first pass read.
+type bigPartition struct {
+	src  BatchSource
+	rest arrow.RecordBatch
 }
 
 // windowCarry is what a partition computed in several chunks carries from
 // one chunk to the next: its rows and peer groups so far, and per function
-// the running aggregate after its last row (nil for other functions).
+// the running aggregate after its last row (nil for other functions). In a
+// second pass it also knows the partition's size and, per whole-partition
+// aggregate, its one-row result.
 type windowCarry struct {
 	rows, dense int64
 	accs        []accumulator
+	n           int64
+	totals      []arrow.Array
+}
+
+// setCarry replaces w.carry, releasing totals that next does not take over.
+func (w *windowOp) setCarry(next *windowCarry) {
+	if w.carry != nil && (next == nil || next.totals == nil) {
+		releaseArrays(w.carry.totals)
+	}
+	w.carry = next
 }
 
 // NewWindow computes funcs over partitions of its input ordered by orderBy.
 // Output: the input columns then one column per function, rows grouped by
 // partition and ordered within it. Past Context.MemoryLimit the input is
-// sorted on disk and computed a few partitions at a time; a partition larger
-// than a quarter of the budget is computed in chunks when its functions
-// only look back (row_number, rank, dense_rank, aggregates over frames from
-// UNBOUNDED PRECEDING to CURRENT ROW), and fails with ErrMemoryLimit
-// otherwise.
+// sorted on disk and computed a few partitions at a time. A partition
+// larger than a quarter of the budget is computed in chunks when its
+// functions only look back (row_number, rank, dense_rank, aggregates over
+// frames from UNBOUNDED PRECEDING to CURRENT ROW) or need its size or
+// totals (percent_rank, cume_dist, ntile, aggregates over the whole
+// partition: then a first pass writes it to disk); other functions
+// (lag, lead, first/last/nth_value, other frames) fail with ErrMemoryLimit.
 func NewWindow(ec *Context, child Operator, partitionBy []Expr, orderBy []SortKey, funcs []WindowFunc) (Operator, error) {
 	w := &windowOp{ec: ec, child: child, partition: partitionBy, order: orderBy, funcs: funcs}
 	fields := append([]arrow.Field(nil), child.Schema().Fields()...)
@@ -240,6 +264,9 @@ func (w *windowOp) compute(ctx context.Context, cols, skeys []arrow.Array, n int
 	var next *windowCarry
 	if cont {
 		next = &windowCarry{rows: env.before(n-1) + int64(n), dense: env.denseBefore(n-1) + int64(env.dense[n-1]), accs: make([]accumulator, len(w.funcs))}
+		if w.carry != nil {
+			next.n, next.totals = w.carry.n, w.carry.totals
+		}
 	}
 	out := append([]arrow.Array(nil), cols...)
 	for _, c := range cols {
@@ -258,7 +285,7 @@ func (w *windowOp) compute(ctx context.Context, cols, skeys []arrow.Array, n int
 		}
 		out = append(out, a)
 	}
-	w.carry = next
+	w.setCarry(next)
 	res := array.NewRecordBatch(w.schema, out, int64(n))
 	defer res.Release()
 	bs := int64(w.ec.batchSize())
@@ -269,8 +296,9 @@ func (w *windowOp) compute(ctx context.Context, cols, skeys []arrow.Array, n int
 }
 
 // streamable reports whether every function can be computed in chunks of
-// one partition, and whether the chunks must end at a peer group boundary.
-func (w *windowOp) streamable() (peers bool, err error) {
+// one partition, whether the chunks must end at a peer group boundary, and
+// whether some function needs the partition's size or totals first.
+func (w *windowOp) streamable() (peers, totals bool, err error) {
 	for _, f := range w.funcs {
 		name := strings.ToLower(f.Func)
 		fr := f.Frame
@@ -278,16 +306,30 @@ func (w *windowOp) streamable() (peers bool, err error) {
 		case name == "row_number":
 		case name == "rank" || name == "dense_rank":
 			peers = true
+		case name == "percent_rank" || name == "cume_dist":
+			peers, totals = true, true
+		case name == "ntile":
+			totals = true
+		case w.wholePartition(f):
+			totals = true
 		case isWindowAggregate(name) && fr == nil && len(w.order) > 0:
 			peers = true
 		case isWindowAggregate(name) && fr != nil && fr.Start.Kind == UnboundedPreceding && fr.End.Kind == CurrentRow:
 			peers = peers || !fr.Rows
 		default:
-			return false, fmt.Errorf("%w: window %s over a partition larger than the query memory budget (%d bytes) would need the whole partition in memory",
+			return false, false, fmt.Errorf("%w: window %s over a partition larger than the query memory budget (%d bytes) would need the whole partition in memory",
 				ErrMemoryLimit, f.Func, w.ec.MemoryLimit)
 		}
 	}
-	return peers, nil
+	return peers, totals, nil
+}
+
+// wholePartition reports whether f is an aggregate over its whole
+// partition.
+func (w *windowOp) wholePartition(f WindowFunc) bool {
+	fr := f.Frame
+	return isWindowAggregate(strings.ToLower(f.Func)) &&
+		(fr == nil && len(w.order) == 0 || fr != nil && fr.Start.Kind == UnboundedPreceding && fr.End.Kind == UnboundedFollowing)
 }
 
 func isWindowAggregate(name string) bool {
@@ -298,16 +340,25 @@ func isWindowAggregate(name string) bool {
 	return true
 }
 
-// readChunk reads the merged sorted input until it can compute a chunk:
-// the complete partitions read once they pass a quarter of the budget, or
-// a partition that alone passes it up to its last chunk boundary.
+// readChunk reads the sorted input until it can compute a chunk: the
+// complete partitions read once they pass a quarter of the budget, or a
+// partition that alone passes it up to its last chunk boundary.
 func (w *windowOp) readChunk(ctx context.Context) error {
 	for {
-		b, err := w.merger.next(ctx)
+		var b arrow.RecordBatch
+		var err error
+		if w.big != nil {
+			b, err = w.big.src.Next(ctx)
+		} else {
+			b, err = w.merger.next(ctx)
+		}
 		if errors.Is(err, io.EOF) {
-			w.eof = true
-			_, err := w.computePending(ctx, true)
-			return err
+			w.eof = w.big == nil
+			if _, err := w.computePending(ctx, true); err != nil {
+				return err
+			}
+			w.endBig()
+			return nil
 		}
 		if err != nil {
 			return err
@@ -326,6 +377,139 @@ func (w *windowOp) readChunk(ctx context.Context) error {
 			return fmt.Errorf("%w: a window peer group is larger than the query memory budget (%d bytes)", ErrMemoryLimit, w.ec.MemoryLimit)
 		}
 	}
+}
+
+// endBig ends a second pass, if any: the rows after the partition become
+// pending.
+func (w *windowOp) endBig() {
+	if w.big == nil {
+		return
+	}
+	w.big.src.Close()
+	if r := w.big.rest; r != nil {
+		w.pending, w.held = []arrow.RecordBatch{r}, batchBytes(r)
+	}
+	w.big = nil
+}
+
+// firstPass writes the partition that all begins to disk, reading the
+// merged input up to its end, and computes its size and the whole-partition
+// aggregates; the second pass then reads it back.
+func (w *windowOp) firstPass(ctx context.Context, all arrow.RecordBatch, skeys []arrow.Array) error {
+	f, err := newSpillFile(w.ec, w.child.Schema())
+	if err != nil {
+		return err
+	}
+	big := &bigPartition{src: f.source()}
+	accs := make([]accumulator, len(w.funcs))
+	var totals []arrow.Array
+	ok := false
+	defer func() {
+		if !ok {
+			big.src.Close()
+			if big.rest != nil {
+				big.rest.Release()
+			}
+			releaseArrays(totals)
+		}
+	}()
+	for i, fn := range w.funcs {
+		if w.wholePartition(fn) {
+			def, err := resolveAgg(fn.Func, argTypes(fn.Args))
+			if err != nil {
+				return err
+			}
+			accs[i] = def.make()
+			accs[i].grow(1)
+		}
+	}
+	feed := func(b arrow.RecordBatch) error {
+		if err := f.write(b); err != nil {
+			return err
+		}
+		groups := make([]uint32, b.NumRows())
+		for i, acc := range accs {
+			if acc == nil {
+				continue
+			}
+			args, err := evalAll(ctx, w.ec, w.funcs[i].Args, b)
+			if err != nil {
+				return err
+			}
+			if len(args) == 0 { // count_star: any column of the right length
+				args = []arrow.Array{vectorized.NullArray(w.ec.Mem, arrow.Null, len(groups))}
+			}
+			err = acc.update(groups, args, nil)
+			releaseArrays(args)
+			if err != nil {
+				return fmt.Errorf("window %s: %w", w.funcs[i].Func, err)
+			}
+		}
+		return nil
+	}
+	if err := feed(all); err != nil {
+		return err
+	}
+	np := len(w.partition)
+	key := sliceArrays(skeys[:np], 0, 1)
+	defer releaseArrays(key)
+	for big.rest == nil {
+		b, err := w.merger.next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		pk, err := evalAll(ctx, w.ec, w.partition, b)
+		if err != nil {
+			return err
+		}
+		n, end := int(b.NumRows()), 0
+		for end < n {
+			same, err := sameKey(key, 0, pk, end)
+			if err != nil {
+				releaseArrays(pk)
+				return err
+			}
+			if !same {
+				break
+			}
+			end++
+		}
+		releaseArrays(pk)
+		if end < n {
+			big.rest = b.NewSlice(int64(end), int64(n))
+			b = b.NewSlice(0, int64(end))
+			defer b.Release()
+		}
+		if err := feed(b); err != nil {
+			return err
+		}
+	}
+	if err := f.finish(); err != nil {
+		return err
+	}
+	totals = make([]arrow.Array, len(w.funcs))
+	for i, acc := range accs {
+		if acc != nil {
+			if totals[i], err = acc.result(w.ec.Mem, 1); err != nil {
+				return err
+			}
+		}
+	}
+	ok = true
+	w.big = big
+	w.setCarry(&windowCarry{n: f.rows, totals: totals, accs: make([]accumulator, len(w.funcs))})
+	return nil
+}
+
+func argTypes(args []Expr) []arrow.DataType {
+	types := make([]arrow.DataType, len(args))
+	for i, a := range args {
+		types[i] = a.DataType()
+	}
+	return types
 }
 
 // computePending computes the pending rows (final: all of them) and keeps
@@ -361,9 +545,12 @@ func (w *windowOp) computePending(ctx context.Context, final bool) (bool, error)
 		if cut = parts[len(parts)-1]; cut == 0 {
 			// One partition past a quarter of the budget: computed in
 			// chunks, carrying its state.
-			peers, err := w.streamable()
+			peers, totals, err := w.streamable()
 			if err != nil {
 				return false, err
+			}
+			if totals && (w.carry == nil || w.carry.n == 0) {
+				return false, w.firstPass(ctx, all, skeys)
 			}
 			cut, cont = n, true
 			if peers {
@@ -446,6 +633,14 @@ func (e *windowEnv) before(r int) int64 {
 		return 0
 	}
 	return e.carry.rows
+}
+
+// size returns the size of row r's partition.
+func (e *windowEnv) size(r int) int64 {
+	if e.carry != nil && e.carry.n > 0 && e.ps[r] == 0 {
+		return e.carry.n
+	}
+	return int64(e.pe[r] - e.ps[r])
 }
 
 // denseBefore returns how many peer groups of row r's partition earlier
@@ -602,12 +797,12 @@ func (e *windowEnv) compute(ctx context.Context, i int, f WindowFunc, typ arrow.
 		cume := strings.ToLower(f.Func) == "cume_dist"
 		out := vectorized.NewFixedOut[float64](e.ec.Mem, e.n)
 		for r := range out.Vals {
-			n := float64(e.pe[r] - e.ps[r])
+			n, before := float64(e.size(r)), float64(e.before(r))
 			switch {
 			case cume:
-				out.Vals[r] = float64(e.ge[r]-e.ps[r]) / n
+				out.Vals[r] = (float64(e.ge[r]-e.ps[r]) + before) / n
 			case n > 1:
-				out.Vals[r] = float64(e.gs[r]-e.ps[r]) / (n - 1)
+				out.Vals[r] = (float64(e.gs[r]-e.ps[r]) + before) / (n - 1)
 			default:
 				out.Vals[r] = 0
 			}
@@ -621,7 +816,7 @@ func (e *windowEnv) compute(ctx context.Context, i int, f WindowFunc, typ arrow.
 			}
 		}
 		return e.ints(func(r int) int64 {
-			n, b, i := int64(e.pe[r]-e.ps[r]), k(r), int64(r-e.ps[r])
+			n, b, i := e.size(r), k(r), int64(r-e.ps[r])+e.before(r)
 			size, rem := n/b, n%b
 			if size == 0 {
 				return i + 1
@@ -702,6 +897,10 @@ func (e *windowEnv) compute(ctx context.Context, i int, f WindowFunc, typ arrow.
 		}
 		return vectorized.Take(ctx, e.ec.Mem, args[0], idx)
 	}
+	if e.carry != nil && e.carry.totals != nil && e.carry.totals[i] != nil {
+		// A second pass over one partition: its total on every row.
+		return vectorized.Take(ctx, e.ec.Mem, e.carry.totals[i], make([]int64, e.n))
+	}
 	return e.aggregate(i, f, args, next)
 }
 
@@ -710,11 +909,7 @@ func (e *windowEnv) compute(ctx context.Context, i int, f WindowFunc, typ arrow.
 // the previous row's state, frames that end at the partition end do the
 // same backwards, and other frames are folded from scratch.
 func (e *windowEnv) aggregate(fi int, f WindowFunc, args []arrow.Array, next *windowCarry) (arrow.Array, error) {
-	types := make([]arrow.DataType, len(args))
-	for i, a := range args {
-		types[i] = a.DataType()
-	}
-	def, err := resolveAgg(f.Func, types)
+	def, err := resolveAgg(f.Func, argTypes(f.Args))
 	if err != nil {
 		return nil, err
 	}
@@ -820,5 +1015,13 @@ func (w *windowOp) Close() error {
 		w.merger.close()
 		w.merger = nil
 	}
+	if w.big != nil {
+		w.big.src.Close()
+		if w.big.rest != nil {
+			w.big.rest.Release()
+		}
+		w.big = nil
+	}
+	w.setCarry(nil)
 	return w.child.Close()
 }
