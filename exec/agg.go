@@ -118,12 +118,13 @@ func (c *aggCore) releaseAccs() {
 	}
 }
 
-// distinctBytes estimates the memory of the DISTINCT aggregates' sets.
-func (c *aggCore) distinctBytes() int64 {
+// accBytes estimates the memory of accumulator state beyond a fixed size
+// per group: DISTINCT sets and min/max strings.
+func (c *aggCore) accBytes() int64 {
 	var n int64
 	for _, a := range c.accs {
-		if d, ok := a.(*distinctAcc); ok {
-			n += d.set.bytes
+		if s, ok := a.(sizedAcc); ok {
+			n += s.bytes()
 		}
 	}
 	return n
@@ -309,11 +310,11 @@ func NewHashAggregate(ec *Context, child Operator, groups []Expr, groupNames []s
 func (h *hashAggOp) Schema() *arrow.Schema { return h.schema }
 
 // stateBytes estimates the Go memory of the hash table and accumulators,
-// DISTINCT sets included. A worker of a parallel aggregation holds about
+// DISTINCT sets and strings included. A worker of a parallel aggregation holds about
 // 1/nparts of the groups: it counts its state nparts times, so that the
 // workers together stay within the budget.
 func (h *hashAggOp) stateBytes(keyBytes int) int64 {
-	return (int64(keyBytes) + int64(h.ngroups)*int64(64+16*len(h.aggs)) + h.distinctBytes()) * int64(max(h.nparts, 1))
+	return (int64(keyBytes) + int64(h.ngroups)*int64(64+16*len(h.aggs)) + h.accBytes()) * int64(max(h.nparts, 1))
 }
 
 func (h *hashAggOp) Open(ctx context.Context) error {

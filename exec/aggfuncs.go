@@ -32,6 +32,10 @@ type accumulator interface {
 	copyGroup(from, to int)
 }
 
+// sizedAcc is an accumulator whose state grows with its values (strings,
+// DISTINCT sets) beyond a fixed size per group: bytes estimates it.
+type sizedAcc interface{ bytes() int64 }
+
 // aggDef describes one aggregate: its result type and accumulator factory.
 type aggDef struct {
 	ret   arrow.DataType
@@ -499,7 +503,11 @@ type minMaxAcc struct {
 	seen  seen
 	kind  int // 0 int, 1 float, 2 decimal, 3 string, 4 bool, 5 interval
 	iv    []arrow.MonthDayNanoInterval
+	// strBytes is the length of the strings held, for the memory budget.
+	strBytes int64
 }
+
+func (m *minMaxAcc) bytes() int64 { return m.strBytes }
 
 func newMinMax(t arrow.DataType, mode int) *minMaxAcc {
 	m := &minMaxAcc{typ: t, mode: mode}
@@ -590,6 +598,7 @@ func (m *minMaxAcc) update(groups []uint32, args []arrow.Array, mask []bool) err
 			}
 			x := vectorized.StringAt(a, i)
 			if !m.seen[g] || m.better(strings.Compare(x, m.str[g])) {
+				m.strBytes += int64(len(x) - len(m.str[g]))
 				m.str[g], m.seen[g] = strings.Clone(x), true
 			}
 		}
@@ -707,6 +716,7 @@ func (m *minMaxAcc) moveTo(from, to int) {
 		m.dec = moveState(m.dec, from, to)
 	case 3:
 		m.str = moveState(m.str, from, to)
+		m.strBytes = int64(len(m.str[to]))
 	case 4:
 		m.bl = moveState(m.bl, from, to)
 	case 5:
@@ -732,6 +742,14 @@ func newDistinctAcc(ec *Context, inner accumulator, arg arrow.DataType) *distinc
 }
 
 func (d *distinctAcc) grow(n int) { d.inner.grow(n) }
+
+func (d *distinctAcc) bytes() int64 {
+	n := d.set.bytes
+	if s, ok := d.inner.(sizedAcc); ok {
+		n += s.bytes()
+	}
+	return n
+}
 
 // update is add without cancellation; operators call add.
 func (d *distinctAcc) update(groups []uint32, args []arrow.Array, mask []bool) error {

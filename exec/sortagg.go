@@ -91,7 +91,7 @@ func (s *sortAggOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		if err := s.consume(ctx, b); err != nil {
 			return nil, err
 		}
-		if s.ec.overBudget(s.base, s.distinctBytes()) {
+		if s.ec.overBudget(s.base, s.accBytes()) {
 			if err := s.spillDistinct(); err != nil {
 				return nil, err
 			}

@@ -282,6 +282,30 @@ func TestSpill(t *testing.T) {
 	}
 }
 
+// TestSpillLongStrings checks that min/max strings count against the
+// budget: 800 groups of 1 KB strings spill under a 256 KB budget that the
+// fixed per-group estimate alone would not reach.
+func TestSpillLongStrings(t *testing.T) {
+	seed := exectest.Seed(t)
+	rng := rand.New(rand.NewPCG(seed, 5))
+	in := exectest.NewTable(t, "k:int64, s:string")
+	for i := 0; i < 2400; i++ {
+		in.Rows = append(in.Rows, []string{fmt.Sprint(rng.IntN(800)), strings.Repeat(fmt.Sprint(rng.IntN(10)), 1000)})
+	}
+	s := in.Schema
+	ctor := func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+		return exec.NewHashAggregate(ec, ops[0], []exec.Expr{col(s, "k")}, nil, []exec.AggregateSpec{{Func: "max", Args: []exec.Expr{col(s, "s")}}}, nil)
+	}
+	want, _, err := runWith(t, []exectest.Table{in}, 0, 256, ctor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, spilled, err := runWith(t, []exectest.Table{in}, 256<<10, 256, ctor)
+	if err != nil || spilled == 0 || !exectest.Unordered(got, want) {
+		t.Fatalf("%d rows (want %d), %d spilled, %v", len(got), len(want), spilled, err)
+	}
+}
+
 // TestTopNSmallLimit checks that a small LIMIT does not spill under a budget
 // smaller than its input.
 func TestTopNSmallLimit(t *testing.T) {
