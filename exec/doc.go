@@ -58,16 +58,17 @@
 //     keys they do not hold, finished partition by partition.
 //   - Window sorts externally and computes a few partitions at a time; a
 //     partition larger than a quarter of the limit is computed in chunks
-//     carrying its running state, after a first pass to disk when a
-//     function needs its size or totals.
+//     that carry running state and overlap by the rows lag, lead and ROWS
+//     offset frames reach, after a first pass to disk when a function needs
+//     its size or totals.
 //   - Spool keeps its first batches in memory and writes the rest to disk.
 //
 // Partitions that are still too big re-partition, up to a fixed depth
 // (past it the operator finishes in memory). State that cannot spill fails
 // with ErrMemoryLimit naming the limit: a nested-loop join's build side,
-// and a window partition past the limit under lag, lead, first_value,
-// last_value, nth_value or frames other than from UNBOUNDED PRECEDING to
-// CURRENT ROW or the whole partition. The limit is a spill threshold, not
+// and a window partition past the limit under frames from the row to
+// UNBOUNDED FOLLOWING, RANGE offsets, first/last/nth_value over unbounded
+// frames, or lag/lead with a varying offset. The limit is a spill threshold, not
 // a hard cap: with state ten times the limit, count(DISTINCT) and
 // row_number() OVER (ORDER BY) keep their Arrow memory within twice it
 // (TestSpillTenTimesBudget).

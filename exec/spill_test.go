@@ -114,13 +114,29 @@ func twoPassWindows(s *arrow.Schema) []exec.WindowFunc {
 	}
 }
 
-// allWindows need a whole partition at once.
+// haloWindows look a constant number of rows back or ahead: chunks of a
+// partition larger than the budget overlap by that much.
+func haloWindows(s *arrow.Schema) []exec.WindowFunc {
+	rows := func(start, end exec.FrameBound) *exec.Frame { return &exec.Frame{Rows: true, Start: start, End: end} }
+	back := func(n int64) exec.FrameBound { return exec.FrameBound{Kind: exec.Preceding, Offset: n} }
+	ahead := func(n int64) exec.FrameBound { return exec.FrameBound{Kind: exec.Following, Offset: n} }
+	cur := exec.FrameBound{Kind: exec.CurrentRow}
+	return []exec.WindowFunc{
+		{Func: "lag", Args: []exec.Expr{col(s, "v")}}, {Func: "lead", Args: []exec.Expr{col(s, "s"), lit(int64(3)), lit("none")}},
+		{Func: "lag", Args: []exec.Expr{col(s, "k"), lit(int64(-2))}},
+		{Func: "sum", Args: []exec.Expr{col(s, "v")}, Frame: rows(back(1), ahead(1))},
+		{Func: "avg", Args: []exec.Expr{col(s, "k")}, Frame: rows(cur, ahead(3))},
+		{Func: "first_value", Args: []exec.Expr{col(s, "v")}, Frame: rows(back(2), back(1))},
+		{Func: "nth_value", Args: []exec.Expr{col(s, "k"), lit(int64(2))}, Frame: rows(back(4), ahead(2))},
+	}
+}
+
+// allWindows need a whole partition's rows at once.
 func allWindows(s *arrow.Schema) []exec.WindowFunc {
 	return []exec.WindowFunc{
-		{Func: "lag", Args: []exec.Expr{col(s, "v")}}, {Func: "lead", Args: []exec.Expr{col(s, "s")}},
 		{Func: "last_value", Args: []exec.Expr{col(s, "v")}},
-		{Func: "sum", Args: []exec.Expr{col(s, "v")}, Frame: &exec.Frame{Rows: true, Start: exec.FrameBound{Kind: exec.Preceding, Offset: 1}, End: exec.FrameBound{Kind: exec.Following, Offset: 1}}},
 		{Func: "count", Args: []exec.Expr{col(s, "v")}, Frame: &exec.Frame{Start: exec.FrameBound{Kind: exec.CurrentRow}, End: exec.FrameBound{Kind: exec.UnboundedFollowing}}},
+		{Func: "lag", Args: []exec.Expr{col(s, "v"), col(s, "k")}},
 	}
 }
 
@@ -174,13 +190,25 @@ func TestSpill(t *testing.T) {
 			return exec.NewSortAggregate(ec, ops[0], []exec.Expr{col(s, "s"), col(s, "k")}, nil, distinctAggs(s), nil)
 		},
 		"window-partitions": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
-			return exec.NewWindow(ec, ops[0], []exec.Expr{col(s, "k")}, []exec.SortKey{{Expr: col(s, "v")}}, slices.Concat(streamedWindows(s), twoPassWindows(s), allWindows(s)))
+			return exec.NewWindow(ec, ops[0], []exec.Expr{col(s, "k")}, []exec.SortKey{{Expr: col(s, "v")}}, slices.Concat(streamedWindows(s), twoPassWindows(s), haloWindows(s), allWindows(s)))
 		},
 		"window-streamed": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 			return exec.NewWindow(ec, ops[0], []exec.Expr{col(s, "s")}, []exec.SortKey{{Expr: col(s, "v")}}, streamedWindows(s))
 		},
 		"window-two-pass": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 			return exec.NewWindow(ec, ops[0], []exec.Expr{col(s, "s")}, []exec.SortKey{{Expr: col(s, "v")}}, append(streamedWindows(s), twoPassWindows(s)...))
+		},
+		"window-halo": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewWindow(ec, ops[0], []exec.Expr{col(s, "s")}, []exec.SortKey{{Expr: col(s, "v")}}, haloWindows(s))
+		},
+		// Nothing looks back: chunks do not overlap.
+		"window-lookahead": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewWindow(ec, ops[0], nil, []exec.SortKey{{Expr: col(s, "v")}}, []exec.WindowFunc{{Func: "row_number"},
+				{Func: "avg", Args: []exec.Expr{col(s, "k")}, Frame: &exec.Frame{Rows: true, Start: exec.FrameBound{Kind: exec.CurrentRow}, End: exec.FrameBound{Kind: exec.Following, Offset: 3}}},
+				{Func: "sum", Args: []exec.Expr{col(s, "v")}}})
+		},
+		"window-halo-streamed": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewWindow(ec, ops[0], nil, []exec.SortKey{{Expr: col(s, "v"), Descending: true}}, slices.Concat(streamedWindows(s), twoPassWindows(s), haloWindows(s)))
 		},
 		"window-one-partition": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 			return exec.NewWindow(ec, ops[0], nil, []exec.SortKey{{Expr: col(s, "v"), Descending: true}, {Expr: col(s, "k"), NullsFirst: true}}, streamedWindows(s))

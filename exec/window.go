@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/flightd/flightd/vectorized"
 )
@@ -108,6 +109,9 @@ type windowOp struct {
 	held    int64
 	carry   *windowCarry
 	eof     bool
+	// halo is how many rows at the start of pending an earlier chunk
+	// already output: kept for functions that look back (lag, frames).
+	halo int
 	// big is set while a partition larger than the budget whose functions
 	// need its size or totals is read back from disk (the second pass).
 	big *bigPartition
@@ -144,12 +148,16 @@ func (w *windowOp) setCarry(next *windowCarry) {
 // Output: the input columns then one column per function, rows grouped by
 // partition and ordered within it. Past Context.MemoryLimit the input is
 // sorted on disk and computed a few partitions at a time. A partition
-// larger than a quarter of the budget is computed in chunks when its
-// functions only look back (row_number, rank, dense_rank, aggregates over
-// frames from UNBOUNDED PRECEDING to CURRENT ROW) or need its size or
-// totals (percent_rank, cume_dist, ntile, aggregates over the whole
-// partition: then a first pass writes it to disk); other functions
-// (lag, lead, first/last/nth_value, other frames) fail with ErrMemoryLimit.
+// larger than a quarter of the budget is computed in chunks: functions that
+// look back to its start carry their state (row_number, rank, dense_rank,
+// aggregates from UNBOUNDED PRECEDING to CURRENT ROW), functions that look
+// a constant number of rows around overlap the chunks (lag and lead with a
+// constant offset, ROWS frames with offsets), and functions that need its
+// size or totals (percent_rank, cume_dist, ntile, aggregates over the whole
+// partition) read it from disk after a first pass. Others (frames from the
+// row to UNBOUNDED FOLLOWING, RANGE offsets, first/last/nth_value over
+// unbounded frames, lag/lead with a varying offset) fail with
+// ErrMemoryLimit.
 func NewWindow(ec *Context, child Operator, partitionBy []Expr, orderBy []SortKey, funcs []WindowFunc) (Operator, error) {
 	w := &windowOp{ec: ec, child: child, partition: partitionBy, order: orderBy, funcs: funcs}
 	fields := append([]arrow.Field(nil), child.Schema().Fields()...)
@@ -230,14 +238,15 @@ func (w *windowOp) Open(ctx context.Context) error {
 		return err
 	}
 	defer releaseArrays(skeys)
-	return w.compute(ctx, cols, skeys, t.n, false)
+	return w.compute(ctx, cols, skeys, t.n, 0, t.n, false)
 }
 
 // compute computes the functions over n sorted rows (cols, with the sort
-// keys skeys) and queues the result. The first partition continues w.carry
-// if set; with cont the last partition continues in the next chunk, and
-// w.carry becomes its state.
-func (w *windowOp) compute(ctx context.Context, cols, skeys []arrow.Array, n int, cont bool) error {
+// keys skeys) and queues the result of rows [lo, hi): rows before lo are
+// w.halo, rows from hi on are lookahead. The first partition continues
+// w.carry if set; with cont the last partition continues in the next
+// chunk, and w.carry becomes its state after row hi-1.
+func (w *windowOp) compute(ctx context.Context, cols, skeys []arrow.Array, n, lo, hi int, cont bool) error {
 	sorted := array.NewRecordBatch(w.child.Schema(), cols, int64(n))
 	defer sorted.Release()
 	np := len(w.partition)
@@ -249,7 +258,7 @@ func (w *windowOp) compute(ctx context.Context, cols, skeys []arrow.Array, n int
 	if err != nil {
 		return err
 	}
-	env := &windowEnv{ec: w.ec, n: n, partStart: parts, peerStart: peers, hasOrder: len(w.order) > 0, carry: w.carry}
+	env := &windowEnv{ec: w.ec, n: n, partStart: parts, peerStart: peers, hasOrder: len(w.order) > 0, carry: w.carry, halo: lo}
 	env.index()
 	if len(w.order) == 1 {
 		ok := skeys[np]
@@ -263,7 +272,7 @@ func (w *windowOp) compute(ctx context.Context, cols, skeys []arrow.Array, n int
 	}
 	var next *windowCarry
 	if cont {
-		next = &windowCarry{rows: env.before(n-1) + int64(n), dense: env.denseBefore(n-1) + int64(env.dense[n-1]), accs: make([]accumulator, len(w.funcs))}
+		next = &windowCarry{rows: env.before(hi-1) + int64(hi), dense: env.denseBefore(hi-1) + int64(env.dense[hi-1]), accs: make([]accumulator, len(w.funcs))}
 		if w.carry != nil {
 			next.n, next.totals = w.carry.n, w.carry.totals
 		}
@@ -278,7 +287,7 @@ func (w *windowOp) compute(ctx context.Context, cols, skeys []arrow.Array, n int
 		if err != nil {
 			return err
 		}
-		a, err := env.compute(ctx, i, f, w.types[i], args, next)
+		a, err := env.compute(ctx, i, f, w.types[i], args, hi, next)
 		releaseArrays(args)
 		if err != nil {
 			return fmt.Errorf("window %s: %w", f.Func, err)
@@ -286,7 +295,9 @@ func (w *windowOp) compute(ctx context.Context, cols, skeys []arrow.Array, n int
 		out = append(out, a)
 	}
 	w.setCarry(next)
-	res := array.NewRecordBatch(w.schema, out, int64(n))
+	all := array.NewRecordBatch(w.schema, out, int64(n))
+	defer all.Release()
+	res := all.NewSlice(int64(lo), int64(hi))
 	defer res.Release()
 	bs := int64(w.ec.batchSize())
 	for lo := int64(0); lo < res.NumRows(); lo += bs {
@@ -295,33 +306,92 @@ func (w *windowOp) compute(ctx context.Context, cols, skeys []arrow.Array, n int
 	return nil
 }
 
-// streamable reports whether every function can be computed in chunks of
-// one partition, whether the chunks must end at a peer group boundary, and
-// whether some function needs the partition's size or totals first.
-func (w *windowOp) streamable() (peers, totals bool, err error) {
+// chunkNeeds is what computing one partition in chunks needs: chunks that
+// end at a peer group boundary, the partition's size or totals first, and
+// how many rows before and after a chunk its functions look at.
+type chunkNeeds struct {
+	peers, totals bool
+	behind, ahead int
+}
+
+// streamable returns what computing one partition in chunks needs, or
+// ErrMemoryLimit if a function needs the whole partition's rows.
+func (w *windowOp) streamable() (chunkNeeds, error) {
+	var c chunkNeeds
 	for _, f := range w.funcs {
 		name := strings.ToLower(f.Func)
 		fr := f.Frame
+		behind, ahead, bounded := frameReach(f)
 		switch {
 		case name == "row_number":
 		case name == "rank" || name == "dense_rank":
-			peers = true
+			c.peers = true
 		case name == "percent_rank" || name == "cume_dist":
-			peers, totals = true, true
+			c.peers, c.totals = true, true
 		case name == "ntile":
-			totals = true
+			c.totals = true
 		case w.wholePartition(f):
-			totals = true
+			c.totals = true
 		case isWindowAggregate(name) && fr == nil && len(w.order) > 0:
-			peers = true
+			c.peers = true
 		case isWindowAggregate(name) && fr != nil && fr.Start.Kind == UnboundedPreceding && fr.End.Kind == CurrentRow:
-			peers = peers || !fr.Rows
+			c.peers = c.peers || !fr.Rows
+		case bounded:
+			c.behind, c.ahead = max(c.behind, behind), max(c.ahead, ahead)
 		default:
-			return false, false, fmt.Errorf("%w: window %s over a partition larger than the query memory budget (%d bytes) would need the whole partition in memory",
+			return c, fmt.Errorf("%w: window %s over a partition larger than the query memory budget (%d bytes) would need the whole partition in memory",
 				ErrMemoryLimit, f.Func, w.ec.MemoryLimit)
 		}
 	}
-	return peers, totals, nil
+	return c, nil
+}
+
+// frameReach returns how many rows before and after a row f looks at when
+// that is a constant: lag and lead with a constant offset, and ROWS frames
+// with offsets or CURRENT ROW at both ends.
+func frameReach(f WindowFunc) (behind, ahead int, ok bool) {
+	switch name := strings.ToLower(f.Func); name {
+	case "lag", "lead":
+		o := int64(1)
+		if len(f.Args) >= 2 {
+			l, isLit := f.Args[1].(*LiteralExpr)
+			if !isLit || !l.Value.IsValid() {
+				return 0, 0, false
+			}
+			v, err := l.Value.CastTo(i64Type)
+			if err != nil {
+				return 0, 0, false
+			}
+			o = v.(*scalar.Int64).Value
+		}
+		if name == "lag" {
+			o = -o
+		}
+		if o < -(1<<20) || o > 1<<20 {
+			return 0, 0, false
+		}
+		return int(max(-o, 0)), int(max(o, 0)), true
+	case "row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile":
+		return 0, 0, false
+	}
+	fr := f.Frame
+	if fr == nil || !fr.Rows {
+		return 0, 0, false
+	}
+	for _, b := range []FrameBound{fr.Start, fr.End} {
+		switch {
+		case b.Kind == CurrentRow:
+		case (b.Kind == Preceding || b.Kind == Following) && b.Offset <= 1<<20:
+			if b.Kind == Preceding {
+				behind = max(behind, int(b.Offset))
+			} else {
+				ahead = max(ahead, int(b.Offset))
+			}
+		default:
+			return 0, 0, false
+		}
+	}
+	return behind, ahead, true
 }
 
 // wholePartition reports whether f is an aggregate over its whole
@@ -342,7 +412,8 @@ func isWindowAggregate(name string) bool {
 
 // readChunk reads the sorted input until it can compute a chunk: the
 // complete partitions read once they pass a quarter of the budget, or a
-// partition that alone passes it up to its last chunk boundary.
+// partition that alone passes it up to its last chunk boundary (a peer
+// group's end, lookahead rows before the end).
 func (w *windowOp) readChunk(ctx context.Context) error {
 	for {
 		var b arrow.RecordBatch
@@ -374,7 +445,7 @@ func (w *windowOp) readChunk(ctx context.Context) error {
 			return err
 		}
 		if w.held > w.ec.MemoryLimit {
-			return fmt.Errorf("%w: a window peer group is larger than the query memory budget (%d bytes)", ErrMemoryLimit, w.ec.MemoryLimit)
+			return fmt.Errorf("%w: a window peer group or frame is larger than the query memory budget (%d bytes)", ErrMemoryLimit, w.ec.MemoryLimit)
 		}
 	}
 }
@@ -536,7 +607,20 @@ func (w *windowOp) computePending(ctx context.Context, final bool) (bool, error)
 		return false, err
 	}
 	defer releaseArrays(skeys)
-	cut, cont := n, false
+	// Rows [h, cut) are output; the rest stays pending.
+	h, cut, cont, keep := w.halo, n, false, 0
+	if h > 0 && h < n {
+		if same, err := sameKey(skeys[:len(w.partition)], h-1, skeys[:len(w.partition)], h); err != nil || !same {
+			if err != nil {
+				return false, err
+			}
+			// The carried partition ended with the halo: drop both.
+			rest := all.NewSlice(int64(h), int64(n))
+			w.pending, w.held, w.halo = []arrow.RecordBatch{rest}, batchBytes(rest), 0
+			w.setCarry(nil)
+			return w.computePending(ctx, final)
+		}
+	}
 	if !final {
 		parts, err := boundaries(skeys[:len(w.partition)], n)
 		if err != nil {
@@ -545,45 +629,64 @@ func (w *windowOp) computePending(ctx context.Context, final bool) (bool, error)
 		if cut = parts[len(parts)-1]; cut == 0 {
 			// One partition past a quarter of the budget: computed in
 			// chunks, carrying its state.
-			peers, totals, err := w.streamable()
+			needs, err := w.streamable()
 			if err != nil {
 				return false, err
 			}
-			if totals && (w.carry == nil || w.carry.n == 0) {
+			if needs.totals && (w.carry == nil || w.carry.n == 0) {
 				return false, w.firstPass(ctx, all, skeys)
 			}
-			cut, cont = n, true
-			if peers {
+			cut, cont = n-needs.ahead, true
+			if needs.peers {
 				pb, err := boundaries(skeys, n)
 				if err != nil {
 					return false, err
 				}
-				cut = pb[len(pb)-1]
+				i := len(pb) - 1
+				for i > 0 && pb[i] > cut {
+					i--
+				}
+				cut = pb[i]
 			}
+			keep = min(needs.behind, cut)
 		}
 	}
-	if cut > 0 {
-		head, hkeys := sliceArrays(cols, 0, cut), sliceArrays(skeys, 0, cut)
-		err := w.compute(ctx, head, hkeys, cut, cont)
+	if cut > h {
+		m := cut // rows the functions see
+		if cont {
+			m = n
+		}
+		head, hkeys := sliceArrays(cols, 0, m), sliceArrays(skeys, 0, m)
+		err := w.compute(ctx, head, hkeys, m, h, cut, cont)
 		releaseArrays(head)
 		releaseArrays(hkeys)
 		if err != nil {
 			return false, err
 		}
 	}
-	if cut < n {
+	if final {
+		w.halo = 0
+		w.setCarry(nil)
+		return true, nil
+	}
+	if cut <= h {
+		// Nothing new to output yet: everything stays pending.
+		cut, keep = h, h
+	}
+	w.halo = keep
+	if from := cut - keep; from < n {
 		// Copy the rest so that the computed rows' buffers can go.
-		rest := all.NewSlice(int64(cut), int64(n))
+		rest := all.NewSlice(int64(from), int64(n))
 		defer rest.Release()
 		kept, err := concatColumns(w.ec, schema, []arrow.RecordBatch{rest}, nil)
 		if err != nil {
 			return false, err
 		}
-		b := array.NewRecordBatch(schema, kept, int64(n-cut))
+		b := array.NewRecordBatch(schema, kept, int64(n-from))
 		releaseArrays(kept)
 		w.pending, w.held = []arrow.RecordBatch{b}, batchBytes(b)
 	}
-	return cut > 0, nil
+	return cut > h, nil
 }
 
 func sliceArrays(cols []arrow.Array, lo, hi int) []arrow.Array {
@@ -623,16 +726,17 @@ type windowEnv struct {
 	onull []bool
 	odesc bool
 	// carry continues the first partition from an earlier chunk (nil: it
-	// starts here).
+	// starts here), whose last halo rows come first again.
 	carry *windowCarry
+	halo  int
 }
 
-// before returns how many rows of row r's partition earlier chunks had.
+// before returns how many rows of row r's partition come before these rows.
 func (e *windowEnv) before(r int) int64 {
 	if e.carry == nil || e.ps[r] > 0 {
 		return 0
 	}
-	return e.carry.rows
+	return e.carry.rows - int64(e.halo)
 }
 
 // size returns the size of row r's partition.
@@ -643,11 +747,14 @@ func (e *windowEnv) size(r int) int64 {
 	return int64(e.pe[r] - e.ps[r])
 }
 
-// denseBefore returns how many peer groups of row r's partition earlier
-// chunks had.
+// denseBefore returns how many peer groups of row r's partition come
+// before these rows (chunks end at peer group boundaries when it matters).
 func (e *windowEnv) denseBefore(r int) int64 {
 	if e.carry == nil || e.ps[r] > 0 {
 		return 0
+	}
+	if e.halo > 0 {
+		return e.carry.dense - int64(e.dense[e.halo-1])
 	}
 	return e.carry.dense
 }
@@ -784,8 +891,9 @@ func (e *windowEnv) ints(f func(r int) int64) arrow.Array {
 }
 
 // compute computes function i; with next set (the last partition continues
-// in the next chunk) it saves an aggregate's running state there.
-func (e *windowEnv) compute(ctx context.Context, i int, f WindowFunc, typ arrow.DataType, args []arrow.Array, next *windowCarry) (arrow.Array, error) {
+// in the next chunk) it saves an aggregate's running state after row hi-1
+// there.
+func (e *windowEnv) compute(ctx context.Context, i int, f WindowFunc, typ arrow.DataType, args []arrow.Array, hi int, next *windowCarry) (arrow.Array, error) {
 	switch strings.ToLower(f.Func) {
 	case "row_number":
 		return e.ints(func(r int) int64 { return int64(r-e.ps[r]+1) + e.before(r) }), nil
@@ -901,22 +1009,24 @@ func (e *windowEnv) compute(ctx context.Context, i int, f WindowFunc, typ arrow.
 		// A second pass over one partition: its total on every row.
 		return vectorized.Take(ctx, e.ec.Mem, e.carry.totals[i], make([]int64, e.n))
 	}
-	return e.aggregate(i, f, args, next)
+	return e.aggregate(i, f, args, hi, next)
 }
 
 // aggregate computes an aggregate over each row's frame, one accumulator
 // group per row. Frames that start at the partition start extend a copy of
 // the previous row's state, frames that end at the partition end do the
 // same backwards, and other frames are folded from scratch.
-func (e *windowEnv) aggregate(fi int, f WindowFunc, args []arrow.Array, next *windowCarry) (arrow.Array, error) {
+func (e *windowEnv) aggregate(fi int, f WindowFunc, args []arrow.Array, last int, next *windowCarry) (arrow.Array, error) {
 	def, err := resolveAgg(f.Func, argTypes(f.Args))
 	if err != nil {
 		return nil, err
 	}
+	startsAtPart := f.Frame == nil || f.Frame.Start.Kind == UnboundedPreceding
+	endsAtPart := f.Frame != nil && f.Frame.End.Kind == UnboundedFollowing
 	acc := def.make()
-	if e.carry != nil && e.carry.accs[fi] != nil {
-		// Group 0 (the first row) starts from the state the partition had
-		// at the end of the previous chunk.
+	if startsAtPart && e.carry != nil && e.carry.accs[fi] != nil {
+		// A running aggregate: group 0 starts from the state the partition
+		// had at the end of the previous chunk.
 		acc = e.carry.accs[fi]
 	}
 	acc.grow(e.n)
@@ -942,16 +1052,20 @@ func (e *windowEnv) aggregate(fi int, f WindowFunc, args []arrow.Array, next *wi
 		releaseArrays(sl)
 		return err
 	}
-	startsAtPart := f.Frame == nil || f.Frame.Start.Kind == UnboundedPreceding
-	endsAtPart := f.Frame != nil && f.Frame.End.Kind == UnboundedFollowing
 	switch {
 	case startsAtPart:
 		prevHi := 0
 		for r := 0; r < e.n; r++ {
 			lo, hi := e.frame(f.Frame, r)
-			if r == e.ps[r] {
+			switch {
+			case r < e.halo:
+				continue // in the carried state (group 0)
+			case r == e.halo && r > 0:
+				acc.copyGroup(0, r)
+				prevHi = r
+			case r == e.ps[r]:
 				prevHi = lo
-			} else {
+			default:
 				acc.copyGroup(r-1, r)
 			}
 			if err := feed(r, max(prevHi, lo), hi); err != nil {
@@ -982,8 +1096,8 @@ func (e *windowEnv) aggregate(fi int, f WindowFunc, args []arrow.Array, next *wi
 		}
 	}
 	res, err := acc.result(e.ec.Mem, e.n)
-	if next != nil && err == nil {
-		acc.moveTo(e.n-1, 0)
+	if startsAtPart && next != nil && err == nil {
+		acc.moveTo(last-1, 0)
 		next.accs[fi] = acc
 	}
 	return res, err
