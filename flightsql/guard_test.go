@@ -20,7 +20,9 @@ import (
 
 // panicky is a gRPC service whose handlers panic, registered on flightd's
 // own server to check its recover interceptors.
-type panicky struct{ healthpb.UnimplementedHealthServer }
+type panicky struct {
+	healthpb.UnimplementedHealthServer
+}
 
 func (panicky) Check(context.Context, *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
 	panic("unary handler bug")
