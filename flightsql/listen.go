@@ -42,6 +42,8 @@ func NewFlightServer(srv *Server, opts Options) (flight.Server, error) {
 		opts.KeepaliveInterval = 30 * time.Second
 	}
 	grpcOpts := []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(recoverUnary),
+		grpc.ChainStreamInterceptor(recoverStream),
 		grpc.MaxRecvMsgSize(opts.MaxMessageBytes),
 		grpc.MaxSendMsgSize(opts.MaxMessageBytes),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: opts.KeepaliveInterval, Timeout: 20 * time.Second}),

@@ -220,7 +220,11 @@ func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql
 
 // readParams concatenates the parameter batches of a DoPut into one batch
 // (nil when the client sent no rows).
-func readParams(mem memory.Allocator, rdr flight.MessageReader, maxRows int64) (arrow.RecordBatch, error) {
+func readParams(mem memory.Allocator, stream flight.MessageReader, maxRows int64) (arrow.RecordBatch, error) {
+	rdr, err := newCheckedBatches(stream)
+	if err != nil {
+		return nil, err
+	}
 	var (
 		batches []arrow.RecordBatch
 		rows    int64
