@@ -47,29 +47,13 @@ func (p *prepared) boundParams() arrow.RecordBatch {
 	return p.params
 }
 
-type preparedStatements struct {
-	mu sync.Mutex
-	m  map[string]*prepared
-}
-
-func (ps *preparedStatements) get(handle []byte) (*prepared, error) {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	p, ok := ps.m[string(handle)]
+// preparedStatement finds an open prepared statement of the caller.
+func (s *Server) preparedStatement(ctx context.Context, handle []byte) (*prepared, error) {
+	p, ok := s.prepared.get(callerOf(ctx), string(handle))
 	if !ok {
 		return nil, fmt.Errorf("prepared statement %q is unknown or closed: %w", handle, errNotFound)
 	}
 	return p, nil
-}
-
-func (ps *preparedStatements) closeAll() {
-	ps.mu.Lock()
-	m := ps.m
-	ps.m = make(map[string]*prepared)
-	ps.mu.Unlock()
-	for _, p := range m {
-		p.setParams(nil)
-	}
 }
 
 func preparedKey(handle []byte) []byte { return append([]byte("p:"), handle...) }
@@ -85,13 +69,9 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	handle := hex.EncodeToString(b[:])
-	s.prepared.mu.Lock()
-	if len(s.prepared.m) >= s.limits.MaxPreparedStatements {
-		s.prepared.mu.Unlock()
-		return res, toStatus(fmt.Errorf("%d prepared statements are open; close some first: %w", s.limits.MaxPreparedStatements, errExhausted))
+	if err := s.prepared.add(callerOf(ctx), handle, &prepared{st: st}); err != nil {
+		return res, toStatus(err)
 	}
-	s.prepared.m[handle] = &prepared{st: st}
-	s.prepared.mu.Unlock()
 
 	isUpdate := !st.IsQuery()
 	res.Handle = []byte(handle)
@@ -104,11 +84,8 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 }
 
 // ClosePreparedStatement forgets a statement and its parameters.
-func (s *Server) ClosePreparedStatement(_ context.Context, req flightsql.ActionClosePreparedStatementRequest) error {
-	s.prepared.mu.Lock()
-	p, ok := s.prepared.m[string(req.GetPreparedStatementHandle())]
-	delete(s.prepared.m, string(req.GetPreparedStatementHandle()))
-	s.prepared.mu.Unlock()
+func (s *Server) ClosePreparedStatement(ctx context.Context, req flightsql.ActionClosePreparedStatementRequest) error {
+	p, ok := s.prepared.remove(callerOf(ctx), string(req.GetPreparedStatementHandle()))
 	if !ok {
 		return toStatus(fmt.Errorf("prepared statement %q is unknown or closed: %w", req.GetPreparedStatementHandle(), errNotFound))
 	}
@@ -119,7 +96,7 @@ func (s *Server) ClosePreparedStatement(_ context.Context, req flightsql.ActionC
 // GetFlightInfoPreparedStatement returns the ticket of a prepared query;
 // a prepared update executed this way runs here, once per call.
 func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
-	p, err := s.prepared.get(cmd.GetPreparedStatementHandle())
+	p, err := s.preparedStatement(ctx, cmd.GetPreparedStatementHandle())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -153,8 +130,8 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flights
 }
 
 // GetSchemaPreparedStatement returns a prepared query's result schema.
-func (s *Server) GetSchemaPreparedStatement(_ context.Context, cmd flightsql.PreparedStatementQuery, _ *flight.FlightDescriptor) (*flight.SchemaResult, error) {
-	p, err := s.prepared.get(cmd.GetPreparedStatementHandle())
+func (s *Server) GetSchemaPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, _ *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+	p, err := s.preparedStatement(ctx, cmd.GetPreparedStatementHandle())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -172,7 +149,7 @@ func (s *Server) PollFlightInfoPreparedStatement(ctx context.Context, cmd flight
 
 // DoGetPreparedStatement runs a prepared query with its bound parameters.
 func (s *Server) DoGetPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery) (*arrow.Schema, <-chan flight.StreamChunk, error) {
-	p, err := s.prepared.get(cmd.GetPreparedStatementHandle())
+	p, err := s.preparedStatement(ctx, cmd.GetPreparedStatementHandle())
 	if err != nil {
 		return nil, nil, toStatus(err)
 	}
@@ -184,8 +161,8 @@ func (s *Server) DoGetPreparedStatement(ctx context.Context, cmd flightsql.Prepa
 }
 
 // DoPutPreparedStatementQuery binds parameters (one row per execution).
-func (s *Server) DoPutPreparedStatementQuery(_ context.Context, cmd flightsql.PreparedStatementQuery, rdr flight.MessageReader, _ flight.MetadataWriter) ([]byte, error) {
-	p, err := s.prepared.get(cmd.GetPreparedStatementHandle())
+func (s *Server) DoPutPreparedStatementQuery(ctx context.Context, cmd flightsql.PreparedStatementQuery, rdr flight.MessageReader, _ flight.MetadataWriter) ([]byte, error) {
+	p, err := s.preparedStatement(ctx, cmd.GetPreparedStatementHandle())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -200,7 +177,7 @@ func (s *Server) DoPutPreparedStatementQuery(_ context.Context, cmd flightsql.Pr
 // DoPutPreparedStatementUpdate executes a prepared update once per
 // parameter row and returns the total count.
 func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql.PreparedStatementUpdate, rdr flight.MessageReader) (int64, error) {
-	p, err := s.prepared.get(cmd.GetPreparedStatementHandle())
+	p, err := s.preparedStatement(ctx, cmd.GetPreparedStatementHandle())
 	if err != nil {
 		return 0, toStatus(err)
 	}

@@ -1,0 +1,241 @@
+package flightsql_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	arrowflightsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/flightd/flightd/flightsql"
+)
+
+func wantCode(t *testing.T, what string, err error, code codes.Code) {
+	t.Helper()
+	if status.Code(err) != code {
+		t.Fatalf("%s: got %v, want %v", what, err, code)
+	}
+}
+
+// fetchAll runs a query through a raw client and counts its rows.
+func fetchAll(ctx context.Context, cl *arrowflightsql.Client, info *flight.FlightInfo) (int64, error) {
+	rdr, err := cl.DoGet(ctx, info.Endpoint[0].Ticket)
+	if err != nil {
+		return 0, err
+	}
+	defer rdr.Release()
+	var n int64
+	for rdr.Next() {
+		n += rdr.RecordBatch().NumRows()
+	}
+	return n, rdr.Err()
+}
+
+// One connection (a client, without authentication) filling its prepared
+// statement and transaction quotas leaves another connection its own.
+func TestPerClientLimits(t *testing.T) {
+	ctx := context.Background()
+	ts := startServerLimits(t, flightsql.Limits{MaxPreparedStatements: 20, MaxTransactions: 5}, 0, flightsql.Options{})
+	greedy, _ := ts.rawClient(t)
+	other, _ := ts.rawClient(t)
+
+	var stmts []*arrowflightsql.PreparedStatement
+	for range 20 {
+		p, err := greedy.Prepare(ctx, "SELECT 1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		stmts = append(stmts, p)
+	}
+	_, err := greedy.Prepare(ctx, "SELECT 1")
+	wantCode(t, "21st prepared statement", err, codes.ResourceExhausted)
+	var txns []*arrowflightsql.Txn
+	for range 5 {
+		tx, err := greedy.BeginTransaction(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		txns = append(txns, tx)
+	}
+	_, err = greedy.BeginTransaction(ctx)
+	wantCode(t, "6th transaction", err, codes.ResourceExhausted)
+
+	// The other client is not affected: plain queries, prepared statements
+	// and transactions all work.
+	info, err := other.Execute(ctx, "SELECT 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := fetchAll(ctx, other, info); err != nil || n != 1 {
+		t.Fatalf("plain query of another client: %d rows, %v", n, err)
+	}
+	p, err := other.Prepare(ctx, "SELECT 1")
+	if err != nil {
+		t.Fatalf("prepare on another client: %v", err)
+	}
+	tx, err := other.BeginTransaction(ctx)
+	if err != nil {
+		t.Fatalf("begin on another client: %v", err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Closing frees the quota.
+	if err := stmts[0].Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p, err = greedy.Prepare(ctx, "SELECT 1")
+	if err != nil {
+		t.Fatalf("prepare after closing one: %v", err)
+	}
+	stmts[0] = p
+	if err := txns[0].Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if txns[0], err = greedy.BeginTransaction(ctx); err != nil {
+		t.Fatalf("begin after committing one: %v", err)
+	}
+	for _, p := range stmts {
+		if err := p.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tx := range txns {
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Unused prepared statements close and unused transactions roll back
+// after their idle time; ones in use stay.
+func TestIdleStatementsAndTransactionsExpire(t *testing.T) {
+	ctx := context.Background()
+	const idle = time.Second
+	ts := startServerLimits(t, flightsql.Limits{PreparedIdle: idle, TxnIdle: idle}, 0, flightsql.Options{})
+	cl, _ := ts.rawClient(t)
+	for _, q := range []string{"CREATE TABLE t (k BIGINT)", "INSERT INTO t VALUES (0)"} {
+		if _, err := cl.ExecuteUpdate(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	abandoned, err := cl.Prepare(ctx, "SELECT k FROM t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used, err := cl.Prepare(ctx, "SELECT k FROM t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := cl.BeginTransaction(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecuteUpdate(ctx, "INSERT INTO t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	// Use one statement every idle/10 for 3 idle periods.
+	for deadline := time.Now().Add(3 * idle); time.Now().Before(deadline); time.Sleep(idle / 10) {
+		if _, err := used.Execute(ctx); err != nil {
+			t.Fatalf("statement in use was closed: %v", err)
+		}
+	}
+	_, err = abandoned.Execute(ctx)
+	wantCode(t, "abandoned prepared statement", err, codes.NotFound)
+	wantCode(t, "commit of abandoned transaction", tx.Commit(ctx), codes.NotFound)
+	info, err := cl.Execute(ctx, "SELECT k FROM t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := fetchAll(ctx, cl, info); err != nil || n != 1 {
+		t.Fatalf("rolled-back insert: %d rows visible, %v", n, err)
+	}
+	if err := used.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A connection that never completes its handshake is closed after the
+// handshake timeout, an idle gRPC connection after MaxConnectionIdle.
+func TestIdleConnectionsClose(t *testing.T) {
+	ts := startServerLimits(t, flightsql.Limits{}, 0, flightsql.Options{
+		HandshakeTimeout: 500 * time.Millisecond, MaxConnectionIdle: 500 * time.Millisecond,
+	})
+	addr := strings.TrimPrefix(ts.URI, "grpc://")
+
+	// Silent raw TCP: closed by the server, so the read ends.
+	raw, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	_ = raw.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.Copy(io.Discard, raw); err != nil {
+		t.Fatalf("silent connection not closed by the server: %v", err)
+	}
+
+	// A gRPC connection that made one call and then idles gets a GOAWAY.
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	stream, err := flight.NewFlightServiceClient(cc).ListActions(context.Background(), &flight.Empty{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := stream.Recv(); err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for s := cc.GetState(); s != connectivity.Idle; s = cc.GetState() {
+		if !cc.WaitForStateChange(ctx, s) {
+			t.Fatalf("idle gRPC connection still %v", s)
+		}
+	}
+
+}
+
+// Connections beyond the limit are closed at once, not queued.
+func TestConnectionLimit(t *testing.T) {
+	ts := startServerLimits(t, flightsql.Limits{}, 3, flightsql.Options{}) // handshake timeout: 10 s
+	addr := strings.TrimPrefix(ts.URI, "grpc://")
+	for range 3 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	// The server closes the fourth well before the others' handshake
+	// timeout would free a slot.
+	extra, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	_ = extra.SetReadDeadline(time.Now().Add(flightsql.DefaultHandshakeTimeout / 2))
+	if _, err := io.Copy(io.Discard, extra); err != nil {
+		t.Fatalf("connection over the limit not closed: %v", err)
+	}
+}
