@@ -14,8 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql/schema_ref"
 
-	"github.com/flightd/flightd/plan"
 	"github.com/flightd/flightd/engine"
+	"github.com/flightd/flightd/plan"
 	"github.com/flightd/flightd/tablestore"
 )
 
