@@ -74,23 +74,8 @@ func meminfoTotal() int64 {
 func loadKey(path string) ([]byte, error) {
 	key, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		key = make([]byte, 32)
-		if _, err := rand.Read(key); err != nil {
-			return nil, err
-		}
-		tmp, err := os.CreateTemp(filepath.Dir(path), ".key-*")
-		if err != nil {
-			return nil, err
-		}
-		defer os.Remove(tmp.Name())
-		_, err = tmp.Write(key)
-		if err := errors.Join(err, tmp.Sync(), tmp.Close()); err != nil {
-			return nil, err
-		}
-		// A link, not a rename: it fails if another server over the same
-		// directory created the key first, whose key then holds for both.
-		if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
-			return nil, err
+		if err := createKey(path); err != nil {
+			return nil, fmt.Errorf("create key file: %w", err)
 		}
 		key, err = os.ReadFile(path)
 	}
@@ -101,4 +86,26 @@ func loadKey(path string) ([]byte, error) {
 		return nil, fmt.Errorf("key file %s: %d bytes, want at least 32", filepath.Clean(path), len(key))
 	}
 	return key, nil
+}
+
+func createKey(path string) error {
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".key-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(key)
+	if err := errors.Join(err, tmp.Sync(), tmp.Close()); err != nil {
+		return err
+	}
+	// A link, not a rename: it fails if another server over the same
+	// directory created the key first, whose key then holds for both.
+	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return nil
 }
