@@ -61,6 +61,9 @@ func run() error {
 		if users, grants, err = flightsql.ReadAuthFile(*authFile); err != nil {
 			return err
 		}
+		if len(grants) == 0 {
+			log.Printf("flightd: %s has no grant: lines; its users can authenticate but not read or change any database", *authFile)
+		}
 	}
 	if lim := memoryLimit(*memLimit); lim > 0 {
 		log.Printf("flightd: memory limit %d MiB", lim>>20)
