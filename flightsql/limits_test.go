@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	arrowflightsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
@@ -237,5 +240,58 @@ func TestConnectionLimit(t *testing.T) {
 	_ = extra.SetReadDeadline(time.Now().Add(flightsql.DefaultHandshakeTimeout / 2))
 	if _, err := io.Copy(io.Discard, extra); err != nil {
 		t.Fatalf("connection over the limit not closed: %v", err)
+	}
+}
+
+// Bound parameters count against their client's byte budget: one client
+// at its budget cannot bind more, another still can, and closing a
+// statement gives its bytes back.
+func TestParameterBytesPerClient(t *testing.T) {
+	ctx := context.Background()
+	ts := startServerLimits(t, flightsql.Limits{MaxParamBytes: 1 << 20}, 0, flightsql.Options{})
+	a, memA := ts.rawClient(t)
+	b, memB := ts.rawClient(t)
+	if _, err := a.ExecuteUpdate(ctx, "CREATE TABLE t (s STRING)"); err != nil {
+		t.Fatal(err)
+	}
+	// bind prepares a statement and binds one string of n bytes to it.
+	bind := func(cl *arrowflightsql.Client, mem memory.Allocator, n int) (*arrowflightsql.PreparedStatement, error) {
+		p, err := cl.Prepare(ctx, "SELECT * FROM t WHERE s = ?")
+		if err != nil {
+			t.Fatal(err)
+		}
+		bld := array.NewStringBuilder(mem)
+		bld.Append(strings.Repeat("x", n))
+		col := bld.NewArray()
+		bld.Release()
+		rec := array.NewRecordBatch(p.ParameterSchema(), []arrow.Array{col}, 1)
+		col.Release()
+		p.SetParameters(rec)
+		rec.Release()
+		_, err = p.Execute(ctx)
+		return p, err
+	}
+	first, err := bind(a, memA, 600<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := bind(a, memA, 600<<10)
+	wantCode(t, "binding past the client's budget", err, codes.ResourceExhausted)
+	other, err := bind(b, memB, 600<<10)
+	if err != nil {
+		t.Fatalf("another client binds: %v", err)
+	}
+	big, err := bind(b, memB, 2<<20)
+	wantCode(t, "one DoPut past the budget", err, codes.ResourceExhausted)
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := second.Execute(ctx); err != nil {
+		t.Fatalf("binding after closing the first: %v", err)
+	}
+	for _, p := range []*arrowflightsql.PreparedStatement{second, other, big} {
+		if err := p.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/util"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -21,20 +22,57 @@ import (
 
 // prepared is one open prepared statement and its bound parameters.
 type prepared struct {
-	st *engine.Statement
+	st     *engine.Statement
+	owner  string       // the client whose parameter budget it uses
+	budget *paramBudget // shared by all statements of the server
 
 	mu     sync.Mutex
 	params arrow.RecordBatch // owned; nil until bound
+	bytes  int64             // of params, counted in budget
 }
 
-func (p *prepared) setParams(b arrow.RecordBatch) {
-	p.mu.Lock()
-	old := p.params
-	p.params = b
-	p.mu.Unlock()
-	if old != nil {
-		old.Release()
+// setParams binds b (nil: unbinds), taking it over; if the owner's
+// parameter budget cannot hold it, it fails and b stays the caller's.
+func (p *prepared) setParams(b arrow.RecordBatch) error {
+	var size int64
+	if b != nil {
+		size = util.TotalRecordSize(b)
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.budget.move(p.owner, p.bytes, size); err != nil {
+		return err
+	}
+	if p.params != nil {
+		p.params.Release()
+	}
+	p.params, p.bytes = b, size
+	return nil
+}
+
+// paramBudget counts the bytes of bound parameters each client holds.
+type paramBudget struct {
+	max int64
+
+	mu   sync.Mutex
+	used map[string]int64
+}
+
+// move replaces from bytes of owner's by to bytes, unless that makes
+// owner hold more than max.
+func (b *paramBudget) move(owner string, from, to int64) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := b.used[owner] - from + to
+	if to > from && n > b.max {
+		return fmt.Errorf("%s would hold %d bytes of bound parameters, more than %d; close or unbind some prepared statements: %w", owner, n, b.max, errExhausted)
+	}
+	if n == 0 {
+		delete(b.used, owner)
+	} else {
+		b.used[owner] = n
+	}
+	return nil
 }
 
 // boundParams returns the bound parameters retained for the caller.
@@ -69,7 +107,8 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	handle := hex.EncodeToString(b[:])
-	if err := s.prepared.add(callerOf(ctx), handle, &prepared{st: st}); err != nil {
+	c := callerOf(ctx)
+	if err := s.prepared.add(c, handle, &prepared{st: st, owner: c.owner, budget: s.paramBudget}); err != nil {
 		return res, toStatus(err)
 	}
 
@@ -89,7 +128,7 @@ func (s *Server) ClosePreparedStatement(ctx context.Context, req flightsql.Actio
 	if !ok {
 		return toStatus(fmt.Errorf("prepared statement %q is unknown or closed: %w", req.GetPreparedStatementHandle(), errNotFound))
 	}
-	p.setParams(nil)
+	_ = p.setParams(nil) // unbinding always fits
 	return nil
 }
 
@@ -166,11 +205,16 @@ func (s *Server) DoPutPreparedStatementQuery(ctx context.Context, cmd flightsql.
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	params, err := readParams(s.mem, rdr, s.limits.MaxParamRows)
+	params, err := readParams(s.mem, rdr, s.limits.MaxParamRows, s.limits.MaxParamBytes)
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	p.setParams(params)
+	if err := p.setParams(params); err != nil {
+		if params != nil {
+			params.Release()
+		}
+		return nil, toStatus(err)
+	}
 	return cmd.GetPreparedStatementHandle(), nil
 }
 
@@ -181,7 +225,7 @@ func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql
 	if err != nil {
 		return 0, toStatus(err)
 	}
-	params, err := readParams(s.mem, rdr, s.limits.MaxParamRows)
+	params, err := readParams(s.mem, rdr, s.limits.MaxParamRows, s.limits.MaxParamBytes)
 	if err != nil {
 		return 0, toStatus(err)
 	}
@@ -196,11 +240,13 @@ func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql
 }
 
 // readParams concatenates the parameter batches of a DoPut into one batch
-// (nil when the client sent no rows).
-func readParams(mem memory.Allocator, rdr flight.MessageReader, maxRows int64) (arrow.RecordBatch, error) {
+// (nil when the client sent no rows), refusing more than maxRows rows or
+// maxBytes bytes.
+func readParams(mem memory.Allocator, rdr flight.MessageReader, maxRows, maxBytes int64) (arrow.RecordBatch, error) {
 	var (
 		batches []arrow.RecordBatch
 		rows    int64
+		bytes   int64
 	)
 	defer func() {
 		for _, b := range batches {
@@ -212,6 +258,9 @@ func readParams(mem memory.Allocator, rdr flight.MessageReader, maxRows int64) (
 		rows += b.NumRows()
 		if rows > maxRows {
 			return nil, fmt.Errorf("more than %d parameter rows bound: %w", maxRows, errExhausted)
+		}
+		if bytes += util.TotalRecordSize(b); bytes > maxBytes {
+			return nil, fmt.Errorf("more than %d bytes of parameters bound: %w", maxBytes, errExhausted)
 		}
 		if b.NumRows() > 0 {
 			b.Retain()

@@ -27,6 +27,9 @@ type Limits struct {
 	MaxPreparedStatements int
 	// MaxParamRows caps the parameter rows bound to one prepared statement.
 	MaxParamRows int64
+	// MaxParamBytes caps the bytes of parameters one DoPut sends and all
+	// prepared statements of a client hold bound.
+	MaxParamBytes int64
 	// MaxTransactions caps the open transactions of a client.
 	MaxTransactions int
 	// PreparedIdle closes a prepared statement no call used for this long.
@@ -36,7 +39,7 @@ type Limits struct {
 }
 
 // DefaultLimits are used for zero fields of Limits.
-var DefaultLimits = Limits{MaxPreparedStatements: 1000, MaxParamRows: 1 << 20, MaxTransactions: 100,
+var DefaultLimits = Limits{MaxPreparedStatements: 1000, MaxParamRows: 1 << 20, MaxParamBytes: 256 << 20, MaxTransactions: 100,
 	PreparedIdle: time.Hour, TxnIdle: 10 * time.Minute}
 
 // Server serves Flight SQL over an engine.
@@ -49,9 +52,10 @@ type Server struct {
 	key    []byte // signs query tickets (and bearer tokens)
 	grants grants // nil without authentication: everything is allowed
 
-	prepared *registry[*prepared]
-	txns     *registry[*engine.Txn]
-	running  runningQueries
+	prepared    *registry[*prepared]
+	paramBudget *paramBudget
+	txns        *registry[*engine.Txn]
+	running     runningQueries
 
 	stopJanitor chan struct{}
 	janitorDone chan struct{}
@@ -65,6 +69,9 @@ func NewServer(eng *engine.Engine, limits Limits) (*Server, error) {
 	if limits.MaxParamRows <= 0 {
 		limits.MaxParamRows = DefaultLimits.MaxParamRows
 	}
+	if limits.MaxParamBytes <= 0 {
+		limits.MaxParamBytes = DefaultLimits.MaxParamBytes
+	}
 	if limits.MaxTransactions <= 0 {
 		limits.MaxTransactions = DefaultLimits.MaxTransactions
 	}
@@ -77,6 +84,7 @@ func NewServer(eng *engine.Engine, limits Limits) (*Server, error) {
 	s := &Server{eng: eng, mem: eng.Mem(), limits: limits,
 		prepared:    newRegistry[*prepared]("prepared statements", limits.MaxPreparedStatements, limits.PreparedIdle),
 		txns:        newRegistry[*engine.Txn]("transactions", limits.MaxTransactions, limits.TxnIdle),
+		paramBudget: &paramBudget{max: limits.MaxParamBytes, used: make(map[string]int64)},
 		stopJanitor: make(chan struct{}), janitorDone: make(chan struct{}),
 	}
 	s.Alloc = s.mem
@@ -104,7 +112,7 @@ func (s *Server) janitor() {
 			return
 		case now := <-t.C:
 			for _, p := range s.prepared.expired(now) {
-				p.setParams(nil)
+				_ = p.setParams(nil) // unbinding always fits
 			}
 			for id := range s.txns.expired(now) {
 				_ = s.eng.Rollback(id) // gone already if it ended meanwhile
@@ -140,7 +148,7 @@ func (s *Server) Close() {
 	close(s.stopJanitor)
 	<-s.janitorDone
 	for _, p := range s.prepared.all() {
-		p.setParams(nil)
+		_ = p.setParams(nil) // unbinding always fits
 	}
 }
 

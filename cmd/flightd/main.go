@@ -40,6 +40,7 @@ func run() error {
 		connIdle = flag.Duration("connection-idle", flightsql.DefaultMaxConnectionIdle, "close a connection with no call running for this long")
 		maxPrep  = flag.Int("max-prepared", flightsql.DefaultLimits.MaxPreparedStatements, "open prepared statements per client (user, or connection without auth)")
 		prepIdle = flag.Duration("prepared-idle", flightsql.DefaultLimits.PreparedIdle, "close a prepared statement unused for this long")
+		maxParam = flag.Int64("max-param-bytes", flightsql.DefaultLimits.MaxParamBytes, "bytes of parameters one DoPut may send and one client's prepared statements may hold bound")
 		maxTxns  = flag.Int("max-transactions", flightsql.DefaultLimits.MaxTransactions, "open transactions per client (user, or connection without auth)")
 		txnIdle  = flag.Duration("transaction-idle", flightsql.DefaultLimits.TxnIdle, "roll back a transaction unused for this long")
 		tlsCert  = flag.String("tls-cert", "", "TLS certificate (PEM)")
@@ -94,7 +95,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	srv, err := flightsql.NewServer(eng, flightsql.Limits{MaxPreparedStatements: *maxPrep, PreparedIdle: *prepIdle, MaxTransactions: *maxTxns, TxnIdle: *txnIdle})
+	srv, err := flightsql.NewServer(eng, flightsql.Limits{
+		MaxPreparedStatements: *maxPrep, PreparedIdle: *prepIdle, MaxParamBytes: *maxParam, MaxTransactions: *maxTxns, TxnIdle: *txnIdle,
+	})
 	if err != nil {
 		return errors.Join(err, eng.Close())
 	}
