@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -206,5 +207,22 @@ func TestTicketsSurviveRestart(t *testing.T) {
 	}
 	if status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("ticket on a server with another key: %v", err)
+	}
+}
+
+// An auth file with an empty password stops flightd at start.
+func TestEmptyPasswordRefusedAtStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	bin := buildFlightd(t)
+	dir := t.TempDir()
+	auth := filepath.Join(dir, "users")
+	if err := os.WriteFile(auth, []byte("alice:s3cret\nbob:\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "-addr", "127.0.0.1:0", "-data", filepath.Join(dir, "data"), "-auth-file", auth).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `user "bob" has an empty password`) {
+		t.Fatalf("flightd with an empty password: %v\n%s", err, out)
 	}
 }
