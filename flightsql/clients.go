@@ -29,8 +29,10 @@ func callerOf(ctx context.Context) caller {
 
 // registry holds server-side state that clients open by handle (prepared
 // statements, transactions): at most max entries per owner, each dropped
-// once it goes unused for idle. Only the user who opened an entry can use
-// it (everyone, without authentication).
+// once no call has used it for idle. A call uses an entry from get until it
+// ends, so a statement running longer than idle keeps its transaction.
+// Only the user who opened an entry can use it (everyone, without
+// authentication).
 type registry[T any] struct {
 	what string // "prepared statements", for errors
 	max  int
@@ -42,9 +44,10 @@ type registry[T any] struct {
 }
 
 type regEntry[T any] struct {
-	v     T
-	c     caller
-	usedN int64 // time.Time.UnixNano of the last use
+	v      T
+	c      caller
+	usedN  int64 // time.Time.UnixNano of the end of the last use
+	active int   // calls using it now
 }
 
 func newRegistry[T any](what string, max int, idle time.Duration) *registry[T] {
@@ -65,8 +68,8 @@ func (r *registry[T]) add(c caller, key string, v T) error {
 	return nil
 }
 
-// get returns the entry's value and counts the call as a use.
-func (r *registry[T]) get(c caller, key string) (T, bool) {
+// get returns the entry's value; the call (ctx) uses it until it ends.
+func (r *registry[T]) get(ctx context.Context, c caller, key string) (T, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.m[key]
@@ -74,7 +77,13 @@ func (r *registry[T]) get(c caller, key string) (T, bool) {
 		var zero T
 		return zero, false
 	}
-	e.usedN = time.Now().UnixNano()
+	e.active++
+	context.AfterFunc(ctx, func() { // gRPC cancels a call's context when it ends
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		e.active--
+		e.usedN = time.Now().UnixNano()
+	})
 	return e.v, true
 }
 
@@ -98,14 +107,14 @@ func (r *registry[T]) drop(key string, e *regEntry[T]) {
 	}
 }
 
-// expired takes out the entries unused since before now-idle.
+// expired takes out the entries no call used since before now-idle.
 func (r *registry[T]) expired(now time.Time) map[string]T {
 	cut := now.Add(-r.idle).UnixNano()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make(map[string]T)
 	for k, e := range r.m {
-		if e.usedN < cut {
+		if e.active == 0 && e.usedN < cut {
 			r.drop(k, e)
 			out[k] = e.v
 		}

@@ -295,3 +295,43 @@ func TestParameterBytesPerClient(t *testing.T) {
 		}
 	}
 }
+
+// A call still running in a transaction keeps it open past its idle time:
+// the janitor must not roll back under a running statement.
+func TestRunningCallKeepsTransaction(t *testing.T) {
+	ctx := context.Background()
+	const idle = time.Second
+	ts := startServerLimits(t, flightsql.Limits{TxnIdle: idle}, 0, flightsql.Options{})
+	cl, _ := ts.rawClient(t)
+	for _, q := range []string{"CREATE TABLE t (k BIGINT)", "INSERT INTO t SELECT a.k * 32 + b.k FROM (VALUES (0),(1),(2),(3),(4),(5),(6),(7),(8),(9),(10),(11),(12),(13),(14),(15),(16),(17),(18),(19),(20),(21),(22),(23),(24),(25),(26),(27),(28),(29),(30),(31)) AS a(k) CROSS JOIN (VALUES (0),(1),(2),(3),(4),(5),(6),(7),(8),(9),(10),(11),(12),(13),(14),(15),(16),(17),(18),(19),(20),(21),(22),(23),(24),(25),(26),(27),(28),(29),(30),(31)) AS b(k)"} {
+		if _, err := cl.ExecuteUpdate(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	tx, err := cl.BeginTransaction(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1024^3 rows: the stream blocks on flow control while nobody reads.
+	info, err := tx.Execute(ctx, "SELECT a.k FROM t a CROSS JOIN t b CROSS JOIN t c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readCtx, cancel := context.WithCancel(ctx)
+	rdr, err := cl.DoGet(readCtx, info.Endpoint[0].Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rdr.Next() {
+		t.Fatalf("no first batch: %v", rdr.Err())
+	}
+	time.Sleep(3 * idle)
+	if _, err := tx.ExecuteUpdate(ctx, "INSERT INTO t VALUES (-1)"); err != nil {
+		t.Fatalf("transaction of a running stream was rolled back: %v", err)
+	}
+	cancel()
+	rdr.Release()
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -23,6 +23,7 @@ import (
 // prepared is one open prepared statement and its bound parameters.
 type prepared struct {
 	st     *engine.Statement
+	txn    string       // the transaction it runs in; "" for none
 	owner  string       // the client whose parameter budget it uses
 	budget *paramBudget // shared by all statements of the server
 
@@ -85,11 +86,17 @@ func (p *prepared) boundParams() arrow.RecordBatch {
 	return p.params
 }
 
-// preparedStatement finds an open prepared statement of the caller.
+// preparedStatement finds an open prepared statement of the caller, which
+// uses it and its transaction until the call ends.
 func (s *Server) preparedStatement(ctx context.Context, handle []byte) (*prepared, error) {
-	p, ok := s.prepared.get(callerOf(ctx), string(handle))
+	c := callerOf(ctx)
+	p, ok := s.prepared.get(ctx, c, string(handle))
 	if !ok {
 		return nil, fmt.Errorf("prepared statement %q is unknown or closed: %w", handle, errNotFound)
+	}
+	if p.txn != "" {
+		// Ended or expired, the engine refuses its writes and keeps its reads.
+		s.txns.get(ctx, c, p.txn)
 	}
 	return p, nil
 }
@@ -108,7 +115,7 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 	_, _ = rand.Read(b[:])
 	handle := hex.EncodeToString(b[:])
 	c := callerOf(ctx)
-	if err := s.prepared.add(c, handle, &prepared{st: st, owner: c.owner, budget: s.paramBudget}); err != nil {
+	if err := s.prepared.add(c, handle, &prepared{st: st, txn: string(req.GetTransactionId()), owner: c.owner, budget: s.paramBudget}); err != nil {
 		return res, toStatus(err)
 	}
 

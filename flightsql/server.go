@@ -171,7 +171,7 @@ func (s *Server) txn(ctx context.Context, id []byte) (*engine.Txn, error) {
 	if len(id) == 0 {
 		return nil, nil
 	}
-	tx, ok := s.txns.get(callerOf(ctx), string(id))
+	tx, ok := s.txns.get(ctx, callerOf(ctx), string(id))
 	if !ok {
 		return nil, fmt.Errorf("transaction %q: %w", id, engine.ErrTxnNotFound)
 	}
