@@ -59,6 +59,7 @@ type Server struct {
 
 	stopJanitor chan struct{}
 	janitorDone chan struct{}
+	closeOnce   sync.Once
 }
 
 // NewServer builds the Flight SQL service. Register it with Register.
@@ -145,8 +146,10 @@ func (s *Server) rememberDatabase(ctx context.Context, sess *engine.Session) {
 // Close releases server-held state (bound parameters of prepared
 // statements). The engine is closed by its owner.
 func (s *Server) Close() {
-	close(s.stopJanitor)
-	<-s.janitorDone
+	s.closeOnce.Do(func() {
+		close(s.stopJanitor)
+		<-s.janitorDone
+	})
 	for _, p := range s.prepared.all() {
 		_ = p.setParams(nil) // unbinding always fits
 	}
