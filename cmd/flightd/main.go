@@ -36,7 +36,7 @@ func run() error {
 		keyFile  = flag.String("key-file", "", "key that signs tickets and tokens, created if missing (default <data>/.flightd-key)")
 		tokenTTL = flag.Duration("token-lifetime", flightsql.DefaultTokenLifetime, "how long a bearer token from Handshake stays valid")
 		memLimit = flag.Int64("memory-limit", 0, "soft limit of the process's memory in bytes (0: 3/4 of the machine's or cgroup's memory, -1: none)")
-		maxConns = flag.Int("max-connections", 4096, "connections served at once; more are closed at once (0: unlimited)")
+		maxConns = flag.Int("max-connections", defaultMaxConnections(), "connections served at once, more are closed at once; 0: unlimited (the default is 4096 or half the file descriptor limit, the smaller)")
 		connIdle = flag.Duration("connection-idle", flightsql.DefaultMaxConnectionIdle, "close a connection with no call running for this long")
 		maxPrep  = flag.Int("max-prepared", flightsql.DefaultLimits.MaxPreparedStatements, "open prepared statements per client (user, or connection without auth)")
 		prepIdle = flag.Duration("prepared-idle", flightsql.DefaultLimits.PreparedIdle, "close a prepared statement unused for this long")

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // memoryLimit sets the Go runtime's soft memory limit: the flag's bytes, or
@@ -31,6 +32,17 @@ func memoryLimit(flagBytes int64) int64 {
 	}
 	debug.SetMemoryLimit(flagBytes)
 	return flagBytes
+}
+
+// defaultMaxConnections serves at most 4096 connections, and at most half
+// of the file descriptors the process may open, so that data files, spill
+// files and the listener always have descriptors left.
+func defaultMaxConnections() int {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur == 0 {
+		return 4096
+	}
+	return int(max(min(4096, lim.Cur/2), 16))
 }
 
 // machineMemory is the memory this process may use, or 0 if unknown.
