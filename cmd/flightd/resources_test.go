@@ -226,3 +226,28 @@ func TestEmptyPasswordRefusedAtStart(t *testing.T) {
 		t.Fatalf("flightd with an empty password: %v\n%s", err, out)
 	}
 }
+
+// Connections may take at most half of the descriptors.
+func TestDefaultMaxConnections(t *testing.T) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Skip(err)
+	}
+	defer func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim) }()
+	low := lim
+	low.Cur = 200
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Skip(err)
+	}
+	if got := defaultMaxConnections(); got != 100 {
+		t.Fatalf("with 200 descriptors: %d connections", got)
+	}
+	if lim.Cur >= 8192 {
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+			t.Fatal(err)
+		}
+		if got := defaultMaxConnections(); got != 4096 {
+			t.Fatalf("with %d descriptors: %d connections", lim.Cur, got)
+		}
+	}
+}
