@@ -20,8 +20,9 @@ import (
 type Session struct {
 	e *Engine
 
-	mu       sync.Mutex
-	database string
+	mu        sync.Mutex
+	database  string
+	authorize Authorizer // nil: everything is allowed
 }
 
 // NewSession starts a session in the default database.
@@ -88,6 +89,9 @@ func (s *Session) PrepareAST(ctx context.Context, ast sql.Statement, tx *Txn) (_
 	defer recoverInternal(&err)
 	st := &Statement{s: s, tx: tx, ast: ast}
 	if st.bound, err = s.bind(ctx, ast, &catalog{s: s, tx: tx, db: s.Database()}); err != nil {
+		return nil, err
+	}
+	if err := s.allowStatement(st.bound); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -288,6 +292,9 @@ var _ plan.Catalog = (*catalog)(nil)
 func (c *catalog) CurrentDatabase() string { return c.db }
 
 func (c *catalog) Table(ctx context.Context, id tablestore.Ident) (*tablestore.Table, int64, error) {
+	if err := c.s.allow(id.Database, Read); err != nil {
+		return nil, 0, err
+	}
 	t, err := c.s.e.store.Table(ctx, id)
 	if err != nil {
 		return nil, 0, err
@@ -315,15 +322,24 @@ func (c *catalog) Databases(ctx context.Context) ([]string, error) {
 }
 
 func (c *catalog) Tables(ctx context.Context, db string) ([]string, error) {
+	if err := c.s.allow(db, Read); err != nil {
+		return nil, err
+	}
 	return c.s.e.store.Tables(ctx, db)
 }
 
 var _ plan.ViewCatalog = (*catalog)(nil)
 
 func (c *catalog) View(ctx context.Context, id tablestore.Ident) (tablestore.ViewDef, error) {
+	if err := c.s.allow(id.Database, Read); err != nil {
+		return tablestore.ViewDef{}, err
+	}
 	return c.s.e.store.View(ctx, id)
 }
 
 func (c *catalog) Views(ctx context.Context, db string) ([]string, error) {
+	if err := c.s.allow(db, Read); err != nil {
+		return nil, err
+	}
 	return c.s.e.store.Views(ctx, db)
 }

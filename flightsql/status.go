@@ -64,6 +64,8 @@ func codeOf(err error) codes.Code {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return codes.Canceled
+	case errors.Is(err, engine.ErrDenied):
+		return codes.PermissionDenied
 	case errors.Is(err, context.DeadlineExceeded):
 		return codes.DeadlineExceeded
 	case errors.Is(err, tablestore.ErrTableNotFound), errors.Is(err, tablestore.ErrDatabaseNotFound), errors.Is(err, tablestore.ErrViewNotFound),
