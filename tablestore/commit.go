@@ -16,26 +16,27 @@ var errCommitAmbiguous = errors.New("commit outcome unknown")
 
 type commitRequest struct {
 	kind    string
-	adds    []*manifestEntry
+	adds    []*manifestEntry // replaced by resequenced copies when rebased
 	deletes []*manifestEntry // compaction inputs; must still be live
 	// overwrite selects live files the commit replaces (INSERT OVERWRITE).
 	overwrite func(*manifestEntry) bool
-	baseID    int64
-	// minSeq is the smallest sequence number of the added key-table rows
-	// (-1: none); a file added to one of the same buckets after baseID with
-	// a sequence number >= minSeq is a conflicting concurrent write.
-	minSeq int64
-	// strict: any non-compaction commit after baseID that added files to
-	// one of our buckets conflicts (read-modify-write).
+	// baseID: commits after it are concurrent with this one. For a
+	// read-modify-write it is the snapshot the rows were computed from;
+	// otherwise the latest snapshot when the first sequence number was
+	// taken (every row committed before has a smaller one).
+	baseID int64
+	// strict: the rows were computed from baseID (read-modify-write), so
+	// a concurrent commit that wrote one of their keys (key tables), or
+	// added rows to the overwritten scope, is a serialization failure.
 	strict  bool
 	nextSeq int64
 	dirs    []string // directories of new files, to sync
 	// changelog are changelog files written before the commit (input
 	// producer); produce writes more against the snapshot the commit lands
-	// on and the files it deletes (lookup, full-compaction), again on every
-	// attempt.
+	// on, the files it adds and the files it deletes (lookup,
+	// full-compaction), again on every attempt.
 	changelog []*manifestEntry
-	produce   func(ctx context.Context, latest *snapshot, live, deletes []*manifestEntry) ([]*manifestEntry, error)
+	produce   func(ctx context.Context, latest *snapshot, live, adds, deletes []*manifestEntry) ([]*manifestEntry, error)
 }
 
 // maxManifests bounds a base manifest list before it is rewritten as one
@@ -111,14 +112,14 @@ func (st *tableState) tryCommit(ctx context.Context, req *commitRequest) (id int
 			}
 		}
 	}
-	if err := st.checkConflicts(req, latestID); err != nil {
+	if err := st.rebase(ctx, req, latest); err != nil {
 		return 0, false, err
 	}
 
 	changelog := req.changelog
 	var produced []*manifestEntry
 	if req.produce != nil {
-		if produced, err = req.produce(ctx, latest, live, deletes); err != nil {
+		if produced, err = req.produce(ctx, latest, live, req.adds, deletes); err != nil {
 			return 0, false, fmt.Errorf("changelog: %w", err)
 		}
 		changelog = append(slices.Clip(changelog), produced...)
@@ -319,56 +320,6 @@ func (st *tableState) isOurSnapshot(sn *snapshot) (bool, error) {
 		return false, err
 	}
 	return got.CommitUser == sn.CommitUser && got.CommitIdentifier == sn.CommitIdentifier, nil
-}
-
-// checkConflicts fails when a commit after baseID (other than compaction,
-// which never changes contents) added files that make ours wrong: in an
-// overwritten scope (we would delete rows we never saw); in one of our
-// buckets when strict; or, for key tables, in one of our buckets with
-// sequence numbers not below ours (merging by sequence number could then
-// let our rows lose although we commit later).
-func (st *tableState) checkConflicts(req *commitRequest, latestID int64) error {
-	if latestID <= req.baseID || (len(req.adds) == 0 && req.overwrite == nil) || req.kind == commitCompact {
-		return nil
-	}
-	ours := map[string]bool{}
-	for _, a := range req.adds {
-		ours[partitionKey(a.Partition)+"/"+strconv.Itoa(a.Bucket)] = true
-	}
-	for id := req.baseID + 1; id <= latestID; id++ {
-		sn, err := st.readSnapshot(id)
-		if err != nil {
-			return fmt.Errorf("%w: cannot check concurrent commit %d: %v", ErrConflict, id, err)
-		}
-		if sn.CommitKind == commitCompact {
-			continue
-		}
-		l, err := st.readManifestList(sn.DeltaManifestList)
-		if err != nil {
-			return err
-		}
-		for _, m := range l {
-			ents, err := st.readManifest(m.FileName)
-			if err != nil {
-				return err
-			}
-			for _, e := range ents {
-				if e.Kind != kindAdd {
-					continue
-				}
-				if req.overwrite != nil && req.overwrite(e) {
-					return fmt.Errorf("%w: snapshot %d added data to the overwritten partitions concurrently", ErrConflict, id)
-				}
-				if !ours[partitionKey(e.Partition)+"/"+strconv.Itoa(e.Bucket)] {
-					continue
-				}
-				if req.strict || (req.minSeq >= 0 && e.File.MaxSeq >= req.minSeq) {
-					return fmt.Errorf("%w: snapshot %d wrote bucket %d of partition %s concurrently", ErrConflict, id, e.Bucket, partitionKey(e.Partition))
-				}
-			}
-		}
-	}
-	return nil
 }
 
 // writeHint updates a LATEST/EARLIEST hint; hints may be stale, so
