@@ -371,3 +371,59 @@ func TestIsolationModel(t *testing.T) {
 	}
 	t.Logf("%d acknowledged increments, %d register writes, %d appends", acked, nregs, len(appended))
 }
+
+// TestTxnKeyLevel: transactions conflict with concurrent commits key by
+// key: a transaction's insert of key 10 and its update of key 1 commit
+// although an autocommit insert wrote key 11 of the same bucket meanwhile;
+// of two transactions updating one row exactly one commits; an INSERT whose
+// source reads its target is a read-modify-write too.
+func TestTxnKeyLevel(t *testing.T) {
+	ctx := context.Background()
+	e := openEngine(t)
+	s := e.NewSession()
+	mustExec(t, s, "CREATE TABLE u (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)")
+	mustExec(t, s, "INSERT INTO u VALUES (1, 0), (2, 0)")
+	txExec := func(tx *engine.Txn, q string) {
+		t.Helper()
+		if _, err := exec(ctx, s, tx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+
+	for _, rmw := range []bool{false, true} {
+		tx := e.Begin()
+		txExec(tx, "INSERT INTO u VALUES (10, 1)")
+		if rmw {
+			txExec(tx, "UPDATE u SET v = v + 1 WHERE k = 1")
+		}
+		mustExec(t, s, "INSERT INTO u VALUES (11, 1)")
+		if err := e.Commit(ctx, tx.ID()); err != nil {
+			t.Fatalf("transaction (update too: %v) after a concurrent insert of another key: %v", rmw, err)
+		}
+		mustExec(t, s, "DELETE FROM u WHERE k >= 10")
+	}
+	if got := rows(t, s, "SELECT v FROM u WHERE k = 1"); len(got) != 1 || got[0][0] != "1" {
+		t.Fatalf("v of key 1 = %v, want 1", got)
+	}
+
+	t1, t2 := e.Begin(), e.Begin()
+	txExec(t1, "UPDATE u SET v = v + 1 WHERE k = 2")
+	txExec(t2, "UPDATE u SET v = v + 1 WHERE k = 2")
+	err1, err2 := e.Commit(ctx, t1.ID()), e.Commit(ctx, t2.ID())
+	if err1 != nil || !errors.Is(err2, tablestore.ErrSerialization) {
+		t.Fatalf("two transactions updating one row: %v, %v; want the second to fail with ErrSerialization", err1, err2)
+	}
+	if got := rows(t, s, "SELECT v FROM u WHERE k = 2"); len(got) != 1 || got[0][0] != "1" {
+		t.Fatalf("v of key 2 = %v, want 1", got)
+	}
+
+	tx := e.Begin()
+	txExec(tx, "INSERT INTO u SELECT k, v + 10 FROM u WHERE k = 2")
+	mustExec(t, s, "UPDATE u SET v = v + 1 WHERE k = 2")
+	if err := e.Commit(ctx, tx.ID()); !errors.Is(err, tablestore.ErrSerialization) {
+		t.Fatalf("INSERT reading its target, after a concurrent update of the key: %v, want ErrSerialization", err)
+	}
+	if got := rows(t, s, "SELECT v FROM u WHERE k = 2"); len(got) != 1 || got[0][0] != "2" {
+		t.Fatalf("v of key 2 = %v, want 2", got)
+	}
+}
