@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -273,4 +274,59 @@ func TestParallelSplits(t *testing.T) {
 	}
 	slices.Sort(got)
 	eqRows(t, got, want...)
+}
+
+// TestGroupCommit: appends queued while another commit holds the table
+// publish in one snapshot, each as if committed alone in queue order: a
+// later one wins a shared key although its rows were numbered first, and a
+// read-modify-write that conflicts fails alone.
+func TestGroupCommit(t *testing.T) {
+	ctx := context.Background()
+	s, mem, _ := newTestStore(t)
+	tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}, Options: map[string]string{"write-only": "true"}}, false)
+	must(t, err)
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{2, "x"}})
+	base, _ := tbl.LatestSnapshotID(ctx)
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{2, "y"}})
+	newWrite := func(opts WriteOptions, k int, v string) *Write {
+		w := tbl.NewWrite(opts)
+		b := makeBatch(t, mem, kvSchema, [][]any{{k, v}})
+		defer b.Release()
+		must(t, w.Write(ctx, b, Insert))
+		return w
+	}
+	a := newWrite(WriteOptions{}, 1, "a") // numbered first, queued last
+	b := newWrite(WriteOptions{}, 1, "b")
+	rmw := newWrite(WriteOptions{ReadModifyWrite: true, BaseSnapshot: base}, 2, "z")
+	st := tbl.st
+	st.commitMu.Lock()
+	type outcome struct {
+		id  int64
+		err error
+	}
+	res := make([]chan outcome, 3)
+	for i, w := range []*Write{b, rmw, a} {
+		res[i] = make(chan outcome, 1)
+		go func() {
+			id, err := w.Commit(ctx)
+			res[i] <- outcome{id, err}
+		}()
+		for queued := 0; queued <= i; {
+			runtime.Gosched()
+			st.mu.Lock()
+			queued = len(st.queue)
+			st.mu.Unlock()
+		}
+	}
+	st.commitMu.Unlock()
+	ob, or, oa := <-res[0], <-res[1], <-res[2]
+	must(t, ob.err)
+	must(t, oa.err)
+	if !errors.Is(or.err, ErrSerialization) {
+		t.Fatalf("read-modify-write of a key written after its base: %v, want ErrSerialization", or.err)
+	}
+	if oa.id != ob.id || oa.id != base+2 {
+		t.Fatalf("snapshots %d and %d, want both %d", ob.id, oa.id, base+2)
+	}
+	eqRows(t, scanAll(t, tbl, ScanSpec{}), "1|a", "2|y")
 }

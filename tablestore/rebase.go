@@ -22,9 +22,10 @@ func bucketOf(e *manifestEntry) string {
 	return partitionKey(e.Partition) + "/" + strconv.Itoa(e.Bucket)
 }
 
-// rebase fits req onto latest, the snapshot it is about to follow. Commits
-// after req.baseID, other than compaction (which never changes contents),
-// are concurrent with it:
+// rebase fits req onto latest, the snapshot it is about to follow, and
+// earlier, the files of requests published in the same snapshot before it.
+// Commits after req.baseID, other than compaction (which never changes
+// contents), and those requests are concurrent with it:
 //   - a read-modify-write (strict) fails with ErrSerialization when one of
 //     them wrote a key it writes (added a row with the key, or removed a
 //     file whose key range holds it), or changed the scope it overwrites:
@@ -33,8 +34,19 @@ func bucketOf(e *manifestEntry) string {
 //     writes, with a sequence number not below its own, its files of that
 //     bucket are rewritten with sequence numbers above every committed one,
 //     so that per key the merge order is the commit order.
-func (st *tableState) rebase(ctx context.Context, req *commitRequest, latest *snapshot) error {
-	if latest == nil || latest.ID <= req.baseID || req.kind == commitCompact || (len(req.adds) == 0 && req.overwrite == nil) {
+func (st *tableState) rebase(ctx context.Context, req *commitRequest, latest *snapshot, earlier []*manifestEntry) error {
+	if req.kind == commitCompact || (len(req.adds) == 0 && req.overwrite == nil) {
+		return nil
+	}
+	var next int64 // above every committed sequence number
+	var after []int64
+	if latest != nil {
+		next = latest.NextSequenceNumber
+		for id := req.baseID + 1; id <= latest.ID; id++ {
+			after = append(after, id)
+		}
+	}
+	if len(after) == 0 && len(earlier) == 0 {
 		return nil
 	}
 	sch, err := st.latestSchema()
@@ -47,7 +59,30 @@ func (st *tableState) rebase(ctx context.Context, req *commitRequest, latest *sn
 	}
 	keys := map[string]map[string]bool{} // our keys per bucket, loaded when needed
 	stale := map[string]bool{}
-	for id := req.baseID + 1; id <= latest.ID; id++ {
+	check := func(e *manifestEntry, by string) error {
+		if req.strict && req.overwrite != nil && req.overwrite(e) {
+			return fmt.Errorf("%w: %s changed the overwritten partitions after snapshot %d, which this write read", ErrSerialization, by, req.baseID)
+		}
+		b := bucketOf(e)
+		mine := ours[b]
+		if !sch.hasPK() || len(mine) == 0 || stale[b] {
+			return nil
+		}
+		if !req.strict && (e.Kind != kindAdd || e.File.MaxSeq < minSeqOf(mine)) {
+			return nil
+		}
+		meet, err := st.keysMeet(ctx, sch, e, mine, keys, b)
+		if err != nil || !meet {
+			return err
+		}
+		if req.strict {
+			return fmt.Errorf("%w: %s wrote a key (bucket %d of partition %s) that this write also writes, after snapshot %d, which it read",
+				ErrSerialization, by, e.Bucket, partitionKey(e.Partition), req.baseID)
+		}
+		stale[b] = true
+		return nil
+	}
+	for _, id := range after {
 		sn, err := st.readSnapshot(id)
 		if err != nil {
 			return fmt.Errorf("%w: cannot check concurrent commit %d: %v", ErrConflict, id, err)
@@ -59,42 +94,28 @@ func (st *tableState) rebase(ctx context.Context, req *commitRequest, latest *sn
 		if err != nil {
 			return err
 		}
+		by := fmt.Sprintf("snapshot %d", id)
 		for _, m := range l {
 			ents, err := st.readManifest(m.FileName)
 			if err != nil {
 				return err
 			}
 			for _, e := range ents {
-				if req.strict && req.overwrite != nil && req.overwrite(e) {
-					return fmt.Errorf("%w: snapshot %d changed the overwritten partitions after snapshot %d, which this write read", ErrSerialization, id, req.baseID)
-				}
-				b := bucketOf(e)
-				mine := ours[b]
-				if !sch.hasPK() || len(mine) == 0 || stale[b] {
-					continue
-				}
-				if !req.strict && (e.Kind != kindAdd || e.File.MaxSeq < minSeqOf(mine)) {
-					continue
-				}
-				meet, err := st.keysMeet(ctx, sch, e, mine, keys, b)
-				if err != nil {
+				if err := check(e, by); err != nil {
 					return err
 				}
-				if !meet {
-					continue
-				}
-				if req.strict {
-					return fmt.Errorf("%w: snapshot %d wrote a key (bucket %d of partition %s) that this write also writes, after snapshot %d, which it read",
-						ErrSerialization, id, e.Bucket, partitionKey(e.Partition), req.baseID)
-				}
-				stale[b] = true
 			}
+		}
+	}
+	for _, e := range earlier {
+		if err := check(e, "a write published in the same snapshot"); err != nil {
+			return err
 		}
 	}
 	if len(stale) == 0 {
 		return nil
 	}
-	return st.resequence(ctx, sch, req, stale, latest.NextSequenceNumber)
+	return st.resequence(ctx, sch, req, stale, next)
 }
 
 func minSeqOf(files []*manifestEntry) int64 {
