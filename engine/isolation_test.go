@@ -114,7 +114,7 @@ func TestIsolationModel(t *testing.T) {
 	admin := e.NewSession()
 	const (
 		clients   = 8
-		steps     = 40
+		steps     = 30
 		counters  = 4 // keys 0..3
 		registers = 4 // keys 100..103
 	)

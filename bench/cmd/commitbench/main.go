@@ -15,6 +15,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,7 +55,19 @@ func main() {
 	keys := flag.Int("keys", 1000, "distinct keys the writes pick from (few keys: more writes of one key at once)")
 	ingestRows := flag.Int("ingest-rows", 100, "rows per ingest")
 	out := flag.String("out", "", "write the results as JSON to this file")
+	kinds := flag.String("kinds", "insert,ingest", "what the writers commit, comma-separated: insert, ingest")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	var writers []int
 	for _, w := range strings.Split(*writersFlag, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(w))
@@ -83,11 +96,14 @@ func main() {
 
 	var results []result
 	fmt.Printf("%-7s %8s %8s %7s %10s %9s %9s\n", "kind", "writers", "commits", "failed", "commits/s", "p50", "p99")
-	for i, kind := range []string{"insert", "ingest"} {
+	for i, kind := range strings.Split(*kinds, ",") {
 		for j, n := range writers {
 			table := fmt.Sprintf("t%d_%d", i, j)
 			if err := execSQL(ctx, db, fmt.Sprintf("CREATE TABLE %s (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '4')", table)); err != nil {
 				log.Fatal(err)
+			}
+			if kind != "insert" && kind != "ingest" {
+				log.Fatalf("-kinds: unknown %q", kind)
 			}
 			r, err := measure(ctx, db, mem, table, kind, n, *keys, *ingestRows, *duration)
 			if err != nil {
