@@ -27,7 +27,7 @@ type commitRequest struct {
 	baseID int64
 	// strict: the rows were computed from baseID (read-modify-write), so
 	// a concurrent commit that wrote one of their keys (key tables), or
-	// added rows to the overwritten scope, is a serialization failure.
+	// changed the overwritten scope, is a serialization failure.
 	strict  bool
 	nextSeq int64
 	dirs    []string // directories of new files, to sync
