@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/engine"
@@ -86,6 +88,25 @@ func rows(t *testing.T, s *engine.Session, q string) [][]string {
 	}
 }
 
+// ingest upserts one row (k, v) into u by bulk ingest.
+func ingest(ctx context.Context, s *engine.Session, tx *engine.Txn, mem memory.Allocator, k, v int64) (int64, error) {
+	b := array.NewRecordBuilder(mem, arrow.NewSchema([]arrow.Field{
+		{Name: "k", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	}, nil))
+	defer b.Release()
+	b.Field(0).(*array.Int64Builder).Append(k)
+	b.Field(1).(*array.Int64Builder).Append(v)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	rdr, err := array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
+	if err != nil {
+		return 0, err
+	}
+	defer rdr.Release()
+	return s.Ingest(ctx, engine.IngestRequest{Table: tablestore.Ident{Table: "u"}, Mode: engine.IngestAppend, Txn: tx}, rdr)
+}
+
 // write is one write a client attempted to a register key (or, with
 // deleted, removed it), with when it started and returned.
 type write struct {
@@ -96,7 +117,8 @@ type write struct {
 }
 
 // TestIsolationModel runs clients that mix read-modify-write UPDATEs
-// (counters), blind upserts and DELETEs (registers), on a key table and an
+// (counters), blind upserts (INSERT or bulk ingest) and DELETEs
+// (registers), on a key table and an
 // append table, in autocommit and in explicit transactions, while
 // compaction runs, then checks every acknowledged effect against the final
 // state: counters equal their acknowledged increments (none lost, none of a
@@ -125,6 +147,8 @@ func TestIsolationModel(t *testing.T) {
 		mustExec(t, admin, fmt.Sprintf("INSERT INTO a VALUES (%d, 0)", k))
 	}
 
+	batchMem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer batchMem.AssertSize(t, 0)
 	var (
 		mu       sync.Mutex
 		incs     [counters]int // acknowledged increments of u
@@ -244,7 +268,13 @@ func TestIsolationModel(t *testing.T) {
 							rmw = true
 						}
 						wr := write{val: val, start: time.Now(), client: c, step: step}
-						got, err := exec(ctx, s, tx, q)
+						var got int64
+						var err error
+						if !del && rng.IntN(3) == 0 {
+							got, err = ingest(ctx, s, tx, batchMem, k, val)
+						} else {
+							got, err = exec(ctx, s, tx, q)
+						}
 						mu.Lock()
 						idx := len(regs[k])
 						regs[k] = append(regs[k], wr)
