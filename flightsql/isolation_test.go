@@ -71,9 +71,9 @@ func TestIsolationOverFlightSQL(t *testing.T) {
 				}
 				rmw := rng.IntN(2) == 0
 				if rmw {
-					if _, err = tryExec(cnxn, fmt.Sprintf(`UPDATE u SET v = v + 1 WHERE k = %d`, k)); err != nil && !inTxn {
-						if !retryable(err) {
-							t.Errorf("update: %v", err)
+					if _, err = tryExec(cnxn, fmt.Sprintf(`UPDATE u SET v = v + 1 WHERE k = %d`, k)); err != nil {
+						if inTxn || !retryable(err) {
+							t.Errorf("update (transaction %v): %v", inTxn, err)
 							return
 						}
 						rmw = false // failed alone; the insert committed before it
