@@ -113,17 +113,17 @@ func (s *Session) ingestInto(ctx context.Context, t *tablestore.Table, req Inges
 	if err := checkIngestSchema(t.Ident(), target, rdr.Schema()); err != nil {
 		return 0, err
 	}
-	overwrite := req.Mode == IngestReplace
+	opts := tablestore.WriteOptions{Overwrite: req.Mode == IngestReplace}
 	var (
 		w   *tablestore.Write
 		err error
 	)
 	if req.Txn != nil {
-		if w, err = req.Txn.write(t, overwrite); err != nil {
+		if w, err = req.Txn.write(t, opts); err != nil {
 			return 0, err
 		}
 	} else {
-		w = t.NewWrite(tablestore.WriteOptions{Overwrite: overwrite})
+		w = t.NewWrite(opts)
 	}
 	var n int64
 	for rdr.Next() {
