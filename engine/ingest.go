@@ -112,7 +112,7 @@ func (s *Session) ingestInto(ctx context.Context, t *tablestore.Table, req Inges
 		err error
 	)
 	if req.Txn != nil {
-		if w, err = req.Txn.write(t, overwrite); err != nil {
+		if w, err = req.Txn.write(t, tablestore.WriteOptions{Overwrite: overwrite}); err != nil {
 			return 0, err
 		}
 	} else {

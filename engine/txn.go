@@ -143,7 +143,8 @@ func (tx *Txn) snapshot(ctx context.Context, t *tablestore.Table) (int64, error)
 // write returns the transaction's buffered write for a table. A table is
 // either appended to or overwritten within one transaction, not both: an
 // overwrite computed from the pinned snapshot would drop earlier writes.
-func (tx *Txn) write(t *tablestore.Table, overwrite bool) (*tablestore.Write, error) {
+func (tx *Txn) write(t *tablestore.Table, opts tablestore.WriteOptions) (*tablestore.Write, error) {
+	overwrite := opts.Overwrite
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
 	if tx.done {
@@ -156,7 +157,7 @@ func (tx *Txn) write(t *tablestore.Table, overwrite bool) (*tablestore.Write, er
 		}
 		return tw.w, nil
 	}
-	w := t.NewWrite(tablestore.WriteOptions{Overwrite: overwrite})
+	w := t.NewWrite(opts)
 	tx.writes[t.Ident()] = &txnWrite{w: w, overwrite: overwrite}
 	tx.order = append(tx.order, t.Ident())
 	return w, nil

@@ -25,7 +25,7 @@ func (st *Statement) Exec(ctx context.Context, params arrow.RecordBatch) (_ int6
 	case *plan.Query, *plan.Explain:
 		return 0, fmt.Errorf("statement returns rows; execute it as a query: %w", ErrInvalid)
 	case *plan.Insert:
-		return st.write(ctx, b.Table, b.Source, params, tablestore.WriteOptions{Overwrite: b.Overwrite, OverwritePartition: b.Partition}, tablestore.Insert)
+		return st.write(ctx, b.Table, b.Source, params, tablestore.WriteOptions{Overwrite: b.Overwrite, OverwritePartition: b.Partition, DynamicPartitionOverwrite: b.DynamicOverwrite}, tablestore.Insert)
 	case *plan.Delete:
 		if len(b.Table.PrimaryKey()) > 0 {
 			return st.write(ctx, b.Table, b.Deleted, params, tablestore.WriteOptions{BaseSnapshot: base}, tablestore.Delete)
@@ -203,7 +203,7 @@ func (st *Statement) write(ctx context.Context, t *tablestore.Table, source *pla
 		if opts.OverwritePartition != nil {
 			return 0, fmt.Errorf("INSERT OVERWRITE PARTITION inside a transaction: %w", ErrNotSupported)
 		}
-		if w, err = st.tx.write(t, opts.Overwrite); err != nil {
+		if w, err = st.tx.write(t, opts); err != nil {
 			return 0, err
 		}
 	} else {

@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -245,7 +246,22 @@ func (b *binder) table(n *sql.Name) (*tablestore.Table, int64) {
 func (b *binder) bindInsert(s *sql.Insert) Statement {
 	t, _ := b.table(s.Table)
 	schema := t.Schema()
-	ins := &Insert{Table: t, Overwrite: s.Overwrite}
+	ins := &Insert{Table: t, Overwrite: s.Overwrite, DynamicOverwrite: t.DynamicPartitionOverwrite()}
+	for _, h := range s.Hints {
+		if h.Name != "OPTIONS" {
+			b.fail(h.Pos, "unknown table hint %s", h.Name)
+		}
+		for _, o := range h.Options {
+			if o.Key != "dynamic-partition-overwrite" {
+				b.notImplemented(o.Pos, fmt.Sprintf("table option %q in an INSERT hint", o.Key))
+			}
+			v, err := strconv.ParseBool(o.Value)
+			if err != nil {
+				b.fail(o.Pos, "%s: want true or false, got %q", o.Key, o.Value)
+			}
+			ins.DynamicOverwrite = v
+		}
+	}
 	static := map[string]*Const{}
 	if len(s.Partition) > 0 {
 		ins.Partition = map[string]string{}

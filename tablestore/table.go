@@ -301,6 +301,10 @@ func (t *Table) Options() map[string]string { return maps.Clone(t.schema.Options
 // Comment returns the table comment.
 func (t *Table) Comment() string { return t.schema.Comment }
 
+// DynamicPartitionOverwrite is the table's dynamic-partition-overwrite
+// option (default true): what an INSERT OVERWRITE without a hint does.
+func (t *Table) DynamicPartitionOverwrite() bool { return t.schema.opts.dynamicOverwrite }
+
 // Buckets returns the number of buckets per partition.
 func (t *Table) Buckets() int { return t.schema.opts.buckets }
 

@@ -18,15 +18,18 @@ import (
 type WriteOptions struct {
 	// Overwrite replaces data instead of adding to it (INSERT OVERWRITE):
 	// the whole table, or with OverwritePartition the partitions matching
-	// that static spec, or with DynamicPartitionOverwrite the partitions the
-	// written rows fall into.
+	// that static spec. With DynamicPartitionOverwrite on a partitioned
+	// table, only the partitions the written rows fall into (within the
+	// static spec); an overwrite that writes no rows then changes nothing.
+	// Paimon's semantics; an unpartitioned table is always replaced whole.
 	Overwrite bool
 	// OverwritePartition maps partition columns (any subset) to values
 	// written as in partition paths (dates as 2024-05-01, NULL as the
 	// table's partition.default-name).
 	OverwritePartition map[string]string
-	// DynamicPartitionOverwrite limits an overwrite to the partitions that
-	// receive rows (Paimon's dynamic-partition-overwrite).
+	// DynamicPartitionOverwrite: see Overwrite (Paimon's
+	// dynamic-partition-overwrite; Table.DynamicPartitionOverwrite is the
+	// table's default).
 	DynamicPartitionOverwrite bool
 	// BaseSnapshot is the snapshot the written rows were computed from (a
 	// read-modify-write such as UPDATE). Commit then fails with ErrConflict
@@ -603,7 +606,7 @@ func (w *Write) Commit(ctx context.Context) (int64, error) {
 		w.Abort()
 		return 0, fmt.Errorf("commit %s: %w", st.id, err)
 	}
-	if len(w.pending) == 0 && !w.opts.Overwrite {
+	if len(w.pending) == 0 && (!w.opts.Overwrite || w.dynamicOverwrite()) {
 		w.reset()
 		return st.latestSnapshotID()
 	}
@@ -656,9 +659,7 @@ func (w *Write) Commit(ctx context.Context) (int64, error) {
 // overwriteSelector returns which live files an overwrite replaces.
 func (w *Write) overwriteSelector() (func(*manifestEntry) bool, error) {
 	sch := w.sch
-	if len(w.opts.OverwritePartition) > 0 && w.opts.DynamicPartitionOverwrite {
-		return nil, fmt.Errorf("%w: OverwritePartition and DynamicPartitionOverwrite exclude each other", ErrInvalid)
-	}
+	static := func(*manifestEntry) bool { return true }
 	if len(w.opts.OverwritePartition) > 0 {
 		if len(sch.PartitionKeys) == 0 {
 			return nil, fmt.Errorf("%w: OverwritePartition given but the table is not partitioned", ErrInvalid)
@@ -670,7 +671,7 @@ func (w *Write) overwriteSelector() (func(*manifestEntry) bool, error) {
 		}
 		types := partTypes(sch)
 		spec := w.opts.OverwritePartition
-		return func(e *manifestEntry) bool {
+		static = func(e *manifestEntry) bool {
 			for i, p := range sch.PartitionKeys {
 				want, ok := spec[p]
 				if !ok {
@@ -682,16 +683,21 @@ func (w *Write) overwriteSelector() (func(*manifestEntry) bool, error) {
 				}
 			}
 			return true
-		}, nil
+		}
 	}
-	if !w.opts.DynamicPartitionOverwrite || len(sch.PartitionKeys) == 0 {
-		return func(*manifestEntry) bool { return true }, nil
+	if !w.dynamicOverwrite() {
+		return static, nil
 	}
 	touched := maps.Clone(w.touched)
 	return func(e *manifestEntry) bool {
 		_, ok := touched[partitionKey(e.Partition)]
-		return ok
+		return ok && static(e)
 	}, nil
+}
+
+// dynamicOverwrite: the overwrite replaces only the partitions written.
+func (w *Write) dynamicOverwrite() bool {
+	return w.opts.Overwrite && w.opts.DynamicPartitionOverwrite && len(w.sch.PartitionKeys) > 0
 }
 
 // partitionPathValue escapes a user-given partition value like partition
