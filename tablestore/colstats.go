@@ -59,7 +59,7 @@ type Statistics struct {
 func (t *Table) ColumnStats(ctx context.Context, snapshotID int64) (*Statistics, error) {
 	sch := t.schema
 	out := &Statistics{Columns: make([]ColumnStats, len(sch.Fields))}
-	sn, err := t.st.resolveSnapshot(snapshotID)
+	sn, err := t.resolve(snapshotID)
 	if err != nil || sn == nil {
 		return out, err
 	}

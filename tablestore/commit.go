@@ -36,6 +36,14 @@ type commitRequest struct {
 	// attempt.
 	changelog []*manifestEntry
 	produce   func(ctx context.Context, latest *snapshot, live, deletes []*manifestEntry) ([]*manifestEntry, error)
+	// schema is the version the rows were written with (nil: compaction);
+	// a table replaced since then refuses them.
+	schema *tableSchema
+	// replace publishes a staged table (Store.StageTable): this snapshot
+	// carries its schema version and replaces all data; create: only if no
+	// table is in effect.
+	replace *tableSchema
+	create  bool
 }
 
 // maxManifests bounds a base manifest list before it is rewritten as one
@@ -54,7 +62,7 @@ func (st *tableState) commit(ctx context.Context, req *commitRequest) (int64, er
 	for _, d := range req.dirs {
 		for ; len(d) >= len(st.dir) && !synced[d]; d = path.Dir(d) {
 			if err := st.fs().SyncDir(d); err != nil {
-				return 0, fmt.Errorf("sync %s: %w", d, err)
+				return 0, st.droppedOr(fmt.Errorf("sync %s: %w", d, err))
 			}
 			synced[d] = true
 		}
@@ -69,15 +77,26 @@ func (st *tableState) commit(ctx context.Context, req *commitRequest) (int64, er
 			return id, nil
 		}
 		if !retry || attempt >= 20 {
-			return 0, err
+			return 0, st.droppedOr(err)
 		}
 	}
 }
 
 func (st *tableState) tryCommit(ctx context.Context, req *commitRequest) (id int64, retry bool, err error) {
 	sch, err := st.latestSchema()
-	if err != nil {
+	switch {
+	case req.replace != nil && err == nil && req.create:
+		return 0, false, fmt.Errorf("create table %s: %w", st.id, ErrTableExists)
+	case req.replace != nil && err == nil && sch.ID > req.replace.ID:
+		return 0, false, fmt.Errorf("%w: table %s was replaced or altered while being replaced", ErrConflict, st.id)
+	case req.replace != nil && errors.Is(err, ErrTableNotFound):
+	case err != nil:
 		return 0, false, err
+	case req.schema != nil && req.schema.ID < sch.Origin:
+		return 0, false, fmt.Errorf("%w: table %s was replaced after the write began", ErrConflict, st.id)
+	}
+	if req.replace != nil {
+		sch = req.replace
 	}
 	latestID, err := st.latestSnapshotID()
 	if err != nil {
@@ -111,8 +130,11 @@ func (st *tableState) tryCommit(ctx context.Context, req *commitRequest) (id int
 			}
 		}
 	}
-	if err := st.checkConflicts(req, latestID); err != nil {
-		return 0, false, err
+	// A replace supersedes whatever committed meanwhile.
+	if req.replace == nil {
+		if err := st.checkConflicts(req, latestID); err != nil {
+			return 0, false, err
+		}
 	}
 
 	changelog := req.changelog

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path"
 	"runtime"
 	"slices"
 	"strconv"
@@ -66,6 +67,10 @@ type Write struct {
 	// release ends the lease that keeps the snapshots after baseID, which
 	// the commit checks for conflicts, from expiring.
 	release func()
+	// staged is the new table's schema version of a Store.StageTable write
+	// until its commit publishes it; createOnly: the table must not exist.
+	staged     *tableSchema
+	createOnly bool
 }
 
 // NewWrite starts a write transaction on the table's current schema.
@@ -74,6 +79,10 @@ func (t *Table) NewWrite(opts WriteOptions) *Write {
 	w.reset()
 	return w
 }
+
+// Table is the table the write goes to (for Store.StageTable, the staged
+// one).
+func (w *Write) Table() *Table { return w.t }
 
 func (w *Write) reset() {
 	for _, r := range w.recs {
@@ -606,7 +615,7 @@ func (w *Write) Commit(ctx context.Context) (int64, error) {
 		w.Abort()
 		return 0, fmt.Errorf("commit %s: %w", st.id, err)
 	}
-	if len(w.pending) == 0 && (!w.opts.Overwrite || w.dynamicOverwrite()) {
+	if len(w.pending) == 0 && (!w.opts.Overwrite || w.dynamicOverwrite()) && w.staged == nil {
 		w.reset()
 		return st.latestSnapshotID()
 	}
@@ -625,8 +634,11 @@ func (w *Write) Commit(ctx context.Context) (int64, error) {
 		nextSeq:   w.maxSeq + 1,
 		dirs:      slices.Collect(maps.Keys(w.dirs)),
 		changelog: w.logs,
+		schema:    w.sch,
+		replace:   w.staged,
+		create:    w.createOnly,
 	}
-	if w.sch.hasPK() && w.sch.opts.producer == producerLookup {
+	if w.sch.hasPK() && w.sch.opts.producer == producerLookup && w.staged == nil {
 		req.produce = st.lookupChangelog(w.pending)
 	}
 	if w.opts.Overwrite {
@@ -647,6 +659,7 @@ func (w *Write) Commit(ctx context.Context) (int64, error) {
 		}
 		return 0, fmt.Errorf("commit %s: %w", st.id, err)
 	}
+	w.staged = nil
 	buckets := map[string]*manifestEntry{}
 	for _, e := range w.pending {
 		buckets[partitionKey(e.Partition)+"/"+strconv.Itoa(e.Bucket)] = e
@@ -706,10 +719,28 @@ func partitionPathValue(v string) string {
 	return partitionPath([]string{""}, []arrow.DataType{arrow.BinaryTypes.String}, []datum{strDatum(v)}, "")[1:]
 }
 
-// Abort drops buffered rows and removes files written but not committed.
+// Abort drops buffered rows and removes files written but not committed
+// (and the schema version of an uncommitted Store.StageTable write). When
+// the table was dropped meanwhile, it also removes the directories the
+// write created under the dropped table's path, those that are empty (a
+// table created again meanwhile keeps its files).
 func (w *Write) Abort() {
+	st := w.t.st
 	for _, e := range append(w.pending, w.logs...) {
-		_ = w.t.st.fs().Remove(joinPath(w.t.st.dir, e.File.Path))
+		_ = st.fs().Remove(joinPath(st.dir, e.File.Path))
+	}
+	if w.staged != nil {
+		_ = st.fs().Remove(joinPath(st.dir, "schema", "schema-"+strconv.FormatInt(w.staged.ID, 10)))
+		w.staged = nil
+	} else if _, err := st.latestSchema(); errors.Is(err, ErrTableNotFound) && len(w.dirs) > 0 {
+		dirs := slices.Collect(maps.Keys(w.dirs))
+		slices.SortFunc(dirs, func(a, b string) int { return len(b) - len(a) }) // deepest first
+		for _, d := range dirs {
+			for ; len(d) > len(st.dir); d = path.Dir(d) {
+				_ = st.fs().Remove(d)
+			}
+		}
+		_ = st.fs().Remove(st.dir)
 	}
 	w.reset()
 }
