@@ -131,6 +131,7 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flights
 		if _, err := p.st.Exec(ctx, params); err != nil {
 			return nil, toStatus(err)
 		}
+		s.rememberSession(ctx, p.st)
 		return s.updateInfo(desc), nil
 	}
 	params := p.boundParams()
@@ -215,7 +216,11 @@ func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql
 		defer params.Release()
 	}
 	n, err := p.st.Exec(ctx, params)
-	return n, toStatus(err)
+	if err != nil {
+		return 0, toStatus(err)
+	}
+	s.rememberSession(ctx, p.st)
+	return n, nil
 }
 
 // readParams concatenates the parameter batches of a DoPut into one batch
