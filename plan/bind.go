@@ -347,6 +347,9 @@ func (b *binder) tableScope(name *sql.Name, alias string) (*tablestore.Table, *S
 
 func (b *binder) bindDelete(s *sql.Delete) Statement {
 	t, scan, sc := b.tableScope(s.Table, s.Alias)
+	if err := t.CheckRowLevel(false); err != nil {
+		b.failWrap(s.Pos, err, "%v", err)
+	}
 	d := &Delete{Table: t}
 	if s.Where == nil {
 		// Everything goes: Kept is empty.
@@ -371,6 +374,9 @@ func (b *binder) bindDelete(s *sql.Delete) Statement {
 
 func (b *binder) bindUpdate(s *sql.Update) Statement {
 	t, scan, sc := b.tableScope(s.Table, s.Alias)
+	if err := t.CheckRowLevel(true); err != nil {
+		b.failWrap(s.Pos, err, "%v", err)
+	}
 	schema := t.Schema()
 	sets := map[string]*sql.Assignment{}
 	for _, a := range s.Sets {
