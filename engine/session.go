@@ -125,6 +125,18 @@ func (st *Statement) IsQuery() bool {
 	return false
 }
 
+// ChangesSession reports whether executing the statement changes its
+// session (USE): whoever keeps the client's session state across calls
+// must take the new state from Session after Exec, whichever path
+// (prepared or not) ran it.
+func (st *Statement) ChangesSession() bool {
+	_, ok := st.bound.(*plan.UseDatabase)
+	return ok
+}
+
+// Session is the session the statement was prepared in.
+func (st *Statement) Session() *Session { return st.s }
+
 // Streaming reports whether the statement is a query over a change stream
 // (a table hint with scan.mode): its result does not end on its own.
 func (st *Statement) Streaming() bool {

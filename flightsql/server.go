@@ -156,6 +156,16 @@ func (s *Server) rememberDatabase(ctx context.Context, sess *engine.Session) {
 	}
 }
 
+// rememberSession carries a session change a prepared statement made (USE)
+// into the client's session. Other prepared statements leave it alone: their
+// session is the one of the CreatePreparedStatement call, which a later USE
+// may have changed since.
+func (s *Server) rememberSession(ctx context.Context, st *engine.Statement) {
+	if st.ChangesSession() {
+		s.rememberDatabase(ctx, st.Session())
+	}
+}
+
 // Close releases server-held state (bound parameters of prepared
 // statements). The engine is closed by its owner.
 func (s *Server) Close() {

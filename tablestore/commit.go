@@ -37,6 +37,14 @@ type commitRequest struct {
 	// full-compaction), again on every attempt.
 	changelog []*manifestEntry
 	produce   func(ctx context.Context, latest *snapshot, live, adds, deletes []*manifestEntry) ([]*manifestEntry, error)
+	// schema is the version the rows were written with (nil: compaction);
+	// a table replaced since then refuses them.
+	schema *tableSchema
+	// replace publishes a staged table (Store.StageTable): this snapshot
+	// carries its schema version and replaces all data; create: only if no
+	// table is in effect.
+	replace *tableSchema
+	create  bool
 }
 
 // maxManifests bounds a base manifest list before it is rewritten as one
@@ -59,7 +67,7 @@ func (st *tableState) commit(ctx context.Context, req *commitRequest) (int64, er
 	for _, d := range req.dirs {
 		for ; len(d) >= len(st.dir) && !synced[d]; d = path.Dir(d) {
 			if err := st.fs().SyncDir(d); err != nil {
-				return 0, fmt.Errorf("sync %s: %w", d, err)
+				return 0, st.droppedOr(fmt.Errorf("sync %s: %w", d, err))
 			}
 			synced[d] = true
 		}
@@ -116,6 +124,9 @@ func (st *tableState) publish(ctx context.Context, group []*queuedCommit) {
 			published := false
 			for i, q := range group {
 				q.done, q.id, q.err = true, id, err
+				if err != nil {
+					q.err = st.droppedOr(err)
+				}
 				if err == nil {
 					q.err = errs[i]
 					published = published || errs[i] == nil
@@ -139,8 +150,17 @@ func (st *tableState) publish(ctx context.Context, group []*queuedCommit) {
 func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id int64, errs []error, retry bool, err error) {
 	req := reqs[0]
 	sch, err := st.latestSchema()
-	if err != nil {
+	switch {
+	case req.replace != nil && err == nil && req.create:
+		return 0, nil, false, fmt.Errorf("create table %s: %w", st.id, ErrTableExists)
+	case req.replace != nil && err == nil && sch.ID > req.replace.ID:
+		return 0, nil, false, fmt.Errorf("%w: table %s was replaced or altered while being replaced", ErrConflict, st.id)
+	case req.replace != nil && errors.Is(err, ErrTableNotFound):
+	case err != nil:
 		return 0, nil, false, err
+	}
+	if req.replace != nil {
+		sch = req.replace
 	}
 	latestID, err := st.latestSnapshotID()
 	if err != nil {
@@ -179,8 +199,16 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 	var nextSeq int64
 	included := 0
 	for i, r := range reqs {
-		if errs[i] = st.rebase(ctx, r, latest, adds); errs[i] != nil {
+		switch {
+		case r.replace != nil:
+			// A replace supersedes whatever committed meanwhile.
+		case r.schema != nil && r.schema.ID < sch.Origin:
+			errs[i] = fmt.Errorf("%w: table %s was replaced after the write began", ErrConflict, st.id)
 			continue
+		default:
+			if errs[i] = st.rebase(ctx, r, latest, adds); errs[i] != nil {
+				continue
+			}
 		}
 		adds = append(adds, r.adds...)
 		nextSeq = max(nextSeq, r.nextSeq)
