@@ -88,7 +88,7 @@ func rows(t *testing.T, s *engine.Session, q string) [][]string {
 	}
 }
 
-// ingest upserts one row (k, v) into u by bulk ingest.
+// ingestRow upserts one row (k, v) into u by bulk ingest.
 func ingestRow(ctx context.Context, s *engine.Session, tx *engine.Txn, mem memory.Allocator, k, v int64) (int64, error) {
 	b := array.NewRecordBuilder(mem, arrow.NewSchema([]arrow.Field{
 		{Name: "k", Type: arrow.PrimitiveTypes.Int64},
