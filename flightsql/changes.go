@@ -139,7 +139,7 @@ func (s *Server) doGetChanges(ctx context.Context, ticket []byte) (*arrow.Schema
 	if err != nil {
 		return nil, nil, toStatus(err)
 	}
-	st, err := sess.Prepare(ctx, query, nil)
+	st, err := s.prepareSQL(ctx, sess, query, nil)
 	if err != nil {
 		return nil, nil, toStatus(fmt.Errorf("change stream ticket: %w", err))
 	}

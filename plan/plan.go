@@ -120,11 +120,15 @@ func (q *Query) Explain() string {
 }
 
 // Insert writes Source into Table. Source's schema equals the table schema.
+// An overwrite replaces Partition (a static spec, nil: all), and with
+// DynamicOverwrite only the partitions Source writes within it
+// (tablestore.WriteOptions).
 type Insert struct {
-	Table     *tablestore.Table
-	Overwrite bool
-	Partition map[string]string
-	Source    *Query
+	Table            *tablestore.Table
+	Overwrite        bool
+	Partition        map[string]string
+	DynamicOverwrite bool
+	Source           *Query
 }
 
 // Delete removes the rows matching a predicate. Deleted yields the full
