@@ -73,6 +73,14 @@ type sJoin struct {
 }
 
 func (s *sJoin) cols() []Column    { return s.cs }
+
+// sUnion is UNION ALL.
+type sUnion struct {
+	l, r sNode
+	cs   []Column
+}
+
+func (s *sUnion) cols() []Column { return s.cs }
 func (s *sSource) cols() []Column  { return s.cs }
 func (s *sFilter) cols() []Column  { return s.in.cols() }
 func (s *sProject) cols() []Column { return s.cs }
@@ -281,6 +289,35 @@ func (p *streamPlanner) plan(n Node) sNode {
 			}
 		}
 		return j
+	case *SetOpNode:
+		if x.Kind != Union {
+			p.refuse("%s is not supported yet", strings.ToUpper(x.Kind.String()))
+		}
+		l, r := p.plan(x.Left), p.plan(x.Right)
+		lc, rc := x.Left.Columns(), x.Right.Columns()
+		u := &sUnion{l: l, r: r}
+		for i, c := range x.Cols {
+			lk, rk := p.kinds[lc[i].ID], p.kinds[rc[i].ID]
+			switch {
+			case lk && rk:
+				p.kinds[c.ID] = true
+			case lk || rk:
+				p.refuse("UNION of the row kind with another column")
+			default:
+				u.cs = append(u.cs, c)
+			}
+		}
+		if x.All {
+			return u
+		}
+		// UNION is UNION ALL then DISTINCT.
+		p.stateful = true
+		agg := &AggNode{}
+		for _, c := range u.cs {
+			agg.Groups = append(agg.Groups, colRef(c))
+			agg.GroupCols = append(agg.GroupCols, c)
+		}
+		return &sAgg{in: u, n: agg}
 	case *DistinctNode:
 		// DISTINCT is a grouping by every column without aggregates.
 		in := p.plan(x.Input)
@@ -362,6 +399,10 @@ func (sp *streamPlan) explain(sb *strings.Builder) {
 			walk(x.in, depth+1)
 		case *sJoin:
 			sb.WriteString(strings.Replace(explainLine(x.n), "HashJoin", "IncrementalJoin", 1) + "\n")
+			walk(x.l, depth+1)
+			walk(x.r, depth+1)
+		case *sUnion:
+			sb.WriteString("StreamUnionAll\n")
 			walk(x.l, depth+1)
 			walk(x.r, depth+1)
 		case *sAgg:
@@ -517,6 +558,23 @@ func (sb *streamBuilder) build(n sNode) (op stream.Operator, err error) {
 			_ = in.Close()
 		}
 		return op, err
+	case *sUnion:
+		l, err := sb.build(x.l)
+		if err != nil {
+			return nil, err
+		}
+		r, err := sb.build(x.r)
+		if err != nil {
+			_ = l.Close()
+			return nil, err
+		}
+		u, err := stream.NewUnionAll(l, r)
+		if err != nil {
+			_ = l.Close()
+			_ = r.Close()
+			return nil, err
+		}
+		return u, nil
 	case *sJoin:
 		l, err := sb.build(x.l)
 		if err != nil {
