@@ -72,7 +72,7 @@ type sJoin struct {
 	cs   []Column
 }
 
-func (s *sJoin) cols() []Column    { return s.cs }
+func (s *sJoin) cols() []Column { return s.cs }
 
 // sUnion is UNION ALL.
 type sUnion struct {
@@ -80,7 +80,7 @@ type sUnion struct {
 	cs   []Column
 }
 
-func (s *sUnion) cols() []Column { return s.cs }
+func (s *sUnion) cols() []Column   { return s.cs }
 func (s *sSource) cols() []Column  { return s.cs }
 func (s *sFilter) cols() []Column  { return s.in.cols() }
 func (s *sProject) cols() []Column { return s.cs }

@@ -86,7 +86,7 @@ func TestStreamJoinEqualsBatch(t *testing.T) {
 			kinds = append(kinds, k)
 		}
 	}
-	for i := range 4 {
+	for i := range 3 {
 		rng := rand.New(rand.NewSource(seed + int64(i)))
 		ks := []tableKind{kinds[rng.Intn(len(kinds))], kinds[rng.Intn(len(kinds))], kinds[rng.Intn(len(kinds))]}
 		t.Run(fmt.Sprintf("%s,%s,%s", ks[0].name, ks[1].name, ks[2].name), func(t *testing.T) {
@@ -280,7 +280,7 @@ func runInvariant(t *testing.T, rng *rand.Rand, kinds []tableKind, randomQuery f
 			}
 		}
 	}
-	rounds := 4 + rng.Intn(5)
+	rounds := 3 + rng.Intn(4)
 	for r := 0; r <= rounds; r++ {
 		last := r == rounds
 		if last {
