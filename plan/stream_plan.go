@@ -108,6 +108,16 @@ func (b *binder) planStream(root Node) *streamPlan {
 	if sp.limit != nil && p.stateful {
 		p.refuse("LIMIT over %s: the first rows of its changelog are not a part of its result", p.statefulWhat())
 	}
+	for _, s := range p.sources {
+		spec := s.scan.Stream
+		full := spec.Start == tablestore.StreamLatestFull || spec.Start == tablestore.StreamFromSnapshotFull
+		if p.stateful && (!full || spec.ConsumerID != "") {
+			// State starts empty: without the table's content first, the
+			// retraction of a row from before the start has nothing to
+			// retract, and state is not kept for a consumer to resume.
+			p.refuse("%s needs the content of %s first: use scan.mode latest-full or from-snapshot-full, without consumer-id", p.statefulWhat(), s.scan.Label)
+		}
+	}
 	outOrigins := map[ColumnID]bool{}
 	for _, c := range root.Columns() {
 		outOrigins[p.origin(c.ID)] = true
