@@ -346,6 +346,33 @@ func TestSpillLongStrings(t *testing.T) {
 	}
 }
 
+// TestWindowSpillPartitionEnds checks chunks that end exactly where a
+// partition does: partitions of 256 rows, read back in batches of 256,
+// each past a quarter of the budget. The next partition must not carry
+// the previous one's row numbers and sums.
+func TestWindowSpillPartitionEnds(t *testing.T) {
+	seed := exectest.Seed(t)
+	rng := rand.New(rand.NewPCG(seed, 6))
+	in := exectest.NewTable(t, "p:int64, v:int64, w:string")
+	for i := 0; i < 2048; i++ {
+		in.Rows = append(in.Rows, []string{fmt.Sprint(i / 256), fmt.Sprint(rng.IntN(1000)), fmt.Sprintf("w%d", rng.IntN(1000))})
+	}
+	s := in.Schema
+	ctor := func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+		return exec.NewWindow(ec, ops[0], []exec.Expr{col(s, "p")}, []exec.SortKey{{Expr: col(s, "v")}}, []exec.WindowFunc{
+			{Func: "row_number"}, {Func: "sum", Args: []exec.Expr{col(s, "v")}, Frame: &exec.Frame{Rows: true,
+				Start: exec.FrameBound{Kind: exec.UnboundedPreceding}, End: exec.FrameBound{Kind: exec.CurrentRow}}}})
+	}
+	want, _, err := runWith(t, []exectest.Table{in}, 0, 256, ctor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, spilled, err := runWith(t, []exectest.Table{in}, 16<<10, 256, ctor)
+	if err != nil || spilled == 0 || !exectest.Ordered(got, want) {
+		t.Fatalf("%d rows (want %d), %d spilled, %v", len(got), len(want), spilled, err)
+	}
+}
+
 // TestTopNSmallLimit checks that a small LIMIT does not spill under a budget
 // smaller than its input.
 func TestTopNSmallLimit(t *testing.T) {

@@ -110,7 +110,8 @@ type windowOp struct {
 	carry   *windowCarry
 	eof     bool
 	// halo is how many rows at the start of pending an earlier chunk
-	// already output: kept for functions that look back (lag, frames).
+	// already output: kept for functions that look back (lag, frames), and
+	// at least one to tell whether the carried partition goes on.
 	halo int
 	// big is set while a partition larger than the budget whose functions
 	// need its size or totals is read back from disk (the second pass).
@@ -648,7 +649,9 @@ func (w *windowOp) computePending(ctx context.Context, final bool) (bool, error)
 				}
 				cut = pb[i]
 			}
-			keep = min(needs.behind, cut)
+			// At least one row stays: the next chunk checks against it
+			// whether the partition goes on.
+			keep = min(max(needs.behind, 1), cut)
 		}
 	}
 	if cut > h {
