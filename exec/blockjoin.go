@@ -151,7 +151,7 @@ func (bj *blockJoin) next(ctx context.Context) (arrow.RecordBatch, error) {
 			return bj.cur.set(array.NewRecordBatch(j.schema, b.Columns(), b.NumRows())), nil
 		}
 	}
-	if !bj.flags || j.typ == RightJoin {
+	if !bj.flags {
 		return nil, io.EOF
 	}
 	if bj.final == nil {
