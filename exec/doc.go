@@ -65,15 +65,15 @@
 //     its size or totals.
 //   - Spool keeps its first batches in memory and writes the rest to disk.
 //
-// Partitions that are still too big re-partition, up to a fixed depth
-// (past it the operator finishes in memory). State that cannot spill fails
-// with ErrMemoryLimit naming the limit: a window partition past it under
-// frames from the row to UNBOUNDED FOLLOWING, RANGE offsets,
-// first/last/nth_value over unbounded frames, or lag/lead with a varying
-// offset. The limit is a spill threshold, not
-// a hard cap: with state ten times the limit, count(DISTINCT) and
-// row_number() OVER (ORDER BY) keep their Arrow memory within twice it
-// (TestSpillTenTimesBudget).
+// Partitions that are still too big re-partition, up to a fixed depth (past
+// it the operator finishes in memory). State that cannot spill fails with
+// ErrMemoryLimit naming the limit: a window partition past it under frames
+// reaching UNBOUNDED FOLLOWING (but aggregates over the whole partition),
+// RANGE offsets, frames from UNBOUNDED PRECEDING to a following row,
+// nth_value from UNBOUNDED PRECEDING, or lag/lead with a varying offset.
+// The limit is a spill threshold, not a hard cap: with state ten times the
+// limit, count(DISTINCT) and row_number() OVER (ORDER BY) keep their Arrow
+// memory within twice it (TestSpillTenTimesBudget).
 //
 // # Parallelism
 //

@@ -101,6 +101,8 @@ func streamedWindows(s *arrow.Schema) []exec.WindowFunc {
 		{Func: "sum", Args: []exec.Expr{col(s, "v")}}, {Func: "count_star", Frame: running},
 		{Func: "min", Args: []exec.Expr{col(s, "s")}, Frame: running}, {Func: "avg", Args: []exec.Expr{col(s, "k")}, Frame: peers},
 		{Func: "max", Args: []exec.Expr{col(s, "v")}},
+		{Func: "first_value", Args: []exec.Expr{col(s, "s")}}, {Func: "last_value", Args: []exec.Expr{col(s, "k")}},
+		{Func: "first_value", Args: []exec.Expr{col(s, "v")}, Frame: running}, {Func: "last_value", Args: []exec.Expr{col(s, "v")}, Frame: running},
 	}
 }
 
@@ -133,8 +135,10 @@ func haloWindows(s *arrow.Schema) []exec.WindowFunc {
 
 // allWindows need a whole partition's rows at once.
 func allWindows(s *arrow.Schema) []exec.WindowFunc {
+	whole := &exec.Frame{Start: exec.FrameBound{Kind: exec.UnboundedPreceding}, End: exec.FrameBound{Kind: exec.UnboundedFollowing}}
 	return []exec.WindowFunc{
-		{Func: "last_value", Args: []exec.Expr{col(s, "v")}},
+		{Func: "last_value", Args: []exec.Expr{col(s, "v")}, Frame: whole},
+		{Func: "nth_value", Args: []exec.Expr{col(s, "v"), lit(int64(2))}},
 		{Func: "count", Args: []exec.Expr{col(s, "v")}, Frame: &exec.Frame{Start: exec.FrameBound{Kind: exec.CurrentRow}, End: exec.FrameBound{Kind: exec.UnboundedFollowing}}},
 		{Func: "lag", Args: []exec.Expr{col(s, "v"), col(s, "k")}},
 	}
