@@ -28,12 +28,16 @@ func (s *Server) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.
 	if err != nil {
 		return 0, toStatus(err)
 	}
+	batches, err := newCheckedBatches(rdr)
+	if err != nil {
+		return 0, toStatus(err)
+	}
 	n, err := sess.Ingest(ctx, engine.IngestRequest{
 		Table:     tablestore.Ident{Database: cmd.GetSchema(), Table: cmd.GetTable()},
 		Mode:      mode,
 		Temporary: cmd.GetTemporary(),
 		Txn:       tx,
-	}, rdr)
+	}, batches)
 	return n, toStatus(err)
 }
 

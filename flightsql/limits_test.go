@@ -24,13 +24,6 @@ import (
 	"github.com/flightd/flightd/flightsql"
 )
 
-func wantCode(t *testing.T, what string, err error, code codes.Code) {
-	t.Helper()
-	if status.Code(err) != code {
-		t.Fatalf("%s: got %v, want %v", what, err, code)
-	}
-}
-
 // fetchAll runs a query through a raw client and counts its rows.
 func fetchAll(ctx context.Context, cl *arrowflightsql.Client, info *flight.FlightInfo) (int64, error) {
 	rdr, err := cl.DoGet(ctx, info.Endpoint[0].Ticket)

@@ -77,6 +77,8 @@ func NewFlightServer(srv *Server, opts Options) (flight.Server, error) {
 		srv.key = opts.Key
 	}
 	grpcOpts := []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(recoverUnary),
+		grpc.ChainStreamInterceptor(recoverStream),
 		grpc.MaxRecvMsgSize(opts.MaxMessageBytes),
 		grpc.MaxSendMsgSize(opts.MaxMessageBytes),
 		grpc.ConnectionTimeout(opts.HandshakeTimeout),

@@ -154,6 +154,7 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flights
 		if _, err := p.st.Exec(ctx, params); err != nil {
 			return nil, toStatus(err)
 		}
+		s.rememberSession(ctx, p.st)
 		return s.updateInfo(desc), nil
 	}
 	params := p.boundParams()
@@ -243,13 +244,21 @@ func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql
 		defer params.Release()
 	}
 	n, err := p.st.Exec(ctx, params)
-	return n, toStatus(err)
+	if err != nil {
+		return 0, toStatus(err)
+	}
+	s.rememberSession(ctx, p.st)
+	return n, nil
 }
 
 // readParams concatenates the parameter batches of a DoPut into one batch
 // (nil when the client sent no rows), refusing more than maxRows rows or
 // maxBytes bytes.
-func readParams(mem memory.Allocator, rdr flight.MessageReader, maxRows, maxBytes int64) (arrow.RecordBatch, error) {
+func readParams(mem memory.Allocator, stream flight.MessageReader, maxRows, maxBytes int64) (arrow.RecordBatch, error) {
+	rdr, err := newCheckedBatches(stream)
+	if err != nil {
+		return nil, err
+	}
 	var (
 		batches []arrow.RecordBatch
 		rows    int64

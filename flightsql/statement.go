@@ -127,7 +127,7 @@ func (s *Server) DoGetStatement(ctx context.Context, cmd flightsql.StatementQuer
 	if err := sess.SetDatabase(ctx, t.Database); err != nil {
 		return nil, nil, toStatus(err)
 	}
-	st, err := sess.Prepare(ctx, t.SQL, tx)
+	st, err := s.prepareSQL(ctx, sess, t.SQL, tx)
 	if err != nil {
 		return nil, nil, toStatus(err)
 	}
@@ -157,7 +157,7 @@ func (s *Server) prepare(ctx context.Context, query string, txnID []byte) (*engi
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := sess.Prepare(ctx, query, tx)
+	st, err := s.prepareSQL(ctx, sess, query, tx)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -51,6 +51,8 @@ func run() error {
 		cacheMem = flag.Int64("cache-memory", 1<<30, "bytes of decoded table data kept in memory for scans (0: no cache)")
 		grace    = flag.Duration("shutdown-grace", 30*time.Second, "on SIGTERM, how long running queries may go on before they are cancelled")
 		parallel = flag.Int("parallelism", 0, "goroutines one query's scans and aggregations use (0: one per core, 1: serial)")
+		maxBytes = flag.Int("max-statement-bytes", flightsql.DefaultLimits.MaxStatementBytes, "longest SQL statement accepted, in bytes")
+		maxToks  = flag.Int("max-statement-tokens", flightsql.DefaultLimits.MaxStatementTokens, "most tokens (names, literals, operators) one SQL statement may have")
 	)
 	flag.Parse()
 
@@ -98,7 +100,7 @@ func run() error {
 	}
 	srv, err := flightsql.NewServer(eng, flightsql.Limits{
 		MaxPreparedStatements: *maxPrep, PreparedIdle: *prepIdle, MaxParamBytes: *maxParam, MaxTransactions: *maxTxns, TxnIdle: *txnIdle,
-		MaxRunningQueries: *maxQuery,
+		MaxStatementBytes: *maxBytes, MaxStatementTokens: *maxToks, MaxRunningQueries: *maxQuery,
 	})
 	if err != nil {
 		return errors.Join(err, eng.Close())
