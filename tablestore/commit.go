@@ -15,8 +15,11 @@ import (
 var errCommitAmbiguous = errors.New("commit outcome unknown")
 
 type commitRequest struct {
-	kind    string
-	adds    []*manifestEntry // replaced by resequenced copies when rebased
+	kind string
+	// adds is the Write's list of pending files (or compaction's
+	// outputs): rebase replaces resequenced files in place, so that the
+	// Write aborts the right ones.
+	adds    []*manifestEntry
 	deletes []*manifestEntry // compaction inputs; must still be live
 	// overwrite selects live files the commit replaces (INSERT OVERWRITE).
 	overwrite func(*manifestEntry) bool
@@ -53,16 +56,8 @@ const maxManifests = 30
 // committed alone in queue order. Publication (a few fsyncs) then costs
 // once per group, not once per writer.
 func (st *tableState) commit(ctx context.Context, req *commitRequest) (int64, error) {
-	// Directory entries of the new data files must be durable before a
-	// snapshot can reference them.
-	synced := map[string]bool{}
-	for _, d := range req.dirs {
-		for ; len(d) >= len(st.dir) && !synced[d]; d = path.Dir(d) {
-			if err := st.fs().SyncDir(d); err != nil {
-				return 0, fmt.Errorf("sync %s: %w", d, err)
-			}
-			synced[d] = true
-		}
+	if err := st.syncDirs(req.dirs); err != nil {
+		return 0, err
 	}
 	q := &queuedCommit{req: req}
 	groupable := req.kind == commitAppend && req.overwrite == nil && req.produce == nil && len(req.changelog) == 0
@@ -87,6 +82,22 @@ func (st *tableState) commit(ctx context.Context, req *commitRequest) (int64, er
 	}
 	st.publish(ctx, group)
 	return q.id, q.err
+}
+
+// syncDirs makes the directory entries of new data files (in dirs and
+// their parents up to the table's directory) durable, as they must be
+// before a snapshot can reference them.
+func (st *tableState) syncDirs(dirs []string) error {
+	synced := map[string]bool{}
+	for _, d := range dirs {
+		for ; len(d) >= len(st.dir) && !synced[d]; d = path.Dir(d) {
+			if err := st.fs().SyncDir(d); err != nil {
+				return fmt.Errorf("sync %s: %w", d, err)
+			}
+			synced[d] = true
+		}
+	}
+	return nil
 }
 
 // queuedCommit is a request and, once done, its outcome.

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -620,19 +621,98 @@ func partTypes(sch *tableSchema) []arrow.DataType {
 // current one when there was nothing to commit). On ErrConflict the
 // written files are removed and nothing is visible.
 func (w *Write) Commit(ctx context.Context) (int64, error) {
+	req, err := w.prepare(ctx)
+	if err != nil || req == nil {
+		return 0, err
+	}
+	id, err := w.t.st.commit(ctx, req)
+	return w.finish(ctx, id, err)
+}
+
+// CommitAll commits writes to distinct tables together: either all are
+// published, or, when one does not fit (ErrSerialization) or fails before
+// the first publication, none is and all are aborted. No other commit of
+// this process lands between the check and the publications (the tables'
+// commit locks are held throughout); a crash, or an I/O error, between two
+// publications leaves the earlier ones. It returns the new snapshot ids.
+func CommitAll(ctx context.Context, ws []*Write) ([]int64, error) {
+	ids := make([]int64, len(ws))
+	reqs := make([]*commitRequest, len(ws))
+	abort := func(from int) {
+		for _, w := range ws[from:] {
+			w.Abort()
+		}
+	}
+	for i, w := range ws {
+		req, err := w.prepare(ctx)
+		if err != nil {
+			abort(0)
+			return nil, err
+		}
+		if req == nil {
+			ids[i], _ = w.t.st.latestSnapshotID()
+			continue
+		}
+		if err := w.t.st.syncDirs(req.dirs); err != nil {
+			abort(0)
+			return nil, fmt.Errorf("commit %s: %w", w.t.st.id, err)
+		}
+		reqs[i] = req
+	}
+	order := make([]int, len(ws))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(ws[a].t.st.dir, ws[b].t.st.dir) })
+	for _, i := range order {
+		ws[i].t.st.commitMu.Lock()
+		defer ws[i].t.st.commitMu.Unlock()
+	}
+	for i, req := range reqs {
+		if req == nil {
+			continue
+		}
+		st := ws[i].t.st
+		latest, err := st.resolveSnapshot(0)
+		if err == nil {
+			err = st.rebase(ctx, req, latest, nil)
+		}
+		if err != nil {
+			abort(0)
+			return nil, fmt.Errorf("commit %s: %w", st.id, err)
+		}
+	}
+	for i, req := range reqs {
+		if req == nil {
+			continue
+		}
+		q := &queuedCommit{req: req}
+		ws[i].t.st.publish(ctx, []*queuedCommit{q})
+		var err error
+		if ids[i], err = ws[i].finish(ctx, q.id, q.err); err != nil {
+			abort(i + 1)
+			return nil, err
+		}
+	}
+	return ids, nil
+}
+
+// prepare flushes the buffer and describes the commit; nil when there is
+// nothing to commit (the write is reset). On error the write is aborted.
+func (w *Write) prepare(ctx context.Context) (*commitRequest, error) {
 	st := w.t.st
 	if err := w.flush(ctx); err != nil {
 		w.Abort()
-		return 0, fmt.Errorf("commit %s: %w", st.id, err)
+		return nil, fmt.Errorf("commit %s: %w", st.id, err)
 	}
 	if len(w.pending) == 0 && !w.opts.Overwrite {
 		w.reset()
-		return st.latestSnapshotID()
+		return nil, nil
 	}
 	if !w.started {
 		if err := w.start(); err != nil {
 			w.Abort()
-			return 0, err
+			return nil, err
 		}
 	}
 	req := &commitRequest{
@@ -652,12 +732,16 @@ func (w *Write) Commit(ctx context.Context) (int64, error) {
 		sel, err := w.overwriteSelector()
 		if err != nil {
 			w.Abort()
-			return 0, fmt.Errorf("commit %s: %w", st.id, err)
+			return nil, fmt.Errorf("commit %s: %w", st.id, err)
 		}
 		req.overwrite = sel
 	}
-	id, err := st.commit(ctx, req)
-	w.pending = req.adds // resequenced files replace ours
+	return req, nil
+}
+
+// finish ends the write after its commit returned id, err.
+func (w *Write) finish(ctx context.Context, id int64, err error) (int64, error) {
+	st := w.t.st
 	if err != nil {
 		if !errors.Is(err, errCommitAmbiguous) {
 			w.Abort()
