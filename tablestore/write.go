@@ -638,15 +638,15 @@ func (w *Write) Commit(ctx context.Context) (int64, error) {
 func CommitAll(ctx context.Context, ws []*Write) ([]int64, error) {
 	ids := make([]int64, len(ws))
 	reqs := make([]*commitRequest, len(ws))
-	abort := func(from int) {
-		for _, w := range ws[from:] {
+	abort := func() {
+		for _, w := range ws {
 			w.Abort()
 		}
 	}
 	for i, w := range ws {
 		req, err := w.prepare(ctx)
 		if err != nil {
-			abort(0)
+			abort()
 			return nil, err
 		}
 		if req == nil {
@@ -654,11 +654,40 @@ func CommitAll(ctx context.Context, ws []*Write) ([]int64, error) {
 			continue
 		}
 		if err := w.t.st.syncDirs(req.dirs); err != nil {
-			abort(0)
+			abort()
 			return nil, fmt.Errorf("commit %s: %w", w.t.st.id, err)
 		}
 		reqs[i] = req
 	}
+	qs := make([]*queuedCommit, len(ws))
+	if err := publishAll(ctx, ws, reqs, qs); err != nil {
+		abort()
+		return nil, err
+	}
+	// Outside the commit locks: finishing may wait for compaction.
+	var first error
+	for i, w := range ws {
+		switch {
+		case reqs[i] == nil:
+		case qs[i] == nil:
+			w.Abort() // not published: an earlier publication failed
+		default:
+			var err error
+			if ids[i], err = w.finish(ctx, qs[i].id, qs[i].err); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	if first != nil {
+		return nil, first
+	}
+	return ids, nil
+}
+
+// publishAll takes the commit locks of the writes' tables in path order,
+// checks every request against its table's latest snapshot, then publishes
+// them one by one until one fails; qs gets the outcomes.
+func publishAll(ctx context.Context, ws []*Write, reqs []*commitRequest, qs []*queuedCommit) error {
 	order := make([]int, len(ws))
 	for i := range order {
 		order[i] = i
@@ -678,23 +707,20 @@ func CommitAll(ctx context.Context, ws []*Write) ([]int64, error) {
 			err = st.rebase(ctx, req, latest, nil)
 		}
 		if err != nil {
-			abort(0)
-			return nil, fmt.Errorf("commit %s: %w", st.id, err)
+			return fmt.Errorf("commit %s: %w", st.id, err)
 		}
 	}
 	for i, req := range reqs {
 		if req == nil {
 			continue
 		}
-		q := &queuedCommit{req: req}
-		ws[i].t.st.publish(ctx, []*queuedCommit{q})
-		var err error
-		if ids[i], err = ws[i].finish(ctx, q.id, q.err); err != nil {
-			abort(i + 1)
-			return nil, err
+		qs[i] = &queuedCommit{req: req}
+		ws[i].t.st.publish(ctx, []*queuedCommit{qs[i]})
+		if qs[i].err != nil {
+			return nil
 		}
 	}
-	return ids, nil
+	return nil
 }
 
 // prepare flushes the buffer and describes the commit; nil when there is
