@@ -622,8 +622,11 @@ func partTypes(sch *tableSchema) []arrow.DataType {
 // written files are removed and nothing is visible.
 func (w *Write) Commit(ctx context.Context) (int64, error) {
 	req, err := w.prepare(ctx)
-	if err != nil || req == nil {
+	if err != nil {
 		return 0, err
+	}
+	if req == nil {
+		return w.t.st.latestSnapshotID()
 	}
 	id, err := w.t.st.commit(ctx, req)
 	return w.finish(ctx, id, err)
