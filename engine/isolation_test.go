@@ -22,7 +22,7 @@ import (
 
 var seedFlag = flag.Uint64("seed", 0, "seed of the random isolation test (0: a new one)")
 
-func openEngine(t *testing.T) *engine.Engine {
+func newEngine(t *testing.T) *engine.Engine {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	e, err := engine.Open(context.Background(), engine.Config{Mem: mem, Root: t.TempDir(), SpillDir: t.TempDir(), CacheBytes: 64 << 20})
@@ -88,8 +88,8 @@ func rows(t *testing.T, s *engine.Session, q string) [][]string {
 	}
 }
 
-// ingest upserts one row (k, v) into u by bulk ingest.
-func ingest(ctx context.Context, s *engine.Session, tx *engine.Txn, mem memory.Allocator, k, v int64) (int64, error) {
+// ingestRow upserts one row (k, v) into u by bulk ingest.
+func ingestRow(ctx context.Context, s *engine.Session, tx *engine.Txn, mem memory.Allocator, k, v int64) (int64, error) {
 	b := array.NewRecordBuilder(mem, arrow.NewSchema([]arrow.Field{
 		{Name: "k", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
@@ -132,7 +132,7 @@ func TestIsolationModel(t *testing.T) {
 	}
 	t.Logf("seed %d (replay with -seed %d)", seed, seed)
 	ctx := context.Background()
-	e := openEngine(t)
+	e := newEngine(t)
 	admin := e.NewSession()
 	const (
 		clients   = 8
@@ -271,7 +271,7 @@ func TestIsolationModel(t *testing.T) {
 						var got int64
 						var err error
 						if !del && rng.IntN(3) == 0 {
-							got, err = ingest(ctx, s, tx, batchMem, k, val)
+							got, err = ingestRow(ctx, s, tx, batchMem, k, val)
 						} else {
 							got, err = exec(ctx, s, tx, q)
 						}
@@ -409,7 +409,7 @@ func TestIsolationModel(t *testing.T) {
 // source reads its target is a read-modify-write too.
 func TestTxnKeyLevel(t *testing.T) {
 	ctx := context.Background()
-	e := openEngine(t)
+	e := newEngine(t)
 	s := e.NewSession()
 	mustExec(t, s, "CREATE TABLE u (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)")
 	mustExec(t, s, "INSERT INTO u VALUES (1, 0), (2, 0)")
@@ -462,7 +462,7 @@ func TestTxnKeyLevel(t *testing.T) {
 // write conflicts publishes neither.
 func TestTxnAllOrNothing(t *testing.T) {
 	ctx := context.Background()
-	e := openEngine(t)
+	e := newEngine(t)
 	s := e.NewSession()
 	mustExec(t, s, "CREATE TABLE a (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)")
 	mustExec(t, s, "CREATE TABLE b (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)")

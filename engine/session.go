@@ -20,8 +20,9 @@ import (
 type Session struct {
 	e *Engine
 
-	mu       sync.Mutex
-	database string
+	mu        sync.Mutex
+	database  string
+	authorize Authorizer // nil: everything is allowed
 }
 
 // NewSession starts a session in the default database.
@@ -94,6 +95,9 @@ func (s *Session) PrepareAST(ctx context.Context, ast sql.Statement, tx *Txn) (_
 	if st.bound, err = s.bind(ctx, ast, cat); err != nil {
 		return nil, err
 	}
+	if err := s.allowStatement(st.bound); err != nil {
+		return nil, err
+	}
 	if ins, ok := st.bound.(*plan.Insert); ok {
 		st.readsTarget = cat.looked[ins.Table.Ident()] > 1 // the target itself is one
 	}
@@ -120,6 +124,18 @@ func (st *Statement) IsQuery() bool {
 	}
 	return false
 }
+
+// ChangesSession reports whether executing the statement changes its
+// session (USE): whoever keeps the client's session state across calls
+// must take the new state from Session after Exec, whichever path
+// (prepared or not) ran it.
+func (st *Statement) ChangesSession() bool {
+	_, ok := st.bound.(*plan.UseDatabase)
+	return ok
+}
+
+// Session is the session the statement was prepared in.
+func (st *Statement) Session() *Session { return st.s }
 
 // Streaming reports whether the statement is a query over a change stream
 // (a table hint with scan.mode): its result does not end on its own.
@@ -297,6 +313,9 @@ var _ plan.Catalog = (*catalog)(nil)
 func (c *catalog) CurrentDatabase() string { return c.db }
 
 func (c *catalog) Table(ctx context.Context, id tablestore.Ident) (*tablestore.Table, int64, error) {
+	if err := c.s.allow(id.Database, Read); err != nil {
+		return nil, 0, err
+	}
 	t, err := c.s.e.store.Table(ctx, id)
 	if err != nil {
 		return nil, 0, err
@@ -332,15 +351,24 @@ func (c *catalog) Databases(ctx context.Context) ([]string, error) {
 }
 
 func (c *catalog) Tables(ctx context.Context, db string) ([]string, error) {
+	if err := c.s.allow(db, Read); err != nil {
+		return nil, err
+	}
 	return c.s.e.store.Tables(ctx, db)
 }
 
 var _ plan.ViewCatalog = (*catalog)(nil)
 
 func (c *catalog) View(ctx context.Context, id tablestore.Ident) (tablestore.ViewDef, error) {
+	if err := c.s.allow(id.Database, Read); err != nil {
+		return tablestore.ViewDef{}, err
+	}
 	return c.s.e.store.View(ctx, id)
 }
 
 func (c *catalog) Views(ctx context.Context, db string) ([]string, error) {
+	if err := c.s.allow(db, Read); err != nil {
+		return nil, err
+	}
 	return c.s.e.store.Views(ctx, db)
 }

@@ -27,7 +27,7 @@ func (st *Statement) Exec(ctx context.Context, params arrow.RecordBatch) (_ int6
 		return 0, fmt.Errorf("statement returns rows; execute it as a query: %w", ErrInvalid)
 	case *plan.Insert:
 		opts := read
-		opts.Overwrite, opts.OverwritePartition = b.Overwrite, b.Partition
+		opts.Overwrite, opts.OverwritePartition, opts.DynamicPartitionOverwrite = b.Overwrite, b.Partition, b.DynamicOverwrite
 		return st.write(ctx, b.Table, b.Source, params, opts, tablestore.Insert)
 	case *plan.Delete:
 		if len(b.Table.PrimaryKey()) > 0 {
@@ -170,26 +170,18 @@ func call(ctx context.Context, c *plan.CallProcedure) (int64, error) {
 	return int64(done), nil
 }
 
-// createTableAs creates the table, fills it and drops it again if filling
-// fails, so a failed CTAS leaves nothing behind.
+// createTableAs creates the table with its rows in one commit
+// (tablestore.Store.StageTable), so a failed or interrupted CTAS leaves
+// nothing behind.
 func (st *Statement) createTableAs(ctx context.Context, b *plan.CreateTable) error {
-	store := st.s.e.store
-	if b.IfNotExists {
-		if _, err := store.Table(ctx, b.Ident); err == nil {
-			return nil
-		}
+	w, err := st.s.e.store.StageTable(ctx, b.Ident, b.Def, false)
+	if err == nil {
+		_, err = st.commitFrom(ctx, w, b.As, nil, tablestore.Insert)
 	}
-	t, err := store.CreateTable(ctx, b.Ident, b.Def, false)
-	if err != nil {
-		return err
+	if b.IfNotExists && errors.Is(err, tablestore.ErrTableExists) {
+		return nil
 	}
-	if _, err := st.write(ctx, t, b.As, nil, tablestore.WriteOptions{}, tablestore.Insert); err != nil {
-		if derr := store.DropTable(context.WithoutCancel(ctx), b.Ident, true); derr != nil {
-			err = errors.Join(err, fmt.Errorf("drop half-created table: %w", derr))
-		}
-		return err
-	}
-	return nil
+	return err
 }
 
 // rewrite runs DELETE/UPDATE on a table without a primary key: the rows
@@ -212,34 +204,37 @@ func (st *Statement) rewrite(ctx context.Context, t *tablestore.Table, affected,
 // transaction's buffered write, or into a fresh write committed here.
 func (st *Statement) write(ctx context.Context, t *tablestore.Table, source *plan.Query, params arrow.RecordBatch,
 	opts tablestore.WriteOptions, kind tablestore.RowKind) (int64, error) {
-	var (
-		w   *tablestore.Write
-		err error
-	)
-	if st.tx != nil {
-		if opts.OverwritePartition != nil {
-			return 0, fmt.Errorf("INSERT OVERWRITE PARTITION inside a transaction: %w", ErrNotSupported)
-		}
-		if w, err = st.tx.write(t, opts); err != nil {
-			return 0, err
-		}
-	} else {
-		w = t.NewWrite(opts)
+	if st.tx == nil {
+		return st.commitFrom(ctx, t.NewWrite(opts), source, params, kind)
+	}
+	if opts.OverwritePartition != nil {
+		return 0, fmt.Errorf("INSERT OVERWRITE PARTITION inside a transaction: %w", ErrNotSupported)
+	}
+	w, err := st.tx.write(t, opts)
+	if err != nil {
+		return 0, err
 	}
 	var n int64
 	err = st.pull(ctx, source, params, func(b arrow.RecordBatch) error {
 		n += b.NumRows()
 		return w.Write(ctx, b, kind)
 	})
-	if st.tx != nil {
-		if err != nil {
-			// Part of the statement may already be buffered: the
-			// transaction can only be rolled back now.
-			st.tx.fail(err)
-			return 0, err
-		}
-		return n, nil
+	if err != nil {
+		// Part of the statement may already be buffered: the transaction
+		// can only be rolled back now.
+		st.tx.fail(err)
+		return 0, err
 	}
+	return n, nil
+}
+
+// commitFrom streams source's rows into w and commits them.
+func (st *Statement) commitFrom(ctx context.Context, w *tablestore.Write, source *plan.Query, params arrow.RecordBatch, kind tablestore.RowKind) (int64, error) {
+	var n int64
+	err := st.pull(ctx, source, params, func(b arrow.RecordBatch) error {
+		n += b.NumRows()
+		return w.Write(ctx, b, kind)
+	})
 	if err != nil {
 		w.Abort()
 		return 0, err

@@ -40,6 +40,14 @@ type commitRequest struct {
 	// full-compaction), again on every attempt.
 	changelog []*manifestEntry
 	produce   func(ctx context.Context, latest *snapshot, live, adds, deletes []*manifestEntry) ([]*manifestEntry, error)
+	// schema is the version the rows were written with (nil: compaction);
+	// a table replaced since then refuses them.
+	schema *tableSchema
+	// replace publishes a staged table (Store.StageTable): this snapshot
+	// carries its schema version and replaces all data; create: only if no
+	// table is in effect.
+	replace *tableSchema
+	create  bool
 }
 
 // maxManifests bounds a base manifest list before it is rewritten as one
@@ -57,7 +65,7 @@ const maxManifests = 30
 // once per group, not once per writer.
 func (st *tableState) commit(ctx context.Context, req *commitRequest) (int64, error) {
 	if err := st.syncDirs(req.dirs); err != nil {
-		return 0, err
+		return 0, st.droppedOr(err)
 	}
 	q := &queuedCommit{req: req}
 	groupable := req.kind == commitAppend && req.overwrite == nil && req.produce == nil && len(req.changelog) == 0
@@ -127,6 +135,9 @@ func (st *tableState) publish(ctx context.Context, group []*queuedCommit) {
 			published := false
 			for i, q := range group {
 				q.done, q.id, q.err = true, id, err
+				if err != nil {
+					q.err = st.droppedOr(err)
+				}
 				if err == nil {
 					q.err = errs[i]
 					published = published || errs[i] == nil
@@ -150,8 +161,17 @@ func (st *tableState) publish(ctx context.Context, group []*queuedCommit) {
 func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id int64, errs []error, retry bool, err error) {
 	req := reqs[0]
 	sch, err := st.latestSchema()
-	if err != nil {
+	switch {
+	case req.replace != nil && err == nil && req.create:
+		return 0, nil, false, fmt.Errorf("create table %s: %w", st.id, ErrTableExists)
+	case req.replace != nil && err == nil && sch.ID > req.replace.ID:
+		return 0, nil, false, fmt.Errorf("%w: table %s was replaced or altered while being replaced", ErrConflict, st.id)
+	case req.replace != nil && errors.Is(err, ErrTableNotFound):
+	case err != nil:
 		return 0, nil, false, err
+	}
+	if req.replace != nil {
+		sch = req.replace
 	}
 	latestID, err := st.latestSnapshotID()
 	if err != nil {
@@ -190,7 +210,7 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 	var nextSeq int64
 	included := 0
 	for i, r := range reqs {
-		if errs[i] = st.rebase(ctx, r, latest, adds); errs[i] != nil {
+		if errs[i] = st.fits(ctx, r, sch, latest, adds); errs[i] != nil {
 			continue
 		}
 		adds = append(adds, r.adds...)
@@ -377,6 +397,18 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 	newLive = append(newLive, adds...)
 	st.cacheLive(sn.ID, newLive)
 	return sn.ID, errs, false, nil
+}
+
+// fits checks that r can follow latest (with sch in effect) and earlier,
+// the files of requests published before it in the same snapshot.
+func (st *tableState) fits(ctx context.Context, r *commitRequest, sch *tableSchema, latest *snapshot, earlier []*manifestEntry) error {
+	switch {
+	case r.replace != nil:
+		return nil // a replace supersedes whatever committed meanwhile
+	case r.schema != nil && r.schema.ID < sch.Origin:
+		return fmt.Errorf("%w: table %s was replaced after the write began", ErrConflict, st.id)
+	}
+	return st.rebase(ctx, r, latest, earlier)
 }
 
 // syncFileDirs makes the directory entries of files durable.

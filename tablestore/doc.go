@@ -14,7 +14,10 @@
 // Layout of a table directory (Paimon's, with JSON metadata files that end
 // in a CRC-32C trailer instead of Avro):
 //
-//	schema/schema-N            versioned schemas; columns keep field IDs
+//	schema/schema-N            versioned schemas; columns keep field IDs. A
+//	                           version marked "replaces" starts a new table
+//	                           (Store.StageTable) and takes effect only with
+//	                           the snapshot that carries it
 //	snapshot/snapshot-N        snapshots; LATEST and EARLIEST are hints
 //	manifest/manifest-list-*   base and delta manifest lists
 //	manifest/manifest-*        ADD/DELETE entries: partition, bucket, level,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path"
 	"runtime"
 	"slices"
 	"strconv"
@@ -19,15 +20,18 @@ import (
 type WriteOptions struct {
 	// Overwrite replaces data instead of adding to it (INSERT OVERWRITE):
 	// the whole table, or with OverwritePartition the partitions matching
-	// that static spec, or with DynamicPartitionOverwrite the partitions the
-	// written rows fall into.
+	// that static spec. With DynamicPartitionOverwrite on a partitioned
+	// table, only the partitions the written rows fall into (within the
+	// static spec); an overwrite that writes no rows then changes nothing.
+	// Paimon's semantics; an unpartitioned table is always replaced whole.
 	Overwrite bool
 	// OverwritePartition maps partition columns (any subset) to values
 	// written as in partition paths (dates as 2024-05-01, NULL as the
 	// table's partition.default-name).
 	OverwritePartition map[string]string
-	// DynamicPartitionOverwrite limits an overwrite to the partitions that
-	// receive rows (Paimon's dynamic-partition-overwrite).
+	// DynamicPartitionOverwrite: see Overwrite (Paimon's
+	// dynamic-partition-overwrite; Table.DynamicPartitionOverwrite is the
+	// table's default).
 	DynamicPartitionOverwrite bool
 	// ReadModifyWrite says the written rows were computed from snapshot
 	// BaseSnapshot (0: the empty table), as UPDATE computes them: Commit
@@ -65,6 +69,10 @@ type Write struct {
 	// release ends the lease that keeps the snapshots after baseID, which
 	// the commit checks for conflicts, from expiring.
 	release func()
+	// staged is the new table's schema version of a Store.StageTable write
+	// until its commit publishes it; createOnly: the table must not exist.
+	staged     *tableSchema
+	createOnly bool
 }
 
 // NewWrite starts a write transaction on the table's current schema.
@@ -73,6 +81,10 @@ func (t *Table) NewWrite(opts WriteOptions) *Write {
 	w.reset()
 	return w
 }
+
+// Table is the table the write goes to (for Store.StageTable, the staged
+// one).
+func (w *Write) Table() *Table { return w.t }
 
 func (w *Write) reset() {
 	for _, r := range w.recs {
@@ -705,9 +717,13 @@ func publishAll(ctx context.Context, ws []*Write, reqs []*commitRequest, qs []*q
 			continue
 		}
 		st := ws[i].t.st
-		latest, err := st.resolveSnapshot(0)
+		sch, err := st.latestSchema()
+		var latest *snapshot
 		if err == nil {
-			err = st.rebase(ctx, req, latest, nil)
+			latest, err = st.resolveSnapshot(0)
+		}
+		if err == nil {
+			err = st.fits(ctx, req, sch, latest, nil)
 		}
 		if err != nil {
 			return fmt.Errorf("commit %s: %w", st.id, err)
@@ -734,7 +750,7 @@ func (w *Write) prepare(ctx context.Context) (*commitRequest, error) {
 		w.Abort()
 		return nil, fmt.Errorf("commit %s: %w", st.id, err)
 	}
-	if len(w.pending) == 0 && !w.opts.Overwrite {
+	if len(w.pending) == 0 && (!w.opts.Overwrite || w.dynamicOverwrite()) && w.staged == nil {
 		w.reset()
 		return nil, nil
 	}
@@ -752,8 +768,11 @@ func (w *Write) prepare(ctx context.Context) (*commitRequest, error) {
 		nextSeq:   w.maxSeq + 1,
 		dirs:      slices.Collect(maps.Keys(w.dirs)),
 		changelog: w.logs,
+		schema:    w.sch,
+		replace:   w.staged,
+		create:    w.createOnly,
 	}
-	if w.sch.hasPK() && w.sch.opts.producer == producerLookup {
+	if w.sch.hasPK() && w.sch.opts.producer == producerLookup && w.staged == nil {
 		req.produce = st.lookupChangelog()
 	}
 	if w.opts.Overwrite {
@@ -779,6 +798,7 @@ func (w *Write) finish(ctx context.Context, id int64, err error) (int64, error) 
 		}
 		return 0, fmt.Errorf("commit %s: %w", st.id, err)
 	}
+	w.staged = nil
 	buckets := map[string]*manifestEntry{}
 	for _, e := range w.pending {
 		buckets[partitionKey(e.Partition)+"/"+strconv.Itoa(e.Bucket)] = e
@@ -791,9 +811,7 @@ func (w *Write) finish(ctx context.Context, id int64, err error) (int64, error) 
 // overwriteSelector returns which live files an overwrite replaces.
 func (w *Write) overwriteSelector() (func(*manifestEntry) bool, error) {
 	sch := w.sch
-	if len(w.opts.OverwritePartition) > 0 && w.opts.DynamicPartitionOverwrite {
-		return nil, fmt.Errorf("%w: OverwritePartition and DynamicPartitionOverwrite exclude each other", ErrInvalid)
-	}
+	static := func(*manifestEntry) bool { return true }
 	if len(w.opts.OverwritePartition) > 0 {
 		if len(sch.PartitionKeys) == 0 {
 			return nil, fmt.Errorf("%w: OverwritePartition given but the table is not partitioned", ErrInvalid)
@@ -805,7 +823,7 @@ func (w *Write) overwriteSelector() (func(*manifestEntry) bool, error) {
 		}
 		types := partTypes(sch)
 		spec := w.opts.OverwritePartition
-		return func(e *manifestEntry) bool {
+		static = func(e *manifestEntry) bool {
 			for i, p := range sch.PartitionKeys {
 				want, ok := spec[p]
 				if !ok {
@@ -817,16 +835,21 @@ func (w *Write) overwriteSelector() (func(*manifestEntry) bool, error) {
 				}
 			}
 			return true
-		}, nil
+		}
 	}
-	if !w.opts.DynamicPartitionOverwrite || len(sch.PartitionKeys) == 0 {
-		return func(*manifestEntry) bool { return true }, nil
+	if !w.dynamicOverwrite() {
+		return static, nil
 	}
 	touched := maps.Clone(w.touched)
 	return func(e *manifestEntry) bool {
 		_, ok := touched[partitionKey(e.Partition)]
-		return ok
+		return ok && static(e)
 	}, nil
+}
+
+// dynamicOverwrite: the overwrite replaces only the partitions written.
+func (w *Write) dynamicOverwrite() bool {
+	return w.opts.Overwrite && w.opts.DynamicPartitionOverwrite && len(w.sch.PartitionKeys) > 0
 }
 
 // partitionPathValue escapes a user-given partition value like partition
@@ -835,10 +858,28 @@ func partitionPathValue(v string) string {
 	return partitionPath([]string{""}, []arrow.DataType{arrow.BinaryTypes.String}, []datum{strDatum(v)}, "")[1:]
 }
 
-// Abort drops buffered rows and removes files written but not committed.
+// Abort drops buffered rows and removes files written but not committed
+// (and the schema version of an uncommitted Store.StageTable write). When
+// the table was dropped meanwhile, it also removes the directories the
+// write created under the dropped table's path, those that are empty (a
+// table created again meanwhile keeps its files).
 func (w *Write) Abort() {
+	st := w.t.st
 	for _, e := range append(w.pending, w.logs...) {
-		_ = w.t.st.fs().Remove(joinPath(w.t.st.dir, e.File.Path))
+		_ = st.fs().Remove(joinPath(st.dir, e.File.Path))
+	}
+	if w.staged != nil {
+		_ = st.fs().Remove(joinPath(st.dir, "schema", "schema-"+strconv.FormatInt(w.staged.ID, 10)))
+		w.staged = nil
+	} else if _, err := st.latestSchema(); errors.Is(err, ErrTableNotFound) && len(w.dirs) > 0 {
+		dirs := slices.Collect(maps.Keys(w.dirs))
+		slices.SortFunc(dirs, func(a, b string) int { return len(b) - len(a) }) // deepest first
+		for _, d := range dirs {
+			for ; len(d) > len(st.dir); d = path.Dir(d) {
+				_ = st.fs().Remove(d)
+			}
+		}
+		_ = st.fs().Remove(st.dir)
 	}
 	w.reset()
 }
