@@ -68,7 +68,7 @@ func (st *tableState) commit(ctx context.Context, req *commitRequest) (int64, er
 		return 0, st.droppedOr(err)
 	}
 	q := &queuedCommit{req: req}
-	groupable := req.kind == commitAppend && req.overwrite == nil && req.produce == nil && len(req.changelog) == 0
+	groupable := req.kind == commitAppend && req.overwrite == nil && req.replace == nil && req.produce == nil && len(req.changelog) == 0
 	if groupable {
 		st.mu.Lock()
 		st.queue = append(st.queue, q)
