@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -50,8 +51,12 @@ func putMessages(t testing.TB, cl flight.Client, desc *flight.FlightDescriptor, 
 	return sendPut(cl, msgs)
 }
 
+// sendPut sends msgs as one DoPut; a server that has not answered after
+// 20 s counts as hung (DeadlineExceeded).
 func sendPut(cl flight.Client, msgs []*flight.FlightData) error {
-	stream, err := cl.DoPut(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	stream, err := cl.DoPut(ctx)
 	if err != nil {
 		return err
 	}
