@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -20,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/flightd/flightd/flightsql"
+	"github.com/flightd/flightd/internal/hostile"
 )
 
 // The fuzz targets send their inputs to a real server on loopback. Any
@@ -46,20 +46,6 @@ func fuzzServer(f *testing.F) (*testServer, flight.Client) {
 	return ts, cl.Client
 }
 
-// flightMessages is what a real writer sends for b: the schema message,
-// then b's, with opts (compression).
-func flightMessages(f *testing.F, b arrow.RecordBatch, opts ...ipc.Option) []*flight.FlightData {
-	var msgs captured
-	w := flight.NewRecordWriter(&msgs, append(opts, ipc.WithSchema(b.Schema()))...)
-	if err := w.Write(b); err != nil {
-		f.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		f.Fatal(err)
-	}
-	return msgs
-}
-
 // FuzzDoPut sends an ingest DoPut of a schema message and one batch
 // message, as raw IPC bytes.
 func FuzzDoPut(f *testing.F) {
@@ -67,16 +53,19 @@ func FuzzDoPut(f *testing.F) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(f, 0)
 	for _, nested := range []bool{false, true} {
-		b := hostileBatch(mem, nested)
+		b := hostile.Batch(mem, nested)
 		for _, opts := range [][]ipc.Option{nil, {ipc.WithLZ4()}, {ipc.WithZstd()}} {
-			m := flightMessages(f, b, opts...)
+			m, err := hostile.Messages(b, opts...)
+			if err != nil {
+				f.Fatal(err)
+			}
 			f.Add(m[0].DataHeader, m[1].DataHeader, m[1].DataBody)
 		}
 		b.Release()
 	}
-	desc := ingestDescriptor(f, "fz")
+	desc := hostile.IngestDescriptor("fz")
 	f.Fuzz(func(t *testing.T, schema, header, body []byte) {
-		err := sendPut(cl, []*flight.FlightData{
+		err := hostile.SendPut(cl, []*flight.FlightData{
 			{FlightDescriptor: desc, DataHeader: schema},
 			{DataHeader: header, DataBody: body},
 		})
@@ -184,6 +173,6 @@ func FuzzCommand(f *testing.F) {
 		checkAnswer(t, "GetFlightInfo", err)
 		_, err = cl.GetSchema(ctx, desc)
 		checkAnswer(t, "GetSchema", err)
-		checkAnswer(t, "DoPut", sendPut(cl, []*flight.FlightData{{FlightDescriptor: desc}}))
+		checkAnswer(t, "DoPut", hostile.SendPut(cl, []*flight.FlightData{{FlightDescriptor: desc}}))
 	})
 }
