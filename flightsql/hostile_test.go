@@ -1,12 +1,17 @@
 package flightsql_test
 
 import (
+	"context"
 	"encoding/binary"
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/flightd/flightd/flightsql"
 	"github.com/flightd/flightd/internal/hostile"
@@ -30,6 +35,27 @@ func TestHostileDoPuts(t *testing.T) {
 	}
 	if _, err := tryQuery(cnxn, "SELECT * FROM h"); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Fatalf("a refused ingest left table h behind: %v", err)
+	}
+
+	// The same batches as parameters of a prepared statement.
+	prep, err := cl.Prepare(context.Background(), "SELECT CAST(? AS VARCHAR), CAST(? AS BIGINT)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prep.Close(context.Background())
+	cmd, err := anypb.New(&pb.CommandPreparedStatementQuery{PreparedStatementHandle: prep.Handle()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, err := proto.Marshal(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range puts[1:] { // all but the one without descriptor
+		p.Msgs[0].FlightDescriptor = &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: desc}
+		if err := hostile.SendPut(cl.Client, p.Msgs); status.Code(err) != codes.InvalidArgument {
+			t.Errorf("%s as parameters: want InvalidArgument, got %v", p.Name, err)
+		}
 	}
 
 	// Every 4-byte word of a schema message in turn set to large values:
