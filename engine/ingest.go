@@ -46,7 +46,10 @@ type IngestRequest struct {
 // Ingest writes a stream of batches into a table and returns the row count.
 // The input is checked against the table's schema before anything is
 // written, and in autocommit mode all of it is published by one commit, so
-// a failed ingest leaves the table as it was.
+// a failed ingest leaves the table as it was. Creating a table, and
+// replacing one with a different schema, publish the table with its rows in
+// that one commit (tablestore.Store.StageTable): readers see the old table
+// or the new one, never an empty or missing table in between.
 func (s *Session) Ingest(ctx context.Context, req IngestRequest, rdr BatchReader) (_ int64, err error) {
 	defer recoverInternal(&err)
 	if req.Temporary {
@@ -58,6 +61,13 @@ func (s *Session) Ingest(ctx context.Context, req IngestRequest, rdr BatchReader
 	if req.Table.Database == "" {
 		req.Table.Database = s.Database()
 	}
+	need := Admin // creates or replaces the table
+	if req.Mode == IngestAppend {
+		need = Write
+	}
+	if err := s.allow(req.Table.Database, need); err != nil {
+		return 0, err
+	}
 	if req.Table.Table == "" {
 		return 0, fmt.Errorf("ingest: target table name is empty: %w", ErrInvalid)
 	}
@@ -67,56 +77,44 @@ func (s *Session) Ingest(ctx context.Context, req IngestRequest, rdr BatchReader
 	if err != nil && !errors.Is(err, tablestore.ErrTableNotFound) {
 		return 0, err
 	}
-	created := false
 	switch {
 	case exists && req.Mode == IngestCreate:
 		return 0, fmt.Errorf("ingest: table %s already exists: %w", identString(req.Table), tablestore.ErrTableExists)
 	case !exists && req.Mode == IngestAppend:
 		return 0, fmt.Errorf("ingest: table %s: %w", identString(req.Table), tablestore.ErrTableNotFound)
-	case exists && req.Mode == IngestReplace && !sameColumns(t.Schema(), rdr.Schema()):
-		// A new schema needs a new table; this is not atomic with the data.
-		if req.Txn != nil {
-			return 0, fmt.Errorf("ingest: replace with a different schema inside a transaction: %w", ErrNotSupported)
-		}
-		if err := store.DropTable(ctx, req.Table, false); err != nil {
-			return 0, err
-		}
-		exists = false
-	}
-	if !exists {
-		if req.Txn != nil {
-			return 0, fmt.Errorf("ingest: creating table %s inside a transaction: %w", identString(req.Table), ErrNotSupported)
-		}
-		if t, err = store.CreateTable(ctx, req.Table, tablestore.TableDef{Schema: rdr.Schema()}, false); err != nil {
-			return 0, err
-		}
-		created = true
-	}
-	n, err := s.ingestInto(ctx, t, req, rdr)
-	if err != nil && created {
-		if derr := store.DropTable(context.WithoutCancel(ctx), req.Table, true); derr != nil {
-			err = errors.Join(err, fmt.Errorf("drop table created by the failed ingest: %w", derr))
-		}
-	}
-	return n, err
-}
-
-func (s *Session) ingestInto(ctx context.Context, t *tablestore.Table, req IngestRequest, rdr BatchReader) (int64, error) {
-	target := t.Schema()
-	if err := checkIngestSchema(t.Ident(), target, rdr.Schema()); err != nil {
-		return 0, err
 	}
 	overwrite := req.Mode == IngestReplace
-	var (
-		w   *tablestore.Write
-		err error
-	)
-	if req.Txn != nil {
-		if w, err = req.Txn.write(t, overwrite); err != nil {
+	var w *tablestore.Write
+	switch {
+	case !exists || overwrite && !sameColumns(t.Schema(), rdr.Schema()):
+		if req.Txn != nil {
+			return 0, fmt.Errorf("ingest: creating or replacing table %s with a new schema inside a transaction: %w", identString(req.Table), ErrNotSupported)
+		}
+		if _, verr := store.View(ctx, req.Table); verr == nil {
+			return 0, fmt.Errorf("ingest: %s is a view: %w", identString(req.Table), tablestore.ErrViewExists)
+		}
+		if w, err = store.StageTable(ctx, req.Table, tablestore.TableDef{Schema: rdr.Schema()}, overwrite); err != nil {
 			return 0, err
 		}
-	} else {
+		t = w.Table()
+	case req.Txn != nil:
+		if w, err = req.Txn.write(t, tablestore.WriteOptions{Overwrite: overwrite}); err != nil {
+			return 0, err
+		}
+	default:
 		w = t.NewWrite(tablestore.WriteOptions{Overwrite: overwrite})
+	}
+	return s.ingestInto(ctx, w, req, rdr)
+}
+
+func (s *Session) ingestInto(ctx context.Context, w *tablestore.Write, req IngestRequest, rdr BatchReader) (int64, error) {
+	t := w.Table()
+	target := t.Schema()
+	if err := checkIngestSchema(t.Ident(), target, rdr.Schema()); err != nil {
+		if req.Txn == nil {
+			w.Abort() // nothing is buffered in a transaction's write yet
+		}
+		return 0, err
 	}
 	var n int64
 	for rdr.Next() {

@@ -25,7 +25,8 @@ import (
 // snapshot N, and the batches of one snapshot are contiguous. A batch with
 // no rows and {"snapshot": N, "caught_up": true} says every change up to
 // snapshot N has been sent; it comes when the stream catches up and then at
-// each heartbeat while no commit arrives (keep-alive).
+// each heartbeat while no commit arrives (keep-alive). A query that joins
+// several streams adds "snapshots": {"db.t": N, ...}, the position of each.
 //
 // Consumers: with a consumer id the stream resumes from the consumer's
 // position, which only the CommitConsumerAction moves. The delivery is
@@ -153,9 +154,18 @@ type streamProgress struct {
 	mem      memory.Allocator
 	schema   *arrow.Schema
 	snapshot int64
+	tables   map[string]int64 // for a query over several streams
 }
 
 func (p *streamProgress) Rows(snapshot int64) { p.snapshot = snapshot }
+
+// Snapshots records the position of every table of a join of streams.
+func (p *streamProgress) Snapshots(tables []string, snapshots []int64) {
+	p.tables = make(map[string]int64, len(tables))
+	for i, t := range tables {
+		p.tables[t] = snapshots[i]
+	}
+}
 
 func (p *streamProgress) CaughtUp(snapshot int64) error {
 	cols := make([]arrow.Array, p.schema.NumFields())
@@ -164,7 +174,7 @@ func (p *streamProgress) CaughtUp(snapshot int64) error {
 		defer cols[i].Release()
 	}
 	b := array.NewRecordBatch(p.schema, cols, 0)
-	meta, _ := json.Marshal(ChangeProgress{Snapshot: snapshot, CaughtUp: true})
+	meta, _ := json.Marshal(ChangeProgress{Snapshot: snapshot, CaughtUp: true, Snapshots: p.tables})
 	select {
 	case p.ch <- flight.StreamChunk{Data: b, AppMetadata: meta}:
 		return nil
@@ -176,7 +186,7 @@ func (p *streamProgress) CaughtUp(snapshot int64) error {
 
 // meta labels the batch about to be sent.
 func (p *streamProgress) meta() []byte {
-	m, _ := json.Marshal(ChangeProgress{Snapshot: p.snapshot})
+	m, _ := json.Marshal(ChangeProgress{Snapshot: p.snapshot, Snapshots: p.tables})
 	return m
 }
 
@@ -187,6 +197,10 @@ type ChangeProgress struct {
 	Snapshot int64 `json:"snapshot"`
 	// CaughtUp marks a progress marker (a batch without rows).
 	CaughtUp bool `json:"caught_up,omitempty"`
+	// Snapshots, for a query that streams several tables (a join), gives
+	// the snapshot of each (by its name in the query, "db.table [AS
+	// alias]"); Snapshot is then the largest of them.
+	Snapshots map[string]int64 `json:"snapshots,omitempty"`
 }
 
 // ParseChangeProgress decodes a change stream batch's app metadata.

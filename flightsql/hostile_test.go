@@ -93,3 +93,10 @@ func TestHostileDoPuts(t *testing.T) {
 		t.Fatalf("rows = %v", rows)
 	}
 }
+
+func wantCode(t testing.TB, what string, err error, want codes.Code) {
+	t.Helper()
+	if status.Code(err) != want {
+		t.Fatalf("%s: want %v, got %v", what, want, err)
+	}
+}

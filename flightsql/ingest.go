@@ -20,7 +20,7 @@ func (s *Server) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.
 	if err != nil {
 		return 0, toStatus(err)
 	}
-	tx, err := s.txn(cmd.GetTransactionId())
+	tx, err := s.txn(ctx, cmd.GetTransactionId())
 	if err != nil {
 		return 0, toStatus(err)
 	}

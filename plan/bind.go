@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -115,15 +116,14 @@ func (b *binder) param(p *sql.Param) *ParamRef {
 
 // finishQuery optimizes a bound plan and wraps it as a Query.
 func (b *binder) finishQuery(root Node) *Query {
-	streaming := b.streamPos != nil
-	if streaming {
-		b.checkStream(root)
+	if b.streamPos == nil {
+		root = b.optimize(root)
+		return &Query{root: root, schema: schemaOf(root.Columns()), params: b.paramSchema()}
 	}
+	b.passStreamKind(root)
 	root = b.optimize(root)
-	if streaming {
-		root = withoutGather(root)
-	}
-	return &Query{root: root, schema: schemaOf(root.Columns()), params: b.paramSchema(), streaming: streaming}
+	sp := b.planStream(root)
+	return &Query{root: root, schema: sp.schema, params: b.paramSchema(), streaming: true, stream: sp}
 }
 
 func (b *binder) paramSchema() *arrow.Schema {
@@ -245,7 +245,22 @@ func (b *binder) table(n *sql.Name) (*tablestore.Table, int64) {
 func (b *binder) bindInsert(s *sql.Insert) Statement {
 	t, _ := b.table(s.Table)
 	schema := t.Schema()
-	ins := &Insert{Table: t, Overwrite: s.Overwrite}
+	ins := &Insert{Table: t, Overwrite: s.Overwrite, DynamicOverwrite: t.DynamicPartitionOverwrite()}
+	for _, h := range s.Hints {
+		if h.Name != "OPTIONS" {
+			b.fail(h.Pos, "unknown table hint %s", h.Name)
+		}
+		for _, o := range h.Options {
+			if o.Key != "dynamic-partition-overwrite" {
+				b.notImplemented(o.Pos, fmt.Sprintf("table option %q in an INSERT hint", o.Key))
+			}
+			v, err := strconv.ParseBool(o.Value)
+			if err != nil {
+				b.fail(o.Pos, "%s: want true or false, got %q", o.Key, o.Value)
+			}
+			ins.DynamicOverwrite = v
+		}
+	}
 	static := map[string]*Const{}
 	if len(s.Partition) > 0 {
 		ins.Partition = map[string]string{}
@@ -331,6 +346,9 @@ func (b *binder) tableScope(name *sql.Name, alias string) (*tablestore.Table, *S
 
 func (b *binder) bindDelete(s *sql.Delete) Statement {
 	t, scan, sc := b.tableScope(s.Table, s.Alias)
+	if err := t.CheckRowLevel(false); err != nil {
+		b.failWrap(s.Pos, err, "%v", err)
+	}
 	d := &Delete{Table: t}
 	if s.Where == nil {
 		// Everything goes: Kept is empty.
@@ -355,6 +373,9 @@ func (b *binder) bindDelete(s *sql.Delete) Statement {
 
 func (b *binder) bindUpdate(s *sql.Update) Statement {
 	t, scan, sc := b.tableScope(s.Table, s.Alias)
+	if err := t.CheckRowLevel(true); err != nil {
+		b.failWrap(s.Pos, err, "%v", err)
+	}
 	schema := t.Schema()
 	sets := map[string]*sql.Assignment{}
 	for _, a := range s.Sets {

@@ -59,7 +59,7 @@ type Statistics struct {
 func (t *Table) ColumnStats(ctx context.Context, snapshotID int64) (*Statistics, error) {
 	sch := t.schema
 	out := &Statistics{Columns: make([]ColumnStats, len(sch.Fields))}
-	sn, err := t.st.resolveSnapshot(snapshotID)
+	sn, err := t.resolve(snapshotID)
 	if err != nil || sn == nil {
 		return out, err
 	}
@@ -174,7 +174,9 @@ func (a *colAcc) add(f *manifestEntry, id int) {
 			a.fileLo[loS], a.fileHi[hiS] = true, true
 		}
 	}
-	if math.IsNaN(loN) || math.IsNaN(hiN) {
+	// Infinite bounds (legal DOUBLE values) would make range estimates
+	// meaningless; scans still skip by them (predicate.go).
+	if math.IsNaN(loN) || math.IsNaN(hiN) || math.IsInf(loN, 0) || math.IsInf(hiN, 0) {
 		a.unknown = true
 		return
 	}
@@ -205,5 +207,5 @@ func datumFloat(d datum) float64 {
 	if d.I != nil {
 		return float64(*d.I)
 	}
-	return *d.F
+	return float64(*d.F)
 }

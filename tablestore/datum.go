@@ -3,6 +3,7 @@ package tablestore
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/url"
@@ -20,15 +21,46 @@ import (
 // strings S; binary B. Decimals have no datum (their statistics are not
 // kept), so filters on them never skip data.
 type datum struct {
-	Null bool     `json:"null,omitempty"`
-	I    *int64   `json:"i,omitempty"`
-	F    *float64 `json:"f,omitempty"`
-	S    *string  `json:"s,omitempty"`
-	B    *[]byte  `json:"b,omitempty"`
+	Null bool    `json:"null,omitempty"`
+	I    *int64  `json:"i,omitempty"`
+	F    *jfloat `json:"f,omitempty"`
+	S    *string `json:"s,omitempty"`
+	B    *[]byte `json:"b,omitempty"`
+}
+
+// jfloat is a float64 that JSON can hold whatever its value: JSON numbers
+// have no infinities or NaN, so those are the strings "+Inf", "-Inf" and
+// "NaN".
+type jfloat float64
+
+func (f jfloat) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	if math.IsInf(v, 0) || math.IsNaN(v) {
+		return json.Marshal(strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	return json.Marshal(v)
+}
+
+func (f *jfloat) UnmarshalJSON(b []byte) error {
+	var v float64
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		var err error
+		if v, err = strconv.ParseFloat(s, 64); err != nil {
+			return err
+		}
+	} else if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*f = jfloat(v)
+	return nil
 }
 
 func intDatum(v int64) datum     { return datum{I: &v} }
-func floatDatum(v float64) datum { return datum{F: &v} }
+func floatDatum(v float64) datum { f := jfloat(v); return datum{F: &f} }
 
 // strDatum keeps invalid UTF-8 as bytes: JSON would silently replace it and
 // change the ordering.
@@ -84,15 +116,17 @@ func compareDatum(a, b datum) (int, bool) {
 	case a.I != nil && b.I != nil:
 		return cmp.Compare(*a.I, *b.I), true
 	case a.F != nil && b.F != nil:
-		if math.IsNaN(*a.F) || math.IsNaN(*b.F) {
+		x, y := float64(*a.F), float64(*b.F)
+		if math.IsNaN(x) || math.IsNaN(y) {
 			return 0, false
 		}
-		return cmp.Compare(*a.F, *b.F), true
+		return cmp.Compare(x, y), true
 	case a.I != nil && b.F != nil:
-		if math.IsNaN(*b.F) || math.Abs(float64(*a.I)) > 1<<53 {
+		y := float64(*b.F)
+		if math.IsNaN(y) || math.Abs(float64(*a.I)) > 1<<53 {
 			return 0, false
 		}
-		return cmp.Compare(float64(*a.I), *b.F), true
+		return cmp.Compare(float64(*a.I), y), true
 	case a.F != nil && b.I != nil:
 		c, ok := compareDatum(b, a)
 		return -c, ok
@@ -240,7 +274,7 @@ func partitionKey(vals []datum) string {
 		case v.I != nil:
 			fmt.Fprintf(&sb, "i%d;", *v.I)
 		case v.F != nil:
-			fmt.Fprintf(&sb, "f%v;", *v.F)
+			fmt.Fprintf(&sb, "f%v;", float64(*v.F))
 		case v.S != nil:
 			fmt.Fprintf(&sb, "s%q;", *v.S)
 		case v.B != nil:

@@ -60,14 +60,14 @@ func (d *dataWriter) open() error {
 	dir := joinPath(d.st.dir, d.rel)
 	if !d.dirs[dir] {
 		if err := d.st.fs().MkdirAll(dir); err != nil {
-			return fmt.Errorf("create %s: %w", dir, err)
+			return d.st.droppedOr(fmt.Errorf("create %s: %w", dir, err))
 		}
 		d.dirs[dir] = true
 	}
 	d.name = d.prefix + newUUID() + "-0.parquet"
 	f, err := d.st.fs().Create(joinPath(dir, d.name))
 	if err != nil {
-		return fmt.Errorf("create %s: %w", joinPath(dir, d.name), err)
+		return d.st.droppedOr(fmt.Errorf("create %s: %w", joinPath(dir, d.name), err))
 	}
 	d.f = f
 	d.cw = &countingWriter{w: f}

@@ -16,7 +16,8 @@ import (
 //
 // The store relies on these guarantees:
 //   - a File's data is durable once Sync returns;
-//   - Rename atomically replaces newname (used only for hint files);
+//   - Rename atomically replaces newname (hint files) and moves
+//     directories (dropped tables);
 //   - RenameNoReplace atomically publishes newname and fails with an error
 //     wrapping fs.ErrExist when it already exists (snapshot and schema
 //     publication; put-if-absent on object stores);

@@ -278,6 +278,40 @@ func aggTypeOK(fn string, dt arrow.DataType) error {
 	return nil
 }
 
+// CheckRowLevel reports whether UPDATE (update true) or DELETE statements
+// mean on the table what they say, and refuses them where they would not,
+// as Paimon does: an UPDATE writes the new rows as upserts, which only
+// deduplicate and partial-update keep (aggregation would fold them into
+// the old values, first-row would keep the old row); a DELETE writes -D
+// rows, which remove the row only with deduplicate (without
+// ignore-delete), partial-update with partial-update.remove-record-on-delete
+// and aggregation with aggregation.remove-record-on-delete. Append tables
+// take both (the table is rewritten).
+func (t *Table) CheckRowLevel(update bool) error {
+	sch := t.schema
+	if !sch.hasPK() {
+		return nil
+	}
+	m := &sch.opts.merge
+	switch {
+	case update:
+		if m.engine != engineDeduplicate && m.engine != enginePartialUpdate {
+			return fmt.Errorf("%w: UPDATE on table %s: merge-engine %s would merge the new rows into the old ones instead of replacing them (only deduplicate and partial-update take UPDATE)",
+				ErrInvalid, t.st.id, m.engine)
+		}
+	case m.ignoreDelete:
+		return fmt.Errorf("%w: DELETE on table %s, which has 'ignore-delete' = 'true' and would drop the deletes", ErrInvalid, t.st.id)
+	case m.engine == enginePartialUpdate || m.engine == engineAggregation:
+		if !m.removeOnDelete {
+			return fmt.Errorf("%w: DELETE on table %s: merge-engine %s would not remove the rows; set '%s.remove-record-on-delete' = 'true'",
+				ErrInvalid, t.st.id, m.engine, m.engine)
+		}
+	case m.engine == engineFirstRow:
+		return fmt.Errorf("%w: DELETE on table %s: merge-engine first-row keeps the first row and takes no deletes", ErrInvalid, t.st.id)
+	}
+	return nil
+}
+
 // checkInputKinds refuses retracting input the merge engine cannot take,
 // naming the table, column and function.
 func checkInputKinds(id Ident, sch *tableSchema, kinds []RowKind) error {

@@ -39,6 +39,7 @@ const (
 	optDefaultAgg        = "fields.default-aggregate-function"
 	optFullDeltaCommits  = "full-compaction.delta-commits"
 	optRowDeduplicate    = "changelog-producer.row-deduplicate"
+	optDynamicOverwrite  = "dynamic-partition-overwrite"
 	// Per-column options: fields.<col>.aggregate-function,
 	// fields.<col>.ignore-retract, fields.<col>.list-agg-delimiter and
 	// fields.<g1>[,<g2>].sequence-group.
@@ -84,6 +85,9 @@ type tableOptions struct {
 	// fullDeltaCommits: with the full-compaction producer, a full
 	// compaction (and its changelog) follows this many data commits.
 	fullDeltaCommits int
+	// dynamicOverwrite: INSERT OVERWRITE of a partitioned table replaces
+	// only the partitions it writes (Paimon's default).
+	dynamicOverwrite bool
 }
 
 // mergeOptions configure the merge engine (see mergeengine.go).
@@ -131,6 +135,7 @@ func parseOptions(s *tableSchema) (tableOptions, error) {
 		merge:             mergeOptions{engine: engineDeduplicate},
 		producer:          producerNone,
 		fullDeltaCommits:  5,
+		dynamicOverwrite:  true,
 	}
 	if !s.hasPK() {
 		o.targetFileSize = 256 << 20
@@ -219,10 +224,14 @@ func parseOptions(s *tableSchema) (tableOptions, error) {
 			o.sizeRatio, err = intOpt(key, val, 0)
 		case optMinFileNum:
 			o.minFileNum, err = intOpt(key, val, 2)
-		case optWriteOnly:
-			o.writeOnly, err = strconv.ParseBool(val)
-			if err != nil {
+		case optWriteOnly, optDynamicOverwrite:
+			var b bool
+			if b, err = strconv.ParseBool(val); err != nil {
 				err = optErr(key, val, "want true or false")
+			} else if key == optWriteOnly {
+				o.writeOnly = b
+			} else {
+				o.dynamicOverwrite = b
 			}
 		case optCompression:
 			switch strings.ToLower(val) {

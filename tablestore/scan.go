@@ -89,7 +89,7 @@ func (t *Table) NewScan(ctx context.Context, spec ScanSpec) (*Scan, error) {
 		}
 		sn, err = st.readTag(spec.Tag)
 	} else {
-		sn, err = st.resolveSnapshot(spec.SnapshotID)
+		sn, err = t.resolve(spec.SnapshotID)
 	}
 	if err != nil {
 		return nil, err

@@ -44,6 +44,16 @@ type tableSchema struct {
 	Options        map[string]string `json:"options"`
 	Comment        string            `json:"comment,omitempty"`
 	TimeMillis     int64             `json:"timeMillis"`
+	// Replaces marks a version that starts a new table (Store.StageTable:
+	// bulk ingest create or replace). It takes effect with the first
+	// snapshot that carries its id, which also replaces all data, and is
+	// ignored until then, so an interrupted replace leaves no trace.
+	Replaces bool `json:"replaces,omitempty"`
+	// Origin is the id of the version that started the current table (0
+	// for tables created by CREATE TABLE on an empty directory): writes
+	// begun on an older version belong to a table that was replaced and
+	// cannot commit.
+	Origin int64 `json:"origin,omitempty"`
 
 	// Derived on load.
 	arrow *arrow.Schema

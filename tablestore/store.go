@@ -128,6 +128,9 @@ func Open(ctx context.Context, fsys FS, root string, opts Options) (*Store, erro
 		}
 		s.columns = c
 	}
+	if err := s.removeTrash(); err != nil {
+		return nil, fmt.Errorf("open warehouse %s: remove dropped tables: %w", root, err)
+	}
 	s.bgCtx, s.bgCancel = context.WithCancel(context.WithoutCancel(ctx))
 	return s, nil
 }
@@ -267,10 +270,12 @@ func (s *Store) Tables(ctx context.Context, db string) ([]string, error) {
 		if validateName("table", n) != nil {
 			continue
 		}
-		// A table exists once schema-0 is published; a directory without
-		// it is the leftover of an interrupted CREATE.
-		if _, err := s.fs.Stat(joinPath(s.dbDir(db), n, "schema", "schema-0")); err == nil {
+		// A directory without a schema in effect is the leftover of an
+		// interrupted CREATE or a create still staged.
+		if _, err := s.state(Ident{Database: db, Table: n}).latestSchema(); err == nil {
 			out = append(out, n)
+		} else if !errors.Is(err, ErrTableNotFound) {
+			return nil, err
 		}
 	}
 	return out, nil
@@ -292,27 +297,101 @@ func (s *Store) CreateTable(ctx context.Context, id Ident, def TableDef, ifNotEx
 	if err != nil {
 		return nil, fmt.Errorf("create table %s: %w", id, err)
 	}
-	dir := s.tableDir(id)
-	for _, sub := range []string{"schema", "snapshot", "manifest"} {
-		if err := s.fs.MkdirAll(joinPath(dir, sub)); err != nil {
-			return nil, fmt.Errorf("create table %s: %w", id, err)
-		}
+	st, err := s.prepareTableDir(id)
+	if err != nil {
+		return nil, fmt.Errorf("create table %s: %w", id, err)
 	}
-	for _, d := range []string{dir, s.dbDir(id.Database)} {
-		if err := s.fs.SyncDir(d); err != nil {
-			return nil, fmt.Errorf("create table %s: %w", id, err)
-		}
-	}
-	if err := publishSchema(s.fs, dir, sch); err != nil {
-		if errors.Is(err, fs.ErrExist) {
+	for {
+		if _, err := st.latestSchema(); err == nil {
 			if ifNotExists {
 				return s.Table(ctx, id)
 			}
 			return nil, fmt.Errorf("create table %s: %w", id, ErrTableExists)
+		} else if !errors.Is(err, ErrTableNotFound) {
+			return nil, err
 		}
+		// Above any schema a staged or abandoned replace left.
+		if sch.ID, err = st.nextSchemaID(); err != nil {
+			return nil, err
+		}
+		sch.Origin = sch.ID
+		err := publishSchema(s.fs, st.dir, sch)
+		if err == nil {
+			return s.Table(ctx, id)
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("create table %s: %w", id, err)
+		}
+	}
+}
+
+// prepareTableDir creates a table's directories (durably) and returns its
+// state.
+func (s *Store) prepareTableDir(id Ident) (*tableState, error) {
+	dir := s.tableDir(id)
+	for _, sub := range []string{"schema", "snapshot", "manifest"} {
+		if err := s.fs.MkdirAll(joinPath(dir, sub)); err != nil {
+			return nil, err
+		}
+	}
+	for _, d := range []string{dir, s.dbDir(id.Database)} {
+		if err := s.fs.SyncDir(d); err != nil {
+			return nil, err
+		}
+	}
+	return s.state(id), nil
+}
+
+// StageTable starts a write that creates table id, or with replace swaps
+// an existing one for a new table (schema and data). Nothing is visible
+// until Commit, which publishes the new table with exactly the rows written
+// in one snapshot: readers see the old table or the new one, never a table
+// in between, and a failed, aborted or interrupted write leaves the catalog
+// as it was. Commit fails with ErrTableExists when, without replace, the
+// table exists by then, and with ErrConflict when another replace or an
+// ALTER TABLE of the table published after StageTable. Writes begun on the
+// replaced table fail at commit with ErrConflict.
+func (s *Store) StageTable(ctx context.Context, id Ident, def TableDef, replace bool) (*Write, error) {
+	if err := validateIdent(id); err != nil {
+		return nil, err
+	}
+	ok, err := s.dbExists(id.Database)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("create table %s: database %q: %w", id, id.Database, ErrDatabaseNotFound)
+	}
+	sch, err := newTableSchema(def, s.opts.Now().UnixMilli())
+	if err != nil {
 		return nil, fmt.Errorf("create table %s: %w", id, err)
 	}
-	return s.Table(ctx, id)
+	sch.Replaces = true
+	st, err := s.prepareTableDir(id)
+	if err != nil {
+		return nil, fmt.Errorf("create table %s: %w", id, err)
+	}
+	if _, err := st.latestSchema(); err == nil && !replace {
+		return nil, fmt.Errorf("create table %s: %w", id, ErrTableExists)
+	} else if err != nil && !errors.Is(err, ErrTableNotFound) {
+		return nil, err
+	}
+	for {
+		if sch.ID, err = st.nextSchemaID(); err != nil {
+			return nil, err
+		}
+		sch.Origin = sch.ID
+		err := publishSchema(s.fs, st.dir, sch)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("create table %s: %w", id, err)
+		}
+	}
+	w := (&Table{st: st, schema: sch}).NewWrite(WriteOptions{Overwrite: true})
+	w.staged, w.createOnly = sch, !replace
+	return w, nil
 }
 
 func validateIdent(id Ident) error {
@@ -349,7 +428,14 @@ func publishSchema(fsys FS, dir string, sch *tableSchema) error {
 	return nil
 }
 
-// DropTable drops a table and its files.
+// trashPrefix starts the name a dropped table's directory is renamed to
+// before its files are removed; table names cannot start with '.'.
+const trashPrefix = ".trash-"
+
+// DropTable drops a table and its files. The table directory is renamed
+// away first, atomically: the name is free at once, and removing the files
+// does not race with a writer still creating files under the table's path
+// (its commit fails with ErrTableNotFound and removes them).
 func (s *Store) DropTable(ctx context.Context, id Ident, ifExists bool) error {
 	if _, err := s.Table(ctx, id); err != nil {
 		if ifExists && errors.Is(err, ErrTableNotFound) {
@@ -358,13 +444,37 @@ func (s *Store) DropTable(ctx context.Context, id Ident, ifExists bool) error {
 		return err
 	}
 	s.forgetTable(id)
-	// Remove schema-0 first: an interrupted drop then leaves a directory
-	// that is no longer a table.
-	if err := s.fs.Remove(joinPath(s.tableDir(id), "schema", "schema-0")); err != nil {
+	trash := joinPath(s.dbDir(id.Database), trashPrefix+id.Table+"-"+newUUID())
+	if err := s.fs.Rename(s.tableDir(id), trash); err != nil {
 		return fmt.Errorf("drop table %s: %w", id, err)
 	}
-	if err := s.fs.RemoveAll(s.tableDir(id)); err != nil {
+	if err := s.fs.SyncDir(s.dbDir(id.Database)); err != nil {
 		return fmt.Errorf("drop table %s: %w", id, err)
+	}
+	if err := s.fs.RemoveAll(trash); err != nil {
+		return fmt.Errorf("drop table %s: dropped, but removing its files failed (Open retries): %w", id, err)
+	}
+	return nil
+}
+
+// removeTrash removes what interrupted drops left (see DropTable).
+func (s *Store) removeTrash() error {
+	dbs, err := s.Databases(context.Background())
+	if err != nil {
+		return err
+	}
+	for _, db := range dbs {
+		names, err := s.fs.List(s.dbDir(db))
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			if strings.HasPrefix(n, trashPrefix) {
+				if err := s.fs.RemoveAll(joinPath(s.dbDir(db), n)); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	return nil
 }
@@ -417,7 +527,10 @@ func (s *Store) AlterTable(ctx context.Context, id Ident, changes ...SchemaChang
 			return err
 		}
 		next := cur.clone()
-		next.ID = cur.ID + 1
+		next.Replaces = false
+		if next.ID, err = t.st.nextSchemaID(); err != nil {
+			return err
+		}
 		next.TimeMillis = s.opts.Now().UnixMilli()
 		for _, c := range changes {
 			if c == nil {

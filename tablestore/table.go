@@ -25,11 +25,13 @@ type tableState struct {
 	// commitMu serializes this process's commits to the table; other
 	// processes are serialized by put-if-absent publication.
 	commitMu sync.Mutex
+	queue    []*queuedCommit // appends waiting to be published in a group (mu)
 
 	mu       sync.Mutex
 	nextSeq  int64
 	schemas  map[int64]*tableSchema
-	liveSnap int64 // snapshot whose live files are cached
+	inEffect map[int64]bool // Replaces schema versions known in effect
+	liveSnap int64          // snapshot whose live files are cached
 	live     []*manifestEntry
 	// expireMu serializes expiry with tag creation.
 	expireMu sync.Mutex
@@ -50,7 +52,7 @@ type tableState struct {
 }
 
 func newTableState(s *Store, id Ident, dir string) *tableState {
-	st := &tableState{s: s, id: id, dir: dir, schemas: map[int64]*tableSchema{}}
+	st := &tableState{s: s, id: id, dir: dir, schemas: map[int64]*tableSchema{}, inEffect: map[int64]bool{}}
 	st.bgCtx, st.bgCancel = context.WithCancel(s.bgCtx)
 	return st
 }
@@ -66,7 +68,17 @@ func (st *tableState) notFound(err error) error {
 	return fmt.Errorf("table %s: %w", st.id, errors.Join(ErrTableNotFound, err))
 }
 
-// latestSchema reads the newest schema version.
+// droppedOr returns err, as ErrTableNotFound when the table was dropped:
+// DropTable moves the directory away under writers.
+func (st *tableState) droppedOr(err error) error {
+	if _, lerr := st.latestSchema(); errors.Is(lerr, ErrTableNotFound) {
+		return st.notFound(err)
+	}
+	return err
+}
+
+// latestSchema reads the newest schema version in effect: a Replaces
+// version only once a snapshot carries it (or a later version).
 func (st *tableState) latestSchema() (*tableSchema, error) {
 	names, err := st.fs().List(joinPath(st.dir, "schema"))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -75,18 +87,78 @@ func (st *tableState) latestSchema() (*tableSchema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("table %s: list schemas: %w", st.id, err)
 	}
-	latest := int64(-1)
+	ids := schemaIDs(names)
+	for i := len(ids) - 1; i >= 0; i-- {
+		sch, err := st.schema(ids[i])
+		if err != nil {
+			return nil, err
+		}
+		if sch.Replaces {
+			ok, err := st.replaced(sch)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue // staged or abandoned replace
+			}
+		}
+		// Without schema-0, a directory is the leftover of an interrupted
+		// CREATE or DROP, unless a replace started the table later.
+		if sch.Origin == 0 && !sch.Replaces && !slices.Contains(names, "schema-0") {
+			break
+		}
+		return sch, nil
+	}
+	return nil, fmt.Errorf("table %s: %w", st.id, ErrTableNotFound)
+}
+
+// replaced reports whether a Replaces version took effect: every snapshot
+// from the replacing one on carries its id or a later one.
+func (st *tableState) replaced(sch *tableSchema) (bool, error) {
+	st.mu.Lock()
+	ok := st.inEffect[sch.ID]
+	st.mu.Unlock()
+	if ok {
+		return true, nil
+	}
+	id, err := st.latestSnapshotID()
+	if err != nil || id == 0 {
+		return false, err
+	}
+	sn, err := st.readSnapshot(id)
+	if err != nil || sn.SchemaID < sch.ID {
+		return false, err
+	}
+	st.mu.Lock()
+	st.inEffect[sch.ID] = true
+	st.mu.Unlock()
+	return true, nil
+}
+
+// schemaIDs returns the ids of schema-N names, ascending.
+func schemaIDs(names []string) []int64 {
+	var ids []int64
 	for _, n := range names {
 		if v, ok := strings.CutPrefix(n, "schema-"); ok {
-			if id, err := strconv.ParseInt(v, 10, 64); err == nil && id > latest {
-				latest = id
+			if id, err := strconv.ParseInt(v, 10, 64); err == nil {
+				ids = append(ids, id)
 			}
 		}
 	}
-	if latest < 0 || !slices.Contains(names, "schema-0") {
-		return nil, fmt.Errorf("table %s: %w", st.id, ErrTableNotFound)
+	slices.Sort(ids)
+	return ids
+}
+
+// nextSchemaID is one above every schema file, staged ones included.
+func (st *tableState) nextSchemaID() (int64, error) {
+	names, err := st.fs().List(joinPath(st.dir, "schema"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("table %s: list schemas: %w", st.id, err)
 	}
-	return st.schema(latest)
+	if ids := schemaIDs(names); len(ids) > 0 {
+		return ids[len(ids)-1] + 1, nil
+	}
+	return 0, nil
 }
 
 // schema reads (and caches) one schema version.
@@ -301,6 +373,10 @@ func (t *Table) Options() map[string]string { return maps.Clone(t.schema.Options
 // Comment returns the table comment.
 func (t *Table) Comment() string { return t.schema.Comment }
 
+// DynamicPartitionOverwrite is the table's dynamic-partition-overwrite
+// option (default true): what an INSERT OVERWRITE without a hint does.
+func (t *Table) DynamicPartitionOverwrite() bool { return t.schema.opts.dynamicOverwrite }
+
 // Buckets returns the number of buckets per partition.
 func (t *Table) Buckets() int { return t.schema.opts.buckets }
 
@@ -315,9 +391,40 @@ func (t *Table) CompactionError() error {
 	return t.st.bgErr
 }
 
-// LatestSnapshotID returns the newest snapshot id, 0 when none exists.
+// LatestSnapshotID returns the newest snapshot id of the handle's table
+// (see resolve), 0 when none exists.
 func (t *Table) LatestSnapshotID(ctx context.Context) (int64, error) {
-	return t.st.latestSnapshotID()
+	sn, err := t.resolve(0)
+	if err != nil || sn == nil {
+		return 0, err
+	}
+	return sn.ID, nil
+}
+
+// resolve reads snapshot id, or for 0 the latest snapshot of the table the
+// handle opened: once a replace (Store.StageTable) published a new table
+// under the name, a handle on the old one keeps reading the old table's last
+// snapshot, so a statement bound before the replace sees the old table
+// whole rather than the new data through the old schema.
+func (t *Table) resolve(id int64) (*snapshot, error) {
+	sn, err := t.st.resolveSnapshot(id)
+	if err != nil || sn == nil || id != 0 || sn.SchemaID <= t.schema.ID {
+		return sn, err
+	}
+	cur, err := t.st.schema(sn.SchemaID)
+	if err != nil || cur.Origin <= t.schema.ID {
+		return sn, err
+	}
+	for prev := sn.ID - 1; prev > 0; prev-- {
+		p, err := t.st.readSnapshot(prev)
+		if err != nil {
+			return nil, fmt.Errorf("table %s was replaced and its former contents expired: %w", t.st.id, err)
+		}
+		if p.SchemaID < cur.Origin {
+			return p, nil
+		}
+	}
+	return nil, nil // the replaced table had no snapshot
 }
 
 // SnapshotAsOf returns the newest snapshot committed at or before ts.
@@ -364,7 +471,7 @@ type TableStats struct {
 
 // Stats returns statistics of a snapshot (0 = latest).
 func (t *Table) Stats(ctx context.Context, snapshotID int64) (TableStats, error) {
-	sn, err := t.st.resolveSnapshot(snapshotID)
+	sn, err := t.resolve(snapshotID)
 	if err != nil || sn == nil {
 		return TableStats{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path"
 	"runtime"
 	"slices"
 	"strconv"
@@ -18,23 +19,28 @@ import (
 type WriteOptions struct {
 	// Overwrite replaces data instead of adding to it (INSERT OVERWRITE):
 	// the whole table, or with OverwritePartition the partitions matching
-	// that static spec, or with DynamicPartitionOverwrite the partitions the
-	// written rows fall into.
+	// that static spec. With DynamicPartitionOverwrite on a partitioned
+	// table, only the partitions the written rows fall into (within the
+	// static spec); an overwrite that writes no rows then changes nothing.
+	// Paimon's semantics; an unpartitioned table is always replaced whole.
 	Overwrite bool
 	// OverwritePartition maps partition columns (any subset) to values
 	// written as in partition paths (dates as 2024-05-01, NULL as the
 	// table's partition.default-name).
 	OverwritePartition map[string]string
-	// DynamicPartitionOverwrite limits an overwrite to the partitions that
-	// receive rows (Paimon's dynamic-partition-overwrite).
+	// DynamicPartitionOverwrite: see Overwrite (Paimon's
+	// dynamic-partition-overwrite; Table.DynamicPartitionOverwrite is the
+	// table's default).
 	DynamicPartitionOverwrite bool
-	// BaseSnapshot is the snapshot the written rows were computed from (a
-	// read-modify-write such as UPDATE). Commit then fails with ErrConflict
-	// if any commit after it (other than compaction) wrote to one of the
-	// same buckets. 0: blind writes, which conflict only when sequence
-	// numbers could order them wrongly. Overwrites always conflict with
-	// data added to their scope after the base.
-	BaseSnapshot int64
+	// ReadModifyWrite says the written rows were computed from snapshot
+	// BaseSnapshot (0: the empty table), as UPDATE computes them: Commit
+	// then fails with ErrSerialization if a commit after it (other than
+	// compaction) wrote one of the same keys (key tables) or changed the
+	// overwritten scope. Otherwise the write is blind and never fails for
+	// being concurrent: it lands after every commit before it, and per key
+	// its rows win over theirs.
+	ReadModifyWrite bool
+	BaseSnapshot    int64
 }
 
 // Write buffers rows and publishes them atomically on Commit. It can be
@@ -50,7 +56,6 @@ type Write struct {
 	kinds    [][]RowKind
 	seqStart []int64
 	bytes    int64
-	minSeq   int64
 	maxSeq   int64
 	pending  []*manifestEntry // flushed, not yet committed
 	logs     []*manifestEntry // changelog files (input producer)
@@ -63,6 +68,10 @@ type Write struct {
 	// release ends the lease that keeps the snapshots after baseID, which
 	// the commit checks for conflicts, from expiring.
 	release func()
+	// staged is the new table's schema version of a Store.StageTable write
+	// until its commit publishes it; createOnly: the table must not exist.
+	staged     *tableSchema
+	createOnly bool
 }
 
 // NewWrite starts a write transaction on the table's current schema.
@@ -72,13 +81,17 @@ func (t *Table) NewWrite(opts WriteOptions) *Write {
 	return w
 }
 
+// Table is the table the write goes to (for Store.StageTable, the staged
+// one).
+func (w *Write) Table() *Table { return w.t }
+
 func (w *Write) reset() {
 	for _, r := range w.recs {
 		r.Release()
 	}
 	w.started = false
 	w.recs, w.kinds, w.seqStart = nil, nil, nil
-	w.bytes, w.minSeq, w.maxSeq = 0, -1, -1
+	w.bytes, w.maxSeq = 0, -1
 	w.pending, w.logs = nil, nil
 	w.touched = map[string][]datum{}
 	w.dirs = map[string]bool{}
@@ -123,9 +136,6 @@ func (w *Write) WriteKinds(ctx context.Context, b arrow.RecordBatch, kinds []Row
 	n := rec.NumRows()
 	if w.sch.hasPK() {
 		start := w.t.st.allocSeq(n)
-		if w.minSeq < 0 {
-			w.minSeq = start
-		}
 		w.maxSeq = start + n - 1
 		w.seqStart = append(w.seqStart, start)
 	}
@@ -155,16 +165,40 @@ func (w *Write) start() error {
 		w.t.st.raiseSeq(sn.NextSequenceNumber)
 	}
 	w.baseID = id
-	if b := w.opts.BaseSnapshot; b > 0 {
-		if b > id {
+	if w.opts.ReadModifyWrite {
+		if b := w.opts.BaseSnapshot; b > id {
 			return fmt.Errorf("write %s: %w: base snapshot %d is newer than the latest %d", w.t.st.id, ErrInvalid, b, id)
 		}
-		w.baseID = b
+		w.baseID = w.opts.BaseSnapshot
+	}
+	w.lease()
+	w.started = true
+	return nil
+}
+
+// lease keeps the snapshots after baseID, which the commit checks, from
+// expiring.
+func (w *Write) lease() {
+	if w.release != nil {
+		w.release()
 	}
 	w.release = w.t.st.hold(w.baseID + 1)
 	runtime.AddCleanup(w, func(f func()) { f() }, w.release)
-	w.started = true
-	return nil
+}
+
+// ReadFrom turns the write into a read-modify-write of snapshot id (see
+// WriteOptions.ReadModifyWrite), for the rows written so far too: a
+// transaction's write to a table becomes one when a statement of it reads
+// the table.
+func (w *Write) ReadFrom(id int64) {
+	if w.opts.ReadModifyWrite && w.opts.BaseSnapshot <= id {
+		return
+	}
+	w.opts.ReadModifyWrite, w.opts.BaseSnapshot = true, id
+	if w.started && id < w.baseID {
+		w.baseID = id
+		w.lease()
+	}
 }
 
 // allocSeq reserves n sequence numbers.
@@ -603,7 +637,7 @@ func (w *Write) Commit(ctx context.Context) (int64, error) {
 		w.Abort()
 		return 0, fmt.Errorf("commit %s: %w", st.id, err)
 	}
-	if len(w.pending) == 0 && !w.opts.Overwrite {
+	if len(w.pending) == 0 && (!w.opts.Overwrite || w.dynamicOverwrite()) && w.staged == nil {
 		w.reset()
 		return st.latestSnapshotID()
 	}
@@ -617,14 +651,16 @@ func (w *Write) Commit(ctx context.Context) (int64, error) {
 		kind:      commitAppend,
 		adds:      w.pending,
 		baseID:    w.baseID,
-		minSeq:    w.minSeq,
-		strict:    w.opts.BaseSnapshot > 0,
+		strict:    w.opts.ReadModifyWrite,
 		nextSeq:   w.maxSeq + 1,
 		dirs:      slices.Collect(maps.Keys(w.dirs)),
 		changelog: w.logs,
+		schema:    w.sch,
+		replace:   w.staged,
+		create:    w.createOnly,
 	}
-	if w.sch.hasPK() && w.sch.opts.producer == producerLookup {
-		req.produce = st.lookupChangelog(w.pending)
+	if w.sch.hasPK() && w.sch.opts.producer == producerLookup && w.staged == nil {
+		req.produce = st.lookupChangelog()
 	}
 	if w.opts.Overwrite {
 		req.kind = commitOverwrite
@@ -636,6 +672,7 @@ func (w *Write) Commit(ctx context.Context) (int64, error) {
 		req.overwrite = sel
 	}
 	id, err := st.commit(ctx, req)
+	w.pending = req.adds // resequenced files replace ours
 	if err != nil {
 		if !errors.Is(err, errCommitAmbiguous) {
 			w.Abort()
@@ -644,6 +681,7 @@ func (w *Write) Commit(ctx context.Context) (int64, error) {
 		}
 		return 0, fmt.Errorf("commit %s: %w", st.id, err)
 	}
+	w.staged = nil
 	buckets := map[string]*manifestEntry{}
 	for _, e := range w.pending {
 		buckets[partitionKey(e.Partition)+"/"+strconv.Itoa(e.Bucket)] = e
@@ -656,9 +694,7 @@ func (w *Write) Commit(ctx context.Context) (int64, error) {
 // overwriteSelector returns which live files an overwrite replaces.
 func (w *Write) overwriteSelector() (func(*manifestEntry) bool, error) {
 	sch := w.sch
-	if len(w.opts.OverwritePartition) > 0 && w.opts.DynamicPartitionOverwrite {
-		return nil, fmt.Errorf("%w: OverwritePartition and DynamicPartitionOverwrite exclude each other", ErrInvalid)
-	}
+	static := func(*manifestEntry) bool { return true }
 	if len(w.opts.OverwritePartition) > 0 {
 		if len(sch.PartitionKeys) == 0 {
 			return nil, fmt.Errorf("%w: OverwritePartition given but the table is not partitioned", ErrInvalid)
@@ -670,7 +706,7 @@ func (w *Write) overwriteSelector() (func(*manifestEntry) bool, error) {
 		}
 		types := partTypes(sch)
 		spec := w.opts.OverwritePartition
-		return func(e *manifestEntry) bool {
+		static = func(e *manifestEntry) bool {
 			for i, p := range sch.PartitionKeys {
 				want, ok := spec[p]
 				if !ok {
@@ -682,16 +718,21 @@ func (w *Write) overwriteSelector() (func(*manifestEntry) bool, error) {
 				}
 			}
 			return true
-		}, nil
+		}
 	}
-	if !w.opts.DynamicPartitionOverwrite || len(sch.PartitionKeys) == 0 {
-		return func(*manifestEntry) bool { return true }, nil
+	if !w.dynamicOverwrite() {
+		return static, nil
 	}
 	touched := maps.Clone(w.touched)
 	return func(e *manifestEntry) bool {
 		_, ok := touched[partitionKey(e.Partition)]
-		return ok
+		return ok && static(e)
 	}, nil
+}
+
+// dynamicOverwrite: the overwrite replaces only the partitions written.
+func (w *Write) dynamicOverwrite() bool {
+	return w.opts.Overwrite && w.opts.DynamicPartitionOverwrite && len(w.sch.PartitionKeys) > 0
 }
 
 // partitionPathValue escapes a user-given partition value like partition
@@ -700,10 +741,28 @@ func partitionPathValue(v string) string {
 	return partitionPath([]string{""}, []arrow.DataType{arrow.BinaryTypes.String}, []datum{strDatum(v)}, "")[1:]
 }
 
-// Abort drops buffered rows and removes files written but not committed.
+// Abort drops buffered rows and removes files written but not committed
+// (and the schema version of an uncommitted Store.StageTable write). When
+// the table was dropped meanwhile, it also removes the directories the
+// write created under the dropped table's path, those that are empty (a
+// table created again meanwhile keeps its files).
 func (w *Write) Abort() {
+	st := w.t.st
 	for _, e := range append(w.pending, w.logs...) {
-		_ = w.t.st.fs().Remove(joinPath(w.t.st.dir, e.File.Path))
+		_ = st.fs().Remove(joinPath(st.dir, e.File.Path))
+	}
+	if w.staged != nil {
+		_ = st.fs().Remove(joinPath(st.dir, "schema", "schema-"+strconv.FormatInt(w.staged.ID, 10)))
+		w.staged = nil
+	} else if _, err := st.latestSchema(); errors.Is(err, ErrTableNotFound) && len(w.dirs) > 0 {
+		dirs := slices.Collect(maps.Keys(w.dirs))
+		slices.SortFunc(dirs, func(a, b string) int { return len(b) - len(a) }) // deepest first
+		for _, d := range dirs {
+			for ; len(d) > len(st.dir); d = path.Dir(d) {
+				_ = st.fs().Remove(d)
+			}
+		}
+		_ = st.fs().Remove(st.dir)
 	}
 	w.reset()
 }

@@ -146,3 +146,25 @@ def test_change_stream_ticket(conn):
     reader.cancel()
     client.close()
     cur.close()
+
+
+def test_use_applies_to_later_statements():
+    # DB-API prepares every statement: USE must switch the session's
+    # database on the prepared path too. The session lives in a cookie.
+    with flight_sql.connect(URI, autocommit=True, db_kwargs={
+            "adbc.flight.sql.rpc.with_cookie_middleware": "true"}) as conn:
+        use_database(conn)
+
+
+def use_database(conn):
+    cur = conn.cursor()
+    cur.execute("CREATE DATABASE IF NOT EXISTS py_use")
+    cur.execute("USE py_use")
+    cur.execute("CREATE TABLE py_used (a BIGINT)")
+    cur.execute("INSERT INTO py_used VALUES (1)")
+    cur.execute("SELECT a FROM py_use.py_used")
+    assert cur.fetchall() == [(1,)]
+    cur.execute("SHOW TABLES FROM default")
+    assert ("py_used",) not in cur.fetchall()
+    cur.execute("USE `default`")
+    cur.close()
