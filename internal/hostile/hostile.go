@@ -18,6 +18,7 @@ import (
 	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	flatbuffers "github.com/google/flatbuffers/go"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 )
@@ -179,7 +180,61 @@ func Puts(mem memory.Allocator, table string) ([]Put, error) {
 		}
 	}
 	puts = append(puts, Put{"decompression bomb", m})
+
+	// A schema whose struct levels each list the next level twice, by the
+	// same offset: 40 levels make 2^40 fields to decode from 2 KB.
+	puts = append(puts, Put{"shared children", []*flight.FlightData{{FlightDescriptor: IngestDescriptor(table), DataHeader: nestedSchema(40, 2)}}})
+
+	// Types nested 1.5M deep (48 MB): arrow-go's decoder recurses once
+	// per level.
+	puts = append(puts, Put{"deep nesting", []*flight.FlightData{{FlightDescriptor: IngestDescriptor(table), DataHeader: nestedSchema(1_500_000, 1)}}})
 	return puts, nil
+}
+
+// nestedSchema builds an IPC schema message (format/Schema.fbs) of levels
+// nested structs, each with fanout children at the same offset.
+func nestedSchema(levels, fanout int) []byte {
+	const (
+		typeInt    = 2
+		typeStruct = 13
+	)
+	b := flatbuffers.NewBuilder(1024)
+	field := func(name flatbuffers.UOffsetT, typeType byte, typ flatbuffers.UOffsetT, children flatbuffers.UOffsetT) flatbuffers.UOffsetT {
+		b.StartObject(7)
+		b.PrependUOffsetTSlot(0, name, 0)
+		b.PrependByteSlot(2, typeType, 0)
+		b.PrependUOffsetTSlot(3, typ, 0)
+		if children != 0 {
+			b.PrependUOffsetTSlot(5, children, 0)
+		}
+		return b.EndObject()
+	}
+	name := b.CreateString("x")
+	b.StartObject(2) // Int{bitWidth: 64, is_signed: true}
+	b.PrependInt32Slot(0, 64, 0)
+	b.PrependBoolSlot(1, true, false)
+	f := field(name, typeInt, b.EndObject(), 0)
+	b.StartObject(0) // Struct_
+	st := b.EndObject()
+	for range levels {
+		b.StartVector(4, fanout, 4)
+		for range fanout {
+			b.PrependUOffsetT(f)
+		}
+		f = field(name, typeStruct, st, b.EndVector(fanout))
+	}
+	b.StartVector(4, 1, 4)
+	b.PrependUOffsetT(f)
+	fields := b.EndVector(1)
+	b.StartObject(4) // Schema
+	b.PrependUOffsetTSlot(1, fields, 0)
+	schema := b.EndObject()
+	b.StartObject(5) // Message{version: V5, header: schema}
+	b.PrependInt16Slot(0, 4, 0)
+	b.PrependByteSlot(1, 1, 0)
+	b.PrependUOffsetTSlot(2, schema, 0)
+	b.Finish(b.EndObject())
+	return b.FinishedBytes()
 }
 
 func replaceWords32(b []byte, old, new uint32) bool {
