@@ -27,6 +27,13 @@ import (
 // snapshot N has been sent; it comes when the stream catches up and then at
 // each heartbeat while no commit arrives (keep-alive).
 //
+// A *-full start first reads the content of snapshot N: a batch with no
+// rows and {"snapshot": N, "image": "start"}, then batches of +I rows with
+// {"snapshot": N, "image": "rows"}, then {"snapshot": N, "image": "end"}
+// with no rows. A client drops its state at "start": a stream that starts
+// again from a full read (no committed consumer position) does not send
+// the deletes of the rows that went meanwhile.
+//
 // Consumers: with a consumer id the stream resumes from the consumer's
 // position, which only the CommitConsumerAction moves. The delivery is
 // at-least-once from that position; a client that records the last snapshot
@@ -153,18 +160,32 @@ type streamProgress struct {
 	mem      memory.Allocator
 	schema   *arrow.Schema
 	snapshot int64
+	image    bool
 }
 
-func (p *streamProgress) Rows(snapshot int64) { p.snapshot = snapshot }
+func (p *streamProgress) Rows(snapshot int64, image bool) { p.snapshot, p.image = snapshot, image }
 
 func (p *streamProgress) CaughtUp(snapshot int64) error {
+	return p.marker(ChangeProgress{Snapshot: snapshot, CaughtUp: true})
+}
+
+func (p *streamProgress) Image(snapshot int64, start bool) error {
+	m := ChangeProgress{Snapshot: snapshot, Image: ImageEnd}
+	if start {
+		m.Image = ImageStart
+	}
+	return p.marker(m)
+}
+
+// marker sends a batch without rows labelled m.
+func (p *streamProgress) marker(m ChangeProgress) error {
 	cols := make([]arrow.Array, p.schema.NumFields())
 	for i, f := range p.schema.Fields() {
 		cols[i] = array.MakeArrayOfNull(p.mem, f.Type, 0)
 		defer cols[i].Release()
 	}
 	b := array.NewRecordBatch(p.schema, cols, 0)
-	meta, _ := json.Marshal(ChangeProgress{Snapshot: snapshot, CaughtUp: true})
+	meta, _ := json.Marshal(m)
 	select {
 	case p.ch <- flight.StreamChunk{Data: b, AppMetadata: meta}:
 		return nil
@@ -176,9 +197,20 @@ func (p *streamProgress) CaughtUp(snapshot int64) error {
 
 // meta labels the batch about to be sent.
 func (p *streamProgress) meta() []byte {
-	m, _ := json.Marshal(ChangeProgress{Snapshot: p.snapshot})
-	return m
+	m := ChangeProgress{Snapshot: p.snapshot}
+	if p.image {
+		m.Image = ImageRows
+	}
+	b, _ := json.Marshal(m)
+	return b
 }
+
+// Values of ChangeProgress.Image.
+const (
+	ImageStart = "start"
+	ImageRows  = "rows"
+	ImageEnd   = "end"
+)
 
 // ChangeProgress is the app metadata of every change stream batch.
 type ChangeProgress struct {
@@ -187,6 +219,10 @@ type ChangeProgress struct {
 	Snapshot int64 `json:"snapshot"`
 	// CaughtUp marks a progress marker (a batch without rows).
 	CaughtUp bool `json:"caught_up,omitempty"`
+	// Image is set during the full read of snapshot Snapshot: ImageStart
+	// and ImageEnd on batches without rows around it, ImageRows on its
+	// rows.
+	Image string `json:"image,omitempty"`
 }
 
 // ParseChangeProgress decodes a change stream batch's app metadata.

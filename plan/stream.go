@@ -30,8 +30,12 @@ const DefaultHeartbeat = 5 * time.Second
 // StreamObserver follows a streaming query's progress. Calls happen on the
 // goroutine that pulls the query's batches, in order with them.
 type StreamObserver interface {
-	// Rows: the next batch holds changes of snapshot.
-	Rows(snapshot int64)
+	// Rows: the next batch holds changes of snapshot, or with image rows
+	// of its content (tablestore.ImageRows).
+	Rows(snapshot int64, image bool)
+	// Image: the full read of snapshot begins (start) or is complete
+	// (tablestore.ImageStart, ImageEnd).
+	Image(snapshot int64, start bool) error
 	// CaughtUp: every change up to snapshot has been returned; called when
 	// the stream catches up and then at each heartbeat while it waits.
 	CaughtUp(snapshot int64) error
@@ -328,7 +332,12 @@ func (s *changeSource) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		}
 		if ch.Batch == nil {
 			if s.obs != nil {
-				if err := s.obs.CaughtUp(ch.Snapshot); err != nil {
+				if ch.Image != tablestore.NoImage {
+					err = s.obs.Image(ch.Snapshot, ch.Image == tablestore.ImageStart)
+				} else {
+					err = s.obs.CaughtUp(ch.Snapshot)
+				}
+				if err != nil {
 					return nil, err
 				}
 			}
@@ -338,7 +347,7 @@ func (s *changeSource) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			continue
 		}
 		if s.obs != nil {
-			s.obs.Rows(ch.Snapshot)
+			s.obs.Rows(ch.Snapshot, ch.Image == tablestore.ImageRows)
 		}
 		cols := make([]arrow.Array, len(s.perm))
 		for i, p := range s.perm {
