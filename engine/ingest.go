@@ -61,6 +61,13 @@ func (s *Session) Ingest(ctx context.Context, req IngestRequest, rdr BatchReader
 	if req.Table.Database == "" {
 		req.Table.Database = s.Database()
 	}
+	need := Admin // creates or replaces the table
+	if req.Mode == IngestAppend {
+		need = Write
+	}
+	if err := s.allow(req.Table.Database, need); err != nil {
+		return 0, err
+	}
 	if req.Table.Table == "" {
 		return 0, fmt.Errorf("ingest: target table name is empty: %w", ErrInvalid)
 	}

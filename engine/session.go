@@ -20,8 +20,9 @@ import (
 type Session struct {
 	e *Engine
 
-	mu       sync.Mutex
-	database string
+	mu        sync.Mutex
+	database  string
+	authorize Authorizer // nil: everything is allowed
 }
 
 // NewSession starts a session in the default database.
@@ -70,6 +71,9 @@ type Statement struct {
 	tx    *Txn
 	ast   sql.Statement // kept to bind DML again at each execution
 	bound plan.Statement
+	// readsTarget: an INSERT whose source reads the table it writes (a
+	// read-modify-write).
+	readsTarget bool
 }
 
 // Prepare parses and binds one statement, so errors surface before any
@@ -87,8 +91,15 @@ func (s *Session) Prepare(ctx context.Context, text string, tx *Txn) (*Statement
 func (s *Session) PrepareAST(ctx context.Context, ast sql.Statement, tx *Txn) (_ *Statement, err error) {
 	defer recoverInternal(&err)
 	st := &Statement{s: s, tx: tx, ast: ast}
-	if st.bound, err = s.bind(ctx, ast, &catalog{s: s, tx: tx, db: s.Database()}); err != nil {
+	cat := &catalog{s: s, tx: tx, db: s.Database(), looked: map[tablestore.Ident]int{}}
+	if st.bound, err = s.bind(ctx, ast, cat); err != nil {
 		return nil, err
+	}
+	if err := s.allowStatement(st.bound); err != nil {
+		return nil, err
+	}
+	if ins, ok := st.bound.(*plan.Insert); ok {
+		st.readsTarget = cat.looked[ins.Table.Ident()] > 1 // the target itself is one
 	}
 	return st, nil
 }
@@ -286,13 +297,15 @@ func drain(ctx context.Context, op exec.Operator, fn func(arrow.RecordBatch) err
 
 // catalog resolves names for the binder within a session and transaction.
 // With pins set (autocommit DML), every table is read at its latest
-// snapshot as of binding, recorded in pins, so the write can name the
-// snapshot it was computed from.
+// snapshot as of its first lookup, recorded in pins, so the write can name
+// the snapshot it was computed from. looked, if set, counts the lookups of
+// each table.
 type catalog struct {
-	s    *Session
-	tx   *Txn
-	db   string
-	pins map[tablestore.Ident]int64
+	s      *Session
+	tx     *Txn
+	db     string
+	pins   map[tablestore.Ident]int64
+	looked map[tablestore.Ident]int
 }
 
 var _ plan.Catalog = (*catalog)(nil)
@@ -300,16 +313,27 @@ var _ plan.Catalog = (*catalog)(nil)
 func (c *catalog) CurrentDatabase() string { return c.db }
 
 func (c *catalog) Table(ctx context.Context, id tablestore.Ident) (*tablestore.Table, int64, error) {
+	if err := c.s.allow(id.Database, Read); err != nil {
+		return nil, 0, err
+	}
 	t, err := c.s.e.store.Table(ctx, id)
 	if err != nil {
 		return nil, 0, err
 	}
+	if c.looked != nil {
+		c.looked[t.Ident()]++
+	}
 	if c.pins != nil {
+		// A statement binds a table once per reference (UPDATE twice):
+		// every reference must read the snapshot the write is based on.
+		if snap, ok := c.pins[t.Ident()]; ok {
+			return t, snap, nil
+		}
 		snap, err := t.LatestSnapshotID(ctx)
 		if err != nil {
 			return nil, 0, err
 		}
-		c.pins[id] = snap
+		c.pins[t.Ident()] = snap
 		return t, snap, nil
 	}
 	if c.tx == nil {
@@ -327,15 +351,24 @@ func (c *catalog) Databases(ctx context.Context) ([]string, error) {
 }
 
 func (c *catalog) Tables(ctx context.Context, db string) ([]string, error) {
+	if err := c.s.allow(db, Read); err != nil {
+		return nil, err
+	}
 	return c.s.e.store.Tables(ctx, db)
 }
 
 var _ plan.ViewCatalog = (*catalog)(nil)
 
 func (c *catalog) View(ctx context.Context, id tablestore.Ident) (tablestore.ViewDef, error) {
+	if err := c.s.allow(id.Database, Read); err != nil {
+		return tablestore.ViewDef{}, err
+	}
 	return c.s.e.store.View(ctx, id)
 }
 
 func (c *catalog) Views(ctx context.Context, db string) ([]string, error) {
+	if err := c.s.allow(db, Read); err != nil {
+		return nil, err
+	}
 	return c.s.e.store.Views(ctx, db)
 }

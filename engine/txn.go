@@ -140,25 +140,29 @@ func (tx *Txn) snapshot(ctx context.Context, t *tablestore.Table) (int64, error)
 	return id, nil
 }
 
-// write returns the transaction's buffered write for a table. A table is
-// either appended to or overwritten within one transaction, not both: an
-// overwrite computed from the pinned snapshot would drop earlier writes.
+// write returns the transaction's buffered write for a table, a
+// read-modify-write of the transaction's snapshot of it once a statement
+// read it (opts.ReadModifyWrite). A table is either appended to or
+// overwritten within one transaction, not both: an overwrite computed from
+// the pinned snapshot would drop earlier writes.
 func (tx *Txn) write(t *tablestore.Table, opts tablestore.WriteOptions) (*tablestore.Write, error) {
-	overwrite := opts.Overwrite
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
 	if tx.done {
 		return nil, fmt.Errorf("transaction %s has ended: %w", tx.id, ErrTxnNotFound)
 	}
 	if tw, ok := tx.writes[t.Ident()]; ok {
-		if tw.overwrite != overwrite || overwrite {
+		if tw.overwrite != opts.Overwrite || opts.Overwrite {
 			return nil, fmt.Errorf("table %s: a transaction cannot combine an overwrite (INSERT OVERWRITE, or DELETE/UPDATE of a table without primary key) with other writes to the same table: %w",
 				identString(t.Ident()), ErrNotSupported)
+		}
+		if opts.ReadModifyWrite {
+			tw.w.ReadFrom(opts.BaseSnapshot)
 		}
 		return tw.w, nil
 	}
 	w := t.NewWrite(opts)
-	tx.writes[t.Ident()] = &txnWrite{w: w, overwrite: overwrite}
+	tx.writes[t.Ident()] = &txnWrite{w: w, overwrite: opts.Overwrite}
 	tx.order = append(tx.order, t.Ident())
 	return w, nil
 }

@@ -18,25 +18,28 @@ import (
 // row per execution; their counts add up.
 func (st *Statement) Exec(ctx context.Context, params arrow.RecordBatch) (_ int64, err error) {
 	defer recoverInternal(&err)
-	bound, base, err := st.bindForWrite(ctx)
+	bound, rmw, base, err := st.bindForWrite(ctx)
 	if err != nil {
 		return 0, err
 	}
+	read := tablestore.WriteOptions{ReadModifyWrite: rmw, BaseSnapshot: base}
 	switch b := bound.(type) {
 	case *plan.Query, *plan.Explain:
 		return 0, fmt.Errorf("statement returns rows; execute it as a query: %w", ErrInvalid)
 	case *plan.Insert:
-		return st.write(ctx, b.Table, b.Source, params, tablestore.WriteOptions{Overwrite: b.Overwrite, OverwritePartition: b.Partition, DynamicPartitionOverwrite: b.DynamicOverwrite}, tablestore.Insert)
+		opts := read
+		opts.Overwrite, opts.OverwritePartition, opts.DynamicPartitionOverwrite = b.Overwrite, b.Partition, b.DynamicOverwrite
+		return st.write(ctx, b.Table, b.Source, params, opts, tablestore.Insert)
 	case *plan.Delete:
 		if len(b.Table.PrimaryKey()) > 0 {
-			return st.write(ctx, b.Table, b.Deleted, params, tablestore.WriteOptions{BaseSnapshot: base}, tablestore.Delete)
+			return st.write(ctx, b.Table, b.Deleted, params, read, tablestore.Delete)
 		}
-		return st.rewrite(ctx, b.Table, b.Deleted, b.Kept, params, base)
+		return st.rewrite(ctx, b.Table, b.Deleted, b.Kept, params, read)
 	case *plan.Update:
 		if len(b.Table.PrimaryKey()) > 0 {
-			return st.write(ctx, b.Table, b.Updated, params, tablestore.WriteOptions{BaseSnapshot: base}, tablestore.UpdateAfter)
+			return st.write(ctx, b.Table, b.Updated, params, read, tablestore.UpdateAfter)
 		}
-		return st.rewrite(ctx, b.Table, b.Updated, b.All, params, base)
+		return st.rewrite(ctx, b.Table, b.Updated, b.All, params, read)
 	}
 	if params != nil && params.NumCols() > 0 {
 		return 0, fmt.Errorf("statement takes no parameters: %w", ErrInvalid)
@@ -47,28 +50,41 @@ func (st *Statement) Exec(ctx context.Context, params arrow.RecordBatch) (_ int6
 	return 0, st.ddl(ctx)
 }
 
-// bindForWrite binds UPDATE and DELETE outside a transaction again with
-// every table pinned at its latest snapshot, and returns the target's: the
-// write then commits only if nothing else wrote the same buckets since, so
-// two concurrent read-modify-writes cannot lose an update (one gets
-// ErrConflict). Other statements keep their prepared binding.
-func (st *Statement) bindForWrite(ctx context.Context) (plan.Statement, int64, error) {
+// bindForWrite returns the statement to run and whether it is a
+// read-modify-write (UPDATE, DELETE, or an INSERT whose source reads its
+// target), with the snapshot of the target its rows are computed from.
+// Outside a transaction such a statement is bound again at each execution
+// with every table pinned at its latest snapshot, once per table, so that
+// all its reads of the target see that snapshot: the write commits only if
+// no commit since wrote one of its keys, so two concurrent read-modify-writes
+// cannot lose an update (one gets tablestore.ErrSerialization). Inside a
+// transaction its tables are read at the transaction's snapshots. Other
+// statements keep their prepared binding.
+func (st *Statement) bindForWrite(ctx context.Context) (plan.Statement, bool, int64, error) {
 	var target *tablestore.Table
 	switch b := st.bound.(type) {
+	case *plan.Insert:
+		if st.readsTarget {
+			target = b.Table
+		}
 	case *plan.Delete:
 		target = b.Table
 	case *plan.Update:
 		target = b.Table
 	}
-	if target == nil || st.tx != nil {
-		return st.bound, 0, nil
+	if target == nil {
+		return st.bound, false, 0, nil
+	}
+	if st.tx != nil {
+		snap, err := st.tx.snapshot(ctx, target)
+		return st.bound, true, snap, err
 	}
 	cat := &catalog{s: st.s, db: st.s.Database(), pins: map[tablestore.Ident]int64{}}
 	bound, err := st.s.bind(ctx, st.ast, cat)
 	if err != nil {
-		return nil, 0, err
+		return nil, false, 0, err
 	}
-	return bound, cat.pins[target.Ident()], nil
+	return bound, true, cat.pins[target.Ident()], nil
 }
 
 func (st *Statement) ddl(ctx context.Context) error {
@@ -185,13 +201,14 @@ func (st *Statement) createTableAs(ctx context.Context, b *plan.CreateTable) err
 // rewrite runs DELETE/UPDATE on a table without a primary key: the rows
 // that remain (all) replace the table atomically; affected counts the rows
 // the statement touched.
-func (st *Statement) rewrite(ctx context.Context, t *tablestore.Table, affected, all *plan.Query, params arrow.RecordBatch, base int64) (int64, error) {
+func (st *Statement) rewrite(ctx context.Context, t *tablestore.Table, affected, all *plan.Query, params arrow.RecordBatch, read tablestore.WriteOptions) (int64, error) {
 	var n int64
 	count := func(b arrow.RecordBatch) error { n += b.NumRows(); return nil }
 	if err := st.pull(ctx, affected, params, count); err != nil {
 		return 0, err
 	}
-	if _, err := st.write(ctx, t, all, params, tablestore.WriteOptions{Overwrite: true, BaseSnapshot: base}, tablestore.Insert); err != nil {
+	read.Overwrite = true
+	if _, err := st.write(ctx, t, all, params, read, tablestore.Insert); err != nil {
 		return 0, err
 	}
 	return n, nil

@@ -75,6 +75,9 @@ func newAggCore(ec *Context, child Operator, groups []Expr, groupNames []string,
 		if a.Filter != nil && a.Filter.DataType().ID() != arrow.BOOL {
 			return nil, fmt.Errorf("%w: FILTER of %s must be boolean, not %s", ErrInvalid, a.Func, a.Filter.DataType())
 		}
+		if a.Distinct && d.arity != 1 {
+			return nil, fmt.Errorf("%w: %s(DISTINCT) needs one argument", ErrInvalid, a.Func)
+		}
 		c.defs = append(c.defs, d)
 		var f *predicate
 		if a.Filter != nil {
@@ -96,13 +99,61 @@ func newAggCore(ec *Context, child Operator, groups []Expr, groupNames []string,
 }
 
 func (c *aggCore) resetAccs() {
+	c.releaseAccs()
 	c.accs = make([]accumulator, len(c.defs))
 	for i, d := range c.defs {
 		c.accs[i] = d.make()
 		if c.aggs[i].Distinct {
-			c.accs[i] = &distinctAcc{inner: c.accs[i], seen: map[string]struct{}{}}
+			c.accs[i] = newDistinctAcc(c.ec, c.accs[i], c.aggs[i].Args[0].DataType())
 		}
 	}
+}
+
+// releaseAccs removes the spill files of DISTINCT aggregates.
+func (c *aggCore) releaseAccs() {
+	for _, a := range c.accs {
+		if d, ok := a.(*distinctAcc); ok {
+			d.set.remove()
+		}
+	}
+}
+
+// accBytes estimates the memory of accumulator state beyond a fixed size
+// per group: DISTINCT sets and min/max strings.
+func (c *aggCore) accBytes() int64 {
+	var n int64
+	for _, a := range c.accs {
+		if s, ok := a.(sizedAcc); ok {
+			n += s.bytes()
+		}
+	}
+	return n
+}
+
+// spillDistinct freezes the DISTINCT aggregates' sets: from now on pairs
+// they do not hold go to disk.
+func (c *aggCore) spillDistinct() error {
+	for _, a := range c.accs {
+		if d, ok := a.(*distinctAcc); ok {
+			if err := d.set.freeze(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// finishDistinct feeds the spilled DISTINCT pairs of groups [0, n) to their
+// aggregates; output(n) needs it first.
+func (c *aggCore) finishDistinct(ctx context.Context, n int) error {
+	for i, a := range c.accs {
+		if d, ok := a.(*distinctAcc); ok {
+			if err := d.finish(ctx, n); err != nil {
+				return fmt.Errorf("%s: %w", c.aggs[i].Func, err)
+			}
+		}
+	}
+	return nil
 }
 
 func (c *aggCore) grow(n int) {
@@ -130,7 +181,11 @@ func (c *aggCore) update(ctx context.Context, b arrow.RecordBatch, groups []uint
 				mask[r] = mask[r] && rows[r]
 			}
 		}
-		err = c.accs[i].update(groups, args, mask)
+		if d, ok := c.accs[i].(*distinctAcc); ok {
+			err = d.add(ctx, groups, args, mask)
+		} else {
+			err = c.accs[i].update(groups, args, mask)
+		}
 		releaseArrays(args)
 		if err != nil {
 			return fmt.Errorf("%s: %w", a.Func, err)
@@ -229,12 +284,12 @@ type hashAggOp struct {
 	mine   []bool
 	opened bool
 	out    batchesOp
-	// spill holds the input rows of groups that did not fit in memory,
-	// partitioned by key; each partition is aggregated by a child hashAggOp
-	// after the in-memory groups are returned.
-	spill *partitioner
-	subs  []Operator
-	sub   int
+	// spills holds, per grouping set, the input rows of its groups that did
+	// not fit in memory, partitioned by key; each partition is aggregated
+	// (for its set alone) by a child hashAggOp after the in-memory groups
+	// are returned.
+	spills []*partitioner
+	subs   subQueue
 }
 
 // NewHashAggregate groups its input by groups and computes aggs per group.
@@ -242,7 +297,8 @@ type hashAggOp struct {
 // sets) an int64 grouping id whose bit i is set when group i is absent from
 // the row's set. Without groups it returns exactly one row. Past
 // Context.MemoryLimit, rows of new groups spill to disk by key hash and are
-// aggregated partition by partition (not with grouping sets).
+// aggregated partition by partition (with grouping sets, partitions of each
+// set apart).
 func NewHashAggregate(ec *Context, child Operator, groups []Expr, groupNames []string, aggs []AggregateSpec, groupingSets [][]int) (Operator, error) {
 	c, err := newAggCore(ec, child, groups, groupNames, aggs, groupingSets)
 	if err != nil {
@@ -253,9 +309,12 @@ func NewHashAggregate(ec *Context, child Operator, groups []Expr, groupNames []s
 
 func (h *hashAggOp) Schema() *arrow.Schema { return h.schema }
 
-// stateBytes estimates the Go memory of the hash table and accumulators.
+// stateBytes estimates the Go memory of the hash table and accumulators,
+// DISTINCT sets and strings included. A worker of a parallel aggregation holds about
+// 1/nparts of the groups: it counts its state nparts times, so that the
+// workers together stay within the budget.
 func (h *hashAggOp) stateBytes(keyBytes int) int64 {
-	return int64(keyBytes) + int64(h.ngroups)*int64(64+16*len(h.aggs))
+	return (int64(keyBytes) + int64(h.ngroups)*int64(64+16*len(h.aggs)) + h.accBytes()) * int64(max(h.nparts, 1))
 }
 
 func (h *hashAggOp) Open(ctx context.Context) error {
@@ -277,7 +336,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 		}
 		sets = [][]int{all}
 	}
-	canSpill := h.sets == nil && len(h.groups) > 0 && h.depth < maxSpillDepth
+	canSpill := len(h.groups) > 0 && h.depth < maxSpillDepth
 	base := h.ec.allocated()
 	var enc vectorized.KeyEncoder
 	var keyBuf []byte
@@ -344,7 +403,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 					g32, ok = h.table.Get(keyBuf)
 				}
 				g = uint32(g32)
-				if !ok && h.spill != nil {
+				if !ok && h.spills != nil {
 					if spilled == nil {
 						spilled = make([]bool, n)
 					}
@@ -386,7 +445,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 					err = enc.Encode(skeys, n)
 				}
 				if err == nil {
-					err = h.spill.write(ctx, b, &enc, spilled)
+					err = h.spills[si].write(ctx, b, &enc, spilled)
 				}
 				if err != nil {
 					releaseArrays(skeys)
@@ -407,8 +466,17 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 			}
 		}
 		releaseArrays(keys)
-		if canSpill && h.spill == nil && h.ec.overBudget(base, h.stateBytes(keyBytes)) {
-			if h.spill, err = newPartitioner(h.ec, h.child.Schema(), maphash.MakeSeed()); err != nil {
+		if h.ec.overBudget(base, h.stateBytes(keyBytes)) {
+			// New groups go to disk, and existing groups' DISTINCT sets
+			// stop growing.
+			for canSpill && len(h.spills) < len(sets) {
+				p, err := newPartitioner(h.ec, h.child.Schema(), maphash.MakeSeed())
+				if err != nil {
+					return err
+				}
+				h.spills = append(h.spills, p)
+			}
+			if err := h.spillDistinct(); err != nil {
 				return err
 			}
 		}
@@ -428,26 +496,33 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 		h.grow(h.ngroups + 1)
 	}
 	h.table, h.table64 = nil, nil
-	if h.spill != nil {
-		if err := h.spill.finish(); err != nil {
+	for si, p := range h.spills {
+		if err := p.finish(); err != nil {
 			return err
 		}
-		for _, f := range h.spill.files {
+		var subSets [][]int
+		if h.sets != nil {
+			subSets = [][]int{sets[si]}
+		}
+		for _, f := range p.files {
 			if f.rows == 0 {
 				f.remove()
 				continue
 			}
-			sub, err := NewHashAggregate(h.ec, spillOperator(h.ec, f), h.groups, nil, h.aggs, nil)
+			sub, err := NewHashAggregate(h.ec, spillOperator(h.ec, f), h.groups, nil, h.aggs, subSets)
 			if err != nil {
 				return err
 			}
 			sub.(*hashAggOp).depth = h.depth + 1
-			h.subs = append(h.subs, sub)
+			h.subs.ops = append(h.subs.ops, sub)
 		}
-		h.spill = nil // the sub-aggregates own the files now
 	}
+	h.spills = nil // the sub-aggregates own the files now
 	if h.ngroups == 0 {
 		return nil
+	}
+	if err := h.finishDistinct(ctx, h.ngroups); err != nil {
+		return err
 	}
 	res, err := h.output(h.ngroups)
 	h.releaseKeys()
@@ -471,40 +546,18 @@ func (h *hashAggOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if !errors.Is(err, io.EOF) {
 		return b, err
 	}
-	for h.sub < len(h.subs) {
-		sub := h.subs[h.sub]
-		if err := sub.Open(ctx); err != nil {
-			return nil, err
-		}
-		b, err := Next(ctx, sub)
-		if errors.Is(err, io.EOF) {
-			sub.Close()
-			h.sub++
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		// Rename columns to our schema (sub-aggregates name them alike).
-		return h.out.cur.set(array.NewRecordBatch(h.schema, b.Columns(), b.NumRows())), nil
-	}
-	return nil, io.EOF
+	return h.subs.next(ctx, h.schema, &h.out.cur)
 }
 
 func (h *hashAggOp) Close() error {
 	h.out.close()
 	h.releaseKeys()
-	if h.spill != nil {
-		h.spill.remove()
-		h.spill = nil
+	h.releaseAccs()
+	for _, p := range h.spills {
+		p.remove()
 	}
-	var errs []error
-	for _, s := range h.subs {
-		errs = append(errs, s.Close())
-	}
-	h.subs = nil
-	errs = append(errs, h.child.Close())
-	return errors.Join(errs...)
+	h.spills = nil
+	return errors.Join(h.subs.close(), h.child.Close())
 }
 
 // owned returns which rows belong to this worker of a parallel aggregation

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/big"
@@ -30,6 +31,10 @@ type accumulator interface {
 	// extend a copy of the previous row's state).
 	copyGroup(from, to int)
 }
+
+// sizedAcc is an accumulator whose state grows with its values (strings,
+// DISTINCT sets) beyond a fixed size per group: bytes estimates it.
+type sizedAcc interface{ bytes() int64 }
 
 // aggDef describes one aggregate: its result type and accumulator factory.
 type aggDef struct {
@@ -498,7 +503,11 @@ type minMaxAcc struct {
 	seen  seen
 	kind  int // 0 int, 1 float, 2 decimal, 3 string, 4 bool, 5 interval
 	iv    []arrow.MonthDayNanoInterval
+	// strBytes is the length of the strings held, for the memory budget.
+	strBytes int64
 }
+
+func (m *minMaxAcc) bytes() int64 { return m.strBytes }
 
 func newMinMax(t arrow.DataType, mode int) *minMaxAcc {
 	m := &minMaxAcc{typ: t, mode: mode}
@@ -589,6 +598,7 @@ func (m *minMaxAcc) update(groups []uint32, args []arrow.Array, mask []bool) err
 			}
 			x := vectorized.StringAt(a, i)
 			if !m.seen[g] || m.better(strings.Compare(x, m.str[g])) {
+				m.strBytes += int64(len(x) - len(m.str[g]))
 				m.str[g], m.seen[g] = strings.Clone(x), true
 			}
 		}
@@ -706,6 +716,7 @@ func (m *minMaxAcc) moveTo(from, to int) {
 		m.dec = moveState(m.dec, from, to)
 	case 3:
 		m.str = moveState(m.str, from, to)
+		m.strBytes = int64(len(m.str[to]))
 	case 4:
 		m.bl = moveState(m.bl, from, to)
 	case 5:
@@ -714,33 +725,124 @@ func (m *minMaxAcc) moveTo(from, to int) {
 }
 
 // distinctAcc feeds each (group, value) pair to the inner accumulator once.
+// Its set of pairs counts against the query budget: once the operator
+// freezes it (spill), pairs not in it go to disk as (g, v) rows, and finish
+// deduplicates them into the inner accumulator.
 type distinctAcc struct {
+	ec    *Context
 	inner accumulator
-	seen  map[string]struct{}
-	enc   vectorized.KeyEncoder
+	set   *spillSet
+	enc   vectorized.KeyEncoder // the argument (update) or the pair (spill)
 	buf   []byte
 }
 
+func newDistinctAcc(ec *Context, inner accumulator, arg arrow.DataType) *distinctAcc {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "g", Type: arrow.PrimitiveTypes.Uint32}, {Name: "v", Type: arg, Nullable: true}}, nil)
+	return &distinctAcc{ec: ec, inner: inner, set: newSpillSet(ec, schema, 0)}
+}
+
 func (d *distinctAcc) grow(n int) { d.inner.grow(n) }
+
+func (d *distinctAcc) bytes() int64 {
+	n := d.set.bytes
+	if s, ok := d.inner.(sizedAcc); ok {
+		n += s.bytes()
+	}
+	return n
+}
+
+// update is add without cancellation; operators call add.
 func (d *distinctAcc) update(groups []uint32, args []arrow.Array, mask []bool) error {
+	return d.add(context.Background(), groups, args, mask)
+}
+
+func (d *distinctAcc) add(ctx context.Context, groups []uint32, args []arrow.Array, mask []bool) error {
 	if err := d.enc.Encode(args, len(groups)); err != nil {
 		return err
 	}
 	m := make([]bool, len(groups))
+	var out []bool
 	for i, g := range groups {
 		if (mask != nil && !mask[i]) || d.enc.HasNull[i] {
 			continue
 		}
 		d.buf = append(d.buf[:0], byte(g), byte(g>>8), byte(g>>16), byte(g>>24))
 		d.buf = append(d.buf, d.enc.Key(i)...)
-		if _, ok := d.seen[string(d.buf)]; ok {
-			continue
+		switch d.set.admit(d.buf) {
+		case keyFresh:
+			m[i] = true
+		case keySpill:
+			if out == nil {
+				out = make([]bool, len(groups))
+			}
+			out[i] = true
 		}
-		d.seen[string(d.buf)] = struct{}{}
-		m[i] = true
+	}
+	if out != nil {
+		if err := d.spillPairs(ctx, d.set, groups, 0, args[0], out); err != nil {
+			return err
+		}
 	}
 	return d.inner.update(groups, args, m)
 }
+
+// spillPairs writes the pairs (groups[i] - shift, v[i]) of rows to set's
+// partitions.
+func (d *distinctAcc) spillPairs(ctx context.Context, set *spillSet, groups []uint32, shift uint32, v arrow.Array, rows []bool) error {
+	g := vectorized.NewFixedOut[uint32](d.ec.Mem, len(groups))
+	for i, x := range groups {
+		g.Vals[i] = x - shift
+	}
+	ga := g.Finish(arrow.PrimitiveTypes.Uint32, nil, 0)
+	defer ga.Release()
+	b := array.NewRecordBatch(set.schema, []arrow.Array{ga, v}, int64(len(groups)))
+	defer b.Release()
+	if err := d.enc.Encode(b.Columns(), len(groups)); err != nil {
+		return err
+	}
+	return set.write(ctx, b, &d.enc, rows)
+}
+
+// finish feeds the spilled pairs of groups [0, n) to the inner accumulator,
+// each once. Pairs of later groups (sort aggregation's open group) stay
+// spilled, renumbered from 0 for the moveTo(n, 0) that follows.
+func (d *distinctAcc) finish(ctx context.Context, n int) error {
+	if d.set.spill == nil {
+		return nil
+	}
+	var kept *spillSet
+	err := d.set.drain(ctx, func(b arrow.RecordBatch, fresh []bool) error {
+		groups := vectorized.Values[uint32](b.Column(0))
+		var keep []bool
+		for i, g := range groups {
+			if fresh[i] && int(g) >= n {
+				if keep == nil {
+					keep = make([]bool, len(groups))
+				}
+				keep[i], fresh[i] = true, false
+			}
+		}
+		if keep != nil {
+			if kept == nil {
+				kept = newSpillSet(d.ec, d.set.schema, 0)
+				if err := kept.freeze(); err != nil {
+					return err
+				}
+			}
+			if err := d.spillPairs(ctx, kept, groups, uint32(n), b.Column(1), keep); err != nil {
+				return err
+			}
+		}
+		return d.inner.update(groups, []arrow.Array{b.Column(1)}, fresh)
+	})
+	if kept != nil && err != nil {
+		kept.remove()
+	} else if kept != nil {
+		d.set.spill, kept.spill = kept.spill, nil
+	}
+	return err
+}
+
 func (d *distinctAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
 	return d.inner.result(mem, n)
 }
@@ -750,15 +852,17 @@ func (d *distinctAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
 func (d *distinctAcc) moveTo(from, to int) {
 	d.inner.moveTo(from, to)
 	keep := map[string]struct{}{}
-	for k := range d.seen {
+	var bytes int64
+	for k := range d.set.seen {
 		g := uint32(k[0]) | uint32(k[1])<<8 | uint32(k[2])<<16 | uint32(k[3])<<24
 		if int(g) == from {
 			nk := []byte(k)
 			nk[0], nk[1], nk[2], nk[3] = byte(to), byte(to>>8), byte(to>>16), byte(to>>24)
 			keep[string(nk)] = struct{}{}
+			bytes += int64(len(nk)) + mapEntryBytes
 		}
 	}
-	d.seen = keep
+	d.set.seen, d.set.bytes = keep, bytes
 }
 
 func (s *sumIntAcc) copyGroup(from, to int) {

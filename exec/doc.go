@@ -43,13 +43,35 @@
 //
 // # Memory budget and spilling
 //
-// Context.MemoryLimit bounds what one operator holds. Over it, Sort writes
-// sorted runs (Arrow IPC streams in Context.TempDir) and merges them;
-// HashAggregate sends the rows of new groups to hash partitions it
-// aggregates afterwards; HashJoin partitions both inputs and joins
-// partition by partition (grace hash join). Partitions that are still too
-// big re-partition, up to a fixed depth. Window, MergeJoin and
-// NestedLoopJoin materialize their input without spilling.
+// Context.MemoryLimit bounds what one operator holds: retained batches and
+// Arrow allocations since it started, plus estimates of its Go state (hash
+// tables, DISTINCT and set-operation key sets, min/max strings). Over it:
+//   - Sort writes sorted runs (Arrow IPC streams in Context.TempDir) and
+//     merges them; TopN does when the rows it keeps pass the limit.
+//   - HashAggregate sends the rows of new groups to hash partitions it
+//     aggregates afterwards (per grouping set); DISTINCT aggregates freeze
+//     their (group, value) sets and spill unseen pairs by hash partition,
+//     deduplicated partition by partition before the result.
+//   - HashJoin and MergeJoin partition both inputs and join partition by
+//     partition (grace hash join; the null-aware anti join too).
+//   - Distinct and SetOp freeze their key sets and partition the rows of
+//     keys they do not hold, finished partition by partition.
+//   - Window sorts externally and computes a few partitions at a time; a
+//     partition larger than a quarter of the limit is computed in chunks
+//     that carry running state and overlap by the rows lag, lead and ROWS
+//     offset frames reach, after a first pass to disk when a function needs
+//     its size or totals.
+//   - Spool keeps its first batches in memory and writes the rest to disk.
+//
+// Partitions that are still too big re-partition, up to a fixed depth
+// (past it the operator finishes in memory). State that cannot spill fails
+// with ErrMemoryLimit naming the limit: a nested-loop join's build side,
+// and a window partition past the limit under frames from the row to
+// UNBOUNDED FOLLOWING, RANGE offsets, first/last/nth_value over unbounded
+// frames, or lag/lead with a varying offset. The limit is a spill threshold, not
+// a hard cap: with state ten times the limit, count(DISTINCT) and
+// row_number() OVER (ORDER BY) keep their Arrow memory within twice it
+// (TestSpillTenTimesBudget).
 //
 // # Parallelism
 //

@@ -13,10 +13,16 @@ import (
 	"github.com/flightd/flightd/vectorized"
 )
 
-// externalSort reads the child; whenever the execution is over its memory
+// externalSort reads the batches pre (owned, input that came before the
+// child's), then the child; whenever the execution is over its memory
 // budget it sorts what it holds into a run on disk. It returns either an
 // in-memory table (nothing spilled) or a merger over the runs.
-func (s *sortOp) externalSort(ctx context.Context) (*table, *runMerger, error) {
+func (s *sortOp) externalSort(ctx context.Context, pre []arrow.RecordBatch) (*table, *runMerger, error) {
+	defer func() {
+		for _, b := range pre {
+			b.Release()
+		}
+	}()
 	keys := sortExprs(s.keys)
 	base := s.ec.allocated()
 	var batches []arrow.RecordBatch
@@ -55,21 +61,28 @@ func (s *sortOp) externalSort(ctx context.Context) (*table, *runMerger, error) {
 		return nil
 	}
 	for {
-		b, err := Next(ctx, s.child)
+		var b arrow.RecordBatch
+		var err error
+		if len(pre) > 0 {
+			b, pre = pre[0], pre[1:]
+		} else if b, err = Next(ctx, s.child); err == nil {
+			b.Retain()
+		}
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			return fail(err)
 		}
+		batches = append(batches, b)
 		k, err := evalAll(ctx, s.ec, keys, b)
 		if err != nil {
 			return fail(err)
 		}
-		b.Retain()
-		batches = append(batches, b)
 		keyCols = append(keyCols, k)
-		held += batchBytes(b)
+		// Key columns count even when they share the batch's buffers: a
+		// run concatenates them separately.
+		held += batchBytes(b) + arraysBytes(k)
 		if s.ec.overBudget(base, held) {
 			if err := spillRun(); err != nil {
 				return fail(err)

@@ -7,16 +7,16 @@ import (
 	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/flightd/flightd/vectorized"
 )
 
+// canSpill reports whether the join may go grace. A merge join does too:
+// its build side is materialized like a hash join's, and nothing relies on
+// the order of its output.
 func (j *joinOp) canSpill() bool {
-	return j.ec.MemoryLimit > 0 && j.hashJoin() && j.typ != NullAwareAntiJoin && j.depth < maxSpillDepth
+	return j.ec.MemoryLimit > 0 && len(j.leftKeys) > 0 && j.depth < maxSpillDepth
 }
-
-func (j *joinOp) hashJoin() bool { return len(j.leftKeys) > 0 && j.merge == nil }
 
 // buildOrSpill reads the build side; if it outgrows the budget it switches
 // to grace mode (spilled = true) and prepares the partition joins.
@@ -78,16 +78,38 @@ func (j *joinOp) grace(ctx context.Context, batches []arrow.RecordBatch, keyCols
 			lp.remove()
 		}
 	}()
+	// A null-aware anti join with a build side this big (not empty) returns
+	// nothing if a build key is NULL, and no probe row with a NULL key:
+	// otherwise it is an anti join, partition by partition.
+	naaj := j.typ == NullAwareAntiJoin
+	buildNull := false
+	write := func(p *partitioner, b arrow.RecordBatch, enc *vectorized.KeyEncoder, probe bool) error {
+		var rows []bool
+		if naaj {
+			n := int(b.NumRows())
+			if probe {
+				rows = make([]bool, n)
+			}
+			for i := 0; i < n; i++ {
+				if probe {
+					rows[i] = !enc.HasNull[i]
+				} else if enc.HasNull[i] {
+					buildNull = true
+				}
+			}
+		}
+		return p.write(ctx, b, enc, rows)
+	}
 	var enc vectorized.KeyEncoder
 	for i, b := range batches {
 		if err := enc.Encode(keyCols[i], int(b.NumRows())); err != nil {
 			return err
 		}
-		if err := rp.write(ctx, b, &enc, nil); err != nil {
+		if err := write(rp, b, &enc, false); err != nil {
 			return err
 		}
 	}
-	drain := func(op Operator, keys []Expr, p *partitioner) error {
+	drain := func(op Operator, keys []Expr, p *partitioner, probe bool) error {
 		for {
 			b, err := Next(ctx, op)
 			if errors.Is(err, io.EOF) {
@@ -103,25 +125,32 @@ func (j *joinOp) grace(ctx context.Context, batches []arrow.RecordBatch, keyCols
 			err = enc.Encode(k, int(b.NumRows()))
 			releaseArrays(k)
 			if err == nil {
-				err = p.write(ctx, b, &enc, nil)
+				err = write(p, b, &enc, probe)
 			}
 			if err != nil {
 				return err
 			}
 		}
 	}
-	if err := drain(j.right, j.rightKeys, rp); err != nil {
+	if err := drain(j.right, j.rightKeys, rp, false); err != nil {
 		return err
+	}
+	if naaj && buildNull {
+		return nil
 	}
 	if j.ranges != nil { // not opened before the build
 		if err := j.left.Open(ctx); err != nil {
 			return err
 		}
 	}
-	if err := drain(j.left, j.leftKeys, lp); err != nil {
+	if err := drain(j.left, j.leftKeys, lp, true); err != nil {
 		return err
 	}
 	ok = true
+	typ := j.typ
+	if naaj {
+		typ = AntiJoin
+	}
 	for p := range rp.files {
 		lf, rf := lp.files[p], rp.files[p]
 		if lf.rows == 0 && rf.rows == 0 {
@@ -129,37 +158,14 @@ func (j *joinOp) grace(ctx context.Context, batches []arrow.RecordBatch, keyCols
 			rf.remove()
 			continue
 		}
-		sub, err := newJoinOp(j.ec, spillOperator(j.ec, lf), spillOperator(j.ec, rf), j.typ, j.leftKeys, j.rightKeys, j.residual)
+		sub, err := newJoinOp(j.ec, spillOperator(j.ec, lf), spillOperator(j.ec, rf), typ, j.leftKeys, j.rightKeys, j.residual)
 		if err != nil {
 			lf.remove()
 			rf.remove()
 			return err
 		}
 		sub.depth = j.depth + 1
-		j.subs = append(j.subs, sub)
-	}
-	if j.subs == nil {
-		j.subs = []Operator{} // grace mode with nothing to join
+		j.subs.ops = append(j.subs.ops, sub)
 	}
 	return nil
-}
-
-func (j *joinOp) nextFromSubs(ctx context.Context) (arrow.RecordBatch, error) {
-	for j.sub < len(j.subs) {
-		sub := j.subs[j.sub]
-		if err := sub.Open(ctx); err != nil {
-			return nil, err
-		}
-		b, err := Next(ctx, sub)
-		if errors.Is(err, io.EOF) {
-			sub.Close()
-			j.sub++
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		return j.cur.set(array.NewRecordBatch(j.schema, b.Columns(), b.NumRows())), nil
-	}
-	return nil, io.EOF
 }

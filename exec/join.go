@@ -263,17 +263,17 @@ type joinOp struct {
 
 	// Grace mode: when the build side exceeds the memory budget both inputs
 	// are partitioned to disk by key hash and joined partition by partition.
-	depth int
-	subs  []Operator
-	sub   int
+	depth  int
+	graced bool
+	subs   subQueue
 }
 
 // NewHashJoin joins left and right on leftKeys[i] = rightKeys[i] (NULL keys
 // never match) and an optional residual predicate over left ++ right columns.
 // The right input is the build side. If it exceeds Context.MemoryLimit, both
 // inputs are hash-partitioned to disk and joined partition by partition
-// (grace hash join; not for the null-aware anti join, whose answer depends
-// on the whole build side).
+// (grace hash join; the null-aware anti join, whose answer depends on the
+// whole build side, notes a NULL build key while partitioning).
 func NewHashJoin(ec *Context, left, right Operator, typ JoinType, leftKeys, rightKeys []Expr, residual Expr) (Operator, error) {
 	if len(leftKeys) == 0 {
 		return nil, fmt.Errorf("%w: hash join needs at least one key (use a nested-loop join)", ErrInvalid)
@@ -286,7 +286,8 @@ func NewHashJoin(ec *Context, left, right Operator, typ JoinType, leftKeys, righ
 }
 
 // NewNestedLoopJoin joins left and right on an arbitrary condition over
-// left ++ right columns (nil = cross join).
+// left ++ right columns (nil = cross join). A right input larger than
+// Context.MemoryLimit fails with ErrMemoryLimit.
 func NewNestedLoopJoin(ec *Context, left, right Operator, typ JoinType, cond Expr) (Operator, error) {
 	if typ == NullAwareAntiJoin {
 		return nil, fmt.Errorf("%w: null-aware anti join needs equality keys", ErrInvalid)
@@ -343,15 +344,20 @@ func (j *joinOp) Open(ctx context.Context) error {
 	var t *table
 	var err error
 	if j.canSpill() {
-		var spilled bool
-		if t, spilled, err = j.buildOrSpill(ctx); err != nil {
+		if t, j.graced, err = j.buildOrSpill(ctx); err != nil {
 			return err
 		}
-		if spilled {
+		if j.graced {
 			return nil // grace partitioned the probe side
 		}
-	} else if t, err = materialize(ctx, j.ec, j.right, j.rightKeys); err != nil {
-		return err
+	} else {
+		what := "" // past maxSpillDepth a hash join finishes in memory
+		if len(j.leftKeys) == 0 {
+			what = "the nested-loop join's build side"
+		}
+		if t, err = materialize(ctx, j.ec, j.right, j.rightKeys, what); err != nil {
+			return err
+		}
 	}
 	j.build = t
 	for i, r := range j.ranges {
@@ -546,8 +552,8 @@ func (j *joinOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if !j.opened {
 		return nil, fmt.Errorf("%w: join read before Open", ErrInvalid)
 	}
-	if j.subs != nil {
-		return j.nextFromSubs(ctx)
+	if j.graced {
+		return j.subs.next(ctx, j.schema, &j.cur)
 	}
 	if j.build == nil {
 		return nil, fmt.Errorf("%w: join read after a failed Open", ErrInvalid)
@@ -798,12 +804,7 @@ func (j *joinOp) Close() error {
 	if j.merge != nil {
 		j.merge.release()
 	}
-	errs := []error{j.left.Close(), j.right.Close()}
-	for _, s := range j.subs {
-		errs = append(errs, s.Close())
-	}
-	j.subs = nil
-	return errors.Join(errs...)
+	return errors.Join(j.left.Close(), j.right.Close(), j.subs.close())
 }
 
 // Key read status of keyPacker.reader.

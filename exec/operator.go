@@ -28,8 +28,9 @@ type Context struct {
 	// Now is the statement time that current_date and current_timestamp
 	// return; NewContext sets it. Zero means the wall clock at each call.
 	Now time.Time
-	// MemoryLimit is the budget in bytes that sort, hash aggregation and hash
-	// join may hold before spilling (0 = unlimited).
+	// MemoryLimit is the budget in bytes that one stateful operator may hold
+	// before spilling, or failing with ErrMemoryLimit where it cannot (0 =
+	// unlimited); see the package documentation.
 	MemoryLimit int64
 	// TempDir is where operators spill (empty = os.TempDir()).
 	TempDir string

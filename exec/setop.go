@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -30,13 +31,27 @@ type setOp struct {
 	opened      bool
 	counts      map[string]int64 // right rows (EXCEPT/INTERSECT ALL: multiplicity)
 	emitted     map[string]struct{}
+	bytes       int64 // estimated memory of counts and emitted
 	enc         vectorized.KeyEncoder
 	cur         current
+
+	// Past the memory budget the maps stop growing: rows whose key they do
+	// not hold go to hash partitions of both sides (lp, rp), which
+	// sub-operators compute partition by partition after the left input.
+	// rightSpilled tells whether the right side's counts are incomplete.
+	base         int64
+	depth        int
+	lp, rp       *partitioner
+	rightSpilled bool
+	leftDone     bool
+	subs         subQueue
 }
 
 // NewSetOp returns left INTERSECT/EXCEPT [ALL] right. Rows compare with NULL
 // equal to NULL, as SQL set operations do; the output has left's schema.
-// Without ALL the output has no duplicates.
+// Without ALL the output has no duplicates. Past Context.MemoryLimit, rows
+// of keys not yet held are partitioned to disk and computed partition by
+// partition.
 func NewSetOp(ec *Context, left, right Operator, op SetOpKind, all bool) (Operator, error) {
 	if err := sameTypes(left.Schema(), right.Schema()); err != nil {
 		return nil, fmt.Errorf("%w: %s inputs: %v", ErrInvalid, op, err)
@@ -48,6 +63,20 @@ func NewSetOp(ec *Context, left, right Operator, op SetOpKind, all bool) (Operat
 }
 
 func (s *setOp) Schema() *arrow.Schema { return s.left.Schema() }
+
+// freeze starts partitioning (within maxSpillDepth) once over the budget.
+func (s *setOp) freeze() error {
+	if s.lp != nil || s.depth >= maxSpillDepth || !s.ec.overBudget(s.base, s.bytes) {
+		return nil
+	}
+	seed := maphash.MakeSeed()
+	var err error
+	if s.lp, err = newPartitioner(s.ec, s.left.Schema(), seed); err != nil {
+		return err
+	}
+	s.rp, err = newPartitioner(s.ec, s.right.Schema(), seed)
+	return err
+}
 
 func (s *setOp) Open(ctx context.Context) error {
 	if s.opened {
@@ -62,6 +91,7 @@ func (s *setOp) Open(ctx context.Context) error {
 	}
 	s.counts = map[string]int64{}
 	s.emitted = map[string]struct{}{}
+	s.base = s.ec.allocated()
 	for {
 		b, err := Next(ctx, s.right)
 		if errors.Is(err, io.EOF) {
@@ -70,21 +100,58 @@ func (s *setOp) Open(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := s.enc.Encode(b.Columns(), int(b.NumRows())); err != nil {
+		n := int(b.NumRows())
+		if err := s.enc.Encode(b.Columns(), n); err != nil {
 			return err
 		}
-		for i := 0; i < int(b.NumRows()); i++ {
-			s.counts[string(s.enc.Key(i))]++
+		var out []bool
+		for i := 0; i < n; i++ {
+			k := s.enc.Key(i)
+			if c, ok := s.counts[string(k)]; ok {
+				s.counts[string(k)] = c + 1
+				continue
+			}
+			if s.rp != nil {
+				out = markRow(out, n, i)
+				continue
+			}
+			s.counts[string(k)] = 1
+			s.bytes += int64(len(k)) + mapEntryBytes + 8
 		}
+		if out != nil {
+			if err := s.rp.write(ctx, b, &s.enc, out); err != nil {
+				return err
+			}
+		}
+		if err := s.freeze(); err != nil {
+			return err
+		}
+		s.rightSpilled = s.rp != nil
 	}
+}
+
+// markRow sets rows[i], allocating rows (of n) on first use.
+func markRow(rows []bool, n, i int) []bool {
+	if rows == nil {
+		rows = make([]bool, n)
+	}
+	rows[i] = true
+	return rows
 }
 
 func (s *setOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if !s.opened {
 		return nil, fmt.Errorf("%w: set operation read before Open", ErrInvalid)
 	}
-	for {
+	for !s.leftDone {
 		b, err := Next(ctx, s.left)
+		if errors.Is(err, io.EOF) {
+			s.leftDone = true
+			if err := s.partitionSubs(); err != nil {
+				return nil, err
+			}
+			break
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -93,12 +160,19 @@ func (s *setOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			return nil, err
 		}
 		mask := make([]bool, n)
+		var out []bool
 		cnt := 0
 		for i := 0; i < n; i++ {
 			k := string(s.enc.Key(i))
-			c := s.counts[k]
+			c, held := s.counts[k]
 			var keep bool
 			switch {
+			case !held && s.lp != nil && (s.rightSpilled || !s.all && s.op == Except):
+				// The key's right rows may be on disk, or (EXCEPT) it
+				// would grow emitted: its partition decides.
+				if _, done := s.emitted[k]; !done {
+					out = markRow(out, n, i)
+				}
 			case s.all && s.op == Intersect:
 				keep = c > 0
 				if keep {
@@ -113,6 +187,7 @@ func (s *setOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 				if _, done := s.emitted[k]; !done && (c > 0) == (s.op == Intersect) {
 					keep = true
 					s.emitted[k] = struct{}{}
+					s.bytes += int64(len(k)) + mapEntryBytes
 				}
 			}
 			if keep {
@@ -120,33 +195,87 @@ func (s *setOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 				cnt++
 			}
 		}
+		if out != nil {
+			if err := s.lp.write(ctx, b, &s.enc, out); err != nil {
+				return nil, err
+			}
+		}
+		if !s.all && s.op == Except {
+			// Only EXCEPT's emitted grows with the left input: INTERSECT's
+			// holds keys of counts.
+			if err := s.freeze(); err != nil {
+				return nil, err
+			}
+		}
 		if cnt == 0 {
 			continue
 		}
-		out, err := vectorized.FilterBatch(ctx, s.ec.Mem, b, mask, cnt)
+		res, err := vectorized.FilterBatch(ctx, s.ec.Mem, b, mask, cnt)
 		if err != nil {
 			return nil, err
 		}
-		return s.cur.set(out), nil
+		return s.cur.set(res), nil
 	}
+	return s.subs.next(ctx, s.Schema(), &s.cur)
+}
+
+// partitionSubs turns the partitions, if any, into one set operation each.
+func (s *setOp) partitionSubs() error {
+	if s.lp == nil {
+		return nil
+	}
+	lp, rp := s.lp, s.rp
+	s.lp, s.rp = nil, nil
+	if err := lp.finish(); err != nil {
+		lp.remove()
+		rp.remove()
+		return err
+	}
+	if err := rp.finish(); err != nil {
+		lp.remove()
+		rp.remove()
+		return err
+	}
+	for p, lf := range lp.files {
+		rf := rp.files[p]
+		if lf.rows == 0 { // neither operation returns anything
+			lf.remove()
+			rf.remove()
+			continue
+		}
+		sub := &setOp{ec: s.ec, left: spillOperator(s.ec, lf), right: spillOperator(s.ec, rf), op: s.op, all: s.all, depth: s.depth + 1}
+		s.subs.ops = append(s.subs.ops, sub)
+	}
+	return nil
 }
 
 func (s *setOp) Close() error {
 	s.cur.release()
 	s.counts, s.emitted = nil, nil
-	return errors.Join(s.left.Close(), s.right.Close())
+	for _, p := range []*partitioner{s.lp, s.rp} {
+		if p != nil {
+			p.remove()
+		}
+	}
+	s.lp, s.rp = nil, nil
+	return errors.Join(s.left.Close(), s.right.Close(), s.subs.close())
 }
 
 type distinctOp struct {
 	ec    *Context
 	child Operator
-	seen  map[string]struct{}
+	set   *spillSet
+	base  int64
 	enc   vectorized.KeyEncoder
 	cur   current
+	eof   bool
+	subs  subQueue
 }
 
 // NewDistinct removes duplicate rows (NULL equal to NULL), streaming: the
-// first occurrence of each row is emitted as soon as it is seen.
+// first occurrence of each row is emitted as soon as it is seen. Past
+// Context.MemoryLimit, rows not seen yet go to hash partitions that hash
+// aggregations deduplicate after the input.
 func NewDistinct(ec *Context, child Operator) Operator {
 	return &distinctOp{ec: ec, child: child}
 }
@@ -154,15 +283,23 @@ func NewDistinct(ec *Context, child Operator) Operator {
 func (d *distinctOp) Schema() *arrow.Schema { return d.child.Schema() }
 
 func (d *distinctOp) Open(ctx context.Context) error {
-	if d.seen == nil {
-		d.seen = map[string]struct{}{}
+	if d.set == nil {
+		d.set = newSpillSet(d.ec, d.child.Schema(), 0)
+		d.base = d.ec.allocated()
 	}
 	return d.child.Open(ctx)
 }
 
 func (d *distinctOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
-	for {
+	for !d.eof {
 		b, err := Next(ctx, d.child)
+		if errors.Is(err, io.EOF) {
+			d.eof = true
+			if err := d.partitionSubs(); err != nil {
+				return nil, err
+			}
+			break
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -171,28 +308,78 @@ func (d *distinctOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			return nil, err
 		}
 		mask := make([]bool, n)
+		var out []bool
 		cnt := 0
 		for i := 0; i < n; i++ {
-			k := d.enc.Key(i)
-			if _, ok := d.seen[string(k)]; !ok {
-				d.seen[string(k)] = struct{}{}
+			switch d.set.admit(d.enc.Key(i)) {
+			case keyFresh:
 				mask[i] = true
 				cnt++
+			case keySpill:
+				out = markRow(out, n, i)
+			}
+		}
+		if out != nil {
+			if err := d.set.write(ctx, b, &d.enc, out); err != nil {
+				return nil, err
+			}
+		}
+		if d.ec.overBudget(d.base, d.set.bytes) {
+			if err := d.set.freeze(); err != nil {
+				return nil, err
 			}
 		}
 		if cnt == 0 {
 			continue
 		}
-		out, err := vectorized.FilterBatch(ctx, d.ec.Mem, b, mask, cnt)
+		res, err := vectorized.FilterBatch(ctx, d.ec.Mem, b, mask, cnt)
 		if err != nil {
 			return nil, err
 		}
-		return d.cur.set(out), nil
+		return d.cur.set(res), nil
 	}
+	return d.subs.next(ctx, d.Schema(), &d.cur)
+}
+
+// partitionSubs hands the partitions, if any, to hash aggregations on all
+// columns (which spill in turn).
+func (d *distinctOp) partitionSubs() error {
+	p := d.set.spill
+	if p == nil {
+		return nil
+	}
+	d.set.spill = nil
+	if err := p.finish(); err != nil {
+		p.remove()
+		return err
+	}
+	schema := d.child.Schema()
+	cols := make([]Expr, schema.NumFields())
+	names := make([]string, len(cols))
+	for i, f := range schema.Fields() {
+		cols[i], names[i] = NewColumn(i, f.Type, f.Name), f.Name
+	}
+	for i, f := range p.files {
+		if f.rows == 0 {
+			f.remove()
+			continue
+		}
+		sub, err := NewHashAggregate(d.ec, spillOperator(d.ec, f), cols, names, nil, nil)
+		if err != nil {
+			for _, g := range p.files[i:] {
+				g.remove()
+			}
+			return err
+		}
+		d.subs.ops = append(d.subs.ops, sub)
+	}
+	return nil
 }
 
 func (d *distinctOp) Close() error {
 	d.cur.release()
-	d.seen = nil
-	return d.child.Close()
+	if d.set != nil {
+		d.set.remove()
+	}
+	return errors.Join(d.subs.close(), d.child.Close())
 }

@@ -79,8 +79,10 @@ func concatColumns(ec *Context, schema *arrow.Schema, batches []arrow.RecordBatc
 }
 
 // materialize reads all of child into a table with sort keys keys
-// evaluated.
-func materialize(ctx context.Context, ec *Context, child Operator, keys []Expr) (*table, error) {
+// evaluated. With what set (the state of an operator that cannot spill) it
+// fails with ErrMemoryLimit past Context.MemoryLimit.
+func materialize(ctx context.Context, ec *Context, child Operator, keys []Expr, what string) (*table, error) {
+	base, held := ec.allocated(), int64(0)
 	var batches []arrow.RecordBatch
 	var keyCols [][]arrow.Array
 	defer func() {
@@ -106,6 +108,9 @@ func materialize(ctx context.Context, ec *Context, child Operator, keys []Expr) 
 		b.Retain()
 		batches = append(batches, b)
 		keyCols = append(keyCols, k)
+		if held += batchBytes(b); what != "" && ec.overBudget(base, held) {
+			return nil, fmt.Errorf("%w: %s is larger than the query memory budget (%d bytes)", ErrMemoryLimit, what, ec.MemoryLimit)
+		}
 	}
 	return buildTable(ec, child.Schema(), batches, keyCols, keys)
 }
@@ -337,6 +342,9 @@ type sortOp struct {
 	opened bool
 	out    emitter
 	merger *runMerger // set when the sort spilled
+	// skip and left apply TopN's offset and count to the merger's output.
+	skip, left int64
+	lim        current
 }
 
 // NewSort sorts its input by keys (stable: equal rows keep input order).
@@ -346,7 +354,8 @@ func NewSort(ec *Context, child Operator, keys []SortKey) Operator {
 }
 
 // NewTopN returns rows [offset, offset+count) of the sorted input, keeping
-// only about 2*(offset+count) rows in memory.
+// only about 2*(offset+count) rows in memory; when those pass
+// Context.MemoryLimit it sorts externally like Sort.
 func NewTopN(ec *Context, child Operator, keys []SortKey, offset, count int64) Operator {
 	return &sortOp{ec: ec, child: child, keys: keys, offset: max(offset, 0), count: max(count, 0), out: emitter{ec: ec, schema: child.Schema()}}
 }
@@ -364,9 +373,10 @@ func (s *sortOp) Open(ctx context.Context) error {
 	var t *table
 	var err error
 	if s.count >= 0 {
-		t, err = s.topN(ctx)
+		t, s.merger, err = s.topN(ctx)
+		s.skip, s.left = s.offset, s.count
 	} else {
-		t, s.merger, err = s.externalSort(ctx)
+		t, s.merger, err = s.externalSort(ctx, nil)
 	}
 	if err != nil || s.merger != nil {
 		return err
@@ -385,10 +395,13 @@ func (s *sortOp) Open(ctx context.Context) error {
 }
 
 // topN keeps the best offset+count rows, compacting whenever twice that
-// many have accumulated.
-func (s *sortOp) topN(ctx context.Context) (*table, error) {
+// many have accumulated or the memory budget is passed. If the kept rows
+// alone pass the budget, it hands them and the rest of the input to
+// externalSort.
+func (s *sortOp) topN(ctx context.Context) (*table, *runMerger, error) {
 	keep := int(s.offset + s.count)
 	keys := sortExprs(s.keys)
+	base, held := s.ec.allocated(), int64(0)
 	var acc *table
 	var batches []arrow.RecordBatch
 	var keyCols [][]arrow.Array
@@ -437,6 +450,7 @@ func (s *sortOp) topN(ctx context.Context) (*table, error) {
 			return err
 		}
 		acc = &table{cols: cols, keys: kcols, n: len(idx)}
+		held = arraysBytes(acc.cols) + arraysBytes(acc.keys)
 		return nil
 	}
 	for keep > 0 {
@@ -448,34 +462,45 @@ func (s *sortOp) topN(ctx context.Context) (*table, error) {
 			if acc != nil {
 				acc.release()
 			}
-			return nil, err
+			return nil, nil, err
 		}
 		k, err := evalAll(ctx, s.ec, keys, b)
 		if err != nil {
 			if acc != nil {
 				acc.release()
 			}
-			return nil, err
+			return nil, nil, err
 		}
 		b.Retain()
 		batches = append(batches, b)
 		keyCols = append(keyCols, k)
 		pending += int(b.NumRows())
-		if pending >= 2*keep && pending >= 1024 {
+		held += batchBytes(b) + arraysBytes(k)
+		over := s.ec.overBudget(base, held)
+		if over || pending >= 2*keep && pending >= 1024 {
 			if err := compact(); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
+		}
+		if over && s.ec.overBudget(base, held) {
+			// The kept rows alone pass the budget: sort externally.
+			pre := []arrow.RecordBatch{array.NewRecordBatch(s.child.Schema(), acc.cols, int64(acc.n))}
+			acc.release()
+			return s.externalSort(ctx, pre)
 		}
 	}
 	if err := compact(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return acc, nil
+	return acc, nil, nil
 }
 
 func (s *sortOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if !s.opened {
 		return nil, fmt.Errorf("%w: sort read before Open", ErrInvalid)
+	}
+	if s.merger != nil && s.count >= 0 {
+		return s.nextLimited(ctx)
 	}
 	if s.merger != nil {
 		return s.merger.next(ctx)
@@ -483,7 +508,27 @@ func (s *sortOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	return s.out.next(ctx)
 }
 
+// nextLimited applies TopN's offset and count to the merged runs.
+func (s *sortOp) nextLimited(ctx context.Context) (arrow.RecordBatch, error) {
+	for s.left > 0 {
+		b, err := s.merger.next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		n := b.NumRows()
+		lo := min(s.skip, n)
+		hi := min(n, lo+s.left)
+		s.skip -= lo
+		s.left -= hi - lo
+		if lo < hi {
+			return s.lim.set(b.NewSlice(lo, hi)), nil
+		}
+	}
+	return nil, io.EOF
+}
+
 func (s *sortOp) Close() error {
+	s.lim.release()
 	s.out.close()
 	if s.merger != nil {
 		s.merger.close()

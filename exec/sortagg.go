@@ -14,6 +14,7 @@ import (
 
 type sortAggOp struct {
 	*aggCore
+	base   int64 // allocations at Open, for the DISTINCT sets' budget
 	opened bool
 	eof    bool
 	// last is the key of the open group (one-row arrays), nil before the
@@ -48,6 +49,7 @@ func (s *sortAggOp) Open(ctx context.Context) error {
 		return nil
 	}
 	s.opened = true
+	s.base = s.ec.allocated()
 	return s.child.Open(ctx)
 }
 
@@ -89,9 +91,14 @@ func (s *sortAggOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		if err := s.consume(ctx, b); err != nil {
 			return nil, err
 		}
+		if s.ec.overBudget(s.base, s.accBytes()) {
+			if err := s.spillDistinct(); err != nil {
+				return nil, err
+			}
+		}
 		// Emit once a batch worth of groups is finished (all but the open one).
 		if s.ngroups-1 >= s.ec.batchSize() {
-			out, err := s.flush(s.ngroups - 1)
+			out, err := s.flush(ctx, s.ngroups-1)
 			if err != nil {
 				return nil, err
 			}
@@ -105,7 +112,7 @@ func (s *sortAggOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if s.ngroups == 0 {
 		return nil, io.EOF
 	}
-	out, err := s.flush(s.ngroups)
+	out, err := s.flush(ctx, s.ngroups)
 	if err != nil {
 		return nil, err
 	}
@@ -173,9 +180,12 @@ func (s *sortAggOp) consume(ctx context.Context, b arrow.RecordBatch) error {
 
 // flush outputs the first n groups and keeps the remaining open group (if
 // any) as group 0.
-func (s *sortAggOp) flush(n int) (arrow.RecordBatch, error) {
+func (s *sortAggOp) flush(ctx context.Context, n int) (arrow.RecordBatch, error) {
 	if len(s.groups) == 0 {
 		s.keyParts = nil
+	}
+	if err := s.finishDistinct(ctx, n); err != nil {
+		return nil, err
 	}
 	out, err := s.output(n)
 	if err != nil {
@@ -204,6 +214,7 @@ func (s *sortAggOp) flush(n int) (arrow.RecordBatch, error) {
 func (s *sortAggOp) Close() error {
 	s.cur.release()
 	s.releaseKeys()
+	s.releaseAccs()
 	releaseArrays(s.last)
 	s.last = nil
 	return s.child.Close()

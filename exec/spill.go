@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/util"
@@ -82,6 +83,15 @@ func (ec *Context) overBudget(base, held int64) bool {
 
 // batchBytes is the memory a batch references.
 func batchBytes(b arrow.RecordBatch) int64 { return util.TotalRecordSize(b) }
+
+// arraysBytes is the memory arrays reference.
+func arraysBytes(as []arrow.Array) int64 {
+	var n int64
+	for _, a := range as {
+		n += util.TotalArraySize(a)
+	}
+	return n
+}
 
 // spillFile is a temporary Arrow IPC stream of batches of one schema.
 type spillFile struct {
@@ -270,4 +280,177 @@ func (p *partitioner) remove() {
 	for _, f := range p.files {
 		f.remove()
 	}
+}
+
+// mapEntryBytes estimates the Go map overhead of one set entry beyond its
+// key bytes (bucket slot, string header, tophash, load factor).
+const mapEntryBytes = 48
+
+// Outcomes of spillSet.admit.
+const (
+	keyDup   = iota // already in the set
+	keyFresh        // added to the set
+	keySpill        // not in the frozen set: the caller spills its row
+)
+
+// spillSet is a set of row keys whose Go memory counts against the query
+// budget. Past it the owner freezes the set: rows whose key it does not
+// hold go to hash partitions of their key, which drain then deduplicates
+// one partition at a time (each with a set of its own that freezes and
+// partitions again past the budget, up to maxSpillDepth). A key is thus
+// either in the frozen set or in exactly one partition, never both.
+type spillSet struct {
+	ec     *Context
+	schema *arrow.Schema // of the spilled rows, all of whose columns are the key
+	depth  int
+	seen   map[string]struct{}
+	bytes  int64
+	spill  *partitioner
+}
+
+func newSpillSet(ec *Context, schema *arrow.Schema, depth int) *spillSet {
+	return &spillSet{ec: ec, schema: schema, depth: depth, seen: map[string]struct{}{}}
+}
+
+func (s *spillSet) admit(key []byte) int {
+	if _, ok := s.seen[string(key)]; ok {
+		return keyDup
+	}
+	if s.spill != nil {
+		return keySpill
+	}
+	s.seen[string(key)] = struct{}{}
+	s.bytes += int64(len(key)) + mapEntryBytes
+	return keyFresh
+}
+
+// freeze starts spilling; past maxSpillDepth the set keeps growing instead.
+func (s *spillSet) freeze() error {
+	if s.spill != nil || s.depth >= maxSpillDepth {
+		return nil
+	}
+	p, err := newPartitioner(s.ec, s.schema, maphash.MakeSeed())
+	s.spill = p
+	return err
+}
+
+// write spills the rows of b (of s.schema, keys encoded in enc) marked in
+// rows.
+func (s *spillSet) write(ctx context.Context, b arrow.RecordBatch, enc *vectorized.KeyEncoder, rows []bool) error {
+	return s.spill.write(ctx, b, enc, rows)
+}
+
+// drain deduplicates the spilled rows partition by partition and passes
+// every batch read to emit with the rows whose key is new; it removes the
+// files.
+func (s *spillSet) drain(ctx context.Context, emit func(b arrow.RecordBatch, fresh []bool) error) error {
+	p := s.spill
+	if p == nil {
+		return nil
+	}
+	s.spill = nil
+	defer p.remove()
+	if err := p.finish(); err != nil {
+		return err
+	}
+	for _, f := range p.files {
+		if err := s.drainFile(ctx, f, emit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *spillSet) drainFile(ctx context.Context, f *spillFile, emit func(arrow.RecordBatch, []bool) error) error {
+	sub := newSpillSet(s.ec, s.schema, s.depth+1)
+	defer sub.remove()
+	src := f.source()
+	defer src.Close()
+	base := s.ec.allocated()
+	var enc vectorized.KeyEncoder
+	for {
+		b, err := src.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		n := int(b.NumRows())
+		if err := enc.Encode(b.Columns(), n); err != nil {
+			return err
+		}
+		fresh, out := make([]bool, n), []bool(nil)
+		for i := range fresh {
+			switch sub.admit(enc.Key(i)) {
+			case keyFresh:
+				fresh[i] = true
+			case keySpill:
+				if out == nil {
+					out = make([]bool, n)
+				}
+				out[i] = true
+			}
+		}
+		if out != nil {
+			if err := sub.write(ctx, b, &enc, out); err != nil {
+				return err
+			}
+		}
+		if err := emit(b, fresh); err != nil {
+			return err
+		}
+		if s.ec.overBudget(base, sub.bytes) {
+			if err := sub.freeze(); err != nil {
+				return err
+			}
+		}
+	}
+	return sub.drain(ctx, emit)
+}
+
+// remove deletes the partitions, if any.
+func (s *spillSet) remove() {
+	if s.spill != nil {
+		s.spill.remove()
+		s.spill = nil
+	}
+}
+
+// subQueue reads, one after another, the operators an operator split its
+// spilled work into (partition by partition), as batches of its schema.
+type subQueue struct {
+	ops []Operator
+	pos int
+}
+
+func (q *subQueue) next(ctx context.Context, schema *arrow.Schema, cur *current) (arrow.RecordBatch, error) {
+	for q.pos < len(q.ops) {
+		sub := q.ops[q.pos]
+		if err := sub.Open(ctx); err != nil {
+			return nil, err
+		}
+		b, err := Next(ctx, sub)
+		if errors.Is(err, io.EOF) {
+			sub.Close()
+			q.pos++
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		// Sub-operators name (and null-flag) their columns alike, not
+		// necessarily the same.
+		return cur.set(array.NewRecordBatch(schema, b.Columns(), b.NumRows())), nil
+	}
+	return nil, io.EOF
+}
+
+func (q *subQueue) close() error {
+	var errs []error
+	for _, s := range q.ops {
+		errs = append(errs, s.Close())
+	}
+	q.ops = nil
+	return errors.Join(errs...)
 }

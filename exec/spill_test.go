@@ -1,14 +1,19 @@
 package exec_test
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/exec"
@@ -35,8 +40,9 @@ func bigTable(t *testing.T, rng *rand.Rand, n, groups int) exectest.Table {
 }
 
 // runWith runs ctor over inputs with the given memory limit and returns the
-// rows and how many rows were spilled; spill files must be gone afterwards.
-func runWith(t *testing.T, inputs []exectest.Table, limit int64, batch int, ctor exectest.Ctor) ([]string, int64) {
+// rows and how many rows were spilled, or the error; memory and spill files
+// must be gone afterwards either way.
+func runWith(t *testing.T, inputs []exectest.Table, limit int64, batch int, ctor exectest.Ctor) ([]string, int64, error) {
 	t.Helper()
 	checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer checked.AssertSize(t, 0)
@@ -62,9 +68,6 @@ func runWith(t *testing.T, inputs []exectest.Table, limit int64, batch int, ctor
 		t.Fatal(err)
 	}
 	bs, err := exec.Collect(context.Background(), op)
-	if err != nil {
-		t.Fatal(err)
-	}
 	rows := exectest.Rows(bs)
 	for _, b := range bs {
 		b.Release()
@@ -76,7 +79,65 @@ func runWith(t *testing.T, inputs []exectest.Table, limit int64, batch int, ctor
 	if len(left) > 0 {
 		t.Fatalf("%d spill files left behind", len(left))
 	}
-	return rows, ec.SpilledRows()
+	return rows, ec.SpilledRows(), err
+}
+
+// distinctAggs are DISTINCT aggregates over k (800 values) and v (1000).
+func distinctAggs(s *arrow.Schema) []exec.AggregateSpec {
+	return []exec.AggregateSpec{
+		{Func: "count", Args: []exec.Expr{col(s, "k")}, Distinct: true}, {Func: "sum", Args: []exec.Expr{col(s, "v")}, Distinct: true},
+		{Func: "avg", Args: []exec.Expr{col(s, "k")}, Distinct: true}, {Func: "count_star"},
+		{Func: "max", Args: []exec.Expr{col(s, "s")}, Distinct: true},
+	}
+}
+
+// streamedWindows are the window functions a partition larger than the
+// budget can be computed with, chunk by chunk.
+func streamedWindows(s *arrow.Schema) []exec.WindowFunc {
+	running := &exec.Frame{Rows: true, Start: exec.FrameBound{Kind: exec.UnboundedPreceding}, End: exec.FrameBound{Kind: exec.CurrentRow}}
+	peers := &exec.Frame{Start: exec.FrameBound{Kind: exec.UnboundedPreceding}, End: exec.FrameBound{Kind: exec.CurrentRow}}
+	return []exec.WindowFunc{
+		{Func: "row_number"}, {Func: "rank"}, {Func: "dense_rank"},
+		{Func: "sum", Args: []exec.Expr{col(s, "v")}}, {Func: "count_star", Frame: running},
+		{Func: "min", Args: []exec.Expr{col(s, "s")}, Frame: running}, {Func: "avg", Args: []exec.Expr{col(s, "k")}, Frame: peers},
+		{Func: "max", Args: []exec.Expr{col(s, "v")}},
+	}
+}
+
+// twoPassWindows need a partition's size or totals: a partition larger than
+// the budget is written to disk first.
+func twoPassWindows(s *arrow.Schema) []exec.WindowFunc {
+	whole := &exec.Frame{Start: exec.FrameBound{Kind: exec.UnboundedPreceding}, End: exec.FrameBound{Kind: exec.UnboundedFollowing}}
+	return []exec.WindowFunc{
+		{Func: "percent_rank"}, {Func: "cume_dist"}, {Func: "ntile", Args: []exec.Expr{lit(int64(3))}},
+		{Func: "sum", Args: []exec.Expr{col(s, "v")}, Frame: whole}, {Func: "count_star", Frame: whole},
+	}
+}
+
+// haloWindows look a constant number of rows back or ahead: chunks of a
+// partition larger than the budget overlap by that much.
+func haloWindows(s *arrow.Schema) []exec.WindowFunc {
+	rows := func(start, end exec.FrameBound) *exec.Frame { return &exec.Frame{Rows: true, Start: start, End: end} }
+	back := func(n int64) exec.FrameBound { return exec.FrameBound{Kind: exec.Preceding, Offset: n} }
+	ahead := func(n int64) exec.FrameBound { return exec.FrameBound{Kind: exec.Following, Offset: n} }
+	cur := exec.FrameBound{Kind: exec.CurrentRow}
+	return []exec.WindowFunc{
+		{Func: "lag", Args: []exec.Expr{col(s, "v")}}, {Func: "lead", Args: []exec.Expr{col(s, "s"), lit(int64(3)), lit("none")}},
+		{Func: "lag", Args: []exec.Expr{col(s, "k"), lit(int64(-2))}},
+		{Func: "sum", Args: []exec.Expr{col(s, "v")}, Frame: rows(back(1), ahead(1))},
+		{Func: "avg", Args: []exec.Expr{col(s, "k")}, Frame: rows(cur, ahead(3))},
+		{Func: "first_value", Args: []exec.Expr{col(s, "v")}, Frame: rows(back(2), back(1))},
+		{Func: "nth_value", Args: []exec.Expr{col(s, "k"), lit(int64(2))}, Frame: rows(back(4), ahead(2))},
+	}
+}
+
+// allWindows need a whole partition's rows at once.
+func allWindows(s *arrow.Schema) []exec.WindowFunc {
+	return []exec.WindowFunc{
+		{Func: "last_value", Args: []exec.Expr{col(s, "v")}},
+		{Func: "count", Args: []exec.Expr{col(s, "v")}, Frame: &exec.Frame{Start: exec.FrameBound{Kind: exec.CurrentRow}, End: exec.FrameBound{Kind: exec.UnboundedFollowing}}},
+		{Func: "lag", Args: []exec.Expr{col(s, "v"), col(s, "k")}},
+	}
 }
 
 func TestSpill(t *testing.T) {
@@ -102,6 +163,64 @@ func TestSpill(t *testing.T) {
 				{Func: "sum", Args: []exec.Expr{col(s, "v")}}, {Func: "count", Args: []exec.Expr{col(s, "s")}, Distinct: true},
 			}, nil)
 		},
+		"hash-aggregate-rollup": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewHashAggregate(ec, ops[0], []exec.Expr{col(s, "k"), col(s, "s")}, nil, []exec.AggregateSpec{
+				{Func: "count_star"}, {Func: "sum", Args: []exec.Expr{col(s, "v")}}, {Func: "count", Args: []exec.Expr{col(s, "v")}, Distinct: true},
+			}, [][]int{{0, 1}, {1, 0}, {0}, {}})
+		},
+		"distinct-global": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewHashAggregate(ec, ops[0], nil, nil, distinctAggs(s), nil)
+		},
+		"distinct-few-groups": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewHashAggregate(ec, ops[0], []exec.Expr{col(s, "s")}, nil, distinctAggs(s), nil)
+		},
+		"distinct-grouping-sets": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewHashAggregate(ec, ops[0], []exec.Expr{col(s, "s")}, nil, distinctAggs(s), [][]int{{0}, {}})
+		},
+		"distinct-parallel": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			ec.Parallelism = 2
+			return exec.NewParallelHashAggregate(ec, ops[0], []exec.Expr{col(s, "s")}, nil, distinctAggs(s), nil)
+		},
+		"distinct-sort-aggregate": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewSortAggregate(ec, ops[0], []exec.Expr{col(s, "s")}, nil, distinctAggs(s), nil)
+		},
+		// Many groups: sort aggregation emits groups while the open one
+		// has pairs on disk.
+		"distinct-many-sort-aggregate": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewSortAggregate(ec, ops[0], []exec.Expr{col(s, "s"), col(s, "k")}, nil, distinctAggs(s), nil)
+		},
+		"window-partitions": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewWindow(ec, ops[0], []exec.Expr{col(s, "k")}, []exec.SortKey{{Expr: col(s, "v")}}, slices.Concat(streamedWindows(s), twoPassWindows(s), haloWindows(s), allWindows(s)))
+		},
+		"window-streamed": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewWindow(ec, ops[0], []exec.Expr{col(s, "s")}, []exec.SortKey{{Expr: col(s, "v")}}, streamedWindows(s))
+		},
+		"window-two-pass": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewWindow(ec, ops[0], []exec.Expr{col(s, "s")}, []exec.SortKey{{Expr: col(s, "v")}}, append(streamedWindows(s), twoPassWindows(s)...))
+		},
+		"window-halo": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewWindow(ec, ops[0], []exec.Expr{col(s, "s")}, []exec.SortKey{{Expr: col(s, "v")}}, haloWindows(s))
+		},
+		// Nothing looks back: chunks do not overlap.
+		"window-lookahead": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewWindow(ec, ops[0], nil, []exec.SortKey{{Expr: col(s, "v")}}, []exec.WindowFunc{{Func: "row_number"},
+				{Func: "avg", Args: []exec.Expr{col(s, "k")}, Frame: &exec.Frame{Rows: true, Start: exec.FrameBound{Kind: exec.CurrentRow}, End: exec.FrameBound{Kind: exec.Following, Offset: 3}}},
+				{Func: "sum", Args: []exec.Expr{col(s, "v")}}})
+		},
+		"window-halo-streamed": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewWindow(ec, ops[0], nil, []exec.SortKey{{Expr: col(s, "v"), Descending: true}}, slices.Concat(streamedWindows(s), twoPassWindows(s), haloWindows(s)))
+		},
+		"window-one-partition": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewWindow(ec, ops[0], nil, []exec.SortKey{{Expr: col(s, "v"), Descending: true}, {Expr: col(s, "k"), NullsFirst: true}}, streamedWindows(s))
+		},
+		"window-no-order": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewWindow(ec, ops[0], nil, nil, []exec.WindowFunc{{Func: "row_number"},
+				{Func: "sum", Args: []exec.Expr{col(s, "v")}, Frame: &exec.Frame{Rows: true, Start: exec.FrameBound{Kind: exec.UnboundedPreceding}, End: exec.FrameBound{Kind: exec.CurrentRow}}},
+				{Func: "avg", Args: []exec.Expr{col(s, "v")}}, {Func: "ntile", Args: []exec.Expr{lit(int64(7))}}})
+		},
+		"sort-top-n": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewTopN(ec, ops[0], []exec.SortKey{{Expr: col(s, "v"), NullsFirst: true}, {Expr: col(s, "s"), Descending: true}}, 100, 2500), nil
+		},
 		"sort": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 			return exec.NewSort(ec, ops[0], []exec.SortKey{{Expr: col(s, "v"), Descending: true}, {Expr: col(s, "k"), NullsFirst: true}, {Expr: col(s, "s")}}), nil
 		},
@@ -112,28 +231,276 @@ func TestSpill(t *testing.T) {
 				call(t, "less", exec.NewColumn(2, arrow.PrimitiveTypes.Int64, "l.v"), exec.NewColumn(5, arrow.PrimitiveTypes.Int64, "r.v")))
 		}
 	}
+	for _, typ := range []exec.JoinType{exec.InnerJoin, exec.RightJoin, exec.SemiJoin} {
+		cases["hash-join-merge-"+typ.String()] = func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			byK := []exec.SortKey{{Expr: col(s, "k")}}
+			return exec.NewMergeJoin(ec, exec.NewSort(ec, ops[0], byK), exec.NewSort(ec, ops[1], byK), typ, []exec.Expr{col(s, "k")}, []exec.Expr{col(s, "k")}, nil)
+		}
+	}
+	// Set operations over (k, s): about 800 distinct rows a side.
+	ks := func(ec *exec.Context, op exec.Operator) exec.Operator {
+		return exec.NewProject(ec, op, []exec.Expr{col(s, "k"), col(s, "s")}, []string{"k", "s"})
+	}
+	cases["distinct"] = func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+		return exec.NewDistinct(ec, ks(ec, ops[0])), nil
+	}
+	for _, op := range []exec.SetOpKind{exec.Intersect, exec.Except} {
+		for _, all := range []bool{false, true} {
+			cases[fmt.Sprintf("two-setop-%s-all=%v", op, all)] = func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+				return exec.NewSetOp(ec, ks(ec, ops[0]), ks(ec, ops[1]), op, all)
+			}
+		}
+	}
+	// A small right side: EXCEPT's emitted left keys pass the budget.
+	cases["two-setop-except-small-right"] = func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+		small := exec.NewFilter(ec, ops[1], call(t, "less", col(s, "k"), lit(int64(30))))
+		return exec.NewSetOp(ec, ks(ec, ops[0]), ks(ec, small), exec.Except, false)
+	}
+	// NOT IN: the build side has NULL keys (no rows qualify) or not (probe
+	// rows with NULL keys do not qualify).
+	cases["hash-join-null-aware-anti"] = func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+		return exec.NewHashJoin(ec, ops[0], ops[1], exec.NullAwareAntiJoin, []exec.Expr{col(s, "k")}, []exec.Expr{col(s, "k")}, nil)
+	}
+	cases["hash-join-null-aware-anti-no-null"] = func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+		build := exec.NewFilter(ec, ops[1], call(t, "is_not_null", col(s, "k")))
+		return exec.NewHashJoin(ec, ops[0], build, exec.NullAwareAntiJoin, []exec.Expr{col(s, "k")}, []exec.Expr{col(s, "k")}, nil)
+	}
+	// Sort aggregation needs input clustered by s; a few large groups keep
+	// DISTINCT sets open across batches.
+	sorted := in
+	sorted.Rows = slices.Clone(in.Rows)
+	slices.SortStableFunc(sorted.Rows, func(a, b []string) int {
+		return cmp.Or(strings.Compare(a[1], b[1]), strings.Compare(a[0], b[0]))
+	})
 	for name, ctor := range cases {
 		t.Run(name, func(t *testing.T) {
 			inputs := []exectest.Table{in}
-			if strings.HasPrefix(name, "hash-join") {
+			if strings.HasSuffix(name, "sort-aggregate") {
+				inputs = []exectest.Table{sorted}
+			}
+			if strings.HasPrefix(name, "hash-join") || strings.HasPrefix(name, "two-") {
 				inputs = append(inputs, other)
 			}
-			want, spilled := runWith(t, inputs, 0, 256, ctor)
+			want, spilled, err := runWith(t, inputs, 0, 256, ctor)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if spilled != 0 {
 				t.Fatalf("spilled %d rows without a limit", spilled)
 			}
-			got, spilled := runWith(t, inputs, 16<<10, 256, ctor)
+			got, spilled, err := runWith(t, inputs, 16<<10, 256, ctor)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if spilled == 0 {
 				t.Fatal("a 16 KiB limit did not spill")
 			}
 			verify := exectest.Unordered
-			if name == "sort" {
+			if strings.HasPrefix(name, "sort") || strings.HasPrefix(name, "window") {
 				verify = exectest.Ordered
 			}
 			if !verify(got, want) {
 				t.Fatalf("spilled run differs: %d rows vs %d", len(got), len(want))
 			}
+			if len(got) == 0 && name != "hash-join-null-aware-anti" {
+				t.Fatal("no rows")
+			}
 			t.Logf("%d rows, %d spilled", len(got), spilled)
 		})
 	}
+}
+
+// TestSpillLongStrings checks that min/max strings count against the
+// budget: 800 groups of 1 KB strings spill under a 256 KB budget that the
+// fixed per-group estimate alone would not reach.
+func TestSpillLongStrings(t *testing.T) {
+	seed := exectest.Seed(t)
+	rng := rand.New(rand.NewPCG(seed, 5))
+	in := exectest.NewTable(t, "k:int64, s:string")
+	for i := 0; i < 2400; i++ {
+		in.Rows = append(in.Rows, []string{fmt.Sprint(rng.IntN(800)), strings.Repeat(fmt.Sprint(rng.IntN(10)), 1000)})
+	}
+	s := in.Schema
+	ctor := func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+		return exec.NewHashAggregate(ec, ops[0], []exec.Expr{col(s, "k")}, nil, []exec.AggregateSpec{{Func: "max", Args: []exec.Expr{col(s, "s")}}}, nil)
+	}
+	want, _, err := runWith(t, []exectest.Table{in}, 0, 256, ctor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, spilled, err := runWith(t, []exectest.Table{in}, 256<<10, 256, ctor)
+	if err != nil || spilled == 0 || !exectest.Unordered(got, want) {
+		t.Fatalf("%d rows (want %d), %d spilled, %v", len(got), len(want), spilled, err)
+	}
+}
+
+// TestTopNSmallLimit checks that a small LIMIT does not spill under a budget
+// smaller than its input.
+func TestTopNSmallLimit(t *testing.T) {
+	seed := exectest.Seed(t)
+	in := bigTable(t, rand.New(rand.NewPCG(seed, 4)), 3000, 800)
+	s := in.Schema
+	rows, spilled, err := runWith(t, []exectest.Table{in}, 16<<10, 256, func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+		return exec.NewTopN(ec, ops[0], []exec.SortKey{{Expr: col(s, "v")}}, 3, 5), nil
+	})
+	if err != nil || len(rows) != 5 || spilled != 0 {
+		t.Fatalf("%d rows, %d spilled, %v", len(rows), spilled, err)
+	}
+}
+
+// TestSpillUnavoidable checks that state that cannot spill fails with
+// ErrMemoryLimit naming the budget past it: window functions that need a
+// whole partition's rows (430 rows here) and a nested-loop join's build
+// side.
+func TestSpillUnavoidable(t *testing.T) {
+	seed := exectest.Seed(t)
+	rng := rand.New(rand.NewPCG(seed, 3))
+	in := bigTable(t, rng, 3000, 800)
+	s := in.Schema
+	cases := map[string]exectest.Ctor{
+		"nested-loop-join": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewNestedLoopJoin(ec, ops[0], ops[1], exec.InnerJoin,
+				call(t, "less", exec.NewColumn(2, arrow.PrimitiveTypes.Int64, "l.v"), exec.NewColumn(5, arrow.PrimitiveTypes.Int64, "r.v")))
+		},
+	}
+	for _, f := range allWindows(s) {
+		cases["window-"+f.Func] = func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewWindow(ec, ops[0], []exec.Expr{col(s, "s")}, []exec.SortKey{{Expr: col(s, "v")}}, []exec.WindowFunc{f})
+		}
+	}
+	for name, ctor := range cases {
+		t.Run(name, func(t *testing.T) {
+			inputs := []exectest.Table{in}
+			if strings.HasSuffix(name, "join") {
+				inputs = append(inputs, in)
+			}
+			_, _, err := runWith(t, inputs, 16<<10, 256, ctor)
+			if !errors.Is(err, exec.ErrMemoryLimit) || !strings.Contains(err.Error(), "16384 bytes") {
+				t.Fatalf("with a 16 KiB budget: %v", err)
+			}
+		})
+	}
+}
+
+// genSource lends n rows of one int64 column x = (i*7919) % distinct,
+// generated batch by batch so that the input never sits in memory.
+type genSource struct {
+	mem      memory.Allocator
+	schema   *arrow.Schema
+	i, n     int
+	distinct int
+	cur      arrow.RecordBatch
+}
+
+func (g *genSource) Next(context.Context) (arrow.RecordBatch, error) {
+	if g.cur != nil {
+		g.cur.Release()
+		g.cur = nil
+	}
+	if g.i >= g.n {
+		return nil, io.EOF
+	}
+	b := array.NewInt64Builder(g.mem)
+	defer b.Release()
+	for ; g.i < g.n && b.Len() < 1024; g.i++ {
+		b.Append(int64(g.i * 7919 % g.distinct))
+	}
+	x := b.NewArray()
+	defer x.Release()
+	g.cur = array.NewRecordBatch(g.schema, []arrow.Array{x}, int64(x.Len()))
+	return g.cur, nil
+}
+
+func (g *genSource) Close() error {
+	if g.cur != nil {
+		g.cur.Release()
+		g.cur = nil
+	}
+	return nil
+}
+
+// runGenerated runs op over n generated rows with a memory limit, passes
+// each output batch to check, and requires the Arrow memory to stay within
+// twice the limit; memory and spill files must be gone afterwards.
+func runGenerated(t *testing.T, n, distinct int, limit int64, ctor func(ec *exec.Context, in exec.Operator) (exec.Operator, error), check func(b arrow.RecordBatch)) {
+	t.Helper()
+	checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer checked.AssertSize(t, 0)
+	mem := exec.NewAccountingAllocator(checked)
+	ec := exec.NewContext(mem)
+	ec.MemoryLimit = limit
+	ec.TempDir = t.TempDir()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	src := exec.NewSource(ec, schema, func(context.Context) (exec.BatchSource, error) {
+		return &genSource{mem: mem, schema: schema, n: n, distinct: distinct}, nil
+	})
+	op, err := ctor(ec, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := op.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		b, err := exec.Next(ctx, op)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(b)
+	}
+	if err := op.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if mem.PeakAlloc() > 2*int(limit) {
+		t.Fatalf("Arrow peak %d bytes for a %d-byte budget", mem.PeakAlloc(), limit)
+	}
+	if ec.SpilledRows() == 0 {
+		t.Fatal("nothing spilled")
+	}
+	left, _ := os.ReadDir(ec.TempDir)
+	if len(left) > 0 {
+		t.Fatalf("%d spill files left behind", len(left))
+	}
+	t.Logf("%d rows spilled, Arrow peak %d bytes for a %d-byte budget", ec.SpilledRows(), mem.PeakAlloc(), limit)
+}
+
+// TestSpillTenTimesBudget runs count(DISTINCT) and row_number() OVER (ORDER
+// BY) over inputs whose state is about ten times the budget.
+func TestSpillTenTimesBudget(t *testing.T) {
+	const distinct = 100_000 // about 6 MB of DISTINCT set
+	t.Run("count-distinct", func(t *testing.T) {
+		runGenerated(t, 2*distinct, distinct, 600<<10, func(ec *exec.Context, in exec.Operator) (exec.Operator, error) {
+			x := exec.NewColumn(0, arrow.PrimitiveTypes.Int64, "x")
+			return exec.NewHashAggregate(ec, in, nil, nil, []exec.AggregateSpec{
+				{Func: "count", Args: []exec.Expr{x}, Distinct: true}, {Func: "sum", Args: []exec.Expr{x}, Distinct: true}}, nil)
+		}, func(b arrow.RecordBatch) {
+			want := fmt.Sprintf("%d | %d", distinct, distinct*(distinct-1)/2)
+			if got := exectest.BatchRows(b); len(got) != 1 || got[0] != want {
+				t.Fatalf("got %q, want %q", got, want)
+			}
+		})
+	})
+	t.Run("row-number", func(t *testing.T) {
+		const n = 300_000 // 2.4 MB of input, as much again of results
+		i := int64(0)
+		runGenerated(t, n, n, 480<<10, func(ec *exec.Context, in exec.Operator) (exec.Operator, error) {
+			x := exec.NewColumn(0, arrow.PrimitiveTypes.Int64, "x")
+			return exec.NewWindow(ec, in, nil, []exec.SortKey{{Expr: x}}, []exec.WindowFunc{{Func: "row_number"}})
+		}, func(b arrow.RecordBatch) {
+			x, rn := b.Column(0).(*array.Int64), b.Column(1).(*array.Int64)
+			for r := 0; r < int(b.NumRows()); r++ {
+				if x.Value(r) != i || rn.Value(r) != i+1 {
+					t.Fatalf("row %d: x %d, row_number %d", i, x.Value(r), rn.Value(r))
+				}
+				i++
+			}
+		})
+		if i != n {
+			t.Fatalf("%d rows, want %d", i, n)
+		}
+	})
 }

@@ -36,7 +36,10 @@ func TestSpool(t *testing.T) {
 	}
 	slices.Sort(want)
 	for _, limit := range []int64{0, 4 << 10} {
-		rows, spilled := runWith(t, []exectest.Table{in}, limit, 1024, spooled)
+		rows, spilled, err := runWith(t, []exectest.Table{in}, limit, 1024, spooled)
+		if err != nil {
+			t.Fatal(err)
+		}
 		slices.Sort(rows)
 		if !slices.Equal(rows, want) {
 			t.Fatalf("limit %d: %d rows, want %d (seed %d)", limit, len(rows), len(want), seed)

@@ -2,12 +2,15 @@ package exec
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/flightd/flightd/vectorized"
 )
@@ -97,11 +100,64 @@ type windowOp struct {
 	schema    *arrow.Schema
 	opened    bool
 	out       batchesOp
+
+	// Past the memory budget the input is sorted on disk and merger reads
+	// it back in order. pending holds the rows read and not yet computed;
+	// carry is the state of a partition that an earlier chunk began.
+	merger  *runMerger
+	pending []arrow.RecordBatch
+	held    int64
+	carry   *windowCarry
+	eof     bool
+	// halo is how many rows at the start of pending an earlier chunk
+	// already output: kept for functions that look back (lag, frames).
+	halo int
+	// big is set while a partition larger than the budget whose functions
+	// need its size or totals is read back from disk (the second pass).
+	big *bigPartition
+}
+
+// bigPartition is the second pass over one partition: its rows on disk,
+// and the rows after it that the first pass read.
+type bigPartition struct {
+	src  BatchSource
+	rest arrow.RecordBatch
+}
+
+// windowCarry is what a partition computed in several chunks carries from
+// one chunk to the next: its rows and peer groups so far, and per function
+// the running aggregate after its last row (nil for other functions). In a
+// second pass it also knows the partition's size and, per whole-partition
+// aggregate, its one-row result.
+type windowCarry struct {
+	rows, dense int64
+	accs        []accumulator
+	n           int64
+	totals      []arrow.Array
+}
+
+// setCarry replaces w.carry, releasing totals that next does not take over.
+func (w *windowOp) setCarry(next *windowCarry) {
+	if w.carry != nil && (next == nil || next.totals == nil) {
+		releaseArrays(w.carry.totals)
+	}
+	w.carry = next
 }
 
 // NewWindow computes funcs over partitions of its input ordered by orderBy.
 // Output: the input columns then one column per function, rows grouped by
-// partition and ordered within it.
+// partition and ordered within it. Past Context.MemoryLimit the input is
+// sorted on disk and computed a few partitions at a time. A partition
+// larger than a quarter of the budget is computed in chunks: functions that
+// look back to its start carry their state (row_number, rank, dense_rank,
+// aggregates from UNBOUNDED PRECEDING to CURRENT ROW), functions that look
+// a constant number of rows around overlap the chunks (lag and lead with a
+// constant offset, ROWS frames with offsets), and functions that need its
+// size or totals (percent_rank, cume_dist, ntile, aggregates over the whole
+// partition) read it from disk after a first pass. Others (frames from the
+// row to UNBOUNDED FOLLOWING, RANGE offsets, first/last/nth_value over
+// unbounded frames, lag/lead with a varying offset) fail with
+// ErrMemoryLimit.
 func NewWindow(ec *Context, child Operator, partitionBy []Expr, orderBy []SortKey, funcs []WindowFunc) (Operator, error) {
 	w := &windowOp{ec: ec, child: child, partition: partitionBy, order: orderBy, funcs: funcs}
 	fields := append([]arrow.Field(nil), child.Schema().Fields()...)
@@ -140,6 +196,15 @@ func NewWindow(ec *Context, child Operator, partitionBy []Expr, orderBy []SortKe
 
 func (w *windowOp) Schema() *arrow.Schema { return w.schema }
 
+// sortKeys orders rows by partition, then by the ORDER BY keys.
+func (w *windowOp) sortKeys() []SortKey {
+	keys := make([]SortKey, 0, len(w.partition)+len(w.order))
+	for _, p := range w.partition {
+		keys = append(keys, SortKey{Expr: p, NullsFirst: true})
+	}
+	return append(keys, w.order...)
+}
+
 func (w *windowOp) Open(ctx context.Context) error {
 	if w.opened {
 		return nil
@@ -148,21 +213,18 @@ func (w *windowOp) Open(ctx context.Context) error {
 	if err := w.child.Open(ctx); err != nil {
 		return err
 	}
-	keys := append(append([]Expr(nil), w.partition...), sortExprs(w.order)...)
-	t, err := materialize(ctx, w.ec, w.child, keys)
-	if err != nil {
+	keys := w.sortKeys()
+	sorter := &sortOp{ec: w.ec, child: w.child, keys: keys, count: -1}
+	t, merger, err := sorter.externalSort(ctx, nil)
+	if err != nil || merger != nil {
+		w.merger = merger
 		return err
 	}
 	defer t.release()
 	if t.n == 0 {
 		return nil
 	}
-	sortKeys := make([]SortKey, 0, len(keys))
-	for _, p := range w.partition {
-		sortKeys = append(sortKeys, SortKey{Expr: p, NullsFirst: true})
-	}
-	sortKeys = append(sortKeys, w.order...)
-	idx, err := sortedIndices(t, sortKeys)
+	idx, err := sortedIndices(t, keys)
 	if err != nil {
 		return err
 	}
@@ -176,28 +238,43 @@ func (w *windowOp) Open(ctx context.Context) error {
 		return err
 	}
 	defer releaseArrays(skeys)
-	sorted := array.NewRecordBatch(w.child.Schema(), cols, int64(t.n))
-	defer sorted.Release()
+	return w.compute(ctx, cols, skeys, t.n, 0, t.n, false)
+}
 
+// compute computes the functions over n sorted rows (cols, with the sort
+// keys skeys) and queues the result of rows [lo, hi): rows before lo are
+// w.halo, rows from hi on are lookahead. The first partition continues
+// w.carry if set; with cont the last partition continues in the next
+// chunk, and w.carry becomes its state after row hi-1.
+func (w *windowOp) compute(ctx context.Context, cols, skeys []arrow.Array, n, lo, hi int, cont bool) error {
+	sorted := array.NewRecordBatch(w.child.Schema(), cols, int64(n))
+	defer sorted.Release()
 	np := len(w.partition)
-	parts, err := boundaries(skeys[:np], t.n)
+	parts, err := boundaries(skeys[:np], n)
 	if err != nil {
 		return err
 	}
-	peers, err := boundaries(skeys, t.n)
+	peers, err := boundaries(skeys, n)
 	if err != nil {
 		return err
 	}
-	env := &windowEnv{ec: w.ec, n: t.n, partStart: parts, peerStart: peers, hasOrder: len(w.order) > 0}
+	env := &windowEnv{ec: w.ec, n: n, partStart: parts, peerStart: peers, hasOrder: len(w.order) > 0, carry: w.carry, halo: lo}
 	env.index()
 	if len(w.order) == 1 {
 		ok := skeys[np]
 		if get, isInt := vectorized.IntKey(ok); isInt {
-			env.okey, env.onull, env.odesc = make([]int64, t.n), make([]bool, t.n), w.order[0].Descending
-			for r := 0; r < t.n; r++ {
+			env.okey, env.onull, env.odesc = make([]int64, n), make([]bool, n), w.order[0].Descending
+			for r := 0; r < n; r++ {
 				env.onull[r] = ok.IsNull(r)
 				env.okey[r] = get(r)
 			}
+		}
+	}
+	var next *windowCarry
+	if cont {
+		next = &windowCarry{rows: env.before(hi-1) + int64(hi), dense: env.denseBefore(hi-1) + int64(env.dense[hi-1]), accs: make([]accumulator, len(w.funcs))}
+		if w.carry != nil {
+			next.n, next.totals = w.carry.n, w.carry.totals
 		}
 	}
 	out := append([]arrow.Array(nil), cols...)
@@ -210,20 +287,414 @@ func (w *windowOp) Open(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		a, err := env.compute(ctx, f, w.types[i], args)
+		a, err := env.compute(ctx, i, f, w.types[i], args, hi, next)
 		releaseArrays(args)
 		if err != nil {
 			return fmt.Errorf("window %s: %w", f.Func, err)
 		}
 		out = append(out, a)
 	}
-	res := array.NewRecordBatch(w.schema, out, int64(t.n))
+	w.setCarry(next)
+	all := array.NewRecordBatch(w.schema, out, int64(n))
+	defer all.Release()
+	res := all.NewSlice(int64(lo), int64(hi))
 	defer res.Release()
 	bs := int64(w.ec.batchSize())
 	for lo := int64(0); lo < res.NumRows(); lo += bs {
 		w.out.batches = append(w.out.batches, res.NewSlice(lo, min(lo+bs, res.NumRows())))
 	}
 	return nil
+}
+
+// chunkNeeds is what computing one partition in chunks needs: chunks that
+// end at a peer group boundary, the partition's size or totals first, and
+// how many rows before and after a chunk its functions look at.
+type chunkNeeds struct {
+	peers, totals bool
+	behind, ahead int
+}
+
+// streamable returns what computing one partition in chunks needs, or
+// ErrMemoryLimit if a function needs the whole partition's rows.
+func (w *windowOp) streamable() (chunkNeeds, error) {
+	var c chunkNeeds
+	for _, f := range w.funcs {
+		name := strings.ToLower(f.Func)
+		fr := f.Frame
+		behind, ahead, bounded := frameReach(f)
+		switch {
+		case name == "row_number":
+		case name == "rank" || name == "dense_rank":
+			c.peers = true
+		case name == "percent_rank" || name == "cume_dist":
+			c.peers, c.totals = true, true
+		case name == "ntile":
+			c.totals = true
+		case w.wholePartition(f):
+			c.totals = true
+		case isWindowAggregate(name) && fr == nil && len(w.order) > 0:
+			c.peers = true
+		case isWindowAggregate(name) && fr != nil && fr.Start.Kind == UnboundedPreceding && fr.End.Kind == CurrentRow:
+			c.peers = c.peers || !fr.Rows
+		case bounded:
+			c.behind, c.ahead = max(c.behind, behind), max(c.ahead, ahead)
+		default:
+			return c, fmt.Errorf("%w: window %s over a partition larger than the query memory budget (%d bytes) would need the whole partition in memory",
+				ErrMemoryLimit, f.Func, w.ec.MemoryLimit)
+		}
+	}
+	return c, nil
+}
+
+// frameReach returns how many rows before and after a row f looks at when
+// that is a constant: lag and lead with a constant offset, and ROWS frames
+// with offsets or CURRENT ROW at both ends.
+func frameReach(f WindowFunc) (behind, ahead int, ok bool) {
+	switch name := strings.ToLower(f.Func); name {
+	case "lag", "lead":
+		o := int64(1)
+		if len(f.Args) >= 2 {
+			l, isLit := f.Args[1].(*LiteralExpr)
+			if !isLit || !l.Value.IsValid() {
+				return 0, 0, false
+			}
+			v, err := l.Value.CastTo(i64Type)
+			if err != nil {
+				return 0, 0, false
+			}
+			o = v.(*scalar.Int64).Value
+		}
+		if name == "lag" {
+			o = -o
+		}
+		if o < -(1<<20) || o > 1<<20 {
+			return 0, 0, false
+		}
+		return int(max(-o, 0)), int(max(o, 0)), true
+	case "row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile":
+		return 0, 0, false
+	}
+	fr := f.Frame
+	if fr == nil || !fr.Rows {
+		return 0, 0, false
+	}
+	for _, b := range []FrameBound{fr.Start, fr.End} {
+		switch {
+		case b.Kind == CurrentRow:
+		case (b.Kind == Preceding || b.Kind == Following) && b.Offset <= 1<<20:
+			if b.Kind == Preceding {
+				behind = max(behind, int(b.Offset))
+			} else {
+				ahead = max(ahead, int(b.Offset))
+			}
+		default:
+			return 0, 0, false
+		}
+	}
+	return behind, ahead, true
+}
+
+// wholePartition reports whether f is an aggregate over its whole
+// partition.
+func (w *windowOp) wholePartition(f WindowFunc) bool {
+	fr := f.Frame
+	return isWindowAggregate(strings.ToLower(f.Func)) &&
+		(fr == nil && len(w.order) == 0 || fr != nil && fr.Start.Kind == UnboundedPreceding && fr.End.Kind == UnboundedFollowing)
+}
+
+func isWindowAggregate(name string) bool {
+	switch name {
+	case "row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead", "first_value", "last_value", "nth_value":
+		return false
+	}
+	return true
+}
+
+// readChunk reads the sorted input until it can compute a chunk: the
+// complete partitions read once they pass a quarter of the budget, or a
+// partition that alone passes it up to its last chunk boundary (a peer
+// group's end, lookahead rows before the end).
+func (w *windowOp) readChunk(ctx context.Context) error {
+	for {
+		var b arrow.RecordBatch
+		var err error
+		if w.big != nil {
+			b, err = w.big.src.Next(ctx)
+		} else {
+			b, err = w.merger.next(ctx)
+		}
+		if errors.Is(err, io.EOF) {
+			w.eof = w.big == nil
+			if _, err := w.computePending(ctx, true); err != nil {
+				return err
+			}
+			w.endBig()
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		b.Retain()
+		w.pending = append(w.pending, b)
+		w.held += batchBytes(b)
+		if w.held <= w.ec.MemoryLimit/4 {
+			continue
+		}
+		done, err := w.computePending(ctx, false)
+		if err != nil || done {
+			return err
+		}
+		if w.held > w.ec.MemoryLimit {
+			return fmt.Errorf("%w: a window peer group or frame is larger than the query memory budget (%d bytes)", ErrMemoryLimit, w.ec.MemoryLimit)
+		}
+	}
+}
+
+// endBig ends a second pass, if any: the rows after the partition become
+// pending.
+func (w *windowOp) endBig() {
+	if w.big == nil {
+		return
+	}
+	w.big.src.Close()
+	if r := w.big.rest; r != nil {
+		w.pending, w.held = []arrow.RecordBatch{r}, batchBytes(r)
+	}
+	w.big = nil
+}
+
+// firstPass writes the partition that all begins to disk, reading the
+// merged input up to its end, and computes its size and the whole-partition
+// aggregates; the second pass then reads it back.
+func (w *windowOp) firstPass(ctx context.Context, all arrow.RecordBatch, skeys []arrow.Array) error {
+	f, err := newSpillFile(w.ec, w.child.Schema())
+	if err != nil {
+		return err
+	}
+	big := &bigPartition{src: f.source()}
+	accs := make([]accumulator, len(w.funcs))
+	var totals []arrow.Array
+	ok := false
+	defer func() {
+		if !ok {
+			big.src.Close()
+			if big.rest != nil {
+				big.rest.Release()
+			}
+			releaseArrays(totals)
+		}
+	}()
+	for i, fn := range w.funcs {
+		if w.wholePartition(fn) {
+			def, err := resolveAgg(fn.Func, argTypes(fn.Args))
+			if err != nil {
+				return err
+			}
+			accs[i] = def.make()
+			accs[i].grow(1)
+		}
+	}
+	feed := func(b arrow.RecordBatch) error {
+		if err := f.write(b); err != nil {
+			return err
+		}
+		groups := make([]uint32, b.NumRows())
+		for i, acc := range accs {
+			if acc == nil {
+				continue
+			}
+			args, err := evalAll(ctx, w.ec, w.funcs[i].Args, b)
+			if err != nil {
+				return err
+			}
+			if len(args) == 0 { // count_star: any column of the right length
+				args = []arrow.Array{vectorized.NullArray(w.ec.Mem, arrow.Null, len(groups))}
+			}
+			err = acc.update(groups, args, nil)
+			releaseArrays(args)
+			if err != nil {
+				return fmt.Errorf("window %s: %w", w.funcs[i].Func, err)
+			}
+		}
+		return nil
+	}
+	if err := feed(all); err != nil {
+		return err
+	}
+	np := len(w.partition)
+	key := sliceArrays(skeys[:np], 0, 1)
+	defer releaseArrays(key)
+	for big.rest == nil {
+		b, err := w.merger.next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		pk, err := evalAll(ctx, w.ec, w.partition, b)
+		if err != nil {
+			return err
+		}
+		n, end := int(b.NumRows()), 0
+		for end < n {
+			same, err := sameKey(key, 0, pk, end)
+			if err != nil {
+				releaseArrays(pk)
+				return err
+			}
+			if !same {
+				break
+			}
+			end++
+		}
+		releaseArrays(pk)
+		if end < n {
+			big.rest = b.NewSlice(int64(end), int64(n))
+			b = b.NewSlice(0, int64(end))
+			defer b.Release()
+		}
+		if err := feed(b); err != nil {
+			return err
+		}
+	}
+	if err := f.finish(); err != nil {
+		return err
+	}
+	totals = make([]arrow.Array, len(w.funcs))
+	for i, acc := range accs {
+		if acc != nil {
+			if totals[i], err = acc.result(w.ec.Mem, 1); err != nil {
+				return err
+			}
+		}
+	}
+	ok = true
+	w.big = big
+	w.setCarry(&windowCarry{n: f.rows, totals: totals, accs: make([]accumulator, len(w.funcs))})
+	return nil
+}
+
+func argTypes(args []Expr) []arrow.DataType {
+	types := make([]arrow.DataType, len(args))
+	for i, a := range args {
+		types[i] = a.DataType()
+	}
+	return types
+}
+
+// computePending computes the pending rows (final: all of them) and keeps
+// the rest pending; it reports false when no chunk could be cut.
+func (w *windowOp) computePending(ctx context.Context, final bool) (bool, error) {
+	if len(w.pending) == 0 {
+		return true, nil
+	}
+	schema := w.child.Schema()
+	cols, err := concatColumns(w.ec, schema, w.pending, nil)
+	if err != nil {
+		return false, err
+	}
+	defer releaseArrays(cols)
+	for _, b := range w.pending {
+		b.Release()
+	}
+	w.pending, w.held = nil, 0
+	all := array.NewRecordBatch(schema, cols, int64(cols[0].Len()))
+	defer all.Release()
+	n := int(all.NumRows())
+	skeys, err := evalAll(ctx, w.ec, sortExprs(w.sortKeys()), all)
+	if err != nil {
+		return false, err
+	}
+	defer releaseArrays(skeys)
+	// Rows [h, cut) are output; the rest stays pending.
+	h, cut, cont, keep := w.halo, n, false, 0
+	if h > 0 && h < n {
+		if same, err := sameKey(skeys[:len(w.partition)], h-1, skeys[:len(w.partition)], h); err != nil || !same {
+			if err != nil {
+				return false, err
+			}
+			// The carried partition ended with the halo: drop both.
+			rest := all.NewSlice(int64(h), int64(n))
+			w.pending, w.held, w.halo = []arrow.RecordBatch{rest}, batchBytes(rest), 0
+			w.setCarry(nil)
+			return w.computePending(ctx, final)
+		}
+	}
+	if !final {
+		parts, err := boundaries(skeys[:len(w.partition)], n)
+		if err != nil {
+			return false, err
+		}
+		if cut = parts[len(parts)-1]; cut == 0 {
+			// One partition past a quarter of the budget: computed in
+			// chunks, carrying its state.
+			needs, err := w.streamable()
+			if err != nil {
+				return false, err
+			}
+			if needs.totals && (w.carry == nil || w.carry.n == 0) {
+				return false, w.firstPass(ctx, all, skeys)
+			}
+			cut, cont = n-needs.ahead, true
+			if needs.peers {
+				pb, err := boundaries(skeys, n)
+				if err != nil {
+					return false, err
+				}
+				i := len(pb) - 1
+				for i > 0 && pb[i] > cut {
+					i--
+				}
+				cut = pb[i]
+			}
+			keep = min(needs.behind, cut)
+		}
+	}
+	if cut > h {
+		m := cut // rows the functions see
+		if cont {
+			m = n
+		}
+		head, hkeys := sliceArrays(cols, 0, m), sliceArrays(skeys, 0, m)
+		err := w.compute(ctx, head, hkeys, m, h, cut, cont)
+		releaseArrays(head)
+		releaseArrays(hkeys)
+		if err != nil {
+			return false, err
+		}
+	}
+	if final {
+		w.halo = 0
+		w.setCarry(nil)
+		return true, nil
+	}
+	if cut <= h {
+		// Nothing new to output yet: everything stays pending.
+		cut, keep = h, h
+	}
+	w.halo = keep
+	if from := cut - keep; from < n {
+		// Copy the rest so that the computed rows' buffers can go.
+		rest := all.NewSlice(int64(from), int64(n))
+		defer rest.Release()
+		kept, err := concatColumns(w.ec, schema, []arrow.RecordBatch{rest}, nil)
+		if err != nil {
+			return false, err
+		}
+		b := array.NewRecordBatch(schema, kept, int64(n-from))
+		releaseArrays(kept)
+		w.pending, w.held = []arrow.RecordBatch{b}, batchBytes(b)
+	}
+	return cut > h, nil
+}
+
+func sliceArrays(cols []arrow.Array, lo, hi int) []arrow.Array {
+	out := make([]arrow.Array, len(cols))
+	for i, c := range cols {
+		out[i] = array.NewSlice(c, int64(lo), int64(hi))
+	}
+	return out
 }
 
 // boundaries returns the rows where the key columns change (including 0).
@@ -254,6 +725,38 @@ type windowEnv struct {
 	okey  []int64
 	onull []bool
 	odesc bool
+	// carry continues the first partition from an earlier chunk (nil: it
+	// starts here), whose last halo rows come first again.
+	carry *windowCarry
+	halo  int
+}
+
+// before returns how many rows of row r's partition come before these rows.
+func (e *windowEnv) before(r int) int64 {
+	if e.carry == nil || e.ps[r] > 0 {
+		return 0
+	}
+	return e.carry.rows - int64(e.halo)
+}
+
+// size returns the size of row r's partition.
+func (e *windowEnv) size(r int) int64 {
+	if e.carry != nil && e.carry.n > 0 && e.ps[r] == 0 {
+		return e.carry.n
+	}
+	return int64(e.pe[r] - e.ps[r])
+}
+
+// denseBefore returns how many peer groups of row r's partition come
+// before these rows (chunks end at peer group boundaries when it matters).
+func (e *windowEnv) denseBefore(r int) int64 {
+	if e.carry == nil || e.ps[r] > 0 {
+		return 0
+	}
+	if e.halo > 0 {
+		return e.carry.dense - int64(e.dense[e.halo-1])
+	}
+	return e.carry.dense
 }
 
 // rangeBound finds, for RANGE offset frames, the first row of r's partition
@@ -387,24 +890,27 @@ func (e *windowEnv) ints(f func(r int) int64) arrow.Array {
 	return out.Finish(i64Type, nil, 0)
 }
 
-func (e *windowEnv) compute(ctx context.Context, f WindowFunc, typ arrow.DataType, args []arrow.Array) (arrow.Array, error) {
+// compute computes function i; with next set (the last partition continues
+// in the next chunk) it saves an aggregate's running state after row hi-1
+// there.
+func (e *windowEnv) compute(ctx context.Context, i int, f WindowFunc, typ arrow.DataType, args []arrow.Array, hi int, next *windowCarry) (arrow.Array, error) {
 	switch strings.ToLower(f.Func) {
 	case "row_number":
-		return e.ints(func(r int) int64 { return int64(r - e.ps[r] + 1) }), nil
+		return e.ints(func(r int) int64 { return int64(r-e.ps[r]+1) + e.before(r) }), nil
 	case "rank":
-		return e.ints(func(r int) int64 { return int64(e.gs[r] - e.ps[r] + 1) }), nil
+		return e.ints(func(r int) int64 { return int64(e.gs[r]-e.ps[r]+1) + e.before(r) }), nil
 	case "dense_rank":
-		return e.ints(func(r int) int64 { return int64(e.dense[r]) }), nil
+		return e.ints(func(r int) int64 { return int64(e.dense[r]) + e.denseBefore(r) }), nil
 	case "percent_rank", "cume_dist":
 		cume := strings.ToLower(f.Func) == "cume_dist"
 		out := vectorized.NewFixedOut[float64](e.ec.Mem, e.n)
 		for r := range out.Vals {
-			n := float64(e.pe[r] - e.ps[r])
+			n, before := float64(e.size(r)), float64(e.before(r))
 			switch {
 			case cume:
-				out.Vals[r] = float64(e.ge[r]-e.ps[r]) / n
+				out.Vals[r] = (float64(e.ge[r]-e.ps[r]) + before) / n
 			case n > 1:
-				out.Vals[r] = float64(e.gs[r]-e.ps[r]) / (n - 1)
+				out.Vals[r] = (float64(e.gs[r]-e.ps[r]) + before) / (n - 1)
 			default:
 				out.Vals[r] = 0
 			}
@@ -418,7 +924,7 @@ func (e *windowEnv) compute(ctx context.Context, f WindowFunc, typ arrow.DataTyp
 			}
 		}
 		return e.ints(func(r int) int64 {
-			n, b, i := int64(e.pe[r]-e.ps[r]), k(r), int64(r-e.ps[r])
+			n, b, i := e.size(r), k(r), int64(r-e.ps[r])+e.before(r)
 			size, rem := n/b, n%b
 			if size == 0 {
 				return i + 1
@@ -499,23 +1005,30 @@ func (e *windowEnv) compute(ctx context.Context, f WindowFunc, typ arrow.DataTyp
 		}
 		return vectorized.Take(ctx, e.ec.Mem, args[0], idx)
 	}
-	return e.aggregate(f, args)
+	if e.carry != nil && e.carry.totals != nil && e.carry.totals[i] != nil {
+		// A second pass over one partition: its total on every row.
+		return vectorized.Take(ctx, e.ec.Mem, e.carry.totals[i], make([]int64, e.n))
+	}
+	return e.aggregate(i, f, args, hi, next)
 }
 
 // aggregate computes an aggregate over each row's frame, one accumulator
 // group per row. Frames that start at the partition start extend a copy of
 // the previous row's state, frames that end at the partition end do the
 // same backwards, and other frames are folded from scratch.
-func (e *windowEnv) aggregate(f WindowFunc, args []arrow.Array) (arrow.Array, error) {
-	types := make([]arrow.DataType, len(args))
-	for i, a := range args {
-		types[i] = a.DataType()
-	}
-	def, err := resolveAgg(f.Func, types)
+func (e *windowEnv) aggregate(fi int, f WindowFunc, args []arrow.Array, last int, next *windowCarry) (arrow.Array, error) {
+	def, err := resolveAgg(f.Func, argTypes(f.Args))
 	if err != nil {
 		return nil, err
 	}
+	startsAtPart := f.Frame == nil || f.Frame.Start.Kind == UnboundedPreceding
+	endsAtPart := f.Frame != nil && f.Frame.End.Kind == UnboundedFollowing
 	acc := def.make()
+	if startsAtPart && e.carry != nil && e.carry.accs[fi] != nil {
+		// A running aggregate: group 0 starts from the state the partition
+		// had at the end of the previous chunk.
+		acc = e.carry.accs[fi]
+	}
 	acc.grow(e.n)
 	if def.arity == -1 {
 		// count_star: feed any column of the right length.
@@ -539,16 +1052,20 @@ func (e *windowEnv) aggregate(f WindowFunc, args []arrow.Array) (arrow.Array, er
 		releaseArrays(sl)
 		return err
 	}
-	startsAtPart := f.Frame == nil || f.Frame.Start.Kind == UnboundedPreceding
-	endsAtPart := f.Frame != nil && f.Frame.End.Kind == UnboundedFollowing
 	switch {
 	case startsAtPart:
 		prevHi := 0
 		for r := 0; r < e.n; r++ {
 			lo, hi := e.frame(f.Frame, r)
-			if r == e.ps[r] {
+			switch {
+			case r < e.halo:
+				continue // in the carried state (group 0)
+			case r == e.halo && r > 0:
+				acc.copyGroup(0, r)
+				prevHi = r
+			case r == e.ps[r]:
 				prevHi = lo
-			} else {
+			default:
 				acc.copyGroup(r-1, r)
 			}
 			if err := feed(r, max(prevHi, lo), hi); err != nil {
@@ -578,17 +1095,47 @@ func (e *windowEnv) aggregate(f WindowFunc, args []arrow.Array) (arrow.Array, er
 			}
 		}
 	}
-	return acc.result(e.ec.Mem, e.n)
+	res, err := acc.result(e.ec.Mem, e.n)
+	if startsAtPart && next != nil && err == nil {
+		acc.moveTo(last-1, 0)
+		next.accs[fi] = acc
+	}
+	return res, err
 }
 
 func (w *windowOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return w.out.next()
+	for {
+		b, err := w.out.next()
+		if !errors.Is(err, io.EOF) || w.merger == nil || w.eof {
+			return b, err
+		}
+		w.out.batches, w.out.pos = w.out.batches[:0], 0
+		if err := w.readChunk(ctx); err != nil {
+			return nil, err
+		}
+	}
 }
 
 func (w *windowOp) Close() error {
 	w.out.close()
+	for _, b := range w.pending {
+		b.Release()
+	}
+	w.pending = nil
+	if w.merger != nil {
+		w.merger.close()
+		w.merger = nil
+	}
+	if w.big != nil {
+		w.big.src.Close()
+		if w.big.rest != nil {
+			w.big.rest.Release()
+		}
+		w.big = nil
+	}
+	w.setCarry(nil)
 	return w.child.Close()
 }

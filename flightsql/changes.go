@@ -25,7 +25,8 @@ import (
 // snapshot N, and the batches of one snapshot are contiguous. A batch with
 // no rows and {"snapshot": N, "caught_up": true} says every change up to
 // snapshot N has been sent; it comes when the stream catches up and then at
-// each heartbeat while no commit arrives (keep-alive).
+// each heartbeat while no commit arrives (keep-alive). A query that joins
+// several streams adds "snapshots": {"db.t": N, ...}, the position of each.
 //
 // A *-full start first reads the content of snapshot N: a batch with no
 // rows and {"snapshot": N, "image": "start"}, then batches of +I rows with
@@ -145,7 +146,7 @@ func (s *Server) doGetChanges(ctx context.Context, ticket []byte) (*arrow.Schema
 	if err != nil {
 		return nil, nil, toStatus(err)
 	}
-	st, err := sess.Prepare(ctx, query, nil)
+	st, err := s.prepareSQL(ctx, sess, query, nil)
 	if err != nil {
 		return nil, nil, toStatus(fmt.Errorf("change stream ticket: %w", err))
 	}
@@ -161,9 +162,18 @@ type streamProgress struct {
 	schema   *arrow.Schema
 	snapshot int64
 	image    bool
+	tables   map[string]int64 // for a query over several streams
 }
 
 func (p *streamProgress) Rows(snapshot int64, image bool) { p.snapshot, p.image = snapshot, image }
+
+// Snapshots records the position of every table of a join of streams.
+func (p *streamProgress) Snapshots(tables []string, snapshots []int64) {
+	p.tables = make(map[string]int64, len(tables))
+	for i, t := range tables {
+		p.tables[t] = snapshots[i]
+	}
+}
 
 func (p *streamProgress) CaughtUp(snapshot int64) error {
 	return p.marker(ChangeProgress{Snapshot: snapshot, CaughtUp: true})
@@ -185,6 +195,7 @@ func (p *streamProgress) marker(m ChangeProgress) error {
 		defer cols[i].Release()
 	}
 	b := array.NewRecordBatch(p.schema, cols, 0)
+	m.Snapshots = p.tables
 	meta, _ := json.Marshal(m)
 	select {
 	case p.ch <- flight.StreamChunk{Data: b, AppMetadata: meta}:
@@ -197,7 +208,7 @@ func (p *streamProgress) marker(m ChangeProgress) error {
 
 // meta labels the batch about to be sent.
 func (p *streamProgress) meta() []byte {
-	m := ChangeProgress{Snapshot: p.snapshot}
+	m := ChangeProgress{Snapshot: p.snapshot, Snapshots: p.tables}
 	if p.image {
 		m.Image = ImageRows
 	}
@@ -221,8 +232,13 @@ type ChangeProgress struct {
 	CaughtUp bool `json:"caught_up,omitempty"`
 	// Image is set during the full read of snapshot Snapshot: ImageStart
 	// and ImageEnd on batches without rows around it, ImageRows on its
-	// rows.
+	// rows (of a query over one stream; aggregates label their rows by
+	// snapshot only).
 	Image string `json:"image,omitempty"`
+	// Snapshots, for a query that streams several tables (a join), gives
+	// the snapshot of each (by its name in the query, "db.table [AS
+	// alias]"); Snapshot is then the largest of them.
+	Snapshots map[string]int64 `json:"snapshots,omitempty"`
 }
 
 // ParseChangeProgress decodes a change stream batch's app metadata.

@@ -11,9 +11,13 @@
 //	metadata commands                     answered from the table store's catalog
 //	Begin/EndTransaction                  engine transactions (snapshot isolation)
 //
-// Query tickets are self-contained (the SQL text, database and transaction),
-// so a ticket stays valid however long the client waits and whichever
-// flightd reader serves it; prepared-statement handles are server state.
+// Query tickets are self-contained (the SQL text, database, transaction and
+// user), signed with the server key, so a ticket stays valid however long
+// the client waits and whichever flightd sharing the key serves it, and
+// nobody can forge or alter one or redeem another user's; prepared-statement
+// handles and transactions are server state, per client and bounded
+// (Limits). With authentication, grants decide what each user may do
+// (grants.go, engine.Authorizer).
 //
 // This is the only package that turns errors into gRPC status codes
 // (status.go).

@@ -3,7 +3,6 @@ package flightsql_test
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"testing"
 
@@ -31,6 +30,13 @@ type testServer struct {
 // startServer starts the server; configure adjusts the engine's settings.
 func startServer(t testing.TB, opts flightsql.Options, configure ...func(*engine.Config)) *testServer {
 	t.Helper()
+	return startServerLimits(t, flightsql.Limits{}, 0, opts, configure...)
+}
+
+// startServerLimits starts a server with limits, accepting at most
+// maxConns connections at once (0: unlimited).
+func startServerLimits(t testing.TB, limits flightsql.Limits, maxConns int, opts flightsql.Options, configure ...func(*engine.Config)) *testServer {
+	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	dir := t.TempDir()
 	ctx := context.Background()
@@ -42,7 +48,7 @@ func startServer(t testing.TB, opts flightsql.Options, configure ...func(*engine
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := flightsql.NewServer(eng, flightsql.Limits{})
+	srv, err := flightsql.NewServer(eng, limits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +56,7 @@ func startServer(t testing.TB, opts flightsql.Options, configure ...func(*engine
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	lis, err := flightsql.Listen("127.0.0.1:0", maxConns)
 	if err != nil {
 		t.Fatal(err)
 	}

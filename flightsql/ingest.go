@@ -20,11 +20,15 @@ func (s *Server) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.
 	if err != nil {
 		return 0, toStatus(err)
 	}
-	tx, err := s.txn(cmd.GetTransactionId())
+	tx, err := s.txn(ctx, cmd.GetTransactionId())
 	if err != nil {
 		return 0, toStatus(err)
 	}
 	sess, err := s.session(ctx)
+	if err != nil {
+		return 0, toStatus(err)
+	}
+	batches, err := newCheckedBatches(rdr)
 	if err != nil {
 		return 0, toStatus(err)
 	}
@@ -33,7 +37,7 @@ func (s *Server) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.
 		Mode:      mode,
 		Temporary: cmd.GetTemporary(),
 		Txn:       tx,
-	}, rdr)
+	}, batches)
 	return n, toStatus(err)
 }
 

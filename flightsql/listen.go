@@ -4,7 +4,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -16,8 +18,25 @@ import (
 // Options configure the gRPC side of the endpoint.
 type Options struct {
 	// Users enables authentication (Basic, exchanged for bearer tokens)
-	// when non-empty: user name -> password.
+	// when non-empty: user name -> password, or its bcrypt hash ($2a$,
+	// $2b$ or $2y$). An empty password is refused.
 	Users map[string]string
+	// Grants say what each user may do when authentication is on (see
+	// ReadAuthFile); a user without grants may only authenticate.
+	Grants []Grant
+	// Key signs bearer tokens and query tickets (HMAC-SHA256); servers that
+	// share it accept each other's. Empty: a random key for this process.
+	Key []byte
+	// TokenLifetime is how long a bearer token stays valid
+	// (DefaultTokenLifetime if zero).
+	TokenLifetime time.Duration
+	// MaxConnectionIdle closes a connection with no call running for this
+	// long (DefaultMaxConnectionIdle if zero); clients reconnect on their
+	// next call.
+	MaxConnectionIdle time.Duration
+	// HandshakeTimeout closes a connection that has not completed its TLS
+	// and HTTP/2 handshake within it (DefaultHandshakeTimeout if zero).
+	HandshakeTimeout time.Duration
 	// TLSCertFile and TLSKeyFile enable TLS; ClientCAFile additionally
 	// requires client certificates signed by that CA (mTLS).
 	TLSCertFile, TLSKeyFile, ClientCAFile string
@@ -28,8 +47,12 @@ type Options struct {
 	KeepaliveInterval time.Duration
 }
 
-// DefaultMaxMessageBytes is the default bound on one incoming message.
-const DefaultMaxMessageBytes = 256 << 20
+// Defaults of Options.
+const (
+	DefaultMaxMessageBytes   = 256 << 20
+	DefaultMaxConnectionIdle = 5 * time.Minute
+	DefaultHandshakeTimeout  = 10 * time.Second
+)
 
 // NewFlightServer assembles a flight.Server serving srv: session cookies,
 // optional auth, TLS, keepalive and message size limits. Call Init or
@@ -41,10 +64,25 @@ func NewFlightServer(srv *Server, opts Options) (flight.Server, error) {
 	if opts.KeepaliveInterval <= 0 {
 		opts.KeepaliveInterval = 30 * time.Second
 	}
+	if opts.MaxConnectionIdle <= 0 {
+		opts.MaxConnectionIdle = DefaultMaxConnectionIdle
+	}
+	if opts.HandshakeTimeout <= 0 {
+		opts.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if opts.TokenLifetime <= 0 {
+		opts.TokenLifetime = DefaultTokenLifetime
+	}
+	if len(opts.Key) > 0 {
+		srv.key = opts.Key
+	}
 	grpcOpts := []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(recoverUnary),
+		grpc.ChainStreamInterceptor(recoverStream),
 		grpc.MaxRecvMsgSize(opts.MaxMessageBytes),
 		grpc.MaxSendMsgSize(opts.MaxMessageBytes),
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: opts.KeepaliveInterval, Timeout: 20 * time.Second}),
+		grpc.ConnectionTimeout(opts.HandshakeTimeout),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: opts.KeepaliveInterval, Timeout: 20 * time.Second, MaxConnectionIdle: opts.MaxConnectionIdle}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 	}
 	if opts.TLSCertFile != "" || opts.TLSKeyFile != "" {
@@ -58,7 +96,12 @@ func NewFlightServer(srv *Server, opts Options) (flight.Server, error) {
 	}
 	var mw []flight.ServerMiddleware
 	if len(opts.Users) > 0 {
-		mw = append(mw, newAuthenticator(opts.Users).middleware())
+		a, err := newAuthenticator(opts.Users, srv.key, opts.TokenLifetime)
+		if err != nil {
+			return nil, err
+		}
+		mw = append(mw, a.middleware())
+		srv.grants = newGrants(opts.Grants)
 	}
 	mw = append(mw, SessionMiddleware())
 	fs := flight.NewServerWithMiddleware(mw, grpcOpts...)
@@ -85,4 +128,47 @@ func tlsCredentials(opts Options) (credentials.TransportCredentials, error) {
 		cfg.ClientAuth = tls.RequireAndVerifyClientCert
 	}
 	return credentials.NewTLS(cfg), nil
+}
+
+// Listen listens on addr and accepts at most max connections at once
+// (unlimited if max <= 0); beyond that a new connection is closed at once,
+// so the client fails fast instead of waiting in the accept queue.
+func Listen(addr string, max int) (net.Listener, error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil || max <= 0 {
+		return lis, err
+	}
+	return &limitListener{Listener: lis, slots: make(chan struct{}, max)}, nil
+}
+
+type limitListener struct {
+	net.Listener
+	slots chan struct{}
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case l.slots <- struct{}{}:
+			return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
+		default:
+			_ = c.Close()
+		}
+	}
+}
+
+type limitConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
 }

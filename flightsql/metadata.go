@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql/schema_ref"
 
+	"github.com/flightd/flightd/engine"
 	"github.com/flightd/flightd/plan"
 	"github.com/flightd/flightd/tablestore"
 )
@@ -127,6 +128,9 @@ func (s *Server) DoGetTables(ctx context.Context, cmd flightsql.GetTables) (*arr
 		{tableTypeView, wantViews, s.eng.Store().Views},
 	}
 	for _, db := range dbs {
+		if s.allowed(ctx, db, engine.Read) != nil {
+			continue // names only: a database's tables are for its readers
+		}
 		var entries []entry
 		for _, k := range kinds {
 			if !k.want {
@@ -253,6 +257,9 @@ func (s *Server) DoGetPrimaryKeys(ctx context.Context, ref flightsql.TableRef) (
 		db := sess.Database() // the client's current database by default
 		if ref.DBSchema != nil && *ref.DBSchema != "" {
 			db = *ref.DBSchema
+		}
+		if err := s.allowed(ctx, db, engine.Read); err != nil {
+			return nil, nil, toStatus(err)
 		}
 		t, err := s.eng.Store().Table(ctx, tablestore.Ident{Database: db, Table: ref.Table})
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/util"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -21,20 +22,58 @@ import (
 
 // prepared is one open prepared statement and its bound parameters.
 type prepared struct {
-	st *engine.Statement
+	st     *engine.Statement
+	txn    string       // the transaction it runs in; "" for none
+	owner  string       // the client whose parameter budget it uses
+	budget *paramBudget // shared by all statements of the server
 
 	mu     sync.Mutex
 	params arrow.RecordBatch // owned; nil until bound
+	bytes  int64             // of params, counted in budget
 }
 
-func (p *prepared) setParams(b arrow.RecordBatch) {
-	p.mu.Lock()
-	old := p.params
-	p.params = b
-	p.mu.Unlock()
-	if old != nil {
-		old.Release()
+// setParams binds b (nil: unbinds), taking it over; if the owner's
+// parameter budget cannot hold it, it fails and b stays the caller's.
+func (p *prepared) setParams(b arrow.RecordBatch) error {
+	var size int64
+	if b != nil {
+		size = util.TotalRecordSize(b)
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.budget.move(p.owner, p.bytes, size); err != nil {
+		return err
+	}
+	if p.params != nil {
+		p.params.Release()
+	}
+	p.params, p.bytes = b, size
+	return nil
+}
+
+// paramBudget counts the bytes of bound parameters each client holds.
+type paramBudget struct {
+	max int64
+
+	mu   sync.Mutex
+	used map[string]int64
+}
+
+// move replaces from bytes of owner's by to bytes, unless that makes
+// owner hold more than max.
+func (b *paramBudget) move(owner string, from, to int64) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := b.used[owner] - from + to
+	if to > from && n > b.max {
+		return fmt.Errorf("%s would hold %d bytes of bound parameters, more than %d; close or unbind some prepared statements: %w", owner, n, b.max, errExhausted)
+	}
+	if n == 0 {
+		delete(b.used, owner)
+	} else {
+		b.used[owner] = n
+	}
+	return nil
 }
 
 // boundParams returns the bound parameters retained for the caller.
@@ -47,29 +86,19 @@ func (p *prepared) boundParams() arrow.RecordBatch {
 	return p.params
 }
 
-type preparedStatements struct {
-	mu sync.Mutex
-	m  map[string]*prepared
-}
-
-func (ps *preparedStatements) get(handle []byte) (*prepared, error) {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	p, ok := ps.m[string(handle)]
+// preparedStatement finds an open prepared statement of the caller, which
+// uses it and its transaction until the call ends.
+func (s *Server) preparedStatement(ctx context.Context, handle []byte) (*prepared, error) {
+	c := callerOf(ctx)
+	p, ok := s.prepared.get(ctx, c, string(handle))
 	if !ok {
 		return nil, fmt.Errorf("prepared statement %q is unknown or closed: %w", handle, errNotFound)
 	}
-	return p, nil
-}
-
-func (ps *preparedStatements) closeAll() {
-	ps.mu.Lock()
-	m := ps.m
-	ps.m = make(map[string]*prepared)
-	ps.mu.Unlock()
-	for _, p := range m {
-		p.setParams(nil)
+	if p.txn != "" {
+		// Ended or expired, the engine refuses its writes and keeps its reads.
+		s.txns.get(ctx, c, p.txn)
 	}
+	return p, nil
 }
 
 func preparedKey(handle []byte) []byte { return append([]byte("p:"), handle...) }
@@ -85,13 +114,10 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	handle := hex.EncodeToString(b[:])
-	s.prepared.mu.Lock()
-	if len(s.prepared.m) >= s.limits.MaxPreparedStatements {
-		s.prepared.mu.Unlock()
-		return res, toStatus(fmt.Errorf("%d prepared statements are open; close some first: %w", s.limits.MaxPreparedStatements, errExhausted))
+	c := callerOf(ctx)
+	if err := s.prepared.add(c, handle, &prepared{st: st, txn: string(req.GetTransactionId()), owner: c.owner, budget: s.paramBudget}); err != nil {
+		return res, toStatus(err)
 	}
-	s.prepared.m[handle] = &prepared{st: st}
-	s.prepared.mu.Unlock()
 
 	isUpdate := !st.IsQuery()
 	res.Handle = []byte(handle)
@@ -104,22 +130,19 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 }
 
 // ClosePreparedStatement forgets a statement and its parameters.
-func (s *Server) ClosePreparedStatement(_ context.Context, req flightsql.ActionClosePreparedStatementRequest) error {
-	s.prepared.mu.Lock()
-	p, ok := s.prepared.m[string(req.GetPreparedStatementHandle())]
-	delete(s.prepared.m, string(req.GetPreparedStatementHandle()))
-	s.prepared.mu.Unlock()
+func (s *Server) ClosePreparedStatement(ctx context.Context, req flightsql.ActionClosePreparedStatementRequest) error {
+	p, ok := s.prepared.remove(callerOf(ctx), string(req.GetPreparedStatementHandle()))
 	if !ok {
 		return toStatus(fmt.Errorf("prepared statement %q is unknown or closed: %w", req.GetPreparedStatementHandle(), errNotFound))
 	}
-	p.setParams(nil)
+	_ = p.setParams(nil) // unbinding always fits
 	return nil
 }
 
 // GetFlightInfoPreparedStatement returns the ticket of a prepared query;
 // a prepared update executed this way runs here, once per call.
 func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
-	p, err := s.prepared.get(cmd.GetPreparedStatementHandle())
+	p, err := s.preparedStatement(ctx, cmd.GetPreparedStatementHandle())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -154,8 +177,8 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flights
 }
 
 // GetSchemaPreparedStatement returns a prepared query's result schema.
-func (s *Server) GetSchemaPreparedStatement(_ context.Context, cmd flightsql.PreparedStatementQuery, _ *flight.FlightDescriptor) (*flight.SchemaResult, error) {
-	p, err := s.prepared.get(cmd.GetPreparedStatementHandle())
+func (s *Server) GetSchemaPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, _ *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+	p, err := s.preparedStatement(ctx, cmd.GetPreparedStatementHandle())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -173,7 +196,7 @@ func (s *Server) PollFlightInfoPreparedStatement(ctx context.Context, cmd flight
 
 // DoGetPreparedStatement runs a prepared query with its bound parameters.
 func (s *Server) DoGetPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery) (*arrow.Schema, <-chan flight.StreamChunk, error) {
-	p, err := s.prepared.get(cmd.GetPreparedStatementHandle())
+	p, err := s.preparedStatement(ctx, cmd.GetPreparedStatementHandle())
 	if err != nil {
 		return nil, nil, toStatus(err)
 	}
@@ -185,27 +208,32 @@ func (s *Server) DoGetPreparedStatement(ctx context.Context, cmd flightsql.Prepa
 }
 
 // DoPutPreparedStatementQuery binds parameters (one row per execution).
-func (s *Server) DoPutPreparedStatementQuery(_ context.Context, cmd flightsql.PreparedStatementQuery, rdr flight.MessageReader, _ flight.MetadataWriter) ([]byte, error) {
-	p, err := s.prepared.get(cmd.GetPreparedStatementHandle())
+func (s *Server) DoPutPreparedStatementQuery(ctx context.Context, cmd flightsql.PreparedStatementQuery, rdr flight.MessageReader, _ flight.MetadataWriter) ([]byte, error) {
+	p, err := s.preparedStatement(ctx, cmd.GetPreparedStatementHandle())
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	params, err := readParams(s.mem, rdr, s.limits.MaxParamRows)
+	params, err := readParams(s.mem, rdr, s.limits.MaxParamRows, s.limits.MaxParamBytes)
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	p.setParams(params)
+	if err := p.setParams(params); err != nil {
+		if params != nil {
+			params.Release()
+		}
+		return nil, toStatus(err)
+	}
 	return cmd.GetPreparedStatementHandle(), nil
 }
 
 // DoPutPreparedStatementUpdate executes a prepared update once per
 // parameter row and returns the total count.
 func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql.PreparedStatementUpdate, rdr flight.MessageReader) (int64, error) {
-	p, err := s.prepared.get(cmd.GetPreparedStatementHandle())
+	p, err := s.preparedStatement(ctx, cmd.GetPreparedStatementHandle())
 	if err != nil {
 		return 0, toStatus(err)
 	}
-	params, err := readParams(s.mem, rdr, s.limits.MaxParamRows)
+	params, err := readParams(s.mem, rdr, s.limits.MaxParamRows, s.limits.MaxParamBytes)
 	if err != nil {
 		return 0, toStatus(err)
 	}
@@ -224,11 +252,17 @@ func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql
 }
 
 // readParams concatenates the parameter batches of a DoPut into one batch
-// (nil when the client sent no rows).
-func readParams(mem memory.Allocator, rdr flight.MessageReader, maxRows int64) (arrow.RecordBatch, error) {
+// (nil when the client sent no rows), refusing more than maxRows rows or
+// maxBytes bytes.
+func readParams(mem memory.Allocator, stream flight.MessageReader, maxRows, maxBytes int64) (arrow.RecordBatch, error) {
+	rdr, err := newCheckedBatches(stream)
+	if err != nil {
+		return nil, err
+	}
 	var (
 		batches []arrow.RecordBatch
 		rows    int64
+		bytes   int64
 	)
 	defer func() {
 		for _, b := range batches {
@@ -240,6 +274,9 @@ func readParams(mem memory.Allocator, rdr flight.MessageReader, maxRows int64) (
 		rows += b.NumRows()
 		if rows > maxRows {
 			return nil, fmt.Errorf("more than %d parameter rows bound: %w", maxRows, errExhausted)
+		}
+		if bytes += util.TotalRecordSize(b); bytes > maxBytes {
+			return nil, fmt.Errorf("more than %d bytes of parameters bound: %w", maxBytes, errExhausted)
 		}
 		if b.NumRows() > 0 {
 			b.Retain()

@@ -3,6 +3,8 @@ package flightsql
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 
@@ -21,29 +23,40 @@ import (
 
 // ticketMagic starts every query ticket flightd issues, so a ticket from
 // another server is refused with a clear message instead of misparsed.
-var ticketMagic = []byte("flightd/q1:")
+var ticketMagic = []byte("flightd/q2:")
 
 // queryTicket is what a statement ticket carries: enough to plan the query
-// again at DoGet on any flightd over the same warehouse.
+// again at DoGet on any flightd over the same warehouse and with the same
+// key, for the user who planned it.
 type queryTicket struct {
 	SQL      string `json:"sql"`
 	Database string `json:"db"`
 	Txn      string `json:"txn,omitempty"`
+	User     string `json:"user,omitempty"`
 }
 
-func encodeTicket(t queryTicket) ([]byte, error) {
+const ticketDomain = "flightd ticket\x00"
+
+// encodeTicket signs the ticket: magic | HMAC-SHA256 | JSON. The SQL it
+// carries runs at DoGet, so a ticket the server did not sign is refused.
+func (s *Server) encodeTicket(t queryTicket) ([]byte, error) {
 	b, err := json.Marshal(t)
 	if err != nil {
 		return nil, err
 	}
-	return append(bytes.Clone(ticketMagic), b...), nil
+	out := append(bytes.Clone(ticketMagic), mac(s.key, ticketDomain, b)...)
+	return append(out, b...), nil
 }
 
-func decodeTicket(handle []byte) (queryTicket, error) {
+func (s *Server) decodeTicket(handle []byte) (queryTicket, error) {
 	var t queryTicket
-	body, ok := bytes.CutPrefix(handle, ticketMagic)
-	if !ok {
-		return t, fmt.Errorf("ticket was not issued by flightd (statement handle of %d bytes): %w", len(handle), errBadRequest)
+	rest, ok := bytes.CutPrefix(handle, ticketMagic)
+	if !ok || len(rest) < sha256.Size {
+		return t, fmt.Errorf("ticket was not issued by this flightd version (statement handle of %d bytes): %w", len(handle), errBadRequest)
+	}
+	sig, body := rest[:sha256.Size], rest[sha256.Size:]
+	if !hmac.Equal(sig, mac(s.key, ticketDomain, body)) {
+		return t, fmt.Errorf("ticket signature does not match: not issued by a flightd with this server's key, or altered: %w", engine.ErrDenied)
 	}
 	if err := json.Unmarshal(body, &t); err != nil {
 		return t, fmt.Errorf("malformed flightd ticket: %v: %w", err, errBadRequest)
@@ -66,7 +79,7 @@ func (s *Server) GetFlightInfoStatement(ctx context.Context, cmd flightsql.State
 		s.rememberDatabase(ctx, sess)
 		return s.updateInfo(desc), nil
 	}
-	tkt, err := encodeTicket(queryTicket{SQL: cmd.GetQuery(), Database: sess.Database(), Txn: string(cmd.GetTransactionId())})
+	tkt, err := s.encodeTicket(queryTicket{SQL: cmd.GetQuery(), Database: sess.Database(), Txn: string(cmd.GetTransactionId()), User: userOf(ctx)})
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -98,19 +111,23 @@ func (s *Server) PollFlightInfoStatement(ctx context.Context, cmd flightsql.Stat
 
 // DoGetStatement plans the ticket's query again and streams its result.
 func (s *Server) DoGetStatement(ctx context.Context, cmd flightsql.StatementQueryTicket) (*arrow.Schema, <-chan flight.StreamChunk, error) {
-	t, err := decodeTicket(cmd.GetStatementHandle())
+	t, err := s.decodeTicket(cmd.GetStatementHandle())
 	if err != nil {
 		return nil, nil, toStatus(err)
 	}
-	tx, err := s.txn([]byte(t.Txn))
+	if u := userOf(ctx); t.User != u {
+		return nil, nil, toStatus(fmt.Errorf("ticket was issued to user %q, not %q: %w", t.User, u, engine.ErrDenied))
+	}
+	tx, err := s.txn(ctx, []byte(t.Txn))
 	if err != nil {
 		return nil, nil, toStatus(err)
 	}
 	sess := s.eng.NewSession()
+	sess.SetAuthorizer(s.authorizer(ctx))
 	if err := sess.SetDatabase(ctx, t.Database); err != nil {
 		return nil, nil, toStatus(err)
 	}
-	st, err := sess.Prepare(ctx, t.SQL, tx)
+	st, err := s.prepareSQL(ctx, sess, t.SQL, tx)
 	if err != nil {
 		return nil, nil, toStatus(err)
 	}
@@ -132,7 +149,7 @@ func (s *Server) DoPutCommandStatementUpdate(ctx context.Context, cmd flightsql.
 }
 
 func (s *Server) prepare(ctx context.Context, query string, txnID []byte) (*engine.Session, *engine.Statement, error) {
-	tx, err := s.txn(txnID)
+	tx, err := s.txn(ctx, txnID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -140,7 +157,7 @@ func (s *Server) prepare(ctx context.Context, query string, txnID []byte) (*engi
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := sess.Prepare(ctx, query, tx)
+	st, err := s.prepareSQL(ctx, sess, query, tx)
 	if err != nil {
 		return nil, nil, err
 	}

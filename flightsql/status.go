@@ -3,17 +3,23 @@ package flightsql
 import (
 	"context"
 	"errors"
+	"syscall"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/flightd/flightd/engine"
+	"github.com/flightd/flightd/plan"
+	"github.com/flightd/flightd/sql"
 	"github.com/flightd/flightd/tablestore"
+	"github.com/flightd/flightd/vectorized"
 )
 
 // toStatus maps an error from the layers below to a gRPC status. The
-// message is the error text, which says what was wrong and where.
+// message is the error text, which says what was wrong and where, ending
+// in " [SQLSTATE xxxxx]" when the error has a SQLSTATE: Flight SQL has no
+// field for it, and the message is what ADBC and JDBC clients show.
 func toStatus(err error) error {
 	if err == nil {
 		return nil
@@ -21,13 +27,45 @@ func toStatus(err error) error {
 	if _, ok := status.FromError(err); ok {
 		return err
 	}
-	return status.Error(codeOf(err), err.Error())
+	msg := err.Error()
+	if state := sqlState(err); state != "" {
+		msg += " [SQLSTATE " + state + "]"
+	}
+	return status.Error(codeOf(err), msg)
+}
+
+// sqlState is the SQLSTATE of errors that have one: syntax and semantic
+// errors, limits, unsupported features, data exceptions and conflicts.
+func sqlState(err error) string {
+	var se *sql.Error
+	switch {
+	case errors.Is(err, engine.ErrNotSupported), errors.Is(err, plan.ErrNotImplemented):
+		return "0A000"
+	case errors.As(err, &se):
+		if se.SQLState != "" {
+			return se.SQLState
+		}
+		return "42000" // the binder's: syntax error or access rule violation
+	case errors.Is(err, vectorized.ErrDivideByZero):
+		return "22012"
+	case errors.Is(err, vectorized.ErrOverflow):
+		return "22003"
+	case errors.Is(err, tablestore.ErrConflict):
+		return "40001"
+	case errors.Is(err, syscall.ENOSPC):
+		return "53100"
+	case errors.Is(err, context.Canceled):
+		return "57014"
+	}
+	return ""
 }
 
 func codeOf(err error) codes.Code {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return codes.Canceled
+	case errors.Is(err, engine.ErrDenied):
+		return codes.PermissionDenied
 	case errors.Is(err, context.DeadlineExceeded):
 		return codes.DeadlineExceeded
 	case errors.Is(err, tablestore.ErrTableNotFound), errors.Is(err, tablestore.ErrDatabaseNotFound), errors.Is(err, tablestore.ErrViewNotFound),
@@ -39,10 +77,11 @@ func codeOf(err error) codes.Code {
 		return codes.Unimplemented
 	case errors.Is(err, tablestore.ErrConflict):
 		return codes.Aborted
-	case errors.Is(err, errExhausted):
+	case errors.Is(err, errExhausted), errors.Is(err, syscall.ENOSPC):
 		return codes.ResourceExhausted
 	case errors.Is(err, engine.ErrInvalid), errors.Is(err, tablestore.ErrInvalid), errors.Is(err, arrow.ErrInvalid), errors.Is(err, arrow.ErrType),
-		errors.Is(err, arrow.ErrIndex), errors.Is(err, errBadRequest):
+		errors.Is(err, arrow.ErrIndex), errors.Is(err, errBadRequest), errors.As(err, new(*sql.Error)),
+		errors.Is(err, vectorized.ErrDivideByZero), errors.Is(err, vectorized.ErrOverflow):
 		return codes.InvalidArgument
 	case errors.Is(err, tablestore.ErrCorrupt):
 		return codes.DataLoss

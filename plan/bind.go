@@ -116,15 +116,14 @@ func (b *binder) param(p *sql.Param) *ParamRef {
 
 // finishQuery optimizes a bound plan and wraps it as a Query.
 func (b *binder) finishQuery(root Node) *Query {
-	streaming := b.streamPos != nil
-	if streaming {
-		b.checkStream(root)
+	if b.streamPos == nil {
+		root = b.optimize(root)
+		return &Query{root: root, schema: schemaOf(root.Columns()), params: b.paramSchema()}
 	}
+	b.passStreamKind(root)
 	root = b.optimize(root)
-	if streaming {
-		root = withoutGather(root)
-	}
-	return &Query{root: root, schema: schemaOf(root.Columns()), params: b.paramSchema(), streaming: streaming}
+	sp := b.planStream(root)
+	return &Query{root: root, schema: sp.schema, params: b.paramSchema(), streaming: true, stream: sp}
 }
 
 func (b *binder) paramSchema() *arrow.Schema {

@@ -1162,6 +1162,10 @@ func (b *binder) bindJoin(j *sql.Join, outer *scope, left *scope) (Node, *scope)
 
 // ---- aggregation
 
+// maxGroupingSets bounds the grouping sets of one GROUP BY (a CUBE of 12
+// expressions alone makes 4096).
+const maxGroupingSets = 4096
+
 // collectCalls finds aggregate calls (aggs=true) or window calls in the
 // select list, HAVING and ORDER BY, outside subqueries.
 func collectCalls(sel *sql.Select, orderBy []*sql.OrderItem, aggs bool) []*sql.FuncCall {
@@ -1279,6 +1283,13 @@ func (b *binder) bindAggregation(sb *selectBinding, calls []*sql.FuncCall, corr 
 			}
 		default:
 			alts = [][]int{{addGroup(item)}}
+		}
+		if len(product)*len(alts) > maxGroupingSets {
+			// Several ROLLUPs and CUBEs multiply: without a bound a short
+			// GROUP BY plans billions of aggregations.
+			e := sql.Errorf(sel.Pos, "statement too complex: GROUP BY makes more than %d grouping sets", maxGroupingSets)
+			e.SQLState = sql.StateTooComplex
+			panic(bindFail{e})
 		}
 		var next [][]int
 		for _, p := range product {

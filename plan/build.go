@@ -432,9 +432,6 @@ func (bd *builder) scan(n *ScanNode) (exec.Operator, error) {
 		fields[i] = arrow.Field{Name: n.Names[i], Type: c.Type, Nullable: c.Nullable}
 	}
 	schema := arrow.NewSchema(fields, nil)
-	if n.Stream != nil {
-		return bd.filtered(bd.streamScan(n, schema), n)
-	}
 	spec := tablestore.ScanSpec{SnapshotID: n.Snapshot, Columns: n.Names, Filter: n.Pushed}
 	if n.Tag != "" {
 		spec.SnapshotID, spec.Tag = 0, n.Tag

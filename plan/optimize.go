@@ -38,25 +38,29 @@ func (b *binder) optimize(root Node) Node {
 	if b.enabled(rulePruneColumns) {
 		root = pruneColumns(root, idSet(want))
 	}
-	if b.enabled(ruleTopN) {
+	// The rest choose batch operators, which a streaming query does not
+	// run (its operators come from the streaming planner, stream_plan.go);
+	// only the scans' pushed predicates serve both.
+	batch := b.streamPos == nil
+	if batch && b.enabled(ruleTopN) {
 		root = topN(root)
 	}
-	if b.enabled(ruleSortAggregate) {
+	if batch && b.enabled(ruleSortAggregate) {
 		sortAggregate(root)
 	}
-	if b.enabled(ruleMergeJoin) {
+	if batch && b.enabled(ruleMergeJoin) {
 		mergeJoins(root)
 	}
-	if b.enabled(ruleParallelScan) {
+	if batch && b.enabled(ruleParallelScan) {
 		root = parallelScans(root, false)
 	}
-	if b.enabled(ruleParallelAggregate) {
+	if batch && b.enabled(ruleParallelAggregate) {
 		parallelAggregates(root)
 	}
 	if b.enabled(rulePushFilters) {
 		derivePushdown(root)
 	}
-	if b.enabled(ruleRuntimeFilter) {
+	if batch && b.enabled(ruleRuntimeFilter) {
 		runtimeFilters(root)
 	}
 	// Reordering may have permuted the output; restore it.

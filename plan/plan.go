@@ -49,8 +49,10 @@ type Query struct {
 	root   Node
 	schema *arrow.Schema
 	params *arrow.Schema
-	// streaming: the query reads a change stream and does not end.
+	// streaming: the query reads a change stream and does not end; stream
+	// is its physical plan (root is the logical one).
 	streaming bool
+	stream    *streamPlan
 }
 
 // Schema is the result schema.
@@ -64,6 +66,9 @@ func (q *Query) Params() *arrow.Schema { return q.params }
 func (q *Query) Build(ec *exec.Context, params arrow.RecordBatch) (exec.Operator, error) {
 	if err := q.checkParams(params); err != nil {
 		return nil, err
+	}
+	if q.stream != nil {
+		return q.stream.build(ec, params)
 	}
 	b := &builder{ec: ec, params: params, bucket: -1, spools: newSpoolSet(), ranges: &rangeSet{}}
 	return b.build(q.root)
@@ -105,6 +110,10 @@ func (q *Query) BuildAnalyze(ec *exec.Context, params arrow.RecordBatch) (op exe
 // row counts.
 func (q *Query) Explain() string {
 	var sb strings.Builder
+	if q.stream != nil {
+		q.stream.explain(&sb)
+		return sb.String()
+	}
 	explainTree(&sb, q.root, 0)
 	explainShared(&sb, q.root, explainTree)
 	return sb.String()

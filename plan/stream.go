@@ -2,19 +2,12 @@ package plan
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-
-	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/sql"
 	"github.com/flightd/flightd/tablestore"
 )
@@ -140,9 +133,6 @@ func (b *binder) streamHint(t *tablestore.Table, opts []*sql.Property) *tablesto
 	if ok, why := t.ChangelogComplete(); !ok {
 		b.fail(mode.Pos, "cannot stream %s: %s", t.Ident(), why)
 	}
-	if b.streamPos != nil {
-		b.fail(mode.Pos, "a query can read only one table as a stream")
-	}
 	if !b.query {
 		b.fail(mode.Pos, "a streaming scan (scan.mode) can only be queried: its changes never end")
 	}
@@ -157,7 +147,9 @@ func (b *binder) streamHint(t *tablestore.Table, opts []*sql.Property) *tablesto
 	if needSnap && spec.SnapshotID > limit {
 		b.failWrap(snapPos.Pos, tablestore.ErrSnapshotNotFound, "stream %s: snapshot %d does not exist (latest is %d)", t.Ident(), spec.SnapshotID, latest)
 	}
-	b.streamPos = &mode.Pos
+	if b.streamPos == nil {
+		b.streamPos = &mode.Pos
+	}
 	return spec
 }
 
@@ -177,91 +169,45 @@ func (b *binder) duration(o *sql.Property) time.Duration {
 	return d
 }
 
-// checkStream checks a bound streaming query can run as a stream
-// (projections, filters and a limit over the one streaming scan) and makes
-// its result carry the row kind.
-func (b *binder) checkStream(root Node) {
-	pos := *b.streamPos
-	var scan *ScanNode
-	filtered := map[ColumnID]bool{}
-	var walk func(n Node)
-	walk = func(n Node) {
-		switch x := n.(type) {
-		case *ProjectNode:
-			walk(x.Input)
-		case *FilterNode:
-			maps.Copy(filtered, colsOf(x.Pred))
-			walk(x.Input)
-		case *LimitNode:
-			walk(x.Input)
-		case *ScanNode:
-			if x.Stream == nil {
-				b.fail(pos, "a streaming query reads only its streaming table, not %s", x.Label)
-			}
-			scan = x
-		default:
-			b.fail(pos, "a streaming query can only project, filter and limit the changes of its table: %s is not supported yet", nodeKind(n))
-		}
-	}
-	walk(root)
-	if scan.Filter != nil {
-		maps.Copy(filtered, colsOf(scan.Filter))
-	}
-	b.checkStreamFilter(scan, filtered)
-	kind := scan.Cols[slices.Index(scan.Names, tablestore.RowKindColumn)]
-	// The topmost projection must pass the row kind on; without one the
-	// scan's own output has it.
+// passStreamKind makes the result of a streaming query whose select list
+// sees the row kind carry it first (a query over state, where it does not,
+// gets the row kind first from the streaming planner).
+func (b *binder) passStreamKind(root Node) {
 	for n := root; ; {
 		switch x := n.(type) {
 		case *LimitNode:
 			n = x.Input
 			continue
 		case *ProjectNode:
-			if slices.ContainsFunc(x.Exprs, func(e Expr) bool { r, ok := e.(*ColRef); return ok && r.ID == kind.ID }) {
+			var kind *Column
+			for _, c := range x.Input.Columns() {
+				if c.Name == tablestore.RowKindColumn && b.isStreamKind(x.Input, c.ID) {
+					kind = &c
+					break
+				}
+			}
+			if kind == nil || slices.ContainsFunc(x.Exprs, func(e Expr) bool { r, ok := e.(*ColRef); return ok && r.ID == kind.ID }) {
 				return
 			}
-			if !slices.ContainsFunc(x.Input.Columns(), func(c Column) bool { return c.ID == kind.ID }) {
-				b.fail(pos, "the row kind of the stream is not visible to the select list")
-			}
-			x.Exprs = append([]Expr{colRef(kind)}, x.Exprs...)
+			x.Exprs = append([]Expr{colRef(*kind)}, x.Exprs...)
 			x.Cols = append([]Column{b.newCol(kind.Name, kind.Type, kind.Nullable)}, x.Cols...)
 		}
 		return
 	}
 }
 
-// checkStreamFilter refuses filters on value columns of a key table whose
-// changes are upserts without before-images (changelog-producer none or
-// input): a row updated out of the filter would send nothing, and the
-// consumer would keep the old row.
-func (b *binder) checkStreamFilter(scan *ScanNode, filtered map[ColumnID]bool) {
-	t := scan.Table
-	pk := t.PrimaryKey()
-	switch t.Options()["changelog-producer"] {
-	case "lookup", "full-compaction":
-		return
+// isStreamKind reports whether column id of n is the row kind of a stream
+// scan below n.
+func (b *binder) isStreamKind(n Node, id ColumnID) bool {
+	if s, ok := n.(*ScanNode); ok {
+		return s.Stream != nil && s.Cols[slices.Index(s.Names, tablestore.RowKindColumn)].ID == id
 	}
-	if len(pk) == 0 {
-		return // append tables stream whole rows: +I, and -D of rows removed
-	}
-	for i, c := range scan.Cols {
-		name := scan.Names[i]
-		if filtered[c.ID] && name != tablestore.RowKindColumn && !slices.Contains(pk, name) {
-			b.fail(*b.streamPos, "cannot filter the changes of %s on %s: without before-images (changelog-producer none or input) a row updated out of the filter would stay with the consumer; filter on the primary key, or set changelog-producer to lookup", t.Ident(), name)
+	for _, in := range n.Inputs() {
+		if b.isStreamKind(in, id) {
+			return true
 		}
 	}
-}
-
-// withoutGather removes parallelism: a stream is read in commit order by
-// one reader.
-func withoutGather(n Node) Node {
-	if g, ok := n.(*GatherNode); ok {
-		return withoutGather(g.Input)
-	}
-	for i, in := range n.Inputs() {
-		setInput(n, i, withoutGather(in))
-	}
-	return n
+	return false
 }
 
 func nodeKind(n Node) string {
@@ -280,92 +226,4 @@ func nodeKind(n Node) string {
 		return "a window function"
 	}
 	return strings.TrimSuffix(strings.TrimPrefix(fmt.Sprintf("%T", n), "*plan."), "Node")
-}
-
-// streamScan reads the changes of n.Table from n.Stream: the reader's
-// columns (row kind first) rearranged to n's column order.
-func (bd *builder) streamScan(n *ScanNode, schema *arrow.Schema) exec.Operator {
-	spec := *n.Stream
-	spec.Filter = n.Pushed
-	spec.Columns = nil
-	perm := make([]int, len(n.Names))
-	for i, name := range n.Names {
-		if name == tablestore.RowKindColumn {
-			perm[i] = 0
-			continue
-		}
-		spec.Columns = append(spec.Columns, name)
-		perm[i] = len(spec.Columns)
-	}
-	if spec.Columns == nil {
-		spec.Columns = []string{} // only the row kind
-	}
-	return exec.NewSource(bd.ec, schema, func(ctx context.Context) (exec.BatchSource, error) {
-		r, err := n.Table.NewChangeReader(ctx, spec)
-		if err != nil {
-			return nil, fmt.Errorf("stream %s: %w", n.Table.Ident(), err)
-		}
-		obs, _ := ctx.Value(observerKey{}).(StreamObserver)
-		return &changeSource{r: r, obs: obs, schema: schema, perm: perm}, nil
-	})
-}
-
-// changeSource adapts a ChangeReader to an operator source: progress
-// markers go to the observer, batches on.
-type changeSource struct {
-	r      *tablestore.ChangeReader
-	obs    StreamObserver
-	schema *arrow.Schema
-	perm   []int
-	cur    arrow.RecordBatch
-}
-
-func (s *changeSource) Next(ctx context.Context) (arrow.RecordBatch, error) {
-	if s.cur != nil {
-		s.cur.Release()
-		s.cur = nil
-	}
-	for {
-		ch, err := s.r.Next(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if ch.Batch == nil {
-			if s.obs != nil {
-				if ch.Image != tablestore.NoImage {
-					err = s.obs.Image(ch.Snapshot, ch.Image == tablestore.ImageStart)
-				} else {
-					err = s.obs.CaughtUp(ch.Snapshot)
-				}
-				if err != nil {
-					return nil, err
-				}
-			}
-			continue
-		}
-		if ch.Batch.NumRows() == 0 {
-			continue
-		}
-		if s.obs != nil {
-			s.obs.Rows(ch.Snapshot, ch.Image == tablestore.ImageRows)
-		}
-		cols := make([]arrow.Array, len(s.perm))
-		for i, p := range s.perm {
-			cols[i] = ch.Batch.Column(p)
-		}
-		s.cur = array.NewRecordBatch(s.schema, cols, ch.Batch.NumRows())
-		return s.cur, nil
-	}
-}
-
-func (s *changeSource) Close() error {
-	if s.cur != nil {
-		s.cur.Release()
-		s.cur = nil
-	}
-	err := s.r.Close()
-	if errors.Is(err, io.EOF) {
-		err = nil
-	}
-	return err
 }

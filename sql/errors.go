@@ -10,7 +10,18 @@ import (
 type Error struct {
 	Line, Col, Offset int
 	Msg               string
+	// SQLState is the SQLSTATE class the error belongs to when it is more
+	// specific than a semantic error: StateSyntax, StateTooComplex, or
+	// StateTooLarge.
+	SQLState string
 }
+
+// SQLSTATE codes of the errors the parser reports.
+const (
+	StateSyntax     = "42601" // syntax_error
+	StateTooComplex = "54001" // statement_too_complex
+	StateTooLarge   = "54000" // program_limit_exceeded: too many tokens
+)
 
 func (e *Error) Error() string { return fmt.Sprintf("line %d:%d: %s", e.Line, e.Col, e.Msg) }
 
@@ -43,4 +54,32 @@ func (e *Error) Snippet(src string) string {
 // user-facing error names its position.
 func Errorf(pos Pos, format string, args ...any) *Error {
 	return &Error{Line: pos.Line, Col: pos.Col, Offset: pos.Offset, Msg: fmt.Sprintf(format, args...)}
+}
+
+// CheckSize refuses statements longer than maxBytes or with more than
+// maxTokens tokens (zero: no bound) before they are parsed: the parser
+// holds every token at once and the planner's work grows with them, so
+// these bound what one statement may cost before it runs. Counting lexes
+// the text once without keeping the tokens.
+func CheckSize(src string, maxBytes, maxTokens int) error {
+	if maxBytes > 0 && len(src) > maxBytes {
+		e := Errorf(Pos{Line: 1, Col: 1}, "statement too large: %d bytes, more than the limit of %d", len(src), maxBytes)
+		e.SQLState = StateTooLarge
+		return e
+	}
+	if maxTokens <= 0 {
+		return nil
+	}
+	lx := newLexer(src)
+	for n := 0; ; n++ {
+		t := lx.next()
+		if t.kind == tEOF || t.kind == tBadUnclosed {
+			return nil // the parser reports a bad token with its position
+		}
+		if n == maxTokens {
+			e := Errorf(t.pos, "statement too large: more than %d terms (names, literals, operators)", maxTokens)
+			e.SQLState = StateTooLarge
+			return e
+		}
+	}
 }

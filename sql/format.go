@@ -334,10 +334,23 @@ func (f *formatter) node(n Node) {
 		f.node(n.X)
 		f.w(")")
 	case *Binary:
+		// A left-associative chain prints inside one pair of parentheses
+		// (a + b - c), as the parser builds it: nested parentheses would
+		// count against the parser's depth limit when the text is parsed
+		// again (views store it), and the chain is walked without
+		// recursing.
+		var rights []*Binary
+		left := Expr(n)
+		for b, ok := left.(*Binary); ok && (len(rights) == 0 || opClass[b.Op] == opClass[n.Op]); b, ok = left.(*Binary) {
+			rights = append(rights, b)
+			left = b.Left
+		}
 		f.w("(")
-		f.node(n.Left)
-		f.w(" ", n.Op, " ")
-		f.node(n.Right)
+		f.node(left)
+		for i := len(rights) - 1; i >= 0; i-- {
+			f.w(" ", rights[i].Op, " ")
+			f.node(rights[i].Right)
+		}
 		f.w(")")
 	case *FuncCall:
 		f.funcCall(n)
@@ -876,4 +889,12 @@ func (f *formatter) tableTail(comment string, partitionedBy []string, with []*Pr
 		f.w(" WITH ")
 		f.props(with)
 	}
+}
+
+// opClass groups the binary operators the parser chains at one precedence
+// level.
+var opClass = map[string]int{
+	"OR": 1, "AND": 2,
+	"=": 3, "<>": 3, "<": 3, "<=": 3, ">": 3, ">=": 3,
+	"||": 4, "+": 5, "-": 5, "*": 6, "/": 6, "%": 6,
 }

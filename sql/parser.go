@@ -5,9 +5,13 @@ import (
 	"strings"
 )
 
-// maxDepth bounds expression and query nesting so that hostile input gets an
-// error instead of exhausting the stack.
-const maxDepth = 500
+// MaxDepth bounds how deep a statement's syntax tree may be, so that hostile
+// input gets an error instead of exhausting the stack: parsing, binding,
+// optimizing and compiling all recurse over the tree. It counts nesting
+// (parentheses, subqueries, NOT, unary minus, types) and every link of a
+// left-associative chain (a + b + c, a OR b OR c, UNION chains, joins),
+// since a chain of n links builds a tree n deep.
+const MaxDepth = 1000
 
 // reserved words cannot be used as bare aliases or column names; quoting
 // them (`from`) always works.
@@ -119,7 +123,9 @@ func (p *parser) recover(err *error) {
 }
 
 func (p *parser) failf(pos Pos, format string, args ...any) {
-	panic(bailout{Errorf(pos, format, args...)})
+	e := Errorf(pos, format, args...)
+	e.SQLState = StateSyntax
+	panic(bailout{e})
 }
 
 func (p *parser) peek() token { return p.toks[p.i] }
@@ -276,11 +282,17 @@ func (p *parser) str(what string) (string, Pos) {
 
 func (p *parser) enter() {
 	p.depth++
-	if p.depth > maxDepth {
-		p.failf(p.peek().pos, "statement nested too deeply")
+	if p.depth > MaxDepth {
+		e := Errorf(p.peek().pos, "statement too complex: nested or chained more than %d levels deep (an IN list instead of a long OR chain avoids this)", MaxDepth)
+		e.SQLState = StateTooComplex
+		panic(bailout{e})
 	}
 }
 func (p *parser) leave() { p.depth-- }
+
+// endChain, deferred with the depth at the start of a left-associative
+// chain, undoes the enter of each of its links.
+func (p *parser) endChain(depth int) { p.depth = depth }
 
 // ---- statements
 
@@ -878,6 +890,8 @@ var typeAliases = map[string]string{
 }
 
 func (p *parser) parseType() *TypeName {
+	p.enter()
+	defer p.leave()
 	t := p.peek()
 	if t.kind != tIdent {
 		p.failf(t.pos, "expected a type name, found %s", p.describe(t))
@@ -1046,8 +1060,10 @@ func (p *parser) orderItems() []*OrderItem {
 // parseSetExpr parses set operations; INTERSECT binds tighter than UNION
 // and EXCEPT.
 func (p *parser) parseSetExpr(minPrec int) SetExpr {
+	defer p.endChain(p.depth)
 	left := p.parseSetPrimary()
 	for {
+		p.enter()
 		t := p.peek()
 		var op string
 		var prec int
@@ -1127,7 +1143,10 @@ func (p *parser) parseSelect() *Select {
 		}
 	}
 	if p.acceptK("from") {
+		// The binder joins the FROM list into a tree as deep as it is long.
+		defer p.endChain(p.depth)
 		for {
+			p.enter()
 			s.From = append(s.From, p.parseJoinTree())
 			if !p.acceptP(",") {
 				break
@@ -1291,8 +1310,10 @@ func (p *parser) parseHintBody(t token) []*Hint {
 func (p *parser) parseJoinTree() TableRef {
 	p.enter()
 	defer p.leave()
+	defer p.endChain(p.depth)
 	left := p.parseTablePrimary()
 	for {
+		p.enter()
 		t := p.peek()
 		j := &Join{Pos: t.pos}
 		j.Natural = p.acceptK("natural")
@@ -1405,8 +1426,10 @@ func (p *parser) parseExpr() Expr {
 }
 
 func (p *parser) parseOr() Expr {
+	defer p.endChain(p.depth)
 	l := p.parseAnd()
 	for p.isK("or") {
+		p.enter()
 		t := p.nextTok()
 		l = &Binary{Pos: t.pos, Op: "OR", Left: l, Right: p.parseAnd()}
 	}
@@ -1414,8 +1437,10 @@ func (p *parser) parseOr() Expr {
 }
 
 func (p *parser) parseAnd() Expr {
+	defer p.endChain(p.depth)
 	l := p.parseNot()
 	for p.isK("and") {
+		p.enter()
 		t := p.nextTok()
 		l = &Binary{Pos: t.pos, Op: "AND", Left: l, Right: p.parseNot()}
 	}
@@ -1435,8 +1460,10 @@ func (p *parser) parseNot() Expr {
 var compareOps = map[string]string{"=": "=", "<>": "<>", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
 func (p *parser) parsePredicate() Expr {
+	defer p.endChain(p.depth)
 	l := p.parseConcat()
 	for {
+		p.enter()
 		t := p.peek()
 		if t.kind == tPunct {
 			if op, ok := compareOps[t.text]; ok {
@@ -1502,8 +1529,10 @@ func (p *parser) parsePredicate() Expr {
 }
 
 func (p *parser) parseConcat() Expr {
+	defer p.endChain(p.depth)
 	l := p.parseAdditive()
 	for p.isP("||") {
+		p.enter()
 		t := p.nextTok()
 		l = &Binary{Pos: t.pos, Op: "||", Left: l, Right: p.parseAdditive()}
 	}
@@ -1511,8 +1540,10 @@ func (p *parser) parseConcat() Expr {
 }
 
 func (p *parser) parseAdditive() Expr {
+	defer p.endChain(p.depth)
 	l := p.parseMultiplicative()
 	for p.isP("+") || p.isP("-") {
+		p.enter()
 		t := p.nextTok()
 		l = &Binary{Pos: t.pos, Op: t.text, Left: l, Right: p.parseMultiplicative()}
 	}
@@ -1520,8 +1551,10 @@ func (p *parser) parseAdditive() Expr {
 }
 
 func (p *parser) parseMultiplicative() Expr {
+	defer p.endChain(p.depth)
 	l := p.parseUnary()
 	for p.isP("*") || p.isP("/") || p.isP("%") {
+		p.enter()
 		t := p.nextTok()
 		l = &Binary{Pos: t.pos, Op: t.text, Left: l, Right: p.parseUnary()}
 	}
@@ -1830,6 +1863,8 @@ func (p *parser) call() Expr {
 }
 
 func (p *parser) callArg() Expr {
+	p.enter()
+	defer p.leave()
 	t := p.peek()
 	switch {
 	case p.isK("table") && p.isIdentStartAt(1):

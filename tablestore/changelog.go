@@ -39,9 +39,9 @@ import (
 // admit one of them: keys outside merge from the same files before and
 // after, so they cannot differ.
 
-// lookupChangelog is the lookup producer of a commit adding adds.
-func (st *tableState) lookupChangelog(adds []*manifestEntry) func(context.Context, *snapshot, []*manifestEntry, []*manifestEntry) ([]*manifestEntry, error) {
-	return func(ctx context.Context, _ *snapshot, live, deletes []*manifestEntry) ([]*manifestEntry, error) {
+// lookupChangelog is the lookup producer of a commit.
+func (st *tableState) lookupChangelog() func(context.Context, *snapshot, []*manifestEntry, []*manifestEntry, []*manifestEntry) ([]*manifestEntry, error) {
+	return func(ctx context.Context, _ *snapshot, live, adds, deletes []*manifestEntry) ([]*manifestEntry, error) {
 		gone := map[string]bool{}
 		for _, d := range deletes {
 			gone[d.File.FileName] = true
@@ -541,8 +541,8 @@ func (st *tableState) fullCompactionChangelog(ctx context.Context) error {
 	if _, commits, err := st.lastFullChangelog(); err != nil || commits == 0 {
 		return err
 	}
-	req := &commitRequest{kind: commitCompact, minSeq: -1}
-	req.produce = func(ctx context.Context, latest *snapshot, live, _ []*manifestEntry) ([]*manifestEntry, error) {
+	req := &commitRequest{kind: commitCompact}
+	req.produce = func(ctx context.Context, latest *snapshot, live, _, _ []*manifestEntry) ([]*manifestEntry, error) {
 		// Another process may have published one since: diff from the
 		// newest.
 		prev, _, err := st.lastFullChangelog()

@@ -16,26 +16,27 @@ var errCommitAmbiguous = errors.New("commit outcome unknown")
 
 type commitRequest struct {
 	kind    string
-	adds    []*manifestEntry
+	adds    []*manifestEntry // replaced by resequenced copies when rebased
 	deletes []*manifestEntry // compaction inputs; must still be live
 	// overwrite selects live files the commit replaces (INSERT OVERWRITE).
 	overwrite func(*manifestEntry) bool
-	baseID    int64
-	// minSeq is the smallest sequence number of the added key-table rows
-	// (-1: none); a file added to one of the same buckets after baseID with
-	// a sequence number >= minSeq is a conflicting concurrent write.
-	minSeq int64
-	// strict: any non-compaction commit after baseID that added files to
-	// one of our buckets conflicts (read-modify-write).
+	// baseID: commits after it are concurrent with this one. For a
+	// read-modify-write it is the snapshot the rows were computed from;
+	// otherwise the latest snapshot when the first sequence number was
+	// taken (every row committed before has a smaller one).
+	baseID int64
+	// strict: the rows were computed from baseID (read-modify-write), so
+	// a concurrent commit that wrote one of their keys (key tables), or
+	// changed the overwritten scope, is a serialization failure.
 	strict  bool
 	nextSeq int64
 	dirs    []string // directories of new files, to sync
 	// changelog are changelog files written before the commit (input
 	// producer); produce writes more against the snapshot the commit lands
-	// on and the files it deletes (lookup, full-compaction), again on every
-	// attempt.
+	// on, the files it adds and the files it deletes (lookup,
+	// full-compaction), again on every attempt.
 	changelog []*manifestEntry
-	produce   func(ctx context.Context, latest *snapshot, live, deletes []*manifestEntry) ([]*manifestEntry, error)
+	produce   func(ctx context.Context, latest *snapshot, live, adds, deletes []*manifestEntry) ([]*manifestEntry, error)
 	// schema is the version the rows were written with (nil: compaction);
 	// a table replaced since then refuses them.
 	schema *tableSchema
@@ -53,9 +54,13 @@ const maxManifests = 30
 // commit publishes req as the next snapshot: manifests first, then
 // snapshot-N by put-if-absent. A lost race is retried against the new
 // latest snapshot unless it conflicts.
+//
+// Plain appends (no overwrite, no changelog files) are committed in groups:
+// a writer queues its request, and whoever holds the table's commit lock
+// next publishes every queued request in one snapshot, as if each had
+// committed alone in queue order. Publication (a few fsyncs) then costs
+// once per group, not once per writer.
 func (st *tableState) commit(ctx context.Context, req *commitRequest) (int64, error) {
-	st.commitMu.Lock()
-	defer st.commitMu.Unlock()
 	// Directory entries of the new data files must be durable before a
 	// snapshot can reference them.
 	synced := map[string]bool{}
@@ -67,49 +72,108 @@ func (st *tableState) commit(ctx context.Context, req *commitRequest) (int64, er
 			synced[d] = true
 		}
 	}
+	q := &queuedCommit{req: req}
+	groupable := req.kind == commitAppend && req.overwrite == nil && req.produce == nil && len(req.changelog) == 0
+	if groupable {
+		st.mu.Lock()
+		st.queue = append(st.queue, q)
+		st.mu.Unlock()
+	}
+	st.commitMu.Lock()
+	defer st.commitMu.Unlock()
+	if q.done {
+		return q.id, q.err // published (or failed) in another writer's group
+	}
+	group := []*queuedCommit{q}
+	if groupable {
+		st.mu.Lock()
+		group, st.queue = st.queue, nil
+		st.mu.Unlock()
+		// The group is published for every writer in it: one writer
+		// giving up must not fail the others.
+		ctx = context.WithoutCancel(ctx)
+	}
+	st.publish(ctx, group)
+	return q.id, q.err
+}
+
+// queuedCommit is a request and, once done, its outcome.
+type queuedCommit struct {
+	req  *commitRequest
+	done bool
+	id   int64
+	err  error
+}
+
+// publish commits a group of requests (several only if plain appends),
+// retrying lost races, and records each one's outcome. commitMu is held.
+func (st *tableState) publish(ctx context.Context, group []*queuedCommit) {
+	reqs := make([]*commitRequest, len(group))
+	for i, q := range group {
+		reqs[i] = q.req
+	}
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
-			return 0, err
+			for _, q := range group {
+				q.done, q.err = true, err
+			}
+			return
 		}
-		id, retry, err := st.tryCommit(ctx, req)
-		if err == nil {
-			st.notifyPublished()
-			return id, nil
-		}
-		if !retry || attempt >= 20 {
-			return 0, st.droppedOr(err)
+		id, errs, retry, err := st.tryCommit(ctx, reqs)
+		if err == nil || !retry || attempt >= 20 {
+			published := false
+			for i, q := range group {
+				q.done, q.id, q.err = true, id, err
+				if err != nil {
+					q.err = st.droppedOr(err)
+				}
+				if err == nil {
+					q.err = errs[i]
+					published = published || errs[i] == nil
+				}
+				if q.err != nil {
+					q.id = 0
+				}
+			}
+			if published {
+				st.notifyPublished()
+			}
+			return
 		}
 	}
 }
 
-func (st *tableState) tryCommit(ctx context.Context, req *commitRequest) (id int64, retry bool, err error) {
+// tryCommit makes one attempt to publish reqs as one snapshot. Only the
+// first request may overwrite, delete or bring changelog files; a request
+// that does not fit on the latest snapshot fails alone (errs), and the
+// snapshot holds the others. id is 0 when none was published.
+func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id int64, errs []error, retry bool, err error) {
+	req := reqs[0]
 	sch, err := st.latestSchema()
 	switch {
 	case req.replace != nil && err == nil && req.create:
-		return 0, false, fmt.Errorf("create table %s: %w", st.id, ErrTableExists)
+		return 0, nil, false, fmt.Errorf("create table %s: %w", st.id, ErrTableExists)
 	case req.replace != nil && err == nil && sch.ID > req.replace.ID:
-		return 0, false, fmt.Errorf("%w: table %s was replaced or altered while being replaced", ErrConflict, st.id)
+		return 0, nil, false, fmt.Errorf("%w: table %s was replaced or altered while being replaced", ErrConflict, st.id)
 	case req.replace != nil && errors.Is(err, ErrTableNotFound):
 	case err != nil:
-		return 0, false, err
-	case req.schema != nil && req.schema.ID < sch.Origin:
-		return 0, false, fmt.Errorf("%w: table %s was replaced after the write began", ErrConflict, st.id)
+		return 0, nil, false, err
 	}
 	if req.replace != nil {
 		sch = req.replace
 	}
 	latestID, err := st.latestSnapshotID()
 	if err != nil {
-		return 0, false, err
+		return 0, nil, false, err
 	}
 	var latest *snapshot
 	var live []*manifestEntry
 	if latestID > 0 {
 		if latest, err = st.readSnapshot(latestID); err != nil {
-			return 0, false, err
+			return 0, nil, false, err
 		}
 		if live, err = st.liveFiles(latest); err != nil {
-			return 0, false, err
+			return 0, nil, false, err
 		}
 	}
 	liveByName := make(map[string]*manifestEntry, len(live))
@@ -119,7 +183,7 @@ func (st *tableState) tryCommit(ctx context.Context, req *commitRequest) (id int
 	deletes := req.deletes
 	for _, d := range deletes {
 		if _, ok := liveByName[d.File.FileName]; !ok {
-			return 0, false, fmt.Errorf("%w: file %s was removed by a concurrent commit", ErrConflict, d.File.Path)
+			return 0, nil, false, fmt.Errorf("%w: file %s was removed by a concurrent commit", ErrConflict, d.File.Path)
 		}
 	}
 	if req.overwrite != nil {
@@ -130,18 +194,35 @@ func (st *tableState) tryCommit(ctx context.Context, req *commitRequest) (id int
 			}
 		}
 	}
-	// A replace supersedes whatever committed meanwhile.
-	if req.replace == nil {
-		if err := st.checkConflicts(req, latestID); err != nil {
-			return 0, false, err
+	errs = make([]error, len(reqs))
+	var adds []*manifestEntry
+	var nextSeq int64
+	included := 0
+	for i, r := range reqs {
+		switch {
+		case r.replace != nil:
+			// A replace supersedes whatever committed meanwhile.
+		case r.schema != nil && r.schema.ID < sch.Origin:
+			errs[i] = fmt.Errorf("%w: table %s was replaced after the write began", ErrConflict, st.id)
+			continue
+		default:
+			if errs[i] = st.rebase(ctx, r, latest, adds); errs[i] != nil {
+				continue
+			}
 		}
+		adds = append(adds, r.adds...)
+		nextSeq = max(nextSeq, r.nextSeq)
+		included++
+	}
+	if included == 0 {
+		return 0, errs, false, nil
 	}
 
 	changelog := req.changelog
 	var produced []*manifestEntry
 	if req.produce != nil {
-		if produced, err = req.produce(ctx, latest, live, deletes); err != nil {
-			return 0, false, fmt.Errorf("changelog: %w", err)
+		if produced, err = req.produce(ctx, latest, live, adds, deletes); err != nil {
+			return 0, nil, false, fmt.Errorf("changelog: %w", err)
 		}
 		changelog = append(slices.Clip(changelog), produced...)
 	}
@@ -191,7 +272,7 @@ func (st *tableState) tryCommit(ctx context.Context, req *commitRequest) (id int
 		delta = append(delta, &c)
 		delRows += d.File.RowCount
 	}
-	for _, a := range req.adds {
+	for _, a := range adds {
 		delta = append(delta, a)
 		rows += a.File.RowCount
 	}
@@ -199,11 +280,11 @@ func (st *tableState) tryCommit(ctx context.Context, req *commitRequest) (id int
 	if latest != nil {
 		b, err := st.readManifestList(latest.BaseManifestList)
 		if err != nil {
-			return 0, false, err
+			return 0, nil, false, err
 		}
 		d, err := st.readManifestList(latest.DeltaManifestList)
 		if err != nil {
-			return 0, false, err
+			return 0, nil, false, err
 		}
 		base = append(b, d...)
 	}
@@ -213,30 +294,30 @@ func (st *tableState) tryCommit(ctx context.Context, req *commitRequest) (id int
 		m, err := writeManifest(full)
 		if err != nil {
 			cleanup()
-			return 0, false, err
+			return 0, nil, false, err
 		}
 		base = []manifestMeta{m}
 	}
 	dm, err := writeManifest(delta)
 	if err != nil {
 		cleanup()
-		return 0, false, err
+		return 0, nil, false, err
 	}
 	baseName, err := writeList(base)
 	if err != nil {
 		cleanup()
-		return 0, false, err
+		return 0, nil, false, err
 	}
 	deltaName, err := writeList([]manifestMeta{dm})
 	if err != nil {
 		cleanup()
-		return 0, false, err
+		return 0, nil, false, err
 	}
 	var changelogName string
 	if len(changelog) > 0 {
 		if err := st.syncFileDirs(produced); err != nil {
 			cleanup()
-			return 0, false, err
+			return 0, nil, false, err
 		}
 		cm, err := writeManifest(changelog)
 		if err == nil {
@@ -244,19 +325,19 @@ func (st *tableState) tryCommit(ctx context.Context, req *commitRequest) (id int
 		}
 		if err != nil {
 			cleanup()
-			return 0, false, err
+			return 0, nil, false, err
 		}
 	}
 	if err := st.fs().SyncDir(joinPath(st.dir, "manifest")); err != nil {
 		cleanup()
-		return 0, false, err
+		return 0, nil, false, err
 	}
 	sn := &snapshot{
 		Version: 3, ID: latestID + 1, SchemaID: sch.ID,
 		BaseManifestList: baseName, DeltaManifestList: deltaName, ChangelogManifestList: changelogName,
 		CommitUser: st.s.opts.CommitUser, CommitIdentifier: st.s.nextCommitID(),
 		CommitKind: req.kind, TimeMillis: st.s.opts.Now().UnixMilli(),
-		DeltaRecordCount: rows, NextSequenceNumber: req.nextSeq,
+		DeltaRecordCount: rows, NextSequenceNumber: nextSeq,
 	}
 	if latest != nil {
 		sn.TotalRecordCount = latest.TotalRecordCount
@@ -270,37 +351,37 @@ func (st *tableState) tryCommit(ctx context.Context, req *commitRequest) (id int
 	if _, err := writeMeta(st.fs(), tmp, sn); err != nil {
 		_ = st.fs().Remove(tmp)
 		cleanup()
-		return 0, false, err
+		return 0, nil, false, err
 	}
 	final := st.snapshotPath(sn.ID)
 	if err := st.fs().RenameNoReplace(tmp, final); err != nil {
 		_ = st.fs().Remove(tmp)
 		if errors.Is(err, fs.ErrExist) {
 			cleanup()
-			return 0, true, err // lost the race: retry on the new latest
+			return 0, nil, true, err // lost the race: retry on the new latest
 		}
 		switch ours, verr := st.isOurSnapshot(sn); {
 		case verr != nil:
-			return 0, false, fmt.Errorf("%w: publish %s: %v (verify: %v)", errCommitAmbiguous, final, err, verr)
+			return 0, nil, false, fmt.Errorf("%w: publish %s: %v (verify: %v)", errCommitAmbiguous, final, err, verr)
 		case !ours:
 			cleanup()
-			return 0, false, fmt.Errorf("publish %s: %w", final, err)
+			return 0, nil, false, fmt.Errorf("publish %s: %w", final, err)
 		}
 	}
 	if err := st.fs().SyncDir(joinPath(st.dir, "snapshot")); err != nil {
-		return 0, false, fmt.Errorf("%w: sync snapshot directory: %v", errCommitAmbiguous, err)
+		return 0, nil, false, fmt.Errorf("%w: sync snapshot directory: %v", errCommitAmbiguous, err)
 	}
 	// Read back: a publication the file system acknowledged but lost must
 	// not be acknowledged to the caller.
 	if ours, err := st.isOurSnapshot(sn); err != nil || !ours {
 		if err == nil {
 			cleanup()
-			return 0, false, fmt.Errorf("publish %s: snapshot missing after rename", final)
+			return 0, nil, false, fmt.Errorf("publish %s: snapshot missing after rename", final)
 		}
-		return 0, false, fmt.Errorf("%w: verify %s: %v", errCommitAmbiguous, final, err)
+		return 0, nil, false, fmt.Errorf("%w: verify %s: %v", errCommitAmbiguous, final, err)
 	}
 	st.writeHint("LATEST", sn.ID)
-	newLive := make([]*manifestEntry, 0, len(live)+len(req.adds))
+	newLive := make([]*manifestEntry, 0, len(live)+len(adds))
 	gone := map[string]bool{}
 	for _, d := range deletes {
 		gone[d.File.FileName] = true
@@ -310,9 +391,9 @@ func (st *tableState) tryCommit(ctx context.Context, req *commitRequest) (id int
 			newLive = append(newLive, e)
 		}
 	}
-	newLive = append(newLive, req.adds...)
+	newLive = append(newLive, adds...)
 	st.cacheLive(sn.ID, newLive)
-	return sn.ID, false, nil
+	return sn.ID, errs, false, nil
 }
 
 // syncFileDirs makes the directory entries of files durable.
@@ -341,56 +422,6 @@ func (st *tableState) isOurSnapshot(sn *snapshot) (bool, error) {
 		return false, err
 	}
 	return got.CommitUser == sn.CommitUser && got.CommitIdentifier == sn.CommitIdentifier, nil
-}
-
-// checkConflicts fails when a commit after baseID (other than compaction,
-// which never changes contents) added files that make ours wrong: in an
-// overwritten scope (we would delete rows we never saw); in one of our
-// buckets when strict; or, for key tables, in one of our buckets with
-// sequence numbers not below ours (merging by sequence number could then
-// let our rows lose although we commit later).
-func (st *tableState) checkConflicts(req *commitRequest, latestID int64) error {
-	if latestID <= req.baseID || (len(req.adds) == 0 && req.overwrite == nil) || req.kind == commitCompact {
-		return nil
-	}
-	ours := map[string]bool{}
-	for _, a := range req.adds {
-		ours[partitionKey(a.Partition)+"/"+strconv.Itoa(a.Bucket)] = true
-	}
-	for id := req.baseID + 1; id <= latestID; id++ {
-		sn, err := st.readSnapshot(id)
-		if err != nil {
-			return fmt.Errorf("%w: cannot check concurrent commit %d: %v", ErrConflict, id, err)
-		}
-		if sn.CommitKind == commitCompact {
-			continue
-		}
-		l, err := st.readManifestList(sn.DeltaManifestList)
-		if err != nil {
-			return err
-		}
-		for _, m := range l {
-			ents, err := st.readManifest(m.FileName)
-			if err != nil {
-				return err
-			}
-			for _, e := range ents {
-				if e.Kind != kindAdd {
-					continue
-				}
-				if req.overwrite != nil && req.overwrite(e) {
-					return fmt.Errorf("%w: snapshot %d added data to the overwritten partitions concurrently", ErrConflict, id)
-				}
-				if !ours[partitionKey(e.Partition)+"/"+strconv.Itoa(e.Bucket)] {
-					continue
-				}
-				if req.strict || (req.minSeq >= 0 && e.File.MaxSeq >= req.minSeq) {
-					return fmt.Errorf("%w: snapshot %d wrote bucket %d of partition %s concurrently", ErrConflict, id, e.Bucket, partitionKey(e.Partition))
-				}
-			}
-		}
-	}
-	return nil
 }
 
 // writeHint updates a LATEST/EARLIEST hint; hints may be stale, so

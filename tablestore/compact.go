@@ -263,7 +263,7 @@ func (st *tableState) compactUnit(ctx context.Context, sch *tableSchema, baseID 
 	if err != nil {
 		return err
 	}
-	req := &commitRequest{kind: commitCompact, adds: adds, deletes: u.files, baseID: baseID, minSeq: -1,
+	req := &commitRequest{kind: commitCompact, adds: adds, deletes: u.files, baseID: baseID,
 		dirs: slices.Collect(maps.Keys(dirs))}
 	if _, err := st.commit(ctx, req); err != nil {
 		if !errors.Is(err, errCommitAmbiguous) {

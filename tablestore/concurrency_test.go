@@ -7,58 +7,114 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
 )
 
-func TestConcurrentWritersOneBucket(t *testing.T) {
+// TestBlindWritesRebase: a blind write whose rows were numbered before a
+// concurrent commit of the same key lands after it and wins, by getting
+// new sequence numbers (its files rewritten), even when compaction moved
+// the other commit's rows to a higher level meanwhile; with no shared key
+// nothing is rewritten.
+func TestBlindWritesRebase(t *testing.T) {
+	ctx := context.Background()
+	for _, compact := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compact=%v", compact), func(t *testing.T) {
+			s, mem, dir := newTestStore(t)
+			tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}, Options: map[string]string{"write-only": "true"}}, false)
+			must(t, err)
+			write := func(w *Write, rows ...[]any) {
+				b := makeBatch(t, mem, kvSchema, rows)
+				defer b.Release()
+				must(t, w.Write(ctx, b, Insert))
+			}
+			// A numbers its rows first, B commits first: A must land after B
+			// and win key 1.
+			a, b := tbl.NewWrite(WriteOptions{}), tbl.NewWrite(WriteOptions{})
+			write(a, []any{1, "a"}, []any{3, "a"})
+			write(b, []any{1, "b"}, []any{2, "b"})
+			_, err = b.Commit(ctx)
+			must(t, err)
+			if compact {
+				must(t, tbl.Compact(ctx, true))
+			}
+			before := countFiles(t, filepath.Join(dir, "db.db", "t"), "data-")
+			_, err = a.Commit(ctx)
+			must(t, err)
+			eqRows(t, scanAll(t, tbl, ScanSpec{}), "1|a", "2|b", "3|a")
+			if after := countFiles(t, filepath.Join(dir, "db.db", "t"), "data-"); after != before+1 {
+				t.Fatalf("data files %d -> %d, want one more (the rewritten file replaces the original)", before, after)
+			}
+			// Overlapping key ranges without a shared key: A's file is
+			// committed as written.
+			a, b = tbl.NewWrite(WriteOptions{}), tbl.NewWrite(WriteOptions{})
+			write(a, []any{10, "a"}, []any{12, "a"})
+			write(b, []any{11, "b"})
+			must(t, a.flush(ctx))
+			name := a.pending[0].File.FileName
+			_, err = b.Commit(ctx)
+			must(t, err)
+			_, err = a.Commit(ctx)
+			must(t, err)
+			sn, err := tbl.st.resolveSnapshot(0)
+			must(t, err)
+			live, err := tbl.st.liveFiles(sn)
+			must(t, err)
+			if !slices.ContainsFunc(live, func(e *manifestEntry) bool { return e.File.FileName == name }) {
+				t.Fatal("a blind write sharing no key with a concurrent one was rewritten")
+			}
+			eqRows(t, scanAll(t, tbl, ScanSpec{}), "1|a", "10|a", "11|b", "12|a", "2|b", "3|a")
+		})
+	}
+}
+
+// TestReadModifyWriteKeyLevel: a read-modify-write fails only when a
+// commit after its base wrote one of its keys (first committer wins),
+// not for another key in the same bucket nor for compaction; the failure
+// leaves no files.
+func TestReadModifyWriteKeyLevel(t *testing.T) {
 	ctx := context.Background()
 	s, mem, dir := newTestStore(t)
 	tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}, Options: map[string]string{"write-only": "true"}}, false)
 	must(t, err)
-	write := func(w *Write, k int, v string) {
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{1, "x"}, {5, "x"}})
+	base, _ := tbl.LatestSnapshotID(ctx)
+	rmw := func(k int, v string) error {
+		w := tbl.NewWrite(WriteOptions{ReadModifyWrite: true, BaseSnapshot: base})
 		b := makeBatch(t, mem, kvSchema, [][]any{{k, v}})
 		defer b.Release()
-		must(t, w.Write(ctx, b, Insert))
+		must(t, w.Write(ctx, b, UpdateAfter))
+		_, err := w.Commit(ctx)
+		return err
 	}
-	// A numbers its row first, B commits first: A must not silently win or
-	// lose, it fails cleanly and leaves no files.
-	a, b := tbl.NewWrite(WriteOptions{}), tbl.NewWrite(WriteOptions{})
-	write(a, 1, "a")
-	write(b, 1, "b")
-	_, err = b.Commit(ctx)
-	must(t, err)
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{2, "other"}})
+	must(t, tbl.Compact(ctx, true)) // rewrites key 1's file: no change of content
+	must(t, rmw(1, "c"))            // key 2 is not ours
 	before := countFiles(t, filepath.Join(dir, "db.db", "t"), "data-")
-	if _, err := a.Commit(ctx); !errors.Is(err, ErrConflict) {
-		t.Fatalf("want ErrConflict, got %v", err)
+	if err := rmw(1, "d"); !errors.Is(err, ErrSerialization) || !errors.Is(err, ErrConflict) {
+		t.Fatalf("second read-modify-write of key 1 from snapshot %d: %v, want ErrSerialization", base, err)
 	}
 	if after := countFiles(t, filepath.Join(dir, "db.db", "t"), "data-"); after != before {
-		t.Fatalf("conflicting commit left files: %d -> %d", before, after)
+		t.Fatalf("failed commit left files: %d -> %d", before, after)
 	}
-	eqRows(t, scanAll(t, tbl, ScanSpec{}), "1|b")
-	// The other order: the earlier-numbered writer commits first, both land
-	// and the later commit wins.
-	a, b = tbl.NewWrite(WriteOptions{}), tbl.NewWrite(WriteOptions{})
-	write(a, 1, "a2")
-	write(b, 1, "b2")
-	_, err = a.Commit(ctx)
+	// A delete is a write of its key too.
+	w := tbl.NewWrite(WriteOptions{ReadModifyWrite: true, BaseSnapshot: base})
+	b := makeBatch(t, mem, kvSchema, [][]any{{5, "x"}})
+	must(t, w.Write(ctx, b, Delete))
+	b.Release()
+	_, err = w.Commit(ctx)
 	must(t, err)
-	_, err = b.Commit(ctx)
-	must(t, err)
-	eqRows(t, scanAll(t, tbl, ScanSpec{}), "1|b2")
-	// Read-modify-write against a base snapshot conflicts with any write
-	// to the bucket after it.
-	base, _ := tbl.LatestSnapshotID(ctx)
-	c := tbl.NewWrite(WriteOptions{BaseSnapshot: base})
-	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{2, "x"}})
-	write(c, 1, "c")
-	if _, err := c.Commit(ctx); !errors.Is(err, ErrConflict) {
-		t.Fatalf("want ErrConflict for stale read-modify-write, got %v", err)
+	if err := rmw(5, "e"); !errors.Is(err, ErrSerialization) {
+		t.Fatalf("update of a key deleted concurrently: %v, want ErrSerialization", err)
 	}
-	eqRows(t, scanAll(t, tbl, ScanSpec{}), "1|b2", "2|x")
+	eqRows(t, scanAll(t, tbl, ScanSpec{}), "1|c", "2|other")
 }
 
+// TestOverwriteConflict: an overwrite computed from a snapshot fails when
+// rows were added to its scope since; a blind overwrite lands after them
+// and replaces them.
 func TestOverwriteConflict(t *testing.T) {
 	ctx := context.Background()
 	s, mem, _ := newTestStore(t)
@@ -66,15 +122,23 @@ func TestOverwriteConflict(t *testing.T) {
 	must(t, err)
 	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{1, "a"}})
 	base, _ := tbl.LatestSnapshotID(ctx)
-	ow := tbl.NewWrite(WriteOptions{Overwrite: true, BaseSnapshot: base})
-	b := makeBatch(t, mem, kvSchema, [][]any{{2, "b"}})
-	must(t, ow.Write(ctx, b, Insert))
-	b.Release()
-	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{3, "c"}})
-	if _, err := ow.Commit(ctx); !errors.Is(err, ErrConflict) {
-		t.Fatalf("want ErrConflict, got %v", err)
+	for _, read := range []bool{true, false} {
+		ow := tbl.NewWrite(WriteOptions{Overwrite: true, ReadModifyWrite: read, BaseSnapshot: base})
+		b := makeBatch(t, mem, kvSchema, [][]any{{2, "b"}})
+		must(t, ow.Write(ctx, b, Insert))
+		b.Release()
+		writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{3, "c"}})
+		_, err := ow.Commit(ctx)
+		if read {
+			if !errors.Is(err, ErrSerialization) {
+				t.Fatalf("want ErrSerialization, got %v", err)
+			}
+			eqRows(t, scanAll(t, tbl, ScanSpec{}), "1|a", "3|c")
+			continue
+		}
+		must(t, err)
+		eqRows(t, scanAll(t, tbl, ScanSpec{}), "2|b")
 	}
-	eqRows(t, scanAll(t, tbl, ScanSpec{}), "1|a", "3|c")
 }
 
 // TestConcurrentStores commits from several Stores (as separate processes
@@ -212,4 +276,59 @@ func TestParallelSplits(t *testing.T) {
 	}
 	slices.Sort(got)
 	eqRows(t, got, want...)
+}
+
+// TestGroupCommit: appends queued while another commit holds the table
+// publish in one snapshot, each as if committed alone in queue order: a
+// later one wins a shared key although its rows were numbered first, and a
+// read-modify-write that conflicts fails alone.
+func TestGroupCommit(t *testing.T) {
+	ctx := context.Background()
+	s, mem, _ := newTestStore(t)
+	tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}, Options: map[string]string{"write-only": "true"}}, false)
+	must(t, err)
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{2, "x"}})
+	base, _ := tbl.LatestSnapshotID(ctx)
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{2, "y"}})
+	newWrite := func(opts WriteOptions, k int, v string) *Write {
+		w := tbl.NewWrite(opts)
+		b := makeBatch(t, mem, kvSchema, [][]any{{k, v}})
+		defer b.Release()
+		must(t, w.Write(ctx, b, Insert))
+		return w
+	}
+	a := newWrite(WriteOptions{}, 1, "a") // numbered first, queued last
+	b := newWrite(WriteOptions{}, 1, "b")
+	rmw := newWrite(WriteOptions{ReadModifyWrite: true, BaseSnapshot: base}, 2, "z")
+	st := tbl.st
+	st.commitMu.Lock()
+	type outcome struct {
+		id  int64
+		err error
+	}
+	res := make([]chan outcome, 3)
+	for i, w := range []*Write{b, rmw, a} {
+		res[i] = make(chan outcome, 1)
+		go func() {
+			id, err := w.Commit(ctx)
+			res[i] <- outcome{id, err}
+		}()
+		for queued := 0; queued <= i; {
+			runtime.Gosched()
+			st.mu.Lock()
+			queued = len(st.queue)
+			st.mu.Unlock()
+		}
+	}
+	st.commitMu.Unlock()
+	ob, or, oa := <-res[0], <-res[1], <-res[2]
+	must(t, ob.err)
+	must(t, oa.err)
+	if !errors.Is(or.err, ErrSerialization) {
+		t.Fatalf("read-modify-write of a key written after its base: %v, want ErrSerialization", or.err)
+	}
+	if oa.id != ob.id || oa.id != base+2 {
+		t.Fatalf("snapshots %d and %d, want both %d", ob.id, oa.id, base+2)
+	}
+	eqRows(t, scanAll(t, tbl, ScanSpec{}), "1|a", "2|y")
 }

@@ -5,8 +5,8 @@
 //	Write ──buffer──flush (sorted, merged per key)──▶ level-0 Parquet files
 //	  │                                                   │
 //	  └─Commit: data files, manifests, then snapshot-N ◀── background
-//	    (put-if-absent; retried, or ErrConflict)            universal compaction
-//	                                                      │
+//	    (grouped, rebased, put-if-absent;                   universal compaction
+//	    or ErrSerialization)                              │
 //	Scan(snapshot|tag) ─prune partitions, files (manifest stats), row groups
 //	   (Parquet stats)─▶ splits, one per partition bucket ─▶ streaming k-way
 //	   merge of sorted runs via the merge function ─▶ batches in key order
@@ -82,11 +82,16 @@
 // RemoveOrphanFiles reclaims.
 //
 // Concurrency: Store, Table and Scan are safe for concurrent use; a Write
-// is not. Commits of one table are serialized per process and by
-// put-if-absent between processes. Blind writes to one bucket conflict only
-// when sequence numbers could order them wrongly; WriteOptions.BaseSnapshot
-// turns on first-committer-wins for read-modify-write; overwrites conflict
-// with data added to their scope after their base.
+// is not. Commits of one table are serialized per process (plain appends
+// queued meanwhile are published together in one snapshot) and by
+// put-if-absent between processes. Blind writes never fail for being
+// concurrent: a commit is rebased on the latest snapshot, and where a
+// commit since its rows were numbered wrote one of its keys with a higher
+// sequence number, its files of that bucket are rewritten with new numbers,
+// so per key the merge order is the commit order.
+// WriteOptions.ReadModifyWrite turns on first-committer-wins, key by key:
+// ErrSerialization if a commit after the base snapshot wrote one of the
+// keys (or changed the overwritten scope).
 //
 // Snapshot lifetime: a Scan leases its snapshot until Close (or garbage
 // collection); expiry keeps leased snapshots, those consumers still need,

@@ -25,6 +25,7 @@ type tableState struct {
 	// commitMu serializes this process's commits to the table; other
 	// processes are serialized by put-if-absent publication.
 	commitMu sync.Mutex
+	queue    []*queuedCommit // appends waiting to be published in a group (mu)
 
 	mu       sync.Mutex
 	nextSeq  int64

@@ -18,6 +18,12 @@ var (
 	// ErrConflict: a commit lost a race it cannot resolve by retrying (two
 	// writers changed one bucket, or compaction inputs were removed).
 	ErrConflict = errors.New("commit conflict")
+	// ErrSerialization: a read-modify-write lost to a concurrent commit
+	// that wrote one of its keys (or changed the scope it overwrites)
+	// after the snapshot it read; first committer wins. Running the
+	// statement or transaction again reads the new data (SQLSTATE 40001).
+	// It wraps ErrConflict.
+	ErrSerialization = fmt.Errorf("%w: serialization failure, retry the transaction", ErrConflict)
 	// ErrCorrupt: a metadata or data file is truncated or damaged.
 	ErrCorrupt = errors.New("corrupt file")
 	// ErrSnapshotNotFound: the requested snapshot, timestamp or tag has no

@@ -32,13 +32,15 @@ type WriteOptions struct {
 	// dynamic-partition-overwrite; Table.DynamicPartitionOverwrite is the
 	// table's default).
 	DynamicPartitionOverwrite bool
-	// BaseSnapshot is the snapshot the written rows were computed from (a
-	// read-modify-write such as UPDATE). Commit then fails with ErrConflict
-	// if any commit after it (other than compaction) wrote to one of the
-	// same buckets. 0: blind writes, which conflict only when sequence
-	// numbers could order them wrongly. Overwrites always conflict with
-	// data added to their scope after the base.
-	BaseSnapshot int64
+	// ReadModifyWrite says the written rows were computed from snapshot
+	// BaseSnapshot (0: the empty table), as UPDATE computes them: Commit
+	// then fails with ErrSerialization if a commit after it (other than
+	// compaction) wrote one of the same keys (key tables) or changed the
+	// overwritten scope. Otherwise the write is blind and never fails for
+	// being concurrent: it lands after every commit before it, and per key
+	// its rows win over theirs.
+	ReadModifyWrite bool
+	BaseSnapshot    int64
 }
 
 // Write buffers rows and publishes them atomically on Commit. It can be
@@ -54,7 +56,6 @@ type Write struct {
 	kinds    [][]RowKind
 	seqStart []int64
 	bytes    int64
-	minSeq   int64
 	maxSeq   int64
 	pending  []*manifestEntry // flushed, not yet committed
 	logs     []*manifestEntry // changelog files (input producer)
@@ -90,7 +91,7 @@ func (w *Write) reset() {
 	}
 	w.started = false
 	w.recs, w.kinds, w.seqStart = nil, nil, nil
-	w.bytes, w.minSeq, w.maxSeq = 0, -1, -1
+	w.bytes, w.maxSeq = 0, -1
 	w.pending, w.logs = nil, nil
 	w.touched = map[string][]datum{}
 	w.dirs = map[string]bool{}
@@ -135,9 +136,6 @@ func (w *Write) WriteKinds(ctx context.Context, b arrow.RecordBatch, kinds []Row
 	n := rec.NumRows()
 	if w.sch.hasPK() {
 		start := w.t.st.allocSeq(n)
-		if w.minSeq < 0 {
-			w.minSeq = start
-		}
 		w.maxSeq = start + n - 1
 		w.seqStart = append(w.seqStart, start)
 	}
@@ -167,16 +165,40 @@ func (w *Write) start() error {
 		w.t.st.raiseSeq(sn.NextSequenceNumber)
 	}
 	w.baseID = id
-	if b := w.opts.BaseSnapshot; b > 0 {
-		if b > id {
+	if w.opts.ReadModifyWrite {
+		if b := w.opts.BaseSnapshot; b > id {
 			return fmt.Errorf("write %s: %w: base snapshot %d is newer than the latest %d", w.t.st.id, ErrInvalid, b, id)
 		}
-		w.baseID = b
+		w.baseID = w.opts.BaseSnapshot
+	}
+	w.lease()
+	w.started = true
+	return nil
+}
+
+// lease keeps the snapshots after baseID, which the commit checks, from
+// expiring.
+func (w *Write) lease() {
+	if w.release != nil {
+		w.release()
 	}
 	w.release = w.t.st.hold(w.baseID + 1)
 	runtime.AddCleanup(w, func(f func()) { f() }, w.release)
-	w.started = true
-	return nil
+}
+
+// ReadFrom turns the write into a read-modify-write of snapshot id (see
+// WriteOptions.ReadModifyWrite), for the rows written so far too: a
+// transaction's write to a table becomes one when a statement of it reads
+// the table.
+func (w *Write) ReadFrom(id int64) {
+	if w.opts.ReadModifyWrite && w.opts.BaseSnapshot <= id {
+		return
+	}
+	w.opts.ReadModifyWrite, w.opts.BaseSnapshot = true, id
+	if w.started && id < w.baseID {
+		w.baseID = id
+		w.lease()
+	}
 }
 
 // allocSeq reserves n sequence numbers.
@@ -629,8 +651,7 @@ func (w *Write) Commit(ctx context.Context) (int64, error) {
 		kind:      commitAppend,
 		adds:      w.pending,
 		baseID:    w.baseID,
-		minSeq:    w.minSeq,
-		strict:    w.opts.BaseSnapshot > 0,
+		strict:    w.opts.ReadModifyWrite,
 		nextSeq:   w.maxSeq + 1,
 		dirs:      slices.Collect(maps.Keys(w.dirs)),
 		changelog: w.logs,
@@ -639,7 +660,7 @@ func (w *Write) Commit(ctx context.Context) (int64, error) {
 		create:    w.createOnly,
 	}
 	if w.sch.hasPK() && w.sch.opts.producer == producerLookup && w.staged == nil {
-		req.produce = st.lookupChangelog(w.pending)
+		req.produce = st.lookupChangelog()
 	}
 	if w.opts.Overwrite {
 		req.kind = commitOverwrite
@@ -651,6 +672,7 @@ func (w *Write) Commit(ctx context.Context) (int64, error) {
 		req.overwrite = sel
 	}
 	id, err := st.commit(ctx, req)
+	w.pending = req.adds // resequenced files replace ours
 	if err != nil {
 		if !errors.Is(err, errCommitAmbiguous) {
 			w.Abort()

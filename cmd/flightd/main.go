@@ -6,16 +6,13 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"log"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -35,7 +32,17 @@ func run() error {
 	var (
 		addr     = flag.String("addr", "127.0.0.1:31337", "listen address")
 		dataDir  = flag.String("data", "flightd-data", "data directory (created if missing)")
-		authFile = flag.String("auth-file", "", "file of user:password lines; enables authentication")
+		authFile = flag.String("auth-file", "", "file of user:password (or user:bcrypt-hash) and 'grant: user read|write|admin database|*' lines; enables authentication")
+		keyFile  = flag.String("key-file", "", "key that signs tickets and tokens, created if missing (default <data>/.flightd-key)")
+		tokenTTL = flag.Duration("token-lifetime", flightsql.DefaultTokenLifetime, "how long a bearer token from Handshake stays valid")
+		memLimit = flag.Int64("memory-limit", 0, "soft limit of the process's memory in bytes (0: 3/4 of the machine's or cgroup's memory, -1: none)")
+		maxConns = flag.Int("max-connections", defaultMaxConnections(), "connections served at once, more are closed at once; 0: unlimited (the default is 4096 or half the file descriptor limit, the smaller)")
+		connIdle = flag.Duration("connection-idle", flightsql.DefaultMaxConnectionIdle, "close a connection with no call running for this long")
+		maxPrep  = flag.Int("max-prepared", flightsql.DefaultLimits.MaxPreparedStatements, "open prepared statements per client (user, or connection without auth)")
+		prepIdle = flag.Duration("prepared-idle", flightsql.DefaultLimits.PreparedIdle, "close a prepared statement unused for this long")
+		maxParam = flag.Int64("max-param-bytes", flightsql.DefaultLimits.MaxParamBytes, "bytes of parameters one DoPut may send and one client's prepared statements may hold bound")
+		maxTxns  = flag.Int("max-transactions", flightsql.DefaultLimits.MaxTransactions, "open transactions per client (user, or connection without auth)")
+		txnIdle  = flag.Duration("transaction-idle", flightsql.DefaultLimits.TxnIdle, "roll back a transaction unused for this long")
 		tlsCert  = flag.String("tls-cert", "", "TLS certificate (PEM)")
 		tlsKey   = flag.String("tls-key", "", "TLS private key (PEM)")
 		clientCA = flag.String("tls-client-ca", "", "CA (PEM) client certificates must be signed by (mTLS)")
@@ -43,18 +50,39 @@ func run() error {
 		cacheMem = flag.Int64("cache-memory", 1<<30, "bytes of decoded table data kept in memory for scans (0: no cache)")
 		grace    = flag.Duration("shutdown-grace", 30*time.Second, "on SIGTERM, how long running queries may go on before they are cancelled")
 		parallel = flag.Int("parallelism", 0, "goroutines one query's scans and aggregations use (0: one per core, 1: serial)")
+		maxBytes = flag.Int("max-statement-bytes", flightsql.DefaultLimits.MaxStatementBytes, "longest SQL statement accepted, in bytes")
+		maxToks  = flag.Int("max-statement-tokens", flightsql.DefaultLimits.MaxStatementTokens, "most tokens (names, literals, operators) one SQL statement may have")
 	)
 	flag.Parse()
 
-	users, err := readUsers(*authFile)
-	if err != nil {
-		return err
+	var (
+		users  map[string]string
+		grants []flightsql.Grant
+	)
+	if *authFile != "" {
+		var err error
+		if users, grants, err = flightsql.ReadAuthFile(*authFile); err != nil {
+			return err
+		}
+		if len(grants) == 0 {
+			log.Printf("flightd: %s has no grant: lines; its users can authenticate but not read or change any database", *authFile)
+		}
+	}
+	if lim := memoryLimit(*memLimit); lim > 0 {
+		log.Printf("flightd: memory limit %d MiB", lim>>20)
 	}
 	root, err := filepath.Abs(*dataDir)
 	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(root, 0o755); err != nil {
+		return err
+	}
+	if *keyFile == "" {
+		*keyFile = filepath.Join(root, ".flightd-key")
+	}
+	key, err := loadKey(*keyFile)
+	if err != nil {
 		return err
 	}
 	ctx := context.Background()
@@ -69,19 +97,27 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	srv, err := flightsql.NewServer(eng, flightsql.Limits{})
-	if err != nil {
-		return errors.Join(err, eng.Close())
-	}
-	fs, err := flightsql.NewFlightServer(srv, flightsql.Options{
-		Users: users, TLSCertFile: *tlsCert, TLSKeyFile: *tlsKey, ClientCAFile: *clientCA,
+	srv, err := flightsql.NewServer(eng, flightsql.Limits{
+		MaxPreparedStatements: *maxPrep, PreparedIdle: *prepIdle, MaxParamBytes: *maxParam, MaxTransactions: *maxTxns, TxnIdle: *txnIdle,
+		MaxStatementBytes: *maxBytes, MaxStatementTokens: *maxToks,
 	})
 	if err != nil {
 		return errors.Join(err, eng.Close())
 	}
-	if err := fs.Init(*addr); err != nil {
+	fs, err := flightsql.NewFlightServer(srv, flightsql.Options{
+		Users: users, Grants: grants, Key: key, TokenLifetime: *tokenTTL, MaxConnectionIdle: *connIdle,
+		TLSCertFile: *tlsCert, TLSKeyFile: *tlsKey, ClientCAFile: *clientCA,
+	})
+	if err != nil {
+		srv.Close()
 		return errors.Join(err, eng.Close())
 	}
+	lis, err := flightsql.Listen(*addr, *maxConns)
+	if err != nil {
+		srv.Close()
+		return errors.Join(err, eng.Close())
+	}
+	fs.InitListener(lis)
 
 	// Graceful shutdown: stop accepting calls, end change streams (they
 	// never finish), let running calls finish (commits included), cancel
@@ -107,36 +143,4 @@ func run() error {
 	serveErr := fs.Serve()
 	srv.Close()
 	return errors.Join(serveErr, eng.Close())
-}
-
-// readUsers parses user:password lines ('#' starts a comment).
-func readUsers(path string) (map[string]string, error) {
-	if path == "" {
-		return nil, nil
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	users := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		user, pass, ok := strings.Cut(line, ":")
-		if !ok || user == "" {
-			return nil, fmt.Errorf("%s:%d: want user:password", path, n)
-		}
-		users[user] = pass
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	if len(users) == 0 {
-		return nil, fmt.Errorf("%s: no users", path)
-	}
-	return users, nil
 }

@@ -1,6 +1,7 @@
 // Package layering checks the dependency direction of docs/ARCHITECTURE.md:
 // vectorized <- exec <- plan <- engine <- flightsql <- cmd/flightd, with sql
-// used by plan, and the storage packages below all of the query engine.
+// used by plan, stream (incremental operators) between exec and plan, and
+// the storage packages below all of the query engine.
 package layering
 
 import (
@@ -15,11 +16,12 @@ const module = "github.com/flightd/flightd/"
 // (directly or transitively).
 var forbidden = map[string][]string{
 	"vectorized": {"exec", "plan", "sql", "engine", "flightsql", "tablestore"},
-	"exec":       {"plan", "sql", "engine", "flightsql", "tablestore"},
+	"exec":       {"plan", "sql", "engine", "flightsql", "tablestore", "stream"},
+	"stream":     {"plan", "sql", "engine", "flightsql"},
 	"sql":        {"exec", "plan", "engine", "flightsql", "tablestore", "vectorized"},
 	"plan":       {"engine", "flightsql"},
 	"engine":     {"flightsql"},
-	"tablestore": {"exec", "plan", "sql", "engine", "flightsql", "vectorized"},
+	"tablestore": {"exec", "plan", "sql", "engine", "flightsql", "vectorized", "stream"},
 	"cache":      {"exec", "plan", "sql", "engine", "flightsql", "vectorized", "tablestore"},
 }
 

@@ -1,0 +1,459 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/engine"
+	"github.com/flightd/flightd/tablestore"
+)
+
+var seedFlag = flag.Uint64("seed", 0, "seed of the random isolation test (0: a new one)")
+
+func newEngine(t *testing.T) *engine.Engine {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	e, err := engine.Open(context.Background(), engine.Config{Mem: mem, Root: t.TempDir(), SpillDir: t.TempDir(), CacheBytes: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Error(err)
+		}
+		mem.AssertSize(t, 0)
+	})
+	return e
+}
+
+func exec(ctx context.Context, s *engine.Session, tx *engine.Txn, q string) (int64, error) {
+	st, err := s.Prepare(ctx, q, tx)
+	if err != nil {
+		return 0, err
+	}
+	return st.Exec(ctx, nil)
+}
+
+func mustExec(t *testing.T, s *engine.Session, q string) {
+	t.Helper()
+	if _, err := exec(context.Background(), s, nil, q); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// rows runs a query and returns its rows rendered as strings.
+func rows(t *testing.T, s *engine.Session, q string) [][]string {
+	t.Helper()
+	ctx := context.Background()
+	st, err := s.Prepare(ctx, q, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	op, err := st.Query(ctx, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer op.Close()
+	if err := op.Open(ctx); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	var out [][]string
+	for {
+		b, err := op.Next(ctx)
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		for r := range int(b.NumRows()) {
+			row := make([]string, b.NumCols())
+			for c := range row {
+				row[c] = b.Column(c).ValueStr(r)
+			}
+			out = append(out, row)
+		}
+	}
+}
+
+// ingestRow upserts one row (k, v) into u by bulk ingest.
+func ingestRow(ctx context.Context, s *engine.Session, tx *engine.Txn, mem memory.Allocator, k, v int64) (int64, error) {
+	b := array.NewRecordBuilder(mem, arrow.NewSchema([]arrow.Field{
+		{Name: "k", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	}, nil))
+	defer b.Release()
+	b.Field(0).(*array.Int64Builder).Append(k)
+	b.Field(1).(*array.Int64Builder).Append(v)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	rdr, err := array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
+	if err != nil {
+		return 0, err
+	}
+	defer rdr.Release()
+	return s.Ingest(ctx, engine.IngestRequest{Table: tablestore.Ident{Table: "u"}, Mode: engine.IngestAppend, Txn: tx}, rdr)
+}
+
+// write is one write a client attempted to a register key (or, with
+// deleted, removed it), with when it started and returned.
+type write struct {
+	val          int64 // -1: deleted
+	start, end   time.Time
+	acked        bool
+	client, step int
+}
+
+// TestIsolationModel runs clients that mix read-modify-write UPDATEs
+// (counters), blind upserts (INSERT or bulk ingest) and DELETEs
+// (registers), on a key table and an
+// append table, in autocommit and in explicit transactions, while
+// compaction runs, then checks every acknowledged effect against the final
+// state: counters equal their acknowledged increments (none lost, none of a
+// failed statement), each register holds a write no acknowledged write
+// started after the end of, and was not written by a failed statement, and
+// every acknowledged append is there once. Blind writes must never fail.
+func TestIsolationModel(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	ctx := context.Background()
+	e := newEngine(t)
+	admin := e.NewSession()
+	const (
+		clients   = 8
+		steps     = 30
+		counters  = 4 // keys 0..3
+		registers = 4 // keys 100..103
+	)
+	mustExec(t, admin, "CREATE TABLE u (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '2', 'num-sorted-run.compaction-trigger' = '2')")
+	mustExec(t, admin, "CREATE TABLE a (k BIGINT, v BIGINT)")
+	for k := range counters {
+		mustExec(t, admin, fmt.Sprintf("INSERT INTO u VALUES (%d, 0)", k))
+		mustExec(t, admin, fmt.Sprintf("INSERT INTO a VALUES (%d, 0)", k))
+	}
+
+	batchMem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer batchMem.AssertSize(t, 0)
+	var (
+		mu       sync.Mutex
+		incs     [counters]int // acknowledged increments of u
+		appIncs  [counters]int // of a
+		regs     = map[int64][]write{}
+		appended = map[int64]bool{} // unique a.k of appends -> acknowledged
+	)
+	blindFailed := func(err error) {
+		t.Errorf("blind write failed: %v", err)
+	}
+	stop := make(chan struct{})
+	var compactor sync.WaitGroup
+	compactor.Add(1)
+	go func() {
+		defer compactor.Done()
+		s := e.NewSession()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := exec(ctx, s, nil, "CALL sys.compact(table => 'u')"); err != nil && !errors.Is(err, tablestore.ErrConflict) {
+				t.Errorf("compact: %v", err)
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(c)))
+			s := e.NewSession()
+			pause := func() {
+				if rng.IntN(3) == 0 {
+					time.Sleep(time.Duration(rng.IntN(300)) * time.Microsecond)
+				}
+			}
+			for step := range steps {
+				// An operation is a statement; a transaction holds up to
+				// three of them, on distinct keys (a transaction does not
+				// read its own writes).
+				type effect struct {
+					apply func() // record as acknowledged
+				}
+				var tx *engine.Txn
+				n := 1
+				if rng.IntN(3) == 0 {
+					tx = e.Begin()
+					n = 1 + rng.IntN(3)
+				}
+				var effects []effect
+				var failed error
+				rmw := false // a statement read what it writes
+				usedCounter, usedReg := map[int]bool{}, map[int64]bool{}
+				for range n {
+					pause()
+					switch op := rng.IntN(10); {
+					case op < 4: // read-modify-write on u
+						k := rng.IntN(counters)
+						if usedCounter[k] {
+							continue
+						}
+						usedCounter[k] = true
+						rmw = true
+						got, err := exec(ctx, s, tx, fmt.Sprintf("UPDATE u SET v = v + 1 WHERE k = %d", k))
+						if err == nil && got != 1 {
+							err = fmt.Errorf("UPDATE of counter %d changed %d rows", k, got)
+							t.Error(err)
+						}
+						if err != nil {
+							failed = err
+							break
+						}
+						effects = append(effects, effect{apply: func() { incs[k]++ }})
+					case op < 5: // read-modify-write on a (a rewrite)
+						k := rng.IntN(counters)
+						if tx != nil {
+							continue // an overwrite does not combine with other writes to a
+						}
+						_, err := exec(ctx, s, tx, fmt.Sprintf("UPDATE a SET v = v + 1 WHERE k = %d", k))
+						if err != nil {
+							failed = err
+							break
+						}
+						effects = append(effects, effect{apply: func() { appIncs[k]++ }})
+					case op < 6: // blind append to a
+						if tx != nil {
+							continue
+						}
+						id := int64(1000 + c*steps + step)
+						mu.Lock()
+						appended[id] = false
+						mu.Unlock()
+						_, err := exec(ctx, s, tx, fmt.Sprintf("INSERT INTO a VALUES (%d, 1)", id))
+						if err != nil {
+							blindFailed(err)
+							failed = err
+							break
+						}
+						effects = append(effects, effect{apply: func() { appended[id] = true }})
+					default: // register write: blind upsert, or DELETE
+						k := int64(100 + rng.IntN(registers))
+						if usedReg[k] {
+							continue
+						}
+						usedReg[k] = true
+						val := int64(c*steps+step)*10 + int64(len(effects))
+						q := fmt.Sprintf("INSERT INTO u VALUES (%d, %d)", k, val)
+						del := rng.IntN(4) == 0
+						if del {
+							val, q = -1, fmt.Sprintf("DELETE FROM u WHERE k = %d", k)
+							rmw = true
+						}
+						wr := write{val: val, start: time.Now(), client: c, step: step}
+						var got int64
+						var err error
+						if !del && rng.IntN(3) == 0 {
+							got, err = ingestRow(ctx, s, tx, batchMem, k, val)
+						} else {
+							got, err = exec(ctx, s, tx, q)
+						}
+						mu.Lock()
+						idx := len(regs[k])
+						regs[k] = append(regs[k], wr)
+						mu.Unlock()
+						if err != nil {
+							if !del {
+								blindFailed(err)
+							}
+							failed = err
+							break
+						}
+						if del && got == 0 {
+							continue // deleted nothing: no write
+						}
+						effects = append(effects, effect{apply: func() {
+							regs[k][idx].acked = true
+							regs[k][idx].end = time.Now()
+						}})
+					}
+					if failed != nil {
+						break
+					}
+				}
+				if tx != nil {
+					pause()
+					if failed != nil {
+						if err := e.Rollback(tx.ID()); err != nil {
+							t.Error(err)
+						}
+					} else if err := e.Commit(ctx, tx.ID()); err != nil {
+						failed = err
+						if !rmw {
+							blindFailed(err)
+						}
+					}
+				}
+				if failed != nil && !errors.Is(failed, tablestore.ErrSerialization) {
+					t.Errorf("client %d step %d: %v", c, step, failed)
+				}
+				if failed == nil {
+					mu.Lock()
+					for _, ef := range effects {
+						ef.apply()
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	compactor.Wait()
+
+	final := map[int64]int64{}
+	for _, r := range rows(t, admin, "SELECT k, v FROM u") {
+		k, _ := strconv.ParseInt(r[0], 10, 64)
+		v, _ := strconv.ParseInt(r[1], 10, 64)
+		final[k] = v
+	}
+	acked := 0
+	for k := range counters {
+		acked += incs[k]
+		if got := final[int64(k)]; got != int64(incs[k]) {
+			t.Errorf("counter %d of u = %d, %d increments acknowledged", k, got, incs[k])
+		}
+	}
+	for k, ws := range regs {
+		got, ok := final[k]
+		if !ok {
+			got = -1
+		}
+		// Some acknowledged write of the final value (or, for -1, the
+		// initial absence) must have no acknowledged write started after
+		// it returned.
+		valid, failedWriter := false, false
+		ends := []time.Time{}
+		if got == -1 {
+			ends = append(ends, time.Time{})
+		}
+		for _, w := range ws {
+			if w.val == got {
+				if w.acked {
+					ends = append(ends, w.end)
+				} else {
+					failedWriter = true
+				}
+			}
+		}
+		for _, end := range ends {
+			later := false
+			for _, w := range ws {
+				later = later || (w.acked && w.start.After(end))
+			}
+			valid = valid || !later
+		}
+		if !valid {
+			t.Errorf("register %d = %d: no acknowledged write of it is the last (written by a failed statement: %v); writes: %+v", k, got, failedWriter, ws)
+		}
+	}
+	appFinal := map[int64]int64{}
+	for _, r := range rows(t, admin, "SELECT k, count(*), sum(v) FROM a GROUP BY k") {
+		k, _ := strconv.ParseInt(r[0], 10, 64)
+		n, _ := strconv.ParseInt(r[1], 10, 64)
+		v, _ := strconv.ParseInt(r[2], 10, 64)
+		if n != 1 {
+			t.Errorf("a has %d rows of k = %d", n, k)
+		}
+		appFinal[k] = v
+	}
+	for k := range counters {
+		acked += appIncs[k]
+		if got := appFinal[int64(k)]; got != int64(appIncs[k]) {
+			t.Errorf("counter %d of a = %d, %d increments acknowledged", k, got, appIncs[k])
+		}
+	}
+	for id, ok := range appended {
+		if _, there := appFinal[id]; there != ok {
+			t.Errorf("append %d: in the table %v, acknowledged %v", id, there, ok)
+		}
+	}
+	nregs := 0
+	for _, ws := range regs {
+		nregs += len(ws)
+	}
+	t.Logf("%d acknowledged increments, %d register writes, %d appends", acked, nregs, len(appended))
+}
+
+// TestTxnKeyLevel: transactions conflict with concurrent commits key by
+// key: a transaction's insert of key 10 and its update of key 1 commit
+// although an autocommit insert wrote key 11 of the same bucket meanwhile;
+// of two transactions updating one row exactly one commits; an INSERT whose
+// source reads its target is a read-modify-write too.
+func TestTxnKeyLevel(t *testing.T) {
+	ctx := context.Background()
+	e := newEngine(t)
+	s := e.NewSession()
+	mustExec(t, s, "CREATE TABLE u (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)")
+	mustExec(t, s, "INSERT INTO u VALUES (1, 0), (2, 0)")
+	txExec := func(tx *engine.Txn, q string) {
+		t.Helper()
+		if _, err := exec(ctx, s, tx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+
+	for _, rmw := range []bool{false, true} {
+		tx := e.Begin()
+		txExec(tx, "INSERT INTO u VALUES (10, 1)")
+		if rmw {
+			txExec(tx, "UPDATE u SET v = v + 1 WHERE k = 1")
+		}
+		mustExec(t, s, "INSERT INTO u VALUES (11, 1)")
+		if err := e.Commit(ctx, tx.ID()); err != nil {
+			t.Fatalf("transaction (update too: %v) after a concurrent insert of another key: %v", rmw, err)
+		}
+		mustExec(t, s, "DELETE FROM u WHERE k >= 10")
+	}
+	if got := rows(t, s, "SELECT v FROM u WHERE k = 1"); len(got) != 1 || got[0][0] != "1" {
+		t.Fatalf("v of key 1 = %v, want 1", got)
+	}
+
+	t1, t2 := e.Begin(), e.Begin()
+	txExec(t1, "UPDATE u SET v = v + 1 WHERE k = 2")
+	txExec(t2, "UPDATE u SET v = v + 1 WHERE k = 2")
+	err1, err2 := e.Commit(ctx, t1.ID()), e.Commit(ctx, t2.ID())
+	if err1 != nil || !errors.Is(err2, tablestore.ErrSerialization) {
+		t.Fatalf("two transactions updating one row: %v, %v; want the second to fail with ErrSerialization", err1, err2)
+	}
+	if got := rows(t, s, "SELECT v FROM u WHERE k = 2"); len(got) != 1 || got[0][0] != "1" {
+		t.Fatalf("v of key 2 = %v, want 1", got)
+	}
+
+	tx := e.Begin()
+	txExec(tx, "INSERT INTO u SELECT k, v + 10 FROM u WHERE k = 2")
+	mustExec(t, s, "UPDATE u SET v = v + 1 WHERE k = 2")
+	if err := e.Commit(ctx, tx.ID()); !errors.Is(err, tablestore.ErrSerialization) {
+		t.Fatalf("INSERT reading its target, after a concurrent update of the key: %v, want ErrSerialization", err)
+	}
+	if got := rows(t, s, "SELECT v FROM u WHERE k = 2"); len(got) != 1 || got[0][0] != "2" {
+		t.Fatalf("v of key 2 = %v, want 2", got)
+	}
+}

@@ -1,0 +1,136 @@
+package flightsql
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"runtime/debug"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// recoverUnary and recoverStream are the last line of defence: a panic in
+// a handler becomes Internal for that call, with the stack in the log,
+// instead of ending the process and every other client's work. Goroutines
+// a handler starts recover on their own (pump).
+func recoverUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (_ any, err error) {
+	defer recoverCall(info.FullMethod, &err)
+	return handler(ctx, req)
+}
+
+func recoverStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+	defer recoverCall(info.FullMethod, &err)
+	return handler(srv, ss)
+}
+
+func recoverCall(method string, err *error) {
+	if r := recover(); r != nil {
+		log.Printf("flightd: panic in %s: %v\n%s", method, r, debug.Stack())
+		*err = status.Errorf(codes.Internal, "internal error in %s: %v (please report this with the request)", method, r)
+	}
+}
+
+// DoPut checks what a client sends before arrow-go decodes it: the first
+// message must carry a descriptor (arrow-go dereferences it unchecked),
+// and every IPC message must be well-formed (checkIPCMessage).
+func (f *flightService) DoPut(stream flight.FlightService_DoPutServer) error {
+	return f.FlightServer.DoPut(&checkedPut{FlightService_DoPutServer: stream})
+}
+
+type checkedPut struct {
+	flight.FlightService_DoPutServer
+	started bool
+}
+
+func (c *checkedPut) Recv() (*flight.FlightData, error) {
+	fd, err := c.FlightService_DoPutServer.Recv()
+	if err != nil {
+		return nil, err
+	}
+	if !c.started {
+		c.started = true
+		if fd.GetFlightDescriptor() == nil {
+			return nil, status.Error(codes.InvalidArgument, "DoPut: the first message carries no FlightDescriptor")
+		}
+	}
+	if err := checkIPCMessage(fd.GetDataHeader(), fd.GetDataBody()); err != nil {
+		return nil, status.Error(codes.InvalidArgument, "DoPut: "+err.Error())
+	}
+	return fd, nil
+}
+
+// checkedBatches validates every batch of a DoPut (array.ValidateFull)
+// before it reaches the engine, so that corrupted offsets or lengths are
+// refused instead of stored, and reports errors in the client's stream as
+// bad requests.
+type checkedBatches struct {
+	flight.MessageReader
+	schema *arrow.Schema
+	err    error
+}
+
+// newCheckedBatches reads the stream's schema, which arrow-go decodes on
+// first use without recovering panics.
+func newCheckedBatches(rdr flight.MessageReader) (c *checkedBatches, err error) {
+	c = &checkedBatches{MessageReader: rdr}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("DoPut: undecodable schema: %v: %w", r, errBadRequest)
+		}
+	}()
+	if c.schema = rdr.Schema(); c.schema == nil {
+		return nil, c.Err()
+	}
+	return c, nil
+}
+
+func (c *checkedBatches) Schema() *arrow.Schema { return c.schema }
+
+func (c *checkedBatches) Next() bool {
+	if c.err != nil || !c.MessageReader.Next() {
+		return false
+	}
+	b := c.MessageReader.RecordBatch()
+	if !b.Schema().Equal(c.schema) {
+		c.err = fmt.Errorf("DoPut: batch schema %v differs from the stream's %v: %w", b.Schema(), c.schema, errBadRequest)
+		return false
+	}
+	for i, col := range b.Columns() {
+		if err := validateArray(col); err != nil {
+			c.err = fmt.Errorf("DoPut: column %d (%s) of a batch is invalid: %w: %w", i, c.schema.Field(i).Name, err, errBadRequest)
+			return false
+		}
+	}
+	return true
+}
+
+func validateArray(a arrow.Array) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	return array.ValidateFull(a)
+}
+
+// Err is the stream's error: the client's data is at fault unless the
+// call itself failed (cancelled, or a status from the transport).
+func (c *checkedBatches) Err() error {
+	if c.err != nil {
+		return c.err
+	}
+	err := c.MessageReader.Err()
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	return fmt.Errorf("DoPut: %w: %w", err, errBadRequest)
+}

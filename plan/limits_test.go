@@ -1,0 +1,53 @@
+package plan_test
+
+import (
+	"context"
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/internal/slt"
+	"github.com/flightd/flightd/plan"
+	"github.com/flightd/flightd/sql"
+)
+
+// TestDeepStatementsFitTheStack: statements as deep as the parser accepts
+// bind, optimize, build and run within a 16 MiB stack, so no recursion in
+// the planner or executor outgrows what sql.MaxDepth lets through (a
+// 300,000-term sum used to overflow the 1 GB stack in the binder). A
+// stack overflow is fatal, so a failure here kills the test binary.
+func TestDeepStatementsFitTheStack(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	h, err := slt.NewInProc(context.Background(), t.TempDir(), mem, plan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if err := h.Exec("CREATE TABLE t (k BIGINT, v VARCHAR); INSERT INTO t VALUES (1, 'a'), (2, 'b')"); err != nil {
+		t.Fatal(err)
+	}
+	defer debug.SetMaxStack(debug.SetMaxStack(16 << 20))
+	n := sql.MaxDepth - 10
+	rep := func(unit string, n int) string { return strings.Repeat(unit, n) }
+	for name, src := range map[string]string{
+		"sum":    "SELECT k" + rep(" + 1", n) + " FROM t",
+		"or":     "SELECT k FROM t WHERE k = 0" + rep(" OR k = 1", n),
+		"and":    "SELECT k FROM t WHERE k > 0" + rep(" AND k > 0", n),
+		"concat": "SELECT v" + rep(" || v", n) + " FROM t",
+		"not":    "SELECT k FROM t WHERE " + rep("NOT ", n) + "k = 1",
+		"union":  "SELECT k FROM t" + rep(" UNION ALL SELECT k FROM t", n/4),
+		"parens": "SELECT k FROM t WHERE " + rep("(", n/3) + "k = 1" + rep(")", n/3),
+		// A chain whose first operand is nested as deep as the rest allows
+		// builds the deepest tree the parser lets through.
+		"mixed": "SELECT k FROM t WHERE k = 0 OR " + rep("(", n/6) + "k = 1" + rep(")", n/6) + rep(" OR k = 1", n/2),
+		"case":  "SELECT " + rep("CASE WHEN k > 0 THEN ", n/3) + "k" + rep(" END", n/3) + " FROM t",
+		"agg":   "SELECT sum(k" + rep(" + k", n) + ") FROM t GROUP BY v HAVING count(*)" + rep(" + 1", n/2) + " > 0",
+	} {
+		if _, _, err := h.Query(src); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

@@ -1,0 +1,656 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/stream"
+	"github.com/flightd/flightd/tablestore"
+)
+
+// The streaming physical planner: a streaming query's logical plan (bound
+// and optimized like any other) becomes a tree of incremental operators
+// (package stream) instead of batch ones. Its nodes (sNode) are the
+// physical choices; the logical nodes stay as they are.
+//
+// Every streaming batch carries the row kind as column 0 and then the
+// node's columns (cols). Logical row kind columns (a stream scan's
+// tablestore.RowKindColumn and projections of it) all compile to column 0.
+
+// streamPlan is the physical plan of a streaming query.
+type streamPlan struct {
+	root    sNode
+	schema  *arrow.Schema
+	perm    []int // result column i is column perm[i] of root's batches
+	limit   *LimitNode
+	sources []*ScanNode
+	kinds   map[ColumnID]bool
+}
+
+// sNode is a node of a streaming physical plan.
+type sNode interface {
+	cols() []Column // the columns after the row kind
+}
+
+// sSource reads a stream scan; normalize turns its upserts into an exact
+// changelog (table without before-images under a stateful operator or a
+// filter on a value column).
+type sSource struct {
+	scan      *ScanNode
+	idx       int
+	normalize bool
+	cs        []Column
+}
+
+type sFilter struct {
+	in   sNode
+	pred Expr
+}
+
+type sProject struct {
+	in    sNode
+	exprs []Expr
+	cs    []Column
+}
+
+type sAgg struct {
+	in     sNode
+	n      *AggNode
+	having Expr
+}
+
+// sJoin is a regular join; cs are its columns without row kinds.
+type sJoin struct {
+	l, r sNode
+	n    *JoinNode
+	cs   []Column
+}
+
+func (s *sJoin) cols() []Column    { return s.cs }
+func (s *sSource) cols() []Column  { return s.cs }
+func (s *sFilter) cols() []Column  { return s.in.cols() }
+func (s *sProject) cols() []Column { return s.cs }
+func (s *sAgg) cols() []Column     { return s.n.Columns() }
+
+// streamPlanner builds a streamPlan, refusing what it cannot maintain.
+type streamPlanner struct {
+	b        *binder
+	kinds    map[ColumnID]bool
+	sources  []*sSource
+	stateful bool
+	filtered map[ColumnID]bool     // columns some filter reads
+	passed   map[ColumnID]ColumnID // projection output -> the column it passes on
+}
+
+// planStream plans root, a bound and optimized streaming query.
+func (b *binder) planStream(root Node) *streamPlan {
+	p := &streamPlanner{b: b, kinds: map[ColumnID]bool{}, filtered: map[ColumnID]bool{}, passed: map[ColumnID]ColumnID{}}
+	sp := &streamPlan{kinds: p.kinds}
+	n := root
+	if l, ok := n.(*LimitNode); ok {
+		sp.limit, n = l, l.Input
+	}
+	sp.root = p.plan(n)
+	if sp.limit != nil && p.stateful {
+		p.refuse("LIMIT over %s: the first rows of its changelog are not a part of its result", p.statefulWhat())
+	}
+	outOrigins := map[ColumnID]bool{}
+	for _, c := range root.Columns() {
+		outOrigins[p.origin(c.ID)] = true
+	}
+	for _, s := range p.sources {
+		sp.sources = append(sp.sources, s.scan)
+		// Without before-images the changes are upserts by key: exact only
+		// for a consumer that sees the key and nothing filtered on values.
+		s.normalize = !hasBeforeImages(s.scan.Table) && (p.stateful || p.filtersValues(s) || !p.keepsKey(s, outOrigins))
+	}
+	// The result: the root's columns, with the row kind first unless the
+	// select list placed it.
+	out := root.Columns()
+	pos := map[ColumnID]int{}
+	for i, c := range sp.root.cols() {
+		pos[c.ID] = i + 1
+	}
+	var fields []arrow.Field
+	if !slices.ContainsFunc(out, func(c Column) bool { return p.kinds[c.ID] }) {
+		sp.perm = append(sp.perm, 0)
+		fields = append(fields, arrow.Field{Name: tablestore.RowKindColumn, Type: arrow.BinaryTypes.String})
+	}
+	for _, c := range out {
+		sp.perm = append(sp.perm, pos[c.ID]) // kinds are at 0
+		fields = append(fields, arrow.Field{Name: c.Name, Type: c.Type, Nullable: c.Nullable})
+	}
+	sp.schema = arrow.NewSchema(fields, nil)
+	return sp
+}
+
+// hasBeforeImages reports whether a table's changelog retracts rows with
+// their exact values: append tables (+I, and -D of removed rows) and key
+// tables with changelog-producer lookup or full-compaction.
+func hasBeforeImages(t *tablestore.Table) bool {
+	if len(t.PrimaryKey()) == 0 {
+		return true
+	}
+	switch t.Options()["changelog-producer"] {
+	case "lookup", "full-compaction":
+		return true
+	}
+	return false
+}
+
+// filtersValues reports whether a filter reads a column of s other than
+// its primary key: without before-images a row updated out of the filter
+// would otherwise stay with the consumer.
+func (p *streamPlanner) filtersValues(s *sSource) bool {
+	pk := s.scan.Table.PrimaryKey()
+	for i, c := range s.scan.Cols {
+		if p.filtered[c.ID] && !p.kinds[c.ID] && !slices.Contains(pk, s.scan.Names[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// keepsKey reports whether the result shows every primary key column of s.
+func (p *streamPlanner) keepsKey(s *sSource, out map[ColumnID]bool) bool {
+	for _, k := range s.scan.Table.PrimaryKey() {
+		i := slices.Index(s.scan.Names, k)
+		if i < 0 || !out[s.scan.Cols[i].ID] {
+			return false
+		}
+	}
+	return true
+}
+
+// origin follows a column through projections that pass it on unchanged.
+func (p *streamPlanner) origin(id ColumnID) ColumnID {
+	for {
+		o, ok := p.passed[id]
+		if !ok {
+			return id
+		}
+		id = o
+	}
+}
+
+func (p *streamPlanner) refuse(format string, args ...any) {
+	p.b.failWrap(*p.b.streamPos, ErrNotImplemented, "streaming query: "+format, args...)
+}
+
+func (p *streamPlanner) statefulWhat() string { return "an aggregation or join" }
+
+// readsKind reports whether e reads a row kind column.
+func (p *streamPlanner) readsKind(e Expr) bool {
+	for id := range colsOf(e) {
+		if p.kinds[id] {
+			return true
+		}
+	}
+	return false
+}
+
+// checkKind refuses expressions over the row kind above state: what an
+// input row's kind means there is not what the query would see.
+func (p *streamPlanner) checkKind(es ...Expr) {
+	for _, e := range es {
+		if e != nil && p.stateful && p.readsKind(e) {
+			p.refuse("the row kind can only be selected above an aggregation or join, not computed on (%s)", e)
+		}
+	}
+}
+
+func (p *streamPlanner) plan(n Node) sNode {
+	switch x := n.(type) {
+	case *ScanNode:
+		if x.Stream == nil {
+			p.refuse("%s is read as a snapshot: every table of a streaming query must be read as a stream (a scan.mode hint)", x.Label)
+		}
+		s := &sSource{scan: x, idx: len(p.sources)}
+		for i, c := range x.Cols {
+			if x.Names[i] == tablestore.RowKindColumn {
+				p.kinds[c.ID] = true
+			} else {
+				s.cs = append(s.cs, c)
+			}
+		}
+		p.sources = append(p.sources, s)
+		if x.Filter == nil {
+			return s
+		}
+		maps.Copy(p.filtered, colsOf(x.Filter))
+		return &sFilter{in: s, pred: x.Filter}
+	case *FilterNode:
+		in := p.plan(x.Input)
+		p.checkKind(x.Pred)
+		maps.Copy(p.filtered, colsOf(x.Pred))
+		if a, ok := in.(*sAgg); ok && a.having == nil {
+			a.having = x.Pred
+			return a
+		}
+		return &sFilter{in: in, pred: x.Pred}
+	case *ProjectNode:
+		in := p.plan(x.Input)
+		pr := &sProject{in: in}
+		for i, e := range x.Exprs {
+			if r, ok := e.(*ColRef); ok && p.kinds[r.ID] {
+				p.kinds[x.Cols[i].ID] = true // passes the row kind on
+				continue
+			}
+			if r, ok := e.(*ColRef); ok {
+				p.passed[x.Cols[i].ID] = r.ID
+			}
+			p.checkKind(e)
+			pr.exprs = append(pr.exprs, e)
+			pr.cs = append(pr.cs, x.Cols[i])
+		}
+		return pr
+	case *AggNode:
+		in := p.plan(x.Input)
+		p.stateful = true
+		if x.Sets != nil || x.GroupingID != nil {
+			p.refuse("grouping sets are not supported yet")
+		}
+		p.checkKind(x.Groups...)
+		for _, a := range x.Aggs {
+			p.checkKind(a.Args...)
+			p.checkKind(a.Filter)
+			if why := streamAggSupported(a); why != "" {
+				p.refuse("%s: %s", aggString(a), why)
+			}
+		}
+		return &sAgg{in: in, n: x}
+	case *JoinNode:
+		l, r := p.plan(x.Left), p.plan(x.Right)
+		p.stateful = true
+		if x.Kind == AntiNullAwareJoin {
+			p.refuse("NOT IN over a subquery (a null-aware anti join) is not supported yet; use NOT EXISTS")
+		}
+		p.checkKind(x.LeftKeys...)
+		p.checkKind(x.RightKeys...)
+		p.checkKind(x.Residual)
+		j := &sJoin{l: l, r: r, n: x}
+		for _, c := range x.Columns() {
+			if !p.kinds[c.ID] {
+				j.cs = append(j.cs, c)
+			}
+		}
+		return j
+	case *SortNode:
+		if x.Count != nil {
+			p.refuse("ORDER BY with LIMIT (top-N) is not supported yet")
+		}
+		p.refuse("ORDER BY: a changelog has no order; sort the applied result instead")
+	case *LimitNode:
+		p.refuse("LIMIT below the top of the query")
+	case *CTEScanNode:
+		p.refuse("a WITH query referenced more than once is not supported yet")
+	}
+	p.refuse("%s is not supported yet", nodeKind(n))
+	return nil
+}
+
+// streamAggSupported says why an aggregate cannot be maintained
+// incrementally ("" when it can); stream.NewAggregate agrees.
+func streamAggSupported(a AggCall) string {
+	switch a.Fn {
+	case "count_star", "count", "min", "max":
+	case "sum", "avg":
+		if a.Distinct {
+			return "DISTINCT is supported for count, min and max"
+		}
+		t := a.Args[0].Type()
+		switch {
+		case isIntegerType(t), t.ID() == arrow.FLOAT32, t.ID() == arrow.FLOAT64:
+		case t.ID() == arrow.DECIMAL128 && a.Fn == "sum":
+		default:
+			return fmt.Sprintf("not over %s yet", t)
+		}
+	default:
+		return "not supported in streaming queries yet (count, sum, avg, min, max are)"
+	}
+	return ""
+}
+
+func isIntegerType(t arrow.DataType) bool {
+	switch t.ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
+		return true
+	}
+	return false
+}
+
+// explain renders the streaming physical plan.
+func (sp *streamPlan) explain(sb *strings.Builder) {
+	if sp.limit != nil {
+		sb.WriteString(explainLine(sp.limit) + "\n")
+	}
+	var walk func(n sNode, depth int)
+	walk = func(n sNode, depth int) {
+		sb.WriteString(strings.Repeat("  ", depth))
+		switch x := n.(type) {
+		case *sSource:
+			s := x.scan
+			fmt.Fprintf(sb, "StreamScan %s [%s] from %s", s.Label, colNames(x.cs), s.Stream.Start)
+			if x.normalize {
+				fmt.Fprintf(sb, " normalized by %s", strings.Join(s.Table.PrimaryKey(), ", "))
+			}
+			sb.WriteString("\n")
+			return
+		case *sFilter:
+			sb.WriteString("StreamFilter " + x.pred.String() + "\n")
+			walk(x.in, depth+1)
+		case *sProject:
+			sb.WriteString(strings.Replace(explainLine(&ProjectNode{Exprs: x.exprs, Cols: x.cs}), "Project", "StreamProject", 1) + "\n")
+			walk(x.in, depth+1)
+		case *sJoin:
+			sb.WriteString(strings.Replace(explainLine(x.n), "HashJoin", "IncrementalJoin", 1) + "\n")
+			walk(x.l, depth+1)
+			walk(x.r, depth+1)
+		case *sAgg:
+			s := strings.Replace(explainLine(x.n), "HashAggregate", "IncrementalAggregate", 1)
+			if x.having != nil {
+				s += " having: " + x.having.String()
+			}
+			sb.WriteString(s + "\n")
+			walk(x.in, depth+1)
+		}
+	}
+	walk(sp.root, 0)
+}
+
+// streamBuilder creates the operators of one execution of a streamPlan.
+type streamBuilder struct {
+	sp     *streamPlan
+	ec     *exec.Context
+	params arrow.RecordBatch
+	budget *stream.Budget
+}
+
+// build creates the operator tree of one execution.
+func (sp *streamPlan) build(ec *exec.Context, params arrow.RecordBatch) (exec.Operator, error) {
+	sb := &streamBuilder{sp: sp, ec: ec, params: params, budget: stream.NewBudget(ec.MemoryLimit)}
+	root, err := sb.build(sp.root)
+	if err != nil {
+		return nil, err
+	}
+	var op exec.Operator = stream.NewSink(root, sp.schema, sp.perm, sp.observer)
+	if sp.limit != nil {
+		bd := &builder{ec: ec, params: params}
+		off, err := bd.intValue(sp.limit.Offset, 0)
+		if err == nil {
+			var cnt int64
+			if cnt, err = bd.intValue(sp.limit.Count, -1); err == nil {
+				return exec.NewLimit(ec, op, off, cnt), nil
+			}
+		}
+		_ = op.Close()
+		return nil, err
+	}
+	return op, nil
+}
+
+// observer adapts the context's StreamObserver to stream positions.
+func (sp *streamPlan) observer(ctx context.Context) stream.Observer {
+	obs, _ := ctx.Value(observerKey{}).(StreamObserver)
+	if obs == nil {
+		return nil
+	}
+	po := posObserver{o: obs}
+	if len(sp.sources) > 1 {
+		po.multi, _ = obs.(MultiStreamObserver)
+		po.labels = sp.labels()
+	}
+	return po
+}
+
+// labels names the tables of a query that streams several: their labels
+// as in EXPLAIN, numbered when one repeats.
+func (sp *streamPlan) labels() []string {
+	out := make([]string, len(sp.sources))
+	seen := map[string]int{}
+	for i, s := range sp.sources {
+		seen[s.Label]++
+		out[i] = s.Label
+		if n := seen[s.Label]; n > 1 {
+			out[i] = fmt.Sprintf("%s#%d", s.Label, n)
+		}
+	}
+	return out
+}
+
+// MultiStreamObserver is a StreamObserver told the snapshot of every
+// table of a query that streams several (a join of streams): Snapshots
+// comes before each Rows and CaughtUp call, whose snapshot is then the
+// largest of them.
+type MultiStreamObserver interface {
+	StreamObserver
+	Snapshots(tables []string, snapshots []int64)
+}
+
+type posObserver struct {
+	o      StreamObserver
+	multi  MultiStreamObserver
+	labels []string
+}
+
+func (p posObserver) snapshot(pos stream.Pos) int64 {
+	if p.labels == nil {
+		return pos[0]
+	}
+	if p.multi != nil {
+		p.multi.Snapshots(p.labels, pos)
+	}
+	return slices.Max(pos)
+}
+
+func (p posObserver) Rows(pos stream.Pos, image bool) { p.o.Rows(p.snapshot(pos), image) }
+func (p posObserver) CaughtUp(pos stream.Pos) error   { return p.o.CaughtUp(p.snapshot(pos)) }
+func (p posObserver) Image(pos stream.Pos, start bool) error {
+	return p.o.Image(p.snapshot(pos), start)
+}
+
+// layout maps the columns of a streaming batch: every row kind column to
+// 0, cols after it.
+func (sb *streamBuilder) layout(cols []Column) layout {
+	l := layout{}
+	for id := range sb.sp.kinds {
+		l[id] = 0
+	}
+	for i, c := range cols {
+		l[c.ID] = i + 1
+	}
+	return l
+}
+
+func (sb *streamBuilder) compile(e Expr, cols []Column) (exec.Expr, error) {
+	return compile(e, sb.layout(cols), sb.params)
+}
+
+func (sb *streamBuilder) build(n sNode) (op stream.Operator, err error) {
+	switch x := n.(type) {
+	case *sSource:
+		return sb.source(x)
+	case *sFilter:
+		in, err := sb.build(x.in)
+		if err != nil {
+			return nil, err
+		}
+		pred, err := sb.compile(x.pred, x.in.cols())
+		if err != nil {
+			_ = in.Close()
+			return nil, err
+		}
+		return stream.NewFilter(sb.ec, in, pred), nil
+	case *sProject:
+		in, err := sb.build(x.in)
+		if err != nil {
+			return nil, err
+		}
+		exprs, err := compileAll(x.exprs, sb.layout(x.in.cols()), sb.params)
+		if err != nil {
+			_ = in.Close()
+			return nil, err
+		}
+		return stream.NewProject(sb.ec, in, exprs, columnNames(x.cs)), nil
+	case *sAgg:
+		in, err := sb.build(x.in)
+		if err != nil {
+			return nil, err
+		}
+		op, err := sb.aggregate(x, in)
+		if err != nil {
+			_ = in.Close()
+		}
+		return op, err
+	case *sJoin:
+		l, err := sb.build(x.l)
+		if err != nil {
+			return nil, err
+		}
+		r, err := sb.build(x.r)
+		if err != nil {
+			_ = l.Close()
+			return nil, err
+		}
+		op, err := sb.join(x, l, r)
+		if err != nil {
+			_ = l.Close()
+			_ = r.Close()
+		}
+		return op, err
+	}
+	return nil, fmt.Errorf("%w: cannot build streaming %T", errInternal, n)
+}
+
+func columnNames(cols []Column) []string {
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.Name
+	}
+	return names
+}
+
+// source reads a stream scan: the reader's columns (row kind first, then
+// the primary key columns the scan lacks when it is normalized),
+// normalized, without those extra columns, filtered.
+func (sb *streamBuilder) source(s *sSource) (stream.Operator, error) {
+	n := s.scan
+	spec := *n.Stream
+	spec.Columns = []string{}
+	fields := []arrow.Field{{Name: tablestore.RowKindColumn, Type: arrow.BinaryTypes.String}}
+	perm := []int{0}
+	for i, c := range n.Cols {
+		if n.Names[i] == tablestore.RowKindColumn {
+			continue
+		}
+		spec.Columns = append(spec.Columns, n.Names[i])
+		fields = append(fields, arrow.Field{Name: n.Names[i], Type: c.Type, Nullable: c.Nullable})
+		perm = append(perm, len(spec.Columns))
+	}
+	var keys []int
+	if s.normalize {
+		// Pushed predicates skip data by value, which would hide a row's
+		// later versions from the normalization.
+		spec.Filter = nil
+		schema := n.Table.Schema()
+		for _, k := range n.Table.PrimaryKey() {
+			i := slices.Index(spec.Columns, k)
+			if i < 0 {
+				spec.Columns = append(spec.Columns, k)
+				f := schema.Field(schema.FieldIndices(k)[0])
+				fields = append(fields, f)
+				perm = append(perm, len(spec.Columns))
+				i = len(spec.Columns) - 1
+			}
+			keys = append(keys, i+1)
+		}
+	} else {
+		spec.Filter = n.Pushed
+	}
+	var op stream.Operator = stream.NewSource(n.Table, spec, arrow.NewSchema(fields, nil), perm, s.idx, len(sb.sp.sources))
+	if !s.normalize {
+		return op, nil
+	}
+	norm, err := stream.NewNormalize(sb.ec, op, keys, sb.budget)
+	if err != nil {
+		return nil, err
+	}
+	op = norm
+	if extra := len(fields) - 1 - len(s.cs); extra > 0 {
+		exprs := make([]exec.Expr, len(s.cs))
+		for i, c := range s.cs {
+			exprs[i] = exec.NewColumn(i+1, c.Type, c.Name)
+		}
+		op = stream.NewProject(sb.ec, op, exprs, columnNames(s.cs))
+	}
+	return op, nil
+}
+
+func (sb *streamBuilder) aggregate(x *sAgg, in stream.Operator) (stream.Operator, error) {
+	n := x.n
+	cols := x.in.cols()
+	lay := sb.layout(cols)
+	groups, err := compileAll(n.Groups, lay, sb.params)
+	if err != nil {
+		return nil, err
+	}
+	specs := make([]stream.AggSpec, len(n.Aggs))
+	for i, a := range n.Aggs {
+		spec := stream.AggSpec{Func: a.Fn, Distinct: a.Distinct, Type: a.Col.Type, Name: a.Col.Name}
+		if len(a.Args) > 0 {
+			if spec.Arg, err = compile(a.Args[0], lay, sb.params); err != nil {
+				return nil, err
+			}
+		}
+		if a.Filter != nil {
+			if spec.Filter, err = compile(a.Filter, lay, sb.params); err != nil {
+				return nil, err
+			}
+		}
+		specs[i] = spec
+	}
+	agg, err := stream.NewAggregate(sb.ec, in, groups, columnNames(n.GroupCols), specs, sb.budget)
+	if err != nil {
+		return nil, err
+	}
+	if x.having != nil {
+		h, err := sb.compile(x.having, x.cols())
+		if err != nil {
+			return nil, err
+		}
+		agg.SetHaving(h)
+	}
+	return agg, nil
+}
+
+func (sb *streamBuilder) join(x *sJoin, l, r stream.Operator) (stream.Operator, error) {
+	n := x.n
+	spec := stream.JoinSpec{Kind: map[JoinKind]stream.JoinKind{
+		InnerJoin: stream.InnerJoin, LeftJoin: stream.LeftJoin, RightJoin: stream.RightJoin,
+		FullJoin: stream.FullJoin, SemiJoin: stream.SemiJoin, AntiJoin: stream.AntiJoin,
+	}[n.Kind]}
+	var err error
+	if spec.LeftKeys, err = compileAll(n.LeftKeys, sb.layout(x.l.cols()), sb.params); err != nil {
+		return nil, err
+	}
+	if spec.RightKeys, err = compileAll(n.RightKeys, sb.layout(x.r.cols()), sb.params); err != nil {
+		return nil, err
+	}
+	// planJoins leaves a join without equality keys its whole condition.
+	res := n.Residual
+	if len(n.LeftKeys) == 0 {
+		res = n.Cond
+	}
+	if res != nil {
+		if spec.Residual, err = sb.compile(res, concatCols(x.l.cols(), x.r.cols())); err != nil {
+			return nil, err
+		}
+	}
+	return stream.NewJoin(sb.ec, l, r, spec, sb.budget)
+}

@@ -1,0 +1,66 @@
+package sql
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// chains builds statements whose syntax tree is n deep through each kind of
+// left-associative chain and of nesting the parser counts.
+func chains(n int) map[string]string {
+	rep := func(unit string) string { return strings.Repeat(unit, n) }
+	return map[string]string{
+		"plus":    "SELECT 1" + rep("+1"),
+		"times":   "SELECT 1" + rep("*1"),
+		"concat":  "SELECT 'a'" + rep("||'a'"),
+		"or":      "SELECT 1 FROM t WHERE k=0" + rep(" OR k=1"),
+		"and":     "SELECT 1 FROM t WHERE k=0" + rep(" AND k=1"),
+		"compare": "SELECT 1" + rep("=1"),
+		"is":      "SELECT 1" + rep(" IS NULL"),
+		"union":   "SELECT 1" + rep(" UNION ALL SELECT 1"),
+		"join":    "SELECT 1 FROM t" + rep(" CROSS JOIN t"),
+		"from":    "SELECT 1 FROM t" + rep(", t"),
+		"parens":  "SELECT " + rep("(") + "1" + rep(")"),
+		"not":     "SELECT " + rep("NOT ") + "TRUE",
+		"minus":   "SELECT " + rep("- ") + "1",
+		"type":    "SELECT CAST(NULL AS " + rep("ARRAY<") + "INT" + rep(">") + ")",
+		"named":   "SELECT f(" + rep("a => ") + "1)",
+	}
+}
+
+// TestDepthLimit: every kind of chain or nesting beyond MaxDepth is refused
+// with SQLSTATE 54001 (a 300,000-term sum overflowed the stack further
+// down, issue 10), and a quarter as deep parses and formats back to the
+// same tree.
+func TestDepthLimit(t *testing.T) {
+	for name, src := range chains(5 * MaxDepth) {
+		_, err := ParseOne(src)
+		var e *Error
+		if !errors.As(err, &e) || e.SQLState != StateTooComplex {
+			t.Errorf("%s of %d: want SQLSTATE %s, got %v", name, 5*MaxDepth, StateTooComplex, err)
+		}
+	}
+	for name, src := range chains(MaxDepth / 4) {
+		s, err := ParseOne(src)
+		if err != nil {
+			t.Errorf("%s of %d: %v", name, MaxDepth/4, err)
+			continue
+		}
+		checkRoundTrip(t, s)
+	}
+}
+
+func TestCheckSize(t *testing.T) {
+	src := "SELECT 1 FROM t WHERE k IN (" + strings.Repeat("1, ", 999) + "1)"
+	if err := CheckSize(src, len(src), 2010); err != nil {
+		t.Fatalf("within the limits: %v", err)
+	}
+	for _, c := range []struct{ bytes, tokens int }{{len(src) - 1, 0}, {0, 2000}} {
+		err := CheckSize(src, c.bytes, c.tokens)
+		var e *Error
+		if !errors.As(err, &e) || e.SQLState != StateTooLarge {
+			t.Errorf("limits %+v: want SQLSTATE %s, got %v", c, StateTooLarge, err)
+		}
+	}
+}

@@ -1,0 +1,565 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+
+	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/tablestore"
+	"github.com/flightd/flightd/vectorized"
+)
+
+// AggSpec is one aggregate of an Aggregate.
+type AggSpec struct {
+	// Func is count_star, count, sum, avg, min or max.
+	Func string
+	Arg  exec.Expr // nil for count_star
+	// Distinct: count(DISTINCT x) (min and max ignore it).
+	Distinct bool
+	Filter   exec.Expr // FILTER (WHERE ...); nil: every row
+	Type     arrow.DataType
+	Name     string
+}
+
+// Aggregate is GROUP BY with retraction (Flink's GroupAggFunction,
+// mini-batched): +I/+U rows add to their group, -U/-D rows take away, and
+// at each marker every group changed since the previous one emits +I
+// (new group), -U old/+U new (changed values), -D old (no rows left, or it
+// left HAVING) or nothing (same values). min and max keep a count per
+// value, so retracting the current minimum finds the next one. Without
+// GROUP BY there is one group, which exists with no rows (count 0, sums
+// NULL), as in batch SQL.
+type Aggregate struct {
+	ec     *exec.Context
+	in     Operator
+	groups []exec.Expr
+	aggs   []AggSpec
+	having exec.Expr // over the output schema; nil: none
+	budget *Budget
+	schema *arrow.Schema
+
+	groupGet []getter
+	argGet   []getter
+	table    map[string]*aggGroup
+	dirty    []*aggGroup
+	enc      vectorized.KeyEncoder
+	signs    []int8
+	q        *outQueue
+	marker   *Chunk
+	held     int64
+}
+
+type aggGroup struct {
+	key     string
+	vals    []any // the group's values
+	rows    int64
+	accs    []accumulator
+	emitted []any // the row last emitted (nil: none)
+	dirty   bool
+}
+
+// NewAggregate groups in by groups and computes aggs; having, when set, is
+// compiled over the output schema (row kind, groups, aggregates).
+func NewAggregate(ec *exec.Context, in Operator, groups []exec.Expr, groupNames []string, aggs []AggSpec, budget *Budget) (*Aggregate, error) {
+	a := &Aggregate{ec: ec, in: in, groups: groups, aggs: aggs, budget: budget, table: map[string]*aggGroup{}}
+	var fields []arrow.Field
+	for i, g := range groups {
+		get, err := getterFor(g.DataType())
+		if err != nil {
+			return nil, fmt.Errorf("group %s: %w", groupNames[i], err)
+		}
+		a.groupGet = append(a.groupGet, get)
+		fields = append(fields, arrow.Field{Name: groupNames[i], Type: g.DataType(), Nullable: true})
+	}
+	for _, s := range aggs {
+		if _, err := newAccumulator(s); err != nil {
+			return nil, err
+		}
+		var get getter
+		if s.Arg != nil {
+			var err error
+			if get, err = getterFor(s.Arg.DataType()); err != nil {
+				return nil, fmt.Errorf("aggregate %s: %w", s.Name, err)
+			}
+		}
+		a.argGet = append(a.argGet, get)
+		fields = append(fields, arrow.Field{Name: s.Name, Type: s.Type, Nullable: true})
+	}
+	a.schema = withKind(fields)
+	q, err := newOutQueue(ec, a.schema)
+	if err != nil {
+		return nil, err
+	}
+	a.q = q
+	if len(groups) == 0 {
+		// The one group of a global aggregate exists from the start, and
+		// the first marker emits its row over no input.
+		g, _ := a.newGroup("", nil)
+		g.dirty = true
+		a.dirty = append(a.dirty, g)
+	}
+	return a, nil
+}
+
+// SetHaving filters the groups by pred, compiled over Schema(): a group
+// entering HAVING emits +I, leaving it -D.
+func (a *Aggregate) SetHaving(pred exec.Expr) { a.having = pred }
+
+func (a *Aggregate) Schema() *arrow.Schema { return a.schema }
+
+func (a *Aggregate) Open(ctx context.Context) error { return a.in.Open(ctx) }
+
+func (a *Aggregate) Next(ctx context.Context) (Chunk, error) {
+	for {
+		if b := a.q.pop(); b != nil {
+			return Chunk{Batch: b, Pos: a.marker.Pos}, nil
+		}
+		if a.marker != nil {
+			m := *a.marker
+			a.marker = nil
+			return m, nil
+		}
+		c, err := a.in.Next(ctx)
+		if err != nil {
+			return Chunk{}, err
+		}
+		if c.Batch == nil {
+			if err := a.flush(ctx); err != nil {
+				return Chunk{}, err
+			}
+			// The groups are not the full read of a table: no image marks.
+			c.Image, c.ImageStart = tablestore.NoImage, false
+			a.marker = &c
+			continue
+		}
+		if err := a.add(ctx, c.Batch); err != nil {
+			return Chunk{}, err
+		}
+	}
+}
+
+func (a *Aggregate) newGroup(key string, vals []any) (*aggGroup, int64) {
+	g := &aggGroup{key: key, vals: vals, accs: make([]accumulator, len(a.aggs))}
+	for i, s := range a.aggs {
+		g.accs[i], _ = newAccumulator(s) // checked by NewAggregate
+	}
+	a.table[key] = g
+	return g, int64(len(key)) + rowBytes(vals) + 48*int64(len(a.aggs)) + 64
+}
+
+func (a *Aggregate) add(ctx context.Context, b arrow.RecordBatch) (err error) {
+	signs, err := kindSigns(b, a.signs)
+	if err != nil {
+		return err
+	}
+	a.signs = signs
+	var owned []arrow.Array
+	defer func() {
+		for _, x := range owned {
+			x.Release()
+		}
+	}()
+	eval := func(e exec.Expr) (arrow.Array, error) {
+		x, err := e.Eval(ctx, a.ec, b)
+		if err == nil {
+			owned = append(owned, x)
+		}
+		return x, err
+	}
+	n := int(b.NumRows())
+	keys := make([]arrow.Array, len(a.groups))
+	for i, g := range a.groups {
+		if keys[i], err = eval(g); err != nil {
+			return err
+		}
+	}
+	if err := a.enc.Encode(keys, n); err != nil {
+		return err
+	}
+	args := make([]arrow.Array, len(a.aggs))
+	filters := make([]*array.Boolean, len(a.aggs))
+	for j, s := range a.aggs {
+		if s.Arg != nil {
+			if args[j], err = eval(s.Arg); err != nil {
+				return err
+			}
+		}
+		if s.Filter != nil {
+			f, err := eval(s.Filter)
+			if err != nil {
+				return err
+			}
+			if filters[j], _ = f.(*array.Boolean); filters[j] == nil {
+				return fmt.Errorf("%w: FILTER of %s is %s, not boolean", exec.ErrInvalid, s.Name, f.DataType())
+			}
+		}
+	}
+	var grow int64
+	for i, sign := range signs {
+		k := a.enc.Key(i)
+		g := a.table[string(k)]
+		if g == nil {
+			vals := make([]any, len(keys))
+			for c, get := range a.groupGet {
+				vals[c] = get(keys[c], i)
+			}
+			var bytes int64
+			g, bytes = a.newGroup(string(k), vals)
+			grow += bytes
+		}
+		if !g.dirty {
+			g.dirty = true
+			a.dirty = append(a.dirty, g)
+		}
+		g.rows += int64(sign)
+		for j, s := range a.aggs {
+			if f := filters[j]; f != nil && (f.IsNull(i) || !f.Value(i)) {
+				continue
+			}
+			var v any
+			if s.Arg != nil {
+				if v = a.argGet[j](args[j], i); v == nil {
+					continue // aggregates skip NULLs
+				}
+			}
+			grow += g.accs[j].add(v, sign)
+		}
+	}
+	a.held += grow
+	return a.budget.grow(grow, "an aggregation")
+}
+
+// flush emits the net change of the groups changed since the last marker.
+func (a *Aggregate) flush(ctx context.Context) error {
+	global := len(a.groups) == 0
+	rows := make([][]any, len(a.dirty)) // the new row of each dirty group, nil: none
+	for i, g := range a.dirty {
+		if g.rows < 0 {
+			return fmt.Errorf("%w: aggregation input retracted more rows than it added", exec.ErrInvalid)
+		}
+		if g.rows == 0 && !global {
+			continue
+		}
+		row := make([]any, 0, len(g.vals)+len(g.accs))
+		row = append(row, g.vals...)
+		for _, acc := range g.accs {
+			v, err := acc.result()
+			if err != nil {
+				return err
+			}
+			row = append(row, v)
+		}
+		rows[i] = row
+	}
+	if a.having != nil {
+		if err := a.applyHaving(ctx, rows); err != nil {
+			return err
+		}
+	}
+	var grow int64
+	for i, g := range a.dirty {
+		g.dirty = false
+		old, cur := g.emitted, rows[i]
+		switch {
+		case old == nil && cur != nil:
+			a.q.add(kindInsert, cur)
+		case old != nil && cur == nil:
+			a.q.add(kindDelete, old)
+		case old != nil && !sameRow(old, cur):
+			a.q.add(kindUpdateBefore, old)
+			a.q.add(kindUpdateAfter, cur)
+		default:
+			cur = old
+		}
+		grow += rowBytes(cur) - rowBytes(old)
+		g.emitted = cur
+		if g.rows == 0 && !global {
+			grow -= rowBytes(g.vals) + int64(len(g.key)) + 48*int64(len(g.accs)) + 64
+			delete(a.table, g.key)
+		}
+	}
+	a.dirty = a.dirty[:0]
+	a.q.seal()
+	a.held += grow
+	return a.budget.grow(grow, "an aggregation")
+}
+
+// applyHaving sets rows[i] to nil where the group fails HAVING.
+func (a *Aggregate) applyHaving(ctx context.Context, rows [][]any) error {
+	q, err := newOutQueue(a.ec, a.schema)
+	if err != nil {
+		return err
+	}
+	defer q.release()
+	var idx []int
+	for i, r := range rows {
+		if r != nil {
+			q.add(kindInsert, r)
+			idx = append(idx, i)
+		}
+	}
+	q.seal()
+	for off := 0; ; {
+		b := q.pop()
+		if b == nil {
+			return nil
+		}
+		m, err := a.having.Eval(ctx, a.ec, b)
+		if err != nil {
+			return err
+		}
+		keep, ok := m.(*array.Boolean)
+		if !ok {
+			m.Release()
+			return fmt.Errorf("%w: HAVING is %s, not boolean", exec.ErrInvalid, m.DataType())
+		}
+		for j := 0; j < keep.Len(); j++ {
+			if keep.IsNull(j) || !keep.Value(j) {
+				rows[idx[off+j]] = nil
+			}
+		}
+		off += keep.Len()
+		m.Release()
+	}
+}
+
+func (a *Aggregate) Close() error {
+	a.q.release()
+	_ = a.budget.grow(-a.held, "")
+	a.held = 0
+	return a.in.Close()
+}
+
+// accumulator is one aggregate of one group, with retraction. add takes a
+// non-NULL value (nil for count_star) and +1 or -1, and returns the bytes
+// of state it added (negative when it freed some).
+type accumulator interface {
+	add(v any, sign int8) int64
+	result() (any, error)
+}
+
+func newAccumulator(s AggSpec) (accumulator, error) {
+	bad := func() (accumulator, error) {
+		what := s.Func
+		if s.Distinct {
+			what += "(DISTINCT)"
+		}
+		return nil, fmt.Errorf("%w: aggregate %s over %v is not supported in a streaming query yet", exec.ErrInvalid, what, argType(s))
+	}
+	if s.Distinct {
+		switch s.Func {
+		case "count":
+			return &distinctCount{vals: map[any]int64{}}, nil
+		case "min", "max":
+		default:
+			return bad()
+		}
+	}
+	switch s.Func {
+	case "count_star", "count":
+		return &count{}, nil
+	case "sum", "avg":
+		var sum accumulator
+		switch t := argType(s); {
+		case vectorized.IsInteger(t) && s.Type.ID() == arrow.INT64 || s.Func == "avg" && vectorized.IsInteger(t):
+			sum = &sumInt{}
+		case vectorized.IsFloat(t):
+			sum = &sumFloat{}
+		case t != nil && t.ID() == arrow.DECIMAL128 && s.Func == "sum" && s.Type.ID() == arrow.DECIMAL128 &&
+			t.(*arrow.Decimal128Type).Scale == s.Type.(*arrow.Decimal128Type).Scale:
+			sum = &sumDecimal{prec: s.Type.(*arrow.Decimal128Type).Precision}
+		default:
+			return bad()
+		}
+		if s.Func == "avg" {
+			if s.Type.ID() != arrow.FLOAT64 {
+				return bad()
+			}
+			return &avg{sum: sum}, nil
+		}
+		return sum, nil
+	case "min", "max":
+		if s.Arg == nil {
+			return bad()
+		}
+		if _, err := getterFor(s.Arg.DataType()); err != nil {
+			return bad()
+		}
+		dir := 1
+		if s.Func == "min" {
+			dir = -1
+		}
+		return &minMax{dir: dir, vals: map[any]*valueCount{}}, nil
+	}
+	return bad()
+}
+
+func argType(s AggSpec) arrow.DataType {
+	if s.Arg == nil {
+		return nil
+	}
+	return s.Arg.DataType()
+}
+
+type count struct{ n int64 }
+
+func (c *count) add(_ any, sign int8) int64 { c.n += int64(sign); return 0 }
+func (c *count) result() (any, error)       { return c.n, nil }
+
+type sumInt struct{ sum, n int64 }
+
+func (s *sumInt) add(v any, sign int8) int64 {
+	x, ok := v.(int64)
+	if !ok {
+		x = int64(v.(uint64))
+	}
+	s.sum += int64(sign) * x
+	s.n += int64(sign)
+	return 0
+}
+
+func (s *sumInt) result() (any, error) {
+	if s.n == 0 {
+		return nil, nil
+	}
+	return s.sum, nil
+}
+
+// sumFloat sums in float64: after retractions the last bits may differ
+// from a batch sum in another order.
+type sumFloat struct {
+	sum float64
+	n   int64
+}
+
+func (s *sumFloat) add(v any, sign int8) int64 {
+	s.sum += float64(sign) * v.(float64)
+	s.n += int64(sign)
+	return 0
+}
+
+func (s *sumFloat) result() (any, error) {
+	if s.n == 0 {
+		return nil, nil
+	}
+	return s.sum, nil
+}
+
+type sumDecimal struct {
+	sum  decimal128.Num
+	n    int64
+	prec int32
+}
+
+func (s *sumDecimal) add(v any, sign int8) int64 {
+	x := v.(decimal128.Num)
+	if sign < 0 {
+		x = x.Negate()
+	}
+	s.sum = s.sum.Add(x)
+	s.n += int64(sign)
+	return 0
+}
+
+func (s *sumDecimal) result() (any, error) {
+	if s.n == 0 {
+		return nil, nil
+	}
+	if !s.sum.FitsInPrecision(s.prec) {
+		return nil, fmt.Errorf("%w: sum overflows DECIMAL(%d)", exec.ErrInvalid, s.prec)
+	}
+	return s.sum, nil
+}
+
+// avg is sum / count as float64, as exec's avg computes it.
+type avg struct{ sum accumulator }
+
+func (a *avg) add(v any, sign int8) int64 { return a.sum.add(v, sign) }
+
+func (a *avg) result() (any, error) {
+	switch s := a.sum.(type) {
+	case *sumInt:
+		if s.n == 0 {
+			return nil, nil
+		}
+		return float64(s.sum) / float64(s.n), nil
+	case *sumFloat:
+		if s.n == 0 {
+			return nil, nil
+		}
+		return s.sum / float64(s.n), nil
+	}
+	return nil, fmt.Errorf("%w: avg over %T", exec.ErrInvalid, a.sum)
+}
+
+type valueCount struct {
+	v any
+	n int64
+}
+
+// minMax keeps how many rows hold each value; the extreme is recomputed
+// when its last row goes.
+type minMax struct {
+	dir   int // -1 min, 1 max
+	vals  map[any]*valueCount
+	best  any
+	stale bool
+}
+
+func (m *minMax) add(v any, sign int8) int64 {
+	k := mapKey(v)
+	e := m.vals[k]
+	var grow int64
+	if e == nil {
+		e = &valueCount{v: v}
+		m.vals[k] = e
+		grow = rowBytes([]any{v}) + 32
+	}
+	e.n += int64(sign)
+	switch {
+	case e.n == 0:
+		delete(m.vals, k)
+		grow -= rowBytes([]any{v}) + 32
+		if m.best != nil && compareValues(v, m.best) == 0 {
+			m.stale = true
+		}
+	case sign > 0 && !m.stale && (m.best == nil || compareValues(v, m.best)*m.dir > 0):
+		m.best = e.v
+	}
+	return grow
+}
+
+func (m *minMax) result() (any, error) {
+	if m.stale {
+		m.best, m.stale = nil, false
+		for _, e := range m.vals {
+			if m.best == nil || compareValues(e.v, m.best)*m.dir > 0 {
+				m.best = e.v
+			}
+		}
+	}
+	return m.best, nil
+}
+
+type distinctCount struct{ vals map[any]int64 }
+
+func (d *distinctCount) add(v any, sign int8) int64 {
+	k := mapKey(v)
+	n := d.vals[k] + int64(sign)
+	switch {
+	case n == 0:
+		delete(d.vals, k)
+		return -(rowBytes([]any{v}) + 16)
+	case n == int64(sign) && sign > 0:
+		d.vals[k] = n
+		return rowBytes([]any{v}) + 16
+	}
+	d.vals[k] = n
+	return 0
+}
+
+func (d *distinctCount) result() (any, error) { return int64(len(d.vals)), nil }

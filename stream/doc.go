@@ -1,0 +1,44 @@
+// Package stream holds flightd's incremental operators: each consumes
+// changelogs and produces a changelog, so that a query over change streams
+// keeps its answer up to date instead of computing it once.
+//
+//	tablestore.ChangeReader ─► Source ─► [Normalize] ─► Filter/Project ─►
+//	    Aggregate / Join ─► ... ─► Sink (an exec.Operator for Flight DoGet)
+//
+// # Changelog batches
+//
+// Every batch has the row kind (tablestore.RowKindColumn: "+I", "-U",
+// "+U", "-D") as column 0, then the operator's columns. Applying a
+// changelog means adding the rows of +I/+U and removing one copy of the
+// rows of -U/-D; every operator here emits only retractions of rows it
+// emitted before, with their exact values, and emits an update as a -U
+// immediately followed by its +U in the same batch.
+//
+// # Chunks, positions and mini-batches
+//
+// Operators pass Chunks: a batch of changes, or a marker. A Pos is the
+// snapshot each source has been read to (one entry per source of the
+// query). A marker at Pos P says every change up to P has been emitted.
+// Sources emit a marker at the end of every snapshot (and the reader's
+// progress markers, flagged CaughtUp). Stateful operators buffer the
+// changes of one mini-batch and emit their net effect at the next marker
+// before passing it on: the output of one input snapshot is complete
+// before the next snapshot's changes, so markers stay exact and an
+// aggregate emits one -U/+U per changed group per snapshot, not per row.
+//
+// # Operators
+//
+// Source (a ChangeReader), Normalize (ChangelogNormalize: upserts without
+// before-images to exact -U/+U/-D by primary key), Filter, Project,
+// Aggregate (GROUP BY with retraction, HAVING), Join (inner, left, right,
+// full, semi, anti on equality keys plus a residual), UnionAll, and Sink.
+//
+// # State and memory
+//
+// State lives in memory. All stateful operators of one query share a
+// Budget (Context.MemoryLimit); past it the query fails with
+// exec.ErrMemoryLimit. Spilling state is not implemented.
+//
+// The ownership rules of package exec apply: a chunk's batch is borrowed
+// until the next Next or Close of the operator that returned it.
+package stream

@@ -1,0 +1,567 @@
+package stream_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/engine"
+	"github.com/flightd/flightd/internal/slt"
+	"github.com/flightd/flightd/plan"
+	"github.com/flightd/flightd/tablestore"
+)
+
+var seedFlag = flag.Int64("seed", 0, "seed for TestStreamEqualsBatch (0: time-based)")
+
+// tableKind is a table the random workload writes.
+type tableKind struct {
+	name  string
+	keyed bool
+	with  string
+	// lagging: changes come only at full compactions, so the stream
+	// equals the batch answer at the snapshots of those.
+	lagging bool
+	// insertOnly: the merge engine refuses UPDATE and DELETE
+	// (tablestore.Table.CheckRowLevel), so the workload inserts instead.
+	insertOnly bool
+}
+
+var tableKinds = []tableKind{
+	{"dedup_none", true, "'bucket' = '2', 'num-sorted-run.compaction-trigger' = '2'", false, false},
+	{"dedup_input", true, "'bucket' = '2', 'changelog-producer' = 'input'", false, false},
+	{"dedup_lookup", true, "'bucket' = '2', 'changelog-producer' = 'lookup'", false, false},
+	{"dedup_full", true, "'changelog-producer' = 'full-compaction', 'full-compaction.delta-commits' = '3'", true, false},
+	{"partial_lookup", true, "'merge-engine' = 'partial-update', 'partial-update.remove-record-on-delete' = 'true', 'changelog-producer' = 'lookup'", false, false},
+	{"agg_lookup", true, "'merge-engine' = 'aggregation', 'fields.x.aggregate-function' = 'sum', 'fields.s.aggregate-function' = 'max', 'fields.s.ignore-retract' = 'true', 'fields.g.ignore-retract' = 'true', 'changelog-producer' = 'lookup'", false, true},
+	{"first_lookup", true, "'merge-engine' = 'first-row', 'ignore-delete' = 'true', 'changelog-producer' = 'lookup'", false, true},
+	{"append", false, "'bucket' = '-1'", false, false},
+}
+
+// TestStreamEqualsBatch is the streaming invariant: for random queries over
+// tables of every kind under a random workload of upserts, deletes,
+// updates, overwrites and compactions, applying a query's streamed
+// changelog gives exactly the batch answer of the query at the snapshot it
+// reports, at every snapshot boundary (a change of snapshot label, or a
+// progress marker), compared as multisets; and every -U/-D retracts a row
+// the consumer has. Replay with -seed.
+func TestStreamEqualsBatch(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	for i, k := range tableKinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel() // mostly waiting on fsync
+			runInvariant(t, rand.New(rand.NewSource(seed+int64(i))), []tableKind{k}, randomQuery)
+		})
+	}
+}
+
+// TestStreamJoinEqualsBatch is the invariant for joins of two and three
+// tables of random kinds: at every boundary the applied changelog equals
+// the batch query with each table at the snapshot the stream reports for
+// it. Replay with -seed.
+func TestStreamJoinEqualsBatch(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	var kinds []tableKind
+	for _, k := range tableKinds {
+		if !k.lagging {
+			kinds = append(kinds, k)
+		}
+	}
+	for i := range 4 {
+		rng := rand.New(rand.NewSource(seed + int64(i)))
+		ks := []tableKind{kinds[rng.Intn(len(kinds))], kinds[rng.Intn(len(kinds))], kinds[rng.Intn(len(kinds))]}
+		t.Run(fmt.Sprintf("%s,%s,%s", ks[0].name, ks[1].name, ks[2].name), func(t *testing.T) {
+			t.Parallel() // mostly waiting on fsync
+			runInvariant(t, rng, ks, randomJoin)
+		})
+	}
+}
+
+// tablesOf lists the tables a query reads ({T0}, {T1}, ...).
+func tablesOf(q string, n int) []int {
+	var out []int
+	for i := range n {
+		if strings.Contains(q, fmt.Sprintf("{T%d}", i)) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func runInvariant(t *testing.T, rng *rand.Rand, kinds []tableKind, randomQuery func(*rand.Rand) string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	batch := []int{1, 3, 1024}[rng.Intn(3)]
+	eng, err := engine.Open(ctx, engine.Config{Mem: mem, Root: t.TempDir(), BatchSize: batch, Parallelism: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	sess := eng.NewSession()
+	exec := func(q string) {
+		t.Helper()
+		st, err := sess.Prepare(ctx, q, nil)
+		if err == nil {
+			_, err = st.Exec(ctx, nil)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	var tbls []*tablestore.Table
+	lagging := false
+	for i, kind := range kinds {
+		pk := ""
+		if kind.keyed {
+			pk = ", PRIMARY KEY (k) NOT ENFORCED"
+		}
+		exec(fmt.Sprintf("CREATE TABLE t%d (k INT NOT NULL, g INT, x BIGINT, s VARCHAR%s) WITH (%s)", i, pk, kind.with))
+		tbl, err := eng.Store().Table(ctx, tablestore.Ident{Database: "default", Table: fmt.Sprintf("t%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbls = append(tbls, tbl)
+		lagging = lagging || kind.lagging
+	}
+	batchRows := func(q string, at map[int]int64) []string {
+		t.Helper()
+		text := q
+		for i := range kinds {
+			ph := fmt.Sprintf("{T%d}", i)
+			if at[i] == 0 { // before the first commit: the empty table
+				text = strings.ReplaceAll(text, ph, fmt.Sprintf("(SELECT * FROM t%d WHERE false)", i))
+			} else {
+				text = strings.ReplaceAll(text, ph, fmt.Sprintf("t%d /*+ OPTIONS('scan.snapshot-id'='%d') */", i, at[i]))
+			}
+		}
+		st, err := sess.Prepare(ctx, text, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		op, err := st.Query(ctx, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		rows, err := drain(ctx, op)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		return rows
+	}
+	write := func() {
+		i := rng.Intn(len(kinds))
+		exec(strings.ReplaceAll(randomWrite(rng, kinds[i]), "{T}", fmt.Sprintf("t%d", i)))
+	}
+
+	// Some rows before the streams start (they come as the full snapshot).
+	for range rng.Intn(3) * len(kinds) {
+		write()
+	}
+	var streams []*streamRun
+	for range 3 {
+		q := randomQuery(rng)
+		text := q
+		for i := range kinds {
+			text = strings.ReplaceAll(text, fmt.Sprintf("{T%d}", i), fmt.Sprintf("t%d /*+ OPTIONS('scan.mode'='latest-full', 'stream.heartbeat-interval'='50ms', 'continuous.discovery-interval'='20ms') */", i))
+		}
+		st, err := sess.Prepare(ctx, text, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		s := &streamRun{query: q, img: map[string]int{}, events: make(chan event, 4), tables: tablesOf(q, len(kinds))}
+		if len(s.tables) == 1 {
+			// A plain projection that keeps the key of a table without
+			// before-images streams upserts by key (not normalized).
+			k := kinds[s.tables[0]]
+			s.upserts = !strings.Contains(explain(t, ctx, sess, text), "normalized") && k.keyed && !strings.Contains(k.with, "lookup") && !k.lagging
+		}
+		sctx, stop := context.WithCancel(plan.WithStreamObserver(ctx, s))
+		op, err := st.Query(sctx, nil)
+		if err != nil {
+			stop()
+			t.Fatalf("%s: %v", text, err)
+		}
+		s.stop = stop
+		s.wg.Add(1)
+		go s.pull(sctx, op)
+		streams = append(streams, s)
+		defer s.close()
+	}
+	check := func(s *streamRun, at map[int]int64) {
+		t.Helper()
+		got := s.rows()
+		want := batchRows(s.query, at)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s\nat snapshots %v the applied changelog is\n%q\nthe batch answer is\n%q", s.query, at, got, want)
+		}
+		s.checks++
+	}
+	// follow applies a stream's changes up to a progress marker at or
+	// after the targets, checking the invariant at every boundary.
+	follow := func(s *streamRun, target map[int]int64, final bool) {
+		t.Helper()
+		for {
+			var ev event
+			select {
+			case ev = <-s.events:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%s: no progress to snapshots %v", s.query, target)
+			}
+			switch {
+			case ev.err != nil:
+				t.Fatalf("%s: %v", s.query, ev.err)
+			case ev.rows != nil:
+				if s.label != nil && !maps.Equal(ev.pos, s.label) {
+					check(s, s.label) // the labelled position is complete
+				}
+				s.label = ev.pos
+				for _, r := range ev.rows {
+					if err := s.apply(r); err != nil {
+						t.Fatalf("%s: at %v: %v", s.query, ev.pos, err)
+					}
+				}
+			default: // caught up
+				s.label = nil
+				reached := true
+				for _, i := range s.tables {
+					reached = reached && ev.pos[i] >= target[i]
+				}
+				// A lagging table's changes come at full compactions: its
+				// markers are exact only at the last one.
+				if !lagging || final && reached {
+					check(s, ev.pos)
+				}
+				if reached {
+					return
+				}
+			}
+		}
+	}
+	rounds := 4 + rng.Intn(5)
+	for r := 0; r <= rounds; r++ {
+		last := r == rounds
+		if last {
+			if lagging {
+				for i := range kinds {
+					exec(fmt.Sprintf("CALL sys.compact('t%d')", i))
+				}
+			}
+		} else {
+			for range 1 + rng.Intn(2*len(kinds)) {
+				write()
+			}
+		}
+		target := map[int]int64{}
+		for i, tbl := range tbls {
+			if target[i], err = tbl.LatestSnapshotID(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, s := range streams {
+			follow(s, target, last)
+		}
+	}
+	for _, s := range streams {
+		t.Logf("%d checks, %d rows: %s", s.checks, len(s.rows()), s.query)
+		s.close()
+	}
+}
+
+// streamRun is one streaming query, pulled on its own goroutine; its
+// observer calls and batches arrive in order as events.
+type streamRun struct {
+	query  string
+	tables []int          // the tables it reads
+	img    map[string]int // the applied changelog: row -> copies
+	events chan event
+	stop   func()
+	wg     sync.WaitGroup
+	once   sync.Once
+	label  map[int]int64
+	checks int
+	cur    map[int]int64 // position of the rows being pulled (pull goroutine)
+	// upserts: the stream's rows are upserts and deletes by key (column
+	// 1, k); byKey holds the applied rows.
+	upserts bool
+	byKey   map[string]string
+}
+
+type event struct {
+	pos  map[int]int64 // table -> snapshot
+	rows [][]string    // nil: a progress marker
+	err  error
+}
+
+func (s *streamRun) Rows(snapshot int64, _ bool) {
+	if len(s.tables) == 1 {
+		s.cur = map[int]int64{s.tables[0]: snapshot}
+	}
+}
+
+// Snapshots makes streamRun a plan.MultiStreamObserver: labels are
+// "default.tN AS alias".
+func (s *streamRun) Snapshots(tables []string, snapshots []int64) {
+	s.cur = map[int]int64{}
+	for i, l := range tables {
+		var n int
+		if _, err := fmt.Sscanf(strings.TrimPrefix(l, "default.t"), "%d", &n); err != nil {
+			panic(fmt.Sprintf("table label %q", l))
+		}
+		s.cur[n] = snapshots[i]
+	}
+}
+
+// Image: every stream here starts once, so a full read starts from the
+// empty state the run already holds.
+func (s *streamRun) Image(int64, bool) error { return nil }
+
+func (s *streamRun) CaughtUp(snapshot int64) error {
+	s.Rows(snapshot, false)
+	s.events <- event{pos: s.cur}
+	return nil
+}
+
+func (s *streamRun) pull(ctx context.Context, op interface {
+	Open(context.Context) error
+	Next(context.Context) (arrow.RecordBatch, error)
+	Close() error
+}) {
+	defer s.wg.Done()
+	defer op.Close()
+	err := op.Open(ctx)
+	for err == nil {
+		var b arrow.RecordBatch
+		if b, err = op.Next(ctx); err == nil {
+			s.events <- event{pos: s.cur, rows: formatRows(b)}
+		}
+	}
+	if ctx.Err() == nil {
+		s.events <- event{err: err}
+	}
+}
+
+func (s *streamRun) close() {
+	s.once.Do(func() {
+		s.stop()
+		go func() {
+			for range s.events { // unblock the puller
+			}
+		}()
+		s.wg.Wait()
+		close(s.events)
+	})
+}
+
+// apply applies one change row (kind first).
+func (s *streamRun) apply(r []string) error {
+	row := strings.Join(r[1:], "|")
+	if s.upserts {
+		if s.byKey == nil {
+			s.byKey = map[string]string{}
+		}
+		switch r[0] {
+		case "+I", "+U":
+			s.byKey[r[1]] = row
+		case "-U", "-D":
+			if _, ok := s.byKey[r[1]]; !ok {
+				return fmt.Errorf("%s deletes key %s, which is not there", r[0], r[1])
+			}
+			delete(s.byKey, r[1])
+		}
+		clear(s.img)
+		for _, v := range s.byKey {
+			s.img[v]++
+		}
+		return nil
+	}
+	switch r[0] {
+	case "+I", "+U":
+		s.img[row]++
+	case "-U", "-D":
+		if s.img[row] == 0 {
+			return fmt.Errorf("%s retracts %s, which is not there", r[0], row)
+		}
+		s.img[row]--
+		if s.img[row] == 0 {
+			delete(s.img, row)
+		}
+	default:
+		return fmt.Errorf("row kind %q", r[0])
+	}
+	return nil
+}
+
+func (s *streamRun) rows() []string {
+	var out []string
+	for r, n := range s.img {
+		for range n {
+			out = append(out, r)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func formatRows(b arrow.RecordBatch) [][]string {
+	out := make([][]string, b.NumRows())
+	for i := range out {
+		row := make([]string, b.NumCols())
+		for c := range row {
+			row[c] = slt.FormatValue(b.Column(c), i)
+		}
+		out[i] = row
+	}
+	return out
+}
+
+func drain(ctx context.Context, op interface {
+	Open(context.Context) error
+	Next(context.Context) (arrow.RecordBatch, error)
+	Close() error
+}) ([]string, error) {
+	defer op.Close()
+	if err := op.Open(ctx); err != nil {
+		return nil, err
+	}
+	var rows []string
+	for {
+		b, err := op.Next(ctx)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return rows, nil
+			}
+			return nil, err
+		}
+		for _, r := range formatRows(b) {
+			rows = append(rows, strings.Join(r, "|"))
+		}
+	}
+}
+
+// explain returns the plan of a query.
+func explain(t *testing.T, ctx context.Context, sess *engine.Session, q string) string {
+	t.Helper()
+	st, err := sess.Prepare(ctx, "EXPLAIN "+q, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := st.Query(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := drain(ctx, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(rows, "\n")
+}
+
+// randomWrite is one statement of the workload.
+func randomWrite(rng *rand.Rand, kind tableKind) string {
+	val := func(null int, f func() string) string {
+		if rng.Intn(100) < null {
+			return "NULL"
+		}
+		return f()
+	}
+	rows := func() string {
+		var rs []string
+		for range 1 + rng.Intn(6) {
+			rs = append(rs, fmt.Sprintf("(%d, %s, %s, %s)", rng.Intn(20),
+				val(15, func() string { return fmt.Sprint(rng.Intn(4)) }),
+				val(15, func() string { return fmt.Sprint(rng.Intn(60) - 10) }),
+				val(15, func() string { return fmt.Sprintf("'s%d'", rng.Intn(6)) })))
+		}
+		return strings.Join(rs, ", ")
+	}
+	switch x := rng.Intn(20); {
+	case x < 11 || kind.insertOnly && x < 18:
+		return "INSERT INTO {T} VALUES " + rows()
+	case x < 14:
+		return fmt.Sprintf("DELETE FROM {T} WHERE k %% 5 = %d", rng.Intn(5))
+	case x < 16:
+		return fmt.Sprintf("DELETE FROM {T} WHERE x > %d", 30+rng.Intn(20))
+	case x < 18:
+		return fmt.Sprintf("UPDATE {T} SET x = x + 1 WHERE g = %d", rng.Intn(4))
+	case x < 19:
+		return "INSERT OVERWRITE {T} VALUES " + rows()
+	}
+	return "CALL sys.compact('{T}')"
+}
+
+// randomQuery is a query of a shape the streaming planner maintains, with
+// {T0} where the table goes.
+func randomQuery(rng *rand.Rand) string {
+	where := ""
+	if rng.Intn(3) == 0 {
+		where = []string{" WHERE x > 5", " WHERE s <> 's1'", " WHERE g IS NOT NULL AND k < 15"}[rng.Intn(3)]
+	}
+	if rng.Intn(5) == 0 {
+		// Filters and projections.
+		return "SELECT " + []string{"k, x, s", "x, s", "k + g AS kg, upper(s) AS us"}[rng.Intn(3)] + " FROM {T0}" + where
+	}
+	aggs := []string{
+		"count(*)", "count(x)", "sum(x)", "avg(x)", "min(x)", "max(x)", "min(s)", "max(s)",
+		"count(DISTINCT s)", "count(DISTINCT g)", "sum(x) FILTER (WHERE s > 's2')", "count(*) FILTER (WHERE x < 0)",
+		"max(x) - min(x)",
+	}
+	rng.Shuffle(len(aggs), func(i, j int) { aggs[i], aggs[j] = aggs[j], aggs[i] })
+	sel := aggs[:1+rng.Intn(4)]
+	groups := [][]string{nil, {"g"}, {"s"}, {"g", "s"}, {"k % 3"}}[rng.Intn(5)]
+	q := "SELECT " + strings.Join(append(slices.Clone(groups), sel...), ", ") + " FROM {T0}" + where
+	if groups != nil {
+		q += " GROUP BY " + strings.Join(groups, ", ")
+	}
+	if rng.Intn(3) == 0 {
+		q += []string{" HAVING count(*) > 1", " HAVING sum(x) > 20", " HAVING max(x) < 40"}[rng.Intn(3)]
+	}
+	return q
+}
+
+// randomJoin is a join of two or three tables, alone or under an
+// aggregation.
+func randomJoin(rng *rand.Rand) string {
+	kinds := []string{"JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"}
+	on := []string{"a.k = b.k", "a.g = b.g", "a.g = b.g AND a.x < b.x", "a.k = b.k AND (a.s <> b.s OR b.s IS NULL)"}
+	from := "{T0} a " + kinds[rng.Intn(4)] + " {T1} b ON " + on[rng.Intn(len(on))]
+	cols := "a.k, a.x, b.k, b.s"
+	if rng.Intn(2) == 0 {
+		from += " " + kinds[rng.Intn(4)] + " {T2} c ON " + []string{"b.g = c.g", "a.k = c.k", "c.x > b.x AND c.g = a.g"}[rng.Intn(3)]
+		cols += ", c.x"
+	}
+	switch rng.Intn(6) {
+	case 0:
+		return "SELECT a.g, count(*), sum(b.x), max(a.s) FROM " + from + " GROUP BY a.g"
+	case 1:
+		return "SELECT count(*), count(b.k), min(a.x) FROM " + from
+	case 2:
+		sub := []string{"b.g = a.g", "b.g = a.g AND b.x > a.x", "b.k = a.k"}[rng.Intn(3)]
+		not := []string{"", "NOT "}[rng.Intn(2)]
+		return "SELECT a.k, a.x, a.s FROM {T0} a WHERE " + not + "EXISTS (SELECT 1 FROM {T1} b WHERE " + sub + ")"
+	case 3:
+		return "SELECT a.k, a.g FROM {T0} a WHERE a.g IN (SELECT g FROM {T1} b WHERE b.x > 10)"
+	}
+	return "SELECT " + cols + " FROM " + from
+}

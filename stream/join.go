@@ -1,0 +1,530 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/vectorized"
+)
+
+// JoinKind is the kind of a Join.
+type JoinKind int
+
+// Join kinds; semi and anti joins output the left columns only.
+const (
+	InnerJoin JoinKind = iota
+	LeftJoin
+	RightJoin
+	FullJoin
+	SemiJoin
+	AntiJoin
+)
+
+// JoinSpec describes a Join: rows match when their keys are equal (never
+// on NULL) and Residual, compiled over the left columns then the right
+// ones (after a row kind column), is true.
+type JoinSpec struct {
+	Kind                JoinKind
+	LeftKeys, RightKeys []exec.Expr
+	Residual            exec.Expr
+}
+
+// Join is a regular join of two changelogs (Flink's StreamingJoinOperator):
+// each side keeps its rows by key with how many rows of the other side
+// they match; a change on one side emits +I/-D of its joined rows. In
+// outer joins a preserved row without matches is emitted NULL-padded; the
+// padded row is retracted when its first match arrives and emitted again
+// when its last match goes. Semi and anti joins emit a left row when its
+// match count leaves or reaches zero.
+//
+// The inputs are read concurrently (neither waits for the other's
+// commits), but a snapshot of one side is processed whole before the
+// other side's changes: every marker is then an exact position of both.
+type Join struct {
+	ec     *exec.Context
+	in     [2]Operator
+	spec   JoinSpec
+	budget *Budget
+	schema *arrow.Schema
+
+	sides [2]*joinSide
+	q     *outQueue
+	pos   Pos // the position of the rows being emitted
+	done  [2]Pos
+	ended [2]bool
+	lock  int // the side whose snapshot is being processed (-1: none)
+	out   []Chunk
+
+	pumps  [2]chan pumped
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	held   int64
+	signs  []int8
+}
+
+type joinSide struct {
+	keys  []exec.Expr
+	get   rowGetter
+	width int
+	table map[string][]*joinRow
+	enc   vectorized.KeyEncoder
+}
+
+// joinRow is a distinct row of one side: n copies, each matching matches
+// rows of the other side.
+type joinRow struct {
+	vals    []any
+	n       int64
+	matches int64
+}
+
+type pumped struct {
+	c   Chunk
+	err error
+}
+
+// NewJoin joins left and right.
+func NewJoin(ec *exec.Context, left, right Operator, spec JoinSpec, budget *Budget) (*Join, error) {
+	j := &Join{ec: ec, in: [2]Operator{left, right}, spec: spec, budget: budget, lock: -1}
+	var fields []arrow.Field
+	for s, op := range j.in {
+		fs := op.Schema().Fields()[1:]
+		get, err := rowGetterFor(fs)
+		if err != nil {
+			return nil, err
+		}
+		keys := spec.LeftKeys
+		if s == 1 {
+			keys = spec.RightKeys
+		}
+		j.sides[s] = &joinSide{keys: keys, get: get, width: len(fs), table: map[string][]*joinRow{}}
+		if s == 1 && (spec.Kind == SemiJoin || spec.Kind == AntiJoin) {
+			continue
+		}
+		for _, f := range fs {
+			f.Nullable = true
+			fields = append(fields, f)
+		}
+	}
+	j.schema = withKind(fields)
+	q, err := newOutQueue(ec, j.schema)
+	if err != nil {
+		return nil, err
+	}
+	j.q = q
+	return j, nil
+}
+
+func (j *Join) Schema() *arrow.Schema { return j.schema }
+
+// Open opens both inputs and starts reading them.
+func (j *Join) Open(ctx context.Context) error {
+	if j.cancel != nil {
+		return nil
+	}
+	for _, op := range j.in {
+		if err := op.Open(ctx); err != nil {
+			return err
+		}
+	}
+	ctx, j.cancel = context.WithCancel(ctx)
+	for s, op := range j.in {
+		ch := make(chan pumped, 1)
+		j.pumps[s] = ch
+		j.wg.Add(1)
+		go j.pump(ctx, op, ch)
+	}
+	return nil
+}
+
+// pump reads an input on its own goroutine (the input is used by nobody
+// else until Close, which waits for it).
+func (j *Join) pump(ctx context.Context, op Operator, ch chan<- pumped) {
+	defer j.wg.Done()
+	for {
+		var p pumped
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					p = pumped{err: fmt.Errorf("stream: panic in join input: %v", r)}
+				}
+			}()
+			p.c, p.err = op.Next(ctx)
+		}()
+		if p.c.Batch != nil {
+			p.c.Batch.Retain()
+		}
+		select {
+		case ch <- p:
+		case <-ctx.Done():
+			if p.c.Batch != nil {
+				p.c.Batch.Release()
+			}
+			return
+		}
+		if p.err != nil {
+			return
+		}
+	}
+}
+
+func (j *Join) Next(ctx context.Context) (Chunk, error) {
+	for {
+		if b := j.q.pop(); b != nil {
+			return Chunk{Batch: b, Pos: j.pos}, nil
+		}
+		if len(j.out) > 0 {
+			m := j.out[0]
+			j.out = j.out[1:]
+			return m, nil
+		}
+		side, p, err := j.receive(ctx)
+		if err != nil {
+			return Chunk{}, err
+		}
+		switch {
+		case errors.Is(p.err, io.EOF):
+			j.ended[side], j.lock = true, -1
+			if j.ended[0] && j.ended[1] {
+				return Chunk{}, io.EOF
+			}
+		case p.err != nil:
+			return Chunk{}, p.err
+		case p.c.Batch == nil:
+			j.done[side], j.lock = p.c.Pos, -1
+			j.out = append(j.out, Chunk{Pos: j.position(), CaughtUp: p.c.CaughtUp})
+		default:
+			j.lock = side
+			j.pos = p.c.Pos
+			if j.done[1-side] != nil {
+				j.pos = j.done[1-side].merge(p.c.Pos)
+			}
+			err := j.process(ctx, side, p.c.Batch)
+			p.c.Batch.Release()
+			if err != nil {
+				return Chunk{}, err
+			}
+			j.q.seal()
+		}
+	}
+}
+
+// position is the position both inputs are complete to.
+func (j *Join) position() Pos {
+	switch {
+	case j.done[0] == nil:
+		return j.done[1]
+	case j.done[1] == nil:
+		return j.done[0]
+	}
+	return j.done[0].merge(j.done[1])
+}
+
+// receive takes the next input chunk: from the side whose snapshot is in
+// progress, else from whichever side has one.
+func (j *Join) receive(ctx context.Context) (int, pumped, error) {
+	var p pumped
+	var ok bool
+	side := j.lock
+	switch {
+	case side >= 0:
+		select {
+		case p, ok = <-j.pumps[side]:
+		case <-ctx.Done():
+			return 0, p, ctx.Err()
+		}
+	case j.ended[0]:
+		side = 1
+		p, ok = <-j.pumps[1]
+	case j.ended[1]:
+		side = 0
+		p, ok = <-j.pumps[0]
+	default:
+		select {
+		case p, ok = <-j.pumps[0]:
+			side = 0
+		case p, ok = <-j.pumps[1]:
+			side = 1
+		case <-ctx.Done():
+			return 0, p, ctx.Err()
+		}
+	}
+	if !ok {
+		return 0, p, fmt.Errorf("%w: join input %d closed", exec.ErrInvalid, side)
+	}
+	return side, p, nil
+}
+
+// process applies a batch of changes of one side.
+func (j *Join) process(ctx context.Context, side int, b arrow.RecordBatch) error {
+	own, other := j.sides[side], j.sides[1-side]
+	signs, err := kindSigns(b, j.signs)
+	if err != nil {
+		return err
+	}
+	j.signs = signs
+	n := int(b.NumRows())
+	keys := make([]arrow.Array, len(own.keys))
+	defer func() {
+		for _, k := range keys {
+			if k != nil {
+				k.Release()
+			}
+		}
+	}()
+	for i, e := range own.keys {
+		if keys[i], err = e.Eval(ctx, j.ec, b); err != nil {
+			return err
+		}
+	}
+	if err := own.enc.Encode(keys, n); err != nil {
+		return err
+	}
+	cols := b.Columns()[1:]
+	rows := make([][]any, n)
+	cands := make([][]*joinRow, n)
+	for i := range n {
+		rows[i] = own.get.row(cols, i)
+		if !own.enc.HasNull[i] {
+			cands[i] = other.table[string(own.enc.Key(i))]
+		}
+	}
+	pass, err := j.residual(ctx, side, rows, cands)
+	if err != nil {
+		return err
+	}
+	kind := j.spec.Kind
+	semi := kind == SemiJoin || kind == AntiJoin
+	ownKept := kind == FullJoin || side == 0 && kind == LeftJoin || side == 1 && kind == RightJoin
+	otherKept := kind == FullJoin || side == 1 && kind == LeftJoin || side == 0 && kind == RightJoin
+	var grow int64
+	for i, sign := range signs {
+		k := string(own.enc.Key(i))
+		e, bytes, err := own.change(k, rows[i], sign)
+		if err != nil {
+			return err
+		}
+		grow += bytes
+		add := kindInsert
+		if sign < 0 {
+			add = kindDelete
+		}
+		var m int64
+		for c, cand := range cands[i] {
+			if !pass[i][c] {
+				continue
+			}
+			m += cand.n
+			if semi {
+				if side == 0 {
+					continue
+				}
+				before := cand.matches
+				cand.matches += int64(sign)
+				if (before == 0) != (cand.matches == 0) {
+					// The left row starts or stops matching.
+					kd := kindDelete
+					if (kind == SemiJoin) == (before == 0) {
+						kd = kindInsert
+					}
+					j.emitN(kd, cand.n, cand.vals, nil, 0)
+				}
+				continue
+			}
+			if otherKept {
+				before := cand.matches
+				cand.matches += int64(sign)
+				if before == 0 && sign > 0 {
+					j.emitSide(kindDelete, 1-side, cand.n, cand.vals)
+				}
+				j.emitPair(add, side, rows[i], cand)
+				if cand.matches == 0 && sign < 0 {
+					j.emitSide(kindInsert, 1-side, cand.n, cand.vals)
+				}
+				continue
+			}
+			j.emitPair(add, side, rows[i], cand)
+		}
+		e.matches = m
+		switch {
+		case semi && side == 0:
+			if (kind == SemiJoin) == (m > 0) {
+				j.emitN(add, 1, rows[i], nil, 0)
+			}
+		case ownKept && m == 0:
+			j.emitSide(add, side, 1, rows[i])
+		}
+		if e.n == 0 {
+			own.remove(k, e)
+		}
+	}
+	j.held += grow
+	return j.budget.grow(grow, "a join")
+}
+
+// change adds (sign > 0) or removes one copy of row under key k and
+// returns its entry.
+func (s *joinSide) change(k string, row []any, sign int8) (*joinRow, int64, error) {
+	for _, e := range s.table[k] {
+		if sameRow(e.vals, row) {
+			e.n += int64(sign)
+			return e, 0, nil
+		}
+	}
+	if sign < 0 {
+		return nil, 0, fmt.Errorf("%w: join input retracts a row it never added", exec.ErrInvalid)
+	}
+	e := &joinRow{vals: row, n: 1}
+	s.table[k] = append(s.table[k], e)
+	return e, rowBytes(row) + int64(len(k)) + 48, nil
+}
+
+func (s *joinSide) remove(k string, e *joinRow) {
+	l := s.table[k]
+	for i, x := range l {
+		if x == e {
+			l[i] = l[len(l)-1]
+			l = l[:len(l)-1]
+			break
+		}
+	}
+	if len(l) == 0 {
+		delete(s.table, k)
+	} else {
+		s.table[k] = l
+	}
+}
+
+// emitPair emits copies of a joined row: one per copy of cand.
+func (j *Join) emitPair(kind string, side int, row []any, cand *joinRow) {
+	if side == 0 {
+		j.emitN(kind, cand.n, row, cand.vals, 0)
+	} else {
+		j.emitN(kind, cand.n, cand.vals, row, 0)
+	}
+}
+
+// emitSide emits n copies of a row of side padded with NULLs.
+func (j *Join) emitSide(kind string, side int, n int64, row []any) {
+	if side == 0 {
+		j.emitN(kind, n, row, nil, j.sides[1].width)
+	} else {
+		j.emitN(kind, n, nil, row, j.sides[0].width)
+	}
+}
+
+// emitN emits n copies of left ++ right; nulls NULLs stand in for the
+// side that is nil.
+func (j *Join) emitN(kind string, n int64, left, right []any, nulls int) {
+	row := make([]any, 0, len(left)+len(right)+nulls)
+	switch {
+	case left == nil:
+		row = append(append(row, make([]any, nulls)...), right...)
+	case right == nil:
+		row = append(append(row, left...), make([]any, nulls)...)
+	default:
+		row = append(append(row, left...), right...)
+	}
+	if j.spec.Kind == SemiJoin || j.spec.Kind == AntiJoin {
+		row = left
+	}
+	for range n {
+		j.q.add(kind, row)
+	}
+}
+
+// residual evaluates the residual condition of every (row, candidate)
+// pair at once.
+func (j *Join) residual(ctx context.Context, side int, rows [][]any, cands [][]*joinRow) ([][]bool, error) {
+	pass := make([][]bool, len(rows))
+	total := 0
+	for i, c := range cands {
+		pass[i] = make([]bool, len(c))
+		total += len(c)
+	}
+	if j.spec.Residual == nil || total == 0 {
+		for i := range pass {
+			for c := range pass[i] {
+				pass[i][c] = true
+			}
+		}
+		return pass, nil
+	}
+	// A batch of the pairs: row kind, left columns, right columns.
+	var fields []arrow.Field
+	for _, op := range j.in {
+		fields = append(fields, op.Schema().Fields()[1:]...)
+	}
+	q, err := newOutQueue(j.ec, withKind(fields))
+	if err != nil {
+		return nil, err
+	}
+	defer q.release()
+	for i, c := range cands {
+		for _, cand := range c {
+			if side == 0 {
+				q.add(kindInsert, append(append([]any{}, rows[i]...), cand.vals...))
+			} else {
+				q.add(kindInsert, append(append([]any{}, cand.vals...), rows[i]...))
+			}
+		}
+	}
+	q.seal()
+	var flat []bool
+	for {
+		b := q.pop()
+		if b == nil {
+			break
+		}
+		m, err := j.spec.Residual.Eval(ctx, j.ec, b)
+		if err != nil {
+			return nil, err
+		}
+		ok, isBool := m.(*array.Boolean)
+		if !isBool {
+			m.Release()
+			return nil, fmt.Errorf("%w: join condition is %s, not boolean", exec.ErrInvalid, m.DataType())
+		}
+		for r := 0; r < ok.Len(); r++ {
+			flat = append(flat, ok.IsValid(r) && ok.Value(r))
+		}
+		m.Release()
+	}
+	for i := range pass {
+		for c := range pass[i] {
+			pass[i][c], flat = flat[0], flat[1:]
+		}
+	}
+	return pass, nil
+}
+
+func (j *Join) Close() error {
+	if j.cancel != nil {
+		j.cancel()
+		j.wg.Wait()
+		for _, ch := range j.pumps {
+			select {
+			case p := <-ch:
+				if p.c.Batch != nil {
+					p.c.Batch.Release()
+				}
+			default:
+			}
+		}
+	}
+	j.q.release()
+	_ = j.budget.grow(-j.held, "")
+	j.held = 0
+	var err error
+	for _, op := range j.in {
+		err = errors.Join(err, op.Close())
+	}
+	return err
+}

@@ -1,0 +1,155 @@
+package stream
+
+import (
+	"context"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/vectorized"
+)
+
+// Normalize turns upserts without before-images (a primary-key table with
+// changelog-producer none or input) into an exact changelog, as Flink's
+// ChangelogNormalize does: it keeps the last row of every key and, at each
+// marker, emits per key changed since the previous marker +I (new key),
+// -U old/+U new (changed row), -D old (deleted key) or nothing (the same
+// row again). +I/+U rows are upserts; -U/-D delete the key whatever their
+// other values.
+type Normalize struct {
+	ec     *exec.Context
+	in     Operator
+	keys   []int // key columns of in's batches
+	get    rowGetter
+	budget *Budget
+
+	state   map[string][]any
+	pending map[string]*normChange
+	order   []string // keys of pending in first-touch order
+	enc     vectorized.KeyEncoder
+	signs   []int8
+	q       *outQueue
+	marker  *Chunk
+	held    int64 // bytes accounted in budget
+}
+
+type normChange struct {
+	after []any // nil: deleted
+}
+
+// NewNormalize normalizes in by the key columns keys (positions in in's
+// batches, never 0).
+func NewNormalize(ec *exec.Context, in Operator, keys []int, budget *Budget) (*Normalize, error) {
+	fields := in.Schema().Fields()[1:]
+	get, err := rowGetterFor(fields)
+	if err != nil {
+		return nil, err
+	}
+	q, err := newOutQueue(ec, in.Schema())
+	if err != nil {
+		return nil, err
+	}
+	return &Normalize{ec: ec, in: in, keys: keys, get: get, budget: budget, q: q,
+		state: map[string][]any{}, pending: map[string]*normChange{}}, nil
+}
+
+func (n *Normalize) Schema() *arrow.Schema { return n.in.Schema() }
+
+func (n *Normalize) Open(ctx context.Context) error { return n.in.Open(ctx) }
+
+func (n *Normalize) Next(ctx context.Context) (Chunk, error) {
+	for {
+		if b := n.q.pop(); b != nil {
+			return Chunk{Batch: b, Pos: n.marker.Pos}, nil
+		}
+		if n.marker != nil {
+			m := *n.marker
+			n.marker = nil
+			return m, nil
+		}
+		c, err := n.in.Next(ctx)
+		if err != nil {
+			return Chunk{}, err
+		}
+		if c.Batch == nil {
+			if err := n.flush(); err != nil {
+				return Chunk{}, err
+			}
+			n.marker = &c
+			continue
+		}
+		if err := n.add(c.Batch); err != nil {
+			return Chunk{}, err
+		}
+	}
+}
+
+func (n *Normalize) add(b arrow.RecordBatch) error {
+	signs, err := kindSigns(b, n.signs)
+	if err != nil {
+		return err
+	}
+	n.signs = signs
+	keyCols := make([]arrow.Array, len(n.keys))
+	for i, k := range n.keys {
+		keyCols[i] = b.Column(k)
+	}
+	if err := n.enc.Encode(keyCols, int(b.NumRows())); err != nil {
+		return err
+	}
+	cols := b.Columns()[1:]
+	for i, s := range signs {
+		k := string(n.enc.Key(i))
+		p := n.pending[k]
+		if p == nil {
+			p = &normChange{}
+			n.pending[k] = p
+			n.order = append(n.order, k)
+		}
+		if s > 0 {
+			p.after = n.get.row(cols, i)
+		} else {
+			p.after = nil
+		}
+	}
+	return nil
+}
+
+// flush emits the net change of every key touched since the last marker.
+func (n *Normalize) flush() error {
+	var grow int64
+	for _, k := range n.order {
+		p := n.pending[k]
+		before, had := n.state[k]
+		switch {
+		case !had && p.after != nil:
+			n.q.add(kindInsert, p.after)
+			n.state[k] = p.after
+			grow += rowBytes(p.after) + int64(len(k))
+		case had && p.after == nil:
+			n.q.add(kindDelete, before)
+			delete(n.state, k)
+			grow -= rowBytes(before) + int64(len(k))
+		case had && !sameRow(before, p.after):
+			n.q.add(kindUpdateBefore, before)
+			n.q.add(kindUpdateAfter, p.after)
+			n.state[k] = p.after
+			grow += rowBytes(p.after) - rowBytes(before)
+		}
+	}
+	clear(n.pending)
+	n.order = n.order[:0]
+	n.q.seal()
+	if err := n.budget.grow(grow, "a changelog normalization"); err != nil {
+		return err
+	}
+	n.held += grow
+	return nil
+}
+
+func (n *Normalize) Close() error {
+	n.q.release()
+	n.budget.grow(-n.held, "")
+	n.held = 0
+	return n.in.Close()
+}

@@ -1,0 +1,193 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/tablestore"
+)
+
+// Pos is the snapshot each source of a query has been read to, indexed by
+// source number. A Pos is never modified once handed on.
+type Pos []int64
+
+// merge returns p with the entries other has set (sources are disjoint
+// between the inputs of a join).
+func (p Pos) merge(other Pos) Pos {
+	out := slices.Clone(p)
+	for i, v := range other {
+		if v != 0 {
+			out[i] = v
+		}
+	}
+	return out
+}
+
+// Chunk is one step of a changelog: changes (Batch set, borrowed until the
+// next call) that belong to position Pos, or a marker (Batch nil): every
+// change up to Pos has been emitted. CaughtUp marks the markers that the
+// sources' readers returned on catching up or at a heartbeat; they go to
+// the client as progress markers.
+type Chunk struct {
+	Batch    arrow.RecordBatch
+	Pos      Pos
+	CaughtUp bool
+	// Image marks a source's full read of a snapshot (a *-full start,
+	// tablestore.Change.Image): its rows carry ImageRows, the marker that
+	// ends it ImageEnd, and the first of these ImageStart, so the client
+	// drops its state first. Stateless operators pass the marks on;
+	// aggregates and joins drop them (their output is not a table's
+	// content).
+	Image      tablestore.Image
+	ImageStart bool
+}
+
+// Operator is an incremental operator. Next returns the next chunk; a
+// stream ends with io.EOF only when its sources are bounded. Close is safe
+// without Open and safe twice.
+type Operator interface {
+	// Schema is the batches' schema: the row kind, then the columns.
+	Schema() *arrow.Schema
+	Open(ctx context.Context) error
+	Next(ctx context.Context) (Chunk, error)
+	Close() error
+}
+
+// Row kinds as they appear in the row kind column.
+const (
+	kindInsert       = "+I"
+	kindUpdateBefore = "-U"
+	kindUpdateAfter  = "+U"
+	kindDelete       = "-D"
+)
+
+// kindSigns reads a batch's row kind column: +1 for rows that add, -1 for
+// rows that retract.
+func kindSigns(b arrow.RecordBatch, dst []int8) ([]int8, error) {
+	k, ok := b.Column(0).(*array.String)
+	if !ok {
+		return nil, fmt.Errorf("%w: row kind column is %s, not a string", exec.ErrInvalid, b.Column(0).DataType())
+	}
+	dst = dst[:0]
+	for i := 0; i < k.Len(); i++ {
+		switch k.Value(i) {
+		case kindInsert, kindUpdateAfter:
+			dst = append(dst, 1)
+		case kindUpdateBefore, kindDelete:
+			dst = append(dst, -1)
+		default:
+			return nil, fmt.Errorf("%w: unknown row kind %q", exec.ErrInvalid, k.Value(i))
+		}
+	}
+	return dst, nil
+}
+
+// withKind returns the schema of a changelog of fields.
+func withKind(fields []arrow.Field) *arrow.Schema {
+	return arrow.NewSchema(append([]arrow.Field{{Name: tablestore.RowKindColumn, Type: arrow.BinaryTypes.String}}, fields...), nil)
+}
+
+// Budget is the memory the state of one query's operators may hold.
+type Budget struct {
+	limit int64 // 0: unlimited
+	used  atomic.Int64
+}
+
+// NewBudget returns a budget of limit bytes (0: unlimited).
+func NewBudget(limit int64) *Budget { return &Budget{limit: limit} }
+
+// grow accounts n more bytes (negative to free) and fails past the limit.
+func (b *Budget) grow(n int64, who string) error {
+	used := b.used.Add(n)
+	if n > 0 && b.limit > 0 && used > b.limit {
+		return fmt.Errorf("%w: the state of %s holds %d bytes, over the query budget of %d (streaming state does not spill yet)", exec.ErrMemoryLimit, who, used, b.limit)
+	}
+	return nil
+}
+
+// Used is the number of bytes accounted.
+func (b *Budget) Used() int64 { return b.used.Load() }
+
+// outQueue collects emitted rows into batches of the operator's schema.
+type outQueue struct {
+	ec     *exec.Context
+	schema *arrow.Schema
+	bld    *array.RecordBuilder
+	put    []appender
+	n      int
+	ready  []arrow.RecordBatch
+	cur    arrow.RecordBatch // the batch last returned, released on the next call
+}
+
+func newOutQueue(ec *exec.Context, schema *arrow.Schema) (*outQueue, error) {
+	q := &outQueue{ec: ec, schema: schema}
+	for _, f := range schema.Fields()[1:] {
+		a, err := appenderFor(f.Type)
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", f.Name, err)
+		}
+		q.put = append(q.put, a)
+	}
+	return q, nil
+}
+
+// add appends one row of kind; a -U stays in one batch with the +U
+// that follows it.
+func (q *outQueue) add(kind string, vals []any) {
+	if q.bld == nil {
+		q.bld = array.NewRecordBuilder(q.ec.Mem, q.schema)
+	}
+	q.bld.Field(0).(*array.StringBuilder).Append(kind)
+	for i, v := range vals {
+		q.put[i](q.bld.Field(i+1), v)
+	}
+	q.n++
+	if kind != kindUpdateBefore && q.n >= max(q.ec.BatchSize, 1) {
+		q.seal()
+	}
+}
+
+// seal turns the rows added so far into a ready batch.
+func (q *outQueue) seal() {
+	if q.n == 0 {
+		return
+	}
+	q.ready = append(q.ready, q.bld.NewRecordBatch())
+	q.n = 0
+}
+
+// pop returns the next ready batch (nil if none), owned by the queue until
+// the next pop or release.
+func (q *outQueue) pop() arrow.RecordBatch {
+	q.dropCur()
+	if len(q.ready) == 0 {
+		return nil
+	}
+	q.cur, q.ready = q.ready[0], q.ready[1:]
+	return q.cur
+}
+
+func (q *outQueue) dropCur() {
+	if q.cur != nil {
+		q.cur.Release()
+		q.cur = nil
+	}
+}
+
+func (q *outQueue) release() {
+	q.dropCur()
+	for _, b := range q.ready {
+		b.Release()
+	}
+	q.ready = nil
+	if q.bld != nil {
+		q.bld.Release()
+		q.bld = nil
+	}
+}

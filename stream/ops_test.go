@@ -1,0 +1,162 @@
+package stream
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/exec"
+)
+
+// An aggregate emits one -U/+U per group and snapshot, the pair in one
+// batch even at batch size 1; a group whose rows all go emits -D; HAVING
+// turns entering and leaving into +I and -D.
+func TestAggregateMiniBatch(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ec := exec.NewContext(mem)
+	ec.BatchSize = 1
+	in := int64Changes(t, mem, []string{"g", "x"}, 0, 1,
+		[]string{"+I 1 10", "+I 1 20", "+I 2 5"},
+		[]string{"-D 1 10", "+I 1 7", "-U 2 5", "+U 2 6"}, // group 2: same count, new sum
+		[]string{"-D 2 6"},
+	)
+	agg, err := NewAggregate(ec, in, []exec.Expr{col(1, "g")}, []string{"g"}, []AggSpec{
+		{Func: "count_star", Type: arrow.PrimitiveTypes.Int64, Name: "c"},
+		{Func: "sum", Arg: col(2, "x"), Type: arrow.PrimitiveTypes.Int64, Name: "s"},
+		{Func: "max", Arg: col(2, "x"), Type: arrow.PrimitiveTypes.Int64, Name: "m"},
+	}, NewBudget(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := collect(t, agg)
+	want := []string{
+		"[1]: +I 1 2 30 20", "[1]: +I 2 1 5 5", "[1]: marker",
+		"[2]: -U 1 2 30 20 | +U 1 2 27 20", "[2]: -U 2 1 5 5 | +U 2 1 6 6", "[2]: marker",
+		"[3]: -D 2 1 6 6", "[3]: marker",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got\n%q\nwant\n%q", got, want)
+	}
+}
+
+// Retracting the maximum finds the next one; a global aggregate has its
+// row before any input and keeps it when every row goes.
+func TestAggregateGlobalMinMax(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ec := exec.NewContext(mem)
+	in := int64Changes(t, mem, []string{"x"}, 0, 1,
+		nil,
+		[]string{"+I 3", "+I 9", "+I 9"},
+		[]string{"-D 9"},
+		[]string{"-D 9"},
+		[]string{"-D 3"},
+	)
+	agg, err := NewAggregate(ec, in, nil, nil, []AggSpec{
+		{Func: "count_star", Type: arrow.PrimitiveTypes.Int64, Name: "c"},
+		{Func: "max", Arg: col(1, "x"), Type: arrow.PrimitiveTypes.Int64, Name: "m"},
+		{Func: "count", Arg: col(1, "x"), Distinct: true, Type: arrow.PrimitiveTypes.Int64, Name: "d"},
+	}, NewBudget(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := collect(t, agg)
+	want := []string{
+		"[1]: +I 0 (null) 0", "[1]: marker",
+		"[2]: -U 0 (null) 0 | +U 3 9 2", "[2]: marker",
+		"[3]: -U 3 9 2 | +U 2 9 2", "[3]: marker",
+		"[4]: -U 2 9 2 | +U 1 3 1", "[4]: marker",
+		"[5]: -U 1 3 1 | +U 0 (null) 0", "[5]: marker",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got\n%q\nwant\n%q", got, want)
+	}
+}
+
+// Normalize turns upserts into exact changes: a repeated row sends
+// nothing, a delete sends the row it deletes.
+func TestNormalize(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ec := exec.NewContext(mem)
+	in := int64Changes(t, mem, []string{"k", "v"}, 0, 1,
+		[]string{"+I 1 10", "+I 2 20", "+I 1 11"},
+		[]string{"+U 1 11", "+I 2 21", "-D 1 NULL", "+I 3 30", "-D 3 NULL"},
+	)
+	n, err := NewNormalize(ec, in, []int{1}, NewBudget(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := collect(t, n)
+	want := []string{
+		"[1]: +I 1 11 | +I 2 20", "[1]: marker",
+		"[2]: -D 1 11 | -U 2 20 | +U 2 21", "[2]: marker",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got\n%q\nwant\n%q", got, want)
+	}
+}
+
+// A left join's NULL-padded row is retracted when the first match comes
+// and emitted again when the last one goes.
+func TestJoinOuterPadding(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ec := exec.NewContext(mem)
+	budget := NewBudget(0)
+	left := int64Changes(t, mem, []string{"k", "a"}, 0, 2, []string{"+I 1 100"})
+	right := int64Changes(t, mem, []string{"k", "b"}, 1, 2, nil, []string{"+I 1 7", "+I 1 8"}, []string{"-D 1 7"}, []string{"-D 1 8"})
+	// The right side starts when the left one has ended: one order.
+	left.done = make(chan struct{})
+	right.wait = left.done
+	j, err := NewJoin(ec, left, right, JoinSpec{Kind: LeftJoin, LeftKeys: []exec.Expr{col(1, "k")}, RightKeys: []exec.Expr{col(1, "k")}}, budget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := collect(t, j)
+	want := []string{
+		"[1 0]: +I 1 100 (null) (null)", "[1 0]: marker",
+		"[1 1]: marker",
+		"[1 2]: -D 1 100 (null) (null) | +I 1 100 1 7 | +I 1 100 1 8", "[1 2]: marker",
+		"[1 3]: -D 1 100 1 7", "[1 3]: marker",
+		"[1 4]: -D 1 100 1 8 | +I 1 100 (null) (null)", "[1 4]: marker",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got\n%q\nwant\n%q", got, want)
+	}
+	if budget.Used() != 0 {
+		t.Fatalf("closed join holds %d bytes", budget.Used())
+	}
+}
+
+// Past its budget an aggregation fails with exec.ErrMemoryLimit.
+func TestStateBudget(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ec := exec.NewContext(mem)
+	var rows []string
+	for i := range 200 {
+		rows = append(rows, "+I "+string(rune('0'+i%10))+string(rune('0'+i/10%10))+string(rune('0'+i/100)))
+	}
+	in := int64Changes(t, mem, []string{"g"}, 0, 1, rows)
+	budget := NewBudget(4096)
+	agg, err := NewAggregate(ec, in, []exec.Expr{col(1, "g")}, []string{"g"}, []AggSpec{{Func: "count_star", Type: arrow.PrimitiveTypes.Int64, Name: "c"}}, budget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := agg.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	_, err = agg.Next(t.Context())
+	if !errors.Is(err, exec.ErrMemoryLimit) {
+		t.Fatalf("got %v, want the memory limit", err)
+	}
+	agg.Close()
+	if budget.Used() != 0 {
+		t.Fatalf("closed aggregation holds %d bytes", budget.Used())
+	}
+}

@@ -1,0 +1,132 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/flightd/flightd/tablestore"
+)
+
+// Source reads a table's changes (tablestore.ChangeReader) as source
+// number idx of n: a marker ends every snapshot that had rows, and the
+// reader's progress markers come through flagged CaughtUp, its image
+// markers flagged Image.
+type Source struct {
+	table  *tablestore.Table
+	spec   tablestore.StreamSpec
+	schema *arrow.Schema
+	perm   []int
+	idx, n int
+
+	r    *tablestore.ChangeReader
+	cur  int64 // snapshot whose rows are being returned (0: none)
+	held *tablestore.Change
+	// imageStart: the reader began a full read whose first chunk is not
+	// returned yet.
+	imageStart bool
+	out        arrow.RecordBatch
+	closed     bool
+}
+
+// NewSource reads spec from table; output column i is column perm[i] of
+// the reader's batches (0 is the row kind), so schema's column 0 must be
+// the row kind.
+func NewSource(table *tablestore.Table, spec tablestore.StreamSpec, schema *arrow.Schema, perm []int, idx, n int) *Source {
+	return &Source{table: table, spec: spec, schema: schema, perm: perm, idx: idx, n: n}
+}
+
+func (s *Source) Schema() *arrow.Schema { return s.schema }
+
+func (s *Source) Open(ctx context.Context) error {
+	if s.r != nil {
+		return nil
+	}
+	r, err := s.table.NewChangeReader(ctx, s.spec)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", s.table.Ident(), err)
+	}
+	s.r = r
+	return nil
+}
+
+func (s *Source) pos(snapshot int64) Pos {
+	p := make(Pos, s.n)
+	p[s.idx] = snapshot
+	return p
+}
+
+func (s *Source) Next(ctx context.Context) (Chunk, error) {
+	if s.out != nil {
+		s.out.Release()
+		s.out = nil
+	}
+	for {
+		var ch tablestore.Change
+		if s.held != nil {
+			ch, s.held = *s.held, nil
+		} else {
+			var err error
+			if ch, err = s.r.Next(ctx); err != nil {
+				if errors.Is(err, io.EOF) && s.cur != 0 {
+					// A bounded stream ends its last snapshot first.
+					cur := s.cur
+					s.cur = 0
+					return Chunk{Pos: s.pos(cur)}, nil
+				}
+				return Chunk{}, err
+			}
+		}
+		if ch.Image == tablestore.ImageStart {
+			s.imageStart = true // marks the first chunk of the full read
+			continue
+		}
+		if ch.Batch == nil {
+			s.cur = 0
+			c := Chunk{Pos: s.pos(ch.Snapshot), CaughtUp: ch.Image == tablestore.NoImage, Image: ch.Image, ImageStart: s.imageStart}
+			s.imageStart = false
+			return c, nil
+		}
+		if ch.Batch.NumRows() == 0 {
+			continue
+		}
+		if s.cur != 0 && ch.Snapshot != s.cur {
+			// The rows stay valid: the reader is not called again before
+			// they are returned.
+			held := ch
+			s.held = &held
+			cur := s.cur
+			s.cur = 0
+			return Chunk{Pos: s.pos(cur)}, nil
+		}
+		s.cur = ch.Snapshot
+		cols := make([]arrow.Array, len(s.perm))
+		for i, p := range s.perm {
+			cols[i] = ch.Batch.Column(p)
+		}
+		s.out = array.NewRecordBatch(s.schema, cols, ch.Batch.NumRows())
+		c := Chunk{Batch: s.out, Pos: s.pos(ch.Snapshot), Image: ch.Image, ImageStart: s.imageStart}
+		s.imageStart = false
+		return c, nil
+	}
+}
+
+func (s *Source) Close() error {
+	if s.out != nil {
+		s.out.Release()
+		s.out = nil
+	}
+	if s.r == nil || s.closed {
+		return nil
+	}
+	s.closed = true
+	err := s.r.Close()
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return err
+}

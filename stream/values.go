@@ -1,0 +1,261 @@
+package stream
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+
+	"github.com/flightd/flightd/exec"
+)
+
+// State keeps row values as Go values: int64 for signed integers, dates,
+// times, timestamps and durations, uint64, float64, bool, string (strings
+// and binaries, copied out of Arrow buffers), decimal128.Num, nil for NULL.
+
+type getter func(a arrow.Array, i int) any
+
+type appender func(b array.Builder, v any)
+
+func getterFor(dt arrow.DataType) (getter, error) {
+	null := func(f getter) getter {
+		return func(a arrow.Array, i int) any {
+			if a.IsNull(i) {
+				return nil
+			}
+			return f(a, i)
+		}
+	}
+	switch dt.ID() {
+	case arrow.NULL:
+		return func(arrow.Array, int) any { return nil }, nil
+	case arrow.BOOL:
+		return null(func(a arrow.Array, i int) any { return a.(*array.Boolean).Value(i) }), nil
+	case arrow.INT8:
+		return null(func(a arrow.Array, i int) any { return int64(a.(*array.Int8).Value(i)) }), nil
+	case arrow.INT16:
+		return null(func(a arrow.Array, i int) any { return int64(a.(*array.Int16).Value(i)) }), nil
+	case arrow.INT32:
+		return null(func(a arrow.Array, i int) any { return int64(a.(*array.Int32).Value(i)) }), nil
+	case arrow.INT64:
+		return null(func(a arrow.Array, i int) any { return a.(*array.Int64).Value(i) }), nil
+	case arrow.UINT8:
+		return null(func(a arrow.Array, i int) any { return uint64(a.(*array.Uint8).Value(i)) }), nil
+	case arrow.UINT16:
+		return null(func(a arrow.Array, i int) any { return uint64(a.(*array.Uint16).Value(i)) }), nil
+	case arrow.UINT32:
+		return null(func(a arrow.Array, i int) any { return uint64(a.(*array.Uint32).Value(i)) }), nil
+	case arrow.UINT64:
+		return null(func(a arrow.Array, i int) any { return a.(*array.Uint64).Value(i) }), nil
+	case arrow.FLOAT32:
+		return null(func(a arrow.Array, i int) any { return float64(a.(*array.Float32).Value(i)) }), nil
+	case arrow.FLOAT64:
+		return null(func(a arrow.Array, i int) any { return a.(*array.Float64).Value(i) }), nil
+	case arrow.DATE32:
+		return null(func(a arrow.Array, i int) any { return int64(a.(*array.Date32).Value(i)) }), nil
+	case arrow.DATE64:
+		return null(func(a arrow.Array, i int) any { return int64(a.(*array.Date64).Value(i)) }), nil
+	case arrow.TIME32:
+		return null(func(a arrow.Array, i int) any { return int64(a.(*array.Time32).Value(i)) }), nil
+	case arrow.TIME64:
+		return null(func(a arrow.Array, i int) any { return int64(a.(*array.Time64).Value(i)) }), nil
+	case arrow.TIMESTAMP:
+		return null(func(a arrow.Array, i int) any { return int64(a.(*array.Timestamp).Value(i)) }), nil
+	case arrow.DURATION:
+		return null(func(a arrow.Array, i int) any { return int64(a.(*array.Duration).Value(i)) }), nil
+	case arrow.STRING:
+		// Clone: Value aliases the batch's buffer, which state outlives.
+		return null(func(a arrow.Array, i int) any { return strings.Clone(a.(*array.String).Value(i)) }), nil
+	case arrow.LARGE_STRING:
+		return null(func(a arrow.Array, i int) any { return strings.Clone(a.(*array.LargeString).Value(i)) }), nil
+	case arrow.BINARY:
+		return null(func(a arrow.Array, i int) any { return string(a.(*array.Binary).Value(i)) }), nil
+	case arrow.DECIMAL128:
+		return null(func(a arrow.Array, i int) any { return a.(*array.Decimal128).Value(i) }), nil
+	}
+	return nil, fmt.Errorf("%w: type %s cannot be kept in streaming state yet", exec.ErrInvalid, dt)
+}
+
+func appenderFor(dt arrow.DataType) (appender, error) {
+	null := func(f appender) appender {
+		return func(b array.Builder, v any) {
+			if v == nil {
+				b.AppendNull()
+				return
+			}
+			f(b, v)
+		}
+	}
+	switch dt.ID() {
+	case arrow.NULL:
+		return func(b array.Builder, _ any) { b.AppendNull() }, nil
+	case arrow.BOOL:
+		return null(func(b array.Builder, v any) { b.(*array.BooleanBuilder).Append(v.(bool)) }), nil
+	case arrow.INT8:
+		return null(func(b array.Builder, v any) { b.(*array.Int8Builder).Append(int8(v.(int64))) }), nil
+	case arrow.INT16:
+		return null(func(b array.Builder, v any) { b.(*array.Int16Builder).Append(int16(v.(int64))) }), nil
+	case arrow.INT32:
+		return null(func(b array.Builder, v any) { b.(*array.Int32Builder).Append(int32(v.(int64))) }), nil
+	case arrow.INT64:
+		return null(func(b array.Builder, v any) { b.(*array.Int64Builder).Append(v.(int64)) }), nil
+	case arrow.UINT8:
+		return null(func(b array.Builder, v any) { b.(*array.Uint8Builder).Append(uint8(v.(uint64))) }), nil
+	case arrow.UINT16:
+		return null(func(b array.Builder, v any) { b.(*array.Uint16Builder).Append(uint16(v.(uint64))) }), nil
+	case arrow.UINT32:
+		return null(func(b array.Builder, v any) { b.(*array.Uint32Builder).Append(uint32(v.(uint64))) }), nil
+	case arrow.UINT64:
+		return null(func(b array.Builder, v any) { b.(*array.Uint64Builder).Append(v.(uint64)) }), nil
+	case arrow.FLOAT32:
+		return null(func(b array.Builder, v any) { b.(*array.Float32Builder).Append(float32(v.(float64))) }), nil
+	case arrow.FLOAT64:
+		return null(func(b array.Builder, v any) { b.(*array.Float64Builder).Append(v.(float64)) }), nil
+	case arrow.DATE32:
+		return null(func(b array.Builder, v any) { b.(*array.Date32Builder).Append(arrow.Date32(v.(int64))) }), nil
+	case arrow.DATE64:
+		return null(func(b array.Builder, v any) { b.(*array.Date64Builder).Append(arrow.Date64(v.(int64))) }), nil
+	case arrow.TIME32:
+		return null(func(b array.Builder, v any) { b.(*array.Time32Builder).Append(arrow.Time32(v.(int64))) }), nil
+	case arrow.TIME64:
+		return null(func(b array.Builder, v any) { b.(*array.Time64Builder).Append(arrow.Time64(v.(int64))) }), nil
+	case arrow.TIMESTAMP:
+		return null(func(b array.Builder, v any) { b.(*array.TimestampBuilder).Append(arrow.Timestamp(v.(int64))) }), nil
+	case arrow.DURATION:
+		return null(func(b array.Builder, v any) { b.(*array.DurationBuilder).Append(arrow.Duration(v.(int64))) }), nil
+	case arrow.STRING:
+		return null(func(b array.Builder, v any) { b.(*array.StringBuilder).Append(v.(string)) }), nil
+	case arrow.LARGE_STRING:
+		return null(func(b array.Builder, v any) { b.(*array.LargeStringBuilder).Append(v.(string)) }), nil
+	case arrow.BINARY:
+		return null(func(b array.Builder, v any) { b.(*array.BinaryBuilder).Append([]byte(v.(string))) }), nil
+	case arrow.DECIMAL128:
+		return null(func(b array.Builder, v any) { b.(*array.Decimal128Builder).Append(v.(decimal128.Num)) }), nil
+	}
+	return nil, fmt.Errorf("%w: type %s cannot be kept in streaming state yet", exec.ErrInvalid, dt)
+}
+
+// rowGetter reads whole rows of a batch.
+type rowGetter []getter
+
+func rowGetterFor(fields []arrow.Field) (rowGetter, error) {
+	g := make(rowGetter, len(fields))
+	for i, f := range fields {
+		var err error
+		if g[i], err = getterFor(f.Type); err != nil {
+			return nil, fmt.Errorf("column %s: %w", f.Name, err)
+		}
+	}
+	return g, nil
+}
+
+// row reads row i of cols.
+func (g rowGetter) row(cols []arrow.Array, i int) []any {
+	out := make([]any, len(g))
+	for c, get := range g {
+		out[c] = get(cols[c], i)
+	}
+	return out
+}
+
+// compareValues orders two non-NULL values of one type.
+func compareValues(a, b any) int {
+	switch x := a.(type) {
+	case int64:
+		return cmp3(x, b.(int64))
+	case uint64:
+		return cmp3(x, b.(uint64))
+	case float64:
+		y := b.(float64)
+		// NaN sorts after every number, as in exec's min/max.
+		switch {
+		case math.IsNaN(x) && math.IsNaN(y):
+			return 0
+		case math.IsNaN(x):
+			return 1
+		case math.IsNaN(y):
+			return -1
+		}
+		return cmp3(x, y)
+	case string:
+		return strings.Compare(x, b.(string))
+	case bool:
+		y := b.(bool)
+		switch {
+		case x == y:
+			return 0
+		case !x:
+			return -1
+		}
+		return 1
+	case decimal128.Num:
+		return x.Cmp(b.(decimal128.Num))
+	}
+	panic(fmt.Sprintf("stream: cannot compare %T", a))
+}
+
+func cmp3[T int64 | uint64 | float64](a, b T) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// sameValue is value equality, NULL equal to NULL and NaN to NaN (whether
+// an emitted row changed).
+func sameValue(a, b any) bool {
+	if fa, ok := a.(float64); ok {
+		fb, ok := b.(float64)
+		return ok && (fa == fb && math.Signbit(fa) == math.Signbit(fb) || math.IsNaN(fa) && math.IsNaN(fb))
+	}
+	return a == b
+}
+
+func sameRow(a, b []any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !sameValue(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// mapKey is a value usable as a map key (floats by bits: NaN != NaN).
+func mapKey(v any) any {
+	if f, ok := v.(float64); ok {
+		if math.IsNaN(f) {
+			f = math.NaN()
+		}
+		if f == 0 {
+			f = 0 // -0 and 0 are one value
+		}
+		return math.Float64bits(f)
+	}
+	return v
+}
+
+// rowBytes estimates what a row of values holds in memory.
+func rowBytes(vals []any) int64 {
+	n := int64(24 + 16*len(vals))
+	for _, v := range vals {
+		switch x := v.(type) {
+		case string:
+			n += int64(len(x))
+		case decimal128.Num:
+			n += 16
+		case nil:
+		default:
+			n += 8
+		}
+	}
+	return n
+}
