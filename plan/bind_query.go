@@ -948,6 +948,9 @@ func (b *binder) bindFrom(f sql.TableRef, outer *scope, left *scope) (Node, *sco
 		if n, sc, ok := b.bindView(f); ok {
 			return n, sc
 		}
+		if n, sc, ok := b.bindSystemTable(f); ok {
+			return n, sc
+		}
 		t, snap := b.table(f.Name)
 		snap, tag, stream := b.tableHints(f, t, snap)
 		qual := t.Ident().Table

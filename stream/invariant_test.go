@@ -335,7 +335,7 @@ type event struct {
 	err  error
 }
 
-func (s *streamRun) Rows(snapshot int64) {
+func (s *streamRun) Rows(snapshot int64, _ bool) {
 	if len(s.tables) == 1 {
 		s.cur = map[int]int64{s.tables[0]: snapshot}
 	}
@@ -354,8 +354,12 @@ func (s *streamRun) Snapshots(tables []string, snapshots []int64) {
 	}
 }
 
+// Image: every stream here starts once, so a full read starts from the
+// empty state the run already holds.
+func (s *streamRun) Image(int64, bool) error { return nil }
+
 func (s *streamRun) CaughtUp(snapshot int64) error {
-	s.Rows(snapshot)
+	s.Rows(snapshot, false)
 	s.events <- event{pos: s.cur}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/tablestore"
 	"github.com/flightd/flightd/vectorized"
 )
 
@@ -102,6 +103,9 @@ func (n *Normalize) Next(ctx context.Context) (Chunk, error) {
 			if err := n.flush(); err != nil {
 				return Chunk{}, err
 			}
+			// Image marks frame the rows of a full read, which the
+			// normalization consumed: they do not frame its output.
+			c.Image, c.ImageStart = tablestore.NoImage, false
 			n.marker = &c
 			continue
 		}

@@ -51,8 +51,8 @@ func (u *UnionAll) Next(ctx context.Context) (Chunk, error) {
 	}
 	u.out = array.NewRecordBatch(u.schema, c.Batch.Columns(), c.Batch.NumRows())
 	c.Batch.Release()
-	c.Batch = u.out
-	return c, nil
+	// Two tables' rows are not one table's full read: no image marks.
+	return Chunk{Batch: u.out, Pos: c.Pos}, nil
 }
 
 func (u *UnionAll) Close() error {
