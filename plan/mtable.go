@@ -115,7 +115,8 @@ func (b *binder) bindCreateMaterialized(s *sql.CreateMaterializedTable) Statemen
 // materializedTable binds a materialized table's query in the table's
 // database and derives its table definition: the query's columns, the
 // declared primary key or else the GROUP BY keys (when every one is an
-// output column, and they include the partition columns), partitioning as
+// output column, and they include the partition columns and more),
+// partitioning as
 // declared, and the WITH options.
 func (b *binder) materializedTable(id tablestore.Ident, q *sql.Query, pk []string, pkPos sql.Pos, partitionedBy []string, with []*sql.Property, pos sql.Pos) tablestore.TableDef {
 	n := b.bindViewBody(id, q)
@@ -146,10 +147,21 @@ func (b *binder) materializedTable(id tablestore.Ident, q *sql.Query, pk []strin
 	}
 	if pk == nil {
 		pk = groupKeys(q)
+		// A key table's partition columns are part of its key, and it has
+		// others besides.
+		extra := 0
+		for _, k := range pk {
+			if !slices.Contains(partitionedBy, k) {
+				extra++
+			}
+		}
 		for _, k := range partitionedBy {
 			if !slices.Contains(pk, k) {
-				pk = nil // a key table's partition columns are part of its key
+				extra = 0
 			}
+		}
+		if extra == 0 {
+			pk = nil
 		}
 	}
 	for _, k := range pk {

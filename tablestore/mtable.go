@@ -148,3 +148,7 @@ func (s *Store) DeleteMaterializedState(ctx context.Context, id Ident) error {
 	}
 	return nil
 }
+
+// SetProperties sets the properties the commit's snapshot carries
+// (WriteOptions.Properties), for a write made by Store.StageTable.
+func (w *Write) SetProperties(props map[string]string) { w.opts.Properties = props }
