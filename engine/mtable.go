@@ -109,7 +109,7 @@ func (e *Engine) refresh(ctx context.Context, id tablestore.Ident, spec map[stri
 // recordRefresh keeps the outcome of a refresh as the table's last error;
 // a refresh cut short by Close is not a failure of the table.
 func (e *Engine) recordRefresh(ctx context.Context, id tablestore.Ident, err error) {
-	if errors.Is(err, context.Canceled) || errors.Is(err, tablestore.ErrTableNotFound) {
+	if errors.Is(err, context.Canceled) {
 		return
 	}
 	var st tablestore.MaterializedState
