@@ -58,7 +58,8 @@ func (e *Engine) Refresh(ctx context.Context, id tablestore.Ident) error {
 	return e.refresh(ctx, id, nil, "")
 }
 
-// RefreshScheduled runs the refresh a schedule asks for: with
+// RefreshScheduled runs the refresh a schedule asks for (none for a
+// suspended table): with
 // partition.fields.<col>.date-formatter, only the partition of the current
 // period (now), else the whole table.
 func (e *Engine) RefreshScheduled(ctx context.Context, id tablestore.Ident, now time.Time) error {
@@ -67,6 +68,9 @@ func (e *Engine) RefreshScheduled(ctx context.Context, id tablestore.Ident, now 
 		return err
 	}
 	md := t.Materialized()
+	if md != nil && md.Suspended {
+		return nil // suspended after the scheduler looked
+	}
 	if md == nil || len(md.DateFormatters) == 0 {
 		return e.refresh(ctx, id, nil, "")
 	}
@@ -368,24 +372,29 @@ type embeddedScheduler struct {
 	wake   chan struct{}
 	done   chan struct{}
 
-	mu    sync.Mutex
-	next  map[tablestore.Ident]time.Time
-	dirty map[tablestore.Ident]bool
-	all   bool // reload every table (at start)
+	mu   sync.Mutex
+	next map[tablestore.Ident]time.Time
 }
 
 func newEmbeddedScheduler(e *Engine) Scheduler {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &embeddedScheduler{e: e, ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1), done: make(chan struct{}),
-		next: map[tablestore.Ident]time.Time{}, dirty: map[tablestore.Ident]bool{}, all: true}
+		next: map[tablestore.Ident]time.Time{}}
+	dbs, _ := e.store.Databases(ctx)
+	for _, db := range dbs {
+		names, _ := e.store.Tables(ctx, db)
+		for _, n := range names {
+			s.update(tablestore.Ident{Database: db, Table: n})
+		}
+	}
 	go s.loop()
 	return s
 }
 
+// Changed reads id's schedule before it returns, so a statement's effect
+// on the schedule (NextRun) is visible when the statement is.
 func (s *embeddedScheduler) Changed(id tablestore.Ident) {
-	s.mu.Lock()
-	s.dirty[id] = true
-	s.mu.Unlock()
+	s.update(id)
 	select {
 	case s.wake <- struct{}{}:
 	default:
@@ -408,13 +417,13 @@ func (s *embeddedScheduler) loop() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		s.reload()
 		id, at, ok := s.earliest()
 		if ok && !time.Now().Before(at) {
 			_ = s.e.RefreshScheduled(s.ctx, id, time.Now()) // recorded as the table's last error
-			s.mu.Lock()
-			s.dirty[id] = true
-			s.mu.Unlock()
+			if s.ctx.Err() != nil {
+				return
+			}
+			s.update(id)
 			continue
 		}
 		wait := time.Hour
@@ -450,38 +459,21 @@ func (s *embeddedScheduler) earliest() (tablestore.Ident, time.Time, bool) {
 	return best, at, !at.IsZero()
 }
 
-// reload reads the schedule of the tables marked dirty (all at start).
-func (s *embeddedScheduler) reload() {
+// update reads id's schedule: a freshness interval after its last refresh
+// or failed attempt; none when it is dropped, suspended or not
+// materialized. A table whose schedule cannot be read is retried after a
+// minute.
+func (s *embeddedScheduler) update(id tablestore.Ident) {
+	at, ok := s.schedule(id)
 	s.mu.Lock()
-	ids := slices.Collect(maps.Keys(s.dirty))
-	all := s.all
-	s.dirty, s.all = map[tablestore.Ident]bool{}, false
-	s.mu.Unlock()
-	if all {
-		dbs, _ := s.e.store.Databases(s.ctx)
-		for _, db := range dbs {
-			names, _ := s.e.store.Tables(s.ctx, db)
-			for _, n := range names {
-				ids = append(ids, tablestore.Ident{Database: db, Table: n})
-			}
-		}
-	}
-	for _, id := range ids {
-		at, ok := s.schedule(id)
-		s.mu.Lock()
-		if ok {
-			s.next[id] = at
-		} else {
-			delete(s.next, id)
-		}
-		s.mu.Unlock()
+	defer s.mu.Unlock()
+	if ok {
+		s.next[id] = at
+	} else {
+		delete(s.next, id)
 	}
 }
 
-// schedule computes when id is next due: a freshness interval after its
-// last refresh or failed attempt; ok is false when it is not scheduled
-// (dropped, suspended, not materialized). A table whose schedule cannot be
-// read is retried after a minute.
 func (s *embeddedScheduler) schedule(id tablestore.Ident) (time.Time, bool) {
 	t, err := s.e.store.Table(s.ctx, id)
 	if err != nil {

@@ -138,6 +138,20 @@ func TestMaterializedRestart(t *testing.T) {
 	if d["status"] != "ACTIVATED" || d["next_run"] == "" || d["last_refresh"] == "" || d["last_error"] != "" {
 		t.Fatalf("after CREATE: %v", d)
 	}
+	// Continuous jobs do not exist yet: a table that asks for CONTINUOUS
+	// (explicitly, or by a freshness under the threshold or by default)
+	// runs full refreshes at its freshness, and says so.
+	mustExec(t, s, "CREATE MATERIALIZED TABLE dflt AS SELECT k FROM src")
+	mustExec(t, s, "CREATE MATERIALIZED TABLE cont FRESHNESS = INTERVAL '1' HOUR REFRESH_MODE = CONTINUOUS AS SELECT k FROM src")
+	for _, tc := range [][2]string{{"dflt", "INTERVAL '3' MINUTE"}, {"cont", "INTERVAL '1' HOUR"}} {
+		d := describe(t, s, tc[0])
+		if d["freshness"] != tc[1] || !strings.HasPrefix(d["refresh_mode"], "FULL (CONTINUOUS requested") {
+			t.Fatalf("%s: %v", tc[0], d)
+		}
+	}
+	if got := rows(t, s, "SHOW CREATE MATERIALIZED TABLE cont"); !strings.Contains(got[0][0], "REFRESH_MODE = CONTINUOUS") {
+		t.Fatalf("SHOW CREATE: %v", got)
+	}
 	mustExec(t, s, "ALTER MATERIALIZED TABLE m SUSPEND")
 	mustExec(t, s, "ALTER MATERIALIZED TABLE m SET FRESHNESS = INTERVAL '2' HOUR")
 	mustExec(t, s, "INSERT INTO src VALUES (3, 1)")
@@ -218,9 +232,17 @@ func TestMaterializedPeriodPartition(t *testing.T) {
 	if !slices.EqualFunc(got, want, slices.Equal) {
 		t.Fatalf("got %v, want %v (only today's partition recomputed)", got, want)
 	}
-	if err := e.Refresh(ctx, id); err != nil {
+	// A schedule that fires after SUSPEND refreshes nothing.
+	mustExec(t, s, "ALTER MATERIALIZED TABLE daily SUSPEND")
+	before := lastRefresh(t, e, id)
+	if err := e.RefreshScheduled(ctx, id, time.Date(2026, 11, 30, 13, 0, 0, 0, time.UTC)); err != nil {
 		t.Fatal(err)
 	}
+	if after := lastRefresh(t, e, id); after != before {
+		t.Fatalf("a suspended table was refreshed: %v -> %v", before, after)
+	}
+	// ALTER ... REFRESH still works on a suspended table.
+	mustExec(t, s, "ALTER MATERIALIZED TABLE daily REFRESH")
 	got = rows(t, s, "SELECT * FROM daily ORDER BY ds")
 	want = [][]string{{"2026-11-30", "11"}, {"2026-12-01", "22"}}
 	if !slices.EqualFunc(got, want, slices.Equal) {
