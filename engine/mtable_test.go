@@ -232,9 +232,32 @@ func TestMaterializedPeriodPartition(t *testing.T) {
 	if !slices.EqualFunc(got, want, slices.Equal) {
 		t.Fatalf("got %v, want %v (only today's partition recomputed)", got, want)
 	}
+	// A refresh cut short (here: cancelled before it commits) publishes
+	// nothing and is not the table's failure.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	before := lastRefresh(t, e, id)
+	if err := e.Refresh(cctx, id); err == nil {
+		t.Fatal("a cancelled refresh succeeded")
+	}
+	if after := lastRefresh(t, e, id); after != before {
+		t.Fatalf("a cancelled refresh committed: %v -> %v", before, after)
+	}
+	if d := describe(t, s, "daily"); d["last_error"] != "" {
+		t.Fatalf("a cancelled refresh was recorded as an error: %v", d)
+	}
+	// Bulk ingest is refused like INSERT, in every mode.
+	for _, mode := range []engine.IngestMode{engine.IngestAppend, engine.IngestReplace, engine.IngestCreate} {
+		if _, err := ingest(ctx, s, "daily", mode, intStream(mem, 1)); err == nil || !strings.Contains(err.Error(), "materialized table") {
+			t.Fatalf("ingest mode %v into a materialized table: %v", mode, err)
+		}
+	}
+	if got := rows(t, s, "SELECT count(*) FROM daily"); got[0][0] != "2" {
+		t.Fatalf("ingest changed the table: %v", got)
+	}
 	// A schedule that fires after SUSPEND refreshes nothing.
 	mustExec(t, s, "ALTER MATERIALIZED TABLE daily SUSPEND")
-	before := lastRefresh(t, e, id)
+	before = lastRefresh(t, e, id)
 	if err := e.RefreshScheduled(ctx, id, time.Date(2026, 11, 30, 13, 0, 0, 0, time.UTC)); err != nil {
 		t.Fatal(err)
 	}
