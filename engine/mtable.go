@@ -248,7 +248,7 @@ func (e *Engine) createMaterialized(ctx context.Context, b *plan.CreateMateriali
 		case !b.OrAlter:
 			return fmt.Errorf("create materialized table %s: %w", b.Ident, tablestore.ErrTableExists)
 		}
-		b.Def.Materialized.Suspended = old.Suspended
+		b.Def.Materialized.Suspended = old.Suspended // CREATE OR ALTER redefines; it does not resume
 		replace = true
 	} else if !errors.Is(err, tablestore.ErrTableNotFound) {
 		return err
@@ -290,10 +290,28 @@ func (e *Engine) alterMaterialized(ctx context.Context, b *plan.AlterMaterialize
 	case "REFRESH":
 		return e.refresh(ctx, id, b.Partition, b.PartitionFilter)
 	case "AS":
-		return e.stageMaterialized(ctx, id, *b.NewTable, true)
+		return e.replaceQuery(ctx, id, *b.NewTable)
 	}
-	changes := append([]tablestore.SchemaChange{tablestore.SetMaterialized{Def: b.Def}}, b.Options...)
-	return e.store.AlterTable(ctx, id, changes...)
+	return e.store.AlterTable(ctx, id, b.Changes...)
+}
+
+// replaceQuery swaps in a new query (and schema) for materialized table id
+// with its first refresh, keeping the status and freshness it has now. A
+// SUSPEND, RESUME or SET FRESHNESS that publishes between reading them
+// here and StageTable is undone by the swap (one after fails it with
+// ErrConflict).
+func (e *Engine) replaceQuery(ctx context.Context, id tablestore.Ident, def tablestore.TableDef) error {
+	t, err := e.store.Table(ctx, id)
+	if err != nil {
+		return err
+	}
+	cur := t.Materialized()
+	if cur == nil {
+		return fmt.Errorf("alter materialized table %s: it is no longer a materialized table: %w", identString(id), ErrInvalid)
+	}
+	cur.Query = def.Materialized.Query
+	def.Materialized = cur
+	return e.stageMaterialized(ctx, id, def, true)
 }
 
 func (e *Engine) dropMaterialized(ctx context.Context, b *plan.DropMaterialized) error {

@@ -47,15 +47,15 @@ type CreateMaterialized struct {
 type AlterMaterialized struct {
 	Table  *tablestore.Table
 	Action string
-	// Def is the new definition (all actions but REFRESH).
-	Def tablestore.MaterializedDef
-	// Options are RESUME WITH's table options.
-	Options []tablestore.SchemaChange
+	// Changes are SUSPEND's, RESUME [WITH]'s and SET FRESHNESS's, applied
+	// to the table's definition as it is when they run.
+	Changes []tablestore.SchemaChange
 	// Partition is REFRESH PARTITION's spec (column -> value as in paths)
 	// and PartitionFilter the same as a SQL condition on the query's rows.
 	Partition       map[string]string
 	PartitionFilter string
-	// NewTable is AS's new table (schema, keys, definition).
+	// NewTable is AS's new table (schema, keys, query); it keeps the
+	// status and freshness the table has when it runs.
 	NewTable *tablestore.TableDef
 }
 
@@ -279,24 +279,24 @@ func (b *binder) materialized(name *sql.Name) (*tablestore.Table, *tablestore.Ma
 
 func (b *binder) bindAlterMaterialized(s *sql.AlterMaterializedTable) Statement {
 	t, md := b.materialized(s.Name)
-	a := &AlterMaterialized{Table: t, Action: s.Action, Def: *md}
+	a := &AlterMaterialized{Table: t, Action: s.Action}
 	switch s.Action {
 	case "SUSPEND":
 		if md.Suspended {
 			b.fail(s.Pos, "materialized table %s is already suspended", t.Ident())
 		}
-		a.Def.Suspended = true
+		a.Changes = []tablestore.SchemaChange{tablestore.SuspendMaterialized{Suspended: true}}
 	case "RESUME":
-		a.Def.Suspended = false
+		a.Changes = []tablestore.SchemaChange{tablestore.SuspendMaterialized{Suspended: false}}
 		for _, p := range s.With {
-			a.Options = append(a.Options, tablestore.SetOption{Key: p.Key, Value: p.Value})
+			a.Changes = append(a.Changes, tablestore.SetOption{Key: p.Key, Value: p.Value})
 		}
 	case "REFRESH":
 		if len(s.Partition) > 0 {
 			a.Partition, a.PartitionFilter = b.partitionSpec(t, s.Partition)
 		}
 	case "SET FRESHNESS":
-		a.Def.FreshnessMillis = b.freshness(s.Freshness).Milliseconds()
+		a.Changes = []tablestore.SchemaChange{tablestore.SetFreshness{Millis: b.freshness(s.Freshness).Milliseconds()}}
 	case "AS":
 		var with []*sql.Property
 		opts := t.Options()
@@ -308,10 +308,7 @@ func (b *binder) bindAlterMaterialized(s *sql.AlterMaterializedTable) Statement 
 		}
 		def := b.materializedTable(t.Ident(), s.As, nil, s.Pos, t.PartitionKeys(), with, s.Pos)
 		def.Comment = t.Comment()
-		m := *md
-		m.Query = def.Materialized.Query
-		def.Materialized = &m
-		a.NewTable, a.Def = &def, m
+		a.NewTable = &def
 	}
 	return a
 }

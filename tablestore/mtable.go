@@ -44,15 +44,41 @@ func (d *MaterializedDef) clone() *MaterializedDef {
 // plain table.
 func (t *Table) Materialized() *MaterializedDef { return t.schema.Materialized.clone() }
 
-// SetMaterialized replaces the definition of a materialized table (status,
-// freshness); a new query needs a new table (Store.StageTable).
-type SetMaterialized struct{ Def MaterializedDef }
+// SuspendMaterialized suspends (or resumes) a materialized table's
+// schedule; suspending a suspended table is an error.
+type SuspendMaterialized struct{ Suspended bool }
 
-func (c SetMaterialized) apply(s *tableSchema) error {
+// SetFreshness changes a materialized table's freshness.
+type SetFreshness struct{ Millis int64 }
+
+// Both apply to the latest schema (Store.AlterTable), so concurrent ALTERs
+// of different fields do not undo each other.
+func (c SuspendMaterialized) apply(s *tableSchema) error {
+	return alterMaterialized(s, func(d *MaterializedDef) error {
+		if c.Suspended && d.Suspended {
+			return fmt.Errorf("%w: already suspended", ErrInvalid)
+		}
+		d.Suspended = c.Suspended
+		return nil
+	})
+}
+
+func (c SetFreshness) apply(s *tableSchema) error {
+	if c.Millis <= 0 {
+		return fmt.Errorf("%w: freshness must be positive", ErrInvalid)
+	}
+	return alterMaterialized(s, func(d *MaterializedDef) error { d.FreshnessMillis = c.Millis; return nil })
+}
+
+func alterMaterialized(s *tableSchema, fn func(*MaterializedDef) error) error {
 	if s.Materialized == nil {
 		return fmt.Errorf("%w: not a materialized table", ErrInvalid)
 	}
-	s.Materialized = c.Def.clone()
+	d := s.Materialized.clone() // the current version is shared
+	if err := fn(d); err != nil {
+		return err
+	}
+	s.Materialized = d
 	return nil
 }
 
