@@ -152,8 +152,15 @@ func TestMaterializedRestart(t *testing.T) {
 	if got := rows(t, s, "SHOW CREATE MATERIALIZED TABLE cont"); !strings.Contains(got[0][0], "REFRESH_MODE = CONTINUOUS") {
 		t.Fatalf("SHOW CREATE: %v", got)
 	}
+	// A statement prepared before another ALTER changes only its own field.
+	setFresh, err := s.Prepare(ctx, "ALTER MATERIALIZED TABLE m SET FRESHNESS = INTERVAL '2' HOUR", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	mustExec(t, s, "ALTER MATERIALIZED TABLE m SUSPEND")
-	mustExec(t, s, "ALTER MATERIALIZED TABLE m SET FRESHNESS = INTERVAL '2' HOUR")
+	if _, err := setFresh.Exec(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
 	mustExec(t, s, "INSERT INTO src VALUES (3, 1)")
 	mustExec(t, s, "ALTER MATERIALIZED TABLE m REFRESH")
 	want := rows(t, s, "SELECT * FROM m ORDER BY k")
