@@ -178,3 +178,12 @@ func (s *Store) DeleteMaterializedState(ctx context.Context, id Ident) error {
 // SetProperties sets the properties the commit's snapshot carries
 // (WriteOptions.Properties), for a write made by Store.StageTable.
 func (w *Write) SetProperties(props map[string]string) { w.opts.Properties = props }
+
+// SnapshotProperties returns the properties of snapshot id (0 = latest).
+func (t *Table) SnapshotProperties(ctx context.Context, id int64) (map[string]string, error) {
+	sn, err := t.resolve(id)
+	if err != nil || sn == nil {
+		return nil, err
+	}
+	return maps.Clone(sn.Properties), nil
+}
