@@ -67,7 +67,9 @@ func Parse(src string) (stmts []Statement, err error) {
 		}
 	}
 	if len(stmts) == 0 {
-		return nil, Errorf(Pos{Line: 1, Col: 1}, "empty statement")
+		e := Errorf(Pos{Line: 1, Col: 1}, "empty statement")
+		e.SQLState = StateSyntax
+		return nil, e
 	}
 	return stmts, nil
 }
@@ -79,7 +81,9 @@ func ParseOne(src string) (Statement, error) {
 		return nil, err
 	}
 	if len(stmts) != 1 {
-		return nil, Errorf(stmts[1].Position(), "expected one statement, got %d", len(stmts))
+		e := Errorf(stmts[1].Position(), "expected one statement, got %d", len(stmts))
+		e.SQLState = StateSyntax
+		return nil, e
 	}
 	return stmts[0], nil
 }
