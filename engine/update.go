@@ -88,6 +88,9 @@ func (st *Statement) bindForWrite(ctx context.Context) (plan.Statement, bool, in
 }
 
 func (st *Statement) ddl(ctx context.Context) error {
+	if done, err := st.materializedDDL(ctx); done {
+		return err
+	}
 	store := st.s.e.store
 	switch b := st.bound.(type) {
 	case *plan.CreateTable:

@@ -42,6 +42,8 @@ type WriteOptions struct {
 	// its rows win over theirs.
 	ReadModifyWrite bool
 	BaseSnapshot    int64
+	// Properties annotate the commit's snapshot (Table.LastProperties).
+	Properties map[string]string
 }
 
 // Write buffers rows and publishes them atomically on Commit. It can be
@@ -761,16 +763,17 @@ func (w *Write) prepare(ctx context.Context) (*commitRequest, error) {
 		}
 	}
 	req := &commitRequest{
-		kind:      commitAppend,
-		adds:      w.pending,
-		baseID:    w.baseID,
-		strict:    w.opts.ReadModifyWrite,
-		nextSeq:   w.maxSeq + 1,
-		dirs:      slices.Collect(maps.Keys(w.dirs)),
-		changelog: w.logs,
-		schema:    w.sch,
-		replace:   w.staged,
-		create:    w.createOnly,
+		kind:       commitAppend,
+		adds:       w.pending,
+		baseID:     w.baseID,
+		strict:     w.opts.ReadModifyWrite,
+		nextSeq:    w.maxSeq + 1,
+		dirs:       slices.Collect(maps.Keys(w.dirs)),
+		changelog:  w.logs,
+		properties: w.opts.Properties,
+		schema:     w.sch,
+		replace:    w.staged,
+		create:     w.createOnly,
 	}
 	if w.sch.hasPK() && w.sch.opts.producer == producerLookup && w.staged == nil {
 		req.produce = st.lookupChangelog()
