@@ -168,3 +168,24 @@ def use_database(conn):
     assert ("py_used",) not in cur.fetchall()
     cur.execute("USE `default`")
     cur.close()
+
+
+def test_result_column_metadata(conn):
+    """Results carry the Flight SQL column metadata (type name, precision,
+    scale) that JDBC and ODBC layers read."""
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE py_money (id INT NOT NULL, amount DECIMAL(10,2))")
+    cur.execute("INSERT INTO py_money VALUES (1, 12.34)")
+    cur.execute("SELECT id, amount FROM py_money")
+    field = cur.fetch_arrow_table().schema.field("amount")
+    md = {k.decode(): v.decode() for k, v in field.metadata.items()}
+    assert md["ARROW:FLIGHT:SQL:TYPE_NAME"] == "DECIMAL(10, 2)"
+    assert (md["ARROW:FLIGHT:SQL:PRECISION"], md["ARROW:FLIGHT:SQL:SCALE"]) == ("10", "2")
+    cur.close()
+    schema = conn.adbc_get_table_schema("py_money")
+    md = {k.decode(): v.decode() for k, v in schema.field("amount").metadata.items()}
+    assert (md["XDBC_COLUMN_SIZE"], md["XDBC_DECIMAL_DIGITS"], md["XDBC_NULLABLE"]) == ("10", "2", "1")
+    objs = conn.adbc_get_objects(depth="columns", table_name_filter="py_money").read_all().to_pylist()
+    cols = {c["column_name"]: c for s in objs[0]["catalog_db_schemas"]
+            for t in (s["db_schema_tables"] or []) for c in t["table_columns"]}
+    assert cols["amount"]["xdbc_type_name"] == "DECIMAL(10, 2)"
