@@ -189,3 +189,15 @@ def test_result_column_metadata(conn):
     cols = {c["column_name"]: c for s in objs[0]["catalog_db_schemas"]
             for t in (s["db_schema_tables"] or []) for c in t["table_columns"]}
     assert cols["amount"]["xdbc_type_name"] == "DECIMAL(10, 2)"
+
+
+def test_large_batch_with_max_msg_size():
+    """The driver refuses to send a message over 16 MiB unless its limit
+    is raised (README); flightd takes up to 256 MiB."""
+    t = pa.table({"a": pa.array(range(2_200_000), pa.int64())})  # one 17.6 MB batch
+    with flight_sql.connect(URI, autocommit=True) as c, c.cursor() as cur:
+        with pytest.raises(adbc_driver_manager.Error, match="larger than max"):
+            cur.adbc_ingest("py_big_batch", t, mode="replace")
+    opt = {"adbc.flight.sql.client_option.with_max_msg_size": str(64 << 20)}
+    with flight_sql.connect(URI, autocommit=True, db_kwargs=opt) as c, c.cursor() as cur:
+        assert cur.adbc_ingest("py_big_batch", t, mode="replace") == 2_200_000
