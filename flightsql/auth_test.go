@@ -86,7 +86,9 @@ func TestReadAuthFile(t *testing.T) {
 		}
 	}
 	// The server refuses them too, whoever builds its options.
-	eng, err := engine.Open(context.Background(), engine.Config{Mem: memory.NewGoAllocator(), Root: t.TempDir()})
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	eng, err := engine.Open(context.Background(), engine.Config{Mem: mem, Root: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

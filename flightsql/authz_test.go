@@ -83,6 +83,9 @@ func TestAuthorization(t *testing.T) {
 	if n, err := rows(reader, "SELECT * FROM sales.t"); err != nil || n != 1 {
 		t.Fatalf("reader reads sales.t: %d rows, %v", n, err)
 	}
+	if n, err := rows(reader, "SHOW TABLES FROM sales"); err != nil || n != 1 {
+		t.Fatalf("reader lists sales: %d rows, %v", n, err)
+	}
 	for _, q := range []string{
 		"SELECT * FROM default.secret",
 		"SELECT * FROM default.nosuch", // denied, not NotFound: nothing about default leaks
@@ -90,9 +93,24 @@ func TestAuthorization(t *testing.T) {
 		"SELECT * FROM sales.t JOIN default.secret ON true",
 		"SHOW TABLES FROM default",
 		"DESCRIBE default.secret",
+		"EXPLAIN SELECT * FROM default.secret",
+		"EXPLAIN INSERT INTO sales.t VALUES (9)",
 	} {
 		_, err := rows(reader, q)
 		wantCode(t, "reader: "+q, err, codes.PermissionDenied)
+	}
+	// A reader records its own consumer position; compaction needs write.
+	for _, q := range []string{"CALL sys.reset_consumer('sales.t', 'c1', 1)", "USE sales"} {
+		if _, err := cl.ExecuteUpdate(reader, q); err != nil {
+			t.Fatalf("reader: %s: %v", q, err)
+		}
+	}
+	for _, q := range []string{"CALL sys.compact('sales.t')", "USE default"} {
+		_, err := cl.ExecuteUpdate(reader, q)
+		wantCode(t, "reader: "+q, err, codes.PermissionDenied)
+	}
+	if _, err := cl.ExecuteUpdate(writer, "CALL sys.compact('sales.t')"); err != nil {
+		t.Fatalf("writer compacts: %v", err)
 	}
 	for _, q := range []string{
 		"INSERT INTO sales.t VALUES (2)", "DELETE FROM sales.t", "DROP TABLE sales.t",

@@ -3,6 +3,7 @@ package flightsql_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/flightd/flightd/flightsql"
 )
@@ -288,6 +290,79 @@ func TestParameterBytesPerClient(t *testing.T) {
 	}
 }
 
+// createTable1024 creates table t of 1024 BIGINT rows.
+func createTable1024(t *testing.T, cl *arrowflightsql.Client) {
+	t.Helper()
+	var vals []string
+	for i := range 32 {
+		vals = append(vals, fmt.Sprintf("(%d)", i))
+	}
+	v := "(VALUES " + strings.Join(vals, ",") + ")"
+	for _, q := range []string{"CREATE TABLE t (k BIGINT)", "INSERT INTO t SELECT a.k * 32 + b.k FROM " + v + " AS a(k) CROSS JOIN " + v + " AS b(k)"} {
+		if _, err := cl.ExecuteUpdate(context.Background(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// endless is a query of 1024^3 rows over createTable1024's t: its stream
+// blocks on flow control while nobody reads.
+const endless = "SELECT a.k FROM t a CROSS JOIN t b CROSS JOIN t c"
+
+// A client running its most queries at once is refused another, while
+// other clients run theirs.
+func TestRunningQueriesPerClient(t *testing.T) {
+	ctx := context.Background()
+	ts := startServerLimits(t, flightsql.Limits{MaxRunningQueries: 3}, 0, flightsql.Options{})
+	greedy, _ := ts.rawClient(t)
+	other, _ := ts.rawClient(t)
+	createTable1024(t, greedy)
+	info, err := greedy.Execute(ctx, endless)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var open []*flight.Reader
+	for range 3 {
+		rdr, err := greedy.DoGet(readCtx, info.Endpoint[0].Ticket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rdr.Next() {
+			t.Fatalf("no first batch: %v", rdr.Err())
+		}
+		open = append(open, rdr)
+	}
+	_, err = fetchAll(ctx, greedy, info)
+	wantCode(t, "4th running query", err, codes.ResourceExhausted)
+	oinfo, err := other.Execute(ctx, "SELECT count(*) FROM t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := fetchAll(ctx, other, oinfo); err != nil || n != 1 {
+		t.Fatalf("another client's query: %d rows, %v", n, err)
+	}
+	cancel()
+	for _, r := range open {
+		r.Release()
+	}
+	// The cancelled streams end on the server soon after.
+	sinfo, err := greedy.Execute(ctx, "SELECT count(*) FROM t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, err := fetchAll(ctx, greedy, sinfo)
+		if err == nil {
+			break
+		}
+		if status.Code(err) != codes.ResourceExhausted || time.Now().After(deadline) {
+			t.Fatalf("query after cancelling the others: %v", err)
+		}
+	}
+}
+
 // A call still running in a transaction keeps it open past its idle time:
 // the janitor must not roll back under a running statement.
 func TestRunningCallKeepsTransaction(t *testing.T) {
@@ -295,17 +370,12 @@ func TestRunningCallKeepsTransaction(t *testing.T) {
 	const idle = time.Second
 	ts := startServerLimits(t, flightsql.Limits{TxnIdle: idle}, 0, flightsql.Options{})
 	cl, _ := ts.rawClient(t)
-	for _, q := range []string{"CREATE TABLE t (k BIGINT)", "INSERT INTO t SELECT a.k * 32 + b.k FROM (VALUES (0),(1),(2),(3),(4),(5),(6),(7),(8),(9),(10),(11),(12),(13),(14),(15),(16),(17),(18),(19),(20),(21),(22),(23),(24),(25),(26),(27),(28),(29),(30),(31)) AS a(k) CROSS JOIN (VALUES (0),(1),(2),(3),(4),(5),(6),(7),(8),(9),(10),(11),(12),(13),(14),(15),(16),(17),(18),(19),(20),(21),(22),(23),(24),(25),(26),(27),(28),(29),(30),(31)) AS b(k)"} {
-		if _, err := cl.ExecuteUpdate(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	createTable1024(t, cl)
 	tx, err := cl.BeginTransaction(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 1024^3 rows: the stream blocks on flow control while nobody reads.
-	info, err := tx.Execute(ctx, "SELECT a.k FROM t a CROSS JOIN t b CROSS JOIN t c")
+	info, err := tx.Execute(ctx, endless)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,12 +43,15 @@ type Limits struct {
 	PreparedIdle time.Duration
 	// TxnIdle rolls back a transaction no call used for this long.
 	TxnIdle time.Duration
+	// MaxRunningQueries caps the result and change streams (DoGets) a
+	// client runs at once.
+	MaxRunningQueries int
 }
 
 // DefaultLimits are used for zero fields of Limits.
 var DefaultLimits = Limits{MaxPreparedStatements: 1000, MaxParamRows: 1 << 20, MaxParamBytes: 256 << 20, MaxTransactions: 100,
 	MaxStatementBytes: 16 << 20, MaxStatementTokens: 1_000_000,
-	PreparedIdle: time.Hour, TxnIdle: 10 * time.Minute}
+	PreparedIdle: time.Hour, TxnIdle: 10 * time.Minute, MaxRunningQueries: 64}
 
 // Server serves Flight SQL over an engine.
 type Server struct {
@@ -96,6 +99,9 @@ func NewServer(eng *engine.Engine, limits Limits) (*Server, error) {
 	if limits.TxnIdle <= 0 {
 		limits.TxnIdle = DefaultLimits.TxnIdle
 	}
+	if limits.MaxRunningQueries <= 0 {
+		limits.MaxRunningQueries = DefaultLimits.MaxRunningQueries
+	}
 	s := &Server{eng: eng, mem: eng.Mem(), limits: limits,
 		prepared:    newRegistry[*prepared]("prepared statements", limits.MaxPreparedStatements, limits.PreparedIdle),
 		txns:        newRegistry[*engine.Txn]("transactions", limits.MaxTransactions, limits.TxnIdle),
@@ -106,6 +112,8 @@ func NewServer(eng *engine.Engine, limits Limits) (*Server, error) {
 	s.key = make([]byte, 32)
 	_, _ = rand.Read(s.key)
 	s.running.m = make(map[string]map[uint64]runningQuery)
+	s.running.perOwner = make(map[string]int)
+	s.running.max = limits.MaxRunningQueries
 	if err := registerSQLInfo(s); err != nil {
 		return nil, fmt.Errorf("register SqlInfo: %w", err)
 	}
@@ -217,9 +225,12 @@ func (s *Server) txn(ctx context.Context, id []byte) (*engine.Txn, error) {
 // Identical tickets (the same query) may run several times at once; a
 // cancel stops all of them.
 type runningQueries struct {
-	mu   sync.Mutex
-	next uint64
-	m    map[string]map[uint64]runningQuery
+	max int // per owner
+
+	mu       sync.Mutex
+	next     uint64
+	m        map[string]map[uint64]runningQuery
+	perOwner map[string]int
 }
 
 type runningQuery struct {
@@ -227,10 +238,16 @@ type runningQuery struct {
 	streaming bool // a change stream, which never ends on its own
 }
 
-func (r *runningQueries) start(ctx context.Context, ticket []byte, streaming bool) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(ctx)
+// start registers a query of owner's, unless owner runs max already.
+func (r *runningQueries) start(ctx context.Context, owner string, ticket []byte, streaming bool) (context.Context, func(), error) {
 	key := string(ticket)
 	r.mu.Lock()
+	if r.perOwner[owner] >= r.max {
+		r.mu.Unlock()
+		return nil, nil, fmt.Errorf("%s runs %d queries, the most one client may at once; finish or cancel some first: %w", owner, r.max, errExhausted)
+	}
+	r.perOwner[owner]++
+	ctx, cancel := context.WithCancel(ctx)
 	r.next++
 	id := r.next
 	if r.m[key] == nil {
@@ -244,9 +261,12 @@ func (r *runningQueries) start(ctx context.Context, ticket []byte, streaming boo
 		if len(r.m[key]) == 0 {
 			delete(r.m, key)
 		}
+		if r.perOwner[owner]--; r.perOwner[owner] == 0 {
+			delete(r.perOwner, owner)
+		}
 		r.mu.Unlock()
 		cancel()
-	}
+	}, nil
 }
 
 // CancelQueries cancels every running DoGet; their clients get Canceled.

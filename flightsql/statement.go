@@ -169,11 +169,15 @@ func (s *Server) prepare(ctx context.Context, query string, txnID []byte) (*engi
 // away or calls CancelFlightInfo with the same ticket; a stream that did
 // not run to its end always ends with an error, never as if complete.
 func (s *Server) stream(ctx context.Context, ticket []byte, st *engine.Statement, params arrow.RecordBatch) (*arrow.Schema, <-chan flight.StreamChunk, error) {
-	op, err := st.Query(ctx, params)
+	runCtx, done, err := s.running.start(ctx, callerOf(ctx).owner, ticket, st.Streaming())
 	if err != nil {
 		return nil, nil, toStatus(err)
 	}
-	runCtx, done := s.running.start(ctx, ticket, st.Streaming())
+	op, err := st.Query(ctx, params)
+	if err != nil {
+		done()
+		return nil, nil, toStatus(err)
+	}
 	ch := make(chan flight.StreamChunk, 2)
 	schema := resultSchema(op.Schema())
 	var meta func() []byte

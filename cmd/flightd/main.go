@@ -42,6 +42,7 @@ func run() error {
 		prepIdle = flag.Duration("prepared-idle", flightsql.DefaultLimits.PreparedIdle, "close a prepared statement unused for this long")
 		maxParam = flag.Int64("max-param-bytes", flightsql.DefaultLimits.MaxParamBytes, "bytes of parameters one DoPut may send and one client's prepared statements may hold bound")
 		maxTxns  = flag.Int("max-transactions", flightsql.DefaultLimits.MaxTransactions, "open transactions per client (user, or connection without auth)")
+		maxQuery = flag.Int("max-running-queries", flightsql.DefaultLimits.MaxRunningQueries, "result and change streams one client (user, or connection without auth) runs at once")
 		txnIdle  = flag.Duration("transaction-idle", flightsql.DefaultLimits.TxnIdle, "roll back a transaction unused for this long")
 		tlsCert  = flag.String("tls-cert", "", "TLS certificate (PEM)")
 		tlsKey   = flag.String("tls-key", "", "TLS private key (PEM)")
@@ -99,7 +100,7 @@ func run() error {
 	}
 	srv, err := flightsql.NewServer(eng, flightsql.Limits{
 		MaxPreparedStatements: *maxPrep, PreparedIdle: *prepIdle, MaxParamBytes: *maxParam, MaxTransactions: *maxTxns, TxnIdle: *txnIdle,
-		MaxStatementBytes: *maxBytes, MaxStatementTokens: *maxToks,
+		MaxStatementBytes: *maxBytes, MaxStatementTokens: *maxToks, MaxRunningQueries: *maxQuery,
 	})
 	if err != nil {
 		return errors.Join(err, eng.Close())

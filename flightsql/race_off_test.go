@@ -1,0 +1,5 @@
+//go:build !race
+
+package flightsql_test
+
+const raceEnabled = false
