@@ -55,6 +55,9 @@ type Config struct {
 	// Parallelism is how many goroutines one statement's parallel scans
 	// and aggregations use; 0 means runtime.GOMAXPROCS(0), 1 serial.
 	Parallelism int
+	// Scheduler starts what runs the scheduled refreshes of materialized
+	// tables; nil means the embedded one (mtable.go).
+	Scheduler func(*Engine) Scheduler
 }
 
 // DefaultQueryMemory is the default per-statement memory budget.
@@ -68,6 +71,9 @@ type Engine struct {
 
 	mu   sync.Mutex
 	txns map[string]*Txn
+
+	sched     Scheduler
+	refreshMu sync.Map // tablestore.Ident -> *sync.Mutex: one refresh at a time per table
 }
 
 // Open opens (or initialises) the warehouse and makes sure the default
@@ -104,7 +110,12 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		_ = store.Close()
 		return nil, err
 	}
-	return &Engine{cfg: cfg, store: store, txns: make(map[string]*Txn)}, nil
+	e := &Engine{cfg: cfg, store: store, txns: make(map[string]*Txn)}
+	if cfg.Scheduler == nil {
+		cfg.Scheduler = newEmbeddedScheduler
+	}
+	e.sched = cfg.Scheduler(e)
+	return e, nil
 }
 
 // Close rolls back open transactions and closes the store after in-flight
@@ -117,6 +128,7 @@ func (e *Engine) Close() error {
 	for _, tx := range txns {
 		tx.rollback()
 	}
+	e.sched.Close()
 	return e.store.Close()
 }
 

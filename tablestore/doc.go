@@ -91,7 +91,14 @@
 // so per key the merge order is the commit order.
 // WriteOptions.ReadModifyWrite turns on first-committer-wins, key by key:
 // ErrSerialization if a commit after the base snapshot wrote one of the
-// keys (or changed the overwritten scope).
+// keys (or changed the overwritten scope). CommitAll commits writes to several
+// tables together: all, or none when one of them conflicts.
+//
+// Snapshots carry the writer's properties (WriteOptions.Properties; a
+// commit with them is never grouped with others); Table.LastProperties
+// finds the newest that has a key. A materialized table keeps its
+// definition in its schema (MaterializedDef, changed by SetMaterialized) and
+// its refreshes' source snapshots in these properties (mtable.go).
 //
 // Snapshot lifetime: a Scan leases its snapshot until Close (or garbage
 // collection); expiry keeps leased snapshots, those consumers still need,

@@ -97,6 +97,9 @@ type snapshot struct {
 	// NextSequenceNumber is above every sequence number in the table, so a
 	// writer starting from this snapshot numbers its rows after all of them.
 	NextSequenceNumber int64 `json:"nextSequenceNumber"`
+	// Properties are the writer's annotations of the commit
+	// (WriteOptions.Properties), as Paimon's snapshot properties.
+	Properties map[string]string `json:"properties,omitempty"`
 }
 
 // manifestMeta is one entry of a manifest list.
