@@ -45,7 +45,7 @@ func (st *Statement) explain(ctx context.Context, ec *exec.Context, b *plan.Expl
 }
 
 func analyze(ctx context.Context, ec *exec.Context, q *plan.Query, params arrow.RecordBatch) (string, error) {
-	rows, err := paramRows(q, params)
+	rows, err := paramRows(ec.Mem, q, params)
 	if err != nil {
 		return "", err
 	}

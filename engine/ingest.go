@@ -87,16 +87,20 @@ func (s *Session) Ingest(ctx context.Context, req IngestRequest, rdr BatchReader
 		return 0, fmt.Errorf("ingest: table %s: %w", identString(req.Table), tablestore.ErrTableNotFound)
 	}
 	overwrite := req.Mode == IngestReplace
+	stored, err := storedSchema(rdr.Schema())
+	if err != nil && (!exists || overwrite) {
+		return 0, fmt.Errorf("ingest: table %s: %w", identString(req.Table), err)
+	}
 	var w *tablestore.Write
 	switch {
-	case !exists || overwrite && !sameColumns(t.Schema(), rdr.Schema()):
+	case !exists || overwrite && !sameColumns(t.Schema(), stored):
 		if req.Txn != nil {
 			return 0, fmt.Errorf("ingest: creating or replacing table %s with a new schema inside a transaction: %w", identString(req.Table), ErrNotSupported)
 		}
 		if _, verr := store.View(ctx, req.Table); verr == nil {
 			return 0, fmt.Errorf("ingest: %s is a view: %w", identString(req.Table), tablestore.ErrViewExists)
 		}
-		if w, err = store.StageTable(ctx, req.Table, tablestore.TableDef{Schema: rdr.Schema()}, overwrite); err != nil {
+		if w, err = store.StageTable(ctx, req.Table, tablestore.TableDef{Schema: stored}, overwrite); err != nil {
 			return 0, err
 		}
 		t = w.Table()
@@ -125,7 +129,7 @@ func (s *Session) ingestInto(ctx context.Context, w *tablestore.Write, req Inges
 		if in.NumRows() == 0 {
 			continue
 		}
-		b, err := conform(s.e, target, in)
+		b, err := conform(ctx, s.e, target, in)
 		if err == nil {
 			err = w.Write(ctx, b, tablestore.Insert)
 			b.Release()
@@ -157,8 +161,8 @@ func (s *Session) abortIngest(req IngestRequest, w *tablestore.Write, err error)
 }
 
 // checkIngestSchema accepts input whose columns are a subset of the
-// table's, matched by name (case-insensitively) with identical types; table
-// columns left out must be nullable.
+// table's, matched by name (case-insensitively) with types convertible to
+// the table's; table columns left out must be nullable.
 func checkIngestSchema(id tablestore.Ident, table, in *arrow.Schema) error {
 	seen := make(map[int]bool, in.NumFields())
 	for _, f := range in.Fields() {
@@ -170,7 +174,7 @@ func checkIngestSchema(id tablestore.Ident, table, in *arrow.Schema) error {
 			return fmt.Errorf("ingest into %s: column %q given twice: %w", identString(id), f.Name, ErrInvalid)
 		}
 		seen[i] = true
-		if want := table.Field(i).Type; !arrow.TypeEqual(want, f.Type) {
+		if want := table.Field(i).Type; !convertible(f.Type, want) {
 			return fmt.Errorf("ingest into %s: column %q has type %s, the table has %s: %w", identString(id), f.Name, f.Type, want, ErrInvalid)
 		}
 	}
@@ -182,9 +186,9 @@ func checkIngestSchema(id tablestore.Ident, table, in *arrow.Schema) error {
 	return nil
 }
 
-// conform returns in rearranged to the table's column order, with NULL
-// columns for the ones the input leaves out. The caller releases it.
-func conform(e *Engine, table *arrow.Schema, in arrow.RecordBatch) (arrow.RecordBatch, error) {
+// conform returns in rearranged to the table's column order and types, with
+// NULL columns for the ones the input leaves out. The caller releases it.
+func conform(ctx context.Context, e *Engine, table *arrow.Schema, in arrow.RecordBatch) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, table.NumFields())
 	defer func() {
 		for _, c := range cols {
@@ -203,8 +207,10 @@ func conform(e *Engine, table *arrow.Schema, in arrow.RecordBatch) (arrow.Record
 		if !f.Nullable && c.NullN() > 0 {
 			return nil, fmt.Errorf("ingest: column %q is NOT NULL but the input has %d NULLs: %w", f.Name, c.NullN(), ErrInvalid)
 		}
-		c.Retain()
-		cols[i] = c
+		var err error
+		if cols[i], err = convertColumn(ctx, e.cfg.Mem, c, f.Type); err != nil {
+			return nil, fmt.Errorf("ingest: column %q: %w", f.Name, err)
+		}
 	}
 	return array.NewRecordBatch(table, cols, in.NumRows()), nil
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/plan"
@@ -196,7 +197,7 @@ func (st *Statement) Query(ctx context.Context, params arrow.RecordBatch) (_ exe
 }
 
 func (st *Statement) buildPerRow(ec *exec.Context, q *plan.Query, params arrow.RecordBatch) (exec.Operator, error) {
-	rows, err := paramRows(q, params)
+	rows, err := paramRows(ec.Mem, q, params)
 	if err != nil {
 		return nil, err
 	}
@@ -250,14 +251,20 @@ func checkParams(want *arrow.Schema, params arrow.RecordBatch) error {
 }
 
 // paramRows splits the bound parameter batch into one-row batches (owned by
-// the caller); a statement without parameters runs once with nil.
-func paramRows(q *plan.Query, params arrow.RecordBatch) ([]arrow.RecordBatch, error) {
+// the caller) in their stored types; a statement without parameters runs
+// once with nil.
+func paramRows(mem memory.Allocator, q *plan.Query, params arrow.RecordBatch) ([]arrow.RecordBatch, error) {
 	if err := checkParams(q.Params(), params); err != nil {
 		return nil, err
 	}
 	if q.Params() == nil || q.Params().NumFields() == 0 {
 		return []arrow.RecordBatch{nil}, nil
 	}
+	params, err := storedParams(mem, params)
+	if err != nil {
+		return nil, err
+	}
+	defer params.Release()
 	rows := make([]arrow.RecordBatch, params.NumRows())
 	for i := range rows {
 		rows[i] = params.NewSlice(int64(i), int64(i)+1)

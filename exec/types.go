@@ -99,6 +99,8 @@ func CommonType(a, b arrow.DataType) (arrow.DataType, bool) {
 		return b, true
 	case a.ID() == arrow.TIMESTAMP && b.ID() == arrow.DATE32:
 		return a, true
+	case a.ID() == arrow.TIME64 && b.ID() == arrow.TIME64:
+		return &arrow.Time64Type{Unit: max(a.(*arrow.Time64Type).Unit, b.(*arrow.Time64Type).Unit)}, true
 	case a.ID() == arrow.TIMESTAMP && b.ID() == arrow.TIMESTAMP:
 		ta, tb := a.(*arrow.TimestampType), b.(*arrow.TimestampType)
 		if ta.TimeZone != tb.TimeZone && ta.TimeZone != "" && tb.TimeZone != "" {

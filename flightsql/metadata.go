@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -192,43 +193,96 @@ func wantsTableType(types []string, kind string) bool {
 	return len(types) == 0 || slices.ContainsFunc(types, func(t string) bool { return strings.EqualFold(t, kind) })
 }
 
-// describedSchema is a table's or view's schema with the Flight SQL column
-// metadata JDBC's getColumns reads (type name, precision, scale, table
-// names).
+// describedSchema is a table's or view's schema with the column metadata
+// of columnMetadata and the table's names.
 func describedSchema(id tablestore.Ident, sch *arrow.Schema) *arrow.Schema {
 	fields := make([]arrow.Field, sch.NumFields())
 	for i, f := range sch.Fields() {
-		md := flightsql.NewColumnMetadataBuilder().
-			CatalogName(CatalogName).SchemaName(id.Database).TableName(id.Table).
-			TypeName(plan.SQLTypeName(f.Type)).IsAutoIncrement(false).IsCaseSensitive(false).
-			IsReadOnly(false).IsSearchable(true)
-		if p, sc, ok := precisionScale(f.Type); ok {
-			md.Precision(p).Scale(sc)
-		}
-		f.Metadata = md.Metadata()
+		f.Metadata = columnMetadata(f, flightsql.NewColumnMetadataBuilder().
+			CatalogName(CatalogName).SchemaName(id.Database).TableName(id.Table))
 		fields[i] = f
 	}
 	return arrow.NewSchema(fields, nil)
 }
 
-func precisionScale(t arrow.DataType) (int32, int32, bool) {
+// resultSchema is a query result's schema with the column metadata of
+// columnMetadata, which the JDBC driver reads for ResultSetMetaData
+// (precision and scale of a DECIMAL(10,2) column, say).
+func resultSchema(sch *arrow.Schema) *arrow.Schema {
+	fields := make([]arrow.Field, sch.NumFields())
+	for i, f := range sch.Fields() {
+		f.Metadata = columnMetadata(f, flightsql.NewColumnMetadataBuilder())
+		fields[i] = f
+	}
+	md := sch.Metadata()
+	return arrow.NewSchema(fields, &md)
+}
+
+// columnMetadata is what clients read from a field's metadata: the Flight
+// SQL keys (ARROW:FLIGHT:SQL:TYPE_NAME, PRECISION, SCALE, ...) that the
+// JDBC driver reads, and the XDBC keys from which ADBC's get_objects fills
+// column size, decimal digits and nullability. md may carry table names.
+func columnMetadata(f arrow.Field, md *flightsql.ColumnMetadataBuilder) arrow.Metadata {
+	md.TypeName(plan.SQLTypeName(f.Type)).IsAutoIncrement(false).IsCaseSensitive(false).
+		IsReadOnly(false).IsSearchable(true)
+	size, digits, numeric, ok := precisionScale(f.Type)
+	if ok {
+		md.Precision(size).Scale(digits)
+	}
+	m := md.Metadata()
+	keys, vals := m.Keys(), m.Values()
+	add := func(k, v string) { keys, vals = append(keys, k), append(vals, v) }
+	if f.Nullable {
+		add("XDBC_NULLABLE", "1")
+		add("XDBC_IS_NULLABLE", "YES")
+	} else {
+		add("XDBC_NULLABLE", "0")
+		add("XDBC_IS_NULLABLE", "NO")
+	}
+	if ok {
+		add("XDBC_COLUMN_SIZE", strconv.Itoa(int(size)))
+		add("XDBC_DECIMAL_DIGITS", strconv.Itoa(int(digits)))
+	}
+	if numeric {
+		add("XDBC_NUM_PREC_RADIX", "10")
+	}
+	return arrow.NewMetadata(keys, vals)
+}
+
+// precisionScale is a type's JDBC precision and scale: digits for numbers,
+// characters of the text form for dates and times (whose scale is the
+// fractional second digits).
+func precisionScale(t arrow.DataType) (prec, scale int32, numeric, ok bool) {
+	frac := func(u arrow.TimeUnit) int32 { return [...]int32{0, 3, 6, 9}[u] }
+	dot := func(p int32) int32 {
+		if p > 0 {
+			return p + 1
+		}
+		return 0
+	}
 	switch t := t.(type) {
 	case arrow.DecimalType:
-		return t.GetPrecision(), t.GetScale(), true
+		return t.GetPrecision(), t.GetScale(), true, true
 	case *arrow.Int8Type:
-		return 3, 0, true
+		return 3, 0, true, true
 	case *arrow.Int16Type:
-		return 5, 0, true
+		return 5, 0, true, true
 	case *arrow.Int32Type:
-		return 10, 0, true
+		return 10, 0, true, true
 	case *arrow.Int64Type:
-		return 19, 0, true
+		return 19, 0, true, true
 	case *arrow.Float32Type:
-		return 7, 0, true
+		return 7, 0, true, true
 	case *arrow.Float64Type:
-		return 15, 0, true
+		return 15, 0, true, true
+	case *arrow.Date32Type:
+		return 10, 0, false, true // yyyy-mm-dd
+	case *arrow.Time64Type:
+		return 8 + dot(frac(t.Unit)), frac(t.Unit), false, true // hh:mm:ss.f
+	case *arrow.TimestampType:
+		return 19 + dot(frac(t.Unit)), frac(t.Unit), false, true // yyyy-mm-dd hh:mm:ss.f
 	}
-	return 0, 0, false
+	return 0, 0, false, false
 }
 
 func (s *Server) GetFlightInfoTableTypes(_ context.Context, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {

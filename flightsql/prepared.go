@@ -124,7 +124,7 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 	res.IsUpdate = &isUpdate
 	res.ParameterSchema = st.ParamSchema()
 	if !isUpdate {
-		res.DatasetSchema = st.Schema()
+		res.DatasetSchema = resultSchema(st.Schema())
 	}
 	return res, nil
 }
@@ -182,7 +182,7 @@ func (s *Server) GetSchemaPreparedStatement(ctx context.Context, cmd flightsql.P
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &flight.SchemaResult{Schema: flight.SerializeSchema(p.st.Schema(), s.mem)}, nil
+	return &flight.SchemaResult{Schema: flight.SerializeSchema(resultSchema(p.st.Schema()), s.mem)}, nil
 }
 
 // PollFlightInfoPreparedStatement is complete on the first poll.

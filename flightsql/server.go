@@ -13,12 +13,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/engine"
+	"github.com/flightd/flightd/plan"
 	"github.com/flightd/flightd/sql"
 )
 
 // CatalogName is the one Flight SQL catalog flightd serves; its schemas are
 // the table store's databases.
-const CatalogName = "flightd"
+const CatalogName = plan.CatalogName
 
 // Limits bound what one server holds for its clients. A client is an
 // authenticated user or, without authentication, one connection; one client

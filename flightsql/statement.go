@@ -96,7 +96,7 @@ func (s *Server) GetSchemaStatement(ctx context.Context, cmd flightsql.Statement
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &flight.SchemaResult{Schema: flight.SerializeSchema(st.Schema(), s.mem)}, nil
+	return &flight.SchemaResult{Schema: flight.SerializeSchema(resultSchema(st.Schema()), s.mem)}, nil
 }
 
 // PollFlightInfoStatement answers at once: planning is quick and execution
@@ -179,9 +179,10 @@ func (s *Server) stream(ctx context.Context, ticket []byte, st *engine.Statement
 		return nil, nil, toStatus(err)
 	}
 	ch := make(chan flight.StreamChunk, 2)
+	schema := resultSchema(op.Schema())
 	var meta func() []byte
 	if st.Streaming() {
-		p := &streamProgress{ctx: ctx, ch: ch, mem: s.eng.Mem(), schema: op.Schema()}
+		p := &streamProgress{ctx: ctx, ch: ch, mem: s.eng.Mem(), schema: schema}
 		runCtx = plan.WithStreamObserver(runCtx, p)
 		meta = p.meta
 	}
@@ -190,7 +191,7 @@ func (s *Server) stream(ctx context.Context, ticket []byte, st *engine.Statement
 		defer close(ch)
 		defer done()
 		defer rdr.Release()
-		err := pump(ctx, rdr, ch, meta)
+		err := pump(ctx, rdr, schema, ch, meta)
 		if err == nil {
 			err = runCtx.Err() // cancelled between batches
 		}
@@ -201,20 +202,21 @@ func (s *Server) stream(ctx context.Context, ticket []byte, st *engine.Statement
 			}
 		}
 	}()
-	return op.Schema(), ch, nil
+	return schema, ch, nil
 }
 
-// pump sends the reader's batches until its end, its error, or the
-// client going away (ctx); meta, if set, gives each batch's app metadata.
-func pump(ctx context.Context, rdr array.RecordReader, ch chan<- flight.StreamChunk, meta func() []byte) (err error) {
+// pump sends the reader's batches, labelled with schema (the reader's with
+// column metadata), until its end, its error, or the client going away
+// (ctx); meta, if set, gives each batch's app metadata.
+func pump(ctx context.Context, rdr array.RecordReader, schema *arrow.Schema, ch chan<- flight.StreamChunk, meta func() []byte) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: %v", engine.ErrInternal, r)
 		}
 	}()
 	for rdr.Next() {
-		b := rdr.RecordBatch()
-		b.Retain()
+		in := rdr.RecordBatch()
+		b := array.NewRecordBatch(schema, in.Columns(), in.NumRows())
 		chunk := flight.StreamChunk{Data: b}
 		if meta != nil {
 			chunk.AppMetadata = meta()
@@ -235,7 +237,7 @@ func pump(ctx context.Context, rdr array.RecordReader, ch chan<- flight.StreamCh
 // queryInfo is the FlightInfo of a query: its schema and one endpoint.
 func (s *Server) queryInfo(schema *arrow.Schema, desc *flight.FlightDescriptor, ticket []byte) *flight.FlightInfo {
 	return &flight.FlightInfo{
-		Schema:           flight.SerializeSchema(schema, s.mem),
+		Schema:           flight.SerializeSchema(resultSchema(schema), s.mem),
 		FlightDescriptor: desc,
 		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: ticket}}},
 		TotalRecords:     -1,

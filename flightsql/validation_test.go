@@ -82,7 +82,8 @@ func (q *flightdQuirks) GetMetadata(code adbc.InfoCode) any {
 }
 
 // SampleTableSchemaMetadata is the column metadata flightd attaches to
-// table schemas (what JDBC getColumns reads).
+// table schemas of nullable columns (what JDBC getColumns reads, and the
+// XDBC keys of get_objects).
 func (q *flightdQuirks) SampleTableSchemaMetadata(table string, dt arrow.DataType) arrow.Metadata {
 	b := flightsql.NewColumnMetadataBuilder().CatalogName(fsql.CatalogName).SchemaName("default").TableName(table)
 	switch dt.ID() {
@@ -92,10 +93,19 @@ func (q *flightdQuirks) SampleTableSchemaMetadata(table string, dt arrow.DataTyp
 		b.TypeName("STRING")
 	}
 	b.IsAutoIncrement(false).IsCaseSensitive(false).IsReadOnly(false).IsSearchable(true)
+	xdbc := map[string]string{"XDBC_NULLABLE": "1", "XDBC_IS_NULLABLE": "YES"}
 	if dt.ID() == arrow.INT64 {
 		b.Precision(19).Scale(0)
+		xdbc["XDBC_COLUMN_SIZE"], xdbc["XDBC_DECIMAL_DIGITS"], xdbc["XDBC_NUM_PREC_RADIX"] = "19", "0", "10"
 	}
-	return b.Metadata()
+	md := b.Metadata()
+	keys, vals := md.Keys(), md.Values()
+	for _, k := range []string{"XDBC_NULLABLE", "XDBC_IS_NULLABLE", "XDBC_COLUMN_SIZE", "XDBC_DECIMAL_DIGITS", "XDBC_NUM_PREC_RADIX"} {
+		if v, ok := xdbc[k]; ok {
+			keys, vals = append(keys, k), append(vals, v)
+		}
+	}
+	return arrow.NewMetadata(keys, vals)
 }
 
 func sqlType(dt arrow.DataType) string {

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"math/big"
 	"slices"
@@ -818,15 +819,29 @@ func (b *binder) typedLiteral(l *sql.TypedLiteral) Expr {
 		if !ok {
 			b.fail(l.Pos, "invalid TIMESTAMP literal %q (want YYYY-MM-DD HH:MM:SS[.fff])", l.Value)
 		}
+		if _, frac, _ := strings.Cut(strings.TrimSpace(l.Value), "."); len(frac) > 6 {
+			// Flink types the literal TIMESTAMP(9): keep the nanoseconds.
+			typ := &arrow.TimestampType{Unit: arrow.Nanosecond}
+			return &Const{Value: scalar.NewTimestampScalar(arrow.Timestamp(t.UnixNano()), typ)}
+		}
 		typ := &arrow.TimestampType{Unit: arrow.Microsecond}
 		return &Const{Value: scalar.NewTimestampScalar(arrow.Timestamp(t.UnixMicro()), typ)}
+	case "X":
+		v, err := hex.DecodeString(l.Value)
+		if err != nil {
+			b.fail(l.Pos, "invalid binary literal X'%s' (want an even number of hex digits)", l.Value)
+		}
+		return &Const{Value: scalar.NewBinaryScalar(memory.NewBufferBytes(v), arrow.BinaryTypes.Binary)}
 	case "TIME":
 		t, err := time.Parse("15:04:05.999999999", strings.TrimSpace(l.Value))
 		if err != nil {
 			b.fail(l.Pos, "invalid TIME literal %q (want HH:MM:SS[.fff])", l.Value)
 		}
-		us := int64(t.Hour())*3600e6 + int64(t.Minute())*60e6 + int64(t.Second())*1e6 + int64(t.Nanosecond()/1000)
-		return &Const{Value: scalar.NewTime64Scalar(arrow.Time64(us), &arrow.Time64Type{Unit: arrow.Microsecond})}
+		ns := int64(t.Hour())*3600e9 + int64(t.Minute())*60e9 + int64(t.Second())*1e9 + int64(t.Nanosecond())
+		if _, frac, _ := strings.Cut(strings.TrimSpace(l.Value), "."); len(frac) > 6 {
+			return &Const{Value: scalar.NewTime64Scalar(arrow.Time64(ns), &arrow.Time64Type{Unit: arrow.Nanosecond})}
+		}
+		return &Const{Value: scalar.NewTime64Scalar(arrow.Time64(ns/1000), &arrow.Time64Type{Unit: arrow.Microsecond})}
 	}
 	b.fail(l.Pos, "unsupported literal type %s", l.Type)
 	return nil

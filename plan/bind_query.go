@@ -945,6 +945,9 @@ func (b *binder) bindFrom(f sql.TableRef, outer *scope, left *scope) (Node, *sco
 				return n, b.aliasScope(n, qual, aliases, f.Pos)
 			}
 		}
+		if n, sc, ok := b.bindInformationSchema(f); ok {
+			return n, sc
+		}
 		if n, sc, ok := b.bindView(f); ok {
 			return n, sc
 		}

@@ -314,6 +314,10 @@ func (f *formatter) node(n Node) {
 			f.w(n.Value)
 		}
 	case *TypedLiteral:
+		if n.Type == "X" {
+			f.w("X", QuoteString(n.Value))
+			break
+		}
 		f.w(n.Type, " ", QuoteString(n.Value))
 	case *IntervalLiteral:
 		f.w("INTERVAL ")

@@ -1635,6 +1635,12 @@ func (p *parser) keywordPrimary(t token) Expr {
 	case "true", "false":
 		p.i++
 		return &Literal{Pos: t.pos, Kind: LitBool, Value: strings.ToUpper(t.text)}
+	case "x":
+		// X'DEADBEEF': a binary string literal, the quote right after X.
+		if next.kind == tString && next.pos.Offset == t.pos.Offset+1 {
+			p.i += 2
+			return &TypedLiteral{Pos: t.pos, Type: "X", Value: next.text}
+		}
 	case "date", "time", "timestamp":
 		if next.kind == tString {
 			p.i += 2

@@ -95,6 +95,8 @@ func datumAt(a arrow.Array, i int) (datum, bool) {
 		return intDatum(int64(a.Value(i))), true
 	case *array.Timestamp:
 		return intDatum(int64(a.Value(i))), true
+	case *array.Time64:
+		return intDatum(int64(a.Value(i))), true
 	case *array.Float32:
 		return floatDatum(float64(a.Value(i))), true
 	case *array.Float64:

@@ -438,6 +438,8 @@ func appendNormalized(dst []byte, a arrow.Array, i int) []byte {
 		return u64(int64(a.Value(i)))
 	case *array.Timestamp:
 		return u64(int64(a.Value(i)))
+	case *array.Time64:
+		return u64(int64(a.Value(i)))
 	case *array.Float32:
 		return appendFloat(dst, float64(a.Value(i)))
 	case *array.Float64:

@@ -41,6 +41,8 @@ func cmpFunc(a arrow.Array) func(i, j int) int {
 		f = ordered(a.Date32Values())
 	case *array.Timestamp:
 		f = ordered(a.TimestampValues())
+	case *array.Time64:
+		f = ordered(a.Time64Values())
 	case *array.String:
 		f = func(i, j int) int { return cmp.Compare(a.Value(i), a.Value(j)) }
 	case *array.Binary:
@@ -150,6 +152,8 @@ func hashColumn(a arrow.Array, h []uint64) {
 		ints(func(i int) int64 { return int64(a.Value(i)) })
 	case *array.Timestamp:
 		ints(func(i int) int64 { return int64(a.Value(i)) })
+	case *array.Time64:
+		ints(func(i int) int64 { return int64(a.Value(i)) })
 	case *array.Float32:
 		ints(func(i int) int64 { return int64(math.Float64bits(float64(a.Value(i)))) })
 	case *array.Float64:
@@ -247,6 +251,8 @@ func fastMinMax(a arrow.Array) (datum, datum, bool) {
 		return intMinMax(a, a.Date32Values())
 	case *array.Timestamp:
 		return intMinMax(a, a.TimestampValues())
+	case *array.Time64:
+		return intMinMax(a, a.Time64Values())
 	case *array.Float32:
 		return floatMinMax(a, a.Float32Values())
 	case *array.Float64:

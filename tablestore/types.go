@@ -94,6 +94,8 @@ func typeString(dt arrow.DataType) (string, error) {
 		return "BYTES", nil
 	case *arrow.Date32Type:
 		return "DATE", nil
+	case *arrow.Time64Type:
+		return fmt.Sprintf("TIME(%d)", [...]int{0, 3, 6, 9}[t.Unit]), nil
 	case *arrow.TimestampType:
 		p := [...]int{0, 3, 6, 9}[t.Unit]
 		switch t.TimeZone {
@@ -144,6 +146,8 @@ func parseType(s string) (arrow.DataType, error) {
 		switch {
 		case name == "DECIMAL" && len(nums) == 2:
 			return &arrow.Decimal128Type{Precision: int32(nums[0]), Scale: int32(nums[1])}, nil
+		case name == "TIME" && len(nums) == 1 && (nums[0] == 6 || nums[0] == 9):
+			return &arrow.Time64Type{Unit: map[int]arrow.TimeUnit{6: arrow.Microsecond, 9: arrow.Nanosecond}[nums[0]]}, nil
 		case (name == "TIMESTAMP" || name == "TIMESTAMP_LTZ") && len(nums) == 1:
 			unit := map[int]arrow.TimeUnit{0: arrow.Second, 3: arrow.Millisecond, 6: arrow.Microsecond, 9: arrow.Nanosecond}
 			u, ok := unit[nums[0]]
@@ -190,4 +194,52 @@ func canWiden(from, to arrow.DataType) bool {
 		return f.Scale == t.Scale && f.Precision < t.Precision
 	}
 	return false
+}
+
+// StoredType is the type the store keeps for values of type dt: every Arrow
+// physical variant of a logical type maps to the one variant the store
+// writes (large and view strings to utf8, dictionaries to their values,
+// unsigned integers to the next wider signed one, time32 to time64[us],
+// timestamps in any zone to UTC, a column of type null to STRING). Bulk ingest creates tables with it and
+// converts input to it; an error names a type with no stored form.
+func StoredType(dt arrow.DataType) (arrow.DataType, error) {
+	switch t := dt.(type) {
+	case *arrow.DictionaryType:
+		return StoredType(t.ValueType)
+	case *arrow.NullType:
+		// pandas sends an all-None object column as null.
+		return arrow.BinaryTypes.String, nil
+	case *arrow.LargeStringType, *arrow.StringViewType:
+		return arrow.BinaryTypes.String, nil
+	case *arrow.LargeBinaryType, *arrow.BinaryViewType, *arrow.FixedSizeBinaryType:
+		return arrow.BinaryTypes.Binary, nil
+	case *arrow.Uint8Type:
+		return arrow.PrimitiveTypes.Int16, nil
+	case *arrow.Uint16Type:
+		return arrow.PrimitiveTypes.Int32, nil
+	case *arrow.Uint32Type, *arrow.Uint64Type:
+		return arrow.PrimitiveTypes.Int64, nil // uint64 values above 2^63-1 are refused
+	case *arrow.Float16Type:
+		return arrow.PrimitiveTypes.Float32, nil
+	case *arrow.Date64Type:
+		return arrow.FixedWidthTypes.Date32, nil
+	case *arrow.Time32Type:
+		return arrow.FixedWidthTypes.Time64us, nil
+	case *arrow.Decimal32Type:
+		return &arrow.Decimal128Type{Precision: t.Precision, Scale: t.Scale}, nil
+	case *arrow.Decimal64Type:
+		return &arrow.Decimal128Type{Precision: t.Precision, Scale: t.Scale}, nil
+	case *arrow.Decimal256Type:
+		if t.Precision <= 38 {
+			return &arrow.Decimal128Type{Precision: t.Precision, Scale: t.Scale}, nil
+		}
+	case *arrow.TimestampType:
+		if t.TimeZone != "" && t.TimeZone != "UTC" {
+			return &arrow.TimestampType{Unit: t.Unit, TimeZone: "UTC"}, nil
+		}
+	}
+	if _, err := typeString(dt); err != nil {
+		return nil, err
+	}
+	return dt, nil
 }

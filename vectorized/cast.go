@@ -305,7 +305,12 @@ func intBounds(id arrow.Type) (int64, int64) {
 func castAppender(a arrow.Array, b array.Builder) (func(i int) error, error) {
 	to := b.Type()
 	from := a.DataType()
-	if IsString(to) || (to.ID() == arrow.BINARY && IsString(from)) {
+	if bb, ok := b.(*array.BinaryBuilder); ok && IsString(from) {
+		// Flink: a string's UTF-8 bytes (AppendValueFromString would
+		// decode base64).
+		return func(i int) error { bb.AppendString(FormatValue(a, i)); return nil }, nil
+	}
+	if IsString(to) {
 		return func(i int) error {
 			return b.AppendValueFromString(FormatValue(a, i))
 		}, nil

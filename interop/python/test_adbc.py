@@ -216,3 +216,36 @@ def test_streaming_aggregate(conn):
     ]
     client.close()
     cur.close()
+
+
+def test_result_column_metadata(conn):
+    """Results carry the Flight SQL column metadata (type name, precision,
+    scale) that JDBC and ODBC layers read."""
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE py_money (id INT NOT NULL, amount DECIMAL(10,2))")
+    cur.execute("INSERT INTO py_money VALUES (1, 12.34)")
+    cur.execute("SELECT id, amount FROM py_money")
+    field = cur.fetch_arrow_table().schema.field("amount")
+    md = {k.decode(): v.decode() for k, v in field.metadata.items()}
+    assert md["ARROW:FLIGHT:SQL:TYPE_NAME"] == "DECIMAL(10, 2)"
+    assert (md["ARROW:FLIGHT:SQL:PRECISION"], md["ARROW:FLIGHT:SQL:SCALE"]) == ("10", "2")
+    cur.close()
+    schema = conn.adbc_get_table_schema("py_money")
+    md = {k.decode(): v.decode() for k, v in schema.field("amount").metadata.items()}
+    assert (md["XDBC_COLUMN_SIZE"], md["XDBC_DECIMAL_DIGITS"], md["XDBC_NULLABLE"]) == ("10", "2", "1")
+    objs = conn.adbc_get_objects(depth="columns", table_name_filter="py_money").read_all().to_pylist()
+    cols = {c["column_name"]: c for s in objs[0]["catalog_db_schemas"]
+            for t in (s["db_schema_tables"] or []) for c in t["table_columns"]}
+    assert cols["amount"]["xdbc_type_name"] == "DECIMAL(10, 2)"
+
+
+def test_large_batch_with_max_msg_size():
+    """The driver refuses to send a message over 16 MiB unless its limit
+    is raised (README); flightd takes up to 256 MiB."""
+    t = pa.table({"a": pa.array(range(2_200_000), pa.int64())})  # one 17.6 MB batch
+    with flight_sql.connect(URI, autocommit=True) as c, c.cursor() as cur:
+        with pytest.raises(adbc_driver_manager.Error, match="larger than max"):
+            cur.adbc_ingest("py_big_batch", t, mode="replace")
+    opt = {"adbc.flight.sql.client_option.with_max_msg_size": str(64 << 20)}
+    with flight_sql.connect(URI, autocommit=True, db_kwargs=opt) as c, c.cursor() as cur:
+        assert cur.adbc_ingest("py_big_batch", t, mode="replace") == 2_200_000

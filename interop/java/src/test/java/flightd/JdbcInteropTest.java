@@ -9,7 +9,9 @@ import java.sql.DatabaseMetaData;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
+import java.sql.ResultSetMetaData;
 import java.sql.Statement;
+import java.math.BigDecimal;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.AfterClass;
@@ -99,6 +101,29 @@ public class JdbcInteropTest {
         assertTrue(rs.next());
         assertEquals(null, rs.getString(1));
       }
+    }
+  }
+
+  @Test
+  public void resultSetMetaData() throws Exception {
+    try (Statement st = conn.createStatement()) {
+      st.executeUpdate("CREATE TABLE jdbc_money (id INT NOT NULL, amount DECIMAL(10,2), at TIMESTAMP(3))");
+      st.executeUpdate("INSERT INTO jdbc_money VALUES (1, 12.34, TIMESTAMP '2024-01-02 03:04:05.678')");
+    }
+    try (PreparedStatement ps = conn.prepareStatement("SELECT id, amount, at FROM jdbc_money WHERE id = ?")) {
+      ps.setInt(1, 1);
+      try (ResultSet rs = ps.executeQuery()) {
+        ResultSetMetaData md = rs.getMetaData();
+        assertEquals(10, md.getPrecision(2));
+        assertEquals(2, md.getScale(2));
+        assertEquals(3, md.getScale(3));
+        assertTrue(rs.next());
+        assertEquals(new BigDecimal("12.34"), rs.getBigDecimal(2));
+      }
+    }
+    try (Statement st = conn.createStatement(); ResultSet rs = st.executeQuery("SELECT amount FROM jdbc_money")) {
+      assertEquals(10, rs.getMetaData().getPrecision(1));
+      assertEquals(2, rs.getMetaData().getScale(1));
     }
   }
 

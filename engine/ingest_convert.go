@@ -1,0 +1,136 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/tablestore"
+)
+
+// Clients send whichever Arrow physical variant their library produces:
+// pandas and polars send large_utf8 or string_view, dictionaries for
+// categoricals, int64 for every integer and timestamp[ns]. Ingest and
+// parameters accept them and convert to the store's type
+// (tablestore.StoredType), so results always come back in that type.
+
+// storedSchema is the schema of a table created from input of schema in.
+func storedSchema(in *arrow.Schema) (*arrow.Schema, error) {
+	fields := make([]arrow.Field, in.NumFields())
+	for i, f := range in.Fields() {
+		t, err := tablestore.StoredType(f.Type)
+		if err != nil {
+			return nil, fmt.Errorf("column %q: %w", f.Name, err)
+		}
+		fields[i] = arrow.Field{Name: f.Name, Type: t, Nullable: f.Nullable}
+	}
+	return arrow.NewSchema(fields, nil), nil
+}
+
+// convertible reports whether input of type from can be stored in a column
+// of type to: the same logical type in another physical variant, or another
+// width or unit of it that convertColumn checks value by value (integers
+// that must fit, timestamps and times that must not lose digits, decimals
+// that must keep their value).
+func convertible(from, to arrow.DataType) bool {
+	if from.ID() == arrow.NULL {
+		return true
+	}
+	s, err := tablestore.StoredType(from)
+	if err != nil {
+		return false
+	}
+	if arrow.TypeEqual(s, to) {
+		return true
+	}
+	isInt := func(t arrow.DataType) bool {
+		switch t.ID() {
+		case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64:
+			return true
+		}
+		return false
+	}
+	switch {
+	case isInt(s) && (isInt(to) || to.ID() == arrow.DECIMAL128):
+		return true
+	case s.ID() == arrow.DECIMAL128 && to.ID() == arrow.DECIMAL128:
+		return true
+	case s.ID() == arrow.FLOAT32 && to.ID() == arrow.FLOAT64:
+		return true
+	case (s.ID() == arrow.INT8 || s.ID() == arrow.INT16) && to.ID() == arrow.FLOAT32:
+		return true // exact
+	case (s.ID() == arrow.INT8 || s.ID() == arrow.INT16 || s.ID() == arrow.INT32) && to.ID() == arrow.FLOAT64:
+		return true // exact
+	case s.ID() == arrow.TIME64 && to.ID() == arrow.TIME64:
+		return true
+	case s.ID() == arrow.TIMESTAMP && to.ID() == arrow.TIMESTAMP:
+		// A zoned instant and a zoneless local time are different types.
+		return (s.(*arrow.TimestampType).TimeZone == "") == (to.(*arrow.TimestampType).TimeZone == "")
+	}
+	return false
+}
+
+// convertColumn returns col as type to (retained when it already is),
+// refusing values that would change (overflow, lost digits).
+func convertColumn(ctx context.Context, mem memory.Allocator, col arrow.Array, to arrow.DataType) (arrow.Array, error) {
+	switch {
+	case arrow.TypeEqual(col.DataType(), to):
+		col.Retain()
+		return col, nil
+	case col.DataType().ID() == arrow.NULL:
+		return array.MakeArrayOfNull(mem, to, col.Len()), nil
+	}
+	if ts, ok := col.DataType().(*arrow.TimestampType); ok && ts.TimeZone != "" {
+		// Zoned timestamps hold UTC instants whatever the zone: relabel.
+		utc := &arrow.TimestampType{Unit: ts.Unit, TimeZone: "UTC"}
+		data := array.NewData(utc, col.Len(), col.Data().Buffers(), nil, col.NullN(), col.Data().Offset())
+		defer data.Release()
+		col = array.MakeFromData(data)
+		defer col.Release()
+		if arrow.TypeEqual(utc, to) {
+			col.Retain()
+			return col, nil
+		}
+	}
+	out, err := compute.CastArray(compute.WithAllocator(ctx, mem), col, compute.SafeCastOptions(to))
+	if err != nil {
+		return nil, fmt.Errorf("cannot convert %s to %s without changing a value: %v: %w", col.DataType(), to, err, ErrInvalid)
+	}
+	return out, nil
+}
+
+// storedParams returns params with every column in its stored type, so the
+// planner sees the types it knows whatever variant the client bound. The
+// caller releases the result.
+func storedParams(mem memory.Allocator, params arrow.RecordBatch) (arrow.RecordBatch, error) {
+	schema := params.Schema()
+	fields := make([]arrow.Field, params.NumCols())
+	cols := make([]arrow.Array, params.NumCols())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	for i, f := range schema.Fields() {
+		t := f.Type
+		if t.ID() != arrow.NULL {
+			var err error
+			if t, err = tablestore.StoredType(f.Type); err != nil {
+				return nil, fmt.Errorf("parameter $%d: %w", i+1, err)
+			}
+		}
+		c, err := convertColumn(context.Background(), mem, params.Column(i), t)
+		if err != nil {
+			return nil, fmt.Errorf("parameter $%d: %w", i+1, err)
+		}
+		cols[i] = c
+		fields[i] = arrow.Field{Name: f.Name, Type: t, Nullable: true}
+	}
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, params.NumRows()), nil
+}
