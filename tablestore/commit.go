@@ -45,6 +45,8 @@ type commitRequest struct {
 	// table is in effect.
 	replace *tableSchema
 	create  bool
+	// properties go into the snapshot (Write.SetCommitProperties).
+	properties map[string]string
 }
 
 // maxManifests bounds a base manifest list before it is rewritten as one
@@ -73,7 +75,7 @@ func (st *tableState) commit(ctx context.Context, req *commitRequest) (int64, er
 		}
 	}
 	q := &queuedCommit{req: req}
-	groupable := req.kind == commitAppend && req.overwrite == nil && req.produce == nil && len(req.changelog) == 0
+	groupable := req.kind == commitAppend && req.overwrite == nil && req.produce == nil && len(req.changelog) == 0 && req.properties == nil
 	if groupable {
 		st.mu.Lock()
 		st.queue = append(st.queue, q)
@@ -337,7 +339,7 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 		BaseManifestList: baseName, DeltaManifestList: deltaName, ChangelogManifestList: changelogName,
 		CommitUser: st.s.opts.CommitUser, CommitIdentifier: st.s.nextCommitID(),
 		CommitKind: req.kind, TimeMillis: st.s.opts.Now().UnixMilli(),
-		DeltaRecordCount: rows, NextSequenceNumber: nextSeq,
+		DeltaRecordCount: rows, NextSequenceNumber: nextSeq, Properties: req.properties,
 	}
 	if latest != nil {
 		sn.TotalRecordCount = latest.TotalRecordCount

@@ -97,6 +97,10 @@ type snapshot struct {
 	// NextSequenceNumber is above every sequence number in the table, so a
 	// writer starting from this snapshot numbers its rows after all of them.
 	NextSequenceNumber int64 `json:"nextSequenceNumber"`
+	// Properties are the committer's (Paimon's snapshot properties): a
+	// continuous job records its source positions here, atomically with
+	// its sink rows.
+	Properties map[string]string `json:"properties,omitempty"`
 }
 
 // manifestMeta is one entry of a manifest list.

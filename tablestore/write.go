@@ -72,6 +72,7 @@ type Write struct {
 	// until its commit publishes it; createOnly: the table must not exist.
 	staged     *tableSchema
 	createOnly bool
+	props      map[string]string // of the next commit
 }
 
 // NewWrite starts a write transaction on the table's current schema.
@@ -95,6 +96,7 @@ func (w *Write) reset() {
 	w.pending, w.logs = nil, nil
 	w.touched = map[string][]datum{}
 	w.dirs = map[string]bool{}
+	w.props = nil
 	if w.release != nil {
 		w.release()
 		w.release = nil
@@ -648,16 +650,17 @@ func (w *Write) Commit(ctx context.Context) (int64, error) {
 		}
 	}
 	req := &commitRequest{
-		kind:      commitAppend,
-		adds:      w.pending,
-		baseID:    w.baseID,
-		strict:    w.opts.ReadModifyWrite,
-		nextSeq:   w.maxSeq + 1,
-		dirs:      slices.Collect(maps.Keys(w.dirs)),
-		changelog: w.logs,
-		schema:    w.sch,
-		replace:   w.staged,
-		create:    w.createOnly,
+		kind:       commitAppend,
+		adds:       w.pending,
+		baseID:     w.baseID,
+		strict:     w.opts.ReadModifyWrite,
+		nextSeq:    w.maxSeq + 1,
+		dirs:       slices.Collect(maps.Keys(w.dirs)),
+		changelog:  w.logs,
+		schema:     w.sch,
+		replace:    w.staged,
+		create:     w.createOnly,
+		properties: w.props,
 	}
 	if w.sch.hasPK() && w.sch.opts.producer == producerLookup && w.staged == nil {
 		req.produce = st.lookupChangelog()
@@ -690,6 +693,11 @@ func (w *Write) Commit(ctx context.Context) (int64, error) {
 	st.afterCommit(ctx, slices.Collect(maps.Values(buckets)))
 	return id, nil
 }
+
+// SetCommitProperties gives the next Commit's snapshot properties, which
+// Table.LastCommitWith finds again; such a commit is published alone (not
+// grouped with other appends).
+func (w *Write) SetCommitProperties(p map[string]string) { w.props = maps.Clone(p) }
 
 // overwriteSelector returns which live files an overwrite replaces.
 func (w *Write) overwriteSelector() (func(*manifestEntry) bool, error) {
