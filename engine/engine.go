@@ -68,6 +68,12 @@ type Engine struct {
 
 	mu   sync.Mutex
 	txns map[string]*Txn
+
+	// Continuous jobs (job.go) run under jobCtx until Close.
+	jobsMu    sync.Mutex
+	jobs      map[string]*job
+	jobCtx    context.Context
+	jobCancel context.CancelFunc
 }
 
 // Open opens (or initialises) the warehouse and makes sure the default
@@ -104,12 +110,20 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		_ = store.Close()
 		return nil, err
 	}
-	return &Engine{cfg: cfg, store: store, txns: make(map[string]*Txn)}, nil
+	e := &Engine{cfg: cfg, store: store, txns: make(map[string]*Txn), jobs: map[string]*job{}}
+	e.jobCtx, e.jobCancel = context.WithCancel(context.WithoutCancel(ctx))
+	if err := e.startJobs(ctx); err != nil {
+		e.stopJobs()
+		_ = store.Close()
+		return nil, fmt.Errorf("start continuous jobs: %w", err)
+	}
+	return e, nil
 }
 
-// Close rolls back open transactions and closes the store after in-flight
-// commits finished.
+// Close stops the continuous jobs, rolls back open transactions and closes
+// the store after in-flight commits finished.
 func (e *Engine) Close() error {
+	e.stopJobs()
 	e.mu.Lock()
 	txns := e.txns
 	e.txns = map[string]*Txn{}

@@ -22,14 +22,17 @@ type binder struct {
 	// streamPos is where the query's streaming hint is (nil: none).
 	streamPos *sql.Pos
 	// query: the statement is a query (streams cannot feed DML or DDL).
-	query    bool
-	ctx      context.Context
-	cat      Catalog
-	opts     Options
-	nextID   ColumnID
-	params   map[int]*paramSlot
-	ctes     []map[string]*cteDef
-	maxParam int
+	query bool
+	// insertSource: binding an INSERT's query, which may stream (a
+	// continuous job).
+	insertSource bool
+	ctx          context.Context
+	cat          Catalog
+	opts         Options
+	nextID       ColumnID
+	params       map[int]*paramSlot
+	ctes         []map[string]*cteDef
+	maxParam     int
 	// lateralConds are the pulled correlation conditions of the LATERAL
 	// subquery just bound, for the join its caller builds.
 	lateralConds []Expr
@@ -305,6 +308,7 @@ func (b *binder) bindInsert(s *sql.Insert) Statement {
 	for i, c := range targets {
 		hints[i] = schema.Field(schema.FieldIndices(c)[0]).Type
 	}
+	b.insertSource = true
 	src, _ := b.bindQuery(s.Source, nil, hints)
 	srcCols := src.Columns()
 	if len(srcCols) != len(targets) {
@@ -330,6 +334,9 @@ func (b *binder) bindInsert(s *sql.Insert) Statement {
 	}
 	b.defaultParamTypes()
 	ins.Source = b.finishQuery(&ProjectNode{Input: src, Exprs: exprs, Cols: cols})
+	if ins.Source.Streaming() {
+		b.checkJobSink(ins)
+	}
 	return ins
 }
 

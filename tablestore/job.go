@@ -13,10 +13,9 @@ import (
 type JobDef struct {
 	ID string `json:"id"`
 	// SQL is the INSERT ... SELECT statement, bound again at each start in
-	// Database as User ("" without authentication).
+	// Database.
 	SQL      string `json:"sql"`
 	Database string `json:"database"`
-	User     string `json:"user,omitempty"`
 	// State is RUNNING, STOPPED or FAILED; Error says why it failed.
 	State      string `json:"state"`
 	Error      string `json:"error,omitempty"`

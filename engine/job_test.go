@@ -1,0 +1,197 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flightd/flightd/engine"
+)
+
+// jobCase is a continuous job over random source tables: its sink must
+// equal its batch query on the source snapshots the job reports.
+type jobCase struct {
+	name    string
+	ddl     []string
+	job     string
+	batch   string // the same query at %s: one snapshot hint per source
+	sink    string // SELECT of the sink's rows at %s: a snapshot hint or nothing
+	sources []string
+	write   func(rng *rand.Rand, i int) string
+}
+
+var jobCases = []jobCase{{
+	name: "groupby",
+	ddl: []string{
+		`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`CREATE TABLE agg (g BIGINT NOT NULL, c BIGINT, sv BIGINT, PRIMARY KEY (g) NOT ENFORCED)`,
+	},
+	job:     `INSERT INTO agg SELECT g, count(*), sum(v) FROM s /*+ OPTIONS('scan.mode'='latest-full') */ GROUP BY g`,
+	batch:   `SELECT g, count(*), sum(v) FROM s %s GROUP BY g`,
+	sink:    `SELECT g, c, sv FROM agg %s`,
+	sources: []string{"s"},
+	write:   writeS,
+}, {
+	name: "join",
+	ddl: []string{
+		`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`CREATE TABLE d (g BIGINT NOT NULL, name VARCHAR, PRIMARY KEY (g) NOT ENFORCED)`,
+		`CREATE TABLE j (k BIGINT NOT NULL, v BIGINT, name VARCHAR, PRIMARY KEY (k) NOT ENFORCED)`,
+	},
+	job: `INSERT INTO j SELECT s.k, s.v, d.name FROM s /*+ OPTIONS('scan.mode'='latest-full') */
+		JOIN d /*+ OPTIONS('scan.mode'='latest-full') */ ON s.g = d.g`,
+	batch:   `SELECT s.k, s.v, d.name FROM s %s JOIN d %s ON s.g = d.g`,
+	sink:    `SELECT k, v, name FROM j %s`,
+	sources: []string{"s", "d"},
+	write: func(rng *rand.Rand, i int) string {
+		if i%3 == 0 {
+			g := rng.IntN(6)
+			if rng.IntN(4) == 0 {
+				return fmt.Sprintf(`DELETE FROM d WHERE g = %d`, g)
+			}
+			return fmt.Sprintf(`INSERT INTO d VALUES (%d, 'n%d')`, g, rng.IntN(100))
+		}
+		return writeS(rng, i)
+	},
+}}
+
+// writeS upserts or deletes a few rows of s.
+func writeS(rng *rand.Rand, i int) string {
+	if rng.IntN(5) == 0 {
+		return fmt.Sprintf(`DELETE FROM s WHERE k %% 7 = %d`, rng.IntN(7))
+	}
+	var vals []string
+	for range 1 + rng.IntN(4) {
+		vals = append(vals, fmt.Sprintf("(%d, %d, %d)", rng.IntN(40), rng.IntN(6), rng.IntN(1000)))
+	}
+	return `INSERT INTO s VALUES ` + strings.Join(vals, ", ")
+}
+
+// TestJobExact runs continuous jobs (GROUP BY, join) under a random writer
+// on their sources, restarting the engine (and with it the job) in the
+// middle; every sink commit the job reports, and the sink after it caught
+// up, must equal the batch query on the source snapshots it names.
+func TestJobExact(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if *seedFlag != 0 {
+		seed = *seedFlag
+	}
+	t.Logf("seed %d", seed)
+	for _, c := range jobCases {
+		t.Run(c.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 0))
+			dir := t.TempDir()
+			e, mem := openEngine(t, dir)
+			s := e.NewSession()
+			for _, q := range c.ddl {
+				mustExec(t, s, q)
+			}
+			mustExec(t, s, initial(c))
+			mustExec(t, s, `INSERT INTO s VALUES (1, 1, 10), (2, 1, 20), (3, 2, 5)`)
+			if _, err := exec(context.Background(), s, nil, c.job); err != nil {
+				t.Fatal(err)
+			}
+			id := onlyJob(t, e).ID
+			checks := 0
+			for round := range 3 {
+				for i := range 30 {
+					mustExec(t, s, c.write(rng, i))
+					if i%10 == 9 {
+						checks += checkCommitted(t, e, s, c, id)
+					}
+				}
+				if round < 2 {
+					closeEngine(t, e, mem)
+					e, mem = openEngine(t, dir)
+					s = e.NewSession()
+				}
+			}
+			st := waitCaughtUp(t, e, c, id)
+			checks += checkCommitted(t, e, s, c, id)
+			got := rowSet(t, s, fmt.Sprintf(c.sink, ""))
+			if want := rowSet(t, s, batchAt(c, st.Positions)); !slices.Equal(got, want) {
+				t.Fatalf("seed %d: sink after catching up at %v:\n%v\nwant\n%v", seed, st.Positions, got, want)
+			}
+			t.Logf("%d checks of committed sink snapshots; caught up at %v, sink snapshot %d, %d rows", checks, st.Positions, st.SinkSnapshot, len(got))
+			closeEngine(t, e, mem)
+		})
+	}
+}
+
+func initial(c jobCase) string {
+	if slices.Contains(c.sources, "d") {
+		return `INSERT INTO d VALUES (0, 'zero'), (1, 'one'), (2, 'two')`
+	}
+	return `INSERT INTO s VALUES (9, 1, 1)`
+}
+
+func onlyJob(t *testing.T, e *engine.Engine) engine.JobStatus {
+	t.Helper()
+	jobs := e.Jobs(context.Background())
+	if len(jobs) != 1 {
+		t.Fatalf("%d jobs, want 1: %+v", len(jobs), jobs)
+	}
+	return jobs[0]
+}
+
+// batchAt is the job's query at the source snapshots pos.
+func batchAt(c jobCase, pos []int64) string {
+	hints := make([]any, len(pos))
+	for i, p := range pos {
+		hints[i] = fmt.Sprintf(`/*+ OPTIONS('scan.snapshot-id'='%d') */`, p)
+	}
+	return fmt.Sprintf(c.batch, hints...)
+}
+
+// checkCommitted compares the sink snapshot the job last committed with the
+// batch answer at its positions; it returns 1 when there was one.
+func checkCommitted(t *testing.T, e *engine.Engine, s *engine.Session, c jobCase, id string) int {
+	t.Helper()
+	st := onlyJob(t, e)
+	if st.State != engine.JobRunning {
+		t.Fatalf("job %s is %s: %s", id, st.State, st.Error)
+	}
+	if st.SinkSnapshot == 0 || slices.Contains(st.Committed, 0) {
+		return 0
+	}
+	sink := fmt.Sprintf(c.sink, fmt.Sprintf(`/*+ OPTIONS('scan.snapshot-id'='%d') */`, st.SinkSnapshot))
+	if got, want := rowSet(t, s, sink), rowSet(t, s, batchAt(c, st.Committed)); !slices.Equal(got, want) {
+		t.Fatalf("sink snapshot %d committed at source positions %v:\n%v\nwant\n%v", st.SinkSnapshot, st.Committed, got, want)
+	}
+	return 1
+}
+
+// waitCaughtUp waits until the job processed (and committed) the sources'
+// latest snapshots.
+func waitCaughtUp(t *testing.T, e *engine.Engine, c jobCase, id string) engine.JobStatus {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		st := onlyJob(t, e)
+		if st.State != engine.JobRunning {
+			t.Fatalf("job %s is %s: %s", id, st.State, st.Error)
+		}
+		if st.Lag == 0 && len(st.Positions) == len(c.sources) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job did not catch up: %+v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// rowSet runs a query and returns its rows, sorted.
+func rowSet(t *testing.T, s *engine.Session, q string) []string {
+	t.Helper()
+	var out []string
+	for _, r := range rows(t, s, q) {
+		out = append(out, strings.Join(r, "|"))
+	}
+	slices.Sort(out)
+	return out
+}
