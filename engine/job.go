@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -268,6 +270,19 @@ func (e *Engine) StopJob(ctx context.Context, id string) error {
 	return nil
 }
 
+// jobDatabase is the database job id runs in.
+func (e *Engine) jobDatabase(id string) (string, bool) {
+	e.jobsMu.Lock()
+	defer e.jobsMu.Unlock()
+	j, ok := e.jobs[id]
+	if !ok {
+		return "", false
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.status.Database, true
+}
+
 // Jobs reports every job, sorted by id.
 func (e *Engine) Jobs(ctx context.Context) []JobStatus {
 	e.jobsMu.Lock()
@@ -292,6 +307,32 @@ func (e *Engine) Jobs(ctx context.Context) []JobStatus {
 	}
 	slices.SortFunc(out, func(a, b JobStatus) int { return cmpString(a.ID, b.ID) })
 	return out
+}
+
+var _ plan.JobCatalog = (*catalog)(nil)
+
+// JobRows is SHOW JOBS: every job, as plan.JobColumns.
+func (c *catalog) JobRows(ctx context.Context) ([][]string, error) {
+	var rows [][]string
+	for _, j := range c.s.e.Jobs(ctx) {
+		if err := c.s.allow(j.Database, Read); err != nil {
+			continue // jobs of databases the user cannot read stay hidden
+		}
+		var pos []string
+		for i, src := range j.Sources {
+			p := "?"
+			if i < len(j.Positions) {
+				p = strconv.FormatInt(j.Positions[i], 10)
+			}
+			pos = append(pos, src+"@"+p)
+		}
+		snap := ""
+		if j.SinkSnapshot > 0 {
+			snap = strconv.FormatInt(j.SinkSnapshot, 10)
+		}
+		rows = append(rows, []string{j.ID, j.State, j.Sink, snap, strings.Join(pos, ", "), strconv.FormatInt(j.Lag, 10), j.Error, j.SQL})
+	}
+	return rows, nil
 }
 
 func cmpString(a, b string) int {

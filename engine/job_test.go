@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -194,4 +195,83 @@ func rowSet(t *testing.T, s *engine.Session, q string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestJobRefused: a streaming INSERT whose changes cannot apply by key to
+// its target is refused with the reason, and starts nothing.
+func TestJobRefused(t *testing.T) {
+	e, mem := openEngine(t, t.TempDir())
+	defer closeEngine(t, e, mem)
+	s := e.NewSession()
+	for _, q := range []string{
+		`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`CREATE TABLE nokey (g BIGINT, c BIGINT)`,
+		`CREATE TABLE byv (g BIGINT NOT NULL, c BIGINT NOT NULL, PRIMARY KEY (c) NOT ENFORCED)`,
+		`CREATE TABLE summed (g BIGINT NOT NULL, c BIGINT, PRIMARY KEY (g) NOT ENFORCED) WITH ('merge-engine' = 'aggregation', 'fields.c.aggregate-function' = 'sum')`,
+		`CREATE TABLE filled (g BIGINT NOT NULL, c BIGINT, PRIMARY KEY (g) NOT ENFORCED)`,
+		`INSERT INTO filled VALUES (1, 1)`,
+	} {
+		mustExec(t, s, q)
+	}
+	const src = `FROM s /*+ OPTIONS('scan.mode'='latest-full') */`
+	for q, want := range map[string]string{
+		`INSERT INTO nokey SELECT g, count(*) ` + src + ` GROUP BY g`:          "needs a primary key",
+		`INSERT INTO byv SELECT g, count(*) ` + src + ` GROUP BY g`:            "must contain a unique key of the query",
+		`INSERT INTO byv SELECT g, v ` + src:                                   "must contain a unique key of the query",
+		`INSERT INTO summed SELECT g, count(*) ` + src + ` GROUP BY g`:         "merge-engine aggregation",
+		`INSERT OVERWRITE filled SELECT g, count(*) ` + src + ` GROUP BY g`:    "INSERT OVERWRITE from a stream",
+		`INSERT INTO filled SELECT g, count(*) ` + src + ` GROUP BY g`:         "table default.filled has rows",
+		`INSERT INTO s SELECT k, g, v ` + src:                                  "cannot read its own target",
+		`INSERT INTO filled SELECT g, count(*) ` + src + ` GROUP BY g LIMIT 1`: "LIMIT",
+		`DELETE FROM filled WHERE g IN (SELECT g ` + src + `)`:                 "can only be queried or inserted from",
+	} {
+		_, err := exec(context.Background(), s, nil, q)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want an error containing %q", q, err, want)
+		}
+	}
+	if jobs := e.Jobs(context.Background()); len(jobs) != 0 {
+		t.Fatalf("refused statements started jobs: %+v", jobs)
+	}
+}
+
+// TestStopJob: SHOW JOBS lists a job; after STOP JOB its sink no longer
+// follows the source, and it stays stopped across a restart.
+func TestStopJob(t *testing.T) {
+	dir := t.TempDir()
+	e, mem := openEngine(t, dir)
+	s := e.NewSession()
+	for _, q := range []string{
+		`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`CREATE TABLE agg (g BIGINT NOT NULL, c BIGINT, PRIMARY KEY (g) NOT ENFORCED)`,
+		`INSERT INTO s VALUES (1, 1, 1)`,
+		`INSERT INTO agg SELECT g, count(*) FROM s /*+ OPTIONS('scan.mode'='latest-full') */ GROUP BY g`,
+	} {
+		mustExec(t, s, q)
+	}
+	c := jobCase{sources: []string{"s"}}
+	id := onlyJob(t, e).ID
+	waitCaughtUp(t, e, c, id)
+	shown := rows(t, s, `SHOW JOBS`)
+	if len(shown) != 1 || shown[0][0] != id || shown[0][1] != engine.JobRunning || shown[0][2] != "default.agg" || !strings.HasPrefix(shown[0][4], "default.s@") {
+		t.Fatalf("SHOW JOBS: %v", shown)
+	}
+	mustExec(t, s, fmt.Sprintf(`STOP JOB '%s'`, id))
+	mustExec(t, s, `INSERT INTO s VALUES (2, 1, 1)`)
+	if _, err := exec(context.Background(), s, nil, `STOP JOB 'nope'`); !errors.Is(err, engine.ErrJobNotFound) {
+		t.Fatalf("STOP JOB of an unknown job: %v", err)
+	}
+	closeEngine(t, e, mem)
+	e, mem = openEngine(t, dir)
+	defer closeEngine(t, e, mem)
+	s = e.NewSession()
+	if st := onlyJob(t, e); st.State != engine.JobStopped {
+		t.Fatalf("after restart: %+v", st)
+	}
+	if got := rowSet(t, s, `SELECT g, c FROM agg`); !slices.Equal(got, []string{"1|1"}) {
+		t.Fatalf("a stopped job's sink changed: %v", got)
+	}
+	// Its target may get a new job.
+	mustExec(t, s, `DELETE FROM agg`)
+	mustExec(t, s, `INSERT INTO agg SELECT g, count(*) FROM s /*+ OPTIONS('scan.mode'='latest-full') */ GROUP BY g`)
 }

@@ -142,6 +142,8 @@ func (st *Statement) ddl(ctx context.Context) error {
 		return store.DropDatabase(ctx, b.Name, b.IfExists, b.Cascade)
 	case *plan.UseDatabase:
 		return st.s.SetDatabase(ctx, b.Name)
+	case *plan.StopJob:
+		return st.s.e.StopJob(ctx, b.ID)
 	case *plan.Transaction:
 		return fmt.Errorf("BEGIN/COMMIT/ROLLBACK as SQL text: use the Flight SQL transaction actions (BeginTransaction/EndTransaction): %w", ErrNotSupported)
 	}

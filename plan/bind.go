@@ -183,6 +183,8 @@ func (b *binder) bindStatement(stmt sql.Statement) Statement {
 		return &DropDatabase{Name: s.Name, IfExists: s.IfExists, Cascade: s.Cascade}
 	case *sql.Use:
 		return &UseDatabase{Name: s.Name}
+	case *sql.StopJob:
+		return &StopJob{ID: s.ID}
 	case *sql.Call:
 		return b.bindProcedure(s)
 	case *sql.Explain:
@@ -655,6 +657,8 @@ func (b *binder) bindShow(s *sql.Show) Statement {
 		return b.stringValues([]string{"create_table"}, [][]string{{ShowCreateTable(t)}})
 	case "CREATE VIEW":
 		return b.showCreateView(s.From)
+	case "JOBS":
+		return b.showJobs(s)
 	}
 	if err != nil {
 		b.failWrap(s.Pos, err, "SHOW %s: %v", s.What, err)

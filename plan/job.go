@@ -1,11 +1,13 @@
 package plan
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/sql"
 	"github.com/flightd/flightd/stream"
 	"github.com/flightd/flightd/tablestore"
 )
@@ -14,6 +16,35 @@ import (
 // applies the query's changelog by key (-U/-D delete the key, +I/+U
 // upsert it), which is exact only when the sink's primary key is unique in
 // the query's result at every step, so the binder checks it here.
+
+// JobCatalog is a Catalog that runs continuous jobs (SHOW JOBS).
+type JobCatalog interface {
+	// JobRows describes every job with the columns of JobColumns.
+	JobRows(ctx context.Context) ([][]string, error)
+}
+
+// JobColumns are the columns of SHOW JOBS.
+var JobColumns = []string{"job_id", "state", "sink", "sink_snapshot", "source_positions", "lag", "error", "sql"}
+
+// StopJob stops a continuous job (STOP JOB 'id').
+type StopJob struct{ ID string }
+
+func (*StopJob) boundStmt() {}
+
+func (b *binder) showJobs(s *sql.Show) Statement {
+	jc, ok := b.cat.(JobCatalog)
+	if !ok {
+		b.notImplemented(s.Pos, "continuous jobs in this catalog")
+	}
+	rows, err := jc.JobRows(b.ctx)
+	if err != nil {
+		b.failWrap(s.Pos, err, "SHOW JOBS: %v", err)
+	}
+	if s.Like != "" {
+		rows = slices.DeleteFunc(rows, func(r []string) bool { return !likeMatch(s.Like, r[0]) })
+	}
+	return b.stringValues(JobColumns, rows)
+}
 
 // checkJobSink refuses a streaming INSERT whose target cannot hold the
 // query's changelog applied by key.
