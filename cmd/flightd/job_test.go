@@ -77,7 +77,7 @@ func TestKill9JobExactlyOnce(t *testing.T) {
 				n++
 			}
 		}()
-		time.Sleep(time.Duration(50+rng.IntN(500)) * time.Millisecond)
+		time.Sleep(time.Duration(100+rng.IntN(700)) * time.Millisecond)
 		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -107,6 +107,16 @@ func TestKill9JobExactlyOnce(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
+	}
+	jobs := rowStrings(t, cnxn, `SHOW JOBS`)
+	for _, j := range jobs {
+		// job_id, state, sink, sink_snapshot, source_positions, lag, error, sql
+		if f := strings.Split(j, "|"); f[1] != "RUNNING" || f[6] != "" {
+			t.Fatalf("job not running: %s", j)
+		}
+	}
+	if len(jobs) != 2 {
+		t.Fatalf("SHOW JOBS: %v", jobs)
 	}
 	t.Logf("%d kills in %s, %d writes acknowledged", kills, time.Since(begin).Round(time.Millisecond), wrote)
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
