@@ -221,25 +221,26 @@ func (e *Engine) launchLocked(def tablestore.JobDef, sink string) {
 	go func() {
 		defer close(j.done)
 		err := j.run(ctx)
-		if ctx.Err() != nil {
-			return // stopped, or the engine closes: the job stays as stored
+		switch {
+		case ctx.Err() != nil:
+			// Stopped, or the engine closes: the job stays as stored.
+		case errors.Is(err, io.EOF):
+			j.end(JobStopped, "") // bounded sources (scan.bounded.snapshot-id) ended
+		default:
+			j.end(JobFailed, err.Error())
 		}
-		j.fail(err)
 	}()
 }
 
-// fail records that the job stopped on err.
-func (j *job) fail(err error) {
-	if err == nil {
-		err = errors.New("the stream ended")
-	}
+// end records that the job's goroutine ended by itself.
+func (j *job) end(state, why string) {
 	j.mu.Lock()
-	j.status.State, j.status.Error = JobFailed, err.Error()
+	j.status.State, j.status.Error = state, why
 	j.mu.Unlock()
 	def := j.def
-	def.State, def.Error = JobFailed, err.Error()
-	// Best effort: a job that cannot record its failure restarts with the
-	// server and fails again.
+	def.State, def.Error = state, why
+	// Best effort: a job that cannot record its end restarts with the
+	// server and ends again.
 	_ = j.e.store.PutJob(context.Background(), def)
 }
 

@@ -346,3 +346,36 @@ func TestJobRestartAfterExpiry(t *testing.T) {
 		t.Fatalf("sink after restarting past an expired checkpoint: %v, want %v (job %+v)", got, want, st)
 	}
 }
+
+// TestBoundedJobEnds: a job over bounded sources commits the answer at
+// the bound and ends STOPPED, and stays so after a restart.
+func TestBoundedJobEnds(t *testing.T) {
+	dir := t.TempDir()
+	e, mem := openEngine(t, dir)
+	s := e.NewSession()
+	for _, q := range []string{
+		`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`CREATE TABLE agg (g BIGINT NOT NULL, c BIGINT, PRIMARY KEY (g) NOT ENFORCED)`,
+		`INSERT INTO s VALUES (1, 1, 1), (2, 2, 2)`,
+		`INSERT INTO s VALUES (3, 1, 3)`,
+		`DELETE FROM s WHERE k = 2`,
+		`INSERT INTO agg SELECT g, count(*) FROM s /*+ OPTIONS('scan.mode'='from-snapshot-full', 'scan.snapshot-id'='1', 'scan.bounded.snapshot-id'='2') */ GROUP BY g`,
+	} {
+		mustExec(t, s, q)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for onlyJob(t, e).State == engine.JobRunning && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	closeEngine(t, e, mem)
+	e, mem = openEngine(t, dir)
+	defer closeEngine(t, e, mem)
+	s = e.NewSession()
+	if st := onlyJob(t, e); st.State != engine.JobStopped || st.Error != "" {
+		t.Fatalf("bounded job: %+v", st)
+	}
+	got := rowSet(t, s, `SELECT g, c FROM agg`)
+	if want := rowSet(t, s, `SELECT g, count(*) FROM s /*+ OPTIONS('scan.snapshot-id'='2') */ GROUP BY g`); !slices.Equal(got, want) {
+		t.Fatalf("bounded job's sink %v, want %v", got, want)
+	}
+}
