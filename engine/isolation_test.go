@@ -457,3 +457,37 @@ func TestTxnKeyLevel(t *testing.T) {
 		t.Fatalf("v of key 2 = %v, want 2", got)
 	}
 }
+
+// TestTxnAllOrNothing: a transaction writing two tables whose second
+// write conflicts publishes neither.
+func TestTxnAllOrNothing(t *testing.T) {
+	ctx := context.Background()
+	e := newEngine(t)
+	s := e.NewSession()
+	mustExec(t, s, "CREATE TABLE a (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)")
+	mustExec(t, s, "CREATE TABLE b (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)")
+	mustExec(t, s, "INSERT INTO b VALUES (1, 0)")
+	// Table names sort the same way as the commit order, and the other
+	// way: either table may be the one that conflicts.
+	for _, first := range []string{"a", "b"} {
+		tx := e.Begin()
+		for _, q := range map[string][]string{
+			"a": {"INSERT INTO a VALUES (7, 7)", "UPDATE b SET v = v + 1 WHERE k = 1"},
+			"b": {"UPDATE b SET v = v + 1 WHERE k = 1", "INSERT INTO a VALUES (7, 7)"},
+		}[first] {
+			if _, err := exec(ctx, s, tx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		mustExec(t, s, "UPDATE b SET v = v + 1 WHERE k = 1")
+		if err := e.Commit(ctx, tx.ID()); !errors.Is(err, tablestore.ErrSerialization) {
+			t.Fatalf("transaction whose update of b conflicts: %v, want ErrSerialization", err)
+		}
+		if got := rows(t, s, "SELECT k FROM a"); len(got) != 0 {
+			t.Fatalf("a = %v after the transaction failed, want it empty", got)
+		}
+	}
+	if got := rows(t, s, "SELECT v FROM b"); len(got) != 1 || got[0][0] != "2" {
+		t.Fatalf("b = %v, want v = 2", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -60,7 +61,8 @@ func (e *Engine) Txn(id string) (*Txn, error) {
 	return tx, nil
 }
 
-// Commit publishes the transaction's writes, table by table.
+// Commit publishes the transaction's writes: all, or none if one of them
+// conflicts (tablestore.CommitAll).
 func (e *Engine) Commit(ctx context.Context, id string) error {
 	tx, err := e.take(id)
 	if err != nil {
@@ -70,14 +72,15 @@ func (e *Engine) Commit(ctx context.Context, id string) error {
 	defer tx.mu.Unlock()
 	tx.done = true
 	if tx.failed != nil {
-		tx.abortWrites(0)
+		tx.abortWrites()
 		return fmt.Errorf("transaction rolled back: an earlier statement failed: %w", tx.failed)
 	}
+	ws := make([]*tablestore.Write, len(tx.order))
 	for i, ident := range tx.order {
-		if _, err := tx.writes[ident].w.Commit(ctx); err != nil {
-			tx.abortWrites(i + 1)
-			return fmt.Errorf("commit transaction: table %s: %w", identString(ident), err)
-		}
+		ws[i] = tx.writes[ident].w
+	}
+	if _, err := tablestore.CommitAll(ctx, ws); err != nil {
+		return fmt.Errorf("commit transaction: %w", err)
 	}
 	return nil
 }
@@ -107,12 +110,12 @@ func (tx *Txn) rollback() {
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
 	tx.done = true
-	tx.abortWrites(0)
+	tx.abortWrites()
 }
 
-// abortWrites drops the buffered writes from the i-th on; tx.mu is held.
-func (tx *Txn) abortWrites(i int) {
-	for _, ident := range tx.order[i:] {
+// abortWrites drops the buffered writes; tx.mu is held.
+func (tx *Txn) abortWrites() {
+	for _, ident := range tx.order {
 		tx.writes[ident].w.Abort()
 	}
 }
@@ -133,6 +136,11 @@ func (tx *Txn) snapshot(ctx context.Context, t *tablestore.Table) (int64, error)
 		return id, nil
 	}
 	id, err := t.SnapshotAsOf(ctx, tx.begin)
+	if errors.Is(err, tablestore.ErrSnapshotNotFound) {
+		// Empty when the transaction began: 0 reads the latest snapshot,
+		// and as a write's base conflicts with every key written since.
+		id, err = 0, nil
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -54,6 +54,8 @@
 //     deduplicated partition by partition before the result.
 //   - HashJoin and MergeJoin partition both inputs and join partition by
 //     partition (grace hash join; the null-aware anti join too).
+//     NestedLoopJoin writes its build side to disk and joins it in blocks,
+//     each with the whole probe side replayed by a Spool.
 //   - Distinct and SetOp freeze their key sets and partition the rows of
 //     keys they do not hold, finished partition by partition.
 //   - Window sorts externally and computes a few partitions at a time; a
@@ -63,15 +65,15 @@
 //     its size or totals.
 //   - Spool keeps its first batches in memory and writes the rest to disk.
 //
-// Partitions that are still too big re-partition, up to a fixed depth
-// (past it the operator finishes in memory). State that cannot spill fails
-// with ErrMemoryLimit naming the limit: a nested-loop join's build side,
-// and a window partition past the limit under frames from the row to
-// UNBOUNDED FOLLOWING, RANGE offsets, first/last/nth_value over unbounded
-// frames, or lag/lead with a varying offset. The limit is a spill threshold, not
-// a hard cap: with state ten times the limit, count(DISTINCT) and
-// row_number() OVER (ORDER BY) keep their Arrow memory within twice it
-// (TestSpillTenTimesBudget).
+// Partitions that are still too big re-partition, up to a fixed depth (past
+// it the operator finishes in memory). State that cannot spill fails with
+// ErrMemoryLimit naming the limit: a window partition past it under frames
+// reaching UNBOUNDED FOLLOWING (but aggregates over the whole partition),
+// RANGE offsets, frames from UNBOUNDED PRECEDING to a following row,
+// nth_value from UNBOUNDED PRECEDING, or lag/lead with a varying offset.
+// The limit is a spill threshold, not a hard cap: with state ten times the
+// limit, count(DISTINCT) and row_number() OVER (ORDER BY) keep their Arrow
+// memory within twice it (TestSpillTenTimesBudget).
 //
 // # Parallelism
 //

@@ -266,6 +266,12 @@ type joinOp struct {
 	depth  int
 	graced bool
 	subs   subQueue
+
+	// Block mode: a nested-loop join whose build side passed the budget.
+	block *blockJoin
+	// leftSeen, when set, receives which rows of each left batch matched,
+	// in input order (block joins gather them across blocks).
+	leftSeen func(matched []bool)
 }
 
 // NewHashJoin joins left and right on leftKeys[i] = rightKeys[i] (NULL keys
@@ -287,7 +293,8 @@ func NewHashJoin(ec *Context, left, right Operator, typ JoinType, leftKeys, righ
 
 // NewNestedLoopJoin joins left and right on an arbitrary condition over
 // left ++ right columns (nil = cross join). A right input larger than
-// Context.MemoryLimit fails with ErrMemoryLimit.
+// Context.MemoryLimit goes to disk and is joined in blocks of half of it,
+// each with the whole left input, which a Spool replays.
 func NewNestedLoopJoin(ec *Context, left, right Operator, typ JoinType, cond Expr) (Operator, error) {
 	if typ == NullAwareAntiJoin {
 		return nil, fmt.Errorf("%w: null-aware anti join needs equality keys", ErrInvalid)
@@ -351,12 +358,14 @@ func (j *joinOp) Open(ctx context.Context) error {
 			return nil // grace partitioned the probe side
 		}
 	} else {
-		what := "" // past maxSpillDepth a hash join finishes in memory
-		if len(j.leftKeys) == 0 {
-			what = "the nested-loop join's build side"
-		}
-		if t, err = materialize(ctx, j.ec, j.right, j.rightKeys, what); err != nil {
+		// Past maxSpillDepth a hash join finishes in memory; a nested-loop
+		// join over the budget joins its build side block by block.
+		var over []arrow.RecordBatch
+		if t, over, err = materialize(ctx, j.ec, j.right, j.rightKeys, len(j.leftKeys) == 0 && j.depth < maxSpillDepth); err != nil {
 			return err
+		}
+		if over != nil {
+			return j.startBlocks(ctx, over)
 		}
 	}
 	j.build = t
@@ -555,6 +564,9 @@ func (j *joinOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if j.graced {
 		return j.subs.next(ctx, j.schema, &j.cur)
 	}
+	if j.block != nil {
+		return j.block.next(ctx)
+	}
 	if j.build == nil {
 		return nil, fmt.Errorf("%w: join read after a failed Open", ErrInvalid)
 	}
@@ -593,6 +605,9 @@ func (j *joinOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 				return out, err
 			}
 			continue
+		}
+		if j.leftSeen != nil {
+			j.leftSeen(j.lmatched)
 		}
 		out, err := j.leftTail(ctx)
 		j.endLeft()
@@ -639,7 +654,7 @@ func (j *joinOp) probeChunk(ctx context.Context) (arrow.RecordBatch, error) {
 		if err != nil {
 			return nil, err
 		}
-		if j.typ != InnerJoin || j.matched != nil {
+		if j.typ != InnerJoin || j.matched != nil || j.leftSeen != nil {
 			for k := range li {
 				if mask == nil || mask[k] {
 					j.lmatched[li[k]] = true
@@ -804,7 +819,12 @@ func (j *joinOp) Close() error {
 	if j.merge != nil {
 		j.merge.release()
 	}
-	return errors.Join(j.left.Close(), j.right.Close(), j.subs.close())
+	var berr error
+	if j.block != nil {
+		berr = j.block.close()
+		j.block = nil
+	}
+	return errors.Join(berr, j.left.Close(), j.right.Close(), j.subs.close())
 }
 
 // Key read status of keyPacker.reader.

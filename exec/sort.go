@@ -79,9 +79,9 @@ func concatColumns(ec *Context, schema *arrow.Schema, batches []arrow.RecordBatc
 }
 
 // materialize reads all of child into a table with sort keys keys
-// evaluated. With what set (the state of an operator that cannot spill) it
-// fails with ErrMemoryLimit past Context.MemoryLimit.
-func materialize(ctx context.Context, ec *Context, child Operator, keys []Expr, what string) (*table, error) {
+// evaluated. With limited set, past Context.MemoryLimit it stops and
+// returns the batches read so far (owned) instead.
+func materialize(ctx context.Context, ec *Context, child Operator, keys []Expr, limited bool) (*table, []arrow.RecordBatch, error) {
 	base, held := ec.allocated(), int64(0)
 	var batches []arrow.RecordBatch
 	var keyCols [][]arrow.Array
@@ -99,20 +99,23 @@ func materialize(ctx context.Context, ec *Context, child Operator, keys []Expr, 
 			break
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		k, err := evalAll(ctx, ec, keys, b)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		b.Retain()
 		batches = append(batches, b)
 		keyCols = append(keyCols, k)
-		if held += batchBytes(b); what != "" && ec.overBudget(base, held) {
-			return nil, fmt.Errorf("%w: %s is larger than the query memory budget (%d bytes)", ErrMemoryLimit, what, ec.MemoryLimit)
+		if held += batchBytes(b); limited && ec.overBudget(base, held) {
+			over := batches
+			batches = nil
+			return nil, over, nil
 		}
 	}
-	return buildTable(ec, child.Schema(), batches, keyCols, keys)
+	t, err := buildTable(ec, child.Schema(), batches, keyCols, keys)
+	return t, nil, err
 }
 
 func buildTable(ec *Context, schema *arrow.Schema, batches []arrow.RecordBatch, keyCols [][]arrow.Array, keys []Expr) (*table, error) {

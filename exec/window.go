@@ -110,7 +110,8 @@ type windowOp struct {
 	carry   *windowCarry
 	eof     bool
 	// halo is how many rows at the start of pending an earlier chunk
-	// already output: kept for functions that look back (lag, frames).
+	// already output: kept for functions that look back (lag, frames), and
+	// at least one to tell whether the carried partition goes on.
 	halo int
 	// big is set while a partition larger than the budget whose functions
 	// need its size or totals is read back from disk (the second pass).
@@ -126,22 +127,36 @@ type bigPartition struct {
 
 // windowCarry is what a partition computed in several chunks carries from
 // one chunk to the next: its rows and peer groups so far, and per function
-// the running aggregate after its last row (nil for other functions). In a
-// second pass it also knows the partition's size and, per whole-partition
-// aggregate, its one-row result.
+// the running aggregate after its last row or its first value (first_value
+// from the partition start), else nil. In a second pass it also knows the
+// partition's size and, per whole-partition aggregate, its one-row result.
 type windowCarry struct {
 	rows, dense int64
 	accs        []accumulator
+	firsts      []arrow.Array
 	n           int64
 	totals      []arrow.Array
 }
 
-// setCarry replaces w.carry, releasing totals that next does not take over.
+// setCarry replaces w.carry, releasing its arrays (next holds its own
+// references).
 func (w *windowOp) setCarry(next *windowCarry) {
-	if w.carry != nil && (next == nil || next.totals == nil) {
+	if w.carry != nil {
 		releaseArrays(w.carry.totals)
+		releaseArrays(w.carry.firsts)
 	}
 	w.carry = next
+}
+
+// retainArrays returns a copy of as with each array retained.
+func retainArrays(as []arrow.Array) []arrow.Array {
+	out := append([]arrow.Array(nil), as...)
+	for _, a := range out {
+		if a != nil {
+			a.Retain()
+		}
+	}
+	return out
 }
 
 // NewWindow computes funcs over partitions of its input ordered by orderBy.
@@ -150,14 +165,15 @@ func (w *windowOp) setCarry(next *windowCarry) {
 // sorted on disk and computed a few partitions at a time. A partition
 // larger than a quarter of the budget is computed in chunks: functions that
 // look back to its start carry their state (row_number, rank, dense_rank,
-// aggregates from UNBOUNDED PRECEDING to CURRENT ROW), functions that look
-// a constant number of rows around overlap the chunks (lag and lead with a
-// constant offset, ROWS frames with offsets), and functions that need its
-// size or totals (percent_rank, cume_dist, ntile, aggregates over the whole
-// partition) read it from disk after a first pass. Others (frames from the
-// row to UNBOUNDED FOLLOWING, RANGE offsets, first/last/nth_value over
-// unbounded frames, lag/lead with a varying offset) fail with
-// ErrMemoryLimit.
+// and aggregates, first_value and last_value from UNBOUNDED PRECEDING to
+// CURRENT ROW), functions that look a constant number of rows around
+// overlap the chunks (lag and lead with a constant offset, ROWS frames
+// with offsets), and functions that need its size or totals (percent_rank,
+// cume_dist, ntile, aggregates over the whole partition) read it from disk
+// after a first pass. Others fail with ErrMemoryLimit: frames reaching
+// UNBOUNDED FOLLOWING (but aggregates over the whole partition), RANGE
+// offsets, frames from UNBOUNDED PRECEDING to a following row, nth_value
+// from UNBOUNDED PRECEDING, lag/lead with a varying offset.
 func NewWindow(ec *Context, child Operator, partitionBy []Expr, orderBy []SortKey, funcs []WindowFunc) (Operator, error) {
 	w := &windowOp{ec: ec, child: child, partition: partitionBy, order: orderBy, funcs: funcs}
 	fields := append([]arrow.Field(nil), child.Schema().Fields()...)
@@ -272,9 +288,10 @@ func (w *windowOp) compute(ctx context.Context, cols, skeys []arrow.Array, n, lo
 	}
 	var next *windowCarry
 	if cont {
-		next = &windowCarry{rows: env.before(hi-1) + int64(hi), dense: env.denseBefore(hi-1) + int64(env.dense[hi-1]), accs: make([]accumulator, len(w.funcs))}
+		next = &windowCarry{rows: env.before(hi-1) + int64(hi), dense: env.denseBefore(hi-1) + int64(env.dense[hi-1]),
+			accs: make([]accumulator, len(w.funcs)), firsts: make([]arrow.Array, len(w.funcs))}
 		if w.carry != nil {
-			next.n, next.totals = w.carry.n, w.carry.totals
+			next.n, next.totals = w.carry.n, retainArrays(w.carry.totals)
 		}
 	}
 	out := append([]arrow.Array(nil), cols...)
@@ -332,10 +349,9 @@ func (w *windowOp) streamable() (chunkNeeds, error) {
 			c.totals = true
 		case w.wholePartition(f):
 			c.totals = true
-		case isWindowAggregate(name) && fr == nil && len(w.order) > 0:
-			c.peers = true
-		case isWindowAggregate(name) && fr != nil && fr.Start.Kind == UnboundedPreceding && fr.End.Kind == CurrentRow:
-			c.peers = c.peers || !fr.Rows
+		case running(f, len(w.order) > 0) && (isWindowAggregate(name) || name == "first_value" || name == "last_value"):
+			// RANGE: CURRENT ROW takes in its peers.
+			c.peers = c.peers || (fr == nil || !fr.Rows) && name != "first_value"
 		case bounded:
 			c.behind, c.ahead = max(c.behind, behind), max(c.ahead, ahead)
 		default:
@@ -344,6 +360,13 @@ func (w *windowOp) streamable() (chunkNeeds, error) {
 		}
 	}
 	return c, nil
+}
+
+// running reports whether f's frame runs from the partition start to the
+// current row (the SQL default with ORDER BY).
+func running(f WindowFunc, hasOrder bool) bool {
+	fr := f.Frame
+	return fr == nil && hasOrder || fr != nil && fr.Start.Kind == UnboundedPreceding && fr.End.Kind == CurrentRow
 }
 
 // frameReach returns how many rows before and after a row f looks at when
@@ -648,7 +671,9 @@ func (w *windowOp) computePending(ctx context.Context, final bool) (bool, error)
 				}
 				cut = pb[i]
 			}
-			keep = min(needs.behind, cut)
+			// At least one row stays: the next chunk checks against it
+			// whether the partition goes on.
+			keep = min(max(needs.behind, 1), cut)
 		}
 	}
 	if cut > h {
@@ -987,12 +1012,37 @@ func (e *windowEnv) compute(ctx context.Context, i int, f WindowFunc, typ arrow.
 		if name == "nth_value" {
 			nth = int64View(args[1])
 		}
+		src := args[0]
+		// first_value from the partition start of a partition an earlier
+		// chunk began: its carried first value, appended as row n.
+		fromStart := name == "first_value" && (f.Frame == nil || f.Frame.Start.Kind == UnboundedPreceding)
+		var first arrow.Array
+		if fromStart && e.carry != nil && e.carry.firsts != nil {
+			first = e.carry.firsts[i]
+		}
+		if first != nil {
+			var err error
+			if src, err = array.Concatenate([]arrow.Array{args[0], first}, e.ec.Mem); err != nil {
+				return nil, err
+			}
+			defer src.Release()
+		}
+		if fromStart && next != nil {
+			if p := e.ps[hi-1]; p == 0 && first != nil {
+				first.Retain()
+				next.firsts[i] = first
+			} else {
+				next.firsts[i] = array.NewSlice(args[0], int64(p), int64(p+1))
+			}
+		}
 		idx := make([]int64, e.n)
 		for r := range idx {
 			lo, hi := e.frame(f.Frame, r)
 			idx[r] = -1
 			switch {
 			case lo >= hi:
+			case name == "first_value" && first != nil && e.ps[r] == 0:
+				idx[r] = int64(e.n)
 			case name == "first_value":
 				idx[r] = int64(lo)
 			case name == "last_value":
@@ -1003,7 +1053,7 @@ func (e *windowEnv) compute(ctx context.Context, i int, f WindowFunc, typ arrow.
 				}
 			}
 		}
-		return vectorized.Take(ctx, e.ec.Mem, args[0], idx)
+		return vectorized.Take(ctx, e.ec.Mem, src, idx)
 	}
 	if e.carry != nil && e.carry.totals != nil && e.carry.totals[i] != nil {
 		// A second pass over one partition: its total on every row.

@@ -125,8 +125,9 @@ func TestIsolationOverFlightSQL(t *testing.T) {
 }
 
 // retryable: the serialization failure of a read-modify-write, as a
-// client sees it (gRPC Aborted).
+// client sees it (gRPC Aborted, SQLSTATE 40001).
 func retryable(err error) bool {
 	var ae adbc.Error
-	return errors.As(err, &ae) && strings.Contains(ae.Msg, "serialization failure, retry the transaction") && strings.Contains(ae.Msg, "Aborted")
+	return errors.As(err, &ae) && strings.Contains(ae.Msg, "serialization failure, retry the transaction") &&
+		strings.Contains(ae.Msg, "Aborted") && strings.Contains(ae.Msg, "[SQLSTATE 40001]")
 }

@@ -15,8 +15,11 @@ import (
 var errCommitAmbiguous = errors.New("commit outcome unknown")
 
 type commitRequest struct {
-	kind    string
-	adds    []*manifestEntry // replaced by resequenced copies when rebased
+	kind string
+	// adds is the Write's list of pending files (or compaction's
+	// outputs): rebase replaces resequenced files in place, so that the
+	// Write aborts the right ones.
+	adds    []*manifestEntry
 	deletes []*manifestEntry // compaction inputs; must still be live
 	// overwrite selects live files the commit replaces (INSERT OVERWRITE).
 	overwrite func(*manifestEntry) bool
@@ -63,19 +66,11 @@ const maxManifests = 30
 // committed alone in queue order. Publication (a few fsyncs) then costs
 // once per group, not once per writer.
 func (st *tableState) commit(ctx context.Context, req *commitRequest) (int64, error) {
-	// Directory entries of the new data files must be durable before a
-	// snapshot can reference them.
-	synced := map[string]bool{}
-	for _, d := range req.dirs {
-		for ; len(d) >= len(st.dir) && !synced[d]; d = path.Dir(d) {
-			if err := st.fs().SyncDir(d); err != nil {
-				return 0, st.droppedOr(fmt.Errorf("sync %s: %w", d, err))
-			}
-			synced[d] = true
-		}
+	if err := st.syncDirs(req.dirs); err != nil {
+		return 0, st.droppedOr(err)
 	}
 	q := &queuedCommit{req: req}
-	groupable := req.kind == commitAppend && req.overwrite == nil && req.produce == nil && len(req.changelog) == 0 && req.properties == nil
+	groupable := req.kind == commitAppend && req.overwrite == nil && req.replace == nil && req.produce == nil && len(req.changelog) == 0 && req.properties == nil
 	if groupable {
 		st.mu.Lock()
 		st.queue = append(st.queue, q)
@@ -97,6 +92,22 @@ func (st *tableState) commit(ctx context.Context, req *commitRequest) (int64, er
 	}
 	st.publish(ctx, group)
 	return q.id, q.err
+}
+
+// syncDirs makes the directory entries of new data files (in dirs and
+// their parents up to the table's directory) durable, as they must be
+// before a snapshot can reference them.
+func (st *tableState) syncDirs(dirs []string) error {
+	synced := map[string]bool{}
+	for _, d := range dirs {
+		for ; len(d) >= len(st.dir) && !synced[d]; d = path.Dir(d) {
+			if err := st.fs().SyncDir(d); err != nil {
+				return fmt.Errorf("sync %s: %w", d, err)
+			}
+			synced[d] = true
+		}
+	}
+	return nil
 }
 
 // queuedCommit is a request and, once done, its outcome.
@@ -201,16 +212,8 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 	var nextSeq int64
 	included := 0
 	for i, r := range reqs {
-		switch {
-		case r.replace != nil:
-			// A replace supersedes whatever committed meanwhile.
-		case r.schema != nil && r.schema.ID < sch.Origin:
-			errs[i] = fmt.Errorf("%w: table %s was replaced after the write began", ErrConflict, st.id)
+		if errs[i] = st.fits(ctx, r, sch, latest, adds); errs[i] != nil {
 			continue
-		default:
-			if errs[i] = st.rebase(ctx, r, latest, adds); errs[i] != nil {
-				continue
-			}
 		}
 		adds = append(adds, r.adds...)
 		nextSeq = max(nextSeq, r.nextSeq)
@@ -396,6 +399,18 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 	newLive = append(newLive, adds...)
 	st.cacheLive(sn.ID, newLive)
 	return sn.ID, errs, false, nil
+}
+
+// fits checks that r can follow latest (with sch in effect) and earlier,
+// the files of requests published before it in the same snapshot.
+func (st *tableState) fits(ctx context.Context, r *commitRequest, sch *tableSchema, latest *snapshot, earlier []*manifestEntry) error {
+	switch {
+	case r.replace != nil:
+		return nil // a replace supersedes whatever committed meanwhile
+	case r.schema != nil && r.schema.ID < sch.Origin:
+		return fmt.Errorf("%w: table %s was replaced after the write began", ErrConflict, st.id)
+	}
+	return st.rebase(ctx, r, latest, earlier)
 }
 
 // syncFileDirs makes the directory entries of files durable.

@@ -332,3 +332,50 @@ func TestGroupCommit(t *testing.T) {
 	}
 	eqRows(t, scanAll(t, tbl, ScanSpec{}), "1|a", "2|y")
 }
+
+// TestCommitAll: writes to several tables publish together or not at all;
+// a blind write rewritten while they were checked leaves no file behind
+// when another one conflicts.
+func TestCommitAll(t *testing.T) {
+	ctx := context.Background()
+	s, mem, dir := newTestStore(t)
+	def := TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}, Options: map[string]string{"write-only": "true"}}
+	t1, err := s.CreateTable(ctx, Ident{"db", "t1"}, def, false)
+	must(t, err)
+	t2, err := s.CreateTable(ctx, Ident{"db", "t2"}, def, false)
+	must(t, err)
+	writeRows(t, t2, mem, WriteOptions{}, Insert, [][]any{{1, "x"}})
+	base, _ := t2.LatestSnapshotID(ctx)
+	newWrite := func(tbl *Table, opts WriteOptions, v string) *Write {
+		w := tbl.NewWrite(opts)
+		b := makeBatch(t, mem, kvSchema, [][]any{{1, v}})
+		defer b.Release()
+		must(t, w.Write(ctx, b, Insert))
+		return w
+	}
+	blind := newWrite(t1, WriteOptions{}, "mine")
+	writeRows(t, t1, mem, WriteOptions{}, Insert, [][]any{{1, "theirs"}}) // numbered after blind's row
+	rmw := newWrite(t2, WriteOptions{ReadModifyWrite: true, BaseSnapshot: base}, "mine")
+	writeRows(t, t2, mem, WriteOptions{}, Insert, [][]any{{1, "theirs"}})
+	before := countFiles(t, filepath.Join(dir, "db.db"), "data-")
+	if _, err := CommitAll(ctx, []*Write{blind, rmw}); !errors.Is(err, ErrSerialization) {
+		t.Fatalf("CommitAll with a conflicting write: %v, want ErrSerialization", err)
+	}
+	if after := countFiles(t, filepath.Join(dir, "db.db"), "data-"); after != before {
+		t.Fatalf("data files %d -> %d, want no file of the failed commit left", before, after)
+	}
+	eqRows(t, scanAll(t, t1, ScanSpec{}), "1|theirs")
+	eqRows(t, scanAll(t, t2, ScanSpec{}), "1|theirs")
+
+	latest, _ := t2.LatestSnapshotID(ctx)
+	blind = newWrite(t1, WriteOptions{}, "mine")
+	writeRows(t, t1, mem, WriteOptions{}, Insert, [][]any{{1, "theirs"}})
+	rmw = newWrite(t2, WriteOptions{ReadModifyWrite: true, BaseSnapshot: latest}, "mine")
+	ids, err := CommitAll(ctx, []*Write{blind, rmw})
+	must(t, err)
+	if id1, _ := t1.LatestSnapshotID(ctx); ids[0] != id1 || ids[1] != latest+1 {
+		t.Fatalf("snapshot ids %v, want [%d %d]", ids, id1, latest+1)
+	}
+	eqRows(t, scanAll(t, t1, ScanSpec{}), "1|mine")
+	eqRows(t, scanAll(t, t2, ScanSpec{}), "1|mine")
+}

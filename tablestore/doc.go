@@ -91,7 +91,8 @@
 // so per key the merge order is the commit order.
 // WriteOptions.ReadModifyWrite turns on first-committer-wins, key by key:
 // ErrSerialization if a commit after the base snapshot wrote one of the
-// keys (or changed the overwritten scope).
+// keys (or changed the overwritten scope). CommitAll commits writes to several
+// tables together: all, or none when one of them conflicts.
 //
 // Snapshot lifetime: a Scan leases its snapshot until Close (or garbage
 // collection); expiry keeps leased snapshots, those consumers still need,

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -634,19 +635,131 @@ func partTypes(sch *tableSchema) []arrow.DataType {
 // current one when there was nothing to commit). On ErrConflict the
 // written files are removed and nothing is visible.
 func (w *Write) Commit(ctx context.Context) (int64, error) {
+	req, err := w.prepare(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if req == nil {
+		return w.t.st.latestSnapshotID()
+	}
+	id, err := w.t.st.commit(ctx, req)
+	return w.finish(ctx, id, err)
+}
+
+// CommitAll commits writes to distinct tables together: either all are
+// published, or, when one does not fit (ErrSerialization) or fails before
+// the first publication, none is and all are aborted. No other commit of
+// this process lands between the check and the publications (the tables'
+// commit locks are held throughout); a crash, or an I/O error, between two
+// publications leaves the earlier ones. It returns the new snapshot ids.
+func CommitAll(ctx context.Context, ws []*Write) ([]int64, error) {
+	ids := make([]int64, len(ws))
+	reqs := make([]*commitRequest, len(ws))
+	abort := func() {
+		for _, w := range ws {
+			w.Abort()
+		}
+	}
+	for i, w := range ws {
+		req, err := w.prepare(ctx)
+		if err != nil {
+			abort()
+			return nil, err
+		}
+		if req == nil {
+			ids[i], _ = w.t.st.latestSnapshotID()
+			continue
+		}
+		if err := w.t.st.syncDirs(req.dirs); err != nil {
+			abort()
+			return nil, fmt.Errorf("commit %s: %w", w.t.st.id, err)
+		}
+		reqs[i] = req
+	}
+	qs := make([]*queuedCommit, len(ws))
+	if err := publishAll(ctx, ws, reqs, qs); err != nil {
+		abort()
+		return nil, err
+	}
+	// Outside the commit locks: finishing may wait for compaction.
+	var first error
+	for i, w := range ws {
+		switch {
+		case reqs[i] == nil:
+		case qs[i] == nil:
+			w.Abort() // not published: an earlier publication failed
+		default:
+			var err error
+			if ids[i], err = w.finish(ctx, qs[i].id, qs[i].err); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	if first != nil {
+		return nil, first
+	}
+	return ids, nil
+}
+
+// publishAll takes the commit locks of the writes' tables in path order,
+// checks every request against its table's latest snapshot, then publishes
+// them one by one until one fails; qs gets the outcomes.
+func publishAll(ctx context.Context, ws []*Write, reqs []*commitRequest, qs []*queuedCommit) error {
+	order := make([]int, len(ws))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(ws[a].t.st.dir, ws[b].t.st.dir) })
+	for _, i := range order {
+		ws[i].t.st.commitMu.Lock()
+		defer ws[i].t.st.commitMu.Unlock()
+	}
+	for i, req := range reqs {
+		if req == nil {
+			continue
+		}
+		st := ws[i].t.st
+		sch, err := st.latestSchema()
+		var latest *snapshot
+		if err == nil {
+			latest, err = st.resolveSnapshot(0)
+		}
+		if err == nil {
+			err = st.fits(ctx, req, sch, latest, nil)
+		}
+		if err != nil {
+			return fmt.Errorf("commit %s: %w", st.id, err)
+		}
+	}
+	for i, req := range reqs {
+		if req == nil {
+			continue
+		}
+		qs[i] = &queuedCommit{req: req}
+		ws[i].t.st.publish(ctx, []*queuedCommit{qs[i]})
+		if qs[i].err != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+// prepare flushes the buffer and describes the commit; nil when there is
+// nothing to commit (the write is reset). On error the write is aborted.
+func (w *Write) prepare(ctx context.Context) (*commitRequest, error) {
 	st := w.t.st
 	if err := w.flush(ctx); err != nil {
 		w.Abort()
-		return 0, fmt.Errorf("commit %s: %w", st.id, err)
+		return nil, fmt.Errorf("commit %s: %w", st.id, err)
 	}
 	if len(w.pending) == 0 && (!w.opts.Overwrite || w.dynamicOverwrite()) && w.staged == nil {
 		w.reset()
-		return st.latestSnapshotID()
+		return nil, nil
 	}
 	if !w.started {
 		if err := w.start(); err != nil {
 			w.Abort()
-			return 0, err
+			return nil, err
 		}
 	}
 	req := &commitRequest{
@@ -670,12 +783,16 @@ func (w *Write) Commit(ctx context.Context) (int64, error) {
 		sel, err := w.overwriteSelector()
 		if err != nil {
 			w.Abort()
-			return 0, fmt.Errorf("commit %s: %w", st.id, err)
+			return nil, fmt.Errorf("commit %s: %w", st.id, err)
 		}
 		req.overwrite = sel
 	}
-	id, err := st.commit(ctx, req)
-	w.pending = req.adds // resequenced files replace ours
+	return req, nil
+}
+
+// finish ends the write after its commit returned id, err.
+func (w *Write) finish(ctx context.Context, id int64, err error) (int64, error) {
+	st := w.t.st
 	if err != nil {
 		if !errors.Is(err, errCommitAmbiguous) {
 			w.Abort()
