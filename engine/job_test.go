@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -86,6 +87,8 @@ func TestJobExact(t *testing.T) {
 		seed = *seedFlag
 	}
 	t.Logf("seed %d", seed)
+	goroutines := runtime.NumGoroutine()
+	defer checkGoroutines(t, goroutines)
 	for _, c := range jobCases {
 		t.Run(c.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 0))
@@ -125,6 +128,20 @@ func TestJobExact(t *testing.T) {
 			closeEngine(t, e, mem)
 		})
 	}
+}
+
+// checkGoroutines fails when goroutines started since the count before
+// (the engines' jobs, their readers and joins) outlive Close.
+func checkGoroutines(t *testing.T, before int) {
+	t.Helper()
+	for range 100 {
+		if runtime.NumGoroutine() <= before {
+			return
+		}
+		time.Sleep(10 * time.Millisecond) // exited goroutines leave the count soon after
+	}
+	buf := make([]byte, 1<<20)
+	t.Fatalf("%d goroutines after closing the engines, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
 }
 
 func initial(c jobCase) string {
