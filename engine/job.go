@@ -110,8 +110,8 @@ func (e *Engine) startJobs(ctx context.Context) error {
 }
 
 // StartJob stores a continuous job and starts it; def.SQL must be an
-// INSERT from a stream (checked by binding it in def.Database). It returns
-// the job's id.
+// INSERT from a stream (checked by binding it in def.Database, without an
+// Authorizer: the caller decides who may). It returns the job's id.
 func (e *Engine) StartJob(ctx context.Context, def tablestore.JobDef) (string, error) {
 	s := e.NewSession()
 	s.database = def.Database
@@ -119,21 +119,28 @@ func (e *Engine) StartJob(ctx context.Context, def tablestore.JobDef) (string, e
 	if err != nil {
 		return "", err
 	}
+	if ins, ok := st.bound.(*plan.Insert); !ok || !ins.Source.Streaming() {
+		return "", fmt.Errorf("%w: a continuous job is an INSERT from a stream (a scan.mode hint), not %q", ErrInvalid, def.SQL)
+	}
 	return st.startJob(ctx)
 }
 
+// startJob starts the job of a bound INSERT from a stream.
 func (st *Statement) startJob(ctx context.Context) (string, error) {
 	ins := st.bound.(*plan.Insert)
-	if st.tx != nil {
+	sink := ins.Table
+	switch {
+	case st.tx != nil:
 		return "", fmt.Errorf("a continuous job (INSERT from a stream) inside a transaction: %w", ErrNotSupported)
+	case st.readsTarget:
+		return "", fmt.Errorf("%w: a continuous job cannot read its own target %s", ErrInvalid, sink.Ident())
 	}
 	e := st.s.e
-	sink := ins.Table
 	e.jobsMu.Lock()
 	defer e.jobsMu.Unlock()
-	for _, j := range e.jobs {
+	for id, j := range e.jobs {
 		if j.running() && j.sinkName() == sink.Ident().String() {
-			return "", fmt.Errorf("%w: table %s is already the target of job %s", ErrInvalid, sink.Ident(), j.def.ID)
+			return "", fmt.Errorf("%w: table %s is already the target of job %s", ErrInvalid, sink.Ident(), id)
 		}
 	}
 	if n, err := liveRows(ctx, sink); err != nil {

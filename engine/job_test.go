@@ -251,6 +251,13 @@ func TestJobRefused(t *testing.T) {
 			t.Errorf("%s: got %v, want an error containing %q", q, err, want)
 		}
 	}
+	_, err := e.StartJob(context.Background(), tablestore.JobDef{SQL: `INSERT INTO filled VALUES (2, 2)`, Database: "default"})
+	if err == nil || !strings.Contains(err.Error(), "an INSERT from a stream") {
+		t.Errorf("StartJob of a plain INSERT: %v", err)
+	}
+	if got := rowSet(t, s, `SELECT g FROM filled`); !slices.Equal(got, []string{"1"}) {
+		t.Errorf("refused statements wrote: %v", got)
+	}
 	if jobs := e.Jobs(context.Background()); len(jobs) != 0 {
 		t.Fatalf("refused statements started jobs: %+v", jobs)
 	}

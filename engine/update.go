@@ -18,9 +18,6 @@ import (
 func (st *Statement) Exec(ctx context.Context, params arrow.RecordBatch) (_ int64, err error) {
 	defer recoverInternal(&err)
 	if ins, ok := st.bound.(*plan.Insert); ok && ins.Source.Streaming() {
-		if st.readsTarget {
-			return 0, fmt.Errorf("%w: a continuous job cannot read its own target %s", ErrInvalid, ins.Table.Ident())
-		}
 		// SHOW JOBS lists the job: an update count cannot carry its id.
 		_, err := st.startJob(ctx)
 		return 0, err
