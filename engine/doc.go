@@ -13,6 +13,11 @@
 // Exec and are committed before it returns, so a client that never fetches
 // still gets the side effect exactly once.
 //
+// An INSERT whose query reads a stream (a scan.mode hint) starts a
+// continuous job instead (job.go): a goroutine of the engine, stored in the
+// catalog and restarted by Open, that keeps the target equal to the query's
+// answer, exactly once across crashes. Close stops the jobs.
+//
 // Transactions give snapshot isolation: every table read inside a
 // transaction is read at the snapshot that was current when the transaction
 // began, and writes are buffered per table and published on Commit. Writes
