@@ -79,6 +79,12 @@ func (s *Session) allowStatement(b plan.Statement) error {
 		return s.allow(b.Ident.Database, Admin)
 	case *plan.CreateView:
 		return s.allow(b.Ident.Database, Admin)
+	case *plan.CreateMaterialized:
+		return s.allow(b.Ident.Database, Admin)
+	case *plan.AlterMaterialized:
+		return s.allow(b.Table.Ident().Database, Admin)
+	case *plan.DropMaterialized:
+		return s.allow(b.Ident.Database, Admin)
 	case *plan.DropView:
 		return s.allow(b.Ident.Database, Admin)
 	case *plan.CreateDatabase:

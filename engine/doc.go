@@ -18,6 +18,11 @@
 // catalog and restarted by Open, that keeps the target equal to the query's
 // answer, exactly once across crashes. Close stops the jobs.
 //
+// Materialized tables (mtable.go) are refreshed by a Scheduler that Open
+// starts and Close stops: each refresh is one INSERT OVERWRITE of the
+// table's query, read with its sources pinned, recording their snapshot ids
+// in the commit.
+//
 // Transactions give snapshot isolation: every table read inside a
 // transaction is read at the snapshot that was current when the transaction
 // began, and writes are buffered per table and published on Commit. Writes

@@ -55,6 +55,9 @@ type Config struct {
 	// Parallelism is how many goroutines one statement's parallel scans
 	// and aggregations use; 0 means runtime.GOMAXPROCS(0), 1 serial.
 	Parallelism int
+	// Scheduler starts what runs the scheduled refreshes of materialized
+	// tables; nil means the embedded one (mtable.go).
+	Scheduler func(*Engine) Scheduler
 }
 
 // DefaultQueryMemory is the default per-statement memory budget.
@@ -68,6 +71,9 @@ type Engine struct {
 
 	mu   sync.Mutex
 	txns map[string]*Txn
+
+	sched     Scheduler
+	refreshMu sync.Map // tablestore.Ident -> *sync.Mutex: one refresh at a time per table
 
 	// Continuous jobs (job.go) run under jobCtx until Close.
 	jobsMu    sync.Mutex
@@ -111,9 +117,14 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: cfg, store: store, txns: make(map[string]*Txn), jobs: map[string]*job{}}
+	if cfg.Scheduler == nil {
+		cfg.Scheduler = newEmbeddedScheduler
+	}
+	e.sched = cfg.Scheduler(e)
 	e.jobCtx, e.jobCancel = context.WithCancel(context.WithoutCancel(ctx))
 	if err := e.startJobs(ctx); err != nil {
 		e.stopJobs()
+		e.sched.Close()
 		_ = store.Close()
 		return nil, fmt.Errorf("start continuous jobs: %w", err)
 	}
@@ -131,6 +142,7 @@ func (e *Engine) Close() error {
 	for _, tx := range txns {
 		tx.rollback()
 	}
+	e.sched.Close()
 	return e.store.Close()
 }
 

@@ -77,6 +77,9 @@ func (s *Session) Ingest(ctx context.Context, req IngestRequest, rdr BatchReader
 	if err != nil && !errors.Is(err, tablestore.ErrTableNotFound) {
 		return 0, err
 	}
+	if exists && t.Materialized() != nil {
+		return 0, fmt.Errorf("ingest: %s is a materialized table; only its refreshes write to it: %w", identString(req.Table), ErrInvalid)
+	}
 	switch {
 	case exists && req.Mode == IngestCreate:
 		return 0, fmt.Errorf("ingest: table %s already exists: %w", identString(req.Table), tablestore.ErrTableExists)

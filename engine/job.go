@@ -430,10 +430,11 @@ func (j *job) run(ctx context.Context) error {
 // resumeFrom reads the positions of the job's last sink commit: the
 // snapshot each source restarts from in full (0: the query's own start).
 func (j *job) resumeFrom(ctx context.Context, sink *tablestore.Table, sources []*tablestore.Table) ([]int64, error) {
-	snap, v, err := sink.LastCommitWith(ctx, jobProperty(j.def.ID))
+	snap, _, props, err := sink.LastProperties(ctx, jobProperty(j.def.ID))
 	if err != nil || snap == 0 {
 		return nil, err
 	}
+	v := props[jobProperty(j.def.ID)]
 	var cp checkpoint
 	if err := json.Unmarshal([]byte(v), &cp); err != nil {
 		return nil, fmt.Errorf("job %s: checkpoint in snapshot %d of %s: %w", j.def.ID, snap, sink.Ident(), err)
@@ -553,7 +554,7 @@ func (a *applier) marker(pos stream.Pos) error {
 	if err != nil {
 		return err
 	}
-	a.w.SetCommitProperties(map[string]string{jobProperty(a.j.def.ID): string(v)})
+	a.w.SetProperties(map[string]string{jobProperty(a.j.def.ID): string(v)})
 	id, err := a.w.Commit(a.ctx)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", a.j.def.ID, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -92,6 +93,9 @@ func (st *Statement) bindForWrite(ctx context.Context) (plan.Statement, bool, in
 }
 
 func (st *Statement) ddl(ctx context.Context) error {
+	if done, err := st.materializedDDL(ctx); done {
+		return err
+	}
 	store := st.s.e.store
 	switch b := st.bound.(type) {
 	case *plan.CreateTable:
@@ -147,8 +151,13 @@ func (st *Statement) ddl(ctx context.Context) error {
 	return fmt.Errorf("statement %T: %w", st.bound, ErrNotSupported)
 }
 
+// DefaultOrphanAge is how old an unreferenced file must be before
+// sys.remove_orphan_files removes it without an older_than (Paimon's one
+// day): younger ones may belong to a commit still in flight.
+const DefaultOrphanAge = 24 * time.Hour
+
 // call runs a maintenance procedure; the count is what it did (snapshots
-// expired), or 1.
+// expired, orphan files removed), or 1.
 func call(ctx context.Context, c *plan.CallProcedure) (int64, error) {
 	t := c.Table
 	done := 1
@@ -165,7 +174,15 @@ func call(ctx context.Context, c *plan.CallProcedure) (int64, error) {
 	case "sys.delete_tag":
 		err = t.DeleteTag(ctx, c.Tag)
 	case "sys.expire_snapshots":
-		done, err = t.ExpireSnapshots(ctx)
+		done, err = t.ExpireSnapshotsWith(ctx, c.Expire)
+	case "sys.remove_orphan_files":
+		guard := DefaultOrphanAge
+		if !c.OlderThan.IsZero() {
+			if guard = time.Since(c.OlderThan); guard < 0 {
+				return 0, fmt.Errorf("%s: older_than %s is in the future: %w", c.Proc, c.OlderThan, ErrInvalid)
+			}
+		}
+		done, err = t.RemoveOrphanFiles(ctx, guard)
 	case "sys.compact":
 		err = t.Compact(ctx, true)
 	default:

@@ -28,6 +28,13 @@ import (
 // each heartbeat while no commit arrives (keep-alive). A query that joins
 // several streams adds "snapshots": {"db.t": N, ...}, the position of each.
 //
+// A *-full start first reads the content of snapshot N: a batch with no
+// rows and {"snapshot": N, "image": "start"}, then batches of +I rows with
+// {"snapshot": N, "image": "rows"}, then {"snapshot": N, "image": "end"}
+// with no rows. A client drops its state at "start": a stream that starts
+// again from a full read (no committed consumer position) does not send
+// the deletes of the rows that went meanwhile.
+//
 // Consumers: with a consumer id the stream resumes from the consumer's
 // position, which only the CommitConsumerAction moves. The delivery is
 // at-least-once from that position; a client that records the last snapshot
@@ -154,10 +161,11 @@ type streamProgress struct {
 	mem      memory.Allocator
 	schema   *arrow.Schema
 	snapshot int64
+	image    bool
 	tables   map[string]int64 // for a query over several streams
 }
 
-func (p *streamProgress) Rows(snapshot int64) { p.snapshot = snapshot }
+func (p *streamProgress) Rows(snapshot int64, image bool) { p.snapshot, p.image = snapshot, image }
 
 // Snapshots records the position of every table of a join of streams.
 func (p *streamProgress) Snapshots(tables []string, snapshots []int64) {
@@ -168,13 +176,27 @@ func (p *streamProgress) Snapshots(tables []string, snapshots []int64) {
 }
 
 func (p *streamProgress) CaughtUp(snapshot int64) error {
+	return p.marker(ChangeProgress{Snapshot: snapshot, CaughtUp: true})
+}
+
+func (p *streamProgress) Image(snapshot int64, start bool) error {
+	m := ChangeProgress{Snapshot: snapshot, Image: ImageEnd}
+	if start {
+		m.Image = ImageStart
+	}
+	return p.marker(m)
+}
+
+// marker sends a batch without rows labelled m.
+func (p *streamProgress) marker(m ChangeProgress) error {
 	cols := make([]arrow.Array, p.schema.NumFields())
 	for i, f := range p.schema.Fields() {
 		cols[i] = array.MakeArrayOfNull(p.mem, f.Type, 0)
 		defer cols[i].Release()
 	}
 	b := array.NewRecordBatch(p.schema, cols, 0)
-	meta, _ := json.Marshal(ChangeProgress{Snapshot: snapshot, CaughtUp: true, Snapshots: p.tables})
+	m.Snapshots = p.tables
+	meta, _ := json.Marshal(m)
 	select {
 	case p.ch <- flight.StreamChunk{Data: b, AppMetadata: meta}:
 		return nil
@@ -186,9 +208,20 @@ func (p *streamProgress) CaughtUp(snapshot int64) error {
 
 // meta labels the batch about to be sent.
 func (p *streamProgress) meta() []byte {
-	m, _ := json.Marshal(ChangeProgress{Snapshot: p.snapshot, Snapshots: p.tables})
-	return m
+	m := ChangeProgress{Snapshot: p.snapshot, Snapshots: p.tables}
+	if p.image {
+		m.Image = ImageRows
+	}
+	b, _ := json.Marshal(m)
+	return b
 }
+
+// Values of ChangeProgress.Image.
+const (
+	ImageStart = "start"
+	ImageRows  = "rows"
+	ImageEnd   = "end"
+)
 
 // ChangeProgress is the app metadata of every change stream batch.
 type ChangeProgress struct {
@@ -197,6 +230,11 @@ type ChangeProgress struct {
 	Snapshot int64 `json:"snapshot"`
 	// CaughtUp marks a progress marker (a batch without rows).
 	CaughtUp bool `json:"caught_up,omitempty"`
+	// Image is set during the full read of snapshot Snapshot: ImageStart
+	// and ImageEnd on batches without rows around it, ImageRows on its
+	// rows (of a query over one stream; aggregates label their rows by
+	// snapshot only).
+	Image string `json:"image,omitempty"`
 	// Snapshots, for a query that streams several tables (a join), gives
 	// the snapshot of each (by its name in the query, "db.table [AS
 	// alias]"); Snapshot is then the largest of them.

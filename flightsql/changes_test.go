@@ -29,6 +29,7 @@ type change struct {
 	Row      []string // the columns after the row kind
 	Snapshot int64
 	CaughtUp bool
+	Image    string // ChangeProgress.Image
 }
 
 // readChanges reads a change stream into a channel until it ends or
@@ -46,19 +47,19 @@ func readChanges(t *testing.T, rdr *flight.Reader) <-chan change {
 			}
 			b := rdr.RecordBatch()
 			if b.NumRows() == 0 {
-				if !meta.CaughtUp {
+				if !meta.CaughtUp && meta.Image != flightsql.ImageStart && meta.Image != flightsql.ImageEnd {
 					out <- change{Kind: "error", Row: []string{"empty batch that is not a progress marker"}}
 					return
 				}
-				out <- change{Snapshot: meta.Snapshot, CaughtUp: true}
+				out <- change{Snapshot: meta.Snapshot, CaughtUp: meta.CaughtUp, Image: meta.Image}
 				continue
 			}
-			if meta.CaughtUp || meta.Snapshot < 1 {
+			if meta.CaughtUp || meta.Snapshot < 1 || meta.Image != "" && meta.Image != flightsql.ImageRows {
 				out <- change{Kind: "error", Row: []string{fmt.Sprintf("rows with metadata %+v", meta)}}
 				return
 			}
 			for _, r := range batchRows(b) {
-				out <- change{Kind: r[0], Row: r[1:], Snapshot: meta.Snapshot}
+				out <- change{Kind: r[0], Row: r[1:], Snapshot: meta.Snapshot, Image: meta.Image}
 			}
 		}
 		if err := rdr.Err(); err != nil {
@@ -377,6 +378,76 @@ func TestChangeStreamBackpressure(t *testing.T) {
 	}
 	if n != commits*rows {
 		t.Fatalf("received %d rows, want %d: %v", n, commits*rows, rdr.Err())
+	}
+}
+
+// TestChangeStreamRestartFromImage follows the README's client recipe for
+// a consumer that restarts before it committed a position: the stream
+// starts again with a full read of a later snapshot, and rows deleted
+// while the client was away must not survive in its state. The recipe
+// drops the state at the "image start" marker; skipping by snapshot alone
+// keeps the deleted rows.
+func TestChangeStreamRestartFromImage(t *testing.T) {
+	ts := startServer(t, flightsql.Options{})
+	cnxn := ts.connect(t, nil)
+	mustExec(t, cnxn, "CREATE TABLE r (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED)")
+	var vals []string
+	for k := range 1000 {
+		vals = append(vals, fmt.Sprintf("(%d, 'v%d')", k, k))
+	}
+	mustExec(t, cnxn, "INSERT INTO r VALUES "+strings.Join(vals, ", "))
+	cl, mem := ts.rawClient(t)
+	tk := flightsql.ChangesTicket{Table: "default.r", Mode: "latest-full", ConsumerID: "c1", HeartbeatMillis: 50}
+	body, _ := json.Marshal(tk)
+
+	// The recipe: drop the state when a full read starts, skip batches of
+	// snapshots already applied completely, count a snapshot complete at a
+	// caught_up marker or the end of a full read.
+	img := keyedImage{}
+	var applied int64
+	var images []string
+	follow := func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		s, err := cl.Client.DoGet(ctx, &flight.Ticket{Ticket: append([]byte(flightsql.ChangesTicketPrefix), body...)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rdr, err := flight.NewRecordReader(s, ipc.WithAllocator(mem))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch := readChanges(t, rdr)
+		for c := range ch {
+			switch {
+			case c.Image == flightsql.ImageStart:
+				images = append(images, fmt.Sprint("start ", c.Snapshot))
+				clear(img)
+				applied = 0
+			case c.Image == flightsql.ImageEnd:
+				images = append(images, fmt.Sprint("end ", c.Snapshot))
+				applied = c.Snapshot
+			case c.CaughtUp:
+				applied = c.Snapshot
+				cancel()
+			case c.Snapshot > applied:
+				img.apply(t, c)
+			}
+		}
+	}
+	follow()
+	if got := len(img); got != 1000 {
+		t.Fatalf("first run: %d rows", got)
+	}
+	// Away, with no committed position: 500 rows go, one comes.
+	mustExec(t, cnxn, "DELETE FROM r WHERE k < 500")
+	mustExec(t, cnxn, "INSERT INTO r VALUES (5000, 'new')")
+	follow()
+	if want := tableRows(t, query(t, cnxn, "SELECT k, v FROM r")); !slices.Equal(img.rows(), want) {
+		t.Fatalf("after the restart the client holds %d rows, the table %d (markers %v)", len(img), len(want), images)
+	}
+	if len(images) != 4 {
+		t.Fatalf("image markers %v, want a start and an end per run", images)
 	}
 }
 

@@ -20,5 +20,7 @@
 // (grants.go, engine.Authorizer).
 //
 // This is the only package that turns errors into gRPC status codes
-// (status.go).
+// (status.go), with the SQLSTATE at the end of the message where the
+// error has one. What clients send is checked before arrow-go decodes it
+// (guard.go, ipccheck.go), and a panic in any handler ends only its call.
 package flightsql

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/flightd/flightd/engine"
+	"github.com/flightd/flightd/exec"
 )
 
 // panicky is a gRPC service whose handlers panic, registered on flightd's
@@ -94,6 +95,7 @@ func TestStatusCodes(t *testing.T) {
 		{fmt.Errorf("write data file: %w", syscall.ENOSPC), codes.ResourceExhausted, "53100"},
 		{fmt.Errorf("ingest: %w", errBadRequest), codes.InvalidArgument, ""},
 		{fmt.Errorf("query: %w", context.Canceled), codes.Canceled, "57014"},
+		{fmt.Errorf("window: %w", exec.ErrMemoryLimit), codes.ResourceExhausted, "53200"},
 	} {
 		st, _ := status.FromError(toStatus(c.err))
 		if st.Code() != c.code || (c.state != "") != strings.Contains(st.Message(), "[SQLSTATE "+c.state+"]") {

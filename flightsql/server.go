@@ -74,33 +74,15 @@ type Server struct {
 
 // NewServer builds the Flight SQL service. Register it with Register.
 func NewServer(eng *engine.Engine, limits Limits) (*Server, error) {
-	if limits.MaxPreparedStatements <= 0 {
-		limits.MaxPreparedStatements = DefaultLimits.MaxPreparedStatements
-	}
-	if limits.MaxParamRows <= 0 {
-		limits.MaxParamRows = DefaultLimits.MaxParamRows
-	}
-	if limits.MaxStatementBytes <= 0 {
-		limits.MaxStatementBytes = DefaultLimits.MaxStatementBytes
-	}
-	if limits.MaxStatementTokens <= 0 {
-		limits.MaxStatementTokens = DefaultLimits.MaxStatementTokens
-	}
-	if limits.MaxParamBytes <= 0 {
-		limits.MaxParamBytes = DefaultLimits.MaxParamBytes
-	}
-	if limits.MaxTransactions <= 0 {
-		limits.MaxTransactions = DefaultLimits.MaxTransactions
-	}
-	if limits.PreparedIdle <= 0 {
-		limits.PreparedIdle = DefaultLimits.PreparedIdle
-	}
-	if limits.TxnIdle <= 0 {
-		limits.TxnIdle = DefaultLimits.TxnIdle
-	}
-	if limits.MaxRunningQueries <= 0 {
-		limits.MaxRunningQueries = DefaultLimits.MaxRunningQueries
-	}
+	orDefault(&limits.MaxPreparedStatements, DefaultLimits.MaxPreparedStatements)
+	orDefault(&limits.MaxParamRows, DefaultLimits.MaxParamRows)
+	orDefault(&limits.MaxStatementBytes, DefaultLimits.MaxStatementBytes)
+	orDefault(&limits.MaxStatementTokens, DefaultLimits.MaxStatementTokens)
+	orDefault(&limits.MaxParamBytes, DefaultLimits.MaxParamBytes)
+	orDefault(&limits.MaxTransactions, DefaultLimits.MaxTransactions)
+	orDefault(&limits.PreparedIdle, DefaultLimits.PreparedIdle)
+	orDefault(&limits.TxnIdle, DefaultLimits.TxnIdle)
+	orDefault(&limits.MaxRunningQueries, DefaultLimits.MaxRunningQueries)
 	s := &Server{eng: eng, mem: eng.Mem(), limits: limits,
 		prepared:    newRegistry[*prepared]("prepared statements", limits.MaxPreparedStatements, limits.PreparedIdle),
 		txns:        newRegistry[*engine.Txn]("transactions", limits.MaxTransactions, limits.TxnIdle),
@@ -296,4 +278,11 @@ func (r *runningQueries) cancel(ticket []byte) bool {
 		q.cancel()
 	}
 	return len(r.m[string(ticket)]) > 0
+}
+
+// orDefault sets a zero or negative limit to its default.
+func orDefault[T int | int64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/flightd/flightd/engine"
+	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/plan"
 	"github.com/flightd/flightd/sql"
 	"github.com/flightd/flightd/tablestore"
@@ -54,6 +55,8 @@ func sqlState(err error) string {
 		return "40001"
 	case errors.Is(err, syscall.ENOSPC):
 		return "53100"
+	case errors.Is(err, exec.ErrMemoryLimit):
+		return "53200"
 	case errors.Is(err, context.Canceled):
 		return "57014"
 	}
@@ -77,7 +80,7 @@ func codeOf(err error) codes.Code {
 		return codes.Unimplemented
 	case errors.Is(err, tablestore.ErrConflict):
 		return codes.Aborted
-	case errors.Is(err, errExhausted), errors.Is(err, syscall.ENOSPC):
+	case errors.Is(err, errExhausted), errors.Is(err, syscall.ENOSPC), errors.Is(err, exec.ErrMemoryLimit):
 		return codes.ResourceExhausted
 	case errors.Is(err, engine.ErrInvalid), errors.Is(err, tablestore.ErrInvalid), errors.Is(err, arrow.ErrInvalid), errors.Is(err, arrow.ErrType),
 		errors.Is(err, arrow.ErrIndex), errors.Is(err, errBadRequest), errors.As(err, new(*sql.Error)),

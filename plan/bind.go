@@ -172,7 +172,7 @@ func (b *binder) bindStatement(stmt sql.Statement) Statement {
 		return b.bindCreateTable(s)
 	case *sql.DropTable:
 		if s.Materialized {
-			b.notImplemented(s.Pos, "DROP MATERIALIZED TABLE")
+			return &DropMaterialized{Ident: b.ident(s.Name), IfExists: s.IfExists}
 		}
 		return &DropTable{Ident: b.ident(s.Name), IfExists: s.IfExists}
 	case *sql.AlterTable:
@@ -194,9 +194,14 @@ func (b *binder) bindStatement(stmt sql.Statement) Statement {
 	case *sql.Show:
 		return b.bindShow(s)
 	case *sql.Describe:
+		if s.Extended {
+			return b.bindDescribeExtended(s.Name)
+		}
 		return b.bindDescribe(s.Name)
 	case *sql.CreateMaterializedTable:
-		b.notImplemented(s.Pos, "CREATE MATERIALIZED TABLE")
+		return b.bindCreateMaterialized(s)
+	case *sql.AlterMaterializedTable:
+		return b.bindAlterMaterialized(s)
 	case *sql.SetStmt:
 		b.notImplemented(s.Pos, "SET")
 	case *sql.CreateView:
@@ -249,6 +254,7 @@ func (b *binder) table(n *sql.Name) (*tablestore.Table, int64) {
 
 func (b *binder) bindInsert(s *sql.Insert) Statement {
 	t, _ := b.table(s.Table)
+	b.refuseMaterializedWrite(s.Pos, t, "INSERT")
 	schema := t.Schema()
 	ins := &Insert{Table: t, Overwrite: s.Overwrite, DynamicOverwrite: t.DynamicPartitionOverwrite()}
 	for _, h := range s.Hints {
@@ -355,6 +361,7 @@ func (b *binder) tableScope(name *sql.Name, alias string) (*tablestore.Table, *S
 
 func (b *binder) bindDelete(s *sql.Delete) Statement {
 	t, scan, sc := b.tableScope(s.Table, s.Alias)
+	b.refuseMaterializedWrite(s.Pos, t, "DELETE")
 	if err := t.CheckRowLevel(false); err != nil {
 		b.failWrap(s.Pos, err, "%v", err)
 	}
@@ -382,6 +389,7 @@ func (b *binder) bindDelete(s *sql.Delete) Statement {
 
 func (b *binder) bindUpdate(s *sql.Update) Statement {
 	t, scan, sc := b.tableScope(s.Table, s.Alias)
+	b.refuseMaterializedWrite(s.Pos, t, "UPDATE")
 	if err := t.CheckRowLevel(true); err != nil {
 		b.failWrap(s.Pos, err, "%v", err)
 	}
@@ -659,6 +667,10 @@ func (b *binder) bindShow(s *sql.Show) Statement {
 		return b.showCreateView(s.From)
 	case "JOBS":
 		return b.showJobs(s)
+	case "MATERIALIZED TABLES":
+		return b.showMaterializedTables(s)
+	case "CREATE MATERIALIZED TABLE":
+		return b.showCreateMaterialized(s.From)
 	}
 	if err != nil {
 		b.failWrap(s.Pos, err, "SHOW %s: %v", s.What, err)
@@ -679,6 +691,11 @@ func (b *binder) bindDescribe(name *sql.Name) Statement {
 		return q
 	}
 	t, _ := b.table(name)
+	return b.stringValues([]string{"name", "type", "null", "key"}, describeRows(t))
+}
+
+// describeRows are DESCRIBE's rows of a table: name, type, null, key.
+func describeRows(t *tablestore.Table) [][]string {
 	var rows [][]string
 	for _, f := range t.Schema().Fields() {
 		key := ""
@@ -694,7 +711,7 @@ func (b *binder) bindDescribe(name *sql.Name) Statement {
 		}
 		rows = append(rows, []string{f.Name, SQLTypeName(f.Type), null, key})
 	}
-	return b.stringValues([]string{"name", "type", "null", "key"}, rows)
+	return rows
 }
 
 // ShowCreateTable renders the DDL of a table.

@@ -948,6 +948,9 @@ func (b *binder) bindFrom(f sql.TableRef, outer *scope, left *scope) (Node, *sco
 		if n, sc, ok := b.bindView(f); ok {
 			return n, sc
 		}
+		if n, sc, ok := b.bindSystemTable(f); ok {
+			return n, sc
+		}
 		t, snap := b.table(f.Name)
 		snap, tag, stream := b.tableHints(f, t, snap)
 		qual := t.Ident().Table
@@ -1464,10 +1467,21 @@ func (b *binder) rewriteGrouped(sb *selectBinding, x Expr, src sql.Expr) Expr {
 	for _, c := range sb.post.Columns() {
 		avail[c.ID] = true
 	}
+	// A key has at least one character per node, so a larger subtree
+	// matches none: skipping them keeps deep expressions from costing
+	// cubic time (exprKey at every node of a 1000-deep sum took 5 s).
+	longest := 0
+	for k := range g.keys {
+		longest = max(longest, len(k))
+	}
 	var rw func(e Expr) Expr
 	rw = func(e Expr) Expr {
-		if c, ok := g.keys[exprKey(e)]; ok {
-			return colRef(c)
+		nodes := 0
+		walkExpr(e, func(Expr) { nodes++ })
+		if nodes <= longest {
+			if c, ok := g.keys[exprKey(e)]; ok {
+				return colRef(c)
+			}
 		}
 		switch y := e.(type) {
 		case *ColRef:

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
@@ -22,6 +23,11 @@ type CallProcedure struct {
 	Consumer string
 	Tag      string
 	Snapshot int64 // 0: not given
+	// Expire holds sys.expire_snapshots' retain_max, retain_min,
+	// older_than and max_deletes (zero: the table's option).
+	Expire tablestore.ExpireOptions
+	// OlderThan is sys.remove_orphan_files' older_than (zero: not given).
+	OlderThan time.Time
 }
 
 func (*CallProcedure) boundStmt() {}
@@ -33,19 +39,27 @@ type procParam struct {
 }
 
 var (
-	procTable    = procParam{"table", true, arrow.BinaryTypes.String}
-	procSnapshot = func(name string) procParam { return procParam{name, false, arrow.PrimitiveTypes.Int64} }
+	procTable     = procParam{"table", true, arrow.BinaryTypes.String}
+	procSnapshot  = func(name string) procParam { return procParam{name, false, arrow.PrimitiveTypes.Int64} }
+	procOlderThan = procParam{"older_than", false, &arrow.TimestampType{Unit: arrow.Microsecond}}
 )
 
 // procedures lists the procedures CALL knows, with their parameters in
 // positional order.
 var procedures = map[string][]procParam{
 	// Moves (or, without a snapshot, removes) a change stream consumer.
-	"sys.reset_consumer":   {procTable, {"consumer_id", true, arrow.BinaryTypes.String}, procSnapshot("next_snapshot_id")},
-	"sys.create_tag":       {procTable, {"tag", true, arrow.BinaryTypes.String}, procSnapshot("snapshot_id")},
-	"sys.delete_tag":       {procTable, {"tag", true, arrow.BinaryTypes.String}},
-	"sys.expire_snapshots": {procTable},
-	"sys.compact":          {procTable},
+	"sys.reset_consumer": {procTable, {"consumer_id", true, arrow.BinaryTypes.String}, procSnapshot("next_snapshot_id")},
+	"sys.create_tag":     {procTable, {"tag", true, arrow.BinaryTypes.String}, procSnapshot("snapshot_id")},
+	"sys.delete_tag":     {procTable, {"tag", true, arrow.BinaryTypes.String}},
+	// Retention for this call instead of the table's options (Paimon's
+	// arguments): at most retain_max snapshots, at least retain_min, and
+	// of those in between the ones older_than ('2026-01-01 12:00:00').
+	"sys.expire_snapshots": {procTable, procSnapshot("retain_max"), procSnapshot("retain_min"), procOlderThan, procSnapshot("max_deletes")},
+	// Removes files no snapshot or tag references (crash leftovers) that
+	// are older than older_than, by default one day, so the files of
+	// commits in flight stay.
+	"sys.remove_orphan_files": {procTable, procOlderThan},
+	"sys.compact":             {procTable},
 }
 
 func (b *binder) bindProcedure(c *sql.Call) *CallProcedure {
@@ -84,7 +98,8 @@ func (b *binder) bindProcedure(c *sql.Call) *CallProcedure {
 			}
 			continue
 		}
-		v := b.constExpr(a.Value, p.typ).Value
+		c := b.constExpr(a.Value, p.typ)
+		v := c.Value
 		if !v.IsValid() {
 			b.fail(a.Pos, "%s: %s must not be NULL", name, p.name)
 		}
@@ -96,12 +111,28 @@ func (b *binder) bindProcedure(c *sql.Call) *CallProcedure {
 			call.Consumer = v.(*scalar.String).String()
 		case "tag":
 			call.Tag = v.(*scalar.String).String()
+		case "older_than":
+			ts, ok := timestampOf(c)
+			if !ok {
+				b.fail(a.Pos, "%s: older_than must be a timestamp such as '2026-01-01 12:00:00'", name)
+			}
+			call.OlderThan = ts
+			call.Expire.OlderThan = ts
 		default:
 			n, ok := v.(*scalar.Int64)
 			if !ok || n.Value < 1 {
 				b.fail(a.Pos, "%s: %s must be a positive integer, got %s", name, p.name, strconv.Quote(fmt.Sprint(v)))
 			}
-			call.Snapshot = n.Value
+			switch p.name {
+			case "retain_max":
+				call.Expire.RetainMax = int(n.Value)
+			case "retain_min":
+				call.Expire.RetainMin = int(n.Value)
+			case "max_deletes":
+				call.Expire.MaxDeletes = int(n.Value)
+			default:
+				call.Snapshot = n.Value
+			}
 		}
 	}
 	return call

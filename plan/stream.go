@@ -23,8 +23,12 @@ const DefaultHeartbeat = 5 * time.Second
 // StreamObserver follows a streaming query's progress. Calls happen on the
 // goroutine that pulls the query's batches, in order with them.
 type StreamObserver interface {
-	// Rows: the next batch holds changes of snapshot.
-	Rows(snapshot int64)
+	// Rows: the next batch holds changes of snapshot, or with image rows
+	// of its content (tablestore.ImageRows).
+	Rows(snapshot int64, image bool)
+	// Image: the full read of snapshot begins (start) or is complete
+	// (tablestore.ImageStart, ImageEnd).
+	Image(snapshot int64, start bool) error
 	// CaughtUp: every change up to snapshot has been returned; called when
 	// the stream catches up and then at each heartbeat while it waits.
 	CaughtUp(snapshot int64) error

@@ -450,8 +450,11 @@ func (p posObserver) snapshot(pos stream.Pos) int64 {
 	return slices.Max(pos)
 }
 
-func (p posObserver) Rows(pos stream.Pos)           { p.o.Rows(p.snapshot(pos)) }
-func (p posObserver) CaughtUp(pos stream.Pos) error { return p.o.CaughtUp(p.snapshot(pos)) }
+func (p posObserver) Rows(pos stream.Pos, image bool) { p.o.Rows(p.snapshot(pos), image) }
+func (p posObserver) CaughtUp(pos stream.Pos) error   { return p.o.CaughtUp(p.snapshot(pos)) }
+func (p posObserver) Image(pos stream.Pos, start bool) error {
+	return p.o.Image(p.snapshot(pos), start)
+}
 
 // layout maps the columns of a streaming batch: every row kind column to
 // 0, cols after it.

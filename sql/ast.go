@@ -449,17 +449,35 @@ type CreateTable struct {
 	As            *Query
 }
 
-// CreateMaterializedTable is CREATE MATERIALIZED TABLE name [...] FRESHNESS = INTERVAL ... AS query.
+// CreateMaterializedTable is CREATE [OR ALTER] MATERIALIZED TABLE [IF NOT
+// EXISTS] name [(PRIMARY KEY (...) NOT ENFORCED)] [COMMENT] [PARTITIONED BY]
+// [WITH] [FRESHNESS = INTERVAL ...] [REFRESH_MODE = FULL|CONTINUOUS] AS query.
 type CreateMaterializedTable struct {
 	Pos           Pos
+	OrAlter       bool
+	IfNotExists   bool
 	Name          *Name
 	PrimaryKey    []string
+	PrimaryKeyPos Pos
 	Comment       string
 	PartitionedBy []string
 	With          []*Property
-	Freshness     *IntervalLiteral
-	RefreshMode   string // "", FULL, CONTINUOUS
+	Freshness     *IntervalLiteral // nil: the default of the mode
+	RefreshMode   string           // "", FULL, CONTINUOUS
 	As            *Query
+}
+
+// AlterMaterializedTable is ALTER MATERIALIZED TABLE name followed by one
+// action: SUSPEND, RESUME [WITH (...)], REFRESH [PARTITION (...)], SET
+// FRESHNESS = INTERVAL ..., or AS query.
+type AlterMaterializedTable struct {
+	Pos       Pos
+	Name      *Name
+	Action    string            // SUSPEND, RESUME, REFRESH, SET FRESHNESS, AS
+	With      []*Property       // RESUME WITH
+	Partition []*PartitionValue // REFRESH PARTITION
+	Freshness *IntervalLiteral  // SET FRESHNESS
+	As        *Query            // AS
 }
 
 // DropTable is DROP [MATERIALIZED] TABLE [IF EXISTS] name.
@@ -632,8 +650,9 @@ type Show struct {
 
 // Describe is DESCRIBE|DESC t.
 type Describe struct {
-	Pos  Pos
-	Name *Name
+	Pos      Pos
+	Extended bool
+	Name     *Name
 }
 
 // TxnKind is the kind of a transaction statement.
@@ -739,6 +758,7 @@ func (n *Watermark) Position() Pos               { return n.Pos }
 func (n *ColumnDef) Position() Pos               { return n.Pos }
 func (n *CreateTable) Position() Pos             { return n.Pos }
 func (n *CreateMaterializedTable) Position() Pos { return n.Pos }
+func (n *AlterMaterializedTable) Position() Pos  { return n.Pos }
 func (n *DropTable) Position() Pos               { return n.Pos }
 func (n *AlterTable) Position() Pos              { return n.Pos }
 func (n *AddColumn) Position() Pos               { return n.Pos }
@@ -771,6 +791,7 @@ func (n *CreateFunction) Position() Pos          { return n.Pos }
 func (*Query) stmt()                   {}
 func (*CreateTable) stmt()             {}
 func (*CreateMaterializedTable) stmt() {}
+func (*AlterMaterializedTable) stmt()  {}
 func (*DropTable) stmt()               {}
 func (*AlterTable) stmt()              {}
 func (*Insert) stmt()                  {}

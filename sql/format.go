@@ -478,21 +478,9 @@ func (f *formatter) node(n Node) {
 	case *CreateTable:
 		f.createTable(n)
 	case *CreateMaterializedTable:
-		f.w("CREATE MATERIALIZED TABLE ")
-		f.parts(n.Name.Parts)
-		if n.PrimaryKey != nil {
-			f.w(" (PRIMARY KEY (")
-			f.idents(n.PrimaryKey)
-			f.w(") NOT ENFORCED)")
-		}
-		f.tableTail(n.Comment, n.PartitionedBy, n.With)
-		f.w(" FRESHNESS = ")
-		f.node(n.Freshness)
-		if n.RefreshMode != "" {
-			f.w(" REFRESH_MODE = ", n.RefreshMode)
-		}
-		f.w(" AS ")
-		f.node(n.As)
+		f.createMaterialized(n)
+	case *AlterMaterializedTable:
+		f.alterMaterialized(n)
 	case *DropTable:
 		f.w("DROP ")
 		if n.Materialized {
@@ -644,7 +632,7 @@ func (f *formatter) node(n Node) {
 	case *Show:
 		f.w("SHOW ", n.What)
 		if n.From != nil {
-			if n.What == "CREATE TABLE" || n.What == "CREATE VIEW" {
+			if strings.HasPrefix(n.What, "CREATE ") {
 				f.w(" ")
 			} else {
 				f.w(" FROM ")
@@ -656,6 +644,9 @@ func (f *formatter) node(n Node) {
 		}
 	case *Describe:
 		f.w("DESCRIBE ")
+		if n.Extended {
+			f.w("EXTENDED ")
+		}
 		f.parts(n.Name.Parts)
 	case *Transaction:
 		f.w([...]string{"BEGIN", "COMMIT", "ROLLBACK"}[n.Kind])

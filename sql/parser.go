@@ -67,7 +67,9 @@ func Parse(src string) (stmts []Statement, err error) {
 		}
 	}
 	if len(stmts) == 0 {
-		return nil, Errorf(Pos{Line: 1, Col: 1}, "empty statement")
+		e := Errorf(Pos{Line: 1, Col: 1}, "empty statement")
+		e.SQLState = StateSyntax
+		return nil, e
 	}
 	return stmts, nil
 }
@@ -79,7 +81,9 @@ func ParseOne(src string) (Statement, error) {
 		return nil, err
 	}
 	if len(stmts) != 1 {
-		return nil, Errorf(stmts[1].Position(), "expected one statement, got %d", len(stmts))
+		e := Errorf(stmts[1].Position(), "expected one statement, got %d", len(stmts))
+		e.SQLState = StateSyntax
+		return nil, e
 	}
 	return stmts[0], nil
 }
@@ -342,8 +346,9 @@ func (p *parser) parseStatement() Statement {
 		return &Delete{Pos: t.pos, Table: p.name("table name")}
 	case "describe", "desc":
 		p.i++
+		extended := p.acceptK("extended")
 		p.acceptK("table")
-		return &Describe{Pos: t.pos, Name: p.name("table name")}
+		return &Describe{Pos: t.pos, Extended: extended, Name: p.name("table name")}
 	case "use":
 		p.i++
 		p.acceptK("database")
@@ -429,8 +434,16 @@ func (p *parser) parseShow() Statement {
 	case p.acceptK("create", "view"):
 		s.What = "CREATE VIEW"
 		s.From = p.name("view name")
+	case p.acceptK("materialized", "tables"):
+		s.What = "MATERIALIZED TABLES"
+		if p.acceptK("from") || p.acceptK("in") {
+			s.From = p.name("database name")
+		}
+	case p.acceptK("create", "materialized", "table"):
+		s.What = "CREATE MATERIALIZED TABLE"
+		s.From = p.name("table name")
 	default:
-		p.failf(p.peek().pos, "expected TABLES, VIEWS, DATABASES, CURRENT DATABASE, COLUMNS, CREATE TABLE, CREATE VIEW or JOBS after SHOW, found %s", p.describe(p.peek()))
+		p.failf(p.peek().pos, "expected TABLES, VIEWS, MATERIALIZED TABLES, DATABASES, CURRENT DATABASE, COLUMNS, CREATE TABLE, CREATE VIEW, CREATE MATERIALIZED TABLE or JOBS after SHOW, found %s", p.describe(p.peek()))
 	}
 	if p.acceptK("like") {
 		s.Like, _ = p.str("pattern")
@@ -584,9 +597,15 @@ func (p *parser) ifExists() bool {
 
 func (p *parser) parseCreate() Statement {
 	pos := p.expectK("create")
-	orReplace := p.acceptK("or")
-	if orReplace {
-		p.expectK("replace")
+	orReplace, orAlter := false, false
+	if p.acceptK("or") {
+		if orAlter = p.acceptK("alter"); !orAlter {
+			p.expectK("replace")
+			orReplace = true
+		}
+	}
+	if orAlter && !p.isK("materialized") {
+		p.failf(p.peek().pos, "expected MATERIALIZED TABLE after CREATE OR ALTER, found %s", p.describe(p.peek()))
 	}
 	temp := p.acceptK("temporary")
 	if !temp {
@@ -630,7 +649,7 @@ func (p *parser) parseCreate() Statement {
 		return c
 	case p.acceptK("materialized"):
 		p.expectK("table")
-		return p.parseCreateMaterialized(pos)
+		return p.parseCreateMaterialized(pos, orAlter)
 	case p.acceptK("table"):
 		return p.parseCreateTable(pos)
 	}
@@ -741,48 +760,6 @@ func (p *parser) properties() []*Property {
 	return props
 }
 
-func (p *parser) parseCreateMaterialized(pos Pos) Statement {
-	m := &CreateMaterializedTable{Pos: pos, Name: p.name("table name")}
-	if p.acceptP("(") {
-		if p.acceptK("constraint") {
-			p.ident("constraint name")
-		}
-		p.expectK("primary", "key")
-		m.PrimaryKey = p.parenIdentList("column name")
-		p.notEnforced()
-		p.expectP(")")
-	}
-	if p.acceptK("comment") {
-		m.Comment, _ = p.str("comment")
-	}
-	if p.acceptK("partitioned", "by") {
-		m.PartitionedBy = p.parenIdentList("partition column")
-	}
-	if p.acceptK("with") {
-		m.With = p.properties()
-	}
-	p.expectK("freshness")
-	p.expectP("=")
-	if !p.isK("interval") {
-		p.failf(p.peek().pos, "expected INTERVAL after FRESHNESS =, found %s", p.describe(p.peek()))
-	}
-	m.Freshness = p.parsePrimary().(*IntervalLiteral)
-	if p.acceptK("refresh_mode") {
-		p.expectP("=")
-		switch {
-		case p.acceptK("full"):
-			m.RefreshMode = "FULL"
-		case p.acceptK("continuous"):
-			m.RefreshMode = "CONTINUOUS"
-		default:
-			p.failf(p.peek().pos, "expected FULL or CONTINUOUS, found %s", p.describe(p.peek()))
-		}
-	}
-	p.expectK("as")
-	m.As = p.parseQuery()
-	return m
-}
-
 func (p *parser) parseDrop() Statement {
 	pos := p.expectK("drop")
 	temp := p.acceptK("temporary")
@@ -814,6 +791,10 @@ func (p *parser) parseDrop() Statement {
 
 func (p *parser) parseAlter() Statement {
 	pos := p.expectK("alter")
+	if p.acceptK("materialized") {
+		p.expectK("table")
+		return p.parseAlterMaterialized(pos)
+	}
 	p.expectK("table")
 	a := &AlterTable{Pos: pos, Name: p.name("table name")}
 	for {

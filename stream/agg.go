@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 
 	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/tablestore"
 	"github.com/flightd/flightd/vectorized"
 )
 
@@ -130,6 +131,8 @@ func (a *Aggregate) Next(ctx context.Context) (Chunk, error) {
 			if err := a.flush(ctx); err != nil {
 				return Chunk{}, err
 			}
+			// The groups are not the full read of a table: no image marks.
+			c.Image, c.ImageStart = tablestore.NoImage, false
 			a.marker = &c
 			continue
 		}

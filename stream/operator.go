@@ -38,6 +38,14 @@ type Chunk struct {
 	Batch    arrow.RecordBatch
 	Pos      Pos
 	CaughtUp bool
+	// Image marks a source's full read of a snapshot (a *-full start,
+	// tablestore.Change.Image): its rows carry ImageRows, the marker that
+	// ends it ImageEnd, and the first of these ImageStart, so the client
+	// drops its state first. Stateless operators pass the marks on;
+	// aggregates and joins drop them (their output is not a table's
+	// content).
+	Image      tablestore.Image
+	ImageStart bool
 }
 
 // Operator is an incremental operator. Next returns the next chunk; a

@@ -14,7 +14,8 @@ import (
 
 // Source reads a table's changes (tablestore.ChangeReader) as source
 // number idx of n: a marker ends every snapshot that had rows, and the
-// reader's progress markers come through flagged CaughtUp.
+// reader's progress markers come through flagged CaughtUp, its image
+// markers flagged Image.
 type Source struct {
 	table  *tablestore.Table
 	spec   tablestore.StreamSpec
@@ -22,11 +23,14 @@ type Source struct {
 	perm   []int
 	idx, n int
 
-	r      *tablestore.ChangeReader
-	cur    int64 // snapshot whose rows are being returned (0: none)
-	held   *tablestore.Change
-	out    arrow.RecordBatch
-	closed bool
+	r    *tablestore.ChangeReader
+	cur  int64 // snapshot whose rows are being returned (0: none)
+	held *tablestore.Change
+	// imageStart: the reader began a full read whose first chunk is not
+	// returned yet.
+	imageStart bool
+	out        arrow.RecordBatch
+	closed     bool
 }
 
 // NewSource reads spec from table; output column i is column perm[i] of
@@ -77,9 +81,15 @@ func (s *Source) Next(ctx context.Context) (Chunk, error) {
 				return Chunk{}, err
 			}
 		}
+		if ch.Image == tablestore.ImageStart {
+			s.imageStart = true // marks the first chunk of the full read
+			continue
+		}
 		if ch.Batch == nil {
 			s.cur = 0
-			return Chunk{Pos: s.pos(ch.Snapshot), CaughtUp: true}, nil
+			c := Chunk{Pos: s.pos(ch.Snapshot), CaughtUp: ch.Image == tablestore.NoImage, Image: ch.Image, ImageStart: s.imageStart}
+			s.imageStart = false
+			return c, nil
 		}
 		if ch.Batch.NumRows() == 0 {
 			continue
@@ -99,7 +109,9 @@ func (s *Source) Next(ctx context.Context) (Chunk, error) {
 			cols[i] = ch.Batch.Column(p)
 		}
 		s.out = array.NewRecordBatch(s.schema, cols, ch.Batch.NumRows())
-		return Chunk{Batch: s.out, Pos: s.pos(ch.Snapshot)}, nil
+		c := Chunk{Batch: s.out, Pos: s.pos(ch.Snapshot), Image: ch.Image, ImageStart: s.imageStart}
+		s.imageStart = false
+		return c, nil
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/tablestore"
 	"github.com/flightd/flightd/vectorized"
 )
 
@@ -19,6 +20,9 @@ type Filter struct {
 	in   Operator
 	pred exec.Expr
 	out  arrow.RecordBatch
+	// imageStart: a chunk that began a full read was filtered out whole;
+	// the next chunk begins it.
+	imageStart bool
 }
 
 // NewFilter filters in by pred, compiled over in's schema.
@@ -34,8 +38,13 @@ func (f *Filter) Next(ctx context.Context) (Chunk, error) {
 	f.release()
 	for {
 		c, err := f.in.Next(ctx)
-		if err != nil || c.Batch == nil {
+		if err != nil {
 			return c, err
+		}
+		c.ImageStart = c.ImageStart || f.imageStart
+		f.imageStart = false
+		if c.Batch == nil {
+			return c, nil
 		}
 		m, err := f.pred.Eval(ctx, f.ec, c.Batch)
 		if err != nil {
@@ -45,6 +54,7 @@ func (f *Filter) Next(ctx context.Context) (Chunk, error) {
 		m.Release()
 		if n == 0 {
 			mask.Release()
+			f.imageStart = c.ImageStart
 			continue
 		}
 		out, err := vectorized.FilterMask(ctx, f.ec.Mem, c.Batch, mask, n)
@@ -133,10 +143,13 @@ func (p *Project) Close() error {
 // Observer follows the progress of a query's result (plan.StreamObserver
 // over positions).
 type Observer interface {
-	// Rows: the next batch holds changes up to pos.
-	Rows(pos Pos)
+	// Rows: the next batch holds changes up to pos, or with image rows of
+	// a full read (Chunk.Image).
+	Rows(pos Pos, image bool)
 	// CaughtUp: every change up to pos has been returned.
 	CaughtUp(pos Pos) error
+	// Image: a full read of a snapshot starts (start) or is complete.
+	Image(pos Pos, start bool) error
 }
 
 // Sink turns a changelog into the batches of an exec.Operator: the row
@@ -171,16 +184,27 @@ func (s *Sink) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		if err != nil {
 			return nil, err
 		}
+		if c.ImageStart && obs != nil {
+			if err := obs.Image(c.Pos, true); err != nil {
+				return nil, err
+			}
+		}
 		if c.Batch == nil {
-			if c.CaughtUp && obs != nil {
-				if err := obs.CaughtUp(c.Pos); err != nil {
-					return nil, err
-				}
+			var err error
+			switch {
+			case obs == nil:
+			case c.Image == tablestore.ImageEnd:
+				err = obs.Image(c.Pos, false)
+			case c.CaughtUp:
+				err = obs.CaughtUp(c.Pos)
+			}
+			if err != nil {
+				return nil, err
 			}
 			continue
 		}
 		if obs != nil {
-			obs.Rows(c.Pos)
+			obs.Rows(c.Pos, c.Image == tablestore.ImageRows)
 		}
 		if len(s.perm) != len(s.schema.Fields()) {
 			return nil, fmt.Errorf("%w: sink permutation of %d columns for %d", exec.ErrInvalid, len(s.perm), len(s.schema.Fields()))

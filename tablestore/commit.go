@@ -40,6 +40,8 @@ type commitRequest struct {
 	// full-compaction), again on every attempt.
 	changelog []*manifestEntry
 	produce   func(ctx context.Context, latest *snapshot, live, adds, deletes []*manifestEntry) ([]*manifestEntry, error)
+	// properties annotate the snapshot; a commit with them is not grouped.
+	properties map[string]string
 	// schema is the version the rows were written with (nil: compaction);
 	// a table replaced since then refuses them.
 	schema *tableSchema
@@ -48,8 +50,6 @@ type commitRequest struct {
 	// table is in effect.
 	replace *tableSchema
 	create  bool
-	// properties go into the snapshot (Write.SetCommitProperties).
-	properties map[string]string
 }
 
 // maxManifests bounds a base manifest list before it is rewritten as one
@@ -70,7 +70,7 @@ func (st *tableState) commit(ctx context.Context, req *commitRequest) (int64, er
 		return 0, st.droppedOr(err)
 	}
 	q := &queuedCommit{req: req}
-	groupable := req.kind == commitAppend && req.overwrite == nil && req.replace == nil && req.produce == nil && len(req.changelog) == 0 && req.properties == nil
+	groupable := req.kind == commitAppend && req.properties == nil && req.overwrite == nil && req.replace == nil && req.produce == nil && len(req.changelog) == 0
 	if groupable {
 		st.mu.Lock()
 		st.queue = append(st.queue, q)

@@ -342,7 +342,7 @@ func (st *tableState) maintain(ctx context.Context) error {
 			return err
 		}
 	}
-	_, err = st.expire(ctx)
+	_, err = st.expire(ctx, ExpireOptions{})
 	return err
 }
 

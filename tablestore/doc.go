@@ -94,6 +94,12 @@
 // keys (or changed the overwritten scope). CommitAll commits writes to several
 // tables together: all, or none when one of them conflicts.
 //
+// Snapshots carry the writer's properties (WriteOptions.Properties; a
+// commit with them is never grouped with others); Table.LastProperties
+// finds the newest that has a key. A materialized table keeps its
+// definition in its schema (MaterializedDef, changed by SetMaterialized) and
+// its refreshes' source snapshots in these properties (mtable.go).
+//
 // Snapshot lifetime: a Scan leases its snapshot until Close (or garbage
 // collection); expiry keeps leased snapshots, those consumers still need,
 // and the files of tags.

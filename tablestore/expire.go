@@ -407,10 +407,31 @@ func (s *Scan) holdSnapshot() {
 // open scan or needed by a consumer on are kept, and tagged snapshots keep
 // their files. It returns the number of snapshots expired.
 func (t *Table) ExpireSnapshots(ctx context.Context) (int, error) {
-	return t.st.expire(ctx)
+	return t.st.expire(ctx, ExpireOptions{})
 }
 
-func (st *tableState) expire(ctx context.Context) (int, error) {
+// ExpireOptions override a table's retention for one expiry (the
+// arguments of Paimon's sys.expire_snapshots); zero values keep the
+// table's options.
+type ExpireOptions struct {
+	RetainMax int       // instead of snapshot.num-retained.max
+	RetainMin int       // instead of snapshot.num-retained.min
+	OlderThan time.Time // instead of now minus snapshot.time-retained
+	// MaxDeletes bounds the snapshots expired by this call (0: no bound).
+	MaxDeletes int
+}
+
+// ExpireSnapshotsWith is ExpireSnapshots with retention overridden by opts.
+// Leases, consumers, tags and the latest snapshot are protected all the
+// same.
+func (t *Table) ExpireSnapshotsWith(ctx context.Context, opts ExpireOptions) (int, error) {
+	if opts.RetainMax < 0 || opts.RetainMin < 0 || opts.MaxDeletes < 0 {
+		return 0, fmt.Errorf("%w: expire: negative retention %+v", ErrInvalid, opts)
+	}
+	return t.st.expire(ctx, opts)
+}
+
+func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (int, error) {
 	st.expireMu.Lock()
 	defer st.expireMu.Unlock()
 	sch, err := st.latestSchema()
@@ -418,6 +439,15 @@ func (st *tableState) expire(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	o := sch.opts
+	if opts.RetainMin > 0 {
+		o.retainedMin = opts.RetainMin
+	}
+	if opts.RetainMax > 0 {
+		o.retainedMax = opts.RetainMax
+	}
+	if o.retainedMax < o.retainedMin {
+		return 0, fmt.Errorf("%w: expire: retain_max %d is below retain_min %d", ErrInvalid, o.retainedMax, o.retainedMin)
+	}
 	ids, err := st.listSnapshots()
 	if err != nil || len(ids) <= o.retainedMin {
 		return 0, err
@@ -443,6 +473,9 @@ func (st *tableState) expire(ctx context.Context) (int, error) {
 	}
 	st.mu.Unlock()
 	cutoff := st.s.opts.Now().Add(-o.timeRetained).UnixMilli()
+	if !opts.OlderThan.IsZero() {
+		cutoff = opts.OlderThan.UnixMilli()
+	}
 	// Expire a prefix of the ids.
 	n := 0
 	for i, id := range ids {
@@ -459,6 +492,9 @@ func (st *tableState) expire(ctx context.Context) (int, error) {
 			}
 		}
 		n = i + 1
+	}
+	if opts.MaxDeletes > 0 {
+		n = min(n, opts.MaxDeletes)
 	}
 	if n == 0 {
 		return 0, nil

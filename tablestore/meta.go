@@ -97,9 +97,8 @@ type snapshot struct {
 	// NextSequenceNumber is above every sequence number in the table, so a
 	// writer starting from this snapshot numbers its rows after all of them.
 	NextSequenceNumber int64 `json:"nextSequenceNumber"`
-	// Properties are the committer's (Paimon's snapshot properties): a
-	// continuous job records its source positions here, atomically with
-	// its sink rows.
+	// Properties are the writer's annotations of the commit
+	// (WriteOptions.Properties), as Paimon's snapshot properties.
 	Properties map[string]string `json:"properties,omitempty"`
 }
 

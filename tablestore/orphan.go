@@ -80,3 +80,39 @@ func (t *Table) RemoveOrphanFiles(ctx context.Context, olderThan time.Duration) 
 	}
 	return removed, walk(st.dir, true)
 }
+
+// DiskUsage is the size of every file under the table's directory: data
+// and changelog files of all retained snapshots and tags, metadata, and
+// leftovers RemoveOrphanFiles has not removed yet.
+func (t *Table) DiskUsage(ctx context.Context) (int64, error) {
+	var total int64
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		names, err := t.st.fs().List(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			info, err := t.st.fs().Stat(joinPath(dir, n))
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+			case err != nil:
+				return err
+			case info.IsDir():
+				if err := walk(joinPath(dir, n)); err != nil {
+					return err
+				}
+			default:
+				total += info.Size()
+			}
+		}
+		return nil
+	}
+	return total, walk(t.st.dir)
+}

@@ -22,6 +22,8 @@ type TableDef struct {
 	// Options are the WITH (...) options, validated (see options.go).
 	Options map[string]string
 	Comment string
+	// Materialized makes the table a materialized table (mtable.go).
+	Materialized *MaterializedDef
 }
 
 // schemaField is one column of a schema file. Columns keep their ID across
@@ -54,6 +56,9 @@ type tableSchema struct {
 	// begun on an older version belong to a table that was replaced and
 	// cannot commit.
 	Origin int64 `json:"origin,omitempty"`
+	// Materialized is the definition of a materialized table, versioned
+	// with the schema so it changes atomically (mtable.go).
+	Materialized *MaterializedDef `json:"materialized,omitempty"`
 
 	// Derived on load.
 	arrow *arrow.Schema
@@ -116,6 +121,7 @@ func newTableSchema(def TableDef, nowMillis int64) (*tableSchema, error) {
 		Options:       maps.Clone(def.Options),
 		Comment:       def.Comment,
 		TimeMillis:    nowMillis,
+		Materialized:  def.Materialized.clone(),
 	}
 	if s.Options == nil {
 		s.Options = map[string]string{}

@@ -283,23 +283,9 @@ func (s *Store) Tables(ctx context.Context, db string) ([]string, error) {
 
 // CreateTable creates a table and returns it.
 func (s *Store) CreateTable(ctx context.Context, id Ident, def TableDef, ifNotExists bool) (*Table, error) {
-	if err := validateIdent(id); err != nil {
-		return nil, err
-	}
-	ok, err := s.dbExists(id.Database)
+	sch, st, err := s.newTable(id, def)
 	if err != nil {
 		return nil, err
-	}
-	if !ok {
-		return nil, fmt.Errorf("create table %s: database %q: %w", id, id.Database, ErrDatabaseNotFound)
-	}
-	sch, err := newTableSchema(def, s.opts.Now().UnixMilli())
-	if err != nil {
-		return nil, fmt.Errorf("create table %s: %w", id, err)
-	}
-	st, err := s.prepareTableDir(id)
-	if err != nil {
-		return nil, fmt.Errorf("create table %s: %w", id, err)
 	}
 	for {
 		if _, err := st.latestSchema(); err == nil {
@@ -323,6 +309,30 @@ func (s *Store) CreateTable(ctx context.Context, id Ident, def TableDef, ifNotEx
 			return nil, fmt.Errorf("create table %s: %w", id, err)
 		}
 	}
+}
+
+// newTable checks that table id can be created and returns its first
+// schema (no id yet) and its prepared directory.
+func (s *Store) newTable(id Ident, def TableDef) (*tableSchema, *tableState, error) {
+	if err := validateIdent(id); err != nil {
+		return nil, nil, err
+	}
+	ok, err := s.dbExists(id.Database)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ok {
+		return nil, nil, fmt.Errorf("create table %s: database %q: %w", id, id.Database, ErrDatabaseNotFound)
+	}
+	sch, err := newTableSchema(def, s.opts.Now().UnixMilli())
+	if err != nil {
+		return nil, nil, fmt.Errorf("create table %s: %w", id, err)
+	}
+	st, err := s.prepareTableDir(id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create table %s: %w", id, err)
+	}
+	return sch, st, nil
 }
 
 // prepareTableDir creates a table's directories (durably) and returns its
@@ -352,25 +362,11 @@ func (s *Store) prepareTableDir(id Ident) (*tableState, error) {
 // ALTER TABLE of the table published after StageTable. Writes begun on the
 // replaced table fail at commit with ErrConflict.
 func (s *Store) StageTable(ctx context.Context, id Ident, def TableDef, replace bool) (*Write, error) {
-	if err := validateIdent(id); err != nil {
-		return nil, err
-	}
-	ok, err := s.dbExists(id.Database)
+	sch, st, err := s.newTable(id, def)
 	if err != nil {
 		return nil, err
-	}
-	if !ok {
-		return nil, fmt.Errorf("create table %s: database %q: %w", id, id.Database, ErrDatabaseNotFound)
-	}
-	sch, err := newTableSchema(def, s.opts.Now().UnixMilli())
-	if err != nil {
-		return nil, fmt.Errorf("create table %s: %w", id, err)
 	}
 	sch.Replaces = true
-	st, err := s.prepareTableDir(id)
-	if err != nil {
-		return nil, fmt.Errorf("create table %s: %w", id, err)
-	}
 	if _, err := st.latestSchema(); err == nil && !replace {
 		return nil, fmt.Errorf("create table %s: %w", id, ErrTableExists)
 	} else if err != nil && !errors.Is(err, ErrTableNotFound) {

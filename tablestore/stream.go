@@ -72,7 +72,29 @@ type StreamSpec struct {
 type Change struct {
 	Batch    arrow.RecordBatch
 	Snapshot int64
+	// Image marks the full read of snapshot Snapshot that *Full starts
+	// begin with: the rows are the table's content, not changes, so a
+	// consumer that restarts from a full read (a stream without a
+	// committed position) must drop what it built before.
+	Image Image
 }
+
+// Image says where a Change stands in the full read of a snapshot.
+type Image int8
+
+const (
+	// NoImage: a change, or a progress marker.
+	NoImage Image = iota
+	// ImageStart, a marker without Batch: the full read of Snapshot
+	// begins; the consumer's state is to be replaced by the rows that
+	// follow, which may be none.
+	ImageStart
+	// ImageRows: Batch holds rows of Snapshot's content, as +I.
+	ImageRows
+	// ImageEnd, a marker without Batch: the content of Snapshot is
+	// complete; changes of later snapshots follow.
+	ImageEnd
+)
 
 // ChangeReader streams a table's changes snapshot by snapshot. Where the
 // table has a changelog producer it reads the changelog files of each
@@ -97,6 +119,7 @@ type ChangeReader struct {
 	lease  func()
 	leased int64 // the snapshot the lease starts at
 	base   int64 // the snapshot the changes apply to (0: the empty table)
+	image  Image // ImageStart until returned, then ImageRows during the full read
 	caught bool  // a progress marker was returned since the last batch
 }
 
@@ -213,6 +236,11 @@ func (t *Table) NewChangeReader(ctx context.Context, spec StreamSpec) (*ChangeRe
 			return nil, err
 		}
 	}
+	if !resumed && (spec.Start == StreamLatestFull || spec.Start == StreamFromSnapshotFull) {
+		// Framed also when the image is the empty table (fullAt 0): a
+		// consumer starting over must drop its state all the same.
+		r.cur, r.image = fullAt, ImageStart
+	}
 	if fullAt > 0 {
 		full := ScanSpec{SnapshotID: fullAt, Columns: spec.Columns, Filter: spec.Filter}
 		if spec.Tag != "" && !resumed && fullAt == spec.SnapshotID {
@@ -223,7 +251,7 @@ func (t *Table) NewChangeReader(ctx context.Context, spec StreamSpec) (*ChangeRe
 			r.Close()
 			return nil, err
 		}
-		r.full, r.cur = s, fullAt
+		r.full = s
 		for _, sp := range s.Splits() {
 			r.units = append(r.units, r.kindUnit(Insert, sp.Open))
 		}
@@ -283,6 +311,10 @@ func (r *ChangeReader) NextSnapshot() int64 {
 // nothing new is committed, and returns io.EOF after EndSnapshot.
 func (r *ChangeReader) Next(ctx context.Context) (Change, error) {
 	var idle <-chan time.Time
+	if r.image == ImageStart {
+		r.image = ImageRows
+		return Change{Snapshot: r.cur, Image: ImageStart}, nil
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return Change{}, err
@@ -303,7 +335,7 @@ func (r *ChangeReader) Next(ctx context.Context) (Change, error) {
 			// Borrowed from r.rd, like the Change: until the next Next or
 			// Close.
 			r.caught = false
-			return Change{Batch: b, Snapshot: r.cur}, nil
+			return Change{Batch: b, Snapshot: r.cur, Image: r.image}, nil
 		}
 		if len(r.units) > 0 {
 			rd, err := r.units[0](ctx)
@@ -316,6 +348,10 @@ func (r *ChangeReader) Next(ctx context.Context) (Change, error) {
 		if r.full != nil {
 			r.full.Close()
 			r.full = nil
+		}
+		if r.image == ImageRows {
+			r.image = NoImage
+			return Change{Snapshot: r.cur, Image: ImageEnd}, nil
 		}
 		if r.spec.EndSnapshot > 0 && r.next > r.spec.EndSnapshot {
 			return Change{}, io.EOF

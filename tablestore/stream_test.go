@@ -411,3 +411,44 @@ func TestChangeStreamConsumer(t *testing.T) {
 		t.Fatalf("want ErrSnapshotNotFound for an expired start, got %v", err)
 	}
 }
+
+// TestChangeReaderImageMarkers: a full start frames the snapshot's rows
+// with ImageStart and ImageEnd, also when it has none, and labels the rows
+// ImageRows; the changes after it carry no mark.
+func TestChangeReaderImageMarkers(t *testing.T) {
+	ctx := context.Background()
+	s, mem, _ := newTestStore(t)
+	tbl, err := s.CreateTable(ctx, Ident{"db", "m"}, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}}, false)
+	must(t, err)
+	marks := func(r *ChangeReader, n int) []string {
+		var out []string
+		for len(out) < n {
+			c, err := r.Next(ctx)
+			must(t, err)
+			rows := int64(-1)
+			if c.Batch != nil {
+				rows = c.Batch.NumRows()
+			}
+			out = append(out, fmt.Sprintf("%d/%d/%d", c.Snapshot, c.Image, rows))
+		}
+		return out
+	}
+	r, err := tbl.NewChangeReader(ctx, StreamSpec{Start: StreamLatestFull})
+	must(t, err)
+	// The empty table: start and end of snapshot 0, then caught up.
+	if got, want := marks(r, 3), []string{"0/1/-1", "0/3/-1", "0/0/-1"}; !slices.Equal(got, want) {
+		t.Fatalf("empty table: %v, want %v", got, want)
+	}
+	must(t, r.Close())
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{1, "a"}, {2, "b"}})
+	r, err = tbl.NewChangeReader(ctx, StreamSpec{Start: StreamLatestFull})
+	must(t, err)
+	if got, want := marks(r, 4), []string{"1/1/-1", "1/2/2", "1/3/-1", "1/0/-1"}; !slices.Equal(got, want) {
+		t.Fatalf("one snapshot: %v, want %v", got, want)
+	}
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{3, "c"}})
+	if got, want := marks(r, 1), []string{"2/0/1"}; !slices.Equal(got, want) {
+		t.Fatalf("change after the image: %v, want %v", got, want)
+	}
+	must(t, r.Close())
+}

@@ -506,33 +506,3 @@ func (st *tableState) resolveSnapshot(id int64) (*snapshot, error) {
 	}
 	return st.readSnapshot(id)
 }
-
-// LastCommitWith finds the newest retained snapshot whose commit set
-// property key (Write.SetCommitProperties) and returns its id and the
-// value; 0 when there is none.
-func (t *Table) LastCommitWith(ctx context.Context, key string) (int64, string, error) {
-	latest, err := t.LatestSnapshotID(ctx)
-	if err != nil {
-		return 0, "", err
-	}
-	earliest, err := t.st.earliestSnapshotID()
-	if err != nil {
-		return 0, "", err
-	}
-	for id := latest; id >= max(earliest, 1); id-- {
-		if err := ctx.Err(); err != nil {
-			return 0, "", err
-		}
-		sn, err := t.st.readSnapshot(id)
-		if errors.Is(err, ErrSnapshotNotFound) {
-			break // expired while we looked
-		}
-		if err != nil {
-			return 0, "", err
-		}
-		if v, ok := sn.Properties[key]; ok {
-			return id, v, nil
-		}
-	}
-	return 0, "", nil
-}

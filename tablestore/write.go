@@ -42,6 +42,8 @@ type WriteOptions struct {
 	// its rows win over theirs.
 	ReadModifyWrite bool
 	BaseSnapshot    int64
+	// Properties annotate the commit's snapshot (Table.LastProperties).
+	Properties map[string]string
 }
 
 // Write buffers rows and publishes them atomically on Commit. It can be
@@ -73,7 +75,6 @@ type Write struct {
 	// until its commit publishes it; createOnly: the table must not exist.
 	staged     *tableSchema
 	createOnly bool
-	props      map[string]string // of the next commit
 }
 
 // NewWrite starts a write transaction on the table's current schema.
@@ -97,7 +98,6 @@ func (w *Write) reset() {
 	w.pending, w.logs = nil, nil
 	w.touched = map[string][]datum{}
 	w.dirs = map[string]bool{}
-	w.props = nil
 	if w.release != nil {
 		w.release()
 		w.release = nil
@@ -770,10 +770,10 @@ func (w *Write) prepare(ctx context.Context) (*commitRequest, error) {
 		nextSeq:    w.maxSeq + 1,
 		dirs:       slices.Collect(maps.Keys(w.dirs)),
 		changelog:  w.logs,
+		properties: w.opts.Properties,
 		schema:     w.sch,
 		replace:    w.staged,
 		create:     w.createOnly,
-		properties: w.props,
 	}
 	if w.sch.hasPK() && w.sch.opts.producer == producerLookup && w.staged == nil {
 		req.produce = st.lookupChangelog()
@@ -810,11 +810,6 @@ func (w *Write) finish(ctx context.Context, id int64, err error) (int64, error) 
 	st.afterCommit(ctx, slices.Collect(maps.Values(buckets)))
 	return id, nil
 }
-
-// SetCommitProperties gives the next Commit's snapshot properties, which
-// Table.LastCommitWith finds again; such a commit is published alone (not
-// grouped with other appends).
-func (w *Write) SetCommitProperties(p map[string]string) { w.props = maps.Clone(p) }
 
 // overwriteSelector returns which live files an overwrite replaces.
 func (w *Write) overwriteSelector() (func(*manifestEntry) bool, error) {

@@ -115,6 +115,15 @@ func (c *resumingConsumer) follow(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("consumer invariant: %w", err)
 		}
+		if meta.Image == flightsql.ImageStart {
+			// A full read (no position committed yet): it replaces the state.
+			c.mu.Lock()
+			clear(c.image)
+			c.applied = 0
+			c.mu.Unlock()
+			pending, pendingAt = nil, 0
+			continue
+		}
 		c.mu.Lock()
 		done := meta.Snapshot <= c.applied
 		c.mu.Unlock()
@@ -127,7 +136,7 @@ func (c *resumingConsumer) follow(ctx context.Context) error {
 			}
 			commit()
 		}
-		if meta.CaughtUp {
+		if meta.CaughtUp || meta.Image == flightsql.ImageEnd {
 			if err := apply(meta.Snapshot); err != nil {
 				return err
 			}

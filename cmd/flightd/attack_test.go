@@ -1,0 +1,71 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/flightd/flightd/internal/hostile"
+)
+
+// TestAttacksLeaveServerUp sends each request that killed flightd (issue
+// 10) to the real binary over loopback and checks after each that the
+// process still runs and answers queries, and that the request got a
+// client error. The byte limit is set by flag, below the 4.5 MB IN list.
+func TestAttacksLeaveServerUp(t *testing.T) {
+	p := start(t, buildFlightd(t), t.TempDir(), "-max-statement-bytes", "4000000")
+	exited := make(chan struct{})
+	go func() {
+		_ = p.cmd.Wait()
+		close(exited)
+	}()
+	cnxn, done := p.connect(t)
+	defer done()
+	if err := execSQL(cnxn, "CREATE TABLE t (k BIGINT)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := execSQL(cnxn, "INSERT INTO t VALUES (1), (2)"); err != nil {
+		t.Fatal(err)
+	}
+	alive := func(what string) {
+		t.Helper()
+		select {
+		case <-exited:
+			t.Fatalf("flightd exited after %s", what)
+		default:
+		}
+		if got := ids(t, cnxn, "SELECT k FROM t"); len(got) != 2 {
+			t.Fatalf("after %s: rows %v", what, got)
+		}
+	}
+
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	cl, err := flight.NewClientWithMiddleware(p.addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	puts, err := hostile.Puts(mem, "h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, put := range puts {
+		if err := hostile.SendPut(cl, put.Msgs); status.Code(err) != codes.InvalidArgument {
+			t.Errorf("%s: want InvalidArgument, got %v", put.Name, err)
+		}
+		alive(put.Name)
+	}
+	for _, st := range hostile.Statements() {
+		if err := execSQL(cnxn, st.SQL); err == nil || !strings.Contains(err.Error(), "SQLSTATE "+st.SQLState) {
+			t.Errorf("%s: want SQLSTATE %s, got %v", st.Name, st.SQLState, err)
+		}
+		alive(st.Name)
+	}
+}

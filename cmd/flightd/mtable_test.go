@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-adbc/go/adbc"
+)
+
+// rowsOf runs a query through ADBC and renders each row as its values
+// joined by spaces, sorted.
+func rowsOf(t *testing.T, cnxn adbc.Connection, q string) []string {
+	t.Helper()
+	stmt, err := cnxn.NewStatement()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stmt.Close()
+	if err := stmt.SetSqlQuery(q); err != nil {
+		t.Fatal(err)
+	}
+	rdr, _, err := stmt.ExecuteQuery(context.Background())
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rdr.Release()
+	var out []string
+	for rdr.Next() {
+		b := rdr.RecordBatch()
+		for r := range int(b.NumRows()) {
+			var vals []string
+			for c := range int(b.NumCols()) {
+				vals = append(vals, b.Column(c).ValueStr(r))
+			}
+			out = append(out, strings.Join(vals, " "))
+		}
+	}
+	if err := rdr.Err(); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// sourceSnapshot is the snapshot of src that m's last refresh read, from
+// DESCRIBE EXTENDED.
+func sourceSnapshot(t *testing.T, cnxn adbc.Connection) string {
+	t.Helper()
+	for _, r := range rowsOf(t, cnxn, "DESCRIBE EXTENDED m") {
+		if v, ok := strings.CutPrefix(r, "source_snapshots default.src="); ok {
+			return strings.Fields(v)[0]
+		}
+	}
+	t.Fatal("DESCRIBE EXTENDED m shows no source snapshot")
+	return ""
+}
+
+// checkRefreshAnswer checks that m holds exactly the answer of its query
+// over the source snapshot its last refresh names. The scheduler may
+// refresh meanwhile, so it reads the name before and after the rows and
+// retries until they agree.
+func checkRefreshAnswer(t *testing.T, cnxn adbc.Connection, what string) string {
+	t.Helper()
+	for range 20 {
+		before := sourceSnapshot(t, cnxn)
+		got := rowsOf(t, cnxn, "SELECT g, n, s FROM m")
+		if sourceSnapshot(t, cnxn) != before {
+			continue
+		}
+		want := rowsOf(t, cnxn, "SELECT g, count(*), sum(id) FROM src /*+ OPTIONS('scan.snapshot-id'='"+before+"') */ GROUP BY g")
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: m is not the answer over src snapshot %s:\n got %v\nwant %v", what, before, got, want)
+		}
+		return before
+	}
+	t.Fatalf("%s: m was refreshed during every read", what)
+	return ""
+}
+
+// TestKill9DuringRefreshes kills a real flightd with SIGKILL while its
+// scheduler refreshes a materialized table every second under a writer,
+// all through the ADBC Flight SQL driver. After every restart the table
+// must equal the answer of its query over the source snapshot its last
+// refresh names (never a mix of two refreshes), and refreshes go on.
+func TestKill9DuringRefreshes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	bin := buildFlightd(t)
+	dir := t.TempDir()
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+
+	p := start(t, bin, dir)
+	cnxn, closeConn := p.connect(t)
+	for _, q := range []string{
+		`CREATE TABLE src (id BIGINT NOT NULL, g BIGINT, PRIMARY KEY (id) NOT ENFORCED) WITH ('snapshot.num-retained.min' = '100000')`,
+		`INSERT INTO src VALUES (0, 0)`,
+		`CREATE MATERIALIZED TABLE m FRESHNESS = INTERVAL '1' SECOND AS SELECT g, count(*) AS n, sum(id) AS s FROM src GROUP BY g`,
+	} {
+		if err := execSQL(cnxn, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := execSQL(cnxn, `INSERT INTO m VALUES (1, 1, 1)`); err == nil || !strings.Contains(err.Error(), "materialized table") {
+		t.Fatalf("insert into a materialized table through ADBC: %v", err)
+	}
+	checkRefreshAnswer(t, cnxn, "after CREATE")
+	closeConn()
+
+	var next int64
+	last := ""
+	for round := 0; round < 3; round++ {
+		cnxn, closeConn := p.connect(t)
+		killAt := time.Now().Add(time.Duration(500+rng.IntN(1500)) * time.Millisecond)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for time.Now().Before(killAt.Add(time.Second)) {
+				next++
+				if err := execSQL(cnxn, fmt.Sprintf(`INSERT INTO src VALUES (%d, %d)`, next, next%7)); err != nil {
+					return // the server died under us
+				}
+			}
+		}()
+		time.Sleep(time.Until(killAt))
+		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		_ = p.cmd.Wait()
+		closeConn()
+
+		p = start(t, bin, dir)
+		check, closeCheck := p.connect(t)
+		snap := checkRefreshAnswer(t, check, fmt.Sprintf("round %d, after kill -9", round))
+		// The schedule resumes: a refresh reads the writes since.
+		deadline := time.Now().Add(10 * time.Second)
+		for snap == last && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+			snap = checkRefreshAnswer(t, check, fmt.Sprintf("round %d, after restart", round))
+		}
+		if snap == last {
+			t.Fatalf("round %d: no refresh in 10 s after restart (source snapshot %s)", round, snap)
+		}
+		last = snap
+		closeCheck()
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("flightd did not exit cleanly on SIGTERM: %v", err)
+	}
+}

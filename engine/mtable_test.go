@@ -1,0 +1,374 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/engine"
+	"github.com/flightd/flightd/tablestore"
+)
+
+// refreshRecord is one refresh commit of a materialized table: its
+// snapshot and the source snapshots it says it read.
+type refreshRecord struct {
+	snap    int64
+	sources string
+}
+
+func lastRefresh(t *testing.T, e *engine.Engine, id tablestore.Ident) refreshRecord {
+	t.Helper()
+	tbl, err := e.Store().Table(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, _, props, err := tbl.LastProperties(context.Background(), "flightd.refresh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return refreshRecord{snap: snap, sources: props["flightd.refresh.sources"]}
+}
+
+// TestMaterializedRefreshUnderWriter runs the embedded scheduler at a
+// freshness of one second while a writer changes the source, and checks
+// that every refresh commit holds exactly the batch answer of the query
+// over the source snapshot the commit names.
+func TestMaterializedRefreshUnderWriter(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	e := newEngine(t)
+	ctx := context.Background()
+	s := e.NewSession()
+	mustExec(t, s, "CREATE TABLE src (id BIGINT NOT NULL, k INT, v BIGINT, PRIMARY KEY (id) NOT ENFORCED) WITH ('snapshot.num-retained.min' = '100000')")
+	mustExec(t, s, "INSERT INTO src VALUES (0, 0, 0)")
+
+	wctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var werr error
+	go func() {
+		defer wg.Done()
+		r := rand.New(rand.NewPCG(seed, 1))
+		ws := e.NewSession()
+		for i := 1; wctx.Err() == nil; i++ {
+			q := fmt.Sprintf("INSERT INTO src VALUES (%d, %d, %d)", i, r.IntN(5), r.IntN(100))
+			switch r.IntN(4) {
+			case 0:
+				q = fmt.Sprintf("DELETE FROM src WHERE id = %d", r.IntN(i))
+			case 1:
+				q = fmt.Sprintf("UPDATE src SET v = v + 1 WHERE k = %d", r.IntN(5))
+			}
+			if _, err := exec(ctx, ws, nil, q); err != nil {
+				werr = fmt.Errorf("%s: %w", q, err)
+				return
+			}
+		}
+	}()
+
+	mustExec(t, s, "CREATE MATERIALIZED TABLE m FRESHNESS = INTERVAL '1' SECOND AS SELECT k, sum(v) AS s, count(*) AS n FROM src GROUP BY k")
+	id := tablestore.Ident{Database: "default", Table: "m"}
+	var seen []refreshRecord
+	deadline := time.Now().Add(12 * time.Second)
+	for len(seen) < 4 && time.Now().Before(deadline) {
+		if r := lastRefresh(t, e, id); len(seen) == 0 || seen[len(seen)-1].snap != r.snap {
+			seen = append(seen, r)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	wg.Wait()
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	if len(seen) < 4 {
+		t.Fatalf("saw %d refreshes in 12 s at a freshness of 1 s: %v", len(seen), seen)
+	}
+	sources := map[string]bool{}
+	for _, r := range seen {
+		src, ok := strings.CutPrefix(r.sources, "default.src=")
+		if !ok {
+			t.Fatalf("refresh %d: sources %q", r.snap, r.sources)
+		}
+		sources[src] = true
+		got := rows(t, s, fmt.Sprintf("SELECT k, s, n FROM m /*+ OPTIONS('scan.snapshot-id'='%d') */ ORDER BY k", r.snap))
+		want := rows(t, s, fmt.Sprintf("SELECT k, sum(v), count(*) FROM src /*+ OPTIONS('scan.snapshot-id'='%s') */ GROUP BY k ORDER BY k", src))
+		if !slices.EqualFunc(got, want, slices.Equal) {
+			t.Fatalf("refresh snapshot %d (source snapshot %s):\n got %v\nwant %v", r.snap, src, got, want)
+		}
+	}
+	if len(sources) < 2 {
+		t.Fatalf("every refresh read the same source snapshot: %v", seen)
+	}
+	if _, err := exec(ctx, s, nil, "INSERT INTO m VALUES (9, 9, 9)"); err == nil || !strings.Contains(err.Error(), "materialized table") {
+		t.Fatalf("user insert into a materialized table: %v", err)
+	}
+}
+
+// describe returns DESCRIBE EXTENDED's name -> value rows.
+func describe(t *testing.T, s *engine.Session, table string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, r := range rows(t, s, "DESCRIBE EXTENDED "+table) {
+		out[r[0]] = r[1]
+	}
+	return out
+}
+
+// TestMaterializedRestart: definitions, status, contents and the last
+// error survive a restart, and the schedule follows them.
+func TestMaterializedRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	e, mem := openEngine(t, dir)
+	s := e.NewSession()
+	mustExec(t, s, "CREATE TABLE src (k INT, v BIGINT)")
+	mustExec(t, s, "CREATE TABLE gone (k INT)")
+	mustExec(t, s, "INSERT INTO src VALUES (1, 10), (2, 20), (1, 5)")
+	mustExec(t, s, "CREATE MATERIALIZED TABLE m FRESHNESS = INTERVAL '1' HOUR AS SELECT k, sum(v) AS s FROM src GROUP BY k")
+	mustExec(t, s, "CREATE MATERIALIZED TABLE broken FRESHNESS = INTERVAL '1' HOUR AS SELECT k FROM gone")
+	d := describe(t, s, "m")
+	if d["status"] != "ACTIVATED" || d["next_run"] == "" || d["last_refresh"] == "" || d["last_error"] != "" {
+		t.Fatalf("after CREATE: %v", d)
+	}
+	// Continuous jobs do not exist yet: a table that asks for CONTINUOUS
+	// (explicitly, or by a freshness under the threshold or by default)
+	// runs full refreshes at its freshness, and says so.
+	mustExec(t, s, "CREATE MATERIALIZED TABLE dflt AS SELECT k FROM src")
+	mustExec(t, s, "CREATE MATERIALIZED TABLE cont FRESHNESS = INTERVAL '1' HOUR REFRESH_MODE = CONTINUOUS AS SELECT k FROM src")
+	for _, tc := range [][2]string{{"dflt", "INTERVAL '3' MINUTE"}, {"cont", "INTERVAL '1' HOUR"}} {
+		d := describe(t, s, tc[0])
+		if d["freshness"] != tc[1] || !strings.HasPrefix(d["refresh_mode"], "FULL (CONTINUOUS requested") {
+			t.Fatalf("%s: %v", tc[0], d)
+		}
+	}
+	if got := rows(t, s, "SHOW CREATE MATERIALIZED TABLE cont"); !strings.Contains(got[0][0], "REFRESH_MODE = CONTINUOUS") {
+		t.Fatalf("SHOW CREATE: %v", got)
+	}
+	// A statement prepared before another ALTER changes only its own field.
+	setFresh, err := s.Prepare(ctx, "ALTER MATERIALIZED TABLE m SET FRESHNESS = INTERVAL '2' HOUR", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, s, "ALTER MATERIALIZED TABLE m SUSPEND")
+	if _, err := setFresh.Exec(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, s, "INSERT INTO src VALUES (3, 1)")
+	mustExec(t, s, "ALTER MATERIALIZED TABLE m REFRESH")
+	want := rows(t, s, "SELECT * FROM m ORDER BY k")
+	mustExec(t, s, "DROP TABLE gone")
+	if _, err := exec(ctx, s, nil, "ALTER MATERIALIZED TABLE broken REFRESH"); err == nil {
+		t.Fatal("refresh over a dropped table succeeded")
+	}
+	closeEngine(t, e, mem)
+	if n := schedulerGoroutines(); n != 0 {
+		t.Fatalf("%d scheduler goroutines after Close", n)
+	}
+
+	e, mem = openEngine(t, dir)
+	defer closeEngine(t, e, mem)
+	s = e.NewSession()
+	if got := rows(t, s, "SELECT * FROM m ORDER BY k"); !slices.EqualFunc(got, want, slices.Equal) || len(got) != 3 {
+		t.Fatalf("after restart: %v, want %v", got, want)
+	}
+	d = describe(t, s, "m")
+	if d["status"] != "SUSPENDED" || d["freshness"] != "INTERVAL '2' HOUR" || d["next_run"] != "" || d["last_refresh"] == "" ||
+		d["source_snapshots"] != "default.src=2" || !strings.HasPrefix(d["refresh_mode"], "FULL") || d["query"] != "SELECT k, sum(v) AS s FROM src GROUP BY k" {
+		t.Fatalf("suspended table after restart: %v", d)
+	}
+	d = describe(t, s, "broken")
+	if !strings.Contains(d["last_error"], "not found") || d["next_run"] == "" {
+		t.Fatalf("failed table after restart: %v", d)
+	}
+	mustExec(t, s, "ALTER MATERIALIZED TABLE m RESUME")
+	// Resumed, it is due a freshness interval after its last refresh.
+	d = describe(t, s, "m")
+	last, err1 := time.Parse(time.RFC3339Nano, d["last_refresh"])
+	next, err2 := time.Parse(time.RFC3339Nano, d["next_run"])
+	if err1 != nil || err2 != nil || next.Sub(last) != 2*time.Hour {
+		t.Fatalf("resumed: last %q next %q (%v %v)", d["last_refresh"], d["next_run"], err1, err2)
+	}
+}
+
+// schedulerGoroutines counts goroutines running the embedded scheduler.
+func schedulerGoroutines() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	return strings.Count(string(buf), "embeddedScheduler).loop")
+}
+
+// manual is a Scheduler that never runs anything: refreshes happen only
+// when the test calls them, as an external scheduler would.
+type manual struct{}
+
+func (manual) Changed(tablestore.Ident)           {}
+func (manual) NextRun(tablestore.Ident) time.Time { return time.Time{} }
+func (manual) Close()                             {}
+
+// TestMaterializedPeriodPartition: with a date formatter on the partition
+// column, a scheduled refresh recomputes only the current period's
+// partition.
+func TestMaterializedPeriodPartition(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	ctx := context.Background()
+	e, err := engine.Open(ctx, engine.Config{Mem: mem, Root: t.TempDir(), SpillDir: t.TempDir(),
+		Scheduler: func(*engine.Engine) engine.Scheduler { return manual{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeEngine(t, e, mem)
+	s := e.NewSession()
+	mustExec(t, s, "CREATE TABLE ev (ds STRING, v INT)")
+	mustExec(t, s, "INSERT INTO ev VALUES ('2026-11-30', 1), ('2026-12-01', 2)")
+	mustExec(t, s, "CREATE MATERIALIZED TABLE daily PARTITIONED BY (ds) WITH ('partition.fields.ds.date-formatter' = 'yyyy-MM-dd') FRESHNESS = INTERVAL '1' DAY AS SELECT ds, sum(v) AS total FROM ev GROUP BY ds")
+	mustExec(t, s, "INSERT INTO ev VALUES ('2026-11-30', 10), ('2026-12-01', 20)")
+	id := tablestore.Ident{Database: "default", Table: "daily"}
+	if err := e.RefreshScheduled(ctx, id, time.Date(2026, 12, 1, 13, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	got := rows(t, s, "SELECT * FROM daily ORDER BY ds")
+	want := [][]string{{"2026-11-30", "1"}, {"2026-12-01", "22"}}
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("got %v, want %v (only today's partition recomputed)", got, want)
+	}
+	// A refresh cut short (here: cancelled before it commits) publishes
+	// nothing and is not the table's failure.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	before := lastRefresh(t, e, id)
+	if err := e.Refresh(cctx, id); err == nil {
+		t.Fatal("a cancelled refresh succeeded")
+	}
+	if after := lastRefresh(t, e, id); after != before {
+		t.Fatalf("a cancelled refresh committed: %v -> %v", before, after)
+	}
+	if d := describe(t, s, "daily"); d["last_error"] != "" {
+		t.Fatalf("a cancelled refresh was recorded as an error: %v", d)
+	}
+	// Bulk ingest is refused like INSERT, in every mode.
+	for _, mode := range []engine.IngestMode{engine.IngestAppend, engine.IngestReplace, engine.IngestCreate} {
+		if _, err := ingest(ctx, s, "daily", mode, intStream(mem, 1)); err == nil || !strings.Contains(err.Error(), "materialized table") {
+			t.Fatalf("ingest mode %v into a materialized table: %v", mode, err)
+		}
+	}
+	if got := rows(t, s, "SELECT count(*) FROM daily"); got[0][0] != "2" {
+		t.Fatalf("ingest changed the table: %v", got)
+	}
+	// A schedule that fires after SUSPEND refreshes nothing.
+	mustExec(t, s, "ALTER MATERIALIZED TABLE daily SUSPEND")
+	before = lastRefresh(t, e, id)
+	if err := e.RefreshScheduled(ctx, id, time.Date(2026, 11, 30, 13, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	if after := lastRefresh(t, e, id); after != before {
+		t.Fatalf("a suspended table was refreshed: %v -> %v", before, after)
+	}
+	// ALTER ... REFRESH still works on a suspended table.
+	mustExec(t, s, "ALTER MATERIALIZED TABLE daily REFRESH")
+	got = rows(t, s, "SELECT * FROM daily ORDER BY ds")
+	want = [][]string{{"2026-11-30", "11"}, {"2026-12-01", "22"}}
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("full refresh: got %v, want %v", got, want)
+	}
+}
+
+// TestMaterializedConcurrentRefreshes: refreshes of one table asked for at
+// once (by hand and by a schedule) run one at a time, so a table never goes
+// back to older source data: the source snapshots its refresh commits name
+// never decrease, and each commit is the answer over the one it names.
+func TestMaterializedConcurrentRefreshes(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	ctx := context.Background()
+	e, err := engine.Open(ctx, engine.Config{Mem: mem, Root: t.TempDir(), SpillDir: t.TempDir(),
+		Scheduler: func(*engine.Engine) engine.Scheduler { return manual{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeEngine(t, e, mem)
+	s := e.NewSession()
+	mustExec(t, s, "CREATE TABLE src (id BIGINT NOT NULL, k INT, PRIMARY KEY (id) NOT ENFORCED)")
+	// Enough rows that refreshes take a while and overlap.
+	digits := "(VALUES (0),(1),(2),(3),(4),(5),(6),(7),(8),(9))"
+	mustExec(t, s, "INSERT INTO src SELECT -1 - (a.d + 10 * b.d + 100 * c.d + 1000 * e.d), a.d % 3 FROM "+
+		digits+" AS a(d), "+digits+" AS b(d), "+digits+" AS c(d), "+digits+" AS e(d)")
+	mustExec(t, s, "CREATE MATERIALIZED TABLE m FRESHNESS = INTERVAL '1' SECOND AS SELECT k, count(*) AS n FROM src GROUP BY k")
+	id := tablestore.Ident{Database: "default", Table: "m"}
+
+	wctx, stop := context.WithCancel(ctx)
+	var writer sync.WaitGroup
+	writer.Go(func() {
+		ws := e.NewSession()
+		for i := 0; wctx.Err() == nil; i++ {
+			if _, err := exec(ctx, ws, nil, fmt.Sprintf("INSERT INTO src VALUES (%d, %d)", i, i%3)); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	var refreshers sync.WaitGroup
+	for g := range 3 {
+		refreshers.Go(func() {
+			for range 5 {
+				var err error
+				if g == 0 {
+					err = e.RefreshScheduled(ctx, id, time.Now())
+				} else {
+					err = e.Refresh(ctx, id)
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	refreshers.Wait()
+	stop()
+	writer.Wait()
+
+	tbl, err := e.Store().Table(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest, err := tbl.LatestSnapshotID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev, refreshes := int64(-1), 0
+	for snap := int64(1); snap <= latest; snap++ {
+		props, err := tbl.SnapshotProperties(ctx, snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, ok := strings.CutPrefix(props["flightd.refresh.sources"], "default.src=")
+		if !ok {
+			continue // compaction
+		}
+		refreshes++
+		n, _ := strconv.ParseInt(src, 10, 64)
+		if n < prev {
+			t.Fatalf("refresh snapshot %d read source snapshot %d, after one that read %d", snap, n, prev)
+		}
+		prev = n
+		got := rows(t, s, fmt.Sprintf("SELECT k, n FROM m /*+ OPTIONS('scan.snapshot-id'='%d') */ ORDER BY k", snap))
+		var want [][]string // source snapshot 0: the empty table
+		if src != "0" {
+			want = rows(t, s, fmt.Sprintf("SELECT k, count(*) FROM src /*+ OPTIONS('scan.snapshot-id'='%s') */ GROUP BY k ORDER BY k", src))
+		}
+		if !slices.EqualFunc(got, want, slices.Equal) {
+			t.Fatalf("refresh snapshot %d (source %s): got %v, want %v", snap, src, got, want)
+		}
+	}
+	if refreshes != 16 {
+		t.Fatalf("%d refresh commits, want 16 (CREATE and 15 refreshes)", refreshes)
+	}
+}

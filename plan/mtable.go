@@ -1,0 +1,482 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightd/flightd/sql"
+	"github.com/flightd/flightd/tablestore"
+)
+
+// Refresh modes of materialized tables.
+const (
+	ModeFull       = "FULL"
+	ModeContinuous = "CONTINUOUS"
+)
+
+// FreshnessThreshold chooses the mode when REFRESH_MODE is not given, as
+// Flink's materialized-table.refresh-mode.freshness-threshold: a freshness
+// below it asks for CONTINUOUS.
+const FreshnessThreshold = 30 * time.Minute
+
+// Default freshness per requested mode (Flink's).
+var defaultFreshness = map[string]time.Duration{ModeContinuous: 3 * time.Minute, ModeFull: time.Hour}
+
+// dateFormatterKey is partition.fields.<col>.date-formatter.
+const dateFormatterPrefix, dateFormatterSuffix = "partition.fields.", ".date-formatter"
+
+// CreateMaterialized creates a materialized table; the engine runs its
+// first refresh in the commit that creates it.
+type CreateMaterialized struct {
+	Ident       tablestore.Ident
+	Def         tablestore.TableDef // Def.Materialized is set
+	OrAlter     bool
+	IfNotExists bool
+}
+
+// AlterMaterialized changes a materialized table: Action is SUSPEND,
+// RESUME, REFRESH, SET FRESHNESS or AS (sql.AlterMaterializedTable).
+type AlterMaterialized struct {
+	Table  *tablestore.Table
+	Action string
+	// Changes are SUSPEND's, RESUME [WITH]'s and SET FRESHNESS's, applied
+	// to the table's definition as it is when they run.
+	Changes []tablestore.SchemaChange
+	// Partition is REFRESH PARTITION's spec (column -> value as in paths)
+	// and PartitionFilter the same as a SQL condition on the query's rows.
+	Partition       map[string]string
+	PartitionFilter string
+	// NewTable is AS's new table (schema, keys, query); it keeps the
+	// status and freshness the table has when it runs.
+	NewTable *tablestore.TableDef
+}
+
+// DropMaterialized drops a materialized table.
+type DropMaterialized struct {
+	Ident    tablestore.Ident
+	IfExists bool
+}
+
+func (*CreateMaterialized) boundStmt() {}
+func (*AlterMaterialized) boundStmt()  {}
+func (*DropMaterialized) boundStmt()   {}
+
+// MaterializedStatus is what DESCRIBE EXTENDED shows of a materialized
+// table's refreshes; MaterializedCatalog provides it.
+type MaterializedStatus struct {
+	LastRefresh     time.Time // zero: none recorded
+	LastDuration    time.Duration
+	SourceSnapshots string // db.table=snapshot, ...
+	DataLag         time.Duration
+	NextRun         time.Time // zero: not scheduled
+	LastError       string
+}
+
+// MaterializedCatalog is implemented by catalogs that schedule
+// materialized tables.
+type MaterializedCatalog interface {
+	MaterializedStatus(ctx context.Context, t *tablestore.Table) (MaterializedStatus, error)
+}
+
+func (b *binder) bindCreateMaterialized(s *sql.CreateMaterializedTable) Statement {
+	id := b.ident(s.Name)
+	def := b.materializedTable(id, s.As, s.PrimaryKey, s.PrimaryKeyPos, s.PartitionedBy, s.With, s.Pos)
+	def.Comment = s.Comment
+	mode := s.RefreshMode
+	fresh := time.Duration(0)
+	if s.Freshness != nil {
+		fresh = b.freshness(s.Freshness)
+	}
+	if mode == "" {
+		mode = ModeFull
+		if s.Freshness == nil || fresh < FreshnessThreshold {
+			mode = ModeContinuous
+		}
+	}
+	if s.Freshness == nil {
+		fresh = defaultFreshness[mode]
+	}
+	def.Materialized.FreshnessMillis = fresh.Milliseconds()
+	def.Materialized.DeclaredMode = s.RefreshMode
+	// Continuous jobs do not exist yet: every table runs as FULL, at its
+	// freshness (DESCRIBE EXTENDED says so).
+	def.Materialized.Mode = ModeFull
+	return &CreateMaterialized{Ident: id, Def: def, OrAlter: s.OrAlter, IfNotExists: s.IfNotExists}
+}
+
+// materializedTable binds a materialized table's query in the table's
+// database and derives its table definition: the query's columns, the
+// declared primary key or else the GROUP BY keys (when every one is an
+// output column, and they include the partition columns and more),
+// partitioning as
+// declared, and the WITH options.
+func (b *binder) materializedTable(id tablestore.Ident, q *sql.Query, pk []string, pkPos sql.Pos, partitionedBy []string, with []*sql.Property, pos sql.Pos) tablestore.TableDef {
+	n := b.bindViewBody(id, q)
+	if b.maxParam > 0 {
+		b.fail(q.Pos, "a materialized table's query cannot have parameters")
+	}
+	var fields []arrow.Field
+	names := map[string]int{}
+	for i, c := range n.Columns() {
+		if _, dup := names[c.Name]; dup {
+			b.fail(q.Pos, "the query of materialized table %s produces column %q twice; name its columns apart with AS", id, c.Name)
+		}
+		if c.Name == "" || strings.HasPrefix(c.Name, "_") {
+			b.fail(q.Pos, "the query of materialized table %s produces column %d without a usable name (%q); name it with AS", id, i+1, c.Name)
+		}
+		names[c.Name] = i
+		fields = append(fields, arrow.Field{Name: c.Name, Type: c.Type, Nullable: true})
+	}
+	for _, k := range pk {
+		if _, ok := names[k]; !ok {
+			b.fail(pkPos, "primary key column %q is not a column of the query", k)
+		}
+	}
+	for _, k := range partitionedBy {
+		if _, ok := names[k]; !ok {
+			b.fail(pos, "partition column %q is not a column of the query", k)
+		}
+	}
+	if pk == nil {
+		pk = groupKeys(q)
+		// A key table's partition columns are part of its key, and it has
+		// others besides.
+		extra := 0
+		for _, k := range pk {
+			if !slices.Contains(partitionedBy, k) {
+				extra++
+			}
+		}
+		for _, k := range partitionedBy {
+			if !slices.Contains(pk, k) {
+				extra = 0
+			}
+		}
+		if extra == 0 {
+			pk = nil
+		}
+	}
+	for _, k := range pk {
+		fields[names[k]].Nullable = false
+	}
+	md := &tablestore.MaterializedDef{Query: sql.Format(q)}
+	opts := map[string]string{}
+	for _, p := range with {
+		col, ok := strings.CutPrefix(p.Key, dateFormatterPrefix)
+		if col, ok2 := strings.CutSuffix(col, dateFormatterSuffix); ok && ok2 {
+			if !slices.Contains(partitionedBy, col) {
+				b.fail(p.Pos, "%s: %q is not a partition column", p.Key, col)
+			}
+			if _, err := DateLayout(p.Value); err != nil {
+				b.fail(p.Pos, "%s: %v", p.Key, err)
+			}
+			if md.DateFormatters == nil {
+				md.DateFormatters = map[string]string{}
+			}
+			md.DateFormatters[col] = p.Value
+			continue
+		}
+		opts[p.Key] = p.Value
+	}
+	return tablestore.TableDef{
+		Schema:        arrow.NewSchema(fields, nil),
+		PrimaryKey:    pk,
+		PartitionKeys: partitionedBy,
+		Options:       opts,
+		Materialized:  md,
+	}
+}
+
+// groupKeys returns the output names of a query's GROUP BY keys, or nil
+// unless it is one SELECT whose every key is a plain output column.
+func groupKeys(q *sql.Query) []string {
+	sel, ok := q.Body.(*sql.Select)
+	if !ok || len(sel.GroupBy) == 0 {
+		return nil
+	}
+	var keys []string
+	for _, g := range sel.GroupBy {
+		name := ""
+		for _, it := range sel.Items {
+			if sql.Format(it.Expr) != sql.Format(g) && (it.Alias == "" || sql.Format(g) != sql.Format(&sql.Ident{Parts: []string{it.Alias}})) {
+				continue
+			}
+			switch {
+			case it.Alias != "":
+				name = it.Alias
+			default:
+				id, ok := it.Expr.(*sql.Ident)
+				if !ok {
+					continue
+				}
+				name = id.Parts[len(id.Parts)-1]
+			}
+			break
+		}
+		if name == "" {
+			return nil
+		}
+		keys = append(keys, name)
+	}
+	return keys
+}
+
+// freshness validates a FRESHNESS interval. Every table runs as scheduled
+// full refreshes, so the rule is Flink's for FULL mode: whole units,
+// SECOND/MINUTE a divisor of 60, HOUR of 24, DAY 1, so that runs fall on
+// the same times every period.
+func (b *binder) freshness(iv *sql.IntervalLiteral) time.Duration {
+	n, err := strconv.Atoi(iv.Value)
+	if err != nil || iv.Negative || n <= 0 || iv.ToUnit != "" {
+		b.fail(iv.Pos, "FRESHNESS must be a positive whole number of one unit, as INTERVAL '30' SECOND; got %s", sql.Format(iv))
+	}
+	per := map[string]struct {
+		d      time.Duration
+		period int
+	}{"SECOND": {time.Second, 60}, "MINUTE": {time.Minute, 60}, "HOUR": {time.Hour, 24}, "DAY": {24 * time.Hour, 1}}
+	u, ok := per[iv.Unit]
+	if !ok {
+		b.fail(iv.Pos, "FRESHNESS unit must be SECOND, MINUTE, HOUR or DAY, got %s", iv.Unit)
+	}
+	if n > u.period || u.period%n != 0 {
+		b.fail(iv.Pos, "FRESHNESS %s cannot be scheduled: in %ss it must divide %d", sql.Format(iv), strings.ToLower(iv.Unit), u.period)
+	}
+	return time.Duration(n) * u.d
+}
+
+// freshnessLiteral renders a stored freshness back as INTERVAL SQL.
+func freshnessLiteral(ms int64) *sql.IntervalLiteral {
+	d := time.Duration(ms) * time.Millisecond
+	for _, u := range []struct {
+		name string
+		d    time.Duration
+	}{{"DAY", 24 * time.Hour}, {"HOUR", time.Hour}, {"MINUTE", time.Minute}} {
+		if d%u.d == 0 {
+			return &sql.IntervalLiteral{Value: strconv.FormatInt(int64(d/u.d), 10), Unit: u.name}
+		}
+	}
+	return &sql.IntervalLiteral{Value: strconv.FormatInt(int64(d/time.Second), 10), Unit: "SECOND"}
+}
+
+// materialized resolves name to a materialized table, failing at its
+// position when it is not one.
+func (b *binder) materialized(name *sql.Name) (*tablestore.Table, *tablestore.MaterializedDef) {
+	t, _ := b.table(name)
+	md := t.Materialized()
+	if md == nil {
+		b.fail(name.Pos, "%s is a table, not a materialized table", t.Ident())
+	}
+	return t, md
+}
+
+func (b *binder) bindAlterMaterialized(s *sql.AlterMaterializedTable) Statement {
+	t, md := b.materialized(s.Name)
+	a := &AlterMaterialized{Table: t, Action: s.Action}
+	switch s.Action {
+	case "SUSPEND":
+		if md.Suspended {
+			b.fail(s.Pos, "materialized table %s is already suspended", t.Ident())
+		}
+		a.Changes = []tablestore.SchemaChange{tablestore.SuspendMaterialized{Suspended: true}}
+	case "RESUME":
+		a.Changes = []tablestore.SchemaChange{tablestore.SuspendMaterialized{Suspended: false}}
+		for _, p := range s.With {
+			a.Changes = append(a.Changes, tablestore.SetOption{Key: p.Key, Value: p.Value})
+		}
+	case "REFRESH":
+		if len(s.Partition) > 0 {
+			a.Partition, a.PartitionFilter = b.partitionSpec(t, s.Partition)
+		}
+	case "SET FRESHNESS":
+		a.Changes = []tablestore.SchemaChange{tablestore.SetFreshness{Millis: b.freshness(s.Freshness).Milliseconds()}}
+	case "AS":
+		var with []*sql.Property
+		opts := t.Options()
+		for _, k := range slices.Sorted(maps.Keys(opts)) {
+			with = append(with, &sql.Property{Key: k, Value: opts[k]})
+		}
+		for col, f := range md.DateFormatters {
+			with = append(with, &sql.Property{Key: dateFormatterPrefix + col + dateFormatterSuffix, Value: f})
+		}
+		def := b.materializedTable(t.Ident(), s.As, nil, s.Pos, t.PartitionKeys(), with, s.Pos)
+		def.Comment = t.Comment()
+		a.NewTable = &def
+	}
+	return a
+}
+
+// partitionSpec checks PARTITION (col = literal, ...) against t's
+// partition columns: the values as partition paths hold them, and the
+// filter on the query's rows as SQL.
+func (b *binder) partitionSpec(t *tablestore.Table, pvs []*sql.PartitionValue) (map[string]string, string) {
+	spec := map[string]string{}
+	var conds []string
+	schema := t.Schema()
+	for _, pv := range pvs {
+		if !slices.Contains(t.PartitionKeys(), pv.Column) {
+			b.fail(pv.Pos, "%q is not a partition column of %s (partitioned by %s)", pv.Column, t.Ident(), strings.Join(t.PartitionKeys(), ", "))
+		}
+		if _, dup := spec[pv.Column]; dup {
+			b.fail(pv.Pos, "partition column %q given twice", pv.Column)
+		}
+		v := b.constExpr(pv.Value, schema.Field(schema.FieldIndices(pv.Column)[0]).Type)
+		spec[pv.Column] = v.Value.String()
+		conds = append(conds, sql.Format(&sql.Ident{Parts: []string{pv.Column}})+" = "+sql.Format(pv.Value))
+	}
+	return spec, strings.Join(conds, " AND ")
+}
+
+// DateLayout converts a Java date pattern of
+// partition.fields.<col>.date-formatter (yyyy, MM, dd, HH, mm, ss and
+// separators) to a Go time layout.
+func DateLayout(java string) (string, error) {
+	var out strings.Builder
+	for rest := java; rest != ""; {
+		ok := false
+		for _, r := range [][2]string{{"yyyy", "2006"}, {"MM", "01"}, {"dd", "02"}, {"HH", "15"}, {"mm", "04"}, {"ss", "05"}} {
+			if tail, found := strings.CutPrefix(rest, r[0]); found {
+				out.WriteString(r[1])
+				rest, ok = tail, true
+				break
+			}
+		}
+		if ok {
+			continue
+		}
+		c := rest[0]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
+			return "", fmt.Errorf("date pattern %q: only yyyy, MM, dd, HH, mm, ss and separators are supported", java)
+		}
+		out.WriteByte(c)
+		rest = rest[1:]
+	}
+	return out.String(), nil
+}
+
+// refuseMaterializedWrite: refreshes are the only writer of a
+// materialized table, so what a user writes would be overwritten anyway.
+func (b *binder) refuseMaterializedWrite(pos sql.Pos, t *tablestore.Table, what string) {
+	if t.Materialized() != nil {
+		b.fail(pos, "%s: %s is a materialized table; only its refreshes write to it (ALTER MATERIALIZED TABLE %s REFRESH, or AS SELECT to change its query)", what, t.Ident(), t.Ident())
+	}
+}
+
+// showMaterializedTables lists the materialized tables of a database.
+func (b *binder) showMaterializedTables(s *sql.Show) Statement {
+	db := b.cat.CurrentDatabase()
+	if s.From != nil {
+		if len(s.From.Parts) != 1 {
+			b.fail(s.From.Pos, "expected a database name")
+		}
+		db = s.From.Parts[0]
+	}
+	names, err := b.cat.Tables(b.ctx, db)
+	if err != nil {
+		b.failWrap(s.Pos, err, "SHOW MATERIALIZED TABLES: %v", err)
+	}
+	var rows [][]string
+	for _, n := range names {
+		t, _, err := b.cat.Table(b.ctx, tablestore.Ident{Database: db, Table: n})
+		if err != nil || t.Materialized() == nil || (s.Like != "" && !likeMatch(s.Like, n)) {
+			continue // dropped meanwhile, or a plain table
+		}
+		rows = append(rows, []string{n})
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i][0] < rows[j][0] })
+	return b.stringValues([]string{"table_name"}, rows)
+}
+
+// showCreateMaterialized renders a materialized table's DDL.
+func (b *binder) showCreateMaterialized(name *sql.Name) Statement {
+	t, md := b.materialized(name)
+	id := t.Ident()
+	q := b.viewQuery(name.Pos, id, md.Query)
+	c := &sql.CreateMaterializedTable{
+		Name: &sql.Name{Parts: []string{id.Database, id.Table}}, PrimaryKey: t.PrimaryKey(), Comment: t.Comment(),
+		PartitionedBy: t.PartitionKeys(), Freshness: freshnessLiteral(md.FreshnessMillis), RefreshMode: md.DeclaredMode, As: q,
+	}
+	if len(c.PrimaryKey) == 0 {
+		c.PrimaryKey = nil
+	}
+	if len(c.PartitionedBy) == 0 {
+		c.PartitionedBy = nil
+	}
+	opts := t.Options()
+	for col, f := range md.DateFormatters {
+		opts[dateFormatterPrefix+col+dateFormatterSuffix] = f
+	}
+	for _, k := range slices.Sorted(maps.Keys(opts)) {
+		c.With = append(c.With, &sql.Property{Key: k, Value: opts[k]})
+	}
+	return b.stringValues([]string{"create_materialized_table"}, [][]string{{sql.Format(c)}})
+}
+
+// describeMaterialized adds, after a materialized table's columns, rows
+// that describe its refreshes (DESCRIBE EXTENDED, as Spark's: name in the
+// first column, value in the second).
+func (b *binder) describeMaterialized(t *tablestore.Table, rows [][]string) [][]string {
+	md := t.Materialized()
+	if md == nil {
+		return rows
+	}
+	mode := md.Mode
+	if want := md.DeclaredMode; want == ModeContinuous || want == "" && md.FreshnessMillis < FreshnessThreshold.Milliseconds() {
+		mode += " (CONTINUOUS requested: continuous jobs are not implemented yet, so it runs full refreshes every freshness interval)"
+	}
+	status := "ACTIVATED"
+	if md.Suspended {
+		status = "SUSPENDED"
+	}
+	add := func(k, v string) { rows = append(rows, []string{k, v, "", ""}) }
+	add("# materialized table", "")
+	add("query", md.Query)
+	add("refresh_mode", mode)
+	add("freshness", sql.Format(freshnessLiteral(md.FreshnessMillis)))
+	add("status", status)
+	mc, ok := b.cat.(MaterializedCatalog)
+	if !ok {
+		return rows
+	}
+	st, err := mc.MaterializedStatus(b.ctx, t)
+	if err != nil {
+		b.fail(sql.Pos{}, "materialized table %s: %v", t.Ident(), err)
+	}
+	at := func(ts time.Time) string {
+		if ts.IsZero() {
+			return ""
+		}
+		return ts.UTC().Format(time.RFC3339Nano)
+	}
+	add("last_refresh", at(st.LastRefresh))
+	add("last_refresh_duration", durString(st.LastDuration, !st.LastRefresh.IsZero()))
+	add("source_snapshots", st.SourceSnapshots)
+	add("data_lag", durString(st.DataLag, !st.LastRefresh.IsZero()))
+	add("next_run", at(st.NextRun))
+	add("last_error", st.LastError)
+	return rows
+}
+
+func durString(d time.Duration, known bool) string {
+	if !known {
+		return ""
+	}
+	return fmt.Sprint(d.Round(time.Millisecond))
+}
+
+// bindDescribeExtended is DESCRIBE with, for a materialized table, its
+// definition and refresh status.
+func (b *binder) bindDescribeExtended(name *sql.Name) Statement {
+	if q, ok := b.describeView(name); ok {
+		return q
+	}
+	t, _ := b.table(name)
+	return b.stringValues([]string{"name", "type", "null", "key"}, b.describeMaterialized(t, describeRows(t)))
+}
