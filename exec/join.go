@@ -54,6 +54,12 @@ func joinSchema(typ JoinType, l, r *arrow.Schema) *arrow.Schema {
 	return arrow.NewSchema(fields, nil)
 }
 
+// CoerceJoinKeys casts each key pair to a common type so equal values
+// encode alike (vectorized.KeyEncoder), as the hash join does.
+func CoerceJoinKeys(leftKeys, rightKeys []Expr) ([]Expr, []Expr, error) {
+	return coerceKeys(leftKeys, rightKeys)
+}
+
 // coerceKeys casts each key pair to a common type so equal values encode
 // alike.
 func coerceKeys(leftKeys, rightKeys []Expr) ([]Expr, []Expr, error) {

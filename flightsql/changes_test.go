@@ -322,7 +322,7 @@ func TestChangeStreamRefused(t *testing.T) {
 	for _, c := range []struct{ sql, msg string }{
 		{"SELECT k, row_number() OVER (ORDER BY k) FROM t " + hint, "window function"},
 		{"SELECT count(*) FROM t " + hint + " LIMIT 1", "LIMIT over an aggregation"},
-		{"SELECT * FROM t " + hint + " JOIN u ON t.k = u.k", "join"},
+		{"SELECT * FROM t " + hint + " JOIN u ON t.k = u.k", "read as a snapshot"},
 		{"SELECT * FROM t " + hint + " ORDER BY k", "ORDER BY"},
 		{"INSERT INTO u SELECT k, v FROM t " + hint, "needs a primary key"}, // a continuous job's target
 		{"SELECT * FROM t /*+ OPTIONS('scan.mode'='latest', 'scan.snapshot-id'='1') */", "does not go with"},
@@ -557,4 +557,64 @@ func TestChangeStreamAggregate(t *testing.T) {
 		t.Fatalf("ADBC read %q, want a row %q", rows, want)
 	}
 	acancel()
+}
+
+// TestChangeStreamJoin: a join of two streams labels its batches with the
+// snapshot of each table ("snapshots"); at a progress marker the applied
+// changes equal the join of the tables at those snapshots.
+func TestChangeStreamJoin(t *testing.T) {
+	ts := startServer(t, flightsql.Options{})
+	cnxn := ts.connect(t, nil)
+	mustExec(t, cnxn, "CREATE TABLE l (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED)")
+	mustExec(t, cnxn, "CREATE TABLE r (k BIGINT, w STRING)")
+	mustExec(t, cnxn, "INSERT INTO l VALUES (1, 'a'), (2, 'b')")
+	mustExec(t, cnxn, "INSERT INTO r VALUES (1, 'x')")
+	mustExec(t, cnxn, "INSERT INTO r VALUES (2, 'y'), (1, 'z')")
+	cl, _ := ts.rawClient(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const q = "SELECT l.k, v, w FROM l %s LEFT JOIN r %s ON l.k = r.k"
+	hint := "/*+ OPTIONS('scan.mode'='latest-full', 'stream.heartbeat-interval'='50ms') */"
+	rdr := openQuery(ctx, t, cl, fmt.Sprintf(q, hint, hint))
+	defer rdr.Release()
+	img := map[string]int{}
+	for rdr.Next() {
+		meta, err := flightsql.ParseChangeProgress(rdr.LatestAppMetadata())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(meta.Snapshots) != 2 {
+			t.Fatalf("metadata %s does not give both tables' snapshots", rdr.LatestAppMetadata())
+		}
+		for _, row := range batchRows(rdr.RecordBatch()) {
+			r := strings.Join(row[1:], "|")
+			switch row[0] {
+			case "+I", "+U":
+				img[r]++
+			default:
+				if img[r]--; img[r] == 0 {
+					delete(img, r)
+				}
+			}
+		}
+		if !meta.CaughtUp || meta.Snapshots["default.l"] != 1 || meta.Snapshots["default.r"] != 2 {
+			continue
+		}
+		at := func(tbl string) string {
+			return fmt.Sprintf("/*+ OPTIONS('scan.snapshot-id'='%d') */", meta.Snapshots[tbl])
+		}
+		want := tableRows(t, query(t, cnxn, fmt.Sprintf(q, at("default.l"), at("default.r"))))
+		var got []string
+		for r, n := range img {
+			for range n {
+				got = append(got, r)
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("at %v the applied changes are %q, the join gives %q", meta.Snapshots, got, want)
+		}
+		return
+	}
+	t.Fatalf("the stream ended: %v", rdr.Err())
 }

@@ -50,6 +50,9 @@ type cteDef struct {
 	cte    *sql.CTE
 	env    []map[string]*cteDef // the CTEs its body can see
 	shared *SharedCTE           // bound at the first reference (rule shared_cte)
+	// unshared: each reference binds its own plan (a streaming query reads
+	// its streams once per reference).
+	unshared bool
 }
 
 type bindFail struct{ err error }

@@ -41,11 +41,16 @@ func (b *binder) cteReference(d *cteDef) Node {
 		b.ctes = saved
 		return n
 	}
-	if !b.enabled(ruleSharedCTE) {
+	if !b.enabled(ruleSharedCTE) || d.unshared {
 		return bind()
 	}
 	if d.shared == nil {
-		d.shared = &SharedCTE{Name: d.cte.Name, Root: bind()}
+		root := bind()
+		if b.streamPos != nil {
+			d.unshared = true
+			return root
+		}
+		d.shared = &SharedCTE{Name: d.cte.Name, Root: root}
 	}
 	d.shared.refs++
 	body := d.shared.Root.Columns()

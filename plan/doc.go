@@ -48,6 +48,12 @@
 //	           *Query (immutable) --Build(ec, params)--> exec.Operator
 //	                              --BuildAnalyze-------> operator + per-operator report
 //
+// A streaming query (a table hint with scan.mode) is bound and optimized
+// the same way, without the rules that choose batch operators (top_n,
+// sort_aggregate, merge_join, parallel_*, runtime_filter); the streaming
+// planner (stream_plan.go) then builds incremental operators of package
+// stream from the logical nodes, or refuses the shape with its reason.
+//
 // Expressions refer to columns by ID, never by position, so rules can move
 // operators freely; Build maps IDs to positions of each operator's input.
 // Subqueries are decorrelated while binding: [NOT] EXISTS and [NOT] IN in

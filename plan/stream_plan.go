@@ -72,7 +72,15 @@ type sJoin struct {
 	cs   []Column
 }
 
-func (s *sJoin) cols() []Column    { return s.cs }
+func (s *sJoin) cols() []Column { return s.cs }
+
+// sUnion is UNION ALL.
+type sUnion struct {
+	l, r sNode
+	cs   []Column
+}
+
+func (s *sUnion) cols() []Column   { return s.cs }
 func (s *sSource) cols() []Column  { return s.cs }
 func (s *sFilter) cols() []Column  { return s.in.cols() }
 func (s *sProject) cols() []Column { return s.cs }
@@ -99,6 +107,16 @@ func (b *binder) planStream(root Node) *streamPlan {
 	sp.root = p.plan(n)
 	if sp.limit != nil && p.stateful {
 		p.refuse("LIMIT over %s: the first rows of its changelog are not a part of its result", p.statefulWhat())
+	}
+	for _, s := range p.sources {
+		spec := s.scan.Stream
+		full := spec.Start == tablestore.StreamLatestFull || spec.Start == tablestore.StreamFromSnapshotFull
+		if p.stateful && (!full || spec.ConsumerID != "") {
+			// State starts empty: without the table's content first, the
+			// retraction of a row from before the start has nothing to
+			// retract, and state is not kept for a consumer to resume.
+			p.refuse("%s needs the content of %s first: use scan.mode latest-full or from-snapshot-full, without consumer-id", p.statefulWhat(), s.scan.Label)
+		}
 	}
 	outOrigins := map[ColumnID]bool{}
 	for _, c := range root.Columns() {
@@ -281,6 +299,47 @@ func (p *streamPlanner) plan(n Node) sNode {
 			}
 		}
 		return j
+	case *SetOpNode:
+		if x.Kind != Union {
+			p.refuse("%s is not supported yet", strings.ToUpper(x.Kind.String()))
+		}
+		l, r := p.plan(x.Left), p.plan(x.Right)
+		lc, rc := x.Left.Columns(), x.Right.Columns()
+		u := &sUnion{l: l, r: r}
+		for i, c := range x.Cols {
+			lk, rk := p.kinds[lc[i].ID], p.kinds[rc[i].ID]
+			switch {
+			case lk && rk:
+				p.kinds[c.ID] = true
+			case lk || rk:
+				p.refuse("UNION of the row kind with another column")
+			default:
+				u.cs = append(u.cs, c)
+			}
+		}
+		if x.All {
+			return u
+		}
+		// UNION is UNION ALL then DISTINCT.
+		p.stateful = true
+		agg := &AggNode{}
+		for _, c := range u.cs {
+			agg.Groups = append(agg.Groups, colRef(c))
+			agg.GroupCols = append(agg.GroupCols, c)
+		}
+		return &sAgg{in: u, n: agg}
+	case *DistinctNode:
+		// DISTINCT is a grouping by every column without aggregates.
+		in := p.plan(x.Input)
+		p.stateful = true
+		agg := &AggNode{Input: x.Input}
+		for _, c := range x.Input.Columns() {
+			if !p.kinds[c.ID] {
+				agg.Groups = append(agg.Groups, colRef(c))
+				agg.GroupCols = append(agg.GroupCols, c)
+			}
+		}
+		return &sAgg{in: in, n: agg}
 	case *SortNode:
 		if x.Count != nil {
 			p.refuse("ORDER BY with LIMIT (top-N) is not supported yet")
@@ -350,6 +409,10 @@ func (sp *streamPlan) explain(sb *strings.Builder) {
 			walk(x.in, depth+1)
 		case *sJoin:
 			sb.WriteString(strings.Replace(explainLine(x.n), "HashJoin", "IncrementalJoin", 1) + "\n")
+			walk(x.l, depth+1)
+			walk(x.r, depth+1)
+		case *sUnion:
+			sb.WriteString("StreamUnionAll\n")
 			walk(x.l, depth+1)
 			walk(x.r, depth+1)
 		case *sAgg:
@@ -509,6 +572,23 @@ func (sb *streamBuilder) build(n sNode) (op stream.Operator, err error) {
 			_ = in.Close()
 		}
 		return op, err
+	case *sUnion:
+		l, err := sb.build(x.l)
+		if err != nil {
+			return nil, err
+		}
+		r, err := sb.build(x.r)
+		if err != nil {
+			_ = l.Close()
+			return nil, err
+		}
+		u, err := stream.NewUnionAll(l, r)
+		if err != nil {
+			_ = l.Close()
+			_ = r.Close()
+			return nil, err
+		}
+		return u, nil
 	case *sJoin:
 		l, err := sb.build(x.l)
 		if err != nil {

@@ -10,9 +10,11 @@
 // Every batch has the row kind (tablestore.RowKindColumn: "+I", "-U",
 // "+U", "-D") as column 0, then the operator's columns. Applying a
 // changelog means adding the rows of +I/+U and removing one copy of the
-// rows of -U/-D; every operator here emits only retractions of rows it
-// emitted before, with their exact values, and emits an update as a -U
-// immediately followed by its +U in the same batch.
+// rows of -U/-D. Given exact inputs (a Source of a table with
+// before-images, or Normalize), every operator emits only retractions of
+// rows it emitted before, with their exact values; Normalize and Aggregate
+// emit an update as a -U immediately followed by its +U in the same batch,
+// Join emits +I and -D.
 //
 // # Chunks, positions and mini-batches
 //

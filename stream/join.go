@@ -57,16 +57,22 @@ type Join struct {
 	sides [2]*joinSide
 	q     *outQueue
 	pos   Pos // the position of the rows being emitted
-	done  [2]Pos
-	ended [2]bool
-	lock  int // the side whose snapshot is being processed (-1: none)
-	out   []Chunk
+	two   twoInputs
+	held  int64
+	signs []int8
+}
 
+// twoInputs reads two inputs concurrently (neither waits for the other's
+// commits) but hands out a snapshot of one side whole before the other
+// side's changes, so that a marker is an exact position of both.
+type twoInputs struct {
+	in     [2]Operator
+	done   [2]Pos
+	ended  [2]bool
+	lock   int // the side whose snapshot is being handed out (-1: none)
 	pumps  [2]chan pumped
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	held   int64
-	signs  []int8
 }
 
 type joinSide struct {
@@ -92,7 +98,11 @@ type pumped struct {
 
 // NewJoin joins left and right.
 func NewJoin(ec *exec.Context, left, right Operator, spec JoinSpec, budget *Budget) (*Join, error) {
-	j := &Join{ec: ec, in: [2]Operator{left, right}, spec: spec, budget: budget, lock: -1}
+	var err error
+	if spec.LeftKeys, spec.RightKeys, err = exec.CoerceJoinKeys(spec.LeftKeys, spec.RightKeys); err != nil {
+		return nil, err
+	}
+	j := &Join{ec: ec, in: [2]Operator{left, right}, spec: spec, budget: budget, two: twoInputs{in: [2]Operator{left, right}, lock: -1}}
 	var fields []arrow.Field
 	for s, op := range j.in {
 		fs := op.Schema().Fields()[1:]
@@ -125,35 +135,37 @@ func NewJoin(ec *exec.Context, left, right Operator, spec JoinSpec, budget *Budg
 func (j *Join) Schema() *arrow.Schema { return j.schema }
 
 // Open opens both inputs and starts reading them.
-func (j *Join) Open(ctx context.Context) error {
-	if j.cancel != nil {
+func (j *Join) Open(ctx context.Context) error { return j.two.open(ctx) }
+
+func (t *twoInputs) open(ctx context.Context) error {
+	if t.cancel != nil {
 		return nil
 	}
-	for _, op := range j.in {
+	for _, op := range t.in {
 		if err := op.Open(ctx); err != nil {
 			return err
 		}
 	}
-	ctx, j.cancel = context.WithCancel(ctx)
-	for s, op := range j.in {
+	ctx, t.cancel = context.WithCancel(ctx)
+	for s, op := range t.in {
 		ch := make(chan pumped, 1)
-		j.pumps[s] = ch
-		j.wg.Add(1)
-		go j.pump(ctx, op, ch)
+		t.pumps[s] = ch
+		t.wg.Add(1)
+		go t.pump(ctx, op, ch)
 	}
 	return nil
 }
 
 // pump reads an input on its own goroutine (the input is used by nobody
-// else until Close, which waits for it).
-func (j *Join) pump(ctx context.Context, op Operator, ch chan<- pumped) {
-	defer j.wg.Done()
+// else until close, which waits for it).
+func (t *twoInputs) pump(ctx context.Context, op Operator, ch chan<- pumped) {
+	defer t.wg.Done()
 	for {
 		var p pumped
 		func() {
 			defer func() {
 				if r := recover(); r != nil {
-					p = pumped{err: fmt.Errorf("stream: panic in join input: %v", r)}
+					p = pumped{err: fmt.Errorf("stream: panic in an input: %v", r)}
 				}
 			}()
 			p.c, p.err = op.Next(ctx)
@@ -175,89 +187,100 @@ func (j *Join) pump(ctx context.Context, op Operator, ch chan<- pumped) {
 	}
 }
 
+// next returns the next chunk of either side and the side: rows (owned by
+// the caller, who releases them) labelled with the other side's complete
+// position merged in, or a marker of the position both sides are complete
+// to. io.EOF when both sides have ended.
+func (t *twoInputs) next(ctx context.Context) (int, Chunk, error) {
+	for {
+		side, p, err := t.receive(ctx)
+		if err != nil {
+			return 0, Chunk{}, err
+		}
+		switch {
+		case errors.Is(p.err, io.EOF):
+			t.ended[side], t.lock = true, -1
+			if t.ended[0] && t.ended[1] {
+				return 0, Chunk{}, io.EOF
+			}
+		case p.err != nil:
+			return 0, Chunk{}, p.err
+		case p.c.Batch == nil:
+			t.done[side], t.lock = p.c.Pos, -1
+			return side, Chunk{Pos: t.position(), CaughtUp: p.c.CaughtUp}, nil
+		default:
+			t.lock = side
+			if t.done[1-side] != nil {
+				p.c.Pos = t.done[1-side].merge(p.c.Pos)
+			}
+			return side, p.c, nil
+		}
+	}
+}
+
 func (j *Join) Next(ctx context.Context) (Chunk, error) {
 	for {
 		if b := j.q.pop(); b != nil {
 			return Chunk{Batch: b, Pos: j.pos}, nil
 		}
-		if len(j.out) > 0 {
-			m := j.out[0]
-			j.out = j.out[1:]
-			return m, nil
+		side, c, err := j.two.next(ctx)
+		if err != nil || c.Batch == nil {
+			return c, err
 		}
-		side, p, err := j.receive(ctx)
+		j.pos = c.Pos
+		err = j.process(ctx, side, c.Batch)
+		c.Batch.Release()
 		if err != nil {
 			return Chunk{}, err
 		}
-		switch {
-		case errors.Is(p.err, io.EOF):
-			j.ended[side], j.lock = true, -1
-			if j.ended[0] && j.ended[1] {
-				return Chunk{}, io.EOF
-			}
-		case p.err != nil:
-			return Chunk{}, p.err
-		case p.c.Batch == nil:
-			j.done[side], j.lock = p.c.Pos, -1
-			j.out = append(j.out, Chunk{Pos: j.position(), CaughtUp: p.c.CaughtUp})
-		default:
-			j.lock = side
-			j.pos = p.c.Pos
-			if j.done[1-side] != nil {
-				j.pos = j.done[1-side].merge(p.c.Pos)
-			}
-			err := j.process(ctx, side, p.c.Batch)
-			p.c.Batch.Release()
-			if err != nil {
-				return Chunk{}, err
-			}
-			j.q.seal()
-		}
+		j.q.seal()
 	}
 }
 
 // position is the position both inputs are complete to.
-func (j *Join) position() Pos {
+func (t *twoInputs) position() Pos {
 	switch {
-	case j.done[0] == nil:
-		return j.done[1]
-	case j.done[1] == nil:
-		return j.done[0]
+	case t.done[0] == nil:
+		return t.done[1]
+	case t.done[1] == nil:
+		return t.done[0]
 	}
-	return j.done[0].merge(j.done[1])
+	return t.done[0].merge(t.done[1])
 }
 
 // receive takes the next input chunk: from the side whose snapshot is in
 // progress, else from whichever side has one.
-func (j *Join) receive(ctx context.Context) (int, pumped, error) {
+func (t *twoInputs) receive(ctx context.Context) (int, pumped, error) {
 	var p pumped
 	var ok bool
-	side := j.lock
+	side := t.lock
 	switch {
 	case side >= 0:
-		select {
-		case p, ok = <-j.pumps[side]:
-		case <-ctx.Done():
-			return 0, p, ctx.Err()
-		}
-	case j.ended[0]:
+	case t.ended[0]:
 		side = 1
-		p, ok = <-j.pumps[1]
-	case j.ended[1]:
+	case t.ended[1]:
 		side = 0
-		p, ok = <-j.pumps[0]
 	default:
 		select {
-		case p, ok = <-j.pumps[0]:
+		case p, ok = <-t.pumps[0]:
 			side = 0
-		case p, ok = <-j.pumps[1]:
+		case p, ok = <-t.pumps[1]:
 			side = 1
 		case <-ctx.Done():
 			return 0, p, ctx.Err()
 		}
+		if !ok {
+			return 0, p, fmt.Errorf("%w: input %d closed", exec.ErrInvalid, side)
+		}
+		return side, p, nil
+	}
+	select {
+	case p, ok = <-t.pumps[side]:
+	case <-ctx.Done():
+		return 0, p, ctx.Err()
 	}
 	if !ok {
-		return 0, p, fmt.Errorf("%w: join input %d closed", exec.ErrInvalid, side)
+		return 0, p, fmt.Errorf("%w: input %d closed", exec.ErrInvalid, side)
 	}
 	return side, p, nil
 }
@@ -506,10 +529,18 @@ func (j *Join) residual(ctx context.Context, side int, rows [][]any, cands [][]*
 }
 
 func (j *Join) Close() error {
-	if j.cancel != nil {
-		j.cancel()
-		j.wg.Wait()
-		for _, ch := range j.pumps {
+	j.q.release()
+	_ = j.budget.grow(-j.held, "")
+	j.held = 0
+	return j.two.close()
+}
+
+// close stops the readers and closes both inputs.
+func (t *twoInputs) close() error {
+	if t.cancel != nil {
+		t.cancel()
+		t.wg.Wait()
+		for _, ch := range t.pumps {
 			select {
 			case p := <-ch:
 				if p.c.Batch != nil {
@@ -519,11 +550,8 @@ func (j *Join) Close() error {
 			}
 		}
 	}
-	j.q.release()
-	_ = j.budget.grow(-j.held, "")
-	j.held = 0
 	var err error
-	for _, op := range j.in {
+	for _, op := range t.in {
 		err = errors.Join(err, op.Close())
 	}
 	return err

@@ -6,6 +6,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/tablestore"
 	"github.com/flightd/flightd/vectorized"
 )
 
@@ -15,7 +16,8 @@ import (
 // marker, emits per key changed since the previous marker +I (new key),
 // -U old/+U new (changed row), -D old (deleted key) or nothing (the same
 // row again). +I/+U rows are upserts; -U/-D delete the key whatever their
-// other values.
+// other values. Reading a Source that does not return its table's content
+// first, it starts from that content.
 type Normalize struct {
 	ec     *exec.Context
 	in     Operator
@@ -31,6 +33,7 @@ type Normalize struct {
 	q       *outQueue
 	marker  *Chunk
 	held    int64 // bytes accounted in budget
+	seeded  bool
 }
 
 type normChange struct {
@@ -55,7 +58,32 @@ func NewNormalize(ec *exec.Context, in Operator, keys []int, budget *Budget) (*N
 
 func (n *Normalize) Schema() *arrow.Schema { return n.in.Schema() }
 
-func (n *Normalize) Open(ctx context.Context) error { return n.in.Open(ctx) }
+// Open opens the input; a source that starts after its table's content
+// (not a full start) seeds the state with that content, silently.
+func (n *Normalize) Open(ctx context.Context) error {
+	if err := n.in.Open(ctx); err != nil || n.seeded {
+		return err
+	}
+	n.seeded = true
+	src, ok := n.in.(*Source)
+	if !ok {
+		return nil
+	}
+	if err := src.seed(ctx, n.ec.Mem, n.add); err != nil {
+		return err
+	}
+	var grow int64
+	for _, k := range n.order {
+		if after := n.pending[k].after; after != nil {
+			n.state[k] = after
+			grow += rowBytes(after) + int64(len(k))
+		}
+	}
+	clear(n.pending)
+	n.order = n.order[:0]
+	n.held += grow
+	return n.budget.grow(grow, "a changelog normalization")
+}
 
 func (n *Normalize) Next(ctx context.Context) (Chunk, error) {
 	for {
@@ -75,6 +103,9 @@ func (n *Normalize) Next(ctx context.Context) (Chunk, error) {
 			if err := n.flush(); err != nil {
 				return Chunk{}, err
 			}
+			// Image marks frame the rows of a full read, which the
+			// normalization consumed: they do not frame its output.
+			c.Image, c.ImageStart = tablestore.NoImage, false
 			n.marker = &c
 			continue
 		}

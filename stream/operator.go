@@ -41,9 +41,9 @@ type Chunk struct {
 	// Image marks a source's full read of a snapshot (a *-full start,
 	// tablestore.Change.Image): its rows carry ImageRows, the marker that
 	// ends it ImageEnd, and the first of these ImageStart, so the client
-	// drops its state first. Stateless operators pass the marks on;
-	// aggregates and joins drop them (their output is not a table's
-	// content).
+	// drops its state first. Filter and Project pass the marks on;
+	// Normalize, aggregates, joins and unions drop them (their output is
+	// not a table's full read as it was framed).
 	Image      tablestore.Image
 	ImageStart bool
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/tablestore"
 )
@@ -113,6 +114,66 @@ func (s *Source) Next(ctx context.Context) (Chunk, error) {
 		s.imageStart = false
 		return c, nil
 	}
+}
+
+// seed calls fn with the content of the snapshot the stream's changes apply
+// to, as +I batches of the source's schema, when the stream does not return
+// it itself (a start without the full snapshot): what a normalization must
+// know to retract rows it has not seen.
+func (s *Source) seed(ctx context.Context, mem memory.Allocator, fn func(arrow.RecordBatch) error) error {
+	base := s.r.Base()
+	if base == 0 || s.r.ReturnsBase() {
+		return nil
+	}
+	scan, err := s.table.NewScan(ctx, tablestore.ScanSpec{SnapshotID: base, Columns: s.spec.Columns})
+	if err != nil {
+		return fmt.Errorf("stream %s: content of snapshot %d: %w", s.table.Ident(), base, err)
+	}
+	for _, sp := range scan.Splits() {
+		rd, err := sp.Open(ctx)
+		if err != nil {
+			return err
+		}
+		for {
+			b, err := rd.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				rd.Close()
+				return err
+			}
+			if b.NumRows() == 0 {
+				continue
+			}
+			kb := array.NewStringBuilder(mem)
+			for range b.NumRows() {
+				kb.Append(kindInsert)
+			}
+			kind := kb.NewArray()
+			kb.Release()
+			cols := make([]arrow.Array, len(s.perm))
+			for i, p := range s.perm {
+				if p == 0 {
+					cols[i] = kind
+				} else {
+					cols[i] = b.Column(p - 1)
+				}
+			}
+			out := array.NewRecordBatch(s.schema, cols, b.NumRows())
+			kind.Release()
+			err = fn(out)
+			out.Release()
+			if err != nil {
+				rd.Close()
+				return err
+			}
+		}
+		if err := rd.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *Source) Close() error {

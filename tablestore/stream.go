@@ -297,6 +297,10 @@ func (r *ChangeReader) Schema() *arrow.Schema { return r.out }
 // diffs from the last full compaction at or before the start.
 func (r *ChangeReader) Base() int64 { return r.base }
 
+// ReturnsBase reports whether the stream returns the content of Base as +I
+// rows before the changes (a *Full start).
+func (r *ChangeReader) ReturnsBase() bool { return r.full != nil }
+
 // NextSnapshot is the first snapshot whose changes have not all been
 // returned: the position to commit for a consumer that applied everything
 // returned so far.

@@ -170,3 +170,49 @@ def use_database(conn):
     assert ("py_used",) not in cur.fetchall()
     cur.execute("USE `default`")
     cur.close()
+
+
+def flight_sql_query(client, query):
+    """GetFlightInfo for a Flight SQL CommandStatementQuery, encoded by
+    hand (a google.protobuf.Any of field 1, the query)."""
+    def field(num, data):
+        n, head = len(data), bytes([num << 3 | 2])
+        while True:
+            if n < 0x80:
+                return head + bytes([n]) + data
+            head, n = head + bytes([n & 0x7F | 0x80]), n >> 7
+    url = b"type.googleapis.com/arrow.flight.protocol.sql.CommandStatementQuery"
+    cmd = field(1, url) + field(2, field(1, query.encode()))
+    return client.get_flight_info(flight.FlightDescriptor.for_command(cmd))
+
+
+def test_streaming_aggregate(conn):
+    """A GROUP BY over a change stream, read with pyarrow.flight: updates
+    of a group come as -U/+U, labelled with their snapshot."""
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE py_agg (k BIGINT NOT NULL, g VARCHAR, n BIGINT, PRIMARY KEY (k) NOT ENFORCED)")
+    cur.execute("INSERT INTO py_agg VALUES (1, 'a', 10), (2, 'a', 5), (3, 'b', 1)")
+    cur.execute("UPDATE py_agg SET n = 20 WHERE k = 1")
+    client = flight.connect(URI)
+    info = flight_sql_query(client, "SELECT g, count(*), sum(n) FROM py_agg /*+ OPTIONS("
+                            "'scan.mode'='from-snapshot-full', 'scan.snapshot-id'='1', "
+                            "'scan.bounded.snapshot-id'='2') */ GROUP BY g")
+    reader = client.do_get(info.endpoints[0].ticket)
+    assert reader.schema.names[0] == "_row_kind"
+    rows = []
+    while True:
+        try:
+            chunk = reader.read_chunk()
+        except StopIteration:
+            break
+        meta = json.loads(chunk.app_metadata.to_pybytes())
+        if chunk.data.num_rows == 0:
+            continue
+        for r in zip(*(c.to_pylist() for c in chunk.data.columns)):
+            rows.append((meta["snapshot"],) + r)
+    assert sorted(rows) == [
+        (1, "+I", "a", 2, 15), (1, "+I", "b", 1, 1),
+        (2, "+U", "a", 2, 25), (2, "-U", "a", 2, 15),
+    ]
+    client.close()
+    cur.close()
