@@ -236,15 +236,17 @@ func TestJobRefused(t *testing.T) {
 	}
 	const src = `FROM s /*+ OPTIONS('scan.mode'='latest-full') */`
 	for q, want := range map[string]string{
-		`INSERT INTO nokey SELECT g, count(*) ` + src + ` GROUP BY g`:          "needs a primary key",
-		`INSERT INTO byv SELECT g, count(*) ` + src + ` GROUP BY g`:            "must contain a unique key of the query",
-		`INSERT INTO byv SELECT g, v ` + src:                                   "must contain a unique key of the query",
-		`INSERT INTO summed SELECT g, count(*) ` + src + ` GROUP BY g`:         "merge-engine aggregation",
-		`INSERT OVERWRITE filled SELECT g, count(*) ` + src + ` GROUP BY g`:    "INSERT OVERWRITE from a stream",
-		`INSERT INTO filled SELECT g, count(*) ` + src + ` GROUP BY g`:         "table default.filled has rows",
-		`INSERT INTO s SELECT k, g, v ` + src:                                  "cannot read its own target",
-		`INSERT INTO filled SELECT g, count(*) ` + src + ` GROUP BY g LIMIT 1`: "LIMIT",
-		`DELETE FROM filled WHERE g IN (SELECT g ` + src + `)`:                 "can only be queried or inserted from",
+		`INSERT INTO nokey SELECT g, count(*) ` + src + ` GROUP BY g`:                                                       "needs a primary key",
+		`INSERT INTO byv SELECT g, count(*) ` + src + ` GROUP BY g`:                                                         "must contain a unique key of the query",
+		`INSERT INTO byv SELECT g, v ` + src:                                                                                "must contain a unique key of the query",
+		`INSERT INTO summed SELECT g, count(*) ` + src + ` GROUP BY g`:                                                      "merge-engine aggregation",
+		`INSERT OVERWRITE filled SELECT g, count(*) ` + src + ` GROUP BY g`:                                                 "INSERT OVERWRITE from a stream",
+		`INSERT INTO filled SELECT g, count(*) ` + src + ` GROUP BY g`:                                                      "table default.filled has rows",
+		`INSERT INTO s SELECT k, g, v ` + src:                                                                               "cannot read its own target",
+		`INSERT INTO byv SELECT k, g FROM s /*+ OPTIONS('scan.mode'='latest') */`:                                           "read default.s with scan.mode latest-full or from-snapshot-full, not latest",
+		`INSERT INTO byv SELECT g, count(*) FROM s /*+ OPTIONS('scan.mode'='latest-full', 'consumer-id'='c') */ GROUP BY g`: "consumer-id",
+		`INSERT INTO filled SELECT g, count(*) ` + src + ` GROUP BY g LIMIT 1`:                                              "LIMIT",
+		`DELETE FROM filled WHERE g IN (SELECT g ` + src + `)`:                                                              "can only be queried or inserted from",
 	} {
 		_, err := exec(context.Background(), s, nil, q)
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -67,6 +67,16 @@ func (b *binder) checkJobSink(ins *Insert) {
 			b.fail(pos, "a continuous job applies its changes in order: target %s has %s", t.Ident(), o)
 		}
 	}
+	for _, sc := range ins.Source.stream.sources {
+		// A restart rebuilds the answer from the sources' content at the
+		// checkpoint: the answer must be a function of that content.
+		if st := sc.Stream.Start; st != tablestore.StreamLatestFull && st != tablestore.StreamFromSnapshotFull {
+			b.fail(pos, "a continuous job keeps its target equal to the query's answer on its sources' snapshots: read %s with scan.mode latest-full or from-snapshot-full, not %s", sc.Label, st)
+		}
+		if sc.Stream.ConsumerID != "" {
+			b.fail(pos, "a continuous job keeps its own positions (in its target's snapshots): %s needs no consumer-id", sc.Label)
+		}
+	}
 	root, ok := ins.Source.root.(*ProjectNode)
 	if !ok {
 		b.failWrap(pos, errInternal, "continuous job: its plan's root is %T", ins.Source.root)
