@@ -95,6 +95,10 @@ func (s *Session) allowStatement(b plan.Statement) error {
 		return s.allow(b.Name, Read)
 	case *plan.Explain:
 		return s.allowStatement(b.Target)
+	case *plan.StopJob:
+		if db, ok := s.e.jobDatabase(b.ID); ok {
+			return s.allow(db, Write)
+		}
 	case *plan.CallProcedure:
 		p := Admin // tags and expiry decide what data is kept
 		switch b.Proc {

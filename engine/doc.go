@@ -13,6 +13,11 @@
 // Exec and are committed before it returns, so a client that never fetches
 // still gets the side effect exactly once.
 //
+// An INSERT whose query reads a stream (a scan.mode hint) starts a
+// continuous job instead (job.go): a goroutine of the engine, stored in the
+// catalog and restarted by Open, that keeps the target equal to the query's
+// answer, exactly once across crashes. Close stops the jobs.
+//
 // Materialized tables (mtable.go) are refreshed by a Scheduler that Open
 // starts and Close stops: each refresh is one INSERT OVERWRITE of the
 // table's query, read with its sources pinned, recording their snapshot ids

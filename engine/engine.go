@@ -74,6 +74,12 @@ type Engine struct {
 
 	sched     Scheduler
 	refreshMu sync.Map // tablestore.Ident -> *sync.Mutex: one refresh at a time per table
+
+	// Continuous jobs (job.go) run under jobCtx until Close.
+	jobsMu    sync.Mutex
+	jobs      map[string]*job
+	jobCtx    context.Context
+	jobCancel context.CancelFunc
 }
 
 // Open opens (or initialises) the warehouse and makes sure the default
@@ -110,17 +116,25 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		_ = store.Close()
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, store: store, txns: make(map[string]*Txn)}
+	e := &Engine{cfg: cfg, store: store, txns: make(map[string]*Txn), jobs: map[string]*job{}}
 	if cfg.Scheduler == nil {
 		cfg.Scheduler = newEmbeddedScheduler
 	}
 	e.sched = cfg.Scheduler(e)
+	e.jobCtx, e.jobCancel = context.WithCancel(context.WithoutCancel(ctx))
+	if err := e.startJobs(ctx); err != nil {
+		e.stopJobs()
+		e.sched.Close()
+		_ = store.Close()
+		return nil, fmt.Errorf("start continuous jobs: %w", err)
+	}
 	return e, nil
 }
 
-// Close rolls back open transactions and closes the store after in-flight
-// commits finished.
+// Close stops the continuous jobs, rolls back open transactions and closes
+// the store after in-flight commits finished.
 func (e *Engine) Close() error {
+	e.stopJobs()
 	e.mu.Lock()
 	txns := e.txns
 	e.txns = map[string]*Txn{}

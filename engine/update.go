@@ -18,6 +18,11 @@ import (
 // row per execution; their counts add up.
 func (st *Statement) Exec(ctx context.Context, params arrow.RecordBatch) (_ int64, err error) {
 	defer recoverInternal(&err)
+	if ins, ok := st.bound.(*plan.Insert); ok && ins.Source.Streaming() {
+		// SHOW JOBS lists the job: an update count cannot carry its id.
+		_, err := st.startJob(ctx)
+		return 0, err
+	}
 	bound, rmw, base, err := st.bindForWrite(ctx)
 	if err != nil {
 		return 0, err
@@ -138,6 +143,8 @@ func (st *Statement) ddl(ctx context.Context) error {
 		return store.DropDatabase(ctx, b.Name, b.IfExists, b.Cascade)
 	case *plan.UseDatabase:
 		return st.s.SetDatabase(ctx, b.Name)
+	case *plan.StopJob:
+		return st.s.e.StopJob(ctx, b.ID)
 	case *plan.Transaction:
 		return fmt.Errorf("BEGIN/COMMIT/ROLLBACK as SQL text: use the Flight SQL transaction actions (BeginTransaction/EndTransaction): %w", ErrNotSupported)
 	}

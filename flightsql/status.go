@@ -72,7 +72,7 @@ func codeOf(err error) codes.Code {
 	case errors.Is(err, context.DeadlineExceeded):
 		return codes.DeadlineExceeded
 	case errors.Is(err, tablestore.ErrTableNotFound), errors.Is(err, tablestore.ErrDatabaseNotFound), errors.Is(err, tablestore.ErrViewNotFound),
-		errors.Is(err, engine.ErrTxnNotFound), errors.Is(err, errNotFound), errors.Is(err, tablestore.ErrSnapshotNotFound):
+		errors.Is(err, engine.ErrTxnNotFound), errors.Is(err, engine.ErrJobNotFound), errors.Is(err, errNotFound), errors.Is(err, tablestore.ErrSnapshotNotFound):
 		return codes.NotFound
 	case errors.Is(err, tablestore.ErrTableExists), errors.Is(err, tablestore.ErrDatabaseExists), errors.Is(err, tablestore.ErrViewExists):
 		return codes.AlreadyExists

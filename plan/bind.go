@@ -22,14 +22,17 @@ type binder struct {
 	// streamPos is where the query's streaming hint is (nil: none).
 	streamPos *sql.Pos
 	// query: the statement is a query (streams cannot feed DML or DDL).
-	query    bool
-	ctx      context.Context
-	cat      Catalog
-	opts     Options
-	nextID   ColumnID
-	params   map[int]*paramSlot
-	ctes     []map[string]*cteDef
-	maxParam int
+	query bool
+	// insertSource: binding an INSERT's query, which may stream (a
+	// continuous job).
+	insertSource bool
+	ctx          context.Context
+	cat          Catalog
+	opts         Options
+	nextID       ColumnID
+	params       map[int]*paramSlot
+	ctes         []map[string]*cteDef
+	maxParam     int
 	// lateralConds are the pulled correlation conditions of the LATERAL
 	// subquery just bound, for the join its caller builds.
 	lateralConds []Expr
@@ -183,6 +186,8 @@ func (b *binder) bindStatement(stmt sql.Statement) Statement {
 		return &DropDatabase{Name: s.Name, IfExists: s.IfExists, Cascade: s.Cascade}
 	case *sql.Use:
 		return &UseDatabase{Name: s.Name}
+	case *sql.StopJob:
+		return &StopJob{ID: s.ID}
 	case *sql.Call:
 		return b.bindProcedure(s)
 	case *sql.Explain:
@@ -314,6 +319,7 @@ func (b *binder) bindInsert(s *sql.Insert) Statement {
 	for i, c := range targets {
 		hints[i] = schema.Field(schema.FieldIndices(c)[0]).Type
 	}
+	b.insertSource = true
 	src, _ := b.bindQuery(s.Source, nil, hints)
 	srcCols := src.Columns()
 	if len(srcCols) != len(targets) {
@@ -339,6 +345,9 @@ func (b *binder) bindInsert(s *sql.Insert) Statement {
 	}
 	b.defaultParamTypes()
 	ins.Source = b.finishQuery(&ProjectNode{Input: src, Exprs: exprs, Cols: cols})
+	if ins.Source.Streaming() {
+		b.checkJobSink(ins)
+	}
 	return ins
 }
 
@@ -659,6 +668,8 @@ func (b *binder) bindShow(s *sql.Show) Statement {
 		return b.stringValues([]string{"create_table"}, [][]string{{ShowCreateTable(t)}})
 	case "CREATE VIEW":
 		return b.showCreateView(s.From)
+	case "JOBS":
+		return b.showJobs(s)
 	case "MATERIALIZED TABLES":
 		return b.showMaterializedTables(s)
 	case "CREATE MATERIALIZED TABLE":

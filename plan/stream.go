@@ -133,8 +133,8 @@ func (b *binder) streamHint(t *tablestore.Table, opts []*sql.Property) *tablesto
 	if ok, why := t.ChangelogComplete(); !ok {
 		b.fail(mode.Pos, "cannot stream %s: %s", t.Ident(), why)
 	}
-	if !b.query {
-		b.fail(mode.Pos, "a streaming scan (scan.mode) can only be queried: its changes never end")
+	if !b.query && !b.insertSource {
+		b.fail(mode.Pos, "a streaming scan (scan.mode) can only be queried or inserted from (a continuous job): its changes never end")
 	}
 	latest, err := t.LatestSnapshotID(b.ctx)
 	if err != nil {

@@ -433,6 +433,7 @@ type streamBuilder struct {
 	ec     *exec.Context
 	params arrow.RecordBatch
 	budget *stream.Budget
+	from   []int64 // Query.Changes
 }
 
 // build creates the operator tree of one execution.
@@ -622,6 +623,9 @@ func columnNames(cols []Column) []string {
 func (sb *streamBuilder) source(s *sSource) (stream.Operator, error) {
 	n := s.scan
 	spec := *n.Stream
+	if s.idx < len(sb.from) && sb.from[s.idx] > 0 {
+		spec.Start, spec.SnapshotID, spec.Tag = tablestore.StreamFromSnapshotFull, sb.from[s.idx], ""
+	}
 	spec.Columns = []string{}
 	fields := []arrow.Field{{Name: tablestore.RowKindColumn, Type: arrow.BinaryTypes.String}}
 	perm := []int{0}

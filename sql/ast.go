@@ -605,6 +605,12 @@ type DropDatabase struct {
 	Cascade  bool
 }
 
+// StopJob is STOP JOB 'id' (a continuous job).
+type StopJob struct {
+	Pos Pos
+	ID  string
+}
+
 // Use is USE db.
 type Use struct {
 	Pos  Pos
@@ -637,7 +643,7 @@ type Explain struct {
 // DATABASE | SHOW COLUMNS FROM t | SHOW CREATE TABLE t.
 type Show struct {
 	Pos  Pos
-	What string // TABLES, VIEWS, DATABASES, CURRENT DATABASE, COLUMNS, CREATE TABLE, CREATE VIEW
+	What string // TABLES, VIEWS, DATABASES, CURRENT DATABASE, COLUMNS, CREATE TABLE, CREATE VIEW, JOBS
 	From *Name
 	Like string
 }
@@ -770,6 +776,7 @@ func (n *Delete) Position() Pos                  { return n.Pos }
 func (n *CreateDatabase) Position() Pos          { return n.Pos }
 func (n *DropDatabase) Position() Pos            { return n.Pos }
 func (n *Use) Position() Pos                     { return n.Pos }
+func (n *StopJob) Position() Pos                 { return n.Pos }
 func (n *Call) Position() Pos                    { return n.Pos }
 func (n *CallArg) Position() Pos                 { return n.Pos }
 func (n *Explain) Position() Pos                 { return n.Pos }
@@ -793,6 +800,7 @@ func (*Delete) stmt()                  {}
 func (*CreateDatabase) stmt()          {}
 func (*DropDatabase) stmt()            {}
 func (*Use) stmt()                     {}
+func (*StopJob) stmt()                 {}
 func (*Call) stmt()                    {}
 func (*Explain) stmt()                 {}
 func (*Show) stmt()                    {}

@@ -607,6 +607,8 @@ func (f *formatter) node(n Node) {
 		if n.Cascade {
 			f.w(" CASCADE")
 		}
+	case *StopJob:
+		f.w("STOP JOB ", QuoteString(n.ID))
 	case *Use:
 		f.w("USE ")
 		f.ident(n.Name)

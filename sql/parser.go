@@ -335,6 +335,11 @@ func (p *parser) parseStatement() Statement {
 		return e
 	case "show":
 		return p.parseShow()
+	case "stop":
+		p.i++
+		p.expectK("job")
+		id, _ := p.str("job id")
+		return &StopJob{Pos: t.pos, ID: id}
 	case "truncate":
 		p.i++
 		p.acceptK("table")
@@ -413,6 +418,8 @@ func (p *parser) parseShow() Statement {
 		}
 	case p.acceptK("databases"):
 		s.What = "DATABASES"
+	case p.acceptK("jobs"):
+		s.What = "JOBS"
 	case p.acceptK("current", "database"):
 		s.What = "CURRENT DATABASE"
 	case p.acceptK("columns"):
@@ -436,7 +443,7 @@ func (p *parser) parseShow() Statement {
 		s.What = "CREATE MATERIALIZED TABLE"
 		s.From = p.name("table name")
 	default:
-		p.failf(p.peek().pos, "expected TABLES, VIEWS, MATERIALIZED TABLES, DATABASES, CURRENT DATABASE, COLUMNS, CREATE TABLE, CREATE VIEW or CREATE MATERIALIZED TABLE after SHOW, found %s", p.describe(p.peek()))
+		p.failf(p.peek().pos, "expected TABLES, VIEWS, MATERIALIZED TABLES, DATABASES, CURRENT DATABASE, COLUMNS, CREATE TABLE, CREATE VIEW, CREATE MATERIALIZED TABLE or JOBS after SHOW, found %s", p.describe(p.peek()))
 	}
 	if p.acceptK("like") {
 		s.Like, _ = p.str("pattern")

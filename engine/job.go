@@ -1,0 +1,606 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/flightd/flightd/plan"
+	"github.com/flightd/flightd/sql"
+	"github.com/flightd/flightd/stream"
+	"github.com/flightd/flightd/tablestore"
+	"github.com/flightd/flightd/vectorized"
+)
+
+// Continuous jobs: `INSERT INTO t SELECT ... FROM s /*+ OPTIONS('scan.mode'=
+// ...) */` runs inside the engine until stopped, applying the query's
+// changelog to t by key.
+//
+// Exactly once: at every marker of the stream (the end of a source
+// snapshot, with the snapshot of every source) that follows changes, the
+// job commits its buffered sink rows in one snapshot of t whose properties
+// hold those source positions. Each such snapshot of t is the query's
+// answer on the source snapshots it names.
+//
+// Restart: the job reads the positions of the last snapshot of t it
+// committed and starts every source with that snapshot in full
+// (from-snapshot-full), so its operators' state is rebuilt from the inputs
+// (state is a function of the inputs up to a position). The output of the
+// new run, from empty, is the answer at its first marker Q at or past the
+// checkpoint (sources of a join are read concurrently, so the new run need
+// not pass through the checkpoint exactly). The job writes that output to
+// t and also deletes every key t holds that the answer lacks, in one
+// commit: t then holds exactly the answer at Q, whatever the interleaving.
+// A first start does the same against an empty t (a job refuses a target
+// with rows). A checkpointed snapshot that expired meanwhile is replaced by
+// the source's latest one, which the reconciliation keeps exact.
+
+// Job states as SHOW JOBS lists them.
+const (
+	JobRunning = "RUNNING"
+	JobStopped = "STOPPED"
+	JobFailed  = "FAILED"
+)
+
+// ErrJobNotFound marks an unknown job id.
+var ErrJobNotFound = errors.New("job not found")
+
+// JobStatus is what SHOW JOBS reports of a job.
+type JobStatus struct {
+	ID, SQL, Database, State, Error string
+	// Sink is the target table.
+	Sink string
+	// Sources are the streamed tables; Positions the snapshot of each the
+	// job has processed, Committed the positions of SinkSnapshot, the
+	// sink's last snapshot the job committed (0: none yet).
+	Sources              []string
+	Positions, Committed []int64
+	SinkSnapshot         int64
+	// Lag is how many source snapshots are committed and not processed.
+	Lag int64
+}
+
+type job struct {
+	e      *Engine
+	def    tablestore.JobDef
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu      sync.Mutex
+	status  JobStatus
+	sources []*tablestore.Table
+}
+
+// jobProperty is the snapshot property of the sink commits of job id.
+func jobProperty(id string) string { return "flightd.job." + id }
+
+// checkpoint is the value of jobProperty.
+type checkpoint struct {
+	Sources   []string `json:"sources"`
+	Positions []int64  `json:"positions"`
+}
+
+// startJobs starts the stored jobs that were running.
+func (e *Engine) startJobs(ctx context.Context) error {
+	defs, err := e.store.Jobs(ctx)
+	if err != nil {
+		return err
+	}
+	e.jobsMu.Lock()
+	defer e.jobsMu.Unlock()
+	for _, def := range defs {
+		if def.State == JobRunning {
+			e.launchLocked(def, "")
+		} else {
+			e.jobs[def.ID] = &job{e: e, def: def, status: JobStatus{ID: def.ID, SQL: def.SQL, Database: def.Database, State: def.State, Error: def.Error}}
+		}
+	}
+	return nil
+}
+
+// StartJob stores a continuous job and starts it; def.SQL must be an
+// INSERT from a stream (checked by binding it in def.Database, without an
+// Authorizer: the caller decides who may). It returns the job's id.
+func (e *Engine) StartJob(ctx context.Context, def tablestore.JobDef) (string, error) {
+	s := e.NewSession()
+	s.database = def.Database
+	st, err := s.Prepare(ctx, def.SQL, nil)
+	if err != nil {
+		return "", err
+	}
+	if ins, ok := st.bound.(*plan.Insert); !ok || !ins.Source.Streaming() {
+		return "", fmt.Errorf("%w: a continuous job is an INSERT from a stream (a scan.mode hint), not %q", ErrInvalid, def.SQL)
+	}
+	return st.startJob(ctx)
+}
+
+// startJob starts the job of a bound INSERT from a stream.
+func (st *Statement) startJob(ctx context.Context) (string, error) {
+	ins := st.bound.(*plan.Insert)
+	sink := ins.Table
+	switch {
+	case st.tx != nil:
+		return "", fmt.Errorf("a continuous job (INSERT from a stream) inside a transaction: %w", ErrNotSupported)
+	case st.readsTarget:
+		return "", fmt.Errorf("%w: a continuous job cannot read its own target %s", ErrInvalid, sink.Ident())
+	}
+	e := st.s.e
+	e.jobsMu.Lock()
+	defer e.jobsMu.Unlock()
+	for id, j := range e.jobs {
+		if j.running() && j.sinkName() == sink.Ident().String() {
+			return "", fmt.Errorf("%w: table %s is already the target of job %s", ErrInvalid, sink.Ident(), id)
+		}
+	}
+	if n, err := liveRows(ctx, sink); err != nil {
+		return "", err
+	} else if n > 0 {
+		return "", fmt.Errorf("%w: the target of a continuous job holds the query's answer and nothing else: table %s has rows", ErrInvalid, sink.Ident())
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	def := tablestore.JobDef{ID: hex.EncodeToString(b[:]), SQL: sql.Format(st.ast), Database: st.s.Database(), State: JobRunning}
+	if err := e.store.PutJob(ctx, def); err != nil {
+		return "", err
+	}
+	e.launchLocked(def, sink.Ident().String())
+	return def.ID, nil
+}
+
+func (j *job) running() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.status.State == JobRunning
+}
+
+func (j *job) sinkName() string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.status.Sink
+}
+
+// liveRows counts up to one row of t's latest snapshot.
+func liveRows(ctx context.Context, t *tablestore.Table) (int64, error) {
+	var n int64
+	err := scanTable(ctx, t, nil, func(b arrow.RecordBatch) error {
+		n += b.NumRows()
+		if n > 0 {
+			return io.EOF
+		}
+		return nil
+	})
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return n, err
+}
+
+// scanTable passes the batches of t's latest snapshot to fn.
+func scanTable(ctx context.Context, t *tablestore.Table, cols []string, fn func(arrow.RecordBatch) error) error {
+	s, err := t.NewScan(ctx, tablestore.ScanSpec{Columns: cols})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for _, sp := range s.Splits() {
+		rd, err := sp.Open(ctx)
+		if err != nil {
+			return err
+		}
+		for {
+			b, err := rd.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err == nil {
+				err = fn(b)
+			}
+			if err != nil {
+				_ = rd.Close()
+				return err
+			}
+		}
+		if err := rd.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// launchLocked starts a job's goroutine; sink is its target when known
+// (run sets it otherwise). jobsMu is held.
+func (e *Engine) launchLocked(def tablestore.JobDef, sink string) {
+	ctx, cancel := context.WithCancel(e.jobCtx)
+	j := &job{e: e, def: def, cancel: cancel, done: make(chan struct{}),
+		status: JobStatus{ID: def.ID, SQL: def.SQL, Database: def.Database, State: JobRunning, Sink: sink}}
+	e.jobs[def.ID] = j
+	go func() {
+		defer close(j.done)
+		err := j.run(ctx)
+		switch {
+		case ctx.Err() != nil:
+			// Stopped, or the engine closes: the job stays as stored.
+		case errors.Is(err, io.EOF):
+			j.end(JobStopped, "") // bounded sources (scan.bounded.snapshot-id) ended
+		default:
+			j.end(JobFailed, err.Error())
+		}
+	}()
+}
+
+// end records that the job's goroutine ended by itself.
+func (j *job) end(state, why string) {
+	j.mu.Lock()
+	j.status.State, j.status.Error = state, why
+	j.mu.Unlock()
+	def := j.def
+	def.State, def.Error = state, why
+	// Best effort: a job that cannot record its end restarts with the
+	// server and ends again.
+	_ = j.e.store.PutJob(context.Background(), def)
+}
+
+// StopJob stops a running job and records it as stopped; its target keeps
+// the rows of its last commit.
+func (e *Engine) StopJob(ctx context.Context, id string) error {
+	e.jobsMu.Lock()
+	j, ok := e.jobs[id]
+	e.jobsMu.Unlock()
+	if !ok {
+		return fmt.Errorf("job %q: %w", id, ErrJobNotFound)
+	}
+	if j.cancel != nil {
+		j.cancel()
+		<-j.done
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.status.State != JobRunning {
+		return nil
+	}
+	def := j.def
+	def.State = JobStopped
+	if err := e.store.PutJob(ctx, def); err != nil {
+		return err
+	}
+	j.def, j.status.State = def, JobStopped
+	return nil
+}
+
+// jobDatabase is the database job id runs in.
+func (e *Engine) jobDatabase(id string) (string, bool) {
+	e.jobsMu.Lock()
+	defer e.jobsMu.Unlock()
+	j, ok := e.jobs[id]
+	if !ok {
+		return "", false
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.status.Database, true
+}
+
+// Jobs reports every job, sorted by id.
+func (e *Engine) Jobs(ctx context.Context) []JobStatus {
+	e.jobsMu.Lock()
+	jobs := make([]*job, 0, len(e.jobs))
+	for _, j := range e.jobs {
+		jobs = append(jobs, j)
+	}
+	e.jobsMu.Unlock()
+	out := make([]JobStatus, 0, len(jobs))
+	for _, j := range jobs {
+		j.mu.Lock()
+		s := j.status
+		s.Positions, s.Committed, s.Sources = slices.Clone(s.Positions), slices.Clone(s.Committed), slices.Clone(s.Sources)
+		sources := j.sources
+		j.mu.Unlock()
+		for i, t := range sources {
+			if latest, err := t.LatestSnapshotID(ctx); err == nil && i < len(s.Positions) {
+				s.Lag += max(latest-s.Positions[i], 0)
+			}
+		}
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b JobStatus) int { return cmpString(a.ID, b.ID) })
+	return out
+}
+
+var _ plan.JobCatalog = (*catalog)(nil)
+
+// JobRows is SHOW JOBS: every job, as plan.JobColumns.
+func (c *catalog) JobRows(ctx context.Context) ([][]string, error) {
+	var rows [][]string
+	for _, j := range c.s.e.Jobs(ctx) {
+		if err := c.s.allow(j.Database, Read); err != nil {
+			continue // jobs of databases the user cannot read stay hidden
+		}
+		var pos []string
+		for i, src := range j.Sources {
+			p := "?"
+			if i < len(j.Positions) {
+				p = strconv.FormatInt(j.Positions[i], 10)
+			}
+			pos = append(pos, src+"@"+p)
+		}
+		snap := ""
+		if j.SinkSnapshot > 0 {
+			snap = strconv.FormatInt(j.SinkSnapshot, 10)
+		}
+		rows = append(rows, []string{j.ID, j.State, j.Sink, snap, strings.Join(pos, ", "), strconv.FormatInt(j.Lag, 10), j.Error, j.SQL})
+	}
+	return rows, nil
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// stopJobs ends every running job's goroutine (their stored state stays
+// RUNNING, so they restart with the engine).
+func (e *Engine) stopJobs() {
+	e.jobCancel()
+	e.jobsMu.Lock()
+	jobs := make([]*job, 0, len(e.jobs))
+	for _, j := range e.jobs {
+		jobs = append(jobs, j)
+	}
+	e.jobsMu.Unlock()
+	for _, j := range jobs {
+		if j.done != nil {
+			<-j.done
+		}
+	}
+}
+
+// run runs the job until ctx ends or it fails.
+func (j *job) run(ctx context.Context) error {
+	e := j.e
+	s := e.NewSession()
+	s.database = j.def.Database
+	st, err := s.Prepare(ctx, j.def.SQL, nil)
+	if err != nil {
+		return err
+	}
+	ins, ok := st.bound.(*plan.Insert)
+	if !ok || !ins.Source.Streaming() {
+		return fmt.Errorf("%w: job %s is not an INSERT from a stream", ErrInvalid, j.def.ID)
+	}
+	sink, q := ins.Table, ins.Source
+	sources := q.StreamSources()
+	names := make([]string, len(sources))
+	for i, t := range sources {
+		names[i] = t.Ident().String()
+	}
+	j.mu.Lock()
+	j.sources, j.status.Sources, j.status.Sink = sources, names, sink.Ident().String()
+	j.mu.Unlock()
+	from, err := j.resumeFrom(ctx, sink, sources)
+	if err != nil {
+		return err
+	}
+	ch, err := q.Changes(e.execContext(), from)
+	if err != nil {
+		return err
+	}
+	defer ch.Op.Close()
+	if err := ch.Op.Open(ctx); err != nil {
+		return err
+	}
+	a := &applier{j: j, ctx: ctx, sink: sink, schema: q.Schema(), perm: ch.Perm, names: names,
+		w: sink.NewWrite(tablestore.WriteOptions{}), answer: map[string]bool{}, from: from}
+	defer a.w.Abort()
+	for _, k := range sink.PrimaryKey() {
+		a.pk = append(a.pk, sink.Schema().FieldIndices(k)[0])
+	}
+	for {
+		c, err := ch.Op.Next(ctx)
+		if err != nil {
+			return err
+		}
+		if c.Batch != nil {
+			if err := a.changes(c.Batch); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := a.marker(c.Pos); err != nil {
+			return err
+		}
+	}
+}
+
+// resumeFrom reads the positions of the job's last sink commit: the
+// snapshot each source restarts from in full (0: the query's own start).
+func (j *job) resumeFrom(ctx context.Context, sink *tablestore.Table, sources []*tablestore.Table) ([]int64, error) {
+	snap, _, props, err := sink.LastProperties(ctx, jobProperty(j.def.ID))
+	if err != nil || snap == 0 {
+		return nil, err
+	}
+	v := props[jobProperty(j.def.ID)]
+	var cp checkpoint
+	if err := json.Unmarshal([]byte(v), &cp); err != nil {
+		return nil, fmt.Errorf("job %s: checkpoint in snapshot %d of %s: %w", j.def.ID, snap, sink.Ident(), err)
+	}
+	if len(cp.Positions) != len(sources) {
+		return nil, nil // the query reads other tables now: start over
+	}
+	j.mu.Lock()
+	j.status.Committed, j.status.Positions, j.status.SinkSnapshot = cp.Positions, cp.Positions, snap
+	j.mu.Unlock()
+	from := slices.Clone(cp.Positions)
+	for i, t := range sources {
+		if from[i] == 0 {
+			continue
+		}
+		if _, err := t.Stats(ctx, from[i]); errors.Is(err, tablestore.ErrSnapshotNotFound) {
+			// Expired while the job was down.
+			if from[i], err = t.LatestSnapshotID(ctx); err != nil {
+				return nil, err
+			}
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	return from, nil
+}
+
+// applier writes a job's changelog to its sink.
+type applier struct {
+	j      *job
+	ctx    context.Context
+	sink   *tablestore.Table
+	schema *arrow.Schema // the query's: row kind, then the sink's columns
+	perm   []int
+	names  []string
+	w      *tablestore.Write
+	dirty  bool // rows written since the last commit
+	// Until the first marker at or past from, answer holds the keys of the
+	// new run's output (encoded primary keys) to reconcile the sink with.
+	answer map[string]bool
+	from   []int64
+	pk     []int // primary key columns in the sink's column order
+	enc    vectorized.KeyEncoder
+	kinds  []tablestore.RowKind
+}
+
+// changes buffers a batch of the query's changes in the sink's write.
+func (a *applier) changes(b arrow.RecordBatch) error {
+	n := int(b.NumRows())
+	kinds, ok := b.Column(a.perm[0]).(*array.String)
+	if !ok {
+		return fmt.Errorf("%w: row kind column of type %s", ErrInvalid, b.Column(a.perm[0]).DataType())
+	}
+	a.kinds = a.kinds[:0]
+	for i := range n {
+		switch kinds.Value(i) {
+		case "+I":
+			a.kinds = append(a.kinds, tablestore.Insert)
+		case "-U":
+			a.kinds = append(a.kinds, tablestore.UpdateBefore)
+		case "+U":
+			a.kinds = append(a.kinds, tablestore.UpdateAfter)
+		case "-D":
+			a.kinds = append(a.kinds, tablestore.Delete)
+		default:
+			return fmt.Errorf("%w: row kind %q", ErrInvalid, kinds.Value(i))
+		}
+	}
+	cols := make([]arrow.Array, len(a.perm)-1)
+	for i, p := range a.perm[1:] {
+		cols[i] = b.Column(p)
+	}
+	rows := array.NewRecordBatch(a.sink.Schema(), cols, int64(n))
+	defer rows.Release()
+	if a.answer != nil {
+		if err := a.encodeKeys(rows); err != nil {
+			return err
+		}
+		for i, k := range a.kinds {
+			a.answer[string(a.enc.Key(i))] = !k.IsRetract()
+		}
+	}
+	if err := a.w.WriteKinds(a.ctx, rows, a.kinds); err != nil {
+		return fmt.Errorf("job %s: %w", a.j.def.ID, err)
+	}
+	a.dirty = true
+	return nil
+}
+
+func (a *applier) encodeKeys(rows arrow.RecordBatch) error {
+	keys := make([]arrow.Array, len(a.pk))
+	for i, c := range a.pk {
+		keys[i] = rows.Column(c)
+	}
+	return a.enc.Encode(keys, int(rows.NumRows()))
+}
+
+// marker ends a mini-batch at pos: reconciles the sink on the first one
+// past the restart point, and commits what was written with pos.
+func (a *applier) marker(pos stream.Pos) error {
+	if a.answer != nil {
+		for i, p := range a.from {
+			if pos[i] < p {
+				return nil // the new run has not rebuilt its state yet
+			}
+		}
+		if err := a.reconcile(); err != nil {
+			return err
+		}
+		a.answer = nil
+	}
+	if !a.dirty {
+		a.processed(pos)
+		return nil
+	}
+	v, err := json.Marshal(checkpoint{Sources: a.names, Positions: pos})
+	if err != nil {
+		return err
+	}
+	a.w.SetProperties(map[string]string{jobProperty(a.j.def.ID): string(v)})
+	id, err := a.w.Commit(a.ctx)
+	if err != nil {
+		return fmt.Errorf("job %s: %w", a.j.def.ID, err)
+	}
+	a.dirty = false
+	a.j.mu.Lock()
+	a.j.status.Committed, a.j.status.SinkSnapshot = slices.Clone(pos), id
+	a.j.mu.Unlock()
+	a.processed(pos)
+	return nil
+}
+
+// processed records that the sink holds the answer at pos (committed, or
+// unchanged since the last commit).
+func (a *applier) processed(pos stream.Pos) {
+	a.j.mu.Lock()
+	a.j.status.Positions = slices.Clone(pos)
+	a.j.mu.Unlock()
+}
+
+// reconcile deletes the rows of the sink whose key the new run's answer
+// lacks.
+func (a *applier) reconcile() error {
+	return scanTable(a.ctx, a.sink, nil, func(b arrow.RecordBatch) error {
+		if err := a.encodeKeys(b); err != nil {
+			return err
+		}
+		var idx []int64
+		for i := range int(b.NumRows()) {
+			if !a.answer[string(a.enc.Key(i))] {
+				idx = append(idx, int64(i))
+			}
+		}
+		if len(idx) == 0 {
+			return nil
+		}
+		gone, err := vectorized.TakeBatch(a.ctx, a.j.e.cfg.Mem, b, a.sink.Schema(), idx)
+		if err != nil {
+			return err
+		}
+		defer gone.Release()
+		kinds := make([]tablestore.RowKind, len(idx))
+		for i := range kinds {
+			kinds[i] = tablestore.Delete
+		}
+		a.dirty = true
+		return a.w.WriteKinds(a.ctx, gone, kinds)
+	})
+}

@@ -1,0 +1,407 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/engine"
+	"github.com/flightd/flightd/tablestore"
+)
+
+// jobCase is a continuous job over random source tables: its sink must
+// equal its batch query on the source snapshots the job reports.
+type jobCase struct {
+	name    string
+	ddl     []string
+	job     string
+	batch   string // the same query at %s: one snapshot hint per source
+	sink    string // SELECT of the sink's rows at %s: a snapshot hint or nothing
+	sources []string
+	write   func(rng *rand.Rand, i int) string
+}
+
+var jobCases = []jobCase{{
+	name: "groupby",
+	ddl: []string{
+		`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`CREATE TABLE agg (g BIGINT NOT NULL, c BIGINT, sv BIGINT, PRIMARY KEY (g) NOT ENFORCED)`,
+	},
+	job:     `INSERT INTO agg SELECT g, count(*), sum(v) FROM s /*+ OPTIONS('scan.mode'='latest-full') */ GROUP BY g`,
+	batch:   `SELECT g, count(*), sum(v) FROM s %s GROUP BY g`,
+	sink:    `SELECT g, c, sv FROM agg %s`,
+	sources: []string{"s"},
+	write:   writeS,
+}, {
+	name: "join",
+	ddl: []string{
+		`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`CREATE TABLE d (g BIGINT NOT NULL, name VARCHAR, PRIMARY KEY (g) NOT ENFORCED)`,
+		`CREATE TABLE j (k BIGINT NOT NULL, v BIGINT, name VARCHAR, PRIMARY KEY (k) NOT ENFORCED)`,
+	},
+	job: `INSERT INTO j SELECT s.k, s.v, d.name FROM s /*+ OPTIONS('scan.mode'='latest-full') */
+		JOIN d /*+ OPTIONS('scan.mode'='latest-full') */ ON s.g = d.g`,
+	batch:   `SELECT s.k, s.v, d.name FROM s %s JOIN d %s ON s.g = d.g`,
+	sink:    `SELECT k, v, name FROM j %s`,
+	sources: []string{"s", "d"},
+	write: func(rng *rand.Rand, i int) string {
+		if i%3 == 0 {
+			g := rng.IntN(6)
+			if rng.IntN(4) == 0 {
+				return fmt.Sprintf(`DELETE FROM d WHERE g = %d`, g)
+			}
+			return fmt.Sprintf(`INSERT INTO d VALUES (%d, 'n%d')`, g, rng.IntN(100))
+		}
+		return writeS(rng, i)
+	},
+}}
+
+// writeS upserts or deletes a few rows of s.
+func writeS(rng *rand.Rand, i int) string {
+	if rng.IntN(5) == 0 {
+		return fmt.Sprintf(`DELETE FROM s WHERE k %% 7 = %d`, rng.IntN(7))
+	}
+	var vals []string
+	for range 1 + rng.IntN(4) {
+		vals = append(vals, fmt.Sprintf("(%d, %d, %d)", rng.IntN(40), rng.IntN(6), rng.IntN(1000)))
+	}
+	return `INSERT INTO s VALUES ` + strings.Join(vals, ", ")
+}
+
+// TestJobExact runs continuous jobs (GROUP BY, join) under a random writer
+// on their sources, restarting the engine (and with it the job) in the
+// middle; every sink commit the job reports, and the sink after it caught
+// up, must equal the batch query on the source snapshots it names.
+func TestJobExact(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if *seedFlag != 0 {
+		seed = *seedFlag
+	}
+	t.Logf("seed %d", seed)
+	goroutines := runtime.NumGoroutine()
+	defer checkGoroutines(t, goroutines)
+	for _, c := range jobCases {
+		t.Run(c.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 0))
+			dir := t.TempDir()
+			e, mem := openEngine(t, dir)
+			s := e.NewSession()
+			for _, q := range c.ddl {
+				mustExec(t, s, q)
+			}
+			mustExec(t, s, initial(c))
+			mustExec(t, s, `INSERT INTO s VALUES (1, 1, 10), (2, 1, 20), (3, 2, 5)`)
+			if _, err := exec(context.Background(), s, nil, c.job); err != nil {
+				t.Fatal(err)
+			}
+			id := onlyJob(t, e).ID
+			checks := 0
+			for round := range 3 {
+				for i := range 30 {
+					mustExec(t, s, c.write(rng, i))
+					if i%10 == 9 {
+						checks += checkCommitted(t, e, s, c, id)
+					}
+				}
+				if round < 2 {
+					closeEngine(t, e, mem)
+					e, mem = openEngine(t, dir)
+					s = e.NewSession()
+				}
+			}
+			st := waitCaughtUp(t, e, c, id)
+			checks += checkCommitted(t, e, s, c, id)
+			got := rowSet(t, s, fmt.Sprintf(c.sink, ""))
+			if want := rowSet(t, s, batchAt(c, st.Positions)); !slices.Equal(got, want) {
+				t.Fatalf("seed %d: sink after catching up at %v:\n%v\nwant\n%v", seed, st.Positions, got, want)
+			}
+			t.Logf("%d checks of committed sink snapshots; caught up at %v, sink snapshot %d, %d rows", checks, st.Positions, st.SinkSnapshot, len(got))
+			closeEngine(t, e, mem)
+		})
+	}
+}
+
+// checkGoroutines fails when goroutines started since the count before
+// (the engines' jobs, their readers and joins) outlive Close.
+func checkGoroutines(t *testing.T, before int) {
+	t.Helper()
+	for range 100 {
+		if runtime.NumGoroutine() <= before {
+			return
+		}
+		time.Sleep(10 * time.Millisecond) // exited goroutines leave the count soon after
+	}
+	buf := make([]byte, 1<<20)
+	t.Fatalf("%d goroutines after closing the engines, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+}
+
+func initial(c jobCase) string {
+	if slices.Contains(c.sources, "d") {
+		return `INSERT INTO d VALUES (0, 'zero'), (1, 'one'), (2, 'two')`
+	}
+	return `INSERT INTO s VALUES (9, 1, 1)`
+}
+
+func onlyJob(t *testing.T, e *engine.Engine) engine.JobStatus {
+	t.Helper()
+	jobs := e.Jobs(context.Background())
+	if len(jobs) != 1 {
+		t.Fatalf("%d jobs, want 1: %+v", len(jobs), jobs)
+	}
+	return jobs[0]
+}
+
+// batchAt is the job's query at the source snapshots pos.
+func batchAt(c jobCase, pos []int64) string {
+	hints := make([]any, len(pos))
+	for i, p := range pos {
+		hints[i] = fmt.Sprintf(`/*+ OPTIONS('scan.snapshot-id'='%d') */`, p)
+	}
+	return fmt.Sprintf(c.batch, hints...)
+}
+
+// checkCommitted compares the sink snapshot the job last committed with the
+// batch answer at its positions; it returns 1 when there was one.
+func checkCommitted(t *testing.T, e *engine.Engine, s *engine.Session, c jobCase, id string) int {
+	t.Helper()
+	st := onlyJob(t, e)
+	if st.State != engine.JobRunning {
+		t.Fatalf("job %s is %s: %s", id, st.State, st.Error)
+	}
+	if st.SinkSnapshot == 0 || slices.Contains(st.Committed, 0) {
+		return 0
+	}
+	sink := fmt.Sprintf(c.sink, fmt.Sprintf(`/*+ OPTIONS('scan.snapshot-id'='%d') */`, st.SinkSnapshot))
+	if got, want := rowSet(t, s, sink), rowSet(t, s, batchAt(c, st.Committed)); !slices.Equal(got, want) {
+		t.Fatalf("sink snapshot %d committed at source positions %v:\n%v\nwant\n%v", st.SinkSnapshot, st.Committed, got, want)
+	}
+	return 1
+}
+
+// waitCaughtUp waits until the job processed (and committed) the sources'
+// latest snapshots.
+func waitCaughtUp(t *testing.T, e *engine.Engine, c jobCase, id string) engine.JobStatus {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		st := onlyJob(t, e)
+		if st.State != engine.JobRunning {
+			t.Fatalf("job %s is %s: %s", id, st.State, st.Error)
+		}
+		if st.Lag == 0 && len(st.Positions) == len(c.sources) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job did not catch up: %+v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// rowSet runs a query and returns its rows, sorted.
+func rowSet(t *testing.T, s *engine.Session, q string) []string {
+	t.Helper()
+	var out []string
+	for _, r := range rows(t, s, q) {
+		out = append(out, strings.Join(r, "|"))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestJobRefused: a streaming INSERT whose changes cannot apply by key to
+// its target is refused with the reason, and starts nothing.
+func TestJobRefused(t *testing.T) {
+	e, mem := openEngine(t, t.TempDir())
+	defer closeEngine(t, e, mem)
+	s := e.NewSession()
+	for _, q := range []string{
+		`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`CREATE TABLE nokey (g BIGINT, c BIGINT)`,
+		`CREATE TABLE byv (g BIGINT NOT NULL, c BIGINT NOT NULL, PRIMARY KEY (c) NOT ENFORCED)`,
+		`CREATE TABLE summed (g BIGINT NOT NULL, c BIGINT, PRIMARY KEY (g) NOT ENFORCED) WITH ('merge-engine' = 'aggregation', 'fields.c.aggregate-function' = 'sum')`,
+		`CREATE TABLE filled (g BIGINT NOT NULL, c BIGINT, PRIMARY KEY (g) NOT ENFORCED)`,
+		`INSERT INTO filled VALUES (1, 1)`,
+	} {
+		mustExec(t, s, q)
+	}
+	const src = `FROM s /*+ OPTIONS('scan.mode'='latest-full') */`
+	for q, want := range map[string]string{
+		`INSERT INTO nokey SELECT g, count(*) ` + src + ` GROUP BY g`:                                                       "needs a primary key",
+		`INSERT INTO byv SELECT g, count(*) ` + src + ` GROUP BY g`:                                                         "must contain a unique key of the query",
+		`INSERT INTO byv SELECT g, v ` + src:                                                                                "must contain a unique key of the query",
+		`INSERT INTO summed SELECT g, count(*) ` + src + ` GROUP BY g`:                                                      "merge-engine aggregation",
+		`INSERT OVERWRITE filled SELECT g, count(*) ` + src + ` GROUP BY g`:                                                 "INSERT OVERWRITE from a stream",
+		`INSERT INTO filled SELECT g, count(*) ` + src + ` GROUP BY g`:                                                      "table default.filled has rows",
+		`INSERT INTO s SELECT k, g, v ` + src:                                                                               "cannot read its own target",
+		`INSERT INTO byv SELECT k, g FROM s /*+ OPTIONS('scan.mode'='latest') */`:                                           "read default.s with scan.mode latest-full or from-snapshot-full, not latest",
+		`INSERT INTO byv SELECT g, count(*) FROM s /*+ OPTIONS('scan.mode'='latest-full', 'consumer-id'='c') */ GROUP BY g`: "consumer-id",
+		`INSERT INTO filled SELECT g, count(*) ` + src + ` GROUP BY g LIMIT 1`:                                              "LIMIT",
+		`DELETE FROM filled WHERE g IN (SELECT g ` + src + `)`:                                                              "can only be queried or inserted from",
+	} {
+		_, err := exec(context.Background(), s, nil, q)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want an error containing %q", q, err, want)
+		}
+	}
+	_, err := e.StartJob(context.Background(), tablestore.JobDef{SQL: `INSERT INTO filled VALUES (2, 2)`, Database: "default"})
+	if err == nil || !strings.Contains(err.Error(), "an INSERT from a stream") {
+		t.Errorf("StartJob of a plain INSERT: %v", err)
+	}
+	if got := rowSet(t, s, `SELECT g FROM filled`); !slices.Equal(got, []string{"1"}) {
+		t.Errorf("refused statements wrote: %v", got)
+	}
+	if jobs := e.Jobs(context.Background()); len(jobs) != 0 {
+		t.Fatalf("refused statements started jobs: %+v", jobs)
+	}
+}
+
+// TestStopJob: SHOW JOBS lists a job; after STOP JOB its sink no longer
+// follows the source, and it stays stopped across a restart.
+func TestStopJob(t *testing.T) {
+	dir := t.TempDir()
+	e, mem := openEngine(t, dir)
+	s := e.NewSession()
+	for _, q := range []string{
+		`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`CREATE TABLE agg (g BIGINT NOT NULL, c BIGINT, PRIMARY KEY (g) NOT ENFORCED)`,
+		`INSERT INTO s VALUES (1, 1, 1)`,
+		`INSERT INTO agg SELECT g, count(*) FROM s /*+ OPTIONS('scan.mode'='latest-full') */ GROUP BY g`,
+	} {
+		mustExec(t, s, q)
+	}
+	c := jobCase{sources: []string{"s"}}
+	id := onlyJob(t, e).ID
+	waitCaughtUp(t, e, c, id)
+	shown := rows(t, s, `SHOW JOBS`)
+	if len(shown) != 1 || shown[0][0] != id || shown[0][1] != engine.JobRunning || shown[0][2] != "default.agg" || !strings.HasPrefix(shown[0][4], "default.s@") {
+		t.Fatalf("SHOW JOBS: %v", shown)
+	}
+	mustExec(t, s, fmt.Sprintf(`STOP JOB '%s'`, id))
+	mustExec(t, s, `INSERT INTO s VALUES (2, 1, 1)`)
+	if _, err := exec(context.Background(), s, nil, `STOP JOB 'nope'`); !errors.Is(err, engine.ErrJobNotFound) {
+		t.Fatalf("STOP JOB of an unknown job: %v", err)
+	}
+	closeEngine(t, e, mem)
+	e, mem = openEngine(t, dir)
+	defer closeEngine(t, e, mem)
+	s = e.NewSession()
+	if st := onlyJob(t, e); st.State != engine.JobStopped {
+		t.Fatalf("after restart: %+v", st)
+	}
+	if got := rowSet(t, s, `SELECT g, c FROM agg`); !slices.Equal(got, []string{"1|1"}) {
+		t.Fatalf("a stopped job's sink changed: %v", got)
+	}
+	// Its target may get a new job.
+	mustExec(t, s, `DELETE FROM agg`)
+	mustExec(t, s, `INSERT INTO agg SELECT g, count(*) FROM s /*+ OPTIONS('scan.mode'='latest-full') */ GROUP BY g`)
+}
+
+// TestJobRestartAfterExpiry: the snapshot a job checkpointed expired while
+// it was down, so it restarts from the source's latest snapshot; a group
+// whose rows were deleted meanwhile produces no change in the new run, and
+// only the reconciliation at restart removes it from the sink.
+func TestJobRestartAfterExpiry(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	e, mem := openEngine(t, dir)
+	s := e.NewSession()
+	for _, q := range []string{
+		`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)
+			WITH ('snapshot.num-retained.min' = '1', 'snapshot.num-retained.max' = '1')`,
+		`CREATE TABLE agg (g BIGINT NOT NULL, c BIGINT, PRIMARY KEY (g) NOT ENFORCED)`,
+		`INSERT INTO s VALUES (1, 1, 10), (2, 2, 20), (3, 3, 30)`,
+		`INSERT INTO agg SELECT g, count(*) FROM s /*+ OPTIONS('scan.mode'='latest-full') */ GROUP BY g`,
+	} {
+		mustExec(t, s, q)
+	}
+	c := jobCase{sources: []string{"s"}}
+	st := waitCaughtUp(t, e, c, onlyJob(t, e).ID)
+	closeEngine(t, e, mem)
+
+	// While the job is down: group 2 goes, and the checkpoint expires.
+	smem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	store, err := tablestore.Open(ctx, tablestore.NewLocalFS(), dir, tablestore.Options{Mem: smem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := store.Table(ctx, tablestore.Ident{Database: "default", Table: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewRecordBuilder(smem, src.Schema())
+	for _, f := range b.Fields() {
+		f.(*array.Int64Builder).Append(2) // a delete needs only the key: k = 2
+	}
+	row := b.NewRecordBatch()
+	b.Release()
+	w := src.NewWrite(tablestore.WriteOptions{})
+	if err := w.Write(ctx, row, tablestore.Delete); err != nil {
+		t.Fatal(err)
+	}
+	row.Release()
+	if _, err := w.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.ExpireSnapshots(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Stats(ctx, st.Committed[0]); !errors.Is(err, tablestore.ErrSnapshotNotFound) {
+		t.Fatalf("checkpoint snapshot %d still there: %v", st.Committed[0], err)
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	smem.AssertSize(t, 0)
+
+	e, mem = openEngine(t, dir)
+	defer closeEngine(t, e, mem)
+	s = e.NewSession()
+	st = waitCaughtUp(t, e, c, onlyJob(t, e).ID)
+	got := rowSet(t, s, `SELECT g, c FROM agg`)
+	if want := rowSet(t, s, `SELECT g, count(*) FROM s GROUP BY g`); !slices.Equal(got, want) {
+		t.Fatalf("sink after restarting past an expired checkpoint: %v, want %v (job %+v)", got, want, st)
+	}
+}
+
+// TestBoundedJobEnds: a job over bounded sources commits the answer at
+// the bound and ends STOPPED, and stays so after a restart.
+func TestBoundedJobEnds(t *testing.T) {
+	dir := t.TempDir()
+	e, mem := openEngine(t, dir)
+	s := e.NewSession()
+	for _, q := range []string{
+		`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`CREATE TABLE agg (g BIGINT NOT NULL, c BIGINT, PRIMARY KEY (g) NOT ENFORCED)`,
+		`INSERT INTO s VALUES (1, 1, 1), (2, 2, 2)`,
+		`INSERT INTO s VALUES (3, 1, 3)`,
+		`DELETE FROM s WHERE k = 2`,
+		`INSERT INTO agg SELECT g, count(*) FROM s /*+ OPTIONS('scan.mode'='from-snapshot-full', 'scan.snapshot-id'='1', 'scan.bounded.snapshot-id'='2') */ GROUP BY g`,
+	} {
+		mustExec(t, s, q)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for onlyJob(t, e).State == engine.JobRunning && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	closeEngine(t, e, mem)
+	e, mem = openEngine(t, dir)
+	defer closeEngine(t, e, mem)
+	s = e.NewSession()
+	if st := onlyJob(t, e); st.State != engine.JobStopped || st.Error != "" {
+		t.Fatalf("bounded job: %+v", st)
+	}
+	got := rowSet(t, s, `SELECT g, c FROM agg`)
+	if want := rowSet(t, s, `SELECT g, count(*) FROM s /*+ OPTIONS('scan.snapshot-id'='2') */ GROUP BY g`); !slices.Equal(got, want) {
+		t.Fatalf("bounded job's sink %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,232 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/sql"
+	"github.com/flightd/flightd/stream"
+	"github.com/flightd/flightd/tablestore"
+)
+
+// A continuous job is an INSERT whose source reads a stream: its sink
+// applies the query's changelog by key (-U/-D delete the key, +I/+U
+// upsert it), which is exact only when the sink's primary key is unique in
+// the query's result at every step, so the binder checks it here.
+
+// JobCatalog is a Catalog that runs continuous jobs (SHOW JOBS).
+type JobCatalog interface {
+	// JobRows describes every job with the columns of JobColumns.
+	JobRows(ctx context.Context) ([][]string, error)
+}
+
+// JobColumns are the columns of SHOW JOBS.
+var JobColumns = []string{"job_id", "state", "sink", "sink_snapshot", "source_positions", "lag", "error", "sql"}
+
+// StopJob stops a continuous job (STOP JOB 'id').
+type StopJob struct{ ID string }
+
+func (*StopJob) boundStmt() {}
+
+func (b *binder) showJobs(s *sql.Show) Statement {
+	jc, ok := b.cat.(JobCatalog)
+	if !ok {
+		b.notImplemented(s.Pos, "continuous jobs in this catalog")
+	}
+	rows, err := jc.JobRows(b.ctx)
+	if err != nil {
+		b.failWrap(s.Pos, err, "SHOW JOBS: %v", err)
+	}
+	if s.Like != "" {
+		rows = slices.DeleteFunc(rows, func(r []string) bool { return !likeMatch(s.Like, r[0]) })
+	}
+	return b.stringValues(JobColumns, rows)
+}
+
+// checkJobSink refuses a streaming INSERT whose target cannot hold the
+// query's changelog applied by key.
+func (b *binder) checkJobSink(ins *Insert) {
+	t := ins.Table
+	pos := *b.streamPos
+	if ins.Overwrite {
+		b.fail(pos, "INSERT OVERWRITE from a stream: a continuous job keeps its target up to date; use INSERT INTO")
+	}
+	pk := t.PrimaryKey()
+	if len(pk) == 0 {
+		b.fail(pos, "a continuous job (INSERT from a stream) writes a changelog by key: target %s needs a primary key", t.Ident())
+	}
+	opts := t.Options()
+	if e := opts["merge-engine"]; e != "" && e != "deduplicate" {
+		b.fail(pos, "a continuous job replaces rows by key: target %s has merge-engine %s (use deduplicate)", t.Ident(), e)
+	}
+	for _, o := range []string{"sequence.field", "ignore-delete"} {
+		if opts[o] != "" && opts[o] != "false" {
+			b.fail(pos, "a continuous job applies its changes in order: target %s has %s", t.Ident(), o)
+		}
+	}
+	for _, sc := range ins.Source.stream.sources {
+		// A restart rebuilds the answer from the sources' content at the
+		// checkpoint: the answer must be a function of that content.
+		if st := sc.Stream.Start; st != tablestore.StreamLatestFull && st != tablestore.StreamFromSnapshotFull {
+			b.fail(pos, "a continuous job keeps its target equal to the query's answer on its sources' snapshots: read %s with scan.mode latest-full or from-snapshot-full, not %s", sc.Label, st)
+		}
+		if sc.Stream.ConsumerID != "" {
+			b.fail(pos, "a continuous job keeps its own positions (in its target's snapshots): %s needs no consumer-id", sc.Label)
+		}
+	}
+	root, ok := ins.Source.root.(*ProjectNode)
+	if !ok {
+		b.failWrap(pos, errInternal, "continuous job: its plan's root is %T", ins.Source.root)
+	}
+	covered := map[ColumnID]bool{}
+	for i, c := range root.Cols {
+		// Constants (static partition values) do not tell rows apart.
+		if r, ok := root.Exprs[i].(*ColRef); ok && slices.Contains(pk, c.Name) {
+			covered[r.ID] = true
+		}
+	}
+	for _, k := range uniqueKeys(root.Input) {
+		if !slices.ContainsFunc(k, func(id ColumnID) bool { return !covered[id] }) {
+			return
+		}
+	}
+	b.fail(pos, "the primary key (%s) of %s must contain a unique key of the query (its GROUP BY columns, or the primary keys of the streamed tables it keeps), so that its changes apply by key", strings.Join(pk, ", "), t.Ident())
+}
+
+// uniqueKeys lists column sets of n no two rows share (at every step of
+// its changelog, as the stream operators emit retractions first).
+func uniqueKeys(n Node) [][]ColumnID {
+	switch x := n.(type) {
+	case *ScanNode:
+		var k []ColumnID
+		for _, name := range x.Table.PrimaryKey() {
+			i := slices.Index(x.Names, name)
+			if i < 0 {
+				return nil
+			}
+			k = append(k, x.Cols[i].ID)
+		}
+		if k == nil {
+			return nil
+		}
+		return [][]ColumnID{k}
+	case *FilterNode:
+		return uniqueKeys(x.Input)
+	case *ProjectNode:
+		out := map[ColumnID]ColumnID{}
+		for i, e := range x.Exprs {
+			if r, ok := e.(*ColRef); ok {
+				out[r.ID] = x.Cols[i].ID
+			}
+		}
+		var keys [][]ColumnID
+	next:
+		for _, k := range uniqueKeys(x.Input) {
+			var m []ColumnID
+			for _, id := range k {
+				o, ok := out[id]
+				if !ok {
+					continue next
+				}
+				m = append(m, o)
+			}
+			keys = append(keys, m)
+		}
+		return keys
+	case *AggNode:
+		if x.Sets != nil {
+			return nil
+		}
+		k := []ColumnID{}
+		for _, c := range x.GroupCols {
+			k = append(k, c.ID)
+		}
+		return [][]ColumnID{k}
+	case *JoinNode:
+		l, r := uniqueKeys(x.Left), uniqueKeys(x.Right)
+		switch x.Kind {
+		case SemiJoin, AntiJoin:
+			return l
+		}
+		var keys [][]ColumnID
+		// A side whose every row matches at most one row of the other
+		// (the join keys cover a unique key there) keeps its keys.
+		if x.Kind == InnerJoin || x.Kind == LeftJoin {
+			if coversKey(x.RightKeys, r) {
+				keys = append(keys, l...)
+			}
+		}
+		if x.Kind == InnerJoin || x.Kind == RightJoin {
+			if coversKey(x.LeftKeys, l) {
+				keys = append(keys, r...)
+			}
+		}
+		for _, a := range l {
+			for _, b := range r {
+				keys = append(keys, append(slices.Clone(a), b...))
+			}
+		}
+		return keys
+	}
+	return nil
+}
+
+// coversKey reports whether the join key expressions include every column
+// of one of keys.
+func coversKey(exprs []Expr, keys [][]ColumnID) bool {
+	have := map[ColumnID]bool{}
+	for _, e := range exprs {
+		if r, ok := e.(*ColRef); ok {
+			have[r.ID] = true
+		}
+	}
+	for _, k := range keys {
+		if !slices.ContainsFunc(k, func(id ColumnID) bool { return !have[id] }) {
+			return true
+		}
+	}
+	return false
+}
+
+// Changes is one run of a streaming query for a consumer of its changelog
+// other than a Flight stream (a continuous job).
+type Changes struct {
+	// Op's batches hold the row kind and then the result's columns, result
+	// column i being column Perm[i] (the row kind is result column 0).
+	Op   stream.Operator
+	Perm []int
+}
+
+// StreamSources are the tables a streaming query streams, in the order of
+// the entries of its stream.Pos.
+func (q *Query) StreamSources() []*tablestore.Table {
+	var out []*tablestore.Table
+	if q.stream != nil {
+		for _, s := range q.stream.sources {
+			out = append(out, s.Table)
+		}
+	}
+	return out
+}
+
+// Changes builds the incremental operators of a streaming query. from[i] >
+// 0 starts source i with snapshot from[i] in full instead of its hint
+// (a job's restart); from may be nil.
+func (q *Query) Changes(ec *exec.Context, from []int64) (*Changes, error) {
+	sp := q.stream
+	if sp == nil {
+		return nil, fmt.Errorf("%w: not a streaming query", errInternal)
+	}
+	if sp.limit != nil {
+		return nil, fmt.Errorf("%w: LIMIT in a continuous job", ErrNotImplemented)
+	}
+	sb := &streamBuilder{sp: sp, ec: ec, budget: stream.NewBudget(ec.MemoryLimit), from: from}
+	root, err := sb.build(sp.root)
+	if err != nil {
+		return nil, err
+	}
+	return &Changes{Op: root, Perm: sp.perm}, nil
+}

@@ -1,0 +1,77 @@
+package tablestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+)
+
+// JobDef is a continuous job as the catalog keeps it, so that it restarts
+// with the server. The engine gives it meaning; the store only keeps it.
+type JobDef struct {
+	ID string `json:"id"`
+	// SQL is the INSERT ... SELECT statement, bound again at each start in
+	// Database.
+	SQL      string `json:"sql"`
+	Database string `json:"database"`
+	// State is RUNNING, STOPPED or FAILED; Error says why it failed.
+	State      string `json:"state"`
+	Error      string `json:"error,omitempty"`
+	TimeMillis int64  `json:"timeMillis"`
+}
+
+// Jobs live in a directory of the warehouse root whose name no database
+// can have (databases end in .db), one metadata file each.
+const jobDirName = "_jobs"
+
+func (s *Store) jobPath(id string) string { return joinPath(s.root, jobDirName, id) }
+
+// PutJob stores a job definition atomically, replacing one of the same id.
+func (s *Store) PutJob(ctx context.Context, def JobDef) error {
+	if err := validateName("job", def.ID); err != nil {
+		return err
+	}
+	dir := joinPath(s.root, jobDirName)
+	if err := s.fs.MkdirAll(dir); err != nil {
+		return fmt.Errorf("store job %s: %w", def.ID, err)
+	}
+	def.TimeMillis = s.opts.Now().UnixMilli()
+	tmp := joinPath(dir, ".tmp-"+newUUID())
+	if _, err := writeMeta(s.fs, tmp, def); err != nil {
+		_ = s.fs.Remove(tmp)
+		return fmt.Errorf("store job %s: %w", def.ID, err)
+	}
+	if err := s.fs.Rename(tmp, s.jobPath(def.ID)); err != nil {
+		_ = s.fs.Remove(tmp)
+		return fmt.Errorf("store job %s: %w", def.ID, err)
+	}
+	if err := s.fs.SyncDir(dir); err != nil {
+		return fmt.Errorf("store job %s: %w", def.ID, err)
+	}
+	return nil
+}
+
+// Jobs lists the stored job definitions, sorted by id.
+func (s *Store) Jobs(ctx context.Context) ([]JobDef, error) {
+	names, err := s.fs.List(joinPath(s.root, jobDirName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	var out []JobDef
+	for _, n := range names {
+		if strings.HasPrefix(n, ".tmp-") {
+			continue
+		}
+		var def JobDef
+		if err := readMeta(s.fs, s.jobPath(n), &def); err != nil {
+			return nil, fmt.Errorf("job %s: %w", n, err)
+		}
+		out = append(out, def)
+	}
+	return out, nil // FS.List sorts
+}
