@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/apache/arrow-adbc/go/adbc"
 	adbcflightsql "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
@@ -110,33 +112,79 @@ func execSQL(cnxn adbc.Connection, q string) error {
 	return err
 }
 
-// ids runs a query of one BIGINT column and returns its values.
-func ids(t *testing.T, cnxn adbc.Connection, q string) map[int64]bool {
-	t.Helper()
+// query runs q and calls each with every batch of its answer.
+func query(cnxn adbc.Connection, q string, each func(arrow.RecordBatch)) error {
 	stmt, err := cnxn.NewStatement()
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer stmt.Close()
 	if err := stmt.SetSqlQuery(q); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	rdr, _, err := stmt.ExecuteQuery(context.Background())
 	if err != nil {
-		t.Fatalf("%s: %v", q, err)
+		return err
 	}
 	defer rdr.Release()
-	out := map[int64]bool{}
 	for rdr.Next() {
-		col := rdr.RecordBatch().Column(0).(*array.Int64)
+		each(rdr.RecordBatch())
+	}
+	return rdr.Err()
+}
+
+// ids runs a query of one BIGINT column and returns its values.
+func ids(t *testing.T, cnxn adbc.Connection, q string) map[int64]bool {
+	t.Helper()
+	out := map[int64]bool{}
+	err := query(cnxn, q, func(b arrow.RecordBatch) {
+		col := b.Column(0).(*array.Int64)
 		for i := 0; i < col.Len(); i++ {
 			out[col.Value(i)] = true
 		}
-	}
-	if err := rdr.Err(); err != nil {
-		t.Fatal(err)
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
 	}
 	return out
+}
+
+// rowsOf runs a query through ADBC and renders each row as its values
+// joined by sep, sorted.
+func rowsOf(t *testing.T, cnxn adbc.Connection, q, sep string) []string {
+	t.Helper()
+	var out []string
+	err := query(cnxn, q, func(b arrow.RecordBatch) {
+		for r := range int(b.NumRows()) {
+			vals := make([]string, b.NumCols())
+			for c := range vals {
+				vals[c] = b.Column(c).ValueStr(r)
+			}
+			out = append(out, strings.Join(vals, sep))
+		}
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// kill sends flightd SIGKILL, as a crash would end it.
+func (p *process) kill(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// terminate sends flightd SIGTERM and returns how it exited.
+func (p *process) terminate(t *testing.T) error {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	return p.cmd.Wait()
 }
 
 // TestKill9KeepsAcknowledgedWrites kills a real flightd with SIGKILL while
@@ -178,9 +226,7 @@ func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
 			}
 		}()
 		time.Sleep(time.Until(killAt))
-		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
+		p.kill(t)
 		<-done
 		_ = p.cmd.Wait()
 		closeConn()
@@ -200,10 +246,7 @@ func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
 			}
 		}
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Wait(); err != nil {
+	if err := p.terminate(t); err != nil {
 		t.Fatalf("flightd did not exit cleanly on SIGTERM: %v", err)
 	}
 }
@@ -224,10 +267,7 @@ func TestGracefulShutdown(t *testing.T) {
 		}
 	}
 	closeConn()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Wait(); err != nil {
+	if err := p.terminate(t); err != nil {
 		t.Fatalf("exit after SIGTERM: %v", err)
 	}
 	p = start(t, bin, dir)

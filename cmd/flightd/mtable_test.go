@@ -1,58 +1,21 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-adbc/go/adbc"
 )
 
-// rowsOf runs a query through ADBC and renders each row as its values
-// joined by spaces, sorted.
-func rowsOf(t *testing.T, cnxn adbc.Connection, q string) []string {
-	t.Helper()
-	stmt, err := cnxn.NewStatement()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stmt.Close()
-	if err := stmt.SetSqlQuery(q); err != nil {
-		t.Fatal(err)
-	}
-	rdr, _, err := stmt.ExecuteQuery(context.Background())
-	if err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	defer rdr.Release()
-	var out []string
-	for rdr.Next() {
-		b := rdr.RecordBatch()
-		for r := range int(b.NumRows()) {
-			var vals []string
-			for c := range int(b.NumCols()) {
-				vals = append(vals, b.Column(c).ValueStr(r))
-			}
-			out = append(out, strings.Join(vals, " "))
-		}
-	}
-	if err := rdr.Err(); err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // sourceSnapshot is the snapshot of src that m's last refresh read, from
 // DESCRIBE EXTENDED.
 func sourceSnapshot(t *testing.T, cnxn adbc.Connection) string {
 	t.Helper()
-	for _, r := range rowsOf(t, cnxn, "DESCRIBE EXTENDED m") {
+	for _, r := range rowsOf(t, cnxn, "DESCRIBE EXTENDED m", " ") {
 		if v, ok := strings.CutPrefix(r, "source_snapshots default.src="); ok {
 			return strings.Fields(v)[0]
 		}
@@ -69,11 +32,11 @@ func checkRefreshAnswer(t *testing.T, cnxn adbc.Connection, what string) string 
 	t.Helper()
 	for range 20 {
 		before := sourceSnapshot(t, cnxn)
-		got := rowsOf(t, cnxn, "SELECT g, n, s FROM m")
+		got := rowsOf(t, cnxn, "SELECT g, n, s FROM m", " ")
 		if sourceSnapshot(t, cnxn) != before {
 			continue
 		}
-		want := rowsOf(t, cnxn, "SELECT g, count(*), sum(id) FROM src /*+ OPTIONS('scan.snapshot-id'='"+before+"') */ GROUP BY g")
+		want := rowsOf(t, cnxn, "SELECT g, count(*), sum(id) FROM src /*+ OPTIONS('scan.snapshot-id'='"+before+"') */ GROUP BY g", " ")
 		if !slices.Equal(got, want) {
 			t.Fatalf("%s: m is not the answer over src snapshot %s:\n got %v\nwant %v", what, before, got, want)
 		}
@@ -131,9 +94,7 @@ func TestKill9DuringRefreshes(t *testing.T) {
 			}
 		}()
 		time.Sleep(time.Until(killAt))
-		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
+		p.kill(t)
 		<-done
 		_ = p.cmd.Wait()
 		closeConn()
@@ -153,10 +114,7 @@ func TestKill9DuringRefreshes(t *testing.T) {
 		last = snap
 		closeCheck()
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Wait(); err != nil {
+	if err := p.terminate(t); err != nil {
 		t.Fatalf("flightd did not exit cleanly on SIGTERM: %v", err)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -147,9 +146,7 @@ func TestKill9DuringReplace(t *testing.T) {
 			}
 		}()
 		time.Sleep(time.Until(killAt))
-		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
+		p.kill(t)
 		<-done
 		_ = p.cmd.Wait()
 		closeConn()
@@ -182,8 +179,5 @@ func TestKill9DuringReplace(t *testing.T) {
 		closeCheck()
 		t.Logf("round %d: table r holds replace %d (acknowledged %d, last sent %d)", round, got, acked, tag)
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	_ = p.cmd.Wait()
+	_ = p.terminate(t)
 }
