@@ -178,6 +178,31 @@ func (p *process) kill(t *testing.T) {
 	}
 }
 
+// killRound connects to flightd and calls write over and over on that
+// connection, until it returns false or a second after flightd is killed;
+// it kills flightd with SIGKILL after wait, and once write has stopped,
+// starts it again over dir.
+func (p *process) killRound(t *testing.T, bin, dir string, wait time.Duration, write func(adbc.Connection) bool) *process {
+	t.Helper()
+	cnxn, closeConn := p.connect(t)
+	killAt := time.Now().Add(wait)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for time.Now().Before(killAt.Add(time.Second)) {
+			if !write(cnxn) {
+				return
+			}
+		}
+	}()
+	time.Sleep(time.Until(killAt))
+	p.kill(t)
+	<-done
+	_ = p.cmd.Wait()
+	closeConn()
+	return start(t, bin, dir)
+}
+
 // terminate sends flightd SIGTERM and returns how it exited.
 func (p *process) terminate(t *testing.T) error {
 	t.Helper()
@@ -211,27 +236,15 @@ func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
 	unacked := map[int64]bool{} // inserts in flight at a kill: may or may not be there
 	var next int64
 	for round := 0; round < 5; round++ {
-		cnxn, closeConn := p.connect(t)
-		killAt := time.Now().Add(time.Duration(50+rng.IntN(300)) * time.Millisecond)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for time.Now().Before(killAt.Add(time.Second)) {
-				next++
-				if err := execSQL(cnxn, fmt.Sprintf(`INSERT INTO acked VALUES (%d)`, next)); err != nil {
-					unacked[next] = true // the server died under us
-					return
-				}
-				acked[next] = true
+		p = p.killRound(t, bin, dir, time.Duration(50+rng.IntN(300))*time.Millisecond, func(cnxn adbc.Connection) bool {
+			next++
+			if err := execSQL(cnxn, fmt.Sprintf(`INSERT INTO acked VALUES (%d)`, next)); err != nil {
+				unacked[next] = true // the server died under us
+				return false
 			}
-		}()
-		time.Sleep(time.Until(killAt))
-		p.kill(t)
-		<-done
-		_ = p.cmd.Wait()
-		closeConn()
-
-		p = start(t, bin, dir)
+			acked[next] = true
+			return true
+		})
 		check, closeCheck := p.connect(t)
 		present := ids(t, check, `SELECT id FROM acked`)
 		closeCheck()

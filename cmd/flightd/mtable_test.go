@@ -81,25 +81,13 @@ func TestKill9DuringRefreshes(t *testing.T) {
 	var next int64
 	last := ""
 	for round := 0; round < 3; round++ {
-		cnxn, closeConn := p.connect(t)
-		killAt := time.Now().Add(time.Duration(500+rng.IntN(1500)) * time.Millisecond)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for time.Now().Before(killAt.Add(time.Second)) {
-				next++
-				if err := execSQL(cnxn, fmt.Sprintf(`INSERT INTO src VALUES (%d, %d)`, next, next%7)); err != nil {
-					return // the server died under us
-				}
+		p = p.killRound(t, bin, dir, time.Duration(500+rng.IntN(1500))*time.Millisecond, func(cnxn adbc.Connection) bool {
+			next++
+			if err := execSQL(cnxn, fmt.Sprintf(`INSERT INTO src VALUES (%d, %d)`, next, next%7)); err != nil {
+				return false // the server died under us
 			}
-		}()
-		time.Sleep(time.Until(killAt))
-		p.kill(t)
-		<-done
-		_ = p.cmd.Wait()
-		closeConn()
-
-		p = start(t, bin, dir)
+			return true
+		})
 		check, closeCheck := p.connect(t)
 		snap := checkRefreshAnswer(t, check, fmt.Sprintf("round %d, after kill -9", round))
 		// The schedule resumes: a refresh reads the writes since.
