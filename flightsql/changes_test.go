@@ -140,6 +140,18 @@ func waitFor(t *testing.T, ch <-chan change, img keyedImage, key string) {
 	}
 }
 
+// bagRows lists the rows of a multiset of rows (row -> count), sorted.
+func bagRows(img map[string]int) []string {
+	var out []string
+	for r, n := range img {
+		for range n {
+			out = append(out, r)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // streamServer starts a server, runs stmts on an ADBC connection to it and
 // returns the server, that connection and a raw Flight SQL client.
 func streamServer(t *testing.T, stmts ...string) (*testServer, adbc.Connection, *arrowflightsql.Client) {
@@ -492,13 +504,7 @@ func TestChangeStreamAggregate(t *testing.T) {
 			switch c.Kind {
 			case "":
 				want := tableRows(t, query(t, cnxn, fmt.Sprintf(q, fmt.Sprintf("/*+ OPTIONS('scan.snapshot-id'='%d') */", c.Snapshot))))
-				var got []string
-				for r, n := range img {
-					for range n {
-						got = append(got, r)
-					}
-				}
-				slices.Sort(got)
+				got := bagRows(img)
 				if !slices.Equal(got, want) {
 					t.Fatalf("at snapshot %d the applied changes are %q, the query gives %q", c.Snapshot, got, want)
 				}
@@ -613,13 +619,7 @@ func TestChangeStreamJoin(t *testing.T) {
 			return fmt.Sprintf("/*+ OPTIONS('scan.snapshot-id'='%d') */", meta.Snapshots[tbl])
 		}
 		want := tableRows(t, query(t, cnxn, fmt.Sprintf(q, at("default.l"), at("default.r"))))
-		var got []string
-		for r, n := range img {
-			for range n {
-				got = append(got, r)
-			}
-		}
-		slices.Sort(got)
+		got := bagRows(img)
 		if !slices.Equal(got, want) {
 			t.Fatalf("at %v the applied changes are %q, the join gives %q", meta.Snapshots, got, want)
 		}
