@@ -313,7 +313,7 @@ func (e *Engine) Jobs(ctx context.Context) []JobStatus {
 		}
 		out = append(out, s)
 	}
-	slices.SortFunc(out, func(a, b JobStatus) int { return cmpString(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b JobStatus) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }
 
@@ -341,16 +341,6 @@ func (c *catalog) JobRows(ctx context.Context) ([][]string, error) {
 		rows = append(rows, []string{j.ID, j.State, j.Sink, snap, strings.Join(pos, ", "), strconv.FormatInt(j.Lag, 10), j.Error, j.SQL})
 	}
 	return rows, nil
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // stopJobs ends every running job's goroutine (their stored state stays

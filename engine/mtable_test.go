@@ -214,17 +214,25 @@ func (manual) Changed(tablestore.Ident)           {}
 func (manual) NextRun(tablestore.Ident) time.Time { return time.Time{} }
 func (manual) Close()                             {}
 
+// openManual opens an engine over a new directory whose refreshes run only
+// when the test calls them.
+func openManual(t *testing.T, mem memory.Allocator) *engine.Engine {
+	t.Helper()
+	e, err := engine.Open(context.Background(), engine.Config{Mem: mem, Root: t.TempDir(), SpillDir: t.TempDir(),
+		Scheduler: func(*engine.Engine) engine.Scheduler { return manual{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 // TestMaterializedPeriodPartition: with a date formatter on the partition
 // column, a scheduled refresh recomputes only the current period's
 // partition.
 func TestMaterializedPeriodPartition(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	ctx := context.Background()
-	e, err := engine.Open(ctx, engine.Config{Mem: mem, Root: t.TempDir(), SpillDir: t.TempDir(),
-		Scheduler: func(*engine.Engine) engine.Scheduler { return manual{} }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := openManual(t, mem)
 	defer closeEngine(t, e, mem)
 	s := e.NewSession()
 	mustExec(t, s, "CREATE TABLE ev (ds STRING, v INT)")
@@ -288,11 +296,7 @@ func TestMaterializedPeriodPartition(t *testing.T) {
 func TestMaterializedConcurrentRefreshes(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	ctx := context.Background()
-	e, err := engine.Open(ctx, engine.Config{Mem: mem, Root: t.TempDir(), SpillDir: t.TempDir(),
-		Scheduler: func(*engine.Engine) engine.Scheduler { return manual{} }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := openManual(t, mem)
 	defer closeEngine(t, e, mem)
 	s := e.NewSession()
 	mustExec(t, s, "CREATE TABLE src (id BIGINT NOT NULL, k INT, PRIMARY KEY (id) NOT ENFORCED)")

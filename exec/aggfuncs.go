@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -569,7 +570,7 @@ func (m *minMaxAcc) update(groups []uint32, args []arrow.Array, mask []bool) err
 		for i, g := range groups {
 			if active(a, mask, i) {
 				x := v(i)
-				if !m.seen[g] || m.better(cmpInt(x, m.fixed[g])) {
+				if !m.seen[g] || m.better(cmp.Compare(x, m.fixed[g])) {
 					m.fixed[g], m.seen[g] = x, true
 				}
 			}
@@ -630,16 +631,9 @@ func (m *minMaxAcc) update(groups []uint32, args []arrow.Array, mask []bool) err
 	return nil
 }
 
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
+// floatOrder is the min/max order of floats: NaN after every number,
+// NaN equal to NaN. It is not cmp.Compare, which puts NaN before every
+// number.
 func floatOrder(a, b float64) int {
 	switch {
 	case a < b:

@@ -340,14 +340,7 @@ func TestSpillLongStrings(t *testing.T) {
 	ctor := func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 		return exec.NewHashAggregate(ec, ops[0], []exec.Expr{col(s, "k")}, nil, []exec.AggregateSpec{{Func: "max", Args: []exec.Expr{col(s, "s")}}}, nil)
 	}
-	want, _, err := runWith(t, []exectest.Table{in}, 0, 256, ctor)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, spilled, err := runWith(t, []exectest.Table{in}, 256<<10, 256, ctor)
-	if err != nil || spilled == 0 || !exectest.Unordered(got, want) {
-		t.Fatalf("%d rows (want %d), %d spilled, %v", len(got), len(want), spilled, err)
-	}
+	checkSpilled(t, in, 256<<10, ctor, exectest.Unordered)
 }
 
 // TestWindowSpillPartitionEnds checks chunks that end exactly where a
@@ -367,12 +360,20 @@ func TestWindowSpillPartitionEnds(t *testing.T) {
 			{Func: "row_number"}, {Func: "sum", Args: []exec.Expr{col(s, "v")}, Frame: &exec.Frame{Rows: true,
 				Start: exec.FrameBound{Kind: exec.UnboundedPreceding}, End: exec.FrameBound{Kind: exec.CurrentRow}}}})
 	}
+	checkSpilled(t, in, 16<<10, ctor, exectest.Ordered)
+}
+
+// checkSpilled runs ctor over in (batches of 256) without a memory limit
+// and under limit: the limited run must spill and give the same rows, as
+// same compares them.
+func checkSpilled(t *testing.T, in exectest.Table, limit int64, ctor exectest.Ctor, same func(got, want []string) bool) {
+	t.Helper()
 	want, _, err := runWith(t, []exectest.Table{in}, 0, 256, ctor)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, spilled, err := runWith(t, []exectest.Table{in}, 16<<10, 256, ctor)
-	if err != nil || spilled == 0 || !exectest.Ordered(got, want) {
+	got, spilled, err := runWith(t, []exectest.Table{in}, limit, 256, ctor)
+	if err != nil || spilled == 0 || !same(got, want) {
 		t.Fatalf("%d rows (want %d), %d spilled, %v", len(got), len(want), spilled, err)
 	}
 }

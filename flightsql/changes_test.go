@@ -140,15 +140,39 @@ func waitFor(t *testing.T, ch <-chan change, img keyedImage, key string) {
 	}
 }
 
+// bagRows lists the rows of a multiset of rows (row -> count), sorted.
+func bagRows(img map[string]int) []string {
+	var out []string
+	for r, n := range img {
+		for range n {
+			out = append(out, r)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// streamServer starts a server, runs stmts on an ADBC connection to it and
+// returns the server, that connection and a raw Flight SQL client.
+func streamServer(t *testing.T, stmts ...string) (*testServer, adbc.Connection, *arrowflightsql.Client) {
+	t.Helper()
+	ts := startServer(t, flightsql.Options{})
+	cnxn := ts.connect(t, nil)
+	for _, q := range stmts {
+		mustExec(t, cnxn, q)
+	}
+	cl, _ := ts.rawClient(t)
+	return ts, cnxn, cl
+}
+
 // TestChangeStreamSQL: a streaming query over Flight SQL starts with the
 // table's content and follows inserts, updates and deletes from another
 // client, with snapshot metadata on every batch and keep-alive markers.
 func TestChangeStreamSQL(t *testing.T) {
-	ts := startServer(t, flightsql.Options{})
-	cnxn := ts.connect(t, nil)
-	mustExec(t, cnxn, "CREATE TABLE t (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '2')")
-	mustExec(t, cnxn, "INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
-	cl, _ := ts.rawClient(t)
+	_, cnxn, cl := streamServer(t,
+		"CREATE TABLE t (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '2')",
+		"INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c')",
+	)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rdr := openQuery(ctx, t, cl, "SELECT k, v FROM t /*+ OPTIONS('scan.mode'='latest-full', 'stream.heartbeat-interval'='50ms') */ WHERE k < 1000")
@@ -343,10 +367,9 @@ func TestChangeStreamRefused(t *testing.T) {
 // server to a few batches in memory, however much is committed meanwhile,
 // and then receives everything.
 func TestChangeStreamBackpressure(t *testing.T) {
-	ts := startServer(t, flightsql.Options{})
-	cnxn := ts.connect(t, nil)
-	mustExec(t, cnxn, "CREATE TABLE t (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED)")
-	cl, _ := ts.rawClient(t)
+	ts, cnxn, cl := streamServer(t,
+		"CREATE TABLE t (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED)",
+	)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rdr := openQuery(ctx, t, cl, "SELECT * FROM t /*+ OPTIONS('scan.mode'='latest') */")
@@ -456,11 +479,10 @@ func TestChangeStreamRestartFromImage(t *testing.T) {
 // applied changelog equals the query at the marker's snapshot; rows come
 // labelled with their snapshot; the ADBC driver reads the same stream.
 func TestChangeStreamAggregate(t *testing.T) {
-	ts := startServer(t, flightsql.Options{})
-	cnxn := ts.connect(t, nil)
-	mustExec(t, cnxn, "CREATE TABLE t (k BIGINT, v STRING, n BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '2')")
-	mustExec(t, cnxn, "INSERT INTO t VALUES (1, 'a', 10), (2, 'b', 20), (3, 'a', 30)")
-	cl, _ := ts.rawClient(t)
+	_, cnxn, cl := streamServer(t,
+		"CREATE TABLE t (k BIGINT, v STRING, n BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '2')",
+		"INSERT INTO t VALUES (1, 'a', 10), (2, 'b', 20), (3, 'a', 30)",
+	)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const q = "SELECT v, count(*), sum(n), max(k) FROM t %s GROUP BY v HAVING sum(n) > 15"
@@ -482,13 +504,7 @@ func TestChangeStreamAggregate(t *testing.T) {
 			switch c.Kind {
 			case "":
 				want := tableRows(t, query(t, cnxn, fmt.Sprintf(q, fmt.Sprintf("/*+ OPTIONS('scan.snapshot-id'='%d') */", c.Snapshot))))
-				var got []string
-				for r, n := range img {
-					for range n {
-						got = append(got, r)
-					}
-				}
-				slices.Sort(got)
+				got := bagRows(img)
 				if !slices.Equal(got, want) {
 					t.Fatalf("at snapshot %d the applied changes are %q, the query gives %q", c.Snapshot, got, want)
 				}
@@ -563,14 +579,13 @@ func TestChangeStreamAggregate(t *testing.T) {
 // snapshot of each table ("snapshots"); at a progress marker the applied
 // changes equal the join of the tables at those snapshots.
 func TestChangeStreamJoin(t *testing.T) {
-	ts := startServer(t, flightsql.Options{})
-	cnxn := ts.connect(t, nil)
-	mustExec(t, cnxn, "CREATE TABLE l (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED)")
-	mustExec(t, cnxn, "CREATE TABLE r (k BIGINT, w STRING)")
-	mustExec(t, cnxn, "INSERT INTO l VALUES (1, 'a'), (2, 'b')")
-	mustExec(t, cnxn, "INSERT INTO r VALUES (1, 'x')")
-	mustExec(t, cnxn, "INSERT INTO r VALUES (2, 'y'), (1, 'z')")
-	cl, _ := ts.rawClient(t)
+	_, cnxn, cl := streamServer(t,
+		"CREATE TABLE l (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED)",
+		"CREATE TABLE r (k BIGINT, w STRING)",
+		"INSERT INTO l VALUES (1, 'a'), (2, 'b')",
+		"INSERT INTO r VALUES (1, 'x')",
+		"INSERT INTO r VALUES (2, 'y'), (1, 'z')",
+	)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const q = "SELECT l.k, v, w FROM l %s LEFT JOIN r %s ON l.k = r.k"
@@ -604,13 +619,7 @@ func TestChangeStreamJoin(t *testing.T) {
 			return fmt.Sprintf("/*+ OPTIONS('scan.snapshot-id'='%d') */", meta.Snapshots[tbl])
 		}
 		want := tableRows(t, query(t, cnxn, fmt.Sprintf(q, at("default.l"), at("default.r"))))
-		var got []string
-		for r, n := range img {
-			for range n {
-				got = append(got, r)
-			}
-		}
-		slices.Sort(got)
+		got := bagRows(img)
 		if !slices.Equal(got, want) {
 			t.Fatalf("at %v the applied changes are %q, the join gives %q", meta.Snapshots, got, want)
 		}

@@ -68,12 +68,21 @@ func (r *registry[T]) add(c caller, key string, v T) error {
 	return nil
 }
 
+// visible returns the entry under key if c may see it (r.mu held).
+func (r *registry[T]) visible(c caller, key string) (*regEntry[T], bool) {
+	e, ok := r.m[key]
+	if !ok || e.c.user != c.user {
+		return nil, false
+	}
+	return e, true
+}
+
 // get returns the entry's value; the call (ctx) uses it until it ends.
 func (r *registry[T]) get(ctx context.Context, c caller, key string) (T, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, ok := r.m[key]
-	if !ok || e.c.user != c.user {
+	e, ok := r.visible(c, key)
+	if !ok {
 		var zero T
 		return zero, false
 	}
@@ -91,8 +100,8 @@ func (r *registry[T]) get(ctx context.Context, c caller, key string) (T, bool) {
 func (r *registry[T]) remove(c caller, key string) (T, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, ok := r.m[key]
-	if !ok || e.c.user != c.user {
+	e, ok := r.visible(c, key)
+	if !ok {
 		var zero T
 		return zero, false
 	}

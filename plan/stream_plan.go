@@ -573,13 +573,8 @@ func (sb *streamBuilder) build(n sNode) (op stream.Operator, err error) {
 		}
 		return op, err
 	case *sUnion:
-		l, err := sb.build(x.l)
+		l, r, err := sb.buildPair(x.l, x.r)
 		if err != nil {
-			return nil, err
-		}
-		r, err := sb.build(x.r)
-		if err != nil {
-			_ = l.Close()
 			return nil, err
 		}
 		u, err := stream.NewUnionAll(l, r)
@@ -590,13 +585,8 @@ func (sb *streamBuilder) build(n sNode) (op stream.Operator, err error) {
 		}
 		return u, nil
 	case *sJoin:
-		l, err := sb.build(x.l)
+		l, r, err := sb.buildPair(x.l, x.r)
 		if err != nil {
-			return nil, err
-		}
-		r, err := sb.build(x.r)
-		if err != nil {
-			_ = l.Close()
 			return nil, err
 		}
 		op, err := sb.join(x, l, r)
@@ -711,6 +701,19 @@ func (sb *streamBuilder) aggregate(x *sAgg, in stream.Operator) (stream.Operator
 		agg.SetHaving(h)
 	}
 	return agg, nil
+}
+
+// buildPair builds a binary operator's two inputs; on an error it closes
+// what it built.
+func (sb *streamBuilder) buildPair(ln, rn sNode) (l, r stream.Operator, err error) {
+	if l, err = sb.build(ln); err != nil {
+		return nil, nil, err
+	}
+	if r, err = sb.build(rn); err != nil {
+		_ = l.Close()
+		return nil, nil, err
+	}
+	return l, r, nil
 }
 
 func (sb *streamBuilder) join(x *sJoin, l, r stream.Operator) (stream.Operator, error) {

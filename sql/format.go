@@ -548,16 +548,7 @@ func (f *formatter) node(n Node) {
 		f.parts(n.Table.Parts)
 		f.hints(n.Hints)
 		if n.Partition != nil {
-			f.w(" PARTITION (")
-			for i, pv := range n.Partition {
-				if i > 0 {
-					f.w(", ")
-				}
-				f.ident(pv.Column)
-				f.w(" = ")
-				f.node(pv.Value)
-			}
-			f.w(")")
+			f.partitionSpec(n.Partition)
 		}
 		if n.Columns != nil {
 			f.w(" (")
@@ -871,6 +862,20 @@ func (f *formatter) createTable(n *CreateTable) {
 		f.w(" AS ")
 		f.node(n.As)
 	}
+}
+
+// partitionSpec writes " PARTITION (col = value, ...)".
+func (f *formatter) partitionSpec(l []*PartitionValue) {
+	f.w(" PARTITION (")
+	for i, pv := range l {
+		if i > 0 {
+			f.w(", ")
+		}
+		f.ident(pv.Column)
+		f.w(" = ")
+		f.node(pv.Value)
+	}
+	f.w(")")
 }
 
 func (f *formatter) tableTail(comment string, partitionedBy []string, with []*Property) {

@@ -19,15 +19,7 @@ func (p *parser) parseCreateMaterialized(pos Pos, orAlter bool) Statement {
 		p.notEnforced()
 		p.expectP(")")
 	}
-	if p.acceptK("comment") {
-		m.Comment, _ = p.str("comment")
-	}
-	if p.acceptK("partitioned", "by") {
-		m.PartitionedBy = p.parenIdentList("partition column")
-	}
-	if p.acceptK("with") {
-		m.With = p.properties()
-	}
+	m.Comment, m.PartitionedBy, m.With = p.tableTail()
 	if p.acceptK("freshness") {
 		m.Freshness = p.freshness()
 	}
@@ -73,18 +65,7 @@ func (p *parser) parseAlterMaterialized(pos Pos) Statement {
 	case p.acceptK("refresh"):
 		a.Action = "REFRESH"
 		if p.acceptK("partition") {
-			p.expectP("(")
-			for {
-				c, cpos := p.ident("partition column")
-				pv := &PartitionValue{Pos: cpos, Column: c}
-				p.expectP("=")
-				pv.Value = p.parsePrimary()
-				a.Partition = append(a.Partition, pv)
-				if !p.acceptP(",") {
-					break
-				}
-			}
-			p.expectP(")")
+			a.Partition = p.partitionSpec()
 		}
 	case p.acceptK("set", "freshness"):
 		a.Action = "SET FRESHNESS"
@@ -134,16 +115,7 @@ func (f *formatter) alterMaterialized(n *AlterMaterializedTable) {
 		f.w(" WITH ")
 		f.props(n.With)
 	case n.Partition != nil:
-		f.w(" PARTITION (")
-		for i, pv := range n.Partition {
-			if i > 0 {
-				f.w(", ")
-			}
-			f.ident(pv.Column)
-			f.w(" = ")
-			f.node(pv.Value)
-		}
-		f.w(")")
+		f.partitionSpec(n.Partition)
 	case n.Freshness != nil:
 		f.w(" = ")
 		f.node(n.Freshness)

@@ -464,24 +464,31 @@ func (p *parser) parseInsert() Statement {
 	ins.Table = p.name("table name")
 	ins.Hints = p.hints()
 	if p.acceptK("partition") {
-		p.expectP("(")
-		for {
-			c, cpos := p.ident("partition column")
-			pv := &PartitionValue{Pos: cpos, Column: c}
-			p.expectP("=")
-			pv.Value = p.parsePrimary()
-			ins.Partition = append(ins.Partition, pv)
-			if !p.acceptP(",") {
-				break
-			}
-		}
-		p.expectP(")")
+		ins.Partition = p.partitionSpec()
 	}
 	if p.isP("(") && p.isIdentStartAt(1) && !p.isQueryStartAt(1) {
 		ins.Columns = p.parenIdentList("column name")
 	}
 	ins.Source = p.parseQuery()
 	return ins
+}
+
+// partitionSpec parses "(col = value, ...)" after PARTITION.
+func (p *parser) partitionSpec() []*PartitionValue {
+	var l []*PartitionValue
+	p.expectP("(")
+	for {
+		c, cpos := p.ident("partition column")
+		pv := &PartitionValue{Pos: cpos, Column: c}
+		p.expectP("=")
+		pv.Value = p.parsePrimary()
+		l = append(l, pv)
+		if !p.acceptP(",") {
+			break
+		}
+	}
+	p.expectP(")")
+	return l
 }
 
 func (p *parser) isIdentStartAt(k int) bool {
@@ -698,15 +705,7 @@ func (p *parser) parseCreateTable(pos Pos) Statement {
 		}
 		p.expectP(")")
 	}
-	if p.acceptK("comment") {
-		c.Comment, _ = p.str("comment")
-	}
-	if p.acceptK("partitioned", "by") {
-		c.PartitionedBy = p.parenIdentList("partition column")
-	}
-	if p.acceptK("with") {
-		c.With = p.properties()
-	}
+	c.Comment, c.PartitionedBy, c.With = p.tableTail()
 	if p.acceptK("as") {
 		c.As = p.parseQuery()
 	}
@@ -714,6 +713,21 @@ func (p *parser) parseCreateTable(pos Pos) Statement {
 		p.failf(p.peek().pos, "CREATE TABLE needs a column list or AS query")
 	}
 	return c
+}
+
+// tableTail parses the optional COMMENT, PARTITIONED BY and WITH clauses
+// after a table's name and column list (the formatter's tableTail).
+func (p *parser) tableTail() (comment string, partitionedBy []string, with []*Property) {
+	if p.acceptK("comment") {
+		comment, _ = p.str("comment")
+	}
+	if p.acceptK("partitioned", "by") {
+		partitionedBy = p.parenIdentList("partition column")
+	}
+	if p.acceptK("with") {
+		with = p.properties()
+	}
+	return comment, partitionedBy, with
 }
 
 func (p *parser) notEnforced() {

@@ -32,15 +32,11 @@ func TestAggregateMiniBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := collect(t, agg)
-	want := []string{
+	expectCollect(t, agg, []string{
 		"[1]: +I 1 2 30 20", "[1]: +I 2 1 5 5", "[1]: marker",
 		"[2]: -U 1 2 30 20 | +U 1 2 27 20", "[2]: -U 2 1 5 5 | +U 2 1 6 6", "[2]: marker",
 		"[3]: -D 2 1 6 6", "[3]: marker",
-	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("got\n%q\nwant\n%q", got, want)
-	}
+	})
 }
 
 // Retracting the maximum finds the next one; a global aggregate has its
@@ -64,17 +60,13 @@ func TestAggregateGlobalMinMax(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := collect(t, agg)
-	want := []string{
+	expectCollect(t, agg, []string{
 		"[1]: +I 0 (null) 0", "[1]: marker",
 		"[2]: -U 0 (null) 0 | +U 3 9 2", "[2]: marker",
 		"[3]: -U 3 9 2 | +U 2 9 2", "[3]: marker",
 		"[4]: -U 2 9 2 | +U 1 3 1", "[4]: marker",
 		"[5]: -U 1 3 1 | +U 0 (null) 0", "[5]: marker",
-	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("got\n%q\nwant\n%q", got, want)
-	}
+	})
 }
 
 // Normalize turns upserts into exact changes: a repeated row sends
@@ -91,14 +83,10 @@ func TestNormalize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := collect(t, n)
-	want := []string{
+	expectCollect(t, n, []string{
 		"[1]: +I 1 11 | +I 2 20", "[1]: marker",
 		"[2]: -D 1 11 | -U 2 20 | +U 2 21", "[2]: marker",
-	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("got\n%q\nwant\n%q", got, want)
-	}
+	})
 }
 
 // A left join's NULL-padded row is retracted when the first match comes
@@ -117,17 +105,13 @@ func TestJoinOuterPadding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := collect(t, j)
-	want := []string{
+	expectCollect(t, j, []string{
 		"[1 0]: +I 1 100 (null) (null)", "[1 0]: marker",
 		"[1 1]: marker",
 		"[1 2]: -D 1 100 (null) (null) | +I 1 100 1 7 | +I 1 100 1 8", "[1 2]: marker",
 		"[1 3]: -D 1 100 1 7", "[1 3]: marker",
 		"[1 4]: -D 1 100 1 8 | +I 1 100 (null) (null)", "[1 4]: marker",
-	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("got\n%q\nwant\n%q", got, want)
-	}
+	})
 	if budget.Used() != 0 {
 		t.Fatalf("closed join holds %d bytes", budget.Used())
 	}
@@ -158,5 +142,13 @@ func TestStateBudget(t *testing.T) {
 	agg.Close()
 	if budget.Used() != 0 {
 		t.Fatalf("closed aggregation holds %d bytes", budget.Used())
+	}
+}
+
+// expectCollect checks that op's output, as collect renders it, is want.
+func expectCollect(t *testing.T, op Operator, want []string) {
+	t.Helper()
+	if got := collect(t, op); !slices.Equal(got, want) {
+		t.Fatalf("got\n%q\nwant\n%q", got, want)
 	}
 }

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strings"
@@ -165,12 +166,13 @@ func (g rowGetter) row(cols []arrow.Array, i int) []any {
 func compareValues(a, b any) int {
 	switch x := a.(type) {
 	case int64:
-		return cmp3(x, b.(int64))
+		return cmp.Compare(x, b.(int64))
 	case uint64:
-		return cmp3(x, b.(uint64))
+		return cmp.Compare(x, b.(uint64))
 	case float64:
 		y := b.(float64)
-		// NaN sorts after every number, as in exec's min/max.
+		// NaN sorts after every number, as in exec's min/max (cmp.Compare
+		// alone would put NaN first).
 		switch {
 		case math.IsNaN(x) && math.IsNaN(y):
 			return 0
@@ -179,7 +181,7 @@ func compareValues(a, b any) int {
 		case math.IsNaN(y):
 			return -1
 		}
-		return cmp3(x, y)
+		return cmp.Compare(x, y)
 	case string:
 		return strings.Compare(x, b.(string))
 	case bool:
@@ -195,16 +197,6 @@ func compareValues(a, b any) int {
 		return x.Cmp(b.(decimal128.Num))
 	}
 	panic(fmt.Sprintf("stream: cannot compare %T", a))
-}
-
-func cmp3[T int64 | uint64 | float64](a, b T) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // sameValue is value equality, NULL equal to NULL and NaN to NaN (whether

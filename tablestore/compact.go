@@ -1,6 +1,7 @@
 package tablestore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,7 +39,7 @@ func bucketRuns(files []*manifestEntry) []sortedRun {
 		r.size += f.File.FileSize
 	}
 	slices.SortFunc(runs, func(a, b sortedRun) int {
-		return -cmpInt64(a.files[0].File.MaxSeq, b.files[0].File.MaxSeq)
+		return -cmp.Compare(a.files[0].File.MaxSeq, b.files[0].File.MaxSeq)
 	})
 	lv := slices.Sorted(func(yield func(int) bool) {
 		for l := range levels {
@@ -51,16 +52,6 @@ func bucketRuns(files []*manifestEntry) []sortedRun {
 		runs = append(runs, *levels[l])
 	}
 	return runs
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 type compactUnit struct {

@@ -1,6 +1,7 @@
 package tablestore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -152,7 +153,7 @@ func TestFastKeySortMatchesComparisonSort(t *testing.T) {
 		if buckets[a] != buckets[b] {
 			return int(buckets[a] - buckets[b])
 		}
-		return cmpInt64(v[a], v[b])
+		return cmp.Compare(v[a], v[b])
 	})
 	if !slices.Equal(got, want) {
 		t.Fatal("radix order differs from the comparison sort")

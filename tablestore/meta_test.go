@@ -1,6 +1,7 @@
 package tablestore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -459,7 +460,7 @@ func compareGo(x any, s scalar.Scalar) int {
 	switch x := x.(type) {
 	case int64:
 		y := s.(*scalar.Int64).Value
-		return cmpInt64(x, y)
+		return cmp.Compare(x, y)
 	case string:
 		return strings.Compare(x, string(s.(*scalar.String).Data()))
 	}

@@ -1,6 +1,7 @@
 package tablestore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -431,7 +432,7 @@ func (w *Write) flush(ctx context.Context) error {
 // sequence order, unmerged) to a changelog file (the input producer).
 func (w *Write) writeInputChangelog(ctx context.Context, ord arrow.RecordBatch, rows []int, part []datum, bucket int) error {
 	bySeq := slices.Clone(rows)
-	slices.SortFunc(bySeq, func(a, b int) int { return cmpInt64(w.seqs[a], w.seqs[b]) })
+	slices.SortFunc(bySeq, func(a, b int) int { return cmp.Compare(w.seqs[a], w.seqs[b]) })
 	out := w.gatherRows(ord, bySeq)
 	defer out.Release()
 	cw := w.t.st.newChangelogWriter(w.sch, part, bucket, "APPEND", w.dirs)

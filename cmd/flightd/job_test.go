@@ -1,18 +1,14 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/apache/arrow-adbc/go/adbc"
 )
 
 // TestKill9JobExactlyOnce runs two continuous jobs (a GROUP BY and a join)
@@ -78,9 +74,7 @@ func TestKill9JobExactlyOnce(t *testing.T) {
 			}
 		}()
 		time.Sleep(time.Duration(100+rng.IntN(700)) * time.Millisecond)
-		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
+		p.kill(t)
 		close(stop)
 		wrote += <-done
 		_ = p.cmd.Wait()
@@ -93,22 +87,22 @@ func TestKill9JobExactlyOnce(t *testing.T) {
 		{`SELECT g, c, sv FROM agg`, `SELECT g, count(*), sum(v) FROM s GROUP BY g`},
 		{`SELECT k, v, name FROM j`, `SELECT s.k, s.v, d.name FROM s JOIN d ON s.g = d.g`},
 	} {
-		want := rowStrings(t, cnxn, c.batch)
+		want := rowsOf(t, cnxn, c.batch, "|")
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			got := rowStrings(t, cnxn, c.sink)
+			got := rowsOf(t, cnxn, c.sink, "|")
 			if slices.Equal(got, want) {
 				t.Logf("%s: %d rows equal the batch answer", c.sink, len(got))
 				break
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("seed %d: %s after %d kills:\n%v\nwant (%s)\n%v\njobs: %v", seed, c.sink, kills, got, c.batch, want,
-					rowStrings(t, cnxn, `SHOW JOBS`))
+					rowsOf(t, cnxn, `SHOW JOBS`, "|"))
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	jobs := rowStrings(t, cnxn, `SHOW JOBS`)
+	jobs := rowsOf(t, cnxn, `SHOW JOBS`, "|")
 	for _, j := range jobs {
 		// job_id, state, sink, sink_snapshot, source_positions, lag, error, sql
 		if f := strings.Split(j, "|"); f[1] != "RUNNING" || f[6] != "" {
@@ -119,10 +113,7 @@ func TestKill9JobExactlyOnce(t *testing.T) {
 		t.Fatalf("SHOW JOBS: %v", jobs)
 	}
 	t.Logf("%d kills in %s, %d writes acknowledged", kills, time.Since(begin).Round(time.Millisecond), wrote)
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Wait(); err != nil {
+	if err := p.terminate(t); err != nil {
 		t.Fatalf("flightd did not exit cleanly on SIGTERM with jobs running: %v", err)
 	}
 }
@@ -142,38 +133,4 @@ func randomWrite(rng *rand.Rand) string {
 		vals = append(vals, fmt.Sprintf("(%d, %d, %d)", rng.IntN(50), rng.IntN(6), rng.IntN(1000)))
 	}
 	return `INSERT INTO s VALUES ` + strings.Join(vals, ", ")
-}
-
-// rowStrings runs a query and returns its rows as sorted strings.
-func rowStrings(t *testing.T, cnxn adbc.Connection, q string) []string {
-	t.Helper()
-	stmt, err := cnxn.NewStatement()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stmt.Close()
-	if err := stmt.SetSqlQuery(q); err != nil {
-		t.Fatal(err)
-	}
-	rdr, _, err := stmt.ExecuteQuery(context.Background())
-	if err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	defer rdr.Release()
-	var out []string
-	for rdr.Next() {
-		b := rdr.RecordBatch()
-		for r := range int(b.NumRows()) {
-			row := make([]string, b.NumCols())
-			for c := range row {
-				row[c] = b.Column(c).ValueStr(r)
-			}
-			out = append(out, strings.Join(row, "|"))
-		}
-	}
-	if err := rdr.Err(); err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/apache/arrow-adbc/go/adbc"
 	adbcflightsql "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
@@ -110,33 +112,104 @@ func execSQL(cnxn adbc.Connection, q string) error {
 	return err
 }
 
-// ids runs a query of one BIGINT column and returns its values.
-func ids(t *testing.T, cnxn adbc.Connection, q string) map[int64]bool {
-	t.Helper()
+// query runs q and calls each with every batch of its answer.
+func query(cnxn adbc.Connection, q string, each func(arrow.RecordBatch)) error {
 	stmt, err := cnxn.NewStatement()
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer stmt.Close()
 	if err := stmt.SetSqlQuery(q); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	rdr, _, err := stmt.ExecuteQuery(context.Background())
 	if err != nil {
-		t.Fatalf("%s: %v", q, err)
+		return err
 	}
 	defer rdr.Release()
-	out := map[int64]bool{}
 	for rdr.Next() {
-		col := rdr.RecordBatch().Column(0).(*array.Int64)
+		each(rdr.RecordBatch())
+	}
+	return rdr.Err()
+}
+
+// ids runs a query of one BIGINT column and returns its values.
+func ids(t *testing.T, cnxn adbc.Connection, q string) map[int64]bool {
+	t.Helper()
+	out := map[int64]bool{}
+	err := query(cnxn, q, func(b arrow.RecordBatch) {
+		col := b.Column(0).(*array.Int64)
 		for i := 0; i < col.Len(); i++ {
 			out[col.Value(i)] = true
 		}
-	}
-	if err := rdr.Err(); err != nil {
-		t.Fatal(err)
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
 	}
 	return out
+}
+
+// rowsOf runs a query through ADBC and renders each row as its values
+// joined by sep, sorted.
+func rowsOf(t *testing.T, cnxn adbc.Connection, q, sep string) []string {
+	t.Helper()
+	var out []string
+	err := query(cnxn, q, func(b arrow.RecordBatch) {
+		for r := range int(b.NumRows()) {
+			vals := make([]string, b.NumCols())
+			for c := range vals {
+				vals[c] = b.Column(c).ValueStr(r)
+			}
+			out = append(out, strings.Join(vals, sep))
+		}
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// kill sends flightd SIGKILL, as a crash would end it.
+func (p *process) kill(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// killRound connects to flightd and calls write over and over on that
+// connection, until it returns false or a second after flightd is killed;
+// it kills flightd with SIGKILL after wait, and once write has stopped,
+// starts it again over dir.
+func (p *process) killRound(t *testing.T, bin, dir string, wait time.Duration, write func(adbc.Connection) bool) *process {
+	t.Helper()
+	cnxn, closeConn := p.connect(t)
+	killAt := time.Now().Add(wait)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for time.Now().Before(killAt.Add(time.Second)) {
+			if !write(cnxn) {
+				return
+			}
+		}
+	}()
+	time.Sleep(time.Until(killAt))
+	p.kill(t)
+	<-done
+	_ = p.cmd.Wait()
+	closeConn()
+	return start(t, bin, dir)
+}
+
+// terminate sends flightd SIGTERM and returns how it exited.
+func (p *process) terminate(t *testing.T) error {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	return p.cmd.Wait()
 }
 
 // TestKill9KeepsAcknowledgedWrites kills a real flightd with SIGKILL while
@@ -163,29 +236,15 @@ func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
 	unacked := map[int64]bool{} // inserts in flight at a kill: may or may not be there
 	var next int64
 	for round := 0; round < 5; round++ {
-		cnxn, closeConn := p.connect(t)
-		killAt := time.Now().Add(time.Duration(50+rng.IntN(300)) * time.Millisecond)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for time.Now().Before(killAt.Add(time.Second)) {
-				next++
-				if err := execSQL(cnxn, fmt.Sprintf(`INSERT INTO acked VALUES (%d)`, next)); err != nil {
-					unacked[next] = true // the server died under us
-					return
-				}
-				acked[next] = true
+		p = p.killRound(t, bin, dir, time.Duration(50+rng.IntN(300))*time.Millisecond, func(cnxn adbc.Connection) bool {
+			next++
+			if err := execSQL(cnxn, fmt.Sprintf(`INSERT INTO acked VALUES (%d)`, next)); err != nil {
+				unacked[next] = true // the server died under us
+				return false
 			}
-		}()
-		time.Sleep(time.Until(killAt))
-		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		<-done
-		_ = p.cmd.Wait()
-		closeConn()
-
-		p = start(t, bin, dir)
+			acked[next] = true
+			return true
+		})
 		check, closeCheck := p.connect(t)
 		present := ids(t, check, `SELECT id FROM acked`)
 		closeCheck()
@@ -200,10 +259,7 @@ func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
 			}
 		}
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Wait(); err != nil {
+	if err := p.terminate(t); err != nil {
 		t.Fatalf("flightd did not exit cleanly on SIGTERM: %v", err)
 	}
 }
@@ -224,10 +280,7 @@ func TestGracefulShutdown(t *testing.T) {
 		}
 	}
 	closeConn()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Wait(); err != nil {
+	if err := p.terminate(t); err != nil {
 		t.Fatalf("exit after SIGTERM: %v", err)
 	}
 	p = start(t, bin, dir)

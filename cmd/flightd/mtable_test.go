@@ -1,58 +1,21 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-adbc/go/adbc"
 )
 
-// rowsOf runs a query through ADBC and renders each row as its values
-// joined by spaces, sorted.
-func rowsOf(t *testing.T, cnxn adbc.Connection, q string) []string {
-	t.Helper()
-	stmt, err := cnxn.NewStatement()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stmt.Close()
-	if err := stmt.SetSqlQuery(q); err != nil {
-		t.Fatal(err)
-	}
-	rdr, _, err := stmt.ExecuteQuery(context.Background())
-	if err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	defer rdr.Release()
-	var out []string
-	for rdr.Next() {
-		b := rdr.RecordBatch()
-		for r := range int(b.NumRows()) {
-			var vals []string
-			for c := range int(b.NumCols()) {
-				vals = append(vals, b.Column(c).ValueStr(r))
-			}
-			out = append(out, strings.Join(vals, " "))
-		}
-	}
-	if err := rdr.Err(); err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // sourceSnapshot is the snapshot of src that m's last refresh read, from
 // DESCRIBE EXTENDED.
 func sourceSnapshot(t *testing.T, cnxn adbc.Connection) string {
 	t.Helper()
-	for _, r := range rowsOf(t, cnxn, "DESCRIBE EXTENDED m") {
+	for _, r := range rowsOf(t, cnxn, "DESCRIBE EXTENDED m", " ") {
 		if v, ok := strings.CutPrefix(r, "source_snapshots default.src="); ok {
 			return strings.Fields(v)[0]
 		}
@@ -69,11 +32,11 @@ func checkRefreshAnswer(t *testing.T, cnxn adbc.Connection, what string) string 
 	t.Helper()
 	for range 20 {
 		before := sourceSnapshot(t, cnxn)
-		got := rowsOf(t, cnxn, "SELECT g, n, s FROM m")
+		got := rowsOf(t, cnxn, "SELECT g, n, s FROM m", " ")
 		if sourceSnapshot(t, cnxn) != before {
 			continue
 		}
-		want := rowsOf(t, cnxn, "SELECT g, count(*), sum(id) FROM src /*+ OPTIONS('scan.snapshot-id'='"+before+"') */ GROUP BY g")
+		want := rowsOf(t, cnxn, "SELECT g, count(*), sum(id) FROM src /*+ OPTIONS('scan.snapshot-id'='"+before+"') */ GROUP BY g", " ")
 		if !slices.Equal(got, want) {
 			t.Fatalf("%s: m is not the answer over src snapshot %s:\n got %v\nwant %v", what, before, got, want)
 		}
@@ -118,27 +81,13 @@ func TestKill9DuringRefreshes(t *testing.T) {
 	var next int64
 	last := ""
 	for round := 0; round < 3; round++ {
-		cnxn, closeConn := p.connect(t)
-		killAt := time.Now().Add(time.Duration(500+rng.IntN(1500)) * time.Millisecond)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for time.Now().Before(killAt.Add(time.Second)) {
-				next++
-				if err := execSQL(cnxn, fmt.Sprintf(`INSERT INTO src VALUES (%d, %d)`, next, next%7)); err != nil {
-					return // the server died under us
-				}
+		p = p.killRound(t, bin, dir, time.Duration(500+rng.IntN(1500))*time.Millisecond, func(cnxn adbc.Connection) bool {
+			next++
+			if err := execSQL(cnxn, fmt.Sprintf(`INSERT INTO src VALUES (%d, %d)`, next, next%7)); err != nil {
+				return false // the server died under us
 			}
-		}()
-		time.Sleep(time.Until(killAt))
-		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		<-done
-		_ = p.cmd.Wait()
-		closeConn()
-
-		p = start(t, bin, dir)
+			return true
+		})
 		check, closeCheck := p.connect(t)
 		snap := checkRefreshAnswer(t, check, fmt.Sprintf("round %d, after kill -9", round))
 		// The schedule resumes: a refresh reads the writes since.
@@ -153,10 +102,7 @@ func TestKill9DuringRefreshes(t *testing.T) {
 		last = snap
 		closeCheck()
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Wait(); err != nil {
+	if err := p.terminate(t); err != nil {
 		t.Fatalf("flightd did not exit cleanly on SIGTERM: %v", err)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -128,33 +127,19 @@ func TestKill9DuringReplace(t *testing.T) {
 	acked, tag := int64(0), int64(0)
 	col := func(tag int64) string { return []string{"a", "b"}[tag%2] }
 	for round := range 4 {
-		cnxn, closeConn := p.connect(t)
-		killAt := time.Now().Add(time.Duration(100+rng.IntN(600)) * time.Millisecond)
-		done := make(chan struct{})
 		creating := fmt.Sprintf("c%d", round)
-		go func() {
-			defer close(done)
-			for time.Now().Before(killAt.Add(time.Second)) {
-				tag++
-				if err := ingestStream(cnxn, "r", adbc.OptionValueIngestModeReplace, replaceBatches(mem, col(tag), tag, 4)); err != nil {
-					return
-				}
-				acked = tag
-				if err := ingestStream(cnxn, creating, adbc.OptionValueIngestModeCreate, replaceBatches(mem, "x", tag, 4)); err != nil {
-					return
-				}
-				creating = fmt.Sprintf("c%d_%d", round, tag)
+		p = p.killRound(t, bin, dir, time.Duration(100+rng.IntN(600))*time.Millisecond, func(cnxn adbc.Connection) bool {
+			tag++
+			if err := ingestStream(cnxn, "r", adbc.OptionValueIngestModeReplace, replaceBatches(mem, col(tag), tag, 4)); err != nil {
+				return false
 			}
-		}()
-		time.Sleep(time.Until(killAt))
-		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		<-done
-		_ = p.cmd.Wait()
-		closeConn()
-
-		p = start(t, bin, dir)
+			acked = tag
+			if err := ingestStream(cnxn, creating, adbc.OptionValueIngestModeCreate, replaceBatches(mem, "x", tag, 4)); err != nil {
+				return false
+			}
+			creating = fmt.Sprintf("c%d_%d", round, tag)
+			return true
+		})
 		check, closeCheck := p.connect(t)
 		name, vals, err := tableImage(check, "r")
 		if err != nil {
@@ -182,8 +167,5 @@ func TestKill9DuringReplace(t *testing.T) {
 		closeCheck()
 		t.Logf("round %d: table r holds replace %d (acknowledged %d, last sent %d)", round, got, acked, tag)
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	_ = p.cmd.Wait()
+	_ = p.terminate(t)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-adbc/go/adbc"
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
@@ -110,27 +111,13 @@ func TestHeavyQueriesUnderMemoryLimit(t *testing.T) {
 
 // queryRows runs a query and renders the first column of each row.
 func queryRows(cnxn adbc.Connection, q string) ([]string, error) {
-	stmt, err := cnxn.NewStatement()
-	if err != nil {
-		return nil, err
-	}
-	defer stmt.Close()
-	if err := stmt.SetSqlQuery(q); err != nil {
-		return nil, err
-	}
-	rdr, _, err := stmt.ExecuteQuery(context.Background())
-	if err != nil {
-		return nil, err
-	}
-	defer rdr.Release()
 	var out []string
-	for rdr.Next() {
-		b := rdr.RecordBatch()
+	err := query(cnxn, q, func(b arrow.RecordBatch) {
 		for r := range int(b.NumRows()) {
 			out = append(out, b.Column(0).ValueStr(r))
 		}
-	}
-	return out, rdr.Err()
+	})
+	return out, err
 }
 
 // procStatus reads one field of /proc/PID/status ("" if absent).
@@ -175,10 +162,7 @@ func TestTicketsSurviveRestart(t *testing.T) {
 	}
 	_ = cl.Close()
 	restart := func(flags ...string) *process {
-		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		_ = p.cmd.Wait()
+		_ = p.terminate(t)
 		return start(t, bin, dir, flags...)
 	}
 	p = restart()

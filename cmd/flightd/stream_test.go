@@ -213,9 +213,7 @@ func TestKill9ChangeStreamResumes(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		time.Sleep(150 * time.Millisecond)
-		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
+		p.kill(t)
 		<-writerDone
 		close(stop)
 		_ = p.cmd.Wait()
