@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"path"
 	"slices"
 	"strconv"
+	"time"
 )
 
 // errCommitAmbiguous: publication failed in a way that leaves unknown
@@ -118,6 +120,9 @@ type queuedCommit struct {
 	err  error
 }
 
+// maxPublishAttempts bounds the lost races of one commit.
+const maxPublishAttempts = 100
+
 // publish commits a group of requests (several only if plain appends),
 // retrying lost races, and records each one's outcome. commitMu is held.
 func (st *tableState) publish(ctx context.Context, group []*queuedCommit) {
@@ -133,7 +138,10 @@ func (st *tableState) publish(ctx context.Context, group []*queuedCommit) {
 			return
 		}
 		id, errs, retry, err := st.tryCommit(ctx, reqs)
-		if err == nil || !retry || attempt >= 20 {
+		if retry && attempt+1 >= maxPublishAttempts {
+			err = fmt.Errorf("%w: %d other commits published first: %v", ErrConflict, maxPublishAttempts, err)
+		}
+		if err == nil || !retry || attempt+1 >= maxPublishAttempts {
 			published := false
 			for i, q := range group {
 				q.done, q.id, q.err = true, id, err
@@ -153,6 +161,10 @@ func (st *tableState) publish(ctx context.Context, group []*queuedCommit) {
 			}
 			return
 		}
+		// Another process published first. Back off a random while (up
+		// to 64 ms) so that committers in several processes, which do not
+		// share commitMu, stop colliding.
+		time.Sleep(rand.N(time.Duration(1<<min(attempt, 6)) * time.Millisecond))
 	}
 }
 
