@@ -23,6 +23,9 @@ func TestStatementLimits(t *testing.T) {
 		{"SELEKT 1", "SQLSTATE 42601"},
 		{"SELECT nope FROM t", "SQLSTATE 42000"},
 		{"SELECT k / 0 FROM t", "SQLSTATE 22012"},
+		{"SELECT CAST('x' AS INT) FROM t", "(InvalidArgument; DoGet"},
+		{"SELECT CAST('x' AS INT) FROM t", "SQLSTATE 22018"},
+		{"SELECT (SELECT k FROM t) FROM t", "(InvalidArgument; DoGet"},
 	}
 	for _, st := range hostile.Statements() {
 		cases = append(cases, struct{ sql, want string }{st.SQL, "SQLSTATE " + st.SQLState})

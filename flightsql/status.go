@@ -49,6 +49,8 @@ func sqlState(err error) string {
 		return "42000" // the binder's: syntax error or access rule violation
 	case errors.Is(err, vectorized.ErrDivideByZero):
 		return "22012"
+	case errors.Is(err, vectorized.ErrInvalidValue):
+		return "22018"
 	case errors.Is(err, vectorized.ErrOverflow):
 		return "22003"
 	case errors.Is(err, tablestore.ErrConflict):
@@ -84,7 +86,8 @@ func codeOf(err error) codes.Code {
 		return codes.ResourceExhausted
 	case errors.Is(err, engine.ErrInvalid), errors.Is(err, tablestore.ErrInvalid), errors.Is(err, arrow.ErrInvalid), errors.Is(err, arrow.ErrType),
 		errors.Is(err, arrow.ErrIndex), errors.Is(err, errBadRequest), errors.As(err, new(*sql.Error)),
-		errors.Is(err, vectorized.ErrDivideByZero), errors.Is(err, vectorized.ErrOverflow):
+		errors.Is(err, vectorized.ErrDivideByZero), errors.Is(err, vectorized.ErrOverflow),
+		errors.Is(err, vectorized.ErrInvalidValue), errors.Is(err, exec.ErrInvalid):
 		return codes.InvalidArgument
 	case errors.Is(err, tablestore.ErrCorrupt):
 		return codes.DataLoss
