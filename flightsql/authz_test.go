@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -98,6 +99,9 @@ func TestAuthorization(t *testing.T) {
 	} {
 		_, err := rows(reader, q)
 		wantCode(t, "reader: "+q, err, codes.PermissionDenied)
+		if msg := err.Error(); !strings.Contains(msg, "[SQLSTATE 42501]") || strings.Contains(msg, "view default.secret") {
+			t.Errorf("reader: %s: %v, want SQLSTATE 42501 and no mention of a view", q, msg)
+		}
 	}
 	// A reader records its own consumer position; compaction needs write.
 	for _, q := range []string{"CALL sys.reset_consumer('sales.t', 'c1', 1)", "USE sales"} {

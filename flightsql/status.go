@@ -42,6 +42,8 @@ func sqlState(err error) string {
 	switch {
 	case errors.Is(err, engine.ErrNotSupported), errors.Is(err, plan.ErrNotImplemented):
 		return "0A000"
+	case errors.Is(err, engine.ErrDenied):
+		return "42501"
 	case errors.As(err, &se):
 		if se.SQLState != "" {
 			return se.SQLState

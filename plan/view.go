@@ -109,7 +109,9 @@ func (b *binder) bindView(f *sql.TableName) (n Node, sc *scope, ok bool) {
 		return nil, nil, false
 	}
 	if err != nil {
-		b.failWrap(f.Pos, err, "view %s: %v", id, err)
+		// Not necessarily a view: the lookup fails the same way for a
+		// table (a database the user may not read, say).
+		b.failWrap(f.Pos, err, "%s: %v", id, err)
 	}
 	if slices.Contains(b.viewStack, id) {
 		b.fail(f.Pos, "view %s refers to itself", id)
