@@ -542,3 +542,19 @@ func TestSpillTenTimesBudget(t *testing.T) {
 		}
 	})
 }
+
+// TestSpillNullKeysSplit checks that rows whose key holds a NULL spread
+// over the partitions like the others: DISTINCT over (NULL, v) rows spills
+// each row about once, not once per re-partitioning level.
+func TestSpillNullKeysSplit(t *testing.T) {
+	in := exectest.NewTable(t, "k:int64, v:int64")
+	for i := 0; i < 4000; i++ {
+		in.Rows = append(in.Rows, []string{"NULL", fmt.Sprint(i)})
+	}
+	rows, spilled, err := runWith(t, []exectest.Table{in}, 16<<10, 256, func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+		return exec.NewDistinct(ec, ops[0]), nil
+	})
+	if err != nil || len(rows) != 4000 || spilled == 0 || spilled > 2*4000 {
+		t.Fatalf("%d rows, %d spilled, %v", len(rows), spilled, err)
+	}
+}
