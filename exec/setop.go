@@ -130,15 +130,6 @@ func (s *setOp) Open(ctx context.Context) error {
 	}
 }
 
-// markRow sets rows[i], allocating rows (of n) on first use.
-func markRow(rows []bool, n, i int) []bool {
-	if rows == nil {
-		rows = make([]bool, n)
-	}
-	rows[i] = true
-	return rows
-}
-
 func (s *setOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if !s.opened {
 		return nil, fmt.Errorf("%w: set operation read before Open", ErrInvalid)

@@ -385,10 +385,7 @@ func (s *spillSet) drainFile(ctx context.Context, f *spillFile, emit func(arrow.
 			case keyFresh:
 				fresh[i] = true
 			case keySpill:
-				if out == nil {
-					out = make([]bool, n)
-				}
-				out[i] = true
+				out = markRow(out, n, i)
 			}
 		}
 		if out != nil {
@@ -414,6 +411,15 @@ func (s *spillSet) remove() {
 		s.spill.remove()
 		s.spill = nil
 	}
+}
+
+// markRow sets rows[i], allocating rows (of n) on first use.
+func markRow(rows []bool, n, i int) []bool {
+	if rows == nil {
+		rows = make([]bool, n)
+	}
+	rows[i] = true
+	return rows
 }
 
 // subQueue reads, one after another, the operators an operator split its
