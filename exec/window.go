@@ -618,9 +618,7 @@ func (w *windowOp) computePending(ctx context.Context, final bool) (bool, error)
 		return false, err
 	}
 	defer releaseArrays(cols)
-	for _, b := range w.pending {
-		b.Release()
-	}
+	releaseBatches(w.pending)
 	w.pending, w.held = nil, 0
 	all := array.NewRecordBatch(schema, cols, int64(cols[0].Len()))
 	defer all.Release()
@@ -1171,9 +1169,7 @@ func (w *windowOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 
 func (w *windowOp) Close() error {
 	w.out.close()
-	for _, b := range w.pending {
-		b.Release()
-	}
+	releaseBatches(w.pending)
 	w.pending = nil
 	if w.merger != nil {
 		w.merger.close()
