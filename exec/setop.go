@@ -95,6 +95,7 @@ func (s *setOp) Open(ctx context.Context) error {
 	for {
 		b, err := Next(ctx, s.right)
 		if errors.Is(err, io.EOF) {
+			s.rightSpilled = s.rp != nil
 			return nil
 		}
 		if err != nil {
@@ -126,7 +127,6 @@ func (s *setOp) Open(ctx context.Context) error {
 		if err := s.freeze(); err != nil {
 			return err
 		}
-		s.rightSpilled = s.rp != nil
 	}
 }
 
