@@ -362,6 +362,7 @@ func (d *distinctOp) partitionSubs() error {
 			}
 			return err
 		}
+		sub.(*hashAggOp).depth = d.set.depth + 1
 		d.subs.ops = append(d.subs.ops, sub)
 	}
 	return nil
