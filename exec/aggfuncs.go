@@ -766,10 +766,7 @@ func (d *distinctAcc) add(ctx context.Context, groups []uint32, args []arrow.Arr
 		case keyFresh:
 			m[i] = true
 		case keySpill:
-			if out == nil {
-				out = make([]bool, len(groups))
-			}
-			out[i] = true
+			out = markRow(out, len(groups), i)
 		}
 	}
 	if out != nil {
@@ -810,10 +807,7 @@ func (d *distinctAcc) finish(ctx context.Context, n int) error {
 		var keep []bool
 		for i, g := range groups {
 			if fresh[i] && int(g) >= n {
-				if keep == nil {
-					keep = make([]bool, len(groups))
-				}
-				keep[i], fresh[i] = true, false
+				keep, fresh[i] = markRow(keep, len(groups), i), false
 			}
 		}
 		if keep != nil {

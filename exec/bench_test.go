@@ -18,13 +18,20 @@ import (
 // orderedBatches makes n rows (k = i / dup, v = i) in batches of 1024,
 // ordered by k.
 func orderedBatches(mem memory.Allocator, n, dup int) (*arrow.Schema, []arrow.RecordBatch) {
+	return kvBatches(mem, n, func(i int) (int64, int64) { return int64(i / dup), int64(i) })
+}
+
+// kvBatches makes n rows (k, v) = kv(i) of two int64 columns in batches of
+// 1024.
+func kvBatches(mem memory.Allocator, n int, kv func(i int) (k, v int64)) (*arrow.Schema, []arrow.RecordBatch) {
 	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.PrimitiveTypes.Int64}}, nil)
 	var out []arrow.RecordBatch
 	b := array.NewRecordBuilder(mem, schema)
 	defer b.Release()
 	for i := 0; i < n; i++ {
-		b.Field(0).(*array.Int64Builder).Append(int64(i / dup))
-		b.Field(1).(*array.Int64Builder).Append(int64(i))
+		k, v := kv(i)
+		b.Field(0).(*array.Int64Builder).Append(k)
+		b.Field(1).(*array.Int64Builder).Append(v)
 		if b.Field(0).Len() == 1024 || i == n-1 {
 			out = append(out, b.NewRecordBatch())
 		}

@@ -73,12 +73,6 @@ func (j *joinOp) startBlocks(ctx context.Context, batches []arrow.RecordBatch) e
 	return nil
 }
 
-func releaseBatches(bs []arrow.RecordBatch) {
-	for _, b := range bs {
-		b.Release()
-	}
-}
-
 // nextBlock starts the join of the next build block; false at the end.
 func (bj *blockJoin) nextBlock(ctx context.Context) (bool, error) {
 	ec := bj.j.ec

@@ -190,6 +190,13 @@ func evalOne(ctx context.Context, ec *Context, e Expr, b arrow.RecordBatch) (arr
 	return a, nil
 }
 
+// releaseBatches releases each batch of bs.
+func releaseBatches(bs []arrow.RecordBatch) {
+	for _, b := range bs {
+		b.Release()
+	}
+}
+
 func releaseArrays(arrs []arrow.Array) {
 	for _, a := range arrs {
 		if a != nil {

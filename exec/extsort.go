@@ -19,9 +19,7 @@ import (
 // in-memory table (nothing spilled) or a merger over the runs.
 func (s *sortOp) externalSort(ctx context.Context, pre []arrow.RecordBatch) (*table, *runMerger, error) {
 	defer func() {
-		for _, b := range pre {
-			b.Release()
-		}
+		releaseBatches(pre)
 	}()
 	keys := sortExprs(s.keys)
 	base := s.ec.allocated()
@@ -31,9 +29,7 @@ func (s *sortOp) externalSort(ctx context.Context, pre []arrow.RecordBatch) (*ta
 	var held int64
 	release := func() {
 		held = 0
-		for _, b := range batches {
-			b.Release()
-		}
+		releaseBatches(batches)
 		for _, k := range keyCols {
 			releaseArrays(k)
 		}

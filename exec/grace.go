@@ -26,9 +26,7 @@ func (j *joinOp) buildOrSpill(ctx context.Context) (*table, bool, error) {
 	var keyCols [][]arrow.Array
 	var held int64
 	defer func() {
-		for _, b := range batches {
-			b.Release()
-		}
+		releaseBatches(batches)
 		for _, k := range keyCols {
 			releaseArrays(k)
 		}

@@ -61,8 +61,6 @@ func (c *coalescer) flush(ec *Context) (arrow.RecordBatch, error) {
 }
 
 func (c *coalescer) release() {
-	for _, b := range c.parts {
-		b.Release()
-	}
+	releaseBatches(c.parts)
 	c.parts, c.rows = c.parts[:0], 0
 }

@@ -98,9 +98,7 @@ func Collect(ctx context.Context, op Operator) (out []arrow.RecordBatch, err err
 			err = cerr
 		}
 		if err != nil {
-			for _, b := range out {
-				b.Release()
-			}
+			releaseBatches(out)
 			out = nil
 		}
 	}()

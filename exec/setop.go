@@ -95,6 +95,7 @@ func (s *setOp) Open(ctx context.Context) error {
 	for {
 		b, err := Next(ctx, s.right)
 		if errors.Is(err, io.EOF) {
+			s.rightSpilled = s.rp != nil
 			return nil
 		}
 		if err != nil {
@@ -126,17 +127,7 @@ func (s *setOp) Open(ctx context.Context) error {
 		if err := s.freeze(); err != nil {
 			return err
 		}
-		s.rightSpilled = s.rp != nil
 	}
-}
-
-// markRow sets rows[i], allocating rows (of n) on first use.
-func markRow(rows []bool, n, i int) []bool {
-	if rows == nil {
-		rows = make([]bool, n)
-	}
-	rows[i] = true
-	return rows
 }
 
 func (s *setOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
@@ -371,6 +362,7 @@ func (d *distinctOp) partitionSubs() error {
 			}
 			return err
 		}
+		sub.(*hashAggOp).depth = d.set.depth + 1
 		d.subs.ops = append(d.subs.ops, sub)
 	}
 	return nil

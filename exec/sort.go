@@ -86,9 +86,7 @@ func materialize(ctx context.Context, ec *Context, child Operator, keys []Expr, 
 	var batches []arrow.RecordBatch
 	var keyCols [][]arrow.Array
 	defer func() {
-		for _, b := range batches {
-			b.Release()
-		}
+		releaseBatches(batches)
 		for _, k := range keyCols {
 			releaseArrays(k)
 		}
@@ -410,9 +408,7 @@ func (s *sortOp) topN(ctx context.Context) (*table, *runMerger, error) {
 	var keyCols [][]arrow.Array
 	pending := 0
 	release := func() {
-		for _, b := range batches {
-			b.Release()
-		}
+		releaseBatches(batches)
 		for _, k := range keyCols {
 			releaseArrays(k)
 		}

@@ -215,7 +215,9 @@ const (
 )
 
 // partitioner writes rows to spillPartitions files by the hash of their
-// encoded key; rows with a NULL key go to partition 0.
+// encoded key, NULLs included: keys with a NULL (one group to DISTINCT,
+// set operations and GROUP BY) spread and re-partition like the others, and
+// join keys with a NULL, which never match, may go anywhere.
 type partitioner struct {
 	ec    *Context
 	seed  maphash.Seed
@@ -244,10 +246,7 @@ func (p *partitioner) write(ctx context.Context, b arrow.RecordBatch, enc *vecto
 		if rows != nil && !rows[i] {
 			continue
 		}
-		part := 0
-		if !enc.HasNull[i] {
-			part = int(maphash.Bytes(p.seed, enc.Key(i)) % uint64(len(p.files)))
-		}
+		part := maphash.Bytes(p.seed, enc.Key(i)) % uint64(len(p.files))
 		idx[part] = append(idx[part], int64(i))
 	}
 	for part, ix := range idx {
@@ -386,10 +385,7 @@ func (s *spillSet) drainFile(ctx context.Context, f *spillFile, emit func(arrow.
 			case keyFresh:
 				fresh[i] = true
 			case keySpill:
-				if out == nil {
-					out = make([]bool, n)
-				}
-				out[i] = true
+				out = markRow(out, n, i)
 			}
 		}
 		if out != nil {
@@ -415,6 +411,15 @@ func (s *spillSet) remove() {
 		s.spill.remove()
 		s.spill = nil
 	}
+}
+
+// markRow sets rows[i], allocating rows (of n) on first use.
+func markRow(rows []bool, n, i int) []bool {
+	if rows == nil {
+		rows = make([]bool, n)
+	}
+	rows[i] = true
+	return rows
 }
 
 // subQueue reads, one after another, the operators an operator split its

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/exec"
@@ -16,18 +15,7 @@ import (
 // scrambled makes n rows (k = i % 100, v = i*7919 % distinct) in batches of
 // 1024, in no useful order.
 func scrambled(mem memory.Allocator, n, distinct int) (*arrow.Schema, []arrow.RecordBatch) {
-	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	var out []arrow.RecordBatch
-	b := array.NewRecordBuilder(mem, schema)
-	defer b.Release()
-	for i := 0; i < n; i++ {
-		b.Field(0).(*array.Int64Builder).Append(int64(i % 100))
-		b.Field(1).(*array.Int64Builder).Append(int64(i * 7919 % distinct))
-		if b.Field(0).Len() == 1024 || i == n-1 {
-			out = append(out, b.NewRecordBatch())
-		}
-	}
-	return schema, out
+	return kvBatches(mem, n, func(i int) (int64, int64) { return int64(i % 100), int64(i * 7919 % distinct) })
 }
 
 // benchSpill runs ctor over 500K scrambled rows without a budget (memory)

@@ -39,17 +39,31 @@ func bigTable(t *testing.T, rng *rand.Rand, n, groups int) exectest.Table {
 	return tb
 }
 
+// spillContext returns a context with the memory limit spilling to dir,
+// its accounting allocator and the checked allocator under it.
+func spillContext(limit int64, dir string) (*exec.Context, *exec.AccountingAllocator, *memory.CheckedAllocator) {
+	checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := exec.NewAccountingAllocator(checked)
+	ec := exec.NewContext(mem)
+	ec.MemoryLimit, ec.TempDir = limit, dir
+	return ec, mem, checked
+}
+
+// noSpillFilesLeft fails t if ec's TempDir holds anything.
+func noSpillFilesLeft(t *testing.T, ec *exec.Context) {
+	t.Helper()
+	if left, _ := os.ReadDir(ec.TempDir); len(left) > 0 {
+		t.Fatalf("%d spill files left behind", len(left))
+	}
+}
+
 // runWith runs ctor over inputs with the given memory limit and returns the
 // rows and how many rows were spilled, or the error; memory and spill files
 // must be gone afterwards either way.
 func runWith(t *testing.T, inputs []exectest.Table, limit int64, batch int, ctor exectest.Ctor) ([]string, int64, error) {
 	t.Helper()
-	checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	ec, mem, checked := spillContext(limit, t.TempDir())
 	defer checked.AssertSize(t, 0)
-	mem := exec.NewAccountingAllocator(checked)
-	ec := exec.NewContext(mem)
-	ec.MemoryLimit = limit
-	ec.TempDir = t.TempDir()
 	ec.BatchSize = batch
 	ops := make([]exec.Operator, len(inputs))
 	for i, in := range inputs {
@@ -75,10 +89,7 @@ func runWith(t *testing.T, inputs []exectest.Table, limit int64, batch int, ctor
 	if mem.CurrentAlloc() != 0 || mem.PeakAlloc() == 0 {
 		t.Fatalf("accounting: current %d, peak %d", mem.CurrentAlloc(), mem.PeakAlloc())
 	}
-	left, _ := os.ReadDir(ec.TempDir)
-	if len(left) > 0 {
-		t.Fatalf("%d spill files left behind", len(left))
-	}
+	noSpillFilesLeft(t, ec)
 	return rows, ec.SpilledRows(), err
 }
 
@@ -458,12 +469,8 @@ func (g *genSource) Close() error {
 // twice the limit; memory and spill files must be gone afterwards.
 func runGenerated(t *testing.T, n, distinct int, limit int64, ctor func(ec *exec.Context, in exec.Operator) (exec.Operator, error), check func(b arrow.RecordBatch)) {
 	t.Helper()
-	checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	ec, mem, checked := spillContext(limit, t.TempDir())
 	defer checked.AssertSize(t, 0)
-	mem := exec.NewAccountingAllocator(checked)
-	ec := exec.NewContext(mem)
-	ec.MemoryLimit = limit
-	ec.TempDir = t.TempDir()
 	schema := arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int64}}, nil)
 	src := exec.NewSource(ec, schema, func(context.Context) (exec.BatchSource, error) {
 		return &genSource{mem: mem, schema: schema, n: n, distinct: distinct}, nil
@@ -495,10 +502,7 @@ func runGenerated(t *testing.T, n, distinct int, limit int64, ctor func(ec *exec
 	if ec.SpilledRows() == 0 {
 		t.Fatal("nothing spilled")
 	}
-	left, _ := os.ReadDir(ec.TempDir)
-	if len(left) > 0 {
-		t.Fatalf("%d spill files left behind", len(left))
-	}
+	noSpillFilesLeft(t, ec)
 	t.Logf("%d rows spilled, Arrow peak %d bytes for a %d-byte budget", ec.SpilledRows(), mem.PeakAlloc(), limit)
 }
 
@@ -537,4 +541,20 @@ func TestSpillTenTimesBudget(t *testing.T) {
 			t.Fatalf("%d rows, want %d", i, n)
 		}
 	})
+}
+
+// TestSpillNullKeysSplit checks that rows whose key holds a NULL spread
+// over the partitions like the others: DISTINCT over (NULL, v) rows spills
+// each row about once, not once per re-partitioning level.
+func TestSpillNullKeysSplit(t *testing.T) {
+	in := exectest.NewTable(t, "k:int64, v:int64")
+	for i := 0; i < 4000; i++ {
+		in.Rows = append(in.Rows, []string{"NULL", fmt.Sprint(i)})
+	}
+	rows, spilled, err := runWith(t, []exectest.Table{in}, 16<<10, 256, func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+		return exec.NewDistinct(ec, ops[0]), nil
+	})
+	if err != nil || len(rows) != 4000 || spilled == 0 || spilled > 2*4000 {
+		t.Fatalf("%d rows, %d spilled, %v", len(rows), spilled, err)
+	}
 }

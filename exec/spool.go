@@ -102,9 +102,7 @@ func (s *Spool) release() error {
 	if s.readers > 0 {
 		return nil
 	}
-	for _, b := range s.batches {
-		b.Release()
-	}
+	releaseBatches(s.batches)
 	s.batches = nil
 	if s.file != nil {
 		s.file.remove()

@@ -107,8 +107,13 @@ type windowOp struct {
 	merger  *runMerger
 	pending []arrow.RecordBatch
 	held    int64
-	carry   *windowCarry
-	eof     bool
+	// retry is what held must pass before the next try to cut a chunk,
+	// after one that could not (a peer group or lookahead spanning the
+	// pending rows): it doubles, up to the budget, so that such rows are
+	// not concatenated and scanned again for every batch read.
+	retry int64
+	carry *windowCarry
+	eof   bool
 	// halo is how many rows at the start of pending an earlier chunk
 	// already output: kept for functions that look back (lag, frames), and
 	// at least one to tell whether the carried partition goes on.
@@ -447,7 +452,7 @@ func (w *windowOp) readChunk(ctx context.Context) error {
 			b, err = w.merger.next(ctx)
 		}
 		if errors.Is(err, io.EOF) {
-			w.eof = w.big == nil
+			w.eof, w.retry = w.big == nil, 0
 			if _, err := w.computePending(ctx, true); err != nil {
 				return err
 			}
@@ -460,16 +465,18 @@ func (w *windowOp) readChunk(ctx context.Context) error {
 		b.Retain()
 		w.pending = append(w.pending, b)
 		w.held += batchBytes(b)
-		if w.held <= w.ec.MemoryLimit/4 {
+		if w.held <= max(w.ec.MemoryLimit/4, w.retry) {
 			continue
 		}
 		done, err := w.computePending(ctx, false)
 		if err != nil || done {
+			w.retry = 0
 			return err
 		}
 		if w.held > w.ec.MemoryLimit {
 			return fmt.Errorf("%w: a window peer group or frame is larger than the query memory budget (%d bytes)", ErrMemoryLimit, w.ec.MemoryLimit)
 		}
+		w.retry = min(2*w.held, w.ec.MemoryLimit)
 	}
 }
 
@@ -618,9 +625,7 @@ func (w *windowOp) computePending(ctx context.Context, final bool) (bool, error)
 		return false, err
 	}
 	defer releaseArrays(cols)
-	for _, b := range w.pending {
-		b.Release()
-	}
+	releaseBatches(w.pending)
 	w.pending, w.held = nil, 0
 	all := array.NewRecordBatch(schema, cols, int64(cols[0].Len()))
 	defer all.Release()
@@ -1171,9 +1176,7 @@ func (w *windowOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 
 func (w *windowOp) Close() error {
 	w.out.close()
-	for _, b := range w.pending {
-		b.Release()
-	}
+	releaseBatches(w.pending)
 	w.pending = nil
 	if w.merger != nil {
 		w.merger.close()
