@@ -15,7 +15,6 @@ import (
 	"golang.org/x/crypto/bcrypt"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/flightd/flightd/engine"
@@ -26,23 +25,11 @@ import (
 // loopback address source (127.0.0.x), so tests can play several hosts.
 func (ts *testServer) clientFrom(t *testing.T, source string) *arrowflightsql.Client {
 	t.Helper()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	dial := func(ctx context.Context, addr string) (net.Conn, error) {
 		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(source)}}
 		return d.DialContext(ctx, "tcp", addr)
 	}
-	cl, err := arrowflightsql.NewClient(strings.TrimPrefix(ts.URI, "grpc://"), nil, nil,
-		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(dial))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl.Alloc = mem
-	t.Cleanup(func() {
-		if err := cl.Close(); err != nil {
-			t.Errorf("close client: %v", err)
-		}
-		mem.AssertSize(t, 0)
-	})
+	cl, _ := ts.rawClient(t, grpc.WithContextDialer(dial))
 	return cl
 }
 

@@ -112,10 +112,12 @@ func (ts *testServer) connect(t testing.TB, opts map[string]string) adbc.Connect
 
 // rawClient is an arrow-go Flight SQL client (below ADBC) with its own
 // checked allocator; both are closed and checked when the test ends.
-func (ts *testServer) rawClient(t testing.TB) (*arrowflightsql.Client, *memory.CheckedAllocator) {
+// opts add to the insecure transport.
+func (ts *testServer) rawClient(t testing.TB, opts ...grpc.DialOption) (*arrowflightsql.Client, *memory.CheckedAllocator) {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	cl, err := arrowflightsql.NewClient(strings.TrimPrefix(ts.URI, "grpc://"), nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cl, err := arrowflightsql.NewClient(strings.TrimPrefix(ts.URI, "grpc://"), nil, nil,
+		append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

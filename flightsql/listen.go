@@ -58,21 +58,11 @@ const (
 // optional auth, TLS, keepalive and message size limits. Call Init or
 // InitListener, then Serve.
 func NewFlightServer(srv *Server, opts Options) (flight.Server, error) {
-	if opts.MaxMessageBytes <= 0 {
-		opts.MaxMessageBytes = DefaultMaxMessageBytes
-	}
-	if opts.KeepaliveInterval <= 0 {
-		opts.KeepaliveInterval = 30 * time.Second
-	}
-	if opts.MaxConnectionIdle <= 0 {
-		opts.MaxConnectionIdle = DefaultMaxConnectionIdle
-	}
-	if opts.HandshakeTimeout <= 0 {
-		opts.HandshakeTimeout = DefaultHandshakeTimeout
-	}
-	if opts.TokenLifetime <= 0 {
-		opts.TokenLifetime = DefaultTokenLifetime
-	}
+	orDefault(&opts.MaxMessageBytes, DefaultMaxMessageBytes)
+	orDefault(&opts.KeepaliveInterval, 30*time.Second)
+	orDefault(&opts.MaxConnectionIdle, DefaultMaxConnectionIdle)
+	orDefault(&opts.HandshakeTimeout, DefaultHandshakeTimeout)
+	orDefault(&opts.TokenLifetime, DefaultTokenLifetime)
 	if len(opts.Key) > 0 {
 		srv.key = opts.Key
 	}

@@ -172,9 +172,15 @@ func (s *Server) Close() {
 // session returns an engine session in the database the client's Flight
 // session selected.
 func (s *Server) session(ctx context.Context) (*engine.Session, error) {
+	return s.sessionIn(ctx, sessionString(ctx, optSchema))
+}
+
+// sessionIn returns an engine session of the caller, under its grants, in
+// database db ("": the default).
+func (s *Server) sessionIn(ctx context.Context, db string) (*engine.Session, error) {
 	sess := s.eng.NewSession()
 	sess.SetAuthorizer(s.authorizer(ctx))
-	if db := sessionString(ctx, optSchema); db != "" {
+	if db != "" {
 		if err := sess.SetDatabase(ctx, db); err != nil {
 			return nil, err
 		}

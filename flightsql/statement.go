@@ -122,9 +122,8 @@ func (s *Server) DoGetStatement(ctx context.Context, cmd flightsql.StatementQuer
 	if err != nil {
 		return nil, nil, toStatus(err)
 	}
-	sess := s.eng.NewSession()
-	sess.SetAuthorizer(s.authorizer(ctx))
-	if err := sess.SetDatabase(ctx, t.Database); err != nil {
+	sess, err := s.sessionIn(ctx, t.Database) // never "": the ticket has sess.Database()
+	if err != nil {
 		return nil, nil, toStatus(err)
 	}
 	st, err := s.prepareSQL(ctx, sess, t.SQL, tx)

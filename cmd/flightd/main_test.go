@@ -33,8 +33,10 @@ func buildFlightd(t *testing.T) string {
 
 // process is a running flightd.
 type process struct {
-	cmd  *exec.Cmd
-	addr string
+	cmd          *exec.Cmd
+	addr         string
+	bin, dataDir string // what start ran, for restarts
+	flags        []string
 }
 
 // addrWatcher reads flightd's log for the address it serves on.
@@ -73,7 +75,7 @@ func start(t *testing.T, bin, dataDir string, flags ...string) *process {
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	select {
 	case a := <-addr:
-		return &process{cmd: cmd, addr: a}
+		return &process{cmd: cmd, addr: a, bin: bin, dataDir: dataDir, flags: flags}
 	case <-time.After(30 * time.Second):
 		_ = cmd.Process.Kill()
 		t.Fatal("flightd did not start within 30s")
@@ -182,7 +184,7 @@ func (p *process) kill(t *testing.T) {
 // connection, until it returns false or a second after flightd is killed;
 // it kills flightd with SIGKILL after wait, and once write has stopped,
 // starts it again over dir.
-func (p *process) killRound(t *testing.T, bin, dir string, wait time.Duration, write func(adbc.Connection) bool) *process {
+func (p *process) killRound(t *testing.T, wait time.Duration, write func(adbc.Connection) bool) *process {
 	t.Helper()
 	cnxn, closeConn := p.connect(t)
 	killAt := time.Now().Add(wait)
@@ -200,7 +202,19 @@ func (p *process) killRound(t *testing.T, bin, dir string, wait time.Duration, w
 	<-done
 	_ = p.cmd.Wait()
 	closeConn()
-	return start(t, bin, dir)
+	return start(t, p.bin, p.dataDir, p.flags...)
+}
+
+// startKill9 starts flightd over a fresh data directory for a kill -9
+// test (skipped with -short), with a random source whose seed it logs.
+func startKill9(t *testing.T) (*process, *rand.Rand, int64) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	return start(t, buildFlightd(t), t.TempDir()), rand.New(rand.NewPCG(uint64(seed), 0)), seed
 }
 
 // terminate sends flightd SIGTERM and returns how it exited.
@@ -216,16 +230,7 @@ func (p *process) terminate(t *testing.T) error {
 // a client inserts, restarts it, and checks that every insert the client
 // saw acknowledged is there and no row appears that was never inserted.
 func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real processes")
-	}
-	bin := buildFlightd(t)
-	dir := t.TempDir()
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(uint64(seed), 0))
-
-	p := start(t, bin, dir)
+	p, rng, seed := startKill9(t)
 	cnxn, closeConn := p.connect(t)
 	if err := execSQL(cnxn, `CREATE TABLE acked (id BIGINT NOT NULL, PRIMARY KEY (id) NOT ENFORCED)`); err != nil {
 		t.Fatal(err)
@@ -236,7 +241,7 @@ func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
 	unacked := map[int64]bool{} // inserts in flight at a kill: may or may not be there
 	var next int64
 	for round := 0; round < 5; round++ {
-		p = p.killRound(t, bin, dir, time.Duration(50+rng.IntN(300))*time.Millisecond, func(cnxn adbc.Connection) bool {
+		p = p.killRound(t, time.Duration(50+rng.IntN(300))*time.Millisecond, func(cnxn adbc.Connection) bool {
 			next++
 			if err := execSQL(cnxn, fmt.Sprintf(`INSERT INTO acked VALUES (%d)`, next)); err != nil {
 				unacked[next] = true // the server died under us

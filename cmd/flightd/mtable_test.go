@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -52,16 +51,7 @@ func checkRefreshAnswer(t *testing.T, cnxn adbc.Connection, what string) string 
 // must equal the answer of its query over the source snapshot its last
 // refresh names (never a mix of two refreshes), and refreshes go on.
 func TestKill9DuringRefreshes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real processes")
-	}
-	bin := buildFlightd(t)
-	dir := t.TempDir()
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(uint64(seed), 0))
-
-	p := start(t, bin, dir)
+	p, rng, _ := startKill9(t)
 	cnxn, closeConn := p.connect(t)
 	for _, q := range []string{
 		`CREATE TABLE src (id BIGINT NOT NULL, g BIGINT, PRIMARY KEY (id) NOT ENFORCED) WITH ('snapshot.num-retained.min' = '100000')`,
@@ -81,7 +71,7 @@ func TestKill9DuringRefreshes(t *testing.T) {
 	var next int64
 	last := ""
 	for round := 0; round < 3; round++ {
-		p = p.killRound(t, bin, dir, time.Duration(500+rng.IntN(1500))*time.Millisecond, func(cnxn adbc.Connection) bool {
+		p = p.killRound(t, time.Duration(500+rng.IntN(1500))*time.Millisecond, func(cnxn adbc.Connection) bool {
 			next++
 			if err := execSQL(cnxn, fmt.Sprintf(`INSERT INTO src VALUES (%d, %d)`, next, next%7)); err != nil {
 				return false // the server died under us

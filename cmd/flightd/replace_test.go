@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -109,16 +108,8 @@ func ingestStream(cnxn adbc.Connection, table, mode string, rdr array.RecordRead
 // rows of one tag), never missing or empty; a create in flight left the
 // whole table or none, and can be retried.
 func TestKill9DuringReplace(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real processes")
-	}
-	bin := buildFlightd(t)
-	dir := t.TempDir()
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	p, rng, seed := startKill9(t)
 	mem := memory.NewGoAllocator()
-	p := start(t, bin, dir)
 	cnxn, closeConn := p.connect(t)
 	if err := ingestStream(cnxn, "r", adbc.OptionValueIngestModeCreate, replaceBatches(mem, "a", 0, 4)); err != nil {
 		t.Fatal(err)
@@ -128,7 +119,7 @@ func TestKill9DuringReplace(t *testing.T) {
 	col := func(tag int64) string { return []string{"a", "b"}[tag%2] }
 	for round := range 4 {
 		creating := fmt.Sprintf("c%d", round)
-		p = p.killRound(t, bin, dir, time.Duration(100+rng.IntN(600))*time.Millisecond, func(cnxn adbc.Connection) bool {
+		p = p.killRound(t, time.Duration(100+rng.IntN(600))*time.Millisecond, func(cnxn adbc.Connection) bool {
 			tag++
 			if err := ingestStream(cnxn, "r", adbc.OptionValueIngestModeReplace, replaceBatches(mem, col(tag), tag, 4)); err != nil {
 				return false
