@@ -67,9 +67,7 @@ func Parse(src string) (stmts []Statement, err error) {
 		}
 	}
 	if len(stmts) == 0 {
-		e := Errorf(Pos{Line: 1, Col: 1}, "empty statement")
-		e.SQLState = StateSyntax
-		return nil, e
+		return nil, StateErrorf(StateSyntax, Pos{Line: 1, Col: 1}, "empty statement")
 	}
 	return stmts, nil
 }
@@ -81,9 +79,7 @@ func ParseOne(src string) (Statement, error) {
 		return nil, err
 	}
 	if len(stmts) != 1 {
-		e := Errorf(stmts[1].Position(), "expected one statement, got %d", len(stmts))
-		e.SQLState = StateSyntax
-		return nil, e
+		return nil, StateErrorf(StateSyntax, stmts[1].Position(), "expected one statement, got %d", len(stmts))
 	}
 	return stmts[0], nil
 }
@@ -127,9 +123,7 @@ func (p *parser) recover(err *error) {
 }
 
 func (p *parser) failf(pos Pos, format string, args ...any) {
-	e := Errorf(pos, format, args...)
-	e.SQLState = StateSyntax
-	panic(bailout{e})
+	panic(bailout{StateErrorf(StateSyntax, pos, format, args...)})
 }
 
 func (p *parser) peek() token { return p.toks[p.i] }
@@ -287,9 +281,7 @@ func (p *parser) str(what string) (string, Pos) {
 func (p *parser) enter() {
 	p.depth++
 	if p.depth > MaxDepth {
-		e := Errorf(p.peek().pos, "statement too complex: nested or chained more than %d levels deep (an IN list instead of a long OR chain avoids this)", MaxDepth)
-		e.SQLState = StateTooComplex
-		panic(bailout{e})
+		panic(bailout{StateErrorf(StateTooComplex, p.peek().pos, "statement too complex: nested or chained more than %d levels deep (an IN list instead of a long OR chain avoids this)", MaxDepth)})
 	}
 }
 func (p *parser) leave() { p.depth-- }
