@@ -1477,9 +1477,7 @@ func (b *binder) rewriteGrouped(sb *selectBinding, x Expr, src sql.Expr) Expr {
 	}
 	var rw func(e Expr) Expr
 	rw = func(e Expr) Expr {
-		nodes := 0
-		walkExpr(e, func(Expr) { nodes++ })
-		if nodes <= longest {
+		if sizeAtMost(e, longest) {
 			if c, ok := g.keys[exprKey(e)]; ok {
 				return colRef(c)
 			}
