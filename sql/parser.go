@@ -1639,6 +1639,20 @@ func (p *parser) param(t token) Expr {
 	return &Param{Pos: t.pos, Index: n}
 }
 
+// interval parses "INTERVAL ['-']'n' unit [TO unit]".
+func (p *parser) interval() *IntervalLiteral {
+	iv := &IntervalLiteral{Pos: p.expectK("interval")}
+	if p.acceptP("-") {
+		iv.Negative = true
+	}
+	iv.Value, _ = p.str("interval value")
+	iv.Unit = p.unit("an interval unit")
+	if p.acceptK("to") {
+		iv.ToUnit = p.unit("an interval unit")
+	}
+	return iv
+}
+
 func (p *parser) keywordPrimary(t token) Expr {
 	next := p.peekN(1)
 	switch t.text {
@@ -1660,17 +1674,7 @@ func (p *parser) keywordPrimary(t token) Expr {
 			return &TypedLiteral{Pos: t.pos, Type: strings.ToUpper(t.text), Value: next.text}
 		}
 	case "interval":
-		p.i++
-		iv := &IntervalLiteral{Pos: t.pos}
-		if p.acceptP("-") {
-			iv.Negative = true
-		}
-		iv.Value, _ = p.str("interval value")
-		iv.Unit = p.unit("an interval unit")
-		if p.acceptK("to") {
-			iv.ToUnit = p.unit("an interval unit")
-		}
-		return iv
+		return p.interval()
 	case "case":
 		return p.parseCase()
 	case "cast", "try_cast":
