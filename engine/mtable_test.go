@@ -431,6 +431,11 @@ func TestMaterializedAuthorization(t *testing.T) {
 	if got := rows(t, root, "SELECT k FROM sales.m"); !slices.EqualFunc(got, [][]string{{"1"}}, slices.Equal) {
 		t.Fatalf("sales.m after the refused statements: %v", got)
 	}
+	// information_schema lists what the session may read, and no more.
+	q := "SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema <> 'information_schema' ORDER BY 2"
+	if got, want := rows(t, admin, q), [][]string{{"sales", "m"}, {"sales", "t"}}; !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("admin of sales: %s: got %v, want %v", q, got, want)
+	}
 	mustExec(t, admin, "ALTER MATERIALIZED TABLE sales.m REFRESH")
 	mustExec(t, admin, "DROP MATERIALIZED TABLE sales.m")
 }
