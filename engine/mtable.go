@@ -55,7 +55,7 @@ func (e *Engine) refreshLock(id tablestore.Ident) *sync.Mutex {
 
 // Refresh recomputes materialized table id whole, now.
 func (e *Engine) Refresh(ctx context.Context, id tablestore.Ident) error {
-	return e.refresh(ctx, id, nil, "")
+	return e.refresh(ctx, id, wholeTable)
 }
 
 // RefreshScheduled runs the refresh a schedule asks for (none for a
@@ -63,35 +63,43 @@ func (e *Engine) Refresh(ctx context.Context, id tablestore.Ident) error {
 // partition.fields.<col>.date-formatter, only the partition of the current
 // period (now), else the whole table.
 func (e *Engine) RefreshScheduled(ctx context.Context, id tablestore.Ident, now time.Time) error {
-	t, err := e.store.Table(ctx, id)
-	if err != nil {
-		return err
-	}
-	md := t.Materialized()
-	if md != nil && md.Suspended {
-		return nil // suspended after the scheduler looked
-	}
-	if md == nil || len(md.DateFormatters) == 0 {
-		return e.refresh(ctx, id, nil, "")
-	}
-	spec := map[string]string{}
-	var conds []string
-	for _, col := range slices.Sorted(maps.Keys(md.DateFormatters)) {
-		layout, err := plan.DateLayout(md.DateFormatters[col])
-		if err != nil {
-			return err
+	return e.refresh(ctx, id, func(md *tablestore.MaterializedDef) (map[string]string, string, bool, error) {
+		if md.Suspended {
+			return nil, "", false, nil
 		}
-		v := now.UTC().Format(layout)
-		spec[col] = v
-		conds = append(conds, sql.QuoteIdent(col)+" = "+sql.QuoteString(v))
-	}
-	return e.refresh(ctx, id, spec, strings.Join(conds, " AND "))
+		if len(md.DateFormatters) == 0 {
+			return wholeTable(md)
+		}
+		spec := map[string]string{}
+		var conds []string
+		for _, col := range slices.Sorted(maps.Keys(md.DateFormatters)) {
+			layout, err := plan.DateLayout(md.DateFormatters[col])
+			if err != nil {
+				return nil, "", false, err
+			}
+			v := now.UTC().Format(layout)
+			spec[col] = v
+			conds = append(conds, sql.QuoteIdent(col)+" = "+sql.QuoteString(v))
+		}
+		return spec, strings.Join(conds, " AND "), true, nil
+	})
 }
 
-// refresh overwrites the table (or, with spec, the partition spec whose
-// rows filter selects) with its query's answer; a failure is recorded as
-// the table's last error.
-func (e *Engine) refresh(ctx context.Context, id tablestore.Ident, spec map[string]string, filter string) error {
+// refreshScope says, from a materialized table's definition as it is when
+// its refresh starts, what the refresh overwrites: the partition spec
+// (nil: the whole table) and the filter selecting its rows; run is false
+// for no refresh at all.
+type refreshScope func(md *tablestore.MaterializedDef) (spec map[string]string, filter string, run bool, err error)
+
+func wholeTable(*tablestore.MaterializedDef) (map[string]string, string, bool, error) {
+	return nil, "", true, nil
+}
+
+// refresh overwrites the table, or the part of it scope picks, with its
+// query's answer; a failure of the refresh is recorded as the table's last
+// error. The table is read once, under the table's refresh lock, so scope
+// sees the definition the refresh runs.
+func (e *Engine) refresh(ctx context.Context, id tablestore.Ident, scope refreshScope) error {
 	mu := e.refreshLock(id)
 	mu.Lock()
 	defer mu.Unlock()
@@ -102,6 +110,10 @@ func (e *Engine) refresh(ctx context.Context, id tablestore.Ident, spec map[stri
 	md := t.Materialized()
 	if md == nil {
 		return fmt.Errorf("refresh %s: not a materialized table: %w", identString(id), ErrInvalid)
+	}
+	spec, filter, run, err := scope(md)
+	if err != nil || !run {
+		return err
 	}
 	err = e.runRefresh(ctx, md.Query, id.Database, filter, t.Schema(), func(props map[string]string) *tablestore.Write {
 		return t.NewWrite(tablestore.WriteOptions{Overwrite: true, OverwritePartition: spec, Properties: props})
@@ -288,7 +300,9 @@ func (e *Engine) alterMaterialized(ctx context.Context, b *plan.AlterMaterialize
 	defer e.sched.Changed(id)
 	switch b.Action {
 	case "REFRESH":
-		return e.refresh(ctx, id, b.Partition, b.PartitionFilter)
+		return e.refresh(ctx, id, func(*tablestore.MaterializedDef) (map[string]string, string, bool, error) {
+			return b.Partition, b.PartitionFilter, true, nil
+		})
 	case "AS":
 		return e.replaceQuery(ctx, id, *b.NewTable)
 	}

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -375,4 +376,66 @@ func TestMaterializedConcurrentRefreshes(t *testing.T) {
 	if refreshes != 16 {
 		t.Fatalf("%d refresh commits, want 16 (CREATE and 15 refreshes)", refreshes)
 	}
+}
+
+// TestMaterializedAuthorization: creating, altering, refreshing and
+// dropping a materialized table needs admin on its database, and its query
+// is bound as its creator, so admin on one database does not let a
+// materialized table copy another database it may not read.
+func TestMaterializedAuthorization(t *testing.T) {
+	e := newEngine(t)
+	ctx := context.Background()
+	root := e.NewSession()
+	for _, q := range []string{
+		"CREATE DATABASE sales", "CREATE TABLE sales.t (k BIGINT)", "INSERT INTO sales.t VALUES (1)",
+		"CREATE TABLE default.secret (s STRING)", "INSERT INTO default.secret VALUES ('x')",
+		"CREATE MATERIALIZED TABLE sales.m FRESHNESS = INTERVAL '1' HOUR AS SELECT k FROM sales.t",
+	} {
+		mustExec(t, root, q)
+	}
+	session := func(p engine.Privilege) *engine.Session {
+		s := e.NewSession()
+		s.SetAuthorizer(func(db string, want engine.Privilege) error {
+			if db == "sales" && want <= p {
+				return nil
+			}
+			return fmt.Errorf("%s on %s: %w", want, db, engine.ErrDenied)
+		})
+		return s
+	}
+	denied := func(s *engine.Session, who, q string) {
+		t.Helper()
+		if _, err := exec(ctx, s, nil, q); !errors.Is(err, engine.ErrDenied) {
+			t.Errorf("%s: %s: want ErrDenied, got %v", who, q, err)
+		}
+	}
+	writer, admin := session(engine.Write), session(engine.Admin)
+	for _, q := range []string{
+		"CREATE MATERIALIZED TABLE sales.m2 FRESHNESS = INTERVAL '1' HOUR AS SELECT k FROM sales.t",
+		"ALTER MATERIALIZED TABLE sales.m REFRESH",
+		"ALTER MATERIALIZED TABLE sales.m SUSPEND",
+		"ALTER MATERIALIZED TABLE sales.m AS SELECT k + 1 AS k FROM sales.t",
+		"DROP MATERIALIZED TABLE sales.m",
+	} {
+		denied(writer, "writer", q)
+	}
+	for _, q := range []string{
+		"CREATE MATERIALIZED TABLE sales.leak FRESHNESS = INTERVAL '1' HOUR AS SELECT s FROM default.secret",
+		"ALTER MATERIALIZED TABLE sales.m AS SELECT s FROM default.secret",
+	} {
+		denied(admin, "admin of sales", q)
+	}
+	if got := rows(t, root, "SHOW MATERIALIZED TABLES FROM sales"); len(got) != 1 {
+		t.Fatalf("materialized tables of sales after the refused statements: %v", got)
+	}
+	if got := rows(t, root, "SELECT k FROM sales.m"); !slices.EqualFunc(got, [][]string{{"1"}}, slices.Equal) {
+		t.Fatalf("sales.m after the refused statements: %v", got)
+	}
+	// information_schema lists what the session may read, and no more.
+	q := "SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema <> 'information_schema' ORDER BY 2"
+	if got, want := rows(t, admin, q), [][]string{{"sales", "m"}, {"sales", "t"}}; !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("admin of sales: %s: got %v, want %v", q, got, want)
+	}
+	mustExec(t, admin, "ALTER MATERIALIZED TABLE sales.m REFRESH")
+	mustExec(t, admin, "DROP MATERIALIZED TABLE sales.m")
 }

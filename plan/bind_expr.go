@@ -819,7 +819,7 @@ func (b *binder) typedLiteral(l *sql.TypedLiteral) Expr {
 		if !ok {
 			b.fail(l.Pos, "invalid TIMESTAMP literal %q (want YYYY-MM-DD HH:MM:SS[.fff])", l.Value)
 		}
-		if _, frac, _ := strings.Cut(strings.TrimSpace(l.Value), "."); len(frac) > 6 {
+		if nanoLiteral(l.Value) {
 			// Flink types the literal TIMESTAMP(9): keep the nanoseconds.
 			typ := &arrow.TimestampType{Unit: arrow.Nanosecond}
 			return &Const{Value: scalar.NewTimestampScalar(arrow.Timestamp(t.UnixNano()), typ)}
@@ -838,13 +838,20 @@ func (b *binder) typedLiteral(l *sql.TypedLiteral) Expr {
 			b.fail(l.Pos, "invalid TIME literal %q (want HH:MM:SS[.fff])", l.Value)
 		}
 		ns := int64(t.Hour())*3600e9 + int64(t.Minute())*60e9 + int64(t.Second())*1e9 + int64(t.Nanosecond())
-		if _, frac, _ := strings.Cut(strings.TrimSpace(l.Value), "."); len(frac) > 6 {
+		if nanoLiteral(l.Value) {
 			return &Const{Value: scalar.NewTime64Scalar(arrow.Time64(ns), &arrow.Time64Type{Unit: arrow.Nanosecond})}
 		}
 		return &Const{Value: scalar.NewTime64Scalar(arrow.Time64(ns/1000), &arrow.Time64Type{Unit: arrow.Microsecond})}
 	}
 	b.fail(l.Pos, "unsupported literal type %s", l.Type)
 	return nil
+}
+
+// nanoLiteral: a TIME or TIMESTAMP literal has more than 6 fractional
+// digits, so it is typed with nanoseconds rather than microseconds.
+func nanoLiteral(v string) bool {
+	_, frac, _ := strings.Cut(strings.TrimSpace(v), ".")
+	return len(frac) > 6
 }
 
 func parseTimestamp(s string) (time.Time, bool) {

@@ -1290,9 +1290,7 @@ func (b *binder) bindAggregation(sb *selectBinding, calls []*sql.FuncCall, corr 
 		if len(product)*len(alts) > maxGroupingSets {
 			// Several ROLLUPs and CUBEs multiply: without a bound a short
 			// GROUP BY plans billions of aggregations.
-			e := sql.Errorf(sel.Pos, "statement too complex: GROUP BY makes more than %d grouping sets", maxGroupingSets)
-			e.SQLState = sql.StateTooComplex
-			panic(bindFail{e})
+			panic(bindFail{sql.StateErrorf(sql.StateTooComplex, sel.Pos, "statement too complex: GROUP BY makes more than %d grouping sets", maxGroupingSets)})
 		}
 		var next [][]int
 		for _, p := range product {
@@ -1479,9 +1477,7 @@ func (b *binder) rewriteGrouped(sb *selectBinding, x Expr, src sql.Expr) Expr {
 	}
 	var rw func(e Expr) Expr
 	rw = func(e Expr) Expr {
-		nodes := 0
-		walkExpr(e, func(Expr) { nodes++ })
-		if nodes <= longest {
+		if sizeAtMost(e, longest) {
 			if c, ok := g.keys[exprKey(e)]; ok {
 				return colRef(c)
 			}

@@ -210,6 +210,25 @@ func walkExpr(e Expr, f func(Expr)) {
 	}
 }
 
+// sizeAtMost reports whether e has at most n nodes, visiting no more than
+// n+1 of them (counting all of a large tree at each of its nodes is
+// quadratic).
+func sizeAtMost(e Expr, n int) bool {
+	var walk func(Expr) bool
+	walk = func(x Expr) bool {
+		if n--; n < 0 {
+			return false
+		}
+		for _, c := range children(x) {
+			if !walk(c) {
+				return false
+			}
+		}
+		return true
+	}
+	return walk(e)
+}
+
 // colsOf returns the set of columns e reads.
 func colsOf(e Expr) map[ColumnID]bool {
 	s := map[ColumnID]bool{}

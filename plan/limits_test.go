@@ -2,6 +2,8 @@ package plan_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -51,6 +53,39 @@ func TestDeepStatementsFitTheStack(t *testing.T) {
 	} {
 		if _, _, err := h.Query(src); err != nil {
 			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestGroupingSetsLimit: a GROUP BY whose CUBEs and ROLLUPs multiply to
+// more than 4096 grouping sets is refused with SQLSTATE 54001 before it is
+// planned, and one of exactly 4096 (a CUBE of 12) plans and runs.
+func TestGroupingSetsLimit(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	h, err := slt.NewInProc(context.Background(), t.TempDir(), mem, plan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if err := h.Exec("CREATE TABLE t (k BIGINT); INSERT INTO t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	cube := func(n int) string {
+		cols := make([]string, n)
+		for i := range cols {
+			cols[i] = fmt.Sprintf("k + %d", i)
+		}
+		return "SELECT count(*) FROM t GROUP BY CUBE (" + strings.Join(cols, ", ") + ")"
+	}
+	if _, _, err := h.Query(cube(12)); err != nil {
+		t.Fatalf("CUBE of 12 (4096 grouping sets): %v", err)
+	}
+	for _, q := range []string{cube(12) + ", ROLLUP (k)", "SELECT count(*) FROM t GROUP BY CUBE (k, k + 1, k + 2, k + 3, k + 4, k + 5), CUBE (k + 6, k + 7, k + 8, k + 9, k + 10, k + 11), ROLLUP (k + 12)"} {
+		_, _, err := h.Query(q)
+		var e *sql.Error
+		if !errors.As(err, &e) || e.SQLState != sql.StateTooComplex {
+			t.Errorf("%s: want SQLSTATE %s, got %v", q, sql.StateTooComplex, err)
 		}
 	}
 }

@@ -202,24 +202,23 @@ func groupKeys(q *sql.Query) []string {
 	if !ok || len(sel.GroupBy) == 0 {
 		return nil
 	}
+	texts := make([]string, len(sel.Items)) // each item's expression as text
+	for i, it := range sel.Items {
+		texts[i] = sql.Format(it.Expr)
+	}
 	var keys []string
 	for _, g := range sel.GroupBy {
+		gk := sql.Format(g)
 		name := ""
-		for _, it := range sel.Items {
-			if sql.Format(it.Expr) != sql.Format(g) && (it.Alias == "" || sql.Format(g) != sql.Format(&sql.Ident{Parts: []string{it.Alias}})) {
-				continue
-			}
-			switch {
-			case it.Alias != "":
+		for i, it := range sel.Items {
+			if it.Alias != "" && (gk == texts[i] || gk == sql.Format(&sql.Ident{Parts: []string{it.Alias}})) {
 				name = it.Alias
-			default:
-				id, ok := it.Expr.(*sql.Ident)
-				if !ok {
-					continue
-				}
-				name = id.Parts[len(id.Parts)-1]
+				break
 			}
-			break
+			if id, ok := it.Expr.(*sql.Ident); ok && it.Alias == "" && gk == texts[i] {
+				name = id.Parts[len(id.Parts)-1]
+				break
+			}
 		}
 		if name == "" {
 			return nil

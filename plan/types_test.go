@@ -63,3 +63,19 @@ func TestTypeMapping(t *testing.T) {
 		}
 	}
 }
+
+// TestSizeAtMost: sizeAtMost agrees with counting every node, at and around
+// the size of the tree.
+func TestSizeAtMost(t *testing.T) {
+	var e Expr = &ColRef{ID: 1, Typ: arrow.PrimitiveTypes.Int64}
+	for range 20 {
+		e = &Call{Fn: "+", Args: []Expr{e, &ColRef{ID: 2, Typ: arrow.PrimitiveTypes.Int64}}, Typ: arrow.PrimitiveTypes.Int64}
+	}
+	nodes := 0
+	walkExpr(e, func(Expr) { nodes++ })
+	for n := 0; n <= nodes+1; n++ {
+		if got := sizeAtMost(e, n); got != (nodes <= n) {
+			t.Errorf("sizeAtMost(%d nodes, %d) = %v", nodes, n, got)
+		}
+	}
+}

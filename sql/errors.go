@@ -56,6 +56,13 @@ func Errorf(pos Pos, format string, args ...any) *Error {
 	return &Error{Line: pos.Line, Col: pos.Col, Offset: pos.Offset, Msg: fmt.Sprintf(format, args...)}
 }
 
+// StateErrorf is Errorf for an error of SQLSTATE state.
+func StateErrorf(state string, pos Pos, format string, args ...any) *Error {
+	e := Errorf(pos, format, args...)
+	e.SQLState = state
+	return e
+}
+
 // CheckSize refuses statements longer than maxBytes or with more than
 // maxTokens tokens (zero: no bound) before they are parsed: the parser
 // holds every token at once and the planner's work grows with them, so
@@ -63,9 +70,7 @@ func Errorf(pos Pos, format string, args ...any) *Error {
 // the text once without keeping the tokens.
 func CheckSize(src string, maxBytes, maxTokens int) error {
 	if maxBytes > 0 && len(src) > maxBytes {
-		e := Errorf(Pos{Line: 1, Col: 1}, "statement too large: %d bytes, more than the limit of %d", len(src), maxBytes)
-		e.SQLState = StateTooLarge
-		return e
+		return StateErrorf(StateTooLarge, Pos{Line: 1, Col: 1}, "statement too large: %d bytes, more than the limit of %d", len(src), maxBytes)
 	}
 	if maxTokens <= 0 {
 		return nil
@@ -77,9 +82,7 @@ func CheckSize(src string, maxBytes, maxTokens int) error {
 			return nil // the parser reports a bad token with its position
 		}
 		if n == maxTokens {
-			e := Errorf(t.pos, "statement too large: more than %d terms (names, literals, operators)", maxTokens)
-			e.SQLState = StateTooLarge
-			return e
+			return StateErrorf(StateTooLarge, t.pos, "statement too large: more than %d terms (names, literals, operators)", maxTokens)
 		}
 	}
 }

@@ -41,6 +41,15 @@ func TestDepthLimit(t *testing.T) {
 			t.Errorf("%s of %d: want SQLSTATE %s, got %v", name, 5*MaxDepth, StateTooComplex, err)
 		}
 	}
+	// At the boundary: one link or level past MaxDepth is already refused,
+	// so no kind of chain counts less than one level per link.
+	for name, src := range chains(MaxDepth + 1) {
+		_, err := ParseOne(src)
+		var e *Error
+		if !errors.As(err, &e) || e.SQLState != StateTooComplex {
+			t.Errorf("%s of %d: want SQLSTATE %s, got %v", name, MaxDepth+1, StateTooComplex, err)
+		}
+	}
 	for name, src := range chains(MaxDepth / 4) {
 		s, err := ParseOne(src)
 		if err != nil {

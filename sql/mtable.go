@@ -45,11 +45,7 @@ func (p *parser) freshness() *IntervalLiteral {
 	if !p.isK("interval") {
 		p.failf(p.peek().pos, "expected INTERVAL after FRESHNESS =, found %s", p.describe(p.peek()))
 	}
-	iv, ok := p.parsePrimary().(*IntervalLiteral)
-	if !ok {
-		p.failf(p.peek().pos, "expected an interval literal after FRESHNESS =")
-	}
-	return iv
+	return p.interval()
 }
 
 func (p *parser) parseAlterMaterialized(pos Pos) Statement {

@@ -67,9 +67,7 @@ func Parse(src string) (stmts []Statement, err error) {
 		}
 	}
 	if len(stmts) == 0 {
-		e := Errorf(Pos{Line: 1, Col: 1}, "empty statement")
-		e.SQLState = StateSyntax
-		return nil, e
+		return nil, StateErrorf(StateSyntax, Pos{Line: 1, Col: 1}, "empty statement")
 	}
 	return stmts, nil
 }
@@ -81,9 +79,7 @@ func ParseOne(src string) (Statement, error) {
 		return nil, err
 	}
 	if len(stmts) != 1 {
-		e := Errorf(stmts[1].Position(), "expected one statement, got %d", len(stmts))
-		e.SQLState = StateSyntax
-		return nil, e
+		return nil, StateErrorf(StateSyntax, stmts[1].Position(), "expected one statement, got %d", len(stmts))
 	}
 	return stmts[0], nil
 }
@@ -127,9 +123,7 @@ func (p *parser) recover(err *error) {
 }
 
 func (p *parser) failf(pos Pos, format string, args ...any) {
-	e := Errorf(pos, format, args...)
-	e.SQLState = StateSyntax
-	panic(bailout{e})
+	panic(bailout{StateErrorf(StateSyntax, pos, format, args...)})
 }
 
 func (p *parser) peek() token { return p.toks[p.i] }
@@ -287,9 +281,7 @@ func (p *parser) str(what string) (string, Pos) {
 func (p *parser) enter() {
 	p.depth++
 	if p.depth > MaxDepth {
-		e := Errorf(p.peek().pos, "statement too complex: nested or chained more than %d levels deep (an IN list instead of a long OR chain avoids this)", MaxDepth)
-		e.SQLState = StateTooComplex
-		panic(bailout{e})
+		panic(bailout{StateErrorf(StateTooComplex, p.peek().pos, "statement too complex: nested or chained more than %d levels deep (an IN list instead of a long OR chain avoids this)", MaxDepth)})
 	}
 }
 func (p *parser) leave() { p.depth-- }
@@ -1647,6 +1639,20 @@ func (p *parser) param(t token) Expr {
 	return &Param{Pos: t.pos, Index: n}
 }
 
+// interval parses "INTERVAL ['-']'n' unit [TO unit]".
+func (p *parser) interval() *IntervalLiteral {
+	iv := &IntervalLiteral{Pos: p.expectK("interval")}
+	if p.acceptP("-") {
+		iv.Negative = true
+	}
+	iv.Value, _ = p.str("interval value")
+	iv.Unit = p.unit("an interval unit")
+	if p.acceptK("to") {
+		iv.ToUnit = p.unit("an interval unit")
+	}
+	return iv
+}
+
 func (p *parser) keywordPrimary(t token) Expr {
 	next := p.peekN(1)
 	switch t.text {
@@ -1668,17 +1674,7 @@ func (p *parser) keywordPrimary(t token) Expr {
 			return &TypedLiteral{Pos: t.pos, Type: strings.ToUpper(t.text), Value: next.text}
 		}
 	case "interval":
-		p.i++
-		iv := &IntervalLiteral{Pos: t.pos}
-		if p.acceptP("-") {
-			iv.Negative = true
-		}
-		iv.Value, _ = p.str("interval value")
-		iv.Unit = p.unit("an interval unit")
-		if p.acceptK("to") {
-			iv.ToUnit = p.unit("an interval unit")
-		}
-		return iv
+		return p.interval()
 	case "case":
 		return p.parseCase()
 	case "cast", "try_cast":
