@@ -422,7 +422,7 @@ func (st *tableState) fits(ctx context.Context, r *commitRequest, sch *tableSche
 	case r.schema != nil && r.schema.ID < sch.Origin:
 		return fmt.Errorf("%w: table %s was replaced after the write began", ErrConflict, st.id)
 	}
-	return st.rebase(ctx, r, latest, earlier)
+	return st.rebase(ctx, r, sch, latest, earlier)
 }
 
 // syncFileDirs makes the directory entries of files durable.

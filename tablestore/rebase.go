@@ -22,8 +22,8 @@ func bucketOf(e *manifestEntry) string {
 	return partitionKey(e.Partition) + "/" + strconv.Itoa(e.Bucket)
 }
 
-// rebase fits req onto latest, the snapshot it is about to follow, and
-// earlier, the files of requests published in the same snapshot before it.
+// rebase fits req onto latest, the snapshot it is about to follow (sch is
+// the schema in effect), and earlier, the files of requests published in the same snapshot before it.
 // Commits after req.baseID, other than compaction (which never changes
 // contents), and those requests are concurrent with it:
 //   - a read-modify-write (strict) fails with ErrSerialization when one of
@@ -34,7 +34,7 @@ func bucketOf(e *manifestEntry) string {
 //     writes, with a sequence number not below its own, its files of that
 //     bucket are rewritten with sequence numbers above every committed one,
 //     so that per key the merge order is the commit order.
-func (st *tableState) rebase(ctx context.Context, req *commitRequest, latest *snapshot, earlier []*manifestEntry) error {
+func (st *tableState) rebase(ctx context.Context, req *commitRequest, sch *tableSchema, latest *snapshot, earlier []*manifestEntry) error {
 	if req.kind == commitCompact || (len(req.adds) == 0 && req.overwrite == nil) {
 		return nil
 	}
@@ -48,10 +48,6 @@ func (st *tableState) rebase(ctx context.Context, req *commitRequest, latest *sn
 	}
 	if len(after) == 0 && len(earlier) == 0 {
 		return nil
-	}
-	sch, err := st.latestSchema()
-	if err != nil {
-		return err
 	}
 	ours := map[string][]*manifestEntry{}
 	for _, a := range req.adds {
