@@ -30,6 +30,9 @@ type commitRequest struct {
 	// otherwise the latest snapshot when the first sequence number was
 	// taken (every row committed before has a smaller one).
 	baseID int64
+	// checked: req was fitted onto this snapshot (rebase); later attempts
+	// check only the commits after it.
+	checked int64
 	// strict: the rows were computed from baseID (read-modify-write), so
 	// a concurrent commit that wrote one of their keys (key tables), or
 	// changed the overwritten scope, is a serialization failure.

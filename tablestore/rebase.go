@@ -42,7 +42,7 @@ func (st *tableState) rebase(ctx context.Context, req *commitRequest, sch *table
 	var after []int64
 	if latest != nil {
 		next = latest.NextSequenceNumber
-		for id := req.baseID + 1; id <= latest.ID; id++ {
+		for id := max(req.baseID, req.checked) + 1; id <= latest.ID; id++ {
 			after = append(after, id)
 		}
 	}
@@ -108,10 +108,15 @@ func (st *tableState) rebase(ctx context.Context, req *commitRequest, sch *table
 			return err
 		}
 	}
-	if len(stale) == 0 {
-		return nil
+	if len(stale) > 0 {
+		if err := st.resequence(ctx, sch, req, stale, next); err != nil {
+			return err
+		}
 	}
-	return st.resequence(ctx, sch, req, stale, next)
+	if latest != nil {
+		req.checked = latest.ID
+	}
+	return nil
 }
 
 func minSeqOf(files []*manifestEntry) int64 {
