@@ -727,7 +727,7 @@ func publishAll(ctx context.Context, ws []*Write, reqs []*commitRequest, qs []*q
 			latest, err = st.resolveSnapshot(0)
 		}
 		if err == nil {
-			err = st.fits(ctx, req, sch, latest, nil)
+			err = st.fits(ctx, req, sch, latest, nil, commitDeltas{})
 		}
 		if err != nil {
 			return fmt.Errorf("commit %s: %w", st.id, err)
