@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -207,7 +206,6 @@ func TestConcurrentStores(t *testing.T) {
 	if len(tmp) > 0 {
 		t.Fatalf("leftover temporary files: %v", tmp)
 	}
-	_ = os.Remove
 }
 
 // TestParallelSplits reads the splits of one scan concurrently while
