@@ -62,7 +62,8 @@ func (e *Engine) Txn(id string) (*Txn, error) {
 }
 
 // Commit publishes the transaction's writes: all, or none if one of them
-// conflicts (tablestore.CommitAll).
+// conflicts, except with a conflicting commit of another process landing
+// mid-way (tablestore.CommitAll).
 func (e *Engine) Commit(ctx context.Context, id string) error {
 	tx, err := e.take(id)
 	if err != nil {

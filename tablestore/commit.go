@@ -30,6 +30,9 @@ type commitRequest struct {
 	// otherwise the latest snapshot when the first sequence number was
 	// taken (every row committed before has a smaller one).
 	baseID int64
+	// checked: req was fitted onto this snapshot (rebase); later attempts
+	// check only the commits after it.
+	checked int64
 	// strict: the rows were computed from baseID (read-modify-write), so
 	// a concurrent commit that wrote one of their keys (key tables), or
 	// changed the overwritten scope, is a serialization failure.
@@ -223,8 +226,9 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 	var adds []*manifestEntry
 	var nextSeq int64
 	included := 0
+	deltas := commitDeltas{}
 	for i, r := range reqs {
-		if errs[i] = st.fits(ctx, r, sch, latest, adds); errs[i] != nil {
+		if errs[i] = st.fits(ctx, r, sch, latest, adds, deltas); errs[i] != nil {
 			continue
 		}
 		adds = append(adds, r.adds...)
@@ -415,14 +419,14 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 
 // fits checks that r can follow latest (with sch in effect) and earlier,
 // the files of requests published before it in the same snapshot.
-func (st *tableState) fits(ctx context.Context, r *commitRequest, sch *tableSchema, latest *snapshot, earlier []*manifestEntry) error {
+func (st *tableState) fits(ctx context.Context, r *commitRequest, sch *tableSchema, latest *snapshot, earlier []*manifestEntry, deltas commitDeltas) error {
 	switch {
 	case r.replace != nil:
 		return nil // a replace supersedes whatever committed meanwhile
 	case r.schema != nil && r.schema.ID < sch.Origin:
 		return fmt.Errorf("%w: table %s was replaced after the write began", ErrConflict, st.id)
 	}
-	return st.rebase(ctx, r, latest, earlier)
+	return st.rebase(ctx, r, sch, latest, earlier, deltas)
 }
 
 // syncFileDirs makes the directory entries of files durable.

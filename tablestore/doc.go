@@ -92,7 +92,9 @@
 // WriteOptions.ReadModifyWrite turns on first-committer-wins, key by key:
 // ErrSerialization if a commit after the base snapshot wrote one of the
 // keys (or changed the overwritten scope). CommitAll commits writes to several
-// tables together: all, or none when one of them conflicts.
+// tables together: all, or none when one of them conflicts with the commits
+// it is checked against; a commit of another process that lands between the
+// check and the publications can leave only the earlier tables published.
 //
 // Snapshots carry the writer's properties (WriteOptions.Properties; a
 // commit with them is never grouped with others); Table.LastProperties

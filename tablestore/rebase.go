@@ -22,8 +22,8 @@ func bucketOf(e *manifestEntry) string {
 	return partitionKey(e.Partition) + "/" + strconv.Itoa(e.Bucket)
 }
 
-// rebase fits req onto latest, the snapshot it is about to follow, and
-// earlier, the files of requests published in the same snapshot before it.
+// rebase fits req onto latest, the snapshot it is about to follow (sch is
+// the schema in effect), and earlier, the files of requests published in the same snapshot before it.
 // Commits after req.baseID, other than compaction (which never changes
 // contents), and those requests are concurrent with it:
 //   - a read-modify-write (strict) fails with ErrSerialization when one of
@@ -34,7 +34,7 @@ func bucketOf(e *manifestEntry) string {
 //     writes, with a sequence number not below its own, its files of that
 //     bucket are rewritten with sequence numbers above every committed one,
 //     so that per key the merge order is the commit order.
-func (st *tableState) rebase(ctx context.Context, req *commitRequest, latest *snapshot, earlier []*manifestEntry) error {
+func (st *tableState) rebase(ctx context.Context, req *commitRequest, sch *tableSchema, latest *snapshot, earlier []*manifestEntry, deltas commitDeltas) error {
 	if req.kind == commitCompact || (len(req.adds) == 0 && req.overwrite == nil) {
 		return nil
 	}
@@ -42,16 +42,12 @@ func (st *tableState) rebase(ctx context.Context, req *commitRequest, latest *sn
 	var after []int64
 	if latest != nil {
 		next = latest.NextSequenceNumber
-		for id := req.baseID + 1; id <= latest.ID; id++ {
+		for id := max(req.baseID, req.checked) + 1; id <= latest.ID; id++ {
 			after = append(after, id)
 		}
 	}
 	if len(after) == 0 && len(earlier) == 0 {
 		return nil
-	}
-	sch, err := st.latestSchema()
-	if err != nil {
-		return err
 	}
 	ours := map[string][]*manifestEntry{}
 	for _, a := range req.adds {
@@ -83,27 +79,14 @@ func (st *tableState) rebase(ctx context.Context, req *commitRequest, latest *sn
 		return nil
 	}
 	for _, id := range after {
-		sn, err := st.readSnapshot(id)
-		if err != nil {
-			return fmt.Errorf("%w: cannot check concurrent commit %d: %v", ErrConflict, id, err)
-		}
-		if sn.CommitKind == commitCompact {
-			continue
-		}
-		l, err := st.readManifestList(sn.DeltaManifestList)
+		ents, err := deltas.get(st, id)
 		if err != nil {
 			return err
 		}
 		by := fmt.Sprintf("snapshot %d", id)
-		for _, m := range l {
-			ents, err := st.readManifest(m.FileName)
-			if err != nil {
+		for _, e := range ents {
+			if err := check(e, by); err != nil {
 				return err
-			}
-			for _, e := range ents {
-				if err := check(e, by); err != nil {
-					return err
-				}
 			}
 		}
 	}
@@ -112,10 +95,46 @@ func (st *tableState) rebase(ctx context.Context, req *commitRequest, latest *sn
 			return err
 		}
 	}
-	if len(stale) == 0 {
-		return nil
+	if len(stale) > 0 {
+		if err := st.resequence(ctx, sch, req, stale, next); err != nil {
+			return err
+		}
 	}
-	return st.resequence(ctx, sch, req, stale, next)
+	if latest != nil {
+		req.checked = latest.ID
+	}
+	return nil
+}
+
+// commitDeltas caches the entries of the concurrent commits one attempt
+// checks, read once for all the requests of a group (nil for compaction,
+// which rebase skips).
+type commitDeltas map[int64][]*manifestEntry
+
+func (c commitDeltas) get(st *tableState, id int64) ([]*manifestEntry, error) {
+	if ents, ok := c[id]; ok {
+		return ents, nil
+	}
+	sn, err := st.readSnapshot(id)
+	if err != nil {
+		return nil, fmt.Errorf("%w: cannot check concurrent commit %d: %v", ErrConflict, id, err)
+	}
+	var ents []*manifestEntry
+	if sn.CommitKind != commitCompact {
+		l, err := st.readManifestList(sn.DeltaManifestList)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range l {
+			es, err := st.readManifest(m.FileName)
+			if err != nil {
+				return nil, err
+			}
+			ents = append(ents, es...)
+		}
+	}
+	c[id] = ents
+	return ents, nil
 }
 
 func minSeqOf(files []*manifestEntry) int64 {

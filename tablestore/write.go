@@ -651,8 +651,9 @@ func (w *Write) Commit(ctx context.Context) (int64, error) {
 // published, or, when one does not fit (ErrSerialization) or fails before
 // the first publication, none is and all are aborted. No other commit of
 // this process lands between the check and the publications (the tables'
-// commit locks are held throughout); a crash, or an I/O error, between two
-// publications leaves the earlier ones. It returns the new snapshot ids.
+// commit locks are held throughout), but another process's can: a commit
+// of it that conflicts with a later write, a crash, or an I/O error, between
+// two publications leaves the earlier ones. It returns the new snapshot ids.
 func CommitAll(ctx context.Context, ws []*Write) ([]int64, error) {
 	ids := make([]int64, len(ws))
 	reqs := make([]*commitRequest, len(ws))
@@ -726,7 +727,7 @@ func publishAll(ctx context.Context, ws []*Write, reqs []*commitRequest, qs []*q
 			latest, err = st.resolveSnapshot(0)
 		}
 		if err == nil {
-			err = st.fits(ctx, req, sch, latest, nil)
+			err = st.fits(ctx, req, sch, latest, nil, commitDeltas{})
 		}
 		if err != nil {
 			return fmt.Errorf("commit %s: %w", st.id, err)
