@@ -14,24 +14,13 @@ import (
 	"github.com/flightd/flightd/vectorized"
 )
 
-// JoinKind is the kind of a Join.
-type JoinKind int
-
-// Join kinds; semi and anti joins output the left columns only.
-const (
-	InnerJoin JoinKind = iota
-	LeftJoin
-	RightJoin
-	FullJoin
-	SemiJoin
-	AntiJoin
-)
-
 // JoinSpec describes a Join: rows match when their keys are equal (never
 // on NULL) and Residual, compiled over the left columns then the right
 // ones (after a row kind column), is true.
+// Kind is exec's join type (semi and anti joins output the left columns
+// only); NullAwareAntiJoin is not supported.
 type JoinSpec struct {
-	Kind                JoinKind
+	Kind                exec.JoinType
 	LeftKeys, RightKeys []exec.Expr
 	Residual            exec.Expr
 }
@@ -98,6 +87,9 @@ type pumped struct {
 
 // NewJoin joins left and right.
 func NewJoin(ec *exec.Context, left, right Operator, spec JoinSpec, budget *Budget) (*Join, error) {
+	if spec.Kind == exec.NullAwareAntiJoin {
+		return nil, fmt.Errorf("%w: a streaming join cannot be a null-aware anti join", exec.ErrInvalid)
+	}
 	var err error
 	if spec.LeftKeys, spec.RightKeys, err = exec.CoerceJoinKeys(spec.LeftKeys, spec.RightKeys); err != nil {
 		return nil, err
@@ -115,7 +107,7 @@ func NewJoin(ec *exec.Context, left, right Operator, spec JoinSpec, budget *Budg
 			keys = spec.RightKeys
 		}
 		j.sides[s] = &joinSide{keys: keys, get: get, width: len(fs), table: map[string][]*joinRow{}}
-		if s == 1 && (spec.Kind == SemiJoin || spec.Kind == AntiJoin) {
+		if s == 1 && (spec.Kind == exec.SemiJoin || spec.Kind == exec.AntiJoin) {
 			continue
 		}
 		for _, f := range fs {
@@ -324,9 +316,9 @@ func (j *Join) process(ctx context.Context, side int, b arrow.RecordBatch) error
 		return err
 	}
 	kind := j.spec.Kind
-	semi := kind == SemiJoin || kind == AntiJoin
-	ownKept := kind == FullJoin || side == 0 && kind == LeftJoin || side == 1 && kind == RightJoin
-	otherKept := kind == FullJoin || side == 1 && kind == LeftJoin || side == 0 && kind == RightJoin
+	semi := kind == exec.SemiJoin || kind == exec.AntiJoin
+	ownKept := kind == exec.FullJoin || side == 0 && kind == exec.LeftJoin || side == 1 && kind == exec.RightJoin
+	otherKept := kind == exec.FullJoin || side == 1 && kind == exec.LeftJoin || side == 0 && kind == exec.RightJoin
 	var grow int64
 	for i, sign := range signs {
 		k := string(own.enc.Key(i))
@@ -354,7 +346,7 @@ func (j *Join) process(ctx context.Context, side int, b arrow.RecordBatch) error
 				if (before == 0) != (cand.matches == 0) {
 					// The left row starts or stops matching.
 					kd := kindDelete
-					if (kind == SemiJoin) == (before == 0) {
+					if (kind == exec.SemiJoin) == (before == 0) {
 						kd = kindInsert
 					}
 					j.emitN(kd, cand.n, cand.vals, nil, 0)
@@ -378,7 +370,7 @@ func (j *Join) process(ctx context.Context, side int, b arrow.RecordBatch) error
 		e.matches = m
 		switch {
 		case semi && side == 0:
-			if (kind == SemiJoin) == (m > 0) {
+			if (kind == exec.SemiJoin) == (m > 0) {
 				j.emitN(add, 1, rows[i], nil, 0)
 			}
 		case ownKept && m == 0:
@@ -455,7 +447,7 @@ func (j *Join) emitN(kind string, n int64, left, right []any, nulls int) {
 	default:
 		row = append(append(row, left...), right...)
 	}
-	if j.spec.Kind == SemiJoin || j.spec.Kind == AntiJoin {
+	if j.spec.Kind == exec.SemiJoin || j.spec.Kind == exec.AntiJoin {
 		row = left
 	}
 	for range n {

@@ -101,7 +101,7 @@ func TestJoinOuterPadding(t *testing.T) {
 	// The right side starts when the left one has ended: one order.
 	left.done = make(chan struct{})
 	right.wait = left.done
-	j, err := NewJoin(ec, left, right, JoinSpec{Kind: LeftJoin, LeftKeys: []exec.Expr{col(1, "k")}, RightKeys: []exec.Expr{col(1, "k")}}, budget)
+	j, err := NewJoin(ec, left, right, JoinSpec{Kind: exec.LeftJoin, LeftKeys: []exec.Expr{col(1, "k")}, RightKeys: []exec.Expr{col(1, "k")}}, budget)
 	if err != nil {
 		t.Fatal(err)
 	}
