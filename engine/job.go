@@ -193,29 +193,7 @@ func scanTable(ctx context.Context, t *tablestore.Table, cols []string, fn func(
 		return err
 	}
 	defer s.Close()
-	for _, sp := range s.Splits() {
-		rd, err := sp.Open(ctx)
-		if err != nil {
-			return err
-		}
-		for {
-			b, err := rd.Next(ctx)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err == nil {
-				err = fn(b)
-			}
-			if err != nil {
-				_ = rd.Close()
-				return err
-			}
-		}
-		if err := rd.Close(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.Each(ctx, fn)
 }
 
 // launchLocked starts a job's goroutine; sink is its target when known
