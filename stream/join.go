@@ -68,16 +68,22 @@ type joinSide struct {
 	keys  []exec.Expr
 	get   rowGetter
 	width int
-	table map[string][]*joinRow
-	enc   vectorized.KeyEncoder
+	table map[string][]*joinRow // by join key
+	// rows finds a distinct row without scanning its key's rows: by the
+	// encoding of all its columns, which folds -0 into 0, so sameRow
+	// picks the exact one among the (almost always single) rows there.
+	rows map[string][]*joinRow
+	enc  vectorized.KeyEncoder // join keys
+	renc vectorized.KeyEncoder // whole rows
 }
 
 // joinRow is a distinct row of one side: n copies, each matching matches
-// rows of the other side.
+// rows of the other side; idx is its place in its key's table entry.
 type joinRow struct {
 	vals    []any
 	n       int64
 	matches int64
+	idx     int
 }
 
 type pumped struct {
@@ -106,7 +112,7 @@ func NewJoin(ec *exec.Context, left, right Operator, spec JoinSpec, budget *Budg
 		if s == 1 {
 			keys = spec.RightKeys
 		}
-		j.sides[s] = &joinSide{keys: keys, get: get, width: len(fs), table: map[string][]*joinRow{}}
+		j.sides[s] = &joinSide{keys: keys, get: get, width: len(fs), table: map[string][]*joinRow{}, rows: map[string][]*joinRow{}}
 		if s == 1 && (spec.Kind == exec.SemiJoin || spec.Kind == exec.AntiJoin) {
 			continue
 		}
@@ -303,6 +309,9 @@ func (j *Join) process(ctx context.Context, side int, b arrow.RecordBatch) error
 		return err
 	}
 	cols := b.Columns()[1:]
+	if err := own.renc.Encode(cols, n); err != nil {
+		return err
+	}
 	rows := make([][]any, n)
 	cands := make([][]*joinRow, n)
 	for i := range n {
@@ -322,7 +331,8 @@ func (j *Join) process(ctx context.Context, side int, b arrow.RecordBatch) error
 	var grow int64
 	for i, sign := range signs {
 		k := string(own.enc.Key(i))
-		e, bytes, err := own.change(k, rows[i], sign)
+		rk := own.renc.Key(i)
+		e, bytes, err := own.change(k, rk, rows[i], sign)
 		if err != nil {
 			return err
 		}
@@ -377,17 +387,17 @@ func (j *Join) process(ctx context.Context, side int, b arrow.RecordBatch) error
 			j.emitSide(add, side, 1, rows[i])
 		}
 		if e.n == 0 {
-			own.remove(k, e)
+			own.remove(k, rk, e)
 		}
 	}
 	j.held += grow
 	return j.budget.grow(grow, "a join")
 }
 
-// change adds (sign > 0) or removes one copy of row under key k and
-// returns its entry.
-func (s *joinSide) change(k string, row []any, sign int8) (*joinRow, int64, error) {
-	for _, e := range s.table[k] {
+// change adds (sign > 0) or removes one copy of row, whose join key is k
+// and whole-row encoding rk, and returns its entry.
+func (s *joinSide) change(k string, rk []byte, row []any, sign int8) (*joinRow, int64, error) {
+	for _, e := range s.rows[string(rk)] {
 		if sameRow(e.vals, row) {
 			e.n += int64(sign)
 			return e, 0, nil
@@ -396,24 +406,35 @@ func (s *joinSide) change(k string, row []any, sign int8) (*joinRow, int64, erro
 	if sign < 0 {
 		return nil, 0, fmt.Errorf("%w: join input retracts a row it never added", exec.ErrInvalid)
 	}
-	e := &joinRow{vals: row, n: 1}
+	e := &joinRow{vals: row, n: 1, idx: len(s.table[k])}
 	s.table[k] = append(s.table[k], e)
-	return e, rowBytes(row) + int64(len(k)) + 48, nil
+	r := string(rk)
+	s.rows[r] = append(s.rows[r], e)
+	return e, rowBytes(row) + int64(len(k)+len(r)) + 80, nil
 }
 
-func (s *joinSide) remove(k string, e *joinRow) {
+// remove drops entry e, of key k and whole-row encoding rk.
+func (s *joinSide) remove(k string, rk []byte, e *joinRow) {
 	l := s.table[k]
-	for i, x := range l {
-		if x == e {
-			l[i] = l[len(l)-1]
-			l = l[:len(l)-1]
-			break
-		}
-	}
-	if len(l) == 0 {
+	last := l[len(l)-1]
+	l[e.idx], last.idx = last, e.idx
+	if l = l[:len(l)-1]; len(l) == 0 {
 		delete(s.table, k)
 	} else {
 		s.table[k] = l
+	}
+	r := s.rows[string(rk)]
+	for i, x := range r {
+		if x == e {
+			r[i] = r[len(r)-1]
+			r = r[:len(r)-1]
+			break
+		}
+	}
+	if len(r) == 0 {
+		delete(s.rows, string(rk))
+	} else {
+		s.rows[string(rk)] = r
 	}
 }
 
