@@ -9,7 +9,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 
 	"github.com/flightd/flightd/exec"
-	"github.com/flightd/flightd/tablestore"
 	"github.com/flightd/flightd/vectorized"
 )
 
@@ -114,32 +113,7 @@ func (a *Aggregate) Schema() *arrow.Schema { return a.schema }
 func (a *Aggregate) Open(ctx context.Context) error { return a.in.Open(ctx) }
 
 func (a *Aggregate) Next(ctx context.Context) (Chunk, error) {
-	for {
-		if b := a.q.pop(); b != nil {
-			return Chunk{Batch: b, Pos: a.marker.Pos}, nil
-		}
-		if a.marker != nil {
-			m := *a.marker
-			a.marker = nil
-			return m, nil
-		}
-		c, err := a.in.Next(ctx)
-		if err != nil {
-			return Chunk{}, err
-		}
-		if c.Batch == nil {
-			if err := a.flush(ctx); err != nil {
-				return Chunk{}, err
-			}
-			// The groups are not the full read of a table: no image marks.
-			c.Image, c.ImageStart = tablestore.NoImage, false
-			a.marker = &c
-			continue
-		}
-		if err := a.add(ctx, c.Batch); err != nil {
-			return Chunk{}, err
-		}
-	}
+	return miniBatchNext(ctx, a.in, a, a.q, &a.marker)
 }
 
 func (a *Aggregate) newGroup(key string, vals []any) (*aggGroup, int64) {
