@@ -457,19 +457,17 @@ func (j *Join) emitSide(kind string, side int, n int64, row []any) {
 }
 
 // emitN emits n copies of left ++ right; nulls NULLs stand in for the
-// side that is nil.
+// side that is nil. A semi or anti join emits left alone.
 func (j *Join) emitN(kind string, n int64, left, right []any, nulls int) {
-	row := make([]any, 0, len(left)+len(right)+nulls)
-	switch {
-	case left == nil:
-		row = append(append(row, make([]any, nulls)...), right...)
-	case right == nil:
-		row = append(append(row, left...), make([]any, nulls)...)
-	default:
-		row = append(append(row, left...), right...)
-	}
-	if j.spec.Kind == exec.SemiJoin || j.spec.Kind == exec.AntiJoin {
-		row = left
+	row := left
+	if j.spec.Kind != exec.SemiJoin && j.spec.Kind != exec.AntiJoin {
+		// The padding is row's zero values: nil, NULL.
+		row = make([]any, len(left)+len(right)+nulls)
+		if left == nil {
+			copy(row[nulls:], right)
+		} else {
+			copy(row[copy(row, left):], right)
+		}
 	}
 	for range n {
 		j.q.add(kind, row)
