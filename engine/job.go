@@ -458,18 +458,11 @@ func (a *applier) changes(b arrow.RecordBatch) error {
 	}
 	a.kinds = a.kinds[:0]
 	for i := range n {
-		switch kinds.Value(i) {
-		case "+I":
-			a.kinds = append(a.kinds, tablestore.Insert)
-		case "-U":
-			a.kinds = append(a.kinds, tablestore.UpdateBefore)
-		case "+U":
-			a.kinds = append(a.kinds, tablestore.UpdateAfter)
-		case "-D":
-			a.kinds = append(a.kinds, tablestore.Delete)
-		default:
+		k, ok := tablestore.ParseRowKind(kinds.Value(i))
+		if !ok {
 			return fmt.Errorf("%w: row kind %q", ErrInvalid, kinds.Value(i))
 		}
+		a.kinds = append(a.kinds, k)
 	}
 	cols := make([]arrow.Array, len(a.perm)-1)
 	for i, p := range a.perm[1:] {

@@ -76,13 +76,14 @@ func kindSigns(b arrow.RecordBatch, dst []int8) ([]int8, error) {
 	}
 	dst = dst[:0]
 	for i := 0; i < k.Len(); i++ {
-		switch k.Value(i) {
-		case kindInsert, kindUpdateAfter:
-			dst = append(dst, 1)
-		case kindUpdateBefore, kindDelete:
+		kind, ok := tablestore.ParseRowKind(k.Value(i))
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("%w: unknown row kind %q", exec.ErrInvalid, k.Value(i))
+		case kind.IsRetract():
 			dst = append(dst, -1)
 		default:
-			return nil, fmt.Errorf("%w: unknown row kind %q", exec.ErrInvalid, k.Value(i))
+			dst = append(dst, 1)
 		}
 	}
 	return dst, nil
