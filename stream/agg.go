@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"fmt"
+	"math/bits"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -395,23 +396,50 @@ type count struct{ n int64 }
 func (c *count) add(_ any, sign int8) int64 { c.n += int64(sign); return 0 }
 func (c *count) result() (any, error)       { return c.n, nil }
 
-type sumInt struct{ sum, n int64 }
+// sumInt sums in 128 bits, hi*2^64 + lo, so that the sum is exact in any
+// order of additions and retractions and a result beyond int64 is an
+// overflow, as in a batch sum (not a wrapped value).
+type sumInt struct {
+	hi int64
+	lo uint64
+	n  int64
+}
 
 func (s *sumInt) add(v any, sign int8) int64 {
-	x, ok := v.(int64)
-	if !ok {
-		x = int64(v.(uint64))
+	var xhi int64
+	var xlo uint64
+	switch x := v.(type) {
+	case int64:
+		xlo, xhi = uint64(x), x>>63
+	case uint64:
+		xlo = x
 	}
-	s.sum += int64(sign) * x
+	if sign < 0 { // two's complement negation
+		xlo, xhi = ^xlo+1, ^xhi
+		if xlo == 0 {
+			xhi++
+		}
+	}
+	var carry uint64
+	s.lo, carry = bits.Add64(s.lo, xlo, 0)
+	s.hi += xhi + int64(carry)
 	s.n += int64(sign)
 	return 0
+}
+
+// sum is the sum as an int64, or an overflow.
+func (s *sumInt) sum() (int64, error) {
+	if s.hi != int64(s.lo)>>63 {
+		return 0, fmt.Errorf("%w: sum exceeds the int64 range", vectorized.ErrOverflow)
+	}
+	return int64(s.lo), nil
 }
 
 func (s *sumInt) result() (any, error) {
 	if s.n == 0 {
 		return nil, nil
 	}
-	return s.sum, nil
+	return s.sum()
 }
 
 // sumFloat sums in float64: after retractions the last bits may differ
@@ -471,7 +499,11 @@ func (a *avg) result() (any, error) {
 		if s.n == 0 {
 			return nil, nil
 		}
-		return float64(s.sum) / float64(s.n), nil
+		sum, err := s.sum()
+		if err != nil {
+			return nil, err
+		}
+		return float64(sum) / float64(s.n), nil
 	case *sumFloat:
 		if s.n == 0 {
 			return nil, nil

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/vectorized"
 )
 
 // An aggregate emits one -U/+U per group and snapshot, the pair in one
@@ -151,6 +152,39 @@ func TestJoinRowsOfOneKey(t *testing.T) {
 		"[1 6]: -D 1 100 1 5", "[1 6]: marker",
 		"[1 7]: +I 1 100 1 3", "[1 7]: marker",
 	})
+}
+
+// An integer sum is exact whatever passes through it, and one that ends
+// beyond int64 is an overflow, as in a batch sum, not a wrapped value.
+func TestAggregateSumOverflow(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ec := exec.NewContext(mem)
+	sum := func(snapshots ...[]string) *Aggregate {
+		in := int64Changes(t, mem, []string{"x"}, 0, 1, snapshots...)
+		agg, err := NewAggregate(ec, in, nil, nil, []AggSpec{
+			{Func: "sum", Arg: col(1, "x"), Type: arrow.PrimitiveTypes.Int64, Name: "s"},
+		}, NewBudget(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return agg
+	}
+	expectCollect(t, sum([]string{"+I 9223372036854775807", "+I 9223372036854775807", "-D 9223372036854775807", "+I -1"}), []string{
+		"[1]: +I 9223372036854775806", "[1]: marker",
+	})
+	agg := sum([]string{"+I 9223372036854775807", "+I 1"})
+	defer agg.Close()
+	if err := agg.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	for err == nil {
+		_, err = agg.Next(t.Context())
+	}
+	if !errors.Is(err, vectorized.ErrOverflow) {
+		t.Fatalf("got %v, want an overflow", err)
+	}
 }
 
 // Past its budget an aggregation fails with exec.ErrMemoryLimit.
