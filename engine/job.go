@@ -193,29 +193,7 @@ func scanTable(ctx context.Context, t *tablestore.Table, cols []string, fn func(
 		return err
 	}
 	defer s.Close()
-	for _, sp := range s.Splits() {
-		rd, err := sp.Open(ctx)
-		if err != nil {
-			return err
-		}
-		for {
-			b, err := rd.Next(ctx)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err == nil {
-				err = fn(b)
-			}
-			if err != nil {
-				_ = rd.Close()
-				return err
-			}
-		}
-		if err := rd.Close(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.Each(ctx, fn)
 }
 
 // launchLocked starts a job's goroutine; sink is its target when known
@@ -480,18 +458,11 @@ func (a *applier) changes(b arrow.RecordBatch) error {
 	}
 	a.kinds = a.kinds[:0]
 	for i := range n {
-		switch kinds.Value(i) {
-		case "+I":
-			a.kinds = append(a.kinds, tablestore.Insert)
-		case "-U":
-			a.kinds = append(a.kinds, tablestore.UpdateBefore)
-		case "+U":
-			a.kinds = append(a.kinds, tablestore.UpdateAfter)
-		case "-D":
-			a.kinds = append(a.kinds, tablestore.Delete)
-		default:
+		k, ok := tablestore.ParseRowKind(kinds.Value(i))
+		if !ok {
 			return fmt.Errorf("%w: row kind %q", ErrInvalid, kinds.Value(i))
 		}
+		a.kinds = append(a.kinds, k)
 	}
 	cols := make([]arrow.Array, len(a.perm)-1)
 	for i, p := range a.perm[1:] {

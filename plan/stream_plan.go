@@ -718,10 +718,7 @@ func (sb *streamBuilder) buildPair(ln, rn sNode) (l, r stream.Operator, err erro
 
 func (sb *streamBuilder) join(x *sJoin, l, r stream.Operator) (stream.Operator, error) {
 	n := x.n
-	spec := stream.JoinSpec{Kind: map[JoinKind]stream.JoinKind{
-		InnerJoin: stream.InnerJoin, LeftJoin: stream.LeftJoin, RightJoin: stream.RightJoin,
-		FullJoin: stream.FullJoin, SemiJoin: stream.SemiJoin, AntiJoin: stream.AntiJoin,
-	}[n.Kind]}
+	spec := stream.JoinSpec{Kind: exec.JoinType(n.Kind)}
 	var err error
 	if spec.LeftKeys, err = compileAll(n.LeftKeys, sb.layout(x.l.cols()), sb.params); err != nil {
 		return nil, err

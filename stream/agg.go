@@ -3,13 +3,13 @@ package stream
 import (
 	"context"
 	"fmt"
+	"math/bits"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 
 	"github.com/flightd/flightd/exec"
-	"github.com/flightd/flightd/tablestore"
 	"github.com/flightd/flightd/vectorized"
 )
 
@@ -85,6 +85,9 @@ func NewAggregate(ec *exec.Context, in Operator, groups []exec.Expr, groupNames 
 			if get, err = getterFor(s.Arg.DataType()); err != nil {
 				return nil, fmt.Errorf("aggregate %s: %w", s.Name, err)
 			}
+			if s.Func == "count" && !s.Distinct {
+				get = notNull // count needs no value: no copy, no boxing
+			}
 		}
 		a.argGet = append(a.argGet, get)
 		fields = append(fields, arrow.Field{Name: s.Name, Type: s.Type, Nullable: true})
@@ -114,32 +117,7 @@ func (a *Aggregate) Schema() *arrow.Schema { return a.schema }
 func (a *Aggregate) Open(ctx context.Context) error { return a.in.Open(ctx) }
 
 func (a *Aggregate) Next(ctx context.Context) (Chunk, error) {
-	for {
-		if b := a.q.pop(); b != nil {
-			return Chunk{Batch: b, Pos: a.marker.Pos}, nil
-		}
-		if a.marker != nil {
-			m := *a.marker
-			a.marker = nil
-			return m, nil
-		}
-		c, err := a.in.Next(ctx)
-		if err != nil {
-			return Chunk{}, err
-		}
-		if c.Batch == nil {
-			if err := a.flush(ctx); err != nil {
-				return Chunk{}, err
-			}
-			// The groups are not the full read of a table: no image marks.
-			c.Image, c.ImageStart = tablestore.NoImage, false
-			a.marker = &c
-			continue
-		}
-		if err := a.add(ctx, c.Batch); err != nil {
-			return Chunk{}, err
-		}
-	}
+	return miniBatchNext(ctx, a.in, a, a.q, &a.marker)
 }
 
 func (a *Aggregate) newGroup(key string, vals []any) (*aggGroup, int64) {
@@ -342,6 +320,14 @@ type accumulator interface {
 	result() (any, error)
 }
 
+// notNull reads a value as true, or nil for NULL.
+func notNull(a arrow.Array, i int) any {
+	if a.IsNull(i) {
+		return nil
+	}
+	return true
+}
+
 func newAccumulator(s AggSpec) (accumulator, error) {
 	bad := func() (accumulator, error) {
 		what := s.Func
@@ -410,23 +396,50 @@ type count struct{ n int64 }
 func (c *count) add(_ any, sign int8) int64 { c.n += int64(sign); return 0 }
 func (c *count) result() (any, error)       { return c.n, nil }
 
-type sumInt struct{ sum, n int64 }
+// sumInt sums in 128 bits, hi*2^64 + lo, so that the sum is exact in any
+// order of additions and retractions and a result beyond int64 is an
+// overflow, as in a batch sum (not a wrapped value).
+type sumInt struct {
+	hi int64
+	lo uint64
+	n  int64
+}
 
 func (s *sumInt) add(v any, sign int8) int64 {
-	x, ok := v.(int64)
-	if !ok {
-		x = int64(v.(uint64))
+	var xhi int64
+	var xlo uint64
+	switch x := v.(type) {
+	case int64:
+		xlo, xhi = uint64(x), x>>63
+	case uint64:
+		xlo = x
 	}
-	s.sum += int64(sign) * x
+	if sign < 0 { // two's complement negation
+		xlo, xhi = ^xlo+1, ^xhi
+		if xlo == 0 {
+			xhi++
+		}
+	}
+	var carry uint64
+	s.lo, carry = bits.Add64(s.lo, xlo, 0)
+	s.hi += xhi + int64(carry)
 	s.n += int64(sign)
 	return 0
+}
+
+// sum is the sum as an int64, or an overflow.
+func (s *sumInt) sum() (int64, error) {
+	if s.hi != int64(s.lo)>>63 {
+		return 0, fmt.Errorf("%w: sum exceeds the int64 range", vectorized.ErrOverflow)
+	}
+	return int64(s.lo), nil
 }
 
 func (s *sumInt) result() (any, error) {
 	if s.n == 0 {
 		return nil, nil
 	}
-	return s.sum, nil
+	return s.sum()
 }
 
 // sumFloat sums in float64: after retractions the last bits may differ
@@ -486,7 +499,11 @@ func (a *avg) result() (any, error) {
 		if s.n == 0 {
 			return nil, nil
 		}
-		return float64(s.sum) / float64(s.n), nil
+		sum, err := s.sum()
+		if err != nil {
+			return nil, err
+		}
+		return float64(sum) / float64(s.n), nil
 	case *sumFloat:
 		if s.n == 0 {
 			return nil, nil

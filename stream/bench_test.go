@@ -125,7 +125,7 @@ func BenchmarkJoin(b *testing.B) {
 	rs, rb := insertDelete(mem, rng, 1024, 1000)
 	left := &cycle{schema: ls, batches: lb, rows: b.N / 2, n: 2}
 	right := &cycle{schema: rs, batches: rb, rows: b.N / 2, idx: 1, n: 2}
-	j, err := NewJoin(ec, left, right, JoinSpec{Kind: InnerJoin, LeftKeys: []exec.Expr{col(1, "k")}, RightKeys: []exec.Expr{col(1, "k")}}, NewBudget(0))
+	j, err := NewJoin(ec, left, right, JoinSpec{Kind: exec.InnerJoin, LeftKeys: []exec.Expr{col(1, "k")}, RightKeys: []exec.Expr{col(1, "k")}}, NewBudget(0))
 	if err != nil {
 		b.Fatal(err)
 	}

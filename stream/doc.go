@@ -22,11 +22,14 @@
 // snapshot each source has been read to (one entry per source of the
 // query). A marker at Pos P says every change up to P has been emitted.
 // Sources emit a marker at the end of every snapshot (and the reader's
-// progress markers, flagged CaughtUp). Stateful operators buffer the
+// progress markers, flagged CaughtUp). Aggregate and Normalize buffer the
 // changes of one mini-batch and emit their net effect at the next marker
 // before passing it on: the output of one input snapshot is complete
 // before the next snapshot's changes, so markers stay exact and an
 // aggregate emits one -U/+U per changed group per snapshot, not per row.
+// Join emits the joined rows of each input batch as it processes it, and
+// takes a snapshot of one side whole before the other side's changes, so
+// its markers are exact too.
 //
 // # Operators
 //

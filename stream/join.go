@@ -14,24 +14,13 @@ import (
 	"github.com/flightd/flightd/vectorized"
 )
 
-// JoinKind is the kind of a Join.
-type JoinKind int
-
-// Join kinds; semi and anti joins output the left columns only.
-const (
-	InnerJoin JoinKind = iota
-	LeftJoin
-	RightJoin
-	FullJoin
-	SemiJoin
-	AntiJoin
-)
-
 // JoinSpec describes a Join: rows match when their keys are equal (never
 // on NULL) and Residual, compiled over the left columns then the right
 // ones (after a row kind column), is true.
+// Kind is exec's join type (semi and anti joins output the left columns
+// only); NullAwareAntiJoin is not supported.
 type JoinSpec struct {
-	Kind                JoinKind
+	Kind                exec.JoinType
 	LeftKeys, RightKeys []exec.Expr
 	Residual            exec.Expr
 }
@@ -79,16 +68,22 @@ type joinSide struct {
 	keys  []exec.Expr
 	get   rowGetter
 	width int
-	table map[string][]*joinRow
-	enc   vectorized.KeyEncoder
+	table map[string][]*joinRow // by join key
+	// rows finds a distinct row without scanning its key's rows: by the
+	// encoding of all its columns, which folds -0 into 0, so sameRow
+	// picks the exact one among the (almost always single) rows there.
+	rows map[string][]*joinRow
+	enc  vectorized.KeyEncoder // join keys
+	renc vectorized.KeyEncoder // whole rows
 }
 
 // joinRow is a distinct row of one side: n copies, each matching matches
-// rows of the other side.
+// rows of the other side; idx is its place in its key's table entry.
 type joinRow struct {
 	vals    []any
 	n       int64
 	matches int64
+	idx     int
 }
 
 type pumped struct {
@@ -98,6 +93,9 @@ type pumped struct {
 
 // NewJoin joins left and right.
 func NewJoin(ec *exec.Context, left, right Operator, spec JoinSpec, budget *Budget) (*Join, error) {
+	if spec.Kind == exec.NullAwareAntiJoin {
+		return nil, fmt.Errorf("%w: a streaming join cannot be a null-aware anti join", exec.ErrInvalid)
+	}
 	var err error
 	if spec.LeftKeys, spec.RightKeys, err = exec.CoerceJoinKeys(spec.LeftKeys, spec.RightKeys); err != nil {
 		return nil, err
@@ -114,8 +112,8 @@ func NewJoin(ec *exec.Context, left, right Operator, spec JoinSpec, budget *Budg
 		if s == 1 {
 			keys = spec.RightKeys
 		}
-		j.sides[s] = &joinSide{keys: keys, get: get, width: len(fs), table: map[string][]*joinRow{}}
-		if s == 1 && (spec.Kind == SemiJoin || spec.Kind == AntiJoin) {
+		j.sides[s] = &joinSide{keys: keys, get: get, width: len(fs), table: map[string][]*joinRow{}, rows: map[string][]*joinRow{}}
+		if s == 1 && (spec.Kind == exec.SemiJoin || spec.Kind == exec.AntiJoin) {
 			continue
 		}
 		for _, f := range fs {
@@ -311,6 +309,9 @@ func (j *Join) process(ctx context.Context, side int, b arrow.RecordBatch) error
 		return err
 	}
 	cols := b.Columns()[1:]
+	if err := own.renc.Encode(cols, n); err != nil {
+		return err
+	}
 	rows := make([][]any, n)
 	cands := make([][]*joinRow, n)
 	for i := range n {
@@ -324,13 +325,14 @@ func (j *Join) process(ctx context.Context, side int, b arrow.RecordBatch) error
 		return err
 	}
 	kind := j.spec.Kind
-	semi := kind == SemiJoin || kind == AntiJoin
-	ownKept := kind == FullJoin || side == 0 && kind == LeftJoin || side == 1 && kind == RightJoin
-	otherKept := kind == FullJoin || side == 1 && kind == LeftJoin || side == 0 && kind == RightJoin
+	semi := kind == exec.SemiJoin || kind == exec.AntiJoin
+	ownKept := kind == exec.FullJoin || side == 0 && kind == exec.LeftJoin || side == 1 && kind == exec.RightJoin
+	otherKept := kind == exec.FullJoin || side == 1 && kind == exec.LeftJoin || side == 0 && kind == exec.RightJoin
 	var grow int64
 	for i, sign := range signs {
 		k := string(own.enc.Key(i))
-		e, bytes, err := own.change(k, rows[i], sign)
+		rk := own.renc.Key(i)
+		e, bytes, err := own.change(k, rk, rows[i], sign)
 		if err != nil {
 			return err
 		}
@@ -354,7 +356,7 @@ func (j *Join) process(ctx context.Context, side int, b arrow.RecordBatch) error
 				if (before == 0) != (cand.matches == 0) {
 					// The left row starts or stops matching.
 					kd := kindDelete
-					if (kind == SemiJoin) == (before == 0) {
+					if (kind == exec.SemiJoin) == (before == 0) {
 						kd = kindInsert
 					}
 					j.emitN(kd, cand.n, cand.vals, nil, 0)
@@ -378,24 +380,24 @@ func (j *Join) process(ctx context.Context, side int, b arrow.RecordBatch) error
 		e.matches = m
 		switch {
 		case semi && side == 0:
-			if (kind == SemiJoin) == (m > 0) {
+			if (kind == exec.SemiJoin) == (m > 0) {
 				j.emitN(add, 1, rows[i], nil, 0)
 			}
 		case ownKept && m == 0:
 			j.emitSide(add, side, 1, rows[i])
 		}
 		if e.n == 0 {
-			own.remove(k, e)
+			own.remove(k, rk, e)
 		}
 	}
 	j.held += grow
 	return j.budget.grow(grow, "a join")
 }
 
-// change adds (sign > 0) or removes one copy of row under key k and
-// returns its entry.
-func (s *joinSide) change(k string, row []any, sign int8) (*joinRow, int64, error) {
-	for _, e := range s.table[k] {
+// change adds (sign > 0) or removes one copy of row, whose join key is k
+// and whole-row encoding rk, and returns its entry.
+func (s *joinSide) change(k string, rk []byte, row []any, sign int8) (*joinRow, int64, error) {
+	for _, e := range s.rows[string(rk)] {
 		if sameRow(e.vals, row) {
 			e.n += int64(sign)
 			return e, 0, nil
@@ -404,24 +406,35 @@ func (s *joinSide) change(k string, row []any, sign int8) (*joinRow, int64, erro
 	if sign < 0 {
 		return nil, 0, fmt.Errorf("%w: join input retracts a row it never added", exec.ErrInvalid)
 	}
-	e := &joinRow{vals: row, n: 1}
+	e := &joinRow{vals: row, n: 1, idx: len(s.table[k])}
 	s.table[k] = append(s.table[k], e)
-	return e, rowBytes(row) + int64(len(k)) + 48, nil
+	r := string(rk)
+	s.rows[r] = append(s.rows[r], e)
+	return e, rowBytes(row) + int64(len(k)+len(r)) + 80, nil
 }
 
-func (s *joinSide) remove(k string, e *joinRow) {
+// remove drops entry e, of key k and whole-row encoding rk.
+func (s *joinSide) remove(k string, rk []byte, e *joinRow) {
 	l := s.table[k]
-	for i, x := range l {
-		if x == e {
-			l[i] = l[len(l)-1]
-			l = l[:len(l)-1]
-			break
-		}
-	}
-	if len(l) == 0 {
+	last := l[len(l)-1]
+	l[e.idx], last.idx = last, e.idx
+	if l = l[:len(l)-1]; len(l) == 0 {
 		delete(s.table, k)
 	} else {
 		s.table[k] = l
+	}
+	r := s.rows[string(rk)]
+	for i, x := range r {
+		if x == e {
+			r[i] = r[len(r)-1]
+			r = r[:len(r)-1]
+			break
+		}
+	}
+	if len(r) == 0 {
+		delete(s.rows, string(rk))
+	} else {
+		s.rows[string(rk)] = r
 	}
 }
 
@@ -444,19 +457,17 @@ func (j *Join) emitSide(kind string, side int, n int64, row []any) {
 }
 
 // emitN emits n copies of left ++ right; nulls NULLs stand in for the
-// side that is nil.
+// side that is nil. A semi or anti join emits left alone.
 func (j *Join) emitN(kind string, n int64, left, right []any, nulls int) {
-	row := make([]any, 0, len(left)+len(right)+nulls)
-	switch {
-	case left == nil:
-		row = append(append(row, make([]any, nulls)...), right...)
-	case right == nil:
-		row = append(append(row, left...), make([]any, nulls)...)
-	default:
-		row = append(append(row, left...), right...)
-	}
-	if j.spec.Kind == SemiJoin || j.spec.Kind == AntiJoin {
-		row = left
+	row := left
+	if j.spec.Kind != exec.SemiJoin && j.spec.Kind != exec.AntiJoin {
+		// The padding is row's zero values: nil, NULL.
+		row = make([]any, len(left)+len(right)+nulls)
+		if left == nil {
+			copy(row[nulls:], right)
+		} else {
+			copy(row[copy(row, left):], right)
+		}
 	}
 	for range n {
 		j.q.add(kind, row)

@@ -6,7 +6,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flightd/flightd/exec"
-	"github.com/flightd/flightd/tablestore"
 	"github.com/flightd/flightd/vectorized"
 )
 
@@ -69,7 +68,7 @@ func (n *Normalize) Open(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	if err := src.seed(ctx, n.ec.Mem, n.add); err != nil {
+	if err := src.seed(ctx, n.ec.Mem, func(b arrow.RecordBatch) error { return n.add(ctx, b) }); err != nil {
 		return err
 	}
 	var grow int64
@@ -86,36 +85,10 @@ func (n *Normalize) Open(ctx context.Context) error {
 }
 
 func (n *Normalize) Next(ctx context.Context) (Chunk, error) {
-	for {
-		if b := n.q.pop(); b != nil {
-			return Chunk{Batch: b, Pos: n.marker.Pos}, nil
-		}
-		if n.marker != nil {
-			m := *n.marker
-			n.marker = nil
-			return m, nil
-		}
-		c, err := n.in.Next(ctx)
-		if err != nil {
-			return Chunk{}, err
-		}
-		if c.Batch == nil {
-			if err := n.flush(); err != nil {
-				return Chunk{}, err
-			}
-			// Image marks frame the rows of a full read, which the
-			// normalization consumed: they do not frame its output.
-			c.Image, c.ImageStart = tablestore.NoImage, false
-			n.marker = &c
-			continue
-		}
-		if err := n.add(c.Batch); err != nil {
-			return Chunk{}, err
-		}
-	}
+	return miniBatchNext(ctx, n.in, n, n.q, &n.marker)
 }
 
-func (n *Normalize) add(b arrow.RecordBatch) error {
+func (n *Normalize) add(_ context.Context, b arrow.RecordBatch) error {
 	signs, err := kindSigns(b, n.signs)
 	if err != nil {
 		return err
@@ -147,7 +120,7 @@ func (n *Normalize) add(b arrow.RecordBatch) error {
 }
 
 // flush emits the net change of every key touched since the last marker.
-func (n *Normalize) flush() error {
+func (n *Normalize) flush(context.Context) error {
 	var grow int64
 	for _, k := range n.order {
 		p := n.pending[k]

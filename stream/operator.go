@@ -76,13 +76,14 @@ func kindSigns(b arrow.RecordBatch, dst []int8) ([]int8, error) {
 	}
 	dst = dst[:0]
 	for i := 0; i < k.Len(); i++ {
-		switch k.Value(i) {
-		case kindInsert, kindUpdateAfter:
-			dst = append(dst, 1)
-		case kindUpdateBefore, kindDelete:
+		kind, ok := tablestore.ParseRowKind(k.Value(i))
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("%w: unknown row kind %q", exec.ErrInvalid, k.Value(i))
+		case kind.IsRetract():
 			dst = append(dst, -1)
 		default:
-			return nil, fmt.Errorf("%w: unknown row kind %q", exec.ErrInvalid, k.Value(i))
+			dst = append(dst, 1)
 		}
 	}
 	return dst, nil
@@ -189,5 +190,43 @@ func (q *outQueue) release() {
 	if q.bld != nil {
 		q.bld.Release()
 		q.bld = nil
+	}
+}
+
+// miniBatched is an operator that buffers the changes of a mini-batch and
+// queues their net effect at the next marker.
+type miniBatched interface {
+	add(ctx context.Context, b arrow.RecordBatch) error
+	flush(ctx context.Context) error
+}
+
+// miniBatchNext is the Next of a miniBatched op reading in and emitting
+// through q: the queued batches of the last mini-batch, labelled with its
+// marker's position, then that marker. The marker carries no image marks:
+// the output is not the full read of a table, whatever op consumed.
+func miniBatchNext(ctx context.Context, in Operator, op miniBatched, q *outQueue, marker **Chunk) (Chunk, error) {
+	for {
+		if b := q.pop(); b != nil {
+			return Chunk{Batch: b, Pos: (*marker).Pos}, nil
+		}
+		if m := *marker; m != nil {
+			*marker = nil
+			return *m, nil
+		}
+		c, err := in.Next(ctx)
+		if err != nil {
+			return Chunk{}, err
+		}
+		if c.Batch == nil {
+			if err := op.flush(ctx); err != nil {
+				return Chunk{}, err
+			}
+			c.Image, c.ImageStart = tablestore.NoImage, false
+			*marker = &c
+			continue
+		}
+		if err := op.add(ctx, c.Batch); err != nil {
+			return Chunk{}, err
+		}
 	}
 }

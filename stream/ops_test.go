@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/vectorized"
 )
 
 // An aggregate emits one -U/+U per group and snapshot, the pair in one
@@ -101,7 +102,7 @@ func TestJoinOuterPadding(t *testing.T) {
 	// The right side starts when the left one has ended: one order.
 	left.done = make(chan struct{})
 	right.wait = left.done
-	j, err := NewJoin(ec, left, right, JoinSpec{Kind: LeftJoin, LeftKeys: []exec.Expr{col(1, "k")}, RightKeys: []exec.Expr{col(1, "k")}}, budget)
+	j, err := NewJoin(ec, left, right, JoinSpec{Kind: exec.LeftJoin, LeftKeys: []exec.Expr{col(1, "k")}, RightKeys: []exec.Expr{col(1, "k")}}, budget)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +115,75 @@ func TestJoinOuterPadding(t *testing.T) {
 	})
 	if budget.Used() != 0 {
 		t.Fatalf("closed join holds %d bytes", budget.Used())
+	}
+}
+
+// Many rows of one key, duplicates among them, come and go in an order
+// that moves rows within the key's entry: each change emits exactly its
+// joined rows, and a retraction finds its row wherever it moved.
+func TestJoinRowsOfOneKey(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ec := exec.NewContext(mem)
+	budget := NewBudget(0)
+	left := int64Changes(t, mem, []string{"k", "a"}, 0, 2, []string{"+I 1 100"})
+	right := int64Changes(t, mem, []string{"k", "b"}, 1, 2,
+		[]string{"+I 1 1", "+I 1 2", "+I 1 3", "+I 1 3", "+I 1 4"},
+		[]string{"-D 1 1"},
+		[]string{"-D 1 4"},
+		[]string{"-D 1 3", "-D 1 3"},
+		[]string{"+I 1 5", "-D 1 2"},
+		[]string{"-D 1 5"},
+		[]string{"+I 1 3"},
+	)
+	left.done = make(chan struct{})
+	right.wait = left.done
+	j, err := NewJoin(ec, left, right, JoinSpec{Kind: exec.InnerJoin, LeftKeys: []exec.Expr{col(1, "k")}, RightKeys: []exec.Expr{col(1, "k")}}, budget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectCollect(t, j, []string{
+		"[1 0]: marker",
+		"[1 1]: +I 1 100 1 1 | +I 1 100 1 2 | +I 1 100 1 3 | +I 1 100 1 3 | +I 1 100 1 4", "[1 1]: marker",
+		"[1 2]: -D 1 100 1 1", "[1 2]: marker",
+		"[1 3]: -D 1 100 1 4", "[1 3]: marker",
+		"[1 4]: -D 1 100 1 3 | -D 1 100 1 3", "[1 4]: marker",
+		"[1 5]: +I 1 100 1 5 | -D 1 100 1 2", "[1 5]: marker",
+		"[1 6]: -D 1 100 1 5", "[1 6]: marker",
+		"[1 7]: +I 1 100 1 3", "[1 7]: marker",
+	})
+}
+
+// An integer sum is exact whatever passes through it, and one that ends
+// beyond int64 is an overflow, as in a batch sum, not a wrapped value.
+func TestAggregateSumOverflow(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ec := exec.NewContext(mem)
+	sum := func(snapshots ...[]string) *Aggregate {
+		in := int64Changes(t, mem, []string{"x"}, 0, 1, snapshots...)
+		agg, err := NewAggregate(ec, in, nil, nil, []AggSpec{
+			{Func: "sum", Arg: col(1, "x"), Type: arrow.PrimitiveTypes.Int64, Name: "s"},
+		}, NewBudget(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return agg
+	}
+	expectCollect(t, sum([]string{"+I 9223372036854775807", "+I 9223372036854775807", "-D 9223372036854775807", "+I -1"}), []string{
+		"[1]: +I 9223372036854775806", "[1]: marker",
+	})
+	agg := sum([]string{"+I 9223372036854775807", "+I 1"})
+	defer agg.Close()
+	if err := agg.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	for err == nil {
+		_, err = agg.Next(t.Context())
+	}
+	if !errors.Is(err, vectorized.ErrOverflow) {
+		t.Fatalf("got %v, want an overflow", err)
 	}
 }
 

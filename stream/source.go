@@ -129,51 +129,27 @@ func (s *Source) seed(ctx context.Context, mem memory.Allocator, fn func(arrow.R
 	if err != nil {
 		return fmt.Errorf("stream %s: content of snapshot %d: %w", s.table.Ident(), base, err)
 	}
-	for _, sp := range scan.Splits() {
-		rd, err := sp.Open(ctx)
-		if err != nil {
-			return err
+	defer scan.Close()
+	return scan.Each(ctx, func(b arrow.RecordBatch) error {
+		kb := array.NewStringBuilder(mem)
+		for range b.NumRows() {
+			kb.Append(kindInsert)
 		}
-		for {
-			b, err := rd.Next(ctx)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				rd.Close()
-				return err
-			}
-			if b.NumRows() == 0 {
-				continue
-			}
-			kb := array.NewStringBuilder(mem)
-			for range b.NumRows() {
-				kb.Append(kindInsert)
-			}
-			kind := kb.NewArray()
-			kb.Release()
-			cols := make([]arrow.Array, len(s.perm))
-			for i, p := range s.perm {
-				if p == 0 {
-					cols[i] = kind
-				} else {
-					cols[i] = b.Column(p - 1)
-				}
-			}
-			out := array.NewRecordBatch(s.schema, cols, b.NumRows())
-			kind.Release()
-			err = fn(out)
-			out.Release()
-			if err != nil {
-				rd.Close()
-				return err
+		kind := kb.NewArray()
+		kb.Release()
+		cols := make([]arrow.Array, len(s.perm))
+		for i, p := range s.perm {
+			if p == 0 {
+				cols[i] = kind
+			} else {
+				cols[i] = b.Column(p - 1)
 			}
 		}
-		if err := rd.Close(); err != nil {
-			return err
-		}
-	}
-	return nil
+		out := array.NewRecordBatch(s.schema, cols, b.NumRows())
+		kind.Release()
+		defer out.Release()
+		return fn(out)
+	})
 }
 
 func (s *Source) Close() error {

@@ -264,6 +264,34 @@ func (s *Scan) Schema() *arrow.Schema { return s.out }
 // Splits returns the independent parts of the scan.
 func (s *Scan) Splits() []Split { return s.splits }
 
+// Each reads the splits one after another and passes every batch to fn
+// (borrowed for the call); an error of fn stops the scan and is returned.
+func (s *Scan) Each(ctx context.Context, fn func(arrow.RecordBatch) error) error {
+	for _, sp := range s.splits {
+		rd, err := sp.Open(ctx)
+		if err != nil {
+			return err
+		}
+		for {
+			b, err := rd.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err == nil {
+				err = fn(b)
+			}
+			if err != nil {
+				_ = rd.Close()
+				return err
+			}
+		}
+		if err := rd.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // OrderedBy returns the columns each split's output is sorted by (the
 // primary key for key tables, none for append tables).
 func (s *Scan) OrderedBy() []string { return s.orderedBy }

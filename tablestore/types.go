@@ -63,6 +63,16 @@ func (k RowKind) String() string {
 	return fmt.Sprintf("RowKind(%d)", int8(k))
 }
 
+// ParseRowKind reads a kind as String writes it ("+I", "-U", "+U", "-D").
+func ParseRowKind(s string) (RowKind, bool) {
+	for k := Insert; k <= Delete; k++ {
+		if s == k.String() {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
 // IsRetract reports whether the kind removes the key's row (-U, -D).
 func (k RowKind) IsRetract() bool { return k == UpdateBefore || k == Delete }
 
