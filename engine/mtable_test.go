@@ -171,8 +171,12 @@ func TestMaterializedRestart(t *testing.T) {
 		t.Fatal("refresh over a dropped table succeeded")
 	}
 	closeEngine(t, e, mem)
-	if n := schedulerGoroutines(); n != 0 {
-		t.Fatalf("%d scheduler goroutines after Close", n)
+	// Close returns once the loop closed its done channel; the goroutine
+	// may still be returning from that frame for a moment.
+	for deadline := time.Now().Add(2 * time.Second); schedulerGoroutines() != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d scheduler goroutines after Close", schedulerGoroutines())
+		}
 	}
 
 	e, mem = openEngine(t, dir)
