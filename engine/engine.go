@@ -122,7 +122,11 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	e.sched = cfg.Scheduler(e)
 	e.jobCtx, e.jobCancel = context.WithCancel(context.WithoutCancel(ctx))
-	if err := e.startJobs(ctx); err != nil {
+	err = e.startJobs(ctx)
+	if err == nil {
+		err = e.startContinuous(ctx)
+	}
+	if err != nil {
 		e.stopJobs()
 		e.sched.Close()
 		_ = store.Close()

@@ -72,8 +72,12 @@ type JobStatus struct {
 }
 
 type job struct {
-	e      *Engine
-	def    tablestore.JobDef
+	e   *Engine
+	def tablestore.JobDef
+	// mtable is the materialized table the job keeps (not stored as a
+	// job: the table's definition says whether it runs); nil for an
+	// INSERT's job.
+	mtable *tablestore.Ident
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -101,7 +105,7 @@ func (e *Engine) startJobs(ctx context.Context) error {
 	defer e.jobsMu.Unlock()
 	for _, def := range defs {
 		if def.State == JobRunning {
-			e.launchLocked(def, "")
+			e.launchLocked(def, "", nil)
 		} else {
 			e.jobs[def.ID] = &job{e: e, def: def, status: JobStatus{ID: def.ID, SQL: def.SQL, Database: def.Database, State: def.State, Error: def.Error}}
 		}
@@ -154,7 +158,7 @@ func (st *Statement) startJob(ctx context.Context) (string, error) {
 	if err := e.store.PutJob(ctx, def); err != nil {
 		return "", err
 	}
-	e.launchLocked(def, sink.Ident().String())
+	e.launchLocked(def, sink.Ident().String(), nil)
 	return def.ID, nil
 }
 
@@ -197,10 +201,11 @@ func scanTable(ctx context.Context, t *tablestore.Table, cols []string, fn func(
 }
 
 // launchLocked starts a job's goroutine; sink is its target when known
-// (run sets it otherwise). jobsMu is held.
-func (e *Engine) launchLocked(def tablestore.JobDef, sink string) {
+// (run sets it otherwise), mtable the materialized table it keeps. jobsMu
+// is held.
+func (e *Engine) launchLocked(def tablestore.JobDef, sink string, mtable *tablestore.Ident) {
 	ctx, cancel := context.WithCancel(e.jobCtx)
-	j := &job{e: e, def: def, cancel: cancel, done: make(chan struct{}),
+	j := &job{e: e, def: def, mtable: mtable, cancel: cancel, done: make(chan struct{}),
 		status: JobStatus{ID: def.ID, SQL: def.SQL, Database: def.Database, State: JobRunning, Sink: sink}}
 	e.jobs[def.ID] = j
 	go func() {
@@ -222,6 +227,12 @@ func (j *job) end(state, why string) {
 	j.mu.Lock()
 	j.status.State, j.status.Error = state, why
 	j.mu.Unlock()
+	if j.mtable != nil {
+		if state == JobFailed {
+			j.e.recordRefresh(context.Background(), *j.mtable, errors.New(why))
+		}
+		return
+	}
 	def := j.def
 	def.State, def.Error = state, why
 	// Best effort: a job that cannot record its end restarts with the
@@ -237,6 +248,9 @@ func (e *Engine) StopJob(ctx context.Context, id string) error {
 	e.jobsMu.Unlock()
 	if !ok {
 		return fmt.Errorf("job %q: %w", id, ErrJobNotFound)
+	}
+	if j.mtable != nil {
+		return fmt.Errorf("%w: job %s keeps materialized table %s: use ALTER MATERIALIZED TABLE %s SUSPEND", ErrInvalid, id, j.mtable, j.mtable)
 	}
 	if j.cancel != nil {
 		j.cancel()
@@ -341,17 +355,10 @@ func (e *Engine) stopJobs() {
 // run runs the job until ctx ends or it fails.
 func (j *job) run(ctx context.Context) error {
 	e := j.e
-	s := e.NewSession()
-	s.database = j.def.Database
-	st, err := s.Prepare(ctx, j.def.SQL, nil)
+	sink, q, err := j.bind(ctx)
 	if err != nil {
 		return err
 	}
-	ins, ok := st.bound.(*plan.Insert)
-	if !ok || !ins.Source.Streaming() {
-		return fmt.Errorf("%w: job %s is not an INSERT from a stream", ErrInvalid, j.def.ID)
-	}
-	sink, q := ins.Table, ins.Source
 	sources := q.StreamSources()
 	names := make([]string, len(sources))
 	for i, t := range sources {
@@ -363,6 +370,20 @@ func (j *job) run(ctx context.Context) error {
 	from, err := j.resumeFrom(ctx, sink, sources)
 	if err != nil {
 		return err
+	}
+	if from == nil && j.mtable != nil {
+		// A materialized table's job starts from every source's latest
+		// snapshot in full (as StreamAll reads them) and reconciles the
+		// table only once all of them are read: a join's first marker may
+		// come before one side was read at all, and the table (its last
+		// refresh) must not go back to an answer without it. (An INSERT's
+		// job starts on an empty sink, which has nothing to lose.)
+		from = make([]int64, len(sources))
+		for i, t := range sources {
+			if from[i], err = t.LatestSnapshotID(ctx); err != nil {
+				return err
+			}
+		}
 	}
 	ch, err := q.Changes(e.execContext(), from)
 	if err != nil {
@@ -395,12 +416,38 @@ func (j *job) run(ctx context.Context) error {
 	}
 }
 
+// bind binds the job's query and finds its sink.
+func (j *job) bind(ctx context.Context) (*tablestore.Table, *plan.Query, error) {
+	if j.mtable != nil {
+		return j.e.bindContinuous(ctx, *j.mtable)
+	}
+	s := j.e.NewSession()
+	s.database = j.def.Database
+	st, err := s.Prepare(ctx, j.def.SQL, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	ins, ok := st.bound.(*plan.Insert)
+	if !ok || !ins.Source.Streaming() {
+		return nil, nil, fmt.Errorf("%w: job %s is not an INSERT from a stream", ErrInvalid, j.def.ID)
+	}
+	return ins.Table, ins.Source, nil
+}
+
 // resumeFrom reads the positions of the job's last sink commit: the
 // snapshot each source restarts from in full (0: the query's own start).
 func (j *job) resumeFrom(ctx context.Context, sink *tablestore.Table, sources []*tablestore.Table) ([]int64, error) {
 	snap, _, props, err := sink.LastProperties(ctx, jobProperty(j.def.ID))
 	if err != nil || snap == 0 {
 		return nil, err
+	}
+	if j.mtable != nil {
+		// A full refresh since the checkpoint (the table ran FULL for a
+		// while) reflects newer sources: resuming from the checkpoint
+		// would take the table back to older data.
+		if r, _, _, err := sink.LastProperties(ctx, propRefresh); err != nil || r > snap {
+			return nil, err
+		}
 	}
 	v := props[jobProperty(j.def.ID)]
 	var cp checkpoint
@@ -522,8 +569,12 @@ func (a *applier) marker(pos stream.Pos) error {
 	}
 	a.dirty = false
 	a.j.mu.Lock()
+	first := a.j.status.SinkSnapshot == 0
 	a.j.status.Committed, a.j.status.SinkSnapshot = slices.Clone(pos), id
 	a.j.mu.Unlock()
+	if first && a.j.mtable != nil {
+		a.j.e.recordRefresh(a.ctx, *a.j.mtable, nil) // clears an earlier run's error
+	}
 	a.processed(pos)
 	return nil
 }

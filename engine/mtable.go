@@ -107,6 +107,12 @@ func (e *Engine) refresh(ctx context.Context, id tablestore.Ident, scope refresh
 	if err != nil {
 		return err
 	}
+	if md := t.Materialized(); md != nil && md.Mode == plan.ModeContinuous {
+		// A full refresh of a continuous table (REFRESH): its job pauses,
+		// and restarts from the refreshed table.
+		e.stopContinuous(id)
+		defer e.syncContinuous(ctx, id)
+	}
 	md := t.Materialized()
 	if md == nil {
 		return fmt.Errorf("refresh %s: not a materialized table: %w", identString(id), ErrInvalid)
@@ -271,7 +277,7 @@ func (e *Engine) createMaterialized(ctx context.Context, b *plan.CreateMateriali
 	if err := e.stageMaterialized(ctx, b.Ident, b.Def, replace); err != nil {
 		return err
 	}
-	e.sched.Changed(b.Ident)
+	e.materializedChanged(ctx, b.Ident)
 	return nil
 }
 
@@ -281,6 +287,7 @@ func (e *Engine) stageMaterialized(ctx context.Context, id tablestore.Ident, def
 	mu := e.refreshLock(id)
 	mu.Lock()
 	defer mu.Unlock()
+	e.stopContinuous(id) // a new query: the old one's job must not write the new table
 	w, err := e.store.StageTable(ctx, id, def, replace)
 	if err != nil {
 		return err
@@ -297,7 +304,7 @@ func (e *Engine) stageMaterialized(ctx context.Context, id tablestore.Ident, def
 
 func (e *Engine) alterMaterialized(ctx context.Context, b *plan.AlterMaterialized) error {
 	id := b.Table.Ident()
-	defer e.sched.Changed(id)
+	defer e.materializedChanged(ctx, id)
 	switch b.Action {
 	case "REFRESH":
 		return e.refresh(ctx, id, func(*tablestore.MaterializedDef) (map[string]string, string, bool, error) {
@@ -306,7 +313,20 @@ func (e *Engine) alterMaterialized(ctx context.Context, b *plan.AlterMaterialize
 	case "AS":
 		return e.replaceQuery(ctx, id, *b.NewTable)
 	}
-	return e.store.AlterTable(ctx, id, b.Changes...)
+	wasContinuous := b.Table.Materialized().Mode == plan.ModeContinuous
+	if err := e.store.AlterTable(ctx, id, b.Changes...); err != nil {
+		return err
+	}
+	if t, err := e.store.Table(ctx, id); err == nil && wasContinuous && t.Materialized().Mode == plan.ModeFull {
+		// From CONTINUOUS to FULL: the job stops (materializedChanged) and
+		// a full refresh takes over at once rather than a freshness later.
+		mu := e.refreshLock(id)
+		mu.Lock()
+		e.stopContinuous(id)
+		mu.Unlock()
+		return e.Refresh(ctx, id)
+	}
+	return nil
 }
 
 // replaceQuery swaps in a new query (and schema) for materialized table id
@@ -343,6 +363,7 @@ func (e *Engine) dropMaterialized(ctx context.Context, b *plan.DropMaterialized)
 	mu.Lock()
 	defer mu.Unlock()
 	defer e.sched.Changed(b.Ident)
+	e.stopContinuous(b.Ident)
 	if err := e.store.DropTable(ctx, b.Ident, b.IfExists); err != nil {
 		return err
 	}
@@ -383,6 +404,9 @@ func (c *catalog) MaterializedStatus(ctx context.Context, t *tablestore.Table) (
 		if !last.sourceTime.Equal(time.UnixMilli(0)) {
 			ms.DataLag = time.Since(last.sourceTime)
 		}
+	}
+	if js, sources, ok := e.continuousStatus(t.Ident()); ok {
+		continuousProgress(ctx, js, sources, &ms)
 	}
 	state, err := e.store.MaterializedState(ctx, t.Ident())
 	if err != nil {
@@ -512,8 +536,8 @@ func (s *embeddedScheduler) schedule(id tablestore.Ident) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	md := t.Materialized()
-	if md == nil || md.Suspended {
-		return time.Time{}, false
+	if md == nil || md.Suspended || md.Mode == plan.ModeContinuous {
+		return time.Time{}, false // a continuous table's job keeps it
 	}
 	last, ok, err := lastRefreshOf(s.ctx, t)
 	if err != nil {

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -75,7 +76,7 @@ func TestMaterializedRefreshUnderWriter(t *testing.T) {
 		}
 	}()
 
-	mustExec(t, s, "CREATE MATERIALIZED TABLE m FRESHNESS = INTERVAL '1' SECOND AS SELECT k, sum(v) AS s, count(*) AS n FROM src GROUP BY k")
+	mustExec(t, s, "CREATE MATERIALIZED TABLE m FRESHNESS = INTERVAL '1' SECOND REFRESH_MODE = FULL AS SELECT k, sum(v) AS s, count(*) AS n FROM src GROUP BY k")
 	id := tablestore.Ident{Database: "default", Table: "m"}
 	var seen []refreshRecord
 	deadline := time.Now().Add(12 * time.Second)
@@ -140,16 +141,20 @@ func TestMaterializedRestart(t *testing.T) {
 	if d["status"] != "ACTIVATED" || d["next_run"] == "" || d["last_refresh"] == "" || d["last_error"] != "" {
 		t.Fatalf("after CREATE: %v", d)
 	}
-	// Continuous jobs do not exist yet: a table that asks for CONTINUOUS
-	// (explicitly, or by a freshness under the threshold or by default)
-	// runs full refreshes at its freshness, and says so.
+	// A table that asks for CONTINUOUS by its freshness (or by default)
+	// but whose query cannot be kept by key runs FULL and says why; one
+	// that declares REFRESH_MODE = CONTINUOUS is refused.
 	mustExec(t, s, "CREATE MATERIALIZED TABLE dflt AS SELECT k FROM src")
-	mustExec(t, s, "CREATE MATERIALIZED TABLE cont FRESHNESS = INTERVAL '1' HOUR REFRESH_MODE = CONTINUOUS AS SELECT k FROM src")
-	for _, tc := range [][2]string{{"dflt", "INTERVAL '3' MINUTE"}, {"cont", "INTERVAL '1' HOUR"}} {
-		d := describe(t, s, tc[0])
-		if d["freshness"] != tc[1] || !strings.HasPrefix(d["refresh_mode"], "FULL (CONTINUOUS requested") {
-			t.Fatalf("%s: %v", tc[0], d)
-		}
+	if d := describe(t, s, "dflt"); d["freshness"] != "INTERVAL '3' MINUTE" || !strings.Contains(d["refresh_mode"], "FULL (its freshness asks for CONTINUOUS, but ") ||
+		!strings.Contains(d["refresh_mode"], "needs a primary key") || d["job"] != "" {
+		t.Fatalf("dflt: %v", d)
+	}
+	if _, err := exec(ctx, s, nil, "CREATE MATERIALIZED TABLE bad REFRESH_MODE = CONTINUOUS AS SELECT k FROM src"); err == nil || !strings.Contains(err.Error(), "REFRESH_MODE = CONTINUOUS") {
+		t.Fatalf("continuous without a key: %v", err)
+	}
+	mustExec(t, s, "CREATE MATERIALIZED TABLE cont FRESHNESS = INTERVAL '1' HOUR REFRESH_MODE = CONTINUOUS AS SELECT k, count(*) AS n FROM src GROUP BY k")
+	if d := describe(t, s, "cont"); d["refresh_mode"] != "CONTINUOUS" || !strings.HasPrefix(d["job"], "mt-") || d["next_run"] != "" {
+		t.Fatalf("cont: %v", d)
 	}
 	if got := rows(t, s, "SHOW CREATE MATERIALIZED TABLE cont"); !strings.Contains(got[0][0], "REFRESH_MODE = CONTINUOUS") {
 		t.Fatalf("SHOW CREATE: %v", got)
@@ -309,7 +314,7 @@ func TestMaterializedConcurrentRefreshes(t *testing.T) {
 	digits := "(VALUES (0),(1),(2),(3),(4),(5),(6),(7),(8),(9))"
 	mustExec(t, s, "INSERT INTO src SELECT -1 - (a.d + 10 * b.d + 100 * c.d + 1000 * e.d), a.d % 3 FROM "+
 		digits+" AS a(d), "+digits+" AS b(d), "+digits+" AS c(d), "+digits+" AS e(d)")
-	mustExec(t, s, "CREATE MATERIALIZED TABLE m FRESHNESS = INTERVAL '1' SECOND AS SELECT k, count(*) AS n FROM src GROUP BY k")
+	mustExec(t, s, "CREATE MATERIALIZED TABLE m FRESHNESS = INTERVAL '1' SECOND REFRESH_MODE = FULL AS SELECT k, count(*) AS n FROM src GROUP BY k")
 	id := tablestore.Ident{Database: "default", Table: "m"}
 
 	wctx, stop := context.WithCancel(ctx)
@@ -442,4 +447,182 @@ func TestMaterializedAuthorization(t *testing.T) {
 	}
 	mustExec(t, admin, "ALTER MATERIALIZED TABLE sales.m REFRESH")
 	mustExec(t, admin, "DROP MATERIALIZED TABLE sales.m")
+}
+
+// TestMaterializedContinuous keeps materialized tables (GROUP BY, join)
+// in CONTINUOUS mode under a random writer, switches them to FULL and back
+// by their freshness, suspends and resumes them and restarts the engine;
+// every snapshot of the table (a job commit or a full refresh) must equal
+// the batch query on the source snapshots it records, and those never go
+// back.
+func TestMaterializedContinuous(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	goroutines := runtime.NumGoroutine()
+	defer checkGoroutines(t, goroutines)
+	keep := " WITH ('snapshot.num-retained.min' = '100000')"
+	for _, c := range []struct {
+		name, query string // query has one %s per source, for a snapshot hint
+		sources         []string
+	}{
+		{"groupby", "SELECT g, count(*) AS c, sum(v) AS sv FROM s %s GROUP BY g", []string{"s"}},
+		{"join", "SELECT s.k, s.v, d.name FROM s %s JOIN d %s ON s.g = d.g", []string{"s", "d"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 0))
+			dir := t.TempDir()
+			e, mem := openEngine(t, dir)
+			s := e.NewSession()
+			mustExec(t, s, "CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)"+keep)
+			mustExec(t, s, "CREATE TABLE d (g BIGINT NOT NULL, name VARCHAR, PRIMARY KEY (g) NOT ENFORCED)"+keep)
+			mustExec(t, s, "INSERT INTO d VALUES (0, 'zero'), (1, 'one'), (2, 'two')")
+			mustExec(t, s, "INSERT INTO s VALUES (1, 1, 10), (2, 1, 20), (3, 2, 5)")
+			noHints := make([]any, len(c.sources))
+			for i := range noHints {
+				noHints[i] = ""
+			}
+			mustExec(t, s, "CREATE MATERIALIZED TABLE m"+keep+" FRESHNESS = INTERVAL '1' SECOND AS "+fmt.Sprintf(c.query, noHints...))
+			if d := describe(t, s, "m"); d["refresh_mode"] != "CONTINUOUS" || !strings.HasPrefix(d["job"], "mt-") {
+				t.Fatalf("after CREATE: %v", d)
+			}
+			write := func(n int) {
+				for i := range n {
+					q := writeS(rng, i)
+					if i%3 == 0 && len(c.sources) == 2 {
+						q = fmt.Sprintf("INSERT INTO d VALUES (%d, 'n%d')", rng.IntN(6), rng.IntN(100))
+						if rng.IntN(4) == 0 {
+							q = fmt.Sprintf("DELETE FROM d WHERE g = %d", rng.IntN(6))
+						}
+					}
+					mustExec(t, s, q)
+				}
+			}
+			write(30)
+			mustExec(t, s, "ALTER MATERIALIZED TABLE m SET FRESHNESS = INTERVAL '1' HOUR")
+			if d := describe(t, s, "m"); d["refresh_mode"] != "FULL" || d["job"] != "" {
+				t.Fatalf("after SET FRESHNESS 1 HOUR: %v", d)
+			}
+			write(20)
+			mustExec(t, s, "ALTER MATERIALIZED TABLE m SET FRESHNESS = INTERVAL '2' SECOND")
+			write(20)
+			closeEngine(t, e, mem)
+			e, mem = openEngine(t, dir)
+			s = e.NewSession()
+			write(20)
+			mustExec(t, s, "ALTER MATERIALIZED TABLE m SUSPEND")
+			if d := describe(t, s, "m"); d["job"] != "" {
+				t.Fatalf("suspended table has a job: %v", d)
+			}
+			write(10)
+			mustExec(t, s, "ALTER MATERIALIZED TABLE m RESUME")
+			write(20)
+			mustExec(t, s, "ALTER MATERIALIZED TABLE m REFRESH")
+			write(10)
+
+			// Wait for the job to catch up with the sources' latest snapshots.
+			var latest []int64
+			for _, src := range c.sources {
+				tbl, err := e.Store().Table(context.Background(), tablestore.Ident{Database: "default", Table: src})
+				if err != nil {
+					t.Fatal(err)
+				}
+				n, err := tbl.LatestSnapshotID(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				latest = append(latest, n)
+			}
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				d := describe(t, s, "m")
+				caught := d["job"] != ""
+				for i, src := range c.sources {
+					// source_snapshots lists db.table=snapshot in the job's order.
+					_, at, ok := strings.Cut(d["source_snapshots"], "default."+src+"=")
+					n, err := strconv.ParseInt(strings.Split(at, ",")[0], 10, 64)
+					caught = caught && ok && err == nil && n >= latest[i]
+				}
+				if caught {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("job did not catch up with %v: %v", latest, d)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			checks := checkMaterializedHistory(t, e, s, c.query, c.sources)
+			t.Logf("%d snapshots of m checked", checks)
+			closeEngine(t, e, mem)
+		})
+	}
+}
+
+// checkMaterializedHistory compares every snapshot of materialized table m
+// with its query (one %s per source for a snapshot hint) on the source
+// snapshots the snapshot records, and checks that those never decrease.
+func checkMaterializedHistory(t *testing.T, e *engine.Engine, s *engine.Session, query string, sources []string) int {
+	t.Helper()
+	ctx := context.Background()
+	m, err := e.Store().Table(ctx, tablestore.Ident{Database: "default", Table: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := m.LatestSnapshotID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := make([]int64, len(sources))
+	checks := 0
+	for snap := int64(1); snap <= last; snap++ {
+		props, err := m.SnapshotProperties(ctx, snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pos := make([]int64, len(sources))
+		if v, ok := props["flightd.refresh.sources"]; ok {
+			for _, kv := range strings.Split(v, ",") {
+				name, n, _ := strings.Cut(kv, "=")
+				i := slices.Index(sources, strings.TrimPrefix(name, "default."))
+				if pos[i], err = strconv.ParseInt(n, 10, 64); err != nil {
+					t.Fatal(err)
+				}
+			}
+		} else if len(props) == 0 {
+			copy(pos, prev) // a compaction: the same rows
+		} else {
+			var cp struct {
+				Sources   []string
+				Positions []int64
+			}
+			for k, v := range props {
+				if strings.HasPrefix(k, "flightd.job.") {
+					if err := json.Unmarshal([]byte(v), &cp); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if len(cp.Positions) != len(sources) || len(cp.Sources) != len(sources) {
+				t.Fatalf("snapshot %d of m is neither a refresh nor a job commit: %v", snap, props)
+			}
+			for i, name := range cp.Sources {
+				pos[slices.Index(sources, strings.TrimPrefix(name, "default."))] = cp.Positions[i]
+			}
+		}
+		for i := range pos {
+			if pos[i] < prev[i] {
+				t.Fatalf("snapshot %d of m reflects %s at %d, an earlier one at %d", snap, sources[i], pos[i], prev[i])
+			}
+		}
+		prev = pos
+		hints := make([]any, len(pos))
+		for i, p := range pos {
+			hints[i] = fmt.Sprintf("/*+ OPTIONS('scan.snapshot-id'='%d') */", p)
+		}
+		got := rowSet(t, s, fmt.Sprintf("SELECT * FROM m /*+ OPTIONS('scan.snapshot-id'='%d') */", snap))
+		if want := rowSet(t, s, fmt.Sprintf(query, hints...)); !slices.Equal(got, want) {
+			t.Fatalf("snapshot %d of m at source snapshots %v:\n%v\nwant\n%v", snap, pos, got, want)
+		}
+		checks++
+	}
+	return checks
 }

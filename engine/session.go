@@ -106,7 +106,11 @@ func (s *Session) PrepareAST(ctx context.Context, ast sql.Statement, tx *Txn) (_
 }
 
 func (s *Session) bind(ctx context.Context, ast sql.Statement, cat *catalog) (plan.Statement, error) {
-	bound, err := plan.Bind(ctx, ast, cat, s.e.cfg.Plan)
+	return s.bindWith(ctx, ast, cat, s.e.cfg.Plan)
+}
+
+func (s *Session) bindWith(ctx context.Context, ast sql.Statement, cat *catalog, opts plan.Options) (plan.Statement, error) {
+	bound, err := plan.Bind(ctx, ast, cat, opts)
 	if err != nil {
 		if errors.Is(err, plan.ErrNotImplemented) {
 			return nil, fmt.Errorf("%w: %w", ErrNotSupported, err)

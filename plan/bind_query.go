@@ -1045,6 +1045,9 @@ func (b *binder) aliasScope(n Node, qual string, aliases []string, pos sql.Pos) 
 // tableHints applies OPTIONS hints and FOR SYSTEM_TIME AS OF; a scan.mode
 // option makes the scan a stream.
 func (b *binder) tableHints(f *sql.TableName, t *tablestore.Table, snap int64) (_ int64, tag string, _ *tablestore.StreamSpec) {
+	if b.opts.StreamAll && len(f.Hints) == 0 && f.SystemTime == nil {
+		return snap, "", b.streamHint(t, []*sql.Property{{Pos: f.Pos, Key: "scan.mode", Value: "latest-full"}})
+	}
 	for _, h := range f.Hints {
 		if h.Name != "OPTIONS" {
 			b.fail(h.Pos, "unknown table hint %s", h.Name)

@@ -49,51 +49,53 @@ func (b *binder) showJobs(s *sql.Show) Statement {
 // checkJobSink refuses a streaming INSERT whose target cannot hold the
 // query's changelog applied by key.
 func (b *binder) checkJobSink(ins *Insert) {
-	t := ins.Table
 	pos := *b.streamPos
 	if ins.Overwrite {
 		b.fail(pos, "INSERT OVERWRITE from a stream: a continuous job keeps its target up to date; use INSERT INTO")
 	}
-	pk := t.PrimaryKey()
-	if len(pk) == 0 {
-		b.fail(pos, "a continuous job (INSERT from a stream) writes a changelog by key: target %s needs a primary key", t.Ident())
+	t := ins.Table
+	if why := jobSinkProblem(t.Ident(), t.PrimaryKey(), t.Options(), ins.Source); why != "" {
+		b.fail(pos, "%s", why)
 	}
-	opts := t.Options()
+}
+
+// jobSinkProblem says why a table sink, with primary key pk and options
+// opts, cannot hold the changelog of the streaming query src applied by
+// key ("" when it can). src's columns are the sink's, by name.
+func jobSinkProblem(sink tablestore.Ident, pk []string, opts map[string]string, src *Query) string {
+	if len(pk) == 0 {
+		return fmt.Sprintf("a continuous job (INSERT from a stream) writes a changelog by key: target %s needs a primary key", sink)
+	}
 	if e := opts["merge-engine"]; e != "" && e != "deduplicate" {
-		b.fail(pos, "a continuous job replaces rows by key: target %s has merge-engine %s (use deduplicate)", t.Ident(), e)
+		return fmt.Sprintf("a continuous job replaces rows by key: target %s has merge-engine %s (use deduplicate)", sink, e)
 	}
 	for _, o := range []string{"sequence.field", "ignore-delete"} {
 		if opts[o] != "" && opts[o] != "false" {
-			b.fail(pos, "a continuous job applies its changes in order: target %s has %s", t.Ident(), o)
+			return fmt.Sprintf("a continuous job applies its changes in order: target %s has %s", sink, o)
 		}
 	}
-	for _, sc := range ins.Source.stream.sources {
+	for _, sc := range src.stream.sources {
 		// A restart rebuilds the answer from the sources' content at the
 		// checkpoint: the answer must be a function of that content.
 		if st := sc.Stream.Start; st != tablestore.StreamLatestFull && st != tablestore.StreamFromSnapshotFull {
-			b.fail(pos, "a continuous job keeps its target equal to the query's answer on its sources' snapshots: read %s with scan.mode latest-full or from-snapshot-full, not %s", sc.Label, st)
+			return fmt.Sprintf("a continuous job keeps its target equal to the query's answer on its sources' snapshots: read %s with scan.mode latest-full or from-snapshot-full, not %s", sc.Label, st)
 		}
 		if sc.Stream.ConsumerID != "" {
-			b.fail(pos, "a continuous job keeps its own positions (in its target's snapshots): %s needs no consumer-id", sc.Label)
+			return fmt.Sprintf("a continuous job keeps its own positions (in its target's snapshots): %s needs no consumer-id", sc.Label)
 		}
-	}
-	root, ok := ins.Source.root.(*ProjectNode)
-	if !ok {
-		b.failWrap(pos, errInternal, "continuous job: its plan's root is %T", ins.Source.root)
 	}
 	covered := map[ColumnID]bool{}
-	for i, c := range root.Cols {
-		// Constants (static partition values) do not tell rows apart.
-		if r, ok := root.Exprs[i].(*ColRef); ok && slices.Contains(pk, c.Name) {
-			covered[r.ID] = true
+	for _, c := range src.root.Columns() {
+		if slices.Contains(pk, c.Name) {
+			covered[c.ID] = true
 		}
 	}
-	for _, k := range uniqueKeys(root.Input) {
+	for _, k := range uniqueKeys(src.root) {
 		if !slices.ContainsFunc(k, func(id ColumnID) bool { return !covered[id] }) {
-			return
+			return ""
 		}
 	}
-	b.fail(pos, "the primary key (%s) of %s must contain a unique key of the query (its GROUP BY columns, or the primary keys of the streamed tables it keeps), so that its changes apply by key", strings.Join(pk, ", "), t.Ident())
+	return fmt.Sprintf("the primary key (%s) of %s must contain a unique key of the query (its GROUP BY columns, or the primary keys of the streamed tables it keeps), so that its changes apply by key", strings.Join(pk, ", "), sink)
 }
 
 // uniqueKeys lists column sets of n no two rows share (at every step of
@@ -114,6 +116,8 @@ func uniqueKeys(n Node) [][]ColumnID {
 		}
 		return [][]ColumnID{k}
 	case *FilterNode:
+		return uniqueKeys(x.Input)
+	case *GatherNode:
 		return uniqueKeys(x.Input)
 	case *ProjectNode:
 		out := map[ColumnID]ColumnID{}

@@ -78,6 +78,7 @@ type MaterializedStatus struct {
 	DataLag         time.Duration
 	NextRun         time.Time // zero: not scheduled
 	LastError       string
+	Job             string // the continuous job keeping the table ("": none)
 }
 
 // MaterializedCatalog is implemented by catalogs that schedule
@@ -106,10 +107,54 @@ func (b *binder) bindCreateMaterialized(s *sql.CreateMaterializedTable) Statemen
 	}
 	def.Materialized.FreshnessMillis = fresh.Milliseconds()
 	def.Materialized.DeclaredMode = s.RefreshMode
-	// Continuous jobs do not exist yet: every table runs as FULL, at its
-	// freshness (DESCRIBE EXTENDED says so).
-	def.Materialized.Mode = ModeFull
+	def.Materialized.Mode, def.Materialized.FullReason = b.runMode(id, s.As, def, mode, s.RefreshMode != "", s.Pos)
 	return &CreateMaterialized{Ident: id, Def: def, OrAlter: s.OrAlter, IfNotExists: s.IfNotExists}
+}
+
+// runMode is the mode a materialized table that asks for mode runs in:
+// CONTINUOUS when its query can run as a continuous job (a job applies
+// the query's changelog to the table by key), else FULL with the reason;
+// a declared REFRESH_MODE = CONTINUOUS that cannot run fails instead.
+func (b *binder) runMode(id tablestore.Ident, q *sql.Query, def tablestore.TableDef, mode string, declared bool, pos sql.Pos) (string, string) {
+	if mode != ModeContinuous {
+		return ModeFull, ""
+	}
+	why := b.continuousProblem(id, q, def)
+	if why == "" {
+		return ModeContinuous, ""
+	}
+	if declared {
+		b.fail(pos, "REFRESH_MODE = CONTINUOUS: %s", why)
+	}
+	return ModeFull, why
+}
+
+// continuousProblem says why the query of materialized table id, defined
+// by def, cannot run as a continuous job ("" when it can): it binds the
+// query again with every table streamed, as the job will.
+func (b *binder) continuousProblem(id tablestore.Ident, q *sql.Query, def tablestore.TableDef) (why string) {
+	sub := &binder{ctx: b.ctx, cat: b.cat, opts: b.opts, params: map[int]*paramSlot{}, query: true}
+	sub.opts.StreamAll = true
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(bindFail)
+			if !ok {
+				panic(r)
+			}
+			why = f.err.Error()
+		}
+	}()
+	src := sub.finishQuery(sub.bindViewBody(id, q))
+	return jobSinkProblem(id, def.PrimaryKey, def.Options, src)
+}
+
+// CheckContinuous checks that q, a materialized table's query bound with
+// Options.StreamAll, can keep t by key ("" when it can).
+func CheckContinuous(t *tablestore.Table, q *Query) string {
+	if !q.Streaming() {
+		return fmt.Sprintf("materialized table %s: its query reads no table", t.Ident())
+	}
+	return jobSinkProblem(t.Ident(), t.PrimaryKey(), t.Options(), q)
 }
 
 // materializedTable binds a materialized table's query in the table's
@@ -147,6 +192,9 @@ func (b *binder) materializedTable(id tablestore.Ident, q *sql.Query, pk []strin
 	}
 	if pk == nil {
 		pk = groupKeys(q)
+		if pk == nil {
+			pk = outputKey(b.optimize(n)) // join keys are found by the optimizer
+		}
 		// A key table's partition columns are part of its key, and it has
 		// others besides.
 		extra := 0
@@ -193,6 +241,34 @@ func (b *binder) materializedTable(id tablestore.Ident, q *sql.Query, pk []strin
 		Options:       opts,
 		Materialized:  md,
 	}
+}
+
+// outputKey returns the names of the shortest unique key of n's rows
+// (the primary keys of the tables a join keeps, say) whose every column is
+// an output column of n; nil when there is none.
+func outputKey(n Node) []string {
+	names := map[ColumnID]string{}
+	for _, c := range n.Columns() {
+		if _, dup := names[c.ID]; !dup {
+			names[c.ID] = c.Name
+		}
+	}
+	var best []string
+next:
+	for _, k := range uniqueKeys(n) {
+		var key []string
+		for _, id := range k {
+			name, ok := names[id]
+			if !ok || slices.Contains(key, name) {
+				continue next
+			}
+			key = append(key, name)
+		}
+		if len(key) > 0 && (best == nil || len(key) < len(best)) {
+			best = key
+		}
+	}
+	return best
 }
 
 // groupKeys returns the output names of a query's GROUP BY keys, or nil
@@ -295,7 +371,17 @@ func (b *binder) bindAlterMaterialized(s *sql.AlterMaterializedTable) Statement 
 			a.Partition, a.PartitionFilter = b.partitionSpec(t, s.Partition)
 		}
 	case "SET FRESHNESS":
-		a.Changes = []tablestore.SchemaChange{tablestore.SetFreshness{Millis: b.freshness(s.Freshness).Milliseconds()}}
+		fresh := b.freshness(s.Freshness)
+		change := tablestore.SetFreshness{Millis: fresh.Milliseconds()}
+		if md.DeclaredMode == "" {
+			want := ModeFull
+			if fresh < FreshnessThreshold {
+				want = ModeContinuous
+			}
+			def := tablestore.TableDef{PrimaryKey: t.PrimaryKey(), Options: t.Options()}
+			change.Mode, change.FullReason = b.runMode(t.Ident(), b.viewQuery(s.Pos, t.Ident(), md.Query), def, want, false, s.Pos)
+		}
+		a.Changes = []tablestore.SchemaChange{change}
 	case "AS":
 		var with []*sql.Property
 		opts := t.Options()
@@ -307,6 +393,14 @@ func (b *binder) bindAlterMaterialized(s *sql.AlterMaterializedTable) Statement 
 		}
 		def := b.materializedTable(t.Ident(), s.As, nil, s.Pos, t.PartitionKeys(), with, s.Pos)
 		def.Comment = t.Comment()
+		want := md.DeclaredMode
+		if want == "" {
+			want = ModeFull
+			if time.Duration(md.FreshnessMillis)*time.Millisecond < FreshnessThreshold {
+				want = ModeContinuous
+			}
+		}
+		def.Materialized.Mode, def.Materialized.FullReason = b.runMode(t.Ident(), s.As, def, want, md.DeclaredMode != "", s.Pos)
 		a.NewTable = &def
 	}
 	return a
@@ -427,8 +521,8 @@ func (b *binder) describeMaterialized(t *tablestore.Table, rows [][]string) [][]
 		return rows
 	}
 	mode := md.Mode
-	if want := md.DeclaredMode; want == ModeContinuous || want == "" && md.FreshnessMillis < FreshnessThreshold.Milliseconds() {
-		mode += " (CONTINUOUS requested: continuous jobs are not implemented yet, so it runs full refreshes every freshness interval)"
+	if md.FullReason != "" {
+		mode += " (its freshness asks for CONTINUOUS, but " + md.FullReason + ")"
 	}
 	status := "ACTIVATED"
 	if md.Suspended {
@@ -459,6 +553,7 @@ func (b *binder) describeMaterialized(t *tablestore.Table, rows [][]string) [][]
 	add("source_snapshots", st.SourceSnapshots)
 	add("data_lag", durString(st.DataLag, !st.LastRefresh.IsZero()))
 	add("next_run", at(st.NextRun))
+	add("job", st.Job)
 	add("last_error", st.LastError)
 	return rows
 }

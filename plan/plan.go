@@ -36,6 +36,11 @@ type Catalog interface {
 // (see Rules).
 type Options struct {
 	DisabledRules []string
+	// StreamAll reads every table without a hint as a stream from its
+	// latest snapshot in full (scan.mode latest-full): the continuous
+	// refresh of a materialized table keeps its query's answer on the
+	// sources' current content.
+	StreamAll bool
 }
 
 // Statement is a bound statement: one of *Query, *Insert, *Delete, *Update,

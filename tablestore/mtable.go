@@ -23,6 +23,9 @@ type MaterializedDef struct {
 	// freshness); Mode is the mode the table runs in.
 	DeclaredMode string `json:"declaredRefreshMode,omitempty"`
 	Mode         string `json:"refreshMode"`
+	// FullReason says why a table whose freshness asks for CONTINUOUS runs
+	// FULL: its query cannot be maintained as a continuous job.
+	FullReason string `json:"fullReason,omitempty"`
 	// Suspended stops scheduled refreshes (ALTER ... SUSPEND).
 	Suspended bool `json:"suspended,omitempty"`
 	// DateFormatters maps partition columns to the date format of their
@@ -48,8 +51,12 @@ func (t *Table) Materialized() *MaterializedDef { return t.schema.Materialized.c
 // schedule; suspending a suspended table is an error.
 type SuspendMaterialized struct{ Suspended bool }
 
-// SetFreshness changes a materialized table's freshness.
-type SetFreshness struct{ Millis int64 }
+// SetFreshness changes a materialized table's freshness, and the mode
+// (and FullReason) it runs in when REFRESH_MODE was left to the freshness.
+type SetFreshness struct {
+	Millis           int64
+	Mode, FullReason string
+}
 
 // Both apply to the latest schema (Store.AlterTable), so concurrent ALTERs
 // of different fields do not undo each other.
@@ -67,7 +74,13 @@ func (c SetFreshness) apply(s *tableSchema) error {
 	if c.Millis <= 0 {
 		return fmt.Errorf("%w: freshness must be positive", ErrInvalid)
 	}
-	return alterMaterialized(s, func(d *MaterializedDef) error { d.FreshnessMillis = c.Millis; return nil })
+	return alterMaterialized(s, func(d *MaterializedDef) error {
+		d.FreshnessMillis = c.Millis
+		if d.DeclaredMode == "" && c.Mode != "" {
+			d.Mode, d.FullReason = c.Mode, c.FullReason
+		}
+		return nil
+	})
 }
 
 func alterMaterialized(s *tableSchema, fn func(*MaterializedDef) error) error {

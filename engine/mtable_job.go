@@ -1,0 +1,187 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightd/flightd/plan"
+	"github.com/flightd/flightd/sql"
+	"github.com/flightd/flightd/tablestore"
+)
+
+// Materialized tables in CONTINUOUS mode are kept by a continuous job
+// (job.go) that applies the changelog of the table's query, every source
+// streamed from its latest snapshot in full, to the table by key. The
+// table already holds a full refresh's answer when its job starts (its
+// creation, or the last scheduled refresh before a switch from FULL); the
+// job's reconciliation at its first marker then makes it exactly the
+// query's answer there, and each later commit of the job is the answer on
+// the source snapshots it records. Such jobs are not stored: the table's
+// definition (mode, suspended) says whether one runs, so it starts with
+// the engine and follows every ALTER. A job and a full refresh of one
+// table never run at once: both happen under the table's refresh lock.
+
+// materializedJobID names the job of a materialized table's query; a new
+// query is a new job, which does not resume from the old one's
+// checkpoints.
+func materializedJobID(id tablestore.Ident, query string) string {
+	h := sha256.Sum256([]byte(identString(id) + "\x00" + query))
+	return "mt-" + hex.EncodeToString(h[:8])
+}
+
+// bindContinuous binds materialized table id's query with every table
+// streamed, checked against the table as its job's sink.
+func (e *Engine) bindContinuous(ctx context.Context, id tablestore.Ident) (*tablestore.Table, *plan.Query, error) {
+	t, err := e.store.Table(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	md := t.Materialized()
+	if md == nil {
+		return nil, nil, fmt.Errorf("%w: %s is no longer a materialized table", ErrInvalid, identString(id))
+	}
+	ast, err := sql.ParseOne(md.Query)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: materialized table %s: stored query no longer parses: %w", ErrInvalid, identString(id), err)
+	}
+	s := &Session{e: e, database: id.Database}
+	opts := e.cfg.Plan
+	opts.StreamAll = true
+	bound, err := s.bindWith(ctx, ast, &catalog{s: s, db: id.Database, looked: map[tablestore.Ident]int{}}, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	q, ok := bound.(*plan.Query)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: materialized table %s: stored query is not a query", ErrInvalid, identString(id))
+	}
+	// The query's columns after the row kind are the table's.
+	if err := sameShape(t.Schema(), arrow.NewSchema(q.Schema().Fields()[1:], nil)); err != nil {
+		return nil, nil, err
+	}
+	if why := plan.CheckContinuous(t, q); why != "" {
+		return nil, nil, fmt.Errorf("%w: %s", ErrInvalid, why)
+	}
+	return t, q, nil
+}
+
+// syncContinuous makes the job of materialized table id run exactly when
+// its definition asks for one: CONTINUOUS and not suspended, for its
+// current query. The caller holds the table's refresh lock.
+func (e *Engine) syncContinuous(ctx context.Context, id tablestore.Ident) {
+	ctx = context.WithoutCancel(ctx) // the job must follow the definition even if the statement's client left
+	want := ""
+	var def tablestore.JobDef
+	if t, err := e.store.Table(ctx, id); err == nil {
+		if md := t.Materialized(); md != nil && md.Mode == plan.ModeContinuous && !md.Suspended {
+			want = materializedJobID(id, md.Query)
+			def = tablestore.JobDef{ID: want, SQL: md.Query, Database: id.Database, State: JobRunning}
+		}
+	}
+	e.jobsMu.Lock()
+	defer e.jobsMu.Unlock()
+	e.stopContinuousLocked(id, want)
+	if _, ok := e.jobs[want]; want != "" && !ok && e.jobCtx.Err() == nil {
+		e.launchLocked(def, identString(id), &id)
+	}
+}
+
+// stopContinuousLocked stops and forgets the jobs of materialized table id
+// but a running one named keep. jobsMu is held.
+func (e *Engine) stopContinuousLocked(id tablestore.Ident, keep string) {
+	for jid, j := range e.jobs {
+		if j.mtable == nil || *j.mtable != id || jid == keep && j.running() {
+			continue
+		}
+		j.cancel()
+		<-j.done
+		delete(e.jobs, jid)
+	}
+}
+
+// stopContinuous stops the job of materialized table id, before something
+// else writes the table. The caller holds the table's refresh lock.
+func (e *Engine) stopContinuous(id tablestore.Ident) {
+	e.jobsMu.Lock()
+	defer e.jobsMu.Unlock()
+	e.stopContinuousLocked(id, "")
+}
+
+// materializedChanged follows a statement that changed materialized table
+// id: its job and its schedule.
+func (e *Engine) materializedChanged(ctx context.Context, id tablestore.Ident) {
+	mu := e.refreshLock(id)
+	mu.Lock()
+	e.syncContinuous(ctx, id)
+	mu.Unlock()
+	e.sched.Changed(id)
+}
+
+// startContinuous starts the jobs of the materialized tables in
+// CONTINUOUS mode.
+func (e *Engine) startContinuous(ctx context.Context) error {
+	dbs, err := e.store.Databases(ctx)
+	if err != nil {
+		return err
+	}
+	for _, db := range dbs {
+		names, err := e.store.Tables(ctx, db)
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			id := tablestore.Ident{Database: db, Table: n}
+			if t, err := e.store.Table(ctx, id); err == nil && t.Materialized() != nil {
+				e.materializedChanged(ctx, id)
+			}
+		}
+	}
+	return nil
+}
+
+// continuousStatus is the status of the job of materialized table id, and
+// its source tables in the order of its positions.
+func (e *Engine) continuousStatus(id tablestore.Ident) (JobStatus, []*tablestore.Table, bool) {
+	e.jobsMu.Lock()
+	defer e.jobsMu.Unlock()
+	for _, j := range e.jobs {
+		if j.mtable != nil && *j.mtable == id {
+			j.mu.Lock()
+			defer j.mu.Unlock()
+			s := j.status
+			s.Sources, s.Positions = slices.Clone(s.Sources), slices.Clone(s.Positions)
+			return s, j.sources, true
+		}
+	}
+	return JobStatus{}, nil, false
+}
+
+// continuousProgress reports a continuous table's job in ms: the sink
+// snapshot it last committed, and the source snapshots the table reflects
+// (processed: committed, or nothing to change), which set the data lag.
+func continuousProgress(ctx context.Context, js JobStatus, sources []*tablestore.Table, ms *plan.MaterializedStatus) {
+	ms.Job = js.ID
+	if js.SinkSnapshot == 0 || len(js.Positions) != len(sources) {
+		return
+	}
+	var srcs []string
+	var newest int64
+	for i, t := range sources {
+		srcs = append(srcs, identString(t.Ident())+"="+strconv.FormatInt(js.Positions[i], 10))
+		if at, err := t.SnapshotTime(ctx, js.Positions[i]); err == nil {
+			newest = max(newest, at)
+		}
+	}
+	ms.SourceSnapshots = strings.Join(srcs, ",")
+	if newest > 0 {
+		ms.DataLag = time.Since(time.UnixMilli(newest))
+	}
+}
