@@ -372,6 +372,7 @@ func (e *Engine) dropMaterialized(ctx context.Context, b *plan.DropMaterialized)
 
 // lastRefresh reads what the newest refresh commit of t recorded.
 type lastRefresh struct {
+	snapshot   int64
 	at         time.Time
 	duration   time.Duration
 	sources    string
@@ -385,7 +386,7 @@ func lastRefreshOf(ctx context.Context, t *tablestore.Table) (lastRefresh, bool,
 	}
 	dur, _ := strconv.ParseInt(props[propDuration], 10, 64)
 	src, _ := strconv.ParseInt(props[propSourceTime], 10, 64)
-	return lastRefresh{at: time.UnixMilli(ms), duration: time.Duration(dur) * time.Millisecond, sources: props[propSources], sourceTime: time.UnixMilli(src)}, true, nil
+	return lastRefresh{snapshot: id, at: time.UnixMilli(ms), duration: time.Duration(dur) * time.Millisecond, sources: props[propSources], sourceTime: time.UnixMilli(src)}, true, nil
 }
 
 var _ plan.MaterializedCatalog = (*catalog)(nil)
@@ -406,7 +407,9 @@ func (c *catalog) MaterializedStatus(ctx context.Context, t *tablestore.Table) (
 		}
 	}
 	if js, sources, ok := e.continuousStatus(t.Ident()); ok {
-		continuousProgress(ctx, js, sources, &ms)
+		if err := continuousProgress(ctx, t, last.snapshot, js, sources, &ms); err != nil {
+			return ms, err
+		}
 	}
 	state, err := e.store.MaterializedState(ctx, t.Ident())
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -164,24 +165,38 @@ func (e *Engine) continuousStatus(id tablestore.Ident) (JobStatus, []*tablestore
 	return JobStatus{}, nil, false
 }
 
-// continuousProgress reports a continuous table's job in ms: the sink
-// snapshot it last committed, and the source snapshots the table reflects
-// (processed: committed, or nothing to change), which set the data lag.
-func continuousProgress(ctx context.Context, js JobStatus, sources []*tablestore.Table, ms *plan.MaterializedStatus) {
+// continuousProgress reports a continuous table's job in ms. When the
+// job committed after the last full refresh (snapshot refreshed), the
+// table's content is that commit's: its time and the source snapshots it
+// records; the data lag follows the snapshots the job has processed
+// (committed, or with nothing to change).
+func continuousProgress(ctx context.Context, t *tablestore.Table, refreshed int64, js JobStatus, sources []*tablestore.Table, ms *plan.MaterializedStatus) error {
 	ms.Job = js.ID
-	if js.SinkSnapshot == 0 || len(js.Positions) != len(sources) {
-		return
+	snap, at, props, err := t.LastProperties(ctx, jobProperty(js.ID))
+	if err != nil || snap <= refreshed {
+		return err
+	}
+	var cp checkpoint
+	if err := json.Unmarshal([]byte(props[jobProperty(js.ID)]), &cp); err != nil || len(cp.Sources) != len(cp.Positions) {
+		return fmt.Errorf("materialized table %s: checkpoint in snapshot %d: %v", t.Ident(), snap, err)
 	}
 	var srcs []string
+	for i, name := range cp.Sources {
+		srcs = append(srcs, name+"="+strconv.FormatInt(cp.Positions[i], 10))
+	}
+	ms.LastRefresh, ms.LastDuration, ms.SourceSnapshots = time.UnixMilli(at), 0, strings.Join(srcs, ",")
+	pos := js.Positions
+	if len(pos) != len(sources) {
+		return nil // the job has not read its sources yet
+	}
 	var newest int64
-	for i, t := range sources {
-		srcs = append(srcs, identString(t.Ident())+"="+strconv.FormatInt(js.Positions[i], 10))
-		if at, err := t.SnapshotTime(ctx, js.Positions[i]); err == nil {
+	for i, src := range sources {
+		if at, err := src.SnapshotTime(ctx, pos[i]); err == nil {
 			newest = max(newest, at)
 		}
 	}
-	ms.SourceSnapshots = strings.Join(srcs, ",")
 	if newest > 0 {
 		ms.DataLag = time.Since(time.UnixMilli(newest))
 	}
+	return nil
 }

@@ -535,12 +535,15 @@ func TestMaterializedContinuous(t *testing.T) {
 			deadline := time.Now().Add(60 * time.Second)
 			for {
 				d := describe(t, s, "m")
-				caught := d["job"] != ""
-				for i, src := range c.sources {
-					// source_snapshots lists db.table=snapshot in the job's order.
-					_, at, ok := strings.Cut(d["source_snapshots"], "default."+src+"=")
-					n, err := strconv.ParseInt(strings.Split(at, ",")[0], 10, 64)
-					caught = caught && ok && err == nil && n >= latest[i]
+				caught := false
+				for _, j := range e.Jobs(context.Background()) {
+					if j.ID != d["job"] || len(j.Positions) != len(c.sources) {
+						continue
+					}
+					caught = true
+					for i, src := range j.Sources {
+						caught = caught && j.Positions[i] >= latest[slices.Index(c.sources, strings.TrimPrefix(src, "default."))]
+					}
 				}
 				if caught {
 					break

@@ -45,18 +45,26 @@ func checkRefreshAnswer(t *testing.T, cnxn adbc.Connection, what string) string 
 	return ""
 }
 
-// TestKill9DuringRefreshes kills a real flightd with SIGKILL while its
-// scheduler refreshes a materialized table every second under a writer,
-// all through the ADBC Flight SQL driver. After every restart the table
-// must equal the answer of its query over the source snapshot its last
-// refresh names (never a mix of two refreshes), and refreshes go on.
+// TestKill9DuringRefreshes kills a real flightd with SIGKILL while a
+// materialized table with a freshness of one second is kept under a
+// writer, all through the ADBC Flight SQL driver: in FULL mode its
+// scheduler refreshes it every second, in CONTINUOUS mode its job commits
+// the changes of each source snapshot. After every restart the table must
+// equal the answer of its query over the source snapshot it records (never
+// a mix of two refreshes or a lost or doubled change), and refreshes go on.
 func TestKill9DuringRefreshes(t *testing.T) {
+	for _, mode := range []string{"FULL", "CONTINUOUS"} {
+		t.Run(mode, func(t *testing.T) { kill9DuringRefreshes(t, mode) })
+	}
+}
+
+func kill9DuringRefreshes(t *testing.T, mode string) {
 	p, rng, _ := startKill9(t)
 	cnxn, closeConn := p.connect(t)
 	for _, q := range []string{
 		`CREATE TABLE src (id BIGINT NOT NULL, g BIGINT, PRIMARY KEY (id) NOT ENFORCED) WITH ('snapshot.num-retained.min' = '100000')`,
 		`INSERT INTO src VALUES (0, 0)`,
-		`CREATE MATERIALIZED TABLE m FRESHNESS = INTERVAL '1' SECOND AS SELECT g, count(*) AS n, sum(id) AS s FROM src GROUP BY g`,
+		`CREATE MATERIALIZED TABLE m FRESHNESS = INTERVAL '1' SECOND REFRESH_MODE = ` + mode + ` AS SELECT g, count(*) AS n, sum(id) AS s FROM src GROUP BY g`,
 	} {
 		if err := execSQL(cnxn, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
