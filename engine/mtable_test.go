@@ -445,6 +445,16 @@ func TestMaterializedAuthorization(t *testing.T) {
 	if got, want := rows(t, admin, q), [][]string{{"sales", "m"}, {"sales", "t"}}; !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("admin of sales: %s: got %v, want %v", q, got, want)
 	}
+	// So do the system tables (sys.tables failed for a user who could not
+	// read every database).
+	for q, want := range map[string][][]string{
+		"SELECT database_name, table_name FROM sys.tables ORDER BY 2":           {{"sales", "m"}, {"sales", "t"}},
+		"SELECT database_name, table_name, status FROM sys.materialized_tables": {{"sales", "m", "ACTIVATED"}},
+	} {
+		if got := rows(t, admin, q); !slices.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("admin of sales: %s: got %v, want %v", q, got, want)
+		}
+	}
 	mustExec(t, admin, "ALTER MATERIALIZED TABLE sales.m REFRESH")
 	mustExec(t, admin, "DROP MATERIALIZED TABLE sales.m")
 }
@@ -463,7 +473,7 @@ func TestMaterializedContinuous(t *testing.T) {
 	keep := " WITH ('snapshot.num-retained.min' = '100000')"
 	for _, c := range []struct {
 		name, query string // query has one %s per source, for a snapshot hint
-		sources         []string
+		sources     []string
 	}{
 		{"groupby", "SELECT g, count(*) AS c, sum(v) AS sv FROM s %s GROUP BY g", []string{"s"}},
 		{"join", "SELECT s.k, s.v, d.name FROM s %s JOIN d %s ON s.g = d.g", []string{"s", "d"}},

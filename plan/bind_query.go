@@ -948,10 +948,10 @@ func (b *binder) bindFrom(f sql.TableRef, outer *scope, left *scope) (Node, *sco
 		if n, sc, ok := b.bindInformationSchema(f); ok {
 			return n, sc
 		}
-		if n, sc, ok := b.bindView(f); ok {
+		if n, sc, ok := b.bindSystemTable(f); ok {
 			return n, sc
 		}
-		if n, sc, ok := b.bindSystemTable(f); ok {
+		if n, sc, ok := b.bindView(f); ok {
 			return n, sc
 		}
 		t, snap := b.table(f.Name)

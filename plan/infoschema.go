@@ -2,6 +2,7 @@ package plan
 
 import (
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
@@ -166,7 +167,8 @@ func (b *binder) bindInformationSchema(f *sql.TableName) (Node, *scope, bool) {
 	return n, b.aliasScope(n, qual, f.ColAliases, f.Pos), true
 }
 
-// constRows is a VALUES node of string and int32 columns; nil is NULL.
+// constRows is a VALUES node of string, int32, int64, bool and timestamp
+// (time.Time) columns; nil is NULL.
 func (b *binder) constRows(cols []isCol, rows [][]any) Node {
 	out := make([]Column, len(cols))
 	for i, c := range cols {
@@ -182,6 +184,12 @@ func (b *binder) constRows(cols []isCol, rows [][]any) Node {
 				s = stringScalar(v)
 			case int32:
 				s = scalar.NewInt32Scalar(v)
+			case int64:
+				s = scalar.NewInt64Scalar(v)
+			case bool:
+				s = scalar.NewBooleanScalar(v)
+			case time.Time:
+				s = scalar.NewTimestampScalar(arrow.Timestamp(v.UnixMicro()), cols[j].typ)
 			default:
 				s = scalar.MakeNullScalar(cols[j].typ)
 			}

@@ -304,10 +304,10 @@ func groupKeys(q *sql.Query) []string {
 	return keys
 }
 
-// freshness validates a FRESHNESS interval. Every table runs as scheduled
-// full refreshes, so the rule is Flink's for FULL mode: whole units,
-// SECOND/MINUTE a divisor of 60, HOUR of 24, DAY 1, so that runs fall on
-// the same times every period.
+// freshness validates a FRESHNESS interval. A table may switch to FULL
+// mode with its freshness, so the rule is Flink's for FULL mode for every
+// table: whole units, SECOND/MINUTE a divisor of 60, HOUR of 24, DAY 1, so
+// that runs fall on the same times every period.
 func (b *binder) freshness(iv *sql.IntervalLiteral) time.Duration {
 	n, err := strconv.Atoi(iv.Value)
 	if err != nil || iv.Negative || n <= 0 || iv.ToUnit != "" {
