@@ -39,5 +39,5 @@ func (st *Statement) Rows(ctx context.Context, params arrow.RecordBatch, obs Str
 	if err != nil {
 		return nil, err
 	}
-	return exec.NewRecordReader(ctx, op).(Rows), nil
+	return exec.NewRecordReader(ctx, op).(Rows), nil // exec's reader reports Err (exec/reader.go)
 }
