@@ -62,13 +62,7 @@ func (req ChangeRequest) query() (*sql.Query, error) {
 		}
 	}
 	start := sql.Pos{Line: 1, Col: 1}
-	sel := &sql.Select{Pos: start}
-	if len(req.Columns) == 0 {
-		sel.Items = []*sql.SelectItem{{Pos: start, Expr: &sql.Star{Pos: start}}}
-	}
-	for _, c := range req.Columns {
-		sel.Items = append(sel.Items, &sql.SelectItem{Pos: start, Expr: &sql.Ident{Pos: start, Parts: []string{c}}})
-	}
+	sel := selectFrom(req.Table, req.Columns)
 	mode := req.Mode
 	if mode == "" {
 		mode = DefaultChangeMode
@@ -91,8 +85,7 @@ func (req ChangeRequest) query() (*sql.Query, error) {
 	}
 	addInt("stream.heartbeat-interval", req.HeartbeatMillis, "ms")
 	addInt("continuous.discovery-interval", req.DiscoveryMillis, "ms")
-	sel.From = []sql.TableRef{&sql.TableName{Pos: start, Name: &sql.Name{Pos: start, Parts: req.Table},
-		Hints: []*sql.Hint{{Pos: start, Name: "OPTIONS", Options: opts}}}}
+	sel.From[0].(*sql.TableName).Hints = []*sql.Hint{{Pos: start, Name: "OPTIONS", Options: opts}}
 	if req.Filter != "" {
 		where, err := sql.ParseExpr(req.Filter)
 		if err != nil {
@@ -101,6 +94,19 @@ func (req ChangeRequest) query() (*sql.Query, error) {
 		sel.Where = where
 	}
 	return &sql.Query{Pos: start, Body: sel}, nil
+}
+
+// selectFrom is SELECT columns (none: *) FROM table, as a syntax tree.
+func selectFrom(table, columns []string) *sql.Select {
+	start := sql.Pos{Line: 1, Col: 1}
+	sel := &sql.Select{Pos: start, From: []sql.TableRef{&sql.TableName{Pos: start, Name: &sql.Name{Pos: start, Parts: table}}}}
+	if len(columns) == 0 {
+		sel.Items = []*sql.SelectItem{{Pos: start, Expr: &sql.Star{Pos: start}}}
+	}
+	for _, c := range columns {
+		sel.Items = append(sel.Items, &sql.SelectItem{Pos: start, Expr: &sql.Ident{Pos: start, Parts: []string{c}}})
+	}
+	return sel
 }
 
 // ResetConsumer moves a change stream consumer of a table ("table" in the
