@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
 	"github.com/flightd/flightd/engine"
 	"github.com/flightd/flightd/sql"
 )
@@ -256,4 +258,43 @@ func TestResetConsumerHostile(t *testing.T) {
 	if got := stream("c1"); !slices.Equal(got, want) {
 		t.Errorf("c1 moved by the refused calls: streamed %v, want %v", got, want)
 	}
+}
+
+// BenchmarkPrepareChanges: preparing a change stream from a request, and
+// from the equivalent SQL text (what a ticket cost before).
+func BenchmarkPrepareChanges(b *testing.B) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	e, err := engine.Open(context.Background(), engine.Config{Mem: mem, Root: b.TempDir(), SpillDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := e.Close(); err != nil {
+			b.Error(err)
+		}
+		mem.AssertSize(b, 0)
+	}()
+	s := e.NewSession()
+	ctx := context.Background()
+	if st, err := s.Prepare(ctx, "CREATE TABLE t (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED)", nil); err != nil {
+		b.Fatal(err)
+	} else if _, err := st.Exec(ctx, nil); err != nil {
+		b.Fatal(err)
+	}
+	req := engine.ChangeRequest{Table: []string{"default", "t"}, Columns: []string{"k", "v"}, Filter: "k > 10 AND v <> 'x'", Mode: "latest", HeartbeatMillis: 50}
+	b.Run("request", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.PrepareChanges(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("sql", func(b *testing.B) {
+		text := "SELECT k, v FROM default.t /*+ OPTIONS('scan.mode'='latest', 'stream.heartbeat-interval'='50ms') */ WHERE (k > 10 AND v <> 'x'\n)"
+		for b.Loop() {
+			if _, err := s.Prepare(ctx, text, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
