@@ -2,14 +2,22 @@
 // of flightd: it parses, binds and runs one statement at a time against the
 // table store, and owns sessions and transactions.
 //
-//	flightsql ──SQL text──▶ Session.Prepare ──sql.Parse──▶ AST
+//	flightsql ──SQL text──────▶ Session.Prepare ──sql.Parse──▶ AST
+//	          ──ChangeRequest─▶ Session.PrepareChanges ──────▶ AST
 //	                                         ──plan.Bind──▶ bound statement
 //	          ◀─Schema / ParamSchema─────────
-//	          ──Query(params)──▶ plan.Query.Build ──▶ exec.Operator ──▶ Rows
-//	          ──Exec(params)───▶ DDL / DML against tablestore ──▶ update count
+//	          ──Rows(params)──▶ plan.Query.Build ──▶ exec.Operator ──▶ Rows
+//	          ──Exec(params)──▶ DDL / DML against tablestore ──▶ update count
 //
-// Queries run lazily: Query returns Rows that pull batches as the caller
-// reads. Statements with side effects (DDL, DML, ingest) run eagerly inside
+// The endpoint (flightsql) reaches the query engine only through this
+// package: Statement.Rows runs a query as a record reader (with a
+// StreamObserver for change streams); KindOf and SQLState classify errors
+// of every layer below (errors.go); Databases, Tables, Views and Table
+// list the catalog (metadata.go); PrepareChanges builds a change stream's
+// query from a ChangeRequest's fields and ResetConsumer moves a consumer
+// (changes.go), without SQL text.
+//
+// Queries run lazily: Rows pulls batches as the caller reads. Statements with side effects (DDL, DML, ingest) run eagerly inside
 // Exec and are committed before it returns, so a client that never fetches
 // still gets the side effect exactly once.
 //

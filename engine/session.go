@@ -34,7 +34,7 @@ func (e *Engine) NewSession() *Session {
 // ViewSchema binds a view as a query would and returns its result schema
 // (for metadata: a view has no stored schema).
 func (e *Engine) ViewSchema(ctx context.Context, id tablestore.Ident) (*arrow.Schema, error) {
-	st, err := e.NewSession().Prepare(ctx, "SELECT * FROM "+sql.QuoteIdent(id.Database)+"."+sql.QuoteIdent(id.Table), nil)
+	st, err := e.NewSession().PrepareAST(ctx, &sql.Query{Pos: sql.Pos{Line: 1, Col: 1}, Body: selectFrom([]string{id.Database, id.Table}, nil)}, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -13,7 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/flightd/flightd/sql"
+	"github.com/flightd/flightd/engine"
 )
 
 // Change streams. A table's changelog is read with a streaming query (a
@@ -65,69 +64,21 @@ type ChangesTicket struct {
 	DiscoveryInterval int64  `json:"discovery_interval_millis,omitempty"`
 }
 
-// SQL is the streaming query the ticket stands for.
-func (t ChangesTicket) SQL() (string, error) {
+// request is the engine's change request the ticket stands for: "db.t"
+// names a table of database db, and Database, if set, comes before it.
+func (t ChangesTicket) request() (engine.ChangeRequest, error) {
 	if strings.TrimSpace(t.Table) == "" {
-		return "", fmt.Errorf("change stream ticket: table is missing: %w", errBadRequest)
+		return engine.ChangeRequest{}, fmt.Errorf("change stream ticket: table is missing: %w", errBadRequest)
 	}
-	var b strings.Builder
-	b.WriteString("SELECT ")
-	if len(t.Columns) == 0 {
-		b.WriteString("*")
-	}
-	for i, c := range t.Columns {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(sql.QuoteIdent(c))
-	}
-	b.WriteString(" FROM ")
+	name := strings.Split(t.Table, ".")
 	if t.Database != "" {
-		b.WriteString(sql.QuoteIdent(t.Database) + ".")
+		name = append([]string{t.Database}, name...)
 	}
-	for i, p := range strings.Split(t.Table, ".") {
-		if i > 0 {
-			b.WriteString(".")
-		}
-		b.WriteString(sql.QuoteIdent(p))
-	}
-	mode := t.Mode
-	if mode == "" {
-		mode = "latest-full"
-	}
-	opts := [][2]string{{"scan.mode", mode}}
-	add := func(k string, v int64) {
-		if v != 0 {
-			opts = append(opts, [2]string{k, strconv.FormatInt(v, 10)})
-		}
-	}
-	add("scan.snapshot-id", t.SnapshotID)
-	add("scan.timestamp-millis", t.TimestampMillis)
-	add("scan.bounded.snapshot-id", t.EndSnapshotID)
-	if t.Tag != "" {
-		opts = append(opts, [2]string{"scan.tag-name", t.Tag})
-	}
-	if t.ConsumerID != "" {
-		opts = append(opts, [2]string{"consumer-id", t.ConsumerID})
-	}
-	if t.HeartbeatMillis != 0 {
-		opts = append(opts, [2]string{"stream.heartbeat-interval", strconv.FormatInt(t.HeartbeatMillis, 10) + "ms"})
-	}
-	if t.DiscoveryInterval != 0 {
-		opts = append(opts, [2]string{"continuous.discovery-interval", strconv.FormatInt(t.DiscoveryInterval, 10) + "ms"})
-	}
-	b.WriteString(" /*+ OPTIONS(")
-	for i, o := range opts {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(sql.QuoteString(o[0]) + "=" + sql.QuoteString(o[1]))
-	}
-	b.WriteString(") */")
-	if t.Filter != "" {
-		b.WriteString(" WHERE (" + t.Filter + "\n)")
-	}
-	return b.String(), nil
+	return engine.ChangeRequest{
+		Table: name, Columns: t.Columns, Filter: t.Filter,
+		Mode: t.Mode, SnapshotID: t.SnapshotID, Tag: t.Tag, TimestampMillis: t.TimestampMillis, EndSnapshotID: t.EndSnapshotID,
+		ConsumerID: t.ConsumerID, HeartbeatMillis: t.HeartbeatMillis, DiscoveryMillis: t.DiscoveryInterval,
+	}, nil
 }
 
 // doGetChanges serves a change stream ticket.
@@ -138,15 +89,19 @@ func (s *Server) doGetChanges(ctx context.Context, ticket []byte) (*arrow.Schema
 	if err := dec.Decode(&t); err != nil {
 		return nil, nil, toStatus(fmt.Errorf("malformed change stream ticket: %v: %w", err, errBadRequest))
 	}
-	query, err := t.SQL()
+	req, err := t.request()
 	if err != nil {
 		return nil, nil, toStatus(err)
+	}
+	// The filter is the only SQL text in a ticket: bounded as a statement is.
+	if err := engine.CheckSize(t.Filter, s.limits.MaxStatementBytes, s.limits.MaxStatementTokens); err != nil {
+		return nil, nil, toStatus(fmt.Errorf("change stream ticket: filter: %w", err))
 	}
 	sess, err := s.session(ctx)
 	if err != nil {
 		return nil, nil, toStatus(err)
 	}
-	st, err := s.prepareSQL(ctx, sess, query, nil)
+	st, err := sess.PrepareChanges(ctx, req)
 	if err != nil {
 		return nil, nil, toStatus(fmt.Errorf("change stream ticket: %w", err))
 	}
@@ -279,12 +234,7 @@ func (s *Server) commitConsumer(ctx context.Context, body []byte) error {
 	if err != nil {
 		return err
 	}
-	st, err := sess.Prepare(ctx, fmt.Sprintf("CALL sys.reset_consumer(%s, %s, %d)",
-		sql.QuoteString(req.Table), sql.QuoteString(req.ConsumerID), req.NextSnapshot), nil)
-	if err == nil {
-		_, err = st.Exec(ctx, nil)
-	}
-	if err != nil {
+	if err := sess.ResetConsumer(ctx, req.Table, req.ConsumerID, req.NextSnapshot); err != nil {
 		return fmt.Errorf("%s: %w", CommitConsumerAction, err)
 	}
 	return nil

@@ -324,6 +324,9 @@ func TestChangeStreamTicket(t *testing.T) {
 		{`{"table":"t","columns":["nope"]}`, codes.InvalidArgument, "nope"},
 		{`{"table":"t","mode":"from-snapshot","snapshot_id":99}`, codes.NotFound, "snapshot 99 does not exist"},
 		{`{"table":"t","mode":"from-snapshot","tag":"v9"}`, codes.NotFound, `no tag "v9"`},
+		// The filter is one expression, not text pasted into a WHERE clause.
+		{`{"table":"t","filter":"k > 5) OR (k < 100"}`, codes.InvalidArgument, "filter: line 1:6: unexpected"},
+		{`{"table":"t","columns":["k FROM t --"]}`, codes.InvalidArgument, "k FROM t --"},
 	} {
 		s, err := cl.Client.DoGet(context.Background(), &flight.Ticket{Ticket: []byte(flightsql.ChangesTicketPrefix + bad.ticket)})
 		for err == nil {

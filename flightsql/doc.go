@@ -8,7 +8,8 @@
 //	DoPut(CommandStatementUpdate)         execute, return the update count
 //	DoPut(CommandStatementIngest)         bulk ingest, one commit
 //	prepared statements                   bound plans kept per handle; parameters by DoPut
-//	metadata commands                     answered from the table store's catalog
+//	metadata commands                     answered from the engine's catalog calls
+//	DoGet(flightd/changes1: ticket)       change stream: engine.ChangeRequest, no SQL text
 //	Begin/EndTransaction                  engine transactions (snapshot isolation)
 //
 // Query tickets are self-contained (the SQL text, database, transaction and
@@ -19,8 +20,9 @@
 // (Limits). With authentication, grants decide what each user may do
 // (grants.go, engine.Authorizer).
 //
-// This is the only package that turns errors into gRPC status codes
-// (status.go), with the SQLSTATE at the end of the message where the
-// error has one. What clients send is checked before arrow-go decodes it
+// It imports no query-engine package but engine (internal/layering checks
+// it). This is the only package that turns errors into gRPC status codes
+// (status.go, by engine.KindOf), with the SQLSTATE at the end of the
+// message where the error has one (engine.SQLState). What clients send is checked before arrow-go decodes it
 // (guard.go, ipccheck.go), and a panic in any handler ends only its call.
 package flightsql

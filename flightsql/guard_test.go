@@ -16,7 +16,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/flightd/flightd/engine"
-	"github.com/flightd/flightd/exec"
 )
 
 // panicky is a gRPC service whose handlers panic, registered on flightd's
@@ -95,7 +94,9 @@ func TestStatusCodes(t *testing.T) {
 		{fmt.Errorf("write data file: %w", syscall.ENOSPC), codes.ResourceExhausted, "53100"},
 		{fmt.Errorf("ingest: %w", errBadRequest), codes.InvalidArgument, ""},
 		{fmt.Errorf("query: %w", context.Canceled), codes.Canceled, "57014"},
-		{fmt.Errorf("window: %w", exec.ErrMemoryLimit), codes.ResourceExhausted, "53200"},
+		{fmt.Errorf("list: %w", errNotFound), codes.NotFound, ""},
+		{fmt.Errorf("queries: %w", errExhausted), codes.ResourceExhausted, ""},
+		{fmt.Errorf("bind: %w: %w", engine.ErrInvalid, errNotFound), codes.NotFound, ""},
 	} {
 		st, _ := status.FromError(toStatus(c.err))
 		// Without a SQLSTATE, the message must carry none at all.
@@ -106,5 +107,28 @@ func TestStatusCodes(t *testing.T) {
 		if st.Code() != c.code || tagged != (c.state != "") {
 			t.Errorf("%v: got %v %q, want %v SQLSTATE %q", c.err, st.Code(), st.Message(), c.code, c.state)
 		}
+	}
+}
+
+// TestKindCodes: every kind of engine error has its own code, and only
+// KindInternal is Internal: a kind added to the engine without a code here
+// would report bad input as a server bug.
+func TestKindCodes(t *testing.T) {
+	seen := map[codes.Code]engine.Kind{}
+	for k := engine.KindInternal; k.String() != "unknown"; k++ {
+		c, ok := kindCodes[k]
+		if !ok {
+			t.Fatalf("engine kind %v has no gRPC code", k)
+		}
+		if other, dup := seen[c]; dup {
+			t.Errorf("kinds %v and %v both map to %v", other, k, c)
+		}
+		seen[c] = k
+		if got := codeOf(engine.NewError(k, "x")); got != c {
+			t.Errorf("an error of kind %v maps to %v, want %v", k, got, c)
+		}
+	}
+	if len(seen) != len(kindCodes) {
+		t.Errorf("kindCodes maps %d kinds, the engine has %d", len(kindCodes), len(seen))
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 
 	"github.com/flightd/flightd/engine"
-	"github.com/flightd/flightd/tablestore"
 )
 
 // DoPutCommandStatementIngest is bulk ingest (ADBC adbc_ingest).
@@ -33,7 +32,7 @@ func (s *Server) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.
 		return 0, toStatus(err)
 	}
 	n, err := sess.Ingest(ctx, engine.IngestRequest{
-		Table:     tablestore.Ident{Database: cmd.GetSchema(), Table: cmd.GetTable()},
+		Table:     engine.Ident{Database: cmd.GetSchema(), Table: cmd.GetTable()},
 		Mode:      mode,
 		Temporary: cmd.GetTemporary(),
 		Txn:       tx,

@@ -16,8 +16,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql/schema_ref"
 
 	"github.com/flightd/flightd/engine"
-	"github.com/flightd/flightd/plan"
-	"github.com/flightd/flightd/tablestore"
 )
 
 // Table types flightd reports.
@@ -80,7 +78,7 @@ func (s *Server) databases(ctx context.Context, catalog, pattern *string) ([]str
 	if catalog != nil && *catalog != "" && *catalog != CatalogName {
 		return nil, nil
 	}
-	all, err := s.eng.Store().Databases(ctx)
+	all, err := s.eng.Databases(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -125,8 +123,8 @@ func (s *Server) DoGetTables(ctx context.Context, cmd flightsql.GetTables) (*arr
 		want bool
 		list func(context.Context, string) ([]string, error)
 	}{
-		{tableTypeTable, wantTables, s.eng.Store().Tables},
-		{tableTypeView, wantViews, s.eng.Store().Views},
+		{tableTypeTable, wantTables, s.eng.Tables},
+		{tableTypeView, wantViews, s.eng.Views},
 	}
 	for _, db := range dbs {
 		if s.allowed(ctx, db, engine.Read) != nil {
@@ -153,18 +151,18 @@ func (s *Server) DoGetTables(ctx context.Context, cmd flightsql.GetTables) (*arr
 			}
 			var schema *arrow.Schema
 			if cmd.GetIncludeSchema() {
-				id := tablestore.Ident{Database: db, Table: e.name}
+				id := engine.Ident{Database: db, Table: e.name}
 				var sch *arrow.Schema
 				if e.kind == tableTypeView {
 					if sch, err = s.eng.ViewSchema(ctx, id); err != nil {
 						continue // dropped while listing, or no longer binds
 					}
 				} else {
-					t, err := s.eng.Store().Table(ctx, id)
+					t, err := s.eng.Table(ctx, id)
 					if err != nil {
 						continue // dropped while listing
 					}
-					sch = t.Schema()
+					sch = t.Schema
 				}
 				schema = describedSchema(id, sch)
 			}
@@ -195,7 +193,7 @@ func wantsTableType(types []string, kind string) bool {
 
 // describedSchema is a table's or view's schema with the column metadata
 // of columnMetadata and the table's names.
-func describedSchema(id tablestore.Ident, sch *arrow.Schema) *arrow.Schema {
+func describedSchema(id engine.Ident, sch *arrow.Schema) *arrow.Schema {
 	fields := make([]arrow.Field, sch.NumFields())
 	for i, f := range sch.Fields() {
 		f.Metadata = columnMetadata(f, flightsql.NewColumnMetadataBuilder().
@@ -223,7 +221,7 @@ func resultSchema(sch *arrow.Schema) *arrow.Schema {
 // JDBC driver reads, and the XDBC keys from which ADBC's get_objects fills
 // column size, decimal digits and nullability. md may carry table names.
 func columnMetadata(f arrow.Field, md *flightsql.ColumnMetadataBuilder) arrow.Metadata {
-	md.TypeName(plan.SQLTypeName(f.Type)).IsAutoIncrement(false).IsCaseSensitive(false).
+	md.TypeName(engine.SQLTypeName(f.Type)).IsAutoIncrement(false).IsCaseSensitive(false).
 		IsReadOnly(false).IsSearchable(true)
 	size, digits, numeric, ok := precisionScale(f.Type)
 	if ok {
@@ -315,11 +313,11 @@ func (s *Server) DoGetPrimaryKeys(ctx context.Context, ref flightsql.TableRef) (
 		if err := s.allowed(ctx, db, engine.Read); err != nil {
 			return nil, nil, toStatus(err)
 		}
-		t, err := s.eng.Store().Table(ctx, tablestore.Ident{Database: db, Table: ref.Table})
+		t, err := s.eng.Table(ctx, engine.Ident{Database: db, Table: ref.Table})
 		if err != nil {
 			return nil, nil, toStatus(err)
 		}
-		for i, col := range t.PrimaryKey() {
+		for i, col := range t.PrimaryKey {
 			bldr.Field(0).(*array.StringBuilder).Append(CatalogName)
 			bldr.Field(1).(*array.StringBuilder).Append(db)
 			bldr.Field(2).(*array.StringBuilder).Append(ref.Table)

@@ -13,13 +13,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/engine"
-	"github.com/flightd/flightd/plan"
-	"github.com/flightd/flightd/sql"
 )
 
 // CatalogName is the one Flight SQL catalog flightd serves; its schemas are
 // the table store's databases.
-const CatalogName = plan.CatalogName
+const CatalogName = engine.CatalogName
 
 // Limits bound what one server holds for its clients. A client is an
 // authenticated user or, without authentication, one connection; one client
@@ -190,7 +188,7 @@ func (s *Server) sessionIn(ctx context.Context, db string) (*engine.Session, err
 
 // prepareSQL checks the size of SQL text from a client, then prepares it.
 func (s *Server) prepareSQL(ctx context.Context, sess *engine.Session, text string, tx *engine.Txn) (*engine.Statement, error) {
-	if err := sql.CheckSize(text, s.limits.MaxStatementBytes, s.limits.MaxStatementTokens); err != nil {
+	if err := engine.CheckSize(text, s.limits.MaxStatementBytes, s.limits.MaxStatementTokens); err != nil {
 		return nil, err
 	}
 	return sess.Prepare(ctx, text, tx)

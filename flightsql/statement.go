@@ -17,8 +17,6 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/flightd/flightd/engine"
-	"github.com/flightd/flightd/exec"
-	"github.com/flightd/flightd/plan"
 )
 
 // ticketMagic starts every query ticket flightd issues, so a ticket from
@@ -172,20 +170,25 @@ func (s *Server) stream(ctx context.Context, ticket []byte, st *engine.Statement
 	if err != nil {
 		return nil, nil, toStatus(err)
 	}
-	op, err := st.Query(ctx, params)
+	ch := make(chan flight.StreamChunk, 2)
+	var (
+		progress *streamProgress
+		obs      engine.StreamObserver // a nil interface unless streaming
+		meta     func() []byte
+	)
+	if st.Streaming() {
+		progress = &streamProgress{ctx: ctx, ch: ch, mem: s.eng.Mem()}
+		obs, meta = progress, progress.meta
+	}
+	rdr, err := st.Rows(runCtx, params, obs)
 	if err != nil {
 		done()
 		return nil, nil, toStatus(err)
 	}
-	ch := make(chan flight.StreamChunk, 2)
-	schema := resultSchema(op.Schema())
-	var meta func() []byte
-	if st.Streaming() {
-		p := &streamProgress{ctx: ctx, ch: ch, mem: s.eng.Mem(), schema: schema}
-		runCtx = plan.WithStreamObserver(runCtx, p)
-		meta = p.meta
+	schema := resultSchema(rdr.Schema())
+	if progress != nil {
+		progress.schema = schema // before the pump reads, which calls it
 	}
-	rdr := exec.NewRecordReader(runCtx, op)
 	go func() {
 		defer close(ch)
 		defer done()
@@ -207,7 +210,7 @@ func (s *Server) stream(ctx context.Context, ticket []byte, st *engine.Statement
 // pump sends the reader's batches, labelled with schema (the reader's with
 // column metadata), until its end, its error, or the client going away
 // (ctx); meta, if set, gives each batch's app metadata.
-func pump(ctx context.Context, rdr array.RecordReader, schema *arrow.Schema, ch chan<- flight.StreamChunk, meta func() []byte) (err error) {
+func pump(ctx context.Context, rdr engine.Rows, schema *arrow.Schema, ch chan<- flight.StreamChunk, meta func() []byte) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: %v", engine.ErrInternal, r)
@@ -227,10 +230,7 @@ func pump(ctx context.Context, rdr array.RecordReader, schema *arrow.Schema, ch 
 			return ctx.Err()
 		}
 	}
-	if e, ok := rdr.(interface{ Err() error }); ok {
-		return e.Err()
-	}
-	return nil
+	return rdr.Err()
 }
 
 // queryInfo is the FlightInfo of a query: its schema and one endpoint.

@@ -1,20 +1,10 @@
 package flightsql
 
 import (
-	"context"
-	"errors"
-	"syscall"
-
-	"github.com/apache/arrow-go/v18/arrow"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/flightd/flightd/engine"
-	"github.com/flightd/flightd/exec"
-	"github.com/flightd/flightd/plan"
-	"github.com/flightd/flightd/sql"
-	"github.com/flightd/flightd/tablestore"
-	"github.com/flightd/flightd/vectorized"
 )
 
 // toStatus maps an error from the layers below to a gRPC status. The
@@ -29,76 +19,37 @@ func toStatus(err error) error {
 		return err
 	}
 	msg := err.Error()
-	if state := sqlState(err); state != "" {
+	if state := engine.SQLState(err); state != "" {
 		msg += " [SQLSTATE " + state + "]"
 	}
 	return status.Error(codeOf(err), msg)
 }
 
-// sqlState is the SQLSTATE of errors that have one: syntax and semantic
-// errors, limits, unsupported features, data exceptions and conflicts.
-func sqlState(err error) string {
-	var se *sql.Error
-	switch {
-	case errors.Is(err, engine.ErrNotSupported), errors.Is(err, plan.ErrNotImplemented):
-		return "0A000"
-	case errors.Is(err, engine.ErrDenied):
-		return "42501"
-	case errors.As(err, &se):
-		if se.SQLState != "" {
-			return se.SQLState
-		}
-		return "42000" // the binder's: syntax error or access rule violation
-	case errors.Is(err, vectorized.ErrDivideByZero):
-		return "22012"
-	case errors.Is(err, vectorized.ErrInvalidValue):
-		return "22018"
-	case errors.Is(err, vectorized.ErrOverflow):
-		return "22003"
-	case errors.Is(err, tablestore.ErrConflict):
-		return "40001"
-	case errors.Is(err, syscall.ENOSPC):
-		return "53100"
-	case errors.Is(err, exec.ErrMemoryLimit):
-		return "53200"
-	case errors.Is(err, context.Canceled):
-		return "57014"
-	}
-	return ""
+// kindCodes is the gRPC code of each engine error kind.
+var kindCodes = map[engine.Kind]codes.Code{
+	engine.KindInternal:      codes.Internal,
+	engine.KindCanceled:      codes.Canceled,
+	engine.KindDenied:        codes.PermissionDenied,
+	engine.KindDeadline:      codes.DeadlineExceeded,
+	engine.KindNotFound:      codes.NotFound,
+	engine.KindAlreadyExists: codes.AlreadyExists,
+	engine.KindNotSupported:  codes.Unimplemented,
+	engine.KindConflict:      codes.Aborted,
+	engine.KindExhausted:     codes.ResourceExhausted,
+	engine.KindInvalid:       codes.InvalidArgument,
+	engine.KindDataLoss:      codes.DataLoss,
 }
 
 func codeOf(err error) codes.Code {
-	switch {
-	case errors.Is(err, context.Canceled):
-		return codes.Canceled
-	case errors.Is(err, engine.ErrDenied):
-		return codes.PermissionDenied
-	case errors.Is(err, context.DeadlineExceeded):
-		return codes.DeadlineExceeded
-	case errors.Is(err, tablestore.ErrTableNotFound), errors.Is(err, tablestore.ErrDatabaseNotFound), errors.Is(err, tablestore.ErrViewNotFound),
-		errors.Is(err, engine.ErrTxnNotFound), errors.Is(err, engine.ErrJobNotFound), errors.Is(err, errNotFound), errors.Is(err, tablestore.ErrSnapshotNotFound):
-		return codes.NotFound
-	case errors.Is(err, tablestore.ErrTableExists), errors.Is(err, tablestore.ErrDatabaseExists), errors.Is(err, tablestore.ErrViewExists):
-		return codes.AlreadyExists
-	case errors.Is(err, engine.ErrNotSupported), errors.Is(err, arrow.ErrNotImplemented):
-		return codes.Unimplemented
-	case errors.Is(err, tablestore.ErrConflict):
-		return codes.Aborted
-	case errors.Is(err, errExhausted), errors.Is(err, syscall.ENOSPC), errors.Is(err, exec.ErrMemoryLimit):
-		return codes.ResourceExhausted
-	case errors.Is(err, engine.ErrInvalid), errors.Is(err, tablestore.ErrInvalid), errors.Is(err, arrow.ErrInvalid), errors.Is(err, arrow.ErrType),
-		errors.Is(err, arrow.ErrIndex), errors.Is(err, errBadRequest), errors.As(err, new(*sql.Error)),
-		errors.Is(err, vectorized.ErrDivideByZero), errors.Is(err, vectorized.ErrOverflow),
-		errors.Is(err, vectorized.ErrInvalidValue), errors.Is(err, exec.ErrInvalid):
-		return codes.InvalidArgument
-	case errors.Is(err, tablestore.ErrCorrupt):
-		return codes.DataLoss
+	if c, ok := kindCodes[engine.KindOf(err)]; ok {
+		return c
 	}
 	return codes.Internal
 }
 
+// The endpoint's own errors, classified by the engine like its own.
 var (
-	errNotFound   = errors.New("not found")
-	errBadRequest = errors.New("bad request")
-	errExhausted  = errors.New("limit reached")
+	errNotFound   = engine.NewError(engine.KindNotFound, "not found")
+	errBadRequest = engine.NewError(engine.KindInvalid, "bad request")
+	errExhausted  = engine.NewError(engine.KindExhausted, "limit reached")
 )

@@ -1,7 +1,8 @@
 // Package layering checks the dependency direction of docs/ARCHITECTURE.md:
 // vectorized <- exec <- plan <- engine <- flightsql <- cmd/flightd, with sql
 // used by plan, stream (incremental operators) between exec and plan, and
-// the storage packages below all of the query engine.
+// the storage packages below all of the query engine. The endpoint reaches
+// the query engine only through engine's API.
 package layering
 
 import (
@@ -25,6 +26,13 @@ var forbidden = map[string][]string{
 	"cache":      {"exec", "plan", "sql", "engine", "flightsql", "vectorized", "tablestore"},
 }
 
+// forbiddenImports lists, per package, the packages its files (tests
+// included) must not import themselves: it depends on them only through
+// the packages it may import.
+var forbiddenImports = map[string][]string{
+	"flightsql": {"plan", "exec", "tablestore", "stream", "vectorized", "sql"},
+}
+
 func TestLayering(t *testing.T) {
 	for pkg, bad := range forbidden {
 		out, err := exec.Command("go", "list", "-deps", module+pkg).CombinedOutput()
@@ -36,6 +44,27 @@ func TestLayering(t *testing.T) {
 			for _, b := range bad {
 				if d == module+b || strings.HasPrefix(d, module+b+"/") {
 					t.Errorf("%s depends on %s, which the layering forbids", pkg, d)
+				}
+			}
+		}
+	}
+}
+
+func TestImports(t *testing.T) {
+	for pkg, bad := range forbiddenImports {
+		out, err := exec.Command("go", "list", "-f", "{{range .Imports}}{{.}} {{end}}{{range .TestImports}}{{.}} {{end}}{{range .XTestImports}}{{.}} {{end}}",
+			module+pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", pkg, err, out)
+		}
+		imports := strings.Fields(string(out))
+		if len(imports) == 0 {
+			t.Fatalf("go list %s: no imports listed", pkg)
+		}
+		for _, d := range imports {
+			for _, b := range bad {
+				if d == module+b || strings.HasPrefix(d, module+b+"/") {
+					t.Errorf("%s imports %s; it must go through engine's API", pkg, d)
 				}
 			}
 		}
