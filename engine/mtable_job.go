@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -199,4 +200,36 @@ func continuousProgress(ctx context.Context, t *tablestore.Table, refreshed int6
 		ms.DataLag = time.Since(time.UnixMilli(newest))
 	}
 	return nil
+}
+
+// stopJobsWritingTo stops the jobs whose sink is a table of database db,
+// which is about to be dropped: a job writing files into it would fail the
+// drop, or leave files behind. Jobs of INSERTs are recorded as stopped.
+func (e *Engine) stopJobsWritingTo(ctx context.Context, db string) error {
+	for _, j := range e.Jobs(ctx) {
+		if !strings.HasPrefix(j.Sink, db+".") {
+			continue
+		}
+		if id, ok := e.jobTable(j.ID); ok {
+			mu := e.refreshLock(id)
+			mu.Lock()
+			e.stopContinuous(id)
+			mu.Unlock()
+			continue
+		}
+		if err := e.StopJob(ctx, j.ID); err != nil && !errors.Is(err, ErrJobNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// jobTable is the materialized table job id keeps, if it keeps one.
+func (e *Engine) jobTable(id string) (tablestore.Ident, bool) {
+	e.jobsMu.Lock()
+	defer e.jobsMu.Unlock()
+	if j, ok := e.jobs[id]; ok && j.mtable != nil {
+		return *j.mtable, true
+	}
+	return tablestore.Ident{}, false
 }

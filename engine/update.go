@@ -140,6 +140,11 @@ func (st *Statement) ddl(ctx context.Context) error {
 				return fmt.Errorf("%w: database %q is not empty (%d views); use CASCADE", ErrInvalid, b.Name, len(views))
 			}
 		}
+		if b.Cascade {
+			if err := st.s.e.stopJobsWritingTo(ctx, b.Name); err != nil {
+				return err
+			}
+		}
 		return store.DropDatabase(ctx, b.Name, b.IfExists, b.Cascade)
 	case *plan.UseDatabase:
 		return st.s.SetDatabase(ctx, b.Name)
