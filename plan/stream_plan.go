@@ -341,9 +341,6 @@ func (p *streamPlanner) plan(n Node) sNode {
 		}
 		return &sAgg{in: in, n: agg}
 	case *SortNode:
-		if x.Count != nil {
-			p.refuse("ORDER BY with LIMIT (top-N) is not supported yet")
-		}
 		p.refuse("ORDER BY: a changelog has no order; sort the applied result instead")
 	case *LimitNode:
 		p.refuse("LIMIT below the top of the query")
