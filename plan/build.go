@@ -32,7 +32,7 @@ type builder struct {
 	shared          map[*TableScan]*sharedScan
 	// spools are this execution's computed shared CTEs.
 	spools *spoolSet
-	// ranges are this execution's join key ranges (rule runtime_filter).
+	// ranges are this execution's join key ranges (choice runtime_filter).
 	ranges *rangeSet
 }
 

@@ -16,21 +16,25 @@ type PhysicalNode interface {
 	Logical() Node
 	Children() []PhysicalNode
 	Columns() []Column
-	// Rows is the logical node's estimate, computed once at planning.
+	// Rows estimates the output row count.
 	Rows() float64
 }
 
 // physical is what every physical node carries.
 type physical struct {
 	logical Node
-	rows    float64
+	// estimate is the logical node whose row estimate this node has:
+	// usually logical, the LimitNode for a top-N. Estimates are made only
+	// when asked for (EXPLAIN, choice runtime_filter): each walks the
+	// subtree.
+	estimate Node
 }
 
-func physicalOf(n Node) physical { return physical{logical: n, rows: n.Rows()} }
+func physicalOf(n Node) physical { return physical{logical: n, estimate: n} }
 
 func (p *physical) Logical() Node     { return p.logical }
 func (p *physical) Columns() []Column { return p.logical.Columns() }
-func (p *physical) Rows() float64     { return p.rows }
+func (p *physical) Rows() float64     { return p.estimate.Rows() }
 
 // TableScan reads a table snapshot (its ScanNode).
 type TableScan struct {
@@ -104,13 +108,12 @@ type HashAggregate struct {
 }
 
 // SortAggregate aggregates an input clustered by the groups, one group
-// after another (choice sort_aggregate): Order is the scan's primary-key
-// order whose prefix the groups are.
+// after another (choice sort_aggregate): the groups are a prefix of the
+// primary-key order of the scan below, and cover its split columns.
 type SortAggregate struct {
 	physical
 	Agg   *AggNode
 	Input PhysicalNode
-	Order []ColumnID
 }
 
 // ParallelHashAggregate is a hash aggregation partitioned over the cores

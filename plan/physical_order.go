@@ -126,22 +126,19 @@ func containsAll(set, sub []ColumnID) bool {
 	return true
 }
 
-// sortOrder returns the scan order a sort aggregation of a can use (choice
+// sortable says whether a can be a sort aggregation (choice
 // sort_aggregate): its input is clustered by the groups when they are a
 // prefix (in any order) of the scan order that covers the split columns.
-func sortOrder(a *AggNode) ([]ColumnID, bool) {
+func sortable(a *AggNode) bool {
 	if a.Sets != nil || len(a.Groups) == 0 {
-		return nil, false
+		return false
 	}
 	g, ok := colRefIDs(a.Groups)
 	if !ok {
-		return nil, false
+		return false
 	}
 	o, ok := orderOf(a.Input)
-	if !ok || len(g) > len(o.cols) || !sameSet(o.cols[:len(g)], g) || !containsAll(g, o.splitBy) {
-		return nil, false
-	}
-	return o.cols, true
+	return ok && len(g) <= len(o.cols) && sameSet(o.cols[:len(g)], g) && containsAll(g, o.splitBy)
 }
 
 // mergeBuckets says whether j can be a sort-merge join (choice merge_join):

@@ -69,8 +69,8 @@ func (pp *physicalPlanner) node(n Node) PhysicalNode {
 		return &HashJoin{physical: physicalOf(x), Join: x, Left: l, Right: r}
 	case *AggNode:
 		in := pp.node(x.Input)
-		if order, ok := sortOrder(x); ok && pp.enabled(choiceSortAggregate) {
-			return &SortAggregate{physical: physicalOf(x), Agg: x, Input: in, Order: order}
+		if sortable(x) && pp.enabled(choiceSortAggregate) {
+			return &SortAggregate{physical: physicalOf(x), Agg: x, Input: in}
 		}
 		if len(x.Groups) > 0 && x.Sets == nil && pp.enabled(choiceParallelAggregate) {
 			return &ParallelHashAggregate{physical: physicalOf(x), Agg: x, Input: in}
@@ -104,12 +104,11 @@ func (pp *physicalPlanner) topN(l *LimitNode) PhysicalNode {
 	if !ok {
 		return nil
 	}
-	rows := l.Rows()
-	top := &TopN{physical: physical{logical: s, rows: rows}, Sort: s, Limit: l, Input: pp.node(s.Input)}
+	top := &TopN{physical: physical{logical: s, estimate: l}, Sort: s, Limit: l, Input: pp.node(s.Input)}
 	if project == nil {
 		return top
 	}
-	return &PlainOp{physical: physical{logical: project, rows: rows}, Inputs: []PhysicalNode{top}}
+	return &PlainOp{physical: physical{logical: project, estimate: l}, Inputs: []PhysicalNode{top}}
 }
 
 // parallelScans puts a Gather above each pipeline of filters and
@@ -120,7 +119,7 @@ func parallelScans(n PhysicalNode, ordered bool) PhysicalNode {
 		if ordered {
 			return n
 		}
-		return &Gather{physical: physical{logical: n.Logical(), rows: n.Rows()}, Input: n}
+		return &Gather{physical: physical{logical: n.Logical(), estimate: n.Logical()}, Input: n}
 	}
 	switch x := n.(type) {
 	case *MergeJoin:
