@@ -27,7 +27,7 @@ type builder struct {
 	// analyze, when set, instruments every operator (EXPLAIN ANALYZE).
 	analyze *analyzeState
 	// stripe/stripes > 1: scans read only splits i with i % stripes == stripe,
-	// sharing one table scan per ScanNode through shared.
+	// sharing one table scan per TableScan through shared.
 	stripe, stripes int
 	shared          map[*TableScan]*sharedScan
 	// spools are this execution's computed shared CTEs.

@@ -60,3 +60,25 @@ func TestPhysicalLayer(t *testing.T) {
 		t.Fatalf("checked %d files: the test reads the wrong directory", checked)
 	}
 }
+
+// TestRuleNames: every switch is named once, and a rule needs only rules
+// that can be switched.
+func TestRuleNames(t *testing.T) {
+	seen := map[string]bool{}
+	for _, r := range Rules {
+		if seen[r] {
+			t.Errorf("rule %s listed twice", r)
+		}
+		seen[r] = true
+	}
+	for _, r := range logicalRules {
+		if r.required == seen[r.name] {
+			t.Errorf("rule %s: required %v, yet switchable %v", r.name, r.required, seen[r.name])
+		}
+		for _, n := range r.needs {
+			if !seen[n] {
+				t.Errorf("rule %s needs %s, which is no switchable rule", r.name, n)
+			}
+		}
+	}
+}

@@ -104,6 +104,9 @@ func (q *Query) BuildAnalyze(ec *exec.Context, params arrow.RecordBatch) (op exe
 	if err := q.checkParams(params); err != nil {
 		return nil, nil, err
 	}
+	if q.batch == nil {
+		return nil, nil, fmt.Errorf("%w: EXPLAIN ANALYZE of a streaming query would never end", ErrNotImplemented)
+	}
 	a := &analyzeState{ops: map[PhysicalNode][]*exec.Instrumented{}, scans: map[*TableScan][]*tablestore.Scan{}}
 	b := &builder{ec: ec, params: params, bucket: -1, analyze: a, spools: newSpoolSet(), ranges: &rangeSet{}}
 	op, err = b.build(q.batch)

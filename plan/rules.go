@@ -20,31 +20,26 @@ type rule struct {
 	apply func(b *binder, root Node) Node
 }
 
-// Rule names that are also switches elsewhere.
-const (
-	ruleSharedCTE     = "shared_cte" // binding: a CTE read twice is computed once
-	ruleFoldConstants = "fold_constants"
-	rulePushFilters   = "push_filters"
-	ruleJoinOrder     = "join_order"
-	rulePruneColumns  = "prune_columns"
-)
+// ruleSharedCTE switches a choice of the binder: a CTE read twice is
+// computed once (cte.go).
+const ruleSharedCTE = "shared_cte"
 
 // logicalRules run in this order on every bound plan.
 var logicalRules = []rule{
 	{name: "inline_ctes", required: true, apply: (*binder).resolveCTEs},
-	{name: ruleFoldConstants, apply: foldConstants},
-	{name: rulePushFilters, apply: func(_ *binder, root Node) Node { return pushFilters(root, nil) }},
+	{name: "fold_constants", apply: foldConstants},
+	{name: "push_filters", apply: func(_ *binder, root Node) Node { return pushFilters(root, nil) }},
 	// Pushing through projections and unions substitutes definitions into
 	// filters: a union branch's constant ('s' = 's') folds now.
-	{name: "refold_constants", needs: []string{ruleFoldConstants, rulePushFilters}, apply: (*binder).foldNode},
+	{name: "refold_constants", needs: []string{"fold_constants", "push_filters"}, apply: (*binder).foldNode},
 	{name: "cte_filters", needs: []string{ruleSharedCTE}, apply: func(b *binder, root Node) Node {
 		b.recordCTEFilters(root)
 		return root
 	}},
-	{name: ruleJoinOrder, apply: func(_ *binder, root Node) Node { return reorderJoins(root) }},
+	{name: "join_order", apply: func(_ *binder, root Node) Node { return reorderJoins(root) }},
 	{name: "join_keys", required: true, apply: func(_ *binder, root Node) Node { return splitJoinKeys(root) }},
-	{name: rulePruneColumns, apply: func(_ *binder, root Node) Node { return pruneColumns(root, idSet(root.Columns())) }},
-	{name: "scan_predicates", needs: []string{rulePushFilters}, apply: func(_ *binder, root Node) Node {
+	{name: "prune_columns", apply: func(_ *binder, root Node) Node { return pruneColumns(root, idSet(root.Columns())) }},
+	{name: "scan_predicates", needs: []string{"push_filters"}, apply: func(_ *binder, root Node) Node {
 		derivePushdown(root)
 		return root
 	}},
@@ -57,7 +52,7 @@ var Rules = ruleSwitches()
 func ruleSwitches() []string {
 	out := []string{ruleSharedCTE}
 	for _, r := range logicalRules {
-		if !r.required && !slices.Contains(out, r.name) {
+		if !r.required {
 			out = append(out, r.name)
 		}
 	}
