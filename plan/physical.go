@@ -12,7 +12,8 @@ import (
 type PhysicalNode interface {
 	// Logical is the logical node computed: its expressions are compiled
 	// against the columns of its logical inputs, which its physical
-	// inputs produce in the same order.
+	// inputs produce in the same order (CheckPhysical, export_test.go,
+	// checks it on the random and TPC-DS queries).
 	Logical() Node
 	Children() []PhysicalNode
 	Columns() []Column

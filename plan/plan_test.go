@@ -219,8 +219,13 @@ func TestTPCDS(t *testing.T) {
 				t.Fatal(err)
 			}
 			name := filepath.Base(f)
-			if _, err := h.Bind(string(src)); err != nil {
+			b, err := h.Bind(string(src))
+			if err != nil {
 				failures = append(failures, fmt.Sprintf("%s: bind: %v", name, err))
+				continue
+			}
+			if err := plan.CheckPhysical(b.(*plan.Query)); err != nil {
+				failures = append(failures, fmt.Sprintf("%s: physical plan: %v", name, err))
 				continue
 			}
 			bound++

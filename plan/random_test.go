@@ -114,6 +114,11 @@ func TestRandomQueries(t *testing.T) {
 	g := &queryGen{rng: rng}
 	for i := 0; i < 150; i++ {
 		q := g.query()
+		if b, err := harnesses[0].Bind(q); err == nil {
+			if err := plan.CheckPhysical(b.(*plan.Query)); err != nil {
+				t.Fatalf("seed %d query %d: %v\n%s", seed, i, err, q)
+			}
+		}
 		var first []string
 		// The configs with one rule alone take turns.
 		alone := always + i%(len(configs)-always)
