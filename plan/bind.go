@@ -124,7 +124,7 @@ func (b *binder) param(p *sql.Param) *ParamRef {
 func (b *binder) finishQuery(root Node) *Query {
 	if b.streamPos == nil {
 		root = b.optimize(root)
-		return &Query{root: root, schema: schemaOf(root.Columns()), params: b.paramSchema()}
+		return &Query{root: root, batch: b.planPhysical(root), schema: schemaOf(root.Columns()), params: b.paramSchema()}
 	}
 	b.passStreamKind(root)
 	root = b.optimize(root)
@@ -631,7 +631,8 @@ func (b *binder) stringValues(names []string, rows [][]string) *Query {
 			vals[i][j] = &Const{Value: stringScalar(v)}
 		}
 	}
-	return &Query{root: &ValuesNode{Values: vals, Cols: cols}, schema: schemaOf(cols)}
+	root := &ValuesNode{Values: vals, Cols: cols}
+	return &Query{root: root, batch: b.planPhysical(root), schema: schemaOf(cols)}
 }
 
 func (b *binder) bindShow(s *sql.Show) Statement {

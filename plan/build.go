@@ -27,12 +27,12 @@ type builder struct {
 	// analyze, when set, instruments every operator (EXPLAIN ANALYZE).
 	analyze *analyzeState
 	// stripe/stripes > 1: scans read only splits i with i % stripes == stripe,
-	// sharing one table scan per ScanNode through shared.
+	// sharing one table scan per TableScan through shared.
 	stripe, stripes int
-	shared          map[*ScanNode]*sharedScan
+	shared          map[*TableScan]*sharedScan
 	// spools are this execution's computed shared CTEs.
 	spools *spoolSet
-	// ranges are this execution's join key ranges (rule runtime_filter).
+	// ranges are this execution's join key ranges (choice runtime_filter).
 	ranges *rangeSet
 }
 
@@ -80,25 +80,25 @@ type sharedScan struct {
 // analyzeState collects the runtime statistics of one execution.
 type analyzeState struct {
 	mu    sync.Mutex
-	ops   map[Node][]*exec.Instrumented
-	scans map[*ScanNode][]*tablestore.Scan
+	ops   map[PhysicalNode][]*exec.Instrumented
+	scans map[*TableScan][]*tablestore.Scan
 }
 
-func (a *analyzeState) addScan(n *ScanNode, s *tablestore.Scan) {
+func (a *analyzeState) addScan(n *TableScan, s *tablestore.Scan) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.scans[n] = append(a.scans[n], s)
 }
 
 // report renders the plan with estimated and actual figures.
-func (a *analyzeState) report(root Node) string {
+func (a *analyzeState) report(root PhysicalNode) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var sb strings.Builder
-	var walk func(n Node, depth int)
-	walk = func(n Node, depth int) {
+	var walk func(n PhysicalNode, depth int)
+	walk = func(n PhysicalNode, depth int) {
 		sb.WriteString(strings.Repeat("  ", depth))
-		sb.WriteString(explainLine(n))
+		sb.WriteString(physicalLine(n))
 		fmt.Fprintf(&sb, " (rows=%s)", fmtRows(n.Rows()))
 		var st exec.OpStats
 		for _, in := range a.ops[n] {
@@ -110,7 +110,7 @@ func (a *analyzeState) report(root Node) string {
 		if len(a.ops[n]) > 0 {
 			fmt.Fprintf(&sb, " actual: rows=%d batches=%d time=%s", st.Rows, st.Batches, st.Wall.Round(time.Microsecond))
 		}
-		if sn, ok := n.(*ScanNode); ok && len(a.scans[sn]) > 0 {
+		if sn, ok := n.(*TableScan); ok && len(a.scans[sn]) > 0 {
 			scans := a.scans[sn]
 			var ss tablestore.ScanStats
 			for _, s := range scans {
@@ -126,12 +126,12 @@ func (a *analyzeState) report(root Node) string {
 				ss.PartitionsSelected, ss.PartitionsTotal, ss.FilesSelected, ss.FilesTotal, ss.RowGroupsRead, ss.RowGroupsSkipped)
 		}
 		sb.WriteString("\n")
-		for _, c := range n.Inputs() {
+		for _, c := range n.Children() {
 			walk(c, depth+1)
 		}
 	}
 	walk(root, 0)
-	explainShared(&sb, root, func(_ *strings.Builder, n Node, depth int) { walk(n, depth) })
+	explainSpools(&sb, root, func(_ *strings.Builder, n PhysicalNode, depth int) { walk(n, depth) })
 	return sb.String()
 }
 
@@ -179,44 +179,34 @@ func (bd *builder) intValue(e Expr, def int64) (int64, error) {
 	return v.Value, nil
 }
 
-func (bd *builder) build(n Node) (exec.Operator, error) {
+func (bd *builder) build(n PhysicalNode) (exec.Operator, error) {
 	op, err := bd.buildNode(n)
 	if err != nil || bd.analyze == nil {
 		return op, err
 	}
-	in := exec.Instrument(op, explainLine(n)).(*exec.Instrumented)
+	in := exec.Instrument(op, physicalLine(n)).(*exec.Instrumented)
 	bd.analyze.mu.Lock()
 	bd.analyze.ops[n] = append(bd.analyze.ops[n], in)
 	bd.analyze.mu.Unlock()
 	return in, nil
 }
 
-func (bd *builder) buildNode(n Node) (exec.Operator, error) {
+func (bd *builder) buildNode(n PhysicalNode) (exec.Operator, error) {
 	switch n := n.(type) {
-	case *ScanNode:
+	case *TableScan:
 		return bd.scan(n)
-	case *JoinNode:
+	case *MergeJoin:
 		if n.Buckets > 1 && bd.bucket < 0 {
 			return bd.bucketJoin(n)
 		}
-	case *GatherNode:
+	case *Gather:
 		return bd.gather(n)
-	case *CTEScanNode:
+	case *SpoolScan:
 		return bd.cteScan(n)
-	case *ValuesNode:
-		rows := make([][]exec.Expr, len(n.Values))
-		for i, r := range n.Values {
-			x, err := bd.compileAll(r, nil)
-			if err != nil {
-				return nil, err
-			}
-			rows[i] = x
-		}
-		return exec.NewValues(bd.ec, schemaOf(n.Cols), rows), nil
 	}
 	// Operators with inputs: build the inputs first and close them if this
 	// operator cannot be made.
-	inputs := n.Inputs()
+	inputs := n.Children()
 	ops := make([]exec.Operator, 0, len(inputs))
 	for _, in := range inputs {
 		op, err := bd.build(in)
@@ -240,9 +230,54 @@ func closeAll(ops []exec.Operator) {
 	}
 }
 
-func (bd *builder) buildWith(n Node, in []exec.Operator) (exec.Operator, error) {
+func (bd *builder) buildWith(n PhysicalNode, in []exec.Operator) (exec.Operator, error) {
+	switch n := n.(type) {
+	case *PlainOp:
+		return bd.plainOp(n.logical, in)
+	case *HashJoin:
+		return bd.hashJoin(n, in[0], in[1])
+	case *MergeJoin:
+		return bd.mergeJoin(n, in[0], in[1])
+	case *NestedLoopJoin:
+		return bd.nestedLoopJoin(n, in[0], in[1])
+	case *HashAggregate:
+		return bd.aggregate(n.Agg, in[0], exec.NewHashAggregate)
+	case *SortAggregate:
+		return bd.aggregate(n.Agg, in[0], exec.NewSortAggregate)
+	case *ParallelHashAggregate:
+		return bd.aggregate(n.Agg, in[0], exec.NewParallelHashAggregate)
+	case *TopN:
+		keys, err := bd.sortKeys(n.Sort.Keys, n.Sort.Input.Columns())
+		if err != nil {
+			return nil, err
+		}
+		off, err := bd.intValue(n.Limit.Offset, 0)
+		if err != nil {
+			return nil, err
+		}
+		cnt, err := bd.intValue(n.Limit.Count, -1)
+		if err != nil {
+			return nil, err
+		}
+		return exec.NewTopN(bd.ec, in[0], keys, off, cnt), nil
+	}
+	return nil, fmt.Errorf("%w: cannot build %T", errInternal, n)
+}
+
+// plainOp builds the operator of a logical node with one implementation.
+func (bd *builder) plainOp(n Node, in []exec.Operator) (exec.Operator, error) {
 	ec := bd.ec
 	switch n := n.(type) {
+	case *ValuesNode:
+		rows := make([][]exec.Expr, len(n.Values))
+		for i, r := range n.Values {
+			x, err := bd.compileAll(r, nil)
+			if err != nil {
+				return nil, err
+			}
+			rows[i] = x
+		}
+		return exec.NewValues(ec, schemaOf(n.Cols), rows), nil
 	case *FilterNode:
 		p, err := bd.compile(n.Pred, n.Input.Columns())
 		if err != nil {
@@ -274,24 +309,9 @@ func (bd *builder) buildWith(n Node, in []exec.Operator) (exec.Operator, error) 
 		if err != nil {
 			return nil, err
 		}
-		if n.Count == nil {
-			return exec.NewSort(ec, in[0], keys), nil
-		}
-		off, err := bd.intValue(n.Offset, 0)
-		if err != nil {
-			return nil, err
-		}
-		cnt, err := bd.intValue(n.Count, -1)
-		if err != nil {
-			return nil, err
-		}
-		return exec.NewTopN(ec, in[0], keys, off, cnt), nil
-	case *AggNode:
-		return bd.aggregate(n, in[0])
+		return exec.NewSort(ec, in[0], keys), nil
 	case *DistinctNode:
 		return exec.NewDistinct(ec, in[0]), nil
-	case *JoinNode:
-		return bd.join(n, in[0], in[1])
 	case *SetOpNode:
 		switch {
 		case n.Kind == Union:
@@ -349,7 +369,10 @@ func (bd *builder) window(n *WindowNode, in exec.Operator) (exec.Operator, error
 	return exec.NewWindow(bd.ec, in, parts, keys, funcs)
 }
 
-func (bd *builder) aggregate(n *AggNode, in exec.Operator) (exec.Operator, error) {
+// newAggregate is the signature of exec's aggregation constructors.
+type newAggregate func(ec *exec.Context, in exec.Operator, groups []exec.Expr, names []string, specs []exec.AggregateSpec, sets [][]int) (exec.Operator, error)
+
+func (bd *builder) aggregate(n *AggNode, in exec.Operator, newAgg newAggregate) (exec.Operator, error) {
 	cols := n.Input.Columns()
 	groups, err := bd.compileAll(n.Groups, cols)
 	if err != nil {
@@ -373,47 +396,52 @@ func (bd *builder) aggregate(n *AggNode, in exec.Operator) (exec.Operator, error
 		}
 		specs[i] = exec.AggregateSpec{Func: a.Fn, Args: args, Distinct: a.Distinct, Filter: filter, Name: a.Col.Name}
 	}
-	if n.Sorted {
-		return exec.NewSortAggregate(bd.ec, in, groups, names, specs, n.Sets)
-	}
-	if n.Parallel {
-		return exec.NewParallelHashAggregate(bd.ec, in, groups, names, specs, n.Sets)
-	}
-	return exec.NewHashAggregate(bd.ec, in, groups, names, specs, n.Sets)
+	return newAgg(bd.ec, in, groups, names, specs, n.Sets)
 }
 
-func (bd *builder) join(n *JoinNode, l, r exec.Operator) (exec.Operator, error) {
-	lc, rc := n.Left.Columns(), n.Right.Columns()
-	both := concatCols(lc, rc)
-	typ := exec.JoinType(n.Kind)
-	if len(n.LeftKeys) == 0 {
-		var cond exec.Expr
-		if n.Cond != nil {
-			var err error
-			if cond, err = bd.compile(n.Cond, both); err != nil {
-				return nil, err
-			}
-		}
-		return exec.NewNestedLoopJoin(bd.ec, l, r, typ, cond)
-	}
-	lk, err := bd.compileAll(n.LeftKeys, lc)
-	if err != nil {
-		return nil, err
-	}
-	rk, err := bd.compileAll(n.RightKeys, rc)
-	if err != nil {
-		return nil, err
-	}
-	var res exec.Expr
-	if n.Residual != nil {
-		if res, err = bd.compile(n.Residual, both); err != nil {
+func (bd *builder) nestedLoopJoin(n *NestedLoopJoin, l, r exec.Operator) (exec.Operator, error) {
+	j := n.Join
+	var cond exec.Expr
+	if j.Cond != nil {
+		var err error
+		if cond, err = bd.compile(j.Cond, concatCols(j.Left.Columns(), j.Right.Columns())); err != nil {
 			return nil, err
 		}
 	}
-	if n.Algo == "merge" {
-		return exec.NewMergeJoin(bd.ec, l, r, typ, lk, rk, res)
+	return exec.NewNestedLoopJoin(bd.ec, l, r, exec.JoinType(j.Kind), cond)
+}
+
+// joinKeys compiles the keys and residual of an equi-join.
+func (bd *builder) joinKeys(j *JoinNode) (lk, rk []exec.Expr, res exec.Expr, err error) {
+	lc, rc := j.Left.Columns(), j.Right.Columns()
+	if lk, err = bd.compileAll(j.LeftKeys, lc); err != nil {
+		return nil, nil, nil, err
 	}
-	op, err := exec.NewHashJoin(bd.ec, l, r, typ, lk, rk, res)
+	if rk, err = bd.compileAll(j.RightKeys, rc); err != nil {
+		return nil, nil, nil, err
+	}
+	if j.Residual != nil {
+		if res, err = bd.compile(j.Residual, concatCols(lc, rc)); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return lk, rk, res, nil
+}
+
+func (bd *builder) mergeJoin(n *MergeJoin, l, r exec.Operator) (exec.Operator, error) {
+	lk, rk, res, err := bd.joinKeys(n.Join)
+	if err != nil {
+		return nil, err
+	}
+	return exec.NewMergeJoin(bd.ec, l, r, exec.JoinType(n.Join.Kind), lk, rk, res)
+}
+
+func (bd *builder) hashJoin(n *HashJoin, l, r exec.Operator) (exec.Operator, error) {
+	lk, rk, res, err := bd.joinKeys(n.Join)
+	if err != nil {
+		return nil, err
+	}
+	op, err := exec.NewHashJoin(bd.ec, l, r, exec.JoinType(n.Join.Kind), lk, rk, res)
 	if err != nil || n.Ranges == nil {
 		return op, err
 	}
@@ -426,7 +454,8 @@ func (bd *builder) join(n *JoinNode, l, r exec.Operator) (exec.Operator, error) 
 	return exec.WithKeyRanges(op, ranges), nil
 }
 
-func (bd *builder) scan(n *ScanNode) (exec.Operator, error) {
+func (bd *builder) scan(ts *TableScan) (exec.Operator, error) {
+	n := ts.Scan
 	fields := make([]arrow.Field, len(n.Cols))
 	for i, c := range n.Cols {
 		fields[i] = arrow.Field{Name: n.Names[i], Type: c.Type, Nullable: c.Nullable}
@@ -442,18 +471,18 @@ func (bd *builder) scan(n *ScanNode) (exec.Operator, error) {
 	stripe, stripes := bd.stripe, bd.stripes
 	var shared *sharedScan
 	if bd.shared != nil {
-		if shared = bd.shared[n]; shared == nil {
+		if shared = bd.shared[ts]; shared == nil {
 			shared = &sharedScan{}
-			bd.shared[n] = shared
+			bd.shared[ts] = shared
 		}
 	}
 	var ranges []*exec.KeyRange
-	for _, f := range n.Ranges {
+	for _, f := range ts.Ranges {
 		ranges = append(ranges, bd.ranges.get(f, bucket))
 	}
 	src := exec.NewSource(bd.ec, schema, func(ctx context.Context) (exec.BatchSource, error) {
 		spec := spec
-		spec.Filter = withKeyRanges(spec.Filter, n.Ranges, ranges)
+		spec.Filter = withKeyRanges(spec.Filter, ts.Ranges, ranges)
 		var s *tablestore.Scan
 		var err error
 		if shared != nil {
@@ -461,14 +490,14 @@ func (bd *builder) scan(n *ScanNode) (exec.Operator, error) {
 			shared.once.Do(func() {
 				shared.scan, shared.err = t.NewScan(ctx, spec)
 				if shared.err == nil && an != nil {
-					an.addScan(n, shared.scan)
+					an.addScan(ts, shared.scan)
 				}
 			})
 			s, err = shared.scan, shared.err
 		} else {
 			s, err = t.NewScan(ctx, spec)
 			if err == nil && an != nil {
-				an.addScan(n, s)
+				an.addScan(ts, s)
 			}
 		}
 		if err != nil {
@@ -539,12 +568,12 @@ func (bd *builder) filtered(src exec.Operator, n *ScanNode) (exec.Operator, erro
 
 // gather builds one copy of the pipeline per core, each reading a stripe
 // of the scan's splits.
-func (bd *builder) gather(n *GatherNode) (exec.Operator, error) {
+func (bd *builder) gather(n *Gather) (exec.Operator, error) {
 	degree := bd.ec.Workers()
 	if degree <= 1 || bd.stripes > 1 || bd.bucket >= 0 {
 		return bd.build(n.Input)
 	}
-	shared := map[*ScanNode]*sharedScan{}
+	shared := map[*TableScan]*sharedScan{}
 	var parts []exec.Operator
 	for i := 0; i < degree; i++ {
 		sub := *bd
@@ -566,9 +595,9 @@ func (bd *builder) gather(n *GatherNode) (exec.Operator, error) {
 
 // bucketJoin runs a merge join per bucket, the buckets in parallel, all
 // reading from one scan per table.
-func (bd *builder) bucketJoin(n *JoinNode) (exec.Operator, error) {
+func (bd *builder) bucketJoin(n *MergeJoin) (exec.Operator, error) {
 	var parts []exec.Operator
-	shared := map[*ScanNode]*sharedScan{}
+	shared := map[*TableScan]*sharedScan{}
 	for b := 0; b < n.Buckets; b++ {
 		sub := *bd
 		sub.bucket, sub.shared = b, shared

@@ -175,9 +175,10 @@ func (b *binder) planShared(sh *SharedCTE, cf *cteFilter) {
 
 // cteScan builds a reader of the CTE's spool, creating the spool (and the
 // CTE's operators) at the first reference of this execution.
-func (bd *builder) cteScan(n *CTEScanNode) (exec.Operator, error) {
+func (bd *builder) cteScan(n *SpoolScan) (exec.Operator, error) {
+	shared := n.Ref.Shared
 	bd.spools.mu.Lock()
-	sp := bd.spools.m[n.Shared]
+	sp := bd.spools.m[shared]
 	bd.spools.mu.Unlock()
 	if sp == nil {
 		// The CTE's plan is a query of its own: not a stripe of a
@@ -185,14 +186,14 @@ func (bd *builder) cteScan(n *CTEScanNode) (exec.Operator, error) {
 		// built without the lock: it may read other shared CTEs.
 		sub := *bd
 		sub.stripe, sub.stripes, sub.bucket, sub.shared = 0, 0, -1, nil
-		op, err := sub.build(n.Shared.Root)
+		op, err := sub.build(n.Body)
 		if err != nil {
 			return nil, err
 		}
 		bd.spools.mu.Lock()
-		if sp = bd.spools.m[n.Shared]; sp == nil {
+		if sp = bd.spools.m[shared]; sp == nil {
 			sp = exec.NewSpool(bd.ec, op)
-			bd.spools.m[n.Shared] = sp
+			bd.spools.m[shared] = sp
 		} else {
 			_ = op.Close() // built concurrently by another reference
 		}
@@ -201,13 +202,38 @@ func (bd *builder) cteScan(n *CTEScanNode) (exec.Operator, error) {
 	return sp.Reader(), nil
 }
 
-// explainShared renders each shared CTE's plan once, after the plan that
-// reads it.
+// explainShared renders each shared CTE's logical plan once, after the
+// plan that reads it.
 func explainShared(sb *strings.Builder, root Node, line func(sb *strings.Builder, n Node, depth int)) {
 	order := sharedCTEs(root)
 	for i, sh := range order {
 		fmt.Fprintf(sb, "CTE %s (computed once, read %d times):\n", cteLabel(sh, order[:i]), sh.refs)
 		line(sb, sh.Root, 1)
+	}
+}
+
+// explainSpools renders each shared CTE's physical plan once, after the
+// plan that reads it.
+func explainSpools(sb *strings.Builder, root PhysicalNode, line func(sb *strings.Builder, n PhysicalNode, depth int)) {
+	var order []*SpoolScan
+	seen := map[*SharedCTE]bool{}
+	var walk func(n PhysicalNode)
+	walk = func(n PhysicalNode) {
+		if s, ok := n.(*SpoolScan); ok && !seen[s.Ref.Shared] {
+			seen[s.Ref.Shared] = true
+			order = append(order, s)
+			walk(s.Body)
+		}
+		for _, in := range n.Children() {
+			walk(in)
+		}
+	}
+	walk(root)
+	shared := make([]*SharedCTE, len(order))
+	for i, s := range order {
+		shared[i] = s.Ref.Shared
+		fmt.Fprintf(sb, "CTE %s (computed once, read %d times):\n", cteLabel(s.Ref.Shared, shared[:i]), s.Ref.Shared.refs)
+		line(sb, s.Body, 1)
 	}
 }
 

@@ -1,58 +1,81 @@
 // Package plan binds SQL statements (package sql) against a Catalog,
 // optimizes them and builds exec operator trees.
 //
-//	sql.Statement --Bind--> logical Node tree (columns by ColumnID)
-//	                  |  rules, each switchable (Options.DisabledRules):
-//	                  |    shared_cte       a CTE referenced more than once is planned
-//	                  |                     once and computed once per execution into an
-//	                  |                     exec.Spool its CTEScans replay, filtered by the
-//	                  |                     OR of the references' filters; referenced once
-//	                  |                     it is inlined
+//	sql.Statement --Bind (bind*.go)--> logical Node tree (logical.go; columns by ColumnID)
+//	                  |
+//	                  |  logical rules (rules*.go), applied in order by the
+//	                  |  driver in rules.go from the list logicalRules, each
+//	                  |  func(*binder, Node) Node; all but inline_ctes and
+//	                  |  join_keys switchable by name (Options.DisabledRules);
+//	                  |  Options.Trace prints the plan after each:
+//	                  |    inline_ctes      a CTE referenced once is inlined (shared_cte,
+//	                  |                     a switch of the binder: a CTE referenced more
+//	                  |                     than once is planned once and computed once per
+//	                  |                     execution into an exec.Spool its CTEScans
+//	                  |                     replay, filtered by the OR of the references'
+//	                  |                     filters)
 //	                  |    fold_constants   constant subexpressions evaluated once, AND/OR
-//	                  |                     with a TRUE or FALSE side simplified; again
-//	                  |                     after push_filters substituted definitions
+//	                  |                     with a TRUE or FALSE side simplified; a batch
+//	                  |                     filter left FALSE empties what it reads
 //	                  |    push_filters     conjuncts down through projections, joins,
-//	                  |                     aggregations and unions into scans, where
-//	                  |                     column-vs-constant terms become
-//	                  |                     tablestore.Predicates (partition/file skipping);
-//	                  |                     a column constant on one side of an equi-join
-//	                  |                     filters the other (constCols); a disjunction
-//	                  |                     over both sides filters each by what it implies
-//	                  |                     there; LEFT JOIN + right key IS NULL -> anti join
+//	                  |                     aggregations and unions into scans; a column
+//	                  |                     constant on one side of an equi-join filters
+//	                  |                     the other (constCols); a disjunction over both
+//	                  |                     sides filters each by what it implies there;
+//	                  |                     LEFT JOIN + right key IS NULL -> anti join
+//	                  |    refold_constants again after push_filters substituted definitions
+//	                  |    cte_filters      records the filter above each shared CTE reference
 //	                  |    join_order       dynamic programming over up to 10 inputs:
 //	                  |                     the bushy, connected tree with the least sum of
 //	                  |                     estimated intermediate and hash table rows
 //	                  |                     (greedy beyond, or when not connected);
 //	                  |                     semi/anti joins move down to the input they
 //	                  |                     read or up above the joins, left joins up,
-//	                  |                     whichever is estimated cheaper; hash build
-//	                  |                     side = smaller
-//	                  |                     side. Estimates (stats.go) use the snapshot's
-//	                  |                     column statistics (tablestore.ColumnStats:
-//	                  |                     ranges, null counts, NDVs) for selectivities,
-//	                  |                     join and group-by cardinalities
-//	                  |    (planJoins)      equality keys -> hash join, else nested loop
+//	                  |                     whichever is estimated cheaper. Estimates
+//	                  |                     (stats.go) use the snapshot's column statistics
+//	                  |                     (tablestore.ColumnStats: ranges, null counts,
+//	                  |                     NDVs) for selectivities, join and group-by
+//	                  |                     cardinalities
+//	                  |    join_keys        the larger input of an inner join on the left;
+//	                  |                     join conditions split into equality keys and a
+//	                  |                     residual
 //	                  |    prune_columns    scans and projections keep what is read
-//	                  |    top_n            ORDER BY + LIMIT -> top-N
-//	                  |    sort_aggregate   GROUP BY on a primary-key prefix of a scan
-//	                  |    merge_join       inputs ordered on the keys: sort-merge join,
-//	                  |                     bucket by bucket for tables bucketed alike
-//	                  |    parallel_scan    scan pipelines run once per core under Gather
-//	                  |    parallel_aggregate  hash aggregation partitioned over the cores
-//	                  |    runtime_filter   a hash join (inner, semi, right) whose build side
-//	                  |                     is estimated at most a tenth of its probe side
-//	                  |                     publishes its integer build keys' range before
-//	                  |                     it opens its probe side; the scan below skips
-//	                  |                     files and row groups outside it (exec.KeyRange)
+//	                  |    scan_predicates  column-vs-constant scan filters become
+//	                  |                     tablestore.Predicates (partition/file skipping)
 //	                  v
-//	           *Query (immutable) --Build(ec, params)--> exec.Operator
-//	                              --BuildAnalyze-------> operator + per-operator report
+//	        optimized logical plan ---------------------------------+
+//	                  |                                             |
+//	  batch physical planner (physical_plan.go), choices            |
+//	  switchable by name like the rules:                            |
+//	    joins with equality keys: MergeJoin when both inputs        |
+//	      are ordered on the keys (merge_join; bucket by bucket     |
+//	      for tables bucketed alike), else HashJoin; without:       |
+//	      NestedLoopJoin                                            |
+//	    aggregations: SortAggregate on a primary-key prefix of a    |
+//	      scan (sort_aggregate), ParallelHashAggregate with groups  |
+//	      and no grouping sets (parallel_aggregate), else           |
+//	      HashAggregate                                             |
+//	    LIMIT over ORDER BY -> TopN (top_n)                         |
+//	    scan pipelines run once per core under Gather               |
+//	      (parallel_scan) unless read in order above                |
+//	    a HashJoin (inner, semi, right) whose build side is         |
+//	      estimated at most a tenth of its probe side publishes     |
+//	      its integer build keys' range before it opens its probe   |
+//	      side; the TableScan below skips files and row groups      |
+//	      outside it (runtime_filter, exec.KeyRange)                |
+//	    everything else: PlainOp                                    |
+//	                  v                                             v
+//	     PhysicalNode tree (physical.go)          streaming planner (stream_plan.go):
+//	                  |                           sNodes over package stream, or the
+//	                  |                           shape refused with its reason
+//	  *Query (immutable) --Build(ec, params) (build.go)--> exec.Operator
+//	                     --BuildAnalyze----------------> operator + per-operator report
 //
+// Rules rewrite logical nodes only: physical nodes are not Nodes, and no
+// file of the logical layer names a physical type (TestPhysicalLayer).
 // A streaming query (a table hint with scan.mode) is bound and optimized
-// the same way, without the rules that choose batch operators (top_n,
-// sort_aggregate, merge_join, parallel_*, runtime_filter); the streaming
-// planner (stream_plan.go) then builds incremental operators of package
-// stream from the logical nodes, or refuses the shape with its reason.
+// the same way; the streaming planner builds incremental operators of
+// package stream from the logical nodes and never sees the batch choices.
 //
 // Expressions refer to columns by ID, never by position, so rules can move
 // operators freely; Build maps IDs to positions of each operator's input.

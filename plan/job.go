@@ -117,8 +117,6 @@ func uniqueKeys(n Node) [][]ColumnID {
 		return [][]ColumnID{k}
 	case *FilterNode:
 		return uniqueKeys(x.Input)
-	case *GatherNode:
-		return uniqueKeys(x.Input)
 	case *ProjectNode:
 		out := map[ColumnID]ColumnID{}
 		for i, e := range x.Exprs {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -41,6 +42,10 @@ type Options struct {
 	// refresh of a materialized table keeps its query's answer on the
 	// sources' current content.
 	StreamAll bool
+	// Trace, when set, receives each plan as bound, then the name of each
+	// logical rule applied followed by the plan it left (or "no change"):
+	// a debugging aid.
+	Trace io.Writer
 }
 
 // Statement is a bound statement: one of *Query, *Insert, *Delete, *Update,
@@ -51,7 +56,9 @@ type Statement interface{ boundStmt() }
 // Query is a bound, optimized query. It is immutable: Build may be called
 // any number of times, concurrently (prepared statements).
 type Query struct {
-	root   Node
+	root Node // the logical plan
+	// batch is the batch physical plan (nil for a streaming query).
+	batch  PhysicalNode
 	schema *arrow.Schema
 	params *arrow.Schema
 	// streaming: the query reads a change stream and does not end; stream
@@ -76,7 +83,7 @@ func (q *Query) Build(ec *exec.Context, params arrow.RecordBatch) (exec.Operator
 		return q.stream.build(ec, params)
 	}
 	b := &builder{ec: ec, params: params, bucket: -1, spools: newSpoolSet(), ranges: &rangeSet{}}
-	return b.build(q.root)
+	return b.build(q.batch)
 }
 
 func (q *Query) checkParams(params arrow.RecordBatch) error {
@@ -102,13 +109,16 @@ func (q *Query) BuildAnalyze(ec *exec.Context, params arrow.RecordBatch) (op exe
 	if err := q.checkParams(params); err != nil {
 		return nil, nil, err
 	}
-	a := &analyzeState{ops: map[Node][]*exec.Instrumented{}, scans: map[*ScanNode][]*tablestore.Scan{}}
+	if q.batch == nil {
+		return nil, nil, fmt.Errorf("%w: EXPLAIN ANALYZE of a streaming query would never end", ErrNotImplemented)
+	}
+	a := &analyzeState{ops: map[PhysicalNode][]*exec.Instrumented{}, scans: map[*TableScan][]*tablestore.Scan{}}
 	b := &builder{ec: ec, params: params, bucket: -1, analyze: a, spools: newSpoolSet(), ranges: &rangeSet{}}
-	op, err = b.build(q.root)
+	op, err = b.build(q.batch)
 	if err != nil {
 		return nil, nil, err
 	}
-	return op, func() string { return a.report(q.root) }, nil
+	return op, func() string { return a.report(q.batch) }, nil
 }
 
 // Explain renders the physical plan with pushdowns, algorithms and estimated
@@ -119,8 +129,8 @@ func (q *Query) Explain() string {
 		q.stream.explain(&sb)
 		return sb.String()
 	}
-	explainTree(&sb, q.root, 0)
-	explainShared(&sb, q.root, explainTree)
+	explainPhysical(&sb, q.batch, 0)
+	explainSpools(&sb, q.batch, explainPhysical)
 	return sb.String()
 }
 
@@ -219,26 +229,3 @@ func (*DropDatabase) boundStmt()   {}
 func (*UseDatabase) boundStmt()    {}
 func (*Explain) boundStmt()        {}
 func (*Transaction) boundStmt()    {}
-
-// Rules lists the optimizer rules in the order they run; each can be
-// disabled through Options.DisabledRules.
-var Rules = []string{
-	ruleSharedCTE, ruleFoldConstants, rulePushFilters, ruleJoinOrder, rulePruneColumns,
-	ruleTopN, ruleMergeJoin, ruleSortAggregate, ruleParallelScan, ruleParallelAggregate,
-	ruleRuntimeFilter,
-}
-
-// Rule names.
-const (
-	ruleSharedCTE         = "shared_cte"
-	ruleFoldConstants     = "fold_constants"
-	rulePushFilters       = "push_filters"
-	ruleJoinOrder         = "join_order"
-	rulePruneColumns      = "prune_columns"
-	ruleTopN              = "top_n"
-	ruleMergeJoin         = "merge_join"
-	ruleSortAggregate     = "sort_aggregate"
-	ruleParallelScan      = "parallel_scan"
-	ruleParallelAggregate = "parallel_aggregate"
-	ruleRuntimeFilter     = "runtime_filter"
-)

@@ -26,7 +26,7 @@ import (
 
 var timeRe = regexp.MustCompile(`time=[0-9.]+[a-zµ]+`)
 
-func newHarness(t *testing.T, opts plan.Options) (*slt.InProc, *memory.CheckedAllocator) {
+func newHarness(t testing.TB, opts plan.Options) (*slt.InProc, *memory.CheckedAllocator) {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	h, err := slt.NewInProc(context.Background(), t.TempDir(), mem, opts)
@@ -207,24 +207,8 @@ func TestParams(t *testing.T) {
 // then fills every table with random rows (keys in small ranges so joins
 // match) and runs them all: the gauge of completeness.
 func TestTPCDS(t *testing.T) {
-	root := "/work/shared/bench/tpcds"
-	if _, err := os.Stat(root); err != nil {
-		root = "../../shared/bench/tpcds"
-		if _, err := os.Stat(root); err != nil {
-			t.Skip("TPC-DS kit not present")
-		}
-	}
 	h, _ := newHarness(t, plan.Options{})
-	schemas, _ := filepath.Glob(filepath.Join(root, "schema", "*.sql"))
-	for _, f := range schemas {
-		src, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := h.Exec(string(src)); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-	}
+	root := createTPCDS(t, h)
 	queries, _ := filepath.Glob(filepath.Join(root, "queries", "*.sql"))
 	run := func(stage string) (bound, ran int) {
 		var failures []string
@@ -235,8 +219,13 @@ func TestTPCDS(t *testing.T) {
 				t.Fatal(err)
 			}
 			name := filepath.Base(f)
-			if _, err := h.Bind(string(src)); err != nil {
+			b, err := h.Bind(string(src))
+			if err != nil {
 				failures = append(failures, fmt.Sprintf("%s: bind: %v", name, err))
+				continue
+			}
+			if err := plan.CheckPhysical(b.(*plan.Query)); err != nil {
+				failures = append(failures, fmt.Sprintf("%s: physical plan: %v", name, err))
 				continue
 			}
 			bound++
@@ -267,8 +256,31 @@ func TestTPCDS(t *testing.T) {
 	}
 }
 
+// createTPCDS creates the TPC-DS tables in h and returns the kit's
+// directory (the test is skipped without the kit).
+func createTPCDS(t testing.TB, h *slt.InProc) string {
+	root := "/work/shared/bench/tpcds"
+	if _, err := os.Stat(root); err != nil {
+		root = "../../shared/bench/tpcds"
+		if _, err := os.Stat(root); err != nil {
+			t.Skip("TPC-DS kit not present")
+		}
+	}
+	schemas, _ := filepath.Glob(filepath.Join(root, "schema", "*.sql"))
+	for _, f := range schemas {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Exec(string(src)); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	return root
+}
+
 // fillRandom inserts n random rows into every table of the default database.
-func fillRandom(t *testing.T, h *slt.InProc, rng *rand.Rand, n int) {
+func fillRandom(t testing.TB, h *slt.InProc, rng *rand.Rand, n int) {
 	tables, err := h.Tables(context.Background(), "default")
 	if err != nil {
 		t.Fatal(err)

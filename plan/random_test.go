@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,8 +20,9 @@ var seedFlag = flag.Int64("seed", 0, "seed for TestRandomQueries (0: time-based)
 
 // TestRandomQueries is a metamorphic test: random queries over random data
 // must give the same rows with every optimizer rule on, with all of them
-// off, and at batch size 1 (different plans and batch boundaries, same
-// answer). Replay a failure with -seed.
+// off, at batch size 1, and with one rule alone on, each rule in turn
+// (different plans and batch boundaries, same answer). Replay a failure
+// with -seed.
 func TestRandomQueries(t *testing.T) {
 	seed := *seedFlag
 	if seed == 0 {
@@ -81,13 +83,19 @@ func TestRandomQueries(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	configs := []struct {
+	type config struct {
 		opts      plan.Options
 		batchSize int
-	}{
+	}
+	configs := []config{
 		{plan.Options{}, 0},
 		{plan.Options{DisabledRules: plan.Rules}, 0},
 		{plan.Options{}, 1},
+	}
+	always := len(configs)
+	for _, r := range plan.Rules {
+		others := slices.DeleteFunc(slices.Clone(plan.Rules), func(o string) bool { return o == r })
+		configs = append(configs, config{opts: plan.Options{DisabledRules: others}})
 	}
 	harnesses := make([]*slt.InProc, len(configs))
 	for i, c := range configs {
@@ -106,8 +114,18 @@ func TestRandomQueries(t *testing.T) {
 	g := &queryGen{rng: rng}
 	for i := 0; i < 150; i++ {
 		q := g.query()
+		if b, err := harnesses[0].Bind(q); err == nil {
+			if err := plan.CheckPhysical(b.(*plan.Query)); err != nil {
+				t.Fatalf("seed %d query %d: %v\n%s", seed, i, err, q)
+			}
+		}
 		var first []string
+		// The configs with one rule alone take turns.
+		alone := always + i%(len(configs)-always)
 		for ci, h := range harnesses {
+			if ci >= always && ci != alone {
+				continue
+			}
 			_, res, err := h.Query(q)
 			if err != nil {
 				t.Fatalf("seed %d query %d (config %d): %v\n%s", seed, i, ci, err, q)
@@ -118,7 +136,7 @@ func TestRandomQueries(t *testing.T) {
 				continue
 			}
 			if strings.Join(got, "\n") != strings.Join(first, "\n") {
-				t.Fatalf("seed %d query %d: config %d differs\n%s\n--- config 0:\n%s\n--- config %d:\n%s", seed, i, ci, q,
+				t.Fatalf("seed %d query %d: config %d (%+v) differs\n%s\n--- config 0:\n%s\n--- config %d:\n%s", seed, i, ci, configs[ci], q,
 					strings.Join(first, "\n"), ci, strings.Join(got, "\n"))
 			}
 		}

@@ -462,7 +462,7 @@ func joinRows(n *JoinNode, l, r float64) float64 {
 // would estimate n again: that doubles the work per join level.
 func sideBaseRows(n Node, rows float64) float64 {
 	switch n.(type) {
-	case *ScanNode, *FilterNode, *ProjectNode, *GatherNode, *SortNode, *LimitNode:
+	case *ScanNode, *FilterNode, *ProjectNode, *SortNode, *LimitNode:
 		return baseRows(n)
 	}
 	return rows

@@ -341,9 +341,6 @@ func (p *streamPlanner) plan(n Node) sNode {
 		}
 		return &sAgg{in: in, n: agg}
 	case *SortNode:
-		if x.Count != nil {
-			p.refuse("ORDER BY with LIMIT (top-N) is not supported yet")
-		}
 		p.refuse("ORDER BY: a changelog has no order; sort the applied result instead")
 	case *LimitNode:
 		p.refuse("LIMIT below the top of the query")
@@ -408,7 +405,7 @@ func (sp *streamPlan) explain(sb *strings.Builder) {
 			sb.WriteString(strings.Replace(explainLine(&ProjectNode{Exprs: x.exprs, Cols: x.cs}), "Project", "StreamProject", 1) + "\n")
 			walk(x.in, depth+1)
 		case *sJoin:
-			sb.WriteString(strings.Replace(explainLine(x.n), "HashJoin", "IncrementalJoin", 1) + "\n")
+			sb.WriteString("Incremental" + explainLine(x.n) + "\n")
 			walk(x.l, depth+1)
 			walk(x.r, depth+1)
 		case *sUnion:
@@ -416,7 +413,7 @@ func (sp *streamPlan) explain(sb *strings.Builder) {
 			walk(x.l, depth+1)
 			walk(x.r, depth+1)
 		case *sAgg:
-			s := strings.Replace(explainLine(x.n), "HashAggregate", "IncrementalAggregate", 1)
+			s := "Incremental" + explainLine(x.n)
 			if x.having != nil {
 				s += " having: " + x.having.String()
 			}

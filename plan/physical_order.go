@@ -126,63 +126,53 @@ func containsAll(set, sub []ColumnID) bool {
 	return true
 }
 
-// sortAggregate marks aggregations whose input is clustered by the group
-// keys: the groups are a prefix (in any order) of the scan order that
-// covers the split columns.
-func sortAggregate(n Node) {
-	for _, in := range n.Inputs() {
-		sortAggregate(in)
-	}
-	a, ok := n.(*AggNode)
-	if !ok || a.Sets != nil || len(a.Groups) == 0 {
-		return
+// sortable says whether a can be a sort aggregation (choice
+// sort_aggregate): its input is clustered by the groups when they are a
+// prefix (in any order) of the scan order that covers the split columns.
+func sortable(a *AggNode) bool {
+	if a.Sets != nil || len(a.Groups) == 0 {
+		return false
 	}
 	g, ok := colRefIDs(a.Groups)
 	if !ok {
-		return
+		return false
 	}
 	o, ok := orderOf(a.Input)
-	if !ok || len(g) > len(o.cols) || !sameSet(o.cols[:len(g)], g) || !containsAll(g, o.splitBy) {
-		return
-	}
-	a.Sorted = true
+	return ok && len(g) <= len(o.cols) && sameSet(o.cols[:len(g)], g) && containsAll(g, o.splitBy)
 }
 
-// mergeJoins picks sort-merge joins: both inputs ordered on the join keys,
-// either globally (single-split tables) or bucket by bucket (tables with the
-// same bucket count bucketed on the join keys, joined split by split).
-func mergeJoins(n Node) {
-	for _, in := range n.Inputs() {
-		mergeJoins(in)
-	}
-	j, ok := n.(*JoinNode)
-	if !ok || len(j.LeftKeys) == 0 {
-		return
+// mergeBuckets says whether j can be a sort-merge join (choice merge_join):
+// both inputs ordered on the join keys, either globally (single-split
+// tables, buckets 0) or bucket by bucket (tables with the same bucket count
+// bucketed on the join keys, joined split by split: buckets > 1).
+func mergeBuckets(j *JoinNode) (buckets int, ok bool) {
+	if len(j.LeftKeys) == 0 {
+		return 0, false
 	}
 	lk, ok1 := colRefIDs(j.LeftKeys)
 	rk, ok2 := colRefIDs(j.RightKeys)
 	if !ok1 || !ok2 {
-		return
+		return 0, false
 	}
 	for i := range j.LeftKeys {
 		if !arrow.TypeEqual(j.LeftKeys[i].Type(), j.RightKeys[i].Type()) {
-			return
+			return 0, false
 		}
 	}
 	lo, ok1 := orderOf(j.Left)
 	ro, ok2 := orderOf(j.Right)
 	if !ok1 || !ok2 || len(lk) > len(lo.cols) || len(rk) > len(ro.cols) {
-		return
+		return 0, false
 	}
 	// The keys must be the leading order columns, pairwise.
 	for i := range lk {
 		if lo.cols[i] != lk[i] || ro.cols[i] != rk[i] {
-			return
+			return 0, false
 		}
 	}
 	switch {
 	case lo.splitBy == nil && ro.splitBy == nil:
-		j.Algo, j.Buckets = "merge", 0
+		return 0, true
 	case lo.scan.Table.Buckets() == ro.scan.Table.Buckets() && lo.scan.Table.Buckets() > 1 &&
 		len(lo.scan.Table.PartitionKeys()) == 0 && len(ro.scan.Table.PartitionKeys()) == 0 &&
 		len(lo.splitBy) == len(ro.splitBy) && len(lo.splitBy) <= len(lk):
@@ -191,9 +181,10 @@ func mergeJoins(n Node) {
 		for i := range lo.splitBy {
 			li, ri := slices.Index(lk, lo.splitBy[i]), slices.Index(rk, ro.splitBy[i])
 			if li < 0 || li != ri {
-				return
+				return 0, false
 			}
 		}
-		j.Algo, j.Buckets = "merge", lo.scan.Table.Buckets()
+		return lo.scan.Table.Buckets(), true
 	}
+	return 0, false
 }

@@ -6,16 +6,17 @@ import (
 
 // runtimeFilters links the integer keys of hash joins that drop unmatched
 // probe rows (inner, semi, right), with a build side estimated at most a
-// tenth of the probe side, to the probe-side scan column each key reads: at run time the join publishes its build keys' range before it
-// opens the probe side, and the scan skips the files and row groups outside
-// it (exec.KeyRange). Only the statistics of the data decide what is
+// tenth of the probe side, to the probe-side scan column each key reads:
+// at run time the join publishes its build keys' range before it opens the
+// probe side, and the scan skips the files and row groups outside it
+// (exec.KeyRange). Only the statistics of the data decide what is
 // skipped, so a key range never changes a result.
-func runtimeFilters(n Node) {
-	for _, in := range n.Inputs() {
+func runtimeFilters(n PhysicalNode) {
+	for _, in := range n.Children() {
 		runtimeFilters(in)
 	}
-	j, ok := n.(*JoinNode)
-	if !ok || j.Algo != "hash" || j.Kind != InnerJoin && j.Kind != SemiJoin && j.Kind != RightJoin {
+	j, ok := n.(*HashJoin)
+	if !ok || j.Join.Kind != InnerJoin && j.Join.Kind != SemiJoin && j.Join.Kind != RightJoin {
 		return
 	}
 	// The probe side then opens only after the build, instead of reading
@@ -23,9 +24,9 @@ func runtimeFilters(n Node) {
 	if j.Right.Rows()*10 > j.Left.Rows() {
 		return
 	}
-	for i, k := range j.LeftKeys {
+	for i, k := range j.Join.LeftKeys {
 		ref, ok := k.(*ColRef)
-		if !ok || !rangeKeyType(ref.Typ) || !arrow.TypeEqual(ref.Typ, j.RightKeys[i].Type()) {
+		if !ok || !rangeKeyType(ref.Typ) || !arrow.TypeEqual(ref.Typ, j.Join.RightKeys[i].Type()) {
 			continue
 		}
 		scan, col := probeScan(j.Left, ref.ID)
@@ -33,7 +34,7 @@ func runtimeFilters(n Node) {
 			continue
 		}
 		if j.Ranges == nil {
-			j.Ranges = make([]*KeyRangeFilter, len(j.LeftKeys))
+			j.Ranges = make([]*KeyRangeFilter, len(j.Join.LeftKeys))
 		}
 		f := &KeyRangeFilter{Column: col, Type: ref.Typ}
 		j.Ranges[i] = f
@@ -54,32 +55,35 @@ func rangeKeyType(t arrow.DataType) bool {
 // can only drop output rows with those key values (or a NULL key, when an
 // outer join NULL-extends instead): the join above drops both. It stops at
 // aggregations, limits, windows and shared CTEs.
-func probeScan(n Node, id ColumnID) (*ScanNode, string) {
+func probeScan(n PhysicalNode, id ColumnID) (*TableScan, string) {
 	switch x := n.(type) {
-	case *ScanNode:
-		if x.Stream != nil {
+	case *TableScan:
+		if x.Scan.Stream != nil {
 			return nil, ""
 		}
-		for i, c := range x.Cols {
+		for i, c := range x.Scan.Cols {
 			if c.ID == id {
-				return x, x.Names[i]
+				return x, x.Scan.Names[i]
 			}
 		}
-	case *ProjectNode:
-		for i, c := range x.Cols {
-			if c.ID == id {
-				if r, ok := x.Exprs[i].(*ColRef); ok {
-					return probeScan(x.Input, r.ID)
+	case *PlainOp:
+		switch l := x.logical.(type) {
+		case *ProjectNode:
+			for i, c := range l.Cols {
+				if c.ID == id {
+					if r, ok := l.Exprs[i].(*ColRef); ok {
+						return probeScan(x.Inputs[0], r.ID)
+					}
+					return nil, ""
 				}
-				return nil, ""
 			}
+		case *FilterNode:
+			return probeScan(x.Inputs[0], id)
 		}
-	case *FilterNode:
+	case *Gather:
 		return probeScan(x.Input, id)
-	case *GatherNode:
-		return probeScan(x.Input, id)
-	case *JoinNode:
-		for _, side := range []Node{x.Left, x.Right} {
+	case *HashJoin, *MergeJoin, *NestedLoopJoin:
+		for _, side := range n.Children() {
 			for _, c := range side.Columns() {
 				if c.ID == id {
 					return probeScan(side, id)

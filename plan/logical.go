@@ -1,9 +1,6 @@
 package plan
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 
@@ -40,16 +37,6 @@ type ScanNode struct {
 	// Stats are the snapshot's column statistics for estimates (nil when
 	// unavailable).
 	Stats *tablestore.Statistics
-	// Ranges are key ranges hash joins above publish at run time (rule
-	// runtime_filter): files and row groups outside them are skipped.
-	Ranges []*KeyRangeFilter
-}
-
-// KeyRangeFilter links build key i of a hash join (JoinNode.Ranges[i]) to
-// the scan column on its probe side that the key reads.
-type KeyRangeFilter struct {
-	Column string // the table column
-	Type   arrow.DataType
 }
 
 // ValuesNode is a constant relation.
@@ -90,21 +77,15 @@ func (k JoinKind) String() string {
 	return [...]string{"inner", "left", "right", "full", "semi", "anti", "anti (null-aware)"}[k]
 }
 
-// JoinNode joins two inputs. Cond is the full condition (nil = cross); the
-// physical planner splits it into equality keys and a residual.
+// JoinNode joins two inputs. Cond is the full condition (nil = cross).
+// Rule join_keys splits it into equality keys and a residual, which both
+// physical planners read; which algorithm joins is theirs to choose.
 type JoinNode struct {
-	Kind        JoinKind
-	Left, Right Node
-	Cond        Expr
-	// Set by physical planning:
+	Kind                JoinKind
+	Left, Right         Node
+	Cond                Expr
 	LeftKeys, RightKeys []Expr
 	Residual            Expr
-	Algo                string // hash, merge, nested-loop
-	// Buckets > 1: a merge join run bucket by bucket (both inputs are
-	// scans of tables bucketed alike on the keys).
-	Buckets int
-	// Ranges[i], when set, is the scan filter build key i feeds.
-	Ranges []*KeyRangeFilter
 }
 
 // AggCall is one aggregate function.
@@ -125,8 +106,6 @@ type AggNode struct {
 	Aggs       []AggCall
 	Sets       [][]int
 	GroupingID *Column
-	Sorted     bool // input ordered on the groups: sort aggregation
-	Parallel   bool // hash aggregation partitioned by group over the cores
 }
 
 // SortKey is one ORDER BY key.
@@ -136,12 +115,10 @@ type SortKey struct {
 	NullsFirst bool
 }
 
-// SortNode sorts; with Count >= 0 it is a top-N.
+// SortNode sorts.
 type SortNode struct {
-	Input  Node
-	Keys   []SortKey
-	Offset Expr // nil = 0
-	Count  Expr // nil = all
+	Input Node
+	Keys  []SortKey
 }
 
 // LimitNode is LIMIT/OFFSET without ordering.
@@ -199,15 +176,6 @@ type Max1RowNode struct {
 	Input       Node
 	PerKeyCount *Column
 }
-
-// GatherNode runs copies of its input pipeline (filters and projections
-// over a scan) in parallel, each reading a stripe of the scan's splits, and
-// merges their rows in no particular order.
-type GatherNode struct{ Input Node }
-
-func (n *GatherNode) Columns() []Column { return n.Input.Columns() }
-func (n *GatherNode) Inputs() []Node    { return []Node{n.Input} }
-func (n *GatherNode) Rows() float64     { return n.Input.Rows() }
 
 func (n *ScanNode) Columns() []Column     { return n.Cols }
 func (n *ValuesNode) Columns() []Column   { return n.Cols }
@@ -311,13 +279,7 @@ func (n *AggNode) Rows() float64 {
 	in := n.Input.Rows()
 	return max(1, groupRows(n.Input, n.Groups, in, 0.1)*float64(sets))
 }
-func (n *SortNode) Rows() float64 {
-	r := n.Input.Rows()
-	if c, ok := constInt(n.Count); ok {
-		return min(r, float64(c))
-	}
-	return r
-}
+func (n *SortNode) Rows() float64 { return n.Input.Rows() }
 func (n *LimitNode) Rows() float64 {
 	r := n.Input.Rows()
 	if c, ok := constInt(n.Count); ok {
@@ -356,7 +318,7 @@ func baseRows(n Node) float64 {
 	switch x := n.(type) {
 	case *ScanNode:
 		return max(1, x.TableRows)
-	case *FilterNode, *ProjectNode, *GatherNode, *SortNode, *LimitNode:
+	case *FilterNode, *ProjectNode, *SortNode, *LimitNode:
 		return baseRows(n.Inputs()[0])
 	}
 	return n.Rows()
@@ -374,214 +336,43 @@ func constInt(e Expr) (int64, bool) {
 	return v.Value, true
 }
 
-// ---- EXPLAIN
-
-func explainTree(sb *strings.Builder, n Node, depth int) {
-	sb.WriteString(strings.Repeat("  ", depth))
-	sb.WriteString(explainLine(n))
-	fmt.Fprintf(sb, " (rows=%s)\n", fmtRows(n.Rows()))
-	for _, c := range n.Inputs() {
-		explainTree(sb, c, depth+1)
-	}
-}
-
-func fmtRows(r float64) string {
-	switch {
-	case r >= 1e9:
-		return fmt.Sprintf("%.1fG", r/1e9)
-	case r >= 1e6:
-		return fmt.Sprintf("%.1fM", r/1e6)
-	case r >= 1e4:
-		return fmt.Sprintf("%.1fk", r/1e3)
-	}
-	return fmt.Sprintf("%.0f", r)
-}
-
-func colNames(cols []Column) string {
-	s := make([]string, len(cols))
-	for i, c := range cols {
-		s[i] = c.Name
-	}
-	return strings.Join(s, ", ")
-}
-
-func sortKeysString(keys []SortKey) string {
-	s := make([]string, len(keys))
-	for i, k := range keys {
-		s[i] = k.Expr.String()
-		if k.Desc {
-			s[i] += " DESC"
-		}
-		if k.NullsFirst != k.Desc {
-			if k.NullsFirst {
-				s[i] += " NULLS FIRST"
-			} else {
-				s[i] += " NULLS LAST"
-			}
-		}
-	}
-	return strings.Join(s, ", ")
-}
-
-func explainLine(n Node) string {
-	switch n := n.(type) {
-	case *CTEScanNode:
-		return "CTEScan " + n.Shared.Name
-	case *ScanNode:
-		s := fmt.Sprintf("Scan %s [%s]", n.Label, strings.Join(n.Names, ", "))
-		if n.Stream != nil {
-			s = "Stream" + s[len("Scan"):] + " from " + n.Stream.Start.String()
-		}
-		if n.Pushed != nil {
-			s += " pushed: " + n.Pushed.String()
-		}
-		if n.Filter != nil {
-			s += " filter: " + n.Filter.String()
-		}
-		if len(n.Ranges) > 0 {
-			var cols []string
-			for _, r := range n.Ranges {
-				cols = append(cols, r.Column)
-			}
-			s += " join ranges: " + strings.Join(cols, ", ")
-		}
-		return s
-	case *ValuesNode:
-		return fmt.Sprintf("Values %d rows [%s]", len(n.Values), colNames(n.Cols))
-	case *FilterNode:
-		return "Filter " + n.Pred.String()
-	case *ProjectNode:
-		s := make([]string, len(n.Exprs))
-		for i, e := range n.Exprs {
-			s[i] = e.String()
-			if c, ok := e.(*ColRef); !ok || c.Name != n.Cols[i].Name {
-				s[i] += " AS " + n.Cols[i].Name
-			}
-		}
-		return "Project " + strings.Join(s, ", ")
-	case *JoinNode:
-		algo := n.Algo
-		if algo == "" {
-			algo = "hash"
-		}
-		s := fmt.Sprintf("%sJoin %s", titleCase(algo), n.Kind)
-		if len(n.LeftKeys) > 0 {
-			k := make([]string, len(n.LeftKeys))
-			for i := range n.LeftKeys {
-				k[i] = n.LeftKeys[i].String() + " = " + n.RightKeys[i].String()
-			}
-			s += " keys: " + strings.Join(k, ", ")
-			if n.Residual != nil {
-				s += " residual: " + n.Residual.String()
-			}
-		} else if n.Cond != nil {
-			s += " on: " + n.Cond.String()
-		}
-		if n.Buckets > 1 {
-			s += fmt.Sprintf(" (bucket by bucket, %d buckets)", n.Buckets)
-		}
-		return s
-	case *AggNode:
-		algo := "Hash"
-		switch {
-		case n.Sorted:
-			algo = "Sort"
-		case n.Parallel:
-			algo = "ParallelHash"
-		}
-		s := algo + "Aggregate"
-		if len(n.Groups) > 0 {
-			s += " group: " + exprList(n.Groups)
-		}
-		if n.Sets != nil {
-			s += fmt.Sprintf(" sets: %v", n.Sets)
-		}
-		if len(n.Aggs) > 0 {
-			a := make([]string, len(n.Aggs))
-			for i, ag := range n.Aggs {
-				a[i] = aggString(ag)
-			}
-			s += " aggs: " + strings.Join(a, ", ")
-		}
-		return s
-	case *SortNode:
-		if n.Count != nil {
-			s := "TopN " + n.Count.String()
-			if n.Offset != nil {
-				s += " offset " + n.Offset.String()
-			}
-			return s + " by " + sortKeysString(n.Keys)
-		}
-		return "Sort " + sortKeysString(n.Keys)
-	case *LimitNode:
-		s := "Limit"
-		if n.Count != nil {
-			s += " " + n.Count.String()
-		}
-		if n.Offset != nil {
-			s += " offset " + n.Offset.String()
-		}
-		return s
-	case *DistinctNode:
-		return "Distinct"
-	case *SetOpNode:
-		s := titleCase(n.Kind.String())
-		if n.All {
-			s += " all"
-		}
-		return s
-	case *WindowNode:
-		f := make([]string, len(n.Funcs))
-		for i, w := range n.Funcs {
-			f[i] = w.Fn + "(" + exprList(w.Args) + ") AS " + w.Col.Name
-		}
-		s := "Window " + strings.Join(f, ", ")
-		if len(n.PartitionBy) > 0 {
-			s += " partition: " + exprList(n.PartitionBy)
-		}
-		if len(n.OrderBy) > 0 {
-			s += " order: " + sortKeysString(n.OrderBy)
-		}
-		return s
-	case *GatherNode:
-		return "Gather"
-	case *Max1RowNode:
-		if n.PerKeyCount != nil {
-			return "Max1RowPerKey " + n.PerKeyCount.Name
-		}
-		return "Max1Row"
-	}
-	return fmt.Sprintf("%T", n)
-}
-
-func aggString(a AggCall) string {
-	s := a.Fn + "("
-	if a.Distinct {
-		s += "DISTINCT "
-	}
-	if a.Fn == "count_star" {
-		s = "count(*"
-	} else {
-		s += exprList(a.Args)
-	}
-	s += ")"
-	if a.Filter != nil {
-		s += " FILTER (WHERE " + a.Filter.String() + ")"
-	}
-	return s + " AS " + a.Col.Name
-}
-
-func titleCase(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
-}
-
 func schemaOf(cols []Column) *arrow.Schema {
 	fields := make([]arrow.Field, len(cols))
 	for i, c := range cols {
 		fields[i] = arrow.Field{Name: c.Name, Type: c.Type, Nullable: c.Nullable}
 	}
 	return arrow.NewSchema(fields, nil)
+}
+
+func setInput(n Node, i int, in Node) {
+	switch x := n.(type) {
+	case *FilterNode:
+		x.Input = in
+	case *ProjectNode:
+		x.Input = in
+	case *AggNode:
+		x.Input = in
+	case *SortNode:
+		x.Input = in
+	case *LimitNode:
+		x.Input = in
+	case *DistinctNode:
+		x.Input = in
+	case *WindowNode:
+		x.Input = in
+	case *Max1RowNode:
+		x.Input = in
+	case *JoinNode:
+		if i == 0 {
+			x.Left = in
+		} else {
+			x.Right = in
+		}
+	case *SetOpNode:
+		if i == 0 {
+			x.Left = in
+		} else {
+			x.Right = in
+		}
+	}
 }

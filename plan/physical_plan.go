@@ -1,0 +1,159 @@
+package plan
+
+// The batch physical planner turns an optimized logical plan into physical
+// nodes. Its choices can be switched off by name (Options.DisabledRules),
+// as the logical rules can; each falls back to the operator that always
+// works (hash join, hash aggregation, sort then limit, one scan pipeline).
+const (
+	choiceTopN              = "top_n"
+	choiceMergeJoin         = "merge_join"
+	choiceSortAggregate     = "sort_aggregate"
+	choiceParallelScan      = "parallel_scan"
+	choiceParallelAggregate = "parallel_aggregate"
+	choiceRuntimeFilter     = "runtime_filter"
+)
+
+// physicalChoices lists the physical planner's switchable choices.
+var physicalChoices = []string{
+	choiceTopN, choiceMergeJoin, choiceSortAggregate, choiceParallelScan,
+	choiceParallelAggregate, choiceRuntimeFilter,
+}
+
+type physicalPlanner struct {
+	enabled func(choice string) bool
+	// spools are the shared CTEs planned so far: every reference reads
+	// the same body.
+	spools map[*SharedCTE]PhysicalNode
+}
+
+// planPhysical plans root, whose logical plan is final, for batch
+// execution.
+func (b *binder) planPhysical(root Node) PhysicalNode {
+	pp := &physicalPlanner{enabled: b.enabled, spools: map[*SharedCTE]PhysicalNode{}}
+	return pp.plan(root)
+}
+
+func (pp *physicalPlanner) plan(root Node) PhysicalNode {
+	p := pp.node(root)
+	if pp.enabled(choiceParallelScan) {
+		p = parallelScans(p, false)
+	}
+	if pp.enabled(choiceRuntimeFilter) {
+		runtimeFilters(p)
+	}
+	return p
+}
+
+// node chooses the operators of n and of its inputs.
+func (pp *physicalPlanner) node(n Node) PhysicalNode {
+	switch x := n.(type) {
+	case *ScanNode:
+		return &TableScan{physical: physicalOf(x), Scan: x}
+	case *CTEScanNode:
+		body, ok := pp.spools[x.Shared]
+		if !ok {
+			// A query of its own: its pipelines are gathered and its
+			// joins publish ranges within it.
+			body = pp.plan(x.Shared.Root)
+			pp.spools[x.Shared] = body
+		}
+		return &SpoolScan{physical: physicalOf(x), Ref: x, Body: body}
+	case *JoinNode:
+		l, r := pp.node(x.Left), pp.node(x.Right)
+		if len(x.LeftKeys) == 0 {
+			return &NestedLoopJoin{physical: physicalOf(x), Join: x, Left: l, Right: r}
+		}
+		if buckets, ok := mergeBuckets(x); ok && pp.enabled(choiceMergeJoin) {
+			return &MergeJoin{physical: physicalOf(x), Join: x, Left: l, Right: r, Buckets: buckets}
+		}
+		return &HashJoin{physical: physicalOf(x), Join: x, Left: l, Right: r}
+	case *AggNode:
+		in := pp.node(x.Input)
+		if sortable(x) && pp.enabled(choiceSortAggregate) {
+			return &SortAggregate{physical: physicalOf(x), Agg: x, Input: in}
+		}
+		if len(x.Groups) > 0 && x.Sets == nil && pp.enabled(choiceParallelAggregate) {
+			return &ParallelHashAggregate{physical: physicalOf(x), Agg: x, Input: in}
+		}
+		return &HashAggregate{physical: physicalOf(x), Agg: x, Input: in}
+	case *LimitNode:
+		if p := pp.topN(x); p != nil {
+			return p
+		}
+	}
+	inputs := n.Inputs()
+	p := &PlainOp{physical: physicalOf(n), Inputs: make([]PhysicalNode, len(inputs))}
+	for i, in := range inputs {
+		p.Inputs[i] = pp.node(in)
+	}
+	return p
+}
+
+// topN plans LIMIT over ORDER BY, with projections between them, as a
+// top-N below the projection (choice top_n); nil when l is not that.
+func (pp *physicalPlanner) topN(l *LimitNode) PhysicalNode {
+	if l.Count == nil || !pp.enabled(choiceTopN) {
+		return nil
+	}
+	in := l.Input
+	project, _ := in.(*ProjectNode)
+	if project != nil {
+		in = project.Input
+	}
+	s, ok := in.(*SortNode)
+	if !ok {
+		return nil
+	}
+	top := &TopN{physical: physical{logical: s, estimate: l}, Sort: s, Limit: l, Input: pp.node(s.Input)}
+	if project == nil {
+		return top
+	}
+	return &PlainOp{physical: physical{logical: project, estimate: l}, Inputs: []PhysicalNode{top}}
+}
+
+// parallelScans puts a Gather above each pipeline of filters and
+// projections over a scan, unless an operator above relies on the scan's
+// order (merge joins, sort aggregation).
+func parallelScans(n PhysicalNode, ordered bool) PhysicalNode {
+	if isPipeline(n) {
+		if ordered {
+			return n
+		}
+		return &Gather{physical: physical{logical: n.Logical(), estimate: n.Logical()}, Input: n}
+	}
+	switch x := n.(type) {
+	case *MergeJoin:
+		x.Left, x.Right = parallelScans(x.Left, true), parallelScans(x.Right, true)
+	case *SortAggregate:
+		x.Input = parallelScans(x.Input, true)
+	case *HashJoin:
+		x.Left, x.Right = parallelScans(x.Left, false), parallelScans(x.Right, false)
+	case *NestedLoopJoin:
+		x.Left, x.Right = parallelScans(x.Left, false), parallelScans(x.Right, false)
+	case *HashAggregate:
+		x.Input = parallelScans(x.Input, false)
+	case *ParallelHashAggregate:
+		x.Input = parallelScans(x.Input, false)
+	case *TopN:
+		x.Input = parallelScans(x.Input, false)
+	case *PlainOp:
+		for i, in := range x.Inputs {
+			x.Inputs[i] = parallelScans(in, false)
+		}
+	}
+	return n
+}
+
+// isPipeline reports whether n is filters and projections over one scan.
+func isPipeline(n PhysicalNode) bool {
+	switch x := n.(type) {
+	case *TableScan:
+		return true
+	case *PlainOp:
+		switch x.logical.(type) {
+		case *FilterNode, *ProjectNode:
+			return isPipeline(x.Inputs[0])
+		}
+	}
+	return false
+}
