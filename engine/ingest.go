@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -87,6 +88,17 @@ func (s *Session) Ingest(ctx context.Context, req IngestRequest, rdr BatchReader
 		return 0, fmt.Errorf("ingest: table %s: %w", identString(req.Table), tablestore.ErrTableNotFound)
 	}
 	overwrite := req.Mode == IngestReplace
+	if fieldIndex(rdr.Schema(), tablestore.RowKindColumn) >= 0 {
+		// A changelog (CDC) applies by key to the table as it is.
+		switch {
+		case !exists || overwrite:
+			return 0, fmt.Errorf("ingest: input with a %s column is a changelog, applied by key to an existing table: append it to %s, which must exist with a primary key: %w",
+				tablestore.RowKindColumn, identString(req.Table), ErrInvalid)
+		case len(t.PrimaryKey()) == 0:
+			return 0, fmt.Errorf("ingest: input with a %s column is a changelog, applied by key: table %s has no primary key: %w",
+				tablestore.RowKindColumn, identString(req.Table), ErrInvalid)
+		}
+	}
 	stored, err := storedSchema(rdr.Schema())
 	if err != nil && (!exists || overwrite) {
 		return 0, fmt.Errorf("ingest: table %s: %w", identString(req.Table), err)
@@ -117,21 +129,31 @@ func (s *Session) Ingest(ctx context.Context, req IngestRequest, rdr BatchReader
 func (s *Session) ingestInto(ctx context.Context, w *tablestore.Write, req IngestRequest, rdr BatchReader) (int64, error) {
 	t := w.Table()
 	target := t.Schema()
-	if err := checkIngestSchema(t.Ident(), target, rdr.Schema()); err != nil {
+	in := rdr.Schema()
+	kindCol := fieldIndex(in, tablestore.RowKindColumn)
+	if kindCol >= 0 {
+		in = arrow.NewSchema(slices.Delete(slices.Clone(in.Fields()), kindCol, kindCol+1), nil)
+	}
+	if err := checkIngestSchema(t.Ident(), target, in); err != nil {
 		if req.Txn == nil {
 			w.Abort() // nothing is buffered in a transaction's write yet
 		}
 		return 0, err
 	}
 	var n int64
+	var kinds []tablestore.RowKind
 	for rdr.Next() {
 		in := rdr.RecordBatch()
 		if in.NumRows() == 0 {
 			continue
 		}
+		var err error
+		if kinds, err = s.rowKinds(ctx, in, kindCol, n, kinds); err != nil {
+			return 0, s.abortIngest(req, w, err)
+		}
 		b, err := conform(ctx, s.e, target, in)
 		if err == nil {
-			err = w.Write(ctx, b, tablestore.Insert)
+			err = w.WriteKinds(ctx, b, kinds)
 			b.Release()
 		}
 		if err != nil {
@@ -149,6 +171,38 @@ func (s *Session) ingestInto(ctx context.Context, w *tablestore.Write, req Inges
 		return 0, err
 	}
 	return n, nil
+}
+
+// rowKinds reads the row kinds of a batch from its column kindCol (a
+// changelog: "+I", "-U", "+U", "-D"), or makes every row an insert when
+// kindCol is -1. before is the number of rows ingested before the batch,
+// for error messages; kinds is reused.
+func (s *Session) rowKinds(ctx context.Context, b arrow.RecordBatch, kindCol int, before int64, kinds []tablestore.RowKind) ([]tablestore.RowKind, error) {
+	kinds = kinds[:0]
+	n := int(b.NumRows())
+	if kindCol < 0 {
+		for range n {
+			kinds = append(kinds, tablestore.Insert)
+		}
+		return kinds, nil
+	}
+	col, err := convertColumn(ctx, s.e.cfg.Mem, b.Column(kindCol), arrow.BinaryTypes.String)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: column %s: %w", tablestore.RowKindColumn, err)
+	}
+	defer col.Release()
+	strs, ok := col.(*array.String)
+	if !ok {
+		return nil, fmt.Errorf("ingest: column %s must be a string column, got %s: %w", tablestore.RowKindColumn, b.Column(kindCol).DataType(), ErrInvalid)
+	}
+	for i := range n {
+		k, ok := tablestore.ParseRowKind(strs.Value(i))
+		if strs.IsNull(i) || !ok {
+			return nil, fmt.Errorf("ingest: row %d: %s is %q; a changelog row is +I, -U, +U or -D: %w", before+int64(i)+1, tablestore.RowKindColumn, strs.Value(i), ErrInvalid)
+		}
+		kinds = append(kinds, k)
+	}
+	return kinds, nil
 }
 
 func (s *Session) abortIngest(req IngestRequest, w *tablestore.Write, err error) error {
