@@ -30,6 +30,9 @@ var (
 	ErrNotSupported = errors.New("not supported")
 	// ErrTxnNotFound marks an unknown or finished transaction id.
 	ErrTxnNotFound = errors.New("transaction not found")
+	// ErrTxnActive marks a BEGIN in a session or statement that is in a
+	// transaction already.
+	ErrTxnActive = errors.New("a transaction is already in progress")
 )
 
 // Config configures an Engine.

@@ -56,7 +56,7 @@ var causes = [...][]error{
 	KindNotSupported:  {ErrNotSupported, arrow.ErrNotImplemented},
 	KindConflict:      {tablestore.ErrConflict},
 	KindExhausted:     {syscall.ENOSPC, exec.ErrMemoryLimit},
-	KindInvalid: {ErrInvalid, tablestore.ErrInvalid, arrow.ErrInvalid, arrow.ErrType, arrow.ErrIndex,
+	KindInvalid: {ErrInvalid, ErrTxnActive, tablestore.ErrInvalid, arrow.ErrInvalid, arrow.ErrType, arrow.ErrIndex,
 		vectorized.ErrDivideByZero, vectorized.ErrOverflow, vectorized.ErrInvalidValue, exec.ErrInvalid},
 	KindDataLoss: {tablestore.ErrCorrupt},
 }
@@ -111,6 +111,8 @@ func SQLState(err error) string {
 		return "0A000"
 	case errors.Is(err, ErrDenied):
 		return "42501"
+	case errors.Is(err, ErrTxnActive):
+		return "25001"
 	case errors.As(err, &se):
 		if se.SQLState != "" {
 			return se.SQLState

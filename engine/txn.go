@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flightd/flightd/plan"
 	"github.com/flightd/flightd/tablestore"
 )
 
@@ -49,6 +50,32 @@ func (e *Engine) Begin() *Txn {
 
 // ID is the opaque id clients send back with their statements.
 func (tx *Txn) ID() string { return tx.id }
+
+// TxnControl is a transaction statement given as SQL text.
+type TxnControl int
+
+// The transaction statements, in plan.TxnKind's order.
+const (
+	TxnBegin TxnControl = iota
+	TxnCommit
+	TxnRollback
+)
+
+func (c TxnControl) String() string { return [...]string{"BEGIN", "COMMIT", "ROLLBACK"}[c] }
+
+// TxnControl reports whether the statement is BEGIN, COMMIT or ROLLBACK.
+// The endpoint runs those: the transactions of its clients' sessions are
+// its to keep.
+func (st *Statement) TxnControl() (TxnControl, bool) {
+	t, ok := st.bound.(*plan.Transaction)
+	if !ok {
+		return 0, false
+	}
+	return TxnControl(t.Kind), true
+}
+
+// Txn is the transaction the statement runs in (nil: autocommit).
+func (st *Statement) Txn() *Txn { return st.tx }
 
 // Txn finds an open transaction by id.
 func (e *Engine) Txn(id string) (*Txn, error) {

@@ -151,7 +151,8 @@ func (st *Statement) ddl(ctx context.Context) error {
 	case *plan.StopJob:
 		return st.s.e.StopJob(ctx, b.ID)
 	case *plan.Transaction:
-		return fmt.Errorf("BEGIN/COMMIT/ROLLBACK as SQL text: use the Flight SQL transaction actions (BeginTransaction/EndTransaction): %w", ErrNotSupported)
+		// The endpoint runs them (Statement.TxnControl) in its session.
+		return fmt.Errorf("%s outside a client session: %w", TxnControl(b.Kind), ErrNotSupported)
 	}
 	return fmt.Errorf("statement %T: %w", st.bound, ErrNotSupported)
 }

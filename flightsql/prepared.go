@@ -151,7 +151,7 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flights
 		if params != nil {
 			defer params.Release()
 		}
-		if _, err := p.st.Exec(ctx, params); err != nil {
+		if _, err := s.exec(ctx, p.st, params); err != nil {
 			return nil, toStatus(err)
 		}
 		s.rememberSession(ctx, p.st)
@@ -243,7 +243,7 @@ func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql
 	if params != nil {
 		defer params.Release()
 	}
-	n, err := p.st.Exec(ctx, params)
+	n, err := s.exec(ctx, p.st, params)
 	if err != nil {
 		return 0, toStatus(err)
 	}

@@ -194,11 +194,20 @@ func (s *Server) prepareSQL(ctx context.Context, sess *engine.Session, text stri
 	return sess.Prepare(ctx, text, tx)
 }
 
-// txn resolves a Flight SQL transaction id of the caller (empty:
-// autocommit).
+// txn resolves a Flight SQL transaction id of the caller; empty means
+// the transaction the caller's session opened with BEGIN, if any, else
+// autocommit.
 func (s *Server) txn(ctx context.Context, id []byte) (*engine.Txn, error) {
 	if len(id) == 0 {
-		return nil, nil
+		open := sessionString(ctx, optTransaction)
+		if open == "" {
+			return nil, nil
+		}
+		tx, ok := s.txns.get(ctx, callerOf(ctx), open)
+		if !ok {
+			return nil, fmt.Errorf("the session's transaction %s has ended (idle past the transaction timeout, or the server restarted) and its writes are lost; ROLLBACK to leave it: %w", open, engine.ErrTxnNotFound)
+		}
+		return tx, nil
 	}
 	tx, ok := s.txns.get(ctx, callerOf(ctx), string(id))
 	if !ok {

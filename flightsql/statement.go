@@ -6,6 +6,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -71,13 +72,17 @@ func (s *Server) GetFlightInfoStatement(ctx context.Context, cmd flightsql.State
 		return nil, toStatus(err)
 	}
 	if !st.IsQuery() {
-		if _, err := st.Exec(ctx, nil); err != nil {
+		if _, err := s.exec(ctx, st, nil); err != nil {
 			return nil, toStatus(err)
 		}
 		s.rememberDatabase(ctx, sess)
 		return s.updateInfo(desc), nil
 	}
-	tkt, err := s.encodeTicket(queryTicket{SQL: cmd.GetQuery(), Database: sess.Database(), Txn: string(cmd.GetTransactionId()), User: userOf(ctx)})
+	txn := ""
+	if tx := st.Txn(); tx != nil {
+		txn = tx.ID() // the command's, or the session's (BEGIN)
+	}
+	tkt, err := s.encodeTicket(queryTicket{SQL: cmd.GetQuery(), Database: sess.Database(), Txn: txn, User: userOf(ctx)})
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -137,7 +142,7 @@ func (s *Server) DoPutCommandStatementUpdate(ctx context.Context, cmd flightsql.
 	if err != nil {
 		return 0, toStatus(err)
 	}
-	n, err := st.Exec(ctx, nil)
+	n, err := s.exec(ctx, st, nil)
 	if err != nil {
 		return 0, toStatus(err)
 	}
@@ -145,10 +150,19 @@ func (s *Server) DoPutCommandStatementUpdate(ctx context.Context, cmd flightsql.
 	return n, nil
 }
 
+// exec runs a statement that returns no rows: BEGIN, COMMIT and ROLLBACK
+// in the client's session, the others in the engine.
+func (s *Server) exec(ctx context.Context, st *engine.Statement, params arrow.RecordBatch) (int64, error) {
+	if ok, err := s.sqlTransaction(ctx, st); ok {
+		return 0, err
+	}
+	return st.Exec(ctx, params)
+}
+
 func (s *Server) prepare(ctx context.Context, query string, txnID []byte) (*engine.Session, *engine.Statement, error) {
-	tx, err := s.txn(ctx, txnID)
-	if err != nil {
-		return nil, nil, err
+	tx, txErr := s.txn(ctx, txnID)
+	if txErr != nil && (len(txnID) > 0 || !errors.Is(txErr, engine.ErrTxnNotFound)) {
+		return nil, nil, txErr
 	}
 	sess, err := s.session(ctx)
 	if err != nil {
@@ -157,6 +171,11 @@ func (s *Server) prepare(ctx context.Context, query string, txnID []byte) (*engi
 	st, err := s.prepareSQL(ctx, sess, query, tx)
 	if err != nil {
 		return nil, nil, err
+	}
+	if _, ok := st.TxnControl(); txErr != nil && !ok {
+		// The session's transaction ended: only BEGIN, COMMIT or ROLLBACK
+		// may leave it.
+		return nil, nil, txErr
 	}
 	return sess, st, nil
 }

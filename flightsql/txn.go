@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/flight/session"
 
 	"github.com/flightd/flightd/engine"
 )
@@ -33,4 +34,53 @@ func (s *Server) EndTransaction(ctx context.Context, req flightsql.ActionEndTran
 		return toStatus(s.eng.Commit(ctx, id))
 	}
 	return toStatus(s.eng.Rollback(id))
+}
+
+// optTransaction is the session option holding the id of the transaction
+// a client opened with BEGIN as SQL text.
+const optTransaction = "flightd.transaction"
+
+// sqlTransaction runs BEGIN, COMMIT and ROLLBACK given as SQL text (for
+// clients whose drivers do not send the transaction actions, such as the
+// JDBC driver, whose commit and rollback do nothing). BEGIN opens a
+// transaction of the client's Flight session: statements of that session
+// that carry no transaction id of their own run in it (Server.txn) until
+// COMMIT or ROLLBACK. Without an open transaction, COMMIT and ROLLBACK do
+// nothing, as in PostgreSQL. ok is false for other statements.
+func (s *Server) sqlTransaction(ctx context.Context, st *engine.Statement) (ok bool, err error) {
+	kind, ok := st.TxnControl()
+	if !ok {
+		return false, nil
+	}
+	fs, err := session.GetSessionFromContext(ctx)
+	if err != nil || fs == nil {
+		return true, fmt.Errorf("%s needs a Flight session (cookies): %w", kind, errBadRequest)
+	}
+	open := fs.GetSessionOption(optTransaction).GetStringValue()
+	if kind == engine.TxnBegin {
+		if tx := st.Txn(); tx != nil {
+			return true, fmt.Errorf("BEGIN: transaction %s is in progress; COMMIT or ROLLBACK it first: %w", tx.ID(), engine.ErrTxnActive)
+		}
+		tx := s.eng.Begin()
+		if err := s.txns.add(callerOf(ctx), tx.ID(), tx); err != nil {
+			_ = s.eng.Rollback(tx.ID())
+			return true, err
+		}
+		fs.SetSessionOption(optTransaction, stringOption(tx.ID()))
+		return true, nil
+	}
+	if open == "" {
+		return true, nil
+	}
+	fs.EraseSessionOption(optTransaction) // the transaction ends, whatever happens below
+	if _, ok := s.txns.remove(callerOf(ctx), open); !ok {
+		if kind == engine.TxnRollback {
+			return true, nil // gone already: nothing left to roll back
+		}
+		return true, fmt.Errorf("%s: the session's transaction %s had already ended (idle past the transaction timeout, or the server restarted); its writes are lost: %w", kind, open, engine.ErrTxnNotFound)
+	}
+	if kind == engine.TxnCommit {
+		return true, s.eng.Commit(ctx, open)
+	}
+	return true, s.eng.Rollback(open)
 }

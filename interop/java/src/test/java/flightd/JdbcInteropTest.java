@@ -127,6 +127,34 @@ public class JdbcInteropTest {
     }
   }
 
+  /**
+   * The driver's commit() and rollback() do nothing (ArrowFlightMetaImpl stubs them), so
+   * setAutoCommit(false) gives no transaction; BEGIN, COMMIT and ROLLBACK as SQL text do, in the
+   * connection's Flight session (its cookie).
+   */
+  @Test
+  public void sqlTransactions() throws Exception {
+    try (Statement st = conn.createStatement()) {
+      st.executeUpdate("CREATE TABLE jdbc_txn (id INT NOT NULL, PRIMARY KEY (id) NOT ENFORCED)");
+      st.execute("BEGIN");
+      st.executeUpdate("INSERT INTO jdbc_txn VALUES (1)");
+      try (ResultSet rs = st.executeQuery("SELECT count(*) FROM jdbc_txn")) {
+        assertTrue(rs.next());
+        assertEquals(0, rs.getLong(1)); // not committed: the transaction reads its snapshot
+      }
+      st.execute("ROLLBACK");
+      st.execute("BEGIN");
+      st.executeUpdate("INSERT INTO jdbc_txn VALUES (2)");
+      st.executeUpdate("INSERT INTO jdbc_txn VALUES (3)");
+      st.execute("COMMIT");
+      try (ResultSet rs = st.executeQuery("SELECT sum(id), count(*) FROM jdbc_txn")) {
+        assertTrue(rs.next());
+        assertEquals(5, rs.getLong(1));
+        assertEquals(2, rs.getLong(2));
+      }
+    }
+  }
+
   @Test
   public void millionRowResult() throws Exception {
     long rows = 0, sum = 0;
