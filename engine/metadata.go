@@ -50,6 +50,11 @@ func (e *Engine) Table(ctx context.Context, id Ident) (TableInfo, error) {
 	return TableInfo{Schema: t.Schema(), PrimaryKey: t.PrimaryKey()}, nil
 }
 
+// TableQuery is the query that reads all of table id.
+func TableQuery(id Ident) string {
+	return "SELECT * FROM " + sql.QuoteIdent(id.Database) + "." + sql.QuoteIdent(id.Table)
+}
+
 // SQLTypeName is the SQL name of a column type (DECIMAL(10, 2), STRING),
 // as DESCRIBE shows it.
 func SQLTypeName(t arrow.DataType) string { return plan.SQLTypeName(t) }

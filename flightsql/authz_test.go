@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -103,6 +105,32 @@ func TestAuthorization(t *testing.T) {
 			t.Errorf("reader: %s: %v, want SQLSTATE 42501 and no mention of a view", q, msg)
 		}
 	}
+	// ListFlights shows the reader the tables it may read, and nothing of
+	// default; the ticket of each is the reader's.
+	lf, err := cl.Client.ListFlights(reader, &flight.Criteria{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flights []string
+	for {
+		info, err := lf.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("reader: ListFlights: %v", err)
+		}
+		flights = append(flights, strings.Join(info.GetFlightDescriptor().GetPath(), "."))
+		if n, err := fetchAll(reader, cl, info); err != nil || n != 1 {
+			t.Fatalf("reader: DoGet of ListFlights' ticket for %v: %d rows, %v", flights, n, err)
+		}
+		if _, err := fetchAll(writer, cl, info); err == nil {
+			t.Fatalf("writer read the reader's ListFlights ticket for %v", flights)
+		}
+	}
+	if !slices.Equal(flights, []string{"sales.t"}) {
+		t.Fatalf("reader: ListFlights listed %v, want [sales.t]", flights)
+	}
 	// A reader records its own consumer position; compaction needs write.
 	for _, q := range []string{"CALL sys.reset_consumer('sales.t', 'c1', 1)", "USE sales"} {
 		if _, err := cl.ExecuteUpdate(reader, q); err != nil {
@@ -163,7 +191,7 @@ func TestAuthorization(t *testing.T) {
 		IfNotExist: arrowflightsql.TableDefinitionOptionsTableNotExistOptionCreate, IfExists: arrowflightsql.TableDefinitionOptionsTableExistsOptionFail}}), codes.PermissionDenied)
 
 	changes := &flight.FlightInfo{Endpoint: []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: []byte(flightsql.ChangesTicketPrefix + `{"table":"default.secret"}`)}}}}
-	_, err := fetchAll(reader, cl, changes)
+	_, err = fetchAll(reader, cl, changes)
 	wantCode(t, "reader streams default's changes", err, codes.PermissionDenied)
 
 	// Metadata lists only the tables of databases the user reads.

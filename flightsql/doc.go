@@ -11,6 +11,8 @@
 //	metadata commands                     answered from the engine's catalog calls
 //	DoGet(flightd/changes1: ticket)       change stream: engine.ChangeRequest, no SQL text
 //	Begin/EndTransaction                  engine transactions (snapshot isolation)
+//	BEGIN/COMMIT/ROLLBACK as SQL          a transaction of the client's session (txn.go)
+//	ListFlights                           the readable tables, each with a ticket that reads it
 //
 // Query tickets are self-contained (the SQL text, database, transaction and
 // user), signed with the server key, so a ticket stays valid however long

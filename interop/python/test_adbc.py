@@ -84,6 +84,26 @@ def test_pyarrow_flight_foreign_ticket():
     client.close()
 
 
+def test_pyarrow_flight_list_flights(conn):
+    """Plain Flight: ListFlights lists the tables; each FlightInfo's ticket
+    reads the whole table, and a pattern narrows the list."""
+    cur = conn.cursor()
+    cur.execute("CREATE DATABASE py_list")
+    cur.execute("CREATE TABLE py_list.items (id BIGINT, name VARCHAR)")
+    cur.execute("INSERT INTO py_list.items VALUES (1, 'a'), (2, 'b')")
+    cur.close()
+    client = flight.FlightClient(URI)
+    infos = list(client.list_flights(b"py_list.*"))
+    assert [i.descriptor.path for i in infos] == [[b"py_list", b"items"]]
+    assert infos[0].schema.names == ["id", "name"]
+    got = client.do_get(infos[0].endpoints[0].ticket).read_all()
+    assert sorted(got.column("id").to_pylist()) == [1, 2]
+    assert any(i.descriptor.path == [b"py_list", b"items"] for i in client.list_flights())
+    with pytest.raises(pa.ArrowInvalid, match="not a pattern"):
+        list(client.list_flights(b"[bad"))
+    client.close()
+
+
 @pytest.mark.parametrize("codec", ["zstd", "lz4"])
 def test_compressed_results(codec):
     """Results asked for with IPC body compression read back the same."""
