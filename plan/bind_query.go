@@ -951,6 +951,9 @@ func (b *binder) bindFrom(f sql.TableRef, outer *scope, left *scope) (Node, *sco
 		if n, sc, ok := b.bindSystemTable(f); ok {
 			return n, sc
 		}
+		if n, sc, ok := b.bindTableSystemTable(f); ok {
+			return n, sc
+		}
 		if n, sc, ok := b.bindView(f); ok {
 			return n, sc
 		}

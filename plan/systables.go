@@ -1,6 +1,10 @@
 package plan
 
 import (
+	"context"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -157,4 +161,146 @@ func msOrNull(d time.Duration, known bool) any {
 		return nil
 	}
 	return d.Milliseconds()
+}
+
+// tableSysCols are the columns of a table's system tables, t$<name>, as
+// Paimon names them.
+var tableSysCols = map[string][]isCol{
+	"snapshots": {
+		{"snapshot_id", isInt64}, {"schema_id", isInt64}, {"commit_user", isStr}, {"commit_identifier", isInt64},
+		{"commit_kind", isStr}, {"commit_time", isTime}, {"base_manifest_list", isStr}, {"delta_manifest_list", isStr},
+		{"changelog_manifest_list", isStr}, {"total_record_count", isInt64}, {"delta_record_count", isInt64},
+	},
+	"options":   {{"key", isStr}, {"value", isStr}},
+	"tags":      {{"tag_name", isStr}, {"snapshot_id", isInt64}, {"schema_id", isInt64}, {"commit_time", isTime}, {"record_count", isInt64}},
+	"consumers": {{"consumer_id", isStr}, {"next_snapshot_id", isInt64}},
+	"files": {
+		{"partition", isStr}, {"bucket", isInt}, {"file_path", isStr}, {"file_format", isStr}, {"schema_id", isInt64},
+		{"level", isInt}, {"record_count", isInt64}, {"file_size_in_bytes", isInt64}, {"min_key", isStr}, {"max_key", isStr},
+		{"min_sequence_number", isInt64}, {"max_sequence_number", isInt64}, {"creation_time", isTime},
+	},
+	"partitions": {{"partition", isStr}, {"record_count", isInt64}, {"file_size_in_bytes", isInt64}, {"file_count", isInt64}, {"last_update_time", isTime}},
+	"buckets": {
+		{"partition", isStr}, {"bucket", isInt}, {"record_count", isInt64}, {"file_size_in_bytes", isInt64},
+		{"file_count", isInt64}, {"last_update_time", isTime},
+	},
+}
+
+// bindTableSystemTable binds t$snapshots, t$options, t$tags, t$consumers,
+// t$files, t$partitions and t$buckets: what the table store keeps about
+// table t, read when the statement is bound, for readers of t. The file
+// tables describe the latest snapshot, or the one a scan.snapshot-id hint
+// names. They shadow a table named t$snapshots (and so on).
+func (b *binder) bindTableSystemTable(f *sql.TableName) (Node, *scope, bool) {
+	parts := f.Name.Parts
+	base, kind, ok := strings.Cut(parts[len(parts)-1], "$")
+	if !ok {
+		return nil, nil, false
+	}
+	cols, ok := tableSysCols[strings.ToLower(kind)]
+	if !ok {
+		return nil, nil, false // a table whose name holds a '$'
+	}
+	kind = strings.ToLower(kind)
+	t, _ := b.table(&sql.Name{Pos: f.Name.Pos, Parts: append(slices.Clone(parts[:len(parts)-1]), base)})
+	snap := int64(0)
+	for _, h := range f.Hints {
+		for _, o := range h.Options {
+			if h.Name != "OPTIONS" || o.Key != "scan.snapshot-id" || (kind != "files" && kind != "partitions" && kind != "buckets") {
+				b.fail(o.Pos, "%s$%s takes no hint but OPTIONS('scan.snapshot-id'=...) on files, partitions and buckets", base, kind)
+			}
+			snap = b.positiveInt(o)
+		}
+	}
+	if f.SystemTime != nil {
+		b.fail(f.SystemTime.Position(), "%s$%s takes no FOR SYSTEM_TIME AS OF", base, kind)
+	}
+	rows, err := tableSysRows(b.ctx, t, kind, snap)
+	if err != nil {
+		b.failWrap(f.Pos, err, "%s$%s: %v", t.Ident(), kind, err)
+	}
+	n := b.constRows(cols, rows)
+	qual := base + "$" + kind
+	if f.Alias != "" {
+		qual = f.Alias
+	}
+	return n, b.aliasScope(n, qual, f.ColAliases, f.Pos), true
+}
+
+// tableSysRows lists the rows of t$kind (files of snapshot snap, 0 the
+// latest).
+func tableSysRows(ctx context.Context, t *tablestore.Table, kind string, snap int64) ([][]any, error) {
+	var rows [][]any
+	switch kind {
+	case "snapshots":
+		snaps, err := t.Snapshots(ctx)
+		for _, s := range snaps {
+			rows = append(rows, []any{s.ID, s.SchemaID, s.CommitUser, s.CommitIdentifier, s.CommitKind, time.UnixMilli(s.TimeMillis),
+				s.BaseManifestList, s.DeltaManifestList, orNull(s.ChangelogManifestList), s.TotalRecordCount, s.DeltaRecordCount})
+		}
+		return rows, err
+	case "options":
+		opts := t.Options()
+		for _, k := range slices.Sorted(maps.Keys(opts)) {
+			rows = append(rows, []any{k, opts[k]})
+		}
+		return rows, nil
+	case "tags":
+		tags, err := t.TagList(ctx)
+		for _, tg := range tags {
+			rows = append(rows, []any{tg.Name, tg.Snapshot.ID, tg.Snapshot.SchemaID, time.UnixMilli(tg.Snapshot.TimeMillis), tg.Snapshot.TotalRecordCount})
+		}
+		return rows, err
+	case "consumers":
+		cs, err := t.Consumers(ctx)
+		for _, id := range slices.Sorted(maps.Keys(cs)) {
+			rows = append(rows, []any{id, cs[id]})
+		}
+		return rows, err
+	}
+	files, err := t.Files(ctx, snap)
+	if err != nil {
+		return nil, err
+	}
+	if kind == "files" {
+		for _, f := range files {
+			rows = append(rows, []any{f.Partition, int32(f.Bucket), f.Path, "parquet", f.SchemaID, int32(f.Level), f.RecordCount, f.Size,
+				orNull(f.MinKey), orNull(f.MaxKey), f.MinSeq, f.MaxSeq, time.UnixMilli(f.CreationMillis)})
+		}
+		return rows, nil
+	}
+	// partitions and buckets: the files summed per group.
+	type group struct {
+		part         string
+		bucket       int
+		rows, bytes  int64
+		files        int64
+		lastModified int64
+	}
+	var order []string
+	groups := map[string]*group{}
+	for _, f := range files {
+		key := f.Partition
+		if kind == "buckets" {
+			key += "\x00" + strconv.Itoa(f.Bucket)
+		}
+		g := groups[key]
+		if g == nil {
+			g = &group{part: f.Partition, bucket: f.Bucket}
+			groups[key] = g
+			order = append(order, key)
+		}
+		g.rows, g.bytes, g.files = g.rows+f.RecordCount, g.bytes+f.Size, g.files+1
+		g.lastModified = max(g.lastModified, f.CreationMillis)
+	}
+	slices.Sort(order)
+	for _, key := range order {
+		g := groups[key]
+		r := []any{g.part}
+		if kind == "buckets" {
+			r = append(r, int32(g.bucket))
+		}
+		rows = append(rows, append(r, g.rows, g.bytes, g.files, time.UnixMilli(g.lastModified)))
+	}
+	return rows, nil
 }
