@@ -3,9 +3,7 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,13 +19,7 @@ func TestKill9JobExactlyOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
-	kills := 20
-	if v := os.Getenv("FLIGHTD_JOB_KILLS"); v != "" {
-		var err error
-		if kills, err = strconv.Atoi(v); err != nil {
-			t.Fatalf("FLIGHTD_JOB_KILLS=%q: %v", v, err)
-		}
-	}
+	kills := killRounds(t, "FLIGHTD_JOB_KILLS", 20)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d, %d kills", seed, kills)
 	rng := rand.New(rand.NewPCG(seed, 0))

@@ -5,9 +5,11 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -215,6 +217,21 @@ func startKill9(t *testing.T) (*process, *rand.Rand, int64) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	return start(t, buildFlightd(t), t.TempDir()), rand.New(rand.NewPCG(uint64(seed), 0)), seed
+}
+
+// killRounds is how many times a kill -9 test kills flightd: the
+// environment variable env when set (a long run), else def.
+func killRounds(t *testing.T, env string, def int) int {
+	t.Helper()
+	v := os.Getenv(env)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive count", env, v)
+	}
+	return n
 }
 
 // terminate sends flightd SIGTERM and returns how it exited.

@@ -52,6 +52,7 @@ func checkRefreshAnswer(t *testing.T, cnxn adbc.Connection, what string) string 
 // the changes of each source snapshot. After every restart the table must
 // equal the answer of its query over the source snapshot it records (never
 // a mix of two refreshes or a lost or doubled change), and refreshes go on.
+// FLIGHTD_MTABLE_KILLS sets the kills per mode (3 by default).
 func TestKill9DuringRefreshes(t *testing.T) {
 	for _, mode := range []string{"FULL", "CONTINUOUS"} {
 		t.Run(mode, func(t *testing.T) { kill9DuringRefreshes(t, mode) })
@@ -78,7 +79,7 @@ func kill9DuringRefreshes(t *testing.T, mode string) {
 
 	var next int64
 	last := ""
-	for round := 0; round < 3; round++ {
+	for round := range killRounds(t, "FLIGHTD_MTABLE_KILLS", 3) {
 		p = p.killRound(t, time.Duration(500+rng.IntN(1500))*time.Millisecond, func(cnxn adbc.Connection) bool {
 			next++
 			if err := execSQL(cnxn, fmt.Sprintf(`INSERT INTO src VALUES (%d, %d)`, next, next%7)); err != nil {
