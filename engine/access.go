@@ -69,6 +69,8 @@ func (s *Session) allowStatement(b plan.Statement) error {
 		return s.allow(b.Table.Ident().Database, Write)
 	case *plan.Delete:
 		return s.allow(b.Table.Ident().Database, Write)
+	case *plan.Merge:
+		return s.allow(b.Table.Ident().Database, Write)
 	case *plan.Update:
 		return s.allow(b.Table.Ident().Database, Write)
 	case *plan.CreateTable:

@@ -111,6 +111,8 @@ func SQLState(err error) string {
 		return "0A000"
 	case errors.Is(err, ErrDenied):
 		return "42501"
+	case errors.Is(err, ErrCardinality):
+		return "21000"
 	case errors.Is(err, ErrTxnActive):
 		return "25001"
 	case errors.As(err, &se):

@@ -45,6 +45,8 @@ func (st *Statement) Exec(ctx context.Context, params arrow.RecordBatch) (_ int6
 			return st.write(ctx, b.Table, b.Updated, params, read, tablestore.UpdateAfter)
 		}
 		return st.rewrite(ctx, b.Table, b.Updated, b.All, params, read)
+	case *plan.Merge:
+		return st.merge(ctx, b, params, read)
 	}
 	if params != nil && params.NumCols() > 0 {
 		return 0, fmt.Errorf("statement takes no parameters: %w", ErrInvalid)
@@ -75,6 +77,8 @@ func (st *Statement) bindForWrite(ctx context.Context) (plan.Statement, bool, in
 	case *plan.Delete:
 		target = b.Table
 	case *plan.Update:
+		target = b.Table
+	case *plan.Merge:
 		target = b.Table
 	}
 	if target == nil {

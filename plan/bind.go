@@ -169,6 +169,8 @@ func (b *binder) bindStatement(stmt sql.Statement) Statement {
 		return b.bindInsert(s)
 	case *sql.Delete:
 		return b.bindDelete(s)
+	case *sql.Merge:
+		return b.bindMerge(s)
 	case *sql.Update:
 		return b.bindUpdate(s)
 	case *sql.CreateTable:

@@ -50,7 +50,7 @@ type Options struct {
 
 // Statement is a bound statement: one of *Query, *Insert, *Delete, *Update,
 // *CreateTable, *DropTable, *AlterTable, *CreateDatabase, *DropDatabase,
-// *UseDatabase, *Explain, *Transaction, *CreateView, *DropView, *CallProcedure.
+// *Merge, *UseDatabase, *Explain, *Transaction, *CreateView, *DropView, *CallProcedure.
 type Statement interface{ boundStmt() }
 
 // Query is a bound, optimized query. It is immutable: Build may be called

@@ -573,6 +573,29 @@ type Update struct {
 	Where Expr
 }
 
+// Merge is MERGE INTO target [[AS] alias] USING source ON cond followed by
+// WHEN clauses, tried in order for each source row.
+type Merge struct {
+	Pos    Pos
+	Table  *Name
+	Alias  string
+	Source TableRef
+	On     Expr
+	Whens  []*MergeWhen
+}
+
+// MergeWhen is WHEN [NOT] MATCHED [AND cond] THEN UPDATE SET ... | DELETE |
+// INSERT [(cols)] VALUES (...).
+type MergeWhen struct {
+	Pos     Pos
+	Matched bool
+	Cond    Expr
+	Action  string // UPDATE, DELETE or INSERT
+	Sets    []*Assignment
+	Columns []string // INSERT's (nil: every column)
+	Values  []Expr
+}
+
 // Assignment is col = expr.
 type Assignment struct {
 	Pos    Pos
@@ -771,6 +794,7 @@ func (n *ResetOptions) Position() Pos            { return n.Pos }
 func (n *Insert) Position() Pos                  { return n.Pos }
 func (n *PartitionValue) Position() Pos          { return n.Pos }
 func (n *Update) Position() Pos                  { return n.Pos }
+func (n *Merge) Position() Pos                   { return n.Pos }
 func (n *Assignment) Position() Pos              { return n.Pos }
 func (n *Delete) Position() Pos                  { return n.Pos }
 func (n *CreateDatabase) Position() Pos          { return n.Pos }
@@ -796,6 +820,7 @@ func (*DropTable) stmt()               {}
 func (*AlterTable) stmt()              {}
 func (*Insert) stmt()                  {}
 func (*Update) stmt()                  {}
+func (*Merge) stmt()                   {}
 func (*Delete) stmt()                  {}
 func (*CreateDatabase) stmt()          {}
 func (*DropDatabase) stmt()            {}

@@ -149,6 +149,17 @@ func (f *formatter) orderItems(items []*OrderItem) {
 	}
 }
 
+func (f *formatter) assignments(sets []*Assignment) {
+	for i, a := range sets {
+		if i > 0 {
+			f.w(", ")
+		}
+		f.ident(a.Column)
+		f.w(" = ")
+		f.node(a.Value)
+	}
+}
+
 func (f *formatter) node(n Node) {
 	switch n := n.(type) {
 	case *Query:
@@ -562,15 +573,47 @@ func (f *formatter) node(n Node) {
 		f.parts(n.Table.Parts)
 		f.alias(n.Alias, nil)
 		f.w(" SET ")
-		for i, a := range n.Sets {
-			if i > 0 {
-				f.w(", ")
-			}
-			f.ident(a.Column)
-			f.w(" = ")
-			f.node(a.Value)
-		}
+		f.assignments(n.Sets)
 		f.where(n.Where)
+	case *Merge:
+		f.w("MERGE INTO ")
+		f.parts(n.Table.Parts)
+		f.alias(n.Alias, nil)
+		f.w(" USING ")
+		f.node(n.Source)
+		f.w(" ON ")
+		f.node(n.On)
+		for _, w := range n.Whens {
+			f.w(" WHEN ")
+			if !w.Matched {
+				f.w("NOT ")
+			}
+			f.w("MATCHED")
+			if w.Cond != nil {
+				f.w(" AND ")
+				f.node(w.Cond)
+			}
+			f.w(" THEN ", w.Action)
+			switch w.Action {
+			case "UPDATE":
+				f.w(" SET ")
+				f.assignments(w.Sets)
+			case "INSERT":
+				if w.Columns != nil {
+					f.w(" (")
+					f.idents(w.Columns)
+					f.w(")")
+				}
+				f.w(" VALUES (")
+				for i, v := range w.Values {
+					if i > 0 {
+						f.w(", ")
+					}
+					f.node(v)
+				}
+				f.w(")")
+			}
+		}
 	case *Delete:
 		f.w("DELETE FROM ")
 		f.parts(n.Table.Parts)

@@ -307,6 +307,8 @@ func (p *parser) parseStatement() Statement {
 		return p.parseInsert()
 	case "update":
 		return p.parseUpdate()
+	case "merge":
+		return p.parseMerge()
 	case "delete":
 		return p.parseDelete()
 	case "create":
@@ -553,18 +555,76 @@ func (p *parser) parseUpdate() Statement {
 	u := &Update{Pos: pos, Table: p.name("table name")}
 	u.Alias = p.optAlias()
 	p.expectK("set")
-	for {
-		c, cpos := p.ident("column name")
-		p.expectP("=")
-		u.Sets = append(u.Sets, &Assignment{Pos: cpos, Column: c, Value: p.parseExpr()})
-		if !p.acceptP(",") {
-			break
-		}
-	}
+	u.Sets = p.assignments()
 	if p.acceptK("where") {
 		u.Where = p.parseExpr()
 	}
 	return u
+}
+
+func (p *parser) parseMerge() Statement {
+	pos := p.expectK("merge")
+	p.expectK("into")
+	m := &Merge{Pos: pos, Table: p.name("table name")}
+	m.Alias = p.optAlias()
+	p.expectK("using")
+	m.Source = p.parseTablePrimary()
+	p.expectK("on")
+	m.On = p.parseExpr()
+	for p.isK("when") {
+		w := &MergeWhen{Pos: p.peek().pos}
+		p.i++
+		w.Matched = !p.acceptK("not")
+		p.expectK("matched")
+		if p.acceptK("and") {
+			w.Cond = p.parseExpr()
+		}
+		p.expectK("then")
+		switch {
+		case w.Matched && p.acceptK("update"):
+			w.Action = "UPDATE"
+			p.expectK("set")
+			w.Sets = p.assignments()
+		case w.Matched && p.acceptK("delete"):
+			w.Action = "DELETE"
+		case !w.Matched && p.acceptK("insert"):
+			w.Action = "INSERT"
+			if p.isP("(") {
+				w.Columns = p.parenIdentList("column name")
+			}
+			p.expectK("values")
+			p.expectP("(")
+			for {
+				w.Values = append(w.Values, p.parseExpr())
+				if !p.acceptP(",") {
+					break
+				}
+			}
+			p.expectP(")")
+		case w.Matched:
+			p.failf(p.peek().pos, "expected UPDATE or DELETE after WHEN MATCHED THEN, found %s", p.describe(p.peek()))
+		default:
+			p.failf(p.peek().pos, "expected INSERT after WHEN NOT MATCHED THEN, found %s", p.describe(p.peek()))
+		}
+		m.Whens = append(m.Whens, w)
+	}
+	if len(m.Whens) == 0 {
+		p.failf(p.peek().pos, "MERGE needs a WHEN [NOT] MATCHED clause, found %s", p.describe(p.peek()))
+	}
+	return m
+}
+
+// assignments parses col = expr, ... (UPDATE's SET list).
+func (p *parser) assignments() []*Assignment {
+	var out []*Assignment
+	for {
+		c, cpos := p.ident("column name")
+		p.expectP("=")
+		out = append(out, &Assignment{Pos: cpos, Column: c, Value: p.parseExpr()})
+		if !p.acceptP(",") {
+			return out
+		}
+	}
 }
 
 func (p *parser) parseDelete() Statement {
