@@ -16,6 +16,9 @@ type rowRef struct{ src, row int32 }
 // a take over several arrays, which the k-way merge needs to assemble its
 // output without a copy per cell through a builder.
 func gather(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, refs []rowRef) arrow.Array {
+	if isNested(dt) {
+		return gatherNested(mem, srcs, refs)
+	}
 	n := len(refs)
 	bufs := []*memory.Buffer{nil}
 	nulls := 0
@@ -122,4 +125,34 @@ func gatherFixed[T any](dst *memory.Buffer, srcs []arrow.Array, refs []rowRef) {
 	for i, r := range refs {
 		out[i] = vals[r.src][r.row]
 	}
+}
+
+// gatherNested gathers nested values by concatenating slices of the
+// sources, one per run of consecutive rows of one source (merges mostly
+// emit runs), as no own loop handles nested layouts.
+func gatherNested(mem memory.Allocator, srcs []arrow.Array, refs []rowRef) arrow.Array {
+	var slices []arrow.Array
+	defer func() {
+		for _, s := range slices {
+			s.Release()
+		}
+	}()
+	for i := 0; i < len(refs); {
+		j := i + 1
+		for j < len(refs) && refs[j].src == refs[i].src && refs[j].row == refs[j-1].row+1 {
+			j++
+		}
+		slices = append(slices, array.NewSlice(srcs[refs[i].src], int64(refs[i].row), int64(refs[i].row)+int64(j-i)))
+		i = j
+	}
+	if len(slices) == 0 {
+		return array.MakeArrayOfNull(mem, srcs[0].DataType(), 0)
+	}
+	out, err := array.Concatenate(slices, mem)
+	if err != nil {
+		// Slices of arrays of one type always concatenate (offsets stay
+		// below 2^31 because batches do).
+		panic("tablestore: gatherNested: " + err.Error())
+	}
+	return out
 }
