@@ -378,6 +378,28 @@ type Extract struct {
 	X     Expr
 }
 
+// Subscript is x[index]: an array element (1-based) or a map value.
+type Subscript struct {
+	Pos   Pos
+	X     Expr
+	Index Expr
+}
+
+// FieldAccess is x.field on an expression that is not a plain name (a
+// dotted name is an Ident, which the binder resolves to a column and fields).
+type FieldAccess struct {
+	Pos   Pos
+	X     Expr
+	Field string
+}
+
+// Collection is ARRAY[a, ...] or MAP[k, v, ...].
+type Collection struct {
+	Pos   Pos
+	Kind  string // ARRAY, MAP
+	Elems []Expr
+}
+
 // GroupingSets is GROUPING SETS ((a, b), (a), ()).
 type GroupingSets struct {
 	Pos  Pos
@@ -748,6 +770,9 @@ func (n *Subquery) Position() Pos                { return n.Pos }
 func (n *Like) Position() Pos                    { return n.Pos }
 func (n *Is) Position() Pos                      { return n.Pos }
 func (n *Extract) Position() Pos                 { return n.Pos }
+func (n *Subscript) Position() Pos               { return n.Pos }
+func (n *FieldAccess) Position() Pos             { return n.Pos }
+func (n *Collection) Position() Pos              { return n.Pos }
 func (n *GroupingSets) Position() Pos            { return n.Pos }
 func (n *Rollup) Position() Pos                  { return n.Pos }
 func (n *Cube) Position() Pos                    { return n.Pos }
@@ -841,6 +866,9 @@ func (*Subquery) expr()        {}
 func (*Like) expr()            {}
 func (*Is) expr()              {}
 func (*Extract) expr()         {}
+func (*Subscript) expr()       {}
+func (*FieldAccess) expr()     {}
+func (*Collection) expr()      {}
 func (*GroupingSets) expr()    {}
 func (*Rollup) expr()          {}
 func (*Cube) expr()            {}

@@ -449,6 +449,25 @@ func (f *formatter) node(n Node) {
 		f.w("EXTRACT(", n.Field, " FROM ")
 		f.node(n.X)
 		f.w(")")
+	case *Subscript:
+		f.node(n.X)
+		f.w("[")
+		f.node(n.Index)
+		f.w("]")
+	case *FieldAccess:
+		f.w("(")
+		f.node(n.X)
+		f.w(").")
+		f.ident(n.Field)
+	case *Collection:
+		f.w(n.Kind, "[")
+		for i, e := range n.Elems {
+			if i > 0 {
+				f.w(", ")
+			}
+			f.node(e)
+		}
+		f.w("]")
 	case *GroupingSets:
 		f.w("GROUPING SETS (")
 		for i, s := range n.Sets {

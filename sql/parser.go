@@ -1562,7 +1562,33 @@ func (p *parser) parseUnary() Expr {
 		defer p.leave()
 		return &Unary{Pos: t.pos, Op: t.text, X: p.parseUnary()}
 	}
-	return p.parsePrimary()
+	return p.parsePostfix(p.parsePrimary())
+}
+
+// parsePostfix reads subscripts x[i] and field accesses x.f after a primary.
+func (p *parser) parsePostfix(x Expr) Expr {
+	defer p.endChain(p.depth)
+	for {
+		t := p.peek()
+		switch {
+		case p.acceptP("["):
+			p.enter()
+			x = &Subscript{Pos: t.pos, X: x, Index: p.parseExpr()}
+			p.expectP("]")
+		case p.isP(".") && !isIdent(x):
+			p.i++
+			p.enter()
+			name, _ := p.anyIdent("field name")
+			x = &FieldAccess{Pos: t.pos, X: x, Field: name}
+		default:
+			return x
+		}
+	}
+}
+
+func isIdent(x Expr) bool {
+	_, ok := x.(*Ident)
+	return ok
 }
 
 var intervalUnits = map[string]string{
@@ -1675,6 +1701,16 @@ func (p *parser) keywordPrimary(t token) Expr {
 		}
 	case "interval":
 		return p.interval()
+	case "array", "map":
+		if next.text == "[" && next.kind == tPunct {
+			p.i += 2
+			c := &Collection{Pos: t.pos, Kind: strings.ToUpper(t.text)}
+			if !p.isP("]") {
+				c.Elems = p.exprList()
+			}
+			p.expectP("]")
+			return c
+		}
 	case "case":
 		return p.parseCase()
 	case "cast", "try_cast":
