@@ -114,6 +114,18 @@ func TestIngestNested(t *testing.T) {
 		}
 	}
 	wantRows(t, query(t, cnxn, `SELECT count(*) FROM strict`), "0")
+
+	// Misuse reports the position and a SQLSTATE.
+	for q, want := range map[string]string{
+		`SELECT person.age FROM nested`: `line 1:8: field "age" not found in person`,
+		`SELECT k.a FROM nested`:        `line 1:8: cannot access field "a" of k: it is INT, not a ROW`,
+		`SELECT k[1] FROM nested`:       `line 1:9: cannot subscript k: it is INT, not an ARRAY or MAP`,
+	} {
+		state := map[bool]string{true: "[SQLSTATE 42703]", false: "[SQLSTATE 42804]"}[strings.Contains(want, "not found")]
+		if _, err := tryQuery(cnxn, q); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), state) {
+			t.Errorf("%s: %v, want %q with %s", q, err, want, state)
+		}
+	}
 }
 
 // TestNestedParameters: an ARRAY parameter, bound in any list variant,
