@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/flightd/flightd/sql"
@@ -108,7 +110,12 @@ func (b *binder) bindSubscript(e *sql.Subscript, sc *scope, node *Node, o exprOp
 // ...] (keys of one type, values of one type).
 func (b *binder) bindCollection(e *sql.Collection, sc *scope, node *Node, o exprOpts) Expr {
 	if len(e.Elems) == 0 {
-		b.fail(e.Pos, "%s[] needs at least one element to have a type", e.Kind)
+		// An empty collection takes its type from the context (a column
+		// it is inserted into, the other side of a comparison).
+		if o.hint != nil && o.hint.ID() == map[string]arrow.Type{"ARRAY": arrow.LIST, "MAP": arrow.MAP}[e.Kind] {
+			return b.emptyCollection(o.hint)
+		}
+		b.fail(e.Pos, "%s[] needs at least one element, or a context that gives its type", e.Kind)
 	}
 	args := make([]Expr, len(e.Elems))
 	for i, a := range e.Elems {
@@ -152,4 +159,18 @@ func (b *binder) unify(args []Expr, srcs []sql.Expr, what string) {
 	for i := range args {
 		args[i] = b.castTo(b.coerceLiteral(args[i], typ), typ, srcs[i].Position())
 	}
+}
+
+// emptyCollection is a constant empty ARRAY or MAP of type typ.
+func (b *binder) emptyCollection(typ arrow.DataType) Expr {
+	bld := array.NewBuilder(memory.NewGoAllocator(), typ) // a plan constant
+	defer bld.Release()
+	bld.(interface{ Append(bool) }).Append(true)
+	arr := bld.NewArray()
+	defer arr.Release()
+	s, err := scalar.GetScalar(arr, 0)
+	if err != nil {
+		b.fail(sql.Pos{}, "empty %s: %v", SQLTypeName(typ), err)
+	}
+	return &Const{Value: s}
 }
