@@ -545,6 +545,8 @@ func explainLine(n Node) string {
 		return s
 	case *GatherNode:
 		return "Gather"
+	case *UnnestNode:
+		return n.String()
 	case *Max1RowNode:
 		if n.PerKeyCount != nil {
 			return "Max1RowPerKey " + n.PerKeyCount.Name

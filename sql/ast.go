@@ -158,6 +158,17 @@ type TableFunc struct {
 	ColAliases []string
 }
 
+// Unnest is UNNEST(collection) [WITH ORDINALITY] [AS alias (cols)]: a row
+// per element of an ARRAY or entry of a MAP, correlated with the FROM items
+// to its left.
+type Unnest struct {
+	Pos        Pos
+	X          Expr
+	Ordinality bool
+	Alias      string
+	ColAliases []string
+}
+
 // Join is an explicit join.
 type Join struct {
 	Pos     Pos
@@ -771,6 +782,7 @@ func (n *Like) Position() Pos                    { return n.Pos }
 func (n *Is) Position() Pos                      { return n.Pos }
 func (n *Extract) Position() Pos                 { return n.Pos }
 func (n *Subscript) Position() Pos               { return n.Pos }
+func (n *Unnest) Position() Pos                  { return n.Pos }
 func (n *FieldAccess) Position() Pos             { return n.Pos }
 func (n *Collection) Position() Pos              { return n.Pos }
 func (n *GroupingSets) Position() Pos            { return n.Pos }
@@ -844,6 +856,7 @@ func (*ParenQuery) setExpr() {}
 func (*TableName) tableRef()     {}
 func (*DerivedTable) tableRef()  {}
 func (*TableFunc) tableRef()     {}
+func (*Unnest) tableRef()        {}
 func (*Join) tableRef()          {}
 func (*ParenTableRef) tableRef() {}
 

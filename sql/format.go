@@ -272,6 +272,14 @@ func (f *formatter) node(n Node) {
 		f.node(n.Query)
 		f.w(")")
 		f.alias(n.Alias, n.ColAliases)
+	case *Unnest:
+		f.w("UNNEST(")
+		f.node(n.X)
+		f.w(")")
+		if n.Ordinality {
+			f.w(" WITH ORDINALITY")
+		}
+		f.alias(n.Alias, n.ColAliases)
 	case *TableFunc:
 		f.w("TABLE(")
 		f.node(n.Call)

@@ -1380,6 +1380,16 @@ func (p *parser) parseTablePrimary() TableRef {
 		inner := p.parseJoinTree()
 		p.expectP(")")
 		return &ParenTableRef{Pos: t.pos, Inner: inner}
+	case p.isK("unnest") && p.peekN(1).text == "(" && !lateral:
+		p.i += 2
+		u := &Unnest{Pos: t.pos, X: p.parseExpr()}
+		p.expectP(")")
+		u.Ordinality = p.acceptK("with", "ordinality")
+		u.Alias = p.optAlias()
+		if u.Alias != "" {
+			u.ColAliases = p.colAliases()
+		}
+		return u
 	case p.isK("table") && p.peekN(1).text == "(":
 		p.i += 2
 		ft := p.peek()
