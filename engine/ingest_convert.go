@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/tablestore"
+	"github.com/flightd/flightd/vectorized"
 )
 
 // Clients send whichever Arrow physical variant their library produces:
@@ -160,7 +161,7 @@ func convertNested(ctx context.Context, mem memory.Allocator, col arrow.Array, t
 				return nil, fmt.Errorf("field %s: %w", f.Name, err)
 			}
 			defer c.Release()
-			if err := checkNotNull(f, c, col); err != nil {
+			if err := vectorized.CheckNotNull(f, c, col); err != nil {
 				return nil, err
 			}
 			c.Data().Retain()
@@ -202,7 +203,7 @@ func convertNested(ctx context.Context, mem memory.Allocator, col arrow.Array, t
 			return nil, err
 		}
 		defer elems.Release()
-		if err := checkNotNull(to.ElemField(), elems, nil); err != nil {
+		if err := vectorized.CheckNotNull(to.ElemField(), elems, nil); err != nil {
 			return nil, err
 		}
 		elems.Data().Retain()
@@ -214,20 +215,6 @@ func convertNested(ctx context.Context, mem memory.Allocator, col arrow.Array, t
 	data := array.NewData(to, col.Len(), bufs, children, col.NullN(), 0)
 	defer data.Release()
 	return array.MakeFromData(data), nil
-}
-
-// checkNotNull refuses NULLs in a NOT NULL field or element a, except
-// under the NULL rows of the struct parent (when not nil).
-func checkNotNull(f arrow.Field, a, parent arrow.Array) error {
-	if f.Nullable || a.NullN() == 0 {
-		return nil
-	}
-	for i := range a.Len() {
-		if a.IsNull(i) && (parent == nil || parent.IsValid(i)) {
-			return fmt.Errorf("NULL in NOT NULL %s: %w", f.Name, ErrInvalid)
-		}
-	}
-	return nil
 }
 
 // storedParams returns params with every column in its stored type, so the

@@ -89,6 +89,9 @@ func ArrowType(t *sql.TypeName) (arrow.DataType, error) {
 		if err != nil {
 			return nil, err
 		}
+		if t.Elems[0].NotNull {
+			return arrow.ListOfNonNullable(elem), nil
+		}
 		return arrow.ListOf(elem), nil
 	case "MAP":
 		key, err := ArrowType(t.Elems[0])
@@ -102,7 +105,9 @@ func ArrowType(t *sql.TypeName) (arrow.DataType, error) {
 		if err != nil {
 			return nil, err
 		}
-		return arrow.MapOf(key, val), nil
+		m := arrow.MapOf(key, val)
+		m.SetItemNullable(!t.Elems[1].NotNull)
+		return m, nil
 	case "ROW":
 		fields := make([]arrow.Field, len(t.Fields))
 		seen := map[string]bool{}
@@ -181,9 +186,13 @@ func typeNameOf(dt arrow.DataType) *sql.TypeName {
 	case *arrow.NullType:
 		return name("NULL")
 	case *arrow.MapType: // before ListLikeType, which maps also implement
-		return &sql.TypeName{Name: "MAP", Elems: []*sql.TypeName{typeNameOf(dt.KeyType()), typeNameOf(dt.ItemType())}}
+		v := typeNameOf(dt.ItemType())
+		v.NotNull = !dt.ItemField().Nullable
+		return &sql.TypeName{Name: "MAP", Elems: []*sql.TypeName{typeNameOf(dt.KeyType()), v}}
 	case arrow.ListLikeType:
-		return &sql.TypeName{Name: "ARRAY", Elems: []*sql.TypeName{typeNameOf(dt.Elem())}}
+		e := typeNameOf(dt.Elem())
+		e.NotNull = !dt.ElemField().Nullable
+		return &sql.TypeName{Name: "ARRAY", Elems: []*sql.TypeName{e}}
 	case *arrow.StructType:
 		t := &sql.TypeName{Name: "ROW"}
 		for _, f := range dt.Fields() {

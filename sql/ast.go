@@ -307,6 +307,8 @@ type TypeName struct {
 	Params []int
 	Elems  []*TypeName  // ARRAY<T>, MAP<K, V>
 	Fields []*ColumnDef // ROW<name type, ...>
+	// NotNull marks an ARRAY element or MAP value type written T NOT NULL.
+	NotNull bool
 }
 
 // Case is CASE [operand] WHEN .. THEN .. [ELSE ..] END.

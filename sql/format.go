@@ -801,18 +801,25 @@ func (f *formatter) frameBound(b *FrameBound) {
 	f.w(b.Kind)
 }
 
+func (f *formatter) elemType(t *TypeName) {
+	f.typeName(t)
+	if t.NotNull {
+		f.w(" NOT NULL")
+	}
+}
+
 func (f *formatter) typeName(t *TypeName) {
 	switch t.Name {
 	case "ARRAY", "MULTISET":
 		f.w(t.Name, "<")
-		f.typeName(t.Elems[0])
+		f.elemType(t.Elems[0])
 		f.w(">")
 		return
 	case "MAP":
 		f.w("MAP<")
-		f.typeName(t.Elems[0])
+		f.elemType(t.Elems[0])
 		f.w(", ")
-		f.typeName(t.Elems[1])
+		f.elemType(t.Elems[1])
 		f.w(">")
 		return
 	case "ROW":

@@ -905,14 +905,14 @@ func (p *parser) parseType() *TypeName {
 		}
 	case "ARRAY", "MULTISET":
 		p.expectP("<")
-		tn.Elems = []*TypeName{p.parseType()}
+		tn.Elems = []*TypeName{p.elemType()}
 		p.expectP(">")
 		return tn
 	case "MAP":
 		p.expectP("<")
-		tn.Elems = []*TypeName{p.parseType()}
+		tn.Elems = []*TypeName{p.elemType()}
 		p.expectP(",")
-		tn.Elems = append(tn.Elems, p.parseType())
+		tn.Elems = append(tn.Elems, p.elemType())
 		p.expectP(">")
 		return tn
 	case "ROW":
@@ -961,6 +961,17 @@ func (p *parser) parseType() *TypeName {
 		}
 	}
 	return tn
+}
+
+// elemType is an element type of ARRAY or MAP: T [NOT NULL | NULL].
+func (p *parser) elemType() *TypeName {
+	t := p.parseType()
+	if p.acceptK("not", "null") {
+		t.NotNull = true
+	} else {
+		p.acceptK("null")
+	}
+	return t
 }
 
 // ---- queries

@@ -169,6 +169,11 @@ func castNested(mem memory.Allocator, a arrow.Array, to arrow.DataType) (arrow.A
 		s := a.(*array.Struct)
 		for i, f := range to.Fields() {
 			c, err := Cast(mem, s.Field(i), f.Type) // fields are sliced to s
+			if err == nil {
+				if err = CheckNotNull(f, c, a); err != nil {
+					c.Release()
+				}
+			}
 			if err != nil {
 				return nil, fmt.Errorf("field %s: %w", f.Name, err)
 			}
@@ -192,6 +197,10 @@ func castNested(mem memory.Allocator, a arrow.Array, to arrow.DataType) (arrow.A
 		if err != nil {
 			return nil, err
 		}
+		if err := CheckNotNull(to.ElemField(), c, nil); err != nil {
+			c.Release()
+			return nil, err
+		}
 		children = append(children, c.Data())
 		c.Data().Retain()
 		c.Release()
@@ -199,4 +208,19 @@ func castNested(mem memory.Allocator, a arrow.Array, to arrow.DataType) (arrow.A
 	out := array.NewData(to, a.Len(), bufs, children, a.NullN(), off)
 	defer out.Release()
 	return array.MakeFromData(out), nil
+}
+
+// CheckNotNull refuses NULLs in a part a (a struct field or list elements)
+// of a NOT NULL field f, except under the NULL rows of its struct parent
+// (when not nil).
+func CheckNotNull(f arrow.Field, a, parent arrow.Array) error {
+	if f.Nullable || a.NullN() == 0 {
+		return nil
+	}
+	for i := range a.Len() {
+		if a.IsNull(i) && (parent == nil || parent.IsValid(i)) {
+			return fmt.Errorf("%w: NULL in NOT NULL %s", ErrInvalidValue, f.Name)
+		}
+	}
+	return nil
 }
