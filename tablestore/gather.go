@@ -16,7 +16,7 @@ type rowRef struct{ src, row int32 }
 // a take over several arrays, which the k-way merge needs to assemble its
 // output without a copy per cell through a builder.
 func gather(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, refs []rowRef) arrow.Array {
-	if isNested(dt) {
+	if dt.ID() == arrow.LIST || dt.ID() == arrow.MAP {
 		return gatherNested(mem, srcs, refs)
 	}
 	n := len(refs)
@@ -37,7 +37,20 @@ func gather(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, refs []
 			break
 		}
 	}
+	var children []arrow.ArrayData
 	switch dt.ID() {
+	case arrow.STRUCT:
+		// Field by field, each with the fast paths of its own type.
+		for f, ft := range dt.(*arrow.StructType).Fields() {
+			fsrcs := make([]arrow.Array, len(srcs))
+			for k, s := range srcs {
+				fsrcs[k] = s.(*array.Struct).Field(f) // sliced like s
+			}
+			c := gather(mem, ft.Type, fsrcs, refs)
+			c.Data().Retain()
+			children = append(children, c.Data())
+			c.Release()
+		}
 	case arrow.BOOL:
 		vb := newBuf(mem, int(bitutil.BytesForBits(int64(n))))
 		bm := vb.Bytes()
@@ -89,11 +102,14 @@ func gather(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, refs []
 		}
 		bufs = append(bufs, vb)
 	}
-	data := array.NewData(dt, n, bufs, nil, nulls, 0)
+	data := array.NewData(dt, n, bufs, children, nulls, 0)
 	for _, b := range bufs {
 		if b != nil {
 			b.Release()
 		}
+	}
+	for _, c := range children {
+		c.Release()
 	}
 	defer data.Release()
 	return array.MakeFromData(data)
@@ -127,9 +143,9 @@ func gatherFixed[T any](dst *memory.Buffer, srcs []arrow.Array, refs []rowRef) {
 	}
 }
 
-// gatherNested gathers nested values by concatenating slices of the
+// gatherNested gathers lists and maps by concatenating slices of the
 // sources, one per run of consecutive rows of one source (merges mostly
-// emit runs), as no own loop handles nested layouts.
+// emit runs), as no own loop handles their layouts.
 func gatherNested(mem memory.Allocator, srcs []arrow.Array, refs []rowRef) arrow.Array {
 	var slices []arrow.Array
 	defer func() {

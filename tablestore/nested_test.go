@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -210,4 +211,77 @@ func TestNestedNormalized(t *testing.T) {
 		}
 	}
 	var _ memory.Allocator = mem
+}
+
+// BenchmarkScanMergeNested reads a key table merged from 8 overlapping
+// commits with four of benchSchema's columns either flat or inside one
+// ROW column: the cost of merging nested values (gatherNested) and of
+// decoding them from Parquet.
+func BenchmarkScanMergeNested(b *testing.B) {
+	for _, nested := range []bool{false, true} {
+		b.Run(fmt.Sprintf("nested=%v", nested), func(b *testing.B) {
+			ctx := context.Background()
+			mem := memory.NewGoAllocator()
+			s, err := Open(ctx, NewLocalFS(), b.TempDir(), Options{Mem: mem, BatchSize: 8192})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			_ = s.CreateDatabase(ctx, "db", false)
+			wrap := func(rec arrow.RecordBatch) arrow.RecordBatch {
+				if !nested {
+					rec.Retain()
+					return rec
+				}
+				inner := []int{3, 4, 8, 9}
+				var cols, kept []arrow.Array
+				var names []string
+				var fields []arrow.Field
+				for i, f := range rec.Schema().Fields() {
+					if slices.Contains(inner, i) {
+						cols, names = append(cols, rec.Column(i)), append(names, f.Name)
+						continue
+					}
+					kept, fields = append(kept, rec.Column(i)), append(fields, f)
+				}
+				r, err := array.NewStructArray(cols, names)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer r.Release()
+				fields = append(fields, arrow.Field{Name: "r", Type: r.DataType(), Nullable: true})
+				return array.NewRecordBatch(arrow.NewSchema(fields, nil), append(kept, r), rec.NumRows())
+			}
+			rng := rand.New(rand.NewPCG(3, 4))
+			var tbl *Table
+			for range 8 {
+				raw := benchBatch(mem, rng, 1<<15, 1<<16, -1)
+				rec := wrap(raw)
+				raw.Release()
+				if tbl == nil {
+					if tbl, err = s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: rec.Schema(), PrimaryKey: []string{"k"},
+						Options: map[string]string{"write-only": "true"}}, false); err != nil {
+						b.Fatal(err)
+					}
+				}
+				w := tbl.NewWrite(WriteOptions{})
+				if err := w.Write(ctx, rec, Insert); err != nil {
+					b.Fatal(err)
+				}
+				rec.Release()
+				if _, err := w.Commit(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			var rows int64
+			cpu0 := cpuTime()
+			for i := 0; i < b.N; i++ {
+				n, _ := scanRows(b, tbl, ScanSpec{})
+				rows += n
+			}
+			b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+			b.ReportMetric(float64(rows)/(cpuTime()-cpu0).Seconds(), "rows/cpu-s")
+		})
+	}
 }
