@@ -167,4 +167,32 @@ func TestNestedParameters(t *testing.T) {
 		}
 		wantRows(t, rows, "1,2")
 	}
+
+	// An index parameter is an integer, whatever the array holds.
+	idx, err := cnxn.NewStatement()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idx.Close()
+	if err := idx.SetSqlQuery(`SELECT k, xs[?] FROM np ORDER BY k`); err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	params := variantBatch(t, mem, []arrow.Field{{Name: "0", Type: arrow.PrimitiveTypes.Int32, Nullable: true}}, `[2]`)
+	if err := idx.Bind(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	params.Release()
+	rdr, _, err := idx.ExecuteQuery(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := readRows(rdr)
+	rdr.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, rows, "1,2", "2,NULL")
 }

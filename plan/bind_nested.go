@@ -88,19 +88,28 @@ func (b *binder) field(x Expr, what, name string, pos sql.Pos) Expr {
 
 func (b *binder) bindFieldAccess(e *sql.FieldAccess, sc *scope, node *Node, o exprOpts) Expr {
 	x := b.bindScalar(e.X, sc, node, o.with(nil))
+	b.inferParams(x)
 	return b.field(x, sql.Format(e.X), e.Field, e.Pos)
 }
 
 // bindSubscript is arr[i] (1-based; NULL outside the array) or map[key].
 func (b *binder) bindSubscript(e *sql.Subscript, sc *scope, node *Node, o exprOpts) Expr {
 	x := b.bindScalar(e.X, sc, node, o.with(nil))
+	b.inferParams(x)
+	// A parameter index takes the index type, not the collection's.
+	typed := func(i Expr, t arrow.DataType) Expr {
+		if p, ok := i.(*ParamRef); ok && p.slot.typ == nil {
+			p.slot.typ = t
+		}
+		return i
+	}
 	switch t := x.Type().(type) {
 	case *arrow.MapType:
 		k := b.coerceLiteral(b.bindScalar(e.Index, sc, node, o.with(t.KeyType())), t.KeyType())
-		return b.call(e.Pos, "element_at", x, k)
+		return b.call(e.Pos, "element_at", x, typed(k, t.KeyType()))
 	case *arrow.ListType:
 		i := b.bindScalar(e.Index, sc, node, o.with(arrow.PrimitiveTypes.Int64))
-		return b.call(e.Pos, "element_at", x, i)
+		return b.call(e.Pos, "element_at", x, typed(i, arrow.PrimitiveTypes.Int64))
 	}
 	b.failState(stateDatatypeMismatch, e.Pos, "cannot subscript %s: it is %s, not an ARRAY or MAP", sql.Format(e.X), SQLTypeName(x.Type()))
 	return nil

@@ -43,6 +43,7 @@ func (n *UnnestNode) String() string {
 // MAP its key and value, as in Flink; WITH ORDINALITY adds the position.
 func (b *binder) bindUnnest(u *sql.Unnest, input Node, in *scope, keepEmpty bool) (Node, *scope) {
 	x := b.bindScalar(u.X, &scope{cols: in.cols}, &input, exprOpts{noAgg: "UNNEST"})
+	b.inferParams(x)
 	n := &UnnestNode{Input: input, Arr: x, Spec: exec.UnnestSpec{KeepEmpty: keepEmpty, Ordinality: u.Ordinality}}
 	var fields []arrow.Field
 	switch t := x.Type().(type) {
