@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -10,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/tablestore"
+	"github.com/flightd/flightd/vectorized"
 )
 
 // Clients send whichever Arrow physical variant their library produces:
@@ -45,6 +47,26 @@ func convertible(from, to arrow.DataType) bool {
 		return false
 	}
 	if arrow.TypeEqual(s, to) {
+		return true
+	}
+	switch to := to.(type) {
+	case *arrow.MapType:
+		m, ok := from.(*arrow.MapType)
+		return ok && convertible(m.KeyType(), to.KeyType()) && convertible(m.ItemType(), to.ItemType())
+	case *arrow.ListType:
+		l, ok := from.(arrow.ListLikeType)
+		_, isMap := from.(*arrow.MapType)
+		return ok && !isMap && convertible(l.Elem(), to.Elem())
+	case *arrow.StructType:
+		st, ok := from.(*arrow.StructType)
+		if !ok || st.NumFields() != to.NumFields() {
+			return false
+		}
+		for i, f := range st.Fields() {
+			if f.Name != to.Field(i).Name || !convertible(f.Type, to.Field(i).Type) {
+				return false
+			}
+		}
 		return true
 	}
 	isInt := func(t arrow.DataType) bool {
@@ -84,6 +106,9 @@ func convertColumn(ctx context.Context, mem memory.Allocator, col arrow.Array, t
 	case col.DataType().ID() == arrow.NULL:
 		return array.MakeArrayOfNull(mem, to, col.Len()), nil
 	}
+	if nested, ok := to.(arrow.NestedType); ok {
+		return convertNested(ctx, mem, col, nested)
+	}
 	if ts, ok := col.DataType().(*arrow.TimestampType); ok && ts.TimeZone != "" {
 		// Zoned timestamps hold UTC instants whatever the zone: relabel.
 		utc := &arrow.TimestampType{Unit: ts.Unit, TimeZone: "UTC"}
@@ -101,6 +126,95 @@ func convertColumn(ctx context.Context, mem memory.Allocator, col arrow.Array, t
 		return nil, fmt.Errorf("cannot convert %s to %s without changing a value: %v: %w", col.DataType(), to, err, ErrInvalid)
 	}
 	return out, nil
+}
+
+// convertNested converts a struct, list-like or map column part by part:
+// the elements of every list variant are gathered into a plain list and
+// converted as a column of their own, as are struct fields.
+func convertNested(ctx context.Context, mem memory.Allocator, col arrow.Array, to arrow.NestedType) (arrow.Array, error) {
+	if col.Data().Offset() != 0 {
+		// Rebuilt parts start at 0: copy the input so its validity does too.
+		c, err := array.Concatenate([]arrow.Array{col}, mem)
+		if err != nil {
+			return nil, err
+		}
+		defer c.Release()
+		col = c
+	}
+	validity := col.Data().Buffers()[0]
+	if col.NullN() == 0 {
+		validity = nil
+	}
+	var children []arrow.ArrayData
+	defer func() {
+		for _, c := range children {
+			c.Release()
+		}
+	}()
+	var bufs []*memory.Buffer
+	switch to := to.(type) {
+	case *arrow.StructType:
+		st := col.(*array.Struct)
+		for i, f := range to.Fields() {
+			c, err := convertColumn(ctx, mem, st.Field(i), f.Type)
+			if err != nil {
+				return nil, fmt.Errorf("field %s: %w", f.Name, err)
+			}
+			defer c.Release()
+			if err := vectorized.CheckNotNull(f, c, col); err != nil {
+				return nil, err
+			}
+			c.Data().Retain()
+			children = append(children, c.Data())
+		}
+		bufs = []*memory.Buffer{validity}
+	case arrow.ListLikeType: // list or map
+		l := col.(array.ListLike)
+		ob := memory.NewResizableBuffer(mem)
+		defer ob.Release()
+		ob.Resize(arrow.Int32Traits.BytesRequired(col.Len() + 1))
+		offsets := arrow.Int32Traits.CastFromBytes(ob.Bytes())
+		offsets[0] = 0
+		idx := array.NewInt64Builder(mem)
+		defer idx.Release()
+		for i := range col.Len() {
+			if col.IsValid(i) {
+				lo, hi := l.ValueOffsets(i)
+				for j := lo; j < hi; j++ {
+					idx.Append(j)
+				}
+			}
+			if idx.Len() > math.MaxInt32 {
+				return nil, fmt.Errorf("list column holds more than 2^31 elements in one batch: %w", ErrInvalid)
+			}
+			offsets[i+1] = int32(idx.Len())
+		}
+		ia := idx.NewArray()
+		defer ia.Release()
+		// Convert before gathering: take has no kernels for some input
+		// variants (string_view elements).
+		vals, err := convertColumn(ctx, mem, l.ListValues(), to.Elem())
+		if err != nil {
+			return nil, err
+		}
+		defer vals.Release()
+		elems, err := compute.TakeArray(compute.WithAllocator(ctx, mem), vals, ia)
+		if err != nil {
+			return nil, err
+		}
+		defer elems.Release()
+		if err := vectorized.CheckNotNull(to.ElemField(), elems, nil); err != nil {
+			return nil, err
+		}
+		elems.Data().Retain()
+		children = append(children, elems.Data())
+		bufs = []*memory.Buffer{validity, ob}
+	default:
+		return nil, fmt.Errorf("cannot convert %s to %s: %w", col.DataType(), to, ErrInvalid)
+	}
+	data := array.NewData(to, col.Len(), bufs, children, col.NullN(), 0)
+	defer data.Release()
+	return array.MakeFromData(data), nil
 }
 
 // storedParams returns params with every column in its stored type, so the

@@ -48,7 +48,7 @@ func newAggCore(ec *Context, child Operator, groups []Expr, groupNames []string,
 		if i < len(groupNames) && groupNames[i] != "" {
 			name = groupNames[i]
 		}
-		if !vectorized.Comparable(g.DataType()) {
+		if !vectorized.Comparable(g.DataType()) && !vectorized.IsNested(g.DataType()) {
 			return nil, fmt.Errorf("%w: cannot group by %s of type %s", ErrInvalid, g, g.DataType())
 		}
 		fields = append(fields, arrow.Field{Name: name, Type: g.DataType(), Nullable: true})

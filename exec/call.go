@@ -25,7 +25,8 @@ type impl struct {
 
 // resolver picks an implementation for argument types. args holds the
 // argument expressions when known (NewCall) and is nil for ResolveFunction,
-// so resolvers must not require literals to derive the result type.
+// so resolvers must not require literals to derive the result type (but
+// "field", whose calls the binder types itself: func_nested.go).
 type resolver func(types []arrow.DataType, args []Expr) (*impl, error)
 
 var registry = map[string]resolver{}

@@ -356,6 +356,11 @@ func NewIn(e Expr, list []Expr) (Expr, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: IN list has no common type: %s", ErrInvalid, typesString(types))
 	}
+	if vectorized.IsNested(t) {
+		// A nested literal's NULL parts make = NULL, which the set of
+		// encoded keys cannot tell: compare one by one.
+		allLit = false
+	}
 	if allLit {
 		t = compareIn(e, lits, t)
 	}

@@ -52,6 +52,9 @@ func compareResolver(op vectorized.CmpOp) resolver {
 		if err != nil {
 			return nil, err
 		}
+		if vectorized.IsNested(t) {
+			return nestedCompare(op, t)
+		}
 		if !vectorized.Comparable(t) {
 			return nil, fmt.Errorf("type %s is not comparable", t)
 		}
@@ -67,6 +70,17 @@ func compareResolver(op vectorized.CmpOp) resolver {
 			return vectorized.CompareScalar(ec.Mem, op, x, c)
 		}}, nil
 	}
+}
+
+// nestedCompare is = and <> on ARRAY, MAP and ROW values; SQL defines no
+// order on them.
+func nestedCompare(op vectorized.CmpOp, t arrow.DataType) (*impl, error) {
+	if op != vectorized.Eq && op != vectorized.Ne {
+		return nil, fmt.Errorf("%s values can only be compared with = and <>", t)
+	}
+	return &impl{ret: boolType, args: []arrow.DataType{t, t}, fn: func(_ context.Context, ec *Context, a []arrow.Array, _ int) (arrow.Array, error) {
+		return vectorized.NestedEqual(ec.Mem, a[0], a[1], op == vectorized.Ne)
+	}}, nil
 }
 
 // constOperand splits the operands of a binary call into the expression

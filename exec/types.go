@@ -76,6 +76,9 @@ func CommonType(a, b arrow.DataType) (arrow.DataType, bool) {
 	if arrow.TypeEqual(a, b) {
 		return a, true
 	}
+	if vectorized.IsNested(a) && vectorized.IsNested(b) {
+		return commonNested(a, b)
+	}
 	switch {
 	case vectorized.IsInteger(a) && vectorized.IsInteger(b):
 		if intRank(a.ID()) >= intRank(b.ID()) {
@@ -220,4 +223,50 @@ func compareIn(x Expr, consts []*LiteralExpr, t arrow.DataType) arrow.DataType {
 		}
 	}
 	return xt
+}
+
+// commonNested is the common type of two ROW (same number of fields,
+// named as a's), ARRAY or MAP types, part by part.
+func commonNested(a, b arrow.DataType) (arrow.DataType, bool) {
+	switch a := a.(type) {
+	case *arrow.StructType:
+		b, ok := b.(*arrow.StructType)
+		if !ok || a.NumFields() != b.NumFields() {
+			return nil, false
+		}
+		fields := make([]arrow.Field, a.NumFields())
+		for i, f := range a.Fields() {
+			t, ok := CommonType(f.Type, b.Field(i).Type)
+			if !ok {
+				return nil, false
+			}
+			fields[i] = arrow.Field{Name: f.Name, Type: t, Nullable: f.Nullable || b.Field(i).Nullable}
+		}
+		return arrow.StructOf(fields...), true
+	case *arrow.MapType:
+		b, ok := b.(*arrow.MapType)
+		if !ok {
+			return nil, false
+		}
+		k, ok := CommonType(a.KeyType(), b.KeyType())
+		if !ok {
+			return nil, false
+		}
+		v, ok := CommonType(a.ItemType(), b.ItemType())
+		if !ok {
+			return nil, false
+		}
+		return arrow.MapOf(k, v), true
+	case *arrow.ListType:
+		b, ok := b.(*arrow.ListType)
+		if !ok {
+			return nil, false
+		}
+		e, ok := CommonType(a.Elem(), b.Elem())
+		if !ok {
+			return nil, false
+		}
+		return arrow.ListOf(e), true
+	}
+	return nil, false
 }

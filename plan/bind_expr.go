@@ -50,7 +50,13 @@ func (b *binder) bindPredicate(e sql.Expr, sc *scope, node *Node, clause string)
 func (b *binder) bindScalar(e sql.Expr, sc *scope, node *Node, o exprOpts) Expr {
 	switch e := e.(type) {
 	case *sql.Ident:
-		return b.lookup(sc, e)
+		return b.bindPath(sc, e)
+	case *sql.FieldAccess:
+		return b.bindFieldAccess(e, sc, node, o)
+	case *sql.Subscript:
+		return b.bindSubscript(e, sc, node, o)
+	case *sql.Collection:
+		return b.bindCollection(e, sc, node, o)
 	case *sql.Literal:
 		return b.literal(e, o.hint)
 	case *sql.TypedLiteral:

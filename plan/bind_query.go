@@ -400,6 +400,12 @@ func (b *binder) bindSelect(sel *sql.Select, outer *scope, orderBy []*sql.OrderI
 		node = &ValuesNode{Values: [][]Expr{{&Const{Value: boolScalar(true)}}}, Cols: []Column{c}}
 	} else {
 		for i, f := range sel.From {
+			if u, ok := f.(*sql.Unnest); ok && i > 0 {
+				var s *scope
+				node, s = b.bindUnnest(u, node, sc, false)
+				sc.cols = append(sc.cols, s.cols...)
+				continue
+			}
 			n, s := b.bindFrom(f, outer, sc)
 			conds := b.takeLateral()
 			if i == 0 {
@@ -848,6 +854,8 @@ func checkNoOuterRefs(b *binder, n Node, outer map[ColumnID]bool, pos sql.Pos) {
 // nodeExprs lists the expressions a node evaluates.
 func nodeExprs(n Node) []Expr {
 	switch n := n.(type) {
+	case *UnnestNode:
+		return []Expr{n.Arr}
 	case *ScanNode:
 		if n.Filter != nil {
 			return []Expr{n.Filter}
@@ -982,6 +990,9 @@ func (b *binder) bindFrom(f sql.TableRef, outer *scope, left *scope) (Node, *sco
 		return b.bindFrom(f.Inner, outer, left)
 	case *sql.TableFunc:
 		return b.bindWindowTVF(f, outer, left)
+	case *sql.Unnest: // of values that use no column
+		one := &ValuesNode{Values: [][]Expr{{&Const{Value: boolScalar(true)}}}, Cols: []Column{b.newCol("dummy", arrow.FixedWidthTypes.Boolean, false)}}
+		return b.bindUnnest(f, one, &scope{}, false)
 	case *sql.Join:
 		return b.bindJoin(f, outer, left)
 	}
@@ -1116,6 +1127,9 @@ func (b *binder) bindJoin(j *sql.Join, outer *scope, left *scope) (Node, *scope)
 	ln, ls := b.bindFrom(j.Left, outer, left)
 	if len(b.lateralConds) > 0 {
 		b.fail(j.Pos, "LATERAL needs a FROM item to its left")
+	}
+	if u, ok := j.Right.(*sql.Unnest); ok {
+		return b.bindUnnestJoin(j, u, ln, ls, outer)
 	}
 	rn, rs := b.bindFrom(j.Right, outer, &scope{cols: append(append([]scopeCol{}, left.cols...), ls.cols...)})
 	lateral := b.takeLateral()

@@ -332,6 +332,8 @@ func (bd *builder) plainOp(n Node, in []exec.Operator) (exec.Operator, error) {
 		return &max1Row{ec: ec, child: in[0]}, nil
 	case *WindowNode:
 		return bd.window(n, in[0])
+	case *UnnestNode:
+		return bd.unnest(n, in[0])
 	}
 	return nil, fmt.Errorf("%w: cannot build %T", errInternal, n)
 }

@@ -196,6 +196,8 @@ func explainLine(n Node) string {
 			s += " order: " + sortKeysString(n.OrderBy)
 		}
 		return s
+	case *UnnestNode:
+		return n.String()
 	case *Max1RowNode:
 		if n.PerKeyCount != nil {
 			return "Max1RowPerKey " + n.PerKeyCount.Name

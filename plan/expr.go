@@ -5,9 +5,12 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/vectorized"
 )
 
 // ColumnID identifies a column of a plan uniquely within one bound statement.
@@ -315,7 +318,7 @@ func compile(e Expr, lay layout, params arrow.RecordBatch) (exec.Expr, error) {
 		if params == nil || int(params.NumCols()) < x.Index || params.NumRows() != 1 {
 			return nil, fmt.Errorf("%w: parameter $%d has no value", ErrParams, x.Index)
 		}
-		s, err := scalar.GetScalar(params.Column(x.Index-1), 0)
+		s, err := paramScalar(params.Column(x.Index - 1))
 		if err != nil {
 			return nil, fmt.Errorf("parameter $%d: %w", x.Index, err)
 		}
@@ -373,6 +376,21 @@ func compile(e Expr, lay layout, params arrow.RecordBatch) (exec.Expr, error) {
 		return exec.NewIn(v, l)
 	}
 	return nil, fmt.Errorf("%w: cannot compile %T", errInternal, e)
+}
+
+// paramScalar is the value of a one-row parameter column. A nested value's
+// scalar keeps a slice of its array: copy it to the Go heap, as other plan
+// constants are, so the plan holds none of the query's memory.
+func paramScalar(col arrow.Array) (scalar.Scalar, error) {
+	if !vectorized.IsNested(col.DataType()) {
+		return scalar.GetScalar(col, 0)
+	}
+	c, err := array.Concatenate([]arrow.Array{col}, memory.NewGoAllocator())
+	if err != nil {
+		return nil, err
+	}
+	defer c.Release()
+	return scalar.GetScalar(c, 0)
 }
 
 func compileAll(es []Expr, lay layout, params arrow.RecordBatch) ([]exec.Expr, error) {

@@ -360,6 +360,8 @@ func setInput(n Node, i int, in Node) {
 		x.Input = in
 	case *WindowNode:
 		x.Input = in
+	case *UnnestNode:
+		x.Input = in
 	case *Max1RowNode:
 		x.Input = in
 	case *JoinNode:

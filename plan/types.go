@@ -4,6 +4,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flightd/flightd/sql"
+	"github.com/flightd/flightd/vectorized"
 )
 
 // ArrowType maps a SQL type to its Arrow type.
@@ -83,6 +84,45 @@ func ArrowType(t *sql.TypeName) (arrow.DataType, error) {
 			tz = "UTC"
 		}
 		return &arrow.TimestampType{Unit: u, TimeZone: tz}, nil
+	case "ARRAY":
+		elem, err := ArrowType(t.Elems[0])
+		if err != nil {
+			return nil, err
+		}
+		if t.Elems[0].NotNull {
+			return arrow.ListOfNonNullable(elem), nil
+		}
+		return arrow.ListOf(elem), nil
+	case "MAP":
+		key, err := ArrowType(t.Elems[0])
+		if err != nil {
+			return nil, err
+		}
+		if vectorized.IsNested(key) {
+			return nil, sql.Errorf(t.Elems[0].Pos, "MAP keys cannot be of type %s", SQLTypeName(key))
+		}
+		val, err := ArrowType(t.Elems[1])
+		if err != nil {
+			return nil, err
+		}
+		m := arrow.MapOf(key, val)
+		m.SetItemNullable(!t.Elems[1].NotNull)
+		return m, nil
+	case "ROW":
+		fields := make([]arrow.Field, len(t.Fields))
+		seen := map[string]bool{}
+		for i, c := range t.Fields {
+			if seen[c.Name] {
+				return nil, sql.Errorf(c.Pos, "duplicate field %q in ROW type", c.Name)
+			}
+			seen[c.Name] = true
+			ft, err := ArrowType(c.Type)
+			if err != nil {
+				return nil, err
+			}
+			fields[i] = arrow.Field{Name: c.Name, Type: ft, Nullable: !c.NotNull}
+		}
+		return arrow.StructOf(fields...), nil
 	}
 	return nil, sql.Errorf(t.Pos, "type %s is not supported yet", t.Name)
 }
@@ -145,6 +185,20 @@ func typeNameOf(dt arrow.DataType) *sql.TypeName {
 		return name("INTERVAL")
 	case *arrow.NullType:
 		return name("NULL")
+	case *arrow.MapType: // before ListLikeType, which maps also implement
+		v := typeNameOf(dt.ItemType())
+		v.NotNull = !dt.ItemField().Nullable
+		return &sql.TypeName{Name: "MAP", Elems: []*sql.TypeName{typeNameOf(dt.KeyType()), v}}
+	case arrow.ListLikeType:
+		e := typeNameOf(dt.Elem())
+		e.NotNull = !dt.ElemField().Nullable
+		return &sql.TypeName{Name: "ARRAY", Elems: []*sql.TypeName{e}}
+	case *arrow.StructType:
+		t := &sql.TypeName{Name: "ROW"}
+		for _, f := range dt.Fields() {
+			t.Fields = append(t.Fields, &sql.ColumnDef{Name: f.Name, Type: typeNameOf(f.Type), NotNull: !f.Nullable})
+		}
+		return t
 	}
 	return name(dt.String())
 }

@@ -158,6 +158,17 @@ type TableFunc struct {
 	ColAliases []string
 }
 
+// Unnest is UNNEST(collection) [WITH ORDINALITY] [AS alias (cols)]: a row
+// per element of an ARRAY or entry of a MAP, correlated with the FROM items
+// to its left.
+type Unnest struct {
+	Pos        Pos
+	X          Expr
+	Ordinality bool
+	Alias      string
+	ColAliases []string
+}
+
 // Join is an explicit join.
 type Join struct {
 	Pos     Pos
@@ -296,6 +307,8 @@ type TypeName struct {
 	Params []int
 	Elems  []*TypeName  // ARRAY<T>, MAP<K, V>
 	Fields []*ColumnDef // ROW<name type, ...>
+	// NotNull marks an ARRAY element or MAP value type written T NOT NULL.
+	NotNull bool
 }
 
 // Case is CASE [operand] WHEN .. THEN .. [ELSE ..] END.
@@ -376,6 +389,28 @@ type Extract struct {
 	Pos   Pos
 	Field string // upper case
 	X     Expr
+}
+
+// Subscript is x[index]: an array element (1-based) or a map value.
+type Subscript struct {
+	Pos   Pos
+	X     Expr
+	Index Expr
+}
+
+// FieldAccess is x.field on an expression that is not a plain name (a
+// dotted name is an Ident, which the binder resolves to a column and fields).
+type FieldAccess struct {
+	Pos   Pos
+	X     Expr
+	Field string
+}
+
+// Collection is ARRAY[a, ...] or MAP[k, v, ...].
+type Collection struct {
+	Pos   Pos
+	Kind  string // ARRAY, MAP
+	Elems []Expr
 }
 
 // GroupingSets is GROUPING SETS ((a, b), (a), ()).
@@ -771,6 +806,10 @@ func (n *Subquery) Position() Pos                { return n.Pos }
 func (n *Like) Position() Pos                    { return n.Pos }
 func (n *Is) Position() Pos                      { return n.Pos }
 func (n *Extract) Position() Pos                 { return n.Pos }
+func (n *Subscript) Position() Pos               { return n.Pos }
+func (n *Unnest) Position() Pos                  { return n.Pos }
+func (n *FieldAccess) Position() Pos             { return n.Pos }
+func (n *Collection) Position() Pos              { return n.Pos }
 func (n *GroupingSets) Position() Pos            { return n.Pos }
 func (n *Rollup) Position() Pos                  { return n.Pos }
 func (n *Cube) Position() Pos                    { return n.Pos }
@@ -844,6 +883,7 @@ func (*ParenQuery) setExpr() {}
 func (*TableName) tableRef()     {}
 func (*DerivedTable) tableRef()  {}
 func (*TableFunc) tableRef()     {}
+func (*Unnest) tableRef()        {}
 func (*Join) tableRef()          {}
 func (*ParenTableRef) tableRef() {}
 
@@ -866,6 +906,9 @@ func (*Subquery) expr()        {}
 func (*Like) expr()            {}
 func (*Is) expr()              {}
 func (*Extract) expr()         {}
+func (*Subscript) expr()       {}
+func (*FieldAccess) expr()     {}
+func (*Collection) expr()      {}
 func (*GroupingSets) expr()    {}
 func (*Rollup) expr()          {}
 func (*Cube) expr()            {}

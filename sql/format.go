@@ -283,6 +283,14 @@ func (f *formatter) node(n Node) {
 		f.node(n.Query)
 		f.w(")")
 		f.alias(n.Alias, n.ColAliases)
+	case *Unnest:
+		f.w("UNNEST(")
+		f.node(n.X)
+		f.w(")")
+		if n.Ordinality {
+			f.w(" WITH ORDINALITY")
+		}
+		f.alias(n.Alias, n.ColAliases)
 	case *TableFunc:
 		f.w("TABLE(")
 		f.node(n.Call)
@@ -460,6 +468,25 @@ func (f *formatter) node(n Node) {
 		f.w("EXTRACT(", n.Field, " FROM ")
 		f.node(n.X)
 		f.w(")")
+	case *Subscript:
+		f.node(n.X)
+		f.w("[")
+		f.node(n.Index)
+		f.w("]")
+	case *FieldAccess:
+		f.w("(")
+		f.node(n.X)
+		f.w(").")
+		f.ident(n.Field)
+	case *Collection:
+		f.w(n.Kind, "[")
+		for i, e := range n.Elems {
+			if i > 0 {
+				f.w(", ")
+			}
+			f.node(e)
+		}
+		f.w("]")
 	case *GroupingSets:
 		f.w("GROUPING SETS (")
 		for i, s := range n.Sets {
@@ -817,18 +844,25 @@ func (f *formatter) frameBound(b *FrameBound) {
 	f.w(b.Kind)
 }
 
+func (f *formatter) elemType(t *TypeName) {
+	f.typeName(t)
+	if t.NotNull {
+		f.w(" NOT NULL")
+	}
+}
+
 func (f *formatter) typeName(t *TypeName) {
 	switch t.Name {
 	case "ARRAY", "MULTISET":
 		f.w(t.Name, "<")
-		f.typeName(t.Elems[0])
+		f.elemType(t.Elems[0])
 		f.w(">")
 		return
 	case "MAP":
 		f.w("MAP<")
-		f.typeName(t.Elems[0])
+		f.elemType(t.Elems[0])
 		f.w(", ")
-		f.typeName(t.Elems[1])
+		f.elemType(t.Elems[1])
 		f.w(">")
 		return
 	case "ROW":

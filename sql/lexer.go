@@ -153,7 +153,7 @@ func (l *lexer) next() token {
 			return token{kind: tPunct, text: op, pos: start}
 		}
 	}
-	if strings.ContainsRune("(),.;=<>+-*/%", rune(c)) {
+	if strings.ContainsRune("(),.;=<>+-*/%[]", rune(c)) {
 		l.advance(1)
 		return token{kind: tPunct, text: string(c), pos: start}
 	}

@@ -965,14 +965,14 @@ func (p *parser) parseType() *TypeName {
 		}
 	case "ARRAY", "MULTISET":
 		p.expectP("<")
-		tn.Elems = []*TypeName{p.parseType()}
+		tn.Elems = []*TypeName{p.elemType()}
 		p.expectP(">")
 		return tn
 	case "MAP":
 		p.expectP("<")
-		tn.Elems = []*TypeName{p.parseType()}
+		tn.Elems = []*TypeName{p.elemType()}
 		p.expectP(",")
-		tn.Elems = append(tn.Elems, p.parseType())
+		tn.Elems = append(tn.Elems, p.elemType())
 		p.expectP(">")
 		return tn
 	case "ROW":
@@ -1021,6 +1021,17 @@ func (p *parser) parseType() *TypeName {
 		}
 	}
 	return tn
+}
+
+// elemType is an element type of ARRAY or MAP: T [NOT NULL | NULL].
+func (p *parser) elemType() *TypeName {
+	t := p.parseType()
+	if p.acceptK("not", "null") {
+		t.NotNull = true
+	} else {
+		p.acceptK("null")
+	}
+	return t
 }
 
 // ---- queries
@@ -1440,6 +1451,16 @@ func (p *parser) parseTablePrimary() TableRef {
 		inner := p.parseJoinTree()
 		p.expectP(")")
 		return &ParenTableRef{Pos: t.pos, Inner: inner}
+	case p.isK("unnest") && p.peekN(1).text == "(" && !lateral:
+		p.i += 2
+		u := &Unnest{Pos: t.pos, X: p.parseExpr()}
+		p.expectP(")")
+		u.Ordinality = p.acceptK("with", "ordinality")
+		u.Alias = p.optAlias()
+		if u.Alias != "" {
+			u.ColAliases = p.colAliases()
+		}
+		return u
 	case p.isK("table") && p.peekN(1).text == "(":
 		p.i += 2
 		ft := p.peek()
@@ -1622,7 +1643,33 @@ func (p *parser) parseUnary() Expr {
 		defer p.leave()
 		return &Unary{Pos: t.pos, Op: t.text, X: p.parseUnary()}
 	}
-	return p.parsePrimary()
+	return p.parsePostfix(p.parsePrimary())
+}
+
+// parsePostfix reads subscripts x[i] and field accesses x.f after a primary.
+func (p *parser) parsePostfix(x Expr) Expr {
+	defer p.endChain(p.depth)
+	for {
+		t := p.peek()
+		switch {
+		case p.acceptP("["):
+			p.enter()
+			x = &Subscript{Pos: t.pos, X: x, Index: p.parseExpr()}
+			p.expectP("]")
+		case p.isP(".") && !isIdent(x):
+			p.i++
+			p.enter()
+			name, _ := p.anyIdent("field name")
+			x = &FieldAccess{Pos: t.pos, X: x, Field: name}
+		default:
+			return x
+		}
+	}
+}
+
+func isIdent(x Expr) bool {
+	_, ok := x.(*Ident)
+	return ok
 }
 
 var intervalUnits = map[string]string{
@@ -1735,6 +1782,16 @@ func (p *parser) keywordPrimary(t token) Expr {
 		}
 	case "interval":
 		return p.interval()
+	case "array", "map":
+		if next.text == "[" && next.kind == tPunct {
+			p.i += 2
+			c := &Collection{Pos: t.pos, Kind: strings.ToUpper(t.text)}
+			if !p.isP("]") {
+				c.Elems = p.exprList()
+			}
+			p.expectP("]")
+			return c
+		}
 	case "case":
 		return p.parseCase()
 	case "cast", "try_cast":

@@ -86,7 +86,7 @@ func (c *cachedSource) load(rg int) error {
 
 // decode reads one column chunk as a single array.
 func (c *cachedSource) decode(rg, col int) (arrow.Array, error) {
-	tbl, err := c.df.fr.ReadRowGroups(c.ctx, []int{col}, []int{rg})
+	tbl, err := c.df.fr.ReadRowGroups(c.ctx, c.df.leaves[col], []int{rg})
 	if err != nil {
 		if c.ctx.Err() != nil {
 			return nil, c.ctx.Err()

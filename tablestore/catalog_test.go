@@ -90,7 +90,7 @@ func TestCreateTableValidation(t *testing.T) {
 		{TableDef{Schema: f64, PrimaryKey: []string{"x"}}, "cannot be a key"},
 		{TableDef{Schema: kvSchema, Options: map[string]string{"bucket": "4"}}, "bucket-key"},
 		{TableDef{Schema: arrow.NewSchema([]arrow.Field{{Name: "_x", Type: arrow.PrimitiveTypes.Int64}}, nil)}, "reserved"},
-		{TableDef{Schema: arrow.NewSchema([]arrow.Field{{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)}}, nil)}, "not supported"},
+		{TableDef{Schema: arrow.NewSchema([]arrow.Field{{Name: "l", Type: arrow.ListOf(arrow.FixedWidthTypes.Float16)}}, nil)}, "not supported"},
 	}
 	for i, c := range cases {
 		_, err := s.CreateTable(ctx, Ident{"db", "t"}, c.def, false)

@@ -64,13 +64,16 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 
 // dataFile is an open Parquet data file.
 type dataFile struct {
-	path     string
-	rf       ReadFile
-	fr       *pqarrow.FileReader
-	cols     map[int]int // field ID -> column index
-	seqCol   int         // -1 for append tables
-	kindCol  int
-	types    []arrow.DataType // by column index
+	path    string
+	rf      ReadFile
+	fr      *pqarrow.FileReader
+	cols    map[int]int // field ID -> column index
+	seqCol  int         // -1 for append tables
+	kindCol int
+	types   []arrow.DataType // by column index
+	// leaves: the Parquet leaf columns of each column, which pqarrow's
+	// readers take (a nested column has one per primitive value it holds).
+	leaves   [][]int
 	crc      *uint32
 	verified *verifiedFiles
 	// bounded: field IDs with manifest min/max. Parquet float statistics
@@ -121,11 +124,12 @@ func (st *tableState) openDataFile(e *manifestEntry) (*dataFile, error) {
 		}
 	}
 	for i, f := range sc.Fields() {
-		if !arrow.IsPrimitive(f.Type.ID()) && !arrow.IsBaseBinary(f.Type.ID()) && f.Type.ID() != arrow.BOOL && f.Type.ID() != arrow.DECIMAL128 {
+		if !arrow.IsPrimitive(f.Type.ID()) && !arrow.IsBaseBinary(f.Type.ID()) && f.Type.ID() != arrow.BOOL && f.Type.ID() != arrow.DECIMAL128 && !isNested(f.Type) {
 			rf.Close()
 			return nil, corruptf(path, fmt.Errorf("column %q has unexpected type %s", f.Name, f.Type))
 		}
 		df.types = append(df.types, f.Type)
+		df.leaves = append(df.leaves, leafColumns(nil, fr.Manifest.Fields[i]))
 		switch f.Name {
 		case colSeq:
 			df.seqCol = i
@@ -150,6 +154,26 @@ func (st *tableState) openDataFile(e *manifestEntry) (*dataFile, error) {
 }
 
 func (df *dataFile) Close() error { return df.rf.Close() }
+
+func leafColumns(dst []int, f pqarrow.SchemaField) []int {
+	if f.IsLeaf() {
+		return append(dst, f.ColIndex)
+	}
+	for _, c := range f.Children {
+		dst = leafColumns(dst, c)
+	}
+	return dst
+}
+
+// leafColumnsOf lists the Parquet leaf columns of columns cols (ascending),
+// for pqarrow's readers.
+func (df *dataFile) leafColumnsOf(cols []int) []int {
+	var leaves []int
+	for _, c := range cols {
+		leaves = append(leaves, df.leaves[c]...)
+	}
+	return leaves
+}
 
 // verify checks the whole file against the manifest checksum, once per
 // process (verifiedFiles); readers call it when they read every row group
@@ -287,7 +311,10 @@ func (df *dataFile) rowGroupStats(rg int, sch *tableSchema, allowed func(string)
 			// Column added after this file was written: all NULL.
 			return colRange{nullCount: rows, rowCount: rows}, true, lit
 		}
-		cc, err := md.ColumnChunk(c)
+		if isNested(df.types[c]) {
+			return colRange{}, false, nil // no bounds for nested values
+		}
+		cc, err := md.ColumnChunk(df.leaves[c][0])
 		if err != nil {
 			return colRange{}, false, nil
 		}

@@ -16,6 +16,9 @@ type rowRef struct{ src, row int32 }
 // a take over several arrays, which the k-way merge needs to assemble its
 // output without a copy per cell through a builder.
 func gather(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, refs []rowRef) arrow.Array {
+	if dt.ID() == arrow.LIST || dt.ID() == arrow.MAP {
+		return gatherNested(mem, srcs, refs)
+	}
 	n := len(refs)
 	bufs := []*memory.Buffer{nil}
 	nulls := 0
@@ -34,7 +37,20 @@ func gather(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, refs []
 			break
 		}
 	}
+	var children []arrow.ArrayData
 	switch dt.ID() {
+	case arrow.STRUCT:
+		// Field by field, each with the fast paths of its own type.
+		for f, ft := range dt.(*arrow.StructType).Fields() {
+			fsrcs := make([]arrow.Array, len(srcs))
+			for k, s := range srcs {
+				fsrcs[k] = s.(*array.Struct).Field(f) // sliced like s
+			}
+			c := gather(mem, ft.Type, fsrcs, refs)
+			c.Data().Retain()
+			children = append(children, c.Data())
+			c.Release()
+		}
 	case arrow.BOOL:
 		vb := newBuf(mem, int(bitutil.BytesForBits(int64(n))))
 		bm := vb.Bytes()
@@ -86,11 +102,14 @@ func gather(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, refs []
 		}
 		bufs = append(bufs, vb)
 	}
-	data := array.NewData(dt, n, bufs, nil, nulls, 0)
+	data := array.NewData(dt, n, bufs, children, nulls, 0)
 	for _, b := range bufs {
 		if b != nil {
 			b.Release()
 		}
+	}
+	for _, c := range children {
+		c.Release()
 	}
 	defer data.Release()
 	return array.MakeFromData(data)
@@ -122,4 +141,34 @@ func gatherFixed[T any](dst *memory.Buffer, srcs []arrow.Array, refs []rowRef) {
 	for i, r := range refs {
 		out[i] = vals[r.src][r.row]
 	}
+}
+
+// gatherNested gathers lists and maps by concatenating slices of the
+// sources, one per run of consecutive rows of one source (merges mostly
+// emit runs), as no own loop handles their layouts.
+func gatherNested(mem memory.Allocator, srcs []arrow.Array, refs []rowRef) arrow.Array {
+	var slices []arrow.Array
+	defer func() {
+		for _, s := range slices {
+			s.Release()
+		}
+	}()
+	for i := 0; i < len(refs); {
+		j := i + 1
+		for j < len(refs) && refs[j].src == refs[i].src && refs[j].row == refs[j-1].row+1 {
+			j++
+		}
+		slices = append(slices, array.NewSlice(srcs[refs[i].src], int64(refs[i].row), int64(refs[i].row)+int64(j-i)))
+		i = j
+	}
+	if len(slices) == 0 {
+		return array.MakeArrayOfNull(mem, srcs[0].DataType(), 0)
+	}
+	out, err := array.Concatenate(slices, mem)
+	if err != nil {
+		// Slices of arrays of one type always concatenate (offsets stay
+		// below 2^31 because batches do).
+		panic("tablestore: gatherNested: " + err.Error())
+	}
+	return out
 }

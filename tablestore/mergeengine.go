@@ -274,6 +274,10 @@ func aggTypeOK(fn string, dt arrow.DataType) error {
 		if dt.ID() != arrow.BOOL {
 			return fmt.Errorf("%s needs a boolean column, not %s", fn, dt)
 		}
+	case "max", "min":
+		if isNested(dt) {
+			return fmt.Errorf("%s needs an ordered column, not %s", fn, dt)
+		}
 	}
 	return nil
 }

@@ -451,6 +451,17 @@ func appendNormalized(dst []byte, a arrow.Array, i int) []byte {
 	case *array.Decimal128:
 		v := a.Value(i)
 		return appendDecimal(dst, v)
+	case *array.Struct:
+		for f := range a.NumField() {
+			dst = appendNormalized(dst, a.Field(f), i)
+		}
+		return dst
+	case array.ListLike: // list and map: each element after a 1, then a 0
+		lo, hi := a.ValueOffsets(i)
+		for j := lo; j < hi; j++ {
+			dst = appendNormalized(append(dst, 1), a.ListValues(), int(j))
+		}
+		return append(dst, 0)
 	}
 	panic("tablestore: appendNormalized: unsupported type " + a.DataType().String())
 }

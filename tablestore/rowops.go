@@ -190,8 +190,8 @@ func columnStats(id int, a arrow.Array) colStats {
 	if a.Len() == a.NullN() {
 		return st
 	}
-	if a.DataType().ID() == arrow.DECIMAL128 {
-		return st
+	if a.DataType().ID() == arrow.DECIMAL128 || isNested(a.DataType()) {
+		return st // nested values have no order to bound them by
 	}
 	if mn, mx, ok := fastMinMax(a); ok {
 		st.Min, st.Max = &mn, &mx

@@ -417,7 +417,7 @@ func newStreamReader(ctx context.Context, s *Scan, df *dataFile, rgs []int, rt *
 		r.rr = newCachedSource(ctx, c, s.st.s.opts.Mem, df, cols, rgs, s.st.s.opts.BatchSize)
 		return r, nil
 	}
-	rr, err := df.fr.GetRecordReader(ctx, cols, rgs)
+	rr, err := df.fr.GetRecordReader(ctx, df.leafColumnsOf(cols), rgs)
 	if err != nil {
 		df.Close()
 		return nil, corruptf(df.path, err)

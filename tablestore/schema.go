@@ -195,7 +195,7 @@ func keyTypeOK(dt arrow.DataType) bool {
 	case arrow.FLOAT32, arrow.FLOAT64:
 		return false
 	}
-	return true
+	return !isNested(dt)
 }
 
 // SchemaChange is one ALTER TABLE action: AddColumn, RenameColumn,

@@ -115,8 +115,153 @@ func typeString(dt arrow.DataType) (string, error) {
 			return fmt.Sprintf("TIMESTAMP_LTZ(%d)", p), nil
 		}
 		return "", fmt.Errorf("%w: timestamp time zone %q not supported (use none or UTC)", ErrInvalid, t.TimeZone)
+	case *arrow.MapType: // Paimon: MAP<K, V>; the key is never null
+		k, err := typeString(t.KeyType())
+		if err != nil {
+			return "", err
+		}
+		v, err := nestedTypeString(t.ItemField())
+		if err != nil {
+			return "", err
+		}
+		return "MAP<" + k + ", " + v + ">", nil
+	case *arrow.ListType: // Paimon: ARRAY<T>
+		e, err := nestedTypeString(t.ElemField())
+		if err != nil {
+			return "", err
+		}
+		return "ARRAY<" + e + ">", nil
+	case *arrow.StructType: // Paimon: ROW<`name` T [NOT NULL], ...>
+		var b strings.Builder
+		b.WriteString("ROW<")
+		for i, f := range t.Fields() {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			ft, err := nestedTypeString(f)
+			if err != nil {
+				return "", fmt.Errorf("field %q: %w", f.Name, err)
+			}
+			b.WriteString("`" + strings.ReplaceAll(f.Name, "`", "``") + "` " + ft)
+		}
+		b.WriteString(">")
+		return b.String(), nil
 	}
 	return "", fmt.Errorf("%w: type %s not supported by the table store", ErrInvalid, dt)
+}
+
+// nestedTypeString is the type of an element or field, with NOT NULL when
+// it cannot be null (top-level nullability is in the schema field).
+func nestedTypeString(f arrow.Field) (string, error) {
+	s, err := typeString(f.Type)
+	if err != nil || f.Nullable {
+		return s, err
+	}
+	return s + " NOT NULL", nil
+}
+
+// isNested reports whether dt is a stored ARRAY, MAP or ROW type.
+func isNested(dt arrow.DataType) bool {
+	switch dt.ID() {
+	case arrow.LIST, arrow.MAP, arrow.STRUCT:
+		return true
+	}
+	return false
+}
+
+// parseNestedType reads ARRAY<..>, MAP<..> and ROW<..> as typeString
+// writes them; ok is false for other types.
+func parseNestedType(s string) (dt arrow.DataType, ok bool, err error) {
+	kind, rest, found := strings.Cut(s, "<")
+	if !found || !strings.HasSuffix(rest, ">") || (kind != "ARRAY" && kind != "MAP" && kind != "ROW") {
+		return nil, false, nil
+	}
+	parts, err := splitTopLevel(rest[:len(rest)-1])
+	if err != nil {
+		return nil, true, fmt.Errorf("%w: bad type %q", ErrCorrupt, s)
+	}
+	fields := make([]arrow.Field, len(parts))
+	for i, p := range parts {
+		name := ""
+		if kind == "ROW" {
+			n, rest, ok := cutQuotedName(p)
+			if !ok {
+				return nil, true, fmt.Errorf("%w: bad field %q in type %q", ErrCorrupt, p, s)
+			}
+			name, p = n, rest
+		}
+		t, nullable := strings.CutSuffix(p, " NOT NULL")
+		ft, err := parseType(t)
+		if err != nil {
+			return nil, true, err
+		}
+		fields[i] = arrow.Field{Name: name, Type: ft, Nullable: !nullable}
+	}
+	switch {
+	case kind == "ARRAY" && len(fields) == 1:
+		if fields[0].Nullable {
+			return arrow.ListOf(fields[0].Type), true, nil
+		}
+		return arrow.ListOfNonNullable(fields[0].Type), true, nil
+	case kind == "MAP" && len(fields) == 2:
+		m := arrow.MapOf(fields[0].Type, fields[1].Type)
+		m.SetItemNullable(fields[1].Nullable)
+		return m, true, nil
+	case kind == "ROW":
+		return arrow.StructOf(fields...), true, nil
+	}
+	return nil, true, fmt.Errorf("%w: bad type %q", ErrCorrupt, s)
+}
+
+// splitTopLevel splits s at the commas outside angle brackets, parentheses
+// and backquoted names, trimming spaces.
+func splitTopLevel(s string) ([]string, error) {
+	var parts []string
+	depth, start, quoted := 0, 0, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '`':
+			quoted = !quoted // a doubled `` toggles twice
+		case quoted:
+		case c == '<' || c == '(':
+			depth++
+		case c == '>' || c == ')':
+			depth--
+			if depth < 0 {
+				return nil, ErrCorrupt
+			}
+		case c == ',' && depth == 0:
+			parts = append(parts, strings.TrimSpace(s[start:i]))
+			start = i + 1
+		}
+	}
+	if depth != 0 || quoted {
+		return nil, ErrCorrupt
+	}
+	return append(parts, strings.TrimSpace(s[start:])), nil
+}
+
+// cutQuotedName reads a leading `name` (“ escapes a backquote) and returns
+// it and the text after the following space.
+func cutQuotedName(s string) (name, rest string, ok bool) {
+	if !strings.HasPrefix(s, "`") {
+		return "", "", false
+	}
+	var b strings.Builder
+	for i := 1; i < len(s); i++ {
+		if s[i] != '`' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+1 < len(s) && s[i+1] == '`' {
+			b.WriteByte('`')
+			i++
+			continue
+		}
+		rest, ok := strings.CutPrefix(s[i+1:], " ")
+		return b.String(), rest, ok
+	}
+	return "", "", false
 }
 
 func parseType(s string) (arrow.DataType, error) {
@@ -141,6 +286,9 @@ func parseType(s string) (arrow.DataType, error) {
 		return arrow.BinaryTypes.Binary, nil
 	case "DATE":
 		return arrow.FixedWidthTypes.Date32, nil
+	}
+	if dt, ok, err := parseNestedType(s); ok {
+		return dt, err
 	}
 	name, args, ok := strings.Cut(strings.TrimSuffix(s, ")"), "(")
 	if ok {
@@ -210,7 +358,8 @@ func canWiden(from, to arrow.DataType) bool {
 // physical variant of a logical type maps to the one variant the store
 // writes (large and view strings to utf8, dictionaries to their values,
 // unsigned integers to the next wider signed one, time32 to time64[us],
-// timestamps in any zone to UTC, a column of type null to STRING). Bulk ingest creates tables with it and
+// timestamps in any zone to UTC, a column of type null to STRING, every list
+// variant to list, nested types by their parts). Bulk ingest creates tables with it and
 // converts input to it; an error names a type with no stored form.
 func StoredType(dt arrow.DataType) (arrow.DataType, error) {
 	switch t := dt.(type) {
@@ -247,6 +396,37 @@ func StoredType(dt arrow.DataType) (arrow.DataType, error) {
 		if t.TimeZone != "" && t.TimeZone != "UTC" {
 			return &arrow.TimestampType{Unit: t.Unit, TimeZone: "UTC"}, nil
 		}
+	case *arrow.MapType: // before ListLikeType, which maps also implement
+		k, err := StoredType(t.KeyType())
+		if err != nil {
+			return nil, err
+		}
+		v, err := StoredType(t.ItemType())
+		if err != nil {
+			return nil, err
+		}
+		m := arrow.MapOf(k, v)
+		m.SetItemNullable(t.ItemField().Nullable)
+		return m, nil
+	case arrow.ListLikeType: // list, large_list, list_view, large_list_view, fixed_size_list
+		e, err := StoredType(t.Elem())
+		if err != nil {
+			return nil, err
+		}
+		if t.ElemField().Nullable {
+			return arrow.ListOf(e), nil
+		}
+		return arrow.ListOfNonNullable(e), nil
+	case *arrow.StructType:
+		fields := make([]arrow.Field, t.NumFields())
+		for i, f := range t.Fields() {
+			ft, err := StoredType(f.Type)
+			if err != nil {
+				return nil, fmt.Errorf("field %q: %w", f.Name, err)
+			}
+			fields[i] = arrow.Field{Name: f.Name, Type: ft, Nullable: f.Nullable}
+		}
+		return arrow.StructOf(fields...), nil
 	}
 	if _, err := typeString(dt); err != nil {
 		return nil, err

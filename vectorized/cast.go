@@ -38,6 +38,9 @@ func CanCast(from, to arrow.DataType) bool {
 	if arrow.TypeEqual(from, to) || from.ID() == arrow.NULL {
 		return true
 	}
+	if IsNested(to) {
+		return canCastNested(from, to)
+	}
 	num := func(dt arrow.DataType) bool {
 		return IsInteger(dt) || IsFloat(dt) || dt.ID() == arrow.DECIMAL128 || dt.ID() == arrow.BOOL
 	}
@@ -76,6 +79,9 @@ func Cast(mem memory.Allocator, a arrow.Array, to arrow.DataType) (arrow.Array, 
 	}
 	if !CanCast(a.DataType(), to) {
 		return nil, fmt.Errorf("cannot cast %s to %s", a.DataType(), to)
+	}
+	if IsNested(to) {
+		return castNested(mem, a, to)
 	}
 	// Fast path: widening integer casts cannot fail.
 	if out, ok := widenInt(mem, a, to); ok {

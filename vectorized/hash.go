@@ -123,8 +123,58 @@ func keyWriter(a arrow.Array) (func([]byte, int) []byte, error) {
 		}, nil
 	case arrow.NULL:
 		return func(b []byte, i int) []byte { return b }, nil
+	case arrow.STRUCT, arrow.LIST, arrow.MAP:
+		return nestedKeyWriter(a)
 	}
 	return nil, fmt.Errorf("type %s cannot be a grouping or join key", a.DataType())
+}
+
+// nestedKeyWriter encodes a ROW as its fields and an ARRAY or MAP as its
+// length and elements, each part behind a NULL marker, so equal keys are
+// values equal part by part with NULL parts equal (as GROUP BY and
+// DISTINCT group them).
+func nestedKeyWriter(a arrow.Array) (func([]byte, int) []byte, error) {
+	part := func(child arrow.Array) (func([]byte, int) []byte, error) {
+		w, err := keyWriter(child)
+		if err != nil {
+			return nil, err
+		}
+		return func(b []byte, i int) []byte {
+			if child.IsNull(i) {
+				return append(b, 0)
+			}
+			return w(append(b, 1), i)
+		}, nil
+	}
+	if s, ok := a.(*array.Struct); ok {
+		fields := make([]func([]byte, int) []byte, s.NumField())
+		for f := range fields {
+			w, err := part(s.Field(f))
+			if err != nil {
+				return nil, err
+			}
+			fields[f] = w
+		}
+		return func(b []byte, i int) []byte {
+			for _, w := range fields {
+				b = w(b, i)
+			}
+			return b
+		}, nil
+	}
+	l := a.(array.ListLike)
+	elem, err := part(l.ListValues())
+	if err != nil {
+		return nil, err
+	}
+	return func(b []byte, i int) []byte {
+		lo, hi := l.ValueOffsets(i)
+		b = binary.AppendUvarint(b, uint64(hi-lo))
+		for j := lo; j < hi; j++ {
+			b = elem(b, int(j))
+		}
+		return b
+	}, nil
 }
 
 func appendFloat(b []byte, f float64) []byte {
