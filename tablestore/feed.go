@@ -1,0 +1,177 @@
+package tablestore
+
+import (
+	"context"
+	"errors"
+	"io"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightd/flightd/tablestore/changefeed"
+)
+
+// The change streams of a table in this process share one read of each
+// new snapshot's changes (package changefeed): a feed per table schema
+// handle, alive while a ChangeReader uses it.
+
+// defaultChangeFeedMemory is Options.ChangeFeedMemory's default.
+const defaultChangeFeedMemory = 64 << 20
+
+// changeFeedSnapshots bounds the snapshots a feed keeps: a stream further
+// behind reads from the files.
+const changeFeedSnapshots = 256
+
+// errNotShared fails the feed's load of a snapshot too large to keep in
+// memory: each stream then reads it from the files, one file at a time.
+var errNotShared = errors.New("snapshot changes too large to share")
+
+// tableFeed is the shared change feed of one schema handle of a table.
+type tableFeed struct {
+	feed    *changefeed.Feed[unitMeta]
+	planner changePlanner // all columns, no pruning
+	limit   int64         // file bytes of a snapshot the feed loads
+	readers int           // (tableState.mu)
+}
+
+// joinFeed returns the feed of sch's handles, created for the first
+// reader.
+func (st *tableState) joinFeed(sch *tableSchema) (*tableFeed, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	f := st.feeds[sch]
+	if f == nil {
+		scan := &Scan{st: st, sch: sch}
+		if err := scan.project(nil); err != nil {
+			return nil, err
+		}
+		limit := st.s.opts.ChangeFeedMemory
+		if limit <= 0 {
+			limit = defaultChangeFeedMemory
+		}
+		f = &tableFeed{
+			feed:    changefeed.New[unitMeta](changefeed.Limits{Bytes: limit, Snapshots: changeFeedSnapshots}, recordBytes),
+			planner: changePlanner{st: st, sch: sch, scan: scan, out: changeSchema(scan.out)},
+			limit:   limit,
+		}
+		if st.feeds == nil {
+			st.feeds = map[*tableSchema]*tableFeed{}
+		}
+		st.feeds[sch] = f
+	}
+	f.readers++
+	return f, nil
+}
+
+// leaveFeed ends a reader's use of f; the last reader closes it.
+func (st *tableState) leaveFeed(sch *tableSchema, f *tableFeed) {
+	st.mu.Lock()
+	f.readers--
+	last := f.readers == 0
+	if last {
+		delete(st.feeds, sch)
+	}
+	st.mu.Unlock()
+	if last {
+		f.feed.Close()
+	}
+}
+
+// snapshotKey identifies a snapshot's changes: manifest list names are
+// unique, snapshot ids are not across a re-created table.
+func snapshotKey(sn *snapshot) string {
+	return sn.DeltaManifestList + "/" + sn.ChangelogManifestList
+}
+
+// get returns the shared changes of sn, or nil when the reader must read
+// them itself.
+func (f *tableFeed) get(ctx context.Context, sn *snapshot) (*changefeed.Snapshot[unitMeta], error) {
+	return f.feed.Get(ctx, sn.ID, snapshotKey(sn), func(ctx context.Context) ([]changefeed.Part[unitMeta], error) {
+		st := f.planner.st
+		// The requesting reader's lease may end before the load does.
+		defer st.hold(max(sn.ID-1, 1))()
+		units, err := f.planner.plan(sn)
+		if err != nil {
+			return nil, err
+		}
+		var size int64
+		for _, u := range units {
+			for _, e := range u.files {
+				size += e.File.FileSize
+			}
+		}
+		if size > f.limit {
+			return nil, errNotShared
+		}
+		return readUnits(ctx, units)
+	})
+}
+
+// readUnits reads every unit into memory, up to GOMAXPROCS at once (the
+// buckets and files of a snapshot are independent); the parts keep the
+// units' order.
+func readUnits(ctx context.Context, units []changeUnit) ([]changefeed.Part[unitMeta], error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	parts := make([]changefeed.Part[unitMeta], len(units))
+	errs := make([]error, len(units))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(units)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < len(units); i = int(next.Add(1)) - 1 {
+				parts[i] = changefeed.Part[unitMeta]{Meta: units[i].unitMeta}
+				if parts[i].Batches, errs[i] = readUnit(ctx, units[i]); errs[i] != nil {
+					cancel()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, p := range parts {
+			releaseAll(p.Batches)
+		}
+		return nil, err
+	}
+	return parts, nil
+}
+
+// readUnit returns the batches of one unit, retained.
+func readUnit(ctx context.Context, u changeUnit) (out []arrow.RecordBatch, err error) {
+	rd, err := u.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := rd.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+		if err != nil {
+			releaseAll(out)
+			out = nil
+		}
+	}()
+	for {
+		b, err := rd.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		b.Retain()
+		out = append(out, b)
+	}
+}
+
+func releaseAll(bs []arrow.RecordBatch) {
+	for _, b := range bs {
+		b.Release()
+	}
+}
