@@ -175,3 +175,14 @@ func releaseAll(bs []arrow.RecordBatch) {
 		b.Release()
 	}
 }
+
+// ChangeFeedStats returns the counters of the change feed that this
+// handle's streams in this process share (zero when no stream is open).
+func (t *Table) ChangeFeedStats() changefeed.Stats {
+	t.st.mu.Lock()
+	defer t.st.mu.Unlock()
+	if f := t.st.feeds[t.schema]; f != nil {
+		return f.feed.Stats()
+	}
+	return changefeed.Stats{}
+}
