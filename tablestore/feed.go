@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -34,6 +36,9 @@ type tableFeed struct {
 	planner changePlanner // all columns, no pruning
 	limit   int64         // file bytes of a snapshot the feed loads
 	readers int           // (tableState.mu)
+
+	mu        sync.Mutex
+	snapshots map[int64]*snapshot // recently read, immutable once published
 }
 
 // joinFeed returns the feed of sch's handles, created for the first
@@ -52,9 +57,10 @@ func (st *tableState) joinFeed(sch *tableSchema) (*tableFeed, error) {
 			limit = defaultChangeFeedMemory
 		}
 		f = &tableFeed{
-			feed:    changefeed.New[unitMeta](changefeed.Limits{Bytes: limit, Snapshots: changeFeedSnapshots}, recordBytes),
-			planner: changePlanner{st: st, sch: sch, scan: scan, out: changeSchema(scan.out)},
-			limit:   limit,
+			feed:      changefeed.New[unitMeta](changefeed.Limits{Bytes: limit, Snapshots: changeFeedSnapshots}, recordBytes),
+			planner:   changePlanner{st: st, sch: sch, scan: scan, out: changeSchema(scan.out)},
+			limit:     limit,
+			snapshots: map[int64]*snapshot{},
 		}
 		if st.feeds == nil {
 			st.feeds = map[*tableSchema]*tableFeed{}
@@ -77,6 +83,28 @@ func (st *tableState) leaveFeed(sch *tableSchema, f *tableFeed) {
 	if last {
 		f.feed.Close()
 	}
+}
+
+// readSnapshot reads snapshot id once for all the feed's readers.
+func (r *ChangeReader) readSnapshot(id int64) (*snapshot, error) {
+	f := r.feed
+	f.mu.Lock()
+	sn := f.snapshots[id]
+	f.mu.Unlock()
+	if sn != nil {
+		return sn, nil
+	}
+	sn, err := r.st.readSnapshot(id)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.snapshots[id] = sn
+	if len(f.snapshots) > changeFeedSnapshots {
+		delete(f.snapshots, slices.Min(slices.Collect(maps.Keys(f.snapshots))))
+	}
+	return sn, nil
 }
 
 // snapshotKey identifies a snapshot's changes: manifest list names are

@@ -297,10 +297,16 @@ func changeSchema(cols *arrow.Schema) *arrow.Schema {
 func (r *ChangeReader) holdFrom(id int64) error {
 	st := r.t.st
 	rel := st.hold(max(id-1, 1))
+	// Moving forward, the lease held until now kept id-1 from expiring: no
+	// need to list the snapshots.
+	covered := r.lease != nil && r.leased <= id
 	if r.lease != nil {
 		r.lease()
 	}
 	r.lease, r.leased = rel, id
+	if covered {
+		return nil
+	}
 	earliest, err := st.earliestSnapshotID()
 	if err != nil {
 		return err
@@ -397,7 +403,7 @@ func (r *ChangeReader) Next(ctx context.Context) (Change, error) {
 			}
 		}
 		wake := r.t.st.nextPublish()
-		sn, err := r.t.st.readSnapshot(r.next)
+		sn, err := r.readSnapshot(r.next)
 		if errors.Is(err, ErrSnapshotNotFound) {
 			if published, err := r.checkNotSkipped(); err != nil {
 				return Change{}, err
@@ -443,7 +449,7 @@ func (r *ChangeReader) checkNotSkipped() (published bool, err error) {
 		return false, err
 	}
 	if latest >= r.next {
-		if _, err := st.readSnapshot(r.next); err == nil {
+		if _, err := r.readSnapshot(r.next); err == nil {
 			return true, nil
 		}
 		return false, fmt.Errorf("stream %s: %w: snapshot %d is missing while %d exists", st.id, ErrCorrupt, r.next, latest)
