@@ -134,6 +134,9 @@ type ChangeReader struct {
 	base        int64 // the snapshot the changes apply to (0: the empty table)
 	image       Image // ImageStart until returned, then ImageRows during the full read
 	caught      bool  // a progress marker was returned since the last batch
+	// missing is set when snapshot next was found missing: it is closed at
+	// this process's next commit, so until then only a poll looks again.
+	missing <-chan struct{}
 }
 
 // NewChangeReader starts a change stream.
@@ -402,39 +405,45 @@ func (r *ChangeReader) Next(ctx context.Context) (Change, error) {
 				return Change{}, err
 			}
 		}
-		wake := r.t.st.nextPublish()
-		sn, err := r.readSnapshot(r.next)
-		if errors.Is(err, ErrSnapshotNotFound) {
+		wake := r.missing
+		r.missing = nil
+		if wake == nil {
+			wake = r.t.st.nextPublish()
+			sn, err := r.readSnapshot(r.next)
+			if err == nil {
+				if err := r.read(ctx, sn); err != nil {
+					return Change{}, err
+				}
+				// The lease on sn stays until its readers are done.
+				r.cur, r.next, r.caught = sn.ID, sn.ID+1, false
+				continue
+			}
+			if !errors.Is(err, ErrSnapshotNotFound) {
+				return Change{}, err
+			}
 			if published, err := r.checkNotSkipped(); err != nil {
 				return Change{}, err
 			} else if published {
 				continue
 			}
 			if !r.caught {
-				r.caught = true
+				r.caught, r.missing = true, wake
 				return Change{Snapshot: r.next - 1}, nil
 			}
-			if idle == nil && r.spec.Heartbeat > 0 {
-				idle = time.After(r.spec.Heartbeat)
-			}
-			select {
-			case <-ctx.Done():
-				return Change{}, ctx.Err()
-			case <-wake:
-			case <-time.After(r.spec.Poll):
-			case <-idle:
-				return Change{Snapshot: r.next - 1}, nil
-			}
-			continue
 		}
-		if err != nil {
-			return Change{}, err
+		if idle == nil && r.spec.Heartbeat > 0 {
+			idle = time.After(r.spec.Heartbeat)
 		}
-		if err := r.read(ctx, sn); err != nil {
-			return Change{}, err
+		select {
+		case <-ctx.Done():
+			r.missing = wake
+			return Change{}, ctx.Err()
+		case <-wake:
+		case <-time.After(r.spec.Poll):
+		case <-idle:
+			r.missing = wake
+			return Change{Snapshot: r.next - 1}, nil
 		}
-		// The lease on sn stays until its readers are done.
-		r.cur, r.next, r.caught = sn.ID, sn.ID+1, false
 	}
 }
 
