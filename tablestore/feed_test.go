@@ -22,7 +22,7 @@ import (
 
 // TestChangeFeedSubscribers: 21 change streams of one table, started at
 // random positions and times, with random projections and key filters,
-// some slow, one stalled until the writer is done, some cancelled and
+// some slow, one stalled until the others are done, some cancelled and
 // resumed from their NextSnapshot, follow a writer of upserts, deletes and
 // overwrites while compaction and expiry run. The feed's memory limit is
 // random, from one that shares nothing to one that keeps everything.
@@ -69,6 +69,7 @@ type feedSub struct {
 	stalled bool
 	cancel  bool // cancel once at a random point, then resume
 	rng     *rand.Rand
+	done    chan struct{} // closed when the stream ends
 
 	r       *ChangeReader
 	model   *changeModel
@@ -152,6 +153,7 @@ func runFeedSubscribers(t *testing.T, rng *rand.Rand, pk []string, opts map[stri
 	}
 	run := func(sub *feedSub) {
 		defer wg.Done()
+		defer close(sub.done)
 		defer func() { sub.r.Close() }()
 		rctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -286,7 +288,7 @@ func runFeedSubscribers(t *testing.T, rng *rand.Rand, pk []string, opts map[stri
 			spec.SnapshotID = max(earliest, 1) + rng.Int64N(latest-max(earliest, 1)+1)
 		}
 		spec.Columns = projections[rng.IntN(len(projections))]
-		sub := &feedSub{name: name, seen: map[int64]string{}, stalled: stalled, rng: rand.New(rand.NewPCG(rng.Uint64(), 3))}
+		sub := &feedSub{name: name, seen: map[int64]string{}, stalled: stalled, done: make(chan struct{}), rng: rand.New(rand.NewPCG(rng.Uint64(), 3))}
 		if slices.Contains(spec.Columns, "k") || spec.Columns == nil {
 			if rng.IntN(3) == 0 {
 				spec.Filter = Compare{Column: "k", Op: LT, Value: scalar.NewInt64Scalar(feedKeyLimit)}
@@ -387,6 +389,18 @@ func runFeedSubscribers(t *testing.T, rng *rand.Rand, pk []string, opts map[stri
 	last, err := tbl.LatestSnapshotID(ctx)
 	must(t, err)
 	final.Store(last)
+	// The others reach the end while the stalled stream holds the oldest
+	// snapshots: the feed never waits for a stream.
+	mu.Lock()
+	others := slices.DeleteFunc(slices.Clone(subs), func(sub *feedSub) bool { return sub.stalled })
+	mu.Unlock()
+	for _, sub := range others {
+		select {
+		case <-sub.done:
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("%s did not reach snapshot %d while a stream was stalled", sub.name, last)
+		}
+	}
 	close(stall)
 	wg.Wait()
 	close(failed)
