@@ -27,7 +27,7 @@ const defaultChangeFeedMemory = 64 << 20
 const changeFeedSnapshots = 256
 
 // errNotShared fails the feed's load of a snapshot too large to keep in
-// memory: each stream then reads it from the files, one file at a time.
+// memory: each stream then reads it from the files itself (prefetchReader).
 var errNotShared = errors.New("snapshot changes too large to share")
 
 // tableFeed is the shared change feed of one schema handle of a table.
@@ -213,4 +213,126 @@ func (t *Table) ChangeFeedStats() changefeed.Stats {
 		return f.feed.Stats()
 	}
 	return changefeed.Stats{}
+}
+
+// prefetchBatches is how many batches a unit read ahead of the reader
+// holds.
+const prefetchBatches = 2
+
+// prefetchReader returns the batches of units in order while reading the
+// next ones on up to GOMAXPROCS goroutines, each holding at most
+// prefetchBatches batches: the parallel read of a stream's own snapshots
+// (a full read, one the feed does not hold or too large to share), in
+// bounded memory.
+type prefetchReader struct {
+	ctx    context.Context // the workers', cancelled by Close
+	cancel context.CancelFunc
+	units  []changeUnit
+	outs   []chan unitBatch // per started unit, closed at its end
+	cur    int              // unit whose batches are returned
+	last   arrow.RecordBatch
+	wg     sync.WaitGroup
+}
+
+type unitBatch struct {
+	b   arrow.RecordBatch
+	err error
+}
+
+func newPrefetchReader(units []changeUnit) *prefetchReader {
+	p := &prefetchReader{units: units}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	for range min(runtime.GOMAXPROCS(0), len(units)) {
+		p.start()
+	}
+	return p
+}
+
+// start reads the next unit not started.
+func (p *prefetchReader) start() {
+	u := p.units[len(p.outs)]
+	ch := make(chan unitBatch, prefetchBatches)
+	p.outs = append(p.outs, ch)
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer close(ch)
+		send := func(ub unitBatch) bool {
+			select {
+			case ch <- ub:
+				return true
+			case <-p.ctx.Done():
+				return false
+			}
+		}
+		rd, err := u.open(p.ctx)
+		if err != nil {
+			send(unitBatch{err: err})
+			return
+		}
+		for {
+			b, err := rd.Next(p.ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				rd.Close()
+				send(unitBatch{err: err})
+				return
+			}
+			b.Retain()
+			if !send(unitBatch{b: b}) {
+				b.Release()
+				break
+			}
+		}
+		if err := rd.Close(); err != nil {
+			send(unitBatch{err: err})
+		}
+	}()
+}
+
+func (p *prefetchReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if p.last != nil {
+		p.last.Release()
+		p.last = nil
+	}
+	for p.cur < len(p.units) {
+		select {
+		case ub, ok := <-p.outs[p.cur]:
+			if !ok {
+				p.cur++
+				if len(p.outs) < len(p.units) {
+					p.start()
+				}
+				continue
+			}
+			if ub.err != nil {
+				return nil, ub.err
+			}
+			p.last = ub.b
+			return ub.b, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return nil, io.EOF
+}
+
+// Close stops the workers and releases what they read ahead.
+func (p *prefetchReader) Close() error {
+	p.cancel()
+	for _, ch := range p.outs[min(p.cur, len(p.outs)):] {
+		for ub := range ch {
+			if ub.b != nil {
+				ub.b.Release()
+			}
+		}
+	}
+	p.wg.Wait()
+	if p.last != nil {
+		p.last.Release()
+		p.last = nil
+	}
+	return nil
 }

@@ -109,8 +109,8 @@ const (
 // (tableFeed): one reads and decodes them, reading its buckets and files in
 // parallel, and each reader projects and prunes the shared batches itself.
 // A reader the feed no longer holds a snapshot for (it fell behind) reads
-// that snapshot from the files, one file at a time; so do the full reads of
-// *Full starts.
+// that snapshot from the files itself, reading a few files or buckets ahead
+// in parallel (prefetchReader); so do the full reads of *Full starts.
 //
 // The reader leases the snapshot it reads, so expiry cannot remove its
 // files (no gap across compaction or expiry). Not safe for concurrent use.
@@ -381,11 +381,7 @@ func (r *ChangeReader) Next(ctx context.Context) (Change, error) {
 			return Change{Batch: b, Snapshot: r.cur, Image: r.image}, nil
 		}
 		if len(r.units) > 0 {
-			rd, err := r.units[0].open(ctx)
-			if err != nil {
-				return Change{}, err
-			}
-			r.units, r.rd = r.units[1:], rd
+			r.rd, r.units = newPrefetchReader(r.units), nil
 			continue
 		}
 		if r.full != nil {
