@@ -35,6 +35,11 @@ type Options struct {
 	// CacheBytes bounds the cache of decoded data-file columns that scans
 	// share, so hot data is not decoded again; 0 disables it.
 	CacheBytes int64
+	// ChangeFeedMemory bounds the decoded changes of recent snapshots that
+	// a table's change streams share (one read per snapshot for all of
+	// them); a snapshot whose change files are larger is read by each
+	// stream itself. Default 64 MiB.
+	ChangeFeedMemory int64
 }
 
 // Store is the catalog over one warehouse directory:

@@ -10,6 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/tablestore/changefeed"
 )
 
 // RowKindColumn is the first column of every change batch: "+I", "-U",
@@ -103,24 +105,38 @@ const (
 // the rows they replaced and +I of the new rows. COMPACT snapshots carry
 // no changes unless the producer wrote a changelog for them.
 //
+// The readers of a table in this process share each snapshot's changes
+// (tableFeed): one reads and decodes them, reading its buckets and files in
+// parallel, and each reader projects and prunes the shared batches itself.
+// A reader the feed no longer holds a snapshot for (it fell behind) reads
+// that snapshot from the files itself, reading a few files or buckets ahead
+// in parallel (prefetchReader); so do the full reads of *Full starts.
+//
 // The reader leases the snapshot it reads, so expiry cannot remove its
 // files (no gap across compaction or expiry). Not safe for concurrent use.
 type ChangeReader struct {
-	t      *Table
-	sch    *tableSchema
-	scan   *Scan // projection and pruning context of file reads
-	out    *arrow.Schema
-	spec   StreamSpec
-	next   int64 // first snapshot not yet read
-	cur    int64 // snapshot being returned
-	units  []func(ctx context.Context) (BatchReader, error)
-	rd     BatchReader
-	full   *Scan // the initial snapshot of the *Full starts
-	lease  func()
-	leased int64 // the snapshot the lease starts at
-	base   int64 // the snapshot the changes apply to (0: the empty table)
-	image  Image // ImageStart until returned, then ImageRows during the full read
-	caught bool  // a progress marker was returned since the last batch
+	changePlanner // the reader's projection and pruning
+	t             *Table
+	spec          StreamSpec
+	next          int64 // first snapshot not yet read
+	cur           int64 // snapshot being returned
+	units         []changeUnit
+	rd            BatchReader
+	feed          *tableFeed
+	// shared holds the changes of snapshot cur read by the feed; the next
+	// batch to return is shared.Parts[part].Batches[batch].
+	shared      *changefeed.Snapshot[unitMeta]
+	part, batch int
+	projected   arrow.RecordBatch // the last batch returned from shared
+	full        *Scan             // the initial snapshot of the *Full starts
+	lease       func()
+	leased      int64 // the snapshot the lease starts at
+	base        int64 // the snapshot the changes apply to (0: the empty table)
+	image       Image // ImageStart until returned, then ImageRows during the full read
+	caught      bool  // a progress marker was returned since the last batch
+	// missing is set when snapshot next was found missing: it is closed at
+	// this process's next commit, so until then only a poll looks again.
+	missing <-chan struct{}
 }
 
 // NewChangeReader starts a change stream.
@@ -129,12 +145,12 @@ func (t *Table) NewChangeReader(ctx context.Context, spec StreamSpec) (*ChangeRe
 	if spec.Poll <= 0 {
 		spec.Poll = time.Second
 	}
-	r := &ChangeReader{t: t, sch: t.schema, spec: spec}
-	r.scan = &Scan{st: st, sch: t.schema, filter: spec.Filter}
+	r := &ChangeReader{t: t, spec: spec}
+	r.changePlanner = changePlanner{st: st, sch: t.schema, scan: &Scan{st: st, sch: t.schema, filter: spec.Filter}}
 	if err := r.scan.project(spec.Columns); err != nil {
 		return nil, err
 	}
-	r.out = arrow.NewSchema(append([]arrow.Field{{Name: RowKindColumn, Type: arrow.BinaryTypes.String}}, r.scan.out.Fields()...), nil)
+	r.out = changeSchema(r.scan.out)
 	latest, err := st.latestSnapshotID()
 	if err != nil {
 		return nil, err
@@ -233,6 +249,7 @@ func (t *Table) NewChangeReader(ctx context.Context, spec StreamSpec) (*ChangeRe
 	// after it (a tagged snapshot read after those expired).
 	if spec.EndSnapshot == 0 || spec.EndSnapshot >= r.next {
 		if err := r.holdFrom(r.next); err != nil {
+			r.Close()
 			return nil, err
 		}
 	}
@@ -253,7 +270,7 @@ func (t *Table) NewChangeReader(ctx context.Context, spec StreamSpec) (*ChangeRe
 		}
 		r.full = s
 		for _, sp := range s.Splits() {
-			r.units = append(r.units, r.kindUnit(Insert, sp.Open))
+			r.units = append(r.units, changeUnit{open: r.kindUnit(Insert, sp.Open)})
 		}
 	}
 	// A new consumer's position protects its start from expiry; a full
@@ -265,7 +282,16 @@ func (t *Table) NewChangeReader(ctx context.Context, spec StreamSpec) (*ChangeRe
 			return nil, err
 		}
 	}
+	if r.feed, err = st.joinFeed(r.sch); err != nil {
+		r.Close()
+		return nil, err
+	}
 	return r, nil
+}
+
+// changeSchema is the schema of change batches with columns cols.
+func changeSchema(cols *arrow.Schema) *arrow.Schema {
+	return arrow.NewSchema(append([]arrow.Field{{Name: RowKindColumn, Type: arrow.BinaryTypes.String}}, cols.Fields()...), nil)
 }
 
 // holdFrom leases the snapshot before id and later ones (an OVERWRITE
@@ -274,10 +300,16 @@ func (t *Table) NewChangeReader(ctx context.Context, spec StreamSpec) (*ChangeRe
 func (r *ChangeReader) holdFrom(id int64) error {
 	st := r.t.st
 	rel := st.hold(max(id-1, 1))
+	// Moving forward, the lease held until now kept id-1 from expiring: no
+	// need to list the snapshots.
+	covered := r.lease != nil && r.leased <= id
 	if r.lease != nil {
 		r.lease()
 	}
 	r.lease, r.leased = rel, id
+	if covered {
+		return nil
+	}
 	earliest, err := st.earliestSnapshotID()
 	if err != nil {
 		return err
@@ -305,7 +337,7 @@ func (r *ChangeReader) ReturnsBase() bool { return r.full != nil }
 // returned: the position to commit for a consumer that applied everything
 // returned so far.
 func (r *ChangeReader) NextSnapshot() int64 {
-	if r.rd != nil || len(r.units) > 0 {
+	if r.rd != nil || len(r.units) > 0 || r.shared != nil {
 		return r.cur
 	}
 	return r.next
@@ -322,6 +354,13 @@ func (r *ChangeReader) Next(ctx context.Context) (Change, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return Change{}, err
+		}
+		if r.shared != nil {
+			if b := r.nextShared(); b != nil {
+				r.caught = false
+				return Change{Batch: b, Snapshot: r.cur}, nil
+			}
+			continue
 		}
 		if r.rd != nil {
 			b, err := r.rd.Next(ctx)
@@ -342,11 +381,7 @@ func (r *ChangeReader) Next(ctx context.Context) (Change, error) {
 			return Change{Batch: b, Snapshot: r.cur, Image: r.image}, nil
 		}
 		if len(r.units) > 0 {
-			rd, err := r.units[0](ctx)
-			if err != nil {
-				return Change{}, err
-			}
-			r.units, r.rd = r.units[1:], rd
+			r.rd, r.units = newPrefetchReader(r.units), nil
 			continue
 		}
 		if r.full != nil {
@@ -366,39 +401,45 @@ func (r *ChangeReader) Next(ctx context.Context) (Change, error) {
 				return Change{}, err
 			}
 		}
-		wake := r.t.st.nextPublish()
-		sn, err := r.t.st.readSnapshot(r.next)
-		if errors.Is(err, ErrSnapshotNotFound) {
+		wake := r.missing
+		r.missing = nil
+		if wake == nil {
+			wake = r.t.st.nextPublish()
+			sn, err := r.readSnapshot(r.next)
+			if err == nil {
+				if err := r.read(ctx, sn); err != nil {
+					return Change{}, err
+				}
+				// The lease on sn stays until its readers are done.
+				r.cur, r.next, r.caught = sn.ID, sn.ID+1, false
+				continue
+			}
+			if !errors.Is(err, ErrSnapshotNotFound) {
+				return Change{}, err
+			}
 			if published, err := r.checkNotSkipped(); err != nil {
 				return Change{}, err
 			} else if published {
 				continue
 			}
 			if !r.caught {
-				r.caught = true
+				r.caught, r.missing = true, wake
 				return Change{Snapshot: r.next - 1}, nil
 			}
-			if idle == nil && r.spec.Heartbeat > 0 {
-				idle = time.After(r.spec.Heartbeat)
-			}
-			select {
-			case <-ctx.Done():
-				return Change{}, ctx.Err()
-			case <-wake:
-			case <-time.After(r.spec.Poll):
-			case <-idle:
-				return Change{Snapshot: r.next - 1}, nil
-			}
-			continue
 		}
-		if err != nil {
-			return Change{}, err
+		if idle == nil && r.spec.Heartbeat > 0 {
+			idle = time.After(r.spec.Heartbeat)
 		}
-		if err := r.plan(sn); err != nil {
-			return Change{}, err
+		select {
+		case <-ctx.Done():
+			r.missing = wake
+			return Change{}, ctx.Err()
+		case <-wake:
+		case <-time.After(r.spec.Poll):
+		case <-idle:
+			r.missing = wake
+			return Change{Snapshot: r.next - 1}, nil
 		}
-		// The lease on sn stays until its readers are done.
-		r.cur, r.next, r.caught = sn.ID, sn.ID+1, false
 	}
 }
 
@@ -413,7 +454,7 @@ func (r *ChangeReader) checkNotSkipped() (published bool, err error) {
 		return false, err
 	}
 	if latest >= r.next {
-		if _, err := st.readSnapshot(r.next); err == nil {
+		if _, err := r.readSnapshot(r.next); err == nil {
 			return true, nil
 		}
 		return false, fmt.Errorf("stream %s: %w: snapshot %d is missing while %d exists", st.id, ErrCorrupt, r.next, latest)
@@ -424,31 +465,121 @@ func (r *ChangeReader) checkNotSkipped() (published bool, err error) {
 	return false, nil
 }
 
+// read prepares the changes of snapshot sn: shared by the feed, or units
+// the reader reads itself.
+func (r *ChangeReader) read(ctx context.Context, sn *snapshot) error {
+	s, err := r.feed.get(ctx, sn)
+	if err != nil {
+		return err
+	}
+	if s != nil {
+		r.shared, r.part, r.batch = s, 0, 0
+		return nil
+	}
+	r.units, err = r.plan(sn)
+	return err
+}
+
+// nextShared returns the next batch of the shared snapshot that the
+// reader's pruning keeps, projected; nil (and the snapshot released) at
+// its end. The batch is borrowed until the next call to Next or Close.
+func (r *ChangeReader) nextShared() arrow.RecordBatch {
+	r.releaseProjected()
+	for r.part < len(r.shared.Parts) {
+		p := r.shared.Parts[r.part]
+		if r.batch >= len(p.Batches) || !r.keeps(p.Meta) {
+			r.part, r.batch = r.part+1, 0
+			continue
+		}
+		b := p.Batches[r.batch]
+		r.batch++
+		// The feed's batches have every column, in schema order.
+		cols := make([]arrow.Array, 1+len(r.scan.proj))
+		cols[0] = b.Column(0)
+		for i, f := range r.scan.proj {
+			cols[1+i] = b.Column(1 + f)
+		}
+		r.projected = array.NewRecordBatch(r.out, cols, b.NumRows())
+		return r.projected
+	}
+	r.shared.Release()
+	r.shared = nil
+	return nil
+}
+
+func (r *ChangeReader) releaseProjected() {
+	if r.projected != nil {
+		r.projected.Release()
+		r.projected = nil
+	}
+}
+
+// keeps reports whether the reader's pruning keeps a part: unpruned, any of
+// its files may match.
+func (p *changePlanner) keeps(m unitMeta) bool {
+	if p.scan.filter == nil || m.files == nil {
+		return true
+	}
+	for _, e := range m.files {
+		if p.mayMatch(e, m.allowed) {
+			return true
+		}
+	}
+	return false
+}
+
+// changePlanner lists the readers of a snapshot's changes for one
+// projection and pruning predicate.
+type changePlanner struct {
+	st   *tableState
+	sch  *tableSchema
+	scan *Scan // projection and pruning context of file reads
+	out  *arrow.Schema
+}
+
+// unitMeta says what a unit reads: its files (none for a full read's
+// split), pruned by the statistics of the columns allowed.
+type unitMeta struct {
+	files   []*manifestEntry
+	allowed func(string) bool
+}
+
+// changeUnit reads part of a snapshot's changes: a file, or the merged
+// rows of a bucket.
+type changeUnit struct {
+	unitMeta
+	open func(ctx context.Context) (BatchReader, error)
+}
+
 // plan lists the readers of snapshot sn's changes.
-func (r *ChangeReader) plan(sn *snapshot) error {
+func (r *changePlanner) plan(sn *snapshot) ([]changeUnit, error) {
+	var units []changeUnit
+	file := func(e *manifestEntry, kind RowKind) {
+		units = append(units, changeUnit{unitMeta{[]*manifestEntry{e}, anyColumn}, r.fileUnit(e, kind)})
+	}
 	// An input changelog holds only the rows written: an overwrite's
 	// removals are read from the files it replaced, as without a producer.
 	p := r.sch.opts.producer
 	if p != producerNone && (p != producerInput || sn.CommitKind != commitOverwrite) {
-		ents, _, err := r.t.st.changelogFiles(sn)
+		ents, _, err := r.st.changelogFiles(sn)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, e := range ents {
 			if e.Kind == kindAdd && r.mayMatch(e, anyColumn) {
-				r.units = append(r.units, r.fileUnit(e, kindOfRow))
+				file(e, kindOfRow)
 			}
 		}
-		return nil
+		return units, nil
 	}
 	switch sn.CommitKind {
 	case commitAppend, commitOverwrite:
 	default:
-		return nil
+		return nil, nil
 	}
-	ents, _, err := r.t.st.listEntries(sn.DeltaManifestList)
+	ents, _, err := r.st.listEntries(sn.DeltaManifestList)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !r.sch.hasPK() || sn.CommitKind == commitAppend {
 		// Append-table files hold rows, key-table level-0 files hold the
@@ -460,14 +591,14 @@ func (r *ChangeReader) plan(sn *snapshot) error {
 			}
 			switch {
 			case e.Kind == kindDelete:
-				r.units = append(r.units, r.fileUnit(e, Delete))
+				file(e, Delete)
 			case r.sch.hasPK():
-				r.units = append(r.units, r.fileUnit(e, kindOfRow))
+				file(e, kindOfRow)
 			default:
-				r.units = append(r.units, r.fileUnit(e, Insert))
+				file(e, Insert)
 			}
 		}
-		return nil
+		return units, nil
 	}
 	// A key-table overwrite replaced whole buckets: their merged rows before
 	// go out as -D, the merged rows after as +I.
@@ -492,17 +623,17 @@ func (r *ChangeReader) plan(sn *snapshot) error {
 		}
 		for _, k := range order {
 			files := groups[k]
-			r.units = append(r.units, r.kindUnit(kind, func(ctx context.Context) (BatchReader, error) {
+			units = append(units, changeUnit{unitMeta{files, r.sch.isPrimaryKey}, r.kindUnit(kind, func(ctx context.Context) (BatchReader, error) {
 				return newMergeReader(ctx, r.scan, files, r.sch.isPrimaryKey, false, false)
-			}))
+			})})
 		}
 	}
-	return nil
+	return units, nil
 }
 
 // mayMatch prunes a file by partition and by the statistics of the
 // columns allowed.
-func (r *ChangeReader) mayMatch(e *manifestEntry, allowed func(string) bool) bool {
+func (r *changePlanner) mayMatch(e *manifestEntry, allowed func(string) bool) bool {
 	s := r.scan
 	return mayMatch(s.filter, s.partitionStats(e.Partition)) && mayMatch(s.filter, s.fileStats(e, allowed))
 }
@@ -512,7 +643,7 @@ const kindOfRow RowKind = -1
 
 // fileUnit reads the rows of one file, with their own kinds (kindOfRow)
 // or all as kind.
-func (r *ChangeReader) fileUnit(e *manifestEntry, kind RowKind) func(ctx context.Context) (BatchReader, error) {
+func (r *changePlanner) fileUnit(e *manifestEntry, kind RowKind) func(ctx context.Context) (BatchReader, error) {
 	return func(ctx context.Context) (BatchReader, error) {
 		s := r.scan
 		df, err := s.st.openDataFile(e)
@@ -533,10 +664,10 @@ func (r *ChangeReader) fileUnit(e *manifestEntry, kind RowKind) func(ctx context
 	}
 }
 
-func (r *ChangeReader) mem() memory.Allocator { return r.t.st.s.opts.Mem }
+func (r *changePlanner) mem() memory.Allocator { return r.st.s.opts.Mem }
 
 // kindUnit gives every row of open's batches one row kind.
-func (r *ChangeReader) kindUnit(kind RowKind, open func(ctx context.Context) (BatchReader, error)) func(ctx context.Context) (BatchReader, error) {
+func (r *changePlanner) kindUnit(kind RowKind, open func(ctx context.Context) (BatchReader, error)) func(ctx context.Context) (BatchReader, error) {
 	return func(ctx context.Context) (BatchReader, error) {
 		rd, err := open(ctx)
 		if err != nil {
@@ -612,6 +743,15 @@ func (r *ChangeReader) Close() error {
 		r.rd = nil
 	}
 	r.units = nil
+	r.releaseProjected()
+	if r.shared != nil {
+		r.shared.Release()
+		r.shared = nil
+	}
+	if r.feed != nil {
+		r.st.leaveFeed(r.sch, r.feed)
+		r.feed = nil
+	}
 	if r.full != nil {
 		r.full.Close()
 		r.full = nil

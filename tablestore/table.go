@@ -39,6 +39,8 @@ type tableState struct {
 	// published is closed at this process's next commit (change streams
 	// wait on it).
 	published chan struct{}
+	// feeds share change reads among this process's streams (mu).
+	feeds map[*tableSchema]*tableFeed
 	// compactMu serializes compactions of the table.
 	compactMu sync.Mutex
 	// Background compaction.

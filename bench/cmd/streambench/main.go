@@ -13,6 +13,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -27,12 +28,23 @@ func main() {
 	flag.IntVar(&cfg.RowsPerCommit, "rows", 100, "rows per commit under steady load")
 	flag.DurationVar(&cfg.Interval, "interval", 50*time.Millisecond, "time between commits under steady load")
 	flag.DurationVar(&cfg.Duration, "duration", 10*time.Second, "length of each steady-load phase")
-	consumers := flag.String("consumers", "1,8", "consumer counts to measure, comma-separated")
+	consumers := flag.String("consumers", "1,8,64", "consumer counts to measure, comma-separated")
 	flag.IntVar(&cfg.Backlog, "backlog", 50, "commits in the backlog")
 	flag.IntVar(&cfg.BacklogCommit, "backlog-rows", 20_000, "rows per backlog commit")
 	flag.Int64Var(&cfg.CacheBytes, "cache", 1<<30, "flightd's decoded-column cache in bytes (0: none)")
 	out := flag.String("out", "", "write the results as JSON to this file")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	for _, c := range strings.Split(*consumers, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(c))
 		if err != nil || n < 1 {
