@@ -160,16 +160,17 @@ func splitStatements(text string) []string {
 const StreamHint = "/*+ OPTIONS('scan.mode'='latest-full') */"
 
 var (
-	// Not TABLE bid inside a window TVF: flightd's parser takes no hint
-	// there, and how a TVF reads a stream is the TVF's to say.
 	sourceRef = regexp.MustCompile(`(?i)\b(FROM|JOIN)(\s+)(person|auction|bid)\b`)
+	// A window TVF's input: TUMBLE(TABLE bid, ...).
+	tvfRef = regexp.MustCompile(`(?i)\b(TABLE)(\s+)(person|auction|bid)\b`)
 	// The second table of a comma join: FROM auction A, bid B.
 	commaRef = regexp.MustCompile(`(?i)(\bFROM\s+(?:person|auction|bid)\b(?:\s*/\*\+[^*]*\*/)?(?:\s+(?:AS\s+)?\w+)?\s*,\s*)(person|auction|bid)\b`)
 )
 
 // Streaming adds StreamHint to every reference to person, auction and
-// bid in sql, and returns the tables referenced.
-func Streaming(sql string) (string, []string) {
+// bid in sql (in window TVFs' TABLE arguments too, with tvf), and returns
+// the tables it hinted.
+func Streaming(sql string, tvf bool) (string, []string) {
 	var tables []string
 	add := func(t string) {
 		t = strings.ToLower(t)
@@ -177,11 +178,17 @@ func Streaming(sql string) (string, []string) {
 			tables = append(tables, t)
 		}
 	}
-	sql = sourceRef.ReplaceAllStringFunc(sql, func(m string) string {
-		sm := sourceRef.FindStringSubmatch(m)
-		add(sm[3])
-		return sm[1] + sm[2] + sm[3] + " " + StreamHint
-	})
+	hint := func(re *regexp.Regexp) {
+		sql = re.ReplaceAllStringFunc(sql, func(m string) string {
+			sm := re.FindStringSubmatch(m)
+			add(sm[3])
+			return sm[1] + sm[2] + sm[3] + " " + StreamHint
+		})
+	}
+	hint(sourceRef)
+	if tvf {
+		hint(tvfRef)
+	}
 	sql = commaRef.ReplaceAllStringFunc(sql, func(m string) string {
 		sm := commaRef.FindStringSubmatch(m)
 		add(sm[2])

@@ -380,18 +380,27 @@ func (r *runner) stream(ctx context.Context, q Query, answer map[string]int) Str
 		res.Error = "tables: " + oneLine(err)
 		return res
 	}
-	setup := make([]string, len(q.Setup))
-	for i, st := range q.Setup {
-		setup[i], _ = Streaming(st)
-	}
-	if err := r.setup(ctx, setup); err != nil {
+	// Views keep their tables unhinted: flightd takes no streaming scan in
+	// a view.
+	if err := r.setup(ctx, q.Setup); err != nil {
 		res.Status, res.Error = StatusRefused, "setup: "+oneLine(err)
 		return res
 	}
-	sql, tables := Streaming(q.Select)
 	ctx, cancel := context.WithTimeout(ctx, r.opt.Timeout)
 	defer cancel()
+	// Hints inside window TVFs first; where the parser takes none there
+	// (a syntax error, SQLSTATE 42601), the TVFs read their tables as
+	// flightd decides.
+	sql, tables := Streaming(q.Select, true)
 	st, err := openStream(ctx, r.srv.URI, r.mem, sql)
+	if err != nil && strings.Contains(err.Error(), "42601") {
+		tvfErr := oneLine(err)
+		if sql, tables = Streaming(q.Select, false); len(tables) == 0 {
+			res.Status, res.Error = StatusRefused, "every table is read in a window TVF, which takes no scan.mode hint: "+tvfErr
+			return res
+		}
+		st, err = openStream(ctx, r.srv.URI, r.mem, sql)
+	}
 	if err != nil {
 		res.Status, res.Error = StatusRefused, oneLine(err)
 		return res

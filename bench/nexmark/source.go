@@ -2,9 +2,10 @@ package nexmark
 
 import "container/heap"
 
-// Source emits events [0, total) of a config in emission order: each in
-// event-number order, except that a delayed event comes out after the
-// first event whose time reaches its time plus its delay.
+// Source emits events [0, total) of a config in emission order: in event
+// number order, except that a delayed event comes out just before the
+// first event not delayed whose time reaches its release (its time plus
+// its delay), or at the end.
 type Source struct {
 	cfg       Config
 	next, end int64
@@ -28,15 +29,16 @@ func (s *Source) Next(n int) []Event {
 			continue
 		}
 		e := s.cfg.Event(s.next)
+		if e.Delay > 0 {
+			s.next++
+			heap.Push(&s.held, e)
+			continue
+		}
 		if len(s.held) > 0 && s.held[0].Time+s.held[0].Delay <= e.Time {
 			out = append(out, heap.Pop(&s.held).(Event))
 			continue // e is generated again on the next round
 		}
 		s.next++
-		if e.Delay > 0 {
-			heap.Push(&s.held, e)
-			continue
-		}
 		out = append(out, e)
 	}
 	return out

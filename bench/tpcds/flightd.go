@@ -116,7 +116,14 @@ func (f *Flightd) Append(ctx context.Context, table string, b arrow.RecordBatch)
 	if err := stmt.SetOption(adbc.OptionKeyIngestMode, adbc.OptionValueIngestModeAppend); err != nil {
 		return fmt.Errorf("flightd: ingest %s: %w", table, err)
 	}
-	if err := stmt.Bind(ctx, b); err != nil {
+	// Through a reader of our own: for a bound batch the driver (v1.12)
+	// makes a reader it never releases, which leaks the batch.
+	rdr, err := array.NewRecordReader(b.Schema(), []arrow.RecordBatch{b})
+	if err != nil {
+		return fmt.Errorf("flightd: ingest %s: %w", table, err)
+	}
+	defer rdr.Release()
+	if err := stmt.BindStream(ctx, rdr); err != nil {
 		return fmt.Errorf("flightd: ingest %s: bind: %w", table, err)
 	}
 	if _, err := stmt.ExecuteUpdate(ctx); err != nil {
