@@ -30,17 +30,25 @@ func WriteTable(w io.Writer, r *Report) {
 		fmt.Fprintf(w, "- %s\n", n)
 	}
 	fmt.Fprintf(w, "load (no query): %.2f s, %.0f events/s, flightd %.2f CPU s\n", r.Load.Seconds, r.Load.EventsPerSec, r.Load.CPUSeconds)
-	fmt.Fprintf(w, "%-5s | %-7s %8s %10s %8s | %-7s %10s %10s %8s %9s %9s %8s | %s\n",
-		"query", "batch", "rows", "events/s", "cpu s", "stream", "events/s", "ev/cpu-s", "cpu s", "p50 ms", "p99 ms", "rows", "why")
+	fmt.Fprintf(w, "%-5s | %-7s %8s %10s %8s | %-7s %10s %10s %8s %9s %9s %8s | %-7s %10s %7s | %s\n",
+		"query", "batch", "rows", "events/s", "cpu s", "stream", "events/s", "ev/cpu-s", "cpu s", "p50 ms", "p99 ms", "rows",
+		"flink", "ev/cpu-s", "ratio", "why")
 	for _, q := range r.Queries {
 		b, s := q.Batch, q.Stream
 		why := s.Error
 		if b.Error != "" {
 			why = "batch: " + b.Error
 		}
-		fmt.Fprintf(w, "%-5s | %-7s %8d %10.0f %8.2f | %-7s %10.0f %10.0f %8.2f %9.1f %9.1f %8d | %s\n",
+		fl := FlinkResult{Status: "-"}
+		if q.Flink != nil {
+			fl = *q.Flink
+			if fl.Error != "" {
+				why += " | flink: " + fl.Error
+			}
+		}
+		fmt.Fprintf(w, "%-5s | %-7s %8d %10.0f %8.2f | %-7s %10.0f %10.0f %8.2f %9.1f %9.1f %8d | %-7s %10.0f %7.2f | %s\n",
 			q.Query, b.Status, b.Rows, b.EventsPerSec, b.CPUSeconds, s.Status, s.EventsPerSec, s.EventsPerCPUSec,
-			s.CPUSeconds, s.LatencyP50Ms, s.LatencyP99Ms, s.Rows, why)
+			s.CPUSeconds, s.LatencyP50Ms, s.LatencyP99Ms, s.Rows, fl.Status, fl.EventsPerCPUSec, fl.Ratio, why)
 	}
 	c := Count(r)
 	fmt.Fprintf(w, "batch: %d of %d ran; streaming: %d equal to batch, %d differ, %d failed, %d refused, %d not run\n",

@@ -76,6 +76,7 @@ type QueryResult struct {
 	Query  string       `json:"query"`
 	Batch  BatchResult  `json:"batch"`
 	Stream StreamResult `json:"stream"`
+	Flink  *FlinkResult `json:"flink,omitempty"`
 }
 
 // LoadResult is the ingest of all events with no query running.

@@ -48,6 +48,7 @@ func run() error {
 		bin        = flag.String("flightd", "", "flightd binary to start (default: built from -src)")
 		src        = flag.String("src", "..", "the flightd module to build cmd/flightd from")
 		out        = flag.String("out", "", "write nexmark.json and nexmark.png into this directory")
+		flinkDir   = flag.String("flink", "", "also run the queries on the Flink peer built in this directory (bench/nexmark/flink)")
 		ci         = flag.Bool("ci", false, "CI mode: 10,000 events in commits of 1,000 unless set; exit 1 if a streamed answer differs from the batch answer or a stream fails")
 	)
 	flag.Parse()
@@ -95,12 +96,24 @@ func run() error {
 	cfg := nexmark.DefaultConfig()
 	cfg.Rate = *genRate
 	cfg.ProbDelayedEvent = *delayed
-	rep, err := nexmark.Run(ctx, memory.NewGoAllocator(), srv, queries, nexmark.Options{
+	opt := nexmark.Options{
 		Events: *events, CommitEvents: *commit, Rate: *rate, Generator: cfg,
 		Timeout: *timeout, Stream: *stream, Log: os.Stderr,
-	})
+	}
+	rep, err := nexmark.Run(ctx, memory.NewGoAllocator(), srv, queries, opt)
 	if err != nil {
 		return err
+	}
+	if *flinkDir != "" {
+		work, err := os.MkdirTemp("", "nexmark-flink")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(work)
+		log.Printf("running the queries on the Flink peer")
+		if err := nexmark.RunFlink(ctx, *flinkDir, work, *queriesDir, opt, rep); err != nil {
+			return err
+		}
 	}
 	rep.Date = time.Now().UTC().Format("2006-01-02")
 	rep.Machine = machine()
