@@ -51,13 +51,13 @@ func WriteTable(w io.Writer, r *Report) {
 			s.CPUSeconds, s.LatencyP50Ms, s.LatencyP99Ms, s.Rows, fl.Status, fl.EventsPerCPUSec, fl.Ratio, why)
 	}
 	c := Count(r)
-	fmt.Fprintf(w, "batch: %d of %d ran; streaming: %d equal to batch, %d differ, %d failed, %d refused, %d not run\n",
-		c.BatchOK, len(r.Queries), c.StreamOK, c.Differs, c.Failed, c.Refused, c.NotRun)
+	fmt.Fprintf(w, "batch: %d of %d ran; streaming: %d equal to batch, %d differ, %d equal only after a later marker, %d failed, %d refused, %d not run\n",
+		c.BatchOK, len(r.Queries), c.StreamOK, c.Differs, c.Late, c.Failed, c.Refused, c.NotRun)
 }
 
 // Counts summarizes a report.
 type Counts struct {
-	BatchOK, StreamOK, Differs, Failed, Refused, NotRun int
+	BatchOK, StreamOK, Differs, Late, Failed, Refused, NotRun int
 }
 
 // Count counts the queries by outcome.
@@ -72,6 +72,8 @@ func Count(r *Report) Counts {
 			c.StreamOK++
 		case StatusDiffers:
 			c.Differs++
+		case StatusLate:
+			c.Late++
 		case StatusFailed:
 			c.Failed++
 		case StatusRefused:

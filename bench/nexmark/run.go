@@ -42,7 +42,11 @@ const (
 	StatusRefused = "refused" // flightd refused the query; Error says why
 	StatusFailed  = "failed"  // accepted, then failed, timed out, or setup failed
 	StatusDiffers = "differs" // streamed answer != batch answer
-	StatusNotRun  = "not run"
+	// StatusLate: the streamed answer equalled the batch answer only after
+	// a later progress marker than the one that reported the last commit
+	// delivered: the stream's progress ran ahead of its changes.
+	StatusLate   = "late"
+	StatusNotRun = "not run"
 )
 
 // BatchResult is a query run once as a batch query over all the events.
@@ -463,8 +467,14 @@ func (r *runner) stream(ctx context.Context, q Query, answer map[string]int) Str
 	}
 	res.LatencyP50Ms, res.LatencyP99Ms = tr.latencies()
 	res.Changes = tr.changes
+	markers := tr.markerCount()
 	if diff := tr.diff(answer); diff != "" {
 		res.Status, res.Error = StatusDiffers, diff
+		// The next caught-up marker comes with the stream's heartbeat
+		// (5 s by default).
+		if tr.awaitCaughtUp(ctx, markers, 15*time.Second) && tr.diff(answer) == "" {
+			res.Status, res.Error = StatusLate, "at the marker that reported the last commit delivered: "+diff
+		}
 	} else {
 		res.Status, res.Equal = StatusOK, true
 	}
@@ -487,6 +497,7 @@ type tracker struct {
 	finished bool             // every commit is in pending or covered
 	readySet bool
 	doneSet  bool
+	markers  int // caught-up markers received
 	lat      []time.Duration
 	keyErr   error
 }
@@ -571,6 +582,9 @@ func (t *tracker) progress(p fsql.ChangeProgress) {
 			t.covered[tb] = max(t.covered[tb], s)
 		}
 	}
+	if p.CaughtUp {
+		t.markers++
+	}
 	if p.CaughtUp && !t.readySet {
 		t.readySet = true
 		close(t.ready)
@@ -608,6 +622,34 @@ func (t *tracker) apply(b arrow.RecordBatch) error {
 		t.changes++
 	}
 	return nil
+}
+
+func (t *tracker) markerCount() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.markers
+}
+
+// awaitCaughtUp waits up to d for a caught-up marker after the first seen.
+func (t *tracker) awaitCaughtUp(ctx context.Context, seen int, d time.Duration) bool {
+	deadline := time.After(d)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-deadline:
+			return false
+		case <-tick.C:
+			t.mu.Lock()
+			more := t.markers > seen
+			t.mu.Unlock()
+			if more {
+				return true
+			}
+		}
+	}
 }
 
 func (t *tracker) position() string {

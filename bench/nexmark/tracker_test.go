@@ -1,6 +1,7 @@
 package nexmark
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -81,5 +82,14 @@ func TestTrackerProgress(t *testing.T) {
 	}
 	if p50, p99 := tr.latencies(); p50 <= 0 || p99 != p50 {
 		t.Errorf("one commit's latency: p50 %v p99 %v", p50, p99)
+	}
+	ctx := context.Background()
+	seen := tr.markerCount()
+	if tr.awaitCaughtUp(ctx, seen, 50*time.Millisecond) {
+		t.Error("awaitCaughtUp saw a marker none sent")
+	}
+	go tr.progress(fsql.ChangeProgress{Snapshot: 7, CaughtUp: true})
+	if !tr.awaitCaughtUp(ctx, seen, time.Minute) {
+		t.Error("awaitCaughtUp missed a marker")
 	}
 }
