@@ -136,6 +136,7 @@ func writeChart(path string, r *Report) error {
 		p.Legend.Add(s.name, sc)
 	}
 	p.NominalX(names...)
+	p.X.Min, p.X.Max = -0.5, float64(len(names))-0.5 // every query on the axis, with points or not
 	p.X.Label.Text = "query"
 	p.Legend.Top = true
 	if len(batch)+len(stream) == 0 {
