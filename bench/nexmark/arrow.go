@@ -43,15 +43,6 @@ func (b Batches) Release() {
 	}
 }
 
-// Rows is the number of events in the batches.
-func (b Batches) Rows() int64 {
-	var n int64
-	for _, r := range b {
-		n += r.NumRows()
-	}
-	return n
-}
-
 // NewBatches puts events into one batch per entity, in the events' order.
 func NewBatches(mem memory.Allocator, events []Event) Batches {
 	pb := array.NewRecordBuilder(mem, PersonSchema)
