@@ -109,8 +109,11 @@ func Run(ctx context.Context, mem memory.Allocator, srv *Server, queries []Query
 	if err := opt.Generator.Validate(); err != nil {
 		return nil, err
 	}
-	if opt.Events <= 0 || opt.CommitEvents <= 0 {
-		return nil, fmt.Errorf("nexmark: events (%d) and commit size (%d) must be positive", opt.Events, opt.CommitEvents)
+	if opt.Events <= 0 || opt.CommitEvents <= 0 || opt.Timeout <= 0 {
+		return nil, fmt.Errorf("nexmark: events (%d), commit size (%d) and timeout (%v) must be positive", opt.Events, opt.CommitEvents, opt.Timeout)
+	}
+	if !(opt.Rate >= 0) {
+		return nil, fmt.Errorf("nexmark: rate must be 0 (as fast as possible) or positive, got %v", opt.Rate)
 	}
 	if opt.Database == "" {
 		opt.Database = "default"

@@ -88,6 +88,12 @@ func TestRun(t *testing.T) {
 	if rep.Queries[0].Batch.Rows != 6000*46/50 {
 		t.Errorf("q0 gave %d bids, want %d", rep.Queries[0].Batch.Rows, 6000*46/50)
 	}
+	for _, bad := range []Options{{Events: 0, CommitEvents: 1, Timeout: time.Second, Generator: cfg},
+		{Events: 1, CommitEvents: 1, Timeout: time.Second, Rate: -1, Generator: cfg}} {
+		if _, err := Run(ctx, mem, &Server{URI: "grpc://" + addr}, queries, bad); err == nil {
+			t.Errorf("Run took %+v", bad)
+		}
+	}
 	out := t.TempDir()
 	if err := WriteFiles(out, rep); err != nil {
 		t.Fatal(err)
