@@ -64,7 +64,7 @@ func (f *Flightd) Close() error {
 func (f *Flightd) Load(ctx context.Context, t *gen.Table, rd BatchReader, progress func(rows int64)) error {
 	// A failing DROP (no such table, or no DROP support) is not fatal: the
 	// create below fails with its own clear error if the table is still there.
-	_ = f.exec(ctx, "DROP TABLE IF EXISTS "+t.Name)
+	_ = f.Exec(ctx, "DROP TABLE IF EXISTS "+t.Name)
 	stmt, err := f.cnxn.NewStatement()
 	if err != nil {
 		return fmt.Errorf("flightd: new statement: %w", err)
@@ -88,7 +88,8 @@ func (f *Flightd) Load(ctx context.Context, t *gen.Table, rd BatchReader, progre
 	return rr.err
 }
 
-func (f *Flightd) exec(ctx context.Context, query string) error {
+// Exec runs a statement that returns no rows (DDL, DML).
+func (f *Flightd) Exec(ctx context.Context, query string) error {
 	stmt, err := f.cnxn.NewStatement()
 	if err != nil {
 		return err
@@ -99,6 +100,36 @@ func (f *Flightd) exec(ctx context.Context, query string) error {
 	}
 	_, err = stmt.ExecuteUpdate(ctx)
 	return err
+}
+
+// Append appends a batch to table through ADBC bulk ingest (mode append),
+// in one commit.
+func (f *Flightd) Append(ctx context.Context, table string, b arrow.RecordBatch) error {
+	stmt, err := f.cnxn.NewStatement()
+	if err != nil {
+		return fmt.Errorf("flightd: new statement: %w", err)
+	}
+	defer stmt.Close()
+	if err := stmt.SetOption(adbc.OptionKeyIngestTargetTable, table); err != nil {
+		return fmt.Errorf("flightd: ingest %s: %w", table, err)
+	}
+	if err := stmt.SetOption(adbc.OptionKeyIngestMode, adbc.OptionValueIngestModeAppend); err != nil {
+		return fmt.Errorf("flightd: ingest %s: %w", table, err)
+	}
+	// Through a reader of our own: for a bound batch the driver (v1.12)
+	// makes a reader it never releases, which leaks the batch.
+	rdr, err := array.NewRecordReader(b.Schema(), []arrow.RecordBatch{b})
+	if err != nil {
+		return fmt.Errorf("flightd: ingest %s: %w", table, err)
+	}
+	defer rdr.Release()
+	if err := stmt.BindStream(ctx, rdr); err != nil {
+		return fmt.Errorf("flightd: ingest %s: bind: %w", table, err)
+	}
+	if _, err := stmt.ExecuteUpdate(ctx); err != nil {
+		return fmt.Errorf("flightd: ingest %s: %w", table, err)
+	}
+	return nil
 }
 
 // Query runs one query and returns its whole result.

@@ -1,0 +1,155 @@
+// Command nexmark runs the Nexmark queries on flightd: it starts flightd
+// (or uses a running one), loads generated events, runs each query as a
+// batch query and then as a streaming query while the events are ingested,
+// and reports events/s, flightd's CPU time, latency and whether the
+// streamed answer equals the batch answer.
+//
+//	go run -C bench ./cmd/nexmark -queries ../../shared/bench/nexmark/queries -events 1000000 -out results/
+//	go run -C bench ./cmd/nexmark -ci    # 10,000 events; exits 1 if a streamed answer differs
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/bench/nexmark"
+)
+
+func main() {
+	log.SetFlags(0)
+	if err := run(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run() error {
+	var (
+		queriesDir = flag.String("queries", sharedQueries(), "directory of the nexmark query files qN.sql")
+		only       = flag.String("only", "", "queries to run, comma-separated (q0,q7); default all")
+		events     = flag.Int64("events", 100_000, "events to generate")
+		commit     = flag.Int("commit", 10_000, "events per commit")
+		rate       = flag.Float64("rate", 0, "events per second of wall time while streaming (0: as fast as possible)")
+		genRate    = flag.Int64("event-rate", 10_000, "the generator's events per second of event time (Beam's firstEventRate)")
+		delayed    = flag.Float64("delayed", 0, "share of events emitted up to 3 s (event time) late")
+		stream     = flag.Bool("stream", true, "also run the queries as streaming queries")
+		timeout    = flag.Duration("timeout", 10*time.Minute, "longest one query may take, batch or streaming")
+		connect    = flag.String("connect", "", "use the flightd at this URI (grpc://host:port) instead of starting one")
+		pid        = flag.Int("pid", 0, "with -connect: flightd's process id, for its CPU time")
+		dataDir    = flag.String("data", "", "with -connect: flightd's data directory, for the latency")
+		bin        = flag.String("flightd", "", "flightd binary to start (default: built from -src)")
+		src        = flag.String("src", "..", "the flightd module to build cmd/flightd from")
+		out        = flag.String("out", "", "write nexmark.json and nexmark.png into this directory")
+		flinkDir   = flag.String("flink", "", "also run the queries on the Flink peer built in this directory (bench/nexmark/flink)")
+		ci         = flag.Bool("ci", false, "CI mode: 10,000 events in commits of 1,000 unless set; exit 1 if a streamed answer differs from the batch answer (also if it is equal only after a later progress marker) or a stream fails")
+	)
+	flag.Parse()
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *ci {
+		if !set["events"] {
+			*events = 10_000
+		}
+		if !set["commit"] {
+			*commit = 1_000
+		}
+	}
+	var names []string
+	for _, n := range strings.Split(*only, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, n)
+		}
+	}
+	queries, err := nexmark.LoadQueries(*queriesDir, names)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+
+	srv := &nexmark.Server{URI: *connect, Pid: *pid, DataDir: *dataDir}
+	if *connect == "" {
+		dir, err := os.MkdirTemp("", "nexmark")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if *bin == "" {
+			log.Printf("building flightd from %s", *src)
+			if *bin, err = nexmark.BuildFlightd(ctx, *src, dir); err != nil {
+				return err
+			}
+		}
+		if srv, err = nexmark.StartFlightd(ctx, *bin, dir); err != nil {
+			return err
+		}
+		defer srv.Stop()
+	}
+	cfg := nexmark.DefaultConfig()
+	cfg.Rate = *genRate
+	cfg.ProbDelayedEvent = *delayed
+	opt := nexmark.Options{
+		Events: *events, CommitEvents: *commit, Rate: *rate, Generator: cfg,
+		Timeout: *timeout, Stream: *stream, Log: os.Stderr,
+	}
+	rep, err := nexmark.Run(ctx, memory.NewGoAllocator(), srv, queries, opt)
+	if err != nil {
+		return err
+	}
+	if *flinkDir != "" {
+		work, err := os.MkdirTemp("", "nexmark-flink")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(work)
+		log.Printf("running the queries on the Flink peer")
+		if err := nexmark.RunFlink(ctx, *flinkDir, work, *queriesDir, opt, rep); err != nil {
+			return err
+		}
+	}
+	rep.Date = time.Now().UTC().Format("2006-01-02")
+	rep.Machine = machine()
+	nexmark.WriteTable(os.Stdout, rep)
+	if *out != "" {
+		if err := nexmark.WriteFiles(*out, rep); err != nil {
+			log.Print(err)
+		}
+	}
+	if c := nexmark.Count(rep); *ci && c.Differs+c.Late+c.Failed > 0 {
+		return fmt.Errorf("nexmark: %d streamed answers differ from the batch answers, %d more only after a later progress marker, %d streams failed",
+			c.Differs, c.Late, c.Failed)
+	}
+	return nil
+}
+
+// sharedQueries finds shared/bench/nexmark/queries beside the repository.
+func sharedQueries() string {
+	for _, d := range []string{"../shared/bench/nexmark/queries", "../../shared/bench/nexmark/queries"} {
+		if _, err := os.Stat(d); err == nil {
+			return d
+		}
+	}
+	return "../../shared/bench/nexmark/queries"
+}
+
+// machine names the CPU and the cores this process sees.
+func machine() string {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%s, %d cores", model, runtime.NumCPU())
+}

@@ -1,0 +1,141 @@
+package nexmark
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Server is the flightd under test: where to reach it and, when known, its
+// process (for CPU time) and data directory (for snapshot ids, which the
+// latency needs).
+type Server struct {
+	URI     string
+	Pid     int    // 0: CPU time is not measured
+	DataDir string // "": latency is not measured
+	exited  chan error
+}
+
+// StartFlightd starts the flightd binary bin on a free loopback port with a
+// new data directory under dir, and waits until it listens.
+func StartFlightd(ctx context.Context, bin, dir string, args ...string) (*Server, error) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := lis.Addr().String()
+	lis.Close()
+	data := filepath.Join(dir, "data")
+	logf, err := os.Create(filepath.Join(dir, "flightd.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, append([]string{"-addr", addr, "-data", data}, args...)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start flightd %s: %w", bin, err)
+	}
+	s := &Server{URI: "grpc://" + addr, Pid: cmd.Process.Pid, DataDir: data, exited: make(chan error, 1)}
+	go func() {
+		err := cmd.Wait()
+		logf.Close()
+		s.exited <- err
+	}()
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return s, nil
+		}
+		select {
+		case err := <-s.exited:
+			return nil, fmt.Errorf("flightd exited before listening (%v); see %s", err, logf.Name())
+		case <-ctx.Done():
+			s.Stop()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Stop kills a flightd that StartFlightd started and waits for it to exit.
+func (s *Server) Stop() {
+	if s.exited == nil {
+		return
+	}
+	if p, err := os.FindProcess(s.Pid); err == nil {
+		_ = p.Kill()
+	}
+	<-s.exited
+	s.exited = nil
+}
+
+// BuildFlightd builds cmd/flightd of the module at src into dir.
+func BuildFlightd(ctx context.Context, src, dir string) (string, error) {
+	bin := filepath.Join(dir, "flightd")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/flightd")
+	cmd.Dir = src
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build flightd in %s: %v\n%s", src, err, out)
+	}
+	return bin, nil
+}
+
+// userHZ is the unit of /proc/<pid>/stat's CPU times: USER_HZ, 100 on
+// every Linux architecture's user ABI.
+const userHZ = 100
+
+// CPUSeconds is the user plus system CPU time of process pid so far.
+func CPUSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces: count from after it.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields after the name", pid, len(f))
+	}
+	// utime and stime are fields 14 and 15, the 12th and 13th after the name.
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	return float64(ut+st) / userHZ, nil
+}
+
+// latestSnapshot is the id of table's newest snapshot in flightd's data
+// directory (Paimon's layout: <db>.db/<table>/snapshot/snapshot-N), 0 when
+// it has none.
+func latestSnapshot(dataDir, db, table string) (int64, error) {
+	entries, err := os.ReadDir(filepath.Join(dataDir, db+".db", table, "snapshot"))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var latest int64
+	for _, e := range entries {
+		if n, ok := strings.CutPrefix(e.Name(), "snapshot-"); ok {
+			if id, err := strconv.ParseInt(n, 10, 64); err == nil {
+				latest = max(latest, id)
+			}
+		}
+	}
+	return latest, nil
+}

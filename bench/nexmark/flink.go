@@ -1,0 +1,93 @@
+package nexmark
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// FlinkResult is a query run by the Flink peer (nexmark/flink): Flink in a
+// local MiniCluster, streaming mode, parallelism 1, over the same events
+// from CSV files into a blackhole sink. CPU is the whole JVM's.
+type FlinkResult struct {
+	Status          string  `json:"status"`
+	Error           string  `json:"error,omitempty"`
+	Seconds         float64 `json:"seconds"`
+	CPUSeconds      float64 `json:"cpu_seconds"`
+	EventsPerCPUSec float64 `json:"events_per_cpu_second"`
+	// Ratio is flightd's streamed events per CPU-second over Flink's.
+	Ratio float64 `json:"flightd_over_flink"`
+}
+
+// RunFlink writes the events as CSV under work and runs the queries on the
+// Flink peer built in dir (mvn compile and cp.txt, see bench/README.md).
+func RunFlink(ctx context.Context, dir, work, queriesDir string, opt Options, rep *Report) error {
+	cp, err := os.ReadFile(filepath.Join(dir, "cp.txt"))
+	if err != nil {
+		return fmt.Errorf("flink peer not built in %s (mvn compile dependency:build-classpath -Dmdep.outputFile=cp.txt): %w", dir, err)
+	}
+	csvDir := filepath.Join(work, "csv")
+	if err := WriteCSV(csvDir, opt.Generator, opt.Events); err != nil {
+		return err
+	}
+	args := []string{"-cp", filepath.Join(dir, "target", "classes") + string(os.PathListSeparator) + strings.TrimSpace(string(cp)),
+		"NexmarkFlink", csvDir, queriesDir}
+	for _, q := range rep.Queries {
+		args = append(args, q.Query)
+	}
+	cmd := exec.CommandContext(ctx, "java", args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("flink peer: %w", err)
+	}
+	byName := map[string]*QueryResult{}
+	for i := range rep.Queries {
+		byName[rep.Queries[i].Query] = &rep.Queries[i]
+	}
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		var line struct {
+			Query      string  `json:"query"`
+			Seconds    float64 `json:"seconds"`
+			CPUSeconds float64 `json:"cpu_seconds"`
+			Error      string  `json:"error"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			continue // Flink's own output
+		}
+		q := byName[line.Query]
+		if q == nil {
+			continue
+		}
+		f := FlinkResult{Status: StatusOK, Seconds: line.Seconds, CPUSeconds: line.CPUSeconds, Error: line.Error}
+		if f.Error != "" {
+			f.Status = StatusRefused
+		} else if f.CPUSeconds > 0 {
+			f.EventsPerCPUSec = float64(opt.Events) / f.CPUSeconds
+			if q.Stream.Status == StatusOK && f.EventsPerCPUSec > 0 {
+				f.Ratio = q.Stream.EventsPerCPUSec / f.EventsPerCPUSec
+			}
+		}
+		q.Flink = &f
+	}
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("flink peer: %w\n%s", err, lastLines(stderr.String(), 5))
+	}
+	return nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}

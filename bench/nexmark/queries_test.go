@@ -1,0 +1,77 @@
+package nexmark
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseQuery(t *testing.T) {
+	text := `-- a comment; with a semicolon
+CREATE TABLE side_input (
+  key BIGINT,
+  ` + "`value`" + ` VARCHAR
+) WITH (
+  'connector.type' = 'filesystem',
+  'connector.path' = 'file:///x;y'
+);
+CREATE VIEW B AS SELECT *, PROCTIME() as p_time FROM bid;
+CREATE TABLE nexmark_q13 (auction BIGINT) PARTITIONED BY (auction) WITH ('connector' = 'blackhole');
+INSERT INTO nexmark_q13
+SELECT B.auction, S.` + "`value`" + ` FROM B JOIN side_input S ON mod(B.auction, 10000) = S.key WHERE B.url <> 'a;b';`
+	q, err := ParseQuery("q13", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"CREATE TABLE side_input (\n  key BIGINT,\n  `value` VARCHAR\n)", "CREATE VIEW B AS SELECT *, PROCTIME() as p_time FROM bid"}
+	if !slices.Equal(q.Setup, want) {
+		t.Errorf("setup %q, want %q", q.Setup, want)
+	}
+	if !strings.HasPrefix(q.Sink, "CREATE TABLE nexmark_q13") || !strings.HasSuffix(q.Select, "WHERE B.url <> 'a;b'") {
+		t.Errorf("sink %q select %q", q.Sink, q.Select)
+	}
+	if got := dropFor(q.Setup[1]); got != "DROP VIEW IF EXISTS B" {
+		t.Errorf("dropFor = %q", got)
+	}
+	for _, bad := range []string{"SELECT 1;", "INSERT INTO other SELECT 1;"} {
+		if _, err := ParseQuery("q1", bad); err == nil {
+			t.Errorf("ParseQuery(%q) took a file without INSERT INTO nexmark_q1", bad)
+		}
+	}
+}
+
+func TestStreaming(t *testing.T) {
+	sql := "SELECT * FROM auction AS A, bid B JOIN person P ON P.id = B.bidder, (SELECT 1 FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(x), INTERVAL '1' SECOND))) W WHERE bidder > 0"
+	got, tables := Streaming(sql, false)
+	want := "SELECT * FROM auction " + StreamHint + " AS A, bid " + StreamHint + " B JOIN person " + StreamHint +
+		" P ON P.id = B.bidder, (SELECT 1 FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(x), INTERVAL '1' SECOND))) W WHERE bidder > 0"
+	if got != want || !slices.Equal(tables, []string{"auction", "bid", "person"}) {
+		t.Errorf("Streaming:\n got %s %v\nwant %s", got, tables, want)
+	}
+	if got, _ := Streaming(sql, true); !strings.Contains(got, "TABLE bid "+StreamHint+",") {
+		t.Errorf("Streaming with TVFs left the TVF's table alone: %s", got)
+	}
+}
+
+// TestSharedQueries parses every query file of the shared directory.
+func TestSharedQueries(t *testing.T) {
+	dir, err := filepath.Abs("../../../shared/bench/nexmark/queries")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("no nexmark queries at %s", dir)
+	}
+	qs, err := LoadQueries(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(qs) < 23 || qs[0].Name != "q0" || qs[10].Name != "q10" {
+		t.Fatalf("loaded %d queries, first %s", len(qs), qs[0].Name)
+	}
+	if _, err := LoadQueries(dir, []string{"q0", "q99"}); err == nil {
+		t.Error("LoadQueries took an unknown query name")
+	}
+}

@@ -1,0 +1,148 @@
+package nexmark
+
+import (
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// WriteTable prints the per-query table.
+func WriteTable(w io.Writer, r *Report) {
+	fmt.Fprintf(w, "Nexmark: %d events, commits of %d, ", r.Events, r.CommitEvents)
+	if r.Rate > 0 {
+		fmt.Fprintf(w, "streamed at %.0f events/s\n", r.Rate)
+	} else {
+		fmt.Fprintf(w, "streamed as fast as possible\n")
+	}
+	if r.Machine != "" {
+		fmt.Fprintf(w, "%s, %s\n", r.Date, r.Machine)
+	}
+	for _, n := range r.Layout {
+		fmt.Fprintf(w, "- %s\n", n)
+	}
+	fmt.Fprintf(w, "load (no query): %.2f s, %.0f events/s, flightd %.2f CPU s\n", r.Load.Seconds, r.Load.EventsPerSec, r.Load.CPUSeconds)
+	fmt.Fprintf(w, "%-5s | %-7s %8s %10s %8s | %-7s %10s %10s %8s %9s %9s %8s | %-7s %10s %7s | %s\n",
+		"query", "batch", "rows", "events/s", "cpu s", "stream", "events/s", "ev/cpu-s", "cpu s", "p50 ms", "p99 ms", "rows",
+		"flink", "ev/cpu-s", "ratio", "why")
+	for _, q := range r.Queries {
+		b, s := q.Batch, q.Stream
+		why := s.Error
+		if b.Error != "" {
+			why = "batch: " + b.Error
+		}
+		fl := FlinkResult{Status: "-"}
+		if q.Flink != nil {
+			fl = *q.Flink
+			if fl.Error != "" {
+				why += " | flink: " + fl.Error
+			}
+		}
+		fmt.Fprintf(w, "%-5s | %-7s %8d %10.0f %8.2f | %-7s %10.0f %10.0f %8.2f %9.1f %9.1f %8d | %-7s %10.0f %7.2f | %s\n",
+			q.Query, b.Status, b.Rows, b.EventsPerSec, b.CPUSeconds, s.Status, s.EventsPerSec, s.EventsPerCPUSec,
+			s.CPUSeconds, s.LatencyP50Ms, s.LatencyP99Ms, s.Rows, fl.Status, fl.EventsPerCPUSec, fl.Ratio, why)
+	}
+	c := Count(r)
+	fmt.Fprintf(w, "batch: %d of %d ran; streaming: %d equal to batch, %d differ, %d equal only after a later marker, %d failed, %d refused, %d not run\n",
+		c.BatchOK, len(r.Queries), c.StreamOK, c.Differs, c.Late, c.Failed, c.Refused, c.NotRun)
+}
+
+// Counts summarizes a report.
+type Counts struct {
+	BatchOK, StreamOK, Differs, Late, Failed, Refused, NotRun int
+}
+
+// Count counts the queries by outcome.
+func Count(r *Report) Counts {
+	var c Counts
+	for _, q := range r.Queries {
+		if q.Batch.Status == StatusOK {
+			c.BatchOK++
+		}
+		switch q.Stream.Status {
+		case StatusOK:
+			c.StreamOK++
+		case StatusDiffers:
+			c.Differs++
+		case StatusLate:
+			c.Late++
+		case StatusFailed:
+			c.Failed++
+		case StatusRefused:
+			c.Refused++
+		default:
+			c.NotRun++
+		}
+	}
+	return c
+}
+
+// WriteFiles writes nexmark.json and nexmark.png into dir.
+func WriteFiles(dir string, r *Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "nexmark.json"), b, 0o644); err != nil {
+		return err
+	}
+	return writeChart(filepath.Join(dir, "nexmark.png"), r)
+}
+
+// writeChart draws events per second per query, batch and streamed (log
+// scale; queries that did not run have no point).
+func writeChart(path string, r *Report) error {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("Nexmark, %d events: events/s per query (log)", r.Events)
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	var names []string
+	var batch, stream plotter.XYs
+	for i, q := range r.Queries {
+		names = append(names, strings.TrimPrefix(q.Query, "q"))
+		if q.Batch.Status == StatusOK && q.Batch.EventsPerSec > 0 {
+			batch = append(batch, plotter.XY{X: float64(i), Y: q.Batch.EventsPerSec})
+		}
+		if q.Stream.Status == StatusOK && q.Stream.EventsPerSec > 0 {
+			stream = append(stream, plotter.XY{X: float64(i), Y: q.Stream.EventsPerSec})
+		}
+	}
+	for _, s := range []struct {
+		name string
+		pts  plotter.XYs
+		c    color.RGBA
+	}{{"batch", batch, color.RGBA{R: 230, G: 140, A: 255}}, {"streamed", stream, color.RGBA{R: 30, G: 90, B: 200, A: 255}}} {
+		if len(s.pts) == 0 {
+			continue
+		}
+		sc, err := plotter.NewScatter(s.pts)
+		if err != nil {
+			return err
+		}
+		sc.GlyphStyle.Color = s.c
+		sc.GlyphStyle.Radius = vg.Points(3)
+		p.Add(sc)
+		p.Legend.Add(s.name, sc)
+	}
+	p.NominalX(names...)
+	p.X.Min, p.X.Max = -0.5, float64(len(names))-0.5 // every query on the axis, with points or not
+	p.X.Label.Text = "query"
+	p.Legend.Top = true
+	if len(batch)+len(stream) == 0 {
+		p.Y.Scale = plot.LinearScale{}
+		p.Y.Tick.Marker = plot.DefaultTicks{}
+		p.Y.Min, p.Y.Max = 0, math.Max(1, p.Y.Max)
+	}
+	return p.Save(10*vg.Inch, 4*vg.Inch, path)
+}

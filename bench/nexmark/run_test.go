@@ -1,0 +1,106 @@
+package nexmark
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/bench/doget"
+	"github.com/flightd/flightd/engine"
+)
+
+// Queries in the nexmark files' form: a sink, then INSERT INTO it.
+var testQueries = map[string]string{
+	"q0": `CREATE TABLE nexmark_q0 (auction BIGINT, bidder BIGINT) WITH ('connector' = 'blackhole');
+		INSERT INTO nexmark_q0 SELECT auction, bidder, price, channel, url, ` + "`dateTime`" + `, extra FROM bid;`,
+	"q2": `-- a filter
+		CREATE TABLE nexmark_q2 (auction BIGINT, price BIGINT) WITH ('connector' = 'blackhole');
+		INSERT INTO nexmark_q2 SELECT auction, price FROM bid WHERE MOD(auction, 123) = 0;`,
+	"q3": `CREATE TABLE nexmark_q3 (name VARCHAR, id BIGINT) WITH ('connector' = 'blackhole');
+		INSERT INTO nexmark_q3 SELECT P.name, P.city, P.state, A.id FROM auction AS A INNER JOIN person AS P on A.seller = P.id
+		WHERE A.category = 10 and (P.state = 'OR' OR P.state = 'ID' OR P.state = 'CA');`,
+	"q17": `CREATE TABLE nexmark_q17 (auction BIGINT) WITH ('connector' = 'blackhole');
+		INSERT INTO nexmark_q17 SELECT auction, count(*) AS total_bids, min(price), max(price), sum(price),
+		count(DISTINCT bidder) FILTER (WHERE price >= 10000) FROM bid GROUP BY auction;`,
+	"q90": `CREATE TABLE nexmark_q90 (channel VARCHAR, n BIGINT) WITH ('connector' = 'blackhole');
+		INSERT INTO nexmark_q90 SELECT channel, count(*), max(price) FROM bid WHERE price > 1000000 GROUP BY channel;`,
+	"q91": `CREATE TABLE nexmark_q91 (auction BIGINT) WITH ('connector' = 'blackhole');
+		INSERT INTO nexmark_q91 SELECT auction FROM bid ORDER BY price DESC LIMIT 3;`,
+}
+
+// TestRun loads events into a flightd served in-process over loopback,
+// through real Flight SQL clients, and runs queries both ways: the
+// streamed answers must equal the batch answers, and a query flightd
+// cannot stream must be reported with the reason.
+func TestRun(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	dir := t.TempDir()
+	ctx := context.Background()
+	_, addr, stop, err := doget.StartFlightd(ctx, engine.Config{Mem: memory.NewGoAllocator(), Root: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	var queries []Query
+	for _, name := range []string{"q0", "q2", "q3", "q17", "q90", "q91"} {
+		q, err := ParseQuery(name, testQueries[name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		queries = append(queries, q)
+	}
+	cfg := DefaultConfig()
+	cfg.ProbDelayedEvent = 0.1
+	var log bytes.Buffer
+	rep, err := Run(ctx, mem, &Server{URI: "grpc://" + addr, Pid: os.Getpid(), DataDir: dir}, queries, Options{
+		Events: 6000, CommitEvents: 500, Generator: cfg, Timeout: 5 * time.Minute, Stream: true, Log: &log,
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	var table bytes.Buffer
+	WriteTable(&table, rep)
+	t.Log("\n" + table.String())
+	for _, q := range rep.Queries {
+		if q.Batch.Status != StatusOK {
+			t.Errorf("%s batch: %s %s", q.Query, q.Batch.Status, q.Batch.Error)
+		}
+		if q.Query == "q91" {
+			if q.Stream.Status != StatusRefused || !strings.Contains(q.Stream.Error, "ORDER BY") {
+				t.Errorf("q91 stream: %s %q, want refused with the reason", q.Stream.Status, q.Stream.Error)
+			}
+			continue
+		}
+		if q.Stream.Status != StatusOK || !q.Stream.Equal || q.Stream.Rows != q.Batch.Rows {
+			t.Errorf("%s stream: %s (%d rows, batch %d) %s", q.Query, q.Stream.Status, q.Stream.Rows, q.Batch.Rows, q.Stream.Error)
+		}
+		if q.Stream.LatencyP50Ms <= 0 || q.Stream.LatencyP99Ms < q.Stream.LatencyP50Ms || q.Stream.CPUSeconds <= 0 {
+			t.Errorf("%s stream: latency p50 %v p99 %v, CPU %v s: not measured", q.Query, q.Stream.LatencyP50Ms, q.Stream.LatencyP99Ms, q.Stream.CPUSeconds)
+		}
+	}
+	if rep.Queries[0].Batch.Rows != 6000*46/50 {
+		t.Errorf("q0 gave %d bids, want %d", rep.Queries[0].Batch.Rows, 6000*46/50)
+	}
+	for _, bad := range []Options{{Events: 0, CommitEvents: 1, Timeout: time.Second, Generator: cfg},
+		{Events: 1, CommitEvents: 1, Timeout: time.Second, Rate: -1, Generator: cfg}} {
+		if _, err := Run(ctx, mem, &Server{URI: "grpc://" + addr}, queries, bad); err == nil {
+			t.Errorf("Run took %+v", bad)
+		}
+	}
+	out := t.TempDir()
+	if err := WriteFiles(out, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"nexmark.json", "nexmark.png"} {
+		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+}
