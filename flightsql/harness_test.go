@@ -203,3 +203,43 @@ func batchRows(b arrow.RecordBatch) [][]string {
 	}
 	return out
 }
+
+// prepare prepares q on cnxn; the caller closes the statement.
+func prepare(t testing.TB, cnxn adbc.Connection, q string) adbc.Statement {
+	t.Helper()
+	st, err := cnxn.NewStatement()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetSqlQuery(q); err != nil {
+		st.Close()
+		t.Fatal(err)
+	}
+	if err := st.Prepare(context.Background()); err != nil {
+		st.Close()
+		t.Fatalf("prepare %s: %v", q, err)
+	}
+	return st
+}
+
+// queryBound runs a prepared query with params bound (released here) and
+// returns its rows.
+func queryBound(t testing.TB, st adbc.Statement, params arrow.RecordBatch) [][]string {
+	t.Helper()
+	ctx := context.Background()
+	err := st.Bind(ctx, params)
+	params.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdr, _, err := st.ExecuteQuery(ctx)
+	if err != nil {
+		t.Fatalf("%s: %v", params.Schema(), err)
+	}
+	defer rdr.Release()
+	rows, err := readRows(rdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}

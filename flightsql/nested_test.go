@@ -135,64 +135,19 @@ func TestNestedParameters(t *testing.T) {
 	cnxn := ts.connect(t, nil)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	ctx := context.Background()
 	mustExec(t, cnxn, `CREATE TABLE np (k INT, xs ARRAY<BIGINT>)`)
 	mustExec(t, cnxn, `INSERT INTO np VALUES (1, ARRAY[1, 2]), (2, ARRAY[3])`)
 
-	sel, err := cnxn.NewStatement()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sel := prepare(t, cnxn, `SELECT k, xs[2] FROM np WHERE xs = ?`)
 	defer sel.Close()
-	if err := sel.SetSqlQuery(`SELECT k, xs[2] FROM np WHERE xs = ?`); err != nil {
-		t.Fatal(err)
-	}
-	if err := sel.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
 	for _, lt := range []arrow.DataType{arrow.ListOf(arrow.PrimitiveTypes.Int64), arrow.LargeListOf(arrow.PrimitiveTypes.Int32), arrow.ListViewOf(arrow.PrimitiveTypes.Uint16)} {
 		params := variantBatch(t, mem, []arrow.Field{{Name: "0", Type: lt, Nullable: true}}, `[[1, 2]]`)
-		if err := sel.Bind(ctx, params); err != nil {
-			t.Fatal(err)
-		}
-		params.Release()
-		rdr, _, err := sel.ExecuteQuery(ctx)
-		if err != nil {
-			t.Fatalf("%s: %v", lt, err)
-		}
-		rows, err := readRows(rdr)
-		rdr.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
-		wantRows(t, rows, "1,2")
+		wantRows(t, queryBound(t, sel, params), "1,2")
 	}
 
 	// An index parameter is an integer, whatever the array holds.
-	idx, err := cnxn.NewStatement()
-	if err != nil {
-		t.Fatal(err)
-	}
+	idx := prepare(t, cnxn, `SELECT k, xs[?] FROM np ORDER BY k`)
 	defer idx.Close()
-	if err := idx.SetSqlQuery(`SELECT k, xs[?] FROM np ORDER BY k`); err != nil {
-		t.Fatal(err)
-	}
-	if err := idx.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
 	params := variantBatch(t, mem, []arrow.Field{{Name: "0", Type: arrow.PrimitiveTypes.Int32, Nullable: true}}, `[2]`)
-	if err := idx.Bind(ctx, params); err != nil {
-		t.Fatal(err)
-	}
-	params.Release()
-	rdr, _, err := idx.ExecuteQuery(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := readRows(rdr)
-	rdr.Release()
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantRows(t, rows, "1,2", "2,NULL")
+	wantRows(t, queryBound(t, idx, params), "1,2", "2,NULL")
 }

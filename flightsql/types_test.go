@@ -124,40 +124,17 @@ func TestParameterVariants(t *testing.T) {
 	cnxn := ts.connect(t, nil)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	ctx := context.Background()
 	mustExec(t, cnxn, `CREATE TABLE pv (k INT, v STRING)`)
 	mustExec(t, cnxn, `INSERT INTO pv VALUES (1, 'one'), (2, 'two')`)
 
-	sel, err := cnxn.NewStatement()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sel := prepare(t, cnxn, `SELECT k FROM pv WHERE v = ? AND k = ?`)
 	defer sel.Close()
-	if err := sel.SetSqlQuery(`SELECT k FROM pv WHERE v = ? AND k = ?`); err != nil {
-		t.Fatal(err)
-	}
-	if err := sel.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
 	for _, st := range []arrow.DataType{arrow.BinaryTypes.LargeString, arrow.BinaryTypes.StringView} {
 		params := variantBatch(t, mem, []arrow.Field{
 			{Name: "0", Type: st, Nullable: true},
 			{Name: "1", Type: arrow.PrimitiveTypes.Uint8, Nullable: true},
 		}, `["two"]`, `[2]`)
-		if err := sel.Bind(ctx, params); err != nil {
-			t.Fatal(err)
-		}
-		params.Release()
-		rdr, _, err := sel.ExecuteQuery(ctx)
-		if err != nil {
-			t.Fatalf("%s: %v", st, err)
-		}
-		rows, err := readRows(rdr)
-		rdr.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
-		wantRows(t, rows, "2")
+		wantRows(t, queryBound(t, sel, params), "2")
 	}
 }
 

@@ -311,16 +311,27 @@ func benchScanMerge(b *testing.B, opts map[string]string, keySpace int64) {
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for range 8 {
-		w := tbl.NewWrite(WriteOptions{})
-		rec := benchBatch(mem, rng, 1<<15, keySpace, -1)
-		if err := w.Write(ctx, rec, Insert); err != nil {
-			b.Fatal(err)
-		}
-		rec.Release()
-		if _, err := w.Commit(ctx); err != nil {
-			b.Fatal(err)
-		}
+		commitRecord(b, tbl, benchBatch(mem, rng, 1<<15, keySpace, -1))
 	}
+	reportScans(b, tbl)
+}
+
+// commitRecord writes rec into tbl in one commit and releases it.
+func commitRecord(tb testing.TB, tbl *Table, rec arrow.RecordBatch) {
+	tb.Helper()
+	defer rec.Release()
+	w := tbl.NewWrite(WriteOptions{})
+	if err := w.Write(context.Background(), rec, Insert); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := w.Commit(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// reportScans times b.N full scans of tbl, in rows per second and per
+// CPU second.
+func reportScans(b *testing.B, tbl *Table) {
 	b.ResetTimer()
 	var rows int64
 	cpu0 := cpuTime()

@@ -298,24 +298,9 @@ func BenchmarkScanMergeNested(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				w := tbl.NewWrite(WriteOptions{})
-				if err := w.Write(ctx, rec, Insert); err != nil {
-					b.Fatal(err)
-				}
-				rec.Release()
-				if _, err := w.Commit(ctx); err != nil {
-					b.Fatal(err)
-				}
+				commitRecord(b, tbl, rec)
 			}
-			b.ResetTimer()
-			var rows int64
-			cpu0 := cpuTime()
-			for i := 0; i < b.N; i++ {
-				n, _ := scanRows(b, tbl, ScanSpec{})
-				rows += n
-			}
-			b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
-			b.ReportMetric(float64(rows)/(cpuTime()-cpu0).Seconds(), "rows/cpu-s")
+			reportScans(b, tbl)
 		})
 	}
 }
