@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -56,20 +57,28 @@ func (b *binder) lookup(s *scope, id *sql.Ident) *ColRef {
 	if len(parts) >= 2 {
 		qual = parts[len(parts)-2]
 	}
+	// Unquoted names are lowercased, so a column with capitals
+	// (Nexmark's dateTime) is found case-insensitively when no name
+	// matches exactly and only one column does.
 	for sc := s; sc != nil; sc = sc.parent {
-		var found *scopeCol
-		for i := range sc.cols {
-			c := &sc.cols[i]
-			if c.name != name || qual != "" && c.qual != qual || qual == "" && c.hidden {
-				continue
+		for _, same := range []func(string) bool{
+			func(n string) bool { return n == name },
+			func(n string) bool { return strings.EqualFold(n, name) },
+		} {
+			var found *scopeCol
+			for i := range sc.cols {
+				c := &sc.cols[i]
+				if !same(c.name) || qual != "" && c.qual != qual || qual == "" && c.hidden {
+					continue
+				}
+				if found != nil && found.col.ID != c.col.ID {
+					b.fail(id.Pos, "column reference %q is ambiguous (in %s and %s)", name, orDerived(found.qual), orDerived(c.qual))
+				}
+				found = c
 			}
-			if found != nil && found.col.ID != c.col.ID {
-				b.fail(id.Pos, "column reference %q is ambiguous (in %s and %s)", name, orDerived(found.qual), orDerived(c.qual))
+			if found != nil {
+				return &ColRef{ID: found.col.ID, Name: found.name, Typ: found.col.Type}
 			}
-			found = c
-		}
-		if found != nil {
-			return &ColRef{ID: found.col.ID, Name: found.name, Typ: found.col.Type}
 		}
 	}
 	var names []string
