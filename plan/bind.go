@@ -45,6 +45,9 @@ type binder struct {
 	// cteDepth > 0 while optimizeShared plans them.
 	cteFilters map[*SharedCTE]*cteFilter
 	cteDepth   int
+	// streamTVFs counts the window TVFs bound over streams
+	// (stream_window.go).
+	streamTVFs int
 }
 
 type cteDef struct {
