@@ -2,6 +2,7 @@ package stream_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"slices"
@@ -350,4 +351,113 @@ func runWindowInvariant(t *testing.T, rng *rand.Rand) {
 		t.Fatalf("the stream's watermark is %s, the model's %s", time.UnixMicro(got).UTC(), time.UnixMicro(want).UTC())
 	}
 	t.Logf("%d snapshots, %d window rows checked, %d late rows", len(steps), checked, lateModel)
+}
+
+// windowEngine opens an engine with a table bid(auction, price, ts) whose
+// WATERMARK is ts - 1 s, holding rows.
+func windowEngine(t *testing.T, rows string) (context.Context, *engine.Session) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	eng, err := engine.Open(ctx, engine.Config{Mem: mem, Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	t.Cleanup(func() { eng.Close() })
+	sess := eng.NewSession()
+	for _, q := range []string{
+		"CREATE TABLE bid (auction INT, price BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)",
+		"INSERT INTO bid VALUES " + rows,
+	} {
+		st, err := sess.Prepare(ctx, q, nil)
+		if err == nil {
+			_, err = st.Exec(ctx, nil)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return ctx, sess
+}
+
+// TestWindowBoundedEnd: when a bounded stream ends, every window still
+// open is emitted, so the stream gives the whole batch answer.
+func TestWindowBoundedEnd(t *testing.T) {
+	ctx, sess := windowEngine(t, "(1, 10, TIMESTAMP '2024-01-01 00:00:01'), (1, 5, TIMESTAMP '2024-01-01 00:00:04'), (2, 7, TIMESTAMP '2024-01-01 00:00:09')")
+	const q = "SELECT window_start, window_end, auction, sum(price) FROM TABLE(HOP(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '4' SECOND)) GROUP BY window_start, window_end, auction"
+	rows := func(text string) []string {
+		t.Helper()
+		st, err := sess.Prepare(ctx, text, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		op, err := st.Query(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := drain(ctx, op)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		slices.Sort(got)
+		return got
+	}
+	var got []string
+	for _, r := range rows(fmt.Sprintf(q, "/*+ OPTIONS('scan.mode'='latest-full', 'scan.bounded.snapshot-id'='1') */")) {
+		k, rest, _ := strings.Cut(r, "|")
+		if k != "+I" {
+			t.Fatalf("row %s", r)
+		}
+		got = append(got, rest)
+	}
+	want := rows(fmt.Sprintf(q, ""))
+	if len(want) != 6 || !slices.Equal(got, want) {
+		t.Fatalf("the bounded stream gives %q, the batch query %q", got, want)
+	}
+}
+
+// TestWindowRefused: window TVFs over streams that are not aggregated by
+// their windows, or not over the table's WATERMARK column, are refused at
+// planning with the reason.
+func TestWindowRefused(t *testing.T) {
+	ctx, sess := windowEngine(t, "(1, 10, TIMESTAMP '2024-01-01 00:00:01')")
+	const hint = "/*+ OPTIONS('scan.mode'='latest-full') */"
+	for q, want := range map[string]string{
+		"SELECT auction FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND))":                                                                                                                   "must be aggregated by its windows",
+		"SELECT window_start, count(*) FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start":                                                                              "groups by both window_start and window_end",
+		"SELECT window_start, window_end, count(*) FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) WHERE window_start > TIMESTAMP '2024-01-01 00:00:00' GROUP BY window_start, window_end": "not used in a filter",
+		"SELECT window_start, window_end, window_time, count(*) FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end, window_time":                            "window_time is not supported yet",
+		"SELECT window_start, window_end, max(window_start) FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end":                                             "not used in an aggregate",
+		"SELECT count(*) FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) a JOIN TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) b ON a.window_start = b.window_start":     "window",
+	} {
+		text := strings.ReplaceAll(q, "%s", hint)
+		_, err := sess.Prepare(ctx, text, nil)
+		if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, plan.ErrNotImplemented) {
+			t.Errorf("%s: got %v, want a not-implemented error containing %q", text, err, want)
+		}
+	}
+	// The DESCRIPTOR column must be the WATERMARK column of the table.
+	for _, q := range []string{
+		"CREATE TABLE two (a TIMESTAMP(3), b TIMESTAMP(3), WATERMARK FOR a AS a)",
+		"CREATE TABLE nowm (a TIMESTAMP(3))",
+	} {
+		st, err := sess.Prepare(ctx, q, nil)
+		if err == nil {
+			_, err = st.Exec(ctx, nil)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tbl := range []string{"two", "nowm"} {
+		q := "SELECT window_start, window_end, count(*) FROM TABLE(TUMBLE(TABLE " + tbl + " " + hint + ", DESCRIPTOR(b), INTERVAL '2' SECOND)) GROUP BY window_start, window_end"
+		if tbl == "nowm" {
+			q = strings.Replace(q, "DESCRIPTOR(b)", "DESCRIPTOR(a)", 1)
+		}
+		if _, err := sess.Prepare(ctx, q, nil); err == nil || !strings.Contains(err.Error(), "must be the WATERMARK column of default."+tbl) {
+			t.Errorf("%s: got %v, want the DESCRIPTOR column refused", q, err)
+		}
+	}
 }
