@@ -100,11 +100,15 @@ type streamPlanner struct {
 	// (stream_window.go); windowAggs counts the window aggregations.
 	windows    map[ColumnID]*windowCol
 	windowAggs int
+	// rowtimes are the columns that hold a stream's WATERMARK column;
+	// eventTime: an operator needs the sources' watermarks.
+	rowtimes  map[ColumnID]bool
+	eventTime bool
 }
 
 // planStream plans root, a bound and optimized streaming query.
 func (b *binder) planStream(root Node) *streamPlan {
-	p := &streamPlanner{b: b, kinds: map[ColumnID]bool{}, filtered: map[ColumnID]bool{}, passed: map[ColumnID]ColumnID{}, windows: map[ColumnID]*windowCol{}}
+	p := &streamPlanner{b: b, kinds: map[ColumnID]bool{}, filtered: map[ColumnID]bool{}, passed: map[ColumnID]ColumnID{}, windows: map[ColumnID]*windowCol{}, rowtimes: map[ColumnID]bool{}}
 	sp := &streamPlan{kinds: p.kinds}
 	n := root
 	if l, ok := n.(*LimitNode); ok {
@@ -138,7 +142,7 @@ func (b *binder) planStream(root Node) *streamPlan {
 		// Without before-images the changes are upserts by key: exact only
 		// for a consumer that sees the key and nothing filtered on values.
 		s.normalize = !hasBeforeImages(s.scan.Table) && (p.stateful || p.filtersValues(s) || !p.keepsKey(s, outOrigins))
-		if p.windowAggs > 0 {
+		if p.eventTime {
 			s.wm = p.watermarkOf(s.scan)
 		}
 	}
@@ -252,6 +256,7 @@ func (p *streamPlanner) plan(n Node) sNode {
 			}
 		}
 		p.sources = append(p.sources, s)
+		p.markRowtime(x)
 		if x.Filter == nil {
 			return s
 		}
@@ -281,11 +286,13 @@ func (p *streamPlanner) plan(n Node) sNode {
 			}
 			if r, ok := e.(*ColRef); ok {
 				p.passed[x.Cols[i].ID] = r.ID
+				p.rowtimes[x.Cols[i].ID] = p.rowtimes[r.ID]
 			}
 			p.checkKind(e)
 			pr.exprs = append(pr.exprs, e)
 			pr.cs = append(pr.cs, x.Cols[i])
 		}
+		p.markRowtime(x)
 		return pr
 	case *AggNode:
 		in := p.plan(x.Input)
@@ -322,6 +329,9 @@ func (p *streamPlanner) plan(n Node) sNode {
 			if p.windows[c.ID] != nil {
 				p.refuse("a join of window TVFs over streams (window join) is not supported yet")
 			}
+		}
+		if ij := p.planIntervalJoin(x, l, r); ij != nil {
+			return ij
 		}
 		j := &sJoin{l: l, r: r, n: x}
 		for _, c := range x.Columns() {
@@ -450,6 +460,10 @@ func (sp *streamPlan) explain(sb *strings.Builder) {
 			walk(x.r, depth+1)
 		case *sUnion:
 			sb.WriteString("StreamUnionAll\n")
+			walk(x.l, depth+1)
+			walk(x.r, depth+1)
+		case *sIntervalJoin:
+			fmt.Fprintf(sb, "%s between %s\n", strings.Replace(explainLine(x.n), "HashJoin", "IntervalJoin", 1), intervalString(x))
 			walk(x.l, depth+1)
 			walk(x.r, depth+1)
 		case *sWindowAgg:
@@ -652,6 +666,17 @@ func (sb *streamBuilder) build(n sNode) (op stream.Operator, err error) {
 			return nil, err
 		}
 		return u, nil
+	case *sIntervalJoin:
+		l, r, err := sb.buildPair(x.l, x.r)
+		if err != nil {
+			return nil, err
+		}
+		op, err := sb.intervalJoin(x, l, r)
+		if err != nil {
+			_ = l.Close()
+			_ = r.Close()
+		}
+		return op, err
 	case *sJoin:
 		l, r, err := sb.buildPair(x.l, x.r)
 		if err != nil {

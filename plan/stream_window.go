@@ -168,6 +168,7 @@ func (p *streamPlanner) planWindowAgg(x *AggNode, in sNode) sNode {
 	delete(p.windows, x.GroupCols[w.start].ID)
 	delete(p.windows, x.GroupCols[w.end].ID)
 	p.windowAggs++
+	p.eventTime = true
 	return w
 }
 
