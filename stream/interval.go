@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -29,8 +28,8 @@ type IntervalSpec struct {
 // once the watermark (the smaller of the inputs') passes both its event
 // time and the last time a partner could have, it is dropped from state.
 // A change whose event time is at or before the watermark of the last
-// marker is late: dropped and counted (LateRows). Rows with a NULL key or
-// event time join nothing and are not held.
+// marker is late: dropped and counted in the LateRows of the markers. Rows
+// with a NULL key or event time join nothing and are not held.
 //
 // Output columns: row kind, left columns, right columns.
 type IntervalJoin struct {
@@ -44,7 +43,7 @@ type IntervalJoin struct {
 	q      *outQueue
 	pos    Pos
 	wm     time.Time
-	late   atomic.Int64
+	late   int64
 	held   int64
 	signs  []int8
 	lower  int64 // microseconds
@@ -106,10 +105,6 @@ func (j *IntervalJoin) Schema() *arrow.Schema { return j.schema }
 
 func (j *IntervalJoin) Open(ctx context.Context) error { return j.two.open(ctx) }
 
-// LateRows is the number of changes dropped as late so far; safe to call
-// from any goroutine.
-func (j *IntervalJoin) LateRows() int64 { return j.late.Load() }
-
 func (j *IntervalJoin) Next(ctx context.Context) (Chunk, error) {
 	for {
 		if b := j.q.pop(); b != nil {
@@ -130,7 +125,7 @@ func (j *IntervalJoin) Next(ctx context.Context) (Chunk, error) {
 					return Chunk{}, err
 				}
 			}
-			c.LateRows += j.late.Load()
+			c.LateRows += j.late
 			j.marker = &c
 			continue
 		}
@@ -196,7 +191,7 @@ func (j *IntervalJoin) process(ctx context.Context, side int, b arrow.RecordBatc
 		}
 		t := times[i]
 		if !j.wm.IsZero() && t <= j.wm.UnixMicro() {
-			j.late.Add(1)
+			j.late++
 			continue
 		}
 		k := string(s.enc.Key(i))

@@ -63,8 +63,8 @@ func TestIntervalJoinExpires(t *testing.T) {
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if j.LateRows() != 0 || out < 100_000 {
-		t.Fatalf("%d late rows, %d joined rows", j.LateRows(), out)
+	if j.late != 0 || out < 100_000 {
+		t.Fatalf("%d late rows, %d joined rows", j.late, out)
 	}
 	t.Logf("peak state %d bytes, %d joined rows", peak, out)
 	if budget.Used() != 0 {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -79,9 +78,9 @@ func (ws Windows) firstEnd(t int64) int64 {
 // earliest window holding it has closed at its arrival (its event time's
 // first window end is at or before the watermark of the last marker): it
 // is dropped from all its windows, as Flink's slicing window operator
-// drops it, and counted (LateRows). A NULL event time is dropped and counted
-// the same way: its window never closes. When the input ends every window
-// is emitted (Flink's end of input).
+// drops it, and counted in the LateRows of the markers. A NULL event time
+// is dropped and counted the same way: its window never closes. When the
+// input ends every window is emitted (Flink's end of input).
 //
 // Output columns: row kind, window_start, window_end, the keys, the
 // aggregates; window bounds have the event time's type.
@@ -100,7 +99,7 @@ type WindowAggregate struct {
 	argGet []getter
 	open   map[[2]int64]*window
 	wm     time.Time // the last marker's watermark
-	late   atomic.Int64
+	late   int64
 	enc    vectorized.KeyEncoder
 	signs  []int8
 	wins   [][2]int64
@@ -162,10 +161,6 @@ func (w *WindowAggregate) Schema() *arrow.Schema { return w.schema }
 
 func (w *WindowAggregate) Open(ctx context.Context) error { return w.in.Open(ctx) }
 
-// LateRows is the number of rows dropped as late so far; safe to call from
-// any goroutine.
-func (w *WindowAggregate) LateRows() int64 { return w.late.Load() }
-
 // Next returns the windows closed by the last marker's watermark, labelled
 // with its position, then the marker.
 func (w *WindowAggregate) Next(ctx context.Context) (Chunk, error) {
@@ -204,7 +199,7 @@ func (w *WindowAggregate) Next(ctx context.Context) (Chunk, error) {
 			}
 		}
 		c.Image, c.ImageStart = tablestore.NoImage, false // the output is no table's full read
-		c.LateRows += w.late.Load()
+		c.LateRows += w.late
 		w.marker, w.pos = &c, c.Pos
 	}
 }
@@ -284,7 +279,7 @@ func (w *WindowAggregate) add(ctx context.Context, b arrow.RecordBatch) (err err
 	var grow int64
 	for i, sign := range signs {
 		if !valid[i] || !w.wm.IsZero() && w.windows.firstEnd(times[i]) <= wm {
-			w.late.Add(1)
+			w.late++
 			continue
 		}
 		k := w.enc.Key(i)
