@@ -416,6 +416,24 @@ func TestWindowBoundedEnd(t *testing.T) {
 	if len(want) != 6 || !slices.Equal(got, want) {
 		t.Fatalf("the bounded stream gives %q, the batch query %q", got, want)
 	}
+
+	// Other aggregates, FILTER and HAVING (a filter of the insert-only
+	// output), and the plan.
+	const q2 = "SELECT window_start, window_end, count(DISTINCT auction), avg(price), sum(price) FILTER (WHERE auction = 1) FROM TABLE(CUMULATE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND)) GROUP BY window_start, window_end HAVING count(*) > 1"
+	const bounded = "/*+ OPTIONS('scan.mode'='latest-full', 'scan.bounded.snapshot-id'='1') */"
+	got = got[:0]
+	for _, r := range rows(fmt.Sprintf(q2, bounded)) {
+		got = append(got, strings.TrimPrefix(r, "+I|"))
+	}
+	if want := rows(fmt.Sprintf(q2, "")); len(want) != 1 || !slices.Equal(got, want) {
+		t.Fatalf("the bounded stream gives %q, the batch query %q", got, want)
+	}
+	plan := explain(t, ctx, sess, fmt.Sprintf(q2, bounded))
+	for _, want := range []string{"WindowAggregate CUMULATE(ts, size 6s, step 2s)", "StreamFilter"} {
+		if !strings.Contains(plan, want) {
+			t.Errorf("EXPLAIN lacks %q:\n%s", want, plan)
+		}
+	}
 }
 
 // TestWindowRefused: window TVFs over streams that are not aggregated by
