@@ -253,9 +253,9 @@ type ChangeProgress struct {
 	// alias]"); Snapshot is then the largest of them.
 	Snapshots map[string]int64 `json:"snapshots,omitempty"`
 	// Watermark, on the progress markers of a query with event time (a
-	// window aggregation), is its watermark (RFC 3339, UTC): the windows
-	// ending at or before it have been emitted. LateRows counts the input
-	// rows it dropped as late since it started.
+	// window aggregation or an interval join), is its watermark (RFC 3339,
+	// UTC): the windows ending at or before it have been emitted. LateRows
+	// counts the input rows it dropped as late since it started.
 	Watermark string `json:"watermark,omitempty"`
 	LateRows  int64  `json:"late_rows,omitempty"`
 }

@@ -569,8 +569,7 @@ func (p posObserver) snapshot(pos stream.Pos) int64 {
 }
 
 func (p posObserver) Rows(pos stream.Pos, image bool) { p.o.Rows(p.snapshot(pos), image) }
-
-func (p posObserver) CaughtUp(pos stream.Pos) error { return p.o.CaughtUp(p.snapshot(pos)) }
+func (p posObserver) CaughtUp(pos stream.Pos) error   { return p.o.CaughtUp(p.snapshot(pos)) }
 func (p posObserver) Image(pos stream.Pos, start bool) error {
 	return p.o.Image(p.snapshot(pos), start)
 }
@@ -583,7 +582,7 @@ func (p posObserver) EventTime(watermark time.Time, lateRows int64) {
 }
 
 // EventTimeObserver is a StreamObserver of a query with event time (a
-// window aggregation) told, before each CaughtUp, the query's watermark
+// window aggregation or an interval join) told, before each CaughtUp, the query's watermark
 // (zero until its sources have read event times) and the number of input
 // rows dropped as late since the start.
 type EventTimeObserver interface {
