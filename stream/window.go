@@ -204,22 +204,9 @@ func (w *WindowAggregate) Next(ctx context.Context) (Chunk, error) {
 	}
 }
 
-// micros converts a value of the event time's unit to microseconds.
-func (w *WindowAggregate) micros(v int64) int64 {
-	switch w.unit {
-	case arrow.Second:
-		return v * 1e6
-	case arrow.Millisecond:
-		return v * 1e3
-	case arrow.Nanosecond:
-		return v / 1e3
-	}
-	return v
-}
-
-// fromMicros converts microseconds to the event time's unit.
-func (w *WindowAggregate) fromMicros(v int64) int64 {
-	switch w.unit {
+// toUnit converts microseconds to a timestamp value of unit.
+func toUnit(v int64, unit arrow.TimeUnit) int64 {
+	switch unit {
 	case arrow.Second:
 		return v / 1e6
 	case arrow.Millisecond:
@@ -330,7 +317,7 @@ func (w *WindowAggregate) fire(wm time.Time) error {
 	})
 	var freed int64
 	for _, win := range closed {
-		start, end := w.fromMicros(win.bounds[0]), w.fromMicros(win.bounds[1])
+		start, end := toUnit(win.bounds[0], w.unit), toUnit(win.bounds[1], w.unit)
 		for _, g := range win.order {
 			if g.rows < 0 {
 				return fmt.Errorf("%w: window aggregation input retracted more rows than it added", exec.ErrInvalid)
