@@ -97,7 +97,8 @@ type streamPlanner struct {
 	filtered map[ColumnID]bool     // columns some filter reads
 	passed   map[ColumnID]ColumnID // projection output -> the column it passes on
 	// windows are the window columns of streaming window TVFs
-	// (stream_window.go); windowAggs counts the window aggregations.
+	// (stream_window.go); windowAggs counts the TVFs window aggregations
+	// and window joins consume.
 	windows    map[ColumnID]*windowCol
 	windowAggs int
 	// rowtimes are the columns that hold a stream's WATERMARK column;
@@ -327,7 +328,7 @@ func (p *streamPlanner) plan(n Node) sNode {
 		p.checkKind(x.Residual)
 		for _, c := range x.Columns() {
 			if p.windows[c.ID] != nil {
-				p.refuse("a join of window TVFs over streams (window join) is not supported yet")
+				return p.planWindowJoin(x, l, r)
 			}
 		}
 		if ij := p.planIntervalJoin(x, l, r); ij != nil {
@@ -464,6 +465,10 @@ func (sp *streamPlan) explain(sb *strings.Builder) {
 			walk(x.r, depth+1)
 		case *sIntervalJoin:
 			fmt.Fprintf(sb, "%s between %s\n", strings.Replace(explainLine(x.n), "HashJoin", "IntervalJoin", 1), intervalString(x))
+			walk(x.l, depth+1)
+			walk(x.r, depth+1)
+		case *sWindowJoin:
+			sb.WriteString(strings.Replace(explainLine(x.n), "HashJoin", "WindowJoin "+windowString(x.call), 1) + "\n")
 			walk(x.l, depth+1)
 			walk(x.r, depth+1)
 		case *sWindowAgg:
@@ -665,6 +670,17 @@ func (sb *streamBuilder) build(n sNode) (op stream.Operator, err error) {
 			return nil, err
 		}
 		return u, nil
+	case *sWindowJoin:
+		l, r, err := sb.buildPair(x.l, x.r)
+		if err != nil {
+			return nil, err
+		}
+		op, err := sb.windowJoin(x, l, r)
+		if err != nil {
+			_ = l.Close()
+			_ = r.Close()
+		}
+		return op, err
 	case *sIntervalJoin:
 		l, r, err := sb.buildPair(x.l, x.r)
 		if err != nil {

@@ -281,3 +281,118 @@ func watermarkColumns(sw *sourceWatermark, t *tablestore.Table, columns *[]strin
 	}
 	return compile(sw.rowtime, lay, params)
 }
+
+// sWindowJoin is a window join; its columns are the left's, the right's
+// (window_start holding the window's start), then the window_end and
+// window_time columns of each side the join outputs.
+type sWindowJoin struct {
+	l, r   sNode
+	n      *JoinNode
+	call   *Call // the left window_start's call
+	keys   [2][]Expr
+	start  [2]ColumnID
+	bounds [2][]stream.WindowBound
+	cs     []Column
+}
+
+func (s *sWindowJoin) cols() []Column { return s.cs }
+
+// sameWindowSpec reports whether two window calls, maybe over different
+// time columns, are of the same kind, size, step and offset.
+func sameWindowSpec(a, b *Call) bool {
+	return sameWindows(&Call{Args: a.Args[1:]}, &Call{Args: b.Args[1:]})
+}
+
+// windowOf returns the window column e reads directly, or nil.
+func (p *streamPlanner) windowOf(e Expr) *windowCol {
+	if r, ok := e.(*ColRef); ok {
+		return p.windows[r.ID]
+	}
+	return nil
+}
+
+// planWindowJoin plans a join of two window TVFs on window_start and
+// window_end (and keys).
+func (p *streamPlanner) planWindowJoin(x *JoinNode, l, r sNode) *sWindowJoin {
+	if x.Kind != InnerJoin {
+		p.refuse("window joins other than inner joins are not supported yet")
+	}
+	w := &sWindowJoin{l: l, r: r, n: x}
+	var found [2]bool
+	for i := range x.LeftKeys {
+		lk, rk := x.LeftKeys[i], x.RightKeys[i]
+		lw, rw := p.windowOf(lk), p.windowOf(rk)
+		switch {
+		case lw == nil && rw == nil:
+			p.refuseWindow("a join key", lk, rk)
+			w.keys[0] = append(w.keys[0], lk)
+			w.keys[1] = append(w.keys[1], rk)
+		case lw != nil && rw != nil && lw.fn == rw.fn && lw.fn != windowTimeFn && sameWindowSpec(lw.call, rw.call):
+			if lw.fn == windowStartFn {
+				found[0], w.call = true, lw.call
+				w.start = [2]ColumnID{lk.(*ColRef).ID, rk.(*ColRef).ID}
+			} else {
+				found[1] = true
+			}
+		default:
+			p.refuse("a window join matches the window_start and window_end of windows of one kind and size")
+		}
+	}
+	if !found[0] || !found[1] {
+		p.refuse("a window join of streams joins on both window_start and window_end")
+	}
+	p.refuseWindow("a join condition beyond the keys", x.Residual)
+	w.cs = append(slices.Clone(l.cols()), r.cols()...)
+	var extra []Column
+	for s, in := range []Node{x.Left, x.Right} {
+		for _, c := range in.Columns() {
+			wc := p.windows[c.ID]
+			switch {
+			case wc == nil:
+				continue
+			case wc.fn == windowEndFn:
+				w.bounds[s] = append(w.bounds[s], stream.WindowEnd)
+				extra = append(extra, c)
+			case wc.fn == windowTimeFn:
+				w.bounds[s] = append(w.bounds[s], stream.WindowTime)
+				extra = append(extra, c)
+			}
+			delete(p.windows, c.ID) // above the join, a plain column
+		}
+	}
+	w.cs = append(w.cs, extra...)
+	p.windowAggs += 2 // the two TVFs are consumed
+	p.eventTime = true
+	return w
+}
+
+// windowJoin builds a window join and the filter of its condition beyond
+// the keys.
+func (sb *streamBuilder) windowJoin(x *sWindowJoin, l, r stream.Operator) (stream.Operator, error) {
+	var sides [2]stream.WindowJoinSide
+	for s, cols := range [][]Column{x.l.cols(), x.r.cols()} {
+		lay := sb.layout(cols)
+		var err error
+		if sides[s].Keys, err = compileAll(x.keys[s], lay, sb.params); err != nil {
+			return nil, err
+		}
+		i := slices.IndexFunc(cols, func(c Column) bool { return c.ID == x.start[s] })
+		if sides[s].Time, err = compile(colRef(cols[i]), lay, sb.params); err != nil {
+			return nil, err
+		}
+		sides[s].Start, sides[s].Bounds = i, x.bounds[s]
+	}
+	j, err := stream.NewWindowJoin(sb.ec, l, r, windowSpec(x.call), sides, sb.budget)
+	if err != nil {
+		return nil, err
+	}
+	if x.n.Residual == nil {
+		return j, nil
+	}
+	pred, err := sb.compile(x.n.Residual, concatCols(x.l.cols(), x.r.cols()))
+	if err != nil {
+		_ = j.Close()
+		return nil, err
+	}
+	return stream.NewFilter(sb.ec, j, pred), nil
+}

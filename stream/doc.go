@@ -37,7 +37,8 @@
 // before-images to exact -U/+U/-D by primary key), Filter, Project,
 // Aggregate (GROUP BY with retraction, HAVING), Join (inner, left, right,
 // full, semi, anti on equality keys plus a residual), UnionAll,
-// WindowAggregate (window TVF aggregation by event time), and Sink.
+// WindowAggregate (window TVF aggregation by event time), WindowJoin and
+// IntervalJoin (joins by event time, state freed by watermark), and Sink.
 //
 // # Event time
 //

@@ -36,12 +36,67 @@ func TestIntervalJoinEqualsBatch(t *testing.T) {
 	for i := range 3 {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			t.Parallel() // mostly waiting on fsync
-			runIntervalInvariant(t, rand.New(rand.NewSource(seed+int64(i))))
+			rng := rand.New(rand.NewSource(seed + int64(i)))
+			lo, hi := rng.Intn(3), rng.Intn(3)
+			runJoinInvariant(t, rng, joinShape{
+				op: "IntervalJoin",
+				query: func(a, b, where string) string {
+					return fmt.Sprintf("SELECT a.ver, a.v, b.ver, b.v FROM %s AS a JOIN %s AS b ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '%d' SECOND AND b.ts + INTERVAL '%d' SECOND %s", a, b, lo, hi, where)
+				},
+				late:   func(ts, wm int64) bool { return ts <= wm },
+				closed: func(string) string { return "" },
+			})
 		})
 	}
 }
 
-func runIntervalInvariant(t *testing.T, rng *rand.Rand) {
+// TestWindowJoinEqualsBatch is the invariant of window joins, as
+// TestIntervalJoinEqualsBatch checks interval joins: after each statement
+// the applied output (inserts only) equals the batch window join of the
+// mirror tables for the windows the watermark has closed; a change is late
+// when the earliest window of its event time has closed. Replay with
+// -seed.
+func TestWindowJoinEqualsBatch(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	for i := range 3 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel() // mostly waiting on fsync
+			rng := rand.New(rand.NewSource(seed + int64(i)))
+			shape := randomWindow(rng)
+			runJoinInvariant(t, rng, joinShape{
+				op: "WindowJoin",
+				query: func(a, b, where string) string {
+					return fmt.Sprintf("SELECT a.ver, a.v, b.ver, b.v, a.window_start, b.window_end, a.window_time FROM (SELECT * FROM TABLE(%s)) a JOIN (SELECT * FROM TABLE(%s)) b ON a.k = b.k AND a.window_start = b.window_start AND a.window_end = b.window_end %s",
+						fmt.Sprintf(shape.tvf, a), fmt.Sprintf(shape.tvf, b), where)
+				},
+				late: func(ts, wm int64) bool { return shape.firstEnd(ts) <= wm },
+				closed: func(wm string) string {
+					if wm == "" {
+						return "WHERE false"
+					}
+					return "WHERE a.window_end <= " + wm
+				},
+			})
+		})
+	}
+}
+
+// joinShape is a join of t0 and t1 by event time for runJoinInvariant.
+type joinShape struct {
+	op    string // in its EXPLAIN
+	query func(a, b, where string) string
+	// late: a change at ts is late at watermark wm (microseconds).
+	late func(ts, wm int64) bool
+	// closed is the WHERE clause of the batch query that keeps the
+	// results final at watermark wm (a timestamp literal, "" for none).
+	closed func(wm string) string
+}
+
+func runJoinInvariant(t *testing.T, rng *rand.Rand, shape joinShape) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -71,17 +126,11 @@ func runIntervalInvariant(t *testing.T, rng *rand.Rand) {
 			t.Fatal(err)
 		}
 	}
-	lo := int64(rng.Intn(3))
-	hi := int64(rng.Intn(3))
-	cond := fmt.Sprintf("a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '%d' SECOND AND b.ts + INTERVAL '%d' SECOND", lo, hi)
-	query := func(a, b string) string {
-		return fmt.Sprintf("SELECT a.ver, a.v, b.ver, b.v FROM %s AS a JOIN %s AS b ON %s", a, b, cond)
-	}
 	const hint = "/*+ OPTIONS('scan.mode'='latest-full', 'stream.heartbeat-interval'='50ms', 'continuous.discovery-interval'='20ms') */"
-	text := query("t0 "+hint, "t1 "+hint)
+	text := shape.query("t0 "+hint, "t1 "+hint, "")
 	t.Logf("%s (delays %v)", text, delays)
-	if plan := explain(t, ctx, sess, text); !strings.Contains(plan, "IntervalJoin") {
-		t.Fatalf("not an interval join:\n%s", plan)
+	if plan := explain(t, ctx, sess, text); !strings.Contains(plan, shape.op) {
+		t.Fatalf("not a %s:\n%s", shape.op, plan)
 	}
 	st, err := sess.Prepare(ctx, text, nil)
 	if err != nil {
@@ -155,12 +204,13 @@ func runIntervalInvariant(t *testing.T, rng *rand.Rand) {
 	for range 25 + rng.Intn(25) {
 		side := rng.Intn(2)
 		wm, valid := watermark()
-		late := func(ts int64) bool { return valid && ts <= wm }
+		late := func(ts int64) bool { return valid && shape.late(ts, wm) }
 		var add []version
 		var drop []int64
 		newVersion := func() version {
 			ver++
-			ts := (now + int64(rng.Intn(4_000_000)) - 3_000_000) / 1000 * 1000
+			// Quarter seconds: event times often meet window ends and watermarks.
+			ts := (now + int64(rng.Intn(4_000_000)) - 3_000_000) / 250_000 * 250_000
 			if !seen[side] || ts > maxTS[side] {
 				maxTS[side], seen[side] = ts, true
 			}
@@ -229,7 +279,11 @@ func runIntervalInvariant(t *testing.T, rng *rand.Rand) {
 		follow()
 		now += int64(rng.Intn(1_000_000))
 
-		st, err := sess.Prepare(ctx, query("m0", "m1"), nil)
+		closed := ""
+		if wm, valid := watermark(); valid {
+			closed = tsSQL(wm)
+		}
+		st, err := sess.Prepare(ctx, shape.query("m0", "m1", shape.closed(closed)), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +297,7 @@ func runIntervalInvariant(t *testing.T, rng *rand.Rand) {
 		}
 		slices.Sort(want)
 		if got := w.rows(); !slices.Equal(got, want) {
-			t.Fatalf("after %s the applied changelog is\n%q\nthe batch join of the changes that were not late is\n%q", stmt, got, want)
+			t.Fatalf("after %s (watermark %s) the applied changelog is\n%q\nthe batch join of the changes that were not late is\n%q", stmt, closed, got, want)
 		}
 		if n := w.late.Load(); n != lateModel {
 			t.Fatalf("after %s the stream reports %d late changes, the model %d", stmt, n, lateModel)
