@@ -384,7 +384,8 @@ func windowEngine(t *testing.T, rows string) (context.Context, *engine.Session) 
 }
 
 // TestWindowBoundedEnd: when a bounded stream ends, every window still
-// open is emitted, so the stream gives the whole batch answer.
+// open is emitted (by a window aggregation or a window join), so the
+// stream gives the whole batch answer.
 func TestWindowBoundedEnd(t *testing.T) {
 	ctx, sess := windowEngine(t, "(1, 10, TIMESTAMP '2024-01-01 00:00:01'), (1, 5, TIMESTAMP '2024-01-01 00:00:04'), (2, 7, TIMESTAMP '2024-01-01 00:00:09')")
 	const q = "SELECT window_start, window_end, auction, sum(price) FROM TABLE(HOP(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '4' SECOND)) GROUP BY window_start, window_end, auction"
@@ -428,6 +429,15 @@ func TestWindowBoundedEnd(t *testing.T) {
 	}
 	if want := rows(fmt.Sprintf(q2, "")); len(want) != 1 || !slices.Equal(got, want) {
 		t.Fatalf("the bounded stream gives %q, the batch query %q", got, want)
+	}
+	// A window join of bounded streams emits every window at their end.
+	const q3 = "SELECT a.auction, b.price, a.window_start, b.window_time FROM (SELECT * FROM TABLE(TUMBLE(TABLE bid %[1]s, DESCRIPTOR(ts), INTERVAL '5' SECOND))) a JOIN (SELECT * FROM TABLE(TUMBLE(TABLE bid %[1]s, DESCRIPTOR(ts), INTERVAL '5' SECOND))) b ON a.window_start = b.window_start AND a.window_end = b.window_end"
+	got = got[:0]
+	for _, r := range rows(fmt.Sprintf(q3, bounded)) {
+		got = append(got, strings.TrimPrefix(r, "+I|"))
+	}
+	if want := rows(fmt.Sprintf(q3, "")); len(want) != 5 || !slices.Equal(got, want) {
+		t.Fatalf("the bounded window join gives %q, the batch query %q", got, want)
 	}
 	plan := explain(t, ctx, sess, fmt.Sprintf(q2, bounded))
 	for _, want := range []string{"WindowAggregate CUMULATE(ts, size 6s, step 2s)", "StreamFilter"} {
