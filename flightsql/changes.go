@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -118,6 +119,10 @@ type streamProgress struct {
 	snapshot int64
 	image    bool
 	tables   map[string]int64 // for a query over several streams
+	// watermark and late are the event time progress of the next
+	// progress marker (plan.EventTimeObserver).
+	watermark time.Time
+	late      int64
 }
 
 func (p *streamProgress) Rows(snapshot int64, image bool) { p.snapshot, p.image = snapshot, image }
@@ -130,8 +135,16 @@ func (p *streamProgress) Snapshots(tables []string, snapshots []int64) {
 	}
 }
 
+func (p *streamProgress) EventTime(watermark time.Time, lateRows int64) {
+	p.watermark, p.late = watermark, lateRows
+}
+
 func (p *streamProgress) CaughtUp(snapshot int64) error {
-	return p.marker(ChangeProgress{Snapshot: snapshot, CaughtUp: true})
+	m := ChangeProgress{Snapshot: snapshot, CaughtUp: true, LateRows: p.late}
+	if !p.watermark.IsZero() {
+		m.Watermark = p.watermark.UTC().Format(time.RFC3339Nano)
+	}
+	return p.marker(m)
 }
 
 func (p *streamProgress) Image(snapshot int64, start bool) error {
@@ -194,6 +207,12 @@ type ChangeProgress struct {
 	// the snapshot of each (by its name in the query, "db.table [AS
 	// alias]"); Snapshot is then the largest of them.
 	Snapshots map[string]int64 `json:"snapshots,omitempty"`
+	// Watermark, on the progress markers of a query with event time (a
+	// window aggregation or an interval join), is its watermark (RFC 3339,
+	// UTC): the windows ending at or before it have been emitted. LateRows
+	// counts the input rows it dropped as late since it started.
+	Watermark string `json:"watermark,omitempty"`
+	LateRows  int64  `json:"late_rows,omitempty"`
 }
 
 // ParseChangeProgress decodes a change stream batch's app metadata.

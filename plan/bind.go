@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -44,6 +45,9 @@ type binder struct {
 	// cteDepth > 0 while optimizeShared plans them.
 	cteFilters map[*SharedCTE]*cteFilter
 	cteDepth   int
+	// streamTVFs counts the window TVFs bound over streams
+	// (stream_window.go).
+	streamTVFs int
 }
 
 type cteDef struct {
@@ -298,6 +302,7 @@ func (b *binder) bindInsert(s *sql.Insert) Statement {
 	if s.Columns != nil {
 		seen := map[string]bool{}
 		for _, c := range s.Columns {
+			b.refuseComputedWrite(s.Pos, t, c)
 			if len(schema.FieldIndices(c)) == 0 {
 				b.fail(s.Pos, "column %q not found in table %s", c, t.Ident())
 			}
@@ -401,6 +406,7 @@ func (b *binder) bindUpdate(s *sql.Update) Statement {
 	schema := t.Schema()
 	sets := map[string]*sql.Assignment{}
 	for _, a := range s.Sets {
+		b.refuseComputedWrite(a.Pos, t, a.Column)
 		if len(schema.FieldIndices(a.Column)) == 0 {
 			b.fail(a.Pos, "column %q not found in table %s", a.Column, t.Ident())
 		}
@@ -512,9 +518,6 @@ func family(dt arrow.DataType) typeFamily {
 func (b *binder) bindCreateTable(s *sql.CreateTable) Statement {
 	ct := &CreateTable{Ident: b.ident(s.Name), IfNotExists: s.IfNotExists}
 	var fields []arrow.Field
-	if s.Watermark != nil {
-		b.notImplemented(s.Watermark.Pos, "WATERMARK")
-	}
 	if s.As != nil {
 		if s.Columns != nil {
 			b.fail(s.Pos, "CREATE TABLE AS takes its columns from the query; drop the column list")
@@ -531,13 +534,13 @@ func (b *binder) bindCreateTable(s *sql.CreateTable) Statement {
 	}
 	seen := map[string]bool{}
 	for _, c := range s.Columns {
-		if c.Computed != nil {
-			b.notImplemented(c.Pos, "computed column")
-		}
 		if seen[c.Name] {
 			b.fail(c.Pos, "column %q defined twice", c.Name)
 		}
 		seen[c.Name] = true
+		if c.Computed != nil {
+			continue
+		}
 		typ, err := ArrowType(c.Type)
 		if err != nil {
 			panic(bindFail{err})
@@ -571,6 +574,7 @@ func (b *binder) bindCreateTable(s *sql.CreateTable) Statement {
 	for _, p := range s.With {
 		opts[p.Key] = p.Value
 	}
+	b.createComputed(s, fields, opts)
 	ct.Def = tablestore.TableDef{
 		Schema:        arrow.NewSchema(fields, nil),
 		PrimaryKey:    s.PrimaryKey,
@@ -595,10 +599,13 @@ func (b *binder) bindAlter(s *sql.AlterTable) Statement {
 			}
 			at.Changes = append(at.Changes, tablestore.AddColumn{Name: a.Column.Name, Type: typ, Comment: a.Column.Comment})
 		case *sql.DropColumn:
+			b.refuseComputedAlter(a.Pos, b.alterTarget(s.Name), "DROP COLUMN")
 			at.Changes = append(at.Changes, tablestore.DropColumn{Name: a.Name})
 		case *sql.RenameColumn:
+			b.refuseComputedAlter(a.Pos, b.alterTarget(s.Name), "RENAME COLUMN")
 			at.Changes = append(at.Changes, tablestore.RenameColumn{Old: a.Old, New: a.New})
 		case *sql.AlterColumnType:
+			b.refuseComputedAlter(a.Pos, b.alterTarget(s.Name), "changing a column type")
 			typ, err := ArrowType(a.Type)
 			if err != nil {
 				panic(bindFail{err})
@@ -606,10 +613,12 @@ func (b *binder) bindAlter(s *sql.AlterTable) Statement {
 			at.Changes = append(at.Changes, tablestore.UpdateColumnType{Name: a.Column, Type: typ})
 		case *sql.SetOptions:
 			for _, p := range a.Options {
+				b.refuseSchemaOption(p.Pos, p.Key)
 				at.Changes = append(at.Changes, tablestore.SetOption{Key: p.Key, Value: p.Value})
 			}
 		case *sql.ResetOptions:
 			for _, k := range a.Keys {
+				b.refuseSchemaOption(a.Pos, k)
 				at.Changes = append(at.Changes, tablestore.RemoveOption{Key: k})
 			}
 		case *sql.RenameTable:
@@ -700,10 +709,21 @@ func (b *binder) bindDescribe(name *sql.Name) Statement {
 	return b.stringValues([]string{"name", "type", "null", "key"}, describeRows(t))
 }
 
-// describeRows are DESCRIBE's rows of a table: name, type, null, key.
+// describeRows are DESCRIBE's rows of a table: name, type, null, key
+// (computed columns: "AS expr"; the watermark's column: its WATERMARK).
 func describeRows(t *tablestore.Table) [][]string {
 	var rows [][]string
-	for _, f := range t.Schema().Fields() {
+	cc, wm := tableComputed(t.Options())
+	fields := t.Schema().Fields()
+	for pos := 0; len(fields) > 0 || len(cc) > 0; pos++ {
+		if len(cc) > 0 && (cc[0].pos == pos || len(fields) == 0) {
+			c := cc[0]
+			cc = cc[1:]
+			rows = append(rows, []string{c.name, c.typ, "YES", "AS " + c.expr})
+			continue
+		}
+		f := fields[0]
+		fields = fields[1:]
 		key := ""
 		if slices.Contains(t.PrimaryKey(), f.Name) {
 			key = "PRI"
@@ -717,6 +737,13 @@ func describeRows(t *tablestore.Table) [][]string {
 		}
 		rows = append(rows, []string{f.Name, SQLTypeName(f.Type), null, key})
 	}
+	if wm != nil {
+		for _, r := range rows {
+			if r[0] == wm.rowtime {
+				r[3] = strings.TrimSpace(r[3] + " WATERMARK AS " + wm.expr)
+			}
+		}
+	}
 	return rows
 }
 
@@ -727,7 +754,18 @@ func ShowCreateTable(t *tablestore.Table) string {
 	for _, f := range t.Schema().Fields() {
 		ct.Columns = append(ct.Columns, &sql.ColumnDef{Name: f.Name, Type: typeNameOf(f.Type), NotNull: !f.Nullable})
 	}
-	opts := t.Options()
+	cc, wm := tableComputed(t.Options())
+	for _, c := range cc {
+		// Stored text was formatted from a parsed expression: it parses.
+		e, _ := parseStoredExpr(c.expr)
+		def := &sql.ColumnDef{Name: c.name, Computed: e}
+		ct.Columns = slices.Insert(ct.Columns, min(c.pos, len(ct.Columns)), def)
+	}
+	if wm != nil {
+		e, _ := parseStoredExpr(wm.expr)
+		ct.Watermark = &sql.Watermark{Column: wm.rowtime, Expr: e}
+	}
+	opts := userOptions(t.Options())
 	for _, k := range slices.Sorted(maps.Keys(opts)) {
 		ct.With = append(ct.With, &sql.Property{Key: k, Value: opts[k]})
 	}

@@ -988,7 +988,8 @@ func (b *binder) bindFrom(f sql.TableRef, outer *scope, left *scope) (Node, *sco
 			n.Cols = append([]Column{kind}, n.Cols...)
 			n.Names = append([]string{tablestore.RowKindColumn}, n.Names...)
 		}
-		return n, b.aliasScope(n, qual, f.ColAliases, f.Pos)
+		c := b.computedScope(n)
+		return c, b.aliasScope(c, qual, f.ColAliases, f.Pos)
 	case *sql.DerivedTable:
 		if f.Lateral {
 			return b.bindLateral(f, outer, left)

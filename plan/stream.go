@@ -202,6 +202,13 @@ func (b *binder) isStreamKind(n Node, id ColumnID) bool {
 	if s, ok := n.(*ScanNode); ok {
 		return s.Stream != nil && s.Cols[slices.Index(s.Names, tablestore.RowKindColumn)].ID == id
 	}
+	if p, ok := n.(*ProjectNode); ok {
+		// The projection of a table's computed columns passes it on.
+		if i := slices.IndexFunc(p.Cols, func(c Column) bool { return c.ID == id }); i >= 0 {
+			r, isRef := p.Exprs[i].(*ColRef)
+			return isRef && b.isStreamKind(p.Input, r.ID)
+		}
+	}
 	for _, in := range n.Inputs() {
 		if b.isStreamKind(in, id) {
 			return true

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -46,6 +47,7 @@ type sSource struct {
 	idx       int
 	normalize bool
 	cs        []Column
+	wm        *sourceWatermark // set when an event-time operator needs it
 }
 
 type sFilter struct {
@@ -94,17 +96,31 @@ type streamPlanner struct {
 	stateful bool
 	filtered map[ColumnID]bool     // columns some filter reads
 	passed   map[ColumnID]ColumnID // projection output -> the column it passes on
+	// windows are the window columns of streaming window TVFs
+	// (stream_window.go); windowAggs counts the TVFs window aggregations
+	// and window joins consume.
+	windows    map[ColumnID]*windowCol
+	windowAggs int
+	// rowtimes are the columns that hold a stream's WATERMARK column;
+	// eventTime: an operator needs the sources' watermarks.
+	rowtimes  map[ColumnID]bool
+	eventTime bool
 }
 
 // planStream plans root, a bound and optimized streaming query.
 func (b *binder) planStream(root Node) *streamPlan {
-	p := &streamPlanner{b: b, kinds: map[ColumnID]bool{}, filtered: map[ColumnID]bool{}, passed: map[ColumnID]ColumnID{}}
+	p := &streamPlanner{b: b, kinds: map[ColumnID]bool{}, filtered: map[ColumnID]bool{}, passed: map[ColumnID]ColumnID{}, windows: map[ColumnID]*windowCol{}, rowtimes: map[ColumnID]bool{}}
 	sp := &streamPlan{kinds: p.kinds}
 	n := root
 	if l, ok := n.(*LimitNode); ok {
 		sp.limit, n = l, l.Input
 	}
 	sp.root = p.plan(n)
+	if p.windowAggs != b.streamTVFs {
+		// One row per window needs the window aggregation: a plain
+		// projection would give one row per input row.
+		p.refuse("a window TVF over a stream must be aggregated by its windows: GROUP BY window_start, window_end[, ...]")
+	}
 	if sp.limit != nil && p.stateful {
 		p.refuse("LIMIT over %s: the first rows of its changelog are not a part of its result", p.statefulWhat())
 	}
@@ -127,6 +143,9 @@ func (b *binder) planStream(root Node) *streamPlan {
 		// Without before-images the changes are upserts by key: exact only
 		// for a consumer that sees the key and nothing filtered on values.
 		s.normalize = !hasBeforeImages(s.scan.Table) && (p.stateful || p.filtersValues(s) || !p.keepsKey(s, outOrigins))
+		if p.eventTime {
+			s.wm = p.watermarkOf(s.scan)
+		}
 	}
 	// The result: the root's columns, with the row kind first unless the
 	// select list placed it.
@@ -238,14 +257,17 @@ func (p *streamPlanner) plan(n Node) sNode {
 			}
 		}
 		p.sources = append(p.sources, s)
+		p.markRowtime(x)
 		if x.Filter == nil {
 			return s
 		}
+		p.refuseWindow("a filter", x.Filter)
 		maps.Copy(p.filtered, colsOf(x.Filter))
 		return &sFilter{in: s, pred: x.Filter}
 	case *FilterNode:
 		in := p.plan(x.Input)
 		p.checkKind(x.Pred)
+		p.refuseWindow("a filter", x.Pred)
 		maps.Copy(p.filtered, colsOf(x.Pred))
 		if a, ok := in.(*sAgg); ok && a.having == nil {
 			a.having = x.Pred
@@ -260,17 +282,29 @@ func (p *streamPlanner) plan(n Node) sNode {
 				p.kinds[x.Cols[i].ID] = true // passes the row kind on
 				continue
 			}
+			if p.planWindowProject(x, pr, i) {
+				continue
+			}
 			if r, ok := e.(*ColRef); ok {
 				p.passed[x.Cols[i].ID] = r.ID
+				p.rowtimes[x.Cols[i].ID] = p.rowtimes[r.ID]
 			}
 			p.checkKind(e)
 			pr.exprs = append(pr.exprs, e)
 			pr.cs = append(pr.cs, x.Cols[i])
 		}
+		p.markRowtime(x)
 		return pr
 	case *AggNode:
 		in := p.plan(x.Input)
 		p.stateful = true
+		if w := p.planWindowAgg(x, in); w != nil {
+			return w
+		}
+		for _, a := range x.Aggs {
+			p.refuseWindow("an aggregate", a.Args...)
+			p.refuseWindow("an aggregate", a.Filter)
+		}
 		if x.Sets != nil || x.GroupingID != nil {
 			p.refuse("grouping sets are not supported yet")
 		}
@@ -292,6 +326,14 @@ func (p *streamPlanner) plan(n Node) sNode {
 		p.checkKind(x.LeftKeys...)
 		p.checkKind(x.RightKeys...)
 		p.checkKind(x.Residual)
+		for _, c := range x.Columns() {
+			if p.windows[c.ID] != nil {
+				return p.planWindowJoin(x, l, r)
+			}
+		}
+		if ij := p.planIntervalJoin(x, l, r); ij != nil {
+			return ij
+		}
 		j := &sJoin{l: l, r: r, n: x}
 		for _, c := range x.Columns() {
 			if !p.kinds[c.ID] {
@@ -307,6 +349,9 @@ func (p *streamPlanner) plan(n Node) sNode {
 		lc, rc := x.Left.Columns(), x.Right.Columns()
 		u := &sUnion{l: l, r: r}
 		for i, c := range x.Cols {
+			if p.windows[lc[i].ID] != nil || p.windows[rc[i].ID] != nil {
+				p.refuse("a set operation over window columns of a streaming window TVF is not supported yet")
+			}
 			lk, rk := p.kinds[lc[i].ID], p.kinds[rc[i].ID]
 			switch {
 			case lk && rk:
@@ -334,6 +379,9 @@ func (p *streamPlanner) plan(n Node) sNode {
 		p.stateful = true
 		agg := &AggNode{Input: x.Input}
 		for _, c := range x.Input.Columns() {
+			if p.windows[c.ID] != nil {
+				p.refuse("DISTINCT over window columns of a streaming window TVF is not supported yet")
+			}
 			if !p.kinds[c.ID] {
 				agg.Groups = append(agg.Groups, colRef(c))
 				agg.GroupCols = append(agg.GroupCols, c)
@@ -412,6 +460,18 @@ func (sp *streamPlan) explain(sb *strings.Builder) {
 			sb.WriteString("StreamUnionAll\n")
 			walk(x.l, depth+1)
 			walk(x.r, depth+1)
+		case *sIntervalJoin:
+			fmt.Fprintf(sb, "%s between %s\n", strings.Replace(explainLine(x.n), "HashJoin", "IntervalJoin", 1), intervalString(x))
+			walk(x.l, depth+1)
+			walk(x.r, depth+1)
+		case *sWindowJoin:
+			sb.WriteString(strings.Replace(explainLine(x.n), "HashJoin", "WindowJoin "+windowString(x.call), 1) + "\n")
+			walk(x.l, depth+1)
+			walk(x.r, depth+1)
+		case *sWindowAgg:
+			s := strings.Replace(explainLine(x.n), "HashAggregate", "WindowAggregate "+windowString(x.call), 1)
+			sb.WriteString(s + "\n")
+			walk(x.in, depth+1)
 		case *sAgg:
 			s := "Incremental" + explainLine(x.n)
 			if x.having != nil {
@@ -516,6 +576,22 @@ func (p posObserver) Image(pos stream.Pos, start bool) error {
 	return p.o.Image(p.snapshot(pos), start)
 }
 
+// EventTime passes the watermark on to an EventTimeObserver.
+func (p posObserver) EventTime(watermark time.Time, lateRows int64) {
+	if eo, ok := p.o.(EventTimeObserver); ok {
+		eo.EventTime(watermark, lateRows)
+	}
+}
+
+// EventTimeObserver is a StreamObserver of a query with event time (a
+// window aggregation or an interval join) told, before each CaughtUp, the query's watermark
+// (zero until its sources have read event times) and the number of input
+// rows dropped as late since the start.
+type EventTimeObserver interface {
+	StreamObserver
+	EventTime(watermark time.Time, lateRows int64)
+}
+
 // layout maps the columns of a streaming batch: every row kind column to
 // 0, cols after it.
 func (sb *streamBuilder) layout(cols []Column) layout {
@@ -569,6 +645,16 @@ func (sb *streamBuilder) build(n sNode) (op stream.Operator, err error) {
 			_ = in.Close()
 		}
 		return op, err
+	case *sWindowAgg:
+		in, err := sb.build(x.in)
+		if err != nil {
+			return nil, err
+		}
+		op, err := sb.windowAggregate(x, in)
+		if err != nil {
+			_ = in.Close()
+		}
+		return op, err
 	case *sUnion:
 		l, r, err := sb.buildPair(x.l, x.r)
 		if err != nil {
@@ -581,6 +667,28 @@ func (sb *streamBuilder) build(n sNode) (op stream.Operator, err error) {
 			return nil, err
 		}
 		return u, nil
+	case *sWindowJoin:
+		l, r, err := sb.buildPair(x.l, x.r)
+		if err != nil {
+			return nil, err
+		}
+		op, err := sb.windowJoin(x, l, r)
+		if err != nil {
+			_ = l.Close()
+			_ = r.Close()
+		}
+		return op, err
+	case *sIntervalJoin:
+		l, r, err := sb.buildPair(x.l, x.r)
+		if err != nil {
+			return nil, err
+		}
+		op, err := sb.intervalJoin(x, l, r)
+		if err != nil {
+			_ = l.Close()
+			_ = r.Close()
+		}
+		return op, err
 	case *sJoin:
 		l, r, err := sb.buildPair(x.l, x.r)
 		if err != nil {
@@ -605,8 +713,8 @@ func columnNames(cols []Column) []string {
 }
 
 // source reads a stream scan: the reader's columns (row kind first, then
-// the primary key columns the scan lacks when it is normalized),
-// normalized, without those extra columns, filtered.
+// the primary key columns the scan lacks when it is normalized and the
+// columns its watermark reads), normalized, without those extra columns.
 func (sb *streamBuilder) source(s *sSource) (stream.Operator, error) {
 	n := s.scan
 	spec := *n.Stream
@@ -644,15 +752,25 @@ func (sb *streamBuilder) source(s *sSource) (stream.Operator, error) {
 	} else {
 		spec.Filter = n.Pushed
 	}
-	var op stream.Operator = stream.NewSource(n.Table, spec, arrow.NewSchema(fields, nil), perm, s.idx, len(sb.sp.sources))
-	if !s.normalize {
-		return op, nil
+	var rowtime exec.Expr
+	if s.wm != nil {
+		var err error
+		if rowtime, err = watermarkColumns(s.wm, n.Table, &spec.Columns, &fields, &perm, sb.params); err != nil {
+			return nil, err
+		}
 	}
-	norm, err := stream.NewNormalize(sb.ec, op, keys, sb.budget)
-	if err != nil {
-		return nil, err
+	src := stream.NewSource(n.Table, spec, arrow.NewSchema(fields, nil), perm, s.idx, len(sb.sp.sources))
+	if rowtime != nil {
+		src.SetWatermark(sb.ec, rowtime, s.wm.delay)
 	}
-	op = norm
+	var op stream.Operator = src
+	if s.normalize {
+		norm, err := stream.NewNormalize(sb.ec, op, keys, sb.budget)
+		if err != nil {
+			return nil, err
+		}
+		op = norm
+	}
 	if extra := len(fields) - 1 - len(s.cs); extra > 0 {
 		exprs := make([]exec.Expr, len(s.cs))
 		for i, c := range s.cs {
@@ -671,20 +789,9 @@ func (sb *streamBuilder) aggregate(x *sAgg, in stream.Operator) (stream.Operator
 	if err != nil {
 		return nil, err
 	}
-	specs := make([]stream.AggSpec, len(n.Aggs))
-	for i, a := range n.Aggs {
-		spec := stream.AggSpec{Func: a.Fn, Distinct: a.Distinct, Type: a.Col.Type, Name: a.Col.Name}
-		if len(a.Args) > 0 {
-			if spec.Arg, err = compile(a.Args[0], lay, sb.params); err != nil {
-				return nil, err
-			}
-		}
-		if a.Filter != nil {
-			if spec.Filter, err = compile(a.Filter, lay, sb.params); err != nil {
-				return nil, err
-			}
-		}
-		specs[i] = spec
+	specs, err := sb.aggSpecs(n.Aggs, lay)
+	if err != nil {
+		return nil, err
 	}
 	agg, err := stream.NewAggregate(sb.ec, in, groups, columnNames(n.GroupCols), specs, sb.budget)
 	if err != nil {
@@ -698,6 +805,55 @@ func (sb *streamBuilder) aggregate(x *sAgg, in stream.Operator) (stream.Operator
 		agg.SetHaving(h)
 	}
 	return agg, nil
+}
+
+// aggSpecs compiles aggregate calls over lay.
+func (sb *streamBuilder) aggSpecs(aggs []AggCall, lay layout) ([]stream.AggSpec, error) {
+	specs := make([]stream.AggSpec, len(aggs))
+	for i, a := range aggs {
+		spec := stream.AggSpec{Func: a.Fn, Distinct: a.Distinct, Type: a.Col.Type, Name: a.Col.Name}
+		var err error
+		if len(a.Args) > 0 {
+			if spec.Arg, err = compile(a.Args[0], lay, sb.params); err != nil {
+				return nil, err
+			}
+		}
+		if a.Filter != nil {
+			if spec.Filter, err = compile(a.Filter, lay, sb.params); err != nil {
+				return nil, err
+			}
+		}
+		specs[i] = spec
+	}
+	return specs, nil
+}
+
+// windowAggregate builds a window aggregation: its input's window_start
+// column carries the event time.
+func (sb *streamBuilder) windowAggregate(x *sWindowAgg, in stream.Operator) (stream.Operator, error) {
+	lay := sb.layout(x.in.cols())
+	rowtime, err := compile(x.n.Groups[x.start], lay, sb.params)
+	if err != nil {
+		return nil, err
+	}
+	var keys []exec.Expr
+	var names []string
+	for i, g := range x.n.Groups {
+		if i == x.start || i == x.end {
+			continue
+		}
+		k, err := compile(g, lay, sb.params)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+		names = append(names, x.n.GroupCols[i].Name)
+	}
+	specs, err := sb.aggSpecs(x.n.Aggs, lay)
+	if err != nil {
+		return nil, err
+	}
+	return stream.NewWindowAggregate(sb.ec, in, windowSpec(x.call), rowtime, keys, names, specs, sb.budget)
 }
 
 // buildPair builds a binary operator's two inputs; on an error it closes

@@ -51,7 +51,8 @@ func (b *binder) bindWindowTVF(f *sql.TableFunc, outer, left *scope) (Node, *sco
 	if !ok || len(desc.Columns) != 1 {
 		b.fail(args["timecol"].Position(), "%s: the time column must be DESCRIPTOR(column)", kind)
 	}
-	in, sc := b.bindFrom(&sql.TableName{Pos: data.Pos, Name: data.Name}, outer, left)
+	table := &sql.TableName{Pos: data.Pos, Name: data.Name, Hints: data.Hints}
+	in, sc := b.bindFrom(table, outer, left)
 	ts := b.lookup(sc, &sql.Ident{Pos: desc.Pos, Parts: desc.Columns})
 	if ts.Typ.ID() != arrow.TIMESTAMP {
 		b.fail(desc.Pos, "%s: time column %q must be a TIMESTAMP, got %s", kind, ts.Name, SQLTypeName(ts.Typ))
@@ -83,6 +84,13 @@ func (b *binder) bindWindowTVF(f *sql.TableFunc, outer, left *scope) (Node, *sco
 		b.fail(call.Pos, "%s: SIZE must be a positive multiple of the %s", kind, map[bool]string{true: "SLIDE", false: "STEP"}[kind == "HOP"])
 	}
 	pos := call.Pos
+	qual := f.Alias
+	if qual == "" {
+		qual = data.Name.Parts[len(data.Name.Parts)-1]
+	}
+	if scan := streamScanOf(in); scan != nil {
+		return b.tvfScope(f, qual, b.bindStreamWindowTVF(pos, in, scan, ts, kind, size, step, offset, desc.Pos))
+	}
 	i64 := func(v int64) Expr { return int64Const(v) }
 	// floor(t, w) = t - ((t - offset) mod w + w) mod w, in seconds.
 	t := b.call(pos, "unix_timestamp", ts)
@@ -92,10 +100,6 @@ func (b *binder) bindWindowTVF(f *sql.TableFunc, outer, left *scope) (Node, *sco
 	}
 	toTS := func(s Expr) Expr { return b.castTo(b.call(pos, "from_unixtime", s), ts.Typ, pos) }
 	inCols := in.Columns()
-	qual := f.Alias
-	if qual == "" {
-		qual = data.Name.Parts[len(data.Name.Parts)-1]
-	}
 	// One projection per window a row can fall into, unioned.
 	var start, end []Expr
 	var keep []Expr
@@ -139,7 +143,7 @@ func (b *binder) bindWindowTVF(f *sql.TableFunc, outer, left *scope) (Node, *sco
 		var src Node = in
 		if i > 0 {
 			// Each branch scans again: plans are trees.
-			src, _ = b.bindFrom(&sql.TableName{Pos: data.Pos, Name: data.Name}, outer, left)
+			src, _ = b.bindFrom(table, outer, left)
 			exprs = remapCols(exprs, inCols, src.Columns())
 		}
 		if keep[i] != nil {
@@ -164,12 +168,17 @@ func (b *binder) bindWindowTVF(f *sql.TableFunc, outer, left *scope) (Node, *sco
 			outCols = node.Columns()
 		}
 	}
+	return b.tvfScope(f, qual, node)
+}
+
+// tvfScope is the scope of a window TVF's result node.
+func (b *binder) tvfScope(f *sql.TableFunc, qual string, node Node) (Node, *scope) {
+	if f.ColAliases != nil {
+		return node, b.aliasScope(node, qual, f.ColAliases, f.Pos)
+	}
 	s := &scope{}
 	for _, c := range node.Columns() {
 		s.cols = append(s.cols, scopeCol{qual: qual, name: c.Name, col: c})
-	}
-	if f.ColAliases != nil {
-		return node, b.aliasScope(node, qual, f.ColAliases, f.Pos)
 	}
 	return node, s
 }

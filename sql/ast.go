@@ -433,8 +433,9 @@ type Cube struct {
 
 // TableArg is TABLE t inside a table function's arguments.
 type TableArg struct {
-	Pos  Pos
-	Name *Name
+	Pos   Pos
+	Name  *Name
+	Hints []*Hint // TABLE t /*+ OPTIONS(...) */, e.g. to stream t
 }
 
 // Descriptor is DESCRIPTOR(col, ...) inside a table function's arguments.

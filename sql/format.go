@@ -509,6 +509,7 @@ func (f *formatter) node(n Node) {
 	case *TableArg:
 		f.w("TABLE ")
 		f.parts(n.Name.Parts)
+		f.hints(n.Hints)
 	case *Descriptor:
 		f.w("DESCRIPTOR(")
 		f.idents(n.Columns)

@@ -1990,7 +1990,7 @@ func (p *parser) callArg() Expr {
 	switch {
 	case p.isK("table") && p.isIdentStartAt(1):
 		p.i++
-		return &TableArg{Pos: t.pos, Name: p.name("table name")}
+		return &TableArg{Pos: t.pos, Name: p.name("table name"), Hints: p.hints()}
 	case p.isK("descriptor") && p.peekN(1).text == "(":
 		p.i++
 		return &Descriptor{Pos: t.pos, Columns: p.parenIdentList("column name")}

@@ -75,24 +75,12 @@ func NewAggregate(ec *exec.Context, in Operator, groups []exec.Expr, groupNames 
 		a.groupGet = append(a.groupGet, get)
 		fields = append(fields, arrow.Field{Name: groupNames[i], Type: g.DataType(), Nullable: true})
 	}
-	for _, s := range aggs {
-		if _, err := newAccumulator(s); err != nil {
-			return nil, err
-		}
-		var get getter
-		if s.Arg != nil {
-			var err error
-			if get, err = getterFor(s.Arg.DataType()); err != nil {
-				return nil, fmt.Errorf("aggregate %s: %w", s.Name, err)
-			}
-			if s.Func == "count" && !s.Distinct {
-				get = notNull // count needs no value: no copy, no boxing
-			}
-		}
-		a.argGet = append(a.argGet, get)
-		fields = append(fields, arrow.Field{Name: s.Name, Type: s.Type, Nullable: true})
+	argGet, aggFields, err := aggGetters(aggs)
+	if err != nil {
+		return nil, err
 	}
-	a.schema = withKind(fields)
+	a.argGet = argGet
+	a.schema = withKind(append(fields, aggFields...))
 	q, err := newOutQueue(ec, a.schema)
 	if err != nil {
 		return nil, err
@@ -106,6 +94,83 @@ func NewAggregate(ec *exec.Context, in Operator, groups []exec.Expr, groupNames 
 		a.dirty = append(a.dirty, g)
 	}
 	return a, nil
+}
+
+// aggGetters checks aggs and returns the getters of their arguments and
+// their output fields.
+func aggGetters(aggs []AggSpec) ([]getter, []arrow.Field, error) {
+	var gets []getter
+	var fields []arrow.Field
+	for _, s := range aggs {
+		if _, err := newAccumulator(s); err != nil {
+			return nil, nil, err
+		}
+		var get getter
+		if s.Arg != nil {
+			var err error
+			if get, err = getterFor(s.Arg.DataType()); err != nil {
+				return nil, nil, fmt.Errorf("aggregate %s: %w", s.Name, err)
+			}
+			if s.Func == "count" && !s.Distinct {
+				get = notNull // count needs no value: no copy, no boxing
+			}
+		}
+		gets = append(gets, get)
+		fields = append(fields, arrow.Field{Name: s.Name, Type: s.Type, Nullable: true})
+	}
+	return gets, fields, nil
+}
+
+// aggInputs are the arguments and FILTERs of aggregates evaluated over a
+// batch (nil where an aggregate has none).
+type aggInputs struct {
+	aggs    []AggSpec
+	get     []getter
+	args    []arrow.Array
+	filters []*array.Boolean
+}
+
+// evalAggInputs evaluates the arguments and filters of aggs with eval,
+// which owns the arrays it returns.
+func evalAggInputs(aggs []AggSpec, get []getter, eval func(exec.Expr) (arrow.Array, error)) (aggInputs, error) {
+	in := aggInputs{aggs: aggs, get: get, args: make([]arrow.Array, len(aggs)), filters: make([]*array.Boolean, len(aggs))}
+	for j, s := range aggs {
+		var err error
+		if s.Arg != nil {
+			if in.args[j], err = eval(s.Arg); err != nil {
+				return in, err
+			}
+		}
+		if s.Filter != nil {
+			f, err := eval(s.Filter)
+			if err != nil {
+				return in, err
+			}
+			if in.filters[j], _ = f.(*array.Boolean); in.filters[j] == nil {
+				return in, fmt.Errorf("%w: FILTER of %s is %s, not boolean", exec.ErrInvalid, s.Name, f.DataType())
+			}
+		}
+	}
+	return in, nil
+}
+
+// addRow adds row i with sign to accs, one accumulator per aggregate, and
+// returns the bytes of state added.
+func (in aggInputs) addRow(accs []accumulator, i int, sign int8) int64 {
+	var grow int64
+	for j, s := range in.aggs {
+		if f := in.filters[j]; f != nil && (f.IsNull(i) || !f.Value(i)) {
+			continue
+		}
+		var v any
+		if s.Arg != nil {
+			if v = in.get[j](in.args[j], i); v == nil {
+				continue // aggregates skip NULLs
+			}
+		}
+		grow += accs[j].add(v, sign)
+	}
+	return grow
 }
 
 // SetHaving filters the groups by pred, compiled over Schema(): a group
@@ -158,23 +223,9 @@ func (a *Aggregate) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 	if err := a.enc.Encode(keys, n); err != nil {
 		return err
 	}
-	args := make([]arrow.Array, len(a.aggs))
-	filters := make([]*array.Boolean, len(a.aggs))
-	for j, s := range a.aggs {
-		if s.Arg != nil {
-			if args[j], err = eval(s.Arg); err != nil {
-				return err
-			}
-		}
-		if s.Filter != nil {
-			f, err := eval(s.Filter)
-			if err != nil {
-				return err
-			}
-			if filters[j], _ = f.(*array.Boolean); filters[j] == nil {
-				return fmt.Errorf("%w: FILTER of %s is %s, not boolean", exec.ErrInvalid, s.Name, f.DataType())
-			}
-		}
+	in, err := evalAggInputs(a.aggs, a.argGet, eval)
+	if err != nil {
+		return err
 	}
 	var grow int64
 	for i, sign := range signs {
@@ -194,18 +245,7 @@ func (a *Aggregate) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 			a.dirty = append(a.dirty, g)
 		}
 		g.rows += int64(sign)
-		for j, s := range a.aggs {
-			if f := filters[j]; f != nil && (f.IsNull(i) || !f.Value(i)) {
-				continue
-			}
-			var v any
-			if s.Arg != nil {
-				if v = a.argGet[j](args[j], i); v == nil {
-					continue // aggregates skip NULLs
-				}
-			}
-			grow += g.accs[j].add(v, sign)
-		}
+		grow += in.addRow(g.accs, i, sign)
 	}
 	a.held += grow
 	return a.budget.grow(grow, "an aggregation")

@@ -36,7 +36,17 @@
 // Source (a ChangeReader), Normalize (ChangelogNormalize: upserts without
 // before-images to exact -U/+U/-D by primary key), Filter, Project,
 // Aggregate (GROUP BY with retraction, HAVING), Join (inner, left, right,
-// full, semi, anti on equality keys plus a residual), UnionAll, and Sink.
+// full, semi, anti on equality keys plus a residual), UnionAll,
+// WindowAggregate (window TVF aggregation by event time), WindowJoin and
+// IntervalJoin (joins by event time, state freed by watermark), and Sink.
+//
+// # Event time
+//
+// A Source given a watermark (SetWatermark) puts on each marker the
+// largest event time it has read minus the delay; Join and UnionAll put the
+// smaller of their inputs', other operators pass markers on. A
+// WindowAggregate emits a window once at the marker whose watermark passes
+// its end, drops late rows and adds their count to the markers' LateRows.
 //
 // # State and memory
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -57,6 +58,8 @@ type Join struct {
 type twoInputs struct {
 	in     [2]Operator
 	done   [2]Pos
+	wm     [2]time.Time // each side's last watermark
+	late   [2]int64     // each side's last LateRows
 	ended  [2]bool
 	lock   int // the side whose snapshot is being handed out (-1: none)
 	pumps  [2]chan pumped
@@ -197,15 +200,16 @@ func (t *twoInputs) next(ctx context.Context) (int, Chunk, error) {
 		}
 		switch {
 		case errors.Is(p.err, io.EOF):
-			t.ended[side], t.lock = true, -1
+			// An ended input holds back no event time (Flink's end of input).
+			t.ended[side], t.wm[side], t.lock = true, endOfTime, -1
 			if t.ended[0] && t.ended[1] {
 				return 0, Chunk{}, io.EOF
 			}
 		case p.err != nil:
 			return 0, Chunk{}, p.err
 		case p.c.Batch == nil:
-			t.done[side], t.lock = p.c.Pos, -1
-			return side, Chunk{Pos: t.position(), CaughtUp: p.c.CaughtUp}, nil
+			t.done[side], t.wm[side], t.late[side], t.lock = p.c.Pos, p.c.Watermark, p.c.LateRows, -1
+			return side, Chunk{Pos: t.position(), CaughtUp: p.c.CaughtUp, Watermark: minWatermark(t.wm[0], t.wm[1]), LateRows: t.late[0] + t.late[1]}, nil
 		default:
 			t.lock = side
 			if t.done[1-side] != nil {

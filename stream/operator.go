@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -46,6 +47,15 @@ type Chunk struct {
 	// not a table's full read as it was framed).
 	Image      tablestore.Image
 	ImageStart bool
+	// Watermark (markers only; zero: none yet) is the event time up to
+	// which the inputs are complete: a source's is the largest event time
+	// it has read minus its table's WATERMARK delay, an operator's the
+	// smallest of its inputs'. Event-time operators close what ends at or
+	// before it.
+	Watermark time.Time
+	// LateRows (markers only) counts the rows the event-time operators
+	// below have dropped as late, since the start.
+	LateRows int64
 }
 
 // Operator is an incremental operator. Next returns the next chunk; a

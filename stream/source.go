@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/tablestore"
 )
 
@@ -32,6 +34,7 @@ type Source struct {
 	imageStart bool
 	out        arrow.RecordBatch
 	closed     bool
+	wm         *watermarkGen // nil: the source has no watermark
 }
 
 // NewSource reads spec from table; output column i is column perm[i] of
@@ -39,6 +42,21 @@ type Source struct {
 // the row kind.
 func NewSource(table *tablestore.Table, spec tablestore.StreamSpec, schema *arrow.Schema, perm []int, idx, n int) *Source {
 	return &Source{table: table, spec: spec, schema: schema, perm: perm, idx: idx, n: n}
+}
+
+// SetWatermark makes the source's markers carry a watermark: the largest
+// rowtime (compiled over Schema()) of the rows read, minus delay.
+func (s *Source) SetWatermark(ec *exec.Context, rowtime exec.Expr, delay time.Duration) {
+	s.wm = &watermarkGen{ec: ec, rowtime: rowtime, delay: delay}
+}
+
+// marker is the marker of snapshot.
+func (s *Source) marker(snapshot int64) Chunk {
+	c := Chunk{Pos: s.pos(snapshot)}
+	if s.wm != nil {
+		c.Watermark = s.wm.current()
+	}
+	return c
 }
 
 func (s *Source) Schema() *arrow.Schema { return s.schema }
@@ -77,7 +95,7 @@ func (s *Source) Next(ctx context.Context) (Chunk, error) {
 					// A bounded stream ends its last snapshot first.
 					cur := s.cur
 					s.cur = 0
-					return Chunk{Pos: s.pos(cur)}, nil
+					return s.marker(cur), nil
 				}
 				return Chunk{}, err
 			}
@@ -88,7 +106,8 @@ func (s *Source) Next(ctx context.Context) (Chunk, error) {
 		}
 		if ch.Batch == nil {
 			s.cur = 0
-			c := Chunk{Pos: s.pos(ch.Snapshot), CaughtUp: ch.Image == tablestore.NoImage, Image: ch.Image, ImageStart: s.imageStart}
+			c := s.marker(ch.Snapshot)
+			c.CaughtUp, c.Image, c.ImageStart = ch.Image == tablestore.NoImage, ch.Image, s.imageStart
 			s.imageStart = false
 			return c, nil
 		}
@@ -102,7 +121,7 @@ func (s *Source) Next(ctx context.Context) (Chunk, error) {
 			s.held = &held
 			cur := s.cur
 			s.cur = 0
-			return Chunk{Pos: s.pos(cur)}, nil
+			return s.marker(cur), nil
 		}
 		s.cur = ch.Snapshot
 		cols := make([]arrow.Array, len(s.perm))
@@ -110,6 +129,11 @@ func (s *Source) Next(ctx context.Context) (Chunk, error) {
 			cols[i] = ch.Batch.Column(p)
 		}
 		s.out = array.NewRecordBatch(s.schema, cols, ch.Batch.NumRows())
+		if s.wm != nil {
+			if err := s.wm.observe(ctx, s.out); err != nil {
+				return Chunk{}, err
+			}
+		}
 		c := Chunk{Batch: s.out, Pos: s.pos(ch.Snapshot), Image: ch.Image, ImageStart: s.imageStart}
 		s.imageStart = false
 		return c, nil

@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -152,6 +153,13 @@ type Observer interface {
 	Image(pos Pos, start bool) error
 }
 
+// EventTimeObserver is an Observer told, before each CaughtUp of a query
+// with event time, the watermark (zero: none yet) and how many rows were
+// dropped as late.
+type EventTimeObserver interface {
+	EventTime(watermark time.Time, lateRows int64)
+}
+
 // Sink turns a changelog into the batches of an exec.Operator: the row
 // kind stays column 0 unless perm rearranges the columns (output column i
 // is column perm[i]); markers go to the observer that observe finds in the
@@ -196,6 +204,9 @@ func (s *Sink) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			case c.Image == tablestore.ImageEnd:
 				err = obs.Image(c.Pos, false)
 			case c.CaughtUp:
+				if eo, ok := obs.(EventTimeObserver); ok && (!c.Watermark.IsZero() || c.LateRows > 0) {
+					eo.EventTime(c.Watermark, c.LateRows)
+				}
 				err = obs.CaughtUp(c.Pos)
 			}
 			if err != nil {

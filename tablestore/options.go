@@ -44,6 +44,7 @@ const (
 	// fields.<col>.ignore-retract, fields.<col>.list-agg-delimiter and
 	// fields.<g1>[,<g2>].sequence-group.
 	optFieldsPrefix = "fields."
+	optSchemaPrefix = "schema."
 )
 
 // Merge engines and changelog producers (Paimon's names).
@@ -272,9 +273,13 @@ func parseOptions(s *tableSchema) (tableOptions, error) {
 				err = optErr(key, val, "deletion vectors are not supported yet")
 			}
 		default:
-			if strings.HasPrefix(key, optFieldsPrefix) {
+			switch {
+			case strings.HasPrefix(key, optFieldsPrefix):
 				err = o.merge.parseField(key, val)
-			} else {
+			case strings.HasPrefix(key, optSchemaPrefix):
+				// Computed columns and the watermark, as Flink's catalog
+				// keeps them: the query engine validates and reads them.
+			default:
 				err = fmt.Errorf("%w: unknown table option %q", ErrInvalid, key)
 			}
 		}

@@ -1,0 +1,274 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/vectorized"
+)
+
+// IntervalSpec is an interval join: left and right rows join when their
+// keys are equal (non-NULL) and right.time + Lower <= left.time <=
+// right.time + Upper.
+type IntervalSpec struct {
+	LeftKeys, RightKeys []exec.Expr
+	LeftTime, RightTime exec.Expr // timestamps over each side's batches
+	Lower, Upper        time.Duration
+}
+
+// IntervalJoin is an inner interval join by event time (Flink's interval
+// join): each input change (+I/+U adds, -U/-D retracts) emits the +I or -D
+// of its joined rows with the other side's rows held, and a row is held
+// only while a row of the other side that is not late could still join it:
+// once the watermark (the smaller of the inputs') passes both its event
+// time and the last time a partner could have, it is dropped from state.
+// A change whose event time is at or before the watermark of the last
+// marker is late: dropped and counted in the LateRows of the markers. Rows
+// with a NULL key or event time join nothing and are not held.
+//
+// Output columns: row kind, left columns, right columns.
+type IntervalJoin struct {
+	ec     *exec.Context
+	spec   IntervalSpec
+	budget *Budget
+	schema *arrow.Schema
+
+	sides  [2]*intervalSide
+	two    twoInputs
+	q      *outQueue
+	pos    Pos
+	wm     time.Time
+	late   int64
+	held   int64
+	signs  []int8
+	lower  int64 // microseconds
+	upper  int64
+	marker *Chunk
+}
+
+type intervalSide struct {
+	keys  []exec.Expr
+	time  exec.Expr
+	get   rowGetter
+	enc   vectorized.KeyEncoder
+	table map[string][]*intervalRow // by join key
+}
+
+type intervalRow struct {
+	vals []any
+	t    int64 // event time, microseconds
+	n    int64 // copies held
+}
+
+// NewIntervalJoin joins left and right by spec.
+func NewIntervalJoin(ec *exec.Context, left, right Operator, spec IntervalSpec, budget *Budget) (*IntervalJoin, error) {
+	if len(spec.LeftKeys) != len(spec.RightKeys) {
+		return nil, fmt.Errorf("%w: interval join of %d left and %d right keys", exec.ErrInvalid, len(spec.LeftKeys), len(spec.RightKeys))
+	}
+	if spec.Lower > spec.Upper {
+		return nil, fmt.Errorf("%w: interval join bounds %s > %s", exec.ErrInvalid, spec.Lower, spec.Upper)
+	}
+	j := &IntervalJoin{ec: ec, spec: spec, budget: budget, lower: spec.Lower.Microseconds(), upper: spec.Upper.Microseconds()}
+	j.two = twoInputs{in: [2]Operator{left, right}, lock: -1}
+	var fields []arrow.Field
+	for s, op := range []Operator{left, right} {
+		f := op.Schema().Fields()[1:]
+		get, err := rowGetterFor(f)
+		if err != nil {
+			return nil, err
+		}
+		keys, tm := spec.LeftKeys, spec.LeftTime
+		if s == 1 {
+			keys, tm = spec.RightKeys, spec.RightTime
+		}
+		if _, ok := tm.DataType().(*arrow.TimestampType); !ok {
+			return nil, fmt.Errorf("%w: interval join time is %s, not a timestamp", exec.ErrInvalid, tm.DataType())
+		}
+		j.sides[s] = &intervalSide{keys: keys, time: tm, get: get, table: map[string][]*intervalRow{}}
+		fields = append(fields, f...)
+	}
+	j.schema = withKind(fields)
+	q, err := newOutQueue(ec, j.schema)
+	if err != nil {
+		return nil, err
+	}
+	j.q = q
+	return j, nil
+}
+
+func (j *IntervalJoin) Schema() *arrow.Schema { return j.schema }
+
+func (j *IntervalJoin) Open(ctx context.Context) error { return j.two.open(ctx) }
+
+func (j *IntervalJoin) Next(ctx context.Context) (Chunk, error) {
+	for {
+		if b := j.q.pop(); b != nil {
+			return Chunk{Batch: b, Pos: j.pos}, nil
+		}
+		if m := j.marker; m != nil {
+			j.marker = nil
+			return *m, nil
+		}
+		side, c, err := j.two.next(ctx)
+		if err != nil {
+			return c, err
+		}
+		if c.Batch == nil {
+			if !c.Watermark.IsZero() && c.Watermark.After(j.wm) {
+				j.wm = c.Watermark
+				if err := j.expire(); err != nil {
+					return Chunk{}, err
+				}
+			}
+			c.LateRows += j.late
+			j.marker = &c
+			continue
+		}
+		j.pos = c.Pos
+		err = j.process(ctx, side, c.Batch)
+		c.Batch.Release()
+		if err != nil {
+			return Chunk{}, err
+		}
+		j.q.seal()
+	}
+}
+
+// matches reports whether a row of side at time t joins a row of the
+// other side at time o.
+func (j *IntervalJoin) matches(side int, t, o int64) bool {
+	l, r := t, o
+	if side == 1 {
+		l, r = o, t
+	}
+	return r+j.lower <= l && l <= r+j.upper
+}
+
+func (j *IntervalJoin) process(ctx context.Context, side int, b arrow.RecordBatch) (err error) {
+	signs, err := kindSigns(b, j.signs)
+	if err != nil {
+		return err
+	}
+	j.signs = signs
+	s, other := j.sides[side], j.sides[1-side]
+	n := int(b.NumRows())
+	var owned []arrow.Array
+	defer func() {
+		for _, x := range owned {
+			x.Release()
+		}
+	}()
+	keys := make([]arrow.Array, len(s.keys))
+	for i, k := range s.keys {
+		if keys[i], err = k.Eval(ctx, j.ec, b); err != nil {
+			return err
+		}
+		owned = append(owned, keys[i])
+	}
+	if err := s.enc.Encode(keys, n); err != nil {
+		return err
+	}
+	ts, err := s.time.Eval(ctx, j.ec, b)
+	if err != nil {
+		return err
+	}
+	owned = append(owned, ts)
+	times := make([]int64, n)
+	valid := make([]bool, n)
+	if err := eachTime(ts, func(i int, t time.Time) { times[i], valid[i] = t.UnixMicro(), true }); err != nil {
+		return err
+	}
+	cols := b.Columns()[1:]
+	var grow int64
+	for i, sign := range signs {
+		if !valid[i] || slices.ContainsFunc(keys, func(k arrow.Array) bool { return k.IsNull(i) }) {
+			continue // joins nothing
+		}
+		t := times[i]
+		if !j.wm.IsZero() && t <= j.wm.UnixMicro() {
+			j.late++
+			continue
+		}
+		k := string(s.enc.Key(i))
+		vals := s.get.row(cols, i)
+		kind := kindInsert
+		if sign < 0 {
+			kind = kindDelete
+		}
+		for _, o := range other.table[k] {
+			if !j.matches(side, t, o.t) {
+				continue
+			}
+			row := append(slices.Clone(vals), o.vals...)
+			if side == 1 {
+				row = append(slices.Clone(o.vals), vals...)
+			}
+			for range o.n {
+				j.q.add(kind, row)
+			}
+		}
+		rows := s.table[k]
+		at := slices.IndexFunc(rows, func(r *intervalRow) bool { return r.t == t && sameRow(r.vals, vals) })
+		switch {
+		case sign > 0 && at >= 0:
+			rows[at].n++
+		case sign > 0:
+			s.table[k] = append(rows, &intervalRow{vals: vals, t: t, n: 1})
+			grow += int64(len(k)) + rowBytes(vals) + 64
+		case at < 0:
+			return fmt.Errorf("%w: interval join input retracts a row it never added", exec.ErrInvalid)
+		case rows[at].n == 1:
+			s.table[k] = slices.Delete(rows, at, at+1)
+			if len(s.table[k]) == 0 {
+				delete(s.table, k)
+			}
+			grow -= int64(len(k)) + rowBytes(vals) + 64
+		default:
+			rows[at].n--
+		}
+	}
+	j.held += grow
+	return j.budget.grow(grow, "an interval join")
+}
+
+// expire drops the rows no change that is not late can join or retract:
+// event time at or before the watermark, and so is the last time a
+// partner of the other side could have.
+func (j *IntervalJoin) expire() error {
+	wm := j.wm.UnixMicro()
+	var freed int64
+	for side, s := range j.sides {
+		for k, rows := range s.table {
+			rows = slices.DeleteFunc(rows, func(r *intervalRow) bool {
+				last := r.t - j.lower // a right partner's latest time
+				if side == 1 {
+					last = r.t + j.upper // a left partner's latest time
+				}
+				if r.t <= wm && last <= wm {
+					freed += int64(len(k)) + rowBytes(r.vals) + 64
+					return true
+				}
+				return false
+			})
+			if len(rows) == 0 {
+				delete(s.table, k)
+			} else {
+				s.table[k] = rows
+			}
+		}
+	}
+	j.held -= freed
+	return j.budget.grow(-freed, "an interval join")
+}
+
+func (j *IntervalJoin) Close() error {
+	j.q.release()
+	_ = j.budget.grow(-j.held, "")
+	j.held = 0
+	return j.two.close()
+}

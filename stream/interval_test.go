@@ -1,0 +1,308 @@
+package stream_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/engine"
+	"github.com/flightd/flightd/plan"
+	"github.com/flightd/flightd/tablestore"
+)
+
+// TestIntervalJoinEqualsBatch is the interval join invariant: two key
+// tables with WATERMARKs (random delays) under random inserts, updates and
+// deletes with out-of-order event times, joined on a key and a random
+// event-time interval. After each statement (the stream caught up, so the
+// join has seen the changes in commit order) a model knows the watermark
+// (the smaller of the tables': largest event time minus the delay) and
+// which changes were late (event time at or before it), and keeps the
+// others in mirror tables. The applied changelog (every -D retracting a
+// row it has) equals the batch join of the mirrors, the reported late
+// count equals the model's, and the join's state is expired by the
+// watermark. Replay with -seed.
+func TestIntervalJoinEqualsBatch(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	for i := range 3 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel() // mostly waiting on fsync
+			rng := rand.New(rand.NewSource(seed + int64(i)))
+			lo, hi := rng.Intn(3), rng.Intn(3)
+			runJoinInvariant(t, rng, joinShape{
+				op: "IntervalJoin",
+				query: func(a, b, where string) string {
+					return fmt.Sprintf("SELECT a.ver, a.v, b.ver, b.v FROM %s AS a JOIN %s AS b ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '%d' SECOND AND b.ts + INTERVAL '%d' SECOND %s", a, b, lo, hi, where)
+				},
+				late:   func(ts, wm int64) bool { return ts <= wm },
+				closed: func(string) string { return "" },
+			})
+		})
+	}
+}
+
+// TestWindowJoinEqualsBatch is the invariant of window joins, as
+// TestIntervalJoinEqualsBatch checks interval joins: after each statement
+// the applied output (inserts only) equals the batch window join of the
+// mirror tables for the windows the watermark has closed; a change is late
+// when the earliest window of its event time has closed. Replay with
+// -seed.
+func TestWindowJoinEqualsBatch(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	for i := range 3 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel() // mostly waiting on fsync
+			rng := rand.New(rand.NewSource(seed + int64(i)))
+			shape := randomWindow(rng)
+			runJoinInvariant(t, rng, joinShape{
+				op: "WindowJoin",
+				query: func(a, b, where string) string {
+					return fmt.Sprintf("SELECT a.ver, a.v, b.ver, b.v, a.window_start, b.window_end, a.window_time FROM (SELECT * FROM TABLE(%s)) a JOIN (SELECT * FROM TABLE(%s)) b ON a.k = b.k AND a.window_start = b.window_start AND a.window_end = b.window_end %s",
+						fmt.Sprintf(shape.tvf, a), fmt.Sprintf(shape.tvf, b), where)
+				},
+				late: func(ts, wm int64) bool { return shape.firstEnd(ts) <= wm },
+				closed: func(wm string) string {
+					if wm == "" {
+						return "WHERE false"
+					}
+					return "WHERE a.window_end <= " + wm
+				},
+			})
+		})
+	}
+}
+
+// joinShape is a join of t0 and t1 by event time for runJoinInvariant.
+type joinShape struct {
+	op    string // in its EXPLAIN
+	query func(a, b, where string) string
+	// late: a change at ts is late at watermark wm (microseconds).
+	late func(ts, wm int64) bool
+	// closed is the WHERE clause of the batch query that keeps the
+	// results final at watermark wm (a timestamp literal, "" for none).
+	closed func(wm string) string
+}
+
+func runJoinInvariant(t *testing.T, rng *rand.Rand, shape joinShape) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	eng, err := engine.Open(ctx, engine.Config{Mem: mem, Root: t.TempDir(), BatchSize: []int{1, 3, 1024}[rng.Intn(3)], Parallelism: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	sess := eng.NewSession()
+	run := func(q string) {
+		t.Helper()
+		st, err := sess.Prepare(ctx, q, nil)
+		if err == nil {
+			_, err = st.Exec(ctx, nil)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	delays := [2]int64{int64(rng.Intn(3)), int64(rng.Intn(3))}
+	var tbls [2]*tablestore.Table
+	for i := range 2 {
+		run(fmt.Sprintf("CREATE TABLE t%d (id INT NOT NULL, ver BIGINT, k INT, v BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '%d' SECOND, PRIMARY KEY (id) NOT ENFORCED) WITH ('bucket' = '2')", i, delays[i]))
+		run(fmt.Sprintf("CREATE TABLE m%d (ver BIGINT, k INT, v BIGINT, ts TIMESTAMP(3)) WITH ('bucket' = '-1')", i))
+		if tbls[i], err = eng.Store().Table(ctx, tablestore.Ident{Database: "default", Table: fmt.Sprintf("t%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const hint = "/*+ OPTIONS('scan.mode'='latest-full', 'stream.heartbeat-interval'='50ms', 'continuous.discovery-interval'='20ms') */"
+	text := shape.query("t0 "+hint, "t1 "+hint, "")
+	t.Logf("%s (delays %v)", text, delays)
+	if plan := explain(t, ctx, sess, text); !strings.Contains(plan, shape.op) {
+		t.Fatalf("not a %s:\n%s", shape.op, plan)
+	}
+	st, err := sess.Prepare(ctx, text, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &windowRun{streamRun: &streamRun{query: text, img: map[string]int{}, events: make(chan event, 4), tables: []int{0, 1}}}
+	sctx, stop := context.WithCancel(plan.WithStreamObserver(ctx, w))
+	op, err := st.Query(sctx, nil)
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	w.stop = stop
+	w.wg.Add(1)
+	go w.pull(sctx, op)
+	defer w.close()
+
+	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
+	now := base
+	var live [2]map[int]version
+	var maxTS [2]int64
+	var seen [2]bool
+	for i := range live {
+		live[i] = map[int]version{}
+	}
+	watermark := func() (int64, bool) {
+		if !seen[0] || !seen[1] {
+			return 0, false
+		}
+		return min(maxTS[0]-delays[0]*1e6, maxTS[1]-delays[1]*1e6), true
+	}
+	tsSQL := func(us int64) string {
+		return "TIMESTAMP '" + time.UnixMicro(us).UTC().Format("2006-01-02 15:04:05.000") + "'"
+	}
+	var ver, lateModel int64
+	var nextID int
+	// follow applies the stream's changes up to a progress marker at the
+	// tables' latest snapshots.
+	follow := func() {
+		t.Helper()
+		var target [2]int64
+		for i, tb := range tbls {
+			if target[i], err = tb.LatestSnapshotID(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for {
+			var e event
+			select {
+			case e = <-w.events:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("no progress to snapshots %v", target)
+			}
+			if e.err != nil {
+				t.Fatal(e.err)
+			}
+			if e.rows == nil {
+				if e.pos[0] >= target[0] && e.pos[1] >= target[1] {
+					return
+				}
+				continue
+			}
+			for _, r := range e.rows {
+				if err := w.apply(r); err != nil {
+					t.Fatalf("at %v: %v", e.pos, err)
+				}
+			}
+		}
+	}
+	checks := 0
+	for range 25 + rng.Intn(25) {
+		side := rng.Intn(2)
+		wm, valid := watermark()
+		late := func(ts int64) bool { return valid && shape.late(ts, wm) }
+		var add []version
+		var drop []int64
+		newVersion := func() version {
+			ver++
+			// Quarter seconds: event times often meet window ends and watermarks.
+			ts := (now + int64(rng.Intn(4_000_000)) - 3_000_000) / 250_000 * 250_000
+			if !seen[side] || ts > maxTS[side] {
+				maxTS[side], seen[side] = ts, true
+			}
+			return version{ver: ver, k: int64(rng.Intn(3)), v: int64(rng.Intn(100)), ts: ts}
+		}
+		ids := slices.Sorted(func(yield func(int) bool) {
+			for id := range live[side] {
+				if !yield(id) {
+					return
+				}
+			}
+		})
+		var stmt string
+		switch r := rng.Intn(10); {
+		case r < 6 || len(ids) == 0:
+			var vals []string
+			for range 1 + rng.Intn(4) {
+				nextID++
+				x := newVersion()
+				live[side][nextID] = x
+				vals = append(vals, fmt.Sprintf("(%d, %d, %d, %d, %s)", nextID, x.ver, x.k, x.v, tsSQL(x.ts)))
+				if late(x.ts) {
+					lateModel++
+				} else {
+					add = append(add, x)
+				}
+			}
+			stmt = fmt.Sprintf("INSERT INTO t%d VALUES %s", side, strings.Join(vals, ", "))
+		case r < 8:
+			id := ids[rng.Intn(len(ids))]
+			old, x := live[side][id], newVersion()
+			live[side][id] = x
+			stmt = fmt.Sprintf("UPDATE t%d SET ver = %d, k = %d, v = %d, ts = %s WHERE id = %d", side, x.ver, x.k, x.v, tsSQL(x.ts), id)
+			if late(old.ts) {
+				lateModel++
+			} else {
+				drop = append(drop, old.ver)
+			}
+			if late(x.ts) {
+				lateModel++
+			} else {
+				add = append(add, x)
+			}
+		default:
+			id := ids[rng.Intn(len(ids))]
+			old := live[side][id]
+			delete(live[side], id)
+			stmt = fmt.Sprintf("DELETE FROM t%d WHERE id = %d", side, id)
+			if late(old.ts) {
+				lateModel++
+			} else {
+				drop = append(drop, old.ver)
+			}
+		}
+		run(stmt)
+		if len(add) > 0 {
+			var vals []string
+			for _, x := range add {
+				vals = append(vals, fmt.Sprintf("(%d, %d, %d, %s)", x.ver, x.k, x.v, tsSQL(x.ts)))
+			}
+			run(fmt.Sprintf("INSERT INTO m%d VALUES %s", side, strings.Join(vals, ", ")))
+		}
+		for _, v := range drop {
+			run(fmt.Sprintf("DELETE FROM m%d WHERE ver = %d", side, v))
+		}
+		follow()
+		now += int64(rng.Intn(1_000_000))
+
+		closed := ""
+		if wm, valid := watermark(); valid {
+			closed = tsSQL(wm)
+		}
+		st, err := sess.Prepare(ctx, shape.query("m0", "m1", shape.closed(closed)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		op, err := st.Query(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := drain(ctx, op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(want)
+		if got := w.rows(); !slices.Equal(got, want) {
+			t.Fatalf("after %s (watermark %s) the applied changelog is\n%q\nthe batch join of the changes that were not late is\n%q", stmt, closed, got, want)
+		}
+		if n := w.late.Load(); n != lateModel {
+			t.Fatalf("after %s the stream reports %d late changes, the model %d", stmt, n, lateModel)
+		}
+		checks++
+	}
+	t.Logf("%d checks, %d joined rows, %d late changes", checks, len(w.rows()), lateModel)
+}

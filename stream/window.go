@@ -1,0 +1,351 @@
+package stream
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/tablestore"
+	"github.com/flightd/flightd/vectorized"
+)
+
+// WindowKind is a window table function.
+type WindowKind int
+
+const (
+	Tumble   WindowKind = iota // TUMBLE(size)
+	Hop                        // HOP(slide = Step, size)
+	Cumulate                   // CUMULATE(step, size)
+)
+
+// Windows describes the windows of a window TVF, as the batch TVFs compute
+// them: windows are aligned to Offset from the epoch. Step is Size for
+// Tumble; Size is a multiple of Step.
+type Windows struct {
+	Kind               WindowKind
+	Size, Step, Offset time.Duration
+}
+
+// floor is the start of the w-aligned interval holding t (microseconds).
+func (ws Windows) floor(t, w int64) int64 {
+	off := ws.Offset.Microseconds()
+	return t - ((t-off)%w+w)%w
+}
+
+// of appends the windows [start, end) holding t (microseconds) to dst.
+func (ws Windows) of(t int64, dst [][2]int64) [][2]int64 {
+	size, step := ws.Size.Microseconds(), ws.Step.Microseconds()
+	switch ws.Kind {
+	case Hop:
+		last := ws.floor(t, step)
+		for k := int64(0); k < size/step; k++ {
+			s := last - k*step
+			dst = append(dst, [2]int64{s, s + size})
+		}
+	case Cumulate:
+		s := ws.floor(t, size)
+		for e := s + step; e <= s+size; e += step {
+			if t < e {
+				dst = append(dst, [2]int64{s, e})
+			}
+		}
+	default:
+		s := ws.floor(t, size)
+		dst = append(dst, [2]int64{s, s + size})
+	}
+	return dst
+}
+
+// firstEnd is the earliest end of the windows holding t: once the
+// watermark passes it, a row at t is late.
+func (ws Windows) firstEnd(t int64) int64 {
+	step := ws.Step.Microseconds()
+	return ws.floor(t, step) + step
+}
+
+// WindowAggregate is a window TVF aggregation (GROUP BY window_start,
+// window_end, keys), as Flink's window aggregate: every row adds to (+I/+U)
+// or retracts from (-U/-D) the windows holding its event time; a window
+// emits its groups once, as +I rows, at the first marker whose watermark is
+// at or past its end, and its state is freed then. A row is late when the
+// earliest window holding it has closed at its arrival (its event time's
+// first window end is at or before the watermark of the last marker): it
+// is dropped from all its windows, as Flink's slicing window operator
+// drops it, and counted in the LateRows of the markers. A NULL event time
+// is dropped and counted the same way: its window never closes. When the
+// input ends every window is emitted (Flink's end of input).
+//
+// Output columns: row kind, window_start, window_end, the keys, the
+// aggregates; window bounds have the event time's type.
+type WindowAggregate struct {
+	ec      *exec.Context
+	in      Operator
+	windows Windows
+	rowtime exec.Expr
+	keys    []exec.Expr
+	aggs    []AggSpec
+	budget  *Budget
+	schema  *arrow.Schema
+	unit    arrow.TimeUnit
+
+	keyGet []getter
+	argGet []getter
+	open   map[[2]int64]*window
+	wm     time.Time // the last marker's watermark
+	late   int64
+	enc    vectorized.KeyEncoder
+	signs  []int8
+	wins   [][2]int64
+	q      *outQueue
+	marker *Chunk
+	pos    Pos // the last marker's position
+	ended  bool
+	held   int64
+}
+
+// window is the state of one open window: its groups by key.
+type window struct {
+	bounds [2]int64
+	bytes  int64 // the state accounted to the budget
+	groups map[string]*windowGroup
+	order  []*windowGroup // in order of arrival, for a stable output
+}
+
+type windowGroup struct {
+	vals []any
+	rows int64
+	accs []accumulator
+}
+
+// NewWindowAggregate aggregates in by the windows of rowtime (a timestamp
+// over in's batches) and keys.
+func NewWindowAggregate(ec *exec.Context, in Operator, windows Windows, rowtime exec.Expr, keys []exec.Expr, keyNames []string, aggs []AggSpec, budget *Budget) (*WindowAggregate, error) {
+	tt, ok := rowtime.DataType().(*arrow.TimestampType)
+	if !ok {
+		return nil, fmt.Errorf("%w: window time column is %s, not a timestamp", exec.ErrInvalid, rowtime.DataType())
+	}
+	step, size := windows.Step.Microseconds(), windows.Size.Microseconds()
+	if step <= 0 || size%step != 0 || windows.Kind == Tumble && step != size {
+		return nil, fmt.Errorf("%w: window size %s is not a positive multiple of its step %s", exec.ErrInvalid, windows.Size, windows.Step)
+	}
+	w := &WindowAggregate{ec: ec, in: in, windows: windows, rowtime: rowtime, keys: keys, aggs: aggs, budget: budget, unit: tt.Unit, open: map[[2]int64]*window{}}
+	fields := []arrow.Field{{Name: "window_start", Type: tt, Nullable: true}, {Name: "window_end", Type: tt, Nullable: true}}
+	for i, k := range keys {
+		get, err := getterFor(k.DataType())
+		if err != nil {
+			return nil, fmt.Errorf("group %s: %w", keyNames[i], err)
+		}
+		w.keyGet = append(w.keyGet, get)
+		fields = append(fields, arrow.Field{Name: keyNames[i], Type: k.DataType(), Nullable: true})
+	}
+	argGet, aggFields, err := aggGetters(aggs)
+	if err != nil {
+		return nil, err
+	}
+	w.argGet = argGet
+	w.schema = withKind(append(fields, aggFields...))
+	if w.q, err = newOutQueue(ec, w.schema); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *WindowAggregate) Schema() *arrow.Schema { return w.schema }
+
+func (w *WindowAggregate) Open(ctx context.Context) error { return w.in.Open(ctx) }
+
+// Next returns the windows closed by the last marker's watermark, labelled
+// with its position, then the marker.
+func (w *WindowAggregate) Next(ctx context.Context) (Chunk, error) {
+	for {
+		if b := w.q.pop(); b != nil {
+			return Chunk{Batch: b, Pos: w.pos}, nil
+		}
+		if m := w.marker; m != nil && !w.ended {
+			w.marker = nil
+			return *m, nil
+		}
+		if w.ended {
+			return Chunk{}, io.EOF
+		}
+		c, err := w.in.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			w.ended = true
+			if err := w.fire(endOfTime); err != nil {
+				return Chunk{}, err
+			}
+			continue
+		}
+		if err != nil {
+			return Chunk{}, err
+		}
+		if c.Batch != nil {
+			if err := w.add(ctx, c.Batch); err != nil {
+				return Chunk{}, err
+			}
+			continue
+		}
+		if !c.Watermark.IsZero() && c.Watermark.After(w.wm) {
+			w.wm = c.Watermark
+			if err := w.fire(w.wm); err != nil {
+				return Chunk{}, err
+			}
+		}
+		c.Image, c.ImageStart = tablestore.NoImage, false // the output is no table's full read
+		c.LateRows += w.late
+		w.marker, w.pos = &c, c.Pos
+	}
+}
+
+// toUnit converts microseconds to a timestamp value of unit.
+func toUnit(v int64, unit arrow.TimeUnit) int64 {
+	switch unit {
+	case arrow.Second:
+		return v / 1e6
+	case arrow.Millisecond:
+		return v / 1e3
+	case arrow.Nanosecond:
+		return v * 1e3
+	}
+	return v
+}
+
+func (w *WindowAggregate) add(ctx context.Context, b arrow.RecordBatch) (err error) {
+	signs, err := kindSigns(b, w.signs)
+	if err != nil {
+		return err
+	}
+	w.signs = signs
+	var owned []arrow.Array
+	defer func() {
+		for _, x := range owned {
+			x.Release()
+		}
+	}()
+	eval := func(e exec.Expr) (arrow.Array, error) {
+		x, err := e.Eval(ctx, w.ec, b)
+		if err == nil {
+			owned = append(owned, x)
+		}
+		return x, err
+	}
+	n := int(b.NumRows())
+	ts, err := eval(w.rowtime)
+	if err != nil {
+		return err
+	}
+	times := make([]int64, n)
+	valid := make([]bool, n)
+	if err := eachTime(ts, func(i int, t time.Time) { times[i], valid[i] = t.UnixMicro(), true }); err != nil {
+		return err
+	}
+	keys := make([]arrow.Array, len(w.keys))
+	for i, k := range w.keys {
+		if keys[i], err = eval(k); err != nil {
+			return err
+		}
+	}
+	if err := w.enc.Encode(keys, n); err != nil {
+		return err
+	}
+	in, err := evalAggInputs(w.aggs, w.argGet, eval)
+	if err != nil {
+		return err
+	}
+	wm := int64(0)
+	if !w.wm.IsZero() {
+		wm = w.wm.UnixMicro()
+	}
+	var grow int64
+	for i, sign := range signs {
+		if !valid[i] || !w.wm.IsZero() && w.windows.firstEnd(times[i]) <= wm {
+			w.late++
+			continue
+		}
+		k := w.enc.Key(i)
+		w.wins = w.windows.of(times[i], w.wins[:0])
+		for _, bounds := range w.wins {
+			win := w.open[bounds]
+			if win == nil {
+				win = &window{bounds: bounds, bytes: 96, groups: map[string]*windowGroup{}}
+				w.open[bounds] = win
+				grow += 96
+			}
+			var d int64
+			g := win.groups[string(k)]
+			if g == nil {
+				g = &windowGroup{vals: make([]any, len(keys)), accs: make([]accumulator, len(w.aggs))}
+				for c, get := range w.keyGet {
+					g.vals[c] = get(keys[c], i)
+				}
+				for j, s := range w.aggs {
+					g.accs[j], _ = newAccumulator(s) // checked by NewWindowAggregate
+				}
+				win.groups[string(k)] = g
+				win.order = append(win.order, g)
+				d = int64(len(k)) + rowBytes(g.vals) + 48*int64(len(g.accs)) + 64
+			}
+			g.rows += int64(sign)
+			d += in.addRow(g.accs, i, sign)
+			win.bytes += d
+			grow += d
+		}
+	}
+	w.held += grow
+	return w.budget.grow(grow, "a window aggregation")
+}
+
+// fire emits and frees the windows that end at or before wm, in order of
+// their end, then start.
+func (w *WindowAggregate) fire(wm time.Time) error {
+	limit := wm.UnixMicro()
+	var closed []*window
+	for b, win := range w.open {
+		if b[1] <= limit {
+			closed = append(closed, win)
+		}
+	}
+	slices.SortFunc(closed, func(a, b *window) int {
+		return cmp.Or(cmp.Compare(a.bounds[1], b.bounds[1]), cmp.Compare(a.bounds[0], b.bounds[0]))
+	})
+	var freed int64
+	for _, win := range closed {
+		start, end := toUnit(win.bounds[0], w.unit), toUnit(win.bounds[1], w.unit)
+		for _, g := range win.order {
+			if g.rows < 0 {
+				return fmt.Errorf("%w: window aggregation input retracted more rows than it added", exec.ErrInvalid)
+			}
+			if g.rows > 0 {
+				row := append(make([]any, 0, 2+len(g.vals)+len(g.accs)), start, end)
+				row = append(row, g.vals...)
+				for _, acc := range g.accs {
+					v, err := acc.result()
+					if err != nil {
+						return err
+					}
+					row = append(row, v)
+				}
+				w.q.add(kindInsert, row)
+			}
+		}
+		freed += win.bytes
+		delete(w.open, win.bounds)
+	}
+	w.q.seal()
+	w.held -= freed
+	return w.budget.grow(-freed, "a window aggregation")
+}
+
+func (w *WindowAggregate) Close() error {
+	w.q.release()
+	_ = w.budget.grow(-w.held, "")
+	w.held = 0
+	return w.in.Close()
+}

@@ -1,0 +1,163 @@
+package stream
+
+import (
+	"context"
+	"io"
+	"math/rand"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/exec"
+)
+
+// events is an input of insert-only events (k, x, ts): one snapshot per
+// batch of n events, one event per millisecond of event time up to 500 ms
+// out of order, each snapshot's marker carrying the watermark (largest
+// event time minus one second).
+type events struct {
+	mem    memory.Allocator
+	schema *arrow.Schema
+	rng    *rand.Rand
+	n      int
+	rows   int
+	keys   int
+	next   int64 // the event time of the next event, ms
+	snap   int64
+	marker bool
+	cur    arrow.RecordBatch
+}
+
+func (e *events) Schema() *arrow.Schema      { return e.schema }
+func (e *events) Open(context.Context) error { return nil }
+func (e *events) Next(context.Context) (Chunk, error) {
+	e.release()
+	if e.marker {
+		e.marker = false
+		return Chunk{Pos: Pos{e.snap}, Watermark: time.UnixMilli(e.next - 1000)}, nil
+	}
+	if e.rows <= 0 {
+		return Chunk{}, io.EOF
+	}
+	b := array.NewRecordBuilder(e.mem, e.schema)
+	defer b.Release()
+	for range e.n {
+		b.Field(0).(*array.StringBuilder).Append(kindInsert)
+		b.Field(1).(*array.Int64Builder).Append(int64(e.rng.Intn(e.keys)))
+		b.Field(2).(*array.Int64Builder).Append(int64(e.rng.Intn(1000)))
+		b.Field(3).(*array.TimestampBuilder).Append(arrow.Timestamp(e.next - int64(e.rng.Intn(500))))
+		e.next++
+	}
+	e.cur = b.NewRecordBatch()
+	e.snap++
+	e.rows -= e.n
+	e.marker = true
+	return Chunk{Batch: e.cur, Pos: Pos{e.snap}}, nil
+}
+
+func (e *events) release() {
+	if e.cur != nil {
+		e.cur.Release()
+		e.cur = nil
+	}
+}
+
+func (e *events) Close() error { e.release(); return nil }
+
+// cpuTime is the CPU time the process has used (user and system).
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkWindowAggregate: events per second through a window
+// aggregation by k (1000 keys) with count, sum and max, 1024 events per
+// snapshot; HOP puts each event in 5 windows, CUMULATE in 1 to 5.
+func BenchmarkWindowAggregate(b *testing.B) {
+	for _, ws := range []struct {
+		name string
+		w    Windows
+	}{
+		{"tumble10s", Windows{Kind: Tumble, Size: 10 * time.Second, Step: 10 * time.Second}},
+		{"hop2s10s", Windows{Kind: Hop, Size: 10 * time.Second, Step: 2 * time.Second}},
+		{"cumulate2s10s", Windows{Kind: Cumulate, Size: 10 * time.Second, Step: 2 * time.Second}},
+	} {
+		b.Run(ws.name, func(b *testing.B) {
+			mem := memory.NewGoAllocator()
+			ec := exec.NewContext(mem)
+			ts := &arrow.TimestampType{Unit: arrow.Millisecond}
+			schema := withKind([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "x", Type: arrow.PrimitiveTypes.Int64}, {Name: "ts", Type: ts}})
+			in := &events{mem: mem, schema: schema, rng: rand.New(rand.NewSource(1)), n: 1024, rows: b.N, keys: 1000, next: 1_700_000_000_000}
+			w, err := NewWindowAggregate(ec, in, ws.w, exec.NewColumn(3, ts, "ts"), []exec.Expr{col(1, "k")}, []string{"k"}, []AggSpec{
+				{Func: "count_star", Type: arrow.PrimitiveTypes.Int64, Name: "c"},
+				{Func: "sum", Arg: col(2, "x"), Type: arrow.PrimitiveTypes.Int64, Name: "s"},
+				{Func: "max", Arg: col(2, "x"), Type: arrow.PrimitiveTypes.Int64, Name: "m"},
+			}, NewBudget(0))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			cpu := cpuTime(b)
+			drainAll(b, w)
+			// The machine is shared: CPU time gives the rate per core.
+			b.ReportMetric(float64(b.N)/(cpuTime(b)-cpu).Seconds(), "events/cpu-s")
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}
+
+// BenchmarkIntervalJoin: events per second (both inputs together) through
+// an interval join on k over 1000 keys within one second either way,
+// about one match per event, 1024 events per snapshot.
+func BenchmarkIntervalJoin(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	ec := exec.NewContext(mem)
+	ts := &arrow.TimestampType{Unit: arrow.Millisecond}
+	schema := withKind([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "x", Type: arrow.PrimitiveTypes.Int64}, {Name: "ts", Type: ts}})
+	side := func(seed int64) *events {
+		return &events{mem: mem, schema: schema, rng: rand.New(rand.NewSource(seed)), n: 1024, rows: b.N / 2, keys: 1000, next: 1_700_000_000_000}
+	}
+	j, err := NewIntervalJoin(ec, side(1), side(2), IntervalSpec{
+		LeftKeys: []exec.Expr{col(1, "k")}, RightKeys: []exec.Expr{col(1, "k")},
+		LeftTime: exec.NewColumn(3, ts, "ts"), RightTime: exec.NewColumn(3, ts, "ts"),
+		Lower: -time.Second, Upper: time.Second,
+	}, NewBudget(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	cpu := cpuTime(b)
+	drainAll(b, j)
+	b.ReportMetric(float64(b.N)/(cpuTime(b)-cpu).Seconds(), "events/cpu-s")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkWindowJoin: events per second (both inputs together) through a
+// TUMBLE 10 s window join on k over 1000 keys (about ten matches per event
+// per window), 1024 events per snapshot.
+func BenchmarkWindowJoin(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	ec := exec.NewContext(mem)
+	ts := &arrow.TimestampType{Unit: arrow.Millisecond}
+	schema := withKind([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "x", Type: arrow.PrimitiveTypes.Int64}, {Name: "ts", Type: ts}})
+	side := func(seed int64) *events {
+		return &events{mem: mem, schema: schema, rng: rand.New(rand.NewSource(seed)), n: 1024, rows: b.N / 2, keys: 1000, next: 1_700_000_000_000}
+	}
+	s := WindowJoinSide{Keys: []exec.Expr{col(1, "k")}, Time: exec.NewColumn(3, ts, "ts"), Start: 2}
+	j, err := NewWindowJoin(ec, side(1), side(2), Windows{Kind: Tumble, Size: 10 * time.Second, Step: 10 * time.Second}, [2]WindowJoinSide{s, s}, NewBudget(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	cpu := cpuTime(b)
+	drainAll(b, j)
+	b.ReportMetric(float64(b.N)/(cpuTime(b)-cpu).Seconds(), "events/cpu-s")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}

@@ -1,0 +1,311 @@
+package stream
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/vectorized"
+)
+
+// WindowBound names a window column a WindowJoin computes.
+type WindowBound int
+
+const (
+	WindowEnd  WindowBound = iota // window_end
+	WindowTime                    // window_time: window_end minus 1 ms
+)
+
+// WindowJoinSide is one input of a WindowJoin.
+type WindowJoinSide struct {
+	Keys []exec.Expr
+	// Time is the event time; column Start (an index among the side's
+	// columns after the row kind) carries it in and the window's start
+	// out.
+	Time  exec.Expr
+	Start int
+	// Bounds are the window columns appended to the output after both
+	// sides' columns (left's first).
+	Bounds []WindowBound
+}
+
+// WindowJoin is an inner window join (Flink's window join): rows of both
+// inputs are assigned to the windows of their event time, and when the
+// watermark (the smaller of the inputs') passes a window's end, the
+// window's rows join by key and are emitted once, as +I, and the window's
+// state is freed. +I/+U add a row to its windows and -U/-D take it away
+// until then; a change whose event time's earliest window has closed at
+// its arrival is late: dropped and counted in the LateRows of the markers.
+// Rows with a NULL key or event time join nothing. When both inputs end,
+// every window is emitted.
+//
+// Output columns: row kind, left columns, right columns (window_start
+// holding the window's start), then the Bounds of left and right.
+type WindowJoin struct {
+	ec      *exec.Context
+	windows Windows
+	sides   [2]WindowJoinSide
+	budget  *Budget
+	schema  *arrow.Schema
+	units   [2]arrow.TimeUnit
+
+	get    [2]rowGetter
+	enc    [2]vectorized.KeyEncoder
+	open   map[[2]int64]*joinWindow
+	two    twoInputs
+	q      *outQueue
+	pos    Pos
+	wm     time.Time
+	late   int64
+	held   int64
+	signs  []int8
+	wins   [][2]int64
+	marker *Chunk
+	ended  bool
+}
+
+// joinWindow is one open window: each side's rows by join key.
+type joinWindow struct {
+	bounds [2]int64
+	bytes  int64
+	rows   [2]map[string][]*windowRow
+}
+
+type windowRow struct {
+	vals []any
+	n    int64
+}
+
+// NewWindowJoin joins left and right by the windows of their event times
+// and keys.
+func NewWindowJoin(ec *exec.Context, left, right Operator, windows Windows, sides [2]WindowJoinSide, budget *Budget) (*WindowJoin, error) {
+	if len(sides[0].Keys) != len(sides[1].Keys) {
+		return nil, fmt.Errorf("%w: window join of %d left and %d right keys", exec.ErrInvalid, len(sides[0].Keys), len(sides[1].Keys))
+	}
+	j := &WindowJoin{ec: ec, windows: windows, sides: sides, budget: budget, open: map[[2]int64]*joinWindow{}}
+	j.two = twoInputs{in: [2]Operator{left, right}, lock: -1}
+	var fields, bounds []arrow.Field
+	for s, op := range []Operator{left, right} {
+		f := op.Schema().Fields()[1:]
+		tt, ok := sides[s].Time.DataType().(*arrow.TimestampType)
+		if !ok {
+			return nil, fmt.Errorf("%w: window join time is %s, not a timestamp", exec.ErrInvalid, sides[s].Time.DataType())
+		}
+		if sides[s].Start < 0 || sides[s].Start >= len(f) || !arrow.TypeEqual(f[sides[s].Start].Type, tt) {
+			return nil, fmt.Errorf("%w: window join start column %d", exec.ErrInvalid, sides[s].Start)
+		}
+		j.units[s] = tt.Unit
+		get, err := rowGetterFor(f)
+		if err != nil {
+			return nil, err
+		}
+		j.get[s] = get
+		fields = append(fields, f...)
+		for _, b := range sides[s].Bounds {
+			name := "window_end"
+			if b == WindowTime {
+				name = "window_time"
+			}
+			bounds = append(bounds, arrow.Field{Name: name, Type: tt, Nullable: true})
+		}
+	}
+	j.schema = withKind(append(fields, bounds...))
+	q, err := newOutQueue(ec, j.schema)
+	if err != nil {
+		return nil, err
+	}
+	j.q = q
+	return j, nil
+}
+
+func (j *WindowJoin) Schema() *arrow.Schema { return j.schema }
+
+func (j *WindowJoin) Open(ctx context.Context) error { return j.two.open(ctx) }
+
+func (j *WindowJoin) Next(ctx context.Context) (Chunk, error) {
+	for {
+		if b := j.q.pop(); b != nil {
+			return Chunk{Batch: b, Pos: j.pos}, nil
+		}
+		if m := j.marker; m != nil {
+			j.marker = nil
+			return *m, nil
+		}
+		if j.ended {
+			return Chunk{}, io.EOF
+		}
+		side, c, err := j.two.next(ctx)
+		if errors.Is(err, io.EOF) {
+			j.ended = true
+			if err := j.fire(endOfTime); err != nil {
+				return Chunk{}, err
+			}
+			continue
+		}
+		if err != nil {
+			return Chunk{}, err
+		}
+		if c.Batch == nil {
+			if !c.Watermark.IsZero() && c.Watermark.After(j.wm) {
+				j.wm = c.Watermark
+				if err := j.fire(j.wm); err != nil {
+					return Chunk{}, err
+				}
+			}
+			c.LateRows += j.late
+			j.pos = c.Pos
+			j.marker = &c
+			continue
+		}
+		err = j.add(ctx, side, c.Batch)
+		c.Batch.Release()
+		if err != nil {
+			return Chunk{}, err
+		}
+	}
+}
+
+func (j *WindowJoin) add(ctx context.Context, side int, b arrow.RecordBatch) (err error) {
+	signs, err := kindSigns(b, j.signs)
+	if err != nil {
+		return err
+	}
+	j.signs = signs
+	s := j.sides[side]
+	n := int(b.NumRows())
+	var owned []arrow.Array
+	defer func() {
+		for _, x := range owned {
+			x.Release()
+		}
+	}()
+	keys := make([]arrow.Array, len(s.Keys))
+	for i, k := range s.Keys {
+		if keys[i], err = k.Eval(ctx, j.ec, b); err != nil {
+			return err
+		}
+		owned = append(owned, keys[i])
+	}
+	if len(keys) > 0 {
+		if err := j.enc[side].Encode(keys, n); err != nil {
+			return err
+		}
+	}
+	ts, err := s.Time.Eval(ctx, j.ec, b)
+	if err != nil {
+		return err
+	}
+	owned = append(owned, ts)
+	times := make([]int64, n)
+	valid := make([]bool, n)
+	if err := eachTime(ts, func(i int, t time.Time) { times[i], valid[i] = t.UnixMicro(), true }); err != nil {
+		return err
+	}
+	cols := b.Columns()[1:]
+	var grow int64
+	for i, sign := range signs {
+		if !valid[i] || slices.ContainsFunc(keys, func(k arrow.Array) bool { return k.IsNull(i) }) {
+			continue // joins nothing
+		}
+		if !j.wm.IsZero() && j.windows.firstEnd(times[i]) <= j.wm.UnixMicro() {
+			j.late++
+			continue
+		}
+		var k string
+		if len(keys) > 0 {
+			k = string(j.enc[side].Key(i))
+		}
+		vals := j.get[side].row(cols, i)
+		j.wins = j.windows.of(times[i], j.wins[:0])
+		for _, bounds := range j.wins {
+			win := j.open[bounds]
+			if win == nil {
+				win = &joinWindow{bounds: bounds, bytes: 96, rows: [2]map[string][]*windowRow{{}, {}}}
+				j.open[bounds] = win
+				grow += 96
+			}
+			rows := win.rows[side][k]
+			at := slices.IndexFunc(rows, func(r *windowRow) bool { return sameRow(r.vals, vals) })
+			var d int64
+			switch {
+			case sign > 0 && at >= 0:
+				rows[at].n++
+			case sign > 0:
+				win.rows[side][k] = append(rows, &windowRow{vals: vals, n: 1})
+				d = int64(len(k)) + rowBytes(vals) + 64
+			case at < 0:
+				return fmt.Errorf("%w: window join input retracts a row it never added", exec.ErrInvalid)
+			case rows[at].n == 1:
+				win.rows[side][k] = slices.Delete(rows, at, at+1)
+				d = -(int64(len(k)) + rowBytes(vals) + 64)
+			default:
+				rows[at].n--
+			}
+			win.bytes += d
+			grow += d
+		}
+	}
+	j.held += grow
+	return j.budget.grow(grow, "a window join")
+}
+
+// fire joins, emits and frees the windows that end at or before wm, in
+// order of their end, then start.
+func (j *WindowJoin) fire(wm time.Time) error {
+	limit := wm.UnixMicro()
+	var closed []*joinWindow
+	for b, win := range j.open {
+		if b[1] <= limit {
+			closed = append(closed, win)
+		}
+	}
+	slices.SortFunc(closed, func(a, b *joinWindow) int {
+		return cmp.Or(cmp.Compare(a.bounds[1], b.bounds[1]), cmp.Compare(a.bounds[0], b.bounds[0]))
+	})
+	var freed int64
+	for _, win := range closed {
+		var extra []any
+		for s := range j.sides {
+			for _, b := range j.sides[s].Bounds {
+				end := win.bounds[1]
+				if b == WindowTime {
+					end -= 1000
+				}
+				extra = append(extra, toUnit(end, j.units[s]))
+			}
+		}
+		for k, left := range win.rows[0] {
+			right := win.rows[1][k]
+			for _, l := range left {
+				for _, r := range right {
+					row := make([]any, 0, len(l.vals)+len(r.vals)+len(extra))
+					row = append(append(append(row, l.vals...), r.vals...), extra...)
+					row[j.sides[0].Start] = toUnit(win.bounds[0], j.units[0])
+					row[len(l.vals)+j.sides[1].Start] = toUnit(win.bounds[0], j.units[1])
+					for range l.n * r.n {
+						j.q.add(kindInsert, row)
+					}
+				}
+			}
+		}
+		freed += win.bytes
+		delete(j.open, win.bounds)
+	}
+	j.q.seal()
+	j.held -= freed
+	return j.budget.grow(-freed, "a window join")
+}
+
+func (j *WindowJoin) Close() error {
+	j.q.release()
+	_ = j.budget.grow(-j.held, "")
+	j.held = 0
+	return j.two.close()
+}

@@ -1,0 +1,498 @@
+package stream_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/engine"
+	"github.com/flightd/flightd/plan"
+	"github.com/flightd/flightd/tablestore"
+)
+
+// windowRun is a streamRun that also follows the query's event time.
+type windowRun struct {
+	*streamRun
+	watermark atomic.Int64 // microseconds; 0: none
+	late      atomic.Int64
+}
+
+var _ plan.EventTimeObserver = (*windowRun)(nil)
+
+func (w *windowRun) EventTime(watermark time.Time, lateRows int64) {
+	if !watermark.IsZero() {
+		w.watermark.Store(watermark.UnixMicro())
+	}
+	w.late.Store(lateRows)
+}
+
+// windowShape is a random window TVF: its SQL and, independently of the
+// code under test, the earliest end of the windows holding an event time.
+type windowShape struct {
+	tvf        string // "TUMBLE(TABLE %s, DESCRIPTOR(ts), ...)" with %s for the table
+	step, size int64  // seconds
+}
+
+func randomWindow(rng *rand.Rand) windowShape {
+	switch rng.Intn(3) {
+	case 0:
+		s := int64(1 + rng.Intn(4))
+		return windowShape{fmt.Sprintf("TUMBLE(TABLE %%s, DESCRIPTOR(ts), INTERVAL '%d' SECOND)", s), s, s}
+	case 1:
+		st := int64(1 + rng.Intn(2))
+		s := st * int64(2+rng.Intn(2))
+		return windowShape{fmt.Sprintf("HOP(TABLE %%s, DESCRIPTOR(ts), INTERVAL '%d' SECOND, INTERVAL '%d' SECOND)", st, s), st, s}
+	default:
+		st := int64(1 + rng.Intn(2))
+		s := st * int64(2+rng.Intn(3))
+		return windowShape{fmt.Sprintf("CUMULATE(TABLE %%s, DESCRIPTOR(ts), INTERVAL '%d' SECOND, INTERVAL '%d' SECOND)", st, s), st, s}
+	}
+}
+
+// firstEnd is the end (microseconds) of the earliest window holding t:
+// windows are aligned to the epoch, and every window of TUMBLE, HOP and
+// CUMULATE holding t ends at or after the next multiple of the step.
+func (w windowShape) firstEnd(t int64) int64 {
+	step := w.step * 1e6
+	return t - ((t%step)+step)%step + step
+}
+
+// TestWindowEqualsBatch is the event-time invariant: a random window TVF
+// aggregation streams a table under random inserts, updates and deletes
+// of out-of-order event times, one snapshot each. A model computes the
+// watermark after each snapshot (largest event time so far minus the
+// delay) and which changes are late (the earliest window of their event
+// time has closed at the previous snapshot's watermark), and keeps the
+// changes that are not late in a mirror table. Then the rows the stream
+// emits at each snapshot are exactly the batch window TVF query over the
+// mirror for the windows that snapshot's watermark closed, every output is
+// an insert, the late count the stream reports equals the model's, and so
+// does its watermark. Replay with -seed.
+func TestWindowEqualsBatch(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	for i := range 4 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel() // mostly waiting on fsync
+			runWindowInvariant(t, rand.New(rand.NewSource(seed+int64(i))))
+		})
+	}
+}
+
+// version is one version of a row of the streamed table.
+type version struct {
+	ver, k, v int64
+	ts        int64 // event time, microseconds
+}
+
+func runWindowInvariant(t *testing.T, rng *rand.Rand) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	eng, err := engine.Open(ctx, engine.Config{Mem: mem, Root: t.TempDir(), BatchSize: []int{1, 3, 1024}[rng.Intn(3)], Parallelism: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	sess := eng.NewSession()
+	run := func(q string) {
+		t.Helper()
+		st, err := sess.Prepare(ctx, q, nil)
+		if err == nil {
+			_, err = st.Exec(ctx, nil)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	delay := int64(rng.Intn(3)) // seconds
+	// The event time is a column, or computed from one (half a second on).
+	computed := rng.Intn(2) == 0
+	timeCols, shift := "ts TIMESTAMP(3)", int64(0)
+	if computed {
+		timeCols, shift = "t0 TIMESTAMP(3), ts AS t0 + INTERVAL '0.5' SECOND", 500_000
+	}
+	run(fmt.Sprintf("CREATE TABLE t0 (id INT NOT NULL, ver BIGINT, k INT, v BIGINT, %s, WATERMARK FOR ts AS ts - INTERVAL '%d' SECOND, PRIMARY KEY (id) NOT ENFORCED) WITH ('bucket' = '2', 'write-only' = 'true')", timeCols, delay))
+	run("CREATE TABLE m (ver BIGINT, k INT, v BIGINT, ts TIMESTAMP(3)) WITH ('bucket' = '-1')")
+	ev, err := eng.Store().Table(ctx, tablestore.Ident{Database: "default", Table: "t0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mirror, err := eng.Store().Table(ctx, tablestore.Ident{Database: "default", Table: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	shape := randomWindow(rng)
+	keys := ""
+	if rng.Intn(2) == 0 {
+		keys = ", k"
+	}
+	query := func(table string) string {
+		return fmt.Sprintf("SELECT window_start, window_end%s, count(*), sum(v), max(v), min(v) FROM TABLE(%s) {WHERE} GROUP BY window_start, window_end%s", keys, fmt.Sprintf(shape.tvf, table), keys)
+	}
+	text := strings.Replace(query("t0 /*+ OPTIONS('scan.mode'='latest-full', 'stream.heartbeat-interval'='50ms', 'continuous.discovery-interval'='20ms') */"), "{WHERE}", "", 1)
+	t.Logf("%s (delay %ds)", text, delay)
+	st, err := sess.Prepare(ctx, text, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", text, err)
+	}
+	w := &windowRun{streamRun: &streamRun{query: text, img: map[string]int{}, events: make(chan event, 4), tables: []int{0}}}
+	sctx, stop := context.WithCancel(plan.WithStreamObserver(ctx, w))
+	op, err := st.Query(sctx, nil)
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	w.stop = stop
+	w.wg.Add(1)
+	go w.pull(sctx, op)
+	defer w.close()
+
+	// The workload and the model.
+	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
+	now := base
+	live := map[int]version{} // id -> current version
+	var nextID int
+	var ver, maxTS int64
+	seen := false
+	wm := func() int64 { // the model's watermark; valid when seen
+		return maxTS - delay*1e6
+	}
+	type step struct {
+		snapshot, mirror int64
+		from, to         int64 // windows ending in (from, to] close here; from = math.MinInt64: none before
+		closesFrom       bool  // from is valid
+		closes           bool
+	}
+	var steps []step
+	var lateModel int64
+	var mirrorSnap int64
+	tsSQL := func(us int64) string {
+		return "TIMESTAMP '" + time.UnixMicro(us).UTC().Format("2006-01-02 15:04:05.000") + "'"
+	}
+	for range 20 + rng.Intn(30) {
+		prevSeen, prevWM := seen, wm()
+		late := func(ts int64) bool { return prevSeen && shape.firstEnd(ts) <= prevWM }
+		var add []version
+		var drop []int64
+		newVersion := func(id int) version {
+			ver++
+			// Quarter seconds: event times often meet window ends and watermarks.
+			ts := (now + int64(rng.Intn(5_000_000)) - 4_000_000) / 250_000 * 250_000
+			return version{ver: ver, k: int64(rng.Intn(3)), v: int64(rng.Intn(100)), ts: ts + shift}
+		}
+		stored := func(x version) string { return tsSQL(x.ts - shift) }
+		var stmt string
+		ids := slices.Sorted(func(yield func(int) bool) {
+			for id := range live {
+				if !yield(id) {
+					return
+				}
+			}
+		})
+		switch r := rng.Intn(10); {
+		case r < 6 || len(ids) == 0: // insert
+			var vals []string
+			for range 1 + rng.Intn(6) {
+				nextID++
+				x := newVersion(nextID)
+				live[nextID] = x
+				vals = append(vals, fmt.Sprintf("(%d, %d, %d, %d, %s)", nextID, x.ver, x.k, x.v, stored(x)))
+				if !seen || x.ts > maxTS {
+					maxTS, seen = x.ts, true
+				}
+				if late(x.ts) {
+					lateModel++
+				} else {
+					add = append(add, x)
+				}
+			}
+			stmt = "INSERT INTO t0 VALUES " + strings.Join(vals, ", ")
+		case r < 8: // update one row: -U of the old version, +U of the new
+			id := ids[rng.Intn(len(ids))]
+			old, x := live[id], newVersion(id)
+			live[id] = x
+			stmt = fmt.Sprintf("UPDATE t0 SET ver = %d, k = %d, v = %d, %s = %s WHERE id = %d", x.ver, x.k, x.v, map[bool]string{true: "t0", false: "ts"}[computed], stored(x), id)
+			if !seen || x.ts > maxTS {
+				maxTS, seen = x.ts, true
+			}
+			for _, c := range []struct {
+				x      version
+				retire bool
+			}{{old, true}, {x, false}} {
+				switch {
+				case late(c.x.ts):
+					lateModel++
+				case c.retire:
+					drop = append(drop, c.x.ver)
+				default:
+					add = append(add, c.x)
+				}
+			}
+		default: // delete some rows
+			var del []string
+			for range 1 + rng.Intn(3) {
+				id := ids[rng.Intn(len(ids))]
+				x, ok := live[id]
+				if !ok {
+					continue
+				}
+				delete(live, id)
+				del = append(del, fmt.Sprint(id))
+				if late(x.ts) {
+					lateModel++
+				} else {
+					drop = append(drop, x.ver)
+				}
+			}
+			stmt = "DELETE FROM t0 WHERE id IN (" + strings.Join(del, ", ") + ")"
+		}
+		run(stmt)
+		snap, err := ev.LatestSnapshotID(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(add) > 0 {
+			var vals []string
+			for _, x := range add {
+				vals = append(vals, fmt.Sprintf("(%d, %d, %d, %s)", x.ver, x.k, x.v, tsSQL(x.ts)))
+			}
+			run("INSERT INTO m VALUES " + strings.Join(vals, ", "))
+		}
+		if len(drop) > 0 {
+			run(fmt.Sprintf("DELETE FROM m WHERE ver IN (%s)", strings.ReplaceAll(strings.Trim(fmt.Sprint(drop), "[]"), " ", ", ")))
+		}
+		if len(add)+len(drop) > 0 {
+			if mirrorSnap, err = mirror.LatestSnapshotID(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		steps = append(steps, step{snapshot: snap, mirror: mirrorSnap, from: prevWM, closesFrom: prevSeen, to: wm(), closes: seen})
+		now += int64(rng.Intn(1_500_000))
+	}
+	final := steps[len(steps)-1].snapshot
+
+	// Follow the stream to the last snapshot, collecting its rows by the
+	// snapshot they are labelled with.
+	got := map[int64][]string{}
+	for {
+		var e event
+		select {
+		case e = <-w.events:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no progress to snapshot %d", final)
+		}
+		if e.err != nil {
+			t.Fatal(e.err)
+		}
+		if e.rows == nil {
+			if e.pos[0] >= final {
+				break
+			}
+			continue
+		}
+		for _, r := range e.rows {
+			if r[0] != "+I" {
+				t.Fatalf("a window aggregation emitted %v: its output must be inserts only", r)
+			}
+			got[e.pos[0]] = append(got[e.pos[0]], strings.Join(r[1:], "|"))
+		}
+	}
+
+	// t0 is write-only (no compaction), so every snapshot is a step's
+	// write and a window closes at the marker of the step that closes it.
+	byStep := map[int][]string{}
+	for label, rows := range got {
+		i := slices.IndexFunc(steps, func(s step) bool { return s.snapshot == label })
+		if i < 0 {
+			t.Fatalf("rows labelled with snapshot %d, which no write made: %q", label, rows)
+		}
+		byStep[i] = append(byStep[i], rows...)
+	}
+	checked := 0
+	for i, s := range steps {
+		want := []string{}
+		if s.closes && s.mirror > 0 && (!s.closesFrom || s.to > s.from) {
+			where := "WHERE window_end <= " + tsSQL(s.to)
+			if s.closesFrom {
+				where += " AND window_end > " + tsSQL(s.from)
+			}
+			q := strings.Replace(query(fmt.Sprintf("m /*+ OPTIONS('scan.snapshot-id'='%d') */", s.mirror)), "{WHERE}", where, 1)
+			st, err := sess.Prepare(ctx, q, nil)
+			if err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+			op, err := st.Query(ctx, nil)
+			if err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+			if want, err = drain(ctx, op); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		g := byStep[i]
+		slices.Sort(g)
+		slices.Sort(want)
+		if !slices.Equal(g, want) {
+			t.Fatalf("at snapshot %d (watermark %s) the stream emitted\n%q\nthe batch windows closed there (over the rows that were not late) are\n%q", s.snapshot, time.UnixMicro(s.to).UTC(), g, want)
+		}
+		checked += len(g)
+	}
+	if n := w.late.Load(); n != lateModel {
+		t.Fatalf("the stream reports %d late rows, the model %d", n, lateModel)
+	}
+	if got, want := w.watermark.Load(), wm(); got != want {
+		t.Fatalf("the stream's watermark is %s, the model's %s", time.UnixMicro(got).UTC(), time.UnixMicro(want).UTC())
+	}
+	t.Logf("%d snapshots, %d window rows checked, %d late rows", len(steps), checked, lateModel)
+}
+
+// windowEngine opens an engine with a table bid(auction, price, ts) whose
+// WATERMARK is ts - 1 s, holding rows.
+func windowEngine(t *testing.T, rows string) (context.Context, *engine.Session) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	eng, err := engine.Open(ctx, engine.Config{Mem: mem, Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	t.Cleanup(func() { eng.Close() })
+	sess := eng.NewSession()
+	for _, q := range []string{
+		"CREATE TABLE bid (auction INT, price BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)",
+		"INSERT INTO bid VALUES " + rows,
+	} {
+		st, err := sess.Prepare(ctx, q, nil)
+		if err == nil {
+			_, err = st.Exec(ctx, nil)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return ctx, sess
+}
+
+// TestWindowBoundedEnd: when a bounded stream ends, every window still
+// open is emitted (by a window aggregation or a window join), so the
+// stream gives the whole batch answer.
+func TestWindowBoundedEnd(t *testing.T) {
+	ctx, sess := windowEngine(t, "(1, 10, TIMESTAMP '2024-01-01 00:00:01'), (1, 5, TIMESTAMP '2024-01-01 00:00:04'), (2, 7, TIMESTAMP '2024-01-01 00:00:09')")
+	const q = "SELECT window_start, window_end, auction, sum(price) FROM TABLE(HOP(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '4' SECOND)) GROUP BY window_start, window_end, auction"
+	rows := func(text string) []string {
+		t.Helper()
+		st, err := sess.Prepare(ctx, text, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		op, err := st.Query(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := drain(ctx, op)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		slices.Sort(got)
+		return got
+	}
+	var got []string
+	for _, r := range rows(fmt.Sprintf(q, "/*+ OPTIONS('scan.mode'='latest-full', 'scan.bounded.snapshot-id'='1') */")) {
+		k, rest, _ := strings.Cut(r, "|")
+		if k != "+I" {
+			t.Fatalf("row %s", r)
+		}
+		got = append(got, rest)
+	}
+	want := rows(fmt.Sprintf(q, ""))
+	if len(want) != 6 || !slices.Equal(got, want) {
+		t.Fatalf("the bounded stream gives %q, the batch query %q", got, want)
+	}
+
+	// Other aggregates, FILTER and HAVING (a filter of the insert-only
+	// output), and the plan.
+	const q2 = "SELECT window_start, window_end, count(DISTINCT auction), avg(price), sum(price) FILTER (WHERE auction = 1) FROM TABLE(CUMULATE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND)) GROUP BY window_start, window_end HAVING count(*) > 1"
+	const bounded = "/*+ OPTIONS('scan.mode'='latest-full', 'scan.bounded.snapshot-id'='1') */"
+	got = got[:0]
+	for _, r := range rows(fmt.Sprintf(q2, bounded)) {
+		got = append(got, strings.TrimPrefix(r, "+I|"))
+	}
+	if want := rows(fmt.Sprintf(q2, "")); len(want) != 1 || !slices.Equal(got, want) {
+		t.Fatalf("the bounded stream gives %q, the batch query %q", got, want)
+	}
+	// A window join of bounded streams emits every window at their end.
+	const q3 = "SELECT a.auction, b.price, a.window_start, b.window_time FROM (SELECT * FROM TABLE(TUMBLE(TABLE bid %[1]s, DESCRIPTOR(ts), INTERVAL '5' SECOND))) a JOIN (SELECT * FROM TABLE(TUMBLE(TABLE bid %[1]s, DESCRIPTOR(ts), INTERVAL '5' SECOND))) b ON a.window_start = b.window_start AND a.window_end = b.window_end"
+	got = got[:0]
+	for _, r := range rows(fmt.Sprintf(q3, bounded)) {
+		got = append(got, strings.TrimPrefix(r, "+I|"))
+	}
+	if want := rows(fmt.Sprintf(q3, "")); len(want) != 5 || !slices.Equal(got, want) {
+		t.Fatalf("the bounded window join gives %q, the batch query %q", got, want)
+	}
+	plan := explain(t, ctx, sess, fmt.Sprintf(q2, bounded))
+	for _, want := range []string{"WindowAggregate CUMULATE(ts, size 6s, step 2s)", "StreamFilter"} {
+		if !strings.Contains(plan, want) {
+			t.Errorf("EXPLAIN lacks %q:\n%s", want, plan)
+		}
+	}
+}
+
+// TestWindowRefused: window TVFs over streams that are not aggregated by
+// their windows, or not over the table's WATERMARK column, are refused at
+// planning with the reason.
+func TestWindowRefused(t *testing.T) {
+	ctx, sess := windowEngine(t, "(1, 10, TIMESTAMP '2024-01-01 00:00:01')")
+	const hint = "/*+ OPTIONS('scan.mode'='latest-full') */"
+	for q, want := range map[string]string{
+		"SELECT auction FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND))":                                                                                                                   "must be aggregated by its windows",
+		"SELECT window_start, count(*) FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start":                                                                              "groups by both window_start and window_end",
+		"SELECT window_start, window_end, count(*) FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) WHERE window_start > TIMESTAMP '2024-01-01 00:00:00' GROUP BY window_start, window_end": "not used in a filter",
+		"SELECT window_start, window_end, window_time, count(*) FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end, window_time":                            "window_time is not supported yet",
+		"SELECT window_start, window_end, max(window_start) FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end":                                             "not used in an aggregate",
+		"SELECT count(*) FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) a JOIN TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) b ON a.window_start = b.window_start":     "window",
+	} {
+		text := strings.ReplaceAll(q, "%s", hint)
+		_, err := sess.Prepare(ctx, text, nil)
+		if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, plan.ErrNotImplemented) {
+			t.Errorf("%s: got %v, want a not-implemented error containing %q", text, err, want)
+		}
+	}
+	// The DESCRIPTOR column must be the WATERMARK column of the table.
+	for _, q := range []string{
+		"CREATE TABLE two (a TIMESTAMP(3), b TIMESTAMP(3), WATERMARK FOR a AS a)",
+		"CREATE TABLE nowm (a TIMESTAMP(3))",
+	} {
+		st, err := sess.Prepare(ctx, q, nil)
+		if err == nil {
+			_, err = st.Exec(ctx, nil)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tbl := range []string{"two", "nowm"} {
+		q := "SELECT window_start, window_end, count(*) FROM TABLE(TUMBLE(TABLE " + tbl + " " + hint + ", DESCRIPTOR(b), INTERVAL '2' SECOND)) GROUP BY window_start, window_end"
+		if tbl == "nowm" {
+			q = strings.Replace(q, "DESCRIPTOR(b)", "DESCRIPTOR(a)", 1)
+		}
+		if _, err := sess.Prepare(ctx, q, nil); err == nil || !strings.Contains(err.Error(), "must be the WATERMARK column of default."+tbl) {
+			t.Errorf("%s: got %v, want the DESCRIPTOR column refused", q, err)
+		}
+	}
+}
