@@ -461,15 +461,15 @@ func (sp *streamPlan) explain(sb *strings.Builder) {
 			walk(x.l, depth+1)
 			walk(x.r, depth+1)
 		case *sIntervalJoin:
-			fmt.Fprintf(sb, "%s between %s\n", strings.Replace(explainLine(x.n), "HashJoin", "IntervalJoin", 1), intervalString(x))
+			fmt.Fprintf(sb, "%s between %s\n", "Interval"+explainLine(x.n), intervalString(x))
 			walk(x.l, depth+1)
 			walk(x.r, depth+1)
 		case *sWindowJoin:
-			sb.WriteString(strings.Replace(explainLine(x.n), "HashJoin", "WindowJoin "+windowString(x.call), 1) + "\n")
+			sb.WriteString(strings.Replace(explainLine(x.n), "Join", "WindowJoin "+windowString(x.call), 1) + "\n")
 			walk(x.l, depth+1)
 			walk(x.r, depth+1)
 		case *sWindowAgg:
-			s := strings.Replace(explainLine(x.n), "HashAggregate", "WindowAggregate "+windowString(x.call), 1)
+			s := strings.Replace(explainLine(x.n), "Aggregate", "WindowAggregate "+windowString(x.call), 1)
 			sb.WriteString(s + "\n")
 			walk(x.in, depth+1)
 		case *sAgg:
