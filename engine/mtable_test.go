@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/engine"
+	"github.com/flightd/flightd/plan"
 	"github.com/flightd/flightd/tablestore"
 )
 
@@ -638,4 +639,29 @@ func checkMaterializedHistory(t *testing.T, e *engine.Engine, s *engine.Session,
 		checks++
 	}
 	return checks
+}
+
+// TestFreshnessThreshold: Config.Plan.FreshnessThreshold (flightd's
+// -freshness-threshold) moves the line between CONTINUOUS and FULL.
+func TestFreshnessThreshold(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	e, err := engine.Open(context.Background(), engine.Config{Mem: mem, Root: t.TempDir(), SpillDir: t.TempDir(),
+		Plan: plan.Options{FreshnessThreshold: 10 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeEngine(t, e, mem)
+	s := e.NewSession()
+	mustExec(t, s, "CREATE TABLE src (g BIGINT)")
+	for secs, want := range map[int]string{5: "CONTINUOUS", 30: "FULL"} {
+		name := fmt.Sprintf("m%d", secs)
+		mustExec(t, s, fmt.Sprintf("CREATE MATERIALIZED TABLE %s FRESHNESS = INTERVAL '%d' SECOND AS SELECT g, count(*) AS n FROM src GROUP BY g", name, secs))
+		if d := describe(t, s, name); d["refresh_mode"] != want {
+			t.Errorf("FRESHNESS %d s under a 10 s threshold: %q, want %s", secs, d["refresh_mode"], want)
+		}
+	}
+	mustExec(t, s, "ALTER MATERIALIZED TABLE m5 SET FRESHNESS = INTERVAL '20' SECOND")
+	if d := describe(t, s, "m5"); d["refresh_mode"] != "FULL" {
+		t.Errorf("SET FRESHNESS 20 s: %q, want FULL", d["refresh_mode"])
+	}
 }

@@ -22,10 +22,22 @@ const (
 	ModeContinuous = "CONTINUOUS"
 )
 
-// FreshnessThreshold chooses the mode when REFRESH_MODE is not given, as
-// Flink's materialized-table.refresh-mode.freshness-threshold: a freshness
-// below it asks for CONTINUOUS.
-const FreshnessThreshold = 30 * time.Minute
+// DefaultFreshnessThreshold is Options.FreshnessThreshold's default, as
+// Flink's materialized-table.refresh-mode.freshness-threshold.
+const DefaultFreshnessThreshold = 30 * time.Minute
+
+// wantMode is the mode a freshness asks for when REFRESH_MODE is not
+// given: CONTINUOUS below the threshold.
+func (b *binder) wantMode(fresh time.Duration) string {
+	threshold := b.opts.FreshnessThreshold
+	if threshold <= 0 {
+		threshold = DefaultFreshnessThreshold
+	}
+	if fresh < threshold {
+		return ModeContinuous
+	}
+	return ModeFull
+}
 
 // Default freshness per requested mode (Flink's).
 var defaultFreshness = map[string]time.Duration{ModeContinuous: 3 * time.Minute, ModeFull: time.Hour}
@@ -97,9 +109,9 @@ func (b *binder) bindCreateMaterialized(s *sql.CreateMaterializedTable) Statemen
 		fresh = b.freshness(s.Freshness)
 	}
 	if mode == "" {
-		mode = ModeFull
-		if s.Freshness == nil || fresh < FreshnessThreshold {
-			mode = ModeContinuous
+		mode = ModeContinuous // Flink's default without a freshness
+		if s.Freshness != nil {
+			mode = b.wantMode(fresh)
 		}
 	}
 	if s.Freshness == nil {
@@ -374,10 +386,7 @@ func (b *binder) bindAlterMaterialized(s *sql.AlterMaterializedTable) Statement 
 		fresh := b.freshness(s.Freshness)
 		change := tablestore.SetFreshness{Millis: fresh.Milliseconds()}
 		if md.DeclaredMode == "" {
-			want := ModeFull
-			if fresh < FreshnessThreshold {
-				want = ModeContinuous
-			}
+			want := b.wantMode(fresh)
 			def := tablestore.TableDef{PrimaryKey: t.PrimaryKey(), Options: t.Options()}
 			change.Mode, change.FullReason = b.runMode(t.Ident(), b.viewQuery(s.Pos, t.Ident(), md.Query), def, want, false, s.Pos)
 		}
@@ -395,10 +404,7 @@ func (b *binder) bindAlterMaterialized(s *sql.AlterMaterializedTable) Statement 
 		def.Comment = t.Comment()
 		want := md.DeclaredMode
 		if want == "" {
-			want = ModeFull
-			if time.Duration(md.FreshnessMillis)*time.Millisecond < FreshnessThreshold {
-				want = ModeContinuous
-			}
+			want = b.wantMode(time.Duration(md.FreshnessMillis) * time.Millisecond)
 		}
 		def.Materialized.Mode, def.Materialized.FullReason = b.runMode(t.Ident(), s.As, def, want, md.DeclaredMode != "", s.Pos)
 		a.NewTable = &def

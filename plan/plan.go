@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -42,6 +43,10 @@ type Options struct {
 	// refresh of a materialized table keeps its query's answer on the
 	// sources' current content.
 	StreamAll bool
+	// FreshnessThreshold: a materialized table whose FRESHNESS is below it
+	// runs CONTINUOUS unless REFRESH_MODE says otherwise (0:
+	// DefaultFreshnessThreshold).
+	FreshnessThreshold time.Duration
 	// Trace, when set, receives each plan as bound, then the name of each
 	// logical rule applied followed by the plan it left (or "no change"):
 	// a debugging aid.

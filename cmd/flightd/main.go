@@ -20,6 +20,7 @@ import (
 
 	"github.com/flightd/flightd/engine"
 	"github.com/flightd/flightd/flightsql"
+	"github.com/flightd/flightd/plan"
 )
 
 func main() {
@@ -47,6 +48,7 @@ func run() error {
 		tlsCert  = flag.String("tls-cert", "", "TLS certificate (PEM)")
 		tlsKey   = flag.String("tls-key", "", "TLS private key (PEM)")
 		clientCA = flag.String("tls-client-ca", "", "CA (PEM) client certificates must be signed by (mTLS)")
+		mtThresh = flag.Duration("freshness-threshold", plan.DefaultFreshnessThreshold, "a materialized table with a FRESHNESS below this runs CONTINUOUS, at or above it FULL, unless REFRESH_MODE says")
 		queryMem = flag.Int64("query-memory", engine.DefaultQueryMemory, "bytes one statement's sorts, aggregations and joins may hold before spilling to disk (-1: unlimited)")
 		cacheMem = flag.Int64("cache-memory", 1<<30, "bytes of decoded table data kept in memory for scans (0: no cache)")
 		grace    = flag.Duration("shutdown-grace", 30*time.Second, "on SIGTERM, how long running queries may go on before they are cancelled")
@@ -94,7 +96,7 @@ func run() error {
 	if err := os.MkdirAll(spill, 0o755); err != nil {
 		return err
 	}
-	eng, err := engine.Open(ctx, engine.Config{Mem: memory.NewGoAllocator(), Root: root, QueryMemory: *queryMem, SpillDir: spill, CacheBytes: *cacheMem, Parallelism: *parallel})
+	eng, err := engine.Open(ctx, engine.Config{Mem: memory.NewGoAllocator(), Root: root, QueryMemory: *queryMem, Plan: plan.Options{FreshnessThreshold: *mtThresh}, SpillDir: spill, CacheBytes: *cacheMem, Parallelism: *parallel})
 	if err != nil {
 		return err
 	}
