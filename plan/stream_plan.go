@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/stream"
@@ -74,6 +76,19 @@ type sJoin struct {
 
 func (s *sJoin) cols() []Column { return s.cs }
 
+// sRank is a top-N (ROW_NUMBER() filtered to a range of numbers), a
+// deduplication when it keeps number 1 only; number: the row number is
+// read above it, the last of cs.
+type sRank struct {
+	in     sNode
+	w      *WindowNode
+	lo, hi int64
+	number bool
+	cs     []Column
+}
+
+func (s *sRank) cols() []Column { return s.cs }
+
 // sUnion is UNION ALL.
 type sUnion struct {
 	l, r sNode
@@ -92,13 +107,16 @@ type streamPlanner struct {
 	kinds    map[ColumnID]bool
 	sources  []*sSource
 	stateful bool
+	what     string                // the stateful operator refusals name ("": an aggregation or join)
 	filtered map[ColumnID]bool     // columns some filter reads
+	reads    map[ColumnID]bool     // columns the query reads, but for top-N bounds
 	passed   map[ColumnID]ColumnID // projection output -> the column it passes on
 }
 
 // planStream plans root, a bound and optimized streaming query.
 func (b *binder) planStream(root Node) *streamPlan {
 	p := &streamPlanner{b: b, kinds: map[ColumnID]bool{}, filtered: map[ColumnID]bool{}, passed: map[ColumnID]ColumnID{}}
+	p.reads = readColumns(root)
 	sp := &streamPlan{kinds: p.kinds}
 	n := root
 	if l, ok := n.(*LimitNode); ok {
@@ -201,7 +219,81 @@ func (p *streamPlanner) refuse(format string, args ...any) {
 	p.b.failWrap(*p.b.streamPos, ErrNotImplemented, "streaming query: "+format, args...)
 }
 
-func (p *streamPlanner) statefulWhat() string { return "an aggregation or join" }
+func (p *streamPlanner) statefulWhat() string {
+	if p.what != "" {
+		return p.what
+	}
+	return "an aggregation or join"
+}
+
+// readColumns lists the columns read above the scans of n: its output and
+// every expression's inputs, except the row number bounds of a top-N
+// (whose operator applies them).
+func readColumns(n Node) map[ColumnID]bool {
+	out := idSet(n.Columns())
+	var walk func(n Node)
+	walk = func(n Node) {
+		exprs := nodeExprs(n)
+		if f, ok := n.(*FilterNode); ok {
+			if w, ok := f.Input.(*WindowNode); ok && len(w.Funcs) == 1 {
+				exprs = nil
+				for _, c := range conjuncts(f.Pred) {
+					if _, _, ok := rankBound(c, w.Funcs[0].Col.ID); !ok {
+						exprs = append(exprs, c)
+					}
+				}
+			}
+		}
+		for _, e := range exprs {
+			maps.Copy(out, colsOf(e))
+		}
+		for _, in := range n.Inputs() {
+			walk(in)
+		}
+	}
+	walk(n)
+	return out
+}
+
+// rankBound reads a conjunct comparing the row number rn with an integer
+// constant: the numbers it keeps, [lo, hi].
+func rankBound(e Expr, rn ColumnID) (lo, hi int64, ok bool) {
+	c, ok := e.(*Call)
+	if !ok || len(c.Args) != 2 {
+		return 0, 0, false
+	}
+	fn, l, r := c.Fn, c.Args[0], c.Args[1]
+	if ref, isRef := r.(*ColRef); isRef && ref.ID == rn {
+		flip := map[string]string{"equal": "equal", "less": "greater", "less_equal": "greater_equal", "greater": "less", "greater_equal": "less_equal"}
+		fn, l, r = flip[fn], r, l
+	}
+	if ref, isRef := l.(*ColRef); !isRef || ref.ID != rn {
+		return 0, 0, false
+	}
+	k, isConst := r.(*Const)
+	if !isConst || !k.Value.IsValid() || !isIntegerType(k.Value.DataType()) {
+		return 0, 0, false
+	}
+	v64, err := k.Value.CastTo(arrow.PrimitiveTypes.Int64)
+	if err != nil {
+		return 0, 0, false // beyond int64: not a bound worth keeping
+	}
+	v := v64.(*scalar.Int64).Value
+	const inf = math.MaxInt64
+	switch fn {
+	case "equal":
+		return v, v, true
+	case "less":
+		return math.MinInt64, v - 1, true
+	case "less_equal":
+		return math.MinInt64, v, true
+	case "greater":
+		return v + 1, inf, true
+	case "greater_equal":
+		return v, inf, true
+	}
+	return 0, 0, false
+}
 
 // readsKind reports whether e reads a row kind column.
 func (p *streamPlanner) readsKind(e Expr) bool {
@@ -244,6 +336,9 @@ func (p *streamPlanner) plan(n Node) sNode {
 		maps.Copy(p.filtered, colsOf(x.Filter))
 		return &sFilter{in: s, pred: x.Filter}
 	case *FilterNode:
+		if w, ok := x.Input.(*WindowNode); ok {
+			return p.rank(x, w)
+		}
 		in := p.plan(x.Input)
 		p.checkKind(x.Pred)
 		maps.Copy(p.filtered, colsOf(x.Pred))
@@ -345,6 +440,8 @@ func (p *streamPlanner) plan(n Node) sNode {
 			p.refuse("ORDER BY with LIMIT (top-N) is not supported yet")
 		}
 		p.refuse("ORDER BY: a changelog has no order; sort the applied result instead")
+	case *WindowNode:
+		p.refuse("a window function is not supported yet: only ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) filtered by rn <= N (top-N) or rn = 1 (deduplication)")
 	case *LimitNode:
 		p.refuse("LIMIT below the top of the query")
 	case *CTEScanNode:
@@ -352,6 +449,57 @@ func (p *streamPlanner) plan(n Node) sNode {
 	}
 	p.refuse("%s is not supported yet", nodeKind(n))
 	return nil
+}
+
+// rank plans a filter over ROW_NUMBER() as a top-N: the conjuncts that
+// bound the row number by constants choose the numbers kept, the others
+// filter its output.
+func (p *streamPlanner) rank(f *FilterNode, w *WindowNode) sNode {
+	const shape = "ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) filtered by rn <= N (top-N) or rn = 1 (deduplication)"
+	if len(w.Funcs) != 1 || w.Funcs[0].Fn != "row_number" {
+		p.refuse("a window function is not supported yet: only %s", shape)
+	}
+	if len(w.OrderBy) == 0 {
+		p.refuse("a top-N needs ORDER BY in its OVER clause: without it the rows kept are arbitrary")
+	}
+	rn := w.Funcs[0].Col
+	lo, hi := int64(1), int64(math.MaxInt64)
+	var rest []Expr
+	for _, c := range conjuncts(f.Pred) {
+		l, h, ok := rankBound(c, rn.ID)
+		if !ok {
+			rest = append(rest, c)
+			continue
+		}
+		lo, hi = max(lo, l), min(hi, h)
+	}
+	if hi == math.MaxInt64 {
+		p.refuse("a top-N needs an upper bound on its ROW_NUMBER() (rn <= N): every row of a partition would be in its result, renumbered at every change")
+	}
+	if lo > hi {
+		p.refuse("the bounds on ROW_NUMBER() keep no row number")
+	}
+	in := p.plan(w.Input)
+	p.stateful = true
+	if p.what == "" {
+		p.what = "a top-N"
+	}
+	for _, e := range w.PartitionBy {
+		p.checkKind(e)
+	}
+	for _, k := range w.OrderBy {
+		p.checkKind(k.Expr)
+	}
+	r := &sRank{in: in, w: w, lo: lo, hi: hi, number: p.reads[rn.ID], cs: slices.Clone(in.cols())}
+	if r.number {
+		r.cs = append(r.cs, rn)
+	}
+	if rest == nil {
+		return r
+	}
+	pred := andAll(rest)
+	maps.Copy(p.filtered, colsOf(pred))
+	return &sFilter{in: r, pred: pred}
 }
 
 // streamAggSupported says why an aggregate cannot be maintained
@@ -415,6 +563,17 @@ func (sp *streamPlan) explain(sb *strings.Builder) {
 			sb.WriteString("StreamUnionAll\n")
 			walk(x.l, depth+1)
 			walk(x.r, depth+1)
+		case *sRank:
+			what := "IncrementalTopN"
+			if x.lo == 1 && x.hi == 1 {
+				what = "IncrementalDeduplicate"
+			}
+			fmt.Fprintf(sb, "%s partition: %s order: %s rows %d to %d", what, exprList(x.w.PartitionBy), sortKeysString(x.w.OrderBy), x.lo, x.hi)
+			if x.number {
+				sb.WriteString(" numbered " + x.w.Funcs[0].Col.Name)
+			}
+			sb.WriteString("\n")
+			walk(x.in, depth+1)
 		case *sAgg:
 			s := strings.Replace(explainLine(x.n), "HashAggregate", "IncrementalAggregate", 1)
 			if x.having != nil {
@@ -572,6 +731,16 @@ func (sb *streamBuilder) build(n sNode) (op stream.Operator, err error) {
 			_ = in.Close()
 		}
 		return op, err
+	case *sRank:
+		in, err := sb.build(x.in)
+		if err != nil {
+			return nil, err
+		}
+		op, err := sb.rank(x, in)
+		if err != nil {
+			_ = in.Close()
+		}
+		return op, err
 	case *sUnion:
 		l, r, err := sb.buildPair(x.l, x.r)
 		if err != nil {
@@ -701,6 +870,23 @@ func (sb *streamBuilder) aggregate(x *sAgg, in stream.Operator) (stream.Operator
 		agg.SetHaving(h)
 	}
 	return agg, nil
+}
+
+func (sb *streamBuilder) rank(x *sRank, in stream.Operator) (stream.Operator, error) {
+	lay := sb.layout(x.in.cols())
+	spec := stream.RankSpec{Lo: x.lo, Hi: x.hi, Number: x.number}
+	var err error
+	if spec.Partition, err = compileAll(x.w.PartitionBy, lay, sb.params); err != nil {
+		return nil, err
+	}
+	for _, k := range x.w.OrderBy {
+		e, err := compile(k.Expr, lay, sb.params)
+		if err != nil {
+			return nil, err
+		}
+		spec.Order = append(spec.Order, exec.SortKey{Expr: e, Descending: k.Desc, NullsFirst: k.NullsFirst})
+	}
+	return stream.NewRank(sb.ec, in, spec, sb.budget)
 }
 
 // buildPair builds a binary operator's two inputs; on an error it closes

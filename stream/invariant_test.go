@@ -70,6 +70,24 @@ func TestStreamEqualsBatch(t *testing.T) {
 	}
 }
 
+// TestStreamRankEqualsBatch is the invariant for deduplications and
+// top-Ns only, over tables of every kind. Replay with -seed.
+func TestStreamRankEqualsBatch(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	for i, k := range tableKinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel() // mostly waiting on fsync
+			runInvariant(t, rand.New(rand.NewSource(seed+int64(i))), []tableKind{k}, func(rng *rand.Rand) string {
+				return randomRank(rng, []string{"", " WHERE x > 5", " WHERE s <> 's1'"}[rng.Intn(3)])
+			})
+		})
+	}
+}
+
 // TestStreamJoinEqualsBatch is the invariant for joins and unions of two
 // and three tables of random kinds: at every boundary the applied changelog equals
 // the batch query with each table at the snapshot the stream reports for
@@ -544,6 +562,9 @@ func randomQuery(rng *rand.Rand) string {
 		where = []string{" WHERE x > 5", " WHERE s <> 's1'", " WHERE g IS NOT NULL AND k < 15"}[rng.Intn(3)]
 	}
 	if rng.Intn(4) == 0 {
+		return randomRank(rng, where)
+	}
+	if rng.Intn(4) == 0 {
 		// Filters and projections.
 		return "SELECT " + []string{"k, x, s", "x, s", "k + g AS kg, upper(s) AS us", "DISTINCT g, s"}[rng.Intn(4)] + " FROM {T0}" + where
 	}
@@ -565,8 +586,26 @@ func randomQuery(rng *rand.Rand) string {
 	return q
 }
 
+// randomRank is a deduplication or top-N, over the table or over an
+// aggregation of it. The ORDER BY keys cover every column, so that rows
+// tied on them are equal and the batch answer is one multiset.
+func randomRank(rng *rand.Rand, where string) string {
+	bound := []string{"rn = 1", "rn <= 2", "rn < 4", "rn <= 3 AND rn > 1", "rn <= 2 AND x > 0"}[rng.Intn(5)]
+	if rng.Intn(4) == 0 {
+		bound = strings.ReplaceAll(bound, "x > 0", "c > 1")
+		return "SELECT g, c" + []string{"", ", rn"}[rng.Intn(2)] + " FROM (SELECT g, c, ROW_NUMBER() OVER (ORDER BY c DESC, g) AS rn FROM (SELECT g, count(*) AS c FROM {T0}" + where + " GROUP BY g) a) b WHERE " + bound
+	}
+	part := []string{"PARTITION BY g ", "PARTITION BY s ", "PARTITION BY k % 3 ", ""}[rng.Intn(4)]
+	order := []string{"x DESC, k, s, g", "s, x, k, g", "k DESC, x, g, s"}[rng.Intn(3)]
+	cols := []string{"k, g, x, s, rn", "k, x, s", "g, x"}[rng.Intn(3)]
+	return "SELECT " + cols + " FROM (SELECT k, g, x, s, ROW_NUMBER() OVER (" + part + "ORDER BY " + order + ") AS rn FROM {T0}" + where + ") a WHERE " + bound
+}
+
 // stateless reports whether randomQuery's q keeps no state.
 func stateless(q string) bool {
+	if strings.Contains(q, "ROW_NUMBER") {
+		return false
+	}
 	for _, p := range []string{"SELECT k, x, s ", "SELECT x, s ", "SELECT k + g AS kg, upper(s) AS us "} {
 		if strings.HasPrefix(q, p) {
 			return true

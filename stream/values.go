@@ -2,6 +2,7 @@ package stream
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"strings"
@@ -250,4 +251,67 @@ func rowBytes(vals []any) int64 {
 		}
 	}
 	return n
+}
+
+// appendOrdered appends an order-preserving encoding of v to dst: byte
+// strings compare as the values do (descending inverts the value's bytes),
+// NULL first or last whatever the direction. The encoding of a value is
+// prefix-free, so concatenations compare column by column.
+func appendOrdered(dst []byte, v any, desc, nullsFirst bool) []byte {
+	if v == nil {
+		if nullsFirst {
+			return append(dst, 0)
+		}
+		return append(dst, 2)
+	}
+	dst = append(dst, 1)
+	start := len(dst)
+	switch x := v.(type) {
+	case int64:
+		dst = binary.BigEndian.AppendUint64(dst, uint64(x)^1<<63)
+	case uint64:
+		dst = binary.BigEndian.AppendUint64(dst, x)
+	case float64:
+		if math.IsNaN(x) {
+			x = math.NaN() // one NaN, after every number
+		}
+		if x == 0 {
+			x = 0 // -0 and 0 are one value
+		}
+		b := math.Float64bits(x)
+		if b&(1<<63) != 0 {
+			b = ^b
+		} else {
+			b |= 1 << 63
+		}
+		dst = binary.BigEndian.AppendUint64(dst, b)
+	case bool:
+		if x {
+			dst = append(dst, 1)
+		} else {
+			dst = append(dst, 0)
+		}
+	case string:
+		// 0x00 escaped as 00 FF, ended by 00 01: prefix-free, and a
+		// prefix sorts first.
+		for i := 0; i < len(x); i++ {
+			if x[i] == 0 {
+				dst = append(dst, 0, 0xFF)
+			} else {
+				dst = append(dst, x[i])
+			}
+		}
+		dst = append(dst, 0, 1)
+	case decimal128.Num:
+		dst = binary.BigEndian.AppendUint64(dst, uint64(x.HighBits())^1<<63)
+		dst = binary.BigEndian.AppendUint64(dst, x.LowBits())
+	default:
+		panic(fmt.Sprintf("stream: cannot encode %T", v))
+	}
+	if desc {
+		for i := start; i < len(dst); i++ {
+			dst[i] = ^dst[i]
+		}
+	}
+	return dst
 }
