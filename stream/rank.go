@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -33,6 +34,12 @@ type RankSpec struct {
 // position by position (-U/+U where the row at a number changed, +I/-D
 // where the top grew or shrank); without, -D for rows that left and +I for
 // rows that entered, except that a deduplication (top 1) emits -U/+U.
+//
+// State past the Budget spills: at a marker, partitions go to disk (a
+// spillStore, encoded as their rows' sort keys and counts) until half the
+// budget is free, and come back whole when a change reaches them. A
+// partition in memory is held whole, so the largest one, and the changes
+// of one mini-batch, must fit.
 type Rank struct {
 	ec     *exec.Context
 	in     Operator
@@ -41,7 +48,10 @@ type Rank struct {
 	schema *arrow.Schema
 
 	rowGet   rowGetter
+	rowDec   []orderedDecoder
 	orderGet []getter
+	orderDec []orderedDecoder
+	store    *spillStore // nil until something spills
 	parts    map[string]*rankPart
 	dirty    []*rankPart
 	enc      vectorized.KeyEncoder
@@ -87,12 +97,21 @@ func NewRank(ec *exec.Context, in Operator, spec RankSpec, budget *Budget) (*Ran
 		return nil, err
 	}
 	r := &Rank{ec: ec, in: in, spec: spec, budget: budget, rowGet: get, parts: map[string]*rankPart{}}
+	for _, f := range fields {
+		d, err := orderedDecoderFor(f.Type)
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", f.Name, err)
+		}
+		r.rowDec = append(r.rowDec, d)
+	}
 	for _, k := range spec.Order {
 		g, err := getterFor(k.Expr.DataType())
 		if err != nil {
 			return nil, fmt.Errorf("ORDER BY %s: %w", k.Expr, err)
 		}
+		d, _ := orderedDecoderFor(k.Expr.DataType()) // as getterFor
 		r.orderGet = append(r.orderGet, g)
+		r.orderDec = append(r.orderDec, d)
 	}
 	if spec.Number {
 		fields = append(slices.Clip(fields), arrow.Field{Name: "row_number", Type: arrow.PrimitiveTypes.Int64})
@@ -160,9 +179,14 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 		k := r.enc.Key(i)
 		p := r.parts[string(k)]
 		if p == nil {
-			p = &rankPart{key: string(k)}
+			if p, err = r.load(string(k)); err != nil {
+				return err
+			}
+			if p == nil {
+				p = &rankPart{key: string(k)}
+			}
 			r.parts[p.key] = p
-			grow += rankPartBytes + int64(len(p.key))
+			grow += r.partBytes(p)
 		}
 		if !p.dirty {
 			p.dirty = true
@@ -185,7 +209,8 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 		}
 	}
 	r.held += grow
-	return r.budget.grow(grow, "a top-N")
+	r.budget.add(grow)
+	return nil
 }
 
 // sortKey encodes row i's ORDER BY keys, then its values (ascending): rows
@@ -241,7 +266,107 @@ func (r *Rank) flush(context.Context) error {
 	r.dirty = r.dirty[:0]
 	r.q.seal()
 	r.held += grow
-	return r.budget.grow(grow, "a top-N")
+	r.budget.add(grow)
+	if r.budget.over() {
+		return r.evict()
+	}
+	return nil
+}
+
+// partBytes is what a partition accounts: the sum of what add and flush
+// accounted for it.
+func (r *Rank) partBytes(p *rankPart) int64 {
+	n := rankPartBytes + int64(len(p.key)) + rankSlotBytes*int64(len(p.emitted))
+	for _, row := range p.rows {
+		n += rankRowBytes(row)
+	}
+	return n
+}
+
+// evict moves partitions to disk until half the budget is free. Between
+// markers every partition's emitted rows are its top, so a partition is
+// its rows.
+func (r *Rank) evict() error {
+	if r.store == nil {
+		r.store = newSpillStore(r.ec, r.budget)
+	}
+	var out []stateEntry
+	var freed int64
+	target := r.budget.used.Load() - r.budget.limit/2
+	for key, p := range r.parts {
+		if freed >= target {
+			break
+		}
+		var b []byte
+		b = binary.AppendUvarint(b, uint64(len(p.rows)))
+		for _, row := range p.rows {
+			b = binary.AppendUvarint(b, uint64(len(row.sort)))
+			b = append(b, row.sort...)
+			b = binary.AppendUvarint(b, uint64(row.n))
+		}
+		out = append(out, stateEntry{key: key, val: b})
+		freed += r.partBytes(p)
+		delete(r.parts, key)
+	}
+	r.held -= freed
+	r.budget.add(-freed)
+	return r.store.write(out)
+}
+
+// load reads a spilled partition back (nil if none).
+func (r *Rank) load(key string) (*rankPart, error) {
+	if r.store == nil {
+		return nil, nil
+	}
+	b, ok, err := r.store.take(key)
+	if !ok || err != nil {
+		return nil, err
+	}
+	p := &rankPart{key: key}
+	n, k := binary.Uvarint(b)
+	if k <= 0 {
+		return nil, errCorruptState
+	}
+	b = b[k:]
+	for range n {
+		sn, k := binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < sn {
+			return nil, errCorruptState
+		}
+		sort := string(b[k : k+int(sn)])
+		b = b[k+int(sn):]
+		cnt, k := binary.Uvarint(b)
+		if k <= 0 {
+			return nil, errCorruptState
+		}
+		b = b[k:]
+		vals, err := r.decodeRow(sort)
+		if err != nil {
+			return nil, err
+		}
+		p.rows = append(p.rows, rankRow{sort: sort, vals: vals, n: int64(cnt)})
+	}
+	p.emitted = r.top(p)
+	return p, nil
+}
+
+// decodeRow reads a row's values from its sort key, after the ORDER BY
+// keys.
+func (r *Rank) decodeRow(sort string) ([]any, error) {
+	b := []byte(sort)
+	var err error
+	for i, d := range r.orderDec {
+		if _, b, err = d(b, r.spec.Order[i].Descending); err != nil {
+			return nil, err
+		}
+	}
+	vals := make([]any, len(r.rowDec))
+	for i, d := range r.rowDec {
+		if vals[i], b, err = d(b, false); err != nil {
+			return nil, err
+		}
+	}
+	return vals, nil
 }
 
 // emitByNumber emits, for each row number, the change of its row.
@@ -307,7 +432,10 @@ func (r *Rank) emit(kind string, vals []any, num int64) {
 
 func (r *Rank) Close() error {
 	r.q.release()
-	_ = r.budget.grow(-r.held, "")
+	r.budget.add(-r.held)
 	r.held = 0
+	if r.store != nil {
+		r.store.close()
+	}
 	return r.in.Close()
 }

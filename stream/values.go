@@ -315,3 +315,113 @@ func appendOrdered(dst []byte, v any, desc, nullsFirst bool) []byte {
 	}
 	return dst
 }
+
+// orderedDecoder reads one value of a type from appendOrdered's encoding.
+type orderedDecoder func(b []byte, desc bool) (any, []byte, error)
+
+var errCorruptState = fmt.Errorf("%w: corrupt spilled streaming state", exec.ErrInvalid)
+
+func orderedDecoderFor(dt arrow.DataType) (orderedDecoder, error) {
+	if _, err := getterFor(dt); err != nil {
+		return nil, err
+	}
+	// fixed reads n value bytes, un-inverted.
+	fixed := func(b []byte, n int, desc bool) ([]byte, []byte, error) {
+		if len(b) < n {
+			return nil, nil, errCorruptState
+		}
+		v := b[:n]
+		if desc {
+			v = make([]byte, n)
+			for i := range n {
+				v[i] = ^b[i]
+			}
+		}
+		return v, b[n:], nil
+	}
+	var val func(b []byte, desc bool) (any, []byte, error)
+	switch dt.ID() {
+	case arrow.NULL:
+		val = func([]byte, bool) (any, []byte, error) { return nil, nil, errCorruptState }
+	case arrow.BOOL:
+		val = func(b []byte, desc bool) (any, []byte, error) {
+			v, rest, err := fixed(b, 1, desc)
+			if err != nil {
+				return nil, nil, err
+			}
+			return v[0] == 1, rest, nil
+		}
+	case arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
+		val = func(b []byte, desc bool) (any, []byte, error) {
+			v, rest, err := fixed(b, 8, desc)
+			if err != nil {
+				return nil, nil, err
+			}
+			return binary.BigEndian.Uint64(v), rest, nil
+		}
+	case arrow.FLOAT32, arrow.FLOAT64:
+		val = func(b []byte, desc bool) (any, []byte, error) {
+			v, rest, err := fixed(b, 8, desc)
+			if err != nil {
+				return nil, nil, err
+			}
+			u := binary.BigEndian.Uint64(v)
+			if u&(1<<63) != 0 {
+				u &^= 1 << 63
+			} else {
+				u = ^u
+			}
+			return math.Float64frombits(u), rest, nil
+		}
+	case arrow.STRING, arrow.LARGE_STRING, arrow.BINARY:
+		val = func(b []byte, desc bool) (any, []byte, error) {
+			var flip byte
+			if desc {
+				flip = 0xFF
+			}
+			var out []byte
+			for i := 0; i+1 < len(b); i++ {
+				c := b[i] ^ flip
+				if c != 0 {
+					out = append(out, c)
+					continue
+				}
+				switch b[i+1] ^ flip {
+				case 1:
+					return string(out), b[i+2:], nil
+				case 0xFF:
+					out = append(out, 0)
+					i++
+				default:
+					return nil, nil, errCorruptState
+				}
+			}
+			return nil, nil, errCorruptState
+		}
+	case arrow.DECIMAL128:
+		val = func(b []byte, desc bool) (any, []byte, error) {
+			v, rest, err := fixed(b, 16, desc)
+			if err != nil {
+				return nil, nil, err
+			}
+			return decimal128.New(int64(binary.BigEndian.Uint64(v)^1<<63), binary.BigEndian.Uint64(v[8:])), rest, nil
+		}
+	default: // signed integers and the temporal types
+		val = func(b []byte, desc bool) (any, []byte, error) {
+			v, rest, err := fixed(b, 8, desc)
+			if err != nil {
+				return nil, nil, err
+			}
+			return int64(binary.BigEndian.Uint64(v) ^ 1<<63), rest, nil
+		}
+	}
+	return func(b []byte, desc bool) (any, []byte, error) {
+		if len(b) == 0 {
+			return nil, nil, errCorruptState
+		}
+		if b[0] != 1 {
+			return nil, b[1:], nil
+		}
+		return val(b[1:], desc)
+	}, nil
+}
