@@ -119,7 +119,7 @@ func (b *binder) planStream(root Node) *streamPlan {
 	p.reads = readColumns(root)
 	sp := &streamPlan{kinds: p.kinds}
 	n := root
-	if l, ok := n.(*LimitNode); ok {
+	if l, ok := n.(*LimitNode); ok && !isSortLimit(l) {
 		sp.limit, n = l, l.Input
 	}
 	sp.root = p.plan(n)
@@ -270,15 +270,10 @@ func rankBound(e Expr, rn ColumnID) (lo, hi int64, ok bool) {
 	if ref, isRef := l.(*ColRef); !isRef || ref.ID != rn {
 		return 0, 0, false
 	}
-	k, isConst := r.(*Const)
-	if !isConst || !k.Value.IsValid() || !isIntegerType(k.Value.DataType()) {
+	v, isConst := constInt64(r)
+	if !isConst {
 		return 0, 0, false
 	}
-	v64, err := k.Value.CastTo(arrow.PrimitiveTypes.Int64)
-	if err != nil {
-		return 0, 0, false // beyond int64: not a bound worth keeping
-	}
-	v := v64.(*scalar.Int64).Value
 	const inf = math.MaxInt64
 	switch fn {
 	case "equal":
@@ -355,7 +350,7 @@ func (p *streamPlanner) plan(n Node) sNode {
 				p.kinds[x.Cols[i].ID] = true // passes the row kind on
 				continue
 			}
-			if r, ok := e.(*ColRef); ok {
+			if r, ok := e.(*ColRef); ok && r.ID != x.Cols[i].ID { // a column passed on under its own ID is its origin
 				p.passed[x.Cols[i].ID] = r.ID
 			}
 			p.checkKind(e)
@@ -367,7 +362,7 @@ func (p *streamPlanner) plan(n Node) sNode {
 		in := p.plan(x.Input)
 		p.stateful = true
 		if x.Sets != nil || x.GroupingID != nil {
-			p.refuse("grouping sets are not supported yet")
+			p.refuse("grouping sets are not supported yet: write one GROUP BY per set and UNION ALL them")
 		}
 		p.checkKind(x.Groups...)
 		for _, a := range x.Aggs {
@@ -396,7 +391,7 @@ func (p *streamPlanner) plan(n Node) sNode {
 		return j
 	case *SetOpNode:
 		if x.Kind != Union {
-			p.refuse("%s is not supported yet", strings.ToUpper(x.Kind.String()))
+			p.refuse("%s is not supported yet: write it as a semi join (EXISTS) or anti join (NOT EXISTS)", strings.ToUpper(x.Kind.String()))
 		}
 		l, r := p.plan(x.Left), p.plan(x.Right)
 		lc, rc := x.Left.Columns(), x.Right.Columns()
@@ -407,7 +402,7 @@ func (p *streamPlanner) plan(n Node) sNode {
 			case lk && rk:
 				p.kinds[c.ID] = true
 			case lk || rk:
-				p.refuse("UNION of the row kind with another column")
+				p.refuse("UNION of the row kind with another column: a row kind means a change, not a value")
 			default:
 				u.cs = append(u.cs, c)
 			}
@@ -436,28 +431,34 @@ func (p *streamPlanner) plan(n Node) sNode {
 		}
 		return &sAgg{in: in, n: agg}
 	case *SortNode:
-		if x.Count != nil {
-			p.refuse("ORDER BY with LIMIT (top-N) is not supported yet")
-		}
-		p.refuse("ORDER BY: a changelog has no order; sort the applied result instead")
+		p.refuse("ORDER BY: a changelog has no order; sort the applied result instead (ORDER BY with LIMIT is a top-N)")
 	case *WindowNode:
-		p.refuse("a window function is not supported yet: only ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) filtered by rn <= N (top-N) or rn = 1 (deduplication)")
+		p.refuse("a window function is not supported yet: only %s", rankShape)
 	case *LimitNode:
-		p.refuse("LIMIT below the top of the query")
+		if isSortLimit(x) {
+			return p.sortLimit(x)
+		}
+		p.refuse("LIMIT without ORDER BY below the top of the query: which rows it keeps would change as rows come and go")
 	case *CTEScanNode:
 		p.refuse("a WITH query referenced more than once is not supported yet")
+	case *Max1RowNode:
+		p.refuse("a scalar subquery is not supported yet: its value can change with every snapshot (join with the subquery instead)")
+	case *ValuesNode:
+		p.refuse("VALUES is not supported yet: it is not a stream (read the rows from a table)")
 	}
 	p.refuse("%s is not supported yet", nodeKind(n))
 	return nil
 }
 
+// rankShape is the window function a streaming query maintains.
+const rankShape = "ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) filtered by rn <= N (top-N) or rn = 1 (deduplication)"
+
 // rank plans a filter over ROW_NUMBER() as a top-N: the conjuncts that
 // bound the row number by constants choose the numbers kept, the others
 // filter its output.
 func (p *streamPlanner) rank(f *FilterNode, w *WindowNode) sNode {
-	const shape = "ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) filtered by rn <= N (top-N) or rn = 1 (deduplication)"
 	if len(w.Funcs) != 1 || w.Funcs[0].Fn != "row_number" {
-		p.refuse("a window function is not supported yet: only %s", shape)
+		p.refuse("a window function is not supported yet: only %s", rankShape)
 	}
 	if len(w.OrderBy) == 0 {
 		p.refuse("a top-N needs ORDER BY in its OVER clause: without it the rows kept are arbitrary")
@@ -500,6 +501,63 @@ func (p *streamPlanner) rank(f *FilterNode, w *WindowNode) sNode {
 	pred := andAll(rest)
 	maps.Copy(p.filtered, colsOf(pred))
 	return &sFilter{in: r, pred: pred}
+}
+
+// isSortLimit reports whether l is ORDER BY ... LIMIT (a top-N), maybe
+// with the projection that drops ORDER BY keys not selected in between.
+func isSortLimit(l *LimitNode) bool {
+	in := l.Input
+	if p, ok := in.(*ProjectNode); ok {
+		in = p.Input
+	}
+	s, ok := in.(*SortNode)
+	return ok && s.Count == nil && l.Count != nil
+}
+
+// sortLimit plans ORDER BY ... LIMIT n OFFSET m as a top-N without
+// partitions: the rows numbered m+1 to m+n, in no order (a changelog has
+// none).
+func (p *streamPlanner) sortLimit(l *LimitNode) sNode {
+	if pr, ok := l.Input.(*ProjectNode); ok {
+		// A LIMIT commutes with a projection.
+		above := *pr
+		above.Input = &LimitNode{Input: pr.Input, Offset: l.Offset, Count: l.Count}
+		return p.plan(&above)
+	}
+	s := l.Input.(*SortNode)
+	cnt, ok := constInt64(l.Count)
+	off, offOK := int64(0), true
+	if l.Offset != nil {
+		off, offOK = constInt64(l.Offset)
+	}
+	if !ok || !offOK {
+		p.refuse("ORDER BY with LIMIT (a top-N) needs a constant LIMIT and OFFSET")
+	}
+	if cnt <= 0 || off < 0 || off > math.MaxInt64-cnt {
+		p.refuse("ORDER BY with LIMIT %d OFFSET %d keeps no rows", cnt, off)
+	}
+	in := p.plan(s.Input)
+	p.stateful = true
+	if p.what == "" {
+		p.what = "a top-N"
+	}
+	for _, k := range s.Keys {
+		p.checkKind(k.Expr)
+	}
+	return &sRank{in: in, w: &WindowNode{Input: s.Input, OrderBy: s.Keys}, lo: off + 1, hi: off + cnt, cs: in.cols()}
+}
+
+// constInt64 reads an integer constant.
+func constInt64(e Expr) (int64, bool) {
+	k, ok := e.(*Const)
+	if !ok || !k.Value.IsValid() || !isIntegerType(k.Value.DataType()) {
+		return 0, false
+	}
+	v, err := k.Value.CastTo(arrow.PrimitiveTypes.Int64)
+	if err != nil {
+		return 0, false // beyond int64
+	}
+	return v.(*scalar.Int64).Value, true
 }
 
 // streamAggSupported says why an aggregate cannot be maintained
@@ -564,11 +622,15 @@ func (sp *streamPlan) explain(sb *strings.Builder) {
 			walk(x.l, depth+1)
 			walk(x.r, depth+1)
 		case *sRank:
-			what := "IncrementalTopN"
-			if x.lo == 1 && x.hi == 1 {
-				what = "IncrementalDeduplicate"
+			if x.lo == 1 && x.hi == 1 && len(x.w.PartitionBy) > 0 {
+				sb.WriteString("IncrementalDeduplicate")
+			} else {
+				sb.WriteString("IncrementalTopN")
 			}
-			fmt.Fprintf(sb, "%s partition: %s order: %s rows %d to %d", what, exprList(x.w.PartitionBy), sortKeysString(x.w.OrderBy), x.lo, x.hi)
+			if len(x.w.PartitionBy) > 0 {
+				sb.WriteString(" partition: " + exprList(x.w.PartitionBy))
+			}
+			fmt.Fprintf(sb, " order: %s rows %d to %d", sortKeysString(x.w.OrderBy), x.lo, x.hi)
 			if x.number {
 				sb.WriteString(" numbered " + x.w.Funcs[0].Col.Name)
 			}

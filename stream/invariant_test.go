@@ -586,14 +586,20 @@ func randomQuery(rng *rand.Rand) string {
 	return q
 }
 
-// randomRank is a deduplication or top-N, over the table or over an
-// aggregation of it. The ORDER BY keys cover every column, so that rows
+// randomRank is a deduplication or top-N (ROW_NUMBER() or ORDER BY with
+// LIMIT), over the table or over an aggregation of it. The ORDER BY keys cover every column, so that rows
 // tied on them are equal and the batch answer is one multiset.
 func randomRank(rng *rand.Rand, where string) string {
 	bound := []string{"rn = 1", "rn <= 2", "rn < 4", "rn <= 3 AND rn > 1", "rn <= 2 AND x > 0"}[rng.Intn(5)]
 	if rng.Intn(4) == 0 {
 		bound = strings.ReplaceAll(bound, "x > 0", "c > 1")
 		return "SELECT g, c" + []string{"", ", rn"}[rng.Intn(2)] + " FROM (SELECT g, c, ROW_NUMBER() OVER (ORDER BY c DESC, g) AS rn FROM (SELECT g, count(*) AS c FROM {T0}" + where + " GROUP BY g) a) b WHERE " + bound
+	}
+	if rng.Intn(5) == 0 {
+		return []string{
+			"SELECT k, x, s FROM {T0}" + where + " ORDER BY x DESC, k, s, g LIMIT 3",
+			"SELECT g, count(*) AS c FROM {T0}" + where + " GROUP BY g ORDER BY c DESC, g LIMIT 2 OFFSET 1",
+		}[rng.Intn(2)]
 	}
 	part := []string{"PARTITION BY g ", "PARTITION BY s ", "PARTITION BY k % 3 ", ""}[rng.Intn(4)]
 	order := []string{"x DESC, k, s, g", "s, x, k, g", "k DESC, x, g, s"}[rng.Intn(3)]
@@ -603,7 +609,7 @@ func randomRank(rng *rand.Rand, where string) string {
 
 // stateless reports whether randomQuery's q keeps no state.
 func stateless(q string) bool {
-	if strings.Contains(q, "ROW_NUMBER") {
+	if strings.Contains(q, "ROW_NUMBER") || strings.Contains(q, "LIMIT") {
 		return false
 	}
 	for _, p := range []string{"SELECT k, x, s ", "SELECT x, s ", "SELECT k + g AS kg, upper(s) AS us "} {

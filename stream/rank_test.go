@@ -37,7 +37,9 @@ func TestOrderedEncoding(t *testing.T) {
 	}
 	strs := []string{"", "a", "a\x00", "a\x00b", "a\x01", "ab", "\x00", "\xff", "b"}
 	kinds := []kind{
-		{arrow.PrimitiveTypes.Int64, func() any { return []int64{math.MinInt64, -1, 0, 1, math.MaxInt64, rng.Int63() - rng.Int63()}[rng.Intn(6)] }},
+		{arrow.PrimitiveTypes.Int64, func() any {
+			return []int64{math.MinInt64, -1, 0, 1, math.MaxInt64, rng.Int63() - rng.Int63()}[rng.Intn(6)]
+		}},
 		{arrow.PrimitiveTypes.Uint64, func() any { return []uint64{0, 1, math.MaxUint64, rng.Uint64()}[rng.Intn(4)] }},
 		{arrow.PrimitiveTypes.Float64, func() any {
 			return []float64{math.Inf(-1), -1.5, 0, 2.25, math.Inf(1), math.NaN(), rng.NormFloat64()}[rng.Intn(7)]
