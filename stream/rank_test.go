@@ -88,16 +88,12 @@ func TestOrderedEncoding(t *testing.T) {
 	}
 }
 
-// A top-N whose state is far over its budget spills partitions to disk and
-// reads them back, emitting exactly what it emits in memory: the same
-// changes at every marker, over a random changelog with retractions.
-func TestRankSpillsPastBudget(t *testing.T) {
-	rng := seeded(t)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+// randomChangelog is snapshots of changes to rows (p, x, y), x NULL at
+// times, that retract only rows added before.
+func randomChangelog(rng *rand.Rand, snapshots, partitions int) [][]string {
 	var snaps [][]string
 	var live []string
-	for range 80 {
+	for range snapshots {
 		var rows []string
 		for range 1 + rng.Intn(60) {
 			if len(live) > 0 && rng.Intn(10) < 3 {
@@ -106,69 +102,76 @@ func TestRankSpillsPastBudget(t *testing.T) {
 				live = slices.Delete(live, i, i+1)
 				continue
 			}
-			r := fmt.Sprintf("%d %d %d", rng.Intn(300), rng.Intn(40), rng.Intn(1000))
+			r := fmt.Sprintf("%d %d %d", rng.Intn(partitions), rng.Intn(40), rng.Intn(1000))
 			if rng.Intn(10) == 0 {
-				r = fmt.Sprintf("%d NULL %d", rng.Intn(300), rng.Intn(1000))
+				r = fmt.Sprintf("%d NULL %d", rng.Intn(partitions), rng.Intn(1000))
 			}
 			live = append(live, r)
 			rows = append(rows, "+I "+r)
 		}
 		snaps = append(snaps, rows)
 	}
-	const budget = 2 << 10
-	run := func(limit int64) ([]string, int64, int64) {
-		ec := exec.NewContext(mem)
-		ec.TempDir = t.TempDir()
-		ec.BatchSize = 1 + rng.Intn(64)
-		b := NewBudget(limit)
-		r, err := NewRank(ec, int64Changes(t, mem, []string{"p", "x", "y"}, 0, 1, snaps...), RankSpec{
-			Partition: []exec.Expr{col(1, "p")},
-			Order:     []exec.SortKey{{Expr: col(2, "x"), Descending: true}, {Expr: col(3, "y"), NullsFirst: true}},
-			Lo:        1, Hi: 3, Number: true,
-		}, b)
+	return snaps
+}
+
+// spillRun runs the operator newOp builds under a budget of limit bytes
+// and returns its output, the peak state accounted and the entries
+// spilled.
+func spillRun(t *testing.T, mem memory.Allocator, limit int64, batchSize int, newOp func(ec *exec.Context, b *Budget) Operator) ([]string, int64, int64) {
+	t.Helper()
+	ec := exec.NewContext(mem)
+	ec.TempDir = t.TempDir()
+	ec.BatchSize = batchSize
+	b := NewBudget(limit)
+	op := newOp(ec, b)
+	ctx := context.Background()
+	if err := op.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	var peak int64
+	for {
+		c, err := op.Next(ctx)
+		if err == io.EOF {
+			break
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx := context.Background()
-		if err := r.Open(ctx); err != nil {
-			t.Fatal(err)
+		peak = max(peak, b.Used())
+		if c.Batch == nil {
+			out = append(out, fmt.Sprintf("%v: marker", c.Pos))
+			continue
 		}
-		var out []string
-		var peak int64
-		for {
-			c, err := r.Next(ctx)
-			if err == io.EOF {
-				break
+		for i := range int(c.Batch.NumRows()) {
+			var f []string
+			for j := range int(c.Batch.NumCols()) {
+				f = append(f, c.Batch.Column(j).ValueStr(i))
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			peak = max(peak, b.Used())
-			if c.Batch == nil {
-				out = append(out, fmt.Sprintf("%v: marker", c.Pos))
-				continue
-			}
-			for i := range int(c.Batch.NumRows()) {
-				var f []string
-				for j := range int(c.Batch.NumCols()) {
-					f = append(f, c.Batch.Column(j).ValueStr(i))
-				}
-				out = append(out, fmt.Sprintf("%v: %s", c.Pos, strings.Join(f, " ")))
-			}
+			out = append(out, fmt.Sprintf("%v: %s", c.Pos, strings.Join(f, " ")))
 		}
-		if err := r.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if b.Used() != 0 {
-			t.Fatalf("budget holds %d bytes after Close", b.Used())
-		}
-		return out, peak, ec.SpilledRows()
 	}
-	want, peak, _ := run(0)
+	if err := op.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if b.Used() != 0 {
+		t.Fatalf("budget holds %d bytes after Close", b.Used())
+	}
+	return out, peak, ec.SpilledRows()
+}
+
+// expectSameSpilled runs newOp in memory and under a tiny budget: the
+// state must peak at 10x the budget in memory, spill under it, and the
+// output must be the same change for change.
+func expectSameSpilled(t *testing.T, rng *rand.Rand, mem memory.Allocator, newOp func(ec *exec.Context, b *Budget) Operator) {
+	t.Helper()
+	const budget = 2 << 10
+	batch := 1 + rng.Intn(64)
+	want, peak, _ := spillRun(t, mem, 0, batch, newOp)
 	if peak < 10*budget {
 		t.Fatalf("the state peaks at %d bytes, not 10x the budget of %d", peak, budget)
 	}
-	got, _, spilled := run(budget)
+	got, _, spilled := spillRun(t, mem, budget, batch, newOp)
 	if spilled == 0 {
 		t.Fatal("nothing spilled")
 	}
@@ -180,5 +183,51 @@ func TestRankSpillsPastBudget(t *testing.T) {
 		}
 		t.Fatalf("with a %d-byte budget %d changes, in memory %d", budget, len(got), len(want))
 	}
-	t.Logf("state peaks at %d bytes in memory; %d partitions spilled under a %d-byte budget", peak, spilled, budget)
+	t.Logf("state peaks at %d bytes in memory; %d entries spilled under a %d-byte budget", peak, spilled, budget)
+}
+
+// A top-N whose state is far over its budget spills partitions to disk and
+// reads them back, emitting exactly what it emits in memory: the same
+// changes at every marker, over a random changelog with retractions.
+func TestRankSpillsPastBudget(t *testing.T) {
+	rng := seeded(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	snaps := randomChangelog(rng, 80, 300)
+	expectSameSpilled(t, rng, mem, func(ec *exec.Context, b *Budget) Operator {
+		r, err := NewRank(ec, int64Changes(t, mem, []string{"p", "x", "y"}, 0, 1, snaps...), RankSpec{
+			Partition: []exec.Expr{col(1, "p")},
+			Order:     []exec.SortKey{{Expr: col(2, "x"), Descending: true}, {Expr: col(3, "y"), NullsFirst: true}},
+			Lo:        1, Hi: 3, Number: true,
+		}, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	})
+}
+
+// An aggregation whose state is far over its budget spills groups,
+// accumulators and all, and emits exactly what it emits in memory.
+func TestAggregateSpillsPastBudget(t *testing.T) {
+	rng := seeded(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	snaps := randomChangelog(rng, 80, 300)
+	i64 := arrow.PrimitiveTypes.Int64
+	expectSameSpilled(t, rng, mem, func(ec *exec.Context, b *Budget) Operator {
+		agg, err := NewAggregate(ec, int64Changes(t, mem, []string{"p", "x", "y"}, 0, 1, snaps...), []exec.Expr{col(1, "p")}, []string{"p"}, []AggSpec{
+			{Func: "count_star", Type: i64, Name: "c"},
+			{Func: "count", Arg: col(2, "x"), Type: i64, Name: "cx"},
+			{Func: "sum", Arg: col(2, "x"), Type: i64, Name: "s"},
+			{Func: "avg", Arg: col(3, "y"), Type: arrow.PrimitiveTypes.Float64, Name: "a"},
+			{Func: "min", Arg: col(3, "y"), Type: i64, Name: "mn"},
+			{Func: "max", Arg: col(2, "x"), Type: i64, Name: "mx"},
+			{Func: "count", Arg: col(2, "x"), Distinct: true, Type: i64, Name: "dx"},
+		}, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return agg
+	})
 }
