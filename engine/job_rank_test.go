@@ -15,9 +15,10 @@ import (
 )
 
 // TestJobDedupBeyondBudget: a continuous deduplication job (the latest
-// event per user) whose state, every event of the source, is over 10x the
-// query budget spills it and keeps its sink equal to the batch answer,
-// across a restart.
+// event per user) over a table without before-images, whose state (every
+// event of the source, in the normalization and in the deduplication) is
+// over 10x the query budget, spills it and keeps its sink equal to the
+// batch answer, across a restart.
 func TestJobDedupBeyondBudget(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if *seedFlag != 0 {
@@ -40,7 +41,7 @@ func TestJobDedupBeyondBudget(t *testing.T) {
 	}
 	e, mem := open()
 	s := e.NewSession()
-	mustExec(t, s, `CREATE TABLE ev (k BIGINT NOT NULL, u BIGINT NOT NULL, ts BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('changelog-producer' = 'lookup')`)
+	mustExec(t, s, `CREATE TABLE ev (k BIGINT NOT NULL, u BIGINT NOT NULL, ts BIGINT, PRIMARY KEY (k) NOT ENFORCED)`)
 	mustExec(t, s, `CREATE TABLE latest (u BIGINT NOT NULL, k BIGINT, ts BIGINT, PRIMARY KEY (u) NOT ENFORCED)`)
 	const query = `SELECT u, k, ts FROM (SELECT u, k, ts, ROW_NUMBER() OVER (PARTITION BY u ORDER BY ts DESC, k) AS rn FROM ev %s) x WHERE rn = 1`
 	mustExec(t, s, `INSERT INTO ev VALUES (0, 0, 0)`)

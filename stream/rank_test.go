@@ -231,3 +231,19 @@ func TestAggregateSpillsPastBudget(t *testing.T) {
 		return agg
 	})
 }
+
+// A normalization whose state (the last row of every key) is far over its
+// budget spills rows and emits exactly what it emits in memory.
+func TestNormalizeSpillsPastBudget(t *testing.T) {
+	rng := seeded(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	snaps := randomChangelog(rng, 80, 3000)
+	expectSameSpilled(t, rng, mem, func(ec *exec.Context, b *Budget) Operator {
+		n, err := NewNormalize(ec, int64Changes(t, mem, []string{"p", "x", "y"}, 0, 1, snaps...), []int{1}, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	})
+}
