@@ -294,6 +294,9 @@ func (a *Aggregate) flush(ctx context.Context) error {
 		if g.rows == 0 && !global {
 			grow -= rowBytes(g.vals) + int64(len(g.key)) + 48*int64(len(g.accs)) + 64
 			delete(a.table, g.key)
+			if a.store != nil {
+				a.store.forget(g.key)
+			}
 		}
 	}
 	a.dirty = a.dirty[:0]

@@ -196,6 +196,9 @@ func (n *Normalize) flush(context.Context) error {
 		case had && p.after == nil:
 			n.q.add(kindDelete, before)
 			delete(n.state, k)
+			if n.store != nil {
+				n.store.forget(k)
+			}
 			grow -= rowBytes(before) + int64(len(k))
 		case had && !sameRow(before, p.after):
 			n.q.add(kindUpdateBefore, before)

@@ -261,6 +261,9 @@ func (r *Rank) flush(context.Context) error {
 		if len(p.rows) == 0 {
 			grow -= rankPartBytes + int64(len(p.key))
 			delete(r.parts, p.key)
+			if r.store != nil {
+				r.store.forget(p.key)
+			}
 		}
 	}
 	r.dirty = r.dirty[:0]

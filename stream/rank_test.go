@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"math/rand"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -141,6 +142,15 @@ func spillRun(t *testing.T, mem memory.Allocator, limit int64, batchSize int, ne
 		peak = max(peak, b.Used())
 		if c.Batch == nil {
 			out = append(out, fmt.Sprintf("%v: marker", c.Pos))
+			// At a marker the state in memory is back under the budget,
+			// besides the spilled runs' indexes; the runs' files are
+			// unlinked.
+			if store := spillStoreOf(op); limit > 0 && store != nil && b.Used()-store.held > limit {
+				t.Fatalf("at %v the state holds %d bytes (%d of them indexes), over the budget of %d", c.Pos, b.Used(), store.held, limit)
+			}
+			if files, err := os.ReadDir(ec.TempDir); err != nil || len(files) > 0 {
+				t.Fatalf("spill directory holds %v (%v)", files, err)
+			}
 			continue
 		}
 		for i := range int(c.Batch.NumRows()) {
@@ -158,6 +168,18 @@ func spillRun(t *testing.T, mem memory.Allocator, limit int64, batchSize int, ne
 		t.Fatalf("budget holds %d bytes after Close", b.Used())
 	}
 	return out, peak, ec.SpilledRows()
+}
+
+func spillStoreOf(op Operator) *spillStore {
+	switch x := op.(type) {
+	case *Rank:
+		return x.store
+	case *Aggregate:
+		return x.store
+	case *Normalize:
+		return x.store
+	}
+	return nil
 }
 
 // expectSameSpilled runs newOp in memory and under a tiny budget: the

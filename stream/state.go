@@ -17,10 +17,11 @@ import (
 // execution's spill directory (exec.Context.TempDir), each with a sparse
 // index in memory (the first key of every block of about stateBlockBytes),
 // newest run last. A key is read back with one block read per run that
-// may hold it. Taking an entry back into memory masks its records (they
-// are stale from then on, whatever memory does with the entry) until it
-// is written again; compaction merges the runs into one, dropping stale
-// records, when there are too many runs or masks.
+// may hold it; its records stay, shadowed by memory, until the entry is
+// written again (a newer run) or deleted: the operator then forgets the
+// key, and the next run records a tombstone. When there are more than
+// maxStateRuns runs they are merged into one, without what is shadowed
+// or deleted.
 //
 // Files are unlinked as soon as they are created: they go with the
 // process, whatever ends it.
@@ -28,8 +29,8 @@ type spillStore struct {
 	ec     *exec.Context
 	budget *Budget
 	runs   []*stateRun
-	masked map[string]bool
-	held   int64 // indexes and masks, accounted in budget
+	gone   map[string]bool // keys forgotten since the last run
+	held   int64           // indexes and forgotten keys, accounted in budget
 	buf    []byte
 }
 
@@ -50,16 +51,38 @@ const (
 )
 
 func newSpillStore(ec *exec.Context, budget *Budget) *spillStore {
-	return &spillStore{ec: ec, budget: budget, masked: map[string]bool{}}
+	return &spillStore{ec: ec, budget: budget, gone: map[string]bool{}}
 }
 
 type stateEntry struct {
 	key string
-	val []byte
+	val []byte // nil: a tombstone
 }
 
-// write stores entries (distinct keys) as a new run.
+// forget records that key's entry was deleted from memory: older records
+// of it must not come back.
+func (s *spillStore) forget(key string) {
+	if !s.gone[key] {
+		s.gone[key] = true
+		s.account(goneBytes(key))
+	}
+}
+
+// write stores entries (distinct keys) and the tombstones of the keys
+// forgotten since (but for those entries) as a new run.
 func (s *spillStore) write(entries []stateEntry) error {
+	var grow int64
+	for _, e := range entries {
+		if s.gone[e.key] {
+			delete(s.gone, e.key)
+			grow -= goneBytes(e.key)
+		}
+	}
+	for k := range s.gone {
+		entries = append(entries, stateEntry{key: k})
+		grow -= goneBytes(k)
+	}
+	clear(s.gone)
 	if len(entries) == 0 {
 		return nil
 	}
@@ -76,13 +99,6 @@ func (s *spillStore) write(entries []stateEntry) error {
 		return err
 	}
 	s.runs = append(s.runs, run)
-	var grow int64
-	for _, e := range entries {
-		if s.masked[e.key] {
-			delete(s.masked, e.key)
-			grow -= maskBytes(e.key)
-		}
-	}
 	s.ec.NoteSpilledRows(int64(len(entries)))
 	s.account(grow + run.indexBytes())
 	if len(s.runs) > maxStateRuns {
@@ -91,7 +107,7 @@ func (s *spillStore) write(entries []stateEntry) error {
 	return nil
 }
 
-func maskBytes(key string) int64 { return int64(len(key)) + 32 }
+func goneBytes(key string) int64 { return int64(len(key)) + 32 }
 
 func (r *stateRun) indexBytes() int64 {
 	n := int64(len(r.blocks)) * 40
@@ -123,8 +139,12 @@ func (s *spillStore) writeRun(fill func(put func(key string, val []byte) error) 
 		}
 		b := binary.AppendUvarint(s.buf[:0], uint64(len(key)))
 		b = append(b, key...)
-		b = binary.AppendUvarint(b, uint64(len(val)))
-		b = append(b, val...)
+		if val == nil {
+			b = append(b, 0)
+		} else {
+			b = binary.AppendUvarint(b, uint64(len(val))+1)
+			b = append(b, val...)
+		}
 		s.buf = b
 		run.size += int64(len(b))
 		_, err := w.Write(b)
@@ -140,26 +160,22 @@ func (s *spillStore) writeRun(fill func(put func(key string, val []byte) error) 
 	return run, nil
 }
 
-// take returns the value stored for key and masks it, or false.
+// take returns the value stored for key, or false.
 func (s *spillStore) take(key string) ([]byte, bool, error) {
-	if s.masked[key] {
+	if s.gone[key] {
 		return nil, false, nil
 	}
 	for i := len(s.runs) - 1; i >= 0; i-- {
 		val, ok, err := s.runs[i].get(key)
-		if err != nil {
-			return nil, false, err
-		}
-		if ok {
-			s.masked[key] = true
-			s.account(maskBytes(key))
-			return val, true, nil
+		if err != nil || ok {
+			return val, val != nil, err // a tombstone ends the search
 		}
 	}
 	return nil, false, nil
 }
 
-// get reads key's record from the one block that may hold it.
+// get reads key's record from the one block that may hold it: its value,
+// nil for a tombstone.
 func (r *stateRun) get(key string) ([]byte, bool, error) {
 	i, _ := slices.BinarySearchFunc(r.blocks, key, func(b stateBlock, k string) int {
 		if b.first <= k {
@@ -184,7 +200,7 @@ func (r *stateRun) get(key string) ([]byte, bool, error) {
 			return nil, false, err
 		}
 		if k == key {
-			return v, true, nil
+			return v, true, nil // v is nil for a tombstone
 		}
 		if k > key {
 			break
@@ -201,10 +217,13 @@ func nextRecord(b []byte) (key string, val, rest []byte, err error) {
 	}
 	key, b = string(b[n:n+int(kn)]), b[n+int(kn):]
 	vn, n := binary.Uvarint(b)
-	if n <= 0 || uint64(len(b)-n) < vn {
+	if n <= 0 || uint64(len(b)-n) < vn-min(vn, 1) {
 		return "", nil, nil, errCorruptState
 	}
-	return key, b[n : n+int(vn)], b[n+int(vn):], nil
+	if vn == 0 {
+		return key, nil, b[n:], nil
+	}
+	return key, b[n : n+int(vn-1)], b[n+int(vn-1):], nil
 }
 
 // runCursor reads a run's records in order.
@@ -233,9 +252,12 @@ func (c *runCursor) next() error {
 	if err != nil {
 		return fmt.Errorf("read spilled streaming state: %w", err)
 	}
-	c.val = make([]byte, vn)
-	if _, err := io.ReadFull(c.r, c.val); err != nil {
-		return fmt.Errorf("read spilled streaming state: %w", err)
+	c.val = nil
+	if vn > 0 {
+		c.val = make([]byte, vn-1)
+		if _, err := io.ReadFull(c.r, c.val); err != nil {
+			return fmt.Errorf("read spilled streaming state: %w", err)
+		}
 	}
 	c.key = string(k)
 	c.left -= int64(uvarintLen(kn) + len(k) + uvarintLen(vn) + len(c.val))
@@ -244,8 +266,8 @@ func (c *runCursor) next() error {
 
 func uvarintLen(x uint64) int { return len(binary.AppendUvarint(nil, x)) }
 
-// compact merges every run into one: the newest record of each key that
-// is not masked.
+// compact merges every run into one: the newest record of each key,
+// unless it is a tombstone (nothing older is left for it to hide).
 func (s *spillStore) compact() error {
 	cursors := make([]*runCursor, len(s.runs))
 	for i, r := range s.runs {
@@ -274,7 +296,7 @@ func (s *spillStore) compact() error {
 					}
 				}
 			}
-			if !s.masked[key] {
+			if val != nil {
 				if err := put(key, val); err != nil {
 					return err
 				}
@@ -289,10 +311,6 @@ func (s *spillStore) compact() error {
 		grow -= r.indexBytes()
 		r.f.Close()
 	}
-	for k := range s.masked {
-		grow -= maskBytes(k)
-	}
-	clear(s.masked)
 	s.runs = []*stateRun{run}
 	s.account(grow)
 	return nil
