@@ -65,7 +65,7 @@ func TestStreamEqualsBatch(t *testing.T) {
 	for i, k := range tableKinds {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel() // mostly waiting on fsync
-			runInvariant(t, rand.New(rand.NewSource(seed+int64(i))), []tableKind{k}, randomQuery)
+			runInvariant(t, rand.New(rand.NewSource(seed+int64(i))), []tableKind{k}, randomQuery, 0)
 		})
 	}
 }
@@ -83,7 +83,30 @@ func TestStreamRankEqualsBatch(t *testing.T) {
 			t.Parallel() // mostly waiting on fsync
 			runInvariant(t, rand.New(rand.NewSource(seed+int64(i))), []tableKind{k}, func(rng *rand.Rand) string {
 				return randomRank(rng, []string{"", " WHERE x > 5", " WHERE s <> 's1'"}[rng.Intn(3)])
-			})
+			}, 0)
+		})
+	}
+}
+
+// TestStreamSpillEqualsBatch is the invariant for aggregations,
+// deduplications and top-Ns under a query budget of 1 KB, so that their
+// state (and the normalization's) spills at almost every snapshot. Replay
+// with -seed.
+func TestStreamSpillEqualsBatch(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	for i, k := range tableKinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel() // mostly waiting on fsync
+			runInvariant(t, rand.New(rand.NewSource(seed+int64(i))), []tableKind{k}, func(rng *rand.Rand) string {
+				if rng.Intn(2) == 0 {
+					return randomRank(rng, "")
+				}
+				return randomQuery(rng)
+			}, 1<<10)
 		})
 	}
 }
@@ -109,7 +132,7 @@ func TestStreamJoinEqualsBatch(t *testing.T) {
 		ks := []tableKind{kinds[rng.Intn(len(kinds))], kinds[rng.Intn(len(kinds))], kinds[rng.Intn(len(kinds))]}
 		t.Run(fmt.Sprintf("%s,%s,%s", ks[0].name, ks[1].name, ks[2].name), func(t *testing.T) {
 			t.Parallel() // mostly waiting on fsync
-			runInvariant(t, rng, ks, randomJoin)
+			runInvariant(t, rng, ks, randomJoin, 0)
 		})
 	}
 }
@@ -125,13 +148,15 @@ func tablesOf(q string, n int) []int {
 	return out
 }
 
-func runInvariant(t *testing.T, rng *rand.Rand, kinds []tableKind, randomQuery func(*rand.Rand) string) {
+// runInvariant runs the invariant over tables of kinds for random queries;
+// budget is the engine's query memory (0: the default).
+func runInvariant(t *testing.T, rng *rand.Rand, kinds []tableKind, randomQuery func(*rand.Rand) string, budget int64) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	batch := []int{1, 3, 1024}[rng.Intn(3)]
-	eng, err := engine.Open(ctx, engine.Config{Mem: mem, Root: t.TempDir(), BatchSize: batch, Parallelism: 1})
+	eng, err := engine.Open(ctx, engine.Config{Mem: mem, Root: t.TempDir(), SpillDir: t.TempDir(), BatchSize: batch, Parallelism: 1, QueryMemory: budget})
 	if err != nil {
 		t.Fatal(err)
 	}
