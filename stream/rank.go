@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -72,14 +73,31 @@ type rankPart struct {
 
 // rankRow is a distinct row of a partition and how many copies it has.
 type rankRow struct {
+	// head is sort's first 8 bytes, big-endian and zero-padded: most
+	// comparisons end there, without reading sort from elsewhere in memory.
+	head uint64
 	sort string // the ORDER BY keys, then the whole row: a total order
 	vals []any
 	n    int64
 }
 
+func sortHead(sort []byte) uint64 {
+	var b [8]byte
+	copy(b[:], sort)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// compareSort orders a held row and a sort key whose head is head.
+func compareSort(x rankRow, head uint64, sort []byte) int {
+	if c := cmp.Compare(x.head, head); c != 0 {
+		return c
+	}
+	return strings.Compare(x.sort, string(sort))
+}
+
 // rankRowBytes is the accounted size of a held row; an emitted one costs
 // rankSlotBytes, as it shares the values.
-func rankRowBytes(r rankRow) int64 { return int64(len(r.sort)) + rowBytes(r.vals) + 40 }
+func rankRowBytes(r rankRow) int64 { return int64(len(r.sort)) + rowBytes(r.vals) + 56 }
 
 const (
 	rankSlotBytes = 40
@@ -192,7 +210,8 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 			p.dirty = true
 			r.dirty = append(r.dirty, p)
 		}
-		at, found := slices.BinarySearchFunc(p.rows, sort, func(x rankRow, s []byte) int { return strings.Compare(x.sort, string(s)) })
+		head := sortHead(sort)
+		at, found := slices.BinarySearchFunc(p.rows, sort, func(x rankRow, s []byte) int { return compareSort(x, head, s) })
 		switch {
 		case found:
 			p.rows[at].n += int64(sign)
@@ -203,7 +222,7 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 		case sign < 0:
 			return fmt.Errorf("%w: top-N input retracted a row it does not hold", exec.ErrInvalid)
 		default:
-			row := rankRow{sort: string(sort), vals: vals, n: 1}
+			row := rankRow{head: head, sort: string(sort), vals: vals, n: 1}
 			p.rows = slices.Insert(p.rows, at, row)
 			grow += rankRowBytes(row)
 		}
@@ -347,7 +366,7 @@ func (r *Rank) load(key string) (*rankPart, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.rows = append(p.rows, rankRow{sort: sort, vals: vals, n: int64(cnt)})
+		p.rows = append(p.rows, rankRow{head: sortHead([]byte(sort)), sort: sort, vals: vals, n: int64(cnt)})
 	}
 	p.emitted = r.top(p)
 	return p, nil
@@ -389,26 +408,20 @@ func (r *Rank) emitByNumber(old, cur []rankRow) {
 }
 
 // emitChanged emits the rows that left and entered the top, as a multiset
-// difference; a top 1 pairs them as an update.
+// difference (both lists are in sort order, copies side by side); a top 1
+// pairs them as an update.
 func (r *Rank) emitChanged(old, cur []rankRow) {
-	counts := map[string]int{}
-	for _, x := range old {
-		counts[x.sort]++
-	}
-	for _, x := range cur {
-		counts[x.sort]--
-	}
 	var gone, came []rankRow
-	for _, x := range old {
-		if counts[x.sort] > 0 {
-			counts[x.sort]--
-			gone = append(gone, x)
-		}
-	}
-	for _, x := range cur {
-		if counts[x.sort] < 0 {
-			counts[x.sort]++
-			came = append(came, x)
+	for i, j := 0, 0; i < len(old) || j < len(cur); {
+		switch {
+		case j == len(cur) || i < len(old) && old[i].sort < cur[j].sort:
+			gone = append(gone, old[i])
+			i++
+		case i == len(old) || cur[j].sort < old[i].sort:
+			came = append(came, cur[j])
+			j++
+		default:
+			i, j = i+1, j+1
 		}
 	}
 	if r.spec.Hi == 1 && len(gone) == 1 && len(came) == 1 {
