@@ -279,10 +279,16 @@ func rankBound(e Expr, rn ColumnID) (lo, hi int64, ok bool) {
 	case "equal":
 		return v, v, true
 	case "less":
+		if v == math.MinInt64 {
+			return inf, math.MinInt64, true // no number
+		}
 		return math.MinInt64, v - 1, true
 	case "less_equal":
 		return math.MinInt64, v, true
 	case "greater":
+		if v == inf {
+			return inf, math.MinInt64, true // no number
+		}
 		return v + 1, inf, true
 	case "greater_equal":
 		return v, inf, true
