@@ -110,13 +110,14 @@ type streamPlanner struct {
 	what     string                // the stateful operator refusals name ("": an aggregation or join)
 	filtered map[ColumnID]bool     // columns some filter reads
 	reads    map[ColumnID]bool     // columns the query reads, but for top-N bounds
+	unread   map[ColumnID]bool     // row numbers of top-Ns no one reads (not computed)
 	passed   map[ColumnID]ColumnID // projection output -> the column it passes on
 }
 
 // planStream plans root, a bound and optimized streaming query.
 func (b *binder) planStream(root Node) *streamPlan {
 	p := &streamPlanner{b: b, kinds: map[ColumnID]bool{}, filtered: map[ColumnID]bool{}, passed: map[ColumnID]ColumnID{}}
-	p.reads = readColumns(root)
+	p.reads, p.unread = readColumns(root), map[ColumnID]bool{}
 	sp := &streamPlan{kinds: p.kinds}
 	n := root
 	if l, ok := n.(*LimitNode); ok && !isSortLimit(l) {
@@ -226,33 +227,73 @@ func (p *streamPlanner) statefulWhat() string {
 	return "an aggregation or join"
 }
 
-// readColumns lists the columns read above the scans of n: its output and
-// every expression's inputs, except the row number bounds of a top-N
+// readColumns lists the columns the result of n depends on: its output,
+// the inputs of the expressions that compute or filter it (of a
+// projection, those of the columns needed) and every input column of
+// DISTINCT and set operations, except the row number bounds of a top-N
 // (whose operator applies them).
 func readColumns(n Node) map[ColumnID]bool {
-	out := idSet(n.Columns())
+	need := idSet(n.Columns())
 	var walk func(n Node)
 	walk = func(n Node) {
-		exprs := nodeExprs(n)
-		if f, ok := n.(*FilterNode); ok {
-			if w, ok := f.Input.(*WindowNode); ok && len(w.Funcs) == 1 {
+		var exprs []Expr
+		switch x := n.(type) {
+		case *ProjectNode:
+			for i, c := range x.Cols {
+				if need[c.ID] {
+					exprs = append(exprs, x.Exprs[i])
+				}
+			}
+		case *FilterNode:
+			exprs = []Expr{x.Pred}
+			if under, w, _, ok := rankInput(x); ok && len(w.Funcs) == 1 {
 				exprs = nil
-				for _, c := range conjuncts(f.Pred) {
+				for _, c := range conjuncts(under.Pred) {
 					if _, _, ok := rankBound(c, w.Funcs[0].Col.ID); !ok {
 						exprs = append(exprs, c)
 					}
 				}
 			}
+		case *DistinctNode, *SetOpNode:
+			// Every column tells rows apart.
+			for _, in := range n.Inputs() {
+				maps.Copy(need, idSet(in.Columns()))
+			}
+		default:
+			exprs = nodeExprs(n)
 		}
 		for _, e := range exprs {
-			maps.Copy(out, colsOf(e))
+			maps.Copy(need, colsOf(e))
 		}
 		for _, in := range n.Inputs() {
 			walk(in)
 		}
 	}
 	walk(n)
-	return out
+	return need
+}
+
+// rankInput finds the window whose row number a filter may bound:
+// directly below it, or below a projection (filters not pushed down). It
+// returns the filter as it applies over the window (through the
+// projection's definitions) and that projection, if any.
+func rankInput(f *FilterNode) (*FilterNode, *WindowNode, *ProjectNode, bool) {
+	if w, ok := f.Input.(*WindowNode); ok {
+		return f, w, nil, true
+	}
+	pr, ok := f.Input.(*ProjectNode)
+	if !ok {
+		return nil, nil, nil, false
+	}
+	w, ok := pr.Input.(*WindowNode)
+	if !ok {
+		return nil, nil, nil, false
+	}
+	defs := map[ColumnID]Expr{}
+	for i, c := range pr.Cols {
+		defs[c.ID] = pr.Exprs[i]
+	}
+	return &FilterNode{Input: w, Pred: substitute(f.Pred, defs)}, w, pr, true
 }
 
 // rankBound reads a conjunct comparing the row number rn with an integer
@@ -337,8 +378,14 @@ func (p *streamPlanner) plan(n Node) sNode {
 		maps.Copy(p.filtered, colsOf(x.Filter))
 		return &sFilter{in: s, pred: x.Filter}
 	case *FilterNode:
-		if w, ok := x.Input.(*WindowNode); ok {
-			return p.rank(x, w)
+		if under, w, pr, ok := rankInput(x); ok {
+			if pr == nil {
+				return p.rank(x, w)
+			}
+			// The filter over the window, then the projection.
+			above := *pr
+			above.Input = under
+			return p.plan(&above)
 		}
 		in := p.plan(x.Input)
 		p.checkKind(x.Pred)
@@ -355,6 +402,9 @@ func (p *streamPlanner) plan(n Node) sNode {
 			if r, ok := e.(*ColRef); ok && p.kinds[r.ID] {
 				p.kinds[x.Cols[i].ID] = true // passes the row kind on
 				continue
+			}
+			if r, ok := e.(*ColRef); ok && p.unread[r.ID] {
+				continue // a projection the optimizer did not prune
 			}
 			if r, ok := e.(*ColRef); ok && r.ID != x.Cols[i].ID { // a column passed on under its own ID is its origin
 				p.passed[x.Cols[i].ID] = r.ID
@@ -500,6 +550,8 @@ func (p *streamPlanner) rank(f *FilterNode, w *WindowNode) sNode {
 	r := &sRank{in: in, w: w, lo: lo, hi: hi, number: p.reads[rn.ID], cs: slices.Clone(in.cols())}
 	if r.number {
 		r.cs = append(r.cs, rn)
+	} else {
+		p.unread[rn.ID] = true
 	}
 	if rest == nil {
 		return r
