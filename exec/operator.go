@@ -45,6 +45,10 @@ type Context struct {
 // spill files.
 func (ec *Context) SpilledRows() int64 { return ec.spilledRows.Load() }
 
+// NoteSpilledRows counts n rows (or state entries) spilled by an operator
+// outside this package (stream state).
+func (ec *Context) NoteSpilledRows(n int64) { ec.spilledRows.Add(n) }
+
 // NewContext returns a Context with the default batch size and the current
 // statement time.
 func NewContext(mem memory.Allocator) *Context {

@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -116,7 +117,12 @@ func uniqueKeys(n Node) [][]ColumnID {
 		}
 		return [][]ColumnID{k}
 	case *FilterNode:
+		if w, ok := x.Input.(*WindowNode); ok && len(w.Funcs) == 1 && w.Funcs[0].Fn == "row_number" {
+			return rankKeys(x, w)
+		}
 		return uniqueKeys(x.Input)
+	case *WindowNode:
+		return uniqueKeys(x.Input) // a window adds columns to the same rows
 	case *ProjectNode:
 		out := map[ColumnID]ColumnID{}
 		for i, e := range x.Exprs {
@@ -174,6 +180,32 @@ func uniqueKeys(n Node) [][]ColumnID {
 		return keys
 	}
 	return nil
+}
+
+// rankKeys are the keys of a top-N (see stream.Rank): the partition and
+// the row number, as it updates a number's row with -U/+U; the partition
+// alone when it keeps one row. The input's keys are not: a row moving up
+// holds two numbers between the +U of one and the -U of the other.
+func rankKeys(f *FilterNode, w *WindowNode) [][]ColumnID {
+	lo, hi := int64(1), int64(math.MaxInt64)
+	for _, c := range conjuncts(f.Pred) {
+		if l, h, ok := rankBound(c, w.Funcs[0].Col.ID); ok {
+			lo, hi = max(lo, l), min(hi, h)
+		}
+	}
+	part := []ColumnID{}
+	for _, e := range w.PartitionBy {
+		r, ok := e.(*ColRef)
+		if !ok {
+			return nil
+		}
+		part = append(part, r.ID)
+	}
+	keys := [][]ColumnID{append(slices.Clone(part), w.Funcs[0].Col.ID)}
+	if lo == hi {
+		keys = append(keys, part)
+	}
+	return keys
 }
 
 // coversKey reports whether the join key expressions include every column

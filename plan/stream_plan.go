@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/stream"
@@ -76,6 +78,19 @@ type sJoin struct {
 
 func (s *sJoin) cols() []Column { return s.cs }
 
+// sRank is a top-N (ROW_NUMBER() filtered to a range of numbers), a
+// deduplication when it keeps number 1 only; number: the row number is
+// read above it, the last of cs.
+type sRank struct {
+	in     sNode
+	w      *WindowNode
+	lo, hi int64
+	number bool
+	cs     []Column
+}
+
+func (s *sRank) cols() []Column { return s.cs }
+
 // sUnion is UNION ALL.
 type sUnion struct {
 	l, r sNode
@@ -94,7 +109,10 @@ type streamPlanner struct {
 	kinds    map[ColumnID]bool
 	sources  []*sSource
 	stateful bool
+	what     string                // the stateful operator refusals name ("": an aggregation or join)
 	filtered map[ColumnID]bool     // columns some filter reads
+	reads    map[ColumnID]bool     // columns the query reads, but for top-N bounds
+	unread   map[ColumnID]bool     // row numbers of top-Ns no one reads (not computed)
 	passed   map[ColumnID]ColumnID // projection output -> the column it passes on
 	// windows are the window columns of streaming window TVFs
 	// (stream_window.go); windowAggs counts the TVFs window aggregations
@@ -110,9 +128,10 @@ type streamPlanner struct {
 // planStream plans root, a bound and optimized streaming query.
 func (b *binder) planStream(root Node) *streamPlan {
 	p := &streamPlanner{b: b, kinds: map[ColumnID]bool{}, filtered: map[ColumnID]bool{}, passed: map[ColumnID]ColumnID{}, windows: map[ColumnID]*windowCol{}, rowtimes: map[ColumnID]bool{}}
+	p.reads, p.unread = readColumns(root), map[ColumnID]bool{}
 	sp := &streamPlan{kinds: p.kinds}
 	n := root
-	if l, ok := n.(*LimitNode); ok {
+	if l, ok := n.(*LimitNode); ok && !isSortLimit(l) {
 		sp.limit, n = l, l.Input
 	}
 	sp.root = p.plan(n)
@@ -220,7 +239,122 @@ func (p *streamPlanner) refuse(format string, args ...any) {
 	p.b.failWrap(*p.b.streamPos, ErrNotImplemented, "streaming query: "+format, args...)
 }
 
-func (p *streamPlanner) statefulWhat() string { return "an aggregation or join" }
+func (p *streamPlanner) statefulWhat() string {
+	if p.what != "" {
+		return p.what
+	}
+	return "an aggregation or join"
+}
+
+// readColumns lists the columns the result of n depends on: its output,
+// the inputs of the expressions that compute or filter it (of a
+// projection, those of the columns needed) and every input column of
+// DISTINCT and set operations, except the row number bounds of a top-N
+// (whose operator applies them).
+func readColumns(n Node) map[ColumnID]bool {
+	need := idSet(n.Columns())
+	var walk func(n Node)
+	walk = func(n Node) {
+		var exprs []Expr
+		switch x := n.(type) {
+		case *ProjectNode:
+			for i, c := range x.Cols {
+				if need[c.ID] {
+					exprs = append(exprs, x.Exprs[i])
+				}
+			}
+		case *FilterNode:
+			exprs = []Expr{x.Pred}
+			if under, w, _, ok := rankInput(x); ok && len(w.Funcs) == 1 {
+				exprs = nil
+				for _, c := range conjuncts(under.Pred) {
+					if _, _, ok := rankBound(c, w.Funcs[0].Col.ID); !ok {
+						exprs = append(exprs, c)
+					}
+				}
+			}
+		case *DistinctNode, *SetOpNode:
+			// Every column tells rows apart.
+			for _, in := range n.Inputs() {
+				maps.Copy(need, idSet(in.Columns()))
+			}
+		default:
+			exprs = nodeExprs(n)
+		}
+		for _, e := range exprs {
+			maps.Copy(need, colsOf(e))
+		}
+		for _, in := range n.Inputs() {
+			walk(in)
+		}
+	}
+	walk(n)
+	return need
+}
+
+// rankInput finds the window whose row number a filter may bound:
+// directly below it, or below a projection (filters not pushed down). It
+// returns the filter as it applies over the window (through the
+// projection's definitions) and that projection, if any.
+func rankInput(f *FilterNode) (*FilterNode, *WindowNode, *ProjectNode, bool) {
+	if w, ok := f.Input.(*WindowNode); ok {
+		return f, w, nil, true
+	}
+	pr, ok := f.Input.(*ProjectNode)
+	if !ok {
+		return nil, nil, nil, false
+	}
+	w, ok := pr.Input.(*WindowNode)
+	if !ok {
+		return nil, nil, nil, false
+	}
+	defs := map[ColumnID]Expr{}
+	for i, c := range pr.Cols {
+		defs[c.ID] = pr.Exprs[i]
+	}
+	return &FilterNode{Input: w, Pred: substitute(f.Pred, defs)}, w, pr, true
+}
+
+// rankBound reads a conjunct comparing the row number rn with an integer
+// constant: the numbers it keeps, [lo, hi].
+func rankBound(e Expr, rn ColumnID) (lo, hi int64, ok bool) {
+	c, ok := e.(*Call)
+	if !ok || len(c.Args) != 2 {
+		return 0, 0, false
+	}
+	fn, l, r := c.Fn, c.Args[0], c.Args[1]
+	if ref, isRef := r.(*ColRef); isRef && ref.ID == rn {
+		flip := map[string]string{"equal": "equal", "less": "greater", "less_equal": "greater_equal", "greater": "less", "greater_equal": "less_equal"}
+		fn, l, r = flip[fn], r, l
+	}
+	if ref, isRef := l.(*ColRef); !isRef || ref.ID != rn {
+		return 0, 0, false
+	}
+	v, isConst := constInt64(r)
+	if !isConst {
+		return 0, 0, false
+	}
+	const inf = math.MaxInt64
+	switch fn {
+	case "equal":
+		return v, v, true
+	case "less":
+		if v == math.MinInt64 {
+			return inf, math.MinInt64, true // no number
+		}
+		return math.MinInt64, v - 1, true
+	case "less_equal":
+		return math.MinInt64, v, true
+	case "greater":
+		if v == inf {
+			return inf, math.MinInt64, true // no number
+		}
+		return v + 1, inf, true
+	case "greater_equal":
+		return v, inf, true
+	}
+	return 0, 0, false
+}
 
 // readsKind reports whether e reads a row kind column.
 func (p *streamPlanner) readsKind(e Expr) bool {
@@ -265,6 +399,15 @@ func (p *streamPlanner) plan(n Node) sNode {
 		maps.Copy(p.filtered, colsOf(x.Filter))
 		return &sFilter{in: s, pred: x.Filter}
 	case *FilterNode:
+		if under, w, pr, ok := rankInput(x); ok {
+			if pr == nil {
+				return p.rank(x, w)
+			}
+			// The filter over the window, then the projection.
+			above := *pr
+			above.Input = under
+			return p.plan(&above)
+		}
 		in := p.plan(x.Input)
 		p.checkKind(x.Pred)
 		p.refuseWindow("a filter", x.Pred)
@@ -285,7 +428,10 @@ func (p *streamPlanner) plan(n Node) sNode {
 			if p.planWindowProject(x, pr, i) {
 				continue
 			}
-			if r, ok := e.(*ColRef); ok {
+			if r, ok := e.(*ColRef); ok && p.unread[r.ID] {
+				continue // a projection the optimizer did not prune
+			}
+			if r, ok := e.(*ColRef); ok && r.ID != x.Cols[i].ID { // a column passed on under its own ID is its origin
 				p.passed[x.Cols[i].ID] = r.ID
 				p.rowtimes[x.Cols[i].ID] = p.rowtimes[r.ID]
 			}
@@ -306,7 +452,7 @@ func (p *streamPlanner) plan(n Node) sNode {
 			p.refuseWindow("an aggregate", a.Filter)
 		}
 		if x.Sets != nil || x.GroupingID != nil {
-			p.refuse("grouping sets are not supported yet")
+			p.refuse("grouping sets are not supported yet: write one GROUP BY per set and UNION ALL them")
 		}
 		p.checkKind(x.Groups...)
 		for _, a := range x.Aggs {
@@ -343,7 +489,7 @@ func (p *streamPlanner) plan(n Node) sNode {
 		return j
 	case *SetOpNode:
 		if x.Kind != Union {
-			p.refuse("%s is not supported yet", strings.ToUpper(x.Kind.String()))
+			p.refuse("%s is not supported yet: write it as a semi join (EXISTS) or anti join (NOT EXISTS)", strings.ToUpper(x.Kind.String()))
 		}
 		l, r := p.plan(x.Left), p.plan(x.Right)
 		lc, rc := x.Left.Columns(), x.Right.Columns()
@@ -357,7 +503,7 @@ func (p *streamPlanner) plan(n Node) sNode {
 			case lk && rk:
 				p.kinds[c.ID] = true
 			case lk || rk:
-				p.refuse("UNION of the row kind with another column")
+				p.refuse("UNION of the row kind with another column: a row kind means a change, not a value")
 			default:
 				u.cs = append(u.cs, c)
 			}
@@ -389,14 +535,135 @@ func (p *streamPlanner) plan(n Node) sNode {
 		}
 		return &sAgg{in: in, n: agg}
 	case *SortNode:
-		p.refuse("ORDER BY: a changelog has no order; sort the applied result instead")
+		p.refuse("ORDER BY: a changelog has no order; sort the applied result instead (ORDER BY with LIMIT is a top-N)")
+	case *WindowNode:
+		p.refuse("a window function is not supported yet: only %s", rankShape)
 	case *LimitNode:
-		p.refuse("LIMIT below the top of the query")
+		if isSortLimit(x) {
+			return p.sortLimit(x)
+		}
+		p.refuse("LIMIT without ORDER BY below the top of the query: which rows it keeps would change as rows come and go")
 	case *CTEScanNode:
 		p.refuse("a WITH query referenced more than once is not supported yet")
+	case *Max1RowNode:
+		p.refuse("a scalar subquery is not supported yet: its value can change with every snapshot (join with the subquery instead)")
+	case *ValuesNode:
+		p.refuse("VALUES is not supported yet: it is not a stream (read the rows from a table)")
 	}
 	p.refuse("%s is not supported yet", nodeKind(n))
 	return nil
+}
+
+// rankShape is the window function a streaming query maintains.
+const rankShape = "ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) filtered by rn <= N (top-N) or rn = 1 (deduplication)"
+
+// rank plans a filter over ROW_NUMBER() as a top-N: the conjuncts that
+// bound the row number by constants choose the numbers kept, the others
+// filter its output.
+func (p *streamPlanner) rank(f *FilterNode, w *WindowNode) sNode {
+	if len(w.Funcs) != 1 || w.Funcs[0].Fn != "row_number" {
+		p.refuse("a window function is not supported yet: only %s", rankShape)
+	}
+	if len(w.OrderBy) == 0 {
+		p.refuse("a top-N needs ORDER BY in its OVER clause: without it the rows kept are arbitrary")
+	}
+	rn := w.Funcs[0].Col
+	lo, hi := int64(1), int64(math.MaxInt64)
+	var rest []Expr
+	for _, c := range conjuncts(f.Pred) {
+		l, h, ok := rankBound(c, rn.ID)
+		if !ok {
+			rest = append(rest, c)
+			continue
+		}
+		lo, hi = max(lo, l), min(hi, h)
+	}
+	if hi == math.MaxInt64 {
+		p.refuse("a top-N needs an upper bound on its ROW_NUMBER() (rn <= N): every row of a partition would be in its result, renumbered at every change")
+	}
+	if lo > hi {
+		p.refuse("the bounds on ROW_NUMBER() keep no row number")
+	}
+	in := p.plan(w.Input)
+	p.stateful = true
+	if p.what == "" {
+		p.what = "a top-N"
+	}
+	for _, e := range w.PartitionBy {
+		p.checkKind(e)
+	}
+	for _, k := range w.OrderBy {
+		p.checkKind(k.Expr)
+	}
+	r := &sRank{in: in, w: w, lo: lo, hi: hi, number: p.reads[rn.ID], cs: slices.Clone(in.cols())}
+	if r.number {
+		r.cs = append(r.cs, rn)
+	} else {
+		p.unread[rn.ID] = true
+	}
+	if rest == nil {
+		return r
+	}
+	pred := andAll(rest)
+	maps.Copy(p.filtered, colsOf(pred))
+	return &sFilter{in: r, pred: pred}
+}
+
+// isSortLimit reports whether l is ORDER BY ... LIMIT (a top-N), maybe
+// with the projection that drops ORDER BY keys not selected in between.
+func isSortLimit(l *LimitNode) bool {
+	in := l.Input
+	if p, ok := in.(*ProjectNode); ok {
+		in = p.Input
+	}
+	_, ok := in.(*SortNode)
+	return ok && l.Count != nil
+}
+
+// sortLimit plans ORDER BY ... LIMIT n OFFSET m as a top-N without
+// partitions: the rows numbered m+1 to m+n, in no order (a changelog has
+// none).
+func (p *streamPlanner) sortLimit(l *LimitNode) sNode {
+	if pr, ok := l.Input.(*ProjectNode); ok {
+		// A LIMIT commutes with a projection.
+		above := *pr
+		above.Input = &LimitNode{Input: pr.Input, Offset: l.Offset, Count: l.Count}
+		return p.plan(&above)
+	}
+	s := l.Input.(*SortNode)
+	cnt, ok := constInt64(l.Count)
+	off, offOK := int64(0), true
+	if l.Offset != nil {
+		off, offOK = constInt64(l.Offset)
+	}
+	if !ok || !offOK {
+		p.refuse("ORDER BY with LIMIT (a top-N) needs a constant LIMIT and OFFSET")
+	}
+	if cnt <= 0 || off < 0 || off > math.MaxInt64-cnt {
+		p.refuse("ORDER BY with LIMIT %d OFFSET %d keeps no rows", cnt, off)
+	}
+	in := p.plan(s.Input)
+	p.stateful = true
+	if p.what == "" {
+		p.what = "a top-N"
+	}
+	for _, k := range s.Keys {
+		p.checkKind(k.Expr)
+	}
+	return &sRank{in: in, w: &WindowNode{Input: s.Input, OrderBy: s.Keys}, lo: off + 1, hi: off + cnt, cs: in.cols()}
+}
+
+// constInt64 reads an integer constant.
+func constInt64(e Expr) (int64, bool) {
+	k, ok := e.(*Const)
+	if !ok || !k.Value.IsValid() || !isIntegerType(k.Value.DataType()) {
+		return 0, false
+	}
+	v, err := k.Value.CastTo(arrow.PrimitiveTypes.Int64)
+	if err != nil {
+		return 0, false // beyond int64
+	}
+	return v.(*scalar.Int64).Value, true
 }
 
 // streamAggSupported says why an aggregate cannot be maintained
@@ -471,6 +738,21 @@ func (sp *streamPlan) explain(sb *strings.Builder) {
 		case *sWindowAgg:
 			s := strings.Replace(explainLine(x.n), "Aggregate", "WindowAggregate "+windowString(x.call), 1)
 			sb.WriteString(s + "\n")
+			walk(x.in, depth+1)
+		case *sRank:
+			if x.lo == 1 && x.hi == 1 && len(x.w.PartitionBy) > 0 {
+				sb.WriteString("IncrementalDeduplicate")
+			} else {
+				sb.WriteString("IncrementalTopN")
+			}
+			if len(x.w.PartitionBy) > 0 {
+				sb.WriteString(" partition: " + exprList(x.w.PartitionBy))
+			}
+			fmt.Fprintf(sb, " order: %s rows %d to %d", sortKeysString(x.w.OrderBy), x.lo, x.hi)
+			if x.number {
+				sb.WriteString(" numbered " + x.w.Funcs[0].Col.Name)
+			}
+			sb.WriteString("\n")
 			walk(x.in, depth+1)
 		case *sAgg:
 			s := "Incremental" + explainLine(x.n)
@@ -651,6 +933,16 @@ func (sb *streamBuilder) build(n sNode) (op stream.Operator, err error) {
 			return nil, err
 		}
 		op, err := sb.windowAggregate(x, in)
+		if err != nil {
+			_ = in.Close()
+		}
+		return op, err
+	case *sRank:
+		in, err := sb.build(x.in)
+		if err != nil {
+			return nil, err
+		}
+		op, err := sb.rank(x, in)
 		if err != nil {
 			_ = in.Close()
 		}
@@ -854,6 +1146,23 @@ func (sb *streamBuilder) windowAggregate(x *sWindowAgg, in stream.Operator) (str
 		return nil, err
 	}
 	return stream.NewWindowAggregate(sb.ec, in, windowSpec(x.call), rowtime, keys, names, specs, sb.budget)
+}
+
+func (sb *streamBuilder) rank(x *sRank, in stream.Operator) (stream.Operator, error) {
+	lay := sb.layout(x.in.cols())
+	spec := stream.RankSpec{Lo: x.lo, Hi: x.hi, Number: x.number}
+	var err error
+	if spec.Partition, err = compileAll(x.w.PartitionBy, lay, sb.params); err != nil {
+		return nil, err
+	}
+	for _, k := range x.w.OrderBy {
+		e, err := compile(k.Expr, lay, sb.params)
+		if err != nil {
+			return nil, err
+		}
+		spec.Order = append(spec.Order, exec.SortKey{Expr: e, Descending: k.Desc, NullsFirst: k.NullsFirst})
+	}
+	return stream.NewRank(sb.ec, in, spec, sb.budget)
 }
 
 // buildPair builds a binary operator's two inputs; on an error it closes

@@ -2,7 +2,9 @@ package stream
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"math/bits"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -33,6 +35,11 @@ type AggSpec struct {
 // value, so retracting the current minimum finds the next one. Without
 // GROUP BY there is one group, which exists with no rows (count 0, sums
 // NULL), as in batch SQL.
+//
+// State past the Budget spills: at a marker, groups go to disk (a
+// spillStore: group values, row count, last emitted row and accumulator
+// states, encoded) until half the budget is free, and come back when a
+// change reaches them. The changes of one mini-batch must fit.
 type Aggregate struct {
 	ec     *exec.Context
 	in     Operator
@@ -43,7 +50,11 @@ type Aggregate struct {
 	schema *arrow.Schema
 
 	groupGet []getter
+	groupDec []orderedDecoder
+	outDec   []orderedDecoder // the output columns after the groups
+	accDec   []orderedDecoder // what each accumulator keeps values as
 	argGet   []getter
+	store    *spillStore // nil until something spills
 	table    map[string]*aggGroup
 	dirty    []*aggGroup
 	enc      vectorized.KeyEncoder
@@ -73,11 +84,29 @@ func NewAggregate(ec *exec.Context, in Operator, groups []exec.Expr, groupNames 
 			return nil, fmt.Errorf("group %s: %w", groupNames[i], err)
 		}
 		a.groupGet = append(a.groupGet, get)
+		dec, _ := orderedDecoderFor(g.DataType()) // as getterFor
+		a.groupDec = append(a.groupDec, dec)
 		fields = append(fields, arrow.Field{Name: groupNames[i], Type: g.DataType(), Nullable: true})
 	}
 	argGet, aggFields, err := aggGetters(aggs)
 	if err != nil {
 		return nil, err
+	}
+	for _, s := range aggs {
+		out, err := orderedDecoderFor(s.Type)
+		if err != nil {
+			return nil, fmt.Errorf("aggregate %s: %w", s.Name, err)
+		}
+		a.outDec = append(a.outDec, out)
+		var acc orderedDecoder
+		if s.Arg != nil {
+			kept := s.Arg.DataType()
+			if s.Func == "count" && s.Distinct && vectorized.IsFloat(kept) {
+				kept = arrow.PrimitiveTypes.Uint64 // mapKey: the bits
+			}
+			acc, _ = orderedDecoderFor(kept) // as getterFor
+		}
+		a.accDec = append(a.accDec, acc)
 	}
 	a.argGet = argGet
 	a.schema = withKind(append(fields, aggFields...))
@@ -231,6 +260,14 @@ func (a *Aggregate) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 	for i, sign := range signs {
 		k := a.enc.Key(i)
 		g := a.table[string(k)]
+		if g == nil && a.store != nil {
+			if g, err = a.load(string(k)); err != nil {
+				return err
+			}
+			if g != nil {
+				grow += a.groupBytes(g)
+			}
+		}
 		if g == nil {
 			vals := make([]any, len(keys))
 			for c, get := range a.groupGet {
@@ -248,7 +285,8 @@ func (a *Aggregate) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 		grow += in.addRow(g.accs, i, sign)
 	}
 	a.held += grow
-	return a.budget.grow(grow, "an aggregation")
+	a.budget.add(grow)
+	return nil
 }
 
 // flush emits the net change of the groups changed since the last marker.
@@ -298,12 +336,103 @@ func (a *Aggregate) flush(ctx context.Context) error {
 		if g.rows == 0 && !global {
 			grow -= rowBytes(g.vals) + int64(len(g.key)) + 48*int64(len(g.accs)) + 64
 			delete(a.table, g.key)
+			if a.store != nil {
+				a.store.forget(g.key)
+			}
 		}
 	}
 	a.dirty = a.dirty[:0]
 	a.q.seal()
 	a.held += grow
-	return a.budget.grow(grow, "an aggregation")
+	a.budget.add(grow)
+	if a.budget.over() && !global {
+		return a.evict()
+	}
+	return nil
+}
+
+// groupBytes is what a group accounts: the sum of what add and flush
+// accounted for it (an emitted row counts past an empty one).
+func (a *Aggregate) groupBytes(g *aggGroup) int64 {
+	n := int64(len(g.key)) + rowBytes(g.vals) + 48*int64(len(a.aggs)) + 64 + rowBytes(g.emitted) - rowBytes(nil)
+	for _, acc := range g.accs {
+		n += acc.size()
+	}
+	return n
+}
+
+// evict moves groups to disk until half the budget is free.
+func (a *Aggregate) evict() error {
+	if a.store == nil {
+		a.store = newSpillStore(a.ec, a.budget)
+	}
+	var out []stateEntry
+	var freed int64
+	target := a.budget.used.Load() - a.budget.limit/2
+	for key, g := range a.table {
+		if freed >= target {
+			break
+		}
+		var b []byte
+		for _, v := range g.vals {
+			b = appendOrdered(b, v, false, true)
+		}
+		b = binary.AppendVarint(b, g.rows)
+		if g.emitted == nil {
+			b = append(b, 0)
+		} else {
+			b = append(b, 1)
+			for _, v := range g.emitted[len(g.vals):] { // after the group's values
+				b = appendOrdered(b, v, false, true)
+			}
+		}
+		for _, acc := range g.accs {
+			b = acc.encode(b)
+		}
+		out = append(out, stateEntry{key: key, val: b})
+		freed += a.groupBytes(g)
+		delete(a.table, key)
+	}
+	a.held -= freed
+	a.budget.add(-freed)
+	return a.store.write(out)
+}
+
+// load reads a spilled group back into the table (nil if none).
+func (a *Aggregate) load(key string) (*aggGroup, error) {
+	b, ok, err := a.store.take(key)
+	if !ok || err != nil {
+		return nil, err
+	}
+	vals := make([]any, len(a.groupDec))
+	for i, d := range a.groupDec {
+		if vals[i], b, err = d(b, false); err != nil {
+			return nil, err
+		}
+	}
+	g, _ := a.newGroup(key, vals)
+	var n int
+	if g.rows, n = binary.Varint(b); n <= 0 || len(b) == n {
+		return nil, errCorruptState
+	}
+	emitted := b[n]
+	b = b[n+1:]
+	if emitted == 1 {
+		g.emitted = append(make([]any, 0, len(vals)+len(a.outDec)), vals...)
+		for _, d := range a.outDec {
+			var v any
+			if v, b, err = d(b, false); err != nil {
+				return nil, err
+			}
+			g.emitted = append(g.emitted, v)
+		}
+	}
+	for i, acc := range g.accs {
+		if b, err = acc.decode(b, a.accDec[i]); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
 }
 
 // applyHaving sets rows[i] to nil where the group fails HAVING.
@@ -347,8 +476,11 @@ func (a *Aggregate) applyHaving(ctx context.Context, rows [][]any) error {
 
 func (a *Aggregate) Close() error {
 	a.q.release()
-	_ = a.budget.grow(-a.held, "")
+	a.budget.add(-a.held)
 	a.held = 0
+	if a.store != nil {
+		a.store.close()
+	}
 	return a.in.Close()
 }
 
@@ -358,6 +490,33 @@ func (a *Aggregate) Close() error {
 type accumulator interface {
 	add(v any, sign int8) int64
 	result() (any, error)
+	// size is the bytes add accounted in all (the state beyond the
+	// accumulator itself).
+	size() int64
+	// encode appends the state (to spill it); decode reads it into a new
+	// accumulator, dec reading the values it keeps.
+	encode(dst []byte) []byte
+	decode(b []byte, dec orderedDecoder) ([]byte, error)
+}
+
+// readVarints reads len(dst) varints.
+func readVarints(b []byte, dst ...*int64) ([]byte, error) {
+	for _, d := range dst {
+		v, n := binary.Varint(b)
+		if n <= 0 {
+			return nil, errCorruptState
+		}
+		*d, b = v, b[n:]
+	}
+	return b, nil
+}
+
+// readFixed reads n bytes.
+func readFixed(b []byte, n int) ([]byte, []byte, error) {
+	if len(b) < n {
+		return nil, nil, errCorruptState
+	}
+	return b[:n], b[n:], nil
 }
 
 // notNull reads a value as true, or nil for NULL.
@@ -435,6 +594,11 @@ type count struct{ n int64 }
 
 func (c *count) add(_ any, sign int8) int64 { c.n += int64(sign); return 0 }
 func (c *count) result() (any, error)       { return c.n, nil }
+func (c *count) size() int64                { return 0 }
+func (c *count) encode(dst []byte) []byte   { return binary.AppendVarint(dst, c.n) }
+func (c *count) decode(b []byte, _ orderedDecoder) ([]byte, error) {
+	return readVarints(b, &c.n)
+}
 
 // sumInt sums in 128 bits, hi*2^64 + lo, so that the sum is exact in any
 // order of additions and retractions and a result beyond int64 is an
@@ -475,6 +639,19 @@ func (s *sumInt) sum() (int64, error) {
 	return int64(s.lo), nil
 }
 
+func (s *sumInt) size() int64 { return 0 }
+
+func (s *sumInt) encode(dst []byte) []byte {
+	return binary.AppendVarint(binary.AppendVarint(binary.AppendVarint(dst, s.hi), int64(s.lo)), s.n)
+}
+
+func (s *sumInt) decode(b []byte, _ orderedDecoder) ([]byte, error) {
+	var lo int64
+	b, err := readVarints(b, &s.hi, &lo, &s.n)
+	s.lo = uint64(lo)
+	return b, err
+}
+
 func (s *sumInt) result() (any, error) {
 	if s.n == 0 {
 		return nil, nil
@@ -493,6 +670,21 @@ func (s *sumFloat) add(v any, sign int8) int64 {
 	s.sum += float64(sign) * v.(float64)
 	s.n += int64(sign)
 	return 0
+}
+
+func (s *sumFloat) size() int64 { return 0 }
+
+func (s *sumFloat) encode(dst []byte) []byte {
+	return binary.AppendVarint(binary.BigEndian.AppendUint64(dst, math.Float64bits(s.sum)), s.n)
+}
+
+func (s *sumFloat) decode(b []byte, _ orderedDecoder) ([]byte, error) {
+	v, b, err := readFixed(b, 8)
+	if err != nil {
+		return nil, err
+	}
+	s.sum = math.Float64frombits(binary.BigEndian.Uint64(v))
+	return readVarints(b, &s.n)
 }
 
 func (s *sumFloat) result() (any, error) {
@@ -518,6 +710,22 @@ func (s *sumDecimal) add(v any, sign int8) int64 {
 	return 0
 }
 
+func (s *sumDecimal) size() int64 { return 0 }
+
+func (s *sumDecimal) encode(dst []byte) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(s.sum.HighBits()))
+	return binary.AppendVarint(binary.BigEndian.AppendUint64(dst, s.sum.LowBits()), s.n)
+}
+
+func (s *sumDecimal) decode(b []byte, _ orderedDecoder) ([]byte, error) {
+	v, b, err := readFixed(b, 16)
+	if err != nil {
+		return nil, err
+	}
+	s.sum = decimal128.New(int64(binary.BigEndian.Uint64(v)), binary.BigEndian.Uint64(v[8:]))
+	return readVarints(b, &s.n)
+}
+
 func (s *sumDecimal) result() (any, error) {
 	if s.n == 0 {
 		return nil, nil
@@ -532,6 +740,11 @@ func (s *sumDecimal) result() (any, error) {
 type avg struct{ sum accumulator }
 
 func (a *avg) add(v any, sign int8) int64 { return a.sum.add(v, sign) }
+func (a *avg) size() int64                { return a.sum.size() }
+func (a *avg) encode(dst []byte) []byte   { return a.sum.encode(dst) }
+func (a *avg) decode(b []byte, dec orderedDecoder) ([]byte, error) {
+	return a.sum.decode(b, dec)
+}
 
 func (a *avg) result() (any, error) {
 	switch s := a.sum.(type) {
@@ -590,6 +803,45 @@ func (m *minMax) add(v any, sign int8) int64 {
 	return grow
 }
 
+func (m *minMax) size() int64 {
+	var n int64
+	for _, e := range m.vals {
+		n += rowBytes([]any{e.v}) + 32
+	}
+	return n
+}
+
+func (m *minMax) encode(dst []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(m.vals)))
+	for _, e := range m.vals {
+		dst = binary.AppendVarint(appendOrdered(dst, e.v, false, true), e.n)
+	}
+	return dst
+}
+
+// decode leaves the extreme to be found again by result.
+func (m *minMax) decode(b []byte, dec orderedDecoder) ([]byte, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 {
+		return nil, errCorruptState
+	}
+	b = b[k:]
+	for range n {
+		var v any
+		var err error
+		if v, b, err = dec(b, false); err != nil {
+			return nil, err
+		}
+		e := &valueCount{v: v}
+		if b, err = readVarints(b, &e.n); err != nil {
+			return nil, err
+		}
+		m.vals[mapKey(v)] = e
+	}
+	m.best, m.stale = nil, true
+	return b, nil
+}
+
 func (m *minMax) result() (any, error) {
 	if m.stale {
 		m.best, m.stale = nil, false
@@ -620,3 +872,41 @@ func (d *distinctCount) add(v any, sign int8) int64 {
 }
 
 func (d *distinctCount) result() (any, error) { return int64(len(d.vals)), nil }
+
+func (d *distinctCount) size() int64 {
+	var n int64
+	for k := range d.vals {
+		n += rowBytes([]any{k}) + 16
+	}
+	return n
+}
+
+// encode writes the map's keys (mapKey values: a float's bits).
+func (d *distinctCount) encode(dst []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(d.vals)))
+	for k, n := range d.vals {
+		dst = binary.AppendVarint(appendOrdered(dst, k, false, true), n)
+	}
+	return dst
+}
+
+func (d *distinctCount) decode(b []byte, dec orderedDecoder) ([]byte, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 {
+		return nil, errCorruptState
+	}
+	b = b[k:]
+	for range n {
+		var key any
+		var cnt int64
+		var err error
+		if key, b, err = dec(b, false); err != nil {
+			return nil, err
+		}
+		if b, err = readVarints(b, &cnt); err != nil {
+			return nil, err
+		}
+		d.vals[key] = cnt
+	}
+	return b, nil
+}

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math/rand"
 	"testing"
@@ -147,4 +148,45 @@ func BenchmarkNormalize(b *testing.B) {
 	b.ResetTimer()
 	drainAll(b, n)
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "changes/s")
+}
+
+// BenchmarkTopN: input changes per second through a top-10 per partition
+// (PARTITION BY k ORDER BY x DESC) over 1000 partitions holding 100 rows
+// each; one snapshot per 1024 changes, which insert rows and then delete
+// them. With the row number a change renumbers the rows below it (up to
+// 20 output rows per change); without, at most one row enters and one
+// leaves.
+func BenchmarkTopN(b *testing.B) {
+	for _, number := range []bool{true, false} {
+		b.Run(fmt.Sprintf("rn=%v", number), func(b *testing.B) {
+			mem := memory.NewGoAllocator()
+			ec := exec.NewContext(mem)
+			rng := rand.New(rand.NewSource(1))
+			schema, base := insertDelete(mem, rng, 100_000, 1000)
+			_, batches := insertDelete(mem, rng, 1024, 1000)
+			in := &cycle{schema: schema, batches: batches, rows: b.N, n: 1}
+			r, err := NewRank(ec, in, RankSpec{
+				Partition: []exec.Expr{col(1, "k")},
+				Order:     []exec.SortKey{{Expr: col(2, "x"), Descending: true}},
+				Lo:        1, Hi: 10, Number: number,
+			}, NewBudget(0))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			if err := r.add(ctx, base[0]); err != nil {
+				b.Fatal(err)
+			}
+			if err := r.flush(ctx); err != nil {
+				b.Fatal(err)
+			}
+			r.q.release() // the prefill's output, which no marker labels
+			for _, x := range base {
+				x.Release()
+			}
+			b.ResetTimer()
+			drainAll(b, r)
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "changes/s")
+		})
+	}
 }

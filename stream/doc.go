@@ -36,7 +36,8 @@
 // Source (a ChangeReader), Normalize (ChangelogNormalize: upserts without
 // before-images to exact -U/+U/-D by primary key), Filter, Project,
 // Aggregate (GROUP BY with retraction, HAVING), Join (inner, left, right,
-// full, semi, anti on equality keys plus a residual), UnionAll,
+// full, semi, anti on equality keys plus a residual), Rank (top-N and
+// deduplication with retraction), UnionAll,
 // WindowAggregate (window TVF aggregation by event time), WindowJoin and
 // IntervalJoin (joins by event time, state freed by watermark), and Sink.
 //
@@ -50,9 +51,12 @@
 //
 // # State and memory
 //
-// State lives in memory. All stateful operators of one query share a
-// Budget (Context.MemoryLimit); past it the query fails with
-// exec.ErrMemoryLimit. Spilling state is not implemented.
+// All stateful operators of one query share a Budget
+// (Context.MemoryLimit). Aggregate, Rank and Normalize spill past it: at a
+// marker they move state entries to a spillStore on disk until half the
+// budget is free, and read an entry back when a change reaches it; what
+// one mini-batch touches must fit. Join does not spill: past the budget
+// the query fails with exec.ErrMemoryLimit.
 //
 // The ownership rules of package exec apply: a chunk's batch is borrowed
 // until the next Next or Close of the operator that returned it.

@@ -65,7 +65,48 @@ func TestStreamEqualsBatch(t *testing.T) {
 	for i, k := range tableKinds {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel() // mostly waiting on fsync
-			runInvariant(t, rand.New(rand.NewSource(seed+int64(i))), []tableKind{k}, randomQuery)
+			runInvariant(t, rand.New(rand.NewSource(seed+int64(i))), []tableKind{k}, randomQuery, 0)
+		})
+	}
+}
+
+// TestStreamRankEqualsBatch is the invariant for deduplications and
+// top-Ns only, over tables of every kind. Replay with -seed.
+func TestStreamRankEqualsBatch(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	for i, k := range tableKinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel() // mostly waiting on fsync
+			runInvariant(t, rand.New(rand.NewSource(seed+int64(i))), []tableKind{k}, func(rng *rand.Rand) string {
+				return randomRank(rng, []string{"", " WHERE x > 5", " WHERE s <> 's1'"}[rng.Intn(3)])
+			}, 0)
+		})
+	}
+}
+
+// TestStreamSpillEqualsBatch is the invariant for aggregations,
+// deduplications and top-Ns under a query budget of 1 KB, so that their
+// state (and the normalization's) spills at almost every snapshot. Replay
+// with -seed.
+func TestStreamSpillEqualsBatch(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	for i, k := range tableKinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel() // mostly waiting on fsync
+			runInvariant(t, rand.New(rand.NewSource(seed+int64(i))), []tableKind{k}, func(rng *rand.Rand) string {
+				if rng.Intn(2) == 0 {
+					return randomRank(rng, "")
+				}
+				return randomQuery(rng)
+			}, 1<<10)
 		})
 	}
 }
@@ -91,7 +132,7 @@ func TestStreamJoinEqualsBatch(t *testing.T) {
 		ks := []tableKind{kinds[rng.Intn(len(kinds))], kinds[rng.Intn(len(kinds))], kinds[rng.Intn(len(kinds))]}
 		t.Run(fmt.Sprintf("%s,%s,%s", ks[0].name, ks[1].name, ks[2].name), func(t *testing.T) {
 			t.Parallel() // mostly waiting on fsync
-			runInvariant(t, rng, ks, randomJoin)
+			runInvariant(t, rng, ks, randomJoin, 0)
 		})
 	}
 }
@@ -107,13 +148,15 @@ func tablesOf(q string, n int) []int {
 	return out
 }
 
-func runInvariant(t *testing.T, rng *rand.Rand, kinds []tableKind, randomQuery func(*rand.Rand) string) {
+// runInvariant runs the invariant over tables of kinds for random queries;
+// budget is the engine's query memory (0: the default).
+func runInvariant(t *testing.T, rng *rand.Rand, kinds []tableKind, randomQuery func(*rand.Rand) string, budget int64) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	batch := []int{1, 3, 1024}[rng.Intn(3)]
-	eng, err := engine.Open(ctx, engine.Config{Mem: mem, Root: t.TempDir(), BatchSize: batch, Parallelism: 1})
+	eng, err := engine.Open(ctx, engine.Config{Mem: mem, Root: t.TempDir(), SpillDir: t.TempDir(), BatchSize: batch, Parallelism: 1, QueryMemory: budget})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -544,6 +587,9 @@ func randomQuery(rng *rand.Rand) string {
 		where = []string{" WHERE x > 5", " WHERE s <> 's1'", " WHERE g IS NOT NULL AND k < 15"}[rng.Intn(3)]
 	}
 	if rng.Intn(4) == 0 {
+		return randomRank(rng, where)
+	}
+	if rng.Intn(4) == 0 {
 		// Filters and projections.
 		return "SELECT " + []string{"k, x, s", "x, s", "k + g AS kg, upper(s) AS us", "DISTINCT g, s"}[rng.Intn(4)] + " FROM {T0}" + where
 	}
@@ -565,8 +611,32 @@ func randomQuery(rng *rand.Rand) string {
 	return q
 }
 
+// randomRank is a deduplication or top-N (ROW_NUMBER() or ORDER BY with
+// LIMIT), over the table or over an aggregation of it. The ORDER BY keys cover every column, so that rows
+// tied on them are equal and the batch answer is one multiset.
+func randomRank(rng *rand.Rand, where string) string {
+	bound := []string{"rn = 1", "rn <= 2", "rn < 4", "rn <= 3 AND rn > 1", "rn <= 2 AND x > 0"}[rng.Intn(5)]
+	if rng.Intn(4) == 0 {
+		bound = strings.ReplaceAll(bound, "x > 0", "c > 1")
+		return "SELECT g, c" + []string{"", ", rn"}[rng.Intn(2)] + " FROM (SELECT g, c, ROW_NUMBER() OVER (ORDER BY c DESC, g) AS rn FROM (SELECT g, count(*) AS c FROM {T0}" + where + " GROUP BY g) a) b WHERE " + bound
+	}
+	if rng.Intn(5) == 0 {
+		return []string{
+			"SELECT k, x, s FROM {T0}" + where + " ORDER BY x DESC, k, s, g LIMIT 3",
+			"SELECT g, count(*) AS c FROM {T0}" + where + " GROUP BY g ORDER BY c DESC, g LIMIT 2 OFFSET 1",
+		}[rng.Intn(2)]
+	}
+	part := []string{"PARTITION BY g ", "PARTITION BY s ", "PARTITION BY k % 3 ", ""}[rng.Intn(4)]
+	order := []string{"x DESC, k, s, g", "s, x, k, g", "k DESC, x, g, s"}[rng.Intn(3)]
+	cols := []string{"k, g, x, s, rn", "k, x, s", "g, x"}[rng.Intn(3)]
+	return "SELECT " + cols + " FROM (SELECT k, g, x, s, ROW_NUMBER() OVER (" + part + "ORDER BY " + order + ") AS rn FROM {T0}" + where + ") a WHERE " + bound
+}
+
 // stateless reports whether randomQuery's q keeps no state.
 func stateless(q string) bool {
+	if strings.Contains(q, "ROW_NUMBER") || strings.Contains(q, "LIMIT") {
+		return false
+	}
 	for _, p := range []string{"SELECT k, x, s ", "SELECT x, s ", "SELECT k + g AS kg, upper(s) AS us "} {
 		if strings.HasPrefix(q, p) {
 			return true

@@ -17,12 +17,18 @@ import (
 // row again). +I/+U rows are upserts; -U/-D delete the key whatever their
 // other values. Reading a Source that does not return its table's content
 // first, it starts from that content.
+//
+// State past the Budget spills: at a marker, rows go to disk (a
+// spillStore) until half the budget is free, and come back when their key
+// changes. The changes of one mini-batch (and a seed) must fit.
 type Normalize struct {
 	ec     *exec.Context
 	in     Operator
 	keys   []int // key columns of in's batches
 	get    rowGetter
+	dec    []orderedDecoder
 	budget *Budget
+	store  *spillStore // nil until something spills
 
 	state   map[string][]any
 	pending map[string]*normChange
@@ -51,8 +57,13 @@ func NewNormalize(ec *exec.Context, in Operator, keys []int, budget *Budget) (*N
 	if err != nil {
 		return nil, err
 	}
-	return &Normalize{ec: ec, in: in, keys: keys, get: get, budget: budget, q: q,
-		state: map[string][]any{}, pending: map[string]*normChange{}}, nil
+	n := &Normalize{ec: ec, in: in, keys: keys, get: get, budget: budget, q: q,
+		state: map[string][]any{}, pending: map[string]*normChange{}}
+	for _, f := range fields {
+		d, _ := orderedDecoderFor(f.Type) // as rowGetterFor
+		n.dec = append(n.dec, d)
+	}
+	return n, nil
 }
 
 func (n *Normalize) Schema() *arrow.Schema { return n.in.Schema() }
@@ -81,7 +92,55 @@ func (n *Normalize) Open(ctx context.Context) error {
 	clear(n.pending)
 	n.order = n.order[:0]
 	n.held += grow
-	return n.budget.grow(grow, "a changelog normalization")
+	n.budget.add(grow)
+	if n.budget.over() {
+		return n.evict()
+	}
+	return nil
+}
+
+// lookup returns key k's row, from memory or read back from disk.
+func (n *Normalize) lookup(k string) ([]any, bool, int64, error) {
+	if row, ok := n.state[k]; ok || n.store == nil {
+		return row, ok, 0, nil
+	}
+	b, ok, err := n.store.take(k)
+	if !ok || err != nil {
+		return nil, false, 0, err
+	}
+	row := make([]any, len(n.dec))
+	for i, d := range n.dec {
+		if row[i], b, err = d(b, false); err != nil {
+			return nil, false, 0, err
+		}
+	}
+	n.state[k] = row
+	return row, true, rowBytes(row) + int64(len(k)), nil
+}
+
+// evict moves rows to disk until half the budget is free.
+func (n *Normalize) evict() error {
+	if n.store == nil {
+		n.store = newSpillStore(n.ec, n.budget)
+	}
+	var out []stateEntry
+	var freed int64
+	target := n.budget.used.Load() - n.budget.limit/2
+	for k, row := range n.state {
+		if freed >= target {
+			break
+		}
+		var b []byte
+		for _, v := range row {
+			b = appendOrdered(b, v, false, true)
+		}
+		out = append(out, stateEntry{key: k, val: b})
+		freed += rowBytes(row) + int64(len(k))
+		delete(n.state, k)
+	}
+	n.held -= freed
+	n.budget.add(-freed)
+	return n.store.write(out)
 }
 
 func (n *Normalize) Next(ctx context.Context) (Chunk, error) {
@@ -124,7 +183,11 @@ func (n *Normalize) flush(context.Context) error {
 	var grow int64
 	for _, k := range n.order {
 		p := n.pending[k]
-		before, had := n.state[k]
+		before, had, loaded, err := n.lookup(k)
+		if err != nil {
+			return err
+		}
+		grow += loaded
 		switch {
 		case !had && p.after != nil:
 			n.q.add(kindInsert, p.after)
@@ -133,6 +196,9 @@ func (n *Normalize) flush(context.Context) error {
 		case had && p.after == nil:
 			n.q.add(kindDelete, before)
 			delete(n.state, k)
+			if n.store != nil {
+				n.store.forget(k)
+			}
 			grow -= rowBytes(before) + int64(len(k))
 		case had && !sameRow(before, p.after):
 			n.q.add(kindUpdateBefore, before)
@@ -144,16 +210,20 @@ func (n *Normalize) flush(context.Context) error {
 	clear(n.pending)
 	n.order = n.order[:0]
 	n.q.seal()
-	if err := n.budget.grow(grow, "a changelog normalization"); err != nil {
-		return err
-	}
 	n.held += grow
+	n.budget.add(grow)
+	if n.budget.over() {
+		return n.evict()
+	}
 	return nil
 }
 
 func (n *Normalize) Close() error {
 	n.q.release()
-	n.budget.grow(-n.held, "")
+	n.budget.add(-n.held)
 	n.held = 0
+	if n.store != nil {
+		n.store.close()
+	}
 	return n.in.Close()
 }

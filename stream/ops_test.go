@@ -2,6 +2,7 @@ package stream
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -187,31 +188,35 @@ func TestAggregateSumOverflow(t *testing.T) {
 	}
 }
 
-// Past its budget an aggregation fails with exec.ErrMemoryLimit.
+// Past its budget a join (whose state does not spill) fails with
+// exec.ErrMemoryLimit, and frees what it accounted when closed.
 func TestStateBudget(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	ec := exec.NewContext(mem)
 	var rows []string
 	for i := range 200 {
-		rows = append(rows, "+I "+string(rune('0'+i%10))+string(rune('0'+i/10%10))+string(rune('0'+i/100)))
+		rows = append(rows, fmt.Sprintf("+I %d", i))
 	}
-	in := int64Changes(t, mem, []string{"g"}, 0, 1, rows)
+	left := int64Changes(t, mem, []string{"k"}, 0, 2, rows)
+	right := int64Changes(t, mem, []string{"k"}, 1, 2, nil)
 	budget := NewBudget(4096)
-	agg, err := NewAggregate(ec, in, []exec.Expr{col(1, "g")}, []string{"g"}, []AggSpec{{Func: "count_star", Type: arrow.PrimitiveTypes.Int64, Name: "c"}}, budget)
+	j, err := NewJoin(ec, left, right, JoinSpec{Kind: exec.InnerJoin, LeftKeys: []exec.Expr{col(1, "k")}, RightKeys: []exec.Expr{col(1, "k")}}, budget)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := agg.Open(t.Context()); err != nil {
+	if err := j.Open(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	_, err = agg.Next(t.Context())
+	for err == nil {
+		_, err = j.Next(t.Context())
+	}
 	if !errors.Is(err, exec.ErrMemoryLimit) {
 		t.Fatalf("got %v, want the memory limit", err)
 	}
-	agg.Close()
+	j.Close()
 	if budget.Used() != 0 {
-		t.Fatalf("closed aggregation holds %d bytes", budget.Used())
+		t.Fatalf("closed join holds %d bytes", budget.Used())
 	}
 }
 

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"strings"
@@ -250,4 +251,177 @@ func rowBytes(vals []any) int64 {
 		}
 	}
 	return n
+}
+
+// appendOrdered appends an order-preserving encoding of v to dst: byte
+// strings compare as the values do (descending inverts the value's bytes),
+// NULL first or last whatever the direction. The encoding of a value is
+// prefix-free, so concatenations compare column by column.
+func appendOrdered(dst []byte, v any, desc, nullsFirst bool) []byte {
+	if v == nil {
+		if nullsFirst {
+			return append(dst, 0)
+		}
+		return append(dst, 2)
+	}
+	dst = append(dst, 1)
+	start := len(dst)
+	switch x := v.(type) {
+	case int64:
+		dst = binary.BigEndian.AppendUint64(dst, uint64(x)^1<<63)
+	case uint64:
+		dst = binary.BigEndian.AppendUint64(dst, x)
+	case float64:
+		if math.IsNaN(x) {
+			x = math.NaN() // one NaN, after every number
+		}
+		if x == 0 {
+			x = 0 // -0 and 0 are one value
+		}
+		b := math.Float64bits(x)
+		if b&(1<<63) != 0 {
+			b = ^b
+		} else {
+			b |= 1 << 63
+		}
+		dst = binary.BigEndian.AppendUint64(dst, b)
+	case bool:
+		if x {
+			dst = append(dst, 1)
+		} else {
+			dst = append(dst, 0)
+		}
+	case string:
+		// 0x00 escaped as 00 FF, ended by 00 01: prefix-free, and a
+		// prefix sorts first.
+		for i := 0; i < len(x); i++ {
+			if x[i] == 0 {
+				dst = append(dst, 0, 0xFF)
+			} else {
+				dst = append(dst, x[i])
+			}
+		}
+		dst = append(dst, 0, 1)
+	case decimal128.Num:
+		dst = binary.BigEndian.AppendUint64(dst, uint64(x.HighBits())^1<<63)
+		dst = binary.BigEndian.AppendUint64(dst, x.LowBits())
+	default:
+		panic(fmt.Sprintf("stream: cannot encode %T", v))
+	}
+	if desc {
+		for i := start; i < len(dst); i++ {
+			dst[i] = ^dst[i]
+		}
+	}
+	return dst
+}
+
+// orderedDecoder reads one value of a type from appendOrdered's encoding.
+type orderedDecoder func(b []byte, desc bool) (any, []byte, error)
+
+var errCorruptState = fmt.Errorf("%w: corrupt spilled streaming state", exec.ErrInvalid)
+
+func orderedDecoderFor(dt arrow.DataType) (orderedDecoder, error) {
+	if _, err := getterFor(dt); err != nil {
+		return nil, err
+	}
+	// fixed reads n value bytes, un-inverted.
+	fixed := func(b []byte, n int, desc bool) ([]byte, []byte, error) {
+		if len(b) < n {
+			return nil, nil, errCorruptState
+		}
+		v := b[:n]
+		if desc {
+			v = make([]byte, n)
+			for i := range n {
+				v[i] = ^b[i]
+			}
+		}
+		return v, b[n:], nil
+	}
+	var val func(b []byte, desc bool) (any, []byte, error)
+	switch dt.ID() {
+	case arrow.NULL:
+		val = func([]byte, bool) (any, []byte, error) { return nil, nil, errCorruptState }
+	case arrow.BOOL:
+		val = func(b []byte, desc bool) (any, []byte, error) {
+			v, rest, err := fixed(b, 1, desc)
+			if err != nil {
+				return nil, nil, err
+			}
+			return v[0] == 1, rest, nil
+		}
+	case arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
+		val = func(b []byte, desc bool) (any, []byte, error) {
+			v, rest, err := fixed(b, 8, desc)
+			if err != nil {
+				return nil, nil, err
+			}
+			return binary.BigEndian.Uint64(v), rest, nil
+		}
+	case arrow.FLOAT32, arrow.FLOAT64:
+		val = func(b []byte, desc bool) (any, []byte, error) {
+			v, rest, err := fixed(b, 8, desc)
+			if err != nil {
+				return nil, nil, err
+			}
+			u := binary.BigEndian.Uint64(v)
+			if u&(1<<63) != 0 {
+				u &^= 1 << 63
+			} else {
+				u = ^u
+			}
+			return math.Float64frombits(u), rest, nil
+		}
+	case arrow.STRING, arrow.LARGE_STRING, arrow.BINARY:
+		val = func(b []byte, desc bool) (any, []byte, error) {
+			var flip byte
+			if desc {
+				flip = 0xFF
+			}
+			var out []byte
+			for i := 0; i+1 < len(b); i++ {
+				c := b[i] ^ flip
+				if c != 0 {
+					out = append(out, c)
+					continue
+				}
+				switch b[i+1] ^ flip {
+				case 1:
+					return string(out), b[i+2:], nil
+				case 0xFF:
+					out = append(out, 0)
+					i++
+				default:
+					return nil, nil, errCorruptState
+				}
+			}
+			return nil, nil, errCorruptState
+		}
+	case arrow.DECIMAL128:
+		val = func(b []byte, desc bool) (any, []byte, error) {
+			v, rest, err := fixed(b, 16, desc)
+			if err != nil {
+				return nil, nil, err
+			}
+			return decimal128.New(int64(binary.BigEndian.Uint64(v)^1<<63), binary.BigEndian.Uint64(v[8:])), rest, nil
+		}
+	default: // signed integers and the temporal types
+		val = func(b []byte, desc bool) (any, []byte, error) {
+			v, rest, err := fixed(b, 8, desc)
+			if err != nil {
+				return nil, nil, err
+			}
+			return int64(binary.BigEndian.Uint64(v) ^ 1<<63), rest, nil
+		}
+	}
+	return func(b []byte, desc bool) (any, []byte, error) {
+		if len(b) == 0 {
+			return nil, nil, errCorruptState
+		}
+		if b[0] != 1 {
+			return nil, b[1:], nil
+		}
+		return val(b[1:], desc)
+	}, nil
 }

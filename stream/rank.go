@@ -1,0 +1,457 @@
+package stream
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/vectorized"
+)
+
+// RankSpec is a top-N: ROW_NUMBER() OVER (PARTITION BY Partition ORDER BY
+// Order) kept where it is in [Lo, Hi]. Deduplication is Lo = Hi = 1.
+type RankSpec struct {
+	Partition []exec.Expr
+	Order     []exec.SortKey
+	Lo, Hi    int64 // row numbers kept, 1-based, inclusive
+	// Number: the row number is the last output column, so a row whose
+	// number changes is updated (-U/+U at that number, as Flink emits it).
+	Number bool
+}
+
+// Rank maintains a top-N per partition over a changelog with retraction
+// (Flink's RetractableTopNFunction, mini-batched). Each partition keeps
+// every row it holds, in order: when a row of the top N goes, the next one
+// must come up, and only the input can say which one that is. Rows equal
+// in the ORDER BY keys are ranked by their values, so the answer does not
+// depend on arrival order. At each marker a changed partition emits the
+// difference between the rows it emitted and its new top N: with Number,
+// position by position (-U/+U where the row at a number changed, +I/-D
+// where the top grew or shrank); without, -D for rows that left and +I for
+// rows that entered, except that a deduplication (top 1) emits -U/+U.
+//
+// State past the Budget spills: at a marker, partitions go to disk (a
+// spillStore, encoded as their rows' sort keys and counts) until half the
+// budget is free, and come back whole when a change reaches them. A
+// partition in memory is held whole, so the largest one, and the changes
+// of one mini-batch, must fit.
+type Rank struct {
+	ec     *exec.Context
+	in     Operator
+	spec   RankSpec
+	budget *Budget
+	schema *arrow.Schema
+
+	rowGet   rowGetter
+	rowDec   []orderedDecoder
+	orderGet []getter
+	orderDec []orderedDecoder
+	store    *spillStore // nil until something spills
+	parts    map[string]*rankPart
+	dirty    []*rankPart
+	enc      vectorized.KeyEncoder
+	signs    []int8
+	sortBuf  []byte
+	outRow   []any
+	q        *outQueue
+	marker   *Chunk
+	held     int64
+}
+
+type rankPart struct {
+	key     string
+	rows    []rankRow // by sort, ascending
+	emitted []rankRow // the rows last emitted, from row number Lo on (n unused)
+	dirty   bool
+}
+
+// rankRow is a distinct row of a partition and how many copies it has.
+type rankRow struct {
+	// head is sort's first 8 bytes, big-endian and zero-padded: most
+	// comparisons end there, without reading sort from elsewhere in memory.
+	head uint64
+	sort string // the ORDER BY keys, then the whole row: a total order
+	vals []any
+	n    int64
+}
+
+func sortHead(sort []byte) uint64 {
+	var b [8]byte
+	copy(b[:], sort)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// compareSort orders a held row and a sort key whose head is head.
+func compareSort(x rankRow, head uint64, sort []byte) int {
+	if c := cmp.Compare(x.head, head); c != 0 {
+		return c
+	}
+	return strings.Compare(x.sort, string(sort))
+}
+
+// rankRowBytes is the accounted size of a held row; an emitted one costs
+// rankSlotBytes, as it shares the values.
+func rankRowBytes(r rankRow) int64 { return int64(len(r.sort)) + rowBytes(r.vals) + 56 }
+
+const (
+	rankSlotBytes = 40
+	rankPartBytes = 128
+)
+
+// NewRank ranks in's rows by spec.
+func NewRank(ec *exec.Context, in Operator, spec RankSpec, budget *Budget) (*Rank, error) {
+	if spec.Lo < 1 || spec.Hi < spec.Lo {
+		return nil, fmt.Errorf("%w: top-N keeps row numbers %d to %d", exec.ErrInvalid, spec.Lo, spec.Hi)
+	}
+	fields := in.Schema().Fields()[1:]
+	get, err := rowGetterFor(fields)
+	if err != nil {
+		return nil, err
+	}
+	r := &Rank{ec: ec, in: in, spec: spec, budget: budget, rowGet: get, parts: map[string]*rankPart{}}
+	for _, f := range fields {
+		d, err := orderedDecoderFor(f.Type)
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", f.Name, err)
+		}
+		r.rowDec = append(r.rowDec, d)
+	}
+	for _, k := range spec.Order {
+		g, err := getterFor(k.Expr.DataType())
+		if err != nil {
+			return nil, fmt.Errorf("ORDER BY %s: %w", k.Expr, err)
+		}
+		d, _ := orderedDecoderFor(k.Expr.DataType()) // as getterFor
+		r.orderGet = append(r.orderGet, g)
+		r.orderDec = append(r.orderDec, d)
+	}
+	if spec.Number {
+		fields = append(slices.Clip(fields), arrow.Field{Name: "row_number", Type: arrow.PrimitiveTypes.Int64})
+	}
+	r.schema = withKind(fields)
+	if r.q, err = newOutQueue(ec, r.schema); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Rank) Schema() *arrow.Schema { return r.schema }
+
+func (r *Rank) Open(ctx context.Context) error { return r.in.Open(ctx) }
+
+func (r *Rank) Next(ctx context.Context) (Chunk, error) {
+	return miniBatchNext(ctx, r.in, r, r.q, &r.marker)
+}
+
+func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
+	signs, err := kindSigns(b, r.signs)
+	if err != nil {
+		return err
+	}
+	r.signs = signs
+	var owned []arrow.Array
+	defer func() {
+		for _, x := range owned {
+			x.Release()
+		}
+	}()
+	eval := func(es []exec.Expr) ([]arrow.Array, error) {
+		out := make([]arrow.Array, len(es))
+		for i, e := range es {
+			x, err := e.Eval(ctx, r.ec, b)
+			if err != nil {
+				return nil, err
+			}
+			owned = append(owned, x)
+			out[i] = x
+		}
+		return out, nil
+	}
+	n := int(b.NumRows())
+	keys, err := eval(r.spec.Partition)
+	if err != nil {
+		return err
+	}
+	if err := r.enc.Encode(keys, n); err != nil {
+		return err
+	}
+	orderExprs := make([]exec.Expr, len(r.spec.Order))
+	for i, k := range r.spec.Order {
+		orderExprs[i] = k.Expr
+	}
+	order, err := eval(orderExprs)
+	if err != nil {
+		return err
+	}
+	cols := b.Columns()[1:]
+	var grow int64
+	for i, sign := range signs {
+		vals := r.rowGet.row(cols, i)
+		sort := r.sortKey(order, i, vals)
+		k := r.enc.Key(i)
+		p := r.parts[string(k)]
+		if p == nil {
+			if p, err = r.load(string(k)); err != nil {
+				return err
+			}
+			if p == nil {
+				p = &rankPart{key: string(k)}
+			}
+			r.parts[p.key] = p
+			grow += r.partBytes(p)
+		}
+		if !p.dirty {
+			p.dirty = true
+			r.dirty = append(r.dirty, p)
+		}
+		head := sortHead(sort)
+		at, found := slices.BinarySearchFunc(p.rows, sort, func(x rankRow, s []byte) int { return compareSort(x, head, s) })
+		switch {
+		case found:
+			p.rows[at].n += int64(sign)
+			if p.rows[at].n == 0 {
+				grow -= rankRowBytes(p.rows[at])
+				p.rows = slices.Delete(p.rows, at, at+1)
+			}
+		case sign < 0:
+			return fmt.Errorf("%w: top-N input retracted a row it does not hold", exec.ErrInvalid)
+		default:
+			row := rankRow{head: head, sort: string(sort), vals: vals, n: 1}
+			p.rows = slices.Insert(p.rows, at, row)
+			grow += rankRowBytes(row)
+		}
+	}
+	r.held += grow
+	r.budget.add(grow)
+	return nil
+}
+
+// sortKey encodes row i's ORDER BY keys, then its values (ascending): rows
+// tied on the keys rank by value, and equal rows share one entry.
+func (r *Rank) sortKey(order []arrow.Array, i int, vals []any) []byte {
+	b := r.sortBuf[:0]
+	for c, k := range r.spec.Order {
+		b = appendOrdered(b, r.orderGet[c](order[c], i), k.Descending, k.NullsFirst)
+	}
+	for _, v := range vals {
+		b = appendOrdered(b, v, false, true)
+	}
+	r.sortBuf = b
+	return b
+}
+
+// top lists the rows numbered Lo to Hi, one entry per copy.
+func (r *Rank) top(p *rankPart) []rankRow {
+	var out []rankRow
+	num := int64(0)
+	for _, row := range p.rows {
+		for range row.n {
+			num++
+			if num > r.spec.Hi {
+				return out
+			}
+			if num >= r.spec.Lo {
+				out = append(out, row)
+			}
+		}
+	}
+	return out
+}
+
+// flush emits the change of every partition changed since the last marker.
+func (r *Rank) flush(context.Context) error {
+	var grow int64
+	for _, p := range r.dirty {
+		p.dirty = false
+		cur := r.top(p)
+		if r.spec.Number {
+			r.emitByNumber(p.emitted, cur)
+		} else {
+			r.emitChanged(p.emitted, cur)
+		}
+		grow += rankSlotBytes * int64(len(cur)-len(p.emitted))
+		p.emitted = cur
+		if len(p.rows) == 0 {
+			grow -= rankPartBytes + int64(len(p.key))
+			delete(r.parts, p.key)
+			if r.store != nil {
+				r.store.forget(p.key)
+			}
+		}
+	}
+	r.dirty = r.dirty[:0]
+	r.q.seal()
+	r.held += grow
+	r.budget.add(grow)
+	if r.budget.over() {
+		return r.evict()
+	}
+	return nil
+}
+
+// partBytes is what a partition accounts: the sum of what add and flush
+// accounted for it.
+func (r *Rank) partBytes(p *rankPart) int64 {
+	n := rankPartBytes + int64(len(p.key)) + rankSlotBytes*int64(len(p.emitted))
+	for _, row := range p.rows {
+		n += rankRowBytes(row)
+	}
+	return n
+}
+
+// evict moves partitions to disk until half the budget is free. Between
+// markers every partition's emitted rows are its top, so a partition is
+// its rows.
+func (r *Rank) evict() error {
+	if r.store == nil {
+		r.store = newSpillStore(r.ec, r.budget)
+	}
+	var out []stateEntry
+	var freed int64
+	target := r.budget.used.Load() - r.budget.limit/2
+	for key, p := range r.parts {
+		if freed >= target {
+			break
+		}
+		var b []byte
+		b = binary.AppendUvarint(b, uint64(len(p.rows)))
+		for _, row := range p.rows {
+			b = binary.AppendUvarint(b, uint64(len(row.sort)))
+			b = append(b, row.sort...)
+			b = binary.AppendUvarint(b, uint64(row.n))
+		}
+		out = append(out, stateEntry{key: key, val: b})
+		freed += r.partBytes(p)
+		delete(r.parts, key)
+	}
+	r.held -= freed
+	r.budget.add(-freed)
+	return r.store.write(out)
+}
+
+// load reads a spilled partition back (nil if none).
+func (r *Rank) load(key string) (*rankPart, error) {
+	if r.store == nil {
+		return nil, nil
+	}
+	b, ok, err := r.store.take(key)
+	if !ok || err != nil {
+		return nil, err
+	}
+	p := &rankPart{key: key}
+	n, k := binary.Uvarint(b)
+	if k <= 0 {
+		return nil, errCorruptState
+	}
+	b = b[k:]
+	for range n {
+		sn, k := binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < sn {
+			return nil, errCorruptState
+		}
+		sort := string(b[k : k+int(sn)])
+		b = b[k+int(sn):]
+		cnt, k := binary.Uvarint(b)
+		if k <= 0 {
+			return nil, errCorruptState
+		}
+		b = b[k:]
+		vals, err := r.decodeRow(sort)
+		if err != nil {
+			return nil, err
+		}
+		p.rows = append(p.rows, rankRow{head: sortHead([]byte(sort)), sort: sort, vals: vals, n: int64(cnt)})
+	}
+	p.emitted = r.top(p)
+	return p, nil
+}
+
+// decodeRow reads a row's values from its sort key, after the ORDER BY
+// keys.
+func (r *Rank) decodeRow(sort string) ([]any, error) {
+	b := []byte(sort)
+	var err error
+	for i, d := range r.orderDec {
+		if _, b, err = d(b, r.spec.Order[i].Descending); err != nil {
+			return nil, err
+		}
+	}
+	vals := make([]any, len(r.rowDec))
+	for i, d := range r.rowDec {
+		if vals[i], b, err = d(b, false); err != nil {
+			return nil, err
+		}
+	}
+	return vals, nil
+}
+
+// emitByNumber emits, for each row number, the change of its row.
+func (r *Rank) emitByNumber(old, cur []rankRow) {
+	for i := range max(len(old), len(cur)) {
+		num := r.spec.Lo + int64(i)
+		switch {
+		case i >= len(cur):
+			r.emit(kindDelete, old[i].vals, num)
+		case i >= len(old):
+			r.emit(kindInsert, cur[i].vals, num)
+		case old[i].sort != cur[i].sort:
+			r.emit(kindUpdateBefore, old[i].vals, num)
+			r.emit(kindUpdateAfter, cur[i].vals, num)
+		}
+	}
+}
+
+// emitChanged emits the rows that left and entered the top, as a multiset
+// difference (both lists are in sort order, copies side by side); a top 1
+// pairs them as an update.
+func (r *Rank) emitChanged(old, cur []rankRow) {
+	var gone, came []rankRow
+	for i, j := 0, 0; i < len(old) || j < len(cur); {
+		switch {
+		case j == len(cur) || i < len(old) && old[i].sort < cur[j].sort:
+			gone = append(gone, old[i])
+			i++
+		case i == len(old) || cur[j].sort < old[i].sort:
+			came = append(came, cur[j])
+			j++
+		default:
+			i, j = i+1, j+1
+		}
+	}
+	if r.spec.Hi == 1 && len(gone) == 1 && len(came) == 1 {
+		r.emit(kindUpdateBefore, gone[0].vals, 0)
+		r.emit(kindUpdateAfter, came[0].vals, 0)
+		return
+	}
+	for _, x := range gone {
+		r.emit(kindDelete, x.vals, 0)
+	}
+	for _, x := range came {
+		r.emit(kindInsert, x.vals, 0)
+	}
+}
+
+func (r *Rank) emit(kind string, vals []any, num int64) {
+	if !r.spec.Number {
+		r.q.add(kind, vals)
+		return
+	}
+	r.outRow = append(append(r.outRow[:0], vals...), num)
+	r.q.add(kind, r.outRow)
+}
+
+func (r *Rank) Close() error {
+	r.q.release()
+	r.budget.add(-r.held)
+	r.held = 0
+	if r.store != nil {
+		r.store.close()
+	}
+	return r.in.Close()
+}

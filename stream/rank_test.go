@@ -1,0 +1,271 @@
+package stream
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/rand"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/exec"
+)
+
+func seeded(t *testing.T) *rand.Rand {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	return rand.New(rand.NewSource(seed))
+}
+
+// The ordered encoding compares as the values do (NULLs first or last in
+// either direction) and decodes to the values, at random over every kind
+// of value state holds.
+func TestOrderedEncoding(t *testing.T) {
+	rng := seeded(t)
+	type kind struct {
+		dt   arrow.DataType
+		rand func() any
+	}
+	strs := []string{"", "a", "a\x00", "a\x00b", "a\x01", "ab", "\x00", "\xff", "b"}
+	kinds := []kind{
+		{arrow.PrimitiveTypes.Int64, func() any {
+			return []int64{math.MinInt64, -1, 0, 1, math.MaxInt64, rng.Int63() - rng.Int63()}[rng.Intn(6)]
+		}},
+		{arrow.PrimitiveTypes.Uint64, func() any { return []uint64{0, 1, math.MaxUint64, rng.Uint64()}[rng.Intn(4)] }},
+		{arrow.PrimitiveTypes.Float64, func() any {
+			return []float64{math.Inf(-1), -1.5, 0, 2.25, math.Inf(1), math.NaN(), rng.NormFloat64()}[rng.Intn(7)]
+		}},
+		{arrow.FixedWidthTypes.Boolean, func() any { return rng.Intn(2) == 0 }},
+		{arrow.BinaryTypes.String, func() any { return strs[rng.Intn(len(strs))] + strs[rng.Intn(len(strs))] }},
+		{&arrow.Decimal128Type{Precision: 38, Scale: 2}, func() any { return decimal128.FromI64(rng.Int63n(2000) - 1000) }},
+	}
+	for _, k := range kinds {
+		dec, err := orderedDecoderFor(k.dt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2000 {
+			desc, nullsFirst := rng.Intn(2) == 0, rng.Intn(2) == 0
+			a, b := k.rand(), k.rand()
+			if rng.Intn(8) == 0 {
+				a = nil
+			}
+			if rng.Intn(8) == 0 {
+				b = nil
+			}
+			want := 0
+			switch {
+			case a == nil && b == nil:
+			case a == nil || b == nil:
+				want = 1
+				if (a == nil) == nullsFirst {
+					want = -1
+				}
+			default:
+				want = compareValues(a, b)
+				if desc {
+					want = -want
+				}
+			}
+			ea, eb := appendOrdered(nil, a, desc, nullsFirst), appendOrdered(nil, b, desc, nullsFirst)
+			if got := bytes.Compare(ea, eb); cmp.Compare(got, 0) != cmp.Compare(want, 0) {
+				t.Fatalf("%s %v vs %v (desc %v, nulls first %v): bytes compare %d, values %d", k.dt, a, b, desc, nullsFirst, got, want)
+			}
+			v, rest, err := dec(ea, desc)
+			if err != nil || len(rest) != 0 || !sameValue(mapKey(v), mapKey(a)) {
+				t.Fatalf("%s %v (desc %v) decodes to %v, rest %x, %v", k.dt, a, desc, v, rest, err)
+			}
+		}
+	}
+}
+
+// randomChangelog is snapshots of changes to rows (p, x, y), x NULL at
+// times, that retract only rows added before.
+func randomChangelog(rng *rand.Rand, snapshots, partitions int) [][]string {
+	var snaps [][]string
+	var live []string
+	for range snapshots {
+		var rows []string
+		for range 1 + rng.Intn(60) {
+			if len(live) > 0 && rng.Intn(10) < 3 {
+				i := rng.Intn(len(live))
+				rows = append(rows, "-D "+live[i])
+				live = slices.Delete(live, i, i+1)
+				continue
+			}
+			r := fmt.Sprintf("%d %d %d", rng.Intn(partitions), rng.Intn(40), rng.Intn(1000))
+			if rng.Intn(10) == 0 {
+				r = fmt.Sprintf("%d NULL %d", rng.Intn(partitions), rng.Intn(1000))
+			}
+			live = append(live, r)
+			rows = append(rows, "+I "+r)
+		}
+		snaps = append(snaps, rows)
+	}
+	return snaps
+}
+
+// spillRun runs the operator newOp builds under a budget of limit bytes
+// and returns its output, the peak state accounted and the entries
+// spilled.
+func spillRun(t *testing.T, mem memory.Allocator, limit int64, batchSize int, newOp func(ec *exec.Context, b *Budget) Operator) ([]string, int64, int64) {
+	t.Helper()
+	ec := exec.NewContext(mem)
+	ec.TempDir = t.TempDir()
+	ec.BatchSize = batchSize
+	b := NewBudget(limit)
+	op := newOp(ec, b)
+	ctx := context.Background()
+	if err := op.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	var peak int64
+	for {
+		c, err := op.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		peak = max(peak, b.Used())
+		if c.Batch == nil {
+			out = append(out, fmt.Sprintf("%v: marker", c.Pos))
+			// At a marker the state in memory is back under the budget,
+			// besides the spilled runs' indexes; the runs' files are
+			// unlinked.
+			if store := spillStoreOf(op); limit > 0 && store != nil && b.Used()-store.held > limit {
+				t.Fatalf("at %v the state holds %d bytes (%d of them indexes), over the budget of %d", c.Pos, b.Used(), store.held, limit)
+			}
+			if files, err := os.ReadDir(ec.TempDir); err != nil || len(files) > 0 {
+				t.Fatalf("spill directory holds %v (%v)", files, err)
+			}
+			continue
+		}
+		for i := range int(c.Batch.NumRows()) {
+			var f []string
+			for j := range int(c.Batch.NumCols()) {
+				f = append(f, c.Batch.Column(j).ValueStr(i))
+			}
+			out = append(out, fmt.Sprintf("%v: %s", c.Pos, strings.Join(f, " ")))
+		}
+	}
+	if err := op.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if b.Used() != 0 {
+		t.Fatalf("budget holds %d bytes after Close", b.Used())
+	}
+	return out, peak, ec.SpilledRows()
+}
+
+func spillStoreOf(op Operator) *spillStore {
+	switch x := op.(type) {
+	case *Rank:
+		return x.store
+	case *Aggregate:
+		return x.store
+	case *Normalize:
+		return x.store
+	}
+	return nil
+}
+
+// expectSameSpilled runs newOp in memory and under a tiny budget: the
+// state must peak at 10x the budget in memory, spill under it, and the
+// output must be the same change for change.
+func expectSameSpilled(t *testing.T, rng *rand.Rand, mem memory.Allocator, newOp func(ec *exec.Context, b *Budget) Operator) {
+	t.Helper()
+	const budget = 2 << 10
+	batch := 1 + rng.Intn(64)
+	want, peak, _ := spillRun(t, mem, 0, batch, newOp)
+	if peak < 10*budget {
+		t.Fatalf("the state peaks at %d bytes, not 10x the budget of %d", peak, budget)
+	}
+	got, _, spilled := spillRun(t, mem, budget, batch, newOp)
+	if spilled == 0 {
+		t.Fatal("nothing spilled")
+	}
+	if !slices.Equal(got, want) {
+		for i := range min(len(got), len(want)) {
+			if got[i] != want[i] {
+				t.Fatalf("with a %d-byte budget change %d is %q, in memory %q", budget, i, got[i], want[i])
+			}
+		}
+		t.Fatalf("with a %d-byte budget %d changes, in memory %d", budget, len(got), len(want))
+	}
+	t.Logf("state peaks at %d bytes in memory; %d entries spilled under a %d-byte budget", peak, spilled, budget)
+}
+
+// A top-N whose state is far over its budget spills partitions to disk and
+// reads them back, emitting exactly what it emits in memory: the same
+// changes at every marker, over a random changelog with retractions.
+func TestRankSpillsPastBudget(t *testing.T) {
+	rng := seeded(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	snaps := randomChangelog(rng, 80, 300)
+	expectSameSpilled(t, rng, mem, func(ec *exec.Context, b *Budget) Operator {
+		r, err := NewRank(ec, int64Changes(t, mem, []string{"p", "x", "y"}, 0, 1, snaps...), RankSpec{
+			Partition: []exec.Expr{col(1, "p")},
+			Order:     []exec.SortKey{{Expr: col(2, "x"), Descending: true}, {Expr: col(3, "y"), NullsFirst: true}},
+			Lo:        1, Hi: 3, Number: true,
+		}, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	})
+}
+
+// An aggregation whose state is far over its budget spills groups,
+// accumulators and all, and emits exactly what it emits in memory.
+func TestAggregateSpillsPastBudget(t *testing.T) {
+	rng := seeded(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	snaps := randomChangelog(rng, 80, 300)
+	i64 := arrow.PrimitiveTypes.Int64
+	expectSameSpilled(t, rng, mem, func(ec *exec.Context, b *Budget) Operator {
+		agg, err := NewAggregate(ec, int64Changes(t, mem, []string{"p", "x", "y"}, 0, 1, snaps...), []exec.Expr{col(1, "p")}, []string{"p"}, []AggSpec{
+			{Func: "count_star", Type: i64, Name: "c"},
+			{Func: "count", Arg: col(2, "x"), Type: i64, Name: "cx"},
+			{Func: "sum", Arg: col(2, "x"), Type: i64, Name: "s"},
+			{Func: "avg", Arg: col(3, "y"), Type: arrow.PrimitiveTypes.Float64, Name: "a"},
+			{Func: "min", Arg: col(3, "y"), Type: i64, Name: "mn"},
+			{Func: "max", Arg: col(2, "x"), Type: i64, Name: "mx"},
+			{Func: "count", Arg: col(2, "x"), Distinct: true, Type: i64, Name: "dx"},
+		}, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return agg
+	})
+}
+
+// A normalization whose state (the last row of every key) is far over its
+// budget spills rows and emits exactly what it emits in memory.
+func TestNormalizeSpillsPastBudget(t *testing.T) {
+	rng := seeded(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	snaps := randomChangelog(rng, 80, 3000)
+	expectSameSpilled(t, rng, mem, func(ec *exec.Context, b *Budget) Operator {
+		n, err := NewNormalize(ec, int64Changes(t, mem, []string{"p", "x", "y"}, 0, 1, snaps...), []int{1}, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	})
+}

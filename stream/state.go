@@ -1,0 +1,327 @@
+package stream
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/flightd/flightd/exec"
+)
+
+// spillStore keeps the state entries an operator evicted from memory past
+// its Budget: sorted runs of (key, value) records in files under the
+// execution's spill directory (exec.Context.TempDir), each with a sparse
+// index in memory (the first key of every block of about stateBlockBytes),
+// newest run last. A key is read back with one block read per run that
+// may hold it; its records stay, shadowed by memory, until the entry is
+// written again (a newer run) or deleted: the operator then forgets the
+// key, and the next run records a tombstone. When there are more than
+// maxStateRuns runs they are merged into one, without what is shadowed
+// or deleted.
+//
+// Files are unlinked as soon as they are created: they go with the
+// process, whatever ends it.
+type spillStore struct {
+	ec     *exec.Context
+	budget *Budget
+	runs   []*stateRun
+	gone   map[string]bool // keys forgotten since the last run
+	held   int64           // indexes and forgotten keys, accounted in budget
+	buf    []byte
+}
+
+type stateRun struct {
+	f      *os.File
+	blocks []stateBlock
+	size   int64
+}
+
+type stateBlock struct {
+	first string
+	off   int64
+}
+
+const (
+	stateBlockBytes = 4 << 10
+	maxStateRuns    = 8
+)
+
+func newSpillStore(ec *exec.Context, budget *Budget) *spillStore {
+	return &spillStore{ec: ec, budget: budget, gone: map[string]bool{}}
+}
+
+type stateEntry struct {
+	key string
+	val []byte // nil: a tombstone
+}
+
+// forget records that key's entry was deleted from memory: older records
+// of it must not come back.
+func (s *spillStore) forget(key string) {
+	if !s.gone[key] {
+		s.gone[key] = true
+		s.account(goneBytes(key))
+	}
+}
+
+// write stores entries (distinct keys) and the tombstones of the keys
+// forgotten since (but for those entries) as a new run.
+func (s *spillStore) write(entries []stateEntry) error {
+	var grow int64
+	for _, e := range entries {
+		if s.gone[e.key] {
+			delete(s.gone, e.key)
+			grow -= goneBytes(e.key)
+		}
+	}
+	for k := range s.gone {
+		entries = append(entries, stateEntry{key: k})
+		grow -= goneBytes(k)
+	}
+	clear(s.gone)
+	if len(entries) == 0 {
+		return nil
+	}
+	slices.SortFunc(entries, func(a, b stateEntry) int { return strings.Compare(a.key, b.key) })
+	run, err := s.writeRun(func(put func(key string, val []byte) error) error {
+		for _, e := range entries {
+			if err := put(e.key, e.val); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.runs = append(s.runs, run)
+	s.ec.NoteSpilledRows(int64(len(entries)))
+	s.account(grow + run.indexBytes())
+	if len(s.runs) > maxStateRuns {
+		return s.compact()
+	}
+	return nil
+}
+
+func goneBytes(key string) int64 { return int64(len(key)) + 32 }
+
+func (r *stateRun) indexBytes() int64 {
+	n := int64(len(r.blocks)) * 40
+	for _, b := range r.blocks {
+		n += int64(len(b.first))
+	}
+	return n
+}
+
+func (s *spillStore) account(n int64) {
+	s.held += n
+	s.budget.add(n)
+}
+
+// writeRun writes the records fill puts, in key order, to a new run.
+func (s *spillStore) writeRun(fill func(put func(key string, val []byte) error) error) (*stateRun, error) {
+	f, err := os.CreateTemp(s.ec.TempDir, "flightd-state-*")
+	if err != nil {
+		return nil, fmt.Errorf("spill streaming state: %w", err)
+	}
+	_ = os.Remove(f.Name()) // the open file stays readable
+	run := &stateRun{f: f}
+	w := bufio.NewWriterSize(f, 64<<10)
+	blockStart := int64(-stateBlockBytes)
+	err = fill(func(key string, val []byte) error {
+		if run.size-blockStart >= stateBlockBytes {
+			blockStart = run.size
+			run.blocks = append(run.blocks, stateBlock{first: key, off: run.size})
+		}
+		b := binary.AppendUvarint(s.buf[:0], uint64(len(key)))
+		b = append(b, key...)
+		if val == nil {
+			b = append(b, 0)
+		} else {
+			b = binary.AppendUvarint(b, uint64(len(val))+1)
+			b = append(b, val...)
+		}
+		s.buf = b
+		run.size += int64(len(b))
+		_, err := w.Write(b)
+		return err
+	})
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("spill streaming state: %w", err)
+	}
+	return run, nil
+}
+
+// take returns the value stored for key, or false.
+func (s *spillStore) take(key string) ([]byte, bool, error) {
+	if s.gone[key] {
+		return nil, false, nil
+	}
+	for i := len(s.runs) - 1; i >= 0; i-- {
+		val, ok, err := s.runs[i].get(key)
+		if err != nil || ok {
+			return val, val != nil, err // a tombstone ends the search
+		}
+	}
+	return nil, false, nil
+}
+
+// get reads key's record from the one block that may hold it: its value,
+// nil for a tombstone.
+func (r *stateRun) get(key string) ([]byte, bool, error) {
+	i, _ := slices.BinarySearchFunc(r.blocks, key, func(b stateBlock, k string) int {
+		if b.first <= k {
+			return -1
+		}
+		return 1
+	})
+	if i == 0 {
+		return nil, false, nil // before the first key
+	}
+	end := r.size
+	if i < len(r.blocks) {
+		end = r.blocks[i].off
+	}
+	block := make([]byte, end-r.blocks[i-1].off)
+	if _, err := r.f.ReadAt(block, r.blocks[i-1].off); err != nil {
+		return nil, false, fmt.Errorf("read spilled streaming state: %w", err)
+	}
+	for len(block) > 0 {
+		k, v, rest, err := nextRecord(block)
+		if err != nil {
+			return nil, false, err
+		}
+		if k == key {
+			return v, true, nil // v is nil for a tombstone
+		}
+		if k > key {
+			break
+		}
+		block = rest
+	}
+	return nil, false, nil
+}
+
+func nextRecord(b []byte) (key string, val, rest []byte, err error) {
+	kn, n := binary.Uvarint(b)
+	if n <= 0 || uint64(len(b)-n) < kn {
+		return "", nil, nil, errCorruptState
+	}
+	key, b = string(b[n:n+int(kn)]), b[n+int(kn):]
+	vn, n := binary.Uvarint(b)
+	if n <= 0 || uint64(len(b)-n) < vn-min(vn, 1) {
+		return "", nil, nil, errCorruptState
+	}
+	if vn == 0 {
+		return key, nil, b[n:], nil
+	}
+	return key, b[n : n+int(vn-1)], b[n+int(vn-1):], nil
+}
+
+// runCursor reads a run's records in order.
+type runCursor struct {
+	r         *bufio.Reader
+	left      int64
+	key       string
+	val       []byte
+	exhausted bool
+}
+
+func (c *runCursor) next() error {
+	if c.left == 0 {
+		c.exhausted = true
+		return nil
+	}
+	kn, err := binary.ReadUvarint(c.r)
+	if err != nil {
+		return fmt.Errorf("read spilled streaming state: %w", err)
+	}
+	k := make([]byte, kn)
+	if _, err := io.ReadFull(c.r, k); err != nil {
+		return fmt.Errorf("read spilled streaming state: %w", err)
+	}
+	vn, err := binary.ReadUvarint(c.r)
+	if err != nil {
+		return fmt.Errorf("read spilled streaming state: %w", err)
+	}
+	c.val = nil
+	if vn > 0 {
+		c.val = make([]byte, vn-1)
+		if _, err := io.ReadFull(c.r, c.val); err != nil {
+			return fmt.Errorf("read spilled streaming state: %w", err)
+		}
+	}
+	c.key = string(k)
+	c.left -= int64(uvarintLen(kn) + len(k) + uvarintLen(vn) + len(c.val))
+	return nil
+}
+
+func uvarintLen(x uint64) int { return len(binary.AppendUvarint(nil, x)) }
+
+// compact merges every run into one: the newest record of each key,
+// unless it is a tombstone (nothing older is left for it to hide).
+func (s *spillStore) compact() error {
+	cursors := make([]*runCursor, len(s.runs))
+	for i, r := range s.runs {
+		cursors[i] = &runCursor{r: bufio.NewReaderSize(io.NewSectionReader(r.f, 0, r.size), 64<<10), left: r.size}
+		if err := cursors[i].next(); err != nil {
+			return err
+		}
+	}
+	run, err := s.writeRun(func(put func(key string, val []byte) error) error {
+		for {
+			// The smallest key; of equal keys the newest run's record.
+			best := -1
+			for i, c := range cursors {
+				if !c.exhausted && (best < 0 || c.key <= cursors[best].key) {
+					best = i
+				}
+			}
+			if best < 0 {
+				return nil
+			}
+			key, val := cursors[best].key, cursors[best].val
+			for _, c := range cursors {
+				for !c.exhausted && c.key == key {
+					if err := c.next(); err != nil {
+						return err
+					}
+				}
+			}
+			if val != nil {
+				if err := put(key, val); err != nil {
+					return err
+				}
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	grow := run.indexBytes()
+	for _, r := range s.runs {
+		grow -= r.indexBytes()
+		r.f.Close()
+	}
+	s.runs = []*stateRun{run}
+	s.account(grow)
+	return nil
+}
+
+// close removes the runs and frees what the store accounted.
+func (s *spillStore) close() {
+	for _, r := range s.runs {
+		r.f.Close()
+	}
+	s.runs = nil
+	s.budget.add(-s.held)
+	s.held = 0
+}
