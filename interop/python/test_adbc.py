@@ -5,6 +5,7 @@ FLIGHTD_URI.
 """
 import json
 import os
+import time
 
 import adbc_driver_flightsql.dbapi as flight_sql
 import adbc_driver_manager
@@ -269,3 +270,55 @@ def test_large_batch_with_max_msg_size():
     opt = {"adbc.flight.sql.client_option.with_max_msg_size": str(64 << 20)}
     with flight_sql.connect(URI, autocommit=True, db_kwargs=opt) as c, c.cursor() as cur:
         assert cur.adbc_ingest("py_big_batch", t, mode="replace") == 2_200_000
+
+
+def test_materialized_table_statements(conn):
+    """Every materialized-table statement through the DB-API: a continuous
+    table and a full one, switched, suspended, resumed, refreshed, shown,
+    described and dropped."""
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE py_src (k BIGINT NOT NULL, g INT, PRIMARY KEY (k) NOT ENFORCED)")
+    cur.execute("INSERT INTO py_src VALUES (1, 1), (2, 1), (3, 2)")
+    cur.execute("CREATE MATERIALIZED TABLE py_live FRESHNESS = INTERVAL '1' SECOND "
+                "AS SELECT g, count(*) AS n FROM py_src GROUP BY g")
+    cur.execute("CREATE MATERIALIZED TABLE py_full FRESHNESS = INTERVAL '1' HOUR "
+                "AS SELECT g, count(*) AS n FROM py_src GROUP BY g")
+
+    def describe(name):
+        cur.execute(f"DESCRIBE EXTENDED {name}")
+        return {r[0]: r[1] for r in cur.fetchall()}
+
+    assert describe("py_live")["refresh_mode"] == "CONTINUOUS"
+    assert describe("py_full")["refresh_mode"] == "FULL"
+    cur.execute("INSERT INTO py_src VALUES (4, 2)")
+    cur.execute("ALTER MATERIALIZED TABLE py_full REFRESH")
+    cur.execute("SELECT g, n FROM py_full ORDER BY g")
+    assert cur.fetchall() == [(1, 2), (2, 2)]
+    # The continuous table catches up with the insert on its own.
+    deadline = time.time() + 30
+    while True:
+        cur.execute("SELECT g, n FROM py_live ORDER BY g")
+        if cur.fetchall() == [(1, 2), (2, 2)]:
+            break
+        assert time.time() < deadline, "py_live did not catch up"
+        time.sleep(0.1)
+    cur.execute("ALTER MATERIALIZED TABLE py_live SET FRESHNESS = INTERVAL '1' HOUR")
+    assert describe("py_live")["refresh_mode"] == "FULL"
+    cur.execute("ALTER MATERIALIZED TABLE py_full SUSPEND")
+    assert describe("py_full")["status"] == "SUSPENDED"
+    cur.execute("ALTER MATERIALIZED TABLE py_full RESUME")
+    cur.execute("ALTER MATERIALIZED TABLE py_full AS SELECT g, max(k) AS top FROM py_src GROUP BY g")
+    cur.execute("SELECT g, top FROM py_full ORDER BY g")
+    assert cur.fetchall() == [(1, 2), (2, 4)]
+    cur.execute("SHOW CREATE MATERIALIZED TABLE py_full")
+    assert "max(k) AS top" in cur.fetchall()[0][0]
+    cur.execute("SELECT table_name, refresh_mode FROM sys.materialized_tables "
+                "WHERE table_name LIKE 'py_%' ORDER BY table_name")
+    assert cur.fetchall() == [("py_full", "FULL"), ("py_live", "FULL")]
+    cur.execute("SHOW MATERIALIZED TABLES")
+    assert {"py_full", "py_live"} <= {r[0] for r in cur.fetchall()}
+    with pytest.raises(Exception, match="materialized table"):
+        cur.execute("INSERT INTO py_live VALUES (9, 9)")
+    cur.execute("DROP MATERIALIZED TABLE py_live")
+    cur.execute("DROP MATERIALIZED TABLE py_full")
+    cur.close()

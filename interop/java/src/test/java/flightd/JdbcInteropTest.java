@@ -155,6 +155,35 @@ public class JdbcInteropTest {
     }
   }
 
+  /** The materialized-table statements through JDBC. */
+  @Test
+  public void materializedTables() throws Exception {
+    try (Statement st = conn.createStatement()) {
+      st.executeUpdate("CREATE TABLE jdbc_src (k INT NOT NULL, g INT, PRIMARY KEY (k) NOT ENFORCED)");
+      st.executeUpdate("INSERT INTO jdbc_src VALUES (1, 1), (2, 1), (3, 2)");
+      st.execute("CREATE MATERIALIZED TABLE jdbc_mt FRESHNESS = INTERVAL '1' HOUR AS SELECT g, count(*) AS n FROM jdbc_src GROUP BY g");
+      st.executeUpdate("INSERT INTO jdbc_src VALUES (4, 2)");
+      st.execute("ALTER MATERIALIZED TABLE jdbc_mt REFRESH");
+      try (ResultSet rs = st.executeQuery("SELECT sum(n) FROM jdbc_mt")) {
+        assertTrue(rs.next());
+        assertEquals(4, rs.getLong(1));
+      }
+      st.execute("ALTER MATERIALIZED TABLE jdbc_mt SET FRESHNESS = INTERVAL '10' SECOND");
+      st.execute("ALTER MATERIALIZED TABLE jdbc_mt SUSPEND");
+      String mode = null, status = null;
+      try (ResultSet rs = st.executeQuery("DESCRIBE EXTENDED jdbc_mt")) {
+        while (rs.next()) {
+          if ("refresh_mode".equals(rs.getString(1))) mode = rs.getString(2);
+          if ("status".equals(rs.getString(1))) status = rs.getString(2);
+        }
+      }
+      assertEquals("CONTINUOUS", mode);
+      assertEquals("SUSPENDED", status);
+      st.execute("ALTER MATERIALIZED TABLE jdbc_mt RESUME");
+      st.execute("DROP MATERIALIZED TABLE jdbc_mt");
+    }
+  }
+
   @Test
   public void millionRowResult() throws Exception {
     long rows = 0, sum = 0;
