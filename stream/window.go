@@ -305,16 +305,7 @@ func (w *WindowAggregate) add(ctx context.Context, b arrow.RecordBatch) (err err
 // fire emits and frees the windows that end at or before wm, in order of
 // their end, then start.
 func (w *WindowAggregate) fire(wm time.Time) error {
-	limit := wm.UnixMicro()
-	var closed []*window
-	for b, win := range w.open {
-		if b[1] <= limit {
-			closed = append(closed, win)
-		}
-	}
-	slices.SortFunc(closed, func(a, b *window) int {
-		return cmp.Or(cmp.Compare(a.bounds[1], b.bounds[1]), cmp.Compare(a.bounds[0], b.bounds[0]))
-	})
+	closed := closedWindows(w.open, wm)
 	var freed int64
 	for _, win := range closed {
 		start, end := toUnit(win.bounds[0], w.unit), toUnit(win.bounds[1], w.unit)
@@ -348,4 +339,23 @@ func (w *WindowAggregate) Close() error {
 	_ = w.budget.grow(-w.held, "")
 	w.held = 0
 	return w.in.Close()
+}
+
+// closedWindows returns the windows of open (keyed by their start and end,
+// in microseconds) that end at or before wm, in order of their end, then
+// start.
+func closedWindows[W any](open map[[2]int64]W, wm time.Time) []W {
+	limit := wm.UnixMicro()
+	var bounds [][2]int64
+	for b := range open {
+		if b[1] <= limit {
+			bounds = append(bounds, b)
+		}
+	}
+	slices.SortFunc(bounds, func(a, b [2]int64) int { return cmp.Or(cmp.Compare(a[1], b[1]), cmp.Compare(a[0], b[0])) })
+	closed := make([]W, len(bounds))
+	for i, b := range bounds {
+		closed[i] = open[b]
+	}
+	return closed
 }

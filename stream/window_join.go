@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -259,16 +258,7 @@ func (j *WindowJoin) add(ctx context.Context, side int, b arrow.RecordBatch) (er
 // fire joins, emits and frees the windows that end at or before wm, in
 // order of their end, then start.
 func (j *WindowJoin) fire(wm time.Time) error {
-	limit := wm.UnixMicro()
-	var closed []*joinWindow
-	for b, win := range j.open {
-		if b[1] <= limit {
-			closed = append(closed, win)
-		}
-	}
-	slices.SortFunc(closed, func(a, b *joinWindow) int {
-		return cmp.Or(cmp.Compare(a.bounds[1], b.bounds[1]), cmp.Compare(a.bounds[0], b.bounds[0]))
-	})
+	closed := closedWindows(j.open, wm)
 	var freed int64
 	for _, win := range closed {
 		var extra []any
