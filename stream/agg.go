@@ -229,19 +229,9 @@ func (a *Aggregate) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 		return err
 	}
 	a.signs = signs
-	var owned []arrow.Array
-	defer func() {
-		for _, x := range owned {
-			x.Release()
-		}
-	}()
-	eval := func(e exec.Expr) (arrow.Array, error) {
-		x, err := e.Eval(ctx, a.ec, b)
-		if err == nil {
-			owned = append(owned, x)
-		}
-		return x, err
-	}
+	ev := &batchEval{ctx: ctx, ec: a.ec, b: b}
+	defer ev.release()
+	eval := ev.eval
 	n := int(b.NumRows())
 	keys := make([]arrow.Array, len(a.groups))
 	for i, g := range a.groups {

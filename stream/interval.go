@@ -157,27 +157,19 @@ func (j *IntervalJoin) process(ctx context.Context, side int, b arrow.RecordBatc
 	j.signs = signs
 	s, other := j.sides[side], j.sides[1-side]
 	n := int(b.NumRows())
-	var owned []arrow.Array
-	defer func() {
-		for _, x := range owned {
-			x.Release()
-		}
-	}()
-	keys := make([]arrow.Array, len(s.keys))
-	for i, k := range s.keys {
-		if keys[i], err = k.Eval(ctx, j.ec, b); err != nil {
-			return err
-		}
-		owned = append(owned, keys[i])
+	ev := &batchEval{ctx: ctx, ec: j.ec, b: b}
+	defer ev.release()
+	keys, err := ev.evalAll(s.keys)
+	if err != nil {
+		return err
 	}
 	if err := s.enc.Encode(keys, n); err != nil {
 		return err
 	}
-	ts, err := s.time.Eval(ctx, j.ec, b)
+	ts, err := ev.eval(s.time)
 	if err != nil {
 		return err
 	}
-	owned = append(owned, ts)
 	times := make([]int64, n)
 	valid := make([]bool, n)
 	if err := eachTime(ts, func(i int, t time.Time) { times[i], valid[i] = t.UnixMicro(), true }); err != nil {

@@ -248,3 +248,37 @@ func miniBatchNext(ctx context.Context, in Operator, op miniBatched, q *outQueue
 		}
 	}
 }
+
+// batchEval evaluates expressions over one batch; release frees every
+// array it returned.
+type batchEval struct {
+	ctx   context.Context
+	ec    *exec.Context
+	b     arrow.RecordBatch
+	owned []arrow.Array
+}
+
+func (e *batchEval) eval(x exec.Expr) (arrow.Array, error) {
+	a, err := x.Eval(e.ctx, e.ec, e.b)
+	if err == nil {
+		e.owned = append(e.owned, a)
+	}
+	return a, err
+}
+
+func (e *batchEval) evalAll(xs []exec.Expr) ([]arrow.Array, error) {
+	out := make([]arrow.Array, len(xs))
+	for i, x := range xs {
+		var err error
+		if out[i], err = e.eval(x); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (e *batchEval) release() {
+	for _, a := range e.owned {
+		a.Release()
+	}
+}

@@ -155,24 +155,9 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 		return err
 	}
 	r.signs = signs
-	var owned []arrow.Array
-	defer func() {
-		for _, x := range owned {
-			x.Release()
-		}
-	}()
-	eval := func(es []exec.Expr) ([]arrow.Array, error) {
-		out := make([]arrow.Array, len(es))
-		for i, e := range es {
-			x, err := e.Eval(ctx, r.ec, b)
-			if err != nil {
-				return nil, err
-			}
-			owned = append(owned, x)
-			out[i] = x
-		}
-		return out, nil
-	}
+	ev := &batchEval{ctx: ctx, ec: r.ec, b: b}
+	defer ev.release()
+	eval := ev.evalAll
 	n := int(b.NumRows())
 	keys, err := eval(r.spec.Partition)
 	if err != nil {

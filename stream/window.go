@@ -223,19 +223,9 @@ func (w *WindowAggregate) add(ctx context.Context, b arrow.RecordBatch) (err err
 		return err
 	}
 	w.signs = signs
-	var owned []arrow.Array
-	defer func() {
-		for _, x := range owned {
-			x.Release()
-		}
-	}()
-	eval := func(e exec.Expr) (arrow.Array, error) {
-		x, err := e.Eval(ctx, w.ec, b)
-		if err == nil {
-			owned = append(owned, x)
-		}
-		return x, err
-	}
+	ev := &batchEval{ctx: ctx, ec: w.ec, b: b}
+	defer ev.release()
+	eval := ev.eval
 	n := int(b.NumRows())
 	ts, err := eval(w.rowtime)
 	if err != nil {

@@ -179,29 +179,21 @@ func (j *WindowJoin) add(ctx context.Context, side int, b arrow.RecordBatch) (er
 	j.signs = signs
 	s := j.sides[side]
 	n := int(b.NumRows())
-	var owned []arrow.Array
-	defer func() {
-		for _, x := range owned {
-			x.Release()
-		}
-	}()
-	keys := make([]arrow.Array, len(s.Keys))
-	for i, k := range s.Keys {
-		if keys[i], err = k.Eval(ctx, j.ec, b); err != nil {
-			return err
-		}
-		owned = append(owned, keys[i])
+	ev := &batchEval{ctx: ctx, ec: j.ec, b: b}
+	defer ev.release()
+	keys, err := ev.evalAll(s.Keys)
+	if err != nil {
+		return err
 	}
 	if len(keys) > 0 {
 		if err := j.enc[side].Encode(keys, n); err != nil {
 			return err
 		}
 	}
-	ts, err := s.Time.Eval(ctx, j.ec, b)
+	ts, err := ev.eval(s.Time)
 	if err != nil {
 		return err
 	}
-	owned = append(owned, ts)
 	times := make([]int64, n)
 	valid := make([]bool, n)
 	if err := eachTime(ts, func(i int, t time.Time) { times[i], valid[i] = t.UnixMicro(), true }); err != nil {
