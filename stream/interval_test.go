@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/flightd/flightd/engine"
 	"github.com/flightd/flightd/plan"
 	"github.com/flightd/flightd/tablestore"
 )
@@ -99,24 +96,8 @@ type joinShape struct {
 func runJoinInvariant(t *testing.T, rng *rand.Rand, shape joinShape) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	eng, err := engine.Open(ctx, engine.Config{Mem: mem, Root: t.TempDir(), BatchSize: []int{1, 3, 1024}[rng.Intn(3)], Parallelism: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	sess := eng.NewSession()
-	run := func(q string) {
-		t.Helper()
-		st, err := sess.Prepare(ctx, q, nil)
-		if err == nil {
-			_, err = st.Exec(ctx, nil)
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	eng, sess, run := invariantEngine(t, ctx, rng, 0)
+	var err error
 	delays := [2]int64{int64(rng.Intn(3)), int64(rng.Intn(3))}
 	var tbls [2]*tablestore.Table
 	for i := range 2 {

@@ -148,21 +148,22 @@ func tablesOf(q string, n int) []int {
 	return out
 }
 
-// runInvariant runs the invariant over tables of kinds for random queries;
-// budget is the engine's query memory (0: the default).
-func runInvariant(t *testing.T, rng *rand.Rand, kinds []tableKind, randomQuery func(*rand.Rand) string, budget int64) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+// invariantEngine opens an engine for a stream-vs-batch test (a random
+// batch size, one core, query memory budget; 0: the default), closed and
+// checked for leaks when the test ends, with a session and run, which
+// executes a statement or fails the test.
+func invariantEngine(t *testing.T, ctx context.Context, rng *rand.Rand, budget int64) (*engine.Engine, *engine.Session, func(string)) {
+	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	batch := []int{1, 3, 1024}[rng.Intn(3)]
-	eng, err := engine.Open(ctx, engine.Config{Mem: mem, Root: t.TempDir(), SpillDir: t.TempDir(), BatchSize: batch, Parallelism: 1, QueryMemory: budget})
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	eng, err := engine.Open(ctx, engine.Config{Mem: mem, Root: t.TempDir(), SpillDir: t.TempDir(),
+		BatchSize: []int{1, 3, 1024}[rng.Intn(3)], Parallelism: 1, QueryMemory: budget})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer eng.Close()
+	t.Cleanup(func() { _ = eng.Close() })
 	sess := eng.NewSession()
-	exec := func(q string) {
+	return eng, sess, func(q string) {
 		t.Helper()
 		st, err := sess.Prepare(ctx, q, nil)
 		if err == nil {
@@ -172,6 +173,15 @@ func runInvariant(t *testing.T, rng *rand.Rand, kinds []tableKind, randomQuery f
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
+}
+
+// runInvariant runs the invariant over tables of kinds for random queries;
+// budget is the engine's query memory (0: the default).
+func runInvariant(t *testing.T, rng *rand.Rand, kinds []tableKind, randomQuery func(*rand.Rand) string, budget int64) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	eng, sess, exec := invariantEngine(t, ctx, rng, budget)
+	var err error
 	var tbls []*tablestore.Table
 	lagging := false
 	for i, kind := range kinds {

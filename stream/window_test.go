@@ -99,24 +99,8 @@ type version struct {
 func runWindowInvariant(t *testing.T, rng *rand.Rand) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	eng, err := engine.Open(ctx, engine.Config{Mem: mem, Root: t.TempDir(), BatchSize: []int{1, 3, 1024}[rng.Intn(3)], Parallelism: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	sess := eng.NewSession()
-	run := func(q string) {
-		t.Helper()
-		st, err := sess.Prepare(ctx, q, nil)
-		if err == nil {
-			_, err = st.Exec(ctx, nil)
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	eng, sess, run := invariantEngine(t, ctx, rng, 0)
+	var err error
 	delay := int64(rng.Intn(3)) // seconds
 	// The event time is a column, or computed from one (half a second on).
 	computed := rng.Intn(2) == 0
