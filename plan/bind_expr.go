@@ -377,7 +377,7 @@ func (b *binder) call(pos sql.Pos, fn string, args ...Expr) Expr {
 	if err != nil {
 		b.fail(pos, "%s", callError(fn, args, err))
 	}
-	return &Call{Fn: fn, Args: args, Typ: typ}
+	return &Call{Fn: fn, Args: args, Typ: typ, Pos: pos}
 }
 
 // callError restates a resolution error in SQL terms: the operator or
@@ -417,7 +417,7 @@ func (b *binder) castTo(e Expr, typ arrow.DataType, pos sql.Pos) Expr {
 	if _, err := exec.NewCast(exec.NewColumn(0, from, "x"), typ); err != nil {
 		b.fail(pos, "cannot cast %s to %s", SQLTypeName(from), SQLTypeName(typ))
 	}
-	return &Cast{X: e, Typ: typ}
+	return &Cast{X: e, Typ: typ, Pos: pos}
 }
 
 func (b *binder) bindCase(e *sql.Case, sc *scope, node *Node, o exprOpts) Expr {
@@ -516,7 +516,15 @@ func (b *binder) bindCall(e *sql.FuncCall, sc *scope, node *Node, o exprOpts) Ex
 		fn = "ceil"
 	case "localtimestamp", "now":
 		fn = "current_timestamp"
-	case "coalesce", "nullif", "greatest", "least":
+	case "nullif":
+		// Typed as its first argument, as in Calcite: NULLIF(a, b) is CASE
+		// WHEN a = b THEN NULL ELSE a END. exec compares in the common type.
+		if len(args) == 2 {
+			b.inferParams(args...)
+			args[0] = b.coerceLiteral(args[0], args[1].Type())
+			args[1] = b.coerceLiteral(args[1], args[0].Type())
+		}
+	case "coalesce", "greatest", "least":
 		// Same-typed arguments: unify with casts.
 		typ := arrow.DataType(arrow.Null)
 		b.inferParams(args...)

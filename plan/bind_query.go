@@ -448,16 +448,19 @@ func (b *binder) bindSelect(sel *sql.Select, outer *scope, orderBy []*sql.OrderI
 	var cols []Column
 	for i, it := range sel.Items {
 		if st, ok := it.Expr.(*sql.Star); ok {
-			if hasAgg {
-				b.fail(st.Pos, "SELECT * is not allowed with GROUP BY or aggregates")
-			}
 			n := 0
 			for _, c := range sc.cols {
 				if c.hidden || st.Qualifier != nil && c.qual != st.Qualifier[len(st.Qualifier)-1] {
 					continue
 				}
-				exprs = append(exprs, &ColRef{ID: c.col.ID, Name: c.name, Typ: c.col.Type})
-				cols = append(cols, b.newCol(c.name, c.col.Type, c.col.Nullable))
+				var e Expr = &ColRef{ID: c.col.ID, Name: c.name, Typ: c.col.Type}
+				nullable := c.col.Nullable
+				if hasAgg {
+					// As in Calcite and Postgres: allowed when every column is grouped.
+					e, nullable = b.rewriteGrouped(sb, e, st), true
+				}
+				exprs = append(exprs, e)
+				cols = append(cols, b.newCol(c.name, e.Type(), nullable))
 				n++
 			}
 			if n == 0 {
@@ -1493,9 +1496,9 @@ func (b *binder) rewriteGrouped(sb *selectBinding, x Expr, src sql.Expr) Expr {
 			for i, a := range y.Args {
 				args[i] = rw(a)
 			}
-			return &Call{Fn: y.Fn, Args: args, Typ: y.Typ}
+			return &Call{Fn: y.Fn, Args: args, Typ: y.Typ, Pos: y.Pos}
 		case *Cast:
-			return &Cast{X: rw(y.X), Typ: y.Typ}
+			return &Cast{X: rw(y.X), Typ: y.Typ, Pos: y.Pos}
 		case *Case:
 			c := &Case{Typ: y.Typ}
 			for _, w := range y.Whens {

@@ -20,8 +20,9 @@ import (
 //   - CONCAT with a NULL argument (Flink: NULL) and GREATEST/LEAST with a
 //     NULL argument (Flink: NULL; DuckDB skips NULLs): || is used instead,
 //     GREATEST/LEAST only on non-NULL arguments;
-//   - CAST(DOUBLE AS INT) of a .5 value (DuckDB rounds half to even,
-//     flightd half away from zero) and CAST(DOUBLE AS VARCHAR) (digits);
+//   - CAST of a fractional value to an integer (DuckDB rounds, flightd
+//     truncates toward zero as Flink does): the value is truncated with
+//     trunc() first; and CAST(DOUBLE AS VARCHAR) (digits);
 //   - SUBSTR with a start below 1 (DuckDB counts from the end);
 //   - the scale of decimal results where the engines type them apart:
 //     round(x, n) (DuckDB: scale n) and DuckDB's common type of
@@ -222,7 +223,7 @@ func (g *Gen) intExpr(c ectx, d int) string {
 	case 9:
 		return fmt.Sprintf("date_diff('day', %s, %s)", g.expr(c, TDate, d), g.expr(c, TDate, d))
 	case 10:
-		return fmt.Sprintf("CAST(%s AS %s)", g.expr(c, TDec, d), pick(g, []string{"INT", "BIGINT"}))
+		return fmt.Sprintf("CAST(trunc(%s) AS %s)", g.expr(c, TDec, d), pick(g, []string{"INT", "BIGINT"}))
 	}
 	return fmt.Sprintf("strpos(%s, %s)", g.expr(c, TStr, d), g.expr(c, TStr, d))
 }

@@ -249,3 +249,16 @@ def test_large_batch_with_max_msg_size():
     opt = {"adbc.flight.sql.client_option.with_max_msg_size": str(64 << 20)}
     with flight_sql.connect(URI, autocommit=True, db_kwargs=opt) as c, c.cursor() as cur:
         assert cur.adbc_ingest("py_big_batch", t, mode="replace") == 2_200_000
+
+
+def test_data_error_message(conn):
+    # The driver's Go code formats the server's message: a '%' in it
+    # printed "%!(MISSING)" (issue 19).
+    cur = conn.cursor()
+    with pytest.raises(Exception) as e:
+        cur.execute("SELECT MOD(7, 0)")
+        cur.fetchall()
+    msg = str(e.value)
+    assert "MISSING" not in msg
+    assert "line 1:8" in msg and "SQLSTATE 22012" in msg
+    cur.close()
