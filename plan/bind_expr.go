@@ -497,6 +497,9 @@ func (b *binder) bindCall(e *sql.FuncCall, sc *scope, node *Node, o exprOpts) Ex
 		}
 		return b.bindCase(&sql.Case{Pos: e.Pos, Whens: []*sql.When{{Pos: e.Pos, Cond: e.Args[0], Then: e.Args[1]}}, Else: e.Args[2]}, sc, node, o)
 	}
+	if e.Name == "timestampadd" || e.Name == "timestampdiff" {
+		return b.timestampArith(e, sc, node, o)
+	}
 	args := make([]Expr, len(e.Args))
 	for i, a := range e.Args {
 		var hint arrow.DataType
@@ -508,6 +511,16 @@ func (b *binder) bindCall(e *sql.FuncCall, sc *scope, node *Node, o exprOpts) Ex
 	fn := e.Name
 	if part, ok := extractAliases[fn]; ok && len(args) == 1 {
 		return b.call(e.Pos, "extract", &Const{Value: stringScalar(part)}, args[0])
+	}
+	switch fn {
+	case "ifnull":
+		// Flink's IFNULL(x, y) is COALESCE(x, y).
+		if len(args) != 2 {
+			b.fail(e.Pos, "IFNULL takes 2 arguments, got %d", len(args))
+		}
+		fn = "coalesce"
+	case "regexp":
+		fn = "regexp_like"
 	}
 	switch fn {
 	case "substring":
@@ -549,6 +562,37 @@ func (b *binder) bindCall(e *sql.FuncCall, sc *scope, node *Node, o exprOpts) Ex
 		b.fail(e.Pos, "unknown function %s%s", e.Name, didYouMean(e.Name, names))
 	}
 	return b.call(e.Pos, fn, args...)
+}
+
+// timestampUnits are the units of TIMESTAMPADD and TIMESTAMPDIFF.
+var timestampUnits = map[string]bool{"year": true, "quarter": true, "month": true, "week": true, "day": true, "hour": true, "minute": true, "second": true}
+
+// timestampArith binds TIMESTAMPADD(unit, n, x) as date_add and
+// TIMESTAMPDIFF(unit, x, y) as date_diff (whole units from x to y, an INT
+// as in Flink); the unit is a keyword (DAY, or SQL_TSI_DAY).
+func (b *binder) timestampArith(e *sql.FuncCall, sc *scope, node *Node, o exprOpts) Expr {
+	if len(e.Args) != 3 {
+		b.fail(e.Pos, "%s takes 3 arguments, got %d", strings.ToUpper(e.Name), len(e.Args))
+	}
+	id, ok := e.Args[0].(*sql.Ident)
+	unit := ""
+	if ok && len(id.Parts) == 1 {
+		unit = strings.TrimPrefix(strings.ToLower(id.Parts[0]), "sql_tsi_")
+	}
+	if !timestampUnits[unit] {
+		b.fail(e.Args[0].Position(), "%s: the first argument must be a unit (YEAR, QUARTER, MONTH, WEEK, DAY, HOUR, MINUTE or SECOND), not %s", strings.ToUpper(e.Name), sql.Format(e.Args[0]))
+	}
+	u := &Const{Value: stringScalar(unit)}
+	x := b.bindScalar(e.Args[1], sc, node, o.with(nil))
+	y := b.bindScalar(e.Args[2], sc, node, o.with(nil))
+	if e.Name == "timestampdiff" {
+		return b.castTo(b.call(e.Pos, "date_diff", u, x, y), arrow.PrimitiveTypes.Int32, e.Pos)
+	}
+	if y.Type().ID() == arrow.DATE32 && unit != "year" && unit != "quarter" && unit != "month" && unit != "week" && unit != "day" {
+		// As Calcite: adding hours to a DATE gives a TIMESTAMP.
+		y = b.castTo(y, &arrow.TimestampType{Unit: arrow.Microsecond}, e.Args[2].Position())
+	}
+	return b.call(e.Pos, "date_add", u, x, y)
 }
 
 // extractAliases are Flink's date part functions: HOUR(ts) is

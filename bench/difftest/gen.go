@@ -266,7 +266,7 @@ func (g *Gen) floatExpr(c ectx, d int) string {
 }
 
 func (g *Gen) strExpr(c ectx, d int) string {
-	switch g.n(11) {
+	switch g.n(13) {
 	case 0, 1:
 		return fmt.Sprintf("(%s || %s)", g.expr(c, TStr, d), g.expr(c, TStr, d))
 	case 2:
@@ -288,6 +288,11 @@ func (g *Gen) strExpr(c ectx, d int) string {
 		return fmt.Sprintf("%s(%s, %d)", pick(g, []string{"left", "right"}), g.expr(c, TStr, d), g.n(4))
 	case 9:
 		return fmt.Sprintf("%s(%s, %d, 'x')", pick(g, []string{"lpad", "rpad"}), g.expr(c, TStr, d), g.n(5))
+	case 10:
+		// Both skip NULL arguments and give NULL for a NULL separator.
+		return fmt.Sprintf("concat_ws(%s, %s, %s)", quote(pick(g, []string{",", "", "--"})), g.expr(c, TStr, d), g.expr(c, TStr, d))
+	case 11:
+		return fmt.Sprintf("%s(%s)", pick(g, []string{"md5", "sha256"}), g.expr(c, TStr, d))
 	}
 	return g.expr(c, TStr, d)
 }
