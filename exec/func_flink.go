@@ -71,8 +71,12 @@ func init() {
 		}
 		return string(b), nil
 	}), "from_base64")
-	register(strPredicateOf(func(s string) bool { return s != "" && strings.IndexFunc(s, func(r rune) bool { return !unicode.IsLetter(r) }) < 0 }), "is_alpha")
-	register(strPredicateOf(func(s string) bool { return s != "" && strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }) < 0 }), "is_digit")
+	register(strPredicateOf(func(s string) bool {
+		return s != "" && strings.IndexFunc(s, func(r rune) bool { return !unicode.IsLetter(r) }) < 0
+	}), "is_alpha")
+	register(strPredicateOf(func(s string) bool {
+		return s != "" && strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }) < 0
+	}), "is_digit")
 	register(strPredicateOf(isDecimalText), "is_decimal")
 }
 
