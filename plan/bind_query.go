@@ -1213,6 +1213,7 @@ var aggregateNames = map[string]string{
 	"stddev": "stddev_samp", "stddev_samp": "stddev_samp", "stddev_pop": "stddev_pop",
 	"variance": "var_samp", "var_samp": "var_samp", "var_pop": "var_pop",
 	"bool_and": "bool_and", "every": "bool_and", "bool_or": "bool_or", "any_value": "any_value",
+	"listagg": "listagg",
 }
 
 func isAggregate(name string) bool { _, ok := aggregateNames[name]; return ok }
@@ -1414,6 +1415,15 @@ func (b *binder) bindAggCall(sb *selectBinding, c *sql.FuncCall) AggCall {
 		fn = "count_star"
 	} else if len(args) == 0 {
 		b.fail(c.Pos, "%s needs an argument", c.Name)
+	}
+	if fn == "listagg" && len(args) == 2 {
+		// Flink takes the separator as a literal only.
+		if k, ok := args[1].(*Const); !ok || !k.Value.IsValid() {
+			b.fail(c.Args[1].Position(), "LISTAGG's separator must be a string literal")
+		}
+		if c.Distinct {
+			b.notImplemented(c.Pos, "LISTAGG(DISTINCT ...) with a separator")
+		}
 	}
 	var filter Expr
 	if c.Filter != nil {
