@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/exec/exectest"
@@ -125,5 +126,74 @@ func TestFlinkStringFunctions(t *testing.T) {
 			b.Release()
 		}
 		mem.AssertSize(t, 0)
+	}
+}
+
+// TestFlinkRoundTrips: UNHEX(HEX(s)) and DECODE(ENCODE(s, cs), cs) give s
+// back, and BIN and HEX of an integer are its 64-bit two's complement, on
+// random values.
+func TestFlinkRoundTrips(t *testing.T) {
+	seed := exectest.Seed(t)
+	rng := rand.New(rand.NewPCG(seed, 5))
+	alphabet := []rune("abcxyz019é\u00ff")
+	var rows []string
+	var strs []string
+	var ints []int64
+	for range 300 {
+		var sb strings.Builder
+		for range 1 + rng.IntN(6) {
+			sb.WriteRune(alphabet[rng.IntN(len(alphabet))])
+		}
+		v := rng.Int64() >> rng.IntN(64)
+		if rng.IntN(2) == 0 {
+			v = -v
+		}
+		strs, ints = append(strs, sb.String()), append(ints, v)
+		rows = append(rows, fmt.Sprintf("%s | %d", sb.String(), v))
+	}
+	tb := exectest.NewTable(t, "s:string, v:int64", rows...)
+	s := exec.NewColumn(0, arrow.BinaryTypes.String, "s")
+	v := exec.NewColumn(1, arrow.PrimitiveTypes.Int64, "v")
+	call := func(fn string, args ...exec.Expr) exec.Expr {
+		e, err := exec.NewCall(fn, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	lit := func(x string) exec.Expr { return exec.NewLiteral(scalar.NewStringScalar(x)) }
+	unhexed, err := exec.NewCast(call("unhex", call("hex", s)), arrow.BinaryTypes.String)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name string
+		e    exec.Expr
+		want func(i int) string
+	}{
+		{"unhex(hex(s))", unhexed, func(i int) string { return strs[i] }},
+		{"decode(encode(s, 'UTF-8'), 'UTF-8')", call("decode", call("encode", s, lit("UTF-8")), lit("UTF-8")), func(i int) string { return strs[i] }},
+		{"decode(encode(s, 'ISO-8859-1'), 'ISO-8859-1')", call("decode", call("encode", s, lit("ISO-8859-1")), lit("ISO-8859-1")), func(i int) string { return strs[i] }},
+		{"bin(v)", call("bin", v), func(i int) string { return fmt.Sprintf("%b", uint64(ints[i])) }},
+		{"hex(v)", call("hex", v), func(i int) string { return fmt.Sprintf("%X", uint64(ints[i])) }},
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	b, err := tb.Batch(mem, 0, len(rows), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Release()
+	for _, c := range checks {
+		got, err := c.e.Eval(context.Background(), exec.NewContext(mem), b)
+		if err != nil {
+			t.Fatalf("seed %d: %s: %v", seed, c.name, err)
+		}
+		for i := range rows {
+			if g, w := vectorized.FormatValue(got, i), c.want(i); g != w {
+				t.Fatalf("seed %d: %s of row %q = %q, want %q", seed, c.name, rows[i], g, w)
+			}
+		}
+		got.Release()
 	}
 }

@@ -1086,7 +1086,7 @@ func exprKey(e Expr) string {
 }
 
 // volatile functions are evaluated per execution, never folded.
-var volatile = map[string]bool{"current_date": true, "current_timestamp": true, "current_time": true, "now": true, "localtimestamp": true, "rand": true, "random": true}
+var volatile = map[string]bool{"current_date": true, "current_timestamp": true, "current_time": true, "now": true, "localtimestamp": true, "rand": true, "random": true, "uuid": true}
 
 // foldExpr evaluates constant subexpressions at plan time.
 func foldExpr(ctx context.Context, e Expr) (Expr, error) {

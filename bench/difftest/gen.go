@@ -266,7 +266,7 @@ func (g *Gen) floatExpr(c ectx, d int) string {
 }
 
 func (g *Gen) strExpr(c ectx, d int) string {
-	switch g.n(13) {
+	switch g.n(14) {
 	case 0, 1:
 		return fmt.Sprintf("(%s || %s)", g.expr(c, TStr, d), g.expr(c, TStr, d))
 	case 2:
@@ -292,7 +292,10 @@ func (g *Gen) strExpr(c ectx, d int) string {
 		// Both skip NULL arguments and give NULL for a NULL separator.
 		return fmt.Sprintf("concat_ws(%s, %s, %s)", quote(pick(g, []string{",", "", "--"})), g.expr(c, TStr, d), g.expr(c, TStr, d))
 	case 11:
-		return fmt.Sprintf("%s(%s)", pick(g, []string{"md5", "sha256"}), g.expr(c, TStr, d))
+		return fmt.Sprintf("%s(%s)", pick(g, []string{"md5", "sha256", "hex"}), g.expr(c, TStr, d))
+	case 12:
+		// from has no repeated character: the engines' rules for one differ.
+		return fmt.Sprintf("translate(%s, %s, %s)", g.expr(c, TStr, d), quote(pick(g, []string{"ab", "a ", "eta"})), quote(pick(g, []string{"x", "", "XY", "123"})))
 	}
 	return g.expr(c, TStr, d)
 }
