@@ -1088,6 +1088,11 @@ func exprKey(e Expr) string {
 // volatile functions are evaluated per execution, never folded.
 var volatile = map[string]bool{"current_date": true, "current_timestamp": true, "current_time": true, "now": true, "localtimestamp": true, "rand": true, "random": true, "uuid": true}
 
+// jsonConstructors stay calls: JSON_OBJECT and JSON_ARRAY insert a nested
+// constructor's result as JSON, and exec tells it by the call, which a
+// folded string would hide.
+var jsonConstructors = map[string]bool{"json_object": true, "json_object_absent_on_null": true, "json_array": true, "json_array_null_on_null": true}
+
 // foldExpr evaluates constant subexpressions at plan time.
 func foldExpr(ctx context.Context, e Expr) (Expr, error) {
 	var ferr error
@@ -1097,7 +1102,7 @@ func foldExpr(ctx context.Context, e Expr) (Expr, error) {
 		}
 		switch y := x.(type) {
 		case *Call:
-			if volatile[y.Fn] {
+			if volatile[y.Fn] || jsonConstructors[y.Fn] {
 				return x
 			}
 			if s, ok := simplifyLogic(y); ok {
