@@ -8,9 +8,11 @@ import (
 	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -48,7 +50,7 @@ func init() {
 	register(floatFunc(func(x float64) (float64, error) { return math.Tanh(x), nil }), "tanh")
 	register(floatFunc(func(x float64) (float64, error) { return x * 180 / math.Pi, nil }), "degrees")
 	register(floatFunc(func(x float64) (float64, error) { return x * math.Pi / 180, nil }), "radians")
-	register(floatFunc(positiveLog("log2", math.Log2)), "log2")
+	register(floatFunc(func(x float64) (float64, error) { return math.Log2(x), nil }), "log2")
 	register(resolveLog, "log")
 	register(resolveAtan2, "atan2")
 	register(constFloat(math.Pi), "pi")
@@ -57,8 +59,7 @@ func init() {
 		if s == "" {
 			return 0
 		}
-		r, _ := utf8.DecodeRuneInString(s)
-		return int64(r)
+		return int64(int8(s[0])) // Flink's: the first UTF-8 byte, signed
 	}), "ascii")
 	register(resolveChr, "chr")
 	register(resolveLocate, "locate")
@@ -75,47 +76,24 @@ func init() {
 		return s != "" && strings.IndexFunc(s, func(r rune) bool { return !unicode.IsLetter(r) }) < 0
 	}), "is_alpha")
 	register(strPredicateOf(func(s string) bool {
-		return s != "" && strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }) < 0
+		return s != "" && strings.IndexFunc(s, func(r rune) bool { return !unicode.IsDigit(r) }) < 0
 	}), "is_digit")
 	register(strPredicateOf(isDecimalText), "is_decimal")
 }
 
-// positiveLog is a logarithm that refuses non-positive arguments, as
-// log10 does.
-func positiveLog(name string, f func(float64) float64) func(float64) (float64, error) {
-	return func(x float64) (float64, error) {
-		if x <= 0 {
-			return 0, fmt.Errorf("%w: %s of non-positive number %v", vectorized.ErrInvalidValue, name, x)
-		}
-		return f(x), nil
-	}
-}
-
-// resolveLog is LOG(x), the natural logarithm, or LOG(base, x).
+// resolveLog is LOG(x), the natural logarithm, or LOG(base, x). As in
+// Flink (Java's Math.log), non-positive arguments give -Infinity or NaN
+// rather than an error, and base 1 Infinity.
 func resolveLog(types []arrow.DataType, _ []Expr) (*impl, error) {
 	if err := wantNumbers(types, 1, 2); err != nil {
 		return nil, err
 	}
-	ln := positiveLog("log", math.Log)
 	return &impl{ret: f64Type, args: repeatType(f64Type, len(types)), fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
 		if len(a) == 1 {
-			return vectorized.MapFloat(ec.Mem, a[0], ln)
+			return vectorized.MapFloat(ec.Mem, a[0], func(x float64) (float64, error) { return math.Log(x), nil })
 		}
 		base, x := vectorized.Values[float64](a[0]), vectorized.Values[float64](a[1])
-		return mapFloats(ec, a, n, func(i int) (float64, error) {
-			lb, err := ln(base[i])
-			if err != nil {
-				return 0, err
-			}
-			lx, err := ln(x[i])
-			if err != nil {
-				return 0, err
-			}
-			if lb == 0 {
-				return 0, fmt.Errorf("%w: log of base 1", vectorized.ErrInvalidValue)
-			}
-			return lx / lb, nil
-		})
+		return mapFloats(ec, a, n, func(i int) (float64, error) { return math.Log(x[i]) / math.Log(base[i]), nil })
 	}}, nil
 }
 
@@ -419,27 +397,19 @@ func strPredicateOf(f func(string) bool) resolver {
 	}
 }
 
-// isDecimalText reports whether s reads as a decimal number (Flink's
-// IS_DECIMAL: digits with at most one point and an optional sign).
+// isDecimalText reports whether s reads as a number (Flink's IS_DECIMAL:
+// surrounding spaces, a sign and an exponent allowed; not Infinity or NaN).
 func isDecimalText(s string) bool {
-	s = strings.TrimPrefix(strings.TrimPrefix(s, "-"), "+")
-	digits, points := 0, 0
-	for _, r := range s {
-		switch {
-		case r >= '0' && r <= '9':
-			digits++
-		case r == '.':
-			points++
-		default:
-			return false
-		}
+	s = strings.TrimSpace(s)
+	if strings.ContainsAny(s, "iInN") {
+		return false
 	}
-	return digits > 0 && points <= 1
+	_, err := strconv.ParseFloat(s, 64)
+	return err == nil || errors.Is(err, strconv.ErrRange)
 }
 
-// resolveChr is CHR(n): the character of code point n; NULL for a
-// negative n, as Flink's CHR (n mod 256 in Flink; flightd takes any code
-// point and refuses invalid ones).
+// resolveChr is Flink's CHR(n): the character of code n mod 256 (Latin-1),
+// the empty string for a negative n.
 func resolveChr(types []arrow.DataType, _ []Expr) (*impl, error) {
 	if err := wantArgs(types, 1, 1); err != nil {
 		return nil, err
@@ -449,14 +419,11 @@ func resolveChr(types []arrow.DataType, _ []Expr) (*impl, error) {
 	}
 	return &impl{ret: strType, args: []arrow.DataType{i64Type}, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
 		c := vectorized.Values[int64](a[0])
-		return mapNullableStrings(ec, a, n, false, func(i int) (string, bool, error) {
-			switch {
-			case c[i] < 0:
-				return "", false, nil
-			case c[i] > unicode.MaxRune || !utf8.ValidRune(rune(c[i])):
-				return "", false, fmt.Errorf("%w: chr(%d) is not a character", vectorized.ErrInvalidValue, c[i])
+		return vectorized.MapStrings(ec.Mem, a, n, func(i int) (string, error) {
+			if c[i] < 0 {
+				return "", nil
 			}
-			return string(rune(c[i])), true, nil
+			return string(rune(c[i] & 0xff)), nil
 		})
 	}}, nil
 }
@@ -503,11 +470,9 @@ func resolveInstr(types []arrow.DataType, _ []Expr) (*impl, error) {
 }
 
 // runeIndex is the 1-based character position of needle in s at or after
-// character from (0: absent, or from < 1).
+// character from (from 1 when from < 1, as Flink; 0: absent).
 func runeIndex(s, needle string, from int64) int64 {
-	if from < 1 {
-		return 0
-	}
+	from = max(from, 1)
 	r := []rune(s)
 	if from-1 > int64(len(r)) {
 		return 0

@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -158,7 +157,8 @@ func resolveEncode(types []arrow.DataType, _ []Expr) (*impl, error) {
 	}}, nil
 }
 
-// resolveDecode is DECODE(bytes, charset): the text of bytes in charset.
+// resolveDecode is DECODE(bytes, charset): the text of bytes in charset;
+// bytes that are not UTF-8 become U+FFFD, as in Flink.
 // (Flink's DECODE; Oracle's DECODE(expr, search, result, ...) is a CASE.)
 func resolveDecode(types []arrow.DataType, _ []Expr) (*impl, error) {
 	if err := wantArgs(types, 2, 2); err != nil {
@@ -179,10 +179,7 @@ func resolveDecode(types []arrow.DataType, _ []Expr) (*impl, error) {
 			raw := vectorized.StringAt(a[0], i)
 			switch cs {
 			case "UTF-8", "UTF8":
-				if !utf8.ValidString(raw) {
-					return "", fmt.Errorf("%w: bytes %X are not UTF-8", vectorized.ErrInvalidValue, raw)
-				}
-				return raw, nil
+				return strings.ToValidUTF8(raw, "\uFFFD"), nil // Java's replacement, as in Flink
 			case "US-ASCII":
 				for k := 0; k < len(raw); k++ {
 					if raw[k] > 0x7f {
@@ -289,7 +286,8 @@ func resolveElt(types []arrow.DataType, _ []Expr) (*impl, error) {
 
 // resolveParseURL is PARSE_URL(url, part [, key]): part HOST, PATH, QUERY,
 // REF, PROTOCOL, FILE, AUTHORITY or USERINFO of url, or with QUERY and a
-// key that query parameter's value; NULL for what the URL lacks.
+// key that query parameter's value; NULL for what the URL lacks and for
+// other parts.
 func resolveParseURL(types []arrow.DataType, _ []Expr) (*impl, error) {
 	st, err := wantStrings(types, 2, 3)
 	if err != nil {
@@ -338,8 +336,8 @@ func resolveParseURL(types []arrow.DataType, _ []Expr) (*impl, error) {
 				if u.User != nil {
 					s = u.User.String()
 				}
-			default:
-				return "", false, fmt.Errorf("%w: parse_url part %q (HOST, PATH, QUERY, REF, PROTOCOL, FILE, AUTHORITY or USERINFO)", vectorized.ErrInvalidValue, part)
+			default: // NULL, as in Flink
+				return "", false, nil
 			}
 			return s, s != "", nil
 		})

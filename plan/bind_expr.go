@@ -568,8 +568,8 @@ func (b *binder) bindCall(e *sql.FuncCall, sc *scope, node *Node, o exprOpts) Ex
 var timestampUnits = map[string]bool{"year": true, "quarter": true, "month": true, "week": true, "day": true, "hour": true, "minute": true, "second": true}
 
 // timestampArith binds TIMESTAMPADD(unit, n, x) as date_add and
-// TIMESTAMPDIFF(unit, x, y) as date_diff (whole units from x to y, an INT
-// as in Flink); the unit is a keyword (DAY, or SQL_TSI_DAY).
+// TIMESTAMPDIFF(unit, x, y) as exec's timestampdiff (whole units from x to
+// y, an INT as in Flink); the unit is a keyword (DAY, or SQL_TSI_DAY).
 func (b *binder) timestampArith(e *sql.FuncCall, sc *scope, node *Node, o exprOpts) Expr {
 	if len(e.Args) != 3 {
 		b.fail(e.Pos, "%s takes 3 arguments, got %d", strings.ToUpper(e.Name), len(e.Args))
@@ -586,7 +586,7 @@ func (b *binder) timestampArith(e *sql.FuncCall, sc *scope, node *Node, o exprOp
 	x := b.bindScalar(e.Args[1], sc, node, o.with(nil))
 	y := b.bindScalar(e.Args[2], sc, node, o.with(nil))
 	if e.Name == "timestampdiff" {
-		return b.castTo(b.call(e.Pos, "date_diff", u, x, y), arrow.PrimitiveTypes.Int32, e.Pos)
+		return b.castTo(b.call(e.Pos, "timestampdiff", u, x, y), arrow.PrimitiveTypes.Int32, e.Pos)
 	}
 	if y.Type().ID() == arrow.DATE32 && unit != "year" && unit != "quarter" && unit != "month" && unit != "week" && unit != "day" {
 		// As Calcite: adding hours to a DATE gives a TIMESTAMP.
