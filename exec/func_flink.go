@@ -398,13 +398,9 @@ func strPredicateOf(f func(string) bool) resolver {
 }
 
 // isDecimalText reports whether s reads as a number (Flink's IS_DECIMAL:
-// surrounding spaces, a sign and an exponent allowed; not Infinity or NaN).
+// surrounding spaces, a sign, an exponent, NaN and Infinity allowed).
 func isDecimalText(s string) bool {
-	s = strings.TrimSpace(s)
-	if strings.ContainsAny(s, "iInN") {
-		return false
-	}
-	_, err := strconv.ParseFloat(s, 64)
+	_, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 	return err == nil || errors.Is(err, strconv.ErrRange)
 }
 
