@@ -47,7 +47,7 @@ type aggDef struct {
 // ResolveAggregate returns the result type of aggregate name over argTypes.
 // Supported: count, count_star, sum, avg, min, max, stddev_samp (stddev),
 // stddev_pop, var_samp (variance), var_pop, bool_and (every), bool_or,
-// any_value.
+// any_value, listagg.
 func ResolveAggregate(name string, argTypes []arrow.DataType) (arrow.DataType, error) {
 	d, err := resolveAgg(name, argTypes)
 	if err != nil {
@@ -66,6 +66,13 @@ func resolveAgg(name string, types []arrow.DataType) (*aggDef, error) {
 			return nil, bad("takes no arguments")
 		}
 		return &aggDef{ret: i64Type, arity: -1, make: func() accumulator { return &countAcc{star: true} }}, nil
+	}
+	if name == "listagg" {
+		d, ok := resolveListagg(types)
+		if !ok {
+			return nil, bad("takes a string and optionally a string separator")
+		}
+		return d, nil
 	}
 	if len(types) != 1 {
 		return nil, bad("takes one argument")

@@ -18,6 +18,9 @@ type impl struct {
 	ret  arrow.DataType
 	args []arrow.DataType
 	fn   kernel
+	// lazy, if set, replaces fn for functions that must not evaluate every
+	// argument on every row (COALESCE); it gets the argument expressions.
+	lazy func(ctx context.Context, ec *Context, args []Expr, b arrow.RecordBatch) (arrow.Array, error)
 	// withConst, if set, computes a binary function whose argument
 	// constLeft ? 0 : 1 is the constant c, without expanding c into an array.
 	withConst func(ec *Context, x arrow.Array, c scalar.Scalar, constLeft bool) (arrow.Array, error)
@@ -76,6 +79,7 @@ type CallExpr struct {
 	// konstLeft, else at Args[1]; nil when the call evaluates every argument.
 	konst     *LiteralExpr
 	konstLeft bool
+	where     string // see At
 }
 
 // NewCall resolves the function name for the argument types and returns the
@@ -115,6 +119,9 @@ func (c *CallExpr) Eval(ctx context.Context, ec *Context, b arrow.RecordBatch) (
 	if c.konst != nil {
 		return c.evalWithConst(ctx, ec, b)
 	}
+	if c.impl.lazy != nil {
+		return c.impl.lazy(ctx, ec, c.Args, b)
+	}
 	args, err := evalAll(ctx, ec, c.Args, b)
 	if err != nil {
 		return nil, err
@@ -122,7 +129,7 @@ func (c *CallExpr) Eval(ctx context.Context, ec *Context, b arrow.RecordBatch) (
 	defer releaseArrays(args)
 	out, err := c.impl.fn(ctx, ec, args, int(b.NumRows()))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.Name, err)
+		return nil, fmt.Errorf("%s%s: %w", c.where, c.Name, err)
 	}
 	return out, nil
 }
@@ -139,7 +146,7 @@ func (c *CallExpr) evalWithConst(ctx context.Context, ec *Context, b arrow.Recor
 	defer x.Release()
 	out, err := c.impl.withConst(ec, x, c.konst.Value, c.konstLeft)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.Name, err)
+		return nil, fmt.Errorf("%s%s: %w", c.where, c.Name, err)
 	}
 	return out, nil
 }

@@ -110,6 +110,7 @@ func literalString(e Expr) (string, bool) {
 type CastExpr struct {
 	Input Expr
 	To    arrow.DataType
+	where string // see At
 }
 
 // NewCast returns CAST(e AS to), or an error if the conversion is not
@@ -158,7 +159,29 @@ func (c *CastExpr) Eval(ctx context.Context, ec *Context, b arrow.RecordBatch) (
 		return nil, err
 	}
 	defer in.Release()
-	return vectorized.Cast(ec.Mem, in, c.To)
+	out, err := vectorized.Cast(ec.Mem, in, c.To)
+	if err != nil && c.where != "" {
+		return nil, fmt.Errorf("%s%w", c.where, err)
+	}
+	return out, err
+}
+
+// At records where e is in the statement ("line 1:8"), so that the errors
+// a call or cast raises at run time (a division by zero, an overflow, a
+// bad value) say where; other expressions, and one already placed (NewCast
+// returns its input when no conversion is needed), are kept as they are.
+func At(e Expr, where string) Expr {
+	switch x := e.(type) {
+	case *CallExpr:
+		if x.where == "" {
+			x.where = where + ": "
+		}
+	case *CastExpr:
+		if x.where == "" {
+			x.where = where + ": "
+		}
+	}
+	return e
 }
 
 func (c *CastExpr) String() string { return fmt.Sprintf("CAST(%s AS %s)", c.Input, c.To) }

@@ -14,7 +14,8 @@ import (
 func init() {
 	register(resolveExtract, "extract", "date_part")
 	register(resolveDateAdd, "date_add")
-	register(resolveDateDiff, "date_diff", "datediff")
+	register(dateDiffResolver(vectorized.DateDiff), "date_diff", "datediff")
+	register(dateDiffResolver(vectorized.TimestampDiff), "timestampdiff")
 	register(resolveDateTrunc, "date_trunc")
 	register(resolveDateFormat, "date_format")
 	register(resolveCurrentDate, "current_date")
@@ -103,7 +104,15 @@ func resolveDateAdd(types []arrow.DataType, args []Expr) (*impl, error) {
 	}}, nil
 }
 
-func resolveDateDiff(types []arrow.DataType, args []Expr) (*impl, error) {
+// dateDiffResolver is date_diff(unit, a, b) or Flink's TIMESTAMPDIFF,
+// which counts months as Calcite does (vectorized.TimestampDiff).
+func dateDiffResolver(diff func(unit string, a, b time.Time) (int64, error)) resolver {
+	return func(types []arrow.DataType, args []Expr) (*impl, error) {
+		return resolveDateDiff(types, args, diff)
+	}
+}
+
+func resolveDateDiff(types []arrow.DataType, args []Expr, diff func(unit string, a, b time.Time) (int64, error)) (*impl, error) {
 	if err := wantArgs(types, 3, 3); err != nil {
 		return nil, err
 	}
@@ -116,7 +125,7 @@ func resolveDateDiff(types []arrow.DataType, args []Expr) (*impl, error) {
 	}
 	return &impl{ret: i64Type, args: []arrow.DataType{strType, t, t}, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
 		return vectorized.MapInt64s(ec.Mem, a, n, func(i int) (int64, error) {
-			return vectorized.DateDiff(vectorized.StringAt(a[0], i), vectorized.TimeAt(a[1], i), vectorized.TimeAt(a[2], i))
+			return diff(vectorized.StringAt(a[0], i), vectorized.TimeAt(a[1], i), vectorized.TimeAt(a[2], i))
 		})
 	}}, nil
 }

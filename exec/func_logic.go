@@ -18,9 +18,9 @@ func init() {
 	} {
 		register(compareResolver(op), name)
 	}
-	register(boolResolver(2, func(ec *Context, a []arrow.Array) arrow.Array { return vectorized.And(ec.Mem, a[0], a[1]) }), "and")
-	register(boolResolver(2, func(ec *Context, a []arrow.Array) arrow.Array { return vectorized.Or(ec.Mem, a[0], a[1]) }), "or")
-	register(boolResolver(1, func(ec *Context, a []arrow.Array) arrow.Array { return vectorized.Not(ec.Mem, a[0]) }), "not")
+	register(logicResolver(false), "and")
+	register(logicResolver(true), "or")
+	register(resolveNot, "not")
 	register(isNullResolver(false), "is_null")
 	register(isNullResolver(true), "is_not_null")
 	register(distinctResolver(true), "is_distinct_from")
@@ -100,20 +100,38 @@ func constOperand(args []Expr) (x Expr, c *LiteralExpr, ok bool) {
 	return nil, nil, false
 }
 
-func boolResolver(arity int, f func(ec *Context, a []arrow.Array) arrow.Array) resolver {
+// boolArgs checks that every argument is boolean (or an untyped NULL).
+func boolArgs(types []arrow.DataType, arity int) error {
+	if err := wantArgs(types, arity, arity); err != nil {
+		return err
+	}
+	for _, t := range types {
+		if t.ID() != arrow.BOOL && t.ID() != arrow.NULL {
+			return fmt.Errorf("needs boolean arguments")
+		}
+	}
+	return nil
+}
+
+// logicResolver implements AND (dominant false) and OR (dominant true).
+func logicResolver(dominant bool) resolver {
 	return func(types []arrow.DataType, _ []Expr) (*impl, error) {
-		if err := wantArgs(types, arity, arity); err != nil {
+		if err := boolArgs(types, 2); err != nil {
 			return nil, err
 		}
-		for _, t := range types {
-			if t.ID() != arrow.BOOL && t.ID() != arrow.NULL {
-				return nil, fmt.Errorf("needs boolean arguments")
-			}
-		}
-		return &impl{ret: boolType, args: repeatType(boolType, arity), fn: func(_ context.Context, ec *Context, a []arrow.Array, _ int) (arrow.Array, error) {
-			return f(ec, a), nil
+		return &impl{ret: boolType, args: repeatType(boolType, 2), lazy: func(ctx context.Context, ec *Context, args []Expr, b arrow.RecordBatch) (arrow.Array, error) {
+			return evalLogic(ctx, ec, dominant, args, b)
 		}}, nil
 	}
+}
+
+func resolveNot(types []arrow.DataType, _ []Expr) (*impl, error) {
+	if err := boolArgs(types, 1); err != nil {
+		return nil, err
+	}
+	return &impl{ret: boolType, args: []arrow.DataType{boolType}, fn: func(_ context.Context, ec *Context, a []arrow.Array, _ int) (arrow.Array, error) {
+		return vectorized.Not(ec.Mem, a[0]), nil
+	}}, nil
 }
 
 func isNullResolver(negate bool) resolver {
@@ -160,24 +178,13 @@ func resolveCoalesce(types []arrow.DataType, _ []Expr) (*impl, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &impl{ret: t, args: repeatType(t, len(types)), fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
-		b := array.NewBuilder(ec.Mem, t)
-		defer b.Release()
-		b.Reserve(n)
-		for i := 0; i < n; i++ {
-			src := a[len(a)-1]
-			for _, x := range a {
-				if x.IsValid(i) {
-					src = x
-					break
-				}
-			}
-			vectorized.AppendValue(b, src, i)
-		}
-		return b.NewArray(), nil
+	return &impl{ret: t, args: repeatType(t, len(types)), lazy: func(ctx context.Context, ec *Context, args []Expr, b arrow.RecordBatch) (arrow.Array, error) {
+		return evalCoalesce(ctx, ec, t, args, b)
 	}}, nil
 }
 
+// resolveNullif types NULLIF(a, b) as a, comparing a and b in their
+// common type.
 func resolveNullif(types []arrow.DataType, _ []Expr) (*impl, error) {
 	if err := wantArgs(types, 2, 2); err != nil {
 		return nil, err
@@ -186,16 +193,26 @@ func resolveNullif(types []arrow.DataType, _ []Expr) (*impl, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &impl{ret: t, args: []arrow.DataType{t, t}, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
-		c, err := vectorized.NewComparator(a[0], a[1])
+	ret := types[0]
+	if ret.ID() == arrow.NULL {
+		ret = t
+	}
+	return &impl{ret: ret, args: []arrow.DataType{ret, nil}, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		x, y, err := castBoth(ec, a[0], a[1], t)
 		if err != nil {
 			return nil, err
 		}
-		b := array.NewBuilder(ec.Mem, t)
+		defer x.Release()
+		defer y.Release()
+		c, err := vectorized.NewComparator(x, y)
+		if err != nil {
+			return nil, err
+		}
+		b := array.NewBuilder(ec.Mem, ret)
 		defer b.Release()
 		b.Reserve(n)
 		for i := 0; i < n; i++ {
-			if a[0].IsValid(i) && a[1].IsValid(i) && c(i, i) == 0 {
+			if x.IsValid(i) && y.IsValid(i) && c(i, i) == 0 {
 				b.AppendNull()
 				continue
 			}
@@ -203,6 +220,29 @@ func resolveNullif(types []arrow.DataType, _ []Expr) (*impl, error) {
 		}
 		return b.NewArray(), nil
 	}}, nil
+}
+
+// castBoth returns x and y converted to t (new references either way).
+func castBoth(ec *Context, x, y arrow.Array, t arrow.DataType) (arrow.Array, arrow.Array, error) {
+	cx, err := castArray(ec, x, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	cy, err := castArray(ec, y, t)
+	if err != nil {
+		cx.Release()
+		return nil, nil, err
+	}
+	return cx, cy, nil
+}
+
+// castArray returns a converted to t, or a retained when it has type t.
+func castArray(ec *Context, a arrow.Array, t arrow.DataType) (arrow.Array, error) {
+	if arrow.TypeEqual(a.DataType(), t) {
+		a.Retain()
+		return a, nil
+	}
+	return vectorized.Cast(ec.Mem, a, t)
 }
 
 // extremeResolver implements greatest (sign 1) and least (sign -1); the

@@ -9,8 +9,8 @@ import (
 
 // toStatus maps an error from the layers below to a gRPC status. The
 // message is the error text, which says what was wrong and where, ending
-// in " [SQLSTATE xxxxx]" when the error has a SQLSTATE: Flight SQL has no
-// field for it, and the message is what ADBC and JDBC clients show.
+// in " [SQLSTATE xxxxx]": Flight SQL has no field for it, and the message
+// is what ADBC and JDBC clients show.
 func toStatus(err error) error {
 	if err == nil {
 		return nil
@@ -18,11 +18,28 @@ func toStatus(err error) error {
 	if _, ok := status.FromError(err); ok {
 		return err
 	}
-	msg := err.Error()
-	if state := engine.SQLState(err); state != "" {
-		msg += " [SQLSTATE " + state + "]"
+	code := codeOf(err)
+	state := engine.SQLState(err)
+	if state == "" {
+		state = codeStates[code]
 	}
-	return status.Error(codeOf(err), msg)
+	return status.Error(code, err.Error()+" [SQLSTATE "+state+"]")
+}
+
+// codeStates gives every error without a more specific SQLSTATE the one
+// of its class (Postgres' codes where the standard has none).
+var codeStates = map[codes.Code]string{
+	codes.InvalidArgument:   "22023", // invalid parameter value
+	codes.NotFound:          "42704", // undefined object
+	codes.AlreadyExists:     "42710", // duplicate object
+	codes.Unimplemented:     "0A000",
+	codes.Aborted:           "40001",
+	codes.ResourceExhausted: "53000", // insufficient resources
+	codes.PermissionDenied:  "42501",
+	codes.Canceled:          "57014",
+	codes.DeadlineExceeded:  "57014",
+	codes.DataLoss:          "XX001", // data corrupted
+	codes.Internal:          "XX000",
 }
 
 // kindCodes is the gRPC code of each engine error kind.

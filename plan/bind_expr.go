@@ -383,7 +383,7 @@ func (b *binder) call(pos sql.Pos, fn string, args ...Expr) Expr {
 	if err != nil {
 		b.fail(pos, "%s", callError(fn, args, err))
 	}
-	return &Call{Fn: fn, Args: args, Typ: typ}
+	return &Call{Fn: fn, Args: args, Typ: typ, Pos: pos}
 }
 
 // callError restates a resolution error in SQL terms: the operator or
@@ -423,7 +423,7 @@ func (b *binder) castTo(e Expr, typ arrow.DataType, pos sql.Pos) Expr {
 	if _, err := exec.NewCast(exec.NewColumn(0, from, "x"), typ); err != nil {
 		b.fail(pos, "cannot cast %s to %s", SQLTypeName(from), SQLTypeName(typ))
 	}
-	return &Cast{X: e, Typ: typ}
+	return &Cast{X: e, Typ: typ, Pos: pos}
 }
 
 func (b *binder) bindCase(e *sql.Case, sc *scope, node *Node, o exprOpts) Expr {
@@ -503,6 +503,9 @@ func (b *binder) bindCall(e *sql.FuncCall, sc *scope, node *Node, o exprOpts) Ex
 		}
 		return b.bindCase(&sql.Case{Pos: e.Pos, Whens: []*sql.When{{Pos: e.Pos, Cond: e.Args[0], Then: e.Args[1]}}, Else: e.Args[2]}, sc, node, o)
 	}
+	if e.Name == "timestampadd" || e.Name == "timestampdiff" {
+		return b.timestampArith(e, sc, node, o)
+	}
 	args := make([]Expr, len(e.Args))
 	for i, a := range e.Args {
 		var hint arrow.DataType
@@ -516,13 +519,31 @@ func (b *binder) bindCall(e *sql.FuncCall, sc *scope, node *Node, o exprOpts) Ex
 		return b.call(e.Pos, "extract", &Const{Value: stringScalar(part)}, args[0])
 	}
 	switch fn {
+	case "ifnull":
+		// Flink's IFNULL(x, y) is COALESCE(x, y).
+		if len(args) != 2 {
+			b.fail(e.Pos, "IFNULL takes 2 arguments, got %d", len(args))
+		}
+		fn = "coalesce"
+	case "regexp":
+		fn = "regexp_like"
+	}
+	switch fn {
 	case "substring":
 		fn = "substr"
 	case "ceiling":
 		fn = "ceil"
 	case "localtimestamp", "now":
 		fn = "current_timestamp"
-	case "coalesce", "nullif", "greatest", "least":
+	case "nullif":
+		// Typed as its first argument, as in Calcite: NULLIF(a, b) is CASE
+		// WHEN a = b THEN NULL ELSE a END. exec compares in the common type.
+		if len(args) == 2 {
+			b.inferParams(args...)
+			args[0] = b.coerceLiteral(args[0], args[1].Type())
+			args[1] = b.coerceLiteral(args[1], args[0].Type())
+		}
+	case "coalesce", "greatest", "least":
 		// Same-typed arguments: unify with casts.
 		typ := arrow.DataType(arrow.Null)
 		b.inferParams(args...)
@@ -547,6 +568,37 @@ func (b *binder) bindCall(e *sql.FuncCall, sc *scope, node *Node, o exprOpts) Ex
 		b.fail(e.Pos, "unknown function %s%s", e.Name, didYouMean(e.Name, names))
 	}
 	return b.call(e.Pos, fn, args...)
+}
+
+// timestampUnits are the units of TIMESTAMPADD and TIMESTAMPDIFF.
+var timestampUnits = map[string]bool{"year": true, "quarter": true, "month": true, "week": true, "day": true, "hour": true, "minute": true, "second": true}
+
+// timestampArith binds TIMESTAMPADD(unit, n, x) as date_add and
+// TIMESTAMPDIFF(unit, x, y) as exec's timestampdiff (whole units from x to
+// y, an INT as in Flink); the unit is a keyword (DAY, or SQL_TSI_DAY).
+func (b *binder) timestampArith(e *sql.FuncCall, sc *scope, node *Node, o exprOpts) Expr {
+	if len(e.Args) != 3 {
+		b.fail(e.Pos, "%s takes 3 arguments, got %d", strings.ToUpper(e.Name), len(e.Args))
+	}
+	id, ok := e.Args[0].(*sql.Ident)
+	unit := ""
+	if ok && len(id.Parts) == 1 {
+		unit = strings.TrimPrefix(strings.ToLower(id.Parts[0]), "sql_tsi_")
+	}
+	if !timestampUnits[unit] {
+		b.fail(e.Args[0].Position(), "%s: the first argument must be a unit (YEAR, QUARTER, MONTH, WEEK, DAY, HOUR, MINUTE or SECOND), not %s", strings.ToUpper(e.Name), sql.Format(e.Args[0]))
+	}
+	u := &Const{Value: stringScalar(unit)}
+	x := b.bindScalar(e.Args[1], sc, node, o.with(nil))
+	y := b.bindScalar(e.Args[2], sc, node, o.with(nil))
+	if e.Name == "timestampdiff" {
+		return b.castTo(b.call(e.Pos, "timestampdiff", u, x, y), arrow.PrimitiveTypes.Int32, e.Pos)
+	}
+	if y.Type().ID() == arrow.DATE32 && unit != "year" && unit != "quarter" && unit != "month" && unit != "week" && unit != "day" {
+		// As Calcite: adding hours to a DATE gives a TIMESTAMP.
+		y = b.castTo(y, &arrow.TimestampType{Unit: arrow.Microsecond}, e.Args[2].Position())
+	}
+	return b.call(e.Pos, "date_add", u, x, y)
 }
 
 // extractAliases are Flink's date part functions: HOUR(ts) is
@@ -1040,7 +1092,12 @@ func exprKey(e Expr) string {
 }
 
 // volatile functions are evaluated per execution, never folded.
-var volatile = map[string]bool{"current_date": true, "current_timestamp": true, "current_time": true, "now": true, "localtimestamp": true, "rand": true, "random": true}
+var volatile = map[string]bool{"current_date": true, "current_timestamp": true, "current_time": true, "now": true, "localtimestamp": true, "rand": true, "random": true, "uuid": true}
+
+// jsonConstructors stay calls: JSON_OBJECT and JSON_ARRAY insert a nested
+// constructor's result as JSON, and exec tells it by the call, which a
+// folded string would hide.
+var jsonConstructors = map[string]bool{"json_object": true, "json_object_absent_on_null": true, "json_array": true, "json_array_null_on_null": true}
 
 // foldExpr evaluates constant subexpressions at plan time.
 func foldExpr(ctx context.Context, e Expr) (Expr, error) {
@@ -1051,7 +1108,7 @@ func foldExpr(ctx context.Context, e Expr) (Expr, error) {
 		}
 		switch y := x.(type) {
 		case *Call:
-			if volatile[y.Fn] {
+			if volatile[y.Fn] || jsonConstructors[y.Fn] {
 				return x
 			}
 			if s, ok := simplifyLogic(y); ok {

@@ -463,16 +463,19 @@ func (b *binder) bindSelect(sel *sql.Select, outer *scope, orderBy []*sql.OrderI
 	var cols []Column
 	for i, it := range sel.Items {
 		if st, ok := it.Expr.(*sql.Star); ok {
-			if hasAgg {
-				b.fail(st.Pos, "SELECT * is not allowed with GROUP BY or aggregates")
-			}
 			n := 0
 			for _, c := range sc.cols {
 				if c.hidden || st.Qualifier != nil && c.qual != st.Qualifier[len(st.Qualifier)-1] {
 					continue
 				}
-				exprs = append(exprs, &ColRef{ID: c.col.ID, Name: c.name, Typ: c.col.Type})
-				cols = append(cols, b.newCol(c.name, c.col.Type, c.col.Nullable))
+				var e Expr = &ColRef{ID: c.col.ID, Name: c.name, Typ: c.col.Type}
+				nullable := c.col.Nullable
+				if hasAgg {
+					// As in Calcite and Postgres: allowed when every column is grouped.
+					e, nullable = b.rewriteGrouped(sb, e, st), true
+				}
+				exprs = append(exprs, e)
+				cols = append(cols, b.newCol(c.name, e.Type(), nullable))
 				n++
 			}
 			if n == 0 {
@@ -1240,6 +1243,7 @@ var aggregateNames = map[string]string{
 	"stddev": "stddev_samp", "stddev_samp": "stddev_samp", "stddev_pop": "stddev_pop",
 	"variance": "var_samp", "var_samp": "var_samp", "var_pop": "var_pop",
 	"bool_and": "bool_and", "every": "bool_and", "bool_or": "bool_or", "any_value": "any_value",
+	"listagg": "listagg",
 }
 
 func isAggregate(name string) bool { _, ok := aggregateNames[name]; return ok }
@@ -1442,6 +1446,15 @@ func (b *binder) bindAggCall(sb *selectBinding, c *sql.FuncCall) AggCall {
 	} else if len(args) == 0 {
 		b.fail(c.Pos, "%s needs an argument", c.Name)
 	}
+	if fn == "listagg" && len(args) == 2 {
+		// Flink takes the separator as a literal only.
+		if k, ok := args[1].(*Const); !ok || !k.Value.IsValid() {
+			b.fail(c.Args[1].Position(), "LISTAGG's separator must be a string literal")
+		}
+		if c.Distinct {
+			b.notImplemented(c.Pos, "LISTAGG(DISTINCT ...) with a separator")
+		}
+	}
 	var filter Expr
 	if c.Filter != nil {
 		filter = b.bindScalar(c.Filter, sb.sc, &n, opts)
@@ -1523,9 +1536,9 @@ func (b *binder) rewriteGrouped(sb *selectBinding, x Expr, src sql.Expr) Expr {
 			for i, a := range y.Args {
 				args[i] = rw(a)
 			}
-			return &Call{Fn: y.Fn, Args: args, Typ: y.Typ}
+			return &Call{Fn: y.Fn, Args: args, Typ: y.Typ, Pos: y.Pos}
 		case *Cast:
-			return &Cast{X: rw(y.X), Typ: y.Typ}
+			return &Cast{X: rw(y.X), Typ: y.Typ, Pos: y.Pos}
 		case *Case:
 			c := &Case{Typ: y.Typ}
 			for _, w := range y.Whens {

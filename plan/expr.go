@@ -11,6 +11,7 @@ import (
 
 	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/vectorized"
+	"github.com/flightd/flightd/sql"
 )
 
 // ColumnID identifies a column of a plan uniquely within one bound statement.
@@ -55,12 +56,14 @@ type Call struct {
 	Fn   string
 	Args []Expr
 	Typ  arrow.DataType
+	Pos  sql.Pos // where in the statement, for run-time errors (zero: unknown)
 }
 
 // Cast converts with SQL CAST semantics.
 type Cast struct {
 	X   Expr
 	Typ arrow.DataType
+	Pos sql.Pos // as Call.Pos
 }
 
 // Case is a searched CASE.
@@ -183,9 +186,9 @@ func mapExpr(e Expr, f func(Expr) Expr) Expr {
 		for i, a := range x.Args {
 			args[i] = mapExpr(a, f)
 		}
-		return f(&Call{Fn: x.Fn, Args: args, Typ: x.Typ})
+		return f(&Call{Fn: x.Fn, Args: args, Typ: x.Typ, Pos: x.Pos})
 	case *Cast:
-		return f(&Cast{X: mapExpr(x.X, f), Typ: x.Typ})
+		return f(&Cast{X: mapExpr(x.X, f), Typ: x.Typ, Pos: x.Pos})
 	case *Case:
 		c := &Case{Typ: x.Typ}
 		for _, w := range x.Whens {
@@ -336,13 +339,15 @@ func compile(e Expr, lay layout, params arrow.RecordBatch) (exec.Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		return exec.NewCall(x.Fn, args...)
+		c, err := exec.NewCall(x.Fn, args...)
+		return placed(c, x.Pos), err
 	case *Cast:
 		in, err := compile(x.X, lay, params)
 		if err != nil {
 			return nil, err
 		}
-		return exec.NewCast(in, x.Typ)
+		c, err := exec.NewCast(in, x.Typ)
+		return placed(c, x.Pos), err
 	case *Case:
 		whens := make([]exec.When, len(x.Whens))
 		for i, w := range x.Whens {
@@ -391,6 +396,14 @@ func paramScalar(col arrow.Array) (scalar.Scalar, error) {
 	}
 	defer c.Release()
 	return scalar.GetScalar(c, 0)
+}
+
+// placed gives a compiled call or cast its position in the statement.
+func placed(e exec.Expr, pos sql.Pos) exec.Expr {
+	if e == nil || pos.Line == 0 {
+		return e
+	}
+	return exec.At(e, fmt.Sprintf("line %d:%d", pos.Line, pos.Col))
 }
 
 func compileAll(es []Expr, lay layout, params arrow.RecordBatch) ([]exec.Expr, error) {

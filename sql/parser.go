@@ -1897,6 +1897,10 @@ func (p *parser) keywordPrimary(t token) Expr {
 		if next.text == "(" {
 			return p.call()
 		}
+	case "json_object", "json_array":
+		if next.text == "(" {
+			return p.jsonConstructor()
+		}
 	}
 	if reserved[t.text] {
 		p.failf(t.pos, "expected an expression, found %s", p.describe(t))
@@ -1943,6 +1947,45 @@ func (p *parser) identOrCall() Expr {
 		id.Parts = append(id.Parts, s)
 	}
 	return id
+}
+
+// jsonConstructor parses JSON_OBJECT([KEY] k VALUE v, ... [{NULL | ABSENT}
+// ON NULL]) and JSON_ARRAY(v, ... [{NULL | ABSENT} ON NULL]). The clause
+// that is not the default (NULL ON NULL for objects, ABSENT ON NULL for
+// arrays) names another function, json_object_absent_on_null or
+// json_array_null_on_null, so that the call formats as a plain one; a
+// plain json_object(k, v, ...) reads back the same.
+func (p *parser) jsonConstructor() Expr {
+	t := p.nextTok()
+	p.expectP("(")
+	f := &FuncCall{Pos: t.pos, Name: t.text}
+	object := t.text == "json_object"
+	onNull := func() bool { return (p.isK("null") || p.isK("absent")) && p.isKAt(1, "on") }
+	for !p.isP(")") && !onNull() {
+		if len(f.Args) > 0 {
+			p.expectP(",")
+		}
+		if object {
+			p.acceptK("key")
+			f.Args = append(f.Args, p.parseExpr())
+			if !p.acceptK("value") {
+				p.expectP(",")
+			}
+		}
+		f.Args = append(f.Args, p.parseExpr())
+	}
+	switch {
+	case p.acceptK("null", "on", "null"):
+		if !object {
+			f.Name = "json_array_null_on_null"
+		}
+	case p.acceptK("absent", "on", "null"):
+		if object {
+			f.Name = "json_object_absent_on_null"
+		}
+	}
+	p.expectP(")")
+	return f
 }
 
 func (p *parser) call() Expr {

@@ -23,8 +23,10 @@ const (
 	Mod
 )
 
+// String names op in error messages: MOD, not %, which the Go code of
+// ADBC's Python Flight SQL driver reads as a format verb ("%!(MISSING)").
 func (op ArithOp) String() string {
-	return [...]string{"+", "-", "*", "/", "%"}[op]
+	return [...]string{"+", "-", "*", "/", "MOD"}[op]
 }
 
 // Int is the set of signed integer types.

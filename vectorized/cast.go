@@ -67,7 +67,7 @@ func isTemporal(dt arrow.DataType) bool {
 
 // Cast converts a to type to with SQL CAST semantics: out-of-range numbers and
 // unparsable strings are errors naming the value; fractional numbers cast to
-// integers round half away from zero.
+// integers truncate toward zero, as in Flink (DuckDB and Postgres round).
 func Cast(mem memory.Allocator, a arrow.Array, to arrow.DataType) (arrow.Array, error) {
 	if arrow.TypeEqual(a.DataType(), to) {
 		a.Retain()
@@ -252,7 +252,7 @@ func (r numReader) float(i int) (float64, error) {
 func (r numReader) int(i int) (int64, error) {
 	switch r.kind {
 	case 1:
-		f := math.Round(r.f64(i))
+		f := math.Trunc(r.f64(i))
 		if math.IsNaN(f) || f < math.MinInt64 || f >= math.MaxInt64 {
 			return 0, ErrOverflow
 		}
@@ -260,7 +260,7 @@ func (r numReader) int(i int) (int64, error) {
 	case 2:
 		d := r.dec(i)
 		if r.scale > 0 {
-			d = d.ReduceScaleBy(r.scale, true)
+			d = d.ReduceScaleBy(r.scale, false)
 		} else if r.scale < 0 {
 			d = d.IncreaseScaleBy(-r.scale)
 		}

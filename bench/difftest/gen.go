@@ -20,8 +20,9 @@ import (
 //   - CONCAT with a NULL argument (Flink: NULL) and GREATEST/LEAST with a
 //     NULL argument (Flink: NULL; DuckDB skips NULLs): || is used instead,
 //     GREATEST/LEAST only on non-NULL arguments;
-//   - CAST(DOUBLE AS INT) of a .5 value (DuckDB rounds half to even,
-//     flightd half away from zero) and CAST(DOUBLE AS VARCHAR) (digits);
+//   - CAST of a fractional value to an integer (DuckDB rounds, flightd
+//     truncates toward zero as Flink does): the value is truncated with
+//     trunc() first; and CAST(DOUBLE AS VARCHAR) (digits);
 //   - SUBSTR with a start below 1 (DuckDB counts from the end);
 //   - the scale of decimal results where the engines type them apart:
 //     round(x, n) (DuckDB: scale n) and DuckDB's common type of
@@ -222,7 +223,7 @@ func (g *Gen) intExpr(c ectx, d int) string {
 	case 9:
 		return fmt.Sprintf("date_diff('day', %s, %s)", g.expr(c, TDate, d), g.expr(c, TDate, d))
 	case 10:
-		return fmt.Sprintf("CAST(%s AS %s)", g.expr(c, TDec, d), pick(g, []string{"INT", "BIGINT"}))
+		return fmt.Sprintf("CAST(trunc(%s) AS %s)", g.expr(c, TDec, d), pick(g, []string{"INT", "BIGINT"}))
 	}
 	return fmt.Sprintf("strpos(%s, %s)", g.expr(c, TStr, d), g.expr(c, TStr, d))
 }
@@ -265,7 +266,7 @@ func (g *Gen) floatExpr(c ectx, d int) string {
 }
 
 func (g *Gen) strExpr(c ectx, d int) string {
-	switch g.n(11) {
+	switch g.n(14) {
 	case 0, 1:
 		return fmt.Sprintf("(%s || %s)", g.expr(c, TStr, d), g.expr(c, TStr, d))
 	case 2:
@@ -287,6 +288,14 @@ func (g *Gen) strExpr(c ectx, d int) string {
 		return fmt.Sprintf("%s(%s, %d)", pick(g, []string{"left", "right"}), g.expr(c, TStr, d), g.n(4))
 	case 9:
 		return fmt.Sprintf("%s(%s, %d, 'x')", pick(g, []string{"lpad", "rpad"}), g.expr(c, TStr, d), g.n(5))
+	case 10:
+		// Both skip NULL arguments and give NULL for a NULL separator.
+		return fmt.Sprintf("concat_ws(%s, %s, %s)", quote(pick(g, []string{",", "", "--"})), g.expr(c, TStr, d), g.expr(c, TStr, d))
+	case 11:
+		return fmt.Sprintf("%s(%s)", pick(g, []string{"md5", "sha256", "hex"}), g.expr(c, TStr, d))
+	case 12:
+		// from has no repeated character: the engines' rules for one differ.
+		return fmt.Sprintf("translate(%s, %s, %s)", g.expr(c, TStr, d), quote(pick(g, []string{"ab", "a ", "eta"})), quote(pick(g, []string{"x", "", "XY", "123"})))
 	}
 	return g.expr(c, TStr, d)
 }

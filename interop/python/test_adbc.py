@@ -322,3 +322,16 @@ def test_materialized_table_statements(conn):
     cur.execute("DROP MATERIALIZED TABLE py_live")
     cur.execute("DROP MATERIALIZED TABLE py_full")
     cur.close()
+
+
+def test_data_error_message(conn):
+    # The driver's Go code formats the server's message: a '%' in it
+    # printed "%!(MISSING)" (issue 19).
+    cur = conn.cursor()
+    with pytest.raises(Exception) as e:
+        cur.execute("SELECT MOD(7, 0)")
+        cur.fetchall()
+    msg = str(e.value)
+    assert "MISSING" not in msg
+    assert "line 1:8" in msg and "SQLSTATE 22012" in msg
+    cur.close()

@@ -1,0 +1,111 @@
+package exec
+
+import (
+	"context"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/flightd/flightd/vectorized"
+)
+
+// evalCoalesce evaluates COALESCE as the CASE the standard defines it as:
+// argument k only for the rows every earlier argument left NULL, so
+// COALESCE(x, 1 / 0) fails only where x is NULL.
+func evalCoalesce(ctx context.Context, ec *Context, typ arrow.DataType, args []Expr, b arrow.RecordBatch) (arrow.Array, error) {
+	n := int(b.NumRows())
+	pick := make([]int32, n) // as in CaseExpr.Eval: the part that decided row i, -1 = NULL
+	pos := make([]int32, n)
+	rows := make([]int64, n) // rows still NULL
+	for i := range rows {
+		pick[i], rows[i] = -1, int64(i)
+	}
+	var parts []arrow.Array
+	defer func() { releaseArrays(parts) }()
+	for _, a := range args {
+		if len(rows) == 0 {
+			break
+		}
+		if isNullConst(a) {
+			continue
+		}
+		v, err := evalRows(ctx, ec, a, b, rows)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, v.arr)
+		left := rows[:0]
+		for j, r := range rows {
+			if p := v.at(j, r); v.arr.IsValid(p) {
+				pick[r], pos[r] = int32(len(parts)-1), int32(p)
+			} else {
+				left = append(left, r)
+			}
+		}
+		rows = left
+	}
+	switch {
+	case len(parts) == 0:
+		return array.MakeArrayOfNull(ec.Mem, typ, n), nil
+	case len(parts) == 1 && parts[0].Len() == n && !slices.Contains(pick, -1):
+		parts[0].Retain()
+		return parts[0], nil
+	}
+	return assembleCase(ec.Mem, typ, parts, pick, pos), nil
+}
+
+// evalLogic evaluates AND (dominant false) or OR (dominant true) left to
+// right, as Flink does: the right operand only for the rows the left one
+// does not decide, so z <> 0 AND k / z > 1 never divides by zero.
+func evalLogic(ctx context.Context, ec *Context, dominant bool, args []Expr, b arrow.RecordBatch) (arrow.Array, error) {
+	l, err := evalOne(ctx, ec, args[0], b)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Release()
+	lb := l.(*array.Boolean)
+	n := lb.Len()
+	var rows []int64 // rows the left operand leaves open
+	for i := 0; i < n; i++ {
+		if lb.IsNull(i) || lb.Value(i) != dominant {
+			rows = append(rows, int64(i))
+		}
+	}
+	switch len(rows) {
+	case 0:
+		l.Retain()
+		return l, nil
+	case n:
+		r, err := evalOne(ctx, ec, args[1], b)
+		if err != nil {
+			return nil, err
+		}
+		defer r.Release()
+		if dominant {
+			return vectorized.Or(ec.Mem, l, r), nil
+		}
+		return vectorized.And(ec.Mem, l, r), nil
+	}
+	v, err := evalRows(ctx, ec, args[1], b, rows)
+	if err != nil {
+		return nil, err
+	}
+	defer v.arr.Release()
+	rb := v.arr.(*array.Boolean)
+	vals := make([]bool, n)
+	valid := make([]bool, n)
+	for i := range vals {
+		vals[i], valid[i] = dominant, true
+	}
+	for j, r := range rows {
+		switch p := v.at(j, r); {
+		case rb.IsValid(p) && rb.Value(p) == dominant:
+		case lb.IsNull(int(r)) || rb.IsNull(p):
+			valid[r] = false
+		default:
+			vals[r] = !dominant
+		}
+	}
+	return vectorized.BoolsToArray(ec.Mem, vals, valid), nil
+}

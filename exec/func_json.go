@@ -1,0 +1,290 @@
+package exec
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightd/flightd/vectorized"
+)
+
+// JSON_OBJECT and JSON_ARRAY build JSON text (below). JSON_VALUE and
+// JSON_QUERY in Flink's default forms (no RETURNING, NULL
+// ON EMPTY and NULL ON ERROR): a path selects one value of a JSON text;
+// JSON_VALUE returns a scalar as a string, JSON_QUERY an object or array
+// as compact JSON, and either gives NULL where the path finds nothing,
+// the text is not JSON, or the value is of the other kind.
+func init() {
+	register(jsonResolver(false), "json_value")
+	register(jsonResolver(true), "json_query")
+	register(jsonObjectResolver(false), "json_object")
+	register(jsonObjectResolver(true), "json_object_absent_on_null")
+	register(jsonArrayResolver(true), "json_array")
+	register(jsonArrayResolver(false), "json_array_null_on_null")
+}
+
+// jsonStep is one step of a path: an object member or an array index.
+type jsonStep struct {
+	key   string
+	index int // -1 for a member
+}
+
+// parseJSONPath reads the subset of SQL/JSON paths Flink users write:
+// $, then .name, ."name", ['name'] and [n] steps (lax mode, the default).
+func parseJSONPath(p string) ([]jsonStep, error) {
+	s := strings.TrimSpace(p)
+	s = strings.TrimPrefix(s, "lax ")
+	s = strings.TrimSpace(s)
+	if !strings.HasPrefix(s, "$") {
+		return nil, fmt.Errorf("%w: JSON path %q must start with $", vectorized.ErrInvalidValue, p)
+	}
+	s = s[1:]
+	var steps []jsonStep
+	for s != "" {
+		switch {
+		case strings.HasPrefix(s, ".\""):
+			end := strings.Index(s[2:], "\"")
+			if end < 0 {
+				return nil, fmt.Errorf("%w: JSON path %q: unterminated name", vectorized.ErrInvalidValue, p)
+			}
+			steps = append(steps, jsonStep{key: s[2 : 2+end], index: -1})
+			s = s[3+end:]
+		case s[0] == '.':
+			end := strings.IndexAny(s[1:], ".[")
+			if end < 0 {
+				end = len(s) - 1
+			}
+			name := s[1 : 1+end]
+			if name == "" {
+				return nil, fmt.Errorf("%w: JSON path %q: empty member name", vectorized.ErrInvalidValue, p)
+			}
+			steps = append(steps, jsonStep{key: name, index: -1})
+			s = s[1+end:]
+		case s[0] == '[':
+			end := strings.Index(s, "]")
+			if end < 0 {
+				return nil, fmt.Errorf("%w: JSON path %q: missing ]", vectorized.ErrInvalidValue, p)
+			}
+			in := strings.TrimSpace(s[1:end])
+			if len(in) >= 2 && (in[0] == '\'' || in[0] == '"') && in[len(in)-1] == in[0] {
+				steps = append(steps, jsonStep{key: in[1 : len(in)-1], index: -1})
+			} else {
+				k, err := strconv.Atoi(in)
+				if err != nil || k < 0 {
+					return nil, fmt.Errorf("%w: JSON path %q: bad subscript [%s]", vectorized.ErrInvalidValue, p, in)
+				}
+				steps = append(steps, jsonStep{index: k})
+			}
+			s = s[end+1:]
+		default:
+			return nil, fmt.Errorf("%w: JSON path %q: unexpected %q", vectorized.ErrInvalidValue, p, s)
+		}
+	}
+	return steps, nil
+}
+
+// jsonSelect returns the raw JSON the path selects, or false.
+func jsonSelect(doc []byte, steps []jsonStep) (json.RawMessage, bool) {
+	cur := json.RawMessage(doc)
+	for _, st := range steps {
+		if st.index < 0 {
+			var obj map[string]json.RawMessage
+			if json.Unmarshal(cur, &obj) != nil {
+				return nil, false
+			}
+			v, ok := obj[st.key]
+			if !ok {
+				return nil, false
+			}
+			cur = v
+			continue
+		}
+		var arr []json.RawMessage
+		if json.Unmarshal(cur, &arr) != nil || st.index >= len(arr) {
+			return nil, false
+		}
+		cur = arr[st.index]
+	}
+	if !json.Valid(cur) {
+		return nil, false
+	}
+	return cur, true
+}
+
+func jsonResolver(query bool) resolver {
+	return func(types []arrow.DataType, args []Expr) (*impl, error) {
+		st, err := wantStrings(types, 2, 2)
+		if err != nil {
+			return nil, err
+		}
+		if args != nil {
+			if p, ok := literalString(args[1]); ok {
+				if _, err := parseJSONPath(p); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return &impl{ret: strType, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+			paths := map[string][]jsonStep{}
+			return mapNullableStrings(ec, a, n, false, func(i int) (string, bool, error) {
+				p := vectorized.StringAt(a[1], i)
+				steps, ok := paths[p]
+				if !ok {
+					var err error
+					if steps, err = parseJSONPath(p); err != nil {
+						return "", false, err
+					}
+					paths[p] = steps
+				}
+				v, ok := jsonSelect([]byte(vectorized.StringAt(a[0], i)), steps)
+				if !ok {
+					return "", false, nil
+				}
+				v = bytes.TrimSpace(v)
+				isContainer := v[0] == '{' || v[0] == '['
+				switch {
+				case query != isContainer, string(v) == "null":
+					return "", false, nil
+				case query:
+					var out bytes.Buffer
+					if json.Compact(&out, v) != nil {
+						return "", false, nil
+					}
+					return out.String(), true, nil
+				case v[0] == '"':
+					var s string
+					if json.Unmarshal(v, &s) != nil {
+						return "", false, nil
+					}
+					return s, true, nil
+				}
+				return string(v), true, nil
+			})
+		}}, nil
+	}
+}
+
+// jsonConstructors are the functions whose results JSON_OBJECT and
+// JSON_ARRAY insert as JSON rather than as strings (the parser's names for
+// the ON NULL variants included).
+var jsonConstructors = map[string]bool{"json_object": true, "json_object_absent_on_null": true, "json_array": true, "json_array_null_on_null": true}
+
+// rawJSONArgs reports, per argument, whether it is a JSON constructor call.
+func rawJSONArgs(args []Expr) []bool {
+	raw := make([]bool, len(args))
+	for i, a := range args {
+		c, ok := a.(*CallExpr)
+		raw[i] = ok && jsonConstructors[c.Name]
+	}
+	return raw
+}
+
+// jsonText writes row i of a as a JSON value: numbers and booleans bare,
+// JSON constructors' results as they are, everything else a string.
+func jsonText(sb *strings.Builder, a arrow.Array, i int, raw bool) {
+	switch {
+	case a.IsNull(i):
+		sb.WriteString("null")
+	case raw:
+		sb.WriteString(vectorized.StringAt(a, i))
+	case a.DataType().ID() == arrow.BOOL:
+		sb.WriteString(vectorized.FormatValue(a, i))
+	case vectorized.IsInteger(a.DataType()) || a.DataType().ID() == arrow.DECIMAL128:
+		sb.WriteString(vectorized.FormatValue(a, i))
+	case vectorized.IsFloat(a.DataType()):
+		s := vectorized.FormatValue(a, i)
+		if _, err := strconv.ParseFloat(s, 64); err != nil || strings.ContainsAny(s, "IN") {
+			jsonString(sb, s) // NaN and infinities are not JSON numbers
+			return
+		}
+		sb.WriteString(s)
+	case vectorized.IsString(a.DataType()):
+		jsonString(sb, vectorized.StringAt(a, i))
+	default:
+		jsonString(sb, vectorized.FormatValue(a, i))
+	}
+}
+
+// jsonString writes s quoted, without escaping <, > and & as encoding/json
+// does by default.
+func jsonString(sb *strings.Builder, s string) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	sb.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+}
+
+// jsonObjectResolver is JSON_OBJECT(k1, v1, ...): NULL values written as
+// null, or left out when absentOnNull. A NULL key is an error.
+func jsonObjectResolver(absentOnNull bool) resolver {
+	return func(types []arrow.DataType, args []Expr) (*impl, error) {
+		if len(types)%2 != 0 {
+			return nil, fmt.Errorf("needs key/value pairs")
+		}
+		for i := 0; i < len(types); i += 2 {
+			if !vectorized.IsString(types[i]) && types[i].ID() != arrow.NULL {
+				return nil, fmt.Errorf("key %d must be a string, not %s", i/2+1, types[i])
+			}
+		}
+		raw := rawJSONArgs(args)
+		return &impl{ret: strType, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+			var sb strings.Builder
+			return vectorized.MapStrings(ec.Mem, nil, n, func(i int) (string, error) {
+				sb.Reset()
+				sb.WriteByte('{')
+				first := true
+				for k := 0; k < len(a); k += 2 {
+					if a[k].IsNull(i) {
+						return "", fmt.Errorf("%w: JSON_OBJECT key %d is NULL", vectorized.ErrInvalidValue, k/2+1)
+					}
+					if absentOnNull && a[k+1].IsNull(i) {
+						continue
+					}
+					if !first {
+						sb.WriteByte(',')
+					}
+					first = false
+					jsonString(&sb, vectorized.StringAt(a[k], i))
+					sb.WriteByte(':')
+					jsonText(&sb, a[k+1], i, len(raw) > k+1 && raw[k+1])
+				}
+				sb.WriteByte('}')
+				return sb.String(), nil
+			})
+		}}, nil
+	}
+}
+
+// jsonArrayResolver is JSON_ARRAY(v, ...): NULL elements left out when
+// absentOnNull (the default), else written as null.
+func jsonArrayResolver(absentOnNull bool) resolver {
+	return func(_ []arrow.DataType, args []Expr) (*impl, error) {
+		raw := rawJSONArgs(args)
+		return &impl{ret: strType, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+			var sb strings.Builder
+			return vectorized.MapStrings(ec.Mem, nil, n, func(i int) (string, error) {
+				sb.Reset()
+				sb.WriteByte('[')
+				first := true
+				for k, x := range a {
+					if absentOnNull && x.IsNull(i) {
+						continue
+					}
+					if !first {
+						sb.WriteByte(',')
+					}
+					first = false
+					jsonText(&sb, x, i, len(raw) > k && raw[k])
+				}
+				sb.WriteByte(']')
+				return sb.String(), nil
+			})
+		}}, nil
+	}
+}

@@ -1,0 +1,219 @@
+package slt
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// flinkFiles are the .slt files checked against Apache Flink: the ones
+// whose statements are Flink SQL as written.
+var flinkFiles = []string{"conformance.slt", "functions.slt"}
+
+// flinkDifferences are the records (file:line) where flightd's expected
+// answer differs from Flink's on purpose or for a known reason, each with
+// it; docs/STATUS.md lists them too.
+var flinkDifferences = map[string]string{
+	"conformance.slt:17":  "NULL / 0 is NULL in flightd; Flink raises division by zero",
+	"conformance.slt:117": "the .slt files print a DECIMAL with its scale (2.5), this harness reads Flink's as a float (2.500)",
+	"conformance.slt:127": "Flink refuses NULLIF of an untyped NULL; flightd types it as the other argument",
+	"conformance.slt:142": "a DOUBLE out of INT's range is an overflow error (22003) in flightd; Flink returns a value",
+	"functions.slt:28":    "CONCAT_WS needs a string to join in flightd; Flink returns ''",
+	"functions.slt:53":    "CAST of a TIMESTAMP(6) to STRING drops trailing zero digits in flightd",
+	"functions.slt:86":    "CAST of a TIMESTAMP_LTZ to STRING ends in Z in flightd and keeps no zero digits",
+	"functions.slt:93":    "CAST of a TIMESTAMP_LTZ to STRING ends in Z in flightd and keeps no zero digits",
+	"functions.slt:103":   "TO_TIMESTAMP_LTZ takes precision 0 or 3 only in flightd",
+	"functions.slt:156":   "CAST of an infinite DOUBLE to STRING is -Inf/+Inf in flightd, -Infinity in Flink",
+	"functions.slt:198":   "IFNULL is lazy like COALESCE in flightd; Flink evaluates both arguments",
+	"functions.slt:229":   "a malformed constant JSON path is refused when flightd binds; Flink returns NULL",
+	"functions.slt:261":   "LISTAGG(DISTINCT s, separator) is not implemented in flightd",
+	"functions.slt:298":   "UNHEX of an odd number of digits: flightd reads a leading 0, Flink otherwise",
+	"functions.slt:308":   "HEX of BYTES is a flightd extension; Flink takes integers and strings",
+	"functions.slt:319":   "ENCODE of a character the charset lacks is an error in flightd; Flink writes '?'",
+	"functions.slt:337":   "ELT of numbers is a flightd extension; Flink takes strings and bytes",
+	"functions.slt:374":   "an invalid regular expression is an error in flightd; Flink returns NULL",
+	"functions.slt:395":   "JSON_ARRAY(NULL ON NULL) is an empty array in flightd, a syntax error in Flink",
+}
+
+// TestFlinkOracle runs the records of flinkFiles on Apache Flink 2.3
+// (interop/flink, batch mode, built by Maven offline) and compares each
+// answer with the file's, which flightd gives: a statement must succeed or
+// fail in both, a query give the same rows. Every disagreement must be in
+// flinkDifferences. It needs Java 17 and Maven with Flink in its local
+// repository: set FLIGHTD_FLINK=1 to run it.
+func TestFlinkOracle(t *testing.T) {
+	if os.Getenv("FLIGHTD_FLINK") == "" {
+		t.Skip("set FLIGHTD_FLINK=1 to compare with Apache Flink (Java 17, Maven, Flink 2.3 in ~/.m2)")
+	}
+	oracle := startFlink(t)
+	for _, name := range flinkFiles {
+		path := filepath.Join("../../testdata/slt", name)
+		recs, err := ParseFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		agree, explained := 0, 0
+		for _, r := range recs {
+			if r.Kind == "halt" {
+				break
+			}
+			loc := fmt.Sprintf("%s:%d", name, r.Line)
+			rows, ferr := oracle.run(t, flinkSQL(r.SQL, dir))
+			why := ""
+			switch {
+			case r.Kind == "statement" && ferr != "":
+				why = "Flink failed: " + ferr
+			case r.Kind == "statement-error" || r.Kind == "query-error":
+				if ferr == "" {
+					why = "Flink succeeded"
+				}
+			case r.Kind == "query" && ferr != "":
+				why = "Flink failed: " + ferr
+			case r.Kind == "query":
+				got := Render(flinkValues(rows, r.Types), r.Sort)
+				if strings.Join(got, "\n") != strings.Join(r.Expected, "\n") {
+					why = fmt.Sprintf("Flink gave\n%s\nflightd\n%s", strings.Join(got, "\n"), strings.Join(r.Expected, "\n"))
+				}
+			}
+			switch _, known := flinkDifferences[loc]; {
+			case why == "":
+				agree++
+			case known:
+				explained++
+			default:
+				t.Errorf("%s: differs from Flink: %s\n%s", loc, why, r.SQL)
+			}
+		}
+		t.Logf("%s: %d records agree with Flink, %d differ for a listed reason", name, agree, explained)
+	}
+}
+
+type flinkProc struct {
+	in  io.Writer
+	out *bufio.Scanner
+}
+
+// startFlink builds interop/flink and starts FlinkOracle.
+func startFlink(t *testing.T) *flinkProc {
+	t.Helper()
+	pom, err := filepath.Abs("../../interop/flink/pom.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("mvn", "-o", "-q", "-f", pom, "compile", "dependency:build-classpath", "-Dmdep.outputFile=target/cp.txt")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building interop/flink: %v\n%s", err, out)
+	}
+	target := filepath.Join(filepath.Dir(pom), "target")
+	cp, err := os.ReadFile(filepath.Join(target, "cp.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("java", "-cp", filepath.Join(target, "classes")+string(os.PathListSeparator)+strings.TrimSpace(string(cp)), "dev.flightd.oracle.FlinkOracle")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		in.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("FlinkOracle: %v", err)
+		}
+	})
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	return &flinkProc{in: in, out: sc}
+}
+
+// run sends one statement and reads its answer: the rows, or Flink's error.
+func (f *flinkProc) run(t *testing.T, sql string) (rows [][]string, ferr string) {
+	t.Helper()
+	if _, err := fmt.Fprintln(f.in, sql); err != nil {
+		t.Fatal(err)
+	}
+	for f.out.Scan() {
+		line := f.out.Text()
+		switch {
+		case line == "END":
+			return rows, ferr
+		case strings.HasPrefix(line, "ROW"):
+			var row []string
+			for _, v := range strings.Split(line, "\t")[1:] {
+				row = append(row, unescapeFlink(v))
+			}
+			rows = append(rows, row)
+		case strings.HasPrefix(line, "ERR "):
+			ferr = unescapeFlink(line[4:])
+		}
+	}
+	t.Fatalf("FlinkOracle ended: %v", f.out.Err())
+	return nil, ""
+}
+
+const flinkNull = "\x00NULL"
+
+func unescapeFlink(v string) string {
+	if v == `\N` {
+		return flinkNull
+	}
+	return strings.NewReplacer(`\\`, `\`, `\t`, "\t", `\n`, "\n").Replace(v)
+}
+
+var createTable = regexp.MustCompile(`(?is)^\s*CREATE\s+TABLE\s+(\w+)\s*\(.*\)\s*$`)
+
+// flinkSQL puts a statement on one line and gives a CREATE TABLE, which
+// has no connector in flightd, a CSV file table under dir.
+func flinkSQL(sql, dir string) string {
+	sql = strings.Join(strings.Fields(sql), " ")
+	if m := createTable.FindStringSubmatch(sql); m != nil {
+		sql += fmt.Sprintf(" WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'csv', 'csv.null-literal' = '\\N')", filepath.Join(dir, m[1]))
+	}
+	return sql
+}
+
+var flinkTimestamp = regexp.MustCompile(`^(\d{4}-\d\d-\d\d)T(\d\d:\d\d)(:\d\d(\.\d+)?)?(Z?)$`)
+
+// flinkValues writes Flink's values as the .slt files do for the column
+// types: NULL, (empty), floats with 3 decimals, timestamps with a space.
+func flinkValues(rows [][]string, types string) [][]string {
+	out := make([][]string, len(rows))
+	for i, r := range rows {
+		for j, v := range r {
+			switch {
+			case v == flinkNull:
+				v = "NULL"
+			case v == "":
+				v = "(empty)"
+			case j < len(types) && types[j] == 'R':
+				if f, err := strconv.ParseFloat(v, 64); err == nil {
+					v = fmt.Sprintf("%.3f", f)
+				}
+			default:
+				if m := flinkTimestamp.FindStringSubmatch(v); m != nil {
+					sec := m[3]
+					if sec == "" {
+						sec = ":00"
+					}
+					v = m[1] + " " + m[2] + sec + m[5]
+				}
+			}
+			out[i] = append(out[i], v)
+		}
+	}
+	return out
+}

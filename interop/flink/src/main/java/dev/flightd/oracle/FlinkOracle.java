@@ -1,0 +1,74 @@
+package dev.flightd.oracle;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+
+import org.apache.flink.table.api.EnvironmentSettings;
+import org.apache.flink.table.api.TableEnvironment;
+import org.apache.flink.table.api.TableResult;
+import org.apache.flink.types.Row;
+import org.apache.flink.util.CloseableIterator;
+
+/**
+ * Reads one SQL statement per line from stdin, runs it in Flink's batch mode (parallelism 1,
+ * session time zone UTC) and answers on stdout with a line per result row ("ROW" and the
+ * values, tab-separated, NULL as \N, tabs, newlines and backslashes escaped), then "OK", or
+ * "ERR" and the innermost cause's message; every answer ends with "END".
+ */
+public final class FlinkOracle {
+  public static void main(String[] args) throws Exception {
+    TableEnvironment env = TableEnvironment.create(EnvironmentSettings.inBatchMode());
+    env.getConfig().set("parallelism.default", "1");
+    env.getConfig().set("table.local-time-zone", "UTC");
+    PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    for (String sql; (sql = in.readLine()) != null; ) {
+      try {
+        TableResult r = env.executeSql(sql);
+        if (r.getJobClient().isPresent() && sql.trim().toUpperCase().startsWith("INSERT")) {
+          r.await(); // its one row, the -1 "affected rows", is not an answer
+          out.println("OK");
+          out.println("END");
+          continue;
+        }
+        try (CloseableIterator<Row> it = r.collect()) {
+          while (it.hasNext()) {
+            Row row = it.next();
+            StringBuilder sb = new StringBuilder("ROW");
+            for (int i = 0; i < row.getArity(); i++) {
+              sb.append('\t').append(escape(row.getField(i)));
+            }
+            out.println(sb);
+          }
+        }
+        out.println("OK");
+      } catch (Throwable e) {
+        Throwable c = e;
+        while (c.getCause() != null) {
+          c = c.getCause();
+        }
+        out.println("ERR " + escape(c.getClass().getSimpleName() + ": " + c.getMessage()));
+      }
+      out.println("END");
+    }
+    System.exit(0);
+  }
+
+  private static String escape(Object v) {
+    if (v == null) {
+      return "\\N";
+    }
+    String s = v instanceof byte[] ? hex((byte[]) v) : String.valueOf(v);
+    return s.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n");
+  }
+
+  private static String hex(byte[] b) {
+    StringBuilder sb = new StringBuilder();
+    for (byte x : b) {
+      sb.append(String.format("%02X", x));
+    }
+    return sb.toString();
+  }
+}
