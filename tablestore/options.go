@@ -272,9 +272,12 @@ func parseOptions(s *tableSchema) (tableOptions, error) {
 				err = optErr(key, val, "deletion vectors are not supported yet")
 			}
 		default:
-			if strings.HasPrefix(key, optFieldsPrefix) {
+			switch {
+			case strings.HasPrefix(key, optFieldsPrefix):
 				err = o.merge.parseField(key, val)
-			} else {
+			case strings.HasPrefix(key, "lookup."):
+				// Package lookup's options: it reads and checks them.
+			default:
 				err = fmt.Errorf("%w: unknown table option %q", ErrInvalid, key)
 			}
 		}
