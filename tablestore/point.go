@@ -405,3 +405,10 @@ func (t *Table) ChangedKeys(ctx context.Context, id int64, fn func(key []byte)) 
 // the table, through any handle: a reader that takes it before reading the
 // latest snapshot id misses no commit acknowledged after that.
 func (t *Table) Published() <-chan struct{} { return t.st.nextPublish() }
+
+// SameVersion reports whether o is a handle on the same table as t with the
+// same schema version: a table altered, replaced or dropped and created
+// again since t was opened is not.
+func (t *Table) SameVersion(o *Table) bool {
+	return t.st == o.st && t.schema.ID == o.schema.ID && t.schema.TimeMillis == o.schema.TimeMillis
+}
