@@ -248,4 +248,3 @@ func (l *Lookup) KeyBatch(rows [][]any) (arrow.RecordBatch, error) {
 	}
 	return b.NewRecordBatch(), nil
 }
-
