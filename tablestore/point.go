@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -70,6 +71,10 @@ func (s *Scan) Lookup(ctx context.Context, keys []arrow.Array) (rows arrow.Recor
 		want = append(want, pointKey{enc: string(buf), row: i})
 	}
 	slices.SortFunc(want, func(a, b pointKey) int { return cmpStrings(a.enc, b.enc) })
+	// A key lives in the bucket its bucket key hashes to: other buckets'
+	// files are not read (their key ranges overlap every key).
+	buckets := bucketsOf(sch, n, func(name string) arrow.Array { return keys[slices.Index(sch.PrimaryKeys, name)] })
+	byBucket := sch.opts.buckets > 1
 	var runs []BatchReader
 	defer func() {
 		for _, r := range runs {
@@ -88,7 +93,7 @@ func (s *Scan) Lookup(ctx context.Context, keys []arrow.Array) (rows arrow.Recor
 	}
 	for _, sp := range s.splits {
 		for _, e := range sp.(*pkSplit).files {
-			cand := candidates(e, want, keys)
+			cand := candidates(e, want, keys, buckets, byBucket)
 			if len(cand) == 0 {
 				continue
 			}
@@ -154,10 +159,14 @@ func mergeColumns(sch *tableSchema, proj []int) []int {
 	return need
 }
 
-// candidates returns the keys of want (sorted) that e's key range may hold.
-func candidates(e *manifestEntry, want []pointKey, keys []arrow.Array) []pointKey {
+// candidates returns the keys of want (sorted) that e may hold: of its
+// bucket (byBucket) and in its key range.
+func candidates(e *manifestEntry, want []pointKey, keys []arrow.Array, buckets []int32, byBucket bool) []pointKey {
 	var out []pointKey
 	for _, w := range want {
+		if byBucket && int(buckets[w.row]) != e.Bucket {
+			continue
+		}
 		k := make([]datum, len(keys))
 		ok := true
 		for c := range keys {
@@ -180,7 +189,7 @@ func candidates(e *manifestEntry, want []pointKey, keys []arrow.Array) []pointKe
 // pointRun reads the rows of cand (sorted) from one data file as a sorted
 // run in the merge reader's raw layout, or nil when the file holds none.
 func (s *Scan) pointRun(ctx context.Context, e *manifestEntry, cand []pointKey, keys []arrow.Array, rt *readTarget, keyPos []int) (BatchReader, error) {
-	df, err := s.st.openDataFile(e)
+	df, err := s.points.open(s.st, e)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +198,6 @@ func (s *Scan) pointRun(ctx context.Context, e *manifestEntry, cand []pointKey, 
 	for _, w := range cand {
 		v, err := scalar.GetScalar(keys[0], w.row)
 		if err != nil {
-			df.Close()
 			return nil, err
 		}
 		vals = append(vals, v)
@@ -201,50 +209,111 @@ func (s *Scan) pointRun(ctx context.Context, e *manifestEntry, cand []pointKey, 
 			rgs = append(rgs, rg)
 		}
 	}
-	if err := verifyIfFull(ctx, df, rgs); err != nil {
-		return nil, err
+	if len(rgs) == 0 {
+		return nil, nil
 	}
-	r, err := newStreamReader(ctx, s, df, rgs, rt)
+	if len(rgs) == df.numRowGroups() {
+		if err := df.verify(ctx); err != nil {
+			return nil, err
+		}
+	}
+	cols, pos, err := df.fileColumns(rt)
 	if err != nil {
 		return nil, err
 	}
-	r.raw = true
-	defer r.Close()
+	mem := s.st.s.opts.Mem
+	var src recordSource
+	if c := s.st.s.columns; c != nil {
+		src = newCachedSource(ctx, c, mem, df, cols, rgs, s.st.s.opts.BatchSize)
+	} else if src, err = df.fr.GetRecordReader(ctx, cols, rgs); err != nil {
+		return nil, corruptf(df.path, err)
+	}
+	defer src.Release()
 	found := &sliceReader{}
 	var enc []byte
 	for len(cand) > 0 {
-		b, err := r.Next(ctx)
-		if errors.Is(err, io.EOF) {
+		rec, err := src.Read()
+		if errors.Is(err, io.EOF) || (err == nil && rec == nil) {
 			break
 		}
 		if err != nil {
 			found.Close()
+			return nil, corruptf(df.path, err)
+		}
+		b, err := conform(ctx, mem, rt, pos, rec.Columns(), int(rec.NumRows()))
+		if err != nil {
+			found.Close()
 			return nil, err
 		}
-		cols := make([]arrow.Array, len(keyPos))
-		for c, p := range keyPos {
-			cols[c] = b.Column(p)
-		}
-		rowKey := func(j int) string {
-			enc = AppendKey(enc[:0], cols, j)
-			return string(enc)
-		}
-		nb := int(b.NumRows())
-		last := rowKey(nb - 1)
-		j := 0
-		for len(cand) > 0 && cand[0].enc <= last {
-			k := cand[0].enc
-			cand = cand[1:]
-			j += sort.Search(nb-j, func(x int) bool { return rowKey(j+x) >= k })
-			if j < nb && rowKey(j) == k {
-				found.add(b.NewSlice(int64(j), int64(j+1)))
-			}
-		}
+		cand = searchBatch(b, keyPos, cand, found, &enc)
+		b.Release()
 	}
 	if len(found.batches) == 0 {
 		return nil, nil
 	}
 	return found, nil
+}
+
+// searchBatch binary-searches a batch of a sorted run for the keys of cand
+// (sorted) up to its last key, adds the rows found to found, and returns
+// the keys left for later batches.
+func searchBatch(b arrow.RecordBatch, keyPos []int, cand []pointKey, found *sliceReader, enc *[]byte) []pointKey {
+	nb := int(b.NumRows())
+	if nb == 0 {
+		return cand
+	}
+	cols := make([]arrow.Array, len(keyPos))
+	for c, p := range keyPos {
+		cols[c] = b.Column(p)
+	}
+	rowKey := func(j int) string {
+		*enc = AppendKey((*enc)[:0], cols, j)
+		return string(*enc)
+	}
+	last := rowKey(nb - 1)
+	j := 0
+	for len(cand) > 0 && cand[0].enc <= last {
+		k := cand[0].enc
+		cand = cand[1:]
+		j += sort.Search(nb-j, func(x int) bool { return rowKey(j+x) >= k })
+		if j < nb && rowKey(j) == k {
+			found.add(b.NewSlice(int64(j), int64(j+1)))
+		}
+	}
+	return cand
+}
+
+// pointFiles are the data files a scan's lookups opened, kept open (data
+// files are immutable) until the scan closes.
+type pointFiles struct {
+	mu    sync.Mutex
+	files map[string]*dataFile
+}
+
+func (p *pointFiles) open(st *tableState, e *manifestEntry) (*dataFile, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if df := p.files[e.File.Path]; df != nil {
+		return df, nil
+	}
+	df, err := st.openDataFile(e)
+	if err != nil {
+		return nil, err
+	}
+	if p.files == nil {
+		p.files = map[string]*dataFile{}
+	}
+	p.files[e.File.Path] = df
+	return df, nil
+}
+
+func (p *pointFiles) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, df := range p.files {
+		df.Close()
+	}
+	p.files = nil
 }
 
 // sliceReader yields batches it owns, in order.
