@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sort"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 )
 
@@ -224,7 +227,9 @@ func (s *Scan) pointRun(ctx context.Context, e *manifestEntry, cand []pointKey, 
 	mem := s.st.s.opts.Mem
 	var src recordSource
 	if c := s.st.s.columns; c != nil {
-		src = newCachedSource(ctx, c, mem, df, cols, rgs, s.st.s.opts.BatchSize)
+		// Whole row groups: slices of the cached columns, searched in place,
+		// so a lookup costs its keys' searches, not the run's size.
+		src = newCachedSource(ctx, c, mem, df, cols, rgs, math.MaxInt)
 	} else if src, err = df.fr.GetRecordReader(ctx, cols, rgs); err != nil {
 		return nil, corruptf(df.path, err)
 	}
@@ -245,8 +250,12 @@ func (s *Scan) pointRun(ctx context.Context, e *manifestEntry, cand []pointKey, 
 			found.Close()
 			return nil, err
 		}
-		cand = searchBatch(b, keyPos, cand, found, &enc)
+		cand, err = searchBatch(ctx, mem, b, keyPos, cand, found, &enc)
 		b.Release()
+		if err != nil {
+			found.Close()
+			return nil, err
+		}
 	}
 	if len(found.batches) == 0 {
 		return nil, nil
@@ -255,12 +264,12 @@ func (s *Scan) pointRun(ctx context.Context, e *manifestEntry, cand []pointKey, 
 }
 
 // searchBatch binary-searches a batch of a sorted run for the keys of cand
-// (sorted) up to its last key, adds the rows found to found, and returns
-// the keys left for later batches.
-func searchBatch(b arrow.RecordBatch, keyPos []int, cand []pointKey, found *sliceReader, enc *[]byte) []pointKey {
+// (sorted) up to its last key, adds the rows found to found (one batch),
+// and returns the keys left for later batches.
+func searchBatch(ctx context.Context, mem memory.Allocator, b arrow.RecordBatch, keyPos []int, cand []pointKey, found *sliceReader, enc *[]byte) ([]pointKey, error) {
 	nb := int(b.NumRows())
 	if nb == 0 {
-		return cand
+		return cand, nil
 	}
 	cols := make([]arrow.Array, len(keyPos))
 	for c, p := range keyPos {
@@ -271,16 +280,33 @@ func searchBatch(b arrow.RecordBatch, keyPos []int, cand []pointKey, found *slic
 		return string(*enc)
 	}
 	last := rowKey(nb - 1)
+	ib := array.NewInt64Builder(mem)
+	defer ib.Release()
 	j := 0
 	for len(cand) > 0 && cand[0].enc <= last {
 		k := cand[0].enc
 		cand = cand[1:]
 		j += sort.Search(nb-j, func(x int) bool { return rowKey(j+x) >= k })
 		if j < nb && rowKey(j) == k {
-			found.add(b.NewSlice(int64(j), int64(j+1)))
+			ib.Append(int64(j))
 		}
 	}
-	return cand
+	if ib.Len() == 0 {
+		return cand, nil
+	}
+	idx := ib.NewInt64Array()
+	defer idx.Release()
+	if idx.Len() == 1 { // a slice is cheaper than a take kernel
+		r := idx.Value(0)
+		found.add(b.NewSlice(r, r+1))
+		return cand, nil
+	}
+	out, err := compute.Take(compute.WithAllocator(ctx, mem), *compute.DefaultTakeOptions(), compute.NewDatumWithoutOwning(b), compute.NewDatumWithoutOwning(idx))
+	if err != nil {
+		return nil, err
+	}
+	found.add(out.(*compute.RecordDatum).Value)
+	return cand, nil
 }
 
 // pointFiles are the data files a scan's lookups opened, kept open (data
