@@ -195,6 +195,8 @@ type system interface {
 	// run sends batches from next with depth in flight until next returns
 	// nil; it returns the keys answered and found.
 	run(ctx context.Context, next func() []int64) (keys, found int64, err error)
+	// session opens a connection for single-key lookups, one at a time.
+	session(ctx context.Context) (lookup func(key int64) (bool, error), done func(), err error)
 }
 
 func measure(ctx context.Context, s system, rows, batch int, mix string, d time.Duration) (result, error) {
@@ -222,19 +224,21 @@ func measure(ctx context.Context, s system, rows, batch int, mix string, d time.
 
 func singleKey(ctx context.Context, s system, rows, points int) (latency, error) {
 	r := rand.New(rand.NewPCG(1, 1))
+	lookup, done, err := s.session(ctx)
+	if err != nil {
+		return latency{}, err
+	}
+	defer done()
 	var lat []time.Duration
 	for range points {
 		k := keys(r, rows, 1, "hit")
 		start := time.Now()
-		sent := false
-		if _, _, err := s.run(ctx, func() []int64 {
-			if sent {
-				return nil
-			}
-			sent = true
-			return k
-		}); err != nil {
+		found, err := lookup(k[0])
+		if err != nil {
 			return latency{}, err
+		}
+		if !found {
+			return latency{}, fmt.Errorf("key %d not found", k[0])
 		}
 		lat = append(lat, time.Since(start))
 	}
@@ -313,6 +317,63 @@ func (f *flightdSystem) run(ctx context.Context, next func() []int64) (int64, in
 		return n, found, err
 	}
 	return n, found, <-sendErr
+}
+
+// session keeps one exchange open and sends one key at a time.
+func (f *flightdSystem) session(ctx context.Context) (func(int64) (bool, error), func(), error) {
+	if _, _, err := f.run(ctx, func() []int64 { return nil }); err != nil { // connects
+		return nil, nil, err
+	}
+	stream, err := f.cl.DoExchange(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(keySchema))
+	w.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: []byte(`{"table": "lk"}`)})
+	var rdr *flight.Reader
+	b := array.NewInt64Builder(f.mem)
+	lookup := func(key int64) (bool, error) {
+		b.Append(key)
+		col := b.NewArray()
+		rec := array.NewRecordBatch(keySchema, []arrow.Array{col}, 1)
+		err := w.Write(rec)
+		rec.Release()
+		col.Release()
+		if err != nil {
+			return false, err
+		}
+		if rdr == nil {
+			if rdr, err = flight.NewRecordReader(stream); err != nil {
+				return false, err
+			}
+		}
+		if !rdr.Next() {
+			return false, fmt.Errorf("no answer: %v", rdr.Err())
+		}
+		out := rdr.RecordBatch()
+		return out.Column(int(out.NumCols()) - 1).(*array.Boolean).Value(0), nil
+	}
+	done := func() {
+		w.Close()
+		_ = stream.CloseSend()
+		if rdr != nil {
+			for rdr.Next() {
+			}
+			rdr.Release()
+		}
+		b.Release()
+	}
+	return lookup, done, nil
+}
+
+func (r *redisSystem) session(ctx context.Context) (func(int64) (bool, error), func(), error) {
+	return func(key int64) (bool, error) {
+		err := r.c.Get(ctx, "lk:"+strconv.FormatInt(key, 10)).Err()
+		if errors.Is(err, redis.Nil) {
+			return false, nil
+		}
+		return err == nil, err
+	}, func() {}, nil
 }
 
 // redisSystem is a redis-server on loopback holding "lk:<id>" ->
