@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/flightd/flightd/engine"
 	"github.com/flightd/flightd/flightsql"
 )
 
@@ -194,16 +195,16 @@ func TestLookupExchange(t *testing.T) {
 
 func doGetLookup(t *testing.T, cl flight.Client, mem memory.Allocator, tk flightsql.LookupTicket) [][]string {
 	t.Helper()
-	rows, err := tryDoGetLookup(cl, mem, tk)
+	rows, err := tryDoGetLookup(context.Background(), cl, mem, tk)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rows
 }
 
-func tryDoGetLookup(cl flight.Client, mem memory.Allocator, tk flightsql.LookupTicket) ([][]string, error) {
+func tryDoGetLookup(ctx context.Context, cl flight.Client, mem memory.Allocator, tk flightsql.LookupTicket) ([][]string, error) {
 	body, _ := json.Marshal(tk)
-	s, err := cl.DoGet(context.Background(), &flight.Ticket{Ticket: append([]byte(flightsql.LookupTicketPrefix), body...)})
+	s, err := cl.DoGet(ctx, &flight.Ticket{Ticket: append([]byte(flightsql.LookupTicketPrefix), body...)})
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +238,7 @@ func TestLookupBadInput(t *testing.T) {
 		{flightsql.LookupTicket{LookupCommand: flightsql.LookupCommand{Table: "t", Columns: []string{"zz"}}, Keys: [][]any{{1, "a"}}}, codes.InvalidArgument, `no column "zz"`},
 		{flightsql.LookupTicket{LookupCommand: flightsql.LookupCommand{Table: "t", Options: map[string]string{"lookup.cache": "MAYBE"}}, Keys: [][]any{{1, "a"}}}, codes.InvalidArgument, "NONE, PARTIAL or FULL"},
 	} {
-		_, err := tryDoGetLookup(cl.Client, mem, c.tk)
+		_, err := tryDoGetLookup(context.Background(), cl.Client, mem, c.tk)
 		if st, _ := status.FromError(err); st.Code() != c.code || !strings.Contains(st.Message(), c.want) {
 			t.Errorf("ticket %+v: got %v, want %s with %q", c.tk, err, c.code, c.want)
 		}
@@ -309,4 +310,60 @@ func makeRecord(mem memory.Allocator, names []string, types []arrow.DataType) ar
 		f.AppendEmptyValue()
 	}
 	return b.NewRecordBatch()
+}
+
+// TestLookupAuthorization: lookups need the read grant on the table's
+// database, asked before the table is resolved (a refused caller does not
+// learn whether it exists), through the ticket and the exchange.
+func TestLookupAuthorization(t *testing.T) {
+	ts := startServer(t, flightsql.Options{
+		Users: map[string]string{"root": "r", "reader": "x", "other": "y"},
+		Grants: []flightsql.Grant{
+			{User: "root", Database: "*", Privilege: engine.Admin},
+			{User: "reader", Database: "sales", Privilege: engine.Read},
+			{User: "other", Database: "default", Privilege: engine.Read},
+		},
+	})
+	cl := ts.clientFrom(t, "127.0.0.1")
+	for _, q := range []string{"CREATE DATABASE sales", "CREATE TABLE sales.d (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED)", "INSERT INTO sales.d VALUES (1, 'one')"} {
+		if _, err := cl.ExecuteUpdate(basic("root", "r"), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	tk := func(table string) flightsql.LookupTicket {
+		return flightsql.LookupTicket{LookupCommand: flightsql.LookupCommand{Table: table}, Keys: [][]any{{1}}}
+	}
+	rows, err := tryDoGetLookup(basic("reader", "x"), cl.Client, mem, tk("sales.d"))
+	if err != nil || fmt.Sprint(rows) != "[[1 one true]]" {
+		t.Fatalf("reader: %v, %v", rows, err)
+	}
+	for _, table := range []string{"sales.d", "sales.nope"} {
+		_, err := tryDoGetLookup(basic("other", "y"), cl.Client, mem, tk(table))
+		if st, _ := status.FromError(err); st.Code() != codes.PermissionDenied {
+			t.Errorf("other on %s: %v, want PermissionDenied", table, err)
+		}
+	}
+	stream, err := cl.Client.DoExchange(basic("other", "y"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := makeRecord(mem, []string{"k"}, []arrow.DataType{arrow.PrimitiveTypes.Int64})
+	defer keys.Release()
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(keys.Schema()), ipc.WithAllocator(mem))
+	w.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: []byte(`{"table": "sales.d"}`)})
+	_ = w.Write(keys) // the server may refuse before reading it
+	w.Close()
+	stream.CloseSend()
+	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(mem))
+	if err == nil {
+		for rdr.Next() {
+		}
+		err = rdr.Err()
+		rdr.Release()
+	}
+	if st, _ := status.FromError(err); st.Code() != codes.PermissionDenied {
+		t.Errorf("other's exchange: %v, want PermissionDenied", err)
+	}
 }
