@@ -225,7 +225,16 @@ func TestLookupBadInput(t *testing.T) {
 	mustExec(t, cnxn, "CREATE TABLE t (k BIGINT, s STRING, v BIGINT, PRIMARY KEY (k, s) NOT ENFORCED)")
 	mustExec(t, cnxn, "CREATE TABLE log (k BIGINT, v BIGINT)")
 	mustExec(t, cnxn, "INSERT INTO t VALUES (1, 'a', 10)")
+	if _, err := tryExec(cnxn, "CREATE TABLE badopt (k BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('lookup.cache' = 'SOMETIMES')"); err == nil || !strings.Contains(err.Error(), "NONE, PARTIAL or FULL") {
+		t.Errorf("a bad lookup.cache table option: %v", err)
+	}
+	mustExec(t, cnxn, "CREATE TABLE full_dim (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('lookup.cache' = 'FULL')")
+	mustExec(t, cnxn, "INSERT INTO full_dim VALUES (7, 'seven')")
 	cl, mem := ts.rawClient(t)
+	rows, err := tryDoGetLookup(context.Background(), cl.Client, mem, flightsql.LookupTicket{LookupCommand: flightsql.LookupCommand{Table: "full_dim"}, Keys: [][]any{{7}, {8}}})
+	if err != nil || fmt.Sprint(rows) != "[[7 seven true] [NULL NULL false]]" {
+		t.Errorf("FULL table: %v, %v", rows, err)
+	}
 	for _, c := range []struct {
 		tk   flightsql.LookupTicket
 		code codes.Code

@@ -446,3 +446,37 @@ func TestLookupBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestTableOptions: lookup.* table options are checked when the table is
+// created (a bad value creates nothing) and apply to the index.
+func TestTableOptions(t *testing.T) {
+	ctx := context.Background()
+	s, mem := newStore(t)
+	def := tablestore.TableDef{Schema: testSchema, PrimaryKey: []string{"k1", "k2"}, Options: map[string]string{OptCache: "MAYBE"}}
+	if _, err := s.CreateTable(ctx, tablestore.Ident{Database: "db", Table: "bad"}, def, false); !errors.Is(err, tablestore.ErrInvalid) || !strings.Contains(err.Error(), "NONE, PARTIAL or FULL") {
+		t.Fatalf("bad lookup.cache: %v", err)
+	}
+	if _, err := s.Table(ctx, tablestore.Ident{Database: "db", Table: "bad"}); !errors.Is(err, tablestore.ErrTableNotFound) {
+		t.Fatalf("the refused table exists: %v", err)
+	}
+	tbl := createTable(t, s, "t", map[string]string{OptCache: "NONE"})
+	opts, err := ParseOptions(tbl.Options())
+	if err != nil || opts.Cache != CacheNone {
+		t.Fatalf("options %+v, %v", opts, err)
+	}
+	x, err := Open(ctx, tbl, mem, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	keys := keyBatch(mem, [][2]any{{int64(1), "a"}})
+	defer release(keys)
+	out, _, err := x.Lookup(ctx, Request{Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Release()
+	if st := x.CacheStats(); st.Hits+st.Misses != 0 {
+		t.Fatalf("lookup.cache NONE used a cache: %+v", st)
+	}
+}

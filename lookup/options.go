@@ -22,6 +22,13 @@ const (
 	CacheFull
 )
 
+func init() {
+	tablestore.RegisterOptions("lookup.", func(k, v string) error {
+		var o Options
+		return o.set(k, v)
+	})
+}
+
 // Option keys, as table options or per request.
 const (
 	OptCache           = "lookup.cache"
