@@ -9,6 +9,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,6 +25,8 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -45,6 +48,7 @@ const depth = 8
 
 type result struct {
 	System    string  `json:"system"`
+	Clients   int     `json:"clients"`
 	Batch     int     `json:"batch"`
 	Mix       string  `json:"mix"`
 	KeysPerS  float64 `json:"keys_per_s"`
@@ -61,6 +65,7 @@ func main() {
 	rows := flag.Int("rows", 1_000_000, "rows in the table")
 	dur := flag.Duration("duration", 2*time.Second, "time per measurement")
 	points := flag.Int("points", 2000, "single-key lookups for the latency percentiles")
+	clientList := flag.String("clients", "1,16", "concurrent clients to measure with, comma-separated")
 	cacheOpt := flag.String("cache", "PARTIAL", "lookup.cache of the flightd table: NONE, PARTIAL or FULL")
 	out := flag.String("out", "", "write the results as JSON to this file")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -91,7 +96,12 @@ func main() {
 	if err := load(ctx, eng, *rows, *cacheOpt); err != nil {
 		log.Fatal(err)
 	}
-	systems := []system{&flightdSystem{addr: addr, mem: mem}}
+	fc, err := flight.NewClientWithMiddleware(addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer fc.Close()
+	systems := []system{&flightdSystem{cl: fc, mem: mem}}
 	rs, why := startRedis(ctx, dir, *rows)
 	if rs != nil {
 		defer rs.stop()
@@ -103,16 +113,22 @@ func main() {
 	var results []result
 	var lats []latency
 	fmt.Printf("%d rows, lookup.cache %s, %s per measurement, %d batches in flight\n", *rows, *cacheOpt, *dur, depth)
-	fmt.Printf("%-8s %7s %6s %14s\n", "system", "batch", "keys", "keys/s")
-	for _, batch := range []int{1, 100, 1000, 10000} {
-		for _, mix := range []string{"hit", "miss", "50/50"} {
-			for _, s := range systems {
-				r, err := measure(ctx, s, *rows, batch, mix, *dur)
-				if err != nil {
-					log.Fatalf("%s batch %d %s: %v", s.name(), batch, mix, err)
+	fmt.Printf("%-8s %7s %7s %6s %14s\n", "system", "clients", "batch", "keys", "keys/s")
+	for _, cs := range strings.Split(*clientList, ",") {
+		clients, err := strconv.Atoi(strings.TrimSpace(cs))
+		if err != nil || clients < 1 {
+			log.Fatalf("-clients: %q is not a positive number", cs)
+		}
+		for _, batch := range []int{1, 100, 1000, 10000} {
+			for _, mix := range []string{"hit", "miss", "50/50"} {
+				for _, s := range systems {
+					r, err := measure(ctx, s, *rows, batch, mix, *dur, clients)
+					if err != nil {
+						log.Fatalf("%s batch %d %s: %v", s.name(), batch, mix, err)
+					}
+					results = append(results, r)
+					fmt.Printf("%-8s %7d %7d %6s %14.0f\n", r.System, clients, batch, mix, r.KeysPerS)
 				}
-				results = append(results, r)
-				fmt.Printf("%-8s %7d %6s %14.0f\n", r.System, batch, mix, r.KeysPerS)
 			}
 		}
 	}
@@ -199,27 +215,47 @@ type system interface {
 	session(ctx context.Context) (lookup func(key int64) (bool, error), done func(), err error)
 }
 
-func measure(ctx context.Context, s system, rows, batch int, mix string, d time.Duration) (result, error) {
-	r := rand.New(rand.NewPCG(uint64(batch), 7))
-	// Warm up (caches), then time.
-	warm := 0
-	if _, _, err := s.run(ctx, func() []int64 {
-		if warm++; warm > 3*depth {
-			return nil
-		}
-		return keys(r, rows, batch, mix)
-	}); err != nil {
-		return result{}, err
+// measure runs clients concurrent clients, each with its own keys and
+// depth batches in flight, for d after a warm-up.
+func measure(ctx context.Context, s system, rows, batch int, mix string, d time.Duration, clients int) (result, error) {
+	var (
+		mu       sync.Mutex
+		n, found int64
+		firstErr error
+	)
+	rs := make([]*rand.Rand, clients)
+	for c := range rs {
+		rs[c] = rand.New(rand.NewPCG(uint64(batch), uint64(c)))
 	}
-	start := time.Now()
-	n, found, err := s.run(ctx, func() []int64 {
-		if time.Since(start) > d {
-			return nil
+	// each runs every client at once, each sending batches until next
+	// says stop.
+	each := func(stop func(sent int) bool) {
+		var wg sync.WaitGroup
+		for c := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sent := 0
+				cn, cf, err := s.run(ctx, func() []int64 {
+					if stop(sent) {
+						return nil
+					}
+					sent++
+					return keys(rs[c], rows, batch, mix)
+				})
+				mu.Lock()
+				defer mu.Unlock()
+				n, found, firstErr = n+cn, found+cf, cmp.Or(firstErr, err)
+			}()
 		}
-		return keys(r, rows, batch, mix)
-	})
+		wg.Wait()
+	}
+	each(func(sent int) bool { return sent >= 3*depth }) // warm up (caches)
+	n, found = 0, 0
+	start := time.Now()
+	each(func(int) bool { return time.Since(start) > d })
 	el := time.Since(start)
-	return result{System: s.name(), Batch: batch, Mix: mix, KeysPerS: float64(n) / el.Seconds(), HitsRatio: float64(found) / float64(max(n, 1))}, err
+	return result{System: s.name(), Clients: clients, Batch: batch, Mix: mix, KeysPerS: float64(n) / el.Seconds(), HitsRatio: float64(found) / float64(max(n, 1))}, firstErr
 }
 
 func singleKey(ctx context.Context, s system, rows, points int) (latency, error) {
@@ -247,11 +283,11 @@ func singleKey(ctx context.Context, s system, rows, points int) (latency, error)
 	return latency{System: s.name(), P50us: us(lat[len(lat)/2]), P99us: us(lat[len(lat)*99/100])}, nil
 }
 
-// flightdSystem looks up over one DoExchange per run, on one connection.
+// flightdSystem looks up over one DoExchange per run; all runs share one
+// connection (gRPC streams).
 type flightdSystem struct {
-	addr string
-	mem  memory.Allocator
-	cl   flight.Client
+	mem memory.Allocator
+	cl  flight.Client
 }
 
 func (f *flightdSystem) name() string { return "flightd" }
@@ -259,13 +295,6 @@ func (f *flightdSystem) name() string { return "flightd" }
 var keySchema = arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
 
 func (f *flightdSystem) run(ctx context.Context, next func() []int64) (int64, int64, error) {
-	if f.cl == nil {
-		cl, err := flight.NewClientWithMiddleware(f.addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			return 0, 0, err
-		}
-		f.cl = cl
-	}
 	stream, err := f.cl.DoExchange(ctx)
 	if err != nil {
 		return 0, 0, err
@@ -321,9 +350,6 @@ func (f *flightdSystem) run(ctx context.Context, next func() []int64) (int64, in
 
 // session keeps one exchange open and sends one key at a time.
 func (f *flightdSystem) session(ctx context.Context) (func(int64) (bool, error), func(), error) {
-	if _, _, err := f.run(ctx, func() []int64 { return nil }); err != nil { // connects
-		return nil, nil, err
-	}
 	stream, err := f.cl.DoExchange(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -406,7 +432,7 @@ func startRedis(ctx context.Context, dir string, rows int) (*redisSystem, string
 	if err := cmd.Start(); err != nil {
 		return nil, err.Error()
 	}
-	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), PoolSize: 4})
+	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), PoolSize: 32})
 	rs := &redisSystem{cmd: cmd, c: c}
 	for start := time.Now(); c.Ping(ctx).Err() != nil; time.Sleep(20 * time.Millisecond) {
 		if time.Since(start) > 10*time.Second {
