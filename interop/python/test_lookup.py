@@ -24,15 +24,15 @@ def test_do_exchange(conn):
     print("seed", seed)
     rnd = random.Random(seed)
     cur = conn.cursor()
-    cur.execute("CREATE TABLE py_dim (id BIGINT, region STRING, name STRING, "
+    cur.execute("CREATE TABLE py_lookup_dim (id BIGINT, region STRING, name STRING, "
                 "PRIMARY KEY (id, region) NOT ENFORCED) WITH ('bucket' = '2')")
     rows = {(i, r): f"n{i}{r}" for i in range(50) for r in ("eu", "us") if rnd.random() < 0.7}
-    cur.adbc_ingest("py_dim", pa.table({
+    cur.adbc_ingest("py_lookup_dim", pa.table({
         "id": pa.array([k[0] for k in rows], pa.int64()),
         "region": [k[1] for k in rows],
         "name": list(rows.values())}), mode="append")
     client = flight.connect(URI)
-    desc = flight.FlightDescriptor.for_command(json.dumps({"table": "py_dim", "columns": ["name"]}))
+    desc = flight.FlightDescriptor.for_command(json.dumps({"table": "py_lookup_dim", "columns": ["name"]}))
     writer, reader = client.do_exchange(desc)
     schema = pa.schema([("id", pa.int32()), ("region", pa.string())])  # int32: converted by the server
     batches = []
@@ -69,16 +69,16 @@ def test_do_exchange(conn):
 
 def test_do_get_ticket_and_errors(conn):
     cur = conn.cursor()
-    cur.execute("CREATE TABLE py_kv (k STRING, v DOUBLE, PRIMARY KEY (k) NOT ENFORCED)")
-    cur.execute("INSERT INTO py_kv VALUES ('a', 1.5), ('b', 2.5)")
+    cur.execute("CREATE TABLE py_lookup_kv (k STRING, v DOUBLE, PRIMARY KEY (k) NOT ENFORCED)")
+    cur.execute("INSERT INTO py_lookup_kv VALUES ('a', 1.5), ('b', 2.5)")
     client = flight.connect(URI)
-    ticket = b"flightd/lookup1:" + json.dumps({"table": "py_kv", "keys": [["b"], ["zz"], ["a"]]}).encode()
+    ticket = b"flightd/lookup1:" + json.dumps({"table": "py_lookup_kv", "keys": [["b"], ["zz"], ["a"]]}).encode()
     t = client.do_get(flight.Ticket(ticket)).read_all()
     assert t.column("v").to_pylist() == [2.5, None, 1.5]
     assert t.column("found").to_pylist() == [True, False, True]
     with pytest.raises(pa.ArrowKeyError, match="table default.nope: table not found"):  # NOT_FOUND
         client.do_get(flight.Ticket(b"flightd/lookup1:" + json.dumps({"table": "nope", "keys": [["a"]]}).encode())).read_all()
-    desc = flight.FlightDescriptor.for_command(json.dumps({"table": "py_kv"}))
+    desc = flight.FlightDescriptor.for_command(json.dumps({"table": "py_lookup_kv"}))
     writer, reader = client.do_exchange(desc)
     writer.begin(pa.schema([("k", pa.string()), ("extra", pa.int64())]))
     with pytest.raises(pa.ArrowInvalid, match="the keys have 2 columns, the primary key has 1"):  # INVALID_ARGUMENT
