@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -106,16 +105,6 @@ func (x *Index) Close() {
 
 // Table is the table the index reads.
 func (x *Index) Table() *tablestore.Table { return x.t }
-
-// KeyColumns are the primary-key columns, in the order lookups give them.
-func (x *Index) KeyColumns() []string { return slices.Clone(x.keys) }
-
-// SnapshotID is the snapshot the index is at (0: the table is empty).
-func (x *Index) SnapshotID() int64 {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return x.scan.SnapshotID()
-}
 
 // CacheStats reports the row cache's hits and misses.
 func (x *Index) CacheStats() cache.Stats {
