@@ -83,6 +83,8 @@ type Engine struct {
 	jobs      map[string]*job
 	jobCtx    context.Context
 	jobCancel context.CancelFunc
+
+	lookups lookups // lookup indexes by table version and options (lookup.go)
 }
 
 // Open opens (or initialises) the warehouse and makes sure the default
@@ -150,6 +152,7 @@ func (e *Engine) Close() error {
 		tx.rollback()
 	}
 	e.sched.Close()
+	e.closeLookups()
 	return e.store.Close()
 }
 

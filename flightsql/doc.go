@@ -10,6 +10,8 @@
 //	prepared statements                   bound plans kept per handle; parameters by DoPut
 //	metadata commands                     answered from the engine's catalog calls
 //	DoGet(flightd/changes1: ticket)       change stream: engine.ChangeRequest, no SQL text
+//	DoExchange(JSON LookupCommand)        lookups by key: key batches in, rows + found out
+//	DoGet(flightd/lookup1: ticket)        the same for a key list (engine.Lookup)
 //	Begin/EndTransaction                  engine transactions (snapshot isolation)
 //	BEGIN/COMMIT/ROLLBACK as SQL          a transaction of the client's session (txn.go)
 //	ListFlights                           the readable tables, each with a ticket that reads it

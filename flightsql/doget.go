@@ -38,6 +38,9 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 		}
 		return f.send(ctx, cancel, stream, schema, chunks)
 	}
+	if bytes.HasPrefix(tkt.GetTicket(), []byte(LookupTicketPrefix)) {
+		return toStatus(f.s.doGetLookup(stream.Context(), tkt.GetTicket(), stream))
+	}
 	var anyCmd anypb.Any
 	if err := proto.Unmarshal(tkt.GetTicket(), &anyCmd); err != nil {
 		return toStatus(fmt.Errorf("ticket of %d bytes is not a Flight SQL ticket issued by flightd: %w", len(tkt.GetTicket()), errBadRequest))

@@ -381,6 +381,7 @@ func (st *tableState) lease(id int64) func() {
 // Close releases the scan's hold on its snapshot; an unclosed scan releases
 // it when garbage collected. Readers already open keep working.
 func (s *Scan) Close() {
+	s.points.close()
 	if s.release != nil {
 		s.release()
 	}

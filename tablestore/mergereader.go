@@ -67,12 +67,7 @@ type runCursor struct {
 // the merge reader closes them, also on error.
 func newMergeReader(ctx context.Context, s *Scan, files []*manifestEntry, allowed func(string) bool, withSys, keepRetracts bool, extra ...BatchReader) (*mergeReader, error) {
 	sch := s.sch
-	need := mergeNeeds(sch, slices.Clone(s.proj))
-	for _, c := range append(slices.Clone(sch.PrimaryKeys), sch.opts.sequenceField...) {
-		if i := sch.fieldIndex(c); !slices.Contains(need, i) {
-			need = append(need, i)
-		}
-	}
+	need := mergeColumns(sch, s.proj)
 	m := &mergeReader{s: s, sch: sch, need: need, mf: newMergeFunction(sch), keepRetracts: keepRetracts}
 	if m.rm = newRowMerger(s.st.id, sch, need, s.st.s.opts.Mem); m.rm != nil {
 		types := make([]arrow.DataType, len(need))

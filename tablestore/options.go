@@ -279,6 +279,8 @@ func parseOptions(s *tableSchema) (tableOptions, error) {
 			case strings.HasPrefix(key, optSchemaPrefix):
 				// Computed columns and the watermark, as Flink's catalog
 				// keeps them: the query engine validates and reads them.
+			case optionChecker(key) != nil:
+				err = optionChecker(key)(key, val)
 			default:
 				err = fmt.Errorf("%w: unknown table option %q", ErrInvalid, key)
 			}
@@ -382,4 +384,24 @@ func parseDuration(key, val string) (time.Duration, error) {
 		return 0, optErr(key, val, "want a positive duration such as 1h or 7d")
 	}
 	return d, nil
+}
+
+// optionCheckers check the table options other packages read, by key
+// prefix (RegisterOptions).
+var optionCheckers = map[string]func(key, val string) error{}
+
+// RegisterOptions makes table options starting with prefix valid when
+// check accepts them (package lookup registers "lookup."), so a bad value
+// fails the CREATE or ALTER that sets it. Call it from an init function.
+func RegisterOptions(prefix string, check func(key, val string) error) {
+	optionCheckers[prefix] = check
+}
+
+func optionChecker(key string) func(key, val string) error {
+	for p, c := range optionCheckers {
+		if strings.HasPrefix(key, p) {
+			return c
+		}
+	}
+	return nil
 }

@@ -55,6 +55,7 @@ type Scan struct {
 	rgSkipped atomic.Int64
 	release   func()
 	noCache   bool // read around the column cache (compaction)
+	points    pointFiles
 }
 
 // Split is an independent part of a scan (one bucket of one partition, or

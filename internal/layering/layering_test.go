@@ -24,6 +24,7 @@ var forbidden = map[string][]string{
 	"engine":     {"flightsql"},
 	"tablestore": {"exec", "plan", "sql", "engine", "flightsql", "vectorized", "stream"},
 	"cache":      {"exec", "plan", "sql", "engine", "flightsql", "vectorized", "tablestore"},
+	"lookup":     {"exec", "plan", "sql", "engine", "flightsql", "vectorized", "stream"},
 }
 
 // forbiddenImports lists, per package, the packages its files (tests

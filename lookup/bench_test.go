@@ -1,0 +1,134 @@
+package lookup
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/tablestore"
+)
+
+// BenchmarkLookup measures keys/s of Index.Lookup in process, by batch
+// size, for hits and misses, with the cache off and on.
+func BenchmarkLookup(b *testing.B) {
+	ctx := context.Background()
+	const rows = 100_000
+	mem := memory.NewGoAllocator()
+	s, err := tablestore.Open(ctx, tablestore.NewLocalFS(), b.TempDir(), tablestore.Options{Mem: mem, CacheBytes: 1 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.CreateDatabase(ctx, "db", false); err != nil {
+		b.Fatal(err)
+	}
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	tbl, err := s.CreateTable(ctx, tablestore.Ident{Database: "db", Table: "t"}, tablestore.TableDef{Schema: schema, PrimaryKey: []string{"id"}, Options: map[string]string{"bucket": "4"}}, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rb := array.NewRecordBuilder(mem, schema)
+	for i := range rows {
+		rb.Field(0).(*array.Int64Builder).Append(int64(i))
+		rb.Field(1).(*array.StringBuilder).Append(fmt.Sprint("v", i))
+	}
+	rec := rb.NewRecordBatch()
+	w := tbl.NewWrite(tablestore.WriteOptions{})
+	if err := w.Write(ctx, rec, tablestore.Insert); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := w.Commit(ctx); err != nil {
+		b.Fatal(err)
+	}
+	for _, mode := range []string{"NONE", "PARTIAL"} {
+		opts, _ := ParseOptions(map[string]string{OptCache: mode})
+		x, err := Open(ctx, tbl, mem, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, batch := range []int{1, 1000} {
+			for _, mix := range []string{"hit", "miss"} {
+				b.Run(fmt.Sprintf("cache=%s/batch=%d/%s", mode, batch, mix), func(b *testing.B) {
+					r := rand.New(rand.NewPCG(1, 2))
+					kb := array.NewInt64Builder(mem)
+					for range batch {
+						k := int64(r.IntN(rows))
+						if mix == "miss" {
+							k += rows
+						}
+						kb.Append(k)
+					}
+					keys := kb.NewArray()
+					defer keys.Release()
+					b.ResetTimer()
+					for range b.N {
+						out, _, err := x.Lookup(ctx, Request{Keys: []arrow.Array{keys}})
+						if err != nil {
+							b.Fatal(err)
+						}
+						out.Release()
+					}
+					b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "keys/s")
+				})
+			}
+		}
+		x.Close()
+	}
+}
+
+// BenchmarkCommitToVisible measures the first lookup after a commit: the
+// index moves to the new snapshot (plans its scan, deletes the written
+// key from the cache) and reads the key.
+func BenchmarkCommitToVisible(b *testing.B) {
+	ctx := context.Background()
+	mem := memory.NewGoAllocator()
+	s, err := tablestore.Open(ctx, tablestore.NewLocalFS(), b.TempDir(), tablestore.Options{Mem: mem, CacheBytes: 1 << 28})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.CreateDatabase(ctx, "db", false); err != nil {
+		b.Fatal(err)
+	}
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+	tbl, err := s.CreateTable(ctx, tablestore.Ident{Database: "db", Table: "t"}, tablestore.TableDef{Schema: schema, PrimaryKey: []string{"id"}, Options: map[string]string{"bucket": "4"}}, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	x, err := Open(ctx, tbl, mem, DefaultOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	for i := range b.N {
+		b.StopTimer()
+		rb := array.NewRecordBuilder(mem, schema)
+		rb.Field(0).(*array.Int64Builder).Append(int64(i % 1000))
+		rb.Field(1).(*array.Int64Builder).Append(int64(i))
+		rec := rb.NewRecordBatch()
+		rb.Release()
+		w := tbl.NewWrite(tablestore.WriteOptions{})
+		if err := w.Write(ctx, rec, tablestore.Insert); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := w.Commit(ctx); err != nil {
+			b.Fatal(err)
+		}
+		keys := rec.Column(0)
+		b.StartTimer()
+		out, _, err := x.Lookup(ctx, Request{Keys: []arrow.Array{keys}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if got := out.Column(1).(*array.Int64).Value(0); got != int64(i) {
+			b.Fatalf("lookup after commit %d read %d", i, got)
+		}
+		out.Release()
+		rec.Release()
+	}
+}
