@@ -98,9 +98,8 @@ func TestStatusCodes(t *testing.T) {
 		{errors.New("a bug"), codes.Internal, "XX000"},
 		{fmt.Errorf("prepared statements: %w", errExhausted), codes.ResourceExhausted, "53000"},
 		{fmt.Errorf("query: %w", context.Canceled), codes.Canceled, "57014"},
-		{fmt.Errorf("list: %w", errNotFound), codes.NotFound, ""},
-		{fmt.Errorf("queries: %w", errExhausted), codes.ResourceExhausted, ""},
-		{fmt.Errorf("bind: %w: %w", engine.ErrInvalid, errNotFound), codes.NotFound, ""},
+		{fmt.Errorf("list: %w", errNotFound), codes.NotFound, "42704"},
+		{fmt.Errorf("bind: %w: %w", engine.ErrInvalid, errNotFound), codes.NotFound, "42704"},
 	} {
 		st, _ := status.FromError(toStatus(c.err))
 		if st.Code() != c.code || !strings.HasSuffix(st.Message(), " [SQLSTATE "+c.state+"]") {
