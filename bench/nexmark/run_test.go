@@ -31,7 +31,7 @@ var testQueries = map[string]string{
 	"q90": `CREATE TABLE nexmark_q90 (channel VARCHAR, n BIGINT) WITH ('connector' = 'blackhole');
 		INSERT INTO nexmark_q90 SELECT channel, count(*), max(price) FROM bid WHERE price > 1000000 GROUP BY channel;`,
 	"q91": `CREATE TABLE nexmark_q91 (auction BIGINT) WITH ('connector' = 'blackhole');
-		INSERT INTO nexmark_q91 SELECT auction FROM bid ORDER BY price DESC LIMIT 3;`,
+		INSERT INTO nexmark_q91 SELECT auction FROM bid ORDER BY price DESC;`,
 }
 
 // TestRun loads events into a flightd served in-process over loopback,
