@@ -10,8 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/flightd/flightd/exec"
-	"github.com/flightd/flightd/vectorized"
 	"github.com/flightd/flightd/sql"
+	"github.com/flightd/flightd/vectorized"
 )
 
 // ColumnID identifies a column of a plan uniquely within one bound statement.
