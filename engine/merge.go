@@ -22,27 +22,17 @@ var ErrCardinality = fmt.Errorf("%w: cardinality violation", ErrInvalid)
 // when two source rows match one target row.
 func (st *Statement) merge(ctx context.Context, m *plan.Merge, params arrow.RecordBatch, opts tablestore.WriteOptions) (int64, error) {
 	t := m.Table
-	var w *tablestore.Write
-	if st.tx == nil {
-		w = t.NewWrite(opts)
-	} else {
-		var err error
-		if w, err = st.tx.write(t, opts); err != nil {
-			return 0, err
-		}
-	}
 	schema := t.Schema()
 	var pk []int
 	for _, k := range t.PrimaryKey() {
 		pk = append(pk, schema.FieldIndices(k)[0])
 	}
 	var (
-		n     int64
 		enc   vectorized.KeyEncoder
 		kinds []tablestore.RowKind
 		seen  = map[string]bool{}
 	)
-	err := st.pull(ctx, m.Rows, params, func(b arrow.RecordBatch) error {
+	return st.writeRows(ctx, t, m.Rows, params, opts, func(w *tablestore.Write, b arrow.RecordBatch) error {
 		rows := int(b.NumRows())
 		clause := b.Column(0).(*array.Int32)
 		cols := b.Columns()[1:]
@@ -68,23 +58,8 @@ func (st *Statement) merge(ctx context.Context, m *plan.Merge, params arrow.Reco
 		}
 		rec := array.NewRecordBatch(schema, cols, int64(rows))
 		defer rec.Release()
-		n += int64(rows)
 		return w.WriteKinds(ctx, rec, kinds)
 	})
-	switch {
-	case err != nil && st.tx != nil:
-		st.tx.fail(err) // part may be buffered: only a rollback is left
-		return 0, err
-	case err != nil:
-		w.Abort()
-		return 0, err
-	case st.tx != nil:
-		return n, nil
-	}
-	if _, err := w.Commit(ctx); err != nil {
-		return 0, err
-	}
-	return n, nil
 }
 
 // keyText renders row i of key columns for an error message.

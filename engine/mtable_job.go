@@ -178,8 +178,11 @@ func continuousProgress(ctx context.Context, t *tablestore.Table, refreshed int6
 		return err
 	}
 	var cp checkpoint
-	if err := json.Unmarshal([]byte(props[jobProperty(js.ID)]), &cp); err != nil || len(cp.Sources) != len(cp.Positions) {
-		return fmt.Errorf("materialized table %s: checkpoint in snapshot %d: %v", t.Ident(), snap, err)
+	if err := json.Unmarshal([]byte(props[jobProperty(js.ID)]), &cp); err != nil {
+		return fmt.Errorf("materialized table %s: checkpoint in snapshot %d: %w", t.Ident(), snap, err)
+	}
+	if len(cp.Sources) != len(cp.Positions) {
+		return fmt.Errorf("materialized table %s: checkpoint in snapshot %d names %d sources and %d positions: %w", t.Ident(), snap, len(cp.Sources), len(cp.Positions), tablestore.ErrCorrupt)
 	}
 	var srcs []string
 	for i, name := range cp.Sources {

@@ -238,8 +238,22 @@ func (st *Statement) rewrite(ctx context.Context, t *tablestore.Table, affected,
 // transaction's buffered write, or into a fresh write committed here.
 func (st *Statement) write(ctx context.Context, t *tablestore.Table, source *plan.Query, params arrow.RecordBatch,
 	opts tablestore.WriteOptions, kind tablestore.RowKind) (int64, error) {
+	return st.writeRows(ctx, t, source, params, opts, ofKind(ctx, kind))
+}
+
+// putRows writes one batch of a statement's rows into w.
+type putRows func(w *tablestore.Write, b arrow.RecordBatch) error
+
+// ofKind writes every row with kind.
+func ofKind(ctx context.Context, kind tablestore.RowKind) putRows {
+	return func(w *tablestore.Write, b arrow.RecordBatch) error { return w.Write(ctx, b, kind) }
+}
+
+// writeRows is write with put deciding how each batch is written.
+func (st *Statement) writeRows(ctx context.Context, t *tablestore.Table, source *plan.Query, params arrow.RecordBatch,
+	opts tablestore.WriteOptions, put putRows) (int64, error) {
 	if st.tx == nil {
-		return st.commitFrom(ctx, t.NewWrite(opts), source, params, kind)
+		return st.commitRows(ctx, t.NewWrite(opts), source, params, put)
 	}
 	if opts.OverwritePartition != nil {
 		return 0, fmt.Errorf("INSERT OVERWRITE PARTITION inside a transaction: %w", ErrNotSupported)
@@ -251,7 +265,7 @@ func (st *Statement) write(ctx context.Context, t *tablestore.Table, source *pla
 	var n int64
 	err = st.pull(ctx, source, params, func(b arrow.RecordBatch) error {
 		n += b.NumRows()
-		return w.Write(ctx, b, kind)
+		return put(w, b)
 	})
 	if err != nil {
 		// Part of the statement may already be buffered: the transaction
@@ -264,10 +278,14 @@ func (st *Statement) write(ctx context.Context, t *tablestore.Table, source *pla
 
 // commitFrom streams source's rows into w and commits them.
 func (st *Statement) commitFrom(ctx context.Context, w *tablestore.Write, source *plan.Query, params arrow.RecordBatch, kind tablestore.RowKind) (int64, error) {
+	return st.commitRows(ctx, w, source, params, ofKind(ctx, kind))
+}
+
+func (st *Statement) commitRows(ctx context.Context, w *tablestore.Write, source *plan.Query, params arrow.RecordBatch, put putRows) (int64, error) {
 	var n int64
 	err := st.pull(ctx, source, params, func(b arrow.RecordBatch) error {
 		n += b.NumRows()
-		return w.Write(ctx, b, kind)
+		return put(w, b)
 	})
 	if err != nil {
 		w.Abort()
