@@ -180,6 +180,11 @@ func (b *binder) materializedTable(id tablestore.Ident, q *sql.Query, pk []strin
 	if b.maxParam > 0 {
 		b.fail(q.Pos, "a materialized table's query cannot have parameters")
 	}
+	if reads(n, id) {
+		// Each refresh (each commit of a continuous job) would change its
+		// own input: a continuous job would never stop committing.
+		b.fail(q.Pos, "the query of materialized table %s reads the table itself", id)
+	}
 	var fields []arrow.Field
 	names := map[string]int{}
 	for i, c := range n.Columns() {
@@ -579,4 +584,24 @@ func (b *binder) bindDescribeExtended(name *sql.Name) Statement {
 	}
 	t, _ := b.table(name)
 	return b.stringValues([]string{"name", "type", "null", "key"}, b.describeMaterialized(t, describeRows(t)))
+}
+
+// reads reports whether plan n scans table id (views and CTEs included).
+func reads(n Node, id tablestore.Ident) bool {
+	switch x := n.(type) {
+	case *ScanNode:
+		if x.Table.Ident() == id {
+			return true
+		}
+	case *CTEScanNode:
+		if reads(x.Shared.Root, id) {
+			return true
+		}
+	}
+	for _, in := range n.Inputs() {
+		if reads(in, id) {
+			return true
+		}
+	}
+	return false
 }
