@@ -33,6 +33,8 @@ var (
 	// ErrTxnActive marks a BEGIN in a session or statement that is in a
 	// transaction already.
 	ErrTxnActive = errors.New("a transaction is already in progress")
+	// ErrNoTxn marks a COMMIT or ROLLBACK with no transaction in progress.
+	ErrNoTxn = errors.New("no transaction is in progress")
 )
 
 // Config configures an Engine.

@@ -56,7 +56,7 @@ var causes = [...][]error{
 	KindNotSupported:  {ErrNotSupported, arrow.ErrNotImplemented},
 	KindConflict:      {tablestore.ErrConflict},
 	KindExhausted:     {syscall.ENOSPC, exec.ErrMemoryLimit},
-	KindInvalid: {ErrInvalid, ErrTxnActive, tablestore.ErrInvalid, arrow.ErrInvalid, arrow.ErrType, arrow.ErrIndex,
+	KindInvalid: {ErrInvalid, ErrTxnActive, ErrNoTxn, tablestore.ErrInvalid, arrow.ErrInvalid, arrow.ErrType, arrow.ErrIndex,
 		vectorized.ErrDivideByZero, vectorized.ErrOverflow, vectorized.ErrInvalidValue, exec.ErrInvalid},
 	KindDataLoss: {tablestore.ErrCorrupt},
 }
@@ -115,6 +115,8 @@ func SQLState(err error) string {
 		return "21000"
 	case errors.Is(err, ErrTxnActive):
 		return "25001"
+	case errors.Is(err, ErrNoTxn):
+		return "25P01"
 	case errors.As(err, &se):
 		if se.SQLState != "" {
 			return se.SQLState

@@ -103,12 +103,21 @@ func TestSQLTransactions(t *testing.T) {
 	}
 	wg.Wait()
 
-	// Errors: BEGIN twice; COMMIT and ROLLBACK without a transaction do
-	// nothing; a transaction that timed out fails COMMIT, and ROLLBACK
+	// Errors: BEGIN twice; COMMIT and ROLLBACK without a transaction fail
+	// (as they do for a client that drops the cookie BEGIN set); a
+	// transaction that timed out fails COMMIT, and ROLLBACK
 	// leaves it.
 	cnxn := ts.connect(t, map[string]string{adbcflightsql.OptionCookieMiddleware: adbc.OptionValueEnabled})
-	mustTxnSQL(t, cnxn, "COMMIT")
-	mustTxnSQL(t, cnxn, "ROLLBACK")
+	for _, q := range []string{"COMMIT", "ROLLBACK"} {
+		if err := txnSQL(cnxn, q); err == nil || !strings.Contains(err.Error(), "25P01") || !strings.Contains(err.Error(), "cookie") {
+			t.Fatalf("%s without a transaction: %v", q, err)
+		}
+	}
+	noCookie := ts.connect(t, nil)
+	mustTxnSQL(t, noCookie, "BEGIN")
+	if err := txnSQL(noCookie, "ROLLBACK"); err == nil || !strings.Contains(err.Error(), "25P01") {
+		t.Fatalf("ROLLBACK from a client without cookies: %v", err)
+	}
 	mustTxnSQL(t, cnxn, "BEGIN")
 	if err := txnSQL(cnxn, "BEGIN"); err == nil || !strings.Contains(err.Error(), "25001") {
 		t.Fatalf("BEGIN inside a transaction: %v", err)

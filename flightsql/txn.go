@@ -45,8 +45,8 @@ const optTransaction = "flightd.transaction"
 // JDBC driver, whose commit and rollback do nothing). BEGIN opens a
 // transaction of the client's Flight session: statements of that session
 // that carry no transaction id of their own run in it (Server.txn) until
-// COMMIT or ROLLBACK. Without an open transaction, COMMIT and ROLLBACK do
-// nothing, as in PostgreSQL. ok is false for other statements.
+// COMMIT or ROLLBACK. Without an open transaction, COMMIT and ROLLBACK
+// fail (SQLSTATE 25P01). ok is false for other statements.
 func (s *Server) sqlTransaction(ctx context.Context, st *engine.Statement) (ok bool, err error) {
 	kind, ok := st.TxnControl()
 	if !ok {
@@ -70,7 +70,10 @@ func (s *Server) sqlTransaction(ctx context.Context, st *engine.Statement) (ok b
 		return true, nil
 	}
 	if open == "" {
-		return true, nil
+		// Loud rather than PostgreSQL's warning: a client that does not
+		// keep the session cookie sent its BEGIN into a session it then
+		// left, and its writes since were committed one by one.
+		return true, fmt.Errorf("%s: %w in this session; if a BEGIN came before, the client did not keep the session cookie, so its writes since then were committed (ADBC: set adbc.flight.sql.rpc.with_cookie_middleware=true)", kind, engine.ErrNoTxn)
 	}
 	fs.EraseSessionOption(optTransaction) // the transaction ends, whatever happens below
 	if _, ok := s.txns.remove(callerOf(ctx), open); !ok {
