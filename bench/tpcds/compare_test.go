@@ -29,6 +29,12 @@ func rows(r ...[]Value) [][]Value { return r }
 
 func TestCompare(t *testing.T) {
 	cols := []string{"name", "total", "avg"}
+	// The reference's rows past the LIMIT, by case.
+	beyond := map[string][][]Value{
+		"ordered: tie cut by limit":           rows([]Value{str("b"), num("7"), flt(7)}, []Value{str("c"), num("8"), flt(8)}),
+		"ordered: cut row not in the tie run": rows([]Value{str("b"), num("6"), flt(6)}, []Value{str("c"), num("7"), flt(7)}),
+		"ordered: a cut tie row used twice":   rows([]Value{str("b"), num("4"), flt(4)}),
+	}
 	for _, tc := range []struct {
 		name, query string
 		want, got   [][]Value
@@ -75,6 +81,15 @@ func TestCompare(t *testing.T) {
 		{"ordered: tie cut by limit", "SELECT name, total, avg FROM t ORDER BY name LIMIT 2",
 			rows([]Value{str("a"), num("1"), flt(1)}, []Value{str("b"), num("2"), flt(2)}),
 			rows([]Value{str("a"), num("1"), flt(1)}, []Value{str("b"), num("7"), flt(7)}), ""},
+		{"ordered: cut row not in the tie run", "SELECT name, total, avg FROM t ORDER BY name LIMIT 2",
+			rows([]Value{str("a"), num("1"), flt(1)}, []Value{str("b"), num("2"), flt(2)}),
+			rows([]Value{str("a"), num("1"), flt(1)}, []Value{str("b"), num("7"), flt(7)}), "not among"},
+		{"ordered: one-row cut run checks its other columns", "SELECT name, total, avg FROM t ORDER BY name LIMIT 2",
+			rows([]Value{str("a"), num("1"), flt(1)}, []Value{str("b"), num("2"), flt(2)}),
+			rows([]Value{str("a"), num("1"), flt(1)}, []Value{str("b"), num("3"), flt(2)}), "not among"},
+		{"ordered: a cut tie row used twice", "SELECT name, total, avg FROM t ORDER BY name LIMIT 3",
+			rows([]Value{str("a"), num("1"), flt(1)}, []Value{str("b"), num("2"), flt(2)}, []Value{str("b"), num("3"), flt(3)}),
+			rows([]Value{str("a"), num("1"), flt(1)}, []Value{str("b"), num("4"), flt(4)}, []Value{str("b"), num("4"), flt(4)}), "not among"},
 		{"ordered: nulls position", "SELECT name, total, avg FROM t ORDER BY total",
 			rows([]Value{str("a"), num("1"), flt(1)}, []Value{str("b"), null(), flt(2)}),
 			rows([]Value{str("b"), null(), flt(2)}, []Value{str("a"), num("1"), flt(1)}), "row 0"},
@@ -86,11 +101,47 @@ func TestCompare(t *testing.T) {
 			rows([]Value{str("b"), num("2"), flt(2)}, []Value{str("a"), num("1"), flt(1)}), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := Compare(tc.query, &Result{Columns: cols, Rows: tc.want}, &Result{Columns: cols, Rows: tc.got})
+			d := Compare(tc.query, &Result{Columns: cols, Rows: tc.want, Beyond: beyond[tc.name]}, &Result{Columns: cols, Rows: tc.got})
 			if tc.diff == "" && d != "" || tc.diff != "" && !strings.Contains(d, tc.diff) {
 				t.Fatalf("Compare = %q, want %q", d, tc.diff)
 			}
 		})
+	}
+}
+
+func TestCompareColumns(t *testing.T) {
+	one := rows([]Value{str("a"), num("1")})
+	for _, tc := range []struct {
+		name                string
+		wantCols, gotCols   []string
+		wantTypes, gotTypes []string
+		diff                string
+	}{
+		{"same", []string{"name", "total"}, []string{"NAME", "total"}, []string{TypeString, TypeNumber}, []string{TypeString, TypeNumber}, ""},
+		{"renamed", []string{"name", "total"}, []string{"name", "sum"}, nil, nil, `column 2 is named "sum", want "total"`},
+		{"expression names are the engine's", []string{"name", "sum(x)"}, []string{"name", "EXPR$1"}, nil, nil, ""},
+		{"type class", []string{"name", "total"}, []string{"name", "total"}, []string{TypeString, TypeNumber}, []string{TypeString, TypeString}, "is a string, want a number"},
+		{"date is not a timestamp", []string{"d"}, []string{"d"}, []string{TypeDate}, []string{TypeTimestamp}, "is a timestamp, want a date"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := one
+			if len(tc.wantCols) == 1 {
+				r = rows([]Value{str("a")})
+			}
+			d := Compare("SELECT * FROM t", &Result{Columns: tc.wantCols, Types: tc.wantTypes, Rows: r},
+				&Result{Columns: tc.gotCols, Types: tc.gotTypes, Rows: r})
+			if tc.diff == "" && d != "" || tc.diff != "" && !strings.Contains(d, tc.diff) {
+				t.Fatalf("Compare = %q, want %q", d, tc.diff)
+			}
+		})
+	}
+}
+
+func TestWithLimit(t *testing.T) {
+	q := "select a from (select * from t limit 5) s order by a limit 100;"
+	ob := parseOrderBy(q, []string{"a"})
+	if got, want := ob.withLimit(q, 10100), "select a from (select * from t limit 5) s order by a limit 10100"; got != want {
+		t.Fatalf("withLimit = %q, want %q", got, want)
 	}
 }
 

@@ -177,6 +177,13 @@ func (d *DuckDB) Query(ctx context.Context, query string) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Columns: cols}
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		return nil, err
+	}
+	for _, ct := range types {
+		res.Types = append(res.Types, duckTypeClass(ct.DatabaseTypeName()))
+	}
 	dest := make([]any, len(cols))
 	ptrs := make([]any, len(cols))
 	for i := range dest {
@@ -245,4 +252,28 @@ func fromGo(v any) (Value, error) {
 		return decValueBig(x, 0), nil
 	}
 	return Value{}, fmt.Errorf("unsupported DuckDB value %T", v)
+}
+
+// duckTypeClass maps a DuckDB type name to its class (value.go).
+func duckTypeClass(name string) string {
+	name = strings.ToUpper(name)
+	if i := strings.IndexByte(name, '('); i >= 0 {
+		name = name[:i]
+	}
+	switch name {
+	case "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+		"UBIGINT", "UHUGEINT", "DECIMAL", "FLOAT", "DOUBLE":
+		return TypeNumber
+	case "VARCHAR":
+		return TypeString
+	case "BOOLEAN":
+		return TypeBool
+	case "DATE":
+		return TypeDate
+	case "TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS", "TIMESTAMPTZ":
+		return TypeTimestamp
+	case "TIME":
+		return TypeTime
+	}
+	return TypeOther
 }

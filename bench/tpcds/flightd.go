@@ -150,6 +150,7 @@ func (f *Flightd) Query(ctx context.Context, query string) (*Result, error) {
 	res := &Result{}
 	for _, fd := range rdr.Schema().Fields() {
 		res.Columns = append(res.Columns, fd.Name)
+		res.Types = append(res.Types, arrowTypeClass(fd.Type))
 	}
 	for rdr.Next() {
 		b := rdr.RecordBatch()
@@ -167,6 +168,27 @@ func (f *Flightd) Query(ctx context.Context, query string) (*Result, error) {
 		}
 	}
 	return res, rdr.Err()
+}
+
+// arrowTypeClass maps an Arrow type to its class (value.go).
+func arrowTypeClass(t arrow.DataType) string {
+	switch {
+	case arrow.IsInteger(t.ID()), arrow.IsFloating(t.ID()), arrow.IsDecimal(t.ID()):
+		return TypeNumber
+	}
+	switch t.ID() {
+	case arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW:
+		return TypeString
+	case arrow.BOOL:
+		return TypeBool
+	case arrow.DATE32, arrow.DATE64:
+		return TypeDate
+	case arrow.TIMESTAMP:
+		return TypeTimestamp
+	case arrow.TIME32, arrow.TIME64:
+		return TypeTime
+	}
+	return TypeOther
 }
 
 // FromArrow converts row i of an Arrow result column.

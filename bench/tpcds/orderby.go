@@ -11,6 +11,14 @@ type orderBy struct {
 	present bool
 	keys    []int // output columns of the sort keys; nil if any key is an expression
 	limit   int64 // outermost LIMIT, 0 if none
+	// limitAt is the byte span of the LIMIT's number in the query.
+	limitAt [2]int
+}
+
+// withLimit returns q with its outermost LIMIT (as ob found it) set to n.
+func (ob orderBy) withLimit(q string, n int64) string {
+	q = strings.TrimRight(strings.TrimSpace(q), ";")
+	return q[:ob.limitAt[0]] + strconv.FormatInt(n, 10) + q[ob.limitAt[1]:]
 }
 
 var (
@@ -69,8 +77,9 @@ func parseOrderBy(q string, columns []string) orderBy {
 	end := len(q)
 	if m := regexp.MustCompile(`(?i)\blimit\b`).FindStringIndex(top[start:]); m != nil {
 		end = start + m[0]
-		if lm := limitRe.FindStringSubmatch(q[end:]); lm != nil {
-			ob.limit, _ = strconv.ParseInt(lm[1], 10, 64)
+		if lm := limitRe.FindStringSubmatchIndex(q[end:]); lm != nil {
+			ob.limit, _ = strconv.ParseInt(q[end+lm[2]:end+lm[3]], 10, 64)
+			ob.limitAt = [2]int{end + lm[2], end + lm[3]}
 		}
 	}
 	// Split the clause on top-level commas (the blanked copy has none inside

@@ -181,6 +181,12 @@ func RunQueries(ctx context.Context, queries []Query, ref Engine, flightd Engine
 		qr := QueryResult{Query: q.Name, Flightd: EngineResult{Status: StatusNotRun}}
 		want, er := measure(ctx, ref, q.SQL, opt)
 		qr.DuckDB = er
+		if want != nil && flightd != nil {
+			if err := fetchBeyondLimit(ctx, ref, q.SQL, want); err != nil {
+				qr.DuckDB.Status, qr.DuckDB.Message = StatusError, "fetching the rows past LIMIT: "+oneLine(err)
+				want = nil
+			}
+		}
 		if flightd != nil {
 			got, fr := measure(ctx, flightd, q.SQL, opt)
 			qr.Flightd = fr
@@ -202,6 +208,28 @@ func RunQueries(ctx context.Context, queries []Query, ref Engine, flightd Engine
 		out = append(out, qr)
 	}
 	return out
+}
+
+// beyondLimit is how many rows past an ordered query's LIMIT the reference
+// fetches to check a tie run the LIMIT cuts.
+const beyondLimit = 10000
+
+// fetchBeyondLimit fills want.Beyond when the query's outermost ORDER BY
+// has column keys and its LIMIT cut the reference's answer.
+func fetchBeyondLimit(ctx context.Context, ref Engine, query string, want *Result) error {
+	ob := parseOrderBy(query, want.Columns)
+	if ob.keys == nil || ob.limit == 0 || int64(len(want.Rows)) != ob.limit {
+		return nil
+	}
+	more, err := ref.Query(ctx, ob.withLimit(query, ob.limit+beyondLimit))
+	if err != nil {
+		return err
+	}
+	if len(more.Rows) < len(want.Rows) {
+		return fmt.Errorf("%d rows with a larger LIMIT, %d with the query's", len(more.Rows), len(want.Rows))
+	}
+	want.Beyond = more.Rows[len(want.Rows):]
+	return nil
 }
 
 // measure runs a query once for its answer, then opt.Runs more times for
