@@ -36,7 +36,6 @@ func run() error {
 		authFile = flag.String("auth-file", "", "file of user:password (or user:bcrypt-hash) and 'grant: user read|write|admin database|*' lines; enables authentication")
 		keyFile  = flag.String("key-file", "", "key that signs tickets and tokens, created if missing (default <data>/.flightd-key)")
 		tokenTTL = flag.Duration("token-lifetime", flightsql.DefaultTokenLifetime, "how long a bearer token from Handshake stays valid")
-		memLimit = flag.Int64("memory-limit", 0, "soft limit of the process's memory in bytes (0: 3/4 of the machine's or cgroup's memory, -1: none)")
 		maxConns = flag.Int("max-connections", defaultMaxConnections(), "connections served at once, more are closed at once; 0: unlimited (the default is 4096 or half the file descriptor limit, the smaller)")
 		connIdle = flag.Duration("connection-idle", flightsql.DefaultMaxConnectionIdle, "close a connection with no call running for this long")
 		maxPrep  = flag.Int("max-prepared", flightsql.DefaultLimits.MaxPreparedStatements, "open prepared statements per client (user, or connection without auth)")
@@ -49,13 +48,15 @@ func run() error {
 		tlsKey   = flag.String("tls-key", "", "TLS private key (PEM)")
 		clientCA = flag.String("tls-client-ca", "", "CA (PEM) client certificates must be signed by (mTLS)")
 		mtThresh = flag.Duration("freshness-threshold", plan.DefaultFreshnessThreshold, "a materialized table with a FRESHNESS below this runs CONTINUOUS, at or above it FULL, unless REFRESH_MODE says")
-		queryMem = flag.Int64("query-memory", engine.DefaultQueryMemory, "bytes one statement's sorts, aggregations and joins may hold before spilling to disk (-1: unlimited)")
-		cacheMem = flag.Int64("cache-memory", 1<<30, "bytes of decoded table data kept in memory for scans (0: no cache)")
 		grace    = flag.Duration("shutdown-grace", 30*time.Second, "on SIGTERM, how long running queries may go on before they are cancelled")
 		parallel = flag.Int("parallelism", 0, "goroutines one query's scans and aggregations use (0: one per core, 1: serial)")
 		maxBytes = flag.Int("max-statement-bytes", flightsql.DefaultLimits.MaxStatementBytes, "longest SQL statement accepted, in bytes")
 		maxToks  = flag.Int("max-statement-tokens", flightsql.DefaultLimits.MaxStatementTokens, "most tokens (names, literals, operators) one SQL statement may have")
 	)
+	memLimit, queryMem, cacheMem := sizeFlag{auto: true}, sizeFlag{auto: true}, sizeFlag{auto: true}
+	flag.Var(&memLimit, "memory-limit", "soft limit of the process's memory in bytes (auto or 0: 3/4 of the machine's or cgroup's memory, -1: none)")
+	flag.Var(&queryMem, "query-memory", "bytes one statement's sorts, aggregations and joins may hold before spilling to disk (auto or 0: 1/4 of -memory-limit, at least 64 MiB; -1: unlimited)")
+	flag.Var(&cacheMem, "cache-memory", "bytes of decoded table data kept in memory for scans (auto: 1/3 of -memory-limit; 0: no cache)")
 	flag.Parse()
 
 	var (
@@ -71,9 +72,9 @@ func run() error {
 			log.Printf("flightd: %s has no grant: lines; its users can authenticate but not read or change any database", *authFile)
 		}
 	}
-	if lim := memoryLimit(*memLimit); lim > 0 {
-		log.Printf("flightd: memory limit %d MiB", lim>>20)
-	}
+	lim := memoryLimit(memLimit)
+	queryBytes, cacheBytes := queryMemory(queryMem, lim), cacheMemory(cacheMem, lim)
+	log.Printf("flightd: memory limit %d MiB, query memory %d MiB, cache %d MiB", lim>>20, queryBytes>>20, cacheBytes>>20)
 	root, err := filepath.Abs(*dataDir)
 	if err != nil {
 		return err
@@ -96,7 +97,7 @@ func run() error {
 	if err := os.MkdirAll(spill, 0o755); err != nil {
 		return err
 	}
-	eng, err := engine.Open(ctx, engine.Config{Mem: memory.NewGoAllocator(), Root: root, QueryMemory: *queryMem, Plan: plan.Options{FreshnessThreshold: *mtThresh}, SpillDir: spill, CacheBytes: *cacheMem, Parallelism: *parallel})
+	eng, err := engine.Open(ctx, engine.Config{Mem: memory.NewGoAllocator(), Root: root, QueryMemory: queryBytes, Plan: plan.Options{FreshnessThreshold: *mtThresh}, SpillDir: spill, CacheBytes: cacheBytes, Parallelism: *parallel})
 	if err != nil {
 		return err
 	}

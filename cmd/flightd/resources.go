@@ -20,18 +20,106 @@ import (
 // the page cache and memory Go does not manage. Near the limit the garbage
 // collector runs harder instead of letting the heap grow into the kernel's
 // OOM killer. It returns the limit set (0: none).
-func memoryLimit(flagBytes int64) int64 {
+func memoryLimit(flag sizeFlag) int64 {
+	n := flag.bytes
 	switch {
-	case flagBytes < 0:
-		return 0
-	case flagBytes == 0:
-		flagBytes = machineMemory() / 4 * 3
-		if flagBytes <= 0 {
+	case flag.auto || n == 0:
+		n = machineMemory() / 4 * 3
+		if n <= 0 {
 			return 0
 		}
+	case n < 0:
+		return 0
 	}
-	debug.SetMemoryLimit(flagBytes)
-	return flagBytes
+	debug.SetMemoryLimit(n)
+	return n
+}
+
+// Derived defaults, as DuckDB derives its memory_limit from the machine: a
+// third of the process's memory limit caches decoded table data and a
+// quarter is one statement's budget before it spills, so the cache and two
+// large statements fit under the limit. Without a known limit they fall back
+// to 1 GiB each.
+const (
+	fallbackMemory  = 1 << 30
+	minQueryMemory  = 64 << 20
+	cacheShareDiv   = 3
+	queryShareDiv   = 4
+	autoSizeKeyword = "auto"
+)
+
+func cacheMemory(flag sizeFlag, limit int64) int64 {
+	if !flag.auto {
+		return flag.bytes
+	}
+	if limit <= 0 {
+		return fallbackMemory
+	}
+	return limit / cacheShareDiv
+}
+
+func queryMemory(flag sizeFlag, limit int64) int64 {
+	if !flag.auto && flag.bytes != 0 {
+		return flag.bytes
+	}
+	if limit <= 0 {
+		return fallbackMemory
+	}
+	return max(limit/queryShareDiv, minQueryMemory)
+}
+
+// sizeFlag is a byte count given as "auto", an integer, a float (6e9) or a
+// number with a unit (512MiB, 6GB).
+type sizeFlag struct {
+	auto  bool
+	bytes int64
+}
+
+func (f *sizeFlag) String() string {
+	if f.auto {
+		return autoSizeKeyword
+	}
+	return strconv.FormatInt(f.bytes, 10)
+}
+
+func (f *sizeFlag) Set(s string) error {
+	s = strings.TrimSpace(s)
+	if strings.EqualFold(s, autoSizeKeyword) {
+		*f = sizeFlag{auto: true}
+		return nil
+	}
+	n, err := parseSize(s)
+	if err != nil {
+		return err
+	}
+	*f = sizeFlag{bytes: n}
+	return nil
+}
+
+var sizeUnits = []struct {
+	suffix string
+	mult   float64
+}{
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1},
+}
+
+func parseSize(s string) (int64, error) {
+	mult, num := 1.0, s
+	for _, u := range sizeUnits {
+		if len(s) > len(u.suffix) && strings.EqualFold(s[len(s)-len(u.suffix):], u.suffix) {
+			mult, num = u.mult, strings.TrimSpace(s[:len(s)-len(u.suffix)])
+			break
+		}
+	}
+	if n, err := strconv.ParseInt(num, 10, 64); err == nil && mult == 1 {
+		return n, nil
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || f != f || f*mult >= 1<<63 || f*mult <= -(1<<63) {
+		return 0, fmt.Errorf("%q is not a byte count (a number, optionally with KiB, MiB, GiB, KB, MB or GB, or %q)", s, autoSizeKeyword)
+	}
+	return int64(f * mult), nil
 }
 
 // defaultMaxConnections serves at most 4096 connections, and at most half

@@ -31,11 +31,57 @@ func TestDefaultMemoryLimit(t *testing.T) {
 	if m <= 0 {
 		t.Skip("machine memory unknown here")
 	}
-	if got := memoryLimit(0); got != m/4*3 || debug.SetMemoryLimit(-1) != got {
-		t.Fatalf("default limit %d (runtime %d), machine %d", got, debug.SetMemoryLimit(-1), m)
+	for _, auto := range []sizeFlag{{auto: true}, {bytes: 0}} {
+		if got := memoryLimit(auto); got != m/4*3 || debug.SetMemoryLimit(-1) != got {
+			t.Fatalf("default limit %d (runtime %d), machine %d", got, debug.SetMemoryLimit(-1), m)
+		}
 	}
-	if got := memoryLimit(123 << 20); got != 123<<20 || debug.SetMemoryLimit(-1) != 123<<20 {
+	if got := memoryLimit(sizeFlag{bytes: 123 << 20}); got != 123<<20 || debug.SetMemoryLimit(-1) != 123<<20 {
 		t.Fatalf("explicit limit: %d", got)
+	}
+}
+
+// The cache and statement budgets derive from the memory limit unless given.
+func TestDerivedMemoryDefaults(t *testing.T) {
+	auto := sizeFlag{auto: true}
+	for _, tc := range []struct {
+		flag         sizeFlag
+		limit        int64
+		query, cache int64
+	}{
+		{auto, 18 << 30, 18 << 30 / 4, 6 << 30},
+		{auto, 0, 1 << 30, 1 << 30},                // no limit known
+		{auto, 128 << 20, 64 << 20, 128 << 20 / 3}, // the statement floor
+		{sizeFlag{bytes: 5 << 20}, 18 << 30, 5 << 20, 5 << 20},
+		{sizeFlag{bytes: -1}, 18 << 30, -1, -1},
+	} {
+		if got := queryMemory(tc.flag, tc.limit); got != tc.query {
+			t.Errorf("queryMemory(%v, %d) = %d, want %d", tc.flag, tc.limit, got, tc.query)
+		}
+		if got := cacheMemory(tc.flag, tc.limit); got != tc.cache {
+			t.Errorf("cacheMemory(%v, %d) = %d, want %d", tc.flag, tc.limit, got, tc.cache)
+		}
+	}
+	if got := cacheMemory(sizeFlag{bytes: 0}, 18<<30); got != 0 {
+		t.Errorf("-cache-memory 0 must turn the cache off, got %d", got)
+	}
+}
+
+func TestSizeFlag(t *testing.T) {
+	for in, want := range map[string]string{
+		"auto": "auto", "AUTO": "auto", "0": "0", "-1": "-1", "6e9": "6000000000", "512MiB": "536870912",
+		"2 GiB": "2147483648", "1.5GB": "1500000000", "100kb": "100000", "7B": "7",
+	} {
+		var f sizeFlag
+		if err := f.Set(in); err != nil || f.String() != want {
+			t.Errorf("Set(%q): %v, %q; want %q", in, err, f.String(), want)
+		}
+	}
+	for _, bad := range []string{"", "lots", "1e30", "NaN", "GiB", "12XB"} {
+		var f sizeFlag
+		if err := f.Set(bad); err == nil {
+			t.Errorf("Set(%q) = %v, want an error", bad, f)
+		}
 	}
 }
 
