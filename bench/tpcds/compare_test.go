@@ -29,11 +29,17 @@ func rows(r ...[]Value) [][]Value { return r }
 
 func TestCompare(t *testing.T) {
 	cols := []string{"name", "total", "avg"}
-	// The reference's rows past the LIMIT, by case.
-	beyond := map[string][][]Value{
-		"ordered: tie cut by limit":           rows([]Value{str("b"), num("7"), flt(7)}, []Value{str("c"), num("8"), flt(8)}),
-		"ordered: cut row not in the tie run": rows([]Value{str("b"), num("6"), flt(6)}, []Value{str("c"), num("7"), flt(7)}),
-		"ordered: a cut tie row used twice":   rows([]Value{str("b"), num("4"), flt(4)}),
+	// The reference's answer with a larger LIMIT, by case.
+	extended := map[string][][]Value{
+		"ordered: tie cut by limit": rows([]Value{str("a"), num("1"), flt(1)}, []Value{str("b"), num("2"), flt(2)},
+			[]Value{str("b"), num("7"), flt(7)}, []Value{str("c"), num("8"), flt(8)}),
+		"ordered: cut row not in the tie run": rows([]Value{str("a"), num("1"), flt(1)}, []Value{str("b"), num("2"), flt(2)},
+			[]Value{str("b"), num("6"), flt(6)}, []Value{str("c"), num("7"), flt(7)}),
+		"ordered: a cut tie row used twice": rows([]Value{str("a"), num("1"), flt(1)}, []Value{str("b"), num("2"), flt(2)},
+			[]Value{str("b"), num("3"), flt(3)}, []Value{str("b"), num("4"), flt(4)}),
+		// The second fetch put other tied rows first.
+		"ordered: ties reordered by the larger limit": rows([]Value{str("a"), num("1"), flt(1)}, []Value{str("b"), num("9"), flt(9)},
+			[]Value{str("b"), num("2"), flt(2)}, []Value{str("c"), num("1"), flt(1)}),
 	}
 	for _, tc := range []struct {
 		name, query string
@@ -90,6 +96,9 @@ func TestCompare(t *testing.T) {
 		{"ordered: a cut tie row used twice", "SELECT name, total, avg FROM t ORDER BY name LIMIT 3",
 			rows([]Value{str("a"), num("1"), flt(1)}, []Value{str("b"), num("2"), flt(2)}, []Value{str("b"), num("3"), flt(3)}),
 			rows([]Value{str("a"), num("1"), flt(1)}, []Value{str("b"), num("4"), flt(4)}, []Value{str("b"), num("4"), flt(4)}), "not among"},
+		{"ordered: ties reordered by the larger limit", "SELECT name, total, avg FROM t ORDER BY name LIMIT 2",
+			rows([]Value{str("a"), num("1"), flt(1)}, []Value{str("b"), num("2"), flt(2)}),
+			rows([]Value{str("a"), num("1"), flt(1)}, []Value{str("b"), num("9"), flt(9)}), ""},
 		{"ordered: nulls position", "SELECT name, total, avg FROM t ORDER BY total",
 			rows([]Value{str("a"), num("1"), flt(1)}, []Value{str("b"), null(), flt(2)}),
 			rows([]Value{str("b"), null(), flt(2)}, []Value{str("a"), num("1"), flt(1)}), "row 0"},
@@ -101,7 +110,7 @@ func TestCompare(t *testing.T) {
 			rows([]Value{str("b"), num("2"), flt(2)}, []Value{str("a"), num("1"), flt(1)}), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := Compare(tc.query, &Result{Columns: cols, Rows: tc.want, Beyond: beyond[tc.name]}, &Result{Columns: cols, Rows: tc.got})
+			d := Compare(tc.query, &Result{Columns: cols, Rows: tc.want, Extended: extended[tc.name]}, &Result{Columns: cols, Rows: tc.got})
 			if tc.diff == "" && d != "" || tc.diff != "" && !strings.Contains(d, tc.diff) {
 				t.Fatalf("Compare = %q, want %q", d, tc.diff)
 			}

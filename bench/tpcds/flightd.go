@@ -150,7 +150,7 @@ func (f *Flightd) Query(ctx context.Context, query string) (*Result, error) {
 	res := &Result{}
 	for _, fd := range rdr.Schema().Fields() {
 		res.Columns = append(res.Columns, fd.Name)
-		res.Types = append(res.Types, arrowTypeClass(fd.Type))
+		res.Types = append(res.Types, ArrowTypeClass(fd.Type))
 	}
 	for rdr.Next() {
 		b := rdr.RecordBatch()
@@ -170,8 +170,8 @@ func (f *Flightd) Query(ctx context.Context, query string) (*Result, error) {
 	return res, rdr.Err()
 }
 
-// arrowTypeClass maps an Arrow type to its class (value.go).
-func arrowTypeClass(t arrow.DataType) string {
+// ArrowTypeClass maps an Arrow type to its class (value.go).
+func ArrowTypeClass(t arrow.DataType) string {
 	switch {
 	case arrow.IsInteger(t.ID()), arrow.IsFloating(t.ID()), arrow.IsDecimal(t.ID()):
 		return TypeNumber

@@ -214,7 +214,7 @@ func RunQueries(ctx context.Context, queries []Query, ref Engine, flightd Engine
 // fetches to check a tie run the LIMIT cuts.
 const beyondLimit = 10000
 
-// fetchBeyondLimit fills want.Beyond when the query's outermost ORDER BY
+// fetchBeyondLimit fills want.Extended when the query's outermost ORDER BY
 // has column keys and its LIMIT cut the reference's answer.
 func fetchBeyondLimit(ctx context.Context, ref Engine, query string, want *Result) error {
 	ob := parseOrderBy(query, want.Columns)
@@ -228,7 +228,7 @@ func fetchBeyondLimit(ctx context.Context, ref Engine, query string, want *Resul
 	if len(more.Rows) < len(want.Rows) {
 		return fmt.Errorf("%d rows with a larger LIMIT, %d with the query's", len(more.Rows), len(want.Rows))
 	}
-	want.Beyond = more.Rows[len(want.Rows):]
+	want.Extended = more.Rows
 	return nil
 }
 

@@ -45,10 +45,11 @@ type Result struct {
 	// engine does not report them.
 	Types []string
 	Rows  [][]Value
-	// Beyond holds the reference's rows past the query's outermost LIMIT
-	// (fetched with a larger limit), so that rows cut from a tie run can be
-	// checked against every row the tie could have put there.
-	Beyond [][]Value
+	// Extended is the reference's answer with the query's outermost LIMIT
+	// raised by beyondLimit rows, so that rows of a tie run the LIMIT cuts
+	// can be checked against every row the tie could have put there. (Not
+	// Rows plus the rows past it: a second run may order ties otherwise.)
+	Extended [][]Value
 }
 
 // Column type classes. Exact and approximate numbers are one class: in
@@ -324,20 +325,22 @@ func compareColumns(want, got *Result) string {
 var plainName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // cutRunDiff checks the last tie run of got (starting at row start) against
-// every reference row tied with it: the run's rows in want and the ones
-// past the limit in want.Beyond. It returns "" when got's rows are a
+// every reference row tied with it in want.Extended, or in want.Rows when
+// the reference was not fetched again. It returns "" when got's rows are a
 // sub-multiset of them.
 func cutRunDiff(want *Result, got [][]Value, start int, keys []int) string {
-	first := want.Rows[start]
-	tied := slices.Clone(want.Rows[start:])
-	for _, r := range want.Beyond {
-		if !equalRows(first, r, keys) {
-			break
-		}
-		tied = append(tied, r)
+	first, all := want.Rows[start], want.Extended
+	if all == nil {
+		all = want.Rows
 	}
-	if n := len(want.Beyond); n >= beyondLimit && equalRows(first, want.Beyond[n-1], keys) {
-		return fmt.Sprintf("the tie run goes on past the %d rows fetched beyond the limit: cannot check", len(want.Beyond))
+	var tied [][]Value
+	for _, r := range all {
+		if equalRows(first, r, keys) {
+			tied = append(tied, r)
+		}
+	}
+	if n := len(all); n-len(want.Rows) >= beyondLimit && equalRows(first, all[n-1], keys) {
+		return fmt.Sprintf("the tie run goes on past the %d rows fetched beyond the limit: cannot check", beyondLimit)
 	}
 	return subMultisetDiff(tied, got)
 }
