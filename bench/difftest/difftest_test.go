@@ -138,6 +138,16 @@ func runSQL(t *testing.T, seed uint64, queries []int, texts []string) {
 		t.Fatal(err)
 	}
 	mem.AssertSize(t, 0)
+	excused := 0
+	for o, n := range counts {
+		if Outcome(o).Excused() {
+			excused += n
+		}
+	}
+	if total := max(len(queries), len(texts)); total >= 20 && float64(excused) > MaxExcused*float64(total) {
+		t.Errorf("seed %d: %d of %d queries excused (both failed, unsupported, DuckDB's limits, one-sided overflow): more than %.0f%%",
+			seed, excused, total, 100*MaxExcused)
+	}
 	t.Logf("seed %d: %d queries, %d answer rows compared; flightd %v, DuckDB %v; slowest on flightd: query %d (%v, %d rows)",
 		seed, max(len(queries), len(texts)), rows, ftime.Round(time.Millisecond), dtime.Round(time.Millisecond), slowestQ, slowest.Flightd.Round(time.Millisecond), slowest.Rows)
 	for o, n := range counts {

@@ -73,6 +73,7 @@ func (f *Flightd) Query(ctx context.Context, text string) (*tpcds.Result, error)
 	res := &tpcds.Result{}
 	for _, fd := range st.Schema().Fields() {
 		res.Columns = append(res.Columns, fd.Name)
+		res.Types = append(res.Types, tpcds.ArrowTypeClass(fd.Type))
 	}
 	for {
 		b, err := op.Next(ctx)

@@ -105,11 +105,14 @@ const (
 	// that overflows is evaluated at all depends on the plan (a filter or
 	// join may drop it first), so it is not a finding.
 	Overflow
+	// ErrorsDiffer is both failing for different kinds of reasons (say, a
+	// data error against a binding error).
+	ErrorsDiffer
 	numOutcomes
 )
 
 func (o Outcome) String() string {
-	return [...]string{"agree", "both failed", "unsupported", "wrong answer", "flightd failed", "duckdb failed", "duckdb limit", "overflow"}[o]
+	return [...]string{"agree", "both failed", "unsupported", "wrong answer", "flightd failed", "duckdb failed", "duckdb limit", "overflow", "errors differ"}[o]
 }
 
 var overflowRe = regexp.MustCompile(`(?i)overflow`)
@@ -119,7 +122,44 @@ var overflowRe = regexp.MustCompile(`(?i)overflow`)
 var duckdbLimits = regexp.MustCompile(`must appear in the GROUP BY clause`)
 
 // Finding reports whether the outcome is a difference to look at.
-func (o Outcome) Finding() bool { return o >= WrongAnswer && o < DuckDBLimit }
+func (o Outcome) Finding() bool { return o >= WrongAnswer && o < DuckDBLimit || o == ErrorsDiffer }
+
+// Excused reports whether the outcome is not a finding although the
+// engines did not agree on an answer: a run may excuse only a small share
+// (MaxExcused), so that a change making most queries fail, or unsupported,
+// cannot pass.
+func (o Outcome) Excused() bool {
+	return o == BothFailed || o == Unsupported || o == DuckDBLimit || o == Overflow
+}
+
+// MaxExcused is the share of a run's queries that may be excused.
+const MaxExcused = 0.05
+
+// flightdErrorClass is the SQLSTATE class (its first two characters) of a
+// flightd error.
+func flightdErrorClass(err error) string { return engine.SQLState(err)[:2] }
+
+// duckdbErrorClasses map DuckDB's error types (the message's "X Error:"
+// prefix) to SQLSTATE classes: 42 syntax and names, 22 data, 0A not
+// supported.
+var duckdbErrorClasses = []struct {
+	re    *regexp.Regexp
+	class string
+}{
+	{regexp.MustCompile(`^(Parser|Binder|Catalog) Error`), "42"},
+	{regexp.MustCompile(`^(Conversion|Out of Range|Invalid Input) Error|(?i)divi(de|sion) by zero`), "22"},
+	{regexp.MustCompile(`^Not implemented Error`), "0A"},
+}
+
+func duckdbErrorClass(err error) string {
+	msg := err.Error()
+	for _, c := range duckdbErrorClasses {
+		if c.re.MatchString(msg) {
+			return c.class
+		}
+	}
+	return "XX"
+}
 
 // Result is the verdict on one query.
 type Result struct {
@@ -144,6 +184,10 @@ func (e *Env) Check(ctx context.Context, sql string) Result {
 	switch {
 	case derr != nil && ferr != nil:
 		res.Outcome, res.Detail = BothFailed, fmt.Sprintf("flightd: %v; duckdb: %v", ferr, derr)
+		if f, d := flightdErrorClass(ferr), duckdbErrorClass(derr); f != d {
+			res.Outcome = ErrorsDiffer
+			res.Detail = fmt.Sprintf("flightd failed with SQLSTATE class %s, DuckDB with %s: %s", f, d, res.Detail)
+		}
 	case ferr != nil && overflowRe.MatchString(ferr.Error()), derr != nil && overflowRe.MatchString(derr.Error()):
 		res.Outcome = Overflow
 		res.Detail = fmt.Sprintf("flightd: %v; duckdb: %v", ferr, derr)
