@@ -36,6 +36,10 @@ func formatLine(q QueryResult) string {
 // WriteTable prints the per-query table and the summary.
 func WriteTable(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "TPC-DS (derived) SF %v seed %d, median of %d runs after a warm-up\n", r.Scale, r.Seed, r.Runs)
+	if m := r.Machine; m != nil {
+		fmt.Fprintf(w, "%s, %d cores, %.1f GiB; load %.1f at the start, %.1f at the end; flightd flags %q; commit %s\n",
+			m.CPU, m.Cores, float64(m.MemoryBytes)/(1<<30), m.LoadStart, m.LoadEnd, r.FlightdFlags, r.Commit)
+	}
 	fmt.Fprintf(w, "%-5s %-8s %7s %11s | %11s %8s | %s\n", "query", "duckdb", "rows", "duckdb ms", "flightd ms", "ratio", "flightd")
 	for _, q := range r.Queries {
 		ratio := "-"

@@ -154,13 +154,19 @@ type Summary struct {
 
 // Report is the whole outcome of a run.
 type Report struct {
-	Scale      float64       `json:"scale"`
-	Seed       uint64        `json:"seed"`
-	Runs       int           `json:"runs"`
-	FlightdURI string        `json:"flightd_uri,omitempty"`
-	Started    time.Time     `json:"started"`
-	Queries    []QueryResult `json:"queries"`
-	Summary    Summary       `json:"summary"`
+	Scale      float64   `json:"scale"`
+	Seed       uint64    `json:"seed"`
+	Runs       int       `json:"runs"`
+	FlightdURI string    `json:"flightd_uri,omitempty"`
+	Started    time.Time `json:"started"`
+	// Where and how the figures were measured, so that a committed result
+	// is traceable: the machine, flightd's flags as given to the runner,
+	// and the repository's commit.
+	Machine      *Machine      `json:"machine,omitempty"`
+	FlightdFlags string        `json:"flightd_flags,omitempty"`
+	Commit       string        `json:"commit,omitempty"`
+	Queries      []QueryResult `json:"queries"`
+	Summary      Summary       `json:"summary"`
 }
 
 // RunOptions configures RunQueries.

@@ -45,6 +45,7 @@ func run() error {
 		threads    = flag.Int("threads", 0, "DuckDB threads (0: DuckDB default)")
 		timeout    = flag.Duration("timeout", 10*time.Minute, "limit per query execution")
 		sqlText    = flag.String("sql", "", "run this statement on DuckDB after loading, print its result and exit")
+		flFlags    = flag.String("flightd-flags", "", "the flags flightd was started with, recorded in results.json (e.g. \"defaults\" or \"-cache-memory 6e9\")")
 	)
 	flag.Parse()
 	if *runs < 0 {
@@ -122,8 +123,10 @@ func run() error {
 		fl = flightd
 	}
 
-	rep := &tpcds.Report{Scale: *sf, Seed: *seed, Runs: *runs, FlightdURI: *flightdURI, Started: time.Now().UTC()}
+	rep := &tpcds.Report{Scale: *sf, Seed: *seed, Runs: *runs, FlightdURI: *flightdURI, Started: time.Now().UTC(),
+		Machine: tpcds.ThisMachine(), FlightdFlags: *flFlags, Commit: tpcds.GitCommit()}
 	rep.Queries = tpcds.RunQueries(ctx, queries, duck, fl, tpcds.RunOptions{Runs: *runs, Timeout: *timeout, Log: os.Stderr})
+	rep.Machine.LoadEnd = tpcds.LoadAverage()
 	rep.Summary = tpcds.Summarize(rep.Queries)
 	tpcds.WriteTable(os.Stdout, rep)
 	if err := tpcds.WriteFiles(*out, rep); err != nil {
