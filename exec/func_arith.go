@@ -420,7 +420,10 @@ func resolveRound(types []arrow.DataType, _ []Expr) (*impl, error) {
 }
 
 func floorCeil(f func(float64) float64, floor bool) resolver {
-	return func(types []arrow.DataType, _ []Expr) (*impl, error) {
+	return func(types []arrow.DataType, args []Expr) (*impl, error) {
+		if len(types) == 2 {
+			return floorCeilTime(types, args, floor)
+		}
 		if err := wantArgs(types, 1, 1); err != nil {
 			return nil, err
 		}

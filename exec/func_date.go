@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -210,5 +211,36 @@ func resolveCurrentTimestamp(types []arrow.DataType, _ []Expr) (*impl, error) {
 			out.Vals[i] = v
 		}
 		return out.Finish(TimestampType, nil, 0), nil
+	}}, nil
+}
+
+// floorTimeUnits are the units of FLOOR(x TO unit) and CEIL(x TO unit).
+// WEEK is left out: which day starts Flink's week is not settled here.
+var floorTimeUnits = map[string]bool{"year": true, "quarter": true, "month": true, "day": true,
+	"hour": true, "minute": true, "second": true, "millisecond": true}
+
+// floorCeilTime is FLOOR(x TO unit) and CEIL(x TO unit) of a date or
+// timestamp, which the parser passes as floor(x, 'unit'): x truncated to
+// the unit, or for CEIL the next unit boundary unless x is on one.
+func floorCeilTime(types []arrow.DataType, args []Expr, floor bool) (*impl, error) {
+	if !isDateTime(types[0]) {
+		return nil, fmt.Errorf("argument 1 of FLOOR/CEIL ... TO unit must be a date or timestamp, not %s", types[0])
+	}
+	if err := unitArg(types, args, 1, func(u string) bool { return floorTimeUnits[strings.ToLower(u)] }); err != nil {
+		return nil, err
+	}
+	ret := types[0]
+	return &impl{ret: ret, args: []arrow.DataType{nil, strType}, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		return timestampMap(ec, a, n, a[0], ret, func(i int, t time.Time) (time.Time, error) {
+			u := strings.ToLower(vectorized.StringAt(a[1], i))
+			if !floorTimeUnits[u] {
+				return t, fmt.Errorf("%w: unknown FLOOR/CEIL unit %q", vectorized.ErrInvalidValue, u)
+			}
+			f, err := vectorized.DateTrunc(u, t)
+			if err != nil || floor || f.Equal(t) {
+				return f, err
+			}
+			return vectorized.DateAdd(u, 1, f)
+		})
 	}}, nil
 }

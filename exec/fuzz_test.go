@@ -19,7 +19,8 @@ var fuzzFuncs = []string{
 	"and", "or", "not", "is_null", "is_distinct_from", "coalesce", "nullif", "like", "substr", "upper", "trim",
 	"concat", "length", "replace", "position", "abs", "round", "floor", "ceil", "sqrt", "power", "ln", "exp",
 	"extract", "date_add", "date_diff", "date_trunc", "date_format", "greatest", "least", "lpad", "split_part",
-	"regexp_replace", "left", "sign", "to_date", "unix_timestamp",
+	"regexp_replace", "left", "sign", "to_date", "unix_timestamp", "url_encode", "url_decode", "printf", "split",
+	"str_to_map", "regexp_instr", "overlay", "convert_tz", "json_exists",
 }
 
 // TestRandomExpressions builds random expression trees over columns of many

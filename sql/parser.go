@@ -1843,6 +1843,42 @@ func (p *parser) keywordPrimary(t token) Expr {
 			p.expectP(")")
 			return f
 		}
+	case "overlay":
+		// OVERLAY(s PLACING r FROM pos [FOR len]), or the plain call form.
+		if next.text == "(" {
+			p.i += 2
+			f := &FuncCall{Pos: t.pos, Name: "overlay", Args: []Expr{p.parseExpr()}}
+			if p.acceptK("placing") {
+				f.Args = append(f.Args, p.parseExpr())
+				p.expectK("from")
+				f.Args = append(f.Args, p.parseExpr())
+				if p.acceptK("for") {
+					f.Args = append(f.Args, p.parseExpr())
+				}
+			} else {
+				for p.acceptP(",") {
+					f.Args = append(f.Args, p.parseExpr())
+				}
+			}
+			p.expectP(")")
+			return f
+		}
+	case "floor", "ceil", "ceiling":
+		// FLOOR(ts TO unit) and CEIL(ts TO unit) pass the unit as a string
+		// argument: floor(ts, 'day').
+		if next.text == "(" {
+			save := p.i
+			p.i += 2
+			x := p.parseExpr()
+			if p.acceptK("to") {
+				u := p.peek()
+				f := &FuncCall{Pos: t.pos, Name: t.text, Args: []Expr{x, &Literal{Pos: u.pos, Kind: LitString, Value: p.unit("a time unit")}}}
+				p.expectP(")")
+				return f
+			}
+			p.i = save
+			return p.call()
+		}
 	case "position":
 		if next.text == "(" {
 			p.i += 2

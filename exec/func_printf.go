@@ -1,0 +1,250 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/flightd/flightd/vectorized"
+)
+
+// PRINTF(format, args...) formats as Java's String.format with Locale.US,
+// which Flink calls: a NULL argument prints as "null", a NULL format gives
+// NULL. The conversions are %s %S %d %x %X %o %f %e %E %b %B %c %n %% with
+// an argument index (%2$s), the flags - 0 + and space, a width and a
+// precision; others (%g, %t, the , and ( flags) are refused by name.
+
+// printfSpec is one conversion of a format.
+type printfSpec struct {
+	lit   string // text before the conversion
+	arg   int    // 0-based argument, -1 for %n and %% and the trailing text
+	flags string
+	width string
+	prec  string
+	conv  byte
+}
+
+var printfConvs = "sSdxXofeEbBcn%"
+
+// parsePrintf splits a Java format string into conversions.
+func parsePrintf(f string) ([]printfSpec, error) {
+	var specs []printfSpec
+	next := 0 // the next ordinary argument
+	var lit strings.Builder
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' {
+			lit.WriteByte(f[i])
+			continue
+		}
+		j := i + 1
+		sp := printfSpec{arg: -1}
+		// An argument index n$.
+		k := j
+		for k < len(f) && f[k] >= '0' && f[k] <= '9' {
+			k++
+		}
+		explicit := -1
+		if k > j && k < len(f) && f[k] == '$' {
+			n, _ := strconv.Atoi(f[j:k])
+			if n < 1 {
+				return nil, fmt.Errorf("%w: PRINTF format %q: argument index %d (indexes count from 1)", vectorized.ErrInvalidValue, f, n)
+			}
+			explicit, j = n-1, k+1
+		}
+		for j < len(f) && strings.IndexByte("-0+ ,(#", f[j]) >= 0 {
+			if strings.IndexByte(",(#", f[j]) >= 0 {
+				return nil, fmt.Errorf("%w: PRINTF format %q: the %q flag is not supported", vectorized.ErrInvalidValue, f, f[j])
+			}
+			sp.flags += string(f[j])
+			j++
+		}
+		w := j
+		for j < len(f) && f[j] >= '0' && f[j] <= '9' {
+			j++
+		}
+		sp.width = f[w:j]
+		if j < len(f) && f[j] == '.' {
+			p := j + 1
+			for j = p; j < len(f) && f[j] >= '0' && f[j] <= '9'; j++ {
+			}
+			sp.prec = "." + f[p:j]
+		}
+		if j >= len(f) {
+			return nil, fmt.Errorf("%w: PRINTF format %q ends inside a conversion", vectorized.ErrInvalidValue, f)
+		}
+		sp.conv = f[j]
+		if strings.IndexByte(printfConvs, sp.conv) < 0 {
+			return nil, fmt.Errorf("%w: PRINTF format %q: conversion %%%c is not supported", vectorized.ErrInvalidValue, f, sp.conv)
+		}
+		switch sp.conv {
+		case 'n':
+			lit.WriteByte('\n')
+		case '%':
+			lit.WriteByte('%')
+		default:
+			sp.lit = lit.String()
+			lit.Reset()
+			if explicit >= 0 {
+				sp.arg = explicit
+			} else {
+				sp.arg = next
+				next++
+			}
+			specs = append(specs, sp)
+		}
+		i = j
+	}
+	return append(specs, printfSpec{lit: lit.String(), arg: -1}), nil
+}
+
+// printfArg formats argument a at row i for one conversion. Integer
+// arguments arrive as BIGINT; bits is their declared width.
+func printfArg(sb *strings.Builder, sp printfSpec, a arrow.Array, bits, i int) error {
+	goFmt := "%" + sp.flags + sp.width + sp.prec
+	upper := sp.conv == 'S' || sp.conv == 'X' || sp.conv == 'E' || sp.conv == 'B'
+	var out string
+	switch sp.conv {
+	case 'b', 'B':
+		// Java: NULL is false, a boolean itself, anything else true.
+		v := a.IsValid(i)
+		if b, ok := a.(*array.Boolean); ok && v {
+			v = b.Value(i)
+		}
+		out = fmt.Sprintf(goFmt+"s", strconv.FormatBool(v))
+	case 's', 'S':
+		s := "null"
+		if a.IsValid(i) {
+			s = vectorized.FormatValue(a, i)
+		}
+		out = fmt.Sprintf(goFmt+"s", s)
+	default:
+		if a.IsNull(i) {
+			out = fmt.Sprintf("%"+strings.ReplaceAll(sp.flags, "0", "")+sp.width+"s", "null")
+			break
+		}
+		var err error
+		if out, err = printfNumber(goFmt, sp.conv, a, bits, i); err != nil {
+			return err
+		}
+	}
+	if upper {
+		out = strings.ToUpper(out)
+	}
+	sb.WriteString(out)
+	return nil
+}
+
+// printfNumber formats a number for %d %x %o %f %e %c, refusing what Java
+// refuses (an IllegalFormatConversionException there).
+func printfNumber(goFmt string, conv byte, a arrow.Array, bits, i int) (string, error) {
+	t := a.DataType()
+	switch conv {
+	case 'd', 'x', 'X', 'o', 'c':
+		if bits == 0 {
+			return "", fmt.Errorf("%w: PRINTF %%%c needs an integer argument, not %s", vectorized.ErrInvalidValue, conv, t)
+		}
+		v := vectorized.Values[int64](a)[i]
+		switch conv {
+		case 'd':
+			return fmt.Sprintf(goFmt+"d", v), nil
+		case 'c':
+			return fmt.Sprintf(goFmt+"c", rune(v)), nil
+		}
+		// Java prints a negative integer as its two's complement in the
+		// argument's width.
+		u := uint64(v)
+		if bits < 64 && v < 0 {
+			u &= 1<<bits - 1
+		}
+		return fmt.Sprintf(goFmt+string(conv|0x20), u), nil
+	case 'f', 'e', 'E':
+		var x any
+		switch arr := a.(type) {
+		case *array.Float32:
+			x = float64(arr.Value(i))
+		case *array.Float64:
+			x = arr.Value(i)
+		case *array.Decimal128:
+			// Exact decimal digits, as Java's BigDecimal prints them.
+			r, _ := new(big.Rat).SetString(arr.Value(i).ToString(arr.DataType().(*arrow.Decimal128Type).Scale))
+			if conv == 'f' {
+				prec := 6
+				if p := strings.IndexByte(goFmt, '.'); p >= 0 {
+					prec, _ = strconv.Atoi(goFmt[p+1:])
+				}
+				return fmt.Sprintf(strings.Split(goFmt, ".")[0]+"s", r.FloatString(prec)), nil
+			}
+			x, _ = r.Float64()
+		default:
+			return "", fmt.Errorf("%w: PRINTF %%%c needs a floating-point or decimal argument, not %s", vectorized.ErrInvalidValue, conv, t)
+		}
+		return fmt.Sprintf(goFmt+string(conv|0x20), x), nil
+	}
+	return "", fmt.Errorf("%w: PRINTF conversion %%%c", vectorized.ErrInvalidValue, conv)
+}
+
+func resolvePrintf(types []arrow.DataType, args []Expr) (*impl, error) {
+	if len(types) == 0 {
+		return nil, fmt.Errorf("needs a format")
+	}
+	if !vectorized.IsString(types[0]) && types[0].ID() != arrow.NULL {
+		return nil, fmt.Errorf("argument 1 (the format) must be a string, not %s", types[0])
+	}
+	if args != nil {
+		if f, ok := literalString(args[0]); ok {
+			specs, err := parsePrintf(f)
+			if err != nil {
+				return nil, err
+			}
+			for _, sp := range specs {
+				if sp.arg >= len(types)-1 {
+					return nil, fmt.Errorf("%w: PRINTF format %q needs argument %d, %d given", vectorized.ErrInvalidValue, f, sp.arg+1, len(types)-1)
+				}
+			}
+		}
+	}
+	argTypes := append([]arrow.DataType{strType}, types[1:]...)
+	bits := make([]int, len(types))
+	for k, t := range types[1:] {
+		if vectorized.IsInteger(t) {
+			bits[k+1], argTypes[k+1] = t.(arrow.FixedWidthDataType).BitWidth(), i64Type
+		}
+	}
+	return &impl{ret: strType, args: argTypes, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		parsed := map[string][]printfSpec{}
+		var sb strings.Builder
+		return mapNullableStrings(ec, a, n, true, func(i int) (string, bool, error) {
+			if a[0].IsNull(i) {
+				return "", false, nil
+			}
+			f := vectorized.StringAt(a[0], i)
+			specs, ok := parsed[f]
+			if !ok {
+				var err error
+				if specs, err = parsePrintf(f); err != nil {
+					return "", false, err
+				}
+				parsed[f] = specs
+			}
+			sb.Reset()
+			for _, sp := range specs {
+				sb.WriteString(sp.lit)
+				if sp.arg < 0 {
+					continue
+				}
+				if sp.arg >= len(a)-1 {
+					return "", false, fmt.Errorf("%w: PRINTF format %q needs argument %d, %d given", vectorized.ErrInvalidValue, f, sp.arg+1, len(a)-1)
+				}
+				if err := printfArg(&sb, sp, a[sp.arg+1], bits[sp.arg+1], i); err != nil {
+					return "", false, err
+				}
+			}
+			return sb.String(), true, nil
+		})
+	}}, nil
+}
