@@ -384,28 +384,16 @@ func resolveConvertTZ(types []arrow.DataType, args []Expr) (*impl, error) {
 // value (JSON null included); FALSE for text that is not JSON (Flink's
 // default FALSE ON ERROR).
 func resolveJSONExists(types []arrow.DataType, args []Expr) (*impl, error) {
-	st, err := wantStrings(types, 2, 2)
+	st, err := jsonArgs(types, args)
 	if err != nil {
 		return nil, err
 	}
-	if args != nil {
-		if p, ok := literalString(args[1]); ok {
-			if _, err := parseJSONPath(p); err != nil {
-				return nil, err
-			}
-		}
-	}
 	return &impl{ret: boolType, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
-		paths := map[string][]jsonStep{}
+		path := jsonPathCache()
 		return vectorized.MapBools(ec.Mem, a, n, func(i int) (bool, error) {
-			p := vectorized.StringAt(a[1], i)
-			steps, ok := paths[p]
-			if !ok {
-				var err error
-				if steps, err = parseJSONPath(p); err != nil {
-					return false, err
-				}
-				paths[p] = steps
+			steps, err := path(vectorized.StringAt(a[1], i))
+			if err != nil {
+				return false, err
 			}
 			doc := []byte(vectorized.StringAt(a[0], i))
 			if !json.Valid(doc) {

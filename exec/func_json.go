@@ -116,30 +116,50 @@ func jsonSelect(doc []byte, steps []jsonStep) (json.RawMessage, bool) {
 	return cur, true
 }
 
+// jsonArgs checks the (json, path) arguments of JSON_VALUE, JSON_QUERY and
+// JSON_EXISTS; a literal path must parse.
+func jsonArgs(types []arrow.DataType, args []Expr) ([]arrow.DataType, error) {
+	st, err := wantStrings(types, 2, 2)
+	if err != nil {
+		return nil, err
+	}
+	if args != nil {
+		if p, ok := literalString(args[1]); ok {
+			if _, err := parseJSONPath(p); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return st, nil
+}
+
+// jsonPathCache parses each distinct path of a batch once.
+func jsonPathCache() func(p string) ([]jsonStep, error) {
+	paths := map[string][]jsonStep{}
+	return func(p string) ([]jsonStep, error) {
+		if steps, ok := paths[p]; ok {
+			return steps, nil
+		}
+		steps, err := parseJSONPath(p)
+		if err == nil {
+			paths[p] = steps
+		}
+		return steps, err
+	}
+}
+
 func jsonResolver(query bool) resolver {
 	return func(types []arrow.DataType, args []Expr) (*impl, error) {
-		st, err := wantStrings(types, 2, 2)
+		st, err := jsonArgs(types, args)
 		if err != nil {
 			return nil, err
 		}
-		if args != nil {
-			if p, ok := literalString(args[1]); ok {
-				if _, err := parseJSONPath(p); err != nil {
-					return nil, err
-				}
-			}
-		}
 		return &impl{ret: strType, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
-			paths := map[string][]jsonStep{}
+			path := jsonPathCache()
 			return mapNullableStrings(ec, a, n, false, func(i int) (string, bool, error) {
-				p := vectorized.StringAt(a[1], i)
-				steps, ok := paths[p]
-				if !ok {
-					var err error
-					if steps, err = parseJSONPath(p); err != nil {
-						return "", false, err
-					}
-					paths[p] = steps
+				steps, err := path(vectorized.StringAt(a[1], i))
+				if err != nil {
+					return "", false, err
 				}
 				v, ok := jsonSelect([]byte(vectorized.StringAt(a[0], i)), steps)
 				if !ok {

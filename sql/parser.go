@@ -1826,31 +1826,18 @@ func (p *parser) keywordPrimary(t token) Expr {
 			p.expectP(")")
 			return e
 		}
-	case "substring", "substr":
+	case "substring", "substr", "overlay":
+		// SUBSTRING(s FROM a [FOR b]), OVERLAY(s PLACING r FROM a [FOR b]),
+		// or their plain call forms.
 		if next.text == "(" {
 			p.i += 2
 			f := &FuncCall{Pos: t.pos, Name: t.text, Args: []Expr{p.parseExpr()}}
-			if p.acceptK("from") {
-				f.Args = append(f.Args, p.parseExpr())
-				if p.acceptK("for") {
+			overlay := t.text == "overlay"
+			if overlay && p.acceptK("placing") || !overlay && p.acceptK("from") {
+				if overlay {
 					f.Args = append(f.Args, p.parseExpr())
+					p.expectK("from")
 				}
-			} else {
-				for p.acceptP(",") {
-					f.Args = append(f.Args, p.parseExpr())
-				}
-			}
-			p.expectP(")")
-			return f
-		}
-	case "overlay":
-		// OVERLAY(s PLACING r FROM pos [FOR len]), or the plain call form.
-		if next.text == "(" {
-			p.i += 2
-			f := &FuncCall{Pos: t.pos, Name: "overlay", Args: []Expr{p.parseExpr()}}
-			if p.acceptK("placing") {
-				f.Args = append(f.Args, p.parseExpr())
-				p.expectK("from")
 				f.Args = append(f.Args, p.parseExpr())
 				if p.acceptK("for") {
 					f.Args = append(f.Args, p.parseExpr())
