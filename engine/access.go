@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/flightd/flightd/plan"
 )
@@ -98,9 +99,13 @@ func (s *Session) allowStatement(b plan.Statement) error {
 	case *plan.Explain:
 		return s.allowStatement(b.Target)
 	case *plan.StopJob:
-		if db, ok := s.e.jobDatabase(b.ID); ok {
-			return s.allow(db, Write)
+		// A job of a database the user cannot read is hidden, as in SHOW
+		// JOBS: it is "not found", like an id that does not exist.
+		db, ok := s.e.jobDatabase(b.ID)
+		if !ok || s.allow(db, Read) != nil {
+			return fmt.Errorf("job %q: %w", b.ID, ErrJobNotFound)
 		}
+		return s.allow(db, Write)
 	case *plan.CallProcedure:
 		p := Admin // tags and expiry decide what data is kept
 		switch b.Proc {

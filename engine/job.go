@@ -154,7 +154,8 @@ func (st *Statement) startJob(ctx context.Context) (string, error) {
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	def := tablestore.JobDef{ID: hex.EncodeToString(b[:]), SQL: sql.Format(st.ast), Database: st.s.Database(), State: JobRunning}
+	def := tablestore.JobDef{ID: hex.EncodeToString(b[:]), SQL: sql.Format(st.ast), Database: st.s.Database(),
+		SinkDatabase: sink.Ident().Database, State: JobRunning}
 	if err := e.store.PutJob(ctx, def); err != nil {
 		return "", err
 	}
@@ -270,7 +271,7 @@ func (e *Engine) StopJob(ctx context.Context, id string) error {
 	return nil
 }
 
-// jobDatabase is the database job id runs in.
+// jobDatabase is the database whose grants cover job id: its sink's.
 func (e *Engine) jobDatabase(id string) (string, bool) {
 	e.jobsMu.Lock()
 	defer e.jobsMu.Unlock()
@@ -280,7 +281,10 @@ func (e *Engine) jobDatabase(id string) (string, bool) {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.status.Database, true
+	if j.def.SinkDatabase != "" {
+		return j.def.SinkDatabase, true
+	}
+	return j.def.Database, true
 }
 
 // Jobs reports every job, sorted by id.
@@ -315,8 +319,8 @@ var _ plan.JobCatalog = (*catalog)(nil)
 func (c *catalog) JobRows(ctx context.Context) ([][]string, error) {
 	var rows [][]string
 	for _, j := range c.s.e.Jobs(ctx) {
-		if err := c.s.allow(j.Database, Read); err != nil {
-			continue // jobs of databases the user cannot read stay hidden
+		if db, ok := c.s.e.jobDatabase(j.ID); !ok || c.s.allow(db, Read) != nil {
+			continue // jobs writing to databases the user cannot read stay hidden
 		}
 		var pos []string
 		for i, src := range j.Sources {

@@ -265,6 +265,72 @@ func TestJobRefused(t *testing.T) {
 	}
 }
 
+// TestJobAuthorization: SHOW JOBS and STOP JOB hide the jobs of databases
+// a user cannot read (an unknown id and a hidden job give the same answer);
+// stopping a visible job takes Write on its database.
+func TestJobAuthorization(t *testing.T) {
+	e, mem := openEngine(t, t.TempDir())
+	defer closeEngine(t, e, mem)
+	root := e.NewSession()
+	for _, db := range []string{"sales", "secret"} {
+		for _, q := range []string{
+			`CREATE DATABASE ` + db,
+			`CREATE TABLE ` + db + `.s (k BIGINT NOT NULL, g BIGINT NOT NULL, PRIMARY KEY (k) NOT ENFORCED)`,
+			`CREATE TABLE ` + db + `.agg (g BIGINT NOT NULL, c BIGINT, PRIMARY KEY (g) NOT ENFORCED)`,
+			`INSERT INTO ` + db + `.agg SELECT g, count(*) FROM ` + db + `.s /*+ OPTIONS('scan.mode'='latest-full') */ GROUP BY g`,
+		} {
+			mustExec(t, root, q)
+		}
+	}
+	// Every job is created from database default: its sink's database
+	// decides.
+	jobOf := map[string]string{}
+	for _, j := range e.Jobs(context.Background()) {
+		jobOf[strings.Split(j.Sink, ".")[0]] = j.ID
+	}
+	if len(jobOf) != 2 {
+		t.Fatalf("jobs: %v", jobOf)
+	}
+	session := func(p engine.Privilege) *engine.Session {
+		s := e.NewSession()
+		s.SetAuthorizer(func(db string, want engine.Privilege) error {
+			if db == "sales" && want <= p {
+				return nil
+			}
+			return fmt.Errorf("%v on %s: %w", want, db, engine.ErrDenied)
+		})
+		return s
+	}
+	stop := func(s *engine.Session, id string) error {
+		_, err := exec(context.Background(), s, nil, fmt.Sprintf(`STOP JOB '%s'`, id))
+		return err
+	}
+	reader, writer := session(engine.Read), session(engine.Write)
+	for _, s := range []*engine.Session{reader, writer} {
+		if shown := rows(t, s, `SHOW JOBS`); len(shown) != 1 || shown[0][0] != jobOf["sales"] {
+			t.Fatalf("SHOW JOBS of a sales user: %v", shown)
+		}
+		for _, id := range []string{jobOf["secret"], "nope"} {
+			if err := stop(s, id); !errors.Is(err, engine.ErrJobNotFound) {
+				t.Errorf("STOP JOB %s by a sales user: %v, want job not found", id, err)
+			}
+		}
+	}
+	if err := stop(reader, jobOf["sales"]); !errors.Is(err, engine.ErrDenied) {
+		t.Errorf("STOP JOB by a reader: %v, want permission denied", err)
+	}
+	if err := stop(writer, jobOf["sales"]); err != nil {
+		t.Errorf("STOP JOB by a writer: %v", err)
+	}
+	states := map[string]string{}
+	for _, j := range e.Jobs(context.Background()) {
+		states[strings.Split(j.Sink, ".")[0]] = j.State
+	}
+	if states["sales"] != engine.JobStopped || states["secret"] != engine.JobRunning {
+		t.Fatalf("job states after the stops: %v", states)
+	}
+}
+
 // TestStopJob: SHOW JOBS lists a job; after STOP JOB its sink no longer
 // follows the source, and it stays stopped across a restart.
 func TestStopJob(t *testing.T) {

@@ -16,6 +16,10 @@ type JobDef struct {
 	// Database.
 	SQL      string `json:"sql"`
 	Database string `json:"database"`
+	// SinkDatabase is the database of the table the job writes, whose
+	// grants decide who sees and stops the job (jobs stored before it
+	// was kept use Database).
+	SinkDatabase string `json:"sinkDatabase,omitempty"`
 	// State is RUNNING, STOPPED or FAILED; Error says why it failed.
 	State      string `json:"state"`
 	Error      string `json:"error,omitempty"`
