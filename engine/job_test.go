@@ -63,6 +63,19 @@ var jobCases = []jobCase{{
 		}
 		return writeS(rng, i)
 	},
+}, {
+	// SELECT * of a stream sees its row kind column: the INSERT must not
+	// count it as a value.
+	name: "star",
+	ddl: []string{
+		`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`CREATE TABLE big (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+	},
+	job:     `INSERT INTO big SELECT * FROM (SELECT * FROM s /*+ OPTIONS('scan.mode'='latest-full') */ WHERE v > 500) x`,
+	batch:   `SELECT * FROM s %s WHERE v > 500`,
+	sink:    `SELECT k, g, v FROM big %s`,
+	sources: []string{"s"},
+	write:   writeS,
 }}
 
 // writeS upserts or deletes a few rows of s.

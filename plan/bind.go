@@ -328,7 +328,11 @@ func (b *binder) bindInsert(s *sql.Insert) Statement {
 	}
 	b.insertSource = true
 	src, _ := b.bindQuery(s.Source, nil, hints)
-	srcCols := src.Columns()
+	// A streaming source's row kind (which SELECT * of a stream shows) is
+	// how the job applies the row, not a value for a column.
+	srcCols := slices.DeleteFunc(slices.Clone(src.Columns()), func(c Column) bool {
+		return c.Name == tablestore.RowKindColumn && b.isStreamKind(src, c.ID)
+	})
 	if len(srcCols) != len(targets) {
 		b.fail(s.Source.Pos, "INSERT into %s has %d target columns but the query produces %d", t.Ident(), len(targets), len(srcCols))
 	}
