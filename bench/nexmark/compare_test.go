@@ -201,6 +201,13 @@ func TestClosedWindows(t *testing.T) {
 			t.Errorf("windowed: %s", sel)
 		}
 	}
+	q12 := Query{Setup: []string{"CREATE VIEW B AS SELECT *, PROCTIME() as p_time FROM bid"},
+		Select: "SELECT bidder, count(*) FROM TABLE(TUMBLE(TABLE B, DESCRIPTOR(p_time), INTERVAL '10' SECOND)) GROUP BY bidder, window_start, window_end"}
+	q13 := Query{Select: "SELECT B.auction FROM (SELECT *, PROCTIME() as p_time FROM bid) B JOIN side_input FOR SYSTEM_TIME AS OF B.p_time AS S ON mod(B.auction, 10000) = S.key"}
+	q7 := Query{Select: "SELECT max(price) FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(`dateTime`), INTERVAL '10' SECOND)) GROUP BY window_start, window_end"}
+	if !processingTime(q12) || processingTime(q13) || processingTime(q7) {
+		t.Errorf("processing time: q12 %v, q13 %v, q7 %v; want true, false, false", processingTime(q12), processingTime(q13), processingTime(q7))
+	}
 	if _, err := closedWindows("SELECT * FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(x)", wm); err == nil {
 		t.Error("unbalanced parentheses were taken")
 	}

@@ -54,6 +54,9 @@ func WriteTable(w io.Writer, r *Report) {
 	c := Count(r)
 	fmt.Fprintf(w, "batch: %d of %d ran; streaming: %d equal to batch, %d differ, %d equal only after a later marker, %d failed, %d refused, %d not run\n",
 		c.BatchOK, len(r.Queries), c.StreamOK, c.Differs, c.Late, c.Failed, c.Refused, c.NotRun)
+	if c.Uncompared > 0 {
+		fmt.Fprintf(w, "%d streamed answers not compared (processing-time windows)\n", c.Uncompared)
+	}
 	if c.Vacuous > 0 {
 		fmt.Fprintf(w, "%d streamed answers compared no row while the batch answer has rows (no window closed)\n", c.Vacuous)
 	}
@@ -81,7 +84,7 @@ func writeJobs(w io.Writer, r *Report) {
 			j.LatencyP50Ms, j.LatencyP99Ms, j.Rows, j.PeakRSSMB, j.Compared, j.OpenRows, j.TiedRows, j.Error)
 	}
 	c := Count(r)
-	fmt.Fprintf(w, "jobs: %d equal to batch, %d differ, %d failed, %d refused\n", c.JobOK, c.JobDiffers, c.JobFailed, c.JobRefused)
+	fmt.Fprintf(w, "jobs: %d equal to batch, %d differ, %d failed, %d refused, %d not compared\n", c.JobOK, c.JobDiffers, c.JobFailed, c.JobRefused, c.JobUncompared)
 }
 
 // Counts summarizes a report.
@@ -89,8 +92,9 @@ type Counts struct {
 	BatchOK, StreamOK, Differs, Late, Failed, Refused, NotRun int
 	// Vacuous: streamed answers that compared no row while the batch
 	// answer has rows (a windowed query whose watermark closed no window).
-	Vacuous                                  int
-	JobOK, JobDiffers, JobFailed, JobRefused int
+	Vacuous                                                 int
+	Uncompared                                              int
+	JobOK, JobDiffers, JobFailed, JobRefused, JobUncompared int
 }
 
 // Count counts the queries by outcome.
@@ -111,6 +115,8 @@ func Count(r *Report) Counts {
 				c.JobDiffers++
 			case StatusRefused:
 				c.JobRefused++
+			case StatusUncompared:
+				c.JobUncompared++
 			default:
 				c.JobFailed++
 			}
@@ -126,6 +132,8 @@ func Count(r *Report) Counts {
 			c.Failed++
 		case StatusRefused:
 			c.Refused++
+		case StatusUncompared:
+			c.Uncompared++
 		default:
 			c.NotRun++
 		}

@@ -3,6 +3,7 @@ package nexmark
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -27,6 +28,19 @@ var (
 var notAlias = map[string]bool{"where": true, "group": true, "order": true, "having": true, "limit": true,
 	"join": true, "inner": true, "left": true, "right": true, "full": true, "cross": true, "on": true,
 	"union": true, "window": true}
+
+var proctimeCall = regexp.MustCompile(`(?i)\bPROCTIME\s*\(`)
+
+const errProcessingTime = "processing-time windows: which window a row falls in depends on when it arrived, so no batch answer compares"
+
+// processingTime reports whether q's windows may be over processing time
+// (PROCTIME() in the query or a view it sets up).
+func processingTime(q Query) bool {
+	if !windowed(q.Select) {
+		return false
+	}
+	return proctimeCall.MatchString(q.Select) || slices.ContainsFunc(q.Setup, proctimeCall.MatchString)
+}
 
 // windowed reports whether sel has event-time windows.
 func windowed(sel string) bool {
