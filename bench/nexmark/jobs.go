@@ -84,17 +84,28 @@ func (r *runner) job(ctx context.Context, q Query, key []string, answer *expecte
 	defer func() { _ = r.f.Exec(context.WithoutCancel(ctx), "STOP JOB '"+id+"'") }()
 
 	tr := newTracker(tables)
-	polled := make(chan error, 1)
+	// The poller has a connection of its own: the ingest uses r.f meanwhile.
+	poller, err := tpcds.OpenFlightd(ctx, r.mem, r.srv.URI)
+	if err != nil {
+		res.Error = oneLine(err)
+		return res
+	}
+	defer poller.Close()
+	polled := make(chan struct{})
+	var pollErr error
 	pollCtx, stopPoll := context.WithCancel(ctx)
-	go func() { polled <- r.pollJob(pollCtx, id, tr) }()
+	go func() {
+		pollErr = pollJob(pollCtx, poller, id, tr)
+		close(polled)
+	}()
 	defer func() {
 		stopPoll()
 		<-polled
 	}()
 	select {
 	case <-tr.ready:
-	case err := <-polled:
-		res.Error = "before the first event: " + oneLine(err)
+	case <-polled:
+		res.Error = "before the first event: " + oneLine(pollErr)
 		return res
 	}
 	cpu0 := r.cpu()
@@ -105,8 +116,8 @@ func (r *runner) job(ctx context.Context, q Query, key []string, answer *expecte
 		tr.finish()
 		select {
 		case <-tr.done:
-		case err = <-polled:
-			polled <- err // for the deferred wait
+		case <-polled:
+			err = pollErr
 		case <-ctx.Done():
 			err = fmt.Errorf("timed out after %v: job %s", r.opt.Timeout, tr.position())
 		}
@@ -274,7 +285,7 @@ func hinted(sel string, start func(sql string) error) ([]string, error) {
 
 // jobOf is the id of the running job writing sink.
 func (r *runner) jobOf(ctx context.Context, sink string) (string, error) {
-	rows, err := r.jobs(ctx)
+	rows, err := listJobs(ctx, r.f)
 	if err != nil {
 		return "", err
 	}
@@ -294,8 +305,8 @@ type jobRow struct {
 // jobPosition is one entry of SHOW JOBS' source_positions: db.table@N.
 var jobPosition = regexp.MustCompile(`^(\S+)@(\d+)$`)
 
-func (r *runner) jobs(ctx context.Context) ([]jobRow, error) {
-	out, err := r.f.Query(ctx, "SHOW JOBS")
+func listJobs(ctx context.Context, f *tpcds.Flightd) ([]jobRow, error) {
+	out, err := f.Query(ctx, "SHOW JOBS")
 	if err != nil {
 		return nil, err
 	}
@@ -334,14 +345,14 @@ func (r *runner) jobs(ctx context.Context) ([]jobRow, error) {
 }
 
 // pollJob feeds the job's processed source positions to tr until ctx ends
-// (nil) or the job fails or goes.
-func (r *runner) pollJob(ctx context.Context, id string, tr *tracker) error {
+// or the job fails or goes.
+func pollJob(ctx context.Context, f *tpcds.Flightd, id string, tr *tracker) error {
 	tick := time.NewTicker(jobPoll)
 	defer tick.Stop()
 	for {
-		rows, err := r.jobs(ctx)
+		rows, err := listJobs(ctx, f)
 		if ctx.Err() != nil {
-			return nil
+			return ctx.Err()
 		}
 		if err != nil {
 			return err
@@ -359,7 +370,7 @@ func (r *runner) pollJob(ctx context.Context, id string, tr *tracker) error {
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return ctx.Err()
 		case <-tick.C:
 		}
 	}
