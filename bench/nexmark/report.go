@@ -75,13 +75,17 @@ func writeJobs(w io.Writer, r *Report) {
 		return
 	}
 	fmt.Fprintf(w, "continuous jobs (INSERT INTO a keyed sink; progress read from SHOW JOBS every %v):\n", jobPoll)
-	fmt.Fprintf(w, "%-5s | %-18s | %-7s %10s %10s %8s %9s %9s %8s %7s %8s %6s %6s | %s\n",
-		"query", "key", "job", "events/s", "ev/cpu-s", "cpu s", "p50 ms", "p99 ms", "rows", "rss MB", "compared", "open", "tied", "why")
+	fmt.Fprintf(w, "%-5s | %-18s | %-7s %10s %10s %8s %9s %9s %8s %7s %8s %6s %6s %7s | %s\n",
+		"query", "key", "job", "events/s", "ev/cpu-s", "cpu s", "p50 ms", "p99 ms", "rows", "rss MB", "compared", "open", "tied", "/flink", "why")
 	for _, q := range jobs {
 		j := q.Job
-		fmt.Fprintf(w, "%-5s | %-18s | %-7s %10.0f %10.0f %8.2f %9.1f %9.1f %8d %7.0f %8d %6d %6d | %s\n",
+		ratio := 0.0
+		if q.Flink != nil {
+			ratio = q.Flink.JobRatio
+		}
+		fmt.Fprintf(w, "%-5s | %-18s | %-7s %10.0f %10.0f %8.2f %9.1f %9.1f %8d %7.0f %8d %6d %6d %7.2f | %s\n",
 			q.Query, strings.Join(JobKeys[q.Query], ","), j.Status, j.EventsPerSec, j.EventsPerCPUSec, j.CPUSeconds,
-			j.LatencyP50Ms, j.LatencyP99Ms, j.Rows, j.PeakRSSMB, j.Compared, j.OpenRows, j.TiedRows, j.Error)
+			j.LatencyP50Ms, j.LatencyP99Ms, j.Rows, j.PeakRSSMB, j.Compared, j.OpenRows, j.TiedRows, ratio, j.Error)
 	}
 	c := Count(r)
 	fmt.Fprintf(w, "jobs: %d equal to batch, %d differ, %d failed, %d refused, %d not compared\n", c.JobOK, c.JobDiffers, c.JobFailed, c.JobRefused, c.JobUncompared)
