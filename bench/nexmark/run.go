@@ -571,7 +571,10 @@ func (r *runner) expectedAt(ctx context.Context, q Query, full *expected, wm fun
 	}
 	for k, cr := range open {
 		if cr.n < 0 {
-			return nil, nil, fmt.Errorf("the closed windows' answer has a row the full answer lacks: %s", k)
+			if full.ties == nil {
+				return nil, nil, fmt.Errorf("the closed windows' answer has a row the full answer lacks: %s", k)
+			}
+			delete(open, k) // the two batch runs chose other rows among ties
 		}
 	}
 	c.Compared, c.OpenRows = want.rows.rows(), open.rows()
