@@ -139,3 +139,36 @@ func latestSnapshot(dataDir, db, table string) (int64, error) {
 	}
 	return latest, nil
 }
+
+// resetPeakRSS resets the peak resident set size of process pid (Linux
+// clear_refs 5), so that peakRSSMB then gives the peak since; a process
+// not ours, or no Linux, leaves it alone.
+func resetPeakRSS(pid int) {
+	if pid != 0 {
+		_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
+	}
+}
+
+// peakRSSMB is the peak resident set size (VmHWM) of process pid in MB, 0
+// when unknown.
+func peakRSSMB(pid int) float64 {
+	if pid == 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			f := strings.Fields(v) // "123456 kB"
+			if len(f) != 2 || f[1] != "kB" {
+				return 0
+			}
+			if kb, err := strconv.ParseFloat(f[0], 64); err == nil {
+				return kb / 1024
+			}
+		}
+	}
+	return 0
+}

@@ -21,8 +21,10 @@ type FlinkResult struct {
 	Seconds         float64 `json:"seconds"`
 	CPUSeconds      float64 `json:"cpu_seconds"`
 	EventsPerCPUSec float64 `json:"events_per_cpu_second"`
-	// Ratio is flightd's streamed events per CPU-second over Flink's.
-	Ratio float64 `json:"flightd_over_flink"`
+	// Ratio is flightd's streamed events per CPU-second over Flink's;
+	// JobRatio the same for the query run as a continuous job.
+	Ratio    float64 `json:"flightd_over_flink"`
+	JobRatio float64 `json:"job_flightd_over_flink,omitempty"`
 }
 
 // RunFlink writes the events as CSV under work and runs the queries on the
@@ -77,6 +79,9 @@ func RunFlink(ctx context.Context, dir, work, queriesDir string, opt Options, re
 			f.EventsPerCPUSec = float64(opt.Events) / f.CPUSeconds
 			if q.Stream.Status == StatusOK && f.EventsPerCPUSec > 0 {
 				f.Ratio = q.Stream.EventsPerCPUSec / f.EventsPerCPUSec
+			}
+			if q.Job != nil && q.Job.Status == StatusOK && f.EventsPerCPUSec > 0 {
+				f.JobRatio = q.Job.EventsPerCPUSec / f.EventsPerCPUSec
 			}
 		}
 		q.Flink = &f

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
 )
 
 func TestParseQuery(t *testing.T) {
@@ -73,5 +75,26 @@ func TestSharedQueries(t *testing.T) {
 	}
 	if _, err := LoadQueries(dir, []string{"q0", "q99"}); err == nil {
 		t.Error("LoadQueries took an unknown query name")
+	}
+}
+
+func TestSinkColumns(t *testing.T) {
+	names, err := sinkColumns("CREATE TABLE nexmark_q14 (\n  auction BIGINT,\n  price  DECIMAL(23, 3),\n  `dateTime` TIMESTAMP(3),\n  c_counts BIGINT\n) WITH (\n  'connector' = 'blackhole'\n)")
+	if err != nil || !slices.Equal(names, []string{"auction", "price", "dateTime", "c_counts"}) {
+		t.Errorf("sinkColumns: %q %v", names, err)
+	}
+	if _, err := sinkColumns("CREATE VIEW v AS SELECT 1"); err == nil {
+		t.Error("a statement without a column list was taken")
+	}
+	for typ, want := range map[arrow.DataType]string{
+		arrow.PrimitiveTypes.Int64: "BIGINT", arrow.BinaryTypes.String: "VARCHAR",
+		&arrow.TimestampType{Unit: arrow.Millisecond}: "TIMESTAMP(3)", &arrow.Decimal128Type{Precision: 23, Scale: 3}: "DECIMAL(23, 3)",
+	} {
+		if got, err := sqlType(typ); got != want || err != nil {
+			t.Errorf("sqlType(%s) = %q, %v; want %q", typ, got, err, want)
+		}
+	}
+	if _, err := sqlType(arrow.ListOf(arrow.PrimitiveTypes.Int64)); err == nil {
+		t.Error("a list type was given an SQL type")
 	}
 }

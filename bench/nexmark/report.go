@@ -30,9 +30,9 @@ func WriteTable(w io.Writer, r *Report) {
 		fmt.Fprintf(w, "- %s\n", n)
 	}
 	fmt.Fprintf(w, "load (no query): %.2f s, %.0f events/s, flightd %.2f CPU s\n", r.Load.Seconds, r.Load.EventsPerSec, r.Load.CPUSeconds)
-	fmt.Fprintf(w, "%-5s | %-7s %8s %10s %8s | %-7s %10s %10s %8s %9s %9s %8s | %-7s %10s %7s | %s\n",
+	fmt.Fprintf(w, "%-5s | %-7s %8s %10s %8s | %-7s %10s %10s %8s %9s %9s %8s %7s %8s %6s %6s | %-7s %10s %7s | %s\n",
 		"query", "batch", "rows", "events/s", "cpu s", "stream", "events/s", "ev/cpu-s", "cpu s", "p50 ms", "p99 ms", "rows",
-		"flink", "ev/cpu-s", "ratio", "why")
+		"rss MB", "compared", "open", "tied", "flink", "ev/cpu-s", "ratio", "why")
 	for _, q := range r.Queries {
 		b, s := q.Batch, q.Stream
 		why := s.Error
@@ -46,18 +46,59 @@ func WriteTable(w io.Writer, r *Report) {
 				why += " | flink: " + fl.Error
 			}
 		}
-		fmt.Fprintf(w, "%-5s | %-7s %8d %10.0f %8.2f | %-7s %10.0f %10.0f %8.2f %9.1f %9.1f %8d | %-7s %10.0f %7.2f | %s\n",
+		fmt.Fprintf(w, "%-5s | %-7s %8d %10.0f %8.2f | %-7s %10.0f %10.0f %8.2f %9.1f %9.1f %8d %7.0f %8d %6d %6d | %-7s %10.0f %7.2f | %s\n",
 			q.Query, b.Status, b.Rows, b.EventsPerSec, b.CPUSeconds, s.Status, s.EventsPerSec, s.EventsPerCPUSec,
-			s.CPUSeconds, s.LatencyP50Ms, s.LatencyP99Ms, s.Rows, fl.Status, fl.EventsPerCPUSec, fl.Ratio, why)
+			s.CPUSeconds, s.LatencyP50Ms, s.LatencyP99Ms, s.Rows, s.PeakRSSMB, s.Compared, s.OpenRows, s.TiedRows,
+			fl.Status, fl.EventsPerCPUSec, fl.Ratio, why)
 	}
 	c := Count(r)
 	fmt.Fprintf(w, "batch: %d of %d ran; streaming: %d equal to batch, %d differ, %d equal only after a later marker, %d failed, %d refused, %d not run\n",
 		c.BatchOK, len(r.Queries), c.StreamOK, c.Differs, c.Late, c.Failed, c.Refused, c.NotRun)
+	if c.Uncompared > 0 {
+		fmt.Fprintf(w, "%d streamed answers not compared (processing-time windows)\n", c.Uncompared)
+	}
+	if c.Vacuous > 0 {
+		fmt.Fprintf(w, "%d streamed answers compared no row while the batch answer has rows (no window closed)\n", c.Vacuous)
+	}
+	writeJobs(w, r)
+}
+
+// writeJobs prints the continuous jobs' table, if any ran.
+func writeJobs(w io.Writer, r *Report) {
+	var jobs []QueryResult
+	for _, q := range r.Queries {
+		if q.Job != nil {
+			jobs = append(jobs, q)
+		}
+	}
+	if len(jobs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "continuous jobs (INSERT INTO a keyed sink; progress read from SHOW JOBS every %v):\n", jobPoll)
+	fmt.Fprintf(w, "%-5s | %-18s | %-7s %10s %10s %8s %9s %9s %8s %7s %8s %6s %6s %7s | %s\n",
+		"query", "key", "job", "events/s", "ev/cpu-s", "cpu s", "p50 ms", "p99 ms", "rows", "rss MB", "compared", "open", "tied", "/flink", "why")
+	for _, q := range jobs {
+		j := q.Job
+		ratio := 0.0
+		if q.Flink != nil {
+			ratio = q.Flink.JobRatio
+		}
+		fmt.Fprintf(w, "%-5s | %-18s | %-7s %10.0f %10.0f %8.2f %9.1f %9.1f %8d %7.0f %8d %6d %6d %7.2f | %s\n",
+			q.Query, strings.Join(JobKeys[q.Query], ","), j.Status, j.EventsPerSec, j.EventsPerCPUSec, j.CPUSeconds,
+			j.LatencyP50Ms, j.LatencyP99Ms, j.Rows, j.PeakRSSMB, j.Compared, j.OpenRows, j.TiedRows, ratio, j.Error)
+	}
+	c := Count(r)
+	fmt.Fprintf(w, "jobs: %d equal to batch, %d differ, %d failed, %d refused, %d not compared\n", c.JobOK, c.JobDiffers, c.JobFailed, c.JobRefused, c.JobUncompared)
 }
 
 // Counts summarizes a report.
 type Counts struct {
 	BatchOK, StreamOK, Differs, Late, Failed, Refused, NotRun int
+	// Vacuous: streamed answers that compared no row while the batch
+	// answer has rows (a windowed query whose watermark closed no window).
+	Vacuous                                                 int
+	Uncompared                                              int
+	JobOK, JobDiffers, JobFailed, JobRefused, JobUncompared int
 }
 
 // Count counts the queries by outcome.
@@ -66,6 +107,23 @@ func Count(r *Report) Counts {
 	for _, q := range r.Queries {
 		if q.Batch.Status == StatusOK {
 			c.BatchOK++
+		}
+		if q.Stream.Status == StatusOK && q.Stream.Compared == 0 && q.Batch.Rows > 0 {
+			c.Vacuous++
+		}
+		if j := q.Job; j != nil {
+			switch j.Status {
+			case StatusOK:
+				c.JobOK++
+			case StatusDiffers:
+				c.JobDiffers++
+			case StatusRefused:
+				c.JobRefused++
+			case StatusUncompared:
+				c.JobUncompared++
+			default:
+				c.JobFailed++
+			}
 		}
 		switch q.Stream.Status {
 		case StatusOK:
@@ -78,6 +136,8 @@ func Count(r *Report) Counts {
 			c.Failed++
 		case StatusRefused:
 			c.Refused++
+		case StatusUncompared:
+			c.Uncompared++
 		default:
 			c.NotRun++
 		}

@@ -32,6 +32,7 @@ type Options struct {
 	Generator    Config        // the events
 	Timeout      time.Duration // longest a query may run, batch or streaming
 	Stream       bool          // also run the queries as streaming queries
+	Jobs         bool          // also run the queries with a key in JobKeys as continuous jobs
 	Database     string        // flightd's database of the tables ("default")
 	Log          io.Writer     // progress lines; nil: none
 }
@@ -47,6 +48,9 @@ const (
 	// delivered: the stream's progress ran ahead of its changes.
 	StatusLate   = "late"
 	StatusNotRun = "not run"
+	// StatusUncompared: the query ran, but its answer depends on when rows
+	// arrived (processing-time windows), so no batch answer compares.
+	StatusUncompared = "uncompared"
 )
 
 // BatchResult is a query run once as a batch query over all the events.
@@ -71,8 +75,25 @@ type StreamResult struct {
 	LatencyP50Ms    float64 `json:"latency_p50_ms"`
 	LatencyP99Ms    float64 `json:"latency_p99_ms"`
 	Changes         int64   `json:"changes"`
+	PeakRSSMB       float64 `json:"flightd_peak_rss_mb,omitempty"`
 	Rows            int     `json:"rows"`
 	Equal           bool    `json:"streamed_equals_batch"`
+	Comparison
+}
+
+// Comparison says what a streamed result was compared with.
+type Comparison struct {
+	// Watermark is the stream's final watermark (a query with event-time
+	// windows): only the windows it closed are compared.
+	Watermark string `json:"watermark,omitempty"`
+	// Compared rows of the batch answer (of closed windows only, for a
+	// windowed query); OpenRows of the full batch answer are in windows
+	// still open (not compared, not an error).
+	Compared int `json:"compared_rows"`
+	OpenRows int `json:"open_window_rows,omitempty"`
+	// TiedRows differ from the batch answer only in the choice among rows
+	// tied on a ROW_NUMBER()'s ORDER BY keys (accepted).
+	TiedRows int `json:"tied_rows,omitempty"`
 }
 
 // QueryResult is one query both ways.
@@ -80,7 +101,10 @@ type QueryResult struct {
 	Query  string       `json:"query"`
 	Batch  BatchResult  `json:"batch"`
 	Stream StreamResult `json:"stream"`
-	Flink  *FlinkResult `json:"flink,omitempty"`
+	// Job is the query run as a continuous job into a keyed sink (queries
+	// with a key in JobKeys, with Options.Jobs).
+	Job   *StreamResult `json:"job,omitempty"`
+	Flink *FlinkResult  `json:"flink,omitempty"`
 }
 
 // LoadResult is the ingest of all events with no query running.
@@ -139,7 +163,7 @@ func Run(ctx context.Context, mem memory.Allocator, srv *Server, queries []Query
 	rep.Load.CPUSeconds = r.cpu() - cpu0
 	rep.Load.EventsPerSec = float64(opt.Events) / rep.Load.Seconds
 	r.logf("loaded in %.1f s (%.0f events/s, flightd %.1f CPU s)", rep.Load.Seconds, rep.Load.EventsPerSec, rep.Load.CPUSeconds)
-	answers := make([]map[string]int, len(queries))
+	answers := make([]*expected, len(queries))
 	for i, q := range queries {
 		res := QueryResult{Query: q.Name, Stream: StreamResult{Status: StatusNotRun}}
 		res.Batch, answers[i] = r.batch(ctx, q)
@@ -157,6 +181,11 @@ func Run(ctx context.Context, mem memory.Allocator, srv *Server, queries []Query
 		rep.Queries[i].Stream = r.stream(ctx, q, answers[i])
 		s := rep.Queries[i].Stream
 		r.logf("%s stream: %s %s", q.Name, s.Status, s.Error)
+		if key := JobKeys[q.Name]; opt.Jobs && key != nil {
+			j := r.job(ctx, q, key, answers[i])
+			rep.Queries[i].Job = &j
+			r.logf("%s job: %s %s", q.Name, j.Status, j.Error)
+		}
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
@@ -208,7 +237,10 @@ var flatColumns = [3]string{
 
 var entityTables = [3]string{"person", "auction", "bid"}
 
-const watermarkClause = ", WATERMARK FOR `dateTime` AS `dateTime` - INTERVAL '4' SECOND"
+// watermarkDelay is the DDL's: WATERMARK FOR dateTime AS dateTime - 4 s.
+const watermarkDelay = 4 * time.Second
+
+var watermarkClause = fmt.Sprintf(", WATERMARK FOR `dateTime` AS `dateTime` - INTERVAL '%d' SECOND", int(watermarkDelay.Seconds()))
 
 // createTables probes the richest table layout flightd accepts and
 // creates the tables; the notes say what was substituted and why.
@@ -341,7 +373,7 @@ func (r *runner) setup(ctx context.Context, stmts []string) error {
 	return nil
 }
 
-func (r *runner) batch(ctx context.Context, q Query) (BatchResult, map[string]int) {
+func (r *runner) batch(ctx context.Context, q Query) (BatchResult, *expected) {
 	res := BatchResult{Status: StatusRefused}
 	if err := r.setup(ctx, q.Setup); err != nil {
 		res.Error = "setup: " + oneLine(err)
@@ -364,25 +396,23 @@ func (r *runner) batch(ctx context.Context, q Query) (BatchResult, map[string]in
 	res.Status = StatusOK
 	res.Rows = len(out.Rows)
 	res.EventsPerSec = float64(r.opt.Events) / res.Seconds
-	answer := map[string]int{}
-	for _, row := range out.Rows {
-		answer[rowKey(row)]++
+	answer := &expected{rows: rowSetOf(out)}
+	if rank, partition, order, rn, ok := rankQuery(q.Select); ok {
+		// Outside the timing: the rows a correct answer may keep among ties.
+		tied, err := r.f.Query(ctx, rank)
+		if err != nil {
+			res.Status, res.Error = StatusFailed, "the query with RANK() for ROW_NUMBER(): "+oneLine(err)
+			return res, nil
+		}
+		answer.ties = newTies(out.Columns, partition, order, rn, tied)
 	}
 	return res, answer
-}
-
-func rowKey(row []tpcds.Value) string {
-	parts := make([]string, len(row))
-	for i, v := range row {
-		parts[i] = v.String()
-	}
-	return strings.Join(parts, " | ")
 }
 
 // stream runs q as a streaming query over new tables while the events are
 // ingested, applies its changes and compares the result with the batch
 // answer.
-func (r *runner) stream(ctx context.Context, q Query, answer map[string]int) StreamResult {
+func (r *runner) stream(ctx context.Context, q Query, answer *expected) StreamResult {
 	res := StreamResult{Status: StatusFailed}
 	if err := r.recreateTables(ctx); err != nil {
 		res.Error = "tables: " + oneLine(err)
@@ -396,19 +426,11 @@ func (r *runner) stream(ctx context.Context, q Query, answer map[string]int) Str
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.opt.Timeout)
 	defer cancel()
-	// Hints inside window TVFs first; where the parser takes none there
-	// (a syntax error, SQLSTATE 42601), the TVFs read their tables as
-	// flightd decides.
-	sql, tables := Streaming(q.Select, true)
-	st, err := openStream(ctx, r.srv.URI, r.mem, sql)
-	if err != nil && strings.Contains(err.Error(), "42601") {
-		tvfErr := oneLine(err)
-		if sql, tables = Streaming(q.Select, false); len(tables) == 0 {
-			res.Status, res.Error = StatusRefused, "every table is read in a window TVF, which takes no scan.mode hint: "+tvfErr
-			return res
-		}
+	var st *changeStream
+	tables, err := hinted(q.Select, func(sql string) (err error) {
 		st, err = openStream(ctx, r.srv.URI, r.mem, sql)
-	}
+		return err
+	})
 	if err != nil {
 		res.Status, res.Error = StatusRefused, oneLine(err)
 		return res
@@ -436,14 +458,9 @@ func (r *runner) stream(ctx context.Context, q Query, answer map[string]int) Str
 		return res
 	}
 	cpu0 := r.cpu()
+	resetPeakRSS(r.srv.Pid)
 	start := time.Now()
-	var pace func(int64) time.Duration
-	if r.opt.Rate > 0 {
-		pace = func(sent int64) time.Duration {
-			return time.Until(start.Add(time.Duration(float64(sent) / r.opt.Rate * float64(time.Second))))
-		}
-	}
-	err = r.ingest(ctx, pace, tr.committed)
+	err = r.ingest(ctx, r.pace(start), tr.committed)
 	if err == nil {
 		tr.finish()
 		select {
@@ -459,30 +476,109 @@ func (r *runner) stream(ctx context.Context, q Query, answer map[string]int) Str
 	}
 	elapsed := time.Since(start)
 	res.CPUSeconds = r.cpu() - cpu0
+	res.PeakRSSMB = peakRSSMB(r.srv.Pid)
 	if err != nil {
 		res.Error = oneLine(err)
 		return res
 	}
+	r.measured(&res, elapsed, tr)
+	res.Changes = tr.changes
+	markers := tr.markerCount()
+	if processingTime(q) {
+		res.Status, res.Error, res.Rows = StatusUncompared, errProcessingTime, tr.result().rows()
+		return res
+	}
+	want, open, err := r.expectedAt(ctx, q, answer, tr.finalWatermark, &res.Comparison)
+	if err != nil {
+		res.Error = oneLine(err)
+		return res
+	}
+	got := tr.result()
+	diff, tied := want.diff(got)
+	if diff != "" {
+		res.Status, res.Error = StatusDiffers, diff
+		// The next caught-up marker comes with the stream's heartbeat
+		// (5 s by default).
+		if tr.awaitCaughtUp(ctx, markers, 15*time.Second) {
+			got = tr.result()
+			if diff2, tied2 := want.diff(got); diff2 == "" {
+				res.Status, res.Error, tied = StatusLate, "at the marker that reported the last commit delivered: "+diff, tied2
+			}
+		}
+	}
+	res.TiedRows = tied
+	if res.Status == StatusDiffers {
+		res.Rows = got.rows()
+		return res
+	}
+	if err := want.selfCheck(got, open); err != nil {
+		res.Status, res.Error = StatusFailed, err.Error()
+	} else if res.Status != StatusLate {
+		res.Status, res.Equal = StatusOK, true
+	}
+	res.Rows = got.rows()
+	return res
+}
+
+// pace is the ingest's wait before each commit for opt.Rate from start
+// (nil: as fast as possible).
+func (r *runner) pace(start time.Time) func(sent int64) time.Duration {
+	if r.opt.Rate <= 0 {
+		return nil
+	}
+	return func(sent int64) time.Duration {
+		return time.Until(start.Add(time.Duration(float64(sent) / r.opt.Rate * float64(time.Second))))
+	}
+}
+
+// measured fills in the rates and latencies of a run that took elapsed
+// (res.CPUSeconds set).
+func (r *runner) measured(res *StreamResult, elapsed time.Duration, tr *tracker) {
 	res.Seconds = elapsed.Seconds()
 	res.EventsPerSec = float64(r.opt.Events) / res.Seconds
 	if res.CPUSeconds > 0 {
 		res.EventsPerCPUSec = float64(r.opt.Events) / res.CPUSeconds
 	}
 	res.LatencyP50Ms, res.LatencyP99Ms = tr.latencies()
-	res.Changes = tr.changes
-	markers := tr.markerCount()
-	if diff := tr.diff(answer); diff != "" {
-		res.Status, res.Error = StatusDiffers, diff
-		// The next caught-up marker comes with the stream's heartbeat
-		// (5 s by default).
-		if tr.awaitCaughtUp(ctx, markers, 15*time.Second) && tr.diff(answer) == "" {
-			res.Status, res.Error = StatusLate, "at the marker that reported the last commit delivered: "+diff
-		}
-	} else {
-		res.Status, res.Equal = StatusOK, true
+}
+
+// expectedAt is the answer a result at the final watermark wm (zero: none
+// reported) is compared with: the batch answer, restricted for a windowed
+// query to the windows wm closed (the batch query again, over the same
+// events); open holds the rows of the windows still open. It fills c.
+func (r *runner) expectedAt(ctx context.Context, q Query, full *expected, wm func() time.Time, c *Comparison) (want *expected, open rowSet, err error) {
+	if !windowed(q.Select) {
+		c.Compared = full.rows.rows()
+		return full, nil, nil
 	}
-	res.Rows = tr.rows()
-	return res
+	w := wm()
+	if w.IsZero() {
+		return nil, nil, errors.New("a windowed query whose stream reported no watermark: no window can be compared")
+	}
+	c.Watermark = w.UTC().Format(time.RFC3339Nano)
+	sel, err := closedWindows(q.Select, w)
+	if err != nil {
+		return nil, nil, err
+	}
+	closed, err := r.f.Query(ctx, sel)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the batch query over closed windows: %w", err)
+	}
+	want = &expected{rows: rowSetOf(closed), ties: full.ties}
+	open = full.rows.clone()
+	for _, cr := range want.rows {
+		open.add(cr.row, -cr.n)
+	}
+	for k, cr := range open {
+		if cr.n < 0 {
+			if full.ties == nil {
+				return nil, nil, fmt.Errorf("the closed windows' answer has a row the full answer lacks: %s", k)
+			}
+			delete(open, k) // the two batch runs chose other rows among ties
+		}
+	}
+	c.Compared, c.OpenRows = want.rows.rows(), open.rows()
+	return want, open, nil
 }
 
 // tracker applies a streaming query's changes and follows its progress
@@ -493,21 +589,23 @@ type tracker struct {
 	done   chan struct{}
 
 	mu       sync.Mutex
-	result   map[string]int   // the applied changelog: row -> count
+	applied  rowSet           // the applied changelog
 	changes  int64            // rows received
 	covered  map[string]int64 // per table, the snapshot up to which every change was delivered
 	pending  []commitDone     // commits not yet covered, in order
 	finished bool             // every commit is in pending or covered
 	readySet bool
 	doneSet  bool
-	markers  int // caught-up markers received
+	markers  int       // caught-up markers received
+	atMarker bool      // the last progress was a caught-up marker
+	wm       time.Time // watermark of the last caught-up marker
 	lat      []time.Duration
 	keyErr   error
 }
 
 func newTracker(tables []string) *tracker {
 	return &tracker{tables: tables, ready: make(chan struct{}), done: make(chan struct{}),
-		result: map[string]int{}, covered: map[string]int64{}}
+		applied: rowSet{}, covered: map[string]int64{}}
 }
 
 func (t *tracker) committed(c commitDone) {
@@ -538,7 +636,10 @@ func (t *tracker) advance() {
 		t.lat = append(t.lat, now.Sub(t.pending[0].began))
 		t.pending = t.pending[1:]
 	}
-	if t.finished && len(t.pending) == 0 && !t.doneSet {
+	// Done at a caught-up marker only: there the applied stream is exact
+	// and its watermark is current (rows may run ahead of the marker that
+	// carries the watermark their windows closed at).
+	if t.finished && len(t.pending) == 0 && t.atMarker && !t.doneSet {
 		t.doneSet = true
 		close(t.done)
 	}
@@ -556,9 +657,16 @@ func (t *tracker) covers(c commitDone) bool {
 // progress records a batch's metadata: its rows are changes of the
 // snapshots it names, so every earlier one was delivered; a caught-up
 // marker delivers the snapshots it names too.
-func (t *tracker) progress(p fsql.ChangeProgress) {
+func (t *tracker) progress(p fsql.ChangeProgress) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if p.CaughtUp && p.Watermark != "" {
+		wm, err := time.Parse(time.RFC3339Nano, p.Watermark)
+		if err != nil {
+			return fmt.Errorf("progress watermark: %w", err)
+		}
+		t.wm = wm
+	}
 	done := p.Snapshot
 	if !p.CaughtUp {
 		done--
@@ -568,11 +676,12 @@ func (t *tracker) progress(p fsql.ChangeProgress) {
 			t.covered[tb] = max(t.covered[tb], done)
 		}
 	} else {
-		// Keys are "db.table [AS alias]"; a table read twice (a self
-		// join) is delivered up to the least of its reads.
+		// Keys are "db.table [AS alias]", "#n" appended to a repeated
+		// one; a table read twice (a self join) is delivered up to the
+		// least of its reads.
 		least := map[string]int64{}
 		for k, s := range p.Snapshots {
-			name := strings.Fields(k)[0]
+			name, _, _ := strings.Cut(strings.Fields(k)[0], "#")
 			name = name[strings.LastIndexByte(name, '.')+1:]
 			if !p.CaughtUp {
 				s--
@@ -585,6 +694,7 @@ func (t *tracker) progress(p fsql.ChangeProgress) {
 			t.covered[tb] = max(t.covered[tb], s)
 		}
 	}
+	t.atMarker = p.CaughtUp
 	if p.CaughtUp {
 		t.markers++
 	}
@@ -593,6 +703,14 @@ func (t *tracker) progress(p fsql.ChangeProgress) {
 		close(t.ready)
 	}
 	t.advance()
+	return nil
+}
+
+// finalWatermark is the watermark of the last caught-up marker (zero: none).
+func (t *tracker) finalWatermark() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.wm
 }
 
 func (t *tracker) apply(b arrow.RecordBatch) error {
@@ -611,14 +729,11 @@ func (t *tracker) apply(b arrow.RecordBatch) error {
 			}
 			row[c-1] = v
 		}
-		k := rowKey(row)
 		switch kind := kinds.Value(i); kind {
 		case "+I", "+U":
-			t.result[k]++
+			t.applied.add(row, 1)
 		case "-U", "-D":
-			if t.result[k]--; t.result[k] == 0 {
-				delete(t.result, k)
-			}
+			t.applied.add(row, -1)
 		default:
 			return fmt.Errorf("unknown row kind %q", kind)
 		}
@@ -681,39 +796,11 @@ func (t *tracker) latencies() (p50, p99 float64) {
 	return at(50), at(99)
 }
 
-func (t *tracker) rows() int {
+// result is a copy of the applied changelog.
+func (t *tracker) result() rowSet {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	n := 0
-	for _, c := range t.result {
-		n += c
-	}
-	return n
-}
-
-// diff compares the applied changelog with the batch answer: "" when they
-// are equal as multisets, otherwise the first differences.
-func (t *tracker) diff(answer map[string]int) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var out []string
-	for k, n := range t.result {
-		if n < 0 {
-			out = append(out, fmt.Sprintf("retracted %d more times than inserted: %s", -n, k))
-		} else if w := answer[k]; n != w {
-			out = append(out, fmt.Sprintf("streamed %d, batch %d: %s", n, w, k))
-		}
-	}
-	for k, w := range answer {
-		if _, ok := t.result[k]; !ok {
-			out = append(out, fmt.Sprintf("streamed 0, batch %d: %s", w, k))
-		}
-	}
-	if len(out) == 0 {
-		return ""
-	}
-	slices.Sort(out)
-	return fmt.Sprintf("%d rows differ, e.g. %s", len(out), strings.Join(out[:min(3, len(out))], "; "))
+	return t.applied.clone()
 }
 
 // changeStream is a streaming query's result read over Flight SQL.
@@ -766,7 +853,9 @@ func (s *changeStream) consume(t *tracker) error {
 				return err
 			}
 		}
-		t.progress(p)
+		if err := t.progress(p); err != nil {
+			return err
+		}
 	}
 	if err := s.rdr.Err(); err != nil && !errors.Is(err, io.EOF) {
 		return err

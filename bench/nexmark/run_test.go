@@ -25,9 +25,21 @@ var testQueries = map[string]string{
 	"q3": `CREATE TABLE nexmark_q3 (name VARCHAR, id BIGINT) WITH ('connector' = 'blackhole');
 		INSERT INTO nexmark_q3 SELECT P.name, P.city, P.state, A.id FROM auction AS A INNER JOIN person AS P on A.seller = P.id
 		WHERE A.category = 10 and (P.state = 'OR' OR P.state = 'ID' OR P.state = 'CA');`,
-	"q17": `CREATE TABLE nexmark_q17 (auction BIGINT) WITH ('connector' = 'blackhole');
-		INSERT INTO nexmark_q17 SELECT auction, count(*) AS total_bids, min(price), max(price), sum(price),
-		count(DISTINCT bidder) FILTER (WHERE price >= 10000) FROM bid GROUP BY auction;`,
+	"q17": `CREATE TABLE nexmark_q17 (auction BIGINT, ` + "`day`" + ` VARCHAR, total_bids BIGINT, min_price BIGINT, max_price BIGINT,
+		sum_price BIGINT, bidders BIGINT) WITH ('connector' = 'blackhole');
+		INSERT INTO nexmark_q17 SELECT auction, DATE_FORMAT(` + "`dateTime`" + `, 'yyyy-MM-dd') AS ` + "`day`" + `, count(*) AS total_bids,
+		min(price), max(price), sum(price), count(DISTINCT bidder) FILTER (WHERE price >= 10000)
+		FROM bid GROUP BY auction, DATE_FORMAT(` + "`dateTime`" + `, 'yyyy-MM-dd');`,
+	// A deduplication whose ORDER BY key ties (events of one millisecond).
+	"q18": `CREATE TABLE nexmark_q18 (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, ` + "`dateTime`" + ` TIMESTAMP(3),
+		extra VARCHAR) WITH ('connector' = 'blackhole');
+		INSERT INTO nexmark_q18 SELECT auction, bidder, price, channel, url, ` + "`dateTime`" + `, extra
+		FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY bidder, auction ORDER BY ` + "`dateTime`" + ` DESC) AS rank_number FROM bid)
+		WHERE rank_number <= 1;`,
+	// Event-time windows, some still open when the input ends.
+	"q92": `CREATE TABLE nexmark_q92 (auction BIGINT, n BIGINT, starttime TIMESTAMP(3)) WITH ('connector' = 'blackhole');
+		INSERT INTO nexmark_q92 SELECT auction, count(*) AS n, window_start FROM TABLE(
+		TUMBLE(TABLE bid, DESCRIPTOR(` + "`dateTime`" + `), INTERVAL '2' SECOND)) GROUP BY auction, window_start, window_end;`,
 	"q90": `CREATE TABLE nexmark_q90 (channel VARCHAR, n BIGINT) WITH ('connector' = 'blackhole');
 		INSERT INTO nexmark_q90 SELECT channel, count(*), max(price) FROM bid WHERE price > 1000000 GROUP BY channel;`,
 	"q91": `CREATE TABLE nexmark_q91 (auction BIGINT) WITH ('connector' = 'blackhole');
@@ -49,7 +61,7 @@ func TestRun(t *testing.T) {
 	}
 	defer stop()
 	var queries []Query
-	for _, name := range []string{"q0", "q2", "q3", "q17", "q90", "q91"} {
+	for _, name := range []string{"q0", "q2", "q3", "q17", "q18", "q90", "q91", "q92"} {
 		q, err := ParseQuery(name, testQueries[name])
 		if err != nil {
 			t.Fatal(err)
@@ -58,9 +70,10 @@ func TestRun(t *testing.T) {
 	}
 	cfg := DefaultConfig()
 	cfg.ProbDelayedEvent = 0.1
+	cfg.Rate = 500 // 12 s of event time: 2 s windows close, the last stay open
 	var log bytes.Buffer
 	rep, err := Run(ctx, mem, &Server{URI: "grpc://" + addr, Pid: os.Getpid(), DataDir: dir}, queries, Options{
-		Events: 6000, CommitEvents: 500, Generator: cfg, Timeout: 5 * time.Minute, Stream: true, Log: &log,
+		Events: 6000, CommitEvents: 500, Generator: cfg, Timeout: 5 * time.Minute, Stream: true, Jobs: true, Log: &log,
 	})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
@@ -78,12 +91,29 @@ func TestRun(t *testing.T) {
 			}
 			continue
 		}
-		if q.Stream.Status != StatusOK || !q.Stream.Equal || q.Stream.Rows != q.Batch.Rows {
-			t.Errorf("%s stream: %s (%d rows, batch %d) %s", q.Query, q.Stream.Status, q.Stream.Rows, q.Batch.Rows, q.Stream.Error)
+		if q.Stream.Status != StatusOK || !q.Stream.Equal || q.Stream.Rows != q.Stream.Compared {
+			t.Errorf("%s stream: %s (%d rows, compared with %d) %s", q.Query, q.Stream.Status, q.Stream.Rows, q.Stream.Compared, q.Stream.Error)
 		}
 		if q.Stream.LatencyP50Ms <= 0 || q.Stream.LatencyP99Ms < q.Stream.LatencyP50Ms || q.Stream.CPUSeconds <= 0 {
 			t.Errorf("%s stream: latency p50 %v p99 %v, CPU %v s: not measured", q.Query, q.Stream.LatencyP50Ms, q.Stream.LatencyP99Ms, q.Stream.CPUSeconds)
 		}
+		if q.Query == "q92" {
+			if q.Stream.Compared == 0 || q.Stream.OpenRows == 0 || q.Stream.Watermark == "" || q.Stream.Compared+q.Stream.OpenRows != q.Batch.Rows {
+				t.Errorf("q92: %+v, want closed and open windows that add up to the batch's %d rows", q.Stream.Comparison, q.Batch.Rows)
+			}
+		} else if q.Stream.Compared != q.Batch.Rows {
+			t.Errorf("%s: compared %d rows of %d", q.Query, q.Stream.Compared, q.Batch.Rows)
+		}
+		if key := JobKeys[q.Query]; key != nil {
+			if j := q.Job; j == nil || j.Status != StatusOK || !j.Equal || j.Rows != q.Batch.Rows || j.LatencyP99Ms <= 0 {
+				t.Errorf("%s job: %+v", q.Query, j)
+			}
+		} else if q.Job != nil {
+			t.Errorf("%s ran as a job without a key", q.Query)
+		}
+	}
+	if ms := rep.Queries[0].Stream.LatencyP50Ms; ms <= 0 {
+		t.Errorf("q0 p50 %v ms", ms)
 	}
 	if rep.Queries[0].Batch.Rows != 6000*46/50 {
 		t.Errorf("q0 gave %d bids, want %d", rep.Queries[0].Batch.Rows, 6000*46/50)

@@ -2,6 +2,7 @@ package nexmark
 
 import (
 	"context"
+	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -10,8 +11,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/flightd/flightd/bench/tpcds"
 	fsql "github.com/flightd/flightd/flightsql"
 )
+
+func num(v int64) tpcds.Value { return tpcds.Value{Kind: tpcds.KNum, Num: big.NewRat(v, 1)} }
 
 func changes(t *testing.T, mem memory.Allocator, kinds []string, vals []int64) arrow.RecordBatch {
 	t.Helper()
@@ -35,13 +39,20 @@ func TestTrackerApply(t *testing.T) {
 	if err := tr.apply(b); err != nil {
 		t.Fatal(err)
 	}
-	if d := tr.diff(map[string]int{"2": 1, "3": 1}); d != "" || tr.rows() != 2 || tr.changes != 6 {
-		t.Fatalf("diff %q, rows %d, changes %d", d, tr.rows(), tr.changes)
+	want := func(counts map[int64]int) *expected {
+		e := &expected{rows: rowSet{}}
+		for v, n := range counts {
+			e.rows.add([]tpcds.Value{num(v)}, n)
+		}
+		return e
 	}
-	if d := tr.diff(map[string]int{"2": 2, "3": 1}); !strings.Contains(d, "streamed 1, batch 2: 2") {
+	if d, _ := want(map[int64]int{2: 1, 3: 1}).diff(tr.result()); d != "" || tr.result().rows() != 2 || tr.changes != 6 {
+		t.Fatalf("diff %q, rows %d, changes %d", d, tr.result().rows(), tr.changes)
+	}
+	if d, _ := want(map[int64]int{2: 2, 3: 1}).diff(tr.result()); !strings.Contains(d, "streamed 1 fewer than batch: 2") {
 		t.Errorf("a missing duplicate gave %q", d)
 	}
-	if d := tr.diff(map[string]int{"2": 1, "3": 1, "4": 1}); !strings.Contains(d, "streamed 0, batch 1: 4") {
+	if d, _ := want(map[int64]int{2: 1, 3: 1, 4: 1}).diff(tr.result()); !strings.Contains(d, "streamed 1 fewer than batch: 4") {
 		t.Errorf("a missing row gave %q", d)
 	}
 	extra := changes(t, mem, []string{"-D"}, []int64{9})
@@ -49,7 +60,7 @@ func TestTrackerApply(t *testing.T) {
 	if err := tr.apply(extra); err != nil {
 		t.Fatal(err)
 	}
-	if d := tr.diff(map[string]int{"2": 1, "3": 1}); !strings.Contains(d, "retracted 1 more times than inserted: 9") {
+	if d, _ := want(map[int64]int{2: 1, 3: 1}).diff(tr.result()); !strings.Contains(d, "retracted 1 more times than inserted: 9") {
 		t.Errorf("a retraction of a row never inserted gave %q", d)
 	}
 	bad := changes(t, mem, []string{"+X"}, []int64{1})
@@ -71,14 +82,25 @@ func TestTrackerProgress(t *testing.T) {
 	}{
 		{fsql.ChangeProgress{Snapshot: 5, Snapshots: map[string]int64{"default.auction AS A": 3, "default.bid AS B": 5}}, false}, // 5 still being sent
 		{fsql.ChangeProgress{Snapshot: 4, CaughtUp: true, Snapshots: map[string]int64{"default.auction AS A": 2, "default.bid AS B": 4}}, false},
-		{fsql.ChangeProgress{Snapshot: 6, Snapshots: map[string]int64{"default.auction AS A": 4, "default.bid AS B": 6, "default.bid": 5}}, false}, // self join: one read of bid at 5
-		{fsql.ChangeProgress{Snapshot: 6, CaughtUp: true, Snapshots: map[string]int64{"default.auction AS A": 4, "default.bid AS B": 6, "default.bid": 6}}, true},
+		// A self join: the second, unaliased read of bid is labelled #2 and is at 5.
+		{fsql.ChangeProgress{Snapshot: 6, Snapshots: map[string]int64{"default.auction AS A": 4, "default.bid AS B": 6, "default.bid#2": 5}}, false},
+		// Rows past every commit, but the result is compared at a marker only.
+		{fsql.ChangeProgress{Snapshot: 6, Snapshots: map[string]int64{"default.auction AS A": 4, "default.bid AS B": 6, "default.bid#2": 6}}, false},
+		{fsql.ChangeProgress{Snapshot: 6, CaughtUp: true, Watermark: "2015-07-15T00:00:01.5Z", Snapshots: map[string]int64{"default.auction AS A": 4, "default.bid AS B": 6, "default.bid#2": 6}}, true},
 	}
 	for i, s := range steps {
-		tr.progress(s.p)
+		if err := tr.progress(s.p); err != nil {
+			t.Fatal(err)
+		}
 		if got := tr.isDone(); got != s.done {
 			t.Fatalf("step %d: done %v, want %v (%s)", i, got, s.done, tr.position())
 		}
+	}
+	if wm := tr.finalWatermark(); !wm.Equal(time.Date(2015, 7, 15, 0, 0, 1, 5e8, time.UTC)) {
+		t.Errorf("final watermark %v", wm)
+	}
+	if err := tr.progress(fsql.ChangeProgress{CaughtUp: true, Watermark: "yesterday"}); err == nil {
+		t.Error("a watermark that is not RFC 3339 was taken")
 	}
 	if p50, p99 := tr.latencies(); p50 <= 0 || p99 != p50 {
 		t.Errorf("one commit's latency: p50 %v p99 %v", p50, p99)
@@ -88,7 +110,7 @@ func TestTrackerProgress(t *testing.T) {
 	if tr.awaitCaughtUp(ctx, seen, 50*time.Millisecond) {
 		t.Error("awaitCaughtUp saw a marker none sent")
 	}
-	go tr.progress(fsql.ChangeProgress{Snapshot: 7, CaughtUp: true})
+	go func() { _ = tr.progress(fsql.ChangeProgress{Snapshot: 7, CaughtUp: true}) }()
 	if !tr.awaitCaughtUp(ctx, seen, time.Minute) {
 		t.Error("awaitCaughtUp missed a marker")
 	}
