@@ -90,6 +90,7 @@ type MaterializedStatus struct {
 	DataLag         time.Duration
 	NextRun         time.Time // zero: not scheduled
 	LastError       string
+	Failures        int    // failed refreshes (or job runs) in a row
 	Job             string // the continuous job keeping the table ("": none)
 }
 
@@ -566,6 +567,7 @@ func (b *binder) describeMaterialized(t *tablestore.Table, rows [][]string) [][]
 	add("next_run", at(st.NextRun))
 	add("job", st.Job)
 	add("last_error", st.LastError)
+	add("failures", strconv.Itoa(st.Failures))
 	return rows
 }
 

@@ -43,6 +43,9 @@ type Options struct {
 	// refresh of a materialized table keeps its query's answer on the
 	// sources' current content.
 	StreamAll bool
+	// StreamHeartbeat, if not zero, is how often StreamAll's streams
+	// report progress while idle (DefaultHeartbeat otherwise).
+	StreamHeartbeat time.Duration
 	// FreshnessThreshold: a materialized table whose FRESHNESS is below it
 	// runs CONTINUOUS unless REFRESH_MODE says otherwise (0:
 	// DefaultFreshnessThreshold).

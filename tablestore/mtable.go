@@ -32,6 +32,10 @@ type MaterializedDef struct {
 	// values (partition.fields.<col>.date-formatter): a scheduled refresh
 	// then recomputes only the current period's partition.
 	DateFormatters map[string]string `json:"dateFormatters,omitempty"`
+	// Owner is the user who created the table or last gave it its query:
+	// its refreshes and its continuous job read the sources with that
+	// user's grants ("": created without authentication).
+	Owner string `json:"owner,omitempty"`
 }
 
 func (d *MaterializedDef) clone() *MaterializedDef {
@@ -133,6 +137,9 @@ func (t *Table) SnapshotTime(ctx context.Context, id int64) (int64, error) {
 type MaterializedState struct {
 	LastError       string `json:"lastError,omitempty"`
 	LastErrorMillis int64  `json:"lastErrorMillis,omitempty"`
+	// Failures counts the failed refreshes (or job runs) in a row, which
+	// space the retries.
+	Failures int `json:"failures,omitempty"`
 }
 
 // The state of materialized tables lives beside the tables of their
