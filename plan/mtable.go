@@ -102,7 +102,7 @@ type MaterializedCatalog interface {
 
 func (b *binder) bindCreateMaterialized(s *sql.CreateMaterializedTable) Statement {
 	id := b.ident(s.Name)
-	def := b.materializedTable(id, s.As, s.PrimaryKey, s.PrimaryKeyPos, s.PartitionedBy, s.With, s.Pos)
+	def := b.materializedTable(id, s.As, s.Columns, s.Watermark, s.PrimaryKey, s.PrimaryKeyPos, s.PartitionedBy, s.With, s.Pos)
 	def.Comment = s.Comment
 	mode := s.RefreshMode
 	fresh := time.Duration(0)
@@ -171,12 +171,12 @@ func CheckContinuous(t *tablestore.Table, q *Query) string {
 }
 
 // materializedTable binds a materialized table's query in the table's
-// database and derives its table definition: the query's columns, the
-// declared primary key or else the GROUP BY keys (when every one is an
-// output column, and they include the partition columns and more),
-// partitioning as
-// declared, and the WITH options.
-func (b *binder) materializedTable(id tablestore.Ident, q *sql.Query, pk []string, pkPos sql.Pos, partitionedBy []string, with []*sql.Property, pos sql.Pos) tablestore.TableDef {
+// database and derives its table definition: the query's columns (with
+// what cols declares of them, declareColumns), the declared primary key or
+// else the GROUP BY keys (when every one is an output column, and they
+// include the partition columns and more), partitioning as declared, the
+// WITH options and the watermark wm.
+func (b *binder) materializedTable(id tablestore.Ident, q *sql.Query, cols []*sql.ColumnDef, wm *sql.Watermark, pk []string, pkPos sql.Pos, partitionedBy []string, with []*sql.Property, pos sql.Pos) tablestore.TableDef {
 	n := b.bindViewBody(id, q)
 	if b.maxParam > 0 {
 		b.fail(q.Pos, "a materialized table's query cannot have parameters")
@@ -233,6 +233,7 @@ func (b *binder) materializedTable(id tablestore.Ident, q *sql.Query, pk []strin
 	for _, k := range pk {
 		fields[names[k]].Nullable = false
 	}
+	b.declareColumns(id, cols, fields, names)
 	md := &tablestore.MaterializedDef{Query: sql.Format(q)}
 	opts := map[string]string{}
 	for _, p := range with {
@@ -252,12 +253,54 @@ func (b *binder) materializedTable(id tablestore.Ident, q *sql.Query, pk []strin
 		}
 		opts[p.Key] = p.Value
 	}
+	// The watermark is kept as CREATE TABLE keeps it (which also refuses
+	// its reserved options in WITH).
+	b.createComputed(&sql.CreateTable{Watermark: wm, With: with}, fields, opts)
 	return tablestore.TableDef{
 		Schema:        arrow.NewSchema(fields, nil),
 		PrimaryKey:    pk,
 		PartitionKeys: partitionedBy,
 		Options:       opts,
 		Materialized:  md,
+	}
+}
+
+// declareColumns applies a materialized table's column list to fields,
+// the query's columns (names maps a name to its index). As in Flink, the
+// list may name all of the query's columns or some of them; each must be
+// one of the query's, with its type, in the query's order (the table's
+// columns are the query's, so nothing is reordered or cast: a different
+// type is cast in the query). NOT NULL is for primary key columns only
+// (the others take what the query produces, NULLs included); a COMMENT is
+// accepted and, as for CREATE TABLE, not kept.
+func (b *binder) declareColumns(id tablestore.Ident, cols []*sql.ColumnDef, fields []arrow.Field, names map[string]int) {
+	last, lastName := -1, ""
+	for _, c := range cols {
+		if c.Computed != nil {
+			b.fail(c.Pos, "materialized table %s: computed column %q: the columns of a materialized table are its query's; compute it in the query", id, c.Name)
+		}
+		i, ok := names[c.Name]
+		if !ok {
+			b.fail(c.Pos, "materialized table %s: column %q is not a column of its query (the query produces %s)", id, c.Name, strings.Join(slices.Sorted(maps.Keys(names)), ", "))
+		}
+		if i == last {
+			b.fail(c.Pos, "materialized table %s: column %q declared twice", id, c.Name)
+		}
+		if i < last {
+			b.fail(c.Pos, "materialized table %s: column %q is declared after %q, but the query produces it before; declare columns in the query's order", id, c.Name, lastName)
+		}
+		last, lastName = i, c.Name
+		typ, err := ArrowType(c.Type)
+		if err != nil {
+			panic(bindFail{err})
+		}
+		if !arrow.TypeEqual(typ, fields[i].Type) {
+			b.fail(c.Type.Pos, "materialized table %s: column %q is declared %s, but the query produces %s; cast it in the query (CAST(... AS %s) AS %s)",
+				id, c.Name, SQLTypeName(typ), SQLTypeName(fields[i].Type), SQLTypeName(typ), sql.QuoteIdent(c.Name))
+		}
+		if c.NotNull && fields[i].Nullable {
+			b.fail(c.Pos, "materialized table %s: column %q: only primary key columns can be NOT NULL (a refresh writes what the query produces)", id, c.Name)
+		}
 	}
 }
 
@@ -399,14 +442,14 @@ func (b *binder) bindAlterMaterialized(s *sql.AlterMaterializedTable) Statement 
 		a.Changes = []tablestore.SchemaChange{change}
 	case "AS":
 		var with []*sql.Property
-		opts := t.Options()
+		opts := userOptions(t.Options()) // the new query's columns replace the declared ones
 		for _, k := range slices.Sorted(maps.Keys(opts)) {
 			with = append(with, &sql.Property{Key: k, Value: opts[k]})
 		}
 		for col, f := range md.DateFormatters {
 			with = append(with, &sql.Property{Key: dateFormatterPrefix + col + dateFormatterSuffix, Value: f})
 		}
-		def := b.materializedTable(t.Ident(), s.As, nil, s.Pos, t.PartitionKeys(), with, s.Pos)
+		def := b.materializedTable(t.Ident(), s.As, nil, nil, nil, s.Pos, t.PartitionKeys(), with, s.Pos)
 		def.Comment = t.Comment()
 		want := md.DeclaredMode
 		if want == "" {
@@ -514,7 +557,8 @@ func (b *binder) showCreateMaterialized(name *sql.Name) Statement {
 	if len(c.PartitionedBy) == 0 {
 		c.PartitionedBy = nil
 	}
-	opts := t.Options()
+	declaredColumns(t, c)
+	opts := userOptions(t.Options())
 	for col, f := range md.DateFormatters {
 		opts[dateFormatterPrefix+col+dateFormatterSuffix] = f
 	}
@@ -522,6 +566,20 @@ func (b *binder) showCreateMaterialized(name *sql.Name) Statement {
 		c.With = append(c.With, &sql.Property{Key: k, Value: opts[k]})
 	}
 	return b.stringValues([]string{"create_materialized_table"}, [][]string{{sql.Format(c)}})
+}
+
+// declaredColumns renders, in c, the column list of materialized table t
+// when it declares more than its key: every column and the watermark.
+func declaredColumns(t *tablestore.Table, c *sql.CreateMaterializedTable) {
+	_, wm := tableComputed(t.Options())
+	if wm == nil {
+		return
+	}
+	for _, f := range t.Schema().Fields() {
+		c.Columns = append(c.Columns, &sql.ColumnDef{Name: f.Name, Type: typeNameOf(f.Type), NotNull: !f.Nullable})
+	}
+	e, _ := parseStoredExpr(wm.expr) // formatted from a parsed expression: it parses
+	c.Watermark = &sql.Watermark{Column: wm.rowtime, Expr: e}
 }
 
 // describeMaterialized adds, after a materialized table's columns, rows

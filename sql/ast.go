@@ -486,13 +486,16 @@ type CreateTable struct {
 }
 
 // CreateMaterializedTable is CREATE [OR ALTER] MATERIALIZED TABLE [IF NOT
-// EXISTS] name [(PRIMARY KEY (...) NOT ENFORCED)] [COMMENT] [PARTITIONED BY]
-// [WITH] [FRESHNESS = INTERVAL ...] [REFRESH_MODE = FULL|CONTINUOUS] AS query.
+// EXISTS] name [(columns, PRIMARY KEY (...) NOT ENFORCED, WATERMARK ...)]
+// [COMMENT] [PARTITIONED BY] [WITH] [FRESHNESS = INTERVAL ...]
+// [REFRESH_MODE = FULL|CONTINUOUS] AS query.
 type CreateMaterializedTable struct {
 	Pos           Pos
 	OrAlter       bool
 	IfNotExists   bool
 	Name          *Name
+	Columns       []*ColumnDef
+	Watermark     *Watermark
 	PrimaryKey    []string
 	PrimaryKeyPos Pos
 	Comment       string
