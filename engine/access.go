@@ -117,6 +117,8 @@ func (s *Session) allowStatement(b plan.Statement) error {
 		return s.allow(b.Ident.Database, Admin)
 	case *plan.CreateDatabase:
 		return s.allow(b.Name, Admin)
+	case *plan.AlterDatabase:
+		return s.allow(b.Name, Admin)
 	case *plan.DropDatabase:
 		return s.allow(b.Name, Admin)
 	case *plan.UseDatabase:

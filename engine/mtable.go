@@ -414,7 +414,16 @@ func lastRefreshOf(ctx context.Context, t *tablestore.Table) (lastRefresh, bool,
 	return lastRefresh{snapshot: id, at: time.UnixMilli(ms), duration: time.Duration(dur) * time.Millisecond, sources: props[propSources], sourceTime: time.UnixMilli(src)}, true, nil
 }
 
-var _ plan.MaterializedCatalog = (*catalog)(nil)
+var (
+	_ plan.MaterializedCatalog    = (*catalog)(nil)
+	_ plan.DatabaseOptionsCatalog = (*catalog)(nil)
+)
+
+// DatabaseOptions: the freshness threshold of a database's materialized
+// tables.
+func (c *catalog) DatabaseOptions(ctx context.Context, db string) (map[string]string, error) {
+	return c.s.e.store.DatabaseOptions(ctx, db)
+}
 
 // MaterializedStatus: the data lag is now minus the commit time of the
 // newest source snapshot the table reflects.

@@ -26,17 +26,80 @@ const (
 // Flink's materialized-table.refresh-mode.freshness-threshold.
 const DefaultFreshnessThreshold = 30 * time.Minute
 
-// wantMode is the mode a freshness asks for when REFRESH_MODE is not
-// given: CONTINUOUS below the threshold.
-func (b *binder) wantMode(fresh time.Duration) string {
+// FreshnessThresholdOption is the database option (CREATE DATABASE ...
+// WITH, ALTER DATABASE ... SET) that overrides
+// Options.FreshnessThreshold for the materialized tables of a database.
+const FreshnessThresholdOption = "materialized-table.refresh-mode.freshness-threshold"
+
+// DatabaseOptionsCatalog is implemented by catalogs that keep database
+// options.
+type DatabaseOptionsCatalog interface {
+	DatabaseOptions(ctx context.Context, db string) (map[string]string, error)
+}
+
+// wantMode is the mode a freshness asks for in database db when
+// REFRESH_MODE is not given: CONTINUOUS below the threshold (the
+// database's option, else the server's).
+func (b *binder) wantMode(db string, fresh time.Duration) string {
 	threshold := b.opts.FreshnessThreshold
 	if threshold <= 0 {
 		threshold = DefaultFreshnessThreshold
+	}
+	if dc, ok := b.cat.(DatabaseOptionsCatalog); ok {
+		opts, err := dc.DatabaseOptions(b.ctx, db)
+		if err != nil {
+			b.failWrap(sql.Pos{}, err, "database %s: %v", db, err)
+		}
+		if v, ok := opts[FreshnessThresholdOption]; ok {
+			// Checked when set (databaseOptions).
+			threshold, _ = ParseFlinkDuration(v)
+		}
 	}
 	if fresh < threshold {
 		return ModeContinuous
 	}
 	return ModeFull
+}
+
+// databaseOptions checks the options of CREATE DATABASE ... WITH and
+// ALTER DATABASE ... SET: only FreshnessThresholdOption, a positive
+// duration, is known.
+func (b *binder) databaseOptions(props []*sql.Property) map[string]string {
+	if len(props) == 0 {
+		return nil
+	}
+	opts := map[string]string{}
+	for _, p := range props {
+		if p.Key != FreshnessThresholdOption {
+			b.fail(p.Pos, "database option %q is not supported (supported: %s)", p.Key, FreshnessThresholdOption)
+		}
+		if _, err := ParseFlinkDuration(p.Value); err != nil {
+			b.fail(p.Pos, "%s: %v", p.Key, err)
+		}
+		opts[p.Key] = p.Value
+	}
+	return opts
+}
+
+// ParseFlinkDuration parses a duration as Flink's options write them: a
+// positive number and a unit (ms, s, sec, second(s), min, m, minute(s), h,
+// hour(s), d, day(s)), spaces allowed between, such as '10 min' or '30s'.
+func ParseFlinkDuration(text string) (time.Duration, error) {
+	t := strings.TrimSpace(text)
+	i := strings.IndexFunc(t, func(r rune) bool { return r < '0' || r > '9' })
+	if i <= 0 {
+		return 0, fmt.Errorf("%q is not a duration such as '10 min' or '30 s'", text)
+	}
+	n, err := strconv.ParseInt(t[:i], 10, 64)
+	unit := map[string]time.Duration{
+		"ms": time.Millisecond, "s": time.Second, "sec": time.Second, "second": time.Second, "seconds": time.Second,
+		"m": time.Minute, "min": time.Minute, "minute": time.Minute, "minutes": time.Minute,
+		"h": time.Hour, "hour": time.Hour, "hours": time.Hour, "d": 24 * time.Hour, "day": 24 * time.Hour, "days": 24 * time.Hour,
+	}[strings.ToLower(strings.TrimSpace(t[i:]))]
+	if err != nil || n <= 0 || unit == 0 || n > int64(365*24*time.Hour/unit) {
+		return 0, fmt.Errorf("%q is not a positive duration (at most a year) such as '10 min' or '30 s'", text)
+	}
+	return time.Duration(n) * unit, nil
 }
 
 // Default freshness per requested mode (Flink's).
@@ -112,7 +175,7 @@ func (b *binder) bindCreateMaterialized(s *sql.CreateMaterializedTable) Statemen
 	if mode == "" {
 		mode = ModeContinuous // Flink's default without a freshness
 		if s.Freshness != nil {
-			mode = b.wantMode(fresh)
+			mode = b.wantMode(id.Database, fresh)
 		}
 	}
 	if s.Freshness == nil {
@@ -435,7 +498,7 @@ func (b *binder) bindAlterMaterialized(s *sql.AlterMaterializedTable) Statement 
 		fresh := b.freshness(s.Freshness)
 		change := tablestore.SetFreshness{Millis: fresh.Milliseconds()}
 		if md.DeclaredMode == "" {
-			want := b.wantMode(fresh)
+			want := b.wantMode(t.Ident().Database, fresh)
 			def := tablestore.TableDef{PrimaryKey: t.PrimaryKey(), Options: t.Options()}
 			change.Mode, change.FullReason = b.runMode(t.Ident(), b.viewQuery(s.Pos, t.Ident(), md.Query), def, want, false, s.Pos)
 		}
@@ -453,7 +516,7 @@ func (b *binder) bindAlterMaterialized(s *sql.AlterMaterializedTable) Statement 
 		def.Comment = t.Comment()
 		want := md.DeclaredMode
 		if want == "" {
-			want = b.wantMode(time.Duration(md.FreshnessMillis) * time.Millisecond)
+			want = b.wantMode(t.Ident().Database, time.Duration(md.FreshnessMillis)*time.Millisecond)
 		}
 		def.Materialized.Mode, def.Materialized.FullReason = b.runMode(t.Ident(), s.As, def, want, md.DeclaredMode != "", s.Pos)
 		a.NewTable = &def

@@ -190,10 +190,17 @@ type AlterTable struct {
 	Changes []tablestore.SchemaChange
 }
 
-// CreateDatabase creates a database.
+// CreateDatabase creates a database, with Options when it creates it.
 type CreateDatabase struct {
 	Name        string
 	IfNotExists bool
+	Options     map[string]string
+}
+
+// AlterDatabase sets options of a database.
+type AlterDatabase struct {
+	Name    string
+	Options map[string]string
 }
 
 // DropDatabase drops a database.
@@ -233,6 +240,7 @@ func (*CreateTable) boundStmt()    {}
 func (*DropTable) boundStmt()      {}
 func (*AlterTable) boundStmt()     {}
 func (*CreateDatabase) boundStmt() {}
+func (*AlterDatabase) boundStmt()  {}
 func (*DropDatabase) boundStmt()   {}
 func (*UseDatabase) boundStmt()    {}
 func (*Explain) boundStmt()        {}

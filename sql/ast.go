@@ -659,6 +659,13 @@ type CreateDatabase struct {
 	With        []*Property
 }
 
+// AlterDatabase is ALTER DATABASE name SET ('key' = 'value', ...).
+type AlterDatabase struct {
+	Pos  Pos
+	Name string
+	Set  []*Property
+}
+
 // DropDatabase is DROP DATABASE [IF EXISTS] name [CASCADE|RESTRICT].
 type DropDatabase struct {
 	Pos      Pos
@@ -841,6 +848,7 @@ func (n *Merge) Position() Pos                   { return n.Pos }
 func (n *Assignment) Position() Pos              { return n.Pos }
 func (n *Delete) Position() Pos                  { return n.Pos }
 func (n *CreateDatabase) Position() Pos          { return n.Pos }
+func (n *AlterDatabase) Position() Pos           { return n.Pos }
 func (n *DropDatabase) Position() Pos            { return n.Pos }
 func (n *Use) Position() Pos                     { return n.Pos }
 func (n *StopJob) Position() Pos                 { return n.Pos }
@@ -866,6 +874,7 @@ func (*Update) stmt()                  {}
 func (*Merge) stmt()                   {}
 func (*Delete) stmt()                  {}
 func (*CreateDatabase) stmt()          {}
+func (*AlterDatabase) stmt()           {}
 func (*DropDatabase) stmt()            {}
 func (*Use) stmt()                     {}
 func (*StopJob) stmt()                 {}

@@ -660,6 +660,11 @@ func (f *formatter) node(n Node) {
 			f.w(" WITH ")
 			f.props(n.With)
 		}
+	case *AlterDatabase:
+		f.w("ALTER DATABASE ")
+		f.ident(n.Name)
+		f.w(" SET ")
+		f.props(n.Set)
 	case *DropDatabase:
 		f.w("DROP DATABASE ")
 		if n.IfExists {

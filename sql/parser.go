@@ -868,6 +868,16 @@ func (p *parser) parseAlter() Statement {
 		p.expectK("table")
 		return p.parseAlterMaterialized(pos)
 	}
+	if p.acceptK("database") || p.acceptK("schema") {
+		a := &AlterDatabase{Pos: pos}
+		a.Name, _ = p.ident("database name")
+		p.expectK("set")
+		a.Set = p.properties()
+		return a
+	}
+	if !p.isK("table") {
+		p.failf(p.peek().pos, "expected TABLE, MATERIALIZED TABLE or DATABASE after ALTER, found %s", p.describe(p.peek()))
+	}
 	p.expectK("table")
 	a := &AlterTable{Pos: pos, Name: p.name("table name")}
 	for {
