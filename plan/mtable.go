@@ -52,7 +52,7 @@ func (b *binder) wantMode(db string, fresh time.Duration) string {
 		}
 		if v, ok := opts[FreshnessThresholdOption]; ok {
 			// Checked when set (databaseOptions).
-			threshold, _ = ParseFlinkDuration(v)
+			threshold, _ = parseFlinkDuration(v)
 		}
 	}
 	if fresh < threshold {
@@ -73,7 +73,7 @@ func (b *binder) databaseOptions(props []*sql.Property) map[string]string {
 		if p.Key != FreshnessThresholdOption {
 			b.fail(p.Pos, "database option %q is not supported (supported: %s)", p.Key, FreshnessThresholdOption)
 		}
-		if _, err := ParseFlinkDuration(p.Value); err != nil {
+		if _, err := parseFlinkDuration(p.Value); err != nil {
 			b.fail(p.Pos, "%s: %v", p.Key, err)
 		}
 		opts[p.Key] = p.Value
@@ -81,10 +81,10 @@ func (b *binder) databaseOptions(props []*sql.Property) map[string]string {
 	return opts
 }
 
-// ParseFlinkDuration parses a duration as Flink's options write them: a
+// parseFlinkDuration parses a duration as Flink's options write them: a
 // positive number and a unit (ms, s, sec, second(s), min, m, minute(s), h,
 // hour(s), d, day(s)), spaces allowed between, such as '10 min' or '30s'.
-func ParseFlinkDuration(text string) (time.Duration, error) {
+func parseFlinkDuration(text string) (time.Duration, error) {
 	t := strings.TrimSpace(text)
 	i := strings.IndexFunc(t, func(r rune) bool { return r < '0' || r > '9' })
 	if i <= 0 {
