@@ -209,18 +209,7 @@ func TestMaterializedCommitInterval(t *testing.T) {
 	elapsed := time.Since(start)
 	srcEnd, _ := src.LatestSnapshotID(ctx)
 	mEnd, _ := m.LatestSnapshotID(ctx)
-	commits := 0
-	for id := mStart + 1; id <= mEnd; id++ {
-		props, err := m.SnapshotProperties(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for k := range props {
-			if strings.HasPrefix(k, "flightd.job.") {
-				commits++
-			}
-		}
-	}
+	commits := jobCommits(t, m, mStart, mEnd)
 	t.Logf("%d source snapshots, %d job commits in %v; max data lag %v over %d samples", srcEnd-srcStart, commits, elapsed.Round(time.Millisecond), maxLag, samples)
 	if limit := int(elapsed/(fresh/2)) + 2; commits > limit {
 		t.Errorf("%d job commits in %v: more than one per half freshness (%d)", commits, elapsed, limit)
@@ -241,4 +230,40 @@ func TestMaterializedCommitInterval(t *testing.T) {
 	if n := checkMaterializedHistory(t, e, s, query, []string{"s"}); n == 0 {
 		t.Fatal("no snapshot of m checked")
 	}
+
+	// SET FRESHNESS within CONTINUOUS restarts the job at the new
+	// interval (30 s): in 6 s of writes it commits once (its restart's
+	// exact answer), where the old interval would commit three times.
+	mustExec(t, s, "ALTER MATERIALIZED TABLE m SET FRESHNESS = INTERVAL '60' SECOND")
+	if d := describe(t, s, "m"); d["refresh_mode"] != "CONTINUOUS" {
+		t.Fatalf("after SET FRESHNESS 60 s: %v", d)
+	}
+	mStart, _ = m.LatestSnapshotID(ctx)
+	for i, begin := 0, time.Now(); time.Since(begin) < 6*time.Second; i++ {
+		mustExec(t, s, writeS(rng, i))
+		time.Sleep(50 * time.Millisecond)
+	}
+	mEnd, _ = m.LatestSnapshotID(ctx)
+	if commits := jobCommits(t, m, mStart, mEnd); commits > 2 {
+		t.Errorf("%d job commits in 6 s at a freshness of 60 s: the job kept its old interval", commits)
+	}
+}
+
+// jobCommits counts the snapshots of m after from up to to that a
+// continuous job committed.
+func jobCommits(t *testing.T, m *tablestore.Table, from, to int64) int {
+	t.Helper()
+	n := 0
+	for id := from + 1; id <= to; id++ {
+		props, err := m.SnapshotProperties(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range props {
+			if strings.HasPrefix(k, "flightd.job.") {
+				n++
+			}
+		}
+	}
+	return n
 }
