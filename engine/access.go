@@ -52,6 +52,32 @@ func (s *Session) SetAuthorizer(az Authorizer) {
 	s.mu.Unlock()
 }
 
+// SetUser names the session's user, who becomes the owner of the
+// materialized tables it creates or gives a new query: their refreshes
+// run with that user's grants (Config.OwnerGrants).
+func (s *Session) SetUser(user string) {
+	s.mu.Lock()
+	s.user = user
+	s.mu.Unlock()
+}
+
+func (s *Session) userName() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.user
+}
+
+// ownerSession is a session in database db with the grants of owner, in
+// which a materialized table's refreshes and continuous job bind its
+// query: a table whose owner lost read on a source stops refreshing.
+func (e *Engine) ownerSession(db, owner string) *Session {
+	s := &Session{e: e, database: db, user: owner}
+	if owner != "" && e.cfg.OwnerGrants != nil {
+		s.authorize = e.cfg.OwnerGrants(owner)
+	}
+	return s
+}
+
 func (s *Session) allow(db string, p Privilege) error {
 	s.mu.Lock()
 	az := s.authorize
@@ -91,6 +117,8 @@ func (s *Session) allowStatement(b plan.Statement) error {
 	case *plan.DropView:
 		return s.allow(b.Ident.Database, Admin)
 	case *plan.CreateDatabase:
+		return s.allow(b.Name, Admin)
+	case *plan.AlterDatabase:
 		return s.allow(b.Name, Admin)
 	case *plan.DropDatabase:
 		return s.allow(b.Name, Admin)

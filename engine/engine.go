@@ -63,6 +63,11 @@ type Config struct {
 	// Scheduler starts what runs the scheduled refreshes of materialized
 	// tables; nil means the embedded one (mtable.go).
 	Scheduler func(*Engine) Scheduler
+	// OwnerGrants returns the grants of a user (Session.SetUser), with
+	// which the refreshes and continuous job of a materialized table that
+	// user owns read its sources; nil when there is no authentication
+	// (they read everything).
+	OwnerGrants func(user string) Authorizer
 }
 
 // DefaultQueryMemory is the default per-statement memory budget.

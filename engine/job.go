@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -78,8 +79,11 @@ type job struct {
 	// job: the table's definition says whether it runs); nil for an
 	// INSERT's job.
 	mtable *tablestore.Ident
-	cancel context.CancelFunc
-	done   chan struct{}
+	// freshness is the materialized table's when the job started, which
+	// set its commit interval.
+	freshness int64
+	cancel    context.CancelFunc
+	done      chan struct{}
 
 	mu      sync.Mutex
 	status  JobStatus
@@ -211,16 +215,47 @@ func (e *Engine) launchLocked(def tablestore.JobDef, sink string, mtable *tables
 	e.jobs[def.ID] = j
 	go func() {
 		defer close(j.done)
-		err := j.run(ctx)
-		switch {
-		case ctx.Err() != nil:
-			// Stopped, or the engine closes: the job stays as stored.
-		case errors.Is(err, io.EOF):
-			j.end(JobStopped, "") // bounded sources (scan.bounded.snapshot-id) ended
-		default:
+		for {
+			err := j.run(ctx)
+			switch {
+			case ctx.Err() != nil:
+				// Stopped, or the engine closes: the job stays as stored.
+				return
+			case errors.Is(err, io.EOF):
+				j.end(JobStopped, "") // bounded sources (scan.bounded.snapshot-id) ended
+				return
+			}
 			j.end(JobFailed, err.Error())
+			if j.mtable == nil || !j.retryAfter(ctx) {
+				return
+			}
 		}
 	}()
+}
+
+// retryAfter waits before a materialized table's failed job runs again
+// (retryDelay, after the failures recorded in a row); false when ctx ends
+// first.
+func (j *job) retryAfter(ctx context.Context) bool {
+	fresh := retryMax
+	if t, err := j.e.store.Table(ctx, *j.mtable); err == nil && t.Materialized() != nil {
+		fresh = time.Duration(t.Materialized().FreshnessMillis) * time.Millisecond
+	}
+	failures := 1
+	if st, err := j.e.store.MaterializedState(ctx, *j.mtable); err == nil {
+		failures = st.Failures
+	}
+	timer := time.NewTimer(retryDelay(failures, fresh))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+	}
+	j.mu.Lock()
+	j.status.State, j.status.Error = JobRunning, ""
+	j.mu.Unlock()
+	return true
 }
 
 // end records that the job's goroutine ended by itself.
@@ -399,6 +434,9 @@ func (j *job) run(ctx context.Context) error {
 	}
 	a := &applier{j: j, ctx: ctx, sink: sink, schema: q.Schema(), perm: ch.Perm, names: names,
 		w: sink.NewWrite(tablestore.WriteOptions{}), answer: map[string]bool{}, from: from}
+	if md := sink.Materialized(); j.mtable != nil && md != nil {
+		a.every = commitInterval(md)
+	}
 	defer a.w.Abort()
 	for _, k := range sink.PrimaryKey() {
 		a.pk = append(a.pk, sink.Schema().FieldIndices(k)[0])
@@ -491,6 +529,13 @@ type applier struct {
 	names  []string
 	w      *tablestore.Write
 	dirty  bool // rows written since the last commit
+	// every is the least time between two commits (0: at every marker
+	// after changes); lastCommit the time of this run's last one.
+	every      time.Duration
+	lastCommit time.Time
+	// healthy: this run reached its first exact answer, and cleared the
+	// table's last error.
+	healthy bool
 	// Until the first marker at or past from, answer holds the keys of the
 	// new run's output (encoded primary keys) to reconcile the sink with.
 	answer map[string]bool
@@ -558,9 +603,18 @@ func (a *applier) marker(pos stream.Pos) error {
 		}
 		a.answer = nil
 	}
+	if a.j.mtable != nil && !a.healthy {
+		// This run has rebuilt the table's answer: an earlier run's error
+		// is over.
+		a.healthy = true
+		a.j.e.recordRefresh(a.ctx, *a.j.mtable, nil)
+	}
 	if !a.dirty {
 		a.processed(pos)
 		return nil
+	}
+	if !a.lastCommit.IsZero() && time.Since(a.lastCommit) < a.every {
+		return nil // committed with a later marker (a source's heartbeat at the latest)
 	}
 	v, err := json.Marshal(checkpoint{Sources: a.names, Positions: pos})
 	if err != nil {
@@ -571,14 +625,10 @@ func (a *applier) marker(pos stream.Pos) error {
 	if err != nil {
 		return fmt.Errorf("job %s: %w", a.j.def.ID, err)
 	}
-	a.dirty = false
+	a.dirty, a.lastCommit = false, time.Now()
 	a.j.mu.Lock()
-	first := a.j.status.SinkSnapshot == 0
 	a.j.status.Committed, a.j.status.SinkSnapshot = slices.Clone(pos), id
 	a.j.mu.Unlock()
-	if first && a.j.mtable != nil {
-		a.j.e.recordRefresh(a.ctx, *a.j.mtable, nil) // clears an earlier run's error
-	}
 	a.processed(pos)
 	return nil
 }

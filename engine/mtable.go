@@ -121,47 +121,62 @@ func (e *Engine) refresh(ctx context.Context, id tablestore.Ident, scope refresh
 	if err != nil || !run {
 		return err
 	}
-	err = e.runRefresh(ctx, md.Query, id.Database, filter, t.Schema(), func(props map[string]string) *tablestore.Write {
+	err = e.runRefresh(ctx, md, id.Database, filter, t.Schema(), func(props map[string]string) *tablestore.Write {
 		return t.NewWrite(tablestore.WriteOptions{Overwrite: true, OverwritePartition: spec, Properties: props})
 	})
 	e.recordRefresh(ctx, id, err)
 	return err
 }
 
-// recordRefresh keeps the outcome of a refresh as the table's last error;
-// a refresh cut short by Close is not a failure of the table.
+// recordRefresh keeps the outcome of a refresh (or of a continuous job's
+// run) as the table's last error and count of failures in a row; a
+// refresh cut short by Close is not a failure of the table.
 func (e *Engine) recordRefresh(ctx context.Context, id tablestore.Ident, err error) {
 	if errors.Is(err, context.Canceled) {
 		return
 	}
+	ctx = context.WithoutCancel(ctx)
+	old, rerr := e.store.MaterializedState(ctx, id)
 	var st tablestore.MaterializedState
 	if err != nil {
-		st = tablestore.MaterializedState{LastError: err.Error(), LastErrorMillis: time.Now().UnixMilli()}
-	} else if old, rerr := e.store.MaterializedState(ctx, id); rerr != nil || old == st {
+		st = tablestore.MaterializedState{LastError: err.Error(), LastErrorMillis: time.Now().UnixMilli(), Failures: old.Failures + 1}
+	} else if rerr != nil || old == st {
 		return
 	}
-	_ = e.store.PutMaterializedState(context.WithoutCancel(ctx), id, st) // best effort: the error is also returned
+	_ = e.store.PutMaterializedState(ctx, id, st) // best effort: the error is also returned
 }
 
-// runRefresh binds query (in db, rows filtered by filter) with every table
-// pinned at its latest snapshot, checks its columns against want, and
-// streams its answer into the write newWrite makes, committed with the
-// refresh's snapshot properties.
-func (e *Engine) runRefresh(ctx context.Context, query, db, filter string, want *arrow.Schema, newWrite func(map[string]string) *tablestore.Write) error {
+// Retries of a failed refresh or continuous job: the first a second after
+// the failure, then twice as long after each failure in a row, but never
+// more than a freshness interval or retryMax apart, so a table recovers
+// soon after a transient failure and a lasting one is retried (and
+// reported) without end.
+const retryFirst, retryMax = time.Second, 5 * time.Minute
+
+func retryDelay(failures int, fresh time.Duration) time.Duration {
+	d := retryFirst << min(max(failures-1, 0), 20)
+	return min(d, fresh, retryMax)
+}
+
+// runRefresh binds md's query (in db, rows filtered by filter) with every
+// table pinned at its latest snapshot, as md's owner, checks its columns
+// against want, and streams its answer into the write newWrite makes,
+// committed with the refresh's snapshot properties.
+func (e *Engine) runRefresh(ctx context.Context, md *tablestore.MaterializedDef, db, filter string, want *arrow.Schema, newWrite func(map[string]string) *tablestore.Write) error {
 	start := time.Now()
-	text := query
+	text := md.Query
 	if filter != "" {
-		text = "SELECT * FROM (" + query + ") AS refreshed WHERE " + filter
+		text = "SELECT * FROM (" + md.Query + ") AS refreshed WHERE " + filter
 	}
 	ast, err := sql.ParseOne(text)
 	if err != nil {
 		return fmt.Errorf("refresh: stored query no longer parses: %w", err)
 	}
-	s := &Session{e: e, database: db}
+	s := e.ownerSession(db, md.Owner)
 	cat := &catalog{s: s, db: db, pins: map[tablestore.Ident]int64{}}
 	bound, err := s.bind(ctx, ast, cat)
 	if err != nil {
-		return fmt.Errorf("refresh: %w", err)
+		return fmt.Errorf("refresh%s: %w", asOwner(md.Owner), err)
 	}
 	q, ok := bound.(*plan.Query)
 	if !ok {
@@ -178,6 +193,14 @@ func (e *Engine) runRefresh(ctx context.Context, query, db, filter string, want 
 	w := newWrite(props)
 	_, err = st.commitFrom(ctx, w, q, nil, tablestore.Insert)
 	return err
+}
+
+// asOwner names the user a refresh runs as, for its errors.
+func asOwner(owner string) string {
+	if owner == "" {
+		return ""
+	}
+	return fmt.Sprintf(" as owner %q", owner)
 }
 
 // sameShape checks that a query still produces the table's columns.
@@ -233,9 +256,9 @@ func (st *Statement) materializedDDL(ctx context.Context) (done bool, err error)
 	e := st.s.e
 	switch b := st.bound.(type) {
 	case *plan.CreateMaterialized:
-		return true, e.createMaterialized(ctx, b)
+		return true, e.createMaterialized(ctx, b, st.s.userName())
 	case *plan.AlterMaterialized:
-		return true, e.alterMaterialized(ctx, b)
+		return true, e.alterMaterialized(ctx, b, st.s.userName())
 	case *plan.DropMaterialized:
 		return true, e.dropMaterialized(ctx, b)
 	case *plan.DropTable:
@@ -254,7 +277,8 @@ func (st *Statement) materializedDDL(ctx context.Context) (done bool, err error)
 // commit, so the table never exists without its definition or contents.
 // CREATE OR ALTER on an existing materialized table replaces its query,
 // keeping its status.
-func (e *Engine) createMaterialized(ctx context.Context, b *plan.CreateMaterialized) error {
+func (e *Engine) createMaterialized(ctx context.Context, b *plan.CreateMaterialized, owner string) error {
+	b.Def.Materialized.Owner = owner
 	replace := false
 	if t, err := e.store.Table(ctx, b.Ident); err == nil {
 		old := t.Materialized()
@@ -292,7 +316,7 @@ func (e *Engine) stageMaterialized(ctx context.Context, id tablestore.Ident, def
 	if err != nil {
 		return err
 	}
-	err = e.runRefresh(ctx, def.Materialized.Query, id.Database, "", w.Table().Schema(), func(props map[string]string) *tablestore.Write {
+	err = e.runRefresh(ctx, def.Materialized, id.Database, "", w.Table().Schema(), func(props map[string]string) *tablestore.Write {
 		w.SetProperties(props)
 		return w
 	})
@@ -302,7 +326,7 @@ func (e *Engine) stageMaterialized(ctx context.Context, id tablestore.Ident, def
 	return err
 }
 
-func (e *Engine) alterMaterialized(ctx context.Context, b *plan.AlterMaterialized) error {
+func (e *Engine) alterMaterialized(ctx context.Context, b *plan.AlterMaterialized, user string) error {
 	id := b.Table.Ident()
 	defer e.materializedChanged(ctx, id)
 	switch b.Action {
@@ -311,7 +335,7 @@ func (e *Engine) alterMaterialized(ctx context.Context, b *plan.AlterMaterialize
 			return b.Partition, b.PartitionFilter, true, nil
 		})
 	case "AS":
-		return e.replaceQuery(ctx, id, *b.NewTable)
+		return e.replaceQuery(ctx, id, *b.NewTable, user)
 	}
 	wasContinuous := b.Table.Materialized().Mode == plan.ModeContinuous
 	if err := e.store.AlterTable(ctx, id, b.Changes...); err != nil {
@@ -330,11 +354,12 @@ func (e *Engine) alterMaterialized(ctx context.Context, b *plan.AlterMaterialize
 }
 
 // replaceQuery swaps in a new query (and schema) for materialized table id
-// with its first refresh, keeping the status and freshness it has now. A
+// with its first refresh, keeping the status and freshness it has now;
+// owner, who gave the query, becomes the table's owner. A
 // SUSPEND, RESUME or SET FRESHNESS that publishes between reading them
 // here and StageTable is undone by the swap (one after fails it with
 // ErrConflict).
-func (e *Engine) replaceQuery(ctx context.Context, id tablestore.Ident, def tablestore.TableDef) error {
+func (e *Engine) replaceQuery(ctx context.Context, id tablestore.Ident, def tablestore.TableDef, owner string) error {
 	t, err := e.store.Table(ctx, id)
 	if err != nil {
 		return err
@@ -343,7 +368,7 @@ func (e *Engine) replaceQuery(ctx context.Context, id tablestore.Ident, def tabl
 	if cur == nil {
 		return fmt.Errorf("alter materialized table %s: it is no longer a materialized table: %w", identString(id), ErrInvalid)
 	}
-	cur.Query = def.Materialized.Query
+	cur.Query, cur.Owner = def.Materialized.Query, owner
 	def.Materialized = cur
 	return e.stageMaterialized(ctx, id, def, true)
 }
@@ -389,7 +414,16 @@ func lastRefreshOf(ctx context.Context, t *tablestore.Table) (lastRefresh, bool,
 	return lastRefresh{snapshot: id, at: time.UnixMilli(ms), duration: time.Duration(dur) * time.Millisecond, sources: props[propSources], sourceTime: time.UnixMilli(src)}, true, nil
 }
 
-var _ plan.MaterializedCatalog = (*catalog)(nil)
+var (
+	_ plan.MaterializedCatalog    = (*catalog)(nil)
+	_ plan.DatabaseOptionsCatalog = (*catalog)(nil)
+)
+
+// DatabaseOptions: the freshness threshold of a database's materialized
+// tables.
+func (c *catalog) DatabaseOptions(ctx context.Context, db string) (map[string]string, error) {
+	return c.s.e.store.DatabaseOptions(ctx, db)
+}
 
 // MaterializedStatus: the data lag is now minus the commit time of the
 // newest source snapshot the table reflects.
@@ -415,7 +449,7 @@ func (c *catalog) MaterializedStatus(ctx context.Context, t *tablestore.Table) (
 	if err != nil {
 		return ms, err
 	}
-	ms.LastError = state.LastError
+	ms.LastError, ms.Failures = state.LastError, state.Failures
 	ms.NextRun = e.sched.NextRun(t.Ident())
 	return ms, nil
 }
@@ -546,13 +580,13 @@ func (s *embeddedScheduler) schedule(id tablestore.Ident) (time.Time, bool) {
 	if err != nil {
 		return time.Now().Add(time.Minute), true
 	}
-	// A failed refresh waits a freshness interval too, rather than retrying
-	// at once forever.
+	fresh := time.Duration(md.FreshnessMillis) * time.Millisecond
+	// A failed refresh is retried with backoff (retryDelay).
 	if st, err := s.e.store.MaterializedState(s.ctx, id); err == nil && st.LastErrorMillis > last.at.UnixMilli() {
-		last.at, ok = time.UnixMilli(st.LastErrorMillis), true
+		return time.UnixMilli(st.LastErrorMillis).Add(retryDelay(st.Failures, fresh)), true
 	}
 	if !ok {
 		return time.Now(), true
 	}
-	return last.at.Add(time.Duration(md.FreshnessMillis) * time.Millisecond), true
+	return last.at.Add(fresh), true
 }

@@ -54,12 +54,15 @@ func (e *Engine) bindContinuous(ctx context.Context, id tablestore.Ident) (*tabl
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: materialized table %s: stored query no longer parses: %w", ErrInvalid, identString(id), err)
 	}
-	s := &Session{e: e, database: id.Database}
+	s := e.ownerSession(id.Database, md.Owner)
 	opts := e.cfg.Plan
 	opts.StreamAll = true
+	// Idle sources report progress at the job's commit interval, so a
+	// change held back for that interval is committed at the latest then.
+	opts.StreamHeartbeat = commitInterval(md)
 	bound, err := s.bindWith(ctx, ast, &catalog{s: s, db: id.Database, looked: map[tablestore.Ident]int{}}, opts)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("materialized table %s%s: %w", identString(id), asOwner(md.Owner), err)
 	}
 	q, ok := bound.(*plan.Query)
 	if !ok {
@@ -75,6 +78,16 @@ func (e *Engine) bindContinuous(ctx context.Context, id tablestore.Ident) (*tabl
 	return t, q, nil
 }
 
+// commitInterval is how often at most the job of materialized table md
+// commits: half its freshness, so that a change waits at most that long
+// for its commit (and for a source report after it, StreamHeartbeat) and
+// the table's data lag stays within its freshness. With source snapshots
+// further apart than that, the job commits after each one that changes
+// the table.
+func commitInterval(md *tablestore.MaterializedDef) time.Duration {
+	return time.Duration(md.FreshnessMillis) * time.Millisecond / 2
+}
+
 // syncContinuous makes the job of materialized table id run exactly when
 // its definition asks for one: CONTINUOUS and not suspended, for its
 // current query. The caller holds the table's refresh lock.
@@ -82,17 +95,24 @@ func (e *Engine) syncContinuous(ctx context.Context, id tablestore.Ident) {
 	ctx = context.WithoutCancel(ctx) // the job must follow the definition even if the statement's client left
 	want := ""
 	var def tablestore.JobDef
+	var fresh int64
 	if t, err := e.store.Table(ctx, id); err == nil {
 		if md := t.Materialized(); md != nil && md.Mode == plan.ModeContinuous && !md.Suspended {
 			want = materializedJobID(id, md.Query)
 			def = tablestore.JobDef{ID: want, SQL: md.Query, Database: id.Database, State: JobRunning}
+			fresh = md.FreshnessMillis
 		}
 	}
 	e.jobsMu.Lock()
 	defer e.jobsMu.Unlock()
-	e.stopContinuousLocked(id, want)
+	keep := want
+	if j, ok := e.jobs[want]; ok && j.freshness != fresh {
+		keep = "" // restarted (from its checkpoint) to commit at the new freshness's interval
+	}
+	e.stopContinuousLocked(id, keep)
 	if _, ok := e.jobs[want]; want != "" && !ok && e.jobCtx.Err() == nil {
 		e.launchLocked(def, identString(id), &id)
+		e.jobs[want].freshness = fresh
 	}
 }
 

@@ -665,3 +665,37 @@ func TestFreshnessThreshold(t *testing.T) {
 		t.Errorf("SET FRESHNESS 20 s: %q, want FULL", d["refresh_mode"])
 	}
 }
+
+// TestDatabaseFreshnessThreshold: a database's threshold overrides the
+// server's (10 s here) for its tables only, and survives a restart.
+func TestDatabaseFreshnessThreshold(t *testing.T) {
+	dir := t.TempDir()
+	open := func() (*engine.Engine, *memory.CheckedAllocator) {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		e, err := engine.Open(context.Background(), engine.Config{Mem: mem, Root: dir, SpillDir: t.TempDir(),
+			Plan: plan.Options{FreshnessThreshold: 10 * time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, mem
+	}
+	e, mem := open()
+	s := e.NewSession()
+	mustExec(t, s, "CREATE TABLE default.src (g BIGINT)")
+	mustExec(t, s, "CREATE DATABASE slow WITH ('materialized-table.refresh-mode.freshness-threshold' = '1 s')")
+	closeEngine(t, e, mem)
+	e, mem = open()
+	defer func() { closeEngine(t, e, mem) }()
+	s = e.NewSession()
+	for db, want := range map[string]string{"default": "CONTINUOUS", "slow": "FULL"} {
+		mustExec(t, s, "CREATE MATERIALIZED TABLE "+db+".m FRESHNESS = INTERVAL '5' SECOND AS SELECT g, count(*) AS n FROM default.src GROUP BY g")
+		if d := describe(t, s, db+".m"); d["refresh_mode"] != want {
+			t.Errorf("FRESHNESS 5 s in %s after a restart: %q, want %s", db, d["refresh_mode"], want)
+		}
+	}
+	mustExec(t, s, "ALTER DATABASE slow SET ('materialized-table.refresh-mode.freshness-threshold' = '1 min')")
+	mustExec(t, s, "ALTER MATERIALIZED TABLE slow.m SET FRESHNESS = INTERVAL '30' SECOND")
+	if d := describe(t, s, "slow.m"); d["refresh_mode"] != "CONTINUOUS" {
+		t.Errorf("FRESHNESS 30 s under a 1 min database threshold: %q, want CONTINUOUS", d["refresh_mode"])
+	}
+}

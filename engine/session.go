@@ -24,6 +24,7 @@ type Session struct {
 	mu        sync.Mutex
 	database  string
 	authorize Authorizer // nil: everything is allowed
+	user      string     // "": no authentication
 }
 
 // NewSession starts a session in the default database.

@@ -112,6 +112,15 @@ func (s *Server) authorizer(ctx context.Context) engine.Authorizer {
 	return func(db string, p engine.Privilege) error { return s.grants.check(user, db, p) }
 }
 
+// OwnerGrants is engine.Config.OwnerGrants for the grants of an auth file:
+// a materialized table refreshes with its owner's grants.
+func OwnerGrants(gs []Grant) func(user string) engine.Authorizer {
+	g := newGrants(gs)
+	return func(user string) engine.Authorizer {
+		return func(db string, p engine.Privilege) error { return g.check(user, db, p) }
+	}
+}
+
 // allowed reports whether the caller may use p on db.
 func (s *Server) allowed(ctx context.Context, db string, p engine.Privilege) error {
 	if s.grants == nil {

@@ -178,6 +178,7 @@ func (s *Server) session(ctx context.Context) (*engine.Session, error) {
 func (s *Server) sessionIn(ctx context.Context, db string) (*engine.Session, error) {
 	sess := s.eng.NewSession()
 	sess.SetAuthorizer(s.authorizer(ctx))
+	sess.SetUser(userOf(ctx))
 	if db != "" {
 		if err := sess.SetDatabase(ctx, db); err != nil {
 			return nil, err

@@ -187,7 +187,9 @@ func (b *binder) bindStatement(stmt sql.Statement) Statement {
 	case *sql.AlterTable:
 		return b.bindAlter(s)
 	case *sql.CreateDatabase:
-		return &CreateDatabase{Name: s.Name, IfNotExists: s.IfNotExists}
+		return &CreateDatabase{Name: s.Name, IfNotExists: s.IfNotExists, Options: b.databaseOptions(s.With)}
+	case *sql.AlterDatabase:
+		return &AlterDatabase{Name: s.Name, Options: b.databaseOptions(s.Set)}
 	case *sql.DropDatabase:
 		return &DropDatabase{Name: s.Name, IfExists: s.IfExists, Cascade: s.Cascade}
 	case *sql.Use:

@@ -1073,7 +1073,11 @@ func (b *binder) aliasScope(n Node, qual string, aliases []string, pos sql.Pos) 
 // option makes the scan a stream.
 func (b *binder) tableHints(f *sql.TableName, t *tablestore.Table, snap int64) (_ int64, tag string, _ *tablestore.StreamSpec) {
 	if b.opts.StreamAll && len(f.Hints) == 0 && f.SystemTime == nil {
-		return snap, "", b.streamHint(t, []*sql.Property{{Pos: f.Pos, Key: "scan.mode", Value: "latest-full"}})
+		spec := b.streamHint(t, []*sql.Property{{Pos: f.Pos, Key: "scan.mode", Value: "latest-full"}})
+		if b.opts.StreamHeartbeat > 0 {
+			spec.Heartbeat = b.opts.StreamHeartbeat
+		}
+		return snap, "", spec
 	}
 	for _, h := range f.Hints {
 		if h.Name != "OPTIONS" {

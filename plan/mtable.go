@@ -26,17 +26,80 @@ const (
 // Flink's materialized-table.refresh-mode.freshness-threshold.
 const DefaultFreshnessThreshold = 30 * time.Minute
 
-// wantMode is the mode a freshness asks for when REFRESH_MODE is not
-// given: CONTINUOUS below the threshold.
-func (b *binder) wantMode(fresh time.Duration) string {
+// FreshnessThresholdOption is the database option (CREATE DATABASE ...
+// WITH, ALTER DATABASE ... SET) that overrides
+// Options.FreshnessThreshold for the materialized tables of a database.
+const FreshnessThresholdOption = "materialized-table.refresh-mode.freshness-threshold"
+
+// DatabaseOptionsCatalog is implemented by catalogs that keep database
+// options.
+type DatabaseOptionsCatalog interface {
+	DatabaseOptions(ctx context.Context, db string) (map[string]string, error)
+}
+
+// wantMode is the mode a freshness asks for in database db when
+// REFRESH_MODE is not given: CONTINUOUS below the threshold (the
+// database's option, else the server's).
+func (b *binder) wantMode(db string, fresh time.Duration) string {
 	threshold := b.opts.FreshnessThreshold
 	if threshold <= 0 {
 		threshold = DefaultFreshnessThreshold
+	}
+	if dc, ok := b.cat.(DatabaseOptionsCatalog); ok {
+		opts, err := dc.DatabaseOptions(b.ctx, db)
+		if err != nil {
+			b.failWrap(sql.Pos{}, err, "database %s: %v", db, err)
+		}
+		if v, ok := opts[FreshnessThresholdOption]; ok {
+			// Checked when set (databaseOptions).
+			threshold, _ = parseFlinkDuration(v)
+		}
 	}
 	if fresh < threshold {
 		return ModeContinuous
 	}
 	return ModeFull
+}
+
+// databaseOptions checks the options of CREATE DATABASE ... WITH and
+// ALTER DATABASE ... SET: only FreshnessThresholdOption, a positive
+// duration, is known.
+func (b *binder) databaseOptions(props []*sql.Property) map[string]string {
+	if len(props) == 0 {
+		return nil
+	}
+	opts := map[string]string{}
+	for _, p := range props {
+		if p.Key != FreshnessThresholdOption {
+			b.fail(p.Pos, "database option %q is not supported (supported: %s)", p.Key, FreshnessThresholdOption)
+		}
+		if _, err := parseFlinkDuration(p.Value); err != nil {
+			b.fail(p.Pos, "%s: %v", p.Key, err)
+		}
+		opts[p.Key] = p.Value
+	}
+	return opts
+}
+
+// parseFlinkDuration parses a duration as Flink's options write them: a
+// positive number and a unit (ms, s, sec, second(s), min, m, minute(s), h,
+// hour(s), d, day(s)), spaces allowed between, such as '10 min' or '30s'.
+func parseFlinkDuration(text string) (time.Duration, error) {
+	t := strings.TrimSpace(text)
+	i := strings.IndexFunc(t, func(r rune) bool { return r < '0' || r > '9' })
+	if i <= 0 {
+		return 0, fmt.Errorf("%q is not a duration such as '10 min' or '30 s'", text)
+	}
+	n, err := strconv.ParseInt(t[:i], 10, 64)
+	unit := map[string]time.Duration{
+		"ms": time.Millisecond, "s": time.Second, "sec": time.Second, "second": time.Second, "seconds": time.Second,
+		"m": time.Minute, "min": time.Minute, "minute": time.Minute, "minutes": time.Minute,
+		"h": time.Hour, "hour": time.Hour, "hours": time.Hour, "d": 24 * time.Hour, "day": 24 * time.Hour, "days": 24 * time.Hour,
+	}[strings.ToLower(strings.TrimSpace(t[i:]))]
+	if err != nil || n <= 0 || unit == 0 || n > int64(365*24*time.Hour/unit) {
+		return 0, fmt.Errorf("%q is not a positive duration (at most a year) such as '10 min' or '30 s'", text)
+	}
+	return time.Duration(n) * unit, nil
 }
 
 // Default freshness per requested mode (Flink's).
@@ -90,6 +153,7 @@ type MaterializedStatus struct {
 	DataLag         time.Duration
 	NextRun         time.Time // zero: not scheduled
 	LastError       string
+	Failures        int    // failed refreshes (or job runs) in a row
 	Job             string // the continuous job keeping the table ("": none)
 }
 
@@ -101,7 +165,7 @@ type MaterializedCatalog interface {
 
 func (b *binder) bindCreateMaterialized(s *sql.CreateMaterializedTable) Statement {
 	id := b.ident(s.Name)
-	def := b.materializedTable(id, s.As, s.PrimaryKey, s.PrimaryKeyPos, s.PartitionedBy, s.With, s.Pos)
+	def := b.materializedTable(id, s.As, s.Columns, s.Watermark, s.PrimaryKey, s.PrimaryKeyPos, s.PartitionedBy, s.With, s.Pos)
 	def.Comment = s.Comment
 	mode := s.RefreshMode
 	fresh := time.Duration(0)
@@ -111,7 +175,7 @@ func (b *binder) bindCreateMaterialized(s *sql.CreateMaterializedTable) Statemen
 	if mode == "" {
 		mode = ModeContinuous // Flink's default without a freshness
 		if s.Freshness != nil {
-			mode = b.wantMode(fresh)
+			mode = b.wantMode(id.Database, fresh)
 		}
 	}
 	if s.Freshness == nil {
@@ -170,12 +234,12 @@ func CheckContinuous(t *tablestore.Table, q *Query) string {
 }
 
 // materializedTable binds a materialized table's query in the table's
-// database and derives its table definition: the query's columns, the
-// declared primary key or else the GROUP BY keys (when every one is an
-// output column, and they include the partition columns and more),
-// partitioning as
-// declared, and the WITH options.
-func (b *binder) materializedTable(id tablestore.Ident, q *sql.Query, pk []string, pkPos sql.Pos, partitionedBy []string, with []*sql.Property, pos sql.Pos) tablestore.TableDef {
+// database and derives its table definition: the query's columns (with
+// what cols declares of them, declareColumns), the declared primary key or
+// else the GROUP BY keys (when every one is an output column, and they
+// include the partition columns and more), partitioning as declared, the
+// WITH options and the watermark wm.
+func (b *binder) materializedTable(id tablestore.Ident, q *sql.Query, cols []*sql.ColumnDef, wm *sql.Watermark, pk []string, pkPos sql.Pos, partitionedBy []string, with []*sql.Property, pos sql.Pos) tablestore.TableDef {
 	n := b.bindViewBody(id, q)
 	if b.maxParam > 0 {
 		b.fail(q.Pos, "a materialized table's query cannot have parameters")
@@ -232,6 +296,7 @@ func (b *binder) materializedTable(id tablestore.Ident, q *sql.Query, pk []strin
 	for _, k := range pk {
 		fields[names[k]].Nullable = false
 	}
+	b.declareColumns(id, cols, fields, names)
 	md := &tablestore.MaterializedDef{Query: sql.Format(q)}
 	opts := map[string]string{}
 	for _, p := range with {
@@ -251,12 +316,54 @@ func (b *binder) materializedTable(id tablestore.Ident, q *sql.Query, pk []strin
 		}
 		opts[p.Key] = p.Value
 	}
+	// The watermark is kept as CREATE TABLE keeps it (which also refuses
+	// its reserved options in WITH).
+	b.createComputed(&sql.CreateTable{Watermark: wm, With: with}, fields, opts)
 	return tablestore.TableDef{
 		Schema:        arrow.NewSchema(fields, nil),
 		PrimaryKey:    pk,
 		PartitionKeys: partitionedBy,
 		Options:       opts,
 		Materialized:  md,
+	}
+}
+
+// declareColumns applies a materialized table's column list to fields,
+// the query's columns (names maps a name to its index). As in Flink, the
+// list may name all of the query's columns or some of them; each must be
+// one of the query's, with its type, in the query's order (the table's
+// columns are the query's, so nothing is reordered or cast: a different
+// type is cast in the query). NOT NULL is for primary key columns only
+// (the others take what the query produces, NULLs included); a COMMENT is
+// accepted and, as for CREATE TABLE, not kept.
+func (b *binder) declareColumns(id tablestore.Ident, cols []*sql.ColumnDef, fields []arrow.Field, names map[string]int) {
+	last, lastName := -1, ""
+	for _, c := range cols {
+		if c.Computed != nil {
+			b.fail(c.Pos, "materialized table %s: computed column %q: the columns of a materialized table are its query's; compute it in the query", id, c.Name)
+		}
+		i, ok := names[c.Name]
+		if !ok {
+			b.fail(c.Pos, "materialized table %s: column %q is not a column of its query (the query produces %s)", id, c.Name, strings.Join(slices.Sorted(maps.Keys(names)), ", "))
+		}
+		if i == last {
+			b.fail(c.Pos, "materialized table %s: column %q declared twice", id, c.Name)
+		}
+		if i < last {
+			b.fail(c.Pos, "materialized table %s: column %q is declared after %q, but the query produces it before; declare columns in the query's order", id, c.Name, lastName)
+		}
+		last, lastName = i, c.Name
+		typ, err := ArrowType(c.Type)
+		if err != nil {
+			panic(bindFail{err})
+		}
+		if !arrow.TypeEqual(typ, fields[i].Type) {
+			b.fail(c.Type.Pos, "materialized table %s: column %q is declared %s, but the query produces %s; cast it in the query (CAST(... AS %s) AS %s)",
+				id, c.Name, SQLTypeName(typ), SQLTypeName(fields[i].Type), SQLTypeName(typ), sql.QuoteIdent(c.Name))
+		}
+		if c.NotNull && fields[i].Nullable {
+			b.fail(c.Pos, "materialized table %s: column %q: only primary key columns can be NOT NULL (a refresh writes what the query produces)", id, c.Name)
+		}
 	}
 }
 
@@ -391,25 +498,25 @@ func (b *binder) bindAlterMaterialized(s *sql.AlterMaterializedTable) Statement 
 		fresh := b.freshness(s.Freshness)
 		change := tablestore.SetFreshness{Millis: fresh.Milliseconds()}
 		if md.DeclaredMode == "" {
-			want := b.wantMode(fresh)
+			want := b.wantMode(t.Ident().Database, fresh)
 			def := tablestore.TableDef{PrimaryKey: t.PrimaryKey(), Options: t.Options()}
 			change.Mode, change.FullReason = b.runMode(t.Ident(), b.viewQuery(s.Pos, t.Ident(), md.Query), def, want, false, s.Pos)
 		}
 		a.Changes = []tablestore.SchemaChange{change}
 	case "AS":
 		var with []*sql.Property
-		opts := t.Options()
+		opts := userOptions(t.Options()) // the new query's columns replace the declared ones
 		for _, k := range slices.Sorted(maps.Keys(opts)) {
 			with = append(with, &sql.Property{Key: k, Value: opts[k]})
 		}
 		for col, f := range md.DateFormatters {
 			with = append(with, &sql.Property{Key: dateFormatterPrefix + col + dateFormatterSuffix, Value: f})
 		}
-		def := b.materializedTable(t.Ident(), s.As, nil, s.Pos, t.PartitionKeys(), with, s.Pos)
+		def := b.materializedTable(t.Ident(), s.As, nil, nil, nil, s.Pos, t.PartitionKeys(), with, s.Pos)
 		def.Comment = t.Comment()
 		want := md.DeclaredMode
 		if want == "" {
-			want = b.wantMode(time.Duration(md.FreshnessMillis) * time.Millisecond)
+			want = b.wantMode(t.Ident().Database, time.Duration(md.FreshnessMillis)*time.Millisecond)
 		}
 		def.Materialized.Mode, def.Materialized.FullReason = b.runMode(t.Ident(), s.As, def, want, md.DeclaredMode != "", s.Pos)
 		a.NewTable = &def
@@ -513,7 +620,8 @@ func (b *binder) showCreateMaterialized(name *sql.Name) Statement {
 	if len(c.PartitionedBy) == 0 {
 		c.PartitionedBy = nil
 	}
-	opts := t.Options()
+	declaredColumns(t, c)
+	opts := userOptions(t.Options())
 	for col, f := range md.DateFormatters {
 		opts[dateFormatterPrefix+col+dateFormatterSuffix] = f
 	}
@@ -521,6 +629,20 @@ func (b *binder) showCreateMaterialized(name *sql.Name) Statement {
 		c.With = append(c.With, &sql.Property{Key: k, Value: opts[k]})
 	}
 	return b.stringValues([]string{"create_materialized_table"}, [][]string{{sql.Format(c)}})
+}
+
+// declaredColumns renders, in c, the column list of materialized table t
+// when it declares more than its key: every column and the watermark.
+func declaredColumns(t *tablestore.Table, c *sql.CreateMaterializedTable) {
+	_, wm := tableComputed(t.Options())
+	if wm == nil {
+		return
+	}
+	for _, f := range t.Schema().Fields() {
+		c.Columns = append(c.Columns, &sql.ColumnDef{Name: f.Name, Type: typeNameOf(f.Type), NotNull: !f.Nullable})
+	}
+	e, _ := parseStoredExpr(wm.expr) // formatted from a parsed expression: it parses
+	c.Watermark = &sql.Watermark{Column: wm.rowtime, Expr: e}
 }
 
 // describeMaterialized adds, after a materialized table's columns, rows
@@ -566,6 +688,7 @@ func (b *binder) describeMaterialized(t *tablestore.Table, rows [][]string) [][]
 	add("next_run", at(st.NextRun))
 	add("job", st.Job)
 	add("last_error", st.LastError)
+	add("failures", strconv.Itoa(st.Failures))
 	return rows
 }
 

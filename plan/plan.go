@@ -43,6 +43,9 @@ type Options struct {
 	// refresh of a materialized table keeps its query's answer on the
 	// sources' current content.
 	StreamAll bool
+	// StreamHeartbeat, if not zero, is how often StreamAll's streams
+	// report progress while idle (DefaultHeartbeat otherwise).
+	StreamHeartbeat time.Duration
 	// FreshnessThreshold: a materialized table whose FRESHNESS is below it
 	// runs CONTINUOUS unless REFRESH_MODE says otherwise (0:
 	// DefaultFreshnessThreshold).
@@ -187,10 +190,17 @@ type AlterTable struct {
 	Changes []tablestore.SchemaChange
 }
 
-// CreateDatabase creates a database.
+// CreateDatabase creates a database, with Options when it creates it.
 type CreateDatabase struct {
 	Name        string
 	IfNotExists bool
+	Options     map[string]string
+}
+
+// AlterDatabase sets options of a database.
+type AlterDatabase struct {
+	Name    string
+	Options map[string]string
 }
 
 // DropDatabase drops a database.
@@ -230,6 +240,7 @@ func (*CreateTable) boundStmt()    {}
 func (*DropTable) boundStmt()      {}
 func (*AlterTable) boundStmt()     {}
 func (*CreateDatabase) boundStmt() {}
+func (*AlterDatabase) boundStmt()  {}
 func (*DropDatabase) boundStmt()   {}
 func (*UseDatabase) boundStmt()    {}
 func (*Explain) boundStmt()        {}

@@ -36,7 +36,7 @@ var sysTableCols = map[string][]isCol{
 		{"database_name", isStr}, {"table_name", isStr}, {"refresh_mode", isStr}, {"full_reason", isStr},
 		{"freshness", isStr}, {"status", isStr}, {"last_refresh", isTime}, {"last_refresh_duration_ms", isInt64},
 		{"source_snapshots", isStr}, {"data_lag_ms", isInt64}, {"next_run", isTime}, {"job_id", isStr},
-		{"last_error", isStr}, {"query", isStr},
+		{"last_error", isStr}, {"failures", isInt64}, {"query", isStr},
 	},
 }
 
@@ -137,7 +137,7 @@ func (b *binder) sysMaterializedRow(pos sql.Pos, t *tablestore.Table) []any {
 	refreshed := !st.LastRefresh.IsZero()
 	return []any{id.Database, id.Table, md.Mode, orNull(md.FullReason), sql.Format(freshnessLiteral(md.FreshnessMillis)), status,
 		timeOrNull(st.LastRefresh), msOrNull(st.LastDuration, refreshed), orNull(st.SourceSnapshots), msOrNull(st.DataLag, refreshed),
-		timeOrNull(st.NextRun), orNull(st.Job), orNull(st.LastError), md.Query}
+		timeOrNull(st.NextRun), orNull(st.Job), orNull(st.LastError), int64(st.Failures), md.Query}
 }
 
 // orNull, timeOrNull and msOrNull give constRows a value, or nil for NULL

@@ -486,13 +486,16 @@ type CreateTable struct {
 }
 
 // CreateMaterializedTable is CREATE [OR ALTER] MATERIALIZED TABLE [IF NOT
-// EXISTS] name [(PRIMARY KEY (...) NOT ENFORCED)] [COMMENT] [PARTITIONED BY]
-// [WITH] [FRESHNESS = INTERVAL ...] [REFRESH_MODE = FULL|CONTINUOUS] AS query.
+// EXISTS] name [(columns, PRIMARY KEY (...) NOT ENFORCED, WATERMARK ...)]
+// [COMMENT] [PARTITIONED BY] [WITH] [FRESHNESS = INTERVAL ...]
+// [REFRESH_MODE = FULL|CONTINUOUS] AS query.
 type CreateMaterializedTable struct {
 	Pos           Pos
 	OrAlter       bool
 	IfNotExists   bool
 	Name          *Name
+	Columns       []*ColumnDef
+	Watermark     *Watermark
 	PrimaryKey    []string
 	PrimaryKeyPos Pos
 	Comment       string
@@ -654,6 +657,13 @@ type CreateDatabase struct {
 	Name        string
 	Comment     string
 	With        []*Property
+}
+
+// AlterDatabase is ALTER DATABASE name SET ('key' = 'value', ...).
+type AlterDatabase struct {
+	Pos  Pos
+	Name string
+	Set  []*Property
 }
 
 // DropDatabase is DROP DATABASE [IF EXISTS] name [CASCADE|RESTRICT].
@@ -838,6 +848,7 @@ func (n *Merge) Position() Pos                   { return n.Pos }
 func (n *Assignment) Position() Pos              { return n.Pos }
 func (n *Delete) Position() Pos                  { return n.Pos }
 func (n *CreateDatabase) Position() Pos          { return n.Pos }
+func (n *AlterDatabase) Position() Pos           { return n.Pos }
 func (n *DropDatabase) Position() Pos            { return n.Pos }
 func (n *Use) Position() Pos                     { return n.Pos }
 func (n *StopJob) Position() Pos                 { return n.Pos }
@@ -863,6 +874,7 @@ func (*Update) stmt()                  {}
 func (*Merge) stmt()                   {}
 func (*Delete) stmt()                  {}
 func (*CreateDatabase) stmt()          {}
+func (*AlterDatabase) stmt()           {}
 func (*DropDatabase) stmt()            {}
 func (*Use) stmt()                     {}
 func (*StopJob) stmt()                 {}

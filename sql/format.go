@@ -660,6 +660,11 @@ func (f *formatter) node(n Node) {
 			f.w(" WITH ")
 			f.props(n.With)
 		}
+	case *AlterDatabase:
+		f.w("ALTER DATABASE ")
+		f.ident(n.Name)
+		f.w(" SET ")
+		f.props(n.Set)
 	case *DropDatabase:
 		f.w("DROP DATABASE ")
 		if n.IfExists {
@@ -913,33 +918,40 @@ func (f *formatter) createTable(n *CreateTable) {
 		f.w("IF NOT EXISTS ")
 	}
 	f.parts(n.Name.Parts)
-	if n.Columns != nil || n.PrimaryKey != nil || n.Watermark != nil {
-		f.w(" (")
-		sep := ""
-		for _, c := range n.Columns {
-			f.w(sep)
-			f.columnDef(c)
-			sep = ", "
-		}
-		if n.Watermark != nil {
-			f.w(sep, "WATERMARK FOR ")
-			f.ident(n.Watermark.Column)
-			f.w(" AS ")
-			f.node(n.Watermark.Expr)
-			sep = ", "
-		}
-		if n.PrimaryKey != nil {
-			f.w(sep, "PRIMARY KEY (")
-			f.idents(n.PrimaryKey)
-			f.w(") NOT ENFORCED")
-		}
-		f.w(")")
-	}
+	f.tableElements(n.Columns, n.PrimaryKey, n.Watermark)
 	f.tableTail(n.Comment, n.PartitionedBy, n.With)
 	if n.As != nil {
 		f.w(" AS ")
 		f.node(n.As)
 	}
+}
+
+// tableElements writes a table's column list (the parser's
+// tableElements), if it has one.
+func (f *formatter) tableElements(cols []*ColumnDef, pk []string, wm *Watermark) {
+	if cols == nil && pk == nil && wm == nil {
+		return
+	}
+	f.w(" (")
+	sep := ""
+	for _, c := range cols {
+		f.w(sep)
+		f.columnDef(c)
+		sep = ", "
+	}
+	if wm != nil {
+		f.w(sep, "WATERMARK FOR ")
+		f.ident(wm.Column)
+		f.w(" AS ")
+		f.node(wm.Expr)
+		sep = ", "
+	}
+	if pk != nil {
+		f.w(sep, "PRIMARY KEY (")
+		f.idents(pk)
+		f.w(") NOT ENFORCED")
+	}
+	f.w(")")
 }
 
 // partitionSpec writes " PARTITION (col = value, ...)".

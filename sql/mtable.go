@@ -8,16 +8,7 @@ func (p *parser) parseCreateMaterialized(pos Pos, orAlter bool) Statement {
 		p.failf(pos, "CREATE OR ALTER MATERIALIZED TABLE cannot have IF NOT EXISTS")
 	}
 	if p.acceptP("(") {
-		if p.acceptK("constraint") {
-			p.ident("constraint name")
-		}
-		if !p.isK("primary") {
-			p.failf(p.peek().pos, "expected PRIMARY KEY in the column list of a materialized table (its columns are its query's), found %s", p.describe(p.peek()))
-		}
-		m.PrimaryKeyPos = p.expectK("primary", "key")
-		m.PrimaryKey = p.parenIdentList("column name")
-		p.notEnforced()
-		p.expectP(")")
+		m.Columns, m.PrimaryKey, m.PrimaryKeyPos, m.Watermark = p.tableElements()
 	}
 	m.Comment, m.PartitionedBy, m.With = p.tableTail()
 	if p.acceptK("freshness") {
@@ -85,11 +76,7 @@ func (f *formatter) createMaterialized(n *CreateMaterializedTable) {
 		f.w("IF NOT EXISTS ")
 	}
 	f.parts(n.Name.Parts)
-	if n.PrimaryKey != nil {
-		f.w(" (PRIMARY KEY (")
-		f.idents(n.PrimaryKey)
-		f.w(") NOT ENFORCED)")
-	}
+	f.tableElements(n.Columns, n.PrimaryKey, n.Watermark)
 	f.tableTail(n.Comment, n.PartitionedBy, n.With)
 	if n.Freshness != nil {
 		f.w(" FRESHNESS = ")

@@ -719,43 +719,7 @@ func (p *parser) parseCreate() Statement {
 func (p *parser) parseCreateTable(pos Pos) Statement {
 	c := &CreateTable{Pos: pos, IfNotExists: p.ifNotExists(), Name: p.name("table name")}
 	if p.acceptP("(") {
-		for {
-			switch {
-			case p.isK("primary") || p.isK("constraint"):
-				if p.acceptK("constraint") {
-					p.ident("constraint name")
-				}
-				if c.PrimaryKey != nil {
-					p.failf(p.peek().pos, "multiple primary keys")
-				}
-				c.PrimaryKeyPos = p.expectK("primary", "key")
-				c.PrimaryKey = p.parenIdentList("column name")
-				p.notEnforced()
-			case p.isK("watermark"):
-				wpos := p.expectK("watermark", "for")
-				col, _ := p.ident("column name")
-				p.expectK("as")
-				c.Watermark = &Watermark{Pos: wpos, Column: col, Expr: p.parseExpr()}
-			default:
-				col := p.columnDef(true)
-				if p.isK("primary") {
-					if c.PrimaryKey != nil {
-						p.failf(p.peek().pos, "multiple primary keys")
-					}
-					c.PrimaryKeyPos = p.expectK("primary", "key")
-					c.PrimaryKey = []string{col.Name}
-					p.notEnforced()
-				}
-				if p.acceptK("comment") && col.Comment == "" {
-					col.Comment, _ = p.str("comment")
-				}
-				c.Columns = append(c.Columns, col)
-			}
-			if !p.acceptP(",") {
-				break
-			}
-		}
-		p.expectP(")")
+		c.Columns, c.PrimaryKey, c.PrimaryKeyPos, c.Watermark = p.tableElements()
 	}
 	c.Comment, c.PartitionedBy, c.With = p.tableTail()
 	if p.acceptK("as") {
@@ -765,6 +729,49 @@ func (p *parser) parseCreateTable(pos Pos) Statement {
 		p.failf(p.peek().pos, "CREATE TABLE needs a column list or AS query")
 	}
 	return c
+}
+
+// tableElements parses a table's column list after its "(", through its
+// ")": columns (computed ones too), PRIMARY KEY and WATERMARK.
+func (p *parser) tableElements() (cols []*ColumnDef, pk []string, pkPos Pos, wm *Watermark) {
+	for {
+		switch {
+		case p.isK("primary") || p.isK("constraint"):
+			if p.acceptK("constraint") {
+				p.ident("constraint name")
+			}
+			if pk != nil {
+				p.failf(p.peek().pos, "multiple primary keys")
+			}
+			pkPos = p.expectK("primary", "key")
+			pk = p.parenIdentList("column name")
+			p.notEnforced()
+		case p.isK("watermark"):
+			wpos := p.expectK("watermark", "for")
+			col, _ := p.ident("column name")
+			p.expectK("as")
+			wm = &Watermark{Pos: wpos, Column: col, Expr: p.parseExpr()}
+		default:
+			col := p.columnDef(true)
+			if p.isK("primary") {
+				if pk != nil {
+					p.failf(p.peek().pos, "multiple primary keys")
+				}
+				pkPos = p.expectK("primary", "key")
+				pk = []string{col.Name}
+				p.notEnforced()
+			}
+			if p.acceptK("comment") && col.Comment == "" {
+				col.Comment, _ = p.str("comment")
+			}
+			cols = append(cols, col)
+		}
+		if !p.acceptP(",") {
+			break
+		}
+	}
+	p.expectP(")")
+	return cols, pk, pkPos, wm
 }
 
 // tableTail parses the optional COMMENT, PARTITIONED BY and WITH clauses
@@ -860,6 +867,16 @@ func (p *parser) parseAlter() Statement {
 	if p.acceptK("materialized") {
 		p.expectK("table")
 		return p.parseAlterMaterialized(pos)
+	}
+	if p.acceptK("database") || p.acceptK("schema") {
+		a := &AlterDatabase{Pos: pos}
+		a.Name, _ = p.ident("database name")
+		p.expectK("set")
+		a.Set = p.properties()
+		return a
+	}
+	if !p.isK("table") {
+		p.failf(p.peek().pos, "expected TABLE, MATERIALIZED TABLE or DATABASE after ALTER, found %s", p.describe(p.peek()))
 	}
 	p.expectK("table")
 	a := &AlterTable{Pos: pos, Name: p.name("table name")}

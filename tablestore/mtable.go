@@ -32,6 +32,10 @@ type MaterializedDef struct {
 	// values (partition.fields.<col>.date-formatter): a scheduled refresh
 	// then recomputes only the current period's partition.
 	DateFormatters map[string]string `json:"dateFormatters,omitempty"`
+	// Owner is the user who created the table or last gave it its query:
+	// its refreshes and its continuous job read the sources with that
+	// user's grants ("": created without authentication).
+	Owner string `json:"owner,omitempty"`
 }
 
 func (d *MaterializedDef) clone() *MaterializedDef {
@@ -133,6 +137,9 @@ func (t *Table) SnapshotTime(ctx context.Context, id int64) (int64, error) {
 type MaterializedState struct {
 	LastError       string `json:"lastError,omitempty"`
 	LastErrorMillis int64  `json:"lastErrorMillis,omitempty"`
+	// Failures counts the failed refreshes (or job runs) in a row, which
+	// space the retries.
+	Failures int `json:"failures,omitempty"`
 }
 
 // The state of materialized tables lives beside the tables of their
@@ -149,19 +156,63 @@ func (s *Store) PutMaterializedState(ctx context.Context, id Ident, state Materi
 	if err := validateIdent(id); err != nil {
 		return err
 	}
-	dir := joinPath(s.dbDir(id.Database), mtableDirName)
-	if err := s.fs.MkdirAll(dir); err != nil {
+	if err := s.replaceMeta(joinPath(s.dbDir(id.Database), mtableDirName), id.Table, state); err != nil {
 		return fmt.Errorf("materialized table %s: %w", id, err)
+	}
+	return nil
+}
+
+// replaceMeta replaces file name in dir (created if missing) with v,
+// atomically.
+func (s *Store) replaceMeta(dir, name string, v any) error {
+	if err := s.fs.MkdirAll(dir); err != nil {
+		return err
 	}
 	tmp := joinPath(dir, ".tmp-"+newUUID())
-	if _, err := writeMeta(s.fs, tmp, state); err != nil {
-		return fmt.Errorf("materialized table %s: %w", id, err)
+	if _, err := writeMeta(s.fs, tmp, v); err != nil {
+		return err
 	}
-	if err := s.fs.Rename(tmp, s.mtableStatePath(id)); err != nil {
+	if err := s.fs.Rename(tmp, joinPath(dir, name)); err != nil {
 		_ = s.fs.Remove(tmp)
-		return fmt.Errorf("materialized table %s: %w", id, err)
+		return err
 	}
 	return s.fs.SyncDir(dir)
+}
+
+// A database's options (CREATE DATABASE ... WITH, ALTER DATABASE ... SET)
+// live in one file beside its tables, under a name no table can have.
+const dbOptionsName = "_options"
+
+// DatabaseOptions reads the options of database db (none: an empty map).
+func (s *Store) DatabaseOptions(ctx context.Context, db string) (map[string]string, error) {
+	if err := validateName("database", db); err != nil {
+		return nil, err
+	}
+	if ok, err := s.dbExists(db); err != nil || !ok {
+		if err == nil {
+			err = fmt.Errorf("database %q: %w", db, ErrDatabaseNotFound)
+		}
+		return nil, err
+	}
+	opts := map[string]string{}
+	if err := readMeta(s.fs, joinPath(s.dbDir(db), dbOptionsName), &opts); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("database %q options: %w", db, err)
+	}
+	return opts, nil
+}
+
+// SetDatabaseOptions sets options of database db, keeping its others.
+// Concurrent calls on one database may lose one's keys: they are DDL.
+func (s *Store) SetDatabaseOptions(ctx context.Context, db string, set map[string]string) error {
+	opts, err := s.DatabaseOptions(ctx, db)
+	if err != nil {
+		return err
+	}
+	maps.Copy(opts, set)
+	if err := s.replaceMeta(s.dbDir(db), dbOptionsName, opts); err != nil {
+		return fmt.Errorf("database %q options: %w", db, err)
+	}
+	return nil
 }
 
 // MaterializedState reads the state of materialized table id; the zero

@@ -97,7 +97,11 @@ func run() error {
 	if err := os.MkdirAll(spill, 0o755); err != nil {
 		return err
 	}
-	eng, err := engine.Open(ctx, engine.Config{Mem: memory.NewGoAllocator(), Root: root, QueryMemory: queryBytes, Plan: plan.Options{FreshnessThreshold: *mtThresh}, SpillDir: spill, CacheBytes: cacheBytes, Parallelism: *parallel})
+	cfg := engine.Config{Mem: memory.NewGoAllocator(), Root: root, QueryMemory: queryBytes, Plan: plan.Options{FreshnessThreshold: *mtThresh}, SpillDir: spill, CacheBytes: cacheBytes, Parallelism: *parallel}
+	if *authFile != "" {
+		cfg.OwnerGrants = flightsql.OwnerGrants(grants)
+	}
+	eng, err := engine.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -87,8 +87,18 @@ func start(t *testing.T, bin, dataDir string, flags ...string) *process {
 
 func (p *process) connect(t *testing.T) (adbc.Connection, func()) {
 	t.Helper()
+	return p.connectAs(t, "", "")
+}
+
+// connectAs connects as user (none: "") with password.
+func (p *process) connectAs(t *testing.T, user, password string) (adbc.Connection, func()) {
+	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	db, err := adbcflightsql.NewDriver(mem).NewDatabase(map[string]string{adbc.OptionKeyURI: "grpc://" + p.addr})
+	opts := map[string]string{adbc.OptionKeyURI: "grpc://" + p.addr}
+	if user != "" {
+		opts[adbc.OptionKeyUsername], opts[adbc.OptionKeyPassword] = user, password
+	}
+	db, err := adbcflightsql.NewDriver(mem).NewDatabase(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

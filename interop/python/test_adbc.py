@@ -335,3 +335,65 @@ def test_data_error_message(conn):
     assert "MISSING" not in msg
     assert "line 1:8" in msg and "SQLSTATE 22012" in msg
     cur.close()
+
+
+def test_materialized_table_every_statement(conn):
+    """The statements of issue 13 the test above leaves out, through the
+    DB-API: a column list with a watermark, IF NOT EXISTS, CREATE OR ALTER,
+    a partitioned table refreshed by partition with a date formatter,
+    RESUME WITH, SHOW CREATE (whose text creates the table again), DESCRIBE
+    EXTENDED, the per-database freshness threshold and DROP IF EXISTS."""
+    cur = conn.cursor()
+    cur.execute("CREATE DATABASE py_mt WITH "
+                "('materialized-table.refresh-mode.freshness-threshold' = '2 h')")
+    cur.execute("CREATE TABLE py_mt.orders (id BIGINT NOT NULL, ds STRING NOT NULL, amount INT, "
+                "ts TIMESTAMP(3), PRIMARY KEY (id) NOT ENFORCED)")
+    cur.execute("INSERT INTO py_mt.orders VALUES (1, '2026-11-30', 10, TIMESTAMP '2026-11-30 10:00:00'), "
+                "(2, '2026-12-01', 5, TIMESTAMP '2026-12-01 09:00:00')")
+    cur.execute("CREATE MATERIALIZED TABLE py_mt.typed (id BIGINT NOT NULL, ts TIMESTAMP(3), "
+                "WATERMARK FOR ts AS ts - INTERVAL '5' SECOND, PRIMARY KEY (id) NOT ENFORCED) "
+                "FRESHNESS = INTERVAL '1' HOUR AS SELECT id, amount, ts FROM py_mt.orders")
+    cur.execute("SHOW CREATE MATERIALIZED TABLE py_mt.typed")
+    ddl = cur.fetchall()[0][0]
+    assert "WATERMARK FOR ts AS (ts - INTERVAL '5' SECOND)" in ddl and "PRIMARY KEY (id)" in ddl
+    # Below the database's 2 h threshold: CONTINUOUS.
+    cur.execute("DESCRIBE EXTENDED py_mt.typed")
+    d = {r[0]: r[1] for r in cur.fetchall()}
+    assert d["refresh_mode"] == "CONTINUOUS" and d["freshness"] == "INTERVAL '1' HOUR"
+    assert {"last_refresh", "data_lag", "next_run", "job", "last_error", "failures"} <= d.keys()
+    cur.execute("DROP MATERIALIZED TABLE py_mt.typed")
+    cur.execute(ddl)  # SHOW CREATE's text creates it again
+    cur.execute("CREATE MATERIALIZED TABLE IF NOT EXISTS py_mt.typed AS SELECT 1 AS x FROM py_mt.orders")
+    cur.execute("SELECT count(*) FROM py_mt.typed")
+    assert cur.fetchall() == [(2,)]
+    with pytest.raises(Exception, match="is declared INT, but the query produces BIGINT"):
+        cur.execute("CREATE MATERIALIZED TABLE py_mt.bad (id INT) AS SELECT id FROM py_mt.orders")
+
+    cur.execute("ALTER DATABASE py_mt SET ('materialized-table.refresh-mode.freshness-threshold' = '30 min')")
+    cur.execute("CREATE MATERIALIZED TABLE py_mt.daily PARTITIONED BY (ds) "
+                "WITH ('partition.fields.ds.date-formatter' = 'yyyy-MM-dd') "
+                "FRESHNESS = INTERVAL '1' HOUR "
+                "AS SELECT ds, sum(amount) AS total FROM py_mt.orders GROUP BY ds")
+    cur.execute("SELECT refresh_mode FROM sys.materialized_tables "
+                "WHERE database_name = 'py_mt' AND table_name = 'daily'")
+    assert cur.fetchall() == [("FULL",)]
+    cur.execute("INSERT INTO py_mt.orders VALUES (3, '2026-11-30', 1, NULL), (4, '2026-12-01', 2, NULL)")
+    cur.execute("ALTER MATERIALIZED TABLE py_mt.daily REFRESH PARTITION (ds = '2026-11-30')")
+    cur.execute("SELECT ds, total FROM py_mt.daily ORDER BY ds")
+    assert cur.fetchall() == [("2026-11-30", 11), ("2026-12-01", 5)]  # only that partition
+    cur.execute("ALTER MATERIALIZED TABLE py_mt.daily SUSPEND")
+    cur.execute("ALTER MATERIALIZED TABLE py_mt.daily RESUME WITH ('write-buffer-size' = '4 mb')")
+    cur.execute("SHOW CREATE MATERIALIZED TABLE py_mt.daily")
+    ddl = cur.fetchall()[0][0]
+    assert "'write-buffer-size' = '4 mb'" in ddl and "'partition.fields.ds.date-formatter' = 'yyyy-MM-dd'" in ddl
+    cur.execute("CREATE OR ALTER MATERIALIZED TABLE py_mt.daily PARTITIONED BY (ds) "
+                "WITH ('partition.fields.ds.date-formatter' = 'yyyy-MM-dd') FRESHNESS = INTERVAL '1' HOUR "
+                "AS SELECT ds, count(*) AS n FROM py_mt.orders GROUP BY ds")
+    cur.execute("SELECT ds, n FROM py_mt.daily ORDER BY ds")
+    assert cur.fetchall() == [("2026-11-30", 2), ("2026-12-01", 2)]
+    cur.execute("SHOW MATERIALIZED TABLES FROM py_mt")
+    assert sorted(r[0] for r in cur.fetchall()) == ["daily", "typed"]
+    cur.execute("DROP MATERIALIZED TABLE IF EXISTS py_mt.nope")
+    cur.execute("DROP MATERIALIZED TABLE py_mt.daily")
+    cur.execute("DROP DATABASE py_mt CASCADE")
+    cur.close()

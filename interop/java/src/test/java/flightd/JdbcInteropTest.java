@@ -184,6 +184,74 @@ public class JdbcInteropTest {
     }
   }
 
+  /** DESCRIBE EXTENDED's rows of a materialized table as name -> value. */
+  private static java.util.Map<String, String> describe(Statement st, String table) throws Exception {
+    java.util.Map<String, String> d = new java.util.HashMap<>();
+    try (ResultSet rs = st.executeQuery("DESCRIBE EXTENDED " + table)) {
+      while (rs.next()) d.put(rs.getString(1), rs.getString(2));
+    }
+    return d;
+  }
+
+  private static String firstString(Statement st, String q) throws Exception {
+    try (ResultSet rs = st.executeQuery(q)) {
+      assertTrue(q, rs.next());
+      return rs.getString(1);
+    }
+  }
+
+  /**
+   * The statements of issue 13 the test above leaves out: a column list with a watermark, IF NOT
+   * EXISTS, CREATE OR ALTER, REFRESH PARTITION with a date formatter, RESUME WITH, AS SELECT,
+   * SHOW CREATE (whose text creates the table again), SHOW MATERIALIZED TABLES, the per-database
+   * freshness threshold and DROP IF EXISTS.
+   */
+  @Test
+  public void materializedTableEveryStatement() throws Exception {
+    try (Statement st = conn.createStatement()) {
+      st.execute("CREATE DATABASE jdbc_mt WITH ('materialized-table.refresh-mode.freshness-threshold' = '2 h')");
+      st.execute("CREATE TABLE jdbc_mt.orders (id BIGINT NOT NULL, ds STRING NOT NULL, amount INT, ts TIMESTAMP(3), PRIMARY KEY (id) NOT ENFORCED)");
+      st.executeUpdate("INSERT INTO jdbc_mt.orders VALUES (1, '2026-11-30', 10, TIMESTAMP '2026-11-30 10:00:00'), (2, '2026-12-01', 5, NULL)");
+      st.execute("CREATE MATERIALIZED TABLE jdbc_mt.typed (id BIGINT NOT NULL, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND, PRIMARY KEY (id) NOT ENFORCED) FRESHNESS = INTERVAL '1' HOUR AS SELECT id, amount, ts FROM jdbc_mt.orders");
+      java.util.Map<String, String> d = describe(st, "jdbc_mt.typed");
+      assertEquals("CONTINUOUS", d.get("refresh_mode")); // under the database's 2 h threshold
+      assertEquals("0", d.get("failures"));
+      String ddl = firstString(st, "SHOW CREATE MATERIALIZED TABLE jdbc_mt.typed");
+      assertTrue(ddl, ddl.contains("WATERMARK FOR ts AS (ts - INTERVAL '5' SECOND)"));
+      st.execute("DROP MATERIALIZED TABLE jdbc_mt.typed");
+      st.execute(ddl);
+      st.execute("CREATE MATERIALIZED TABLE IF NOT EXISTS jdbc_mt.typed AS SELECT 1 AS x FROM jdbc_mt.orders");
+      assertEquals("2", firstString(st, "SELECT count(*) FROM jdbc_mt.typed"));
+
+      st.execute("ALTER DATABASE jdbc_mt SET ('materialized-table.refresh-mode.freshness-threshold' = '30 min')");
+      st.execute("CREATE MATERIALIZED TABLE jdbc_mt.daily PARTITIONED BY (ds) WITH ('partition.fields.ds.date-formatter' = 'yyyy-MM-dd') FRESHNESS = INTERVAL '1' HOUR AS SELECT ds, sum(amount) AS total FROM jdbc_mt.orders GROUP BY ds");
+      assertEquals("FULL", describe(st, "jdbc_mt.daily").get("refresh_mode"));
+      st.executeUpdate("INSERT INTO jdbc_mt.orders VALUES (3, '2026-11-30', 1, NULL), (4, '2026-12-01', 2, NULL)");
+      st.execute("ALTER MATERIALIZED TABLE jdbc_mt.daily REFRESH PARTITION (ds = '2026-11-30')");
+      List<String> rows = new ArrayList<>();
+      try (ResultSet rs = st.executeQuery("SELECT ds, total FROM jdbc_mt.daily ORDER BY ds")) {
+        while (rs.next()) rows.add(rs.getString(1) + "=" + rs.getLong(2));
+      }
+      assertEquals(List.of("2026-11-30=11", "2026-12-01=5"), rows); // only that partition
+      st.execute("ALTER MATERIALIZED TABLE jdbc_mt.daily SUSPEND");
+      st.execute("ALTER MATERIALIZED TABLE jdbc_mt.daily RESUME WITH ('write-buffer-size' = '4 mb')");
+      ddl = firstString(st, "SHOW CREATE MATERIALIZED TABLE jdbc_mt.daily");
+      assertTrue(ddl, ddl.contains("'write-buffer-size' = '4 mb'"));
+      st.execute("ALTER MATERIALIZED TABLE jdbc_mt.daily AS SELECT ds, count(*) AS n FROM jdbc_mt.orders GROUP BY ds");
+      assertEquals("2", firstString(st, "SELECT n FROM jdbc_mt.daily WHERE ds = '2026-11-30'"));
+      st.execute("CREATE OR ALTER MATERIALIZED TABLE jdbc_mt.daily PARTITIONED BY (ds) FRESHNESS = INTERVAL '1' HOUR AS SELECT ds, max(amount) AS top FROM jdbc_mt.orders GROUP BY ds");
+      assertEquals("10", firstString(st, "SELECT top FROM jdbc_mt.daily WHERE ds = '2026-11-30'"));
+      List<String> names = new ArrayList<>();
+      try (ResultSet rs = st.executeQuery("SHOW MATERIALIZED TABLES FROM jdbc_mt")) {
+        while (rs.next()) names.add(rs.getString(1));
+      }
+      assertEquals(List.of("daily", "typed"), names);
+      st.execute("DROP MATERIALIZED TABLE IF EXISTS jdbc_mt.nope");
+      st.execute("DROP MATERIALIZED TABLE jdbc_mt.daily");
+      st.execute("DROP DATABASE jdbc_mt CASCADE");
+    }
+  }
+
   @Test
   public void millionRowResult() throws Exception {
     long rows = 0, sum = 0;
