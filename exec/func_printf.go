@@ -14,10 +14,12 @@ import (
 )
 
 // PRINTF(format, args...) formats as Java's String.format with Locale.US,
-// which Flink calls: a NULL argument prints as "null", a NULL format gives
-// NULL. The conversions are %s %S %d %x %X %o %f %e %E %b %B %c %n %% with
-// an argument index (%2$s), the flags - 0 + and space, a width and a
-// precision; others (%g, %t, the , and ( flags) are refused by name.
+// which Flink calls: a NULL argument prints as "null"; a NULL format, and
+// any format Java would throw on (a missing argument, a conversion that does
+// not fit the argument's type), give NULL, as in Flink. The conversions are
+// %s %S %d %x %X %o %f %e %E %b %B %c %n %% with an argument index (%2$s),
+// the flags - 0 + and space, a width and a precision; others (%g, %t, the
+// , ( and # flags) give NULL too.
 
 // printfSpec is one conversion of a format.
 type printfSpec struct {
@@ -188,25 +190,12 @@ func printfNumber(goFmt string, conv byte, a arrow.Array, bits, i int) (string, 
 	return "", fmt.Errorf("%w: PRINTF conversion %%%c", vectorized.ErrInvalidValue, conv)
 }
 
-func resolvePrintf(types []arrow.DataType, args []Expr) (*impl, error) {
+func resolvePrintf(types []arrow.DataType, _ []Expr) (*impl, error) {
 	if len(types) == 0 {
 		return nil, fmt.Errorf("needs a format")
 	}
 	if !vectorized.IsString(types[0]) && types[0].ID() != arrow.NULL {
 		return nil, fmt.Errorf("argument 1 (the format) must be a string, not %s", types[0])
-	}
-	if args != nil {
-		if f, ok := literalString(args[0]); ok {
-			specs, err := parsePrintf(f)
-			if err != nil {
-				return nil, err
-			}
-			for _, sp := range specs {
-				if sp.arg >= len(types)-1 {
-					return nil, fmt.Errorf("%w: PRINTF format %q needs argument %d, %d given", vectorized.ErrInvalidValue, f, sp.arg+1, len(types)-1)
-				}
-			}
-		}
 	}
 	argTypes := append([]arrow.DataType{strType}, types[1:]...)
 	bits := make([]int, len(types))
@@ -227,7 +216,7 @@ func resolvePrintf(types []arrow.DataType, args []Expr) (*impl, error) {
 			if !ok {
 				var err error
 				if specs, err = parsePrintf(f); err != nil {
-					return "", false, err
+					return "", false, nil
 				}
 				parsed[f] = specs
 			}
@@ -237,11 +226,8 @@ func resolvePrintf(types []arrow.DataType, args []Expr) (*impl, error) {
 				if sp.arg < 0 {
 					continue
 				}
-				if sp.arg >= len(a)-1 {
-					return "", false, fmt.Errorf("%w: PRINTF format %q needs argument %d, %d given", vectorized.ErrInvalidValue, f, sp.arg+1, len(a)-1)
-				}
-				if err := printfArg(&sb, sp, a[sp.arg+1], bits[sp.arg+1], i); err != nil {
-					return "", false, err
+				if sp.arg >= len(a)-1 || printfArg(&sb, sp, a[sp.arg+1], bits[sp.arg+1], i) != nil {
+					return "", false, nil
 				}
 			}
 			return sb.String(), true, nil
