@@ -1145,6 +1145,9 @@ func (sb *streamBuilder) windowAggregate(x *sWindowAgg, in stream.Operator) (str
 	if err != nil {
 		return nil, err
 	}
+	if ws := windowSpec(x.call); ws.Kind == stream.Session {
+		return stream.NewSessionAggregate(sb.ec, in, ws.Size, rowtime, keys, names, specs, sb.budget)
+	}
 	return stream.NewWindowAggregate(sb.ec, in, windowSpec(x.call), rowtime, keys, names, specs, sb.budget)
 }
 

@@ -38,7 +38,8 @@
 // Aggregate (GROUP BY with retraction, HAVING), Join (inner, left, right,
 // full, semi, anti on equality keys plus a residual), Rank (top-N and
 // deduplication with retraction), UnionAll,
-// WindowAggregate (window TVF aggregation by event time), WindowJoin and
+// WindowAggregate (window TVF aggregation by event time), SessionAggregate
+// (SESSION windows), WindowJoin and
 // IntervalJoin (joins by event time, state freed by watermark), and Sink.
 //
 // # Event time

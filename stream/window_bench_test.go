@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math/rand"
 	"syscall"
@@ -107,6 +108,35 @@ func BenchmarkWindowAggregate(b *testing.B) {
 			cpu := cpuTime(b)
 			drainAll(b, w)
 			// The machine is shared: CPU time gives the rate per core.
+			b.ReportMetric(float64(b.N)/(cpuTime(b)-cpu).Seconds(), "events/cpu-s")
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}
+
+// BenchmarkSessionAggregate: events per second through a SESSION
+// aggregation by k (1000 keys, an event of a key every second on average)
+// with count, sum and max, 1024 events per snapshot; sessions of a 500 ms
+// gap (1-2 events) and of a 3 s gap (about 20 events).
+func BenchmarkSessionAggregate(b *testing.B) {
+	for _, gap := range []time.Duration{500 * time.Millisecond, 3 * time.Second} {
+		b.Run(fmt.Sprintf("gap=%s", gap), func(b *testing.B) {
+			mem := memory.NewGoAllocator()
+			ec := exec.NewContext(mem)
+			ts := &arrow.TimestampType{Unit: arrow.Millisecond}
+			schema := withKind([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "x", Type: arrow.PrimitiveTypes.Int64}, {Name: "ts", Type: ts}})
+			in := &events{mem: mem, schema: schema, rng: rand.New(rand.NewSource(1)), n: 1024, rows: b.N, keys: 1000, next: 1_700_000_000_000}
+			s, err := NewSessionAggregate(ec, in, gap, exec.NewColumn(3, ts, "ts"), []exec.Expr{col(1, "k")}, []string{"k"}, []AggSpec{
+				{Func: "count_star", Type: arrow.PrimitiveTypes.Int64, Name: "c"},
+				{Func: "sum", Arg: col(2, "x"), Type: arrow.PrimitiveTypes.Int64, Name: "s"},
+				{Func: "max", Arg: col(2, "x"), Type: arrow.PrimitiveTypes.Int64, Name: "m"},
+			}, NewBudget(0))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			cpu := cpuTime(b)
+			drainAll(b, s)
 			b.ReportMetric(float64(b.N)/(cpuTime(b)-cpu).Seconds(), "events/cpu-s")
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 		})
