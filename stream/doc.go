@@ -39,7 +39,7 @@
 // full, semi, anti on equality keys plus a residual), Rank (top-N and
 // deduplication with retraction), UnionAll,
 // WindowAggregate (window TVF aggregation by event time), SessionAggregate
-// (SESSION windows), WindowJoin and
+// (SESSION windows), WindowRank (window top-N), WindowJoin and
 // IntervalJoin (joins by event time, state freed by watermark), and Sink.
 //
 // # Event time

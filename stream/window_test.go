@@ -142,14 +142,31 @@ func runWindowInvariant(t *testing.T, rng *rand.Rand) {
 			shape.tvf = strings.Replace(shape.tvf, "%s", "%s PARTITION BY k", 1)
 		}
 	}
+	// Half the runs rank the windows' rows: a window top-N, with or
+	// without its row number, ordered totally (k is unique in a window).
+	topN, numbered := rng.Intn(2) == 0, rng.Intn(2) == 0
+	limit := 1 + rng.Intn(2)
 	query := func(table string) string {
-		return fmt.Sprintf("SELECT window_start, window_end%s, count(*), sum(v), max(v), min(v) FROM TABLE(%s) {WHERE} GROUP BY window_start, window_end%s", keys, fmt.Sprintf(shape.tvf, table), keys)
+		agg := fmt.Sprintf("SELECT window_start, window_end%s, count(*) AS c, sum(v) AS s, max(v) AS mx, min(v) AS mn FROM TABLE(%s) {WHERE} GROUP BY window_start, window_end%s", keys, fmt.Sprintf(shape.tvf, table), keys)
+		if !topN {
+			return agg
+		}
+		out := "window_start, window_end" + keys + ", c, s, mx, mn"
+		if numbered {
+			out += ", rn"
+		}
+		return fmt.Sprintf("SELECT %s FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY c DESC, s%s) AS rn FROM (%s)) WHERE rn <= %d", out, keys, agg, limit)
 	}
 	text := strings.Replace(query("t0 /*+ OPTIONS('scan.mode'='latest-full', 'stream.heartbeat-interval'='50ms', 'continuous.discovery-interval'='20ms') */"), "{WHERE}", "", 1)
 	t.Logf("%s (delay %ds)", text, delay)
 	st, err := sess.Prepare(ctx, text, nil)
 	if err != nil {
 		t.Fatalf("%s: %v", text, err)
+	}
+	if topN {
+		if plan := explain(t, ctx, sess, text); !strings.Contains(plan, "WindowTopN") {
+			t.Fatalf("not a window top-N:\n%s", plan)
+		}
 	}
 	w := &windowRun{streamRun: &streamRun{query: text, img: map[string]int{}, events: make(chan event, 4), tables: []int{0}}}
 	sctx, stop := context.WithCancel(plan.WithStreamObserver(ctx, w))
@@ -471,6 +488,7 @@ func TestWindowRefused(t *testing.T) {
 		"SELECT window_start, window_end, auction, count(*) FROM TABLE(SESSION(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end, auction":                                                                 "exactly the columns of the TVF's PARTITION BY",
 		"SELECT window_start, window_end, count(*) FROM TABLE(SESSION(TABLE bid %s PARTITION BY auction, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end":                                                              "exactly the columns of the TVF's PARTITION BY",
 		"SELECT window_start, window_end, price, count(*) FROM TABLE(SESSION(TABLE bid %s PARTITION BY auction, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end, price":                                                "exactly the columns of the TVF's PARTITION BY",
+		"SELECT * FROM (SELECT auction, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY price DESC) AS rn FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND))) WHERE rn <= 2":                              "a window top-N ranks the rows of such an aggregation",
 		"SELECT count(*) FROM TABLE(SESSION(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) a JOIN TABLE(SESSION(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) b ON a.window_start = b.window_start AND a.window_end = b.window_end": "SESSION windows are not supported yet",
 	} {
 		text := strings.ReplaceAll(q, "%s", hint)
@@ -558,5 +576,56 @@ func TestSessionWindows(t *testing.T) {
 	plan := explain(t, ctx, sess, fmt.Sprintf(q, bounded))
 	if want := "WindowAggregate SESSION(ts, gap 3s, partition by auction)"; !strings.Contains(plan, want) {
 		t.Errorf("EXPLAIN lacks %q:\n%s", want, plan)
+	}
+}
+
+// TestWindowTopNBoundedEnd: a window top-N over a window aggregation of a
+// bounded stream emits the top rows of every window once, at the end for
+// the windows the watermark had not closed, and equals the batch query.
+func TestWindowTopNBoundedEnd(t *testing.T) {
+	ctx, sess := windowEngine(t, "(1, 10, TIMESTAMP '2024-01-01 00:00:01'), (2, 5, TIMESTAMP '2024-01-01 00:00:01.5'), (3, 7, TIMESTAMP '2024-01-01 00:00:01'), (1, 1, TIMESTAMP '2024-01-01 00:00:04'), (2, 3, TIMESTAMP '2024-01-01 00:00:05'), (2, 9, TIMESTAMP '2024-01-01 00:00:09')")
+	const q = "SELECT * FROM (SELECT window_start, window_end, auction, total, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY total DESC) AS rn FROM (SELECT window_start, window_end, auction, sum(price) AS total FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end, auction)) WHERE rn <= 2"
+	const bounded = "/*+ OPTIONS('scan.mode'='latest-full', 'scan.bounded.snapshot-id'='1') */"
+	rows := func(text string) []string {
+		t.Helper()
+		st, err := sess.Prepare(ctx, text, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		op, err := st.Query(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := drain(ctx, op)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		slices.Sort(got)
+		return got
+	}
+	want := []string{
+		"2024-01-01 00:00:00|2024-01-01 00:00:02|1|10|1",
+		"2024-01-01 00:00:00|2024-01-01 00:00:02|3|7|2",
+		"2024-01-01 00:00:04|2024-01-01 00:00:06|2|3|1",
+		"2024-01-01 00:00:04|2024-01-01 00:00:06|1|1|2",
+		"2024-01-01 00:00:08|2024-01-01 00:00:10|2|9|1",
+	}
+	slices.Sort(want)
+	if got := rows(fmt.Sprintf(q, "")); !slices.Equal(got, want) {
+		t.Fatalf("batch top-N %q, want %q", got, want)
+	}
+	var got []string
+	for _, r := range rows(fmt.Sprintf(q, bounded)) {
+		k, rest, _ := strings.Cut(r, "|")
+		if k != "+I" {
+			t.Fatalf("a window top-N emitted %s", r)
+		}
+		got = append(got, rest)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("streamed top-N %q, want %q", got, want)
+	}
+	if plan := explain(t, ctx, sess, fmt.Sprintf(q, bounded)); !strings.Contains(plan, "WindowTopN partition: window_start, window_end order: total DESC rows 1 to 2 numbered") {
+		t.Errorf("EXPLAIN:\n%s", plan)
 	}
 }
