@@ -165,6 +165,7 @@ func (p *streamPlanner) planWindowAgg(x *AggNode, in sNode) sNode {
 	}
 	if windowSpec(w.call).Kind == stream.Session {
 		p.checkSessionKeys(x, w, p.windows[x.Groups[w.start].(*ColRef).ID].parts)
+		p.checkSessionUnfiltered(in)
 	}
 	if x.Sets != nil || x.GroupingID != nil {
 		p.refuse("grouping sets are not supported yet")
@@ -217,6 +218,23 @@ func (p *streamPlanner) checkSessionKeys(x *AggNode, w *sWindowAgg, parts []Colu
 	slices.Sort(parts)
 	if !slices.Equal(slices.Compact(groups), slices.Compact(parts)) || slices.Contains(parts, 0) {
 		p.refuse("a SESSION window aggregation over a stream groups by window_start, window_end and exactly the columns of the TVF's PARTITION BY (sessions form per partition)")
+	}
+}
+
+// checkSessionUnfiltered refuses a filter between a SESSION TVF's stream
+// and its aggregation (the scan's pushed filters included): a streaming
+// session forms over the rows that pass it, a batch SESSION TVF over all
+// rows, before the WHERE.
+func (p *streamPlanner) checkSessionUnfiltered(in sNode) {
+	for {
+		switch x := in.(type) {
+		case *sProject:
+			in = x.in
+			continue
+		case *sFilter:
+			p.refuse("a WHERE over the rows of a SESSION TVF over a stream is not supported yet: the batch TVF forms sessions over all rows before the filter, the stream would over the rows it passes")
+		}
+		return
 	}
 }
 

@@ -489,6 +489,7 @@ func TestWindowRefused(t *testing.T) {
 		"SELECT window_start, window_end, count(*) FROM TABLE(SESSION(TABLE bid %s PARTITION BY auction, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end":                                                              "exactly the columns of the TVF's PARTITION BY",
 		"SELECT window_start, window_end, price, count(*) FROM TABLE(SESSION(TABLE bid %s PARTITION BY auction, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end, price":                                                "exactly the columns of the TVF's PARTITION BY",
 		"SELECT * FROM (SELECT auction, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY price DESC) AS rn FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND))) WHERE rn <= 2":                              "a window top-N ranks the rows of such an aggregation",
+		"SELECT window_start, window_end, auction, count(*) FROM TABLE(SESSION(TABLE bid %s PARTITION BY auction, DESCRIPTOR(ts), INTERVAL '2' SECOND)) WHERE price > 5 GROUP BY window_start, window_end, auction":                            "a WHERE over the rows of a SESSION TVF",
 		"SELECT count(*) FROM TABLE(SESSION(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) a JOIN TABLE(SESSION(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) b ON a.window_start = b.window_start AND a.window_end = b.window_end": "SESSION windows are not supported yet",
 	} {
 		text := strings.ReplaceAll(q, "%s", hint)
