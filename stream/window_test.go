@@ -562,6 +562,18 @@ func TestSessionWindows(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("streamed sessions %q, want %q", got, want)
 	}
+	// Nexmark q11's legacy group window is the same SESSION TVF.
+	const legacy = "SELECT S.`start`, S.`end`, S.auction, S.bids, S.total FROM (SELECT B.auction, SESSION_START(B.ts, INTERVAL '3' SECOND) AS `start`, SESSION_END(B.ts, INTERVAL '3' SECOND) AS `end`, count(*) AS bids, sum(B.price) AS total FROM bid %s B GROUP BY B.auction, SESSION(B.ts, INTERVAL '3' SECOND)) S"
+	got = got[:0]
+	for _, r := range rows(fmt.Sprintf(legacy, bounded)) {
+		got = append(got, strings.TrimPrefix(r, "+I|"))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("streamed legacy sessions %q, want %q", got, want)
+	}
+	if got := rows(fmt.Sprintf(legacy, "")); !slices.Equal(got, want) {
+		t.Fatalf("batch legacy sessions %q, want %q", got, want)
+	}
 	// Without PARTITION BY sessions form over all rows (NULL times in
 	// none); window_time is the end less a millisecond.
 	const q2 = "SELECT window_start, window_end, window_time, auction, price FROM TABLE(SESSION(TABLE bid, DESCRIPTOR(ts), INTERVAL '3' SECOND))"
