@@ -233,6 +233,19 @@ func toUnit(v int64, unit arrow.TimeUnit) int64 {
 	return v
 }
 
+// toMicros converts a timestamp value of unit to microseconds.
+func toMicros(v int64, unit arrow.TimeUnit) int64 {
+	switch unit {
+	case arrow.Second:
+		return v * 1e6
+	case arrow.Millisecond:
+		return v * 1e3
+	case arrow.Nanosecond:
+		return v / 1e3
+	}
+	return v
+}
+
 func (w *WindowAggregate) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 	signs, err := kindSigns(b, w.signs)
 	if err != nil {

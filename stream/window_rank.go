@@ -159,19 +159,6 @@ func (w *WindowRank) add(ctx context.Context, b arrow.RecordBatch) error {
 	return w.budget.grow(grow, "a window top-N")
 }
 
-// toMicros converts a timestamp value of unit to microseconds.
-func toMicros(v int64, unit arrow.TimeUnit) int64 {
-	switch unit {
-	case arrow.Second:
-		return v * 1e6
-	case arrow.Millisecond:
-		return v * 1e3
-	case arrow.Nanosecond:
-		return v / 1e3
-	}
-	return v
-}
-
 // fire emits and frees the partitions whose window ends at or before wm,
 // in order of their end, then partition key.
 func (w *WindowRank) fire(wm time.Time) error {
