@@ -247,7 +247,11 @@ func (p *streamPlanner) planWindowProject(x *ProjectNode, pr *sProject, i int) b
 	if c := windowCall(e); c != nil {
 		var parts []ColumnID
 		for _, a := range c.Args[5:] {
-			parts = append(parts, a.(*ColRef).ID)
+			var id ColumnID // 0 (refused by checkSessionKeys) if a rule rewrote the column
+			if r, ok := a.(*ColRef); ok {
+				id = r.ID
+			}
+			parts = append(parts, id)
 		}
 		wc = &windowCol{fn: c.Fn, call: c, parts: through(x, parts)}
 	} else if r, ok := e.(*ColRef); ok && p.windows[r.ID] != nil {
