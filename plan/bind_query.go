@@ -401,6 +401,7 @@ type groupInfo struct {
 }
 
 func (b *binder) bindSelect(sel *sql.Select, outer *scope, orderBy []*sql.OrderItem, hints []arrow.DataType, correlated bool) (Node, *corrResult) {
+	sel = b.rewriteGroupWindow(sel)
 	sb := &selectBinding{sel: sel}
 	var node Node
 	sc := &scope{parent: outer}

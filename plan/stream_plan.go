@@ -80,13 +80,16 @@ func (s *sJoin) cols() []Column { return s.cs }
 
 // sRank is a top-N (ROW_NUMBER() filtered to a range of numbers), a
 // deduplication when it keeps number 1 only; number: the row number is
-// read above it, the last of cs.
+// read above it, the last of cs. windowEnd (0: none) makes it a window
+// top-N: the column of in holding the window_end of the window
+// aggregation it ranks.
 type sRank struct {
-	in     sNode
-	w      *WindowNode
-	lo, hi int64
-	number bool
-	cs     []Column
+	in        sNode
+	w         *WindowNode
+	lo, hi    int64
+	number    bool
+	cs        []Column
+	windowEnd ColumnID
 }
 
 func (s *sRank) cols() []Column { return s.cs }
@@ -138,7 +141,7 @@ func (b *binder) planStream(root Node) *streamPlan {
 	if p.windowAggs != b.streamTVFs {
 		// One row per window needs the window aggregation: a plain
 		// projection would give one row per input row.
-		p.refuse("a window TVF over a stream must be aggregated by its windows: GROUP BY window_start, window_end[, ...]")
+		p.refuse("a window TVF over a stream must be aggregated by its windows: GROUP BY window_start, window_end[, ...] (a window top-N ranks the rows of such an aggregation, not the TVF's)")
 	}
 	if sp.limit != nil && p.stateful {
 		p.refuse("LIMIT over %s: the first rows of its changelog are not a part of its result", p.statefulWhat())
@@ -554,6 +557,55 @@ func (p *streamPlanner) plan(n Node) sNode {
 	return nil
 }
 
+// rankedWindowEnd returns the column of in that a top-N partitioned by
+// window_start and window_end of a window aggregation below it (through
+// projections and filters only: its rows come once per window, when the
+// watermark closes it) holds window_end, or 0.
+func (p *streamPlanner) rankedWindowEnd(w *WindowNode, in sNode) ColumnID {
+	n := in
+	for {
+		switch x := n.(type) {
+		case *sProject:
+			n = x.in
+			continue
+		case *sFilter:
+			n = x.in
+			continue
+		}
+		break
+	}
+	agg, ok := n.(*sWindowAgg)
+	if !ok {
+		return 0
+	}
+	origin := func(id ColumnID) ColumnID {
+		for {
+			next, ok := p.passed[id]
+			if !ok || next == id {
+				return id
+			}
+			id = next
+		}
+	}
+	var start, end ColumnID
+	for _, e := range w.PartitionBy {
+		r, ok := e.(*ColRef)
+		if !ok {
+			continue
+		}
+		switch origin(r.ID) {
+		case agg.cs[0].ID:
+			start = r.ID
+		case agg.cs[1].ID:
+			end = r.ID
+		}
+	}
+	if start == 0 || end == 0 {
+		return 0
+	}
+	return end
+}
+
 // rankShape is the window function a streaming query maintains.
 const rankShape = "ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) filtered by rn <= N (top-N) or rn = 1 (deduplication)"
 
@@ -595,7 +647,7 @@ func (p *streamPlanner) rank(f *FilterNode, w *WindowNode) sNode {
 	for _, k := range w.OrderBy {
 		p.checkKind(k.Expr)
 	}
-	r := &sRank{in: in, w: w, lo: lo, hi: hi, number: p.reads[rn.ID], cs: slices.Clone(in.cols())}
+	r := &sRank{in: in, w: w, lo: lo, hi: hi, number: p.reads[rn.ID], cs: slices.Clone(in.cols()), windowEnd: p.rankedWindowEnd(w, in)}
 	if r.number {
 		r.cs = append(r.cs, rn)
 	} else {
@@ -740,7 +792,9 @@ func (sp *streamPlan) explain(sb *strings.Builder) {
 			sb.WriteString(s + "\n")
 			walk(x.in, depth+1)
 		case *sRank:
-			if x.lo == 1 && x.hi == 1 && len(x.w.PartitionBy) > 0 {
+			if x.windowEnd != 0 {
+				sb.WriteString("WindowTopN")
+			} else if x.lo == 1 && x.hi == 1 && len(x.w.PartitionBy) > 0 {
 				sb.WriteString("IncrementalDeduplicate")
 			} else {
 				sb.WriteString("IncrementalTopN")
@@ -1145,6 +1199,9 @@ func (sb *streamBuilder) windowAggregate(x *sWindowAgg, in stream.Operator) (str
 	if err != nil {
 		return nil, err
 	}
+	if ws := windowSpec(x.call); ws.Kind == stream.Session {
+		return stream.NewSessionAggregate(sb.ec, in, ws.Size, rowtime, keys, names, specs, sb.budget)
+	}
 	return stream.NewWindowAggregate(sb.ec, in, windowSpec(x.call), rowtime, keys, names, specs, sb.budget)
 }
 
@@ -1161,6 +1218,9 @@ func (sb *streamBuilder) rank(x *sRank, in stream.Operator) (stream.Operator, er
 			return nil, err
 		}
 		spec.Order = append(spec.Order, exec.SortKey{Expr: e, Descending: k.Desc, NullsFirst: k.NullsFirst})
+	}
+	if x.windowEnd != 0 {
+		return stream.NewWindowRank(sb.ec, in, spec, lay[x.windowEnd]-1, sb.budget)
 	}
 	return stream.NewRank(sb.ec, in, spec, sb.budget)
 }

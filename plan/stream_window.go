@@ -20,7 +20,8 @@ import (
 // would read the stream once per branch. A streaming TVF is instead one
 // projection whose window_start, window_end and window_time are calls of
 // the functions below (Args: the time column, then the kind, size, step
-// and offset in microseconds). They have no kernel: the streaming planner
+// and offset in microseconds, then a SESSION's PARTITION BY columns). They
+// have no kernel: the streaming planner
 // accepts them only under a window aggregation (GROUP BY window_start,
 // window_end), which assigns the windows itself (stream.WindowAggregate);
 // up to it, window_start carries the row's event time.
@@ -44,13 +45,16 @@ func streamScanOf(n Node) *ScanNode {
 
 // bindStreamWindowTVF binds a window TVF over a stream scan: in's columns
 // plus window_start, window_end and window_time as window calls over ts.
-func (b *binder) bindStreamWindowTVF(pos sql.Pos, in Node, scan *ScanNode, ts *ColRef, kind string, size, step, offset int64, descPos sql.Pos) Node {
+func (b *binder) bindStreamWindowTVF(pos sql.Pos, in Node, scan *ScanNode, ts *ColRef, kind string, size, step, offset int64, descPos sql.Pos, parts ...*ColRef) Node {
 	_, wm := tableComputed(scan.Table.Options())
 	if wm == nil || wm.rowtime != ts.Name {
 		b.fail(descPos, "%s over a stream: DESCRIPTOR(%s) must be the WATERMARK column of %s (declare WATERMARK FOR %s AS %s - INTERVAL ... in its CREATE TABLE)", kind, ts.Name, scan.Table.Ident(), ts.Name, ts.Name)
 	}
 	b.streamTVFs++
 	args := []Expr{ts, int64Const(int64(windowKinds[kind])), int64Const(size * 1e6), int64Const(step * 1e6), int64Const(offset * 1e6)}
+	for _, c := range parts {
+		args = append(args, c)
+	}
 	p := &ProjectNode{Input: in}
 	for _, c := range in.Columns() {
 		p.Exprs = append(p.Exprs, colRef(c))
@@ -63,13 +67,30 @@ func (b *binder) bindStreamWindowTVF(pos sql.Pos, in Node, scan *ScanNode, ts *C
 	return p
 }
 
-var windowKinds = map[string]stream.WindowKind{"TUMBLE": stream.Tumble, "HOP": stream.Hop, "CUMULATE": stream.Cumulate}
+var windowKinds = map[string]stream.WindowKind{"TUMBLE": stream.Tumble, "HOP": stream.Hop, "CUMULATE": stream.Cumulate, "SESSION": stream.Session}
 
 // windowCol is a window column of a streaming TVF as the planner follows
-// it: which bound it is and the call that defines it.
+// it: which bound it is, the call that defines it and, for SESSION, the
+// columns its PARTITION BY columns are at this point of the plan (0: not
+// projected).
 type windowCol struct {
-	fn   string
-	call *Call
+	fn    string
+	call  *Call
+	parts []ColumnID
+}
+
+// through returns the columns of x that pass on the columns ids.
+func through(x *ProjectNode, ids []ColumnID) []ColumnID {
+	out := make([]ColumnID, len(ids))
+	for j, id := range ids {
+		for i, e := range x.Exprs {
+			if r, ok := e.(*ColRef); ok && r.ID == id {
+				out[j] = x.Cols[i].ID
+				break
+			}
+		}
+	}
+	return out
 }
 
 // windowCall returns e as a window call, or nil.
@@ -142,6 +163,10 @@ func (p *streamPlanner) planWindowAgg(x *AggNode, in sNode) sNode {
 	if w.start < 0 || w.end < 0 || !sameWindows(p.windows[x.Groups[w.end].(*ColRef).ID].call, w.call) {
 		p.refuse("a window aggregation over a stream groups by both window_start and window_end of one window TVF")
 	}
+	if windowSpec(w.call).Kind == stream.Session {
+		p.checkSessionKeys(x, w, p.windows[x.Groups[w.start].(*ColRef).ID].parts)
+		p.checkSessionUnfiltered(in)
+	}
 	if x.Sets != nil || x.GroupingID != nil {
 		p.refuse("grouping sets are not supported yet")
 	}
@@ -172,6 +197,47 @@ func (p *streamPlanner) planWindowAgg(x *AggNode, in sNode) sNode {
 	return w
 }
 
+// checkSessionKeys refuses a SESSION aggregation whose groups beyond the
+// window are not its TVF's PARTITION BY columns: sessions form per
+// partition, so only those groups give the batch TVF's sessions.
+func (p *streamPlanner) checkSessionKeys(x *AggNode, w *sWindowAgg, parts []ColumnID) {
+	var groups []ColumnID
+	for i, g := range x.Groups {
+		if i == w.start || i == w.end {
+			continue
+		}
+		r, ok := g.(*ColRef)
+		if !ok {
+			groups = append(groups, 0)
+			continue
+		}
+		groups = append(groups, r.ID)
+	}
+	slices.Sort(groups)
+	parts = slices.Clone(parts)
+	slices.Sort(parts)
+	if !slices.Equal(slices.Compact(groups), slices.Compact(parts)) || slices.Contains(parts, 0) {
+		p.refuse("a SESSION window aggregation over a stream groups by window_start, window_end and exactly the columns of the TVF's PARTITION BY (sessions form per partition)")
+	}
+}
+
+// checkSessionUnfiltered refuses a filter between a SESSION TVF's stream
+// and its aggregation (the scan's pushed filters included): a streaming
+// session forms over the rows that pass it, a batch SESSION TVF over all
+// rows, before the WHERE.
+func (p *streamPlanner) checkSessionUnfiltered(in sNode) {
+	for {
+		switch x := in.(type) {
+		case *sProject:
+			in = x.in
+			continue
+		case *sFilter:
+			p.refuse("a WHERE over the rows of a SESSION TVF over a stream is not supported yet: the batch TVF forms sessions over all rows before the filter, the stream would over the rows it passes")
+		}
+		return
+	}
+}
+
 // planWindowProject plans a projection that defines or passes on window
 // columns: window_start becomes its time column, the other window columns
 // are not computed (the window aggregation computes them).
@@ -179,9 +245,19 @@ func (p *streamPlanner) planWindowProject(x *ProjectNode, pr *sProject, i int) b
 	e := x.Exprs[i]
 	var wc *windowCol
 	if c := windowCall(e); c != nil {
-		wc = &windowCol{fn: c.Fn, call: c}
+		var parts []ColumnID
+		for _, a := range c.Args[5:] {
+			var id ColumnID // 0 (refused by checkSessionKeys) if a rule rewrote the column
+			if r, ok := a.(*ColRef); ok {
+				id = r.ID
+			}
+			parts = append(parts, id)
+		}
+		wc = &windowCol{fn: c.Fn, call: c, parts: through(x, parts)}
 	} else if r, ok := e.(*ColRef); ok && p.windows[r.ID] != nil {
-		wc = p.windows[r.ID]
+		moved := *p.windows[r.ID]
+		moved.parts = through(x, moved.parts)
+		wc = &moved
 	}
 	if wc == nil {
 		p.refuseWindow("an expression", e)
@@ -217,6 +293,13 @@ func windowSpec(c *Call) stream.Windows {
 
 func windowString(c *Call) string {
 	ws := windowSpec(c)
+	if ws.Kind == stream.Session {
+		s := fmt.Sprintf("SESSION(%s, gap %s", c.Args[0], ws.Size)
+		if len(c.Args) > 5 {
+			s += fmt.Sprintf(", partition by %s", exprList(c.Args[5:]))
+		}
+		return s + ")"
+	}
 	kind := map[stream.WindowKind]string{stream.Tumble: "TUMBLE", stream.Hop: "HOP", stream.Cumulate: "CUMULATE"}[ws.Kind]
 	s := fmt.Sprintf("%s(%s, size %s", kind, c.Args[0], ws.Size)
 	if ws.Kind != stream.Tumble {
@@ -316,6 +399,11 @@ func (p *streamPlanner) windowOf(e Expr) *windowCol {
 func (p *streamPlanner) planWindowJoin(x *JoinNode, l, r sNode) *sWindowJoin {
 	if x.Kind != InnerJoin {
 		p.refuse("window joins other than inner joins are not supported yet")
+	}
+	for _, c := range x.Columns() {
+		if wc := p.windows[c.ID]; wc != nil && windowSpec(wc.call).Kind == stream.Session {
+			p.refuse("window joins of SESSION windows are not supported yet")
+		}
 	}
 	w := &sWindowJoin{l: l, r: r, n: x}
 	var found [2]bool

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -16,6 +17,8 @@ import (
 // the table's columns plus window_start, window_end and window_time; a row
 // belongs to every window that contains its time. Window bounds are
 // computed in whole seconds since the epoch (sizes must be whole seconds).
+// SESSION(TABLE t [PARTITION BY k | (k, ...)], DESCRIPTOR(ts), gap) is
+// bindSession's.
 func (b *binder) bindWindowTVF(f *sql.TableFunc, outer, left *scope) (Node, *scope) {
 	call := f.Call
 	kind := strings.ToUpper(call.Name)
@@ -23,6 +26,7 @@ func (b *binder) bindWindowTVF(f *sql.TableFunc, outer, left *scope) (Node, *sco
 		"TUMBLE":   {"data", "timecol", "size", "offset"},
 		"HOP":      {"data", "timecol", "slide", "size", "offset"},
 		"CUMULATE": {"data", "timecol", "step", "size", "offset"},
+		"SESSION":  {"data", "timecol", "gap"},
 	}[kind]
 	if names == nil {
 		b.notImplemented(f.Pos, "table function "+kind)
@@ -38,8 +42,8 @@ func (b *binder) bindWindowTVF(f *sql.TableFunc, outer, left *scope) (Node, *sco
 		}
 		args[names[i]] = a
 	}
-	for _, n := range names[:len(names)-1] {
-		if args[n] == nil {
+	for _, n := range names {
+		if args[n] == nil && n != "offset" {
 			b.fail(call.Pos, "%s needs a %s argument", kind, strings.ToUpper(n))
 		}
 	}
@@ -50,6 +54,9 @@ func (b *binder) bindWindowTVF(f *sql.TableFunc, outer, left *scope) (Node, *sco
 	desc, ok := args["timecol"].(*sql.Descriptor)
 	if !ok || len(desc.Columns) != 1 {
 		b.fail(args["timecol"].Position(), "%s: the time column must be DESCRIPTOR(column)", kind)
+	}
+	if data.PartitionBy != nil && kind != "SESSION" {
+		b.fail(data.PartitionBy[0].Position(), "%s: PARTITION BY applies to SESSION windows only", kind)
 	}
 	table := &sql.TableName{Pos: data.Pos, Name: data.Name, Hints: data.Hints}
 	in, sc := b.bindFrom(table, outer, left)
@@ -69,6 +76,28 @@ func (b *binder) bindWindowTVF(f *sql.TableFunc, outer, left *scope) (Node, *sco
 		}
 		return int64(iv.Days)*86400 + iv.Nanoseconds/1e9
 	}
+	qual := f.Alias
+	if qual == "" {
+		qual = data.Name.Parts[len(data.Name.Parts)-1]
+	}
+	if kind == "SESSION" {
+		gap := secs("gap")
+		if gap <= 0 {
+			b.fail(args["gap"].Position(), "SESSION: the gap must be positive")
+		}
+		var parts []*ColRef
+		for _, e := range data.PartitionBy {
+			id, ok := e.(*sql.Ident)
+			if !ok {
+				b.fail(e.Position(), "SESSION: PARTITION BY takes columns of %s", strings.Join(data.Name.Parts, "."))
+			}
+			parts = append(parts, b.lookup(sc, id))
+		}
+		if scan := streamScanOf(in); scan != nil {
+			return b.tvfScope(f, qual, b.bindStreamWindowTVF(call.Pos, in, scan, ts, kind, gap, gap, 0, desc.Pos, parts...))
+		}
+		return b.tvfScope(f, qual, b.bindSession(call.Pos, in, ts, parts, gap))
+	}
 	size, offset := secs("size"), secs("offset")
 	if size <= 0 {
 		b.fail(args["size"].Position(), "%s: SIZE must be positive", kind)
@@ -84,10 +113,6 @@ func (b *binder) bindWindowTVF(f *sql.TableFunc, outer, left *scope) (Node, *sco
 		b.fail(call.Pos, "%s: SIZE must be a positive multiple of the %s", kind, map[bool]string{true: "SLIDE", false: "STEP"}[kind == "HOP"])
 	}
 	pos := call.Pos
-	qual := f.Alias
-	if qual == "" {
-		qual = data.Name.Parts[len(data.Name.Parts)-1]
-	}
 	if scan := streamScanOf(in); scan != nil {
 		return b.tvfScope(f, qual, b.bindStreamWindowTVF(pos, in, scan, ts, kind, size, step, offset, desc.Pos))
 	}
@@ -169,6 +194,64 @@ func (b *binder) bindWindowTVF(f *sql.TableFunc, outer, left *scope) (Node, *sco
 		}
 	}
 	return b.tvfScope(f, qual, node)
+}
+
+// bindSession binds a batch SESSION TVF: per partition, rows (of non-NULL
+// ts) ordered by ts are in one session while each follows the one before
+// by at most gap seconds; a session is [its first ts, its last ts + gap).
+// It numbers the sessions with window functions: a row starts one when
+// the previous row of its partition is more than gap before it, a
+// running sum of these starts is the session's number, and min/max of ts
+// over (partition, number) bound it. The streaming
+// stream.SessionAggregate forms the same sessions.
+func (b *binder) bindSession(pos sql.Pos, in Node, ts *ColRef, parts []*ColRef, gap int64) Node {
+	inCols := in.Columns()
+	partExprs := make([]Expr, len(parts))
+	for i, p := range parts {
+		partExprs[i] = p
+	}
+	order := []SortKey{{Expr: ts}}
+	gapIv := &Const{Value: scalar.NewMonthDayNanoIntervalScalar(arrow.MonthDayNanoInterval{Nanoseconds: gap * 1e9})}
+	window := func(input Node, parts []Expr, order []SortKey, fn string, arg Expr) (*WindowNode, Expr) {
+		typ, err := resolveWindow(fn, []arrow.DataType{arg.Type()})
+		if err != nil {
+			b.fail(pos, "%v", err)
+		}
+		c := b.newCol("_session_"+fn, typ, true)
+		return &WindowNode{Input: input, PartitionBy: parts, OrderBy: order, Funcs: []WindowFunc{{Fn: fn, Args: []Expr{arg}, Col: c}}}, colRef(c)
+	}
+	valid := &FilterNode{Input: in, Pred: b.call(pos, "not", b.call(pos, "is_null", ts))}
+	prevNode, prev := window(valid, partExprs, order, "lag", ts)
+	starts := &Case{Whens: []CaseWhen{{
+		Cond: b.call(pos, "or", b.call(pos, "is_null", prev), b.call(pos, "greater", ts, b.call(pos, "add", prev, gapIv))),
+		Then: int64Const(1),
+	}}, Else: int64Const(0), Typ: arrow.PrimitiveTypes.Int64}
+	startCol := b.newCol("_session_starts", arrow.PrimitiveTypes.Int64, false)
+	flagged := &ProjectNode{Input: prevNode, Exprs: []Expr{starts}, Cols: []Column{startCol}}
+	for _, c := range prevNode.Columns() {
+		flagged.Exprs = append(flagged.Exprs, colRef(c))
+		flagged.Cols = append(flagged.Cols, c)
+	}
+	// The default frame (RANGE to the current row) gives rows tied on ts
+	// one number: only the first of them can start a session.
+	numbered, number := window(flagged, partExprs, order, "sum", colRef(startCol))
+	sessionParts := append(slices.Clone(partExprs), number)
+	firstNode, first := window(numbered, sessionParts, nil, "min", ts)
+	lastNode, last := window(firstNode, sessionParts, nil, "max", ts)
+	exprs := make([]Expr, 0, len(inCols)+3)
+	for _, c := range inCols {
+		exprs = append(exprs, colRef(c))
+	}
+	end := b.call(pos, "add", last, gapIv)
+	exprs = append(exprs, first, end, b.call(pos, "subtract", end, &Const{Value: scalar.NewMonthDayNanoIntervalScalar(arrow.MonthDayNanoInterval{Nanoseconds: 1e6})}))
+	cols := make([]Column, 0, len(exprs))
+	for _, c := range inCols {
+		cols = append(cols, b.newCol(c.Name, c.Type, c.Nullable))
+	}
+	for _, n := range []string{"window_start", "window_end", "window_time"} {
+		cols = append(cols, b.newCol(n, ts.Typ, true))
+	}
+	return &ProjectNode{Input: lastNode, Exprs: exprs, Cols: cols}
 }
 
 // tvfScope is the scope of a window TVF's result node.

@@ -433,9 +433,10 @@ type Cube struct {
 
 // TableArg is TABLE t inside a table function's arguments.
 type TableArg struct {
-	Pos   Pos
-	Name  *Name
-	Hints []*Hint // TABLE t /*+ OPTIONS(...) */, e.g. to stream t
+	Pos         Pos
+	Name        *Name
+	Hints       []*Hint // TABLE t /*+ OPTIONS(...) */, e.g. to stream t
+	PartitionBy []Expr  // TABLE t PARTITION BY k, ... (SESSION windows)
 }
 
 // Descriptor is DESCRIPTOR(col, ...) inside a table function's arguments.

@@ -510,6 +510,11 @@ func (f *formatter) node(n Node) {
 		f.w("TABLE ")
 		f.parts(n.Name.Parts)
 		f.hints(n.Hints)
+		if n.PartitionBy != nil {
+			f.w(" PARTITION BY (")
+			f.exprs(n.PartitionBy)
+			f.w(")")
+		}
 	case *Descriptor:
 		f.w("DESCRIPTOR(")
 		f.idents(n.Columns)

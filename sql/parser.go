@@ -2073,7 +2073,16 @@ func (p *parser) callArg() Expr {
 	switch {
 	case p.isK("table") && p.isIdentStartAt(1):
 		p.i++
-		return &TableArg{Pos: t.pos, Name: p.name("table name"), Hints: p.hints()}
+		a := &TableArg{Pos: t.pos, Name: p.name("table name"), Hints: p.hints()}
+		if p.acceptK("partition", "by") {
+			if p.acceptP("(") {
+				a.PartitionBy = p.exprList()
+				p.expectP(")")
+			} else { // one key: a comma ends the argument
+				a.PartitionBy = []Expr{p.parseExpr()}
+			}
+		}
+		return a
 	case p.isK("descriptor") && p.peekN(1).text == "(":
 		p.i++
 		return &Descriptor{Pos: t.pos, Columns: p.parenIdentList("column name")}

@@ -187,19 +187,25 @@ func evalAggInputs(aggs []AggSpec, get []getter, eval func(exec.Expr) (arrow.Arr
 // returns the bytes of state added.
 func (in aggInputs) addRow(accs []accumulator, i int, sign int8) int64 {
 	var grow int64
-	for j, s := range in.aggs {
-		if f := in.filters[j]; f != nil && (f.IsNull(i) || !f.Value(i)) {
-			continue
+	for j := range in.aggs {
+		if v, ok := in.value(j, i); ok {
+			grow += accs[j].add(v, sign)
 		}
-		var v any
-		if s.Arg != nil {
-			if v = in.get[j](in.args[j], i); v == nil {
-				continue // aggregates skip NULLs
-			}
-		}
-		grow += accs[j].add(v, sign)
 	}
 	return grow
+}
+
+// value is aggregate j's input of row i, false when the aggregate skips
+// the row (its FILTER fails, or its argument is NULL); nil for count(*).
+func (in aggInputs) value(j, i int) (any, bool) {
+	if f := in.filters[j]; f != nil && (f.IsNull(i) || !f.Value(i)) {
+		return nil, false
+	}
+	if in.aggs[j].Arg == nil {
+		return nil, true
+	}
+	v := in.get[j](in.args[j], i)
+	return v, v != nil // aggregates skip NULLs
 }
 
 // SetHaving filters the groups by pred, compiled over Schema(): a group

@@ -38,7 +38,8 @@
 // Aggregate (GROUP BY with retraction, HAVING), Join (inner, left, right,
 // full, semi, anti on equality keys plus a residual), Rank (top-N and
 // deduplication with retraction), UnionAll,
-// WindowAggregate (window TVF aggregation by event time), WindowJoin and
+// WindowAggregate (window TVF aggregation by event time), SessionAggregate
+// (SESSION windows), WindowRank (window top-N), WindowJoin and
 // IntervalJoin (joins by event time, state freed by watermark), and Sink.
 //
 // # Event time
@@ -52,11 +53,13 @@
 // # State and memory
 //
 // All stateful operators of one query share a Budget
-// (Context.MemoryLimit). Aggregate, Rank and Normalize spill past it: at a
-// marker they move state entries to a spillStore on disk until half the
-// budget is free, and read an entry back when a change reaches it; what
-// one mini-batch touches must fit. Join does not spill: past the budget
-// the query fails with exec.ErrMemoryLimit.
+// (Context.MemoryLimit). Aggregate, Rank, Normalize and Join spill past
+// it: at a marker they move state entries (a group, a partition, a key's
+// row, a join key's rows) to a spillStore on disk until half the budget is
+// free, and read an entry back when a change reaches it; what one
+// mini-batch touches must fit. Window and interval joins and window
+// aggregations do not spill: past the budget the query fails with
+// exec.ErrMemoryLimit.
 //
 // The ownership rules of package exec apply: a chunk's batch is borrowed
 // until the next Next or Close of the operator that returned it.

@@ -137,6 +137,31 @@ func TestStreamJoinEqualsBatch(t *testing.T) {
 	}
 }
 
+// TestStreamJoinSpillEqualsBatch is TestStreamJoinEqualsBatch under a
+// query budget of 1 KB, so that join state spills at almost every
+// snapshot. Replay with -seed.
+func TestStreamJoinSpillEqualsBatch(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	var kinds []tableKind
+	for _, k := range tableKinds {
+		if !k.lagging {
+			kinds = append(kinds, k)
+		}
+	}
+	for i := range 2 {
+		rng := rand.New(rand.NewSource(seed + int64(i)))
+		ks := []tableKind{kinds[rng.Intn(len(kinds))], kinds[rng.Intn(len(kinds))], kinds[rng.Intn(len(kinds))]}
+		t.Run(fmt.Sprintf("%s,%s,%s", ks[0].name, ks[1].name, ks[2].name), func(t *testing.T) {
+			t.Parallel() // mostly waiting on fsync
+			runInvariant(t, rng, ks, randomJoin, 1<<10)
+		})
+	}
+}
+
 // tablesOf lists the tables a query reads ({T0}, {T1}, ...).
 func tablesOf(q string, n int) []int {
 	var out []int

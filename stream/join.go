@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -37,6 +38,12 @@ type JoinSpec struct {
 // The inputs are read concurrently (neither waits for the other's
 // commits), but a snapshot of one side is processed whole before the
 // other side's changes: every marker is then an exact position of both.
+//
+// State past the Budget spills: at a marker, join keys of both sides go
+// to disk with all their rows (a spillStore per side: each row's values,
+// copies and match count) until half the budget is free, and come back
+// when a change of either side has their key. The rows one input batch
+// touches must fit.
 type Join struct {
 	ec     *exec.Context
 	in     [2]Operator
@@ -75,15 +82,19 @@ type joinSide struct {
 	// rows finds a distinct row without scanning its key's rows: by the
 	// encoding of all its columns, which folds -0 into 0, so sameRow
 	// picks the exact one among the (almost always single) rows there.
-	rows map[string][]*joinRow
-	enc  vectorized.KeyEncoder // join keys
-	renc vectorized.KeyEncoder // whole rows
+	rows  map[string][]*joinRow
+	enc   vectorized.KeyEncoder // join keys
+	renc  vectorized.KeyEncoder // whole rows
+	dec   []orderedDecoder
+	store *spillStore // nil until something spills
 }
 
 // joinRow is a distinct row of one side: n copies, each matching matches
-// rows of the other side; idx is its place in its key's table entry.
+// rows of the other side; idx is its place in its key's table entry, rk
+// its whole-row encoding (its key in rows).
 type joinRow struct {
 	vals    []any
+	rk      string
 	n       int64
 	matches int64
 	idx     int
@@ -115,7 +126,12 @@ func NewJoin(ec *exec.Context, left, right Operator, spec JoinSpec, budget *Budg
 		if s == 1 {
 			keys = spec.RightKeys
 		}
-		j.sides[s] = &joinSide{keys: keys, get: get, width: len(fs), table: map[string][]*joinRow{}, rows: map[string][]*joinRow{}}
+		side := &joinSide{keys: keys, get: get, width: len(fs), table: map[string][]*joinRow{}, rows: map[string][]*joinRow{}}
+		for _, f := range fs {
+			d, _ := orderedDecoderFor(f.Type) // as rowGetterFor
+			side.dec = append(side.dec, d)
+		}
+		j.sides[s] = side
 		if s == 1 && (spec.Kind == exec.SemiJoin || spec.Kind == exec.AntiJoin) {
 			continue
 		}
@@ -226,6 +242,9 @@ func (j *Join) Next(ctx context.Context) (Chunk, error) {
 			return Chunk{Batch: b, Pos: j.pos}, nil
 		}
 		side, c, err := j.two.next(ctx)
+		if err == nil && c.Batch == nil && j.budget.over() {
+			err = j.evict()
+		}
 		if err != nil || c.Batch == nil {
 			return c, err
 		}
@@ -316,6 +335,22 @@ func (j *Join) process(ctx context.Context, side int, b arrow.RecordBatch) error
 	if err := own.renc.Encode(cols, n); err != nil {
 		return err
 	}
+	var grow int64
+	if own.store != nil || other.store != nil {
+		for i := range n {
+			k := string(own.enc.Key(i))
+			loaded, err := own.load(k)
+			if err == nil && !own.enc.HasNull[i] {
+				var more int64
+				more, err = other.load(k)
+				loaded += more
+			}
+			if err != nil {
+				return err
+			}
+			grow += loaded
+		}
+	}
 	rows := make([][]any, n)
 	cands := make([][]*joinRow, n)
 	for i := range n {
@@ -332,11 +367,9 @@ func (j *Join) process(ctx context.Context, side int, b arrow.RecordBatch) error
 	semi := kind == exec.SemiJoin || kind == exec.AntiJoin
 	ownKept := kind == exec.FullJoin || side == 0 && kind == exec.LeftJoin || side == 1 && kind == exec.RightJoin
 	otherKept := kind == exec.FullJoin || side == 1 && kind == exec.LeftJoin || side == 0 && kind == exec.RightJoin
-	var grow int64
 	for i, sign := range signs {
 		k := string(own.enc.Key(i))
-		rk := own.renc.Key(i)
-		e, bytes, err := own.change(k, rk, rows[i], sign)
+		e, bytes, err := own.change(k, own.renc.Key(i), rows[i], sign)
 		if err != nil {
 			return err
 		}
@@ -391,11 +424,12 @@ func (j *Join) process(ctx context.Context, side int, b arrow.RecordBatch) error
 			j.emitSide(add, side, 1, rows[i])
 		}
 		if e.n == 0 {
-			own.remove(k, rk, e)
+			grow -= own.remove(k, e)
 		}
 	}
 	j.held += grow
-	return j.budget.grow(grow, "a join")
+	j.budget.add(grow)
+	return nil
 }
 
 // change adds (sign > 0) or removes one copy of row, whose join key is k
@@ -410,24 +444,44 @@ func (s *joinSide) change(k string, rk []byte, row []any, sign int8) (*joinRow, 
 	if sign < 0 {
 		return nil, 0, fmt.Errorf("%w: join input retracts a row it never added", exec.ErrInvalid)
 	}
-	e := &joinRow{vals: row, n: 1, idx: len(s.table[k])}
-	s.table[k] = append(s.table[k], e)
-	r := string(rk)
-	s.rows[r] = append(s.rows[r], e)
-	return e, rowBytes(row) + int64(len(k)+len(r)) + 80, nil
+	e := &joinRow{vals: row, rk: string(rk), n: 1}
+	return e, s.insert(k, e), nil
 }
 
-// remove drops entry e, of key k and whole-row encoding rk.
-func (s *joinSide) remove(k string, rk []byte, e *joinRow) {
+// insert adds distinct row e under key k and returns the bytes it holds.
+func (s *joinSide) insert(k string, e *joinRow) int64 {
+	e.idx = len(s.table[k])
+	s.table[k] = append(s.table[k], e)
+	s.rows[e.rk] = append(s.rows[e.rk], e)
+	return joinRowBytes(k, e)
+}
+
+func joinRowBytes(k string, e *joinRow) int64 {
+	return rowBytes(e.vals) + int64(len(k)+len(e.rk)) + 80
+}
+
+// remove drops entry e, of key k, and returns the bytes it held. A key
+// with no rows left is forgotten by the store, so that its spilled rows
+// do not come back.
+func (s *joinSide) remove(k string, e *joinRow) int64 {
 	l := s.table[k]
 	last := l[len(l)-1]
 	l[e.idx], last.idx = last, e.idx
 	if l = l[:len(l)-1]; len(l) == 0 {
 		delete(s.table, k)
+		if s.store != nil {
+			s.store.forget(k)
+		}
 	} else {
 		s.table[k] = l
 	}
-	r := s.rows[string(rk)]
+	s.unindex(e)
+	return joinRowBytes(k, e)
+}
+
+// unindex drops e from rows.
+func (s *joinSide) unindex(e *joinRow) {
+	r := s.rows[e.rk]
 	for i, x := range r {
 		if x == e {
 			r[i] = r[len(r)-1]
@@ -436,10 +490,85 @@ func (s *joinSide) remove(k string, rk []byte, e *joinRow) {
 		}
 	}
 	if len(r) == 0 {
-		delete(s.rows, string(rk))
+		delete(s.rows, e.rk)
 	} else {
-		s.rows[string(rk)] = r
+		s.rows[e.rk] = r
 	}
+}
+
+// evict moves join keys with all their rows, of both sides, to disk until
+// half the budget is free.
+func (j *Join) evict() error {
+	target := j.budget.used.Load() - j.budget.limit/2
+	var freed int64
+	for _, s := range j.sides {
+		var out []stateEntry
+		for k, l := range s.table {
+			if freed >= target {
+				break
+			}
+			b := binary.AppendUvarint(nil, uint64(len(l)))
+			for _, e := range l {
+				b = binary.AppendUvarint(b, uint64(len(e.rk)))
+				b = append(b, e.rk...)
+				b = appendRow(b, e.vals)
+				b = binary.AppendVarint(b, e.n)
+				b = binary.AppendVarint(b, e.matches)
+				freed += joinRowBytes(k, e)
+				s.unindex(e)
+			}
+			delete(s.table, k)
+			out = append(out, stateEntry{key: k, val: b})
+		}
+		if len(out) == 0 {
+			continue
+		}
+		if s.store == nil {
+			s.store = newSpillStore(j.ec, j.budget)
+		}
+		if err := s.store.write(out); err != nil {
+			return err
+		}
+	}
+	j.held -= freed
+	j.budget.add(-freed)
+	return nil
+}
+
+// load reads key k's spilled rows back into the table and returns the
+// bytes they hold (0 when k is in memory or was never spilled).
+func (s *joinSide) load(k string) (int64, error) {
+	if s.store == nil {
+		return 0, nil
+	}
+	if _, ok := s.table[k]; ok {
+		return 0, nil
+	}
+	b, ok, err := s.store.take(k)
+	if !ok || err != nil {
+		return 0, err
+	}
+	count, n := binary.Uvarint(b)
+	if n <= 0 {
+		return 0, errCorruptState
+	}
+	b = b[n:]
+	var grow int64
+	for range count {
+		rl, n := binary.Uvarint(b)
+		if n <= 0 || uint64(len(b)-n) < rl {
+			return 0, errCorruptState
+		}
+		e := &joinRow{rk: string(b[n : n+int(rl)])}
+		if e.vals, b, err = decodeRow(b[n+int(rl):], s.dec); err != nil {
+			return 0, err
+		}
+		if b, err = readVarints(b, &e.n, &e.matches); err != nil {
+			return 0, err
+		}
+		grow += s.insert(k, e)
+	}
+	return grow, nil
 }
 
 // emitPair emits copies of a joined row: one per copy of cand.
@@ -545,8 +674,14 @@ func (j *Join) residual(ctx context.Context, side int, rows [][]any, cands [][]*
 
 func (j *Join) Close() error {
 	j.q.release()
-	_ = j.budget.grow(-j.held, "")
+	j.budget.add(-j.held)
 	j.held = 0
+	for _, s := range j.sides {
+		if s.store != nil {
+			s.store.close()
+			s.store = nil
+		}
+	}
 	return j.two.close()
 }
 

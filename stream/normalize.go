@@ -108,11 +108,9 @@ func (n *Normalize) lookup(k string) ([]any, bool, int64, error) {
 	if !ok || err != nil {
 		return nil, false, 0, err
 	}
-	row := make([]any, len(n.dec))
-	for i, d := range n.dec {
-		if row[i], b, err = d(b, false); err != nil {
-			return nil, false, 0, err
-		}
+	row, _, err := decodeRow(b, n.dec)
+	if err != nil {
+		return nil, false, 0, err
 	}
 	n.state[k] = row
 	return row, true, rowBytes(row) + int64(len(k)), nil
@@ -130,11 +128,7 @@ func (n *Normalize) evict() error {
 		if freed >= target {
 			break
 		}
-		var b []byte
-		for _, v := range row {
-			b = appendOrdered(b, v, false, true)
-		}
-		out = append(out, stateEntry{key: k, val: b})
+		out = append(out, stateEntry{key: k, val: appendRow(nil, row)})
 		freed += rowBytes(row) + int64(len(k))
 		delete(n.state, k)
 	}

@@ -2,9 +2,10 @@ package stream
 
 import (
 	"errors"
-	"fmt"
+	"math/rand"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -188,20 +189,24 @@ func TestAggregateSumOverflow(t *testing.T) {
 	}
 }
 
-// Past its budget a join (whose state does not spill) fails with
-// exec.ErrMemoryLimit, and frees what it accounted when closed.
+// Past its budget an interval join (whose state does not spill) fails
+// with exec.ErrMemoryLimit, and frees what it accounted when closed.
 func TestStateBudget(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	ec := exec.NewContext(mem)
-	var rows []string
-	for i := range 200 {
-		rows = append(rows, fmt.Sprintf("+I %d", i))
+	ts := &arrow.TimestampType{Unit: arrow.Millisecond}
+	schema := withKind([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "x", Type: arrow.PrimitiveTypes.Int64}, {Name: "ts", Type: ts}})
+	side := func(seed int64) *events {
+		return &events{mem: mem, schema: schema, rng: rand.New(rand.NewSource(seed)), n: 64, rows: 1000, keys: 10, next: 1_700_000_000_000}
 	}
-	left := int64Changes(t, mem, []string{"k"}, 0, 2, rows)
-	right := int64Changes(t, mem, []string{"k"}, 1, 2, nil)
 	budget := NewBudget(4096)
-	j, err := NewJoin(ec, left, right, JoinSpec{Kind: exec.InnerJoin, LeftKeys: []exec.Expr{col(1, "k")}, RightKeys: []exec.Expr{col(1, "k")}}, budget)
+	// Bounds of a day: the watermark frees nothing.
+	j, err := NewIntervalJoin(ec, side(1), side(2), IntervalSpec{
+		LeftKeys: []exec.Expr{col(1, "k")}, RightKeys: []exec.Expr{col(1, "k")},
+		LeftTime: exec.NewColumn(3, ts, "ts"), RightTime: exec.NewColumn(3, ts, "ts"),
+		Lower: -24 * time.Hour, Upper: 24 * time.Hour,
+	}, budget)
 	if err != nil {
 		t.Fatal(err)
 	}

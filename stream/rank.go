@@ -178,7 +178,8 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 	var grow int64
 	for i, sign := range signs {
 		vals := r.rowGet.row(cols, i)
-		sort := r.sortKey(order, i, vals)
+		r.sortBuf = appendSortKey(r.sortBuf[:0], r.spec.Order, r.orderGet, order, i, vals)
+		sort := r.sortBuf
 		k := r.enc.Key(i)
 		p := r.parts[string(k)]
 		if p == nil {
@@ -217,31 +218,27 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 	return nil
 }
 
-// sortKey encodes row i's ORDER BY keys, then its values (ascending): rows
-// tied on the keys rank by value, and equal rows share one entry.
-func (r *Rank) sortKey(order []arrow.Array, i int, vals []any) []byte {
-	b := r.sortBuf[:0]
-	for c, k := range r.spec.Order {
-		b = appendOrdered(b, r.orderGet[c](order[c], i), k.Descending, k.NullsFirst)
+// appendSortKey appends the encoding of row i's ORDER BY keys (order,
+// read by get), then its values (ascending): rows tied on the keys rank by
+// value, and equal rows share one entry.
+func appendSortKey(b []byte, keys []exec.SortKey, get []getter, order []arrow.Array, i int, vals []any) []byte {
+	for c, k := range keys {
+		b = appendOrdered(b, get[c](order[c], i), k.Descending, k.NullsFirst)
 	}
-	for _, v := range vals {
-		b = appendOrdered(b, v, false, true)
-	}
-	r.sortBuf = b
-	return b
+	return appendRow(b, vals)
 }
 
-// top lists the rows numbered Lo to Hi, one entry per copy.
-func (r *Rank) top(p *rankPart) []rankRow {
+// topRows lists the rows numbered lo to hi, one entry per copy.
+func topRows(rows []rankRow, lo, hi int64) []rankRow {
 	var out []rankRow
 	num := int64(0)
-	for _, row := range p.rows {
+	for _, row := range rows {
 		for range row.n {
 			num++
-			if num > r.spec.Hi {
+			if num > hi {
 				return out
 			}
-			if num >= r.spec.Lo {
+			if num >= lo {
 				out = append(out, row)
 			}
 		}
@@ -254,7 +251,7 @@ func (r *Rank) flush(context.Context) error {
 	var grow int64
 	for _, p := range r.dirty {
 		p.dirty = false
-		cur := r.top(p)
+		cur := topRows(p.rows, r.spec.Lo, r.spec.Hi)
 		if r.spec.Number {
 			r.emitByNumber(p.emitted, cur)
 		} else {
@@ -353,7 +350,7 @@ func (r *Rank) load(key string) (*rankPart, error) {
 		}
 		p.rows = append(p.rows, rankRow{head: sortHead([]byte(sort)), sort: sort, vals: vals, n: int64(cnt)})
 	}
-	p.emitted = r.top(p)
+	p.emitted = topRows(p.rows, r.spec.Lo, r.spec.Hi)
 	return p, nil
 }
 

@@ -316,6 +316,27 @@ func appendOrdered(dst []byte, v any, desc, nullsFirst bool) []byte {
 	return dst
 }
 
+// appendRow appends the ordered encoding of every value of row (to spill
+// it; decodeRow reads it back).
+func appendRow(dst []byte, row []any) []byte {
+	for _, v := range row {
+		dst = appendOrdered(dst, v, false, true)
+	}
+	return dst
+}
+
+// decodeRow reads a row appendRow wrote, one value per decoder.
+func decodeRow(b []byte, dec []orderedDecoder) ([]any, []byte, error) {
+	row := make([]any, len(dec))
+	var err error
+	for i, d := range dec {
+		if row[i], b, err = d(b, false); err != nil {
+			return nil, nil, err
+		}
+	}
+	return row, b, nil
+}
+
 // orderedDecoder reads one value of a type from appendOrdered's encoding.
 type orderedDecoder func(b []byte, desc bool) (any, []byte, error)
 

@@ -23,6 +23,7 @@ const (
 	Tumble   WindowKind = iota // TUMBLE(size)
 	Hop                        // HOP(slide = Step, size)
 	Cumulate                   // CUMULATE(step, size)
+	Session                    // SESSION(gap = Size): SessionAggregate's
 )
 
 // Windows describes the windows of a window TVF, as the batch TVFs compute
@@ -86,7 +87,6 @@ func (ws Windows) firstEnd(t int64) int64 {
 // aggregates; window bounds have the event time's type.
 type WindowAggregate struct {
 	ec      *exec.Context
-	in      Operator
 	windows Windows
 	rowtime exec.Expr
 	keys    []exec.Expr
@@ -95,19 +95,74 @@ type WindowAggregate struct {
 	schema  *arrow.Schema
 	unit    arrow.TimeUnit
 
+	firing
 	keyGet []getter
 	argGet []getter
 	open   map[[2]int64]*window
-	wm     time.Time // the last marker's watermark
-	late   int64
 	enc    vectorized.KeyEncoder
 	signs  []int8
 	wins   [][2]int64
+	held   int64
+}
+
+// firing drives an event-time operator that emits what a watermark
+// closes: it adds input batches, and at a marker whose watermark has
+// advanced fires what it closed (emitted before the marker, labelled with
+// its position); at the end of input it fires everything.
+type firing struct {
+	in     Operator
 	q      *outQueue
+	wm     time.Time // the last marker's watermark
+	late   int64
 	marker *Chunk
 	pos    Pos // the last marker's position
 	ended  bool
-	held   int64
+}
+
+type firer interface {
+	add(ctx context.Context, b arrow.RecordBatch) error
+	fire(wm time.Time) error
+}
+
+func (f *firing) next(ctx context.Context, op firer) (Chunk, error) {
+	for {
+		if b := f.q.pop(); b != nil {
+			return Chunk{Batch: b, Pos: f.pos}, nil
+		}
+		if m := f.marker; m != nil && !f.ended {
+			f.marker = nil
+			return *m, nil
+		}
+		if f.ended {
+			return Chunk{}, io.EOF
+		}
+		c, err := f.in.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			f.ended = true
+			if err := op.fire(endOfTime); err != nil {
+				return Chunk{}, err
+			}
+			continue
+		}
+		if err != nil {
+			return Chunk{}, err
+		}
+		if c.Batch != nil {
+			if err := op.add(ctx, c.Batch); err != nil {
+				return Chunk{}, err
+			}
+			continue
+		}
+		if !c.Watermark.IsZero() && c.Watermark.After(f.wm) {
+			f.wm = c.Watermark
+			if err := op.fire(f.wm); err != nil {
+				return Chunk{}, err
+			}
+		}
+		c.Image, c.ImageStart = tablestore.NoImage, false // the output is no table's full read
+		c.LateRows += f.late
+		f.marker, f.pos = &c, c.Pos
+	}
 }
 
 // window is the state of one open window: its groups by key.
@@ -135,7 +190,7 @@ func NewWindowAggregate(ec *exec.Context, in Operator, windows Windows, rowtime 
 	if step <= 0 || size%step != 0 || windows.Kind == Tumble && step != size {
 		return nil, fmt.Errorf("%w: window size %s is not a positive multiple of its step %s", exec.ErrInvalid, windows.Size, windows.Step)
 	}
-	w := &WindowAggregate{ec: ec, in: in, windows: windows, rowtime: rowtime, keys: keys, aggs: aggs, budget: budget, unit: tt.Unit, open: map[[2]int64]*window{}}
+	w := &WindowAggregate{ec: ec, firing: firing{in: in}, windows: windows, rowtime: rowtime, keys: keys, aggs: aggs, budget: budget, unit: tt.Unit, open: map[[2]int64]*window{}}
 	fields := []arrow.Field{{Name: "window_start", Type: tt, Nullable: true}, {Name: "window_end", Type: tt, Nullable: true}}
 	for i, k := range keys {
 		get, err := getterFor(k.DataType())
@@ -163,46 +218,7 @@ func (w *WindowAggregate) Open(ctx context.Context) error { return w.in.Open(ctx
 
 // Next returns the windows closed by the last marker's watermark, labelled
 // with its position, then the marker.
-func (w *WindowAggregate) Next(ctx context.Context) (Chunk, error) {
-	for {
-		if b := w.q.pop(); b != nil {
-			return Chunk{Batch: b, Pos: w.pos}, nil
-		}
-		if m := w.marker; m != nil && !w.ended {
-			w.marker = nil
-			return *m, nil
-		}
-		if w.ended {
-			return Chunk{}, io.EOF
-		}
-		c, err := w.in.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			w.ended = true
-			if err := w.fire(endOfTime); err != nil {
-				return Chunk{}, err
-			}
-			continue
-		}
-		if err != nil {
-			return Chunk{}, err
-		}
-		if c.Batch != nil {
-			if err := w.add(ctx, c.Batch); err != nil {
-				return Chunk{}, err
-			}
-			continue
-		}
-		if !c.Watermark.IsZero() && c.Watermark.After(w.wm) {
-			w.wm = c.Watermark
-			if err := w.fire(w.wm); err != nil {
-				return Chunk{}, err
-			}
-		}
-		c.Image, c.ImageStart = tablestore.NoImage, false // the output is no table's full read
-		c.LateRows += w.late
-		w.marker, w.pos = &c, c.Pos
-	}
-}
+func (w *WindowAggregate) Next(ctx context.Context) (Chunk, error) { return w.firing.next(ctx, w) }
 
 // toUnit converts microseconds to a timestamp value of unit.
 func toUnit(v int64, unit arrow.TimeUnit) int64 {
@@ -213,6 +229,19 @@ func toUnit(v int64, unit arrow.TimeUnit) int64 {
 		return v / 1e3
 	case arrow.Nanosecond:
 		return v * 1e3
+	}
+	return v
+}
+
+// toMicros converts a timestamp value of unit to microseconds.
+func toMicros(v int64, unit arrow.TimeUnit) int64 {
+	switch unit {
+	case arrow.Second:
+		return v * 1e6
+	case arrow.Millisecond:
+		return v * 1e3
+	case arrow.Nanosecond:
+		return v / 1e3
 	}
 	return v
 }

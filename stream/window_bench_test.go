@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math/rand"
 	"syscall"
@@ -111,6 +112,68 @@ func BenchmarkWindowAggregate(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 		})
 	}
+}
+
+// BenchmarkSessionAggregate: events per second through a SESSION
+// aggregation by k (1000 keys, an event of a key every second on average)
+// with count, sum and max, 1024 events per snapshot; sessions of a 500 ms
+// gap (1-2 events) and of a 3 s gap (about 20 events).
+func BenchmarkSessionAggregate(b *testing.B) {
+	for _, gap := range []time.Duration{500 * time.Millisecond, 3 * time.Second} {
+		b.Run(fmt.Sprintf("gap=%s", gap), func(b *testing.B) {
+			mem := memory.NewGoAllocator()
+			ec := exec.NewContext(mem)
+			ts := &arrow.TimestampType{Unit: arrow.Millisecond}
+			schema := withKind([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "x", Type: arrow.PrimitiveTypes.Int64}, {Name: "ts", Type: ts}})
+			in := &events{mem: mem, schema: schema, rng: rand.New(rand.NewSource(1)), n: 1024, rows: b.N, keys: 1000, next: 1_700_000_000_000}
+			s, err := NewSessionAggregate(ec, in, gap, exec.NewColumn(3, ts, "ts"), []exec.Expr{col(1, "k")}, []string{"k"}, []AggSpec{
+				{Func: "count_star", Type: arrow.PrimitiveTypes.Int64, Name: "c"},
+				{Func: "sum", Arg: col(2, "x"), Type: arrow.PrimitiveTypes.Int64, Name: "s"},
+				{Func: "max", Arg: col(2, "x"), Type: arrow.PrimitiveTypes.Int64, Name: "m"},
+			}, NewBudget(0))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			cpu := cpuTime(b)
+			drainAll(b, s)
+			b.ReportMetric(float64(b.N)/(cpuTime(b)-cpu).Seconds(), "events/cpu-s")
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}
+
+// BenchmarkWindowTopN: events per second through a TUMBLE 10 s
+// aggregation by k (1000 keys: count and sum) ranked per window, the top
+// 10 keys by count with their row number, 1024 events per snapshot.
+func BenchmarkWindowTopN(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	ec := exec.NewContext(mem)
+	ts := &arrow.TimestampType{Unit: arrow.Millisecond}
+	schema := withKind([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "x", Type: arrow.PrimitiveTypes.Int64}, {Name: "ts", Type: ts}})
+	in := &events{mem: mem, schema: schema, rng: rand.New(rand.NewSource(1)), n: 1024, rows: b.N, keys: 1000, next: 1_700_000_000_000}
+	budget := NewBudget(0)
+	w, err := NewWindowAggregate(ec, in, Windows{Kind: Tumble, Size: 10 * time.Second, Step: 10 * time.Second}, exec.NewColumn(3, ts, "ts"), []exec.Expr{col(1, "k")}, []string{"k"}, []AggSpec{
+		{Func: "count_star", Type: arrow.PrimitiveTypes.Int64, Name: "c"},
+		{Func: "sum", Arg: col(2, "x"), Type: arrow.PrimitiveTypes.Int64, Name: "s"},
+	}, budget)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Output columns: kind, window_start, window_end, k, c, s.
+	r, err := NewWindowRank(ec, w, RankSpec{
+		Partition: []exec.Expr{exec.NewColumn(1, ts, "window_start"), exec.NewColumn(2, ts, "window_end")},
+		Order:     []exec.SortKey{{Expr: col(4, "c"), Descending: true}, {Expr: col(3, "k")}},
+		Lo:        1, Hi: 10, Number: true,
+	}, 1, budget)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	cpu := cpuTime(b)
+	drainAll(b, r)
+	b.ReportMetric(float64(b.N)/(cpuTime(b)-cpu).Seconds(), "events/cpu-s")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
 
 // BenchmarkIntervalJoin: events per second (both inputs together) through

@@ -39,21 +39,25 @@ func (w *windowRun) EventTime(watermark time.Time, lateRows int64) {
 type windowShape struct {
 	tvf        string // "TUMBLE(TABLE %s, DESCRIPTOR(ts), ...)" with %s for the table
 	step, size int64  // seconds
+	session    bool   // SESSION, gap size
 }
 
 func randomWindow(rng *rand.Rand) windowShape {
-	switch rng.Intn(3) {
+	switch rng.Intn(4) {
+	case 3:
+		g := int64(1 + rng.Intn(3))
+		return windowShape{tvf: fmt.Sprintf("SESSION(TABLE %%s, DESCRIPTOR(ts), INTERVAL '%d' SECOND)", g), size: g, session: true}
 	case 0:
 		s := int64(1 + rng.Intn(4))
-		return windowShape{fmt.Sprintf("TUMBLE(TABLE %%s, DESCRIPTOR(ts), INTERVAL '%d' SECOND)", s), s, s}
+		return windowShape{fmt.Sprintf("TUMBLE(TABLE %%s, DESCRIPTOR(ts), INTERVAL '%d' SECOND)", s), s, s, false}
 	case 1:
 		st := int64(1 + rng.Intn(2))
 		s := st * int64(2+rng.Intn(2))
-		return windowShape{fmt.Sprintf("HOP(TABLE %%s, DESCRIPTOR(ts), INTERVAL '%d' SECOND, INTERVAL '%d' SECOND)", st, s), st, s}
+		return windowShape{fmt.Sprintf("HOP(TABLE %%s, DESCRIPTOR(ts), INTERVAL '%d' SECOND, INTERVAL '%d' SECOND)", st, s), st, s, false}
 	default:
 		st := int64(1 + rng.Intn(2))
 		s := st * int64(2+rng.Intn(3))
-		return windowShape{fmt.Sprintf("CUMULATE(TABLE %%s, DESCRIPTOR(ts), INTERVAL '%d' SECOND, INTERVAL '%d' SECOND)", st, s), st, s}
+		return windowShape{fmt.Sprintf("CUMULATE(TABLE %%s, DESCRIPTOR(ts), INTERVAL '%d' SECOND, INTERVAL '%d' SECOND)", st, s), st, s, false}
 	}
 }
 
@@ -63,6 +67,17 @@ func randomWindow(rng *rand.Rand) windowShape {
 func (w windowShape) firstEnd(t int64) int64 {
 	step := w.step * 1e6
 	return t - ((t%step)+step)%step + step
+}
+
+// late reports whether a change at t is late after a snapshot of
+// watermark wm: its earliest window has closed, or for sessions, t is at
+// or before the watermark (a later row could bridge it to a session
+// emitted already).
+func (w windowShape) late(t, wm int64) bool {
+	if w.session {
+		return t <= wm
+	}
+	return w.firstEnd(t) <= wm
 }
 
 // TestWindowEqualsBatch is the event-time invariant: a random window TVF
@@ -123,15 +138,35 @@ func runWindowInvariant(t *testing.T, rng *rand.Rand) {
 	keys := ""
 	if rng.Intn(2) == 0 {
 		keys = ", k"
+		if shape.session { // sessions per k
+			shape.tvf = strings.Replace(shape.tvf, "%s", "%s PARTITION BY k", 1)
+		}
 	}
+	// Half the runs rank the windows' rows: a window top-N, with or
+	// without its row number, ordered totally (k is unique in a window).
+	topN, numbered := rng.Intn(2) == 0, rng.Intn(2) == 0
+	limit := 1 + rng.Intn(2)
 	query := func(table string) string {
-		return fmt.Sprintf("SELECT window_start, window_end%s, count(*), sum(v), max(v), min(v) FROM TABLE(%s) {WHERE} GROUP BY window_start, window_end%s", keys, fmt.Sprintf(shape.tvf, table), keys)
+		agg := fmt.Sprintf("SELECT window_start, window_end%s, count(*) AS c, sum(v) AS s, max(v) AS mx, min(v) AS mn FROM TABLE(%s) {WHERE} GROUP BY window_start, window_end%s", keys, fmt.Sprintf(shape.tvf, table), keys)
+		if !topN {
+			return agg
+		}
+		out := "window_start, window_end" + keys + ", c, s, mx, mn"
+		if numbered {
+			out += ", rn"
+		}
+		return fmt.Sprintf("SELECT %s FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY c DESC, s%s) AS rn FROM (%s)) WHERE rn <= %d", out, keys, agg, limit)
 	}
 	text := strings.Replace(query("t0 /*+ OPTIONS('scan.mode'='latest-full', 'stream.heartbeat-interval'='50ms', 'continuous.discovery-interval'='20ms') */"), "{WHERE}", "", 1)
 	t.Logf("%s (delay %ds)", text, delay)
 	st, err := sess.Prepare(ctx, text, nil)
 	if err != nil {
 		t.Fatalf("%s: %v", text, err)
+	}
+	if topN {
+		if plan := explain(t, ctx, sess, text); !strings.Contains(plan, "WindowTopN") {
+			t.Fatalf("not a window top-N:\n%s", plan)
+		}
 	}
 	w := &windowRun{streamRun: &streamRun{query: text, img: map[string]int{}, events: make(chan event, 4), tables: []int{0}}}
 	sctx, stop := context.WithCancel(plan.WithStreamObserver(ctx, w))
@@ -169,7 +204,7 @@ func runWindowInvariant(t *testing.T, rng *rand.Rand) {
 	}
 	for range 20 + rng.Intn(30) {
 		prevSeen, prevWM := seen, wm()
-		late := func(ts int64) bool { return prevSeen && shape.firstEnd(ts) <= prevWM }
+		late := func(ts int64) bool { return prevSeen && shape.late(ts, prevWM) }
 		var add []version
 		var drop []int64
 		newVersion := func(id int) version {
@@ -444,12 +479,18 @@ func TestWindowRefused(t *testing.T) {
 	ctx, sess := windowEngine(t, "(1, 10, TIMESTAMP '2024-01-01 00:00:01')")
 	const hint = "/*+ OPTIONS('scan.mode'='latest-full') */"
 	for q, want := range map[string]string{
-		"SELECT auction FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND))":                                                                                                                   "must be aggregated by its windows",
-		"SELECT window_start, count(*) FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start":                                                                              "groups by both window_start and window_end",
-		"SELECT window_start, window_end, count(*) FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) WHERE window_start > TIMESTAMP '2024-01-01 00:00:00' GROUP BY window_start, window_end": "not used in a filter",
-		"SELECT window_start, window_end, window_time, count(*) FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end, window_time":                            "window_time is not supported yet",
-		"SELECT window_start, window_end, max(window_start) FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end":                                             "not used in an aggregate",
-		"SELECT count(*) FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) a JOIN TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) b ON a.window_start = b.window_start":     "window",
+		"SELECT auction FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND))":                                                                                                                                                 "must be aggregated by its windows",
+		"SELECT window_start, count(*) FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start":                                                                                                            "groups by both window_start and window_end",
+		"SELECT window_start, window_end, count(*) FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) WHERE window_start > TIMESTAMP '2024-01-01 00:00:00' GROUP BY window_start, window_end":                               "not used in a filter",
+		"SELECT window_start, window_end, window_time, count(*) FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end, window_time":                                                          "window_time is not supported yet",
+		"SELECT window_start, window_end, max(window_start) FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end":                                                                           "not used in an aggregate",
+		"SELECT count(*) FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) a JOIN TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) b ON a.window_start = b.window_start":                                   "window",
+		"SELECT window_start, window_end, auction, count(*) FROM TABLE(SESSION(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end, auction":                                                                 "exactly the columns of the TVF's PARTITION BY",
+		"SELECT window_start, window_end, count(*) FROM TABLE(SESSION(TABLE bid %s PARTITION BY auction, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end":                                                              "exactly the columns of the TVF's PARTITION BY",
+		"SELECT window_start, window_end, price, count(*) FROM TABLE(SESSION(TABLE bid %s PARTITION BY auction, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end, price":                                                "exactly the columns of the TVF's PARTITION BY",
+		"SELECT * FROM (SELECT auction, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY price DESC) AS rn FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND))) WHERE rn <= 2":                              "a window top-N ranks the rows of such an aggregation",
+		"SELECT window_start, window_end, auction, count(*) FROM TABLE(SESSION(TABLE bid %s PARTITION BY auction, DESCRIPTOR(ts), INTERVAL '2' SECOND)) WHERE price > 5 GROUP BY window_start, window_end, auction":                            "a WHERE over the rows of a SESSION TVF",
+		"SELECT count(*) FROM TABLE(SESSION(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) a JOIN TABLE(SESSION(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) b ON a.window_start = b.window_start AND a.window_end = b.window_end": "SESSION windows are not supported yet",
 	} {
 		text := strings.ReplaceAll(q, "%s", hint)
 		_, err := sess.Prepare(ctx, text, nil)
@@ -478,5 +519,126 @@ func TestWindowRefused(t *testing.T) {
 		if _, err := sess.Prepare(ctx, q, nil); err == nil || !strings.Contains(err.Error(), "must be the WATERMARK column of default."+tbl) {
 			t.Errorf("%s: got %v, want the DESCRIPTOR column refused", q, err)
 		}
+	}
+}
+
+// TestSessionWindows: SESSION windows per PARTITION BY key, in batch and
+// as a bounded stream (every session emitted at the end): rows at most the
+// gap apart (touching included) are one session, which ends a gap after
+// its last row.
+func TestSessionWindows(t *testing.T) {
+	ctx, sess := windowEngine(t, "(1, 10, TIMESTAMP '2024-01-01 00:00:01'), (1, 5, TIMESTAMP '2024-01-01 00:00:04'), (1, 1, TIMESTAMP '2024-01-01 00:00:08'), (2, 7, TIMESTAMP '2024-01-01 00:00:02'), (2, 3, TIMESTAMP '2024-01-01 00:00:02'), (2, 4, NULL)")
+	const q = "SELECT window_start, window_end, auction, count(*), sum(price) FROM TABLE(SESSION(TABLE bid %s PARTITION BY auction, DESCRIPTOR(ts), INTERVAL '3' SECOND)) GROUP BY window_start, window_end, auction"
+	const bounded = "/*+ OPTIONS('scan.mode'='latest-full', 'scan.bounded.snapshot-id'='1') */"
+	rows := func(text string) []string {
+		t.Helper()
+		st, err := sess.Prepare(ctx, text, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		op, err := st.Query(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := drain(ctx, op)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		slices.Sort(got)
+		return got
+	}
+	want := []string{
+		"2024-01-01 00:00:01|2024-01-01 00:00:07|1|2|15",
+		"2024-01-01 00:00:02|2024-01-01 00:00:05|2|2|10",
+		"2024-01-01 00:00:08|2024-01-01 00:00:11|1|1|1",
+	}
+	if got := rows(fmt.Sprintf(q, "")); !slices.Equal(got, want) {
+		t.Fatalf("batch sessions %q, want %q", got, want)
+	}
+	var got []string
+	for _, r := range rows(fmt.Sprintf(q, bounded)) {
+		got = append(got, strings.TrimPrefix(r, "+I|"))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("streamed sessions %q, want %q", got, want)
+	}
+	// Nexmark q11's legacy group window is the same SESSION TVF.
+	const legacy = "SELECT S.`start`, S.`end`, S.auction, S.bids, S.total FROM (SELECT B.auction, SESSION_START(B.ts, INTERVAL '3' SECOND) AS `start`, SESSION_END(B.ts, INTERVAL '3' SECOND) AS `end`, count(*) AS bids, sum(B.price) AS total FROM bid %s B GROUP BY B.auction, SESSION(B.ts, INTERVAL '3' SECOND)) S"
+	got = got[:0]
+	for _, r := range rows(fmt.Sprintf(legacy, bounded)) {
+		got = append(got, strings.TrimPrefix(r, "+I|"))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("streamed legacy sessions %q, want %q", got, want)
+	}
+	if got := rows(fmt.Sprintf(legacy, "")); !slices.Equal(got, want) {
+		t.Fatalf("batch legacy sessions %q, want %q", got, want)
+	}
+	// Without PARTITION BY sessions form over all rows (NULL times in
+	// none); window_time is the end less a millisecond.
+	const q2 = "SELECT window_start, window_end, window_time, auction, price FROM TABLE(SESSION(TABLE bid, DESCRIPTOR(ts), INTERVAL '3' SECOND))"
+	if got, want := rows(q2), []string{
+		"2024-01-01 00:00:01|2024-01-01 00:00:07|2024-01-01 00:00:06.999|1|10",
+		"2024-01-01 00:00:01|2024-01-01 00:00:07|2024-01-01 00:00:06.999|1|5",
+		"2024-01-01 00:00:01|2024-01-01 00:00:07|2024-01-01 00:00:06.999|2|3",
+		"2024-01-01 00:00:01|2024-01-01 00:00:07|2024-01-01 00:00:06.999|2|7",
+		"2024-01-01 00:00:08|2024-01-01 00:00:11|2024-01-01 00:00:10.999|1|1",
+	}; !slices.Equal(got, want) {
+		t.Fatalf("batch sessions %q, want %q", got, want)
+	}
+	plan := explain(t, ctx, sess, fmt.Sprintf(q, bounded))
+	if want := "WindowAggregate SESSION(ts, gap 3s, partition by auction)"; !strings.Contains(plan, want) {
+		t.Errorf("EXPLAIN lacks %q:\n%s", want, plan)
+	}
+}
+
+// TestWindowTopNBoundedEnd: a window top-N over a window aggregation of a
+// bounded stream emits the top rows of every window once, at the end for
+// the windows the watermark had not closed, and equals the batch query.
+func TestWindowTopNBoundedEnd(t *testing.T) {
+	ctx, sess := windowEngine(t, "(1, 10, TIMESTAMP '2024-01-01 00:00:01'), (2, 5, TIMESTAMP '2024-01-01 00:00:01.5'), (3, 7, TIMESTAMP '2024-01-01 00:00:01'), (1, 1, TIMESTAMP '2024-01-01 00:00:04'), (2, 3, TIMESTAMP '2024-01-01 00:00:05'), (2, 9, TIMESTAMP '2024-01-01 00:00:09')")
+	const q = "SELECT * FROM (SELECT window_start, window_end, auction, total, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY total DESC) AS rn FROM (SELECT window_start, window_end, auction, sum(price) AS total FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end, auction)) WHERE rn <= 2"
+	const bounded = "/*+ OPTIONS('scan.mode'='latest-full', 'scan.bounded.snapshot-id'='1') */"
+	rows := func(text string) []string {
+		t.Helper()
+		st, err := sess.Prepare(ctx, text, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		op, err := st.Query(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := drain(ctx, op)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		slices.Sort(got)
+		return got
+	}
+	want := []string{
+		"2024-01-01 00:00:00|2024-01-01 00:00:02|1|10|1",
+		"2024-01-01 00:00:00|2024-01-01 00:00:02|3|7|2",
+		"2024-01-01 00:00:04|2024-01-01 00:00:06|2|3|1",
+		"2024-01-01 00:00:04|2024-01-01 00:00:06|1|1|2",
+		"2024-01-01 00:00:08|2024-01-01 00:00:10|2|9|1",
+	}
+	slices.Sort(want)
+	if got := rows(fmt.Sprintf(q, "")); !slices.Equal(got, want) {
+		t.Fatalf("batch top-N %q, want %q", got, want)
+	}
+	var got []string
+	for _, r := range rows(fmt.Sprintf(q, bounded)) {
+		k, rest, _ := strings.Cut(r, "|")
+		if k != "+I" {
+			t.Fatalf("a window top-N emitted %s", r)
+		}
+		got = append(got, rest)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("streamed top-N %q, want %q", got, want)
+	}
+	if plan := explain(t, ctx, sess, fmt.Sprintf(q, bounded)); !strings.Contains(plan, "WindowTopN partition: window_start, window_end order: total DESC rows 1 to 2 numbered") {
+		t.Errorf("EXPLAIN:\n%s", plan)
 	}
 }

@@ -1,0 +1,200 @@
+package stream
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/vectorized"
+)
+
+// WindowRank is a window top-N (Flink's window rank): ROW_NUMBER() OVER
+// (PARTITION BY window_start, window_end, ... ORDER BY ...) bounded by
+// spec.Lo and spec.Hi over the output of a window aggregation. Rows are
+// held per partition until the watermark reaches their window's end; the
+// marker that closes the window emits the partition's rows numbered Lo to
+// Hi, once, as +I (with the number as the last column when spec.Number),
+// and frees the partition. Rows tied on the ORDER BY keys rank by their
+// values, as in Rank. Retractions are applied while the window is open; a
+// change of a window the watermark of the last marker has closed is late:
+// dropped and counted (a window aggregation emits a window before the
+// marker that closes it, so none is late there).
+//
+// Output columns: those of the input, then the row number when
+// spec.Number.
+type WindowRank struct {
+	ec     *exec.Context
+	spec   RankSpec
+	end    int // the input column (after the row kind) of window_end
+	unit   arrow.TimeUnit
+	budget *Budget
+	schema *arrow.Schema
+
+	firing
+	rowGet   rowGetter
+	orderGet []getter
+	parts    map[string]*windowRankPart
+	enc      vectorized.KeyEncoder
+	signs    []int8
+	sortBuf  []byte
+	outRow   []any
+	held     int64
+}
+
+type windowRankPart struct {
+	end  int64     // microseconds
+	rows []rankRow // by sort, ascending
+}
+
+// NewWindowRank ranks in's rows by spec per window; end is the index of
+// window_end among in's columns after the row kind (a timestamp), and
+// spec.Partition must hold it.
+func NewWindowRank(ec *exec.Context, in Operator, spec RankSpec, end int, budget *Budget) (*WindowRank, error) {
+	if spec.Lo < 1 || spec.Hi < spec.Lo {
+		return nil, fmt.Errorf("%w: top-N keeps row numbers %d to %d", exec.ErrInvalid, spec.Lo, spec.Hi)
+	}
+	fields := in.Schema().Fields()[1:]
+	if end < 0 || end >= len(fields) {
+		return nil, fmt.Errorf("%w: window top-N window_end column %d of %d", exec.ErrInvalid, end, len(fields))
+	}
+	tt, ok := fields[end].Type.(*arrow.TimestampType)
+	if !ok {
+		return nil, fmt.Errorf("%w: window_end is %s, not a timestamp", exec.ErrInvalid, fields[end].Type)
+	}
+	get, err := rowGetterFor(fields)
+	if err != nil {
+		return nil, err
+	}
+	w := &WindowRank{ec: ec, spec: spec, end: end, unit: tt.Unit, budget: budget, firing: firing{in: in}, rowGet: get, parts: map[string]*windowRankPart{}}
+	for _, k := range spec.Order {
+		g, err := getterFor(k.Expr.DataType())
+		if err != nil {
+			return nil, fmt.Errorf("ORDER BY %s: %w", k.Expr, err)
+		}
+		w.orderGet = append(w.orderGet, g)
+	}
+	if spec.Number {
+		fields = append(slices.Clip(fields), arrow.Field{Name: "row_number", Type: arrow.PrimitiveTypes.Int64})
+	}
+	w.schema = withKind(fields)
+	if w.q, err = newOutQueue(ec, w.schema); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *WindowRank) Schema() *arrow.Schema { return w.schema }
+
+func (w *WindowRank) Open(ctx context.Context) error { return w.in.Open(ctx) }
+
+// Next returns the top rows of the windows closed by the last marker's
+// watermark, labelled with its position, then the marker.
+func (w *WindowRank) Next(ctx context.Context) (Chunk, error) { return w.firing.next(ctx, w) }
+
+func (w *WindowRank) add(ctx context.Context, b arrow.RecordBatch) error {
+	signs, err := kindSigns(b, w.signs)
+	if err != nil {
+		return err
+	}
+	w.signs = signs
+	ev := &batchEval{ctx: ctx, ec: w.ec, b: b}
+	defer ev.release()
+	n := int(b.NumRows())
+	keys, err := ev.evalAll(w.spec.Partition)
+	if err != nil {
+		return err
+	}
+	if err := w.enc.Encode(keys, n); err != nil {
+		return err
+	}
+	orderExprs := make([]exec.Expr, len(w.spec.Order))
+	for i, k := range w.spec.Order {
+		orderExprs[i] = k.Expr
+	}
+	order, err := ev.evalAll(orderExprs)
+	if err != nil {
+		return err
+	}
+	cols := b.Columns()[1:]
+	var grow int64
+	for i, sign := range signs {
+		vals := w.rowGet.row(cols, i)
+		end, ok := vals[w.end].(int64)
+		if !ok || !w.wm.IsZero() && toMicros(end, w.unit) <= w.wm.UnixMicro() {
+			w.late++
+			continue
+		}
+		w.sortBuf = appendSortKey(w.sortBuf[:0], w.spec.Order, w.orderGet, order, i, vals)
+		sort := w.sortBuf
+		k := string(w.enc.Key(i))
+		p := w.parts[k]
+		if p == nil {
+			p = &windowRankPart{end: toMicros(end, w.unit)}
+			w.parts[k] = p
+			grow += rankPartBytes + int64(len(k))
+		}
+		head := sortHead(sort)
+		at, found := slices.BinarySearchFunc(p.rows, sort, func(x rankRow, s []byte) int { return compareSort(x, head, s) })
+		switch {
+		case found:
+			p.rows[at].n += int64(sign)
+			if p.rows[at].n == 0 {
+				grow -= rankRowBytes(p.rows[at])
+				p.rows = slices.Delete(p.rows, at, at+1)
+			}
+		case sign < 0:
+			return fmt.Errorf("%w: window top-N input retracted a row it does not hold", exec.ErrInvalid)
+		default:
+			row := rankRow{head: head, sort: string(sort), vals: vals, n: 1}
+			p.rows = slices.Insert(p.rows, at, row)
+			grow += rankRowBytes(row)
+		}
+	}
+	w.held += grow
+	return w.budget.grow(grow, "a window top-N")
+}
+
+// fire emits and frees the partitions whose window ends at or before wm,
+// in order of their end, then partition key.
+func (w *WindowRank) fire(wm time.Time) error {
+	limit := wm.UnixMicro()
+	var closed []string
+	for k, p := range w.parts {
+		if p.end <= limit {
+			closed = append(closed, k)
+		}
+	}
+	slices.SortFunc(closed, func(a, b string) int { return cmp.Or(cmp.Compare(w.parts[a].end, w.parts[b].end), cmp.Compare(a, b)) })
+	var freed int64
+	for _, k := range closed {
+		p := w.parts[k]
+		for i, row := range topRows(p.rows, w.spec.Lo, w.spec.Hi) {
+			if w.spec.Number {
+				w.outRow = append(append(w.outRow[:0], row.vals...), w.spec.Lo+int64(i))
+				w.q.add(kindInsert, w.outRow)
+			} else {
+				w.q.add(kindInsert, row.vals)
+			}
+		}
+		freed += rankPartBytes + int64(len(k))
+		for _, row := range p.rows {
+			freed += rankRowBytes(row)
+		}
+		delete(w.parts, k)
+	}
+	w.q.seal()
+	w.held -= freed
+	return w.budget.grow(-freed, "a window top-N")
+}
+
+func (w *WindowRank) Close() error {
+	w.q.release()
+	_ = w.budget.grow(-w.held, "")
+	w.held = 0
+	return w.in.Close()
+}
