@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 
+	"github.com/flightd/flightd/plan"
 	"github.com/flightd/flightd/sql"
 	"github.com/flightd/flightd/substrait"
 )
@@ -24,3 +26,21 @@ const (
 	SubstraitMinVersion = substrait.MinVersion
 	SubstraitMaxVersion = substrait.MaxVersion
 )
+
+// Substrait writes the statement's query as a serialized Substrait plan
+// whose root names are the result's column names.
+func (st *Statement) Substrait() ([]byte, error) {
+	q, ok := st.bound.(*plan.Query)
+	if !ok || q.Streaming() {
+		return nil, fmt.Errorf("%w: only batch queries have a Substrait form", ErrNotSupported)
+	}
+	names := make([]string, 0, len(q.Schema().Fields()))
+	for _, f := range q.Schema().Fields() {
+		names = append(names, f.Name)
+	}
+	b, err := substrait.Produce(q.Logical(), names)
+	if errors.Is(err, substrait.ErrNoForm) {
+		return nil, fmt.Errorf("%w: %w", ErrNotSupported, err)
+	}
+	return b, err
+}

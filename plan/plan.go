@@ -75,6 +75,10 @@ type Query struct {
 // Schema is the result schema.
 func (q *Query) Schema() *arrow.Schema { return q.schema }
 
+// Logical is the optimized logical plan (for producers of other plan
+// formats, such as Substrait).
+func (q *Query) Logical() Node { return q.root }
+
 // Params is the schema of the parameters ($1 is field 0), nil if none.
 func (q *Query) Params() *arrow.Schema { return q.params }
 

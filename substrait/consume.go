@@ -394,7 +394,7 @@ func (c *consumer) virtual(v *pb.ReadRel_VirtualTable, schema *pb.NamedStruct, n
 			if err != nil {
 				return nil, err
 			}
-			r.cols = append(r.cols, &sql.Cast{X: &sql.Literal{Kind: sql.LitNull}, Type: tn})
+			r.cols = append(r.cols, &sql.Cast{X: &sql.Literal{Kind: sql.LitNull, Value: "NULL"}, Type: tn})
 		}
 		return r, nil
 	}

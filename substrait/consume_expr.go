@@ -471,11 +471,24 @@ func scalarCall(name string, args []sql.Expr, enums []string) (sql.Expr, error) 
 			l.Escape = args[2]
 		}
 		return l, nil
-	case "extract":
-		if len(enums) != 1 || len(args) != 1 {
-			return nil, fmt.Errorf("want a component and one value")
+	}
+	if unitFirst[name] {
+		// The unit: an enum argument, or (older producers) a string.
+		if len(enums) == 0 && len(args) > 0 {
+			if l, ok := args[0].(*sql.Literal); ok && l.Kind == sql.LitString {
+				enums, args = []string{strings.ToUpper(l.Value)}, args[1:]
+			}
 		}
-		return &sql.Extract{Field: enums[0], X: args[0]}, nil
+		if len(enums) != 1 {
+			return nil, fmt.Errorf("want a unit (an enum argument)")
+		}
+		if name == "extract" {
+			if len(args) != 1 {
+				return nil, fmt.Errorf("want a unit and one value")
+			}
+			return &sql.Extract{Field: enums[0], X: args[0]}, nil
+		}
+		args = append([]sql.Expr{&sql.Ident{Parts: []string{enums[0]}}}, args...)
 	}
 	if r, ok := renames[name]; ok {
 		name = r
@@ -597,7 +610,7 @@ func (c *consumer) literal(l *pb.Expression_Literal, path string) (sql.Expr, err
 	case *pb.Expression_Literal_FixedChar:
 		return str(t.FixedChar), nil
 	case *pb.Expression_Literal_Binary:
-		return &sql.FuncCall{Name: "from_hex", Args: []sql.Expr{str(hex.EncodeToString(t.Binary))}}, nil
+		return &sql.TypedLiteral{Type: "X", Value: hex.EncodeToString(t.Binary)}, nil
 	case *pb.Expression_Literal_Date:
 		return &sql.TypedLiteral{Type: "DATE", Value: time.Unix(int64(t.Date)*86400, 0).UTC().Format("2006-01-02")}, nil
 	case *pb.Expression_Literal_PrecisionTimestamp_:
@@ -619,33 +632,32 @@ func (c *consumer) literal(l *pb.Expression_Literal, path string) (sql.Expr, err
 		return interval(months, "MONTH"), nil
 	case *pb.Expression_Literal_IntervalDayToSecond_:
 		iv := t.IntervalDayToSecond
-		sub := iv.GetSubseconds()
-		prec := iv.GetPrecision()
+		sub, prec := iv.GetSubseconds(), iv.GetPrecision()
 		if iv.GetMicroseconds() != 0 {
 			sub, prec = int64(iv.GetMicroseconds()), 6
 		}
-		if prec < 0 || prec > 9 {
-			return nil, errAt(path+".interval_day_to_second", "precision %d is out of range", prec)
+		if prec < 0 || prec > 9 || iv.GetDays() > 1e6 || iv.GetDays() < -1e6 {
+			return nil, errAt(path+".interval_day_to_second", "precision %d or %d days out of range", prec, iv.GetDays())
 		}
-		if sub%int64(math.Pow10(int(prec))/1000) != 0 && prec > 3 {
-			return nil, errAt(path+".interval_day_to_second", "sub-millisecond intervals are not supported")
+		nanos := (int64(iv.GetDays())*86400+int64(iv.GetSeconds()))*1e9 + sub*int64(math.Pow10(9-int(prec)))
+		if nanos%(86400*1e9) == 0 {
+			return interval(nanos/(86400*1e9), "DAY"), nil
 		}
-		ms := int64(iv.GetDays())*86400000 + int64(iv.GetSeconds())*1000
-		if prec >= 3 {
-			ms += sub / int64(math.Pow10(int(prec)-3))
-		} else {
-			ms += sub * int64(math.Pow10(3-int(prec)))
+		neg := nanos < 0
+		if neg {
+			nanos = -nanos
 		}
-		if ms%1000 == 0 {
-			return interval(ms/1000, "SECOND"), nil
+		secs := strconv.FormatInt(nanos/1e9, 10)
+		if frac := nanos % 1e9; frac != 0 {
+			secs += strings.TrimRight(fmt.Sprintf(".%09d", frac), "0")
 		}
-		return &sql.Binary{Op: "*", Left: interval(1, "SECOND"), Right: &sql.Literal{Kind: sql.LitNumber, Value: strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64)}}, nil
+		return &sql.IntervalLiteral{Negative: neg, Value: secs, Unit: "SECOND"}, nil
 	case *pb.Expression_Literal_Null:
 		tn, err := typeName(t.Null, path+".null")
 		if err != nil {
 			return nil, err
 		}
-		return &sql.Cast{X: &sql.Literal{Kind: sql.LitNull}, Type: tn}, nil
+		return &sql.Cast{X: &sql.Literal{Kind: sql.LitNull, Value: "NULL"}, Type: tn}, nil
 	case *pb.Expression_Literal_List_:
 		arr := &sql.Collection{Kind: "ARRAY"}
 		for i, v := range t.List.GetValues() {

@@ -164,6 +164,15 @@ func (c *consumer) join(x *pb.JoinRel, path string) (*rel, error) {
 		kind = "RIGHT"
 	case pb.JoinRel_JOIN_TYPE_OUTER:
 		kind = "FULL"
+	case pb.JoinRel_JOIN_TYPE_LEFT_SINGLE:
+		// Each left row with the right's columns of its one match (NULLs
+		// without one, an error with several): a scalar subquery per
+		// right column.
+		for _, rc := range r.cols {
+			sub := &sql.Select{Items: []*sql.SelectItem{{Expr: rc}}, From: []sql.TableRef{r.from}, Where: and(r.where, cond)}
+			l.cols = append(l.cols, &sql.Subquery{Query: &sql.Query{Body: sub}})
+		}
+		return l, nil
 	case pb.JoinRel_JOIN_TYPE_LEFT_SEMI, pb.JoinRel_JOIN_TYPE_RIGHT_SEMI, pb.JoinRel_JOIN_TYPE_LEFT_ANTI, pb.JoinRel_JOIN_TYPE_RIGHT_ANTI:
 		anti := x.GetType() == pb.JoinRel_JOIN_TYPE_LEFT_ANTI || x.GetType() == pb.JoinRel_JOIN_TYPE_RIGHT_ANTI
 		sub := &sql.Select{Items: []*sql.SelectItem{{Expr: number(1)}}, From: []sql.TableRef{r.from}, Where: and(r.where, cond)}
@@ -181,11 +190,19 @@ func (c *consumer) join(x *pb.JoinRel, path string) (*rel, error) {
 	return out, nil
 }
 
-// joinable makes r a FROM item that a join can take as is: a table or
-// derived table whose filter, if any, may move above an inner join.
+// joinable makes r a FROM item that a join can take as is: its columns
+// must be plain column references, as an outer join makes computed ones
+// (a constant TRUE, say) NULL only if they are columns of the FROM item.
 func (c *consumer) joinable(r *rel) *rel {
 	if r.flat() && r.where == nil && r.from != nil {
-		return r
+		plain := true
+		for _, e := range r.cols {
+			_, ok := e.(*sql.Ident)
+			plain = plain && ok
+		}
+		if plain {
+			return r
+		}
 	}
 	return c.wrap(r)
 }
