@@ -211,6 +211,7 @@ type UseDatabase struct{ Name string }
 type Explain struct {
 	Target  Statement
 	Analyze bool
+	Format  string // "" or SUBSTRAIT (sql.Explain.Format)
 }
 
 // TxnKind is the kind of a transaction statement.

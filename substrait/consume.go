@@ -23,12 +23,13 @@ const flightdURN = "extension:io.flightd:functions"
 // recurses, and a hostile plan must not exhaust the stack.
 const maxDepth = 500
 
-// Consume translates a serialized Substrait plan into the SQL query it
+// Consume translates a serialized Substrait plan into the SQL statement it
 // means. The plan's single root relation becomes one query whose output
-// columns carry the root's names; the caller binds it like any SQL, so a
-// plan gets the same type checks, grants and optimizer as SQL text.
-// Dynamic parameter N becomes placeholder $N+1.
-func Consume(b []byte) (*sql.Query, error) {
+// columns carry the root's names, or, for a write relation at the root, an
+// INSERT or CREATE TABLE AS; the caller binds it like any SQL, so a plan
+// gets the same type checks, grants and optimizer as SQL text. Dynamic
+// parameter N becomes placeholder $N+1.
+func Consume(b []byte) (sql.Statement, error) {
 	var p pb.Plan
 	if err := (proto.UnmarshalOptions{RecursionLimit: maxDepth}).Unmarshal(b, &p); err != nil {
 		return nil, fmt.Errorf("%w: not a Substrait plan: %v", ErrInvalid, err)
@@ -51,6 +52,9 @@ func Consume(b []byte) (*sql.Query, error) {
 		return nil, fmt.Errorf("%w: the plan has no root relation", ErrInvalid)
 	}
 	c.plan = &p
+	if w := root.GetInput().GetWrite(); w != nil {
+		return c.write(w, "root.input.write")
+	}
 	r, err := c.rel(root.GetInput(), "root.input")
 	if err != nil {
 		return nil, err
@@ -505,3 +509,37 @@ const (
 	MinVersion = "0.50.0"
 	MaxVersion = "0.85.0"
 )
+
+// write translates a write relation: INSERT into a named table, or CREATE
+// TABLE AS.
+func (c *consumer) write(w *pb.WriteRel, path string) (sql.Statement, error) {
+	parts := w.GetNamedTable().GetNames()
+	if len(parts) == 0 || len(parts) > 3 {
+		return nil, errAt(path+".named_table", "a table name has 1 to 3 parts, not %d", len(parts))
+	}
+	if len(parts) == 3 {
+		parts = parts[1:]
+	}
+	cols, err := topNames(w.GetTableSchema(), path+".table_schema")
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.rel(w.GetInput(), path+".input")
+	if err != nil {
+		return nil, err
+	}
+	if len(cols) != len(r.cols) {
+		return nil, errAt(path+".table_schema", "%d columns for an input of %d", len(cols), len(r.cols))
+	}
+	q := r.query()
+	switch w.GetOp() {
+	case pb.WriteRel_WRITE_OP_INSERT:
+		return &sql.Insert{Table: &sql.Name{Parts: parts}, Columns: cols, Source: q}, nil
+	case pb.WriteRel_WRITE_OP_CTAS:
+		for i, it := range q.Body.(*sql.Select).Items {
+			it.Alias = cols[i]
+		}
+		return &sql.CreateTable{Name: &sql.Name{Parts: parts}, As: q}, nil
+	}
+	return nil, errAt(path+".op", "write operation %s is not supported (INSERT and CTAS are)", w.GetOp())
+}
