@@ -83,6 +83,7 @@ type consumer struct {
 	funcs   map[uint32]function
 	aliases int
 	depth   int
+	nodes   int
 	// outer holds the column expressions of the relations enclosing a
 	// subquery, innermost last, for outer references.
 	outer [][]sql.Expr
@@ -159,10 +160,19 @@ func errAt(path, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrInvalid, path, fmt.Sprintf(format, args...))
 }
 
+// maxNodes bounds the relations and expressions translated: references
+// to shared relations are expanded where used, and a plan whose references
+// nest would otherwise expand exponentially.
+const maxNodes = 200000
+
 func (c *consumer) enter(path string) error {
 	c.depth++
+	c.nodes++
 	if c.depth > maxDepth {
 		return errAt(path, "nested more than %d levels deep", maxDepth)
+	}
+	if c.nodes > maxNodes {
+		return errAt(path, "more than %d relations and expressions (shared relations count at each reference)", maxNodes)
 	}
 	return nil
 }

@@ -48,6 +48,9 @@ func (c *consumer) extensions(p *pb.Plan) error {
 			}
 		}
 		name, _, _ := strings.Cut(f.GetName(), ":")
+		if !plainName(name) {
+			return errAt(fmt.Sprintf("extensions[%d].extension_function", i), "function name %q is not a plain name", f.GetName())
+		}
 		c.funcs[f.GetFunctionAnchor()] = function{urn: urn, name: strings.ToLower(name)}
 	}
 	return nil
@@ -805,4 +808,15 @@ func typeName(t *pb.Type, path string) (*sql.TypeName, error) {
 		return nil, errAt(path, "missing type")
 	}
 	return nil, errAt(path, "type %s is not supported", strings.TrimPrefix(fmt.Sprintf("%T", t.GetKind()), "*substraitpb.Type_"))
+}
+
+// plainName: function names become SQL function calls, so only letters,
+// digits and underscores (not first a digit) are taken.
+func plainName(s string) bool {
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return s != ""
 }
