@@ -181,7 +181,7 @@ func (c *consumer) join(x *pb.JoinRel, path string) (*rel, error) {
 	default:
 		return nil, errAt(path, "join type %s is not supported", x.GetType())
 	}
-	out := &rel{from: &sql.Join{Kind: kind, Left: l.from, Right: r.from, On: cond}, cols: both}
+	out := &rel{from: &sql.Join{Kind: kind, Left: l.from, Right: paren(r.from), On: cond}, cols: both}
 	if kind == "INNER" {
 		out.where = and(l.where, r.where)
 	} else if l.where != nil || r.where != nil {
@@ -218,7 +218,7 @@ func (c *consumer) cross(x *pb.CrossRel, path string) (*rel, error) {
 	}
 	l, r = c.joinable(l), c.joinable(r)
 	return &rel{
-		from: &sql.Join{Kind: "CROSS", Left: l.from, Right: r.from},
+		from: &sql.Join{Kind: "CROSS", Left: l.from, Right: paren(r.from)},
 		cols: append(append([]sql.Expr(nil), l.cols...), r.cols...),
 	}, nil
 }
@@ -337,7 +337,12 @@ func (c *consumer) set(x *pb.SetRel, path string) (*rel, error) {
 		} else if len(r.cols) != n {
 			return nil, errAt(fmt.Sprintf("%s.inputs[%d]", path, i), "%d columns, the first input has %d", len(r.cols), n)
 		}
-		q := &sql.ParenQuery{Query: r.query()}
+		if r.orderBy != nil || r.limit != nil || r.offset != nil {
+			r = c.wrap(r)
+		}
+		// A plain SELECT as operand: SQL text starting ((SELECT in FROM
+		// reads as a parenthesized join.
+		q := r.query().Body
 		if body == nil {
 			body = q
 		} else {
@@ -384,4 +389,13 @@ func (c *consumer) window(x *pb.ConsistentPartitionWindowRel, path string) (*rel
 	r.cols = cols
 	r.windowed = true
 	return r, nil
+}
+
+// paren parenthesizes a join on the right of a join, which SQL text would
+// otherwise read as left-deep.
+func paren(t sql.TableRef) sql.TableRef {
+	if j, ok := t.(*sql.Join); ok {
+		return &sql.ParenTableRef{Inner: j}
+	}
+	return t
 }
