@@ -269,5 +269,3 @@ func TestSubstraitBadPlans(t *testing.T) {
 		t.Fatalf("SqlInfo: %v", seen)
 	}
 }
-
-

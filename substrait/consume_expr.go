@@ -746,7 +746,9 @@ func decimalText(le []byte, scale int) string {
 
 // typeName is the SQL type of a Substrait type.
 func typeName(t *pb.Type, path string) (*sql.TypeName, error) {
-	name := func(n string, params ...int) (*sql.TypeName, error) { return &sql.TypeName{Name: n, Params: params}, nil }
+	name := func(n string, params ...int) (*sql.TypeName, error) {
+		return &sql.TypeName{Name: n, Params: params}, nil
+	}
 	switch k := t.GetKind().(type) {
 	case *pb.Type_Bool:
 		return name("BOOLEAN")

@@ -35,11 +35,11 @@ var standard = map[string][2]string{
 	"greater": {"functions_comparison", "gt"}, "greater_equal": {"functions_comparison", "gte"},
 	"is_null": {"functions_comparison", "is_null"}, "is_not_null": {"functions_comparison", "is_not_null"},
 	"coalesce": {"functions_comparison", "coalesce"},
-	"and": {"functions_boolean", "and"}, "or": {"functions_boolean", "or"}, "not": {"functions_boolean", "not"},
+	"and":      {"functions_boolean", "and"}, "or": {"functions_boolean", "or"}, "not": {"functions_boolean", "not"},
 	"concat": {"functions_string", "concat"}, "lower": {"functions_string", "lower"}, "upper": {"functions_string", "upper"},
 	"substring": {"functions_string", "substring"}, "char_length": {"functions_string", "char_length"},
 	"extract": {"functions_datetime", "extract"},
-	"count": {"functions_aggregate_generic", "count"}, "count_star": {"functions_aggregate_generic", "count"},
+	"count":   {"functions_aggregate_generic", "count"}, "count_star": {"functions_aggregate_generic", "count"},
 }
 
 // unitFirst are the functions whose first argument is a unit (YEAR, ...).
@@ -722,5 +722,3 @@ func decimalBytes(v decimal128.Num) []byte {
 	}
 	return le
 }
-
-
