@@ -39,11 +39,10 @@ func (c *consumer) extensions(p *pb.Plan) error {
 			if err != nil {
 				return errAt(fmt.Sprintf("extensions[%d]", i), "%v", err)
 			}
-			uri, found := uris[ref]
-			if !found && !ok {
-				return errAt(fmt.Sprintf("extensions[%d].extension_function", i), "function %q refers to extension %d, which the plan does not declare", f.GetName(), f.GetExtensionUrnReference())
-			}
-			if found {
+			// A function whose extension the plan does not declare
+			// (DataFusion declares none) is looked up by name among the
+			// standard ones: urn stays "".
+			if uri, found := uris[ref]; found {
 				urn = uriToURN(uri)
 			}
 		}
@@ -383,7 +382,7 @@ func (c *consumer) fn(ref uint32, path string) (function, error) {
 	if !ok {
 		return f, errAt(path, "function_reference %d is not declared in the plan's extensions", ref)
 	}
-	if f.urn != flightdURN && !strings.HasPrefix(f.urn, "extension:io.substrait:") {
+	if f.urn != "" && f.urn != flightdURN && !strings.HasPrefix(f.urn, "extension:io.substrait:") {
 		return f, errAt(path, "function %q of extension %q: only the standard extensions (extension:io.substrait:functions_*) are supported", f.name, f.urn)
 	}
 	return f, nil
@@ -470,8 +469,8 @@ func scalarCall(name string, args []sql.Expr, enums []string) (sql.Expr, error) 
 			return nil, fmt.Errorf("%d arguments, want 2 or 3", len(args))
 		}
 		l := &sql.Like{X: args[0], Pattern: args[1], Insensitive: name == "ilike"}
-		if len(args) == 3 {
-			l.Escape = args[2]
+		if len(args) == 3 && !isNull(args[2]) {
+			l.Escape = args[2] // DataFusion sends a NULL escape for none
 		}
 		return l, nil
 	}
@@ -634,27 +633,18 @@ func (c *consumer) literal(l *pb.Expression_Literal, path string) (sql.Expr, err
 		months := int64(t.IntervalYearToMonth.GetYears())*12 + int64(t.IntervalYearToMonth.GetMonths())
 		return interval(months, "MONTH"), nil
 	case *pb.Expression_Literal_IntervalDayToSecond_:
-		iv := t.IntervalDayToSecond
-		sub, prec := iv.GetSubseconds(), iv.GetPrecision()
-		if iv.GetMicroseconds() != 0 {
-			sub, prec = int64(iv.GetMicroseconds()), 6
+		return daySecond(t.IntervalDayToSecond, path+".interval_day_to_second")
+	case *pb.Expression_Literal_IntervalCompound_:
+		// flightd's intervals are months or days and time, not both.
+		ym, ds := t.IntervalCompound.GetIntervalYearToMonth(), t.IntervalCompound.GetIntervalDayToSecond()
+		months := int64(ym.GetYears())*12 + int64(ym.GetMonths())
+		switch {
+		case months == 0:
+			return daySecond(ds, path+".interval_compound.interval_day_to_second")
+		case ds.GetDays() == 0 && ds.GetSeconds() == 0 && ds.GetSubseconds() == 0 && ds.GetMicroseconds() == 0:
+			return interval(months, "MONTH"), nil
 		}
-		if prec < 0 || prec > 9 || iv.GetDays() > 1e6 || iv.GetDays() < -1e6 {
-			return nil, errAt(path+".interval_day_to_second", "precision %d or %d days out of range", prec, iv.GetDays())
-		}
-		nanos := (int64(iv.GetDays())*86400+int64(iv.GetSeconds()))*1e9 + sub*int64(math.Pow10(9-int(prec)))
-		if nanos%(86400*1e9) == 0 {
-			return interval(nanos/(86400*1e9), "DAY"), nil
-		}
-		neg := nanos < 0
-		if neg {
-			nanos = -nanos
-		}
-		secs := strconv.FormatInt(nanos/1e9, 10)
-		if frac := nanos % 1e9; frac != 0 {
-			secs += strings.TrimRight(fmt.Sprintf(".%09d", frac), "0")
-		}
-		return &sql.IntervalLiteral{Negative: neg, Value: secs, Unit: "SECOND"}, nil
+		return nil, errAt(path+".interval_compound", "an interval of both months and days or seconds is not supported")
 	case *pb.Expression_Literal_Null:
 		tn, err := typeName(t.Null, path+".null")
 		if err != nil {
@@ -821,4 +811,36 @@ func plainName(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+func isNull(e sql.Expr) bool {
+	if c, ok := e.(*sql.Cast); ok {
+		e = c.X
+	}
+	l, ok := e.(*sql.Literal)
+	return ok && l.Kind == sql.LitNull
+}
+
+// daySecond is a day-to-second interval literal.
+func daySecond(iv *pb.Expression_Literal_IntervalDayToSecond, path string) (sql.Expr, error) {
+	sub, prec := iv.GetSubseconds(), iv.GetPrecision()
+	if iv.GetMicroseconds() != 0 {
+		sub, prec = int64(iv.GetMicroseconds()), 6
+	}
+	if prec < 0 || prec > 9 || iv.GetDays() > 1e6 || iv.GetDays() < -1e6 || sub > 1e12 || sub < -1e12 {
+		return nil, errAt(path, "precision %d, %d days or %d subseconds out of range", prec, iv.GetDays(), sub)
+	}
+	nanos := (int64(iv.GetDays())*86400+int64(iv.GetSeconds()))*1e9 + sub*int64(math.Pow10(9-int(prec)))
+	if nanos%(86400*1e9) == 0 {
+		return interval(nanos/(86400*1e9), "DAY"), nil
+	}
+	neg := nanos < 0
+	if neg {
+		nanos = -nanos
+	}
+	secs := strconv.FormatInt(nanos/1e9, 10)
+	if frac := nanos % 1e9; frac != 0 {
+		secs += strings.TrimRight(fmt.Sprintf(".%09d", frac), "0")
+	}
+	return &sql.IntervalLiteral{Negative: neg, Value: secs, Unit: "SECOND"}, nil
 }

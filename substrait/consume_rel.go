@@ -2,6 +2,7 @@ package substrait
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	pb "github.com/substrait-io/substrait-protobuf/go/substraitpb"
@@ -56,6 +57,7 @@ func (c *consumer) aggregate(x *pb.AggregateRel, path string) (*rel, error) {
 			}
 			sets[i] = append(sets[i], keyOf(e))
 		}
+		sets[i] = slices.Compact(slices.Sorted(slices.Values(sets[i])))
 	}
 	out := &rel{from: r.from, where: r.where, grouped: true}
 	out.cols = append(out.cols, keys...)
@@ -172,6 +174,18 @@ func (c *consumer) join(x *pb.JoinRel, path string) (*rel, error) {
 			sub := &sql.Select{Items: []*sql.SelectItem{{Expr: rc}}, From: []sql.TableRef{r.from}, Where: and(r.where, cond)}
 			l.cols = append(l.cols, &sql.Subquery{Query: &sql.Query{Body: sub}})
 		}
+		return l, nil
+	case pb.JoinRel_JOIN_TYPE_LEFT_MARK:
+		// The left rows and a mark: TRUE with a match, else NULL if the
+		// condition was NULL for some right row, else FALSE.
+		exists := func(c sql.Expr) sql.Expr {
+			sub := &sql.Select{Items: []*sql.SelectItem{{Expr: number(1)}}, From: []sql.TableRef{r.from}, Where: and(r.where, c)}
+			return &sql.Exists{Query: &sql.Query{Body: sub}}
+		}
+		l.cols = append(l.cols, &sql.Case{Whens: []*sql.When{
+			{Cond: exists(cond), Then: &sql.Literal{Kind: sql.LitBool, Value: "TRUE"}},
+			{Cond: exists(&sql.Is{X: cond, What: "NULL"}), Then: &sql.Cast{X: &sql.Literal{Kind: sql.LitNull, Value: "NULL"}, Type: &sql.TypeName{Name: "BOOLEAN"}}},
+		}, Else: &sql.Literal{Kind: sql.LitBool, Value: "FALSE"}})
 		return l, nil
 	case pb.JoinRel_JOIN_TYPE_LEFT_SEMI, pb.JoinRel_JOIN_TYPE_RIGHT_SEMI, pb.JoinRel_JOIN_TYPE_LEFT_ANTI, pb.JoinRel_JOIN_TYPE_RIGHT_ANTI:
 		anti := x.GetType() == pb.JoinRel_JOIN_TYPE_LEFT_ANTI || x.GetType() == pb.JoinRel_JOIN_TYPE_RIGHT_ANTI

@@ -201,7 +201,7 @@ func TestRefusals(t *testing.T) {
 		{"undeclared function", rootPlan(filterOn(namedRead("a"), scalarFn(9, field(0)))), "root.input.filter.condition.scalar_function: function_reference 9 is not declared"},
 		{"field out of range", rootPlan(filterOn(namedRead("a"), field(3))), "root.input.filter.condition.selection.direct_reference.struct_field: field 3 is out of range (1 columns)"},
 		{"unsupported relation", rootPlan(&pb.Rel{RelType: &pb.Rel_Exchange{Exchange: &pb.ExchangeRel{}}}), "root.input: relation Exchange is not supported"},
-		{"join type", rootPlan(&pb.Rel{RelType: &pb.Rel_Join{Join: &pb.JoinRel{Left: namedRead("a"), Right: namedRead("b"), Expression: truth, Type: pb.JoinRel_JOIN_TYPE_LEFT_MARK}}}), "root.input.join: join type JOIN_TYPE_LEFT_MARK is not supported"},
+		{"join type", rootPlan(&pb.Rel{RelType: &pb.Rel_Join{Join: &pb.JoinRel{Left: namedRead("a"), Right: namedRead("b"), Expression: truth, Type: pb.JoinRel_JOIN_TYPE_RIGHT_MARK}}}), "root.input.join: join type JOIN_TYPE_RIGHT_MARK is not supported"},
 		{"emit out of range", rootPlan(&pb.Rel{RelType: &pb.Rel_Project{Project: &pb.ProjectRel{Input: namedRead("a"), Common: emit(1, 4)}}}), "root.input.common.emit: output_mapping[0] = 4 is out of range (1 columns)"},
 		{"no root", &pb.Plan{}, "no root relation"},
 	}
