@@ -180,7 +180,20 @@ func (c *consumer) expr(x *pb.Expression, cols []sql.Expr, path string) (sql.Exp
 		return call, nil
 	case *pb.Expression_IfThen_:
 		cs := &sql.Case{}
-		for i, w := range t.IfThen.GetIfs() {
+		ifs := t.IfThen.GetIfs()
+		if len(ifs) > 1 && ifs[0].GetThen() == nil {
+			// DataFusion writes CASE x WHEN v THEN r as a first clause
+			// holding only x, then clauses of values.
+			op, err := c.expr(ifs[0].GetIf(), cols, path+".if_then.ifs[0].if")
+			if err != nil {
+				return nil, err
+			}
+			cs.Operand = op
+		}
+		for i, w := range ifs {
+			if i == 0 && cs.Operand != nil {
+				continue
+			}
 			cond, err := c.expr(w.GetIf(), cols, fmt.Sprintf("%s.if_then.ifs[%d].if", path, i))
 			if err != nil {
 				return nil, err

@@ -72,6 +72,7 @@ QUERIES = [
     "SELECT name, (SELECT max(id) FROM py_sub_dept) FROM py_sub_emp",
     "SELECT name FROM py_sub_emp WHERE salary > (SELECT avg(salary) FROM py_sub_emp)",
     "SELECT CAST(id AS BIGINT), CASE WHEN id > 2 THEN 'high' ELSE 'low' END FROM py_sub_emp",
+    "SELECT CASE dept WHEN 1 THEN 'one' WHEN 2 THEN 'two' ELSE 'other' END FROM py_sub_emp",
     "SELECT id, row_number() OVER (PARTITION BY dept ORDER BY id) FROM py_sub_emp",
     "SELECT id, sum(salary) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM py_sub_emp",
     "SELECT id FROM py_sub_emp UNION SELECT id FROM py_sub_dept",
