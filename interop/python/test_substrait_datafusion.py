@@ -90,8 +90,8 @@ QUERIES = [
 
 def test_datafusion_plans(conn):
     cur = conn.cursor()
-    cur.adbc_ingest("py_sub_emp", EMP, mode="create")
-    cur.adbc_ingest("py_sub_dept", DEPT, mode="create")
+    cur.adbc_ingest("py_sub_emp", EMP, mode="replace")
+    cur.adbc_ingest("py_sub_dept", DEPT, mode="replace")
     cur.close()
     ctx = datafusion.SessionContext()
     ctx.register_record_batches("py_sub_emp", [EMP.to_batches()])
