@@ -121,7 +121,7 @@ def test_datafusion_tpcds_plans(conn):
     ctx = datafusion.SessionContext()
     cur = conn.cursor()
     for f in sorted(glob.glob(os.path.join(schema_dir, "*.sql"))):
-        ddl = open(f).read().strip().rstrip(";")
+        ddl = re.sub(r"^\s*create\s+table", "CREATE TABLE IF NOT EXISTS", open(f).read().strip().rstrip(";"), flags=re.I)
         cur.execute(ddl)
         ctx.sql(ddl).collect()
     cur.close()
