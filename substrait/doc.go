@@ -20,6 +20,6 @@
 //
 // The producer writes one relation per logical node; shared CTEs become
 // plan relations referenced by ReferenceRel, scalar subqueries single
-// joins. Nodes with no Substrait form (null-aware anti joins, UNNEST,
-// reads of change streams or pinned snapshots) are ErrNoForm.
+// joins, NOT IN joins NOT (x IN (subquery)). Nodes with no Substrait form
+// (UNNEST, reads of change streams or pinned snapshots) are ErrNoForm.
 package substrait

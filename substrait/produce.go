@@ -278,6 +278,9 @@ func (p *producer) join(x *plan.JoinNode, out []plan.ColumnID) (*pb.Rel, []plan.
 		return nil, nil, err
 	}
 	both := append(append([]plan.ColumnID(nil), lcols...), rcols...)
+	if x.Kind == plan.AntiNullAwareJoin {
+		return p.notIn(x, left, right, lcols, rcols)
+	}
 	if x.Cond == nil && x.Kind == plan.InnerJoin && !single {
 		return &pb.Rel{RelType: &pb.Rel_Cross{Cross: &pb.CrossRel{Left: left, Right: right}}}, out, nil
 	}
@@ -721,4 +724,29 @@ func decimalBytes(v decimal128.Num) []byte {
 		le[15-i] = be[i]
 	}
 	return le
+}
+
+// notIn writes a null-aware anti join (NOT IN (subquery)) on one key
+// equality as a filter NOT (key IN (subquery)), which has its NULL
+// semantics; Substrait has no such join.
+func (p *producer) notIn(x *plan.JoinNode, left, right *pb.Rel, lcols, rcols []plan.ColumnID) (*pb.Rel, []plan.ColumnID, error) {
+	eq, ok := x.Cond.(*plan.Call)
+	if !ok || eq.Fn != "equal" || len(eq.Args) != 2 {
+		return nil, nil, noForm("a null-aware anti join on %v", x.Cond)
+	}
+	needle, err := p.expr(eq.Args[0], lcols)
+	if err != nil {
+		return nil, nil, noForm("a null-aware anti join on %v", x.Cond)
+	}
+	key, err := p.expr(eq.Args[1], rcols)
+	if err != nil {
+		return nil, nil, noForm("a null-aware anti join on %v", x.Cond)
+	}
+	hay := &pb.Rel{RelType: &pb.Rel_Project{Project: &pb.ProjectRel{Input: right, Expressions: []*pb.Expression{key}, Common: emit(1, len(rcols))}}}
+	in := &pb.Expression{RexType: &pb.Expression_Subquery_{Subquery: &pb.Expression_Subquery{SubqueryType: &pb.Expression_Subquery_InPredicate_{
+		InPredicate: &pb.Expression_Subquery_InPredicate{Needles: []*pb.Expression{needle}, Haystack: hay}}}}}
+	boolType, _ := typeOf(arrow.FixedWidthTypes.Boolean)
+	not := &pb.Expression{RexType: &pb.Expression_ScalarFunction_{ScalarFunction: &pb.Expression_ScalarFunction{
+		FunctionReference: p.fn("not"), OutputType: boolType, Arguments: []*pb.FunctionArgument{{ArgType: &pb.FunctionArgument_Value{Value: in}}}}}}
+	return &pb.Rel{RelType: &pb.Rel_Filter{Filter: &pb.FilterRel{Input: left, Condition: not}}}, lcols, nil
 }
