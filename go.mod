@@ -8,6 +8,7 @@ require (
 	github.com/apache/arrow-go/v18 v18.8.0
 	github.com/cockroachdb/datadriven v1.0.3
 	github.com/dgraph-io/ristretto/v2 v2.4.2
+	github.com/substrait-io/substrait-protobuf/go v0.85.0
 )
 
 require (

@@ -21,6 +21,9 @@ var explainSchema = arrow.NewSchema([]arrow.Field{{Name: "plan", Type: arrow.Bin
 // parameter rows, the first one's) and the plan shows actual rows, batches
 // and time per operator and data skipping per scan, then the totals.
 func (st *Statement) explain(ctx context.Context, ec *exec.Context, b *plan.Explain, params arrow.RecordBatch) (exec.Operator, error) {
+	if b.Format == "SUBSTRAIT" {
+		return explainSubstrait(ec, b.Target)
+	}
 	q := rowQuery(b.Target)
 	if q == nil {
 		return nil, fmt.Errorf("EXPLAIN of %T: %w", b.Target, ErrNotSupported)

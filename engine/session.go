@@ -156,6 +156,9 @@ func (st *Statement) Schema() *arrow.Schema {
 	case *plan.Query:
 		return b.Schema()
 	case *plan.Explain:
+		if b.Format == "SUBSTRAIT" {
+			return substraitSchema
+		}
 		return explainSchema
 	}
 	return arrow.NewSchema(nil, nil)

@@ -106,8 +106,12 @@ func preparedKey(handle []byte) []byte { return append([]byte("p:"), handle...) 
 // CreatePreparedStatement parses and binds a statement once; it runs later
 // as often as the client executes it.
 func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.ActionCreatePreparedStatementRequest) (flightsql.ActionCreatePreparedStatementResult, error) {
+	return s.createPrepared(ctx, req.GetQuery(), req.GetTransactionId())
+}
+
+func (s *Server) createPrepared(ctx context.Context, query string, txnID []byte) (flightsql.ActionCreatePreparedStatementResult, error) {
 	var res flightsql.ActionCreatePreparedStatementResult
-	_, st, err := s.prepare(ctx, req.GetQuery(), req.GetTransactionId())
+	_, st, err := s.prepare(ctx, query, txnID)
 	if err != nil {
 		return res, toStatus(err)
 	}
@@ -115,7 +119,7 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 	_, _ = rand.Read(b[:])
 	handle := hex.EncodeToString(b[:])
 	c := callerOf(ctx)
-	if err := s.prepared.add(c, handle, &prepared{st: st, txn: string(req.GetTransactionId()), owner: c.owner, budget: s.paramBudget}); err != nil {
+	if err := s.prepared.add(c, handle, &prepared{st: st, txn: string(txnID), owner: c.owner, budget: s.paramBudget}); err != nil {
 		return res, toStatus(err)
 	}
 

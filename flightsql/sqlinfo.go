@@ -9,6 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql/schema_ref"
 	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
+
+	"github.com/flightd/flightd/engine"
 )
 
 // Version is reported as the server version in GetSqlInfo.
@@ -42,7 +44,9 @@ func registerSQLInfo(s *Server) error {
 		flightsql.SqlInfoFlightSqlServerArrowVersion:                arrow.PkgVersion,
 		flightsql.SqlInfoFlightSqlServerReadOnly:                    false,
 		flightsql.SqlInfoFlightSqlServerSql:                         true,
-		flightsql.SqlInfoFlightSqlServerSubstrait:                   false,
+		flightsql.SqlInfoFlightSqlServerSubstrait:                   true,
+		flightsql.SqlInfoFlightSqlServerSubstraitMinVersion:         engine.SubstraitMinVersion,
+		flightsql.SqlInfoFlightSqlServerSubstraitMaxVersion:         engine.SubstraitMaxVersion,
 		flightsql.SqlInfoFlightSqlServerTransaction:                 int32(flightsql.SqlTransactionTransaction),
 		flightsql.SqlInfoFlightSqlServerCancel:                      true,
 		flightsql.SqlInfoFlightSqlServerBulkIngestion:               true,

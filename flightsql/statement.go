@@ -67,7 +67,11 @@ func (s *Server) decodeTicket(handle []byte) (queryTicket, error) {
 // A statement with side effects runs here, once, and the info has no
 // endpoints: clients that never fetch still get the effect.
 func (s *Server) GetFlightInfoStatement(ctx context.Context, cmd flightsql.StatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
-	sess, st, err := s.prepare(ctx, cmd.GetQuery(), cmd.GetTransactionId())
+	return s.statementInfo(ctx, cmd.GetQuery(), cmd.GetTransactionId(), desc)
+}
+
+func (s *Server) statementInfo(ctx context.Context, query string, txnID []byte, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	sess, st, err := s.prepare(ctx, query, txnID)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -82,7 +86,7 @@ func (s *Server) GetFlightInfoStatement(ctx context.Context, cmd flightsql.State
 	if tx := st.Txn(); tx != nil {
 		txn = tx.ID() // the command's, or the session's (BEGIN)
 	}
-	tkt, err := s.encodeTicket(queryTicket{SQL: cmd.GetQuery(), Database: sess.Database(), Txn: txn, User: userOf(ctx)})
+	tkt, err := s.encodeTicket(queryTicket{SQL: query, Database: sess.Database(), Txn: txn, User: userOf(ctx)})
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -95,7 +99,11 @@ func (s *Server) GetFlightInfoStatement(ctx context.Context, cmd flightsql.State
 
 // GetSchemaStatement plans a query and returns its result schema.
 func (s *Server) GetSchemaStatement(ctx context.Context, cmd flightsql.StatementQuery, _ *flight.FlightDescriptor) (*flight.SchemaResult, error) {
-	_, st, err := s.prepare(ctx, cmd.GetQuery(), cmd.GetTransactionId())
+	return s.statementSchema(ctx, cmd.GetQuery(), cmd.GetTransactionId())
+}
+
+func (s *Server) statementSchema(ctx context.Context, query string, txnID []byte) (*flight.SchemaResult, error) {
+	_, st, err := s.prepare(ctx, query, txnID)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -138,7 +146,11 @@ func (s *Server) DoGetStatement(ctx context.Context, cmd flightsql.StatementQuer
 
 // DoPutCommandStatementUpdate runs a statement and returns its update count.
 func (s *Server) DoPutCommandStatementUpdate(ctx context.Context, cmd flightsql.StatementUpdate) (int64, error) {
-	sess, st, err := s.prepare(ctx, cmd.GetQuery(), cmd.GetTransactionId())
+	return s.update(ctx, cmd.GetQuery(), cmd.GetTransactionId())
+}
+
+func (s *Server) update(ctx context.Context, query string, txnID []byte) (int64, error) {
+	sess, st, err := s.prepare(ctx, query, txnID)
 	if err != nil {
 		return 0, toStatus(err)
 	}

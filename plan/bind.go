@@ -199,7 +199,7 @@ func (b *binder) bindStatement(stmt sql.Statement) Statement {
 	case *sql.Call:
 		return b.bindProcedure(s)
 	case *sql.Explain:
-		return &Explain{Target: b.bindStatement(s.Stmt), Analyze: s.Analyze}
+		return &Explain{Target: b.bindStatement(s.Stmt), Analyze: s.Analyze, Format: s.Format}
 	case *sql.Transaction:
 		return &Transaction{Kind: TxnKind(s.Kind)}
 	case *sql.Show:

@@ -78,6 +78,10 @@ type Query struct {
 // Schema is the result schema.
 func (q *Query) Schema() *arrow.Schema { return q.schema }
 
+// Logical is the optimized logical plan (for producers of other plan
+// formats, such as Substrait).
+func (q *Query) Logical() Node { return q.root }
+
 // Params is the schema of the parameters ($1 is field 0), nil if none.
 func (q *Query) Params() *arrow.Schema { return q.params }
 
@@ -217,6 +221,7 @@ type UseDatabase struct{ Name string }
 type Explain struct {
 	Target  Statement
 	Analyze bool
+	Format  string // "" or SUBSTRAIT (sql.Explain.Format)
 }
 
 // TxnKind is the kind of a transaction statement.

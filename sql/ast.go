@@ -706,6 +706,7 @@ type CallArg struct {
 type Explain struct {
 	Pos     Pos
 	Analyze bool
+	Format  string // "" (the plan as text) or SUBSTRAIT: EXPLAIN (FORMAT SUBSTRAIT)
 	Stmt    Statement
 }
 

@@ -701,6 +701,9 @@ func (f *formatter) node(n Node) {
 		f.w(")")
 	case *Explain:
 		f.w("EXPLAIN ")
+		if n.Format != "" {
+			f.w("(FORMAT ", n.Format, ") ")
+		}
 		if n.Analyze {
 			f.w("ANALYZE ")
 		}

@@ -320,7 +320,15 @@ func (p *parser) parseStatement() Statement {
 	case "explain":
 		p.i++
 		e := &Explain{Pos: t.pos}
-		e.Analyze = p.acceptK("analyze")
+		if p.isP("(") && p.isKAt(1, "format") {
+			p.i += 2
+			f, pos := p.ident("plan format")
+			if e.Format = strings.ToUpper(f); e.Format != "SUBSTRAIT" {
+				p.failf(pos, "unknown EXPLAIN format %s (SUBSTRAIT is the one there is)", f)
+			}
+			p.expectP(")")
+		}
+		e.Analyze = e.Format == "" && p.acceptK("analyze")
 		p.acceptK("plan", "for")
 		if p.isK("explain") {
 			p.failf(p.peek().pos, "EXPLAIN cannot be nested")

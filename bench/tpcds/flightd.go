@@ -134,12 +134,57 @@ func (f *Flightd) Append(ctx context.Context, table string, b arrow.RecordBatch)
 
 // Query runs one query and returns its whole result.
 func (f *Flightd) Query(ctx context.Context, query string) (*Result, error) {
+	return f.run(ctx, func(st adbc.Statement) error { return st.SetSqlQuery(query) })
+}
+
+// Substrait is an Engine that runs each query as the Substrait plan
+// flightd's producer makes for it (EXPLAIN (FORMAT SUBSTRAIT)), sent back
+// as a Substrait command: SQL -> logical plan -> Substrait -> logical plan
+// -> execution.
+type Substrait struct{ *Flightd }
+
+// Query implements Engine.
+func (s Substrait) Query(ctx context.Context, query string) (*Result, error) {
+	plan, err := s.plan(ctx, query)
+	if err != nil {
+		return nil, fmt.Errorf("EXPLAIN (FORMAT SUBSTRAIT): %w", err)
+	}
+	return s.run(ctx, func(st adbc.Statement) error { return st.SetSubstraitPlan(plan) })
+}
+
+func (s Substrait) plan(ctx context.Context, query string) ([]byte, error) {
+	stmt, err := s.cnxn.NewStatement()
+	if err != nil {
+		return nil, err
+	}
+	defer stmt.Close()
+	if err := stmt.SetSqlQuery("EXPLAIN (FORMAT SUBSTRAIT) " + query); err != nil {
+		return nil, err
+	}
+	rdr, _, err := stmt.ExecuteQuery(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer rdr.Release()
+	var plan []byte
+	for rdr.Next() {
+		b := rdr.RecordBatch()
+		col, ok := b.Column(0).(*array.Binary)
+		if !ok || b.NumRows() != 1 || plan != nil {
+			return nil, fmt.Errorf("want one binary value, got %d rows of %s", b.NumRows(), b.Column(0).DataType())
+		}
+		plan = append([]byte{}, col.Value(0)...)
+	}
+	return plan, rdr.Err()
+}
+
+func (f *Flightd) run(ctx context.Context, set func(adbc.Statement) error) (*Result, error) {
 	stmt, err := f.cnxn.NewStatement()
 	if err != nil {
 		return nil, err
 	}
 	defer stmt.Close()
-	if err := stmt.SetSqlQuery(query); err != nil {
+	if err := set(stmt); err != nil {
 		return nil, err
 	}
 	rdr, _, err := stmt.ExecuteQuery(ctx)

@@ -239,6 +239,24 @@ func TestQueries(t *testing.T) {
 		}
 	}
 	t.Logf("flightd: %d ok, %d wrong answer, %d error", s.FlightdOK, s.FlightdWrong, s.FlightdError)
+
+	// Substrait round trip: each query as the plan flightd's producer makes
+	// for it must give the SQL path's answer. Queries the producer has no
+	// Substrait form for are logged, not failed.
+	rt := tpcds.RunQueries(ctx, f.queries, flightd, tpcds.Substrait{Flightd: flightd.(*tpcds.Flightd)}, tpcds.RunOptions{Timeout: time.Minute})
+	refused := 0
+	for _, q := range rt {
+		switch {
+		case q.Flightd.Status == tpcds.StatusOK || q.DuckDB.Status != tpcds.StatusOK:
+		case strings.Contains(q.Flightd.Message, "no Substrait form"):
+			refused++
+			t.Logf("q%s through Substrait: %s", q.Query, q.Flightd.Message)
+		default:
+			t.Errorf("q%s through Substrait: %s %s", q.Query, q.Flightd.Status, q.Flightd.Message)
+		}
+	}
+	rs := tpcds.Summarize(rt)
+	t.Logf("Substrait round trip: %d of %d queries give the SQL answer, %d without a Substrait form", rs.FlightdOK, len(rt), refused)
 }
 
 // TestCompareDuckDBWithItself checks the comparison on the 99 real results

@@ -25,13 +25,16 @@ var forbidden = map[string][]string{
 	"tablestore": {"exec", "plan", "sql", "engine", "flightsql", "vectorized", "stream"},
 	"cache":      {"exec", "plan", "sql", "engine", "flightsql", "vectorized", "tablestore"},
 	"lookup":     {"exec", "plan", "sql", "engine", "flightsql", "vectorized", "stream"},
+	"substrait":  {"engine", "flightsql"},
 }
 
 // forbiddenImports lists, per package, the packages its files (tests
 // included) must not import themselves: it depends on them only through
 // the packages it may import.
 var forbiddenImports = map[string][]string{
-	"flightsql": {"plan", "exec", "tablestore", "stream", "vectorized", "sql"},
+	"flightsql": {"plan", "exec", "tablestore", "stream", "vectorized", "sql", "substrait"},
+	// substrait reads and writes the logical plan and the SQL AST only.
+	"substrait": {"exec", "tablestore", "stream", "vectorized", "engine", "flightsql", "cache", "lookup"},
 }
 
 func TestLayering(t *testing.T) {
