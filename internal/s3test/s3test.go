@@ -100,11 +100,16 @@ func Start(t testing.TB) *Server {
 			t.Fatalf("%s: not listening on %s", bin, addr)
 		}
 	}
-	s := &Server{Endpoint: "http://" + addr, Config: objfs.Config{Endpoint: "http://" + addr, Region: "us-east-1", AccessKey: "test", SecretKey: "testsecret"}}
+	s := &Server{Endpoint: "http://" + addr, Config: Config("http://" + addr)}
 	if s.Client, err = objfs.NewClient(s.Config); err != nil {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// Config is how to reach the server at endpoint (it takes any credentials).
+func Config(endpoint string) objfs.Config {
+	return objfs.Config{Endpoint: endpoint, Region: "us-east-1", AccessKey: "test", SecretKey: "testsecret"}
 }
 
 var buckets atomic.Int64

@@ -45,6 +45,9 @@ func New(ctx context.Context, client *minio.Client, bucket string, cache *Cache)
 	return &FS{ctx: ctx, client: client, bucket: bucket, cache: cache}
 }
 
+// Bucket is the bucket the FS is over.
+func (f *FS) Bucket() string { return f.bucket }
+
 // key maps a slash-separated path to an object key.
 func key(name string) string { return strings.TrimPrefix(path.Clean("/"+name), "/") }
 
@@ -324,7 +327,7 @@ func (f *FS) List(dir string) ([]string, error) {
 			names = append(names, n)
 		}
 	}
-	if !found {
+	if !found && prefix != "" { // the bucket itself always exists
 		return nil, &fs.PathError{Op: "list", Path: dir, Err: fs.ErrNotExist}
 	}
 	slices.Sort(names)
