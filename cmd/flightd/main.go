@@ -12,7 +12,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
-	"path/filepath"
+	"path"
 	"syscall"
 	"time"
 
@@ -21,6 +21,7 @@ import (
 	"github.com/flightd/flightd/engine"
 	"github.com/flightd/flightd/flightsql"
 	"github.com/flightd/flightd/plan"
+	"github.com/flightd/flightd/tablestore"
 )
 
 func main() {
@@ -32,9 +33,9 @@ func main() {
 func run() error {
 	var (
 		addr     = flag.String("addr", "127.0.0.1:31337", "listen address")
-		dataDir  = flag.String("data", "flightd-data", "data directory (created if missing)")
+		dataDir  = flag.String("data", "flightd-data", "data directory (created if missing), or s3://bucket/path of a warehouse on an S3-compatible object store (the bucket must exist; nodes may share it)")
 		authFile = flag.String("auth-file", "", "file of user:password (or user:bcrypt-hash) and 'grant: user read|write|admin database|*' lines; enables authentication")
-		keyFile  = flag.String("key-file", "", "key that signs tickets and tokens, created if missing (default <data>/.flightd-key)")
+		keyFile  = flag.String("key-file", "", "key that signs tickets and tokens, created if missing (default <data>/.flightd-key, in the bucket for s3://)")
 		tokenTTL = flag.Duration("token-lifetime", flightsql.DefaultTokenLifetime, "how long a bearer token from Handshake stays valid")
 		memLimit = flag.Int64("memory-limit", 0, "soft limit of the process's memory in bytes (0: 3/4 of the machine's or cgroup's memory, -1: none)")
 		maxConns = flag.Int("max-connections", defaultMaxConnections(), "connections served at once, more are closed at once; 0: unlimited (the default is 4096 or half the file descriptor limit, the smaller)")
@@ -56,6 +57,13 @@ func run() error {
 		maxBytes = flag.Int("max-statement-bytes", flightsql.DefaultLimits.MaxStatementBytes, "longest SQL statement accepted, in bytes")
 		maxToks  = flag.Int("max-statement-tokens", flightsql.DefaultLimits.MaxStatementTokens, "most tokens (names, literals, operators) one SQL statement may have")
 	)
+	var obj objectFlags
+	flag.StringVar(&obj.cfg.Endpoint, "s3-endpoint", "", "object store endpoint, http(s)://host:port (default $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, else AWS S3)")
+	flag.StringVar(&obj.cfg.Region, "s3-region", "", "object store region (default $AWS_REGION, $AWS_DEFAULT_REGION, else us-east-1)")
+	flag.StringVar(&obj.cfg.AccessKey, "s3-access-key", "", "object store access key (default $AWS_ACCESS_KEY_ID, else ~/.aws/credentials)")
+	flag.StringVar(&obj.cfg.SecretKey, "s3-secret-key", "", "object store secret key (default $AWS_SECRET_ACCESS_KEY; prefer the environment: flags show in ps)")
+	flag.StringVar(&obj.cacheDir, "object-cache-dir", "", "local directory for the disk cache of an s3:// warehouse's files, emptied at start (default: a new temporary directory)")
+	flag.Int64Var(&obj.cacheBytes, "object-cache-bytes", 4<<30, "bytes of an s3:// warehouse's files kept on local disk so repeated queries do not fetch them again (0: no cache)")
 	flag.Parse()
 
 	var (
@@ -74,29 +82,22 @@ func run() error {
 	if lim := memoryLimit(*memLimit); lim > 0 {
 		log.Printf("flightd: memory limit %d MiB", lim>>20)
 	}
-	root, err := filepath.Abs(*dataDir)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return err
-	}
-	if *keyFile == "" {
-		*keyFile = filepath.Join(root, ".flightd-key")
-	}
-	key, err := loadKey(*keyFile)
-	if err != nil {
-		return err
-	}
 	ctx := context.Background()
-	spill := filepath.Join(root, ".spill")
-	if err := os.RemoveAll(spill); err != nil { // files of a crashed run
+	wh, err := openWarehouse(ctx, *dataDir, obj)
+	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(spill, 0o755); err != nil {
+	defer wh.cleanup()
+	var key []byte
+	if *keyFile == "" {
+		key, err = loadKey(wh.fs, path.Join(wh.root, ".flightd-key"))
+	} else {
+		key, err = loadKey(tablestore.NewLocalFS(), *keyFile)
+	}
+	if err != nil {
 		return err
 	}
-	eng, err := engine.Open(ctx, engine.Config{Mem: memory.NewGoAllocator(), Root: root, QueryMemory: *queryMem, Plan: plan.Options{FreshnessThreshold: *mtThresh}, SpillDir: spill, CacheBytes: *cacheMem, Parallelism: *parallel})
+	eng, err := engine.Open(ctx, engine.Config{Mem: memory.NewGoAllocator(), FS: wh.fs, Root: wh.root, QueryMemory: *queryMem, Plan: plan.Options{FreshnessThreshold: *mtThresh}, SpillDir: wh.spill, CacheBytes: *cacheMem, Parallelism: *parallel})
 	if err != nil {
 		return err
 	}
@@ -142,7 +143,7 @@ func run() error {
 	if *tlsCert != "" {
 		scheme = "grpc+tls"
 	}
-	log.Printf("flightd: serving Flight SQL on %s://%s, data in %s", scheme, fs.Addr(), root)
+	log.Printf("flightd: serving Flight SQL on %s://%s, data in %s", scheme, fs.Addr(), wh.desc)
 	serveErr := fs.Serve()
 	srv.Close()
 	return errors.Join(serveErr, eng.Close())

@@ -247,7 +247,15 @@ func (p *process) terminate(t *testing.T) error {
 // a client inserts, restarts it, and checks that every insert the client
 // saw acknowledged is there and no row appears that was never inserted.
 func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
-	p, rng, seed := startKill9(t)
+	p, _, seed := startKill9(t)
+	kill9Inserts(t, p, seed, 5)
+}
+
+// kill9Inserts is the body of the kill -9 tests of inserts: rounds kills
+// at random moments (from seed) while a client inserts.
+func kill9Inserts(t *testing.T, p *process, seed int64, rounds int) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
 	cnxn, closeConn := p.connect(t)
 	if err := execSQL(cnxn, `CREATE TABLE acked (id BIGINT NOT NULL, PRIMARY KEY (id) NOT ENFORCED)`); err != nil {
 		t.Fatal(err)
@@ -257,7 +265,7 @@ func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
 	acked := map[int64]bool{}   // inserts the client saw succeed
 	unacked := map[int64]bool{} // inserts in flight at a kill: may or may not be there
 	var next int64
-	for round := 0; round < 5; round++ {
+	for round := 0; round < rounds; round++ {
 		p = p.killRound(t, time.Duration(50+rng.IntN(300))*time.Millisecond, func(cnxn adbc.Connection) bool {
 			next++
 			if err := execSQL(cnxn, fmt.Sprintf(`INSERT INTO acked VALUES (%d)`, next)); err != nil {
