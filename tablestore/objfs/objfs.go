@@ -20,8 +20,10 @@ import (
 	"io/fs"
 	"net/http"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -35,6 +37,50 @@ type FS struct {
 	client *minio.Client
 	bucket string
 	cache  *Cache // nil: every read goes to the store
+
+	// stats remembers the size and ETag of files whose names are never
+	// reused (immutableName), so opening one again costs no request.
+	statsMu sync.Mutex
+	stats   map[string]objectStat
+}
+
+type objectStat struct {
+	etag string
+	size int64
+}
+
+// maxStats bounds FS.stats; past it the map starts over.
+const maxStats = 1 << 16
+
+// uuidName matches the UUIDs the store (and Paimon) put in the names of
+// data files and manifests, which are written once and never rewritten.
+var uuidName = regexp.MustCompile(`[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+
+func immutableName(name string) bool {
+	base := path.Base(name)
+	return !strings.HasPrefix(base, ".") && uuidName.MatchString(base)
+}
+
+func (f *FS) rememberStat(name string, st objectStat) {
+	if !immutableName(name) {
+		return
+	}
+	f.statsMu.Lock()
+	defer f.statsMu.Unlock()
+	if f.stats == nil || len(f.stats) >= maxStats {
+		f.stats = map[string]objectStat{}
+	}
+	f.stats[key(name)] = st
+}
+
+func (f *FS) forgetStats(prefix string) {
+	f.statsMu.Lock()
+	defer f.statsMu.Unlock()
+	for k := range f.stats {
+		if strings.HasPrefix(k, prefix) {
+			delete(f.stats, k)
+		}
+	}
 }
 
 var _ tablestore.FS = (*FS)(nil)
@@ -73,10 +119,11 @@ func pathErr(op, name string, err error) error {
 }
 
 func (f *FS) put(name string, data []byte, opts minio.PutObjectOptions) error {
-	_, err := f.client.PutObject(f.ctx, f.bucket, key(name), bytes.NewReader(data), int64(len(data)), opts)
+	info, err := f.client.PutObject(f.ctx, f.bucket, key(name), bytes.NewReader(data), int64(len(data)), opts)
 	if err != nil {
 		return pathErr("put", name, err)
 	}
+	f.rememberStat(name, objectStat{etag: info.ETag, size: info.Size})
 	return nil
 }
 
@@ -127,14 +174,23 @@ func (w *file) Close() error {
 	return err
 }
 
-// Open stats name; reads are pinned to the version it saw (its ETag), so a
-// replaced object gives an error rather than a mix of two versions.
+// Open stats name (once per FS for an immutable name); reads are pinned to
+// the version it saw (its ETag), so a replaced object gives an error rather
+// than a mix of two versions. An immutable file removed by another node
+// since may open and then fail its reads with fs.ErrNotExist.
 func (f *FS) Open(name string) (tablestore.ReadFile, error) {
-	info, err := f.client.StatObject(f.ctx, f.bucket, key(name), minio.StatObjectOptions{})
-	if err != nil {
-		return nil, pathErr("open", name, err)
+	f.statsMu.Lock()
+	st, ok := f.stats[key(name)]
+	f.statsMu.Unlock()
+	if !ok {
+		info, err := f.client.StatObject(f.ctx, f.bucket, key(name), minio.StatObjectOptions{})
+		if err != nil {
+			return nil, pathErr("open", name, err)
+		}
+		st = objectStat{etag: info.ETag, size: info.Size}
+		f.rememberStat(name, st)
 	}
-	return &readFile{fs: f, name: name, etag: info.ETag, size: info.Size}, nil
+	return &readFile{fs: f, name: name, etag: st.etag, size: st.size}, nil
 }
 
 type readFile struct {
@@ -260,6 +316,9 @@ func (f *FS) readAll(name string) ([]byte, error) {
 func (f *FS) removeObject(name string) error { return f.removeKey(name, key(name)) }
 
 func (f *FS) removeKey(name, k string) error {
+	f.statsMu.Lock()
+	delete(f.stats, k)
+	f.statsMu.Unlock()
 	if err := f.client.RemoveObject(f.ctx, f.bucket, k, minio.RemoveObjectOptions{}); err != nil {
 		return pathErr("remove", name, err)
 	}
@@ -290,6 +349,7 @@ func (f *FS) Remove(name string) error {
 
 // RemoveAll removes name and every key under it.
 func (f *FS) RemoveAll(name string) error {
+	f.forgetStats(key(name))
 	objs := make(chan minio.ObjectInfo)
 	listErr := make(chan error, 1)
 	go func() {

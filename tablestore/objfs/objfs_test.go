@@ -183,6 +183,19 @@ func TestSemantics(t *testing.T) {
 	if _, err := fsys.Stat("/wh/db.db/t/schema"); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("removed dir still there: %v", err)
 	}
+	// A file named with a UUID is opened without a request the second
+	// time; removing it through the FS forgets that.
+	uuidFile := "/wh/db.db/t/bucket-0/data-0123456789abcdef0123456789abcdef-0.parquet"
+	writeFile(t, fsys, uuidFile, []byte("once"))
+	if got := readAll(t, fsys, uuidFile); string(got) != "once" {
+		t.Fatalf("%s: %q", uuidFile, got)
+	}
+	if err := fsys.Remove(uuidFile); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fsys.Open(uuidFile); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("open after remove: %v, want fs.ErrNotExist", err)
+	}
 	if err := fsys.RemoveAll("/wh/db.db/t"); err != nil {
 		t.Fatal(err)
 	}
