@@ -1,7 +1,8 @@
 // Package objfs is a tablestore.FS over an S3-compatible object store.
 //
 //	path "/wh/db.db/t/snapshot/snapshot-3"  ->  key "wh/db.db/t/snapshot/snapshot-3"
-//	Create  -> buffered, one PUT at Sync/Close (multipart past 16 MiB)
+//	Create  -> buffered (memory, then a local temporary file), one PUT at
+//	           Sync/Close (multipart past 16 MiB)
 //	Open    -> HEAD (size, ETag), then ranged GETs through the disk Cache
 //	RenameNoReplace -> conditional PUT (If-None-Match: *) of the new key
 //
@@ -19,6 +20,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"os"
 	"path"
 	"regexp"
 	"slices"
@@ -119,7 +121,11 @@ func pathErr(op, name string, err error) error {
 }
 
 func (f *FS) put(name string, data []byte, opts minio.PutObjectOptions) error {
-	info, err := f.client.PutObject(f.ctx, f.bucket, key(name), bytes.NewReader(data), int64(len(data)), opts)
+	return f.putReader(name, bytes.NewReader(data), int64(len(data)), opts)
+}
+
+func (f *FS) putReader(name string, r io.Reader, size int64, opts minio.PutObjectOptions) error {
+	info, err := f.client.PutObject(f.ctx, f.bucket, key(name), r, size, opts)
 	if err != nil {
 		return pathErr("put", name, err)
 	}
@@ -127,8 +133,13 @@ func (f *FS) put(name string, data []byte, opts minio.PutObjectOptions) error {
 	return nil
 }
 
-// Create buffers the file in memory: an object appears whole at its PUT,
-// so there is nothing to stream to before Sync or Close.
+// writeMemLimit is how much of a file being written stays in memory;
+// beyond it the file goes to a local temporary file (os.TempDir) until its
+// PUT, which then streams it in parts.
+const writeMemLimit = 8 << 20
+
+// Create buffers the file: an object appears whole at its PUT, so there is
+// nothing to stream to before Sync or Close.
 func (f *FS) Create(name string) (tablestore.File, error) {
 	return &file{fs: f, name: name}, nil
 }
@@ -136,7 +147,9 @@ func (f *FS) Create(name string) (tablestore.File, error) {
 type file struct {
 	fs     *FS
 	name   string
-	buf    bytes.Buffer
+	mem    bytes.Buffer
+	tmp    *os.File // once the file outgrew writeMemLimit
+	size   int64
 	dirty  bool
 	closed bool
 }
@@ -146,7 +159,26 @@ func (w *file) Write(p []byte) (int, error) {
 		return 0, &fs.PathError{Op: "write", Path: w.name, Err: fs.ErrClosed}
 	}
 	w.dirty = true
-	return w.buf.Write(p)
+	if w.tmp == nil && w.size+int64(len(p)) > writeMemLimit {
+		tmp, err := os.CreateTemp("", "flightd-put-*")
+		if err != nil {
+			return 0, &fs.PathError{Op: "write", Path: w.name, Err: err}
+		}
+		w.tmp = tmp
+		if _, err := tmp.Write(w.mem.Bytes()); err != nil {
+			return 0, &fs.PathError{Op: "write", Path: w.name, Err: err}
+		}
+		w.mem = bytes.Buffer{}
+	}
+	var n int
+	var err error
+	if w.tmp != nil {
+		n, err = w.tmp.Write(p)
+	} else {
+		n, err = w.mem.Write(p)
+	}
+	w.size += int64(n)
+	return n, err
 }
 
 // Sync uploads the whole file: a PUT is durable when it returns.
@@ -157,7 +189,11 @@ func (w *file) Sync() error {
 	if !w.dirty {
 		return nil
 	}
-	if err := w.fs.put(w.name, w.buf.Bytes(), minio.PutObjectOptions{}); err != nil {
+	var r io.Reader = bytes.NewReader(w.mem.Bytes())
+	if w.tmp != nil {
+		r = io.NewSectionReader(w.tmp, 0, w.size)
+	}
+	if err := w.fs.putReader(w.name, r, w.size, minio.PutObjectOptions{}); err != nil {
 		return err
 	}
 	w.dirty = false
@@ -170,7 +206,10 @@ func (w *file) Close() error {
 	}
 	err := w.Sync()
 	w.closed = true
-	w.buf = bytes.Buffer{}
+	w.mem = bytes.Buffer{}
+	if w.tmp != nil {
+		err = errors.Join(err, w.tmp.Close(), os.Remove(w.tmp.Name()))
+	}
 	return err
 }
 

@@ -260,3 +260,32 @@ func TestCache(t *testing.T) {
 		t.Fatalf("after replacing the object: %q", got)
 	}
 }
+
+// TestLargeFile: a file past the in-memory write buffer (so written
+// through a local temporary file and uploaded in parts) reads back whole.
+func TestLargeFile(t *testing.T) {
+	srv := s3test.Start(t)
+	fsys := srv.FS(t, 0)
+	rng := seeded(t)
+	data := make([]byte, 20<<20+rng.IntN(1<<20))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	f, err := fsys.Create("/big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rest := data; len(rest) > 0; {
+		n := min(len(rest), 1+rng.IntN(3<<20))
+		if _, err := f.Write(rest[:n]); err != nil {
+			t.Fatal(err)
+		}
+		rest = rest[n:]
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, fsys, "/big"); !bytes.Equal(got, data) {
+		t.Fatalf("read back %d bytes, wrote %d, or different bytes", len(got), len(data))
+	}
+}
