@@ -330,7 +330,9 @@ func (f *FS) RenameNoReplace(oldname, newname string) error {
 		}
 		// The client retries a PUT whose answer was lost; if the first
 		// attempt landed, the retry fails its precondition on our own
-		// object, which is a success.
+		// object, which is a success. Equal bytes from another writer
+		// would pass too: what the store publishes names its writer
+		// (a snapshot's commit user and identifier).
 		got, rerr := f.readAll(newname)
 		if rerr != nil || !bytes.Equal(got, data) {
 			return err

@@ -7,7 +7,12 @@ import (
 	"io"
 	"io/fs"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -287,5 +292,56 @@ func TestLargeFile(t *testing.T) {
 	}
 	if got := readAll(t, fsys, "/big"); !bytes.Equal(got, data) {
 		t.Fatalf("read back %d bytes, wrote %d, or different bytes", len(got), len(data))
+	}
+}
+
+// TestPublishLostAnswer: when the answer to a publishing PUT is lost after
+// the store applied it, the client's retry fails its precondition on our
+// own object; that is a success, not a lost race (a commit treating it as
+// lost would remove the files of the snapshot it published).
+func TestPublishLostAnswer(t *testing.T) {
+	srv := s3test.Start(t)
+	upstream, err := url.Parse(srv.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(upstream)
+	var dropped atomic.Int64
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut && r.Header.Get("If-None-Match") == "*" && dropped.Add(1) == 1 {
+			rec := httptest.NewRecorder()
+			proxy.ServeHTTP(rec, r) // applied upstream...
+			if rec.Code != http.StatusOK {
+				t.Errorf("proxied PUT: %d", rec.Code)
+			}
+			conn, _, err := w.(http.Hijacker).Hijack() // ...and its answer lost
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	cfg := s3test.Config(front.URL)
+	client, err := objfs.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys := objfs.New(t.Context(), client, srv.Bucket(t), nil)
+	writeFile(t, fsys, "/wh/.tmp-1", []byte("ours"))
+	if err := fsys.RenameNoReplace("/wh/.tmp-1", "/wh/snapshot-1"); err != nil {
+		t.Fatalf("publication whose answer was lost: %v, want success", err)
+	}
+	if dropped.Load() < 2 {
+		t.Fatalf("the client did not retry the PUT (%d attempts)", dropped.Load())
+	}
+	if got := readAll(t, fsys, "/wh/snapshot-1"); string(got) != "ours" {
+		t.Fatalf("published %q", got)
+	}
+	// Someone else's bytes under the name are a lost race.
+	writeFile(t, fsys, "/wh/.tmp-2", []byte("theirs"))
+	if err := fsys.RenameNoReplace("/wh/.tmp-2", "/wh/snapshot-1"); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("publication over another's: %v, want fs.ErrExist", err)
 	}
 }
