@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -193,4 +194,20 @@ func followInserts(ctx context.Context, addr string, out chan<- int64) error {
 		}
 	}
 	return rdr.Err()
+}
+
+// TestS3MissingBucket: a warehouse in a bucket that does not exist stops
+// flightd at start with an error naming the bucket.
+func TestS3MissingBucket(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	srv := s3test.Start(t)
+	cfg := srv.Config
+	cmd := exec.Command(buildFlightd(t), "-addr", "127.0.0.1:0", "-data", "s3://no-such-bucket/wh",
+		"-s3-endpoint", cfg.Endpoint, "-s3-access-key", cfg.AccessKey, "-s3-secret-key", cfg.SecretKey)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `bucket "no-such-bucket" does not exist`) {
+		t.Fatalf("flightd over a missing bucket: %v\n%s", err, out)
+	}
 }
