@@ -345,3 +345,58 @@ func TestPublishLostAnswer(t *testing.T) {
 		t.Fatalf("publication over another's: %v, want fs.ErrExist", err)
 	}
 }
+
+// TestCacheConcurrent: goroutines reading overlapping ranges of several
+// objects through a cache smaller than them (so blocks are evicted while
+// others read them) all get the objects' bytes, and the cache stays
+// within its budget.
+func TestCacheConcurrent(t *testing.T) {
+	srv := s3test.Start(t)
+	const budget = 2 * objfs.BlockSize
+	c, err := objfs.NewCache(t.TempDir(), budget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys := objfs.New(t.Context(), srv.Client, srv.Bucket(t), c)
+	rng := seeded(t)
+	objects := make([][]byte, 3)
+	for i := range objects {
+		objects[i] = make([]byte, 2*objfs.BlockSize+rng.IntN(objfs.BlockSize))
+		for j := range objects[i] {
+			objects[i][j] = byte(rng.Uint32())
+		}
+		writeFile(t, fsys, fmt.Sprintf("/o%d", i), objects[i])
+	}
+	var wg sync.WaitGroup
+	for g := range 6 {
+		seed := rng.Uint64()
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(seed, uint64(g)))
+			for range 15 {
+				i := r.IntN(len(objects))
+				data := objects[i]
+				f, err := fsys.Open(fmt.Sprintf("/o%d", i))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				off := r.Int64N(int64(len(data)))
+				buf := make([]byte, r.Int64N(int64(len(data))-off)+1)
+				_, err = f.ReadAt(buf, off)
+				f.Close()
+				if err != nil && !errors.Is(err, io.EOF) {
+					t.Error(err)
+					return
+				}
+				if !bytes.Equal(buf, data[off:off+int64(len(buf))]) {
+					t.Errorf("goroutine %d: object %d, ReadAt(%d bytes, %d): wrong bytes", g, i, len(buf), off)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if st := c.Stats(); st.Bytes > budget || st.Hits == 0 {
+		t.Fatalf("cache %+v: want at most %d bytes and some hits", st, budget)
+	}
+}
