@@ -143,23 +143,28 @@ func TestOverwriteConflict(t *testing.T) {
 // TestConcurrentStores commits from several Stores (as separate processes
 // would) on one warehouse at once; put-if-absent publication serializes
 // them and no row is lost.
-func TestConcurrentStores(t *testing.T) {
+func TestConcurrentStores(t *testing.T) { forEachWarehouse(t, testConcurrentStores) }
+
+func testConcurrentStores(t *testing.T, wh warehouse) {
 	ctx := context.Background()
 	mem := newMem(t)
-	dir := t.TempDir()
-	s0 := openStore(t, NewLocalFS(), dir, mem)
+	dir := wh.root
+	s0 := openStore(t, wh.fs, dir, mem)
 	defer s0.Close()
 	must(t, s0.CreateDatabase(ctx, "db", false))
 	_, err := s0.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: kvSchema, Options: map[string]string{"write-only": "true"}}, false)
 	must(t, err)
-	const writers, commits = 4, 10
+	writers, commits := 4, 10
+	if wh.remote {
+		writers, commits = 3, 4
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, writers*commits)
 	for w := range writers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, err := Open(ctx, NewLocalFS(), dir, Options{Mem: mem})
+			s, err := Open(ctx, wh.fs, dir, Options{Mem: mem})
 			if err != nil {
 				errs <- err
 				return
@@ -198,13 +203,12 @@ func TestConcurrentStores(t *testing.T) {
 	if got := scanAll(t, tbl, ScanSpec{}); len(got) != writers*commits {
 		t.Fatalf("%d rows, want %d", len(got), writers*commits)
 	}
-	if id, _ := tbl.LatestSnapshotID(ctx); id != writers*commits {
+	if id, _ := tbl.LatestSnapshotID(ctx); id != int64(writers*commits) {
 		t.Fatalf("latest snapshot %d, want %d", id, writers*commits)
 	}
 	// No temporary files are left behind.
-	tmp, _ := filepath.Glob(filepath.Join(dir, "db.db", "t", "snapshot", ".tmp-*"))
-	if len(tmp) > 0 {
-		t.Fatalf("leftover temporary files: %v", tmp)
+	if n := countFilesIn(t, wh.fs, joinPath(dir, "db.db", "t", "snapshot"), ".tmp-"); n > 0 {
+		t.Fatalf("%d leftover temporary files", n)
 	}
 }
 
@@ -384,16 +388,23 @@ func TestCommitAll(t *testing.T) {
 // wrote its key, so the counter equals the number of acknowledged
 // increments (no lost update), whatever the retries.
 func TestConcurrentStoresReadModifyWrite(t *testing.T) {
+	forEachWarehouse(t, testConcurrentStoresReadModifyWrite)
+}
+
+func testConcurrentStoresReadModifyWrite(t *testing.T, wh warehouse) {
 	ctx := context.Background()
 	mem := newMem(t)
-	dir := t.TempDir()
-	s0 := openStore(t, NewLocalFS(), dir, mem)
+	dir := wh.root
+	s0 := openStore(t, wh.fs, dir, mem)
 	defer s0.Close()
 	must(t, s0.CreateDatabase(ctx, "db", false))
 	tbl0, err := s0.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}, Options: map[string]string{"write-only": "true"}}, false)
 	must(t, err)
 	writeRows(t, tbl0, mem, WriteOptions{}, Insert, [][]any{{1, "0"}})
-	const writers, tries = 4, 20
+	writers, tries := 4, 20
+	if wh.remote {
+		writers, tries = 3, 5
+	}
 	var wg sync.WaitGroup
 	acked := make([]int, writers)
 	errs := make(chan error, writers*tries)
@@ -401,7 +412,7 @@ func TestConcurrentStoresReadModifyWrite(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, err := Open(ctx, NewLocalFS(), dir, Options{Mem: mem})
+			s, err := Open(ctx, wh.fs, dir, Options{Mem: mem})
 			if err != nil {
 				errs <- err
 				return

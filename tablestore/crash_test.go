@@ -35,7 +35,11 @@ var crashTable = Ident{"db", "crash"}
 // returned.
 func crashWriter(dir string, start int) error {
 	ctx := context.Background()
-	s, err := Open(ctx, NewLocalFS(), dir, Options{Mem: memory.NewGoAllocator()})
+	fsys, err := warehouseFromEnv()
+	if err != nil {
+		return err
+	}
+	s, err := Open(ctx, fsys, dir, Options{Mem: memory.NewGoAllocator()})
 	if err != nil {
 		return err
 	}
@@ -68,20 +72,33 @@ func crashWriter(dir string, start int) error {
 }
 
 // TestKillWriter kills a writer process with SIGKILL at random moments, 50
-// times, and checks after each kill that every acknowledged commit is
-// visible, no commit is partly visible, and the table reads cleanly.
+// times (on the object store 5, or $FLIGHTD_S3_KILLS), and checks after
+// each kill that every acknowledged commit is visible, no commit is partly
+// visible, and the table reads cleanly.
 func TestKillWriter(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kill -9 loop skipped in -short mode")
 	}
+	forEachWarehouse(t, testKillWriter)
+}
+
+func testKillWriter(t *testing.T, wh warehouse) {
 	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 1))
-	dir := t.TempDir()
+	dir := wh.root
 	next, acked := 0, -1
 	began := time.Now()
-	for kill := 0; kill < 50; kill++ {
+	kills := 50
+	if wh.remote {
+		kills = 5
+		if n, err := strconv.Atoi(os.Getenv("FLIGHTD_S3_KILLS")); err == nil {
+			kills = n
+		}
+	}
+	for kill := 0; kill < kills; kill++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), "TABLESTORE_CRASH_WRITER="+dir, "TABLESTORE_CRASH_START="+strconv.Itoa(next))
+		cmd.Env = append(cmd.Env, wh.env...)
 		out, err := cmd.StdoutPipe()
 		must(t, err)
 		var stderr strings.Builder
@@ -124,23 +141,23 @@ func TestKillWriter(t *testing.T) {
 			t.Fatalf("kill %d: writer ended by itself: %v\n%s", kill, werr, stderr.String())
 		}
 		// Commits seen before count as acknowledged: they must stay.
-		last := verifyCrashTable(t, dir, acked)
+		last := verifyCrashTable(t, wh, acked)
 		acked = max(acked, last)
 		next = last + 1
-		if time.Since(began) > 55*time.Second {
+		if !wh.remote && time.Since(began) > 55*time.Second {
 			t.Fatalf("kill loop too slow: %d kills in %v", kill+1, time.Since(began))
 		}
 	}
 	// Kills must land between commits, not only during start-up.
-	if acked < 25 {
-		t.Fatalf("only %d commits acknowledged over 50 kills", acked+1)
+	if acked < kills/2 {
+		t.Fatalf("only %d commits acknowledged over %d kills", acked+1, kills)
 	}
-	t.Logf("50 kills, %d commits acknowledged, %v", acked+1, time.Since(began))
+	t.Logf("%d kills, %d commits acknowledged, %v", kills, acked+1, time.Since(began))
 
 	// Killed writers leave unreferenced files; orphan removal reclaims
 	// exactly those.
 	mem := newMem(t)
-	s := openStore(t, NewLocalFS(), dir, mem)
+	s := openStore(t, wh.fs, dir, mem)
 	defer s.Close()
 	tbl, err := s.Table(context.Background(), crashTable)
 	must(t, err)
@@ -155,7 +172,7 @@ func TestKillWriter(t *testing.T) {
 	}
 	keep, _, err := tbl.st.referenced(mustSnapshots(t, tbl))
 	must(t, err)
-	if got := countFiles(t, dir, "data-") + countFiles(t, dir, "changelog-"); got != len(keep) {
+	if got := countFilesIn(t, wh.fs, dir, "data-") + countFilesIn(t, wh.fs, dir, "changelog-"); got != len(keep) {
 		t.Fatalf("%d data and changelog files after removing %d orphans, %d referenced", got, n, len(keep))
 	}
 	t.Logf("removed %d orphan files", n)
@@ -170,12 +187,12 @@ func mustSnapshots(t *testing.T, tbl *Table) []int64 {
 }
 
 // verifyCrashTable checks the table and returns the last visible commit.
-func verifyCrashTable(t *testing.T, dir string, acked int) int {
+func verifyCrashTable(t *testing.T, wh warehouse, acked int) int {
 	t.Helper()
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	s := openStore(t, NewLocalFS(), dir, mem)
+	s := openStore(t, wh.fs, wh.root, mem)
 	defer s.Close()
 	tbl, err := s.Table(ctx, crashTable)
 	if err != nil {

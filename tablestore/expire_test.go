@@ -3,9 +3,7 @@ package tablestore
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,14 +28,7 @@ func (c *fakeClock) advance(d time.Duration) {
 }
 
 func countFiles(t *testing.T, root, prefix string) int {
-	n := 0
-	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasPrefix(d.Name(), prefix) {
-			n++
-		}
-		return nil
-	})
-	return n
+	return countFilesIn(t, NewLocalFS(), root, prefix)
 }
 
 func TestTimeTravelTagsExpiry(t *testing.T) {

@@ -446,7 +446,9 @@ func (s *Store) DropTable(ctx context.Context, id Ident, ifExists bool) error {
 	}
 	s.forgetTable(id)
 	trash := joinPath(s.dbDir(id.Database), trashPrefix+id.Table+"-"+newUUID())
-	if err := s.fs.Rename(s.tableDir(id), trash); err != nil {
+	if err := s.fs.Rename(s.tableDir(id), trash); errors.Is(err, errors.ErrUnsupported) {
+		return s.dropInPlace(id)
+	} else if err != nil {
 		return fmt.Errorf("drop table %s: %w", id, err)
 	}
 	if err := s.fs.SyncDir(s.dbDir(id.Database)); err != nil {
@@ -454,6 +456,21 @@ func (s *Store) DropTable(ctx context.Context, id Ident, ifExists bool) error {
 	}
 	if err := s.fs.RemoveAll(trash); err != nil {
 		return fmt.Errorf("drop table %s: dropped, but removing its files failed (Open retries): %w", id, err)
+	}
+	return nil
+}
+
+// dropInPlace drops a table on a file system that cannot rename
+// directories (object stores): removing its schema files first makes it
+// not found at once (latestSchema), then its other files go. Unlike the
+// rename, this does not keep a writer racing the drop from leaving files
+// (a snapshot too) in the emptied directory (docs/STATUS.md).
+func (s *Store) dropInPlace(id Ident) error {
+	if err := s.fs.RemoveAll(joinPath(s.tableDir(id), "schema")); err != nil {
+		return fmt.Errorf("drop table %s: %w", id, err)
+	}
+	if err := s.fs.RemoveAll(s.tableDir(id)); err != nil {
+		return fmt.Errorf("drop table %s: dropped, but removing its files failed: %w", id, err)
 	}
 	return nil
 }

@@ -12,7 +12,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
-	"path/filepath"
+	"path"
 	"syscall"
 	"time"
 
@@ -21,6 +21,7 @@ import (
 	"github.com/flightd/flightd/engine"
 	"github.com/flightd/flightd/flightsql"
 	"github.com/flightd/flightd/plan"
+	"github.com/flightd/flightd/tablestore"
 )
 
 func main() {
@@ -32,9 +33,9 @@ func main() {
 func run() error {
 	var (
 		addr     = flag.String("addr", "127.0.0.1:31337", "listen address")
-		dataDir  = flag.String("data", "flightd-data", "data directory (created if missing)")
+		dataDir  = flag.String("data", "flightd-data", "data directory (created if missing), or s3://bucket/path of a warehouse on an S3-compatible object store (the bucket must exist; nodes may share it)")
 		authFile = flag.String("auth-file", "", "file of user:password (or user:bcrypt-hash) and 'grant: user read|write|admin database|*' lines; enables authentication")
-		keyFile  = flag.String("key-file", "", "key that signs tickets and tokens, created if missing (default <data>/.flightd-key)")
+		keyFile  = flag.String("key-file", "", "key that signs tickets and tokens, created if missing (default <data>/.flightd-key, in the bucket for s3://)")
 		tokenTTL = flag.Duration("token-lifetime", flightsql.DefaultTokenLifetime, "how long a bearer token from Handshake stays valid")
 		maxConns = flag.Int("max-connections", defaultMaxConnections(), "connections served at once, more are closed at once; 0: unlimited (the default is 4096 or half the file descriptor limit, the smaller)")
 		connIdle = flag.Duration("connection-idle", flightsql.DefaultMaxConnectionIdle, "close a connection with no call running for this long")
@@ -57,6 +58,13 @@ func run() error {
 	flag.Var(&memLimit, "memory-limit", "soft limit of the process's memory in bytes (auto or 0: 3/4 of the machine's or cgroup's memory, -1: none)")
 	flag.Var(&queryMem, "query-memory", "bytes one statement's sorts, aggregations and joins may hold before spilling to disk (auto or 0: 1/4 of -memory-limit, at least 64 MiB; -1: unlimited)")
 	flag.Var(&cacheMem, "cache-memory", "bytes of decoded table data kept in memory for scans (auto: 1/3 of -memory-limit; 0: no cache)")
+	var obj objectFlags
+	flag.StringVar(&obj.cfg.Endpoint, "s3-endpoint", "", "object store endpoint, http(s)://host:port (default $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, else AWS S3)")
+	flag.StringVar(&obj.cfg.Region, "s3-region", "", "object store region (default $AWS_REGION, $AWS_DEFAULT_REGION, else us-east-1)")
+	flag.StringVar(&obj.cfg.AccessKey, "s3-access-key", "", "object store access key (default $AWS_ACCESS_KEY_ID, else ~/.aws/credentials)")
+	flag.StringVar(&obj.cfg.SecretKey, "s3-secret-key", "", "object store secret key (default $AWS_SECRET_ACCESS_KEY; prefer the environment: flags show in ps)")
+	flag.StringVar(&obj.cacheDir, "object-cache-dir", "", "local directory for the disk cache of an s3:// warehouse's files, emptied at start (default: a new temporary directory)")
+	flag.Int64Var(&obj.cacheBytes, "object-cache-bytes", 4<<30, "bytes of an s3:// warehouse's files kept on local disk so repeated queries do not fetch them again (0: no cache)")
 	flag.Parse()
 
 	var (
@@ -75,29 +83,22 @@ func run() error {
 	lim := memoryLimit(memLimit)
 	queryBytes, cacheBytes := queryMemory(queryMem, lim), cacheMemory(cacheMem, lim)
 	log.Printf("flightd: memory limit %d MiB, query memory %d MiB, cache %d MiB", lim>>20, queryBytes>>20, cacheBytes>>20)
-	root, err := filepath.Abs(*dataDir)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return err
-	}
-	if *keyFile == "" {
-		*keyFile = filepath.Join(root, ".flightd-key")
-	}
-	key, err := loadKey(*keyFile)
-	if err != nil {
-		return err
-	}
 	ctx := context.Background()
-	spill := filepath.Join(root, ".spill")
-	if err := os.RemoveAll(spill); err != nil { // files of a crashed run
+	wh, err := openWarehouse(ctx, *dataDir, obj)
+	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(spill, 0o755); err != nil {
+	defer wh.cleanup()
+	var key []byte
+	if *keyFile == "" {
+		key, err = loadKey(wh.fs, path.Join(wh.root, ".flightd-key"))
+	} else {
+		key, err = loadKey(tablestore.NewLocalFS(), *keyFile)
+	}
+	if err != nil {
 		return err
 	}
-	cfg := engine.Config{Mem: memory.NewGoAllocator(), Root: root, QueryMemory: queryBytes, Plan: plan.Options{FreshnessThreshold: *mtThresh}, SpillDir: spill, CacheBytes: cacheBytes, Parallelism: *parallel}
+	cfg := engine.Config{Mem: memory.NewGoAllocator(), FS: wh.fs, Root: wh.root, QueryMemory: queryBytes, Plan: plan.Options{FreshnessThreshold: *mtThresh}, SpillDir: wh.spill, CacheBytes: cacheBytes, Parallelism: *parallel}
 	if *authFile != "" {
 		cfg.OwnerGrants = flightsql.OwnerGrants(grants)
 	}
@@ -147,7 +148,7 @@ func run() error {
 	if *tlsCert != "" {
 		scheme = "grpc+tls"
 	}
-	log.Printf("flightd: serving Flight SQL on %s://%s, data in %s", scheme, fs.Addr(), root)
+	log.Printf("flightd: serving Flight SQL on %s://%s, data in %s", scheme, fs.Addr(), wh.desc)
 	serveErr := fs.Serve()
 	srv.Close()
 	return errors.Join(serveErr, eng.Close())

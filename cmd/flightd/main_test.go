@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,15 +23,39 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
+// built is the binary buildFlightd compiled, shared by the tests: linking
+// it again for each test cost most of a loaded machine's run time.
+var built struct {
+	once sync.Once
+	bin  string
+	out  []byte
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.bin != "" {
+		os.RemoveAll(filepath.Dir(built.bin))
+	}
+	os.Exit(code)
+}
+
 // buildFlightd compiles the real binary once per test run.
 func buildFlightd(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "flightd")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "flightd-test-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.bin = filepath.Join(dir, "flightd")
+		built.out, built.err = exec.Command("go", "build", "-o", built.bin, ".").CombinedOutput()
+	})
+	if built.err != nil {
+		t.Fatalf("go build: %v\n%s", built.err, built.out)
 	}
-	return bin
+	return built.bin
 }
 
 // process is a running flightd.
@@ -257,7 +282,15 @@ func (p *process) terminate(t *testing.T) error {
 // a client inserts, restarts it, and checks that every insert the client
 // saw acknowledged is there and no row appears that was never inserted.
 func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
-	p, rng, seed := startKill9(t)
+	p, _, seed := startKill9(t)
+	kill9Inserts(t, p, seed, 5)
+}
+
+// kill9Inserts is the body of the kill -9 tests of inserts: rounds kills
+// at random moments (from seed) while a client inserts.
+func kill9Inserts(t *testing.T, p *process, seed int64, rounds int) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
 	cnxn, closeConn := p.connect(t)
 	if err := execSQL(cnxn, `CREATE TABLE acked (id BIGINT NOT NULL, PRIMARY KEY (id) NOT ENFORCED)`); err != nil {
 		t.Fatal(err)
@@ -267,7 +300,7 @@ func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
 	acked := map[int64]bool{}   // inserts the client saw succeed
 	unacked := map[int64]bool{} // inserts in flight at a kill: may or may not be there
 	var next int64
-	for round := 0; round < 5; round++ {
+	for round := 0; round < rounds; round++ {
 		p = p.killRound(t, time.Duration(50+rng.IntN(300))*time.Millisecond, func(cnxn adbc.Connection) bool {
 			next++
 			if err := execSQL(cnxn, fmt.Sprintf(`INSERT INTO acked VALUES (%d)`, next)); err != nil {

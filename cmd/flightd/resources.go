@@ -2,12 +2,8 @@ package main
 
 import (
 	"bufio"
-	"crypto/rand"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -166,46 +162,4 @@ func meminfoTotal() int64 {
 		}
 	}
 	return 0
-}
-
-// loadKey reads the key that signs tickets and tokens, creating it with 32
-// random bytes if the file does not exist, so tickets and tokens survive
-// restarts; servers given the same file accept each other's.
-func loadKey(path string) ([]byte, error) {
-	key, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err := createKey(path); err != nil {
-			return nil, fmt.Errorf("create key file: %w", err)
-		}
-		key, err = os.ReadFile(path)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if len(key) < 32 {
-		return nil, fmt.Errorf("key file %s: %d bytes, want at least 32", filepath.Clean(path), len(key))
-	}
-	return key, nil
-}
-
-func createKey(path string) error {
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".key-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(key)
-	if err := errors.Join(err, tmp.Sync(), tmp.Close()); err != nil {
-		return err
-	}
-	// A link, not a rename: it fails if another server over the same
-	// directory created the key first, whose key then holds for both.
-	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	return nil
 }

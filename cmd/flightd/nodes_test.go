@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-adbc/go/adbc"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	arrowflightsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/flightd/flightd/flightsql"
+	"github.com/flightd/flightd/internal/s3test"
+)
+
+// s3Warehouse makes a bucket on a local S3 server and returns the -data
+// and flags that put flightd's warehouse there.
+func s3Warehouse(t *testing.T) (string, []string) {
+	t.Helper()
+	srv := s3test.Start(t)
+	cfg := srv.Config
+	return "s3://" + srv.Bucket(t) + "/wh", []string{"-s3-endpoint", cfg.Endpoint, "-s3-access-key", cfg.AccessKey, "-s3-secret-key", cfg.SecretKey}
+}
+
+// TestS3Kill9KeepsAcknowledgedWrites is TestKill9KeepsAcknowledgedWrites
+// with the warehouse on S3: 3 kills, or $FLIGHTD_S3_KILLS.
+func TestS3Kill9KeepsAcknowledgedWrites(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	data, flags := s3Warehouse(t)
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	p := start(t, buildFlightd(t), data, flags...)
+	kill9Inserts(t, p, seed, killRounds(t, "FLIGHTD_S3_KILLS", 3))
+}
+
+// TestTwoNodesOneWarehouse runs two flightd processes over one warehouse
+// (a local directory, then a bucket) and has both write one table at
+// once: blind inserts, which never conflict, and read-modify-write
+// increments of one row, which may. Every acknowledged commit must be
+// there, seen by both nodes, a failed increment must be a serialization
+// failure (SQLSTATE 40001) and the counter must equal the acknowledged
+// increments; a change stream on one node must deliver the other's rows.
+func TestTwoNodesOneWarehouse(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	bin := buildFlightd(t)
+	t.Run("local", func(t *testing.T) { testTwoNodes(t, bin, t.TempDir(), nil, 10) })
+	t.Run("s3", func(t *testing.T) {
+		data, flags := s3Warehouse(t)
+		testTwoNodes(t, bin, data, flags, 5)
+	})
+}
+
+func testTwoNodes(t *testing.T, bin, data string, flags []string, perNode int) {
+	nodes := []*process{start(t, bin, data, flags...), start(t, bin, data, flags...)}
+	a, closeA := nodes[0].connect(t)
+	defer closeA()
+	for _, q := range []string{
+		`CREATE TABLE t (id BIGINT NOT NULL, v BIGINT, PRIMARY KEY (id) NOT ENFORCED)`,
+		`INSERT INTO t VALUES (0, 0)`,
+	} {
+		if err := execSQL(a, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	// Node 1 did not create the table: it finds it in the warehouse.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	streamed := make(chan int64, 1024)
+	streamErr := make(chan error, 1)
+	go func() { streamErr <- followInserts(ctx, nodes[1].addr, streamed) }()
+
+	var (
+		mu           sync.Mutex
+		acked        = map[int64]bool{}
+		increments   int
+		serialFailed int
+		wg           sync.WaitGroup
+	)
+	for n, node := range nodes {
+		wg.Go(func() {
+			cnxn, closeConn := node.connect(t)
+			defer closeConn()
+			for i := range perNode {
+				id := int64(1000*(n+1) + i)
+				if err := execSQL(cnxn, fmt.Sprintf(`INSERT INTO t VALUES (%d, %d)`, id, n)); err != nil {
+					t.Errorf("node %d: blind insert %d failed: %v", n, id, err)
+					return
+				}
+				err := execSQL(cnxn, `UPDATE t SET v = v + 1 WHERE id = 0`)
+				var aerr adbc.Error
+				mu.Lock()
+				acked[id] = true
+				switch {
+				case err == nil:
+					increments++
+				case errors.As(err, &aerr) && strings.Contains(aerr.Msg, "[SQLSTATE 40001]") && strings.Contains(aerr.Msg, "Aborted"):
+					serialFailed++
+				default:
+					t.Errorf("node %d: increment failed other than by a conflict: %v", n, err)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	t.Logf("%d inserts, %d increments committed, %d refused as conflicts", len(acked), increments, serialFailed)
+	for n, node := range nodes {
+		cnxn, closeConn := node.connect(t)
+		present := ids(t, cnxn, `SELECT id FROM t WHERE id > 0`)
+		for id := range acked {
+			if !present[id] {
+				t.Errorf("node %d: acknowledged insert %d missing", n, id)
+			}
+		}
+		if len(present) != len(acked) {
+			t.Errorf("node %d: %d rows, %d inserted", n, len(present), len(acked))
+		}
+		if got := rowsOf(t, cnxn, `SELECT v FROM t WHERE id = 0`, ""); len(got) != 1 || got[0] != fmt.Sprint(increments) {
+			t.Errorf("node %d: counter %v, want %d acknowledged increments", n, got, increments)
+		}
+		closeConn()
+	}
+	// The stream on node 1 delivers every row, node 0's included.
+	seen := map[int64]bool{}
+	for len(seen) < len(acked) {
+		select {
+		case id := <-streamed:
+			if id > 0 {
+				seen[id] = true
+			}
+		case err := <-streamErr:
+			t.Fatalf("change stream on node 1 ended: %v (saw %d of %d rows)", err, len(seen), len(acked))
+		case <-time.After(time.Minute): // a bound on a hung stream; it normally polls every 50 ms
+			t.Fatalf("change stream on node 1 saw %d of %d rows", len(seen), len(acked))
+		}
+	}
+	for id := range seen {
+		if !acked[id] {
+			t.Errorf("change stream delivered id %d, never inserted", id)
+		}
+	}
+}
+
+// followInserts streams table t's changes from addr and sends the id of
+// every inserted row (+I) until ctx ends.
+func followInserts(ctx context.Context, addr string, out chan<- int64) error {
+	cl, err := arrowflightsql.NewClient(addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	body, _ := json.Marshal(flightsql.ChangesTicket{Table: "t", Mode: "latest-full", DiscoveryInterval: 50})
+	s, err := cl.Client.DoGet(ctx, &flight.Ticket{Ticket: append([]byte(flightsql.ChangesTicketPrefix), body...)})
+	if err != nil {
+		return err
+	}
+	rdr, err := flight.NewRecordReader(s, ipc.WithAllocator(memory.NewGoAllocator()))
+	if err != nil {
+		return err
+	}
+	defer rdr.Release()
+	for rdr.Next() {
+		b := rdr.RecordBatch()
+		if b.NumCols() < 2 {
+			continue
+		}
+		kinds, ids := b.Column(0).(*array.String), b.Column(1).(*array.Int64)
+		for i := range int(b.NumRows()) {
+			if kinds.Value(i) == "+I" {
+				select {
+				case out <- ids.Value(i):
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+		}
+	}
+	return rdr.Err()
+}
+
+// TestS3MissingBucket: a warehouse in a bucket that does not exist stops
+// flightd at start with an error naming the bucket.
+func TestS3MissingBucket(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	srv := s3test.Start(t)
+	cfg := srv.Config
+	cmd := exec.Command(buildFlightd(t), "-addr", "127.0.0.1:0", "-data", "s3://no-such-bucket/wh",
+		"-s3-endpoint", cfg.Endpoint, "-s3-access-key", cfg.AccessKey, "-s3-secret-key", cfg.SecretKey)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `bucket "no-such-bucket" does not exist`) {
+		t.Fatalf("flightd over a missing bucket: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,147 @@
+// Package s3test starts a local S3-compatible server (moto's, from PyPI:
+// `pip install 'moto[server]'`) on loopback for tests, and gives each test
+// a bucket of its own on it.
+package s3test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/flightd/flightd/tablestore/objfs"
+)
+
+// Server is a running S3-compatible server.
+type Server struct {
+	Endpoint string // http://127.0.0.1:port
+	Config   objfs.Config
+	Client   *minio.Client
+}
+
+// binary finds moto_server: $FLIGHTD_S3_SERVER, the PATH, then the
+// module's .venv (where .ci/run installs it).
+func binary() string {
+	if p := os.Getenv("FLIGHTD_S3_SERVER"); p != "" {
+		return p
+	}
+	if p, err := exec.LookPath("moto_server"); err == nil {
+		return p
+	}
+	dir, _ := os.Getwd()
+	for ; dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			if p := filepath.Join(dir, ".venv", "bin", "moto_server"); fileExists(p) {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// Start starts a server for the test and stops it at its end. Without the
+// server binary the test is skipped, or fails under CI=true.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin := binary()
+	if bin == "" {
+		msg := "no S3 server: install moto's (pip install 'moto[server]==5.2.5', or set FLIGHTD_S3_SERVER to a moto_server)"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", fmt.Sprint(port))
+	log, err := os.Create(filepath.Join(t.TempDir(), "s3server.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", bin, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		log.Close()
+	})
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	deadline := time.Now().Add(2 * time.Minute) // a bound on a broken server, not a timing assumption
+	for {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		select {
+		case err := <-exited:
+			out, _ := os.ReadFile(log.Name())
+			t.Fatalf("%s exited: %v\n%s", bin, err, out)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not listening on %s", bin, addr)
+		}
+	}
+	s := &Server{Endpoint: "http://" + addr, Config: Config("http://" + addr)}
+	if s.Client, err = objfs.NewClient(s.Config); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Config is how to reach the server at endpoint (it takes any credentials).
+func Config(endpoint string) objfs.Config {
+	return objfs.Config{Endpoint: endpoint, Region: "us-east-1", AccessKey: "test", SecretKey: "testsecret"}
+}
+
+var buckets atomic.Int64
+
+// Bucket creates a new, empty bucket.
+func (s *Server) Bucket(t testing.TB) string {
+	t.Helper()
+	name := fmt.Sprintf("b%d-%s", buckets.Add(1), strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(t.Name())))
+	if len(name) > 63 {
+		name = strings.TrimRight(name[:63], "-")
+	}
+	if err := s.Client.MakeBucket(context.Background(), name, minio.MakeBucketOptions{}); err != nil {
+		t.Fatalf("create bucket %s: %v", name, err)
+	}
+	return name
+}
+
+// FS returns an FS over a new bucket, with a disk cache of cacheBytes
+// (none when 0).
+func (s *Server) FS(t testing.TB, cacheBytes int64) *objfs.FS {
+	t.Helper()
+	var c *objfs.Cache
+	if cacheBytes > 0 {
+		var err error
+		if c, err = objfs.NewCache(filepath.Join(t.TempDir(), "objcache"), cacheBytes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return objfs.New(context.Background(), s.Client, s.Bucket(t), c)
+}
