@@ -30,7 +30,10 @@ type ScanNode struct {
 	Names     []string // the table column behind each output column
 	Filter    Expr
 	Pushed    tablestore.Predicate
-	TableRows float64
+	// ParamPushed are the conditions of Filter on parameters that are
+	// pushed, with the parameters' values, at each execution.
+	ParamPushed []Expr
+	TableRows   float64
 	// Stream, when set, reads the table's changes instead of a snapshot;
 	// Names then include tablestore.RowKindColumn.
 	Stream *tablestore.StreamSpec
