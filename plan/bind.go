@@ -48,6 +48,9 @@ type binder struct {
 	// streamTVFs counts the window TVFs bound over streams
 	// (stream_window.go).
 	streamTVFs int
+	// lookupSide: binding the table a temporal join looks rows up in,
+	// which is read as a snapshot, never as a stream.
+	lookupSide bool
 }
 
 type cteDef struct {

@@ -234,6 +234,8 @@ func closeAll(ops []exec.Operator) {
 
 func (bd *builder) buildWith(n PhysicalNode, in []exec.Operator) (exec.Operator, error) {
 	switch n := n.(type) {
+	case *LookupJoin:
+		return bd.lookupJoin(n, in[0])
 	case *PlainOp:
 		return bd.plainOp(n.logical, in)
 	case *HashJoin:

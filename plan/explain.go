@@ -62,6 +62,16 @@ func physicalLine(n PhysicalNode) string {
 		return s + " by " + sortKeysString(n.Sort.Keys)
 	case *Gather:
 		return "Gather"
+	case *LookupJoin:
+		keys := make([]string, len(n.Keys))
+		for i, k := range n.Keys {
+			keys[i] = n.Scan.Table.PrimaryKey()[i] + " = " + k.String()
+		}
+		s := fmt.Sprintf("LookupJoin %s %s [%s] keys: %s", n.Join.Kind, n.Scan.Label, strings.Join(n.Scan.Names, ", "), strings.Join(keys, " AND "))
+		if n.Residual != nil {
+			s += " residual: " + n.Residual.String()
+		}
+		return s
 	case *LookupScan:
 		keys := make([]string, len(n.Values))
 		for i, vals := range n.Values {

@@ -18,6 +18,10 @@ import (
 // index when a scan's filter fixes every key column.
 const choiceLookupScan = "lookup_scan"
 
+// choiceLookupJoin joins a temporal join's probe rows with the rows of its
+// table through the table's lookup index, a batch of probe keys at a time.
+const choiceLookupJoin = "lookup_join"
+
 // maxLookupKeys bounds the keys a filter of constants may name for the
 // scan to become a lookup (the cross product of the key columns' lists).
 const maxLookupKeys = 100_000
@@ -152,16 +156,13 @@ func batchesParams(p PhysicalNode) bool {
 func (bd *builder) lookupScan(n *LookupScan) (exec.Operator, error) {
 	s := n.Scan
 	t := s.Table
-	tschema := t.Schema()
 	fields := make([]arrow.Field, len(s.Cols))
-	cols := make([]int, len(s.Cols))
 	for i, c := range s.Cols {
 		fields[i] = arrow.Field{Name: s.Names[i], Type: c.Type, Nullable: c.Nullable}
-		idx := tschema.FieldIndices(s.Names[i])
-		if len(idx) == 0 {
-			return nil, fmt.Errorf("%w: lookup of %s: no column %s", errInternal, t.Ident(), s.Names[i])
-		}
-		cols[i] = idx[0]
+	}
+	cols, err := tableColumns(s)
+	if err != nil {
+		return nil, err
 	}
 	keys, err := bd.lookupKeys(n)
 	if err != nil {
@@ -290,3 +291,74 @@ func (r *indexReader) Read(ctx context.Context, keys []arrow.Array) (arrow.Recor
 }
 
 func (r *indexReader) Close() { r.release() }
+
+// LookupJoin is a temporal join (JoinNode.Temporal) that reads the rows of
+// its table through the table's lookup index, the keys of each batch of
+// its left input at once (choice lookup_join); otherwise a temporal join
+// is a hash join with the table's latest snapshot.
+type LookupJoin struct {
+	physical
+	Join *JoinNode
+	Left PhysicalNode
+	Scan *ScanNode
+	// Keys are over Left's columns, one per key column of the table, of
+	// its types; Residual is over the join's columns (nil: none).
+	Keys     []Expr
+	Residual Expr
+	cat      LookupCatalog
+}
+
+func (n *LookupJoin) Children() []PhysicalNode { return []PhysicalNode{n.Left} }
+
+func (pp *physicalPlanner) lookupJoin(j *JoinNode) *LookupJoin {
+	if pp.lookups == nil || !pp.enabled(choiceLookupJoin) {
+		return nil
+	}
+	scan, keys, residual, ok := lookupJoin(j)
+	if !ok || lookup.Check(scan.Table) != nil {
+		return nil
+	}
+	return &LookupJoin{physical: physicalOf(j), Join: j, Left: pp.node(j.Left), Scan: scan, Keys: keys, Residual: residual, cat: pp.lookups}
+}
+
+func (bd *builder) lookupJoin(n *LookupJoin, left exec.Operator) (exec.Operator, error) {
+	keys, err := bd.compileAll(n.Keys, n.Join.Left.Columns())
+	if err != nil {
+		return nil, err
+	}
+	var residual exec.Expr
+	if n.Residual != nil {
+		if residual, err = bd.compile(n.Residual, n.Join.Columns()); err != nil {
+			return nil, err
+		}
+	}
+	cols, err := tableColumns(n.Scan)
+	if err != nil {
+		return nil, err
+	}
+	ec, cat, t := bd.ec, n.cat, n.Scan.Table
+	schema := schemaOf(n.Join.Columns())
+	outer := n.Join.Kind == LeftJoin
+	return exec.NewLookupJoin(ec, left, schema, func(ctx context.Context) (*exec.LookupJoiner, error) {
+		x, release, err := cat.LookupIndex(ctx, t)
+		if err != nil {
+			return nil, fmt.Errorf("lookup %s: %w", t.Ident(), err)
+		}
+		r := &indexReader{x: x, release: release, cols: cols}
+		return exec.NewLookupJoiner(ec, r, keys, residual, outer, schema), nil
+	}), nil
+}
+
+// tableColumns are the table's column indexes of a scan's columns.
+func tableColumns(s *ScanNode) ([]int, error) {
+	tschema := s.Table.Schema()
+	cols := make([]int, len(s.Names))
+	for i, name := range s.Names {
+		idx := tschema.FieldIndices(name)
+		if len(idx) == 0 {
+			return nil, fmt.Errorf("%w: lookup of %s: no column %s", errInternal, s.Table.Ident(), name)
+		}
+		cols[i] = idx[0]
+	}
+	return cols, nil
+}

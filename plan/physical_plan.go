@@ -16,7 +16,7 @@ const (
 // physicalChoices lists the physical planner's switchable choices.
 var physicalChoices = []string{
 	choiceTopN, choiceMergeJoin, choiceSortAggregate, choiceParallelScan,
-	choiceParallelAggregate, choiceRuntimeFilter, choiceLookupScan,
+	choiceParallelAggregate, choiceRuntimeFilter, choiceLookupScan, choiceLookupJoin,
 }
 
 type physicalPlanner struct {
@@ -75,6 +75,9 @@ func (pp *physicalPlanner) node(n Node) PhysicalNode {
 		}
 		return &SpoolScan{physical: physicalOf(x), Ref: x, Body: body}
 	case *JoinNode:
+		if lj := pp.lookupJoin(x); lj != nil {
+			return lj
+		}
 		if buckets, ok := mergeBuckets(x); ok && len(x.LeftKeys) > 0 && pp.enabled(choiceMergeJoin) {
 			l, r := pp.ordered(x.Left), pp.ordered(x.Right)
 			return &MergeJoin{physical: physicalOf(x), Join: x, Left: l, Right: r, Buckets: buckets}
