@@ -19,10 +19,10 @@ func TestTemporalJoinPlans(t *testing.T) {
 	mustExec(t, s, "CREATE TABLE dim (k INT, name STRING, w INT, PRIMARY KEY (k) NOT ENFORCED)")
 	mustExec(t, s, "CREATE TABLE ev (id INT, k INT, pt AS PROCTIME())")
 	for q, want := range map[string]string{
-		"EXPLAIN SELECT ev.id, dim.name FROM ev JOIN dim FOR SYSTEM_TIME AS OF ev.pt ON ev.k = dim.k":                                                        "LookupJoin inner default.dim [k, name] keys: k = k",
+		"EXPLAIN SELECT ev.id, dim.name FROM ev JOIN dim FOR SYSTEM_TIME AS OF ev.pt ON ev.k = dim.k":                                                            "LookupJoin inner default.dim [k, name] keys: k = k",
 		"EXPLAIN SELECT B.id, S.name FROM (SELECT *, PROCTIME() AS p FROM ev) B LEFT JOIN dim FOR SYSTEM_TIME AS OF B.p AS S ON mod(B.id, 10) = S.k AND S.w > 1": "LookupJoin left default.dim AS s [k, name, w] keys: k = mod(id, 10) residual: (w > 1)",
-		"EXPLAIN SELECT ev.id, dim.name FROM ev /*+ OPTIONS('scan.mode'='latest') */ JOIN dim FOR SYSTEM_TIME AS OF ev.pt ON ev.k = dim.k":                  "TemporalJoin inner default.dim [k, name] keys: k = k",
-		"EXPLAIN SELECT name FROM dim WHERE k IN (1, ?)":                                                                                                     "LookupScan default.dim [k, name] keys: k IN (1, $1)",
+		"EXPLAIN SELECT ev.id, dim.name FROM ev /*+ OPTIONS('scan.mode'='latest') */ JOIN dim FOR SYSTEM_TIME AS OF ev.pt ON ev.k = dim.k":                       "TemporalJoin inner default.dim [k, name] keys: k = k",
+		"EXPLAIN SELECT name FROM dim WHERE k IN (1, ?)": "LookupScan default.dim [k, name] keys: k IN (1, $1)",
 	} {
 		if got := fmt.Sprint(rows(t, s, q)); !strings.Contains(got, want) {
 			t.Errorf("%s:\n%s\nwant %q in it", q, got, want)
