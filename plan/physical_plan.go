@@ -156,6 +156,8 @@ func parallelScans(n PhysicalNode, ordered bool) PhysicalNode {
 		x.Input = parallelScans(x.Input, false)
 	case *TopN:
 		x.Input = parallelScans(x.Input, false)
+	case *LookupJoin:
+		x.Left = parallelScans(x.Left, false)
 	case *PlainOp:
 		for i, in := range x.Inputs {
 			x.Inputs[i] = parallelScans(in, false)
