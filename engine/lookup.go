@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/flightd/flightd/lookup"
+	"github.com/flightd/flightd/plan"
 	"github.com/flightd/flightd/tablestore"
 )
 
@@ -95,6 +96,26 @@ func (s *Session) OpenLookup(ctx context.Context, req LookupRequest) (*Lookup, e
 		req:  lookup.Request{Columns: cols, SnapshotID: req.SnapshotID},
 		keys: arrow.NewSchema(keyFields, nil),
 		out:  entry.x.OutputSchema(cols),
+	}, nil
+}
+
+var _ plan.LookupCatalog = (*catalog)(nil)
+
+// LookupIndex gives the planner the shared index of t with t's lookup
+// options, for queries that read keys (plan.LookupScan).
+func (c *catalog) LookupIndex(ctx context.Context, t *tablestore.Table) (*lookup.Index, func(), error) {
+	opts, err := lookup.ParseOptions(t.Options(), nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("lookup on %s: %w", t.Ident(), err)
+	}
+	entry, err := c.s.e.lookupIndex(ctx, t, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	e := c.s.e
+	var once sync.Once
+	return entry.x, func() {
+		once.Do(func() { e.releaseLookup(entry) })
 	}, nil
 }
 
@@ -213,11 +234,16 @@ func fieldNames(s *arrow.Schema) []string {
 // Close releases the lookup; the index stays for the table's other users.
 func (l *Lookup) Close() {
 	l.once.Do(func() {
-		l.e.lookups.mu.Lock()
-		defer l.e.lookups.mu.Unlock()
-		l.entry.refs--
-		l.entry.closeIfUnused()
+		l.e.releaseLookup(l.entry)
 	})
+}
+
+// releaseLookup ends one use of an index.
+func (e *Engine) releaseLookup(en *lookupEntry) {
+	e.lookups.mu.Lock()
+	defer e.lookups.mu.Unlock()
+	en.refs--
+	en.closeIfUnused()
 }
 
 // KeyBatch builds a batch of keys from rows of Go values, for clients that

@@ -205,6 +205,21 @@ func (st *Statement) Query(ctx context.Context, params arrow.RecordBatch) (_ exe
 }
 
 func (st *Statement) buildPerRow(ec *exec.Context, q *plan.Query, params arrow.RecordBatch) (exec.Operator, error) {
+	if q.BatchesParams() && params != nil && params.NumRows() > 1 {
+		if err := checkParams(q.Params(), params); err != nil {
+			return nil, err
+		}
+		stored, err := storedParams(ec.Mem, params)
+		if err != nil {
+			return nil, err
+		}
+		defer stored.Release()
+		op, err := q.Build(ec, stored)
+		if err != nil {
+			return nil, err
+		}
+		return withSchema(op, q.Schema()), nil
+	}
 	rows, err := paramRows(ec.Mem, q, params)
 	if err != nil {
 		return nil, err

@@ -21,6 +21,7 @@ func init() {
 	register(resolveDateFormat, "date_format")
 	register(resolveCurrentDate, "current_date")
 	register(resolveCurrentTimestamp, "current_timestamp", "now")
+	register(resolveProctime, "proctime")
 }
 
 func isDateTime(t arrow.DataType) bool {
@@ -199,6 +200,23 @@ func resolveCurrentDate(types []arrow.DataType, _ []Expr) (*impl, error) {
 
 // TimestampType is the type of current_timestamp: microseconds, UTC.
 var TimestampType = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+
+// resolveProctime is Flink's PROCTIME(): the wall clock when the rows are
+// processed (each batch its own, unlike the statement time of
+// current_timestamp), the time a temporal join's lookup happens.
+func resolveProctime(types []arrow.DataType, _ []Expr) (*impl, error) {
+	if err := wantArgs(types, 0, 0); err != nil {
+		return nil, err
+	}
+	return &impl{ret: TimestampType, fn: func(_ context.Context, ec *Context, _ []arrow.Array, n int) (arrow.Array, error) {
+		v := time.Now().UnixMicro()
+		out := vectorized.NewFixedOut[int64](ec.Mem, n)
+		for i := range out.Vals {
+			out.Vals[i] = v
+		}
+		return out.Finish(TimestampType, nil, 0), nil
+	}}, nil
+}
 
 func resolveCurrentTimestamp(types []arrow.DataType, _ []Expr) (*impl, error) {
 	if err := wantArgs(types, 0, 0); err != nil {

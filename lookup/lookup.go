@@ -49,15 +49,24 @@ type Index struct {
 	rows      *cache.Rows[row] // nil with CacheNone; a nil row: the key is missing
 }
 
-// Open makes an index of table t at its latest snapshot.
-func Open(ctx context.Context, t *tablestore.Table, mem memory.Allocator, opts Options) (*Index, error) {
-	keys := t.PrimaryKey()
-	if len(keys) == 0 {
-		return nil, fmt.Errorf("%w: table %s has no primary key: lookups need one", tablestore.ErrInvalid, t.Ident())
+// Check reports why lookups cannot read table t (no primary key, a column
+// type rows cannot hold), or nil.
+func Check(t *tablestore.Table) error {
+	if len(t.PrimaryKey()) == 0 {
+		return fmt.Errorf("%w: table %s has no primary key: lookups need one", tablestore.ErrInvalid, t.Ident())
 	}
 	if err := checkTypes(t.Schema()); err != nil {
-		return nil, fmt.Errorf("%w: table %s: %v", tablestore.ErrInvalid, t.Ident(), err)
+		return fmt.Errorf("%w: table %s: %v", tablestore.ErrInvalid, t.Ident(), err)
 	}
+	return nil
+}
+
+// Open makes an index of table t at its latest snapshot.
+func Open(ctx context.Context, t *tablestore.Table, mem memory.Allocator, opts Options) (*Index, error) {
+	if err := Check(t); err != nil {
+		return nil, err
+	}
+	keys := t.PrimaryKey()
 	x := &Index{t: t, opts: opts, mem: mem, keys: keys}
 	for _, k := range keys {
 		x.keyIdx = append(x.keyIdx, t.Schema().FieldIndices(k)[0])

@@ -48,6 +48,9 @@ type binder struct {
 	// streamTVFs counts the window TVFs bound over streams
 	// (stream_window.go).
 	streamTVFs int
+	// lookupSide: binding the table a temporal join looks rows up in,
+	// which is read as a snapshot, never as a stream.
+	lookupSide bool
 }
 
 type cteDef struct {
@@ -128,7 +131,9 @@ func (b *binder) param(p *sql.Param) *ParamRef {
 func (b *binder) finishQuery(root Node) *Query {
 	if b.streamPos == nil {
 		root = b.optimize(root)
-		return &Query{root: root, batch: b.planPhysical(root), schema: schemaOf(root.Columns()), params: b.paramSchema()}
+		batch := b.planPhysical(root)
+		params := b.paramSchema()
+		return &Query{root: root, batch: batch, schema: schemaOf(root.Columns()), params: params, batchParams: params != nil && batchesParams(batch)}
 	}
 	b.passStreamKind(root)
 	root = b.optimize(root)

@@ -1092,7 +1092,7 @@ func exprKey(e Expr) string {
 }
 
 // volatile functions are evaluated per execution, never folded.
-var volatile = map[string]bool{"current_date": true, "current_timestamp": true, "current_time": true, "now": true, "localtimestamp": true, "rand": true, "random": true, "uuid": true}
+var volatile = map[string]bool{"proctime": true, "current_date": true, "current_timestamp": true, "current_time": true, "now": true, "localtimestamp": true, "rand": true, "random": true, "uuid": true}
 
 // jsonConstructors stay calls: JSON_OBJECT and JSON_ARRAY insert a nested
 // constructor's result as JSON, and exec tells it by the call, which a

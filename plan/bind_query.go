@@ -1073,7 +1073,7 @@ func (b *binder) aliasScope(n Node, qual string, aliases []string, pos sql.Pos) 
 // tableHints applies OPTIONS hints and FOR SYSTEM_TIME AS OF; a scan.mode
 // option makes the scan a stream.
 func (b *binder) tableHints(f *sql.TableName, t *tablestore.Table, snap int64) (_ int64, tag string, _ *tablestore.StreamSpec) {
-	if b.opts.StreamAll && len(f.Hints) == 0 && f.SystemTime == nil {
+	if b.opts.StreamAll && !b.lookupSide && len(f.Hints) == 0 && f.SystemTime == nil {
 		spec := b.streamHint(t, []*sql.Property{{Pos: f.Pos, Key: "scan.mode", Value: "latest-full"}})
 		if b.opts.StreamHeartbeat > 0 {
 			spec.Heartbeat = b.opts.StreamHeartbeat
@@ -1149,7 +1149,18 @@ func (b *binder) bindJoin(j *sql.Join, outer *scope, left *scope) (Node, *scope)
 	if u, ok := j.Right.(*sql.Unnest); ok {
 		return b.bindUnnestJoin(j, u, ln, ls, outer)
 	}
-	rn, rs := b.bindFrom(j.Right, outer, &scope{cols: append(append([]scopeCol{}, left.cols...), ls.cols...)})
+	right := j.Right
+	temporal := temporalTable(j)
+	if temporal != nil {
+		// The table is read as of each row's processing time: bind it
+		// without the clause, as a snapshot.
+		plain := *temporal
+		plain.SystemTime = nil
+		right = &plain
+		b.lookupSide = true
+	}
+	rn, rs := b.bindFrom(right, outer, &scope{cols: append(append([]scopeCol{}, left.cols...), ls.cols...)})
+	b.lookupSide = false
 	lateral := b.takeLateral()
 	if len(lateral) > 0 && (j.Kind == "RIGHT" || j.Kind == "FULL") {
 		b.fail(j.Pos, "LATERAL is not allowed on the right of a %s JOIN", j.Kind)
@@ -1197,6 +1208,9 @@ func (b *binder) bindJoin(j *sql.Join, outer *scope, left *scope) (Node, *scope)
 	}
 	if len(lateral) > 0 {
 		jn.Cond = andAll(append(conjuncts(jn.Cond), lateral...))
+	}
+	if temporal != nil {
+		b.checkTemporal(j, temporal, jn, ls)
 	}
 	return jn, merged
 }

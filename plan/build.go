@@ -195,6 +195,8 @@ func (bd *builder) buildNode(n PhysicalNode) (exec.Operator, error) {
 	switch n := n.(type) {
 	case *TableScan:
 		return bd.scan(n)
+	case *LookupScan:
+		return bd.lookupScan(n)
 	case *MergeJoin:
 		if n.Buckets > 1 && bd.bucket < 0 {
 			return bd.bucketJoin(n)
@@ -232,6 +234,8 @@ func closeAll(ops []exec.Operator) {
 
 func (bd *builder) buildWith(n PhysicalNode, in []exec.Operator) (exec.Operator, error) {
 	switch n := n.(type) {
+	case *LookupJoin:
+		return bd.lookupJoin(n, in[0])
 	case *PlainOp:
 		return bd.plainOp(n.logical, in)
 	case *HashJoin:
@@ -463,7 +467,11 @@ func (bd *builder) scan(ts *TableScan) (exec.Operator, error) {
 		fields[i] = arrow.Field{Name: n.Names[i], Type: c.Type, Nullable: c.Nullable}
 	}
 	schema := arrow.NewSchema(fields, nil)
-	spec := tablestore.ScanSpec{SnapshotID: n.Snapshot, Columns: n.Names, Filter: n.Pushed}
+	pushed, err := pushedFilter(n, bd.params, 0)
+	if err != nil {
+		return nil, err
+	}
+	spec := tablestore.ScanSpec{SnapshotID: n.Snapshot, Columns: n.Names, Filter: pushed}
 	if n.Tag != "" {
 		spec.SnapshotID, spec.Tag = 0, n.Tag
 	}

@@ -62,6 +62,29 @@ func physicalLine(n PhysicalNode) string {
 		return s + " by " + sortKeysString(n.Sort.Keys)
 	case *Gather:
 		return "Gather"
+	case *LookupJoin:
+		keys := make([]string, len(n.Keys))
+		for i, k := range n.Keys {
+			keys[i] = n.Scan.Table.PrimaryKey()[i] + " = " + k.String()
+		}
+		s := fmt.Sprintf("LookupJoin %s %s [%s] keys: %s", n.Join.Kind, n.Scan.Label, strings.Join(n.Scan.Names, ", "), strings.Join(keys, " AND "))
+		if n.Residual != nil {
+			s += " residual: " + n.Residual.String()
+		}
+		return s
+	case *LookupScan:
+		keys := make([]string, len(n.Values))
+		for i, vals := range n.Values {
+			keys[i] = n.Scan.Table.PrimaryKey()[i] + " IN (" + exprList(vals) + ")"
+			if len(vals) == 1 {
+				keys[i] = n.Scan.Table.PrimaryKey()[i] + " = " + vals[0].String()
+			}
+		}
+		s := fmt.Sprintf("LookupScan %s [%s] keys: %s", n.Scan.Label, strings.Join(n.Scan.Names, ", "), strings.Join(keys, " AND "))
+		if !n.Exact {
+			s += " filter: " + n.Scan.Filter.String()
+		}
+		return s
 	}
 	return explainLine(n.Logical())
 }
@@ -113,8 +136,15 @@ func explainLine(n Node) string {
 		if n.Stream != nil {
 			s = "Stream" + s[len("Scan"):] + " from " + n.Stream.Start.String()
 		}
-		if n.Pushed != nil {
-			s += " pushed: " + n.Pushed.String()
+		if n.Pushed != nil || len(n.ParamPushed) > 0 {
+			var pushed []string
+			if n.Pushed != nil {
+				pushed = append(pushed, n.Pushed.String())
+			}
+			for _, p := range n.ParamPushed {
+				pushed = append(pushed, p.String())
+			}
+			s += " pushed: " + strings.Join(pushed, " AND ")
 		}
 		if n.Filter != nil {
 			s += " filter: " + n.Filter.String()

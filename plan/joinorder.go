@@ -14,7 +14,7 @@ import (
 func reorderJoins(n Node) Node {
 	j, ok := n.(*JoinNode)
 	switch {
-	case ok && j.Kind == InnerJoin:
+	case ok && j.Kind == InnerJoin && !j.Temporal:
 		var rels []Node
 		var conds []Expr
 		flattenInner(j, &rels, &conds)
@@ -47,14 +47,14 @@ func orderJoins(rels []Node, conds []Expr) Node {
 }
 
 func flattenInner(n Node, rels *[]Node, conds *[]Expr) {
-	if j, ok := n.(*JoinNode); ok && j.Kind == InnerJoin {
+	if j, ok := n.(*JoinNode); ok && j.Kind == InnerJoin && !j.Temporal {
 		flattenInner(j.Left, rels, conds)
 		flattenInner(j.Right, rels, conds)
 		*conds = append(*conds, conjuncts(j.Cond)...)
 		return
 	}
 	if f, ok := n.(*FilterNode); ok {
-		if j, ok := f.Input.(*JoinNode); ok && j.Kind == InnerJoin {
+		if j, ok := f.Input.(*JoinNode); ok && j.Kind == InnerJoin && !j.Temporal {
 			flattenInner(j, rels, conds)
 			*conds = append(*conds, conjuncts(f.Pred)...)
 			return

@@ -24,13 +24,16 @@ type ScanNode struct {
 	Snapshot int64
 	// Tag, when set, reads the tagged snapshot (Snapshot is its id, for
 	// statistics): it stays readable after expiry.
-	Tag       string
-	Label     string   // db.table [AS alias]
-	Cols      []Column // output columns
-	Names     []string // the table column behind each output column
-	Filter    Expr
-	Pushed    tablestore.Predicate
-	TableRows float64
+	Tag    string
+	Label  string   // db.table [AS alias]
+	Cols   []Column // output columns
+	Names  []string // the table column behind each output column
+	Filter Expr
+	Pushed tablestore.Predicate
+	// ParamPushed are the conditions of Filter on parameters that are
+	// pushed, with the parameters' values, at each execution.
+	ParamPushed []Expr
+	TableRows   float64
 	// Stream, when set, reads the table's changes instead of a snapshot;
 	// Names then include tablestore.RowKindColumn.
 	Stream *tablestore.StreamSpec
@@ -86,6 +89,13 @@ type JoinNode struct {
 	Cond                Expr
 	LeftKeys, RightKeys []Expr
 	Residual            Expr
+	// Temporal: a processing-time temporal join (`JOIN d FOR SYSTEM_TIME
+	// AS OF l.pt`, plan/temporal.go): each left row meets the row of d
+	// (Right, a scan of a primary-key table) of its key as of when it is
+	// processed. In batch that is d's latest snapshot; a stream looks each
+	// row up when it arrives and never retracts it when d changes. Join
+	// ordering leaves it in place.
+	Temporal bool
 }
 
 // AggCall is one aggregate function.

@@ -16,7 +16,7 @@ const (
 // physicalChoices lists the physical planner's switchable choices.
 var physicalChoices = []string{
 	choiceTopN, choiceMergeJoin, choiceSortAggregate, choiceParallelScan,
-	choiceParallelAggregate, choiceRuntimeFilter,
+	choiceParallelAggregate, choiceRuntimeFilter, choiceLookupScan, choiceLookupJoin,
 }
 
 type physicalPlanner struct {
@@ -24,12 +24,25 @@ type physicalPlanner struct {
 	// spools are the shared CTEs planned so far: every reference reads
 	// the same body.
 	spools map[*SharedCTE]PhysicalNode
+	// lookups reads tables by key (choice lookup_scan); nil: the catalog
+	// cannot, or the scans being planned must keep their key order.
+	lookups LookupCatalog
+}
+
+// ordered plans n for an operator that relies on its scans' key order:
+// they stay table scans (a lookup reads keys in the filter's order).
+func (pp *physicalPlanner) ordered(n Node) PhysicalNode {
+	saved := pp.lookups
+	pp.lookups = nil
+	defer func() { pp.lookups = saved }()
+	return pp.node(n)
 }
 
 // planPhysical plans root, whose logical plan is final, for batch
 // execution.
 func (b *binder) planPhysical(root Node) PhysicalNode {
 	pp := &physicalPlanner{enabled: b.enabled, spools: map[*SharedCTE]PhysicalNode{}}
+	pp.lookups, _ = b.cat.(LookupCatalog)
 	return pp.plan(root)
 }
 
@@ -48,6 +61,9 @@ func (pp *physicalPlanner) plan(root Node) PhysicalNode {
 func (pp *physicalPlanner) node(n Node) PhysicalNode {
 	switch x := n.(type) {
 	case *ScanNode:
+		if ls := pp.lookupScan(x); ls != nil {
+			return ls
+		}
 		return &TableScan{physical: physicalOf(x), Scan: x}
 	case *CTEScanNode:
 		body, ok := pp.spools[x.Shared]
@@ -59,19 +75,23 @@ func (pp *physicalPlanner) node(n Node) PhysicalNode {
 		}
 		return &SpoolScan{physical: physicalOf(x), Ref: x, Body: body}
 	case *JoinNode:
+		if lj := pp.lookupJoin(x); lj != nil {
+			return lj
+		}
+		if buckets, ok := mergeBuckets(x); ok && len(x.LeftKeys) > 0 && pp.enabled(choiceMergeJoin) {
+			l, r := pp.ordered(x.Left), pp.ordered(x.Right)
+			return &MergeJoin{physical: physicalOf(x), Join: x, Left: l, Right: r, Buckets: buckets}
+		}
 		l, r := pp.node(x.Left), pp.node(x.Right)
 		if len(x.LeftKeys) == 0 {
 			return &NestedLoopJoin{physical: physicalOf(x), Join: x, Left: l, Right: r}
 		}
-		if buckets, ok := mergeBuckets(x); ok && pp.enabled(choiceMergeJoin) {
-			return &MergeJoin{physical: physicalOf(x), Join: x, Left: l, Right: r, Buckets: buckets}
-		}
 		return &HashJoin{physical: physicalOf(x), Join: x, Left: l, Right: r}
 	case *AggNode:
-		in := pp.node(x.Input)
 		if sortable(x) && pp.enabled(choiceSortAggregate) {
-			return &SortAggregate{physical: physicalOf(x), Agg: x, Input: in}
+			return &SortAggregate{physical: physicalOf(x), Agg: x, Input: pp.ordered(x.Input)}
 		}
+		in := pp.node(x.Input)
 		if len(x.Groups) > 0 && x.Sets == nil && pp.enabled(choiceParallelAggregate) {
 			return &ParallelHashAggregate{physical: physicalOf(x), Agg: x, Input: in}
 		}
@@ -136,6 +156,8 @@ func parallelScans(n PhysicalNode, ordered bool) PhysicalNode {
 		x.Input = parallelScans(x.Input, false)
 	case *TopN:
 		x.Input = parallelScans(x.Input, false)
+	case *LookupJoin:
+		x.Left = parallelScans(x.Left, false)
 	case *PlainOp:
 		for i, in := range x.Inputs {
 			x.Inputs[i] = parallelScans(in, false)

@@ -73,6 +73,9 @@ type Query struct {
 	// is its physical plan (root is the logical one).
 	streaming bool
 	stream    *streamPlan
+	// batchParams: Build takes several parameter rows at once (a key
+	// lookup of all their keys, batchesParams).
+	batchParams bool
 }
 
 // Schema is the result schema.
@@ -85,8 +88,14 @@ func (q *Query) Logical() Node { return q.root }
 // Params is the schema of the parameters ($1 is field 0), nil if none.
 func (q *Query) Params() *arrow.Schema { return q.params }
 
+// BatchesParams reports whether Build takes several parameter rows at once,
+// giving the results of the rows concatenated in row order (one batched
+// lookup of all their keys). Otherwise each row is an execution of its own.
+func (q *Query) BatchesParams() bool { return q.batchParams }
+
 // Build creates the operator tree for one execution. params holds one row
-// with a column per parameter (nil when there are none).
+// with a column per parameter (nil when there are none), or several when
+// BatchesParams.
 func (q *Query) Build(ec *exec.Context, params arrow.RecordBatch) (exec.Operator, error) {
 	if err := q.checkParams(params); err != nil {
 		return nil, err
@@ -106,7 +115,7 @@ func (q *Query) checkParams(params arrow.RecordBatch) error {
 		if int(params.NumCols()) != len(q.params.Fields()) {
 			return fmt.Errorf("%w: the statement has %d parameters, got %d values", ErrParams, len(q.params.Fields()), params.NumCols())
 		}
-		if params.NumRows() != 1 {
+		if params.NumRows() != 1 && !(q.batchParams && params.NumRows() > 1) {
 			return fmt.Errorf("%w: parameters must be one row, got %d", ErrParams, params.NumRows())
 		}
 	}

@@ -1,9 +1,12 @@
 package plan
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/flightd/flightd/tablestore"
@@ -457,33 +460,130 @@ func strictOn(e Expr, side map[ColumnID]bool) bool {
 }
 
 // derivePushdown translates scan filters into table store predicates (for
-// skipping; the filter itself stays).
+// skipping; the filter itself stays). Conditions on parameters cannot be
+// translated before their values are known: they are kept in ParamPushed
+// and translated at each execution (pushedFilter), like literals.
 func derivePushdown(n Node) {
 	if s, ok := n.(*ScanNode); ok {
-		names := map[ColumnID]string{}
-		for i, c := range s.Cols {
-			if s.Names[i] != tablestore.RowKindColumn || s.Stream == nil {
-				names[c.ID] = s.Names[i]
-			}
-		}
+		names := scanColumnNames(s)
 		var ps []tablestore.Predicate
+		s.ParamPushed = nil
 		for _, c := range conjuncts(s.Filter) {
-			if p := toPredicate(c, names); p != nil {
+			if p := toPredicate(c, names, constValue); p != nil {
 				ps = append(ps, p)
+			} else if hasParam(c) && toPredicate(c, names, placeholderValue) != nil {
+				s.ParamPushed = append(s.ParamPushed, c)
 			}
 		}
-		switch len(ps) {
-		case 0:
-			s.Pushed = nil
-		case 1:
-			s.Pushed = ps[0]
-		default:
-			s.Pushed = tablestore.And(ps)
-		}
+		s.Pushed = andPredicates(ps)
 	}
 	for _, in := range n.Inputs() {
 		derivePushdown(in)
 	}
+}
+
+// scanColumnNames maps a scan's output columns to its table's columns.
+func scanColumnNames(s *ScanNode) map[ColumnID]string {
+	names := map[ColumnID]string{}
+	for i, c := range s.Cols {
+		if s.Names[i] != tablestore.RowKindColumn || s.Stream == nil {
+			names[c.ID] = s.Names[i]
+		}
+	}
+	return names
+}
+
+func andPredicates(ps []tablestore.Predicate) tablestore.Predicate {
+	switch len(ps) {
+	case 0:
+		return nil
+	case 1:
+		return ps[0]
+	}
+	return tablestore.And(ps)
+}
+
+// pushedFilter is the scan's pushed predicate with the conditions on
+// parameters translated with their values in row (params: one execution's
+// parameter rows).
+func pushedFilter(s *ScanNode, params arrow.RecordBatch, row int) (tablestore.Predicate, error) {
+	if len(s.ParamPushed) == 0 {
+		return s.Pushed, nil
+	}
+	names := scanColumnNames(s)
+	var ps []tablestore.Predicate
+	if s.Pushed != nil {
+		ps = append(ps, s.Pushed)
+	}
+	var err error
+	value := func(e Expr) (scalar.Scalar, bool) {
+		if p, ok := e.(*ParamRef); ok {
+			v, perr := paramValue(params, row, p)
+			if perr != nil {
+				err = perr
+				return nil, false
+			}
+			return v, true
+		}
+		return constValue(e)
+	}
+	for _, c := range s.ParamPushed {
+		if p := toPredicate(c, names, value); p != nil {
+			ps = append(ps, p)
+		}
+	}
+	return andPredicates(ps), err
+}
+
+// paramValue is parameter p's value in row of params, of p's type.
+func paramValue(params arrow.RecordBatch, row int, p *ParamRef) (scalar.Scalar, error) {
+	if params == nil || int(params.NumCols()) < p.Index || int(params.NumRows()) <= row {
+		return nil, fmt.Errorf("%w: parameter $%d has no value", ErrParams, p.Index)
+	}
+	v, err := scalar.GetScalar(params.Column(p.Index-1), row)
+	if err != nil {
+		return nil, fmt.Errorf("%w: parameter $%d: %v", ErrParams, p.Index, err)
+	}
+	if !arrow.TypeEqual(v.DataType(), p.slot.typ) {
+		if v, err = v.CastTo(p.slot.typ); err != nil {
+			return nil, fmt.Errorf("%w: parameter $%d: %v", ErrParams, p.Index, err)
+		}
+	}
+	return v, nil
+}
+
+func constValue(e Expr) (scalar.Scalar, bool) {
+	c, ok := e.(*Const)
+	if !ok {
+		return nil, false
+	}
+	return c.Value, true
+}
+
+// placeholderValue stands for a parameter's value when deciding whether a
+// condition on it can be pushed: a valid zero of its type.
+func placeholderValue(e Expr) (scalar.Scalar, bool) {
+	p, ok := e.(*ParamRef)
+	if !ok || p.slot.typ == nil {
+		return constValue(e)
+	}
+	b := array.NewBuilder(memory.NewGoAllocator(), p.slot.typ)
+	defer b.Release()
+	b.AppendEmptyValue()
+	a := b.NewArray()
+	defer a.Release()
+	v, err := scalar.GetScalar(a, 0)
+	return v, err == nil
+}
+
+func hasParam(e Expr) bool {
+	found := false
+	walkExpr(e, func(x Expr) {
+		if _, ok := x.(*ParamRef); ok {
+			found = true
+		}
+	})
+	return found
 }
 
 var cmpOps = map[string]tablestore.CmpOp{
@@ -496,16 +596,17 @@ var flipOps = map[tablestore.CmpOp]tablestore.CmpOp{
 	tablestore.LE: tablestore.GE, tablestore.GT: tablestore.LT, tablestore.GE: tablestore.LE,
 }
 
-// toPredicate converts column-versus-constant conditions; anything else
+// toPredicate converts column-versus-constant conditions (value gives
+// the constant of an expression, if it is one); anything else
 // returns nil (not pushed).
-func toPredicate(e Expr, names map[ColumnID]string) tablestore.Predicate {
+func toPredicate(e Expr, names map[ColumnID]string, value func(Expr) (scalar.Scalar, bool)) tablestore.Predicate {
 	colConst := func(a, b Expr) (string, scalar.Scalar, bool) {
 		c, ok := a.(*ColRef)
-		k, ok2 := b.(*Const)
-		if !ok || !ok2 || !k.Value.IsValid() {
+		k, ok2 := value(b)
+		if !ok || !ok2 || !k.IsValid() {
 			return "", nil, false
 		}
-		v, ok := losslessCast(k.Value, c.Typ)
+		v, ok := losslessCast(k, c.Typ)
 		if !ok {
 			return "", nil, false
 		}
@@ -529,7 +630,7 @@ func toPredicate(e Expr, names map[ColumnID]string) tablestore.Predicate {
 				return tablestore.IsNull{Column: names[c.ID]}
 			}
 		case "and", "or":
-			l, r := toPredicate(x.Args[0], names), toPredicate(x.Args[1], names)
+			l, r := toPredicate(x.Args[0], names, value), toPredicate(x.Args[1], names, value)
 			if x.Fn == "and" {
 				// Dropping one side of AND keeps a superset: still safe.
 				switch {
@@ -551,11 +652,11 @@ func toPredicate(e Expr, names map[ColumnID]string) tablestore.Predicate {
 		}
 		var vals []scalar.Scalar
 		for _, v := range x.List {
-			k, ok := v.(*Const)
-			if !ok || !k.Value.IsValid() {
+			k, ok := value(v)
+			if !ok || !k.IsValid() {
 				return nil
 			}
-			cv, ok := losslessCast(k.Value, c.Typ)
+			cv, ok := losslessCast(k, c.Typ)
 			if !ok {
 				return nil
 			}

@@ -12,7 +12,7 @@ func splitJoinKeys(n Node) Node {
 	if !ok {
 		return n
 	}
-	if j.Kind == InnerJoin && j.Cond != nil && j.Right.Rows() > j.Left.Rows()*2 {
+	if j.Kind == InnerJoin && !j.Temporal && j.Cond != nil && j.Right.Rows() > j.Left.Rows()*2 {
 		j.Left, j.Right = j.Right, j.Left
 	}
 	lc, rc := j.Left.Columns(), j.Right.Columns()

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/lookup"
 	"github.com/flightd/flightd/stream"
 	"github.com/flightd/flightd/tablestore"
 )
@@ -77,6 +78,21 @@ type sJoin struct {
 }
 
 func (s *sJoin) cols() []Column { return s.cs }
+
+// sTemporal is a processing-time temporal join: its left side's changes
+// looked up in scan's table as they arrive (lookupJoin gives keys and
+// residual).
+type sTemporal struct {
+	l        sNode
+	n        *JoinNode
+	scan     *ScanNode
+	keys     []Expr
+	residual Expr
+	cs       []Column
+	cat      LookupCatalog
+}
+
+func (s *sTemporal) cols() []Column { return s.cs }
 
 // sRank is a top-N (ROW_NUMBER() filtered to a range of numbers), a
 // deduplication when it keeps number 1 only; number: the row number is
@@ -467,6 +483,9 @@ func (p *streamPlanner) plan(n Node) sNode {
 		}
 		return &sAgg{in: in, n: x}
 	case *JoinNode:
+		if x.Temporal {
+			return p.planTemporal(x)
+		}
 		l, r := p.plan(x.Left), p.plan(x.Right)
 		p.stateful = true
 		if x.Kind == AntiNullAwareJoin {
@@ -771,6 +790,17 @@ func (sp *streamPlan) explain(sb *strings.Builder) {
 		case *sProject:
 			sb.WriteString(strings.Replace(explainLine(&ProjectNode{Exprs: x.exprs, Cols: x.cs}), "Project", "StreamProject", 1) + "\n")
 			walk(x.in, depth+1)
+		case *sTemporal:
+			keys := make([]string, len(x.keys))
+			for i, k := range x.keys {
+				keys[i] = x.scan.Table.PrimaryKey()[i] + " = " + k.String()
+			}
+			fmt.Fprintf(sb, "TemporalJoin %s %s [%s] keys: %s", x.n.Kind, x.scan.Label, strings.Join(x.scan.Names, ", "), strings.Join(keys, " AND "))
+			if x.residual != nil {
+				sb.WriteString(" residual: " + x.residual.String())
+			}
+			sb.WriteString("\n")
+			walk(x.l, depth+1)
 		case *sJoin:
 			sb.WriteString("Incremental" + explainLine(x.n) + "\n")
 			walk(x.l, depth+1)
@@ -1035,6 +1065,16 @@ func (sb *streamBuilder) build(n sNode) (op stream.Operator, err error) {
 			_ = r.Close()
 		}
 		return op, err
+	case *sTemporal:
+		in, err := sb.build(x.l)
+		if err != nil {
+			return nil, err
+		}
+		op, err := sb.temporal(x, in)
+		if err != nil {
+			_ = in.Close()
+		}
+		return op, err
 	case *sJoin:
 		l, r, err := sb.buildPair(x.l, x.r)
 		if err != nil {
@@ -1259,4 +1299,61 @@ func (sb *streamBuilder) join(x *sJoin, l, r stream.Operator) (stream.Operator, 
 		}
 	}
 	return stream.NewJoin(sb.ec, l, r, spec, sb.budget)
+}
+
+// planTemporal plans a temporal join: its left side streams, its table is
+// looked up (never streamed), row by row, so the join keeps no state.
+func (p *streamPlanner) planTemporal(x *JoinNode) sNode {
+	scan, keys, residual, ok := lookupJoin(x)
+	if !ok {
+		p.refuse("this temporal join: its condition must fix the primary key of the table it looks up")
+	}
+	cat, ok := p.b.cat.(LookupCatalog)
+	if !ok {
+		p.refuse("a temporal join here: the catalog cannot look rows up by key")
+	}
+	if err := lookup.Check(scan.Table); err != nil {
+		p.refuse("a temporal join with %s: %v", scan.Label, err)
+	}
+	l := p.plan(x.Left)
+	p.checkKind(keys...)
+	t := &sTemporal{l: l, n: x, scan: scan, keys: keys, residual: residual, cat: cat}
+	for _, c := range x.Columns() {
+		if !p.kinds[c.ID] {
+			t.cs = append(t.cs, c)
+		}
+	}
+	return t
+}
+
+func (sb *streamBuilder) temporal(x *sTemporal, in stream.Operator) (stream.Operator, error) {
+	keys, err := compileAll(x.keys, sb.layout(x.l.cols()), sb.params)
+	if err != nil {
+		return nil, err
+	}
+	var residual exec.Expr
+	if x.residual != nil {
+		if residual, err = sb.compile(x.residual, x.cs); err != nil {
+			return nil, err
+		}
+	}
+	cols, err := tableColumns(x.scan)
+	if err != nil {
+		return nil, err
+	}
+	fields := slices.Clone(in.Schema().Fields())
+	for i, c := range x.scan.Cols {
+		fields = append(fields, arrow.Field{Name: x.scan.Names[i], Type: c.Type, Nullable: true})
+	}
+	schema := arrow.NewSchema(fields, nil)
+	cat := x.cat
+	ec, t, outer := sb.ec, x.scan.Table, x.n.Kind == LeftJoin
+	return stream.NewTemporal(in, schema, func(ctx context.Context) (*exec.LookupJoiner, error) {
+		x, release, err := cat.LookupIndex(ctx, t)
+		if err != nil {
+			return nil, fmt.Errorf("lookup %s: %w", t.Ident(), err)
+		}
+		r := &indexReader{x: x, release: release, cols: cols}
+		return exec.NewLookupJoiner(ec, r, keys, residual, outer, schema), nil
+	}), nil
 }

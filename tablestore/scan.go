@@ -192,7 +192,11 @@ func (s *Scan) plan(files []*manifestEntry) {
 	s.stats.PartitionsTotal = len(parts)
 	s.stats.FilesTotal = len(files)
 	selParts := map[string]bool{}
+	buckets := s.filterBuckets()
 	for _, g := range groups {
+		if buckets != nil && !buckets[int32(g.bucket)] {
+			continue
+		}
 		if !mayMatch(s.filter, s.partitionStats(g.part)) {
 			continue
 		}

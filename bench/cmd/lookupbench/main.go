@@ -3,7 +3,10 @@
 // with pipelined MGETs of the same keys from Go, in one run: keys/s per
 // batch size for hits, misses and half of each, and the latency of a
 // single-key lookup. Redis is skipped, with the reason printed, when
-// redis-server is not installed.
+// redis-server is not installed. With -prepared (the default), a third
+// system, flightd-sql, runs the same keys through a Flight SQL prepared
+// statement `SELECT ... WHERE id = ?`, each batch of keys bound as one
+// multi-row parameter batch (one batched lookup).
 //
 //	go run ./cmd/lookupbench -rows 1000000 -out results/lookup.json
 package main
@@ -32,6 +35,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/redis/go-redis/v9"
@@ -69,6 +73,7 @@ func main() {
 	cacheOpt := flag.String("cache", "PARTIAL", "lookup.cache of the flightd table: NONE, PARTIAL or FULL")
 	out := flag.String("out", "", "write the results as JSON to this file")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	prepared := flag.Bool("prepared", true, "also measure a Flight SQL prepared point query (system flightd-sql)")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -102,6 +107,14 @@ func main() {
 	}
 	defer fc.Close()
 	systems := []system{&flightdSystem{cl: fc, mem: mem}}
+	if *prepared {
+		sc, err := flightsql.NewClient(addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer sc.Close()
+		systems = append(systems, &preparedSystem{cl: sc, mem: mem})
+	}
 	rs, why := startRedis(ctx, dir, *rows)
 	if rs != nil {
 		defer rs.stop()
@@ -488,4 +501,83 @@ func (r *redisSystem) run(ctx context.Context, next func() []int64) (int64, int6
 		}
 	}
 	return n, found, nil
+}
+
+// preparedSystem runs `SELECT name, v FROM lk WHERE id = ?` prepared once
+// per client, each batch of keys bound as one parameter batch and
+// executed (GetFlightInfo, then DoGet), one batch at a time.
+type preparedSystem struct {
+	mem memory.Allocator
+	cl  *flightsql.Client
+}
+
+func (p *preparedSystem) name() string { return "flightd-sql" }
+
+const pointQuery = "SELECT name, v FROM lk WHERE id = ?"
+
+func (p *preparedSystem) run(ctx context.Context, next func() []int64) (int64, int64, error) {
+	lookup, done, err := p.open(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer done()
+	var n, found int64
+	for ks := next(); ks != nil; ks = next() {
+		rows, err := lookup(ks)
+		if err != nil {
+			return n, found, err
+		}
+		n, found = n+int64(len(ks)), found+rows
+	}
+	return n, found, nil
+}
+
+// open prepares the point query; lookup binds keys and returns the rows
+// found.
+func (p *preparedSystem) open(ctx context.Context) (lookup func([]int64) (int64, error), done func(), err error) {
+	st, err := p.cl.Prepare(ctx, pointQuery)
+	if err != nil {
+		return nil, nil, err
+	}
+	b := array.NewInt64Builder(p.mem)
+	lookup = func(ks []int64) (int64, error) {
+		b.AppendValues(ks, nil)
+		col := b.NewArray()
+		rec := array.NewRecordBatch(keySchema, []arrow.Array{col}, int64(len(ks)))
+		col.Release()
+		st.SetParameters(rec)
+		rec.Release()
+		info, err := st.Execute(ctx)
+		if err != nil {
+			return 0, err
+		}
+		r, err := p.cl.DoGet(ctx, info.Endpoint[0].Ticket)
+		if err != nil {
+			return 0, err
+		}
+		defer r.Release()
+		var rows int64
+		for r.Next() {
+			rows += r.RecordBatch().NumRows()
+		}
+		if err := r.Err(); err != nil && !errors.Is(err, io.EOF) {
+			return rows, err
+		}
+		return rows, nil
+	}
+	return lookup, func() {
+		_ = st.Close(ctx)
+		b.Release()
+	}, nil
+}
+
+func (p *preparedSystem) session(ctx context.Context) (func(int64) (bool, error), func(), error) {
+	lookup, done, err := p.open(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return func(key int64) (bool, error) {
+		rows, err := lookup([]int64{key})
+		return rows == 1, err
+	}, done, nil
 }
