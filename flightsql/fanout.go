@@ -67,7 +67,7 @@ func newSharedMessages(limit int64) *sharedMessages {
 // get returns the message of batch b labelled meta in the encoding named
 // codec, encoded by encode unless a stream did it already.
 func (c *sharedMessages) get(b arrow.RecordBatch, meta []byte, codec string, encode func() (*grpc.PreparedMsg, int64, error)) (*grpc.PreparedMsg, error) {
-	key, ok := messageKey(b, meta, codec)
+	key, pinned, ok := messageKey(b, meta, codec)
 	if !ok {
 		msg, _, err := encode()
 		return msg, err
@@ -93,7 +93,9 @@ func (c *sharedMessages) get(b arrow.RecordBatch, meta []byte, codec string, enc
 	msg, size, err := encode()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e.msg, e.size, e.err = msg, size, err
+	// Counted with the buffers it pins: a small slice of a large batch
+	// keeps all of it.
+	e.msg, e.size, e.err = msg, size+pinned, err
 	close(e.ready)
 	if c.entries[key] != e {
 		// Evicted while it was encoded: it counted for nothing.
@@ -141,15 +143,16 @@ func (c *sharedMessages) close() {
 // encoding named codec: the rows, then per column its type's layout, its
 // offset, length and null count, and the address and length of each
 // buffer. Equal keys of batches alive at once mean equal content, since
-// arrays are immutable. Columns with children or dictionaries are not
-// keyed (ok false): their encoding is done per stream.
-func messageKey(b arrow.RecordBatch, meta []byte, codec string) (key string, ok bool) {
+// arrays are immutable. pinned is the bytes of those buffers. Columns with
+// children or dictionaries are not keyed (ok false): their encoding is
+// done per stream.
+func messageKey(b arrow.RecordBatch, meta []byte, codec string) (key string, pinned int64, ok bool) {
 	buf := make([]byte, 0, 64+len(meta)+len(codec)+48*int(b.NumCols()))
 	buf = binary.AppendUvarint(buf, uint64(b.NumRows()))
 	for _, col := range b.Columns() {
 		d := col.Data()
 		if len(d.Children()) > 0 || d.DataType().ID() == arrow.DICTIONARY {
-			return "", false
+			return "", 0, false
 		}
 		buf = binary.AppendUvarint(buf, uint64(d.DataType().ID()))
 		if fw, ok := d.DataType().(arrow.FixedWidthDataType); ok {
@@ -166,12 +169,13 @@ func messageKey(b arrow.RecordBatch, meta []byte, codec string) (key string, ok 
 			}
 			buf = binary.AppendUvarint(buf, uint64(addr))
 			buf = binary.AppendUvarint(buf, uint64(n))
+			pinned += int64(n)
 		}
 	}
 	buf = binary.AppendUvarint(buf, uint64(len(codec)))
 	buf = append(buf, codec...)
 	buf = append(buf, meta...)
-	return string(buf), true
+	return string(buf), pinned, true
 }
 
 // encodeMessage is the gRPC message of batch b labelled meta on stream: a

@@ -187,3 +187,31 @@ func TestSharedMessagesOnce(t *testing.T) {
 		t.Fatalf("a nested batch was kept: %d encodings, %d entries", c.encodes, len(c.entries))
 	}
 }
+
+// TestSharedMessagesPinnedBound: kept messages count the buffers their
+// batches pin, so small slices of large batches cannot keep more than the
+// limit alive: the allocator holds at most the limit after 40 one-row
+// slices of distinct 1 MiB batches were sent.
+func TestSharedMessagesPinnedBound(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	const limit = 4 << 20
+	c := newSharedMessages(limit)
+	defer c.close()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	for i := range 40 {
+		b := array.NewRecordBuilder(mem, schema)
+		b.Field(0).(*array.Int64Builder).AppendValues(make([]int64, 1<<17), nil)
+		batch := b.NewRecordBatch()
+		b.Release()
+		slice := batch.NewSlice(int64(i), int64(i)+1)
+		batch.Release()
+		if _, err := c.get(slice, nil, "", func() (*grpc.PreparedMsg, int64, error) { return &grpc.PreparedMsg{}, 16, nil }); err != nil {
+			t.Fatal(err)
+		}
+		slice.Release()
+		if got := mem.CurrentAlloc(); got > limit {
+			t.Fatalf("after %d slices the kept messages pin %d bytes, limit %d", i+1, got, limit)
+		}
+	}
+}
