@@ -59,7 +59,7 @@ type Config struct {
 // AggregateQuery is the streaming aggregation of Config.Aggregate: its ts
 // column is the newest write stamp of each changed group.
 const AggregateQuery = `SELECT k % 100 AS g, count(*) AS n, sum(v) AS s, max(ts) AS ts
-	FROM events /*+ OPTIONS('scan.mode'='latest', 'stream.heartbeat-interval'='1000ms') */ GROUP BY k % 100`
+	FROM events /*+ OPTIONS('scan.mode'='latest-full', 'stream.heartbeat-interval'='1000ms') */ GROUP BY k % 100`
 
 // Latency is one steady-load phase. Write is from handing a batch to the
 // client library to a consumer receiving it; Commit from the commit's
@@ -188,6 +188,9 @@ func latency(ctx context.Context, addr string, w *writer, cfg Config, n int, seq
 						ready <- struct{}{}
 					}
 					return
+				}
+				if !started {
+					return // the aggregation's first answer, from before the phase
 				}
 				now := time.Now().UnixNano()
 				kinds := b.Column(0).(*array.String)
