@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -115,6 +114,7 @@ type streamProgress struct {
 	ctx      context.Context
 	ch       chan<- flight.StreamChunk
 	mem      memory.Allocator
+	empties  *emptyBatches
 	schema   *arrow.Schema
 	snapshot int64
 	image    bool
@@ -157,12 +157,7 @@ func (p *streamProgress) Image(snapshot int64, start bool) error {
 
 // marker sends a batch without rows labelled m.
 func (p *streamProgress) marker(m ChangeProgress) error {
-	cols := make([]arrow.Array, p.schema.NumFields())
-	for i, f := range p.schema.Fields() {
-		cols[i] = array.MakeArrayOfNull(p.mem, f.Type, 0)
-		defer cols[i].Release()
-	}
-	b := array.NewRecordBatch(p.schema, cols, 0)
+	b := p.empties.get(p.mem, p.schema)
 	m.Snapshots = p.tables
 	meta, _ := json.Marshal(m)
 	select {

@@ -83,11 +83,24 @@ func (f *flightService) send(ctx context.Context, cancel context.CancelFunc, str
 		cancel()
 		drainChunks(chunks)
 	}()
-	opts, err := writeOptions(stream, schema)
+	codec, err := compression(stream)
 	if err != nil {
 		return toStatus(err)
 	}
-	return writeChunks(ctx, stream, chunks, opts)
+	opts, _ := writeOptions(stream, schema)
+	var first flight.StreamChunk
+	var ok bool
+	select {
+	case <-ctx.Done():
+		return toStatus(ctx.Err())
+	case first, ok = <-chunks:
+	}
+	if ok && first.AppMetadata != nil && dictionaryFree(schema) {
+		// A streaming result (only those label their batches): other
+		// streams may send the same batches.
+		return f.s.writeShared(ctx, stream, schema, first, chunks, codec, opts)
+	}
+	return writeChunks(ctx, stream, first, ok, chunks, opts)
 }
 
 // ListActions lists the Flight SQL actions and flightd's own.
@@ -114,44 +127,58 @@ func (f *flightService) DoAction(action *flight.Action, stream flight.FlightServ
 // client's request headers.
 func writeOptions(stream flight.FlightService_DoGetServer, schema *arrow.Schema) ([]ipc.Option, error) {
 	opts := []ipc.Option{ipc.WithSchema(schema)}
+	codec, err := compression(stream)
+	switch codec {
+	case "zstd":
+		opts = append(opts, ipc.WithZstd())
+	case "lz4":
+		opts = append(opts, ipc.WithLZ4())
+	}
+	return opts, err
+}
+
+// compression is the IPC body compression the client asked for: "",
+// "zstd" or "lz4".
+func compression(stream flight.FlightService_DoGetServer) (string, error) {
 	md, _ := metadata.FromIncomingContext(stream.Context())
 	vals := md.Get(CompressionHeader)
 	if len(vals) == 0 {
-		return opts, nil
+		return "", nil
 	}
-	switch strings.ToLower(strings.TrimSpace(vals[0])) {
+	switch c := strings.ToLower(strings.TrimSpace(vals[0])); c {
 	case "", "none":
+		return "", nil
 	case "zstd":
-		opts = append(opts, ipc.WithZstd())
+		return c, nil
 	case "lz4", "lz4_frame":
-		opts = append(opts, ipc.WithLZ4())
+		return "lz4", nil
 	default:
-		return nil, fmt.Errorf("header %s: unknown compression %q (use zstd or lz4): %w", CompressionHeader, vals[0], errBadRequest)
+		return "", fmt.Errorf("header %s: unknown compression %q (use zstd or lz4): %w", CompressionHeader, vals[0], errBadRequest)
 	}
-	return opts, nil
 }
 
-// writeChunks writes batches as they arrive and stops when the client goes
-// away.
-func writeChunks(ctx context.Context, stream flight.FlightService_DoGetServer, chunks <-chan flight.StreamChunk, opts []ipc.Option) error {
+// writeChunks writes batches as they arrive, starting with first (if ok),
+// and stops when the client goes away.
+func writeChunks(ctx context.Context, stream flight.FlightService_DoGetServer, first flight.StreamChunk, ok bool, chunks <-chan flight.StreamChunk, opts []ipc.Option) error {
 	wr := flight.NewRecordWriter(stream, opts...)
 	defer wr.Close()
+	chunk := first
 	for {
+		if !ok {
+			return nil
+		}
+		if chunk.Err != nil {
+			return toStatus(chunk.Err)
+		}
+		err := wr.WriteWithAppMetadata(chunk.Data, chunk.AppMetadata)
+		chunk.Data.Release()
+		if err != nil {
+			return err
+		}
 		select {
 		case <-ctx.Done():
 			return toStatus(ctx.Err())
-		case chunk, ok := <-chunks:
-			if !ok {
-				return nil
-			}
-			if chunk.Err != nil {
-				return toStatus(chunk.Err)
-			}
-			err := wr.WriteWithAppMetadata(chunk.Data, chunk.AppMetadata)
-			chunk.Data.Release()
-			if err != nil {
-				return err
-			}
+		case chunk, ok = <-chunks:
 		}
 	}
 }

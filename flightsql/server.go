@@ -65,6 +65,9 @@ type Server struct {
 	paramBudget *paramBudget
 	txns        *registry[*engine.Txn]
 	running     runningQueries
+	// messages and empties share streaming results' encoding (fanout.go).
+	messages *sharedMessages
+	empties  emptyBatches
 
 	stopJanitor chan struct{}
 	janitorDone chan struct{}
@@ -87,6 +90,7 @@ func NewServer(eng *engine.Engine, limits Limits) (*Server, error) {
 		txns:        newRegistry[*engine.Txn]("transactions", limits.MaxTransactions, limits.TxnIdle),
 		paramBudget: &paramBudget{max: limits.MaxParamBytes, used: make(map[string]int64)},
 		stopJanitor: make(chan struct{}), janitorDone: make(chan struct{}),
+		messages: newSharedMessages(sharedMessagesBytes),
 	}
 	s.Alloc = s.mem
 	s.key = make([]byte, 32)
@@ -165,6 +169,8 @@ func (s *Server) Close() {
 	for _, p := range s.prepared.all() {
 		_ = p.setParams(nil) // unbinding always fits
 	}
+	s.messages.close()
+	s.empties.close()
 }
 
 // session returns an engine session in the database the client's Flight

@@ -208,7 +208,7 @@ func (s *Server) stream(ctx context.Context, ticket []byte, st *engine.Statement
 		meta     func() []byte
 	)
 	if st.Streaming() {
-		progress = &streamProgress{ctx: ctx, ch: ch, mem: s.eng.Mem()}
+		progress = &streamProgress{ctx: ctx, ch: ch, mem: s.eng.Mem(), empties: &s.empties}
 		obs, meta = progress, progress.meta
 	}
 	rdr, err := st.Rows(runCtx, params, obs)

@@ -3,12 +3,14 @@ package tablestore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -39,6 +41,39 @@ type tableFeed struct {
 
 	mu        sync.Mutex
 	snapshots map[int64]*snapshot // recently read, immutable once published
+	looks     map[int64]*look     // in progress, by snapshot id
+}
+
+// look is one look for a snapshot that the readers asking for it in the
+// same publish epoch share: after a commit every reader of the table asks
+// for the new snapshot, and then for the next one, missing, at once; each
+// asking alone cost each a few file system calls.
+type look struct {
+	// epoch is the channel the next commit of this process closes, taken
+	// before the look started: a reader that took the same one knows no
+	// commit of this process came between, so the look's answer is as
+	// fresh as its own would be, but for commits of other processes, which
+	// readers find by polling anyway.
+	epoch   <-chan struct{}
+	started time.Time
+	done    chan struct{} // closed when sn and err are set
+	sn      *snapshot
+	err     error
+}
+
+// fresh reports whether a reader polling every poll may take l's answer:
+// in progress, or a miss of l.epoch found less than a tenth of poll ago
+// (older, a poll looks again: commits of other processes close no epoch).
+func (l *look) fresh(epoch <-chan struct{}, poll time.Duration) bool {
+	if l.epoch != epoch {
+		return false
+	}
+	select {
+	case <-l.done:
+		return errors.Is(l.err, ErrSnapshotNotFound) && time.Since(l.started) < poll/10
+	default:
+		return true
+	}
 }
 
 // joinFeed returns the feed of sch's handles, created for the first
@@ -61,6 +96,7 @@ func (st *tableState) joinFeed(sch *tableSchema) (*tableFeed, error) {
 			planner:   changePlanner{st: st, sch: sch, scan: scan, out: changeSchema(scan.out)},
 			limit:     limit,
 			snapshots: map[int64]*snapshot{},
+			looks:     map[int64]*look{},
 		}
 		if st.feeds == nil {
 			st.feeds = map[*tableSchema]*tableFeed{}
@@ -85,26 +121,63 @@ func (st *tableState) leaveFeed(sch *tableSchema, f *tableFeed) {
 	}
 }
 
-// readSnapshot reads snapshot id once for all the feed's readers.
-func (r *ChangeReader) readSnapshot(id int64) (*snapshot, error) {
+// findSnapshot returns snapshot id, or ErrSnapshotNotFound when it is not
+// published yet; epoch is the reader's st.nextPublish(), taken before it
+// asks. Readers asking in one epoch share one look (look.fresh).
+func (r *ChangeReader) findSnapshot(id int64, epoch <-chan struct{}) (*snapshot, error) {
 	f := r.feed
 	f.mu.Lock()
-	sn := f.snapshots[id]
-	f.mu.Unlock()
-	if sn != nil {
+	if sn := f.snapshots[id]; sn != nil {
+		f.mu.Unlock()
 		return sn, nil
 	}
-	sn, err := r.st.readSnapshot(id)
+	if l := f.looks[id]; l != nil && l.fresh(epoch, r.spec.Poll) {
+		f.mu.Unlock()
+		<-l.done
+		return l.sn, l.err
+	}
+	l := &look{epoch: epoch, started: time.Now(), done: make(chan struct{})}
+	f.looks[id] = l
+	f.mu.Unlock()
+	sn, err := r.st.findSnapshot(id)
+	f.mu.Lock()
+	l.sn, l.err = sn, err
+	close(l.done)
+	if err == nil {
+		delete(f.looks, id)
+		f.snapshots[id] = sn
+		if len(f.snapshots) > changeFeedSnapshots {
+			delete(f.snapshots, slices.Min(slices.Collect(maps.Keys(f.snapshots))))
+		}
+	}
+	f.mu.Unlock()
+	return sn, err
+}
+
+// findSnapshot reads snapshot id; when it is missing it fails if a later
+// one exists (it was expired under a lease that forbids it, or the table
+// was re-created) or the table is gone, and returns ErrSnapshotNotFound
+// otherwise.
+func (st *tableState) findSnapshot(id int64) (*snapshot, error) {
+	sn, err := st.readSnapshot(id)
+	if !errors.Is(err, ErrSnapshotNotFound) {
+		return sn, err
+	}
+	latest, err := st.latestSnapshotID()
 	if err != nil {
 		return nil, err
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.snapshots[id] = sn
-	if len(f.snapshots) > changeFeedSnapshots {
-		delete(f.snapshots, slices.Min(slices.Collect(maps.Keys(f.snapshots))))
+	if latest >= id {
+		// Published since the first read, or skipped.
+		if sn, err := st.readSnapshot(id); err == nil {
+			return sn, nil
+		}
+		return nil, fmt.Errorf("stream %s: %w: snapshot %d is missing while %d exists", st.id, ErrCorrupt, id, latest)
 	}
-	return sn, nil
+	if _, err := st.fs().Stat(st.dir); err != nil {
+		return nil, fmt.Errorf("stream %s: %w", st.id, ErrTableNotFound)
+	}
+	return nil, fmt.Errorf("table %s: snapshot %d: %w", st.id, id, ErrSnapshotNotFound)
 }
 
 // snapshotKey identifies a snapshot's changes: manifest list names are

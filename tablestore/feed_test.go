@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/flightd/flightd/tablestore/changefeed"
@@ -584,5 +585,99 @@ func TestPrefetchOrderCloseAndError(t *testing.T) {
 	must(t, os.Remove(files[len(files)-1]))
 	if got, err := fullRead(); err == nil {
 		t.Fatalf("a full read without %s returned %d rows and no error", files[len(files)-1], len(got))
+	}
+}
+
+// TestChangeFeedWakesEveryReader: readers that share their looks for a
+// snapshot (findSnapshot) must each still find every commit. With commits
+// of this process the readers never poll (Poll is an hour), so one that
+// took a look of an earlier epoch for the answer "missing" would sleep
+// through the commit it missed; with commits of another store on the same
+// directory (another process) they poll every 20 ms, and one that kept
+// taking a shared "missing" would never see them. Either way the test
+// would not end. Random reader counts, commit gaps and slow readers; seed
+// printed.
+func TestChangeFeedWakesEveryReader(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	for i, remote := range []bool{false, true} {
+		t.Run(fmt.Sprintf("other-process=%v", remote), func(t *testing.T) {
+			wakeEveryReader(t, rand.New(rand.NewPCG(uint64(seed), uint64(i))), remote)
+		})
+	}
+}
+
+func wakeEveryReader(t *testing.T, rng *rand.Rand, remote bool) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, mem, dir := newTestStore(t)
+	tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}}, false)
+	must(t, err)
+	writer, poll := tbl, time.Hour
+	if remote {
+		s2 := openStore(t, NewLocalFS(), dir, mem)
+		defer s2.Close()
+		writer, err = s2.Table(ctx, Ident{"db", "t"})
+		must(t, err)
+		poll = 20 * time.Millisecond
+	}
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{0, "start"}})
+	commits := 20 + rng.IntN(30)
+	readers := 8 + rng.IntN(40)
+	got := make([][]int64, readers) // per reader, the keys received
+	errs := make(chan error, readers)
+	var wg sync.WaitGroup
+	for i := range readers {
+		r, err := tbl.NewChangeReader(ctx, StreamSpec{Start: StreamLatest, Poll: poll})
+		must(t, err)
+		slow := time.Duration(0)
+		if rng.IntN(4) == 0 {
+			slow = time.Duration(rng.IntN(3)) * time.Millisecond
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer r.Close()
+			for len(got[i]) < commits {
+				ch, err := r.Next(ctx)
+				if err != nil {
+					errs <- fmt.Errorf("reader %d: %w", i, err)
+					return
+				}
+				if ch.Batch == nil {
+					continue // a progress marker
+				}
+				keys := ch.Batch.Column(1).(*array.Int64)
+				for j := range keys.Len() {
+					got[i] = append(got[i], keys.Value(j))
+				}
+				time.Sleep(slow)
+			}
+			errs <- nil
+		}()
+	}
+	for c := range commits {
+		time.Sleep(time.Duration(rng.IntN(2000)) * time.Microsecond)
+		writeRows(t, writer, mem, WriteOptions{}, Insert, [][]any{{c + 1, "x"}})
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(2 * time.Minute):
+		cancel()
+		<-finished
+		t.Fatal("a reader slept through a commit")
+	}
+	close(errs)
+	for err := range errs {
+		must(t, err)
+	}
+	for i, keys := range got {
+		for j, k := range keys {
+			if k != int64(j+1) {
+				t.Fatalf("reader %d: row %d has key %d, want %d (got %v)", i, j, k, j+1, keys)
+			}
+		}
 	}
 }

@@ -299,17 +299,21 @@ func changeSchema(cols *arrow.Schema) *arrow.Schema {
 // deletes with the snapshot before it), then checks id has not expired.
 func (r *ChangeReader) holdFrom(id int64) error {
 	st := r.t.st
+	if r.lease != nil && r.leased <= id {
+		// Moving forward, the lease held until now keeps id-1 from
+		// expiring until the new one is in place: no need for expiry's
+		// lock (a running expiry holds it while it deletes files) nor to
+		// list the snapshots.
+		rel := st.lease(max(id-1, 1))
+		r.lease()
+		r.lease, r.leased = rel, id
+		return nil
+	}
 	rel := st.hold(max(id-1, 1))
-	// Moving forward, the lease held until now kept id-1 from expiring: no
-	// need to list the snapshots.
-	covered := r.lease != nil && r.leased <= id
 	if r.lease != nil {
 		r.lease()
 	}
 	r.lease, r.leased = rel, id
-	if covered {
-		return nil
-	}
 	earliest, err := st.earliestSnapshotID()
 	if err != nil {
 		return err
@@ -405,7 +409,7 @@ func (r *ChangeReader) Next(ctx context.Context) (Change, error) {
 		r.missing = nil
 		if wake == nil {
 			wake = r.t.st.nextPublish()
-			sn, err := r.readSnapshot(r.next)
+			sn, err := r.findSnapshot(r.next, wake)
 			if err == nil {
 				if err := r.read(ctx, sn); err != nil {
 					return Change{}, err
@@ -416,11 +420,6 @@ func (r *ChangeReader) Next(ctx context.Context) (Change, error) {
 			}
 			if !errors.Is(err, ErrSnapshotNotFound) {
 				return Change{}, err
-			}
-			if published, err := r.checkNotSkipped(); err != nil {
-				return Change{}, err
-			} else if published {
-				continue
 			}
 			if !r.caught {
 				r.caught, r.missing = true, wake
@@ -441,28 +440,6 @@ func (r *ChangeReader) Next(ctx context.Context) (Change, error) {
 			return Change{Snapshot: r.next - 1}, nil
 		}
 	}
-}
-
-// checkNotSkipped fails when snapshot r.next is missing although a later
-// one exists (it was expired under the reader, which its lease forbids, or
-// the table was re-created) or the table is gone; it reports whether the
-// snapshot was published meanwhile.
-func (r *ChangeReader) checkNotSkipped() (published bool, err error) {
-	st := r.t.st
-	latest, err := st.latestSnapshotID()
-	if err != nil {
-		return false, err
-	}
-	if latest >= r.next {
-		if _, err := r.readSnapshot(r.next); err == nil {
-			return true, nil
-		}
-		return false, fmt.Errorf("stream %s: %w: snapshot %d is missing while %d exists", st.id, ErrCorrupt, r.next, latest)
-	}
-	if _, err := st.fs().Stat(st.dir); err != nil {
-		return false, fmt.Errorf("stream %s: %w", st.id, ErrTableNotFound)
-	}
-	return false, nil
 }
 
 // read prepares the changes of snapshot sn: shared by the feed, or units
@@ -765,20 +742,20 @@ func (r *ChangeReader) Close() error {
 
 // nextPublish returns a channel closed at the next commit of this process.
 func (st *tableState) nextPublish() <-chan struct{} {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.published == nil {
-		st.published = make(chan struct{})
+	for {
+		if p := st.published.Load(); p != nil {
+			return *p
+		}
+		ch := make(chan struct{})
+		if st.published.CompareAndSwap(nil, &ch) {
+			return ch
+		}
 	}
-	return st.published
 }
 
 func (st *tableState) notifyPublished() {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.published != nil {
-		close(st.published)
-		st.published = nil
+	if p := st.published.Swap(nil); p != nil {
+		close(*p)
 	}
 }
 

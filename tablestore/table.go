@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -37,8 +38,9 @@ type tableState struct {
 	expireMu sync.Mutex
 	leases   map[int64]int // snapshot id -> open scans
 	// published is closed at this process's next commit (change streams
-	// wait on it).
-	published chan struct{}
+	// wait on it); atomic, since every stream of the table asks for the
+	// next one at once after a commit.
+	published atomic.Pointer[chan struct{}]
 	// feeds share change reads among this process's streams (mu).
 	feeds map[*tableSchema]*tableFeed
 	// compactMu serializes compactions of the table.

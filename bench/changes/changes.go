@@ -8,6 +8,11 @@
 // Rows carry the writer's clock when their batch was handed to the client
 // library, so the latency includes the commit (flush, fsync, publication),
 // the stream noticing it, reading the new files and sending them.
+//
+// With Config.Aggregate the consumers run a streaming GROUP BY over the
+// table instead (AggregateQuery, through Flight SQL): each changed group's
+// max(ts) is the stamp of the commit that changed it last, so the latency
+// is that of the aggregation's changes.
 package changes
 
 import (
@@ -16,6 +21,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/apache/arrow-adbc/go/adbc"
@@ -45,7 +51,15 @@ type Config struct {
 	BacklogCommit int           // rows per commit of the backlog
 	Backlog       int           // commits in the backlog
 	CacheBytes    int64         // flightd's column cache (the server's default is 1 GiB)
+	// Aggregate has the consumers stream AggregateQuery instead of the
+	// table's changes.
+	Aggregate bool
 }
+
+// AggregateQuery is the streaming aggregation of Config.Aggregate: its ts
+// column is the newest write stamp of each changed group.
+const AggregateQuery = `SELECT k % 100 AS g, count(*) AS n, sum(v) AS s, max(ts) AS ts
+	FROM events /*+ OPTIONS('scan.mode'='latest-full', 'stream.heartbeat-interval'='1000ms') */ GROUP BY k % 100`
 
 // Latency is one steady-load phase. Write is from handing a batch to the
 // client library to a consumer receiving it; Commit from the commit's
@@ -61,6 +75,10 @@ type Latency struct {
 	CommitP99 time.Duration `json:"commit_p99_ns"`
 	AckP50    time.Duration `json:"ack_p50_ns"` // write call to acknowledgement
 	CommitMax time.Duration `json:"commit_max_ns"`
+	// CPUPerCommit is the process's CPU time (server, writer and
+	// consumers: all in this process) per commit of the phase: steadier
+	// than latency on a shared machine.
+	CPUPerCommit time.Duration `json:"cpu_per_commit_ns"`
 }
 
 // Throughput is one backlog read.
@@ -111,6 +129,9 @@ func Run(ctx context.Context, dir string, cfg Config) (Result, error) {
 		}
 		res.Latency = append(res.Latency, l)
 	}
+	if cfg.Backlog == 0 {
+		return res, nil
+	}
 	// The backlog: snapshots first..last, written as fast as possible.
 	before, err := latest(ctx, addr)
 	if err != nil {
@@ -156,7 +177,11 @@ func latency(ctx context.Context, addr string, w *writer, cfg Config, n int, seq
 		go func() {
 			defer wg.Done()
 			started := false
-			err := consume(ctx, addr, fsql.ChangesTicket{Table: "events", Mode: "latest", HeartbeatMillis: 1000}, func(b arrow.RecordBatch, _ int64, caughtUp bool) {
+			open := changesStream(fsql.ChangesTicket{Table: "events", Mode: "latest", HeartbeatMillis: 1000})
+			if cfg.Aggregate {
+				open = queryStream(AggregateQuery)
+			}
+			err := consume(ctx, addr, open, func(b arrow.RecordBatch, _ int64, caughtUp bool) {
 				if caughtUp {
 					if !started {
 						started = true
@@ -164,9 +189,12 @@ func latency(ctx context.Context, addr string, w *writer, cfg Config, n int, seq
 					}
 					return
 				}
+				if !started {
+					return // the aggregation's first answer, from before the phase
+				}
 				now := time.Now().UnixNano()
 				kinds := b.Column(0).(*array.String)
-				ts := b.Column(3).(*array.Int64) // after the row kind
+				ts := b.Column(b.Schema().FieldIndices("ts")[0]).(*array.Int64)
 				mu.Lock()
 				for i := 0; i < ts.Len(); i++ {
 					if k := kinds.Value(i); k == "-U" || k == "-D" {
@@ -196,6 +224,7 @@ func latency(ctx context.Context, addr string, w *writer, cfg Config, n int, seq
 	end := time.Now().Add(cfg.Duration)
 	acked := map[int64]int64{} // write-call stamp -> acknowledgement time
 	var acks []time.Duration
+	cpu0 := cpuTime()
 	for time.Now().Before(end) {
 		stamp, err := w.commit(ctx, cfg.RowsPerCommit, cfg.Keys, seq)
 		if err != nil {
@@ -210,6 +239,7 @@ func latency(ctx context.Context, addr string, w *writer, cfg Config, n int, seq
 		<-tick.C
 	}
 	time.Sleep(500 * time.Millisecond) // let the last commits arrive
+	res.CPUPerCommit = (cpuTime() - cpu0) / time.Duration(res.Commits)
 	cancel()
 	wg.Wait()
 	select {
@@ -231,6 +261,15 @@ func latency(ctx context.Context, addr string, w *writer, cfg Config, n int, seq
 	return res, nil
 }
 
+// cpuTime is the CPU time this process used so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // percentiles sorts d and returns its median and 99th percentile.
 func percentiles(d []time.Duration) (p50, p99 time.Duration) {
 	slices.Sort(d)
@@ -249,7 +288,7 @@ func backlog(ctx context.Context, addr string, n int, first, last int64) (Throug
 		go func() {
 			defer wg.Done()
 			tk := fsql.ChangesTicket{Table: "events", Mode: "from-snapshot", SnapshotID: first, EndSnapshotID: last}
-			errs[i] = consume(ctx, addr, tk, func(b arrow.RecordBatch, _ int64, _ bool) { rows[i] += b.NumRows() })
+			errs[i] = consume(ctx, addr, changesStream(tk), func(b arrow.RecordBatch, _ int64, _ bool) { rows[i] += b.NumRows() })
 		}()
 	}
 	wg.Wait()
@@ -267,15 +306,36 @@ func backlog(ctx context.Context, addr string, n int, first, last int64) (Throug
 	return res, nil
 }
 
+// opener starts a stream of changes on a client.
+type opener func(ctx context.Context, cl *flightsql.Client) (flight.FlightService_DoGetClient, error)
+
+// changesStream opens the change stream of a ticket.
+func changesStream(tk fsql.ChangesTicket) opener {
+	return func(ctx context.Context, cl *flightsql.Client) (flight.FlightService_DoGetClient, error) {
+		body, _ := json.Marshal(tk)
+		return cl.Client.DoGet(ctx, &flight.Ticket{Ticket: append([]byte(fsql.ChangesTicketPrefix), body...)})
+	}
+}
+
+// queryStream opens a streaming query's result, as a Flight SQL client does.
+func queryStream(query string) opener {
+	return func(ctx context.Context, cl *flightsql.Client) (flight.FlightService_DoGetClient, error) {
+		info, err := cl.Execute(ctx, query)
+		if err != nil {
+			return nil, err
+		}
+		return cl.Client.DoGet(ctx, info.Endpoint[0].Ticket)
+	}
+}
+
 // consume reads a change stream until it ends or ctx is cancelled.
-func consume(ctx context.Context, addr string, tk fsql.ChangesTicket, fn func(b arrow.RecordBatch, snapshot int64, caughtUp bool)) error {
+func consume(ctx context.Context, addr string, open opener, fn func(b arrow.RecordBatch, snapshot int64, caughtUp bool)) error {
 	cl, err := flightsql.NewClient(addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	body, _ := json.Marshal(tk)
-	s, err := cl.Client.DoGet(ctx, &flight.Ticket{Ticket: append([]byte(fsql.ChangesTicketPrefix), body...)})
+	s, err := open(ctx, cl)
 	if err != nil {
 		return err
 	}
@@ -378,7 +438,7 @@ func latest(ctx context.Context, addr string) (int64, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	got := int64(-1)
-	err := consume(ctx, addr, fsql.ChangesTicket{Table: "events", Mode: "latest"}, func(_ arrow.RecordBatch, snapshot int64, caughtUp bool) {
+	err := consume(ctx, addr, changesStream(fsql.ChangesTicket{Table: "events", Mode: "latest"}), func(_ arrow.RecordBatch, snapshot int64, caughtUp bool) {
 		if caughtUp && got < 0 {
 			got = snapshot
 			cancel()
