@@ -444,10 +444,10 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 }
 
 // nextSequenceNumber is above every sequence number in the table at sn.
-// Snapshots of Paimon's writers do not record it: then it is found from
-// the files, as Paimon's writers find theirs.
+// Snapshots of Paimon's writers do not record it (nor flightd's checksum):
+// then it is found from the files, as Paimon's writers find theirs.
 func (st *tableState) nextSequenceNumber(sn *snapshot) (int64, error) {
-	if sn.NextSequenceNumber > 0 {
+	if sn.NextSequenceNumber > 0 || sn.Checksum != 0 {
 		return sn.NextSequenceNumber, nil
 	}
 	live, err := st.liveFiles(sn)

@@ -448,13 +448,22 @@ func (t *Table) resolve(id int64) (*snapshot, error) {
 	if err != nil || cur.Origin <= t.schema.ID {
 		return sn, err
 	}
+	// The newest snapshot of the table as bound: several replaces may have
+	// been published since, so stop at the bound table's own origin.
 	for prev := sn.ID - 1; prev > 0; prev-- {
 		p, err := t.st.readSnapshot(prev)
 		if err != nil {
 			return nil, fmt.Errorf("table %s was replaced and its former contents expired: %w", t.st.id, err)
 		}
-		if p.SchemaID < cur.Origin {
+		ps, err := t.st.schema(p.SchemaID)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case ps.Origin == t.schema.Origin:
 			return p, nil
+		case ps.Origin < t.schema.Origin:
+			return nil, nil // the bound table had no snapshot
 		}
 	}
 	return nil, nil // the replaced table had no snapshot
