@@ -262,12 +262,20 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 	}
 	writeManifest := func(ents []*manifestEntry) (manifestMeta, error) {
 		name := "manifest-" + prefix + "-" + strconv.Itoa(len(written))
-		size, err := writeMeta(st.fs(), st.manifestPath(name), ents)
+		data, err := st.encodeManifest(ents)
+		if err != nil {
+			return manifestMeta{}, err
+		}
+		stats, err := st.partitionStats(sch, ents)
+		if err != nil {
+			return manifestMeta{}, err
+		}
+		size, err := writeMetaBytes(st.fs(), st.manifestPath(name), data)
 		if err != nil {
 			return manifestMeta{}, err
 		}
 		written = append(written, name)
-		m := manifestMeta{FileName: name, FileSize: size, SchemaID: sch.ID}
+		m := manifestMeta{FileName: name, FileSize: size, SchemaID: sch.ID, partitionStats: stats}
 		for _, e := range ents {
 			if e.Kind == kindAdd {
 				m.NumAddedFiles++
@@ -277,13 +285,18 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 		}
 		return m, nil
 	}
-	writeList := func(l []manifestMeta) (string, error) {
+	writeList := func(l []manifestMeta) (string, int64, error) {
 		name := "manifest-list-" + prefix + "-" + strconv.Itoa(len(written))
-		if _, err := writeMeta(st.fs(), st.manifestPath(name), l); err != nil {
-			return "", err
+		data, err := st.encodeManifestList(l)
+		if err != nil {
+			return "", 0, err
+		}
+		size, err := writeMetaBytes(st.fs(), st.manifestPath(name), data)
+		if err != nil {
+			return "", 0, err
 		}
 		written = append(written, name)
-		return name, nil
+		return name, size, nil
 	}
 	var delta []*manifestEntry
 	var rows, delRows int64
@@ -309,7 +322,9 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 		}
 		base = append(b, d...)
 	}
-	if len(base) > maxManifests {
+	// A base with manifests of flightd's former JSON format is rewritten
+	// whole, so that the new snapshot is readable by Paimon's readers.
+	if len(base) > maxManifests || slices.ContainsFunc(base, func(m manifestMeta) bool { return m.legacy }) {
 		full := make([]*manifestEntry, len(live))
 		copy(full, live)
 		m, err := writeManifest(full)
@@ -324,17 +339,18 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 		cleanup()
 		return 0, nil, false, err
 	}
-	baseName, err := writeList(base)
+	baseName, baseSize, err := writeList(base)
 	if err != nil {
 		cleanup()
 		return 0, nil, false, err
 	}
-	deltaName, err := writeList([]manifestMeta{dm})
+	deltaName, deltaSize, err := writeList([]manifestMeta{dm})
 	if err != nil {
 		cleanup()
 		return 0, nil, false, err
 	}
 	var changelogName string
+	var changelogSize, changelogRows int64
 	if len(changelog) > 0 {
 		if err := st.syncFileDirs(produced); err != nil {
 			cleanup()
@@ -342,7 +358,10 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 		}
 		cm, err := writeManifest(changelog)
 		if err == nil {
-			changelogName, err = writeList([]manifestMeta{cm})
+			changelogName, changelogSize, err = writeList([]manifestMeta{cm})
+		}
+		for _, e := range changelog {
+			changelogRows += e.File.RowCount
 		}
 		if err != nil {
 			cleanup()
@@ -355,21 +374,28 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 	}
 	sn := &snapshot{
 		Version: 3, ID: latestID + 1, SchemaID: sch.ID,
-		BaseManifestList: baseName, DeltaManifestList: deltaName, ChangelogManifestList: changelogName,
+		BaseManifestList: baseName, BaseManifestListSize: baseSize,
+		DeltaManifestList: deltaName, DeltaManifestListSize: deltaSize,
+		ChangelogManifestList: changelogName, ChangelogManifestListSize: changelogSize, ChangelogRecordCount: changelogRows,
 		CommitUser: st.s.opts.CommitUser, CommitIdentifier: st.s.nextCommitID(),
 		CommitKind: req.kind, TimeMillis: st.s.opts.Now().UnixMilli(),
 		DeltaRecordCount: rows, NextSequenceNumber: nextSeq, Properties: req.properties,
 	}
 	if latest != nil {
 		sn.TotalRecordCount = latest.TotalRecordCount
-		sn.NextSequenceNumber = max(sn.NextSequenceNumber, latest.NextSequenceNumber)
+		next, err := st.nextSequenceNumber(latest)
+		if err != nil {
+			cleanup()
+			return 0, nil, false, err
+		}
+		sn.NextSequenceNumber = max(sn.NextSequenceNumber, next)
 		if sn.TimeMillis < latest.TimeMillis {
 			sn.TimeMillis = latest.TimeMillis // keep times monotonic for time travel
 		}
 	}
 	sn.TotalRecordCount += rows - delRows
 	tmp := joinPath(st.dir, "snapshot", ".tmp-"+prefix)
-	if _, err := writeMeta(st.fs(), tmp, sn); err != nil {
+	if _, err := writePaimonJSON(st.fs(), tmp, sn); err != nil {
 		_ = st.fs().Remove(tmp)
 		cleanup()
 		return 0, nil, false, err
@@ -415,6 +441,24 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 	newLive = append(newLive, adds...)
 	st.cacheLive(sn.ID, newLive)
 	return sn.ID, errs, false, nil
+}
+
+// nextSequenceNumber is above every sequence number in the table at sn.
+// Snapshots of Paimon's writers do not record it (nor flightd's checksum):
+// then it is found from the files, as Paimon's writers find theirs.
+func (st *tableState) nextSequenceNumber(sn *snapshot) (int64, error) {
+	if sn.NextSequenceNumber > 0 || sn.Checksum != 0 {
+		return sn.NextSequenceNumber, nil
+	}
+	live, err := st.liveFiles(sn)
+	if err != nil {
+		return 0, err
+	}
+	var next int64
+	for _, e := range live {
+		next = max(next, e.File.MaxSeq+1)
+	}
+	return next, nil
 }
 
 // fits checks that r can follow latest (with sch in effect) and earlier,

@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -24,6 +25,15 @@ import (
 const (
 	colSeq  = "_SEQUENCE_NUMBER"
 	colKind = "_VALUE_KIND"
+	// keyColPrefix names Paimon's copies of the key columns in key
+	// tables' files.
+	keyColPrefix = "_KEY_"
+)
+
+// Paimon's field ids of the system columns (SpecialFields).
+const (
+	seqFieldID  = 2147483646
+	kindFieldID = 2147483645
 )
 
 const fieldIDKey = "PARQUET:field_id"
@@ -35,8 +45,10 @@ func fileSchema(sch *tableSchema) *arrow.Schema {
 	var fields []arrow.Field
 	if sch.hasPK() {
 		fields = append(fields,
-			arrow.Field{Name: colSeq, Type: arrow.PrimitiveTypes.Int64},
-			arrow.Field{Name: colKind, Type: arrow.PrimitiveTypes.Int8})
+			arrow.Field{Name: colSeq, Type: arrow.PrimitiveTypes.Int64,
+				Metadata: arrow.NewMetadata([]string{fieldIDKey}, []string{strconv.Itoa(seqFieldID)})},
+			arrow.Field{Name: colKind, Type: arrow.PrimitiveTypes.Int8,
+				Metadata: arrow.NewMetadata([]string{fieldIDKey}, []string{strconv.Itoa(kindFieldID)})})
 	}
 	for i, f := range sch.Fields {
 		fields = append(fields, arrow.Field{
@@ -138,9 +150,20 @@ func (st *tableState) openDataFile(e *manifestEntry) (*dataFile, error) {
 			df.kindCol = i
 			continue
 		}
+		if strings.HasPrefix(f.Name, keyColPrefix) {
+			continue // Paimon's copy of a key column; flightd reads the column itself
+		}
 		v, ok := f.Metadata.GetValue(fieldIDKey)
 		id, err := strconv.Atoi(v)
-		if !ok || err != nil {
+		if !ok || err != nil || id < 0 {
+			// Files of Paimon's Python writer have no field ids: the
+			// columns of the schema the file was written with, by name.
+			if sch, serr := st.schema(e.File.SchemaID); serr == nil {
+				if j := sch.fieldIndex(f.Name); j >= 0 {
+					df.cols[sch.Fields[j].ID] = i
+					continue
+				}
+			}
 			rf.Close()
 			return nil, corruptf(path, fmt.Errorf("column %q has no field id", f.Name))
 		}
@@ -221,8 +244,10 @@ func newReadTarget(sch *tableSchema, idx []int, sys bool) *readTarget {
 	var fields []arrow.Field
 	if sys {
 		fields = append(fields,
-			arrow.Field{Name: colSeq, Type: arrow.PrimitiveTypes.Int64},
-			arrow.Field{Name: colKind, Type: arrow.PrimitiveTypes.Int8})
+			arrow.Field{Name: colSeq, Type: arrow.PrimitiveTypes.Int64,
+				Metadata: arrow.NewMetadata([]string{fieldIDKey}, []string{strconv.Itoa(seqFieldID)})},
+			arrow.Field{Name: colKind, Type: arrow.PrimitiveTypes.Int8,
+				Metadata: arrow.NewMetadata([]string{fieldIDKey}, []string{strconv.Itoa(kindFieldID)})})
 	}
 	for _, i := range idx {
 		rt.ids = append(rt.ids, sch.Fields[i].ID)

@@ -11,24 +11,35 @@
 //	   (Parquet stats)─▶ splits, one per partition bucket ─▶ streaming k-way
 //	   merge of sorted runs via the merge function ─▶ batches in key order
 //
-// Layout of a table directory (Paimon's, with JSON metadata files that end
-// in a CRC-32C trailer instead of Avro):
+// Layout of a table directory, Paimon's, with Paimon's metadata formats
+// (meta.go, schemajson.go, manifestfmt.go, paimonfmt/), so that Paimon's
+// readers open flightd's tables and flightd opens theirs:
 //
-//	schema/schema-N            versioned schemas; columns keep field IDs. A
-//	                           version marked "replaces" starts a new table
-//	                           (Store.StageTable) and takes effect only with
-//	                           the snapshot that carries it
-//	snapshot/snapshot-N        snapshots; LATEST and EARLIEST are hints
-//	manifest/manifest-list-*   base and delta manifest lists
-//	manifest/manifest-*        ADD/DELETE entries: partition, bucket, level,
-//	                           rows, key range, column stats, sequence range,
-//	                           file size and CRC-32C
+//	schema/schema-N            Paimon's TableSchema JSON; columns keep field
+//	                           IDs. A version marked "replaces" starts a new
+//	                           table (Store.StageTable) and takes effect only
+//	                           with the snapshot that carries it
+//	snapshot/snapshot-N        Paimon's Snapshot JSON (version 3) plus
+//	                           nextSequenceNumber and a CRC of its own JSON;
+//	                           LATEST and EARLIEST are hints
+//	manifest/manifest-list-*   base, delta and changelog manifest lists (Avro)
+//	manifest/manifest-*        ADD/DELETE entries (Avro): partition, bucket,
+//	                           level, rows, key range, column stats (BinaryRow),
+//	                           sequence range; flightd's file CRC-32C and what
+//	                           BinaryRow cannot hold in the Avro header
 //	tag/tag-NAME, consumer/consumer-ID
 //	<k=v/...>/bucket-N/data-*.parquet
 //	<k=v/...>/bucket-N/changelog-*.parquet
 //
+// Metadata written before flightd used Paimon's formats (JSON with a
+// CRC-32C trailer line) is still read: schema files are rewritten in
+// Paimon's JSON when read, the first commit rewrites the base manifests as
+// Avro, and such tables keep the bucket hash their rows were placed by.
+// New tables place keys in buckets with Paimon's function.
+//
 // Key-table data files hold _SEQUENCE_NUMBER and _VALUE_KIND (+I, -U, +U,
-// -D) before the table columns so the changelog can be rebuilt; scans
+// -D; Paimon's field ids 2147483646 and 2147483645) before the table
+// columns so the changelog can be rebuilt; scans
 // return the merged, live rows only. A bucket's files are sorted runs with
 // one version per key each; the merge orders versions by sequence.field,
 // then sequence number, and the merge engine (merge-engine) combines them:

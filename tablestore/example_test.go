@@ -99,6 +99,6 @@ func Example() {
 	// Unordered output:
 	// snapshot 1
 	// ordered by [id]
-	// bucket 1: id=1 name=ann
-	// bucket 0: id=3 name=cyril
+	// bucket 0: id=1 name=ann
+	// bucket 1: id=3 name=cyril
 }

@@ -42,7 +42,7 @@ func (t *Table) CreateTag(ctx context.Context, name string, snapshotID int64) er
 		return err
 	}
 	tmp := joinPath(st.dir, "tag", ".tmp-"+newUUID())
-	if _, err := writeMeta(st.fs(), tmp, sn); err != nil {
+	if _, err := writePaimonJSON(st.fs(), tmp, sn); err != nil {
 		_ = st.fs().Remove(tmp)
 		return err
 	}
@@ -268,7 +268,7 @@ func (t *Table) SetConsumer(ctx context.Context, id string, nextSnapshot int64) 
 	}
 	want := consumerState{NextSnapshot: nextSnapshot, UpdateMillis: st.s.opts.Now().UnixMilli()}
 	tmp := joinPath(st.dir, "consumer", ".tmp-"+newUUID())
-	if _, err := writeMeta(st.fs(), tmp, want); err != nil {
+	if _, err := writePaimonJSON(st.fs(), tmp, want); err != nil {
 		_ = st.fs().Remove(tmp)
 		return err
 	}

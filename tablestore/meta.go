@@ -8,12 +8,17 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"strconv"
+
+	"github.com/flightd/flightd/tablestore/paimonfmt"
 )
 
-// Metadata files (schemas, snapshots, manifest lists, manifests) are JSON
-// followed by a CRC-32C trailer line, so a truncated or damaged file is
-// detected and reported by name instead of being misread. Paimon stores
-// manifests as Avro; switching is a format change behind these helpers.
+// Paimon's metadata files (schemas, snapshots, tags, consumers) are plain
+// JSON as Paimon writes them: written whole under a temporary name, synced
+// and renamed into place, so a reader sees all of a file or none, and a
+// damaged one fails to parse. flightd's own files (views, jobs,
+// materialized table state), and every metadata file flightd wrote before
+// it used Paimon's format, are JSON followed by a CRC-32C trailer line;
+// readMeta verifies the trailer where there is one.
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
@@ -30,7 +35,10 @@ func encodeMeta(v any) ([]byte, error) {
 func decodeMeta(name string, data []byte, v any) error {
 	i := bytes.LastIndex(data, []byte(crcPrefix))
 	if i < 0 {
-		return fmt.Errorf("%w: %s: missing checksum trailer (truncated?)", ErrCorrupt, name)
+		if err := json.Unmarshal(data, v); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
+		}
+		return nil
 	}
 	body := data[:i]
 	want, err := strconv.ParseUint(string(bytes.TrimSpace(data[i+len(crcPrefix):])), 16, 32)
@@ -59,12 +67,27 @@ func readMeta(fsys FS, name string, v any) error {
 	return decodeMeta(name, data, v)
 }
 
-// writeMeta writes an immutable metadata file under a fresh name and syncs it.
+// writeMeta writes one of flightd's own metadata files (with a checksum
+// trailer) under a fresh name and syncs it.
 func writeMeta(fsys FS, name string, v any) (int64, error) {
 	data, err := encodeMeta(v)
 	if err != nil {
 		return 0, err
 	}
+	return writeMetaBytes(fsys, name, data)
+}
+
+// writePaimonJSON writes one of Paimon's JSON metadata files under a fresh
+// name and syncs it.
+func writePaimonJSON(fsys FS, name string, v any) (int64, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return 0, err
+	}
+	return writeMetaBytes(fsys, name, data)
+}
+
+func writeMetaBytes(fsys FS, name string, data []byte) (int64, error) {
 	if err := writeFileSync(fsys, name, data); err != nil {
 		return 0, fmt.Errorf("write %s: %w", name, err)
 	}
@@ -78,28 +101,70 @@ const (
 	commitOverwrite = "OVERWRITE"
 )
 
-// snapshot is the content of snapshot/snapshot-N (Paimon's fields, JSON).
+// snapshot is the content of snapshot/snapshot-N (Paimon's Snapshot JSON,
+// version 3, plus nextSequenceNumber, which Paimon readers ignore).
 type snapshot struct {
-	Version           int    `json:"version"`
-	ID                int64  `json:"id"`
-	SchemaID          int64  `json:"schemaId"`
-	BaseManifestList  string `json:"baseManifestList"`
-	DeltaManifestList string `json:"deltaManifestList"`
+	Version               int    `json:"version"`
+	ID                    int64  `json:"id"`
+	SchemaID              int64  `json:"schemaId"`
+	BaseManifestList      string `json:"baseManifestList"`
+	BaseManifestListSize  int64  `json:"baseManifestListSize,omitempty"`
+	DeltaManifestList     string `json:"deltaManifestList"`
+	DeltaManifestListSize int64  `json:"deltaManifestListSize,omitempty"`
 	// ChangelogManifestList lists the manifests of the changelog files this
 	// snapshot publishes (empty: none); see doc.go for the contract.
-	ChangelogManifestList string `json:"changelogManifestList,omitempty"`
-	CommitUser            string `json:"commitUser"`
-	CommitIdentifier      int64  `json:"commitIdentifier"`
-	CommitKind            string `json:"commitKind"`
-	TimeMillis            int64  `json:"timeMillis"`
-	TotalRecordCount      int64  `json:"totalRecordCount"`
-	DeltaRecordCount      int64  `json:"deltaRecordCount"`
+	ChangelogManifestList     string           `json:"changelogManifestList,omitempty"`
+	ChangelogManifestListSize int64            `json:"changelogManifestListSize,omitempty"`
+	CommitUser                string           `json:"commitUser"`
+	CommitIdentifier          int64            `json:"commitIdentifier"`
+	CommitKind                string           `json:"commitKind"`
+	TimeMillis                int64            `json:"timeMillis"`
+	LogOffsets                map[string]int64 `json:"logOffsets,omitempty"`
+	TotalRecordCount          int64            `json:"totalRecordCount"`
+	DeltaRecordCount          int64            `json:"deltaRecordCount"`
+	ChangelogRecordCount      int64            `json:"changelogRecordCount"`
 	// NextSequenceNumber is above every sequence number in the table, so a
 	// writer starting from this snapshot numbers its rows after all of them.
 	NextSequenceNumber int64 `json:"nextSequenceNumber"`
 	// Properties are the writer's annotations of the commit
 	// (WriteOptions.Properties), as Paimon's snapshot properties.
 	Properties map[string]string `json:"properties,omitempty"`
+	// Checksum is the CRC-32C of the snapshot's JSON without it, so that
+	// a damaged snapshot that still parses is found (Paimon's readers
+	// ignore it; snapshots of Paimon's writers have none).
+	Checksum uint32 `json:"flightdChecksum,omitempty"`
+}
+
+func (s snapshot) MarshalJSON() ([]byte, error) {
+	type plain snapshot // without these methods
+	p := plain(s)
+	p.Checksum = 0
+	body, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	p.Checksum = crc32.Checksum(body, crcTable)
+	return json.Marshal(p)
+}
+
+func (s *snapshot) UnmarshalJSON(data []byte) error {
+	type plain snapshot
+	if err := json.Unmarshal(data, (*plain)(s)); err != nil {
+		return err
+	}
+	if s.Checksum == 0 {
+		return nil
+	}
+	p := plain(*s)
+	p.Checksum = 0
+	body, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	if got := crc32.Checksum(body, crcTable); got != s.Checksum {
+		return fmt.Errorf("checksum mismatch (stored %08x, computed %08x)", s.Checksum, got)
+	}
+	return nil
 }
 
 // manifestMeta is one entry of a manifest list.
@@ -109,6 +174,11 @@ type manifestMeta struct {
 	NumAddedFiles  int64  `json:"numAddedFiles"`
 	NumDeletedFile int64  `json:"numDeletedFiles"`
 	SchemaID       int64  `json:"schemaId"`
+	// partitionStats bound the partitions of the manifest's entries.
+	partitionStats paimonfmt.SimpleStats
+	// legacy: listed in a manifest list of flightd's JSON format, which
+	// Paimon's readers cannot read; the next commit rewrites the base.
+	legacy bool
 }
 
 const (

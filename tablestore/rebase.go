@@ -41,7 +41,10 @@ func (st *tableState) rebase(ctx context.Context, req *commitRequest, sch *table
 	var next int64 // above every committed sequence number
 	var after []int64
 	if latest != nil {
-		next = latest.NextSequenceNumber
+		var err error
+		if next, err = st.nextSequenceNumber(latest); err != nil {
+			return err
+		}
 		for id := max(req.baseID, req.checked) + 1; id <= latest.ID; id++ {
 			after = append(after, id)
 		}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/flightd/flightd/tablestore/paimonfmt"
 )
 
 // cmpFunc returns a comparison of rows i and j of a, with nulls first.
@@ -304,4 +306,36 @@ func intMinMax[T ~int8 | ~int16 | ~int32 | ~int64](a arrow.Array, v []T) (datum,
 		return datum{}, datum{}, false
 	}
 	return intDatum(int64(lo)), intDatum(int64(hi)), true
+}
+
+// paimonBuckets sets b[i] to Paimon's bucket of row i: the hash of its
+// bucket key as a BinaryRow, modulo the bucket count.
+func paimonBuckets(sch *tableSchema, b []int32, col func(string) arrow.Array) {
+	cols := make([]arrow.Array, len(sch.opts.bucketKey))
+	types := make([]paimonfmt.Type, len(cols))
+	for k, name := range sch.opts.bucketKey {
+		cols[k] = col(name)
+		types[k], _ = paimonType(cols[k].DataType()) // key types are atomic
+	}
+	vals := make([]any, len(cols))
+	for i := range b {
+		for k, a := range cols {
+			vals[k] = paimonKeyValue(a, i)
+		}
+		h, err := paimonfmt.RowHash(types, vals)
+		if err != nil {
+			// Key types and values are validated before they get here.
+			panic("tablestore: bucket of a key: " + err.Error())
+		}
+		b[i] = int32(paimonfmt.BucketOf(h, sch.opts.buckets))
+	}
+}
+
+// paimonKeyValue is row i of a as BinaryRow holds it.
+func paimonKeyValue(a arrow.Array, i int) any {
+	if d, ok := a.(*array.Decimal128); ok && d.IsValid(i) {
+		return d.Value(i).BigInt()
+	}
+	v, _ := datumAt(a, i)
+	return paimonValue(a.DataType(), v)
 }

@@ -38,6 +38,7 @@ type schemaField struct {
 
 // tableSchema is the content of schema/schema-N.
 type tableSchema struct {
+	Version        int               `json:"version"`
 	ID             int64             `json:"id"`
 	Fields         []schemaField     `json:"fields"`
 	HighestFieldID int               `json:"highestFieldId"`
@@ -59,6 +60,11 @@ type tableSchema struct {
 	// Materialized is the definition of a materialized table, versioned
 	// with the schema so it changes atomically (mtable.go).
 	Materialized *MaterializedDef `json:"materialized,omitempty"`
+	// LegacyBucketHash: the table was created before flightd assigned
+	// buckets with Paimon's function, and keeps the hash its rows were
+	// placed by (a key must stay in its bucket). Set when such a schema
+	// file is read, kept in every later version; Paimon ignores it.
+	LegacyBucketHash bool `json:"flightdLegacyBucketHash,omitempty"`
 
 	// Derived on load.
 	arrow *arrow.Schema

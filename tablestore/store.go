@@ -407,7 +407,7 @@ func validateIdent(id Ident) error {
 func publishSchema(fsys FS, dir string, sch *tableSchema) error {
 	name := joinPath(dir, "schema", "schema-"+strconv.FormatInt(sch.ID, 10))
 	tmp := joinPath(dir, "schema", ".tmp-"+newUUID())
-	if _, err := writeMeta(fsys, tmp, sch); err != nil {
+	if _, err := writePaimonJSON(fsys, tmp, sch); err != nil {
 		return err
 	}
 	if err := fsys.RenameNoReplace(tmp, name); err != nil {

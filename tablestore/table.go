@@ -184,10 +184,30 @@ func (st *tableState) schema(id int64) (*tableSchema, error) {
 	if err := sch.init(); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
 	}
+	if sch.Version == 0 {
+		st.migrateSchema(name, sch)
+	}
 	st.mu.Lock()
 	st.schemas[id] = sch
 	st.mu.Unlock()
 	return sch, nil
+}
+
+// migrateSchema rewrites a schema file of flightd's former format in
+// Paimon's, with the same content (and the table's bucket hash marked),
+// so that Paimon's readers can open the table. The rename replaces the
+// file atomically; on failure the old file stays, which flightd reads.
+func (st *tableState) migrateSchema(name string, sch *tableSchema) {
+	tmp := joinPath(st.dir, "schema", ".tmp-"+newUUID())
+	if _, err := writePaimonJSON(st.fs(), tmp, sch); err != nil {
+		_ = st.fs().Remove(tmp)
+		return
+	}
+	if err := st.fs().Rename(tmp, name); err != nil {
+		_ = st.fs().Remove(tmp)
+		return
+	}
+	_ = st.fs().SyncDir(joinPath(st.dir, "schema"))
 }
 
 func (st *tableState) snapshotPath(id int64) string {
@@ -261,19 +281,30 @@ func (st *tableState) readManifestList(name string) ([]manifestMeta, error) {
 	if name == "" {
 		return nil, nil
 	}
-	var l []manifestMeta
-	if err := readMeta(st.fs(), st.manifestPath(name), &l); err != nil {
-		return nil, missingIsCorrupt(st.manifestPath(name), err)
+	data, err := st.readManifestFile(name)
+	if err != nil {
+		return nil, err
 	}
-	return l, nil
+	return st.decodeManifestList(st.manifestPath(name), data)
 }
 
 func (st *tableState) readManifest(name string) ([]*manifestEntry, error) {
-	var l []*manifestEntry
-	if err := readMeta(st.fs(), st.manifestPath(name), &l); err != nil {
-		return nil, missingIsCorrupt(st.manifestPath(name), err)
+	data, err := st.readManifestFile(name)
+	if err != nil {
+		return nil, err
 	}
-	return l, nil
+	return st.decodeManifest(st.manifestPath(name), data)
+}
+
+func (st *tableState) readManifestFile(name string) ([]byte, error) {
+	data, err := readFileAll(st.fs(), st.manifestPath(name))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, missingIsCorrupt(st.manifestPath(name), err)
+		}
+		return nil, fmt.Errorf("read %s: %w", st.manifestPath(name), err)
+	}
+	return data, nil
 }
 
 func missingIsCorrupt(name string, err error) error {
@@ -419,13 +450,22 @@ func (t *Table) resolve(id int64) (*snapshot, error) {
 	if err != nil || cur.Origin <= t.schema.ID {
 		return sn, err
 	}
+	// The newest snapshot of the table as bound: several replaces may have
+	// been published since, so stop at the bound table's own origin.
 	for prev := sn.ID - 1; prev > 0; prev-- {
 		p, err := t.st.readSnapshot(prev)
 		if err != nil {
 			return nil, fmt.Errorf("table %s was replaced and its former contents expired: %w", t.st.id, err)
 		}
-		if p.SchemaID < cur.Origin {
+		ps, err := t.st.schema(p.SchemaID)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case ps.Origin == t.schema.Origin:
 			return p, nil
+		case ps.Origin < t.schema.Origin:
+			return nil, nil // the bound table had no snapshot
 		}
 	}
 	return nil, nil // the replaced table had no snapshot

@@ -166,7 +166,11 @@ func (w *Write) start() error {
 		if err != nil {
 			return err
 		}
-		w.t.st.raiseSeq(sn.NextSequenceNumber)
+		next, err := w.t.st.nextSequenceNumber(sn)
+		if err != nil {
+			return err
+		}
+		w.t.st.raiseSeq(next)
 	}
 	w.baseID = id
 	if w.opts.ReadModifyWrite {
@@ -605,11 +609,17 @@ func (w *Write) mergeBuffered(o rowOrder, rm rowMerger, sorted []int) (arrow.Rec
 	return rec, nil
 }
 
-// bucketsOf computes each row's bucket from the bucket key.
+// bucketsOf computes each row's bucket from the bucket key: Paimon's
+// bucket function (paimonBuckets), or for tables created before flightd
+// used it, the hash their rows were placed by.
 func bucketsOf(sch *tableSchema, n int, col func(string) arrow.Array) []int32 {
 	b := make([]int32, n)
 	nb := sch.opts.buckets
 	if nb <= 1 {
+		return b
+	}
+	if !sch.LegacyBucketHash {
+		paimonBuckets(sch, b, col)
 		return b
 	}
 	h := make([]uint64, n)

@@ -1,0 +1,632 @@
+package tablestore
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"reflect"
+	"slices"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightd/flightd/tablestore/paimonfmt"
+)
+
+// Manifests and manifest lists are Paimon's Avro files (paimonfmt), with
+// partitions, keys and statistics in Paimon's BinaryRow encoding. What
+// Paimon's DataFileMeta cannot hold exactly (flightd's file checksum,
+// distinct counts, values BinaryRow would change: TIME keys below the
+// millisecond, decimal or nested bounds, invalid UTF-8) goes into the
+// file's Avro header under entryExtrasKey, one record per entry, which
+// Paimon's readers ignore. Manifests written by Paimon's writers have no
+// such record and read with what Paimon keeps.
+
+const entryExtrasKey = "flightd.entries"
+
+// entryExtra is the part of an entry only flightd reads; every field is
+// set only where Paimon's encoding does not give the value back exactly.
+type entryExtra struct {
+	CRC       *uint32    `json:"crc32c,omitempty"`
+	Path      string     `json:"path,omitempty"`
+	Partition []datum    `json:"partition,omitempty"`
+	MinKey    []datum    `json:"minKey,omitempty"`
+	MaxKey    []datum    `json:"maxKey,omitempty"`
+	Stats     []colStats `json:"stats,omitempty"`
+}
+
+// paimonType is dt's BinaryRow layout; ok is false for nested types.
+func paimonType(dt arrow.DataType) (paimonfmt.Type, bool) {
+	switch t := dt.(type) {
+	case *arrow.BooleanType:
+		return paimonfmt.Type{Kind: paimonfmt.Boolean}, true
+	case *arrow.Int8Type:
+		return paimonfmt.Type{Kind: paimonfmt.TinyInt}, true
+	case *arrow.Int16Type:
+		return paimonfmt.Type{Kind: paimonfmt.SmallInt}, true
+	case *arrow.Int32Type:
+		return paimonfmt.Type{Kind: paimonfmt.Int}, true
+	case *arrow.Int64Type:
+		return paimonfmt.Type{Kind: paimonfmt.BigInt}, true
+	case *arrow.Float32Type:
+		return paimonfmt.Type{Kind: paimonfmt.Float}, true
+	case *arrow.Float64Type:
+		return paimonfmt.Type{Kind: paimonfmt.Double}, true
+	case *arrow.Date32Type:
+		return paimonfmt.Type{Kind: paimonfmt.Date}, true
+	case *arrow.Time64Type:
+		return paimonfmt.Type{Kind: paimonfmt.Time}, true
+	case *arrow.TimestampType:
+		return paimonfmt.Type{Kind: paimonfmt.Timestamp, Precision: [...]int{0, 3, 6, 9}[t.Unit]}, true
+	case *arrow.Decimal128Type:
+		return paimonfmt.Type{Kind: paimonfmt.Decimal, Precision: int(t.Precision)}, true
+	case *arrow.StringType:
+		return paimonfmt.Type{Kind: paimonfmt.String}, true
+	case *arrow.BinaryType:
+		return paimonfmt.Type{Kind: paimonfmt.Bytes}, true
+	}
+	return paimonfmt.Type{}, false
+}
+
+// timeUnitsPerMilli converts time and timestamp datums (in the column's
+// unit) to Paimon's milliseconds.
+func timeUnitsPerMilli(u arrow.TimeUnit) (mul, div int64) {
+	switch u {
+	case arrow.Second:
+		return 1000, 1
+	case arrow.Millisecond:
+		return 1, 1
+	case arrow.Microsecond:
+		return 1, 1000
+	}
+	return 1, 1_000_000
+}
+
+// paimonValue is d as BinaryRow holds a value of type dt; nil (NULL) where
+// there is no such value (decimals have no datum), which the caller's
+// round trip then finds inexact.
+func paimonValue(dt arrow.DataType, d datum) any {
+	switch {
+	case d.Null:
+		return nil
+	case d.I != nil:
+		v := *d.I
+		switch t := dt.(type) {
+		case *arrow.BooleanType:
+			return v != 0
+		case *arrow.Time64Type:
+			_, div := timeUnitsPerMilli(t.Unit)
+			return floorDiv(v, div)
+		case *arrow.TimestampType:
+			mul, div := timeUnitsPerMilli(t.Unit)
+			if div == 1 {
+				return paimonfmt.TimestampValue{Millis: v * mul}
+			}
+			ms := floorDiv(v, div)
+			return paimonfmt.TimestampValue{Millis: ms, NanoOfMilli: int32((v - ms*div) * (1_000_000 / div))}
+		}
+		return v
+	case d.F != nil:
+		return float64(*d.F)
+	case d.S != nil:
+		return *d.S
+	case d.B != nil:
+		if dt.ID() == arrow.STRING {
+			return string(*d.B)
+		}
+		return *d.B
+	}
+	return nil
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+// datumOf is the datum of a BinaryRow value of type dt.
+func datumOf(dt arrow.DataType, v any) datum {
+	switch v := v.(type) {
+	case nil:
+		return datum{Null: true}
+	case bool:
+		if v {
+			return intDatum(1)
+		}
+		return intDatum(0)
+	case int64:
+		if t, ok := dt.(*arrow.Time64Type); ok {
+			_, div := timeUnitsPerMilli(t.Unit)
+			return intDatum(v * div)
+		}
+		return intDatum(v)
+	case float64:
+		return floatDatum(v)
+	case string:
+		return strDatum(v)
+	case []byte:
+		return binDatum(v)
+	case paimonfmt.TimestampValue:
+		mul, div := timeUnitsPerMilli(dt.(*arrow.TimestampType).Unit)
+		if div == 1 {
+			return intDatum(v.Millis / mul)
+		}
+		return intDatum(v.Millis*div + int64(v.NanoOfMilli)/(1_000_000/div))
+	case *big.Int:
+		return datum{} // decimals have no datum
+	}
+	return datum{}
+}
+
+// encodeDatums serializes ds (of types) as a BinaryRow; exact tells
+// whether decoding it gives ds back.
+func encodeDatums(types []arrow.DataType, ds []datum) (row []byte, exact bool, err error) {
+	pts := make([]paimonfmt.Type, len(types))
+	vals := make([]any, len(types))
+	exact = len(ds) == len(types)
+	for i, dt := range types {
+		pt, ok := paimonType(dt)
+		if !ok {
+			pt, exact = paimonfmt.Type{Kind: paimonfmt.BigInt}, false // stays NULL
+		} else if i < len(ds) {
+			vals[i] = paimonValue(dt, ds[i])
+		}
+		pts[i] = pt
+	}
+	if row, err = paimonfmt.EncodeRow(pts, vals); err != nil {
+		return nil, false, err
+	}
+	if exact {
+		back, err := decodeDatums(types, row)
+		exact = err == nil && reflect.DeepEqual(back, ds)
+	}
+	return row, exact, nil
+}
+
+func decodeDatums(types []arrow.DataType, row []byte) ([]datum, error) {
+	pts := make([]paimonfmt.Type, len(types))
+	for i, dt := range types {
+		pts[i], _ = paimonType(dt)
+	}
+	vals, err := paimonfmt.DecodeRow(row, pts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]datum, len(vals))
+	for i, v := range vals {
+		out[i] = datumOf(types[i], v)
+	}
+	return out, nil
+}
+
+// trimmedKey is the primary key without the partition columns, as Paimon
+// keys files (min/max key, key statistics).
+func (s *tableSchema) trimmedKey() []string {
+	var out []string
+	for _, k := range s.PrimaryKeys {
+		if !slices.Contains(s.PartitionKeys, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func (s *tableSchema) typesOf(cols []string) []arrow.DataType {
+	out := make([]arrow.DataType, len(cols))
+	for i, c := range cols {
+		out[i] = s.types[s.fieldIndex(c)]
+	}
+	return out
+}
+
+// keyTrim and keyFill convert flightd's keys (every primary key column)
+// to Paimon's and back.
+func (s *tableSchema) keyTrim(key []datum) []datum {
+	if len(key) != len(s.PrimaryKeys) {
+		return nil
+	}
+	var out []datum
+	for i, k := range s.PrimaryKeys {
+		if !slices.Contains(s.PartitionKeys, k) {
+			out = append(out, key[i])
+		}
+	}
+	return out
+}
+
+func (s *tableSchema) keyFill(trimmed, part []datum) []datum {
+	out := make([]datum, 0, len(s.PrimaryKeys))
+	j := 0
+	for _, k := range s.PrimaryKeys {
+		if p := slices.Index(s.PartitionKeys, k); p >= 0 {
+			if p < len(part) {
+				out = append(out, part[p])
+			}
+			continue
+		}
+		if j < len(trimmed) {
+			out = append(out, trimmed[j])
+			j++
+		}
+	}
+	return out
+}
+
+// statsExact reports whether c's bounds are what Paimon's value statistics
+// say: known bounds, or none because every value is NULL.
+func statsExact(c colStats, rows int64) bool {
+	if c.Min == nil || c.Max == nil {
+		return c.Min == nil && c.Max == nil && c.NullCount == rows
+	}
+	return true
+}
+
+func (st *tableState) entryToAvro(e *manifestEntry) (paimonfmt.ManifestEntry, entryExtra, error) {
+	sch, err := st.schema(e.File.SchemaID)
+	if err != nil {
+		return paimonfmt.ManifestEntry{}, entryExtra{}, err
+	}
+	var x entryExtra
+	f := &e.File
+	x.CRC = f.CRC
+	part, exact, err := encodeDatums(partTypes(sch), e.Partition)
+	if err != nil {
+		return paimonfmt.ManifestEntry{}, x, fmt.Errorf("partition: %w", err)
+	}
+	if !exact {
+		x.Partition = e.Partition
+	}
+	if f.Path != st.filePath(sch, e.Partition, e.Bucket, f.FileName) {
+		x.Path = f.Path
+	}
+	keyCols := sch.trimmedKey()
+	keyTypes := sch.typesOf(keyCols)
+	var minKey, maxKey []byte
+	if sch.hasPK() {
+		var ok1, ok2 bool
+		if minKey, ok1, err = encodeDatums(keyTypes, sch.keyTrim(f.MinKey)); err != nil {
+			return paimonfmt.ManifestEntry{}, x, err
+		}
+		if maxKey, ok2, err = encodeDatums(keyTypes, sch.keyTrim(f.MaxKey)); err != nil {
+			return paimonfmt.ManifestEntry{}, x, err
+		}
+		if !ok1 || !ok2 || !reflect.DeepEqual(sch.keyFill(sch.keyTrim(f.MinKey), e.Partition), f.MinKey) ||
+			!reflect.DeepEqual(sch.keyFill(sch.keyTrim(f.MaxKey), e.Partition), f.MaxKey) {
+			x.MinKey, x.MaxKey = f.MinKey, f.MaxKey
+		}
+	} else {
+		keyTypes = nil
+		minKey, _, _ = encodeDatums(nil, nil)
+		maxKey = minKey
+	}
+	// Value statistics: the columns Paimon's encoding gives back exactly,
+	// named in _VALUE_STATS_COLS; the others in the extra record.
+	byID := map[int]colStats{}
+	for _, c := range f.ValueStats {
+		byID[c.ID] = c
+	}
+	var cols []string
+	var types []arrow.DataType
+	var mins, maxs []datum
+	nulls := []*int64{}
+	for i, fd := range sch.Fields {
+		c, ok := byID[fd.ID]
+		if !ok {
+			continue
+		}
+		if _, ok := paimonType(sch.types[i]); !ok || !statsExact(c, f.RowCount) {
+			x.Stats = append(x.Stats, c)
+			continue
+		}
+		lo, hi := datum{Null: true}, datum{Null: true}
+		if c.Min != nil {
+			lo, hi = *c.Min, *c.Max
+		}
+		if _, exact, _ := encodeDatums([]arrow.DataType{sch.types[i], sch.types[i]}, []datum{lo, hi}); !exact {
+			x.Stats = append(x.Stats, c)
+			continue
+		}
+		if c.NDV != 0 { // the bounds for Paimon, the whole for flightd
+			x.Stats = append(x.Stats, c)
+		}
+		n := c.NullCount
+		cols, types = append(cols, fd.Name), append(types, sch.types[i])
+		mins, maxs, nulls = append(mins, lo), append(maxs, hi), append(nulls, &n)
+	}
+	minRow, _, err := encodeDatums(types, mins)
+	if err != nil {
+		return paimonfmt.ManifestEntry{}, x, err
+	}
+	maxRow, _, err := encodeDatums(types, maxs)
+	if err != nil {
+		return paimonfmt.ManifestEntry{}, x, err
+	}
+	if cols == nil {
+		cols = []string{}
+	}
+	keyStats, err := keyColumnStats(sch, keyCols, keyTypes, byID, f.RowCount)
+	if err != nil {
+		return paimonfmt.ManifestEntry{}, x, err
+	}
+	kind := int32(paimonfmt.KindAdd)
+	if e.Kind == kindDelete {
+		kind = paimonfmt.KindDelete
+	}
+	source := int32(paimonfmt.FileSourceAppend)
+	if f.FileSource == "COMPACT" {
+		source = paimonfmt.FileSourceCompact
+	}
+	created, deleted := f.CreationMillis, f.DeleteRowCount
+	return paimonfmt.ManifestEntry{
+		Kind: kind, Partition: part, Bucket: int32(e.Bucket), TotalBuckets: int32(e.TotalBuckets),
+		File: paimonfmt.DataFileMeta{
+			FileName: f.FileName, FileSize: f.FileSize, RowCount: f.RowCount,
+			MinKey: minKey, MaxKey: maxKey, KeyStats: keyStats,
+			ValueStats:        paimonfmt.SimpleStats{MinValues: minRow, MaxValues: maxRow, NullCounts: nulls},
+			MinSequenceNumber: f.MinSeq, MaxSequenceNumber: f.MaxSeq, SchemaID: f.SchemaID, Level: int32(f.Level),
+			CreationTime: &created, DeleteRowCount: &deleted, FileSource: &source, ValueStatsCols: cols,
+		},
+	}, x, nil
+}
+
+// keyColumnStats are Paimon's key statistics: the bounds of each key
+// column (not of the key rows), from the column statistics; a column
+// without exact bounds gets none, with its null count unknown.
+func keyColumnStats(sch *tableSchema, keyCols []string, keyTypes []arrow.DataType, byID map[int]colStats, rows int64) (paimonfmt.SimpleStats, error) {
+	lo := make([]datum, len(keyCols))
+	hi := make([]datum, len(keyCols))
+	nulls := make([]*int64, len(keyCols))
+	for i, c := range keyCols {
+		lo[i], hi[i] = datum{Null: true}, datum{Null: true}
+		cs, ok := byID[sch.Fields[sch.fieldIndex(c)].ID]
+		if !ok || cs.Min == nil || !statsExact(cs, rows) {
+			continue
+		}
+		if _, exact, _ := encodeDatums([]arrow.DataType{keyTypes[i], keyTypes[i]}, []datum{*cs.Min, *cs.Max}); !exact {
+			continue
+		}
+		lo[i], hi[i] = *cs.Min, *cs.Max
+		n := cs.NullCount
+		nulls[i] = &n
+	}
+	minRow, _, err := encodeDatums(keyTypes, lo)
+	if err != nil {
+		return paimonfmt.SimpleStats{}, err
+	}
+	maxRow, _, err := encodeDatums(keyTypes, hi)
+	if err != nil {
+		return paimonfmt.SimpleStats{}, err
+	}
+	return paimonfmt.SimpleStats{MinValues: minRow, MaxValues: maxRow, NullCounts: nulls}, nil
+}
+
+func (st *tableState) entryFromAvro(a paimonfmt.ManifestEntry, x entryExtra) (*manifestEntry, error) {
+	f := a.File
+	sch, err := st.schema(f.SchemaID)
+	if err != nil {
+		return nil, err
+	}
+	e := &manifestEntry{Kind: kindAdd, Bucket: int(a.Bucket), TotalBuckets: int(a.TotalBuckets)}
+	if a.Kind == paimonfmt.KindDelete {
+		e.Kind = kindDelete
+	}
+	if e.Partition = x.Partition; e.Partition == nil {
+		if e.Partition, err = decodeDatums(partTypes(sch), a.Partition); err != nil {
+			return nil, fmt.Errorf("file %s: partition: %w", f.FileName, err)
+		}
+	}
+	m := dataFileMeta{
+		FileName: f.FileName, FileSize: f.FileSize, CRC: x.CRC, RowCount: f.RowCount,
+		MinSeq: f.MinSequenceNumber, MaxSeq: f.MaxSequenceNumber, SchemaID: f.SchemaID, Level: int(f.Level),
+		FileSource: "APPEND", Path: x.Path, MinKey: x.MinKey, MaxKey: x.MaxKey,
+	}
+	if m.Path == "" {
+		m.Path = st.filePath(sch, e.Partition, e.Bucket, f.FileName)
+	}
+	if f.CreationTime != nil {
+		m.CreationMillis = *f.CreationTime
+	}
+	if f.DeleteRowCount != nil {
+		m.DeleteRowCount = *f.DeleteRowCount
+	}
+	if f.FileSource != nil && *f.FileSource == paimonfmt.FileSourceCompact {
+		m.FileSource = "COMPACT"
+	}
+	if sch.hasPK() && m.MinKey == nil {
+		keyTypes := sch.typesOf(sch.trimmedKey())
+		lo, err := decodeDatums(keyTypes, f.MinKey)
+		if err != nil {
+			return nil, fmt.Errorf("file %s: min key: %w", f.FileName, err)
+		}
+		hi, err := decodeDatums(keyTypes, f.MaxKey)
+		if err != nil {
+			return nil, fmt.Errorf("file %s: max key: %w", f.FileName, err)
+		}
+		m.MinKey, m.MaxKey = sch.keyFill(lo, e.Partition), sch.keyFill(hi, e.Partition)
+	}
+	// Statistics of the columns listed (all of the file's schema when the
+	// list is absent, as Paimon writes it by default).
+	cols := f.ValueStatsCols
+	if cols == nil {
+		for _, fd := range sch.Fields {
+			cols = append(cols, fd.Name)
+		}
+	}
+	idx := make([]int, len(cols))
+	types := make([]arrow.DataType, len(cols))
+	for i, c := range cols {
+		if idx[i] = sch.fieldIndex(c); idx[i] < 0 {
+			return nil, fmt.Errorf("file %s: statistics of unknown column %q", f.FileName, c)
+		}
+		types[i] = sch.types[idx[i]]
+	}
+	statsKnown := len(cols) > 0 && allAtomic(types) && len(f.ValueStats.NullCounts) == len(cols)
+	var mins, maxs []datum
+	if statsKnown {
+		if mins, err = decodeDatums(types, f.ValueStats.MinValues); err == nil {
+			maxs, err = decodeDatums(types, f.ValueStats.MaxValues)
+		}
+		statsKnown = err == nil
+	}
+	extra := map[int]colStats{}
+	for _, c := range x.Stats {
+		extra[c.ID] = c
+	}
+	for _, fd := range sch.Fields {
+		if c, ok := extra[fd.ID]; ok {
+			m.ValueStats = append(m.ValueStats, c)
+			continue
+		}
+		j := slices.Index(cols, fd.Name)
+		if !statsKnown || j < 0 || f.ValueStats.NullCounts[j] == nil {
+			continue
+		}
+		c := colStats{ID: fd.ID, NullCount: *f.ValueStats.NullCounts[j]}
+		if !mins[j].Null && !maxs[j].Null && (mins[j] != datum{}) {
+			lo, hi := mins[j], maxs[j]
+			c.Min, c.Max = &lo, &hi
+		}
+		m.ValueStats = append(m.ValueStats, c)
+	}
+	e.File = m
+	return e, nil
+}
+
+func allAtomic(types []arrow.DataType) bool {
+	for _, t := range types {
+		if _, ok := paimonType(t); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// filePath is where a data file of a partition's bucket lives, relative to
+// the table directory.
+func (st *tableState) filePath(sch *tableSchema, part []datum, bucket int, name string) string {
+	return joinPath(partitionPath(sch.PartitionKeys, partTypes(sch), part, sch.opts.defaultPartition), "bucket-"+strconv.Itoa(bucket), name)
+}
+
+func (st *tableState) encodeManifest(ents []*manifestEntry) ([]byte, error) {
+	out := make([]paimonfmt.ManifestEntry, len(ents))
+	extras := make([]entryExtra, len(ents))
+	for i, e := range ents {
+		var err error
+		if out[i], extras[i], err = st.entryToAvro(e); err != nil {
+			return nil, fmt.Errorf("manifest entry for %s: %w", e.File.FileName, err)
+		}
+	}
+	x, err := json.Marshal(extras)
+	if err != nil {
+		return nil, err
+	}
+	return paimonfmt.EncodeManifest(out, map[string][]byte{entryExtrasKey: x})
+}
+
+func (st *tableState) decodeManifest(name string, data []byte) ([]*manifestEntry, error) {
+	if !paimonfmt.IsAvro(data) { // written before flightd used Paimon's format
+		var l []*manifestEntry
+		return l, decodeMeta(name, data, &l)
+	}
+	ents, meta, err := paimonfmt.DecodeManifest(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
+	}
+	var extras []entryExtra
+	if x, ok := meta[entryExtrasKey]; ok {
+		if err := json.Unmarshal(x, &extras); err != nil || len(extras) != len(ents) {
+			return nil, fmt.Errorf("%w: %s: bad %s header (%v)", ErrCorrupt, name, entryExtrasKey, err)
+		}
+	}
+	out := make([]*manifestEntry, len(ents))
+	for i, a := range ents {
+		var x entryExtra
+		if extras != nil {
+			x = extras[i]
+		}
+		if out[i], err = st.entryFromAvro(a, x); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
+		}
+	}
+	return out, nil
+}
+
+// partitionStats are the bounds of the partitions of ents, for the
+// manifest list (Paimon skips manifests by them).
+func (st *tableState) partitionStats(sch *tableSchema, ents []*manifestEntry) (paimonfmt.SimpleStats, error) {
+	types := partTypes(sch)
+	lo := make([]datum, len(types))
+	hi := make([]datum, len(types))
+	nulls := make([]*int64, len(types))
+	for i := range types {
+		n := int64(0)
+		nulls[i] = &n
+		lo[i], hi[i] = datum{Null: true}, datum{Null: true}
+	}
+	for _, e := range ents {
+		for i, d := range e.Partition {
+			if i >= len(types) {
+				break
+			}
+			if d.Null {
+				*nulls[i]++
+				continue
+			}
+			if c, ok := compareDatum(d, lo[i]); lo[i].Null || (ok && c < 0) {
+				lo[i] = d
+			}
+			if c, ok := compareDatum(d, hi[i]); hi[i].Null || (ok && c > 0) {
+				hi[i] = d
+			}
+		}
+	}
+	minRow, ok1, err := encodeDatums(types, lo)
+	if err != nil {
+		return paimonfmt.SimpleStats{}, err
+	}
+	maxRow, ok2, err := encodeDatums(types, hi)
+	if err != nil {
+		return paimonfmt.SimpleStats{}, err
+	}
+	if !ok1 || !ok2 { // bounds Paimon cannot hold: unknown
+		nulls = nil
+	}
+	return paimonfmt.SimpleStats{MinValues: minRow, MaxValues: maxRow, NullCounts: nulls}, nil
+}
+
+func (st *tableState) encodeManifestList(l []manifestMeta) ([]byte, error) {
+	out := make([]paimonfmt.ManifestFileMeta, len(l))
+	for i, m := range l {
+		out[i] = paimonfmt.ManifestFileMeta{
+			FileName: m.FileName, FileSize: m.FileSize, NumAddedFiles: m.NumAddedFiles,
+			NumDeleted: m.NumDeletedFile, SchemaID: m.SchemaID, PartitionStats: m.partitionStats,
+		}
+	}
+	return paimonfmt.EncodeManifestList(out)
+}
+
+func (st *tableState) decodeManifestList(name string, data []byte) ([]manifestMeta, error) {
+	if !paimonfmt.IsAvro(data) {
+		var l []manifestMeta
+		if err := decodeMeta(name, data, &l); err != nil {
+			return nil, err
+		}
+		for i := range l {
+			l[i].legacy = true
+		}
+		return l, nil
+	}
+	metas, err := paimonfmt.DecodeManifestList(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
+	}
+	out := make([]manifestMeta, len(metas))
+	for i, m := range metas {
+		out[i] = manifestMeta{FileName: m.FileName, FileSize: m.FileSize, NumAddedFiles: m.NumAddedFiles,
+			NumDeletedFile: m.NumDeleted, SchemaID: m.SchemaID, partitionStats: m.PartitionStats}
+	}
+	return out, nil
+}
