@@ -83,21 +83,10 @@ func NewSessionAggregate(ec *exec.Context, in Operator, gap time.Duration, rowti
 		return nil, fmt.Errorf("%w: session gap %s is not positive", exec.ErrInvalid, gap)
 	}
 	s := &SessionAggregate{ec: ec, firing: firing{in: in}, gap: gap.Microseconds(), rowtime: rowtime, keys: keys, aggs: aggs, budget: budget, unit: tt.Unit, parts: map[string]*sessionPart{}}
-	fields := []arrow.Field{{Name: "window_start", Type: tt, Nullable: true}, {Name: "window_end", Type: tt, Nullable: true}}
-	for i, k := range keys {
-		get, err := getterFor(k.DataType())
-		if err != nil {
-			return nil, fmt.Errorf("group %s: %w", keyNames[i], err)
-		}
-		s.keyGet = append(s.keyGet, get)
-		fields = append(fields, arrow.Field{Name: keyNames[i], Type: k.DataType(), Nullable: true})
-	}
-	argGet, aggFields, err := aggGetters(aggs)
-	if err != nil {
+	var err error
+	if s.keyGet, s.argGet, s.schema, err = windowAggSchema(tt, keys, keyNames, aggs); err != nil {
 		return nil, err
 	}
-	s.argGet = argGet
-	s.schema = withKind(append(fields, aggFields...))
 	if s.q, err = newOutQueue(ec, s.schema); err != nil {
 		return nil, err
 	}

@@ -191,25 +191,34 @@ func NewWindowAggregate(ec *exec.Context, in Operator, windows Windows, rowtime 
 		return nil, fmt.Errorf("%w: window size %s is not a positive multiple of its step %s", exec.ErrInvalid, windows.Size, windows.Step)
 	}
 	w := &WindowAggregate{ec: ec, firing: firing{in: in}, windows: windows, rowtime: rowtime, keys: keys, aggs: aggs, budget: budget, unit: tt.Unit, open: map[[2]int64]*window{}}
-	fields := []arrow.Field{{Name: "window_start", Type: tt, Nullable: true}, {Name: "window_end", Type: tt, Nullable: true}}
-	for i, k := range keys {
-		get, err := getterFor(k.DataType())
-		if err != nil {
-			return nil, fmt.Errorf("group %s: %w", keyNames[i], err)
-		}
-		w.keyGet = append(w.keyGet, get)
-		fields = append(fields, arrow.Field{Name: keyNames[i], Type: k.DataType(), Nullable: true})
-	}
-	argGet, aggFields, err := aggGetters(aggs)
-	if err != nil {
+	var err error
+	if w.keyGet, w.argGet, w.schema, err = windowAggSchema(tt, keys, keyNames, aggs); err != nil {
 		return nil, err
 	}
-	w.argGet = argGet
-	w.schema = withKind(append(fields, aggFields...))
 	if w.q, err = newOutQueue(ec, w.schema); err != nil {
 		return nil, err
 	}
 	return w, nil
+}
+
+// windowAggSchema is the output of a window or session aggregation:
+// window_start, window_end (of type tt), the group keys and the aggregates,
+// with the getters reading the keys and the aggregates' arguments.
+func windowAggSchema(tt arrow.DataType, keys []exec.Expr, keyNames []string, aggs []AggSpec) (keyGet, argGet []getter, _ *arrow.Schema, _ error) {
+	fields := []arrow.Field{{Name: "window_start", Type: tt, Nullable: true}, {Name: "window_end", Type: tt, Nullable: true}}
+	for i, k := range keys {
+		get, err := getterFor(k.DataType())
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("group %s: %w", keyNames[i], err)
+		}
+		keyGet = append(keyGet, get)
+		fields = append(fields, arrow.Field{Name: keyNames[i], Type: k.DataType(), Nullable: true})
+	}
+	argGet, aggFields, err := aggGetters(aggs)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return keyGet, argGet, withKind(append(fields, aggFields...)), nil
 }
 
 func (w *WindowAggregate) Schema() *arrow.Schema { return w.schema }
