@@ -196,22 +196,11 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 			p.dirty = true
 			r.dirty = append(r.dirty, p)
 		}
-		head := sortHead(sort)
-		at, found := slices.BinarySearchFunc(p.rows, sort, func(x rankRow, s []byte) int { return compareSort(x, head, s) })
-		switch {
-		case found:
-			p.rows[at].n += int64(sign)
-			if p.rows[at].n == 0 {
-				grow -= rankRowBytes(p.rows[at])
-				p.rows = slices.Delete(p.rows, at, at+1)
-			}
-		case sign < 0:
-			return fmt.Errorf("%w: top-N input retracted a row it does not hold", exec.ErrInvalid)
-		default:
-			row := rankRow{head: head, sort: string(sort), vals: vals, n: 1}
-			p.rows = slices.Insert(p.rows, at, row)
-			grow += rankRowBytes(row)
+		var g int64
+		if p.rows, g, err = applyRankRow(p.rows, sort, vals, sign, "top-N"); err != nil {
+			return err
 		}
+		grow += g
 	}
 	r.held += grow
 	r.budget.add(grow)
@@ -436,4 +425,25 @@ func (r *Rank) Close() error {
 		r.store.close()
 	}
 	return r.in.Close()
+}
+
+// applyRankRow adds (sign 1) or retracts (sign -1) a row with sort key sort
+// to rows, kept sorted with a count per distinct row, and returns the
+// bytes the state grew by. what names the operator in errors.
+func applyRankRow(rows []rankRow, sort []byte, vals []any, sign int8, what string) ([]rankRow, int64, error) {
+	head := sortHead(sort)
+	at, found := slices.BinarySearchFunc(rows, sort, func(x rankRow, s []byte) int { return compareSort(x, head, s) })
+	switch {
+	case found:
+		rows[at].n += int64(sign)
+		if rows[at].n == 0 {
+			grow := -rankRowBytes(rows[at])
+			return slices.Delete(rows, at, at+1), grow, nil
+		}
+		return rows, 0, nil
+	case sign < 0:
+		return rows, 0, fmt.Errorf("%w: %s input retracted a row it does not hold", exec.ErrInvalid, what)
+	}
+	row := rankRow{head: head, sort: string(sort), vals: vals, n: 1}
+	return slices.Insert(rows, at, row), rankRowBytes(row), nil
 }

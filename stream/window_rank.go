@@ -138,22 +138,11 @@ func (w *WindowRank) add(ctx context.Context, b arrow.RecordBatch) error {
 			w.parts[k] = p
 			grow += rankPartBytes + int64(len(k))
 		}
-		head := sortHead(sort)
-		at, found := slices.BinarySearchFunc(p.rows, sort, func(x rankRow, s []byte) int { return compareSort(x, head, s) })
-		switch {
-		case found:
-			p.rows[at].n += int64(sign)
-			if p.rows[at].n == 0 {
-				grow -= rankRowBytes(p.rows[at])
-				p.rows = slices.Delete(p.rows, at, at+1)
-			}
-		case sign < 0:
-			return fmt.Errorf("%w: window top-N input retracted a row it does not hold", exec.ErrInvalid)
-		default:
-			row := rankRow{head: head, sort: string(sort), vals: vals, n: 1}
-			p.rows = slices.Insert(p.rows, at, row)
-			grow += rankRowBytes(row)
+		var g int64
+		if p.rows, g, err = applyRankRow(p.rows, sort, vals, sign, "window top-N"); err != nil {
+			return err
 		}
+		grow += g
 	}
 	w.held += grow
 	return w.budget.grow(grow, "a window top-N")
