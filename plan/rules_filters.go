@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/flightd/flightd/tablestore"
+	"github.com/flightd/flightd/vectorized"
 )
 
 func isTrue(e Expr) bool {
@@ -566,6 +567,12 @@ func placeholderValue(e Expr) (scalar.Scalar, bool) {
 	p, ok := e.(*ParamRef)
 	if !ok || p.slot.typ == nil {
 		return constValue(e)
+	}
+	if vectorized.IsNested(p.slot.typ) {
+		// Nested columns have no statistics to skip by, and a nested
+		// parameter may come in another list variant (converted where the
+		// filter is evaluated).
+		return nil, false
 	}
 	b := array.NewBuilder(memory.NewGoAllocator(), p.slot.typ)
 	defer b.Release()
