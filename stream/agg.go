@@ -60,7 +60,7 @@ type Aggregate struct {
 	enc      vectorized.KeyEncoder
 	signs    []int8
 	q        *outQueue
-	marker   *Chunk
+	mb       miniBatch
 	held     int64
 }
 
@@ -217,7 +217,7 @@ func (a *Aggregate) Schema() *arrow.Schema { return a.schema }
 func (a *Aggregate) Open(ctx context.Context) error { return a.in.Open(ctx) }
 
 func (a *Aggregate) Next(ctx context.Context) (Chunk, error) {
-	return miniBatchNext(ctx, a.in, a, a.q, &a.marker)
+	return miniBatchNext(ctx, a.in, a, a.q, &a.mb)
 }
 
 func (a *Aggregate) newGroup(key string, vals []any) (*aggGroup, int64) {

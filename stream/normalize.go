@@ -36,7 +36,7 @@ type Normalize struct {
 	enc     vectorized.KeyEncoder
 	signs   []int8
 	q       *outQueue
-	marker  *Chunk
+	mb      miniBatch
 	held    int64 // bytes accounted in budget
 	seeded  bool
 }
@@ -138,7 +138,7 @@ func (n *Normalize) evict() error {
 }
 
 func (n *Normalize) Next(ctx context.Context) (Chunk, error) {
-	return miniBatchNext(ctx, n.in, n, n.q, &n.marker)
+	return miniBatchNext(ctx, n.in, n, n.q, &n.mb)
 }
 
 func (n *Normalize) add(_ context.Context, b arrow.RecordBatch) error {

@@ -2,7 +2,9 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -218,20 +220,39 @@ type miniBatched interface {
 	flush(ctx context.Context) error
 }
 
+// miniBatch is where a miniBatched op's Next stands.
+type miniBatch struct {
+	marker *Chunk // the marker to return once the queue is empty
+	pos    Pos    // the last marker's position, labelling the batches after it
+	ended  bool   // the input ended and its last changes are queued
+}
+
 // miniBatchNext is the Next of a miniBatched op reading in and emitting
 // through q: the queued batches of the last mini-batch, labelled with its
 // marker's position, then that marker. The marker carries no image marks:
-// the output is not the full read of a table, whatever op consumed.
-func miniBatchNext(ctx context.Context, in Operator, op miniBatched, q *outQueue, marker **Chunk) (Chunk, error) {
+// the output is not the full read of a table, whatever op consumed. When
+// a bounded input ends, the changes since its last marker are flushed too
+// (a window aggregation emits its open windows there).
+func miniBatchNext(ctx context.Context, in Operator, op miniBatched, q *outQueue, mb *miniBatch) (Chunk, error) {
 	for {
 		if b := q.pop(); b != nil {
-			return Chunk{Batch: b, Pos: (*marker).Pos}, nil
+			return Chunk{Batch: b, Pos: mb.pos}, nil
 		}
-		if m := *marker; m != nil {
-			*marker = nil
+		if m := mb.marker; m != nil {
+			mb.marker = nil
 			return *m, nil
 		}
+		if mb.ended {
+			return Chunk{}, io.EOF
+		}
 		c, err := in.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			mb.ended = true
+			if err := op.flush(ctx); err != nil {
+				return Chunk{}, err
+			}
+			continue
+		}
 		if err != nil {
 			return Chunk{}, err
 		}
@@ -240,7 +261,7 @@ func miniBatchNext(ctx context.Context, in Operator, op miniBatched, q *outQueue
 				return Chunk{}, err
 			}
 			c.Image, c.ImageStart = tablestore.NoImage, false
-			*marker = &c
+			mb.marker, mb.pos = &c, c.Pos
 			continue
 		}
 		if err := op.add(ctx, c.Batch); err != nil {

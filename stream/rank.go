@@ -60,7 +60,7 @@ type Rank struct {
 	sortBuf  []byte
 	outRow   []any
 	q        *outQueue
-	marker   *Chunk
+	mb       miniBatch
 	held     int64
 }
 
@@ -146,7 +146,7 @@ func (r *Rank) Schema() *arrow.Schema { return r.schema }
 func (r *Rank) Open(ctx context.Context) error { return r.in.Open(ctx) }
 
 func (r *Rank) Next(ctx context.Context) (Chunk, error) {
-	return miniBatchNext(ctx, r.in, r, r.q, &r.marker)
+	return miniBatchNext(ctx, r.in, r, r.q, &r.mb)
 }
 
 func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {

@@ -414,23 +414,7 @@ func windowEngine(t *testing.T, rows string) (context.Context, *engine.Session) 
 func TestWindowBoundedEnd(t *testing.T) {
 	ctx, sess := windowEngine(t, "(1, 10, TIMESTAMP '2024-01-01 00:00:01'), (1, 5, TIMESTAMP '2024-01-01 00:00:04'), (2, 7, TIMESTAMP '2024-01-01 00:00:09')")
 	const q = "SELECT window_start, window_end, auction, sum(price) FROM TABLE(HOP(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '4' SECOND)) GROUP BY window_start, window_end, auction"
-	rows := func(text string) []string {
-		t.Helper()
-		st, err := sess.Prepare(ctx, text, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", text, err)
-		}
-		op, err := st.Query(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := drain(ctx, op)
-		if err != nil {
-			t.Fatalf("%s: %v", text, err)
-		}
-		slices.Sort(got)
-		return got
-	}
+	rows := func(text string) []string { return sortedRows(t, ctx, sess, text) }
 	var got []string
 	for _, r := range rows(fmt.Sprintf(q, "/*+ OPTIONS('scan.mode'='latest-full', 'scan.bounded.snapshot-id'='1') */")) {
 		k, rest, _ := strings.Cut(r, "|")
@@ -530,23 +514,7 @@ func TestSessionWindows(t *testing.T) {
 	ctx, sess := windowEngine(t, "(1, 10, TIMESTAMP '2024-01-01 00:00:01'), (1, 5, TIMESTAMP '2024-01-01 00:00:04'), (1, 1, TIMESTAMP '2024-01-01 00:00:08'), (2, 7, TIMESTAMP '2024-01-01 00:00:02'), (2, 3, TIMESTAMP '2024-01-01 00:00:02'), (2, 4, NULL)")
 	const q = "SELECT window_start, window_end, auction, count(*), sum(price) FROM TABLE(SESSION(TABLE bid %s PARTITION BY auction, DESCRIPTOR(ts), INTERVAL '3' SECOND)) GROUP BY window_start, window_end, auction"
 	const bounded = "/*+ OPTIONS('scan.mode'='latest-full', 'scan.bounded.snapshot-id'='1') */"
-	rows := func(text string) []string {
-		t.Helper()
-		st, err := sess.Prepare(ctx, text, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", text, err)
-		}
-		op, err := st.Query(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := drain(ctx, op)
-		if err != nil {
-			t.Fatalf("%s: %v", text, err)
-		}
-		slices.Sort(got)
-		return got
-	}
+	rows := func(text string) []string { return sortedRows(t, ctx, sess, text) }
 	want := []string{
 		"2024-01-01 00:00:01|2024-01-01 00:00:07|1|2|15",
 		"2024-01-01 00:00:02|2024-01-01 00:00:05|2|2|10",
@@ -599,23 +567,7 @@ func TestWindowTopNBoundedEnd(t *testing.T) {
 	ctx, sess := windowEngine(t, "(1, 10, TIMESTAMP '2024-01-01 00:00:01'), (2, 5, TIMESTAMP '2024-01-01 00:00:01.5'), (3, 7, TIMESTAMP '2024-01-01 00:00:01'), (1, 1, TIMESTAMP '2024-01-01 00:00:04'), (2, 3, TIMESTAMP '2024-01-01 00:00:05'), (2, 9, TIMESTAMP '2024-01-01 00:00:09')")
 	const q = "SELECT * FROM (SELECT window_start, window_end, auction, total, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY total DESC) AS rn FROM (SELECT window_start, window_end, auction, sum(price) AS total FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end, auction)) WHERE rn <= 2"
 	const bounded = "/*+ OPTIONS('scan.mode'='latest-full', 'scan.bounded.snapshot-id'='1') */"
-	rows := func(text string) []string {
-		t.Helper()
-		st, err := sess.Prepare(ctx, text, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", text, err)
-		}
-		op, err := st.Query(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := drain(ctx, op)
-		if err != nil {
-			t.Fatalf("%s: %v", text, err)
-		}
-		slices.Sort(got)
-		return got
-	}
+	rows := func(text string) []string { return sortedRows(t, ctx, sess, text) }
 	want := []string{
 		"2024-01-01 00:00:00|2024-01-01 00:00:02|1|10|1",
 		"2024-01-01 00:00:00|2024-01-01 00:00:02|3|7|2",
@@ -641,4 +593,58 @@ func TestWindowTopNBoundedEnd(t *testing.T) {
 	if plan := explain(t, ctx, sess, fmt.Sprintf(q, bounded)); !strings.Contains(plan, "WindowTopN partition: window_start, window_end order: total DESC rows 1 to 2 numbered") {
 		t.Errorf("EXPLAIN:\n%s", plan)
 	}
+}
+
+// TestAggregateOverWindowsBoundedEnd: the windows a window aggregation
+// emits when a bounded stream ends (after its last marker) reach the
+// regular aggregation above it.
+func TestAggregateOverWindowsBoundedEnd(t *testing.T) {
+	ctx, sess := windowEngine(t, "(1, 10, TIMESTAMP '2024-01-01 00:00:01'), (2, 5, TIMESTAMP '2024-01-01 00:00:01.5'), (1, 1, TIMESTAMP '2024-01-01 00:00:04'), (2, 9, TIMESTAMP '2024-01-01 00:00:09')")
+	const q = "SELECT count(*), sum(total) FROM (SELECT window_start, sum(price) AS total FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end)"
+	const bounded = "/*+ OPTIONS('scan.mode'='latest-full', 'scan.bounded.snapshot-id'='1') */"
+	run := func(text string) []string { return queryRows(t, ctx, sess, text) }
+	if got := run(fmt.Sprintf(q, "")); !slices.Equal(got, []string{"3|25"}) {
+		t.Fatalf("batch %q, want 3 windows", got)
+	}
+	// The changelog applied in order: the last row standing is the answer.
+	var last string
+	for _, r := range run(fmt.Sprintf(q, bounded)) {
+		kind, rest, _ := strings.Cut(r, "|")
+		switch kind {
+		case "+I", "+U":
+			last = rest
+		case "-D":
+			last = ""
+		}
+	}
+	if last != "3|25" {
+		t.Fatalf("streamed answer %q, want 3|25", last)
+	}
+}
+
+// queryRows runs a query (batch or bounded stream) and returns its rows in
+// order, each as drain formats them.
+func queryRows(t *testing.T, ctx context.Context, sess *engine.Session, text string) []string {
+	t.Helper()
+	st, err := sess.Prepare(ctx, text, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", text, err)
+	}
+	op, err := st.Query(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := drain(ctx, op)
+	if err != nil {
+		t.Fatalf("%s: %v", text, err)
+	}
+	return got
+}
+
+// sortedRows is queryRows sorted.
+func sortedRows(t *testing.T, ctx context.Context, sess *engine.Session, text string) []string {
+	t.Helper()
+	got := queryRows(t, ctx, sess, text)
+	slices.Sort(got)
+	return got
 }
