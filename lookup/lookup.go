@@ -6,8 +6,9 @@
 // lease keeps that snapshot's files) and reads keys through
 // tablestore.Scan.Lookup: key-range and row-group pruning, binary search in
 // each sorted run, versions merged by the table's merge engine. A commit of
-// this process closes the table's Published channel; the next lookup then
-// moves the index to the new snapshot, and deletes from the cache the keys
+// this process closes the table's Published channel, and a lookup asking
+// for a newer snapshot (one another process committed) shows it behind;
+// the next lookup then moves the index to the latest snapshot, and deletes from the cache the keys
 // the commits in between wrote (tablestore.Table.ChangedKeys; all of them
 // after an overwrite or an unreadable commit). Lookups run under a shared
 // lock and the move under the exclusive one, so a lookup reads one snapshot
@@ -211,7 +212,7 @@ func (x *Index) Lookup(ctx context.Context, req Request) (arrow.RecordBatch, int
 	if req.Columns == nil {
 		req.Columns = allColumns(x.t.Schema())
 	}
-	if err := x.refresh(ctx); err != nil {
+	if err := x.refresh(ctx, req.SnapshotID); err != nil {
 		return nil, 0, err
 	}
 	x.mu.RLock()
@@ -255,19 +256,23 @@ func (x *Index) check(req Request) error {
 }
 
 // refresh moves the index to the latest snapshot if a commit was published
-// since it last moved.
-func (x *Index) refresh(ctx context.Context) error {
+// since it last moved, or if a lookup asks for a snapshot newer than the
+// index's (another process committed it: Published follows this process's
+// commits only).
+func (x *Index) refresh(ctx context.Context, want int64) error {
 	x.mu.RLock()
-	ch := x.published
+	ch, behind := x.published, x.scan != nil && want > x.scan.SnapshotID()
 	x.mu.RUnlock()
-	select {
-	case <-ch:
-	default:
-		return nil
+	if !behind {
+		select {
+		case <-ch:
+		default:
+			return nil
+		}
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.published != ch || x.scan == nil {
+	if x.scan == nil || x.published != ch && want <= x.scan.SnapshotID() {
 		return nil // another lookup moved it
 	}
 	next := x.t.Published()

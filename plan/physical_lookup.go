@@ -286,6 +286,16 @@ type indexReader struct {
 }
 
 func (r *indexReader) Read(ctx context.Context, keys []arrow.Array) (arrow.RecordBatch, error) {
+	if r.snapshot == 0 {
+		// Read what a scan would: the table's latest snapshot in storage,
+		// which another process may have committed (the index follows
+		// this process's commits only), the same for every batch.
+		latest, err := r.x.Table().LatestSnapshotID(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r.snapshot = latest
+	}
 	b, _, err := r.x.Lookup(ctx, lookup.Request{Keys: keys, Columns: r.cols, SnapshotID: r.snapshot})
 	return b, err
 }
