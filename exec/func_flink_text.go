@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -381,8 +382,8 @@ func resolveConvertTZ(types []arrow.DataType, args []Expr) (*impl, error) {
 }
 
 // resolveJSONExists is JSON_EXISTS(json, path): whether the path selects a
-// value (JSON null included); FALSE for text that is not JSON (Flink's
-// default FALSE ON ERROR).
+// value other than JSON null (as Flink: Calcite tests the selected object);
+// FALSE for text that is not JSON (Flink's default FALSE ON ERROR).
 func resolveJSONExists(types []arrow.DataType, args []Expr) (*impl, error) {
 	st, err := jsonArgs(types, args)
 	if err != nil {
@@ -399,8 +400,8 @@ func resolveJSONExists(types []arrow.DataType, args []Expr) (*impl, error) {
 			if !json.Valid(doc) {
 				return false, nil
 			}
-			_, found := jsonSelect(doc, steps)
-			return found, nil
+			v, found := jsonSelect(doc, steps)
+			return found && string(bytes.TrimSpace(v)) != "null", nil
 		})
 	}}, nil
 }
