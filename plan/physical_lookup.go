@@ -279,24 +279,32 @@ func scalarArray(ec *exec.Context, typ arrow.DataType, vals []scalar.Scalar) (ar
 
 // indexReader reads keys through a lookup index for exec.NewKeyLookup.
 type indexReader struct {
-	x        *lookup.Index
-	release  func()
-	cols     []int
+	x       *lookup.Index
+	release func()
+	cols    []int
+	// snapshot is the snapshot a batch statement reads: the one it bound,
+	// else the latest at its first read, for every batch (0 until then).
 	snapshot int64
+	// stream: each read is of the latest snapshot (a streaming temporal
+	// join sees the table as each change arrives).
+	stream bool
 }
 
 func (r *indexReader) Read(ctx context.Context, keys []arrow.Array) (arrow.RecordBatch, error) {
-	if r.snapshot == 0 {
-		// Read what a scan would: the table's latest snapshot in storage,
-		// which another process may have committed (the index follows
-		// this process's commits only), the same for every batch.
+	snap := r.snapshot
+	if snap == 0 {
+		// The table's latest snapshot in storage, as a scan reads it:
+		// another process may have committed it (the index follows this
+		// process's commits only).
 		latest, err := r.x.Table().LatestSnapshotID(ctx)
 		if err != nil {
 			return nil, err
 		}
-		r.snapshot = latest
+		if snap = latest; !r.stream {
+			r.snapshot = latest
+		}
 	}
-	b, _, err := r.x.Lookup(ctx, lookup.Request{Keys: keys, Columns: r.cols, SnapshotID: r.snapshot})
+	b, _, err := r.x.Lookup(ctx, lookup.Request{Keys: keys, Columns: r.cols, SnapshotID: snap})
 	return b, err
 }
 

@@ -1353,7 +1353,7 @@ func (sb *streamBuilder) temporal(x *sTemporal, in stream.Operator) (stream.Oper
 		if err != nil {
 			return nil, fmt.Errorf("lookup %s: %w", t.Ident(), err)
 		}
-		r := &indexReader{x: x, release: release, cols: cols}
+		r := &indexReader{x: x, release: release, cols: cols, stream: true}
 		return exec.NewLookupJoiner(ec, r, keys, residual, outer, schema), nil
 	}), nil
 }
