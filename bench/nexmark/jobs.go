@@ -272,6 +272,10 @@ func sqlType(t arrow.DataType) (string, error) {
 // flightd decides. It returns the tables hinted.
 func hinted(sel string, start func(sql string) error) ([]string, error) {
 	sql, tables := Streaming(sel, true)
+	if len(tables) == 0 {
+		// Unhinted, the query would run once as a batch (an INSERT: no job).
+		return nil, errors.New("no table to stream: the query reads views only, and a view takes no scan.mode hint")
+	}
 	err := start(sql)
 	if err != nil && strings.Contains(err.Error(), "42601") {
 		tvfErr := oneLine(err)
