@@ -49,6 +49,7 @@ func init() {
 var (
 	f64Type      = arrow.PrimitiveTypes.Float64
 	i64Type      = arrow.PrimitiveTypes.Int64
+	i32Type      = arrow.PrimitiveTypes.Int32
 	boolType     = arrow.FixedWidthTypes.Boolean
 	strType      = arrow.BinaryTypes.String
 	dateType     = arrow.FixedWidthTypes.Date32

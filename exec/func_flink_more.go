@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -344,19 +343,6 @@ func resolveParseURL(types []arrow.DataType, _ []Expr) (*impl, error) {
 	}}, nil
 }
 
-// regexpArg compiles the pattern of row i, caching by text.
-func regexpArg(cache map[string]*regexp.Regexp, p string) (*regexp.Regexp, error) {
-	if re, ok := cache[p]; ok {
-		return re, nil
-	}
-	re, err := regexp.Compile(p)
-	if err != nil {
-		return nil, fmt.Errorf("%w: bad regular expression %q: %v", vectorized.ErrInvalidValue, p, err)
-	}
-	cache[p] = re
-	return re, nil
-}
-
 // resolveRegexpCount is REGEXP_COUNT(s, pattern): how many times pattern
 // matches s (non-overlapping).
 func resolveRegexpCount(types []arrow.DataType, _ []Expr) (*impl, error) {
@@ -365,9 +351,9 @@ func resolveRegexpCount(types []arrow.DataType, _ []Expr) (*impl, error) {
 		return nil, err
 	}
 	return &impl{ret: i64Type, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
-		cache := map[string]*regexp.Regexp{}
+		compile := regexpCache(nil)
 		return vectorized.MapInt64s(ec.Mem, a, n, func(i int) (int64, error) {
-			re, err := regexpArg(cache, vectorized.StringAt(a[1], i))
+			re, err := compile(vectorized.StringAt(a[1], i))
 			if err != nil {
 				return 0, err
 			}
@@ -384,9 +370,9 @@ func resolveRegexpSubstr(types []arrow.DataType, _ []Expr) (*impl, error) {
 		return nil, err
 	}
 	return &impl{ret: strType, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
-		cache := map[string]*regexp.Regexp{}
+		compile := regexpCache(nil)
 		return mapNullableStrings(ec, a, n, false, func(i int) (string, bool, error) {
-			re, err := regexpArg(cache, vectorized.StringAt(a[1], i))
+			re, err := compile(vectorized.StringAt(a[1], i))
 			if err != nil {
 				return "", false, err
 			}

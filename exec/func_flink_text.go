@@ -220,36 +220,27 @@ func resolveRegexpInstr(types []arrow.DataType, args []Expr) (*impl, error) {
 	if err != nil {
 		return nil, err
 	}
-	var fixed *regexp.Regexp
+	var fixed *regexp.Regexp // a literal pattern, compiled (and checked) once
 	if args != nil {
 		if p, ok := literalString(args[1]); ok {
-			if fixed, err = regexpArg(map[string]*regexp.Regexp{}, p); err != nil {
+			if fixed, err = regexpCache(nil)(p); err != nil {
 				return nil, err
 			}
 		}
 	}
-	return &impl{ret: arrow.PrimitiveTypes.Int32, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+	return &impl{ret: i32Type, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
 		compile := regexpCache(fixed)
-		b := array.NewInt32Builder(ec.Mem)
-		defer b.Release()
-		b.Reserve(n)
-		for i := 0; i < n; i++ {
-			if vectorized.AnyNull(a, i) {
-				b.AppendNull()
-				continue
-			}
+		return vectorized.MapFixed(ec.Mem, i32Type, a, n, func(i int) (int32, error) {
 			re, err := compile(vectorized.StringAt(a[1], i))
 			if err != nil {
-				return nil, err
+				return 0, err
 			}
 			s := vectorized.StringAt(a[0], i)
-			pos := int32(0)
 			if loc := re.FindStringIndex(s); loc != nil {
-				pos = int32(utf8.RuneCountInString(s[:loc[0]])) + 1
+				return int32(utf8.RuneCountInString(s[:loc[0]])) + 1, nil
 			}
-			b.Append(pos)
-		}
-		return b.NewArray(), nil
+			return 0, nil
+		})
 	}}, nil
 }
 
@@ -420,21 +411,13 @@ func resolveRandInteger(types []arrow.DataType, _ []Expr) (*impl, error) {
 	if !vectorized.IsInteger(types[0]) && types[0].ID() != arrow.NULL {
 		return nil, fmt.Errorf("argument 1 must be an integer, not %s", types[0])
 	}
-	return &impl{ret: arrow.PrimitiveTypes.Int32, args: []arrow.DataType{i64Type}, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+	return &impl{ret: i32Type, args: []arrow.DataType{i64Type}, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
 		bound := vectorized.Values[int64](a[0])
-		b := array.NewInt32Builder(ec.Mem)
-		defer b.Release()
-		b.Reserve(n)
-		for i := 0; i < n; i++ {
-			if a[0].IsNull(i) {
-				b.AppendNull()
-				continue
-			}
+		return vectorized.MapFixed(ec.Mem, i32Type, a, n, func(i int) (int32, error) {
 			if bound[i] <= 0 || bound[i] > 1<<31-1 {
-				return nil, fmt.Errorf("%w: RAND_INTEGER bound %d must be between 1 and %d", vectorized.ErrInvalidValue, bound[i], 1<<31-1)
+				return 0, fmt.Errorf("%w: RAND_INTEGER bound %d must be between 1 and %d", vectorized.ErrInvalidValue, bound[i], 1<<31-1)
 			}
-			b.Append(int32(rand.Int64N(bound[i])))
-		}
-		return b.NewArray(), nil
+			return int32(rand.Int64N(bound[i])), nil
+		})
 	}}, nil
 }

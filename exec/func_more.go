@@ -194,7 +194,8 @@ func resolveSplitPart(types []arrow.DataType, _ []Expr) (*impl, error) {
 	}}, nil
 }
 
-// regexpArg compiles a literal pattern once, or returns a per-batch cache.
+// regexpCache compiles each pattern of a batch once (fixed, when set: a
+// literal pattern compiled when the call was resolved).
 func regexpCache(fixed *regexp.Regexp) func(p string) (*regexp.Regexp, error) {
 	cache := map[string]*regexp.Regexp{}
 	return func(p string) (*regexp.Regexp, error) {

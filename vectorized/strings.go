@@ -55,10 +55,16 @@ func MapStrings(mem memory.Allocator, args []arrow.Array, n int, f func(i int) (
 	return b.NewArray(), nil
 }
 
-// MapInt64 builds an int64 array of n rows, NULL where any arg is NULL.
+// MapInt64s builds an int64 array of n rows, NULL where any arg is NULL.
 func MapInt64s(mem memory.Allocator, args []arrow.Array, n int, f func(i int) (int64, error)) (arrow.Array, error) {
+	return MapFixed(mem, arrow.PrimitiveTypes.Int64, args, n, f)
+}
+
+// MapFixed builds an array of fixed-width type typ (whose values are T) of
+// n rows, NULL where any arg is NULL, else f(i).
+func MapFixed[T Fixed](mem memory.Allocator, typ arrow.DataType, args []arrow.Array, n int, f func(i int) (T, error)) (arrow.Array, error) {
 	v := AndValidity(mem, n, args...)
-	out := NewFixedOut[int64](mem, n)
+	out := NewFixedOut[T](mem, n)
 	for i := 0; i < n; i++ {
 		if !v.IsValid(i) {
 			out.Vals[i] = 0
@@ -72,7 +78,7 @@ func MapInt64s(mem memory.Allocator, args []arrow.Array, n int, f func(i int) (i
 		}
 		out.Vals[i] = x
 	}
-	return out.Finish(arrow.PrimitiveTypes.Int64, v.Buf, v.Nulls), nil
+	return out.Finish(typ, v.Buf, v.Nulls), nil
 }
 
 // MapBools builds a boolean array of n rows, NULL where any arg is NULL.
