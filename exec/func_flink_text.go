@@ -59,8 +59,8 @@ func urlEncode(s string) string {
 }
 
 // urlDecode is Java's URLDecoder: '+' is a space, %XX a byte; ok is false
-// for a malformed escape or bytes that are not UTF-8, which Flink answers
-// with NULL.
+// for a malformed escape, which Flink answers with NULL. Bytes that are not
+// UTF-8 become U+FFFD, as Java's decoder replaces them.
 func urlDecode(s string) (string, bool) {
 	var b []byte
 	for i := 0; i < len(s); i++ {
@@ -82,7 +82,7 @@ func urlDecode(s string) (string, bool) {
 		}
 	}
 	if !utf8.Valid(b) {
-		return "", false
+		return string([]rune(string(b))), true
 	}
 	return string(b), true
 }
@@ -131,11 +131,7 @@ func resolveSplit(types []arrow.DataType, _ []Expr) (*impl, error) {
 				continue
 			}
 			b.Append(true)
-			s, sep := vectorized.StringAt(a[0], i), vectorized.StringAt(a[1], i)
-			if s == "" && sep == "" {
-				continue
-			}
-			for _, p := range strings.Split(s, sep) {
+			for _, p := range strings.Split(vectorized.StringAt(a[0], i), vectorized.StringAt(a[1], i)) {
 				vb.Append(p)
 			}
 		}
