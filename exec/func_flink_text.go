@@ -155,8 +155,8 @@ func resolveStrToMap(types []arrow.DataType, args []Expr) (*impl, error) {
 	}
 	for i := 1; i < len(types) && args != nil; i++ {
 		if p, ok := literalString(args[i]); ok {
-			if _, err := regexp.Compile(p); err != nil {
-				return nil, fmt.Errorf("%w: delimiter %q is not a regular expression: %v", vectorized.ErrInvalidValue, p, err)
+			if _, err := regexpCache(nil)(p); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -272,7 +272,7 @@ func resolveOverlay(types []arrow.DataType, _ []Expr) (*impl, error) {
 				return "", fmt.Errorf("%w: OVERLAY position %d and length %d (the position counts from 1, the length is not negative)", vectorized.ErrInvalidValue, p, length)
 			}
 			start := min(p-1, int64(len(s)))
-			end := min(start+length, int64(len(s)))
+			end := start + min(length, int64(len(s))-start) // no overflow for a huge length
 			return string(s[:start]) + r + string(s[end:]), nil
 		})
 	}}, nil
