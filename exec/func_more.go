@@ -125,6 +125,11 @@ func strPredicate(f func(s, p string) bool) resolver {
 	}
 }
 
+// maxGeneratedChars bounds what one value of a function that generates
+// text from a number (a pad length, a PRINTF width) may ask for, so that
+// one row cannot make the server allocate gigabytes.
+const maxGeneratedChars = 1 << 20
+
 // padResolver is lpad/rpad(s, length [, fill]); the result has exactly
 // length characters (s is truncated when longer), fill defaults to ' '.
 func padResolver(left bool) resolver {
@@ -143,7 +148,7 @@ func padResolver(left bool) resolver {
 			k := a[1].(*array.Int64)
 			return vectorized.MapStrings(ec.Mem, a, n, func(i int) (string, error) {
 				s, l := []rune(vectorized.StringAt(a[0], i)), k.Value(i)
-				if l < 0 || l > 1<<20 {
+				if l < 0 || l > maxGeneratedChars {
 					return "", fmt.Errorf("%w: pad length %d", vectorized.ErrInvalidValue, l)
 				}
 				if int64(len(s)) >= l {

@@ -79,6 +79,9 @@ func parsePrintf(f string) ([]printfSpec, error) {
 		if j >= len(f) {
 			return nil, fmt.Errorf("%w: PRINTF format %q ends inside a conversion", vectorized.ErrInvalidValue, f)
 		}
+		if tooLong(sp.width) || tooLong(strings.TrimPrefix(sp.prec, ".")) {
+			return nil, fmt.Errorf("%w: PRINTF format %q: width or precision over %d", vectorized.ErrInvalidValue, f, maxGeneratedChars)
+		}
 		sp.conv = f[j]
 		if strings.IndexByte(printfConvs, sp.conv) < 0 {
 			return nil, fmt.Errorf("%w: PRINTF format %q: conversion %%%c is not supported", vectorized.ErrInvalidValue, f, sp.conv)
@@ -102,6 +105,13 @@ func parsePrintf(f string) ([]printfSpec, error) {
 		i = j
 	}
 	return append(specs, printfSpec{lit: lit.String(), arg: -1}), nil
+}
+
+// tooLong reports whether the digits n (a width or precision) exceed
+// maxGeneratedChars.
+func tooLong(n string) bool {
+	v, err := strconv.Atoi(n)
+	return n != "" && (err != nil || v > maxGeneratedChars)
 }
 
 // printfArg formats argument a at row i for one conversion. Integer
