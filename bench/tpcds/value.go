@@ -315,11 +315,25 @@ func compareColumns(want, got *Result) string {
 		return ""
 	}
 	for c := range want.Types {
+		if want.Types[c] == TypeNumber && allNull(want.Rows, c) {
+			// DuckDB reports an expression it folded to an untyped NULL
+			// (NULL || s) as INTEGER: the class says nothing then.
+			continue
+		}
 		if w, g := want.Types[c], got.Types[c]; w != g && w != TypeOther && g != TypeOther {
 			return fmt.Sprintf("column %d (%s) is a %s, want a %s", c+1, want.Columns[c], g, w)
 		}
 	}
 	return ""
+}
+
+func allNull(rows [][]Value, c int) bool {
+	for _, r := range rows {
+		if r[c].Kind != KNull {
+			return false
+		}
+	}
+	return true
 }
 
 var plainName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
