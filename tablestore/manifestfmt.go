@@ -164,13 +164,28 @@ func datumOf(dt arrow.DataType, v any) datum {
 // encodeDatums serializes ds (of types) as a BinaryRow; exact tells
 // whether decoding it gives ds back.
 func encodeDatums(types []arrow.DataType, ds []datum) (row []byte, exact bool, err error) {
+	row, exact, err = encodeRowOf(types, ds)
+	if err != nil {
+		return nil, false, err
+	}
+	if exact {
+		back, err := decodeDatums(types, row)
+		exact = err == nil && reflect.DeepEqual(back, ds)
+	}
+	return row, exact, nil
+}
+
+// encodeRowOf is encodeDatums without decoding the row again to check it,
+// for callers that already know which values BinaryRow holds exactly;
+// maybe is false when it certainly does not.
+func encodeRowOf(types []arrow.DataType, ds []datum) (row []byte, maybe bool, err error) {
 	pts := make([]paimonfmt.Type, len(types))
 	vals := make([]any, len(types))
-	exact = len(ds) == len(types)
+	maybe = len(ds) == len(types)
 	for i, dt := range types {
 		pt, ok := paimonType(dt)
 		if !ok {
-			pt, exact = paimonfmt.Type{Kind: paimonfmt.BigInt}, false // stays NULL
+			pt, maybe = paimonfmt.Type{Kind: paimonfmt.BigInt}, false // stays NULL
 		} else if i < len(ds) {
 			vals[i] = paimonValue(dt, ds[i])
 		}
@@ -179,11 +194,7 @@ func encodeDatums(types []arrow.DataType, ds []datum) (row []byte, exact bool, e
 	if row, err = paimonfmt.EncodeRow(pts, vals); err != nil {
 		return nil, false, err
 	}
-	if exact {
-		back, err := decodeDatums(types, row)
-		exact = err == nil && reflect.DeepEqual(back, ds)
-	}
-	return row, exact, nil
+	return row, maybe, nil
 }
 
 func decodeDatums(types []arrow.DataType, row []byte) ([]datum, error) {
@@ -308,6 +319,7 @@ func (st *tableState) entryToAvro(e *manifestEntry) (paimonfmt.ManifestEntry, en
 	for _, c := range f.ValueStats {
 		byID[c.ID] = c
 	}
+	exactIDs := map[int]bool{} // the columns in _VALUE_STATS_COLS
 	var cols []string
 	var types []arrow.DataType
 	var mins, maxs []datum
@@ -333,21 +345,22 @@ func (st *tableState) entryToAvro(e *manifestEntry) (paimonfmt.ManifestEntry, en
 			x.Stats = append(x.Stats, c)
 		}
 		n := c.NullCount
+		exactIDs[fd.ID] = true
 		cols, types = append(cols, fd.Name), append(types, sch.types[i])
 		mins, maxs, nulls = append(mins, lo), append(maxs, hi), append(nulls, &n)
 	}
-	minRow, _, err := encodeDatums(types, mins)
+	minRow, _, err := encodeRowOf(types, mins)
 	if err != nil {
 		return paimonfmt.ManifestEntry{}, x, err
 	}
-	maxRow, _, err := encodeDatums(types, maxs)
+	maxRow, _, err := encodeRowOf(types, maxs)
 	if err != nil {
 		return paimonfmt.ManifestEntry{}, x, err
 	}
 	if cols == nil {
 		cols = []string{}
 	}
-	keyStats, err := keyColumnStats(sch, keyCols, keyTypes, byID, f.RowCount)
+	keyStats, err := keyColumnStats(sch, keyCols, keyTypes, byID, exactIDs)
 	if err != nil {
 		return paimonfmt.ManifestEntry{}, x, err
 	}
@@ -374,29 +387,28 @@ func (st *tableState) entryToAvro(e *manifestEntry) (paimonfmt.ManifestEntry, en
 
 // keyColumnStats are Paimon's key statistics: the bounds of each key
 // column (not of the key rows), from the column statistics; a column
-// without exact bounds gets none, with its null count unknown.
-func keyColumnStats(sch *tableSchema, keyCols []string, keyTypes []arrow.DataType, byID map[int]colStats, rows int64) (paimonfmt.SimpleStats, error) {
+// without exact bounds (not in exactIDs, the value statistics Paimon
+// holds exactly) gets none, with its null count unknown.
+func keyColumnStats(sch *tableSchema, keyCols []string, keyTypes []arrow.DataType, byID map[int]colStats, exactIDs map[int]bool) (paimonfmt.SimpleStats, error) {
 	lo := make([]datum, len(keyCols))
 	hi := make([]datum, len(keyCols))
 	nulls := make([]*int64, len(keyCols))
 	for i, c := range keyCols {
 		lo[i], hi[i] = datum{Null: true}, datum{Null: true}
-		cs, ok := byID[sch.Fields[sch.fieldIndex(c)].ID]
-		if !ok || cs.Min == nil || !statsExact(cs, rows) {
-			continue
-		}
-		if _, exact, _ := encodeDatums([]arrow.DataType{keyTypes[i], keyTypes[i]}, []datum{*cs.Min, *cs.Max}); !exact {
+		id := sch.Fields[sch.fieldIndex(c)].ID
+		cs := byID[id]
+		if !exactIDs[id] || cs.Min == nil {
 			continue
 		}
 		lo[i], hi[i] = *cs.Min, *cs.Max
 		n := cs.NullCount
 		nulls[i] = &n
 	}
-	minRow, _, err := encodeDatums(keyTypes, lo)
+	minRow, _, err := encodeRowOf(keyTypes, lo)
 	if err != nil {
 		return paimonfmt.SimpleStats{}, err
 	}
-	maxRow, _, err := encodeDatums(keyTypes, hi)
+	maxRow, _, err := encodeRowOf(keyTypes, hi)
 	if err != nil {
 		return paimonfmt.SimpleStats{}, err
 	}

@@ -32,6 +32,10 @@ func encodeMeta(v any) ([]byte, error) {
 	return fmt.Appendf(body, "%s%08x\n", crcPrefix, crc32.Checksum(body, crcTable)), nil
 }
 
+// hasTrailer tells flightd's checksummed JSON (its own files, and every
+// metadata file of its former format) from Paimon's plain JSON.
+func hasTrailer(data []byte) bool { return bytes.Contains(data, []byte(crcPrefix)) }
+
 func decodeMeta(name string, data []byte, v any) error {
 	i := bytes.LastIndex(data, []byte(crcPrefix))
 	if i < 0 {

@@ -380,3 +380,57 @@ func checkPaimonSnapshot(t *testing.T, st *tableState) {
 		t.Fatalf("schema %d is not plain JSON: %v", sn.SchemaID, err)
 	}
 }
+
+// TestVersionlessPaimonSchema: a schema file without a "version" field and
+// without flightd's checksum trailer is Paimon's (Paimon 0.7 wrote none),
+// not flightd's former format: flightd leaves the file as it is and puts
+// keys in the buckets Paimon's function gives, as Paimon's writers do.
+func TestVersionlessPaimonSchema(t *testing.T) {
+	ctx := context.Background()
+	mem := newMem(t)
+	dir := t.TempDir()
+	s := openStore(t, NewLocalFS(), dir, mem)
+	must(t, s.CreateDatabase(ctx, "db", false))
+	id := Ident{Database: "db", Table: "t"}
+	_, err := s.CreateTable(ctx, id, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}, Options: map[string]string{"bucket": "4"}}, false)
+	must(t, err)
+	s.Close()
+
+	// Rewrite schema-0 as Paimon 0.7 did: no "version".
+	path := filepath.Join(dir, "db.db", "t", "schema", "schema-0")
+	raw, err := os.ReadFile(path)
+	must(t, err)
+	var m map[string]any
+	must(t, json.Unmarshal(raw, &m))
+	delete(m, "version")
+	raw, err = json.Marshal(m)
+	must(t, err)
+	must(t, os.WriteFile(path, raw, 0o644))
+
+	s = openStore(t, NewLocalFS(), dir, mem)
+	defer s.Close()
+	tbl, err := s.Table(ctx, id)
+	must(t, err)
+	var rows [][]any
+	for k := 0; k < 40; k++ {
+		rows = append(rows, []any{k, fmt.Sprint("v", k)})
+	}
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, rows)
+	if after, err := os.ReadFile(path); err != nil || string(after) != string(raw) {
+		t.Fatalf("flightd rewrote Paimon's schema file (%v):\n%s\nwas\n%s", err, after, raw)
+	}
+	st := s.state(id)
+	sn, err := st.readSnapshot(1)
+	must(t, err)
+	live, err := st.liveFiles(sn)
+	must(t, err)
+	for _, e := range live {
+		for _, key := range [][]datum{e.File.MinKey, e.File.MaxKey} {
+			h, err := paimonfmt.RowHash([]paimonfmt.Type{{Kind: paimonfmt.BigInt}}, []any{*key[0].I})
+			must(t, err)
+			if b := paimonfmt.BucketOf(h, 4); b != e.Bucket {
+				t.Fatalf("key %d is in bucket %d; Paimon's function gives %d", *key[0].I, e.Bucket, b)
+			}
+		}
+	}
+}

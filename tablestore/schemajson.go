@@ -214,14 +214,3 @@ func (s tableSchema) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(p)
 }
-
-func (s *tableSchema) UnmarshalJSON(data []byte) error {
-	type plain tableSchema // without this method
-	if err := json.Unmarshal(data, (*plain)(s)); err != nil {
-		return err
-	}
-	if s.Version == 0 { // flightd's format before Paimon's: its own bucket hash
-		s.LegacyBucketHash = true
-	}
-	return nil
-}

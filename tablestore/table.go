@@ -174,17 +174,26 @@ func (st *tableState) schema(id int64) (*tableSchema, error) {
 		return sch, nil
 	}
 	name := joinPath(st.dir, "schema", "schema-"+strconv.FormatInt(id, 10))
+	data, err := readFileAll(st.fs(), name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("table %s: %w: schema %d missing", st.id, ErrCorrupt, id)
+	} else if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
 	sch = &tableSchema{}
-	if err := readMeta(st.fs(), name, sch); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("table %s: %w: schema %d missing", st.id, ErrCorrupt, id)
-		}
+	if err := decodeMeta(name, data, sch); err != nil {
 		return nil, err
+	}
+	// Only flightd's former format has the trailer; a schema without a
+	// version is not enough to tell, since Paimon 0.7 wrote none.
+	legacy := hasTrailer(data)
+	if legacy {
+		sch.LegacyBucketHash = true // its rows were placed by flightd's old hash
 	}
 	if err := sch.init(); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
 	}
-	if sch.Version == 0 {
+	if legacy {
 		st.migrateSchema(name, sch)
 	}
 	st.mu.Lock()
