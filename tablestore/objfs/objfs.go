@@ -15,6 +15,7 @@ package objfs
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -322,7 +323,10 @@ func (f *FS) RenameNoReplace(oldname, newname string) error {
 	if err != nil {
 		return err
 	}
-	var opts minio.PutObjectOptions
+	// The token tells our object from another writer's, whose bytes may
+	// equal ours (two CREATE TAGs of one snapshot publish the same JSON).
+	token := rand.Text()
+	opts := minio.PutObjectOptions{UserMetadata: map[string]string{publishTokenMeta: token}}
 	opts.SetMatchETagExcept("*")
 	if err := f.put(newname, data, opts); err != nil {
 		if !errors.Is(err, fs.ErrExist) {
@@ -330,16 +334,19 @@ func (f *FS) RenameNoReplace(oldname, newname string) error {
 		}
 		// The client retries a PUT whose answer was lost; if the first
 		// attempt landed, the retry fails its precondition on our own
-		// object, which is a success. Equal bytes from another writer
-		// would pass too: what the store publishes names its writer
-		// (a snapshot's commit user and identifier).
-		got, rerr := f.readAll(newname)
-		if rerr != nil || !bytes.Equal(got, data) {
+		// object, which is a success.
+		info, serr := f.client.StatObject(f.ctx, f.bucket, key(newname), minio.StatObjectOptions{})
+		if serr != nil || info.UserMetadata[publishTokenMeta] != token {
 			return err
 		}
 	}
 	return f.removeObject(oldname)
 }
+
+// publishTokenMeta is the user metadata (x-amz-meta-flightd-publish) that
+// RenameNoReplace marks its PUT with, in the canonical form minio-go
+// gives back.
+const publishTokenMeta = "Flightd-Publish"
 
 func (f *FS) readAll(name string) ([]byte, error) {
 	obj, err := f.client.GetObject(f.ctx, f.bucket, key(name), minio.GetObjectOptions{})

@@ -58,18 +58,26 @@ func readAll(t *testing.T, fsys tablestore.FS, name string) []byte {
 // TestPublishRace: of publications racing for one name exactly one wins,
 // the others fail with fs.ErrExist, and the name holds the winner's bytes.
 // It fails if the server ignored If-None-Match (every PUT would succeed).
+// In odd rounds the writers publish equal bytes (two CREATE TAGs of one
+// snapshot write the same JSON): still exactly one wins.
 func TestPublishRace(t *testing.T) {
 	srv := s3test.Start(t)
 	fsys := srv.FS(t, 0)
 	rng := seeded(t)
-	for round := range 5 {
+	content := func(round, i int) string {
+		if round%2 == 1 {
+			return "equal bytes"
+		}
+		return fmt.Sprintf("writer %d", i)
+	}
+	for round := range 6 {
 		n := 2 + rng.IntN(6)
 		final := fmt.Sprintf("/wh/snapshot/snapshot-%d", round)
 		var wg sync.WaitGroup
 		errs := make([]error, n)
 		for i := range n {
 			tmp := fmt.Sprintf("/wh/snapshot/.tmp-%d-%d", round, i)
-			writeFile(t, fsys, tmp, fmt.Appendf(nil, "writer %d", i))
+			writeFile(t, fsys, tmp, []byte(content(round, i)))
 			wg.Go(func() { errs[i] = fsys.RenameNoReplace(tmp, final) })
 		}
 		wg.Wait()
@@ -87,7 +95,7 @@ func TestPublishRace(t *testing.T) {
 		if winner < 0 {
 			t.Fatalf("round %d: no writer published", round)
 		}
-		if got, want := string(readAll(t, fsys, final)), fmt.Sprintf("writer %d", winner); got != want {
+		if got, want := string(readAll(t, fsys, final)), content(round, winner); got != want {
 			t.Fatalf("round %d: %s holds %q, want the winner's %q", round, final, got, want)
 		}
 	}
@@ -95,6 +103,11 @@ func TestPublishRace(t *testing.T) {
 	writeFile(t, fsys, "/wh/late", []byte("late"))
 	if err := fsys.RenameNoReplace("/wh/late", "/wh/snapshot/snapshot-0"); !errors.Is(err, fs.ErrExist) {
 		t.Fatalf("publish over an existing name: %v, want fs.ErrExist", err)
+	}
+	// Nor over an existing name holding the same bytes.
+	writeFile(t, fsys, "/wh/again", []byte(content(1, 0)))
+	if err := fsys.RenameNoReplace("/wh/again", "/wh/snapshot/snapshot-1"); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("publish of equal bytes over an existing name: %v, want fs.ErrExist", err)
 	}
 }
 
