@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -45,19 +46,35 @@ type cacheID struct {
 }
 
 // NewCache returns a cache of at most budget bytes in dir, which it
-// creates; blocks a previous process left there are removed (not indexed).
+// creates; blocks a previous process left there are removed (not
+// indexed). Nothing else in dir is touched: it may be a directory the
+// user keeps other files in.
 func NewCache(dir string, budget int64) (*Cache, error) {
 	if budget <= 0 {
 		return nil, fmt.Errorf("object cache budget %d: must be positive", budget)
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, fmt.Errorf("object cache %s: %w", dir, err)
-	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("object cache %s: %w", dir, err)
 	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("object cache %s: %w", dir, err)
+	}
+	for _, e := range ents {
+		if e.Type().IsRegular() && cacheFileName.MatchString(e.Name()) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				return nil, fmt.Errorf("object cache %s: %w", dir, err)
+			}
+		}
+	}
 	return &Cache{dir: dir, budget: budget, lru: list.New(), entries: map[string]*list.Element{}}, nil
 }
+
+// tmpPattern names a block being written (os.CreateTemp); cacheFileName
+// matches it and blockName's names, the only files the cache removes.
+const tmpPattern = ".objcache-*"
+
+var cacheFileName = regexp.MustCompile(`^([0-9a-f]{32}-[0-9]+|\.objcache-[0-9]+)$`)
 
 // CacheStats counts blocks read from the cache and fetched.
 type CacheStats struct {
@@ -154,7 +171,7 @@ func (c *Cache) put(name string, blk []byte) {
 	if size > c.budget {
 		return
 	}
-	tmp, err := os.CreateTemp(c.dir, ".tmp-*")
+	tmp, err := os.CreateTemp(c.dir, tmpPattern)
 	if err != nil {
 		return
 	}
@@ -180,6 +197,6 @@ func (c *Cache) put(name string, blk []byte) {
 		c.lru.Remove(el)
 		delete(c.entries, e.name)
 		c.used -= e.size
-		_ = os.Remove(filepath.Join(c.dir, e.name)) // a stray file goes at the next start
+		_ = os.Remove(filepath.Join(c.dir, e.name)) // a stray block goes at the next start
 	}
 }
