@@ -247,10 +247,10 @@ func (r *readFile) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, &fs.PathError{Op: "read", Path: r.name, Err: fs.ErrInvalid}
 	}
+	if len(p) == 0 {
+		return 0, nil // no range to ask for: bytes=off-(off-1) is refused
+	}
 	if off >= r.size {
-		if len(p) == 0 {
-			return 0, nil
-		}
 		return 0, io.EOF
 	}
 	want := p

@@ -168,6 +168,10 @@ func TestSemantics(t *testing.T) {
 				t.Fatalf("%s: short read without io.EOF: %v", name, err)
 			}
 		}
+		// An empty read inside the file reads nothing and succeeds.
+		if n, err := f.ReadAt(nil, int64(len(want))/2); n != 0 || err != nil {
+			t.Fatalf("%s: empty ReadAt at %d = %d, %v; want 0, nil", name, len(want)/2, n, err)
+		}
 		f.Close()
 	}
 
