@@ -153,16 +153,20 @@ func (c *Cache) readBlock(id cacheID, b int64, p []byte, off int64) bool {
 	if !ok {
 		return false
 	}
-	blk, err := os.ReadFile(filepath.Join(c.dir, name))
+	f, err := os.Open(filepath.Join(c.dir, name))
 	if err != nil {
 		return false
 	}
+	defer f.Close()
 	at := b * BlockSize
-	if want := min(BlockSize, id.size-at); int64(len(blk)) != want {
+	size := min(BlockSize, id.size-at)
+	if st, err := f.Stat(); err != nil || st.Size() != size {
 		return false
 	}
-	copyBlock(p, off, blk, at)
-	return true
+	// Only the part p covers: a footer's few bytes need not read 1 MiB.
+	lo, hi := max(off, at), min(off+int64(len(p)), at+size)
+	_, err = f.ReadAt(p[lo-off:hi-off], lo-at)
+	return err == nil
 }
 
 // put stores a block; failing to is only a later miss.

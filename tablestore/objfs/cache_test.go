@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/flightd/flightd/internal/s3test"
 	"github.com/flightd/flightd/tablestore/objfs"
 )
 
@@ -40,5 +41,29 @@ func TestCacheDirKeepsOtherFiles(t *testing.T) {
 	// A directory that does not exist yet is created.
 	if _, err := objfs.NewCache(filepath.Join(dir, "new", "cache"), objfs.BlockSize); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// BenchmarkCacheSmallRead reads 8 bytes (a Parquet footer's length) of a
+// cached block: the cost of a warm query's metadata reads.
+func BenchmarkCacheSmallRead(b *testing.B) {
+	srv := s3test.Start(b)
+	fsys := srv.FS(b, 4*objfs.BlockSize)
+	data := make([]byte, 2*objfs.BlockSize)
+	writeFile(b, fsys, "/f", data)
+	f, err := fsys.Open("/f")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 8)
+	if _, err := f.ReadAt(buf, int64(len(data)-8)); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := f.ReadAt(buf, int64(len(data)-8)); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

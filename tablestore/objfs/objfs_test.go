@@ -27,7 +27,7 @@ func seeded(t *testing.T) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, seed))
 }
 
-func writeFile(t *testing.T, fsys tablestore.FS, name string, data []byte) {
+func writeFile(t testing.TB, fsys tablestore.FS, name string, data []byte) {
 	t.Helper()
 	f, err := fsys.Create(name)
 	if err != nil {
