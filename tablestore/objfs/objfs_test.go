@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -370,7 +371,8 @@ func TestPublishLostAnswer(t *testing.T) {
 func TestCacheConcurrent(t *testing.T) {
 	srv := s3test.Start(t)
 	const budget = 2 * objfs.BlockSize
-	c, err := objfs.NewCache(t.TempDir(), budget)
+	dir := t.TempDir()
+	c, err := objfs.NewCache(dir, budget)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,4 +418,25 @@ func TestCacheConcurrent(t *testing.T) {
 	if st := c.Stats(); st.Bytes > budget || st.Hits == 0 {
 		t.Fatalf("cache %+v: want at most %d bytes and some hits", st, budget)
 	}
+	// The bound holds on disk, not only in the cache's count.
+	if used := dirBytes(t, dir); used > budget {
+		t.Fatalf("cache directory holds %d bytes, budget %d", used, budget)
+	}
+}
+
+func dirBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, e := range ents {
+		info, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += info.Size()
+	}
+	return n
 }
