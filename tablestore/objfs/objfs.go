@@ -334,13 +334,32 @@ func (f *FS) RenameNoReplace(oldname, newname string) error {
 		}
 		// The client retries a PUT whose answer was lost; if the first
 		// attempt landed, the retry fails its precondition on our own
-		// object, which is a success.
+		// object, which is a success. Taking our own object for another's
+		// would have a commit remove the files it published, so what
+		// cannot be told is not reported as fs.ErrExist.
 		info, serr := f.client.StatObject(f.ctx, f.bucket, key(newname), minio.StatObjectOptions{})
-		if serr != nil || info.UserMetadata[publishTokenMeta] != token {
+		if serr != nil {
+			return unknownOwner(newname, serr)
+		}
+		got, marked := info.UserMetadata[publishTokenMeta]
+		if marked && got != token {
 			return err
+		}
+		if !marked { // a server that keeps no user metadata: compare bytes
+			published, rerr := f.readAll(newname)
+			if rerr != nil {
+				return unknownOwner(newname, rerr)
+			}
+			if !bytes.Equal(published, data) {
+				return err
+			}
 		}
 	}
 	return f.removeObject(oldname)
+}
+
+func unknownOwner(name string, err error) error {
+	return &fs.PathError{Op: "publish", Path: name, Err: fmt.Errorf("exists, and whose it is could not be read: %v", err)}
 }
 
 // publishTokenMeta is the user metadata (x-amz-meta-flightd-publish) that

@@ -325,8 +325,14 @@ func TestPublishLostAnswer(t *testing.T) {
 	}
 	proxy := httputil.NewSingleHostReverseProxy(upstream)
 	var dropped atomic.Int64
+	var dropNext, refuseHead atomic.Bool
+	dropNext.Store(true)
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut && r.Header.Get("If-None-Match") == "*" && dropped.Add(1) == 1 {
+		if r.Method == http.MethodHead && refuseHead.Load() {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		if r.Method == http.MethodPut && r.Header.Get("If-None-Match") == "*" && dropped.Add(1) > 0 /* counts every attempt */ && dropNext.CompareAndSwap(true, false) {
 			rec := httptest.NewRecorder()
 			proxy.ServeHTTP(rec, r) // applied upstream...
 			if rec.Code != http.StatusOK {
@@ -361,6 +367,19 @@ func TestPublishLostAnswer(t *testing.T) {
 	writeFile(t, fsys, "/wh/.tmp-2", []byte("theirs"))
 	if err := fsys.RenameNoReplace("/wh/.tmp-2", "/wh/snapshot-1"); !errors.Is(err, fs.ErrExist) {
 		t.Fatalf("publication over another's: %v, want fs.ErrExist", err)
+	}
+	// A lost answer whose object cannot then be looked at is an error,
+	// but not a lost race: the commit must not remove what it published.
+	writeFile(t, fsys, "/wh/.tmp-3", []byte("ours again"))
+	dropNext.Store(true)
+	refuseHead.Store(true)
+	err = fsys.RenameNoReplace("/wh/.tmp-3", "/wh/snapshot-3")
+	refuseHead.Store(false)
+	if err == nil || errors.Is(err, fs.ErrExist) {
+		t.Fatalf("publication whose answer was lost and whose object could not be read: %v, want an error other than fs.ErrExist", err)
+	}
+	if got := readAll(t, fsys, "/wh/snapshot-3"); string(got) != "ours again" {
+		t.Fatalf("published %q", got)
 	}
 }
 
