@@ -109,14 +109,17 @@ func dirPrefix(name string) string {
 }
 
 // pathErr wraps a client error as an *fs.PathError, mapping a missing key
-// to fs.ErrNotExist and a failed If-None-Match to fs.ErrExist.
+// to fs.ErrNotExist and a failed If-None-Match (a "put") to fs.ErrExist; a
+// failed If-Match (a "read") means the object was replaced.
 func pathErr(op, name string, err error) error {
 	resp := minio.ToErrorResponse(err)
 	switch {
 	case resp.Code == "NoSuchKey" || resp.StatusCode == http.StatusNotFound:
 		err = fmt.Errorf("%w (%s)", fs.ErrNotExist, resp.Code)
-	case resp.StatusCode == http.StatusPreconditionFailed:
+	case resp.StatusCode == http.StatusPreconditionFailed && op == "put":
 		err = fmt.Errorf("%w (%s)", fs.ErrExist, resp.Code)
+	case resp.StatusCode == http.StatusPreconditionFailed:
+		err = fmt.Errorf("replaced since it was opened (%s)", resp.Code)
 	}
 	return &fs.PathError{Op: op, Path: name, Err: err}
 }

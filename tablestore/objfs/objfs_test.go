@@ -185,6 +185,17 @@ func TestSemantics(t *testing.T) {
 	if got := readAll(t, fsys, "/wh/db.db/t/LATEST"); string(got) != "2" {
 		t.Fatalf("LATEST after rename: %q", got)
 	}
+	// A read of a file replaced since it was opened fails (its version is
+	// gone), and not as if the file already existed.
+	opened, err := fsys.Open("/wh/db.db/t/LATEST")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, fsys, "/wh/db.db/t/LATEST", []byte("3"))
+	if _, err := opened.ReadAt(make([]byte, 1), 0); err == nil || errors.Is(err, fs.ErrExist) {
+		t.Fatalf("read of a replaced file: %v, want an error other than fs.ErrExist", err)
+	}
+	opened.Close()
 	if _, err := fsys.Stat("/wh/db.db/t/.tmp-hint"); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("rename left its source: %v", err)
 	}
