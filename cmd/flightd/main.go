@@ -63,7 +63,7 @@ func run() error {
 	flag.StringVar(&obj.cfg.Region, "s3-region", "", "object store region (default $AWS_REGION, $AWS_DEFAULT_REGION, else us-east-1)")
 	flag.StringVar(&obj.cfg.AccessKey, "s3-access-key", "", "object store access key (default $AWS_ACCESS_KEY_ID, else ~/.aws/credentials)")
 	flag.StringVar(&obj.cfg.SecretKey, "s3-secret-key", "", "object store secret key (default $AWS_SECRET_ACCESS_KEY; prefer the environment: flags show in ps)")
-	flag.StringVar(&obj.cacheDir, "object-cache-dir", "", "local directory for the disk cache of an s3:// warehouse's files, emptied at start (default: a new temporary directory)")
+	flag.StringVar(&obj.cacheDir, "object-cache-dir", "", "local directory for the disk cache of an s3:// warehouse's files; the blocks an earlier run left there are removed at start, nothing else (default: a new temporary directory)")
 	flag.Int64Var(&obj.cacheBytes, "object-cache-bytes", 4<<30, "bytes of an s3:// warehouse's files kept on local disk so repeated queries do not fetch them again (0: no cache)")
 	flag.Parse()
 

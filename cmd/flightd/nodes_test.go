@@ -29,8 +29,13 @@ import (
 func s3Warehouse(t *testing.T) (string, []string) {
 	t.Helper()
 	srv := s3test.Start(t)
+	return "s3://" + srv.Bucket(t) + "/wh", s3Flags(srv)
+}
+
+// s3Flags are the flags that point flightd at srv.
+func s3Flags(srv *s3test.Server) []string {
 	cfg := srv.Config
-	return "s3://" + srv.Bucket(t) + "/wh", []string{"-s3-endpoint", cfg.Endpoint, "-s3-access-key", cfg.AccessKey, "-s3-secret-key", cfg.SecretKey}
+	return []string{"-s3-endpoint", cfg.Endpoint, "-s3-access-key", cfg.AccessKey, "-s3-secret-key", cfg.SecretKey}
 }
 
 // TestS3Kill9KeepsAcknowledgedWrites is TestKill9KeepsAcknowledgedWrites
@@ -202,10 +207,8 @@ func TestS3MissingBucket(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
-	srv := s3test.Start(t)
-	cfg := srv.Config
-	cmd := exec.Command(buildFlightd(t), "-addr", "127.0.0.1:0", "-data", "s3://no-such-bucket/wh",
-		"-s3-endpoint", cfg.Endpoint, "-s3-access-key", cfg.AccessKey, "-s3-secret-key", cfg.SecretKey)
+	args := append([]string{"-addr", "127.0.0.1:0", "-data", "s3://no-such-bucket/wh"}, s3Flags(s3test.Start(t))...)
+	cmd := exec.Command(buildFlightd(t), args...)
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), `bucket "no-such-bucket" does not exist`) {
 		t.Fatalf("flightd over a missing bucket: %v\n%s", err, out)

@@ -6,10 +6,10 @@ package s3test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -61,13 +61,10 @@ func Start(t testing.TB) *Server {
 		}
 		t.Skip(msg)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", fmt.Sprint(port))
+	// Port 0: the server binds a free port and prints it. A port picked
+	// here and freed for it could be taken meanwhile by another process
+	// (another test's server), which the test would then talk to.
+	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", "0")
 	log, err := os.Create(filepath.Join(t.TempDir(), "s3server.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -83,11 +80,12 @@ func Start(t testing.TB) *Server {
 		<-exited
 		log.Close()
 	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	deadline := time.Now().Add(2 * time.Minute) // a bound on a broken server, not a timing assumption
+	var addr string
 	for {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
+		out, _ := os.ReadFile(log.Name())
+		if m := listening.FindSubmatch(out); m != nil {
+			addr = string(m[1])
 			break
 		}
 		select {
@@ -97,7 +95,7 @@ func Start(t testing.TB) *Server {
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not listening on %s", bin, addr)
+			t.Fatalf("%s: no listening address in its output:\n%s", bin, out)
 		}
 	}
 	s := &Server{Endpoint: "http://" + addr, Config: Config("http://" + addr)}
@@ -106,6 +104,9 @@ func Start(t testing.TB) *Server {
 	}
 	return s
 }
+
+// listening is the line moto's server (werkzeug) prints once it listens.
+var listening = regexp.MustCompile(`Running on http://(127\.0\.0\.1:[0-9]+)`)
 
 // Config is how to reach the server at endpoint (it takes any credentials).
 func Config(endpoint string) objfs.Config {

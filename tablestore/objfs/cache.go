@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -45,19 +46,35 @@ type cacheID struct {
 }
 
 // NewCache returns a cache of at most budget bytes in dir, which it
-// creates; blocks a previous process left there are removed (not indexed).
+// creates; blocks a previous process left there are removed (not
+// indexed). Nothing else in dir is touched: it may be a directory the
+// user keeps other files in.
 func NewCache(dir string, budget int64) (*Cache, error) {
 	if budget <= 0 {
 		return nil, fmt.Errorf("object cache budget %d: must be positive", budget)
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, fmt.Errorf("object cache %s: %w", dir, err)
-	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("object cache %s: %w", dir, err)
 	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("object cache %s: %w", dir, err)
+	}
+	for _, e := range ents {
+		if e.Type().IsRegular() && cacheFileName.MatchString(e.Name()) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				return nil, fmt.Errorf("object cache %s: %w", dir, err)
+			}
+		}
+	}
 	return &Cache{dir: dir, budget: budget, lru: list.New(), entries: map[string]*list.Element{}}, nil
 }
+
+// tmpPattern names a block being written (os.CreateTemp); cacheFileName
+// matches it and blockName's names, the only files the cache removes.
+const tmpPattern = ".objcache-*"
+
+var cacheFileName = regexp.MustCompile(`^([0-9a-f]{32}-[0-9]+|\.objcache-[0-9]+)$`)
 
 // CacheStats counts blocks read from the cache and fetched.
 type CacheStats struct {
@@ -136,16 +153,20 @@ func (c *Cache) readBlock(id cacheID, b int64, p []byte, off int64) bool {
 	if !ok {
 		return false
 	}
-	blk, err := os.ReadFile(filepath.Join(c.dir, name))
+	f, err := os.Open(filepath.Join(c.dir, name))
 	if err != nil {
 		return false
 	}
+	defer f.Close()
 	at := b * BlockSize
-	if want := min(BlockSize, id.size-at); int64(len(blk)) != want {
+	size := min(BlockSize, id.size-at)
+	if st, err := f.Stat(); err != nil || st.Size() != size {
 		return false
 	}
-	copyBlock(p, off, blk, at)
-	return true
+	// Only the part p covers: a footer's few bytes need not read 1 MiB.
+	lo, hi := max(off, at), min(off+int64(len(p)), at+size)
+	_, err = f.ReadAt(p[lo-off:hi-off], lo-at)
+	return err == nil
 }
 
 // put stores a block; failing to is only a later miss.
@@ -154,7 +175,7 @@ func (c *Cache) put(name string, blk []byte) {
 	if size > c.budget {
 		return
 	}
-	tmp, err := os.CreateTemp(c.dir, ".tmp-*")
+	tmp, err := os.CreateTemp(c.dir, tmpPattern)
 	if err != nil {
 		return
 	}
@@ -180,6 +201,6 @@ func (c *Cache) put(name string, blk []byte) {
 		c.lru.Remove(el)
 		delete(c.entries, e.name)
 		c.used -= e.size
-		_ = os.Remove(filepath.Join(c.dir, e.name)) // a stray file goes at the next start
+		_ = os.Remove(filepath.Join(c.dir, e.name)) // a stray block goes at the next start
 	}
 }

@@ -15,6 +15,7 @@ package objfs
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -108,14 +109,17 @@ func dirPrefix(name string) string {
 }
 
 // pathErr wraps a client error as an *fs.PathError, mapping a missing key
-// to fs.ErrNotExist and a failed If-None-Match to fs.ErrExist.
+// to fs.ErrNotExist and a failed If-None-Match (a "put") to fs.ErrExist; a
+// failed If-Match (a "read") means the object was replaced.
 func pathErr(op, name string, err error) error {
 	resp := minio.ToErrorResponse(err)
 	switch {
 	case resp.Code == "NoSuchKey" || resp.StatusCode == http.StatusNotFound:
 		err = fmt.Errorf("%w (%s)", fs.ErrNotExist, resp.Code)
-	case resp.StatusCode == http.StatusPreconditionFailed:
+	case resp.StatusCode == http.StatusPreconditionFailed && op == "put":
 		err = fmt.Errorf("%w (%s)", fs.ErrExist, resp.Code)
+	case resp.StatusCode == http.StatusPreconditionFailed:
+		err = fmt.Errorf("replaced since it was opened (%s)", resp.Code)
 	}
 	return &fs.PathError{Op: op, Path: name, Err: err}
 }
@@ -246,10 +250,10 @@ func (r *readFile) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, &fs.PathError{Op: "read", Path: r.name, Err: fs.ErrInvalid}
 	}
+	if len(p) == 0 {
+		return 0, nil // no range to ask for: bytes=off-(off-1) is refused
+	}
 	if off >= r.size {
-		if len(p) == 0 {
-			return 0, nil
-		}
 		return 0, io.EOF
 	}
 	want := p
@@ -322,7 +326,10 @@ func (f *FS) RenameNoReplace(oldname, newname string) error {
 	if err != nil {
 		return err
 	}
-	var opts minio.PutObjectOptions
+	// The token tells our object from another writer's, whose bytes may
+	// equal ours (two CREATE TAGs of one snapshot publish the same JSON).
+	token := rand.Text()
+	opts := minio.PutObjectOptions{UserMetadata: map[string]string{publishTokenMeta: token}}
 	opts.SetMatchETagExcept("*")
 	if err := f.put(newname, data, opts); err != nil {
 		if !errors.Is(err, fs.ErrExist) {
@@ -330,16 +337,38 @@ func (f *FS) RenameNoReplace(oldname, newname string) error {
 		}
 		// The client retries a PUT whose answer was lost; if the first
 		// attempt landed, the retry fails its precondition on our own
-		// object, which is a success. Equal bytes from another writer
-		// would pass too: what the store publishes names its writer
-		// (a snapshot's commit user and identifier).
-		got, rerr := f.readAll(newname)
-		if rerr != nil || !bytes.Equal(got, data) {
+		// object, which is a success. Taking our own object for another's
+		// would have a commit remove the files it published, so what
+		// cannot be told is not reported as fs.ErrExist.
+		info, serr := f.client.StatObject(f.ctx, f.bucket, key(newname), minio.StatObjectOptions{})
+		if serr != nil {
+			return unknownOwner(newname, serr)
+		}
+		got, marked := info.UserMetadata[publishTokenMeta]
+		if marked && got != token {
 			return err
+		}
+		if !marked { // a server that keeps no user metadata: compare bytes
+			published, rerr := f.readAll(newname)
+			if rerr != nil {
+				return unknownOwner(newname, rerr)
+			}
+			if !bytes.Equal(published, data) {
+				return err
+			}
 		}
 	}
 	return f.removeObject(oldname)
 }
+
+func unknownOwner(name string, err error) error {
+	return &fs.PathError{Op: "publish", Path: name, Err: fmt.Errorf("exists, and whose it is could not be read: %v", err)}
+}
+
+// publishTokenMeta is the user metadata (x-amz-meta-flightd-publish) that
+// RenameNoReplace marks its PUT with, in the canonical form minio-go
+// gives back.
+const publishTokenMeta = "Flightd-Publish"
 
 func (f *FS) readAll(name string) ([]byte, error) {
 	obj, err := f.client.GetObject(f.ctx, f.bucket, key(name), minio.GetObjectOptions{})

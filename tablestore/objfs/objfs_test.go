@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,7 +28,7 @@ func seeded(t *testing.T) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, seed))
 }
 
-func writeFile(t *testing.T, fsys tablestore.FS, name string, data []byte) {
+func writeFile(t testing.TB, fsys tablestore.FS, name string, data []byte) {
 	t.Helper()
 	f, err := fsys.Create(name)
 	if err != nil {
@@ -58,18 +59,26 @@ func readAll(t *testing.T, fsys tablestore.FS, name string) []byte {
 // TestPublishRace: of publications racing for one name exactly one wins,
 // the others fail with fs.ErrExist, and the name holds the winner's bytes.
 // It fails if the server ignored If-None-Match (every PUT would succeed).
+// In odd rounds the writers publish equal bytes (two CREATE TAGs of one
+// snapshot write the same JSON): still exactly one wins.
 func TestPublishRace(t *testing.T) {
 	srv := s3test.Start(t)
 	fsys := srv.FS(t, 0)
 	rng := seeded(t)
-	for round := range 5 {
+	content := func(round, i int) string {
+		if round%2 == 1 {
+			return "equal bytes"
+		}
+		return fmt.Sprintf("writer %d", i)
+	}
+	for round := range 6 {
 		n := 2 + rng.IntN(6)
 		final := fmt.Sprintf("/wh/snapshot/snapshot-%d", round)
 		var wg sync.WaitGroup
 		errs := make([]error, n)
 		for i := range n {
 			tmp := fmt.Sprintf("/wh/snapshot/.tmp-%d-%d", round, i)
-			writeFile(t, fsys, tmp, fmt.Appendf(nil, "writer %d", i))
+			writeFile(t, fsys, tmp, []byte(content(round, i)))
 			wg.Go(func() { errs[i] = fsys.RenameNoReplace(tmp, final) })
 		}
 		wg.Wait()
@@ -87,7 +96,7 @@ func TestPublishRace(t *testing.T) {
 		if winner < 0 {
 			t.Fatalf("round %d: no writer published", round)
 		}
-		if got, want := string(readAll(t, fsys, final)), fmt.Sprintf("writer %d", winner); got != want {
+		if got, want := string(readAll(t, fsys, final)), content(round, winner); got != want {
 			t.Fatalf("round %d: %s holds %q, want the winner's %q", round, final, got, want)
 		}
 	}
@@ -95,6 +104,11 @@ func TestPublishRace(t *testing.T) {
 	writeFile(t, fsys, "/wh/late", []byte("late"))
 	if err := fsys.RenameNoReplace("/wh/late", "/wh/snapshot/snapshot-0"); !errors.Is(err, fs.ErrExist) {
 		t.Fatalf("publish over an existing name: %v, want fs.ErrExist", err)
+	}
+	// Nor over an existing name holding the same bytes.
+	writeFile(t, fsys, "/wh/again", []byte(content(1, 0)))
+	if err := fsys.RenameNoReplace("/wh/again", "/wh/snapshot/snapshot-1"); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("publish of equal bytes over an existing name: %v, want fs.ErrExist", err)
 	}
 }
 
@@ -155,6 +169,10 @@ func TestSemantics(t *testing.T) {
 				t.Fatalf("%s: short read without io.EOF: %v", name, err)
 			}
 		}
+		// An empty read inside the file reads nothing and succeeds.
+		if n, err := f.ReadAt(nil, int64(len(want))/2); n != 0 || err != nil {
+			t.Fatalf("%s: empty ReadAt at %d = %d, %v; want 0, nil", name, len(want)/2, n, err)
+		}
 		f.Close()
 	}
 
@@ -167,6 +185,17 @@ func TestSemantics(t *testing.T) {
 	if got := readAll(t, fsys, "/wh/db.db/t/LATEST"); string(got) != "2" {
 		t.Fatalf("LATEST after rename: %q", got)
 	}
+	// A read of a file replaced since it was opened fails (its version is
+	// gone), and not as if the file already existed.
+	opened, err := fsys.Open("/wh/db.db/t/LATEST")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, fsys, "/wh/db.db/t/LATEST", []byte("3"))
+	if _, err := opened.ReadAt(make([]byte, 1), 0); err == nil || errors.Is(err, fs.ErrExist) {
+		t.Fatalf("read of a replaced file: %v, want an error other than fs.ErrExist", err)
+	}
+	opened.Close()
 	if _, err := fsys.Stat("/wh/db.db/t/.tmp-hint"); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("rename left its source: %v", err)
 	}
@@ -307,8 +336,14 @@ func TestPublishLostAnswer(t *testing.T) {
 	}
 	proxy := httputil.NewSingleHostReverseProxy(upstream)
 	var dropped atomic.Int64
+	var dropNext, refuseHead atomic.Bool
+	dropNext.Store(true)
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut && r.Header.Get("If-None-Match") == "*" && dropped.Add(1) == 1 {
+		if r.Method == http.MethodHead && refuseHead.Load() {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		if r.Method == http.MethodPut && r.Header.Get("If-None-Match") == "*" && dropped.Add(1) > 0 /* counts every attempt */ && dropNext.CompareAndSwap(true, false) {
 			rec := httptest.NewRecorder()
 			proxy.ServeHTTP(rec, r) // applied upstream...
 			if rec.Code != http.StatusOK {
@@ -344,6 +379,19 @@ func TestPublishLostAnswer(t *testing.T) {
 	if err := fsys.RenameNoReplace("/wh/.tmp-2", "/wh/snapshot-1"); !errors.Is(err, fs.ErrExist) {
 		t.Fatalf("publication over another's: %v, want fs.ErrExist", err)
 	}
+	// A lost answer whose object cannot then be looked at is an error,
+	// but not a lost race: the commit must not remove what it published.
+	writeFile(t, fsys, "/wh/.tmp-3", []byte("ours again"))
+	dropNext.Store(true)
+	refuseHead.Store(true)
+	err = fsys.RenameNoReplace("/wh/.tmp-3", "/wh/snapshot-3")
+	refuseHead.Store(false)
+	if err == nil || errors.Is(err, fs.ErrExist) {
+		t.Fatalf("publication whose answer was lost and whose object could not be read: %v, want an error other than fs.ErrExist", err)
+	}
+	if got := readAll(t, fsys, "/wh/snapshot-3"); string(got) != "ours again" {
+		t.Fatalf("published %q", got)
+	}
 }
 
 // TestCacheConcurrent: goroutines reading overlapping ranges of several
@@ -353,7 +401,8 @@ func TestPublishLostAnswer(t *testing.T) {
 func TestCacheConcurrent(t *testing.T) {
 	srv := s3test.Start(t)
 	const budget = 2 * objfs.BlockSize
-	c, err := objfs.NewCache(t.TempDir(), budget)
+	dir := t.TempDir()
+	c, err := objfs.NewCache(dir, budget)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,4 +448,25 @@ func TestCacheConcurrent(t *testing.T) {
 	if st := c.Stats(); st.Bytes > budget || st.Hits == 0 {
 		t.Fatalf("cache %+v: want at most %d bytes and some hits", st, budget)
 	}
+	// The bound holds on disk, not only in the cache's count.
+	if used := dirBytes(t, dir); used > budget {
+		t.Fatalf("cache directory holds %d bytes, budget %d", used, budget)
+	}
+}
+
+func dirBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, e := range ents {
+		info, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += info.Size()
+	}
+	return n
 }
