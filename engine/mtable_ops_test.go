@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/memory"
-
 	"github.com/flightd/flightd/engine"
 	"github.com/flightd/flightd/tablestore"
 )
@@ -43,22 +41,6 @@ func (g *grantTable) of(user string) engine.Authorizer {
 	}
 }
 
-func openWithGrants(t *testing.T, g *grantTable) *engine.Engine {
-	t.Helper()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	e, err := engine.Open(context.Background(), engine.Config{Mem: mem, Root: t.TempDir(), SpillDir: t.TempDir(), OwnerGrants: g.of})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := e.Close(); err != nil {
-			t.Error(err)
-		}
-		mem.AssertSize(t, 0)
-	})
-	return e
-}
-
 // waitFor polls cond until it holds, failing with what last saw after a
 // minute.
 func waitFor(t *testing.T, what string, cond func() (bool, string)) {
@@ -84,7 +66,7 @@ func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 // next retry recovers and clears the error.
 func TestMaterializedOwnerGrants(t *testing.T) {
 	g := &grantTable{g: map[string]map[string]engine.Privilege{}}
-	e := openWithGrants(t, g)
+	e := newEngineWith(t, engine.Config{OwnerGrants: g.of})
 	root := e.NewSession()
 	for _, q := range []string{
 		"CREATE DATABASE sales", "CREATE DATABASE src",
