@@ -323,3 +323,53 @@ func TestMaterializedJobCommitBackoff(t *testing.T) {
 		return got == "[[1 10] [2 20]]" && d["failures"] == "0" && d["last_error"] == "", got + fmt.Sprint(d)
 	})
 }
+
+// TestMaterializedStopDuringBackoff: SUSPEND and DROP of a materialized
+// table whose continuous job waits to retry (5 minutes, after many
+// failures) end the job's goroutine at once: neither waits out the delay,
+// and no job is left.
+func TestMaterializedStopDuringBackoff(t *testing.T) {
+	fsys := &snapshotFailFS{FS: tablestore.NewLocalFS()}
+	e := newEngineWith(t, engine.Config{FS: fsys})
+	s := e.NewSession()
+	id := tablestore.Ident{Database: "default", Table: "m"}
+	mustExec(t, s, "CREATE TABLE src (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)")
+	mustExec(t, s, "INSERT INTO src VALUES (1, 10)")
+	mustExec(t, s, "CREATE MATERIALIZED TABLE m FRESHNESS = INTERVAL '10' MINUTE REFRESH_MODE = CONTINUOUS AS SELECT k, sum(v) AS sv FROM src GROUP BY k")
+	mustExec(t, s, "ALTER MATERIALIZED TABLE m SUSPEND")
+	// RESUME starts a job whose first commit (of a changed answer) fails
+	// after 20 failures in a row: its next retry waits the most.
+	resumeFailing := func() {
+		t.Helper()
+		mustExec(t, s, fmt.Sprintf("INSERT INTO src VALUES (%d, 1)", time.Now().UnixNano()))
+		if err := e.Store().PutMaterializedState(context.Background(), id, tablestore.MaterializedState{Failures: 20}); err != nil {
+			t.Fatal(err)
+		}
+		fsys.fail.Store(true)
+		mustExec(t, s, "ALTER MATERIALIZED TABLE m RESUME")
+		failuresSeen(t, s, "m", 21)
+		fsys.fail.Store(false)
+	}
+	noJob := func(stmt string) {
+		t.Helper()
+		done := make(chan struct{})
+		start := time.Now()
+		go func() {
+			defer close(done)
+			mustExec(t, s, stmt)
+		}()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s still waits after 20 s: it waits out the job's retry delay", stmt)
+		}
+		if jobs := e.Jobs(context.Background()); len(jobs) != 0 {
+			t.Fatalf("after %s: jobs %v", stmt, jobs)
+		}
+		t.Logf("%s took %v", stmt, time.Since(start).Round(time.Millisecond))
+	}
+	resumeFailing()
+	noJob("ALTER MATERIALIZED TABLE m SUSPEND")
+	resumeFailing()
+	noJob("DROP MATERIALIZED TABLE m")
+}
