@@ -24,8 +24,16 @@ var seedFlag = flag.Uint64("seed", 0, "seed of the random isolation test (0: a n
 
 func newEngine(t *testing.T) *engine.Engine {
 	t.Helper()
+	return newEngineWith(t, engine.Config{CacheBytes: 64 << 20})
+}
+
+// newEngineWith opens an engine with cfg over fresh directories and a checked
+// allocator, closed and checked for leaks when the test ends.
+func newEngineWith(t *testing.T, cfg engine.Config) *engine.Engine {
+	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	e, err := engine.Open(context.Background(), engine.Config{Mem: mem, Root: t.TempDir(), SpillDir: t.TempDir(), CacheBytes: 64 << 20})
+	cfg.Mem, cfg.Root, cfg.SpillDir = mem, t.TempDir(), t.TempDir()
+	e, err := engine.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

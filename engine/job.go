@@ -533,8 +533,8 @@ type applier struct {
 	// after changes); lastCommit the time of this run's last one.
 	every      time.Duration
 	lastCommit time.Time
-	// healthy: this run reached its first exact answer, and cleared the
-	// table's last error.
+	// healthy: this run's exact answer is in the table (processed), and
+	// the table's last error is cleared.
 	healthy bool
 	// Until the first marker at or past from, answer holds the keys of the
 	// new run's output (encoded primary keys) to reconcile the sink with.
@@ -603,12 +603,6 @@ func (a *applier) marker(pos stream.Pos) error {
 		}
 		a.answer = nil
 	}
-	if a.j.mtable != nil && !a.healthy {
-		// This run has rebuilt the table's answer: an earlier run's error
-		// is over.
-		a.healthy = true
-		a.j.e.recordRefresh(a.ctx, *a.j.mtable, nil)
-	}
 	if !a.dirty {
 		a.processed(pos)
 		return nil
@@ -639,6 +633,13 @@ func (a *applier) processed(pos stream.Pos) {
 	a.j.mu.Lock()
 	a.j.status.Positions = slices.Clone(pos)
 	a.j.mu.Unlock()
+	if a.j.mtable != nil && !a.healthy {
+		// The table holds this run's exact answer, committed: an earlier
+		// run's error is over. (Cleared before the commit, a run whose
+		// commits fail would reset its backoff every time.)
+		a.healthy = true
+		a.j.e.recordRefresh(a.ctx, *a.j.mtable, nil)
+	}
 }
 
 // reconcile deletes the rows of the sink whose key the new run's answer

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/engine"
 	"github.com/flightd/flightd/tablestore"
@@ -43,22 +43,6 @@ func (g *grantTable) of(user string) engine.Authorizer {
 	}
 }
 
-func openWithGrants(t *testing.T, g *grantTable) *engine.Engine {
-	t.Helper()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	e, err := engine.Open(context.Background(), engine.Config{Mem: mem, Root: t.TempDir(), SpillDir: t.TempDir(), OwnerGrants: g.of})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := e.Close(); err != nil {
-			t.Error(err)
-		}
-		mem.AssertSize(t, 0)
-	})
-	return e
-}
-
 // waitFor polls cond until it holds, failing with what last saw after a
 // minute.
 func waitFor(t *testing.T, what string, cond func() (bool, string)) {
@@ -84,7 +68,7 @@ func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 // next retry recovers and clears the error.
 func TestMaterializedOwnerGrants(t *testing.T) {
 	g := &grantTable{g: map[string]map[string]engine.Privilege{}}
-	e := openWithGrants(t, g)
+	e := newEngineWith(t, engine.Config{OwnerGrants: g.of})
 	root := e.NewSession()
 	for _, q := range []string{
 		"CREATE DATABASE sales", "CREATE DATABASE src",
@@ -266,4 +250,126 @@ func jobCommits(t *testing.T, m *tablestore.Table, from, to int64) int {
 		}
 	}
 	return n
+}
+
+// snapshotFailFS fails the snapshot publications of the tables whose
+// directory ends in one of its names while fail is set, as a full disk or
+// an unreachable store would fail a commit.
+type snapshotFailFS struct {
+	tablestore.FS
+	fail atomic.Bool
+}
+
+func (f *snapshotFailFS) RenameNoReplace(oldname, newname string) error {
+	if f.fail.Load() && strings.Contains(filepath.ToSlash(newname), "/default.db/m/snapshot/snapshot-") {
+		return fmt.Errorf("publish %s: injected failure", newname)
+	}
+	return f.FS.RenameNoReplace(oldname, newname)
+}
+
+// failuresSeen polls DESCRIBE of table until it reports at least n
+// failures in a row, and returns when each count was first seen.
+func failuresSeen(t *testing.T, s *engine.Session, table string, n int) map[int]time.Time {
+	t.Helper()
+	seen := map[int]time.Time{}
+	waitFor(t, fmt.Sprintf("%s reports %d failures in a row", table, n), func() (bool, string) {
+		d := describe(t, s, table)
+		k, _ := strconv.Atoi(d["failures"])
+		if _, ok := seen[k]; !ok {
+			seen[k] = time.Now()
+		}
+		return k >= n, fmt.Sprint(d)
+	})
+	return seen
+}
+
+// waitJobHealthy waits until the continuous job of table reached its exact
+// answer (it reports processed positions).
+func waitJobHealthy(t *testing.T, e *engine.Engine, table string) {
+	t.Helper()
+	waitFor(t, "the job of "+table+" running", func() (bool, string) {
+		for _, j := range e.Jobs(context.Background()) {
+			if j.Sink == table && j.State == engine.JobRunning && j.Positions != nil {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(e.Jobs(context.Background()))
+	})
+}
+
+// TestMaterializedJobCommitBackoff: a continuous job whose every commit
+// fails is retried with a growing delay: a run that reaches its answer but
+// cannot commit it has not recovered, so its failures keep counting. Once
+// commits work again the table catches up and the failures clear.
+func TestMaterializedJobCommitBackoff(t *testing.T) {
+	fsys := &snapshotFailFS{FS: tablestore.NewLocalFS()}
+	e := newEngineWith(t, engine.Config{FS: fsys})
+	s := e.NewSession()
+	mustExec(t, s, "CREATE TABLE src (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)")
+	mustExec(t, s, "INSERT INTO src VALUES (1, 10)")
+	mustExec(t, s, "CREATE MATERIALIZED TABLE m FRESHNESS = INTERVAL '20' SECOND AS SELECT k, sum(v) AS sv FROM src GROUP BY k")
+	waitJobHealthy(t, e, "default.m")
+	fsys.fail.Store(true)
+	mustExec(t, s, "INSERT INTO src VALUES (2, 20)")
+	seen := failuresSeen(t, s, "m", 3)
+	// The third failure follows the second after retryDelay(2) = 2 s.
+	if d := seen[3].Sub(seen[2]); seen[2].IsZero() || d < 1500*time.Millisecond {
+		t.Errorf("failures 2 and 3 seen %v apart: the retries do not back off", d)
+	}
+	fsys.fail.Store(false)
+	waitFor(t, "m recovered", func() (bool, string) {
+		d := describe(t, s, "m")
+		got := fmt.Sprint(rows(t, s, "SELECT * FROM m ORDER BY k"))
+		return got == "[[1 10] [2 20]]" && d["failures"] == "0" && d["last_error"] == "", got + fmt.Sprint(d)
+	})
+}
+
+// TestMaterializedStopDuringBackoff: SUSPEND and DROP of a materialized
+// table whose continuous job waits to retry (5 minutes, after many
+// failures) end the job's goroutine at once: neither waits out the delay,
+// and no job is left.
+func TestMaterializedStopDuringBackoff(t *testing.T) {
+	fsys := &snapshotFailFS{FS: tablestore.NewLocalFS()}
+	e := newEngineWith(t, engine.Config{FS: fsys})
+	s := e.NewSession()
+	id := tablestore.Ident{Database: "default", Table: "m"}
+	mustExec(t, s, "CREATE TABLE src (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)")
+	mustExec(t, s, "INSERT INTO src VALUES (1, 10)")
+	mustExec(t, s, "CREATE MATERIALIZED TABLE m FRESHNESS = INTERVAL '10' MINUTE REFRESH_MODE = CONTINUOUS AS SELECT k, sum(v) AS sv FROM src GROUP BY k")
+	mustExec(t, s, "ALTER MATERIALIZED TABLE m SUSPEND")
+	// RESUME starts a job whose first commit (of a changed answer) fails
+	// after 20 failures in a row: its next retry waits the most.
+	resumeFailing := func() {
+		t.Helper()
+		mustExec(t, s, fmt.Sprintf("INSERT INTO src VALUES (%d, 1)", time.Now().UnixNano()))
+		if err := e.Store().PutMaterializedState(context.Background(), id, tablestore.MaterializedState{Failures: 20}); err != nil {
+			t.Fatal(err)
+		}
+		fsys.fail.Store(true)
+		mustExec(t, s, "ALTER MATERIALIZED TABLE m RESUME")
+		failuresSeen(t, s, "m", 21)
+		fsys.fail.Store(false)
+	}
+	noJob := func(stmt string) {
+		t.Helper()
+		done := make(chan struct{})
+		start := time.Now()
+		go func() {
+			defer close(done)
+			mustExec(t, s, stmt)
+		}()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s still waits after 20 s: it waits out the job's retry delay", stmt)
+		}
+		if jobs := e.Jobs(context.Background()); len(jobs) != 0 {
+			t.Fatalf("after %s: jobs %v", stmt, jobs)
+		}
+		t.Logf("%s took %v", stmt, time.Since(start).Round(time.Millisecond))
+	}
+	resumeFailing()
+	noJob("ALTER MATERIALIZED TABLE m SUSPEND")
+	resumeFailing()
+	noJob("DROP MATERIALIZED TABLE m")
 }

@@ -136,16 +136,7 @@ func (st *Statement) ddl(ctx context.Context) error {
 	case *plan.AlterTable:
 		return store.AlterTable(ctx, b.Ident, b.Changes...)
 	case *plan.CreateDatabase:
-		if len(b.Options) == 0 {
-			return store.CreateDatabase(ctx, b.Name, b.IfNotExists)
-		}
-		if _, err := store.DatabaseOptions(ctx, b.Name); err == nil && b.IfNotExists {
-			return nil // exists: IF NOT EXISTS leaves it as it is
-		}
-		if err := store.CreateDatabase(ctx, b.Name, b.IfNotExists); err != nil {
-			return err
-		}
-		return store.SetDatabaseOptions(ctx, b.Name, b.Options)
+		return store.CreateDatabaseWith(ctx, b.Name, b.IfNotExists, b.Options)
 	case *plan.AlterDatabase:
 		return store.SetDatabaseOptions(ctx, b.Name, b.Options)
 	case *plan.DropDatabase:

@@ -191,6 +191,12 @@ func (s *Store) dbExists(db string) (bool, error) {
 
 // CreateDatabase creates a database.
 func (s *Store) CreateDatabase(ctx context.Context, name string, ifNotExists bool) error {
+	return s.CreateDatabaseWith(ctx, name, ifNotExists, nil)
+}
+
+// CreateDatabaseWith creates a database with options (DatabaseOptions);
+// an existing one keeps its own with ifNotExists.
+func (s *Store) CreateDatabaseWith(ctx context.Context, name string, ifNotExists bool, opts map[string]string) error {
 	if err := validateName("database", name); err != nil {
 		return err
 	}
@@ -206,6 +212,11 @@ func (s *Store) CreateDatabase(ctx context.Context, name string, ifNotExists boo
 	}
 	if err := s.fs.MkdirAll(s.dbDir(name)); err != nil {
 		return fmt.Errorf("create database %q: %w", name, err)
+	}
+	if len(opts) > 0 {
+		if err := s.replaceMeta(s.dbDir(name), dbOptionsName, opts); err != nil {
+			return fmt.Errorf("create database %q: options: %w", name, err)
+		}
 	}
 	return s.fs.SyncDir(s.root)
 }
