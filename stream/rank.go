@@ -236,7 +236,7 @@ func topRows(rows []rankRow, lo, hi int64) []rankRow {
 }
 
 // flush emits the change of every partition changed since the last marker.
-func (r *Rank) flush(context.Context) error {
+func (r *Rank) flush(context.Context, *Chunk) error {
 	var grow int64
 	for _, p := range r.dirty {
 		p.dirty = false

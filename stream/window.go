@@ -3,16 +3,13 @@ package stream
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flightd/flightd/exec"
-	"github.com/flightd/flightd/tablestore"
 	"github.com/flightd/flightd/vectorized"
 )
 
@@ -105,64 +102,48 @@ type WindowAggregate struct {
 	held   int64
 }
 
-// firing drives an event-time operator that emits what a watermark
-// closes: it adds input batches, and at a marker whose watermark has
-// advanced fires what it closed (emitted before the marker, labelled with
-// its position); at the end of input it fires everything.
+// firing drives an event-time operator: its mini-batches (see
+// miniBatchNext) end at markers, and a marker whose watermark has advanced
+// fires what that watermark closed (emitted before the marker, labelled
+// with its position); at the end of a bounded input everything fires.
 type firing struct {
-	in     Operator
-	q      *outQueue
-	wm     time.Time // the last marker's watermark
-	late   int64
-	marker *Chunk
-	pos    Pos // the last marker's position
-	ended  bool
+	in   Operator
+	q    *outQueue
+	wm   time.Time // the last marker's watermark
+	late int64
+	mb   miniBatch
 }
 
+// firer is an event-time operator: add takes changes, fire queues what a
+// watermark of wm closes.
 type firer interface {
 	add(ctx context.Context, b arrow.RecordBatch) error
 	fire(wm time.Time) error
 }
 
 func (f *firing) next(ctx context.Context, op firer) (Chunk, error) {
-	for {
-		if b := f.q.pop(); b != nil {
-			return Chunk{Batch: b, Pos: f.pos}, nil
-		}
-		if m := f.marker; m != nil && !f.ended {
-			f.marker = nil
-			return *m, nil
-		}
-		if f.ended {
-			return Chunk{}, io.EOF
-		}
-		c, err := f.in.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			f.ended = true
-			if err := op.fire(endOfTime); err != nil {
-				return Chunk{}, err
-			}
-			continue
-		}
-		if err != nil {
-			return Chunk{}, err
-		}
-		if c.Batch != nil {
-			if err := op.add(ctx, c.Batch); err != nil {
-				return Chunk{}, err
-			}
-			continue
-		}
-		if !c.Watermark.IsZero() && c.Watermark.After(f.wm) {
-			f.wm = c.Watermark
-			if err := op.fire(f.wm); err != nil {
-				return Chunk{}, err
-			}
-		}
-		c.Image, c.ImageStart = tablestore.NoImage, false // the output is no table's full read
-		c.LateRows += f.late
-		f.marker, f.pos = &c, c.Pos
+	return miniBatchNext(ctx, f.in, firingBatches{f, op}, f.q, &f.mb)
+}
+
+// firingBatches is a firer as a miniBatched op.
+type firingBatches struct {
+	f *firing
+	firer
+}
+
+func (fb firingBatches) flush(_ context.Context, m *Chunk) error {
+	f := fb.f
+	if m == nil {
+		return fb.fire(endOfTime)
 	}
+	if !m.Watermark.IsZero() && m.Watermark.After(f.wm) {
+		f.wm = m.Watermark
+		if err := fb.fire(f.wm); err != nil {
+			return err
+		}
+	}
+	m.LateRows += f.late
+	return nil
 }
 
 // window is the state of one open window: its groups by key.
