@@ -28,12 +28,10 @@ import (
 // Output columns: those of the input, then the row number when
 // spec.Number.
 type WindowRank struct {
-	ec     *exec.Context
-	spec   RankSpec
-	end    int // the input column (after the row kind) of window_end
-	unit   arrow.TimeUnit
-	budget *Budget
-	schema *arrow.Schema
+	ec   *exec.Context
+	spec RankSpec
+	end  int // the input column (after the row kind) of window_end
+	unit arrow.TimeUnit
 
 	firing
 	rowGet   rowGetter
@@ -43,7 +41,6 @@ type WindowRank struct {
 	signs    []int8
 	sortBuf  []byte
 	outRow   []any
-	held     int64
 }
 
 type windowRankPart struct {
@@ -70,7 +67,7 @@ func NewWindowRank(ec *exec.Context, in Operator, spec RankSpec, end int, budget
 	if err != nil {
 		return nil, err
 	}
-	w := &WindowRank{ec: ec, spec: spec, end: end, unit: tt.Unit, budget: budget, firing: firing{in: in}, rowGet: get, parts: map[string]*windowRankPart{}}
+	w := &WindowRank{ec: ec, spec: spec, end: end, unit: tt.Unit, firing: firing{in: in, budget: budget}, rowGet: get, parts: map[string]*windowRankPart{}}
 	for _, k := range spec.Order {
 		g, err := getterFor(k.Expr.DataType())
 		if err != nil {
@@ -87,10 +84,6 @@ func NewWindowRank(ec *exec.Context, in Operator, spec RankSpec, end int, budget
 	}
 	return w, nil
 }
-
-func (w *WindowRank) Schema() *arrow.Schema { return w.schema }
-
-func (w *WindowRank) Open(ctx context.Context) error { return w.in.Open(ctx) }
 
 // Next returns the top rows of the windows closed by the last marker's
 // watermark, labelled with its position, then the marker.
@@ -179,11 +172,4 @@ func (w *WindowRank) fire(wm time.Time) error {
 	w.q.seal()
 	w.held -= freed
 	return w.budget.grow(-freed, "a window top-N")
-}
-
-func (w *WindowRank) Close() error {
-	w.q.release()
-	_ = w.budget.grow(-w.held, "")
-	w.held = 0
-	return w.in.Close()
 }
