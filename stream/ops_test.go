@@ -2,7 +2,6 @@ package stream
 
 import (
 	"errors"
-	"math/rand"
 	"slices"
 	"testing"
 	"time"
@@ -195,16 +194,12 @@ func TestStateBudget(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	ec := exec.NewContext(mem)
-	ts := &arrow.TimestampType{Unit: arrow.Millisecond}
-	schema := withKind([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "x", Type: arrow.PrimitiveTypes.Int64}, {Name: "ts", Type: ts}})
-	side := func(seed int64) *events {
-		return &events{mem: mem, schema: schema, rng: rand.New(rand.NewSource(seed)), n: 64, rows: 1000, keys: 10, next: 1_700_000_000_000}
-	}
+	side := func(seed int64) *events { return newEvents(mem, seed, 64, 1000, 10) }
 	budget := NewBudget(4096)
 	// Bounds of a day: the watermark frees nothing.
 	j, err := NewIntervalJoin(ec, side(1), side(2), IntervalSpec{
 		LeftKeys: []exec.Expr{col(1, "k")}, RightKeys: []exec.Expr{col(1, "k")},
-		LeftTime: exec.NewColumn(3, ts, "ts"), RightTime: exec.NewColumn(3, ts, "ts"),
+		LeftTime: exec.NewColumn(3, eventTS, "ts"), RightTime: exec.NewColumn(3, eventTS, "ts"),
 		Lower: -24 * time.Hour, Upper: 24 * time.Hour,
 	}, budget)
 	if err != nil {
