@@ -35,6 +35,7 @@ type WindowRank struct {
 
 	firing
 	rowGet   rowGetter
+	order    []exec.Expr // spec.Order's expressions
 	orderGet []getter
 	parts    map[string]*windowRankPart
 	enc      vectorized.KeyEncoder
@@ -73,6 +74,7 @@ func NewWindowRank(ec *exec.Context, in Operator, spec RankSpec, end int, budget
 		if err != nil {
 			return nil, fmt.Errorf("ORDER BY %s: %w", k.Expr, err)
 		}
+		w.order = append(w.order, k.Expr)
 		w.orderGet = append(w.orderGet, g)
 	}
 	if spec.Number {
@@ -105,11 +107,7 @@ func (w *WindowRank) add(ctx context.Context, b arrow.RecordBatch) error {
 	if err := w.enc.Encode(keys, n); err != nil {
 		return err
 	}
-	orderExprs := make([]exec.Expr, len(w.spec.Order))
-	for i, k := range w.spec.Order {
-		orderExprs[i] = k.Expr
-	}
-	order, err := ev.evalAll(orderExprs)
+	order, err := ev.evalAll(w.order)
 	if err != nil {
 		return err
 	}
