@@ -95,10 +95,10 @@ func (f *flightService) send(ctx context.Context, cancel context.CancelFunc, str
 		return toStatus(ctx.Err())
 	case first, ok = <-chunks:
 	}
-	if ok && first.AppMetadata != nil && dictionaryFree(schema) {
+	if wire, known := grpcEncoding(stream); known && ok && first.AppMetadata != nil && dictionaryFree(schema) {
 		// A streaming result (only those label their batches): other
 		// streams may send the same batches.
-		return f.s.writeShared(ctx, stream, schema, first, chunks, codec, opts)
+		return f.s.writeShared(ctx, stream, schema, first, chunks, codec+"/"+wire, opts)
 	}
 	return writeChunks(ctx, stream, first, ok, chunks, opts)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/encoding"
 )
 
 // Fan-out of streaming results. The change streams of a table share the
@@ -65,7 +66,7 @@ func newSharedMessages(limit int64) *sharedMessages {
 }
 
 // get returns the message of batch b labelled meta in the encoding named
-// codec, encoded by encode unless a stream did it already.
+// codec (IPC compression, gRPC codec and compression), encoded by encode unless a stream did it already.
 func (c *sharedMessages) get(b arrow.RecordBatch, meta []byte, codec string, encode func() (*grpc.PreparedMsg, int64, error)) (*grpc.PreparedMsg, error) {
 	key, pinned, ok := messageKey(b, meta, codec)
 	if !ok {
@@ -198,6 +199,27 @@ func encodeMessage(stream grpc.ServerStream, b arrow.RecordBatch, meta []byte, o
 		return nil, 0, err
 	}
 	return msg, int64(len(fd.DataHeader) + len(fd.DataBody) + len(meta)), nil
+}
+
+// grpcEncoding names the gRPC codec and compression of stream's messages.
+// A grpc.PreparedMsg is encoded with those of the stream that encoded it,
+// so a stream may send only messages of streams encoding as it does: a
+// client gets gRPC compression only if it asked for it (and the process
+// registered the compressor), and refuses a compressed message otherwise.
+// known is false if the transport does not tell.
+func grpcEncoding(stream grpc.ServerStream) (name string, known bool) {
+	ts, ok := grpc.ServerTransportStreamFromContext(stream.Context()).(interface {
+		SendCompress() string
+		ContentSubtype() string
+	})
+	if !ok {
+		return "", false
+	}
+	c := ts.SendCompress()
+	if c == encoding.Identity {
+		c = ""
+	}
+	return ts.ContentSubtype() + "/" + c, true
 }
 
 // writeShared writes a streaming result, first the schema, then each
