@@ -87,7 +87,7 @@ func (f *flightService) send(ctx context.Context, cancel context.CancelFunc, str
 	if err != nil {
 		return toStatus(err)
 	}
-	opts, _ := writeOptions(stream, schema)
+	opts := writeOptions(codec, schema)
 	var first flight.StreamChunk
 	var ok bool
 	select {
@@ -123,18 +123,17 @@ func (f *flightService) DoAction(action *flight.Action, stream flight.FlightServ
 	return f.FlightServer.DoAction(action, stream)
 }
 
-// writeOptions picks the IPC options for a result stream from the
-// client's request headers.
-func writeOptions(stream flight.FlightService_DoGetServer, schema *arrow.Schema) ([]ipc.Option, error) {
+// writeOptions are the IPC options of a result stream of schema whose
+// client asked for compression codec (see compression).
+func writeOptions(codec string, schema *arrow.Schema) []ipc.Option {
 	opts := []ipc.Option{ipc.WithSchema(schema)}
-	codec, err := compression(stream)
 	switch codec {
 	case "zstd":
 		opts = append(opts, ipc.WithZstd())
 	case "lz4":
 		opts = append(opts, ipc.WithLZ4())
 	}
-	return opts, err
+	return opts
 }
 
 // compression is the IPC body compression the client asked for: "",
