@@ -161,17 +161,21 @@ func compression(stream flight.FlightService_DoGetServer) (string, error) {
 func writeChunks(ctx context.Context, stream flight.FlightService_DoGetServer, first flight.StreamChunk, ok bool, chunks <-chan flight.StreamChunk, opts []ipc.Option) error {
 	wr := flight.NewRecordWriter(stream, opts...)
 	defer wr.Close()
-	chunk := first
-	for {
-		if !ok {
-			return nil
-		}
+	return forChunks(ctx, first, ok, chunks, func(b arrow.RecordBatch, meta []byte) error {
+		defer b.Release()
+		return wr.WriteWithAppMetadata(b, meta)
+	})
+}
+
+// forChunks calls write with first (if ok) and each later chunk's batch,
+// which write releases, and metadata, until chunks ends, a chunk carries
+// an error, write fails or the client goes away.
+func forChunks(ctx context.Context, first flight.StreamChunk, ok bool, chunks <-chan flight.StreamChunk, write func(arrow.RecordBatch, []byte) error) error {
+	for chunk := first; ok; {
 		if chunk.Err != nil {
 			return toStatus(chunk.Err)
 		}
-		err := wr.WriteWithAppMetadata(chunk.Data, chunk.AppMetadata)
-		chunk.Data.Release()
-		if err != nil {
+		if err := write(chunk.Data, chunk.AppMetadata); err != nil {
 			return err
 		}
 		select {
@@ -180,6 +184,7 @@ func writeChunks(ctx context.Context, stream flight.FlightService_DoGetServer, f
 		case chunk, ok = <-chunks:
 		}
 	}
+	return nil
 }
 
 func drainChunks(chunks <-chan flight.StreamChunk) {

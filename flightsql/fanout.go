@@ -233,30 +233,17 @@ func (s *Server) writeShared(ctx context.Context, stream flight.FlightService_Do
 	if err != nil {
 		return err
 	}
-	chunk, ok := first, true
-	for {
-		if !ok {
-			return nil
-		}
-		if chunk.Err != nil {
-			return toStatus(chunk.Err)
-		}
-		msg, err := s.messages.get(chunk.Data, chunk.AppMetadata, codec, func() (*grpc.PreparedMsg, int64, error) {
-			return encodeMessage(stream, chunk.Data, chunk.AppMetadata, opts)
+	return forChunks(ctx, first, true, chunks, func(b arrow.RecordBatch, meta []byte) error {
+		msg, err := s.messages.get(b, meta, codec, func() (*grpc.PreparedMsg, int64, error) {
+			return encodeMessage(stream, b, meta, opts)
 		})
-		chunk.Data.Release()
-		if err == nil {
-			err = stream.SendMsg(msg)
-		}
+		// Not kept while the client is slow to take the message.
+		b.Release()
 		if err != nil {
 			return err
 		}
-		select {
-		case <-ctx.Done():
-			return toStatus(ctx.Err())
-		case chunk, ok = <-chunks:
-		}
-	}
+		return stream.SendMsg(msg)
+	})
 }
 
 // emptyBatches holds one batch without rows per schema (by fingerprint),
