@@ -2,6 +2,7 @@ package flightsql
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"encoding/binary"
 	"sync"
@@ -43,7 +44,7 @@ type sharedMessages struct {
 
 	mu      sync.Mutex
 	entries map[string]*sharedMessage
-	order   []string // keys of entries, oldest first
+	order   list.List // of the entries' keys, oldest first
 	bytes   int64
 	closed  bool
 	encodes int64 // messages encoded (for tests)
@@ -59,6 +60,7 @@ type sharedMessage struct {
 	// freed and their addresses reused by other content under the key.
 	batch arrow.RecordBatch
 	size  int64
+	elem  *list.Element // in order
 }
 
 func newSharedMessages(limit int64) *sharedMessages {
@@ -87,7 +89,7 @@ func (c *sharedMessages) get(b arrow.RecordBatch, meta []byte, codec string, enc
 	e := &sharedMessage{ready: make(chan struct{}), batch: b}
 	b.Retain()
 	c.entries[key] = e
-	c.order = append(c.order, key)
+	e.elem = c.order.PushBack(key)
 	c.encodes++
 	c.mu.Unlock()
 
@@ -107,8 +109,8 @@ func (c *sharedMessages) get(b arrow.RecordBatch, meta []byte, codec string, enc
 		return nil, e.err
 	}
 	c.bytes += e.size
-	for c.bytes > c.limit && len(c.order) > 0 {
-		c.drop(c.order[0])
+	for c.bytes > c.limit && c.order.Len() > 0 {
+		c.drop(c.order.Front().Value.(string))
 	}
 	return e.msg, nil
 }
@@ -120,12 +122,7 @@ func (c *sharedMessages) drop(key string) {
 		return
 	}
 	delete(c.entries, key)
-	for i, k := range c.order {
-		if k == key {
-			c.order = append(c.order[:i], c.order[i+1:]...)
-			break
-		}
-	}
+	c.order.Remove(e.elem)
 	c.bytes -= e.size
 	e.batch.Release()
 }
@@ -135,8 +132,8 @@ func (c *sharedMessages) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
-	for len(c.order) > 0 {
-		c.drop(c.order[0])
+	for c.order.Len() > 0 {
+		c.drop(c.order.Front().Value.(string))
 	}
 }
 

@@ -215,3 +215,24 @@ func TestSharedMessagesPinnedBound(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSharedMessagesFull: gets of new messages into a full cache of
+// small messages (markers are a few hundred bytes), each evicting the
+// oldest.
+func BenchmarkSharedMessagesFull(b *testing.B) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(b, 0)
+	c := newSharedMessages(sharedMessagesBytes)
+	defer c.close()
+	bb := array.NewRecordBuilder(mem, arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}}, nil))
+	empty := bb.NewRecordBatch()
+	bb.Release()
+	defer empty.Release()
+	encode := func() (*grpc.PreparedMsg, int64, error) { return &grpc.PreparedMsg{}, 300, nil }
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := c.get(empty, []byte(fmt.Sprintf(`{"snapshot":%d}`, i)), "", encode); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
