@@ -146,7 +146,10 @@ func (c *sharedMessages) close() {
 // done per stream.
 func messageKey(b arrow.RecordBatch, meta []byte, codec string) (key string, pinned int64, ok bool) {
 	buf := make([]byte, 0, 64+len(meta)+len(codec)+48*int(b.NumCols()))
+	// Counts first (columns, buffers per column), so no key is a prefix
+	// of another's columns followed by a codec and label.
 	buf = binary.AppendUvarint(buf, uint64(b.NumRows()))
+	buf = binary.AppendUvarint(buf, uint64(b.NumCols()))
 	for _, col := range b.Columns() {
 		d := col.Data()
 		if len(d.Children()) > 0 || d.DataType().ID() == arrow.DICTIONARY {
@@ -159,6 +162,7 @@ func messageKey(b arrow.RecordBatch, meta []byte, codec string) (key string, pin
 		buf = binary.AppendUvarint(buf, uint64(d.Offset()))
 		buf = binary.AppendUvarint(buf, uint64(d.Len()))
 		buf = binary.AppendUvarint(buf, uint64(d.NullN()))
+		buf = binary.AppendUvarint(buf, uint64(len(d.Buffers())))
 		for _, bf := range d.Buffers() {
 			var addr uintptr
 			n := 0
