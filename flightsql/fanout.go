@@ -262,9 +262,10 @@ func (e *emptyBatches) get(mem memory.Allocator, schema *arrow.Schema) arrow.Rec
 	key := schema.Fingerprint()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if b := e.batches[key]; b != nil {
-		b.Retain()
-		return b
+	cached := e.batches[key]
+	if cached != nil && cached.Schema().Equal(schema) {
+		cached.Retain()
+		return cached
 	}
 	cols := make([]arrow.Array, schema.NumFields())
 	for i, f := range schema.Fields() {
@@ -272,7 +273,9 @@ func (e *emptyBatches) get(mem memory.Allocator, schema *arrow.Schema) arrow.Rec
 		defer cols[i].Release()
 	}
 	b := array.NewRecordBatch(schema, cols, 0)
-	if len(e.batches) < maxEmptyBatches {
+	// The fingerprint leaves out field metadata, which a record writer
+	// compares: a schema differing only there gets a batch of its own.
+	if cached == nil && len(e.batches) < maxEmptyBatches {
 		if e.batches == nil {
 			e.batches = map[string]arrow.RecordBatch{}
 		}

@@ -265,3 +265,23 @@ func TestMessageKeyPrefixFree(t *testing.T) {
 		t.Fatalf("a batch of one column and a batch of two share the key %q", got)
 	}
 }
+
+// TestEmptyBatchesSchema: markers of schemas with one fingerprint but
+// different field metadata (which the fingerprint leaves out and a record
+// writer compares) get batches of their own schema.
+func TestEmptyBatchesSchema(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	var e emptyBatches
+	defer e.close()
+	plain := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	tagged := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64,
+		Metadata: arrow.NewMetadata([]string{"k"}, []string{"v"})}}, nil)
+	for _, s := range []*arrow.Schema{plain, tagged, plain, tagged} {
+		b := e.get(mem, s)
+		if !b.Schema().Equal(s) {
+			t.Errorf("a marker of %v got a batch of %v", s, b.Schema())
+		}
+		b.Release()
+	}
+}
