@@ -15,6 +15,8 @@ import (
 	arrowflightsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/encoding/gzip"
 
 	"github.com/flightd/flightd/flightsql"
 )
@@ -258,4 +260,63 @@ func (r *fanReader) follow(ctx context.Context, rdr *flight.Reader, rng *rand.Ra
 		}
 	}
 	return fmt.Errorf("%s: stream ended before the sentinel: %v", r.name, rdr.Err())
+}
+
+// TestChangeStreamGRPCCompression: a message encoded for a stream whose
+// client asked for gRPC compression (gzip, registered in this test binary)
+// carries that compression, so a stream without it must not be sent the
+// same bytes (its client refuses a compressed message it did not ask
+// for). Readers of one table with and without gzip follow the same
+// commits; each must receive every row.
+func TestChangeStreamGRPCCompression(t *testing.T) {
+	ts, cnxn, _ := streamServer(t,
+		"CREATE TABLE t (k BIGINT, v BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '2')")
+	mustExec(t, cnxn, "INSERT INTO t VALUES (-1, 0)")
+	const commits = 20
+	tk := flightsql.ChangesTicket{Table: "t", Mode: "latest", HeartbeatMillis: 5}
+	body, _ := json.Marshal(tk)
+	var wg sync.WaitGroup
+	errs := make(chan error, 6)
+	for i := range 6 {
+		var opts []grpc.CallOption
+		if i%2 == 0 {
+			opts = append(opts, grpc.UseCompressor(gzip.Name))
+		}
+		cl, mem := ts.rawClient(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		s, err := cl.Client.DoGet(ctx, &flight.Ticket{Ticket: append([]byte(flightsql.ChangesTicketPrefix), body...)}, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rdr, err := flight.NewRecordReader(s, ipc.WithAllocator(mem))
+		if err != nil {
+			t.Fatalf("reader %d: %v", i, err)
+		}
+		// Started (caught up) before the commits.
+		if !rdr.Next() || rdr.RecordBatch().NumRows() != 0 {
+			t.Fatalf("reader %d: no first marker: %v", i, rdr.Err())
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer rdr.Release()
+			defer cancel()
+			rows := 0
+			for rows < commits && rdr.Next() {
+				rows += int(rdr.RecordBatch().NumRows())
+			}
+			if rows != commits {
+				errs <- fmt.Errorf("reader %d (gzip %v): %d rows, want %d: %v", i, i%2 == 0, rows, commits, rdr.Err())
+			}
+		}()
+	}
+	for c := range commits {
+		mustExec(t, cnxn, fmt.Sprintf("INSERT INTO t VALUES (%d, %d)", c, c))
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }

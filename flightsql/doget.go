@@ -87,7 +87,7 @@ func (f *flightService) send(ctx context.Context, cancel context.CancelFunc, str
 	if err != nil {
 		return toStatus(err)
 	}
-	opts, _ := writeOptions(stream, schema)
+	opts := writeOptions(codec, schema)
 	var first flight.StreamChunk
 	var ok bool
 	select {
@@ -95,10 +95,10 @@ func (f *flightService) send(ctx context.Context, cancel context.CancelFunc, str
 		return toStatus(ctx.Err())
 	case first, ok = <-chunks:
 	}
-	if ok && first.AppMetadata != nil && dictionaryFree(schema) {
+	if wire, known := grpcEncoding(stream); known && ok && first.AppMetadata != nil && dictionaryFree(schema) {
 		// A streaming result (only those label their batches): other
 		// streams may send the same batches.
-		return f.s.writeShared(ctx, stream, schema, first, chunks, codec, opts)
+		return f.s.writeShared(ctx, stream, schema, first, chunks, codec+"/"+wire, opts)
 	}
 	return writeChunks(ctx, stream, first, ok, chunks, opts)
 }
@@ -123,18 +123,17 @@ func (f *flightService) DoAction(action *flight.Action, stream flight.FlightServ
 	return f.FlightServer.DoAction(action, stream)
 }
 
-// writeOptions picks the IPC options for a result stream from the
-// client's request headers.
-func writeOptions(stream flight.FlightService_DoGetServer, schema *arrow.Schema) ([]ipc.Option, error) {
+// writeOptions are the IPC options of a result stream of schema whose
+// client asked for compression codec (see compression).
+func writeOptions(codec string, schema *arrow.Schema) []ipc.Option {
 	opts := []ipc.Option{ipc.WithSchema(schema)}
-	codec, err := compression(stream)
 	switch codec {
 	case "zstd":
 		opts = append(opts, ipc.WithZstd())
 	case "lz4":
 		opts = append(opts, ipc.WithLZ4())
 	}
-	return opts, err
+	return opts
 }
 
 // compression is the IPC body compression the client asked for: "",
@@ -162,17 +161,21 @@ func compression(stream flight.FlightService_DoGetServer) (string, error) {
 func writeChunks(ctx context.Context, stream flight.FlightService_DoGetServer, first flight.StreamChunk, ok bool, chunks <-chan flight.StreamChunk, opts []ipc.Option) error {
 	wr := flight.NewRecordWriter(stream, opts...)
 	defer wr.Close()
-	chunk := first
-	for {
-		if !ok {
-			return nil
-		}
+	return forChunks(ctx, first, ok, chunks, func(b arrow.RecordBatch, meta []byte) error {
+		defer b.Release()
+		return wr.WriteWithAppMetadata(b, meta)
+	})
+}
+
+// forChunks calls write with first (if ok) and each later chunk's batch,
+// which write releases, and metadata, until chunks ends, a chunk carries
+// an error, write fails or the client goes away.
+func forChunks(ctx context.Context, first flight.StreamChunk, ok bool, chunks <-chan flight.StreamChunk, write func(arrow.RecordBatch, []byte) error) error {
+	for chunk := first; ok; {
 		if chunk.Err != nil {
 			return toStatus(chunk.Err)
 		}
-		err := wr.WriteWithAppMetadata(chunk.Data, chunk.AppMetadata)
-		chunk.Data.Release()
-		if err != nil {
+		if err := write(chunk.Data, chunk.AppMetadata); err != nil {
 			return err
 		}
 		select {
@@ -181,6 +184,7 @@ func writeChunks(ctx context.Context, stream flight.FlightService_DoGetServer, f
 		case chunk, ok = <-chunks:
 		}
 	}
+	return nil
 }
 
 func drainChunks(chunks <-chan flight.StreamChunk) {

@@ -2,6 +2,7 @@ package flightsql
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"encoding/binary"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/encoding"
 )
 
 // Fan-out of streaming results. The change streams of a table share the
@@ -42,7 +44,7 @@ type sharedMessages struct {
 
 	mu      sync.Mutex
 	entries map[string]*sharedMessage
-	order   []string // keys of entries, oldest first
+	order   list.List // of the entries' keys, oldest first
 	bytes   int64
 	closed  bool
 	encodes int64 // messages encoded (for tests)
@@ -58,6 +60,7 @@ type sharedMessage struct {
 	// freed and their addresses reused by other content under the key.
 	batch arrow.RecordBatch
 	size  int64
+	elem  *list.Element // in order
 }
 
 func newSharedMessages(limit int64) *sharedMessages {
@@ -65,7 +68,7 @@ func newSharedMessages(limit int64) *sharedMessages {
 }
 
 // get returns the message of batch b labelled meta in the encoding named
-// codec, encoded by encode unless a stream did it already.
+// codec (IPC compression, gRPC codec and compression), encoded by encode unless a stream did it already.
 func (c *sharedMessages) get(b arrow.RecordBatch, meta []byte, codec string, encode func() (*grpc.PreparedMsg, int64, error)) (*grpc.PreparedMsg, error) {
 	key, pinned, ok := messageKey(b, meta, codec)
 	if !ok {
@@ -86,7 +89,7 @@ func (c *sharedMessages) get(b arrow.RecordBatch, meta []byte, codec string, enc
 	e := &sharedMessage{ready: make(chan struct{}), batch: b}
 	b.Retain()
 	c.entries[key] = e
-	c.order = append(c.order, key)
+	e.elem = c.order.PushBack(key)
 	c.encodes++
 	c.mu.Unlock()
 
@@ -106,8 +109,8 @@ func (c *sharedMessages) get(b arrow.RecordBatch, meta []byte, codec string, enc
 		return nil, e.err
 	}
 	c.bytes += e.size
-	for c.bytes > c.limit && len(c.order) > 0 {
-		c.drop(c.order[0])
+	for c.bytes > c.limit && c.order.Len() > 0 {
+		c.drop(c.order.Front().Value.(string))
 	}
 	return e.msg, nil
 }
@@ -119,12 +122,7 @@ func (c *sharedMessages) drop(key string) {
 		return
 	}
 	delete(c.entries, key)
-	for i, k := range c.order {
-		if k == key {
-			c.order = append(c.order[:i], c.order[i+1:]...)
-			break
-		}
-	}
+	c.order.Remove(e.elem)
 	c.bytes -= e.size
 	e.batch.Release()
 }
@@ -134,8 +132,8 @@ func (c *sharedMessages) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
-	for len(c.order) > 0 {
-		c.drop(c.order[0])
+	for c.order.Len() > 0 {
+		c.drop(c.order.Front().Value.(string))
 	}
 }
 
@@ -148,7 +146,10 @@ func (c *sharedMessages) close() {
 // done per stream.
 func messageKey(b arrow.RecordBatch, meta []byte, codec string) (key string, pinned int64, ok bool) {
 	buf := make([]byte, 0, 64+len(meta)+len(codec)+48*int(b.NumCols()))
+	// Counts first (columns, buffers per column), so no key is a prefix
+	// of another's columns followed by a codec and label.
 	buf = binary.AppendUvarint(buf, uint64(b.NumRows()))
+	buf = binary.AppendUvarint(buf, uint64(b.NumCols()))
 	for _, col := range b.Columns() {
 		d := col.Data()
 		if len(d.Children()) > 0 || d.DataType().ID() == arrow.DICTIONARY {
@@ -161,6 +162,7 @@ func messageKey(b arrow.RecordBatch, meta []byte, codec string) (key string, pin
 		buf = binary.AppendUvarint(buf, uint64(d.Offset()))
 		buf = binary.AppendUvarint(buf, uint64(d.Len()))
 		buf = binary.AppendUvarint(buf, uint64(d.NullN()))
+		buf = binary.AppendUvarint(buf, uint64(len(d.Buffers())))
 		for _, bf := range d.Buffers() {
 			var addr uintptr
 			n := 0
@@ -200,6 +202,27 @@ func encodeMessage(stream grpc.ServerStream, b arrow.RecordBatch, meta []byte, o
 	return msg, int64(len(fd.DataHeader) + len(fd.DataBody) + len(meta)), nil
 }
 
+// grpcEncoding names the gRPC codec and compression of stream's messages.
+// A grpc.PreparedMsg is encoded with those of the stream that encoded it,
+// so a stream may send only messages of streams encoding as it does: a
+// client gets gRPC compression only if it asked for it (and the process
+// registered the compressor), and refuses a compressed message otherwise.
+// known is false if the transport does not tell.
+func grpcEncoding(stream grpc.ServerStream) (name string, known bool) {
+	ts, ok := grpc.ServerTransportStreamFromContext(stream.Context()).(interface {
+		SendCompress() string
+		ContentSubtype() string
+	})
+	if !ok {
+		return "", false
+	}
+	c := ts.SendCompress()
+	if c == encoding.Identity {
+		c = ""
+	}
+	return ts.ContentSubtype() + "/" + c, true
+}
+
 // writeShared writes a streaming result, first the schema, then each
 // chunk's message through the shared messages.
 func (s *Server) writeShared(ctx context.Context, stream flight.FlightService_DoGetServer, schema *arrow.Schema, first flight.StreamChunk, chunks <-chan flight.StreamChunk, codec string, opts []ipc.Option) error {
@@ -211,30 +234,17 @@ func (s *Server) writeShared(ctx context.Context, stream flight.FlightService_Do
 	if err != nil {
 		return err
 	}
-	chunk, ok := first, true
-	for {
-		if !ok {
-			return nil
-		}
-		if chunk.Err != nil {
-			return toStatus(chunk.Err)
-		}
-		msg, err := s.messages.get(chunk.Data, chunk.AppMetadata, codec, func() (*grpc.PreparedMsg, int64, error) {
-			return encodeMessage(stream, chunk.Data, chunk.AppMetadata, opts)
+	return forChunks(ctx, first, true, chunks, func(b arrow.RecordBatch, meta []byte) error {
+		msg, err := s.messages.get(b, meta, codec, func() (*grpc.PreparedMsg, int64, error) {
+			return encodeMessage(stream, b, meta, opts)
 		})
-		chunk.Data.Release()
-		if err == nil {
-			err = stream.SendMsg(msg)
-		}
+		// Not kept while the client is slow to take the message.
+		b.Release()
 		if err != nil {
 			return err
 		}
-		select {
-		case <-ctx.Done():
-			return toStatus(ctx.Err())
-		case chunk, ok = <-chunks:
-		}
-	}
+		return stream.SendMsg(msg)
+	})
 }
 
 // emptyBatches holds one batch without rows per schema (by fingerprint),
@@ -252,9 +262,10 @@ func (e *emptyBatches) get(mem memory.Allocator, schema *arrow.Schema) arrow.Rec
 	key := schema.Fingerprint()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if b := e.batches[key]; b != nil {
-		b.Retain()
-		return b
+	cached := e.batches[key]
+	if cached != nil && cached.Schema().Equal(schema) {
+		cached.Retain()
+		return cached
 	}
 	cols := make([]arrow.Array, schema.NumFields())
 	for i, f := range schema.Fields() {
@@ -262,7 +273,9 @@ func (e *emptyBatches) get(mem memory.Allocator, schema *arrow.Schema) arrow.Rec
 		defer cols[i].Release()
 	}
 	b := array.NewRecordBatch(schema, cols, 0)
-	if len(e.batches) < maxEmptyBatches {
+	// The fingerprint leaves out field metadata, which a record writer
+	// compares: a schema differing only there gets a batch of its own.
+	if cached == nil && len(e.batches) < maxEmptyBatches {
 		if e.batches == nil {
 			e.batches = map[string]arrow.RecordBatch{}
 		}

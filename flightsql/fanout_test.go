@@ -215,3 +215,73 @@ func TestSharedMessagesPinnedBound(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSharedMessagesFull: gets of new messages into a full cache of
+// small messages (markers are a few hundred bytes), each evicting the
+// oldest.
+func BenchmarkSharedMessagesFull(b *testing.B) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(b, 0)
+	c := newSharedMessages(sharedMessagesBytes)
+	defer c.close()
+	bb := array.NewRecordBuilder(mem, arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}}, nil))
+	empty := bb.NewRecordBatch()
+	bb.Release()
+	defer empty.Release()
+	encode := func() (*grpc.PreparedMsg, int64, error) { return &grpc.PreparedMsg{}, 300, nil }
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := c.get(empty, []byte(fmt.Sprintf(`{"snapshot":%d}`, i)), "", encode); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestMessageKeyPrefixFree: keys of batches with different column counts
+// differ whatever the codec and label: a batch of one empty int64 column
+// with a codec made of the second column's key part does not get the key
+// of the batch of two such columns.
+func TestMessageKeyPrefixFree(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	col := array.MakeArrayOfNull(mem, arrow.PrimitiveTypes.Int64, 0)
+	defer col.Release()
+	one := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "a", Type: col.DataType()}}, nil), []arrow.Array{col}, 0)
+	defer one.Release()
+	two := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "a", Type: col.DataType()}, {Name: "b", Type: col.DataType()}}, nil), []arrow.Array{col, col}, 0)
+	defer two.Release()
+	k1, _, _ := messageKey(one, []byte("m"), "")
+	k2, _, _ := messageKey(two, []byte("m"), "")
+	// Were the counts left out, k2 would be k1's first column, then the
+	// second column's part (starting with the type id, 9), the empty
+	// codec's length and "m": read as a codec length, the type id takes
+	// the 9 bytes after it as the codec, and "m" stays the label.
+	tail := k2[len(k1)-2:]
+	n := int(tail[0])
+	if 1+n > len(tail) {
+		return // no such codec: the keys cannot be equal
+	}
+	if got, _, _ := messageKey(one, []byte(tail[1+n:]), tail[1:1+n]); got == k2 {
+		t.Fatalf("a batch of one column and a batch of two share the key %q", got)
+	}
+}
+
+// TestEmptyBatchesSchema: markers of schemas with one fingerprint but
+// different field metadata (which the fingerprint leaves out and a record
+// writer compares) get batches of their own schema.
+func TestEmptyBatchesSchema(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	var e emptyBatches
+	defer e.close()
+	plain := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	tagged := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64,
+		Metadata: arrow.NewMetadata([]string{"k"}, []string{"v"})}}, nil)
+	for _, s := range []*arrow.Schema{plain, tagged, plain, tagged} {
+		b := e.get(mem, s)
+		if !b.Schema().Equal(s) {
+			t.Errorf("a marker of %v got a batch of %v", s, b.Schema())
+		}
+		b.Release()
+	}
+}

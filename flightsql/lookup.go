@@ -114,11 +114,11 @@ func (s *Server) doGetLookup(ctx context.Context, ticket []byte, stream flight.F
 		return err
 	}
 	defer out.Release()
-	opts, err := writeOptions(stream, l.Schema())
+	codec, err := compression(stream)
 	if err != nil {
 		return err
 	}
-	wr := flight.NewRecordWriter(stream, opts...)
+	wr := flight.NewRecordWriter(stream, writeOptions(codec, l.Schema())...)
 	defer wr.Close()
 	return wr.WriteWithAppMetadata(out, snapshotMetadata(snap))
 }

@@ -286,7 +286,7 @@ func (a *Aggregate) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 }
 
 // flush emits the net change of the groups changed since the last marker.
-func (a *Aggregate) flush(ctx context.Context) error {
+func (a *Aggregate) flush(ctx context.Context, _ *Chunk) error {
 	global := len(a.groups) == 0
 	rows := make([][]any, len(a.dirty)) // the new row of each dirty group, nil: none
 	for i, g := range a.dirty {

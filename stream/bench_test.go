@@ -187,7 +187,7 @@ func BenchmarkTopN(b *testing.B) {
 			if err := r.add(ctx, base[0]); err != nil {
 				b.Fatal(err)
 			}
-			if err := r.flush(ctx); err != nil {
+			if err := r.flush(ctx, nil); err != nil {
 				b.Fatal(err)
 			}
 			r.q.release() // the prefill's output, which no marker labels

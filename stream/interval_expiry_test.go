@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math/rand"
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/exec"
@@ -23,14 +21,10 @@ func TestIntervalJoinExpires(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	ec := exec.NewContext(mem)
-	ts := &arrow.TimestampType{Unit: arrow.Millisecond}
-	schema := withKind([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "x", Type: arrow.PrimitiveTypes.Int64}, {Name: "ts", Type: ts}})
-	side := func(seed int64) *events {
-		return &events{mem: mem, schema: schema, rng: rand.New(rand.NewSource(seed)), n: 256, rows: 100_000, keys: 1000, next: 1_700_000_000_000}
-	}
+	side := func(seed int64) *events { return newEvents(mem, seed, 256, 100_000, 1000) }
 	spec := IntervalSpec{
 		LeftKeys: []exec.Expr{col(1, "k")}, RightKeys: []exec.Expr{col(1, "k")},
-		LeftTime: exec.NewColumn(3, ts, "ts"), RightTime: exec.NewColumn(3, ts, "ts"),
+		LeftTime: exec.NewColumn(3, eventTS, "ts"), RightTime: exec.NewColumn(3, eventTS, "ts"),
 		Lower: -time.Second, Upper: time.Second,
 	}
 	budget := NewBudget(0)

@@ -25,11 +25,7 @@ import (
 // count equals the model's, and the join's state is expired by the
 // watermark. Replay with -seed.
 func TestIntervalJoinEqualsBatch(t *testing.T) {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = time.Now().UnixNano()
-	}
-	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	seed := testSeed(t)
 	for i := range 3 {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			t.Parallel() // mostly waiting on fsync
@@ -54,11 +50,7 @@ func TestIntervalJoinEqualsBatch(t *testing.T) {
 // when the earliest window of its event time has closed. Replay with
 // -seed.
 func TestWindowJoinEqualsBatch(t *testing.T) {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = time.Now().UnixNano()
-	}
-	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	seed := testSeed(t)
 	for i := range 3 {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			t.Parallel() // mostly waiting on fsync

@@ -25,6 +25,16 @@ import (
 
 var seedFlag = flag.Int64("seed", 0, "seed for TestStreamEqualsBatch (0: time-based)")
 
+// testSeed is -seed, or the time when it is unset, logged for replay.
+func testSeed(t *testing.T) int64 {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	return seed
+}
+
 // tableKind is a table the random workload writes.
 type tableKind struct {
 	name  string
@@ -57,11 +67,7 @@ var tableKinds = []tableKind{
 // progress marker), compared as multisets; and every -U/-D retracts a row
 // the consumer has. Replay with -seed.
 func TestStreamEqualsBatch(t *testing.T) {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = time.Now().UnixNano()
-	}
-	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	seed := testSeed(t)
 	for i, k := range tableKinds {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel() // mostly waiting on fsync
@@ -73,11 +79,7 @@ func TestStreamEqualsBatch(t *testing.T) {
 // TestStreamRankEqualsBatch is the invariant for deduplications and
 // top-Ns only, over tables of every kind. Replay with -seed.
 func TestStreamRankEqualsBatch(t *testing.T) {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = time.Now().UnixNano()
-	}
-	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	seed := testSeed(t)
 	for i, k := range tableKinds {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel() // mostly waiting on fsync
@@ -93,11 +95,7 @@ func TestStreamRankEqualsBatch(t *testing.T) {
 // state (and the normalization's) spills at almost every snapshot. Replay
 // with -seed.
 func TestStreamSpillEqualsBatch(t *testing.T) {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = time.Now().UnixNano()
-	}
-	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	seed := testSeed(t)
 	for i, k := range tableKinds {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel() // mostly waiting on fsync
@@ -115,49 +113,29 @@ func TestStreamSpillEqualsBatch(t *testing.T) {
 // and three tables of random kinds: at every boundary the applied changelog equals
 // the batch query with each table at the snapshot the stream reports for
 // it. Replay with -seed.
-func TestStreamJoinEqualsBatch(t *testing.T) {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = time.Now().UnixNano()
-	}
-	t.Logf("seed %d (replay with -seed %d)", seed, seed)
-	var kinds []tableKind
-	for _, k := range tableKinds {
-		if !k.lagging {
-			kinds = append(kinds, k)
-		}
-	}
-	for i := range 3 {
-		rng := rand.New(rand.NewSource(seed + int64(i)))
-		ks := []tableKind{kinds[rng.Intn(len(kinds))], kinds[rng.Intn(len(kinds))], kinds[rng.Intn(len(kinds))]}
-		t.Run(fmt.Sprintf("%s,%s,%s", ks[0].name, ks[1].name, ks[2].name), func(t *testing.T) {
-			t.Parallel() // mostly waiting on fsync
-			runInvariant(t, rng, ks, randomJoin, 0)
-		})
-	}
-}
+func TestStreamJoinEqualsBatch(t *testing.T) { runJoinInvariants(t, 3, 0) }
 
 // TestStreamJoinSpillEqualsBatch is TestStreamJoinEqualsBatch under a
 // query budget of 1 KB, so that join state spills at almost every
 // snapshot. Replay with -seed.
-func TestStreamJoinSpillEqualsBatch(t *testing.T) {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = time.Now().UnixNano()
-	}
-	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+func TestStreamJoinSpillEqualsBatch(t *testing.T) { runJoinInvariants(t, 2, 1<<10) }
+
+// runJoinInvariants runs the invariant over runs random joins of three
+// tables of random kinds, under a budget of limit bytes (0: none).
+func runJoinInvariants(t *testing.T, runs int, limit int64) {
+	seed := testSeed(t)
 	var kinds []tableKind
 	for _, k := range tableKinds {
 		if !k.lagging {
 			kinds = append(kinds, k)
 		}
 	}
-	for i := range 2 {
+	for i := range runs {
 		rng := rand.New(rand.NewSource(seed + int64(i)))
 		ks := []tableKind{kinds[rng.Intn(len(kinds))], kinds[rng.Intn(len(kinds))], kinds[rng.Intn(len(kinds))]}
 		t.Run(fmt.Sprintf("%s,%s,%s", ks[0].name, ks[1].name, ks[2].name), func(t *testing.T) {
 			t.Parallel() // mostly waiting on fsync
-			runInvariant(t, rng, ks, randomJoin, 1<<10)
+			runInvariant(t, rng, ks, randomJoin, limit)
 		})
 	}
 }

@@ -18,7 +18,8 @@ import (
 // disk and reads them back: for every join kind, over random changelogs
 // with retractions on both sides, the applied output at every marker
 // equals the join of both inputs at the marker's position, in memory and
-// under a budget a tenth of the state. At every marker the state in
+// under a budget a tenth of the state. At every marker the bytes
+// accounted are those the tables and spill indexes hold, the state in
 // memory is back under the budget, the spill directory holds no file
 // (runs are unlinked) and Close frees everything.
 func TestJoinSpillsPastBudget(t *testing.T) {
@@ -77,11 +78,21 @@ func joinSpillRun(t *testing.T, mem memory.Allocator, kind exec.JoinType, left, 
 			if want := joinModel(kind, applyChanges(left[:c.Pos[0]]), applyChanges(right[:c.Pos[1]])); !maps.Equal(applied, want) {
 				t.Fatalf("at %v (budget %d) the applied join is\n%v\nthe join of the inputs\n%v", c.Pos, limit, applied, want)
 			}
-			var indexes int64
+			// What is accounted is what the tables hold, whichever path
+			// (insert, removal, spill, read-back) changed them.
+			var indexes, rows int64
 			for _, s := range j.sides {
 				if s.store != nil {
 					indexes += s.store.held
 				}
+				for k, l := range s.table {
+					for _, e := range l {
+						rows += joinRowBytes(k, e)
+					}
+				}
+			}
+			if j.held != rows || b.Used() != rows+indexes {
+				t.Fatalf("at %v the join accounts %d bytes of rows and the budget %d, the tables hold %d and the indexes %d", c.Pos, j.held, b.Used(), rows, indexes)
 			}
 			if limit > 0 && b.Used()-indexes > limit {
 				t.Fatalf("at %v the state holds %d bytes (%d of them indexes), over the budget of %d", c.Pos, b.Used(), indexes, limit)

@@ -173,7 +173,7 @@ func (n *Normalize) add(_ context.Context, b arrow.RecordBatch) error {
 }
 
 // flush emits the net change of every key touched since the last marker.
-func (n *Normalize) flush(context.Context) error {
+func (n *Normalize) flush(context.Context, *Chunk) error {
 	var grow int64
 	for _, k := range n.order {
 		p := n.pending[k]

@@ -214,10 +214,11 @@ func (q *outQueue) release() {
 }
 
 // miniBatched is an operator that buffers the changes of a mini-batch and
-// queues their net effect at the next marker.
+// queues their net effect at the next marker. flush gets that marker,
+// which it may annotate, or nil when a bounded input has ended.
 type miniBatched interface {
 	add(ctx context.Context, b arrow.RecordBatch) error
-	flush(ctx context.Context) error
+	flush(ctx context.Context, marker *Chunk) error
 }
 
 // miniBatch is where a miniBatched op's Next stands.
@@ -248,7 +249,7 @@ func miniBatchNext(ctx context.Context, in Operator, op miniBatched, q *outQueue
 		c, err := in.Next(ctx)
 		if errors.Is(err, io.EOF) {
 			mb.ended = true
-			if err := op.flush(ctx); err != nil {
+			if err := op.flush(ctx, nil); err != nil {
 				return Chunk{}, err
 			}
 			continue
@@ -257,7 +258,7 @@ func miniBatchNext(ctx context.Context, in Operator, op miniBatched, q *outQueue
 			return Chunk{}, err
 		}
 		if c.Batch == nil {
-			if err := op.flush(ctx); err != nil {
+			if err := op.flush(ctx, &c); err != nil {
 				return Chunk{}, err
 			}
 			c.Image, c.ImageStart = tablestore.NoImage, false

@@ -2,8 +2,8 @@ package stream
 
 import (
 	"errors"
-	"math/rand"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -195,16 +195,12 @@ func TestStateBudget(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	ec := exec.NewContext(mem)
-	ts := &arrow.TimestampType{Unit: arrow.Millisecond}
-	schema := withKind([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "x", Type: arrow.PrimitiveTypes.Int64}, {Name: "ts", Type: ts}})
-	side := func(seed int64) *events {
-		return &events{mem: mem, schema: schema, rng: rand.New(rand.NewSource(seed)), n: 64, rows: 1000, keys: 10, next: 1_700_000_000_000}
-	}
+	side := func(seed int64) *events { return newEvents(mem, seed, 64, 1000, 10) }
 	budget := NewBudget(4096)
 	// Bounds of a day: the watermark frees nothing.
 	j, err := NewIntervalJoin(ec, side(1), side(2), IntervalSpec{
 		LeftKeys: []exec.Expr{col(1, "k")}, RightKeys: []exec.Expr{col(1, "k")},
-		LeftTime: exec.NewColumn(3, ts, "ts"), RightTime: exec.NewColumn(3, ts, "ts"),
+		LeftTime: exec.NewColumn(3, eventTS, "ts"), RightTime: exec.NewColumn(3, eventTS, "ts"),
 		Lower: -24 * time.Hour, Upper: 24 * time.Hour,
 	}, budget)
 	if err != nil {
@@ -230,5 +226,52 @@ func expectCollect(t *testing.T, op Operator, want []string) {
 	t.Helper()
 	if got := collect(t, op); !slices.Equal(got, want) {
 		t.Fatalf("got\n%q\nwant\n%q", got, want)
+	}
+}
+
+// When a bounded input ends after changes its last marker does not
+// cover, an aggregation, a top-N and a normalization still emit them:
+// the same rows as when a marker follows.
+func TestMiniBatchFlushesAtEnd(t *testing.T) {
+	snaps := [][]string{{"+I 1 10 1", "+I 2 5 2"}, {"+I 1 7 3", "-D 2 5 2", "+I 3 4 4"}}
+	ops := map[string]func(ec *exec.Context, in Operator) (Operator, error){
+		"aggregate": func(ec *exec.Context, in Operator) (Operator, error) {
+			return NewAggregate(ec, in, []exec.Expr{col(1, "p")}, []string{"p"}, []AggSpec{
+				{Func: "sum", Arg: col(2, "x"), Type: arrow.PrimitiveTypes.Int64, Name: "s"},
+			}, NewBudget(0))
+		},
+		"rank": func(ec *exec.Context, in Operator) (Operator, error) {
+			return NewRank(ec, in, RankSpec{Order: []exec.SortKey{{Expr: col(2, "x")}}, Lo: 1, Hi: 2, Number: true}, NewBudget(0))
+		},
+		"normalize": func(ec *exec.Context, in Operator) (Operator, error) {
+			return NewNormalize(ec, in, []int{1}, NewBudget(0))
+		},
+	}
+	for name, newOp := range ops {
+		t.Run(name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			rows := func(endMarker bool) []string {
+				in := int64Changes(t, mem, []string{"p", "x", "y"}, 0, 1, snaps...)
+				if !endMarker {
+					in.chunks = in.chunks[:len(in.chunks)-1]
+				}
+				op, err := newOp(exec.NewContext(mem), in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var out []string
+				for _, l := range collect(t, op) {
+					if _, r, _ := strings.Cut(l, ": "); r != "marker" {
+						out = append(out, r)
+					}
+				}
+				return out
+			}
+			want := rows(true)
+			if got := rows(false); len(want) < 2 || !slices.Equal(got, want) {
+				t.Fatalf("ended without a marker: %q, with one: %q", got, want)
+			}
+		})
 	}
 }

@@ -50,6 +50,7 @@ type Rank struct {
 
 	rowGet   rowGetter
 	rowDec   []orderedDecoder
+	order    []exec.Expr // spec.Order's expressions
 	orderGet []getter
 	orderDec []orderedDecoder
 	store    *spillStore // nil until something spills
@@ -128,6 +129,7 @@ func NewRank(ec *exec.Context, in Operator, spec RankSpec, budget *Budget) (*Ran
 			return nil, fmt.Errorf("ORDER BY %s: %w", k.Expr, err)
 		}
 		d, _ := orderedDecoderFor(k.Expr.DataType()) // as getterFor
+		r.order = append(r.order, k.Expr)
 		r.orderGet = append(r.orderGet, g)
 		r.orderDec = append(r.orderDec, d)
 	}
@@ -166,11 +168,7 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 	if err := r.enc.Encode(keys, n); err != nil {
 		return err
 	}
-	orderExprs := make([]exec.Expr, len(r.spec.Order))
-	for i, k := range r.spec.Order {
-		orderExprs[i] = k.Expr
-	}
-	order, err := eval(orderExprs)
+	order, err := eval(r.order)
 	if err != nil {
 		return err
 	}
@@ -236,7 +234,7 @@ func topRows(rows []rankRow, lo, hi int64) []rankRow {
 }
 
 // flush emits the change of every partition changed since the last marker.
-func (r *Rank) flush(context.Context) error {
+func (r *Rank) flush(context.Context, *Chunk) error {
 	var grow int64
 	for _, p := range r.dirty {
 		p.dirty = false

@@ -10,7 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flightd/flightd/exec"
-	"github.com/flightd/flightd/vectorized"
 )
 
 // SessionAggregate is a SESSION window aggregation (GROUP BY window_start,
@@ -35,22 +34,9 @@ import (
 // Output columns: row kind, window_start, window_end, the keys, the
 // aggregates; window bounds have the event time's type.
 type SessionAggregate struct {
-	ec      *exec.Context
-	gap     int64 // microseconds
-	rowtime exec.Expr
-	keys    []exec.Expr
-	aggs    []AggSpec
-	budget  *Budget
-	schema  *arrow.Schema
-	unit    arrow.TimeUnit
-
-	firing
-	keyGet []getter
-	argGet []getter
-	parts  map[string]*sessionPart
-	enc    vectorized.KeyEncoder
-	signs  []int8
-	held   int64
+	windowAgg
+	gap   int64 // microseconds
+	parts map[string]*sessionPart
 }
 
 // sessionPart is the state of one key: its rows of open sessions.
@@ -75,86 +61,51 @@ type noInput struct{}
 // timestamp over in's batches) per keys, sessions ending gap after their
 // last row.
 func NewSessionAggregate(ec *exec.Context, in Operator, gap time.Duration, rowtime exec.Expr, keys []exec.Expr, keyNames []string, aggs []AggSpec, budget *Budget) (*SessionAggregate, error) {
-	tt, ok := rowtime.DataType().(*arrow.TimestampType)
-	if !ok {
-		return nil, fmt.Errorf("%w: session time column is %s, not a timestamp", exec.ErrInvalid, rowtime.DataType())
-	}
 	if gap <= 0 {
 		return nil, fmt.Errorf("%w: session gap %s is not positive", exec.ErrInvalid, gap)
 	}
-	s := &SessionAggregate{ec: ec, firing: firing{in: in}, gap: gap.Microseconds(), rowtime: rowtime, keys: keys, aggs: aggs, budget: budget, unit: tt.Unit, parts: map[string]*sessionPart{}}
-	var err error
-	if s.keyGet, s.argGet, s.schema, err = windowAggSchema(tt, keys, keyNames, aggs); err != nil {
-		return nil, err
-	}
-	if s.q, err = newOutQueue(ec, s.schema); err != nil {
+	s := &SessionAggregate{gap: gap.Microseconds(), parts: map[string]*sessionPart{}}
+	if err := s.init(ec, in, "session", rowtime, keys, keyNames, aggs, budget); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
-
-func (s *SessionAggregate) Schema() *arrow.Schema { return s.schema }
-
-func (s *SessionAggregate) Open(ctx context.Context) error { return s.in.Open(ctx) }
 
 // Next returns the sessions closed by the last marker's watermark,
 // labelled with its position, then the marker.
 func (s *SessionAggregate) Next(ctx context.Context) (Chunk, error) { return s.firing.next(ctx, s) }
 
 func (s *SessionAggregate) add(ctx context.Context, b arrow.RecordBatch) error {
-	signs, err := kindSigns(b, s.signs)
+	e, err := s.read(ctx, b)
 	if err != nil {
 		return err
 	}
-	s.signs = signs
-	ev := &batchEval{ctx: ctx, ec: s.ec, b: b}
-	defer ev.release()
-	n := int(b.NumRows())
-	ts, err := ev.eval(s.rowtime)
-	if err != nil {
-		return err
-	}
-	times := make([]int64, n)
-	valid := make([]bool, n)
-	if err := eachTime(ts, func(i int, t time.Time) { times[i], valid[i] = t.UnixMicro(), true }); err != nil {
-		return err
-	}
-	keys, err := ev.evalAll(s.keys)
-	if err != nil {
-		return err
-	}
-	if err := s.enc.Encode(keys, n); err != nil {
-		return err
-	}
-	in, err := evalAggInputs(s.aggs, s.argGet, ev.eval)
-	if err != nil {
-		return err
-	}
+	defer e.release()
 	var grow int64
-	for i, sign := range signs {
-		if !valid[i] || !s.wm.IsZero() && times[i] <= s.wm.UnixMicro() {
+	for i, sign := range e.signs {
+		if !e.valid[i] || !s.wm.IsZero() && e.times[i] <= s.wm.UnixMicro() {
 			s.late++
 			continue
 		}
 		k := string(s.enc.Key(i))
 		part := s.parts[k]
 		if part == nil {
-			part = &sessionPart{vals: make([]any, len(keys))}
+			part = &sessionPart{vals: make([]any, len(e.keys))}
 			for c, get := range s.keyGet {
-				part.vals[c] = get(keys[c], i)
+				part.vals[c] = get(e.keys[c], i)
 			}
 			s.parts[k] = part
 			grow += partBytes(k, part)
 		}
 		inputs := make([]any, len(s.aggs))
 		for j := range s.aggs {
-			v, ok := in.value(j, i)
+			v, ok := e.in.value(j, i)
 			if !ok {
 				v = noInput{}
 			}
 			inputs[j] = v
 		}
-		d, err := s.change(k, part, times[i], inputs, sign)
+		d, err := s.change(k, part, e.times[i], inputs, sign)
 		if err != nil {
 			return err
 		}
@@ -272,11 +223,4 @@ func (s *SessionAggregate) aggregate(part *sessionPart, rows []*sessionRow) ([]a
 		row = append(row, v)
 	}
 	return row, nil
-}
-
-func (s *SessionAggregate) Close() error {
-	s.q.release()
-	_ = s.budget.grow(-s.held, "")
-	s.held = 0
-	return s.in.Close()
 }

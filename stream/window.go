@@ -3,16 +3,13 @@ package stream
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flightd/flightd/exec"
-	"github.com/flightd/flightd/tablestore"
 	"github.com/flightd/flightd/vectorized"
 )
 
@@ -86,83 +83,68 @@ func (ws Windows) firstEnd(t int64) int64 {
 // Output columns: row kind, window_start, window_end, the keys, the
 // aggregates; window bounds have the event time's type.
 type WindowAggregate struct {
-	ec      *exec.Context
+	windowAgg
 	windows Windows
-	rowtime exec.Expr
-	keys    []exec.Expr
-	aggs    []AggSpec
-	budget  *Budget
-	schema  *arrow.Schema
-	unit    arrow.TimeUnit
-
-	firing
-	keyGet []getter
-	argGet []getter
-	open   map[[2]int64]*window
-	enc    vectorized.KeyEncoder
-	signs  []int8
-	wins   [][2]int64
-	held   int64
+	open    map[[2]int64]*window
+	wins    [][2]int64
 }
 
-// firing drives an event-time operator that emits what a watermark
-// closes: it adds input batches, and at a marker whose watermark has
-// advanced fires what it closed (emitted before the marker, labelled with
-// its position); at the end of input it fires everything.
+// firing drives an event-time operator: its mini-batches (see
+// miniBatchNext) end at markers, and a marker whose watermark has advanced
+// fires what that watermark closed (emitted before the marker, labelled
+// with its position); at the end of a bounded input everything fires.
 type firing struct {
 	in     Operator
 	q      *outQueue
+	schema *arrow.Schema
+	budget *Budget
+	held   int64     // bytes accounted in budget
 	wm     time.Time // the last marker's watermark
 	late   int64
-	marker *Chunk
-	pos    Pos // the last marker's position
-	ended  bool
+	mb     miniBatch
 }
 
+func (f *firing) Schema() *arrow.Schema { return f.schema }
+
+func (f *firing) Open(ctx context.Context) error { return f.in.Open(ctx) }
+
+func (f *firing) Close() error {
+	f.q.release()
+	_ = f.budget.grow(-f.held, "")
+	f.held = 0
+	return f.in.Close()
+}
+
+// firer is an event-time operator: add takes changes, fire queues what a
+// watermark of wm closes.
 type firer interface {
 	add(ctx context.Context, b arrow.RecordBatch) error
 	fire(wm time.Time) error
 }
 
 func (f *firing) next(ctx context.Context, op firer) (Chunk, error) {
-	for {
-		if b := f.q.pop(); b != nil {
-			return Chunk{Batch: b, Pos: f.pos}, nil
-		}
-		if m := f.marker; m != nil && !f.ended {
-			f.marker = nil
-			return *m, nil
-		}
-		if f.ended {
-			return Chunk{}, io.EOF
-		}
-		c, err := f.in.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			f.ended = true
-			if err := op.fire(endOfTime); err != nil {
-				return Chunk{}, err
-			}
-			continue
-		}
-		if err != nil {
-			return Chunk{}, err
-		}
-		if c.Batch != nil {
-			if err := op.add(ctx, c.Batch); err != nil {
-				return Chunk{}, err
-			}
-			continue
-		}
-		if !c.Watermark.IsZero() && c.Watermark.After(f.wm) {
-			f.wm = c.Watermark
-			if err := op.fire(f.wm); err != nil {
-				return Chunk{}, err
-			}
-		}
-		c.Image, c.ImageStart = tablestore.NoImage, false // the output is no table's full read
-		c.LateRows += f.late
-		f.marker, f.pos = &c, c.Pos
+	return miniBatchNext(ctx, f.in, firingBatches{f, op}, f.q, &f.mb)
+}
+
+// firingBatches is a firer as a miniBatched op.
+type firingBatches struct {
+	f *firing
+	firer
+}
+
+func (fb firingBatches) flush(_ context.Context, m *Chunk) error {
+	f := fb.f
+	if m == nil {
+		return fb.fire(endOfTime)
 	}
+	if !m.Watermark.IsZero() && m.Watermark.After(f.wm) {
+		f.wm = m.Watermark
+		if err := fb.fire(f.wm); err != nil {
+			return err
+		}
+	}
+	m.LateRows += f.late
+	return nil
 }
 
 // window is the state of one open window: its groups by key.
@@ -182,23 +164,90 @@ type windowGroup struct {
 // NewWindowAggregate aggregates in by the windows of rowtime (a timestamp
 // over in's batches) and keys.
 func NewWindowAggregate(ec *exec.Context, in Operator, windows Windows, rowtime exec.Expr, keys []exec.Expr, keyNames []string, aggs []AggSpec, budget *Budget) (*WindowAggregate, error) {
-	tt, ok := rowtime.DataType().(*arrow.TimestampType)
-	if !ok {
-		return nil, fmt.Errorf("%w: window time column is %s, not a timestamp", exec.ErrInvalid, rowtime.DataType())
-	}
 	step, size := windows.Step.Microseconds(), windows.Size.Microseconds()
 	if step <= 0 || size%step != 0 || windows.Kind == Tumble && step != size {
 		return nil, fmt.Errorf("%w: window size %s is not a positive multiple of its step %s", exec.ErrInvalid, windows.Size, windows.Step)
 	}
-	w := &WindowAggregate{ec: ec, firing: firing{in: in}, windows: windows, rowtime: rowtime, keys: keys, aggs: aggs, budget: budget, unit: tt.Unit, open: map[[2]int64]*window{}}
-	var err error
-	if w.keyGet, w.argGet, w.schema, err = windowAggSchema(tt, keys, keyNames, aggs); err != nil {
-		return nil, err
-	}
-	if w.q, err = newOutQueue(ec, w.schema); err != nil {
+	w := &WindowAggregate{windows: windows, open: map[[2]int64]*window{}}
+	if err := w.init(ec, in, "window", rowtime, keys, keyNames, aggs, budget); err != nil {
 		return nil, err
 	}
 	return w, nil
+}
+
+// windowAgg is what window and session aggregations share: the event
+// time, keys and aggregates they read, and their output.
+type windowAgg struct {
+	firing
+	ec      *exec.Context
+	rowtime exec.Expr
+	keys    []exec.Expr
+	aggs    []AggSpec
+	unit    arrow.TimeUnit
+	keyGet  []getter
+	argGet  []getter
+	enc     vectorized.KeyEncoder
+	signs   []int8
+}
+
+func (w *windowAgg) init(ec *exec.Context, in Operator, what string, rowtime exec.Expr, keys []exec.Expr, keyNames []string, aggs []AggSpec, budget *Budget) error {
+	tt, ok := rowtime.DataType().(*arrow.TimestampType)
+	if !ok {
+		return fmt.Errorf("%w: %s time column is %s, not a timestamp", exec.ErrInvalid, what, rowtime.DataType())
+	}
+	*w = windowAgg{firing: firing{in: in, budget: budget}, ec: ec, rowtime: rowtime, keys: keys, aggs: aggs, unit: tt.Unit}
+	var err error
+	if w.keyGet, w.argGet, w.schema, err = windowAggSchema(tt, keys, keyNames, aggs); err != nil {
+		return err
+	}
+	w.q, err = newOutQueue(ec, w.schema)
+	return err
+}
+
+// eventBatch is a batch of changes as a window or session aggregation
+// reads it; release frees its arrays.
+type eventBatch struct {
+	*batchEval
+	n     int
+	signs []int8
+	times []int64 // microseconds
+	valid []bool  // false: NULL event time
+	keys  []arrow.Array
+	in    aggInputs
+}
+
+// read evaluates b's signs, event times, keys (encoded in w.enc) and
+// aggregate inputs.
+func (w *windowAgg) read(ctx context.Context, b arrow.RecordBatch) (_ *eventBatch, err error) {
+	signs, err := kindSigns(b, w.signs)
+	if err != nil {
+		return nil, err
+	}
+	w.signs = signs
+	n := int(b.NumRows())
+	e := &eventBatch{batchEval: &batchEval{ctx: ctx, ec: w.ec, b: b}, n: n, signs: signs, times: make([]int64, n), valid: make([]bool, n)}
+	defer func() {
+		if err != nil {
+			e.release()
+		}
+	}()
+	ts, err := e.eval(w.rowtime)
+	if err != nil {
+		return nil, err
+	}
+	if err := eachTime(ts, func(i int, t time.Time) { e.times[i], e.valid[i] = t.UnixMicro(), true }); err != nil {
+		return nil, err
+	}
+	if e.keys, err = e.evalAll(w.keys); err != nil {
+		return nil, err
+	}
+	if err := w.enc.Encode(e.keys, n); err != nil {
+		return nil, err
+	}
+	if e.in, err = evalAggInputs(w.aggs, w.argGet, e.eval); err != nil {
+		return nil, err
+	}
+	return e, nil
 }
 
 // windowAggSchema is the output of a window or session aggregation:
@@ -220,10 +269,6 @@ func windowAggSchema(tt arrow.DataType, keys []exec.Expr, keyNames []string, agg
 	}
 	return keyGet, argGet, withKind(append(fields, aggFields...)), nil
 }
-
-func (w *WindowAggregate) Schema() *arrow.Schema { return w.schema }
-
-func (w *WindowAggregate) Open(ctx context.Context) error { return w.in.Open(ctx) }
 
 // Next returns the windows closed by the last marker's watermark, labelled
 // with its position, then the marker.
@@ -255,45 +300,20 @@ func toMicros(v int64, unit arrow.TimeUnit) int64 {
 	return v
 }
 
-func (w *WindowAggregate) add(ctx context.Context, b arrow.RecordBatch) (err error) {
-	signs, err := kindSigns(b, w.signs)
+func (w *WindowAggregate) add(ctx context.Context, b arrow.RecordBatch) error {
+	e, err := w.read(ctx, b)
 	if err != nil {
 		return err
 	}
-	w.signs = signs
-	ev := &batchEval{ctx: ctx, ec: w.ec, b: b}
-	defer ev.release()
-	eval := ev.eval
-	n := int(b.NumRows())
-	ts, err := eval(w.rowtime)
-	if err != nil {
-		return err
-	}
-	times := make([]int64, n)
-	valid := make([]bool, n)
-	if err := eachTime(ts, func(i int, t time.Time) { times[i], valid[i] = t.UnixMicro(), true }); err != nil {
-		return err
-	}
-	keys := make([]arrow.Array, len(w.keys))
-	for i, k := range w.keys {
-		if keys[i], err = eval(k); err != nil {
-			return err
-		}
-	}
-	if err := w.enc.Encode(keys, n); err != nil {
-		return err
-	}
-	in, err := evalAggInputs(w.aggs, w.argGet, eval)
-	if err != nil {
-		return err
-	}
+	defer e.release()
+	times, keys := e.times, e.keys
 	wm := int64(0)
 	if !w.wm.IsZero() {
 		wm = w.wm.UnixMicro()
 	}
 	var grow int64
-	for i, sign := range signs {
-		if !valid[i] || !w.wm.IsZero() && w.windows.firstEnd(times[i]) <= wm {
+	for i, sign := range e.signs {
+		if !e.valid[i] || !w.wm.IsZero() && w.windows.firstEnd(times[i]) <= wm {
 			w.late++
 			continue
 		}
@@ -321,7 +341,7 @@ func (w *WindowAggregate) add(ctx context.Context, b arrow.RecordBatch) (err err
 				d = int64(len(k)) + rowBytes(g.vals) + 48*int64(len(g.accs)) + 64
 			}
 			g.rows += int64(sign)
-			d += in.addRow(g.accs, i, sign)
+			d += e.in.addRow(g.accs, i, sign)
 			win.bytes += d
 			grow += d
 		}
@@ -360,13 +380,6 @@ func (w *WindowAggregate) fire(wm time.Time) error {
 	w.q.seal()
 	w.held -= freed
 	return w.budget.grow(-freed, "a window aggregation")
-}
-
-func (w *WindowAggregate) Close() error {
-	w.q.release()
-	_ = w.budget.grow(-w.held, "")
-	w.held = 0
-	return w.in.Close()
 }
 
 // closedWindows returns the windows of open (keyed by their start and end,

@@ -33,6 +33,16 @@ type events struct {
 	cur    arrow.RecordBatch
 }
 
+// eventTS is the type of the events' time column, ts (column 3).
+var eventTS = &arrow.TimestampType{Unit: arrow.Millisecond}
+
+// newEvents returns rows events over keys keys, n per snapshot, drawn
+// from seed.
+func newEvents(mem memory.Allocator, seed int64, n, rows, keys int) *events {
+	schema := withKind([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "x", Type: arrow.PrimitiveTypes.Int64}, {Name: "ts", Type: eventTS}})
+	return &events{mem: mem, schema: schema, rng: rand.New(rand.NewSource(seed)), n: n, rows: rows, keys: keys, next: 1_700_000_000_000}
+}
+
 func (e *events) Schema() *arrow.Schema      { return e.schema }
 func (e *events) Open(context.Context) error { return nil }
 func (e *events) Next(context.Context) (Chunk, error) {
@@ -69,6 +79,25 @@ func (e *events) release() {
 
 func (e *events) Close() error { e.release(); return nil }
 
+// benchEvents drains op, timed, and reports the events per second of CPU
+// time and of wall time.
+func benchEvents(b *testing.B, op Operator) {
+	b.ResetTimer()
+	cpu := cpuTime(b)
+	drainAll(b, op)
+	// The machine is shared: CPU time gives the rate per core.
+	b.ReportMetric(float64(b.N)/(cpuTime(b)-cpu).Seconds(), "events/cpu-s")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// benchAggs are the benchmarks' aggregates over the events: count, sum
+// and max of x.
+var benchAggs = []AggSpec{
+	{Func: "count_star", Type: arrow.PrimitiveTypes.Int64, Name: "c"},
+	{Func: "sum", Arg: col(2, "x"), Type: arrow.PrimitiveTypes.Int64, Name: "s"},
+	{Func: "max", Arg: col(2, "x"), Type: arrow.PrimitiveTypes.Int64, Name: "m"},
+}
+
 // cpuTime is the CPU time the process has used (user and system).
 func cpuTime(b *testing.B) time.Duration {
 	var ru syscall.Rusage
@@ -93,23 +122,12 @@ func BenchmarkWindowAggregate(b *testing.B) {
 		b.Run(ws.name, func(b *testing.B) {
 			mem := memory.NewGoAllocator()
 			ec := exec.NewContext(mem)
-			ts := &arrow.TimestampType{Unit: arrow.Millisecond}
-			schema := withKind([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "x", Type: arrow.PrimitiveTypes.Int64}, {Name: "ts", Type: ts}})
-			in := &events{mem: mem, schema: schema, rng: rand.New(rand.NewSource(1)), n: 1024, rows: b.N, keys: 1000, next: 1_700_000_000_000}
-			w, err := NewWindowAggregate(ec, in, ws.w, exec.NewColumn(3, ts, "ts"), []exec.Expr{col(1, "k")}, []string{"k"}, []AggSpec{
-				{Func: "count_star", Type: arrow.PrimitiveTypes.Int64, Name: "c"},
-				{Func: "sum", Arg: col(2, "x"), Type: arrow.PrimitiveTypes.Int64, Name: "s"},
-				{Func: "max", Arg: col(2, "x"), Type: arrow.PrimitiveTypes.Int64, Name: "m"},
-			}, NewBudget(0))
+			in := newEvents(mem, 1, 1024, b.N, 1000)
+			w, err := NewWindowAggregate(ec, in, ws.w, exec.NewColumn(3, eventTS, "ts"), []exec.Expr{col(1, "k")}, []string{"k"}, benchAggs, NewBudget(0))
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.ResetTimer()
-			cpu := cpuTime(b)
-			drainAll(b, w)
-			// The machine is shared: CPU time gives the rate per core.
-			b.ReportMetric(float64(b.N)/(cpuTime(b)-cpu).Seconds(), "events/cpu-s")
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+			benchEvents(b, w)
 		})
 	}
 }
@@ -123,22 +141,12 @@ func BenchmarkSessionAggregate(b *testing.B) {
 		b.Run(fmt.Sprintf("gap=%s", gap), func(b *testing.B) {
 			mem := memory.NewGoAllocator()
 			ec := exec.NewContext(mem)
-			ts := &arrow.TimestampType{Unit: arrow.Millisecond}
-			schema := withKind([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "x", Type: arrow.PrimitiveTypes.Int64}, {Name: "ts", Type: ts}})
-			in := &events{mem: mem, schema: schema, rng: rand.New(rand.NewSource(1)), n: 1024, rows: b.N, keys: 1000, next: 1_700_000_000_000}
-			s, err := NewSessionAggregate(ec, in, gap, exec.NewColumn(3, ts, "ts"), []exec.Expr{col(1, "k")}, []string{"k"}, []AggSpec{
-				{Func: "count_star", Type: arrow.PrimitiveTypes.Int64, Name: "c"},
-				{Func: "sum", Arg: col(2, "x"), Type: arrow.PrimitiveTypes.Int64, Name: "s"},
-				{Func: "max", Arg: col(2, "x"), Type: arrow.PrimitiveTypes.Int64, Name: "m"},
-			}, NewBudget(0))
+			in := newEvents(mem, 1, 1024, b.N, 1000)
+			s, err := NewSessionAggregate(ec, in, gap, exec.NewColumn(3, eventTS, "ts"), []exec.Expr{col(1, "k")}, []string{"k"}, benchAggs, NewBudget(0))
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.ResetTimer()
-			cpu := cpuTime(b)
-			drainAll(b, s)
-			b.ReportMetric(float64(b.N)/(cpuTime(b)-cpu).Seconds(), "events/cpu-s")
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+			benchEvents(b, s)
 		})
 	}
 }
@@ -149,11 +157,9 @@ func BenchmarkSessionAggregate(b *testing.B) {
 func BenchmarkWindowTopN(b *testing.B) {
 	mem := memory.NewGoAllocator()
 	ec := exec.NewContext(mem)
-	ts := &arrow.TimestampType{Unit: arrow.Millisecond}
-	schema := withKind([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "x", Type: arrow.PrimitiveTypes.Int64}, {Name: "ts", Type: ts}})
-	in := &events{mem: mem, schema: schema, rng: rand.New(rand.NewSource(1)), n: 1024, rows: b.N, keys: 1000, next: 1_700_000_000_000}
+	in := newEvents(mem, 1, 1024, b.N, 1000)
 	budget := NewBudget(0)
-	w, err := NewWindowAggregate(ec, in, Windows{Kind: Tumble, Size: 10 * time.Second, Step: 10 * time.Second}, exec.NewColumn(3, ts, "ts"), []exec.Expr{col(1, "k")}, []string{"k"}, []AggSpec{
+	w, err := NewWindowAggregate(ec, in, Windows{Kind: Tumble, Size: 10 * time.Second, Step: 10 * time.Second}, exec.NewColumn(3, eventTS, "ts"), []exec.Expr{col(1, "k")}, []string{"k"}, []AggSpec{
 		{Func: "count_star", Type: arrow.PrimitiveTypes.Int64, Name: "c"},
 		{Func: "sum", Arg: col(2, "x"), Type: arrow.PrimitiveTypes.Int64, Name: "s"},
 	}, budget)
@@ -162,18 +168,14 @@ func BenchmarkWindowTopN(b *testing.B) {
 	}
 	// Output columns: kind, window_start, window_end, k, c, s.
 	r, err := NewWindowRank(ec, w, RankSpec{
-		Partition: []exec.Expr{exec.NewColumn(1, ts, "window_start"), exec.NewColumn(2, ts, "window_end")},
+		Partition: []exec.Expr{exec.NewColumn(1, eventTS, "window_start"), exec.NewColumn(2, eventTS, "window_end")},
 		Order:     []exec.SortKey{{Expr: col(4, "c"), Descending: true}, {Expr: col(3, "k")}},
 		Lo:        1, Hi: 10, Number: true,
 	}, 1, budget)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ResetTimer()
-	cpu := cpuTime(b)
-	drainAll(b, r)
-	b.ReportMetric(float64(b.N)/(cpuTime(b)-cpu).Seconds(), "events/cpu-s")
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	benchEvents(b, r)
 }
 
 // BenchmarkIntervalJoin: events per second (both inputs together) through
@@ -182,24 +184,16 @@ func BenchmarkWindowTopN(b *testing.B) {
 func BenchmarkIntervalJoin(b *testing.B) {
 	mem := memory.NewGoAllocator()
 	ec := exec.NewContext(mem)
-	ts := &arrow.TimestampType{Unit: arrow.Millisecond}
-	schema := withKind([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "x", Type: arrow.PrimitiveTypes.Int64}, {Name: "ts", Type: ts}})
-	side := func(seed int64) *events {
-		return &events{mem: mem, schema: schema, rng: rand.New(rand.NewSource(seed)), n: 1024, rows: b.N / 2, keys: 1000, next: 1_700_000_000_000}
-	}
+	side := func(seed int64) *events { return newEvents(mem, seed, 1024, b.N/2, 1000) }
 	j, err := NewIntervalJoin(ec, side(1), side(2), IntervalSpec{
 		LeftKeys: []exec.Expr{col(1, "k")}, RightKeys: []exec.Expr{col(1, "k")},
-		LeftTime: exec.NewColumn(3, ts, "ts"), RightTime: exec.NewColumn(3, ts, "ts"),
+		LeftTime: exec.NewColumn(3, eventTS, "ts"), RightTime: exec.NewColumn(3, eventTS, "ts"),
 		Lower: -time.Second, Upper: time.Second,
 	}, NewBudget(0))
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ResetTimer()
-	cpu := cpuTime(b)
-	drainAll(b, j)
-	b.ReportMetric(float64(b.N)/(cpuTime(b)-cpu).Seconds(), "events/cpu-s")
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	benchEvents(b, j)
 }
 
 // BenchmarkWindowJoin: events per second (both inputs together) through a
@@ -208,19 +202,11 @@ func BenchmarkIntervalJoin(b *testing.B) {
 func BenchmarkWindowJoin(b *testing.B) {
 	mem := memory.NewGoAllocator()
 	ec := exec.NewContext(mem)
-	ts := &arrow.TimestampType{Unit: arrow.Millisecond}
-	schema := withKind([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "x", Type: arrow.PrimitiveTypes.Int64}, {Name: "ts", Type: ts}})
-	side := func(seed int64) *events {
-		return &events{mem: mem, schema: schema, rng: rand.New(rand.NewSource(seed)), n: 1024, rows: b.N / 2, keys: 1000, next: 1_700_000_000_000}
-	}
-	s := WindowJoinSide{Keys: []exec.Expr{col(1, "k")}, Time: exec.NewColumn(3, ts, "ts"), Start: 2}
+	side := func(seed int64) *events { return newEvents(mem, seed, 1024, b.N/2, 1000) }
+	s := WindowJoinSide{Keys: []exec.Expr{col(1, "k")}, Time: exec.NewColumn(3, eventTS, "ts"), Start: 2}
 	j, err := NewWindowJoin(ec, side(1), side(2), Windows{Kind: Tumble, Size: 10 * time.Second, Step: 10 * time.Second}, [2]WindowJoinSide{s, s}, NewBudget(0))
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ResetTimer()
-	cpu := cpuTime(b)
-	drainAll(b, j)
-	b.ReportMetric(float64(b.N)/(cpuTime(b)-cpu).Seconds(), "events/cpu-s")
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	benchEvents(b, j)
 }

@@ -28,22 +28,20 @@ import (
 // Output columns: those of the input, then the row number when
 // spec.Number.
 type WindowRank struct {
-	ec     *exec.Context
-	spec   RankSpec
-	end    int // the input column (after the row kind) of window_end
-	unit   arrow.TimeUnit
-	budget *Budget
-	schema *arrow.Schema
+	ec   *exec.Context
+	spec RankSpec
+	end  int // the input column (after the row kind) of window_end
+	unit arrow.TimeUnit
 
 	firing
 	rowGet   rowGetter
+	order    []exec.Expr // spec.Order's expressions
 	orderGet []getter
 	parts    map[string]*windowRankPart
 	enc      vectorized.KeyEncoder
 	signs    []int8
 	sortBuf  []byte
 	outRow   []any
-	held     int64
 }
 
 type windowRankPart struct {
@@ -70,12 +68,13 @@ func NewWindowRank(ec *exec.Context, in Operator, spec RankSpec, end int, budget
 	if err != nil {
 		return nil, err
 	}
-	w := &WindowRank{ec: ec, spec: spec, end: end, unit: tt.Unit, budget: budget, firing: firing{in: in}, rowGet: get, parts: map[string]*windowRankPart{}}
+	w := &WindowRank{ec: ec, spec: spec, end: end, unit: tt.Unit, firing: firing{in: in, budget: budget}, rowGet: get, parts: map[string]*windowRankPart{}}
 	for _, k := range spec.Order {
 		g, err := getterFor(k.Expr.DataType())
 		if err != nil {
 			return nil, fmt.Errorf("ORDER BY %s: %w", k.Expr, err)
 		}
+		w.order = append(w.order, k.Expr)
 		w.orderGet = append(w.orderGet, g)
 	}
 	if spec.Number {
@@ -87,10 +86,6 @@ func NewWindowRank(ec *exec.Context, in Operator, spec RankSpec, end int, budget
 	}
 	return w, nil
 }
-
-func (w *WindowRank) Schema() *arrow.Schema { return w.schema }
-
-func (w *WindowRank) Open(ctx context.Context) error { return w.in.Open(ctx) }
 
 // Next returns the top rows of the windows closed by the last marker's
 // watermark, labelled with its position, then the marker.
@@ -112,11 +107,7 @@ func (w *WindowRank) add(ctx context.Context, b arrow.RecordBatch) error {
 	if err := w.enc.Encode(keys, n); err != nil {
 		return err
 	}
-	orderExprs := make([]exec.Expr, len(w.spec.Order))
-	for i, k := range w.spec.Order {
-		orderExprs[i] = k.Expr
-	}
-	order, err := ev.evalAll(orderExprs)
+	order, err := ev.evalAll(w.order)
 	if err != nil {
 		return err
 	}
@@ -179,11 +170,4 @@ func (w *WindowRank) fire(wm time.Time) error {
 	w.q.seal()
 	w.held -= freed
 	return w.budget.grow(-freed, "a window top-N")
-}
-
-func (w *WindowRank) Close() error {
-	w.q.release()
-	_ = w.budget.grow(-w.held, "")
-	w.held = 0
-	return w.in.Close()
 }

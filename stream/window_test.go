@@ -92,11 +92,7 @@ func (w windowShape) late(t, wm int64) bool {
 // an insert, the late count the stream reports equals the model's, and so
 // does its watermark. Replay with -seed.
 func TestWindowEqualsBatch(t *testing.T) {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = time.Now().UnixNano()
-	}
-	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	seed := testSeed(t)
 	for i := range 4 {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			t.Parallel() // mostly waiting on fsync
