@@ -354,7 +354,7 @@ func (bd *builder) lookupJoin(n *LookupJoin, left exec.Operator) (exec.Operator,
 	if err != nil {
 		return nil, err
 	}
-	ec, cat, t := bd.ec, n.cat, n.Scan.Table
+	ec, cat, t, snapshot := bd.ec, n.cat, n.Scan.Table, n.Scan.Snapshot
 	schema := schemaOf(n.Join.Columns())
 	outer := n.Join.Kind == LeftJoin
 	return exec.NewLookupJoin(ec, left, schema, func(ctx context.Context) (*exec.LookupJoiner, error) {
@@ -362,7 +362,8 @@ func (bd *builder) lookupJoin(n *LookupJoin, left exec.Operator) (exec.Operator,
 		if err != nil {
 			return nil, fmt.Errorf("lookup %s: %w", t.Ident(), err)
 		}
-		r := &indexReader{x: x, release: release, cols: cols}
+		// The scan's snapshot: a transaction's, as the hash join reads.
+		r := &indexReader{x: x, release: release, cols: cols, snapshot: snapshot}
 		return exec.NewLookupJoiner(ec, r, keys, residual, outer, schema), nil
 	}), nil
 }
