@@ -205,22 +205,7 @@ func (st *Statement) Query(ctx context.Context, params arrow.RecordBatch) (_ exe
 }
 
 func (st *Statement) buildPerRow(ec *exec.Context, q *plan.Query, params arrow.RecordBatch) (exec.Operator, error) {
-	if q.BatchesParams() && params != nil && params.NumRows() > 1 {
-		if err := checkParams(q.Params(), params); err != nil {
-			return nil, err
-		}
-		stored, err := storedParams(ec.Mem, params)
-		if err != nil {
-			return nil, err
-		}
-		defer stored.Release()
-		op, err := q.Build(ec, stored)
-		if err != nil {
-			return nil, err
-		}
-		return withSchema(op, q.Schema()), nil
-	}
-	rows, err := paramRows(ec.Mem, q, params)
+	rows, err := paramRows(ec.Mem, q, params, q.BatchesParams())
 	if err != nil {
 		return nil, err
 	}
@@ -274,9 +259,10 @@ func checkParams(want *arrow.Schema, params arrow.RecordBatch) error {
 }
 
 // paramRows splits the bound parameter batch into one-row batches (owned by
-// the caller) in their stored types; a statement without parameters runs
-// once with nil.
-func paramRows(mem memory.Allocator, q *plan.Query, params arrow.RecordBatch) ([]arrow.RecordBatch, error) {
+// the caller) in their stored types, or with batch keeps it whole (one
+// execution reads every row); a statement without parameters runs once
+// with nil.
+func paramRows(mem memory.Allocator, q *plan.Query, params arrow.RecordBatch, batch bool) ([]arrow.RecordBatch, error) {
 	if err := checkParams(q.Params(), params); err != nil {
 		return nil, err
 	}
@@ -286,6 +272,9 @@ func paramRows(mem memory.Allocator, q *plan.Query, params arrow.RecordBatch) ([
 	params, err := storedParams(mem, params)
 	if err != nil {
 		return nil, err
+	}
+	if batch {
+		return []arrow.RecordBatch{params}, nil
 	}
 	defer params.Release()
 	rows := make([]arrow.RecordBatch, params.NumRows())

@@ -3,10 +3,15 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flightd/flightd/engine"
+	qexec "github.com/flightd/flightd/exec"
 )
 
 // TestTemporalJoinPlans: the batch form of a temporal join reads its table
@@ -132,6 +137,93 @@ func TestLookupScanSeesOtherProcess(t *testing.T) {
 		mustExec(t, sa, `UPDATE c SET v = v + 1 WHERE id = 0`)
 		if got := rows(t, sb, q); len(got) != 1 || got[0][0] != fmt.Sprint(i) {
 			t.Fatalf("after %d increments on the other engine: %v", i, got)
+		}
+	}
+}
+
+// TestLookupsInTransaction: inside a transaction, reads through the lookup
+// index (a point query, an IN list, a temporal join) see the tables as of
+// the transaction's start, as a scan does, while another session changes
+// the dimension: a LookupScan or LookupJoin that read the latest snapshot
+// would show the later values.
+func TestLookupsInTransaction(t *testing.T) {
+	ctx := context.Background()
+	e := newEngine(t)
+	s, other := e.NewSession(), e.NewSession()
+	mustExec(t, s, "CREATE TABLE dim (k INT, name STRING, PRIMARY KEY (k) NOT ENFORCED)")
+	mustExec(t, s, "CREATE TABLE ev (id INT, k INT, pt AS PROCTIME())")
+	mustExec(t, s, "INSERT INTO dim VALUES (1, 'a'), (2, 'b')")
+	mustExec(t, s, "INSERT INTO ev VALUES (10, 1), (20, 2)")
+	queries := map[string]string{
+		"SELECT k, name FROM dim WHERE k = 1":       "LookupScan",
+		"SELECT k, name FROM dim WHERE k IN (1, 2)": "LookupScan",
+		"SELECT k, name FROM dim":                   "Scan",
+		"SELECT ev.id, dim.name FROM ev JOIN dim FOR SYSTEM_TIME AS OF ev.pt ON ev.k = dim.k":      "LookupJoin",
+		"SELECT ev.id, dim.name FROM ev LEFT JOIN dim FOR SYSTEM_TIME AS OF ev.pt ON ev.k = dim.k": "LookupJoin",
+	}
+	for q, op := range queries {
+		if got := fmt.Sprint(rows(t, s, "EXPLAIN "+q)); !strings.Contains(got, op) {
+			t.Fatalf("%s:\n%s\nwant %s in it", q, got, op)
+		}
+	}
+	txRows := func(tx *engine.Txn, q string) []string {
+		t.Helper()
+		st, err := s.Prepare(ctx, q, tx)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		op, err := st.Query(ctx, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		var out []string
+		err = drainRows(ctx, op, func(row string) { out = append(out, row) })
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		slices.Sort(out)
+		return out
+	}
+	tx := e.Begin()
+	defer func() { _ = e.Rollback(tx.ID()) }()
+	before := map[string][]string{}
+	for q := range queries {
+		before[q] = txRows(tx, q)
+	}
+	mustExec(t, other, "INSERT INTO dim VALUES (1, 'A'), (2, 'B')")
+	mustExec(t, other, "DELETE FROM dim WHERE k = 2")
+	mustExec(t, other, "CALL sys.compact('default.dim')")
+	for q := range queries {
+		if got := txRows(tx, q); !slices.Equal(got, before[q]) {
+			t.Errorf("%s in a transaction, after another session changed dim: %v, before: %v", q, got, before[q])
+		}
+	}
+}
+
+// drainRows opens op, renders each row's values joined by "|" (NULL for
+// nulls) through fn, and closes it.
+func drainRows(ctx context.Context, op qexec.Operator, fn func(string)) error {
+	defer op.Close()
+	if err := op.Open(ctx); err != nil {
+		return err
+	}
+	for {
+		b, err := op.Next(ctx)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for i := range int(b.NumRows()) {
+			row := make([]string, b.NumCols())
+			for c := range row {
+				row[c] = "NULL"
+				if b.Column(c).IsValid(i) {
+					row[c] = b.Column(c).ValueStr(i)
+				}
+			}
+			fn(strings.Join(row, "|"))
 		}
 	}
 }

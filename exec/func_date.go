@@ -205,25 +205,21 @@ var TimestampType = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC
 // processed (each batch its own, unlike the statement time of
 // current_timestamp), the time a temporal join's lookup happens.
 func resolveProctime(types []arrow.DataType, _ []Expr) (*impl, error) {
-	if err := wantArgs(types, 0, 0); err != nil {
-		return nil, err
-	}
-	return &impl{ret: TimestampType, fn: func(_ context.Context, ec *Context, _ []arrow.Array, n int) (arrow.Array, error) {
-		v := time.Now().UnixMicro()
-		out := vectorized.NewFixedOut[int64](ec.Mem, n)
-		for i := range out.Vals {
-			out.Vals[i] = v
-		}
-		return out.Finish(TimestampType, nil, 0), nil
-	}}, nil
+	return resolveClock(types, func(*Context) time.Time { return time.Now() })
 }
 
 func resolveCurrentTimestamp(types []arrow.DataType, _ []Expr) (*impl, error) {
+	return resolveClock(types, (*Context).now)
+}
+
+// resolveClock is a function without arguments giving every row the time
+// now reads, as a TimestampType.
+func resolveClock(types []arrow.DataType, now func(*Context) time.Time) (*impl, error) {
 	if err := wantArgs(types, 0, 0); err != nil {
 		return nil, err
 	}
 	return &impl{ret: TimestampType, fn: func(_ context.Context, ec *Context, _ []arrow.Array, n int) (arrow.Array, error) {
-		v := ec.now().UnixMicro()
+		v := now(ec).UnixMicro()
 		out := vectorized.NewFixedOut[int64](ec.Mem, n)
 		for i := range out.Vals {
 			out.Vals[i] = v

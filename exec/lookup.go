@@ -101,18 +101,14 @@ func foundRows(ctx context.Context, ec *Context, schema *arrow.Schema, b arrow.R
 	if !ok {
 		return nil, fmt.Errorf("%w: key lookup result's last column is %s, not the found flag", ErrInvalid, b.Column(last).DataType())
 	}
-	cnt := 0
-	for i := range found.Len() {
-		if found.IsValid(i) && found.Value(i) {
-			cnt++
-		}
-	}
+	mask, cnt := vectorized.TrueBits(ec.Mem, found)
+	defer mask.Release()
 	if cnt == 0 {
 		return nil, nil
 	}
 	rows := array.NewRecordBatch(schema, b.Columns()[:last], b.NumRows())
 	defer rows.Release()
-	return vectorized.FilterMask(ctx, ec.Mem, rows, found, cnt)
+	return vectorized.FilterMask(ctx, ec.Mem, rows, mask, cnt)
 }
 
 func (k *keyLookup) Close() error {

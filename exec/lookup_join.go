@@ -76,25 +76,14 @@ func (j *LookupJoiner) Join(ctx context.Context, b arrow.RecordBatch) (arrow.Rec
 	match, cnt := vectorized.TrueBits(j.ec.Mem, flags)
 	defer func() { match.Release() }()
 	if j.residual != nil && cnt > 0 {
-		res, rcnt, err := j.residual.mask(ctx, j.ec, joined)
+		res, _, err := j.residual.mask(ctx, j.ec, joined)
 		if err != nil {
 			return nil, err
 		}
-		md, rd := compute.NewDatum(match), compute.NewDatum(res)
-		both, err := compute.CallFunction(compute.WithAllocator(ctx, j.ec.Mem), "and", nil, md, rd)
-		md.Release()
-		rd.Release()
+		both, n := vectorized.AndMasks(j.ec.Mem, match, res)
 		res.Release()
-		if err != nil {
-			return nil, err
-		}
 		match.Release()
-		match = both.(*compute.ArrayDatum).MakeArray()
-		both.Release()
-		cnt = 0
-		if rcnt > 0 {
-			cnt = countTrue(match)
-		}
+		match, cnt = both, n
 	}
 	if !j.outer {
 		if cnt == 0 {
@@ -106,23 +95,12 @@ func (j *LookupJoiner) Join(ctx context.Context, b arrow.RecordBatch) (arrow.Rec
 		joined.Retain()
 		return joined, nil
 	}
-	return nullUnmatched(j.ec, joined, nleft, match.(*array.Boolean))
-}
-
-func countTrue(m arrow.Array) int {
-	b := m.(*array.Boolean)
-	n := 0
-	for i := range b.Len() {
-		if b.IsValid(i) && b.Value(i) {
-			n++
-		}
-	}
-	return n
+	return nullUnmatched(ctx, j.ec, joined, nleft, match.(*array.Boolean))
 }
 
 // nullUnmatched sets the table's columns (from column nleft on) of the
 // rows match does not set to NULL.
-func nullUnmatched(ec *Context, joined arrow.RecordBatch, nleft int, match *array.Boolean) (arrow.RecordBatch, error) {
+func nullUnmatched(ctx context.Context, ec *Context, joined arrow.RecordBatch, nleft int, match *array.Boolean) (arrow.RecordBatch, error) {
 	idx := array.NewInt32Builder(ec.Mem)
 	defer idx.Release()
 	for i := range match.Len() {
@@ -141,7 +119,7 @@ func nullUnmatched(ec *Context, joined arrow.RecordBatch, nleft int, match *arra
 		}
 	}()
 	cols = append(cols, joined.Columns()[:nleft]...)
-	ctx := compute.WithAllocator(context.Background(), ec.Mem)
+	ctx = compute.WithAllocator(ctx, ec.Mem)
 	for _, c := range joined.Columns()[nleft:] {
 		t, err := compute.TakeArray(ctx, c, ind)
 		if err != nil {

@@ -170,11 +170,11 @@ func (bd *builder) lookupScan(n *LookupScan) (exec.Operator, error) {
 	}
 	snapshot := s.Snapshot
 	op := exec.NewKeyLookup(bd.ec, arrow.NewSchema(fields, nil), keys, func(ctx context.Context) (exec.KeyReader, error) {
-		x, release, err := n.cat.LookupIndex(ctx, t)
+		r, err := openIndexReader(ctx, n.cat, t, cols, snapshot, false)
 		if err != nil {
-			return nil, fmt.Errorf("lookup %s: %w", t.Ident(), err)
+			return nil, err
 		}
-		return &indexReader{x: x, release: release, cols: cols, snapshot: snapshot}, nil
+		return r, nil
 	})
 	if n.Exact {
 		return op, nil
@@ -290,6 +290,16 @@ type indexReader struct {
 	stream bool
 }
 
+// openIndexReader takes t's lookup index from cat for one operator's
+// reads of columns cols (snapshot and stream: see indexReader).
+func openIndexReader(ctx context.Context, cat LookupCatalog, t *tablestore.Table, cols []int, snapshot int64, stream bool) (*indexReader, error) {
+	x, release, err := cat.LookupIndex(ctx, t)
+	if err != nil {
+		return nil, fmt.Errorf("lookup %s: %w", t.Ident(), err)
+	}
+	return &indexReader{x: x, release: release, cols: cols, snapshot: snapshot, stream: stream}, nil
+}
+
 func (r *indexReader) Read(ctx context.Context, keys []arrow.Array) (arrow.RecordBatch, error) {
 	snap := r.snapshot
 	if snap == 0 {
@@ -354,15 +364,15 @@ func (bd *builder) lookupJoin(n *LookupJoin, left exec.Operator) (exec.Operator,
 	if err != nil {
 		return nil, err
 	}
-	ec, cat, t := bd.ec, n.cat, n.Scan.Table
+	ec, cat, t, snapshot := bd.ec, n.cat, n.Scan.Table, n.Scan.Snapshot
 	schema := schemaOf(n.Join.Columns())
 	outer := n.Join.Kind == LeftJoin
 	return exec.NewLookupJoin(ec, left, schema, func(ctx context.Context) (*exec.LookupJoiner, error) {
-		x, release, err := cat.LookupIndex(ctx, t)
+		// The scan's snapshot: a transaction's, as the hash join reads.
+		r, err := openIndexReader(ctx, cat, t, cols, snapshot, false)
 		if err != nil {
-			return nil, fmt.Errorf("lookup %s: %w", t.Ident(), err)
+			return nil, err
 		}
-		r := &indexReader{x: x, release: release, cols: cols}
 		return exec.NewLookupJoiner(ec, r, keys, residual, outer, schema), nil
 	}), nil
 }

@@ -1349,11 +1349,10 @@ func (sb *streamBuilder) temporal(x *sTemporal, in stream.Operator) (stream.Oper
 	cat := x.cat
 	ec, t, outer := sb.ec, x.scan.Table, x.n.Kind == LeftJoin
 	return stream.NewTemporal(in, schema, func(ctx context.Context) (*exec.LookupJoiner, error) {
-		x, release, err := cat.LookupIndex(ctx, t)
+		r, err := openIndexReader(ctx, cat, t, cols, 0, true)
 		if err != nil {
-			return nil, fmt.Errorf("lookup %s: %w", t.Ident(), err)
+			return nil, err
 		}
-		r := &indexReader{x: x, release: release, cols: cols, stream: true}
 		return exec.NewLookupJoiner(ec, r, keys, residual, outer, schema), nil
 	}), nil
 }

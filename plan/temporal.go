@@ -1,9 +1,10 @@
 package plan
 
 import (
-	"github.com/apache/arrow-go/v18/arrow"
 	"slices"
 	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flightd/flightd/sql"
 )
