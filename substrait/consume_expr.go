@@ -317,6 +317,9 @@ func (c *consumer) field(x *pb.Expression_FieldReference, cols []sql.Expr, path 
 	if f < 0 || f >= len(cols) {
 		return nil, errAt(path+".direct_reference.struct_field", "field %d is out of range (%d columns)", f, len(cols))
 	}
+	if err := c.charge(cols[f], path); err != nil {
+		return nil, err
+	}
 	return cols[f], nil
 }
 

@@ -278,3 +278,41 @@ func TestReferenceBlowup(t *testing.T) {
 		t.Fatalf("want the node budget's error, got %v", err)
 	}
 }
+
+// doubling is n projections over a read, each adding a column that is
+// the column before added to itself: n relations whose SQL, with each
+// reference printing its column's expression, has 2^n nodes.
+func doubling(n int) *pb.Rel {
+	r := namedRead("a")
+	for range n {
+		r = &pb.Rel{RelType: &pb.Rel_Project{Project: &pb.ProjectRel{Input: r, Common: emit(1, 1),
+			Expressions: []*pb.Expression{scalarFn(1, field(0), field(0))}}}}
+	}
+	return r
+}
+
+// TestExpressionBlowup: a small plan whose field references would print
+// exponentially large SQL (projections doubling the column before, or an
+// emit repeating a large column) is refused by the node budget, not
+// printed.
+func TestExpressionBlowup(t *testing.T) {
+	add := fnDecl(0, 1, "add")
+	st, err := consumeChecked(t, mustMarshal(t, rootPlan(doubling(10), add)))
+	if err != nil {
+		t.Fatalf("10 doublings (1024 nodes) are within the budget: %v", err)
+	}
+	if n := strings.Count(sql.Format(st), "s1.a"); n != 1024 {
+		t.Fatalf("10 doublings print s1.a %d times, want 1024", n)
+	}
+	if _, err := Consume(mustMarshal(t, rootPlan(doubling(60), add))); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "more than") {
+		t.Fatalf("60 doublings: want the node budget's error, got %v", err)
+	}
+	// 300 copies of a 2^10-node column: 300k nodes from a plan of a few
+	// hundred bytes.
+	rep := &pb.RelCommon{EmitKind: &pb.RelCommon_Emit_{Emit: &pb.RelCommon_Emit{OutputMapping: make([]int32, 300)}}}
+	p := rootPlan(&pb.Rel{RelType: &pb.Rel_Filter{Filter: &pb.FilterRel{Input: doubling(10), Common: rep,
+		Condition: lit(&pb.Expression_Literal{LiteralType: &pb.Expression_Literal_Boolean{Boolean: true}})}}}, add)
+	if _, err := Consume(mustMarshal(t, p)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "more than") {
+		t.Fatalf("an emit repeating a large column 300 times: want the node budget's error, got %v", err)
+	}
+}
