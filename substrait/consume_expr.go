@@ -500,6 +500,10 @@ func scalarCall(name string, args []sql.Expr, enums []string) (sql.Expr, error) 
 		if len(enums) != 1 {
 			return nil, fmt.Errorf("want a unit (an enum argument)")
 		}
+		if !plainName(enums[0]) {
+			// EXTRACT prints its unit as a bare word.
+			return nil, fmt.Errorf("unit %q is not a plain name", enums[0])
+		}
 		if name == "extract" {
 			if len(args) != 1 {
 				return nil, fmt.Errorf("want a unit and one value")

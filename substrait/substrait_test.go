@@ -316,3 +316,64 @@ func TestExpressionBlowup(t *testing.T) {
 		t.Fatalf("an emit repeating a large column 300 times: want the node budget's error, got %v", err)
 	}
 }
+
+// TestHostileNames: names and strings of a plan are data in the SQL the
+// consumer prints, whatever quotes, backticks, comments or semicolons they
+// hold: the printed SQL parses back to the plan's table, column, alias and
+// string (or the plan is refused), never to other SQL.
+func TestHostileNames(t *testing.T) {
+	hostile := []string{"a'b", "a`b", "a\"b", "x; DROP TABLE t; --", "/* c */ x", "-- c\nx", "` OR TRUE OR `", "' OR '1'='1", "a\\", "YEAR FROM x) OR TRUE OR EXTRACT(YEAR"}
+	for _, h := range hostile {
+		str := lit(&pb.Expression_Literal{LiteralType: &pb.Expression_Literal_String_{String_: h}})
+		read := namedRead(h)
+		read.GetRead().ReadType = &pb.ReadRel_NamedTable_{NamedTable: &pb.ReadRel_NamedTable{Names: []string{h, h}}}
+		unit := &pb.Expression_ScalarFunction{FunctionReference: 2, Arguments: []*pb.FunctionArgument{
+			{ArgType: &pb.FunctionArgument_Enum{Enum: h}}, {ArgType: &pb.FunctionArgument_Value{Value: field(0)}}}}
+		p := rootPlan(&pb.Rel{RelType: &pb.Rel_Project{Project: &pb.ProjectRel{Input: filterOn(read, scalarFn(1, field(0), str)),
+			Expressions: []*pb.Expression{str}}}}, fnDecl(0, 1, "equal"), fnDecl(0, 2, "extract"))
+		p.Relations[0].GetRoot().Names = []string{h, h}
+		st, err := consumeChecked(t, mustMarshal(t, p))
+		if err != nil {
+			t.Fatalf("%q: %v", h, err)
+		}
+		text := sql.Format(st)
+		back, err := sql.ParseOne(text)
+		if err != nil {
+			t.Fatalf("%q: %v\n%s", h, err, text)
+		}
+		if again := sql.Format(back); again != text {
+			t.Fatalf("%q: the printed SQL parses to another statement:\n%s\n%s", h, text, again)
+		}
+		var tables, idents, strs, aliases []string
+		sql.Walk(back, func(n sql.Node) bool {
+			switch n := n.(type) {
+			case *sql.TableName:
+				tables = append(tables, strings.Join(n.Name.Parts, "|"))
+			case *sql.Ident:
+				idents = append(idents, n.Parts[len(n.Parts)-1])
+			case *sql.Literal:
+				if n.Kind == sql.LitString {
+					strs = append(strs, n.Value)
+				}
+			case *sql.SelectItem:
+				aliases = append(aliases, n.Alias)
+			}
+			return true
+		})
+		want := func(what string, got []string, w ...string) {
+			if strings.Join(got, "\x00") != strings.Join(w, "\x00") {
+				t.Errorf("%q: %s %q, want %q\n%s", h, what, got, w, text)
+			}
+		}
+		want("tables", tables, h+"|"+h)
+		want("columns", idents, h, h)
+		want("strings", strs, h, h)
+		want("aliases", aliases, h, h)
+
+		// A unit is a word: EXTRACT prints it bare, so any other is refused.
+		p.Relations[0].GetRoot().GetInput().GetProject().Expressions = []*pb.Expression{{RexType: &pb.Expression_ScalarFunction_{ScalarFunction: unit}}}
+		if _, err := consumeChecked(t, mustMarshal(t, p)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "not a plain name") {
+			t.Errorf("EXTRACT with the unit %q: want a refusal, got %v", h, err)
+		}
+	}
+}
