@@ -177,18 +177,19 @@ func (c *consumer) enter(path string) error {
 	return nil
 }
 
-// charge counts the nodes of an expression a reference copies into the
-// SQL: a field reference prints its column's whole expression, so
-// projections that each refer twice to the column before would print SQL
+// charge counts the nodes of SQL printed once more: a field reference
+// prints its column's whole expression, and some joins print their right
+// input more than once, so projections that each refer twice to the
+// column before, or mark joins nested on the right, would print SQL
 // exponential in the plan's size. The walk stops past the budget, so
 // charging costs at most the budget in all.
-func (c *consumer) charge(e sql.Expr, path string) error {
+func (c *consumer) charge(e sql.Node, path string) error {
 	sql.Walk(e, func(sql.Node) bool {
 		c.nodes++
 		return c.nodes <= maxNodes
 	})
 	if c.nodes > maxNodes {
-		return errAt(path, "more than %d relations and expressions (a column's expression counts at each reference)", maxNodes)
+		return errAt(path, "more than %d relations and expressions (counting each copy the SQL prints)", maxNodes)
 	}
 	return nil
 }
