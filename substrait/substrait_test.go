@@ -76,7 +76,8 @@ func seedPlans(t testing.TB) [][]byte {
 }
 
 // consumeChecked consumes b; a plan it accepts must print as SQL that
-// parses, and a refusal must be ErrInvalid.
+// parses back to the same statement (nothing in the plan became SQL
+// syntax), and a refusal must be ErrInvalid.
 func consumeChecked(t testing.TB, b []byte) (sql.Statement, error) {
 	st, err := Consume(b)
 	if err != nil {
@@ -86,8 +87,12 @@ func consumeChecked(t testing.TB, b []byte) (sql.Statement, error) {
 		return nil, err
 	}
 	text := sql.Format(st)
-	if _, perr := sql.ParseOne(text); perr != nil {
+	back, perr := sql.ParseOne(text)
+	if perr != nil {
 		t.Fatalf("the consumer's SQL does not parse: %v\n%s", perr, text)
+	}
+	if again := sql.Format(back); again != text {
+		t.Fatalf("the consumer's SQL parses to another statement:\n%s\n%s", text, again)
 	}
 	return st, nil
 }
