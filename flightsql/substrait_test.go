@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-adbc/go/adbc"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -12,6 +13,7 @@ import (
 	arrowflightsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	pb "github.com/substrait-io/substrait-protobuf/go/substraitpb"
+	ext "github.com/substrait-io/substrait-protobuf/go/substraitpb/extensions"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -224,6 +226,45 @@ func TestSubstraitBadPlans(t *testing.T) {
 		b, _ := proto.Marshal(&p)
 		return b
 	}()
+	// Hostile plans: good's with functions of its own (anchors 1001 add,
+	// 1002 extract) at its root.
+	hostile := func(root func(in *pb.Rel) *pb.Rel) []byte {
+		var p pb.Plan
+		if err := proto.Unmarshal(good, &p); err != nil {
+			t.Fatal(err)
+		}
+		for anchor, name := range map[uint32]string{1001: "add", 1002: "extract"} {
+			p.Extensions = append(p.Extensions, &ext.SimpleExtensionDeclaration{MappingType: &ext.SimpleExtensionDeclaration_ExtensionFunction_{
+				ExtensionFunction: &ext.SimpleExtensionDeclaration_ExtensionFunction{FunctionAnchor: anchor, Name: name}}})
+		}
+		r := p.Relations[0].GetRoot()
+		r.Input = root(r.Input)
+		b, _ := proto.Marshal(&p)
+		return b
+	}
+	field0 := &pb.FunctionArgument{ArgType: &pb.FunctionArgument_Value{Value: &pb.Expression{RexType: &pb.Expression_Selection{Selection: &pb.Expression_FieldReference{
+		ReferenceType: &pb.Expression_FieldReference_DirectReference{DirectReference: &pb.Expression_ReferenceSegment{
+			ReferenceType: &pb.Expression_ReferenceSegment_StructField_{StructField: &pb.Expression_ReferenceSegment_StructField{Field: 0}}}}}}}}}
+	project := func(in *pb.Rel, fn uint32, args ...*pb.FunctionArgument) *pb.Rel {
+		e := &pb.Expression{RexType: &pb.Expression_ScalarFunction_{ScalarFunction: &pb.Expression_ScalarFunction{FunctionReference: fn, Arguments: args}}}
+		return &pb.Rel{RelType: &pb.Rel_Project{Project: &pb.ProjectRel{Input: in, Expressions: []*pb.Expression{e},
+			Common: &pb.RelCommon{EmitKind: &pb.RelCommon_Emit_{Emit: &pb.RelCommon_Emit{OutputMapping: []int32{2}}}}}}}
+	}
+	// A unit that would close EXTRACT( and make the filter OR TRUE.
+	injected := hostile(func(in *pb.Rel) *pb.Rel {
+		return project(in, 1002, &pb.FunctionArgument{ArgType: &pb.FunctionArgument_Enum{Enum: "YEAR FROM a) = 1 OR TRUE OR EXTRACT(YEAR"}}, field0)
+	})
+	// 60 projections each adding the column before to itself: 2^60 nodes
+	// of SQL if printed.
+	doubling := hostile(func(in *pb.Rel) *pb.Rel {
+		for i := range 60 {
+			in = project(in, 1001, field0, field0)
+			if i > 0 { // in has one column, not good's two
+				in.GetProject().Common.GetEmit().OutputMapping = []int32{1}
+			}
+		}
+		return in
+	})
 	cases := []struct {
 		name string
 		plan []byte
@@ -233,9 +274,13 @@ func TestSubstraitBadPlans(t *testing.T) {
 		{"truncated", good[:len(good)/2], ""},
 		{"empty", nil, "no root relation"},
 		{"field out of range", outOfRange, ".selection.direct_reference.struct_field: field 7 is out of range (2 columns)"},
+		{"injected unit", injected, `unit "YEAR FROM A) = 1 OR TRUE OR EXTRACT(YEAR" is not a plain name`},
+		{"doubling", doubling, "more than 200000 relations and expressions"},
 	}
 	for _, c := range cases {
+		ctx, cancel := context.WithTimeout(ctx, time.Minute) // the doubling plan printed forever
 		_, err := cl.ExecuteSubstrait(ctx, arrowflightsql.SubstraitPlan{Plan: c.plan})
+		cancel()
 		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("%s: want InvalidArgument with %q, got %v", c.name, c.msg, err)
 		}

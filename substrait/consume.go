@@ -177,6 +177,23 @@ func (c *consumer) enter(path string) error {
 	return nil
 }
 
+// charge counts the nodes of SQL printed once more: a field reference
+// prints its column's whole expression, and some joins print their right
+// input more than once, so projections that each refer twice to the
+// column before, or mark joins nested on the right, would print SQL
+// exponential in the plan's size. The walk stops past the budget, so
+// charging costs at most the budget in all.
+func (c *consumer) charge(e sql.Node, path string) error {
+	sql.Walk(e, func(sql.Node) bool {
+		c.nodes++
+		return c.nodes <= maxNodes
+	})
+	if c.nodes > maxNodes {
+		return errAt(path, "more than %d relations and expressions (counting each copy the SQL prints)", maxNodes)
+	}
+	return nil
+}
+
 func (c *consumer) rel(x *pb.Rel, path string) (*rel, error) {
 	if x == nil || x.GetRelType() == nil {
 		return nil, errAt(path, "missing relation")
@@ -243,10 +260,18 @@ func (c *consumer) emit(r *rel, common *pb.RelCommon, path string) (*rel, error)
 		return r, nil
 	}
 	cols := make([]sql.Expr, len(m.GetOutputMapping()))
+	seen := make([]bool, len(r.cols))
 	for i, f := range m.GetOutputMapping() {
 		if f < 0 || int(f) >= len(r.cols) {
 			return nil, errAt(path+".common.emit", "output_mapping[%d] = %d is out of range (%d columns)", i, f, len(r.cols))
 		}
+		if seen[f] {
+			// A repeated column prints its expression once more.
+			if err := c.charge(r.cols[f], path+".common.emit"); err != nil {
+				return nil, err
+			}
+		}
+		seen[f] = true
 		cols[i] = r.cols[f]
 	}
 	if r.distinct {

@@ -317,6 +317,9 @@ func (c *consumer) field(x *pb.Expression_FieldReference, cols []sql.Expr, path 
 	if f < 0 || f >= len(cols) {
 		return nil, errAt(path+".direct_reference.struct_field", "field %d is out of range (%d columns)", f, len(cols))
 	}
+	if err := c.charge(cols[f], path); err != nil {
+		return nil, err
+	}
 	return cols[f], nil
 }
 
@@ -496,6 +499,10 @@ func scalarCall(name string, args []sql.Expr, enums []string) (sql.Expr, error) 
 		}
 		if len(enums) != 1 {
 			return nil, fmt.Errorf("want a unit (an enum argument)")
+		}
+		if !plainName(enums[0]) {
+			// EXTRACT prints its unit as a bare word.
+			return nil, fmt.Errorf("unit %q is not a plain name", enums[0])
 		}
 		if name == "extract" {
 			if len(args) != 1 {

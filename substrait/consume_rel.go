@@ -59,6 +59,14 @@ func (c *consumer) aggregate(x *pb.AggregateRel, path string) (*rel, error) {
 		}
 		sets[i] = slices.Compact(slices.Sorted(slices.Values(sets[i])))
 	}
+	// Each grouping set prints its keys again.
+	for i, s := range sets {
+		for _, k := range s {
+			if err := c.charge(keys[k], fmt.Sprintf("%s.groupings[%d]", path, i)); err != nil {
+				return nil, err
+			}
+		}
+	}
 	out := &rel{from: r.from, where: r.where, grouped: true}
 	out.cols = append(out.cols, keys...)
 	switch {
@@ -156,6 +164,18 @@ func (c *consumer) join(x *pb.JoinRel, path string) (*rel, error) {
 		}
 		cond = and(cond, pf)
 	}
+	// copies charges the right input and the condition printed n more
+	// times (in a subquery per column, or two for a mark).
+	copies := func(n int) error {
+		for range n {
+			for _, e := range []sql.Node{r.from, r.where, cond} {
+				if err := c.charge(e, path); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
 	kind := ""
 	switch x.GetType() {
 	case pb.JoinRel_JOIN_TYPE_INNER:
@@ -170,6 +190,9 @@ func (c *consumer) join(x *pb.JoinRel, path string) (*rel, error) {
 		// Each left row with the right's columns of its one match (NULLs
 		// without one, an error with several): a scalar subquery per
 		// right column.
+		if err := copies(len(r.cols) - 1); err != nil {
+			return nil, err
+		}
 		for _, rc := range r.cols {
 			sub := &sql.Select{Items: []*sql.SelectItem{{Expr: rc}}, From: []sql.TableRef{r.from}, Where: and(r.where, cond)}
 			l.cols = append(l.cols, &sql.Subquery{Query: &sql.Query{Body: sub}})
@@ -178,6 +201,9 @@ func (c *consumer) join(x *pb.JoinRel, path string) (*rel, error) {
 	case pb.JoinRel_JOIN_TYPE_LEFT_MARK:
 		// The left rows and a mark: TRUE with a match, else NULL if the
 		// condition was NULL for some right row, else FALSE.
+		if err := copies(1); err != nil {
+			return nil, err
+		}
 		exists := func(c sql.Expr) sql.Expr {
 			sub := &sql.Select{Items: []*sql.SelectItem{{Expr: number(1)}}, From: []sql.TableRef{r.from}, Where: and(r.where, c)}
 			return &sql.Exists{Query: &sql.Query{Body: sub}}
@@ -392,6 +418,19 @@ func (c *consumer) window(x *pb.ConsistentPartitionWindowRel, path string) (*rel
 		call, err := c.windowCall(f.GetFunctionReference(), f.GetArguments(), f.GetInvocation(), in, fp)
 		if err != nil {
 			return nil, err
+		}
+		if i > 0 {
+			// Each function prints the partition and the order again.
+			for _, e := range spec.PartitionBy {
+				if err := c.charge(e, fp); err != nil {
+					return nil, err
+				}
+			}
+			for _, o := range spec.OrderBy {
+				if err := c.charge(o, fp); err != nil {
+					return nil, err
+				}
+			}
 		}
 		s := *spec
 		if s.Frame, err = c.frame(f.GetBoundsType(), f.GetLowerBound(), f.GetUpperBound(), len(s.OrderBy) > 0, fp); err != nil {

@@ -76,7 +76,8 @@ func seedPlans(t testing.TB) [][]byte {
 }
 
 // consumeChecked consumes b; a plan it accepts must print as SQL that
-// parses, and a refusal must be ErrInvalid.
+// parses back to the same statement (nothing in the plan became SQL
+// syntax), and a refusal must be ErrInvalid.
 func consumeChecked(t testing.TB, b []byte) (sql.Statement, error) {
 	st, err := Consume(b)
 	if err != nil {
@@ -86,8 +87,12 @@ func consumeChecked(t testing.TB, b []byte) (sql.Statement, error) {
 		return nil, err
 	}
 	text := sql.Format(st)
-	if _, perr := sql.ParseOne(text); perr != nil {
+	back, perr := sql.ParseOne(text)
+	if perr != nil {
 		t.Fatalf("the consumer's SQL does not parse: %v\n%s", perr, text)
+	}
+	if again := sql.Format(back); again != text {
+		t.Fatalf("the consumer's SQL parses to another statement:\n%s\n%s", text, again)
 	}
 	return st, nil
 }
@@ -276,5 +281,127 @@ func TestReferenceBlowup(t *testing.T) {
 	p.Relations = append(p.Relations, &pb.PlanRel{RelType: &pb.PlanRel_Root{Root: &pb.RelRoot{Input: &pb.Rel{RelType: &pb.Rel_Reference{Reference: &pb.ReferenceRel{SubtreeOrdinal: 60}}}}}})
 	if _, err := Consume(mustMarshal(t, p)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "more than") {
 		t.Fatalf("want the node budget's error, got %v", err)
+	}
+}
+
+// doubling is n projections over a read, each adding a column that is
+// the column before added to itself: n relations whose SQL, with each
+// reference printing its column's expression, has 2^n nodes.
+func doubling(n int) *pb.Rel {
+	r := namedRead("a")
+	for range n {
+		r = &pb.Rel{RelType: &pb.Rel_Project{Project: &pb.ProjectRel{Input: r, Common: emit(1, 1),
+			Expressions: []*pb.Expression{scalarFn(1, field(0), field(0))}}}}
+	}
+	return r
+}
+
+// TestExpressionBlowup: a small plan whose field references would print
+// exponentially large SQL (projections doubling the column before, or an
+// emit repeating a large column) is refused by the node budget, not
+// printed.
+func TestExpressionBlowup(t *testing.T) {
+	add := fnDecl(0, 1, "add")
+	st, err := consumeChecked(t, mustMarshal(t, rootPlan(doubling(10), add)))
+	if err != nil {
+		t.Fatalf("10 doublings (1024 nodes) are within the budget: %v", err)
+	}
+	if n := strings.Count(sql.Format(st), "s1.a"); n != 1024 {
+		t.Fatalf("10 doublings print s1.a %d times, want 1024", n)
+	}
+	if _, err := Consume(mustMarshal(t, rootPlan(doubling(60), add))); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "more than") {
+		t.Fatalf("60 doublings: want the node budget's error, got %v", err)
+	}
+	// An emit with 300 copies of a 2^10-node column: 300k nodes from a
+	// plan of a few hundred bytes.
+	rep := &pb.RelCommon{EmitKind: &pb.RelCommon_Emit_{Emit: &pb.RelCommon_Emit{OutputMapping: make([]int32, 300)}}}
+	p := rootPlan(&pb.Rel{RelType: &pb.Rel_Filter{Filter: &pb.FilterRel{Input: doubling(10), Common: rep,
+		Condition: lit(&pb.Expression_Literal{LiteralType: &pb.Expression_Literal_Boolean{Boolean: true}})}}}, add)
+	// Plans that print a part many times over: mark and single joins
+	// nested on the right (their right input printed in two or one
+	// subquery per column), 20 window functions over a partition of 2^14
+	// nodes, 20 grouping sets of such a key.
+	truth := lit(&pb.Expression_Literal{LiteralType: &pb.Expression_Literal_Boolean{Boolean: true}})
+	nested := func(jt pb.JoinRel_JoinType) *pb.Plan {
+		r := namedRead("a")
+		for range 40 {
+			r = &pb.Rel{RelType: &pb.Rel_Join{Join: &pb.JoinRel{Left: namedRead("a"), Right: r, Expression: truth, Type: jt}}}
+		}
+		return rootPlan(r)
+	}
+	win := &pb.ConsistentPartitionWindowRel{Input: doubling(14), PartitionExpressions: []*pb.Expression{field(0)}}
+	agg := &pb.AggregateRel{Input: doubling(14), GroupingExpressions: []*pb.Expression{field(0)}}
+	for range 20 {
+		win.WindowFunctions = append(win.WindowFunctions, &pb.ConsistentPartitionWindowRel_WindowRelFunction{FunctionReference: 2})
+		agg.Groupings = append(agg.Groupings, &pb.AggregateRel_Grouping{ExpressionReferences: []uint32{0}})
+	}
+	for name, p := range map[string]*pb.Plan{
+		"mark joins":     nested(pb.JoinRel_JOIN_TYPE_LEFT_MARK),
+		"single joins":   nested(pb.JoinRel_JOIN_TYPE_LEFT_SINGLE),
+		"window":         rootPlan(&pb.Rel{RelType: &pb.Rel_Window{Window: win}}, add, fnDecl(0, 2, "rank")),
+		"grouping sets":  rootPlan(&pb.Rel{RelType: &pb.Rel_Aggregate{Aggregate: agg}}, add),
+		"emit repeating": p,
+	} {
+		if _, err := Consume(mustMarshal(t, p)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "more than") {
+			t.Errorf("%s: want the node budget's error, got %v", name, err)
+		}
+	}
+}
+
+// TestHostileNames: names and strings of a plan are data in the SQL the
+// consumer prints, whatever quotes, backticks, comments or semicolons they
+// hold: the printed SQL parses back to the plan's table, column, alias and
+// string (or the plan is refused), never to other SQL.
+func TestHostileNames(t *testing.T) {
+	hostile := []string{"a'b", "a`b", "a\"b", "x; DROP TABLE t; --", "/* c */ x", "-- c\nx", "` OR TRUE OR `", "' OR '1'='1", "a\\", "YEAR FROM x) OR TRUE OR EXTRACT(YEAR"}
+	for _, h := range hostile {
+		str := lit(&pb.Expression_Literal{LiteralType: &pb.Expression_Literal_String_{String_: h}})
+		read := namedRead(h)
+		read.GetRead().ReadType = &pb.ReadRel_NamedTable_{NamedTable: &pb.ReadRel_NamedTable{Names: []string{h, h}}}
+		unit := &pb.Expression_ScalarFunction{FunctionReference: 2, Arguments: []*pb.FunctionArgument{
+			{ArgType: &pb.FunctionArgument_Enum{Enum: h}}, {ArgType: &pb.FunctionArgument_Value{Value: field(0)}}}}
+		p := rootPlan(&pb.Rel{RelType: &pb.Rel_Project{Project: &pb.ProjectRel{Input: filterOn(read, scalarFn(1, field(0), str)),
+			Expressions: []*pb.Expression{str}}}}, fnDecl(0, 1, "equal"), fnDecl(0, 2, "extract"))
+		p.Relations[0].GetRoot().Names = []string{h, h}
+		st, err := consumeChecked(t, mustMarshal(t, p))
+		if err != nil {
+			t.Fatalf("%q: %v", h, err)
+		}
+		text := sql.Format(st)
+		back, err := sql.ParseOne(text)
+		if err != nil {
+			t.Fatalf("%q: %v\n%s", h, err, text)
+		}
+		var tables, idents, strs, aliases []string
+		sql.Walk(back, func(n sql.Node) bool {
+			switch n := n.(type) {
+			case *sql.TableName:
+				tables = append(tables, strings.Join(n.Name.Parts, "|"))
+			case *sql.Ident:
+				idents = append(idents, n.Parts[len(n.Parts)-1])
+			case *sql.Literal:
+				if n.Kind == sql.LitString {
+					strs = append(strs, n.Value)
+				}
+			case *sql.SelectItem:
+				aliases = append(aliases, n.Alias)
+			}
+			return true
+		})
+		want := func(what string, got []string, w ...string) {
+			if strings.Join(got, "\x00") != strings.Join(w, "\x00") {
+				t.Errorf("%q: %s %q, want %q\n%s", h, what, got, w, text)
+			}
+		}
+		want("tables", tables, h+"|"+h)
+		want("columns", idents, h, h)
+		want("strings", strs, h, h)
+		want("aliases", aliases, h, h)
+
+		// A unit is a word: EXTRACT prints it bare, so any other is refused.
+		p.Relations[0].GetRoot().GetInput().GetProject().Expressions = []*pb.Expression{{RexType: &pb.Expression_ScalarFunction_{ScalarFunction: unit}}}
+		if _, err := consumeChecked(t, mustMarshal(t, p)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "not a plain name") {
+			t.Errorf("EXTRACT with the unit %q: want a refusal, got %v", h, err)
+		}
 	}
 }
