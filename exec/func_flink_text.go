@@ -285,7 +285,7 @@ func resolveOverlay(types []arrow.DataType, _ []Expr) (*impl, error) {
 				return "", fmt.Errorf("%w: OVERLAY position %d and length %d (the position counts from 1, the length is not negative)", vectorized.ErrInvalidValue, p, length)
 			}
 			start := min(p-1, int64(len(s)))
-			end := min(start+length, int64(len(s)))
+			end := start + min(length, int64(len(s))-start) // start+length may overflow
 			return string(s[:start]) + r + string(s[end:]), nil
 		})
 	}}, nil
