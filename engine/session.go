@@ -287,6 +287,10 @@ func paramRows(mem memory.Allocator, q *plan.Query, params arrow.RecordBatch) ([
 	if err != nil {
 		return nil, err
 	}
+	if err := q.CheckParamValues(params); err != nil {
+		params.Release()
+		return nil, err
+	}
 	defer params.Release()
 	rows := make([]arrow.RecordBatch, params.NumRows())
 	for i := range rows {

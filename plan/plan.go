@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/tablestore"
@@ -87,6 +88,32 @@ func (q *Query) Logical() Node { return q.root }
 
 // Params is the schema of the parameters ($1 is field 0), nil if none.
 func (q *Query) Params() *arrow.Schema { return q.params }
+
+// CheckParamValues converts every bound value to its parameter's type, so
+// that a value that does not convert is refused before any row is read: a
+// parameter compared in a filter is converted only when a batch reaches
+// it, which an empty table never does.
+func (q *Query) CheckParamValues(params arrow.RecordBatch) error {
+	if q.params == nil || params == nil {
+		return nil
+	}
+	for i, f := range q.params.Fields() {
+		col := params.Column(i)
+		if arrow.TypeEqual(col.DataType(), f.Type) || col.NullN() == col.Len() {
+			continue
+		}
+		for row := range col.Len() {
+			v, err := scalar.GetScalar(col, row)
+			if err == nil {
+				_, err = v.CastTo(f.Type)
+			}
+			if err != nil {
+				return fmt.Errorf("%w: parameter $%d (row %d) does not convert to %s: %v", ErrParams, i+1, row+1, f.Type, err)
+			}
+		}
+	}
+	return nil
+}
 
 // BatchesParams reports whether Build takes several parameter rows at once,
 // giving the results of the rows concatenated in row order (one batched
