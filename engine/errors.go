@@ -57,7 +57,7 @@ var causes = [...][]error{
 	KindConflict:      {tablestore.ErrConflict},
 	KindExhausted:     {syscall.ENOSPC, exec.ErrMemoryLimit},
 	KindInvalid: {ErrInvalid, ErrTxnActive, ErrNoTxn, tablestore.ErrInvalid, arrow.ErrInvalid, arrow.ErrType, arrow.ErrIndex,
-		vectorized.ErrDivideByZero, vectorized.ErrOverflow, vectorized.ErrInvalidValue, exec.ErrInvalid},
+		vectorized.ErrDivideByZero, vectorized.ErrOverflow, vectorized.ErrInvalidValue, exec.ErrInvalid, plan.ErrParams},
 	KindDataLoss: {tablestore.ErrCorrupt},
 }
 

@@ -48,7 +48,7 @@ func (st *Statement) explain(ctx context.Context, ec *exec.Context, b *plan.Expl
 }
 
 func analyze(ctx context.Context, ec *exec.Context, q *plan.Query, params arrow.RecordBatch) (string, error) {
-	rows, err := paramRows(ec.Mem, q, params, false)
+	rows, err := paramRows(ctx, ec, q, params, false)
 	if err != nil {
 		return "", err
 	}

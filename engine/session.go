@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/plan"
@@ -197,15 +196,15 @@ func (st *Statement) Query(ctx context.Context, params arrow.RecordBatch) (_ exe
 	ec := st.s.e.execContext()
 	switch b := st.bound.(type) {
 	case *plan.Query:
-		return st.buildPerRow(ec, b, params)
+		return st.buildPerRow(ctx, ec, b, params)
 	case *plan.Explain:
 		return st.explain(ctx, ec, b, params)
 	}
 	return nil, fmt.Errorf("statement does not return rows; execute it as an update: %w", ErrInvalid)
 }
 
-func (st *Statement) buildPerRow(ec *exec.Context, q *plan.Query, params arrow.RecordBatch) (exec.Operator, error) {
-	rows, err := paramRows(ec.Mem, q, params, q.BatchesParams())
+func (st *Statement) buildPerRow(ctx context.Context, ec *exec.Context, q *plan.Query, params arrow.RecordBatch) (exec.Operator, error) {
+	rows, err := paramRows(ctx, ec, q, params, q.BatchesParams())
 	if err != nil {
 		return nil, err
 	}
@@ -262,15 +261,19 @@ func checkParams(want *arrow.Schema, params arrow.RecordBatch) error {
 // the caller) in their stored types, or with batch keeps it whole (one
 // execution reads every row); a statement without parameters runs once
 // with nil.
-func paramRows(mem memory.Allocator, q *plan.Query, params arrow.RecordBatch, batch bool) ([]arrow.RecordBatch, error) {
+func paramRows(ctx context.Context, ec *exec.Context, q *plan.Query, params arrow.RecordBatch, batch bool) ([]arrow.RecordBatch, error) {
 	if err := checkParams(q.Params(), params); err != nil {
 		return nil, err
 	}
 	if q.Params() == nil || q.Params().NumFields() == 0 {
 		return []arrow.RecordBatch{nil}, nil
 	}
-	params, err := storedParams(mem, params)
+	params, err := storedParams(ec.Mem, params)
 	if err != nil {
+		return nil, err
+	}
+	if err := q.CheckParamValues(ctx, ec, params); err != nil {
+		params.Release()
 		return nil, err
 	}
 	if batch {

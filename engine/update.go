@@ -300,7 +300,7 @@ func (st *Statement) commitRows(ctx context.Context, w *tablestore.Write, source
 }
 
 func (st *Statement) pull(ctx context.Context, q *plan.Query, params arrow.RecordBatch, fn func(arrow.RecordBatch) error) error {
-	op, err := st.buildPerRow(st.s.e.execContext(), q, params)
+	op, err := st.buildPerRow(ctx, st.s.e.execContext(), q, params)
 	if err != nil {
 		return err
 	}

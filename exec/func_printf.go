@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/big"
 	"strconv"
@@ -32,6 +33,10 @@ type printfSpec struct {
 }
 
 var printfConvs = "sSdxXofeEbBcn%"
+
+// errPrintfLimit is a format past maxGeneratedChars: an error, as LPAD's,
+// not the NULL of a format Java throws on, since Java would print it.
+var errPrintfLimit = fmt.Errorf("%w: PRINTF width or precision over %d", vectorized.ErrInvalidValue, maxGeneratedChars)
 
 // parsePrintf splits a Java format string into conversions.
 func parsePrintf(f string) ([]printfSpec, error) {
@@ -79,8 +84,10 @@ func parsePrintf(f string) ([]printfSpec, error) {
 		if j >= len(f) {
 			return nil, fmt.Errorf("%w: PRINTF format %q ends inside a conversion", vectorized.ErrInvalidValue, f)
 		}
+		// Go's fmt prints %!(NOVERB) past a width or precision of 1e6, and
+		// each row would hold that many bytes: refuse, as LPAD does.
 		if tooLong(sp.width) || tooLong(strings.TrimPrefix(sp.prec, ".")) {
-			return nil, fmt.Errorf("%w: PRINTF format %q: width or precision over %d", vectorized.ErrInvalidValue, f, maxGeneratedChars)
+			return nil, fmt.Errorf("%w: format %q", errPrintfLimit, f)
 		}
 		sp.conv = f[j]
 		if strings.IndexByte(printfConvs, sp.conv) < 0 {
@@ -183,13 +190,23 @@ func printfNumber(goFmt string, conv byte, a arrow.Array, bits, i int) (string, 
 			x = arr.Value(i)
 		case *array.Decimal128:
 			// Exact decimal digits, as Java's BigDecimal prints them.
-			r, _ := new(big.Rat).SetString(arr.Value(i).ToString(arr.DataType().(*arrow.Decimal128Type).Scale))
+			scale := int(arr.DataType().(*arrow.Decimal128Type).Scale)
+			r, _ := new(big.Rat).SetString(arr.Value(i).ToString(int32(scale)))
 			if conv == 'f' {
 				prec := 6
 				if p := strings.IndexByte(goFmt, '.'); p >= 0 {
 					prec, _ = strconv.Atoi(goFmt[p+1:])
 				}
-				return fmt.Sprintf(strings.Split(goFmt, ".")[0]+"s", r.FloatString(prec)), nil
+				// Digits past the scale are zeros: FloatString would
+				// compute them, in time growing faster than prec.
+				s := r.FloatString(min(prec, max(scale, 0)))
+				if pad := prec - max(scale, 0); pad > 0 {
+					if !strings.Contains(s, ".") {
+						s += "."
+					}
+					s += strings.Repeat("0", pad)
+				}
+				return fmt.Sprintf(strings.Split(goFmt, ".")[0]+"s", s), nil
 			}
 			x, _ = r.Float64()
 		default:
@@ -225,7 +242,9 @@ func resolvePrintf(types []arrow.DataType, _ []Expr) (*impl, error) {
 			specs, ok := parsed[f]
 			if !ok {
 				var err error
-				if specs, err = parsePrintf(f); err != nil {
+				if specs, err = parsePrintf(f); errors.Is(err, errPrintfLimit) {
+					return "", false, err
+				} else if err != nil {
 					return "", false, nil
 				}
 				parsed[f] = specs

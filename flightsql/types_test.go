@@ -2,10 +2,12 @@ package flightsql_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-adbc/go/adbc"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -135,6 +137,44 @@ func TestParameterVariants(t *testing.T) {
 			{Name: "1", Type: arrow.PrimitiveTypes.Uint8, Nullable: true},
 		}, `["two"]`, `[2]`)
 		wantRows(t, queryBound(t, sel, params), "2")
+	}
+}
+
+// TestParameterWrongType: a parameter value that does not convert to the
+// parameter's type is the client's error (InvalidArgument), on the lookup
+// path of a key table and the filter path of a table without a key; it was
+// an internal error (XX000).
+func TestParameterWrongType(t *testing.T) {
+	ts := startServer(t, flightd.Options{})
+	cnxn := ts.connect(t, nil)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	mustExec(t, cnxn, `CREATE TABLE pk (k INT PRIMARY KEY NOT ENFORCED, v STRING)`)
+	mustExec(t, cnxn, `CREATE TABLE nopk (k INT, v STRING)`)
+	for _, q := range []string{`SELECT v FROM pk WHERE k = ?`, `SELECT v FROM nopk WHERE k = ?`, `SELECT v FROM nopk WHERE k + 0 = ?`} {
+		for _, p := range []struct {
+			typ  arrow.DataType
+			json string
+		}{{arrow.BinaryTypes.String, `["abc"]`}, {arrow.BinaryTypes.Binary, `["AQ=="]`}} {
+			st := prepare(t, cnxn, q)
+			params := variantBatch(t, mem, []arrow.Field{{Name: "0", Type: p.typ, Nullable: true}}, p.json)
+			err := st.Bind(context.Background(), params)
+			params.Release()
+			if err == nil {
+				var rdr array.RecordReader
+				if rdr, _, err = st.ExecuteQuery(context.Background()); err == nil {
+					for rdr.Next() {
+					}
+					err = rdr.Err()
+					rdr.Release()
+				}
+			}
+			var ae adbc.Error
+			if !errors.As(err, &ae) || ae.Code != adbc.StatusInvalidArgument {
+				t.Errorf("%s with %s %s: %v, want InvalidArgument", q, p.typ, p.json, err)
+			}
+			st.Close()
+		}
 	}
 }
 

@@ -88,6 +88,32 @@ func (q *Query) Logical() Node { return q.root }
 // Params is the schema of the parameters ($1 is field 0), nil if none.
 func (q *Query) Params() *arrow.Schema { return q.params }
 
+// CheckParamValues converts every bound value to its parameter's type, as
+// Build's plans do, so that a value that does not convert is refused
+// before any row is read: a parameter compared in a filter is converted
+// only when a batch reaches it, which an empty table never does.
+func (q *Query) CheckParamValues(ctx context.Context, ec *exec.Context, params arrow.RecordBatch) error {
+	if q.params == nil || params == nil {
+		return nil
+	}
+	for i, f := range q.params.Fields() {
+		col := params.Column(i)
+		if arrow.TypeEqual(col.DataType(), f.Type) {
+			continue
+		}
+		cast, err := exec.NewCast(exec.NewColumn(i, col.DataType(), f.Name), f.Type)
+		if err != nil {
+			return fmt.Errorf("%w: parameter $%d: %v", ErrParams, i+1, err)
+		}
+		out, err := cast.Eval(ctx, ec, params)
+		if err != nil {
+			return fmt.Errorf("%w: parameter $%d does not convert to %s: %v", ErrParams, i+1, f.Type, err)
+		}
+		out.Release()
+	}
+	return nil
+}
+
 // BatchesParams reports whether Build takes several parameter rows at once,
 // giving the results of the rows concatenated in row order (one batched
 // lookup of all their keys). Otherwise each row is an execution of its own.
