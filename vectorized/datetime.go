@@ -2,6 +2,7 @@ package vectorized
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -38,9 +39,16 @@ func TimeValue(t time.Time, dt arrow.DataType) (int64, error) {
 	switch x := dt.(type) {
 	case *arrow.Date32Type:
 		y, m, d := t.Date()
-		return floorDiv(time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix(), 86400), nil
+		days := floorDiv(time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix(), 86400)
+		if days > math.MaxInt32 || days < math.MinInt32 {
+			return 0, fmt.Errorf("%w: date %s out of range", ErrOverflow, t.Format(time.DateOnly))
+		}
+		return days, nil
 	case *arrow.TimestampType:
-		if x.Unit == arrow.Nanosecond && (t.Year() < 1678 || t.Year() > 2261) {
+		// The ticks must fit an int64 (seconds up to ±292 billion years,
+		// microseconds up to year 294,246, nanoseconds 1678 to 2261).
+		limit := math.MaxInt64 / UnitsPerSecond(x.Unit)
+		if sec := t.Unix(); sec >= limit || sec <= -limit {
 			return 0, fmt.Errorf("%w: timestamp %s out of range", ErrOverflow, t)
 		}
 		return TimeToTimestamp(t, x.Unit), nil
@@ -131,37 +139,74 @@ func DateTrunc(unit string, t time.Time) (time.Time, error) {
 func DateAdd(unit string, n int64, t time.Time) (time.Time, error) {
 	switch strings.ToLower(unit) {
 	case "year":
-		return addMonths(t, n*12), nil
+		return shiftMonths(t, n, 12, "years")
 	case "quarter":
-		return addMonths(t, n*3), nil
+		return shiftMonths(t, n, 3, "quarters")
 	case "month":
-		return addMonths(t, n), nil
+		return shiftMonths(t, n, 1, "months")
 	case "week":
-		return t.AddDate(0, 0, int(n*7)), nil
+		return addDays(t, n, 7, "weeks")
 	case "day":
-		return t.AddDate(0, 0, int(n)), nil
+		return addDays(t, n, 1, "days")
 	case "hour":
-		return t.Add(time.Duration(n) * time.Hour), nil
+		return addDuration(t, n, time.Hour, "hours")
 	case "minute":
-		return t.Add(time.Duration(n) * time.Minute), nil
+		return addDuration(t, n, time.Minute, "minutes")
 	case "second":
-		return t.Add(time.Duration(n) * time.Second), nil
+		return addDuration(t, n, time.Second, "seconds")
 	case "millisecond":
-		return t.Add(time.Duration(n) * time.Millisecond), nil
+		return addDuration(t, n, time.Millisecond, "milliseconds")
 	case "microsecond":
-		return t.Add(time.Duration(n) * time.Microsecond), nil
+		return addDuration(t, n, time.Microsecond, "microseconds")
 	}
 	return t, fmt.Errorf("%w: unknown date_add unit %q", ErrInvalidValue, unit)
+}
+
+// maxAddDays bounds the days (or months) DateAdd moves: past it no date
+// or timestamp value is left, and the products and sums below, and
+// time.Time's own arithmetic, would wrap around silently.
+const maxAddDays = 1 << 32
+
+func errAddOverflow(t time.Time, n int64, unit string) error {
+	return fmt.Errorf("%w: %s plus %d %s is out of range", ErrOverflow, t.Format(time.DateTime), n, unit)
+}
+
+// shiftMonths adds n times per months.
+func shiftMonths(t time.Time, n, per int64, unit string) (time.Time, error) {
+	if n > maxAddDays/per || n < -maxAddDays/per {
+		return t, errAddOverflow(t, n, unit)
+	}
+	return addMonths(t, n*per), nil
 }
 
 func addMonths(t time.Time, n int64) time.Time {
 	y, m, d := t.Date()
 	total := int64(y)*12 + int64(m-1) + n
-	ny, nm := int(total/12), time.Month(total%12+1)
-	if last := time.Date(ny, nm+1, 0, 0, 0, 0, 0, time.UTC).Day(); d > last {
+	ny := floorDiv(total, 12)
+	nm := time.Month(total - ny*12 + 1)
+	if last := time.Date(int(ny), nm+1, 0, 0, 0, 0, 0, time.UTC).Day(); d > last {
 		d = last
 	}
-	return time.Date(ny, nm, d, t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), t.Location())
+	return time.Date(int(ny), nm, d, t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), t.Location())
+}
+
+// addDays adds n times per days.
+func addDays(t time.Time, n, per int64, unit string) (time.Time, error) {
+	if n > maxAddDays/per || n < -maxAddDays/per {
+		return t, errAddOverflow(t, n, unit)
+	}
+	return t.AddDate(0, 0, int(n*per)), nil
+}
+
+// addDuration adds n units of per, whole days first: a time.Duration holds
+// only ±292 years.
+func addDuration(t time.Time, n int64, per time.Duration, unit string) (time.Time, error) {
+	perDay := int64(24 * time.Hour / per)
+	if d := n / perDay; d > maxAddDays || d < -maxAddDays {
+		return t, errAddOverflow(t, n, unit)
+	}
+	t = t.AddDate(0, 0, int(n/perDay))
+	return t.Add(time.Duration(n%perDay) * per), nil
 }
 
 // DateDiff returns the number of unit boundaries from a to b (b - a), as
