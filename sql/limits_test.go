@@ -60,6 +60,40 @@ func TestDepthLimit(t *testing.T) {
 	}
 }
 
+// TestTableLimit: MaxTables table references parse, one more is refused
+// with 54001, however they are spread (a FROM list, joins, derived tables,
+// set operations).
+func TestTableLimit(t *testing.T) {
+	forms := func(n int) map[string]string {
+		list := make([]string, n)
+		for i := range list {
+			list[i] = "t"
+		}
+		selects := make([]string, n/2)
+		for i := range selects {
+			selects[i] = "SELECT 1 FROM t, t"
+		}
+		return map[string]string{
+			"from":    "SELECT 1 FROM " + strings.Join(list, ", "),
+			"join":    "SELECT 1 FROM " + strings.Join(list, " CROSS JOIN "),
+			"derived": "SELECT 1 FROM " + strings.Repeat("(SELECT 1 FROM t) s, ", n/2-1) + "t, t", // two each
+			"union":   strings.Join(selects, " UNION ALL "),
+		}
+	}
+	for name, src := range forms(MaxTables) {
+		if _, err := ParseOne(src); err != nil {
+			t.Errorf("%s of %d tables: %v", name, MaxTables, err)
+		}
+	}
+	for name, src := range forms(MaxTables + 2) {
+		_, err := ParseOne(src)
+		var e *Error
+		if !errors.As(err, &e) || e.SQLState != StateTooComplex || !strings.Contains(e.Error(), "more than 256 tables") {
+			t.Errorf("%s of %d tables: want SQLSTATE %s, got %v", name, MaxTables+2, StateTooComplex, err)
+		}
+	}
+}
+
 func TestCheckSize(t *testing.T) {
 	src := "SELECT 1 FROM t WHERE k IN (" + strings.Repeat("1, ", 999) + "1)"
 	if err := CheckSize(src, len(src), 2010); err != nil {

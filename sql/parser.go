@@ -13,6 +13,13 @@ import (
 // since a chain of n links builds a tree n deep.
 const MaxDepth = 1000
 
+// MaxTables bounds the table references (tables, subqueries, VALUES,
+// functions in FROM) of one statement: join ordering and the optimizer's
+// rules cost more than linear time in them (900 tables took minutes to
+// plan; 256 take seconds), and no query we know needs more (TPC-DS's
+// largest has 25).
+const MaxTables = 256
+
 // reserved words cannot be used as bare aliases or column names; quoting
 // them (`from`) always works.
 var reserved = map[string]bool{
@@ -39,6 +46,7 @@ type parser struct {
 	toks   []token
 	i      int
 	depth  int
+	tables int // table references seen (MaxTables)
 	nQmark int // ? placeholders seen, numbered left to right
 	dollar bool
 	// isQuery memoizes speculative parses by token index, so nested
@@ -1459,6 +1467,9 @@ func (p *parser) parseTablePrimary() TableRef {
 	p.enter()
 	defer p.leave()
 	t := p.peek()
+	if p.tables++; p.tables > MaxTables {
+		panic(bailout{StateErrorf(StateTooComplex, t.pos, "statement too complex: more than %d tables, subqueries and table functions in FROM clauses", MaxTables)})
+	}
 	lateral := p.acceptK("lateral")
 	switch {
 	case p.isP("(") && p.queryInParensAt1():
