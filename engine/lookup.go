@@ -42,16 +42,24 @@ type Lookup struct {
 // lookupEntry is an index shared by the lookups of one table version and
 // option set; refs counts the open Lookups using it.
 type lookupEntry struct {
-	x    *lookup.Index
-	refs int
-	gone bool // replaced in the registry: closed when refs drops to 0
+	x       *lookup.Index
+	refs    int
+	gone    bool   // replaced in the registry: closed when refs drops to 0
+	lastUse uint64 // lookups.clock when last opened
 }
 
 // lookups is the engine's registry of indexes.
 type lookups struct {
-	mu sync.Mutex
-	m  map[string]*lookupEntry
+	mu    sync.Mutex
+	m     map[string]*lookupEntry
+	clock uint64
 }
+
+// maxLookupIndexes bounds the registry: an index per table version and
+// option set, and per-request options make new sets at will (3,000 option
+// sets held 240 MB). Past it the least recently used unused index is
+// closed; when all are in use, a new one is refused.
+const maxLookupIndexes = 64
 
 // OpenLookup checks req (read permission on the table's database first, as
 // for a query) and opens a lookup of the table. The caller closes it.
@@ -152,11 +160,15 @@ func (e *Engine) lookupIndex(ctx context.Context, t *tablestore.Table, opts look
 	if en := e.lookups.m[key]; en != nil {
 		if en.x.Table().SameVersion(t) {
 			en.refs++
+			e.lookups.touch(en)
 			return en, nil
 		}
 		en.gone = true
 		delete(e.lookups.m, key)
 		en.closeIfUnused()
+	}
+	if len(e.lookups.m) >= maxLookupIndexes && !e.lookups.evictUnused() {
+		return nil, NewError(KindExhausted, fmt.Sprintf("lookup on %s: %d lookup indexes (tables and option sets) are in use at once", t.Ident(), maxLookupIndexes))
 	}
 	x, err := lookup.Open(ctx, t, e.cfg.Mem, opts)
 	if err != nil {
@@ -164,7 +176,32 @@ func (e *Engine) lookupIndex(ctx context.Context, t *tablestore.Table, opts look
 	}
 	en := &lookupEntry{x: x, refs: 1}
 	e.lookups.m[key] = en
+	e.lookups.touch(en)
 	return en, nil
+}
+
+func (l *lookups) touch(en *lookupEntry) {
+	l.clock++
+	en.lastUse = l.clock
+}
+
+// evictUnused closes the least recently used index no lookup holds and
+// reports whether there was one.
+func (l *lookups) evictUnused() bool {
+	var victim string
+	for k, en := range l.m {
+		if en.refs == 0 && (victim == "" || en.lastUse < l.m[victim].lastUse) {
+			victim = k
+		}
+	}
+	if victim == "" {
+		return false
+	}
+	en := l.m[victim]
+	delete(l.m, victim)
+	en.gone = true
+	en.closeIfUnused()
+	return true
 }
 
 func (en *lookupEntry) closeIfUnused() {
