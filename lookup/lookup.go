@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -42,6 +43,8 @@ type Index struct {
 	mem    memory.Allocator
 	keys   []string
 	keyIdx []int
+	all    []int         // every column
+	allOut *arrow.Schema // OutputSchema(all), built once: most lookups ask for it
 
 	// mu is held shared by lookups and exclusively while the index moves
 	// to a new snapshot.
@@ -69,7 +72,8 @@ func Open(ctx context.Context, t *tablestore.Table, mem memory.Allocator, opts O
 		return nil, err
 	}
 	keys := t.PrimaryKey()
-	x := &Index{t: t, opts: opts, mem: mem, keys: keys}
+	x := &Index{t: t, opts: opts, mem: mem, keys: keys, all: allColumns(t.Schema())}
+	x.allOut = x.OutputSchema(nil)
 	for _, k := range keys {
 		x.keyIdx = append(x.keyIdx, t.Schema().FieldIndices(k)[0])
 	}
@@ -207,7 +211,7 @@ func (x *Index) Lookup(ctx context.Context, req Request) (arrow.RecordBatch, int
 		return nil, 0, err
 	}
 	if req.Columns == nil {
-		req.Columns = allColumns(x.t.Schema())
+		req.Columns = x.all
 	}
 	if err := x.refresh(ctx, req.SnapshotID); err != nil {
 		return nil, 0, err
@@ -525,7 +529,10 @@ func take(ctx context.Context, mem memory.Allocator, cols []arrow.Array, idx []i
 // assemble gathers the result batch: per key, the columns of its row
 // (segs[i] at rows[i]; NULLs where it has none) and whether it has one.
 func (x *Index) assemble(columns []int, segs []*segment, rows []int32) arrow.RecordBatch {
-	schema := x.OutputSchema(columns)
+	schema := x.allOut
+	if !slices.Equal(columns, x.all) {
+		schema = x.OutputSchema(columns)
+	}
 	n := len(segs)
 	cols := make([]arrow.Array, 0, len(columns)+1)
 	for k, c := range columns {
