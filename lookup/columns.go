@@ -65,8 +65,15 @@ func hashKeys(keys []arrow.Array, hs []uint64, skip []bool) {
 				hs[i] = mix(hs[i], maphash.Bytes(seed, buf))
 			}
 		}
+	}
+	markNulls(keys, skip)
+}
+
+// markNulls sets skip[i] where key i has a NULL.
+func markNulls(keys []arrow.Array, skip []bool) {
+	for _, a := range keys {
 		if a.NullN() > 0 {
-			for i := range hs {
+			for i := range skip {
 				if a.IsNull(i) {
 					skip[i] = true
 				}

@@ -319,12 +319,14 @@ func (x *Index) invalidate(ctx context.Context, from, to int64) {
 func (x *Index) lookup(ctx context.Context, scan *tablestore.Scan, c *cache.Rows[*segment], req Request) (arrow.RecordBatch, error) {
 	n := req.Keys[0].Len()
 	hs, skip := make([]uint64, n), make([]bool, n)
-	hashKeys(req.Keys, hs, skip)
-	probe := viewsOf(req.Keys)
 	segs, rows := make([]*segment, n), make([]int32, n)
 	var old []int // hits in the cache's old generation, to keep
 	var oldExpires []int64
-	if c != nil {
+	if c == nil {
+		markNulls(req.Keys, skip)
+	} else {
+		hashKeys(req.Keys, hs, skip)
+		probe := viewsOf(req.Keys)
 		c.GetBatch(hs, skip, func(i int, ref cache.Ref[*segment]) bool {
 			if !keyEqual(probe, i, ref.Seg.keys, int(ref.Row)) {
 				return false // another key with the same hash
