@@ -29,6 +29,21 @@ func mixInts[T ~int8 | ~int16 | ~int32 | ~int64](hs []uint64, vals []T) {
 	}
 }
 
+// hashIsKey reports whether keys of types hash to distinct values (one
+// integer-like column: mix(0, v) = v * an odd constant, a bijection), so a
+// hash match needs no check of the key's columns (which costs a read of
+// the cached segment, a cache miss per key in a large cache).
+func hashIsKey(types []arrow.DataType) bool {
+	if len(types) != 1 {
+		return false
+	}
+	switch types[0].ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.DATE32, arrow.TIME64, arrow.TIMESTAMP:
+		return true
+	}
+	return false
+}
+
 // hashKeys sets hs[i] to the hash of key i of the key columns and skip[i]
 // where the key has a NULL (never found, never cached).
 func hashKeys(keys []arrow.Array, hs []uint64, skip []bool) {

@@ -81,7 +81,8 @@ func randomBytes(r *rand.Rand) []byte {
 // sliced or not, the hash of a key's normalized encoding (what a commit
 // reports) equals the hash of its columns (what a lookup probes), keys
 // with a NULL are skipped, and keyEqual says equal only of keys whose
-// encodings are equal (and of every key with itself).
+// encodings are equal (and of every key with itself); where hashIsKey,
+// hashes are equal exactly when keys are.
 func TestKeyHashes(t *testing.T) {
 	seed := testSeed(t)
 	r := rand.New(rand.NewPCG(seed, 3))
@@ -124,6 +125,9 @@ func TestKeyHashes(t *testing.T) {
 			enc2 = tablestore.AppendKey(enc2[:0], cols, j)
 			if keyEqual(views, i, views, j) && !bytes.Equal(enc, enc2) {
 				t.Fatalf("round %d: keys %s and %s taken as equal", round, render(cols, i), render(cols, j))
+			}
+			if hashIsKey(types) && (hs[i] == hs[j]) != bytes.Equal(enc, enc2) {
+				t.Fatalf("round %d: keys %s and %s of %v: equal hashes %v, equal keys %v", round, render(cols, i), render(cols, j), types, hs[i] == hs[j], bytes.Equal(enc, enc2))
 			}
 		}
 		if _, ok := hashEncoded(types, append(tablestore.AppendKey(nil, cols, 0), 1)); ok {

@@ -43,8 +43,10 @@ type Index struct {
 	mem    memory.Allocator
 	keys   []string
 	keyIdx []int
-	all    []int         // every column
-	allOut *arrow.Schema // OutputSchema(all), built once: most lookups ask for it
+	types  []arrow.DataType // of the key columns
+	exact  bool             // hashIsKey(types)
+	all    []int            // every column
+	allOut *arrow.Schema    // OutputSchema(all), built once: most lookups ask for it
 
 	// mu is held shared by lookups and exclusively while the index moves
 	// to a new snapshot.
@@ -75,8 +77,11 @@ func Open(ctx context.Context, t *tablestore.Table, mem memory.Allocator, opts O
 	x := &Index{t: t, opts: opts, mem: mem, keys: keys, all: allColumns(t.Schema())}
 	x.allOut = x.OutputSchema(nil)
 	for _, k := range keys {
-		x.keyIdx = append(x.keyIdx, t.Schema().FieldIndices(k)[0])
+		i := t.Schema().FieldIndices(k)[0]
+		x.keyIdx = append(x.keyIdx, i)
+		x.types = append(x.types, t.Schema().Field(i).Type)
 	}
+	x.exact = hashIsKey(x.types)
 	if opts.Cache != CacheNone {
 		bound := opts.MaxBytes
 		if opts.MaxRows > 0 {
@@ -291,14 +296,10 @@ func (x *Index) refresh(ctx context.Context, want int64) error {
 
 // invalidate deletes from the cache the keys snapshots (from, to] wrote.
 func (x *Index) invalidate(ctx context.Context, from, to int64) {
-	types := make([]arrow.DataType, len(x.keyIdx))
-	for c, i := range x.keyIdx {
-		types[c] = x.t.Schema().Field(i).Type
-	}
 	for id := from + 1; id <= to; id++ {
 		undecoded := false
 		all, err := x.t.ChangedKeys(ctx, id, func(k []byte) {
-			if h, ok := hashEncoded(types, k); ok {
+			if h, ok := hashEncoded(x.types, k); ok {
 				x.rows.Del(h)
 			} else {
 				undecoded = true
@@ -328,7 +329,7 @@ func (x *Index) lookup(ctx context.Context, scan *tablestore.Scan, c *cache.Rows
 		hashKeys(req.Keys, hs, skip)
 		probe := viewsOf(req.Keys)
 		c.GetBatch(hs, skip, func(i int, ref cache.Ref[*segment]) bool {
-			if !keyEqual(probe, i, ref.Seg.keys, int(ref.Row)) {
+			if !x.exact && !keyEqual(probe, i, ref.Seg.keys, int(ref.Row)) {
 				return false // another key with the same hash
 			}
 			segs[i], rows[i] = ref.Seg, ref.Row
