@@ -126,12 +126,5 @@ func (r *Rows[S]) Clear() {
 	r.cur, r.old, r.curCost = map[uint64]rowEntry[S]{}, map[uint64]rowEntry[S]{}, 0
 }
 
-// Len is the number of entries held.
-func (r *Rows[S]) Len() int {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return len(r.cur) + len(r.old)
-}
-
 // Stats reports the hits and misses of GetBatch.
 func (r *Rows[S]) Stats() Stats { return Stats{Hits: r.hits.Load(), Misses: r.misses.Load()} }
