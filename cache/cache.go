@@ -1,11 +1,15 @@
-// Package cache holds flightd's in-memory caches, built on ristretto with
-// byte-cost accounting.
+// Package cache holds flightd's in-memory caches, bounded by cost
+// (bytes, or rows).
 //
 // Arrays caches decoded Arrow arrays (column chunks of data files), so a
 // hot table is scanned without decoding Parquet again. The cache owns one
 // reference to each array it holds; Get hands out a reference of the
 // caller's own, so an array evicted while a reader uses it stays valid
-// until the reader releases it.
+// until the reader releases it. It is built on ristretto.
+//
+// Rows (rows.go) indexes rows that lookup/ keeps in Arrow columns by a hash
+// of their key, in two generations dropped whole, so probing a batch of
+// keys costs a map read per key under one read lock.
 package cache
 
 import (

@@ -20,10 +20,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -41,13 +43,17 @@ type Index struct {
 	mem    memory.Allocator
 	keys   []string
 	keyIdx []int
+	types  []arrow.DataType // of the key columns
+	exact  bool             // hashIsKey(types)
+	all    []int            // every column
+	allOut *arrow.Schema    // OutputSchema(all), built once: most lookups ask for it
 
 	// mu is held shared by lookups and exclusively while the index moves
 	// to a new snapshot.
 	mu        sync.RWMutex
 	scan      *tablestore.Scan
 	published <-chan struct{}
-	rows      *cache.Rows[row] // nil with CacheNone; a nil row: the key is missing
+	rows      *cache.Rows[*segment] // nil with CacheNone
 }
 
 // Check reports why lookups cannot read table t (no primary key, a column
@@ -68,16 +74,20 @@ func Open(ctx context.Context, t *tablestore.Table, mem memory.Allocator, opts O
 		return nil, err
 	}
 	keys := t.PrimaryKey()
-	x := &Index{t: t, opts: opts, mem: mem, keys: keys}
+	x := &Index{t: t, opts: opts, mem: mem, keys: keys, all: allColumns(t.Schema())}
+	x.allOut = x.OutputSchema(nil)
 	for _, k := range keys {
-		x.keyIdx = append(x.keyIdx, t.Schema().FieldIndices(k)[0])
+		i := t.Schema().FieldIndices(k)[0]
+		x.keyIdx = append(x.keyIdx, i)
+		x.types = append(x.types, t.Schema().Field(i).Type)
 	}
+	x.exact = hashIsKey(x.types)
 	if opts.Cache != CacheNone {
 		bound := opts.MaxBytes
 		if opts.MaxRows > 0 {
 			bound = opts.MaxRows
 		}
-		c, err := cache.NewRows[row](bound, opts.ExpireAfterWrite)
+		c, err := cache.NewRows[*segment](bound, opts.ExpireAfterWrite)
 		if err != nil {
 			return nil, err
 		}
@@ -107,10 +117,7 @@ func (x *Index) Close() {
 		x.scan.Close()
 		x.scan = nil
 	}
-	if x.rows != nil {
-		x.rows.Close()
-		x.rows = nil
-	}
+	x.rows = nil
 }
 
 // Table is the table the index reads.
@@ -126,28 +133,27 @@ func (x *Index) CacheStats() cache.Stats {
 
 // load puts every row of the index's snapshot into the cache.
 func (x *Index) load(ctx context.Context) error {
-	var key []byte
+	fields := x.t.Schema().Fields()
 	for _, sp := range x.scan.Splits() {
 		r, err := sp.Open(ctx)
 		if err != nil {
 			return err
 		}
 		err = eachBatch(ctx, r, func(b arrow.RecordBatch) {
-			keys := make([]arrow.Array, len(x.keyIdx))
-			for c, i := range x.keyIdx {
-				keys[c] = b.Column(i)
-			}
-			for i := range int(b.NumRows()) {
-				key = tablestore.AppendKey(key[:0], keys, i)
-				r, size := rowAt(b.Columns(), i)
-				x.set(x.rows, string(key), r, size)
-			}
+			n := int(b.NumRows())
+			seg, keys := x.copyRows(newRowSegment(b.Columns(), x.keyIdx), fields, n)
+			hs, skip := make([]uint64, n), make([]bool, n)
+			hashKeys(keys, hs, skip)
+			x.rows.SetBatch(func(set cache.Setter[*segment]) {
+				for i := range n {
+					set(hs[i], cache.Ref[*segment]{Seg: seg, Row: int32(i)}, x.cost(seg))
+				}
+			})
 		})
 		if err != nil {
 			return err
 		}
 	}
-	x.rows.Wait()
 	return nil
 }
 
@@ -210,7 +216,7 @@ func (x *Index) Lookup(ctx context.Context, req Request) (arrow.RecordBatch, int
 		return nil, 0, err
 	}
 	if req.Columns == nil {
-		req.Columns = allColumns(x.t.Schema())
+		req.Columns = x.all
 	}
 	if err := x.refresh(ctx, req.SnapshotID); err != nil {
 		return nil, 0, err
@@ -291,108 +297,214 @@ func (x *Index) refresh(ctx context.Context, want int64) error {
 // invalidate deletes from the cache the keys snapshots (from, to] wrote.
 func (x *Index) invalidate(ctx context.Context, from, to int64) {
 	for id := from + 1; id <= to; id++ {
-		all, err := x.t.ChangedKeys(ctx, id, func(k []byte) { x.rows.Del(string(k)) })
-		if all || err != nil {
+		undecoded := false
+		all, err := x.t.ChangedKeys(ctx, id, func(k []byte) {
+			if h, ok := hashEncoded(x.types, k); ok {
+				x.rows.Del(h)
+			} else {
+				undecoded = true
+			}
+		})
+		if all || err != nil || undecoded {
 			// Unknown or wholesale changes (an overwrite, or a commit
 			// expired before it was read): nothing cached is known good.
 			x.rows.Clear()
 			return
 		}
 	}
-	// Sets of lookups before the move are buffered ahead of the Dels: wait
-	// until both are applied, so no stale row appears after the move.
-	x.rows.Wait()
 }
 
-// lookup reads req's keys at scan through the cache c (nil: none).
-func (x *Index) lookup(ctx context.Context, scan *tablestore.Scan, c *cache.Rows[row], req Request) (arrow.RecordBatch, error) {
+// lookup reads req's keys at scan through the cache c (nil: none): keys
+// are hashed and checked column by column, and the answer is gathered
+// from the cached segments and the rows read from the store.
+func (x *Index) lookup(ctx context.Context, scan *tablestore.Scan, c *cache.Rows[*segment], req Request) (arrow.RecordBatch, error) {
 	n := req.Keys[0].Len()
-	vals := make([]row, n)
-	found := make([]bool, n)
-	encs := make([]string, n)
-	var miss []int
-	var buf []byte
-	for i := range n {
-		if nullKey(req.Keys, i) {
-			continue
-		}
-		buf = tablestore.AppendKey(buf[:0], req.Keys, i)
-		encs[i] = string(buf)
-		if c != nil {
-			if r, ok := c.Get(encs[i]); ok {
-				vals[i], found[i] = r, r != nil
-				continue
+	hs, skip := make([]uint64, n), make([]bool, n)
+	segs, rows := make([]*segment, n), make([]int32, n)
+	var old []int // hits in the cache's old generation, to keep
+	var oldExpires []int64
+	if c == nil {
+		markNulls(req.Keys, skip)
+	} else {
+		hashKeys(req.Keys, hs, skip)
+		probe := viewsOf(req.Keys)
+		c.GetBatch(hs, skip, func(i int, ref cache.Ref[*segment]) bool {
+			if !x.exact && !keyEqual(probe, i, ref.Seg.keys, int(ref.Row)) {
+				return false // another key with the same hash
 			}
-		}
-		miss = append(miss, i)
+			segs[i], rows[i] = ref.Seg, ref.Row
+			if ref.Old {
+				old, oldExpires = append(old, i), append(oldExpires, ref.Expires)
+			}
+			return true
+		})
 	}
+	var miss []int
+	for i := range n {
+		if !skip[i] && segs[i] == nil {
+			miss = append(miss, i)
+		}
+	}
+	var fill func(set cache.Setter[*segment])
 	if len(miss) > 0 {
-		if err := x.read(ctx, scan, c, req.Keys, miss, encs, vals, found); err != nil {
+		rb, sub, idx, err := x.read(ctx, scan, req.Keys, miss)
+		if err != nil {
 			return nil, err
 		}
-	}
-	return x.assemble(req.Columns, vals, found), nil
-}
-
-func nullKey(keys []arrow.Array, i int) bool {
-	for _, k := range keys {
-		if k.IsNull(i) {
-			return true
+		defer rb.Release()
+		defer releaseAll(sub)
+		seg := newRowSegment(rb.Columns(), x.keyIdx)
+		if c != nil {
+			seg, _ = x.copyRows(seg, x.t.Schema().Fields(), int(rb.NumRows()))
+		}
+		var gone []int // positions in sub of missing keys
+		for j, i := range miss {
+			if idx[j] < 0 {
+				gone = append(gone, j)
+				continue
+			}
+			segs[i], rows[i] = seg, int32(idx[j])
+		}
+		if c != nil {
+			var mseg *segment
+			if len(gone) > 0 && x.opts.CacheMissingKey {
+				keys, err := take(ctx, cacheMem, sub, gone)
+				if err != nil {
+					return nil, err
+				}
+				mseg = newMissingSegment(keys)
+			}
+			fill = func(set cache.Setter[*segment]) {
+				for j, i := range miss {
+					if idx[j] >= 0 {
+						set(hs[i], cache.Ref[*segment]{Seg: seg, Row: int32(idx[j])}, x.cost(seg))
+					}
+				}
+				if mseg != nil {
+					for k, j := range gone {
+						set(hs[miss[j]], cache.Ref[*segment]{Seg: mseg, Row: int32(k)}, x.cost(mseg))
+					}
+				}
+			}
 		}
 	}
-	return false
+	out := x.assemble(req.Columns, segs, rows)
+	if len(old) > 0 {
+		keep, err := x.keep(ctx, req.Keys, hs, segs, rows, old, oldExpires)
+		if err != nil {
+			out.Release()
+			return nil, err
+		}
+		if fill == nil {
+			fill = keep
+		} else {
+			f := fill
+			fill = func(set cache.Setter[*segment]) { f(set); keep(set) }
+		}
+	}
+	if fill != nil {
+		c.SetBatch(fill)
+	}
+	return out, nil
 }
 
-// read looks up the rows miss of keys in the store and caches what it finds
-// (and, with CacheMissingKey, what it does not).
-func (x *Index) read(ctx context.Context, scan *tablestore.Scan, c *cache.Rows[row], keys []arrow.Array, miss []int, encs []string, vals []row, found []bool) error {
-	sub := keys
+// keep copies the hits old of the cache's old generation into new
+// segments, so they stay cached without keeping the old segments alive.
+func (x *Index) keep(ctx context.Context, keys []arrow.Array, hs []uint64, segs []*segment, rows []int32, old []int, expires []int64) (func(set cache.Setter[*segment]), error) {
+	var found, gone []int
+	var foundExp, goneExp []int64
+	for k, i := range old {
+		if segs[i].cols != nil {
+			found, foundExp = append(found, i), append(foundExp, expires[k])
+		} else {
+			gone, goneExp = append(gone, i), append(goneExp, expires[k])
+		}
+	}
+	var fseg, mseg *segment
+	if len(found) > 0 {
+		fs, fr := make([]*segment, len(found)), make([]int32, len(found))
+		for k, i := range found {
+			fs[k], fr[k] = segs[i], rows[i]
+		}
+		fseg, _ = x.gatherRows(fs, fr, x.t.Schema().Fields())
+	}
+	if len(gone) > 0 {
+		ks, err := take(ctx, cacheMem, keys, gone)
+		if err != nil {
+			return nil, err
+		}
+		mseg = newMissingSegment(ks)
+	}
+	return func(set cache.Setter[*segment]) {
+		for k, i := range found {
+			set(hs[i], cache.Ref[*segment]{Seg: fseg, Row: int32(k), Expires: foundExp[k]}, x.cost(fseg))
+		}
+		for k, i := range gone {
+			set(hs[i], cache.Ref[*segment]{Seg: mseg, Row: int32(k), Expires: goneExp[k]}, x.cost(mseg))
+		}
+	}, nil
+}
+
+// cost is a cached row's in the cache's unit.
+func (x *Index) cost(s *segment) int64 {
+	if x.opts.MaxRows > 0 {
+		return 1
+	}
+	return s.cost
+}
+
+// copyRows copies the n rows of s into cacheMem; it returns the copy and
+// its key columns.
+func (x *Index) copyRows(s *segment, fields []arrow.Field, n int) (*segment, []arrow.Array) {
+	segs, rows := make([]*segment, n), make([]int32, n)
+	for i := range n {
+		segs[i], rows[i] = s, int32(i)
+	}
+	return x.gatherRows(segs, rows, fields)
+}
+
+// gatherRows makes a segment in cacheMem of row rows[i] of segs[i] (whole
+// rows of the table's columns fields); it returns it and its key columns.
+func (x *Index) gatherRows(segs []*segment, rows []int32, fields []arrow.Field) (*segment, []arrow.Array) {
+	cols := make([]arrow.Array, len(fields))
+	for c, f := range fields {
+		cols[c] = gather(cacheMem, f.Type, segs, rows, c)
+	}
+	keys := make([]arrow.Array, len(x.keyIdx))
+	for c, i := range x.keyIdx {
+		keys[c] = cols[i]
+	}
+	return newRowSegment(cols, x.keyIdx), keys
+}
+
+// read looks up the keys miss of keys in the store: the rows found (in
+// the scan's batch), the keys it read (sub, one per miss) and, per miss,
+// its row in the batch or -1. The caller releases the batch and sub.
+func (x *Index) read(ctx context.Context, scan *tablestore.Scan, keys []arrow.Array, miss []int) (arrow.RecordBatch, []arrow.Array, []int, error) {
+	var sub []arrow.Array
 	if len(miss) < keys[0].Len() {
 		var err error
 		if sub, err = take(ctx, x.mem, keys, miss); err != nil {
-			return err
+			return nil, nil, nil, err
 		}
-		defer func() {
-			for _, a := range sub {
-				a.Release()
-			}
-		}()
+	} else {
+		for _, k := range keys {
+			k.Retain()
+			sub = append(sub, k)
+		}
 	}
-	rows, idx, err := scan.Lookup(ctx, sub)
+	rb, idx, err := scan.Lookup(ctx, sub)
 	if err != nil {
-		return err
+		releaseAll(sub)
+		return nil, nil, nil, err
 	}
-	defer rows.Release()
-	copied := map[int]row{}
-	for j, i := range miss {
-		r := idx[j]
-		if r < 0 {
-			if c != nil && x.opts.CacheMissingKey {
-				x.set(c, encs[i], nil, 0)
-			}
-			continue
-		}
-		v, ok := copied[r]
-		if !ok {
-			var size int64
-			v, size = rowAt(rows.Columns(), r)
-			copied[r] = v
-			if c != nil {
-				x.set(c, encs[i], v, size)
-			}
-		}
-		vals[i], found[i] = v, true
-	}
-	return nil
+	return rb, sub, idx, nil
 }
 
-// set caches r (nil: the key is missing) at its cost in the cache's unit.
-func (x *Index) set(c *cache.Rows[row], key string, r row, size int64) {
-	cost := int64(1)
-	if x.opts.MaxRows == 0 {
-		cost = size + int64(len(key)) + 48
+func releaseAll(as []arrow.Array) {
+	for _, a := range as {
+		a.Release()
 	}
-	c.Set(key, r, cost)
 }
 
 // take gathers rows idx of each column.
@@ -409,9 +521,7 @@ func take(ctx context.Context, mem memory.Allocator, cols []arrow.Array, idx []i
 	for _, c := range cols {
 		a, err := compute.TakeArray(ctx, c, ind)
 		if err != nil {
-			for _, o := range out {
-				o.Release()
-			}
+			releaseAll(out)
 			return nil, err
 		}
 		out = append(out, a)
@@ -419,22 +529,32 @@ func take(ctx context.Context, mem memory.Allocator, cols []arrow.Array, idx []i
 	return out, nil
 }
 
-// assemble builds the result batch from the rows found.
-func (x *Index) assemble(columns []int, vals []row, found []bool) arrow.RecordBatch {
-	schema := x.OutputSchema(columns)
-	b := array.NewRecordBuilder(x.mem, schema)
-	defer b.Release()
+// assemble gathers the result batch: per key, the columns of its row
+// (segs[i] at rows[i]; NULLs where it has none) and whether it has one.
+func (x *Index) assemble(columns []int, segs []*segment, rows []int32) arrow.RecordBatch {
+	schema := x.allOut
+	if !slices.Equal(columns, x.all) {
+		schema = x.OutputSchema(columns)
+	}
+	n := len(segs)
+	cols := make([]arrow.Array, 0, len(columns)+1)
 	for k, c := range columns {
-		fb := b.Field(k)
-		fb.Reserve(len(vals))
-		for _, r := range vals {
-			if r == nil {
-				fb.AppendNull()
-			} else {
-				appendValue(fb, r[c])
-			}
+		cols = append(cols, gather(x.mem, schema.Field(k).Type, segs, rows, c))
+	}
+	fb := memory.NewResizableBuffer(x.mem)
+	fb.Resize(int(bitutil.BytesForBits(int64(n))))
+	b := fb.Bytes()
+	clear(b)
+	for i, s := range segs {
+		if s != nil && s.cols != nil {
+			bitutil.SetBit(b, i)
 		}
 	}
-	b.Field(len(columns)).(*array.BooleanBuilder).AppendValues(found, nil)
-	return b.NewRecordBatch()
+	d := array.NewData(arrow.FixedWidthTypes.Boolean, n, []*memory.Buffer{nil, fb}, nil, 0, 0)
+	cols = append(cols, array.MakeFromData(d))
+	d.Release()
+	fb.Release()
+	out := array.NewRecordBatch(schema, cols, int64(n))
+	releaseAll(cols)
+	return out
 }

@@ -480,3 +480,12 @@ func TestTableOptions(t *testing.T) {
 		t.Fatalf("lookup.cache NONE used a cache: %+v", st)
 	}
 }
+
+func nullKey(keys []arrow.Array, i int) bool {
+	for _, k := range keys {
+		if k.IsNull(i) {
+			return true
+		}
+	}
+	return false
+}
