@@ -26,9 +26,16 @@ const (
 // Windows describes the windows of a window TVF, as the batch TVFs compute
 // them: windows are aligned to Offset from the epoch. Step is Size for
 // Tumble; Size is a multiple of Step.
+//
+// ProcTime, when set, makes them processing-time windows (a TVF over a
+// PROCTIME() attribute): a change falls into the windows holding
+// ProcTime() when the operator reads it, whatever its columns hold, and a
+// window closes at the first marker at which ProcTime() is at or past its
+// end. No change is late. The clock is a field so that tests drive it.
 type Windows struct {
 	Kind               WindowKind
 	Size, Step, Offset time.Duration
+	ProcTime           func() time.Time
 }
 
 // floor is the start of the w-aligned interval holding t (microseconds).
@@ -80,6 +87,11 @@ func (ws Windows) firstEnd(t int64) int64 {
 // is dropped and counted the same way: its window never closes. When the
 // input ends every window is emitted (Flink's end of input).
 //
+// Over processing time (Windows.ProcTime) a change, retractions included,
+// counts in the windows open when it arrives, as in Flink's processing-time
+// window aggregation; a group whose changes in a window net to no row
+// emits nothing.
+//
 // Output columns: row kind, window_start, window_end, the keys, the
 // aggregates; window bounds have the event time's type.
 type WindowAggregate struct {
@@ -99,9 +111,12 @@ type firing struct {
 	schema *arrow.Schema
 	budget *Budget
 	held   int64     // bytes accounted in budget
-	wm     time.Time // the last marker's watermark
+	wm     time.Time // the last marker's watermark, or the clock's at it
 	late   int64
 	mb     miniBatch
+	// clock, when set, closes on processing time: at each marker what its
+	// reading closes, whatever the marker's watermark.
+	clock func() time.Time
 }
 
 func (f *firing) Schema() *arrow.Schema { return f.schema }
@@ -137,8 +152,12 @@ func (fb firingBatches) flush(_ context.Context, m *Chunk) error {
 	if m == nil {
 		return fb.fire(endOfTime)
 	}
-	if !m.Watermark.IsZero() && m.Watermark.After(f.wm) {
-		f.wm = m.Watermark
+	wm := m.Watermark
+	if f.clock != nil {
+		wm = f.clock()
+	}
+	if !wm.IsZero() && wm.After(f.wm) {
+		f.wm = wm
 		if err := fb.fire(f.wm); err != nil {
 			return err
 		}
@@ -172,6 +191,7 @@ func NewWindowAggregate(ec *exec.Context, in Operator, windows Windows, rowtime 
 	if err := w.init(ec, in, "window", rowtime, keys, keyNames, aggs, budget); err != nil {
 		return nil, err
 	}
+	w.clock = windows.ProcTime
 	return w, nil
 }
 
@@ -311,9 +331,17 @@ func (w *WindowAggregate) add(ctx context.Context, b arrow.RecordBatch) error {
 	if !w.wm.IsZero() {
 		wm = w.wm.UnixMicro()
 	}
+	if w.clock != nil {
+		// Never before what the last marker closed: a clock that steps
+		// back must not put rows into emitted windows.
+		now := max(w.clock().UnixMicro(), wm)
+		for i := range times {
+			times[i], e.valid[i] = now, true
+		}
+	}
 	var grow int64
 	for i, sign := range e.signs {
-		if !e.valid[i] || !w.wm.IsZero() && w.windows.firstEnd(times[i]) <= wm {
+		if !e.valid[i] || w.clock == nil && !w.wm.IsZero() && w.windows.firstEnd(times[i]) <= wm {
 			w.late++
 			continue
 		}
@@ -358,7 +386,7 @@ func (w *WindowAggregate) fire(wm time.Time) error {
 	for _, win := range closed {
 		start, end := toUnit(win.bounds[0], w.unit), toUnit(win.bounds[1], w.unit)
 		for _, g := range win.order {
-			if g.rows < 0 {
+			if g.rows < 0 && w.clock == nil {
 				return fmt.Errorf("%w: window aggregation input retracted more rows than it added", exec.ErrInvalid)
 			}
 			if g.rows > 0 {
