@@ -422,8 +422,14 @@ func (p *streamPlanner) windowOf(e Expr) *windowCol {
 // planWindowJoin plans a join of two window TVFs on window_start and
 // window_end (and keys).
 func (p *streamPlanner) planWindowJoin(x *JoinNode, l, r sNode) *sWindowJoin {
-	if x.Kind != InnerJoin {
-		p.refuse("window joins other than inner joins are not supported yet")
+	switch x.Kind {
+	case InnerJoin:
+	case LeftJoin, RightJoin, FullJoin:
+		if x.Residual != nil {
+			p.refuse("an outer window join's condition beyond its equality keys is not supported yet: it decides which rows are padded, and the join applies it after matching")
+		}
+	default:
+		p.refuse("window joins other than inner, left, right and full outer joins are not supported yet")
 	}
 	for _, c := range x.Columns() {
 		if wc := p.windows[c.ID]; wc != nil && windowSpec(wc.call).Kind == stream.Session {
@@ -498,7 +504,7 @@ func (sb *streamBuilder) windowJoin(x *sWindowJoin, l, r stream.Operator) (strea
 		}
 		sides[s].Start, sides[s].Bounds = i, x.bounds[s]
 	}
-	j, err := stream.NewWindowJoin(sb.ec, l, r, windowSpec(x.call), sides, sb.budget)
+	j, err := stream.NewWindowJoin(sb.ec, exec.JoinType(x.n.Kind), l, r, windowSpec(x.call), sides, sb.budget)
 	if err != nil {
 		return nil, err
 	}

@@ -204,7 +204,7 @@ func BenchmarkWindowJoin(b *testing.B) {
 	ec := exec.NewContext(mem)
 	side := func(seed int64) *events { return newEvents(mem, seed, 1024, b.N/2, 1000) }
 	s := WindowJoinSide{Keys: []exec.Expr{col(1, "k")}, Time: exec.NewColumn(3, eventTS, "ts"), Start: 2}
-	j, err := NewWindowJoin(ec, side(1), side(2), Windows{Kind: Tumble, Size: 10 * time.Second, Step: 10 * time.Second}, [2]WindowJoinSide{s, s}, NewBudget(0))
+	j, err := NewWindowJoin(ec, exec.InnerJoin, side(1), side(2), Windows{Kind: Tumble, Size: 10 * time.Second, Step: 10 * time.Second}, [2]WindowJoinSide{s, s}, NewBudget(0))
 	if err != nil {
 		b.Fatal(err)
 	}
