@@ -41,6 +41,9 @@ type binder struct {
 	// view's own); viewStack the views being expanded, innermost last.
 	viewDB    string
 	viewStack []tablestore.Ident
+	// viewStream is the streaming hint (OPTIONS with scan.mode) of the
+	// view reference being expanded: it streams the view's tables.
+	viewStream []*sql.Hint
 	// cteFilters collects the filters of shared CTEs' references;
 	// cteDepth > 0 while optimizeShared plans them.
 	cteFilters map[*SharedCTE]*cteFilter

@@ -1073,6 +1073,11 @@ func (b *binder) aliasScope(n Node, qual string, aliases []string, pos sql.Pos) 
 // tableHints applies OPTIONS hints and FOR SYSTEM_TIME AS OF; a scan.mode
 // option makes the scan a stream.
 func (b *binder) tableHints(f *sql.TableName, t *tablestore.Table, snap int64) (_ int64, tag string, _ *tablestore.StreamSpec) {
+	if b.viewStream != nil && len(f.Hints) == 0 && f.SystemTime == nil {
+		g := *f
+		g.Hints = b.viewStream
+		f = &g
+	}
 	if b.opts.StreamAll && !b.lookupSide && len(f.Hints) == 0 && f.SystemTime == nil {
 		spec := b.streamHint(t, []*sql.Property{{Pos: f.Pos, Key: "scan.mode", Value: "latest-full"}})
 		if b.opts.StreamHeartbeat > 0 {

@@ -50,6 +50,10 @@ type Options struct {
 	// runs CONTINUOUS unless REFRESH_MODE says otherwise (0:
 	// DefaultFreshnessThreshold).
 	FreshnessThreshold time.Duration
+	// ProcTime, when set, is the clock of processing-time windows (window
+	// TVFs over a PROCTIME() attribute) in streaming queries and jobs;
+	// nil: the wall clock. Tests set it to drive windows closed.
+	ProcTime func() time.Time
 	// Trace, when set, receives each plan as bound, then the name of each
 	// logical rule applied followed by the plan it left (or "no change"):
 	// a debugging aid.

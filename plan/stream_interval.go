@@ -7,15 +7,17 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 
+	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/stream"
 )
 
-// Interval joins: an inner join of streams whose condition bounds one
-// side's event time by the other's, l.t BETWEEN r.t + lower AND r.t +
-// upper (or the two comparisons with >= and <=), both t the WATERMARK
-// columns of their tables, with at least one equality key. Its state
-// expires by watermark (stream.IntervalJoin); any other join of streams
-// is a regular join.
+// Interval joins: an inner or outer join of streams whose condition
+// bounds one side's event time by the other's, l.t BETWEEN r.t + lower
+// AND r.t + upper (or the two comparisons with >= and <=), both t the
+// WATERMARK columns of their tables, with at least one equality key (an
+// outer one with no other condition: the operator decides the padding by
+// the keys and bounds alone). Its state expires by watermark
+// (stream.IntervalJoin); any other join of streams is a regular join.
 
 // sIntervalJoin is an interval join; cs are its columns without row kinds.
 type sIntervalJoin struct {
@@ -89,14 +91,21 @@ func timeOffset(e Expr) (ColumnID, int64, bool) {
 // planIntervalJoin returns the interval join of x, or nil when x is not
 // one.
 func (p *streamPlanner) planIntervalJoin(x *JoinNode, l, r sNode) *sIntervalJoin {
-	if x.Kind != InnerJoin || len(x.LeftKeys) == 0 {
+	switch x.Kind {
+	case InnerJoin, LeftJoin, RightJoin, FullJoin:
+	default:
+		return nil
+	}
+	if len(x.LeftKeys) == 0 {
 		return nil
 	}
 	left, right := idSet(x.Left.Columns()), idSet(x.Right.Columns())
 	j := &sIntervalJoin{l: l, r: r, n: x}
 	var hasLower, hasUpper bool
 	var lower, upper int64
+	others := 0 // conjuncts that are not bounds
 	for _, c := range conjuncts(x.Residual) {
+		others++
 		call, ok := c.(*Call)
 		if !ok || len(call.Args) != 2 || (call.Fn != "greater_equal" && call.Fn != "less_equal") {
 			continue
@@ -114,6 +123,7 @@ func (p *streamPlanner) planIntervalJoin(x *JoinNode, l, r sNode) *sIntervalJoin
 			continue
 		}
 		j.lt, j.rt = a, b
+		others--
 		// l + oa >= r + ob: l >= r + (ob - oa); <=: l <= r + (ob - oa).
 		if d := ob - oa; ge && (!hasLower || d > lower) {
 			lower, hasLower = d, true
@@ -121,7 +131,7 @@ func (p *streamPlanner) planIntervalJoin(x *JoinNode, l, r sNode) *sIntervalJoin
 			upper, hasUpper = d, true
 		}
 	}
-	if !hasLower || !hasUpper {
+	if !hasLower || !hasUpper || x.Kind != InnerJoin && others > 0 {
 		return nil
 	}
 	if lower > upper {
@@ -137,12 +147,13 @@ func (p *streamPlanner) planIntervalJoin(x *JoinNode, l, r sNode) *sIntervalJoin
 	return j
 }
 
-// intervalJoin builds an interval join and the filter of its whole
-// condition beyond the keys (the bounds included: an inner join may
-// filter after joining).
+// intervalJoin builds an interval join and, for an inner join, the filter
+// of its whole condition beyond the keys (the bounds included: an inner
+// join may filter after joining; an outer one has only the bounds, which
+// it applies itself).
 func (sb *streamBuilder) intervalJoin(x *sIntervalJoin, l, r stream.Operator) (stream.Operator, error) {
 	n := x.n
-	spec := stream.IntervalSpec{Lower: x.lower, Upper: x.upper}
+	spec := stream.IntervalSpec{Kind: exec.JoinType(n.Kind), Lower: x.lower, Upper: x.upper}
 	var err error
 	lc, rc := x.l.cols(), x.r.cols()
 	if spec.LeftKeys, err = compileAll(n.LeftKeys, sb.layout(lc), sb.params); err != nil {
@@ -160,6 +171,9 @@ func (sb *streamBuilder) intervalJoin(x *sIntervalJoin, l, r stream.Operator) (s
 	j, err := stream.NewIntervalJoin(sb.ec, l, r, spec, sb.budget)
 	if err != nil {
 		return nil, err
+	}
+	if n.Kind != InnerJoin {
+		return j, nil
 	}
 	pred, err := sb.compile(n.Residual, concatCols(lc, rc))
 	if err != nil {

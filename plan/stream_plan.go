@@ -35,6 +35,7 @@ type streamPlan struct {
 	limit   *LimitNode
 	sources []*ScanNode
 	kinds   map[ColumnID]bool
+	clock   func() time.Time // of processing-time windows
 }
 
 // sNode is a node of a streaming physical plan.
@@ -148,7 +149,10 @@ type streamPlanner struct {
 func (b *binder) planStream(root Node) *streamPlan {
 	p := &streamPlanner{b: b, kinds: map[ColumnID]bool{}, filtered: map[ColumnID]bool{}, passed: map[ColumnID]ColumnID{}, windows: map[ColumnID]*windowCol{}, rowtimes: map[ColumnID]bool{}}
 	p.reads, p.unread = readColumns(root), map[ColumnID]bool{}
-	sp := &streamPlan{kinds: p.kinds}
+	sp := &streamPlan{kinds: p.kinds, clock: b.opts.ProcTime}
+	if sp.clock == nil {
+		sp.clock = time.Now
+	}
 	n := root
 	if l, ok := n.(*LimitNode); ok && !isSortLimit(l) {
 		sp.limit, n = l, l.Input
@@ -621,6 +625,9 @@ func (p *streamPlanner) rankedWindowEnd(w *WindowNode, in sNode) ColumnID {
 	}
 	if start == 0 || end == 0 {
 		return 0
+	}
+	if procTimeWindow(agg.call) {
+		p.refuse("a window top-N over processing-time windows (PROCTIME()) is not supported yet: it closes its windows by the watermark")
 	}
 	return end
 }
@@ -1242,7 +1249,11 @@ func (sb *streamBuilder) windowAggregate(x *sWindowAgg, in stream.Operator) (str
 	if ws := windowSpec(x.call); ws.Kind == stream.Session {
 		return stream.NewSessionAggregate(sb.ec, in, ws.Size, rowtime, keys, names, specs, sb.budget)
 	}
-	return stream.NewWindowAggregate(sb.ec, in, windowSpec(x.call), rowtime, keys, names, specs, sb.budget)
+	ws := windowSpec(x.call)
+	if procTimeWindow(x.call) {
+		ws.ProcTime = sb.sp.clock
+	}
+	return stream.NewWindowAggregate(sb.ec, in, ws, rowtime, keys, names, specs, sb.budget)
 }
 
 func (sb *streamBuilder) rank(x *sRank, in stream.Operator) (stream.Operator, error) {

@@ -20,7 +20,8 @@ import (
 // would read the stream once per branch. A streaming TVF is instead one
 // projection whose window_start, window_end and window_time are calls of
 // the functions below (Args: the time column, then the kind, size, step
-// and offset in microseconds, then a SESSION's PARTITION BY columns). They
+// and offset in microseconds, 1 for processing time (0: event time), then
+// a SESSION's PARTITION BY columns). They
 // have no kernel: the streaming planner
 // accepts them only under a window aggregation (GROUP BY window_start,
 // window_end), which assigns the windows itself (stream.WindowAggregate);
@@ -30,6 +31,14 @@ const (
 	windowEndFn   = "$window_end"
 	windowTimeFn  = "$window_time"
 )
+
+// readsStream reports whether n reads a stream scan.
+func readsStream(n Node) bool {
+	if s, ok := n.(*ScanNode); ok && s.Stream != nil {
+		return true
+	}
+	return slices.ContainsFunc(n.Inputs(), readsStream)
+}
 
 // streamScanOf returns the stream scan n reads directly (through the
 // projection of its table's computed columns), or nil.
@@ -43,15 +52,21 @@ func streamScanOf(n Node) *ScanNode {
 	return nil
 }
 
-// bindStreamWindowTVF binds a window TVF over a stream scan: in's columns
-// plus window_start, window_end and window_time as window calls over ts.
+// bindStreamWindowTVF binds a window TVF over a stream scan (or, scan
+// nil, over processing time: ts is a PROCTIME() attribute of a stream):
+// in's columns plus window_start, window_end and window_time as window
+// calls over ts.
 func (b *binder) bindStreamWindowTVF(pos sql.Pos, in Node, scan *ScanNode, ts *ColRef, kind string, size, step, offset int64, descPos sql.Pos, parts ...*ColRef) Node {
-	_, wm := tableComputed(scan.Table.Options())
-	if wm == nil || wm.rowtime != ts.Name {
-		b.fail(descPos, "%s over a stream: DESCRIPTOR(%s) must be the WATERMARK column of %s (declare WATERMARK FOR %s AS %s - INTERVAL ... in its CREATE TABLE)", kind, ts.Name, scan.Table.Ident(), ts.Name, ts.Name)
+	proc := int64(1)
+	if scan != nil {
+		proc = 0
+		_, wm := tableComputed(scan.Table.Options())
+		if wm == nil || wm.rowtime != ts.Name {
+			b.fail(descPos, "%s over a stream: DESCRIPTOR(%s) must be the WATERMARK column of %s (declare WATERMARK FOR %s AS %s - INTERVAL ... in its CREATE TABLE) or a PROCTIME() attribute", kind, ts.Name, scan.Table.Ident(), ts.Name, ts.Name)
+		}
 	}
 	b.streamTVFs++
-	args := []Expr{ts, int64Const(int64(windowKinds[kind])), int64Const(size * 1e6), int64Const(step * 1e6), int64Const(offset * 1e6)}
+	args := []Expr{ts, int64Const(int64(windowKinds[kind])), int64Const(size * 1e6), int64Const(step * 1e6), int64Const(offset * 1e6), int64Const(proc)}
 	for _, c := range parts {
 		args = append(args, c)
 	}
@@ -193,7 +208,7 @@ func (p *streamPlanner) planWindowAgg(x *AggNode, in sNode) sNode {
 	delete(p.windows, x.GroupCols[w.start].ID)
 	delete(p.windows, x.GroupCols[w.end].ID)
 	p.windowAggs++
-	p.eventTime = true
+	p.eventTime = p.eventTime || !procTimeWindow(w.call)
 	return w
 }
 
@@ -246,7 +261,7 @@ func (p *streamPlanner) planWindowProject(x *ProjectNode, pr *sProject, i int) b
 	var wc *windowCol
 	if c := windowCall(e); c != nil {
 		var parts []ColumnID
-		for _, a := range c.Args[5:] {
+		for _, a := range c.Args[windowPartsArg:] {
 			var id ColumnID // 0 (refused by checkSessionKeys) if a rule rewrote the column
 			if r, ok := a.(*ColRef); ok {
 				id = r.ID
@@ -280,7 +295,14 @@ func sameWindows(a, b *Call) bool {
 	return slices.EqualFunc(a.Args, b.Args, func(x, y Expr) bool { return x.String() == y.String() })
 }
 
-// windowSpec is the stream.Windows of a window call.
+// windowPartsArg is where a window call's SESSION PARTITION BY columns
+// start.
+const windowPartsArg = 6
+
+// procTimeWindow reports whether a window call is over processing time.
+func procTimeWindow(c *Call) bool { return c.Args[5].(*Const).Value.(*scalar.Int64).Value == 1 }
+
+// windowSpec is the stream.Windows of a window call (ProcTime unset).
 func windowSpec(c *Call) stream.Windows {
 	arg := func(i int) int64 { return c.Args[i].(*Const).Value.(*scalar.Int64).Value }
 	return stream.Windows{
@@ -295,8 +317,8 @@ func windowString(c *Call) string {
 	ws := windowSpec(c)
 	if ws.Kind == stream.Session {
 		s := fmt.Sprintf("SESSION(%s, gap %s", c.Args[0], ws.Size)
-		if len(c.Args) > 5 {
-			s += fmt.Sprintf(", partition by %s", exprList(c.Args[5:]))
+		if len(c.Args) > windowPartsArg {
+			s += fmt.Sprintf(", partition by %s", exprList(c.Args[windowPartsArg:]))
 		}
 		return s + ")"
 	}
@@ -307,6 +329,9 @@ func windowString(c *Call) string {
 	}
 	if ws.Offset != 0 {
 		s += fmt.Sprintf(", offset %s", ws.Offset)
+	}
+	if procTimeWindow(c) {
+		s += ", processing time"
 	}
 	return s + ")"
 }
@@ -397,12 +422,21 @@ func (p *streamPlanner) windowOf(e Expr) *windowCol {
 // planWindowJoin plans a join of two window TVFs on window_start and
 // window_end (and keys).
 func (p *streamPlanner) planWindowJoin(x *JoinNode, l, r sNode) *sWindowJoin {
-	if x.Kind != InnerJoin {
-		p.refuse("window joins other than inner joins are not supported yet")
+	switch x.Kind {
+	case InnerJoin:
+	case LeftJoin, RightJoin, FullJoin:
+		if x.Residual != nil {
+			p.refuse("an outer window join's condition beyond its equality keys is not supported yet: it decides which rows are padded, and the join applies it after matching")
+		}
+	default:
+		p.refuse("window joins other than inner, left, right and full outer joins are not supported yet")
 	}
 	for _, c := range x.Columns() {
 		if wc := p.windows[c.ID]; wc != nil && windowSpec(wc.call).Kind == stream.Session {
 			p.refuse("window joins of SESSION windows are not supported yet")
+		}
+		if wc := p.windows[c.ID]; wc != nil && procTimeWindow(wc.call) {
+			p.refuse("window joins over processing time (PROCTIME()) are not supported: the two sides' windows would close on two readings of the clock")
 		}
 	}
 	w := &sWindowJoin{l: l, r: r, n: x}
@@ -470,7 +504,7 @@ func (sb *streamBuilder) windowJoin(x *sWindowJoin, l, r stream.Operator) (strea
 		}
 		sides[s].Start, sides[s].Bounds = i, x.bounds[s]
 	}
-	j, err := stream.NewWindowJoin(sb.ec, l, r, windowSpec(x.call), sides, sb.budget)
+	j, err := stream.NewWindowJoin(sb.ec, exec.JoinType(x.n.Kind), l, r, windowSpec(x.call), sides, sb.budget)
 	if err != nil {
 		return nil, err
 	}

@@ -116,10 +116,15 @@ func (b *binder) bindView(f *sql.TableName) (n Node, sc *scope, ok bool) {
 	if slices.Contains(b.viewStack, id) {
 		b.fail(f.Pos, "view %s refers to itself", id)
 	}
-	if f.SystemTime != nil || len(f.Hints) > 0 {
-		b.fail(f.Pos, "view %s: FOR SYSTEM_TIME AS OF and table hints apply to tables, not views", id)
+	if f.SystemTime != nil || len(f.Hints) > 0 && !b.streamingHint(f.Hints, id) {
+		b.fail(f.Pos, "view %s: FOR SYSTEM_TIME AS OF and table hints other than a streaming one (OPTIONS('scan.mode'=...)) apply to tables, not views", id)
 	}
 	q := b.viewQuery(f.Pos, id, def.Query)
+	savedStream := b.viewStream
+	if len(f.Hints) > 0 {
+		b.viewStream = f.Hints
+	}
+	defer func() { b.viewStream = savedStream }()
 	n = func() Node {
 		defer func() {
 			if r := recover(); r != nil {
@@ -144,6 +149,25 @@ func (b *binder) bindView(f *sql.TableName) (n Node, sc *scope, ok bool) {
 		aliases = f.ColAliases
 	}
 	return n, b.aliasScope(n, qual, aliases, f.Pos), true
+}
+
+// streamingHint reports whether hints, on a reference to view id, are one
+// OPTIONS hint with scan.mode: it streams every table the view reads that
+// has no hint of its own (Flink takes no hints on views; flightd needs
+// one to stream a view, such as Nexmark q12's). A consumer-id is refused:
+// it names one stream's position, and a view may read several tables.
+func (b *binder) streamingHint(hints []*sql.Hint, id tablestore.Ident) bool {
+	if len(hints) != 1 || hints[0].Name != "OPTIONS" {
+		return false
+	}
+	mode := false
+	for _, o := range hints[0].Options {
+		if o.Key == "consumer-id" {
+			b.fail(o.Pos, "view %s: consumer-id applies to a table's stream, not to a view's", id)
+		}
+		mode = mode || o.Key == "scan.mode"
+	}
+	return mode
 }
 
 // viewErrText is an error from a view's text with the position made

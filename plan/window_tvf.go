@@ -64,6 +64,10 @@ func (b *binder) bindWindowTVF(f *sql.TableFunc, outer, left *scope) (Node, *sco
 	if ts.Typ.ID() != arrow.TIMESTAMP {
 		b.fail(desc.Pos, "%s: time column %q must be a TIMESTAMP, got %s", kind, ts.Name, SQLTypeName(ts.Typ))
 	}
+	proc := isProctime(in, ts.ID)
+	if proc && kind == "SESSION" {
+		b.failWrap(desc.Pos, ErrNotImplemented, "SESSION over %s: SESSION windows over processing time (a PROCTIME() attribute) are not supported", ts.Name)
+	}
 	secs := func(name string) int64 {
 		e := args[name]
 		if e == nil {
@@ -113,12 +117,22 @@ func (b *binder) bindWindowTVF(f *sql.TableFunc, outer, left *scope) (Node, *sco
 		b.fail(call.Pos, "%s: SIZE must be a positive multiple of the %s", kind, map[bool]string{true: "SLIDE", false: "STEP"}[kind == "HOP"])
 	}
 	pos := call.Pos
+	if proc && readsStream(in) {
+		return b.tvfScope(f, qual, b.bindStreamWindowTVF(pos, in, nil, ts, kind, size, step, offset, desc.Pos))
+	}
 	if scan := streamScanOf(in); scan != nil {
 		return b.tvfScope(f, qual, b.bindStreamWindowTVF(pos, in, scan, ts, kind, size, step, offset, desc.Pos))
 	}
 	i64 := func(v int64) Expr { return int64Const(v) }
 	// floor(t, w) = t - ((t - offset) mod w + w) mod w, in seconds.
 	t := b.call(pos, "unix_timestamp", ts)
+	if proc {
+		// A batch query is processed at one time, its statement's: every
+		// row falls into the windows holding it (PROCTIME() itself reads
+		// the wall clock per batch, which a query could see cross a
+		// window's end).
+		t = b.call(pos, "unix_timestamp", b.call(pos, "current_timestamp"))
+	}
 	floor := func(w int64) Expr {
 		m := b.call(pos, "modulo", b.call(pos, "subtract", t, i64(offset)), i64(w))
 		return b.call(pos, "subtract", t, b.call(pos, "modulo", b.call(pos, "add", m, i64(w)), i64(w)))

@@ -98,16 +98,8 @@ func NewAggregate(ec *exec.Context, in Operator, groups []exec.Expr, groupNames 
 			return nil, fmt.Errorf("aggregate %s: %w", s.Name, err)
 		}
 		a.outDec = append(a.outDec, out)
-		var acc orderedDecoder
-		if s.Arg != nil {
-			kept := s.Arg.DataType()
-			if s.Func == "count" && s.Distinct && vectorized.IsFloat(kept) {
-				kept = arrow.PrimitiveTypes.Uint64 // mapKey: the bits
-			}
-			acc, _ = orderedDecoderFor(kept) // as getterFor
-		}
-		a.accDec = append(a.accDec, acc)
 	}
+	a.accDec = accDecoders(aggs)
 	a.argGet = argGet
 	a.schema = withKind(append(fields, aggFields...))
 	q, err := newOutQueue(ec, a.schema)
@@ -577,6 +569,23 @@ func newAccumulator(s AggSpec) (accumulator, error) {
 		return &minMax{dir: dir, vals: map[any]*valueCount{}}, nil
 	}
 	return bad()
+}
+
+// accDecoders read back the values each accumulator of aggs keeps.
+func accDecoders(aggs []AggSpec) []orderedDecoder {
+	var decs []orderedDecoder
+	for _, s := range aggs {
+		var acc orderedDecoder
+		if s.Arg != nil {
+			kept := s.Arg.DataType()
+			if s.Func == "count" && s.Distinct && vectorized.IsFloat(kept) {
+				kept = arrow.PrimitiveTypes.Uint64 // mapKey: the bits
+			}
+			acc, _ = orderedDecoderFor(kept) // as getterFor
+		}
+		decs = append(decs, acc)
+	}
+	return decs
 }
 
 func argType(s AggSpec) arrow.DataType {

@@ -53,13 +53,14 @@
 // # State and memory
 //
 // All stateful operators of one query share a Budget
-// (Context.MemoryLimit). Aggregate, Rank, Normalize and Join spill past
-// it: at a marker they move state entries (a group, a partition, a key's
-// row, a join key's rows) to a spillStore on disk until half the budget is
-// free, and read an entry back when a change reaches it; what one
-// mini-batch touches must fit. Window and interval joins and window
-// aggregations do not spill: past the budget the query fails with
-// exec.ErrMemoryLimit.
+// (Context.MemoryLimit). Aggregate, Rank, Normalize, Join and
+// WindowAggregate spill past it: at a marker they move state entries (a
+// group, a partition, a key's row, a join key's rows, a window's group) to
+// a spillStore on disk until half the budget is free, and read an entry
+// back when a change reaches it (a window's groups also when it fires);
+// what one mini-batch touches must fit. Window and interval joins, session
+// aggregations and window top-N do not spill: past the budget the query
+// fails with exec.ErrMemoryLimit.
 //
 // The ownership rules of package exec apply: a chunk's batch is borrowed
 // until the next Next or Close of the operator that returned it.

@@ -2,7 +2,9 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -16,6 +18,8 @@ import (
 // keys are equal (non-NULL) and right.time + Lower <= left.time <=
 // right.time + Upper.
 type IntervalSpec struct {
+	// Kind is exec.InnerJoin, LeftJoin, RightJoin or FullJoin.
+	Kind                exec.JoinType
 	LeftKeys, RightKeys []exec.Expr
 	LeftTime, RightTime exec.Expr // timestamps over each side's batches
 	Lower, Upper        time.Duration
@@ -30,6 +34,14 @@ type IntervalSpec struct {
 // A change whose event time is at or before the watermark of the last
 // marker is late: dropped and counted in the LateRows of the markers. Rows
 // with a NULL key or event time join nothing and are not held.
+//
+// An outer interval join (LEFT, RIGHT, FULL) holds the rows of a side it
+// keeps with the count of their current partners, and when the watermark
+// expires a row that has none, emits it padded with NULLs (+I): no change
+// that is not late can join it then, so the padded row is final. A row
+// of a kept side with a NULL key is held and padded the same way; one
+// with a NULL event time can never join, and is padded (or its padded row
+// retracted) as it comes. When both inputs end every held row expires.
 //
 // Output columns: row kind, left columns, right columns.
 type IntervalJoin struct {
@@ -49,6 +61,7 @@ type IntervalJoin struct {
 	lower  int64 // microseconds
 	upper  int64
 	marker *Chunk
+	ended  bool
 }
 
 type intervalSide struct {
@@ -60,15 +73,25 @@ type intervalSide struct {
 }
 
 type intervalRow struct {
-	vals []any
-	t    int64 // event time, microseconds
-	n    int64 // copies held
+	vals    []any
+	t       int64 // event time, microseconds
+	n       int64 // copies held
+	matched int64 // partner copies joined to one copy (outer joins pad at 0)
 }
+
+// nullIntervalKey holds a kept side's rows with a NULL key; other keys
+// are "k" and their encoding, so it matches none.
+const nullIntervalKey = "n"
 
 // NewIntervalJoin joins left and right by spec.
 func NewIntervalJoin(ec *exec.Context, left, right Operator, spec IntervalSpec, budget *Budget) (*IntervalJoin, error) {
 	if len(spec.LeftKeys) != len(spec.RightKeys) {
 		return nil, fmt.Errorf("%w: interval join of %d left and %d right keys", exec.ErrInvalid, len(spec.LeftKeys), len(spec.RightKeys))
+	}
+	switch spec.Kind {
+	case exec.InnerJoin, exec.LeftJoin, exec.RightJoin, exec.FullJoin:
+	default:
+		return nil, fmt.Errorf("%w: interval join of kind %d", exec.ErrInvalid, spec.Kind)
 	}
 	if spec.Lower > spec.Upper {
 		return nil, fmt.Errorf("%w: interval join bounds %s > %s", exec.ErrInvalid, spec.Lower, spec.Upper)
@@ -114,14 +137,24 @@ func (j *IntervalJoin) Next(ctx context.Context) (Chunk, error) {
 			j.marker = nil
 			return *m, nil
 		}
+		if j.ended {
+			return Chunk{}, io.EOF
+		}
 		side, c, err := j.two.next(ctx)
+		if errors.Is(err, io.EOF) {
+			j.ended = true
+			if err := j.expire(endOfTime); err != nil {
+				return Chunk{}, err
+			}
+			continue
+		}
 		if err != nil {
 			return c, err
 		}
 		if c.Batch == nil {
 			if !c.Watermark.IsZero() && c.Watermark.After(j.wm) {
 				j.wm = c.Watermark
-				if err := j.expire(); err != nil {
+				if err := j.expire(j.wm); err != nil {
 					return Chunk{}, err
 				}
 			}
@@ -147,6 +180,25 @@ func (j *IntervalJoin) matches(side int, t, o int64) bool {
 		l, r = o, t
 	}
 	return r+j.lower <= l && l <= r+j.upper
+}
+
+// keeps reports whether the join pads the unmatched rows of side.
+func (j *IntervalJoin) keeps(side int) bool {
+	k := j.spec.Kind
+	return k == exec.FullJoin || side == 0 && k == exec.LeftJoin || side == 1 && k == exec.RightJoin
+}
+
+// padded queues row vals of side with NULLs for the other side's columns.
+func (j *IntervalJoin) padded(kind string, side int, vals []any, n int64) {
+	row := make([]any, len(j.sides[0].get)+len(j.sides[1].get))
+	at := 0
+	if side == 1 {
+		at = len(j.sides[0].get)
+	}
+	copy(row[at:], vals)
+	for range n {
+		j.q.add(kind, row)
+	}
 }
 
 func (j *IntervalJoin) process(ctx context.Context, side int, b arrow.RecordBatch) (err error) {
@@ -176,9 +228,19 @@ func (j *IntervalJoin) process(ctx context.Context, side int, b arrow.RecordBatc
 		return err
 	}
 	cols := b.Columns()[1:]
+	kept := j.keeps(side)
 	var grow int64
 	for i, sign := range signs {
-		if !valid[i] || slices.ContainsFunc(keys, func(k arrow.Array) bool { return k.IsNull(i) }) {
+		kind := kindInsert
+		if sign < 0 {
+			kind = kindDelete
+		}
+		nullKey := slices.ContainsFunc(keys, func(k arrow.Array) bool { return k.IsNull(i) })
+		if !valid[i] && kept {
+			j.padded(kind, side, s.get.row(cols, i), 1) // never joins: final now
+			continue
+		}
+		if !valid[i] || nullKey && !kept {
 			continue // joins nothing
 		}
 		t := times[i]
@@ -186,14 +248,14 @@ func (j *IntervalJoin) process(ctx context.Context, side int, b arrow.RecordBatc
 			j.late++
 			continue
 		}
-		k := string(s.enc.Key(i))
-		vals := s.get.row(cols, i)
-		kind := kindInsert
-		if sign < 0 {
-			kind = kindDelete
+		k := nullIntervalKey
+		if !nullKey {
+			k = "k" + string(s.enc.Key(i))
 		}
+		vals := s.get.row(cols, i)
+		var matched int64
 		for _, o := range other.table[k] {
-			if !j.matches(side, t, o.t) {
+			if k == nullIntervalKey || !j.matches(side, t, o.t) {
 				continue
 			}
 			row := append(slices.Clone(vals), o.vals...)
@@ -203,6 +265,8 @@ func (j *IntervalJoin) process(ctx context.Context, side int, b arrow.RecordBatc
 			for range o.n {
 				j.q.add(kind, row)
 			}
+			matched += o.n
+			o.matched += int64(sign)
 		}
 		rows := s.table[k]
 		at := slices.IndexFunc(rows, func(r *intervalRow) bool { return r.t == t && sameRow(r.vals, vals) })
@@ -210,7 +274,7 @@ func (j *IntervalJoin) process(ctx context.Context, side int, b arrow.RecordBatc
 		case sign > 0 && at >= 0:
 			rows[at].n++
 		case sign > 0:
-			s.table[k] = append(rows, &intervalRow{vals: vals, t: t, n: 1})
+			s.table[k] = append(rows, &intervalRow{vals: vals, t: t, n: 1, matched: matched})
 			grow += int64(len(k)) + rowBytes(vals) + 64
 		case at < 0:
 			return fmt.Errorf("%w: interval join input retracts a row it never added", exec.ErrInvalid)
@@ -229,19 +293,24 @@ func (j *IntervalJoin) process(ctx context.Context, side int, b arrow.RecordBatc
 }
 
 // expire drops the rows no change that is not late can join or retract:
-// event time at or before the watermark, and so is the last time a
-// partner of the other side could have.
-func (j *IntervalJoin) expire() error {
-	wm := j.wm.UnixMicro()
+// event time at or before the watermark wm, and so is the last time a
+// partner of the other side could have. An outer join pads the rows of a
+// kept side that leave without a partner.
+func (j *IntervalJoin) expire(wm time.Time) error {
+	limit := wm.UnixMicro()
 	var freed int64
 	for side, s := range j.sides {
+		kept := j.keeps(side)
 		for k, rows := range s.table {
 			rows = slices.DeleteFunc(rows, func(r *intervalRow) bool {
 				last := r.t - j.lower // a right partner's latest time
 				if side == 1 {
 					last = r.t + j.upper // a left partner's latest time
 				}
-				if r.t <= wm && last <= wm {
+				if r.t <= limit && last <= limit {
+					if kept && r.matched == 0 {
+						j.padded(kindInsert, side, r.vals, r.n)
+					}
 					freed += int64(len(k)) + rowBytes(r.vals) + 64
 					return true
 				}
@@ -254,6 +323,7 @@ func (j *IntervalJoin) expire() error {
 			}
 		}
 	}
+	j.q.seal()
 	j.held -= freed
 	return j.budget.grow(-freed, "an interval join")
 }

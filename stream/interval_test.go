@@ -15,8 +15,9 @@ import (
 
 // TestIntervalJoinEqualsBatch is the interval join invariant: two key
 // tables with WATERMARKs (random delays) under random inserts, updates and
-// deletes with out-of-order event times, joined on a key and a random
-// event-time interval. After each statement (the stream caught up, so the
+// deletes with out-of-order event times, joined (inner, left, right or
+// full at random) on a key and a random event-time interval; an outer
+// join's padded rows are compared once the watermark has closed them. After each statement (the stream caught up, so the
 // join has seen the changes in commit order) a model knows the watermark
 // (the smaller of the tables': largest event time minus the delay) and
 // which changes were late (event time at or before it), and keeps the
@@ -31,19 +32,32 @@ func TestIntervalJoinEqualsBatch(t *testing.T) {
 			t.Parallel() // mostly waiting on fsync
 			rng := rand.New(rand.NewSource(seed + int64(i)))
 			lo, hi := rng.Intn(3), rng.Intn(3)
+			// An outer join pads a row once the watermark has passed its
+			// time and the last time a partner could have had: the batch
+			// join's padded rows count from then.
+			kind := []string{"", "LEFT", "RIGHT", "FULL"}[rng.Intn(4)]
 			runJoinInvariant(t, rng, joinShape{
-				op: "IntervalJoin",
+				op: "Interval",
 				query: func(a, b, where string) string {
-					return fmt.Sprintf("SELECT a.ver, a.v, b.ver, b.v FROM %s AS a JOIN %s AS b ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '%d' SECOND AND b.ts + INTERVAL '%d' SECOND %s", a, b, lo, hi, where)
+					return fmt.Sprintf("SELECT a.ver, a.v, b.ver, b.v FROM %s AS a %s JOIN %s AS b ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '%d' SECOND AND b.ts + INTERVAL '%d' SECOND %s", a, kind, b, lo, hi, where)
 				},
-				late:   func(ts, wm int64) bool { return ts <= wm },
-				closed: func(string) string { return "" },
+				late: func(ts, wm int64) bool { return ts <= wm },
+				closed: func(wm string) string {
+					switch {
+					case kind == "":
+						return ""
+					case wm == "":
+						return "WHERE a.ver IS NOT NULL AND b.ver IS NOT NULL"
+					}
+					return fmt.Sprintf("WHERE a.ver IS NOT NULL AND b.ver IS NOT NULL OR b.ver IS NULL AND a.ts <= %[1]s AND a.ts + INTERVAL '%[2]d' SECOND <= %[1]s OR a.ver IS NULL AND b.ts <= %[1]s AND b.ts + INTERVAL '%[3]d' SECOND <= %[1]s", wm, lo, hi)
+				},
 			})
 		})
 	}
 }
 
-// TestWindowJoinEqualsBatch is the invariant of window joins, as
+// TestWindowJoinEqualsBatch is the invariant of window joins (inner, left,
+// right or full at random), as
 // TestIntervalJoinEqualsBatch checks interval joins: after each statement
 // the applied output (inserts only) equals the batch window join of the
 // mirror tables for the windows the watermark has closed; a change is late
@@ -59,18 +73,21 @@ func TestWindowJoinEqualsBatch(t *testing.T) {
 			for shape.session { // window joins of sessions are refused
 				shape = randomWindow(rng)
 			}
+			// Outer joins pad, when a window closes, the rows that found
+			// no partner in it; a padded side's window columns are NULL.
+			kind := []string{"", "LEFT", "RIGHT", "FULL"}[rng.Intn(4)]
 			runJoinInvariant(t, rng, joinShape{
 				op: "WindowJoin",
 				query: func(a, b, where string) string {
-					return fmt.Sprintf("SELECT a.ver, a.v, b.ver, b.v, a.window_start, b.window_end, a.window_time FROM (SELECT * FROM TABLE(%s)) a JOIN (SELECT * FROM TABLE(%s)) b ON a.k = b.k AND a.window_start = b.window_start AND a.window_end = b.window_end %s",
-						fmt.Sprintf(shape.tvf, a), fmt.Sprintf(shape.tvf, b), where)
+					return fmt.Sprintf("SELECT a.ver, a.v, b.ver, b.v, a.window_start, b.window_end, a.window_time FROM (SELECT * FROM TABLE(%s)) a %s JOIN (SELECT * FROM TABLE(%s)) b ON a.k = b.k AND a.window_start = b.window_start AND a.window_end = b.window_end %s",
+						fmt.Sprintf(shape.tvf, a), kind, fmt.Sprintf(shape.tvf, b), where)
 				},
 				late: func(ts, wm int64) bool { return shape.firstEnd(ts) <= wm },
 				closed: func(wm string) string {
 					if wm == "" {
 						return "WHERE false"
 					}
-					return "WHERE a.window_end <= " + wm
+					return "WHERE COALESCE(a.window_end, b.window_end) <= " + wm
 				},
 			})
 		})
@@ -281,4 +298,51 @@ func runJoinInvariant(t *testing.T, rng *rand.Rand, shape joinShape) {
 		checks++
 	}
 	t.Logf("%d checks, %d joined rows, %d late changes", checks, len(w.rows()), lateModel)
+}
+
+// TestOuterWindowJoinNullKeys: rows with a NULL key match nothing and are
+// padded by an outer window join, as the batch join pads them.
+func TestOuterWindowJoinNullKeys(t *testing.T) {
+	ctx, sess := windowEngine(t, "(1, 10, TIMESTAMP '2024-01-01 00:00:01'), (NULL, 5, TIMESTAMP '2024-01-01 00:00:04'), (2, 7, TIMESTAMP '2024-01-01 00:00:09')")
+	const bounded = "/*+ OPTIONS('scan.mode'='latest-full', 'scan.bounded.snapshot-id'='1') */"
+	for _, kind := range []string{"LEFT", "RIGHT", "FULL"} {
+		q := "SELECT a.auction, a.price, b.auction, b.price, a.window_start, b.window_end FROM (SELECT * FROM TABLE(TUMBLE(TABLE bid %[1]s, DESCRIPTOR(ts), INTERVAL '5' SECOND))) a " + kind +
+			" JOIN (SELECT * FROM TABLE(TUMBLE(TABLE bid %[1]s, DESCRIPTOR(ts), INTERVAL '5' SECOND)) WHERE price > 5) b ON a.auction = b.auction AND a.window_start = b.window_start AND a.window_end = b.window_end"
+		var got []string
+		for _, r := range sortedRows(t, ctx, sess, fmt.Sprintf(q, bounded)) {
+			got = append(got, strings.TrimPrefix(r, "+I|"))
+		}
+		want := sortedRows(t, ctx, sess, fmt.Sprintf(q, ""))
+		if !slices.Equal(got, want) || !slices.ContainsFunc(want, func(r string) bool { return strings.HasPrefix(r, "NULL|5|NULL|NULL|") }) && kind != "RIGHT" {
+			t.Errorf("%s: the bounded stream gives %q, the batch join %q (with the NULL key's row padded)", kind, got, want)
+		}
+	}
+}
+
+// TestOuterIntervalJoinNulls: an outer interval join pads the rows of a
+// kept side with a NULL key (when they expire) or a NULL event time (at
+// once), and when bounded inputs end, every row still held; the stream
+// then equals the batch join.
+func TestOuterIntervalJoinNulls(t *testing.T) {
+	ctx, sess := windowEngine(t, "(1, 10, TIMESTAMP '2024-01-01 00:00:01'), (NULL, 5, TIMESTAMP '2024-01-01 00:00:04'), (2, 7, TIMESTAMP '2024-01-01 00:00:09'), (2, 8, TIMESTAMP '2024-01-01 00:00:30'), (3, 3, NULL)")
+	const bounded = "/*+ OPTIONS('scan.mode'='latest-full', 'scan.bounded.snapshot-id'='1') */"
+	for _, kind := range []string{"LEFT", "RIGHT", "FULL"} {
+		q := "SELECT a.auction, a.price, b.auction, b.price FROM bid %[1]s AS a " + kind + " JOIN bid %[1]s AS b ON a.auction = b.auction AND a.ts BETWEEN b.ts - INTERVAL '1' SECOND AND b.ts + INTERVAL '2' SECOND AND a.price <> b.price"
+		// A condition beyond the keys and bounds: a regular join.
+		if p := explain(t, ctx, sess, fmt.Sprintf(q, bounded)); strings.Contains(p, "Interval") {
+			t.Fatalf("%s with a condition beyond the bounds is an interval join:\n%s", kind, p)
+		}
+		q = "SELECT a.auction, a.price, b.auction, b.price FROM bid %[1]s AS a " + kind + " JOIN bid %[1]s AS b ON a.auction = b.auction AND a.ts BETWEEN b.ts - INTERVAL '1' SECOND AND b.ts + INTERVAL '2' SECOND"
+		if p := explain(t, ctx, sess, fmt.Sprintf(q, bounded)); !strings.Contains(p, "Interval") {
+			t.Fatalf("%s: not an interval join:\n%s", kind, p)
+		}
+		var got []string
+		for _, r := range sortedRows(t, ctx, sess, fmt.Sprintf(q, bounded)) {
+			got = append(got, strings.TrimPrefix(r, "+I|"))
+		}
+		want := sortedRows(t, ctx, sess, fmt.Sprintf(q, ""))
+		if !slices.Equal(got, want) || !slices.Contains(want, "NULL|5|NULL|NULL") && kind != "RIGHT" {
+			t.Errorf("%s: the bounded stream gives %q, the batch join %q", kind, got, want)
+		}
+	}
 }

@@ -32,6 +32,9 @@ type spillStore struct {
 	gone   map[string]bool // keys forgotten since the last run
 	held   int64           // indexes and forgotten keys, accounted in budget
 	buf    []byte
+	// dead: the keys below it belong to state that ended (takeBelow read
+	// them); reads skip them and compaction drops them.
+	dead string
 }
 
 type stateRun struct {
@@ -162,7 +165,7 @@ func (s *spillStore) writeRun(fill func(put func(key string, val []byte) error) 
 
 // take returns the value stored for key, or false.
 func (s *spillStore) take(key string) ([]byte, bool, error) {
-	if s.gone[key] {
+	if s.gone[key] || key < s.dead {
 		return nil, false, nil
 	}
 	for i := len(s.runs) - 1; i >= 0; i-- {
@@ -266,42 +269,107 @@ func (c *runCursor) next() error {
 
 func uvarintLen(x uint64) int { return len(binary.AppendUvarint(nil, x)) }
 
-// compact merges every run into one: the newest record of each key,
-// unless it is a tombstone (nothing older is left for it to hide).
-func (s *spillStore) compact() error {
+// cursors opens a cursor on every run, at the block holding s.dead.
+func (s *spillStore) cursors() ([]*runCursor, error) {
 	cursors := make([]*runCursor, len(s.runs))
 	for i, r := range s.runs {
-		cursors[i] = &runCursor{r: bufio.NewReaderSize(io.NewSectionReader(r.f, 0, r.size), 64<<10), left: r.size}
+		var off int64
+		if b, _ := slices.BinarySearchFunc(r.blocks, s.dead, func(b stateBlock, k string) int {
+			if b.first <= k {
+				return -1
+			}
+			return 1
+		}); b > 0 {
+			off = r.blocks[b-1].off
+		}
+		cursors[i] = &runCursor{r: bufio.NewReaderSize(io.NewSectionReader(r.f, off, r.size-off), 64<<10), left: r.size - off}
 		if err := cursors[i].next(); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	run, err := s.writeRun(func(put func(key string, val []byte) error) error {
-		for {
-			// The smallest key; of equal keys the newest run's record.
-			best := -1
-			for i, c := range cursors {
-				if !c.exhausted && (best < 0 || c.key <= cursors[best].key) {
-					best = i
-				}
+	return cursors, nil
+}
+
+// merge calls fn with the newest record of each key at or past s.dead, in
+// key order (val nil: a tombstone), until fn returns false.
+func merge(cursors []*runCursor, dead string, fn func(key string, val []byte) (bool, error)) error {
+	for {
+		// The smallest key; of equal keys the newest run's record.
+		best := -1
+		for i, c := range cursors {
+			if !c.exhausted && (best < 0 || c.key <= cursors[best].key) {
+				best = i
 			}
-			if best < 0 {
-				return nil
+		}
+		if best < 0 {
+			return nil
+		}
+		key, val := cursors[best].key, cursors[best].val
+		if key >= dead {
+			if more, err := fn(key, val); err != nil || !more {
+				return err
 			}
-			key, val := cursors[best].key, cursors[best].val
-			for _, c := range cursors {
-				for !c.exhausted && c.key == key {
-					if err := c.next(); err != nil {
-						return err
-					}
-				}
-			}
-			if val != nil {
-				if err := put(key, val); err != nil {
+		}
+		for _, c := range cursors {
+			for !c.exhausted && c.key == key {
+				if err := c.next(); err != nil {
 					return err
 				}
 			}
 		}
+	}
+}
+
+// takeBelow returns the entries with keys below limit (in key order) and
+// ends them: no key below limit may be written or read again. An
+// operator whose keys start with a time (a window's end) reads back what
+// the time closed.
+func (s *spillStore) takeBelow(limit string) ([]stateEntry, error) {
+	if limit <= s.dead {
+		return nil, nil
+	}
+	cursors, err := s.cursors()
+	if err != nil {
+		return nil, err
+	}
+	var out []stateEntry
+	err = merge(cursors, s.dead, func(key string, val []byte) (bool, error) {
+		if key >= limit {
+			return false, nil
+		}
+		if val != nil && !s.gone[key] {
+			out = append(out, stateEntry{key: key, val: val})
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.dead = limit
+	for k := range s.gone {
+		if k < limit {
+			delete(s.gone, k)
+			s.account(-goneBytes(k))
+		}
+	}
+	return out, nil
+}
+
+// compact merges every run into one: the newest record of each key,
+// unless it is a tombstone (nothing older is left for it to hide) or
+// below s.dead.
+func (s *spillStore) compact() error {
+	cursors, err := s.cursors()
+	if err != nil {
+		return err
+	}
+	run, err := s.writeRun(func(put func(key string, val []byte) error) error {
+		return merge(cursors, s.dead, func(key string, val []byte) (bool, error) {
+			if val != nil {
+				return true, put(key, val)
+			}
+			return true, nil
+		})
 	})
 	if err != nil {
 		return err

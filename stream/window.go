@@ -3,6 +3,7 @@ package stream
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"time"
@@ -26,9 +27,16 @@ const (
 // Windows describes the windows of a window TVF, as the batch TVFs compute
 // them: windows are aligned to Offset from the epoch. Step is Size for
 // Tumble; Size is a multiple of Step.
+//
+// ProcTime, when set, makes them processing-time windows (a TVF over a
+// PROCTIME() attribute): a change falls into the windows holding
+// ProcTime() when the operator reads it, whatever its columns hold, and a
+// window closes at the first marker at which ProcTime() is at or past its
+// end. No change is late. The clock is a field so that tests drive it.
 type Windows struct {
 	Kind               WindowKind
 	Size, Step, Offset time.Duration
+	ProcTime           func() time.Time
 }
 
 // floor is the start of the w-aligned interval holding t (microseconds).
@@ -80,13 +88,26 @@ func (ws Windows) firstEnd(t int64) int64 {
 // is dropped and counted the same way: its window never closes. When the
 // input ends every window is emitted (Flink's end of input).
 //
+// Over processing time (Windows.ProcTime) a change, retractions included,
+// counts in the windows open when it arrives, as in Flink's processing-time
+// window aggregation; a group whose changes in a window net to no row
+// emits nothing.
+//
 // Output columns: row kind, window_start, window_end, the keys, the
 // aggregates; window bounds have the event time's type.
+//
+// State past the budget spills: at a marker, groups of open windows go to
+// a spillStore keyed by window end, start and group (so the windows a
+// watermark closes are one range of keys, read back when they fire), and
+// a group comes back when a change reaches it.
 type WindowAggregate struct {
 	windowAgg
-	windows Windows
-	open    map[[2]int64]*window
-	wins    [][2]int64
+	windows  Windows
+	open     map[[2]int64]*window
+	wins     [][2]int64
+	store    *spillStore // nil until something spills
+	groupDec []orderedDecoder
+	accDec   []orderedDecoder
 }
 
 // firing drives an event-time operator: its mini-batches (see
@@ -99,9 +120,12 @@ type firing struct {
 	schema *arrow.Schema
 	budget *Budget
 	held   int64     // bytes accounted in budget
-	wm     time.Time // the last marker's watermark
+	wm     time.Time // the last marker's watermark, or the clock's at it
 	late   int64
 	mb     miniBatch
+	// clock, when set, closes on processing time: at each marker what its
+	// reading closes, whatever the marker's watermark.
+	clock func() time.Time
 }
 
 func (f *firing) Schema() *arrow.Schema { return f.schema }
@@ -137,15 +161,26 @@ func (fb firingBatches) flush(_ context.Context, m *Chunk) error {
 	if m == nil {
 		return fb.fire(endOfTime)
 	}
-	if !m.Watermark.IsZero() && m.Watermark.After(f.wm) {
-		f.wm = m.Watermark
+	wm := m.Watermark
+	if f.clock != nil {
+		wm = f.clock()
+	}
+	if !wm.IsZero() && wm.After(f.wm) {
+		f.wm = wm
 		if err := fb.fire(f.wm); err != nil {
 			return err
 		}
 	}
 	m.LateRows += f.late
+	if s, ok := fb.firer.(spiller); ok && f.budget.over() {
+		return s.evict()
+	}
 	return nil
 }
+
+// spiller is a firer whose state moves to disk past the budget, at
+// markers.
+type spiller interface{ evict() error }
 
 // window is the state of one open window: its groups by key.
 type window struct {
@@ -156,6 +191,7 @@ type window struct {
 }
 
 type windowGroup struct {
+	key  string
 	vals []any
 	rows int64
 	accs []accumulator
@@ -172,6 +208,12 @@ func NewWindowAggregate(ec *exec.Context, in Operator, windows Windows, rowtime 
 	if err := w.init(ec, in, "window", rowtime, keys, keyNames, aggs, budget); err != nil {
 		return nil, err
 	}
+	w.clock = windows.ProcTime
+	for _, k := range keys {
+		dec, _ := orderedDecoderFor(k.DataType()) // as getterFor
+		w.groupDec = append(w.groupDec, dec)
+	}
+	w.accDec = accDecoders(aggs)
 	return w, nil
 }
 
@@ -311,9 +353,17 @@ func (w *WindowAggregate) add(ctx context.Context, b arrow.RecordBatch) error {
 	if !w.wm.IsZero() {
 		wm = w.wm.UnixMicro()
 	}
+	if w.clock != nil {
+		// Never before what the last marker closed: a clock that steps
+		// back must not put rows into emitted windows.
+		now := max(w.clock().UnixMicro(), wm)
+		for i := range times {
+			times[i], e.valid[i] = now, true
+		}
+	}
 	var grow int64
 	for i, sign := range e.signs {
-		if !e.valid[i] || !w.wm.IsZero() && w.windows.firstEnd(times[i]) <= wm {
+		if !e.valid[i] || w.clock == nil && !w.wm.IsZero() && w.windows.firstEnd(times[i]) <= wm {
 			w.late++
 			continue
 		}
@@ -328,17 +378,22 @@ func (w *WindowAggregate) add(ctx context.Context, b arrow.RecordBatch) error {
 			}
 			var d int64
 			g := win.groups[string(k)]
+			if g == nil && w.store != nil {
+				if g, err = w.load(bounds, string(k)); err != nil {
+					return err
+				}
+				if g != nil {
+					w.adopt(win, g)
+					d = w.groupBytes(g)
+				}
+			}
 			if g == nil {
-				g = &windowGroup{vals: make([]any, len(keys)), accs: make([]accumulator, len(w.aggs))}
+				g = w.newGroup(string(k), make([]any, len(keys)))
 				for c, get := range w.keyGet {
 					g.vals[c] = get(keys[c], i)
 				}
-				for j, s := range w.aggs {
-					g.accs[j], _ = newAccumulator(s) // checked by NewWindowAggregate
-				}
-				win.groups[string(k)] = g
-				win.order = append(win.order, g)
-				d = int64(len(k)) + rowBytes(g.vals) + 48*int64(len(g.accs)) + 64
+				w.adopt(win, g)
+				d = w.groupBytes(g)
 			}
 			g.rows += int64(sign)
 			d += e.in.addRow(g.accs, i, sign)
@@ -347,18 +402,156 @@ func (w *WindowAggregate) add(ctx context.Context, b arrow.RecordBatch) error {
 		}
 	}
 	w.held += grow
-	return w.budget.grow(grow, "a window aggregation")
+	w.budget.add(grow)
+	return nil
+}
+
+func (w *WindowAggregate) newGroup(key string, vals []any) *windowGroup {
+	g := &windowGroup{key: key, vals: vals, accs: make([]accumulator, len(w.aggs))}
+	for j, s := range w.aggs {
+		g.accs[j], _ = newAccumulator(s) // checked by NewWindowAggregate
+	}
+	return g
+}
+
+// adopt puts g into win.
+func (w *WindowAggregate) adopt(win *window, g *windowGroup) {
+	win.groups[g.key] = g
+	win.order = append(win.order, g)
+}
+
+// groupBytes is what a group accounts.
+func (w *WindowAggregate) groupBytes(g *windowGroup) int64 {
+	n := int64(len(g.key)) + rowBytes(g.vals) + 48*int64(len(g.accs)) + 64
+	for _, acc := range g.accs {
+		n += acc.size()
+	}
+	return n
+}
+
+// windowStateKey orders spilled groups by window end, start, then group:
+// the groups of the windows a watermark closes come first.
+func windowStateKey(bounds [2]int64, group string) string {
+	b := make([]byte, 16, 16+len(group))
+	binary.BigEndian.PutUint64(b, uint64(bounds[1])^1<<63)
+	binary.BigEndian.PutUint64(b[8:], uint64(bounds[0])^1<<63)
+	return string(append(b, group...))
+}
+
+// evict moves groups of open windows to disk until half the budget is
+// free.
+func (w *WindowAggregate) evict() error {
+	if w.store == nil {
+		w.store = newSpillStore(w.ec, w.budget)
+	}
+	var out []stateEntry
+	var freed int64
+	target := w.budget.Used() - w.budget.limit/2
+	for _, win := range w.open {
+		if freed >= target {
+			break
+		}
+		for key, g := range win.groups {
+			if freed >= target {
+				break
+			}
+			var b []byte
+			for _, v := range g.vals {
+				b = appendOrdered(b, v, false, true)
+			}
+			b = binary.AppendVarint(b, g.rows)
+			for _, acc := range g.accs {
+				b = acc.encode(b)
+			}
+			out = append(out, stateEntry{key: windowStateKey(win.bounds, key), val: b})
+			n := w.groupBytes(g)
+			win.bytes -= n
+			freed += n
+			delete(win.groups, key)
+		}
+		win.order = slices.DeleteFunc(win.order, func(g *windowGroup) bool { return win.groups[g.key] != g })
+	}
+	w.held -= freed
+	w.budget.add(-freed)
+	return w.store.write(out)
+}
+
+// load reads group key of window bounds back from disk (nil if none).
+func (w *WindowAggregate) load(bounds [2]int64, key string) (*windowGroup, error) {
+	b, ok, err := w.store.take(windowStateKey(bounds, key))
+	if !ok || err != nil {
+		return nil, err
+	}
+	// The disk's copy stays, shadowed: fire prefers the group in memory.
+	return w.decodeGroup(key, b)
+}
+
+func (w *WindowAggregate) decodeGroup(key string, b []byte) (*windowGroup, error) {
+	vals := make([]any, len(w.groupDec))
+	var err error
+	for i, d := range w.groupDec {
+		if vals[i], b, err = d(b, false); err != nil {
+			return nil, err
+		}
+	}
+	g := w.newGroup(key, vals)
+	var n int
+	if g.rows, n = binary.Varint(b); n <= 0 {
+		return nil, errCorruptState
+	}
+	b = b[n:]
+	for i, acc := range g.accs {
+		if b, err = acc.decode(b, w.accDec[i]); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+// unspill brings back the spilled groups of the windows that end at or
+// before wm (those in memory are newer).
+func (w *WindowAggregate) unspill(wm time.Time) error {
+	if w.store == nil {
+		return nil
+	}
+	limit := wm.UnixMicro() + 1
+	entries, err := w.store.takeBelow(windowStateKey([2]int64{-1 << 63, limit}, ""))
+	if err != nil {
+		return err
+	}
+	var grow int64
+	for _, e := range entries {
+		bounds := [2]int64{int64(binary.BigEndian.Uint64([]byte(e.key[8:16])) ^ 1<<63), int64(binary.BigEndian.Uint64([]byte(e.key[:8])) ^ 1<<63)}
+		win, key := w.open[bounds], e.key[16:]
+		if win == nil || win.groups[key] != nil {
+			continue
+		}
+		g, err := w.decodeGroup(key, e.val)
+		if err != nil {
+			return err
+		}
+		w.adopt(win, g)
+		n := w.groupBytes(g)
+		win.bytes += n
+		grow += n
+	}
+	w.held += grow
+	w.budget.add(grow)
+	return nil
 }
 
 // fire emits and frees the windows that end at or before wm, in order of
 // their end, then start.
 func (w *WindowAggregate) fire(wm time.Time) error {
+	if err := w.unspill(wm); err != nil {
+		return err
+	}
 	closed := closedWindows(w.open, wm)
 	var freed int64
 	for _, win := range closed {
 		start, end := toUnit(win.bounds[0], w.unit), toUnit(win.bounds[1], w.unit)
 		for _, g := range win.order {
-			if g.rows < 0 {
+			if g.rows < 0 && w.clock == nil {
 				return fmt.Errorf("%w: window aggregation input retracted more rows than it added", exec.ErrInvalid)
 			}
 			if g.rows > 0 {
@@ -379,7 +572,16 @@ func (w *WindowAggregate) fire(wm time.Time) error {
 	}
 	w.q.seal()
 	w.held -= freed
-	return w.budget.grow(-freed, "a window aggregation")
+	w.budget.add(-freed)
+	return nil
+}
+
+// Close frees the state, spilled included.
+func (w *WindowAggregate) Close() error {
+	if w.store != nil {
+		w.store.close()
+	}
+	return w.firing.Close()
 }
 
 // closedWindows returns the windows of open (keyed by their start and end,

@@ -110,20 +110,31 @@ func cpuTime(b *testing.B) time.Duration {
 // BenchmarkWindowAggregate: events per second through a window
 // aggregation by k (1000 keys) with count, sum and max, 1024 events per
 // snapshot; HOP puts each event in 5 windows, CUMULATE in 1 to 5.
+// proctime: TUMBLE over a processing-time clock that moves 1 ms per
+// reading (a batch or a marker). spill: TUMBLE under a 64 KB budget,
+// about a third of the state.
 func BenchmarkWindowAggregate(b *testing.B) {
+	tumble := Windows{Kind: Tumble, Size: 10 * time.Second, Step: 10 * time.Second}
+	proc := tumble
+	var now int64
+	proc.ProcTime = func() time.Time { now += 1000; return time.UnixMicro(now) }
 	for _, ws := range []struct {
-		name string
-		w    Windows
+		name   string
+		w      Windows
+		budget int64
 	}{
-		{"tumble10s", Windows{Kind: Tumble, Size: 10 * time.Second, Step: 10 * time.Second}},
-		{"hop2s10s", Windows{Kind: Hop, Size: 10 * time.Second, Step: 2 * time.Second}},
-		{"cumulate2s10s", Windows{Kind: Cumulate, Size: 10 * time.Second, Step: 2 * time.Second}},
+		{"tumble10s", tumble, 0},
+		{"hop2s10s", Windows{Kind: Hop, Size: 10 * time.Second, Step: 2 * time.Second}, 0},
+		{"cumulate2s10s", Windows{Kind: Cumulate, Size: 10 * time.Second, Step: 2 * time.Second}, 0},
+		{"proctime-tumble10s", proc, 0},
+		{"spill-tumble10s", tumble, 64 << 10},
 	} {
 		b.Run(ws.name, func(b *testing.B) {
 			mem := memory.NewGoAllocator()
 			ec := exec.NewContext(mem)
+			ec.TempDir = b.TempDir()
 			in := newEvents(mem, 1, 1024, b.N, 1000)
-			w, err := NewWindowAggregate(ec, in, ws.w, exec.NewColumn(3, eventTS, "ts"), []exec.Expr{col(1, "k")}, []string{"k"}, benchAggs, NewBudget(0))
+			w, err := NewWindowAggregate(ec, in, ws.w, exec.NewColumn(3, eventTS, "ts"), []exec.Expr{col(1, "k")}, []string{"k"}, benchAggs, NewBudget(ws.budget))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -180,33 +191,43 @@ func BenchmarkWindowTopN(b *testing.B) {
 
 // BenchmarkIntervalJoin: events per second (both inputs together) through
 // an interval join on k over 1000 keys within one second either way,
-// about one match per event, 1024 events per snapshot.
+// about one match per event, 1024 events per snapshot; inner and outer
+// (which count partners and pad at expiry).
 func BenchmarkIntervalJoin(b *testing.B) {
-	mem := memory.NewGoAllocator()
-	ec := exec.NewContext(mem)
-	side := func(seed int64) *events { return newEvents(mem, seed, 1024, b.N/2, 1000) }
-	j, err := NewIntervalJoin(ec, side(1), side(2), IntervalSpec{
-		LeftKeys: []exec.Expr{col(1, "k")}, RightKeys: []exec.Expr{col(1, "k")},
-		LeftTime: exec.NewColumn(3, eventTS, "ts"), RightTime: exec.NewColumn(3, eventTS, "ts"),
-		Lower: -time.Second, Upper: time.Second,
-	}, NewBudget(0))
-	if err != nil {
-		b.Fatal(err)
+	for _, kind := range []exec.JoinType{exec.InnerJoin, exec.LeftJoin, exec.FullJoin} {
+		b.Run(kind.String(), func(b *testing.B) {
+			mem := memory.NewGoAllocator()
+			ec := exec.NewContext(mem)
+			side := func(seed int64) *events { return newEvents(mem, seed, 1024, b.N/2, 1000) }
+			j, err := NewIntervalJoin(ec, side(1), side(2), IntervalSpec{
+				Kind:     kind,
+				LeftKeys: []exec.Expr{col(1, "k")}, RightKeys: []exec.Expr{col(1, "k")},
+				LeftTime: exec.NewColumn(3, eventTS, "ts"), RightTime: exec.NewColumn(3, eventTS, "ts"),
+				Lower: -time.Second, Upper: time.Second,
+			}, NewBudget(0))
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchEvents(b, j)
+		})
 	}
-	benchEvents(b, j)
 }
 
 // BenchmarkWindowJoin: events per second (both inputs together) through a
 // TUMBLE 10 s window join on k over 1000 keys (about ten matches per event
-// per window), 1024 events per snapshot.
+// per window), 1024 events per snapshot; inner and full outer.
 func BenchmarkWindowJoin(b *testing.B) {
-	mem := memory.NewGoAllocator()
-	ec := exec.NewContext(mem)
-	side := func(seed int64) *events { return newEvents(mem, seed, 1024, b.N/2, 1000) }
-	s := WindowJoinSide{Keys: []exec.Expr{col(1, "k")}, Time: exec.NewColumn(3, eventTS, "ts"), Start: 2}
-	j, err := NewWindowJoin(ec, side(1), side(2), Windows{Kind: Tumble, Size: 10 * time.Second, Step: 10 * time.Second}, [2]WindowJoinSide{s, s}, NewBudget(0))
-	if err != nil {
-		b.Fatal(err)
+	for _, kind := range []exec.JoinType{exec.InnerJoin, exec.FullJoin} {
+		b.Run(kind.String(), func(b *testing.B) {
+			mem := memory.NewGoAllocator()
+			ec := exec.NewContext(mem)
+			side := func(seed int64) *events { return newEvents(mem, seed, 1024, b.N/2, 1000) }
+			s := WindowJoinSide{Keys: []exec.Expr{col(1, "k")}, Time: exec.NewColumn(3, eventTS, "ts"), Start: 2}
+			j, err := NewWindowJoin(ec, kind, side(1), side(2), Windows{Kind: Tumble, Size: 10 * time.Second, Step: 10 * time.Second}, [2]WindowJoinSide{s, s}, NewBudget(0))
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchEvents(b, j)
+		})
 	}
-	benchEvents(b, j)
 }

@@ -45,10 +45,17 @@ type WindowJoinSide struct {
 // Rows with a NULL key or event time join nothing. When both inputs end,
 // every window is emitted.
 //
+// An outer window join (LEFT, RIGHT, FULL) also emits, when a window
+// closes, each row of a side it keeps that found no row of the other
+// side's with its key in that window (a NULL key included), padded with
+// NULLs: the other side's columns and window bounds. The window is final
+// then, so the padded row is never retracted.
+//
 // Output columns: row kind, left columns, right columns (window_start
 // holding the window's start), then the Bounds of left and right.
 type WindowJoin struct {
 	ec      *exec.Context
+	kind    exec.JoinType
 	windows Windows
 	sides   [2]WindowJoinSide
 	budget  *Budget
@@ -84,11 +91,16 @@ type windowRow struct {
 
 // NewWindowJoin joins left and right by the windows of their event times
 // and keys.
-func NewWindowJoin(ec *exec.Context, left, right Operator, windows Windows, sides [2]WindowJoinSide, budget *Budget) (*WindowJoin, error) {
+func NewWindowJoin(ec *exec.Context, kind exec.JoinType, left, right Operator, windows Windows, sides [2]WindowJoinSide, budget *Budget) (*WindowJoin, error) {
 	if len(sides[0].Keys) != len(sides[1].Keys) {
 		return nil, fmt.Errorf("%w: window join of %d left and %d right keys", exec.ErrInvalid, len(sides[0].Keys), len(sides[1].Keys))
 	}
-	j := &WindowJoin{ec: ec, windows: windows, sides: sides, budget: budget, open: map[[2]int64]*joinWindow{}}
+	switch kind {
+	case exec.InnerJoin, exec.LeftJoin, exec.RightJoin, exec.FullJoin:
+	default:
+		return nil, fmt.Errorf("%w: window join of kind %d", exec.ErrInvalid, kind)
+	}
+	j := &WindowJoin{ec: ec, kind: kind, windows: windows, sides: sides, budget: budget, open: map[[2]int64]*joinWindow{}}
 	j.two = twoInputs{in: [2]Operator{left, right}, lock: -1}
 	var fields, bounds []arrow.Field
 	for s, op := range []Operator{left, right} {
@@ -200,18 +212,24 @@ func (j *WindowJoin) add(ctx context.Context, side int, b arrow.RecordBatch) (er
 		return err
 	}
 	cols := b.Columns()[1:]
+	kept := j.keeps(side)
 	var grow int64
 	for i, sign := range signs {
-		if !valid[i] || slices.ContainsFunc(keys, func(k arrow.Array) bool { return k.IsNull(i) }) {
-			continue // joins nothing
+		nullKey := slices.ContainsFunc(keys, func(k arrow.Array) bool { return k.IsNull(i) })
+		if !valid[i] || nullKey && !kept {
+			continue // joins nothing, and is not padded (no window holds a NULL time)
 		}
 		if !j.wm.IsZero() && j.windows.firstEnd(times[i]) <= j.wm.UnixMicro() {
 			j.late++
 			continue
 		}
-		var k string
-		if len(keys) > 0 {
-			k = string(j.enc[side].Key(i))
+		// Keys are "k" and the encoding; a NULL key, "n", matches none.
+		k := nullJoinKey
+		if !nullKey {
+			k = "k"
+			if len(keys) > 0 {
+				k += string(j.enc[side].Key(i))
+			}
 		}
 		vals := j.get[side].row(cols, i)
 		j.wins = j.windows.of(times[i], j.wins[:0])
@@ -247,33 +265,73 @@ func (j *WindowJoin) add(ctx context.Context, side int, b arrow.RecordBatch) (er
 	return j.budget.grow(grow, "a window join")
 }
 
+// nullJoinKey is the state key of rows with a NULL join key.
+const nullJoinKey = "n"
+
+// keeps reports whether the join pads the unmatched rows of side.
+func (j *WindowJoin) keeps(side int) bool {
+	return j.kind == exec.FullJoin || side == 0 && j.kind == exec.LeftJoin || side == 1 && j.kind == exec.RightJoin
+}
+
 // fire joins, emits and frees the windows that end at or before wm, in
 // order of their end, then start.
 func (j *WindowJoin) fire(wm time.Time) error {
 	closed := closedWindows(j.open, wm)
+	lw, rw := len(j.get[0]), len(j.get[1])
 	var freed int64
 	for _, win := range closed {
-		var extra []any
+		var bounds [2][]any
 		for s := range j.sides {
 			for _, b := range j.sides[s].Bounds {
 				end := win.bounds[1]
 				if b == WindowTime {
 					end -= 1000
 				}
-				extra = append(extra, toUnit(end, j.units[s]))
+				bounds[s] = append(bounds[s], toUnit(end, j.units[s]))
+			}
+		}
+		// out emits l joined with r, either nil for a padded side.
+		out := func(l, r *windowRow, n int64) {
+			row := make([]any, len(j.schema.Fields())-1)
+			if l != nil {
+				copy(row, l.vals)
+				row[j.sides[0].Start] = toUnit(win.bounds[0], j.units[0])
+			}
+			if r != nil {
+				copy(row[lw:], r.vals)
+				row[lw+j.sides[1].Start] = toUnit(win.bounds[0], j.units[1])
+			}
+			if l != nil {
+				copy(row[lw+rw:], bounds[0])
+			}
+			if r != nil {
+				copy(row[lw+rw+len(bounds[0]):], bounds[1])
+			}
+			for range n {
+				j.q.add(kindInsert, row)
 			}
 		}
 		for k, left := range win.rows[0] {
 			right := win.rows[1][k]
+			if k == nullJoinKey {
+				right = nil
+			}
 			for _, l := range left {
+				if len(right) == 0 && j.keeps(0) {
+					out(l, nil, l.n)
+				}
 				for _, r := range right {
-					row := make([]any, 0, len(l.vals)+len(r.vals)+len(extra))
-					row = append(append(append(row, l.vals...), r.vals...), extra...)
-					row[j.sides[0].Start] = toUnit(win.bounds[0], j.units[0])
-					row[len(l.vals)+j.sides[1].Start] = toUnit(win.bounds[0], j.units[1])
-					for range l.n * r.n {
-						j.q.add(kindInsert, row)
-					}
+					out(l, r, l.n*r.n)
+				}
+			}
+		}
+		if j.keeps(1) {
+			for k, right := range win.rows[1] {
+				if k != nullJoinKey && len(win.rows[0][k]) > 0 {
+					continue
+				}
+				for _, r := range right {
+					out(nil, r, r.n)
 				}
 			}
 		}

@@ -69,7 +69,7 @@ func (r *runner) job(ctx context.Context, q Query, key []string, answer *expecte
 		return res
 	}
 	defer func() { _ = r.f.Exec(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+sink) }()
-	tables, err := hinted(q.Select, func(sel string) error {
+	tables, err := hinted(q, func(sel string) error {
 		return r.f.Exec(ctx, "INSERT INTO "+sink+" "+sel)
 	})
 	if err != nil {
@@ -270,16 +270,17 @@ func sqlType(t arrow.DataType) (string, error) {
 // with the hint inside window TVFs too, then, where the parser takes none
 // there (a syntax error, SQLSTATE 42601), with the TVFs' tables read as
 // flightd decides. It returns the tables hinted.
-func hinted(sel string, start func(sql string) error) ([]string, error) {
-	sql, tables := Streaming(sel, true)
+func hinted(q Query, start func(sql string) error) ([]string, error) {
+	sel, views := q.Select, q.Views()
+	sql, tables := Streaming(sel, true, views)
 	if len(tables) == 0 {
 		// Unhinted, the query would run once as a batch (an INSERT: no job).
-		return nil, errors.New("no table to stream: the query reads views only, and a view takes no scan.mode hint")
+		return nil, errors.New("no table to stream: the query reads no table of the events, nor a view of them")
 	}
 	err := start(sql)
 	if err != nil && strings.Contains(err.Error(), "42601") {
 		tvfErr := oneLine(err)
-		if sql, tables = Streaming(sel, false); len(tables) == 0 {
+		if sql, tables = Streaming(sel, false, views); len(tables) == 0 {
 			return nil, errors.New("every table is read in a window TVF, which takes no scan.mode hint: " + tvfErr)
 		}
 		err = start(sql)

@@ -167,10 +167,29 @@ var (
 	commaRef = regexp.MustCompile(`(?i)(\bFROM\s+(?:person|auction|bid)\b(?:\s*/\*\+[^*]*\*/)?(?:\s+(?:AS\s+)?\w+)?\s*,\s*)(person|auction|bid)\b`)
 )
 
+// Views returns the views q's setup creates over person, auction and bid,
+// with the tables each reads.
+func (q Query) Views() map[string][]string {
+	views := map[string][]string{}
+	for _, st := range q.Setup {
+		m := createName.FindStringSubmatch(st)
+		if m == nil || !strings.EqualFold(m[1], "VIEW") {
+			continue
+		}
+		for _, ref := range sourceRef.FindAllStringSubmatch(st, -1) {
+			if t := strings.ToLower(ref[3]); !slices.Contains(views[m[2]], t) {
+				views[m[2]] = append(views[m[2]], t)
+			}
+		}
+	}
+	return views
+}
+
 // Streaming adds StreamHint to every reference to person, auction and
-// bid in sql (in window TVFs' TABLE arguments too, with tvf), and returns
-// the tables it hinted.
-func Streaming(sql string, tvf bool) (string, []string) {
+// bid in sql (in window TVFs' TABLE arguments too, with tvf), and to
+// views of them (q.Views: flightd streams a view's tables through a
+// hint on its reference), and returns the tables it hinted.
+func Streaming(sql string, tvf bool, views map[string][]string) (string, []string) {
 	var tables []string
 	add := func(t string) {
 		t = strings.ToLower(t)
@@ -194,6 +213,19 @@ func Streaming(sql string, tvf bool) (string, []string) {
 		add(sm[2])
 		return sm[1] + sm[2] + " " + StreamHint
 	})
+	for v, reads := range views {
+		kw := `FROM|JOIN`
+		if tvf {
+			kw += `|TABLE`
+		}
+		re := regexp.MustCompile(`(?i)\b(` + kw + `)(\s+)(` + regexp.QuoteMeta(v) + `)\b`)
+		if re.MatchString(sql) {
+			sql = re.ReplaceAllString(sql, "${1}${2}${3} "+StreamHint)
+			for _, t := range reads {
+				add(t)
+			}
+		}
+	}
 	slices.Sort(tables)
 	return sql, tables
 }

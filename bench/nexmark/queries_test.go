@@ -46,14 +46,26 @@ SELECT B.auction, S.` + "`value`" + ` FROM B JOIN side_input S ON mod(B.auction,
 
 func TestStreaming(t *testing.T) {
 	sql := "SELECT * FROM auction AS A, bid B JOIN person P ON P.id = B.bidder, (SELECT 1 FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(x), INTERVAL '1' SECOND))) W WHERE bidder > 0"
-	got, tables := Streaming(sql, false)
+	got, tables := Streaming(sql, false, nil)
 	want := "SELECT * FROM auction " + StreamHint + " AS A, bid " + StreamHint + " B JOIN person " + StreamHint +
 		" P ON P.id = B.bidder, (SELECT 1 FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(x), INTERVAL '1' SECOND))) W WHERE bidder > 0"
 	if got != want || !slices.Equal(tables, []string{"auction", "bid", "person"}) {
 		t.Errorf("Streaming:\n got %s %v\nwant %s", got, tables, want)
 	}
-	if got, _ := Streaming(sql, true); !strings.Contains(got, "TABLE bid "+StreamHint+",") {
+	if got, _ := Streaming(sql, true, nil); !strings.Contains(got, "TABLE bid "+StreamHint+",") {
 		t.Errorf("Streaming with TVFs left the TVF's table alone: %s", got)
+	}
+	// A view of bid (q12's B) is hinted where it is read, for bid.
+	q, err := ParseQuery("q12", "CREATE VIEW B AS SELECT *, PROCTIME() as p_time FROM bid; INSERT INTO nexmark_q12 SELECT count(*) FROM TABLE(TUMBLE(TABLE B, DESCRIPTOR(p_time), INTERVAL '10' SECOND)) GROUP BY window_start, window_end;")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, tables = Streaming(q.Select, true, q.Views())
+	if !strings.Contains(got, "TABLE B "+StreamHint+",") || !slices.Equal(tables, []string{"bid"}) {
+		t.Errorf("Streaming over view B: %s %v", got, tables)
+	}
+	if got, tables := Streaming(q.Select, false, q.Views()); len(tables) != 0 || strings.Contains(got, StreamHint) {
+		t.Errorf("Streaming without TVFs hinted the view in one: %s %v", got, tables)
 	}
 }
 

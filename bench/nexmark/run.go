@@ -418,8 +418,8 @@ func (r *runner) stream(ctx context.Context, q Query, answer *expected) StreamRe
 		res.Error = "tables: " + oneLine(err)
 		return res
 	}
-	// Views keep their tables unhinted: flightd takes no streaming scan in
-	// a view.
+	// Views keep their tables unhinted: their references are hinted
+	// instead (hinted).
 	if err := r.setup(ctx, q.Setup); err != nil {
 		res.Status, res.Error = StatusRefused, "setup: "+oneLine(err)
 		return res
@@ -427,7 +427,7 @@ func (r *runner) stream(ctx context.Context, q Query, answer *expected) StreamRe
 	ctx, cancel := context.WithTimeout(ctx, r.opt.Timeout)
 	defer cancel()
 	var st *changeStream
-	tables, err := hinted(q.Select, func(sql string) (err error) {
+	tables, err := hinted(q, func(sql string) (err error) {
 		st, err = openStream(ctx, r.srv.URI, r.mem, sql)
 		return err
 	})
