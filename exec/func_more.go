@@ -62,7 +62,7 @@ func init() {
 		}
 		return x, nil
 	}), "sign")
-	register(floatFunc(func(x float64) (float64, error) { return math.Trunc(x), nil }), "trunc", "truncate")
+	register(floatFunc(func(x float64) (float64, error) { return math.Trunc(x), nil }), "trunc")
 	register(resolveRandom, "rand", "random")
 	register(resolveCurrentTime, "current_time")
 	register(resolveToDate, "to_date")
