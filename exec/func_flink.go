@@ -332,7 +332,7 @@ func resolveToTimestampLTZ(types []arrow.DataType, args []Expr) (*impl, error) {
 	if vectorized.IsInteger(types[0]) || types[0].ID() == arrow.NULL {
 		return &impl{ret: timestampLTZ, args: []arrow.DataType{i64Type, i64Type}, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
 			epoch := vectorized.Values[int64](a[0])
-			return mapTimestamps(ec, a, n, timestampLTZ, func(i int) (int64, error) {
+			return vectorized.MapFixed[int64](ec.Mem, timestampLTZ, a, n, func(i int) (int64, error) {
 				m, err := msPer(a, i)
 				if err != nil {
 					return 0, err
@@ -346,7 +346,7 @@ func resolveToTimestampLTZ(types []arrow.DataType, args []Expr) (*impl, error) {
 	}
 	return &impl{ret: timestampLTZ, args: []arrow.DataType{f64Type, i64Type}, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
 		epoch := vectorized.Values[float64](a[0])
-		return mapTimestamps(ec, a, n, timestampLTZ, func(i int) (int64, error) {
+		return vectorized.MapFixed[int64](ec.Mem, timestampLTZ, a, n, func(i int) (int64, error) {
 			m, err := msPer(a, i)
 			if err != nil {
 				return 0, err
@@ -358,26 +358,6 @@ func resolveToTimestampLTZ(types []arrow.DataType, args []Expr) (*impl, error) {
 			return int64(ms), nil
 		})
 	}}, nil
-}
-
-// mapTimestamps computes f for the rows where no argument is NULL, into a
-// timestamp array of type ret.
-func mapTimestamps(ec *Context, a []arrow.Array, n int, ret *arrow.TimestampType, f func(i int) (int64, error)) (arrow.Array, error) {
-	v := vectorized.AndValidity(ec.Mem, n, a...)
-	out := vectorized.NewFixedOut[int64](ec.Mem, n)
-	for i := 0; i < n; i++ {
-		if !v.IsValid(i) {
-			continue
-		}
-		t, err := f(i)
-		if err != nil {
-			out.Release()
-			v.Release()
-			return nil, err
-		}
-		out.Vals[i] = t
-	}
-	return out.Finish(ret, v.Buf, v.Nulls), nil
 }
 
 // strIntResult is f(string) -> BIGINT.

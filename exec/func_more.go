@@ -386,13 +386,31 @@ var (
 	resolveToTimestamp = toTemporal(&arrow.TimestampType{Unit: arrow.Microsecond})
 )
 
-// resolveUnixTimestamp is unix_timestamp(ts or date): seconds since epoch.
+// resolveUnixTimestamp is unix_timestamp(ts or date): seconds since epoch;
+// or Flink's UNIX_TIMESTAMP(string [, format]), the string read in UTC,
+// the session's zone (by default as 'yyyy-MM-dd HH:mm:ss').
 func resolveUnixTimestamp(types []arrow.DataType, _ []Expr) (*impl, error) {
+	if len(types) > 0 && vectorized.IsString(types[0]) {
+		st, err := wantStrings(types, 1, 2)
+		if err != nil {
+			return nil, err
+		}
+		return &impl{ret: i64Type, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+			layouts := map[string]string{}
+			return vectorized.MapInt64s(ec.Mem, a, n, func(i int) (int64, error) {
+				t, err := parseWithFormat(a, i, layouts)
+				if err != nil && len(a) == 1 {
+					return 0, fmt.Errorf("%w: %q is not a timestamp (yyyy-MM-dd HH:mm:ss)", vectorized.ErrInvalidValue, vectorized.StringAt(a[0], i))
+				}
+				return t.Unix(), err
+			})
+		}}, nil
+	}
 	if err := wantArgs(types, 1, 1); err != nil {
 		return nil, err
 	}
 	if !isDateTime(types[0]) {
-		return nil, fmt.Errorf("argument must be a date or timestamp")
+		return nil, fmt.Errorf("argument must be a date, timestamp or string")
 	}
 	return &impl{ret: i64Type, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
 		return vectorized.MapInt64s(ec.Mem, a, n, func(i int) (int64, error) { return vectorized.TimeAt(a[0], i).Unix(), nil })

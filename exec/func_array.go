@@ -1,0 +1,344 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/vectorized"
+)
+
+// Flink's collection functions over ARRAY and MAP values. A NULL array
+// gives NULL; elements compare as SQL values of one type, NULL equal to
+// NULL (Flink compares with Java's equals).
+func init() {
+	register(resolveArrayContains(false), "array_contains")
+	register(resolveArrayContains(true), "array_position")
+	register(resolveArrayJoin, "array_join")
+	register(resolveArrayExtreme(-1), "array_min")
+	register(resolveArrayExtreme(1), "array_max")
+	register(resolveElement, "element")
+	register(resolveArrayPick("array_reverse"), "array_reverse")
+	register(resolveArrayPick("array_distinct"), "array_distinct")
+	register(resolveArrayRemove, "array_remove")
+	register(resolveMapPart(true), "map_keys")
+	register(resolveMapPart(false), "map_values")
+}
+
+func listArg(types []arrow.DataType, n int) (*arrow.ListType, error) {
+	if err := wantArgs(types, n, n); err != nil {
+		return nil, err
+	}
+	lt, ok := types[0].(*arrow.ListType)
+	if !ok {
+		return nil, fmt.Errorf("argument 1 must be an ARRAY, not %s", types[0])
+	}
+	return lt, nil
+}
+
+// elementMatcher returns whether element j of values equals needle[i]:
+// both NULL, or both not NULL and equal.
+func elementMatcher(values, needle arrow.Array) (func(j, i int) bool, error) {
+	cmp, err := vectorized.NewComparator(values, needle)
+	if err != nil {
+		return nil, err
+	}
+	return func(j, i int) bool {
+		if values.IsNull(j) || needle.IsNull(i) {
+			return values.IsNull(j) && needle.IsNull(i)
+		}
+		return cmp(j, i) == 0
+	}, nil
+}
+
+// resolveArrayContains is ARRAY_CONTAINS(arr, x), a BOOLEAN, or with
+// position ARRAY_POSITION(arr, x), the 1-based INT position of x's first
+// occurrence, 0 without one.
+func resolveArrayContains(position bool) resolver {
+	return func(types []arrow.DataType, _ []Expr) (*impl, error) {
+		lt, err := listArg(types, 2)
+		if err != nil {
+			return nil, err
+		}
+		if !vectorized.CanCast(types[1], lt.Elem()) {
+			return nil, fmt.Errorf("cannot look for a %s in an ARRAY of %s", types[1], lt.Elem())
+		}
+		ret := arrow.DataType(arrow.FixedWidthTypes.Boolean)
+		if position {
+			ret = arrow.PrimitiveTypes.Int32
+		}
+		return &impl{ret: ret, args: []arrow.DataType{types[0], lt.Elem()}, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+			l := a[0].(*array.List)
+			eq, err := elementMatcher(l.ListValues(), a[1])
+			if err != nil {
+				return nil, err
+			}
+			b := array.NewBuilder(ec.Mem, ret)
+			defer b.Release()
+			for i := 0; i < n; i++ {
+				if l.IsNull(i) {
+					b.AppendNull()
+					continue
+				}
+				lo, hi := l.ValueOffsets(i)
+				at := int32(0)
+				for j := lo; j < hi; j++ {
+					if eq(int(j), i) {
+						at = int32(j-lo) + 1
+						break
+					}
+				}
+				if position {
+					b.(*array.Int32Builder).Append(at)
+				} else {
+					b.(*array.BooleanBuilder).Append(at > 0)
+				}
+			}
+			return b.NewArray(), nil
+		}}, nil
+	}
+}
+
+// resolveArrayJoin is ARRAY_JOIN(arr, sep [, nullText]): the elements as
+// strings joined by sep, NULL elements left out or written as nullText.
+func resolveArrayJoin(types []arrow.DataType, _ []Expr) (*impl, error) {
+	if err := wantArgs(types, 2, 3); err != nil {
+		return nil, err
+	}
+	lt, err := listArg(types[:1], 1)
+	if err != nil {
+		return nil, err
+	}
+	if !vectorized.IsString(lt.Elem()) {
+		return nil, fmt.Errorf("argument 1 must be an ARRAY of strings, not %s", types[0])
+	}
+	st, err := stringArgs(types[1:])
+	if err != nil {
+		return nil, err
+	}
+	return &impl{ret: strType, args: append([]arrow.DataType{nil}, st...), fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		l := a[0].(*array.List)
+		vals := l.ListValues()
+		var sb strings.Builder
+		return mapNullableStrings(ec, a, n, false, func(i int) (string, bool, error) {
+			sb.Reset()
+			lo, hi := l.ValueOffsets(i)
+			first := true
+			for j := lo; j < hi; j++ {
+				s := ""
+				switch {
+				case vals.IsValid(int(j)):
+					s = vectorized.StringAt(vals, int(j))
+				case len(a) == 3:
+					s = vectorized.StringAt(a[2], i)
+				default:
+					continue
+				}
+				if !first {
+					sb.WriteString(vectorized.StringAt(a[1], i))
+				}
+				first = false
+				sb.WriteString(s)
+			}
+			return sb.String(), true, nil
+		})
+	}}, nil
+}
+
+// resolveArrayExtreme is ARRAY_MIN (dir -1) and ARRAY_MAX (dir 1): the
+// least or greatest non-NULL element, NULL for an array without one.
+func resolveArrayExtreme(dir int) resolver {
+	return func(types []arrow.DataType, _ []Expr) (*impl, error) {
+		lt, err := listArg(types, 1)
+		if err != nil {
+			return nil, err
+		}
+		if vectorized.IsNested(lt.Elem()) {
+			return nil, fmt.Errorf("ARRAY elements of type %s have no order", lt.Elem())
+		}
+		return &impl{ret: lt.Elem(), fn: func(ctx context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+			l := a[0].(*array.List)
+			vals := l.ListValues()
+			cmp, err := vectorized.NewComparator(vals, vals)
+			if err != nil {
+				return nil, err
+			}
+			idx := make([]int64, n)
+			for i := range idx {
+				idx[i] = -1
+				if l.IsNull(i) {
+					continue
+				}
+				lo, hi := l.ValueOffsets(i)
+				for j := lo; j < hi; j++ {
+					if vals.IsValid(int(j)) && (idx[i] < 0 || cmp(int(j), int(idx[i]))*dir > 0) {
+						idx[i] = j
+					}
+				}
+			}
+			return vectorized.Take(ctx, ec.Mem, vals, idx)
+		}}, nil
+	}
+}
+
+// resolveElement is ELEMENT(arr): the one element of arr, NULL for an
+// empty array; more than one is an error, as in Flink.
+func resolveElement(types []arrow.DataType, _ []Expr) (*impl, error) {
+	lt, err := listArg(types, 1)
+	if err != nil {
+		return nil, err
+	}
+	return &impl{ret: lt.Elem(), fn: func(ctx context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		l := a[0].(*array.List)
+		idx := make([]int64, n)
+		for i := range idx {
+			idx[i] = -1
+			if l.IsNull(i) {
+				continue
+			}
+			switch lo, hi := l.ValueOffsets(i); {
+			case hi-lo > 1:
+				return nil, fmt.Errorf("%w: ELEMENT of an array of %d elements (it takes one or none)", vectorized.ErrInvalidValue, hi-lo)
+			case hi > lo:
+				idx[i] = lo
+			}
+		}
+		return vectorized.Take(ctx, ec.Mem, l.ListValues(), idx)
+	}}, nil
+}
+
+// resolveArrayPick is ARRAY_REVERSE(arr) and ARRAY_DISTINCT(arr) (the
+// first of equal elements, in order).
+func resolveArrayPick(name string) resolver {
+	return func(types []arrow.DataType, _ []Expr) (*impl, error) {
+		lt, err := listArg(types, 1)
+		if err != nil {
+			return nil, err
+		}
+		return &impl{ret: lt, fn: func(ctx context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+			l := a[0].(*array.List)
+			vals := l.ListValues()
+			return pickElements(ctx, ec.Mem, l, func(i int, lo, hi int64, pick func(int64)) {
+				if name == "array_reverse" {
+					for j := hi - 1; j >= lo; j-- {
+						pick(j)
+					}
+					return
+				}
+				seen := map[string]bool{}
+				sawNull := false
+				for j := lo; j < hi; j++ {
+					if vals.IsNull(int(j)) {
+						if !sawNull {
+							pick(j)
+						}
+						sawNull = true
+						continue
+					}
+					// FormatValue tells equal values of one type apart
+					// as Java's equals does (-0.0 from 0.0, NaN equal).
+					if k := vectorized.FormatValue(vals, int(j)); !seen[k] {
+						seen[k] = true
+						pick(j)
+					}
+				}
+			})
+		}}, nil
+	}
+}
+
+// resolveArrayRemove is ARRAY_REMOVE(arr, x): arr without the elements
+// equal to x (NULL removes the NULLs).
+func resolveArrayRemove(types []arrow.DataType, _ []Expr) (*impl, error) {
+	lt, err := listArg(types, 2)
+	if err != nil {
+		return nil, err
+	}
+	if !vectorized.CanCast(types[1], lt.Elem()) {
+		return nil, fmt.Errorf("cannot remove a %s from an ARRAY of %s", types[1], lt.Elem())
+	}
+	return &impl{ret: lt, args: []arrow.DataType{nil, lt.Elem()}, fn: func(ctx context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		l := a[0].(*array.List)
+		eq, err := elementMatcher(l.ListValues(), a[1])
+		if err != nil {
+			return nil, err
+		}
+		return pickElements(ctx, ec.Mem, l, func(i int, lo, hi int64, pick func(int64)) {
+			for j := lo; j < hi; j++ {
+				if !eq(int(j), i) {
+					pick(j)
+				}
+			}
+		})
+	}}, nil
+}
+
+// pickElements builds an array of l's type whose row i holds the elements
+// of l that rows picks (by index into l's values), NULL where l is.
+func pickElements(ctx context.Context, mem memory.Allocator, l *array.List, rows func(i int, lo, hi int64, pick func(int64))) (arrow.Array, error) {
+	n := l.Len()
+	offsets := memory.NewResizableBuffer(mem)
+	defer offsets.Release()
+	offsets.Resize(arrow.Int32Traits.BytesRequired(n + 1))
+	offs := arrow.Int32Traits.CastFromBytes(offsets.Bytes())
+	valid := memory.NewResizableBuffer(mem)
+	defer valid.Release()
+	valid.Resize(int(bitutil.BytesForBits(int64(n))))
+	bits := valid.Bytes()
+	clear(bits)
+	var idx []int64
+	pick := func(j int64) { idx = append(idx, j) }
+	offs[0] = 0
+	for i := 0; i < n; i++ {
+		if l.IsValid(i) {
+			bitutil.SetBit(bits, i)
+			lo, hi := l.ValueOffsets(i)
+			rows(i, lo, hi, pick)
+		}
+		offs[i+1] = int32(len(idx))
+	}
+	child, err := vectorized.Take(ctx, mem, l.ListValues(), idx)
+	if err != nil {
+		return nil, err
+	}
+	defer child.Release()
+	d := array.NewData(l.DataType(), n, []*memory.Buffer{valid, offsets}, []arrow.ArrayData{child.Data()}, l.NullN(), 0)
+	defer d.Release()
+	return array.MakeFromData(d), nil
+}
+
+// resolveMapPart is MAP_KEYS(m) (keys) and MAP_VALUES(m): the map's keys or
+// values as an ARRAY, in the map's order.
+func resolveMapPart(keys bool) resolver {
+	return func(types []arrow.DataType, _ []Expr) (*impl, error) {
+		if err := wantArgs(types, 1, 1); err != nil {
+			return nil, err
+		}
+		mt, ok := types[0].(*arrow.MapType)
+		if !ok {
+			return nil, fmt.Errorf("argument 1 must be a MAP, not %s", types[0])
+		}
+		elem := mt.ItemType()
+		if keys {
+			elem = mt.KeyType()
+		}
+		ret := arrow.ListOf(elem)
+		return &impl{ret: ret, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+			m := a[0].(*array.Map)
+			part := m.Items()
+			if keys {
+				part = m.Keys()
+			}
+			d := m.Data()
+			// The map's validity and offsets over the keys or values.
+			ld := array.NewData(ret, d.Len(), d.Buffers()[:2], []arrow.ArrayData{part.Data()}, d.NullN(), d.Offset())
+			defer ld.Release()
+			return array.MakeFromData(ld), nil
+		}}, nil
+	}
+}
