@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -26,6 +27,10 @@ func init() {
 	register(resolveArrayPick("array_reverse"), "array_reverse")
 	register(resolveArrayPick("array_distinct"), "array_distinct")
 	register(resolveArrayRemove, "array_remove")
+	register(resolveArrayAdd(false), "array_append")
+	register(resolveArrayAdd(true), "array_prepend")
+	register(resolveArrayConcat, "array_concat")
+	register(resolveArraySlice, "array_slice")
 	register(resolveMapPart(true), "map_keys")
 	register(resolveMapPart(false), "map_values")
 }
@@ -281,7 +286,20 @@ func resolveArrayRemove(types []arrow.DataType, _ []Expr) (*impl, error) {
 // pickElements builds an array of l's type whose row i holds the elements
 // of l that rows picks (by index into l's values), NULL where l is.
 func pickElements(ctx context.Context, mem memory.Allocator, l *array.List, rows func(i int, lo, hi int64, pick func(int64))) (arrow.Array, error) {
-	n := l.Len()
+	return buildList(ctx, mem, l.DataType(), l.Len(), l.ListValues(), func(i int, pick func(int64)) bool {
+		if l.IsNull(i) {
+			return false
+		}
+		lo, hi := l.ValueOffsets(i)
+		rows(i, lo, hi, pick)
+		return true
+	})
+}
+
+// buildList builds a list array of type typ and n rows whose row i holds
+// the elements of src that rows picks (by index), or is NULL where rows
+// returns false.
+func buildList(ctx context.Context, mem memory.Allocator, typ arrow.DataType, n int, src arrow.Array, rows func(i int, pick func(int64)) bool) (arrow.Array, error) {
 	offsets := memory.NewResizableBuffer(mem)
 	defer offsets.Release()
 	offsets.Resize(arrow.Int32Traits.BytesRequired(n + 1))
@@ -294,22 +312,158 @@ func pickElements(ctx context.Context, mem memory.Allocator, l *array.List, rows
 	var idx []int64
 	pick := func(j int64) { idx = append(idx, j) }
 	offs[0] = 0
+	nulls := 0
 	for i := 0; i < n; i++ {
-		if l.IsValid(i) {
+		if rows(i, pick) {
 			bitutil.SetBit(bits, i)
-			lo, hi := l.ValueOffsets(i)
-			rows(i, lo, hi, pick)
+		} else {
+			nulls++
+		}
+		if len(idx) > math.MaxInt32 {
+			return nil, fmt.Errorf("%w: an ARRAY of more than %d elements", vectorized.ErrOverflow, math.MaxInt32)
 		}
 		offs[i+1] = int32(len(idx))
 	}
-	child, err := vectorized.Take(ctx, mem, l.ListValues(), idx)
+	child, err := vectorized.Take(ctx, mem, src, idx)
 	if err != nil {
 		return nil, err
 	}
 	defer child.Release()
-	d := array.NewData(l.DataType(), n, []*memory.Buffer{valid, offsets}, []arrow.ArrayData{child.Data()}, l.NullN(), 0)
+	d := array.NewData(typ, n, []*memory.Buffer{valid, offsets}, []arrow.ArrayData{child.Data()}, nulls, 0)
 	defer d.Release()
 	return array.MakeFromData(d), nil
+}
+
+// resolveArrayAdd is ARRAY_APPEND(arr, x) and, with front,
+// ARRAY_PREPEND(arr, x): arr with x added at its end or start.
+func resolveArrayAdd(front bool) resolver {
+	return func(types []arrow.DataType, _ []Expr) (*impl, error) {
+		lt, err := listArg(types, 2)
+		if err != nil {
+			return nil, err
+		}
+		if !vectorized.CanCast(types[1], lt.Elem()) {
+			return nil, fmt.Errorf("cannot add a %s to an ARRAY of %s", types[1], lt.Elem())
+		}
+		return &impl{ret: lt, args: []arrow.DataType{nil, lt.Elem()}, fn: func(ctx context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+			l := a[0].(*array.List)
+			src, err := array.Concatenate([]arrow.Array{l.ListValues(), a[1]}, ec.Mem)
+			if err != nil {
+				return nil, err
+			}
+			defer src.Release()
+			base := int64(l.ListValues().Len())
+			return buildList(ctx, ec.Mem, lt, n, src, func(i int, pick func(int64)) bool {
+				if l.IsNull(i) {
+					return false
+				}
+				if front {
+					pick(base + int64(i))
+				}
+				lo, hi := l.ValueOffsets(i)
+				for j := lo; j < hi; j++ {
+					pick(j)
+				}
+				if !front {
+					pick(base + int64(i))
+				}
+				return true
+			})
+		}}, nil
+	}
+}
+
+// resolveArrayConcat is ARRAY_CONCAT(arr1, ...): the arrays' elements one
+// after the other; NULL if any array is.
+func resolveArrayConcat(types []arrow.DataType, _ []Expr) (*impl, error) {
+	if len(types) == 0 {
+		return nil, fmt.Errorf("needs at least one ARRAY")
+	}
+	lt, err := listArg(types[:1], 1)
+	if err != nil {
+		return nil, err
+	}
+	for i, t := range types {
+		if !arrow.TypeEqual(t, lt) && t.ID() != arrow.NULL {
+			return nil, fmt.Errorf("argument %d is %s, not %s like argument 1", i+1, t, lt)
+		}
+	}
+	return &impl{ret: lt, args: repeatType(lt, len(types)), fn: func(ctx context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		lists := make([]*array.List, len(a))
+		values := make([]arrow.Array, len(a))
+		bases := make([]int64, len(a))
+		for k, x := range a {
+			lists[k] = x.(*array.List)
+			values[k] = lists[k].ListValues()
+			if k > 0 {
+				bases[k] = bases[k-1] + int64(values[k-1].Len())
+			}
+		}
+		src, err := array.Concatenate(values, ec.Mem)
+		if err != nil {
+			return nil, err
+		}
+		defer src.Release()
+		return buildList(ctx, ec.Mem, lt, n, src, func(i int, pick func(int64)) bool {
+			if vectorized.AnyNull(a, i) {
+				return false
+			}
+			for k, l := range lists {
+				lo, hi := l.ValueOffsets(i)
+				for j := lo; j < hi; j++ {
+					pick(bases[k] + j)
+				}
+			}
+			return true
+		})
+	}}, nil
+}
+
+// resolveArraySlice is ARRAY_SLICE(arr, from [, to]): the elements from
+// position from to to, inclusive; positions count from 1 (0 is the start
+// too), negative ones from the end, to defaults to the end.
+func resolveArraySlice(types []arrow.DataType, _ []Expr) (*impl, error) {
+	if err := wantArgs(types, 2, 3); err != nil {
+		return nil, err
+	}
+	lt, err := listArg(types[:1], 1)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range types[1:] {
+		if !isIntegerType(t) && t.ID() != arrow.NULL {
+			return nil, fmt.Errorf("ARRAY_SLICE positions must be integers, not %s", t)
+		}
+	}
+	return &impl{ret: lt, args: []arrow.DataType{nil, i64Type, i64Type}[:len(types)], fn: func(ctx context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		l := a[0].(*array.List)
+		from := vectorized.Values[int64](a[1])
+		return buildList(ctx, ec.Mem, lt, n, l.ListValues(), func(i int, pick func(int64)) bool {
+			if vectorized.AnyNull(a, i) {
+				return false
+			}
+			lo, hi := l.ValueOffsets(i)
+			size := hi - lo
+			// position converts a position to a 0-based index.
+			position := func(p int64) int64 {
+				switch {
+				case p < 0:
+					return size + p
+				case p == 0:
+					return 0
+				}
+				return p - 1
+			}
+			start, end := position(from[i]), size-1
+			if len(a) == 3 {
+				end = position(vectorized.Values[int64](a[2])[i])
+			}
+			for j := max(start, 0); j <= min(end, size-1); j++ {
+				pick(lo + j)
+			}
+			return true
+		})
+	}}, nil
 }
 
 // resolveMapPart is MAP_KEYS(m) (keys) and MAP_VALUES(m): the map's keys or

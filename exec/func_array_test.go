@@ -18,8 +18,8 @@ import (
 )
 
 // TestArrayFunctionsRandom checks ARRAY_CONTAINS, ARRAY_POSITION,
-// ARRAY_REMOVE, ARRAY_DISTINCT, ARRAY_REVERSE, ARRAY_MIN and ARRAY_MAX
-// against models on random arrays of small integers with NULL
+// ARRAY_REMOVE, ARRAY_DISTINCT, ARRAY_REVERSE, ARRAY_APPEND, ARRAY_CONCAT,
+// ARRAY_SLICE, ARRAY_MIN and ARRAY_MAX against models on random arrays of small integers with NULL
 // elements, NULL and empty arrays, sliced at a random offset.
 func TestArrayFunctionsRandom(t *testing.T) {
 	seed := exectest.Seed(t)
@@ -136,6 +136,14 @@ func TestArrayFunctionsRandom(t *testing.T) {
 			out := slices.Clone(r.elems)
 			slices.Reverse(out)
 			return listStr(out)
+		}},
+		{"array_append", []exec.Expr{a, x}, func(r row) string { return listStr(append(slices.Clone(r.elems), r.needle)) }},
+		{"array_concat", []exec.Expr{a, a}, func(r row) string { return listStr(append(slices.Clone(r.elems), r.elems...)) }},
+		{"array_slice", []exec.Expr{a, x}, func(r row) string {
+			if r.needle == nil {
+				return "NULL"
+			}
+			return listStr(r.elems[min(max(int(*r.needle)-1, 0), len(r.elems)):])
 		}},
 		{"array_min", []exec.Expr{a}, func(r row) string { return extreme(r.elems, -1) }},
 		{"array_max", []exec.Expr{a}, func(r row) string { return extreme(r.elems, 1) }},

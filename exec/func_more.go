@@ -46,6 +46,7 @@ func init() {
 	register(resolveSplitPart, "split_part")
 	register(resolveRegexpReplace, "regexp_replace")
 	register(resolveRegexpExtract, "regexp_extract")
+	register(resolveRegexpExtractAll, "regexp_extract_all")
 	register(floatFunc(func(x float64) (float64, error) {
 		if x <= 0 {
 			return 0, fmt.Errorf("%w: log10 of non-positive number %v", vectorized.ErrInvalidValue, x)
@@ -295,6 +296,57 @@ func resolveRegexpExtract(types []arrow.DataType, args []Expr) (*impl, error) {
 				continue
 			}
 			b.Append(vectorized.StringAt(a[0], i)[m[2*g]:m[2*g+1]])
+		}
+		return b.NewArray(), nil
+	}}, nil
+}
+
+// resolveRegexpExtractAll is Flink's REGEXP_EXTRACT_ALL(s, pattern [,
+// group]): the group's text (1 by default, 0 the whole match) of every
+// match as an ARRAY<STRING>, NULL for a match without the group.
+func resolveRegexpExtractAll(types []arrow.DataType, args []Expr) (*impl, error) {
+	if err := wantArgs(types, 2, 3); err != nil {
+		return nil, err
+	}
+	if _, err := stringArgs(types[:2]); err != nil {
+		return nil, err
+	}
+	fixed, err := literalRegexp(args, 1)
+	if err != nil {
+		return nil, err
+	}
+	ret := arrow.ListOf(strType)
+	argTypes := []arrow.DataType{strType, strType, i64Type}[:len(types)]
+	return &impl{ret: ret, args: argTypes, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		get := regexpCache(fixed)
+		b := array.NewListBuilder(ec.Mem, strType)
+		defer b.Release()
+		vb := b.ValueBuilder().(*array.StringBuilder)
+		for i := 0; i < n; i++ {
+			if vectorized.AnyNull(a, i) {
+				b.AppendNull()
+				continue
+			}
+			re, err := get(vectorized.StringAt(a[1], i))
+			if err != nil {
+				return nil, err
+			}
+			g := int64(1)
+			if len(a) == 3 {
+				g = a[2].(*array.Int64).Value(i)
+			}
+			if g < 0 || g > int64(re.NumSubexp()) {
+				return nil, fmt.Errorf("%w: regexp_extract_all group %d of a pattern with %d groups", vectorized.ErrInvalidValue, g, re.NumSubexp())
+			}
+			s := vectorized.StringAt(a[0], i)
+			b.Append(true)
+			for _, m := range re.FindAllStringSubmatchIndex(s, -1) {
+				if m[2*g] < 0 {
+					vb.AppendNull()
+					continue
+				}
+				vb.Append(s[m[2*g]:m[2*g+1]])
+			}
 		}
 		return b.NewArray(), nil
 	}}, nil
