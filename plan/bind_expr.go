@@ -538,6 +538,8 @@ func (b *binder) bindCall(e *sql.FuncCall, sc *scope, node *Node, o exprOpts) Ex
 		fn = "ceil"
 	case "localtimestamp", "now":
 		fn = "current_timestamp"
+	case "localtime":
+		fn = "current_time"
 	case "nullif":
 		// Typed as its first argument, as in Calcite: NULLIF(a, b) is CASE
 		// WHEN a = b THEN NULL ELSE a END. exec compares in the common type.
