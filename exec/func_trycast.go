@@ -10,11 +10,11 @@ import (
 )
 
 func init() {
-	register(resolveTryCast, "try_cast")
+	register(resolveTryCast, "try_cast_to")
 }
 
 // resolveTryCast is TRY_CAST(x AS t), which the binder passes as
-// try_cast(x, NULL of t): CAST, but NULL for a value that does not convert.
+// try_cast_to(x, NULL of t): CAST, but NULL for a value that does not convert.
 func resolveTryCast(types []arrow.DataType, _ []Expr) (*impl, error) {
 	if err := wantArgs(types, 2, 2); err != nil {
 		return nil, err

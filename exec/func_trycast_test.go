@@ -39,7 +39,7 @@ func TestTryCastRandom(t *testing.T) {
 		}
 	}
 	tb := exectest.NewTable(t, "s:string", rows...)
-	e, err := exec.NewCall("try_cast", exec.NewColumn(0, arrow.BinaryTypes.String, "s"), exec.NewLiteral(scalar.MakeNullScalar(arrow.PrimitiveTypes.Int8)))
+	e, err := exec.NewCall("try_cast_to", exec.NewColumn(0, arrow.BinaryTypes.String, "s"), exec.NewLiteral(scalar.MakeNullScalar(arrow.PrimitiveTypes.Int8)))
 	if err != nil {
 		t.Fatal(err)
 	}

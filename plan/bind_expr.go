@@ -96,7 +96,7 @@ func (b *binder) bindScalar(e sql.Expr, sc *scope, node *Node, o exprOpts) Expr 
 		c := b.castTo(x, typ, e.Pos)
 		if _, ok := c.(*Cast); ok && e.Try {
 			// NULL for a value CAST refuses; the NULL argument carries the type.
-			return &Call{Fn: "try_cast", Args: []Expr{x, &Const{Value: scalar.MakeNullScalar(typ)}}, Typ: typ, Pos: e.Pos}
+			return &Call{Fn: "try_cast_to", Args: []Expr{x, &Const{Value: scalar.MakeNullScalar(typ)}}, Typ: typ, Pos: e.Pos}
 		}
 		return c
 	case *sql.Case:
