@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -31,6 +32,8 @@ func init() {
 	register(resolveArrayAdd(true), "array_prepend")
 	register(resolveArrayConcat, "array_concat")
 	register(resolveArraySlice, "array_slice")
+	register(resolveArraySort, "array_sort")
+	register(resolveArrayUnion, "array_union")
 	register(resolveMapPart(true), "map_keys")
 	register(resolveMapPart(false), "map_values")
 }
@@ -235,25 +238,135 @@ func resolveArrayPick(name string) resolver {
 					}
 					return
 				}
-				seen := map[string]bool{}
-				sawNull := false
+				keep := distinctPicker(vals, pick)
 				for j := lo; j < hi; j++ {
-					if vals.IsNull(int(j)) {
-						if !sawNull {
-							pick(j)
-						}
-						sawNull = true
-						continue
-					}
-					// FormatValue tells equal values of one type apart
-					// as Java's equals does (-0.0 from 0.0, NaN equal).
-					if k := vectorized.FormatValue(vals, int(j)); !seen[k] {
-						seen[k] = true
-						pick(j)
-					}
+					keep(j)
 				}
 			})
 		}}, nil
+	}
+}
+
+// resolveArraySort is ARRAY_SORT(arr [, ascending [, nullsFirst]]): the
+// elements in order, ascending by default, NULLs first when ascending and
+// last when descending unless nullsFirst says.
+func resolveArraySort(types []arrow.DataType, _ []Expr) (*impl, error) {
+	if err := wantArgs(types, 1, 3); err != nil {
+		return nil, err
+	}
+	lt, err := listArg(types[:1], 1)
+	if err != nil {
+		return nil, err
+	}
+	if vectorized.IsNested(lt.Elem()) {
+		return nil, fmt.Errorf("ARRAY elements of type %s have no order", lt.Elem())
+	}
+	for i, t := range types[1:] {
+		if t.ID() != arrow.BOOL && t.ID() != arrow.NULL {
+			return nil, fmt.Errorf("argument %d must be a BOOLEAN, not %s", i+2, t)
+		}
+	}
+	boolType := arrow.FixedWidthTypes.Boolean
+	return &impl{ret: lt, args: []arrow.DataType{nil, boolType, boolType}[:len(types)], fn: func(ctx context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		l := a[0].(*array.List)
+		vals := l.ListValues()
+		cmp, err := vectorized.NewComparator(vals, vals)
+		if err != nil {
+			return nil, err
+		}
+		return buildList(ctx, ec.Mem, lt, n, vals, func(i int, pick func(int64)) bool {
+			if vectorized.AnyNull(a, i) {
+				return false
+			}
+			asc := len(a) < 2 || a[1].(*array.Boolean).Value(i)
+			nullsFirst := asc
+			if len(a) == 3 {
+				nullsFirst = a[2].(*array.Boolean).Value(i)
+			}
+			lo, hi := l.ValueOffsets(i)
+			idx := make([]int64, 0, hi-lo)
+			for j := lo; j < hi; j++ {
+				idx = append(idx, j)
+			}
+			slices.SortStableFunc(idx, func(x, y int64) int {
+				xn, yn := vals.IsNull(int(x)), vals.IsNull(int(y))
+				switch {
+				case xn || yn:
+					if xn == yn {
+						return 0
+					}
+					if xn == nullsFirst {
+						return -1
+					}
+					return 1
+				case asc:
+					return cmp(int(x), int(y))
+				}
+				return cmp(int(y), int(x))
+			})
+			for _, j := range idx {
+				pick(j)
+			}
+			return true
+		})
+	}}, nil
+}
+
+// resolveArrayUnion is ARRAY_UNION(a, b): the distinct elements of a, then
+// those of b not in a, in order; NULL if either array is.
+func resolveArrayUnion(types []arrow.DataType, _ []Expr) (*impl, error) {
+	lt, err := listArg(types, 2)
+	if err != nil {
+		return nil, err
+	}
+	if !arrow.TypeEqual(types[1], lt) && types[1].ID() != arrow.NULL {
+		return nil, fmt.Errorf("argument 2 is %s, not %s like argument 1", types[1], lt)
+	}
+	return &impl{ret: lt, args: []arrow.DataType{lt, lt}, fn: func(ctx context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		l, r := a[0].(*array.List), a[1].(*array.List)
+		src, err := array.Concatenate([]arrow.Array{l.ListValues(), r.ListValues()}, ec.Mem)
+		if err != nil {
+			return nil, err
+		}
+		defer src.Release()
+		base := int64(l.ListValues().Len())
+		return buildList(ctx, ec.Mem, lt, n, src, func(i int, pick func(int64)) bool {
+			if vectorized.AnyNull(a, i) {
+				return false
+			}
+			keep := distinctPicker(src, pick)
+			lo, hi := l.ValueOffsets(i)
+			for j := lo; j < hi; j++ {
+				keep(j)
+			}
+			lo, hi = r.ValueOffsets(i)
+			for j := lo; j < hi; j++ {
+				keep(base + j)
+			}
+			return true
+		})
+	}}, nil
+}
+
+// distinctPicker returns a function passing element j of vals on to pick
+// unless an equal element passed before (NULLs are equal; FormatValue
+// tells equal values of one type apart as Java's equals does: -0.0 from
+// 0.0, NaN equal to NaN).
+func distinctPicker(vals arrow.Array, pick func(int64)) func(j int64) {
+	seen := map[string]bool{}
+	sawNull := false
+	return func(j int64) {
+		if vals.IsNull(int(j)) {
+			if !sawNull {
+				pick(j)
+			}
+			sawNull = true
+			return
+		}
+		if k := vectorized.FormatValue(vals, int(j)); !seen[k] {
+			seen[k] = true
+			pick(j)
+		}
 	}
 }
 

@@ -19,7 +19,8 @@ import (
 
 // TestArrayFunctionsRandom checks ARRAY_CONTAINS, ARRAY_POSITION,
 // ARRAY_REMOVE, ARRAY_DISTINCT, ARRAY_REVERSE, ARRAY_APPEND, ARRAY_CONCAT,
-// ARRAY_SLICE, ARRAY_MIN and ARRAY_MAX against models on random arrays of small integers with NULL
+// ARRAY_SLICE, ARRAY_SORT, ARRAY_UNION, ARRAY_MIN and ARRAY_MAX against
+// models on random arrays of small integers with NULL
 // elements, NULL and empty arrays, sliced at a random offset.
 func TestArrayFunctionsRandom(t *testing.T) {
 	seed := exectest.Seed(t)
@@ -144,6 +145,30 @@ func TestArrayFunctionsRandom(t *testing.T) {
 				return "NULL"
 			}
 			return listStr(r.elems[min(max(int(*r.needle)-1, 0), len(r.elems)):])
+		}},
+		{"array_sort", []exec.Expr{a}, func(r row) string {
+			out := slices.Clone(r.elems)
+			slices.SortStableFunc(out, func(x, y *int32) int {
+				switch {
+				case x == nil && y == nil:
+					return 0
+				case x == nil:
+					return -1 // NULLs first, ascending
+				case y == nil:
+					return 1
+				}
+				return int(*x) - int(*y)
+			})
+			return listStr(out)
+		}},
+		{"array_union", []exec.Expr{a, a}, func(r row) string {
+			var out []*int32
+			for _, e := range r.elems {
+				if !slices.ContainsFunc(out, func(o *int32) bool { return same(o, e) }) {
+					out = append(out, e)
+				}
+			}
+			return listStr(out)
 		}},
 		{"array_min", []exec.Expr{a}, func(r row) string { return extreme(r.elems, -1) }},
 		{"array_max", []exec.Expr{a}, func(r row) string { return extreme(r.elems, 1) }},
