@@ -21,7 +21,8 @@ func init() {
 	register(arithResolver("modulo", vectorized.Mod), "modulo", "mod")
 	register(resolveNegate, "negate")
 	register(resolveAbs, "abs")
-	register(resolveRound, "round")
+	register(roundTo(false), "round")
+	register(roundTo(true), "truncate")
 	register(floorCeil(math.Floor, true), "floor")
 	register(floorCeil(math.Ceil, false), "ceil", "ceiling")
 	register(floatFunc(func(x float64) (float64, error) {
@@ -355,9 +356,22 @@ func decimalMap(dt *arrow.Decimal128Type, f func(d decimal128.Num, i int) (decim
 	}
 }
 
-func resolveRound(types []arrow.DataType, _ []Expr) (*impl, error) {
+// roundTo is ROUND(x [, digits]) (half away from zero) or, with
+// truncate, Flink's TRUNCATE(x [, digits]) (toward zero): x to digits
+// decimals, or to tens, hundreds... for negative digits.
+func roundTo(truncate bool) resolver {
+	return func(types []arrow.DataType, _ []Expr) (*impl, error) {
+		return resolveRound(types, truncate)
+	}
+}
+
+func resolveRound(types []arrow.DataType, truncate bool) (*impl, error) {
 	if err := wantArgs(types, 1, 2); err != nil {
 		return nil, err
+	}
+	roundF := math.Round
+	if truncate {
+		roundF = math.Trunc
 	}
 	t := signedOf(types[0])
 	args := []arrow.DataType{t, i64Type}[:len(types)]
@@ -380,7 +394,7 @@ func resolveRound(types []arrow.DataType, _ []Expr) (*impl, error) {
 					continue
 				}
 				p := math.Pow(10, float64(digits(a, i)))
-				b.Append(math.Round(x[i]*p) / p)
+				b.Append(roundF(x[i]*p) / p)
 			}
 			return b.NewArray(), nil
 		}}, nil
@@ -389,6 +403,9 @@ func resolveRound(types []arrow.DataType, _ []Expr) (*impl, error) {
 		args[0] = dt
 		// One more digit: rounding can carry (round(9.76, 0) is 10.00).
 		ret := &arrow.Decimal128Type{Precision: min(dt.Precision+1, MaxDecimalPrecision), Scale: dt.Scale}
+		if truncate {
+			ret = dt
+		}
 		fn := func(ctx context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
 			return decimalMap(ret, func(d decimal128.Num, i int) (decimal128.Num, error) {
 				k := int64(dt.Scale) - digits(a, i)
@@ -398,7 +415,7 @@ func resolveRound(types []arrow.DataType, _ []Expr) (*impl, error) {
 				if k > MaxDecimalPrecision {
 					return decimal128.Num{}, nil
 				}
-				r := d.ReduceScaleBy(int32(k), true).IncreaseScaleBy(int32(k))
+				r := d.ReduceScaleBy(int32(k), !truncate).IncreaseScaleBy(int32(k))
 				if !r.FitsInPrecision(ret.Precision) {
 					return r, fmt.Errorf("%w: round(%s) exceeds %s", vectorized.ErrOverflow, d.ToString(dt.Scale), ret)
 				}

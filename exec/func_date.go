@@ -229,9 +229,18 @@ func resolveClock(types []arrow.DataType, now func(*Context) time.Time) (*impl, 
 }
 
 // floorTimeUnits are the units of FLOOR(x TO unit) and CEIL(x TO unit).
-// WEEK is left out: which day starts Flink's week is not settled here.
-var floorTimeUnits = map[string]bool{"year": true, "quarter": true, "month": true, "day": true,
+var floorTimeUnits = map[string]bool{"year": true, "quarter": true, "month": true, "week": true, "day": true,
 	"hour": true, "minute": true, "second": true, "millisecond": true}
+
+// floorTime truncates t to unit; Flink's (Calcite's) weeks start on Sunday,
+// where DATE_TRUNC's ISO weeks start on Monday.
+func floorTime(unit string, t time.Time) (time.Time, error) {
+	if unit == "week" {
+		y, m, d := t.Date()
+		return time.Date(y, m, d-int(t.Weekday()), 0, 0, 0, 0, t.Location()), nil
+	}
+	return vectorized.DateTrunc(unit, t)
+}
 
 // floorCeilTime is FLOOR(x TO unit) and CEIL(x TO unit) of a date or
 // timestamp, which the parser passes as floor(x, 'unit'): x truncated to
@@ -250,7 +259,7 @@ func floorCeilTime(types []arrow.DataType, args []Expr, floor bool) (*impl, erro
 			if !floorTimeUnits[u] {
 				return t, fmt.Errorf("%w: unknown FLOOR/CEIL unit %q", vectorized.ErrInvalidValue, u)
 			}
-			f, err := vectorized.DateTrunc(u, t)
+			f, err := floorTime(u, t)
 			if err != nil || floor || f.Equal(t) {
 				return f, err
 			}

@@ -14,7 +14,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -180,8 +179,8 @@ func mapNullableStrings(ec *Context, args []arrow.Array, n int, keepNulls bool, 
 // resolveConcatWS is CONCAT_WS(sep, s1, ...): NULL if sep is NULL, NULL
 // arguments skipped (Flink, MySQL, DuckDB).
 func resolveConcatWS(types []arrow.DataType, _ []Expr) (*impl, error) {
-	if len(types) < 2 {
-		return nil, fmt.Errorf("needs a separator and at least one string")
+	if len(types) < 1 {
+		return nil, fmt.Errorf("needs a separator")
 	}
 	for i, t := range types {
 		if !vectorized.CanCast(t, strType) {
@@ -298,12 +297,14 @@ func resolveSHA2(types []arrow.DataType, _ []Expr) (*impl, error) {
 	}}, nil
 }
 
-// timestampLTZ is the type of TO_TIMESTAMP_LTZ: TIMESTAMP_LTZ(3).
+// timestampLTZ is TIMESTAMP_LTZ(3), TO_TIMESTAMP_LTZ's type by default.
 var timestampLTZ = &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}
 
-// resolveToTimestampLTZ is TO_TIMESTAMP_LTZ(epoch [, precision]), epoch in
-// seconds (precision 0) or milliseconds (3, the default), or
-// TO_TIMESTAMP_LTZ(string [, format]) read in UTC.
+// resolveToTimestampLTZ is TO_TIMESTAMP_LTZ(epoch [, precision]), epoch
+// in units of 10^-precision seconds (precision 0 to 3, 3 by default), or
+// TO_TIMESTAMP_LTZ(string [, format]) read in UTC. Flink also takes
+// precisions up to 9 and types the result TIMESTAMP_LTZ(precision); here
+// the result type cannot depend on the argument's value.
 func resolveToTimestampLTZ(types []arrow.DataType, args []Expr) (*impl, error) {
 	if err := wantArgs(types, 1, 2); err != nil {
 		return nil, err
@@ -315,41 +316,47 @@ func resolveToTimestampLTZ(types []arrow.DataType, args []Expr) (*impl, error) {
 		return nil, fmt.Errorf("argument 1 must be a number of seconds or milliseconds since the epoch, or a string")
 	}
 	if len(types) == 2 && !vectorized.IsInteger(types[1]) && types[1].ID() != arrow.NULL {
-		return nil, fmt.Errorf("argument 2 must be the precision 0 or 3")
+		return nil, fmt.Errorf("argument 2 must be the precision, 0 to 3")
+	}
+	// msPer is the milliseconds in one unit of the argument at row i.
+	msPer := func(a []arrow.Array, i int) (int64, error) {
+		if len(a) < 2 {
+			return 1, nil
+		}
+		p := vectorized.Values[int64](a[1])[i]
+		if p < 0 || p > 3 {
+			return 0, fmt.Errorf("%w: to_timestamp_ltz precision %d (use 0 to 3)", vectorized.ErrInvalidValue, p)
+		}
+		return int64(math.Pow10(3 - int(p))), nil
+	}
+	if vectorized.IsInteger(types[0]) || types[0].ID() == arrow.NULL {
+		return &impl{ret: timestampLTZ, args: []arrow.DataType{i64Type, i64Type}, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+			epoch := vectorized.Values[int64](a[0])
+			return vectorized.MapFixed[int64](ec.Mem, timestampLTZ, a, n, func(i int) (int64, error) {
+				m, err := msPer(a, i)
+				if err != nil {
+					return 0, err
+				}
+				if epoch[i] > math.MaxInt64/m || epoch[i] < math.MinInt64/m {
+					return 0, fmt.Errorf("%w: to_timestamp_ltz(%d)", vectorized.ErrOverflow, epoch[i])
+				}
+				return epoch[i] * m, nil
+			})
+		}}, nil
 	}
 	return &impl{ret: timestampLTZ, args: []arrow.DataType{f64Type, i64Type}, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
 		epoch := vectorized.Values[float64](a[0])
-		var prec []int64
-		if len(a) == 2 {
-			prec = vectorized.Values[int64](a[1])
-		}
-		v := vectorized.AndValidity(ec.Mem, n, a...)
-		out := vectorized.NewFixedOut[int64](ec.Mem, n)
-		for i := 0; i < n; i++ {
-			if !v.IsValid(i) {
-				continue
+		return vectorized.MapFixed[int64](ec.Mem, timestampLTZ, a, n, func(i int) (int64, error) {
+			m, err := msPer(a, i)
+			if err != nil {
+				return 0, err
 			}
-			scale := 1.0
-			if prec != nil {
-				switch prec[i] {
-				case 0:
-					scale = 1000
-				case 3:
-				default:
-					out.Release()
-					v.Release()
-					return nil, fmt.Errorf("%w: to_timestamp_ltz precision %d (use 0 or 3)", vectorized.ErrInvalidValue, prec[i])
-				}
+			ms := math.Trunc(epoch[i] * float64(m))
+			if math.IsNaN(ms) || math.Abs(ms) >= math.MaxInt64 {
+				return 0, fmt.Errorf("%w: to_timestamp_ltz(%v)", vectorized.ErrOverflow, epoch[i])
 			}
-			ms := math.Trunc(epoch[i] * scale)
-			if math.IsNaN(ms) || math.Abs(ms) > float64(math.MaxInt64/int64(time.Millisecond)) {
-				out.Release()
-				v.Release()
-				return nil, fmt.Errorf("%w: to_timestamp_ltz(%v)", vectorized.ErrOverflow, epoch[i])
-			}
-			out.Vals[i] = int64(ms)
-		}
-		return out.Finish(timestampLTZ, v.Buf, v.Nulls), nil
+			return int64(ms), nil
+		})
 	}}, nil
 }
 

@@ -115,7 +115,8 @@ func charset(name string) (string, error) {
 }
 
 // resolveEncode is ENCODE(string, charset): the string's bytes in charset;
-// a character the charset lacks is an error.
+// a character the charset lacks becomes '?', as Java's String.getBytes
+// (Flink's) writes it.
 func resolveEncode(types []arrow.DataType, _ []Expr) (*impl, error) {
 	st, err := wantStrings(types, 2, 2)
 	if err != nil {
@@ -146,7 +147,7 @@ func resolveEncode(types []arrow.DataType, _ []Expr) (*impl, error) {
 			out := make([]byte, 0, len(s))
 			for _, r := range s {
 				if r > limit {
-					return nil, fmt.Errorf("%w: %q has no %s encoding", vectorized.ErrInvalidValue, r, cs)
+					r = '?'
 				}
 				out = append(out, byte(r))
 			}

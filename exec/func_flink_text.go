@@ -113,8 +113,8 @@ func resolveURLDecode(types []arrow.DataType, _ []Expr) (*impl, error) {
 }
 
 // resolveSplit is SPLIT(s, delimiter): an ARRAY<STRING> of the pieces, with
-// empty pieces kept; an empty delimiter splits into characters; NULL if
-// either argument is NULL (Flink 1.20).
+// empty pieces kept; an empty delimiter splits into characters; an empty s
+// gives an empty array; NULL if either argument is NULL (Flink 2.3).
 func resolveSplit(types []arrow.DataType, _ []Expr) (*impl, error) {
 	st, err := wantStrings(types, 2, 2)
 	if err != nil {
@@ -131,7 +131,11 @@ func resolveSplit(types []arrow.DataType, _ []Expr) (*impl, error) {
 				continue
 			}
 			b.Append(true)
-			for _, p := range strings.Split(vectorized.StringAt(a[0], i), vectorized.StringAt(a[1], i)) {
+			str := vectorized.StringAt(a[0], i)
+			if str == "" {
+				continue // Flink: no pieces at all, whatever the delimiter
+			}
+			for _, p := range strings.Split(str, vectorized.StringAt(a[1], i)) {
 				vb.Append(p)
 			}
 		}

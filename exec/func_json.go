@@ -26,6 +26,51 @@ func init() {
 	register(jsonObjectResolver(true), "json_object_absent_on_null")
 	register(jsonArrayResolver(true), "json_array")
 	register(jsonArrayResolver(false), "json_array_null_on_null")
+	register(strMap(jsonQuote), "json_quote")
+	register(strMap(jsonUnquote), "json_unquote")
+}
+
+// jsonQuote is Flink's JSON_QUOTE: s as a JSON string literal, with '"',
+// '\\' and '/' escaped and control characters written \b, \f, \n, \r,
+// \t or \u00XX.
+func jsonQuote(s string) string {
+	var sb strings.Builder
+	sb.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"', '\\', '/':
+			sb.WriteByte('\\')
+			sb.WriteRune(r)
+		case '\b':
+			sb.WriteString(`\b`)
+		case '\f':
+			sb.WriteString(`\f`)
+		case '\n':
+			sb.WriteString(`\n`)
+		case '\r':
+			sb.WriteString(`\r`)
+		case '\t':
+			sb.WriteString(`\t`)
+		default:
+			if r < 0x20 {
+				fmt.Fprintf(&sb, `\u%04x`, r)
+			} else {
+				sb.WriteRune(r)
+			}
+		}
+	}
+	sb.WriteByte('"')
+	return sb.String()
+}
+
+// jsonUnquote is Flink's JSON_UNQUOTE: the text of a JSON string literal,
+// and anything else unchanged.
+func jsonUnquote(s string) string {
+	var v string
+	if strings.HasPrefix(s, `"`) && json.Unmarshal([]byte(s), &v) == nil {
+		return v
+	}
+	return s
 }
 
 // jsonStep is one step of a path: an object member or an array index.

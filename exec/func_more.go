@@ -46,6 +46,7 @@ func init() {
 	register(resolveSplitPart, "split_part")
 	register(resolveRegexpReplace, "regexp_replace")
 	register(resolveRegexpExtract, "regexp_extract")
+	register(resolveRegexpExtractAll, "regexp_extract_all")
 	register(floatFunc(func(x float64) (float64, error) {
 		if x <= 0 {
 			return 0, fmt.Errorf("%w: log10 of non-positive number %v", vectorized.ErrInvalidValue, x)
@@ -62,7 +63,7 @@ func init() {
 		}
 		return x, nil
 	}), "sign")
-	register(floatFunc(func(x float64) (float64, error) { return math.Trunc(x), nil }), "trunc", "truncate")
+	register(floatFunc(func(x float64) (float64, error) { return math.Trunc(x), nil }), "trunc")
 	register(resolveRandom, "rand", "random")
 	register(resolveCurrentTime, "current_time")
 	register(resolveToDate, "to_date")
@@ -300,6 +301,57 @@ func resolveRegexpExtract(types []arrow.DataType, args []Expr) (*impl, error) {
 	}}, nil
 }
 
+// resolveRegexpExtractAll is Flink's REGEXP_EXTRACT_ALL(s, pattern [,
+// group]): the group's text (1 by default, 0 the whole match) of every
+// match as an ARRAY<STRING>, NULL for a match without the group.
+func resolveRegexpExtractAll(types []arrow.DataType, args []Expr) (*impl, error) {
+	if err := wantArgs(types, 2, 3); err != nil {
+		return nil, err
+	}
+	if _, err := stringArgs(types[:2]); err != nil {
+		return nil, err
+	}
+	fixed, err := literalRegexp(args, 1)
+	if err != nil {
+		return nil, err
+	}
+	ret := arrow.ListOf(strType)
+	argTypes := []arrow.DataType{strType, strType, i64Type}[:len(types)]
+	return &impl{ret: ret, args: argTypes, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		get := regexpCache(fixed)
+		b := array.NewListBuilder(ec.Mem, strType)
+		defer b.Release()
+		vb := b.ValueBuilder().(*array.StringBuilder)
+		for i := 0; i < n; i++ {
+			if vectorized.AnyNull(a, i) {
+				b.AppendNull()
+				continue
+			}
+			re, err := get(vectorized.StringAt(a[1], i))
+			if err != nil {
+				return nil, err
+			}
+			g := int64(1)
+			if len(a) == 3 {
+				g = a[2].(*array.Int64).Value(i)
+			}
+			if g < 0 || g > int64(re.NumSubexp()) {
+				return nil, fmt.Errorf("%w: regexp_extract_all group %d of a pattern with %d groups", vectorized.ErrInvalidValue, g, re.NumSubexp())
+			}
+			s := vectorized.StringAt(a[0], i)
+			b.Append(true)
+			for _, m := range re.FindAllStringSubmatchIndex(s, -1) {
+				if m[2*g] < 0 {
+					vb.AppendNull()
+					continue
+				}
+				vb.Append(s[m[2*g]:m[2*g+1]])
+			}
+		}
+		return b.NewArray(), nil
+	}}, nil
+}
+
 func resolveRandom(types []arrow.DataType, _ []Expr) (*impl, error) {
 	if err := wantArgs(types, 0, 0); err != nil {
 		return nil, err
@@ -386,13 +438,31 @@ var (
 	resolveToTimestamp = toTemporal(&arrow.TimestampType{Unit: arrow.Microsecond})
 )
 
-// resolveUnixTimestamp is unix_timestamp(ts or date): seconds since epoch.
+// resolveUnixTimestamp is unix_timestamp(ts or date): seconds since epoch;
+// or Flink's UNIX_TIMESTAMP(string [, format]), the string read in UTC,
+// the session's zone (by default as 'yyyy-MM-dd HH:mm:ss').
 func resolveUnixTimestamp(types []arrow.DataType, _ []Expr) (*impl, error) {
+	if len(types) > 0 && vectorized.IsString(types[0]) {
+		st, err := wantStrings(types, 1, 2)
+		if err != nil {
+			return nil, err
+		}
+		return &impl{ret: i64Type, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+			layouts := map[string]string{}
+			return vectorized.MapInt64s(ec.Mem, a, n, func(i int) (int64, error) {
+				t, err := parseWithFormat(a, i, layouts)
+				if err != nil && len(a) == 1 {
+					return 0, fmt.Errorf("%w: %q is not a timestamp (yyyy-MM-dd HH:mm:ss)", vectorized.ErrInvalidValue, vectorized.StringAt(a[0], i))
+				}
+				return t.Unix(), err
+			})
+		}}, nil
+	}
 	if err := wantArgs(types, 1, 1); err != nil {
 		return nil, err
 	}
 	if !isDateTime(types[0]) {
-		return nil, fmt.Errorf("argument must be a date or timestamp")
+		return nil, fmt.Errorf("argument must be a date, timestamp or string")
 	}
 	return &impl{ret: i64Type, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
 		return vectorized.MapInt64s(ec.Mem, a, n, func(i int) (int64, error) { return vectorized.TimeAt(a[0], i).Unix(), nil })

@@ -18,6 +18,7 @@ import (
 
 	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/sql"
+	"github.com/flightd/flightd/vectorized"
 )
 
 // exprOpts is the context of one expression.
@@ -87,15 +88,17 @@ func (b *binder) bindScalar(e sql.Expr, sc *scope, node *Node, o exprOpts) Expr 
 	case *sql.FuncCall:
 		return b.bindCall(e, sc, node, o)
 	case *sql.Cast:
-		if e.Try {
-			b.notImplemented(e.Pos, "TRY_CAST")
-		}
 		typ, err := ArrowType(e.Type)
 		if err != nil {
 			panic(bindFail{err})
 		}
 		x := b.bindScalar(e.X, sc, node, o.with(typ))
-		return b.castTo(x, typ, e.Pos)
+		c := b.castTo(x, typ, e.Pos)
+		if _, ok := c.(*Cast); ok && e.Try {
+			// NULL for a value CAST refuses; the NULL argument carries the type.
+			return &Call{Fn: "try_cast_to", Args: []Expr{x, &Const{Value: scalar.MakeNullScalar(typ)}}, Typ: typ, Pos: e.Pos}
+		}
+		return c
 	case *sql.Case:
 		return b.bindCase(e, sc, node, o)
 	case *sql.Between:
@@ -535,6 +538,8 @@ func (b *binder) bindCall(e *sql.FuncCall, sc *scope, node *Node, o exprOpts) Ex
 		fn = "ceil"
 	case "localtimestamp", "now":
 		fn = "current_timestamp"
+	case "localtime":
+		fn = "current_time"
 	case "nullif":
 		// Typed as its first argument, as in Calcite: NULLIF(a, b) is CASE
 		// WHEN a = b THEN NULL ELSE a END. exec compares in the common type.
@@ -877,13 +882,11 @@ func (b *binder) typedLiteral(l *sql.TypedLiteral) Expr {
 		if !ok {
 			b.fail(l.Pos, "invalid TIMESTAMP literal %q (want YYYY-MM-DD HH:MM:SS[.fff])", l.Value)
 		}
-		if nanoLiteral(l.Value) {
-			// Flink types the literal TIMESTAMP(9): keep the nanoseconds.
-			typ := &arrow.TimestampType{Unit: arrow.Nanosecond}
-			return &Const{Value: scalar.NewTimestampScalar(arrow.Timestamp(t.UnixNano()), typ)}
-		}
-		typ := &arrow.TimestampType{Unit: arrow.Microsecond}
-		return &Const{Value: scalar.NewTimestampScalar(arrow.Timestamp(t.UnixMicro()), typ)}
+		// Flink types the literal TIMESTAMP(p), p its fractional digits
+		// (which CAST to STRING prints): the unit that holds them.
+		unit := [...]arrow.TimeUnit{arrow.Second, arrow.Millisecond, arrow.Microsecond, arrow.Nanosecond}[(fracDigits(l.Value)+2)/3]
+		typ := &arrow.TimestampType{Unit: unit}
+		return &Const{Value: scalar.NewTimestampScalar(arrow.Timestamp(vectorized.TimeToTimestamp(t, unit)), typ)}
 	case "X":
 		v, err := hex.DecodeString(l.Value)
 		if err != nil {
@@ -896,7 +899,7 @@ func (b *binder) typedLiteral(l *sql.TypedLiteral) Expr {
 			b.fail(l.Pos, "invalid TIME literal %q (want HH:MM:SS[.fff])", l.Value)
 		}
 		ns := int64(t.Hour())*3600e9 + int64(t.Minute())*60e9 + int64(t.Second())*1e9 + int64(t.Nanosecond())
-		if nanoLiteral(l.Value) {
+		if fracDigits(l.Value) > 6 {
 			return &Const{Value: scalar.NewTime64Scalar(arrow.Time64(ns), &arrow.Time64Type{Unit: arrow.Nanosecond})}
 		}
 		return &Const{Value: scalar.NewTime64Scalar(arrow.Time64(ns/1000), &arrow.Time64Type{Unit: arrow.Microsecond})}
@@ -905,11 +908,11 @@ func (b *binder) typedLiteral(l *sql.TypedLiteral) Expr {
 	return nil
 }
 
-// nanoLiteral: a TIME or TIMESTAMP literal has more than 6 fractional
-// digits, so it is typed with nanoseconds rather than microseconds.
-func nanoLiteral(v string) bool {
+// fracDigits is the number of fractional second digits of a TIME or
+// TIMESTAMP literal (at most 9, which parsing checks).
+func fracDigits(v string) int {
 	_, frac, _ := strings.Cut(strings.TrimSpace(v), ".")
-	return len(frac) > 6
+	return min(len(frac), 9)
 }
 
 func parseTimestamp(s string) (time.Time, bool) {

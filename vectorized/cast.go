@@ -318,7 +318,7 @@ func castAppender(a arrow.Array, b array.Builder) (func(i int) error, error) {
 	}
 	if IsString(to) {
 		return func(i int) error {
-			return b.AppendValueFromString(FormatValue(a, i))
+			return b.AppendValueFromString(CastString(a, i))
 		}, nil
 	}
 	if IsString(from) || from.ID() == arrow.BINARY {

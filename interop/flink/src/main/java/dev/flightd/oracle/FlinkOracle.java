@@ -8,13 +8,15 @@ import java.nio.charset.StandardCharsets;
 import org.apache.flink.table.api.EnvironmentSettings;
 import org.apache.flink.table.api.TableEnvironment;
 import org.apache.flink.table.api.TableResult;
+import org.apache.flink.table.types.DataType;
 import org.apache.flink.types.Row;
 import org.apache.flink.util.CloseableIterator;
 
 /**
  * Reads one SQL statement per line from stdin, runs it in Flink's batch mode (parallelism 1,
  * session time zone UTC) and answers on stdout with a line per result row ("ROW" and the
- * values, tab-separated, NULL as \N, tabs, newlines and backslashes escaped), then "OK", or
+ * values, tab-separated, NULL as \N, tabs, newlines and backslashes escaped, arrays as JSON) after
+ * a "TYPES" line with the columns' Flink types, then "OK", or
  * "ERR" and the innermost cause's message; every answer ends with "END".
  */
 public final class FlinkOracle {
@@ -33,6 +35,11 @@ public final class FlinkOracle {
           out.println("END");
           continue;
         }
+        StringBuilder types = new StringBuilder("TYPES");
+        for (DataType t : r.getResolvedSchema().getColumnDataTypes()) {
+          types.append('\t').append(escape(t.getLogicalType().asSummaryString()));
+        }
+        out.println(types);
         try (CloseableIterator<Row> it = r.collect()) {
           while (it.hasNext()) {
             Row row = it.next();
@@ -60,8 +67,26 @@ public final class FlinkOracle {
     if (v == null) {
       return "\\N";
     }
-    String s = v instanceof byte[] ? hex((byte[]) v) : String.valueOf(v);
+    String s = v instanceof byte[] ? hex((byte[]) v) : v instanceof Object[] ? json(v) : String.valueOf(v);
     return s.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n");
+  }
+
+  /** json renders an ARRAY as the .slt files print one: ["a",null,"b"], [1,2]. */
+  private static String json(Object v) {
+    if (v == null) {
+      return "null";
+    }
+    if (v instanceof Object[]) {
+      StringBuilder sb = new StringBuilder("[");
+      for (Object e : (Object[]) v) {
+        sb.append(sb.length() > 1 ? "," : "").append(json(e));
+      }
+      return sb.append(']').toString();
+    }
+    if (v instanceof String) {
+      return '"' + ((String) v).replace("\\", "\\\\").replace("\"", "\\\"") + '"';
+    }
+    return String.valueOf(v);
   }
 
   private static String hex(byte[] b) {
