@@ -73,8 +73,8 @@ func sessionEndpoints(ctx context.Context) int {
 // signed, so a part is redeemable on its own, in any order, concurrently
 // and again until it expires, by the user who planned it.
 func (s *Server) splitInfo(schema *arrow.Schema, desc *flight.FlightDescriptor, t queryTicket, p *engine.Partitions) (*flight.FlightInfo, error) {
-	expires := time.Now().Add(s.limits.EndpointLifetime)
-	t.Parts, t.Expires = p, expires.Unix()
+	expires := time.UnixMilli(time.Now().Add(s.limits.EndpointLifetime).UnixMilli())
+	t.Parts, t.Expires = p, expires.UnixMilli()
 	info := s.queryInfo(schema, desc, nil)
 	info.Endpoint = make([]*flight.FlightEndpoint, p.Parts)
 	info.TotalRecords = p.Rows
@@ -96,9 +96,9 @@ func (s *Server) splitInfo(schema *arrow.Schema, desc *flight.FlightDescriptor, 
 // preparePart prepares the part a ticket of splitInfo names, if it has
 // not expired.
 func (s *Server) preparePart(ctx context.Context, sess *engine.Session, t queryTicket) (*engine.Statement, error) {
-	if exp := time.Unix(t.Expires, 0); !time.Now().Before(exp) {
+	if exp := time.UnixMilli(t.Expires); !time.Now().Before(exp) {
 		return nil, fmt.Errorf("ticket of part %d of %d expired at %s (the snapshots it reads may be gone): call GetFlightInfo again: %w",
-			t.Part+1, t.Parts.Parts, exp.UTC().Format(time.RFC3339), errBadRequest)
+			t.Part+1, t.Parts.Parts, exp.UTC().Format(time.RFC3339Nano), errBadRequest)
 	}
 	if err := engine.CheckSize(t.SQL, s.limits.MaxStatementBytes, s.limits.MaxStatementTokens); err != nil {
 		return nil, err

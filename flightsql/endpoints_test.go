@@ -14,10 +14,13 @@ import (
 	adbcflightsql "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	arrowflightsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/flightd/flightd/engine"
 	"github.com/flightd/flightd/flightsql"
 )
 
@@ -375,6 +378,157 @@ func TestSplitEndpointsSnapshotBound(t *testing.T) {
 		// And after them all.
 		if got, err = readEndpoints(ctx, []*arrowflightsql.Client{split}, info); err != nil || !slices.Equal(got, want) {
 			t.Fatalf("%s: read %d rows after writes (%v), %d before", q, len(got), err, len(want))
+		}
+	}
+}
+
+// partHandle unwraps the statement handle of an endpoint's ticket.
+func partHandle(t *testing.T, ep *flight.FlightEndpoint) []byte {
+	t.Helper()
+	return statementHandle(t, &flight.FlightInfo{Endpoint: []*flight.FlightEndpoint{ep}})
+}
+
+// The tickets of a split result are the planning user's, cannot be
+// altered (another part, another snapshot, a later expiry), expire, and
+// refuse to read a query whose tables or views were replaced since; a
+// ticket read twice before it expires reads the same rows.
+func TestSplitEndpointTickets(t *testing.T) {
+	limits := splitLimits
+	limits.EndpointLifetime = 2 * time.Second
+	ts := startServerLimits(t, limits, 0, flightsql.Options{
+		Users:  map[string]string{"alice": "a", "bob": "b"},
+		Grants: []flightsql.Grant{{User: "alice", Database: "*", Privilege: engine.Admin}, {User: "bob", Database: "*", Privilege: engine.Admin}},
+	})
+	alice, bob := basic("alice", "a"), basic("bob", "b")
+	// Writes through a client of its own: a statement that changes the
+	// session (its database) sends a cookie arrow-go's client may apply
+	// after the next call started.
+	writer, _ := ts.rawClient(t)
+	cl := ts.splitClient(t, alice, 4)
+	splitTables(t, alice, writer, rand.New(rand.NewPCG(3, 4)))
+	if _, err := writer.ExecuteUpdate(alice, "CREATE VIEW v AS SELECT a, s FROM f"); err != nil {
+		t.Fatal(err)
+	}
+	execute := func(q string) *flight.FlightInfo {
+		t.Helper()
+		info, err := cl.Execute(alice, q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if len(info.Endpoint) < 2 {
+			plan, _ := cl.Execute(alice, "EXPLAIN "+q)
+			rows, _ := readTicket(alice, cl, plan.Endpoint[0].Ticket)
+			t.Fatalf("%s: %d endpoints:\n%s", q, len(info.Endpoint), strings.Join(rows, "\n"))
+		}
+		return info
+	}
+	info := execute("SELECT * FROM v")
+	ep := info.Endpoint[1]
+	first, err := readTicket(alice, cl, ep.Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := readTicket(alice, cl, ep.Ticket)
+	slices.Sort(first)
+	slices.Sort(again)
+	if err != nil || !slices.Equal(first, again) {
+		t.Fatalf("replayed ticket: %v, %d rows then %d", err, len(first), len(again))
+	}
+	_, err = readTicket(bob, cl, ep.Ticket)
+	wantCode(t, "bob reads alice's part", err, codes.PermissionDenied)
+
+	// Altered: each of these edits of the signed JSON is refused.
+	handle := partHandle(t, ep)
+	for _, edit := range [][2]string{{`"part":1`, `"part":2`}, {`"exp":`, `"exp":9`}, {`"s":`, `"s":1`}, {`"user":"alice"`, `"user":"bob"`}} {
+		if !strings.Contains(string(handle), edit[0]) {
+			t.Fatalf("ticket %q has no %s", handle, edit[0])
+		}
+		forged := []byte(strings.Replace(string(handle), edit[0], edit[1], 1))
+		_, err := readTicket(alice, cl, ticketOf(t, &pb.TicketStatementQuery{StatementHandle: forged}))
+		wantCode(t, "ticket edited "+edit[0]+" -> "+edit[1], err, codes.PermissionDenied)
+	}
+
+	// The view redefined: the parts would not add up to one result.
+	for _, q := range []string{"DROP VIEW v", "CREATE VIEW v AS SELECT a, s FROM f WHERE b = 1"} {
+		if _, err := writer.ExecuteUpdate(alice, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = readTicket(alice, cl, ep.Ticket)
+	wantCode(t, "a part of a redefined view", err, codes.Aborted)
+	if !strings.Contains(err.Error(), "plan it again") {
+		t.Errorf("redefined view: %v", err)
+	}
+
+	// The table dropped and created again (its snapshot ids start over).
+	info = execute("SELECT a, s FROM f")
+	for _, q := range []string{"DROP TABLE f", "CREATE TABLE f (a BIGINT, b INT, s STRING)"} {
+		if _, err := writer.ExecuteUpdate(alice, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 12 {
+		if _, err := writer.ExecuteUpdate(alice, "INSERT INTO f VALUES (1, 1, 'x')"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = readTicket(alice, cl, info.Endpoint[0].Ticket)
+	wantCode(t, "a part of a replaced table", err, codes.Aborted)
+
+	// Expired: refused once the endpoint's expiration time has passed.
+	info = execute("SELECT * FROM k")
+	exp := info.Endpoint[0].GetExpirationTime().AsTime()
+	if d := time.Until(exp); d > limits.EndpointLifetime || d <= 0 {
+		t.Fatalf("expiration time %v, %v from now", exp, d)
+	}
+	time.Sleep(time.Until(exp) + time.Millisecond)
+	_, err = readTicket(alice, cl, info.Endpoint[0].Ticket)
+	wantCode(t, "an expired part", err, codes.InvalidArgument)
+	if !strings.Contains(err.Error(), "expired") {
+		t.Errorf("expired part: %v", err)
+	}
+}
+
+// EXPLAIN in a session that asks for endpoints says how the query splits,
+// or why it does not; a bad flightd.max_endpoints is refused by name.
+func TestSplitEndpointsExplain(t *testing.T) {
+	ctx := context.Background()
+	ts := startServerLimits(t, splitLimits, 0, flightsql.Options{})
+	whole, _ := ts.rawClient(t)
+	splitTables(t, ctx, whole, rand.New(rand.NewPCG(5, 6)))
+	split := ts.splitClient(t, ctx, 3)
+	explain := func(cl *arrowflightsql.Client, q string) string {
+		t.Helper()
+		info, err := cl.Execute(ctx, "EXPLAIN "+q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := readTicket(ctx, cl, info.Endpoint[0].Ticket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(rows, "\n")
+	}
+	for q, want := range map[string]string{
+		"SELECT a FROM f WHERE b = 1":              "Endpoints: 3 parts, part i reading splits i, i+3, ... of default.f, at snapshots default.f@",
+		"SELECT a, name FROM f JOIN dim USING (b)": "of default.f, at snapshots default.dim@1, default.f@",
+		"SELECT a FROM f ORDER BY a":               "Endpoints: 1 (ORDER BY: the result is ordered)",
+		"SELECT b, count(*) FROM f GROUP BY b":     "Endpoints: 1 (ParallelHashAggregate needs all of its input in one place)",
+		"SELECT * FROM information_schema.tables":  "Endpoints: 1 (constant rows are listed when the query is bound)",
+		"SELECT a FROM f FULL JOIN dim USING (b)":  "Endpoints: 1 (a full join needs every row of both sides)",
+	} {
+		if got := explain(split, q); !strings.Contains(got, want) {
+			t.Errorf("EXPLAIN %s:\n%s\nwant a line with %q", q, got, want)
+		}
+		if got := explain(whole, q); strings.Contains(got, "Endpoints") {
+			t.Errorf("EXPLAIN %s without asking for endpoints:\n%s", q, got)
+		}
+	}
+	for _, bad := range []string{"0", "-2", "two", "1.5"} {
+		v, _ := flight.NewSessionOptionValue(bad)
+		res, err := whole.SetSessionOptions(ctx, &flight.SetSessionOptionsRequest{SessionOptions: map[string]*flight.SessionOptionValue{"flightd.max_endpoints": &v}})
+		if err != nil || res.GetErrors()["flightd.max_endpoints"].GetValue() != flight.SetSessionOptionsResultErrorInvalidValue {
+			t.Errorf("flightd.max_endpoints=%s: %v %v, want an invalid value error", bad, res.GetErrors(), err)
 		}
 	}
 }

@@ -34,7 +34,7 @@ type queryTicket struct {
 	User     string `json:"user,omitempty"`
 	// Parts, when set, makes the ticket one of a split result's
 	// (endpoints.go): part Part of Parts, redeemable until Expires (Unix
-	// seconds).
+	// milliseconds).
 	Parts   *engine.Partitions `json:"parts,omitempty"`
 	Part    int                `json:"part,omitempty"`
 	Expires int64              `json:"exp,omitempty"`

@@ -35,11 +35,11 @@ func (q *Query) Partitioning() (*Partitioning, string) {
 	if q.batch == nil {
 		return nil, "a streaming query does not end"
 	}
-	scan, why := splitScan(q.batch)
-	if scan == nil {
+	if why := unpinnable(q.batch); why != "" {
 		return nil, why
 	}
-	if why := unpinnable(q.batch); why != "" {
+	scan, why := splitScan(q.batch)
+	if scan == nil {
 		return nil, why
 	}
 	return &Partitioning{q: q, scan: scan}, ""
