@@ -393,9 +393,7 @@ func partHandle(t *testing.T, ep *flight.FlightEndpoint) []byte {
 // refuse to read a query whose tables or views were replaced since; a
 // ticket read twice before it expires reads the same rows.
 func TestSplitEndpointTickets(t *testing.T) {
-	limits := splitLimits
-	limits.EndpointLifetime = 2 * time.Second
-	ts := startServerLimits(t, limits, 0, flightsql.Options{
+	ts := startServerLimits(t, splitLimits, 0, flightsql.Options{
 		Users:  map[string]string{"alice": "a", "bob": "b"},
 		Grants: []flightsql.Grant{{User: "alice", Database: "*", Privilege: engine.Admin}, {User: "bob", Database: "*", Privilege: engine.Admin}},
 	})
@@ -475,14 +473,31 @@ func TestSplitEndpointTickets(t *testing.T) {
 	_, err = readTicket(alice, cl, info.Endpoint[0].Ticket)
 	wantCode(t, "a part of a replaced table", err, codes.Aborted)
 
-	// Expired: refused once the endpoint's expiration time has passed.
-	info = execute("SELECT * FROM k")
+}
+
+// A part's ticket is refused once the endpoint's expiration time passed.
+func TestSplitEndpointExpiry(t *testing.T) {
+	ctx := context.Background()
+	limits := splitLimits
+	limits.EndpointLifetime = 500 * time.Millisecond
+	ts := startServerLimits(t, limits, 0, flightsql.Options{})
+	writer, _ := ts.rawClient(t)
+	for _, q := range []string{"CREATE TABLE k (id BIGINT NOT NULL, PRIMARY KEY (id) NOT ENFORCED) WITH ('bucket'='2')", "INSERT INTO k VALUES (1), (2), (3), (4)"} {
+		if _, err := writer.ExecuteUpdate(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl := ts.splitClient(t, ctx, 2)
+	info, err := cl.Execute(ctx, "SELECT * FROM k")
+	if err != nil || len(info.Endpoint) != 2 {
+		t.Fatalf("%v, %v", info, err)
+	}
 	exp := info.Endpoint[0].GetExpirationTime().AsTime()
-	if d := time.Until(exp); d > limits.EndpointLifetime || d <= 0 {
+	if d := time.Until(exp); d > limits.EndpointLifetime {
 		t.Fatalf("expiration time %v, %v from now", exp, d)
 	}
 	time.Sleep(time.Until(exp) + time.Millisecond)
-	_, err = readTicket(alice, cl, info.Endpoint[0].Ticket)
+	_, err = readTicket(ctx, cl, info.Endpoint[0].Ticket)
 	wantCode(t, "an expired part", err, codes.InvalidArgument)
 	if !strings.Contains(err.Error(), "expired") {
 		t.Errorf("expired part: %v", err)
