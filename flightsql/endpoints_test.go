@@ -244,6 +244,25 @@ func TestSplitEndpointsRandom(t *testing.T) {
 		if info.TotalRecords >= 0 && info.TotalRecords != int64(len(want)) {
 			t.Errorf("%s: total_records %d, read %d", q.sql, info.TotalRecords, len(want))
 		}
+		// Prepared without parameters, it splits alike (Python's DB-API
+		// prepares every query).
+		prep, err := split.Prepare(ctx, q.sql)
+		if err != nil {
+			t.Fatalf("prepare %s: %v", q.sql, err)
+		}
+		pinfo, err := prep.Execute(ctx)
+		if err != nil {
+			t.Fatalf("prepared %s: %v", q.sql, err)
+		}
+		if len(pinfo.Endpoint) != len(info.Endpoint) {
+			t.Errorf("prepared %s: %d endpoints, as a statement %d", q.sql, len(pinfo.Endpoint), len(info.Endpoint))
+		}
+		if got, err = readEndpoints(ctx, readers, pinfo); err != nil || !slices.Equal(got, want) {
+			t.Fatalf("prepared %s: %v, %d rows, want %d", q.sql, err, len(got), len(want))
+		}
+		if err := prep.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
