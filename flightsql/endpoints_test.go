@@ -29,7 +29,7 @@ var splitLimits = flightsql.Limits{MinEndpointBytes: 1}
 
 // splitClient is a raw Flight SQL client (with its own checked allocator)
 // whose session asks for up to n endpoints per result.
-func (ts *testServer) splitClient(t *testing.T, ctx context.Context, n int) *arrowflightsql.Client {
+func (ts *testServer) splitClient(t testing.TB, ctx context.Context, n int) *arrowflightsql.Client {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	cl, err := arrowflightsql.NewClient(strings.TrimPrefix(ts.URI, "grpc://"), nil,
