@@ -35,7 +35,7 @@ func (st *Statement) explain(ctx context.Context, ec *exec.Context, b *plan.Expl
 		if text, err = analyze(ctx, ec, q, params); err != nil {
 			return nil, err
 		}
-	} else if ex, ok := st.ast.(*sql.Explain); ok && b.Target == plan.Statement(q) {
+	} else if ex, ok := st.ast.(*sql.Explain); ok && b.Target == plan.Statement(q) && !q.Streaming() {
 		line, err := st.endpointsLine(ctx, ex.Stmt)
 		if err != nil {
 			return nil, err

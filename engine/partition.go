@@ -89,7 +89,9 @@ func (st *Statement) partition(ctx context.Context, ast sql.Statement) (*Partiti
 	pins := map[tablestore.Ident]int64{}
 	q, err := st.s.bindPinned(ctx, ast, pins)
 	if err != nil {
-		return nil, "", err
+		// It bound unpinned: time travel and tags choose their own
+		// snapshots, and do not go with a pinned one.
+		return nil, fmt.Sprintf("not at pinned snapshots: %v", err), nil
 	}
 	pt, why := q.Partitioning()
 	if pt == nil {
@@ -113,9 +115,9 @@ func (st *Statement) partition(ctx context.Context, ast sql.Statement) (*Partiti
 	slices.SortFunc(p.Pins, func(a, b TablePin) int {
 		return cmp.Or(cmp.Compare(a.Table.Database, b.Table.Database), cmp.Compare(a.Table.Table, b.Table.Table))
 	})
-	splits, size, rows, err := pt.ScanSize(ctx)
-	if err != nil {
-		return nil, "", err
+	splits, size, rows, why, err := pt.ScanSize(ctx)
+	if err != nil || why != "" {
+		return nil, why, err
 	}
 	p.Parts, p.Rows = min(lim.Max, splits), rows
 	if lim.MinBytes > 0 {

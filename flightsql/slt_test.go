@@ -2,6 +2,7 @@ package flightsql_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -64,6 +65,18 @@ func (h *flightHarness) Query(sql string) (string, [][]string, error) {
 // client, each file against a fresh server whose executor batch size and
 // column cache size are drawn at random (the seed is logged).
 func TestSLTOverFlight(t *testing.T) {
+	runSLTOverFlight(t, fsql.Limits{}, 1)
+}
+
+// TestSLTOverSplitEndpoints runs the corpus in sessions that ask for up to
+// 4 endpoints per result, of any size: the ADBC driver reads the endpoints
+// of the queries that split concurrently, and every answer must be the
+// one-endpoint answer the files hold.
+func TestSLTOverSplitEndpoints(t *testing.T) {
+	runSLTOverFlight(t, splitLimits, 4)
+}
+
+func runSLTOverFlight(t *testing.T, limits fsql.Limits, endpoints int) {
 	files, err := filepath.Glob("../testdata/slt/*.slt")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no .slt files: %v", err)
@@ -76,11 +89,16 @@ func TestSLTOverFlight(t *testing.T) {
 		cacheBytes := []int64{0, 8 << 10, 64 << 20}[rng.IntN(3)]
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			t.Logf("executor batch size %d, column cache %d bytes", batchSize, cacheBytes)
-			ts := startServer(t, fsql.Options{}, func(c *engine.Config) {
+			ts := startServerLimits(t, limits, 0, fsql.Options{}, func(c *engine.Config) {
 				c.BatchSize = batchSize
 				c.CacheBytes = cacheBytes
 			})
 			cnxn := ts.connect(t, map[string]string{adbcflightsql.OptionCookieMiddleware: adbc.OptionValueEnabled})
+			if endpoints > 1 {
+				if err := cnxn.(adbc.PostInitOptions).SetOption(adbcflightsql.OptionSessionOptionPrefix+"flightd.max_endpoints", fmt.Sprint(endpoints)); err != nil {
+					t.Fatal(err)
+				}
+			}
 			slt.RunFile(t, &flightHarness{cnxn: cnxn}, f)
 		})
 	}

@@ -93,14 +93,17 @@ func joinSplitScan(k JoinKind, left, right PhysicalNode) (*TableScan, string) {
 }
 
 // unpinnable says why some input of n cannot be read at a pinned
-// snapshot by every part ("" when all can): change streams, reads by key
-// through the lookup index (the latest snapshot), and constant rows, which
-// information_schema lists when binding.
+// snapshot by every part ("" when all can): change streams, tags, reads
+// by key through the lookup index (the latest snapshot), and constant
+// rows, which information_schema lists when binding.
 func unpinnable(n PhysicalNode) string {
 	switch x := n.(type) {
 	case *TableScan:
 		if x.Scan.Stream != nil {
 			return "a change stream does not end"
+		}
+		if x.Scan.Tag != "" {
+			return "a tag's snapshot is read by its name" // and may be expired as a snapshot
 		}
 	case *LookupScan, *LookupJoin:
 		return "reads by key use the lookup index at the latest snapshot"
@@ -134,31 +137,64 @@ func (p *Partitioning) Digest() []byte {
 // parts: its splits, the stored bytes of its files (the table's bytes
 // scaled by the share of files it selects), and its rows when they are
 // exactly the query's rows (-1 otherwise: a filter, a join, or a
-// primary-key table whose files hold versions of rows).
-func (p *Partitioning) ScanSize(ctx context.Context) (splits int, bytes, rows int64, err error) {
-	n := p.scan.Scan
-	spec, err := scanSpec(n, nil)
-	if err != nil {
-		return 0, 0, 0, err
+// primary-key table whose files hold versions of rows). Every scan of the
+// plan is opened at its snapshot: one whose snapshot has other columns
+// than the plan reads (a column added since the table's last commit:
+// binding takes the current schema) cannot be pinned, and why says so.
+func (p *Partitioning) ScanSize(ctx context.Context) (splits int, bytes, rows int64, why string, err error) {
+	var scans []*TableScan
+	walkScans(p.q.batch, &scans)
+	for _, ts := range scans {
+		n := ts.Scan
+		spec, err := scanSpec(n, nil)
+		if err != nil {
+			return 0, 0, 0, "", err
+		}
+		s, err := n.Table.NewScan(ctx, spec)
+		if err != nil {
+			return 0, 0, 0, fmt.Sprintf("%s cannot be read at snapshot %d: %v", n.Table.Ident(), n.Snapshot, err), nil
+		}
+		same := s.Schema().NumFields() == len(n.Cols)
+		for i, f := range s.Schema().Fields() {
+			same = same && f.Name == n.Names[i] && arrow.TypeEqual(f.Type, n.Cols[i].Type)
+		}
+		st := s.Stats()
+		if ts == p.scan {
+			splits = len(s.Splits())
+		}
+		s.Close()
+		if !same {
+			return 0, 0, 0, fmt.Sprintf("%s changed its columns after snapshot %d", n.Table.Ident(), n.Snapshot), nil
+		}
+		if ts != p.scan {
+			continue
+		}
+		tstats, err := n.Table.Stats(ctx, st.SnapshotID)
+		if err != nil {
+			return 0, 0, 0, "", err
+		}
+		if st.FilesTotal > 0 {
+			bytes = tstats.Bytes * int64(st.FilesSelected) / int64(st.FilesTotal)
+		}
+		rows = -1
+		if len(n.Table.PrimaryKey()) == 0 && n.Pushed == nil && n.Filter == nil && onlyProjections(p.q.batch) {
+			rows = tstats.Rows
+		}
 	}
-	s, err := n.Table.NewScan(ctx, spec)
-	if err != nil {
-		return 0, 0, 0, fmt.Errorf("scan %s: %w", n.Table.Ident(), err)
+	return splits, bytes, rows, "", nil
+}
+
+// walkScans appends the table scans of n to scans.
+func walkScans(n PhysicalNode, scans *[]*TableScan) {
+	switch x := n.(type) {
+	case *TableScan:
+		*scans = append(*scans, x)
+	case *SpoolScan:
+		walkScans(x.Body, scans)
 	}
-	defer s.Close()
-	st := s.Stats()
-	ts, err := n.Table.Stats(ctx, st.SnapshotID)
-	if err != nil {
-		return 0, 0, 0, err
+	for _, c := range n.Children() {
+		walkScans(c, scans)
 	}
-	if st.FilesTotal > 0 {
-		bytes = ts.Bytes * int64(st.FilesSelected) / int64(st.FilesTotal)
-	}
-	rows = -1
-	if len(n.Table.PrimaryKey()) == 0 && n.Pushed == nil && n.Filter == nil && onlyProjections(p.q.batch) {
-		rows = ts.Rows
-	}
-	return len(s.Splits()), bytes, rows, nil
 }
 
 // onlyProjections reports whether n is projections (and gathers) over a
