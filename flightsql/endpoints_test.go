@@ -268,7 +268,8 @@ func TestSplitEndpointsRandom(t *testing.T) {
 
 // The ADBC Go driver asks for endpoints with its session option, returns
 // one partition per endpoint, and reads them concurrently on connections
-// of their own (without the session) into the one-endpoint multiset.
+// of their own (without the session) into the one-endpoint multiset; a
+// Substrait plan of the query splits alike.
 func TestSplitEndpointsADBC(t *testing.T) {
 	ctx := context.Background()
 	ts := startServerLimits(t, splitLimits, 0, flightsql.Options{})
@@ -329,6 +330,28 @@ func TestSplitEndpointsADBC(t *testing.T) {
 	sortRows(want)
 	if !slices.EqualFunc(got, want, slices.Equal) {
 		t.Fatalf("partitions read %v, want %v", got, want)
+	}
+
+	// The query as a Substrait plan splits alike.
+	plan := explainSubstrait(t, ts.connect(t, nil), q)
+	split := ts.splitClient(t, ctx, 3)
+	info, err := split.ExecuteSubstrait(ctx, arrowflightsql.SubstraitPlan{Plan: plan, Version: "0.85.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.Endpoint) != 3 {
+		t.Fatalf("Substrait plan: %d endpoints, want 3", len(info.Endpoint))
+	}
+	rows, err := readEndpoints(ctx, []*arrowflightsql.Client{split, whole}, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows := make([]string, len(want))
+	for i, r := range want {
+		wantRows[i] = strings.Join(r, "|")
+	}
+	if !slices.Equal(rows, wantRows) {
+		t.Fatalf("Substrait plan's endpoints read %v, want %v", rows, wantRows)
 	}
 }
 
