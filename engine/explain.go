@@ -12,6 +12,7 @@ import (
 
 	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/plan"
+	"github.com/flightd/flightd/sql"
 )
 
 var explainSchema = arrow.NewSchema([]arrow.Field{{Name: "plan", Type: arrow.BinaryTypes.String}}, nil)
@@ -34,6 +35,12 @@ func (st *Statement) explain(ctx context.Context, ec *exec.Context, b *plan.Expl
 		if text, err = analyze(ctx, ec, q, params); err != nil {
 			return nil, err
 		}
+	} else if ex, ok := st.ast.(*sql.Explain); ok && b.Target == plan.Statement(q) && !q.Streaming() {
+		line, err := st.endpointsLine(ctx, ex.Stmt)
+		if err != nil {
+			return nil, err
+		}
+		text += line
 	}
 	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
 	// The batch is built on open, so an operator closed unopened owns nothing.

@@ -24,6 +24,7 @@ type Session struct {
 	database  string
 	authorize Authorizer // nil: everything is allowed
 	user      string     // "": no authentication
+	endpoints Endpoints  // how queries split into parts (partition.go)
 }
 
 // NewSession starts a session in the default database.
@@ -75,6 +76,10 @@ type Statement struct {
 	// readsTarget: an INSERT whose source reads the table it writes (a
 	// read-modify-write).
 	readsTarget bool
+	// part, when set, computes part partIndex of the query only
+	// (PreparePartition).
+	part      *plan.Partitioning
+	partIndex int
 }
 
 // Prepare parses and binds one statement, so errors surface before any
@@ -210,7 +215,13 @@ func (st *Statement) buildPerRow(ctx context.Context, ec *exec.Context, q *plan.
 	}
 	ops := make([]exec.Operator, 0, len(rows))
 	for _, row := range rows {
-		op, err := q.Build(ec, row)
+		var op exec.Operator
+		var err error
+		if st.part != nil {
+			op, err = st.part.Build(ec, row, st.partIndex)
+		} else {
+			op, err = q.Build(ec, row)
+		}
 		if row != nil {
 			row.Release()
 		}

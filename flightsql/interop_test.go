@@ -46,7 +46,8 @@ func TestInteropPython(t *testing.T) {
 		python = filepath.Join(repoRoot(t), ".venv", "bin", "python")
 	}
 	requireTool(t, python, "Python with pyarrow and adbc_driver_flightsql")
-	ts := startServer(t, flightsql.Options{})
+	// Results of any size split for clients that ask (test_endpoints.py).
+	ts := startServerLimits(t, splitLimits, 0, flightsql.Options{})
 	cmd := exec.Command(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", filepath.Join(repoRoot(t), "interop", "python"))
 	cmd.Env = append(os.Environ(), "FLIGHTD_URI="+ts.URI)
 	out, err := cmd.CombinedOutput()

@@ -23,6 +23,7 @@ import (
 // prepared is one open prepared statement and its bound parameters.
 type prepared struct {
 	st     *engine.Statement
+	query  string       // its SQL, for the tickets of a split result
 	txn    string       // the transaction it runs in; "" for none
 	owner  string       // the client whose parameter budget it uses
 	budget *paramBudget // shared by all statements of the server
@@ -119,7 +120,7 @@ func (s *Server) createPrepared(ctx context.Context, query string, txnID []byte)
 	_, _ = rand.Read(b[:])
 	handle := hex.EncodeToString(b[:])
 	c := callerOf(ctx)
-	if err := s.prepared.add(c, handle, &prepared{st: st, txn: string(txnID), owner: c.owner, budget: s.paramBudget}); err != nil {
+	if err := s.prepared.add(c, handle, &prepared{st: st, query: query, txn: string(txnID), owner: c.owner, budget: s.paramBudget}); err != nil {
 		return res, toStatus(err)
 	}
 
@@ -168,6 +169,22 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flights
 	}
 	if err != nil {
 		return nil, toStatus(err)
+	}
+	if params == nil {
+		// Without parameters it may split as a statement does; its parts'
+		// tickets stand on their own, as a statement's.
+		parts, err := p.st.Partition(ctx)
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		if parts != nil {
+			t := queryTicket{SQL: p.query, Database: p.st.Session().Database(), User: userOf(ctx)}
+			info, err := s.splitInfo(p.st.Schema(), desc, t, parts)
+			if err != nil {
+				return nil, toStatus(err)
+			}
+			return info, nil
+		}
 	}
 	anyCmd, err := anypb.New(&pb.CommandPreparedStatementQuery{PreparedStatementHandle: cmd.GetPreparedStatementHandle()})
 	if err != nil {

@@ -44,12 +44,23 @@ type Limits struct {
 	// MaxRunningQueries caps the result and change streams (DoGets) a
 	// client runs at once.
 	MaxRunningQueries int
+	// MaxEndpoints caps the endpoints a query result splits into for
+	// parallel readers; a client asks for up to that many with the session
+	// option flightd.max_endpoints (endpoints.go).
+	MaxEndpoints int
+	// MinEndpointBytes is the least stored data one endpoint of a split
+	// result reads, so small results stay one endpoint.
+	MinEndpointBytes int64
+	// EndpointLifetime is how long the tickets of a split result stay
+	// redeemable (they read the snapshots it was planned on).
+	EndpointLifetime time.Duration
 }
 
 // DefaultLimits are used for zero fields of Limits.
 var DefaultLimits = Limits{MaxPreparedStatements: 1000, MaxParamRows: 1 << 20, MaxParamBytes: 256 << 20, MaxTransactions: 100,
 	MaxStatementBytes: 16 << 20, MaxStatementTokens: 1_000_000,
-	PreparedIdle: time.Hour, TxnIdle: 10 * time.Minute, MaxRunningQueries: 64}
+	PreparedIdle: time.Hour, TxnIdle: 10 * time.Minute, MaxRunningQueries: 64,
+	MaxEndpoints: 64, MinEndpointBytes: 8 << 20, EndpointLifetime: time.Hour}
 
 // Server serves Flight SQL over an engine.
 type Server struct {
@@ -85,6 +96,9 @@ func NewServer(eng *engine.Engine, limits Limits) (*Server, error) {
 	orDefault(&limits.PreparedIdle, DefaultLimits.PreparedIdle)
 	orDefault(&limits.TxnIdle, DefaultLimits.TxnIdle)
 	orDefault(&limits.MaxRunningQueries, DefaultLimits.MaxRunningQueries)
+	orDefault(&limits.MaxEndpoints, DefaultLimits.MaxEndpoints)
+	orDefault(&limits.MinEndpointBytes, DefaultLimits.MinEndpointBytes)
+	orDefault(&limits.EndpointLifetime, DefaultLimits.EndpointLifetime)
 	s := &Server{eng: eng, mem: eng.Mem(), limits: limits,
 		prepared:    newRegistry[*prepared]("prepared statements", limits.MaxPreparedStatements, limits.PreparedIdle),
 		txns:        newRegistry[*engine.Txn]("transactions", limits.MaxTransactions, limits.TxnIdle),
@@ -185,6 +199,7 @@ func (s *Server) sessionIn(ctx context.Context, db string) (*engine.Session, err
 	sess := s.eng.NewSession()
 	sess.SetAuthorizer(s.authorizer(ctx))
 	sess.SetUser(userOf(ctx))
+	sess.SetEndpoints(engine.Endpoints{Max: min(sessionEndpoints(ctx), s.limits.MaxEndpoints), MinBytes: s.limits.MinEndpointBytes})
 	if db != "" {
 		if err := sess.SetDatabase(ctx, db); err != nil {
 			return nil, err

@@ -23,8 +23,9 @@ func sessionString(ctx context.Context, name string) string {
 	return sess.GetSessionOption(name).GetStringValue()
 }
 
-// SetSessionOptions accepts catalog (must be flightd) and schema (must be
-// an existing database); anything else is reported per option.
+// SetSessionOptions accepts catalog (must be flightd), schema (must be an
+// existing database) and flightd.max_endpoints (a positive integer);
+// anything else is reported per option.
 func (s *Server) SetSessionOptions(ctx context.Context, req *flight.SetSessionOptionsRequest) (*flight.SetSessionOptionsResult, error) {
 	sess, err := session.GetSessionFromContext(ctx)
 	if err != nil {
@@ -44,6 +45,11 @@ func (s *Server) SetSessionOptions(ctx context.Context, req *flight.SetSessionOp
 					errs[name] = &flight.SetSessionOptionsResultError{Value: flight.SetSessionOptionsResultErrorInvalidValue}
 					continue
 				}
+			}
+		case optMaxEndpoints:
+			if _, ok := parseEndpoints(val); !ok && val.GetOptionValue() != nil {
+				errs[name] = &flight.SetSessionOptionsResultError{Value: flight.SetSessionOptionsResultErrorInvalidValue}
+				continue
 			}
 		default:
 			errs[name] = &flight.SetSessionOptionsResultError{Value: flight.SetSessionOptionsResultErrorInvalidName}

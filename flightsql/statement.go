@@ -32,6 +32,12 @@ type queryTicket struct {
 	Database string `json:"db"`
 	Txn      string `json:"txn,omitempty"`
 	User     string `json:"user,omitempty"`
+	// Parts, when set, makes the ticket one of a split result's
+	// (endpoints.go): part Part of Parts, redeemable until Expires (Unix
+	// milliseconds).
+	Parts   *engine.Partitions `json:"parts,omitempty"`
+	Part    int                `json:"part,omitempty"`
+	Expires int64              `json:"exp,omitempty"`
 }
 
 const ticketDomain = "flightd ticket\x00"
@@ -86,7 +92,19 @@ func (s *Server) statementInfo(ctx context.Context, query string, txnID []byte, 
 	if tx := st.Txn(); tx != nil {
 		txn = tx.ID() // the command's, or the session's (BEGIN)
 	}
-	tkt, err := s.encodeTicket(queryTicket{SQL: query, Database: sess.Database(), Txn: txn, User: userOf(ctx)})
+	t := queryTicket{SQL: query, Database: sess.Database(), Txn: txn, User: userOf(ctx)}
+	parts, err := st.Partition(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if parts != nil {
+		info, err := s.splitInfo(st.Schema(), desc, t, parts)
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		return info, nil
+	}
+	tkt, err := s.encodeTicket(t)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -129,15 +147,20 @@ func (s *Server) DoGetStatement(ctx context.Context, cmd flightsql.StatementQuer
 	if u := userOf(ctx); t.User != u {
 		return nil, nil, toStatus(fmt.Errorf("ticket was issued to user %q, not %q: %w", t.User, u, engine.ErrDenied))
 	}
-	tx, err := s.txn(ctx, []byte(t.Txn))
-	if err != nil {
-		return nil, nil, toStatus(err)
-	}
 	sess, err := s.sessionIn(ctx, t.Database) // never "": the ticket has sess.Database()
 	if err != nil {
 		return nil, nil, toStatus(err)
 	}
-	st, err := s.prepareSQL(ctx, sess, t.SQL, tx)
+	var st *engine.Statement
+	if t.Parts != nil {
+		// Its snapshots are pinned: no transaction of the reader's applies.
+		st, err = s.preparePart(ctx, sess, t)
+	} else {
+		var tx *engine.Txn
+		if tx, err = s.txn(ctx, []byte(t.Txn)); err == nil {
+			st, err = s.prepareSQL(ctx, sess, t.SQL, tx)
+		}
+	}
 	if err != nil {
 		return nil, nil, toStatus(err)
 	}

@@ -34,6 +34,10 @@ type builder struct {
 	spools *spoolSet
 	// ranges are this execution's join key ranges (choice runtime_filter).
 	ranges *rangeSet
+	// part, when set, restricts its scan to the splits of part partIndex
+	// (physical_partition.go); the other scans read everything.
+	part      *Partitioning
+	partIndex int
 }
 
 // rangeSet holds one exec.KeyRange per filter and bucket: a join run
@@ -467,18 +471,18 @@ func (bd *builder) scan(ts *TableScan) (exec.Operator, error) {
 		fields[i] = arrow.Field{Name: n.Names[i], Type: c.Type, Nullable: c.Nullable}
 	}
 	schema := arrow.NewSchema(fields, nil)
-	pushed, err := pushedFilter(n, bd.params, 0)
+	spec, err := scanSpec(n, bd.params)
 	if err != nil {
 		return nil, err
-	}
-	spec := tablestore.ScanSpec{SnapshotID: n.Snapshot, Columns: n.Names, Filter: pushed}
-	if n.Tag != "" {
-		spec.SnapshotID, spec.Tag = 0, n.Tag
 	}
 	t := n.Table
 	bucket := bd.bucket
 	an := bd.analyze
 	stripe, stripes := bd.stripe, bd.stripes
+	part, parts := -1, 0
+	if bd.part != nil && bd.part.scan == ts {
+		part, parts = bd.partIndex, bd.part.parts
+	}
 	var shared *sharedScan
 	if bd.shared != nil {
 		if shared = bd.shared[ts]; shared == nil {
@@ -517,16 +521,29 @@ func (bd *builder) scan(ts *TableScan) (exec.Operator, error) {
 		if bucket >= 0 {
 			splits = slices.DeleteFunc(slices.Clone(splits), func(sp tablestore.Split) bool { return sp.Bucket() != bucket })
 		}
+		if parts > 0 {
+			splits = partSplits(splits, part, parts)
+		}
 		if stripes > 1 {
-			var mine []tablestore.Split
-			for i := stripe; i < len(splits); i += stripes {
-				mine = append(mine, splits[i])
-			}
-			splits = mine
+			splits = partSplits(splits, stripe, stripes)
 		}
 		return &splitChain{splits: splits}, nil
 	})
 	return bd.filtered(src, n)
+}
+
+// scanSpec is what a scan of n reads, with the pushed conditions on
+// parameters taking their values from params.
+func scanSpec(n *ScanNode, params arrow.RecordBatch) (tablestore.ScanSpec, error) {
+	pushed, err := pushedFilter(n, params, 0)
+	if err != nil {
+		return tablestore.ScanSpec{}, err
+	}
+	spec := tablestore.ScanSpec{SnapshotID: n.Snapshot, Columns: n.Names, Filter: pushed}
+	if n.Tag != "" {
+		spec.SnapshotID, spec.Tag = 0, n.Tag
+	}
+	return spec, nil
 }
 
 // withKeyRanges adds to a scan's pushed predicate the join key ranges

@@ -45,6 +45,9 @@ func run() error {
 		maxTxns  = flag.Int("max-transactions", flightsql.DefaultLimits.MaxTransactions, "open transactions per client (user, or connection without auth)")
 		maxQuery = flag.Int("max-running-queries", flightsql.DefaultLimits.MaxRunningQueries, "result and change streams one client (user, or connection without auth) runs at once")
 		txnIdle  = flag.Duration("transaction-idle", flightsql.DefaultLimits.TxnIdle, "roll back a transaction unused for this long")
+		maxEnds  = flag.Int("max-endpoints", flightsql.DefaultLimits.MaxEndpoints, "endpoints a query result may split into for parallel readers, who ask with the session option flightd.max_endpoints")
+		endBytes = flag.Int64("min-endpoint-bytes", flightsql.DefaultLimits.MinEndpointBytes, "stored bytes one endpoint of a split result reads at least")
+		endLife  = flag.Duration("endpoint-lifetime", flightsql.DefaultLimits.EndpointLifetime, "how long the tickets of a split result stay redeemable")
 		tlsCert  = flag.String("tls-cert", "", "TLS certificate (PEM)")
 		tlsKey   = flag.String("tls-key", "", "TLS private key (PEM)")
 		clientCA = flag.String("tls-client-ca", "", "CA (PEM) client certificates must be signed by (mTLS)")
@@ -109,6 +112,7 @@ func run() error {
 	srv, err := flightsql.NewServer(eng, flightsql.Limits{
 		MaxPreparedStatements: *maxPrep, PreparedIdle: *prepIdle, MaxParamBytes: *maxParam, MaxTransactions: *maxTxns, TxnIdle: *txnIdle,
 		MaxStatementBytes: *maxBytes, MaxStatementTokens: *maxToks, MaxRunningQueries: *maxQuery,
+		MaxEndpoints: *maxEnds, MinEndpointBytes: *endBytes, EndpointLifetime: *endLife,
 	})
 	if err != nil {
 		return errors.Join(err, eng.Close())
