@@ -1,7 +1,6 @@
 package tablestore
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,122 +9,17 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+
+	"github.com/flightd/flightd/tablestore/maintenance"
 )
 
-// sortedRun is one sorted run of a bucket: a level-0 file, or all files of
-// one level >= 1.
-type sortedRun struct {
-	level int
-	files []*manifestEntry
-	size  int64
-}
+// The picker's view of a file (maintenance.File).
+func (e *manifestEntry) Level() int    { return e.File.Level }
+func (e *manifestEntry) Size() int64   { return e.File.FileSize }
+func (e *manifestEntry) MaxSeq() int64 { return e.File.MaxSeq }
 
-// bucketRuns orders a bucket's runs newest first: level-0 files by
-// descending sequence number, then levels 1, 2, ...
-func bucketRuns(files []*manifestEntry) []sortedRun {
-	var runs []sortedRun
-	levels := map[int]*sortedRun{}
-	for _, f := range files {
-		if f.File.Level == 0 {
-			runs = append(runs, sortedRun{level: 0, files: []*manifestEntry{f}, size: f.File.FileSize})
-			continue
-		}
-		r := levels[f.File.Level]
-		if r == nil {
-			r = &sortedRun{level: f.File.Level}
-			levels[f.File.Level] = r
-		}
-		r.files = append(r.files, f)
-		r.size += f.File.FileSize
-	}
-	slices.SortFunc(runs, func(a, b sortedRun) int {
-		return -cmp.Compare(a.files[0].File.MaxSeq, b.files[0].File.MaxSeq)
-	})
-	lv := slices.Sorted(func(yield func(int) bool) {
-		for l := range levels {
-			if !yield(l) {
-				return
-			}
-		}
-	})
-	for _, l := range lv {
-		runs = append(runs, *levels[l])
-	}
-	return runs
-}
-
-type compactUnit struct {
-	files       []*manifestEntry
-	outputLevel int
-	dropDeletes bool
-}
-
-// pickUniversal chooses runs to compact like RocksDB's universal compaction
-// (Paimon's UniversalCompaction): size amplification, then size ratio, then
-// run count. runs are newest first; nil means nothing to do.
-func pickUniversal(o tableOptions, runs []sortedRun) *compactUnit {
-	maxLevel := o.compactionTrigger // num-levels = trigger + 1
-	n := len(runs)
-	if n < o.compactionTrigger {
-		return nil
-	}
-	// 1. Size amplification: everything but the oldest run vs the oldest.
-	var younger int64
-	for _, r := range runs[:n-1] {
-		younger += r.size
-	}
-	if younger*100 > int64(o.maxSizeAmp)*runs[n-1].size {
-		return makeUnit(runs, n, maxLevel)
-	}
-	// 2. Size ratio, then 3. run count.
-	if u := pickSizeRatio(o, runs, 1, false, maxLevel); u != nil {
-		return u
-	}
-	if n > o.compactionTrigger {
-		return pickSizeRatio(o, runs, n-o.compactionTrigger+1, true, maxLevel)
-	}
-	return nil
-}
-
-func pickSizeRatio(o tableOptions, runs []sortedRun, count int, force bool, maxLevel int) *compactUnit {
-	var size int64
-	for _, r := range runs[:count] {
-		size += r.size
-	}
-	for ; count < len(runs); count++ {
-		if size*int64(100+o.sizeRatio)/100 < runs[count].size {
-			break
-		}
-		size += runs[count].size
-	}
-	if force || count > 1 {
-		return makeUnit(runs, count, maxLevel)
-	}
-	return nil
-}
-
-// makeUnit compacts the newest count runs into the level just above the
-// next older run (never level 0), or the last level when all are taken.
-func makeUnit(runs []sortedRun, count, maxLevel int) *compactUnit {
-	out := maxLevel
-	if count < len(runs) {
-		out = max(0, runs[count].level-1)
-		for out == 0 && count < len(runs) {
-			next := runs[count]
-			count++
-			if next.level != 0 {
-				out = next.level
-			}
-		}
-		if count == len(runs) {
-			out = maxLevel
-		}
-	}
-	u := &compactUnit{outputLevel: out, dropDeletes: count == len(runs)}
-	for _, r := range runs[:count] {
-		u.files = append(u.files, r.files...)
-	}
-	return u
+func (o tableOptions) universal() maintenance.Universal {
+	return maintenance.Universal{Trigger: o.compactionTrigger, MaxSizeAmp: o.maxSizeAmp, SizeRatio: o.sizeRatio}
 }
 
 // Compact compacts every bucket now: with full, each bucket becomes one
@@ -168,16 +62,16 @@ func (st *tableState) compactAll(ctx context.Context, full bool) error {
 			return err
 		}
 		g := groups[k]
-		var u *compactUnit
+		var u *maintenance.Unit[*manifestEntry]
 		switch {
 		case !sch.hasPK():
-			u = pickAppend(sch.opts, g, full)
+			u = maintenance.PickAppend(g, sch.opts.targetFileSize, sch.opts.minFileNum, full)
 		case full:
 			if len(g) > 1 || g[0].File.DeleteRowCount > 0 || g[0].File.Level != sch.opts.compactionTrigger || g[0].File.SchemaID != sch.ID {
-				u = &compactUnit{files: g, outputLevel: sch.opts.compactionTrigger, dropDeletes: true}
+				u = &maintenance.Unit[*manifestEntry]{Files: g, OutputLevel: sch.opts.compactionTrigger, DropDeletes: true}
 			}
 		default:
-			u = pickUniversal(sch.opts, bucketRuns(g))
+			u = maintenance.PickUniversal(sch.opts.universal(), maintenance.SortedRuns(g))
 		}
 		if u == nil {
 			continue
@@ -192,31 +86,16 @@ func (st *tableState) compactAll(ctx context.Context, full bool) error {
 	return nil
 }
 
-// pickAppend merges the small files of an append-table bucket once there
-// are compaction.min.file-num of them (any two with full).
-func pickAppend(o tableOptions, files []*manifestEntry, full bool) *compactUnit {
-	var small []*manifestEntry
-	for _, f := range files {
-		if f.File.FileSize < o.targetFileSize/2 {
-			small = append(small, f)
-		}
-	}
-	if len(small) < o.minFileNum && !(full && len(small) > 1) {
-		return nil
-	}
-	return &compactUnit{files: small}
-}
-
 // compactUnit rewrites the files of u and commits the result. Inputs are
 // streamed (k-way merged for key tables), so memory stays bounded by the
 // number of input files, and outputs roll at the target file size.
-func (st *tableState) compactUnit(ctx context.Context, sch *tableSchema, baseID int64, u *compactUnit) error {
+func (st *tableState) compactUnit(ctx context.Context, sch *tableSchema, baseID int64, u *maintenance.Unit[*manifestEntry]) error {
 	all := allColumns(sch)
 	// Compaction reads like an unfiltered scan of every column, but
 	// uncached: it reads each file once, right before it is replaced, so
 	// its columns would only push hot data out of the cache.
 	s := &Scan{st: st, sch: sch, proj: all, noCache: true}
-	for _, e := range u.files {
+	for _, e := range u.Files {
 		if _, err := st.fs().Stat(joinPath(st.dir, e.File.Path)); errors.Is(err, fs.ErrNotExist) {
 			// Removed by a later overwrite and expiry: our commit would
 			// conflict anyway.
@@ -225,18 +104,18 @@ func (st *tableState) compactUnit(ctx context.Context, sch *tableSchema, baseID 
 	}
 	var r BatchReader
 	if sch.hasPK() {
-		mr, err := newMergeReader(ctx, s, u.files, anyColumn, true, !u.dropDeletes)
+		mr, err := newMergeReader(ctx, s, u.Files, anyColumn, true, !u.DropDeletes)
 		if err != nil {
 			return err
 		}
 		r = mr
 	} else {
-		r = &chainReader{s: s, files: u.files, allowed: anyColumn, rt: newReadTarget(sch, all, false), raw: true}
+		r = &chainReader{s: s, files: u.Files, allowed: anyColumn, rt: newReadTarget(sch, all, false), raw: true}
 	}
 	defer r.Close()
-	first := u.files[0]
+	first := u.Files[0]
 	dirs := map[string]bool{}
-	dw := st.newDataWriter(sch, first.Partition, first.Bucket, u.outputLevel, "COMPACT", sch.opts.targetFileSize, dirs)
+	dw := st.newDataWriter(sch, first.Partition, first.Bucket, u.OutputLevel, "COMPACT", sch.opts.targetFileSize, dirs)
 	for {
 		b, err := r.Next(ctx)
 		if errors.Is(err, io.EOF) {
@@ -254,7 +133,7 @@ func (st *tableState) compactUnit(ctx context.Context, sch *tableSchema, baseID 
 	if err != nil {
 		return err
 	}
-	req := &commitRequest{kind: commitCompact, adds: adds, deletes: u.files, baseID: baseID,
+	req := &commitRequest{kind: commitCompact, adds: adds, deletes: u.Files, baseID: baseID,
 		dirs: slices.Collect(maps.Keys(dirs))}
 	if _, err := st.commit(ctx, req); err != nil {
 		if !errors.Is(err, errCommitAmbiguous) {
@@ -306,7 +185,7 @@ func (st *tableState) mustStall(sch *tableSchema, touched []*manifestEntry) bool
 				g = append(g, f)
 			}
 		}
-		if len(bucketRuns(g)) >= sch.opts.stopTrigger {
+		if len(maintenance.SortedRuns(g)) >= sch.opts.stopTrigger {
 			return true
 		}
 	}

@@ -11,39 +11,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-)
 
-func TestUniversalPicker(t *testing.T) {
-	o := tableOptions{compactionTrigger: 5, maxSizeAmp: 200, sizeRatio: 1}
-	run := func(level int, size int64) sortedRun {
-		return sortedRun{level: level, size: size, files: []*manifestEntry{{}}}
-	}
-	cases := []struct {
-		runs      []sortedRun
-		wantFiles int
-		wantLevel int
-	}{
-		// Fewer runs than the trigger: nothing.
-		{[]sortedRun{run(0, 1), run(0, 1), run(5, 100)}, 0, 0},
-		// Size amplification: younger runs exceed 200% of the oldest.
-		{[]sortedRun{run(0, 100), run(0, 100), run(0, 100), run(0, 100), run(5, 10)}, 5, 5},
-		// Size ratio: the newest runs are similar in size, the old run is big.
-		{[]sortedRun{run(0, 10), run(0, 10), run(0, 10), run(0, 10), run(5, 1000)}, 4, 4},
-		// Run count: sizes grow too fast for the size ratio, 6 runs > trigger 5.
-		{[]sortedRun{run(0, 1), run(0, 3), run(2, 9), run(3, 27), run(4, 81), run(5, 1000)}, 2, 1},
-		// Output never lands in level 0: take further level-0 runs up to a leveled one.
-		{[]sortedRun{run(0, 1), run(0, 3), run(0, 9), run(0, 27), run(0, 81), run(5, 1000)}, 6, 5},
-	}
-	for i, c := range cases {
-		u := pickUniversal(o, c.runs)
-		switch {
-		case c.wantFiles == 0 && u != nil:
-			t.Errorf("case %d: want nothing, got %d files", i, len(u.files))
-		case c.wantFiles > 0 && (u == nil || len(u.files) != c.wantFiles || u.outputLevel != c.wantLevel):
-			t.Errorf("case %d: want %d files to level %d, got %+v", i, c.wantFiles, c.wantLevel, u)
-		}
-	}
-}
+	"github.com/flightd/flightd/tablestore/maintenance"
+)
 
 func TestBackgroundCompaction(t *testing.T) {
 	ctx := context.Background()
@@ -107,7 +77,7 @@ func TestWriterStall(t *testing.T) {
 		must(t, err)
 		live, err := tbl.st.liveFiles(sn)
 		must(t, err)
-		if runs := len(bucketRuns(live)); runs >= 5 {
+		if runs := len(maintenance.SortedRuns(live)); runs >= 5 {
 			t.Fatalf("commit %d returned with %d sorted runs (stop trigger 5)", i, runs)
 		}
 	}

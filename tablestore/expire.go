@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/flightd/flightd/tablestore/maintenance"
 )
 
 func (st *tableState) tagPath(name string) string { return joinPath(st.dir, "tag", "tag-"+name) }
@@ -473,32 +475,20 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (int, erro
 		protect = min(protect, id)
 	}
 	st.mu.Unlock()
-	cutoff := st.s.opts.Now().Add(-o.timeRetained).UnixMilli()
+	r := maintenance.Retention{Min: o.retainedMin, Max: o.retainedMax, Protect: protect, MaxDeletes: opts.MaxDeletes,
+		Before: st.s.opts.Now().Add(-o.timeRetained).UnixMilli()}
 	if !opts.OlderThan.IsZero() {
-		cutoff = opts.OlderThan.UnixMilli()
+		r.Before = opts.OlderThan.UnixMilli()
 	}
-	// Expire a prefix of the ids.
-	n := 0
-	for i, id := range ids {
-		if len(ids)-i <= o.retainedMin || id >= protect {
-			break
+	n, err := maintenance.Expirable(ids, r, func(id int64) (int64, error) {
+		sn, err := st.readSnapshot(id)
+		if err != nil {
+			return 0, err
 		}
-		if len(ids)-i <= o.retainedMax {
-			sn, err := st.readSnapshot(id)
-			if err != nil {
-				return 0, err
-			}
-			if sn.TimeMillis >= cutoff {
-				break
-			}
-		}
-		n = i + 1
-	}
-	if opts.MaxDeletes > 0 {
-		n = min(n, opts.MaxDeletes)
-	}
-	if n == 0 {
-		return 0, nil
+		return sn.TimeMillis, nil
+	})
+	if err != nil || n == 0 {
+		return 0, err
 	}
 	expired, retained := ids[:n], ids[n:]
 	// Manifests still referenced by retained snapshots or tags, and files

@@ -110,7 +110,7 @@ const (
 // parallel, and each reader projects and prunes the shared batches itself.
 // A reader the feed no longer holds a snapshot for (it fell behind) reads
 // that snapshot from the files itself, reading a few files or buckets ahead
-// in parallel (prefetchReader); so do the full reads of *Full starts.
+// in parallel (changefeed.Prefetch); so do the full reads of *Full starts.
 //
 // The reader leases the snapshot it reads, so expiry cannot remove its
 // files (no gap across compaction or expiry). Not safe for concurrent use.
@@ -120,7 +120,7 @@ type ChangeReader struct {
 	spec          StreamSpec
 	next          int64 // first snapshot not yet read
 	cur           int64 // snapshot being returned
-	units         []changeUnit
+	units         []changefeed.Unit[unitMeta]
 	rd            BatchReader
 	feed          *tableFeed
 	// shared holds the changes of snapshot cur read by the feed; the next
@@ -270,7 +270,7 @@ func (t *Table) NewChangeReader(ctx context.Context, spec StreamSpec) (*ChangeRe
 		}
 		r.full = s
 		for _, sp := range s.Splits() {
-			r.units = append(r.units, changeUnit{open: r.kindUnit(Insert, sp.Open)})
+			r.units = append(r.units, changefeed.Unit[unitMeta]{Open: r.kindUnit(Insert, sp.Open)})
 		}
 	}
 	// A new consumer's position protects its start from expiry; a full
@@ -385,7 +385,7 @@ func (r *ChangeReader) Next(ctx context.Context) (Change, error) {
 			return Change{Batch: b, Snapshot: r.cur, Image: r.image}, nil
 		}
 		if len(r.units) > 0 {
-			r.rd, r.units = newPrefetchReader(r.units), nil
+			r.rd, r.units = changefeed.NewPrefetch(r.units), nil
 			continue
 		}
 		if r.full != nil {
@@ -521,18 +521,11 @@ type unitMeta struct {
 	allowed func(string) bool
 }
 
-// changeUnit reads part of a snapshot's changes: a file, or the merged
-// rows of a bucket.
-type changeUnit struct {
-	unitMeta
-	open func(ctx context.Context) (BatchReader, error)
-}
-
 // plan lists the readers of snapshot sn's changes.
-func (r *changePlanner) plan(sn *snapshot) ([]changeUnit, error) {
-	var units []changeUnit
+func (r *changePlanner) plan(sn *snapshot) ([]changefeed.Unit[unitMeta], error) {
+	var units []changefeed.Unit[unitMeta]
 	file := func(e *manifestEntry, kind RowKind) {
-		units = append(units, changeUnit{unitMeta{[]*manifestEntry{e}, anyColumn}, r.fileUnit(e, kind)})
+		units = append(units, changefeed.Unit[unitMeta]{Meta: unitMeta{[]*manifestEntry{e}, anyColumn}, Open: r.fileUnit(e, kind)})
 	}
 	// An input changelog holds only the rows written: an overwrite's
 	// removals are read from the files it replaced, as without a producer.
@@ -600,7 +593,7 @@ func (r *changePlanner) plan(sn *snapshot) ([]changeUnit, error) {
 		}
 		for _, k := range order {
 			files := groups[k]
-			units = append(units, changeUnit{unitMeta{files, r.sch.isPrimaryKey}, r.kindUnit(kind, func(ctx context.Context) (BatchReader, error) {
+			units = append(units, changefeed.Unit[unitMeta]{Meta: unitMeta{files, r.sch.isPrimaryKey}, Open: r.kindUnit(kind, func(ctx context.Context) (BatchReader, error) {
 				return newMergeReader(ctx, r.scan, files, r.sch.isPrimaryKey, false, false)
 			})})
 		}
@@ -620,8 +613,8 @@ const kindOfRow RowKind = -1
 
 // fileUnit reads the rows of one file, with their own kinds (kindOfRow)
 // or all as kind.
-func (r *changePlanner) fileUnit(e *manifestEntry, kind RowKind) func(ctx context.Context) (BatchReader, error) {
-	return func(ctx context.Context) (BatchReader, error) {
+func (r *changePlanner) fileUnit(e *manifestEntry, kind RowKind) func(ctx context.Context) (changefeed.Reader, error) {
+	return func(ctx context.Context) (changefeed.Reader, error) {
 		s := r.scan
 		df, err := s.st.openDataFile(e)
 		if err != nil {
@@ -644,8 +637,8 @@ func (r *changePlanner) fileUnit(e *manifestEntry, kind RowKind) func(ctx contex
 func (r *changePlanner) mem() memory.Allocator { return r.st.s.opts.Mem }
 
 // kindUnit gives every row of open's batches one row kind.
-func (r *changePlanner) kindUnit(kind RowKind, open func(ctx context.Context) (BatchReader, error)) func(ctx context.Context) (BatchReader, error) {
-	return func(ctx context.Context) (BatchReader, error) {
+func (r *changePlanner) kindUnit(kind RowKind, open func(ctx context.Context) (BatchReader, error)) func(ctx context.Context) (changefeed.Reader, error) {
+	return func(ctx context.Context) (changefeed.Reader, error) {
 		rd, err := open(ctx)
 		if err != nil {
 			return nil, err

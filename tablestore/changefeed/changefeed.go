@@ -17,6 +17,12 @@
 // the feed again. So memory is bounded by the limits plus the one snapshot
 // each stream is in the middle of, and a slow stream costs the others
 // nothing.
+//
+// Reading a snapshot's changes is split into independent Units (a file, or
+// a bucket's merged rows): Load reads them all in parallel for the feed,
+// Prefetch reads them in order with a bounded read-ahead for a stream that
+// reads a snapshot itself. The table store plans the units; this package
+// knows only Arrow batches.
 package changefeed
 
 import (

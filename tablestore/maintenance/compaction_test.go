@@ -1,0 +1,176 @@
+package maintenance
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+type file struct {
+	level     int
+	size, seq int64
+}
+
+func (f *file) Level() int    { return f.level }
+func (f *file) Size() int64   { return f.size }
+func (f *file) MaxSeq() int64 { return f.seq }
+
+func TestUniversalPicker(t *testing.T) {
+	o := Universal{Trigger: 5, MaxSizeAmp: 200, SizeRatio: 1}
+	run := func(level int, size int64) Run[*file] {
+		return Run[*file]{Level: level, Size: size, Files: []*file{{level: level, size: size}}}
+	}
+	cases := []struct {
+		runs      []Run[*file]
+		wantFiles int
+		wantLevel int
+	}{
+		// Fewer runs than the trigger: nothing.
+		{[]Run[*file]{run(0, 1), run(0, 1), run(5, 100)}, 0, 0},
+		// Size amplification: younger runs exceed 200% of the oldest.
+		{[]Run[*file]{run(0, 100), run(0, 100), run(0, 100), run(0, 100), run(5, 10)}, 5, 5},
+		// Size ratio: the newest runs are similar in size, the old run is big.
+		{[]Run[*file]{run(0, 10), run(0, 10), run(0, 10), run(0, 10), run(5, 1000)}, 4, 4},
+		// Run count: sizes grow too fast for the size ratio, 6 runs > trigger 5.
+		{[]Run[*file]{run(0, 1), run(0, 3), run(2, 9), run(3, 27), run(4, 81), run(5, 1000)}, 2, 1},
+		// Output never lands in level 0: take further level-0 runs up to a leveled one.
+		{[]Run[*file]{run(0, 1), run(0, 3), run(0, 9), run(0, 27), run(0, 81), run(5, 1000)}, 6, 5},
+	}
+	for i, c := range cases {
+		u := PickUniversal(o, c.runs)
+		switch {
+		case c.wantFiles == 0 && u != nil:
+			t.Errorf("case %d: want nothing, got %d files", i, len(u.Files))
+		case c.wantFiles > 0 && (u == nil || len(u.Files) != c.wantFiles || u.OutputLevel != c.wantLevel):
+			t.Errorf("case %d: want %d files to level %d, got %+v", i, c.wantFiles, c.wantLevel, u)
+		}
+	}
+}
+
+// randomBucket is the files of a bucket whose levels 1..maxLevel hold some
+// files each and level 0 some flushed files, with distinct sequence numbers.
+func randomBucket(rng *rand.Rand, maxLevel int) []*file {
+	var files []*file
+	seqs := rng.Perm(1000)
+	for range rng.IntN(8) {
+		files = append(files, &file{size: 1 + rng.Int64N(1000), seq: int64(seqs[len(files)])})
+	}
+	for l := 1; l <= maxLevel; l++ {
+		if rng.IntN(2) == 0 {
+			continue
+		}
+		for range 1 + rng.IntN(3) {
+			files = append(files, &file{level: l, size: 1 + rng.Int64N(5000), seq: int64(seqs[len(files)])})
+		}
+	}
+	rng.Shuffle(len(files), func(i, j int) { files[i], files[j] = files[j], files[i] })
+	return files
+}
+
+// TestPickUniversalRandom checks SortedRuns' order and the guarantees of
+// PickUniversal's documentation on random buckets and options.
+func TestPickUniversalRandom(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 2))
+	for iter := range 5000 {
+		o := Universal{Trigger: 2 + rng.IntN(6), MaxSizeAmp: 50 + rng.IntN(300), SizeRatio: rng.IntN(10)}
+		files := randomBucket(rng, o.Trigger)
+		runs := SortedRuns(files)
+
+		// Every file once; level-0 runs newest first, then levels ascending.
+		var seen []*file
+		for i, r := range runs {
+			var size int64
+			for _, f := range r.Files {
+				if f.level != r.Level {
+					t.Fatalf("iter %d: file of level %d in run of level %d", iter, f.level, r.Level)
+				}
+				size += f.size
+			}
+			if size != r.Size || (r.Level == 0) != (len(r.Files) == 1 && r.Files[0].level == 0) {
+				t.Fatalf("iter %d: run %d: %+v", iter, i, r)
+			}
+			if i > 0 {
+				p := runs[i-1]
+				if p.Level > r.Level || (p.Level == r.Level && (r.Level != 0 || p.Files[0].seq < r.Files[0].seq)) {
+					t.Fatalf("iter %d: run %d (level %d) after run of level %d out of order", iter, i, r.Level, p.Level)
+				}
+			}
+			seen = append(seen, r.Files...)
+		}
+		if len(seen) != len(files) {
+			t.Fatalf("iter %d: %d files in runs, %d in the bucket", iter, len(seen), len(files))
+		}
+
+		u := PickUniversal(o, runs)
+		if len(runs) < o.Trigger {
+			if u != nil {
+				t.Fatalf("iter %d: %d runs under trigger %d, picked %d files", iter, len(runs), o.Trigger, len(u.Files))
+			}
+			continue
+		}
+		if u == nil {
+			if len(runs) > o.Trigger {
+				t.Fatalf("iter %d: %d runs over trigger %d, nothing picked", iter, len(runs), o.Trigger)
+			}
+			continue
+		}
+		// A prefix of two runs or more, in order.
+		taken, n := 0, 0
+		for taken < len(runs) && n < len(u.Files) {
+			if !slices.Equal(u.Files[n:n+len(runs[taken].Files)], runs[taken].Files) {
+				t.Fatalf("iter %d: unit is not the newest runs in order", iter)
+			}
+			n += len(runs[taken].Files)
+			taken++
+		}
+		if n != len(u.Files) || taken < 2 {
+			t.Fatalf("iter %d: unit of %d files is not a prefix of two runs or more (%d runs)", iter, len(u.Files), taken)
+		}
+		if u.DropDeletes != (taken == len(runs)) {
+			t.Fatalf("iter %d: DropDeletes %v with %d of %d runs", iter, u.DropDeletes, taken, len(runs))
+		}
+		if u.OutputLevel < 1 || u.OutputLevel > o.Trigger {
+			t.Fatalf("iter %d: output level %d outside 1..%d", iter, u.OutputLevel, o.Trigger)
+		}
+		for _, r := range runs[:taken] {
+			if r.Level > u.OutputLevel {
+				t.Fatalf("iter %d: run of level %d compacted down to level %d", iter, r.Level, u.OutputLevel)
+			}
+		}
+		for _, r := range runs[taken:] {
+			if r.Level <= u.OutputLevel {
+				t.Fatalf("iter %d: output level %d is not below the remaining level %d", iter, u.OutputLevel, r.Level)
+			}
+		}
+	}
+}
+
+// TestPickAppend: small files only, and only once there are enough of them
+// (two with full).
+func TestPickAppend(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 3))
+	for iter := range 2000 {
+		target, minNum, full := 100+rng.Int64N(1000), 1+rng.IntN(6), rng.IntN(2) == 0
+		var files, small []*file
+		for range rng.IntN(10) {
+			f := &file{size: rng.Int64N(2 * target)}
+			files = append(files, f)
+			if f.size < target/2 {
+				small = append(small, f)
+			}
+		}
+		u := PickAppend(files, target, minNum, full)
+		want := len(small) >= minNum || (full && len(small) >= 2)
+		switch {
+		case !want && u != nil:
+			t.Fatalf("iter %d: %d small files (min %d, full %v), picked %d", iter, len(small), minNum, full, len(u.Files))
+		case want && (u == nil || !slices.Equal(u.Files, small)):
+			t.Fatalf("iter %d: want the %d small files, got %+v", iter, len(small), u)
+		}
+	}
+}
