@@ -126,7 +126,8 @@ func BenchmarkAggregateOrdered(b *testing.B) {
 // BenchmarkSort sorts 1M rows by a random int64 key.
 func BenchmarkSort(b *testing.B) {
 	mem := memory.NewGoAllocator()
-	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "g", Type: arrow.PrimitiveTypes.Int32}, {Name: "s", Type: arrow.BinaryTypes.String}}, nil)
 	var bs []arrow.RecordBatch
 	rb := array.NewRecordBuilder(mem, schema)
 	x := uint64(1)
@@ -134,6 +135,8 @@ func BenchmarkSort(b *testing.B) {
 		x = x*6364136223846793005 + 1442695040888963407
 		rb.Field(0).(*array.Int64Builder).Append(int64(x >> 20))
 		rb.Field(1).(*array.Int64Builder).Append(int64(i))
+		rb.Field(2).(*array.Int32Builder).Append(int32(x>>40) % 18000)
+		rb.Field(3).(*array.StringBuilder).Append(fmt.Sprintf("item-%05d", (x>>40)%18000))
 		if rb.Field(0).Len() == 1024 {
 			bs = append(bs, rb.NewRecordBatch())
 		}
@@ -141,12 +144,24 @@ func BenchmarkSort(b *testing.B) {
 	bs = append(bs, rb.NewRecordBatch())
 	rb.Release()
 	defer release(bs)
-	for b.Loop() {
-		ec := exec.NewContext(mem)
-		op := exec.NewSort(ec, exectest.Source(ec, schema, retained(bs)), []exec.SortKey{{Expr: exec.NewColumn(0, arrow.PrimitiveTypes.Int64, "k")}})
-		if n, err := exec.Drain(context.Background(), op); err != nil || n != 1_000_000 {
-			b.Fatal(n, err)
-		}
+	k := exec.SortKey{Expr: exec.NewColumn(0, arrow.PrimitiveTypes.Int64, "k")}
+	g := exec.SortKey{Expr: exec.NewColumn(2, arrow.PrimitiveTypes.Int32, "g")}
+	s := exec.SortKey{Expr: exec.NewColumn(3, arrow.BinaryTypes.String, "s")}
+	// keys=int,int is a window's PARTITION BY item ORDER BY date;
+	// keys=string,int takes the comparison sort.
+	for _, c := range []struct {
+		name string
+		keys []exec.SortKey
+	}{{"int", []exec.SortKey{k}}, {"int,int", []exec.SortKey{g, k}}, {"string,int", []exec.SortKey{s, k}}} {
+		b.Run("keys="+c.name, func(b *testing.B) {
+			for b.Loop() {
+				ec := exec.NewContext(mem)
+				op := exec.NewSort(ec, exectest.Source(ec, schema, retained(bs)), c.keys)
+				if n, err := exec.Drain(context.Background(), op); err != nil || n != 1_000_000 {
+					b.Fatal(n, err)
+				}
+			}
+		})
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -143,7 +144,7 @@ func TestRandomSortOneKey(t *testing.T) {
 			for _, nf := range []bool{false, true} {
 				key := exec.SortKey{Expr: col(s, name), Descending: desc, NullsFirst: nf}
 				want := reference(t, []exectest.Table{tb}, func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
-					return exec.NewSort(ec, ops[0], []exec.SortKey{key, {Expr: lit(int64(1))}}), nil
+					return exec.NewSort(ec, ops[0], []exec.SortKey{key, comparisonSortKey}), nil
 				})
 				got := reference(t, []exectest.Table{tb}, func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 					return exec.NewSort(ec, ops[0], []exec.SortKey{key}), nil
@@ -152,6 +153,52 @@ func TestRandomSortOneKey(t *testing.T) {
 					t.Fatalf("sort by %s desc=%v nullsFirst=%v differs:\ngot  %q\nwant %q", name, desc, nf, got, want)
 				}
 			}
+		}
+	}
+}
+
+// comparisonSortKey is a constant string key: added last, it leaves the
+// order as it was and makes the sort compare rows instead of radix sorting.
+var comparisonSortKey = exec.SortKey{Expr: lit("x")}
+
+// TestRandomSortKeys sorts by two or three integer, float and date keys
+// (few distinct values, so ties reach the later keys; NULLs, NaN and -0),
+// each ascending or descending with NULLs first or last: the radix passes
+// must give the comparison sort's order, ties in input order.
+func TestRandomSortKeys(t *testing.T) {
+	seed := exectest.Seed(t)
+	rng := rand.New(rand.NewPCG(seed, 8))
+	tb := exectest.NewTable(t, "i:int64, f:float64, d:date, n:int32, row:int32")
+	floats := []string{"0", "-0.0", "1.5", "-2.25", "NaN", "Inf", "-Inf", "NULL"}
+	cell := func(s string) string {
+		if rng.IntN(6) == 0 {
+			return "NULL"
+		}
+		return s
+	}
+	for r := 0; r < 400; r++ {
+		tb.Rows = append(tb.Rows, []string{cell(fmt.Sprint(rng.Int64N(5) - 2)), floats[rng.IntN(len(floats))],
+			cell(fmt.Sprintf("2001-01-0%d", 1+rng.IntN(3))), cell(fmt.Sprint(rng.Int32N(4))), fmt.Sprint(r)})
+	}
+	s := tb.Schema
+	names := []string{"i", "f", "d", "n"}
+	for range 40 {
+		var keys []exec.SortKey
+		var desc []string
+		for _, k := range rng.Perm(len(names))[:2+rng.IntN(2)] {
+			key := exec.SortKey{Expr: col(s, names[k]), Descending: rng.IntN(2) == 0, NullsFirst: rng.IntN(2) == 0}
+			keys = append(keys, key)
+			desc = append(desc, fmt.Sprintf("%s desc=%v nullsFirst=%v", names[k], key.Descending, key.NullsFirst))
+		}
+		want := reference(t, []exectest.Table{tb}, func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewSort(ec, ops[0], append(slices.Clone(keys), comparisonSortKey)), nil
+		})
+		got := reference(t, []exectest.Table{tb}, func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewSort(ec, ops[0], keys), nil
+		})
+		// The row column makes the order of ties part of the comparison.
+		if !slices.Equal(got, want) {
+			t.Fatalf("sort by %v differs:\ngot  %q\nwant %q", desc, got, want)
 		}
 	}
 }

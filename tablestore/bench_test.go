@@ -15,6 +15,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 )
@@ -373,4 +374,88 @@ func scanRows(b *testing.B, tbl *Table, spec ScanSpec) (int64, ScanStats) {
 		}
 	}
 	return rows, sc.Stats()
+}
+
+// salesSchema has the column shapes of TPC-DS's fact tables: integer
+// surrogate keys, a date key, DECIMAL(7,2) amounts and a short string.
+var salesSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "date_sk", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+	{Name: "item_sk", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+	{Name: "quantity", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+	{Name: "price", Type: &arrow.Decimal128Type{Precision: 7, Scale: 2}, Nullable: true},
+	{Name: "paid", Type: &arrow.Decimal128Type{Precision: 7, Scale: 2}, Nullable: true},
+	{Name: "profit", Type: &arrow.Decimal128Type{Precision: 7, Scale: 2}, Nullable: true},
+	{Name: "state", Type: arrow.BinaryTypes.String, Nullable: true},
+}, nil)
+
+func salesBatch(mem memory.Allocator, rng *rand.Rand, n int) arrow.RecordBatch {
+	b := array.NewRecordBuilder(mem, salesSchema)
+	defer b.Release()
+	dec := func(i int, v int64) {
+		if rng.IntN(50) == 0 {
+			b.Field(i).AppendNull() // TPC-DS's fact columns hold about 2% NULLs
+			return
+		}
+		b.Field(i).(*array.Decimal128Builder).Append(decimal128.FromI64(v))
+	}
+	for range n {
+		b.Field(0).(*array.Int32Builder).Append(2450816 + rng.Int32N(1800))
+		b.Field(1).(*array.Int32Builder).Append(rng.Int32N(18000))
+		b.Field(2).(*array.Int32Builder).Append(1 + rng.Int32N(100))
+		dec(3, rng.Int64N(20000))
+		dec(4, rng.Int64N(2000000))
+		dec(5, rng.Int64N(2000000)-1000000)
+		b.Field(6).(*array.StringBuilder).Append(fmt.Sprintf("S%02d", rng.IntN(50)))
+	}
+	return b.NewRecordBatch()
+}
+
+// BenchmarkScanDecode reads 1M rows of an append table the way a first
+// (uncached) query does: without a column cache, and with a cache that
+// starts empty (a new store each iteration, so every chunk is decoded).
+// rows/cpu-s is the figure to compare on a shared machine.
+func BenchmarkScanDecode(b *testing.B) {
+	ctx := context.Background()
+	mem := memory.NewGoAllocator()
+	dir := b.TempDir()
+	open := func(cache int64) *Store {
+		s, err := Open(ctx, NewLocalFS(), dir, Options{Mem: mem, BatchSize: 1024, CacheBytes: cache})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	s := open(0)
+	_ = s.CreateDatabase(ctx, "db", false)
+	tbl, err := s.CreateTable(ctx, Ident{"db", "sales"}, TableDef{Schema: salesSchema}, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 8 {
+		commitRecord(b, tbl, salesBatch(mem, rng, 1<<17))
+	}
+	s.Close()
+	for _, cache := range []int64{0, 1 << 30} {
+		name := "cache=none"
+		if cache > 0 {
+			name = "cache=cold"
+		}
+		b.Run(name, func(b *testing.B) {
+			var rows int64
+			cpu0 := cpuTime()
+			for range b.N {
+				s := open(cache)
+				tbl, err := s.Table(ctx, Ident{"db", "sales"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, _ := scanRows(b, tbl, ScanSpec{})
+				rows += n
+				s.Close()
+			}
+			b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+			b.ReportMetric(float64(rows)/(cpuTime()-cpu0).Seconds(), "rows/cpu-s")
+		})
+	}
 }
