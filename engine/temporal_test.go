@@ -155,9 +155,9 @@ func TestLookupsInTransaction(t *testing.T) {
 	mustExec(t, s, "INSERT INTO dim VALUES (1, 'a'), (2, 'b')")
 	mustExec(t, s, "INSERT INTO ev VALUES (10, 1), (20, 2)")
 	queries := map[string]string{
-		"SELECT k, name FROM dim WHERE k = 1":       "LookupScan",
-		"SELECT k, name FROM dim WHERE k IN (1, 2)": "LookupScan",
-		"SELECT k, name FROM dim":                   "Scan",
+		"SELECT k, name FROM dim WHERE k = 1":                                                      "LookupScan",
+		"SELECT k, name FROM dim WHERE k IN (1, 2)":                                                "LookupScan",
+		"SELECT k, name FROM dim":                                                                  "Scan",
 		"SELECT ev.id, dim.name FROM ev JOIN dim FOR SYSTEM_TIME AS OF ev.pt ON ev.k = dim.k":      "LookupJoin",
 		"SELECT ev.id, dim.name FROM ev LEFT JOIN dim FOR SYSTEM_TIME AS OF ev.pt ON ev.k = dim.k": "LookupJoin",
 	}
