@@ -279,16 +279,9 @@ func resolveRegexpExtract(types []arrow.DataType, args []Expr) (*impl, error) {
 				b.AppendNull()
 				continue
 			}
-			re, err := get(vectorized.StringAt(a[1], i))
+			re, g, err := regexpGroup(get, a, i, 0, "regexp_extract")
 			if err != nil {
 				return nil, err
-			}
-			g := int64(0)
-			if len(a) == 3 {
-				g = a[2].(*array.Int64).Value(i)
-			}
-			if g < 0 || g > int64(re.NumSubexp()) {
-				return nil, fmt.Errorf("%w: regexp_extract group %d of a pattern with %d groups", vectorized.ErrInvalidValue, g, re.NumSubexp())
 			}
 			m := re.FindStringSubmatchIndex(vectorized.StringAt(a[0], i))
 			if m == nil || m[2*g] < 0 {
@@ -299,6 +292,23 @@ func resolveRegexpExtract(types []arrow.DataType, args []Expr) (*impl, error) {
 		}
 		return b.NewArray(), nil
 	}}, nil
+}
+
+// regexpGroup returns row i's pattern (a[1]) and group (a[2], def when not
+// given), checked against the pattern's groups.
+func regexpGroup(get func(string) (*regexp.Regexp, error), a []arrow.Array, i int, def int64, fn string) (*regexp.Regexp, int64, error) {
+	re, err := get(vectorized.StringAt(a[1], i))
+	if err != nil {
+		return nil, 0, err
+	}
+	g := def
+	if len(a) == 3 {
+		g = a[2].(*array.Int64).Value(i)
+	}
+	if g < 0 || g > int64(re.NumSubexp()) {
+		return nil, 0, fmt.Errorf("%w: %s group %d of a pattern with %d groups", vectorized.ErrInvalidValue, fn, g, re.NumSubexp())
+	}
+	return re, g, nil
 }
 
 // resolveRegexpExtractAll is Flink's REGEXP_EXTRACT_ALL(s, pattern [,
@@ -327,16 +337,9 @@ func resolveRegexpExtractAll(types []arrow.DataType, args []Expr) (*impl, error)
 				b.AppendNull()
 				continue
 			}
-			re, err := get(vectorized.StringAt(a[1], i))
+			re, g, err := regexpGroup(get, a, i, 1, "regexp_extract_all")
 			if err != nil {
 				return nil, err
-			}
-			g := int64(1)
-			if len(a) == 3 {
-				g = a[2].(*array.Int64).Value(i)
-			}
-			if g < 0 || g > int64(re.NumSubexp()) {
-				return nil, fmt.Errorf("%w: regexp_extract_all group %d of a pattern with %d groups", vectorized.ErrInvalidValue, g, re.NumSubexp())
 			}
 			s := vectorized.StringAt(a[0], i)
 			b.Append(true)
