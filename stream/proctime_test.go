@@ -86,30 +86,40 @@ func TestProcTimeWindows(t *testing.T) {
 	}
 }
 
-func runProcTimeWindows(t *testing.T, rng *rand.Rand) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var clock atomic.Int64 // microseconds
+// openProcTime opens an engine over cfg whose PROCTIME() reads clock (set to
+// a random moment of 2024-01-01), checked for leaks, with a session and a
+// helper that executes a statement or fails the test.
+func openProcTime(t *testing.T, rng *rand.Rand, clock *atomic.Int64, cfg engine.Config) (*engine.Engine, *engine.Session, func(string)) {
+	t.Helper()
 	clock.Store(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro() + rng.Int63n(10e6))
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	eng, err := engine.Open(ctx, engine.Config{Mem: mem, Root: t.TempDir(), BatchSize: []int{1, 3, 1024}[rng.Intn(3)],
-		Parallelism: 1, Plan: plan.Options{ProcTime: func() time.Time { return time.UnixMicro(clock.Load()) }}})
+	cfg.Mem, cfg.Root = mem, t.TempDir()
+	cfg.Plan.ProcTime = func() time.Time { return time.UnixMicro(clock.Load()) }
+	eng, err := engine.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer eng.Close()
 	sess := eng.NewSession()
 	run := func(q string) {
 		t.Helper()
-		st, err := sess.Prepare(ctx, q, nil)
+		st, err := sess.Prepare(context.Background(), q, nil)
 		if err == nil {
-			_, err = st.Exec(ctx, nil)
+			_, err = st.Exec(context.Background(), nil)
 		}
 		if err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
+	return eng, sess, run
+}
+
+func runProcTimeWindows(t *testing.T, rng *rand.Rand) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var clock atomic.Int64 // microseconds
+	eng, sess, run := openProcTime(t, rng, &clock, engine.Config{BatchSize: []int{1, 3, 1024}[rng.Intn(3)], Parallelism: 1})
+	defer eng.Close()
 	run("CREATE TABLE bid (id INT, auction INT, price BIGINT)")
 	run("CREATE VIEW b AS SELECT *, PROCTIME() AS pt FROM bid")
 	bid, err := eng.Store().Table(ctx, tablestore.Ident{Database: "default", Table: "bid"})
@@ -336,26 +346,8 @@ func TestProcTimeWindowJob(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var clock atomic.Int64 // microseconds
-	clock.Store(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro() + rng.Int63n(10e6))
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	eng, err := engine.Open(ctx, engine.Config{Mem: mem, Root: t.TempDir(),
-		Plan: plan.Options{ProcTime: func() time.Time { return time.UnixMicro(clock.Load()) }}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng, sess, run := openProcTime(t, rng, &clock, engine.Config{})
 	defer eng.Close()
-	sess := eng.NewSession()
-	run := func(q string) {
-		t.Helper()
-		st, err := sess.Prepare(ctx, q, nil)
-		if err == nil {
-			_, err = st.Exec(ctx, nil)
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
 	run("CREATE TABLE bid (auction BIGINT, bidder BIGINT, price BIGINT)")
 	run("CREATE VIEW B AS SELECT *, PROCTIME() AS p_time FROM bid")
 	run("CREATE TABLE q12 (bidder BIGINT NOT NULL, bid_count BIGINT, starttime TIMESTAMP_LTZ(6) NOT NULL, endtime TIMESTAMP_LTZ(6) NOT NULL, PRIMARY KEY (bidder, starttime, endtime) NOT ENFORCED)")
