@@ -259,12 +259,9 @@ func TestTPCDS(t *testing.T) {
 // createTPCDS creates the TPC-DS tables in h and returns the kit's
 // directory (the test is skipped without the kit).
 func createTPCDS(t testing.TB, h *slt.InProc) string {
-	root := "/work/shared/bench/tpcds"
+	root := "../../shared/bench/tpcds" // shared/ beside the repository
 	if _, err := os.Stat(root); err != nil {
-		root = "../../shared/bench/tpcds"
-		if _, err := os.Stat(root); err != nil {
-			t.Skip("TPC-DS kit not present")
-		}
+		t.Skip("TPC-DS kit not present")
 	}
 	schemas, _ := filepath.Glob(filepath.Join(root, "schema", "*.sql"))
 	for _, f := range schemas {
