@@ -259,17 +259,10 @@ func resolveRegexpReplace(types []arrow.DataType, args []Expr) (*impl, error) {
 // resolveRegexpExtract is regexp_extract(s, pattern [, group]): the group's
 // text of the first match (group 0 = whole match), NULL without a match.
 func resolveRegexpExtract(types []arrow.DataType, args []Expr) (*impl, error) {
-	if err := wantArgs(types, 2, 3); err != nil {
-		return nil, err
-	}
-	if _, err := stringArgs(types[:2]); err != nil {
-		return nil, err
-	}
-	fixed, err := literalRegexp(args, 1)
+	fixed, argTypes, err := regexpExtractArgs(types, args)
 	if err != nil {
 		return nil, err
 	}
-	argTypes := []arrow.DataType{strType, strType, i64Type}[:len(types)]
 	return &impl{ret: strType, args: argTypes, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
 		get := regexpCache(fixed)
 		b := array.NewStringBuilder(ec.Mem)
@@ -294,6 +287,22 @@ func resolveRegexpExtract(types []arrow.DataType, args []Expr) (*impl, error) {
 	}}, nil
 }
 
+// regexpExtractArgs checks (s, pattern [, group]) and returns the pattern
+// when it is a literal and the argument types to cast to.
+func regexpExtractArgs(types []arrow.DataType, args []Expr) (*regexp.Regexp, []arrow.DataType, error) {
+	if err := wantArgs(types, 2, 3); err != nil {
+		return nil, nil, err
+	}
+	if _, err := stringArgs(types[:2]); err != nil {
+		return nil, nil, err
+	}
+	fixed, err := literalRegexp(args, 1)
+	if err != nil {
+		return nil, nil, err
+	}
+	return fixed, []arrow.DataType{strType, strType, i64Type}[:len(types)], nil
+}
+
 // regexpGroup returns row i's pattern (a[1]) and group (a[2], def when not
 // given), checked against the pattern's groups.
 func regexpGroup(get func(string) (*regexp.Regexp, error), a []arrow.Array, i int, def int64, fn string) (*regexp.Regexp, int64, error) {
@@ -315,18 +324,11 @@ func regexpGroup(get func(string) (*regexp.Regexp, error), a []arrow.Array, i in
 // group]): the group's text (1 by default, 0 the whole match) of every
 // match as an ARRAY<STRING>, NULL for a match without the group.
 func resolveRegexpExtractAll(types []arrow.DataType, args []Expr) (*impl, error) {
-	if err := wantArgs(types, 2, 3); err != nil {
-		return nil, err
-	}
-	if _, err := stringArgs(types[:2]); err != nil {
-		return nil, err
-	}
-	fixed, err := literalRegexp(args, 1)
+	fixed, argTypes, err := regexpExtractArgs(types, args)
 	if err != nil {
 		return nil, err
 	}
 	ret := arrow.ListOf(strType)
-	argTypes := []arrow.DataType{strType, strType, i64Type}[:len(types)]
 	return &impl{ret: ret, args: argTypes, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
 		get := regexpCache(fixed)
 		b := array.NewListBuilder(ec.Mem, strType)
