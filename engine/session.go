@@ -269,7 +269,7 @@ func checkParams(want *arrow.Schema, params arrow.RecordBatch) error {
 }
 
 // paramRows splits the bound parameter batch into one-row batches (owned by
-// the caller) in their stored types, or with batch keeps it whole (one
+// the caller) of the parameters' types, or with batch keeps it whole (one
 // execution reads every row); a statement without parameters runs once
 // with nil.
 func paramRows(ctx context.Context, ec *exec.Context, q *plan.Query, params arrow.RecordBatch, batch bool) ([]arrow.RecordBatch, error) {
@@ -279,12 +279,13 @@ func paramRows(ctx context.Context, ec *exec.Context, q *plan.Query, params arro
 	if q.Params() == nil || q.Params().NumFields() == 0 {
 		return []arrow.RecordBatch{nil}, nil
 	}
-	params, err := storedParams(ec.Mem, params)
+	stored, err := storedParams(ec.Mem, params)
 	if err != nil {
 		return nil, err
 	}
-	if err := q.CheckParamValues(ctx, ec, params); err != nil {
-		params.Release()
+	params, err = q.ConvertParams(ctx, ec, stored)
+	stored.Release()
+	if err != nil {
 		return nil, err
 	}
 	if batch {

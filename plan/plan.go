@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/tablestore"
@@ -92,30 +93,37 @@ func (q *Query) Logical() Node { return q.root }
 // Params is the schema of the parameters ($1 is field 0), nil if none.
 func (q *Query) Params() *arrow.Schema { return q.params }
 
-// CheckParamValues converts every bound value to its parameter's type, as
-// Build's plans do, so that a value that does not convert is refused
-// before any row is read: a parameter compared in a filter is converted
-// only when a batch reaches it, which an empty table never does.
-func (q *Query) CheckParamValues(ctx context.Context, ec *exec.Context, params arrow.RecordBatch) error {
-	if q.params == nil || params == nil {
-		return nil
-	}
+// ConvertParams returns params (owned by the caller) with every column of
+// its parameter's type, converted as Build's plans would convert each
+// value, so that a value that does not convert is refused before any row
+// is read (a parameter compared in a filter is otherwise converted only
+// when a batch reaches it, which an empty table never does) and no plan
+// converts it again.
+func (q *Query) ConvertParams(ctx context.Context, ec *exec.Context, params arrow.RecordBatch) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, len(q.params.Fields()))
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
 	for i, f := range q.params.Fields() {
 		col := params.Column(i)
 		if arrow.TypeEqual(col.DataType(), f.Type) {
+			col.Retain()
+			cols[i] = col
 			continue
 		}
 		cast, err := exec.NewCast(exec.NewColumn(i, col.DataType(), f.Name), f.Type)
 		if err != nil {
-			return fmt.Errorf("%w: parameter $%d: %v", ErrParams, i+1, err)
+			return nil, fmt.Errorf("%w: parameter $%d: %v", ErrParams, i+1, err)
 		}
-		out, err := cast.Eval(ctx, ec, params)
-		if err != nil {
-			return fmt.Errorf("%w: parameter $%d does not convert to %s: %v", ErrParams, i+1, f.Type, err)
+		if cols[i], err = cast.Eval(ctx, ec, params); err != nil {
+			return nil, fmt.Errorf("%w: parameter $%d does not convert to %s: %v", ErrParams, i+1, f.Type, err)
 		}
-		out.Release()
 	}
-	return nil
+	return array.NewRecordBatch(q.params, cols, params.NumRows()), nil
 }
 
 // BatchesParams reports whether Build takes several parameter rows at once,
