@@ -55,7 +55,7 @@ var causes = [...][]error{
 	KindAlreadyExists: {tablestore.ErrTableExists, tablestore.ErrDatabaseExists, tablestore.ErrViewExists},
 	KindNotSupported:  {ErrNotSupported, arrow.ErrNotImplemented},
 	KindConflict:      {tablestore.ErrConflict},
-	KindExhausted:     {syscall.ENOSPC, exec.ErrMemoryLimit},
+	KindExhausted:     {syscall.ENOSPC, exec.ErrMemoryLimit, vectorized.ErrTooLarge},
 	KindInvalid: {ErrInvalid, ErrTxnActive, ErrNoTxn, tablestore.ErrInvalid, arrow.ErrInvalid, arrow.ErrType, arrow.ErrIndex,
 		vectorized.ErrDivideByZero, vectorized.ErrOverflow, vectorized.ErrInvalidValue, exec.ErrInvalid, plan.ErrParams},
 	KindDataLoss: {tablestore.ErrCorrupt},
@@ -134,6 +134,8 @@ func SQLState(err error) string {
 		return "53100"
 	case errors.Is(err, exec.ErrMemoryLimit):
 		return "53200"
+	case errors.Is(err, vectorized.ErrTooLarge):
+		return "54000"
 	case errors.Is(err, context.Canceled):
 		return "57014"
 	}

@@ -130,6 +130,31 @@ func (c *aggCore) accBytes() int64 {
 	return n
 }
 
+// heldBytes is the accumulator state that spilling cannot move: LISTAGG and
+// MIN/MAX strings of the groups in memory (a DISTINCT set stops growing
+// once it spills, its inner aggregate's values do not).
+func (c *aggCore) heldBytes() int64 {
+	var n int64
+	for _, a := range c.accs {
+		if d, ok := a.(*distinctAcc); ok {
+			a = d.inner
+		}
+		if s, ok := a.(sizedAcc); ok {
+			n += s.bytes()
+		}
+	}
+	return n
+}
+
+// checkHeld fails once heldBytes passes the query budget: spilling sends
+// new groups to disk, but the groups in memory keep growing.
+func (c *aggCore) checkHeld() error {
+	if held := c.heldBytes(); c.ec.MemoryLimit > 0 && held > c.ec.MemoryLimit {
+		return fmt.Errorf("%w: aggregate values of the groups in memory (LISTAGG or MIN/MAX strings) hold %d bytes, over the query memory budget (%d bytes)", ErrMemoryLimit, held, c.ec.MemoryLimit)
+	}
+	return nil
+}
+
 // spillDistinct freezes the DISTINCT aggregates' sets: from now on pairs
 // they do not hold go to disk.
 func (c *aggCore) spillDistinct() error {
@@ -477,6 +502,9 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 				h.spills = append(h.spills, p)
 			}
 			if err := h.spillDistinct(); err != nil {
+				return err
+			}
+			if err := h.checkHeld(); err != nil {
 				return err
 			}
 		}

@@ -1,6 +1,9 @@
 package exec
 
 import (
+	"fmt"
+	"math"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -51,6 +54,9 @@ func (l *listaggAcc) update(groups []uint32, args []arrow.Array, mask []bool) er
 			l.vals[g] = append(l.vals[g], sep...)
 		}
 		l.vals[g] = append(l.vals[g], vectorized.StringAt(args[0], i)...)
+		if err := vectorized.CheckComputedString("LISTAGG", int64(len(l.vals[g]))); err != nil {
+			return err
+		}
 		l.seen[g] = true
 		l.size += int64(cap(l.vals[g]) - before)
 	}
@@ -58,9 +64,17 @@ func (l *listaggAcc) update(groups []uint32, args []arrow.Array, mask []bool) er
 }
 
 func (l *listaggAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
+	var total int64
+	for g := 0; g < n; g++ {
+		total += int64(len(l.vals[g]))
+	}
+	if total > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: LISTAGG results of %d bytes for %d groups do not fit one Arrow string array", vectorized.ErrTooLarge, total, n)
+	}
 	b := array.NewStringBuilder(mem)
 	defer b.Release()
 	b.Reserve(n)
+	b.ReserveData(int(total))
 	for g := 0; g < n; g++ {
 		if !l.seen[g] {
 			b.AppendNull()
@@ -71,9 +85,12 @@ func (l *listaggAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
 	return b.NewArray(), nil
 }
 
+// moveTo keeps group from as group to, the last one (as minMaxAcc.moveTo,
+// callers move to 0).
 func (l *listaggAcc) moveTo(from, to int) {
 	l.vals = moveState(l.vals, from, to)
 	l.seen = moveState(l.seen, from, to)
+	l.size = int64(cap(l.vals[to]))
 }
 
 // copyGroup clones the bytes: both groups may grow afterwards.

@@ -151,6 +151,7 @@ func growTo[T any](s []T, n int) []T {
 
 func moveState[T any](s []T, from, to int) []T {
 	s[to] = s[from]
+	clear(s[to+1:]) // the groups dropped must not keep their values alive
 	return s[:to+1]
 }
 

@@ -28,8 +28,14 @@ func init() {
 		return string(r[len(r)-clamp(n, len(r)):]), nil
 	}), "right")
 	register(strIntFunc(func(s string, n int64) (string, error) {
-		if n < 0 || n*int64(len(s)) > 1<<24 {
+		if n < 0 {
 			return "", fmt.Errorf("%w: repeat count %d", vectorized.ErrInvalidValue, n)
+		}
+		if len(s) > 0 && n > vectorized.MaxComputedString {
+			return "", vectorized.CheckComputedString("REPEAT", n)
+		}
+		if err := vectorized.CheckComputedString("REPEAT", n*int64(len(s))); err != nil {
+			return "", err
 		}
 		return strings.Repeat(s, int(n)), nil
 	}), "repeat")
@@ -251,9 +257,26 @@ func resolveRegexpReplace(types []arrow.DataType, args []Expr) (*impl, error) {
 			if err != nil {
 				return "", err
 			}
-			return re.ReplaceAllString(vectorized.StringAt(a[0], i), vectorized.StringAt(a[2], i)), nil
+			return boundedRegexpReplace(re, vectorized.StringAt(a[0], i), vectorized.StringAt(a[2], i))
 		})
 	}}, nil
+}
+
+// boundedRegexpReplace is re.ReplaceAllString(s, repl) that stops as soon
+// as the result passes vectorized.MaxComputedString: a short input with
+// many matches and a long replacement would otherwise be built whole first.
+func boundedRegexpReplace(re *regexp.Regexp, s, repl string) (string, error) {
+	var out []byte
+	last := 0
+	for _, m := range re.FindAllStringSubmatchIndex(s, -1) {
+		out = append(out, s[last:m[0]]...)
+		out = re.ExpandString(out, repl, s, m)
+		last = m[1]
+		if err := vectorized.CheckComputedString("REGEXP_REPLACE", int64(len(out))); err != nil {
+			return "", err
+		}
+	}
+	return string(append(out, s[last:]...)), nil
 }
 
 // resolveRegexpExtract is regexp_extract(s, pattern [, group]): the group's

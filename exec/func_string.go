@@ -226,7 +226,14 @@ func resolveReplace(types []arrow.DataType, _ []Expr) (*impl, error) {
 			if from == "" {
 				return vectorized.StringAt(a[0], i), nil
 			}
-			return strings.ReplaceAll(vectorized.StringAt(a[0], i), from, to), nil
+			s := vectorized.StringAt(a[0], i)
+			if len(to) > len(from) {
+				grown := int64(strings.Count(s, from)) * int64(len(to)-len(from))
+				if err := vectorized.CheckComputedString("REPLACE", int64(len(s))+grown); err != nil {
+					return "", err
+				}
+			}
+			return strings.ReplaceAll(s, from, to), nil
 		})
 	}}, nil
 }

@@ -427,6 +427,50 @@ func TestSpillUnavoidable(t *testing.T) {
 	}
 }
 
+// TestSpillUnavoidableListagg: a LISTAGG keeps growing in memory however
+// many new groups spill, so past the budget it fails with ErrMemoryLimit
+// (it grew until the kernel killed the server before). A sort aggregation
+// holds only its open group: it counts that one, not every group it has
+// finished, and so finishes within the budget.
+func TestSpillUnavoidableListagg(t *testing.T) {
+	rng := rand.New(rand.NewPCG(exectest.Seed(t), 4))
+	in := bigTable(t, rng, 20000, 800)
+	s := in.Schema
+	listagg := []exec.AggregateSpec{{Func: "listagg", Args: []exec.Expr{col(s, "s")}}}
+	cases := []struct {
+		name    string
+		ctor    exectest.Ctor
+		refused bool
+	}{
+		{"global", func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewHashAggregate(ec, ops[0], nil, nil, listagg, nil)
+		}, true},
+		{"hash", func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewHashAggregate(ec, ops[0], []exec.Expr{col(s, "s")}, nil, listagg, nil)
+		}, true},
+		{"sort", func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewSortAggregate(ec, ops[0], []exec.Expr{col(s, "v")}, nil, listagg, nil)
+		}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			want, _, err := runWith(t, []exectest.Table{in}, 0, 256, c.ctor)
+			if err != nil {
+				t.Fatalf("without a budget: %v", err)
+			}
+			got, _, err := runWith(t, []exectest.Table{in}, 16<<10, 256, c.ctor)
+			switch {
+			case c.refused && (!errors.Is(err, exec.ErrMemoryLimit) || !strings.Contains(err.Error(), "16384 bytes")):
+				t.Fatalf("with a 16 KiB budget: %v", err)
+			case !c.refused && err != nil:
+				t.Fatalf("with a 16 KiB budget: %v", err)
+			case !c.refused && !slices.Equal(got, want):
+				t.Fatalf("with a 16 KiB budget: %d rows differ from the %d without", len(got), len(want))
+			}
+		})
+	}
+}
+
 // genSource lends n rows of one int64 column x = (i*7919) % distinct,
 // generated batch by batch so that the input never sits in memory.
 type genSource struct {

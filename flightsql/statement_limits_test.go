@@ -36,7 +36,7 @@ func TestStatementLimits(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%.40s...: want %s, got %v", c.sql, c.want, err)
 		}
-		t.Logf("%.30s... (%d bytes): %v", c.sql, len(c.sql), time.Since(start))
+		t.Logf("%.30s... (%d bytes): %v: %v", c.sql, len(c.sql), time.Since(start), err)
 	}
 	if rows := query(t, cnxn, "SELECT count(*) FROM t"); rows[0][0] != "2" {
 		t.Fatalf("rows = %v", rows)

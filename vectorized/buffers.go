@@ -196,3 +196,7 @@ var ErrDivideByZero = fmt.Errorf("division by zero")
 
 // ErrInvalidValue reports a value a cast or function cannot convert.
 var ErrInvalidValue = fmt.Errorf("invalid value")
+
+// ErrTooLarge reports a computed value or batch over one of the size
+// limits below.
+var ErrTooLarge = fmt.Errorf("result too large")

@@ -35,12 +35,34 @@ func AnyNull(arrs []arrow.Array, i int) bool {
 	return false
 }
 
+// MaxComputedString bounds one string a function computes and
+// MaxComputedStrings the strings one function computes for a batch: a
+// function whose result grows faster than its input (REPEAT, REPLACE,
+// REGEXP_REPLACE with a long replacement) must not let one row, or one
+// batch of rows each under the first limit, make the server allocate
+// gigabytes. Values read from storage are not bounded by these.
+const (
+	MaxComputedString  = 64 << 20
+	MaxComputedStrings = 512 << 20
+)
+
+// CheckComputedString refuses a computed string of size bytes over
+// MaxComputedString; fn names the function.
+func CheckComputedString(fn string, size int64) error {
+	if size > MaxComputedString {
+		return fmt.Errorf("%w: %s would make a string of %d bytes, over the limit of %d for a computed value", ErrTooLarge, fn, size, MaxComputedString)
+	}
+	return nil
+}
+
 // MapStrings builds a string array of n rows: NULL where any arg is NULL,
-// else f(i). f may return an error, which aborts.
+// else f(i). f may return an error, which aborts, and so does a result over
+// MaxComputedString or results over MaxComputedStrings in all.
 func MapStrings(mem memory.Allocator, args []arrow.Array, n int, f func(i int) (string, error)) (arrow.Array, error) {
 	b := array.NewStringBuilder(mem)
 	defer b.Release()
 	b.Reserve(n)
+	total := 0
 	for i := 0; i < n; i++ {
 		if AnyNull(args, i) {
 			b.AppendNull()
@@ -49,6 +71,12 @@ func MapStrings(mem memory.Allocator, args []arrow.Array, n int, f func(i int) (
 		s, err := f(i)
 		if err != nil {
 			return nil, err
+		}
+		if err := CheckComputedString("a function", int64(len(s))); err != nil {
+			return nil, err
+		}
+		if total += len(s); total > MaxComputedStrings {
+			return nil, fmt.Errorf("%w: a function computed more than %d bytes of strings for one batch of %d rows", ErrTooLarge, MaxComputedStrings, n)
 		}
 		b.Append(s)
 	}

@@ -253,10 +253,21 @@ type Statement struct {
 	Name, SQL, SQLState string
 }
 
-// Statements are the statements of issue 10 that overflowed the stack or
-// ran for minutes, over a table t with a BIGINT column k.
+// Statements are the statements that overflowed the stack, ran for
+// minutes (issue 10) or made the server allocate until the kernel killed it
+// (10 GB from one REGEXP_REPLACE), over a table t with a BIGINT column k.
 func Statements() []Statement {
+	var rows strings.Builder
+	rows.WriteString("(VALUES (0)")
+	for i := 1; i < 64; i++ {
+		fmt.Fprintf(&rows, ", (%d)", i)
+	}
+	rows.WriteString(") AS v(x)")
 	return []Statement{
+		{"10 GB from one REGEXP_REPLACE", "SELECT length(REGEXP_REPLACE(REPEAT('a', 1000000), 'a', REPEAT('b', 10000))) FROM t", "54000"},
+		{"10 GB from one REPLACE", "SELECT length(REPLACE(REPEAT('a', 1000000), 'a', REPEAT('b', 10000))) FROM t", "54000"},
+		{"4 GB of REPEAT in one batch", "SELECT length(REPEAT('x', 64000000 + x)) FROM " + rows.String(), "54000"},
+		{"50 GB of LISTAGG", "SELECT length(LISTAGG(REPEAT('x', 200000 + v.x))) FROM " + rows.String() + ", " + strings.ReplaceAll(rows.String(), "v(x)", "w(x)") + ", t", "54000"},
 		{"300,000-term sum", "SELECT 1" + strings.Repeat("+1", 300_000), "54001"},
 		{"200,000-term OR", "SELECT k FROM t WHERE k = 0" + strings.Repeat(" OR k = 1", 200_000), "54001"},
 		{"1.5M-item IN list", "SELECT k FROM t WHERE k IN (0" + strings.Repeat(", 1", 1_500_000) + ")", "54000"},
