@@ -369,6 +369,11 @@ func (a *avgDecAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
 				q.Add(q, big.NewInt(1))
 			}
 		}
+		// The result keeps 4 more fractional digits within 38: an average
+		// of values near 10^38 has no room for them.
+		if q.BitLen() >= 127 || !decimal128.FromBigInt(q).FitsInPrecision(a.ret.Precision) {
+			return nil, fmt.Errorf("%w: avg of %s over %d rows does not fit %s", vectorized.ErrOverflow, a.sum[g].ToString(a.out.Scale), a.cnt[g], a.ret)
+		}
 		b.Append(decimal128.FromBigInt(q))
 	}
 	return b.NewArray(), nil

@@ -278,7 +278,7 @@ func (l *limitOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		}
 		hi := n
 		if l.count >= 0 {
-			hi = min(n, lo+l.count-l.sent)
+			hi = lo + min(n-lo, l.count-l.sent) // lo+count may overflow
 		}
 		if hi <= lo {
 			continue

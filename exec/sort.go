@@ -382,7 +382,11 @@ func NewSort(ec *Context, child Operator, keys []SortKey) Operator {
 // only about 2*(offset+count) rows in memory; when those pass
 // Context.MemoryLimit it sorts externally like Sort.
 func NewTopN(ec *Context, child Operator, keys []SortKey, offset, count int64) Operator {
-	return &sortOp{ec: ec, child: child, keys: keys, offset: max(offset, 0), count: max(count, 0), out: emitter{ec: ec, schema: child.Schema()}}
+	// No input has maxTopNRows rows: bounding offset and count by it keeps
+	// offset+count, and twice it, from overflowing.
+	const maxTopNRows = 1 << 40
+	offset, count = min(max(offset, 0), maxTopNRows), min(max(count, 0), maxTopNRows)
+	return &sortOp{ec: ec, child: child, keys: keys, offset: offset, count: count, out: emitter{ec: ec, schema: child.Schema()}}
 }
 
 func (s *sortOp) Schema() *arrow.Schema { return s.child.Schema() }

@@ -3,7 +3,9 @@ package plan
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"slices"
 	"strconv"
@@ -934,41 +936,75 @@ func (b *binder) intervalLiteral(l *sql.IntervalLiteral) Expr {
 	}
 	var iv arrow.MonthDayNanoInterval
 	bad := func() { b.fail(l.Pos, "invalid interval %s", sql.Format(l)) }
+	// Every field is computed with overflow checks: INTERVAL '99999999999'
+	// YEAR wrapped to 1704124404 months, and a timestamp plus
+	// INTERVAL '9223372036854775807' SECOND landed in 1727.
+	overflow := func() {
+		b.failState("22003", l.Pos, "numeric overflow: interval %s is out of range", sql.Format(l))
+	}
 	num := func(s string) int64 {
 		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if errors.Is(err, strconv.ErrRange) {
+			overflow()
+		}
 		if err != nil {
 			bad()
 		}
 		return n
 	}
-	switch {
-	case l.ToUnit == "" && l.Unit == "SECOND":
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
+	times := func(n, unit int64) int64 {
+		if n > math.MaxInt64/unit || n < -math.MaxInt64/unit { // symmetric: the sign may flip
+
+			overflow()
+		}
+		return n * unit
+	}
+	plus := func(a, c int64) int64 {
+		if (c > 0 && a > math.MaxInt64-c) || (c < 0 && a < -math.MaxInt64-c) {
+			overflow()
+		}
+		return a + c
+	}
+	int32Of := func(n int64) int32 {
+		if n > math.MaxInt32 || n < -math.MaxInt32 {
+			overflow()
+		}
+		return int32(n)
+	}
+	seconds := func(s string) int64 {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 			bad()
 		}
-		iv.Nanoseconds = int64(f * 1e9)
+		if math.Abs(f*1e9) >= math.MaxInt64 {
+			overflow()
+		}
+		return int64(f * 1e9)
+	}
+	switch {
+	case l.ToUnit == "" && l.Unit == "SECOND":
+		iv.Nanoseconds = seconds(v)
 	case l.ToUnit == "":
 		n := num(v)
 		switch l.Unit {
 		case "YEAR":
-			iv.Months = int32(n * 12)
+			iv.Months = int32Of(times(n, 12))
 		case "QUARTER":
-			iv.Months = int32(n * 3)
+			iv.Months = int32Of(times(n, 3))
 		case "MONTH":
-			iv.Months = int32(n)
+			iv.Months = int32Of(n)
 		case "WEEK":
-			iv.Days = int32(n * 7)
+			iv.Days = int32Of(times(n, 7))
 		case "DAY":
-			iv.Days = int32(n)
+			iv.Days = int32Of(n)
 		case "HOUR":
-			iv.Nanoseconds = n * 3600e9
+			iv.Nanoseconds = times(n, 3600e9)
 		case "MINUTE":
-			iv.Nanoseconds = n * 60e9
+			iv.Nanoseconds = times(n, 60e9)
 		case "MILLISECOND":
-			iv.Nanoseconds = n * 1e6
+			iv.Nanoseconds = times(n, 1e6)
 		case "MICROSECOND":
-			iv.Nanoseconds = n * 1e3
+			iv.Nanoseconds = times(n, 1e3)
 		default:
 			bad()
 		}
@@ -977,10 +1013,10 @@ func (b *binder) intervalLiteral(l *sql.IntervalLiteral) Expr {
 		if !ok {
 			bad()
 		}
-		iv.Months = int32(num(y)*12 + num(m))
+		iv.Months = int32Of(plus(times(num(y), 12), num(m)))
 	case l.Unit == "DAY" && (l.ToUnit == "SECOND" || l.ToUnit == "MINUTE" || l.ToUnit == "HOUR"):
 		d, rest, _ := strings.Cut(v, " ")
-		iv.Days = int32(num(d))
+		iv.Days = int32Of(num(d))
 		parts := strings.Split(rest, ":")
 		mult := []int64{3600e9, 60e9, 1e9}
 		for i, p := range parts {
@@ -988,14 +1024,10 @@ func (b *binder) intervalLiteral(l *sql.IntervalLiteral) Expr {
 				break
 			}
 			if i == 2 {
-				f, err := strconv.ParseFloat(p, 64)
-				if err != nil {
-					bad()
-				}
-				iv.Nanoseconds += int64(f * 1e9)
+				iv.Nanoseconds = plus(iv.Nanoseconds, seconds(p))
 				continue
 			}
-			iv.Nanoseconds += num(p) * mult[i]
+			iv.Nanoseconds = plus(iv.Nanoseconds, times(num(p), mult[i]))
 		}
 	default:
 		bad()
