@@ -72,7 +72,8 @@ func crashWriter(dir string, start int) error {
 }
 
 // TestKillWriter kills a writer process with SIGKILL at random moments, 50
-// times (on the object store 5, or $FLIGHTD_S3_KILLS), and checks after
+// times (on the object store 5, or $FLIGHTD_S3_KILLS; at least 10 when the
+// rounds take more than a minute in all), and checks after
 // each kill that every acknowledged commit is visible, no commit is partly
 // visible, and the table reads cleanly.
 func TestKillWriter(t *testing.T) {
@@ -86,7 +87,7 @@ func testKillWriter(t *testing.T, wh warehouse) {
 	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	dir := wh.root
-	next, acked := 0, -1
+	next, acked, rounds := 0, -1, 0
 	began := time.Now()
 	kills := 50
 	if wh.remote {
@@ -112,11 +113,11 @@ func testKillWriter(t *testing.T, wh warehouse) {
 			}
 			close(lines)
 		}()
-		// Mostly kill at a random moment after the first acknowledged
-		// commit (so each round makes progress even on a slow machine),
-		// sometimes during start-up.
+		// Four rounds in five kill at a random moment after the round's
+		// first acknowledged commit (so each makes progress even on a slow
+		// machine), the fifth during start-up.
 		var got []string
-		if rng.IntN(5) > 0 {
+		if kill%5 != 4 {
 			select {
 			case l, ok := <-lines:
 				if ok {
@@ -124,6 +125,10 @@ func testKillWriter(t *testing.T, wh warehouse) {
 				}
 			case <-time.After(time.Minute): // a bound on a broken writer: under -race against S3 the first commit took over 5 s
 			}
+			if len(got) == 0 {
+				t.Fatalf("kill %d: the writer acknowledged no commit in a minute\n%s", kill, stderr.String())
+			}
+			rounds++
 		}
 		time.Sleep(time.Duration(rng.IntN(120)) * time.Millisecond)
 		_ = cmd.Process.Signal(syscall.SIGKILL)
@@ -144,13 +149,16 @@ func testKillWriter(t *testing.T, wh warehouse) {
 		last := verifyCrashTable(t, wh, acked)
 		acked = max(acked, last)
 		next = last + 1
-		if !wh.remote && time.Since(began) > 55*time.Second {
-			t.Fatalf("kill loop too slow: %d kills in %v", kill+1, time.Since(began))
+		// On a loaded machine (or under -race) a round takes longer: past
+		// a minute the loop stops once it has killed 10 writers, so CI's
+		// time stays bounded without failing on the machine's speed.
+		if done := kill + 1; done >= 10 && time.Since(began) > time.Minute {
+			kills = done
 		}
 	}
-	// Kills must land between commits, not only during start-up.
-	if acked < kills/2 {
-		t.Fatalf("only %d commits acknowledged over %d kills", acked+1, kills)
+	// Each round that waited for a commit added at least one.
+	if acked+1 < rounds {
+		t.Fatalf("only %d commits acknowledged over %d rounds that each saw one", acked+1, rounds)
 	}
 	t.Logf("%d kills, %d commits acknowledged, %v", kills, acked+1, time.Since(began))
 
