@@ -179,6 +179,14 @@ var tableSysCols = map[string][]isCol{
 		{"level", isInt}, {"record_count", isInt64}, {"file_size_in_bytes", isInt64}, {"min_key", isStr}, {"max_key", isStr},
 		{"min_sequence_number", isInt64}, {"max_sequence_number", isInt64}, {"creation_time", isTime},
 	},
+	"schemas": {
+		{"schema_id", isInt64}, {"fields", isStr}, {"partition_keys", isStr}, {"primary_keys", isStr}, {"options", isStr},
+		{"comment", isStr}, {"update_time", isTime},
+	},
+	"manifests": {
+		{"file_name", isStr}, {"file_size", isInt64}, {"num_added_files", isInt64}, {"num_deleted_files", isInt64},
+		{"schema_id", isInt64}, {"min_partition_stats", isStr}, {"max_partition_stats", isStr},
+	},
 	"partitions": {{"partition", isStr}, {"record_count", isInt64}, {"file_size_in_bytes", isInt64}, {"file_count", isInt64}, {"last_update_time", isTime}},
 	"buckets": {
 		{"partition", isStr}, {"bucket", isInt}, {"record_count", isInt64}, {"file_size_in_bytes", isInt64},
@@ -186,11 +194,12 @@ var tableSysCols = map[string][]isCol{
 	},
 }
 
-// bindTableSystemTable binds t$snapshots, t$options, t$tags, t$consumers,
-// t$files, t$partitions and t$buckets: what the table store keeps about
-// table t, read when the statement is bound, for readers of t. The file
-// tables describe the latest snapshot, or the one a scan.snapshot-id hint
-// names. They shadow a table named t$snapshots (and so on).
+// bindTableSystemTable binds t$snapshots, t$schemas, t$options, t$tags,
+// t$consumers, t$manifests, t$files, t$partitions and t$buckets: what the
+// table store keeps about table t, read when the statement is bound, for
+// readers of t. The manifest and file tables describe the latest snapshot,
+// or the one a scan.snapshot-id hint names. They shadow a table named
+// t$snapshots (and so on).
 func (b *binder) bindTableSystemTable(f *sql.TableName) (Node, *scope, bool) {
 	parts := f.Name.Parts
 	base, kind, ok := strings.Cut(parts[len(parts)-1], "$")
@@ -206,8 +215,8 @@ func (b *binder) bindTableSystemTable(f *sql.TableName) (Node, *scope, bool) {
 	snap := int64(0)
 	for _, h := range f.Hints {
 		for _, o := range h.Options {
-			if h.Name != "OPTIONS" || o.Key != "scan.snapshot-id" || (kind != "files" && kind != "partitions" && kind != "buckets") {
-				b.fail(o.Pos, "%s$%s takes no hint but OPTIONS('scan.snapshot-id'=...) on files, partitions and buckets", base, kind)
+			if h.Name != "OPTIONS" || o.Key != "scan.snapshot-id" || !slices.Contains(snapshotSysTables, kind) {
+				b.fail(o.Pos, "%s$%s takes no hint but OPTIONS('scan.snapshot-id'=...) on manifests, files, partitions and buckets", base, kind)
 			}
 			snap = b.positiveInt(o)
 		}
@@ -227,6 +236,9 @@ func (b *binder) bindTableSystemTable(f *sql.TableName) (Node, *scope, bool) {
 	return n, b.aliasScope(n, qual, f.ColAliases, f.Pos), true
 }
 
+// snapshotSysTables are the system tables that describe one snapshot.
+var snapshotSysTables = []string{"manifests", "files", "partitions", "buckets"}
+
 // tableSysRows lists the rows of t$kind (files of snapshot snap, 0 the
 // latest).
 func tableSysRows(ctx context.Context, t *tablestore.Table, kind string, snap int64) ([][]any, error) {
@@ -237,6 +249,19 @@ func tableSysRows(ctx context.Context, t *tablestore.Table, kind string, snap in
 		for _, s := range snaps {
 			rows = append(rows, []any{s.ID, s.SchemaID, s.CommitUser, s.CommitIdentifier, s.CommitKind, time.UnixMilli(s.TimeMillis),
 				s.BaseManifestList, s.DeltaManifestList, orNull(s.ChangelogManifestList), s.TotalRecordCount, s.DeltaRecordCount})
+		}
+		return rows, err
+	case "schemas":
+		schs, err := t.SchemaVersions(ctx)
+		for _, s := range schs {
+			rows = append(rows, []any{s.ID, s.Fields, s.PartitionKeys, s.PrimaryKeys, s.Options, orNull(s.Comment), time.UnixMilli(s.TimeMillis)})
+		}
+		return rows, err
+	case "manifests":
+		ms, err := t.Manifests(ctx, snap)
+		for _, m := range ms {
+			rows = append(rows, []any{m.FileName, m.FileSize, m.NumAddedFiles, m.NumDeletedFiles, m.SchemaID,
+				orNull(m.MinPartition), orNull(m.MaxPartition)})
 		}
 		return rows, err
 	case "options":
