@@ -487,7 +487,7 @@ func derivePushdown(n Node) {
 func scanColumnNames(s *ScanNode) map[ColumnID]string {
 	names := map[ColumnID]string{}
 	for i, c := range s.Cols {
-		if s.Names[i] != tablestore.RowKindColumn || s.Stream == nil {
+		if (s.Names[i] != tablestore.RowKindColumn || s.Stream == nil) && (i > 0 || s.Read != ReadAuditLog || s.Names[0] != tablestore.AuditLogKindColumn) {
 			names[c.ID] = s.Names[i]
 		}
 	}

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -194,6 +195,73 @@ var tableSysCols = map[string][]isCol{
 	},
 }
 
+// ScanRead is what a ScanNode reads of its snapshot.
+type ScanRead int8
+
+const (
+	// ReadRows reads the table's rows.
+	ReadRows ScanRead = iota
+	// ReadOptimized reads t$ro: the files that need no merge.
+	ReadOptimized
+	// ReadAuditLog reads t$audit_log: the rows with their row kind
+	// (tablestore.AuditLogKindColumn, the scan's first column), retracting
+	// rows kept.
+	ReadAuditLog
+)
+
+func (r ScanRead) String() string {
+	return [...]string{ReadRows: "rows", ReadOptimized: "ro", ReadAuditLog: "audit_log"}[r]
+}
+
+// columns are the table columns the scan of n reads.
+func (r ScanRead) columns(n *ScanNode) []string {
+	if r == ReadAuditLog {
+		return n.Names[1:]
+	}
+	return n.Names
+}
+
+func (r ScanRead) splits(s *tablestore.Scan) []tablestore.Split {
+	switch r {
+	case ReadOptimized:
+		return s.ReadOptimizedSplits()
+	case ReadAuditLog:
+		return s.AuditLogSplits()
+	}
+	return s.Splits()
+}
+
+// bindDataSystemTable binds t$ro and t$audit_log, which read t's snapshot
+// (the latest, or one a scan.snapshot-id or scan.tag-name hint names) as
+// Paimon's ReadOptimizedTable and AuditLogTable do.
+func (b *binder) bindDataSystemTable(f *sql.TableName, base, kind string) (Node, *scope) {
+	parts := f.Name.Parts
+	t, snap := b.table(&sql.Name{Pos: f.Name.Pos, Parts: append(slices.Clone(parts[:len(parts)-1]), base)})
+	if f.SystemTime != nil {
+		b.fail(f.SystemTime.Position(), "%s$%s takes no FOR SYSTEM_TIME AS OF: use OPTIONS('scan.snapshot-id'=...)", base, kind)
+	}
+	snap, tag, stream := b.tableHints(f, t, snap)
+	if stream != nil {
+		b.notImplemented(f.Pos, fmt.Sprintf("streaming reads of %s$%s (a scan.mode hint on %s streams its changes with their row kinds)", base, kind, base))
+	}
+	qual := base + "$" + kind
+	if f.Alias != "" {
+		qual = f.Alias
+	}
+	n := b.scanNode(t, snap, qual)
+	n.Tag = tag
+	n.Read = ReadOptimized
+	if kind == "audit_log" {
+		if slices.Contains(n.Names, tablestore.AuditLogKindColumn) {
+			b.notImplemented(f.Pos, fmt.Sprintf("%s$audit_log of a table with a column named %s", base, tablestore.AuditLogKindColumn))
+		}
+		n.Read = ReadAuditLog
+		n.Cols = append([]Column{b.newCol(tablestore.AuditLogKindColumn, arrow.BinaryTypes.String, false)}, n.Cols...)
+		n.Names = append([]string{tablestore.AuditLogKindColumn}, n.Names...)
+	}
+	return n, b.aliasScope(n, qual, f.ColAliases, f.Pos)
+}
+
 // bindTableSystemTable binds t$snapshots, t$schemas, t$options, t$tags,
 // t$consumers, t$manifests, t$files, t$partitions and t$buckets: what the
 // table store keeps about table t, read when the statement is bound, for
@@ -205,6 +273,10 @@ func (b *binder) bindTableSystemTable(f *sql.TableName) (Node, *scope, bool) {
 	base, kind, ok := strings.Cut(parts[len(parts)-1], "$")
 	if !ok {
 		return nil, nil, false
+	}
+	if k := strings.ToLower(kind); k == "ro" || k == "audit_log" {
+		n, sc := b.bindDataSystemTable(f, base, k)
+		return n, sc, true
 	}
 	cols, ok := tableSysCols[strings.ToLower(kind)]
 	if !ok {
