@@ -98,6 +98,8 @@ func (s *Session) allowStatement(b plan.Statement) error {
 		return s.allow(b.Table.Ident().Database, Write)
 	case *plan.Merge:
 		return s.allow(b.Table.Ident().Database, Write)
+	case *plan.CopyFrom:
+		return s.allow(b.Table.Ident().Database, Write)
 	case *plan.Update:
 		return s.allow(b.Table.Ident().Database, Write)
 	case *plan.CreateTable:

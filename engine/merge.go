@@ -75,7 +75,7 @@ func (st *Statement) merge(ctx context.Context, m *plan.Merge, params arrow.Reco
 func (st *Statement) mergeAppend(ctx context.Context, m *plan.Merge, params arrow.RecordBatch, opts tablestore.WriteOptions) (int64, error) {
 	t := m.Table
 	schema := t.Schema()
-	mem := st.s.e.execContext().Mem
+	mem := st.s.e.cfg.Mem
 	var (
 		taken   int64
 		last    int64

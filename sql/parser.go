@@ -317,6 +317,8 @@ func (p *parser) parseStatement() Statement {
 		return p.parseUpdate()
 	case "merge":
 		return p.parseMerge()
+	case "copy":
+		return p.parseCopy()
 	case "delete":
 		return p.parseDelete()
 	case "create":
