@@ -224,3 +224,69 @@ func TestCopyBadInput(t *testing.T) {
 		t.Fatalf("exists.csv was changed: %q", data)
 	}
 }
+
+// TestReadFiles: read_parquet and read_csv read files of the directory as
+// tables: the rows COPY TO wrote, split over several files, equal to the
+// table's (random rows, the seed logged), CSV types inferred from the
+// values; outside the directory, refused.
+func TestReadFiles(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	ctx := context.Background()
+	e, mem, _ := openFilesEngine(t)
+	defer closeEngine(t, e, mem)
+	s := e.NewSession()
+	mustExec(t, s, fmt.Sprintf(copyTable, "src"))
+	randomCopyRows(t, s, rng, "src", 1+rng.IntN(300))
+	want := rowSet(t, s, "SELECT * FROM src")
+	mustExec(t, s, "COPY (SELECT * FROM src WHERE i < 0) TO 'a.parquet'")
+	mustExec(t, s, "COPY (SELECT * FROM src WHERE i >= 0 OR i IS NULL) TO 'b.parquet'")
+	if got := rowSet(t, s, "SELECT * FROM read_parquet(ARRAY['a.parquet', 'b.parquet'])"); !slices.Equal(got, want) {
+		t.Fatalf("read_parquet:\n%v\nwant\n%v", got, want)
+	}
+	n := int64(len(want))
+	if got := queryInt(t, s, "SELECT count(*) FROM read_parquet('b.parquet') AS f JOIN src ON f.b = src.b"); got != queryInt(t, s, "SELECT count(*) FROM src WHERE (i >= 0 OR i IS NULL) AND b IS NOT NULL") {
+		t.Fatalf("join of read_parquet with its table: %d rows", got)
+	}
+	mustExec(t, s, "COPY (SELECT i, b, d, f FROM src) TO 'n.csv'")
+	mustExec(t, s, "COPY (SELECT i, b, d, f FROM src) TO 'n2.csv' (HEADER false, DELIMITER ';')")
+	wantNums := rowSet(t, s, "SELECT i, b, d, f FROM src")
+	for _, q := range []string{
+		"SELECT * FROM read_csv('n.csv')",
+		"SELECT * FROM read_csv('n2.csv', header => FALSE, delimiter => ';')",
+		"SELECT * FROM TABLE(read_csv(ARRAY['n.csv']))",
+	} {
+		got := rowSet(t, s, q)
+		if int64(len(got)) != n {
+			t.Fatalf("%s: %d rows, want %d", q, len(got), n)
+		}
+		if q == "SELECT * FROM read_csv('n.csv')" && !slices.Equal(rowSet(t, s, "SELECT CAST(i AS INT), b, d, f FROM read_csv('n.csv')"), wantNums) {
+			t.Fatalf("%s: values differ from the table's", q)
+		}
+	}
+	if plan := rows(t, s, "EXPLAIN SELECT * FROM read_parquet('a.parquet')"); !strings.Contains(fmt.Sprint(plan), "ReadFiles parquet [a.parquet]") {
+		t.Fatalf("EXPLAIN: %v", plan)
+	}
+	mustExec(t, s, "COPY (SELECT s FROM src) TO 'other.parquet'")
+	for _, c := range []struct{ q, want string }{
+		{"SELECT * FROM read_parquet('../x.parquet')", "leaves the files directory"},
+		{"SELECT * FROM read_parquet('missing.parquet')", "no such file"},
+		{"SELECT * FROM read_parquet(ARRAY['a.parquet', 'other.parquet'])", "unlike"},
+		{"SELECT * FROM read_parquet('a.parquet', header => TRUE)", "takes no options"},
+		{"SELECT * FROM read_csv('n.csv', quote => '\"')", "unknown option"},
+		{"SELECT * FROM read_csv(ARRAY[])", "takes a path"},
+		{"SELECT * FROM read_parquet(1)", "takes a path"},
+	} {
+		_, _, err := query(ctx, s, c.q)
+		if err == nil || !strings.Contains(err.Error(), c.want) || engine.KindOf(err) == engine.KindInternal {
+			t.Fatalf("%s: %v, want %q", c.q, err, c.want)
+		}
+	}
+	e0, mem0 := openEngine(t, t.TempDir())
+	defer closeEngine(t, e0, mem0)
+	_, err := e0.NewSession().Prepare(ctx, "SELECT * FROM read_parquet('a.parquet')", nil)
+	if !errors.Is(err, engine.ErrDenied) || engine.SQLState(err) != "42501" {
+		t.Fatalf("read_parquet without a files directory: %v", err)
+	}
+}

@@ -13,39 +13,38 @@ import (
 	"github.com/flightd/flightd/flightsql"
 )
 
-// TestCopyOverFlight: COPY through a Flight SQL client, sent as an update
-// or as a query: files only in the server's files directory and only for
-// users with the grants (write on the table COPY FROM appends to, read on
-// what COPY TO reads); everything else is PermissionDenied, SQLSTATE
-// 42501, and leaves tables and files as they were.
+// TestCopyOverFlight: COPY and read_parquet through a Flight SQL client,
+// sent as an update or as a query: files only in the server's files
+// directory and, with authentication, only for users with admin on every
+// database (files hold exports of any database); everything else is
+// PermissionDenied, SQLSTATE 42501, and leaves tables and files as they
+// were.
 func TestCopyOverFlight(t *testing.T) {
 	files := t.TempDir()
 	ts := startServer(t, flightsql.Options{
-		Users: map[string]string{"root": "r", "reader": "x", "writer": "y"},
+		Users: map[string]string{"root": "r", "owner": "o", "writer": "y"},
 		Grants: []flightsql.Grant{
 			{User: "root", Database: "*", Privilege: engine.Admin},
-			{User: "reader", Database: "sales", Privilege: engine.Read},
+			{User: "owner", Database: "sales", Privilege: engine.Admin},
 			{User: "writer", Database: "sales", Privilege: engine.Write},
 		},
 	}, func(c *engine.Config) { c.FilesDir = files })
 	cl := ts.clientFrom(t, "127.0.0.1")
-	root, reader, writer := basic("root", "r"), basic("reader", "x"), basic("writer", "y")
+	root, owner, writer := basic("root", "r"), basic("owner", "o"), basic("writer", "y")
 	update := func(ctx context.Context, q string) (int64, error) { return cl.ExecuteUpdate(ctx, q) }
 	for _, q := range []string{
 		"CREATE DATABASE sales", "CREATE TABLE sales.t (k BIGINT, s STRING)", "INSERT INTO sales.t VALUES (1, 'a'), (2, NULL)",
-		"CREATE TABLE default.secret (s STRING)", "INSERT INTO default.secret VALUES ('x')",
 	} {
 		if _, err := update(root, q); err != nil {
 			t.Fatalf("root: %s: %v", q, err)
 		}
 	}
-	// The reader exports what it reads, as an update and as a query.
-	if n, err := update(reader, "COPY sales.t TO 't.parquet'"); err != nil || n != 2 {
-		t.Fatalf("reader: COPY TO: %d, %v", n, err)
+	if n, err := update(root, "COPY sales.t TO 't.parquet'"); err != nil || n != 2 {
+		t.Fatalf("root: COPY TO: %d, %v", n, err)
 	}
 	// Run once, when GetFlightInfo prepares it.
-	if _, err := cl.Execute(reader, "COPY (SELECT k FROM sales.t WHERE k > 1) TO 't.csv'"); err != nil {
-		t.Fatalf("reader: COPY TO as a query: %v", err)
+	if _, err := cl.Execute(root, "COPY (SELECT k FROM sales.t WHERE k > 1) TO 't.csv'"); err != nil {
+		t.Fatalf("root: COPY TO as a query: %v", err)
 	}
 	if data, err := os.ReadFile(filepath.Join(files, "t.csv")); err != nil || string(data) != "k\n2\n" {
 		t.Fatalf("t.csv: %q, %v", data, err)
@@ -53,22 +52,39 @@ func TestCopyOverFlight(t *testing.T) {
 	denied := func(ctx context.Context, who, q string) {
 		t.Helper()
 		_, err := update(ctx, q)
+		if q[0] == 'S' {
+			_, err = cl.Execute(ctx, q)
+		}
 		wantCode(t, who+": "+q, err, codes.PermissionDenied)
 		if !strings.Contains(err.Error(), "[SQLSTATE 42501]") {
 			t.Fatalf("%s: %s: %v, want SQLSTATE 42501", who, q, err)
 		}
 	}
-	denied(reader, "reader", "COPY sales.t FROM 't.parquet'")
-	denied(reader, "reader", "COPY default.secret TO 's.csv'")
-	denied(writer, "writer", "COPY sales.t FROM '../t.parquet'")
+	for _, who := range []struct {
+		name string
+		ctx  context.Context
+	}{{"owner", owner}, {"writer", writer}} {
+		denied(who.ctx, who.name, "COPY sales.t FROM 't.parquet'")
+		denied(who.ctx, who.name, "COPY sales.t TO 'mine.csv'")
+		denied(who.ctx, who.name, "SELECT * FROM read_parquet('t.parquet')")
+	}
+	denied(root, "root", "COPY sales.t FROM '../t.parquet'")
 	denied(root, "root", "COPY sales.t TO '/tmp/flightd-copy-escape.csv'")
-	if n, err := update(writer, "COPY sales.t FROM 't.parquet'"); err != nil || n != 2 {
-		t.Fatalf("writer: COPY FROM: %d, %v", n, err)
+	denied(root, "root", "SELECT * FROM read_csv('/etc/passwd')")
+	if n, err := update(root, "COPY sales.t FROM 't.parquet'"); err != nil || n != 2 {
+		t.Fatalf("root: COPY FROM: %d, %v", n, err)
 	}
 	_, err := update(root, "COPY sales.t TO 't.parquet'")
 	wantCode(t, "COPY TO an existing file", err, codes.AlreadyExists)
 	if n, err := update(root, "COPY (SELECT * FROM sales.t WHERE s = 'a') TO 'a.csv'"); err != nil || n != 2 {
 		t.Fatalf("after COPY FROM, rows with s = 'a': %d, %v; want 2", n, err)
+	}
+	info, err := cl.Execute(root, "SELECT k, s FROM read_parquet('t.parquet') WHERE k = 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := fetchAll(root, cl, info); err != nil || n != 1 {
+		t.Fatalf("read_parquet: %d rows, %v", n, err)
 	}
 	if names, _ := os.ReadDir(files); len(names) != 3 {
 		t.Fatalf("files directory holds %v, want t.parquet, t.csv and a.csv", names)

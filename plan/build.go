@@ -276,6 +276,8 @@ func (bd *builder) buildWith(n PhysicalNode, in []exec.Operator) (exec.Operator,
 func (bd *builder) plainOp(n Node, in []exec.Operator) (exec.Operator, error) {
 	ec := bd.ec
 	switch n := n.(type) {
+	case *FileScanNode:
+		return exec.NewSource(ec, schemaOf(n.Cols), n.open), nil
 	case *ValuesNode:
 		rows := make([][]exec.Expr, len(n.Values))
 		for i, r := range n.Values {

@@ -155,6 +155,8 @@ func explainLine(n Node) string {
 		return s
 	case *ValuesNode:
 		return fmt.Sprintf("Values %d rows [%s]", len(n.Values), colNames(n.Cols))
+	case *FileScanNode:
+		return n.explain()
 	case *FilterNode:
 		return "Filter " + n.Pred.String()
 	case *ProjectNode:

@@ -97,3 +97,9 @@ func (f *formatter) copyStmt(n *Copy) {
 		f.w(")")
 	}
 }
+
+// isFileFunc reports whether a FROM item is read_parquet(...) or
+// read_csv(...), which need no TABLE(...) around them (DuckDB's syntax).
+func (p *parser) isFileFunc() bool {
+	return (p.isK("read_parquet") || p.isK("read_csv")) && p.peekN(1).kind == tPunct && p.peekN(1).text == "("
+}

@@ -45,6 +45,16 @@ def test_copy_from_pyarrow_parquet(conn):
     assert list(df.columns) == ["id", "name", "ts", "tag"]
     assert sorted(df["id"].tolist()) == [1, 2, 3]
 
+    # The files read as tables, in their stored types.
+    cur.execute("SELECT id, name, tag FROM read_parquet('py_in.parquet') ORDER BY id")
+    got = cur.fetch_arrow_table()
+    assert got.schema.field("id").type == pa.int16()  # uint8 as ingest stores it
+    assert got.schema.field("name").type == pa.string()
+    assert got.to_pylist() == [{"id": 1, "name": "a", "tag": "x"}, {"id": 2, "name": None, "tag": "y"}, {"id": 3, "name": "c", "tag": "x"}]
+    pd.DataFrame({"a": [1, 2], "b": ["p", None]}).to_csv(os.path.join(FILES, "pd.csv"), index=False)
+    cur.execute("SELECT a, b FROM read_csv(ARRAY['pd.csv', 'pd.csv']) ORDER BY a, b")
+    assert cur.fetchall() == [(1, "p"), (1, "p"), (2, None), (2, None)]
+
     # A file outside the directory is refused, and the table unchanged.
     with pytest.raises(flight_sql.Error) as e:
         cur.execute("COPY py_copy FROM '../py_in.parquet'")
