@@ -290,3 +290,44 @@ func TestReadFiles(t *testing.T) {
 		t.Fatalf("read_parquet without a files directory: %v", err)
 	}
 }
+
+// TestCopyToSeenWhole: a reader polling the name COPY TO writes sees no
+// file or the whole file, never part of one (the rows are written under
+// a temporary name and linked to the name when complete).
+func TestCopyToSeenWhole(t *testing.T) {
+	e, mem, dir := openFilesEngine(t)
+	defer closeEngine(t, e, mem)
+	s := e.NewSession()
+	mustExec(t, s, "CREATE TABLE big (i BIGINT, s STRING)")
+	digits := "(VALUES (0), (1), (2), (3), (4), (5), (6), (7), (8), (9))"
+	mustExec(t, s, "INSERT INTO big SELECT a.x * 10000 + b.x * 1000 + c.x * 100 + d.x * 10 + f.x, 'row' FROM "+
+		digits+" a(x), "+digits+" b(x), "+digits+" c(x), "+digits+" d(x), "+digits+" f(x)")
+	for round := range 3 {
+		name := fmt.Sprintf("big%d.csv", round)
+		stop := make(chan struct{})
+		seen := make(chan error, 1)
+		go func() {
+			partial := 0
+			for {
+				select {
+				case <-stop:
+					if partial > 0 {
+						seen <- fmt.Errorf("%d reads saw part of the file", partial)
+					}
+					close(seen)
+					return
+				default:
+				}
+				data, err := os.ReadFile(filepath.Join(dir, name))
+				if err == nil && strings.Count(string(data), "\n") != 100001 {
+					partial++
+				}
+			}
+		}()
+		mustCount(t, s, "COPY big TO '"+name+"'", 100000)
+		close(stop)
+		if err := <-seen; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
