@@ -200,7 +200,7 @@ func (c *catalog) ReadFiles(ctx context.Context, files []plan.File) (*arrow.Sche
 	closeFirst()
 	schema, err := storedSchema(in)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%q: %w", files[0].Path, errors.Join(err, ErrInvalid))
+		return nil, nil, fmt.Errorf("%q: %v: %w", files[0].Path, err, ErrInvalid)
 	}
 	open := func(ctx context.Context) (exec.BatchSource, error) {
 		return &fileSource{e: e, files: files, in: in, schema: schema}, nil
@@ -209,7 +209,7 @@ func (c *catalog) ReadFiles(ctx context.Context, files []plan.File) (*arrow.Sche
 }
 
 // openRows opens a Parquet or CSV file of the files directory as a
-// stream of batches; a CSV file is read as columns of types csvTypes, or
+// stream of batches; a CSV file is read as columns of csvSchema, or
 // of the types its values suggest when nil. done releases it.
 func (e *Engine) openRows(ctx context.Context, f plan.File, csvSchema *arrow.Schema) (BatchReader, func(), error) {
 	root, rel, err := e.filesRoot(f)
