@@ -69,8 +69,9 @@ func TestCopyOverFlight(t *testing.T) {
 		denied(who.ctx, who.name, "SELECT * FROM read_parquet('t.parquet')")
 	}
 	denied(root, "root", "COPY sales.t FROM '../t.parquet'")
-	denied(root, "root", "COPY sales.t TO '/tmp/flightd-copy-escape.csv'")
-	denied(root, "root", "SELECT * FROM read_csv('/etc/passwd')")
+	outside := t.TempDir()
+	denied(root, "root", "COPY sales.t TO '"+filepath.Join(outside, "escape.csv")+"'")
+	denied(root, "root", "SELECT * FROM read_csv('"+filepath.Join(outside, "escape.csv")+"')")
 	if n, err := update(root, "COPY sales.t FROM 't.parquet'"); err != nil || n != 2 {
 		t.Fatalf("root: COPY FROM: %d, %v", n, err)
 	}
@@ -85,6 +86,9 @@ func TestCopyOverFlight(t *testing.T) {
 	}
 	if n, err := fetchAll(root, cl, info); err != nil || n != 1 {
 		t.Fatalf("read_parquet: %d rows, %v", n, err)
+	}
+	if names, _ := os.ReadDir(outside); len(names) != 0 {
+		t.Fatalf("files written outside: %v", names)
 	}
 	if names, _ := os.ReadDir(files); len(names) != 3 {
 		t.Fatalf("files directory holds %v, want t.parquet, t.csv and a.csv", names)
