@@ -98,6 +98,13 @@ func (s *Session) allowStatement(b plan.Statement) error {
 		return s.allow(b.Table.Ident().Database, Write)
 	case *plan.Merge:
 		return s.allow(b.Table.Ident().Database, Write)
+	case *plan.CopyFrom:
+		if err := s.allowFiles(); err != nil {
+			return err
+		}
+		return s.allow(b.Table.Ident().Database, Write)
+	case *plan.CopyTo:
+		return s.allowFiles()
 	case *plan.Update:
 		return s.allow(b.Table.Ident().Database, Write)
 	case *plan.CreateTable:

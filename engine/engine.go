@@ -68,6 +68,9 @@ type Config struct {
 	// user owns read its sources; nil when there is no authentication
 	// (they read everything).
 	OwnerGrants func(user string) Authorizer
+	// FilesDir is the directory of the server whose files COPY reads and
+	// writes (copy.go); empty refuses COPY.
+	FilesDir string
 }
 
 // DefaultQueryMemory is the default per-statement memory budget.

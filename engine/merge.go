@@ -21,6 +21,9 @@ var ErrCardinality = fmt.Errorf("%w: cardinality violation", ErrInvalid)
 // read-modify-write of the target's snapshot. It fails, writing nothing,
 // when two source rows match one target row.
 func (st *Statement) merge(ctx context.Context, m *plan.Merge, params arrow.RecordBatch, opts tablestore.WriteOptions) (int64, error) {
+	if m.Append {
+		return st.mergeAppend(ctx, m, params, opts)
+	}
 	t := m.Table
 	schema := t.Schema()
 	var pk []int
@@ -62,7 +65,73 @@ func (st *Statement) merge(ctx context.Context, m *plan.Merge, params arrow.Reco
 	})
 }
 
-// keyText renders row i of key columns for an error message.
+// mergeAppend runs MERGE INTO an append table as UPDATE and DELETE run
+// there: the rows that remain, updated and inserted replace the table
+// atomically, a read-modify-write that fails on any change to the table
+// after the snapshot it read. Of each target row (rows arrive grouped by
+// it, the row a clause takes first) it writes the row of the clause taken
+// (none for DELETE) or, when none is, the row as it was, once. The count is
+// the rows the clauses took.
+func (st *Statement) mergeAppend(ctx context.Context, m *plan.Merge, params arrow.RecordBatch, opts tablestore.WriteOptions) (int64, error) {
+	t := m.Table
+	schema := t.Schema()
+	mem := st.s.e.cfg.Mem
+	var (
+		taken   int64
+		last    int64
+		hasLast bool
+		mask    []bool
+	)
+	opts.Overwrite = true
+	_, err := st.writeRows(ctx, t, m.Rows, params, opts, func(w *tablestore.Write, b arrow.RecordBatch) error {
+		rows := int(b.NumRows())
+		clause := b.Column(0).(*array.Int32)
+		target := b.Column(1).(*array.Int64)
+		mask = mask[:0]
+		keep := 0
+		for i := range rows {
+			c := clause.Value(i) - 1
+			if c >= 0 {
+				taken++
+			}
+			write := true
+			if target.IsValid(i) {
+				r := target.Value(i)
+				first := !hasLast || r != last
+				last, hasLast = r, true
+				switch {
+				case !first && c >= 0:
+					return fmt.Errorf("MERGE INTO %s: a target row %s is matched by more than one source row: %w", t.Ident(), keyText(b.Columns()[2:], i), ErrCardinality)
+				case !first:
+					write = false // the row is written once, as its first source row says
+				case c >= 0:
+					write = m.Kinds[c] != tablestore.Delete
+				}
+			}
+			mask = append(mask, write)
+			if write {
+				keep++
+			}
+		}
+		rec := array.NewRecordBatch(schema, b.Columns()[2:], int64(rows))
+		defer rec.Release()
+		out, err := vectorized.FilterBatch(ctx, mem, rec, mask, keep)
+		if err != nil {
+			return err
+		}
+		defer out.Release()
+		if keep == 0 {
+			return nil
+		}
+		return w.Write(ctx, out, tablestore.Insert)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return taken, nil
+}
+
+// keyText renders row i of key (or all) columns for an error message.
 func keyText(keys []arrow.Array, i int) string {
 	s := "("
 	for j, k := range keys {

@@ -47,6 +47,10 @@ func (st *Statement) Exec(ctx context.Context, params arrow.RecordBatch) (_ int6
 		return st.rewrite(ctx, b.Table, b.Updated, b.All, params, read)
 	case *plan.Merge:
 		return st.merge(ctx, b, params, read)
+	case *plan.CopyFrom:
+		return st.copyFrom(ctx, b)
+	case *plan.CopyTo:
+		return st.copyTo(ctx, b, params)
 	}
 	if params != nil && params.NumCols() > 0 {
 		return 0, fmt.Errorf("statement takes no parameters: %w", ErrInvalid)

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/flightd/flightd/engine"
 	"github.com/flightd/flightd/flightsql"
 )
 
@@ -46,10 +47,13 @@ func TestInteropPython(t *testing.T) {
 		python = filepath.Join(repoRoot(t), ".venv", "bin", "python")
 	}
 	requireTool(t, python, "Python with pyarrow and adbc_driver_flightsql")
-	// Results of any size split for clients that ask (test_endpoints.py).
-	ts := startServerLimits(t, splitLimits, 0, flightsql.Options{})
+	// Results of any size split for clients that ask (test_endpoints.py);
+	// COPY reads and writes files of a directory the tests share
+	// (test_copy.py).
+	files := t.TempDir()
+	ts := startServerLimits(t, splitLimits, 0, flightsql.Options{}, func(c *engine.Config) { c.FilesDir = files })
 	cmd := exec.Command(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", filepath.Join(repoRoot(t), "interop", "python"))
-	cmd.Env = append(os.Environ(), "FLIGHTD_URI="+ts.URI)
+	cmd.Env = append(os.Environ(), "FLIGHTD_URI="+ts.URI, "FLIGHTD_FILES_DIR="+files)
 	out, err := cmd.CombinedOutput()
 	t.Logf("pytest:\n%s", out)
 	if err != nil {

@@ -183,6 +183,8 @@ func (b *binder) bindStatement(stmt sql.Statement) Statement {
 		return b.bindDelete(s)
 	case *sql.Merge:
 		return b.bindMerge(s)
+	case *sql.Copy:
+		return b.bindCopy(s)
 	case *sql.Update:
 		return b.bindUpdate(s)
 	case *sql.CreateTable:

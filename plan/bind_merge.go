@@ -11,31 +11,38 @@ import (
 	"github.com/flightd/flightd/tablestore"
 )
 
-// Merge is MERGE INTO a primary-key table, one commit. Rows yields, for
-// each source row that a WHEN clause takes, the clause's number (column 0,
-// from 1) and the target row it writes (the table's columns, from 1).
-// Clause i writes its row with Kinds[i-1]; Matched[i-1] says it acts on a
-// matched target row (UPDATE, DELETE), which no two source rows may match.
+// Merge is MERGE INTO a table, one commit. Rows yields, for each source
+// row that a WHEN clause takes, the clause's number (column 0, from 1) and
+// the target row it writes (the table's columns, from 1). Clause i writes
+// its row with Kinds[i-1]; Matched[i-1] says it acts on a matched target
+// row (UPDATE, DELETE), which no two source rows may match.
+//
+// Into an append table (Append) the statement rewrites the table, as
+// UPDATE and DELETE do there: Rows then yields, after the clause number
+// (0: none taken), the number of the target row (column 1, NULL for the
+// rows INSERT clauses write) and the row to keep, update, delete or
+// insert (the table's columns, from 2), ordered by target row, then by
+// clause descending, so the row a clause takes comes first among the
+// source rows matching its target row.
 type Merge struct {
 	Table   *tablestore.Table
 	Rows    *Query
 	Kinds   []tablestore.RowKind
 	Matched []bool
+	Append  bool
 }
 
 func (*Merge) boundStmt() {}
 
 // bindMerge binds MERGE INTO t USING s ON cond WHEN ... as one query over
-// s LEFT JOIN t ON cond: a source row is matched when the target's first
-// key column is not NULL (key columns are NOT NULL), and takes the first
-// WHEN clause whose kind and condition fit.
+// s LEFT JOIN t ON cond (a primary-key table: a source row is matched when
+// the target's first key column is not NULL, key columns being NOT NULL)
+// or s FULL JOIN t ON cond (an append table, whose every row is written
+// again: see bindAppendMerge); each source row takes the first WHEN clause
+// whose kind and condition fit.
 func (b *binder) bindMerge(s *sql.Merge) Statement {
 	t, _ := b.table(s.Table)
 	b.refuseMaterializedWrite(s.Pos, t, "MERGE")
-	pk := t.PrimaryKey()
-	if len(pk) == 0 {
-		b.fail(s.Pos, "MERGE INTO %s: the target needs a primary key (MERGE writes rows by key)", t.Ident())
-	}
 	for _, w := range s.Whens {
 		if w.Action == "INSERT" {
 			continue
@@ -48,40 +55,18 @@ func (b *binder) bindMerge(s *sql.Merge) Statement {
 	if s.Alias != "" {
 		qual = s.Alias
 	}
+	pk := t.PrimaryKey()
+	if len(pk) == 0 {
+		return b.bindAppendMerge(s, t, qual)
+	}
 	from := &sql.Join{Pos: s.Pos, Kind: "LEFT", Left: s.Source,
 		Right: &sql.TableName{Pos: s.Table.Pos, Name: s.Table, Alias: s.Alias}, On: s.On}
 	node, sc := b.bindFrom(from, nil, &scope{})
+	target := b.mergeTarget(s, t, sc, qual)
 	schema := t.Schema()
-	target := make([]Expr, schema.NumFields())
-	for i, f := range schema.Fields() {
-		target[i] = b.lookup(sc, &sql.Ident{Pos: s.Pos, Parts: []string{qual, f.Name}})
-	}
-	matched := b.call(s.Pos, "is_not_null", target[schema.FieldIndices(pk[0])[0]])
-	notMatched := b.call(s.Pos, "is_null", target[schema.FieldIndices(pk[0])[0]])
-
+	key := target[schema.FieldIndices(pk[0])[0]]
 	m := &Merge{Table: t}
-	action := &Case{Else: &Const{Value: scalar.NewInt32Scalar(0)}, Typ: arrow.PrimitiveTypes.Int32}
-	cols := make([]*Case, schema.NumFields())
-	for i, f := range schema.Fields() {
-		cols[i] = &Case{Else: target[i], Typ: f.Type}
-	}
-	for n, w := range s.Whens {
-		cond := matched
-		if !w.Matched {
-			cond = notMatched
-		}
-		if w.Cond != nil {
-			cond = andAll([]Expr{cond, b.bindPredicate(w.Cond, sc, &node, "WHEN")})
-		}
-		action.Whens = append(action.Whens, CaseWhen{Cond: cond, Then: &Const{Value: scalar.NewInt32Scalar(int32(n + 1))}})
-		row := b.mergeRow(t, w, sc, &node, target)
-		for i := range cols {
-			cols[i].Whens = append(cols[i].Whens, CaseWhen{Cond: cond, Then: row[i]})
-		}
-		kind := map[string]tablestore.RowKind{"UPDATE": tablestore.UpdateAfter, "DELETE": tablestore.Delete, "INSERT": tablestore.Insert}[w.Action]
-		m.Kinds = append(m.Kinds, kind)
-		m.Matched = append(m.Matched, w.Matched)
-	}
+	action, cols := b.mergeClauses(s, m, sc, &node, target, b.call(s.Pos, "is_not_null", key), b.call(s.Pos, "is_null", key))
 	exprs := []Expr{action}
 	out := []Column{b.newCol("_merge_clause", action.Typ, false)}
 	for i, f := range schema.Fields() {
@@ -93,6 +78,90 @@ func (b *binder) bindMerge(s *sql.Merge) Statement {
 	b.defaultParamTypes()
 	m.Rows = b.finishQuery(&FilterNode{Input: proj, Pred: taken})
 	return m
+}
+
+// bindAppendMerge binds MERGE INTO an append table t: the source, marked
+// as present, FULL JOIN the target's rows, numbered, ON cond. Every
+// target row comes out (as it is, updated, or to be dropped) and every
+// source row matching none that an INSERT clause takes; the engine keeps
+// per target row the row of the clause taken, or the row as it is when
+// none is (Merge).
+func (b *binder) bindAppendMerge(s *sql.Merge, t *tablestore.Table, qual string) Statement {
+	src, ls := b.bindFrom(s.Source, nil, &scope{})
+	srcCols := src.Columns()
+	present := b.newCol("_merge_source", boolType, false)
+	var pass []Expr
+	for _, c := range srcCols {
+		pass = append(pass, colRef(c))
+	}
+	src = &ProjectNode{Input: src, Exprs: append(pass, &Const{Value: boolScalar(true)}), Cols: append(slices.Clone(srcCols), present)}
+	tgt, rs := b.bindFrom(&sql.TableName{Pos: s.Table.Pos, Name: s.Table, Alias: s.Alias}, nil, &scope{})
+	row := b.newCol("_merge_row", arrow.PrimitiveTypes.Int64, true)
+	tgt = &WindowNode{Input: tgt, Funcs: []WindowFunc{{Fn: "row_number", Col: row}}}
+	sc := &scope{cols: append(append([]scopeCol{}, ls.cols...), rs.cols...)}
+	jn := &JoinNode{Kind: FullJoin, Left: src, Right: tgt}
+	var node Node = jn
+	jn.Cond = b.bindPredicate(s.On, sc, &node, "MERGE ON")
+	if node != Node(jn) {
+		b.notImplemented(s.On.Position(), "a subquery in MERGE ON")
+	}
+	target := b.mergeTarget(s, t, sc, qual)
+	hasRow := b.call(s.Pos, "is_not_null", colRef(row))
+	matched := andAll([]Expr{b.call(s.Pos, "is_not_null", colRef(present)), hasRow})
+	m := &Merge{Table: t, Append: true}
+	action, cols := b.mergeClauses(s, m, sc, &node, target, matched, b.call(s.Pos, "is_null", colRef(row)))
+	exprs := []Expr{action, colRef(row)}
+	out := []Column{b.newCol("_merge_clause", action.Typ, false), b.newCol("_merge_row", row.Type, true)}
+	for i, f := range t.Schema().Fields() {
+		exprs = append(exprs, cols[i])
+		out = append(out, b.newCol(f.Name, f.Type, true))
+	}
+	proj := &ProjectNode{Input: node, Exprs: exprs, Cols: out}
+	taken := b.call(s.Pos, "not_equal", colRef(out[0]), &Const{Value: scalar.NewInt32Scalar(0)})
+	kept := &FilterNode{Input: proj, Pred: b.call(s.Pos, "or", b.call(s.Pos, "is_not_null", colRef(out[1])), taken)}
+	b.defaultParamTypes()
+	m.Rows = b.finishQuery(&SortNode{Input: kept, Keys: []SortKey{{Expr: colRef(out[1]), NullsFirst: true}, {Expr: colRef(out[0]), Desc: true}}})
+	return m
+}
+
+// mergeTarget are the target row's columns in scope sc.
+func (b *binder) mergeTarget(s *sql.Merge, t *tablestore.Table, sc *scope, qual string) []Expr {
+	schema := t.Schema()
+	target := make([]Expr, schema.NumFields())
+	for i, f := range schema.Fields() {
+		target[i] = b.lookup(sc, &sql.Ident{Pos: s.Pos, Parts: []string{qual, f.Name}})
+	}
+	return target
+}
+
+// mergeClauses binds the WHEN clauses into m: the number of the clause
+// each joined row takes (0: none) and the row it writes (target's columns
+// when none).
+func (b *binder) mergeClauses(s *sql.Merge, m *Merge, sc *scope, node *Node, target []Expr, matched, notMatched Expr) (*Case, []*Case) {
+	t := m.Table
+	action := &Case{Else: &Const{Value: scalar.NewInt32Scalar(0)}, Typ: arrow.PrimitiveTypes.Int32}
+	cols := make([]*Case, len(target))
+	for i, f := range t.Schema().Fields() {
+		cols[i] = &Case{Else: target[i], Typ: f.Type}
+	}
+	for n, w := range s.Whens {
+		cond := matched
+		if !w.Matched {
+			cond = notMatched
+		}
+		if w.Cond != nil {
+			cond = andAll([]Expr{cond, b.bindPredicate(w.Cond, sc, node, "WHEN")})
+		}
+		action.Whens = append(action.Whens, CaseWhen{Cond: cond, Then: &Const{Value: scalar.NewInt32Scalar(int32(n + 1))}})
+		row := b.mergeRow(t, w, sc, node, target)
+		for i := range cols {
+			cols[i].Whens = append(cols[i].Whens, CaseWhen{Cond: cond, Then: row[i]})
+		}
+		kind := map[string]tablestore.RowKind{"UPDATE": tablestore.UpdateAfter, "DELETE": tablestore.Delete, "INSERT": tablestore.Insert}[w.Action]
+		m.Kinds = append(m.Kinds, kind)
+		m.Matched = append(m.Matched, w.Matched)
+	}
+	return action, cols
 }
 
 // mergeRow is the target row WHEN clause w writes: UPDATE's assignments

@@ -1003,6 +1003,9 @@ func (b *binder) bindFrom(f sql.TableRef, outer *scope, left *scope) (Node, *sco
 	case *sql.ParenTableRef:
 		return b.bindFrom(f.Inner, outer, left)
 	case *sql.TableFunc:
+		if n := f.Call.Name; n == "read_parquet" || n == "read_csv" {
+			return b.bindReadFile(f)
+		}
 		return b.bindWindowTVF(f, outer, left)
 	case *sql.Unnest: // of values that use no column
 		one := &ValuesNode{Values: [][]Expr{{&Const{Value: boolScalar(true)}}}, Cols: []Column{b.newCol("dummy", arrow.FixedWidthTypes.Boolean, false)}}

@@ -276,6 +276,8 @@ func (bd *builder) buildWith(n PhysicalNode, in []exec.Operator) (exec.Operator,
 func (bd *builder) plainOp(n Node, in []exec.Operator) (exec.Operator, error) {
 	ec := bd.ec
 	switch n := n.(type) {
+	case *FileScanNode:
+		return exec.NewSource(ec, schemaOf(n.Cols), n.open), nil
 	case *ValuesNode:
 		rows := make([][]exec.Expr, len(n.Values))
 		for i, r := range n.Values {
@@ -517,7 +519,7 @@ func (bd *builder) scan(ts *TableScan) (exec.Operator, error) {
 		if err != nil {
 			return nil, fmt.Errorf("scan %s: %w", t.Ident(), err)
 		}
-		splits := s.Splits()
+		splits := n.Read.splits(s)
 		if bucket >= 0 {
 			splits = slices.DeleteFunc(slices.Clone(splits), func(sp tablestore.Split) bool { return sp.Bucket() != bucket })
 		}
@@ -539,7 +541,7 @@ func scanSpec(n *ScanNode, params arrow.RecordBatch) (tablestore.ScanSpec, error
 	if err != nil {
 		return tablestore.ScanSpec{}, err
 	}
-	spec := tablestore.ScanSpec{SnapshotID: n.Snapshot, Columns: n.Names, Filter: pushed}
+	spec := tablestore.ScanSpec{SnapshotID: n.Snapshot, Columns: n.Read.columns(n), Filter: pushed}
 	if n.Tag != "" {
 		spec.SnapshotID, spec.Tag = 0, n.Tag
 	}

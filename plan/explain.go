@@ -136,6 +136,9 @@ func explainLine(n Node) string {
 		if n.Stream != nil {
 			s = "Stream" + s[len("Scan"):] + " from " + n.Stream.Start.String()
 		}
+		if n.Read != ReadRows {
+			s += " (" + n.Read.String() + ")"
+		}
 		if n.Pushed != nil || len(n.ParamPushed) > 0 {
 			var pushed []string
 			if n.Pushed != nil {
@@ -152,6 +155,8 @@ func explainLine(n Node) string {
 		return s
 	case *ValuesNode:
 		return fmt.Sprintf("Values %d rows [%s]", len(n.Values), colNames(n.Cols))
+	case *FileScanNode:
+		return n.explain()
 	case *FilterNode:
 		return "Filter " + n.Pred.String()
 	case *ProjectNode:

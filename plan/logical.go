@@ -40,6 +40,9 @@ type ScanNode struct {
 	// Stats are the snapshot's column statistics for estimates (nil when
 	// unavailable).
 	Stats *tablestore.Statistics
+	// Read is what the scan reads of the snapshot: its rows, or those of
+	// t$ro or t$audit_log (plan/systables.go).
+	Read ScanRead
 }
 
 // ValuesNode is a constant relation.

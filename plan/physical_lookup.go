@@ -56,7 +56,7 @@ func (n *LookupScan) Children() []PhysicalNode { return nil }
 // lookupScan plans n as a LookupScan when its filter fixes the table's
 // whole primary key; nil otherwise.
 func (pp *physicalPlanner) lookupScan(n *ScanNode) *LookupScan {
-	if pp.lookups == nil || !pp.enabled(choiceLookupScan) || n.Stream != nil || n.Tag != "" || n.Filter == nil {
+	if pp.lookups == nil || !pp.enabled(choiceLookupScan) || n.Stream != nil || n.Tag != "" || n.Read != ReadRows || n.Filter == nil {
 		return nil
 	}
 	t := n.Table

@@ -102,6 +102,9 @@ func unpinnable(n PhysicalNode) string {
 		if x.Scan.Stream != nil {
 			return "a change stream does not end"
 		}
+		if x.Scan.Read != ReadRows {
+			return "t$ro and t$audit_log read their splits apart from the table's"
+		}
 		if x.Scan.Tag != "" {
 			return "a tag's snapshot is read by its name" // and may be expired as a snapshot
 		}

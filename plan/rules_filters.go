@@ -487,7 +487,9 @@ func derivePushdown(n Node) {
 func scanColumnNames(s *ScanNode) map[ColumnID]string {
 	names := map[ColumnID]string{}
 	for i, c := range s.Cols {
-		if s.Names[i] != tablestore.RowKindColumn || s.Stream == nil {
+		streamKind := s.Stream != nil && s.Names[i] == tablestore.RowKindColumn
+		auditKind := s.Read == ReadAuditLog && i == 0 // kept first by pruning
+		if !streamKind && !auditKind {
 			names[c.ID] = s.Names[i]
 		}
 	}

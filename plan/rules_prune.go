@@ -15,7 +15,8 @@ func pruneColumns(n Node, need map[ColumnID]bool) Node {
 		var cols []Column
 		var names []string
 		for i, c := range x.Cols {
-			if need[c.ID] {
+			// t$audit_log's splits always begin with the row kind.
+			if need[c.ID] || (i == 0 && x.Read == ReadAuditLog) {
 				cols = append(cols, c)
 				names = append(names, x.Names[i])
 			}

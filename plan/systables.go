@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -179,6 +180,14 @@ var tableSysCols = map[string][]isCol{
 		{"level", isInt}, {"record_count", isInt64}, {"file_size_in_bytes", isInt64}, {"min_key", isStr}, {"max_key", isStr},
 		{"min_sequence_number", isInt64}, {"max_sequence_number", isInt64}, {"creation_time", isTime},
 	},
+	"schemas": {
+		{"schema_id", isInt64}, {"fields", isStr}, {"partition_keys", isStr}, {"primary_keys", isStr}, {"options", isStr},
+		{"comment", isStr}, {"update_time", isTime},
+	},
+	"manifests": {
+		{"file_name", isStr}, {"file_size", isInt64}, {"num_added_files", isInt64}, {"num_deleted_files", isInt64},
+		{"schema_id", isInt64}, {"min_partition_stats", isStr}, {"max_partition_stats", isStr},
+	},
 	"partitions": {{"partition", isStr}, {"record_count", isInt64}, {"file_size_in_bytes", isInt64}, {"file_count", isInt64}, {"last_update_time", isTime}},
 	"buckets": {
 		{"partition", isStr}, {"bucket", isInt}, {"record_count", isInt64}, {"file_size_in_bytes", isInt64},
@@ -186,16 +195,88 @@ var tableSysCols = map[string][]isCol{
 	},
 }
 
-// bindTableSystemTable binds t$snapshots, t$options, t$tags, t$consumers,
-// t$files, t$partitions and t$buckets: what the table store keeps about
-// table t, read when the statement is bound, for readers of t. The file
-// tables describe the latest snapshot, or the one a scan.snapshot-id hint
-// names. They shadow a table named t$snapshots (and so on).
+// ScanRead is what a ScanNode reads of its snapshot.
+type ScanRead int8
+
+const (
+	// ReadRows reads the table's rows.
+	ReadRows ScanRead = iota
+	// ReadOptimized reads t$ro: the files that need no merge.
+	ReadOptimized
+	// ReadAuditLog reads t$audit_log: the rows with their row kind
+	// (tablestore.AuditLogKindColumn, the scan's first column), retracting
+	// rows kept.
+	ReadAuditLog
+)
+
+func (r ScanRead) String() string {
+	return [...]string{ReadRows: "rows", ReadOptimized: "ro", ReadAuditLog: "audit_log"}[r]
+}
+
+// columns are the table columns the scan of n reads.
+func (r ScanRead) columns(n *ScanNode) []string {
+	if r == ReadAuditLog {
+		return n.Names[1:]
+	}
+	return n.Names
+}
+
+func (r ScanRead) splits(s *tablestore.Scan) []tablestore.Split {
+	switch r {
+	case ReadOptimized:
+		return s.ReadOptimizedSplits()
+	case ReadAuditLog:
+		return s.AuditLogSplits()
+	}
+	return s.Splits()
+}
+
+// bindDataSystemTable binds t$ro and t$audit_log, which read t's snapshot
+// (the latest, or one a scan.snapshot-id or scan.tag-name hint names) as
+// Paimon's ReadOptimizedTable and AuditLogTable do.
+func (b *binder) bindDataSystemTable(f *sql.TableName, base, kind string) (Node, *scope) {
+	parts := f.Name.Parts
+	t, snap := b.table(&sql.Name{Pos: f.Name.Pos, Parts: append(slices.Clone(parts[:len(parts)-1]), base)})
+	if f.SystemTime != nil {
+		b.fail(f.SystemTime.Position(), "%s$%s takes no FOR SYSTEM_TIME AS OF: use OPTIONS('scan.snapshot-id'=...)", base, kind)
+	}
+	snap, tag, stream := b.tableHints(f, t, snap)
+	if stream != nil {
+		b.notImplemented(f.Pos, fmt.Sprintf("streaming reads of %s$%s (a scan.mode hint on %s streams its changes with their row kinds)", base, kind, base))
+	}
+	qual := base + "$" + kind
+	if f.Alias != "" {
+		qual = f.Alias
+	}
+	n := b.scanNode(t, snap, qual)
+	n.Tag = tag
+	n.Read = ReadOptimized
+	if kind == "audit_log" {
+		if slices.Contains(n.Names, tablestore.AuditLogKindColumn) {
+			b.notImplemented(f.Pos, fmt.Sprintf("%s$audit_log of a table with a column named %s", base, tablestore.AuditLogKindColumn))
+		}
+		n.Read = ReadAuditLog
+		n.Cols = append([]Column{b.newCol(tablestore.AuditLogKindColumn, arrow.BinaryTypes.String, false)}, n.Cols...)
+		n.Names = append([]string{tablestore.AuditLogKindColumn}, n.Names...)
+	}
+	return n, b.aliasScope(n, qual, f.ColAliases, f.Pos)
+}
+
+// bindTableSystemTable binds t$snapshots, t$schemas, t$options, t$tags,
+// t$consumers, t$manifests, t$files, t$partitions and t$buckets: what the
+// table store keeps about table t, read when the statement is bound, for
+// readers of t. The manifest and file tables describe the latest snapshot,
+// or the one a scan.snapshot-id hint names. They shadow a table named
+// t$snapshots (and so on).
 func (b *binder) bindTableSystemTable(f *sql.TableName) (Node, *scope, bool) {
 	parts := f.Name.Parts
 	base, kind, ok := strings.Cut(parts[len(parts)-1], "$")
 	if !ok {
 		return nil, nil, false
+	}
+	if k := strings.ToLower(kind); k == "ro" || k == "audit_log" {
+		n, sc := b.bindDataSystemTable(f, base, k)
+		return n, sc, true
 	}
 	cols, ok := tableSysCols[strings.ToLower(kind)]
 	if !ok {
@@ -206,8 +287,8 @@ func (b *binder) bindTableSystemTable(f *sql.TableName) (Node, *scope, bool) {
 	snap := int64(0)
 	for _, h := range f.Hints {
 		for _, o := range h.Options {
-			if h.Name != "OPTIONS" || o.Key != "scan.snapshot-id" || (kind != "files" && kind != "partitions" && kind != "buckets") {
-				b.fail(o.Pos, "%s$%s takes no hint but OPTIONS('scan.snapshot-id'=...) on files, partitions and buckets", base, kind)
+			if h.Name != "OPTIONS" || o.Key != "scan.snapshot-id" || !slices.Contains(snapshotSysTables, kind) {
+				b.fail(o.Pos, "%s$%s takes no hint but OPTIONS('scan.snapshot-id'=...) on manifests, files, partitions and buckets", base, kind)
 			}
 			snap = b.positiveInt(o)
 		}
@@ -227,6 +308,9 @@ func (b *binder) bindTableSystemTable(f *sql.TableName) (Node, *scope, bool) {
 	return n, b.aliasScope(n, qual, f.ColAliases, f.Pos), true
 }
 
+// snapshotSysTables are the system tables that describe one snapshot.
+var snapshotSysTables = []string{"manifests", "files", "partitions", "buckets"}
+
 // tableSysRows lists the rows of t$kind (files of snapshot snap, 0 the
 // latest).
 func tableSysRows(ctx context.Context, t *tablestore.Table, kind string, snap int64) ([][]any, error) {
@@ -237,6 +321,19 @@ func tableSysRows(ctx context.Context, t *tablestore.Table, kind string, snap in
 		for _, s := range snaps {
 			rows = append(rows, []any{s.ID, s.SchemaID, s.CommitUser, s.CommitIdentifier, s.CommitKind, time.UnixMilli(s.TimeMillis),
 				s.BaseManifestList, s.DeltaManifestList, orNull(s.ChangelogManifestList), s.TotalRecordCount, s.DeltaRecordCount})
+		}
+		return rows, err
+	case "schemas":
+		schs, err := t.SchemaVersions(ctx)
+		for _, s := range schs {
+			rows = append(rows, []any{s.ID, s.Fields, s.PartitionKeys, s.PrimaryKeys, s.Options, orNull(s.Comment), time.UnixMilli(s.TimeMillis)})
+		}
+		return rows, err
+	case "manifests":
+		ms, err := t.Manifests(ctx, snap)
+		for _, m := range ms {
+			rows = append(rows, []any{m.FileName, m.FileSize, m.NumAddedFiles, m.NumDeletedFiles, m.SchemaID,
+				orNull(m.MinPartition), orNull(m.MaxPartition)})
 		}
 		return rows, err
 	case "options":

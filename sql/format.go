@@ -608,6 +608,8 @@ func (f *formatter) node(n Node) {
 		f.w(" SET ")
 		f.assignments(n.Sets)
 		f.where(n.Where)
+	case *Copy:
+		f.copyStmt(n)
 	case *Merge:
 		f.w("MERGE INTO ")
 		f.parts(n.Table.Parts)

@@ -317,6 +317,8 @@ func (p *parser) parseStatement() Statement {
 		return p.parseUpdate()
 	case "merge":
 		return p.parseMerge()
+	case "copy":
+		return p.parseCopy()
 	case "delete":
 		return p.parseDelete()
 	case "create":
@@ -1497,14 +1499,19 @@ func (p *parser) parseTablePrimary() TableRef {
 			u.ColAliases = p.colAliases()
 		}
 		return u
-	case p.isK("table") && p.peekN(1).text == "(":
-		p.i += 2
+	case p.isK("table") && p.peekN(1).text == "(", p.isFileFunc():
+		wrapped := !p.isFileFunc()
+		if wrapped {
+			p.i += 2
+		}
 		ft := p.peek()
 		fn, ok := p.parsePrimary().(*FuncCall)
 		if !ok {
 			p.failf(ft.pos, "expected a table function call inside TABLE(...)")
 		}
-		p.expectP(")")
+		if wrapped {
+			p.expectP(")")
+		}
 		tf := &TableFunc{Pos: t.pos, Call: fn}
 		tf.Alias = p.optAlias()
 		if tf.Alias != "" {

@@ -116,6 +116,9 @@ func (p *producer) rel(n plan.Node) (*pb.Rel, []plan.ColumnID, error) {
 		if x.Stream != nil || x.Tag != "" || x.Snapshot != 0 {
 			return nil, nil, noForm("a read of a change stream or of a chosen snapshot (time travel, a transaction's)")
 		}
+		if x.Read != plan.ReadRows {
+			return nil, nil, noForm("a read of t$ro or t$audit_log")
+		}
 		id := x.Table.Ident()
 		schema := &pb.NamedStruct{Names: x.Names, Struct: &pb.Type_Struct{Nullability: pb.Type_NULLABILITY_REQUIRED}}
 		for _, c := range x.Cols {

@@ -55,6 +55,7 @@ func run() error {
 		grace    = flag.Duration("shutdown-grace", 30*time.Second, "on SIGTERM, how long running queries may go on before they are cancelled")
 		parallel = flag.Int("parallelism", 0, "goroutines one query's scans and aggregations use (0: one per core, 1: serial)")
 		maxBytes = flag.Int("max-statement-bytes", flightsql.DefaultLimits.MaxStatementBytes, "longest SQL statement accepted, in bytes")
+		filesDir = flag.String("files-dir", "", "directory of the server whose files COPY t FROM 'file' and COPY ... TO 'file' read and write (paths relative to it, never outside it); empty: COPY is refused")
 		maxToks  = flag.Int("max-statement-tokens", flightsql.DefaultLimits.MaxStatementTokens, "most tokens (names, literals, operators) one SQL statement may have")
 	)
 	memLimit, queryMem, cacheMem := sizeFlag{auto: true}, sizeFlag{auto: true}, sizeFlag{auto: true}
@@ -101,7 +102,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	cfg := engine.Config{Mem: memory.NewGoAllocator(), FS: wh.fs, Root: wh.root, QueryMemory: queryBytes, Plan: plan.Options{FreshnessThreshold: *mtThresh}, SpillDir: wh.spill, CacheBytes: cacheBytes, Parallelism: *parallel}
+	cfg := engine.Config{Mem: memory.NewGoAllocator(), FS: wh.fs, Root: wh.root, QueryMemory: queryBytes, Plan: plan.Options{FreshnessThreshold: *mtThresh}, SpillDir: wh.spill, CacheBytes: cacheBytes, Parallelism: *parallel, FilesDir: *filesDir}
 	if *authFile != "" {
 		cfg.OwnerGrants = flightsql.OwnerGrants(grants)
 	}

@@ -1,0 +1,347 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/csv"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/plan"
+)
+
+// COPY reads and writes files of one directory of the server
+// (Config.FilesDir), never outside it: a path is relative to it (or
+// absolute within it), and os.Root refuses ".." and symbolic links that
+// lead out. Without the directory COPY is refused.
+
+// errFileExists: COPY TO does not replace a file.
+var errFileExists = NewError(KindAlreadyExists, "file exists")
+
+// allowFiles: files on the server hold whatever was exported there, from
+// any database, so only a user with admin on every database (grant: user
+// admin *) reads or writes them.
+func (s *Session) allowFiles() error {
+	if err := s.allow("*", Admin); err != nil {
+		return fmt.Errorf("files on the server (COPY, read_parquet, read_csv) need admin on every database (grant: user admin *): %w", err)
+	}
+	return nil
+}
+
+// copyBatchRows is how many rows a Parquet or CSV reader decodes at once.
+const copyBatchRows = 64 << 10
+
+// filesRoot opens the files directory and names f's path within it.
+func (e *Engine) filesRoot(f plan.File) (*os.Root, string, error) {
+	dir := e.cfg.FilesDir
+	if dir == "" {
+		return nil, "", fmt.Errorf("%q: files on the server are off (start flightd with -files-dir): %w", f.Path, ErrDenied)
+	}
+	rel := f.Path
+	if filepath.IsAbs(rel) {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, "", err
+		}
+		if rel, err = filepath.Rel(abs, filepath.Clean(f.Path)); err != nil {
+			rel = ".."
+		}
+	}
+	if !filepath.IsLocal(rel) {
+		return nil, "", fmt.Errorf("%q: the path leaves the files directory: %w", f.Path, ErrDenied)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, "", fmt.Errorf("files directory: %w", err)
+	}
+	return root, rel, nil
+}
+
+// fileError says what went wrong with the file at path: a missing file
+// or directory is invalid input, anything else (a link leading out of the
+// directory, no permission) is refused.
+func fileError(path string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%q: no such file in the files directory: %w", path, ErrInvalid)
+	}
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%q: the file exists (COPY TO writes new files only): %w", path, errFileExists)
+	}
+	return fmt.Errorf("%q: %v: %w", path, err, ErrDenied)
+}
+
+// copyFrom appends the file's rows to the table in one commit (or into
+// the transaction) through bulk ingest, which converts them to the
+// table's types as it converts a client's.
+func (st *Statement) copyFrom(ctx context.Context, c *plan.CopyFrom) (int64, error) {
+	rdr, done, err := st.s.e.openRows(ctx, c.File, c.Table.Schema())
+	if err != nil {
+		return 0, fmt.Errorf("COPY FROM %w", err)
+	}
+	defer done()
+	n, err := st.s.Ingest(ctx, IngestRequest{Table: c.Table.Ident(), Mode: IngestAppend, Txn: st.tx}, rdr)
+	if err != nil {
+		return 0, fmt.Errorf("COPY FROM %q: %w", c.File.Path, err)
+	}
+	return n, nil
+}
+
+// fileRows makes a file's decoding errors bad input.
+type fileRows struct{ BatchReader }
+
+func (r *fileRows) Err() error {
+	if err := r.BatchReader.Err(); err != nil {
+		return fmt.Errorf("decoding the file: %v: %w", err, ErrInvalid)
+	}
+	return nil
+}
+
+// copyTo writes the query's rows to a new file: into a hidden temporary
+// file first, linked to its name only when complete, so the name never
+// shows part of a file and an existing file is never replaced.
+func (st *Statement) copyTo(ctx context.Context, c *plan.CopyTo, params arrow.RecordBatch) (int64, error) {
+	root, rel, err := st.s.e.filesRoot(c.File)
+	if err != nil {
+		return 0, fmt.Errorf("COPY TO %w", err)
+	}
+	defer root.Close()
+	if _, err := root.Lstat(rel); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		if err == nil {
+			err = fs.ErrExist
+		}
+		return 0, fmt.Errorf("COPY TO %w", fileError(c.File.Path, err))
+	}
+	var suffix [8]byte
+	_, _ = rand.Read(suffix[:])
+	tmp := filepath.Join(filepath.Dir(rel), ".copy-"+hex.EncodeToString(suffix[:])+".tmp")
+	fh, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return 0, fmt.Errorf("COPY TO %w", fileError(c.File.Path, err))
+	}
+	defer root.Remove(tmp)
+	n, err := st.writeFile(ctx, c, params, fh)
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("COPY TO %q: %w", c.File.Path, err)
+	}
+	if err := root.Link(tmp, rel); err != nil {
+		return 0, fmt.Errorf("COPY TO %w", fileError(c.File.Path, err))
+	}
+	return n, nil
+}
+
+// writeFile streams the query's rows into fh in the file's format and
+// syncs it.
+func (st *Statement) writeFile(ctx context.Context, c *plan.CopyTo, params arrow.RecordBatch, fh *os.File) (int64, error) {
+	schema := c.Query.Schema()
+	var (
+		write func(arrow.RecordBatch) error
+		done  func() error
+	)
+	if c.File.Format == "parquet" {
+		props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithAllocator(st.s.e.cfg.Mem))
+		// The writer closes a sink it can; the file is synced after.
+		pw, err := pqarrow.NewFileWriter(schema, struct{ io.Writer }{fh}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+		if err != nil {
+			return 0, fmt.Errorf("%v: %w", err, ErrNotSupported)
+		}
+		write, done = pw.WriteBuffered, pw.Close
+	} else {
+		cw := csv.NewWriter(fh, schema, csv.WithHeader(c.File.Header), csv.WithComma(c.File.Delimiter), csv.WithNullWriter(""))
+		write = cw.Write
+		done = func() error { cw.Flush(); return cw.Error() }
+	}
+	var n int64
+	err := st.pull(ctx, c.Query, params, func(b arrow.RecordBatch) error {
+		n += b.NumRows()
+		return write(b)
+	})
+	if derr := done(); err == nil {
+		err = derr
+	}
+	if err == nil {
+		err = fh.Sync()
+	}
+	return n, err
+}
+
+var _ plan.FileCatalog = (*catalog)(nil)
+
+// ReadFiles opens files for read_parquet and read_csv, in the files
+// directory only: the schema is the first file's (a CSV file's types
+// inferred from its values), each column in its stored type; the reader
+// converts every file's columns to it, as ingest converts a client's, and
+// a file of other columns fails the read.
+func (c *catalog) ReadFiles(ctx context.Context, files []plan.File) (*arrow.Schema, func(ctx context.Context) (exec.BatchSource, error), error) {
+	if err := c.s.allowFiles(); err != nil {
+		return nil, nil, err
+	}
+	e := c.s.e
+	first, closeFirst, err := e.openRows(ctx, files[0], nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	in := first.Schema()
+	closeFirst()
+	schema, err := storedSchema(in)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%q: %v: %w", files[0].Path, err, ErrInvalid)
+	}
+	open := func(ctx context.Context) (exec.BatchSource, error) {
+		return &fileSource{e: e, files: files, in: in, schema: schema}, nil
+	}
+	return schema, open, nil
+}
+
+// openRows opens a Parquet or CSV file of the files directory as a
+// stream of batches; a CSV file is read as columns of csvSchema, or
+// of the types its values suggest when nil. done releases it.
+func (e *Engine) openRows(ctx context.Context, f plan.File, csvSchema *arrow.Schema) (BatchReader, func(), error) {
+	root, rel, err := e.filesRoot(f)
+	if err != nil {
+		return nil, nil, err
+	}
+	fh, err := root.Open(rel)
+	root.Close()
+	if err != nil {
+		return nil, nil, fileError(f.Path, err)
+	}
+	if fi, err := fh.Stat(); err != nil || !fi.Mode().IsRegular() {
+		fh.Close()
+		return nil, nil, fmt.Errorf("%q: not a regular file: %w", f.Path, ErrInvalid)
+	}
+	mem := e.cfg.Mem
+	if f.Format == "csv" {
+		opts := []csv.Option{csv.WithAllocator(mem), csv.WithHeader(f.Header), csv.WithComma(f.Delimiter),
+			csv.WithNullReader(true, ""), csv.WithChunk(copyBatchRows)}
+		var cr *csv.Reader
+		if csvSchema != nil {
+			cr = csv.NewReader(fh, csvSchema, opts...)
+		} else {
+			cr = csv.NewInferringReader(fh, opts...)
+		}
+		if cr.Schema() == nil && !cr.Next() { // inferring reads the first rows for the types
+			err := cr.Err()
+			if err == nil {
+				err = errors.New("no rows to tell the columns' types by")
+			}
+			cr.Release()
+			fh.Close()
+			return nil, nil, fmt.Errorf("%q: not a readable CSV file: %v: %w", f.Path, err, ErrInvalid)
+		}
+		return &fileRows{BatchReader: cr}, func() { cr.Release(); fh.Close() }, nil
+	}
+	pf, err := file.NewParquetReader(fh)
+	if err != nil {
+		fh.Close()
+		return nil, nil, fmt.Errorf("%q: not a readable Parquet file: %v: %w", f.Path, err, ErrInvalid)
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: copyBatchRows}, mem)
+	if err == nil {
+		var rr pqarrow.RecordReader
+		if rr, err = fr.GetRecordReader(ctx, nil, nil); err == nil {
+			return &fileRows{BatchReader: rr}, func() { rr.Release(); pf.Close() }, nil
+		}
+	}
+	pf.Close()
+	return nil, nil, fmt.Errorf("%q: %v: %w", f.Path, err, ErrInvalid)
+}
+
+// fileSource reads files one after another, converting each batch's
+// columns to the stored types.
+type fileSource struct {
+	e      *Engine
+	files  []plan.File
+	in     *arrow.Schema // the first file's
+	schema *arrow.Schema
+	rdr    BatchReader
+	done   func()
+	cur    arrow.RecordBatch
+}
+
+func (s *fileSource) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if s.cur != nil {
+		s.cur.Release()
+		s.cur = nil
+	}
+	for {
+		if s.rdr == nil {
+			if len(s.files) == 0 {
+				return nil, io.EOF
+			}
+			f := s.files[0]
+			var csvSchema *arrow.Schema
+			if f.Format == "csv" {
+				csvSchema = s.in // every file as the first was read
+			}
+			rdr, done, err := s.e.openRows(ctx, f, csvSchema)
+			if err != nil {
+				return nil, err
+			}
+			if !rdr.Schema().Equal(s.in) && f.Format == "parquet" {
+				done()
+				return nil, fmt.Errorf("%q has columns %s, unlike %s: %w", f.Path, rdr.Schema(), s.in, ErrInvalid)
+			}
+			s.files, s.rdr, s.done = s.files[1:], rdr, done
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if !s.rdr.Next() {
+			err := s.rdr.Err()
+			s.done()
+			s.rdr = nil
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		b := s.rdr.RecordBatch()
+		if b.NumRows() == 0 {
+			continue
+		}
+		cols := make([]arrow.Array, b.NumCols())
+		for i, col := range b.Columns() {
+			c, err := convertColumn(ctx, s.e.cfg.Mem, col, s.schema.Field(i).Type)
+			if err != nil {
+				for _, c := range cols[:i] {
+					c.Release()
+				}
+				return nil, fmt.Errorf("column %q: %w", s.schema.Field(i).Name, err)
+			}
+			cols[i] = c
+		}
+		s.cur = array.NewRecordBatch(s.schema, cols, b.NumRows())
+		for _, c := range cols {
+			c.Release()
+		}
+		return s.cur, nil
+	}
+}
+
+func (s *fileSource) Close() error {
+	if s.cur != nil {
+		s.cur.Release()
+		s.cur = nil
+	}
+	if s.rdr != nil {
+		s.done()
+		s.rdr = nil
+	}
+	return nil
+}
