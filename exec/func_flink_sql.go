@@ -82,7 +82,7 @@ func resolveSimilarTo(types []arrow.DataType, _ []Expr) (*impl, error) {
 			}
 			r, err := compile(re)
 			if err != nil {
-				return false, err
+				return false, fmt.Errorf("%w: SIMILAR TO pattern %q is no regular expression", vectorized.ErrInvalidValue, vectorized.StringAt(a[1], i))
 			}
 			return r.MatchString(vectorized.StringAt(a[0], i)), nil
 		})
