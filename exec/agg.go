@@ -68,7 +68,7 @@ func newAggCore(ec *Context, child Operator, groups []Expr, groupNames []string,
 		for i, e := range a.Args {
 			types[i] = e.DataType()
 		}
-		d, err := resolveAgg(a.Func, types)
+		d, err := resolveAgg(a.Func, types, a.Args)
 		if err != nil {
 			return nil, err
 		}

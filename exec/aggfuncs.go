@@ -52,14 +52,17 @@ type aggDef struct {
 // stddev_pop, var_samp (variance), var_pop, bool_and (every), bool_or,
 // any_value, listagg and Flink's (func_agg.go).
 func ResolveAggregate(name string, argTypes []arrow.DataType) (arrow.DataType, error) {
-	d, err := resolveAgg(name, argTypes)
+	d, err := resolveAgg(name, argTypes, nil)
 	if err != nil {
 		return nil, err
 	}
 	return d.ret, nil
 }
 
-func resolveAgg(name string, types []arrow.DataType) (*aggDef, error) {
+// resolveAgg resolves aggregate name over argument types; args holds the
+// argument expressions when known (nil for ResolveAggregate), which only
+// decide how values are written, never the result type.
+func resolveAgg(name string, types []arrow.DataType, args []Expr) (*aggDef, error) {
 	name = strings.ToLower(name)
 	bad := func(why string) error {
 		return fmt.Errorf("%w: aggregate %s(%s): %s", ErrInvalid, name, typesString(types), why)
@@ -77,7 +80,7 @@ func resolveAgg(name string, types []arrow.DataType) (*aggDef, error) {
 		}
 		return d, nil
 	}
-	if d, err := resolveFlinkAgg(name, types); err != nil {
+	if d, err := resolveFlinkAgg(name, types, args); err != nil {
 		return nil, bad(err.Error())
 	} else if d != nil {
 		return d, nil

@@ -22,7 +22,7 @@ import (
 //
 // Accumulators have no release, so the values they keep are Go copies of
 // the Arrow values' bytes (heldValue), never Arrow buffers.
-func resolveFlinkAgg(name string, types []arrow.DataType) (*aggDef, error) {
+func resolveFlinkAgg(name string, types []arrow.DataType, args []Expr) (*aggDef, error) {
 	switch name {
 	case "array_agg", "array_agg_ignore_nulls", "collect":
 		if len(types) != 1 {
@@ -46,8 +46,8 @@ func resolveFlinkAgg(name string, types []arrow.DataType) (*aggDef, error) {
 		if len(types) != 1 {
 			return nil, fmt.Errorf("takes one argument")
 		}
-		nulls := name == "json_arrayagg_null_on_null"
-		return &aggDef{ret: strType, arity: 1, distinctNulls: nulls, make: func() accumulator { return &jsonAggAcc{nullOnNull: nulls} }}, nil
+		nulls, raw := name == "json_arrayagg_null_on_null", rawJSONValue(args)
+		return &aggDef{ret: strType, arity: 1, distinctNulls: nulls, make: func() accumulator { return &jsonAggAcc{nullOnNull: nulls, raw: raw} }}, nil
 	case "json_objectagg", "json_objectagg_absent_on_null":
 		if len(types) != 2 {
 			return nil, fmt.Errorf("takes a key and a value")
@@ -55,8 +55,8 @@ func resolveFlinkAgg(name string, types []arrow.DataType) (*aggDef, error) {
 		if !vectorized.IsString(types[0]) && types[0].ID() != arrow.NULL {
 			return nil, fmt.Errorf("the key must be a string, not %s", types[0])
 		}
-		absent := name == "json_objectagg_absent_on_null"
-		return &aggDef{ret: strType, arity: 2, make: func() accumulator { return &jsonAggAcc{object: true, nullOnNull: !absent} }}, nil
+		absent, raw := name == "json_objectagg_absent_on_null", rawJSONValue(args)
+		return &aggDef{ret: strType, arity: 2, make: func() accumulator { return &jsonAggAcc{object: true, nullOnNull: !absent, raw: raw} }}, nil
 	case "percentile":
 		if len(types) < 2 || len(types) > 3 {
 			return nil, fmt.Errorf("takes a value, a percentage or an ARRAY of them, and optionally a frequency")
@@ -82,6 +82,13 @@ func resolveFlinkAgg(name string, types []arrow.DataType) (*aggDef, error) {
 		return &aggDef{ret: ret, arity: len(types), make: func() accumulator { return &percentileAcc{ret: ret} }}, nil
 	}
 	return nil, nil
+}
+
+// rawJSONValue says whether the value (the last argument) is a JSON
+// constructor's result, which JSON_ARRAYAGG and JSON_OBJECTAGG insert as
+// JSON, as JSON_ARRAY does.
+func rawJSONValue(args []Expr) bool {
+	return len(args) > 0 && rawJSONArgs(args[len(args)-1:])[0]
 }
 
 // heldValue is a copy of one value's bytes (nil: NULL): the fixed-width
@@ -338,10 +345,12 @@ func (c *collectAcc) bytes() int64 { return c.size }
 // jsonAggAcc is JSON_ARRAYAGG(v) (NULLs left out unless nullOnNull) and
 // JSON_OBJECTAGG(k VALUE v) (NULL values written as null unless not
 // nullOnNull; a NULL or repeated key is an error, as in Flink). Values are
-// written as JSON_ARRAY writes them; a group without rows gives [] or {}.
+// written as JSON_ARRAY writes them (a JSON constructor's result as JSON);
+// a group without rows gives [] or {}.
 type jsonAggAcc struct {
 	object     bool
 	nullOnNull bool
+	raw        bool // the values are JSON constructors' results
 	vals       [][]byte
 	keys       []map[string]bool
 	size       int64
@@ -379,7 +388,7 @@ func (j *jsonAggAcc) update(groups []uint32, args []arrow.Array, mask []bool) er
 			jsonString(&j.sb, key)
 			j.sb.WriteByte(':')
 		}
-		jsonText(&j.sb, v, i, false)
+		jsonText(&j.sb, v, i, j.raw)
 		before := cap(j.vals[g])
 		if len(j.vals[g]) > 0 {
 			j.vals[g] = append(j.vals[g], ',')
