@@ -254,3 +254,40 @@ func TestPercentileFrequencies(t *testing.T) {
 		}
 	}
 }
+
+// TestFlinkAggregatesWindowSpill: ARRAY_AGG, COLLECT, JSON_ARRAYAGG and
+// PERCENTILE over running frames and whole partitions give the same rows
+// when the window operator spills (one partition larger than the budget,
+// computed chunk by chunk with carried state) as in memory.
+func TestFlinkAggregatesWindowSpill(t *testing.T) {
+	seed := exectest.Seed(t)
+	rng := rand.New(rand.NewPCG(seed, 25))
+	in := bigTable(t, rng, 3000, 800)
+	s := in.Schema
+	running := &exec.Frame{Rows: true, Start: exec.FrameBound{Kind: exec.UnboundedPreceding}, End: exec.FrameBound{Kind: exec.CurrentRow}}
+	whole := &exec.Frame{Start: exec.FrameBound{Kind: exec.UnboundedPreceding}, End: exec.FrameBound{Kind: exec.UnboundedFollowing}}
+	ctor := func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+		few := exec.NewFilter(ec, ops[0], call(t, "less", col(s, "k"), lit(int64(200))))
+		return exec.NewWindow(ec, few, nil, []exec.SortKey{{Expr: col(s, "v")}, {Expr: col(s, "k")}, {Expr: col(s, "s")}}, []exec.WindowFunc{
+			{Func: "array_agg", Args: []exec.Expr{col(s, "k")}, Frame: running},
+			{Func: "collect", Args: []exec.Expr{col(s, "s")}, Frame: running},
+			{Func: "json_arrayagg", Args: []exec.Expr{col(s, "v")}, Frame: running},
+			{Func: "percentile", Args: []exec.Expr{col(s, "v"), lit(0.5)}, Frame: running},
+			{Func: "percentile", Args: []exec.Expr{col(s, "k"), lit(0.9)}, Frame: whole},
+		})
+	}
+	want, spilled, err := runWith(t, []exectest.Table{in}, 0, 64, ctor)
+	if err != nil || spilled != 0 {
+		t.Fatalf("seed %d: in memory: %v, %d rows spilled", seed, err, spilled)
+	}
+	got, spilled, err := runWith(t, []exectest.Table{in}, 16<<10, 64, ctor)
+	if err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	if spilled == 0 {
+		t.Fatalf("seed %d: a 16 KiB limit did not spill", seed)
+	}
+	if !exectest.Ordered(got, want) || len(got) == 0 {
+		t.Fatalf("seed %d: spilled run differs: %d rows vs %d", seed, len(got), len(want))
+	}
+}
