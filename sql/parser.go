@@ -1605,6 +1605,7 @@ func (p *parser) parsePredicate() Expr {
 				for _, k := range []string{"value", "object", "array", "scalar"} {
 					if p.acceptK(k) {
 						kind = strings.ToUpper(k)
+						break
 					}
 				}
 				l = negated(is.Not, t.pos, &FuncCall{Pos: t.pos, Name: "is_json", Args: []Expr{l, &Literal{Pos: t.pos, Kind: LitString, Value: kind}}})
