@@ -22,8 +22,8 @@ import (
 // TestFlinkAggregatesRandom checks ARRAY_AGG (NULLs kept, ignored,
 // DISTINCT), LISTAGG(DISTINCT s, sep), COLLECT, JSON_ARRAYAGG and
 // PERCENTILE against models on random groups with NULLs, through hash
-// aggregation in memory and spilling to disk (DISTINCT sets too), and
-// parallel hash aggregation. Element order is left to the engine, so
+// aggregation in memory and spilling to disk (DISTINCT sets too), parallel
+// hash aggregation, and sort aggregation (its DISTINCT sets spilling). Element order is left to the engine, so
 // elements are compared as multisets.
 func TestFlinkAggregatesRandom(t *testing.T) {
 	seed := exectest.Seed(t)
@@ -68,16 +68,24 @@ func TestFlinkAggregatesRandom(t *testing.T) {
 			{Func: "json_arrayagg", Args: []exec.Expr{col(s, "x")}},
 			{Func: "percentile", Args: []exec.Expr{col(s, "x"), lit(0.3)}},
 		}
-		for _, mode := range []string{"hash", "spill", "parallel"} {
+		// Sort aggregation reads its input clustered by the group.
+		sorted := tb
+		sorted.Rows = slices.Clone(tb.Rows)
+		slices.SortStableFunc(sorted.Rows, func(a, b []string) int { return strings.Compare(a[0], b[0]) })
+		for _, mode := range []string{"hash", "spill", "parallel", "sort", "sort-spill"} {
 			limit := int64(0)
-			if mode == "spill" {
+			if strings.HasSuffix(mode, "spill") {
 				limit = 16 << 10
 			}
 			ec, mem, checked := spillContext(limit, t.TempDir())
 			ec.Parallelism = 1 + round%3
+			input := tb
+			if strings.HasPrefix(mode, "sort") {
+				input = sorted
+			}
 			var bs []arrow.RecordBatch
-			for lo := 0; lo < len(tb.Rows); lo += 100 {
-				b, err := tb.Batch(mem, lo, min(lo+100, len(tb.Rows)), 1)
+			for lo := 0; lo < len(input.Rows); lo += 100 {
+				b, err := input.Batch(mem, lo, min(lo+100, len(input.Rows)), 1)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -87,9 +95,12 @@ func TestFlinkAggregatesRandom(t *testing.T) {
 			keys := []exec.Expr{col(s, "g")}
 			var op exec.Operator
 			var err error
-			if mode == "parallel" {
+			switch mode {
+			case "parallel":
 				op, err = exec.NewParallelHashAggregate(ec, src, keys, nil, aggs, nil)
-			} else {
+			case "sort", "sort-spill":
+				op, err = exec.NewSortAggregate(ec, src, keys, nil, aggs, nil)
+			default:
 				op, err = exec.NewHashAggregate(ec, src, keys, nil, aggs, nil)
 			}
 			if err != nil {
