@@ -68,14 +68,15 @@ func newAggCore(ec *Context, child Operator, groups []Expr, groupNames []string,
 		for i, e := range a.Args {
 			types[i] = e.DataType()
 		}
-		d, err := resolveAgg(a.Func, types)
+		d, err := resolveAgg(a.Func, types, a.Args)
 		if err != nil {
 			return nil, err
 		}
 		if a.Filter != nil && a.Filter.DataType().ID() != arrow.BOOL {
 			return nil, fmt.Errorf("%w: FILTER of %s must be boolean, not %s", ErrInvalid, a.Func, a.Filter.DataType())
 		}
-		if a.Distinct && d.arity != 1 {
+		// LISTAGG's second argument is its constant separator.
+		if a.Distinct && d.arity != 1 && a.Func != "listagg" {
 			return nil, fmt.Errorf("%w: %s(DISTINCT) needs one argument", ErrInvalid, a.Func)
 		}
 		c.defs = append(c.defs, d)
@@ -104,7 +105,7 @@ func (c *aggCore) resetAccs() {
 	for i, d := range c.defs {
 		c.accs[i] = d.make()
 		if c.aggs[i].Distinct {
-			c.accs[i] = newDistinctAcc(c.ec, c.accs[i], c.aggs[i].Args[0].DataType())
+			c.accs[i] = newDistinctAcc(c.ec, c.accs[i], c.aggs[i].Args[0].DataType(), d.distinctNulls)
 		}
 	}
 }

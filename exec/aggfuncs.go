@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/flightd/flightd/vectorized"
 )
@@ -42,21 +43,26 @@ type aggDef struct {
 	ret   arrow.DataType
 	arity int // -1: count_star (no arguments)
 	make  func() accumulator
+	// distinctNulls: DISTINCT keeps one NULL (ARRAY_AGG respects NULLs).
+	distinctNulls bool
 }
 
 // ResolveAggregate returns the result type of aggregate name over argTypes.
 // Supported: count, count_star, sum, avg, min, max, stddev_samp (stddev),
 // stddev_pop, var_samp (variance), var_pop, bool_and (every), bool_or,
-// any_value, listagg.
+// any_value, listagg and Flink's (func_agg.go).
 func ResolveAggregate(name string, argTypes []arrow.DataType) (arrow.DataType, error) {
-	d, err := resolveAgg(name, argTypes)
+	d, err := resolveAgg(name, argTypes, nil)
 	if err != nil {
 		return nil, err
 	}
 	return d.ret, nil
 }
 
-func resolveAgg(name string, types []arrow.DataType) (*aggDef, error) {
+// resolveAgg resolves aggregate name over argument types; args holds the
+// argument expressions when known (nil for ResolveAggregate), which only
+// decide how values are written, never the result type.
+func resolveAgg(name string, types []arrow.DataType, args []Expr) (*aggDef, error) {
 	name = strings.ToLower(name)
 	bad := func(why string) error {
 		return fmt.Errorf("%w: aggregate %s(%s): %s", ErrInvalid, name, typesString(types), why)
@@ -72,6 +78,11 @@ func resolveAgg(name string, types []arrow.DataType) (*aggDef, error) {
 		if !ok {
 			return nil, bad("takes a string and optionally a string separator")
 		}
+		return d, nil
+	}
+	if d, err := resolveFlinkAgg(name, types, args); err != nil {
+		return nil, bad(err.Error())
+	} else if d != nil {
 		return d, nil
 	}
 	if len(types) != 1 {
@@ -741,11 +752,16 @@ type distinctAcc struct {
 	set   *spillSet
 	enc   vectorized.KeyEncoder // the argument (update) or the pair (spill)
 	buf   []byte
+	// keepNull feeds NULL once too (ARRAY_AGG's DISTINCT respects NULLs).
+	keepNull bool
+	// rest holds the constant arguments after the first (LISTAGG's
+	// separator), which the spilled pairs do not carry.
+	rest []scalar.Scalar
 }
 
-func newDistinctAcc(ec *Context, inner accumulator, arg arrow.DataType) *distinctAcc {
+func newDistinctAcc(ec *Context, inner accumulator, arg arrow.DataType, keepNull bool) *distinctAcc {
 	schema := arrow.NewSchema([]arrow.Field{{Name: "g", Type: arrow.PrimitiveTypes.Uint32}, {Name: "v", Type: arg, Nullable: true}}, nil)
-	return &distinctAcc{ec: ec, inner: inner, set: newSpillSet(ec, schema, 0)}
+	return &distinctAcc{ec: ec, inner: inner, set: newSpillSet(ec, schema, 0), keepNull: keepNull}
 }
 
 func (d *distinctAcc) grow(n int) { d.inner.grow(n) }
@@ -767,10 +783,19 @@ func (d *distinctAcc) add(ctx context.Context, groups []uint32, args []arrow.Arr
 	if err := d.enc.Encode(args, len(groups)); err != nil {
 		return err
 	}
+	if d.rest == nil && len(groups) > 0 {
+		for _, a := range args[1:] {
+			s := scalar.MakeNullScalar(a.DataType())
+			if a.IsValid(0) {
+				s = scalar.NewStringScalar(vectorized.StringAt(a, 0))
+			}
+			d.rest = append(d.rest, s)
+		}
+	}
 	m := make([]bool, len(groups))
 	var out []bool
 	for i, g := range groups {
-		if (mask != nil && !mask[i]) || d.enc.HasNull[i] {
+		if (mask != nil && !mask[i]) || d.enc.HasNull[i] && !d.keepNull {
 			continue
 		}
 		d.buf = append(d.buf[:0], byte(g), byte(g>>8), byte(g>>16), byte(g>>24))
@@ -834,7 +859,16 @@ func (d *distinctAcc) finish(ctx context.Context, n int) error {
 				return err
 			}
 		}
-		return d.inner.update(groups, []arrow.Array{b.Column(1)}, fresh)
+		args := []arrow.Array{b.Column(1)}
+		defer func() { releaseArrays(args[1:]) }()
+		for _, s := range d.rest {
+			a, err := scalar.MakeArrayFromScalar(s, len(groups), d.ec.Mem)
+			if err != nil {
+				return err
+			}
+			args = append(args, a)
+		}
+		return d.inner.update(groups, args, fresh)
 	})
 	if kept != nil && err != nil {
 		kept.remove()

@@ -398,14 +398,12 @@ func resolveJSONExists(types []arrow.DataType, args []Expr) (*impl, error) {
 }
 
 // resolveRandInteger is RAND_INTEGER(bound): a pseudorandom INT in
-// [0, bound). Flink's seeded form RAND_INTEGER(seed, bound) repeats its
-// sequence across the rows of a query, which parallel scans cannot give; it
-// is refused.
+// [0, bound); RAND_INTEGER(seed, bound) is seededRandInteger.
 func resolveRandInteger(types []arrow.DataType, _ []Expr) (*impl, error) {
 	if len(types) == 2 {
-		return nil, fmt.Errorf("the seeded form RAND_INTEGER(seed, bound) is not supported; RAND_INTEGER(bound) is")
+		return seededRandInteger(types)
 	}
-	if err := wantArgs(types, 1, 1); err != nil {
+	if err := wantArgs(types, 1, 2); err != nil {
 		return nil, err
 	}
 	if !vectorized.IsInteger(types[0]) && types[0].ID() != arrow.NULL {

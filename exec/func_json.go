@@ -262,7 +262,8 @@ func jsonText(sb *strings.Builder, a arrow.Array, i int, raw bool) {
 	case vectorized.IsInteger(a.DataType()) || a.DataType().ID() == arrow.DECIMAL128:
 		sb.WriteString(vectorized.FormatValue(a, i))
 	case vectorized.IsFloat(a.DataType()):
-		s := vectorized.FormatValue(a, i)
+		// Written as Java writes a double (2.0, 1.0E20), as Flink does.
+		s := vectorized.CastString(a, i)
 		if _, err := strconv.ParseFloat(s, 64); err != nil || strings.ContainsAny(s, "IN") {
 			jsonString(sb, s) // NaN and infinities are not JSON numbers
 			return

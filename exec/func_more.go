@@ -381,7 +381,10 @@ func resolveRegexpExtractAll(types []arrow.DataType, args []Expr) (*impl, error)
 }
 
 func resolveRandom(types []arrow.DataType, _ []Expr) (*impl, error) {
-	if err := wantArgs(types, 0, 0); err != nil {
+	if len(types) == 1 {
+		return seededRand(types)
+	}
+	if err := wantArgs(types, 0, 1); err != nil {
 		return nil, err
 	}
 	return &impl{ret: f64Type, fn: func(_ context.Context, ec *Context, _ []arrow.Array, n int) (arrow.Array, error) {

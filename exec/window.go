@@ -516,7 +516,7 @@ func (w *windowOp) firstPass(ctx context.Context, all arrow.RecordBatch, skeys [
 	}()
 	for i, fn := range w.funcs {
 		if w.wholePartition(fn) {
-			def, err := resolveAgg(fn.Func, argTypes(fn.Args))
+			def, err := resolveAgg(fn.Func, argTypes(fn.Args), fn.Args)
 			if err != nil {
 				return err
 			}
@@ -1072,7 +1072,7 @@ func (e *windowEnv) compute(ctx context.Context, i int, f WindowFunc, typ arrow.
 // the previous row's state, frames that end at the partition end do the
 // same backwards, and other frames are folded from scratch.
 func (e *windowEnv) aggregate(fi int, f WindowFunc, args []arrow.Array, last int, next *windowCarry) (arrow.Array, error) {
-	def, err := resolveAgg(f.Func, argTypes(f.Args))
+	def, err := resolveAgg(f.Func, argTypes(f.Args), f.Args)
 	if err != nil {
 		return nil, err
 	}

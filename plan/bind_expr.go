@@ -534,6 +534,33 @@ func (b *binder) bindCall(e *sql.FuncCall, sc *scope, node *Node, o exprOpts) Ex
 		fn = "regexp_like"
 	}
 	switch fn {
+	case "typeof":
+		// TYPEOF(x [, force]) is x's flightd type, known when binding.
+		if len(args) < 1 || len(args) > 2 {
+			b.fail(e.Pos, "TYPEOF takes 1 or 2 arguments, got %d", len(args))
+		}
+		return &Const{Value: stringScalar(SQLTypeName(args[0].Type()))}
+	case "current_watermark":
+		b.notImplemented(e.Pos, "CURRENT_WATERMARK (it needs a rowtime attribute of a streaming query, and flightd's streaming operators do not give expressions the watermark)")
+	case "overlaps":
+		// (s, e) OVERLAPS (s, e) over one date/time type; an interval end
+		// is the start plus it.
+		for i := 1; i < len(args); i += 2 {
+			if _, ok := args[i].Type().(*arrow.MonthDayNanoIntervalType); ok {
+				args[i] = b.bindScalar(&sql.Binary{Pos: e.Args[i].Position(), Op: "+", Left: e.Args[i-1], Right: e.Args[i]}, sc, node, o)
+			}
+		}
+		typ := arrow.DataType(arrow.Null)
+		for i, a := range args {
+			t, ok := commonType(typ, a.Type())
+			if !ok {
+				b.fail(e.Args[i].Position(), "OVERLAPS periods have types %s and %s with no common type", SQLTypeName(typ), SQLTypeName(a.Type()))
+			}
+			typ = t
+		}
+		for i := range args {
+			args[i] = b.castTo(b.coerceLiteral(args[i], typ), typ, e.Args[i].Position())
+		}
 	case "substring":
 		fn = "substr"
 	case "ceiling":
@@ -1127,7 +1154,7 @@ func exprKey(e Expr) string {
 }
 
 // volatile functions are evaluated per execution, never folded.
-var volatile = map[string]bool{"proctime": true, "current_date": true, "current_timestamp": true, "current_time": true, "now": true, "localtimestamp": true, "rand": true, "random": true, "uuid": true}
+var volatile = map[string]bool{"proctime": true, "current_date": true, "current_timestamp": true, "current_time": true, "now": true, "localtimestamp": true, "rand": true, "random": true, "rand_integer": true, "uuid": true}
 
 // jsonConstructors stay calls: JSON_OBJECT and JSON_ARRAY insert a nested
 // constructor's result as JSON, and exec tells it by the call, which a

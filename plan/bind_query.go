@@ -1270,7 +1270,10 @@ var aggregateNames = map[string]string{
 	"stddev": "stddev_samp", "stddev_samp": "stddev_samp", "stddev_pop": "stddev_pop",
 	"variance": "var_samp", "var_samp": "var_samp", "var_pop": "var_pop",
 	"bool_and": "bool_and", "every": "bool_and", "bool_or": "bool_or", "any_value": "any_value",
-	"listagg": "listagg",
+	"listagg": "listagg", "array_agg": "array_agg", "array_agg_ignore_nulls": "array_agg_ignore_nulls",
+	"collect": "collect", "json_arrayagg": "json_arrayagg", "json_arrayagg_null_on_null": "json_arrayagg_null_on_null",
+	"json_objectagg": "json_objectagg", "json_objectagg_absent_on_null": "json_objectagg_absent_on_null",
+	"percentile": "percentile",
 }
 
 func isAggregate(name string) bool { _, ok := aggregateNames[name]; return ok }
@@ -1473,13 +1476,13 @@ func (b *binder) bindAggCall(sb *selectBinding, c *sql.FuncCall) AggCall {
 	} else if len(args) == 0 {
 		b.fail(c.Pos, "%s needs an argument", c.Name)
 	}
+	if c.Distinct && len(args) > 1 && fn != "listagg" {
+		b.fail(c.Pos, "%s(DISTINCT ...) takes one argument", c.Name)
+	}
 	if fn == "listagg" && len(args) == 2 {
 		// Flink takes the separator as a literal only.
 		if k, ok := args[1].(*Const); !ok || !k.Value.IsValid() {
 			b.fail(c.Args[1].Position(), "LISTAGG's separator must be a string literal")
-		}
-		if c.Distinct {
-			b.notImplemented(c.Pos, "LISTAGG(DISTINCT ...) with a separator")
 		}
 	}
 	var filter Expr

@@ -1605,14 +1605,26 @@ func (p *parser) parsePredicate() Expr {
 			case p.acceptK("distinct", "from"):
 				is.What = "DISTINCT FROM"
 				is.Y = p.parseConcat()
+			case p.acceptK("json"):
+				// x IS JSON [VALUE | OBJECT | ARRAY | SCALAR] is the call
+				// is_json(x, kind), which formats as one.
+				kind := "VALUE"
+				for _, k := range []string{"value", "object", "array", "scalar"} {
+					if p.acceptK(k) {
+						kind = strings.ToUpper(k)
+						break
+					}
+				}
+				l = negated(is.Not, t.pos, &FuncCall{Pos: t.pos, Name: "is_json", Args: []Expr{l, &Literal{Pos: t.pos, Kind: LitString, Value: kind}}})
+				continue
 			default:
-				p.failf(p.peek().pos, "expected NULL, TRUE, FALSE, UNKNOWN or DISTINCT FROM after IS, found %s", p.describe(p.peek()))
+				p.failf(p.peek().pos, "expected NULL, TRUE, FALSE, UNKNOWN, DISTINCT FROM or JSON after IS, found %s", p.describe(p.peek()))
 			}
 			l = is
 			continue
 		}
 		not := false
-		if p.isK("not") && (p.isKAt(1, "in") || p.isKAt(1, "between") || p.isKAt(1, "like") || p.isKAt(1, "ilike")) {
+		if p.isK("not") && (p.isKAt(1, "in") || p.isKAt(1, "between") || p.isKAt(1, "like") || p.isKAt(1, "ilike") || p.isKAt(1, "similar")) {
 			p.i++
 			not = true
 		}
@@ -1640,10 +1652,25 @@ func (p *parser) parsePredicate() Expr {
 				lk.Escape = p.parseConcat()
 			}
 			l = lk
+		case p.acceptK("similar", "to"):
+			// x SIMILAR TO p [ESCAPE e] is the call similar_to(x, p [, e]).
+			f := &FuncCall{Pos: t.pos, Name: "similar_to", Args: []Expr{l, p.parseConcat()}}
+			if p.acceptK("escape") {
+				f.Args = append(f.Args, p.parseConcat())
+			}
+			l = negated(not, t.pos, f)
 		default:
 			return l
 		}
 	}
+}
+
+// negated is NOT x when not is set, else x.
+func negated(not bool, pos Pos, x Expr) Expr {
+	if not {
+		return &Unary{Pos: pos, Op: "NOT", X: x}
+	}
+	return x
 }
 
 func (p *parser) parseConcat() Expr {
@@ -1758,6 +1785,9 @@ func (p *parser) parsePrimary() Expr {
 				return &Subquery{Pos: t.pos, Query: q}
 			}
 			e := p.parseExpr()
+			if p.acceptP(",") {
+				return p.overlaps(t.pos, e)
+			}
 			p.expectP(")")
 			return e
 		}
@@ -1768,6 +1798,20 @@ func (p *parser) parsePrimary() Expr {
 	}
 	p.failf(t.pos, "expected an expression, found %s", p.describe(t))
 	return nil
+}
+
+// overlaps reads the rest of (start, end) OVERLAPS (start, end), the
+// call overlaps(s1, e1, s2, e2), after "(start,".
+func (p *parser) overlaps(pos Pos, start Expr) Expr {
+	f := &FuncCall{Pos: pos, Name: "overlaps", Args: []Expr{start, p.parseExpr()}}
+	p.expectP(")")
+	p.expectK("overlaps")
+	p.expectP("(")
+	f.Args = append(f.Args, p.parseExpr())
+	p.expectP(",")
+	f.Args = append(f.Args, p.parseExpr())
+	p.expectP(")")
+	return f
 }
 
 func (p *parser) param(t token) Expr {
@@ -2066,12 +2110,20 @@ func (p *parser) call() Expr {
 		} else {
 			p.acceptK("all")
 		}
+		objectAgg := f.Name == "json_objectagg"
+		if objectAgg && p.isK("key") && !p.isKAt(1, "value") && !(p.peekN(1).kind == tPunct && p.peekN(1).text == ",") {
+			p.i++
+		}
 		for {
 			f.Args = append(f.Args, p.callArg())
+			if objectAgg && len(f.Args) == 1 && p.acceptK("value") {
+				continue
+			}
 			if !p.acceptP(",") {
 				break
 			}
 		}
+		p.aggregateNulls(f)
 	}
 	p.expectP(")")
 	if p.isK("filter") && p.peekN(1).text == "(" {
@@ -2090,6 +2142,32 @@ func (p *parser) call() Expr {
 		}
 	}
 	return f
+}
+
+// aggregateNulls reads Flink's NULL clauses of ARRAY_AGG ({RESPECT |
+// IGNORE} NULLS), JSON_ARRAYAGG and JSON_OBJECTAGG ({NULL | ABSENT} ON
+// NULL). As for JSON_OBJECT, the clause that is not the default names
+// another function, so the call formats as a plain one.
+func (p *parser) aggregateNulls(f *FuncCall) {
+	switch f.Name {
+	case "array_agg":
+		if p.acceptK("ignore", "nulls") {
+			f.Name = "array_agg_ignore_nulls"
+		} else {
+			p.acceptK("respect", "nulls")
+		}
+	case "json_arrayagg", "json_objectagg":
+		switch {
+		case p.acceptK("null", "on", "null"):
+			if f.Name == "json_arrayagg" {
+				f.Name = "json_arrayagg_null_on_null"
+			}
+		case p.acceptK("absent", "on", "null"):
+			if f.Name == "json_objectagg" {
+				f.Name = "json_objectagg_absent_on_null"
+			}
+		}
+	}
 }
 
 func (p *parser) callArg() Expr {
