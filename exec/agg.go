@@ -131,8 +131,9 @@ func (c *aggCore) accBytes() int64 {
 	return n
 }
 
-// heldBytes is the accumulator state that spilling cannot move: LISTAGG and
-// MIN/MAX strings of the groups in memory (a DISTINCT set stops growing
+// heldBytes is the accumulator state that spilling cannot move: the values
+// LISTAGG, ARRAY_AGG, COLLECT, the JSON aggregates and PERCENTILE keep and
+// MIN/MAX strings, of the groups in memory (a DISTINCT set stops growing
 // once it spills, its inner aggregate's values do not).
 func (c *aggCore) heldBytes() int64 {
 	var n int64
@@ -151,7 +152,7 @@ func (c *aggCore) heldBytes() int64 {
 // new groups to disk, but the groups in memory keep growing.
 func (c *aggCore) checkHeld() error {
 	if held := c.heldBytes(); c.ec.MemoryLimit > 0 && held > c.ec.MemoryLimit {
-		return fmt.Errorf("%w: aggregate values of the groups in memory (LISTAGG or MIN/MAX strings) hold %d bytes, over the query memory budget (%d bytes)", ErrMemoryLimit, held, c.ec.MemoryLimit)
+		return fmt.Errorf("%w: the values the aggregates of the groups in memory keep (LISTAGG, ARRAY_AGG, COLLECT, JSON, PERCENTILE, MIN/MAX strings) hold %d bytes, over the query memory budget (%d bytes)", ErrMemoryLimit, held, c.ec.MemoryLimit)
 	}
 	return nil
 }

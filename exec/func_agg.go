@@ -253,9 +253,15 @@ func listFromOffsets(mem memory.Allocator, t arrow.DataType, child arrow.ArrayDa
 	return array.MakeFromData(d)
 }
 
+// moveTo keeps group from as group to, the last one (callers move to 0),
+// and counts only its values from then on.
 func (a *arrayAggAcc) moveTo(from, to int) {
 	a.vals = moveState(a.vals, from, to)
 	a.seen = moveState(a.seen, from, to)
+	a.size = 0
+	for _, v := range a.vals[to] {
+		a.size += int64(len(v)) + 24
+	}
 }
 
 // copyGroup copies the slice: both groups may grow afterwards.
@@ -329,6 +335,10 @@ func (c *collectAcc) moveTo(from, to int) {
 	c.keys = moveState(c.keys, from, to)
 	c.counts = moveState(c.counts, from, to)
 	c.index = moveState(c.index, from, to)
+	c.size = 0
+	for _, k := range c.keys[to] {
+		c.size += 2*int64(len(k)) + 24 + 4 + mapEntryBytes
+	}
 }
 
 func (c *collectAcc) copyGroup(from, to int) {
@@ -415,8 +425,12 @@ func (j *jsonAggAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
 
 func (j *jsonAggAcc) moveTo(from, to int) {
 	j.vals = moveState(j.vals, from, to)
+	j.size = int64(cap(j.vals[to]))
 	if j.object {
 		j.keys = moveState(j.keys, from, to)
+		for k := range j.keys[to] {
+			j.size += int64(len(k)) + mapEntryBytes
+		}
 	}
 }
 
@@ -593,6 +607,7 @@ func (p *percentileAcc) moveTo(from, to int) {
 	p.freq = moveState(p.freq, from, to)
 	p.ps = moveState(p.ps, from, to)
 	p.pnull = moveState(p.pnull, from, to)
+	p.size = 16 * int64(len(p.vals[to]))
 }
 
 func (p *percentileAcc) copyGroup(from, to int) {

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/exec/exectest"
@@ -431,7 +432,8 @@ func TestSpillUnavoidable(t *testing.T) {
 // many new groups spill, so past the budget it fails with ErrMemoryLimit
 // (it grew until the kernel killed the server before). A sort aggregation
 // holds only its open group: it counts that one, not every group it has
-// finished, and so finishes within the budget.
+// finished, and so finishes within the budget (each aggregate whose state
+// grows with its values).
 func TestSpillUnavoidableListagg(t *testing.T) {
 	rng := rand.New(rand.NewPCG(exectest.Seed(t), 4))
 	in := bigTable(t, rng, 20000, 800)
@@ -442,6 +444,9 @@ func TestSpillUnavoidableListagg(t *testing.T) {
 		ctor    exectest.Ctor
 		refused bool
 	}{
+		// Refused under 16 KiB; the sort aggregation runs under 256 KiB
+		// (its 256 open groups hold about 50 KB; before, it counted the
+		// values of all 20,000 rows, about 4 MB).
 		{"global", func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 			return exec.NewHashAggregate(ec, ops[0], nil, nil, listagg, nil)
 		}, true},
@@ -449,7 +454,11 @@ func TestSpillUnavoidableListagg(t *testing.T) {
 			return exec.NewHashAggregate(ec, ops[0], []exec.Expr{col(s, "s")}, nil, listagg, nil)
 		}, true},
 		{"sort", func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
-			return exec.NewSortAggregate(ec, ops[0], []exec.Expr{col(s, "v")}, nil, listagg, nil)
+			return exec.NewSortAggregate(ec, ops[0], []exec.Expr{col(s, "v")}, nil, []exec.AggregateSpec{
+				{Func: "listagg", Args: []exec.Expr{col(s, "s")}}, {Func: "array_agg", Args: []exec.Expr{col(s, "s")}},
+				{Func: "collect", Args: []exec.Expr{col(s, "s")}}, {Func: "json_arrayagg", Args: []exec.Expr{col(s, "s")}},
+				{Func: "percentile", Args: []exec.Expr{col(s, "k"), exec.NewLiteral(scalar.NewFloat64Scalar(0.5))}},
+			}, nil)
 		}, false},
 	}
 	for _, c := range cases {
@@ -458,14 +467,18 @@ func TestSpillUnavoidableListagg(t *testing.T) {
 			if err != nil {
 				t.Fatalf("without a budget: %v", err)
 			}
-			got, _, err := runWith(t, []exectest.Table{in}, 16<<10, 256, c.ctor)
+			budget := int64(16 << 10)
+			if !c.refused {
+				budget = 256 << 10
+			}
+			got, _, err := runWith(t, []exectest.Table{in}, budget, 256, c.ctor)
 			switch {
 			case c.refused && (!errors.Is(err, exec.ErrMemoryLimit) || !strings.Contains(err.Error(), "16384 bytes")):
 				t.Fatalf("with a 16 KiB budget: %v", err)
 			case !c.refused && err != nil:
-				t.Fatalf("with a 16 KiB budget: %v", err)
+				t.Fatalf("with a %d-byte budget: %v", budget, err)
 			case !c.refused && !slices.Equal(got, want):
-				t.Fatalf("with a 16 KiB budget: %d rows differ from the %d without", len(got), len(want))
+				t.Fatalf("with a %d-byte budget: %d rows differ from the %d without", budget, len(got), len(want))
 			}
 		})
 	}
