@@ -405,6 +405,9 @@ func (j *jsonAggAcc) update(groups []uint32, args []arrow.Array, mask []bool) er
 		}
 		j.vals[g] = append(j.vals[g], j.sb.String()...)
 		j.size += int64(cap(j.vals[g]) - before)
+		if err := vectorized.CheckComputedString(map[bool]string{false: "JSON_ARRAYAGG", true: "JSON_OBJECTAGG"}[j.object], int64(len(j.vals[g]))); err != nil {
+			return err
+		}
 	}
 	return nil
 }
