@@ -95,9 +95,6 @@ func (s *sortAggOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			if err := s.spillDistinct(); err != nil {
 				return nil, err
 			}
-			if err := s.checkHeld(); err != nil {
-				return nil, err
-			}
 		}
 		// Emit once a batch worth of groups is finished (all but the open one).
 		if s.ngroups-1 >= s.ec.batchSize() {
