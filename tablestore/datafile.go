@@ -188,16 +188,6 @@ func leafColumns(dst []int, f pqarrow.SchemaField) []int {
 	return dst
 }
 
-// leafColumnsOf lists the Parquet leaf columns of columns cols (ascending),
-// for pqarrow's readers.
-func (df *dataFile) leafColumnsOf(cols []int) []int {
-	var leaves []int
-	for _, c := range cols {
-		leaves = append(leaves, df.leaves[c]...)
-	}
-	return leaves
-}
-
 // verify checks the whole file against the manifest checksum, once per
 // process (verifiedFiles); readers call it when they read every row group
 // anyway, so damage is reported instead of decoded.

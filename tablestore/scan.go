@@ -26,6 +26,10 @@ type ScanSpec struct {
 	Columns []string
 	// Filter skips data that cannot match; nil for none.
 	Filter Predicate
+	// Parallelism bounds the goroutines that decode the column chunks of
+	// the scan's files at once, beyond those reading its splits (0 or 1:
+	// each reader decodes alone).
+	Parallelism int
 }
 
 // ScanStats report data skipping, for EXPLAIN. Row-group counts grow as
@@ -55,7 +59,10 @@ type Scan struct {
 	rgSkipped atomic.Int64
 	release   func()
 	noCache   bool // read around the column cache (compaction)
-	points    pointFiles
+	// decoders holds a token per extra goroutine decoding a column chunk
+	// (Parallelism-1 of them); nil: none.
+	decoders chan struct{}
+	points   pointFiles
 }
 
 // Split is an independent part of a scan (one bucket of one partition, or
@@ -102,6 +109,9 @@ func (t *Table) NewScan(ctx context.Context, spec ScanSpec) (*Scan, error) {
 		}
 	}
 	s := &Scan{st: st, sch: sch, filter: spec.Filter}
+	if spec.Parallelism > 1 {
+		s.decoders = make(chan struct{}, spec.Parallelism-1)
+	}
 	if err := s.project(spec.Columns); err != nil {
 		return nil, err
 	}
@@ -384,18 +394,9 @@ type streamReader struct {
 	df   *dataFile
 	rt   *readTarget
 	pos  []int
-	rr   recordSource
+	rr   *chunkSource // raw columns of the selected row groups
 	cur  arrow.RecordBatch
 	done bool
-}
-
-// recordSource yields the raw columns of a file's selected row groups; the
-// returned batch is owned by the source until the next Read or Release.
-// pqarrow's RecordReader decodes; cachedSource serves decoded column
-// chunks from the store's cache.
-type recordSource interface {
-	Read() (arrow.RecordBatch, error)
-	Release()
 }
 
 func newStreamReader(ctx context.Context, s *Scan, df *dataFile, rgs []int, rt *readTarget) (*streamReader, error) {
@@ -418,16 +419,11 @@ func newStreamReader(ctx context.Context, s *Scan, df *dataFile, rgs []int, rt *
 			pos[i] = -1
 		}
 	}
-	if c := s.st.s.columns; c != nil && !s.noCache {
-		r.rr = newCachedSource(ctx, c, s.st.s.opts.Mem, df, cols, rgs, s.st.s.opts.BatchSize)
-		return r, nil
+	src := &chunkSource{ctx: ctx, decoders: s.decoders, df: df, cols: cols, rgs: rgs, batch: s.st.s.opts.BatchSize, mem: s.st.s.opts.Mem}
+	if !s.noCache {
+		src.cache = s.st.s.columns
 	}
-	rr, err := df.fr.GetRecordReader(ctx, df.leafColumnsOf(cols), rgs)
-	if err != nil {
-		df.Close()
-		return nil, corruptf(df.path, err)
-	}
-	r.rr = rr
+	r.rr = src
 	return r, nil
 }
 
