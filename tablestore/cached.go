@@ -25,11 +25,14 @@ type chunkSource struct {
 	ctx      context.Context
 	cache    *cache.Arrays // nil: decode every chunk
 	decoders chan struct{} // tokens for extra decoding goroutines; nil: none
-	df       *dataFile
-	cols     []int
-	rgs      []int
-	batch    int
-	mem      memory.Allocator
+	// ranges gives the rows of a row group to read (ok false: all of
+	// them); nil: all rows of every row group.
+	ranges func(rg int) (rows []rowRange, ok bool)
+	df     *dataFile
+	cols   []int
+	rgs    []int
+	batch  int
+	mem    memory.Allocator
 
 	chunk  []arrow.Array // current row group's columns (owned)
 	schema *arrow.Schema
@@ -65,8 +68,19 @@ func (c *chunkSource) Read() (arrow.RecordBatch, error) {
 
 // load makes the columns of one row group current: cached ones from the
 // cache, the others decoded on this goroutine and on as many more as
-// decoder tokens are free.
+// decoder tokens are free. When only some rows are read (page index),
+// cached chunks are cut to them and decoded ones are not cached.
 func (c *chunkSource) load(rg int) error {
+	var ranges []rowRange
+	if c.ranges != nil {
+		if rs, ok := c.ranges(rg); ok {
+			if len(rs) == 0 {
+				c.off, c.n = 0, 0 // no page may match: next row group
+				return nil
+			}
+			ranges = rs
+		}
+	}
 	c.chunk = make([]arrow.Array, len(c.cols))
 	keys := make([]string, len(c.cols))
 	errs := make([]error, len(c.cols))
@@ -75,20 +89,27 @@ func (c *chunkSource) load(rg int) error {
 		if c.cache != nil {
 			key := fmt.Sprintf("%s#%d#%d", c.df.path, rg, col)
 			if a, ok := c.cache.Get(key); ok {
-				c.chunk[i] = a
+				if ranges == nil {
+					c.chunk[i] = a
+				} else {
+					c.chunk[i], errs[i] = takeRanges(c.mem, a, ranges)
+					a.Release()
+				}
 				continue
 			}
-			keys[i] = key // decoded below, cached once all are
+			if ranges == nil {
+				keys[i] = key // decoded below, cached once all are
+			}
 		}
 		select {
 		case c.decoders <- struct{}{}:
 			wg.Add(1)
 			go func() {
 				defer func() { <-c.decoders; wg.Done() }()
-				c.chunk[i], errs[i] = c.df.decodeChunk(c.ctx, c.mem, rg, col)
+				c.chunk[i], errs[i] = c.df.decodeChunk(c.ctx, c.mem, rg, col, ranges)
 			}()
 		default:
-			c.chunk[i], errs[i] = c.df.decodeChunk(c.ctx, c.mem, rg, col)
+			c.chunk[i], errs[i] = c.df.decodeChunk(c.ctx, c.mem, rg, col, ranges)
 		}
 	}
 	wg.Wait()

@@ -17,14 +17,15 @@ import (
 )
 
 // decodeChunk decodes column col of row group rg into one array of the
-// file's type for it. Flat columns of the common physical and Arrow types
+// file's type for it: the rows of ranges, one after the other, or all rows
+// when ranges is nil. Flat columns of the common physical and Arrow types
 // are decoded page by page straight into the array's buffers (values
 // copied once, strings gathered from the dictionary decoded once per
 // chunk, buffers sized up front); the rest goes through pqarrow, whose
 // per-value builders were most of an uncached scan's time.
-func (df *dataFile) decodeChunk(ctx context.Context, mem memory.Allocator, rg, col int) (arrow.Array, error) {
+func (df *dataFile) decodeChunk(ctx context.Context, mem memory.Allocator, rg, col int, ranges []rowRange) (arrow.Array, error) {
 	if df.flatDecodable(col) {
-		a, err := df.decodeFlat(ctx, mem, rg, col)
+		a, err := df.decodeFlat(ctx, mem, rg, col, ranges)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -42,15 +43,32 @@ func (df *dataFile) decodeChunk(ctx context.Context, mem memory.Allocator, rg, c
 	}
 	defer tbl.Release()
 	chunks := tbl.Column(0).Data().Chunks()
+	var whole arrow.Array
 	if len(chunks) == 1 {
-		chunks[0].Retain()
-		return chunks[0], nil
-	}
-	a, err := array.Concatenate(chunks, mem)
-	if err != nil {
+		whole = chunks[0]
+		whole.Retain()
+	} else if whole, err = array.Concatenate(chunks, mem); err != nil {
 		return nil, corruptf(df.path, err)
 	}
-	return a, nil
+	if ranges == nil {
+		return whole, nil
+	}
+	defer whole.Release()
+	return takeRanges(mem, whole, ranges)
+}
+
+// takeRanges copies the rows of ranges out of a.
+func takeRanges(mem memory.Allocator, a arrow.Array, ranges []rowRange) (arrow.Array, error) {
+	parts := make([]arrow.Array, len(ranges))
+	for i, r := range ranges {
+		parts[i] = array.NewSlice(a, r.start, r.end)
+	}
+	defer func() {
+		for _, p := range parts {
+			p.Release()
+		}
+	}()
+	return array.Concatenate(parts, mem)
 }
 
 // flatDecodable reports whether decodeFlat handles column col: one leaf,
@@ -167,13 +185,13 @@ func spread[T any](fc *flatChunk, vals []T, off, rows, read int) {
 	}
 }
 
-// readFixed fills vals (one slot per row) from r.
-func readFixed[T any](ctx context.Context, fc *flatChunk, r levelReader[T], vals []T) error {
-	for off := 0; off < fc.n; {
+// readFixed fills slots [from, to) of vals (one per row) from r.
+func readFixed[T any](ctx context.Context, fc *flatChunk, r levelReader[T], vals []T, from, to int) error {
+	for off := from; off < to; {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		rows, read, err := readLevels(fc, r, vals[off:off+min(fc.n-off, fc.batch())], off)
+		rows, read, err := readLevels(fc, r, vals[off:off+min(to-off, fc.batch())], off)
 		if err != nil {
 			return err
 		}
@@ -186,11 +204,38 @@ func readFixed[T any](ctx context.Context, fc *flatChunk, r levelReader[T], vals
 	return nil
 }
 
+// eachRange calls read for each range's slots [from, to) in the output,
+// after moving cr to the range's first row (it reads the first page before
+// a seek, so a dictionary page is seen before the pages it encodes).
+func eachRange(cr file.ColumnChunkReader, n int, ranges []rowRange, read func(from, to int) error) error {
+	if ranges == nil {
+		return read(0, n)
+	}
+	var row int64
+	out := 0
+	for _, r := range ranges {
+		if r.start != row {
+			if row == 0 && !cr.HasNext() {
+				return fmt.Errorf("%w: empty chunk: %v", io.ErrUnexpectedEOF, cr.Err())
+			}
+			if err := cr.SeekToRow(r.start); err != nil {
+				return err
+			}
+		}
+		to := out + int(r.end-r.start)
+		if err := read(out, to); err != nil {
+			return err
+		}
+		out, row = to, r.end
+	}
+	return nil
+}
+
 // pageRows bounds the rows read per call: the definition levels buffer, and
 // for strings the values that alias a page's buffers.
 const pageRows = 8192
 
-func (df *dataFile) decodeFlat(ctx context.Context, mem memory.Allocator, rg, col int) (arrow.Array, error) {
+func (df *dataFile) decodeFlat(ctx context.Context, mem memory.Allocator, rg, col int, ranges []rowRange) (arrow.Array, error) {
 	rgr := df.fr.ParquetReader().RowGroup(rg)
 	cr, err := rgr.Column(df.leaves[col][0])
 	if err != nil {
@@ -200,6 +245,9 @@ func (df *dataFile) decodeFlat(ctx context.Context, mem memory.Allocator, rg, co
 		defer c.Close()
 	}
 	n := int(rgr.NumRows())
+	if ranges != nil {
+		n = int(rangeRows(ranges))
+	}
 	fc := &flatChunk{n: n}
 	if cr.Descriptor().MaxDefinitionLevel() == 1 {
 		fc.defs = make([]int16, fc.batch())
@@ -215,7 +263,7 @@ func (df *dataFile) decodeFlat(ctx context.Context, mem memory.Allocator, rg, co
 	switch r := cr.(type) {
 	case *file.BooleanColumnChunkReader:
 		vals := make([]bool, n)
-		if err := readFixed(ctx, fc, r, vals); err != nil {
+		if err := eachRange(cr, n, ranges, func(from, to int) error { return readFixed(ctx, fc, r, vals, from, to) }); err != nil {
 			return nil, err
 		}
 		values.Resize(int(bitutil.BytesForBits(int64(n))))
@@ -230,7 +278,7 @@ func (df *dataFile) decodeFlat(ctx context.Context, mem memory.Allocator, rg, co
 	case *file.Int32ColumnChunkReader:
 		if typ.ID() == arrow.DECIMAL128 {
 			vals := make([]int32, n)
-			if err := readFixed(ctx, fc, r, vals); err != nil {
+			if err := eachRange(cr, n, ranges, func(from, to int) error { return readFixed(ctx, fc, r, vals, from, to) }); err != nil {
 				return nil, err
 			}
 			values.Resize(n * arrow.Decimal128SizeBytes)
@@ -240,7 +288,9 @@ func (df *dataFile) decodeFlat(ctx context.Context, mem memory.Allocator, rg, co
 			}
 		} else {
 			values.Resize(n * 4)
-			if err := readFixed(ctx, fc, r, arrow.Int32Traits.CastFromBytes(values.Bytes())); err != nil {
+			if err := eachRange(cr, n, ranges, func(from, to int) error {
+				return readFixed(ctx, fc, r, arrow.Int32Traits.CastFromBytes(values.Bytes()), from, to)
+			}); err != nil {
 				return nil, err
 			}
 		}
@@ -253,7 +303,7 @@ func (df *dataFile) decodeFlat(ctx context.Context, mem memory.Allocator, rg, co
 			values.Resize(n * arrow.Decimal128SizeBytes)
 			b := values.Bytes()
 			vals := arrow.Int64Traits.CastFromBytes(b[n*8:])
-			if err := readFixed(ctx, fc, r, vals); err != nil {
+			if err := eachRange(cr, n, ranges, func(from, to int) error { return readFixed(ctx, fc, r, vals, from, to) }); err != nil {
 				return nil, err
 			}
 			nums := arrow.Decimal128Traits.CastFromBytes(b)
@@ -262,27 +312,33 @@ func (df *dataFile) decodeFlat(ctx context.Context, mem memory.Allocator, rg, co
 			}
 		} else {
 			values.Resize(n * 8)
-			if err := readFixed(ctx, fc, r, arrow.Int64Traits.CastFromBytes(values.Bytes())); err != nil {
+			if err := eachRange(cr, n, ranges, func(from, to int) error {
+				return readFixed(ctx, fc, r, arrow.Int64Traits.CastFromBytes(values.Bytes()), from, to)
+			}); err != nil {
 				return nil, err
 			}
 		}
 		buffers = []*memory.Buffer{values}
 	case *file.Float32ColumnChunkReader:
 		values.Resize(n * 4)
-		if err := readFixed(ctx, fc, r, arrow.Float32Traits.CastFromBytes(values.Bytes())); err != nil {
+		if err := eachRange(cr, n, ranges, func(from, to int) error {
+			return readFixed(ctx, fc, r, arrow.Float32Traits.CastFromBytes(values.Bytes()), from, to)
+		}); err != nil {
 			return nil, err
 		}
 		buffers = []*memory.Buffer{values}
 	case *file.Float64ColumnChunkReader:
 		values.Resize(n * 8)
-		if err := readFixed(ctx, fc, r, arrow.Float64Traits.CastFromBytes(values.Bytes())); err != nil {
+		if err := eachRange(cr, n, ranges, func(from, to int) error {
+			return readFixed(ctx, fc, r, arrow.Float64Traits.CastFromBytes(values.Bytes()), from, to)
+		}); err != nil {
 			return nil, err
 		}
 		buffers = []*memory.Buffer{values}
 	case *file.ByteArrayColumnChunkReader:
 		offsets := memory.NewResizableBuffer(mem)
 		defer offsets.Release()
-		if err := readByteArrays(ctx, fc, r, offsets, values, rgr, df.leaves[col][0]); err != nil {
+		if err := readByteArrays(ctx, fc, cr, r, ranges, offsets, values, rgr, df.leaves[col][0]); err != nil {
 			return nil, err
 		}
 		buffers = []*memory.Buffer{offsets, values}
@@ -301,7 +357,7 @@ func (df *dataFile) decodeFlat(ctx context.Context, mem memory.Allocator, rg, co
 // readByteArrays reads a string or binary chunk into Arrow offsets and
 // data, copying each value once; the data buffer starts at the chunk's
 // uncompressed size, which bounds it for plain pages.
-func readByteArrays(ctx context.Context, fc *flatChunk, r *file.ByteArrayColumnChunkReader, offsets, data *memory.Buffer, rgr *file.RowGroupReader, leaf int) error {
+func readByteArrays(ctx context.Context, fc *flatChunk, cr file.ColumnChunkReader, r *file.ByteArrayColumnChunkReader, ranges []rowRange, offsets, data *memory.Buffer, rgr *file.RowGroupReader, leaf int) error {
 	offsets.Resize((fc.n + 1) * 4)
 	offs := arrow.Int32Traits.CastFromBytes(offsets.Bytes())
 	offs[0] = 0
@@ -310,42 +366,45 @@ func readByteArrays(ctx context.Context, fc *flatChunk, r *file.ByteArrayColumnC
 	}
 	vals := make([]parquet.ByteArray, fc.batch())
 	end := 0
-	for off := 0; off < fc.n; {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		rows, read, err := readLevels(fc, r, vals[:min(fc.n-off, len(vals))], off)
-		if err != nil {
-			return err
-		}
-		if rows == 0 {
-			return fmt.Errorf("%w: chunk ends after %d of %d rows", io.ErrUnexpectedEOF, off, fc.n)
-		}
-		// The values alias the page: copy them before the next read.
-		size := 0
-		for _, v := range vals[:read] {
-			size += len(v)
-		}
-		if int64(end)+int64(size) > maxInt32 {
-			return errors.New("string chunk over 2 GiB")
-		}
-		if end+size > data.Cap() {
-			data.Reserve(max(2*data.Cap(), end+size))
-		}
-		data.ResizeNoShrink(end + size)
-		buf := data.Bytes()
-		j := 0
-		for i := range rows {
-			if fc.valid == nil || bitutil.BitIsSet(fc.valid.Bytes(), off+i) {
-				end += copy(buf[end:], vals[j])
-				j++
+	err := eachRange(cr, fc.n, ranges, func(from, to int) error {
+		for off := from; off < to; {
+			if err := ctx.Err(); err != nil {
+				return err
 			}
-			offs[off+i+1] = int32(end)
+			rows, read, err := readLevels(fc, r, vals[:min(to-off, len(vals))], off)
+			if err != nil {
+				return err
+			}
+			if rows == 0 {
+				return fmt.Errorf("%w: chunk ends after %d of %d rows", io.ErrUnexpectedEOF, off, fc.n)
+			}
+			// The values alias the page: copy them before the next read.
+			size := 0
+			for _, v := range vals[:read] {
+				size += len(v)
+			}
+			if int64(end)+int64(size) > maxInt32 {
+				return errors.New("string chunk over 2 GiB")
+			}
+			if end+size > data.Cap() {
+				data.Reserve(max(2*data.Cap(), end+size))
+			}
+			data.ResizeNoShrink(end + size)
+			buf := data.Bytes()
+			j := 0
+			for i := range rows {
+				if fc.valid == nil || bitutil.BitIsSet(fc.valid.Bytes(), off+i) {
+					end += copy(buf[end:], vals[j])
+					j++
+				}
+				offs[off+i+1] = int32(end)
+			}
+			off += rows
 		}
-		off += rows
-	}
+		return nil
+	})
 	data.ResizeNoShrink(end)
-	return nil
+	return err
 }
 
 const maxInt32 = 1<<31 - 1

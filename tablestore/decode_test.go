@@ -94,8 +94,9 @@ func randomDecodeBatch(mem memory.Allocator, rng *rand.Rand, n int, nullRate flo
 
 // TestDecodeChunkMatchesPqarrow decodes every column chunk of random files
 // (nulls at several rates, dictionary and plain pages, several pages per
-// chunk, snappy and none) with decodeChunk and with pqarrow, and requires
-// equal arrays: the fast path must read exactly what pqarrow reads.
+// chunk, snappy and none, with and without page index) with decodeChunk,
+// all rows or random row ranges, and with pqarrow, and requires equal
+// arrays: the fast path must read exactly the rows pqarrow reads there.
 func TestDecodeChunkMatchesPqarrow(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -113,7 +114,7 @@ func TestDecodeChunkMatchesPqarrow(t *testing.T) {
 		props := parquet.NewWriterProperties(parquet.WithAllocator(mem), parquet.WithCompression(codec),
 			parquet.WithMaxRowGroupLength(int64(1+rng.IntN(8000))), parquet.WithDataPageSize(int64(256+rng.IntN(8192))),
 			parquet.WithDictionaryDefault(rng.IntN(2) == 0), parquet.WithDictionaryPageSizeLimit(int64(512+rng.IntN(4096))),
-			parquet.WithStoreDecimalAsInteger(true))
+			parquet.WithStoreDecimalAsInteger(true), parquet.WithPageIndexEnabled(rng.IntN(2) == 0))
 		w, err := pqarrow.NewFileWriter(decodeTestSchema, &buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem), pqarrow.WithStoreSchema()))
 		if err != nil {
 			t.Fatal(err)
@@ -132,9 +133,10 @@ func TestDecodeChunkMatchesPqarrow(t *testing.T) {
 				if df.flatDecodable(col) {
 					flat++
 				}
-				got, err := df.decodeChunk(ctx, mem, rg, col)
+				ranges := randomRanges(rng, df.fr.ParquetReader().MetaData().RowGroup(rg).NumRows())
+				got, err := df.decodeChunk(ctx, mem, rg, col, ranges)
 				if err != nil {
-					t.Fatalf("seed %d round %d: column %d row group %d: %v", seed, round, col, rg, err)
+					t.Fatalf("seed %d round %d: column %d row group %d ranges %v: %v", seed, round, col, rg, ranges, err)
 				}
 				tbl, err := df.fr.ReadRowGroups(ctx, df.leaves[col], []int{rg})
 				if err != nil {
@@ -145,8 +147,16 @@ func TestDecodeChunkMatchesPqarrow(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if ranges != nil {
+					cut, err := takeRanges(mem, want, ranges)
+					want.Release()
+					if err != nil {
+						t.Fatal(err)
+					}
+					want = cut
+				}
 				if !array.Equal(got, want) || got.NullN() != want.NullN() {
-					t.Fatalf("seed %d round %d: column %s row group %d differs:\n got %v\nwant %v", seed, round, decodeTestSchema.Field(col).Name, rg, got, want)
+					t.Fatalf("seed %d round %d: column %s row group %d ranges %v differs:\n got %v\nwant %v", seed, round, decodeTestSchema.Field(col).Name, rg, ranges, got, want)
 				}
 				got.Release()
 				want.Release()
@@ -156,6 +166,26 @@ func TestDecodeChunkMatchesPqarrow(t *testing.T) {
 			t.Fatalf("%d chunks took the flat path, want %d (all but wide decimals)", flat, want)
 		}
 	}
+}
+
+// randomRanges returns nil (all rows) or ascending disjoint ranges of
+// rows [0, n), some starting at 0, some ending at n.
+func randomRanges(rng *rand.Rand, n int64) []rowRange {
+	if rng.IntN(3) == 0 {
+		return nil
+	}
+	var out []rowRange
+	for at := int64(0); at < n; {
+		end := min(n, at+1+rng.Int64N(max(n/3, 1)))
+		if rng.IntN(2) == 0 {
+			out = append(out, rowRange{at, end})
+		}
+		at = end + rng.Int64N(max(n/5, 1))
+	}
+	if len(out) == 0 {
+		out = append(out, rowRange{0, n})
+	}
+	return out
 }
 
 // testDataFile opens Parquet bytes as a dataFile for its decoders.

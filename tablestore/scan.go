@@ -42,6 +42,9 @@ type ScanStats struct {
 	FilesSelected      int
 	RowGroupsRead      int64
 	RowGroupsSkipped   int64
+	// PageRowsSkipped counts rows of read row groups left out because
+	// the page index showed their pages cannot match.
+	PageRowsSkipped int64
 }
 
 // Scan reads one snapshot of a table, split into independent units.
@@ -57,8 +60,10 @@ type Scan struct {
 	stats     ScanStats
 	rgRead    atomic.Int64
 	rgSkipped atomic.Int64
-	release   func()
-	noCache   bool // read around the column cache (compaction)
+	// pagesSkipped counts rows the page index left out (PageRowsSkipped).
+	pagesSkipped atomic.Int64
+	release      func()
+	noCache      bool // read around the column cache (compaction)
 	// decoders holds a token per extra goroutine decoding a column chunk
 	// (Parallelism-1 of them); nil: none.
 	decoders chan struct{}
@@ -330,6 +335,7 @@ func (s *Scan) Stats() ScanStats {
 	st := s.stats
 	st.RowGroupsRead = s.rgRead.Load()
 	st.RowGroupsSkipped = s.rgSkipped.Load()
+	st.PageRowsSkipped = s.pagesSkipped.Load()
 	return st
 }
 
@@ -383,7 +389,12 @@ func (f *fileSplit) Open(ctx context.Context) (BatchReader, error) {
 	if err := verifyIfFull(ctx, df, rgs); err != nil {
 		return nil, err
 	}
-	return newStreamReader(ctx, s, df, rgs, newReadTarget(s.sch, s.proj, false))
+	r, err := newStreamReader(ctx, s, df, rgs, newReadTarget(s.sch, s.proj, false))
+	if err != nil {
+		return nil, err
+	}
+	r.skipPages(anyColumn)
+	return r, nil
 }
 
 // streamReader streams the selected row groups of one file, dropping
@@ -425,6 +436,14 @@ func newStreamReader(ctx context.Context, s *Scan, df *dataFile, rgs []int, rt *
 	}
 	r.rr = src
 	return r, nil
+}
+
+// skipPages makes r read only the pages of its row groups that the scan's
+// filter may match, judged by the columns allowed admits.
+func (r *streamReader) skipPages(allowed func(string) bool) {
+	if r.rr != nil && r.s.filter != nil {
+		r.rr.ranges = func(rg int) ([]rowRange, bool) { return r.s.pageRanges(r.df, rg, allowed) }
+	}
 }
 
 func (r *streamReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
@@ -635,6 +654,7 @@ func (c *chainReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			return nil, err
 		}
 		c.cur.raw = c.raw
+		c.cur.skipPages(c.allowed)
 	}
 }
 
