@@ -147,6 +147,7 @@ func run() error {
 // throughput.json to out.
 func throughput(ctx context.Context, mem memory.Allocator, streams int, queries []tpcds.Query, duck *tpcds.DuckDB, flightdURI string,
 	seed uint64, timeout time.Duration, out string) error {
+	machine, commit := tpcds.ThisMachine(), tpcds.GitCommit()
 	var duckConns []*tpcds.DuckDB
 	defer func() {
 		for _, c := range duckConns {
@@ -186,7 +187,8 @@ func throughput(ctx context.Context, mem memory.Allocator, streams int, queries 
 		fmt.Println(results[1])
 		fmt.Printf("queries per hour, flightd / DuckDB: %.2fx\n", results[1].QueriesPerHour/results[0].QueriesPerHour)
 	}
-	b, err := json.MarshalIndent(map[string]any{"machine": tpcds.ThisMachine(), "commit": tpcds.GitCommit(), "date": time.Now().UTC(),
+	machine.LoadEnd = tpcds.LoadAverage()
+	b, err := json.MarshalIndent(map[string]any{"machine": machine, "commit": commit, "date": time.Now().UTC(),
 		"seed": seed, "order": "seeded shuffle per stream (tpcds.StreamOrder)", "results": results}, "", "  ")
 	if err != nil {
 		return err
