@@ -499,6 +499,7 @@ func (bd *builder) scan(ts *TableScan) (exec.Operator, error) {
 	src := exec.NewSource(bd.ec, schema, func(ctx context.Context) (exec.BatchSource, error) {
 		spec := spec
 		spec.Filter = withKeyRanges(spec.Filter, ts.Ranges, ranges)
+		spec.Parallelism = bd.ec.Workers()
 		var s *tablestore.Scan
 		var err error
 		if shared != nil {

@@ -2,8 +2,10 @@ package tablestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -12,19 +14,25 @@ import (
 	"github.com/flightd/flightd/cache"
 )
 
-// cachedSource reads a file's selected row groups one column chunk at a
-// time through the store's cache of decoded columns: a chunk is decoded
+// chunkSource reads a file's selected row groups one row group at a time,
+// each column chunk decoded whole (decodeChunk) and the row group's columns
+// decoded in parallel as the scan's decoders allow; batches are slices of
+// the chunks. With the store's cache of decoded columns, a chunk is decoded
 // once and then served from memory to every scan that needs it. Data files
 // are immutable and their paths unique, so a path, row group and column
 // name a chunk for good.
-type cachedSource struct {
-	ctx   context.Context
-	cache *cache.Arrays
-	df    *dataFile
-	cols  []int
-	rgs   []int
-	batch int
-	mem   memory.Allocator
+type chunkSource struct {
+	ctx      context.Context
+	cache    *cache.Arrays // nil: decode every chunk
+	decoders chan struct{} // tokens for extra decoding goroutines; nil: none
+	// ranges gives the rows of a row group to read (ok false: all of
+	// them); nil: all rows of every row group.
+	ranges func(rg int) (rows []rowRange, ok bool)
+	df     *dataFile
+	cols   []int
+	rgs    []int
+	batch  int
+	mem    memory.Allocator
 
 	chunk  []arrow.Array // current row group's columns (owned)
 	schema *arrow.Schema
@@ -32,11 +40,7 @@ type cachedSource struct {
 	out    arrow.RecordBatch
 }
 
-func newCachedSource(ctx context.Context, c *cache.Arrays, mem memory.Allocator, df *dataFile, cols, rgs []int, batch int) *cachedSource {
-	return &cachedSource{ctx: ctx, cache: c, mem: mem, df: df, cols: cols, rgs: rgs, batch: batch}
-}
-
-func (c *cachedSource) Read() (arrow.RecordBatch, error) {
+func (c *chunkSource) Read() (arrow.RecordBatch, error) {
 	c.releaseOut()
 	for c.off >= c.n {
 		c.releaseChunk()
@@ -62,58 +66,76 @@ func (c *cachedSource) Read() (arrow.RecordBatch, error) {
 	return c.out, nil
 }
 
-// load makes the columns of one row group current.
-func (c *cachedSource) load(rg int) error {
+// load makes the columns of one row group current: cached ones from the
+// cache, the others decoded on this goroutine and on as many more as
+// decoder tokens are free. When only some rows are read (page index),
+// cached chunks are cut to them and decoded ones are not cached.
+func (c *chunkSource) load(rg int) error {
+	var ranges []rowRange
+	if c.ranges != nil {
+		if rs, ok := c.ranges(rg); ok {
+			if len(rs) == 0 {
+				c.off, c.n = 0, 0 // no page may match: next row group
+				return nil
+			}
+			ranges = rs
+		}
+	}
 	c.chunk = make([]arrow.Array, len(c.cols))
+	keys := make([]string, len(c.cols))
+	errs := make([]error, len(c.cols))
+	var wg sync.WaitGroup
+	for i, col := range c.cols {
+		if c.cache != nil {
+			key := fmt.Sprintf("%s#%d#%d", c.df.path, rg, col)
+			if a, ok := c.cache.Get(key); ok {
+				if ranges == nil {
+					c.chunk[i] = a
+				} else {
+					c.chunk[i], errs[i] = takeRanges(c.mem, a, ranges)
+					a.Release()
+				}
+				continue
+			}
+			if ranges == nil {
+				keys[i] = key // decoded below, cached once all are
+			}
+		}
+		select {
+		case c.decoders <- struct{}{}:
+			wg.Add(1)
+			go func() {
+				defer func() { <-c.decoders; wg.Done() }()
+				c.chunk[i], errs[i] = c.df.decodeChunk(c.ctx, c.mem, rg, col, ranges)
+			}()
+		default:
+			c.chunk[i], errs[i] = c.df.decodeChunk(c.ctx, c.mem, rg, col, ranges)
+		}
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
 	fields := make([]arrow.Field, len(c.cols))
 	for i, col := range c.cols {
-		key := fmt.Sprintf("%s#%d#%d", c.df.path, rg, col)
-		a, ok := c.cache.Get(key)
-		if !ok {
-			var err error
-			if a, err = c.decode(rg, col); err != nil {
-				return err
-			}
-			c.cache.Put(key, a)
+		if keys[i] != "" {
+			c.cache.Put(keys[i], c.chunk[i])
 		}
-		c.chunk[i] = a
-		fields[i] = arrow.Field{Name: fmt.Sprintf("c%d", col), Type: a.DataType(), Nullable: true}
+		fields[i] = arrow.Field{Name: fmt.Sprintf("c%d", col), Type: c.chunk[i].DataType(), Nullable: true}
 	}
 	c.schema = arrow.NewSchema(fields, nil)
 	c.off, c.n = 0, c.chunk[0].Len()
 	return nil
 }
 
-// decode reads one column chunk as a single array.
-func (c *cachedSource) decode(rg, col int) (arrow.Array, error) {
-	tbl, err := c.df.fr.ReadRowGroups(c.ctx, c.df.leaves[col], []int{rg})
-	if err != nil {
-		if c.ctx.Err() != nil {
-			return nil, c.ctx.Err()
-		}
-		return nil, corruptf(c.df.path, err)
-	}
-	defer tbl.Release()
-	chunks := tbl.Column(0).Data().Chunks()
-	if len(chunks) == 1 {
-		chunks[0].Retain()
-		return chunks[0], nil
-	}
-	a, err := array.Concatenate(chunks, c.mem)
-	if err != nil {
-		return nil, corruptf(c.df.path, err)
-	}
-	return a, nil
-}
-
-func (c *cachedSource) releaseOut() {
+func (c *chunkSource) releaseOut() {
 	if c.out != nil {
 		c.out.Release()
 		c.out = nil
 	}
 }
 
-func (c *cachedSource) releaseChunk() {
+func (c *chunkSource) releaseChunk() {
 	for _, a := range c.chunk {
 		if a != nil { // nil after a failed load
 			a.Release()
@@ -122,7 +144,7 @@ func (c *cachedSource) releaseChunk() {
 	c.chunk = nil
 }
 
-func (c *cachedSource) Release() {
+func (c *chunkSource) Release() {
 	c.releaseOut()
 	c.releaseChunk()
 }

@@ -188,16 +188,6 @@ func leafColumns(dst []int, f pqarrow.SchemaField) []int {
 	return dst
 }
 
-// leafColumnsOf lists the Parquet leaf columns of columns cols (ascending),
-// for pqarrow's readers.
-func (df *dataFile) leafColumnsOf(cols []int) []int {
-	var leaves []int
-	for _, c := range cols {
-		leaves = append(leaves, df.leaves[c]...)
-	}
-	return leaves
-}
-
 // verify checks the whole file against the manifest checksum, once per
 // process (verifiedFiles); readers call it when they read every row group
 // anyway, so damage is reported instead of decoded.
@@ -320,6 +310,23 @@ func conform(ctx context.Context, mem memory.Allocator, rt *readTarget, pos []in
 	return array.NewRecordBatch(rt.schema, out, int64(n)), nil
 }
 
+// statsComparable reports whether Parquet statistics of a column read as
+// typ compare with literals of its table type tableTyp: not for seconds,
+// which the file holds coerced to milliseconds (pqarrow reads them as
+// milliseconds, and literals convert to seconds), nor decimals, whose
+// statistics are unscaled.
+func statsComparable(typ, tableTyp arrow.DataType) bool {
+	for _, t := range []arrow.DataType{typ, tableTyp} {
+		if ts, ok := t.(*arrow.TimestampType); ok && ts.Unit == arrow.Second {
+			return false
+		}
+		if t.ID() == arrow.DECIMAL128 {
+			return false
+		}
+	}
+	return true
+}
+
 // rowGroupStats exposes a row group's Parquet statistics for columns that
 // allowed admits.
 func (df *dataFile) rowGroupStats(rg int, sch *tableSchema, allowed func(string) bool) statsFunc {
@@ -357,15 +364,18 @@ func (df *dataFile) rowGroupStats(rg int, sch *tableSchema, allowed func(string)
 		}
 		isFloat := df.types[c].ID() == arrow.FLOAT32 || df.types[c].ID() == arrow.FLOAT64
 		if ps.HasMinMax() && (!isFloat || df.bounded[sch.Fields[i].ID]) {
-			r.min, r.max = parquetMinMax(ps, df.types[c])
+			r.min, r.max = parquetMinMax(ps, df.types[c], sch.types[i])
 		}
 		return r, true, lit
 	}
 }
 
-func parquetMinMax(ps metadata.TypedStatistics, typ arrow.DataType) (*datum, *datum) {
-	if ts, ok := typ.(*arrow.TimestampType); ok && ts.Unit == arrow.Second {
-		return nil, nil // stored coerced to milliseconds
+// parquetMinMax converts Parquet statistics of a column read as typ, of
+// table type tableTyp, to datums; nil when they do not bound the values as
+// literals of tableTyp convert (see statsComparable).
+func parquetMinMax(ps metadata.TypedStatistics, typ, tableTyp arrow.DataType) (*datum, *datum) {
+	if !statsComparable(typ, tableTyp) {
+		return nil, nil
 	}
 	var lo, hi datum
 	switch s := ps.(type) {

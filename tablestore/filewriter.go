@@ -78,6 +78,12 @@ func (d *dataWriter) open() error {
 		parquet.WithCompression(d.sch.opts.compression),
 		parquet.WithMaxRowGroupLength(d.sch.opts.rowGroupRows),
 		parquet.WithStats(true),
+		// Min/max per page, so scans skip the pages a filter excludes
+		// (pageRanges); columns without statistics get none. Pages of
+		// 64 KiB (arrow-go's default is 1 MiB, a whole row group of most
+		// columns) give a row group several to choose from.
+		parquet.WithPageIndexEnabled(true),
+		parquet.WithDataPageSize(64 << 10),
 		parquet.WithCreatedBy("flightd tablestore"),
 		parquet.WithDictionaryDefault(false),
 		// DECIMAL(p<=18) as INT32/INT64, as Paimon writes them: decoding

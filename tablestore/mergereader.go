@@ -103,6 +103,7 @@ func newMergeReader(ctx context.Context, s *Scan, files []*manifestEntry, allowe
 			return nil, err
 		}
 		r.raw = true
+		r.skipPages(allowed)
 		m.runs = append(m.runs, &runCursor{r: r})
 	}
 	if withSys {

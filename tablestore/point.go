@@ -225,14 +225,9 @@ func (s *Scan) pointRun(ctx context.Context, e *manifestEntry, cand []pointKey, 
 		return nil, err
 	}
 	mem := s.st.s.opts.Mem
-	var src recordSource
-	if c := s.st.s.columns; c != nil {
-		// Whole row groups: slices of the cached columns, searched in place,
-		// so a lookup costs its keys' searches, not the run's size.
-		src = newCachedSource(ctx, c, mem, df, cols, rgs, math.MaxInt)
-	} else if src, err = df.fr.GetRecordReader(ctx, cols, rgs); err != nil {
-		return nil, corruptf(df.path, err)
-	}
+	// Whole row groups (slices of the cached columns, when cached) searched
+	// in place, so a lookup costs its keys' searches, not the run's size.
+	src := &chunkSource{ctx: ctx, cache: s.st.s.columns, decoders: s.decoders, df: df, cols: cols, rgs: rgs, batch: math.MaxInt, mem: mem}
 	defer src.Release()
 	found := &sliceReader{}
 	var enc []byte

@@ -26,6 +26,10 @@ type ScanSpec struct {
 	Columns []string
 	// Filter skips data that cannot match; nil for none.
 	Filter Predicate
+	// Parallelism bounds the goroutines that decode the column chunks of
+	// the scan's files at once, beyond those reading its splits (0 or 1:
+	// each reader decodes alone).
+	Parallelism int
 }
 
 // ScanStats report data skipping, for EXPLAIN. Row-group counts grow as
@@ -38,6 +42,9 @@ type ScanStats struct {
 	FilesSelected      int
 	RowGroupsRead      int64
 	RowGroupsSkipped   int64
+	// PageRowsSkipped counts rows of read row groups left out because
+	// the page index showed their pages cannot match.
+	PageRowsSkipped int64
 }
 
 // Scan reads one snapshot of a table, split into independent units.
@@ -53,9 +60,14 @@ type Scan struct {
 	stats     ScanStats
 	rgRead    atomic.Int64
 	rgSkipped atomic.Int64
-	release   func()
-	noCache   bool // read around the column cache (compaction)
-	points    pointFiles
+	// pagesSkipped counts rows the page index left out (PageRowsSkipped).
+	pagesSkipped atomic.Int64
+	release      func()
+	noCache      bool // read around the column cache (compaction)
+	// decoders holds a token per extra goroutine decoding a column chunk
+	// (Parallelism-1 of them); nil: none.
+	decoders chan struct{}
+	points   pointFiles
 }
 
 // Split is an independent part of a scan (one bucket of one partition, or
@@ -102,6 +114,9 @@ func (t *Table) NewScan(ctx context.Context, spec ScanSpec) (*Scan, error) {
 		}
 	}
 	s := &Scan{st: st, sch: sch, filter: spec.Filter}
+	if spec.Parallelism > 1 {
+		s.decoders = make(chan struct{}, spec.Parallelism-1)
+	}
 	if err := s.project(spec.Columns); err != nil {
 		return nil, err
 	}
@@ -320,6 +335,7 @@ func (s *Scan) Stats() ScanStats {
 	st := s.stats
 	st.RowGroupsRead = s.rgRead.Load()
 	st.RowGroupsSkipped = s.rgSkipped.Load()
+	st.PageRowsSkipped = s.pagesSkipped.Load()
 	return st
 }
 
@@ -373,7 +389,12 @@ func (f *fileSplit) Open(ctx context.Context) (BatchReader, error) {
 	if err := verifyIfFull(ctx, df, rgs); err != nil {
 		return nil, err
 	}
-	return newStreamReader(ctx, s, df, rgs, newReadTarget(s.sch, s.proj, false))
+	r, err := newStreamReader(ctx, s, df, rgs, newReadTarget(s.sch, s.proj, false))
+	if err != nil {
+		return nil, err
+	}
+	r.skipPages(anyColumn)
+	return r, nil
 }
 
 // streamReader streams the selected row groups of one file, dropping
@@ -384,18 +405,9 @@ type streamReader struct {
 	df   *dataFile
 	rt   *readTarget
 	pos  []int
-	rr   recordSource
+	rr   *chunkSource // raw columns of the selected row groups
 	cur  arrow.RecordBatch
 	done bool
-}
-
-// recordSource yields the raw columns of a file's selected row groups; the
-// returned batch is owned by the source until the next Read or Release.
-// pqarrow's RecordReader decodes; cachedSource serves decoded column
-// chunks from the store's cache.
-type recordSource interface {
-	Read() (arrow.RecordBatch, error)
-	Release()
 }
 
 func newStreamReader(ctx context.Context, s *Scan, df *dataFile, rgs []int, rt *readTarget) (*streamReader, error) {
@@ -418,17 +430,20 @@ func newStreamReader(ctx context.Context, s *Scan, df *dataFile, rgs []int, rt *
 			pos[i] = -1
 		}
 	}
-	if c := s.st.s.columns; c != nil && !s.noCache {
-		r.rr = newCachedSource(ctx, c, s.st.s.opts.Mem, df, cols, rgs, s.st.s.opts.BatchSize)
-		return r, nil
+	src := &chunkSource{ctx: ctx, decoders: s.decoders, df: df, cols: cols, rgs: rgs, batch: s.st.s.opts.BatchSize, mem: s.st.s.opts.Mem}
+	if !s.noCache {
+		src.cache = s.st.s.columns
 	}
-	rr, err := df.fr.GetRecordReader(ctx, df.leafColumnsOf(cols), rgs)
-	if err != nil {
-		df.Close()
-		return nil, corruptf(df.path, err)
-	}
-	r.rr = rr
+	r.rr = src
 	return r, nil
+}
+
+// skipPages makes r read only the pages of its row groups that the scan's
+// filter may match, judged by the columns allowed admits.
+func (r *streamReader) skipPages(allowed func(string) bool) {
+	if r.rr != nil && r.s.filter != nil {
+		r.rr.ranges = func(rg int) ([]rowRange, bool) { return r.s.pageRanges(r.df, rg, allowed) }
+	}
 }
 
 func (r *streamReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
@@ -639,6 +654,7 @@ func (c *chainReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			return nil, err
 		}
 		c.cur.raw = c.raw
+		c.cur.skipPages(c.allowed)
 	}
 }
 

@@ -39,7 +39,7 @@ func OpenDuckDB(ctx context.Context, path string, threads int) (*DuckDB, error) 
 		d.Close()
 		return nil, fmt.Errorf("duckdb: connect: %w", err)
 	}
-	settings := []string{"SET default_null_order = 'nulls_last_on_asc_first_on_desc'"}
+	settings := []string{nullOrder}
 	if threads > 0 {
 		settings = append(settings, fmt.Sprintf("SET threads = %d", threads))
 	}
@@ -52,13 +52,32 @@ func OpenDuckDB(ctx context.Context, path string, threads int) (*DuckDB, error) 
 	return d, nil
 }
 
-// Close closes the connection and the database.
+// nullOrder sorts NULLs as Postgres does; DuckDB sets it per connection.
+const nullOrder = "SET default_null_order = 'nulls_last_on_asc_first_on_desc'"
+
+// Conn opens another connection to the same database, with the same NULL
+// order; closing it leaves the database open.
+func (d *DuckDB) Conn(ctx context.Context) (*DuckDB, error) {
+	conn, err := d.db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("duckdb: connect: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, nullOrder); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("duckdb: %s: %w", nullOrder, err)
+	}
+	return &DuckDB{db: d.db, conn: conn}, nil
+}
+
+// Close closes the connection, and the database unless Conn opened it.
 func (d *DuckDB) Close() error {
 	var errs []error
 	if d.conn != nil {
 		errs = append(errs, d.conn.Close())
 	}
-	errs = append(errs, d.db.Close(), d.connector.Close())
+	if d.connector != nil {
+		errs = append(errs, d.db.Close(), d.connector.Close())
+	}
 	return errors.Join(errs...)
 }
 

@@ -30,6 +30,7 @@ func main() {
 	points := flag.Int("points", 200, "one-row queries for the latency percentiles")
 	out := flag.String("out", "", "write the results as JSON to this file")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	memprofile := flag.String("memprofile", "", "write an allocation profile of the whole run to this file at the end")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -40,6 +41,9 @@ func main() {
 			log.Fatal(err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *memprofile != "" {
+		defer writeHeapProfile(*memprofile)
 	}
 
 	ctx := context.Background()
@@ -75,5 +79,18 @@ func main() {
 		if err := os.WriteFile(*out, js, 0o644); err != nil {
 			log.Fatal(err)
 		}
+	}
+}
+
+// writeHeapProfile writes the allocations since the start (alloc_space and
+// alloc_objects samples) for go tool pprof.
+func writeHeapProfile(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		log.Fatal(err)
 	}
 }

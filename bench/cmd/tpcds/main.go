@@ -7,10 +7,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -46,6 +48,7 @@ func run() error {
 		timeout    = flag.Duration("timeout", 10*time.Minute, "limit per query execution")
 		sqlText    = flag.String("sql", "", "run this statement on DuckDB after loading, print its result and exit")
 		flFlags    = flag.String("flightd-flags", "", "the flags flightd was started with, recorded in results.json (e.g. \"defaults\" or \"-cache-memory 6e9\")")
+		streams    = flag.Int("streams", 0, "run the throughput test instead: this many concurrent streams of the queries per engine, one connection each (DuckDB first, then flightd), each stream in its own seeded shuffle of the queries")
 	)
 	flag.Parse()
 	if *runs < 0 {
@@ -123,6 +126,9 @@ func run() error {
 		fl = flightd
 	}
 
+	if *streams > 0 {
+		return throughput(ctx, mem, *streams, queries, duck, *flightdURI, *seed, *timeout, *out)
+	}
 	rep := &tpcds.Report{Scale: *sf, Seed: *seed, Runs: *runs, FlightdURI: *flightdURI, Started: time.Now().UTC(),
 		Machine: tpcds.ThisMachine(), FlightdFlags: *flFlags, Commit: tpcds.GitCommit()}
 	rep.Queries = tpcds.RunQueries(ctx, queries, duck, fl, tpcds.RunOptions{Runs: *runs, Timeout: *timeout, Log: os.Stderr})
@@ -134,6 +140,60 @@ func run() error {
 	}
 	fmt.Printf("wrote %s/results.json and %s/results.png\n", strings.TrimRight(*out, "/"), strings.TrimRight(*out, "/"))
 	return ctx.Err()
+}
+
+// throughput runs the throughput test on DuckDB, then on flightd when
+// flightdURI is set, prints both and their ratio, and writes
+// throughput.json to out.
+func throughput(ctx context.Context, mem memory.Allocator, streams int, queries []tpcds.Query, duck *tpcds.DuckDB, flightdURI string,
+	seed uint64, timeout time.Duration, out string) error {
+	machine, commit := tpcds.ThisMachine(), tpcds.GitCommit()
+	var duckConns []*tpcds.DuckDB
+	defer func() {
+		for _, c := range duckConns {
+			c.Close()
+		}
+	}()
+	conns := make([]tpcds.Engine, streams)
+	for s := range conns {
+		c, err := duck.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		duckConns = append(duckConns, c)
+		conns[s] = c
+	}
+	// A warm-up pass on one connection, so neither engine is timed
+	// reading its files for the first time.
+	warm := func(e tpcds.Engine) {
+		for _, q := range queries {
+			_, _ = e.Query(ctx, q.SQL)
+		}
+	}
+	warm(conns[0])
+	results := []tpcds.ThroughputResult{tpcds.Throughput(ctx, "duckdb", conns, queries, seed, timeout)}
+	fmt.Println(results[0])
+	if flightdURI != "" {
+		for s := range conns {
+			f, err := tpcds.OpenFlightd(ctx, mem, flightdURI)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			conns[s] = f
+		}
+		warm(conns[0])
+		results = append(results, tpcds.Throughput(ctx, "flightd", conns, queries, seed, timeout))
+		fmt.Println(results[1])
+		fmt.Printf("queries per hour, flightd / DuckDB: %.2fx\n", results[1].QueriesPerHour/results[0].QueriesPerHour)
+	}
+	machine.LoadEnd = tpcds.LoadAverage()
+	b, err := json.MarshalIndent(map[string]any{"machine": machine, "commit": commit, "date": time.Now().UTC(),
+		"seed": seed, "order": "seeded shuffle per stream (tpcds.StreamOrder)", "results": results}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(out, "throughput.json"), b, 0o644)
 }
 
 func envOr(key, def string) string {

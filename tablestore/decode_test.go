@@ -1,0 +1,212 @@
+package tablestore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// decodeTestSchema has a column of each type decodeFlat handles, required
+// and nullable (seconds are stored, and read, as milliseconds), and one it
+// leaves to pqarrow (wide decimals).
+var decodeTestSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "b", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+	{Name: "i32", Type: arrow.PrimitiveTypes.Int32},
+	{Name: "i32n", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+	{Name: "d", Type: arrow.FixedWidthTypes.Date32, Nullable: true},
+	{Name: "i64", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	{Name: "f32", Type: arrow.PrimitiveTypes.Float32, Nullable: true},
+	{Name: "f64", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "dec7", Type: &arrow.Decimal128Type{Precision: 7, Scale: 2}, Nullable: true},
+	{Name: "dec15", Type: &arrow.Decimal128Type{Precision: 15, Scale: 2}, Nullable: true},
+	{Name: "dec30", Type: &arrow.Decimal128Type{Precision: 30, Scale: 4}, Nullable: true},
+	{Name: "tsus", Type: &arrow.TimestampType{Unit: arrow.Microsecond}, Nullable: true},
+	{Name: "tss", Type: &arrow.TimestampType{Unit: arrow.Second}, Nullable: true},
+	{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "sreq", Type: arrow.BinaryTypes.String},
+	{Name: "bin", Type: arrow.BinaryTypes.Binary, Nullable: true},
+}, nil)
+
+// randomDecodeBatch makes n rows; nullRate 0 and 1 give columns without
+// and with only NULLs, and distinct bounds the strings' values (few:
+// dictionary pages; many: the writer falls back to plain pages midway).
+func randomDecodeBatch(mem memory.Allocator, rng *rand.Rand, n int, nullRate float64, distinct int) arrow.RecordBatch {
+	b := array.NewRecordBuilder(mem, decodeTestSchema)
+	defer b.Release()
+	for range n {
+		for i, f := range decodeTestSchema.Fields() {
+			fb := b.Field(i)
+			if f.Nullable && rng.Float64() < nullRate {
+				fb.AppendNull()
+				continue
+			}
+			switch fb := fb.(type) {
+			case *array.BooleanBuilder:
+				fb.Append(rng.IntN(2) == 0)
+			case *array.Int32Builder:
+				fb.Append(rng.Int32() - 1<<30)
+			case *array.Date32Builder:
+				fb.Append(arrow.Date32(rng.IntN(40000)))
+			case *array.Int64Builder:
+				fb.Append(rng.Int64() - 1<<62)
+			case *array.Float32Builder:
+				fb.Append(rng.Float32())
+			case *array.Float64Builder:
+				fb.Append(rng.NormFloat64())
+			case *array.Decimal128Builder:
+				p := f.Type.(*arrow.Decimal128Type).Precision
+				lim := int64(1)
+				for range min(p, 18) {
+					lim *= 10
+				}
+				v := decimal128.FromI64(rng.Int64N(2*lim-1) - lim + 1)
+				if p > 18 {
+					v = v.Mul(decimal128.FromI64(rng.Int64N(1e9)))
+				}
+				fb.Append(v)
+			case *array.TimestampBuilder:
+				fb.Append(arrow.Timestamp(rng.Int64N(1e15)))
+			case *array.StringBuilder:
+				fb.Append(fmt.Sprintf("v%0*d", rng.IntN(20), rng.IntN(distinct)))
+			case *array.BinaryBuilder:
+				v := make([]byte, rng.IntN(30))
+				for k := range v {
+					v[k] = byte(rng.IntN(256))
+				}
+				fb.Append(v)
+			}
+		}
+	}
+	return b.NewRecordBatch()
+}
+
+// TestDecodeChunkMatchesPqarrow decodes every column chunk of random files
+// (nulls at several rates, dictionary and plain pages, several pages per
+// chunk, snappy and none, with and without page index) with decodeChunk,
+// all rows or random row ranges, and with pqarrow, and requires equal
+// arrays: the fast path must read exactly the rows pqarrow reads there.
+func TestDecodeChunkMatchesPqarrow(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	for round := range 12 {
+		nullRate := []float64{0, 0.1, 0.5, 1}[round%4]
+		distinct := []int{3, 500, 1 << 20}[rng.IntN(3)]
+		codec := []compress.Compression{compress.Codecs.Snappy, compress.Codecs.Uncompressed}[rng.IntN(2)]
+		rows := 1 + rng.IntN(20000)
+		rec := randomDecodeBatch(mem, rng, rows, nullRate, distinct)
+		var buf bytes.Buffer
+		props := parquet.NewWriterProperties(parquet.WithAllocator(mem), parquet.WithCompression(codec),
+			parquet.WithMaxRowGroupLength(int64(1+rng.IntN(8000))), parquet.WithDataPageSize(int64(256+rng.IntN(8192))),
+			parquet.WithDictionaryDefault(rng.IntN(2) == 0), parquet.WithDictionaryPageSizeLimit(int64(512+rng.IntN(4096))),
+			parquet.WithStoreDecimalAsInteger(true), parquet.WithPageIndexEnabled(rng.IntN(2) == 0))
+		w, err := pqarrow.NewFileWriter(decodeTestSchema, &buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem), pqarrow.WithStoreSchema()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+		df := testDataFile(t, mem, buf.Bytes())
+		flat := 0
+		for rg := range df.numRowGroups() {
+			for col := range df.types {
+				if df.flatDecodable(col) {
+					flat++
+				}
+				ranges := randomRanges(rng, df.fr.ParquetReader().MetaData().RowGroup(rg).NumRows())
+				got, err := df.decodeChunk(ctx, mem, rg, col, ranges)
+				if err != nil {
+					t.Fatalf("seed %d round %d: column %d row group %d ranges %v: %v", seed, round, col, rg, ranges, err)
+				}
+				tbl, err := df.fr.ReadRowGroups(ctx, df.leaves[col], []int{rg})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := array.Concatenate(tbl.Column(0).Data().Chunks(), mem)
+				tbl.Release()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ranges != nil {
+					cut, err := takeRanges(mem, want, ranges)
+					want.Release()
+					if err != nil {
+						t.Fatal(err)
+					}
+					want = cut
+				}
+				if !array.Equal(got, want) || got.NullN() != want.NullN() {
+					t.Fatalf("seed %d round %d: column %s row group %d ranges %v differs:\n got %v\nwant %v", seed, round, decodeTestSchema.Field(col).Name, rg, ranges, got, want)
+				}
+				got.Release()
+				want.Release()
+			}
+		}
+		if want := df.numRowGroups() * 14; flat != want {
+			t.Fatalf("%d chunks took the flat path, want %d (all but wide decimals)", flat, want)
+		}
+	}
+}
+
+// randomRanges returns nil (all rows) or ascending disjoint ranges of
+// rows [0, n), some starting at 0, some ending at n.
+func randomRanges(rng *rand.Rand, n int64) []rowRange {
+	if rng.IntN(3) == 0 {
+		return nil
+	}
+	var out []rowRange
+	for at := int64(0); at < n; {
+		end := min(n, at+1+rng.Int64N(max(n/3, 1)))
+		if rng.IntN(2) == 0 {
+			out = append(out, rowRange{at, end})
+		}
+		at = end + rng.Int64N(max(n/5, 1))
+	}
+	if len(out) == 0 {
+		out = append(out, rowRange{0, n})
+	}
+	return out
+}
+
+// testDataFile opens Parquet bytes as a dataFile for its decoders.
+func testDataFile(t *testing.T, mem memory.Allocator, data []byte) *dataFile {
+	t.Helper()
+	pr, err := file.NewParquetReader(bytes.NewReader(data), file.WithReadProps(parquet.NewReaderProperties(mem)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{}, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := fr.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := &dataFile{path: "test.parquet", fr: fr}
+	for i, f := range sc.Fields() {
+		df.types = append(df.types, f.Type)
+		df.leaves = append(df.leaves, leafColumns(nil, fr.Manifest.Fields[i]))
+	}
+	return df
+}
