@@ -29,11 +29,12 @@ import org.apache.paimon.types.RowKind;
  * Paimon Java's side of flightd's interop test (tablestore TestPaimonJavaInterop drives it).
  *
  * <pre>
- *   read WAREHOUSE DB.TABLE   print the table's rows as Paimon Java reads them
+ *   read WAREHOUSE DB.TABLE...
+ *                             print the tables' rows as Paimon Java reads them
  *   write WAREHOUSE SEED      create and fill tables with Paimon Java, print the rows each holds
  *   upsert WAREHOUSE DB.TABLE N
  *                             write (k, "paimon-k", k) for k &lt; N into a key table
- *                             (k BIGINT NOT NULL, a STRING, b INT)
+ *                             (k BIGINT NOT NULL, a STRING, b INT), then print its rows as read
  * </pre>
  *
  * Output is JSON as interop/paimon/paimon_interop.py prints it: {"db.t": [["v1", ...], ...]},
@@ -47,7 +48,9 @@ public final class PaimonInterop {
             Map<String, List<List<String>>> out = new TreeMap<>();
             switch (args[0]) {
                 case "read":
-                    out.put(args[2], read(catalog.getTable(Identifier.fromString(args[2]))));
+                    for (int i = 2; i < args.length; i++) {
+                        out.put(args[i], read(catalog.getTable(Identifier.fromString(args[i]))));
+                    }
                     break;
                 case "upsert":
                     List<GenericRow> rows = new ArrayList<>();
@@ -55,6 +58,7 @@ public final class PaimonInterop {
                         rows.add(GenericRow.of((long) k, BinaryString.fromString("paimon-" + k), k));
                     }
                     commit(catalog.getTable(Identifier.fromString(args[2])), rows);
+                    out.put(args[2], read(catalog.getTable(Identifier.fromString(args[2]))));
                     break;
                 case "write":
                     write(catalog, new Random(Long.parseLong(args[2])), out);
