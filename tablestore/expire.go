@@ -561,6 +561,9 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (int, erro
 	}
 	// Data files, then manifests, then snapshots: a crash in between leaves
 	// old snapshots that fail to read, never a retained one.
+	st.mu.Lock()
+	st.expiredThrough = max(st.expiredThrough, slices.Max(expired))
+	st.mu.Unlock()
 	for _, f := range dataFiles {
 		if err := st.fs().Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return 0, fmt.Errorf("expire: %w", err)

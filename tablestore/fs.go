@@ -147,8 +147,17 @@ func writeFileSync(fsys FS, name string, data []byte) error {
 	return f.Close()
 }
 
+// WholeFileReader is an FS that reads a whole file in fewer requests than
+// Open and ReadAt (an object store: one GET instead of a HEAD and a GET).
+type WholeFileReader interface {
+	ReadFile(name string) ([]byte, error)
+}
+
 // readFileAll reads the whole of name.
 func readFileAll(fsys FS, name string) ([]byte, error) {
+	if r, ok := fsys.(WholeFileReader); ok {
+		return r.ReadFile(name)
+	}
 	f, err := fsys.Open(name)
 	if err != nil {
 		return nil, err

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -54,14 +56,89 @@ func joinRows(rows [][]string) []string {
 	return out
 }
 
-// TestPaimonInterop: pypaimon reads the tables flightd writes (append, and
-// key tables of the deduplicate, partial-update and aggregation engines,
-// partitioned, in several buckets, with updates and deletes) with the rows
-// flightd reads; flightd reads the tables pypaimon writes with the rows
-// pypaimon wrote; and flightd's upserts into pypaimon's bucketed key table
+// paimonReader runs one of Paimon's implementations (pypaimon, Paimon
+// Java) with args and returns the rows it prints, by table.
+type paimonReader func(t *testing.T, args ...string) map[string][][]string
+
+// paimonJava runs interop/paimon-java's PaimonInterop (Paimon Java 1.3.1
+// from Maven) and decodes its JSON output. Without Maven or the artifacts
+// in the local repository the test skips; in CI (CI=true) it fails instead
+// once .ci/run builds interop/paimon-java.
+func paimonJava(t *testing.T, args ...string) map[string][][]string {
+	t.Helper()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "interop", "paimon-java")
+	missing := func(format string, a ...any) {
+		t.Helper()
+		ci, _ := os.ReadFile(filepath.Join(root, ".ci", "run"))
+		if os.Getenv("CI") != "" && strings.Contains(string(ci), "interop/paimon-java") {
+			t.Fatalf(format, a...)
+		}
+		t.Skipf(format, a...)
+	}
+	if _, err := exec.LookPath("mvn"); err != nil {
+		missing("Maven not found: %v", err)
+	}
+	javaOnce.Do(func() {
+		build := exec.Command("mvn", "-o", "-q", "-B", "compile", "dependency:build-classpath", "-Dmdep.outputFile=target/cp.txt")
+		build.Dir = dir
+		if out, err := build.CombinedOutput(); err != nil {
+			javaErr = fmt.Errorf("%v\n%s", err, out)
+			return
+		}
+		cp, err := os.ReadFile(filepath.Join(dir, "target", "cp.txt"))
+		javaCP, javaErr = filepath.Join(dir, "target", "classes")+string(os.PathListSeparator)+string(cp), err
+	})
+	if javaErr != nil {
+		missing("Paimon Java not built offline (mvn -o in interop/paimon-java): %v", javaErr)
+	}
+	cmd := exec.Command("java", append([]string{"-cp", javaCP, "flightd.PaimonInterop"}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("Paimon Java %v: %v\n%s", args, err, stderr.String())
+	}
+	var res map[string][][]string
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("Paimon Java %v: %v: %s", args, err, out)
+	}
+	return res
+}
+
+var (
+	javaOnce sync.Once
+	javaCP   string
+	javaErr  error
+)
+
+// TestPaimonInterop: pypaimon reads the tables flightd writes with the
+// rows flightd reads, flightd reads pypaimon's tables with the rows
+// pypaimon wrote, and flightd's upserts into pypaimon's bucketed key table
 // land in the buckets pypaimon's writer uses (pypaimon then reads each key
 // once, with flightd's value).
 func TestPaimonInterop(t *testing.T) {
+	t.Parallel() // mostly waiting on Python: overlaps the Java test
+	testPaimonInterop(t, pypaimon, "py")
+}
+
+// TestPaimonJavaInterop: the same with Apache Paimon Java.
+func TestPaimonJavaInterop(t *testing.T) {
+	t.Parallel()
+	testPaimonInterop(t, paimonJava, "java")
+}
+
+// testPaimonInterop checks one Paimon implementation against flightd:
+// flightd's append tables and key tables of every merge engine
+// (partitioned, several buckets or none set, updates and deletes) read the
+// same in both; the tables the implementation writes (in database db: an
+// append table app and a key table pk partitioned by dt, keyed by dt and
+// id, in 2 buckets) read in flightd as written; flightd's upserts into pk
+// land in the implementation's buckets.
+func testPaimonInterop(t *testing.T, paimon paimonReader, db string) {
 	r := rand.New(rand.NewPCG(testSeed(t), 1))
 	ctx := context.Background()
 	s, mem, dir := newTestStore(t)
@@ -80,6 +157,24 @@ func TestPaimonInterop(t *testing.T) {
 		}
 		return v
 	}
+	// keyed makes up to n rows of distinct keys below keys, by row(k).
+	keyed := func(n, keys int, row func(k int) []any) [][]any {
+		var rows [][]any
+		seen := map[int]bool{}
+		for i := 0; i < 1+r.IntN(n); i++ {
+			if k := r.IntN(keys); !seen[k] {
+				seen[k] = true
+				rows = append(rows, row(k))
+			}
+		}
+		return rows
+	}
+	kv := arrow.NewSchema([]arrow.Field{{Name: "k", Type: i64}, {Name: "a", Type: str, Nullable: true}, {Name: "b", Type: i32, Nullable: true}}, nil)
+	kvRows := func(c int) ([][]any, RowKind) {
+		return keyed(30, 20, func(k int) []any {
+			return []any{k, maybe(fmt.Sprintf("a%d-%d", c, r.IntN(100))), maybe(r.IntN(100))}
+		}), Insert
+	}
 	cases := []tableCase{
 		{"app", TableDef{Schema: arrow.NewSchema([]arrow.Field{{Name: "id", Type: i64}, {Name: "s", Type: str, Nullable: true}, {Name: "n", Type: i32, Nullable: true}}, nil)},
 			func(c int) ([][]any, RowKind) {
@@ -92,48 +187,38 @@ func TestPaimonInterop(t *testing.T) {
 		{"pk", TableDef{Schema: arrow.NewSchema([]arrow.Field{{Name: "dt", Type: str}, {Name: "id", Type: i64}, {Name: "v", Type: str, Nullable: true}}, nil),
 			PrimaryKey: []string{"dt", "id"}, PartitionKeys: []string{"dt"}, Options: map[string]string{"bucket": "3"}},
 			func(c int) ([][]any, RowKind) {
-				var rows [][]any
-				seen := map[int]bool{}
-				for i := 0; i < 1+r.IntN(40); i++ {
-					k := r.IntN(40)
-					if !seen[k] {
-						seen[k] = true
-						rows = append(rows, []any{fmt.Sprintf("d%d", k%3), k, maybe(fmt.Sprintf("c%d-%d", c, r.IntN(100)))})
-					}
-				}
+				rows := keyed(40, 40, func(k int) []any {
+					return []any{fmt.Sprintf("d%d", k%3), k, maybe(fmt.Sprintf("c%d-%d", c, r.IntN(100)))}
+				})
 				if c == 3 {
 					return rows[:1+len(rows)/3], Delete
 				}
 				return rows, Insert
 			}},
-		{"pu", TableDef{Schema: arrow.NewSchema([]arrow.Field{{Name: "k", Type: i64}, {Name: "a", Type: str, Nullable: true}, {Name: "b", Type: i32, Nullable: true}}, nil),
-			PrimaryKey: []string{"k"}, Options: map[string]string{"bucket": "2", "merge-engine": "partial-update"}},
+		// No bucket option: flightd writes one fixed bucket, which Paimon
+		// must not take for dynamic bucketing.
+		{"onebucket", TableDef{Schema: kv, PrimaryKey: []string{"k"}},
 			func(c int) ([][]any, RowKind) {
-				var rows [][]any
-				seen := map[int]bool{}
-				for i := 0; i < 1+r.IntN(30); i++ {
-					if k := r.IntN(20); !seen[k] {
-						seen[k] = true
-						rows = append(rows, []any{k, maybe(fmt.Sprintf("a%d", r.IntN(100))), maybe(r.IntN(100))})
-					}
+				rows, _ := kvRows(c)
+				if c == 3 {
+					return rows[:1+len(rows)/2], Delete
 				}
 				return rows, Insert
 			}},
+		{"pu", TableDef{Schema: kv, PrimaryKey: []string{"k"}, Options: map[string]string{"bucket": "2", "merge-engine": "partial-update"}}, kvRows},
+		{"fr", TableDef{Schema: kv, PrimaryKey: []string{"k"}, Options: map[string]string{"bucket": "2", "merge-engine": "first-row"}}, kvRows},
 		{"agg", TableDef{Schema: arrow.NewSchema([]arrow.Field{{Name: "k", Type: i64}, {Name: "total", Type: i64, Nullable: true}, {Name: "last", Type: str, Nullable: true}}, nil),
 			PrimaryKey: []string{"k"}, Options: map[string]string{"bucket": "2", "merge-engine": "aggregation",
 				"fields.total.aggregate-function": "sum", "fields.last.aggregate-function": "last_non_null_value"}},
 			func(c int) ([][]any, RowKind) {
-				var rows [][]any
-				seen := map[int]bool{}
-				for i := 0; i < 1+r.IntN(30); i++ {
-					if k := r.IntN(20); !seen[k] {
-						seen[k] = true
-						rows = append(rows, []any{k, maybe(r.IntN(1000)), maybe(fmt.Sprintf("l%d", r.IntN(100)))})
-					}
-				}
-				return rows, Insert
+				return keyed(30, 20, func(k int) []any {
+					return []any{k, maybe(r.IntN(1000)), maybe(fmt.Sprintf("l%d", r.IntN(100)))}
+				}), Insert
 			}},
 	}
+	// One run of Paimon reads every table: starting it dominates the test.
+	read := []string{"read", dir}
+	want := map[string][]string{}
 	for _, c := range cases {
 		id := Ident{Database: "db", Table: c.name}
 		tbl, err := s.CreateTable(ctx, id, c.def, false)
@@ -144,15 +229,51 @@ func TestPaimonInterop(t *testing.T) {
 			rows, kind := c.rows(commit)
 			writeRows(t, tbl, mem, WriteOptions{}, kind, rows)
 		}
-		want := scanAll(t, tbl, ScanSpec{})
-		got := joinRows(pypaimon(t, "read", dir, "db."+c.name)["db."+c.name])
-		if !slices.Equal(got, want) {
-			t.Errorf("table %s: pypaimon reads\n %q\nflightd reads\n %q", c.name, got, want)
+		if c.def.Options["merge-engine"] == "first-row" {
+			// Paimon's first-row scans skip level 0 (its writers compact
+			// at every commit, flightd's in the background): it reads
+			// what compaction moved out.
+			if err := tbl.Compact(ctx, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want["db."+c.name] = scanAll(t, tbl, ScanSpec{})
+		read = append(read, "db."+c.name)
+	}
+	got := paimon(t, read...)
+	for name, rows := range want {
+		if g := joinRows(got[name]); !slices.Equal(g, rows) {
+			t.Errorf("table %s: Paimon reads\n %q\nflightd reads\n %q", name, g, rows)
 		}
 	}
 
-	// pypaimon writes; flightd reads.
-	written := pypaimon(t, "write", dir, fmt.Sprint(r.Int64N(1<<40)))
+	// Paimon upserts keys 0-11 into flightd's key table without a bucket
+	// option (bucket 1): in dynamic bucket mode it would keep an index of
+	// its own and could place a key beside flightd's copy.
+	tbl, err := s.Table(ctx, Ident{Database: "db", Table: "onebucket"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged := map[string]string{}
+	for _, row := range scanAll(t, tbl, ScanSpec{}) {
+		k, _, _ := strings.Cut(row, "|")
+		merged[k] = row
+	}
+	const upserted = 12
+	afterUpsert := paimon(t, "upsert", dir, "db.onebucket", fmt.Sprint(upserted))["db.onebucket"]
+	for k := range upserted {
+		merged[fmt.Sprint(k)] = fmt.Sprintf("%d|paimon-%d|%d", k, k, k)
+	}
+	upserts := slices.Sorted(maps.Values(merged))
+	if got := joinRows(afterUpsert); !slices.Equal(got, upserts) {
+		t.Errorf("db.onebucket after Paimon's upserts: Paimon reads\n %q\nwant\n %q", got, upserts)
+	}
+	if got := scanAll(t, tbl, ScanSpec{}); !slices.Equal(got, upserts) {
+		t.Errorf("db.onebucket after Paimon's upserts: flightd reads\n %q\nwant\n %q", got, upserts)
+	}
+
+	// Paimon writes; flightd reads.
+	written := paimon(t, "write", dir, fmt.Sprint(r.Int64N(1<<40)))
 	for name, rows := range written {
 		db, tname, _ := strings.Cut(name, ".")
 		tbl, err := s.Table(ctx, Ident{Database: db, Table: tname})
@@ -160,31 +281,32 @@ func TestPaimonInterop(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if got, want := scanAll(t, tbl, ScanSpec{}), joinRows(rows); !slices.Equal(got, want) {
-			t.Errorf("table %s written by pypaimon: flightd reads\n %q\npypaimon wrote\n %q", name, got, want)
+			t.Errorf("table %s written by Paimon: flightd reads\n %q\nPaimon wrote\n %q", name, got, want)
 		}
 	}
 
-	// flightd upserts every key of pypaimon's key table (2 buckets): with
+	// flightd upserts every key of Paimon's key table (2 buckets): with
 	// another bucket function a key would be in two buckets and read twice.
-	tbl, err := s.Table(ctx, Ident{Database: "py", Table: "pk"})
+	pk := db + ".pk"
+	tbl, err = s.Table(ctx, Ident{Database: db, Table: "pk"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rows [][]any
-	var want []string
-	for _, row := range written["py.pk"] {
+	var pkWant []string
+	for _, row := range written[pk] {
 		var k int
 		fmt.Sscan(row[1], &k)
 		v := fmt.Sprintf("flightd-%d", k)
 		rows = append(rows, []any{row[0], k, v})
-		want = append(want, strings.Join([]string{row[0], row[1], v}, "|"))
+		pkWant = append(pkWant, strings.Join([]string{row[0], row[1], v}, "|"))
 	}
 	writeRows(t, tbl, mem, WriteOptions{}, Insert, rows)
-	slices.Sort(want)
-	if got := joinRows(pypaimon(t, "read", dir, "py.pk")["py.pk"]); !slices.Equal(got, want) {
-		t.Errorf("py.pk after flightd's upserts: pypaimon reads\n %q\nwant\n %q", got, want)
+	slices.Sort(pkWant)
+	if got := joinRows(paimon(t, "read", dir, pk)[pk]); !slices.Equal(got, pkWant) {
+		t.Errorf("%s after flightd's upserts: Paimon reads\n %q\nwant\n %q", pk, got, pkWant)
 	}
-	if got := scanAll(t, tbl, ScanSpec{}); !slices.Equal(got, want) {
-		t.Errorf("py.pk after flightd's upserts: flightd reads\n %q\nwant\n %q", got, want)
+	if got := scanAll(t, tbl, ScanSpec{}); !slices.Equal(got, pkWant) {
+		t.Errorf("%s after flightd's upserts: flightd reads\n %q\nwant\n %q", pk, got, pkWant)
 	}
 }

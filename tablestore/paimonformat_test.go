@@ -434,3 +434,57 @@ func TestVersionlessPaimonSchema(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemaFileBucket: a key table created without a bucket option is
+// written with "bucket": "1" (what flightd stores it as: without it Paimon
+// reads the table as dynamic, bucket -1), while the table's own options,
+// ALTERs included, stay as the user gave them; tables with a bucket option
+// and append tables are written as they are.
+func TestSchemaFileBucket(t *testing.T) {
+	ctx := context.Background()
+	mem := newMem(t)
+	dir := t.TempDir()
+	s := openStore(t, NewLocalFS(), dir, mem)
+	must(t, s.CreateDatabase(ctx, "db", false))
+	cases := []struct {
+		name     string
+		def      TableDef
+		onDisk   string // the bucket option in the schema file ("": none)
+		inMemory string
+		buckets  int
+	}{
+		{"nobucket", TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}}, "1", "", 1},
+		{"buckets", TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}, Options: map[string]string{"bucket": "3"}}, "3", "3", 3},
+		{"one", TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}, Options: map[string]string{"bucket": "1"}}, "1", "1", 1},
+		{"append", TableDef{Schema: kvSchema}, "", "", 1},
+	}
+	for _, c := range cases {
+		id := Ident{Database: "db", Table: c.name}
+		_, err := s.CreateTable(ctx, id, c.def, false)
+		must(t, err)
+		must(t, s.AlterTable(ctx, id, SetOption{Key: "snapshot.num-retained.min", Value: "3"}))
+	}
+	s.Close()
+	s = openStore(t, NewLocalFS(), dir, mem)
+	defer s.Close()
+	for _, c := range cases {
+		for _, schemaFile := range []string{"schema-0", "schema-1"} {
+			raw, err := os.ReadFile(filepath.Join(dir, "db.db", c.name, "schema", schemaFile))
+			must(t, err)
+			var m struct{ Options map[string]string }
+			must(t, json.Unmarshal(raw, &m))
+			if m.Options["bucket"] != c.onDisk {
+				t.Errorf("%s %s: bucket %q on disk, want %q", c.name, schemaFile, m.Options["bucket"], c.onDisk)
+			}
+		}
+		tbl, err := s.Table(ctx, Ident{Database: "db", Table: c.name})
+		must(t, err)
+		opts := tbl.Options()
+		if opts["bucket"] != c.inMemory || opts["snapshot.num-retained.min"] != "3" {
+			t.Errorf("%s: options %v, want bucket %q and the ALTER's option", c.name, opts, c.inMemory)
+		}
+		if tbl.Buckets() != c.buckets {
+			t.Errorf("%s: %d buckets, want %d", c.name, tbl.Buckets(), c.buckets)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package tablestore
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -200,8 +201,7 @@ func parsePaimonAtomic(s string) (arrow.DataType, bool, error) {
 }
 
 func (s tableSchema) MarshalJSON() ([]byte, error) {
-	type plain tableSchema // without this method
-	p := plain(s)
+	p := schemaFields(s)
 	p.Version = paimonSchemaVersion
 	if p.PartitionKeys == nil {
 		p.PartitionKeys = []string{}
@@ -212,5 +212,37 @@ func (s tableSchema) MarshalJSON() ([]byte, error) {
 	if p.Options == nil {
 		p.Options = map[string]string{}
 	}
-	return json.Marshal(p)
+	j := schemaJSON{schemaFields: p}
+	if _, ok := p.Options[optBucket]; !ok && len(p.PrimaryKeys) > 0 {
+		// Written out: Paimon reads a key table without it as bucket -1
+		// (dynamic), whose writers place keys by an index flightd does not
+		// keep. The marker keeps the table's own options as they were.
+		j.Options = maps.Clone(p.Options)
+		j.Options[optBucket] = "1"
+		j.DefaultBucket = true
+	}
+	return json.Marshal(j)
+}
+
+// schemaJSON is a schema file: tableSchema's fields, and whether flightd
+// wrote the bucket option for a key table that had none (Paimon's readers
+// ignore the marker).
+type schemaJSON struct {
+	schemaFields
+	DefaultBucket bool `json:"flightdDefaultBucket,omitempty"`
+}
+
+// schemaFields is tableSchema without its JSON methods.
+type schemaFields tableSchema
+
+func (s *tableSchema) UnmarshalJSON(data []byte) error {
+	j := schemaJSON{}
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	*s = tableSchema(j.schemaFields)
+	if j.DefaultBucket {
+		delete(s.Options, optBucket)
+	}
+	return nil
 }

@@ -33,7 +33,11 @@ type tableState struct {
 	schemas  map[int64]*tableSchema
 	inEffect map[int64]bool // Replaces schema versions known in effect
 	liveSnap int64          // snapshot whose live files are cached
-	live     []*manifestEntry
+	// latest is the newest snapshot found (latestSnapshot); expiredThrough
+	// the newest snapshot this process's expiry removed.
+	latest         *snapshot
+	expiredThrough int64
+	live           []*manifestEntry
 	// expireMu serializes expiry with tag creation.
 	expireMu sync.Mutex
 	leases   map[int64]int // snapshot id -> open scans
@@ -223,30 +227,56 @@ func (st *tableState) snapshotPath(id int64) string {
 	return joinPath(st.dir, "snapshot", "snapshot-"+strconv.FormatInt(id, 10))
 }
 
-// latestSnapshotID finds the newest snapshot: the LATEST hint, then probing
-// forward (the hint may be stale), or a listing when the hint is unusable.
+// latestSnapshotID is the id of the newest snapshot (0: none).
 func (st *tableState) latestSnapshotID() (int64, error) {
-	dir := joinPath(st.dir, "snapshot")
-	if data, err := readFileAll(st.fs(), joinPath(dir, "LATEST")); err == nil {
+	sn, err := st.latestSnapshot()
+	if err != nil || sn == nil {
+		return 0, err
+	}
+	return sn.ID, nil
+}
+
+// latestSnapshot finds the newest snapshot (nil: none): the LATEST hint,
+// then probing forward (the hint may be stale), or a listing when the hint
+// is unusable. On an object store that is two requests when nothing is
+// new: the newest snapshot read is kept (st.latest), the probe's miss
+// costs one request and needs no listing.
+func (st *tableState) latestSnapshot() (*snapshot, error) {
+	if data, err := readFileAll(st.fs(), joinPath(st.dir, "snapshot", "LATEST")); err == nil {
 		if id, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64); err == nil && id > 0 {
-			if _, err := st.fs().Stat(st.snapshotPath(id)); err == nil {
-				for {
-					if _, err := st.fs().Stat(st.snapshotPath(id + 1)); err != nil {
-						return id, nil
-					}
-					id++
+			sn, err := st.readSnapshot(id)
+			for err == nil {
+				next, nerr := st.readSnapshot(sn.ID + 1)
+				if errors.Is(nerr, ErrSnapshotNotFound) {
+					st.keepLatest(sn)
+					return sn, nil
 				}
+				sn, err = next, nerr
+			}
+			if !errors.Is(err, ErrSnapshotNotFound) {
+				return nil, err
 			}
 		}
 	}
 	ids, err := st.listSnapshots()
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	sn, err := st.readSnapshot(ids[len(ids)-1])
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	if len(ids) == 0 {
-		return 0, nil
+	st.keepLatest(sn)
+	return sn, nil
+}
+
+// keepLatest remembers sn, found newest, unless a newer one is known.
+func (st *tableState) keepLatest(sn *snapshot) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.latest == nil || sn.ID > st.latest.ID {
+		st.latest = sn
 	}
-	return ids[len(ids)-1], nil
 }
 
 // listSnapshots lists existing snapshot ids, ascending.
@@ -271,6 +301,15 @@ func (st *tableState) listSnapshots() ([]int64, error) {
 }
 
 func (st *tableState) readSnapshot(id int64) (*snapshot, error) {
+	// A snapshot file is written once, so the kept newest one is its
+	// content until this process's expiry removes it (st.expiredThrough:
+	// readers lease snapshots against that expiry only).
+	st.mu.Lock()
+	if l := st.latest; l != nil && l.ID == id && id > st.expiredThrough {
+		st.mu.Unlock()
+		return l, nil
+	}
+	st.mu.Unlock()
 	sn := &snapshot{}
 	if err := readMeta(st.fs(), st.snapshotPath(id), sn); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -551,11 +590,7 @@ func (st *tableState) resolveSnapshot(id int64) (*snapshot, error) {
 		return nil, fmt.Errorf("%w: snapshot id %d", ErrInvalid, id)
 	}
 	if id == 0 {
-		latest, err := st.latestSnapshotID()
-		if err != nil || latest == 0 {
-			return nil, err
-		}
-		id = latest
+		return st.latestSnapshot()
 	}
 	return st.readSnapshot(id)
 }

@@ -6,11 +6,13 @@ package s3test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,9 +24,41 @@ import (
 
 // Server is a running S3-compatible server.
 type Server struct {
-	Endpoint string // http://127.0.0.1:port
-	Config   objfs.Config
+	Endpoint string       // http://127.0.0.1:port
+	Config   objfs.Config // its Transport records into the Server's requests
 	Client   *minio.Client
+
+	requests *recorder
+}
+
+// recorder is a transport that records each request as "METHOD path"
+// ("LIST path" for a listing, the prefix in the path), so tests can count
+// what an operation costs.
+type recorder struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	reqs []string
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	what := req.Method + " " + req.URL.Path
+	if q := req.URL.Query(); req.Method == http.MethodGet && (q.Has("list-type") || q.Has("prefix")) {
+		what = "LIST " + req.URL.Path + "/" + q.Get("prefix")
+	}
+	r.mu.Lock()
+	r.reqs = append(r.reqs, what)
+	r.mu.Unlock()
+	return r.next.RoundTrip(req)
+}
+
+// TakeRequests returns the requests made through the Server's Config
+// since the last call.
+func (s *Server) TakeRequests() []string {
+	s.requests.mu.Lock()
+	defer s.requests.mu.Unlock()
+	reqs := s.requests.reqs
+	s.requests.reqs = nil
+	return reqs
 }
 
 // binary finds moto_server: $FLIGHTD_S3_SERVER, the PATH, then the
@@ -98,7 +132,12 @@ func Start(t testing.TB) *Server {
 			t.Fatalf("%s: no listening address in its output:\n%s", bin, out)
 		}
 	}
-	s := &Server{Endpoint: "http://" + addr, Config: Config("http://" + addr)}
+	base, err := minio.DefaultTransport(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Endpoint: "http://" + addr, Config: Config("http://" + addr), requests: &recorder{next: base}}
+	s.Config.Transport = s.requests
 	if s.Client, err = objfs.NewClient(s.Config); err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,14 @@
 """pypaimon's side of flightd's Paimon interop test (tablestore
 TestPaimonInterop drives it; it is not a pytest file).
 
-  read WAREHOUSE DB.TABLE   print the table's rows as pypaimon reads them
+  read WAREHOUSE DB.TABLE...
+                            print the tables' rows as pypaimon reads them
   write WAREHOUSE SEED      create and fill tables with pypaimon, print
                             the rows each should hold
+  upsert WAREHOUSE DB.TABLE N
+                            write (k, "paimon-k", k) for k < N into a key
+                            table (k BIGINT NOT NULL, a STRING, b INT),
+                            then print its rows as read
 
 Rows are printed as JSON: {"table": [["v1", "v2", ...], ...]}, values as
 strings (NULL for null, true/false for booleans), sorted.
@@ -81,6 +86,11 @@ def main():
     cmd, warehouse = sys.argv[1], sys.argv[2]
     catalog = CatalogFactory.create({"warehouse": warehouse})
     if cmd == "read":
+        print(json.dumps({name: read_rows(catalog, name) for name in sys.argv[3:]}))
+    elif cmd == "upsert":
+        schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("a", pa.string()), ("b", pa.int32())])
+        n = int(sys.argv[4])
+        commit_rows(catalog.get_table(sys.argv[3]), schema, [(k, "paimon-%d" % k, k) for k in range(n)])
         print(json.dumps({sys.argv[3]: read_rows(catalog, sys.argv[3])}))
     elif cmd == "write":
         print(json.dumps(write_tables(catalog, int(sys.argv[3]))))

@@ -2,6 +2,7 @@ package objfs
 
 import (
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -23,6 +24,9 @@ type Config struct {
 	// AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, then the shared
 	// credentials file (~/.aws/credentials, AWS_PROFILE).
 	AccessKey, SecretKey, SessionToken string
+	// Transport carries the requests; nil is minio's default. Tests wrap
+	// it to count requests.
+	Transport http.RoundTripper
 }
 
 // ParseURL splits s3://bucket/path into the bucket and the warehouse root
@@ -74,7 +78,7 @@ func NewClient(cfg Config) (*minio.Client, error) {
 	if region == "" {
 		region = "us-east-1"
 	}
-	c, err := minio.New(endpoint, &minio.Options{Creds: creds, Secure: secure, Region: region, BucketLookup: lookup})
+	c, err := minio.New(endpoint, &minio.Options{Creds: creds, Secure: secure, Region: region, BucketLookup: lookup, Transport: cfg.Transport})
 	if err != nil {
 		return nil, fmt.Errorf("object store endpoint %q: %w", endpoint, err)
 	}

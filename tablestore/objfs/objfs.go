@@ -86,7 +86,10 @@ func (f *FS) forgetStats(prefix string) {
 	}
 }
 
-var _ tablestore.FS = (*FS)(nil)
+var (
+	_ tablestore.FS              = (*FS)(nil)
+	_ tablestore.WholeFileReader = (*FS)(nil)
+)
 
 // New returns an FS over bucket. ctx bounds every request (the FS interface
 // has none); cache may be nil.
@@ -369,6 +372,24 @@ func unknownOwner(name string, err error) error {
 // RenameNoReplace marks its PUT with, in the canonical form minio-go
 // gives back.
 const publishTokenMeta = "Flightd-Publish"
+
+// ReadFile reads the whole of name: a file written once through the disk
+// cache (Open and ReadAt), any other with one GET (no HEAD first, and a
+// missing file costs that one request).
+func (f *FS) ReadFile(name string) ([]byte, error) {
+	if f.cache == nil || !immutableName(name) {
+		return f.readAll(name)
+	}
+	r, err := f.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	data := make([]byte, r.Size())
+	if _, err := r.ReadAt(data, 0); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
 
 func (f *FS) readAll(name string) ([]byte, error) {
 	obj, err := f.client.GetObject(f.ctx, f.bucket, key(name), minio.GetObjectOptions{})
