@@ -1247,7 +1247,17 @@ func (sb *streamBuilder) windowAggregate(x *sWindowAgg, in stream.Operator) (str
 		return nil, err
 	}
 	if ws := windowSpec(x.call); ws.Kind == stream.Session {
-		return stream.NewSessionAggregate(sb.ec, in, ws.Size, rowtime, keys, names, specs, sb.budget)
+		var parts []exec.Expr
+		for _, c := range x.in.cols() {
+			if slices.Contains(x.parts, c.ID) {
+				p, err := compile(colRef(c), lay, sb.params)
+				if err != nil {
+					return nil, err
+				}
+				parts = append(parts, p)
+			}
+		}
+		return stream.NewSessionAggregate(sb.ec, in, ws.Size, rowtime, parts, keys, names, specs, sb.budget)
 	}
 	ws := windowSpec(x.call)
 	if procTimeWindow(x.call) {

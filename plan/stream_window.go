@@ -85,27 +85,13 @@ func (b *binder) bindStreamWindowTVF(pos sql.Pos, in Node, scan *ScanNode, ts *C
 var windowKinds = map[string]stream.WindowKind{"TUMBLE": stream.Tumble, "HOP": stream.Hop, "CUMULATE": stream.Cumulate, "SESSION": stream.Session}
 
 // windowCol is a window column of a streaming TVF as the planner follows
-// it: which bound it is, the call that defines it and, for SESSION, the
-// columns its PARTITION BY columns are at this point of the plan (0: not
-// projected).
+// it: which bound it is, the call that defines it and, for SESSION, its
+// PARTITION BY columns (passed on to the aggregation by passHidden; 0: a
+// rule rewrote one).
 type windowCol struct {
 	fn    string
 	call  *Call
 	parts []ColumnID
-}
-
-// through returns the columns of x that pass on the columns ids.
-func through(x *ProjectNode, ids []ColumnID) []ColumnID {
-	out := make([]ColumnID, len(ids))
-	for j, id := range ids {
-		for i, e := range x.Exprs {
-			if r, ok := e.(*ColRef); ok && r.ID == id {
-				out[j] = x.Cols[i].ID
-				break
-			}
-		}
-	}
-	return out
 }
 
 // windowCall returns e as a window call, or nil.
@@ -147,6 +133,7 @@ type sWindowAgg struct {
 	n          *AggNode
 	call       *Call // the window call of window_start
 	start, end int   // indexes of window_start and window_end in n.Groups
+	parts      []ColumnID // a SESSION's PARTITION BY columns in in's
 	cs         []Column
 }
 
@@ -179,7 +166,10 @@ func (p *streamPlanner) planWindowAgg(x *AggNode, in sNode) sNode {
 		p.refuse("a window aggregation over a stream groups by both window_start and window_end of one window TVF")
 	}
 	if windowSpec(w.call).Kind == stream.Session {
-		p.checkSessionKeys(x, w, p.windows[x.Groups[w.start].(*ColRef).ID].parts)
+		w.parts = p.windows[x.Groups[w.start].(*ColRef).ID].parts
+		if slices.Contains(w.parts, 0) {
+			p.refuse("a SESSION window aggregation over a stream needs the TVF's PARTITION BY columns passed on to it unchanged")
+		}
 		p.checkSessionUnfiltered(in)
 	}
 	if x.Sets != nil || x.GroupingID != nil {
@@ -212,30 +202,6 @@ func (p *streamPlanner) planWindowAgg(x *AggNode, in sNode) sNode {
 	return w
 }
 
-// checkSessionKeys refuses a SESSION aggregation whose groups beyond the
-// window are not its TVF's PARTITION BY columns: sessions form per
-// partition, so only those groups give the batch TVF's sessions.
-func (p *streamPlanner) checkSessionKeys(x *AggNode, w *sWindowAgg, parts []ColumnID) {
-	var groups []ColumnID
-	for i, g := range x.Groups {
-		if i == w.start || i == w.end {
-			continue
-		}
-		r, ok := g.(*ColRef)
-		if !ok {
-			groups = append(groups, 0)
-			continue
-		}
-		groups = append(groups, r.ID)
-	}
-	slices.Sort(groups)
-	parts = slices.Clone(parts)
-	slices.Sort(parts)
-	if !slices.Equal(slices.Compact(groups), slices.Compact(parts)) || slices.Contains(parts, 0) {
-		p.refuse("a SESSION window aggregation over a stream groups by window_start, window_end and exactly the columns of the TVF's PARTITION BY (sessions form per partition)")
-	}
-}
-
 // checkSessionUnfiltered refuses a filter between a SESSION TVF's stream
 // and its aggregation (the scan's pushed filters included): a streaming
 // session forms over the rows that pass it, a batch SESSION TVF over all
@@ -262,16 +228,15 @@ func (p *streamPlanner) planWindowProject(x *ProjectNode, pr *sProject, i int) b
 	if c := windowCall(e); c != nil {
 		var parts []ColumnID
 		for _, a := range c.Args[windowPartsArg:] {
-			var id ColumnID // 0 (refused by checkSessionKeys) if a rule rewrote the column
+			var id ColumnID // 0 (refused by planWindowAgg) if a rule rewrote the column
 			if r, ok := a.(*ColRef); ok {
 				id = r.ID
 			}
 			parts = append(parts, id)
 		}
-		wc = &windowCol{fn: c.Fn, call: c, parts: through(x, parts)}
+		wc = &windowCol{fn: c.Fn, call: c, parts: parts}
 	} else if r, ok := e.(*ColRef); ok && p.windows[r.ID] != nil {
 		moved := *p.windows[r.ID]
-		moved.parts = through(x, moved.parts)
 		wc = &moved
 	}
 	if wc == nil {
@@ -285,8 +250,22 @@ func (p *streamPlanner) planWindowProject(x *ProjectNode, pr *sProject, i int) b
 		}
 		pr.exprs = append(pr.exprs, e)
 		pr.cs = append(pr.cs, x.Cols[i])
+		passHidden(pr, wc.parts)
 	}
 	return true
+}
+
+// passHidden passes the columns ids of pr's input on under their own IDs
+// (once), whether or not the logical projection keeps them: a SESSION's
+// PARTITION BY columns reach its aggregation so, even when the query reads
+// them nowhere else and the optimizer pruned them.
+func passHidden(pr *sProject, ids []ColumnID) {
+	for _, c := range pr.in.cols() {
+		if slices.Contains(ids, c.ID) && !slices.ContainsFunc(pr.cs, func(o Column) bool { return o.ID == c.ID }) {
+			pr.exprs = append(pr.exprs, colRef(c))
+			pr.cs = append(pr.cs, c)
+		}
+	}
 }
 
 // sameWindows reports whether two window calls are of the same windows
