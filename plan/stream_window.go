@@ -131,8 +131,8 @@ func (p *streamPlanner) refuseWindow(where string, es ...Expr) {
 type sWindowAgg struct {
 	in         sNode
 	n          *AggNode
-	call       *Call // the window call of window_start
-	start, end int   // indexes of window_start and window_end in n.Groups
+	call       *Call      // the window call of window_start
+	start, end int        // indexes of window_start and window_end in n.Groups
 	parts      []ColumnID // a SESSION's PARTITION BY columns in in's
 	cs         []Column
 }
