@@ -219,6 +219,66 @@ func (p *streamPlanner) checkSessionUnfiltered(in sNode) {
 	}
 }
 
+// sWindowAssign is a TUMBLE, HOP or CUMULATE window TVF whose rows a
+// window top-N ranks: stream.WindowAssign. Its columns are in's, the one
+// at start (the event time below) holding window_start, then window_end
+// and window_time.
+type sWindowAssign struct {
+	in    sNode
+	call  *Call
+	start ColumnID
+	cs    []Column
+}
+
+func (s *sWindowAssign) cols() []Column { return s.cs }
+
+// assignWindows plans the input of a top-N partitioned by window_start
+// and window_end of a window TVF over a stream that nothing aggregates:
+// the TVF's rows, one per window (Flink's window top-N over a TVF). It
+// returns in unchanged and 0 for other top-Ns, else the rows and the
+// window_end column.
+func (p *streamPlanner) assignWindows(w *WindowNode, in sNode) (sNode, ColumnID) {
+	var start, end *ColRef
+	for _, e := range w.PartitionBy {
+		r, ok := e.(*ColRef)
+		if !ok || p.windows[r.ID] == nil {
+			continue
+		}
+		switch p.windows[r.ID].fn {
+		case windowStartFn:
+			start = r
+		case windowEndFn:
+			end = r
+		}
+	}
+	if start == nil || end == nil || !sameWindows(p.windows[start.ID].call, p.windows[end.ID].call) {
+		return in, 0
+	}
+	call := p.windows[start.ID].call
+	switch {
+	case windowSpec(call).Kind == stream.Session:
+		p.refuse("a window top-N over SESSION windows is not supported yet: rank the rows of a SESSION aggregation instead")
+	case procTimeWindow(call):
+		p.refuse("a window top-N over processing-time windows (PROCTIME()) is not supported yet: it closes its windows by the watermark")
+	}
+	a := &sWindowAssign{in: in, call: call, start: start.ID, cs: slices.Clone(in.cols())}
+	cols := w.Input.Columns()
+	endCol := cols[slices.IndexFunc(cols, func(c Column) bool { return c.ID == end.ID })]
+	timeCol := p.b.newCol("window_time", endCol.Type, true)
+	for _, c := range cols {
+		if wc := p.windows[c.ID]; wc != nil && wc.fn == windowTimeFn && sameWindows(wc.call, call) {
+			timeCol = c
+		}
+	}
+	a.cs = append(a.cs, endCol, timeCol)
+	for _, c := range a.cs {
+		delete(p.windows, c.ID) // plain columns from here
+	}
+	p.windowAggs++
+	p.eventTime = true
+	return a, end.ID
+}
+
 // planWindowProject plans a projection that defines or passes on window
 // columns: window_start becomes its time column, the other window columns
 // are not computed (the window aggregation computes them).

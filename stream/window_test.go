@@ -164,7 +164,17 @@ func runWindowInvariant(t *testing.T, rng *rand.Rand, budget int64) {
 	// without its row number, ordered totally (k is unique in a window).
 	topN, numbered := rng.Intn(2) == 0 && budget == 0, rng.Intn(2) == 0
 	limit := 1 + rng.Intn(2)
+	// A third of the other runs rank the TVF's rows themselves (no
+	// aggregation), ordered totally (ver is unique).
+	rows := !topN && !shape.session && budget == 0 && rng.Intn(3) == 0
 	query := func(table string) string {
+		if rows {
+			out := "window_start, window_end, ver, k, v"
+			if numbered {
+				out += ", rn"
+			}
+			return fmt.Sprintf("SELECT %s FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end%s ORDER BY v DESC, ver) AS rn FROM TABLE(%s) {WHERE}) WHERE rn <= %d", out, keys, fmt.Sprintf(shape.tvf, table), limit)
+		}
 		agg := fmt.Sprintf("SELECT window_start, window_end%s, count(*) AS c, sum(v) AS s, max(v) AS mx, min(v) AS mn FROM TABLE(%s) {WHERE} GROUP BY window_start, window_end%s", keys, fmt.Sprintf(shape.tvf, table), keys)
 		if !topN {
 			return agg
@@ -181,7 +191,7 @@ func runWindowInvariant(t *testing.T, rng *rand.Rand, budget int64) {
 	if err != nil {
 		t.Fatalf("%s: %v", text, err)
 	}
-	if topN {
+	if topN || rows {
 		if plan := explain(t, ctx, sess, text); !strings.Contains(plan, "WindowTopN") {
 			t.Fatalf("not a window top-N:\n%s", plan)
 		}
@@ -487,7 +497,7 @@ func TestWindowRefused(t *testing.T) {
 		"SELECT window_start, window_end, window_time, count(*) FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end, window_time":                                                          "window_time is not supported yet",
 		"SELECT window_start, window_end, max(window_start) FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end":                                                                           "not used in an aggregate",
 		"SELECT count(*) FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) a JOIN TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) b ON a.window_start = b.window_start":                                   "window",
-		"SELECT * FROM (SELECT auction, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY price DESC) AS rn FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND))) WHERE rn <= 2":                              "a window top-N ranks the rows of such an aggregation",
+		"SELECT * FROM (SELECT auction, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY price DESC) AS rn FROM TABLE(SESSION(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND))) WHERE rn <= 2":                             "window top-N over SESSION windows",
 		"SELECT window_start, window_end, auction, count(*) FROM TABLE(SESSION(TABLE bid %s PARTITION BY auction, DESCRIPTOR(ts), INTERVAL '2' SECOND)) WHERE price > 5 GROUP BY window_start, window_end, auction":                            "a WHERE over the rows of a SESSION TVF",
 		"SELECT count(*) FROM TABLE(SESSION(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) a JOIN TABLE(SESSION(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) b ON a.window_start = b.window_start AND a.window_end = b.window_end": "SESSION windows are not supported yet",
 	} {
