@@ -3,6 +3,7 @@ package stream
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"maps"
 	"slices"
@@ -41,12 +42,26 @@ import (
 //
 // Output columns: row kind, window_start, window_end, the keys, the
 // aggregates; window bounds have the event time's type.
+//
+// State past the budget spills: at a marker, partitions go whole to a
+// spillStore keyed by the end of their first session (the earliest time
+// one of them can close; every partition left in memory then ends its
+// first session after the watermark) until half the budget is free. A
+// change of a spilled partition reads it back (its record is forgotten:
+// the partition is keyed again when it next goes), and the partitions
+// whose first session the watermark closes are one range of keys, read
+// back before the sessions fire. Which partitions are on disk, and under
+// which key, stays in memory.
 type SessionAggregate struct {
 	windowAgg
 	gap        int64 // microseconds
 	partitions []exec.Expr
 	partEnc    vectorized.KeyEncoder
 	parts      map[string]*sessionPart
+	store      *spillStore      // nil until something spills
+	spilled    map[string]int64 // partition -> the end its record is keyed by
+	keyDec     []orderedDecoder
+	inputDec   []orderedDecoder // nil for count(*)
 }
 
 // sessionPart is the state of one partition: its rows of open sessions
@@ -81,7 +96,24 @@ func NewSessionAggregate(ec *exec.Context, in Operator, gap time.Duration, rowti
 	if err := s.init(ec, in, "session", rowtime, keys, keyNames, aggs, budget); err != nil {
 		return nil, err
 	}
-	s.gap, s.partitions, s.parts = gap.Microseconds(), partitions, map[string]*sessionPart{}
+	s.gap, s.partitions, s.parts, s.spilled = gap.Microseconds(), partitions, map[string]*sessionPart{}, map[string]int64{}
+	for _, k := range keys {
+		d, err := orderedDecoderFor(k.DataType())
+		if err != nil {
+			return nil, err
+		}
+		s.keyDec = append(s.keyDec, d)
+	}
+	for _, a := range aggs {
+		var d orderedDecoder
+		if a.Arg != nil {
+			var err error
+			if d, err = orderedDecoderFor(a.Arg.DataType()); err != nil {
+				return nil, fmt.Errorf("%s: %w", a.Name, err)
+			}
+		}
+		s.inputDec = append(s.inputDec, d)
+	}
 	return s, nil
 }
 
@@ -111,9 +143,16 @@ func (s *SessionAggregate) add(ctx context.Context, b arrow.RecordBatch) error {
 		k := string(s.partEnc.Key(i))
 		part := s.parts[k]
 		if part == nil {
-			part = &sessionPart{keys: map[string][]any{}}
+			if part, err = s.load(k); err != nil {
+				return err
+			}
+			if part != nil {
+				grow += stateBytes(k, part)
+			} else {
+				part = &sessionPart{keys: map[string][]any{}}
+				grow += int64(len(k)) + 64
+			}
 			s.parts[k] = part
-			grow += int64(len(k)) + 64
 		}
 		key := string(s.enc.Key(i))
 		if _, ok := part.keys[key]; !ok {
@@ -139,7 +178,8 @@ func (s *SessionAggregate) add(ctx context.Context, b arrow.RecordBatch) error {
 		grow += d
 	}
 	s.held += grow
-	return s.budget.grow(grow, "a session window aggregation")
+	s.budget.add(grow)
+	return nil
 }
 
 // change adds or retracts one copy of a row of part (partition k) with
@@ -181,6 +221,9 @@ func sessionRowBytes(r *sessionRow) int64 { return rowBytes(r.inputs) + 48 }
 // fire emits and frees the sessions that end at or before wm, their rows
 // aggregated by bounds and keys, in order of their end, then start.
 func (s *SessionAggregate) fire(wm time.Time) error {
+	if err := s.unspill(wm); err != nil {
+		return err
+	}
 	limit := wm.UnixMicro()
 	type group struct {
 		start, end int64
@@ -257,7 +300,210 @@ func (s *SessionAggregate) fire(wm time.Time) error {
 	}
 	s.q.seal()
 	s.held -= freed
-	return s.budget.grow(-freed, "a session window aggregation")
+	s.budget.add(-freed)
+	return nil
+}
+
+// stateBytes is what a partition and its rows account.
+func stateBytes(k string, part *sessionPart) int64 {
+	n := partBytes(k, part)
+	for _, r := range part.rows {
+		n += sessionRowBytes(r)
+	}
+	return n
+}
+
+// spilledBytes is what the memory of a spilled partition accounts.
+func spilledBytes(k string) int64 { return int64(len(k)) + 48 }
+
+// firstEnd is the end of part's first session.
+func (s *SessionAggregate) firstEnd(part *sessionPart) int64 {
+	slices.SortFunc(part.rows, func(a, b *sessionRow) int { return cmp.Compare(a.t, b.t) })
+	i := 1
+	for i < len(part.rows) && part.rows[i].t <= part.rows[i-1].t+s.gap {
+		i++
+	}
+	return part.rows[i-1].t + s.gap
+}
+
+// evict moves partitions to disk until half the budget is free. It runs
+// after fire: every partition's first session ends after the watermark,
+// above the keys fire ended.
+func (s *SessionAggregate) evict() error {
+	if s.store == nil {
+		s.store = newSpillStore(s.ec, s.budget)
+	}
+	var out []stateEntry
+	var freed int64
+	target := s.budget.Used() - s.budget.limit/2
+	for k, part := range s.parts {
+		if freed >= target {
+			break
+		}
+		end := s.firstEnd(part)
+		if end <= s.wm.UnixMicro() {
+			continue // a retraction split it since the last fire: it fires at the next marker
+		}
+		out = append(out, stateEntry{key: windowStateKey([2]int64{0, end}, k), val: s.encode(part)})
+		s.spilled[k] = end
+		freed += stateBytes(k, part) - spilledBytes(k)
+		delete(s.parts, k)
+	}
+	s.held -= freed
+	s.budget.add(-freed)
+	return s.store.write(out)
+}
+
+// encode writes a partition's keys and rows for the spill store.
+func (s *SessionAggregate) encode(part *sessionPart) []byte {
+	b := binary.AppendUvarint(nil, uint64(len(part.keys)))
+	for key, vals := range part.keys {
+		b = binary.AppendUvarint(b, uint64(len(key)))
+		b = appendRow(append(b, key...), vals)
+	}
+	b = binary.AppendUvarint(b, uint64(len(part.rows)))
+	for _, r := range part.rows {
+		b = binary.AppendVarint(b, r.t)
+		b = binary.AppendUvarint(b, uint64(len(r.key)))
+		b = append(b, r.key...)
+		for _, v := range r.inputs {
+			switch v.(type) {
+			case noInput:
+				b = append(b, 0)
+			case nil:
+				b = append(b, 1) // count(*)'s
+			default:
+				b = appendOrdered(append(b, 2), v, false, true)
+			}
+		}
+		b = binary.AppendVarint(b, r.n)
+	}
+	return b
+}
+
+func (s *SessionAggregate) decode(b []byte) (*sessionPart, error) {
+	str := func() (string, error) {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < n {
+			return "", errCorruptState
+		}
+		v := string(b[k : k+int(n)])
+		b = b[k+int(n):]
+		return v, nil
+	}
+	part := &sessionPart{keys: map[string][]any{}}
+	n, k := binary.Uvarint(b)
+	if k <= 0 {
+		return nil, errCorruptState
+	}
+	b = b[k:]
+	for range n {
+		key, err := str()
+		if err != nil {
+			return nil, err
+		}
+		if part.keys[key], b, err = decodeRow(b, s.keyDec); err != nil {
+			return nil, err
+		}
+	}
+	if n, k = binary.Uvarint(b); k <= 0 {
+		return nil, errCorruptState
+	}
+	b = b[k:]
+	for range n {
+		r := &sessionRow{inputs: make([]any, len(s.inputDec))}
+		if r.t, k = binary.Varint(b); k <= 0 {
+			return nil, errCorruptState
+		}
+		b = b[k:]
+		var err error
+		if r.key, err = str(); err != nil {
+			return nil, err
+		}
+		for j, d := range s.inputDec {
+			if len(b) == 0 {
+				return nil, errCorruptState
+			}
+			flag := b[0]
+			b = b[1:]
+			switch {
+			case flag == 0:
+				r.inputs[j] = noInput{}
+			case flag == 2 && d != nil:
+				if r.inputs[j], b, err = d(b, false); err != nil {
+					return nil, err
+				}
+			case flag != 1:
+				return nil, errCorruptState
+			}
+		}
+		if r.n, k = binary.Varint(b); k <= 0 {
+			return nil, errCorruptState
+		}
+		b = b[k:]
+		part.rows = append(part.rows, r)
+	}
+	return part, nil
+}
+
+// load reads spilled partition k back (nil if it is not on disk) and
+// forgets its record.
+func (s *SessionAggregate) load(k string) (*sessionPart, error) {
+	end, ok := s.spilled[k]
+	if !ok {
+		return nil, nil
+	}
+	key := windowStateKey([2]int64{0, end}, k)
+	b, ok, err := s.store.take(key)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: spilled session partition not found", errCorruptState)
+	}
+	part, err := s.decode(b)
+	if err != nil {
+		return nil, err
+	}
+	s.store.forget(key)
+	delete(s.spilled, k)
+	s.held -= spilledBytes(k)
+	s.budget.add(-spilledBytes(k))
+	return part, nil
+}
+
+// unspill brings back the spilled partitions whose first session ends at
+// or before wm.
+func (s *SessionAggregate) unspill(wm time.Time) error {
+	if s.store == nil {
+		return nil
+	}
+	entries, err := s.store.takeBelow(windowStateKey([2]int64{0, wm.UnixMicro() + 1}, ""))
+	if err != nil {
+		return err
+	}
+	var grow int64
+	for _, e := range entries {
+		k := e.key[16:]
+		part, err := s.decode(e.val)
+		if err != nil {
+			return err
+		}
+		s.parts[k] = part
+		delete(s.spilled, k)
+		grow += stateBytes(k, part) - spilledBytes(k)
+	}
+	s.held += grow
+	s.budget.add(grow)
+	return nil
+}
+
+// Close frees the state, spilled included.
+func (s *SessionAggregate) Close() error {
+	if s.store != nil {
+		s.store.close()
+	}
+	return s.firing.Close()
 }
 
 // dropUnusedKeys forgets the keys of part no row has any more and

@@ -23,7 +23,7 @@ import (
 // the spill directory holds no file (runs are unlinked); Close frees every
 // byte accounted and the allocator.
 func TestWindowAggregateSpills(t *testing.T) {
-	testWindowSpills(t, 16<<10, func(ec *exec.Context, in Operator, ws Windows, b *Budget) (Operator, func() bool, error) {
+	testWindowSpills(t, 16<<10, 2_000, func(ec *exec.Context, in Operator, ws Windows, b *Budget) (Operator, func() bool, error) {
 		w, err := NewWindowAggregate(ec, in, ws, exec.NewColumn(3, eventTS, "ts"), []exec.Expr{col(1, "k")}, []string{"k"}, benchAggs, b)
 		return w, func() bool { return w != nil && w.store != nil }, err
 	})
@@ -35,7 +35,7 @@ func TestWindowAggregateSpills(t *testing.T) {
 // of their window: its spilled state is larger, and so are the indexes of
 // its runs, which stay in memory (under 16 KB they alone would exceed it).
 func TestWindowRankSpills(t *testing.T) {
-	testWindowSpills(t, 64<<10, func(ec *exec.Context, in Operator, ws Windows, b *Budget) (Operator, func() bool, error) {
+	testWindowSpills(t, 64<<10, 2_000, func(ec *exec.Context, in Operator, ws Windows, b *Budget) (Operator, func() bool, error) {
 		a, err := NewWindowAssign(ec, in, ws, 2)
 		if err != nil {
 			return nil, nil, err
@@ -50,9 +50,24 @@ func TestWindowRankSpills(t *testing.T) {
 	})
 }
 
+// TestSessionAggregateSpills is TestWindowAggregateSpills for SESSION
+// windows per key (gaps of 0.6, 0.8 and 1 s for the helper's three runs:
+// a key's events come 0.2 s apart on average, so sessions of tens of rows
+// close all along): partitions go to disk whole and come back on a change
+// or when their first session closes. Which partitions are on disk stays
+// in memory (about 60 bytes each), so the test has 200 keys under 64 KB.
+func TestSessionAggregateSpills(t *testing.T) {
+	testWindowSpills(t, 64<<10, 200, func(ec *exec.Context, in Operator, ws Windows, b *Budget) (Operator, func() bool, error) {
+		k := []exec.Expr{col(1, "k")}
+		gap := time.Duration(600+200*int(ws.Kind)) * time.Millisecond
+		s, err := NewSessionAggregate(ec, in, gap, exec.NewColumn(3, eventTS, "ts"), k, k, []string{"k"}, benchAggs, b)
+		return s, func() bool { return s != nil && s.store != nil }, err
+	})
+}
+
 // testWindowSpills runs the operator build makes over the same events
-// under no budget and under one of budget bytes.
-func testWindowSpills(t *testing.T, budget int64, build func(*exec.Context, Operator, Windows, *Budget) (Operator, func() bool, error)) {
+// by keys keys under no budget and under one of budget bytes.
+func testWindowSpills(t *testing.T, budget int64, keys int, build func(*exec.Context, Operator, Windows, *Budget) (Operator, func() bool, error)) {
 	rng := seeded(t)
 	for _, ws := range []Windows{
 		{Kind: Tumble, Size: 10 * time.Second, Step: 10 * time.Second},
@@ -62,11 +77,11 @@ func testWindowSpills(t *testing.T, budget int64, build func(*exec.Context, Oper
 		seed := rng.Int63()
 		batch := 1 + rng.Intn(512)
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-		want, peak, _ := windowSpillRun(t, mem, ws, seed, batch, 0, build)
+		want, peak, _ := windowSpillRun(t, mem, ws, seed, batch, keys, 0, build)
 		if peak < 10*budget {
 			t.Fatalf("%v: the state peaks at %d bytes, not 10x the budget of %d", ws.Kind, peak, budget)
 		}
-		got, _, spilled := windowSpillRun(t, mem, ws, seed, batch, budget, build)
+		got, _, spilled := windowSpillRun(t, mem, ws, seed, batch, keys, budget, build)
 		if spilled == 0 {
 			t.Fatalf("%v: nothing spilled", ws.Kind)
 		}
@@ -78,17 +93,17 @@ func testWindowSpills(t *testing.T, budget int64, build func(*exec.Context, Oper
 	}
 }
 
-// windowSpillRun runs build's operator over 20,000 events over 2,000 keys
+// windowSpillRun runs build's operator over 20,000 events over keys keys
 // by ws under a budget of limit bytes (0: none) and returns the rows
 // emitted (sorted), the peak state and the entries spilled.
-func windowSpillRun(t *testing.T, mem memory.Allocator, ws Windows, seed int64, batch int, limit int64, build func(*exec.Context, Operator, Windows, *Budget) (Operator, func() bool, error)) ([]string, int64, int64) {
+func windowSpillRun(t *testing.T, mem memory.Allocator, ws Windows, seed int64, batch, keys int, limit int64, build func(*exec.Context, Operator, Windows, *Budget) (Operator, func() bool, error)) ([]string, int64, int64) {
 	t.Helper()
 	ctx := context.Background()
 	ec := exec.NewContext(mem)
 	ec.TempDir = t.TempDir()
 	ec.BatchSize = batch
 	b := NewBudget(limit)
-	in := newEvents(mem, seed, 256, 20_000, 2_000)
+	in := newEvents(mem, seed, 256, 20_000, keys)
 	w, spilling, err := build(ec, in, ws, b)
 	if err != nil {
 		t.Fatal(err)
