@@ -50,6 +50,19 @@ func TestWindowRankSpills(t *testing.T) {
 	})
 }
 
+// TestWindowJoinSpills is TestWindowAggregateSpills for a full outer
+// window join of the events with a second stream of them (fixed seed):
+// a window's rows of a join key go to disk with both sides and come back
+// on a change or when the window closes.
+func TestWindowJoinSpills(t *testing.T) {
+	testWindowSpills(t, 64<<10, 2_000, func(ec *exec.Context, in Operator, ws Windows, b *Budget) (Operator, func() bool, error) {
+		s := WindowJoinSide{Keys: []exec.Expr{col(1, "k")}, Time: exec.NewColumn(3, eventTS, "ts"), Start: 2, Bounds: []WindowBound{WindowEnd}}
+		right := newEvents(ec.Mem, 42, 256, 20_000, 2_000)
+		j, err := NewWindowJoin(ec, exec.FullJoin, in, right, ws, [2]WindowJoinSide{s, s}, b)
+		return j, func() bool { return j != nil && j.store != nil }, err
+	})
+}
+
 // TestSessionAggregateSpills is TestWindowAggregateSpills for SESSION
 // windows per key (gaps of 0.6, 0.8 and 1 s for the helper's three runs:
 // a key's events come 0.2 s apart on average, so sessions of tens of rows
