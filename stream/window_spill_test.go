@@ -63,6 +63,22 @@ func TestWindowJoinSpills(t *testing.T) {
 	})
 }
 
+// TestIntervalJoinSpills is TestWindowAggregateSpills for a full outer
+// interval join of the events with a second stream of them (fixed seed),
+// within 1.5, 2 and 2.5 s either way for the helper's three runs: a join
+// key's rows go to disk with both sides and come back on a change or when
+// the watermark expires one of them. Which keys are on disk stays in
+// memory (about 60 bytes each), so the test has 500 keys under 64 KB.
+func TestIntervalJoinSpills(t *testing.T) {
+	testWindowSpills(t, 64<<10, 500, func(ec *exec.Context, in Operator, ws Windows, b *Budget) (Operator, func() bool, error) {
+		k, ts := []exec.Expr{col(1, "k")}, exec.NewColumn(3, eventTS, "ts")
+		within := time.Duration(1500+500*int(ws.Kind)) * time.Millisecond
+		spec := IntervalSpec{Kind: exec.FullJoin, LeftKeys: k, RightKeys: k, LeftTime: ts, RightTime: ts, Lower: -within, Upper: within}
+		j, err := NewIntervalJoin(ec, in, newEvents(ec.Mem, 42, 256, 20_000, 500), spec, b)
+		return j, func() bool { return j != nil && j.store != nil }, err
+	})
+}
+
 // TestSessionAggregateSpills is TestWindowAggregateSpills for SESSION
 // windows per key (gaps of 0.6, 0.8 and 1 s for the helper's three runs:
 // a key's events come 0.2 s apart on average, so sessions of tens of rows
