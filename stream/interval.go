@@ -65,16 +65,16 @@ type IntervalJoin struct {
 	store   *spillStore      // nil until something spills
 	spilled map[string]int64 // join key -> the expiry its record is keyed by
 	two     twoInputs
-	q      *outQueue
-	pos    Pos
-	wm     time.Time
-	late   int64
-	held   int64
-	signs  []int8
-	lower  int64 // microseconds
-	upper  int64
-	marker *Chunk
-	ended  bool
+	q       *outQueue
+	pos     Pos
+	wm      time.Time
+	late    int64
+	held    int64
+	signs   []int8
+	lower   int64 // microseconds
+	upper   int64
+	marker  *Chunk
+	ended   bool
 }
 
 type intervalSide struct {
