@@ -23,7 +23,7 @@ import (
 // the spill directory holds no file (runs are unlinked); Close frees every
 // byte accounted and the allocator.
 func TestWindowAggregateSpills(t *testing.T) {
-	testWindowSpills(t, 16<<10, 2_000, func(ec *exec.Context, in Operator, ws Windows, b *Budget) (Operator, func() bool, error) {
+	testWindowSpills(t, 16<<10, 2_000, 20_000, func(ec *exec.Context, in Operator, ws Windows, b *Budget) (Operator, func() bool, error) {
 		w, err := NewWindowAggregate(ec, in, ws, exec.NewColumn(3, eventTS, "ts"), []exec.Expr{col(1, "k")}, []string{"k"}, benchAggs, b)
 		return w, func() bool { return w != nil && w.store != nil }, err
 	})
@@ -35,7 +35,7 @@ func TestWindowAggregateSpills(t *testing.T) {
 // of their window: its spilled state is larger, and so are the indexes of
 // its runs, which stay in memory (under 16 KB they alone would exceed it).
 func TestWindowRankSpills(t *testing.T) {
-	testWindowSpills(t, 64<<10, 2_000, func(ec *exec.Context, in Operator, ws Windows, b *Budget) (Operator, func() bool, error) {
+	testWindowSpills(t, 64<<10, 2_000, 8_000, func(ec *exec.Context, in Operator, ws Windows, b *Budget) (Operator, func() bool, error) {
 		a, err := NewWindowAssign(ec, in, ws, 2)
 		if err != nil {
 			return nil, nil, err
@@ -55,9 +55,9 @@ func TestWindowRankSpills(t *testing.T) {
 // a window's rows of a join key go to disk with both sides and come back
 // on a change or when the window closes.
 func TestWindowJoinSpills(t *testing.T) {
-	testWindowSpills(t, 64<<10, 2_000, func(ec *exec.Context, in Operator, ws Windows, b *Budget) (Operator, func() bool, error) {
+	testWindowSpills(t, 64<<10, 2_000, 6_000, func(ec *exec.Context, in Operator, ws Windows, b *Budget) (Operator, func() bool, error) {
 		s := WindowJoinSide{Keys: []exec.Expr{col(1, "k")}, Time: exec.NewColumn(3, eventTS, "ts"), Start: 2, Bounds: []WindowBound{WindowEnd}}
-		right := newEvents(ec.Mem, 42, 256, 20_000, 2_000)
+		right := newEvents(ec.Mem, 42, 256, 6_000, 2_000)
 		j, err := NewWindowJoin(ec, exec.FullJoin, in, right, ws, [2]WindowJoinSide{s, s}, b)
 		return j, func() bool { return j != nil && j.store != nil }, err
 	})
@@ -70,11 +70,11 @@ func TestWindowJoinSpills(t *testing.T) {
 // the watermark expires one of them. Which keys are on disk stays in
 // memory (about 60 bytes each), so the test has 500 keys under 64 KB.
 func TestIntervalJoinSpills(t *testing.T) {
-	testWindowSpills(t, 64<<10, 500, func(ec *exec.Context, in Operator, ws Windows, b *Budget) (Operator, func() bool, error) {
+	testWindowSpills(t, 64<<10, 500, 6_000, func(ec *exec.Context, in Operator, ws Windows, b *Budget) (Operator, func() bool, error) {
 		k, ts := []exec.Expr{col(1, "k")}, exec.NewColumn(3, eventTS, "ts")
 		within := time.Duration(1500+500*int(ws.Kind)) * time.Millisecond
 		spec := IntervalSpec{Kind: exec.FullJoin, LeftKeys: k, RightKeys: k, LeftTime: ts, RightTime: ts, Lower: -within, Upper: within}
-		j, err := NewIntervalJoin(ec, in, newEvents(ec.Mem, 42, 256, 20_000, 500), spec, b)
+		j, err := NewIntervalJoin(ec, in, newEvents(ec.Mem, 42, 256, 6_000, 500), spec, b)
 		return j, func() bool { return j != nil && j.store != nil }, err
 	})
 }
@@ -86,7 +86,7 @@ func TestIntervalJoinSpills(t *testing.T) {
 // or when their first session closes. Which partitions are on disk stays
 // in memory (about 60 bytes each), so the test has 200 keys under 64 KB.
 func TestSessionAggregateSpills(t *testing.T) {
-	testWindowSpills(t, 64<<10, 200, func(ec *exec.Context, in Operator, ws Windows, b *Budget) (Operator, func() bool, error) {
+	testWindowSpills(t, 64<<10, 200, 20_000, func(ec *exec.Context, in Operator, ws Windows, b *Budget) (Operator, func() bool, error) {
 		k := []exec.Expr{col(1, "k")}
 		gap := time.Duration(600+200*int(ws.Kind)) * time.Millisecond
 		s, err := NewSessionAggregate(ec, in, gap, exec.NewColumn(3, eventTS, "ts"), k, k, []string{"k"}, benchAggs, b)
@@ -95,8 +95,9 @@ func TestSessionAggregateSpills(t *testing.T) {
 }
 
 // testWindowSpills runs the operator build makes over the same events
-// by keys keys under no budget and under one of budget bytes.
-func testWindowSpills(t *testing.T, budget int64, keys int, build func(*exec.Context, Operator, Windows, *Budget) (Operator, func() bool, error)) {
+// (events events by keys keys) under no budget and under one of budget
+// bytes.
+func testWindowSpills(t *testing.T, budget int64, keys, events int, build func(*exec.Context, Operator, Windows, *Budget) (Operator, func() bool, error)) {
 	rng := seeded(t)
 	for _, ws := range []Windows{
 		{Kind: Tumble, Size: 10 * time.Second, Step: 10 * time.Second},
@@ -106,11 +107,11 @@ func testWindowSpills(t *testing.T, budget int64, keys int, build func(*exec.Con
 		seed := rng.Int63()
 		batch := 1 + rng.Intn(512)
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-		want, peak, _ := windowSpillRun(t, mem, ws, seed, batch, keys, 0, build)
+		want, peak, _ := windowSpillRun(t, mem, ws, seed, batch, keys, events, 0, build)
 		if peak < 10*budget {
 			t.Fatalf("%v: the state peaks at %d bytes, not 10x the budget of %d", ws.Kind, peak, budget)
 		}
-		got, _, spilled := windowSpillRun(t, mem, ws, seed, batch, keys, budget, build)
+		got, _, spilled := windowSpillRun(t, mem, ws, seed, batch, keys, events, budget, build)
 		if spilled == 0 {
 			t.Fatalf("%v: nothing spilled", ws.Kind)
 		}
@@ -122,17 +123,17 @@ func testWindowSpills(t *testing.T, budget int64, keys int, build func(*exec.Con
 	}
 }
 
-// windowSpillRun runs build's operator over 20,000 events over keys keys
+// windowSpillRun runs build's operator over events events over keys keys
 // by ws under a budget of limit bytes (0: none) and returns the rows
 // emitted (sorted), the peak state and the entries spilled.
-func windowSpillRun(t *testing.T, mem memory.Allocator, ws Windows, seed int64, batch, keys int, limit int64, build func(*exec.Context, Operator, Windows, *Budget) (Operator, func() bool, error)) ([]string, int64, int64) {
+func windowSpillRun(t *testing.T, mem memory.Allocator, ws Windows, seed int64, batch, keys, events int, limit int64, build func(*exec.Context, Operator, Windows, *Budget) (Operator, func() bool, error)) ([]string, int64, int64) {
 	t.Helper()
 	ctx := context.Background()
 	ec := exec.NewContext(mem)
 	ec.TempDir = t.TempDir()
 	ec.BatchSize = batch
 	b := NewBudget(limit)
-	in := newEvents(mem, seed, 256, 20_000, keys)
+	in := newEvents(mem, seed, 256, events, keys)
 	w, spilling, err := build(ec, in, ws, b)
 	if err != nil {
 		t.Fatal(err)
