@@ -84,9 +84,9 @@ func TestIntervalJoinSpills(t *testing.T) {
 // a key's events come 0.2 s apart on average, so sessions of tens of rows
 // close all along): partitions go to disk whole and come back on a change
 // or when their first session closes. Which partitions are on disk stays
-// in memory (about 60 bytes each), so the test has 200 keys under 64 KB.
+// in memory (about 60 bytes each), so the test has 200 keys under 48 KB.
 func TestSessionAggregateSpills(t *testing.T) {
-	testWindowSpills(t, 64<<10, 200, 20_000, func(ec *exec.Context, in Operator, ws Windows, b *Budget) (Operator, func() bool, error) {
+	testWindowSpills(t, 48<<10, 200, 20_000, func(ec *exec.Context, in Operator, ws Windows, b *Budget) (Operator, func() bool, error) {
 		k := []exec.Expr{col(1, "k")}
 		gap := time.Duration(600+200*int(ws.Kind)) * time.Millisecond
 		s, err := NewSessionAggregate(ec, in, gap, exec.NewColumn(3, eventTS, "ts"), k, k, []string{"k"}, benchAggs, b)
