@@ -76,7 +76,65 @@ var jobCases = []jobCase{{
 	sink:    `SELECT k, g, v FROM big %s`,
 	sources: []string{"s"},
 	write:   writeS,
+}, {
+	// A TUMBLE window's start fixes its end: (g, window_start) is a key of
+	// the aggregation (Nexmark q8's sink).
+	name: "tumble",
+	ddl: []string{
+		`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		windowSource,
+		`CREATE TABLE tw (g BIGINT NOT NULL, ws TIMESTAMP(3) NOT NULL, c BIGINT, sv BIGINT, PRIMARY KEY (g, ws) NOT ENFORCED)`,
+	},
+	job: `INSERT INTO tw SELECT g, window_start, count(*), sum(v)
+		FROM TABLE(TUMBLE(TABLE w /*+ OPTIONS('scan.mode'='latest-full') */, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+		GROUP BY g, window_start, window_end`,
+	batch: `SELECT g, window_start, count(*), sum(v)
+		FROM TABLE(TUMBLE(TABLE w %[1]s, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+		WHERE window_end <= (SELECT max(ts) - INTERVAL '2' SECOND FROM w %[1]s)
+		GROUP BY g, window_start, window_end`,
+	sink:    `SELECT g, ws, c, sv FROM tw %s`,
+	sources: []string{"w"},
+	write:   windowWrites(),
+}, {
+	// A HOP window's end fixes its start: (g, window_end) is a key.
+	name: "hop",
+	ddl: []string{
+		`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		windowSource,
+		`CREATE TABLE hw (g BIGINT NOT NULL, we TIMESTAMP(3) NOT NULL, c BIGINT, PRIMARY KEY (g, we) NOT ENFORCED)`,
+	},
+	job: `INSERT INTO hw SELECT g, window_end, count(*)
+		FROM TABLE(HOP(TABLE w /*+ OPTIONS('scan.mode'='latest-full') */, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '15' SECOND))
+		GROUP BY g, window_start, window_end`,
+	batch: `SELECT g, window_end, count(*)
+		FROM TABLE(HOP(TABLE w %[1]s, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '15' SECOND))
+		WHERE window_end <= (SELECT max(ts) - INTERVAL '2' SECOND FROM w %[1]s)
+		GROUP BY g, window_start, window_end`,
+	sink:    `SELECT g, we, c FROM hw %s`,
+	sources: []string{"w"},
+	write:   windowWrites(),
 }}
+
+// windowSource is the event table of the window jobs.
+const windowSource = `CREATE TABLE w (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, ts TIMESTAMP(3),
+	PRIMARY KEY (k) NOT ENFORCED, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)`
+
+// windowWrites inserts rows of w with new keys and event times 0-2 s
+// apart in order: none is late, so the closed windows' batch answer is
+// the job's, before and after a restart (which reads w again).
+func windowWrites() func(rng *rand.Rand, i int) string {
+	n, ms := 0, 0
+	return func(rng *rand.Rand, _ int) string {
+		var vals []string
+		for range 1 + rng.IntN(3) {
+			n++
+			ms += rng.IntN(2000)
+			ts := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(ms) * time.Millisecond)
+			vals = append(vals, fmt.Sprintf("(%d, %d, %d, TIMESTAMP '%s')", n, rng.IntN(4), rng.IntN(1000), ts.Format("2006-01-02 15:04:05.000")))
+		}
+		return `INSERT INTO w VALUES ` + strings.Join(vals, ", ")
+	}
+}
 
 // writeS upserts or deletes a few rows of s.
 func writeS(rng *rand.Rand, i int) string {
@@ -244,10 +302,15 @@ func TestJobRefused(t *testing.T) {
 		`CREATE TABLE summed (g BIGINT NOT NULL, c BIGINT, PRIMARY KEY (g) NOT ENFORCED) WITH ('merge-engine' = 'aggregation', 'fields.c.aggregate-function' = 'sum')`,
 		`CREATE TABLE filled (g BIGINT NOT NULL, c BIGINT, PRIMARY KEY (g) NOT ENFORCED)`,
 		`INSERT INTO filled VALUES (1, 1)`,
+		windowSource,
+		`CREATE TABLE cw (g BIGINT NOT NULL, ws TIMESTAMP(3) NOT NULL, c BIGINT, PRIMARY KEY (g, ws) NOT ENFORCED)`,
 	} {
 		mustExec(t, s, q)
 	}
 	const src = `FROM s /*+ OPTIONS('scan.mode'='latest-full') */`
+	// A CUMULATE window's start is shared by windows of several ends.
+	const cumulate = `INSERT INTO cw SELECT g, window_start, count(*) FROM TABLE(CUMULATE(TABLE w /*+ OPTIONS('scan.mode'='latest-full') */,
+		DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '15' SECOND)) GROUP BY g, window_start, window_end`
 	for q, want := range map[string]string{
 		`INSERT INTO nokey SELECT g, count(*) ` + src + ` GROUP BY g`:                                                       "needs a primary key",
 		`INSERT INTO byv SELECT g, count(*) ` + src + ` GROUP BY g`:                                                         "must contain a unique key of the query",
@@ -260,6 +323,7 @@ func TestJobRefused(t *testing.T) {
 		`INSERT INTO byv SELECT g, count(*) FROM s /*+ OPTIONS('scan.mode'='latest-full', 'consumer-id'='c') */ GROUP BY g`: "consumer-id",
 		`INSERT INTO filled SELECT g, count(*) ` + src + ` GROUP BY g LIMIT 1`:                                              "LIMIT",
 		`DELETE FROM filled WHERE g IN (SELECT g ` + src + `)`:                                                              "can only be queried or inserted from",
+		cumulate: "must contain a unique key of the query",
 	} {
 		_, err := exec(context.Background(), s, nil, q)
 		if err == nil || !strings.Contains(err.Error(), want) {

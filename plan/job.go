@@ -152,7 +152,7 @@ func uniqueKeys(n Node) [][]ColumnID {
 		for _, c := range x.GroupCols {
 			k = append(k, c.ID)
 		}
-		return [][]ColumnID{k}
+		return append([][]ColumnID{k}, fixedWindowKeys(x, k)...)
 	case *JoinNode:
 		l, r := uniqueKeys(x.Left), uniqueKeys(x.Right)
 		switch x.Kind {
@@ -178,6 +178,60 @@ func uniqueKeys(n Node) [][]ColumnID {
 			}
 		}
 		return keys
+	}
+	return nil
+}
+
+// fixedWindowKeys are the keys of aggregation x, grouped by k, that leave
+// out one bound of a TUMBLE or HOP window it groups by: the windows have
+// one size, so the start fixes the end and the end the start (a query
+// keeping window_start only, as Nexmark q8, is keyed by it). A CUMULATE
+// window's start is shared by windows of several ends, and a SESSION's
+// bounds both depend on its rows, so theirs are left as they are.
+func fixedWindowKeys(x *AggNode, k []ColumnID) [][]ColumnID {
+	var keys [][]ColumnID
+	for i, s := range x.Groups {
+		start := windowBound(x.Input, s)
+		if start == nil || start.Fn != windowStartFn {
+			continue
+		}
+		if kind := windowSpec(start).Kind; kind != stream.Tumble && kind != stream.Hop {
+			continue
+		}
+		for j, e := range x.Groups {
+			if end := windowBound(x.Input, e); end != nil && end.Fn == windowEndFn && sameWindows(start, end) {
+				keys = append(keys, slices.Delete(slices.Clone(k), j, j+1), slices.Delete(slices.Clone(k), i, i+1))
+			}
+		}
+	}
+	return keys
+}
+
+// windowBound is the streaming window TVF call that computes e in n's
+// output (followed through projections, filters and window functions,
+// which keep their input's rows), or nil.
+func windowBound(n Node, e Expr) *Call {
+	r, ok := e.(*ColRef)
+	if !ok {
+		return windowCall(e)
+	}
+	switch x := n.(type) {
+	case *ProjectNode:
+		for i, c := range x.Cols {
+			if c.ID == r.ID {
+				if call := windowCall(x.Exprs[i]); call != nil {
+					return call
+				}
+				if in, ok := x.Exprs[i].(*ColRef); ok {
+					return windowBound(x.Input, in)
+				}
+				return nil
+			}
+		}
+	case *FilterNode:
+		return windowBound(x.Input, r)
+	case *WindowNode:
+		return windowBound(x.Input, r)
 	}
 	return nil
 }

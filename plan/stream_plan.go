@@ -161,7 +161,7 @@ func (b *binder) planStream(root Node) *streamPlan {
 	if p.windowAggs != b.streamTVFs {
 		// One row per window needs the window aggregation: a plain
 		// projection would give one row per input row.
-		p.refuse("a window TVF over a stream must be aggregated by its windows: GROUP BY window_start, window_end[, ...] (a window top-N ranks the rows of such an aggregation, not the TVF's)")
+		p.refuse("a window TVF over a stream must be aggregated by its windows (GROUP BY window_start, window_end[, ...]), joined on them with another, or ranked per window (ROW_NUMBER() OVER (PARTITION BY window_start, window_end ...) <= N)")
 	}
 	if sp.limit != nil && p.stateful {
 		p.refuse("LIMIT over %s: the first rows of its changelog are not a part of its result", p.statefulWhat())
@@ -673,7 +673,11 @@ func (p *streamPlanner) rank(f *FilterNode, w *WindowNode) sNode {
 	for _, k := range w.OrderBy {
 		p.checkKind(k.Expr)
 	}
-	r := &sRank{in: in, w: w, lo: lo, hi: hi, number: p.reads[rn.ID], cs: slices.Clone(in.cols()), windowEnd: p.rankedWindowEnd(w, in)}
+	end := p.rankedWindowEnd(w, in)
+	if end == 0 {
+		in, end = p.assignWindows(w, in)
+	}
+	r := &sRank{in: in, w: w, lo: lo, hi: hi, number: p.reads[rn.ID], cs: slices.Clone(in.cols()), windowEnd: end}
 	if r.number {
 		r.cs = append(r.cs, rn)
 	} else {
@@ -827,6 +831,9 @@ func (sp *streamPlan) explain(sb *strings.Builder) {
 		case *sWindowAgg:
 			s := strings.Replace(explainLine(x.n), "Aggregate", "WindowAggregate "+windowString(x.call), 1)
 			sb.WriteString(s + "\n")
+			walk(x.in, depth+1)
+		case *sWindowAssign:
+			sb.WriteString("WindowAssign " + windowString(x.call) + "\n")
 			walk(x.in, depth+1)
 		case *sRank:
 			if x.windowEnd != 0 {
@@ -1028,6 +1035,17 @@ func (sb *streamBuilder) build(n sNode) (op stream.Operator, err error) {
 			_ = in.Close()
 		}
 		return op, err
+	case *sWindowAssign:
+		in, err := sb.build(x.in)
+		if err != nil {
+			return nil, err
+		}
+		op, err := stream.NewWindowAssign(sb.ec, in, windowSpec(x.call), sb.layout(x.in.cols())[x.start]-1)
+		if err != nil {
+			_ = in.Close()
+			return nil, err
+		}
+		return op, nil
 	case *sRank:
 		in, err := sb.build(x.in)
 		if err != nil {
@@ -1247,7 +1265,17 @@ func (sb *streamBuilder) windowAggregate(x *sWindowAgg, in stream.Operator) (str
 		return nil, err
 	}
 	if ws := windowSpec(x.call); ws.Kind == stream.Session {
-		return stream.NewSessionAggregate(sb.ec, in, ws.Size, rowtime, keys, names, specs, sb.budget)
+		var parts []exec.Expr
+		for _, c := range x.in.cols() {
+			if slices.Contains(x.parts, c.ID) {
+				p, err := compile(colRef(c), lay, sb.params)
+				if err != nil {
+					return nil, err
+				}
+				parts = append(parts, p)
+			}
+		}
+		return stream.NewSessionAggregate(sb.ec, in, ws.Size, rowtime, parts, keys, names, specs, sb.budget)
 	}
 	ws := windowSpec(x.call)
 	if procTimeWindow(x.call) {

@@ -85,27 +85,13 @@ func (b *binder) bindStreamWindowTVF(pos sql.Pos, in Node, scan *ScanNode, ts *C
 var windowKinds = map[string]stream.WindowKind{"TUMBLE": stream.Tumble, "HOP": stream.Hop, "CUMULATE": stream.Cumulate, "SESSION": stream.Session}
 
 // windowCol is a window column of a streaming TVF as the planner follows
-// it: which bound it is, the call that defines it and, for SESSION, the
-// columns its PARTITION BY columns are at this point of the plan (0: not
-// projected).
+// it: which bound it is, the call that defines it and, for SESSION, its
+// PARTITION BY columns (passed on to the aggregation by passHidden; 0: a
+// rule rewrote one).
 type windowCol struct {
 	fn    string
 	call  *Call
 	parts []ColumnID
-}
-
-// through returns the columns of x that pass on the columns ids.
-func through(x *ProjectNode, ids []ColumnID) []ColumnID {
-	out := make([]ColumnID, len(ids))
-	for j, id := range ids {
-		for i, e := range x.Exprs {
-			if r, ok := e.(*ColRef); ok && r.ID == id {
-				out[j] = x.Cols[i].ID
-				break
-			}
-		}
-	}
-	return out
 }
 
 // windowCall returns e as a window call, or nil.
@@ -145,8 +131,9 @@ func (p *streamPlanner) refuseWindow(where string, es ...Expr) {
 type sWindowAgg struct {
 	in         sNode
 	n          *AggNode
-	call       *Call // the window call of window_start
-	start, end int   // indexes of window_start and window_end in n.Groups
+	call       *Call      // the window call of window_start
+	start, end int        // indexes of window_start and window_end in n.Groups
+	parts      []ColumnID // a SESSION's PARTITION BY columns in in's
 	cs         []Column
 }
 
@@ -179,7 +166,10 @@ func (p *streamPlanner) planWindowAgg(x *AggNode, in sNode) sNode {
 		p.refuse("a window aggregation over a stream groups by both window_start and window_end of one window TVF")
 	}
 	if windowSpec(w.call).Kind == stream.Session {
-		p.checkSessionKeys(x, w, p.windows[x.Groups[w.start].(*ColRef).ID].parts)
+		w.parts = p.windows[x.Groups[w.start].(*ColRef).ID].parts
+		if slices.Contains(w.parts, 0) {
+			p.refuse("a SESSION window aggregation over a stream needs the TVF's PARTITION BY columns passed on to it unchanged")
+		}
 		p.checkSessionUnfiltered(in)
 	}
 	if x.Sets != nil || x.GroupingID != nil {
@@ -212,30 +202,6 @@ func (p *streamPlanner) planWindowAgg(x *AggNode, in sNode) sNode {
 	return w
 }
 
-// checkSessionKeys refuses a SESSION aggregation whose groups beyond the
-// window are not its TVF's PARTITION BY columns: sessions form per
-// partition, so only those groups give the batch TVF's sessions.
-func (p *streamPlanner) checkSessionKeys(x *AggNode, w *sWindowAgg, parts []ColumnID) {
-	var groups []ColumnID
-	for i, g := range x.Groups {
-		if i == w.start || i == w.end {
-			continue
-		}
-		r, ok := g.(*ColRef)
-		if !ok {
-			groups = append(groups, 0)
-			continue
-		}
-		groups = append(groups, r.ID)
-	}
-	slices.Sort(groups)
-	parts = slices.Clone(parts)
-	slices.Sort(parts)
-	if !slices.Equal(slices.Compact(groups), slices.Compact(parts)) || slices.Contains(parts, 0) {
-		p.refuse("a SESSION window aggregation over a stream groups by window_start, window_end and exactly the columns of the TVF's PARTITION BY (sessions form per partition)")
-	}
-}
-
 // checkSessionUnfiltered refuses a filter between a SESSION TVF's stream
 // and its aggregation (the scan's pushed filters included): a streaming
 // session forms over the rows that pass it, a batch SESSION TVF over all
@@ -253,6 +219,66 @@ func (p *streamPlanner) checkSessionUnfiltered(in sNode) {
 	}
 }
 
+// sWindowAssign is a TUMBLE, HOP or CUMULATE window TVF whose rows a
+// window top-N ranks: stream.WindowAssign. Its columns are in's, the one
+// at start (the event time below) holding window_start, then window_end
+// and window_time.
+type sWindowAssign struct {
+	in    sNode
+	call  *Call
+	start ColumnID
+	cs    []Column
+}
+
+func (s *sWindowAssign) cols() []Column { return s.cs }
+
+// assignWindows plans the input of a top-N partitioned by window_start
+// and window_end of a window TVF over a stream that nothing aggregates:
+// the TVF's rows, one per window (Flink's window top-N over a TVF). It
+// returns in unchanged and 0 for other top-Ns, else the rows and the
+// window_end column.
+func (p *streamPlanner) assignWindows(w *WindowNode, in sNode) (sNode, ColumnID) {
+	var start, end *ColRef
+	for _, e := range w.PartitionBy {
+		r, ok := e.(*ColRef)
+		if !ok || p.windows[r.ID] == nil {
+			continue
+		}
+		switch p.windows[r.ID].fn {
+		case windowStartFn:
+			start = r
+		case windowEndFn:
+			end = r
+		}
+	}
+	if start == nil || end == nil || !sameWindows(p.windows[start.ID].call, p.windows[end.ID].call) {
+		return in, 0
+	}
+	call := p.windows[start.ID].call
+	switch {
+	case windowSpec(call).Kind == stream.Session:
+		p.refuse("a window top-N over SESSION windows is not supported yet: rank the rows of a SESSION aggregation instead")
+	case procTimeWindow(call):
+		p.refuse("a window top-N over processing-time windows (PROCTIME()) is not supported yet: it closes its windows by the watermark")
+	}
+	a := &sWindowAssign{in: in, call: call, start: start.ID, cs: slices.Clone(in.cols())}
+	cols := w.Input.Columns()
+	endCol := cols[slices.IndexFunc(cols, func(c Column) bool { return c.ID == end.ID })]
+	timeCol := p.b.newCol("window_time", endCol.Type, true)
+	for _, c := range cols {
+		if wc := p.windows[c.ID]; wc != nil && wc.fn == windowTimeFn && sameWindows(wc.call, call) {
+			timeCol = c
+		}
+	}
+	a.cs = append(a.cs, endCol, timeCol)
+	for _, c := range a.cs {
+		delete(p.windows, c.ID) // plain columns from here
+	}
+	p.windowAggs++
+	p.eventTime = true
+	return a, end.ID
+}
+
 // planWindowProject plans a projection that defines or passes on window
 // columns: window_start becomes its time column, the other window columns
 // are not computed (the window aggregation computes them).
@@ -262,16 +288,15 @@ func (p *streamPlanner) planWindowProject(x *ProjectNode, pr *sProject, i int) b
 	if c := windowCall(e); c != nil {
 		var parts []ColumnID
 		for _, a := range c.Args[windowPartsArg:] {
-			var id ColumnID // 0 (refused by checkSessionKeys) if a rule rewrote the column
+			var id ColumnID // 0 (refused by planWindowAgg) if a rule rewrote the column
 			if r, ok := a.(*ColRef); ok {
 				id = r.ID
 			}
 			parts = append(parts, id)
 		}
-		wc = &windowCol{fn: c.Fn, call: c, parts: through(x, parts)}
+		wc = &windowCol{fn: c.Fn, call: c, parts: parts}
 	} else if r, ok := e.(*ColRef); ok && p.windows[r.ID] != nil {
 		moved := *p.windows[r.ID]
-		moved.parts = through(x, moved.parts)
 		wc = &moved
 	}
 	if wc == nil {
@@ -285,8 +310,22 @@ func (p *streamPlanner) planWindowProject(x *ProjectNode, pr *sProject, i int) b
 		}
 		pr.exprs = append(pr.exprs, e)
 		pr.cs = append(pr.cs, x.Cols[i])
+		passHidden(pr, wc.parts)
 	}
 	return true
+}
+
+// passHidden passes the columns ids of pr's input on under their own IDs
+// (once), whether or not the logical projection keeps them: a SESSION's
+// PARTITION BY columns reach its aggregation so, even when the query reads
+// them nowhere else and the optimizer pruned them.
+func passHidden(pr *sProject, ids []ColumnID) {
+	for _, c := range pr.in.cols() {
+		if slices.Contains(ids, c.ID) && !slices.ContainsFunc(pr.cs, func(o Column) bool { return o.ID == c.ID }) {
+			pr.exprs = append(pr.exprs, colRef(c))
+			pr.cs = append(pr.cs, c)
+		}
+	}
 }
 
 // sameWindows reports whether two window calls are of the same windows

@@ -53,14 +53,13 @@
 // # State and memory
 //
 // All stateful operators of one query share a Budget
-// (Context.MemoryLimit). Aggregate, Rank, Normalize, Join and
-// WindowAggregate spill past it: at a marker they move state entries (a
-// group, a partition, a key's row, a join key's rows, a window's group) to
-// a spillStore on disk until half the budget is free, and read an entry
-// back when a change reaches it (a window's groups also when it fires);
-// what one mini-batch touches must fit. Window and interval joins, session
-// aggregations and window top-N do not spill: past the budget the query
-// fails with exec.ErrMemoryLimit.
+// (Context.MemoryLimit), and all spill past it: at a marker they move
+// state entries (a group, a partition, a key's row, a join key's rows, a
+// window's group, a window top-N or SESSION partition, a window's or an
+// interval join's rows of a join key) to a spillStore on disk until half
+// the budget is free, and read an entry back when a change reaches it (the
+// event-time operators also when the watermark closes or expires it); what
+// one mini-batch touches must fit.
 //
 // The ownership rules of package exec apply: a chunk's batch is borrowed
 // until the next Next or Close of the operator that returned it.

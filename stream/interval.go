@@ -2,9 +2,11 @@ package stream
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"time"
 
@@ -44,30 +46,42 @@ type IntervalSpec struct {
 // retracted) as it comes. When both inputs end every held row expires.
 //
 // Output columns: row kind, left columns, right columns.
+//
+// State past the budget spills: at a marker (after expiry), a join key's
+// rows of both sides go to a spillStore keyed by the earliest time one of
+// them expires (every row left in memory then expires after the
+// watermark) until half the budget is free. A change of a spilled key
+// reads it back (its record is forgotten: the key is written again when
+// it next goes), and the keys with rows the watermark expires are one
+// range, read back before expiry. Which keys are on disk, and under which
+// time, stays in memory.
 type IntervalJoin struct {
 	ec     *exec.Context
 	spec   IntervalSpec
 	budget *Budget
 	schema *arrow.Schema
 
-	sides  [2]*intervalSide
-	two    twoInputs
-	q      *outQueue
-	pos    Pos
-	wm     time.Time
-	late   int64
-	held   int64
-	signs  []int8
-	lower  int64 // microseconds
-	upper  int64
-	marker *Chunk
-	ended  bool
+	sides   [2]*intervalSide
+	store   *spillStore      // nil until something spills
+	spilled map[string]int64 // join key -> the expiry its record is keyed by
+	two     twoInputs
+	q       *outQueue
+	pos     Pos
+	wm      time.Time
+	late    int64
+	held    int64
+	signs   []int8
+	lower   int64 // microseconds
+	upper   int64
+	marker  *Chunk
+	ended   bool
 }
 
 type intervalSide struct {
 	keys  []exec.Expr
 	time  exec.Expr
 	get   rowGetter
+	dec   []orderedDecoder
 	enc   vectorized.KeyEncoder
 	table map[string][]*intervalRow // by join key
 }
@@ -96,7 +110,7 @@ func NewIntervalJoin(ec *exec.Context, left, right Operator, spec IntervalSpec, 
 	if spec.Lower > spec.Upper {
 		return nil, fmt.Errorf("%w: interval join bounds %s > %s", exec.ErrInvalid, spec.Lower, spec.Upper)
 	}
-	j := &IntervalJoin{ec: ec, spec: spec, budget: budget, lower: spec.Lower.Microseconds(), upper: spec.Upper.Microseconds()}
+	j := &IntervalJoin{ec: ec, spec: spec, budget: budget, lower: spec.Lower.Microseconds(), upper: spec.Upper.Microseconds(), spilled: map[string]int64{}}
 	j.two = twoInputs{in: [2]Operator{left, right}, lock: -1}
 	var fields []arrow.Field
 	for s, op := range []Operator{left, right} {
@@ -113,6 +127,13 @@ func NewIntervalJoin(ec *exec.Context, left, right Operator, spec IntervalSpec, 
 			return nil, fmt.Errorf("%w: interval join time is %s, not a timestamp", exec.ErrInvalid, tm.DataType())
 		}
 		j.sides[s] = &intervalSide{keys: keys, time: tm, get: get, table: map[string][]*intervalRow{}}
+		for _, fd := range f {
+			d, err := orderedDecoderFor(fd.Type)
+			if err != nil {
+				return nil, fmt.Errorf("column %s: %w", fd.Name, err)
+			}
+			j.sides[s].dec = append(j.sides[s].dec, d)
+		}
 		fields = append(fields, f...)
 	}
 	j.schema = withKind(fields)
@@ -160,6 +181,11 @@ func (j *IntervalJoin) Next(ctx context.Context) (Chunk, error) {
 			}
 			c.LateRows += j.late
 			j.marker = &c
+			if j.budget.over() {
+				if err := j.evict(); err != nil {
+					return Chunk{}, err
+				}
+			}
 			continue
 		}
 		j.pos = c.Pos
@@ -253,6 +279,9 @@ func (j *IntervalJoin) process(ctx context.Context, side int, b arrow.RecordBatc
 			k = "k" + string(s.enc.Key(i))
 		}
 		vals := s.get.row(cols, i)
+		if err := j.load(k, &grow); err != nil {
+			return err
+		}
 		var matched int64
 		for _, o := range other.table[k] {
 			if k == nullIntervalKey || !j.matches(side, t, o.t) {
@@ -275,7 +304,7 @@ func (j *IntervalJoin) process(ctx context.Context, side int, b arrow.RecordBatc
 			rows[at].n++
 		case sign > 0:
 			s.table[k] = append(rows, &intervalRow{vals: vals, t: t, n: 1, matched: matched})
-			grow += int64(len(k)) + rowBytes(vals) + 64
+			grow += intervalRowBytes(k, vals)
 		case at < 0:
 			return fmt.Errorf("%w: interval join input retracts a row it never added", exec.ErrInvalid)
 		case rows[at].n == 1:
@@ -283,13 +312,145 @@ func (j *IntervalJoin) process(ctx context.Context, side int, b arrow.RecordBatc
 			if len(s.table[k]) == 0 {
 				delete(s.table, k)
 			}
-			grow -= int64(len(k)) + rowBytes(vals) + 64
+			grow -= intervalRowBytes(k, vals)
 		default:
 			rows[at].n--
 		}
 	}
 	j.held += grow
-	return j.budget.grow(grow, "an interval join")
+	j.budget.add(grow)
+	return nil
+}
+
+func intervalRowBytes(k string, vals []any) int64 { return int64(len(k)) + rowBytes(vals) + 64 }
+
+// expiry is when row r of side leaves the state: the watermark has passed
+// its time and the last time a partner could have.
+func (j *IntervalJoin) expiry(side int, r *intervalRow) int64 {
+	last := r.t - j.lower // a right partner's latest time
+	if side == 1 {
+		last = r.t + j.upper // a left partner's latest time
+	}
+	return max(r.t, last)
+}
+
+// evict moves join keys (the rows of both sides) to disk until half the
+// budget is free. It runs after expiry: every row held expires after the
+// watermark, above the keys expiry ended.
+func (j *IntervalJoin) evict() error {
+	if j.store == nil {
+		j.store = newSpillStore(j.ec, j.budget)
+	}
+	var out []stateEntry
+	var freed int64
+	target := j.budget.Used() - j.budget.limit/2
+	for side := range j.sides {
+		for k := range j.sides[side].table {
+			if freed >= target {
+				break
+			}
+			first := int64(math.MaxInt64)
+			var b []byte
+			var n int64
+			for s, sd := range j.sides {
+				rows := sd.table[k]
+				b = binary.AppendUvarint(b, uint64(len(rows)))
+				for _, r := range rows {
+					first = min(first, j.expiry(s, r))
+					b = binary.AppendVarint(appendRow(b, r.vals), r.t)
+					b = binary.AppendVarint(binary.AppendVarint(b, r.n), r.matched)
+					n += intervalRowBytes(k, r.vals)
+				}
+			}
+			if first <= j.wm.UnixMicro() {
+				continue // expires at the next marker
+			}
+			for _, sd := range j.sides {
+				delete(sd.table, k)
+			}
+			out = append(out, stateEntry{key: windowStateKey([2]int64{0, first}, k), val: b})
+			j.spilled[k] = first
+			freed += n - spilledBytes(k)
+		}
+	}
+	j.held -= freed
+	j.budget.add(-freed)
+	return j.store.write(out)
+}
+
+// load reads spilled join key k back, adding its bytes to grow, and
+// forgets its record.
+func (j *IntervalJoin) load(k string, grow *int64) error {
+	first, ok := j.spilled[k]
+	if !ok {
+		return nil
+	}
+	key := windowStateKey([2]int64{0, first}, k)
+	b, ok, err := j.store.take(key)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: spilled interval join key not found", errCorruptState)
+	}
+	if err := j.decode(k, b, grow); err != nil {
+		return err
+	}
+	j.store.forget(key)
+	delete(j.spilled, k)
+	*grow -= spilledBytes(k)
+	return nil
+}
+
+// decode puts the rows evict encoded for key k as b back.
+func (j *IntervalJoin) decode(k string, b []byte, grow *int64) error {
+	for _, sd := range j.sides {
+		n, m := binary.Uvarint(b)
+		if m <= 0 {
+			return errCorruptState
+		}
+		b = b[m:]
+		for range n {
+			r := &intervalRow{}
+			var err error
+			if r.vals, b, err = decodeRow(b, sd.dec); err != nil {
+				return err
+			}
+			for _, v := range []*int64{&r.t, &r.n, &r.matched} {
+				if *v, m = binary.Varint(b); m <= 0 {
+					return errCorruptState
+				}
+				b = b[m:]
+			}
+			sd.table[k] = append(sd.table[k], r)
+			*grow += intervalRowBytes(k, r.vals)
+		}
+	}
+	return nil
+}
+
+// unspill brings back the spilled keys with rows that expire at or
+// before wm.
+func (j *IntervalJoin) unspill(wm time.Time) error {
+	if j.store == nil {
+		return nil
+	}
+	entries, err := j.store.takeBelow(windowStateKey([2]int64{0, wm.UnixMicro() + 1}, ""))
+	if err != nil {
+		return err
+	}
+	var grow int64
+	for _, e := range entries {
+		k := e.key[16:]
+		if err := j.decode(k, e.val, &grow); err != nil {
+			return err
+		}
+		delete(j.spilled, k)
+		grow -= spilledBytes(k)
+	}
+	j.held += grow
+	j.budget.add(grow)
+	return nil
 }
 
 // expire drops the rows no change that is not late can join or retract:
@@ -297,21 +458,20 @@ func (j *IntervalJoin) process(ctx context.Context, side int, b arrow.RecordBatc
 // partner of the other side could have. An outer join pads the rows of a
 // kept side that leave without a partner.
 func (j *IntervalJoin) expire(wm time.Time) error {
+	if err := j.unspill(wm); err != nil {
+		return err
+	}
 	limit := wm.UnixMicro()
 	var freed int64
 	for side, s := range j.sides {
 		kept := j.keeps(side)
 		for k, rows := range s.table {
 			rows = slices.DeleteFunc(rows, func(r *intervalRow) bool {
-				last := r.t - j.lower // a right partner's latest time
-				if side == 1 {
-					last = r.t + j.upper // a left partner's latest time
-				}
-				if r.t <= limit && last <= limit {
+				if j.expiry(side, r) <= limit {
 					if kept && r.matched == 0 {
 						j.padded(kindInsert, side, r.vals, r.n)
 					}
-					freed += int64(len(k)) + rowBytes(r.vals) + 64
+					freed += intervalRowBytes(k, r.vals)
 					return true
 				}
 				return false
@@ -325,12 +485,17 @@ func (j *IntervalJoin) expire(wm time.Time) error {
 	}
 	j.q.seal()
 	j.held -= freed
-	return j.budget.grow(-freed, "an interval join")
+	j.budget.add(-freed)
+	return nil
 }
 
+// Close frees the state, spilled included.
 func (j *IntervalJoin) Close() error {
+	if j.store != nil {
+		j.store.close()
+	}
 	j.q.release()
-	_ = j.budget.grow(-j.held, "")
+	j.budget.add(-j.held)
 	j.held = 0
 	return j.two.close()
 }

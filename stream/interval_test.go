@@ -24,7 +24,7 @@ import (
 // others in mirror tables. The applied changelog (every -D retracting a
 // row it has) equals the batch join of the mirrors, the reported late
 // count equals the model's, and the join's state is expired by the
-// watermark. Replay with -seed.
+// watermark. Half the runs are under a 1 KB budget. Replay with -seed.
 func TestIntervalJoinEqualsBatch(t *testing.T) {
 	seed := testSeed(t)
 	for i := range 3 {
@@ -51,13 +51,14 @@ func TestIntervalJoinEqualsBatch(t *testing.T) {
 					}
 					return fmt.Sprintf("WHERE a.ver IS NOT NULL AND b.ver IS NOT NULL OR b.ver IS NULL AND a.ts <= %[1]s AND a.ts + INTERVAL '%[2]d' SECOND <= %[1]s OR a.ver IS NULL AND b.ts <= %[1]s AND b.ts + INTERVAL '%[3]d' SECOND <= %[1]s", wm, lo, hi)
 				},
+				budget: int64(rng.Intn(2)) << 10, // half the runs spill at almost every snapshot
 			})
 		})
 	}
 }
 
 // TestWindowJoinEqualsBatch is the invariant of window joins (inner, left,
-// right or full at random), as
+// right or full at random; in half the runs under a 1 KB budget), as
 // TestIntervalJoinEqualsBatch checks interval joins: after each statement
 // the applied output (inserts only) equals the batch window join of the
 // mirror tables for the windows the watermark has closed; a change is late
@@ -89,6 +90,7 @@ func TestWindowJoinEqualsBatch(t *testing.T) {
 					}
 					return "WHERE COALESCE(a.window_end, b.window_end) <= " + wm
 				},
+				budget: int64(rng.Intn(2)) << 10, // half the runs spill at almost every snapshot
 			})
 		})
 	}
@@ -103,12 +105,13 @@ type joinShape struct {
 	// closed is the WHERE clause of the batch query that keeps the
 	// results final at watermark wm (a timestamp literal, "" for none).
 	closed func(wm string) string
+	budget int64 // the query budget (0: the default)
 }
 
 func runJoinInvariant(t *testing.T, rng *rand.Rand, shape joinShape) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	eng, sess, run := invariantEngine(t, ctx, rng, 0)
+	eng, sess, run := invariantEngine(t, ctx, rng, shape.budget)
 	var err error
 	delays := [2]int64{int64(rng.Intn(3)), int64(rng.Intn(3))}
 	var tbls [2]*tablestore.Table

@@ -115,16 +115,6 @@ type Budget struct {
 // NewBudget returns a budget of limit bytes (0: unlimited).
 func NewBudget(limit int64) *Budget { return &Budget{limit: limit} }
 
-// grow accounts n more bytes (negative to free) and fails past the limit:
-// for state that cannot spill.
-func (b *Budget) grow(n int64, who string) error {
-	used := b.used.Add(n)
-	if n > 0 && b.limit > 0 && used > b.limit {
-		return fmt.Errorf("%w: the state of %s holds %d bytes, over the query budget of %d (its state does not spill)", exec.ErrMemoryLimit, who, used, b.limit)
-	}
-	return nil
-}
-
 // add accounts n more bytes (negative to free) of state that spills: its
 // operator checks over at each marker and evicts.
 func (b *Budget) add(n int64) { b.used.Add(n) }

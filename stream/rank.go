@@ -49,10 +49,9 @@ type Rank struct {
 	schema *arrow.Schema
 
 	rowGet   rowGetter
-	rowDec   []orderedDecoder
+	codec    rankCodec
 	order    []exec.Expr // spec.Order's expressions
 	orderGet []getter
-	orderDec []orderedDecoder
 	store    *spillStore // nil until something spills
 	parts    map[string]*rankPart
 	dirty    []*rankPart
@@ -116,22 +115,16 @@ func NewRank(ec *exec.Context, in Operator, spec RankSpec, budget *Budget) (*Ran
 		return nil, err
 	}
 	r := &Rank{ec: ec, in: in, spec: spec, budget: budget, rowGet: get, parts: map[string]*rankPart{}}
-	for _, f := range fields {
-		d, err := orderedDecoderFor(f.Type)
-		if err != nil {
-			return nil, fmt.Errorf("column %s: %w", f.Name, err)
-		}
-		r.rowDec = append(r.rowDec, d)
+	if r.codec, err = newRankCodec(fields, spec.Order); err != nil {
+		return nil, err
 	}
 	for _, k := range spec.Order {
 		g, err := getterFor(k.Expr.DataType())
 		if err != nil {
 			return nil, fmt.Errorf("ORDER BY %s: %w", k.Expr, err)
 		}
-		d, _ := orderedDecoderFor(k.Expr.DataType()) // as getterFor
 		r.order = append(r.order, k.Expr)
 		r.orderGet = append(r.orderGet, g)
-		r.orderDec = append(r.orderDec, d)
 	}
 	if spec.Number {
 		fields = append(slices.Clip(fields), arrow.Field{Name: "row_number", Type: arrow.PrimitiveTypes.Int64})
@@ -288,14 +281,7 @@ func (r *Rank) evict() error {
 		if freed >= target {
 			break
 		}
-		var b []byte
-		b = binary.AppendUvarint(b, uint64(len(p.rows)))
-		for _, row := range p.rows {
-			b = binary.AppendUvarint(b, uint64(len(row.sort)))
-			b = append(b, row.sort...)
-			b = binary.AppendUvarint(b, uint64(row.n))
-		}
-		out = append(out, stateEntry{key: key, val: b})
+		out = append(out, stateEntry{key: key, val: encodeRankRows(p.rows)})
 		freed += r.partBytes(p)
 		delete(r.parts, key)
 	}
@@ -313,12 +299,61 @@ func (r *Rank) load(key string) (*rankPart, error) {
 	if !ok || err != nil {
 		return nil, err
 	}
-	p := &rankPart{key: key}
+	rows, err := r.codec.decode(b)
+	if err != nil {
+		return nil, err
+	}
+	p := &rankPart{key: key, rows: rows}
+	p.emitted = topRows(p.rows, r.spec.Lo, r.spec.Hi)
+	return p, nil
+}
+
+// rankCodec reads back a partition's rows as encodeRankRows wrote them:
+// their sort keys (the ORDER BY keys, then the whole row, from which the
+// values are decoded) and counts.
+type rankCodec struct {
+	order    []exec.SortKey
+	orderDec []orderedDecoder
+	rowDec   []orderedDecoder
+}
+
+func newRankCodec(fields []arrow.Field, order []exec.SortKey) (rankCodec, error) {
+	c := rankCodec{order: order}
+	for _, f := range fields {
+		d, err := orderedDecoderFor(f.Type)
+		if err != nil {
+			return c, fmt.Errorf("column %s: %w", f.Name, err)
+		}
+		c.rowDec = append(c.rowDec, d)
+	}
+	for _, k := range order {
+		d, err := orderedDecoderFor(k.Expr.DataType())
+		if err != nil {
+			return c, fmt.Errorf("ORDER BY %s: %w", k.Expr, err)
+		}
+		c.orderDec = append(c.orderDec, d)
+	}
+	return c, nil
+}
+
+// encodeRankRows encodes rows for a spillStore.
+func encodeRankRows(rows []rankRow) []byte {
+	b := binary.AppendUvarint(nil, uint64(len(rows)))
+	for _, row := range rows {
+		b = binary.AppendUvarint(b, uint64(len(row.sort)))
+		b = append(b, row.sort...)
+		b = binary.AppendUvarint(b, uint64(row.n))
+	}
+	return b
+}
+
+func (c rankCodec) decode(b []byte) ([]rankRow, error) {
 	n, k := binary.Uvarint(b)
 	if k <= 0 {
 		return nil, errCorruptState
 	}
 	b = b[k:]
+	var rows []rankRow
 	for range n {
 		sn, k := binary.Uvarint(b)
 		if k <= 0 || uint64(len(b)-k) < sn {
@@ -331,28 +366,27 @@ func (r *Rank) load(key string) (*rankPart, error) {
 			return nil, errCorruptState
 		}
 		b = b[k:]
-		vals, err := r.decodeRow(sort)
+		vals, err := c.decodeRow(sort)
 		if err != nil {
 			return nil, err
 		}
-		p.rows = append(p.rows, rankRow{head: sortHead([]byte(sort)), sort: sort, vals: vals, n: int64(cnt)})
+		rows = append(rows, rankRow{head: sortHead([]byte(sort)), sort: sort, vals: vals, n: int64(cnt)})
 	}
-	p.emitted = topRows(p.rows, r.spec.Lo, r.spec.Hi)
-	return p, nil
+	return rows, nil
 }
 
 // decodeRow reads a row's values from its sort key, after the ORDER BY
 // keys.
-func (r *Rank) decodeRow(sort string) ([]any, error) {
+func (c rankCodec) decodeRow(sort string) ([]any, error) {
 	b := []byte(sort)
 	var err error
-	for i, d := range r.orderDec {
-		if _, b, err = d(b, r.spec.Order[i].Descending); err != nil {
+	for i, d := range c.orderDec {
+		if _, b, err = d(b, c.order[i].Descending); err != nil {
 			return nil, err
 		}
 	}
-	vals := make([]any, len(r.rowDec))
-	for i, d := range r.rowDec {
+	vals := make([]any, len(c.rowDec))
+	for i, d := range c.rowDec {
 		if vals[i], b, err = d(b, false); err != nil {
 			return nil, err
 		}

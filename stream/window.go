@@ -134,7 +134,7 @@ func (f *firing) Open(ctx context.Context) error { return f.in.Open(ctx) }
 
 func (f *firing) Close() error {
 	f.q.release()
-	_ = f.budget.grow(-f.held, "")
+	f.budget.add(-f.held)
 	f.held = 0
 	return f.in.Close()
 }

@@ -153,7 +153,7 @@ func BenchmarkSessionAggregate(b *testing.B) {
 			mem := memory.NewGoAllocator()
 			ec := exec.NewContext(mem)
 			in := newEvents(mem, 1, 1024, b.N, 1000)
-			s, err := NewSessionAggregate(ec, in, gap, exec.NewColumn(3, eventTS, "ts"), []exec.Expr{col(1, "k")}, []string{"k"}, benchAggs, NewBudget(0))
+			s, err := NewSessionAggregate(ec, in, gap, exec.NewColumn(3, eventTS, "ts"), []exec.Expr{col(1, "k")}, []exec.Expr{col(1, "k")}, []string{"k"}, benchAggs, NewBudget(0))
 			if err != nil {
 				b.Fatal(err)
 			}

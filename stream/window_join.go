@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -53,6 +54,12 @@ type WindowJoinSide struct {
 //
 // Output columns: row kind, left columns, right columns (window_start
 // holding the window's start), then the Bounds of left and right.
+//
+// State past the budget spills as a window aggregation's does: at a
+// marker, a window's rows of one join key (both sides) go to a spillStore
+// keyed by window end, start and join key until half the budget is free;
+// a change of a spilled key in a window reads it back, and the windows a
+// watermark closes are one range of keys, read back before they join.
 type WindowJoin struct {
 	ec      *exec.Context
 	kind    exec.JoinType
@@ -63,6 +70,8 @@ type WindowJoin struct {
 	units   [2]arrow.TimeUnit
 
 	get    [2]rowGetter
+	dec    [2][]orderedDecoder
+	store  *spillStore // nil until something spills
 	enc    [2]vectorized.KeyEncoder
 	open   map[[2]int64]*joinWindow
 	two    twoInputs
@@ -118,6 +127,13 @@ func NewWindowJoin(ec *exec.Context, kind exec.JoinType, left, right Operator, w
 			return nil, err
 		}
 		j.get[s] = get
+		for _, fd := range f {
+			d, err := orderedDecoderFor(fd.Type)
+			if err != nil {
+				return nil, fmt.Errorf("column %s: %w", fd.Name, err)
+			}
+			j.dec[s] = append(j.dec[s], d)
+		}
 		fields = append(fields, f...)
 		for _, b := range sides[s].Bounds {
 			name := "window_end"
@@ -173,6 +189,11 @@ func (j *WindowJoin) Next(ctx context.Context) (Chunk, error) {
 			c.LateRows += j.late
 			j.pos = c.Pos
 			j.marker = &c
+			if j.budget.over() {
+				if err := j.evict(); err != nil {
+					return Chunk{}, err
+				}
+			}
 			continue
 		}
 		err = j.add(ctx, side, c.Batch)
@@ -240,6 +261,9 @@ func (j *WindowJoin) add(ctx context.Context, side int, b arrow.RecordBatch) (er
 				j.open[bounds] = win
 				grow += 96
 			}
+			if err := j.load(win, k, &grow); err != nil {
+				return err
+			}
 			rows := win.rows[side][k]
 			at := slices.IndexFunc(rows, func(r *windowRow) bool { return sameRow(r.vals, vals) })
 			var d int64
@@ -248,12 +272,12 @@ func (j *WindowJoin) add(ctx context.Context, side int, b arrow.RecordBatch) (er
 				rows[at].n++
 			case sign > 0:
 				win.rows[side][k] = append(rows, &windowRow{vals: vals, n: 1})
-				d = int64(len(k)) + rowBytes(vals) + 64
+				d = windowRowBytes(k, vals)
 			case at < 0:
 				return fmt.Errorf("%w: window join input retracts a row it never added", exec.ErrInvalid)
 			case rows[at].n == 1:
 				win.rows[side][k] = slices.Delete(rows, at, at+1)
-				d = -(int64(len(k)) + rowBytes(vals) + 64)
+				d = -windowRowBytes(k, vals)
 			default:
 				rows[at].n--
 			}
@@ -262,7 +286,128 @@ func (j *WindowJoin) add(ctx context.Context, side int, b arrow.RecordBatch) (er
 		}
 	}
 	j.held += grow
-	return j.budget.grow(grow, "a window join")
+	j.budget.add(grow)
+	return nil
+}
+
+func windowRowBytes(k string, vals []any) int64 { return int64(len(k)) + rowBytes(vals) + 64 }
+
+// evict moves a window's rows of a join key to disk, key by key, until
+// half the budget is free.
+func (j *WindowJoin) evict() error {
+	if j.store == nil {
+		j.store = newSpillStore(j.ec, j.budget)
+	}
+	var out []stateEntry
+	var freed int64
+	target := j.budget.Used() - j.budget.limit/2
+	for _, win := range j.open {
+		for s := range win.rows {
+			for k := range win.rows[s] {
+				if freed >= target {
+					break
+				}
+				var b []byte
+				var n int64
+				for side := range win.rows {
+					rows := win.rows[side][k]
+					b = binary.AppendUvarint(b, uint64(len(rows)))
+					for _, r := range rows {
+						b = binary.AppendVarint(appendRow(b, r.vals), r.n)
+						n += windowRowBytes(k, r.vals)
+					}
+					delete(win.rows[side], k)
+				}
+				out = append(out, stateEntry{key: windowStateKey(win.bounds, k), val: b})
+				win.bytes -= n
+				freed += n
+			}
+		}
+	}
+	j.held -= freed
+	j.budget.add(-freed)
+	return j.store.write(out)
+}
+
+// load reads window win's rows of join key k back from disk when neither
+// side holds them in memory, adding their bytes to grow; the disk's copy
+// stays, shadowed by memory.
+func (j *WindowJoin) load(win *joinWindow, k string, grow *int64) error {
+	if j.store == nil {
+		return nil
+	}
+	if _, ok := win.rows[0][k]; ok {
+		return nil
+	}
+	if _, ok := win.rows[1][k]; ok {
+		return nil
+	}
+	b, ok, err := j.store.take(windowStateKey(win.bounds, k))
+	if err != nil || !ok {
+		return err
+	}
+	return j.decode(win, k, b, grow)
+}
+
+// decode puts the rows of join key k that evict encoded as b into win.
+func (j *WindowJoin) decode(win *joinWindow, k string, b []byte, grow *int64) error {
+	for side := range win.rows {
+		n, m := binary.Uvarint(b)
+		if m <= 0 {
+			return errCorruptState
+		}
+		b = b[m:]
+		rows := make([]*windowRow, 0, n)
+		for range n {
+			r := &windowRow{}
+			var err error
+			if r.vals, b, err = decodeRow(b, j.dec[side]); err != nil {
+				return err
+			}
+			if r.n, m = binary.Varint(b); m <= 0 {
+				return errCorruptState
+			}
+			b = b[m:]
+			rows = append(rows, r)
+			d := windowRowBytes(k, r.vals)
+			win.bytes += d
+			*grow += d
+		}
+		// Present (if empty) on both sides: the rows are in memory now.
+		win.rows[side][k] = rows
+	}
+	return nil
+}
+
+// unspill brings back the spilled rows of the windows that end at or
+// before wm (those in memory are newer).
+func (j *WindowJoin) unspill(wm time.Time) error {
+	if j.store == nil {
+		return nil
+	}
+	entries, err := j.store.takeBelow(windowStateKey([2]int64{-1 << 63, wm.UnixMicro() + 1}, ""))
+	if err != nil {
+		return err
+	}
+	var grow int64
+	for _, e := range entries {
+		bounds := [2]int64{int64(binary.BigEndian.Uint64([]byte(e.key[8:16])) ^ 1<<63), int64(binary.BigEndian.Uint64([]byte(e.key[:8])) ^ 1<<63)}
+		win, k := j.open[bounds], e.key[16:]
+		if win == nil {
+			continue
+		}
+		_, left := win.rows[0][k]
+		_, right := win.rows[1][k]
+		if left || right {
+			continue
+		}
+		if err := j.decode(win, k, e.val, &grow); err != nil {
+			return err
+		}
+	}
+	j.held += grow
+	j.budget.add(grow)
+	return nil
 }
 
 // nullJoinKey is the state key of rows with a NULL join key.
@@ -276,6 +421,9 @@ func (j *WindowJoin) keeps(side int) bool {
 // fire joins, emits and frees the windows that end at or before wm, in
 // order of their end, then start.
 func (j *WindowJoin) fire(wm time.Time) error {
+	if err := j.unspill(wm); err != nil {
+		return err
+	}
 	closed := closedWindows(j.open, wm)
 	lw, rw := len(j.get[0]), len(j.get[1])
 	var freed int64
@@ -340,12 +488,17 @@ func (j *WindowJoin) fire(wm time.Time) error {
 	}
 	j.q.seal()
 	j.held -= freed
-	return j.budget.grow(-freed, "a window join")
+	j.budget.add(-freed)
+	return nil
 }
 
+// Close frees the state, spilled included.
 func (j *WindowJoin) Close() error {
+	if j.store != nil {
+		j.store.close()
+	}
 	j.q.release()
-	_ = j.budget.grow(-j.held, "")
+	j.budget.add(-j.held)
 	j.held = 0
 	return j.two.close()
 }

@@ -3,6 +3,7 @@ package stream
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"time"
@@ -27,6 +28,13 @@ import (
 //
 // Output columns: those of the input, then the row number when
 // spec.Number.
+//
+// State past the budget spills as a window aggregation's does: at a
+// marker, partitions go to a spillStore keyed by window end and partition
+// (their rows' sort keys and counts, as Rank spills them) until half the
+// budget is free; a change of a spilled partition reads it back whole, and
+// the partitions a watermark closes are one range of keys, read back when
+// they fire and then dropped from disk.
 type WindowRank struct {
 	ec   *exec.Context
 	spec RankSpec
@@ -35,6 +43,8 @@ type WindowRank struct {
 
 	firing
 	rowGet   rowGetter
+	codec    rankCodec
+	store    *spillStore // nil until something spills
 	order    []exec.Expr // spec.Order's expressions
 	orderGet []getter
 	parts    map[string]*windowRankPart
@@ -69,6 +79,9 @@ func NewWindowRank(ec *exec.Context, in Operator, spec RankSpec, end int, budget
 		return nil, err
 	}
 	w := &WindowRank{ec: ec, spec: spec, end: end, unit: tt.Unit, firing: firing{in: in, budget: budget}, rowGet: get, parts: map[string]*windowRankPart{}}
+	if w.codec, err = newRankCodec(fields, spec.Order); err != nil {
+		return nil, err
+	}
 	for _, k := range spec.Order {
 		g, err := getterFor(k.Expr.DataType())
 		if err != nil {
@@ -125,9 +138,16 @@ func (w *WindowRank) add(ctx context.Context, b arrow.RecordBatch) error {
 		k := string(w.enc.Key(i))
 		p := w.parts[k]
 		if p == nil {
-			p = &windowRankPart{end: toMicros(end, w.unit)}
+			if p, err = w.load(k, toMicros(end, w.unit)); err != nil {
+				return err
+			}
+			if p != nil {
+				grow += w.partBytes(k, p)
+			} else {
+				p = &windowRankPart{end: toMicros(end, w.unit)}
+				grow += rankPartBytes + int64(len(k))
+			}
 			w.parts[k] = p
-			grow += rankPartBytes + int64(len(k))
 		}
 		var g int64
 		if p.rows, g, err = applyRankRow(p.rows, sort, vals, sign, "window top-N"); err != nil {
@@ -136,12 +156,91 @@ func (w *WindowRank) add(ctx context.Context, b arrow.RecordBatch) error {
 		grow += g
 	}
 	w.held += grow
-	return w.budget.grow(grow, "a window top-N")
+	w.budget.add(grow)
+	return nil
+}
+
+func (w *WindowRank) partBytes(k string, p *windowRankPart) int64 {
+	n := rankPartBytes + int64(len(k))
+	for _, row := range p.rows {
+		n += rankRowBytes(row)
+	}
+	return n
+}
+
+// evict moves partitions to disk until half the budget is free.
+func (w *WindowRank) evict() error {
+	if w.store == nil {
+		w.store = newSpillStore(w.ec, w.budget)
+	}
+	var out []stateEntry
+	var freed int64
+	target := w.budget.Used() - w.budget.limit/2
+	for k, p := range w.parts {
+		if freed >= target {
+			break
+		}
+		out = append(out, stateEntry{key: windowStateKey([2]int64{0, p.end}, k), val: encodeRankRows(p.rows)})
+		freed += w.partBytes(k, p)
+		delete(w.parts, k)
+	}
+	w.held -= freed
+	w.budget.add(-freed)
+	return w.store.write(out)
+}
+
+// load reads spilled partition k of the window ending at end back (nil if
+// none); the disk's copy stays, shadowed by memory.
+func (w *WindowRank) load(k string, end int64) (*windowRankPart, error) {
+	if w.store == nil {
+		return nil, nil
+	}
+	b, ok, err := w.store.take(windowStateKey([2]int64{0, end}, k))
+	if !ok || err != nil {
+		return nil, err
+	}
+	rows, err := w.codec.decode(b)
+	if err != nil {
+		return nil, err
+	}
+	return &windowRankPart{end: end, rows: rows}, nil
+}
+
+// unspill brings back the spilled partitions of the windows that end at or
+// before wm (those in memory are newer).
+func (w *WindowRank) unspill(wm time.Time) error {
+	if w.store == nil {
+		return nil
+	}
+	entries, err := w.store.takeBelow(windowStateKey([2]int64{0, wm.UnixMicro() + 1}, ""))
+	if err != nil {
+		return err
+	}
+	var grow int64
+	for _, e := range entries {
+		k := e.key[16:]
+		if w.parts[k] != nil {
+			continue
+		}
+		rows, err := w.codec.decode(e.val)
+		if err != nil {
+			return err
+		}
+		p := &windowRankPart{end: int64(binary.BigEndian.Uint64([]byte(e.key[:8])) ^ 1<<63), rows: rows}
+		w.parts[k] = p
+		grow += w.partBytes(k, p)
+	}
+	w.held += grow
+	w.budget.add(grow)
+	return nil
 }
 
 // fire emits and frees the partitions whose window ends at or before wm,
 // in order of their end, then partition key.
 func (w *WindowRank) fire(wm time.Time) error {
+	if err := w.unspill(wm); err != nil {
+		return err
+	}
 	limit := wm.UnixMicro()
 	var closed []string
 	for k, p := range w.parts {
@@ -169,5 +268,14 @@ func (w *WindowRank) fire(wm time.Time) error {
 	}
 	w.q.seal()
 	w.held -= freed
-	return w.budget.grow(-freed, "a window top-N")
+	w.budget.add(-freed)
+	return nil
+}
+
+// Close frees the state, spilled included.
+func (w *WindowRank) Close() error {
+	if w.store != nil {
+		w.store.close()
+	}
+	return w.firing.Close()
 }

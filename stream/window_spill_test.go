@@ -23,8 +23,82 @@ import (
 // the spill directory holds no file (runs are unlinked); Close frees every
 // byte accounted and the allocator.
 func TestWindowAggregateSpills(t *testing.T) {
+	testWindowSpills(t, 16<<10, 2_000, 20_000, func(ec *exec.Context, in Operator, ws Windows, b *Budget) (Operator, func() bool, error) {
+		w, err := NewWindowAggregate(ec, in, ws, exec.NewColumn(3, eventTS, "ts"), []exec.Expr{col(1, "k")}, []string{"k"}, benchAggs, b)
+		return w, func() bool { return w != nil && w.store != nil }, err
+	})
+}
+
+// TestWindowRankSpills is TestWindowAggregateSpills for a window top-N
+// straight over the TVF's rows (WindowAssign under WindowRank: the top 3
+// by x of each window and key, numbered), whose partitions hold every row
+// of their window: its spilled state is larger, and so are the indexes of
+// its runs, which stay in memory (under 16 KB they alone would exceed it).
+func TestWindowRankSpills(t *testing.T) {
+	testWindowSpills(t, 64<<10, 2_000, 8_000, func(ec *exec.Context, in Operator, ws Windows, b *Budget) (Operator, func() bool, error) {
+		a, err := NewWindowAssign(ec, in, ws, 2)
+		if err != nil {
+			return nil, nil, err
+		}
+		spec := RankSpec{
+			Partition: []exec.Expr{exec.NewColumn(3, eventTS, "window_start"), exec.NewColumn(4, eventTS, "window_end"), col(1, "k")},
+			Order:     []exec.SortKey{{Expr: col(2, "x"), Descending: true}},
+			Lo:        1, Hi: 3, Number: true,
+		}
+		w, err := NewWindowRank(ec, a, spec, 3, b)
+		return w, func() bool { return w != nil && w.store != nil }, err
+	})
+}
+
+// TestWindowJoinSpills is TestWindowAggregateSpills for a full outer
+// window join of the events with a second stream of them (fixed seed):
+// a window's rows of a join key go to disk with both sides and come back
+// on a change or when the window closes.
+func TestWindowJoinSpills(t *testing.T) {
+	testWindowSpills(t, 64<<10, 2_000, 6_000, func(ec *exec.Context, in Operator, ws Windows, b *Budget) (Operator, func() bool, error) {
+		s := WindowJoinSide{Keys: []exec.Expr{col(1, "k")}, Time: exec.NewColumn(3, eventTS, "ts"), Start: 2, Bounds: []WindowBound{WindowEnd}}
+		right := newEvents(ec.Mem, 42, 256, 6_000, 2_000)
+		j, err := NewWindowJoin(ec, exec.FullJoin, in, right, ws, [2]WindowJoinSide{s, s}, b)
+		return j, func() bool { return j != nil && j.store != nil }, err
+	})
+}
+
+// TestIntervalJoinSpills is TestWindowAggregateSpills for a full outer
+// interval join of the events with a second stream of them (fixed seed),
+// within 1.5, 2 and 2.5 s either way for the helper's three runs: a join
+// key's rows go to disk with both sides and come back on a change or when
+// the watermark expires one of them. Which keys are on disk stays in
+// memory (about 60 bytes each), so the test has 500 keys under 64 KB.
+func TestIntervalJoinSpills(t *testing.T) {
+	testWindowSpills(t, 64<<10, 500, 6_000, func(ec *exec.Context, in Operator, ws Windows, b *Budget) (Operator, func() bool, error) {
+		k, ts := []exec.Expr{col(1, "k")}, exec.NewColumn(3, eventTS, "ts")
+		within := time.Duration(1500+500*int(ws.Kind)) * time.Millisecond
+		spec := IntervalSpec{Kind: exec.FullJoin, LeftKeys: k, RightKeys: k, LeftTime: ts, RightTime: ts, Lower: -within, Upper: within}
+		j, err := NewIntervalJoin(ec, in, newEvents(ec.Mem, 42, 256, 6_000, 500), spec, b)
+		return j, func() bool { return j != nil && j.store != nil }, err
+	})
+}
+
+// TestSessionAggregateSpills is TestWindowAggregateSpills for SESSION
+// windows per key (gaps of 0.6, 0.8 and 1 s for the helper's three runs:
+// a key's events come 0.2 s apart on average, so sessions of tens of rows
+// close all along): partitions go to disk whole and come back on a change
+// or when their first session closes. Which partitions are on disk stays
+// in memory (about 60 bytes each), so the test has 200 keys under 48 KB.
+func TestSessionAggregateSpills(t *testing.T) {
+	testWindowSpills(t, 48<<10, 200, 20_000, func(ec *exec.Context, in Operator, ws Windows, b *Budget) (Operator, func() bool, error) {
+		k := []exec.Expr{col(1, "k")}
+		gap := time.Duration(600+200*int(ws.Kind)) * time.Millisecond
+		s, err := NewSessionAggregate(ec, in, gap, exec.NewColumn(3, eventTS, "ts"), k, k, []string{"k"}, benchAggs, b)
+		return s, func() bool { return s != nil && s.store != nil }, err
+	})
+}
+
+// testWindowSpills runs the operator build makes over the same events
+// (events events by keys keys) under no budget and under one of budget
+// bytes.
+func testWindowSpills(t *testing.T, budget int64, keys, events int, build func(*exec.Context, Operator, Windows, *Budget) (Operator, func() bool, error)) {
 	rng := seeded(t)
-	const budget = 16 << 10
 	for _, ws := range []Windows{
 		{Kind: Tumble, Size: 10 * time.Second, Step: 10 * time.Second},
 		{Kind: Hop, Size: 6 * time.Second, Step: 2 * time.Second},
@@ -33,11 +107,11 @@ func TestWindowAggregateSpills(t *testing.T) {
 		seed := rng.Int63()
 		batch := 1 + rng.Intn(512)
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-		want, peak, _ := windowSpillRun(t, mem, ws, seed, batch, 0)
+		want, peak, _ := windowSpillRun(t, mem, ws, seed, batch, keys, events, 0, build)
 		if peak < 10*budget {
 			t.Fatalf("%v: the state peaks at %d bytes, not 10x the budget of %d", ws.Kind, peak, budget)
 		}
-		got, _, spilled := windowSpillRun(t, mem, ws, seed, batch, budget)
+		got, _, spilled := windowSpillRun(t, mem, ws, seed, batch, keys, events, budget, build)
 		if spilled == 0 {
 			t.Fatalf("%v: nothing spilled", ws.Kind)
 		}
@@ -45,22 +119,22 @@ func TestWindowAggregateSpills(t *testing.T) {
 			t.Fatalf("%v: under a %d-byte budget %d rows differ from the %d in memory", ws.Kind, budget, len(got), len(want))
 		}
 		mem.AssertSize(t, 0)
-		t.Logf("%v: %d window rows; state peaks at %d bytes in memory; %d groups spilled under %d bytes", ws.Kind, len(want), peak, spilled, budget)
+		t.Logf("%v: %d window rows; state peaks at %d bytes in memory; %d entries spilled under %d bytes", ws.Kind, len(want), peak, spilled, budget)
 	}
 }
 
-// windowSpillRun aggregates 20,000 events over 2,000 keys by ws under a
-// budget of limit bytes (0: none) and returns the rows emitted (sorted),
-// the peak state and the groups spilled.
-func windowSpillRun(t *testing.T, mem memory.Allocator, ws Windows, seed int64, batch int, limit int64) ([]string, int64, int64) {
+// windowSpillRun runs build's operator over events events over keys keys
+// by ws under a budget of limit bytes (0: none) and returns the rows
+// emitted (sorted), the peak state and the entries spilled.
+func windowSpillRun(t *testing.T, mem memory.Allocator, ws Windows, seed int64, batch, keys, events int, limit int64, build func(*exec.Context, Operator, Windows, *Budget) (Operator, func() bool, error)) ([]string, int64, int64) {
 	t.Helper()
 	ctx := context.Background()
 	ec := exec.NewContext(mem)
 	ec.TempDir = t.TempDir()
 	ec.BatchSize = batch
 	b := NewBudget(limit)
-	in := newEvents(mem, seed, 256, 20_000, 2_000)
-	w, err := NewWindowAggregate(ec, in, ws, exec.NewColumn(3, eventTS, "ts"), []exec.Expr{col(1, "k")}, []string{"k"}, benchAggs, b)
+	in := newEvents(mem, seed, 256, events, keys)
+	w, spilling, err := build(ec, in, ws, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +154,7 @@ func windowSpillRun(t *testing.T, mem memory.Allocator, ws Windows, seed int64, 
 		if c.Batch == nil {
 			peak = max(peak, b.Used())
 			// Markers before the first spill may be over: nothing moved yet.
-			if limit > 0 && b.Used() > limit && w.store != nil {
+			if limit > 0 && b.Used() > limit && spilling() {
 				t.Fatalf("at %v the state holds %d bytes over the %d budget", c.Pos, b.Used(), limit)
 			}
 			continue

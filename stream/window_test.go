@@ -101,10 +101,10 @@ func TestWindowEqualsBatch(t *testing.T) {
 	}
 }
 
-// TestWindowSpillEqualsBatch is TestWindowEqualsBatch for TUMBLE, HOP and
-// CUMULATE aggregations under a query budget of 1 KB, so that their
-// groups spill at almost every snapshot, retractions included. Replay
-// with -seed.
+// TestWindowSpillEqualsBatch is TestWindowEqualsBatch for window and
+// SESSION aggregations and window top-Ns (over them or over the TVF's
+// rows) under a query budget of 1 KB, so that their state spills at
+// almost every snapshot, retractions included. Replay with -seed.
 func TestWindowSpillEqualsBatch(t *testing.T) {
 	seed := testSeed(t)
 	for i := range 3 {
@@ -122,8 +122,7 @@ type version struct {
 }
 
 // runWindowInvariant runs the invariant under a query budget (0: the
-// default; otherwise no SESSION windows or window top-N, whose state does
-// not spill).
+// default).
 func runWindowInvariant(t *testing.T, rng *rand.Rand, budget int64) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -148,21 +147,30 @@ func runWindowInvariant(t *testing.T, rng *rand.Rand, budget int64) {
 	}
 
 	shape := randomWindow(rng)
-	for budget > 0 && shape.session {
-		shape = randomWindow(rng)
-	}
 	keys := ""
 	if rng.Intn(2) == 0 {
 		keys = ", k"
-		if shape.session { // sessions per k
-			shape.tvf = strings.Replace(shape.tvf, "%s", "%s PARTITION BY k", 1)
-		}
+	}
+	// Sessions per k or over all rows, grouped by k or not: the groups of
+	// a session aggregation need not be its partition.
+	if shape.session && rng.Intn(2) == 0 {
+		shape.tvf = strings.Replace(shape.tvf, "%s", "%s PARTITION BY k", 1)
 	}
 	// Half the runs rank the windows' rows: a window top-N, with or
 	// without its row number, ordered totally (k is unique in a window).
-	topN, numbered := rng.Intn(2) == 0 && budget == 0, rng.Intn(2) == 0
+	topN, numbered := rng.Intn(2) == 0, rng.Intn(2) == 0
 	limit := 1 + rng.Intn(2)
+	// A third of the other runs rank the TVF's rows themselves (no
+	// aggregation), ordered totally (ver is unique).
+	rows := !topN && !shape.session && rng.Intn(3) == 0
 	query := func(table string) string {
+		if rows {
+			out := "window_start, window_end, ver, k, v"
+			if numbered {
+				out += ", rn"
+			}
+			return fmt.Sprintf("SELECT %s FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end%s ORDER BY v DESC, ver) AS rn FROM TABLE(%s) {WHERE}) WHERE rn <= %d", out, keys, fmt.Sprintf(shape.tvf, table), limit)
+		}
 		agg := fmt.Sprintf("SELECT window_start, window_end%s, count(*) AS c, sum(v) AS s, max(v) AS mx, min(v) AS mn FROM TABLE(%s) {WHERE} GROUP BY window_start, window_end%s", keys, fmt.Sprintf(shape.tvf, table), keys)
 		if !topN {
 			return agg
@@ -179,7 +187,7 @@ func runWindowInvariant(t *testing.T, rng *rand.Rand, budget int64) {
 	if err != nil {
 		t.Fatalf("%s: %v", text, err)
 	}
-	if topN {
+	if topN || rows {
 		if plan := explain(t, ctx, sess, text); !strings.Contains(plan, "WindowTopN") {
 			t.Fatalf("not a window top-N:\n%s", plan)
 		}
@@ -485,10 +493,7 @@ func TestWindowRefused(t *testing.T) {
 		"SELECT window_start, window_end, window_time, count(*) FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end, window_time":                                                          "window_time is not supported yet",
 		"SELECT window_start, window_end, max(window_start) FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end":                                                                           "not used in an aggregate",
 		"SELECT count(*) FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) a JOIN TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) b ON a.window_start = b.window_start":                                   "window",
-		"SELECT window_start, window_end, auction, count(*) FROM TABLE(SESSION(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end, auction":                                                                 "exactly the columns of the TVF's PARTITION BY",
-		"SELECT window_start, window_end, count(*) FROM TABLE(SESSION(TABLE bid %s PARTITION BY auction, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end":                                                              "exactly the columns of the TVF's PARTITION BY",
-		"SELECT window_start, window_end, price, count(*) FROM TABLE(SESSION(TABLE bid %s PARTITION BY auction, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end, price":                                                "exactly the columns of the TVF's PARTITION BY",
-		"SELECT * FROM (SELECT auction, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY price DESC) AS rn FROM TABLE(TUMBLE(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND))) WHERE rn <= 2":                              "a window top-N ranks the rows of such an aggregation",
+		"SELECT * FROM (SELECT auction, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY price DESC) AS rn FROM TABLE(SESSION(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND))) WHERE rn <= 2":                             "window top-N over SESSION windows",
 		"SELECT window_start, window_end, auction, count(*) FROM TABLE(SESSION(TABLE bid %s PARTITION BY auction, DESCRIPTOR(ts), INTERVAL '2' SECOND)) WHERE price > 5 GROUP BY window_start, window_end, auction":                            "a WHERE over the rows of a SESSION TVF",
 		"SELECT count(*) FROM TABLE(SESSION(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) a JOIN TABLE(SESSION(TABLE bid %s, DESCRIPTOR(ts), INTERVAL '2' SECOND)) b ON a.window_start = b.window_start AND a.window_end = b.window_end": "SESSION windows are not supported yet",
 	} {

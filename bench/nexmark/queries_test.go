@@ -1,13 +1,22 @@
 package nexmark
 
 import (
+	"context"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/bench/doget"
+	"github.com/flightd/flightd/bench/tpcds"
+	"github.com/flightd/flightd/engine"
 )
 
 func TestParseQuery(t *testing.T) {
@@ -27,14 +36,15 @@ SELECT B.auction, S.` + "`value`" + ` FROM B JOIN side_input S ON mod(B.auction,
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"CREATE TABLE side_input (\n  key BIGINT,\n  `value` VARCHAR\n)", "CREATE VIEW B AS SELECT *, PROCTIME() as p_time FROM bid"}
+	// side_input is the runner's (SideInputDDL).
+	want := []string{"CREATE VIEW B AS SELECT *, PROCTIME() as p_time FROM bid"}
 	if !slices.Equal(q.Setup, want) {
 		t.Errorf("setup %q, want %q", q.Setup, want)
 	}
 	if !strings.HasPrefix(q.Sink, "CREATE TABLE nexmark_q13") || !strings.HasSuffix(q.Select, "WHERE B.url <> 'a;b'") {
 		t.Errorf("sink %q select %q", q.Sink, q.Select)
 	}
-	if got := dropFor(q.Setup[1]); got != "DROP VIEW IF EXISTS B" {
+	if got := dropFor(q.Setup[0]); got != "DROP VIEW IF EXISTS B" {
 		t.Errorf("dropFor = %q", got)
 	}
 	for _, bad := range []string{"SELECT 1;", "INSERT INTO other SELECT 1;"} {
@@ -108,5 +118,66 @@ func TestSinkColumns(t *testing.T) {
 	}
 	if _, err := sqlType(arrow.ListOf(arrow.PrimitiveTypes.Int64)); err == nil {
 		t.Error("a list type was given an SQL type")
+	}
+}
+
+// TestCountCharSQL: flightd's answer to the count_char rewrite equals a
+// count of the character on random strings (NULL, empty, multi-byte,
+// quotes), as nexmark's Java UDF counts it.
+func TestCountCharSQL(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	ctx := context.Background()
+	_, addr, stop, err := doget.StartFlightd(ctx, engine.Config{Mem: memory.NewGoAllocator(), Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	f, err := tpcds.OpenFlightd(ctx, mem, "grpc://"+addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Exec(ctx, "CREATE TABLE t (i BIGINT, extra VARCHAR)"); err != nil {
+		t.Fatal(err)
+	}
+	alphabet := []rune("abcC c'é€")
+	want := map[int64]int64{}
+	var vals []string
+	for i := range 200 {
+		if i == 0 {
+			vals, want[0] = append(vals, "(0, NULL)"), 0
+			continue
+		}
+		var s []rune
+		for range rng.IntN(12) {
+			s = append(s, alphabet[rng.IntN(len(alphabet))])
+		}
+		want[int64(i)] = int64(strings.Count(string(s), "c"))
+		vals = append(vals, fmt.Sprintf("(%d, '%s')", i, strings.ReplaceAll(string(s), "'", "''")))
+	}
+	if err := f.Exec(ctx, "INSERT INTO t VALUES "+strings.Join(vals, ", ")); err != nil {
+		t.Fatal(err)
+	}
+	q, err := ParseQuery("q14", "CREATE FUNCTION count_char AS 'com.github.nexmark.flink.udf.CountChar';\n"+
+		"INSERT INTO nexmark_q14 SELECT i, count_char(extra, 'c') AS c_counts FROM t;")
+	if err != nil || len(q.Setup) != 0 || strings.Contains(q.Select, "count_char") {
+		t.Fatalf("q14 not rewritten: %+v %v", q, err)
+	}
+	res, err := f.Query(ctx, q.Select)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != len(want) {
+		t.Fatalf("%d rows, want %d", len(res.Rows), len(want))
+	}
+	for _, r := range res.Rows {
+		i, n := r[0].Num.Num().Int64(), r[1].Num.Num().Int64()
+		if n != want[i] {
+			t.Errorf("seed %d: row %d: count_char %d, want %d", seed, i, n, want[i])
+		}
 	}
 }

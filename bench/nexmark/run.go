@@ -270,8 +270,9 @@ func (r *runner) createTables(ctx context.Context) ([]string, error) {
 	for i, t := range entityTables {
 		r.tableDDL = append(r.tableDDL, "CREATE TABLE "+t+" ("+flatColumns[i]+wm+")")
 	}
-	r.tableDDL = append(r.tableDDL, "CREATE TABLE side_input (key BIGINT, `value` VARCHAR)")
-	notes = append(notes, fmt.Sprintf("q13's side_input is a table of %d rows (key i, value 'i'), as nexmark's side_input_gen.sh writes", SideInputRows))
+	r.tableDDL = append(r.tableDDL, SideInputDDL)
+	notes = append(notes, fmt.Sprintf("q13's side_input is a table of %d rows (key i, value 'i'), as nexmark's side_input_gen.sh writes, with PRIMARY KEY (key): a temporal join reads a table by its key", SideInputRows),
+		"q14's Java UDF count_char(s, 'c') is rewritten to COALESCE(CHAR_LENGTH(s) - CHAR_LENGTH(REPLACE(s, 'c', '')), 0)")
 	return notes, r.recreateTables(ctx)
 }
 
