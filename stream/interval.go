@@ -432,10 +432,7 @@ func (j *IntervalJoin) decode(k string, b []byte, grow *int64) error {
 // unspill brings back the spilled keys with rows that expire at or
 // before wm.
 func (j *IntervalJoin) unspill(wm time.Time) error {
-	if j.store == nil {
-		return nil
-	}
-	entries, err := j.store.takeBelow(windowStateKey([2]int64{0, wm.UnixMicro() + 1}, ""))
+	entries, err := j.store.takeClosed(wm)
 	if err != nil {
 		return err
 	}

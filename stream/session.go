@@ -475,10 +475,7 @@ func (s *SessionAggregate) load(k string) (*sessionPart, error) {
 // unspill brings back the spilled partitions whose first session ends at
 // or before wm.
 func (s *SessionAggregate) unspill(wm time.Time) error {
-	if s.store == nil {
-		return nil
-	}
-	entries, err := s.store.takeBelow(windowStateKey([2]int64{0, wm.UnixMicro() + 1}, ""))
+	entries, err := s.store.takeClosed(wm)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/flightd/flightd/exec"
 )
@@ -318,6 +319,15 @@ func merge(cursors []*runCursor, dead string, fn func(key string, val []byte) (b
 			}
 		}
 	}
+}
+
+// takeClosed removes and returns the entries keyed (by windowStateKey) by a
+// window end or expiry at or before wm; nothing while nothing spilled.
+func (s *spillStore) takeClosed(wm time.Time) ([]stateEntry, error) {
+	if s == nil {
+		return nil, nil
+	}
+	return s.takeBelow(windowStateKey([2]int64{0, wm.UnixMicro() + 1}, ""))
 }
 
 // takeBelow returns the entries with keys below limit (in key order) and

@@ -209,10 +209,7 @@ func (w *WindowRank) load(k string, end int64) (*windowRankPart, error) {
 // unspill brings back the spilled partitions of the windows that end at or
 // before wm (those in memory are newer).
 func (w *WindowRank) unspill(wm time.Time) error {
-	if w.store == nil {
-		return nil
-	}
-	entries, err := w.store.takeBelow(windowStateKey([2]int64{0, wm.UnixMicro() + 1}, ""))
+	entries, err := w.store.takeClosed(wm)
 	if err != nil {
 		return err
 	}
