@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -192,7 +193,11 @@ func (c *catalog) ReadFiles(ctx context.Context, files []plan.File) (*arrow.Sche
 		return nil, nil, err
 	}
 	e := c.s.e
-	first, closeFirst, err := e.openRows(ctx, files[0], nil)
+	matched, err := e.expandGlobs(files)
+	if err != nil {
+		return nil, nil, err
+	}
+	first, closeFirst, err := e.openRows(ctx, matched[0], nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -203,9 +208,44 @@ func (c *catalog) ReadFiles(ctx context.Context, files []plan.File) (*arrow.Sche
 		return nil, nil, fmt.Errorf("%q: %v: %w", files[0].Path, err, ErrInvalid)
 	}
 	open := func(ctx context.Context) (exec.BatchSource, error) {
-		return &fileSource{e: e, files: files, in: in, schema: schema}, nil
+		matched, err := e.expandGlobs(files) // again: a prepared query reads the files there now
+		if err != nil {
+			return nil, err
+		}
+		return &fileSource{e: e, files: matched, in: in, schema: schema}, nil
 	}
 	return schema, open, nil
+}
+
+// expandGlobs replaces each path with a glob pattern (*, ? or [...], as
+// path.Match) by the files of the files directory it matches, in name
+// order; a pattern matching nothing is an error.
+func (e *Engine) expandGlobs(files []plan.File) ([]plan.File, error) {
+	var out []plan.File
+	for _, f := range files {
+		if !strings.ContainsAny(f.Path, "*?[") {
+			out = append(out, f)
+			continue
+		}
+		root, rel, err := e.filesRoot(f)
+		if err != nil {
+			return nil, err
+		}
+		matches, err := fs.Glob(root.FS(), filepath.ToSlash(rel))
+		root.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%q: %v: %w", f.Path, err, ErrInvalid)
+		}
+		if len(matches) == 0 {
+			return nil, fmt.Errorf("%q: no file in the files directory matches: %w", f.Path, ErrInvalid)
+		}
+		for _, m := range matches {
+			g := f
+			g.Path = m
+			out = append(out, g)
+		}
+	}
+	return out, nil
 }
 
 // openRows opens a Parquet or CSV file of the files directory as a

@@ -245,6 +245,19 @@ func TestReadFiles(t *testing.T) {
 	if got := rowSet(t, s, "SELECT * FROM read_parquet(ARRAY['a.parquet', 'b.parquet'])"); !slices.Equal(got, want) {
 		t.Fatalf("read_parquet:\n%v\nwant\n%v", got, want)
 	}
+	mustExec(t, s, "COPY (SELECT * FROM src) TO 'c.parquet'")
+	for _, q := range []string{"SELECT * FROM read_parquet('[ab].parquet')", "SELECT * FROM read_parquet(ARRAY['?.parquet', 'nope*'])"} {
+		if _, _, err := query(ctx, s, q); q == "SELECT * FROM read_parquet(ARRAY['?.parquet', 'nope*'])" {
+			if err == nil || !strings.Contains(err.Error(), "no file in the files directory matches") {
+				t.Fatalf("%s: %v", q, err)
+			}
+		} else if got := rowSet(t, s, q); !slices.Equal(got, want) {
+			t.Fatalf("%s:\n%v\nwant\n%v", q, got, want)
+		}
+	}
+	if got := rowSet(t, s, "SELECT * FROM read_parquet('?.parquet')"); len(got) != 2*len(want) {
+		t.Fatalf("read_parquet('?.parquet'): %d rows, want the %d of a, b and c", len(got), 2*len(want))
+	}
 	n := int64(len(want))
 	if got := queryInt(t, s, "SELECT count(*) FROM read_parquet('b.parquet') AS f JOIN src ON f.b = src.b"); got != queryInt(t, s, "SELECT count(*) FROM src WHERE (i >= 0 OR i IS NULL) AND b IS NOT NULL") {
 		t.Fatalf("join of read_parquet with its table: %d rows", got)
@@ -271,6 +284,7 @@ func TestReadFiles(t *testing.T) {
 	mustExec(t, s, "COPY (SELECT s FROM src) TO 'other.parquet'")
 	for _, c := range []struct{ q, want string }{
 		{"SELECT * FROM read_parquet('../x.parquet')", "leaves the files directory"},
+		{"SELECT * FROM read_parquet('../*.parquet')", "leaves the files directory"},
 		{"SELECT * FROM read_parquet('missing.parquet')", "no such file"},
 		{"SELECT * FROM read_parquet(ARRAY['a.parquet', 'other.parquet'])", "unlike"},
 		{"SELECT * FROM read_parquet('a.parquet', header => TRUE)", "takes no options"},
