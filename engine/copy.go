@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"crypto/rand"
+	stdcsv "encoding/csv"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -10,7 +11,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -269,21 +273,18 @@ func (e *Engine) openRows(ctx context.Context, f plan.File, csvSchema *arrow.Sch
 	if f.Format == "csv" {
 		opts := []csv.Option{csv.WithAllocator(mem), csv.WithHeader(f.Header), csv.WithComma(f.Delimiter),
 			csv.WithNullReader(true, ""), csv.WithChunk(copyBatchRows)}
-		var cr *csv.Reader
-		if csvSchema != nil {
-			cr = csv.NewReader(fh, csvSchema, opts...)
-		} else {
-			cr = csv.NewInferringReader(fh, opts...)
-		}
-		if cr.Schema() == nil && !cr.Next() { // inferring reads the first rows for the types
-			err := cr.Err()
+		if csvSchema == nil {
+			schema, err := inferCSV(fh, f.Header, f.Delimiter)
 			if err == nil {
-				err = errors.New("no rows to tell the columns' types by")
+				_, err = fh.Seek(0, io.SeekStart)
 			}
-			cr.Release()
-			fh.Close()
-			return nil, nil, fmt.Errorf("%q: not a readable CSV file: %v: %w", f.Path, err, ErrInvalid)
+			if err != nil {
+				fh.Close()
+				return nil, nil, fmt.Errorf("%q: not a readable CSV file: %v: %w", f.Path, err, ErrInvalid)
+			}
+			csvSchema = schema
 		}
+		cr := csv.NewReader(fh, csvSchema, opts...)
 		return &fileRows{BatchReader: cr}, func() { cr.Release(); fh.Close() }, nil
 	}
 	pf, err := file.NewParquetReader(fh)
@@ -300,6 +301,94 @@ func (e *Engine) openRows(ctx context.Context, f plan.File, csvSchema *arrow.Sch
 	}
 	pf.Close()
 	return nil, nil, fmt.Errorf("%q: %v: %w", f.Path, err, ErrInvalid)
+}
+
+// csvInferRows is how many records read_csv reads to type its columns:
+// arrow's inferring reader types them by the first record alone, so a
+// DOUBLE column whose first value was whole became BIGINT and a later 0.5
+// failed the query.
+const csvInferRows = 1000
+
+// inferCSV names and types the columns of a CSV file by its header (or
+// f0, f1, ... without one) and its first csvInferRows records: each column
+// gets the first of BIGINT, DOUBLE, BOOLEAN, DATE and TIMESTAMP(6) that all
+// its non-empty values parse as, else STRING (empty fields are NULL; a
+// column without a value in them is STRING).
+func inferCSV(r io.Reader, header bool, comma rune) (*arrow.Schema, error) {
+	const (
+		isInt = 1 << iota
+		isFloat
+		isBool
+		isDate
+		isTimestamp
+	)
+	parses := []struct {
+		kind int
+		ok   func(string) bool
+	}{
+		{isInt, func(v string) bool { _, err := strconv.ParseInt(v, 10, 64); return err == nil }},
+		{isFloat, func(v string) bool { _, err := strconv.ParseFloat(v, 64); return err == nil }},
+		{isBool, func(v string) bool { return strings.EqualFold(v, "true") || strings.EqualFold(v, "false") }},
+		{isDate, func(v string) bool { _, err := time.Parse("2006-01-02", v); return err == nil }},
+		{isTimestamp, func(v string) bool { _, err := arrow.TimestampFromString(v, arrow.Microsecond); return err == nil }},
+	}
+	types := []struct {
+		kind int
+		typ  arrow.DataType
+	}{
+		{isInt, arrow.PrimitiveTypes.Int64}, {isFloat, arrow.PrimitiveTypes.Float64}, {isBool, arrow.FixedWidthTypes.Boolean},
+		{isDate, arrow.FixedWidthTypes.Date32}, {isTimestamp, &arrow.TimestampType{Unit: arrow.Microsecond}},
+	}
+	cr := stdcsv.NewReader(r)
+	cr.Comma = comma
+	var names []string
+	var can []int // per column, the kinds every value so far parses as
+	var seen []bool
+	for n := 0; n <= csvInferRows; n++ {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if names == nil {
+			can, seen = make([]int, len(rec)), make([]bool, len(rec))
+			for i := range rec {
+				can[i] = isInt | isFloat | isBool | isDate | isTimestamp
+				names = append(names, fmt.Sprintf("f%d", i))
+			}
+			if header {
+				names = slices.Clone(rec)
+				continue
+			}
+		}
+		for i, v := range rec {
+			if v == "" || i >= len(can) {
+				continue
+			}
+			seen[i] = true
+			for _, p := range parses {
+				if can[i]&p.kind != 0 && !p.ok(v) {
+					can[i] &^= p.kind
+				}
+			}
+		}
+	}
+	if names == nil {
+		return nil, errors.New("no header or rows to tell the columns by")
+	}
+	fields := make([]arrow.Field, len(names))
+	for i, name := range names {
+		fields[i] = arrow.Field{Name: name, Type: arrow.BinaryTypes.String, Nullable: true}
+		for _, t := range types {
+			if seen[i] && can[i]&t.kind != 0 {
+				fields[i].Type = t.typ
+				break
+			}
+		}
+	}
+	return arrow.NewSchema(fields, nil), nil
 }
 
 // fileSource reads files one after another, converting each batch's

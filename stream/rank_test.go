@@ -10,6 +10,7 @@ import (
 	"math/rand"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,10 @@ import (
 
 func seeded(t *testing.T) *rand.Rand {
 	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
+	if s, err := strconv.ParseInt(os.Getenv("FLIGHTD_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	t.Logf("seed %d (replay with FLIGHTD_SEED=%d)", seed, seed)
 	return rand.New(rand.NewSource(seed))
 }
 
