@@ -52,6 +52,9 @@ const copyBatchRows = 64 << 10
 // filesRoot opens the files directory and names f's path within it.
 func (e *Engine) filesRoot(f plan.File) (*os.Root, string, error) {
 	dir := e.cfg.FilesDir
+	if f.Path == "" {
+		return nil, "", fmt.Errorf("an empty path names no file: %w", ErrInvalid)
+	}
 	if dir == "" {
 		return nil, "", fmt.Errorf("%q: files on the server are off (start flightd with -files-dir): %w", f.Path, ErrDenied)
 	}

@@ -293,6 +293,7 @@ func TestReadFiles(t *testing.T) {
 	for _, c := range []struct{ q, want string }{
 		{"SELECT * FROM read_parquet('../x.parquet')", "leaves the files directory"},
 		{"SELECT * FROM read_parquet('../*.parquet')", "leaves the files directory"},
+		{"SELECT * FROM read_parquet('')", "an empty path names no file"},
 		{"SELECT * FROM read_parquet('missing.parquet')", "no such file"},
 		{"SELECT * FROM read_parquet(ARRAY['a.parquet', 'other.parquet'])", "unlike"},
 		{"SELECT * FROM read_parquet('a.parquet', header => TRUE)", "takes no options"},

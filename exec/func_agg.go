@@ -405,8 +405,8 @@ func (j *jsonAggAcc) update(groups []uint32, args []arrow.Array, mask []bool) er
 		}
 		j.vals[g] = append(j.vals[g], j.sb.String()...)
 		j.size += int64(cap(j.vals[g]) - before)
-		if err := vectorized.CheckComputedString(map[bool]string{false: "JSON_ARRAYAGG", true: "JSON_OBJECTAGG"}[j.object], int64(len(j.vals[g]))); err != nil {
-			return err
+		if len(j.vals[g]) > vectorized.MaxComputedString {
+			return vectorized.CheckComputedString(j.name(), int64(len(j.vals[g])))
 		}
 	}
 	return nil
@@ -449,6 +449,13 @@ func (j *jsonAggAcc) copyGroup(from, to int) {
 }
 
 func (j *jsonAggAcc) bytes() int64 { return j.size }
+
+func (j *jsonAggAcc) name() string {
+	if j.object {
+		return "JSON_OBJECTAGG"
+	}
+	return "JSON_ARRAYAGG"
+}
 
 // percentileAcc is Flink's PERCENTILE(x, p [, frequency]): the value at
 // position p * (count - 1) of the group's non-NULL values in order, each
