@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -266,6 +267,38 @@ func TestReadFiles(t *testing.T) {
 	if got := rowSet(t, s, "SELECT * FROM read_parquet('?.parquet')"); len(got) != 2*len(want) {
 		t.Fatalf("read_parquet('?.parquet'): %d rows, want the %d of a, b and c", len(got), 2*len(want))
 	}
+	// A prepared query matches its pattern again each time it runs.
+	st, err := s.Prepare(ctx, "SELECT * FROM read_parquet('?.parquet')", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	countRows := func() int64 {
+		t.Helper()
+		op, err := st.Query(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer op.Close()
+		if err := op.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for {
+			b, err := op.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				return n
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += b.NumRows()
+		}
+	}
+	before := countRows()
+	mustExec(t, s, "COPY (SELECT * FROM src) TO 'd.parquet'")
+	if after := countRows(); after != before+int64(len(want)) {
+		t.Fatalf("the prepared read_parquet('?.parquet') read %d rows, then %d after d.parquet was written; want %d more", before, after, len(want))
+	}
 	n := int64(len(want))
 	if got := queryInt(t, s, "SELECT count(*) FROM read_parquet('b.parquet') AS f JOIN src ON f.b = src.b"); got != queryInt(t, s, "SELECT count(*) FROM src WHERE (i >= 0 OR i IS NULL) AND b IS NOT NULL") {
 		t.Fatalf("join of read_parquet with its table: %d rows", got)
@@ -308,7 +341,7 @@ func TestReadFiles(t *testing.T) {
 	}
 	e0, mem0 := openEngine(t, t.TempDir())
 	defer closeEngine(t, e0, mem0)
-	_, err := e0.NewSession().Prepare(ctx, "SELECT * FROM read_parquet('a.parquet')", nil)
+	_, err = e0.NewSession().Prepare(ctx, "SELECT * FROM read_parquet('a.parquet')", nil)
 	if !errors.Is(err, engine.ErrDenied) || engine.SQLState(err) != "42501" {
 		t.Fatalf("read_parquet without a files directory: %v", err)
 	}
