@@ -31,10 +31,11 @@ func init() {
 		if n < 0 {
 			return "", fmt.Errorf("%w: repeat count %d", vectorized.ErrInvalidValue, n)
 		}
-		if len(s) > 0 && n > vectorized.MaxComputedString {
-			return "", vectorized.CheckComputedString("REPEAT", n)
+		size := n * int64(len(s))
+		if len(s) > 0 && n > math.MaxInt64/int64(len(s)) {
+			size = math.MaxInt64
 		}
-		if err := vectorized.CheckComputedString("REPEAT", n*int64(len(s))); err != nil {
+		if err := vectorized.CheckComputedString("REPEAT", size); err != nil {
 			return "", err
 		}
 		return strings.Repeat(s, int(n)), nil
