@@ -148,13 +148,23 @@ func (c *aggCore) heldBytes() int64 {
 	return n
 }
 
-// checkHeld fails once heldBytes passes the query budget. Only a global
-// aggregate calls it: its one group can neither spill nor end early. A
-// grouped aggregation moves new groups to disk past the budget, but the
-// values the groups in memory collect still grow (STATUS: not yet bounded).
-func (c *aggCore) checkHeld() error {
-	if held := c.heldBytes(); c.ec.MemoryLimit > 0 && held > c.ec.MemoryLimit {
-		return fmt.Errorf("%w: the values the aggregates of the groups in memory keep (LISTAGG, ARRAY_AGG, COLLECT, JSON, PERCENTILE, MIN/MAX strings) hold %d bytes, over the query memory budget (%d bytes)", ErrMemoryLimit, held, c.ec.MemoryLimit)
+// checkHeld fails once heldBytes, counted share times (a worker of a
+// parallel aggregation holds about 1/share of the groups), passes the
+// bound. Spilling moves new groups to disk, never the values the groups in
+// memory have collected, and those keep growing with their rows: a global
+// aggregate's one group, a grouped aggregation's few huge groups, a sort
+// aggregation's open groups. Failing here bounds the process. A global
+// aggregate is bounded by the budget; groups by twice the budget, because
+// the groups that filled the budget keep their share of the input: spread
+// evenly, they end up holding about the budget, and only skew past that
+// (few groups collecting most values) is refused.
+func (c *aggCore) checkHeld(share int) error {
+	bound := c.ec.MemoryLimit
+	if len(c.groups) > 0 {
+		bound *= 2
+	}
+	if held := c.heldBytes() * int64(max(share, 1)); c.ec.MemoryLimit > 0 && held > bound {
+		return fmt.Errorf("%w: the values the aggregates of the groups in memory keep (LISTAGG, ARRAY_AGG, COLLECT, JSON, PERCENTILE, MIN/MAX strings) hold %d bytes, over %d bytes (the query memory budget is %d bytes)", ErrMemoryLimit, held, bound, c.ec.MemoryLimit)
 	}
 	return nil
 }
@@ -508,10 +518,8 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 			if err := h.spillDistinct(); err != nil {
 				return err
 			}
-			if len(h.groups) == 0 {
-				if err := h.checkHeld(); err != nil {
-					return err
-				}
+			if err := h.checkHeld(h.nparts); err != nil {
+				return err
 			}
 		}
 	}

@@ -30,7 +30,15 @@ func TestFlinkAggregatesRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 20))
 	for round := range 6 {
 		n := 1 + rng.IntN(3000)
+		// Odd rounds have about a row or two per group: past the budget
+		// most groups go to disk. Even rounds have few groups, which
+		// collect more than the spill modes' budget allows in memory
+		// (refused: TestSpillUnavoidableListagg), so they run in memory
+		// only.
 		groups := 1 + rng.IntN(300)
+		if round%2 == 1 {
+			groups = n/2 + 1 + rng.IntN(n)
+		}
 		tb := exectest.NewTable(t, "g:int32, x:int64, s:string")
 		type model struct {
 			xs   []string // "NULL" for NULL
@@ -72,10 +80,16 @@ func TestFlinkAggregatesRandom(t *testing.T) {
 		sorted := tb
 		sorted.Rows = slices.Clone(tb.Rows)
 		slices.SortStableFunc(sorted.Rows, func(a, b []string) int { return strings.Compare(a[0], b[0]) })
-		for _, mode := range []string{"hash", "spill", "parallel", "sort", "sort-spill"} {
+		modes := []string{"hash", "parallel", "sort"}
+		if round%2 == 1 {
+			modes = append(modes, "spill", "sort-spill")
+		}
+		for _, mode := range modes {
 			limit := int64(0)
+			// A batch of 100 rows of these seven aggregates holds about
+			// 40 KB: the budget must take one.
 			if strings.HasSuffix(mode, "spill") {
-				limit = 16 << 10
+				limit = 64 << 10
 			}
 			ec, mem, checked := spillContext(limit, t.TempDir())
 			ec.Parallelism = 1 + round%3
@@ -111,7 +125,7 @@ func TestFlinkAggregatesRandom(t *testing.T) {
 				t.Fatalf("seed %d round %d %s: %v", seed, round, mode, err)
 			}
 			if mode == "spill" && ec.SpilledRows() == 0 && n > 2000 {
-				t.Errorf("seed %d round %d: %d rows under a 16 KiB budget did not spill", seed, round, n)
+				t.Errorf("seed %d round %d: %d rows under a 64 KiB budget did not spill", seed, round, n)
 			}
 			seen := 0
 			for _, b := range out {

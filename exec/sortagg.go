@@ -91,13 +91,21 @@ func (s *sortAggOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		if err := s.consume(ctx, b); err != nil {
 			return nil, err
 		}
-		if s.ec.overBudget(s.base, s.accBytes()) {
+		// Over the budget, finished groups are emitted at once; with only
+		// the open group left, its DISTINCT pairs go to disk and the
+		// values it collects must fit.
+		over := s.ec.overBudget(s.base, s.accBytes())
+		if over && s.ngroups <= 1 {
 			if err := s.spillDistinct(); err != nil {
 				return nil, err
 			}
+			if err := s.checkHeld(1); err != nil {
+				return nil, err
+			}
 		}
-		// Emit once a batch worth of groups is finished (all but the open one).
-		if s.ngroups-1 >= s.ec.batchSize() {
+		// Emit once a batch worth of groups is finished (all but the open
+		// one), or sooner when their state is over the budget.
+		if s.ngroups-1 >= s.ec.batchSize() || over && s.ngroups > 1 {
 			out, err := s.flush(ctx, s.ngroups-1)
 			if err != nil {
 				return nil, err

@@ -200,8 +200,8 @@ func TestSpill(t *testing.T) {
 		"distinct-sort-aggregate": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 			return exec.NewSortAggregate(ec, ops[0], []exec.Expr{col(s, "s")}, nil, distinctAggs(s), nil)
 		},
-		// Many groups: sort aggregation emits groups while the open one
-		// has pairs on disk.
+		// Many small groups: over the budget, sort aggregation emits its
+		// finished groups instead of spilling (checked below).
 		"distinct-many-sort-aggregate": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 			return exec.NewSortAggregate(ec, ops[0], []exec.Expr{col(s, "s"), col(s, "k")}, nil, distinctAggs(s), nil)
 		},
@@ -320,7 +320,11 @@ func TestSpill(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if spilled == 0 {
+			if name == "distinct-many-sort-aggregate" {
+				if spilled != 0 {
+					t.Fatalf("spilled %d rows: finished groups should have been emitted instead", spilled)
+				}
+			} else if spilled == 0 {
 				t.Fatal("a 16 KiB limit did not spill")
 			}
 			verify := exectest.Unordered
@@ -428,12 +432,14 @@ func TestSpillUnavoidable(t *testing.T) {
 	}
 }
 
-// TestSpillUnavoidableListagg: a global LISTAGG cannot spill, so past the
-// budget it fails with ErrMemoryLimit (it grew until the kernel killed the
-// server before). Grouped, it runs. A sort aggregation
-// holds only its open group: it counts that one, not every group it has
-// finished, and so finishes within the budget (each aggregate whose state
-// grows with its values).
+// TestSpillUnavoidableListagg: the values a LISTAGG collects cannot spill,
+// so when the groups in memory hold more than the budget it fails with
+// ErrMemoryLimit (a global one grew until the kernel killed the server; a
+// grouped one with few huge groups, or a sort aggregation's open group, grew
+// unbounded). Many small groups run: new groups go to disk. A sort
+// aggregation holds only its open groups: it counts those, not every group
+// it has finished, and so finishes within the budget (each aggregate whose
+// state grows with its values).
 func TestSpillUnavoidableListagg(t *testing.T) {
 	rng := rand.New(rand.NewPCG(exectest.Seed(t), 4))
 	in := bigTable(t, rng, 20000, 800)
@@ -453,6 +459,19 @@ func TestSpillUnavoidableListagg(t *testing.T) {
 		{"hash", func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 			return exec.NewHashAggregate(ec, ops[0], []exec.Expr{col(s, "s")}, nil, listagg, nil)
 		}, false},
+		// Seven groups collect about 60 KB: new groups would go to disk,
+		// but these are all in memory and only grow.
+		{"hash, few huge groups", func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewHashAggregate(ec, ops[0], []exec.Expr{col(s, "s")}, nil, listagg, nil)
+		}, true},
+		{"parallel, few huge groups", func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			ec.Parallelism = 2
+			return exec.NewParallelHashAggregate(ec, ops[0], []exec.Expr{col(s, "s")}, nil, listagg, nil)
+		}, true},
+		// One open group (a constant key) collects every value.
+		{"sort, one open group", func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewSortAggregate(ec, ops[0], []exec.Expr{exec.NewLiteral(scalar.NewInt64Scalar(1))}, nil, listagg, nil)
+		}, true},
 		{"sort", func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 			return exec.NewSortAggregate(ec, ops[0], []exec.Expr{col(s, "v")}, nil, []exec.AggregateSpec{
 				{Func: "listagg", Args: []exec.Expr{col(s, "s")}}, {Func: "array_agg", Args: []exec.Expr{col(s, "s")}},

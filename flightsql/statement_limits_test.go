@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flightd/flightd/engine"
 	"github.com/flightd/flightd/flightsql"
 	"github.com/flightd/flightd/internal/hostile"
 )
@@ -14,7 +15,7 @@ import (
 // get an error naming the limit and its SQLSTATE, and other errors carry
 // theirs; the server answers afterwards.
 func TestStatementLimits(t *testing.T) {
-	ts := startServerLimits(t, flightsql.Limits{MaxStatementBytes: 4 << 20}, 0, flightsql.Options{})
+	ts := startServerLimits(t, flightsql.Limits{MaxStatementBytes: 4 << 20}, 0, flightsql.Options{}, func(c *engine.Config) { c.QueryMemory = 256 << 20 })
 	cnxn := ts.connect(t, nil)
 	mustExec(t, cnxn, "CREATE TABLE t (k BIGINT)")
 	mustExec(t, cnxn, "INSERT INTO t VALUES (1), (2)")
