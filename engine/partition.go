@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/flightd/flightd/plan"
 	"github.com/flightd/flightd/sql"
@@ -54,6 +55,9 @@ type Partitions struct {
 	Pins  []TablePin
 	// Plan identifies the physical plan the parts compute.
 	Plan []byte
+	// Expires is when the parts' tickets expire: this process keeps the
+	// pinned snapshots from expiring until then (not sent in tickets).
+	Expires time.Time `json:"-"`
 	// Rows is the number of rows of the result when known exactly (a
 	// projection of an append table), else -1.
 	Rows int64
@@ -62,14 +66,29 @@ type Partitions struct {
 // Partition splits a query statement into parts within the session's
 // Endpoints, with every table pinned at its latest snapshot; nil when the
 // query stays one part (an ordered result, an aggregation, little data:
-// EXPLAIN says why).
-func (st *Statement) Partition(ctx context.Context) (_ *Partitions, err error) {
+// EXPLAIN says why). The parts are redeemable for lifetime: the pinned
+// snapshots do not expire in this process before (another node's expiry
+// does not know of them).
+func (st *Statement) Partition(ctx context.Context, lifetime time.Duration) (_ *Partitions, err error) {
 	defer recoverInternal(&err)
 	if _, ok := st.bound.(*plan.Query); !ok {
 		return nil, nil // EXPLAIN, SHOW: a few rows
 	}
 	p, _, err := st.partition(ctx, st.ast)
-	return p, err
+	if p == nil || err != nil {
+		return nil, err
+	}
+	p.Expires = time.UnixMilli(time.Now().Add(lifetime).UnixMilli())
+	for _, pin := range p.Pins {
+		t, err := st.s.e.store.Table(ctx, pin.Table)
+		if err != nil {
+			return nil, err
+		}
+		if err := t.HoldUntil(pin.Snapshot, p.Expires); err != nil {
+			return nil, fmt.Errorf("snapshot %d of %s expired while the query was planned: %w", pin.Snapshot, pin.Table, err)
+		}
+	}
+	return p, nil
 }
 
 // partition is Partition of query ast, and why the query stays one part.

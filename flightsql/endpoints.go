@@ -69,11 +69,11 @@ func sessionEndpoints(ctx context.Context) int {
 
 // splitInfo is the FlightInfo of a query split into parts: an endpoint per
 // part, its ticket the statement's with the part, the snapshots the parts
-// read and an expiry (the snapshots are kept an hour by default), all
+// read and an expiry (this process keeps the snapshots until then), all
 // signed, so a part is redeemable on its own, in any order, concurrently
 // and again until it expires, by the user who planned it.
 func (s *Server) splitInfo(schema *arrow.Schema, desc *flight.FlightDescriptor, t queryTicket, p *engine.Partitions) (*flight.FlightInfo, error) {
-	expires := time.UnixMilli(time.Now().Add(s.limits.EndpointLifetime).UnixMilli())
+	expires := p.Expires
 	t.Parts, t.Expires = p, expires.UnixMilli()
 	info := s.queryInfo(schema, desc, nil)
 	info.Endpoint = make([]*flight.FlightEndpoint, p.Parts)

@@ -356,8 +356,9 @@ func TestSplitEndpointsADBC(t *testing.T) {
 }
 
 // The endpoints of a split result read the snapshots GetFlightInfo planned
-// on: appends, deletes, updates, overwrites and compaction committed
-// before the DoGets, and while they run, change nothing of the answer.
+// on: appends, deletes, updates, overwrites, compaction and expiry down to
+// one snapshot committed before the DoGets, and while they run, change
+// nothing of the answer.
 func TestSplitEndpointsSnapshotBound(t *testing.T) {
 	ctx := context.Background()
 	seed := time.Now().UnixNano()
@@ -372,6 +373,12 @@ func TestSplitEndpointsSnapshotBound(t *testing.T) {
 		"INSERT INTO p VALUES (5, 1, 'new')",
 		"CALL sys.compact('default.k')",
 		"CALL sys.compact('default.f')",
+		// Down to the latest snapshot: the pinned ones are held until
+		// the tickets expire.
+		"CALL sys.expire_snapshots('default.f', 1, 1)",
+		"CALL sys.expire_snapshots('default.k', 1, 1)",
+		"CALL sys.expire_snapshots('default.dim', 1, 1)",
+		"CALL sys.expire_snapshots('default.p', 1, 1)",
 	}
 	for _, q := range []string{
 		"SELECT * FROM f",

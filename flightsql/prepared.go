@@ -173,7 +173,7 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flights
 	if params == nil {
 		// Without parameters it may split as a statement does; its parts'
 		// tickets stand on their own, as a statement's.
-		parts, err := p.st.Partition(ctx)
+		parts, err := p.st.Partition(ctx, s.limits.EndpointLifetime)
 		if err != nil {
 			return nil, toStatus(err)
 		}

@@ -93,7 +93,7 @@ func (s *Server) statementInfo(ctx context.Context, query string, txnID []byte, 
 		txn = tx.ID() // the command's, or the session's (BEGIN)
 	}
 	t := queryTicket{SQL: query, Database: sess.Database(), Txn: txn, User: userOf(ctx)}
-	parts, err := st.Partition(ctx)
+	parts, err := st.Partition(ctx, s.limits.EndpointLifetime)
 	if err != nil {
 		return nil, toStatus(err)
 	}

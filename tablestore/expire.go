@@ -380,6 +380,28 @@ func (st *tableState) lease(id int64) func() {
 	}
 }
 
+// HoldUntil keeps snapshot id (and later ones) from expiring in this
+// process until the given time, with no scan open: a split result's
+// tickets read their pinned snapshot up to their expiry. It fails
+// (ErrNotFound) when the snapshot is gone already.
+func (t *Table) HoldUntil(id int64, until time.Time) error {
+	st := t.st
+	st.expireMu.Lock()
+	defer st.expireMu.Unlock()
+	if _, err := st.readSnapshot(id); err != nil {
+		return err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.heldUntil == nil {
+		st.heldUntil = map[int64]time.Time{}
+	}
+	if until.After(st.heldUntil[id]) {
+		st.heldUntil[id] = until
+	}
+	return nil
+}
+
 // Close releases the scan's hold on its snapshot; an unclosed scan releases
 // it when garbage collected. Readers already open keep working.
 func (s *Scan) Close() {
@@ -407,7 +429,7 @@ func (s *Scan) holdSnapshot() {
 // ExpireSnapshots deletes snapshots beyond the table's retention
 // (snapshot.num-retained.min/max, snapshot.time-retained) and the files
 // only they reference. Snapshots from the oldest one still leased by an
-// open scan or needed by a consumer on are kept, and tagged snapshots keep
+// open scan, held (HoldUntil) or needed by a consumer on are kept, and tagged snapshots keep
 // their files. It returns the number of snapshots expired.
 func (t *Table) ExpireSnapshots(ctx context.Context) (int, error) {
 	return t.st.expire(ctx, ExpireOptions{})
@@ -470,13 +492,21 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (int, erro
 	} else if c > 0 {
 		protect = min(protect, c)
 	}
+	now := st.s.opts.Now()
 	st.mu.Lock()
 	for id := range st.leases {
 		protect = min(protect, id)
 	}
+	for id, until := range st.heldUntil {
+		if now.Before(until) {
+			protect = min(protect, id)
+		} else {
+			delete(st.heldUntil, id)
+		}
+	}
 	st.mu.Unlock()
 	r := maintenance.Retention{Min: o.retainedMin, Max: o.retainedMax, Protect: protect, MaxDeletes: opts.MaxDeletes,
-		Before: st.s.opts.Now().Add(-o.timeRetained).UnixMilli()}
+		Before: now.Add(-o.timeRetained).UnixMilli()}
 	if !opts.OlderThan.IsZero() {
 		r.Before = opts.OlderThan.UnixMilli()
 	}

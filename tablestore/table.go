@@ -41,6 +41,9 @@ type tableState struct {
 	// expireMu serializes expiry with tag creation.
 	expireMu sync.Mutex
 	leases   map[int64]int // snapshot id -> open scans
+	// heldUntil keeps snapshots from expiring until a time: those the
+	// tickets of a split result read (HoldUntil).
+	heldUntil map[int64]time.Time
 	// published is closed at this process's next commit (change streams
 	// wait on it); atomic, since every stream of the table asks for the
 	// next one at once after a commit.
