@@ -14,7 +14,9 @@ import (
 )
 
 // BenchmarkLookup measures keys/s of Index.Lookup in process, by batch
-// size, for hits and misses, with the cache off and on.
+// size, for hits and misses, with the cache off and on, and with the check
+// of storage for other nodes' commits per lookup (the default) or at most
+// once an hour (stale=1h).
 func BenchmarkLookup(b *testing.B) {
 	ctx := context.Background()
 	const rows = 100_000
@@ -45,15 +47,18 @@ func BenchmarkLookup(b *testing.B) {
 	if _, err := w.Commit(ctx); err != nil {
 		b.Fatal(err)
 	}
-	for _, mode := range []string{"NONE", "PARTIAL"} {
-		opts, _ := ParseOptions(map[string]string{OptCache: mode})
+	for _, mode := range []struct{ cache, stale string }{{"NONE", "0s"}, {"PARTIAL", "0s"}, {"PARTIAL", "1h"}} {
+		opts, err := ParseOptions(map[string]string{OptCache: mode.cache, OptMaxStaleness: mode.stale})
+		if err != nil {
+			b.Fatal(err)
+		}
 		x, err := Open(ctx, tbl, mem, opts)
 		if err != nil {
 			b.Fatal(err)
 		}
 		for _, batch := range []int{1, 1000} {
 			for _, mix := range []string{"hit", "miss"} {
-				b.Run(fmt.Sprintf("cache=%s/batch=%d/%s", mode, batch, mix), func(b *testing.B) {
+				b.Run(fmt.Sprintf("cache=%s/stale=%s/batch=%d/%s", mode.cache, mode.stale, batch, mix), func(b *testing.B) {
 					r := rand.New(rand.NewPCG(1, 2))
 					kb := array.NewInt64Builder(mem)
 					for range batch {
