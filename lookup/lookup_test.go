@@ -440,6 +440,7 @@ func TestLookupBadInput(t *testing.T) {
 	}
 	for _, o := range []map[string]string{
 		{OptCache: "SOME"}, {OptMaxRows: "-1"}, {OptExpireAfter: "soon"}, {OptCacheMissingKey: "maybe"}, {"lookup.bogus": "1"},
+		{OptMaxStaleness: "-1s"}, {OptMaxStaleness: "fresh"},
 	} {
 		if _, err := ParseOptions(o); !errors.Is(err, tablestore.ErrInvalid) {
 			t.Errorf("options %v: %v", o, err)
