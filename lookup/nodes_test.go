@@ -42,13 +42,16 @@ func openNode(t *testing.T, fsys tablestore.FS, root string) (*tablestore.Store,
 func TestLookupSeesOtherNode(t *testing.T) {
 	seed := testSeed(t)
 	for ci, cc := range cacheCases {
+		if cc.name == "partial" || cc.name == "no-missing" {
+			continue // the default cache runs below, and on S3
+		}
 		t.Run(cc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			runTwoNodes(t, seed+uint64(ci), tablestore.NewLocalFS(), tablestore.NewLocalFS(), dir, cc.opts, 12)
+			runTwoNodes(t, seed+uint64(ci), tablestore.NewLocalFS(), tablestore.NewLocalFS(), dir, cc.opts, 10)
 		})
 	}
-	// A staleness bound: lookups see every commit acknowledged at least
-	// that long before they started.
+	// A staleness bound (with the default cache): lookups see every commit
+	// acknowledged at least that long before they started.
 	t.Run("max-staleness", func(t *testing.T) {
 		runTwoNodes(t, seed+99, tablestore.NewLocalFS(), tablestore.NewLocalFS(), t.TempDir(), map[string]string{OptMaxStaleness: "20ms"}, 8)
 	})
