@@ -26,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -91,7 +90,6 @@ func Open(ctx context.Context, t *tablestore.Table, mem memory.Allocator, opts O
 	}
 	keys := t.PrimaryKey()
 	x := &Index{t: t, opts: opts, mem: mem, keys: keys, all: allColumns(t.Schema()), epoch: time.Now()}
-	x.checkedAt.Store(math.MinInt64)
 	x.allOut = x.OutputSchema(nil)
 	for _, k := range keys {
 		i := t.Schema().FieldIndices(k)[0]
