@@ -325,7 +325,7 @@ func TestLookupAfterOtherNodeExpired(t *testing.T) {
 		defer out.Release()
 		return out.Column(2).(*array.Int64).Value(0), snap
 	}
-	if v, snap := read(); v != 0 || snap != first {
+	if v, snap := read(); v != 0 || snap < first {
 		t.Fatalf("v %d at snapshot %d, want 0 at %d", v, snap, first)
 	}
 	var last int64
@@ -338,7 +338,7 @@ func TestLookupAfterOtherNodeExpired(t *testing.T) {
 	if _, err := wt.SnapshotTime(ctx, first); !errors.Is(err, tablestore.ErrSnapshotNotFound) {
 		t.Fatalf("snapshot %d is not expired: %v", first, err)
 	}
-	if v, snap := read(); v != 6 || snap != last {
-		t.Fatalf("after the other node's commits and expiry: v %d at snapshot %d, want 6 at %d", v, snap, last)
+	if v, snap := read(); v != 6 || snap < last { // background compaction may commit after
+		t.Fatalf("after the other node's commits and expiry: v %d at snapshot %d, want 6 at %d or later", v, snap, last)
 	}
 }
