@@ -157,6 +157,8 @@ var cacheCases = []struct {
 	{"tiny", map[string]string{OptMaxRows: "3"}},
 	{"no-missing", map[string]string{OptCacheMissingKey: "false"}},
 	{"full", map[string]string{OptCache: "FULL"}},
+	// This process's commits show at once whatever the staleness allowed.
+	{"stale", map[string]string{OptMaxStaleness: "1h"}},
 }
 
 // TestLookupMatchesScan: under concurrent upserts, deletes, overwrites,
