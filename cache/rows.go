@@ -7,11 +7,11 @@ import (
 	"time"
 )
 
-// Rows is a bounded cache of rows by a 64-bit hash of their key: an entry
-// points at row Row of a segment S of the caller's (lookup/ keeps rows in
-// Arrow columns, a segment per batch read). Two keys may share a hash, so
-// the caller checks the entry's key before using it. Safe for concurrent
-// use.
+// Rows is a bounded cache of rows by a 64-bit hash of their key, in hash
+// tables of its own (table.go): an entry points at row Row of a segment S
+// of the caller's (lookup/ keeps rows in Arrow columns, a segment per batch
+// read). Two keys may share a hash, so the caller checks the entry's key
+// before using it. Safe for concurrent use.
 //
 // Entries live in two generations: new ones go to the current one; when it
 // holds half the bound, it becomes the old one and the old one is dropped
@@ -23,7 +23,7 @@ import (
 // set again.
 type Rows[S any] struct {
 	mu       sync.RWMutex
-	cur, old map[uint64]rowEntry[S]
+	cur, old *rowTable[S]
 	curCost  int64
 	genCost  int64 // the bound of one generation
 	ttl      time.Duration
@@ -43,7 +43,7 @@ func NewRows[S any](maxCost int64, ttl time.Duration) (*Rows[S], error) {
 	if maxCost <= 0 {
 		return nil, fmt.Errorf("cache: size must be positive, got %d", maxCost)
 	}
-	return &Rows[S]{cur: map[uint64]rowEntry[S]{}, old: map[uint64]rowEntry[S]{}, genCost: max(maxCost/2, 1), ttl: ttl}, nil
+	return &Rows[S]{cur: newRowTable[S](0), old: newRowTable[S](0), genCost: max(maxCost/2, 1), ttl: ttl}, nil
 }
 
 // Ref is a cached row: row Row of segment Seg.
@@ -70,9 +70,9 @@ func (r *Rows[S]) GetBatch(hs []uint64, skip []bool, fn func(i int, ref Ref[S]) 
 		}
 		asked++
 		old := false
-		e, ok := r.cur[h]
+		e, ok := r.cur.get(h)
 		if !ok {
-			e, ok = r.old[h]
+			e, ok = r.old.get(h)
 			old = true
 		}
 		if !ok || e.expires != 0 && now > e.expires {
@@ -99,14 +99,14 @@ func (r *Rows[S]) SetBatch(fn func(set Setter[S])) {
 	fn(func(h uint64, ref Ref[S], cost int64) {
 		cost = max(cost, 1)
 		if r.curCost > 0 && r.curCost+cost > r.genCost {
-			r.old, r.cur, r.curCost = r.cur, make(map[uint64]rowEntry[S], len(r.cur)), 0
+			r.old, r.cur, r.curCost = r.cur, newRowTable[S](r.cur.n), 0
 		}
 		exp := ref.Expires
 		if exp == 0 && r.ttl > 0 {
 			exp = now + int64(r.ttl)
 		}
-		delete(r.old, h)
-		r.cur[h] = rowEntry[S]{seg: ref.Seg, row: ref.Row, expires: exp}
+		r.old.del(h)
+		r.cur.put(h, rowEntry[S]{seg: ref.Seg, row: ref.Row, expires: exp})
 		r.curCost += cost
 	})
 }
@@ -115,15 +115,15 @@ func (r *Rows[S]) SetBatch(fn func(set Setter[S])) {
 func (r *Rows[S]) Del(h uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.cur, h)
-	delete(r.old, h)
+	r.cur.del(h)
+	r.old.del(h)
 }
 
 // Clear removes every entry.
 func (r *Rows[S]) Clear() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.cur, r.old, r.curCost = map[uint64]rowEntry[S]{}, map[uint64]rowEntry[S]{}, 0
+	r.cur, r.old, r.curCost = newRowTable[S](0), newRowTable[S](0), 0
 }
 
 // Stats reports the hits and misses of GetBatch.

@@ -3,7 +3,11 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/flightd/flightd/engine"
 )
@@ -58,4 +62,71 @@ func TestLookupIndexesBounded(t *testing.T) {
 		t.Fatalf("after closing one of %d: %v", len(held)+1, err)
 	}
 	l.Close()
+}
+
+// TestOpenLookupSeesOtherEngine: a lookup opened on one engine (a DoExchange
+// of one node) and kept open sees each statement another engine on the
+// same warehouse (another node) committed before the lookup's next batch:
+// random upserts, updates and deletes, every key compared with the model.
+func TestOpenLookupSeesOtherEngine(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	r := rand.New(rand.NewPCG(seed, 15))
+	ctx := context.Background()
+	dir := t.TempDir()
+	a, memA := openEngine(t, dir)
+	defer closeEngine(t, a, memA)
+	b, memB := openEngine(t, dir)
+	defer closeEngine(t, b, memB)
+	sa, sb := a.NewSession(), b.NewSession()
+	mustExec(t, sa, "CREATE TABLE dim (k BIGINT NOT NULL, v STRING, PRIMARY KEY (k) NOT ENFORCED)")
+	l, err := sb.OpenLookup(ctx, engine.LookupRequest{Table: []string{"dim"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	const nKeys = 8
+	keys := make([][]any, nKeys+1) // every key and one never written
+	for k := range keys {
+		keys[k] = []any{k}
+	}
+	model := map[int]string{}
+	for step := range 12 {
+		k, v := r.IntN(nKeys), fmt.Sprint("v", r.IntN(1000))
+		switch op := r.IntN(4); {
+		case op < 2:
+			mustExec(t, sa, fmt.Sprintf("INSERT INTO dim VALUES (%d, '%s')", k, v))
+			model[k] = v
+		case op == 2:
+			mustExec(t, sa, fmt.Sprintf("UPDATE dim SET v = '%s' WHERE k = %d", v, k))
+			if _, ok := model[k]; ok {
+				model[k] = v
+			}
+		default:
+			mustExec(t, sa, fmt.Sprintf("DELETE FROM dim WHERE k = %d", k))
+			delete(model, k)
+		}
+		kb, err := l.KeyBatch(keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, snap, err := l.Do(ctx, kb)
+		kb.Release()
+		if err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		found := out.Column(2).(*array.Boolean)
+		for i := range keys {
+			want, ok := model[i]
+			got := out.Column(1).ValueStr(i)
+			if f := found.Value(i); f != ok || ok && got != want {
+				out.Release()
+				t.Fatalf("step %d (snapshot %d), key %d: found %v, v %s; the other engine committed found %v, v %s", step, snap, i, f, got, ok, want)
+			}
+		}
+		out.Release()
+	}
 }

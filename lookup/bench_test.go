@@ -14,7 +14,9 @@ import (
 )
 
 // BenchmarkLookup measures keys/s of Index.Lookup in process, by batch
-// size, for hits and misses, with the cache off and on.
+// size, for hits and misses, with the cache off and on, and with the check
+// of storage for other nodes' commits per lookup (the default) or at most
+// once an hour (stale=1h).
 func BenchmarkLookup(b *testing.B) {
 	ctx := context.Background()
 	const rows = 100_000
@@ -45,15 +47,18 @@ func BenchmarkLookup(b *testing.B) {
 	if _, err := w.Commit(ctx); err != nil {
 		b.Fatal(err)
 	}
-	for _, mode := range []string{"NONE", "PARTIAL"} {
-		opts, _ := ParseOptions(map[string]string{OptCache: mode})
+	for _, mode := range []struct{ cache, stale string }{{"NONE", "0s"}, {"PARTIAL", "0s"}, {"PARTIAL", "1h"}} {
+		opts, err := ParseOptions(map[string]string{OptCache: mode.cache, OptMaxStaleness: mode.stale})
+		if err != nil {
+			b.Fatal(err)
+		}
 		x, err := Open(ctx, tbl, mem, opts)
 		if err != nil {
 			b.Fatal(err)
 		}
 		for _, batch := range []int{1, 1000} {
 			for _, mix := range []string{"hit", "miss"} {
-				b.Run(fmt.Sprintf("cache=%s/batch=%d/%s", mode, batch, mix), func(b *testing.B) {
+				b.Run(fmt.Sprintf("cache=%s/stale=%s/batch=%d/%s", mode.cache, mode.stale, batch, mix), func(b *testing.B) {
 					r := rand.New(rand.NewPCG(1, 2))
 					kb := array.NewInt64Builder(mem)
 					for range batch {
@@ -130,5 +135,76 @@ func BenchmarkCommitToVisible(b *testing.B) {
 		}
 		out.Release()
 		rec.Release()
+	}
+}
+
+// BenchmarkLookupFromDisk measures keys/s of lookups that no cache
+// answers, in a store without a cache of decoded columns: every key is
+// read from the table's Parquet files (a table larger than memory), with
+// the default row groups (64Ki rows) and small ones.
+func BenchmarkLookupFromDisk(b *testing.B) {
+	ctx := context.Background()
+	const rows = 100_000
+	mem := memory.NewGoAllocator()
+	s, err := tablestore.Open(ctx, tablestore.NewLocalFS(), b.TempDir(), tablestore.Options{Mem: mem})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.CreateDatabase(ctx, "db", false); err != nil {
+		b.Fatal(err)
+	}
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	rb := array.NewRecordBuilder(mem, schema)
+	for i := range rows {
+		rb.Field(0).(*array.Int64Builder).Append(int64(i))
+		rb.Field(1).(*array.StringBuilder).Append(fmt.Sprint("v", i))
+	}
+	rec := rb.NewRecordBatch()
+	defer rec.Release()
+	for _, groupRows := range []int{64 << 10, 1024} {
+		tbl, err := s.CreateTable(ctx, tablestore.Ident{Database: "db", Table: fmt.Sprint("t", groupRows)}, tablestore.TableDef{Schema: schema, PrimaryKey: []string{"id"},
+			Options: map[string]string{"bucket": "4", "file.row-group-rows": fmt.Sprint(groupRows)}}, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		w := tbl.NewWrite(tablestore.WriteOptions{})
+		if err := w.Write(ctx, rec, tablestore.Insert); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := w.Commit(ctx); err != nil {
+			b.Fatal(err)
+		}
+		opts, err := ParseOptions(map[string]string{OptCache: "NONE"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		x, err := Open(ctx, tbl, mem, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, batch := range []int{1, 100, 1000} {
+			b.Run(fmt.Sprintf("group=%d/batch=%d", groupRows, batch), func(b *testing.B) {
+				r := rand.New(rand.NewPCG(1, uint64(batch)))
+				kb := array.NewInt64Builder(mem)
+				defer kb.Release()
+				for range b.N {
+					b.StopTimer()
+					for range batch {
+						kb.Append(int64(r.IntN(rows)))
+					}
+					keys := kb.NewArray()
+					b.StartTimer()
+					out, _, err := x.Lookup(ctx, Request{Keys: []arrow.Array{keys}})
+					if err != nil {
+						b.Fatal(err)
+					}
+					out.Release()
+					keys.Release()
+				}
+				b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "keys/s")
+			})
+		}
+		x.Close()
 	}
 }

@@ -5,14 +5,20 @@
 // An Index follows its table. It holds a scan of the latest snapshot (the
 // lease keeps that snapshot's files) and reads keys through
 // tablestore.Scan.Lookup: key-range and row-group pruning, binary search in
-// each sorted run, versions merged by the table's merge engine. A commit of
-// this process closes the table's Published channel, and a lookup asking
-// for a newer snapshot (one another process committed) shows it behind;
-// the next lookup then moves the index to the latest snapshot, and deletes from the cache the keys
-// the commits in between wrote (tablestore.Table.ChangedKeys; all of them
-// after an overwrite or an unreadable commit). Lookups run under a shared
-// lock and the move under the exclusive one, so a lookup reads one snapshot
-// whole, and one that starts after a commit was acknowledged sees it.
+// each sorted run, versions merged by the table's merge engine. Before a
+// lookup of the latest snapshot, the index asks storage for the table's
+// newest snapshot (tablestore.Table.LatestSnapshotID: the LATEST hint and
+// a probe past it), so it sees the commits of other processes (other nodes
+// on the warehouse) too; concurrent lookups share one such check when it
+// started after they did, and Options.MaxStaleness lets a lookup use the
+// result of an older one. A commit of this process closes the table's
+// Published channel, which moves the index without asking storage. To
+// move, the index plans a scan of the latest snapshot and deletes from the
+// cache the keys the commits in between wrote (tablestore.Table.ChangedKeys;
+// all of them after an overwrite or an unreadable commit). Lookups run
+// under a shared lock and the move under the exclusive one, so a lookup
+// reads one snapshot whole, and one that starts after a commit was
+// acknowledged (by any process, or MaxStaleness before) sees it.
 package lookup
 
 import (
@@ -22,6 +28,8 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -54,6 +62,13 @@ type Index struct {
 	scan      *tablestore.Scan
 	published <-chan struct{}
 	rows      *cache.Rows[*segment] // nil with CacheNone
+
+	// The newest snapshot found in storage, for lookups of the latest
+	// (latestSince).
+	epoch     time.Time    // monotonic clock origin
+	checkMu   sync.Mutex   // one check of storage at a time
+	checkedAt atomic.Int64 // when the last check started, ns since epoch
+	latest    atomic.Int64 // the snapshot id it found
 }
 
 // Check reports why lookups cannot read table t (no primary key, a column
@@ -74,7 +89,7 @@ func Open(ctx context.Context, t *tablestore.Table, mem memory.Allocator, opts O
 		return nil, err
 	}
 	keys := t.PrimaryKey()
-	x := &Index{t: t, opts: opts, mem: mem, keys: keys, all: allColumns(t.Schema())}
+	x := &Index{t: t, opts: opts, mem: mem, keys: keys, all: allColumns(t.Schema()), epoch: time.Now()}
 	x.allOut = x.OutputSchema(nil)
 	for _, k := range keys {
 		i := t.Schema().FieldIndices(k)[0]
@@ -94,12 +109,15 @@ func Open(ctx context.Context, t *tablestore.Table, mem memory.Allocator, opts O
 		x.rows = c
 	}
 	x.published = t.Published()
+	opened := x.now()
 	scan, err := t.NewScan(ctx, tablestore.ScanSpec{})
 	if err != nil {
 		x.Close()
 		return nil, err
 	}
 	x.scan = scan
+	x.latest.Store(scan.SnapshotID())
+	x.checkedAt.Store(opened)
 	if opts.Cache == CacheFull {
 		if err := x.load(ctx); err != nil {
 			x.Close()
@@ -218,7 +236,15 @@ func (x *Index) Lookup(ctx context.Context, req Request) (arrow.RecordBatch, int
 	if req.Columns == nil {
 		req.Columns = x.all
 	}
-	if err := x.refresh(ctx, req.SnapshotID); err != nil {
+	want := req.SnapshotID
+	if want == 0 {
+		latest, err := x.latestSince(ctx, x.now()-int64(x.opts.MaxStaleness))
+		if err != nil {
+			return nil, 0, err
+		}
+		want = latest
+	}
+	if err := x.refresh(ctx, want); err != nil {
 		return nil, 0, err
 	}
 	x.mu.RLock()
@@ -259,6 +285,34 @@ func (x *Index) check(req Request) error {
 		}
 	}
 	return nil
+}
+
+// now is the time on the index's monotonic clock, in ns.
+func (x *Index) now() int64 { return int64(time.Since(x.epoch)) }
+
+// latestSince returns the newest snapshot id in storage as found by a
+// check that started at or after since (x.now's clock), checking now if
+// none did. A check that started after a lookup did sees every commit
+// acknowledged before the lookup started, so concurrent lookups share one.
+func (x *Index) latestSince(ctx context.Context, since int64) (int64, error) {
+	if x.checkedAt.Load() >= since {
+		return x.latest.Load(), nil
+	}
+	x.checkMu.Lock()
+	defer x.checkMu.Unlock()
+	if x.checkedAt.Load() >= since {
+		return x.latest.Load(), nil // checked while this lookup waited
+	}
+	start := x.now()
+	id, err := x.t.LatestSnapshotID(ctx)
+	if err != nil {
+		return 0, err
+	}
+	// latest before checkedAt: a lookup that sees the new time sees the id.
+	id = max(id, x.latest.Load())
+	x.latest.Store(id)
+	x.checkedAt.Store(start)
+	return id, nil
 }
 
 // refresh moves the index to the latest snapshot if a commit was published

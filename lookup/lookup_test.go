@@ -157,6 +157,8 @@ var cacheCases = []struct {
 	{"tiny", map[string]string{OptMaxRows: "3"}},
 	{"no-missing", map[string]string{OptCacheMissingKey: "false"}},
 	{"full", map[string]string{OptCache: "FULL"}},
+	// This process's commits show at once whatever the staleness allowed.
+	{"stale", map[string]string{OptMaxStaleness: "1h"}},
 }
 
 // TestLookupMatchesScan: under concurrent upserts, deletes, overwrites,
@@ -440,6 +442,7 @@ func TestLookupBadInput(t *testing.T) {
 	}
 	for _, o := range []map[string]string{
 		{OptCache: "SOME"}, {OptMaxRows: "-1"}, {OptExpireAfter: "soon"}, {OptCacheMissingKey: "maybe"}, {"lookup.bogus": "1"},
+		{OptMaxStaleness: "-1s"}, {OptMaxStaleness: "fresh"},
 	} {
 		if _, err := ParseOptions(o); !errors.Is(err, tablestore.ErrInvalid) {
 			t.Errorf("options %v: %v", o, err)

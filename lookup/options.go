@@ -36,6 +36,7 @@ const (
 	OptMaxBytes        = "lookup.partial-cache.max-bytes"
 	OptExpireAfter     = "lookup.partial-cache.expire-after-write"
 	OptCacheMissingKey = "lookup.partial-cache.cache-missing-key"
+	OptMaxStaleness    = "lookup.max-staleness"
 )
 
 // DefaultMaxBytes bounds a table's row cache when neither max-rows nor
@@ -56,6 +57,12 @@ type Options struct {
 	// CacheMissingKey caches that a key is absent (the negative cache), so
 	// misses cost what hits do.
 	CacheMissingKey bool
+	// MaxStaleness bounds how old a lookup's snapshot may be: a lookup
+	// sees every commit acknowledged (on any node) at least this long
+	// before it started. 0: every lookup sees every commit acknowledged
+	// before it started, at the cost of reading the table's latest
+	// snapshot hint from storage per lookup (shared by concurrent ones).
+	MaxStaleness time.Duration
 }
 
 // DefaultOptions: a partial cache of DefaultMaxBytes that caches misses.
@@ -107,12 +114,16 @@ func (o *Options) set(k, v string) error {
 		} else {
 			o.MaxBytes = n
 		}
-	case OptExpireAfter:
+	case OptExpireAfter, OptMaxStaleness:
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
 			return bad("a duration such as 10s or 5m")
 		}
-		o.ExpireAfterWrite = d
+		if k == OptExpireAfter {
+			o.ExpireAfterWrite = d
+		} else {
+			o.MaxStaleness = d
+		}
 	case OptCacheMissingKey:
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -120,7 +131,7 @@ func (o *Options) set(k, v string) error {
 		}
 		o.CacheMissingKey = b
 	default:
-		return fmt.Errorf("%w: unknown lookup option %q (known: %s, %s, %s, %s, %s)", tablestore.ErrInvalid, k, OptCache, OptMaxRows, OptMaxBytes, OptExpireAfter, OptCacheMissingKey)
+		return fmt.Errorf("%w: unknown lookup option %q (known: %s, %s, %s, %s, %s, %s)", tablestore.ErrInvalid, k, OptCache, OptMaxRows, OptMaxBytes, OptExpireAfter, OptCacheMissingKey, OptMaxStaleness)
 	}
 	return nil
 }

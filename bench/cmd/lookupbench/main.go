@@ -70,8 +70,10 @@ func main() {
 	dur := flag.Duration("duration", 2*time.Second, "time per measurement")
 	points := flag.Int("points", 2000, "single-key lookups for the latency percentiles")
 	clientList := flag.String("clients", "1,16", "concurrent clients to measure with, comma-separated")
+	batchList := flag.String("batches", "1,100,1000,10000", "keys per batch to measure, comma-separated")
 	cacheOpt := flag.String("cache", "PARTIAL", "lookup.cache of the flightd table: NONE, PARTIAL or FULL")
 	cacheBytes := flag.Int64("cache-bytes", 0, "lookup.partial-cache.max-bytes of the flightd table (0: the default, 64 MiB)")
+	staleness := flag.Duration("max-staleness", 0, "lookup.max-staleness of the flightd table (0: every lookup asks storage for the latest snapshot)")
 	out := flag.String("out", "", "write the results as JSON to this file")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	prepared := flag.Bool("prepared", true, "also measure a Flight SQL prepared point query (system flightd-sql)")
@@ -99,7 +101,7 @@ func main() {
 		log.Fatal(err)
 	}
 	defer stop()
-	if err := load(ctx, eng, *rows, *cacheOpt, *cacheBytes); err != nil {
+	if err := load(ctx, eng, *rows, *cacheOpt, *cacheBytes, *staleness); err != nil {
 		log.Fatal(err)
 	}
 	fc, err := flight.NewClientWithMiddleware(addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -126,14 +128,18 @@ func main() {
 
 	var results []result
 	var lats []latency
-	fmt.Printf("%d rows, lookup.cache %s (max-bytes %d), %s per measurement, %d batches in flight\n", *rows, *cacheOpt, *cacheBytes, *dur, depth)
+	fmt.Printf("%d rows, lookup.cache %s (max-bytes %d), max-staleness %s, %s per measurement, %d batches in flight\n", *rows, *cacheOpt, *cacheBytes, *staleness, *dur, depth)
 	fmt.Printf("%-8s %7s %7s %6s %14s\n", "system", "clients", "batch", "keys", "keys/s")
-	for _, cs := range strings.Split(*clientList, ",") {
-		clients, err := strconv.Atoi(strings.TrimSpace(cs))
-		if err != nil || clients < 1 {
-			log.Fatalf("-clients: %q is not a positive number", cs)
-		}
-		for _, batch := range []int{1, 100, 1000, 10000} {
+	batchSizes, err := positiveList(*batchList)
+	if err != nil {
+		log.Fatalf("-batches: %v", err)
+	}
+	clientCounts, err := positiveList(*clientList)
+	if err != nil {
+		log.Fatalf("-clients: %v", err)
+	}
+	for _, clients := range clientCounts {
+		for _, batch := range batchSizes {
 			for _, mix := range []string{"hit", "miss", "50/50"} {
 				for _, s := range systems {
 					r, err := measure(ctx, s, *rows, batch, mix, *dur, clients)
@@ -158,18 +164,31 @@ func main() {
 		if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
 			log.Fatal(err)
 		}
-		js, _ := json.MarshalIndent(map[string]any{"rows": *rows, "cache": *cacheOpt, "cache_bytes": *cacheBytes, "throughput": results, "single_key": lats}, "", "  ")
+		js, _ := json.MarshalIndent(map[string]any{"rows": *rows, "cache": *cacheOpt, "cache_bytes": *cacheBytes, "max_staleness": staleness.String(), "throughput": results, "single_key": lats}, "", "  ")
 		if err := os.WriteFile(*out, js, 0o644); err != nil {
 			log.Fatal(err)
 		}
 	}
 }
 
+// positiveList parses a comma-separated list of positive numbers.
+func positiveList(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive number", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
 // load creates table lk (id BIGINT key, name STRING, v BIGINT) with rows
 // 0..n-1 in one bulk ingest.
-func load(ctx context.Context, eng *engine.Engine, n int, cacheOpt string, cacheBytes int64) error {
+func load(ctx context.Context, eng *engine.Engine, n int, cacheOpt string, cacheBytes int64, staleness time.Duration) error {
 	sess := eng.NewSession()
-	with := fmt.Sprintf("'bucket' = '4', 'lookup.cache' = '%s'", cacheOpt)
+	with := fmt.Sprintf("'bucket' = '4', 'lookup.cache' = '%s', 'lookup.max-staleness' = '%s'", cacheOpt, staleness)
 	if cacheBytes > 0 {
 		with += fmt.Sprintf(", 'lookup.partial-cache.max-bytes' = '%d'", cacheBytes)
 	}
