@@ -303,9 +303,9 @@ func openIndexReader(ctx context.Context, cat LookupCatalog, t *tablestore.Table
 func (r *indexReader) Read(ctx context.Context, keys []arrow.Array) (arrow.RecordBatch, error) {
 	snap := r.snapshot
 	if snap == 0 {
-		// The table's latest snapshot in storage, as a scan reads it:
-		// another process may have committed it (the index follows this
-		// process's commits only).
+		// The table's latest snapshot in storage, as a scan reads it, is
+		// named: a batch statement reads that one snapshot for every
+		// batch.
 		latest, err := r.x.Table().LatestSnapshotID(ctx)
 		if err != nil {
 			return nil, err
