@@ -56,7 +56,9 @@ func (st *tableState) newChangelogWriter(sch *tableSchema, part []datum, bucket 
 	return d
 }
 
-func (d *dataWriter) open() error {
+// open starts a new file; first is the first batch it gets (columns as
+// fileSchema(sch)).
+func (d *dataWriter) open(first arrow.RecordBatch) error {
 	dir := joinPath(d.st.dir, d.rel)
 	if !d.dirs[dir] {
 		if err := d.st.fs().MkdirAll(dir); err != nil {
@@ -94,8 +96,8 @@ func (d *dataWriter) open() error {
 	// encoding after building one in vain. Level-0 files are short-lived
 	// (compaction soon rewrites them) and skip them altogether.
 	if d.level > 0 || !d.sch.hasPK() {
-		for _, f := range d.fsch.Fields() {
-			if arrow.IsBaseBinary(f.Type.ID()) {
+		for i, f := range d.fsch.Fields() {
+			if arrow.IsBaseBinary(f.Type.ID()) && !mostlyDistinct(first.Column(i)) {
 				wp = append(wp, parquet.WithDictionaryFor(f.Name, true))
 			}
 		}
@@ -128,7 +130,7 @@ func (d *dataWriter) write(ctx context.Context, rec arrow.RecordBatch) error {
 		return nil
 	}
 	if d.pw == nil {
-		if err := d.open(); err != nil {
+		if err := d.open(rec); err != nil {
 			return err
 		}
 	}
@@ -346,4 +348,30 @@ func (a *statAcc) stats(id int) colStats {
 		cs.Max = a.max
 	}
 	return cs
+}
+
+// dictionarySample is how many leading values of a file's first batch
+// mostlyDistinct looks at.
+const dictionarySample = 1024
+
+// mostlyDistinct reports whether more than half of the first
+// dictionarySample non-null values of a string or binary column differ
+// (at least 64 of them): there a dictionary stores nearly every value once
+// more and costs a hash of each, for no smaller file (a random `extra` or
+// URL column of an event stream; most of an ingest's encoding time).
+func mostlyDistinct(col arrow.Array) bool {
+	str, ok := col.(interface{ ValueStr(int) string })
+	if !ok {
+		return false
+	}
+	seen := make(map[string]struct{}, dictionarySample)
+	n := 0
+	for i := 0; i < col.Len() && n < dictionarySample; i++ {
+		if col.IsNull(i) {
+			continue
+		}
+		seen[str.ValueStr(i)] = struct{}{}
+		n++
+	}
+	return n >= 64 && 2*len(seen) > n
 }

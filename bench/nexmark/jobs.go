@@ -111,7 +111,7 @@ func (r *runner) job(ctx context.Context, q Query, key []string, answer *expecte
 	cpu0 := r.cpu()
 	resetPeakRSS(r.srv.Pid)
 	start := time.Now()
-	err = r.ingest(ctx, r.pace(start), tr.committed)
+	err = r.ingest(ctx, pace(start, r.opt.Rate), tr.committed)
 	if err == nil {
 		tr.finish()
 		select {

@@ -24,7 +24,7 @@ func WriteTable(w io.Writer, r *Report) {
 		fmt.Fprintf(w, "streamed as fast as possible\n")
 	}
 	if r.Machine != "" {
-		fmt.Fprintf(w, "%s, %s\n", r.Date, r.Machine)
+		fmt.Fprintf(w, "%s, %s, load average %.1f at the start, %.1f at the end\n", r.Date, r.Machine, r.LoadAvg[0], r.LoadAvg[1])
 	}
 	for _, n := range r.Layout {
 		fmt.Fprintf(w, "- %s\n", n)
@@ -61,6 +61,27 @@ func WriteTable(w io.Writer, r *Report) {
 		fmt.Fprintf(w, "%d streamed answers compared no row while the batch answer has rows (no window closed)\n", c.Vacuous)
 	}
 	writeJobs(w, r)
+	writePaced(w, r)
+}
+
+// writePaced prints the paced runs' table, if any ran.
+func writePaced(w io.Writer, r *Report) {
+	if r.PacedShare == 0 {
+		return
+	}
+	fmt.Fprintf(w, "streamed again with ingest paced at %.0f%% of the first run's events/s:\n", 100*r.PacedShare)
+	fmt.Fprintf(w, "%-5s | %10s %10s | %-7s %10s %10s %9s %9s %8s | %s\n",
+		"query", "full ev/s", "paced ev/s", "paced", "events/s", "ev/cpu-s", "p50 ms", "p99 ms", "compared", "why")
+	for _, q := range r.Queries {
+		p := q.Paced
+		if p == nil {
+			continue
+		}
+		fmt.Fprintf(w, "%-5s | %10.0f %10.0f | %-7s %10.0f %10.0f %9.1f %9.1f %8d | %s\n",
+			q.Query, q.Stream.EventsPerSec, p.Rate, p.Status, p.EventsPerSec, p.EventsPerCPUSec, p.LatencyP50Ms, p.LatencyP99Ms, p.Compared, p.Error)
+	}
+	c := Count(r)
+	fmt.Fprintf(w, "paced: %d equal to batch, %d differ (also late), %d failed\n", c.PacedOK, c.PacedDiffers, c.PacedFailed)
 }
 
 // writeJobs prints the continuous jobs' table, if any ran.
@@ -99,6 +120,8 @@ type Counts struct {
 	Vacuous                                                 int
 	Uncompared                                              int
 	JobOK, JobDiffers, JobFailed, JobRefused, JobUncompared int
+	// Paced runs (Options.PacedShare): differs counts late ones too.
+	PacedOK, PacedDiffers, PacedFailed int
 }
 
 // Count counts the queries by outcome.
@@ -123,6 +146,16 @@ func Count(r *Report) Counts {
 				c.JobUncompared++
 			default:
 				c.JobFailed++
+			}
+		}
+		if p := q.Paced; p != nil {
+			switch p.Status {
+			case StatusOK, StatusUncompared:
+				c.PacedOK++
+			case StatusDiffers, StatusLate:
+				c.PacedDiffers++
+			default:
+				c.PacedFailed++
 			}
 		}
 		switch q.Stream.Status {

@@ -33,8 +33,13 @@ type Options struct {
 	Timeout      time.Duration // longest a query may run, batch or streaming
 	Stream       bool          // also run the queries as streaming queries
 	Jobs         bool          // also run the queries with a key in JobKeys as continuous jobs
-	Database     string        // flightd's database of the tables ("default")
-	Log          io.Writer     // progress lines; nil: none
+	// PacedShare, with Stream: each query that streamed is streamed again
+	// with ingest paced at this share of the events/s its first run
+	// reached (its sustainable rate), for the latency below the maximum
+	// rate; 0: not.
+	PacedShare float64
+	Database   string    // flightd's database of the tables ("default")
+	Log        io.Writer // progress lines; nil: none
 }
 
 // Status of a query run.
@@ -74,10 +79,13 @@ type StreamResult struct {
 	EventsPerCPUSec float64 `json:"events_per_cpu_second"`
 	LatencyP50Ms    float64 `json:"latency_p50_ms"`
 	LatencyP99Ms    float64 `json:"latency_p99_ms"`
-	Changes         int64   `json:"changes"`
-	PeakRSSMB       float64 `json:"flightd_peak_rss_mb,omitempty"`
-	Rows            int     `json:"rows"`
-	Equal           bool    `json:"streamed_equals_batch"`
+	// Rate is the events/s of wall time ingest was paced at (0: as fast
+	// as possible).
+	Rate      float64 `json:"rate,omitempty"`
+	Changes   int64   `json:"changes"`
+	PeakRSSMB float64 `json:"flightd_peak_rss_mb,omitempty"`
+	Rows      int     `json:"rows"`
+	Equal     bool    `json:"streamed_equals_batch"`
 	Comparison
 }
 
@@ -103,7 +111,10 @@ type QueryResult struct {
 	Stream StreamResult `json:"stream"`
 	// Job is the query run as a continuous job into a keyed sink (queries
 	// with a key in JobKeys, with Options.Jobs).
-	Job   *StreamResult `json:"job,omitempty"`
+	Job *StreamResult `json:"job,omitempty"`
+	// Paced is the query streamed again at Options.PacedShare of
+	// Stream.EventsPerSec.
+	Paced *StreamResult `json:"paced,omitempty"`
 	Flink *FlinkResult  `json:"flink,omitempty"`
 }
 
@@ -116,14 +127,18 @@ type LoadResult struct {
 
 // Report is a whole run.
 type Report struct {
-	Date         string        `json:"date"`
-	Machine      string        `json:"machine"`
-	Events       int64         `json:"events"`
-	CommitEvents int           `json:"commit_events"`
-	Rate         float64       `json:"rate"`
-	Layout       []string      `json:"layout"` // how the tables were made, and why
-	Load         LoadResult    `json:"load"`
-	Queries      []QueryResult `json:"queries"`
+	Date         string  `json:"date"`
+	Machine      string  `json:"machine"`
+	Events       int64   `json:"events"`
+	CommitEvents int     `json:"commit_events"`
+	Rate         float64 `json:"rate"`
+	PacedShare   float64 `json:"paced_share,omitempty"`
+	// LoadAvg is the machine's 1-minute load average when the run began
+	// and when it ended (other processes share the cores).
+	LoadAvg [2]float64    `json:"load_average"`
+	Layout  []string      `json:"layout"` // how the tables were made, and why
+	Load    LoadResult    `json:"load"`
+	Queries []QueryResult `json:"queries"`
 }
 
 // Run loads the events into the flightd srv, runs every query as a batch
@@ -149,7 +164,12 @@ func Run(ctx context.Context, mem memory.Allocator, srv *Server, queries []Query
 	}
 	defer f.Close()
 	r.f = f
-	rep := &Report{Events: opt.Events, CommitEvents: opt.CommitEvents, Rate: opt.Rate}
+	if !(opt.PacedShare >= 0 && opt.PacedShare <= 1) {
+		return nil, fmt.Errorf("nexmark: the paced share must be from 0 (no paced run) to 1, got %v", opt.PacedShare)
+	}
+	rep := &Report{Events: opt.Events, CommitEvents: opt.CommitEvents, Rate: opt.Rate, PacedShare: opt.PacedShare}
+	rep.LoadAvg[0] = loadAverage()
+	defer func() { rep.LoadAvg[1] = loadAverage() }()
 	if rep.Layout, err = r.createTables(ctx); err != nil {
 		return nil, err
 	}
@@ -178,9 +198,14 @@ func Run(ctx context.Context, mem memory.Allocator, srv *Server, queries []Query
 			rep.Queries[i].Stream.Error = "no batch answer to compare with"
 			continue
 		}
-		rep.Queries[i].Stream = r.stream(ctx, q, answers[i])
+		rep.Queries[i].Stream = r.stream(ctx, q, answers[i], opt.Rate)
 		s := rep.Queries[i].Stream
 		r.logf("%s stream: %s %s", q.Name, s.Status, s.Error)
+		if opt.PacedShare > 0 && (s.Status == StatusOK || s.Status == StatusUncompared) && s.EventsPerSec > 0 {
+			p := r.stream(ctx, q, answers[i], opt.PacedShare*s.EventsPerSec)
+			rep.Queries[i].Paced = &p
+			r.logf("%s paced at %.0f events/s: %s %s (p50 %.0f ms, p99 %.0f ms)", q.Name, p.Rate, p.Status, p.Error, p.LatencyP50Ms, p.LatencyP99Ms)
+		}
 		if key := JobKeys[q.Name]; opt.Jobs && key != nil {
 			j := r.job(ctx, q, key, answers[i])
 			rep.Queries[i].Job = &j
@@ -411,10 +436,10 @@ func (r *runner) batch(ctx context.Context, q Query) (BatchResult, *expected) {
 }
 
 // stream runs q as a streaming query over new tables while the events are
-// ingested, applies its changes and compares the result with the batch
-// answer.
-func (r *runner) stream(ctx context.Context, q Query, answer *expected) StreamResult {
-	res := StreamResult{Status: StatusFailed}
+// ingested at rate events/s (0: as fast as possible), applies its changes
+// and compares the result with the batch answer.
+func (r *runner) stream(ctx context.Context, q Query, answer *expected, rate float64) StreamResult {
+	res := StreamResult{Status: StatusFailed, Rate: rate}
 	if err := r.recreateTables(ctx); err != nil {
 		res.Error = "tables: " + oneLine(err)
 		return res
@@ -461,7 +486,7 @@ func (r *runner) stream(ctx context.Context, q Query, answer *expected) StreamRe
 	cpu0 := r.cpu()
 	resetPeakRSS(r.srv.Pid)
 	start := time.Now()
-	err = r.ingest(ctx, r.pace(start), tr.committed)
+	err = r.ingest(ctx, pace(start, rate), tr.committed)
 	if err == nil {
 		tr.finish()
 		select {
@@ -521,14 +546,14 @@ func (r *runner) stream(ctx context.Context, q Query, answer *expected) StreamRe
 	return res
 }
 
-// pace is the ingest's wait before each commit for opt.Rate from start
-// (nil: as fast as possible).
-func (r *runner) pace(start time.Time) func(sent int64) time.Duration {
-	if r.opt.Rate <= 0 {
+// pace is the ingest's wait before each commit for rate events/s from
+// start (nil for 0: as fast as possible).
+func pace(start time.Time, rate float64) func(sent int64) time.Duration {
+	if rate <= 0 {
 		return nil
 	}
 	return func(sent int64) time.Duration {
-		return time.Until(start.Add(time.Duration(float64(sent) / r.opt.Rate * float64(time.Second))))
+		return time.Until(start.Add(time.Duration(float64(sent) / rate * float64(time.Second))))
 	}
 }
 

@@ -3,6 +3,7 @@ package nexmark
 import (
 	"bytes"
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -131,6 +132,77 @@ func TestRun(t *testing.T) {
 	for _, f := range []string{"nexmark.json", "nexmark.png"} {
 		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+}
+
+// TestRunPaced: with a paced share, each query that streamed streams again
+// with ingest paced at that share of its first run's events/s: the paced
+// run takes at least the time the pace sets, measures its latency, and its
+// answer is compared with the batch answer again.
+func TestRunPaced(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	dir := t.TempDir()
+	ctx := context.Background()
+	_, addr, stop, err := doget.StartFlightd(ctx, engine.Config{Mem: memory.NewGoAllocator(), Root: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	var queries []Query
+	for _, name := range []string{"q2", "q92", "q91"} {
+		q, err := ParseQuery(name, testQueries[name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		queries = append(queries, q)
+	}
+	cfg := DefaultConfig()
+	cfg.Rate = 500
+	srv := &Server{URI: "grpc://" + addr, Pid: os.Getpid(), DataDir: dir}
+	const share = 0.5
+	opt := Options{Events: 4000, CommitEvents: 500, Generator: cfg, Timeout: 5 * time.Minute, Stream: true, PacedShare: share}
+	rep, err := Run(ctx, mem, srv, queries, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	WriteTable(&table, rep)
+	t.Log("\n" + table.String())
+	if !strings.Contains(table.String(), "paced at 50%") {
+		t.Errorf("no paced table")
+	}
+	for _, q := range rep.Queries {
+		p := q.Paced
+		if q.Query == "q91" {
+			if p != nil {
+				t.Errorf("q91 was refused as a stream, but ran paced: %+v", p)
+			}
+			continue
+		}
+		if p == nil || p.Status != StatusOK || !p.Equal || p.Compared != q.Batch.Rows-p.OpenRows || (q.Query == "q92" && p.Compared == 0) {
+			t.Fatalf("%s paced: %+v", q.Query, p)
+		}
+		if want := share * q.Stream.EventsPerSec; math.Abs(p.Rate-want) > 1e-9*want {
+			t.Errorf("%s paced at %v events/s, want %v", q.Query, p.Rate, want)
+		}
+		// The last commit begins once the others' events are due.
+		if least := float64(opt.Events-int64(opt.CommitEvents)) / p.Rate; p.Seconds < least {
+			t.Errorf("%s paced run took %.2f s, the pace sets at least %.2f s", q.Query, p.Seconds, least)
+		}
+		if p.LatencyP50Ms <= 0 || p.LatencyP99Ms < p.LatencyP50Ms {
+			t.Errorf("%s paced latency p50 %v p99 %v", q.Query, p.LatencyP50Ms, p.LatencyP99Ms)
+		}
+	}
+	if c := Count(rep); c.PacedOK != 2 || c.PacedDiffers+c.PacedFailed != 0 {
+		t.Errorf("paced counts %+v", c)
+	}
+	for _, bad := range []float64{-0.5, 1.5, math.NaN()} {
+		o := opt
+		o.PacedShare = bad
+		if _, err := Run(ctx, mem, srv, queries, o); err == nil || !strings.Contains(err.Error(), "paced share") {
+			t.Errorf("paced share %v: %v", bad, err)
 		}
 	}
 }

@@ -141,9 +141,23 @@ func makeUnit[F any](runs []Run[F], count, maxLevel int) *Unit[F] {
 	return u
 }
 
-// PickAppend merges the small files (below half of targetFileSize) of an
-// append-table bucket once there are minFileNum of them, or any two with
-// full.
+// appendMaxFileNum is Paimon's compaction.max.file-num default: this many
+// small files are merged even while they stay below the target size.
+const appendMaxFileNum = 50
+
+// PickAppend picks small files (below half of targetFileSize) of an
+// append-table bucket to merge, as Paimon's bucketed append compaction does:
+// a window of consecutive small files (by MaxSeq) that together reach
+// targetFileSize with at least minFileNum of them, or that has
+// max(minFileNum, appendMaxFileNum) files; the one that ends first, and of
+// those ending there the shortest. With full, all small files once there are
+// two. Waiting for the target size keeps a merged file from being merged
+// again with each few new files (that rewrote the growing file every
+// minFileNum commits: quadratic in the bucket's size): a window's output
+// rolls at the target size, so at most its tail, below half the target, is
+// small again. Compaction writes at most twice the bytes appended while
+// files are at least 1/appendMaxFileNum of the target, at most four times
+// while they are at least a tenth of that.
 func PickAppend[F File](files []F, targetFileSize int64, minFileNum int, full bool) *Unit[F] {
 	var small []F
 	for _, f := range files {
@@ -151,8 +165,22 @@ func PickAppend[F File](files []F, targetFileSize int64, minFileNum int, full bo
 			small = append(small, f)
 		}
 	}
-	if len(small) < minFileNum && !(full && len(small) > 1) {
-		return nil
+	if full {
+		if len(small) < 2 {
+			return nil
+		}
+		return &Unit[F]{Files: small}
 	}
-	return &Unit[F]{Files: small}
+	slices.SortStableFunc(small, func(a, b F) int { return cmp.Compare(a.MaxSeq(), b.MaxSeq()) })
+	maxFileNum := max(minFileNum, appendMaxFileNum)
+	for hi := range small {
+		var size int64
+		for lo := hi; lo >= 0; lo-- {
+			size += small[lo].Size()
+			if n := hi - lo + 1; (size >= targetFileSize && n >= minFileNum) || n >= maxFileNum {
+				return &Unit[F]{Files: small[lo : hi+1]}
+			}
+		}
+	}
+	return nil
 }

@@ -148,8 +148,11 @@ func TestPickUniversalRandom(t *testing.T) {
 	}
 }
 
-// TestPickAppend: small files only, and only once there are enough of them
-// (two with full).
+// TestPickAppend: small files only; without full, the window of
+// consecutive ones (by MaxSeq) reaching the target size with minFileNum
+// files or the file-count limit that ends first, the shortest ending there,
+// and none while no window does; with full, all small files once there are
+// two.
 func TestPickAppend(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
@@ -157,20 +160,111 @@ func TestPickAppend(t *testing.T) {
 	for iter := range 2000 {
 		target, minNum, full := 100+rng.Int64N(1000), 1+rng.IntN(6), rng.IntN(2) == 0
 		var files, small []*file
-		for range rng.IntN(10) {
-			f := &file{size: rng.Int64N(2 * target)}
+		for i := range rng.IntN(80) {
+			// Mostly small files of any size, in random seq order.
+			f := &file{size: rng.Int64N(target / 2), seq: int64(rng.IntN(1000)*100 + i)}
+			if rng.IntN(8) == 0 {
+				f.size = target/2 + rng.Int64N(target)
+			}
 			files = append(files, f)
 			if f.size < target/2 {
 				small = append(small, f)
 			}
 		}
 		u := PickAppend(files, target, minNum, full)
-		want := len(small) >= minNum || (full && len(small) >= 2)
-		switch {
-		case !want && u != nil:
-			t.Fatalf("iter %d: %d small files (min %d, full %v), picked %d", iter, len(small), minNum, full, len(u.Files))
-		case want && (u == nil || !slices.Equal(u.Files, small)):
-			t.Fatalf("iter %d: want the %d small files, got %+v", iter, len(small), u)
+		if full {
+			want := len(small) >= 2
+			if want != (u != nil) || (u != nil && !sameFiles(u.Files, small)) {
+				t.Fatalf("iter %d: full with %d small files, got %+v", iter, len(small), u)
+			}
+			continue
+		}
+		slices.SortStableFunc(small, func(a, b *file) int { return int(a.seq - b.seq) })
+		picks := func(w []*file) bool {
+			var size int64
+			for _, f := range w {
+				size += f.size
+			}
+			return (size >= target && len(w) >= minNum) || len(w) >= max(minNum, appendMaxFileNum)
+		}
+		// The first window end at which some window qualifies.
+		end := -1
+		for hi := 0; hi < len(small) && end < 0; hi++ {
+			for lo := 0; lo <= hi; lo++ {
+				if picks(small[lo : hi+1]) {
+					end = hi
+					break
+				}
+			}
+		}
+		if end < 0 {
+			if u != nil {
+				t.Fatalf("iter %d: no window of %d small files qualifies (target %d, min %d), picked %d", iter, len(small), target, minNum, len(u.Files))
+			}
+			continue
+		}
+		if u == nil {
+			t.Fatalf("iter %d: a window of the %d small files ending at %d qualifies, picked none", iter, len(small), end)
+		}
+		lo := slices.Index(small, u.Files[0])
+		if lo < 0 || lo+len(u.Files) != end+1 || !slices.Equal(u.Files, small[lo:end+1]) || !picks(u.Files) || picks(small[lo+1:end+1]) {
+			t.Fatalf("iter %d: want the shortest qualifying window of consecutive small files ending at %d, got %d files from %d", iter, end, len(u.Files), lo)
+		}
+	}
+}
+
+func sameFiles(a, b []*file) bool {
+	return len(a) == len(b) && !slices.ContainsFunc(a, func(f *file) bool { return !slices.Contains(b, f) })
+}
+
+// TestPickAppendWriteAmp appends files of random sizes up to half the
+// target to one bucket, compacts after each as the store does (outputs
+// rolling at the target size), and checks what compaction writes per byte
+// appended: at most 2 with files from 1/50 of the target, at most 4 from
+// 1/500 (merging every few small files rewrote the growing output again
+// and again: about 30 there).
+func TestPickAppendWriteAmp(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 4))
+	for iter := range 60 {
+		target, minNum := 10_000+rng.Int64N(100_000), 1+rng.IntN(8)
+		smallest, bound := target/appendMaxFileNum, 2.0
+		if iter%2 == 1 {
+			smallest, bound = target/(10*appendMaxFileNum), 4.0
+		}
+		var live []*file
+		var seq, appended, rewritten int64
+		for range 50 + rng.IntN(3000) {
+			seq++
+			f := &file{size: smallest + rng.Int64N(target/2-smallest), seq: seq}
+			if iter%2 == 1 {
+				f.size = smallest + rng.Int64N(target/appendMaxFileNum-smallest)
+			}
+			live = append(live, f)
+			appended += f.size
+			for picks := 0; ; picks++ {
+				u := PickAppend(live, target, minNum, false)
+				if u == nil {
+					break
+				}
+				if picks == len(live) {
+					t.Fatalf("iter %d (target %d, min %d): the picker keeps picking its own outputs", iter, target, minNum)
+				}
+				var size, maxSeq int64
+				for _, in := range u.Files {
+					size += in.size
+					maxSeq = max(maxSeq, in.seq)
+					live = slices.DeleteFunc(live, func(f *file) bool { return f == in })
+				}
+				rewritten += size
+				for ; size > 0; size -= target {
+					live = append(live, &file{size: min(size, target), seq: maxSeq})
+				}
+			}
+		}
+		if amp := float64(rewritten) / float64(appended); amp > bound {
+			t.Fatalf("iter %d (target %d, min %d, files from %d): compaction wrote %d bytes for %d appended (%.2fx, want at most %v)", iter, target, minNum, smallest, rewritten, appended, amp, bound)
 		}
 	}
 }

@@ -41,6 +41,7 @@ func run() error {
 		genRate    = flag.Int64("event-rate", 10_000, "the generator's events per second of event time (Beam's firstEventRate)")
 		delayed    = flag.Float64("delayed", 0, "share of events emitted up to 3 s (event time) late")
 		stream     = flag.Bool("stream", true, "also run the queries as streaming queries")
+		paced      = flag.Float64("paced", 0, "with -stream, stream each query again with ingest paced at this share (0.8: 80%) of the events/s its first run reached, for the latency below the maximum rate; 0: no paced run")
 		jobs       = flag.Bool("jobs", true, "with -stream, also run the queries that have a key as continuous jobs (INSERT INTO a keyed sink)")
 		timeout    = flag.Duration("timeout", 10*time.Minute, "longest one query may take, batch or streaming")
 		connect    = flag.String("connect", "", "use the flightd at this URI (grpc://host:port) instead of starting one")
@@ -104,7 +105,7 @@ func run() error {
 	cfg.ProbDelayedEvent = *delayed
 	opt := nexmark.Options{
 		Events: *events, CommitEvents: *commit, Rate: *rate, Generator: cfg,
-		Timeout: *timeout, Stream: *stream, Jobs: *jobs, Log: os.Stderr,
+		Timeout: *timeout, Stream: *stream, Jobs: *jobs, PacedShare: *paced, Log: os.Stderr,
 	}
 	rep, err := nexmark.Run(ctx, memory.NewGoAllocator(), srv, queries, opt)
 	if err != nil {
@@ -129,9 +130,9 @@ func run() error {
 			log.Print(err)
 		}
 	}
-	if c := nexmark.Count(rep); *ci && c.Differs+c.Late+c.Failed+c.Vacuous+c.JobDiffers+c.JobFailed > 0 {
-		return fmt.Errorf("nexmark: %d streamed answers differ from the batch answers, %d more only after a later progress marker, %d streams failed, %d compared nothing; jobs: %d differ, %d failed",
-			c.Differs, c.Late, c.Failed, c.Vacuous, c.JobDiffers, c.JobFailed)
+	if c := nexmark.Count(rep); *ci && c.Differs+c.Late+c.Failed+c.Vacuous+c.JobDiffers+c.JobFailed+c.PacedDiffers+c.PacedFailed > 0 {
+		return fmt.Errorf("nexmark: %d streamed answers differ from the batch answers, %d more only after a later progress marker, %d streams failed, %d compared nothing; jobs: %d differ, %d failed; paced: %d differ, %d failed",
+			c.Differs, c.Late, c.Failed, c.Vacuous, c.JobDiffers, c.JobFailed, c.PacedDiffers, c.PacedFailed)
 	}
 	return nil
 }

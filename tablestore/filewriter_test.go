@@ -1,0 +1,119 @@
+package tablestore
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet/file"
+)
+
+// TestDictionaryByDistinctness: a data file gets a dictionary for a string
+// column whose first batch repeats values, and none for one whose first
+// batch's values mostly differ (sampled: at least 64 non-null values, more
+// than half distinct); every row reads back either way.
+func TestDictionaryByDistinctness(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 9))
+	s, mem, dir := newTestStore(t)
+	ctx := context.Background()
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "k", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "b", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	for iter := range 12 {
+		n := 1 + rng.IntN(3000)
+		// Mostly distinct values in one column, repeating ones in the other.
+		distinctS, distinctB := n, 1+rng.IntN(max(1, n/4))
+		if iter%2 == 1 {
+			distinctS, distinctB = distinctB, distinctS
+		}
+		nullShare := rng.Float64()
+		var rows [][]any
+		var want []string
+		// The sample's distinct share, as mostlyDistinct computes it.
+		sampleS, sampleB := map[string]bool{}, map[string]bool{}
+		var seenS, seenB int
+		for i := range n {
+			row := []any{i, nil, nil}
+			if rng.Float64() >= nullShare {
+				row[1] = fmt.Sprintf("s%d", rng.IntN(distinctS))
+				if seenS < dictionarySample {
+					sampleS[row[1].(string)] = true
+					seenS++
+				}
+			}
+			if rng.Float64() >= nullShare {
+				row[2] = fmt.Sprintf("b%d", rng.IntN(distinctB))
+				if seenB < dictionarySample {
+					sampleB[row[2].(string)] = true
+					seenB++
+				}
+			}
+			rows = append(rows, row)
+			want = append(want, rowString(row))
+		}
+		name := fmt.Sprintf("t%d", iter)
+		tbl, err := s.CreateTable(ctx, Ident{"db", name}, TableDef{Schema: sc}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeRows(t, tbl, mem, WriteOptions{}, Insert, rows)
+		eqRows(t, scanAll(t, tbl, ScanSpec{}), want...)
+		wantDict := map[string]bool{
+			"s": !(seenS >= 64 && 2*len(sampleS) > seenS),
+			"b": !(seenB >= 64 && 2*len(sampleB) > seenB),
+		}
+		files := 0
+		err = filepath.WalkDir(filepath.Join(dir, "db.db", name), func(path string, d os.DirEntry, err error) error {
+			if err != nil || !strings.HasSuffix(path, ".parquet") {
+				return err
+			}
+			files++
+			pf, err := file.OpenParquetFile(path, false)
+			if err != nil {
+				return err
+			}
+			defer pf.Close()
+			for col, want := range wantDict {
+				idx := pf.MetaData().Schema.ColumnIndexByName(col)
+				cc, err := pf.MetaData().RowGroup(0).ColumnChunk(idx)
+				if err != nil {
+					return err
+				}
+				if got := cc.HasDictionaryPage(); got != want {
+					return fmt.Errorf("iter %d: column %s (%d rows, %d distinct values drawn, %.0f%% NULL): dictionary %v, want %v",
+						iter, col, n, map[string]int{"s": distinctS, "b": distinctB}[col], 100*nullShare, got, want)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if files != 1 {
+			t.Fatalf("iter %d: %d data files, want 1", iter, files)
+		}
+	}
+}
+
+func rowString(row []any) string {
+	var cells []string
+	for _, v := range row {
+		switch v := v.(type) {
+		case nil:
+			cells = append(cells, "NULL")
+		default:
+			cells = append(cells, fmt.Sprint(v))
+		}
+	}
+	return strings.Join(cells, "|")
+}
