@@ -77,8 +77,10 @@ func (s *Store) leasePath(name string, epoch int64) string {
 }
 
 // AcquireLease makes owner the holder of lease name for ttl when nobody
-// holds it (never taken, expired or released). When another owner holds
-// it the error wraps ErrLeaseHeld and the Lease returned is the holder's.
+// holds it (never taken, expired or released) or owner does (a node
+// restarted under its name: owners must be unique among live nodes). When
+// another owner holds it the error wraps ErrLeaseHeld and the Lease
+// returned is the holder's.
 func (s *Store) AcquireLease(ctx context.Context, name, owner string, ttl time.Duration) (Lease, error) {
 	if err := validateName("lease", name); err != nil {
 		return Lease{}, err
@@ -87,7 +89,7 @@ func (s *Store) AcquireLease(ctx context.Context, name, owner string, ttl time.D
 	if err != nil {
 		return cur, err
 	}
-	if cur.Epoch > 0 && cur.ExpiresMillis > s.opts.Now().UnixMilli() {
+	if cur.Epoch > 0 && cur.Owner != owner && cur.ExpiresMillis > s.opts.Now().UnixMilli() {
 		return cur, fmt.Errorf("%w: %s holds lease %s until %s", ErrLeaseHeld, cur.Owner, name, time.UnixMilli(cur.ExpiresMillis).UTC().Format(time.RFC3339Nano))
 	}
 	return s.publishLease(Lease{Name: name, Owner: owner, Epoch: cur.Epoch + 1, ExpiresMillis: s.opts.Now().Add(ttl).UnixMilli()})
