@@ -29,18 +29,8 @@ func (s *Store) Heartbeat(ctx context.Context, id, location string) error {
 	if err := validateName("node", id); err != nil {
 		return err
 	}
-	dir := joinPath(s.root, nodeDirName)
-	if err := s.fs.MkdirAll(dir); err != nil {
-		return fmt.Errorf("node %s: %w", id, err)
-	}
-	tmp := joinPath(dir, ".tmp-"+newUUID())
 	info := NodeInfo{ID: id, Location: location, HeartbeatMillis: s.opts.Now().UnixMilli()}
-	if _, err := writeMeta(s.fs, tmp, info); err != nil {
-		_ = s.fs.Remove(tmp)
-		return fmt.Errorf("node %s: %w", id, err)
-	}
-	if err := s.fs.Rename(tmp, joinPath(dir, id)); err != nil {
-		_ = s.fs.Remove(tmp)
+	if err := s.replaceMeta(joinPath(s.root, nodeDirName), id, info); err != nil {
 		return fmt.Errorf("node %s: %w", id, err)
 	}
 	return nil
