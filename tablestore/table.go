@@ -468,7 +468,8 @@ func (p *Pin) Release() {
 }
 
 // WithPin returns a handle on the same table whose reads of the latest
-// snapshot go through p. p must serve this table only.
+// snapshot go through p (nil: a handle that resolves at every read, for
+// what outlives the statement). p must serve this table only.
 func (t *Table) WithPin(p *Pin) *Table {
 	c := *t
 	c.pin = p
