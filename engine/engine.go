@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -68,6 +69,15 @@ type Config struct {
 	// user owns read its sources; nil when there is no authentication
 	// (they read everything).
 	OwnerGrants func(user string) Authorizer
+	// JobLease is the lifetime of the lease by which one of the nodes
+	// sharing a warehouse runs each continuous job (job_lease.go): a job
+	// whose node died runs again on another within about 1.5 times this.
+	// 0 means DefaultJobLease.
+	JobLease time.Duration
+	// NodeID names this node in job leases; a node restarted under the
+	// same id takes its jobs back at once. It must be unique among the
+	// live nodes of a warehouse. Empty means random.
+	NodeID string
 	// FilesDir is the directory of the server whose files COPY reads and
 	// writes (copy.go); empty refuses COPY.
 	FilesDir string
@@ -93,6 +103,10 @@ type Engine struct {
 	jobs      map[string]*job
 	jobCtx    context.Context
 	jobCancel context.CancelFunc
+	// node names this engine in job leases; followDone closes when the
+	// loop following other nodes' jobs ended.
+	node       string
+	followDone chan struct{}
 
 	lookups lookups // lookup indexes by table version and options (lookup.go)
 }
@@ -131,12 +145,16 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		_ = store.Close()
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, store: store, txns: make(map[string]*Txn), jobs: map[string]*job{}}
+	e := &Engine{cfg: cfg, store: store, txns: make(map[string]*Txn), jobs: map[string]*job{}, node: newNodeID(), followDone: make(chan struct{})}
 	if cfg.Scheduler == nil {
 		cfg.Scheduler = newEmbeddedScheduler
 	}
 	e.sched = cfg.Scheduler(e)
+	if cfg.NodeID != "" {
+		e.node = cfg.NodeID
+	}
 	e.jobCtx, e.jobCancel = context.WithCancel(context.WithoutCancel(ctx))
+	go e.followJobs()
 	err = e.startJobs(ctx)
 	if err == nil {
 		err = e.startContinuous(ctx)

@@ -216,7 +216,7 @@ func (e *Engine) launchLocked(def tablestore.JobDef, sink string, mtable *tables
 	go func() {
 		defer close(j.done)
 		for {
-			err := j.run(ctx)
+			err := j.runLeased(ctx)
 			switch {
 			case ctx.Err() != nil:
 				// Stopped, or the engine closes: the job stays as stored.
@@ -378,6 +378,7 @@ func (c *catalog) JobRows(ctx context.Context) ([][]string, error) {
 // RUNNING, so they restart with the engine).
 func (e *Engine) stopJobs() {
 	e.jobCancel()
+	<-e.followDone
 	e.jobsMu.Lock()
 	jobs := make([]*job, 0, len(e.jobs))
 	for _, j := range e.jobs {

@@ -116,7 +116,7 @@ func (c *catalog) LookupIndex(ctx context.Context, t *tablestore.Table) (*lookup
 	if err != nil {
 		return nil, nil, fmt.Errorf("lookup on %s: %w", t.Ident(), err)
 	}
-	entry, err := c.s.e.lookupIndex(ctx, t, opts)
+	entry, err := c.s.e.lookupIndex(ctx, t.WithPin(nil), opts) // the index outlives the statement and its snapshot pin
 	if err != nil {
 		return nil, nil, err
 	}

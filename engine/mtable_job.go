@@ -93,16 +93,8 @@ func commitInterval(md *tablestore.MaterializedDef) time.Duration {
 // current query. The caller holds the table's refresh lock.
 func (e *Engine) syncContinuous(ctx context.Context, id tablestore.Ident) {
 	ctx = context.WithoutCancel(ctx) // the job must follow the definition even if the statement's client left
-	want := ""
-	var def tablestore.JobDef
-	var fresh int64
-	if t, err := e.store.Table(ctx, id); err == nil {
-		if md := t.Materialized(); md != nil && md.Mode == plan.ModeContinuous && !md.Suspended {
-			want = materializedJobID(id, md.Query)
-			def = tablestore.JobDef{ID: want, SQL: md.Query, Database: id.Database, State: JobRunning}
-			fresh = md.FreshnessMillis
-		}
-	}
+	def, fresh := e.continuousWanted(ctx, id)
+	want := def.ID
 	e.jobsMu.Lock()
 	defer e.jobsMu.Unlock()
 	keep := want
@@ -114,6 +106,34 @@ func (e *Engine) syncContinuous(ctx context.Context, id tablestore.Ident) {
 		e.launchLocked(def, identString(id), &id)
 		e.jobs[want].freshness = fresh
 	}
+}
+
+// continuousWanted is the job materialized table id's definition asks
+// for, and its freshness (a zero def: none).
+func (e *Engine) continuousWanted(ctx context.Context, id tablestore.Ident) (tablestore.JobDef, int64) {
+	t, err := e.store.Table(ctx, id)
+	if err != nil {
+		return tablestore.JobDef{}, 0
+	}
+	md := t.Materialized()
+	if md == nil || md.Mode != plan.ModeContinuous || md.Suspended {
+		return tablestore.JobDef{}, 0
+	}
+	return tablestore.JobDef{ID: materializedJobID(id, md.Query), SQL: md.Query, Database: id.Database, State: JobRunning}, md.FreshnessMillis
+}
+
+// continuousInStep says whether this node's jobs of materialized table id
+// are those its definition asks for (def, fresh), running or not.
+func (e *Engine) continuousInStep(id tablestore.Ident, def tablestore.JobDef, fresh int64) bool {
+	e.jobsMu.Lock()
+	defer e.jobsMu.Unlock()
+	for jid, j := range e.jobs {
+		if j.mtable != nil && *j.mtable == id && (jid != def.ID || j.freshness != fresh) {
+			return false
+		}
+	}
+	_, ok := e.jobs[def.ID]
+	return def.ID == "" || ok
 }
 
 // stopContinuousLocked stops and forgets the jobs of materialized table id
@@ -150,6 +170,11 @@ func (e *Engine) materializedChanged(ctx context.Context, id tablestore.Ident) {
 // startContinuous starts the jobs of the materialized tables in
 // CONTINUOUS mode.
 func (e *Engine) startContinuous(ctx context.Context) error {
+	return e.eachMaterialized(ctx, func(id tablestore.Ident) { e.materializedChanged(ctx, id) })
+}
+
+// eachMaterialized calls fn with every materialized table.
+func (e *Engine) eachMaterialized(ctx context.Context, fn func(tablestore.Ident)) error {
 	dbs, err := e.store.Databases(ctx)
 	if err != nil {
 		return err
@@ -162,7 +187,7 @@ func (e *Engine) startContinuous(ctx context.Context) error {
 		for _, n := range names {
 			id := tablestore.Ident{Database: db, Table: n}
 			if t, err := e.store.Table(ctx, id); err == nil && t.Materialized() != nil {
-				e.materializedChanged(ctx, id)
+				fn(id)
 			}
 		}
 	}

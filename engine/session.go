@@ -80,6 +80,9 @@ type Statement struct {
 	// (PreparePartition).
 	part      *plan.Partitioning
 	partIndex int
+	// pins make a query read each table at one snapshot per execution,
+	// resolved once (catalog.Table); nil for other statements.
+	pins []*tablestore.Pin
 }
 
 // Prepare parses and binds one statement, so errors surface before any
@@ -97,9 +100,20 @@ func (s *Session) Prepare(ctx context.Context, text string, tx *Txn) (*Statement
 func (s *Session) PrepareAST(ctx context.Context, ast sql.Statement, tx *Txn) (_ *Statement, err error) {
 	defer recoverInternal(&err)
 	st := &Statement{s: s, tx: tx, ast: ast}
-	cat := &catalog{s: s, tx: tx, db: s.Database(), looked: map[tablestore.Ident]int{}}
+	cat := &catalog{s: s, tx: tx, db: s.Database(), looked: map[tablestore.Ident]int{}, pinned: map[tablestore.Ident]*tablestore.Pin{}}
 	if st.bound, err = s.bind(ctx, ast, cat); err != nil {
 		return nil, err
+	}
+	// Only a query's executions read their tables where the plan's
+	// handles resolve them: DML binds again at execution, and a streaming
+	// query or a job follows its tables' new snapshots.
+	q, isQuery := st.bound.(*plan.Query)
+	for _, p := range cat.pinned {
+		if isQuery && !q.Streaming() && tx == nil {
+			st.pins = append(st.pins, p)
+		} else {
+			p.Release()
+		}
 	}
 	if err := s.allowStatement(st.bound); err != nil {
 		return nil, err
@@ -198,6 +212,9 @@ func (st *Statement) ParamSchema() *arrow.Schema {
 // results of several rows are concatenated in row order.
 func (st *Statement) Query(ctx context.Context, params arrow.RecordBatch) (_ exec.Operator, err error) {
 	defer recoverInternal(&err)
+	for _, p := range st.pins {
+		p.Reset() // this execution reads the snapshots latest now
+	}
 	ec := st.s.e.execContext()
 	switch b := st.bound.(type) {
 	case *plan.Query:
@@ -333,13 +350,26 @@ func drain(ctx context.Context, op exec.Operator, fn func(arrow.RecordBatch) err
 // With pins set (autocommit DML), every table is read at its latest
 // snapshot as of its first lookup, recorded in pins, so the write can name
 // the snapshot it was computed from. looked, if set, counts the lookups of
-// each table.
+// each table. With pinned set, the handles of a table share one
+// tablestore.Pin, kept there, so that the statement resolves the table's
+// latest snapshot once for binding and planning, and once per execution.
+// A table or view is looked up in the store once per catalog (a listing
+// or a read on an object store, at every reference otherwise).
 type catalog struct {
 	s      *Session
 	tx     *Txn
 	db     string
 	pins   map[tablestore.Ident]int64
 	looked map[tablestore.Ident]int
+	pinned map[tablestore.Ident]*tablestore.Pin
+	tables map[tablestore.Ident]*tablestore.Table
+	views  map[tablestore.Ident]viewLookup
+}
+
+// viewLookup is the outcome of a catalog's lookup of a view name.
+type viewLookup struct {
+	def tablestore.ViewDef
+	err error
 }
 
 var _ plan.Catalog = (*catalog)(nil)
@@ -350,7 +380,7 @@ func (c *catalog) Table(ctx context.Context, id tablestore.Ident) (*tablestore.T
 	if err := c.s.allow(id.Database, Read); err != nil {
 		return nil, 0, err
 	}
-	t, err := c.s.e.store.Table(ctx, id)
+	t, err := c.table(ctx, id)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -380,6 +410,30 @@ func (c *catalog) Table(ctx context.Context, id tablestore.Ident) (*tablestore.T
 	return t, snap, nil
 }
 
+// table opens table id once per catalog.
+func (c *catalog) table(ctx context.Context, id tablestore.Ident) (*tablestore.Table, error) {
+	if t, ok := c.tables[id]; ok {
+		return t, nil
+	}
+	t, err := c.s.e.store.Table(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if c.pinned != nil {
+		p := c.pinned[t.Ident()]
+		if p == nil {
+			p = &tablestore.Pin{}
+			c.pinned[t.Ident()] = p
+		}
+		t = t.WithPin(p)
+	}
+	if c.tables == nil {
+		c.tables = map[tablestore.Ident]*tablestore.Table{}
+	}
+	c.tables[id] = t
+	return t, nil
+}
+
 func (c *catalog) Databases(ctx context.Context) ([]string, error) {
 	return c.s.e.store.Databases(ctx)
 }
@@ -397,7 +451,24 @@ func (c *catalog) View(ctx context.Context, id tablestore.Ident) (tablestore.Vie
 	if err := c.s.allow(id.Database, Read); err != nil {
 		return tablestore.ViewDef{}, err
 	}
-	return c.s.e.store.View(ctx, id)
+	if v, ok := c.views[id]; ok {
+		return v.def, v.err
+	}
+	var def tablestore.ViewDef
+	var err error
+	if _, terr := c.table(ctx, id); terr == nil {
+		// A name is a table or a view, never both (the store refuses to
+		// create either over the other): the table's lookup, which its
+		// binding needs anyway, answers for the view.
+		err = fmt.Errorf("view %s: %w", id, tablestore.ErrViewNotFound)
+	} else {
+		def, err = c.s.e.store.View(ctx, id)
+	}
+	if c.views == nil {
+		c.views = map[tablestore.Ident]viewLookup{}
+	}
+	c.views[id] = viewLookup{def, err}
+	return def, err
 }
 
 func (c *catalog) Views(ctx context.Context, db string) ([]string, error) {

@@ -88,7 +88,7 @@ func (s *Server) splitInfo(schema *arrow.Schema, desc *flight.FlightDescriptor, 
 		if err != nil {
 			return nil, err
 		}
-		info.Endpoint[i] = &flight.FlightEndpoint{Ticket: &flight.Ticket{Ticket: handle}, ExpirationTime: timestamppb.New(expires)}
+		info.Endpoint[i] = &flight.FlightEndpoint{Ticket: &flight.Ticket{Ticket: handle}, ExpirationTime: timestamppb.New(expires), Location: s.nodes.location(i)}
 	}
 	return info, nil
 }

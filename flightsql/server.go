@@ -80,6 +80,10 @@ type Server struct {
 	messages *sharedMessages
 	empties  emptyBatches
 
+	// nodes is set by Advertise (locations.go): nil, endpoints name no
+	// location.
+	nodes *nodeView
+
 	stopJanitor chan struct{}
 	janitorDone chan struct{}
 	closeOnce   sync.Once
@@ -179,6 +183,7 @@ func (s *Server) Close() {
 	s.closeOnce.Do(func() {
 		close(s.stopJanitor)
 		<-s.janitorDone
+		s.nodes.close()
 	})
 	for _, p := range s.prepared.all() {
 		_ = p.setParams(nil) // unbinding always fits

@@ -292,7 +292,7 @@ func (s *Server) queryInfo(schema *arrow.Schema, desc *flight.FlightDescriptor, 
 	return &flight.FlightInfo{
 		Schema:           flight.SerializeSchema(resultSchema(schema), s.mem),
 		FlightDescriptor: desc,
-		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: ticket}}},
+		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: ticket}, Location: s.nodes.location(0)}},
 		TotalRecords:     -1,
 		TotalBytes:       -1,
 	}

@@ -70,6 +70,8 @@ func (st *tableState) compactAll(ctx context.Context, full bool) error {
 			if len(g) > 1 || g[0].File.DeleteRowCount > 0 || g[0].File.Level != sch.opts.compactionTrigger || g[0].File.SchemaID != sch.ID {
 				u = &maintenance.Unit[*manifestEntry]{Files: g, OutputLevel: sch.opts.compactionTrigger, DropDeletes: true}
 			}
+		case sch.opts.merge.engine == engineFirstRow:
+			u = maintenance.PickFirstRow(sch.opts.universal(), maintenance.SortedRuns(g))
 		default:
 			u = maintenance.PickUniversal(sch.opts.universal(), maintenance.SortedRuns(g))
 		}
@@ -156,6 +158,18 @@ func (st *tableState) afterCommit(ctx context.Context, touched []*manifestEntry)
 	if sch.opts.writeOnly {
 		st.triggerCompaction() // expiry only
 		return
+	}
+	if sch.hasPK() && sch.opts.merge.engine == engineFirstRow {
+		// Paimon's readers skip level 0 of first-row tables, so the commit
+		// moves it out before the writer goes on, as Paimon's writers do
+		// (maintenance.PickFirstRow): they see the rows at the
+		// compaction's snapshot, right after this one. A failure leaves it
+		// to the background pass.
+		if err := st.compactAll(ctx, false); err != nil && ctx.Err() == nil {
+			st.mu.Lock()
+			st.bgErr = err
+			st.mu.Unlock()
+		}
 	}
 	for range 3 {
 		done := st.triggerCompaction()

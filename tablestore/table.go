@@ -439,6 +439,65 @@ func (st *tableState) cacheLive(id int64, live []*manifestEntry) {
 type Table struct {
 	st     *tableState
 	schema *tableSchema
+	pin    *Pin // nil: every read of the latest snapshot resolves it
+}
+
+// Pin is one resolution of a table's latest snapshot, shared by the
+// handles of one statement (WithPin): the first read of the latest
+// snapshot through any of them resolves it (a few requests on an object
+// store), the others read the same snapshot, so a statement reads one
+// snapshot per table and pays for it once. Reset makes the next read
+// resolve again (a new execution); Release makes the handles resolve at
+// every read, as unpinned ones do. Safe for concurrent use.
+type Pin struct {
+	mu       sync.Mutex
+	sn       *snapshot
+	resolved bool
+	released bool
+}
+
+// Reset forgets the snapshot resolved.
+func (p *Pin) Reset() {
+	p.mu.Lock()
+	p.sn, p.resolved = nil, false
+	p.mu.Unlock()
+}
+
+// Release stops the pinning for good.
+func (p *Pin) Release() {
+	p.mu.Lock()
+	p.sn, p.resolved, p.released = nil, false, true
+	p.mu.Unlock()
+}
+
+// WithPin returns a handle on the same table whose reads of the latest
+// snapshot go through p (nil: a handle that resolves at every read, for
+// what outlives the statement). p must serve this table only.
+func (t *Table) WithPin(p *Pin) *Table {
+	c := *t
+	c.pin = p
+	return &c
+}
+
+// latest resolves the table's latest snapshot, once per pin.
+func (t *Table) latest() (*snapshot, error) {
+	p := t.pin
+	if p == nil {
+		return t.st.resolveSnapshot(0)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.released {
+		return t.st.resolveSnapshot(0)
+	}
+	if !p.resolved {
+		sn, err := t.st.resolveSnapshot(0)
+		if err != nil {
+			return nil, err
+		}
+		p.sn, p.resolved = sn, true
+	}
+	return p.sn, nil
 }
 
 // Ident returns the table's name.
@@ -493,7 +552,13 @@ func (t *Table) LatestSnapshotID(ctx context.Context) (int64, error) {
 // snapshot, so a statement bound before the replace sees the old table
 // whole rather than the new data through the old schema.
 func (t *Table) resolve(id int64) (*snapshot, error) {
-	sn, err := t.st.resolveSnapshot(id)
+	var sn *snapshot
+	var err error
+	if id == 0 {
+		sn, err = t.latest()
+	} else {
+		sn, err = t.st.resolveSnapshot(id)
+	}
 	if err != nil || sn == nil || id != 0 || sn.SchemaID <= t.schema.ID {
 		return sn, err
 	}

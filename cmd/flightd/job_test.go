@@ -25,7 +25,8 @@ func TestKill9JobExactlyOnce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	bin := buildFlightd(t)
 	dir := t.TempDir()
-	p := start(t, bin, dir)
+	// One node restarted under its name: each restart runs the jobs at once.
+	p := start(t, bin, dir, "-node-id", "n1")
 	cnxn, closeConn := p.connect(t)
 	for _, q := range []string{
 		`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
@@ -71,7 +72,7 @@ func TestKill9JobExactlyOnce(t *testing.T) {
 		wrote += <-done
 		_ = p.cmd.Wait()
 		closeConn()
-		p = start(t, bin, dir)
+		p = start(t, bin, dir, p.flags...)
 	}
 	cnxn, closeConn = p.connect(t)
 	defer closeConn()

@@ -9,7 +9,9 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"log"
+	"net"
 	"os"
 	"os/signal"
 	"path"
@@ -56,6 +58,9 @@ func run() error {
 		parallel = flag.Int("parallelism", 0, "goroutines one query's scans and aggregations use (0: one per core, 1: serial)")
 		maxBytes = flag.Int("max-statement-bytes", flightsql.DefaultLimits.MaxStatementBytes, "longest SQL statement accepted, in bytes")
 		filesDir = flag.String("files-dir", "", "directory of the server whose files COPY t FROM 'file' and COPY ... TO 'file' read and write (paths relative to it, never outside it); empty: COPY is refused")
+		jobLease = flag.Duration("job-lease", engine.DefaultJobLease, "lifetime of the lease in the warehouse by which one of the nodes sharing it runs each continuous job; a job whose node died runs on another within about 1.5 times this")
+		advert   = flag.String("advertise", "", "host:port at which clients reach this node, named in the endpoints of query results; a result split over several endpoints (session option flightd.max_endpoints) goes round every live node of the warehouse that advertises (default: endpoints name no location, clients read them where they asked)")
+		nodeID   = flag.String("node-id", "", "name of this node among those sharing the warehouse, for job leases: a node restarted under its name takes its jobs back at once, without waiting for -job-lease; must be unique among live nodes (default: random)")
 		maxToks  = flag.Int("max-statement-tokens", flightsql.DefaultLimits.MaxStatementTokens, "most tokens (names, literals, operators) one SQL statement may have")
 	)
 	memLimit, queryMem, cacheMem := sizeFlag{auto: true}, sizeFlag{auto: true}, sizeFlag{auto: true}
@@ -102,7 +107,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	cfg := engine.Config{Mem: memory.NewGoAllocator(), FS: wh.fs, Root: wh.root, QueryMemory: queryBytes, Plan: plan.Options{FreshnessThreshold: *mtThresh}, SpillDir: wh.spill, CacheBytes: cacheBytes, Parallelism: *parallel, FilesDir: *filesDir}
+	cfg := engine.Config{Mem: memory.NewGoAllocator(), FS: wh.fs, Root: wh.root, QueryMemory: queryBytes, Plan: plan.Options{FreshnessThreshold: *mtThresh}, SpillDir: wh.spill, CacheBytes: cacheBytes, Parallelism: *parallel, FilesDir: *filesDir, JobLease: *jobLease, NodeID: *nodeID}
 	if *authFile != "" {
 		cfg.OwnerGrants = flightsql.OwnerGrants(grants)
 	}
@@ -117,6 +122,20 @@ func run() error {
 	})
 	if err != nil {
 		return errors.Join(err, eng.Close())
+	}
+	if *advert != "" {
+		if _, _, err := net.SplitHostPort(*advert); err != nil {
+			srv.Close()
+			return errors.Join(fmt.Errorf("-advertise %q: want host:port: %w", *advert, err), eng.Close())
+		}
+		scheme := "grpc+tcp://"
+		if *tlsCert != "" {
+			scheme = "grpc+tls://"
+		}
+		if err := srv.Advertise(scheme+*advert, 0); err != nil {
+			srv.Close()
+			return errors.Join(err, eng.Close())
+		}
 	}
 	fs, err := flightsql.NewFlightServer(srv, flightsql.Options{
 		Users: users, Grants: grants, Key: key, TokenLifetime: *tokenTTL, MaxConnectionIdle: *connIdle,

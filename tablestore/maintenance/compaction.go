@@ -100,6 +100,21 @@ func PickUniversal[F any](o Universal, runs []Run[F]) *Unit[F] {
 	return nil
 }
 
+// PickFirstRow picks for a first-row table, whose runs above level 0
+// Paimon's readers read without merging (they skip level 0): a key must
+// be in one of them at most. While level 0 holds a run, every run of the
+// bucket is merged into the last level, where the oldest version of each
+// key is kept; nil when level 0 is empty. (Paimon's writers compact only
+// level 0, dropping the keys the levels above hold by looking them up;
+// merging the whole bucket keeps the same invariant at a higher write
+// cost.)
+func PickFirstRow[F any](o Universal, runs []Run[F]) *Unit[F] {
+	if len(runs) == 0 || runs[0].Level != 0 {
+		return nil
+	}
+	return makeUnit(runs, len(runs), o.Trigger)
+}
+
 func pickSizeRatio[F any](o Universal, runs []Run[F], count int, force bool, maxLevel int) *Unit[F] {
 	var size int64
 	for _, r := range runs[:count] {

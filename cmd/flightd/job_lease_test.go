@@ -1,0 +1,169 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-adbc/go/adbc"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// TestJobRunsOnOneNode runs two flightd processes on one warehouse (a
+// local directory, then a bucket) with a continuous GROUP BY job while a
+// writer changes its source through the node that does not run it. The
+// node running the job is killed with SIGKILL and started again, three
+// times; each time the job must move to a live node and its sink equal the
+// batch answer. Each process commits as its own commit user, so the
+// commit users of the sink's snapshots, in order, show who ran the job:
+// one contiguous run per runner (two runners at once would interleave),
+// and a new runner at every kill.
+func TestJobRunsOnOneNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	bin := buildFlightd(t)
+	t.Run("local", func(t *testing.T) { testJobRunsOnOneNode(t, bin, t.TempDir(), nil) })
+	t.Run("s3", func(t *testing.T) {
+		data, flags := s3Warehouse(t)
+		testJobRunsOnOneNode(t, bin, data, flags)
+	})
+}
+
+func testJobRunsOnOneNode(t *testing.T, bin, data string, flags []string) {
+	const kills = 3
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	flags = append(slices.Clone(flags), "-job-lease", "2s")
+	nodes := []*process{start(t, bin, data, flags...), start(t, bin, data, flags...)}
+	cnxn, closeConn := nodes[0].connect(t)
+	for _, q := range []string{
+		`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`CREATE TABLE d (g BIGINT NOT NULL, name VARCHAR, PRIMARY KEY (g) NOT ENFORCED)`,
+		`CREATE TABLE agg (g BIGINT NOT NULL, c BIGINT, sv BIGINT, PRIMARY KEY (g) NOT ENFORCED)`,
+		`CREATE TABLE marker (n BIGINT)`,
+		`INSERT INTO s VALUES (1, 1, 10), (2, 2, 20)`,
+		`INSERT INTO agg SELECT g, count(*), sum(v) FROM s /*+ OPTIONS('scan.mode'='latest-full') */ GROUP BY g`,
+	} {
+		if err := execSQL(cnxn, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	closeConn()
+	// user maps each process's commit user to its node, by a commit.
+	user := map[string]int{}
+	identify := func(n int) {
+		t.Helper()
+		c, done := nodes[n].connect(t)
+		defer done()
+		if err := execSQL(c, fmt.Sprintf(`INSERT INTO marker VALUES (%d)`, n)); err != nil {
+			t.Fatal(err)
+		}
+		users := snapshotUsers(t, c, "marker")
+		user[users[len(users)-1]] = n
+	}
+	identify(0)
+	identify(1)
+	// converge writes through node w while the job runs, until the sink
+	// equals the batch answer; it returns the node whose commit is last.
+	converge := func(w int) int {
+		t.Helper()
+		c, done := nodes[w].connect(t)
+		defer done()
+		for range 5 + rng.IntN(10) {
+			if err := execSQL(c, randomWrite(rng)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := rowsOf(t, c, `SELECT g, count(*), sum(v) FROM s GROUP BY g`, "|")
+		deadline := time.Now().Add(time.Minute)
+		for {
+			if got := rowsOf(t, c, `SELECT g, c, sv FROM agg`, "|"); slices.Equal(got, want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("seed %d: sink does not reach the batch answer %v: %v\njobs: %v", seed, want,
+					rowsOf(t, c, `SELECT g, c, sv FROM agg`, "|"), rowsOf(t, c, `SHOW JOBS`, "|"))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		users := snapshotUsers(t, c, "agg")
+		owner, ok := user[users[len(users)-1]]
+		if !ok {
+			t.Fatalf("the last commit to the sink is by %s, no live node", users[len(users)-1])
+		}
+		return owner
+	}
+	owner := converge(1)
+	for range kills {
+		survivor := 1 - owner
+		// Write through the survivor while the owner dies.
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			c, done := nodes[survivor].connect(t)
+			defer done()
+			for range 20 {
+				if err := execSQL(c, randomWrite(rand.New(rand.NewPCG(seed, uint64(survivor))))); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+		nodes[owner].kill(t)
+		_ = nodes[owner].cmd.Wait()
+		wg.Wait()
+		for u, n := range user {
+			if n == owner {
+				delete(user, u)
+			}
+		}
+		nodes[owner] = start(t, bin, data, flags...)
+		identify(owner)
+		owner = converge(survivor)
+	}
+	c, done := nodes[0].connect(t)
+	defer done()
+	users := snapshotUsers(t, c, "agg")
+	runs := 0
+	seen := map[string]bool{}
+	for i, u := range users {
+		if i > 0 && u == users[i-1] {
+			continue
+		}
+		if seen[u] {
+			t.Fatalf("seed %d: commit user %s ran the job again after another: two runners at once: %v", seed, u, users)
+		}
+		seen[u] = true
+		runs++
+	}
+	if runs != kills+1 {
+		t.Fatalf("seed %d: %d runners over %d kills: %v", seed, runs, kills, users)
+	}
+	t.Logf("%d sink commits by %d runners, one at a time", len(users), runs)
+	for _, p := range nodes {
+		if err := p.terminate(t); err != nil {
+			t.Fatalf("flightd did not exit cleanly: %v", err)
+		}
+	}
+}
+
+// snapshotUsers lists the commit user of every snapshot of table, in order.
+func snapshotUsers(t *testing.T, c adbc.Connection, table string) []string {
+	t.Helper()
+	var out []string
+	q := `SELECT commit_user FROM ` + table + `$snapshots ORDER BY snapshot_id`
+	if err := query(c, q, func(b arrow.RecordBatch) {
+		col := b.Column(0).(*array.String)
+		for i := range col.Len() {
+			out = append(out, col.Value(i))
+		}
+	}); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return out
+}

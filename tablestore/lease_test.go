@@ -1,0 +1,104 @@
+package tablestore
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestLeaseOneHolder: several stores on one warehouse (nodes) take, renew,
+// stall and release one lease at random, concurrently. Each counts itself
+// the holder from just before it publishes an epoch until that epoch's
+// lifetime minus a margin has passed (what a job runner does), or until it
+// releases; no two of those intervals of different nodes may overlap, and
+// the lease must change hands.
+func TestLeaseOneHolder(t *testing.T) {
+	forEachWarehouse(t, func(t *testing.T, wh warehouse) {
+		seed := testSeed(t)
+		const nodes, ttl, margin = 4, 300 * time.Millisecond, 75 * time.Millisecond
+		ctx := context.Background()
+		type hold struct {
+			node       int
+			start, end time.Time
+		}
+		var (
+			mu    sync.Mutex
+			holds []hold
+			wg    sync.WaitGroup
+		)
+		until := time.Now().Add(4 * time.Second)
+		for n := range nodes {
+			s := openStore(t, wh.fs, wh.root, newMem(t))
+			t.Cleanup(func() { s.Close() })
+			rng := rand.New(rand.NewPCG(seed, uint64(n)))
+			owner := "node-" + string(rune('a'+n))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(until) {
+					start := time.Now()
+					l, err := s.AcquireLease(ctx, "job", owner, ttl)
+					if err != nil {
+						if !errors.Is(err, ErrLeaseHeld) {
+							t.Error(err)
+							return
+						}
+						time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
+						continue
+					}
+					deadline := start.Add(ttl - margin)
+					for renewals := rng.IntN(5); ; renewals-- {
+						// Work, sometimes stalling past the lease.
+						time.Sleep(time.Duration(rng.IntN(int(ttl.Milliseconds())*5/4)) * time.Millisecond)
+						now := time.Now()
+						end := deadline
+						if now.Before(end) {
+							end = now
+						}
+						mu.Lock()
+						holds = append(holds, hold{n, start, end})
+						mu.Unlock()
+						if renewals == 0 {
+							// A release that comes after the lease was taken
+							// (a stall past the check) is refused.
+							if err := s.ReleaseLease(ctx, l); err != nil && !errors.Is(err, ErrLeaseHeld) {
+								t.Error(err)
+							}
+							break
+						}
+						start = time.Now()
+						if l, err = s.RenewLease(ctx, l, ttl); err != nil {
+							if !errors.Is(err, ErrLeaseHeld) {
+								t.Error(err)
+							}
+							break
+						}
+						deadline = start.Add(ttl - margin)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		sort.Slice(holds, func(i, j int) bool { return holds[i].start.Before(holds[j].start) })
+		owners := map[int]bool{}
+		for i, h := range holds {
+			owners[h.node] = true
+			for _, o := range holds[i+1:] {
+				if o.start.After(h.end) {
+					break
+				}
+				if o.node != h.node && o.start.Before(h.end) {
+					t.Fatalf("seed %d: node %d held the lease %v-%v and node %d from %v", seed, h.node, h.start, h.end, o.node, o.start)
+				}
+			}
+		}
+		if len(owners) < 2 {
+			t.Fatalf("seed %d: only nodes %v held the lease in %d holds", seed, owners, len(holds))
+		}
+		t.Logf("%d holds by %d nodes", len(holds), len(owners))
+	})
+}
