@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -71,6 +72,10 @@ type Config struct {
 	// FilesDir is the directory of the server whose files COPY reads and
 	// writes (copy.go); empty refuses COPY.
 	FilesDir string
+	// JobCheckpointInterval is how often a continuous job checkpoints its
+	// state and commits (job.go); 0 means DefaultJobCheckpointInterval,
+	// negative never (a restart then reads the sources in full).
+	JobCheckpointInterval time.Duration
 }
 
 // DefaultQueryMemory is the default per-statement memory budget.
