@@ -85,12 +85,19 @@ type JobStatus struct {
 	SinkSnapshot         int64
 	// Lag is how many source snapshots are committed and not processed.
 	Lag int64
-	// Restored: this run restored its state from a checkpoint (else it
-	// read its sources in full); SourceRows counts the rows its sources
-	// read since it started.
-	Restored   bool
+	// Start is how the job's run started: StartCheckpoint (its state
+	// restored from a checkpoint), StartSources (its sources read in
+	// full), or "" while it starts. SourceRows counts the rows its
+	// sources read since.
+	Start      string
 	SourceRows int64
 }
+
+// How a job's run starts (JobStatus.Start).
+const (
+	StartCheckpoint = "checkpoint"
+	StartSources    = "sources"
+)
 
 // DefaultJobCheckpointInterval is how often a continuous job checkpoints
 // by default: its sink then lags its sources by about as much.
@@ -518,8 +525,8 @@ func (j *job) changes(ctx context.Context, q *plan.Query, sources []*tablestore.
 	if r.state && interval > 0 {
 		cp := stream.NewCheckpoints(interval)
 		if err := j.loadCheckpoint(ctx, cp, sources, r); err == nil {
-			j.setRun(cp, true)
 			if ch, err := q.Changes(j.e.execContext(), nil, cp); err == nil {
+				j.setRun(cp, StartCheckpoint)
 				return ch, true, nil
 			}
 		}
@@ -529,14 +536,14 @@ func (j *job) changes(ctx context.Context, q *plan.Query, sources []*tablestore.
 		// Unusable: rebuilt from the sources, which is exact too.
 	}
 	cp := stream.NewCheckpoints(interval)
-	j.setRun(cp, false)
 	ch, err := q.Changes(j.e.execContext(), r.from, cp)
+	j.setRun(cp, StartSources)
 	return ch, false, err
 }
 
-func (j *job) setRun(cp *stream.Checkpoints, restored bool) {
+func (j *job) setRun(cp *stream.Checkpoints, start string) {
 	j.mu.Lock()
-	j.cp, j.status.Restored = cp, restored
+	j.cp, j.status.Start = cp, start
 	j.mu.Unlock()
 }
 
@@ -778,12 +785,13 @@ func (a *applier) commit(pos stream.Pos, barrier int64) error {
 	a.j.status.Committed, a.j.status.SinkSnapshot = slices.Clone(pos), id
 	a.j.mu.Unlock()
 	if state != nil {
-		// A crash before the write leaves the snapshot without its state:
-		// the restart rebuilds.
-		if err := a.j.e.store.PutJobCheckpoint(a.ctx, a.j.def.ID, id, state); err != nil {
+		// A crash before the write leaves the snapshot without its state
+		// (the restart rebuilds); a stop waits for it.
+		ctx := context.WithoutCancel(a.ctx)
+		if err := a.j.e.store.PutJobCheckpoint(ctx, a.j.def.ID, id, state); err != nil {
 			return err
 		}
-		if err := a.j.e.store.DeleteJobCheckpoints(a.ctx, a.j.def.ID, id); err != nil {
+		if err := a.j.e.store.DeleteJobCheckpoints(ctx, a.j.def.ID, id); err != nil {
 			return err
 		}
 	}

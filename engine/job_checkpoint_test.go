@@ -1,0 +1,229 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/engine"
+)
+
+// checkpointRows is the size of the base table of the checkpoint tests:
+// a restart that reads its sources in full reads at least this many rows.
+const checkpointRows = 4000
+
+// checkpointWrite upserts 1-4 rows of s or deletes one: a source snapshot
+// of at most 4 changed rows.
+func checkpointWrite(rng *rand.Rand, i int) string {
+	if rng.IntN(5) == 0 {
+		return fmt.Sprintf(`DELETE FROM s WHERE k = %d`, rng.IntN(checkpointRows))
+	}
+	var vals []string
+	for range 1 + rng.IntN(4) {
+		vals = append(vals, fmt.Sprintf("(%d, %d, %d)", rng.IntN(checkpointRows+100), rng.IntN(6), rng.IntN(1000)))
+	}
+	return `INSERT INTO s VALUES ` + strings.Join(vals, ", ")
+}
+
+// checkpointCases are jobCases whose every operator checkpoints
+// (normalization, aggregation, join, filter and projection), over a big s.
+func checkpointCases() []jobCase {
+	var out []jobCase
+	for _, c := range jobCases {
+		switch c.name {
+		case "groupby", "star":
+			c.write = checkpointWrite
+		case "join":
+			c.write = func(rng *rand.Rand, i int) string {
+				if i%4 == 0 {
+					return fmt.Sprintf(`INSERT INTO d VALUES (%d, 'n%d')`, rng.IntN(6), rng.IntN(100))
+				}
+				return checkpointWrite(rng, i)
+			}
+		default:
+			continue // window operators do not checkpoint: rebuilt on restart
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// openCheckpointEngine opens dir with jobs checkpointing every every and
+// queryMemory for their state (0: the default).
+func openCheckpointEngine(t *testing.T, dir string, every time.Duration, queryMemory int64) (*engine.Engine, *memory.CheckedAllocator) {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	e, err := engine.Open(context.Background(), engine.Config{Mem: mem, Root: dir, SpillDir: t.TempDir(),
+		JobCheckpointInterval: every, QueryMemory: queryMemory})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, mem
+}
+
+// loadBase fills s with checkpointRows rows.
+func loadBase(t *testing.T, s *engine.Session) {
+	t.Helper()
+	var vals []string
+	for k := range checkpointRows {
+		vals = append(vals, fmt.Sprintf("(%d, %d, %d)", k, k%6, k%1000))
+	}
+	mustExec(t, s, `INSERT INTO s VALUES `+strings.Join(vals, ", "))
+}
+
+// TestJobCheckpointRestart stops a job (its engine closed, the job's
+// uncommitted writes lost as in a crash) at random points of a random
+// workload, many times: after every restart the job must resume from its
+// checkpoint, reading only the source snapshots committed since (at most
+// 4 rows each, against checkpointRows to read in full), and its sink must
+// equal the batch answer at the positions it reports. With a small
+// memory budget the state spills, and the checkpoints hold what spilled.
+func TestJobCheckpointRestart(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if *seedFlag != 0 {
+		seed = *seedFlag
+	}
+	t.Logf("seed %d", seed)
+	restarts := 8
+	if testing.Short() {
+		restarts = 4
+	}
+	for _, budget := range []int64{0, 24 << 10} {
+		for _, c := range checkpointCases() {
+			t.Run(fmt.Sprintf("%s/budget=%d", c.name, budget), func(t *testing.T) {
+				checkpointRestarts(t, c, seed, restarts, budget)
+			})
+		}
+	}
+}
+
+func checkpointRestarts(t *testing.T, c jobCase, seed uint64, restarts int, budget int64) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	dir := t.TempDir()
+	e, mem := openCheckpointEngine(t, dir, time.Duration(10+rng.IntN(100))*time.Millisecond, budget)
+	s := e.NewSession()
+	for _, q := range c.ddl {
+		mustExec(t, s, q)
+	}
+	mustExec(t, s, initial(c))
+	loadBase(t, s)
+	if _, err := exec(context.Background(), s, nil, c.job); err != nil {
+		t.Fatal(err)
+	}
+	id := onlyJob(t, e).ID
+	st := waitCaughtUp(t, e, c, id)
+	for round := range restarts {
+		// Writes after the job caught up at st: a restart must
+		// read no more than them.
+		writes := 1 + rng.IntN(12)
+		for i := range writes {
+			mustExec(t, s, c.write(rng, i))
+			if rng.IntN(3) == 0 {
+				time.Sleep(time.Duration(rng.IntN(30)) * time.Millisecond)
+			}
+		}
+		checkCommitted(t, e, s, c, id)
+		closeEngine(t, e, mem)
+		e, mem = openCheckpointEngine(t, dir, time.Duration(10+rng.IntN(100))*time.Millisecond, budget)
+		s = e.NewSession()
+		st = waitStarted(t, e, c, id)
+		if st.Start != engine.StartCheckpoint {
+			t.Fatalf("seed %d round %d: the job did not restore a checkpoint: %+v", seed, round, st)
+		}
+		if limit := int64(4 * writes); st.SourceRows > limit {
+			t.Fatalf("seed %d round %d: the restarted job read %d source rows, more than the %d the %d writes since its checkpoint changed", seed, round, st.SourceRows, limit, writes)
+		}
+		checkSinkAt(t, s, c, st, seed)
+	}
+	closeEngine(t, e, mem)
+}
+
+// waitStarted waits until a restarted job's run has started and then
+// caught up.
+func waitStarted(t *testing.T, e *engine.Engine, c jobCase, id string) engine.JobStatus {
+	t.Helper()
+	for onlyJob(t, e).Start == "" {
+		time.Sleep(5 * time.Millisecond)
+	}
+	return waitCaughtUp(t, e, c, id)
+}
+
+// checkSinkAt compares the sink with the batch answer at st.Positions.
+func checkSinkAt(t *testing.T, s *engine.Session, c jobCase, st engine.JobStatus, seed uint64) {
+	t.Helper()
+	got := rowSet(t, s, fmt.Sprintf(c.sink, ""))
+	if want := rowSet(t, s, batchAt(c, st.Positions)); !slices.Equal(got, want) {
+		t.Fatalf("seed %d: sink at %v:\n%v\nwant\n%v", seed, st.Positions, got, want)
+	}
+}
+
+// TestJobCorruptCheckpoint: a checkpoint file that is damaged (a byte
+// flipped, cut short, emptied) or gone makes the restart rebuild the
+// state from the sources in full, which is still exact.
+func TestJobCorruptCheckpoint(t *testing.T) {
+	c := checkpointCases()[0]
+	damage := map[string]func(b []byte) []byte{
+		"flipped": func(b []byte) []byte { b[len(b)/2] ^= 0x40; return b },
+		"short":   func(b []byte) []byte { return b[:len(b)-5] },
+		"empty":   func([]byte) []byte { return nil },
+		"gone":    nil,
+	}
+	for name, fn := range damage {
+		t.Run(name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(7, 7))
+			dir := t.TempDir()
+			e, mem := openCheckpointEngine(t, dir, 20*time.Millisecond, 0)
+			s := e.NewSession()
+			for _, q := range c.ddl {
+				mustExec(t, s, q)
+			}
+			mustExec(t, s, initial(c))
+			loadBase(t, s)
+			if _, err := exec(context.Background(), s, nil, c.job); err != nil {
+				t.Fatal(err)
+			}
+			id := onlyJob(t, e).ID
+			for i := range 10 {
+				mustExec(t, s, c.write(rng, i))
+			}
+			st := waitCaughtUp(t, e, c, id)
+			closeEngine(t, e, mem)
+
+			files, err := filepath.Glob(filepath.Join(dir, "_jobs", id+".checkpoints", "*"))
+			if err != nil || len(files) != 1 || filepath.Base(files[0]) != fmt.Sprint(st.SinkSnapshot) {
+				t.Fatalf("checkpoint files %v (%v), want the one of sink snapshot %d", files, err, st.SinkSnapshot)
+			}
+			if fn == nil {
+				err = os.Remove(files[0])
+			} else {
+				var b []byte
+				if b, err = os.ReadFile(files[0]); err == nil {
+					err = os.WriteFile(files[0], fn(b), 0o644)
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			e, mem = openCheckpointEngine(t, dir, 20*time.Millisecond, 0)
+			defer closeEngine(t, e, mem)
+			s = e.NewSession()
+			for i := range 5 {
+				mustExec(t, s, c.write(rng, i))
+			}
+			st = waitStarted(t, e, c, id)
+			if st.Start != engine.StartSources || st.SourceRows < checkpointRows {
+				t.Fatalf("restart from a damaged checkpoint: started from %q after reading %d rows, want its sources, at least %d rows", st.Start, st.SourceRows, checkpointRows)
+			}
+			checkSinkAt(t, s, c, st, 7)
+		})
+	}
+}
