@@ -2,8 +2,8 @@ package stream
 
 import (
 	"bytes"
-	"encoding/binary"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"sync"

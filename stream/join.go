@@ -63,20 +63,20 @@ type Join struct {
 // commits) but hands out a snapshot of one side whole before the other
 // side's changes, so that a marker is an exact position of both.
 type twoInputs struct {
-	in     [2]Operator
-	done   [2]Pos
-	wm     [2]time.Time // each side's last watermark
-	late   [2]int64     // each side's last LateRows
-	ended  [2]bool
-	lock   int // the side whose snapshot is being handed out (-1: none)
+	in    [2]Operator
+	done  [2]Pos
+	wm    [2]time.Time // each side's last watermark
+	late  [2]int64     // each side's last LateRows
+	ended [2]bool
+	lock  int // the side whose snapshot is being handed out (-1: none)
 	// barrier is the last checkpoint barrier of each side; waiting is
 	// 1 + the side whose barrier came first, not read until the other
 	// side's comes (0: none).
 	barrier [2]int64
 	waiting int
-	pumps  [2]chan pumped
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	pumps   [2]chan pumped
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
 }
 
 type joinSide struct {
