@@ -7,10 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/engine"
@@ -58,7 +61,7 @@ func checkpointCases() []jobCase {
 
 // openCheckpointEngine opens dir with jobs checkpointing every every and
 // queryMemory for their state (0: the default).
-func openCheckpointEngine(t *testing.T, dir string, every time.Duration, queryMemory int64) (*engine.Engine, *memory.CheckedAllocator) {
+func openCheckpointEngine(t testing.TB, dir string, every time.Duration, queryMemory int64) (*engine.Engine, *memory.CheckedAllocator) {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	e, err := engine.Open(context.Background(), engine.Config{Mem: mem, Root: dir, SpillDir: t.TempDir(),
@@ -225,5 +228,86 @@ func TestJobCorruptCheckpoint(t *testing.T) {
 			}
 			checkSinkAt(t, s, c, st, 7)
 		})
+	}
+}
+
+// BenchmarkJobRestart measures how long a GROUP BY job over a source of
+// FLIGHTD_BENCH_ROWS rows (1,000,000 by default) takes, from the engine's
+// start, to commit a write made after the restart: restoring its
+// checkpoint (state of a million keys: the normalization's) and reading
+// the new snapshot, or reading the source again in full (checkpoints off).
+func BenchmarkJobRestart(b *testing.B) {
+	n := 1_000_000
+	if v, err := strconv.Atoi(os.Getenv("FLIGHTD_BENCH_ROWS")); err == nil && v > 0 {
+		n = v
+	}
+	for _, m := range []struct {
+		name  string
+		every time.Duration
+	}{{"checkpoint", 0}, {"sources", -1}} {
+		b.Run(m.name, func(b *testing.B) {
+			ctx := context.Background()
+			dir := b.TempDir()
+			e, mem := openCheckpointEngine(b, dir, m.every, 0)
+			s := e.NewSession()
+			for _, q := range []string{
+				`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+				`CREATE TABLE agg (g BIGINT NOT NULL, c BIGINT, sv BIGINT, PRIMARY KEY (g) NOT ENFORCED)`,
+			} {
+				if _, err := exec(ctx, s, nil, q); err != nil {
+					b.Fatal(err)
+				}
+			}
+			schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64},
+				{Name: "g", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+			const per = 64 << 10
+			rdr := &batches{schema: schema, n: (n + per - 1) / per, make: func(i int) arrow.RecordBatch {
+				bld := array.NewRecordBuilder(mem, schema)
+				defer bld.Release()
+				for k := i * per; k < min(n, (i+1)*per); k++ {
+					bld.Field(0).(*array.Int64Builder).Append(int64(k))
+					bld.Field(1).(*array.Int64Builder).Append(int64(k % 100))
+					bld.Field(2).(*array.Int64Builder).Append(int64(k % 1000))
+				}
+				return bld.NewRecordBatch()
+			}}
+			if _, err := ingest(ctx, s, "s", engine.IngestAppend, rdr); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := exec(ctx, s, nil, `INSERT INTO agg SELECT g, count(*), sum(v) FROM s /*+ OPTIONS('scan.mode'='latest-full') */ GROUP BY g`); err != nil {
+				b.Fatal(err)
+			}
+			last := waitCommitted(b, e, 0)
+			closeEngine(b, e, mem)
+			b.ResetTimer()
+			for i := range b.N {
+				e, mem = openCheckpointEngine(b, dir, m.every, 0)
+				if _, err := exec(ctx, e.NewSession(), nil, fmt.Sprintf(`INSERT INTO s VALUES (%d, 1, 1)`, n+i)); err != nil {
+					b.Fatal(err)
+				}
+				last = waitCommitted(b, e, last)
+				b.StopTimer()
+				if st := e.Jobs(ctx)[0]; m.every < 0 && st.SourceRows < int64(n) || m.every == 0 && st.Start != engine.StartCheckpoint {
+					b.Fatalf("restart %+v", st)
+				}
+				closeEngine(b, e, mem)
+				b.StartTimer()
+			}
+		})
+	}
+}
+
+// waitCommitted waits until the only job commits a sink snapshot after
+// last and has no lag, and returns the snapshot.
+func waitCommitted(tb testing.TB, e *engine.Engine, last int64) int64 {
+	for {
+		jobs := e.Jobs(context.Background())
+		if len(jobs) != 1 || jobs[0].State != engine.JobRunning {
+			tb.Fatalf("jobs: %+v", jobs)
+		}
+		if st := jobs[0]; st.Start != "" && st.SinkSnapshot > last && st.Lag == 0 {
+			return st.SinkSnapshot
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }

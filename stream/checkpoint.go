@@ -67,8 +67,9 @@ type Checkpoints struct {
 }
 
 // NewCheckpoints returns a coordinator for one run of a plan whose
-// checkpoints are taken every interval: its sources report progress at
-// least as often, so that a barrier never waits longer on an idle one.
+// checkpoints are taken every interval: its sources report progress ten
+// times as often (at most every 10 ms), so that a barrier waits little on
+// an idle one (a barrier goes out with a source's next marker).
 func NewCheckpoints(interval time.Duration) *Checkpoints {
 	return &Checkpoints{saved: map[int64][][]byte{}, interval: interval}
 }
@@ -105,8 +106,8 @@ func (c *Checkpoints) Add(op Operator) (Operator, error) {
 		// A source flags its markers with barriers and saves itself as it
 		// does (unwrapped: a Normalize reads its Source directly).
 		s.cp, s.cpIdx = c, idx
-		if c.interval > 0 && (s.spec.Heartbeat <= 0 || s.spec.Heartbeat > c.interval) {
-			s.spec.Heartbeat = c.interval
+		if hb := max(c.interval/10, 10*time.Millisecond); c.interval > 0 && (s.spec.Heartbeat <= 0 || s.spec.Heartbeat > hb) {
+			s.spec.Heartbeat = hb
 		}
 		return s, nil
 	}
