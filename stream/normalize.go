@@ -139,9 +139,11 @@ func (n *Normalize) evict() error {
 
 // SaveState saves the last row of every key, in memory and spilled.
 func (n *Normalize) SaveState(w *StateWriter) error {
+	var buf []byte
 	for k, row := range n.state {
 		w.Bytes([]byte(k))
-		w.Bytes(appendRow(nil, row))
+		buf = appendRow(buf[:0], row)
+		w.Bytes(buf)
 	}
 	return n.store.each(func(k string, v []byte) error {
 		if _, ok := n.state[k]; !ok {
