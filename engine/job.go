@@ -86,10 +86,11 @@ type JobStatus struct {
 	// Lag is how many source snapshots are committed and not processed.
 	Lag int64
 	// Start is how the job's run started: StartCheckpoint (its state
-	// restored from a checkpoint), StartSources (its sources read in
-	// full), or "" while it starts. SourceRows counts the rows its
-	// sources read since.
+	// restored from a checkpoint taken at source positions From),
+	// StartSources (its sources read in full), or "" while it starts.
+	// SourceRows counts the rows its sources read since.
 	Start      string
+	From       []int64
 	SourceRows int64
 }
 
@@ -373,7 +374,7 @@ func (e *Engine) Jobs(ctx context.Context) []JobStatus {
 	for _, j := range jobs {
 		j.mu.Lock()
 		s := j.status
-		s.Positions, s.Committed, s.Sources = slices.Clone(s.Positions), slices.Clone(s.Committed), slices.Clone(s.Sources)
+		s.Positions, s.Committed, s.Sources, s.From = slices.Clone(s.Positions), slices.Clone(s.Committed), slices.Clone(s.Sources), slices.Clone(s.From)
 		sources := j.sources
 		if j.cp != nil {
 			s.SourceRows = j.cp.SourceRows()
@@ -526,7 +527,7 @@ func (j *job) changes(ctx context.Context, q *plan.Query, sources []*tablestore.
 		cp := stream.NewCheckpoints(interval)
 		if err := j.loadCheckpoint(ctx, cp, sources, r); err == nil {
 			if ch, err := q.Changes(j.e.execContext(), nil, cp); err == nil {
-				j.setRun(cp, StartCheckpoint)
+				j.setRun(cp, StartCheckpoint, r.positions)
 				return ch, true, nil
 			}
 		}
@@ -537,13 +538,13 @@ func (j *job) changes(ctx context.Context, q *plan.Query, sources []*tablestore.
 	}
 	cp := stream.NewCheckpoints(interval)
 	ch, err := q.Changes(j.e.execContext(), r.from, cp)
-	j.setRun(cp, StartSources)
+	j.setRun(cp, StartSources, nil)
 	return ch, false, err
 }
 
-func (j *job) setRun(cp *stream.Checkpoints, start string) {
+func (j *job) setRun(cp *stream.Checkpoints, start string, from []int64) {
 	j.mu.Lock()
-	j.cp, j.status.Start = cp, start
+	j.cp, j.status.Start, j.status.From = cp, start, from
 	j.mu.Unlock()
 }
 

@@ -36,9 +36,9 @@ func checkpointWrite(rng *rand.Rand, i int) string {
 	return `INSERT INTO s VALUES ` + strings.Join(vals, ", ")
 }
 
-// checkpointCases are jobCases whose every operator checkpoints
+// checkpointCases are jobs whose every operator checkpoints
 // (normalization, aggregation, join, filter and projection, window
-// aggregation), over a big source.
+// aggregation, top-N and deduplication), over a big source.
 func checkpointCases() []jobCase {
 	var out []jobCase
 	for _, c := range jobCases {
@@ -57,6 +57,21 @@ func checkpointCases() []jobCase {
 			continue
 		}
 		out = append(out, c)
+	}
+	rank := `SELECT g, rn, k, v FROM (SELECT g, k, v, ROW_NUMBER() OVER (PARTITION BY g ORDER BY v DESC, k) AS rn FROM s %s) x WHERE rn <= %d`
+	for _, n := range []int{1, 3} {
+		out = append(out, jobCase{
+			name: fmt.Sprintf("top%d", n),
+			ddl: []string{
+				`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+				`CREATE TABLE top (g BIGINT NOT NULL, rn BIGINT NOT NULL, k BIGINT, v BIGINT, PRIMARY KEY (g, rn) NOT ENFORCED)`,
+			},
+			job:     `INSERT INTO top ` + fmt.Sprintf(rank, `/*+ OPTIONS('scan.mode'='latest-full') */`, n),
+			batch:   fmt.Sprintf(rank, "%s", n),
+			sink:    `SELECT g, rn, k, v FROM top %s`,
+			sources: []string{"s"},
+			write:   checkpointWrite,
+		})
 	}
 	return out
 }
@@ -103,12 +118,15 @@ func TestJobCheckpointRestart(t *testing.T) {
 		seed = *seedFlag
 	}
 	t.Logf("seed %d", seed)
-	restarts := 8
+	restarts := 6
 	if testing.Short() {
 		restarts = 4
 	}
 	for _, budget := range []int64{0, 24 << 10} {
 		for _, c := range checkpointCases() {
+			if budget > 0 && strings.HasPrefix(c.name, "top") {
+				continue // a top-N partition (a sixth of the rows) is held whole: over this budget
+			}
 			t.Run(fmt.Sprintf("%s/budget=%d", c.name, budget), func(t *testing.T) {
 				checkpointRestarts(t, c, seed, restarts, budget)
 			})
@@ -132,8 +150,6 @@ func checkpointRestarts(t *testing.T, c jobCase, seed uint64, restarts int, budg
 	id := onlyJob(t, e).ID
 	st := waitCaughtUp(t, e, c, id)
 	for round := range restarts {
-		// Writes after the job caught up at st: a restart must
-		// read no more than them.
 		writes := 1 + rng.IntN(12)
 		for i := range writes {
 			mustExec(t, s, c.write(rng, i))
@@ -149,8 +165,15 @@ func checkpointRestarts(t *testing.T, c jobCase, seed uint64, restarts int, budg
 		if st.Start != engine.StartCheckpoint {
 			t.Fatalf("seed %d round %d: the job did not restore a checkpoint: %+v", seed, round, st)
 		}
-		if limit := int64(4 * writes); st.SourceRows > limit {
-			t.Fatalf("seed %d round %d: the restarted job read %d source rows, more than the %d the %d writes since its checkpoint changed", seed, round, st.SourceRows, limit, writes)
+		// Each source snapshot since the checkpoint changed at most 4
+		// rows (the job commits, and checkpoints, only when its answer
+		// changes: the checkpoint may be older than the last catch-up).
+		var snaps int64
+		for i, p := range st.Positions {
+			snaps += p - st.From[i]
+		}
+		if limit := 4 * snaps; st.SourceRows > limit {
+			t.Fatalf("seed %d round %d: the restarted job read %d source rows, more than the %d the %d source snapshots since its checkpoint at %v changed", seed, round, st.SourceRows, limit, snaps, st.From)
 		}
 		checkSinkAt(t, s, c, st, seed)
 	}
