@@ -34,8 +34,8 @@ import (
 // hold those source positions. Each such snapshot of t is the query's
 // answer on the source snapshots it names.
 //
-// Checkpoints: every JobCheckpointInterval (at most; a materialized
-// table's at its commit interval) the job asks its operators for a
+// Checkpoints: every JobCheckpointInterval (a materialized table's job at
+// its commit interval instead) the job asks its operators for a
 // checkpoint (stream/checkpoint.go): the sources flag their next markers
 // with a barrier, every operator saves its state as the barrier passes,
 // and at the barrier's marker the job commits its buffered rows with those
@@ -478,8 +478,8 @@ func (j *job) run(ctx context.Context) error {
 	if interval == 0 {
 		interval = DefaultJobCheckpointInterval
 	}
-	if interval > 0 {
-		interval = max(interval, a.every)
+	if interval > 0 && a.every > 0 {
+		interval = a.every // a materialized table's freshness sets it
 	}
 	ch, restored, err := j.changes(ctx, q, sources, r, interval)
 	if err != nil {
