@@ -28,11 +28,12 @@ import (
 // ...) */` runs inside the engine until stopped, applying the query's
 // changelog to t by key.
 //
-// Exactly once: at every marker of the stream (the end of a source
-// snapshot, with the snapshot of every source) that follows changes, the
-// job commits its buffered sink rows in one snapshot of t whose properties
-// hold those source positions. Each such snapshot of t is the query's
-// answer on the source snapshots it names.
+// Exactly once: at a marker of the stream (the end of a source snapshot,
+// with the snapshot of every source) that follows changes (with
+// checkpoints: a barrier's marker), the job commits its buffered sink rows
+// in one snapshot of t whose properties hold those source positions. Each
+// such snapshot of t is the query's answer on the source snapshots it
+// names.
 //
 // Checkpoints: every JobCheckpointInterval (a materialized table's job at
 // its commit interval instead) the job asks its operators for a
@@ -45,9 +46,11 @@ import (
 // sink snapshot has its checkpoint, whole and of the same plan, with every
 // source's next snapshot still there, restores the operators from it and
 // resumes every source after its position: it reads only what was
-// committed since. Otherwise (no checkpoint: an operator that cannot save
-// its state, a crash between the commit and the write; a corrupt or
-// unreadable file; an expired source snapshot) it rebuilds:
+// committed since: the restored state is the answer t holds, so there is
+// nothing to reconcile. Otherwise (no checkpoint: checkpoints off, an
+// operator that cannot save its state, a crash between the commit and the
+// write; a corrupt or unreadable file; an expired source snapshot) it
+// rebuilds:
 //
 // Rebuild: the job reads the positions of the last snapshot of t it
 // committed and starts every source with that snapshot in full
