@@ -81,6 +81,10 @@ type Config struct {
 	// FilesDir is the directory of the server whose files COPY reads and
 	// writes (copy.go); empty refuses COPY.
 	FilesDir string
+	// JobCheckpointInterval is how often a continuous job checkpoints its
+	// state and commits (job.go); 0 means DefaultJobCheckpointInterval,
+	// negative never (a restart then reads the sources in full).
+	JobCheckpointInterval time.Duration
 }
 
 // DefaultQueryMemory is the default per-statement memory budget.

@@ -27,7 +27,7 @@ func openEngine(t *testing.T, dir string) (*engine.Engine, *memory.CheckedAlloca
 	return e, mem
 }
 
-func closeEngine(t *testing.T, e *engine.Engine, mem *memory.CheckedAllocator) {
+func closeEngine(t testing.TB, e *engine.Engine, mem *memory.CheckedAllocator) {
 	t.Helper()
 	if err := e.Close(); err != nil {
 		t.Fatal(err)

@@ -28,13 +28,31 @@ import (
 // ...) */` runs inside the engine until stopped, applying the query's
 // changelog to t by key.
 //
-// Exactly once: at every marker of the stream (the end of a source
-// snapshot, with the snapshot of every source) that follows changes, the
-// job commits its buffered sink rows in one snapshot of t whose properties
-// hold those source positions. Each such snapshot of t is the query's
-// answer on the source snapshots it names.
+// Exactly once: at a marker of the stream (the end of a source snapshot,
+// with the snapshot of every source) that follows changes (with
+// checkpoints: a barrier's marker), the job commits its buffered sink rows
+// in one snapshot of t whose properties hold those source positions. Each
+// such snapshot of t is the query's answer on the source snapshots it
+// names.
 //
-// Restart: the job reads the positions of the last snapshot of t it
+// Checkpoints: every JobCheckpointInterval (a materialized table's job at
+// its commit interval instead) the job asks its operators for a
+// checkpoint (stream/checkpoint.go): the sources flag their next markers
+// with a barrier, every operator saves its state as the barrier passes,
+// and at the barrier's marker the job commits its buffered rows with those
+// positions (it commits only then) and writes the state, named by the
+// sink snapshot it committed, to the warehouse (tablestore's
+// PutJobCheckpoint); older checkpoints are deleted. A restart whose last
+// sink snapshot has its checkpoint, whole and of the same plan, with every
+// source's next snapshot still there, restores the operators from it and
+// resumes every source after its position: it reads only what was
+// committed since: the restored state is the answer t holds, so there is
+// nothing to reconcile. Otherwise (no checkpoint: checkpoints off, an
+// operator that cannot save its state, a crash between the commit and the
+// write; a corrupt or unreadable file; an expired source snapshot) it
+// rebuilds:
+//
+// Rebuild: the job reads the positions of the last snapshot of t it
 // committed and starts every source with that snapshot in full
 // (from-snapshot-full), so its operators' state is rebuilt from the inputs
 // (state is a function of the inputs up to a position). The output of the
@@ -70,7 +88,24 @@ type JobStatus struct {
 	SinkSnapshot         int64
 	// Lag is how many source snapshots are committed and not processed.
 	Lag int64
+	// Start is how the job's run started: StartCheckpoint (its state
+	// restored from a checkpoint taken at source positions From),
+	// StartSources (its sources read in full), or "" while it starts.
+	// SourceRows counts the rows its sources read since.
+	Start      string
+	From       []int64
+	SourceRows int64
 }
+
+// How a job's run starts (JobStatus.Start).
+const (
+	StartCheckpoint = "checkpoint"
+	StartSources    = "sources"
+)
+
+// DefaultJobCheckpointInterval is how often a continuous job checkpoints
+// by default: its sink then lags its sources by about as much.
+const DefaultJobCheckpointInterval = time.Second
 
 type job struct {
 	e   *Engine
@@ -88,6 +123,7 @@ type job struct {
 	mu      sync.Mutex
 	status  JobStatus
 	sources []*tablestore.Table
+	cp      *stream.Checkpoints // this run's
 }
 
 // jobProperty is the snapshot property of the sink commits of job id.
@@ -97,6 +133,9 @@ func jobProperty(id string) string { return "flightd.job." + id }
 type checkpoint struct {
 	Sources   []string `json:"sources"`
 	Positions []int64  `json:"positions"`
+	// State: the job's checkpoint of this sink snapshot holds its
+	// operators' state at Positions.
+	State bool `json:"state,omitempty"`
 }
 
 // startJobs starts the stored jobs that were running.
@@ -302,6 +341,10 @@ func (e *Engine) StopJob(ctx context.Context, id string) error {
 	if err := e.store.PutJob(ctx, def); err != nil {
 		return err
 	}
+	// A stopped job does not run again: its state is of no use.
+	if err := e.store.DeleteJobCheckpoints(ctx, id, 0); err != nil {
+		return err
+	}
 	j.def, j.status.State = def, JobStopped
 	return nil
 }
@@ -334,8 +377,11 @@ func (e *Engine) Jobs(ctx context.Context) []JobStatus {
 	for _, j := range jobs {
 		j.mu.Lock()
 		s := j.status
-		s.Positions, s.Committed, s.Sources = slices.Clone(s.Positions), slices.Clone(s.Committed), slices.Clone(s.Sources)
+		s.Positions, s.Committed, s.Sources, s.From = slices.Clone(s.Positions), slices.Clone(s.Committed), slices.Clone(s.Sources), slices.Clone(s.From)
 		sources := j.sources
+		if j.cp != nil {
+			s.SourceRows = j.cp.SourceRows()
+		}
 		j.mu.Unlock()
 		for i, t := range sources {
 			if latest, err := t.LatestSnapshotID(ctx); err == nil && i < len(s.Positions) {
@@ -407,10 +453,11 @@ func (j *job) run(ctx context.Context) error {
 	j.mu.Lock()
 	j.sources, j.status.Sources, j.status.Sink = sources, names, sink.Ident().String()
 	j.mu.Unlock()
-	from, err := j.resumeFrom(ctx, sink, sources)
+	r, err := j.resumeFrom(ctx, sink, sources)
 	if err != nil {
 		return err
 	}
+	from := r.from
 	if from == nil && j.mtable != nil {
 		// A materialized table's job starts from every source's latest
 		// snapshot in full (as StreamAll reads them) and reconciles the
@@ -424,20 +471,37 @@ func (j *job) run(ctx context.Context) error {
 				return err
 			}
 		}
+		r.from = from
 	}
-	ch, err := q.Changes(e.execContext(), from)
-	if err != nil {
-		return err
-	}
-	defer ch.Op.Close()
-	if err := ch.Op.Open(ctx); err != nil {
-		return err
-	}
-	a := &applier{j: j, ctx: ctx, sink: sink, schema: q.Schema(), perm: ch.Perm, names: names,
+	a := &applier{j: j, ctx: ctx, sink: sink, schema: q.Schema(), names: names,
 		w: sink.NewWrite(tablestore.WriteOptions{}), answer: map[string]bool{}, from: from}
 	if md := sink.Materialized(); j.mtable != nil && md != nil {
 		a.every = commitInterval(md)
 	}
+	interval := e.cfg.JobCheckpointInterval
+	if interval == 0 {
+		interval = DefaultJobCheckpointInterval
+	}
+	if interval > 0 && a.every > 0 {
+		interval = a.every // a materialized table's freshness sets it
+	}
+	ch, restored, err := j.changes(ctx, q, sources, r, interval)
+	if err != nil {
+		return err
+	}
+	defer ch.Op.Close()
+	keep := int64(0)
+	if restored {
+		a.answer, a.from, keep = nil, nil, r.snap // the sink holds the answer at the checkpoint
+	}
+	if err := e.store.DeleteJobCheckpoints(ctx, j.def.ID, keep); err != nil {
+		return err
+	}
+	if err := ch.Op.Open(ctx); err != nil {
+		return err
+	}
+	a.perm, a.cp, a.interval = ch.Perm, j.cp, interval
+	a.checkpointing = interval > 0 && j.cp.Supported() == ""
 	defer a.w.Abort()
 	for _, k := range sink.PrimaryKey() {
 		a.pk = append(a.pk, sink.Schema().FieldIndices(k)[0])
@@ -453,10 +517,64 @@ func (j *job) run(ctx context.Context) error {
 			}
 			continue
 		}
-		if err := a.marker(c.Pos); err != nil {
+		if err := a.marker(c); err != nil {
 			return err
 		}
 	}
+}
+
+// changes builds the job's operators: restored from the checkpoint of the
+// sink snapshot r resumes from when it has a usable one (true), else
+// reading the sources from r.from in full.
+func (j *job) changes(ctx context.Context, q *plan.Query, sources []*tablestore.Table, r resume, interval time.Duration) (*plan.Changes, bool, error) {
+	if r.state && interval > 0 {
+		cp := stream.NewCheckpoints(interval)
+		if err := j.loadCheckpoint(ctx, cp, sources, r); err == nil {
+			if ch, err := q.Changes(j.e.execContext(), nil, cp); err == nil {
+				j.setRun(cp, StartCheckpoint, r.positions)
+				return ch, true, nil
+			}
+		}
+		if ctx.Err() != nil {
+			return nil, false, ctx.Err()
+		}
+		// Unusable: rebuilt from the sources, which is exact too.
+	}
+	cp := stream.NewCheckpoints(interval)
+	ch, err := q.Changes(j.e.execContext(), r.from, cp)
+	j.setRun(cp, StartSources, nil)
+	return ch, false, err
+}
+
+func (j *job) setRun(cp *stream.Checkpoints, start string, from []int64) {
+	j.mu.Lock()
+	j.cp, j.status.Start, j.status.From = cp, start, from
+	j.mu.Unlock()
+}
+
+// loadCheckpoint loads the checkpoint of r's sink snapshot into cp, if it
+// is whole, of r's positions, and every source still has the snapshots
+// after them.
+func (j *job) loadCheckpoint(ctx context.Context, cp *stream.Checkpoints, sources []*tablestore.Table, r resume) error {
+	data, err := j.e.store.JobCheckpoint(ctx, j.def.ID, r.snap)
+	if err != nil {
+		return err
+	}
+	if err := cp.Load(data, r.positions); err != nil {
+		return err
+	}
+	for i, t := range sources {
+		latest, err := t.LatestSnapshotID(ctx)
+		if err != nil {
+			return err
+		}
+		if next := r.positions[i] + 1; next <= latest {
+			if _, err := t.Stats(ctx, next); err != nil {
+				return err // expired while the job was down
+			}
+		}
+	}
+	return nil
 }
 
 // bind binds the job's query and finds its sink.
@@ -477,28 +595,36 @@ func (j *job) bind(ctx context.Context) (*tablestore.Table, *plan.Query, error) 
 	return ins.Table, ins.Source, nil
 }
 
-// resumeFrom reads the positions of the job's last sink commit: the
-// snapshot each source restarts from in full (0: the query's own start).
-func (j *job) resumeFrom(ctx context.Context, sink *tablestore.Table, sources []*tablestore.Table) ([]int64, error) {
+// resume is where a job's run starts: from, the snapshot each source
+// restarts from in full (nil: the query's own start), unless the state
+// of sink snapshot snap, taken at the sources' positions, is restored.
+type resume struct {
+	from, positions []int64
+	snap            int64
+	state           bool
+}
+
+// resumeFrom reads the positions of the job's last sink commit.
+func (j *job) resumeFrom(ctx context.Context, sink *tablestore.Table, sources []*tablestore.Table) (resume, error) {
 	snap, _, props, err := sink.LastProperties(ctx, jobProperty(j.def.ID))
 	if err != nil || snap == 0 {
-		return nil, err
+		return resume{}, err
 	}
 	if j.mtable != nil {
 		// A full refresh since the checkpoint (the table ran FULL for a
 		// while) reflects newer sources: resuming from the checkpoint
 		// would take the table back to older data.
 		if r, _, _, err := sink.LastProperties(ctx, propRefresh); err != nil || r > snap {
-			return nil, err
+			return resume{}, err
 		}
 	}
 	v := props[jobProperty(j.def.ID)]
 	var cp checkpoint
 	if err := json.Unmarshal([]byte(v), &cp); err != nil {
-		return nil, fmt.Errorf("job %s: checkpoint in snapshot %d of %s: %w", j.def.ID, snap, sink.Ident(), err)
+		return resume{}, fmt.Errorf("job %s: checkpoint in snapshot %d of %s: %w", j.def.ID, snap, sink.Ident(), err)
 	}
 	if len(cp.Positions) != len(sources) {
-		return nil, nil // the query reads other tables now: start over
+		return resume{}, nil // the query reads other tables now: start over
 	}
 	j.mu.Lock()
 	j.status.Committed, j.status.Positions, j.status.SinkSnapshot = cp.Positions, cp.Positions, snap
@@ -511,13 +637,13 @@ func (j *job) resumeFrom(ctx context.Context, sink *tablestore.Table, sources []
 		if _, err := t.Stats(ctx, from[i]); errors.Is(err, tablestore.ErrSnapshotNotFound) {
 			// Expired while the job was down.
 			if from[i], err = t.LatestSnapshotID(ctx); err != nil {
-				return nil, err
+				return resume{}, err
 			}
 		} else if err != nil {
-			return nil, err
+			return resume{}, err
 		}
 	}
-	return from, nil
+	return resume{from: from, positions: cp.Positions, snap: snap, state: cp.State}, nil
 }
 
 // applier writes a job's changelog to its sink.
@@ -534,6 +660,14 @@ type applier struct {
 	// after changes); lastCommit the time of this run's last one.
 	every      time.Duration
 	lastCommit time.Time
+	// checkpointing: every operator can save its state, and the job
+	// commits only at barriers, asked for every interval after changes
+	// (barrier is the last asked for; requested: its marker has not come).
+	cp            *stream.Checkpoints
+	checkpointing bool
+	interval      time.Duration
+	barrier       int64
+	requested     bool
 	// healthy: this run's exact answer is in the table (processed), and
 	// the table's last error is cleared.
 	healthy bool
@@ -590,9 +724,15 @@ func (a *applier) encodeKeys(rows arrow.RecordBatch) error {
 	return a.enc.Encode(keys, int(rows.NumRows()))
 }
 
-// marker ends a mini-batch at pos: reconciles the sink on the first one
-// past the restart point, and commits what was written with pos.
-func (a *applier) marker(pos stream.Pos) error {
+// marker ends a mini-batch at c.Pos: reconciles the sink on the first one
+// past the restart point, and commits what was written with c.Pos (with
+// checkpoints: at a barrier only, with the operators' state).
+func (a *applier) marker(c stream.Chunk) error {
+	pos := c.Pos
+	if c.Barrier != 0 {
+		a.requested = false
+		defer a.cp.Discard(c.Barrier) // unless a commit took it
+	}
 	if a.answer != nil {
 		for i, p := range a.from {
 			if pos[i] < p {
@@ -608,10 +748,35 @@ func (a *applier) marker(pos stream.Pos) error {
 		a.processed(pos)
 		return nil
 	}
+	if a.checkpointing {
+		if c.Barrier != 0 {
+			return a.commit(pos, c.Barrier)
+		}
+		if !a.requested && time.Since(a.lastCommit) >= a.interval {
+			a.barrier++
+			a.cp.Request(a.barrier)
+			a.requested = true
+		}
+		return nil
+	}
 	if !a.lastCommit.IsZero() && time.Since(a.lastCommit) < a.every {
 		return nil // committed with a later marker (a source's heartbeat at the latest)
 	}
-	v, err := json.Marshal(checkpoint{Sources: a.names, Positions: pos})
+	return a.commit(pos, 0)
+}
+
+// commit commits what was written with pos and, when barrier is not 0,
+// the operators' state saved at that barrier, as the checkpoint of the
+// sink snapshot committed.
+func (a *applier) commit(pos stream.Pos, barrier int64) error {
+	var state []byte
+	if barrier != 0 {
+		var err error
+		if state, err = a.cp.Encode(barrier, pos); err != nil {
+			return err
+		}
+	}
+	v, err := json.Marshal(checkpoint{Sources: a.names, Positions: pos, State: state != nil})
 	if err != nil {
 		return err
 	}
@@ -624,6 +789,17 @@ func (a *applier) marker(pos stream.Pos) error {
 	a.j.mu.Lock()
 	a.j.status.Committed, a.j.status.SinkSnapshot = slices.Clone(pos), id
 	a.j.mu.Unlock()
+	if state != nil {
+		// A crash before the write leaves the snapshot without its state
+		// (the restart rebuilds); a stop waits for it.
+		ctx := context.WithoutCancel(a.ctx)
+		if err := a.j.e.store.PutJobCheckpoint(ctx, a.j.def.ID, id, state); err != nil {
+			return err
+		}
+		if err := a.j.e.store.DeleteJobCheckpoints(ctx, a.j.def.ID, id); err != nil {
+			return err
+		}
+	}
 	a.processed(pos)
 	return nil
 }

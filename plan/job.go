@@ -302,8 +302,9 @@ func (q *Query) StreamSources() []*tablestore.Table {
 
 // Changes builds the incremental operators of a streaming query. from[i] >
 // 0 starts source i with snapshot from[i] in full instead of its hint
-// (a job's restart); from may be nil.
-func (q *Query) Changes(ec *exec.Context, from []int64) (*Changes, error) {
+// (a job's restart); from may be nil. Every operator is added to cp when
+// it is not nil (restored from it when it was loaded).
+func (q *Query) Changes(ec *exec.Context, from []int64, cp *stream.Checkpoints) (*Changes, error) {
 	sp := q.stream
 	if sp == nil {
 		return nil, fmt.Errorf("%w: not a streaming query", errInternal)
@@ -311,10 +312,16 @@ func (q *Query) Changes(ec *exec.Context, from []int64) (*Changes, error) {
 	if sp.limit != nil {
 		return nil, fmt.Errorf("%w: LIMIT in a continuous job", ErrNotImplemented)
 	}
-	sb := &streamBuilder{sp: sp, ec: ec, budget: stream.NewBudget(ec.MemoryLimit), from: from}
+	sb := &streamBuilder{sp: sp, ec: ec, budget: stream.NewBudget(ec.MemoryLimit), from: from, cp: cp}
 	root, err := sb.build(sp.root)
 	if err != nil {
 		return nil, err
+	}
+	if cp != nil {
+		if err := cp.Restored(); err != nil {
+			_ = root.Close()
+			return nil, err
+		}
 	}
 	return &Changes{Op: root, Perm: sp.perm}, nil
 }

@@ -871,6 +871,7 @@ type streamBuilder struct {
 	params arrow.RecordBatch
 	budget *stream.Budget
 	from   []int64 // Query.Changes
+	cp     *stream.Checkpoints
 }
 
 // build creates the operator tree of one execution.
@@ -989,10 +990,28 @@ func (sb *streamBuilder) compile(e Expr, cols []Column) (exec.Expr, error) {
 	return compile(e, sb.layout(cols), sb.params)
 }
 
-func (sb *streamBuilder) build(n sNode) (op stream.Operator, err error) {
+func (sb *streamBuilder) build(n sNode) (stream.Operator, error) {
+	if s, ok := n.(*sSource); ok {
+		return sb.source(s) // adds its operators to sb.cp itself
+	}
+	return sb.track(sb.buildNode(n))
+}
+
+// track adds op, just built, to the run's checkpoints, if any.
+func (sb *streamBuilder) track(op stream.Operator, err error) (stream.Operator, error) {
+	if err != nil || sb.cp == nil {
+		return op, err
+	}
+	out, err := sb.cp.Add(op)
+	if err != nil {
+		_ = op.Close()
+		return nil, err
+	}
+	return out, nil
+}
+
+func (sb *streamBuilder) buildNode(n sNode) (op stream.Operator, err error) {
 	switch x := n.(type) {
-	case *sSource:
-		return sb.source(x)
 	case *sFilter:
 		in, err := sb.build(x.in)
 		if err != nil {
@@ -1174,13 +1193,14 @@ func (sb *streamBuilder) source(s *sSource) (stream.Operator, error) {
 	if rowtime != nil {
 		src.SetWatermark(sb.ec, rowtime, s.wm.delay)
 	}
-	var op stream.Operator = src
+	op, err := sb.track(src, nil)
+	if err != nil {
+		return nil, err
+	}
 	if s.normalize {
-		norm, err := stream.NewNormalize(sb.ec, op, keys, sb.budget)
-		if err != nil {
+		if op, err = sb.track(stream.NewNormalize(sb.ec, op, keys, sb.budget)); err != nil {
 			return nil, err
 		}
-		op = norm
 	}
 	if extra := len(fields) - 1 - len(s.cs); extra > 0 {
 		exprs := make([]exec.Expr, len(s.cs))

@@ -361,23 +361,7 @@ func (a *Aggregate) evict() error {
 		if freed >= target {
 			break
 		}
-		var b []byte
-		for _, v := range g.vals {
-			b = appendOrdered(b, v, false, true)
-		}
-		b = binary.AppendVarint(b, g.rows)
-		if g.emitted == nil {
-			b = append(b, 0)
-		} else {
-			b = append(b, 1)
-			for _, v := range g.emitted[len(g.vals):] { // after the group's values
-				b = appendOrdered(b, v, false, true)
-			}
-		}
-		for _, acc := range g.accs {
-			b = acc.encode(b)
-		}
-		out = append(out, stateEntry{key: key, val: b})
+		out = append(out, stateEntry{key: key, val: encodeGroup(g)})
 		freed += a.groupBytes(g)
 		delete(a.table, key)
 	}
@@ -386,12 +370,88 @@ func (a *Aggregate) evict() error {
 	return a.store.write(out)
 }
 
+// encodeGroup encodes a group's values, row count, last emitted row and
+// accumulator states.
+func encodeGroup(g *aggGroup) []byte {
+	var b []byte
+	for _, v := range g.vals {
+		b = appendOrdered(b, v, false, true)
+	}
+	b = binary.AppendVarint(b, g.rows)
+	if g.emitted == nil {
+		b = append(b, 0)
+	} else {
+		b = append(b, 1)
+		for _, v := range g.emitted[len(g.vals):] { // after the group's values
+			b = appendOrdered(b, v, false, true)
+		}
+	}
+	for _, acc := range g.accs {
+		b = acc.encode(b)
+	}
+	return b
+}
+
 // load reads a spilled group back into the table (nil if none).
 func (a *Aggregate) load(key string) (*aggGroup, error) {
 	b, ok, err := a.store.take(key)
 	if !ok || err != nil {
 		return nil, err
 	}
+	return a.decodeGroup(key, b)
+}
+
+// SaveState saves every group, in memory and spilled.
+func (a *Aggregate) SaveState(w *StateWriter) error {
+	for k, g := range a.table {
+		w.Bytes([]byte(k))
+		w.Bytes(encodeGroup(g))
+	}
+	return a.store.each(func(k string, v []byte) error {
+		if _, ok := a.table[k]; !ok {
+			w.Bytes([]byte(k))
+			w.Bytes(v)
+		}
+		return nil
+	})
+}
+
+// RestoreState loads the saved groups into memory, spilling past the
+// budget.
+func (a *Aggregate) RestoreState(r *StateReader) error {
+	clear(a.table) // a global aggregate's empty group, replaced by its saved one
+	a.dirty = a.dirty[:0]
+	for r.More() {
+		k, err := r.Bytes()
+		if err != nil {
+			return err
+		}
+		v, err := r.Bytes()
+		if err != nil {
+			return err
+		}
+		g, err := a.decodeGroup(string(k), v)
+		if err != nil {
+			return err
+		}
+		grow := a.groupBytes(g)
+		a.held += grow
+		a.budget.add(grow)
+		if a.budget.over() && len(a.groups) > 0 {
+			if err := a.evict(); err != nil {
+				return err
+			}
+		}
+	}
+	if _, ok := a.table[""]; len(a.groups) == 0 && !ok {
+		return fmt.Errorf("%w: no group of a global aggregate", errCorruptCheckpoint)
+	}
+	return nil
+}
+
+// decodeGroup puts the group encodeGroup encoded in b in the table.
+func (a *Aggregate) decodeGroup(key string, b []byte) (*aggGroup, error) {
+	var err error
 	vals := make([]any, len(a.groupDec))
 	for i, d := range a.groupDec {
 		if vals[i], b, err = d(b, false); err != nil {

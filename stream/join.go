@@ -63,15 +63,20 @@ type Join struct {
 // commits) but hands out a snapshot of one side whole before the other
 // side's changes, so that a marker is an exact position of both.
 type twoInputs struct {
-	in     [2]Operator
-	done   [2]Pos
-	wm     [2]time.Time // each side's last watermark
-	late   [2]int64     // each side's last LateRows
-	ended  [2]bool
-	lock   int // the side whose snapshot is being handed out (-1: none)
-	pumps  [2]chan pumped
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	in    [2]Operator
+	done  [2]Pos
+	wm    [2]time.Time // each side's last watermark
+	late  [2]int64     // each side's last LateRows
+	ended [2]bool
+	lock  int // the side whose snapshot is being handed out (-1: none)
+	// barrier is the last checkpoint barrier of each side; waiting is
+	// 1 + the side whose barrier came first, not read until the other
+	// side's comes (0: none).
+	barrier [2]int64
+	waiting int
+	pumps   [2]chan pumped
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
 }
 
 type joinSide struct {
@@ -221,11 +226,26 @@ func (t *twoInputs) next(ctx context.Context) (int, Chunk, error) {
 			if t.ended[0] && t.ended[1] {
 				return 0, Chunk{}, io.EOF
 			}
+			if t.waiting == 2-side {
+				// No barrier comes from an ended input: the other side's
+				// is aligned.
+				t.waiting = 0
+				return 1 - side, Chunk{Pos: t.position(), Watermark: minWatermark(t.wm[0], t.wm[1]), LateRows: t.late[0] + t.late[1], Barrier: t.barrier[1-side]}, nil
+			}
 		case p.err != nil:
 			return 0, Chunk{}, p.err
 		case p.c.Batch == nil:
 			t.done[side], t.wm[side], t.late[side], t.lock = p.c.Pos, p.c.Watermark, p.c.LateRows, -1
-			return side, Chunk{Pos: t.position(), CaughtUp: p.c.CaughtUp, Watermark: minWatermark(t.wm[0], t.wm[1]), LateRows: t.late[0] + t.late[1]}, nil
+			c := Chunk{Pos: t.position(), CaughtUp: p.c.CaughtUp, Watermark: minWatermark(t.wm[0], t.wm[1]), LateRows: t.late[0] + t.late[1]}
+			if p.c.Barrier != 0 {
+				t.barrier[side] = p.c.Barrier
+				if t.barrier[1-side] < p.c.Barrier && !t.ended[1-side] {
+					t.waiting = side + 1 // aligned when the other side's comes
+				} else {
+					c.Barrier, t.waiting = p.c.Barrier, 0
+				}
+			}
+			return side, c, nil
 		default:
 			t.lock = side
 			if t.done[1-side] != nil {
@@ -277,6 +297,8 @@ func (t *twoInputs) receive(ctx context.Context) (int, pumped, error) {
 	side := t.lock
 	switch {
 	case side >= 0:
+	case t.waiting > 0:
+		side = 2 - t.waiting // the side whose barrier has not come
 	case t.ended[0]:
 		side = 1
 	case t.ended[1]:
@@ -304,6 +326,120 @@ func (t *twoInputs) receive(ctx context.Context) (int, pumped, error) {
 		return 0, p, fmt.Errorf("%w: input %d closed", exec.ErrInvalid, side)
 	}
 	return side, p, nil
+}
+
+// save writes the positions, watermarks and late rows of both sides.
+func (t *twoInputs) save(w *StateWriter) {
+	for s := range 2 {
+		w.Varint(int64(len(t.done[s])))
+		for _, p := range t.done[s] {
+			w.Varint(p)
+		}
+		var wm []byte
+		if !t.wm[s].IsZero() {
+			wm, _ = t.wm[s].MarshalBinary()
+		}
+		w.Bytes(wm)
+		w.Varint(t.late[s])
+	}
+}
+
+func (t *twoInputs) restore(r *StateReader) error {
+	for s := range 2 {
+		n, err := r.Varint()
+		if err != nil {
+			return err
+		}
+		if n < 0 || n > int64(len(r.b)) {
+			return errCorruptCheckpoint
+		}
+		t.done[s] = nil
+		if n > 0 {
+			t.done[s] = make(Pos, n)
+		}
+		for i := range t.done[s] {
+			if t.done[s][i], err = r.Varint(); err != nil {
+				return err
+			}
+		}
+		wm, err := r.Bytes()
+		if err != nil {
+			return err
+		}
+		t.wm[s] = time.Time{}
+		if len(wm) > 0 {
+			if err := t.wm[s].UnmarshalBinary(wm); err != nil {
+				return fmt.Errorf("%w: %v", errCorruptCheckpoint, err)
+			}
+		}
+		if t.late[s], err = r.Varint(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SaveState saves both sides' rows by join key (memory and spilled) and
+// the inputs' positions.
+func (j *Join) SaveState(w *StateWriter) error {
+	j.two.save(w)
+	for _, s := range j.sides {
+		for k, l := range s.table {
+			w.Varint(1)
+			w.Bytes([]byte(k))
+			w.Bytes(encodeJoinRows(l))
+		}
+		if err := s.store.each(func(k string, v []byte) error {
+			if _, ok := s.table[k]; !ok {
+				w.Varint(1)
+				w.Bytes([]byte(k))
+				w.Bytes(v)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		w.Varint(0) // the end of the side
+	}
+	return nil
+}
+
+// RestoreState loads the saved rows into memory, spilling past the budget.
+func (j *Join) RestoreState(r *StateReader) error {
+	if err := j.two.restore(r); err != nil {
+		return err
+	}
+	for _, s := range j.sides {
+		for {
+			more, err := r.Varint()
+			if err != nil {
+				return err
+			}
+			if more == 0 {
+				break
+			}
+			k, err := r.Bytes()
+			if err != nil {
+				return err
+			}
+			v, err := r.Bytes()
+			if err != nil {
+				return err
+			}
+			grow, err := s.decodeRows(string(k), v)
+			if err != nil {
+				return err
+			}
+			j.held += grow
+			j.budget.add(grow)
+			if j.budget.over() {
+				if err := j.evict(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return r.end()
 }
 
 // process applies a batch of changes of one side.
@@ -507,18 +643,12 @@ func (j *Join) evict() error {
 			if freed >= target {
 				break
 			}
-			b := binary.AppendUvarint(nil, uint64(len(l)))
 			for _, e := range l {
-				b = binary.AppendUvarint(b, uint64(len(e.rk)))
-				b = append(b, e.rk...)
-				b = appendRow(b, e.vals)
-				b = binary.AppendVarint(b, e.n)
-				b = binary.AppendVarint(b, e.matches)
 				freed += joinRowBytes(k, e)
 				s.unindex(e)
 			}
 			delete(s.table, k)
-			out = append(out, stateEntry{key: k, val: b})
+			out = append(out, stateEntry{key: k, val: encodeJoinRows(l)})
 		}
 		if len(out) == 0 {
 			continue
@@ -548,6 +678,27 @@ func (s *joinSide) load(k string) (int64, error) {
 	if !ok || err != nil {
 		return 0, err
 	}
+	return s.decodeRows(k, b)
+}
+
+// encodeJoinRows encodes a join key's rows: each row's whole-row
+// encoding, values, copies and match count.
+func encodeJoinRows(l []*joinRow) []byte {
+	b := binary.AppendUvarint(nil, uint64(len(l)))
+	for _, e := range l {
+		b = binary.AppendUvarint(b, uint64(len(e.rk)))
+		b = append(b, e.rk...)
+		b = appendRow(b, e.vals)
+		b = binary.AppendVarint(b, e.n)
+		b = binary.AppendVarint(b, e.matches)
+	}
+	return b
+}
+
+// decodeRows puts the rows encodeJoinRows encoded in b under key k and
+// returns the bytes they hold.
+func (s *joinSide) decodeRows(k string, b []byte) (int64, error) {
+	var err error
 	count, n := binary.Uvarint(b)
 	if n <= 0 {
 		return 0, errCorruptState

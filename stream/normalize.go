@@ -137,6 +137,56 @@ func (n *Normalize) evict() error {
 	return n.store.write(out)
 }
 
+// SaveState saves the last row of every key, in memory and spilled.
+func (n *Normalize) SaveState(w *StateWriter) error {
+	var buf []byte
+	for k, row := range n.state {
+		w.Bytes([]byte(k))
+		buf = appendRow(buf[:0], row)
+		w.Bytes(buf)
+	}
+	return n.store.each(func(k string, v []byte) error {
+		if _, ok := n.state[k]; !ok {
+			w.Bytes([]byte(k))
+			w.Bytes(v)
+		}
+		return nil
+	})
+}
+
+// RestoreState loads the saved rows into memory, spilling past the
+// budget; the input then resumes after them, so nothing seeds the state.
+func (n *Normalize) RestoreState(r *StateReader) error {
+	n.seeded = true
+	for r.More() {
+		k, err := r.Bytes()
+		if err != nil {
+			return err
+		}
+		v, err := r.Bytes()
+		if err != nil {
+			return err
+		}
+		row, rest, err := decodeRow(v, n.dec)
+		if err != nil {
+			return err
+		}
+		if len(rest) != 0 {
+			return errCorruptCheckpoint
+		}
+		n.state[string(k)] = row
+		grow := rowBytes(row) + int64(len(k))
+		n.held += grow
+		n.budget.add(grow)
+		if n.budget.over() {
+			if err := n.evict(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func (n *Normalize) Next(ctx context.Context) (Chunk, error) {
 	return miniBatchNext(ctx, n.in, n, n.q, &n.mb)
 }

@@ -58,6 +58,9 @@ type Chunk struct {
 	// LateRows (markers only) counts the rows the event-time operators
 	// below have dropped as late, since the start.
 	LateRows int64
+	// Barrier (markers only; 0: none) is the checkpoint whose state every
+	// operator saves as it hands this marker on (checkpoint.go).
+	Barrier int64
 }
 
 // Operator is an incremental operator. Next returns the next chunk; a

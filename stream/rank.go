@@ -308,6 +308,52 @@ func (r *Rank) load(key string) (*rankPart, error) {
 	return p, nil
 }
 
+// SaveState saves every partition's rows, in memory and spilled (what it
+// emitted is its top then, as after every marker).
+func (r *Rank) SaveState(w *StateWriter) error {
+	for k, p := range r.parts {
+		w.Bytes([]byte(k))
+		w.Bytes(encodeRankRows(p.rows))
+	}
+	return r.store.each(func(k string, v []byte) error {
+		if _, ok := r.parts[k]; !ok {
+			w.Bytes([]byte(k))
+			w.Bytes(v)
+		}
+		return nil
+	})
+}
+
+// RestoreState loads the saved partitions into memory, spilling past the
+// budget.
+func (r *Rank) RestoreState(rd *StateReader) error {
+	for rd.More() {
+		k, err := rd.Bytes()
+		if err != nil {
+			return err
+		}
+		v, err := rd.Bytes()
+		if err != nil {
+			return err
+		}
+		rows, err := r.codec.decode(v)
+		if err != nil {
+			return err
+		}
+		p := &rankPart{key: string(k), rows: rows, emitted: topRows(rows, r.spec.Lo, r.spec.Hi)}
+		r.parts[p.key] = p
+		grow := r.partBytes(p)
+		r.held += grow
+		r.budget.add(grow)
+		if r.budget.over() {
+			if err := r.evict(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // rankCodec reads back a partition's rows as encodeRankRows wrote them:
 // their sort keys (the ORDER BY keys, then the whole row, from which the
 // values are decoded) and counts.

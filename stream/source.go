@@ -35,6 +35,12 @@ type Source struct {
 	out        arrow.RecordBatch
 	closed     bool
 	wm         *watermarkGen // nil: the source has no watermark
+	// cp, when set, asks for barriers; barrier is the last one this
+	// source flagged a marker with, last the snapshot of its last marker.
+	cp      *Checkpoints
+	cpIdx   int
+	barrier int64
+	last    int64
 }
 
 // NewSource reads spec from table; output column i is column perm[i] of
@@ -56,7 +62,65 @@ func (s *Source) marker(snapshot int64) Chunk {
 	if s.wm != nil {
 		c.Watermark = s.wm.current()
 	}
+	s.last = snapshot
+	if s.cp != nil {
+		if n := s.cp.requested.Load(); n > s.barrier {
+			c.Barrier, s.barrier = n, n
+			w := &StateWriter{}
+			s.state(w)
+			s.cp.put(n, s.cpIdx, w.b)
+		}
+	}
 	return c
+}
+
+// SaveState saves the snapshot of the last marker and the watermark's
+// event time.
+func (s *Source) SaveState(w *StateWriter) error {
+	s.state(w)
+	return nil
+}
+
+func (s *Source) state(w *StateWriter) {
+	w.Varint(s.last)
+	if s.wm == nil || !s.wm.seen {
+		w.Varint(0)
+		return
+	}
+	w.Varint(1)
+	w.Varint(s.wm.max.Unix())
+	w.Varint(int64(s.wm.max.Nanosecond()))
+}
+
+// RestoreState makes the source read the changes after the saved snapshot
+// (the state of the operators above, restored too, holds everything up
+// to it).
+func (s *Source) RestoreState(r *StateReader) error {
+	last, err := r.Varint()
+	if err != nil {
+		return err
+	}
+	seen, err := r.Varint()
+	if err != nil {
+		return err
+	}
+	if last < 0 || seen != 0 && s.wm == nil {
+		return fmt.Errorf("%w: snapshot %d, watermark %d", errCorruptCheckpoint, last, seen)
+	}
+	if seen != 0 {
+		sec, err := r.Varint()
+		if err != nil {
+			return err
+		}
+		nsec, err := r.Varint()
+		if err != nil {
+			return err
+		}
+		s.wm.max, s.wm.seen = time.Unix(sec, nsec).UTC(), true
+	}
+	s.spec.Start, s.spec.SnapshotID, s.spec.Tag = tablestore.StreamFromSnapshot, last+1, ""
+	s.last = last
+	return r.end()
 }
 
 func (s *Source) Schema() *arrow.Schema { return s.schema }
@@ -124,6 +188,9 @@ func (s *Source) Next(ctx context.Context) (Chunk, error) {
 			return s.marker(cur), nil
 		}
 		s.cur = ch.Snapshot
+		if s.cp != nil {
+			s.cp.rows.Add(ch.Batch.NumRows())
+		}
 		cols := make([]arrow.Array, len(s.perm))
 		for i, p := range s.perm {
 			cols[i] = ch.Batch.Column(p)
@@ -155,6 +222,9 @@ func (s *Source) seed(ctx context.Context, mem memory.Allocator, fn func(arrow.R
 	}
 	defer scan.Close()
 	return scan.Each(ctx, func(b arrow.RecordBatch) error {
+		if s.cp != nil {
+			s.cp.rows.Add(b.NumRows())
+		}
 		kb := array.NewStringBuilder(mem)
 		for range b.NumRows() {
 			kb.Append(kindInsert)

@@ -321,6 +321,26 @@ func merge(cursors []*runCursor, dead string, fn func(key string, val []byte) (b
 	}
 }
 
+// each calls fn with every entry stored (the newest record of each key,
+// but for tombstones and forgotten keys), in key order; nothing on a nil
+// store. The operator skips the keys it holds in memory, which shadow
+// their records.
+func (s *spillStore) each(fn func(key string, val []byte) error) error {
+	if s == nil {
+		return nil
+	}
+	cursors, err := s.cursors()
+	if err != nil {
+		return err
+	}
+	return merge(cursors, s.dead, func(key string, val []byte) (bool, error) {
+		if val == nil || s.gone[key] {
+			return true, nil
+		}
+		return true, fn(key, val)
+	})
+}
+
 // takeClosed removes and returns the entries keyed (by windowStateKey) by a
 // window end or expiry at or before wm; nothing while nothing spilled.
 func (s *spillStore) takeClosed(wm time.Time) ([]stateEntry, error) {

@@ -55,6 +55,19 @@ func (u *UnionAll) Next(ctx context.Context) (Chunk, error) {
 	return Chunk{Batch: u.out, Pos: c.Pos}, nil
 }
 
+// SaveState saves the inputs' positions.
+func (u *UnionAll) SaveState(w *StateWriter) error {
+	u.two.save(w)
+	return nil
+}
+
+func (u *UnionAll) RestoreState(r *StateReader) error {
+	if err := u.two.restore(r); err != nil {
+		return err
+	}
+	return r.end()
+}
+
 func (u *UnionAll) Close() error {
 	if u.out != nil {
 		u.out.Release()

@@ -455,15 +455,7 @@ func (w *WindowAggregate) evict() error {
 			if freed >= target {
 				break
 			}
-			var b []byte
-			for _, v := range g.vals {
-				b = appendOrdered(b, v, false, true)
-			}
-			b = binary.AppendVarint(b, g.rows)
-			for _, acc := range g.accs {
-				b = acc.encode(b)
-			}
-			out = append(out, stateEntry{key: windowStateKey(win.bounds, key), val: b})
+			out = append(out, stateEntry{key: windowStateKey(win.bounds, key), val: encodeWindowGroup(g)})
 			n := w.groupBytes(g)
 			win.bytes -= n
 			freed += n
@@ -474,6 +466,127 @@ func (w *WindowAggregate) evict() error {
 	w.held -= freed
 	w.budget.add(-freed)
 	return w.store.write(out)
+}
+
+// encodeWindowGroup encodes a group's values, row count and accumulator
+// states.
+func encodeWindowGroup(g *windowGroup) []byte {
+	var b []byte
+	for _, v := range g.vals {
+		b = appendOrdered(b, v, false, true)
+	}
+	b = binary.AppendVarint(b, g.rows)
+	for _, acc := range g.accs {
+		b = acc.encode(b)
+	}
+	return b
+}
+
+// SaveState saves the watermark, the late rows and the groups of the open
+// windows, in memory and spilled (by their spill keys).
+func (w *WindowAggregate) SaveState(wr *StateWriter) error {
+	w.firing.save(wr)
+	for _, win := range w.open {
+		for _, g := range win.order {
+			wr.Varint(1)
+			wr.Bytes([]byte(windowStateKey(win.bounds, g.key)))
+			wr.Bytes(encodeWindowGroup(g))
+		}
+	}
+	if err := w.store.each(func(k string, v []byte) error {
+		if bounds, key, err := windowStateBounds(k); err != nil || w.open[bounds] == nil || w.open[bounds].groups[key] == nil {
+			wr.Varint(1)
+			wr.Bytes([]byte(k))
+			wr.Bytes(v)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	wr.Varint(0)
+	return nil
+}
+
+// RestoreState loads the saved windows into memory, spilling past the
+// budget.
+func (w *WindowAggregate) RestoreState(r *StateReader) error {
+	if err := w.firing.restore(r); err != nil {
+		return err
+	}
+	for {
+		more, err := r.Varint()
+		if err != nil {
+			return err
+		}
+		if more == 0 {
+			return r.end()
+		}
+		k, err := r.Bytes()
+		if err != nil {
+			return err
+		}
+		v, err := r.Bytes()
+		if err != nil {
+			return err
+		}
+		bounds, key, err := windowStateBounds(string(k))
+		if err != nil {
+			return err
+		}
+		g, err := w.decodeGroup(key, v)
+		if err != nil {
+			return err
+		}
+		win := w.open[bounds]
+		grow := w.groupBytes(g)
+		if win == nil {
+			win = &window{bounds: bounds, bytes: 96, groups: map[string]*windowGroup{}}
+			w.open[bounds] = win
+			grow += 96
+		}
+		w.adopt(win, g)
+		win.bytes += w.groupBytes(g)
+		w.held += grow
+		w.budget.add(grow)
+		if w.budget.over() {
+			if err := w.evict(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// windowStateBounds reads a windowStateKey.
+func windowStateBounds(k string) ([2]int64, string, error) {
+	if len(k) < 16 {
+		return [2]int64{}, "", errCorruptCheckpoint
+	}
+	return [2]int64{int64(binary.BigEndian.Uint64([]byte(k[8:16])) ^ 1<<63), int64(binary.BigEndian.Uint64([]byte(k[:8])) ^ 1<<63)}, k[16:], nil
+}
+
+// save writes the last watermark and the late rows.
+func (f *firing) save(w *StateWriter) {
+	var wm []byte
+	if !f.wm.IsZero() {
+		wm, _ = f.wm.MarshalBinary()
+	}
+	w.Bytes(wm)
+	w.Varint(f.late)
+}
+
+func (f *firing) restore(r *StateReader) error {
+	wm, err := r.Bytes()
+	if err != nil {
+		return err
+	}
+	f.wm = time.Time{}
+	if len(wm) > 0 {
+		if err := f.wm.UnmarshalBinary(wm); err != nil {
+			return fmt.Errorf("%w: %v", errCorruptCheckpoint, err)
+		}
+	}
+	f.late, err = r.Varint()
+	return err
 }
 
 // load reads group key of window bounds back from disk (nil if none).
@@ -521,8 +634,11 @@ func (w *WindowAggregate) unspill(wm time.Time) error {
 	}
 	var grow int64
 	for _, e := range entries {
-		bounds := [2]int64{int64(binary.BigEndian.Uint64([]byte(e.key[8:16])) ^ 1<<63), int64(binary.BigEndian.Uint64([]byte(e.key[:8])) ^ 1<<63)}
-		win, key := w.open[bounds], e.key[16:]
+		bounds, key, err := windowStateBounds(e.key)
+		if err != nil {
+			return err
+		}
+		win := w.open[bounds]
 		if win == nil || win.groups[key] != nil {
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"strings"
 )
 
@@ -68,8 +69,8 @@ func (s *Store) Jobs(ctx context.Context) ([]JobDef, error) {
 	}
 	var out []JobDef
 	for _, n := range names {
-		if strings.HasPrefix(n, ".tmp-") {
-			continue
+		if strings.Contains(n, ".") {
+			continue // a temporary file, or a job's checkpoints (no id has a '.')
 		}
 		var def JobDef
 		if err := readMeta(s.fs, s.jobPath(n), &def); err != nil {
@@ -78,4 +79,73 @@ func (s *Store) Jobs(ctx context.Context) ([]JobDef, error) {
 		out = append(out, def)
 	}
 	return out, nil // FS.List sorts
+}
+
+// A job's checkpoints (its operators' state, engine/job.go) are files of
+// the directory <id>.checkpoints beside its definition, each named by the
+// snapshot of the job's sink whose commit it belongs to.
+func (s *Store) jobCheckpointDir(id string) string {
+	return joinPath(s.root, jobDirName, id+".checkpoints")
+}
+
+func checkpointName(sinkSnapshot int64) string { return strconv.FormatInt(sinkSnapshot, 10) }
+
+// PutJobCheckpoint stores job id's checkpoint of sink snapshot
+// sinkSnapshot atomically (whole or not at all).
+func (s *Store) PutJobCheckpoint(ctx context.Context, id string, sinkSnapshot int64, data []byte) error {
+	if err := validateName("job", id); err != nil {
+		return err
+	}
+	dir := s.jobCheckpointDir(id)
+	if err := s.fs.MkdirAll(dir); err != nil {
+		return fmt.Errorf("job %s checkpoint: %w", id, err)
+	}
+	tmp := joinPath(dir, ".tmp-"+newUUID())
+	if err := writeFileSync(s.fs, tmp, data); err != nil {
+		_ = s.fs.Remove(tmp)
+		return fmt.Errorf("job %s checkpoint: %w", id, err)
+	}
+	if err := s.fs.Rename(tmp, joinPath(dir, checkpointName(sinkSnapshot))); err != nil {
+		_ = s.fs.Remove(tmp)
+		return fmt.Errorf("job %s checkpoint: %w", id, err)
+	}
+	return s.fs.SyncDir(dir)
+}
+
+// JobCheckpoint reads job id's checkpoint of sink snapshot sinkSnapshot;
+// an error wrapping fs.ErrNotExist when there is none.
+func (s *Store) JobCheckpoint(ctx context.Context, id string, sinkSnapshot int64) ([]byte, error) {
+	if err := validateName("job", id); err != nil {
+		return nil, err
+	}
+	b, err := readFileAll(s.fs, joinPath(s.jobCheckpointDir(id), checkpointName(sinkSnapshot)))
+	if err != nil {
+		return nil, fmt.Errorf("job %s checkpoint of sink snapshot %d: %w", id, sinkSnapshot, err)
+	}
+	return b, nil
+}
+
+// DeleteJobCheckpoints removes job id's checkpoints but the one of sink
+// snapshot keep (none when keep is 0), and what failed writes left.
+func (s *Store) DeleteJobCheckpoints(ctx context.Context, id string, keep int64) error {
+	if err := validateName("job", id); err != nil {
+		return err
+	}
+	dir := s.jobCheckpointDir(id)
+	names, err := s.fs.List(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("job %s checkpoints: %w", id, err)
+	}
+	for _, n := range names {
+		if keep != 0 && n == checkpointName(keep) {
+			continue
+		}
+		if err := s.fs.Remove(joinPath(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("job %s checkpoints: %w", id, err)
+		}
+	}
+	return nil
 }

@@ -1,0 +1,340 @@
+package stream
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/flightd/flightd/exec"
+)
+
+// Checkpoints: a continuous job saves the state of its operators with the
+// source positions it belongs to, so that a restart resumes every source
+// where the state stands instead of reading the sources again in full.
+//
+// A checkpoint is a barrier, as in Flink (Chandy-Lamport): Request asks
+// for barrier n; every Source flags its next marker with it and saves its
+// position; an operator passing a barrier marker on (from Next) saves its
+// state, which then holds exactly the changes up to that marker, as a
+// marker is an exact position; a two-input operator stops reading the
+// side whose barrier came first until the other side's comes, so its
+// state and its barrier marker hold the same position of both. When the
+// root hands out the barrier marker every operator has saved, and Encode
+// gives the checkpoint, for the sink commit of that marker's position.
+//
+// Operators save and restore themselves through Checkpointer; a plan with
+// an operator that cannot (Supported) is never checkpointed.
+
+// Checkpointer is an operator whose state a checkpoint holds. SaveState
+// runs on the goroutine calling Next, right after Next returned a barrier
+// marker; RestoreState runs before Open, on a new operator, with what
+// SaveState wrote.
+type Checkpointer interface {
+	SaveState(w *StateWriter) error
+	RestoreState(r *StateReader) error
+}
+
+// stateless operators keep nothing between chunks: a checkpoint needs
+// nothing of them.
+func stateless(op Operator) bool {
+	switch op.(type) {
+	case *Filter, *Project, *Temporal:
+		return true
+	}
+	return false
+}
+
+// Checkpoints coordinates the checkpoints of one run of a streaming plan
+// (see above). Add every operator of the plan to it as it is built, in an
+// order that only depends on the plan.
+type Checkpoints struct {
+	requested atomic.Int64 // the newest barrier asked for
+	rows      atomic.Int64 // rows the sources read
+	interval  time.Duration
+
+	mu          sync.Mutex
+	kinds       []string // of the operators added that hold state
+	unsupported []string
+	saved       map[int64][][]byte // barrier -> each operator's state
+	restore     [][]byte           // sections to restore, nil: none
+	restoreKind []string
+	restored    int
+}
+
+// NewCheckpoints returns a coordinator for one run of a plan whose
+// checkpoints are taken every interval: its sources report progress ten
+// times as often (at most every 10 ms), so that a barrier waits little on
+// an idle one (a barrier goes out with a source's next marker).
+func NewCheckpoints(interval time.Duration) *Checkpoints {
+	return &Checkpoints{saved: map[int64][][]byte{}, interval: interval}
+}
+
+// Add registers op, which takes its place among the operators a checkpoint
+// saves (restoring it first when the coordinator was loaded), and returns
+// the operator to use in its stead.
+func (c *Checkpoints) Add(op Operator) (Operator, error) {
+	if stateless(op) {
+		return op, nil
+	}
+	cp, ok := op.(Checkpointer)
+	if !ok {
+		c.mu.Lock()
+		c.unsupported = append(c.unsupported, fmt.Sprintf("%T", op))
+		c.mu.Unlock()
+		return op, nil
+	}
+	c.mu.Lock()
+	idx := len(c.kinds)
+	kind := fmt.Sprintf("%T", op)
+	c.kinds = append(c.kinds, kind)
+	c.mu.Unlock()
+	if c.restore != nil {
+		if idx >= len(c.restore) || c.restoreKind[idx] != kind {
+			return nil, fmt.Errorf("%w: operator %d is %s, the checkpoint's is not", errCorruptCheckpoint, idx, kind)
+		}
+		if err := cp.RestoreState(&StateReader{b: c.restore[idx]}); err != nil {
+			return nil, fmt.Errorf("restore %s: %w", kind, err)
+		}
+		c.restored++
+	}
+	if s, ok := op.(*Source); ok {
+		// A source flags its markers with barriers and saves itself as it
+		// does (unwrapped: a Normalize reads its Source directly).
+		s.cp, s.cpIdx = c, idx
+		if hb := max(c.interval/10, 10*time.Millisecond); c.interval > 0 && (s.spec.Heartbeat <= 0 || s.spec.Heartbeat > hb) {
+			s.spec.Heartbeat = hb
+		}
+		return s, nil
+	}
+	return &checkpointed{Operator: op, cp: c, idx: idx, state: cp}, nil
+}
+
+// Supported says why the plan cannot be checkpointed ("" when it can):
+// the kinds of its operators that cannot save their state.
+func (c *Checkpoints) Supported() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.unsupported) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%v keep state a checkpoint cannot hold", c.unsupported)
+}
+
+// Restored checks that a loaded checkpoint restored every operator of the
+// plan and nothing else (nil when none was loaded).
+func (c *Checkpoints) Restored() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.restore != nil && (c.restored != len(c.restore) || len(c.kinds) != len(c.restore)) {
+		return fmt.Errorf("%w: %d operators saved, %d restored of %d", errCorruptCheckpoint, len(c.restore), c.restored, len(c.kinds))
+	}
+	return nil
+}
+
+// Request asks for barrier n (increasing): the sources flag their next
+// markers with it.
+func (c *Checkpoints) Request(n int64) { c.requested.Store(n) }
+
+// SourceRows is how many rows the sources have read (their changes, and
+// the content a normalization starts from).
+func (c *Checkpoints) SourceRows() int64 { return c.rows.Load() }
+
+// save records operator idx's state at barrier n.
+func (c *Checkpoints) save(n int64, idx int, op Checkpointer) error {
+	w := &StateWriter{}
+	if err := op.SaveState(w); err != nil {
+		return fmt.Errorf("checkpoint %d: %w", n, err)
+	}
+	c.put(n, idx, w.b)
+	return nil
+}
+
+// put records state, operator idx's at barrier n.
+func (c *Checkpoints) put(n int64, idx int, state []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.saved[n]
+	if s == nil {
+		s = make([][]byte, len(c.kinds))
+		c.saved[n] = s
+	}
+	s[idx] = state
+}
+
+// Discard forgets checkpoint n and every older one (not committed).
+func (c *Checkpoints) Discard(n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.saved {
+		if k <= n {
+			delete(c.saved, k)
+		}
+	}
+}
+
+var checkpointMagic = []byte("flightd-checkpoint-1\n")
+
+var errCorruptCheckpoint = fmt.Errorf("%w: corrupt checkpoint", exec.ErrInvalid)
+
+// Encode returns checkpoint n (whose barrier marker the root handed out
+// at pos) and forgets it and every older one: the file Load reads, its
+// integrity checked by a CRC-32C.
+func (c *Checkpoints) Encode(n int64, pos Pos) ([]byte, error) {
+	c.mu.Lock()
+	s := c.saved[n]
+	c.mu.Unlock()
+	c.Discard(n)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.unsupported) > 0 || s == nil {
+		return nil, fmt.Errorf("%w: checkpoint %d was not saved", exec.ErrInvalid, n)
+	}
+	b := append([]byte{}, checkpointMagic...)
+	b = binary.AppendUvarint(b, uint64(len(pos)))
+	for _, p := range pos {
+		b = binary.AppendVarint(b, p)
+	}
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	for i, sec := range s {
+		if sec == nil {
+			return nil, fmt.Errorf("%w: %s saved nothing at checkpoint %d", exec.ErrInvalid, c.kinds[i], n)
+		}
+		b = appendBytes(b, []byte(c.kinds[i]))
+		b = appendBytes(b, sec)
+	}
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crcTable)), nil
+}
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// Load reads checkpoint data (Encode's) taken at pos, to restore the
+// operators Add will be given; an error when it is not whole or not of pos.
+func (c *Checkpoints) Load(data []byte, pos Pos) error {
+	if len(data) < len(checkpointMagic)+4 || !bytes.HasPrefix(data, checkpointMagic) {
+		return errCorruptCheckpoint
+	}
+	body := data[:len(data)-4]
+	if crc32.Checksum(body, crcTable) != binary.BigEndian.Uint32(data[len(body):]) {
+		return fmt.Errorf("%w: checksum mismatch", errCorruptCheckpoint)
+	}
+	r := &StateReader{b: body[len(checkpointMagic):]}
+	n, err := r.uvarint()
+	if err != nil {
+		return err
+	}
+	if n != uint64(len(pos)) {
+		return fmt.Errorf("%w: %d positions, want %d", errCorruptCheckpoint, n, len(pos))
+	}
+	for _, p := range pos {
+		v, err := r.Varint()
+		if err != nil {
+			return err
+		}
+		if v != p {
+			return fmt.Errorf("%w: taken at %d, not %d", errCorruptCheckpoint, v, p)
+		}
+	}
+	if n, err = r.uvarint(); err != nil {
+		return err
+	}
+	c.restore, c.restoreKind = [][]byte{}, nil
+	for range n {
+		kind, err := r.Bytes()
+		if err != nil {
+			return err
+		}
+		sec, err := r.Bytes()
+		if err != nil {
+			return err
+		}
+		c.restoreKind = append(c.restoreKind, string(kind))
+		c.restore = append(c.restore, sec)
+	}
+	if len(r.b) != 0 {
+		return fmt.Errorf("%w: %d bytes past the end", errCorruptCheckpoint, len(r.b))
+	}
+	return nil
+}
+
+// checkpointed saves op's state when it hands out a barrier marker.
+type checkpointed struct {
+	Operator
+	cp    *Checkpoints
+	idx   int
+	state Checkpointer
+}
+
+func (o *checkpointed) Next(ctx context.Context) (Chunk, error) {
+	c, err := o.Operator.Next(ctx)
+	if err == nil && c.Batch == nil && c.Barrier != 0 {
+		err = o.cp.save(c.Barrier, o.idx, o.state)
+	}
+	return c, err
+}
+
+// StateWriter collects an operator's state as records of bytes.
+type StateWriter struct{ b []byte }
+
+// Bytes appends a record.
+func (w *StateWriter) Bytes(v []byte) { w.b = appendBytes(w.b, v) }
+
+// Varint appends a number.
+func (w *StateWriter) Varint(v int64) { w.b = binary.AppendVarint(w.b, v) }
+
+func appendBytes(b, v []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
+}
+
+// StateReader reads what a StateWriter wrote, in order.
+type StateReader struct{ b []byte }
+
+// More reports whether records are left.
+func (r *StateReader) More() bool { return len(r.b) > 0 }
+
+// Bytes reads a record (valid as long as the checkpoint's data).
+func (r *StateReader) Bytes() ([]byte, error) {
+	n, err := r.uvarint()
+	if err != nil {
+		return nil, err
+	}
+	if uint64(len(r.b)) < n {
+		return nil, errCorruptCheckpoint
+	}
+	v := r.b[:n:n]
+	r.b = r.b[n:]
+	return v, nil
+}
+
+// Varint reads a number.
+func (r *StateReader) Varint() (int64, error) {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		return 0, errCorruptCheckpoint
+	}
+	r.b = r.b[n:]
+	return v, nil
+}
+
+func (r *StateReader) uvarint() (uint64, error) {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		return 0, errCorruptCheckpoint
+	}
+	r.b = r.b[n:]
+	return v, nil
+}
+
+// end reports a corrupt section when records are left after what an
+// operator read.
+func (r *StateReader) end() error {
+	if r.More() {
+		return fmt.Errorf("%w: %d bytes left", errCorruptCheckpoint, len(r.b))
+	}
+	return nil
+}
