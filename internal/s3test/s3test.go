@@ -98,7 +98,7 @@ func Start(t testing.TB) *Server {
 	// Port 0: the server binds a free port and prints it. A port picked
 	// here and freed for it could be taken meanwhile by another process
 	// (another test's server), which the test would then talk to.
-	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", "0")
+	cmd := serverCommand(bin)
 	log, err := os.Create(filepath.Join(t.TempDir(), "s3server.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -143,6 +143,50 @@ func Start(t testing.TB) *Server {
 	}
 	return s
 }
+
+// serverCommand runs moto's server with its writes serialized when the
+// Python beside bin (a venv's, or pyenv's shims) imports moto, else bin
+// itself. moto checks If-None-Match and then writes, in two steps another
+// request can come between (two racing conditional PUTs of one key both
+// succeeded under load), where S3 does both atomically: without this the
+// tests of conditional publishing would test moto's race.
+func serverCommand(bin string) *exec.Cmd {
+	python := filepath.Join(filepath.Dir(bin), "python")
+	if motoPython(python) {
+		return exec.Command(python, "-c", serializedMoto, "127.0.0.1", "0")
+	}
+	return exec.Command(bin, "-H", "127.0.0.1", "-p", "0")
+}
+
+var motoImports sync.Map // python -> bool
+
+func motoPython(python string) bool {
+	if ok, seen := motoImports.Load(python); seen {
+		return ok.(bool)
+	}
+	ok := fileExists(python) && exec.Command(python, "-c", "import moto.moto_server.werkzeug_app").Run() == nil
+	motoImports.Store(python, ok)
+	return ok
+}
+
+// serializedMoto serves moto's application as moto_server does, with one
+// write (PUT, POST, DELETE) at a time; reads stay concurrent.
+const serializedMoto = `
+import sys, threading
+from werkzeug.serving import run_simple
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+
+app = DomainDispatcherApplication(create_backend_app)
+writes = threading.Lock()
+
+def serialized(environ, start_response):
+    if environ.get("REQUEST_METHOD") in ("PUT", "POST", "DELETE"):
+        with writes:
+            return list(app(environ, start_response))
+    return app(environ, start_response)
+
+run_simple(sys.argv[1], int(sys.argv[2]), serialized, threaded=True)
+`
 
 // listening is the line moto's server (werkzeug) prints once it listens.
 var listening = regexp.MustCompile(`Running on http://(127\.0\.0\.1:[0-9]+)`)
