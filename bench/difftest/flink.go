@@ -266,6 +266,9 @@ var flinkRules = []flinkRule{
 	{"Flink's planner fails with an internal error on valid SQL", FlinkBug, func(_ *Env, c *flinkCase) bool {
 		return c.ferr == nil && flinkInternalError.MatchString(c.kerr)
 	}},
+	{"Flink's parser refuses FIRST_VALUE or LAST_VALUE of a parenthesized argument", FlinkBug, func(_ *Env, c *flinkCase) bool {
+		return c.ferr == nil && strings.HasPrefix(c.kerr, "ParseException") && valueOfParens.MatchString(c.sql)
+	}},
 	{"Flink refuses a rank function ordered by constants only", FlinkBug, func(_ *Env, c *flinkCase) bool {
 		return c.ferr == nil && strings.Contains(c.kerr, "requires order by clause with non-constant fields")
 	}},
@@ -279,7 +282,9 @@ var flinkRules = []flinkRule{
 
 // flinkInternalError matches Flink failures that are Java exceptions of
 // its planner or runtime, not SQL errors.
-var flinkInternalError = regexp.MustCompile(`^(IndexOutOfBoundsException|ArrayIndexOutOfBoundsException|NullPointerException|ClassCastException|AssertionError|IllegalStateException)|unexpected correlate variable`)
+var flinkInternalError = regexp.MustCompile(`^(IndexOutOfBoundsException|ArrayIndexOutOfBoundsException|NullPointerException|ClassCastException|AssertionError|IllegalStateException|CannotPlanException)|unexpected correlate variable`)
+
+var valueOfParens = regexp.MustCompile(`(first|last)_value\(\(`)
 
 // emptyGroupingSet matches a GROUP BY with the empty grouping set.
 var emptyGroupingSet = regexp.MustCompile(`GROUP BY (ROLLUP|CUBE|GROUPING SETS \(\(\))`)

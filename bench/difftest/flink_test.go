@@ -114,6 +114,11 @@ func (s *flinkSummary) add(r FlinkResult) {
 
 func (s *flinkSummary) log(t *testing.T, took time.Duration) {
 	t.Helper()
+	// As TestDiff's MaxExcused: a change making most queries fail on both
+	// sides, or unsupported, must not pass.
+	if excused := s.classes[FlinkBothFailed] + s.classes[FlinkUnsupported]; s.queries >= 20 && float64(excused) > MaxExcused*float64(s.queries) {
+		t.Errorf("%d of %d queries failed on both or are unsupported: more than %.0f%%", excused, s.queries, 100*MaxExcused)
+	}
 	t.Logf("%d queries, %d answer rows from Flink, in %v", s.queries, s.rows, took.Round(time.Second))
 	for c, n := range s.classes {
 		if n > 0 {

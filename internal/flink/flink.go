@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // Null is how an Answer holds SQL NULL: no value Flink prints is it.
@@ -36,9 +37,10 @@ type Answer struct {
 // Oracle is a running FlinkOracle process. It runs one statement at a
 // time: callers do not share it between goroutines.
 type Oracle struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Scanner
+	cmd    *exec.Cmd
+	stderr *tail
+	in     io.WriteCloser
+	out    *bufio.Scanner
 }
 
 // Start builds FlinkOracle from the Maven project in dir (interop/flink)
@@ -57,7 +59,8 @@ func Start(dir string) (*Oracle, error) {
 	// The serial collector: the oracle is one thread on a shared machine.
 	cmd := exec.Command("java", "-XX:+UseSerialGC", "-cp", filepath.Join(target, "classes")+string(os.PathListSeparator)+strings.TrimSpace(string(cp)),
 		"dev.flightd.oracle.FlinkOracle")
-	o := &Oracle{cmd: cmd}
+	o := &Oracle{cmd: cmd, stderr: &tail{}}
+	cmd.Stderr = o.stderr
 	if o.in, err = cmd.StdinPipe(); err != nil {
 		return nil, err
 	}
@@ -110,7 +113,7 @@ func (o *Oracle) Receive() (Answer, error) {
 			a.Err = unescape(line[4:])
 		}
 	}
-	return a, fmt.Errorf("FlinkOracle ended: %w", errors.Join(o.out.Err(), io.ErrUnexpectedEOF))
+	return a, fmt.Errorf("FlinkOracle ended: %w\n%s", errors.Join(o.out.Err(), io.ErrUnexpectedEOF), o.stderr)
 }
 
 // Close ends the process.
@@ -133,4 +136,27 @@ func unescape(v string) string {
 		return Null
 	}
 	return strings.NewReplacer(`\\`, `\`, `\t`, "\t", `\n`, "\n").Replace(v)
+}
+
+// tail keeps the last bytes written to it: the end of the process's
+// stderr, for the error when it ends.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 8<<10 {
+		t.buf = t.buf[len(t.buf)-8<<10:]
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
 }

@@ -12,6 +12,7 @@ import org.apache.flink.client.deployment.executors.PipelineExecutorUtils;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.DeploymentOptions;
 import org.apache.flink.configuration.ExecutionOptions;
+import org.apache.flink.configuration.RestOptions;
 import org.apache.flink.core.execution.PipelineExecutor;
 import org.apache.flink.core.execution.PipelineExecutorFactory;
 import org.apache.flink.core.execution.PipelineExecutorServiceLoader;
@@ -35,11 +36,25 @@ import org.apache.flink.util.CloseableIterator;
  * "OK", or "ERR" and the innermost cause's message; every answer ends with "END".
  */
 public final class FlinkOracle {
-  public static void main(String[] args) throws Exception {
+  public static void main(String[] args) {
+    try {
+      serve();
+    } catch (Throwable e) {
+      // The cluster's threads would keep the JVM up: the driver must see the end.
+      e.printStackTrace();
+      System.exit(1);
+    }
+    System.exit(0);
+  }
+
+  private static void serve() throws Exception {
     // One MiniCluster for every statement, jobs handed to it in-process: Flink's local
     // executor starts a cluster per job, which costs seconds a query.
+    // Any free port for its REST endpoint: oracles may run side by side.
+    Configuration clusterConf = new Configuration();
+    clusterConf.set(RestOptions.BIND_PORT, "0");
     MiniCluster cluster = new MiniCluster(new MiniClusterConfiguration.Builder()
-        .setConfiguration(new Configuration()).setNumTaskManagers(1).setNumSlotsPerTaskManager(1).build());
+        .setConfiguration(clusterConf).setNumTaskManagers(1).setNumSlotsPerTaskManager(1).build());
     cluster.start();
     PipelineExecutor executor = (pipeline, conf, classLoader) ->
         cluster.submitJob(PipelineExecutorUtils.getStreamGraph(pipeline, conf)).thenApply(r ->
@@ -113,7 +128,6 @@ public final class FlinkOracle {
       }
       out.println("END");
     }
-    System.exit(0);
   }
 
   private static String escape(Object v) {
