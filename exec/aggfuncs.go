@@ -99,11 +99,8 @@ func resolveAgg(name string, types []arrow.DataType, args []Expr) (*aggDef, erro
 		case vectorized.IsFloat(t):
 			return &aggDef{ret: f64Type, arity: 1, make: func() accumulator { return &sumFloatAcc{} }}, nil
 		case t.ID() == arrow.DECIMAL128:
-			// Spark's rule: ten more digits than the input, enough for any
-			// realistic row count (overflow is still detected), and it
-			// leaves precision for later division.
-			in := t.(*arrow.Decimal128Type)
-			dt := &arrow.Decimal128Type{Precision: min(in.Precision+10, MaxDecimalPrecision), Scale: in.Scale}
+			// Flink's rule: the widest precision, the input's scale.
+			dt := &arrow.Decimal128Type{Precision: MaxDecimalPrecision, Scale: t.(*arrow.Decimal128Type).Scale}
 			return &aggDef{ret: dt, arity: 1, make: func() accumulator { return &sumDecAcc{out: dt} }}, nil
 		case t.ID() == arrow.NULL:
 			return &aggDef{ret: i64Type, arity: 1, make: func() accumulator { return &sumIntAcc{} }}, nil

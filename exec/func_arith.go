@@ -112,6 +112,17 @@ func arithResolver(name string, op vectorized.ArithOp) resolver {
 			}}, nil
 		}
 		t, _ := CommonType(a, b)
+		if name == "modulo" && !arrow.TypeEqual(t, b) {
+			// Flink (Calcite) types x % y as y: the remainder fits.
+			return &impl{ret: b, args: []arrow.DataType{t, t}, fn: func(_ context.Context, ec *Context, args []arrow.Array, _ int) (arrow.Array, error) {
+				r, err := arithIntDispatch(ec, op, args[0], args[1])
+				if err != nil {
+					return nil, err
+				}
+				defer r.Release()
+				return vectorized.Cast(ec.Mem, r, b)
+			}}, nil
+		}
 		return &impl{ret: t, args: []arrow.DataType{t, t}, fn: func(_ context.Context, ec *Context, args []arrow.Array, _ int) (arrow.Array, error) {
 			return arithIntDispatch(ec, op, args[0], args[1])
 		}}, nil

@@ -447,13 +447,14 @@ func resolveLocate(types []arrow.DataType, _ []Expr) (*impl, error) {
 		}
 		st = append(st, i64Type)
 	}
-	return &impl{ret: i64Type, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
-		return vectorized.MapInt64s(ec.Mem, a, n, func(i int) (int64, error) {
+	// INT as in Flink.
+	return &impl{ret: i32Type, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		return vectorized.MapFixed(ec.Mem, i32Type, a, n, func(i int) (int32, error) {
 			from := int64(1)
 			if len(a) == 3 {
 				from = vectorized.Values[int64](a[2])[i]
 			}
-			return runeIndex(vectorized.StringAt(a[1], i), vectorized.StringAt(a[0], i), from), nil
+			return int32(runeIndex(vectorized.StringAt(a[1], i), vectorized.StringAt(a[0], i), from)), nil
 		})
 	}}, nil
 }
@@ -465,9 +466,9 @@ func resolveInstr(types []arrow.DataType, _ []Expr) (*impl, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &impl{ret: i64Type, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
-		return vectorized.MapInt64s(ec.Mem, a, n, func(i int) (int64, error) {
-			return runeIndex(vectorized.StringAt(a[0], i), vectorized.StringAt(a[1], i), 1), nil
+	return &impl{ret: i32Type, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		return vectorized.MapFixed(ec.Mem, i32Type, a, n, func(i int) (int32, error) {
+			return int32(runeIndex(vectorized.StringAt(a[0], i), vectorized.StringAt(a[1], i), 1)), nil
 		})
 	}}, nil
 }

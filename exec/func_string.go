@@ -206,8 +206,11 @@ func resolveLength(types []arrow.DataType, _ []Expr) (*impl, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &impl{ret: i64Type, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
-		return vectorized.MapInt64s(ec.Mem, a, n, func(i int) (int64, error) { return vectorized.CharLength(vectorized.StringAt(a[0], i)), nil })
+	// INT as in Flink: a string's length fits.
+	return &impl{ret: i32Type, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		return vectorized.MapFixed(ec.Mem, i32Type, a, n, func(i int) (int32, error) {
+			return int32(vectorized.CharLength(vectorized.StringAt(a[0], i))), nil
+		})
 	}}, nil
 }
 
@@ -282,9 +285,10 @@ func positionResolver(haystackFirst bool) resolver {
 		if err != nil {
 			return nil, err
 		}
-		return &impl{ret: i64Type, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
-			return vectorized.MapInt64s(ec.Mem, a, n, func(i int) (int64, error) {
-				return vectorized.Position(vectorized.StringAt(a[sub], i), vectorized.StringAt(a[s], i)), nil
+		// INT as in Flink.
+		return &impl{ret: i32Type, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+			return vectorized.MapFixed(ec.Mem, i32Type, a, n, func(i int) (int32, error) {
+				return int32(vectorized.Position(vectorized.StringAt(a[sub], i), vectorized.StringAt(a[s], i))), nil
 			})
 		}}, nil
 	}

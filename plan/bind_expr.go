@@ -883,7 +883,9 @@ func (b *binder) literal(l *sql.Literal, hint arrow.DataType) Expr {
 	digits := strings.TrimPrefix(v, "-")
 	intPart, frac, _ := strings.Cut(digits, ".")
 	all := strings.TrimLeft(intPart+frac, "0")
-	prec := max(len(strings.TrimLeft(intPart, "0"))+len(frac), 1)
+	// Calcite's precision: the digits as written, leading zeros too
+	// (0.29 is DECIMAL(3, 2)).
+	prec := max(len(intPart)+len(frac), 1)
 	if prec > 38 {
 		b.fail(l.Pos, "number %s has more than 38 digits", v)
 	}

@@ -16,6 +16,12 @@ import (
 // without an offset.
 func CastString(a arrow.Array, i int) string {
 	switch arr := a.(type) {
+	case *array.Boolean:
+		// Flink writes TRUE and FALSE.
+		if arr.Value(i) {
+			return "TRUE"
+		}
+		return "FALSE"
 	case *array.Float64:
 		return javaFloat(arr.Value(i), 64)
 	case *array.Float32:

@@ -19,21 +19,27 @@ var (
 	flagRuns  = flag.Int("difftest.runs", 1, "runs (data sets), seeds seed, seed+1, ...")
 	flagV     = flag.Bool("difftest.v", false, "log every query")
 	flagPrint = flag.Bool("difftest.print", false, "print the queries of the run, run none")
+	flagOnly  = flag.String("difftest.only", "", "TestFlink: run only these queries, seed:query,seed:query,...")
 )
+
+// runSeed is -difftest.seed, else $DIFFTEST_SEED, else derived from the
+// time.
+func runSeed() uint64 {
+	if *flagSeed != 0 {
+		return *flagSeed
+	}
+	if s, err := strconv.ParseUint(os.Getenv("DIFFTEST_SEED"), 10, 64); err == nil {
+		return s
+	}
+	return uint64(time.Now().UnixNano() % 1_000_000_000)
+}
 
 // TestDiff generates data and random queries, runs them on flightd and on
 // DuckDB and fails on every difference: a wrong answer, or an error on
 // one side only. The seed is time-derived unless -difftest.seed is given,
 // and is printed with every finding so that it can be replayed.
 func TestDiff(t *testing.T) {
-	seed := *flagSeed
-	if seed == 0 {
-		if s, err := strconv.ParseUint(os.Getenv("DIFFTEST_SEED"), 10, 64); err == nil {
-			seed = s
-		} else {
-			seed = uint64(time.Now().UnixNano() % 1_000_000_000)
-		}
-	}
+	seed := runSeed()
 	t.Logf("seed %d (replay with -difftest.seed=%d)", seed, seed)
 	for r := range uint64(*flagRuns) {
 		s := seed + r

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/bench/tpcds"
@@ -55,13 +56,24 @@ func (f *Flightd) Exec(ctx context.Context, text string) error {
 
 // Query runs one query and returns its whole result.
 func (f *Flightd) Query(ctx context.Context, text string) (*tpcds.Result, error) {
+	res, _, err := f.QueryTyped(ctx, text)
+	return res, err
+}
+
+// QueryTyped is Query that also returns the result's Arrow schema.
+func (f *Flightd) QueryTyped(ctx context.Context, text string) (*tpcds.Result, *arrow.Schema, error) {
 	st, err := f.sess.Prepare(ctx, text, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !st.IsQuery() {
-		return nil, fmt.Errorf("not a query: %s", text)
+		return nil, nil, fmt.Errorf("not a query: %s", text)
 	}
+	res, err := f.rows(ctx, st)
+	return res, st.Schema(), err
+}
+
+func (f *Flightd) rows(ctx context.Context, st *engine.Statement) (*tpcds.Result, error) {
 	op, err := st.Query(ctx, nil)
 	if err != nil {
 		return nil, err

@@ -33,7 +33,15 @@ import (
 //   - sums of inexact doubles (order of summation): aggregate arguments
 //     never divide, and the data's doubles are multiples of 1/4.
 type Gen struct {
-	r      *rand.Rand
+	r *rand.Rand
+	// flink spells the query in Flink's dialect where DuckDB's spelling
+	// differs (spell); the spelling never draws from r, so the two
+	// spellings of a query are the same query.
+	flink bool
+	// as spells the query so that flightd computes what Flink does where
+	// the two differ on purpose: the rules that explain a difference by
+	// one of these run the query so spelled on flightd (flinkRules).
+	as     flinkSemantics
 	alias  int
 	tables []string
 	// ctes are the WITH queries of the current query.
@@ -49,6 +57,56 @@ type cte struct {
 // the named tables.
 func NewGen(seed uint64, query int, tables []string) *Gen {
 	return &Gen{r: rand.New(rand.NewPCG(seed, uint64(query))), tables: tables}
+}
+
+// NewFlinkGen is NewGen spelling the query in Flink's dialect: the same
+// query as NewGen's for the same arguments.
+func NewFlinkGen(seed uint64, query int, tables []string) *Gen {
+	g := NewGen(seed, query, tables)
+	g.flink = true
+	return g
+}
+
+// flinkSemantics are Flink's semantics that flightd does not follow, as
+// flags: a query spelled with one computes on flightd what Flink does.
+type flinkSemantics uint8
+
+const (
+	// flinkNulls spells every sort key's NULL order out as Flink's
+	// default (NULLS FIRST ascending, NULLS LAST descending).
+	flinkNulls flinkSemantics = 1 << iota
+	// flinkAvg casts AVG of integers to BIGINT: Flink's AVG of an
+	// integer type is that type, the mean truncated toward zero.
+	flinkAvg
+)
+
+// order returns the sort direction dir ("", " DESC" or with NULLS), with
+// Flink's default NULL order spelled out under flinkNulls.
+func (g *Gen) order(dir string) string {
+	if g.as&flinkNulls == 0 || strings.Contains(dir, "NULLS") {
+		return dir
+	}
+	if dir == " DESC" {
+		return " DESC NULLS LAST"
+	}
+	return dir + " NULLS FIRST"
+}
+
+// avg returns the AVG call call over an argument of type t, cast as
+// flinkAvg says.
+func (g *Gen) avg(call string, t Type) string {
+	if g.as&flinkAvg != 0 && t == TInt {
+		return "CAST(" + call + " AS BIGINT)"
+	}
+	return call
+}
+
+// spell returns the DuckDB or the Flink spelling of the same operation.
+func (g *Gen) spell(duckdb, flink string) string {
+	if g.flink {
+		return flink
+	}
+	return duckdb
 }
 
 // term is a value a scope offers as an expression leaf.
@@ -216,16 +274,22 @@ func (g *Gen) intExpr(c ectx, d int) string {
 	case 6:
 		return fmt.Sprintf("abs(%s)", g.expr(c, TInt, d))
 	case 7:
-		return fmt.Sprintf("length(%s)", g.expr(c, TStr, d))
+		return fmt.Sprintf(g.spell("length(%s)", "CHAR_LENGTH(%s)"), g.expr(c, TStr, d))
 	case 8:
-		part := pick(g, []string{"year", "month", "day", "quarter", "dow", "doy"})
+		// Not dow: DuckDB counts Sunday as 0, Flink as 1.
+		part := pick(g, []string{"year", "month", "day", "quarter", "doy"})
 		return fmt.Sprintf("extract(%s FROM %s)", part, g.expr(c, TDate, d))
 	case 9:
-		return fmt.Sprintf("date_diff('day', %s, %s)", g.expr(c, TDate, d), g.expr(c, TDate, d))
+		from, to := g.expr(c, TDate, d), g.expr(c, TDate, d)
+		return fmt.Sprintf(g.spell("date_diff('day', %s, %s)", "TIMESTAMPDIFF(DAY, %s, %s)"), from, to)
 	case 10:
-		return fmt.Sprintf("CAST(trunc(%s) AS %s)", g.expr(c, TDec, d), pick(g, []string{"INT", "BIGINT"}))
+		return fmt.Sprintf(g.spell("CAST(trunc(%s) AS %s)", "CAST(TRUNCATE(%s) AS %s)"), g.expr(c, TDec, d), pick(g, []string{"INT", "BIGINT"}))
 	}
-	return fmt.Sprintf("strpos(%s, %s)", g.expr(c, TStr, d), g.expr(c, TStr, d))
+	s, sub := g.expr(c, TStr, d), g.expr(c, TStr, d)
+	if g.flink {
+		return fmt.Sprintf("POSITION(%s IN %s)", sub, s)
+	}
+	return fmt.Sprintf("strpos(%s, %s)", s, sub)
 }
 
 func (g *Gen) decExpr(c ectx, d int) string {
@@ -283,7 +347,12 @@ func (g *Gen) strExpr(c ectx, d int) string {
 		if g.p(20) {
 			return fmt.Sprintf("CAST(%s AS VARCHAR)", g.leaf(c, TDec))
 		}
-		return fmt.Sprintf("CAST(%s AS VARCHAR)", g.expr(c, pick(g, []Type{TInt, TDate, TBool}), d))
+		t := pick(g, []Type{TInt, TDate, TBool})
+		if t == TBool {
+			// Flink writes TRUE and FALSE, DuckDB true and false.
+			return fmt.Sprintf(g.spell("upper(CAST(%s AS VARCHAR))", "CAST(%s AS VARCHAR)"), g.expr(c, t, d))
+		}
+		return fmt.Sprintf("CAST(%s AS VARCHAR)", g.expr(c, t, d))
 	case 8:
 		return fmt.Sprintf("%s(%s, %d)", pick(g, []string{"left", "right"}), g.expr(c, TStr, d), g.n(4))
 	case 9:
@@ -303,9 +372,14 @@ func (g *Gen) strExpr(c ectx, d int) string {
 func (g *Gen) dateExpr(c ectx, d int) string {
 	switch g.n(3) {
 	case 0:
-		return fmt.Sprintf("(%s + %d)", g.expr(c, TDate, d), g.n(61)-30)
+		// Flink adds an INTERVAL to a DATE, not a number.
+		return fmt.Sprintf(g.spell("(%s + %d)", "(%s + INTERVAL '%d' DAY)"), g.expr(c, TDate, d), g.n(61)-30)
 	case 1:
-		return fmt.Sprintf("CAST(date_trunc('%s', %s) AS DATE)", pick(g, []string{"month", "year", "quarter"}), g.expr(c, TDate, d))
+		unit := pick(g, []string{"month", "year", "quarter"})
+		if g.flink {
+			return fmt.Sprintf("CAST(FLOOR(%s TO %s) AS DATE)", g.expr(c, TDate, d), strings.ToUpper(unit))
+		}
+		return fmt.Sprintf("CAST(date_trunc('%s', %s) AS DATE)", unit, g.expr(c, TDate, d))
 	}
 	return g.expr(c, TDate, d)
 }
@@ -344,7 +418,12 @@ func (g *Gen) boolExpr(c ectx, d int) string {
 		return fmt.Sprintf("(%s %sBETWEEN %s AND %s)", g.expr(c, t, d), pick(g, []string{"", "NOT "}), g.expr(c, t, d), g.expr(c, t, d))
 	case 9:
 		pat := pick(g, []string{"a%", "%b", "_b%", "ab_", "%", "", "%a%b%", "x_y", "A%"})
-		return fmt.Sprintf("(%s %s%s '%s')", g.expr(c, TStr, d), pick(g, []string{"", "NOT "}), pick(g, []string{"LIKE", "LIKE", "ILIKE"}), pat)
+		x, not, op := g.expr(c, TStr, d), pick(g, []string{"", "NOT "}), pick(g, []string{"LIKE", "LIKE", "ILIKE"})
+		if g.flink && op == "ILIKE" {
+			// Flink has no ILIKE.
+			x, op, pat = "LOWER("+x+")", "LIKE", strings.ToLower(pat)
+		}
+		return fmt.Sprintf("(%s %s%s '%s')", x, not, op, pat)
 	case 10:
 		t := g.cmpType()
 		return fmt.Sprintf("(%s IS %sDISTINCT FROM %s)", g.expr(c, t, d), pick(g, []string{"", "NOT "}), g.expr(c, t, d))
@@ -386,7 +465,8 @@ func (g *Gen) aggregate(c ectx, t Type, depth int) (string, bool) {
 	case TFloat:
 		switch g.n(3) {
 		case 0:
-			return fmt.Sprintf("avg(%s%s)", pick(g, []string{"", "", "DISTINCT "}), g.expr(in, pick(g, []Type{TInt, TFloat}), d)), true
+			distinct, t := pick(g, []string{"", "", "DISTINCT "}), pick(g, []Type{TInt, TFloat})
+			return g.avg(fmt.Sprintf("avg(%s%s)", distinct, g.expr(in, t, d)), t), true
 		case 1:
 			return fmt.Sprintf("sum(%s)", g.expr(in, TFloat, d)), true
 		}
@@ -394,7 +474,12 @@ func (g *Gen) aggregate(c ectx, t Type, depth int) (string, bool) {
 	case TStr, TDate:
 		return fmt.Sprintf("%s(%s)", pick(g, []string{"min", "max"}), g.expr(in, t, d)), true
 	case TBool:
-		return fmt.Sprintf("%s(%s)", pick(g, []string{"bool_and", "bool_or"}), g.expr(in, TBool, d)), true
+		// Flink has no BOOL_AND and BOOL_OR: MIN and MAX are them (FALSE < TRUE).
+		f := pick(g, []string{"bool_and", "bool_or"})
+		if g.flink {
+			f = map[string]string{"bool_and": "MIN", "bool_or": "MAX"}[f]
+		}
+		return fmt.Sprintf("%s(%s)", f, g.expr(in, TBool, d)), true
 	}
 	return "", false
 }
@@ -610,12 +695,12 @@ func (g *Gen) window(sc *scope, t Type) string {
 	}
 	var order []string
 	for range 1 + g.n(2) {
-		order = append(order, g.expr(c, g.cmpType(), 1)+pick(g, []string{"", " DESC", " NULLS FIRST", " DESC NULLS LAST"}))
+		order = append(order, g.expr(c, g.cmpType(), 1)+g.order(pick(g, []string{"", " DESC", " NULLS FIRST", " DESC NULLS LAST"})))
 	}
 	orderBy := " ORDER BY " + strings.Join(order, ", ")
 	var total []string
 	for _, x := range sc.terms {
-		total = append(total, x.sql)
+		total = append(total, x.sql+g.order(""))
 	}
 	totalBy := " ORDER BY " + strings.Join(total, ", ")
 	// A ROWS frame over the total order.
@@ -655,7 +740,7 @@ func (g *Gen) window(sc *scope, t Type) string {
 		if g.p(50) {
 			return fmt.Sprintf("%s() OVER (%s%s)", pick(g, []string{"percent_rank", "cume_dist"}), over, orderBy)
 		}
-		return fmt.Sprintf("avg(%s) OVER (%s%s)", g.expr(c, TInt, 1), over, orderBy)
+		return g.avg(fmt.Sprintf("avg(%s) OVER (%s%s)", g.expr(c, TInt, 1), over, orderBy), TInt)
 	}
 	return ""
 }
@@ -747,7 +832,7 @@ func (g *Gen) subqueryPredicate(c ectx) (string, bool) {
 func (g *Gen) orderBy(n int, limit bool) string {
 	var keys []string
 	for i := range n {
-		keys = append(keys, fmt.Sprint(i+1)+pick(g, []string{"", " DESC", " NULLS FIRST", " DESC NULLS LAST", " ASC NULLS LAST"}))
+		keys = append(keys, fmt.Sprint(i+1)+g.order(pick(g, []string{"", " DESC", " NULLS FIRST", " DESC NULLS LAST", " ASC NULLS LAST"})))
 	}
 	s := " ORDER BY " + strings.Join(keys, ", ")
 	if limit {

@@ -1,0 +1,466 @@
+package difftest
+
+import (
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightd/flightd/bench/tpcds"
+	"github.com/flightd/flightd/engine"
+	"github.com/flightd/flightd/internal/flink"
+)
+
+// LoadFlink writes each table's rows to a CSV file under dir and creates
+// the tables in Flink over them (filesystem connector): Flink reads the
+// same data as files.
+func LoadFlink(oracle *flink.Oracle, dir string, tables []*Table) error {
+	for _, t := range tables {
+		path := filepath.Join(dir, t.Name+".csv")
+		if err := writeCSV(path, t.Rows); err != nil {
+			return err
+		}
+		var cols []string
+		for _, c := range Columns {
+			cols = append(cols, c.Name+" "+c.SQL)
+		}
+		if a, err := oracle.Run("DROP TABLE IF EXISTS " + t.Name); err != nil || a.Err != "" {
+			return fmt.Errorf("flink: drop %s: %v%s", t.Name, err, a.Err)
+		}
+		ddl := fmt.Sprintf("CREATE TABLE %s (%s) WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'csv', 'csv.null-literal' = '\\N')",
+			t.Name, strings.Join(cols, ", "), path)
+		a, err := oracle.Run(ddl)
+		if err != nil {
+			return err
+		}
+		if a.Err != "" {
+			return fmt.Errorf("flink: create %s: %s", t.Name, a.Err)
+		}
+	}
+	return nil
+}
+
+// writeCSV writes rows of SQL literals as CSV values: NULL as \N, strings
+// unquoted from SQL and quoted for CSV, dates as yyyy-mm-dd.
+func writeCSV(path string, rows [][]string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	for _, row := range rows {
+		rec := make([]string, len(row))
+		for i, lit := range row {
+			switch {
+			case lit == "NULL":
+				rec[i] = `\N`
+			case strings.HasPrefix(lit, "'"):
+				rec[i] = strings.ReplaceAll(lit[1:len(lit)-1], "''", "'")
+			case strings.HasPrefix(lit, "DATE '"):
+				rec[i] = lit[len("DATE '") : len(lit)-1]
+			default:
+				rec[i] = lit
+			}
+		}
+		if err := w.Write(rec); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// flinkResult converts Flink's answer into a comparable result, by the
+// columns' Flink types; names are flightd's (names are not under test).
+func flinkResult(a flink.Answer, names []string) (*tpcds.Result, error) {
+	res := &tpcds.Result{Columns: names}
+	if len(names) != len(a.Types) {
+		res.Columns = make([]string, len(a.Types))
+		for i := range res.Columns {
+			res.Columns[i] = fmt.Sprintf("c%d", i)
+		}
+	}
+	for _, t := range a.Types {
+		res.Types = append(res.Types, flinkTypeClass(t))
+	}
+	for _, r := range a.Rows {
+		row := make([]tpcds.Value, len(r))
+		for c, v := range r {
+			var err error
+			if row[c], err = flinkValue(v, a.Types[c]); err != nil {
+				return nil, fmt.Errorf("column %d (%s): %w", c+1, a.Types[c], err)
+			}
+		}
+		res.Rows = append(res.Rows, row)
+	}
+	return res, nil
+}
+
+var decimalType = regexp.MustCompile(`^DECIMAL\((\d+), (\d+)\)`)
+
+func flinkTypeClass(t string) string {
+	switch base := strings.Fields(t)[0]; {
+	case strings.HasPrefix(base, "TINYINT"), strings.HasPrefix(base, "SMALLINT"), strings.HasPrefix(base, "INT"),
+		strings.HasPrefix(base, "BIGINT"), strings.HasPrefix(base, "DECIMAL"), strings.HasPrefix(base, "DOUBLE"), strings.HasPrefix(base, "FLOAT"):
+		return tpcds.TypeNumber
+	case strings.HasPrefix(base, "CHAR"), strings.HasPrefix(base, "VARCHAR"), base == "STRING":
+		return tpcds.TypeString
+	case base == "BOOLEAN":
+		return tpcds.TypeBool
+	case base == "DATE":
+		return tpcds.TypeDate
+	}
+	return tpcds.TypeOther
+}
+
+// flinkValue reads one value Flink wrote (Java's String.valueOf) as its
+// type says.
+func flinkValue(v, typ string) (tpcds.Value, error) {
+	if v == flink.Null {
+		return tpcds.Value{Kind: tpcds.KNull}, nil
+	}
+	switch flinkTypeClass(typ) {
+	case tpcds.TypeNumber:
+		if strings.HasPrefix(typ, "DOUBLE") || strings.HasPrefix(typ, "FLOAT") {
+			f, err := strconv.ParseFloat(v, 64)
+			return tpcds.Value{Kind: tpcds.KFloat, F: f}, err
+		}
+		r, ok := new(big.Rat).SetString(v)
+		if !ok {
+			return tpcds.Value{}, fmt.Errorf("not a number: %q", v)
+		}
+		var scale int32
+		if m := decimalType.FindStringSubmatch(typ); m != nil {
+			s, _ := strconv.Atoi(m[2])
+			scale = int32(s)
+		}
+		return tpcds.Value{Kind: tpcds.KNum, Num: r, Scale: scale}, nil
+	case tpcds.TypeString:
+		return tpcds.Value{Kind: tpcds.KString, S: v}, nil
+	case tpcds.TypeBool:
+		return tpcds.Value{Kind: tpcds.KBool, Bool: v == "true"}, nil
+	case tpcds.TypeDate:
+		d, err := time.Parse(time.DateOnly, v)
+		return tpcds.Value{Kind: tpcds.KDate, I: d.Unix() / 86400}, err
+	}
+	return tpcds.Value{}, fmt.Errorf("unsupported Flink type %s", typ)
+}
+
+// FlinkType names an Arrow result type as Flink's type it maps to, and
+// flinkTypeName Flink's type without what flightd's types do not carry:
+// nullability, and the length of a string type (flightd has one string
+// type, Flink's STRING; CHAR(n) and VARCHAR(n) map to it).
+func FlinkType(t arrow.DataType) string {
+	switch t := t.(type) {
+	case *arrow.Decimal128Type:
+		return fmt.Sprintf("DECIMAL(%d, %d)", t.Precision, t.Scale)
+	case *arrow.TimestampType:
+		return fmt.Sprintf("TIMESTAMP(%d)", map[arrow.TimeUnit]int{arrow.Second: 0, arrow.Millisecond: 3, arrow.Microsecond: 6, arrow.Nanosecond: 9}[t.Unit])
+	}
+	switch t.ID() {
+	case arrow.INT8:
+		return "TINYINT"
+	case arrow.INT16:
+		return "SMALLINT"
+	case arrow.INT32:
+		return "INT"
+	case arrow.INT64:
+		return "BIGINT"
+	case arrow.FLOAT32:
+		return "FLOAT"
+	case arrow.FLOAT64:
+		return "DOUBLE"
+	case arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW:
+		return "STRING"
+	case arrow.BOOL:
+		return "BOOLEAN"
+	case arrow.DATE32:
+		return "DATE"
+	case arrow.NULL:
+		return "NULL"
+	}
+	return t.String()
+}
+
+var stringType = regexp.MustCompile(`^(VAR)?CHAR\(\d+\)$`)
+
+func flinkTypeName(t string) string {
+	t = strings.TrimSuffix(t, " NOT NULL")
+	if stringType.MatchString(t) {
+		return "STRING"
+	}
+	return t
+}
+
+// FlinkClass is the verdict on one query against Flink, the reference for
+// flightd's dialect.
+type FlinkClass uint8
+
+// Classes. Agree, BothFailed and Unsupported are as against DuckDB;
+// Dialect and FlinkBug are disagreements a named rule (flinkRules)
+// explains; Finding is one no rule explains: a flightd bug until shown
+// otherwise.
+const (
+	FlinkAgree FlinkClass = iota
+	FlinkBothFailed
+	FlinkUnsupported
+	// FlinkDialect is a documented difference of flightd from Flink.
+	FlinkDialect
+	// FlinkBug is Flink failing or answering wrong where flightd answers
+	// as Flink documents.
+	FlinkBug
+	FlinkFinding
+	numFlinkClasses
+)
+
+func (c FlinkClass) String() string {
+	return [...]string{"agree", "both failed", "unsupported", "dialect difference", "Flink bug", "finding"}[c]
+}
+
+// flinkCase is one query's answers on flightd and Flink, as the rules see
+// them.
+type flinkCase struct {
+	ctx context.Context
+	// query is the query's number in the run.
+	query int
+	// sql is the Flink spelling, the text flightd and Flink ran.
+	sql string
+	// want is Flink's answer and got flightd's, when they gave one.
+	want, got *tpcds.Result
+	ferr      error
+	kerr      string
+	// diff is the values' difference, "" if they agree.
+	diff string
+}
+
+// flinkRule explains a disagreement with Flink.
+type flinkRule struct {
+	name  string
+	class FlinkClass
+	match func(e *Env, c *flinkCase) bool
+}
+
+// flinkRules are the disagreements with Flink that are not flightd bugs,
+// each named (the run counts them by name) and each a narrow match: a
+// disagreement no rule explains is a finding.
+var flinkRules = []flinkRule{
+	{"integer overflow is an error (22003) in flightd; Flink wraps around", FlinkDialect, func(_ *Env, c *flinkCase) bool {
+		return c.ferr != nil && c.kerr == "" && engine.SQLState(c.ferr) == "22003"
+	}},
+	{"default NULL order: flightd sorts NULLs last ascending, first descending; Flink first ascending, last descending", FlinkDialect, semanticsRule(flinkNulls)},
+	{"AVG of integers is a DOUBLE in flightd; Flink's is the argument's integer type, the mean truncated", FlinkDialect, semanticsRule(flinkAvg)},
+	{"Flink's planner fails with an internal error on valid SQL", FlinkBug, func(_ *Env, c *flinkCase) bool {
+		return c.ferr == nil && flinkInternalError.MatchString(c.kerr)
+	}},
+	{"Flink's parser refuses FIRST_VALUE or LAST_VALUE of a parenthesized argument", FlinkBug, func(_ *Env, c *flinkCase) bool {
+		return c.ferr == nil && strings.HasPrefix(c.kerr, "ParseException") && valueOfParens.MatchString(c.sql)
+	}},
+	{"Flink refuses a rank function ordered by constants only", FlinkBug, func(_ *Env, c *flinkCase) bool {
+		return c.ferr == nil && strings.Contains(c.kerr, "requires order by clause with non-constant fields")
+	}},
+	{"Flink (Calcite) refuses ORDER BY ordinals of a SELECT DISTINCT whose items use unselected columns", FlinkBug, func(_ *Env, c *flinkCase) bool {
+		return c.ferr == nil && strings.Contains(c.kerr, "is not in the select clause") && strings.Contains(c.sql, "SELECT DISTINCT")
+	}},
+	{"Flink gives no row for the empty grouping set (GROUPING SETS, ROLLUP, CUBE) over no input rows", FlinkBug, func(_ *Env, c *flinkCase) bool {
+		return c.want != nil && c.got != nil && len(c.want.Rows) == 0 && len(c.got.Rows) == 1 && emptyGroupingSet.MatchString(c.sql)
+	}},
+}
+
+// flinkInternalError matches Flink failures that are Java exceptions of
+// its planner or runtime, not SQL errors.
+var flinkInternalError = regexp.MustCompile(`^(IndexOutOfBoundsException|ArrayIndexOutOfBoundsException|NullPointerException|ClassCastException|AssertionError|IllegalStateException|CannotPlanException)|unexpected correlate variable`)
+
+var valueOfParens = regexp.MustCompile(`(first|last)_value\(\(`)
+
+// emptyGroupingSet matches a GROUP BY with the empty grouping set.
+var emptyGroupingSet = regexp.MustCompile(`GROUP BY (ROLLUP|CUBE|GROUPING SETS \(\(\))`)
+
+// semanticsRule explains a difference by Flink semantics flightd does not
+// follow when flightd gives Flink's answer to the query spelled to compute
+// them (Gen.as): as, and every combination of it with the other rules'
+// semantics (a query may need several).
+func semanticsRule(as flinkSemantics) func(e *Env, c *flinkCase) bool {
+	return func(e *Env, c *flinkCase) bool {
+		if c.diff == "" || c.want == nil {
+			return false
+		}
+		for other := range allSemantics + 1 {
+			if other&as != as {
+				continue
+			}
+			g := NewFlinkGen(e.Seed, c.query, e.TableNames())
+			g.as = other
+			if q := g.Query(); q != c.sql {
+				if got, err := e.F.Query(c.ctx, q); err == nil && tpcds.Compare(q, c.want, got) == "" {
+					return true
+				}
+			}
+		}
+		return false
+	}
+}
+
+const allSemantics = flinkNulls | flinkAvg
+
+// FlinkResult is the verdict on one query against Flink.
+type FlinkResult struct {
+	// SQL is the Flink spelling (flightd and Flink ran it), DuckDBSQL
+	// DuckDB's of the same query.
+	SQL, DuckDBSQL string
+	Class          FlinkClass
+	// Rule is the name of the rule that explained a disagreement.
+	Rule   string
+	Detail string
+	// DuckDB is how DuckDB's answer compares with Flink's: "" if it
+	// agrees (or both failed), else the difference.
+	DuckDB string
+	// TypeDiffs are the result columns whose flightd type is not Flink's
+	// (names without nullability and string lengths).
+	TypeDiffs []TypeDiff
+	Category  string
+	Rows      int
+}
+
+// TypeDiff is a result column typed apart from Flink.
+type TypeDiff struct {
+	Column         int
+	Flink, Flightd string
+}
+
+func (d TypeDiff) String() string {
+	return fmt.Sprintf("column %d: Flink %s, flightd %s", d.Column+1, d.Flink, d.Flightd)
+}
+
+// categories name a query by its most telling feature, in this order.
+var categories = []struct {
+	name string
+	re   *regexp.Regexp
+}{
+	{"window", regexp.MustCompile(`\) OVER \(`)},
+	{"grouping sets", regexp.MustCompile(`GROUP BY (ROLLUP|CUBE|GROUPING SETS)`)},
+	{"set operation", regexp.MustCompile(` (UNION|INTERSECT|EXCEPT) `)},
+	{"subquery", regexp.MustCompile(`\(SELECT |EXISTS \(`)},
+	{"aggregate", regexp.MustCompile(`GROUP BY|\b(count|sum|avg|min|max|MIN|MAX)\(`)},
+	{"join", regexp.MustCompile(` JOIN `)},
+}
+
+func category(sql string) string {
+	for _, c := range categories {
+		if c.re.MatchString(sql) {
+			return c.name
+		}
+	}
+	return "scan"
+}
+
+// CheckFlink runs query i of the run on flightd and Flink (Flink's
+// spelling) and on DuckDB (its own), and compares flightd's answer and
+// result types with Flink's; DuckDB's is compared with Flink's for the
+// record.
+func (e *Env) CheckFlink(ctx context.Context, oracle *flink.Oracle, i int) (FlinkResult, error) {
+	names := e.TableNames()
+	r := FlinkResult{SQL: NewFlinkGen(e.Seed, i, names).Query(), DuckDBSQL: NewGen(e.Seed, i, names).Query()}
+	r.Category = category(r.SQL)
+	// Flink runs the query while flightd and DuckDB do.
+	if err := oracle.Send(r.SQL); err != nil {
+		return r, err
+	}
+	got, schema, ferr := e.F.QueryTyped(ctx, r.SQL)
+	dres, derr := e.D.Query(ctx, r.DuckDBSQL)
+	ans, err := oracle.Receive()
+	if err != nil {
+		return r, err
+	}
+	c := flinkCase{ctx: ctx, query: i, sql: r.SQL, ferr: ferr, kerr: ans.Err, got: got}
+	var want *tpcds.Result
+	if ans.Err == "" {
+		var names []string
+		if got != nil {
+			names = got.Columns
+		}
+		if want, err = flinkResult(ans, names); err != nil {
+			return r, fmt.Errorf("reading Flink's answer to %s: %w", r.SQL, err)
+		}
+		r.Rows = len(want.Rows)
+		c.want = want
+	}
+	if want != nil && derr == nil {
+		r.DuckDB = tpcds.Compare(r.SQL, want, dres)
+	} else if (want == nil) != (derr != nil) {
+		r.DuckDB = fmt.Sprintf("DuckDB: %v; Flink: %s", derr, ans.Err)
+	}
+	switch {
+	case ferr != nil && ans.Err != "":
+		r.Class, r.Detail = FlinkBothFailed, fmt.Sprintf("flightd: %v; Flink: %s", ferr, ans.Err)
+		return r, nil
+	case ferr != nil && errors.Is(ferr, engine.ErrNotSupported):
+		r.Class, r.Detail = FlinkUnsupported, ferr.Error()
+		return r, nil
+	case ferr != nil:
+		r.Detail = fmt.Sprintf("flightd failed: %v", ferr)
+	case ans.Err != "":
+		r.Detail = "Flink failed: " + ans.Err
+	default:
+		if schema != nil && len(schema.Fields()) == len(ans.Types) {
+			for col, fd := range schema.Fields() {
+				if ft, kt := FlinkType(fd.Type), flinkTypeName(ans.Types[col]); ft != kt {
+					r.TypeDiffs = append(r.TypeDiffs, TypeDiff{Column: col, Flink: kt, Flightd: ft})
+				}
+			}
+		}
+		c.diff = tpcds.Compare(r.SQL, want, got)
+		r.Detail = c.diff
+		if c.diff == "" {
+			r.Class = FlinkAgree
+			return r, nil
+		}
+	}
+	r.Class = FlinkFinding
+	for _, rule := range flinkRules {
+		if rule.match(e, &c) {
+			r.Class, r.Rule = rule.class, rule.name
+			break
+		}
+	}
+	return r, nil
+}
+
+// typeRules are the result types flightd gives apart from Flink on
+// purpose, each named: a type difference no rule explains is a finding.
+var typeRules = []struct {
+	name  string
+	match func(d TypeDiff, sql string) bool
+}{
+	{"SUM of integers is BIGINT in flightd; Flink's is the argument's type (it wraps on overflow)", func(d TypeDiff, sql string) bool {
+		return d.Flightd == "BIGINT" && smallInt[d.Flink] && strings.Contains(sql, "sum(")
+	}},
+	{"AVG of integers is DOUBLE in flightd; Flink's is the argument's type", func(d TypeDiff, sql string) bool {
+		return d.Flightd == "DOUBLE" && (smallInt[d.Flink] || d.Flink == "BIGINT") && strings.Contains(sql, "avg(")
+	}},
+}
+
+var smallInt = map[string]bool{"TINYINT": true, "SMALLINT": true, "INT": true}
+
+// typeRule returns the name of the rule explaining d, "" if none does.
+func typeRule(d TypeDiff, sql string) string {
+	for _, r := range typeRules {
+		if r.match(d, sql) {
+			return r.name
+		}
+	}
+	return ""
+}
