@@ -461,6 +461,61 @@ func BenchmarkScanDecode(b *testing.B) {
 	}
 }
 
+// BenchmarkScanStrings reads 1M rows of two string columns uncached: one
+// nearly unique (as flightbench's, whose dictionary pages hold most of a
+// row group's values) and one of 50 values with 2% NULLs (as TPC-DS's
+// dimension attributes). rows/cpu-s is the figure to compare.
+func BenchmarkScanStrings(b *testing.B) {
+	ctx := context.Background()
+	mem := memory.NewGoAllocator()
+	dir := b.TempDir()
+	sch := arrow.NewSchema([]arrow.Field{
+		{Name: "uniq", Type: arrow.BinaryTypes.String},
+		{Name: "few", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	s, err := Open(ctx, NewLocalFS(), dir, Options{Mem: mem, BatchSize: 1024})
+	if err != nil {
+		b.Fatal(err)
+	}
+	_ = s.CreateDatabase(ctx, "db", false)
+	tbl, err := s.CreateTable(ctx, Ident{"db", "strs"}, TableDef{Schema: sch}, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 8 {
+		rb := array.NewRecordBuilder(mem, sch)
+		for range 1 << 17 {
+			rb.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("name-%06d", rng.IntN(1_000_000)))
+			if rng.IntN(50) == 0 {
+				rb.Field(1).AppendNull()
+			} else {
+				rb.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("state-%02d", rng.IntN(50)))
+			}
+		}
+		commitRecord(b, tbl, rb.NewRecordBatch())
+		rb.Release()
+	}
+	s.Close()
+	b.ResetTimer()
+	var rows int64
+	cpu0 := cpuTime()
+	for range b.N {
+		s, err := Open(ctx, NewLocalFS(), dir, Options{Mem: mem, BatchSize: 1024})
+		if err != nil {
+			b.Fatal(err)
+		}
+		tbl, err := s.Table(ctx, Ident{"db", "strs"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, _ := scanRows(b, tbl, ScanSpec{})
+		rows += n
+		s.Close()
+	}
+	b.ReportMetric(float64(rows)/(cpuTime()-cpu0).Seconds(), "rows/cpu-s")
+}
+
 // BenchmarkScanPageIndex reads a month of dates out of 1M rows of an
 // append table whose files are each in date order (as a load in date
 // order writes them), uncached: row-group statistics keep the row groups
