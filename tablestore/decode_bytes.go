@@ -34,14 +34,14 @@ func pageDecodable(md *metadata.ColumnChunkMetaData) bool {
 // hands out one []byte header per value and grows its decoded dictionary
 // by appending such headers (pointers the GC scans and write barriers),
 // which was most of an uncached scan of a nearly unique string column; here
-// the dictionary is one byte buffer with offsets and values are copied
-// from it or from the page by position.
+// the dictionary page is indexed in place and values are copied from it or
+// from the page by position.
 type bytePages struct {
 	pr        file.PageReader
 	nullable  bool
 	chunkRows int64 // rows of the row group: bounds a page's (damaged headers)
 
-	dictOffs []int32 // dictionary value i is dictData[dictOffs[i]:dictOffs[i+1]]
+	dictOffs []int32 // dictionary value i is dictData[dictOffs[i]+4:dictOffs[i+1]] (after its length)
 	dictData []byte
 	hasDict  bool
 
@@ -238,7 +238,9 @@ func (bp *bytePages) load(pg file.Page) (bool, error) {
 	return true, nil
 }
 
-// loadDict copies a plain dictionary page into one buffer with offsets.
+// loadDict indexes a plain dictionary page in place: its bytes stay in the
+// page reader's dictionary buffer, which only a second dictionary page
+// (refused) would overwrite before the reader is closed.
 func (bp *bytePages) loadDict(p *file.DictionaryPage) error {
 	if bp.hasDict {
 		return errors.New("a second dictionary page in the chunk")
@@ -251,21 +253,21 @@ func (bp *bytePages) loadDict(p *file.DictionaryPage) error {
 		return fmt.Errorf("dictionary of %d values in %d bytes", n, len(src))
 	}
 	bp.dictOffs = make([]int32, n+1)
-	bp.dictData = make([]byte, 0, len(src)-4*n)
 	pos := 0
 	for i := range n {
 		if len(src)-pos < 4 {
 			return fmt.Errorf("dictionary ends at value %d of %d", i, n)
 		}
+		bp.dictOffs[i] = int32(pos)
 		l := int(binary.LittleEndian.Uint32(src[pos:]))
 		pos += 4
 		if l > len(src)-pos {
 			return fmt.Errorf("dictionary value %d of %d bytes overruns its page", i, l)
 		}
-		bp.dictData = append(bp.dictData, src[pos:pos+l]...)
 		pos += l
-		bp.dictOffs[i+1] = int32(len(bp.dictData))
 	}
+	bp.dictOffs[n] = int32(pos)
+	bp.dictData = src
 	bp.hasDict = true
 	return nil
 }
@@ -301,7 +303,7 @@ func (bp *bytePages) emit(fc *flatChunk, at, take, out int, offs []int32, data *
 	size := 0
 	if bp.dictPage {
 		for _, v := range vals {
-			size += int(bp.dictOffs[v+1] - bp.dictOffs[v])
+			size += int(bp.dictOffs[v+1] - bp.dictOffs[v] - 4)
 		}
 	} else {
 		for j, s := range vals {
@@ -328,7 +330,7 @@ func (bp *bytePages) emit(fc *flatChunk, at, take, out int, offs []int32, data *
 		}
 		if bp.dictPage {
 			v := vals[j]
-			end += copy(buf[end:], bp.dictData[bp.dictOffs[v]:bp.dictOffs[v+1]])
+			end += copy(buf[end:], bp.dictData[bp.dictOffs[v]+4:bp.dictOffs[v+1]])
 		} else {
 			end += copy(buf[end:], bp.src[vals[j]:bp.ends[bp.val+j]])
 		}
