@@ -91,39 +91,32 @@ func readBytePages(ctx context.Context, fc *flatChunk, pr file.PageReader, chunk
 
 // pageFor makes the page holding row current: the next page when row
 // follows the current one, else a seek (by the offset index when the file
-// has one).
+// has one) and then forward.
 func (bp *bytePages) pageFor(row int64) error {
-	if (bp.first < 0 && row == 0) || row == bp.first+bp.rows {
-		for {
-			if !bp.pr.Next() {
-				if err := bp.pr.Err(); err != nil {
-					return err
-				}
-				return fmt.Errorf("%w: chunk ends before row %d", io.ErrUnexpectedEOF, row)
-			}
-			ok, err := bp.load(bp.pr.Page())
-			if err != nil {
-				return err
-			}
-			if ok && bp.rows > 0 {
-				break
-			}
-		}
-	} else {
+	if !(bp.first < 0 && row == 0) && row != bp.first+bp.rows {
 		if err := bp.pr.SeekToPageWithRow(row); err != nil {
 			return err
 		}
-		pg := bp.pr.Page()
-		if pg == nil {
-			return fmt.Errorf("%w: no page holds row %d: %v", io.ErrUnexpectedEOF, row, bp.pr.Err())
-		}
-		if ok, err := bp.load(pg); err != nil {
-			return err
-		} else if !ok {
-			return fmt.Errorf("seek to row %d found no data page", row)
+		if pg := bp.pr.Page(); pg != nil {
+			if _, err := bp.load(pg); err != nil {
+				return err
+			}
 		}
 	}
-	if row < bp.first || row >= bp.first+bp.rows {
+	// Without an offset index arrow-go's seek stops at the page that ends
+	// at row when row starts the next one.
+	for bp.first < 0 || row >= bp.first+bp.rows {
+		if !bp.pr.Next() {
+			if err := bp.pr.Err(); err != nil {
+				return err
+			}
+			return fmt.Errorf("%w: chunk ends before row %d", io.ErrUnexpectedEOF, row)
+		}
+		if _, err := bp.load(bp.pr.Page()); err != nil {
+			return err
+		}
+	}
+	if row < bp.first {
 		return fmt.Errorf("page of rows [%d, %d) does not hold row %d", bp.first, bp.first+bp.rows, row)
 	}
 	return nil
