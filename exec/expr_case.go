@@ -95,6 +95,9 @@ func (c *CaseExpr) Eval(ctx context.Context, ec *Context, b arrow.RecordBatch) (
 	if r, ok, err := c.maskedColumn(ctx, ec, b); ok {
 		return r, err
 	}
+	if r, ok, err := c.constArms(ctx, ec, b); ok {
+		return r, err
+	}
 	n := int(b.NumRows())
 	// pick[i] is the part that decided row i (-1 = none: NULL) and pos[i]
 	// the row's position in that part.
@@ -206,6 +209,61 @@ func (c *CaseExpr) maskedColumn(ctx context.Context, ec *Context, b arrow.Record
 	data := array.NewData(c.typ, n, append([]*memory.Buffer{valid}, xd.Buffers()[1:]...), nil, array.UnknownNullCount, off)
 	defer data.Release()
 	return array.MakeFromData(data), true, nil
+}
+
+// constArms evaluates CASE WHEN cond THEN k1 [ELSE k2] END whose arms are
+// constants, the 0/1 counters q62 and q99 sum, from cond's mask over the
+// whole batch: no lists of undecided and chosen rows. As in the general
+// path an arm is evaluated only when some row takes it. ok is false for
+// other forms.
+func (c *CaseExpr) constArms(ctx context.Context, ec *Context, b arrow.RecordBatch) (_ arrow.Array, ok bool, _ error) {
+	if len(c.Whens) != 1 || !isConst(c.Whens[0].Then) || c.Else != nil && !isConst(c.Else) || b.NumRows() == 0 {
+		return nil, false, nil
+	}
+	n := int(b.NumRows())
+	cond, err := c.Whens[0].Cond.Eval(ctx, ec, b)
+	if err != nil {
+		return nil, true, err
+	}
+	defer cond.Release()
+	if cond.DataType().ID() != arrow.BOOL {
+		return nil, true, fmt.Errorf("%w: CASE WHEN condition %s has type %s, not boolean", ErrInvalid, c.Whens[0].Cond, cond.DataType())
+	}
+	if cond.Len() != n {
+		return nil, true, fmt.Errorf("%w: %s produced %d rows for %d", ErrInvalid, c.Whens[0].Cond, cond.Len(), n)
+	}
+	mask, taken := vectorized.TrueMask(cond)
+	var parts []arrow.Array
+	defer func() { releaseArrays(parts) }()
+	// part returns the index in parts of arm e's one value, -1 for NULL.
+	part := func(e Expr, rows int) (int32, error) {
+		if rows == 0 || e == nil || isNullConst(e) {
+			return -1, nil
+		}
+		v, err := evalRows(ctx, ec, e, b, nil)
+		if err != nil {
+			return 0, err
+		}
+		parts = append(parts, v.arr)
+		return int32(len(parts) - 1), nil
+	}
+	then, err := part(c.Whens[0].Then, taken)
+	if err != nil {
+		return nil, true, err
+	}
+	els, err := part(c.Else, n-taken)
+	if err != nil {
+		return nil, true, err
+	}
+	pick := make([]int32, n)
+	for i, m := range mask {
+		if m {
+			pick[i] = then
+		} else {
+			pick[i] = els
+		}
+	}
+	return assembleCase(ec.Mem, c.typ, parts, pick, make([]int32, n)), true, nil
 }
 
 // isNullConst reports whether e is a NULL literal, possibly cast: such an

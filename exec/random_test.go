@@ -269,6 +269,10 @@ func TestRandomCase(t *testing.T) {
 			call(t, "equal", j, str("j2")), newCase(num(-1), call(t, "not_equal", k, num(0)), call(t, "divide", v, k)),
 			call(t, "less", v, num(0)), call(t, "negate", v)),
 		newCase(nil, call(t, "equal", k, num(0)), exec.NewLiteral(scalar.MakeNullScalar(arrow.PrimitiveTypes.Int64)), call(t, "not_equal", v, num(0)), call(t, "divide", num(7), v)),
+		// Constant arms (q62's counters): one pass over the condition.
+		newCase(num(0), call(t, "less_equal", call(t, "subtract", v, k), num(30)), num(1)),
+		newCase(nil, call(t, "greater", call(t, "divide", num(1000), v), num(20)), str("big")),
+		newCase(str("other"), call(t, "is_null", j), exec.NewLiteral(scalar.MakeNullScalar(arrow.BinaryTypes.String))),
 	}
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 )
 
@@ -23,7 +24,14 @@ import (
 // copied once, strings gathered from the dictionary decoded once per
 // chunk, buffers sized up front); the rest goes through pqarrow, whose
 // per-value builders were most of an uncached scan's time.
-func (df *dataFile) decodeChunk(ctx context.Context, mem memory.Allocator, rg, col int, ranges []rowRange) (arrow.Array, error) {
+func (df *dataFile) decodeChunk(ctx context.Context, mem memory.Allocator, rg, col int, ranges []rowRange) (_ arrow.Array, err error) {
+	// arrow-go's page reader panics on some damaged page headers (a
+	// missing header struct), which no checksum catches on a partial read.
+	defer func() {
+		if r := recover(); r != nil {
+			err = corruptf(df.path, fmt.Errorf("column %d, row group %d: %v", col, rg, r))
+		}
+	}()
 	if df.flatDecodable(col) {
 		a, err := df.decodeFlat(ctx, mem, rg, col, ranges)
 		if err != nil {
@@ -236,20 +244,14 @@ func eachRange(cr file.ColumnChunkReader, n int, ranges []rowRange, read func(fr
 const pageRows = 8192
 
 func (df *dataFile) decodeFlat(ctx context.Context, mem memory.Allocator, rg, col int, ranges []rowRange) (arrow.Array, error) {
+	leaf := df.leaves[col][0]
 	rgr := df.fr.ParquetReader().RowGroup(rg)
-	cr, err := rgr.Column(df.leaves[col][0])
-	if err != nil {
-		return nil, err
-	}
-	if c, ok := cr.(io.Closer); ok {
-		defer c.Close()
-	}
 	n := int(rgr.NumRows())
 	if ranges != nil {
 		n = int(rangeRows(ranges))
 	}
 	fc := &flatChunk{n: n}
-	if cr.Descriptor().MaxDefinitionLevel() == 1 {
+	if df.fr.ParquetReader().MetaData().Schema.Column(leaf).MaxDefinitionLevel() == 1 {
 		fc.defs = make([]int16, fc.batch())
 		fc.valid = memory.NewResizableBuffer(mem)
 		fc.valid.Resize(int(bitutil.BytesForBits(int64(n))))
@@ -259,6 +261,31 @@ func (df *dataFile) decodeFlat(ctx context.Context, mem memory.Allocator, rg, co
 	typ := df.types[col]
 	values := memory.NewResizableBuffer(mem)
 	defer values.Release()
+	md, err := rgr.MetaData().ColumnChunk(leaf)
+	if err != nil {
+		return nil, err
+	}
+	if md.Type() == parquet.Types.ByteArray && pageDecodable(md) {
+		pr, err := rgr.GetColumnPageReader(leaf)
+		if err != nil {
+			return nil, err
+		}
+		defer pr.Close()
+		offsets := memory.NewResizableBuffer(mem)
+		defer offsets.Release()
+		values.Reserve(int(md.TotalUncompressedSize()))
+		if err := readBytePages(ctx, fc, pr, rgr.NumRows(), ranges, offsets, values); err != nil {
+			return nil, err
+		}
+		return fc.array(typ, offsets, values), nil
+	}
+	cr, err := rgr.Column(leaf)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := cr.(io.Closer); ok {
+		defer c.Close()
+	}
 	var buffers []*memory.Buffer
 	switch r := cr.(type) {
 	case *file.BooleanColumnChunkReader:
@@ -338,32 +365,36 @@ func (df *dataFile) decodeFlat(ctx context.Context, mem memory.Allocator, rg, co
 	case *file.ByteArrayColumnChunkReader:
 		offsets := memory.NewResizableBuffer(mem)
 		defer offsets.Release()
-		if err := readByteArrays(ctx, fc, cr, r, ranges, offsets, values, rgr, df.leaves[col][0]); err != nil {
+		if err := readByteArrays(ctx, fc, cr, r, ranges, offsets, values, md); err != nil {
 			return nil, err
 		}
 		buffers = []*memory.Buffer{offsets, values}
 	default:
 		return nil, fmt.Errorf("unexpected column reader %T", cr)
 	}
+	return fc.array(typ, buffers...), nil
+}
+
+// array assembles the chunk's array of typ from its value buffers.
+func (fc *flatChunk) array(typ arrow.DataType, buffers ...*memory.Buffer) arrow.Array {
 	valid := fc.valid
 	if fc.nulls == 0 {
 		valid = nil
 	}
-	data := array.NewData(typ, n, append([]*memory.Buffer{valid}, buffers...), nil, fc.nulls, 0)
+	data := array.NewData(typ, fc.n, append([]*memory.Buffer{valid}, buffers...), nil, fc.nulls, 0)
 	defer data.Release()
-	return array.MakeFromData(data), nil
+	return array.MakeFromData(data)
 }
 
-// readByteArrays reads a string or binary chunk into Arrow offsets and
-// data, copying each value once; the data buffer starts at the chunk's
-// uncompressed size, which bounds it for plain pages.
-func readByteArrays(ctx context.Context, fc *flatChunk, cr file.ColumnChunkReader, r *file.ByteArrayColumnChunkReader, ranges []rowRange, offsets, data *memory.Buffer, rgr *file.RowGroupReader, leaf int) error {
+// readByteArrays reads a string or binary chunk of encodings readBytePages
+// does not decode into Arrow offsets and data, copying each value once; the
+// data buffer starts at the chunk's uncompressed size, which bounds it for
+// plain pages.
+func readByteArrays(ctx context.Context, fc *flatChunk, cr file.ColumnChunkReader, r *file.ByteArrayColumnChunkReader, ranges []rowRange, offsets, data *memory.Buffer, md *metadata.ColumnChunkMetaData) error {
 	offsets.Resize((fc.n + 1) * 4)
 	offs := arrow.Int32Traits.CastFromBytes(offsets.Bytes())
 	offs[0] = 0
-	if md, err := rgr.MetaData().ColumnChunk(leaf); err == nil {
-		data.Reserve(int(md.TotalUncompressedSize()))
-	}
+	data.Reserve(int(md.TotalUncompressedSize()))
 	vals := make([]parquet.ByteArray, fc.batch())
 	end := 0
 	err := eachRange(cr, fc.n, ranges, func(from, to int) error {

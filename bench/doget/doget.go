@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -69,11 +70,22 @@ type Result struct {
 	Seconds     float64 `json:"seconds"`
 	GBPerSecond float64 `json:"gb_per_s"`
 	RowsPerSec  float64 `json:"rows_per_s"`
+	// GBPerCPUSecond divides by the process's CPU time (server and client
+	// share it): on a loaded machine wall time mostly measures the others.
+	GBPerCPUSecond float64 `json:"gb_per_cpu_s"`
 }
 
-func result(name string, rows, bytes int64, d time.Duration) Result {
+func result(name string, rows, bytes int64, d, cpu time.Duration) Result {
 	return Result{Name: name, Rows: rows, Bytes: bytes, Seconds: d.Seconds(),
-		GBPerSecond: float64(bytes) / d.Seconds() / 1e9, RowsPerSec: float64(rows) / d.Seconds()}
+		GBPerSecond: float64(bytes) / d.Seconds() / 1e9, RowsPerSec: float64(rows) / d.Seconds(),
+		GBPerCPUSecond: float64(bytes) / cpu.Seconds() / 1e9}
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // bareServer streams the same in-memory batches for any ticket.
@@ -248,12 +260,12 @@ func best(runs int, name string, fn func() (int64, int64, error)) (Result, error
 	}
 	var out Result
 	for i := range runs {
-		start := time.Now()
+		start, cpu0 := time.Now(), cpuTime()
 		rows, bytes, err := fn()
 		if err != nil {
 			return Result{}, fmt.Errorf("%s: %w", name, err)
 		}
-		r := result(name, rows, bytes, time.Since(start))
+		r := result(name, rows, bytes, time.Since(start), cpuTime()-cpu0)
 		if i == 0 || r.Seconds < out.Seconds {
 			out = r
 		}

@@ -61,19 +61,20 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("%-40s %12s %10s %14s\n", "configuration", "rows", "GB/s", "rows/s")
+	fmt.Printf("%-40s %12s %10s %14s %10s\n", "configuration", "rows", "GB/s", "rows/s", "GB/cpu-s")
 	for _, r := range []doget.Result{bare, scan} {
-		fmt.Printf("%-40s %12d %10.3f %14.0f\n", r.Name, r.Rows, r.GBPerSecond, r.RowsPerSec)
+		fmt.Printf("%-40s %12d %10.3f %14.0f %10.3f\n", r.Name, r.Rows, r.GBPerSecond, r.RowsPerSec, r.GBPerCPUSecond)
 	}
 	ratio := scan.GBPerSecond / bare.GBPerSecond
-	fmt.Printf("flightd / ceiling: %.2fx\n", ratio)
+	cpuRatio := scan.GBPerCPUSecond / bare.GBPerCPUSecond
+	fmt.Printf("flightd / ceiling: %.2fx (per CPU second: %.2fx)\n", ratio, cpuRatio)
 	fmt.Printf("one-row query latency: p50 %s, p99 %s (%d queries)\n", p50.Round(time.Microsecond), p99.Round(time.Microsecond), *points)
 	if *out != "" {
 		if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
 			log.Fatal(err)
 		}
 		js, _ := json.MarshalIndent(map[string]any{
-			"bare": bare, "flightd": scan, "ratio": ratio,
+			"bare": bare, "flightd": scan, "ratio": ratio, "cpu_ratio": cpuRatio,
 			"point_p50_ms": p50.Seconds() * 1e3, "point_p99_ms": p99.Seconds() * 1e3,
 		}, "", "  ")
 		if err := os.WriteFile(*out, js, 0o644); err != nil {
