@@ -45,7 +45,7 @@ func TestResolve(t *testing.T) {
 		types []arrow.DataType
 		want  string
 	}{
-		{"sum", []arrow.DataType{dec}, "decimal(38, 2)"},
+		{"sum", []arrow.DataType{dec}, "decimal(17, 2)"},
 		{"avg", []arrow.DataType{dec}, "decimal(11, 6)"},
 		{"avg", []arrow.DataType{i32}, "float64"},
 		{"count_star", nil, "int64"},

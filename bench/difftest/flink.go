@@ -448,6 +448,9 @@ var typeRules = []struct {
 	{"SUM of integers is BIGINT in flightd; Flink's is the argument's type (it wraps on overflow)", func(d TypeDiff, sql string) bool {
 		return d.Flightd == "BIGINT" && smallInt[d.Flink] && strings.Contains(sql, "sum(")
 	}},
+	{"SUM of DECIMAL(p, s) is DECIMAL(p + 10, s) in flightd, leaving room for a later division; Flink's is DECIMAL(38, s)", func(d TypeDiff, sql string) bool {
+		return strings.HasPrefix(d.Flightd, "DECIMAL(") && strings.HasPrefix(d.Flink, "DECIMAL(38,") && strings.Contains(sql, "sum(")
+	}},
 	{"AVG of integers is DOUBLE in flightd; Flink's is the argument's type", func(d TypeDiff, sql string) bool {
 		return d.Flightd == "DOUBLE" && (smallInt[d.Flink] || d.Flink == "BIGINT") && strings.Contains(sql, "avg(")
 	}},
