@@ -404,16 +404,11 @@ func (a *Aggregate) load(key string) (*aggGroup, error) {
 // SaveState saves every group, in memory and spilled.
 func (a *Aggregate) SaveState(w *StateWriter) error {
 	for k, g := range a.table {
-		w.Bytes([]byte(k))
-		w.Bytes(encodeGroup(g))
+		w.Entry(k, encodeGroup(g))
 	}
-	return a.store.each(func(k string, v []byte) error {
-		if _, ok := a.table[k]; !ok {
-			w.Bytes([]byte(k))
-			w.Bytes(v)
-		}
-		return nil
-	})
+	err := w.spilled(a.store, func(k string) bool { _, ok := a.table[k]; return ok })
+	w.EndEntries()
+	return err
 }
 
 // RestoreState loads the saved groups into memory, spilling past the
@@ -421,16 +416,8 @@ func (a *Aggregate) SaveState(w *StateWriter) error {
 func (a *Aggregate) RestoreState(r *StateReader) error {
 	clear(a.table) // a global aggregate's empty group, replaced by its saved one
 	a.dirty = a.dirty[:0]
-	for r.More() {
-		k, err := r.Bytes()
-		if err != nil {
-			return err
-		}
-		v, err := r.Bytes()
-		if err != nil {
-			return err
-		}
-		g, err := a.decodeGroup(string(k), v)
+	err := r.Entries(func(k string, v []byte) error {
+		g, err := a.decodeGroup(k, v)
 		if err != nil {
 			return err
 		}
@@ -438,15 +425,17 @@ func (a *Aggregate) RestoreState(r *StateReader) error {
 		a.held += grow
 		a.budget.add(grow)
 		if a.budget.over() && len(a.groups) > 0 {
-			if err := a.evict(); err != nil {
-				return err
-			}
+			return a.evict()
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if _, ok := a.table[""]; len(a.groups) == 0 && !ok {
 		return fmt.Errorf("%w: no group of a global aggregate", errCorruptCheckpoint)
 	}
-	return nil
+	return r.end()
 }
 
 // decodeGroup puts the group encodeGroup encoded in b in the table.

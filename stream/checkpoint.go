@@ -286,6 +286,28 @@ func (w *StateWriter) Bytes(v []byte) { w.b = appendBytes(w.b, v) }
 // Varint appends a number.
 func (w *StateWriter) Varint(v int64) { w.b = binary.AppendVarint(w.b, v) }
 
+// Entry appends one key and value of a keyed state (groups, rows by key);
+// EndEntries ends them.
+func (w *StateWriter) Entry(key string, val []byte) {
+	w.Varint(1)
+	w.Bytes([]byte(key))
+	w.Bytes(val)
+}
+
+// EndEntries ends a keyed state's entries.
+func (w *StateWriter) EndEntries() { w.Varint(0) }
+
+// spilled appends the entries of store that memory does not hold
+// (inMemory: a newer version of the key is in memory, already written).
+func (w *StateWriter) spilled(store *spillStore, inMemory func(key string) bool) error {
+	return store.each(func(k string, v []byte) error {
+		if !inMemory(k) {
+			w.Entry(k, v)
+		}
+		return nil
+	})
+}
+
 func appendBytes(b, v []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(v)))
 	return append(b, v...)
@@ -328,6 +350,28 @@ func (r *StateReader) uvarint() (uint64, error) {
 	}
 	r.b = r.b[n:]
 	return v, nil
+}
+
+// Entries reads a keyed state's entries up to EndEntries' mark, calling fn
+// with each.
+func (r *StateReader) Entries(fn func(key string, val []byte) error) error {
+	for {
+		more, err := r.Varint()
+		if err != nil || more == 0 {
+			return err
+		}
+		k, err := r.Bytes()
+		if err != nil {
+			return err
+		}
+		v, err := r.Bytes()
+		if err != nil {
+			return err
+		}
+		if err := fn(string(k), v); err != nil {
+			return err
+		}
+	}
 }
 
 // end reports a corrupt section when records are left after what an

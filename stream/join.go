@@ -385,21 +385,12 @@ func (j *Join) SaveState(w *StateWriter) error {
 	j.two.save(w)
 	for _, s := range j.sides {
 		for k, l := range s.table {
-			w.Varint(1)
-			w.Bytes([]byte(k))
-			w.Bytes(encodeJoinRows(l))
+			w.Entry(k, encodeJoinRows(l))
 		}
-		if err := s.store.each(func(k string, v []byte) error {
-			if _, ok := s.table[k]; !ok {
-				w.Varint(1)
-				w.Bytes([]byte(k))
-				w.Bytes(v)
-			}
-			return nil
-		}); err != nil {
+		if err := w.spilled(s.store, func(k string) bool { _, ok := s.table[k]; return ok }); err != nil {
 			return err
 		}
-		w.Varint(0) // the end of the side
+		w.EndEntries()
 	}
 	return nil
 }
@@ -410,33 +401,20 @@ func (j *Join) RestoreState(r *StateReader) error {
 		return err
 	}
 	for _, s := range j.sides {
-		for {
-			more, err := r.Varint()
-			if err != nil {
-				return err
-			}
-			if more == 0 {
-				break
-			}
-			k, err := r.Bytes()
-			if err != nil {
-				return err
-			}
-			v, err := r.Bytes()
-			if err != nil {
-				return err
-			}
-			grow, err := s.decodeRows(string(k), v)
+		err := r.Entries(func(k string, v []byte) error {
+			grow, err := s.decodeRows(k, v)
 			if err != nil {
 				return err
 			}
 			j.held += grow
 			j.budget.add(grow)
 			if j.budget.over() {
-				if err := j.evict(); err != nil {
-					return err
-				}
+				return j.evict()
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return r.end()

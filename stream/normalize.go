@@ -141,32 +141,19 @@ func (n *Normalize) evict() error {
 func (n *Normalize) SaveState(w *StateWriter) error {
 	var buf []byte
 	for k, row := range n.state {
-		w.Bytes([]byte(k))
 		buf = appendRow(buf[:0], row)
-		w.Bytes(buf)
+		w.Entry(k, buf)
 	}
-	return n.store.each(func(k string, v []byte) error {
-		if _, ok := n.state[k]; !ok {
-			w.Bytes([]byte(k))
-			w.Bytes(v)
-		}
-		return nil
-	})
+	err := w.spilled(n.store, func(k string) bool { _, ok := n.state[k]; return ok })
+	w.EndEntries()
+	return err
 }
 
 // RestoreState loads the saved rows into memory, spilling past the
 // budget; the input then resumes after them, so nothing seeds the state.
 func (n *Normalize) RestoreState(r *StateReader) error {
 	n.seeded = true
-	for r.More() {
-		k, err := r.Bytes()
-		if err != nil {
-			return err
-		}
-		v, err := r.Bytes()
-		if err != nil {
-			return err
-		}
+	err := r.Entries(func(k string, v []byte) error {
 		row, rest, err := decodeRow(v, n.dec)
 		if err != nil {
 			return err
@@ -174,17 +161,19 @@ func (n *Normalize) RestoreState(r *StateReader) error {
 		if len(rest) != 0 {
 			return errCorruptCheckpoint
 		}
-		n.state[string(k)] = row
+		n.state[k] = row
 		grow := rowBytes(row) + int64(len(k))
 		n.held += grow
 		n.budget.add(grow)
 		if n.budget.over() {
-			if err := n.evict(); err != nil {
-				return err
-			}
+			return n.evict()
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	return nil
+	return r.end()
 }
 
 func (n *Normalize) Next(ctx context.Context) (Chunk, error) {

@@ -312,46 +312,35 @@ func (r *Rank) load(key string) (*rankPart, error) {
 // emitted is its top then, as after every marker).
 func (r *Rank) SaveState(w *StateWriter) error {
 	for k, p := range r.parts {
-		w.Bytes([]byte(k))
-		w.Bytes(encodeRankRows(p.rows))
+		w.Entry(k, encodeRankRows(p.rows))
 	}
-	return r.store.each(func(k string, v []byte) error {
-		if _, ok := r.parts[k]; !ok {
-			w.Bytes([]byte(k))
-			w.Bytes(v)
-		}
-		return nil
-	})
+	err := w.spilled(r.store, func(k string) bool { _, ok := r.parts[k]; return ok })
+	w.EndEntries()
+	return err
 }
 
 // RestoreState loads the saved partitions into memory, spilling past the
 // budget.
 func (r *Rank) RestoreState(rd *StateReader) error {
-	for rd.More() {
-		k, err := rd.Bytes()
-		if err != nil {
-			return err
-		}
-		v, err := rd.Bytes()
-		if err != nil {
-			return err
-		}
+	err := rd.Entries(func(k string, v []byte) error {
 		rows, err := r.codec.decode(v)
 		if err != nil {
 			return err
 		}
-		p := &rankPart{key: string(k), rows: rows, emitted: topRows(rows, r.spec.Lo, r.spec.Hi)}
+		p := &rankPart{key: k, rows: rows, emitted: topRows(rows, r.spec.Lo, r.spec.Hi)}
 		r.parts[p.key] = p
 		grow := r.partBytes(p)
 		r.held += grow
 		r.budget.add(grow)
 		if r.budget.over() {
-			if err := r.evict(); err != nil {
-				return err
-			}
+			return r.evict()
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	return nil
+	return rd.end()
 }
 
 // rankCodec reads back a partition's rows as encodeRankRows wrote them:

@@ -488,23 +488,15 @@ func (w *WindowAggregate) SaveState(wr *StateWriter) error {
 	w.firing.save(wr)
 	for _, win := range w.open {
 		for _, g := range win.order {
-			wr.Varint(1)
-			wr.Bytes([]byte(windowStateKey(win.bounds, g.key)))
-			wr.Bytes(encodeWindowGroup(g))
+			wr.Entry(windowStateKey(win.bounds, g.key), encodeWindowGroup(g))
 		}
 	}
-	if err := w.store.each(func(k string, v []byte) error {
-		if bounds, key, err := windowStateBounds(k); err != nil || w.open[bounds] == nil || w.open[bounds].groups[key] == nil {
-			wr.Varint(1)
-			wr.Bytes([]byte(k))
-			wr.Bytes(v)
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	wr.Varint(0)
-	return nil
+	err := wr.spilled(w.store, func(k string) bool {
+		bounds, key, err := windowStateBounds(k)
+		return err == nil && w.open[bounds] != nil && w.open[bounds].groups[key] != nil
+	})
+	wr.EndEntries()
+	return err
 }
 
 // RestoreState loads the saved windows into memory, spilling past the
@@ -513,23 +505,8 @@ func (w *WindowAggregate) RestoreState(r *StateReader) error {
 	if err := w.firing.restore(r); err != nil {
 		return err
 	}
-	for {
-		more, err := r.Varint()
-		if err != nil {
-			return err
-		}
-		if more == 0 {
-			return r.end()
-		}
-		k, err := r.Bytes()
-		if err != nil {
-			return err
-		}
-		v, err := r.Bytes()
-		if err != nil {
-			return err
-		}
-		bounds, key, err := windowStateBounds(string(k))
+	err := r.Entries(func(k string, v []byte) error {
+		bounds, key, err := windowStateBounds(k)
 		if err != nil {
 			return err
 		}
@@ -549,11 +526,14 @@ func (w *WindowAggregate) RestoreState(r *StateReader) error {
 		w.held += grow
 		w.budget.add(grow)
 		if w.budget.over() {
-			if err := w.evict(); err != nil {
-				return err
-			}
+			return w.evict()
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
+	return r.end()
 }
 
 // windowStateBounds reads a windowStateKey.
