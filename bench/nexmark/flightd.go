@@ -172,18 +172,3 @@ func peakRSSMB(pid int) float64 {
 	}
 	return 0
 }
-
-// loadAverage is the machine's 1-minute load average (/proc/loadavg), 0
-// when unknown.
-func loadAverage() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	l, _ := strconv.ParseFloat(f[0], 64)
-	return l
-}

@@ -168,8 +168,8 @@ func Run(ctx context.Context, mem memory.Allocator, srv *Server, queries []Query
 		return nil, fmt.Errorf("nexmark: the paced share must be from 0 (no paced run) to 1, got %v", opt.PacedShare)
 	}
 	rep := &Report{Events: opt.Events, CommitEvents: opt.CommitEvents, Rate: opt.Rate, PacedShare: opt.PacedShare}
-	rep.LoadAvg[0] = loadAverage()
-	defer func() { rep.LoadAvg[1] = loadAverage() }()
+	rep.LoadAvg[0] = tpcds.LoadAverage()
+	defer func() { rep.LoadAvg[1] = tpcds.LoadAverage() }()
 	if rep.Layout, err = r.createTables(ctx); err != nil {
 		return nil, err
 	}
