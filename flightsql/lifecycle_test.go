@@ -257,7 +257,7 @@ func TestCompressedDoGet(t *testing.T) {
 		if codec != "" {
 			ctx = metadata.AppendToOutgoingContext(ctx, fsql.CompressionHeader, codec)
 		}
-		info, err := cl.Execute(ctx, `SELECT id % 10 AS d FROM seq`)
+		info, err := cl.Execute(ctx, `SELECT CAST(id % 10 AS BIGINT) AS d FROM seq`)
 		if err != nil {
 			return 0, 0, err
 		}

@@ -594,9 +594,10 @@ func TestPrefetchOrderCloseAndError(t *testing.T) {
 // took a look of an earlier epoch for the answer "missing" would sleep
 // through the commit it missed; with commits of another store on the same
 // directory (another process) they poll every 20 ms, and one that kept
-// taking a shared "missing" would never see them. Either way the test
-// would not end. Random reader counts, commit gaps and slow readers; seed
-// printed.
+// taking a shared "missing" would never see them, nor would one whose
+// heartbeat (shorter than the poll, as a checkpointing job's) kept it
+// from looking again. Either way the test would not end. Random reader
+// counts, heartbeats, commit gaps and slow readers; seed printed.
 func TestChangeFeedWakesEveryReader(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
@@ -628,7 +629,11 @@ func wakeEveryReader(t *testing.T, rng *rand.Rand, remote bool) {
 	errs := make(chan error, readers)
 	var wg sync.WaitGroup
 	for i := range readers {
-		r, err := tbl.NewChangeReader(ctx, StreamSpec{Start: StreamLatest, Poll: poll})
+		heartbeat := time.Duration(0)
+		if rng.IntN(2) == 0 {
+			heartbeat = time.Duration(1+rng.IntN(10)) * time.Millisecond
+		}
+		r, err := tbl.NewChangeReader(ctx, StreamSpec{Start: StreamLatest, Poll: poll, Heartbeat: heartbeat})
 		must(t, err)
 		slow := time.Duration(0)
 		if rng.IntN(4) == 0 {

@@ -135,8 +135,10 @@ type ChangeReader struct {
 	image       Image // ImageStart until returned, then ImageRows during the full read
 	caught      bool  // a progress marker was returned since the last batch
 	// missing is set when snapshot next was found missing: it is closed at
-	// this process's next commit, so until then only a poll looks again.
+	// this process's next commit, so until then only a poll looks again;
+	// looked is when storage was last asked.
 	missing <-chan struct{}
+	looked  time.Time
 }
 
 // NewChangeReader starts a change stream.
@@ -407,8 +409,15 @@ func (r *ChangeReader) Next(ctx context.Context) (Change, error) {
 		}
 		wake := r.missing
 		r.missing = nil
+		if wake != nil && time.Since(r.looked) >= r.spec.Poll {
+			// Other processes' commits close no channel: a heartbeat
+			// shorter than the poll must not keep the reader from
+			// looking again.
+			wake = nil
+		}
 		if wake == nil {
 			wake = r.t.st.nextPublish()
+			r.looked = time.Now()
 			sn, err := r.findSnapshot(r.next, wake)
 			if err == nil {
 				if err := r.read(ctx, sn); err != nil {
@@ -434,7 +443,7 @@ func (r *ChangeReader) Next(ctx context.Context) (Change, error) {
 			r.missing = wake
 			return Change{}, ctx.Err()
 		case <-wake:
-		case <-time.After(r.spec.Poll):
+		case <-time.After(r.spec.Poll - time.Since(r.looked)):
 		case <-idle:
 			r.missing = wake
 			return Change{Snapshot: r.next - 1}, nil
