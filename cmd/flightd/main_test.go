@@ -251,7 +251,10 @@ func startKill9(t *testing.T) (*process, *rand.Rand, int64) {
 	}
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
-	return start(t, buildFlightd(t), t.TempDir()), rand.New(rand.NewPCG(uint64(seed), 0)), seed
+	// One node id across restarts: a restarted node takes its jobs' leases
+	// back at once, as the same node would, instead of waiting -job-lease
+	// for the killed process's to expire.
+	return start(t, buildFlightd(t), t.TempDir(), "-node-id", "n1"), rand.New(rand.NewPCG(uint64(seed), 0)), seed
 }
 
 // killRounds is how many times a kill -9 test kills flightd: the
