@@ -149,21 +149,17 @@ func (c *aggCore) heldBytes() int64 {
 }
 
 // checkHeld fails once heldBytes, counted share times (a worker of a
-// parallel aggregation holds about 1/share of the groups), passes the
-// bound. Spilling moves new groups to disk, never the values the groups in
-// memory have collected, and those keep growing with their rows: a global
-// aggregate's one group, a grouped aggregation's few huge groups, a sort
-// aggregation's open groups. Failing here bounds the process. A global
-// aggregate is bounded by the budget; groups by twice the budget, because
-// the groups that filled the budget keep their share of the input: spread
-// evenly, they end up holding about the budget, and only skew past that
-// (few groups collecting most values) is refused.
-func (c *aggCore) checkHeld(share int) error {
-	bound := c.ec.MemoryLimit
-	if len(c.groups) > 0 {
-		bound *= 2
+// parallel aggregation holds about 1/share of the groups), passes times
+// the query budget. Spilling moves new groups to disk, never the values
+// the groups in memory have collected, and those keep growing with their
+// rows: a global aggregate's one group, a sort aggregation's open group, a
+// hash aggregation's few huge groups. Failing here bounds the process.
+func (c *aggCore) checkHeld(share, times int) error {
+	if c.ec.MemoryLimit <= 0 {
+		return nil
 	}
-	if held := c.heldBytes() * int64(max(share, 1)); c.ec.MemoryLimit > 0 && held > bound {
+	bound := c.ec.MemoryLimit * int64(times)
+	if held := c.heldBytes() * int64(max(share, 1)); held > bound {
 		return fmt.Errorf("%w: the values the aggregates of the groups in memory keep (LISTAGG, ARRAY_AGG, COLLECT, JSON, PERCENTILE, MIN/MAX strings) hold %d bytes, over %d bytes (the query memory budget is %d bytes)", ErrMemoryLimit, held, bound, c.ec.MemoryLimit)
 	}
 	return nil
@@ -518,7 +514,15 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 			if err := h.spillDistinct(); err != nil {
 				return err
 			}
-			if err := h.checkHeld(h.nparts); err != nil {
+			// Grouped, twice the budget: the groups that filled it keep
+			// their share of the input, and spread evenly they end near
+			// the budget; only skew past that (few groups collecting most
+			// values) is refused.
+			times := 1
+			if len(h.groups) > 0 {
+				times = 2
+			}
+			if err := h.checkHeld(h.nparts, times); err != nil {
 				return err
 			}
 		}

@@ -99,7 +99,7 @@ func (s *sortAggOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			if err := s.spillDistinct(); err != nil {
 				return nil, err
 			}
-			if err := s.checkHeld(1); err != nil {
+			if err := s.checkHeld(1, 1); err != nil {
 				return nil, err
 			}
 		}
