@@ -25,13 +25,6 @@ import (
 // chunk, buffers sized up front); the rest goes through pqarrow, whose
 // per-value builders were most of an uncached scan's time.
 func (df *dataFile) decodeChunk(ctx context.Context, mem memory.Allocator, rg, col int, ranges []rowRange) (_ arrow.Array, err error) {
-	// arrow-go's page reader panics on some damaged page headers (a
-	// missing header struct), which no checksum catches on a partial read.
-	defer func() {
-		if r := recover(); r != nil {
-			err = corruptf(df.path, fmt.Errorf("column %d, row group %d: %v", col, rg, r))
-		}
-	}()
 	if df.flatDecodable(col) {
 		a, err := df.decodeFlat(ctx, mem, rg, col, ranges)
 		if err != nil {
@@ -42,6 +35,13 @@ func (df *dataFile) decodeChunk(ctx context.Context, mem memory.Allocator, rg, c
 		}
 		return a, nil
 	}
+	// arrow-go's page reader panics on some damaged page headers (a
+	// missing header struct), which no checksum catches on a partial read.
+	defer func() {
+		if r := recover(); r != nil {
+			err = corruptf(df.path, fmt.Errorf("column %d, row group %d: %v", col, rg, r))
+		}
+	}()
 	tbl, err := df.fr.ReadRowGroups(ctx, df.leaves[col], []int{rg})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -243,7 +243,7 @@ func eachRange(cr file.ColumnChunkReader, n int, ranges []rowRange, read func(fr
 // for strings the values that alias a page's buffers.
 const pageRows = 8192
 
-func (df *dataFile) decodeFlat(ctx context.Context, mem memory.Allocator, rg, col int, ranges []rowRange) (arrow.Array, error) {
+func (df *dataFile) decodeFlat(ctx context.Context, mem memory.Allocator, rg, col int, ranges []rowRange) (_ arrow.Array, err error) {
 	leaf := df.leaves[col][0]
 	rgr := df.fr.ParquetReader().RowGroup(rg)
 	n := int(rgr.NumRows())
@@ -279,6 +279,7 @@ func (df *dataFile) decodeFlat(ctx context.Context, mem memory.Allocator, rg, co
 		}
 		return fc.array(typ, offsets, values), nil
 	}
+	defer recoverPage(&err)
 	cr, err := rgr.Column(leaf)
 	if err != nil {
 		return nil, err
