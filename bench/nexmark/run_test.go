@@ -199,3 +199,20 @@ func TestRunPaced(t *testing.T) {
 		}
 	}
 }
+
+// TestCountPaced: a paced run that compared nothing (processing-time
+// windows) is counted as not compared, not as equal to the batch answer.
+func TestCountPaced(t *testing.T) {
+	rep := &Report{PacedShare: 0.8}
+	for _, st := range []string{StatusOK, StatusUncompared, StatusDiffers, StatusLate, StatusFailed} {
+		rep.Queries = append(rep.Queries, QueryResult{Paced: &StreamResult{Status: st}})
+	}
+	if c := Count(rep); c.PacedOK != 1 || c.PacedUncompared != 1 || c.PacedDiffers != 2 || c.PacedFailed != 1 {
+		t.Errorf("paced counts %+v", c)
+	}
+	var table bytes.Buffer
+	WriteTable(&table, rep)
+	if !strings.Contains(table.String(), "1 equal to batch, 2 differ (also late), 1 failed, 1 not compared") {
+		t.Errorf("paced summary:\n%s", table.String())
+	}
+}
