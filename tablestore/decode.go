@@ -273,7 +273,7 @@ func (df *dataFile) decodeFlat(ctx context.Context, mem memory.Allocator, rg, co
 		defer pr.Close()
 		offsets := memory.NewResizableBuffer(mem)
 		defer offsets.Release()
-		values.Reserve(int(md.TotalUncompressedSize()))
+		values.Reserve(chunkBytes(md))
 		if err := readBytePages(ctx, fc, pr, rgr.NumRows(), ranges, offsets, values); err != nil {
 			return nil, err
 		}
@@ -395,7 +395,7 @@ func readByteArrays(ctx context.Context, fc *flatChunk, cr file.ColumnChunkReade
 	offsets.Resize((fc.n + 1) * 4)
 	offs := arrow.Int32Traits.CastFromBytes(offsets.Bytes())
 	offs[0] = 0
-	data.Reserve(int(md.TotalUncompressedSize()))
+	data.Reserve(chunkBytes(md))
 	vals := make([]parquet.ByteArray, fc.batch())
 	end := 0
 	err := eachRange(cr, fc.n, ranges, func(from, to int) error {
@@ -440,3 +440,11 @@ func readByteArrays(ctx context.Context, fc *flatChunk, cr file.ColumnChunkReade
 }
 
 const maxInt32 = 1<<31 - 1
+
+// chunkBytes is what to reserve for a string chunk's values: its
+// uncompressed size, which bounds plain pages, but no more than one Arrow
+// string array holds (a damaged footer may claim any size: reserving it
+// would panic or exhaust memory before any page is read).
+func chunkBytes(md *metadata.ColumnChunkMetaData) int {
+	return int(min(max(md.TotalUncompressedSize(), 0), maxInt32))
+}
