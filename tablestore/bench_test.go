@@ -520,8 +520,9 @@ func BenchmarkScanCodec(b *testing.B) {
 }
 
 // BenchmarkScanStrings reads 1M rows of two string columns uncached: one
-// nearly unique (as flightbench's, whose dictionary pages hold most of a
-// row group's values) and one of 50 values with 2% NULLs (as TPC-DS's
+// nearly unique (as flightbench's; written on plain pages since the writer
+// keeps no dictionary for mostly distinct values, see mostlyDistinct) and
+// one of 50 values with 2% NULLs on dictionary pages (as TPC-DS's
 // dimension attributes). rows/cpu-s is the figure to compare.
 func BenchmarkScanStrings(b *testing.B) {
 	ctx := context.Background()
