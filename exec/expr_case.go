@@ -186,14 +186,11 @@ func (c *CaseExpr) maskedColumn(ctx context.Context, ec *Context, b arrow.Record
 	if len(xd.Children()) > 0 {
 		return nil, false, nil
 	}
-	cond, err := c.Whens[0].Cond.Eval(ctx, ec, b)
+	cond, err := c.firstCond(ctx, ec, b)
 	if err != nil {
 		return nil, true, err
 	}
 	defer cond.Release()
-	if cond.DataType().ID() != arrow.BOOL {
-		return nil, true, fmt.Errorf("%w: CASE WHEN condition %s has type %s, not boolean", ErrInvalid, c.Whens[0].Cond, cond.DataType())
-	}
 	mask, _ := vectorized.TrueBits(ec.Mem, cond)
 	defer mask.Release()
 	n, off := x.Len(), xd.Offset()
@@ -221,17 +218,11 @@ func (c *CaseExpr) constArms(ctx context.Context, ec *Context, b arrow.RecordBat
 		return nil, false, nil
 	}
 	n := int(b.NumRows())
-	cond, err := c.Whens[0].Cond.Eval(ctx, ec, b)
+	cond, err := c.firstCond(ctx, ec, b)
 	if err != nil {
 		return nil, true, err
 	}
 	defer cond.Release()
-	if cond.DataType().ID() != arrow.BOOL {
-		return nil, true, fmt.Errorf("%w: CASE WHEN condition %s has type %s, not boolean", ErrInvalid, c.Whens[0].Cond, cond.DataType())
-	}
-	if cond.Len() != n {
-		return nil, true, fmt.Errorf("%w: %s produced %d rows for %d", ErrInvalid, c.Whens[0].Cond, cond.Len(), n)
-	}
 	mask, taken := vectorized.TrueMask(cond)
 	var parts []arrow.Array
 	defer func() { releaseArrays(parts) }()
@@ -264,6 +255,25 @@ func (c *CaseExpr) constArms(ctx context.Context, ec *Context, b arrow.RecordBat
 		}
 	}
 	return assembleCase(ec.Mem, c.typ, parts, pick, make([]int32, n)), true, nil
+}
+
+// firstCond evaluates the first WHEN condition over the whole batch, for
+// the one-arm forms (maskedColumn, constArms).
+func (c *CaseExpr) firstCond(ctx context.Context, ec *Context, b arrow.RecordBatch) (arrow.Array, error) {
+	e := c.Whens[0].Cond
+	cond, err := e.Eval(ctx, ec, b)
+	if err != nil {
+		return nil, err
+	}
+	if cond.DataType().ID() != arrow.BOOL {
+		cond.Release()
+		return nil, fmt.Errorf("%w: CASE WHEN condition %s has type %s, not boolean", ErrInvalid, e, cond.DataType())
+	}
+	if cond.Len() != int(b.NumRows()) {
+		cond.Release()
+		return nil, fmt.Errorf("%w: %s produced %d rows for %d", ErrInvalid, e, cond.Len(), b.NumRows())
+	}
+	return cond, nil
 }
 
 // isNullConst reports whether e is a NULL literal, possibly cast: such an

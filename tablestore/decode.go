@@ -25,13 +25,6 @@ import (
 // chunk, buffers sized up front); the rest goes through pqarrow, whose
 // per-value builders were most of an uncached scan's time.
 func (df *dataFile) decodeChunk(ctx context.Context, mem memory.Allocator, rg, col int, ranges []rowRange) (_ arrow.Array, err error) {
-	// arrow-go's page reader panics on some damaged page headers (a
-	// missing header struct), which no checksum catches on a partial read.
-	defer func() {
-		if r := recover(); r != nil {
-			err = corruptf(df.path, fmt.Errorf("column %d, row group %d: %v", col, rg, r))
-		}
-	}()
 	if df.flatDecodable(col) {
 		a, err := df.decodeFlat(ctx, mem, rg, col, ranges)
 		if err != nil {
@@ -42,6 +35,13 @@ func (df *dataFile) decodeChunk(ctx context.Context, mem memory.Allocator, rg, c
 		}
 		return a, nil
 	}
+	// arrow-go's page reader panics on some damaged page headers (a
+	// missing header struct), which no checksum catches on a partial read.
+	defer func() {
+		if r := recover(); r != nil {
+			err = corruptf(df.path, fmt.Errorf("column %d, row group %d: %v", col, rg, r))
+		}
+	}()
 	tbl, err := df.fr.ReadRowGroups(ctx, df.leaves[col], []int{rg})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -243,7 +243,7 @@ func eachRange(cr file.ColumnChunkReader, n int, ranges []rowRange, read func(fr
 // for strings the values that alias a page's buffers.
 const pageRows = 8192
 
-func (df *dataFile) decodeFlat(ctx context.Context, mem memory.Allocator, rg, col int, ranges []rowRange) (arrow.Array, error) {
+func (df *dataFile) decodeFlat(ctx context.Context, mem memory.Allocator, rg, col int, ranges []rowRange) (_ arrow.Array, err error) {
 	leaf := df.leaves[col][0]
 	rgr := df.fr.ParquetReader().RowGroup(rg)
 	n := int(rgr.NumRows())
@@ -273,12 +273,13 @@ func (df *dataFile) decodeFlat(ctx context.Context, mem memory.Allocator, rg, co
 		defer pr.Close()
 		offsets := memory.NewResizableBuffer(mem)
 		defer offsets.Release()
-		values.Reserve(int(md.TotalUncompressedSize()))
+		values.Reserve(chunkBytes(md))
 		if err := readBytePages(ctx, fc, pr, rgr.NumRows(), ranges, offsets, values); err != nil {
 			return nil, err
 		}
 		return fc.array(typ, offsets, values), nil
 	}
+	defer recoverPage(&err)
 	cr, err := rgr.Column(leaf)
 	if err != nil {
 		return nil, err
@@ -394,7 +395,7 @@ func readByteArrays(ctx context.Context, fc *flatChunk, cr file.ColumnChunkReade
 	offsets.Resize((fc.n + 1) * 4)
 	offs := arrow.Int32Traits.CastFromBytes(offsets.Bytes())
 	offs[0] = 0
-	data.Reserve(int(md.TotalUncompressedSize()))
+	data.Reserve(chunkBytes(md))
 	vals := make([]parquet.ByteArray, fc.batch())
 	end := 0
 	err := eachRange(cr, fc.n, ranges, func(from, to int) error {
@@ -439,3 +440,11 @@ func readByteArrays(ctx context.Context, fc *flatChunk, cr file.ColumnChunkReade
 }
 
 const maxInt32 = 1<<31 - 1
+
+// chunkBytes is what to reserve for a string chunk's values: its
+// uncompressed size, which bounds plain pages, but no more than one Arrow
+// string array holds (a damaged footer may claim any size: reserving it
+// would panic or exhaust memory before any page is read).
+func chunkBytes(md *metadata.ColumnChunkMetaData) int {
+	return int(min(max(md.TotalUncompressedSize(), 0), maxInt32))
+}

@@ -94,7 +94,7 @@ func readBytePages(ctx context.Context, fc *flatChunk, pr file.PageReader, chunk
 // has one) and then forward.
 func (bp *bytePages) pageFor(row int64) error {
 	if !(bp.first < 0 && row == 0) && row != bp.first+bp.rows {
-		if err := bp.pr.SeekToPageWithRow(row); err != nil {
+		if err := pageCall(func() error { return bp.pr.SeekToPageWithRow(row) }); err != nil {
 			return err
 		}
 		if pg := bp.pr.Page(); pg != nil {
@@ -106,7 +106,11 @@ func (bp *bytePages) pageFor(row int64) error {
 	// Without an offset index arrow-go's seek stops at the page that ends
 	// at row when row starts the next one.
 	for bp.first < 0 || row >= bp.first+bp.rows {
-		if !bp.pr.Next() {
+		var next bool
+		if err := pageCall(func() error { next = bp.pr.Next(); return nil }); err != nil {
+			return err
+		}
+		if !next {
 			if err := bp.pr.Err(); err != nil {
 				return err
 			}
@@ -194,7 +198,8 @@ func (bp *bytePages) load(pg file.Page) (bool, error) {
 	case parquet.Encodings.PlainDict, parquet.Encodings.RLEDict:
 		if !bp.hasDict {
 			// A seek lands past the dictionary page.
-			dp, err := bp.pr.GetDictionaryPage()
+			var dp *file.DictionaryPage
+			err := pageCall(func() (err error) { dp, err = bp.pr.GetDictionaryPage(); return err })
 			if err != nil {
 				return false, err
 			}
@@ -414,5 +419,22 @@ func unpack(packed []byte, bw int, out []int32) {
 			}
 		}
 		out[k] = int32(w >> (bit & 7) & mask)
+	}
+}
+
+// pageCall calls into arrow-go's page reader, which panics on some damaged
+// page headers (a missing header struct, which no checksum catches on a
+// partial read), and returns such a panic as an error. Only the reader's
+// calls are guarded: a panic of the decoder itself stays a panic, which
+// TestDecodeStringsCorrupt catches.
+func pageCall(f func() error) (err error) {
+	defer recoverPage(&err)
+	return f()
+}
+
+// recoverPage, deferred, turns a panic of arrow-go's page reader into *err.
+func recoverPage(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("damaged page: %v", r)
 	}
 }

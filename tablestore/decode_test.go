@@ -110,24 +110,13 @@ func TestDecodeChunkMatchesPqarrow(t *testing.T) {
 		codec := []compress.Compression{compress.Codecs.Snappy, compress.Codecs.Uncompressed}[rng.IntN(2)]
 		rows := 1 + rng.IntN(20000)
 		rec := randomDecodeBatch(mem, rng, rows, nullRate, distinct)
-		var buf bytes.Buffer
 		props := parquet.NewWriterProperties(parquet.WithAllocator(mem), parquet.WithCompression(codec),
 			parquet.WithMaxRowGroupLength(int64(1+rng.IntN(8000))), parquet.WithDataPageSize(int64(256+rng.IntN(8192))),
 			parquet.WithDictionaryDefault(rng.IntN(2) == 0), parquet.WithDictionaryPageSizeLimit(int64(512+rng.IntN(4096))),
 			parquet.WithStoreDecimalAsInteger(true), parquet.WithPageIndexEnabled(rng.IntN(2) == 0),
 			parquet.WithDataPageVersion([]parquet.DataPageVersion{parquet.DataPageV1, parquet.DataPageV2}[rng.IntN(2)]))
-		w, err := pqarrow.NewFileWriter(decodeTestSchema, &buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem), pqarrow.WithStoreSchema()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Write(rec); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		rec.Release()
-		df := testDataFile(t, mem, buf.Bytes())
+		data := writeDecodeFile(t, mem, rec, props)
+		df := testDataFile(t, mem, data)
 		flat := 0
 		for rg := range df.numRowGroups() {
 			for col := range df.types {
@@ -139,23 +128,7 @@ func TestDecodeChunkMatchesPqarrow(t *testing.T) {
 				if err != nil {
 					t.Fatalf("seed %d round %d: column %d row group %d ranges %v: %v", seed, round, col, rg, ranges, err)
 				}
-				tbl, err := df.fr.ReadRowGroups(ctx, df.leaves[col], []int{rg})
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := array.Concatenate(tbl.Column(0).Data().Chunks(), mem)
-				tbl.Release()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if ranges != nil {
-					cut, err := takeRanges(mem, want, ranges)
-					want.Release()
-					if err != nil {
-						t.Fatal(err)
-					}
-					want = cut
-				}
+				want := pqarrowRows(t, mem, df, rg, col, ranges)
 				if !array.Equal(got, want) || got.NullN() != want.NullN() {
 					t.Fatalf("seed %d round %d: column %s row group %d ranges %v differs:\n got %v\nwant %v", seed, round, decodeTestSchema.Field(col).Name, rg, ranges, got, want)
 				}
@@ -167,6 +140,30 @@ func TestDecodeChunkMatchesPqarrow(t *testing.T) {
 			t.Fatalf("%d chunks took the flat path, want %d (all but wide decimals)", flat, want)
 		}
 	}
+}
+
+// pqarrowRows reads the rows of ranges (all when nil) of column col of
+// row group rg with pqarrow: what decodeChunk must return.
+func pqarrowRows(t *testing.T, mem memory.Allocator, df *dataFile, rg, col int, ranges []rowRange) arrow.Array {
+	t.Helper()
+	tbl, err := df.fr.ReadRowGroups(context.Background(), df.leaves[col], []int{rg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := array.Concatenate(tbl.Column(0).Data().Chunks(), mem)
+	tbl.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ranges == nil {
+		return want
+	}
+	defer want.Release()
+	cut, err := takeRanges(mem, want, ranges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cut
 }
 
 // randomRanges returns nil (all rows) or ascending disjoint ranges of
@@ -212,6 +209,24 @@ func testDataFile(t *testing.T, mem memory.Allocator, data []byte) *dataFile {
 	return df
 }
 
+// writeDecodeFile writes rec as a Parquet file with props and releases it.
+func writeDecodeFile(t *testing.T, mem memory.Allocator, rec arrow.RecordBatch, props *parquet.WriterProperties) []byte {
+	t.Helper()
+	defer rec.Release()
+	var buf bytes.Buffer
+	w, err := pqarrow.NewFileWriter(decodeTestSchema, &buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem), pqarrow.WithStoreSchema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
 // TestDecodeStringsCorrupt flips random bytes inside the string columns'
 // chunks of uncompressed files (so the page decoder, not the codec, sees
 // them) and decodes every row group: each decode must end with an array or
@@ -227,23 +242,11 @@ func TestDecodeStringsCorrupt(t *testing.T) {
 	failed := 0
 	for round := range 40 {
 		rec := randomDecodeBatch(mem, rng, 1+rng.IntN(3000), []float64{0, 0.2}[round%2], []int{3, 500, 1 << 20}[rng.IntN(3)])
-		var buf bytes.Buffer
 		props := parquet.NewWriterProperties(parquet.WithAllocator(mem), parquet.WithCompression(compress.Codecs.Uncompressed),
 			parquet.WithMaxRowGroupLength(int64(1+rng.IntN(2000))), parquet.WithDataPageSize(int64(256+rng.IntN(4096))),
 			parquet.WithDictionaryDefault(rng.IntN(2) == 0), parquet.WithPageIndexEnabled(rng.IntN(2) == 0),
 			parquet.WithDataPageVersion([]parquet.DataPageVersion{parquet.DataPageV1, parquet.DataPageV2}[rng.IntN(2)]))
-		w, err := pqarrow.NewFileWriter(decodeTestSchema, &buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem), pqarrow.WithStoreSchema()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Write(rec); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		rec.Release()
-		data := buf.Bytes()
+		data := writeDecodeFile(t, mem, rec, props)
 		df := testDataFile(t, mem, bytes.Clone(data))
 		meta := df.fr.ParquetReader().MetaData()
 		for rg := range df.numRowGroups() {
@@ -292,21 +295,10 @@ func TestDecodeStringsAtPageStarts(t *testing.T) {
 	col := decodeTestSchema.FieldIndices("sreq")[0]
 	for round := range 6 {
 		rec := randomDecodeBatch(mem, rng, 500+rng.IntN(3000), 0.2, []int{3, 1 << 20}[round%2])
-		var buf bytes.Buffer
 		props := parquet.NewWriterProperties(parquet.WithAllocator(mem), parquet.WithDataPageSize(int64(256+rng.IntN(1024))), parquet.WithBatchSize(32),
 			parquet.WithDictionaryDefault(round%2 == 0), parquet.WithPageIndexEnabled(false))
-		w, err := pqarrow.NewFileWriter(decodeTestSchema, &buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem), pqarrow.WithStoreSchema()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Write(rec); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		rec.Release()
-		df := testDataFile(t, mem, buf.Bytes())
+		data := writeDecodeFile(t, mem, rec, props)
+		df := testDataFile(t, mem, data)
 		pr, err := df.fr.ParquetReader().RowGroup(0).GetColumnPageReader(df.leaves[col][0])
 		if err != nil {
 			t.Fatal(err)
@@ -336,20 +328,7 @@ func TestDecodeStringsAtPageStarts(t *testing.T) {
 		if err != nil {
 			t.Fatalf("seed %d round %d ranges %v: %v", seed, round, ranges, err)
 		}
-		tbl, err := df.fr.ReadRowGroups(ctx, df.leaves[col], []int{0})
-		if err != nil {
-			t.Fatal(err)
-		}
-		whole, err := array.Concatenate(tbl.Column(0).Data().Chunks(), mem)
-		tbl.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := takeRanges(mem, whole, ranges)
-		whole.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
+		want := pqarrowRows(t, mem, df, 0, col, ranges)
 		if !array.Equal(got, want) {
 			t.Fatalf("seed %d round %d ranges %v differ", seed, round, ranges)
 		}

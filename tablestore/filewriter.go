@@ -360,8 +360,19 @@ const dictionarySample = 1024
 // more and costs a hash of each, for no smaller file (a random `extra` or
 // URL column of an event stream; most of an ingest's encoding time).
 func mostlyDistinct(col arrow.Array) bool {
-	str, ok := col.(interface{ ValueStr(int) string })
-	if !ok {
+	// Values are viewed in place: Binary's ValueStr would base64-encode
+	// (allocate) each one.
+	var value func(int) string
+	switch c := col.(type) {
+	case *array.String:
+		value = c.Value
+	case *array.LargeString:
+		value = c.Value
+	case *array.Binary:
+		value = c.ValueString
+	case *array.LargeBinary:
+		value = c.ValueString
+	default:
 		return false
 	}
 	seen := make(map[string]struct{}, dictionarySample)
@@ -370,7 +381,7 @@ func mostlyDistinct(col arrow.Array) bool {
 		if col.IsNull(i) {
 			continue
 		}
-		seen[str.ValueStr(i)] = struct{}{}
+		seen[value(i)] = struct{}{}
 		n++
 	}
 	return n >= 64 && 2*len(seen) > n

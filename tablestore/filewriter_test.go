@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 )
 
@@ -116,4 +118,32 @@ func rowString(row []any) string {
 		}
 	}
 	return strings.Join(cells, "|")
+}
+
+// TestMostlyDistinctTypes: the heuristic judges the same values alike in
+// string, large string, binary and large binary columns (it reads each
+// type's values in place).
+func TestMostlyDistinctTypes(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	for _, distinct := range []int{1, 40, 500, 600, 5000} {
+		vals := make([]string, 2000)
+		for i := range vals {
+			vals[i] = fmt.Sprintf("v%d", i%distinct)
+		}
+		want := distinct > dictionarySample/2
+		for _, typ := range []arrow.DataType{arrow.BinaryTypes.String, arrow.BinaryTypes.LargeString, arrow.BinaryTypes.Binary, arrow.BinaryTypes.LargeBinary} {
+			b := array.NewBuilder(mem, typ)
+			b.AppendNull()
+			for _, v := range vals {
+				b.(interface{ AppendString(string) }).AppendString(v)
+			}
+			col := b.NewArray()
+			b.Release()
+			if got := mostlyDistinct(col); got != want {
+				t.Errorf("%s of %d distinct values: mostly distinct %v, want %v", typ, distinct, got, want)
+			}
+			col.Release()
+		}
+	}
 }

@@ -81,7 +81,7 @@ func writePaced(w io.Writer, r *Report) {
 			q.Query, q.Stream.EventsPerSec, p.Rate, p.Status, p.EventsPerSec, p.EventsPerCPUSec, p.LatencyP50Ms, p.LatencyP99Ms, p.Compared, p.Error)
 	}
 	c := Count(r)
-	fmt.Fprintf(w, "paced: %d equal to batch, %d differ (also late), %d failed\n", c.PacedOK, c.PacedDiffers, c.PacedFailed)
+	fmt.Fprintf(w, "paced: %d equal to batch, %d differ (also late), %d failed, %d not compared\n", c.PacedOK, c.PacedDiffers, c.PacedFailed, c.PacedUncompared)
 }
 
 // writeJobs prints the continuous jobs' table, if any ran.
@@ -121,7 +121,7 @@ type Counts struct {
 	Uncompared                                              int
 	JobOK, JobDiffers, JobFailed, JobRefused, JobUncompared int
 	// Paced runs (Options.PacedShare): differs counts late ones too.
-	PacedOK, PacedDiffers, PacedFailed int
+	PacedOK, PacedDiffers, PacedFailed, PacedUncompared int
 }
 
 // Count counts the queries by outcome.
@@ -150,8 +150,10 @@ func Count(r *Report) Counts {
 		}
 		if p := q.Paced; p != nil {
 			switch p.Status {
-			case StatusOK, StatusUncompared:
+			case StatusOK:
 				c.PacedOK++
+			case StatusUncompared:
+				c.PacedUncompared++
 			case StatusDiffers, StatusLate:
 				c.PacedDiffers++
 			default:

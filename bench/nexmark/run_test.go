@@ -47,33 +47,42 @@ var testQueries = map[string]string{
 		INSERT INTO nexmark_q91 SELECT auction FROM bid ORDER BY price DESC;`,
 }
 
-// TestRun loads events into a flightd served in-process over loopback,
-// through real Flight SQL clients, and runs queries both ways: the
-// streamed answers must equal the batch answers, and a query flightd
-// cannot stream must be reported with the reason.
-func TestRun(t *testing.T) {
+// startRun starts a flightd in this process, served over loopback, and
+// parses the named testQueries; the allocator it returns is checked for
+// leaks when the test ends.
+func startRun(t *testing.T, names ...string) (*memory.CheckedAllocator, *Server, []Query) {
+	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
 	dir := t.TempDir()
-	ctx := context.Background()
-	_, addr, stop, err := doget.StartFlightd(ctx, engine.Config{Mem: memory.NewGoAllocator(), Root: dir})
+	_, addr, stop, err := doget.StartFlightd(context.Background(), engine.Config{Mem: memory.NewGoAllocator(), Root: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stop()
+	t.Cleanup(stop)
 	var queries []Query
-	for _, name := range []string{"q0", "q2", "q3", "q17", "q18", "q90", "q91", "q92"} {
+	for _, name := range names {
 		q, err := ParseQuery(name, testQueries[name])
 		if err != nil {
 			t.Fatal(err)
 		}
 		queries = append(queries, q)
 	}
+	return mem, &Server{URI: "grpc://" + addr, Pid: os.Getpid(), DataDir: dir}, queries
+}
+
+// TestRun loads events into a flightd served in-process over loopback,
+// through real Flight SQL clients, and runs queries both ways: the
+// streamed answers must equal the batch answers, and a query flightd
+// cannot stream must be reported with the reason.
+func TestRun(t *testing.T) {
+	ctx := context.Background()
+	mem, srv, queries := startRun(t, "q0", "q2", "q3", "q17", "q18", "q90", "q91", "q92")
 	cfg := DefaultConfig()
 	cfg.ProbDelayedEvent = 0.1
 	cfg.Rate = 500 // 12 s of event time: 2 s windows close, the last stay open
 	var log bytes.Buffer
-	rep, err := Run(ctx, mem, &Server{URI: "grpc://" + addr, Pid: os.Getpid(), DataDir: dir}, queries, Options{
+	rep, err := Run(ctx, mem, srv, queries, Options{
 		Events: 6000, CommitEvents: 500, Generator: cfg, Timeout: 5 * time.Minute, Stream: true, Jobs: true, Log: &log,
 	})
 	if err != nil {
@@ -121,7 +130,7 @@ func TestRun(t *testing.T) {
 	}
 	for _, bad := range []Options{{Events: 0, CommitEvents: 1, Timeout: time.Second, Generator: cfg},
 		{Events: 1, CommitEvents: 1, Timeout: time.Second, Rate: -1, Generator: cfg}} {
-		if _, err := Run(ctx, mem, &Server{URI: "grpc://" + addr}, queries, bad); err == nil {
+		if _, err := Run(ctx, mem, &Server{URI: srv.URI}, queries, bad); err == nil {
 			t.Errorf("Run took %+v", bad)
 		}
 	}
@@ -141,26 +150,10 @@ func TestRun(t *testing.T) {
 // run takes at least the time the pace sets, measures its latency, and its
 // answer is compared with the batch answer again.
 func TestRunPaced(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	dir := t.TempDir()
 	ctx := context.Background()
-	_, addr, stop, err := doget.StartFlightd(ctx, engine.Config{Mem: memory.NewGoAllocator(), Root: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	var queries []Query
-	for _, name := range []string{"q2", "q92", "q91"} {
-		q, err := ParseQuery(name, testQueries[name])
-		if err != nil {
-			t.Fatal(err)
-		}
-		queries = append(queries, q)
-	}
+	mem, srv, queries := startRun(t, "q2", "q92", "q91")
 	cfg := DefaultConfig()
 	cfg.Rate = 500
-	srv := &Server{URI: "grpc://" + addr, Pid: os.Getpid(), DataDir: dir}
 	const share = 0.5
 	opt := Options{Events: 4000, CommitEvents: 500, Generator: cfg, Timeout: 5 * time.Minute, Stream: true, PacedShare: share}
 	rep, err := Run(ctx, mem, srv, queries, opt)
@@ -204,5 +197,22 @@ func TestRunPaced(t *testing.T) {
 		if _, err := Run(ctx, mem, srv, queries, o); err == nil || !strings.Contains(err.Error(), "paced share") {
 			t.Errorf("paced share %v: %v", bad, err)
 		}
+	}
+}
+
+// TestCountPaced: a paced run that compared nothing (processing-time
+// windows) is counted as not compared, not as equal to the batch answer.
+func TestCountPaced(t *testing.T) {
+	rep := &Report{PacedShare: 0.8}
+	for _, st := range []string{StatusOK, StatusUncompared, StatusDiffers, StatusLate, StatusFailed} {
+		rep.Queries = append(rep.Queries, QueryResult{Paced: &StreamResult{Status: st}})
+	}
+	if c := Count(rep); c.PacedOK != 1 || c.PacedUncompared != 1 || c.PacedDiffers != 2 || c.PacedFailed != 1 {
+		t.Errorf("paced counts %+v", c)
+	}
+	var table bytes.Buffer
+	WriteTable(&table, rep)
+	if !strings.Contains(table.String(), "1 equal to batch, 2 differ (also late), 1 failed, 1 not compared") {
+		t.Errorf("paced summary:\n%s", table.String())
 	}
 }
