@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/apache/arrow-adbc/go/adbc"
@@ -224,7 +223,7 @@ func latency(ctx context.Context, addr string, w *writer, cfg Config, n int, seq
 	end := time.Now().Add(cfg.Duration)
 	acked := map[int64]int64{} // write-call stamp -> acknowledgement time
 	var acks []time.Duration
-	cpu0 := cpuTime()
+	cpu0 := doget.CPUTime()
 	for time.Now().Before(end) {
 		stamp, err := w.commit(ctx, cfg.RowsPerCommit, cfg.Keys, seq)
 		if err != nil {
@@ -239,7 +238,7 @@ func latency(ctx context.Context, addr string, w *writer, cfg Config, n int, seq
 		<-tick.C
 	}
 	time.Sleep(500 * time.Millisecond) // let the last commits arrive
-	res.CPUPerCommit = (cpuTime() - cpu0) / time.Duration(res.Commits)
+	res.CPUPerCommit = (doget.CPUTime() - cpu0) / time.Duration(res.Commits)
 	cancel()
 	wg.Wait()
 	select {
@@ -259,15 +258,6 @@ func latency(ctx context.Context, addr string, w *writer, cfg Config, n int, seq
 	res.CommitMax = commits[len(commits)-1]
 	res.AckP50, _ = percentiles(acks)
 	return res, nil
-}
-
-// cpuTime is the CPU time this process used so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // percentiles sorts d and returns its median and 99th percentile.

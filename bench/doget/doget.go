@@ -81,10 +81,12 @@ func result(name string, rows, bytes int64, d, cpu time.Duration) Result {
 		GBPerCPUSecond: float64(bytes) / cpu.Seconds() / 1e9}
 }
 
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime() time.Duration {
+// CPUTime is the process's user and system CPU time so far.
+func CPUTime() time.Duration {
 	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
@@ -260,12 +262,12 @@ func best(runs int, name string, fn func() (int64, int64, error)) (Result, error
 	}
 	var out Result
 	for i := range runs {
-		start, cpu0 := time.Now(), cpuTime()
+		start, cpu0 := time.Now(), CPUTime()
 		rows, bytes, err := fn()
 		if err != nil {
 			return Result{}, fmt.Errorf("%s: %w", name, err)
 		}
-		r := result(name, rows, bytes, time.Since(start), cpuTime()-cpu0)
+		r := result(name, rows, bytes, time.Since(start), CPUTime()-cpu0)
 		if i == 0 || r.Seconds < out.Seconds {
 			out = r
 		}
