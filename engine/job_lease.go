@@ -92,13 +92,19 @@ func (j *job) waitLease(ctx context.Context) (tablestore.Lease, time.Time, error
 
 // renew renews lease l every quarter of its lifetime until ctx ends, and
 // cancels the run with errLeaseLost when the lease is lost or the deadline
-// to renew it passes. It returns the last lease held.
+// to renew it passes. The deadline holds while a renewal hangs (a store
+// call does not end with ctx): the run stops on time, and renew returns
+// once that renewal has. It returns the last lease held.
 func (j *job) renew(ctx context.Context, cancel context.CancelCauseFunc, l tablestore.Lease, deadline time.Time) tablestore.Lease {
 	ttl := j.e.jobLease()
 	tick := time.NewTicker(ttl / 4)
 	defer tick.Stop()
 	expire := time.NewTimer(time.Until(deadline))
 	defer expire.Stop()
+	type renewal struct {
+		l   tablestore.Lease
+		err error
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -109,12 +115,26 @@ func (j *job) renew(ctx context.Context, cancel context.CancelCauseFunc, l table
 		case <-tick.C:
 		}
 		start := time.Now()
-		nl, err := j.e.store.RenewLease(ctx, l, ttl)
+		done := make(chan renewal, 1)
+		go func() {
+			nl, err := j.e.store.RenewLease(ctx, l, ttl)
+			done <- renewal{nl, err}
+		}()
+		var r renewal
+		select {
+		case r = <-done:
+		case <-expire.C:
+			cancel(errLeaseLost)
+			if r = <-done; r.err == nil {
+				l = r.l // renewed too late: release what is held
+			}
+			return l
+		}
 		switch {
-		case err == nil:
-			l = nl
+		case r.err == nil:
+			l = r.l
 			expire.Reset(time.Until(start.Add(ttl / 2)))
-		case errors.Is(err, tablestore.ErrLeaseHeld):
+		case errors.Is(r.err, tablestore.ErrLeaseHeld):
 			cancel(errLeaseLost)
 			return l
 		}
