@@ -291,16 +291,18 @@ func (x *Index) check(req Request) error {
 func (x *Index) now() int64 { return int64(time.Since(x.epoch)) }
 
 // latestSince returns the newest snapshot id in storage as found by a
-// check that started at or after since (x.now's clock), checking now if
-// none did. A check that started after a lookup did sees every commit
+// check that started after since (x.now's clock), checking now if none
+// did. A check that started after a lookup did sees every commit
 // acknowledged before the lookup started, so concurrent lookups share one.
+// Strictly after: a check whose clock reading ties the lookup's may have
+// read it first, before the commit's acknowledgement.
 func (x *Index) latestSince(ctx context.Context, since int64) (int64, error) {
-	if x.checkedAt.Load() >= since {
+	if x.checkedAt.Load() > since {
 		return x.latest.Load(), nil
 	}
 	x.checkMu.Lock()
 	defer x.checkMu.Unlock()
-	if x.checkedAt.Load() >= since {
+	if x.checkedAt.Load() > since {
 		return x.latest.Load(), nil // checked while this lookup waited
 	}
 	start := x.now()
