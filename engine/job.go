@@ -95,6 +95,10 @@ type JobStatus struct {
 	Start      string
 	From       []int64
 	SourceRows int64
+	// Node is the node running a RUNNING job (Config.NodeID, or the random
+	// id of a node started without one): the holder of its lease, "" while
+	// no node holds it. Only that node knows the job's sink positions.
+	Node string
 }
 
 // How a job's run starts (JobStatus.Start).
@@ -388,6 +392,9 @@ func (e *Engine) Jobs(ctx context.Context) []JobStatus {
 				s.Lag += max(latest-s.Positions[i], 0)
 			}
 		}
+		if s.State == JobRunning {
+			s.Node, _ = e.store.LeaseHolder(ctx, s.ID) // unknown ("") if the store fails
+		}
 		out = append(out, s)
 	}
 	slices.SortFunc(out, func(a, b JobStatus) int { return strings.Compare(a.ID, b.ID) })
@@ -415,7 +422,7 @@ func (c *catalog) JobRows(ctx context.Context) ([][]string, error) {
 		if j.SinkSnapshot > 0 {
 			snap = strconv.FormatInt(j.SinkSnapshot, 10)
 		}
-		rows = append(rows, []string{j.ID, j.State, j.Sink, snap, strings.Join(pos, ", "), strconv.FormatInt(j.Lag, 10), j.Error, j.SQL})
+		rows = append(rows, []string{j.ID, j.State, j.Sink, snap, strings.Join(pos, ", "), strconv.FormatInt(j.Lag, 10), j.Node, j.Error, j.SQL})
 	}
 	return rows, nil
 }

@@ -426,7 +426,7 @@ func TestStopJob(t *testing.T) {
 	id := onlyJob(t, e).ID
 	waitCaughtUp(t, e, c, id)
 	shown := rows(t, s, `SHOW JOBS`)
-	if len(shown) != 1 || shown[0][0] != id || shown[0][1] != engine.JobRunning || shown[0][2] != "default.agg" || !strings.HasPrefix(shown[0][4], "default.s@") {
+	if len(shown) != 1 || shown[0][0] != id || shown[0][1] != engine.JobRunning || shown[0][2] != "default.agg" || !strings.HasPrefix(shown[0][4], "default.s@") || shown[0][6] == "" {
 		t.Fatalf("SHOW JOBS: %v", shown)
 	}
 	mustExec(t, s, fmt.Sprintf(`STOP JOB '%s'`, id))

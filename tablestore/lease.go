@@ -72,6 +72,16 @@ func (s *Store) latestLease(name string) (Lease, error) {
 	return l, nil
 }
 
+// LeaseHolder returns the owner that holds lease name now, or "" when
+// nobody does (never taken, expired or released).
+func (s *Store) LeaseHolder(ctx context.Context, name string) (string, error) {
+	l, err := s.latestLease(name)
+	if err != nil || l.ExpiresMillis <= s.opts.Now().UnixMilli() {
+		return "", err
+	}
+	return l.Owner, nil
+}
+
 func (s *Store) leasePath(name string, epoch int64) string {
 	return joinPath(s.leaseDir(name), leasePrefix+strconv.FormatInt(epoch, 10))
 }

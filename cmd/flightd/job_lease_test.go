@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -96,6 +97,21 @@ func testJobRunsOnOneNode(t *testing.T, bin, data string, flags []string) {
 		owner, ok := user[users[len(users)-1]]
 		if !ok {
 			t.Fatalf("the last commit to the sink is by %s, no live node", users[len(users)-1])
+		}
+		// Both nodes name the same runner in SHOW JOBS (job_id, state,
+		// sink, sink_snapshot, source_positions, lag, node, ...).
+		var runner []string
+		for _, n := range nodes {
+			nc, ndone := n.connect(t)
+			jobs := rowsOf(t, nc, `SHOW JOBS`, "|")
+			ndone()
+			if len(jobs) != 1 {
+				t.Fatalf("SHOW JOBS: %v", jobs)
+			}
+			runner = append(runner, strings.Split(jobs[0], "|")[6])
+		}
+		if runner[0] == "" || runner[0] != runner[1] {
+			t.Fatalf("SHOW JOBS names runners %q", runner)
 		}
 		return owner
 	}

@@ -97,8 +97,8 @@ func TestKill9JobExactlyOnce(t *testing.T) {
 	}
 	jobs := rowsOf(t, cnxn, `SHOW JOBS`, "|")
 	for _, j := range jobs {
-		// job_id, state, sink, sink_snapshot, source_positions, lag, error, sql
-		if f := strings.Split(j, "|"); f[1] != "RUNNING" || f[6] != "" {
+		// job_id, state, sink, sink_snapshot, source_positions, lag, node, error, sql
+		if f := strings.Split(j, "|"); f[1] != "RUNNING" || f[6] == "" || f[7] != "" {
 			t.Fatalf("job not running: %s", j)
 		}
 	}
