@@ -371,26 +371,36 @@ func (a *avgDecAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
 			b.AppendNull()
 			continue
 		}
-		// sum * 10^(ret.scale - in.scale) / cnt, rounded half away from zero.
-		num := a.sum[g].BigInt()
-		num.Mul(num, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(a.ret.Scale-a.out.Scale)), nil))
-		den := big.NewInt(a.cnt[g])
-		q, r := new(big.Int).QuoRem(num, den, new(big.Int))
-		if r.Abs(r).Lsh(r, 1).Cmp(den) >= 0 {
-			if num.Sign() < 0 {
-				q.Sub(q, big.NewInt(1))
-			} else {
-				q.Add(q, big.NewInt(1))
-			}
+		avg, err := AvgDecimal(a.sum[g], a.out.Scale, a.cnt[g], a.ret)
+		if err != nil {
+			return nil, err
 		}
-		// The result keeps 4 more fractional digits within 38: an average
-		// of values near 10^38 has no room for them.
-		if q.BitLen() >= 127 || !decimal128.FromBigInt(q).FitsInPrecision(a.ret.Precision) {
-			return nil, fmt.Errorf("%w: avg of %s over %d rows does not fit %s", vectorized.ErrOverflow, a.sum[g].ToString(a.out.Scale), a.cnt[g], a.ret)
-		}
-		b.Append(decimal128.FromBigInt(q))
+		b.Append(avg)
 	}
 	return b.NewArray(), nil
+}
+
+// AvgDecimal is avg's result over decimals: sum (of scale sumScale) / n,
+// n > 0, at ret's scale, rounded half away from zero. Incremental
+// aggregation (stream/) computes it the same way.
+func AvgDecimal(sum decimal128.Num, sumScale int32, n int64, ret *arrow.Decimal128Type) (decimal128.Num, error) {
+	num := sum.BigInt()
+	num.Mul(num, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(ret.Scale-sumScale)), nil))
+	den := big.NewInt(n)
+	q, r := new(big.Int).QuoRem(num, den, new(big.Int))
+	if r.Abs(r).Lsh(r, 1).Cmp(den) >= 0 {
+		if num.Sign() < 0 {
+			q.Sub(q, big.NewInt(1))
+		} else {
+			q.Add(q, big.NewInt(1))
+		}
+	}
+	// The result keeps 4 more fractional digits within 38: an average of
+	// values near 10^38 has no room for them.
+	if q.BitLen() >= 127 || !decimal128.FromBigInt(q).FitsInPrecision(ret.Precision) {
+		return decimal128.Num{}, fmt.Errorf("%w: avg of %s over %d rows does not fit %s", vectorized.ErrOverflow, sum.ToString(sumScale), n, ret)
+	}
+	return decimal128.FromBigInt(q), nil
 }
 func (a *avgDecAcc) moveTo(from, to int) {
 	a.sumDecAcc.moveTo(from, to)

@@ -752,20 +752,16 @@ func constInt64(e Expr) (int64, bool) {
 // incrementally ("" when it can); stream.NewAggregate agrees.
 func streamAggSupported(a AggCall) string {
 	switch a.Fn {
-	case "count_star", "count", "min", "max":
+	case "count_star", "count", "min", "max", "bool_and", "bool_or":
 	case "sum", "avg":
-		if a.Distinct {
-			return "DISTINCT is supported for count, min and max"
-		}
 		t := a.Args[0].Type()
 		switch {
-		case isIntegerType(t), t.ID() == arrow.FLOAT32, t.ID() == arrow.FLOAT64:
-		case t.ID() == arrow.DECIMAL128 && a.Fn == "sum":
+		case isIntegerType(t), t.ID() == arrow.FLOAT32, t.ID() == arrow.FLOAT64, t.ID() == arrow.DECIMAL128:
 		default:
 			return fmt.Sprintf("not over %s yet", t)
 		}
 	default:
-		return "not supported in streaming queries yet (count, sum, avg, min, max are)"
+		return "not supported in streaming queries yet (count, sum, avg, min, max, bool_and, bool_or are)"
 	}
 	return ""
 }

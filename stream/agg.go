@@ -17,10 +17,11 @@ import (
 
 // AggSpec is one aggregate of an Aggregate.
 type AggSpec struct {
-	// Func is count_star, count, sum, avg, min or max.
+	// Func is count_star, count, sum, avg, min, max, bool_and or bool_or.
 	Func string
 	Arg  exec.Expr // nil for count_star
-	// Distinct: count(DISTINCT x) (min and max ignore it).
+	// Distinct: count, sum or avg of the distinct values (the others
+	// ignore it).
 	Distinct bool
 	Filter   exec.Expr // FILTER (WHERE ...); nil: every row
 	Type     arrow.DataType
@@ -576,7 +577,15 @@ func newAccumulator(s AggSpec) (accumulator, error) {
 		switch s.Func {
 		case "count":
 			return &distinctCount{vals: map[any]int64{}}, nil
-		case "min", "max":
+		case "sum", "avg":
+			all := s
+			all.Distinct = false
+			inner, err := newAccumulator(all)
+			if err != nil {
+				return nil, err
+			}
+			return &distinctOf{distinctCount: distinctCount{vals: map[any]int64{}}, inner: inner}, nil
+		case "min", "max", "bool_and", "bool_or":
 		default:
 			return bad()
 		}
@@ -584,6 +593,8 @@ func newAccumulator(s AggSpec) (accumulator, error) {
 	switch s.Func {
 	case "count_star", "count":
 		return &count{}, nil
+	case "bool_and", "bool_or":
+		return &boolAgg{or: s.Func == "bool_or"}, nil
 	case "sum", "avg":
 		var sum accumulator
 		switch t := argType(s); {
@@ -591,9 +602,16 @@ func newAccumulator(s AggSpec) (accumulator, error) {
 			sum = &sumInt{}
 		case vectorized.IsFloat(t):
 			sum = &sumFloat{}
-		case t != nil && t.ID() == arrow.DECIMAL128 && s.Func == "sum" && s.Type.ID() == arrow.DECIMAL128 &&
-			t.(*arrow.Decimal128Type).Scale == s.Type.(*arrow.Decimal128Type).Scale:
-			sum = &sumDecimal{prec: s.Type.(*arrow.Decimal128Type).Precision}
+		case t != nil && t.ID() == arrow.DECIMAL128 && s.Type.ID() == arrow.DECIMAL128:
+			in, out := t.(*arrow.Decimal128Type), s.Type.(*arrow.Decimal128Type)
+			if s.Func == "avg" {
+				// As exec's avg: a sum in DECIMAL(38, s) divided to out's scale.
+				return &avg{sum: &sumDecimal{prec: 38}, scale: in.Scale, ret: out}, nil
+			}
+			if in.Scale != out.Scale {
+				return bad()
+			}
+			sum = &sumDecimal{prec: out.Precision}
 		default:
 			return bad()
 		}
@@ -627,8 +645,8 @@ func accDecoders(aggs []AggSpec) []orderedDecoder {
 		var acc orderedDecoder
 		if s.Arg != nil {
 			kept := s.Arg.DataType()
-			if s.Func == "count" && s.Distinct && vectorized.IsFloat(kept) {
-				kept = arrow.PrimitiveTypes.Uint64 // mapKey: the bits
+			if s.Distinct && s.Func != "min" && s.Func != "max" && vectorized.IsFloat(kept) {
+				kept = arrow.PrimitiveTypes.Uint64 // a distinctCount's mapKey: the bits
 			}
 			acc, _ = orderedDecoderFor(kept) // as getterFor
 		}
@@ -790,8 +808,13 @@ func (s *sumDecimal) result() (any, error) {
 	return s.sum, nil
 }
 
-// avg is sum / count as float64, as exec's avg computes it.
-type avg struct{ sum accumulator }
+// avg is sum / count as exec's avg computes it: as float64, or over
+// decimals of scale scale as ret (exec.AvgDecimal).
+type avg struct {
+	sum   accumulator
+	scale int32
+	ret   *arrow.Decimal128Type
+}
 
 func (a *avg) add(v any, sign int8) int64 { return a.sum.add(v, sign) }
 func (a *avg) size() int64                { return a.sum.size() }
@@ -816,6 +839,11 @@ func (a *avg) result() (any, error) {
 			return nil, nil
 		}
 		return s.sum / float64(s.n), nil
+	case *sumDecimal:
+		if v, err := s.result(); v == nil || err != nil {
+			return v, err
+		}
+		return exec.AvgDecimal(s.sum, a.scale, s.n, a.ret)
 	}
 	return nil, fmt.Errorf("%w: avg over %T", exec.ErrInvalid, a.sum)
 }
@@ -963,4 +991,73 @@ func (d *distinctCount) decode(b []byte, dec orderedDecoder) ([]byte, error) {
 		d.vals[key] = cnt
 	}
 	return b, nil
+}
+
+// distinctOf gives inner each distinct value once: sum(DISTINCT x) and
+// avg(DISTINCT x). A value reaches inner when its count becomes positive
+// and leaves it when the count drops back.
+type distinctOf struct {
+	distinctCount
+	inner accumulator
+}
+
+func (d *distinctOf) add(v any, sign int8) int64 {
+	k := mapKey(v)
+	before := d.vals[k]
+	grow := d.distinctCount.add(v, sign)
+	switch after := d.vals[k]; {
+	case before <= 0 && after > 0:
+		grow += d.inner.add(v, 1)
+	case before > 0 && after <= 0:
+		grow += d.inner.add(v, -1)
+	}
+	return grow
+}
+
+func (d *distinctOf) result() (any, error) { return d.inner.result() }
+func (d *distinctOf) size() int64          { return d.distinctCount.size() + d.inner.size() }
+func (d *distinctOf) encode(dst []byte) []byte {
+	return d.inner.encode(d.distinctCount.encode(dst))
+}
+
+func (d *distinctOf) decode(b []byte, dec orderedDecoder) ([]byte, error) {
+	b, err := d.distinctCount.decode(b, dec)
+	if err != nil {
+		return nil, err
+	}
+	return d.inner.decode(b, dec)
+}
+
+// boolAgg is bool_and or bool_or: it counts the true and the false rows,
+// so that a retraction is exact.
+type boolAgg struct {
+	or          bool
+	trues, fals int64
+}
+
+func (b *boolAgg) add(v any, sign int8) int64 {
+	if v.(bool) {
+		b.trues += int64(sign)
+	} else {
+		b.fals += int64(sign)
+	}
+	return 0
+}
+
+func (b *boolAgg) result() (any, error) {
+	switch {
+	case b.trues <= 0 && b.fals <= 0:
+		return nil, nil
+	case b.or:
+		return b.trues > 0, nil
+	}
+	return b.fals <= 0, nil
+}
+
+func (b *boolAgg) size() int64 { return 0 }
+func (b *boolAgg) encode(dst []byte) []byte {
+	return binary.AppendVarint(binary.AppendVarint(dst, b.trues), b.fals)
+}
+func (b *boolAgg) decode(buf []byte, _ orderedDecoder) ([]byte, error) {
+	return readVarints(buf, &b.trues, &b.fals)
 }
