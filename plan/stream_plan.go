@@ -14,6 +14,7 @@ import (
 
 	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/lookup"
+	"github.com/flightd/flightd/sql"
 	"github.com/flightd/flightd/stream"
 	"github.com/flightd/flightd/tablestore"
 )
@@ -515,7 +516,10 @@ func (p *streamPlanner) plan(n Node) sNode {
 		return j
 	case *SetOpNode:
 		if x.Kind != Union {
-			p.refuse("%s is not supported yet: write it as a semi join (EXISTS) or anti join (NOT EXISTS)", strings.ToUpper(x.Kind.String()))
+			if x.All {
+				p.refuse("%s ALL is not supported yet: a changelog cannot repeat a row by a count (INTERSECT and EXCEPT without ALL are)", strings.ToUpper(x.Kind.String()))
+			}
+			return p.plan(p.countedSetOp(x))
 		}
 		l, r := p.plan(x.Left), p.plan(x.Right)
 		lc, rc := x.Left.Columns(), x.Right.Columns()
@@ -578,6 +582,45 @@ func (p *streamPlanner) plan(n Node) sNode {
 	}
 	p.refuse("%s is not supported yet", nodeKind(n))
 	return nil
+}
+
+// countedSetOp rewrites INTERSECT or EXCEPT (without ALL) as the
+// aggregation Flink maintains for them: the union of both sides, each row
+// marked with its side, grouped by every column, keeping the groups with
+// rows from both sides (INTERSECT) or from the left only (EXCEPT). NULLs
+// group together, as set operations compare them.
+func (p *streamPlanner) countedSetOp(x *SetOpNode) Node {
+	b := p.b
+	one, zero := int64Const(1), int64Const(0)
+	side := func(in Node, l, r Expr) *ProjectNode {
+		pr := &ProjectNode{Input: in}
+		for _, c := range in.Columns() {
+			pr.Exprs, pr.Cols = append(pr.Exprs, colRef(c)), append(pr.Cols, c)
+		}
+		for _, e := range []Expr{l, r} {
+			pr.Exprs = append(pr.Exprs, e)
+			pr.Cols = append(pr.Cols, b.newCol("side", arrow.PrimitiveTypes.Int64, false))
+		}
+		return pr
+	}
+	inL, inR := b.newCol("in_left", arrow.PrimitiveTypes.Int64, false), b.newCol("in_right", arrow.PrimitiveTypes.Int64, false)
+	union := &SetOpNode{Kind: Union, All: true, Left: side(x.Left, one, zero), Right: side(x.Right, zero, one),
+		Cols: append(slices.Clone(x.Cols), inL, inR)}
+	agg := &AggNode{Input: union}
+	for _, c := range x.Cols {
+		agg.Groups, agg.GroupCols = append(agg.Groups, colRef(c)), append(agg.GroupCols, c)
+	}
+	left, right := b.newCol("left_rows", arrow.PrimitiveTypes.Int64, true), b.newCol("right_rows", arrow.PrimitiveTypes.Int64, true)
+	agg.Aggs = []AggCall{{Fn: "sum", Args: []Expr{colRef(inL)}, Col: left}, {Fn: "sum", Args: []Expr{colRef(inR)}, Col: right}}
+	keep := b.call(sql.Pos{}, "greater", colRef(right), zero)
+	if x.Kind != Intersect {
+		keep = b.call(sql.Pos{}, "equal", colRef(right), zero)
+	}
+	out := &ProjectNode{Input: &FilterNode{Input: agg, Pred: b.and(b.call(sql.Pos{}, "greater", colRef(left), zero), keep)}}
+	for _, c := range x.Cols {
+		out.Exprs, out.Cols = append(out.Exprs, colRef(c)), append(out.Cols, c)
+	}
+	return out
 }
 
 // rankedWindowEnd returns the column of in that a top-N partitioned by

@@ -660,7 +660,7 @@ func stateless(q string) bool {
 }
 
 // randomJoin is a join of two or three tables, alone or under an
-// aggregation, or a union of them.
+// aggregation, or a set operation over them.
 func randomJoin(rng *rand.Rand) string {
 	kinds := []string{"JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"}
 	on := []string{"a.k = b.k", "a.g = b.g", "a.g = b.g AND a.x < b.x", "a.k = b.k AND (a.s <> b.s OR b.s IS NULL)"}
@@ -676,7 +676,10 @@ func randomJoin(rng *rand.Rand) string {
 			"SELECT k, x FROM {T0} WHERE x > 5 UNION ALL SELECT k, x FROM {T1}",
 			"SELECT g FROM {T0} UNION SELECT g FROM {T1}",
 			"SELECT g, count(*), sum(x) FROM (SELECT g, x FROM {T0} UNION ALL SELECT g, x FROM {T1} UNION ALL SELECT g, k FROM {T2}) u GROUP BY g",
-		}[rng.Intn(3)]
+			"SELECT g, s FROM {T0} INTERSECT SELECT g, s FROM {T1}",
+			"SELECT g, x % 3 FROM {T0} EXCEPT SELECT g, x % 3 FROM {T1} WHERE x > 5",
+			"SELECT g, count(*) FROM (SELECT g, s FROM {T0} EXCEPT SELECT g, s FROM {T1}) e GROUP BY g",
+		}[rng.Intn(6)]
 	case 0:
 		return "SELECT a.g, count(*), sum(b.x), max(a.s) FROM " + from + " GROUP BY a.g"
 	case 1:
