@@ -136,6 +136,9 @@ func resolveAgg(name string, types []arrow.DataType, args []Expr) (*aggDef, erro
 		}
 		pop := strings.HasSuffix(name, "_pop")
 		sqrt := strings.HasPrefix(name, "stddev")
+		if ExactVariance(t) {
+			return &aggDef{ret: f64Type, arity: 1, make: func() accumulator { return &varIntAcc{pop: pop, sqrt: sqrt} }}, nil
+		}
 		return &aggDef{ret: f64Type, arity: 1, make: func() accumulator { return &varAcc{pop: pop, sqrt: sqrt} }}, nil
 	case "bool_and", "every", "bool_or":
 		if t.ID() != arrow.BOOL && t.ID() != arrow.NULL {
@@ -442,6 +445,43 @@ func (a *avgFloatAcc) moveTo(from, to int) {
 	a.sum = moveState(a.sum, from, to)
 	a.cnt = moveState(a.cnt, from, to)
 }
+
+// ExactVariance reports whether the variance of values of type t is
+// computed exactly (IntMoments), as for integers but UNSIGNED BIGINT.
+func ExactVariance(t arrow.DataType) bool {
+	return vectorized.IsInteger(t) && t.ID() != arrow.UINT64
+}
+
+// varIntAcc is the variance of integers, from exact moments.
+type varIntAcc struct {
+	pop, sqrt bool
+	m         []IntMoments
+}
+
+func (v *varIntAcc) grow(n int) { v.m = growTo(v.m, n) }
+func (v *varIntAcc) update(groups []uint32, args []arrow.Array, mask []bool) error {
+	x := int64View(args[0])
+	for i, g := range groups {
+		if active(args[0], mask, i) {
+			v.m[g].Add(x(i), 1)
+		}
+	}
+	return nil
+}
+func (v *varIntAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
+	b := array.NewFloat64Builder(mem)
+	defer b.Release()
+	for g := range n {
+		if r, ok := v.m[g].Variance(v.pop, v.sqrt); ok {
+			b.Append(r)
+		} else {
+			b.AppendNull()
+		}
+	}
+	return b.NewArray(), nil
+}
+func (v *varIntAcc) moveTo(from, to int)    { v.m = moveState(v.m, from, to) }
+func (v *varIntAcc) copyGroup(from, to int) { v.m[to] = v.m[from] }
 
 // varAcc uses Welford's online algorithm.
 type varAcc struct {

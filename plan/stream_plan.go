@@ -796,6 +796,10 @@ func constInt64(e Expr) (int64, bool) {
 func streamAggSupported(a AggCall) string {
 	switch a.Fn {
 	case "count_star", "count", "min", "max", "bool_and", "bool_or":
+	case "var_pop", "var_samp", "stddev_pop", "stddev_samp":
+		if t := a.Args[0].Type(); !exec.ExactVariance(t) {
+			return fmt.Sprintf("not over %s yet: only integers have a variance that retracts exactly", SQLTypeName(t))
+		}
 	case "sum", "avg":
 		t := a.Args[0].Type()
 		switch {
@@ -804,7 +808,7 @@ func streamAggSupported(a AggCall) string {
 			return fmt.Sprintf("not over %s yet", t)
 		}
 	default:
-		return "not supported in streaming queries yet (count, sum, avg, min, max, bool_and, bool_or are)"
+		return "not supported in streaming queries yet (count, sum, avg, min, max, bool_and, bool_or, and variances and standard deviations of integers are)"
 	}
 	return ""
 }

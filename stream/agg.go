@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -17,7 +18,8 @@ import (
 
 // AggSpec is one aggregate of an Aggregate.
 type AggSpec struct {
-	// Func is count_star, count, sum, avg, min, max, bool_and or bool_or.
+	// Func is count_star, count, sum, avg, min, max, bool_and, bool_or,
+	// var_pop, var_samp, stddev_pop or stddev_samp.
 	Func string
 	Arg  exec.Expr // nil for count_star
 	// Distinct: count, sum or avg of the distinct values (the others
@@ -595,6 +597,11 @@ func newAccumulator(s AggSpec) (accumulator, error) {
 		return &count{}, nil
 	case "bool_and", "bool_or":
 		return &boolAgg{or: s.Func == "bool_or"}, nil
+	case "var_pop", "var_samp", "stddev_pop", "stddev_samp":
+		if t := argType(s); t == nil || !exec.ExactVariance(t) {
+			return bad()
+		}
+		return &variance{pop: strings.HasSuffix(s.Func, "_pop"), sqrt: strings.HasPrefix(s.Func, "stddev")}, nil
 	case "sum", "avg":
 		var sum accumulator
 		switch t := argType(s); {
@@ -1060,4 +1067,50 @@ func (b *boolAgg) encode(dst []byte) []byte {
 }
 func (b *boolAgg) decode(buf []byte, _ orderedDecoder) ([]byte, error) {
 	return readVarints(buf, &b.trues, &b.fals)
+}
+
+// variance is var_* or stddev_* of integers, from exact moments as the
+// batch aggregate computes it (exec.IntMoments).
+type variance struct {
+	pop, sqrt bool
+	m         exec.IntMoments
+}
+
+func (v *variance) add(x any, sign int8) int64 {
+	switch x := x.(type) {
+	case int64:
+		v.m.Add(x, sign)
+	case uint64: // UNSIGNED TINYINT to INT: within int64
+		v.m.Add(int64(x), sign)
+	}
+	return 0
+}
+
+func (v *variance) result() (any, error) {
+	if r, ok := v.m.Variance(v.pop, v.sqrt); ok {
+		return r, nil
+	}
+	return nil, nil
+}
+
+func (v *variance) size() int64 { return 0 }
+
+func (v *variance) encode(dst []byte) []byte {
+	for _, x := range []uint64{uint64(v.m.N), uint64(v.m.SumHi), v.m.SumLo, v.m.Sq[0], v.m.Sq[1], v.m.Sq[2]} {
+		dst = binary.AppendUvarint(dst, x)
+	}
+	return dst
+}
+
+func (v *variance) decode(b []byte, _ orderedDecoder) ([]byte, error) {
+	var xs [6]uint64
+	for i := range xs {
+		x, n := binary.Uvarint(b)
+		if n <= 0 {
+			return nil, errCorruptState
+		}
+		xs[i], b = x, b[n:]
+	}
+	v.m = exec.IntMoments{N: int64(xs[0]), SumHi: int64(xs[1]), SumLo: xs[2], Sq: [3]uint64{xs[3], xs[4], xs[5]}}
+	return b, nil
 }
