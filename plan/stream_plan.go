@@ -122,7 +122,17 @@ func (s *sUnion) cols() []Column   { return s.cs }
 func (s *sSource) cols() []Column  { return s.cs }
 func (s *sFilter) cols() []Column  { return s.in.cols() }
 func (s *sProject) cols() []Column { return s.cs }
-func (s *sAgg) cols() []Column     { return s.n.Columns() }
+func (s *sAgg) cols() []Column {
+	if s.n.GroupingID == nil {
+		return s.n.Columns()
+	}
+	// stream.Aggregate keeps the grouping id as its last group.
+	out := append(slices.Clone(s.n.GroupCols), *s.n.GroupingID)
+	for _, a := range s.n.Aggs {
+		out = append(out, a.Col)
+	}
+	return out
+}
 
 // streamPlanner builds a streamPlan, refusing what it cannot maintain.
 type streamPlanner struct {
@@ -474,9 +484,6 @@ func (p *streamPlanner) plan(n Node) sNode {
 		for _, a := range x.Aggs {
 			p.refuseWindow("an aggregate", a.Args...)
 			p.refuseWindow("an aggregate", a.Filter)
-		}
-		if x.Sets != nil || x.GroupingID != nil {
-			p.refuse("grouping sets are not supported yet: write one GROUP BY per set and UNION ALL them")
 		}
 		p.checkKind(x.Groups...)
 		for _, a := range x.Aggs {
@@ -1267,9 +1274,18 @@ func (sb *streamBuilder) aggregate(x *sAgg, in stream.Operator) (stream.Operator
 	if err != nil {
 		return nil, err
 	}
-	agg, err := stream.NewAggregate(sb.ec, in, groups, columnNames(n.GroupCols), specs, sb.budget)
+	names := columnNames(n.GroupCols)
+	if n.GroupingID != nil {
+		groups, names = append(groups, exec.NewLiteral(scalar.NewInt64Scalar(0))), append(names, n.GroupingID.Name)
+	}
+	agg, err := stream.NewAggregate(sb.ec, in, groups, names, specs, sb.budget)
 	if err != nil {
 		return nil, err
+	}
+	if n.GroupingID != nil {
+		if err := agg.SetGroupingSets(n.Sets); err != nil {
+			return nil, err
+		}
 	}
 	if x.having != nil {
 		h, err := sb.compile(x.having, x.cols())

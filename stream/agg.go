@@ -59,12 +59,17 @@ type Aggregate struct {
 	argGet   []getter
 	store    *spillStore // nil until something spills
 	table    map[string]*aggGroup
-	dirty    []*aggGroup
-	enc      vectorized.KeyEncoder
-	signs    []int8
-	q        *outQueue
-	mb       miniBatch
-	held     int64
+	// sets are the grouping sets (SetGroupingSets), nil without; kept
+	// are the keys of groups that exist with no rows (a global
+	// aggregate's, a set without groups).
+	sets  [][]int
+	kept  map[string]bool
+	dirty []*aggGroup
+	enc   vectorized.KeyEncoder
+	signs []int8
+	q     *outQueue
+	mb    miniBatch
+	held  int64
 }
 
 type aggGroup struct {
@@ -79,7 +84,7 @@ type aggGroup struct {
 // NewAggregate groups in by groups and computes aggs; having, when set, is
 // compiled over the output schema (row kind, groups, aggregates).
 func NewAggregate(ec *exec.Context, in Operator, groups []exec.Expr, groupNames []string, aggs []AggSpec, budget *Budget) (*Aggregate, error) {
-	a := &Aggregate{ec: ec, in: in, groups: groups, aggs: aggs, budget: budget, table: map[string]*aggGroup{}}
+	a := &Aggregate{ec: ec, in: in, groups: groups, aggs: aggs, budget: budget, table: map[string]*aggGroup{}, kept: map[string]bool{}}
 	var fields []arrow.Field
 	for i, g := range groups {
 		get, err := getterFor(g.DataType())
@@ -113,11 +118,79 @@ func NewAggregate(ec *exec.Context, in Operator, groups []exec.Expr, groupNames 
 	if len(groups) == 0 {
 		// The one group of a global aggregate exists from the start, and
 		// the first marker emits its row over no input.
-		g, _ := a.newGroup("", nil)
-		g.dirty = true
-		a.dirty = append(a.dirty, g)
+		a.keep("", nil)
 	}
 	return a, nil
+}
+
+// keep adds a group that exists from the start, with no rows: the first
+// marker emits its row over no input.
+func (a *Aggregate) keep(key string, vals []any) {
+	g, _ := a.newGroup(key, vals) // a few bytes, left out of the budget
+	g.dirty = true
+	a.dirty = append(a.dirty, g)
+	a.kept[key] = true
+}
+
+// SetGroupingSets makes the aggregation GROUP BY GROUPING SETS: each row
+// adds to one group per set (indexes into the groups but the last), the
+// groups absent from the set NULL, so the input is read once for all
+// sets. The last group is then the grouping id (bit i set when group i is
+// absent, as exec's aggregation sets it), its expression not evaluated. A
+// set without groups has its group from the start, as a global aggregate.
+func (a *Aggregate) SetGroupingSets(sets [][]int) error {
+	n := len(a.groups) - 1
+	if n < 0 || a.groups[n].DataType().ID() != arrow.INT64 {
+		return fmt.Errorf("%w: grouping sets need the grouping id as the last group", exec.ErrInvalid)
+	}
+	a.sets = sets
+	for _, set := range sets {
+		if len(set) > 0 {
+			continue
+		}
+		keys, release := a.setKeys(nil, set, 1)
+		err := a.enc.Encode(keys, 1)
+		vals := make([]any, len(keys))
+		vals[n] = int64(1)<<n - 1
+		key := string(a.enc.Key(0))
+		release()
+		if err != nil {
+			return err
+		}
+		a.keep(key, vals)
+	}
+	return nil
+}
+
+// setKeys returns the keys of set for rows of which keys holds the
+// evaluated groups (nil when there are none): the absent ones NULL, the
+// grouping id last. release frees the arrays it made.
+func (a *Aggregate) setKeys(keys []arrow.Array, set []int, rows int) (out []arrow.Array, release func()) {
+	n := len(a.groups) - 1
+	out = make([]arrow.Array, n+1)
+	gid := int64(1)<<n - 1
+	for _, i := range set {
+		out[i] = keys[i]
+		gid &^= 1 << i
+	}
+	var made []arrow.Array
+	for i := range n {
+		if out[i] == nil {
+			out[i] = vectorized.NullArray(a.ec.Mem, a.groups[i].DataType(), rows)
+			made = append(made, out[i])
+		}
+	}
+	g := vectorized.NewFixedOut[int64](a.ec.Mem, rows)
+	for i := range g.Vals {
+		g.Vals[i] = gid
+	}
+	out[n] = g.Finish(arrow.PrimitiveTypes.Int64, nil, 0)
+	made = append(made, out[n])
+	return out, func() {
+		for _, m := range made {
+			m.Release()
+		}
+	}
 }
 
 // aggGetters checks aggs and returns the getters of their arguments and
@@ -235,16 +308,36 @@ func (a *Aggregate) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 	eval := ev.eval
 	n := int(b.NumRows())
 	keys := make([]arrow.Array, len(a.groups))
-	for i, g := range a.groups {
+	evaluated := a.groups
+	if a.sets != nil {
+		evaluated = a.groups[:len(a.groups)-1] // not the grouping id
+	}
+	for i, g := range evaluated {
 		if keys[i], err = eval(g); err != nil {
 			return err
 		}
 	}
-	if err := a.enc.Encode(keys, n); err != nil {
-		return err
-	}
 	in, err := evalAggInputs(a.aggs, a.argGet, eval)
 	if err != nil {
+		return err
+	}
+	if a.sets == nil {
+		return a.addRows(keys, n, in, signs)
+	}
+	for _, set := range a.sets {
+		sk, release := a.setKeys(keys, set, n)
+		err := a.addRows(sk, n, in, signs)
+		release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addRows adds rows [0, n) with their signs to the groups of keys.
+func (a *Aggregate) addRows(keys []arrow.Array, n int, in aggInputs, signs []int8) (err error) {
+	if err := a.enc.Encode(keys, n); err != nil {
 		return err
 	}
 	var grow int64
@@ -282,13 +375,12 @@ func (a *Aggregate) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 
 // flush emits the net change of the groups changed since the last marker.
 func (a *Aggregate) flush(ctx context.Context, _ *Chunk) error {
-	global := len(a.groups) == 0
 	rows := make([][]any, len(a.dirty)) // the new row of each dirty group, nil: none
 	for i, g := range a.dirty {
 		if g.rows < 0 {
 			return fmt.Errorf("%w: aggregation input retracted more rows than it added", exec.ErrInvalid)
 		}
-		if g.rows == 0 && !global {
+		if g.rows == 0 && !a.kept[g.key] {
 			continue
 		}
 		row := make([]any, 0, len(g.vals)+len(g.accs))
@@ -324,7 +416,7 @@ func (a *Aggregate) flush(ctx context.Context, _ *Chunk) error {
 		}
 		grow += rowBytes(cur) - rowBytes(old)
 		g.emitted = cur
-		if g.rows == 0 && !global {
+		if g.rows == 0 && !a.kept[g.key] {
 			grow -= rowBytes(g.vals) + int64(len(g.key)) + 48*int64(len(g.accs)) + 64
 			delete(a.table, g.key)
 			if a.store != nil {
@@ -336,7 +428,7 @@ func (a *Aggregate) flush(ctx context.Context, _ *Chunk) error {
 	a.q.seal()
 	a.held += grow
 	a.budget.add(grow)
-	if a.budget.over() && !global {
+	if a.budget.over() && len(a.groups) > 0 {
 		return a.evict()
 	}
 	return nil

@@ -614,10 +614,15 @@ func randomQuery(rng *rand.Rand) string {
 	}
 	rng.Shuffle(len(aggs), func(i, j int) { aggs[i], aggs[j] = aggs[j], aggs[i] })
 	sel := aggs[:1+rng.Intn(4)]
-	groups := [][]string{nil, {"g"}, {"s"}, {"g", "s"}, {"k % 3"}}[rng.Intn(5)]
+	groups := [][]string{nil, {"g"}, {"s"}, {"g", "s"}, {"k % 3"}, {"g", "s"}, {"g"}}[rng.Intn(7)]
 	q := "SELECT " + strings.Join(append(slices.Clone(groups), sel...), ", ") + " FROM {T0}" + where
-	if groups != nil {
-		q += " GROUP BY " + strings.Join(groups, ", ")
+	switch by := strings.Join(groups, ", "); {
+	case groups == nil:
+	case rng.Intn(3) == 0: // grouping sets
+		sets := []string{"ROLLUP (" + by + ")", "CUBE (" + by + ")", "GROUPING SETS ((" + by + "), ())"}
+		q += " GROUP BY " + sets[rng.Intn(len(sets))]
+	default:
+		q += " GROUP BY " + by
 	}
 	if rng.Intn(3) == 0 {
 		q += []string{" HAVING count(*) > 1", " HAVING sum(x) > 20", " HAVING max(x) < 40"}[rng.Intn(3)]
