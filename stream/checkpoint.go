@@ -294,6 +294,17 @@ func (w *StateWriter) Entry(key string, val []byte) {
 	w.Bytes(val)
 }
 
+// progress appends an event-time operator's progress: its last watermark
+// (zero: none yet) and the late rows it dropped.
+func (w *StateWriter) progress(wm time.Time, late int64) {
+	var b []byte
+	if !wm.IsZero() {
+		b, _ = wm.MarshalBinary()
+	}
+	w.Bytes(b)
+	w.Varint(late)
+}
+
 // EndEntries ends a keyed state's entries.
 func (w *StateWriter) EndEntries() { w.Varint(0) }
 
@@ -350,6 +361,21 @@ func (r *StateReader) uvarint() (uint64, error) {
 	}
 	r.b = r.b[n:]
 	return v, nil
+}
+
+// progress reads what StateWriter.progress wrote.
+func (r *StateReader) progress() (wm time.Time, late int64, err error) {
+	b, err := r.Bytes()
+	if err != nil {
+		return wm, 0, err
+	}
+	if len(b) > 0 {
+		if err := wm.UnmarshalBinary(b); err != nil {
+			return wm, 0, fmt.Errorf("%w: %v", errCorruptCheckpoint, err)
+		}
+	}
+	late, err = r.Varint()
+	return wm, late, err
 }
 
 // Entries reads a keyed state's entries up to EndEntries' mark, calling fn

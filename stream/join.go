@@ -335,12 +335,7 @@ func (t *twoInputs) save(w *StateWriter) {
 		for _, p := range t.done[s] {
 			w.Varint(p)
 		}
-		var wm []byte
-		if !t.wm[s].IsZero() {
-			wm, _ = t.wm[s].MarshalBinary()
-		}
-		w.Bytes(wm)
-		w.Varint(t.late[s])
+		w.progress(t.wm[s], t.late[s])
 	}
 }
 
@@ -362,17 +357,7 @@ func (t *twoInputs) restore(r *StateReader) error {
 				return err
 			}
 		}
-		wm, err := r.Bytes()
-		if err != nil {
-			return err
-		}
-		t.wm[s] = time.Time{}
-		if len(wm) > 0 {
-			if err := t.wm[s].UnmarshalBinary(wm); err != nil {
-				return fmt.Errorf("%w: %v", errCorruptCheckpoint, err)
-			}
-		}
-		if t.late[s], err = r.Varint(); err != nil {
+		if t.wm[s], t.late[s], err = r.progress(); err != nil {
 			return err
 		}
 	}

@@ -545,27 +545,10 @@ func windowStateBounds(k string) ([2]int64, string, error) {
 }
 
 // save writes the last watermark and the late rows.
-func (f *firing) save(w *StateWriter) {
-	var wm []byte
-	if !f.wm.IsZero() {
-		wm, _ = f.wm.MarshalBinary()
-	}
-	w.Bytes(wm)
-	w.Varint(f.late)
-}
+func (f *firing) save(w *StateWriter) { w.progress(f.wm, f.late) }
 
-func (f *firing) restore(r *StateReader) error {
-	wm, err := r.Bytes()
-	if err != nil {
-		return err
-	}
-	f.wm = time.Time{}
-	if len(wm) > 0 {
-		if err := f.wm.UnmarshalBinary(wm); err != nil {
-			return fmt.Errorf("%w: %v", errCorruptCheckpoint, err)
-		}
-	}
-	f.late, err = r.Varint()
+func (f *firing) restore(r *StateReader) (err error) {
+	f.wm, f.late, err = r.progress()
 	return err
 }
 
