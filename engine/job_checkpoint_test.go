@@ -269,44 +269,107 @@ func TestJobCorruptCheckpoint(t *testing.T) {
 	}
 }
 
-// BenchmarkJobRestart measures how long a GROUP BY job over a source of
+// BenchmarkJobRestart measures how long a job over a source of
 // FLIGHTD_BENCH_ROWS rows (1,000,000 by default) takes, from the engine's
 // start, to commit a write made after the restart: restoring its
 // checkpoint and reading the new snapshot, or reading the source again in
-// full (checkpoints off). Over a primary-key source the state holds every
-// row (the normalization's); over an append table, only the groups.
+// full (checkpoints off). A GROUP BY job: over a primary-key source the
+// state holds every row (the normalization's); over an append table, only
+// the groups. A SESSION job over an append table: its 100 sessions stay
+// open, so its state holds every row; each write closes a small session
+// planted for it.
 func BenchmarkJobRestart(b *testing.B) {
 	n := 1_000_000
 	if v, err := strconv.Atoi(os.Getenv("FLIGHTD_BENCH_ROWS")); err == nil && v > 0 {
 		n = v
 	}
-	for _, src := range []struct{ name, key string }{{"pk", ", PRIMARY KEY (k) NOT ENFORCED"}, {"append", ""}} {
+	jobs := []struct {
+		name string
+		job  restartJob
+	}{{"pk", groupByRestart(", PRIMARY KEY (k) NOT ENFORCED")}, {"append", groupByRestart("")}, {"session", sessionRestart(n)}}
+	for _, j := range jobs {
 		for _, m := range []struct {
 			name  string
 			every time.Duration
 		}{{"checkpoint", 0}, {"sources", -1}} {
-			b.Run(src.name+"/"+m.name, func(b *testing.B) {
-				benchmarkJobRestart(b, n, src.key, m.every)
+			b.Run(j.name+"/"+m.name, func(b *testing.B) {
+				benchmarkJobRestart(b, n, j.job, m.every)
 			})
 		}
 	}
 }
 
-func benchmarkJobRestart(b *testing.B, n int, key string, every time.Duration) {
+// restartJob is a job of BenchmarkJobRestart over source s (k, g, v and
+// the columns fill appends), whose answer changes with write(i).
+type restartJob struct {
+	ddl   []string
+	job   string
+	more  []arrow.Field
+	fill  func(bld *array.RecordBuilder, k int)
+	write func(i int) string
+}
+
+func groupByRestart(key string) restartJob {
+	return restartJob{
+		ddl: []string{
+			`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT` + key + `)`,
+			`CREATE TABLE agg (g BIGINT NOT NULL, c BIGINT, sv BIGINT, PRIMARY KEY (g) NOT ENFORCED)`,
+		},
+		job:   `INSERT INTO agg SELECT g, count(*), sum(v) FROM s /*+ OPTIONS('scan.mode'='latest-full') */ GROUP BY g`,
+		fill:  func(*array.RecordBuilder, int) {},
+		write: func(i int) string { return fmt.Sprintf(`INSERT INTO s VALUES (%d, 1, 1)`, -1-i) },
+	}
+}
+
+// sessionRestart: row k at k ms, 100 groups, sessions of a 10 s gap; the
+// n rows (at least 20,000) end at T. Group -1-i has one row at T - 7 s + 10i ms, open at
+// the start (the watermark is T - 2 s); write(i) puts a row at that time
+// plus 12.001 s, which closes group -1-i's session (the watermark passes
+// its end) and no other (it stays before T + 10 s).
+func sessionRestart(n int) restartJob {
+	const planted = 500
+	at := func(ms int) string {
+		return time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(ms) * time.Millisecond).Format("2006-01-02 15:04:05.000")
+	}
+	plantedAt := func(i int) int { return n - 7000 + 10*i }
+	// Group -100000's session closes at once: the job's first commit.
+	planting := []string{fmt.Sprintf("(%d, -100000, 1, TIMESTAMP '%s')", 3*n, at(0))}
+	for i := range planted {
+		planting = append(planting, fmt.Sprintf("(%d, %d, 1, TIMESTAMP '%s')", n+i, -1-i, at(plantedAt(i))))
+	}
+	return restartJob{
+		ddl: []string{
+			`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)`,
+			`CREATE TABLE sw (g BIGINT NOT NULL, ws TIMESTAMP(3) NOT NULL, we TIMESTAMP(3) NOT NULL, c BIGINT, PRIMARY KEY (g, ws, we) NOT ENFORCED)`,
+			`INSERT INTO s VALUES ` + strings.Join(planting, ", "),
+		},
+		job: `INSERT INTO sw SELECT g, window_start, window_end, count(*) FROM TABLE(SESSION(TABLE s /*+ OPTIONS('scan.mode'='latest-full') */
+			PARTITION BY g, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY g, window_start, window_end`,
+		more: []arrow.Field{{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Millisecond}, Nullable: true}},
+		fill: func(bld *array.RecordBuilder, k int) {
+			bld.Field(3).(*array.TimestampBuilder).Append(arrow.Timestamp(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli() + int64(k)))
+		},
+		write: func(i int) string {
+			if i >= planted {
+				panic("more restarts than sessions planted")
+			}
+			return fmt.Sprintf(`INSERT INTO s VALUES (%d, %d, 1, TIMESTAMP '%s')`, 2*n+i, -10000-i, at(plantedAt(i)+12001))
+		},
+	}
+}
+
+func benchmarkJobRestart(b *testing.B, n int, job restartJob, every time.Duration) {
 	ctx := context.Background()
 	dir := b.TempDir()
 	e, mem := openCheckpointEngine(b, dir, every, 0)
 	s := e.NewSession()
-	for _, q := range []string{
-		`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT` + key + `)`,
-		`CREATE TABLE agg (g BIGINT NOT NULL, c BIGINT, sv BIGINT, PRIMARY KEY (g) NOT ENFORCED)`,
-	} {
+	for _, q := range job.ddl {
 		if _, err := exec(ctx, s, nil, q); err != nil {
 			b.Fatal(err)
 		}
 	}
-	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "g", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+	schema := arrow.NewSchema(append([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "g", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, job.more...), nil)
 	const per = 64 << 10
 	rdr := &batches{schema: schema, n: (n + per - 1) / per, make: func(i int) arrow.RecordBatch {
 		bld := array.NewRecordBuilder(mem, schema)
@@ -315,13 +378,14 @@ func benchmarkJobRestart(b *testing.B, n int, key string, every time.Duration) {
 			bld.Field(0).(*array.Int64Builder).Append(int64(k))
 			bld.Field(1).(*array.Int64Builder).Append(int64(k % 100))
 			bld.Field(2).(*array.Int64Builder).Append(int64(k % 1000))
+			job.fill(bld, k)
 		}
 		return bld.NewRecordBatch()
 	}}
 	if _, err := ingest(ctx, s, "s", engine.IngestAppend, rdr); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := exec(ctx, s, nil, `INSERT INTO agg SELECT g, count(*), sum(v) FROM s /*+ OPTIONS('scan.mode'='latest-full') */ GROUP BY g`); err != nil {
+	if _, err := exec(ctx, s, nil, job.job); err != nil {
 		b.Fatal(err)
 	}
 	last := waitCommitted(b, e, 0)
@@ -329,7 +393,7 @@ func benchmarkJobRestart(b *testing.B, n int, key string, every time.Duration) {
 	b.ResetTimer()
 	for i := range b.N {
 		e, mem = openCheckpointEngine(b, dir, every, 0)
-		if _, err := exec(ctx, e.NewSession(), nil, fmt.Sprintf(`INSERT INTO s VALUES (%d, 1, 1)`, n+i)); err != nil {
+		if _, err := exec(ctx, e.NewSession(), nil, job.write(i)); err != nil {
 			b.Fatal(err)
 		}
 		last = waitCommitted(b, e, last)
