@@ -106,6 +106,24 @@ func loadBase(t *testing.T, s *engine.Session, c jobCase) {
 	mustExec(t, s, `INSERT INTO `+c.sources[0]+` VALUES `+strings.Join(vals, ", "))
 }
 
+// startLoadedJob opens an engine over dir (jobs checkpointing every
+// every, with queryMemory), creates c's tables, loads its base rows and
+// starts its job.
+func startLoadedJob(t *testing.T, dir string, c jobCase, every time.Duration, queryMemory int64) (*engine.Engine, *memory.CheckedAllocator, *engine.Session, string) {
+	t.Helper()
+	e, mem := openCheckpointEngine(t, dir, every, queryMemory)
+	s := e.NewSession()
+	for _, q := range c.ddl {
+		mustExec(t, s, q)
+	}
+	mustExec(t, s, initial(c))
+	loadBase(t, s, c)
+	if _, err := exec(context.Background(), s, nil, c.job); err != nil {
+		t.Fatal(err)
+	}
+	return e, mem, s, onlyJob(t, e).ID
+}
+
 // TestJobCheckpointRestart stops a job (its engine closed, the job's
 // uncommitted writes lost as in a crash) at random points of a random
 // workload, many times: after every restart the job must resume from its
@@ -144,17 +162,7 @@ func TestJobCheckpointRestart(t *testing.T) {
 func checkpointRestarts(t *testing.T, c jobCase, seed uint64, restarts int, budget int64) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	dir := t.TempDir()
-	e, mem := openCheckpointEngine(t, dir, time.Duration(10+rng.IntN(100))*time.Millisecond, budget)
-	s := e.NewSession()
-	for _, q := range c.ddl {
-		mustExec(t, s, q)
-	}
-	mustExec(t, s, initial(c))
-	loadBase(t, s, c)
-	if _, err := exec(context.Background(), s, nil, c.job); err != nil {
-		t.Fatal(err)
-	}
-	id := onlyJob(t, e).ID
+	e, mem, s, id := startLoadedJob(t, dir, c, time.Duration(10+rng.IntN(100))*time.Millisecond, budget)
 	st := waitCaughtUp(t, e, c, id)
 	for round := range restarts {
 		writes := 1 + rng.IntN(12)
@@ -221,17 +229,7 @@ func TestJobCorruptCheckpoint(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(7, 7))
 			dir := t.TempDir()
-			e, mem := openCheckpointEngine(t, dir, 20*time.Millisecond, 0)
-			s := e.NewSession()
-			for _, q := range c.ddl {
-				mustExec(t, s, q)
-			}
-			mustExec(t, s, initial(c))
-			loadBase(t, s, c)
-			if _, err := exec(context.Background(), s, nil, c.job); err != nil {
-				t.Fatal(err)
-			}
-			id := onlyJob(t, e).ID
+			e, mem, s, id := startLoadedJob(t, dir, c, 20*time.Millisecond, 0)
 			for i := range 10 {
 				mustExec(t, s, c.write(rng, i))
 			}
@@ -433,17 +431,7 @@ func TestJobCheckpointJoinSidesGrow(t *testing.T) {
 		t.Fatalf("case %s, want join", c.name)
 	}
 	dir := t.TempDir()
-	e, mem := openCheckpointEngine(t, dir, 20*time.Millisecond, 0)
-	s := e.NewSession()
-	for _, q := range c.ddl {
-		mustExec(t, s, q)
-	}
-	mustExec(t, s, initial(c))
-	loadBase(t, s, c) // s: 4,000 rows, d: 3
-	if _, err := exec(context.Background(), s, nil, c.job); err != nil {
-		t.Fatal(err)
-	}
-	id := onlyJob(t, e).ID
+	e, mem, s, id := startLoadedJob(t, dir, c, 20*time.Millisecond, 0) // s: 4,000 rows, d: 3
 	waitCaughtUp(t, e, c, id)
 	var vals []string
 	for g := range 3 * checkpointRows {
