@@ -400,6 +400,24 @@ func (r *StateReader) Entries(fn func(key string, val []byte) error) error {
 	}
 }
 
+// entriesWithin reads a keyed state's entries with add, which puts one
+// into memory and returns the bytes it takes: they are accounted in held
+// and budget, and past the budget the state spills (evict).
+func (r *StateReader) entriesWithin(budget *Budget, held *int64, evict func() error, add func(key string, val []byte) (int64, error)) error {
+	return r.Entries(func(k string, v []byte) error {
+		grow, err := add(k, v)
+		if err != nil {
+			return err
+		}
+		*held += grow
+		budget.add(grow)
+		if budget.over() {
+			return evict()
+		}
+		return nil
+	})
+}
+
 // end reports a corrupt section when records are left after what an
 // operator read.
 func (r *StateReader) end() error {

@@ -388,8 +388,7 @@ func (j *IntervalJoin) encodeKey(k string) (b []byte, first, n int64) {
 // padding of an outer join), in memory and spilled, keyed as evict keys
 // them.
 func (j *IntervalJoin) SaveState(w *StateWriter) error {
-	j.two.save(w)
-	w.progress(j.wm, j.late)
+	j.two.saveProgress(w, j.wm, j.late)
 	for side, sd := range j.sides {
 		for k := range sd.table {
 			if _, done := j.sides[0].table[k]; side == 1 && done {
@@ -411,26 +410,15 @@ func (j *IntervalJoin) SaveState(w *StateWriter) error {
 // RestoreState loads the saved rows into memory, spilling past the
 // budget.
 func (j *IntervalJoin) RestoreState(r *StateReader) (err error) {
-	if err := j.two.restore(r); err != nil {
+	if j.wm, j.late, err = j.two.restoreProgress(r); err != nil {
 		return err
 	}
-	if j.wm, j.late, err = r.progress(); err != nil {
-		return err
-	}
-	err = r.Entries(func(key string, v []byte) error {
+	err = r.entriesWithin(j.budget, &j.held, j.evict, func(key string, v []byte) (grow int64, err error) {
 		if len(key) < 16 {
-			return errCorruptCheckpoint
+			return 0, errCorruptCheckpoint
 		}
-		var grow int64
-		if err := j.decode(key[16:], v, &grow); err != nil {
-			return err
-		}
-		j.held += grow
-		j.budget.add(grow)
-		if j.budget.over() {
-			return j.evict()
-		}
-		return nil
+		err = j.decode(key[16:], v, &grow)
+		return grow, err
 	})
 	if err != nil {
 		return err

@@ -364,6 +364,20 @@ func (t *twoInputs) restore(r *StateReader) error {
 	return nil
 }
 
+// saveProgress writes the inputs' positions, watermarks and late rows,
+// then an event-time join's own progress.
+func (t *twoInputs) saveProgress(w *StateWriter, wm time.Time, late int64) {
+	t.save(w)
+	w.progress(wm, late)
+}
+
+func (t *twoInputs) restoreProgress(r *StateReader) (wm time.Time, late int64, err error) {
+	if err := t.restore(r); err != nil {
+		return wm, 0, err
+	}
+	return r.progress()
+}
+
 // SaveState saves both sides' rows by join key (memory and spilled) and
 // the inputs' positions.
 func (j *Join) SaveState(w *StateWriter) error {
@@ -386,19 +400,7 @@ func (j *Join) RestoreState(r *StateReader) error {
 		return err
 	}
 	for _, s := range j.sides {
-		err := r.Entries(func(k string, v []byte) error {
-			grow, err := s.decodeRows(k, v)
-			if err != nil {
-				return err
-			}
-			j.held += grow
-			j.budget.add(grow)
-			if j.budget.over() {
-				return j.evict()
-			}
-			return nil
-		})
-		if err != nil {
+		if err := r.entriesWithin(j.budget, &j.held, j.evict, s.decodeRows); err != nil {
 			return err
 		}
 	}

@@ -538,26 +538,20 @@ func (s *SessionAggregate) RestoreState(r *StateReader) error {
 	if err := s.firing.restore(r); err != nil {
 		return err
 	}
-	err := r.Entries(func(key string, v []byte) error {
+	err := r.entriesWithin(s.budget, &s.held, s.evict, func(key string, v []byte) (int64, error) {
 		if len(key) < 16 {
-			return errCorruptCheckpoint
+			return 0, errCorruptCheckpoint
 		}
 		part, err := s.decode(v)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if len(part.rows) == 0 {
-			return errCorruptCheckpoint // a partition without rows is never held
+			return 0, errCorruptCheckpoint // a partition without rows is never held
 		}
 		k := key[16:]
 		s.parts[k] = part
-		grow := stateBytes(k, part)
-		s.held += grow
-		s.budget.add(grow)
-		if s.budget.over() {
-			return s.evict()
-		}
-		return nil
+		return stateBytes(k, part), nil
 	})
 	if err != nil {
 		return err

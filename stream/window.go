@@ -505,14 +505,14 @@ func (w *WindowAggregate) RestoreState(r *StateReader) error {
 	if err := w.firing.restore(r); err != nil {
 		return err
 	}
-	err := r.Entries(func(k string, v []byte) error {
+	err := r.entriesWithin(w.budget, &w.held, w.evict, func(k string, v []byte) (int64, error) {
 		bounds, key, err := windowStateBounds(k)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		g, err := w.decodeGroup(key, v)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		win := w.open[bounds]
 		grow := w.groupBytes(g)
@@ -523,12 +523,7 @@ func (w *WindowAggregate) RestoreState(r *StateReader) error {
 		}
 		w.adopt(win, g)
 		win.bytes += w.groupBytes(g)
-		w.held += grow
-		w.budget.add(grow)
-		if w.budget.over() {
-			return w.evict()
-		}
-		return nil
+		return grow, nil
 	})
 	if err != nil {
 		return err

@@ -340,8 +340,7 @@ func encodeWindowJoinKey(win *joinWindow, k string) (b []byte, n int64) {
 // and the rows of every open window by join key, in memory and spilled
 // (keyed as evict keys them).
 func (j *WindowJoin) SaveState(w *StateWriter) error {
-	j.two.save(w)
-	w.progress(j.wm, j.late)
+	j.two.saveProgress(w, j.wm, j.late)
 	for _, win := range j.open {
 		for side := range win.rows {
 			for k := range win.rows[side] {
@@ -369,33 +368,22 @@ func (j *WindowJoin) SaveState(w *StateWriter) error {
 // RestoreState loads the saved windows into memory, spilling past the
 // budget.
 func (j *WindowJoin) RestoreState(r *StateReader) (err error) {
-	if err := j.two.restore(r); err != nil {
+	if j.wm, j.late, err = j.two.restoreProgress(r); err != nil {
 		return err
 	}
-	if j.wm, j.late, err = r.progress(); err != nil {
-		return err
-	}
-	err = r.Entries(func(key string, v []byte) error {
+	err = r.entriesWithin(j.budget, &j.held, j.evict, func(key string, v []byte) (grow int64, err error) {
 		bounds, k, err := windowStateBounds(key)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		var grow int64
 		win := j.open[bounds]
 		if win == nil {
 			win = &joinWindow{bounds: bounds, bytes: 96, rows: [2]map[string][]*windowRow{{}, {}}}
 			j.open[bounds] = win
 			grow += 96
 		}
-		if err := j.decode(win, k, v, &grow); err != nil {
-			return err
-		}
-		j.held += grow
-		j.budget.add(grow)
-		if j.budget.over() {
-			return j.evict()
-		}
-		return nil
+		err = j.decode(win, k, v, &grow)
+		return grow, err
 	})
 	if err != nil {
 		return err

@@ -296,24 +296,18 @@ func (w *WindowRank) RestoreState(r *StateReader) error {
 	if err := w.firing.restore(r); err != nil {
 		return err
 	}
-	err := r.Entries(func(key string, v []byte) error {
+	err := r.entriesWithin(w.budget, &w.held, w.evict, func(key string, v []byte) (int64, error) {
 		bounds, k, err := windowStateBounds(key)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		rows, err := w.codec.decode(v)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		p := &windowRankPart{end: bounds[1], rows: rows}
 		w.parts[k] = p
-		grow := w.partBytes(k, p)
-		w.held += grow
-		w.budget.add(grow)
-		if w.budget.over() {
-			return w.evict()
-		}
-		return nil
+		return w.partBytes(k, p), nil
 	})
 	if err != nil {
 		return err
