@@ -410,21 +410,32 @@ func (c *catalog) JobRows(ctx context.Context) ([][]string, error) {
 		if db, ok := c.s.e.jobDatabase(j.ID); !ok || c.s.allow(db, Read) != nil {
 			continue // jobs writing to databases the user cannot read stay hidden
 		}
-		var pos []string
-		for i, src := range j.Sources {
-			p := "?"
-			if i < len(j.Positions) {
-				p = strconv.FormatInt(j.Positions[i], 10)
-			}
-			pos = append(pos, src+"@"+p)
-		}
 		snap := ""
 		if j.SinkSnapshot > 0 {
 			snap = strconv.FormatInt(j.SinkSnapshot, 10)
 		}
-		rows = append(rows, []string{j.ID, j.State, j.Sink, snap, strings.Join(pos, ", "), strconv.FormatInt(j.Lag, 10), j.Node, j.Error, j.SQL})
+		from := "" // a run from the sources starts from none
+		if j.From != nil {
+			from = sourcePositions(j.Sources, j.From)
+		}
+		rows = append(rows, []string{j.ID, j.State, j.Sink, snap, sourcePositions(j.Sources, j.Positions), strconv.FormatInt(j.Lag, 10), j.Node, j.Error, j.SQL,
+			j.Start, from, strconv.FormatInt(j.SourceRows, 10)})
 	}
 	return rows, nil
+}
+
+// sourcePositions renders positions of sources as db.table@snapshot, "?"
+// for one not known.
+func sourcePositions(sources []string, positions []int64) string {
+	var pos []string
+	for i, src := range sources {
+		p := "?"
+		if i < len(positions) {
+			p = strconv.FormatInt(positions[i], 10)
+		}
+		pos = append(pos, src+"@"+p)
+	}
+	return strings.Join(pos, ", ")
 }
 
 // stopJobs ends every running job's goroutine (their stored state stays

@@ -38,7 +38,8 @@ func checkpointWrite(rng *rand.Rand, i int) string {
 
 // checkpointCases are jobs whose every operator checkpoints
 // (normalization, aggregation, join, filter and projection, window
-// aggregation, top-N and deduplication), over a big source.
+// aggregation, top-N and deduplication, and the event-time ones of
+// eventCheckpointCases), over a big source.
 func checkpointCases() []jobCase {
 	var out []jobCase
 	for _, c := range jobCases {
@@ -73,7 +74,7 @@ func checkpointCases() []jobCase {
 			write:   checkpointWrite,
 		})
 	}
-	return out
+	return append(out, eventCheckpointCases()...)
 }
 
 // openCheckpointEngine opens dir with jobs checkpointing every every and
@@ -105,13 +106,33 @@ func loadBase(t *testing.T, s *engine.Session, c jobCase) {
 	mustExec(t, s, `INSERT INTO `+c.sources[0]+` VALUES `+strings.Join(vals, ", "))
 }
 
+// startLoadedJob opens an engine over dir (jobs checkpointing every
+// every, with queryMemory), creates c's tables, loads its base rows and
+// starts its job.
+func startLoadedJob(t *testing.T, dir string, c jobCase, every time.Duration, queryMemory int64) (*engine.Engine, *memory.CheckedAllocator, *engine.Session, string) {
+	t.Helper()
+	e, mem := openCheckpointEngine(t, dir, every, queryMemory)
+	s := e.NewSession()
+	for _, q := range c.ddl {
+		mustExec(t, s, q)
+	}
+	mustExec(t, s, initial(c))
+	loadBase(t, s, c)
+	if _, err := exec(context.Background(), s, nil, c.job); err != nil {
+		t.Fatal(err)
+	}
+	return e, mem, s, onlyJob(t, e).ID
+}
+
 // TestJobCheckpointRestart stops a job (its engine closed, the job's
 // uncommitted writes lost as in a crash) at random points of a random
 // workload, many times: after every restart the job must resume from its
 // checkpoint, reading only the source snapshots committed since (at most
 // 4 rows each, against checkpointRows to read in full), and its sink must
-// equal the batch answer at the positions it reports. With a small
-// memory budget the state spills, and the checkpoints hold what spilled.
+// equal the batch answer at the positions it reports (for the event-time
+// jobs, that of the windows their watermark closed). With a small memory
+// budget (tinyBudget) the state spills, and the checkpoints hold what
+// spilled: without it the event-time jobs' answers go wrong.
 func TestJobCheckpointRestart(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if *seedFlag != 0 {
@@ -122,10 +143,14 @@ func TestJobCheckpointRestart(t *testing.T) {
 	if testing.Short() {
 		restarts = 4
 	}
-	for _, budget := range []int64{0, 24 << 10} {
+	for _, tiny := range []bool{false, true} {
 		for _, c := range checkpointCases() {
-			if budget > 0 && strings.HasPrefix(c.name, "top") {
+			if tiny && strings.HasPrefix(c.name, "top") {
 				continue // a top-N partition (a sixth of the rows) is held whole: over this budget
+			}
+			budget := int64(0)
+			if tiny {
+				budget = c.tinyBudget()
 			}
 			t.Run(fmt.Sprintf("%s/budget=%d", c.name, budget), func(t *testing.T) {
 				checkpointRestarts(t, c, seed, restarts, budget)
@@ -137,17 +162,7 @@ func TestJobCheckpointRestart(t *testing.T) {
 func checkpointRestarts(t *testing.T, c jobCase, seed uint64, restarts int, budget int64) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	dir := t.TempDir()
-	e, mem := openCheckpointEngine(t, dir, time.Duration(10+rng.IntN(100))*time.Millisecond, budget)
-	s := e.NewSession()
-	for _, q := range c.ddl {
-		mustExec(t, s, q)
-	}
-	mustExec(t, s, initial(c))
-	loadBase(t, s, c)
-	if _, err := exec(context.Background(), s, nil, c.job); err != nil {
-		t.Fatal(err)
-	}
-	id := onlyJob(t, e).ID
+	e, mem, s, id := startLoadedJob(t, dir, c, time.Duration(10+rng.IntN(100))*time.Millisecond, budget)
 	st := waitCaughtUp(t, e, c, id)
 	for round := range restarts {
 		writes := 1 + rng.IntN(12)
@@ -214,17 +229,7 @@ func TestJobCorruptCheckpoint(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(7, 7))
 			dir := t.TempDir()
-			e, mem := openCheckpointEngine(t, dir, 20*time.Millisecond, 0)
-			s := e.NewSession()
-			for _, q := range c.ddl {
-				mustExec(t, s, q)
-			}
-			mustExec(t, s, initial(c))
-			loadBase(t, s, c)
-			if _, err := exec(context.Background(), s, nil, c.job); err != nil {
-				t.Fatal(err)
-			}
-			id := onlyJob(t, e).ID
+			e, mem, s, id := startLoadedJob(t, dir, c, 20*time.Millisecond, 0)
 			for i := range 10 {
 				mustExec(t, s, c.write(rng, i))
 			}
@@ -262,44 +267,107 @@ func TestJobCorruptCheckpoint(t *testing.T) {
 	}
 }
 
-// BenchmarkJobRestart measures how long a GROUP BY job over a source of
+// BenchmarkJobRestart measures how long a job over a source of
 // FLIGHTD_BENCH_ROWS rows (1,000,000 by default) takes, from the engine's
 // start, to commit a write made after the restart: restoring its
 // checkpoint and reading the new snapshot, or reading the source again in
-// full (checkpoints off). Over a primary-key source the state holds every
-// row (the normalization's); over an append table, only the groups.
+// full (checkpoints off). A GROUP BY job: over a primary-key source the
+// state holds every row (the normalization's); over an append table, only
+// the groups. A SESSION job over an append table: its 100 sessions stay
+// open, so its state holds every row; each write closes a small session
+// planted for it.
 func BenchmarkJobRestart(b *testing.B) {
 	n := 1_000_000
 	if v, err := strconv.Atoi(os.Getenv("FLIGHTD_BENCH_ROWS")); err == nil && v > 0 {
 		n = v
 	}
-	for _, src := range []struct{ name, key string }{{"pk", ", PRIMARY KEY (k) NOT ENFORCED"}, {"append", ""}} {
+	jobs := []struct {
+		name string
+		job  restartJob
+	}{{"pk", groupByRestart(", PRIMARY KEY (k) NOT ENFORCED")}, {"append", groupByRestart("")}, {"session", sessionRestart(n)}}
+	for _, j := range jobs {
 		for _, m := range []struct {
 			name  string
 			every time.Duration
 		}{{"checkpoint", 0}, {"sources", -1}} {
-			b.Run(src.name+"/"+m.name, func(b *testing.B) {
-				benchmarkJobRestart(b, n, src.key, m.every)
+			b.Run(j.name+"/"+m.name, func(b *testing.B) {
+				benchmarkJobRestart(b, n, j.job, m.every)
 			})
 		}
 	}
 }
 
-func benchmarkJobRestart(b *testing.B, n int, key string, every time.Duration) {
+// restartJob is a job of BenchmarkJobRestart over source s (k, g, v and
+// the columns fill appends), whose answer changes with write(i).
+type restartJob struct {
+	ddl   []string
+	job   string
+	more  []arrow.Field
+	fill  func(bld *array.RecordBuilder, k int)
+	write func(i int) string
+}
+
+func groupByRestart(key string) restartJob {
+	return restartJob{
+		ddl: []string{
+			`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT` + key + `)`,
+			`CREATE TABLE agg (g BIGINT NOT NULL, c BIGINT, sv BIGINT, PRIMARY KEY (g) NOT ENFORCED)`,
+		},
+		job:   `INSERT INTO agg SELECT g, count(*), sum(v) FROM s /*+ OPTIONS('scan.mode'='latest-full') */ GROUP BY g`,
+		fill:  func(*array.RecordBuilder, int) {},
+		write: func(i int) string { return fmt.Sprintf(`INSERT INTO s VALUES (%d, 1, 1)`, -1-i) },
+	}
+}
+
+// sessionRestart: row k at k ms, 100 groups, sessions of a 10 s gap; the
+// n rows (at least 20,000) end at T. Group -1-i has one row at T - 7 s + 10i ms, open at
+// the start (the watermark is T - 2 s); write(i) puts a row at that time
+// plus 12.001 s, which closes group -1-i's session (the watermark passes
+// its end) and no other (it stays before T + 10 s).
+func sessionRestart(n int) restartJob {
+	const planted = 500
+	at := func(ms int) string {
+		return time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(ms) * time.Millisecond).Format("2006-01-02 15:04:05.000")
+	}
+	plantedAt := func(i int) int { return n - 7000 + 10*i }
+	// Group -100000's session closes at once: the job's first commit.
+	planting := []string{fmt.Sprintf("(%d, -100000, 1, TIMESTAMP '%s')", 3*n, at(0))}
+	for i := range planted {
+		planting = append(planting, fmt.Sprintf("(%d, %d, 1, TIMESTAMP '%s')", n+i, -1-i, at(plantedAt(i))))
+	}
+	return restartJob{
+		ddl: []string{
+			`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)`,
+			`CREATE TABLE sw (g BIGINT NOT NULL, ws TIMESTAMP(3) NOT NULL, we TIMESTAMP(3) NOT NULL, c BIGINT, PRIMARY KEY (g, ws, we) NOT ENFORCED)`,
+			`INSERT INTO s VALUES ` + strings.Join(planting, ", "),
+		},
+		job: `INSERT INTO sw SELECT g, window_start, window_end, count(*) FROM TABLE(SESSION(TABLE s /*+ OPTIONS('scan.mode'='latest-full') */
+			PARTITION BY g, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY g, window_start, window_end`,
+		more: []arrow.Field{{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Millisecond}, Nullable: true}},
+		fill: func(bld *array.RecordBuilder, k int) {
+			bld.Field(3).(*array.TimestampBuilder).Append(arrow.Timestamp(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli() + int64(k)))
+		},
+		write: func(i int) string {
+			if i >= planted {
+				panic("more restarts than sessions planted")
+			}
+			return fmt.Sprintf(`INSERT INTO s VALUES (%d, %d, 1, TIMESTAMP '%s')`, 2*n+i, -10000-i, at(plantedAt(i)+12001))
+		},
+	}
+}
+
+func benchmarkJobRestart(b *testing.B, n int, job restartJob, every time.Duration) {
 	ctx := context.Background()
 	dir := b.TempDir()
 	e, mem := openCheckpointEngine(b, dir, every, 0)
 	s := e.NewSession()
-	for _, q := range []string{
-		`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT` + key + `)`,
-		`CREATE TABLE agg (g BIGINT NOT NULL, c BIGINT, sv BIGINT, PRIMARY KEY (g) NOT ENFORCED)`,
-	} {
+	for _, q := range job.ddl {
 		if _, err := exec(ctx, s, nil, q); err != nil {
 			b.Fatal(err)
 		}
 	}
-	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "g", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+	schema := arrow.NewSchema(append([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "g", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, job.more...), nil)
 	const per = 64 << 10
 	rdr := &batches{schema: schema, n: (n + per - 1) / per, make: func(i int) arrow.RecordBatch {
 		bld := array.NewRecordBuilder(mem, schema)
@@ -308,13 +376,14 @@ func benchmarkJobRestart(b *testing.B, n int, key string, every time.Duration) {
 			bld.Field(0).(*array.Int64Builder).Append(int64(k))
 			bld.Field(1).(*array.Int64Builder).Append(int64(k % 100))
 			bld.Field(2).(*array.Int64Builder).Append(int64(k % 1000))
+			job.fill(bld, k)
 		}
 		return bld.NewRecordBatch()
 	}}
 	if _, err := ingest(ctx, s, "s", engine.IngestAppend, rdr); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := exec(ctx, s, nil, `INSERT INTO agg SELECT g, count(*), sum(v) FROM s /*+ OPTIONS('scan.mode'='latest-full') */ GROUP BY g`); err != nil {
+	if _, err := exec(ctx, s, nil, job.job); err != nil {
 		b.Fatal(err)
 	}
 	last := waitCommitted(b, e, 0)
@@ -322,7 +391,7 @@ func benchmarkJobRestart(b *testing.B, n int, key string, every time.Duration) {
 	b.ResetTimer()
 	for i := range b.N {
 		e, mem = openCheckpointEngine(b, dir, every, 0)
-		if _, err := exec(ctx, e.NewSession(), nil, fmt.Sprintf(`INSERT INTO s VALUES (%d, 1, 1)`, n+i)); err != nil {
+		if _, err := exec(ctx, e.NewSession(), nil, job.write(i)); err != nil {
 			b.Fatal(err)
 		}
 		last = waitCommitted(b, e, last)
@@ -348,4 +417,36 @@ func waitCommitted(tb testing.TB, e *engine.Engine, last int64) int64 {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// TestJobCheckpointJoinSidesGrow: a join job's checkpoint restores into
+// the plan its restart binds, whatever the sizes of its sources then. A
+// batch plan puts the larger input of a join on the left; when a job's
+// plan did so too, a source outgrowing the other between runs swapped
+// the sides, and the restart restored each side's source and rows into
+// the other's.
+func TestJobCheckpointJoinSidesGrow(t *testing.T) {
+	c := checkpointCases()[1]
+	if c.name != "join" {
+		t.Fatalf("case %s, want join", c.name)
+	}
+	dir := t.TempDir()
+	e, mem, s, id := startLoadedJob(t, dir, c, 20*time.Millisecond, 0) // s: 4,000 rows, d: 3
+	waitCaughtUp(t, e, c, id)
+	var vals []string
+	for g := range 3 * checkpointRows {
+		vals = append(vals, fmt.Sprintf("(%d, 'n%d')", 100+g, g))
+	}
+	mustExec(t, s, `INSERT INTO d VALUES `+strings.Join(vals, ", ")+`, (1, 'uno')`)
+	waitCaughtUp(t, e, c, id)
+	closeEngine(t, e, mem)
+
+	e, mem = openCheckpointEngine(t, dir, 20*time.Millisecond, 0)
+	defer closeEngine(t, e, mem)
+	s = e.NewSession()
+	st := waitStarted(t, e, c, id)
+	if st.Start != engine.StartCheckpoint || !slices.Equal(st.Sources, []string{"default.s", "default.d"}) {
+		t.Fatalf("restart after d outgrew s: %+v", st)
+	}
+	checkSinkAt(t, s, c, st, 0)
 }

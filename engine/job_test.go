@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/engine"
+	"github.com/flightd/flightd/internal/eventjobs"
 	"github.com/flightd/flightd/tablestore"
 )
 
@@ -116,8 +117,7 @@ var jobCases = []jobCase{{
 }}
 
 // windowSource is the event table of the window jobs.
-const windowSource = `CREATE TABLE w (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, ts TIMESTAMP(3),
-	PRIMARY KEY (k) NOT ENFORCED, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)`
+var windowSource = eventjobs.Setup[0]
 
 // windowWrites inserts rows of w with new keys and event times 0-2 s
 // apart in order: none is late, so the closed windows' batch answer is

@@ -25,7 +25,7 @@ type JobCatalog interface {
 }
 
 // JobColumns are the columns of SHOW JOBS.
-var JobColumns = []string{"job_id", "state", "sink", "sink_snapshot", "source_positions", "lag", "node", "error", "sql"}
+var JobColumns = []string{"job_id", "state", "sink", "sink_snapshot", "source_positions", "lag", "node", "error", "sql", "start", "start_positions", "source_rows"}
 
 // StopJob stops a continuous job (STOP JOB 'id').
 type StopJob struct{ ID string }

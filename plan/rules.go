@@ -36,8 +36,17 @@ var logicalRules = []rule{
 		b.recordCTEFilters(root)
 		return root
 	}},
-	{name: "join_order", apply: func(_ *binder, root Node) Node { return reorderJoins(root) }},
-	{name: "join_keys", required: true, apply: func(_ *binder, root Node) Node { return splitJoinKeys(root) }},
+	// A streaming plan keeps its joins as written: its shape must not
+	// depend on the tables' sizes, as a continuous job's checkpoint is
+	// restored into the plan it binds at its restart (and its hash
+	// tables are both sides' state, whatever their order).
+	{name: "join_order", apply: func(b *binder, root Node) Node {
+		if b.streamPos != nil {
+			return root
+		}
+		return reorderJoins(root)
+	}},
+	{name: "join_keys", required: true, apply: func(b *binder, root Node) Node { return splitJoinKeys(root, b.streamPos == nil) }},
 	{name: "prune_columns", apply: func(_ *binder, root Node) Node { return pruneColumns(root, idSet(root.Columns())) }},
 	{name: "scan_predicates", needs: []string{"push_filters"}, apply: func(_ *binder, root Node) Node {
 		derivePushdown(root)

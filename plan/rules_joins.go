@@ -1,18 +1,18 @@
 package plan
 
 // splitJoinKeys (rule join_keys) puts the larger input of an inner join on
-// the left (hash joins build their right input) and splits each join
-// condition into equality keys, one side's columns against the other's,
-// and a residual.
-func splitJoinKeys(n Node) Node {
+// the left (hash joins build their right input) when bySize, and splits
+// each join condition into equality keys, one side's columns against the
+// other's, and a residual.
+func splitJoinKeys(n Node, bySize bool) Node {
 	for i, in := range n.Inputs() {
-		setInput(n, i, splitJoinKeys(in))
+		setInput(n, i, splitJoinKeys(in, bySize))
 	}
 	j, ok := n.(*JoinNode)
 	if !ok {
 		return n
 	}
-	if j.Kind == InnerJoin && !j.Temporal && j.Cond != nil && j.Right.Rows() > j.Left.Rows()*2 {
+	if bySize && j.Kind == InnerJoin && !j.Temporal && j.Cond != nil && j.Right.Rows() > j.Left.Rows()*2 {
 		j.Left, j.Right = j.Right, j.Left
 	}
 	lc, rc := j.Left.Columns(), j.Right.Columns()

@@ -168,12 +168,13 @@ func (sb *streamBuilder) intervalJoin(x *sIntervalJoin, l, r stream.Operator) (s
 	if spec.RightTime, err = compile(&ColRef{ID: x.rt, Typ: colType(rc, x.rt)}, sb.layout(rc), sb.params); err != nil {
 		return nil, err
 	}
-	j, err := stream.NewIntervalJoin(sb.ec, l, r, spec, sb.budget)
+	if n.Kind != InnerJoin {
+		return stream.NewIntervalJoin(sb.ec, l, r, spec, sb.budget)
+	}
+	// Tracked here: build tracks the filter above it, which keeps nothing.
+	j, err := sb.track(stream.NewIntervalJoin(sb.ec, l, r, spec, sb.budget))
 	if err != nil {
 		return nil, err
-	}
-	if n.Kind != InnerJoin {
-		return j, nil
 	}
 	pred, err := sb.compile(n.Residual, concatCols(lc, rc))
 	if err != nil {

@@ -543,12 +543,13 @@ func (sb *streamBuilder) windowJoin(x *sWindowJoin, l, r stream.Operator) (strea
 		}
 		sides[s].Start, sides[s].Bounds = i, x.bounds[s]
 	}
-	j, err := stream.NewWindowJoin(sb.ec, exec.JoinType(x.n.Kind), l, r, windowSpec(x.call), sides, sb.budget)
+	if x.n.Residual == nil {
+		return stream.NewWindowJoin(sb.ec, exec.JoinType(x.n.Kind), l, r, windowSpec(x.call), sides, sb.budget)
+	}
+	// Tracked here: build tracks the filter above it, which keeps nothing.
+	j, err := sb.track(stream.NewWindowJoin(sb.ec, exec.JoinType(x.n.Kind), l, r, windowSpec(x.call), sides, sb.budget))
 	if err != nil {
 		return nil, err
-	}
-	if x.n.Residual == nil {
-		return j, nil
 	}
 	pred, err := sb.compile(x.n.Residual, concatCols(x.l.cols(), x.r.cols()))
 	if err != nil {

@@ -294,6 +294,17 @@ func (w *StateWriter) Entry(key string, val []byte) {
 	w.Bytes(val)
 }
 
+// progress appends an event-time operator's progress: its last watermark
+// (zero: none yet) and the late rows it dropped.
+func (w *StateWriter) progress(wm time.Time, late int64) {
+	var b []byte
+	if !wm.IsZero() {
+		b, _ = wm.MarshalBinary()
+	}
+	w.Bytes(b)
+	w.Varint(late)
+}
+
 // EndEntries ends a keyed state's entries.
 func (w *StateWriter) EndEntries() { w.Varint(0) }
 
@@ -352,6 +363,21 @@ func (r *StateReader) uvarint() (uint64, error) {
 	return v, nil
 }
 
+// progress reads what StateWriter.progress wrote.
+func (r *StateReader) progress() (wm time.Time, late int64, err error) {
+	b, err := r.Bytes()
+	if err != nil {
+		return wm, 0, err
+	}
+	if len(b) > 0 {
+		if err := wm.UnmarshalBinary(b); err != nil {
+			return wm, 0, fmt.Errorf("%w: %v", errCorruptCheckpoint, err)
+		}
+	}
+	late, err = r.Varint()
+	return wm, late, err
+}
+
 // Entries reads a keyed state's entries up to EndEntries' mark, calling fn
 // with each.
 func (r *StateReader) Entries(fn func(key string, val []byte) error) error {
@@ -372,6 +398,24 @@ func (r *StateReader) Entries(fn func(key string, val []byte) error) error {
 			return err
 		}
 	}
+}
+
+// entriesWithin reads a keyed state's entries with add, which puts one
+// into memory and returns the bytes it takes: they are accounted in held
+// and budget, and past the budget the state spills (evict).
+func (r *StateReader) entriesWithin(budget *Budget, held *int64, evict func() error, add func(key string, val []byte) (int64, error)) error {
+	return r.Entries(func(k string, v []byte) error {
+		grow, err := add(k, v)
+		if err != nil {
+			return err
+		}
+		*held += grow
+		budget.add(grow)
+		if budget.over() {
+			return evict()
+		}
+		return nil
+	})
 }
 
 // end reports a corrupt section when records are left after what an

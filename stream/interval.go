@@ -349,19 +349,7 @@ func (j *IntervalJoin) evict() error {
 			if freed >= target {
 				break
 			}
-			first := int64(math.MaxInt64)
-			var b []byte
-			var n int64
-			for s, sd := range j.sides {
-				rows := sd.table[k]
-				b = binary.AppendUvarint(b, uint64(len(rows)))
-				for _, r := range rows {
-					first = min(first, j.expiry(s, r))
-					b = binary.AppendVarint(appendRow(b, r.vals), r.t)
-					b = binary.AppendVarint(binary.AppendVarint(b, r.n), r.matched)
-					n += intervalRowBytes(k, r.vals)
-				}
-			}
+			b, first, n := j.encodeKey(k)
 			if first <= j.wm.UnixMicro() {
 				continue // expires at the next marker
 			}
@@ -376,6 +364,66 @@ func (j *IntervalJoin) evict() error {
 	j.held -= freed
 	j.budget.add(-freed)
 	return j.store.write(out)
+}
+
+// encodeKey encodes join key k's rows of both sides for the spill store,
+// with the earliest time one of them expires and the bytes they account.
+func (j *IntervalJoin) encodeKey(k string) (b []byte, first, n int64) {
+	first = math.MaxInt64
+	for s, sd := range j.sides {
+		rows := sd.table[k]
+		b = binary.AppendUvarint(b, uint64(len(rows)))
+		for _, r := range rows {
+			first = min(first, j.expiry(s, r))
+			b = binary.AppendVarint(appendRow(b, r.vals), r.t)
+			b = binary.AppendVarint(binary.AppendVarint(b, r.n), r.matched)
+			n += intervalRowBytes(k, r.vals)
+		}
+	}
+	return b, first, n
+}
+
+// SaveState saves the inputs' positions, the watermark, the late rows
+// and every join key's rows (with their partner counts, which decide the
+// padding of an outer join), in memory and spilled, keyed as evict keys
+// them.
+func (j *IntervalJoin) SaveState(w *StateWriter) error {
+	j.two.saveProgress(w, j.wm, j.late)
+	for side, sd := range j.sides {
+		for k := range sd.table {
+			if _, done := j.sides[0].table[k]; side == 1 && done {
+				continue // saved with the left side's
+			}
+			b, first, _ := j.encodeKey(k)
+			w.Entry(windowStateKey([2]int64{0, first}, k), b)
+		}
+	}
+	err := w.spilled(j.store, func(key string) bool {
+		_, left := j.sides[0].table[key[16:]]
+		_, right := j.sides[1].table[key[16:]]
+		return left || right
+	})
+	w.EndEntries()
+	return err
+}
+
+// RestoreState loads the saved rows into memory, spilling past the
+// budget.
+func (j *IntervalJoin) RestoreState(r *StateReader) (err error) {
+	if j.wm, j.late, err = j.two.restoreProgress(r); err != nil {
+		return err
+	}
+	err = r.entriesWithin(j.budget, &j.held, j.evict, func(key string, v []byte) (grow int64, err error) {
+		if len(key) < 16 {
+			return 0, errCorruptCheckpoint
+		}
+		err = j.decode(key[16:], v, &grow)
+		return grow, err
+	})
+	if err != nil {
+		return err
+	}
+	return r.end()
 }
 
 // load reads spilled join key k back, adding its bytes to grow, and

@@ -335,12 +335,7 @@ func (t *twoInputs) save(w *StateWriter) {
 		for _, p := range t.done[s] {
 			w.Varint(p)
 		}
-		var wm []byte
-		if !t.wm[s].IsZero() {
-			wm, _ = t.wm[s].MarshalBinary()
-		}
-		w.Bytes(wm)
-		w.Varint(t.late[s])
+		w.progress(t.wm[s], t.late[s])
 	}
 }
 
@@ -362,21 +357,25 @@ func (t *twoInputs) restore(r *StateReader) error {
 				return err
 			}
 		}
-		wm, err := r.Bytes()
-		if err != nil {
-			return err
-		}
-		t.wm[s] = time.Time{}
-		if len(wm) > 0 {
-			if err := t.wm[s].UnmarshalBinary(wm); err != nil {
-				return fmt.Errorf("%w: %v", errCorruptCheckpoint, err)
-			}
-		}
-		if t.late[s], err = r.Varint(); err != nil {
+		if t.wm[s], t.late[s], err = r.progress(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// saveProgress writes the inputs' positions, watermarks and late rows,
+// then an event-time join's own progress.
+func (t *twoInputs) saveProgress(w *StateWriter, wm time.Time, late int64) {
+	t.save(w)
+	w.progress(wm, late)
+}
+
+func (t *twoInputs) restoreProgress(r *StateReader) (wm time.Time, late int64, err error) {
+	if err := t.restore(r); err != nil {
+		return wm, 0, err
+	}
+	return r.progress()
 }
 
 // SaveState saves both sides' rows by join key (memory and spilled) and
@@ -401,19 +400,7 @@ func (j *Join) RestoreState(r *StateReader) error {
 		return err
 	}
 	for _, s := range j.sides {
-		err := r.Entries(func(k string, v []byte) error {
-			grow, err := s.decodeRows(k, v)
-			if err != nil {
-				return err
-			}
-			j.held += grow
-			j.budget.add(grow)
-			if j.budget.over() {
-				return j.evict()
-			}
-			return nil
-		})
-		if err != nil {
+		if err := r.entriesWithin(j.budget, &j.held, j.evict, s.decodeRows); err != nil {
 			return err
 		}
 	}

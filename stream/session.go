@@ -519,3 +519,42 @@ func dropUnusedKeys(part *sessionPart) int64 {
 	}
 	return freed
 }
+
+// SaveState saves the watermark, the late rows and every partition's rows
+// of open sessions, in memory and spilled, each keyed as evict keys it.
+func (s *SessionAggregate) SaveState(w *StateWriter) error {
+	s.firing.save(w)
+	for k, part := range s.parts {
+		w.Entry(windowStateKey([2]int64{0, s.firstEnd(part)}, k), s.encode(part))
+	}
+	err := w.spilled(s.store, func(key string) bool { return s.parts[key[16:]] != nil })
+	w.EndEntries()
+	return err
+}
+
+// RestoreState loads the saved partitions into memory, spilling past the
+// budget.
+func (s *SessionAggregate) RestoreState(r *StateReader) error {
+	if err := s.firing.restore(r); err != nil {
+		return err
+	}
+	err := r.entriesWithin(s.budget, &s.held, s.evict, func(key string, v []byte) (int64, error) {
+		if len(key) < 16 {
+			return 0, errCorruptCheckpoint
+		}
+		part, err := s.decode(v)
+		if err != nil {
+			return 0, err
+		}
+		if len(part.rows) == 0 {
+			return 0, errCorruptCheckpoint // a partition without rows is never held
+		}
+		k := key[16:]
+		s.parts[k] = part
+		return stateBytes(k, part), nil
+	})
+	if err != nil {
+		return err
+	}
+	return r.end()
+}

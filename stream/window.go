@@ -505,14 +505,14 @@ func (w *WindowAggregate) RestoreState(r *StateReader) error {
 	if err := w.firing.restore(r); err != nil {
 		return err
 	}
-	err := r.Entries(func(k string, v []byte) error {
+	err := r.entriesWithin(w.budget, &w.held, w.evict, func(k string, v []byte) (int64, error) {
 		bounds, key, err := windowStateBounds(k)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		g, err := w.decodeGroup(key, v)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		win := w.open[bounds]
 		grow := w.groupBytes(g)
@@ -523,12 +523,7 @@ func (w *WindowAggregate) RestoreState(r *StateReader) error {
 		}
 		w.adopt(win, g)
 		win.bytes += w.groupBytes(g)
-		w.held += grow
-		w.budget.add(grow)
-		if w.budget.over() {
-			return w.evict()
-		}
-		return nil
+		return grow, nil
 	})
 	if err != nil {
 		return err
@@ -545,27 +540,10 @@ func windowStateBounds(k string) ([2]int64, string, error) {
 }
 
 // save writes the last watermark and the late rows.
-func (f *firing) save(w *StateWriter) {
-	var wm []byte
-	if !f.wm.IsZero() {
-		wm, _ = f.wm.MarshalBinary()
-	}
-	w.Bytes(wm)
-	w.Varint(f.late)
-}
+func (f *firing) save(w *StateWriter) { w.progress(f.wm, f.late) }
 
-func (f *firing) restore(r *StateReader) error {
-	wm, err := r.Bytes()
-	if err != nil {
-		return err
-	}
-	f.wm = time.Time{}
-	if len(wm) > 0 {
-		if err := f.wm.UnmarshalBinary(wm); err != nil {
-			return fmt.Errorf("%w: %v", errCorruptCheckpoint, err)
-		}
-	}
-	f.late, err = r.Varint()
+func (f *firing) restore(r *StateReader) (err error) {
+	f.wm, f.late, err = r.progress()
 	return err
 }
 

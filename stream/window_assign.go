@@ -151,6 +151,19 @@ func (w *WindowAssign) assign(ctx context.Context, b arrow.RecordBatch) (arrow.R
 	return array.NewRecordBatch(w.schema, cols, int64(len(w.idx))), nil
 }
 
+// SaveState saves the watermark and the late rows.
+func (w *WindowAssign) SaveState(wr *StateWriter) error {
+	wr.progress(w.wm, w.late)
+	return nil
+}
+
+func (w *WindowAssign) RestoreState(r *StateReader) (err error) {
+	if w.wm, w.late, err = r.progress(); err != nil {
+		return err
+	}
+	return r.end()
+}
+
 func (w *WindowAssign) release() {
 	if w.out != nil {
 		w.out.Release()

@@ -307,15 +307,8 @@ func (j *WindowJoin) evict() error {
 				if freed >= target {
 					break
 				}
-				var b []byte
-				var n int64
+				b, n := encodeWindowJoinKey(win, k)
 				for side := range win.rows {
-					rows := win.rows[side][k]
-					b = binary.AppendUvarint(b, uint64(len(rows)))
-					for _, r := range rows {
-						b = binary.AppendVarint(appendRow(b, r.vals), r.n)
-						n += windowRowBytes(k, r.vals)
-					}
 					delete(win.rows[side], k)
 				}
 				out = append(out, stateEntry{key: windowStateKey(win.bounds, k), val: b})
@@ -327,6 +320,75 @@ func (j *WindowJoin) evict() error {
 	j.held -= freed
 	j.budget.add(-freed)
 	return j.store.write(out)
+}
+
+// encodeWindowJoinKey encodes window win's rows of join key k, both
+// sides, for the spill store, with the bytes they account.
+func encodeWindowJoinKey(win *joinWindow, k string) (b []byte, n int64) {
+	for side := range win.rows {
+		rows := win.rows[side][k]
+		b = binary.AppendUvarint(b, uint64(len(rows)))
+		for _, r := range rows {
+			b = binary.AppendVarint(appendRow(b, r.vals), r.n)
+			n += windowRowBytes(k, r.vals)
+		}
+	}
+	return b, n
+}
+
+// SaveState saves the inputs' positions, the watermark, the late rows
+// and the rows of every open window by join key, in memory and spilled
+// (keyed as evict keys them).
+func (j *WindowJoin) SaveState(w *StateWriter) error {
+	j.two.saveProgress(w, j.wm, j.late)
+	for _, win := range j.open {
+		for side := range win.rows {
+			for k := range win.rows[side] {
+				if _, done := win.rows[0][k]; side == 1 && done {
+					continue // saved with the left side's
+				}
+				b, _ := encodeWindowJoinKey(win, k)
+				w.Entry(windowStateKey(win.bounds, k), b)
+			}
+		}
+	}
+	err := w.spilled(j.store, func(key string) bool {
+		bounds, k, err := windowStateBounds(key)
+		if err != nil || j.open[bounds] == nil {
+			return false
+		}
+		_, left := j.open[bounds].rows[0][k]
+		_, right := j.open[bounds].rows[1][k]
+		return left || right
+	})
+	w.EndEntries()
+	return err
+}
+
+// RestoreState loads the saved windows into memory, spilling past the
+// budget.
+func (j *WindowJoin) RestoreState(r *StateReader) (err error) {
+	if j.wm, j.late, err = j.two.restoreProgress(r); err != nil {
+		return err
+	}
+	err = r.entriesWithin(j.budget, &j.held, j.evict, func(key string, v []byte) (grow int64, err error) {
+		bounds, k, err := windowStateBounds(key)
+		if err != nil {
+			return 0, err
+		}
+		win := j.open[bounds]
+		if win == nil {
+			win = &joinWindow{bounds: bounds, bytes: 96, rows: [2]map[string][]*windowRow{{}, {}}}
+			j.open[bounds] = win
+			grow += 96
+		}
+		err = j.decode(win, k, v, &grow)
+		return grow, err
+	})
+	if err != nil {
+		return err
+	}
+	return r.end()
 }
 
 // load reads window win's rows of join key k back from disk when neither

@@ -276,3 +276,41 @@ func (w *WindowRank) Close() error {
 	}
 	return w.firing.Close()
 }
+
+// SaveState saves the watermark, the late rows and the rows of every
+// partition of an open window, in memory and spilled, keyed as evict keys
+// them.
+func (w *WindowRank) SaveState(wr *StateWriter) error {
+	w.firing.save(wr)
+	for k, p := range w.parts {
+		wr.Entry(windowStateKey([2]int64{0, p.end}, k), encodeRankRows(p.rows))
+	}
+	err := wr.spilled(w.store, func(key string) bool { return w.parts[key[16:]] != nil })
+	wr.EndEntries()
+	return err
+}
+
+// RestoreState loads the saved partitions into memory, spilling past the
+// budget.
+func (w *WindowRank) RestoreState(r *StateReader) error {
+	if err := w.firing.restore(r); err != nil {
+		return err
+	}
+	err := r.entriesWithin(w.budget, &w.held, w.evict, func(key string, v []byte) (int64, error) {
+		bounds, k, err := windowStateBounds(key)
+		if err != nil {
+			return 0, err
+		}
+		rows, err := w.codec.decode(v)
+		if err != nil {
+			return 0, err
+		}
+		p := &windowRankPart{end: bounds[1], rows: rows}
+		w.parts[k] = p
+		return w.partBytes(k, p), nil
+	})
+	if err != nil {
+		return err
+	}
+	return r.end()
+}

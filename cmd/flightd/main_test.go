@@ -223,6 +223,13 @@ func (p *process) kill(t *testing.T) {
 // starts it again over dir.
 func (p *process) killRound(t *testing.T, wait time.Duration, write func(adbc.Connection) bool) *process {
 	t.Helper()
+	p.killWriting(t, wait, write)
+	return start(t, p.bin, p.dataDir, p.flags...)
+}
+
+// killWriting is killRound but for the restart: flightd has exited.
+func (p *process) killWriting(t *testing.T, wait time.Duration, write func(adbc.Connection) bool) {
+	t.Helper()
 	cnxn, closeConn := p.connect(t)
 	killAt := time.Now().Add(wait)
 	done := make(chan struct{})
@@ -239,12 +246,12 @@ func (p *process) killRound(t *testing.T, wait time.Duration, write func(adbc.Co
 	<-done
 	_ = p.cmd.Wait()
 	closeConn()
-	return start(t, p.bin, p.dataDir, p.flags...)
 }
 
-// startKill9 starts flightd over a fresh data directory for a kill -9
-// test (skipped with -short), with a random source whose seed it logs.
-func startKill9(t *testing.T) (*process, *rand.Rand, int64) {
+// startKill9 starts flightd (with flags) over a fresh data directory for
+// a kill -9 test (skipped with -short), with a random source whose seed
+// it logs.
+func startKill9(t *testing.T, flags ...string) (*process, *rand.Rand, int64) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts real processes")
@@ -254,7 +261,7 @@ func startKill9(t *testing.T) (*process, *rand.Rand, int64) {
 	// One node id across restarts: a restarted node takes its jobs' leases
 	// back at once, as the same node would, instead of waiting -job-lease
 	// for the killed process's to expire.
-	return start(t, buildFlightd(t), t.TempDir(), "-node-id", "n1"), rand.New(rand.NewPCG(uint64(seed), 0)), seed
+	return start(t, buildFlightd(t), t.TempDir(), append([]string{"-node-id", "n1"}, flags...)...), rand.New(rand.NewPCG(uint64(seed), 0)), seed
 }
 
 // killRounds is how many times a kill -9 test kills flightd: the
