@@ -175,7 +175,7 @@ func showJobs(t *testing.T, cnxn adbc.Connection) ([]shownJob, error) {
 	var out []shownJob
 	for _, row := range rowsOf(t, cnxn, `SHOW JOBS`, "\x00") {
 		f := strings.Split(row, "\x00")
-		if f[1] != "RUNNING" || f[6] != "" {
+		if f[1] != "RUNNING" || f[7] != "" {
 			t.Fatalf("job not running: %q", f)
 		}
 		r := shownJob{jobRun: jobRun{id: f[0], sink: f[2], start: f[9]}, lagZero: f[5] == "0"}
