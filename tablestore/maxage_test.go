@@ -1,0 +1,171 @@
+package tablestore
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// TestMetadataMaxAge checks the staleness rule of Options.MetadataMaxAge
+// against a model: two stores on one warehouse commit at random moments
+// (seed printed) while each reads through pinned handles, as statements
+// do. A read that starts more than the max age after another store
+// acknowledged a commit must see it; a store's own acknowledged commits
+// are seen at once; and a read within the max age of the last one asks
+// storage nothing.
+func TestMetadataMaxAge(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	const maxAge = 100 * time.Millisecond
+	ctx := context.Background()
+	mem := newMem(t)
+	dir := t.TempDir()
+	fsys := &metaCountFS{FS: NewLocalFS()}
+	var stores [2]*Store
+	for i := range stores {
+		s, err := Open(ctx, fsys, dir, Options{Mem: mem, MetadataMaxAge: maxAge})
+		must(t, err)
+		defer s.Close()
+		stores[i] = s
+	}
+	must(t, stores[0].CreateDatabase(ctx, "db", false))
+	id := Ident{"db", "t"}
+	_, err := stores[0].CreateTable(ctx, id, TableDef{Schema: kvSchema, Options: map[string]string{"write-only": "true"}}, false)
+	must(t, err)
+
+	var (
+		mu    sync.Mutex
+		acked = map[int64]time.Time{} // key -> when its commit returned
+	)
+	read := func(s *Store) map[int64]bool {
+		t.Helper()
+		tbl, err := s.Table(ctx, id)
+		must(t, err)
+		keys := map[int64]bool{}
+		for _, row := range scanAll(t, tbl.WithPin(&Pin{}), ScanSpec{}) {
+			var k int64
+			if _, err := fmt.Sscanf(row, "%d|", &k); err != nil {
+				t.Fatalf("row %q: %v", row, err)
+			}
+			keys[k] = true
+		}
+		return keys
+	}
+	var wg sync.WaitGroup
+	for n, s := range stores {
+		rng := rand.New(rand.NewPCG(seed, uint64(n)))
+		wg.Go(func() {
+			tbl, err := s.Table(ctx, id)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for i := range 30 {
+				time.Sleep(time.Duration(rng.IntN(int(maxAge))))
+				if rng.IntN(5) == 0 {
+					k := int64(1000*n + i)
+					if err := insertKey(ctx, tbl, mem, k); err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					acked[k] = time.Now()
+					mu.Unlock()
+					if !read(s)[k] {
+						t.Errorf("seed %d: store %d does not see its own commit of key %d", seed, n, k)
+						return
+					}
+					continue
+				}
+				start := time.Now()
+				mu.Lock()
+				var due []int64
+				for k, at := range acked {
+					if start.Sub(at) > maxAge {
+						due = append(due, k)
+					}
+				}
+				mu.Unlock()
+				got := read(s)
+				for _, k := range due {
+					if !got[k] {
+						t.Errorf("seed %d: store %d: key %d, committed more than %v before the read, is missing", seed, n, k, maxAge)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+
+	// Within the max age a statement reads nothing but data: its first
+	// read found the schema and the latest snapshot.
+	slow, err := Open(ctx, fsys, dir, Options{Mem: mem, MetadataMaxAge: time.Hour})
+	must(t, err)
+	defer slow.Close()
+	read(slow)
+	before := fsys.reads.Load()
+	read(slow)
+	if n := fsys.reads.Load() - before; n != 0 {
+		t.Errorf("a read within the max age of the last made %d metadata requests", n)
+	}
+
+	// A schema change is seen at once by the store that made it, and by
+	// the others after the max age.
+	columns := func(s *Store) int {
+		tbl, err := s.Table(ctx, id)
+		must(t, err)
+		return tbl.Schema().NumFields()
+	}
+	columns(stores[1])
+	must(t, slow.AlterTable(ctx, id, AddColumn{Name: "extra", Type: arrow.BinaryTypes.String}))
+	if n := columns(slow); n != 3 {
+		t.Errorf("the store that added a column sees %d columns, want 3", n)
+	}
+	time.Sleep(maxAge + time.Millisecond)
+	if n := columns(stores[1]); n != 3 {
+		t.Errorf("%v after another store added a column: %d columns, want 3", maxAge, n)
+	}
+}
+
+func insertKey(ctx context.Context, tbl *Table, mem memory.Allocator, k int64) error {
+	b, err := buildBatch(mem, kvSchema, [][]any{{int(k), "v"}})
+	if err != nil {
+		return err
+	}
+	defer b.Release()
+	w := tbl.NewWrite(WriteOptions{})
+	if err := w.Write(ctx, b, Insert); err != nil {
+		w.Abort()
+		return err
+	}
+	_, err = w.Commit(ctx)
+	return err
+}
+
+// metaCountFS counts listings and opens of files other than data files.
+type metaCountFS struct {
+	FS
+	reads atomic.Int64
+}
+
+func (c *metaCountFS) Open(name string) (ReadFile, error) {
+	if !strings.HasPrefix(path.Base(name), "data-") {
+		c.reads.Add(1)
+	}
+	return c.FS.Open(name)
+}
+
+func (c *metaCountFS) List(dir string) ([]string, error) {
+	c.reads.Add(1)
+	return c.FS.List(dir)
+}
