@@ -431,7 +431,7 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 		return 0, nil, false, fmt.Errorf("%w: verify %s: %v", errCommitAmbiguous, final, err)
 	}
 	st.writeHint("LATEST", sn.ID)
-	st.keepLatest(sn, publishing)
+	st.keepCommitted(sn, publishing)
 	newLive := make([]*manifestEntry, 0, len(live)+len(adds))
 	gone := map[string]bool{}
 	for _, d := range deletes {

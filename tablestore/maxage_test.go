@@ -135,6 +135,18 @@ func TestMetadataMaxAge(t *testing.T) {
 	if n := columns(stores[1]); n != 3 {
 		t.Errorf("%v after another store added a column: %d columns, want 3", maxAge, n)
 	}
+
+	// A table dropped by another store and created again here starts
+	// its snapshot ids over: this store's first commit to it is seen at
+	// once, not the old table's newer snapshot it learnt.
+	read(slow)
+	must(t, stores[0].DropTable(ctx, id, false))
+	tbl, err := slow.CreateTable(ctx, id, TableDef{Schema: kvSchema}, false)
+	must(t, err)
+	must(t, insertKey(ctx, tbl, mem, 7))
+	if got := read(slow); len(got) != 1 || !got[7] {
+		t.Errorf("the table created again here: %v, want its one row 7", got)
+	}
 }
 
 func insertKey(ctx context.Context, tbl *Table, mem memory.Allocator, k int64) error {

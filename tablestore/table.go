@@ -337,6 +337,16 @@ func (st *tableState) keepLatest(sn *snapshot, at time.Time) {
 	}
 }
 
+// keepCommitted remembers sn, which this process just published, as the
+// newest snapshot at time at, even under a higher id kept: that one
+// belonged to the table's former self, dropped and created again by
+// another process, whose snapshot ids started over.
+func (st *tableState) keepCommitted(sn *snapshot, at time.Time) {
+	st.mu.Lock()
+	st.latest, st.latestAt = sn, at
+	st.mu.Unlock()
+}
+
 // recentLatest is the newest snapshot known, when it was known newest
 // within Options.MetadataMaxAge and this process has not expired it; nil
 // otherwise (ask storage).
