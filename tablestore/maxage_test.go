@@ -46,18 +46,34 @@ func TestMetadataMaxAge(t *testing.T) {
 		mu    sync.Mutex
 		acked = map[int64]time.Time{} // key -> when its commit returned
 	)
-	read := func(s *Store) map[int64]bool {
-		t.Helper()
+	// readKeys reads the table's keys as a statement does (a pinned handle).
+	readKeys := func(s *Store) (map[int64]bool, error) {
 		tbl, err := s.Table(ctx, id)
-		must(t, err)
+		if err != nil {
+			return nil, err
+		}
+		sc, err := tbl.WithPin(&Pin{}).NewScan(ctx, ScanSpec{})
+		if err != nil {
+			return nil, err
+		}
+		rows, err := readScanErr(sc)
+		if err != nil {
+			return nil, err
+		}
 		keys := map[int64]bool{}
-		for _, row := range scanAll(t, tbl.WithPin(&Pin{}), ScanSpec{}) {
+		for _, row := range rows {
 			var k int64
 			if _, err := fmt.Sscanf(row, "%d|", &k); err != nil {
-				t.Fatalf("row %q: %v", row, err)
+				return nil, fmt.Errorf("row %q: %v", row, err)
 			}
 			keys[k] = true
 		}
+		return keys, nil
+	}
+	read := func(s *Store) map[int64]bool {
+		t.Helper()
+		keys, err := readKeys(s)
+		must(t, err)
 		return keys
 	}
 	var wg sync.WaitGroup
@@ -80,8 +96,8 @@ func TestMetadataMaxAge(t *testing.T) {
 					mu.Lock()
 					acked[k] = time.Now()
 					mu.Unlock()
-					if !read(s)[k] {
-						t.Errorf("seed %d: store %d does not see its own commit of key %d", seed, n, k)
+					if got, err := readKeys(s); err != nil || !got[k] {
+						t.Errorf("seed %d: store %d does not see its own commit of key %d (%v)", seed, n, k, err)
 						return
 					}
 					continue
@@ -95,7 +111,11 @@ func TestMetadataMaxAge(t *testing.T) {
 					}
 				}
 				mu.Unlock()
-				got := read(s)
+				got, err := readKeys(s)
+				if err != nil {
+					t.Error(err)
+					return
+				}
 				for _, k := range due {
 					if !got[k] {
 						t.Errorf("seed %d: store %d: key %d, committed more than %v before the read, is missing", seed, n, k, maxAge)
