@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // TestMetadataMaxAge checks the staleness rule of Options.MetadataMaxAge
@@ -89,7 +88,7 @@ func TestMetadataMaxAge(t *testing.T) {
 				time.Sleep(time.Duration(rng.IntN(int(maxAge))))
 				if rng.IntN(5) == 0 {
 					k := int64(1000*n + i)
-					if err := insertKey(ctx, tbl, mem, k); err != nil {
+					if _, err := commitRows(tbl, mem, WriteOptions{}, Insert, [][]any{{int(k), "v"}}); err != nil {
 						t.Error(err)
 						return
 					}
@@ -163,25 +162,10 @@ func TestMetadataMaxAge(t *testing.T) {
 	must(t, stores[0].DropTable(ctx, id, false))
 	tbl, err := slow.CreateTable(ctx, id, TableDef{Schema: kvSchema}, false)
 	must(t, err)
-	must(t, insertKey(ctx, tbl, mem, 7))
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{7, "v"}})
 	if got := read(slow); len(got) != 1 || !got[7] {
 		t.Errorf("the table created again here: %v, want its one row 7", got)
 	}
-}
-
-func insertKey(ctx context.Context, tbl *Table, mem memory.Allocator, k int64) error {
-	b, err := buildBatch(mem, kvSchema, [][]any{{int(k), "v"}})
-	if err != nil {
-		return err
-	}
-	defer b.Release()
-	w := tbl.NewWrite(WriteOptions{})
-	if err := w.Write(ctx, b, Insert); err != nil {
-		w.Abort()
-		return err
-	}
-	_, err = w.Commit(ctx)
-	return err
 }
 
 // metaCountFS counts listings and opens of files other than data files.
