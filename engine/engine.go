@@ -85,6 +85,11 @@ type Config struct {
 	// state and commits (job.go); 0 means DefaultJobCheckpointInterval,
 	// negative never (a restart then reads the sources in full).
 	JobCheckpointInterval time.Duration
+	// MetadataMaxAge is how old what a statement learns of a table's
+	// latest schema and snapshot may be (tablestore.Options): commits of
+	// other nodes are seen by statements that start more than this after
+	// them, this node's own at once. 0 asks storage at every statement.
+	MetadataMaxAge time.Duration
 }
 
 // DefaultQueryMemory is the default per-statement memory budget.
@@ -133,7 +138,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	case cfg.QueryMemory < 0:
 		cfg.QueryMemory = 0 // exec: unlimited
 	}
-	store, err := tablestore.Open(ctx, cfg.FS, cfg.Root, tablestore.Options{Mem: cfg.Mem, CacheBytes: cfg.CacheBytes})
+	store, err := tablestore.Open(ctx, cfg.FS, cfg.Root, tablestore.Options{Mem: cfg.Mem, CacheBytes: cfg.CacheBytes, MetadataMaxAge: cfg.MetadataMaxAge})
 	if err != nil {
 		return nil, fmt.Errorf("open warehouse %s: %w", cfg.Root, err)
 	}

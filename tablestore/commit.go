@@ -401,6 +401,9 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 		return 0, nil, false, err
 	}
 	final := st.snapshotPath(sn.ID)
+	// Once published, sn was the newest snapshot from this moment on: one
+	// committed before it would have taken its id.
+	publishing := time.Now()
 	if err := st.fs().RenameNoReplace(tmp, final); err != nil {
 		_ = st.fs().Remove(tmp)
 		if errors.Is(err, fs.ErrExist) {
@@ -428,6 +431,7 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 		return 0, nil, false, fmt.Errorf("%w: verify %s: %v", errCommitAmbiguous, final, err)
 	}
 	st.writeHint("LATEST", sn.ID)
+	st.keepCommitted(sn, publishing)
 	newLive := make([]*manifestEntry, 0, len(live)+len(adds))
 	gone := map[string]bool{}
 	for _, d := range deletes {

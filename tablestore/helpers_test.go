@@ -181,19 +181,28 @@ func scanAll(t testing.TB, tbl *Table, spec ScanSpec) []string {
 
 func writeRows(t testing.TB, tbl *Table, mem memory.Allocator, opts WriteOptions, kind RowKind, rows [][]any) int64 {
 	t.Helper()
-	ctx := context.Background()
-	w := tbl.NewWrite(opts)
-	b := makeBatch(t, mem, tbl.Schema(), rows)
-	defer b.Release()
-	if err := w.Write(ctx, b, kind); err != nil {
-		w.Abort()
-		t.Fatal(err)
-	}
-	id, err := w.Commit(ctx)
+	id, err := commitRows(tbl, mem, opts, kind, rows)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// commitRows writes rows in one commit, for goroutines other than the
+// test's (writeRows fails the test).
+func commitRows(tbl *Table, mem memory.Allocator, opts WriteOptions, kind RowKind, rows [][]any) (int64, error) {
+	ctx := context.Background()
+	b, err := buildBatch(mem, tbl.Schema(), rows)
+	if err != nil {
+		return 0, err
+	}
+	defer b.Release()
+	w := tbl.NewWrite(opts)
+	if err := w.Write(ctx, b, kind); err != nil {
+		w.Abort()
+		return 0, err
+	}
+	return w.Commit(ctx)
 }
 
 func eqRows(t testing.TB, got []string, want ...string) {

@@ -40,6 +40,14 @@ type Options struct {
 	// them); a snapshot whose change files are larger is read by each
 	// stream itself. Default 64 MiB.
 	ChangeFeedMemory int64
+	// MetadataMaxAge is how old what the store knows of a table's latest
+	// schema and snapshot may be when Table opens it and a Pin resolves
+	// it: within it they cost no request. A commit acknowledged by
+	// another process is seen by statements that start more than
+	// MetadataMaxAge after it; this store's own commits are seen at once.
+	// Commits, change streams, lookups and handles without a Pin always
+	// ask storage. 0: every Table and Pin asks storage.
+	MetadataMaxAge time.Duration
 }
 
 // Store is the catalog over one warehouse directory:
@@ -317,7 +325,7 @@ func (s *Store) CreateTable(ctx context.Context, id Ident, def TableDef, ifNotEx
 			return nil, err
 		}
 		sch.Origin = sch.ID
-		err := publishSchema(s.fs, st.dir, sch)
+		err := st.publishSchema(sch)
 		if err == nil {
 			return s.Table(ctx, id)
 		}
@@ -393,7 +401,7 @@ func (s *Store) StageTable(ctx context.Context, id Ident, def TableDef, replace 
 			return nil, err
 		}
 		sch.Origin = sch.ID
-		err := publishSchema(s.fs, st.dir, sch)
+		err := st.publishSchema(sch)
 		if err == nil {
 			break
 		}
@@ -414,8 +422,11 @@ func validateIdent(id Ident) error {
 }
 
 // publishSchema writes schema-<id> atomically; it fails with fs.ErrExist
-// when that version already exists.
-func publishSchema(fsys FS, dir string, sch *tableSchema) error {
+// when that version already exists. The schema kept for Table is
+// forgotten, so this store's next statements see the new version.
+func (st *tableState) publishSchema(sch *tableSchema) error {
+	defer st.forgetSchema()
+	fsys, dir := st.fs(), st.dir
 	name := joinPath(dir, "schema", "schema-"+strconv.FormatInt(sch.ID, 10))
 	tmp := joinPath(dir, "schema", ".tmp-"+newUUID())
 	if _, err := writePaimonJSON(fsys, tmp, sch); err != nil {
@@ -449,7 +460,7 @@ const trashPrefix = ".trash-"
 // does not race with a writer still creating files under the table's path
 // (its commit fails with ErrTableNotFound and removes them).
 func (s *Store) DropTable(ctx context.Context, id Ident, ifExists bool) error {
-	if _, err := s.Table(ctx, id); err != nil {
+	if _, err := s.freshTable(id); err != nil {
 		if ifExists && errors.Is(err, ErrTableNotFound) {
 			return nil
 		}
@@ -525,7 +536,24 @@ func (s *Store) Table(ctx context.Context, id Ident) (*Table, error) {
 		return nil, err
 	}
 	st := s.state(id)
-	sch, err := st.latestSchema()
+	sch := st.recentSchema()
+	if sch == nil {
+		var err error
+		if sch, err = st.latestSchemaKept(); err != nil {
+			return nil, err
+		}
+	}
+	return &Table{st: st, schema: sch}, nil
+}
+
+// freshTable opens a table with its schema read from storage, for what
+// must not act on a stale view of it (DROP, ALTER).
+func (s *Store) freshTable(id Ident) (*Table, error) {
+	if err := validateIdent(id); err != nil {
+		return nil, err
+	}
+	st := s.state(id)
+	sch, err := st.latestSchemaKept()
 	if err != nil {
 		return nil, err
 	}
@@ -546,7 +574,7 @@ func (s *Store) state(id Ident) *tableState {
 
 // AlterTable applies schema changes atomically as a new schema version.
 func (s *Store) AlterTable(ctx context.Context, id Ident, changes ...SchemaChange) error {
-	t, err := s.Table(ctx, id)
+	t, err := s.freshTable(id)
 	if err != nil {
 		return err
 	}
@@ -572,7 +600,7 @@ func (s *Store) AlterTable(ctx context.Context, id Ident, changes ...SchemaChang
 				return fmt.Errorf("alter table %s: %w", id, err)
 			}
 		}
-		err = publishSchema(s.fs, t.st.dir, next)
+		err = t.st.publishSchema(next)
 		if err == nil {
 			return nil
 		}

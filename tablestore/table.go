@@ -33,11 +33,19 @@ type tableState struct {
 	schemas  map[int64]*tableSchema
 	inEffect map[int64]bool // Replaces schema versions known in effect
 	liveSnap int64          // snapshot whose live files are cached
-	// latest is the newest snapshot found (latestSnapshot); expiredThrough
-	// the newest snapshot this process's expiry removed.
+	// latest is the newest snapshot found (latestSnapshot, or committed
+	// here), known to be the newest at latestAt; expiredThrough the newest
+	// snapshot this process's expiry removed.
 	latest         *snapshot
+	latestAt       time.Time
 	expiredThrough int64
-	live           []*manifestEntry
+	// keptSchema is the latest schema as read at keptSchemaAt, for Table
+	// within Options.MetadataMaxAge; schemaGen counts this process's
+	// schema publications, so a read that raced one is not kept.
+	keptSchema   *tableSchema
+	keptSchemaAt time.Time
+	schemaGen    int64
+	live         []*manifestEntry
 	// expireMu serializes expiry with tag creation.
 	expireMu sync.Mutex
 	leases   map[int64]int // snapshot id -> open scans
@@ -121,6 +129,46 @@ func (st *tableState) latestSchema() (*tableSchema, error) {
 		return sch, nil
 	}
 	return nil, fmt.Errorf("table %s: %w", st.id, ErrTableNotFound)
+}
+
+// latestSchemaKept reads the latest schema and keeps it for recentSchema.
+func (st *tableState) latestSchemaKept() (*tableSchema, error) {
+	st.mu.Lock()
+	gen := st.schemaGen
+	st.mu.Unlock()
+	at := time.Now()
+	sch, err := st.latestSchema()
+	if err != nil {
+		return nil, err
+	}
+	st.mu.Lock()
+	if gen == st.schemaGen {
+		st.keptSchema, st.keptSchemaAt = sch, at
+	}
+	st.mu.Unlock()
+	return sch, nil
+}
+
+// recentSchema is the kept latest schema when it was read within
+// Options.MetadataMaxAge and no snapshot known here carries a later one
+// (a replace's schema takes effect with its snapshot); nil otherwise.
+func (st *tableState) recentSchema() *tableSchema {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	sch := st.keptSchema
+	if sch == nil || time.Since(st.keptSchemaAt) > st.s.opts.MetadataMaxAge ||
+		st.latest != nil && st.latest.SchemaID > sch.ID {
+		return nil
+	}
+	return sch
+}
+
+// forgetSchema drops the kept schema: this process published a version.
+func (st *tableState) forgetSchema() {
+	st.mu.Lock()
+	st.keptSchema = nil
+	st.schemaGen++
+	st.mu.Unlock()
 }
 
 // replaced reports whether a Replaces version took effect: every snapshot
@@ -245,13 +293,16 @@ func (st *tableState) latestSnapshotID() (int64, error) {
 // new: the newest snapshot read is kept (st.latest), the probe's miss
 // costs one request and needs no listing.
 func (st *tableState) latestSnapshot() (*snapshot, error) {
+	// Whatever was committed before this moment is at or below what the
+	// probe below finds missing.
+	at := time.Now()
 	if data, err := readFileAll(st.fs(), joinPath(st.dir, "snapshot", "LATEST")); err == nil {
 		if id, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64); err == nil && id > 0 {
 			sn, err := st.readSnapshot(id)
 			for err == nil {
 				next, nerr := st.readSnapshot(sn.ID + 1)
 				if errors.Is(nerr, ErrSnapshotNotFound) {
-					st.keepLatest(sn)
+					st.keepLatest(sn, at)
 					return sn, nil
 				}
 				sn, err = next, nerr
@@ -269,17 +320,44 @@ func (st *tableState) latestSnapshot() (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	st.keepLatest(sn)
+	st.keepLatest(sn, at)
 	return sn, nil
 }
 
-// keepLatest remembers sn, found newest, unless a newer one is known.
-func (st *tableState) keepLatest(sn *snapshot) {
+// keepLatest remembers sn, known to be the newest snapshot at time at,
+// unless a newer one is known.
+func (st *tableState) keepLatest(sn *snapshot, at time.Time) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.latest == nil || sn.ID > st.latest.ID {
-		st.latest = sn
+	switch {
+	case st.latest == nil || sn.ID > st.latest.ID:
+		st.latest, st.latestAt = sn, at
+	case sn.ID == st.latest.ID && at.After(st.latestAt):
+		st.latestAt = at
 	}
+}
+
+// keepCommitted remembers sn, which this process just published, as the
+// newest snapshot at time at, even under a higher id kept: that one
+// belonged to the table's former self, dropped and created again by
+// another process, whose snapshot ids started over.
+func (st *tableState) keepCommitted(sn *snapshot, at time.Time) {
+	st.mu.Lock()
+	st.latest, st.latestAt = sn, at
+	st.mu.Unlock()
+}
+
+// recentLatest is the newest snapshot known, when it was known newest
+// within Options.MetadataMaxAge and this process has not expired it; nil
+// otherwise (ask storage).
+func (st *tableState) recentLatest() *snapshot {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	l := st.latest
+	if l == nil || l.ID <= st.expiredThrough || time.Since(st.latestAt) > st.s.opts.MetadataMaxAge {
+		return nil
+	}
+	return l
 }
 
 // listSnapshots lists existing snapshot ids, ascending.
@@ -491,9 +569,12 @@ func (t *Table) latest() (*snapshot, error) {
 		return t.st.resolveSnapshot(0)
 	}
 	if !p.resolved {
-		sn, err := t.st.resolveSnapshot(0)
-		if err != nil {
-			return nil, err
+		sn := t.st.recentLatest()
+		if sn == nil {
+			var err error
+			if sn, err = t.st.resolveSnapshot(0); err != nil {
+				return nil, err
+			}
 		}
 		p.sn, p.resolved = sn, true
 	}

@@ -128,6 +128,7 @@ type EngineResult struct {
 	Status   string    `json:"status"`
 	Message  string    `json:"message,omitempty"`
 	Rows     int       `json:"rows"`
+	FirstMs  float64   `json:"first_ms,omitempty"` // the answer run, the query's first
 	TimesMs  []float64 `json:"times_ms,omitempty"`
 	MedianMs float64   `json:"median_ms,omitempty"`
 }
@@ -150,6 +151,8 @@ type Summary struct {
 	FlightdError   int     `json:"flightd_error"`
 	FlightdNotRun  int     `json:"flightd_not_run"`
 	GeoMeanRatio   float64 `json:"geomean_ratio,omitempty"` // over queries flightd answered correctly
+	// GeoMeanFirstRatio is the same over the queries' first runs.
+	GeoMeanFirstRatio float64 `json:"geomean_first_ratio,omitempty"`
 }
 
 // Report is the whole outcome of a run.
@@ -256,7 +259,7 @@ func measure(ctx context.Context, e Engine, query string, opt RunOptions) (*Resu
 	if err != nil {
 		return nil, EngineResult{Status: StatusError, Message: oneLine(err)}
 	}
-	er := EngineResult{Status: StatusOK, Rows: len(res.Rows)}
+	er := EngineResult{Status: StatusOK, Rows: len(res.Rows), FirstMs: ms(d)}
 	if opt.Runs == 0 {
 		er.TimesMs = []float64{ms(d)}
 	}
@@ -298,8 +301,8 @@ func oneLine(err error) string {
 // flightd/DuckDB time ratios over the queries flightd answered correctly.
 func Summarize(qs []QueryResult) Summary {
 	s := Summary{Queries: len(qs)}
-	var logSum float64
-	var n int
+	var logSum, firstLogSum float64
+	var n, firsts int
 	for _, q := range qs {
 		if q.DuckDB.Status == StatusOK {
 			s.DuckDBOK++
@@ -314,6 +317,10 @@ func Summarize(qs []QueryResult) Summary {
 				logSum += math.Log(q.Ratio)
 				n++
 			}
+			if q.Ratio > 0 && q.DuckDB.FirstMs > 0 && q.Flightd.FirstMs > 0 {
+				firstLogSum += math.Log(q.Flightd.FirstMs / q.DuckDB.FirstMs)
+				firsts++
+			}
 		case StatusWrong:
 			s.FlightdWrong++
 		case StatusError:
@@ -324,6 +331,9 @@ func Summarize(qs []QueryResult) Summary {
 	}
 	if n > 0 {
 		s.GeoMeanRatio = math.Exp(logSum / float64(n))
+	}
+	if firsts > 0 {
+		s.GeoMeanFirstRatio = math.Exp(firstLogSum / float64(firsts))
 	}
 	return s
 }

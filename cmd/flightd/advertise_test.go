@@ -11,11 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-adbc/go/adbc"
+	adbcflightsql "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	arrowflightsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
 )
 
 // TestAdvertisedEndpoints runs two flightd processes with -advertise on one
@@ -215,4 +218,120 @@ func readAt(t *testing.T, ctx context.Context, info *flight.FlightInfo) []string
 	}
 	slices.Sort(rows)
 	return rows
+}
+
+// TestADBCPartitionsAcrossNodes: two nodes advertising on one bucket; the
+// ADBC driver's ExecutePartitions on node 0 returns partitions naming both
+// nodes, and ReadPartition follows each to the node it names: with node 0
+// killed, a connection opened to it still reads node 1's partitions, and
+// every partition read while both lived gives the whole answer.
+func TestADBCPartitionsAcrossNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	ctx := context.Background()
+	data, flags := s3Warehouse(t)
+	bin := buildFlightd(t)
+	var nodes []*process
+	var locs []string
+	for range 2 {
+		addr := freeAddr(t)
+		nodes = append(nodes, start(t, bin, data, append([]string{"-addr", addr, "-advertise", addr, "-min-endpoint-bytes", "1"}, flags...)...))
+		locs = append(locs, "grpc+tcp://"+addr)
+	}
+	// Session options live in the session its cookie names.
+	cnxn, closeConn := nodes[0].connectWith(t, map[string]string{adbcflightsql.OptionCookieMiddleware: adbc.OptionValueEnabled})
+	defer closeConn()
+	for _, q := range []string{
+		`CREATE TABLE f (a BIGINT) WITH ('write-only'='true')`,
+		`INSERT INTO f VALUES (1), (2), (3)`, `INSERT INTO f VALUES (4), (5)`,
+		`INSERT INTO f VALUES (6)`, `INSERT INTO f VALUES (7), (8), (9), (10)`,
+	} {
+		if err := execSQL(cnxn, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	const q = `SELECT a FROM f`
+	want := rowsOf(t, cnxn, q, "")
+	if err := cnxn.(adbc.PostInitOptions).SetOption(adbcflightsql.OptionSessionOptionPrefix+"flightd.max_endpoints", "4"); err != nil {
+		t.Fatal(err)
+	}
+	// The other node shows up at this one's next heartbeat.
+	var parts map[string][][]byte // location -> partitions
+	for deadline := time.Now().Add(time.Minute); len(parts) < 2; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("partitions name %d nodes, want 2", len(parts))
+		}
+		parts = partitionsByNode(t, ctx, cnxn, q)
+	}
+	read := func(reader adbc.Connection, part []byte) ([]string, error) {
+		rdr, err := reader.ReadPartition(ctx, part)
+		if err != nil {
+			return nil, err
+		}
+		defer rdr.Release()
+		var rows []string
+		for rdr.Next() {
+			col := rdr.RecordBatch().Column(0)
+			for i := range col.Len() {
+				rows = append(rows, col.ValueStr(i))
+			}
+		}
+		return rows, rdr.Err()
+	}
+	t.Logf("%d partitions at node 0, %d at node 1", len(parts[locs[0]]), len(parts[locs[1]]))
+	reader, closeReader := nodes[0].connect(t)
+	defer closeReader()
+	var got []string
+	for _, loc := range locs {
+		for _, p := range parts[loc] {
+			rows, err := read(reader, p)
+			if err != nil {
+				t.Fatalf("partition at %s: %v", loc, err)
+			}
+			got = append(got, rows...)
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("partitions read %v, want %v", got, want)
+	}
+	nodes[0].kill(t)
+	_ = nodes[0].cmd.Wait()
+	for _, p := range parts[locs[1]] {
+		if _, err := read(reader, p); err != nil {
+			t.Errorf("node 0 killed: node 1's partition through a connection to node 0: %v", err)
+		}
+	}
+	if _, err := read(reader, parts[locs[0]][0]); err == nil {
+		t.Error("node 0 killed: its partition still read")
+	}
+}
+
+// partitionsByNode runs q with ExecutePartitions and groups the partitions
+// by the location their endpoint names.
+func partitionsByNode(t *testing.T, ctx context.Context, cnxn adbc.Connection, q string) map[string][][]byte {
+	t.Helper()
+	stmt, err := cnxn.NewStatement()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stmt.Close()
+	if err := stmt.SetSqlQuery(q); err != nil {
+		t.Fatal(err)
+	}
+	_, parts, _, err := stmt.ExecutePartitions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][][]byte{}
+	for _, p := range parts.PartitionIDs {
+		var info flight.FlightInfo
+		if err := proto.Unmarshal(p, &info); err != nil || len(info.Endpoint) != 1 || len(info.Endpoint[0].Location) != 1 {
+			t.Fatalf("partition %x: %v (%v)", p, &info, err)
+		}
+		loc := info.Endpoint[0].Location[0].Uri
+		out[loc] = append(out[loc], p)
+	}
+	return out
 }

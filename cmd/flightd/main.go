@@ -62,6 +62,7 @@ func run() error {
 		jobLease = flag.Duration("job-lease", engine.DefaultJobLease, "lifetime of the lease in the warehouse by which one of the nodes sharing it runs each continuous job; a job whose node died runs on another within about 1.5 times this")
 		advert   = flag.String("advertise", "", "host:port at which clients reach this node, named in the endpoints of query results; a result split over several endpoints (session option flightd.max_endpoints) goes round every live node of the warehouse that advertises (default: endpoints name no location, clients read them where they asked)")
 		nodeID   = flag.String("node-id", "", "name of this node among those sharing the warehouse, for job leases: a node restarted under its name takes its jobs back at once, without waiting for -job-lease; must be unique among live nodes (default: random)")
+		metaAge  = flag.Duration("metadata-max-age", -1, "how old what a query knows of a table's latest schema and snapshot may be before it asks the warehouse again: another node's commits are seen by queries that start more than this after them, this node's own at once (negative: 1s for an s3:// warehouse, 0 for a local directory)")
 		maxToks  = flag.Int("max-statement-tokens", flightsql.DefaultLimits.MaxStatementTokens, "most tokens (names, literals, operators) one SQL statement may have")
 	)
 	memLimit, queryMem, cacheMem := sizeFlag{auto: true}, sizeFlag{auto: true}, sizeFlag{auto: true}
@@ -108,7 +109,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	cfg := engine.Config{Mem: memory.NewGoAllocator(), FS: wh.fs, Root: wh.root, QueryMemory: queryBytes, Plan: plan.Options{FreshnessThreshold: *mtThresh}, SpillDir: wh.spill, CacheBytes: cacheBytes, Parallelism: *parallel, FilesDir: *filesDir, JobLease: *jobLease, NodeID: *nodeID, JobCheckpointInterval: *jobCkpt}
+	cfg := engine.Config{Mem: memory.NewGoAllocator(), FS: wh.fs, Root: wh.root, QueryMemory: queryBytes, Plan: plan.Options{FreshnessThreshold: *mtThresh}, SpillDir: wh.spill, CacheBytes: cacheBytes, Parallelism: *parallel, FilesDir: *filesDir, JobLease: *jobLease, NodeID: *nodeID, JobCheckpointInterval: *jobCkpt, MetadataMaxAge: *metaAge}
+	if cfg.MetadataMaxAge < 0 {
+		cfg.MetadataMaxAge = wh.metadataMaxAge
+	}
 	if *authFile != "" {
 		cfg.OwnerGrants = flightsql.OwnerGrants(grants)
 	}

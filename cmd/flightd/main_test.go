@@ -118,11 +118,18 @@ func (p *process) connect(t *testing.T) (adbc.Connection, func()) {
 // connectAs connects as user (none: "") with password.
 func (p *process) connectAs(t *testing.T, user, password string) (adbc.Connection, func()) {
 	t.Helper()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	opts := map[string]string{adbc.OptionKeyURI: "grpc://" + p.addr}
+	opts := map[string]string{}
 	if user != "" {
 		opts[adbc.OptionKeyUsername], opts[adbc.OptionKeyPassword] = user, password
 	}
+	return p.connectWith(t, opts)
+}
+
+// connectWith connects with the ADBC database options opts.
+func (p *process) connectWith(t *testing.T, opts map[string]string) (adbc.Connection, func()) {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	opts[adbc.OptionKeyURI] = "grpc://" + p.addr
 	db, err := adbcflightsql.NewDriver(mem).NewDatabase(opts)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os/exec"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-adbc/go/adbc"
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	arrowflightsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
@@ -51,6 +53,120 @@ func TestS3Kill9KeepsAcknowledgedWrites(t *testing.T) {
 	kill9Inserts(t, p, seed, killRounds(t, "FLIGHTD_S3_KILLS", 3))
 }
 
+// TestS3Kill9DuringCommits kills a real flightd over a bucket with SIGKILL
+// 50 times (or $FLIGHTD_S3_KILLS) at random moments (seed logged) while
+// several clients commit inserts of three rows each into one append table,
+// restarting it after each kill. Every acknowledged insert must be there
+// whole, an insert in flight at a kill whole or not at all, no row twice
+// (an append table keeps a commit applied twice as duplicates) and no row
+// that was never sent.
+func TestS3Kill9DuringCommits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	t.Setenv("TMPDIR", t.TempDir()) // what killed processes leave behind
+	data, flags := s3Warehouse(t)
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	p := start(t, buildFlightd(t), data, append([]string{"-node-id", "n1"}, flags...)...)
+	cnxn, closeConn := p.connect(t)
+	if err := execSQL(cnxn, `CREATE TABLE c (id BIGINT, client BIGINT)`); err != nil {
+		t.Fatal(err)
+	}
+	closeConn()
+
+	const clients = 3
+	var (
+		mu      sync.Mutex
+		acked   = map[int64]bool{} // inserts (ids / 10) the client saw succeed
+		unacked = map[int64]bool{} // inserts in flight at a kill
+		sent    [clients]int64
+	)
+	rounds := killRounds(t, "FLIGHTD_S3_KILLS", 50)
+	began := time.Now()
+	for range rounds {
+		// The kill lands a random moment after the round's first
+		// acknowledged insert, while the clients have more in flight.
+		ackedNow := make(chan struct{})
+		var once sync.Once
+		killed := make(chan struct{})
+		var wg sync.WaitGroup
+		for c := range clients {
+			cnxn, closeConn := p.connect(t)
+			wg.Go(func() {
+				defer closeConn()
+				for {
+					select {
+					case <-killed:
+						return // a kill that did not stop the server (it would fail below)
+					default:
+					}
+					sent[c]++
+					insert := int64(c)*1_000_000 + sent[c]
+					q := fmt.Sprintf(`INSERT INTO c VALUES (%d, %d), (%d, %d), (%d, %d)`, insert*10, c, insert*10+1, c, insert*10+2, c)
+					err := execSQL(cnxn, q)
+					mu.Lock()
+					if err != nil {
+						unacked[insert] = true // the server died under us
+					} else {
+						acked[insert] = true
+					}
+					mu.Unlock()
+					if err != nil {
+						return
+					}
+					once.Do(func() { close(ackedNow) })
+				}
+			})
+		}
+		select {
+		case <-ackedNow:
+		case <-time.After(time.Minute): // a bound on a server that commits nothing
+			t.Fatal("no insert acknowledged within a minute")
+		}
+		time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
+		p.kill(t)
+		close(killed)
+		wg.Wait()
+		_ = p.cmd.Wait()
+		p = start(t, p.bin, p.dataDir, p.flags...)
+	}
+	t.Logf("%d kills in %v: %d inserts acknowledged, %d in flight at a kill", rounds, time.Since(began).Round(time.Millisecond), len(acked), len(unacked))
+
+	check, closeCheck := p.connect(t)
+	defer closeCheck()
+	rows := map[int64]int{} // insert -> its rows present
+	err := query(check, `SELECT id FROM c`, func(b arrow.RecordBatch) {
+		col := b.Column(0).(*array.Int64)
+		for i := range col.Len() {
+			rows[col.Value(i)/10]++
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := rowsOf(t, check, `SELECT count(*) - count(DISTINCT id) FROM c`, ""); n[0] != "0" {
+		t.Errorf("%s rows appear twice (seed %d)", n[0], seed)
+	}
+	for insert := range acked {
+		if rows[insert] != 3 {
+			t.Errorf("acknowledged insert %d: %d of its 3 rows present (seed %d)", insert, rows[insert], seed)
+		}
+	}
+	for insert, n := range rows {
+		switch {
+		case !acked[insert] && !unacked[insert]:
+			t.Errorf("insert %d was never sent, %d rows of it present (seed %d)", insert, n, seed)
+		case n != 3:
+			t.Errorf("insert %d: %d of its 3 rows present (seed %d)", insert, n, seed)
+		}
+	}
+	if err := p.terminate(t); err != nil {
+		t.Errorf("flightd did not exit cleanly on SIGTERM: %v", err)
+	}
+}
+
 // TestTwoNodesOneWarehouse runs two flightd processes over one warehouse
 // (a local directory, then a bucket) and has both write one table at
 // once: blind inserts, which never conflict, and read-modify-write
@@ -71,6 +187,9 @@ func TestTwoNodesOneWarehouse(t *testing.T) {
 }
 
 func testTwoNodes(t *testing.T, bin, data string, flags []string, perNode int) {
+	// Queries may see the other node's commits up to the max age late.
+	const maxAge = 500 * time.Millisecond
+	flags = append([]string{"-metadata-max-age", maxAge.String()}, flags...)
 	nodes := []*process{start(t, bin, data, flags...), start(t, bin, data, flags...)}
 	a, closeA := nodes[0].connect(t)
 	defer closeA()
@@ -127,6 +246,7 @@ func testTwoNodes(t *testing.T, bin, data string, flags []string, perNode int) {
 		return
 	}
 	t.Logf("%d inserts, %d increments committed, %d refused as conflicts", len(acked), increments, serialFailed)
+	time.Sleep(maxAge)
 	for n, node := range nodes {
 		cnxn, closeConn := node.connect(t)
 		present := ids(t, cnxn, `SELECT id FROM t WHERE id > 0`)

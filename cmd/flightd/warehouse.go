@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/flightd/flightd/tablestore"
 	"github.com/flightd/flightd/tablestore/objfs"
@@ -24,6 +25,10 @@ type warehouse struct {
 	root  string // the warehouse root inside fs
 	spill string // local directory for spill files
 	desc  string // for logs
+	// metadataMaxAge is the default of -metadata-max-age: on an object
+	// store, where asking for a table's latest snapshot and schema costs
+	// round trips, a second.
+	metadataMaxAge time.Duration
 	// cleanup removes what the process made locally for an object store
 	// (spill and cache directories).
 	cleanup func()
@@ -69,7 +74,7 @@ func openWarehouse(ctx context.Context, data string, obj objectFlags) (*warehous
 	if err != nil {
 		return nil, err
 	}
-	w := &warehouse{root: root, spill: filepath.Join(local, "spill"), desc: data, cleanup: func() { os.RemoveAll(local) }}
+	w := &warehouse{root: root, spill: filepath.Join(local, "spill"), desc: data, metadataMaxAge: time.Second, cleanup: func() { os.RemoveAll(local) }}
 	var cache *objfs.Cache
 	if obj.cacheBytes > 0 {
 		dir := obj.cacheDir

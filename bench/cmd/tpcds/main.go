@@ -48,6 +48,8 @@ func run() error {
 		timeout    = flag.Duration("timeout", 10*time.Minute, "limit per query execution")
 		sqlText    = flag.String("sql", "", "run this statement on DuckDB after loading, print its result and exit")
 		flFlags    = flag.String("flightd-flags", "", "the flags flightd was started with, recorded in results.json (e.g. \"defaults\" or \"-cache-memory 6e9\")")
+		versusURI  = flag.String("versus", "", "a second flightd to time against -flightd instead of DuckDB (e.g. one over an s3:// warehouse against one over a local directory): both are loaded, answers are compared with -flightd's, and the ratios of the first and of the timed runs reported (per-query lines and versus.json show -flightd where DuckDB stands otherwise)")
+		loadOnly   = flag.Bool("load-only", false, "load flightd (and -versus) and exit")
 		streams    = flag.Int("streams", 0, "run the throughput test instead: this many concurrent streams of the queries per engine, one connection each (DuckDB first, then flightd), each stream in its own seeded shuffle of the queries")
 	)
 	flag.Parse()
@@ -89,6 +91,41 @@ func run() error {
 		}
 		defer flightd.Close()
 	}
+	load := func(f *tpcds.Flightd, name string) error {
+		if *skipLoad {
+			return nil
+		}
+		return tpcds.LoadAll(ctx, mem, g, tables, f, name, *batch, *workers, os.Stderr)
+	}
+	if *versusURI != "" {
+		if flightd == nil {
+			return fmt.Errorf("-versus needs -flightd")
+		}
+		versus, err := tpcds.OpenFlightd(ctx, mem, *versusURI)
+		if err != nil {
+			return err
+		}
+		defer versus.Close()
+		if err := load(flightd, "flightd"); err != nil {
+			return err
+		}
+		if err := load(versus, "versus"); err != nil || *loadOnly {
+			return err
+		}
+		rep := &tpcds.Report{Scale: *sf, Seed: *seed, Runs: *runs, FlightdURI: *versusURI, Started: time.Now().UTC(),
+			Machine: tpcds.ThisMachine(), FlightdFlags: *flFlags, Commit: tpcds.GitCommit()}
+		rep.Queries = tpcds.RunQueries(ctx, queries, flightd, versus, tpcds.RunOptions{Runs: *runs, Timeout: *timeout, Log: os.Stderr})
+		rep.Machine.LoadEnd = tpcds.LoadAverage()
+		rep.Summary = tpcds.Summarize(rep.Queries)
+		s := rep.Summary
+		fmt.Printf("%d queries, %d answered as by %s; %s / %s, geometric mean: first runs %.2fx, timed runs %.2fx\n",
+			s.Queries, s.FlightdOK, *flightdURI, *versusURI, *flightdURI, s.GeoMeanFirstRatio, s.GeoMeanRatio)
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(*out, "versus.json"), b, 0o644)
+	}
 
 	duck, err := tpcds.OpenDuckDB(ctx, *duckPath, *threads)
 	if err != nil {
@@ -118,10 +155,8 @@ func run() error {
 	}
 	var fl tpcds.Engine
 	if flightd != nil {
-		if !*skipLoad {
-			if err := tpcds.LoadAll(ctx, mem, g, tables, flightd, "flightd", *batch, *workers, os.Stderr); err != nil {
-				return err
-			}
+		if err := load(flightd, "flightd"); err != nil || *loadOnly {
+			return err
 		}
 		fl = flightd
 	}

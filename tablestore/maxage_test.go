@@ -1,0 +1,187 @@
+package tablestore
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// TestMetadataMaxAge checks the staleness rule of Options.MetadataMaxAge
+// against a model: two stores on one warehouse commit at random moments
+// (seed printed) while each reads through pinned handles, as statements
+// do. A read that starts more than the max age after another store
+// acknowledged a commit must see it; a store's own acknowledged commits
+// are seen at once; and a read within the max age of the last one asks
+// storage nothing.
+func TestMetadataMaxAge(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	const maxAge = 100 * time.Millisecond
+	ctx := context.Background()
+	mem := newMem(t)
+	dir := t.TempDir()
+	fsys := &metaCountFS{FS: NewLocalFS()}
+	var stores [2]*Store
+	for i := range stores {
+		s, err := Open(ctx, fsys, dir, Options{Mem: mem, MetadataMaxAge: maxAge})
+		must(t, err)
+		defer s.Close()
+		stores[i] = s
+	}
+	must(t, stores[0].CreateDatabase(ctx, "db", false))
+	id := Ident{"db", "t"}
+	_, err := stores[0].CreateTable(ctx, id, TableDef{Schema: kvSchema, Options: map[string]string{"write-only": "true"}}, false)
+	must(t, err)
+
+	var (
+		mu    sync.Mutex
+		acked = map[int64]time.Time{} // key -> when its commit returned
+	)
+	// readKeys reads the table's keys as a statement does (a pinned handle).
+	readKeys := func(s *Store) (map[int64]bool, error) {
+		tbl, err := s.Table(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		sc, err := tbl.WithPin(&Pin{}).NewScan(ctx, ScanSpec{})
+		if err != nil {
+			return nil, err
+		}
+		rows, err := readScanErr(sc)
+		if err != nil {
+			return nil, err
+		}
+		keys := map[int64]bool{}
+		for _, row := range rows {
+			var k int64
+			if _, err := fmt.Sscanf(row, "%d|", &k); err != nil {
+				return nil, fmt.Errorf("row %q: %v", row, err)
+			}
+			keys[k] = true
+		}
+		return keys, nil
+	}
+	read := func(s *Store) map[int64]bool {
+		t.Helper()
+		keys, err := readKeys(s)
+		must(t, err)
+		return keys
+	}
+	var wg sync.WaitGroup
+	for n, s := range stores {
+		rng := rand.New(rand.NewPCG(seed, uint64(n)))
+		wg.Go(func() {
+			tbl, err := s.Table(ctx, id)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for i := range 30 {
+				time.Sleep(time.Duration(rng.IntN(int(maxAge))))
+				if rng.IntN(5) == 0 {
+					k := int64(1000*n + i)
+					if _, err := commitRows(tbl, mem, WriteOptions{}, Insert, [][]any{{int(k), "v"}}); err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					acked[k] = time.Now()
+					mu.Unlock()
+					if got, err := readKeys(s); err != nil || !got[k] {
+						t.Errorf("seed %d: store %d does not see its own commit of key %d (%v)", seed, n, k, err)
+						return
+					}
+					continue
+				}
+				start := time.Now()
+				mu.Lock()
+				var due []int64
+				for k, at := range acked {
+					if start.Sub(at) > maxAge {
+						due = append(due, k)
+					}
+				}
+				mu.Unlock()
+				got, err := readKeys(s)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, k := range due {
+					if !got[k] {
+						t.Errorf("seed %d: store %d: key %d, committed more than %v before the read, is missing", seed, n, k, maxAge)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+
+	// Within the max age a statement reads nothing but data: its first
+	// read found the schema and the latest snapshot.
+	slow, err := Open(ctx, fsys, dir, Options{Mem: mem, MetadataMaxAge: time.Hour})
+	must(t, err)
+	defer slow.Close()
+	read(slow)
+	before := fsys.reads.Load()
+	read(slow)
+	if n := fsys.reads.Load() - before; n != 0 {
+		t.Errorf("a read within the max age of the last made %d metadata requests", n)
+	}
+
+	// A schema change is seen at once by the store that made it, and by
+	// the others after the max age.
+	columns := func(s *Store) int {
+		tbl, err := s.Table(ctx, id)
+		must(t, err)
+		return tbl.Schema().NumFields()
+	}
+	columns(stores[1])
+	must(t, slow.AlterTable(ctx, id, AddColumn{Name: "extra", Type: arrow.BinaryTypes.String}))
+	if n := columns(slow); n != 3 {
+		t.Errorf("the store that added a column sees %d columns, want 3", n)
+	}
+	time.Sleep(maxAge + time.Millisecond)
+	if n := columns(stores[1]); n != 3 {
+		t.Errorf("%v after another store added a column: %d columns, want 3", maxAge, n)
+	}
+
+	// A table dropped by another store and created again here starts
+	// its snapshot ids over: this store's first commit to it is seen at
+	// once, not the old table's newer snapshot it learnt.
+	read(slow)
+	must(t, stores[0].DropTable(ctx, id, false))
+	tbl, err := slow.CreateTable(ctx, id, TableDef{Schema: kvSchema}, false)
+	must(t, err)
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{7, "v"}})
+	if got := read(slow); len(got) != 1 || !got[7] {
+		t.Errorf("the table created again here: %v, want its one row 7", got)
+	}
+}
+
+// metaCountFS counts listings and opens of files other than data files.
+type metaCountFS struct {
+	FS
+	reads atomic.Int64
+}
+
+func (c *metaCountFS) Open(name string) (ReadFile, error) {
+	if !strings.HasPrefix(path.Base(name), "data-") {
+		c.reads.Add(1)
+	}
+	return c.FS.Open(name)
+}
+
+func (c *metaCountFS) List(dir string) ([]string, error) {
+	c.reads.Add(1)
+	return c.FS.List(dir)
+}
