@@ -487,6 +487,9 @@ func (p *streamPlanner) plan(n Node) sNode {
 		}
 		return &sAgg{in: in, n: x}
 	case *JoinNode:
+		if x.Temporal && x.AsOf != nil {
+			return p.planRowtimeTemporal(x)
+		}
 		if x.Temporal {
 			return p.planTemporal(x)
 		}
@@ -812,6 +815,10 @@ func (sp *streamPlan) explain(sb *strings.Builder) {
 			}
 			sb.WriteString("\n")
 			walk(x.l, depth+1)
+		case *sRowtimeTemporal:
+			sb.WriteString(rowtimeTemporalString(x) + "\n")
+			walk(x.l, depth+1)
+			walk(x.r, depth+1)
 		case *sJoin:
 			sb.WriteString("Incremental" + explainLine(x.n) + "\n")
 			walk(x.l, depth+1)
@@ -1104,6 +1111,17 @@ func (sb *streamBuilder) buildNode(n sNode) (op stream.Operator, err error) {
 			return nil, err
 		}
 		op, err := sb.intervalJoin(x, l, r)
+		if err != nil {
+			_ = l.Close()
+			_ = r.Close()
+		}
+		return op, err
+	case *sRowtimeTemporal:
+		l, r, err := sb.buildPair(x.l, x.r)
+		if err != nil {
+			return nil, err
+		}
+		op, err := sb.rowtimeTemporal(x, l, r)
 		if err != nil {
 			_ = l.Close()
 			_ = r.Close()
