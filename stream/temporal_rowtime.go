@@ -631,11 +631,7 @@ func (j *RowtimeTemporal) unspill(wm time.Time) error {
 // every key's versions and probe rows, in memory and spilled.
 func (j *RowtimeTemporal) SaveState(w *StateWriter) error {
 	j.two.save(w)
-	var wm []byte
-	if !j.wm.IsZero() {
-		wm, _ = j.wm.MarshalBinary()
-	}
-	w.Bytes(wm)
+	w.time(j.wm)
 	w.Varint(j.late)
 	w.Varint(j.seq)
 	for k, v := range j.keys {
@@ -652,15 +648,9 @@ func (j *RowtimeTemporal) RestoreState(r *StateReader) error {
 	if err := j.two.restore(r); err != nil {
 		return err
 	}
-	wm, err := r.Bytes()
-	if err != nil {
+	var err error
+	if j.wm, err = r.time(); err != nil {
 		return err
-	}
-	j.wm = time.Time{}
-	if len(wm) > 0 {
-		if err := j.wm.UnmarshalBinary(wm); err != nil {
-			return fmt.Errorf("%w: %v", errCorruptCheckpoint, err)
-		}
 	}
 	if j.late, err = r.Varint(); err != nil {
 		return err
