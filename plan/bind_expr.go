@@ -541,7 +541,7 @@ func (b *binder) bindCall(e *sql.FuncCall, sc *scope, node *Node, o exprOpts) Ex
 		}
 		return &Const{Value: stringScalar(SQLTypeName(args[0].Type()))}
 	case "current_watermark":
-		b.notImplemented(e.Pos, "CURRENT_WATERMARK (it needs a rowtime attribute of a streaming query, and flightd's streaming operators do not give expressions the watermark)")
+		return b.bindCurrentWatermark(e, args)
 	case "overlaps":
 		// (s, e) OVERLAPS (s, e) over one date/time type; an interval end
 		// is the start plus it.

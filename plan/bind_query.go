@@ -891,6 +891,9 @@ func nodeExprs(n Node) []Expr {
 		if n.Residual != nil {
 			out = append(out, n.Residual)
 		}
+		if n.AsOf != nil {
+			out = append(out, n.AsOf, n.VersionTime)
+		}
 		return out
 	case *AggNode:
 		out := append([]Expr{}, n.Groups...)
@@ -1160,12 +1163,12 @@ func (b *binder) bindJoin(j *sql.Join, outer *scope, left *scope) (Node, *scope)
 	right := j.Right
 	temporal := temporalTable(j)
 	if temporal != nil {
-		// The table is read as of each row's processing time: bind it
-		// without the clause, as a snapshot.
+		// The table is bound without the clause: read as of each row's
+		// processing time, as a snapshot; by event time, as a changelog.
 		plain := *temporal
 		plain.SystemTime = nil
 		right = &plain
-		b.lookupSide = true
+		b.lookupSide = !b.eventTimeAsOf(temporal, ln, ls)
 	}
 	rn, rs := b.bindFrom(right, outer, &scope{cols: append(append([]scopeCol{}, left.cols...), ls.cols...)})
 	b.lookupSide = false

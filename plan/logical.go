@@ -99,6 +99,10 @@ type JoinNode struct {
 	// row up when it arrives and never retracts it when d changes. Join
 	// ordering leaves it in place.
 	Temporal bool
+	// AsOf (set: an event-time temporal join, plan/temporal_rowtime.go) is
+	// the left side's event time, VersionTime the right table's WATERMARK
+	// column: each left row meets the version of its key valid at AsOf.
+	AsOf, VersionTime Expr
 }
 
 // AggCall is one aggregate function.

@@ -168,6 +168,7 @@ func (b *binder) planStream(root Node) *streamPlan {
 	if l, ok := n.(*LimitNode); ok && !isSortLimit(l) {
 		sp.limit, n = l, l.Input
 	}
+	p.checkWatermarkCalls(n)
 	sp.root = p.plan(n)
 	if p.windowAggs != b.streamTVFs {
 		// One row per window needs the window aggregation: a plain
@@ -431,7 +432,7 @@ func (p *streamPlanner) plan(n Node) sNode {
 		}
 		p.refuseWindow("a filter", x.Filter)
 		maps.Copy(p.filtered, colsOf(x.Filter))
-		return &sFilter{in: s, pred: x.Filter}
+		return p.filter(s, x.Filter)
 	case *FilterNode:
 		if under, w, pr, ok := rankInput(x); ok {
 			if pr == nil {
@@ -446,11 +447,11 @@ func (p *streamPlanner) plan(n Node) sNode {
 		p.checkKind(x.Pred)
 		p.refuseWindow("a filter", x.Pred)
 		maps.Copy(p.filtered, colsOf(x.Pred))
-		if a, ok := in.(*sAgg); ok && a.having == nil {
+		if a, ok := in.(*sAgg); ok && a.having == nil && watermarkCall(x.Pred) == nil {
 			a.having = x.Pred
 			return a
 		}
-		return &sFilter{in: in, pred: x.Pred}
+		return p.filter(in, x.Pred)
 	case *ProjectNode:
 		in := p.plan(x.Input)
 		pr := &sProject{in: in}
@@ -474,6 +475,7 @@ func (p *streamPlanner) plan(n Node) sNode {
 			pr.cs = append(pr.cs, x.Cols[i])
 		}
 		p.markRowtime(x)
+		pr.in, pr.exprs = p.withWatermark(pr.in, pr.exprs)
 		return pr
 	case *AggNode:
 		in := p.plan(x.Input)
@@ -495,6 +497,9 @@ func (p *streamPlanner) plan(n Node) sNode {
 		}
 		return &sAgg{in: in, n: x}
 	case *JoinNode:
+		if x.Temporal && x.AsOf != nil {
+			return p.planRowtimeTemporal(x)
+		}
 		if x.Temporal {
 			return p.planTemporal(x)
 		}
@@ -862,6 +867,13 @@ func (sp *streamPlan) explain(sb *strings.Builder) {
 			}
 			sb.WriteString("\n")
 			walk(x.l, depth+1)
+		case *sWatermarkCol:
+			sb.WriteString("CurrentWatermark\n")
+			walk(x.in, depth+1)
+		case *sRowtimeTemporal:
+			sb.WriteString(rowtimeTemporalString(x) + "\n")
+			walk(x.l, depth+1)
+			walk(x.r, depth+1)
 		case *sJoin:
 			sb.WriteString("Incremental" + explainLine(x.n) + "\n")
 			walk(x.l, depth+1)
@@ -1154,6 +1166,19 @@ func (sb *streamBuilder) buildNode(n sNode) (op stream.Operator, err error) {
 			return nil, err
 		}
 		op, err := sb.intervalJoin(x, l, r)
+		if err != nil {
+			_ = l.Close()
+			_ = r.Close()
+		}
+		return op, err
+	case *sWatermarkCol:
+		return sb.watermarkColumn(x)
+	case *sRowtimeTemporal:
+		l, r, err := sb.buildPair(x.l, x.r)
+		if err != nil {
+			return nil, err
+		}
+		op, err := sb.rowtimeTemporal(x, l, r)
 		if err != nil {
 			_ = l.Close()
 			_ = r.Close()

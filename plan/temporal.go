@@ -24,15 +24,11 @@ func temporalTable(j *sql.Join) *sql.TableName {
 }
 
 // checkTemporal checks a temporal join as bound (jn, the left side's scope
-// ls) and marks it: AS OF names a PROCTIME() attribute of the left side,
-// the join is INNER or LEFT, the right side is a primary-key table read as
-// a snapshot, and the condition fixes its whole key with equalities on
-// left-side expressions.
+// ls) and marks it: the join is INNER or LEFT, the right side is a
+// primary-key table, read as a snapshot when AS OF names a PROCTIME()
+// attribute of the left side (else see checkRowtimeTemporal), and the
+// condition fixes its whole key with equalities on left-side expressions.
 func (b *binder) checkTemporal(j *sql.Join, tn *sql.TableName, jn *JoinNode, ls *scope) {
-	at := b.lookup(&scope{cols: ls.cols}, tn.SystemTime.(*sql.Ident))
-	if !isProctime(jn.Left, at.ID) {
-		b.failWrap(tn.SystemTime.Position(), ErrNotImplemented, "FOR SYSTEM_TIME AS OF %s: %s is not a processing-time attribute (PROCTIME()) of the left side; only processing-time temporal joins are supported, event-time ones (against a versioned table, by a rowtime) are not implemented yet", sql.Format(tn.SystemTime), at.Name)
-	}
 	if jn.Kind != InnerJoin && jn.Kind != LeftJoin || j.Kind == "CROSS" {
 		b.fail(j.Pos, "a temporal join (FOR SYSTEM_TIME AS OF) is INNER or LEFT, not %s", j.Kind)
 	}
@@ -40,7 +36,9 @@ func (b *binder) checkTemporal(j *sql.Join, tn *sql.TableName, jn *JoinNode, ls 
 	if !ok {
 		b.notImplemented(tn.Pos, "a temporal join with a view or a table with computed columns")
 	}
-	if scan.Stream != nil {
+	if b.eventTimeAsOf(tn, jn.Left, ls) {
+		b.checkRowtimeTemporal(tn, jn, scan, ls)
+	} else if scan.Stream != nil {
 		b.fail(tn.Pos, "a temporal join looks rows of %s up as of each row: it cannot read it as a stream (scan.mode)", scan.Label)
 	}
 	pk := scan.Table.PrimaryKey()

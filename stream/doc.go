@@ -39,8 +39,9 @@
 // full, semi, anti on equality keys plus a residual), Rank (top-N and
 // deduplication with retraction), UnionAll,
 // WindowAggregate (window TVF aggregation by event time), SessionAggregate
-// (SESSION windows), WindowRank (window top-N), WindowJoin and
-// IntervalJoin (joins by event time, state freed by watermark), and Sink.
+// (SESSION windows), WindowRank (window top-N), WindowJoin,
+// IntervalJoin and RowtimeTemporal (joins by event time, state freed by
+// watermark), WatermarkColumn (CURRENT_WATERMARK), and Sink.
 //
 // # Event time
 //

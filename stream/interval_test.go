@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightd/flightd/plan"
 	"github.com/flightd/flightd/tablestore"
 )
 
@@ -128,20 +127,7 @@ func runJoinInvariant(t *testing.T, rng *rand.Rand, shape joinShape) {
 	if plan := explain(t, ctx, sess, text); !strings.Contains(plan, shape.op) {
 		t.Fatalf("not a %s:\n%s", shape.op, plan)
 	}
-	st, err := sess.Prepare(ctx, text, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &windowRun{streamRun: &streamRun{query: text, img: map[string]int{}, events: make(chan event, 4), tables: []int{0, 1}}}
-	sctx, stop := context.WithCancel(plan.WithStreamObserver(ctx, w))
-	op, err := st.Query(sctx, nil)
-	if err != nil {
-		stop()
-		t.Fatal(err)
-	}
-	w.stop = stop
-	w.wg.Add(1)
-	go w.pull(sctx, op)
+	w, follow := followJoin(t, ctx, sess, tbls[:], text)
 	defer w.close()
 
 	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
@@ -163,39 +149,6 @@ func runJoinInvariant(t *testing.T, rng *rand.Rand, shape joinShape) {
 	}
 	var ver, lateModel int64
 	var nextID int
-	// follow applies the stream's changes up to a progress marker at the
-	// tables' latest snapshots.
-	follow := func() {
-		t.Helper()
-		var target [2]int64
-		for i, tb := range tbls {
-			if target[i], err = tb.LatestSnapshotID(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for {
-			var e event
-			select {
-			case e = <-w.events:
-			case <-time.After(30 * time.Second):
-				t.Fatalf("no progress to snapshots %v", target)
-			}
-			if e.err != nil {
-				t.Fatal(e.err)
-			}
-			if e.rows == nil {
-				if e.pos[0] >= target[0] && e.pos[1] >= target[1] {
-					return
-				}
-				continue
-			}
-			for _, r := range e.rows {
-				if err := w.apply(r); err != nil {
-					t.Fatalf("at %v: %v", e.pos, err)
-				}
-			}
-		}
-	}
 	checks := 0
 	for range 25 + rng.Intn(25) {
 		side := rng.Intn(2)
