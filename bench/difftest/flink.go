@@ -13,11 +13,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-
 	"github.com/flightd/flightd/bench/tpcds"
 	"github.com/flightd/flightd/engine"
 	"github.com/flightd/flightd/internal/flink"
+	"github.com/flightd/flightd/plan"
 )
 
 // LoadFlink writes each table's rows to a CSV file under dir and creates
@@ -160,42 +159,10 @@ func flinkValue(v, typ string) (tpcds.Value, error) {
 	return tpcds.Value{}, fmt.Errorf("unsupported Flink type %s", typ)
 }
 
-// FlinkType names an Arrow result type as Flink's type it maps to, and
-// flinkTypeName Flink's type without what flightd's types do not carry:
-// nullability, and the length of a string type (flightd has one string
-// type, Flink's STRING; CHAR(n) and VARCHAR(n) map to it).
-func FlinkType(t arrow.DataType) string {
-	switch t := t.(type) {
-	case *arrow.Decimal128Type:
-		return fmt.Sprintf("DECIMAL(%d, %d)", t.Precision, t.Scale)
-	case *arrow.TimestampType:
-		return fmt.Sprintf("TIMESTAMP(%d)", map[arrow.TimeUnit]int{arrow.Second: 0, arrow.Millisecond: 3, arrow.Microsecond: 6, arrow.Nanosecond: 9}[t.Unit])
-	}
-	switch t.ID() {
-	case arrow.INT8:
-		return "TINYINT"
-	case arrow.INT16:
-		return "SMALLINT"
-	case arrow.INT32:
-		return "INT"
-	case arrow.INT64:
-		return "BIGINT"
-	case arrow.FLOAT32:
-		return "FLOAT"
-	case arrow.FLOAT64:
-		return "DOUBLE"
-	case arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW:
-		return "STRING"
-	case arrow.BOOL:
-		return "BOOLEAN"
-	case arrow.DATE32:
-		return "DATE"
-	case arrow.NULL:
-		return "NULL"
-	}
-	return t.String()
-}
-
+// flinkTypeName is Flink's type name without what flightd's types do not
+// carry: nullability, and the length of a string type (flightd has one
+// string type, Flink's STRING; CHAR(n) and VARCHAR(n) map to it).
+// flightd's names are plan.SQLTypeName's, which spells Flink's types.
 var stringType = regexp.MustCompile(`^(VAR)?CHAR\(\d+\)$`)
 
 func flinkTypeName(t string) string {
@@ -417,7 +384,7 @@ func (e *Env) CheckFlink(ctx context.Context, oracle *flink.Oracle, i int) (Flin
 	default:
 		if schema != nil && len(schema.Fields()) == len(ans.Types) {
 			for col, fd := range schema.Fields() {
-				if ft, kt := FlinkType(fd.Type), flinkTypeName(ans.Types[col]); ft != kt {
+				if ft, kt := plan.SQLTypeName(fd.Type), flinkTypeName(ans.Types[col]); ft != kt {
 					r.TypeDiffs = append(r.TypeDiffs, TypeDiff{Column: col, Flink: kt, Flightd: ft})
 				}
 			}

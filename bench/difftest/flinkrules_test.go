@@ -10,6 +10,7 @@ import (
 
 	"github.com/flightd/flightd/bench/tpcds"
 	"github.com/flightd/flightd/internal/flink"
+	"github.com/flightd/flightd/plan"
 )
 
 // explainFlinkBug returns the name of the first rule of Flink's bugs
@@ -110,7 +111,7 @@ func TestFlinkTypes(t *testing.T) {
 		arrow.BinaryTypes.LargeString:                  "STRING",
 		arrow.FixedWidthTypes.Date32:                   "DATE",
 	} {
-		if got := FlinkType(dt); got != want {
+		if got := plan.SQLTypeName(dt); got != want {
 			t.Errorf("%s: %s, want %s", dt, got, want)
 		}
 	}
