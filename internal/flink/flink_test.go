@@ -117,3 +117,42 @@ func TestEnded(t *testing.T) {
 		t.Error("Close of a process that failed: no error")
 	}
 }
+
+// TestParentKilled checks that the oracle dies with the process that
+// started it: a copy of this test binary starts one, gives it a statement
+// that hangs, reports its pid and is killed with SIGKILL, which gives it
+// no chance to Close.
+func TestParentKilled(t *testing.T) {
+	if os.Getenv("FLINK_TEST_PARENT") != "" {
+		o, _ := fakeOracle(t)
+		// Busy: it does not see its stdin end.
+		if err := o.Send("SELECT hang"); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Println("ORACLE", o.cmd.Process.Pid)
+		time.Sleep(time.Minute)
+		return
+	}
+	parent := exec.Command(os.Args[0], "-test.run=^TestParentKilled$")
+	parent.Env = append(os.Environ(), "FLINK_TEST_PARENT=1")
+	out, err := parent.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmt.Fscanf(out, "ORACLE %d\n", &pid); err != nil {
+		parent.Process.Kill()
+		t.Fatalf("reading the oracle's pid: %v", err)
+	}
+	if !alive(pid) {
+		t.Fatalf("oracle %d is not running", pid)
+	}
+	if err := parent.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = parent.Wait()
+	waitDead(t, pid)
+}
