@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -238,6 +239,7 @@ var flinkRules = []flinkRule{
 		m := notGrouped.FindStringSubmatch(c.kerr)
 		return c.ferr == nil && m != nil && havingOnGroupKey(c.sql, m[1])
 	}},
+	{"Flink's LAG/LEAD with a default gives -1 where the value it reads is NULL", FlinkBug, lagDefaultNulls},
 	{"Flink refuses a rank function ordered by constants only", FlinkBug, func(c *flinkCase) bool {
 		return c.ferr == nil && strings.Contains(c.kerr, "requires order by clause with non-constant fields")
 	}},
@@ -257,6 +259,34 @@ var integerOverflow = regexp.MustCompile(`numeric overflow: (-?\d+ [-+*] -?\d+ \
 // flinkInternalError matches Flink failures that are Java exceptions of
 // its planner or runtime, not SQL errors.
 var flinkInternalError = regexp.MustCompile(`^(IndexOutOfBoundsException|ArrayIndexOutOfBoundsException|NullPointerException|ClassCastException|AssertionError|IllegalStateException|CannotPlanException)|unexpected correlate variable`)
+
+// lagDefaultNulls explains c when flightd's answer, with the NULLs of its
+// columns that are LAG or LEAD calls with a default read as -1, is Flink's.
+func lagDefaultNulls(c *flinkCase) bool {
+	if c.diff == "" || c.want == nil || c.got == nil {
+		return false
+	}
+	var cols []int
+	for col := range c.got.Columns {
+		if itemCalls(c.sql, col, "lag(") || itemCalls(c.sql, col, "lead(") {
+			cols = append(cols, col)
+		}
+	}
+	if len(cols) == 0 {
+		return false
+	}
+	read := *c.got
+	read.Rows = make([][]tpcds.Value, len(c.got.Rows))
+	for i, row := range c.got.Rows {
+		read.Rows[i] = slices.Clone(row)
+		for _, col := range cols {
+			if row[col].Kind == tpcds.KNull {
+				read.Rows[i][col] = tpcds.Value{Kind: tpcds.KNum, Num: big.NewRat(-1, 1)}
+			}
+		}
+	}
+	return tpcds.Compare(c.sql, c.want, &read) == ""
+}
 
 // notGrouped matches Flink's error naming a column neither grouped nor
 // aggregated.
@@ -417,6 +447,9 @@ var typeRules = []struct {
 	{"SUM of integers is BIGINT in flightd, where an overflow is an error; Flink's is the argument's type (it wraps on overflow)", func(d TypeDiff, sql string) bool {
 		return d.Flightd == "BIGINT" && smallInt[d.Flink] && itemCalls(sql, d.Column, "sum(")
 	}},
+	{"LAG/LEAD with a default has the common type of the value and the default in flightd; Flink's is the value's, the default cast to it", func(d TypeDiff, sql string) bool {
+		return integerWidth[d.Flink] > 0 && integerWidth[d.Flink] < integerWidth[d.Flightd] && (itemCalls(sql, d.Column, "lag(") || itemCalls(sql, d.Column, "lead("))
+	}},
 	{"SUM of DECIMAL(p, s) is DECIMAL(p + 10, s) in flightd, leaving room for a later division; Flink's is DECIMAL(38, s)", func(d TypeDiff, sql string) bool {
 		return strings.HasPrefix(d.Flightd, "DECIMAL(") && strings.HasPrefix(d.Flink, "DECIMAL(38,") && itemCalls(sql, d.Column, "sum(")
 	}},
@@ -475,7 +508,10 @@ var stringLiteral = regexp.MustCompile(`'(?:[^']|'')*'`)
 // selectList matches a SELECT's items up to its FROM.
 var selectList = regexp.MustCompile(`SELECT (?:DISTINCT )?(.*?) FROM `)
 
-var smallInt = map[string]bool{"TINYINT": true, "SMALLINT": true, "INT": true}
+var (
+	smallInt     = map[string]bool{"TINYINT": true, "SMALLINT": true, "INT": true}
+	integerWidth = map[string]int{"TINYINT": 1, "SMALLINT": 2, "INT": 4, "BIGINT": 8}
+)
 
 // typeRule returns the name of the rule explaining d, "" if none does.
 func typeRule(d TypeDiff, sql string) string {

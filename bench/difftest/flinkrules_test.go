@@ -3,6 +3,7 @@ package difftest
 import (
 	"errors"
 	"fmt"
+	"math/big"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -113,6 +114,45 @@ func TestTypeRules(t *testing.T) {
 	} {
 		if got := typeRule(tc.d, q) != ""; got != tc.rule {
 			t.Errorf("%v: explained %v, want %v", tc.d, got, tc.rule)
+		}
+	}
+	const lag = "SELECT lag((-1 % NULLIF(a1.i1, 0)), 3, 3) OVER (ORDER BY a1.k) AS c0, a1.i1 AS c1 FROM t2 AS a1"
+	for _, tc := range []struct {
+		d    TypeDiff
+		rule bool
+	}{
+		{TypeDiff{Column: 0, Flink: "TINYINT", Flightd: "INT"}, true},
+		{TypeDiff{Column: 0, Flink: "INT", Flightd: "TINYINT"}, false},
+		{TypeDiff{Column: 0, Flink: "TINYINT", Flightd: "DOUBLE"}, false},
+		{TypeDiff{Column: 1, Flink: "TINYINT", Flightd: "INT"}, false},
+	} {
+		if got := typeRule(tc.d, lag) != ""; got != tc.rule {
+			t.Errorf("%v: explained %v, want %v", tc.d, got, tc.rule)
+		}
+	}
+}
+
+// TestLagDefaultRule checks that Flink's -1 for a NULL LAG reads is
+// explained only in a LAG column and only where flightd has NULL.
+func TestLagDefaultRule(t *testing.T) {
+	const q = "SELECT lag(a1.i1, 1, 3) OVER (ORDER BY a1.k) AS c0, a1.i1 AS c1 FROM t2 AS a1"
+	num := func(x int64) tpcds.Value { return tpcds.Value{Kind: tpcds.KNum, Num: big.NewRat(x, 1)} }
+	null := tpcds.Value{Kind: tpcds.KNull}
+	res := func(rows ...[]tpcds.Value) *tpcds.Result {
+		return &tpcds.Result{Columns: []string{"c0", "c1"}, Types: []string{tpcds.TypeNumber, tpcds.TypeNumber}, Rows: rows}
+	}
+	got := res([]tpcds.Value{null, num(1)}, []tpcds.Value{num(3), null})
+	for _, tc := range []struct {
+		want *tpcds.Result
+		rule bool
+	}{
+		{res([]tpcds.Value{num(-1), num(1)}, []tpcds.Value{num(3), null}), true},
+		{res([]tpcds.Value{num(-2), num(1)}, []tpcds.Value{num(3), null}), false},
+		{res([]tpcds.Value{null, num(1)}, []tpcds.Value{num(3), num(-1)}), false}, // not a LAG column
+	} {
+		c := flinkCase{sql: q, want: tc.want, got: got, diff: "differs"}
+		if got := explainFlink(&c) != ""; got != tc.rule {
+			t.Errorf("Flink %v: explained %v, want %v", tc.want.Rows, got, tc.rule)
 		}
 	}
 }
