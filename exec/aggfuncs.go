@@ -114,7 +114,10 @@ func resolveAgg(name string, types []arrow.DataType, args []Expr) (*aggDef, erro
 		return nil, bad("needs a number")
 	case "avg":
 		switch {
-		case vectorized.IsInteger(t), vectorized.IsFloat(t), t.ID() == arrow.NULL:
+		case vectorized.IsInteger(t):
+			// Flink's: the argument's type, the mean truncated toward zero.
+			return &aggDef{ret: t, arity: 1, make: func() accumulator { return &avgIntAcc{ret: t} }}, nil
+		case vectorized.IsFloat(t), t.ID() == arrow.NULL:
 			return &aggDef{ret: f64Type, arity: 1, make: func() accumulator { return &avgFloatAcc{} }}, nil
 		case t.ID() == arrow.DECIMAL128:
 			in := t.(*arrow.Decimal128Type)
@@ -408,6 +411,51 @@ func AvgDecimal(sum decimal128.Num, sumScale int32, n int64, ret *arrow.Decimal1
 func (a *avgDecAcc) moveTo(from, to int) {
 	a.sumDecAcc.moveTo(from, to)
 	a.cnt = moveState(a.cnt, from, to)
+}
+
+// avgIntAcc is AVG of an integer type as Flink computes it: the exact sum
+// divided by the count, truncated toward zero, in the argument's type
+// (the mean of its values fits it).
+type avgIntAcc struct {
+	sumIntAcc
+	cnt []int64
+	ret arrow.DataType
+}
+
+func (a *avgIntAcc) grow(n int) { a.sumIntAcc.grow(n); a.cnt = growTo(a.cnt, n) }
+func (a *avgIntAcc) update(groups []uint32, args []arrow.Array, mask []bool) error {
+	if err := a.sumIntAcc.update(groups, args, mask); err != nil {
+		return err
+	}
+	for i, g := range groups {
+		if active(args[0], mask, i) {
+			a.cnt[g]++
+		}
+	}
+	return nil
+}
+func (a *avgIntAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
+	out := vectorized.NewFixedOut[int64](mem, n)
+	for g := range n {
+		if a.cnt[g] > 0 {
+			out.Vals[g] = a.sum[g] / a.cnt[g]
+		}
+	}
+	v := vectorized.BoolsToValidity(mem, a.seen[:n])
+	means := out.Finish(i64Type, v.Buf, v.Nulls)
+	if arrow.TypeEqual(a.ret, i64Type) {
+		return means, nil
+	}
+	defer means.Release()
+	return vectorized.Cast(mem, means, a.ret)
+}
+func (a *avgIntAcc) moveTo(from, to int) {
+	a.sumIntAcc.moveTo(from, to)
+	a.cnt = moveState(a.cnt, from, to)
+}
+func (a *avgIntAcc) copyGroup(from, to int) {
+	a.sumIntAcc.copyGroup(from, to)
+	a.cnt[to] = a.cnt[from]
 }
 
 type avgFloatAcc struct {

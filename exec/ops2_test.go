@@ -159,7 +159,7 @@ func TestWindow(t *testing.T) {
 		"a | 1 | 10 | 1 | 1 | 1 | 10 | 2 | 30 | -1 | 2 | 10 | 1",
 		"a | 2 | 20 | 2 | 2 | 2 | 60 | 3 | 30 | 10 | 2 | 30 | 1",
 		"a | 2 | 30 | 3 | 2 | 2 | 60 | 3 | 30 | 20 | 4 | 30 | 2",
-		"a | 4 | NULL | 4 | 4 | 3 | 60 | 2 | NULL | 30 | NULL | NULL | 3",
+		"a | 4 | NULL | 4 | 4 | 3 | 60 | 2 | NULL | 30 | NULL | 30 | 3", // last_value skips NULLs (Flink)
 		"b | 1 | 5 | 1 | 1 | 1 | 5 | 2 | 7 | -1 | 3 | 5 | 1",
 		"b | 3 | 7 | 2 | 2 | 2 | 12 | 2 | 7 | 5 | NULL | 7 | 2",
 	}, exectest.Ordered, func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {

@@ -98,8 +98,8 @@ func TestHashAggregate(t *testing.T) {
 		return exec.NewHashAggregate(ec, ops[0], []exec.Expr{col(s, "dept")}, []string{"dept"}, aggs, nil)
 	}
 	exectest.Run(t, []exectest.Table{in}, []string{
-		"eng | 3 | 2 | 310.50 | 40.5 | ann | 120.00",
-		"ops | 2 | 2 | 70.25 | 41.5 | cid | 70.25",
+		"eng | 3 | 2 | 310.50 | 40 | ann | 120.00", // AVG of INT is INT, truncated (Flink)
+		"ops | 2 | 2 | 70.25 | 41 | cid | 70.25",
 		"NULL | 1 | 1 | 60.00 | 22 | dan | 60.00",
 	}, exectest.Unordered, ctor)
 	exectest.RunNullInjection(t, []exectest.Table{in}, exectest.Unordered, ctor)

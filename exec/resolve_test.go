@@ -47,7 +47,8 @@ func TestResolve(t *testing.T) {
 	}{
 		{"sum", []arrow.DataType{dec}, "decimal(17, 2)"},
 		{"avg", []arrow.DataType{dec}, "decimal(11, 6)"},
-		{"avg", []arrow.DataType{i32}, "float64"},
+		{"avg", []arrow.DataType{i32}, "int32"}, // Flink's: the mean truncated
+		{"avg", []arrow.DataType{arrow.PrimitiveTypes.Float32}, "float64"},
 		{"count_star", nil, "int64"},
 		{"max", []arrow.DataType{str}, "utf8"},
 	} {

@@ -1013,49 +1013,81 @@ func (e *windowEnv) compute(ctx context.Context, i int, f WindowFunc, typ arrow.
 		return b.NewArray(), nil
 	case "first_value", "last_value", "nth_value":
 		name := strings.ToLower(f.Func)
-		var nth func(int) int64
 		if name == "nth_value" {
-			nth = int64View(args[1])
+			return e.nthValue(ctx, f, args)
+		}
+		// FIRST_VALUE and LAST_VALUE skip NULL values, as in Flink: the
+		// frame's first or last non-NULL value.
+		n := e.n
+		nextValid, prevValid := make([]int, n+1), make([]int, n)
+		nextValid[n] = n
+		for r := n - 1; r >= 0; r-- {
+			nextValid[r] = r
+			if !args[0].IsValid(r) {
+				nextValid[r] = nextValid[r+1]
+			}
+		}
+		for r := range n {
+			prevValid[r] = r
+			if !args[0].IsValid(r) {
+				prevValid[r] = -1
+				if r > 0 {
+					prevValid[r] = prevValid[r-1]
+				}
+			}
 		}
 		src := args[0]
-		// first_value from the partition start of a partition an earlier
-		// chunk began: its carried first value, appended as row n.
-		fromStart := name == "first_value" && (f.Frame == nil || f.Frame.Start.Kind == UnboundedPreceding)
-		var first arrow.Array
+		// A frame from the partition start of a partition an earlier chunk
+		// began: the value the earlier rows give (first_value: their first
+		// non-NULL value, last_value: their last), carried and appended as
+		// row n; NULL if they had none.
+		fromStart := f.Frame == nil || f.Frame.Start.Kind == UnboundedPreceding
+		var carried arrow.Array
 		if fromStart && e.carry != nil && e.carry.firsts != nil {
-			first = e.carry.firsts[i]
+			carried = e.carry.firsts[i]
 		}
-		if first != nil {
+		if carried != nil {
 			var err error
-			if src, err = array.Concatenate([]arrow.Array{args[0], first}, e.ec.Mem); err != nil {
+			if src, err = array.Concatenate([]arrow.Array{args[0], carried}, e.ec.Mem); err != nil {
 				return nil, err
 			}
 			defer src.Release()
 		}
+		hasCarried := carried != nil && carried.IsValid(0)
 		if fromStart && next != nil {
-			if p := e.ps[hi-1]; p == 0 && first != nil {
-				first.Retain()
-				next.firsts[i] = first
-			} else {
+			p := e.ps[hi-1]
+			at := nextValid[p] // first_value's
+			if name == "last_value" {
+				at = prevValid[hi-1]
+			}
+			switch {
+			case at >= p && at < hi && (name == "last_value" || p > 0 || !hasCarried):
+				next.firsts[i] = array.NewSlice(args[0], int64(at), int64(at+1))
+			case p == 0 && carried != nil:
+				carried.Retain()
+				next.firsts[i] = carried
+			default:
+				// None yet: a NULL.
 				next.firsts[i] = array.NewSlice(args[0], int64(p), int64(p+1))
 			}
 		}
-		idx := make([]int64, e.n)
+		idx := make([]int64, n)
 		for r := range idx {
-			lo, hi := e.frame(f.Frame, r)
+			lo, fhi := e.frame(f.Frame, r)
 			idx[r] = -1
+			if lo >= fhi {
+				continue
+			}
+			earlier := hasCarried && e.ps[r] == 0 && fromStart
 			switch {
-			case lo >= hi:
-			case name == "first_value" && first != nil && e.ps[r] == 0:
-				idx[r] = int64(e.n)
-			case name == "first_value":
-				idx[r] = int64(lo)
-			case name == "last_value":
-				idx[r] = int64(hi - 1)
-			default:
-				if args[1].IsValid(r) && nth(r) >= 1 && int64(lo)+nth(r)-1 < int64(hi) {
-					idx[r] = int64(lo) + nth(r) - 1
-				}
+			case name == "first_value" && earlier:
+				idx[r] = int64(n)
+			case name == "first_value" && nextValid[lo] < fhi:
+				idx[r] = int64(nextValid[lo])
+			case name == "last_value" && prevValid[fhi-1] >= lo:
+				idx[r] = int64(prevValid[fhi-1])
+			case name == "last_value" && earlier:
+				idx[r] = int64(n)
 			}
 		}
 		return vectorized.Take(ctx, e.ec.Mem, src, idx)
@@ -1065,6 +1097,20 @@ func (e *windowEnv) compute(ctx context.Context, i int, f WindowFunc, typ arrow.
 		return vectorized.Take(ctx, e.ec.Mem, e.carry.totals[i], make([]int64, e.n))
 	}
 	return e.aggregate(i, f, args, hi, next)
+}
+
+// nthValue is NTH_VALUE(x, n): the frame's nth row's value, NULL too.
+func (e *windowEnv) nthValue(ctx context.Context, f WindowFunc, args []arrow.Array) (arrow.Array, error) {
+	nth := int64View(args[1])
+	idx := make([]int64, e.n)
+	for r := range idx {
+		lo, hi := e.frame(f.Frame, r)
+		idx[r] = -1
+		if lo < hi && args[1].IsValid(r) && nth(r) >= 1 && int64(lo)+nth(r)-1 < int64(hi) {
+			idx[r] = int64(lo) + nth(r) - 1
+		}
+	}
+	return vectorized.Take(ctx, e.ec.Mem, args[0], idx)
 }
 
 // aggregate computes an aggregate over each row's frame, one accumulator

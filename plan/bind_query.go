@@ -577,15 +577,17 @@ func parseOrdinal(s string) (int, error) {
 }
 
 func sortKey(o *sql.OrderItem, e Expr) SortKey {
-	k := SortKey{Expr: e, Desc: o.Desc}
-	// Default: NULLs sort as the largest value (last ascending, first
-	// descending), as in PostgreSQL and Flink.
-	k.NullsFirst = o.Desc
+	k := SortKey{Expr: e, Desc: o.Desc, NullsFirst: defaultNullsFirst(o.Desc)}
 	if o.NullsFirst != nil {
 		k.NullsFirst = *o.NullsFirst
 	}
 	return k
 }
+
+// defaultNullsFirst is Flink's default NULL order: NULLs sort as the
+// smallest value, first ascending and last descending (PostgreSQL's is
+// the opposite).
+func defaultNullsFirst(desc bool) bool { return !desc }
 
 // orderByOutputs sorts a set operation's result by output ordinal or name.
 func (b *binder) orderByOutputs(n Node, items []*sql.OrderItem) Node {

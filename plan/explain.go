@@ -116,7 +116,7 @@ func sortKeysString(keys []SortKey) string {
 		if k.Desc {
 			s[i] += " DESC"
 		}
-		if k.NullsFirst != k.Desc {
+		if k.NullsFirst != defaultNullsFirst(k.Desc) {
 			if k.NullsFirst {
 				s[i] += " NULLS FIRST"
 			} else {

@@ -1747,7 +1747,8 @@ var intervalUnits = map[string]string{
 	"day": "DAY", "days": "DAY", "hour": "HOUR", "hours": "HOUR", "minute": "MINUTE", "minutes": "MINUTE",
 	"second": "SECOND", "seconds": "SECOND", "quarter": "QUARTER", "millisecond": "MILLISECOND",
 	"microsecond": "MICROSECOND", "nanosecond": "NANOSECOND", "dow": "DOW", "doy": "DOY",
-	"epoch": "EPOCH", "isodow": "ISODOW", "decade": "DECADE", "century": "CENTURY",
+	"epoch": "EPOCH", "isodow": "ISODOW", "isoyear": "ISOYEAR", "decade": "DECADE", "century": "CENTURY",
+	"millennium": "MILLENNIUM",
 }
 
 func (p *parser) unit(what string) string {
@@ -2145,7 +2146,7 @@ func (p *parser) call() Expr {
 }
 
 // aggregateNulls reads Flink's NULL clauses of ARRAY_AGG ({RESPECT |
-// IGNORE} NULLS), JSON_ARRAYAGG and JSON_OBJECTAGG ({NULL | ABSENT} ON
+// IGNORE} NULLS), FIRST_VALUE and LAST_VALUE (IGNORE NULLS), JSON_ARRAYAGG and JSON_OBJECTAGG ({NULL | ABSENT} ON
 // NULL). As for JSON_OBJECT, the clause that is not the default names
 // another function, so the call formats as a plain one.
 func (p *parser) aggregateNulls(f *FuncCall) {
@@ -2156,6 +2157,9 @@ func (p *parser) aggregateNulls(f *FuncCall) {
 		} else {
 			p.acceptK("respect", "nulls")
 		}
+	case "first_value", "last_value":
+		// Skipping NULL values is what they do, as in Flink.
+		p.acceptK("ignore", "nulls")
 	case "json_arrayagg", "json_objectagg":
 		switch {
 		case p.acceptK("null", "on", "null"):

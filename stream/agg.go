@@ -715,7 +715,8 @@ func newAccumulator(s AggSpec) (accumulator, error) {
 			return bad()
 		}
 		if s.Func == "avg" {
-			if s.Type.ID() != arrow.FLOAT64 {
+			// exec's type: an integer argument's own, else DOUBLE.
+			if _, ints := sum.(*sumInt); ints && !arrow.TypeEqual(s.Type, argType(s)) || !ints && s.Type.ID() != arrow.FLOAT64 {
 				return bad()
 			}
 			return &avg{sum: sum}, nil
@@ -907,8 +908,9 @@ func (s *sumDecimal) result() (any, error) {
 	return s.sum, nil
 }
 
-// avg is sum / count as exec's avg computes it: as float64, or over
-// decimals of scale scale as ret (exec.AvgDecimal).
+// avg is sum / count as exec's avg computes it: truncated toward zero for
+// integers (Flink's AVG), a float64 for floats, over decimals of scale
+// scale as ret (exec.AvgDecimal).
 type avg struct {
 	sum   accumulator
 	scale int32
@@ -932,7 +934,7 @@ func (a *avg) result() (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return float64(sum) / float64(s.n), nil
+		return sum / s.n, nil
 	case *sumFloat:
 		if s.n == 0 {
 			return nil, nil

@@ -56,12 +56,16 @@ func TimeValue(t time.Time, dt arrow.DataType) (int64, error) {
 	return 0, fmt.Errorf("not a date or timestamp type: %s", dt)
 }
 
-// Extract returns a field of t. Parts: year quarter month week day dow
-// (0 = Sunday) doy hour minute second millisecond microsecond epoch.
+// Extract returns a field of t as Flink (Calcite) gives it: year quarter
+// month week (ISO 8601) day dow (1 = Sunday to 7 = Saturday) isodow (1 =
+// Monday to 7 = Sunday) doy isoyear decade century millennium hour minute
+// second millisecond microsecond nanosecond (the fraction of the second in
+// that unit, without the seconds) epoch (whole seconds).
 func Extract(part string, t time.Time) (int64, error) {
+	year := int64(t.Year())
 	switch strings.ToLower(part) {
 	case "year":
-		return int64(t.Year()), nil
+		return year, nil
 	case "quarter":
 		return int64(t.Month()-1)/3 + 1, nil
 	case "month":
@@ -69,12 +73,23 @@ func Extract(part string, t time.Time) (int64, error) {
 	case "week":
 		_, w := t.ISOWeek()
 		return int64(w), nil
+	case "isoyear":
+		y, _ := t.ISOWeek()
+		return int64(y), nil
 	case "day", "dayofmonth":
 		return int64(t.Day()), nil
 	case "dow", "dayofweek":
-		return int64(t.Weekday()), nil
+		return int64(t.Weekday()) + 1, nil
+	case "isodow":
+		return (int64(t.Weekday())+6)%7 + 1, nil
 	case "doy", "dayofyear":
 		return int64(t.YearDay()), nil
+	case "decade":
+		return year / 10, nil
+	case "century":
+		return yearsRoundedOut(year, 100), nil
+	case "millennium":
+		return yearsRoundedOut(year, 1000), nil
 	case "hour":
 		return int64(t.Hour()), nil
 	case "minute":
@@ -82,13 +97,25 @@ func Extract(part string, t time.Time) (int64, error) {
 	case "second":
 		return int64(t.Second()), nil
 	case "millisecond":
-		return int64(t.Second())*1000 + int64(t.Nanosecond()/1e6), nil
+		return int64(t.Nanosecond() / 1e6), nil
 	case "microsecond":
-		return int64(t.Second())*1e6 + int64(t.Nanosecond()/1e3), nil
+		return int64(t.Nanosecond() / 1e3), nil
+	case "nanosecond":
+		return int64(t.Nanosecond()), nil
 	case "epoch":
 		return t.Unix(), nil
 	}
 	return 0, fmt.Errorf("%w: unknown date part %q", ErrInvalidValue, part)
+}
+
+// yearsRoundedOut is the number of the span of n years that year is in,
+// counted from year 1 (the century of 2000 is the 20th, of 2001 the 21st),
+// and from -1 backwards before it.
+func yearsRoundedOut(year, n int64) int64 {
+	if year > 0 {
+		return (year + n - 1) / n
+	}
+	return (year - n + 1) / n
 }
 
 // ValidDatePart reports whether Extract knows part.
@@ -100,7 +127,7 @@ func ValidDatePart(part string) bool {
 // SubDayUnit reports whether unit is smaller than a day.
 func SubDayUnit(unit string) bool {
 	switch strings.ToLower(unit) {
-	case "hour", "minute", "second", "millisecond", "microsecond":
+	case "hour", "minute", "second", "millisecond", "microsecond", "nanosecond":
 		return true
 	}
 	return false

@@ -2,6 +2,7 @@ package difftest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -27,15 +28,9 @@ func TestFlink(t *testing.T) {
 		t.Skip("set FLIGHTD_FLINK=1 to compare with Apache Flink (Java 17, Maven, Flink 2.3 in ~/.m2)")
 	}
 	seed := runSeed()
-	oracle, err := flink.Start("../../interop/flink")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := oracle.Close(); err != nil {
-			t.Errorf("FlinkOracle: %v", err)
-		}
-	}()
+	oracle := &flinkProcess{}
+	oracle.start(t)
+	defer oracle.close(t)
 	var sum flinkSummary
 	start := time.Now()
 	if *flagOnly != "" {
@@ -147,8 +142,29 @@ func sortedKeys[V any](m map[string]V) []string {
 	return ks
 }
 
+// flinkProcess is the run's FlinkOracle, started again after a query it
+// did not answer in time.
+type flinkProcess struct{ *flink.Oracle }
+
+func (p *flinkProcess) start(t *testing.T) {
+	t.Helper()
+	var err error
+	if p.Oracle, err = flink.Start("../../interop/flink"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (p *flinkProcess) close(t *testing.T) {
+	t.Helper()
+	if err := p.Close(); err != nil {
+		t.Errorf("FlinkOracle: %v", err)
+	}
+}
+
 // runFlink runs the queries of the run seed on flightd, Flink and DuckDB.
-func runFlink(t *testing.T, oracle *flink.Oracle, seed uint64, queries []int, sum *flinkSummary) {
+// A query Flink does not answer in time fails, and the run goes on with a
+// new FlinkOracle.
+func runFlink(t *testing.T, oracle *flinkProcess, seed uint64, queries []int, sum *flinkSummary) {
 	t.Helper()
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -157,11 +173,20 @@ func runFlink(t *testing.T, oracle *flink.Oracle, seed uint64, queries []int, su
 	if err != nil {
 		t.Fatalf("seed %d: %v", seed, err)
 	}
-	if err := LoadFlink(oracle, dir, env.Tables); err != nil {
+	if err := LoadFlink(oracle.Oracle, dir, env.Tables); err != nil {
 		t.Fatalf("seed %d: %v", seed, err)
 	}
 	for _, i := range queries {
-		r, err := env.CheckFlink(ctx, oracle, i)
+		r, err := env.CheckFlink(ctx, oracle.Oracle, i)
+		if errors.Is(err, flink.ErrTimeout) {
+			t.Errorf("seed %d query %d: %v", seed, i, err)
+			oracle.close(t)
+			oracle.start(t)
+			if err := LoadFlink(oracle.Oracle, dir, env.Tables); err != nil {
+				t.Fatalf("seed %d: %v", seed, err)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatalf("seed %d query %d: %v", seed, i, err)
 		}

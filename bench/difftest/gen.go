@@ -37,11 +37,7 @@ type Gen struct {
 	// flink spells the query in Flink's dialect where DuckDB's spelling
 	// differs (spell); the spelling never draws from r, so the two
 	// spellings of a query are the same query.
-	flink bool
-	// as spells the query so that flightd computes what Flink does where
-	// the two differ on purpose: the rules that explain a difference by
-	// one of these run the query so spelled on flightd (flinkRules).
-	as     flinkSemantics
+	flink  bool
 	alias  int
 	tables []string
 	// ctes are the WITH queries of the current query.
@@ -67,36 +63,13 @@ func NewFlinkGen(seed uint64, query int, tables []string) *Gen {
 	return g
 }
 
-// flinkSemantics are Flink's semantics that flightd does not follow, as
-// flags: a query spelled with one computes on flightd what Flink does.
-type flinkSemantics uint8
-
-const (
-	// flinkNulls spells every sort key's NULL order out as Flink's
-	// default (NULLS FIRST ascending, NULLS LAST descending).
-	flinkNulls flinkSemantics = 1 << iota
-	// flinkAvg casts AVG of integers to BIGINT: Flink's AVG of an
-	// integer type is that type, the mean truncated toward zero.
-	flinkAvg
-)
-
-// order returns the sort direction dir ("", " DESC" or with NULLS), with
-// Flink's default NULL order spelled out under flinkNulls.
-func (g *Gen) order(dir string) string {
-	if g.as&flinkNulls == 0 || strings.Contains(dir, "NULLS") {
-		return dir
-	}
-	if dir == " DESC" {
-		return " DESC NULLS LAST"
-	}
-	return dir + " NULLS FIRST"
-}
-
-// avg returns the AVG call call over an argument of type t, cast as
-// flinkAvg says.
+// avg returns the AVG call call over an argument of type t: over
+// integers Flink's and flightd's AVG is the mean truncated toward zero,
+// DuckDB's a DOUBLE, truncated here (its plain AVG calls DuckDB.Query
+// rewrites; these may be DISTINCT or windows).
 func (g *Gen) avg(call string, t Type) string {
-	if g.as&flinkAvg != 0 && t == TInt {
-		return "CAST(" + call + " AS BIGINT)"
+	if t == TInt && !g.flink {
+		return "trunc(" + call + ")"
 	}
 	return call
 }
@@ -276,8 +249,12 @@ func (g *Gen) intExpr(c ectx, d int) string {
 	case 7:
 		return fmt.Sprintf(g.spell("length(%s)", "CHAR_LENGTH(%s)"), g.expr(c, TStr, d))
 	case 8:
-		// Not dow: DuckDB counts Sunday as 0, Flink as 1.
-		part := pick(g, []string{"year", "month", "day", "quarter", "doy"})
+		part := pick(g, []string{"year", "month", "day", "quarter", "doy", "dow", "isodow", "week"})
+		if part == "dow" {
+			// DuckDB counts Sunday as 0, Flink (and flightd) as 1; ISODOW
+			// (Monday 1 to Sunday 7) is one in all three.
+			return fmt.Sprintf(g.spell("(extract(isodow FROM %s) %% 7 + 1)", "extract(DOW FROM %s)"), g.expr(c, TDate, d))
+		}
 		return fmt.Sprintf("extract(%s FROM %s)", part, g.expr(c, TDate, d))
 	case 9:
 		from, to := g.expr(c, TDate, d), g.expr(c, TDate, d)
@@ -695,12 +672,12 @@ func (g *Gen) window(sc *scope, t Type) string {
 	}
 	var order []string
 	for range 1 + g.n(2) {
-		order = append(order, g.expr(c, g.cmpType(), 1)+g.order(pick(g, []string{"", " DESC", " NULLS FIRST", " DESC NULLS LAST"})))
+		order = append(order, g.expr(c, g.cmpType(), 1)+pick(g, []string{"", " DESC", " NULLS FIRST", " DESC NULLS LAST"}))
 	}
 	orderBy := " ORDER BY " + strings.Join(order, ", ")
 	var total []string
 	for _, x := range sc.terms {
-		total = append(total, x.sql+g.order(""))
+		total = append(total, x.sql)
 	}
 	totalBy := " ORDER BY " + strings.Join(total, ", ")
 	// A ROWS frame over the total order.
@@ -731,7 +708,9 @@ func (g *Gen) window(sc *scope, t Type) string {
 	case TDec, TStr, TDate:
 		switch g.n(3) {
 		case 0:
-			return fmt.Sprintf("%s(%s) OVER (%s%s)", pick(g, []string{"first_value", "last_value"}), g.expr(c, t, 1), over, frame)
+			// Flink's (and flightd's) skip NULL values; DuckDB's do with
+			// IGNORE NULLS.
+			return fmt.Sprintf(g.spell("%s(%s IGNORE NULLS) OVER (%s%s)", "%s(%s) OVER (%s%s)"), pick(g, []string{"first_value", "last_value"}), g.expr(c, t, 1), over, frame)
 		case 1:
 			return fmt.Sprintf("%s(%s) OVER (%s%s)", pick(g, []string{"min", "max"}), g.expr(c, t, 1), over, orderBy)
 		}
@@ -832,7 +811,7 @@ func (g *Gen) subqueryPredicate(c ectx) (string, bool) {
 func (g *Gen) orderBy(n int, limit bool) string {
 	var keys []string
 	for i := range n {
-		keys = append(keys, fmt.Sprint(i+1)+g.order(pick(g, []string{"", " DESC", " NULLS FIRST", " DESC NULLS LAST", " ASC NULLS LAST"})))
+		keys = append(keys, fmt.Sprint(i+1)+pick(g, []string{"", " DESC", " NULLS FIRST", " DESC NULLS LAST", " ASC NULLS LAST"}))
 	}
 	s := " ORDER BY " + strings.Join(keys, ", ")
 	if limit {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"regexp"
 	"strings"
 	"time"
 
@@ -27,7 +28,8 @@ type DuckDB struct {
 }
 
 // OpenDuckDB opens a DuckDB database at path ("" for in-memory) with
-// threads worker threads (0 for DuckDB's default) and Postgres NULL order.
+// threads worker threads (0 for DuckDB's default) and flightd's NULL order,
+// Flink's.
 func OpenDuckDB(ctx context.Context, path string, threads int) (*DuckDB, error) {
 	connector, err := duckdb.NewConnector(path, nil)
 	if err != nil {
@@ -39,7 +41,7 @@ func OpenDuckDB(ctx context.Context, path string, threads int) (*DuckDB, error) 
 		d.Close()
 		return nil, fmt.Errorf("duckdb: connect: %w", err)
 	}
-	settings := []string{nullOrder}
+	settings := []string{nullOrder, flinkAvgMacro}
 	if threads > 0 {
 		settings = append(settings, fmt.Sprintf("SET threads = %d", threads))
 	}
@@ -52,19 +54,81 @@ func OpenDuckDB(ctx context.Context, path string, threads int) (*DuckDB, error) 
 	return d, nil
 }
 
-// nullOrder sorts NULLs as Postgres does; DuckDB sets it per connection.
-const nullOrder = "SET default_null_order = 'nulls_last_on_asc_first_on_desc'"
+// nullOrder sorts NULLs as Flink and flightd do, as the smallest value
+// (first ascending, last descending); DuckDB sets it per connection.
+const nullOrder = "SET default_null_order = 'nulls_first_on_asc_last_on_desc'"
+
+// flinkAvgMacro is AVG as Flink and flightd compute it, for the queries
+// DuckDB runs (flinkAvg): over an integer type the mean truncated toward
+// zero (DuckDB: a DOUBLE mean). The result stays a DOUBLE; answers compare
+// by value. The argument's type is min's (an aggregate: the macro's
+// argument is a column of an aggregate query).
+const flinkAvgMacro = `CREATE OR REPLACE TEMP MACRO flink_avg(x) AS
+	CASE WHEN typeof(min(x)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT')
+	THEN trunc(avg(x)) ELSE avg(x) END`
+
+var (
+	// avgCall matches the start of an AVG call, overNext a window's OVER
+	// after its closing parenthesis.
+	avgCall  = regexp.MustCompile(`(?i)\bavg\s*\(`)
+	overNext = regexp.MustCompile(`(?i)^\s*over\b`)
+)
+
+// flinkAvg is query with every AVG call that flinkAvgMacro can stand for
+// calling it instead: not AVG(DISTINCT ...) and not a window function
+// (TPC-DS's window AVGs are over decimal sums, as are DuckDB's and
+// flightd's results alike).
+func flinkAvg(query string) string {
+	var b strings.Builder
+	rest := query
+	for {
+		loc := avgCall.FindStringIndex(rest)
+		if loc == nil {
+			return b.String() + rest
+		}
+		end := closingParen(rest, loc[1])
+		arg := strings.TrimSpace(rest[loc[1]:max(end, loc[1])])
+		over := end >= 0 && overNext.MatchString(rest[end+1:])
+		b.WriteString(rest[:loc[0]])
+		if end < 0 || over || len(arg) >= 8 && strings.EqualFold(arg[:8], "DISTINCT") {
+			b.WriteString(rest[loc[0]:loc[1]])
+		} else {
+			b.WriteString("flink_avg(")
+		}
+		rest = rest[loc[1]:]
+	}
+}
+
+// closingParen is the index of the parenthesis closing the one open before
+// s[from], -1 if none (string literals are not parsed: TPC-DS's AVG
+// arguments hold no parentheses in strings).
+func closingParen(s string, from int) int {
+	depth := 1
+	for i := from; i < len(s); i++ {
+		switch s[i] {
+		case '(':
+			depth++
+		case ')':
+			if depth--; depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
 
 // Conn opens another connection to the same database, with the same NULL
-// order; closing it leaves the database open.
+// order and flink_avg; closing it leaves the database open.
 func (d *DuckDB) Conn(ctx context.Context) (*DuckDB, error) {
 	conn, err := d.db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("duckdb: connect: %w", err)
 	}
-	if _, err := conn.ExecContext(ctx, nullOrder); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("duckdb: %s: %w", nullOrder, err)
+	for _, s := range []string{nullOrder, flinkAvgMacro} {
+		if _, err := conn.ExecContext(ctx, s); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("duckdb: %s: %w", s, err)
+		}
 	}
 	return &DuckDB{db: d.db, conn: conn}, nil
 }
@@ -184,9 +248,10 @@ func appendBatch(app *duckdb.Appender, b arrow.RecordBatch, row []driver.Value) 
 	return nil
 }
 
-// Query runs one statement and returns its whole result.
+// Query runs one statement and returns its whole result. AVG calls run as
+// Flink's (flinkAvg).
 func (d *DuckDB) Query(ctx context.Context, query string) (*Result, error) {
-	rows, err := d.conn.QueryContext(ctx, query)
+	rows, err := d.conn.QueryContext(ctx, flinkAvg(query))
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 )
 
 // Null is how an Answer holds SQL NULL: no value Flink prints is it.
@@ -34,13 +36,35 @@ type Answer struct {
 	Err string
 }
 
-// Oracle is a running FlinkOracle process. It runs one statement at a
-// time: callers do not share it between goroutines.
+// DefaultTimeout bounds the wait for one statement's answer: far above
+// what a generated query takes on Flink on a loaded machine (seconds),
+// far below a test binary's timeout.
+const DefaultTimeout = 3 * time.Minute
+
+// ErrTimeout is the error of a statement Flink did not answer in time.
+// The process is stopped then: the caller starts another to go on.
+var ErrTimeout = errors.New("FlinkOracle did not answer in time")
+
+// Oracle is a running FlinkOracle process, in a process group of its own.
+// It runs one statement at a time: callers do not share it between
+// goroutines.
 type Oracle struct {
-	cmd    *exec.Cmd
-	stderr *tail
-	in     io.WriteCloser
-	out    *bufio.Scanner
+	// Timeout bounds the wait for each answer (DefaultTimeout).
+	Timeout time.Duration
+	cmd     *exec.Cmd
+	stderr  *tail
+	in      io.WriteCloser
+	// lines are the process's stdout lines; closed at its end, after
+	// which outErr holds how reading ended.
+	lines  chan string
+	outErr error
+	// pending are the statements sent and not yet answered, for errors.
+	pending []string
+	// stopped is why the process was stopped, nil while it runs.
+	stopped error
+	// waited is set once the process is reaped, with how it ended.
+	waited  bool
+	waitErr error
 }
 
 // Start builds FlinkOracle from the Maven project in dir (interop/flink)
@@ -57,10 +81,20 @@ func Start(dir string) (*Oracle, error) {
 		return nil, err
 	}
 	// The serial collector: the oracle is one thread on a shared machine.
-	cmd := exec.Command("java", "-XX:+UseSerialGC", "-cp", filepath.Join(target, "classes")+string(os.PathListSeparator)+strings.TrimSpace(string(cp)),
-		"dev.flightd.oracle.FlinkOracle")
-	o := &Oracle{cmd: cmd, stderr: &tail{}}
+	return start(exec.Command("java", "-XX:+UseSerialGC", "-cp", filepath.Join(target, "classes")+string(os.PathListSeparator)+strings.TrimSpace(string(cp)),
+		"dev.flightd.oracle.FlinkOracle"))
+}
+
+// start starts cmd, which speaks FlinkOracle's protocol, in a process
+// group of its own: Close and a timeout kill the JVM and anything it
+// started. It is killed too when the process that started it dies (a test
+// binary killed at its timeout), as the kernel's parent-death signal
+// (sent when the starting thread ends: Go keeps its threads).
+func start(cmd *exec.Cmd) (*Oracle, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	o := &Oracle{Timeout: DefaultTimeout, cmd: cmd, stderr: &tail{}, lines: make(chan string, 64)}
 	cmd.Stderr = o.stderr
+	var err error
 	if o.in, err = cmd.StdinPipe(); err != nil {
 		return nil, err
 	}
@@ -71,8 +105,15 @@ func Start(dir string) (*Oracle, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	o.out = bufio.NewScanner(out)
-	o.out.Buffer(make([]byte, 1<<20), 1<<24)
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 1<<20), 1<<24)
+		for sc.Scan() {
+			o.lines <- sc.Text()
+		}
+		o.outErr = sc.Err()
+		close(o.lines)
+	}()
 	return o, nil
 }
 
@@ -90,36 +131,90 @@ func (o *Oracle) Run(sql string) (Answer, error) {
 // caller works while Flink runs it; Receive reads the answer. Answers come
 // in the order statements were sent.
 func (o *Oracle) Send(sql string) error {
-	if _, err := fmt.Fprintln(o.in, strings.NewReplacer("\r", " ", "\n", " ").Replace(sql)); err != nil {
+	if o.stopped != nil {
+		return o.stopped
+	}
+	line := strings.NewReplacer("\r", " ", "\n", " ").Replace(sql)
+	if _, err := fmt.Fprintln(o.in, line); err != nil {
 		return fmt.Errorf("FlinkOracle: %w", err)
 	}
+	o.pending = append(o.pending, line)
 	return nil
 }
 
 // Receive reads the answer to the earliest statement sent and not yet
-// received.
+// received. If none comes within Timeout, it stops the process and
+// returns ErrTimeout, with the statement.
 func (o *Oracle) Receive() (Answer, error) {
+	if o.stopped != nil {
+		return Answer{}, o.stopped
+	}
+	if len(o.pending) == 0 {
+		return Answer{}, errors.New("FlinkOracle: Receive without a statement sent")
+	}
+	sql := o.pending[0]
+	o.pending = o.pending[1:]
+	timer := time.NewTimer(o.Timeout)
+	defer timer.Stop()
 	var a Answer
-	for o.out.Scan() {
-		line := o.out.Text()
-		switch {
-		case line == "END":
-			return a, nil
-		case strings.HasPrefix(line, "TYPES"):
-			a.Types = fields(line)
-		case strings.HasPrefix(line, "ROW"):
-			a.Rows = append(a.Rows, fields(line))
-		case strings.HasPrefix(line, "ERR "):
-			a.Err = unescape(line[4:])
+	for {
+		select {
+		case line, ok := <-o.lines:
+			if !ok {
+				// Reaped first: its stderr is complete then.
+				o.stopped = fmt.Errorf("FlinkOracle ended: %w\n%s", errors.Join(o.wait(), o.outErr, io.ErrUnexpectedEOF), o.stderr)
+				return a, o.stopped
+			}
+			switch {
+			case line == "END":
+				return a, nil
+			case strings.HasPrefix(line, "TYPES"):
+				a.Types = fields(line)
+			case strings.HasPrefix(line, "ROW"):
+				a.Rows = append(a.Rows, fields(line))
+			case strings.HasPrefix(line, "ERR "):
+				a.Err = unescape(line[4:])
+			}
+		case <-timer.C:
+			o.kill()
+			o.stopped = fmt.Errorf("%w: no answer within %v to %s (the process is stopped)", ErrTimeout, o.Timeout, sql)
+			return a, o.stopped
 		}
 	}
-	return a, fmt.Errorf("FlinkOracle ended: %w\n%s", errors.Join(o.out.Err(), io.ErrUnexpectedEOF), o.stderr)
 }
 
-// Close ends the process.
+// Close stops the process and everything in its process group, and waits
+// for it. The error is the process's own failure, if it ended by itself.
 func (o *Oracle) Close() error {
 	o.in.Close()
-	return o.cmd.Wait()
+	if o.waited {
+		return o.waitErr
+	}
+	if o.stopped == nil {
+		o.stopped = errors.New("FlinkOracle: closed")
+	}
+	o.kill()
+	err := o.wait()
+	if ws, ok := o.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+		return nil // the kill above
+	}
+	return err
+}
+
+// wait reaps the process, once, after its stdout is read to the end (Wait
+// closes it).
+func (o *Oracle) wait() error {
+	if !o.waited {
+		for range o.lines {
+		}
+		o.waitErr, o.waited = o.cmd.Wait(), true
+	}
+	return o.waitErr
+}
+
+// kill kills the process group (its id is the process's, by Setpgid).
+func (o *Oracle) kill() {
+	_ = syscall.Kill(-o.cmd.Process.Pid, syscall.SIGKILL)
 }
 
 // fields are the tab-separated values after a line's tag.
