@@ -78,6 +78,7 @@ func (d *dataWriter) open(first arrow.RecordBatch) error {
 	wp := []parquet.WriterProperty{
 		parquet.WithAllocator(mem),
 		parquet.WithCompression(d.sch.opts.compression),
+		parquet.WithCompressionLevel(d.sch.opts.compressionLevel()),
 		parquet.WithMaxRowGroupLength(d.sch.opts.rowGroupRows),
 		parquet.WithStats(true),
 		// Min/max per page, so scans skip the pages a filter excludes
