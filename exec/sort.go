@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/flightd/flightd/internal/arrowstr"
 	"github.com/flightd/flightd/vectorized"
 )
 
@@ -262,17 +263,8 @@ func normalizedKey(a arrow.Array) ([]int64, bool) {
 // values are mostly distinct (more than a quarter of the rows and over
 // 4096): their index would cost more memory than the comparison sort.
 func valueRanks(a arrow.Array) (_ []int64, ok bool) {
-	var value func(int) string
-	switch a := a.(type) {
-	case *array.String:
-		value = a.Value
-	case *array.LargeString:
-		value = a.Value
-	case *array.Binary:
-		value = a.ValueString
-	case *array.LargeBinary:
-		value = a.ValueString
-	default:
+	value, ok := arrowstr.Viewer(a)
+	if !ok {
 		return nil, false
 	}
 	n := a.Len()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -77,16 +76,8 @@ func TestDictionaryByDistinctness(t *testing.T) {
 			"b": !(seenB >= 64 && 2*len(sampleB) > seenB),
 		}
 		files := 0
-		err = filepath.WalkDir(filepath.Join(dir, "db.db", name), func(path string, d os.DirEntry, err error) error {
-			if err != nil || !strings.HasSuffix(path, ".parquet") {
-				return err
-			}
+		err = eachParquetFile(filepath.Join(dir, "db.db", name), func(_ string, pf *file.Reader, _ int64) error {
 			files++
-			pf, err := file.OpenParquetFile(path, false)
-			if err != nil {
-				return err
-			}
-			defer pf.Close()
 			for col, want := range wantDict {
 				idx := pf.MetaData().Schema.ColumnIndexByName(col)
 				cc, err := pf.MetaData().RowGroup(0).ColumnChunk(idx)
@@ -184,15 +175,7 @@ func TestFileCompression(t *testing.T) {
 		}
 		writeRows(t, tbl, mem, WriteOptions{}, Insert, rows)
 		eqRows(t, scanAll(t, tbl, ScanSpec{}), want...)
-		err = filepath.WalkDir(filepath.Join(dir, "db.db", c.name), func(path string, d os.DirEntry, err error) error {
-			if err != nil || !strings.HasSuffix(path, ".parquet") {
-				return err
-			}
-			pf, err := file.OpenParquetFile(path, false)
-			if err != nil {
-				return err
-			}
-			defer pf.Close()
+		err = eachParquetFile(filepath.Join(dir, "db.db", c.name), func(_ string, pf *file.Reader, bytes int64) error {
 			for col := range 2 {
 				cc, err := pf.MetaData().RowGroup(0).ColumnChunk(col)
 				if err != nil {
@@ -202,9 +185,8 @@ func TestFileCompression(t *testing.T) {
 					return fmt.Errorf("%s: column %d compressed with %s, want %s", c.name, col, cc.Compression(), c.codec)
 				}
 			}
-			info, err := d.Info()
-			size[c.name] += info.Size()
-			return err
+			size[c.name] += bytes
+			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
