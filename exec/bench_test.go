@@ -148,7 +148,7 @@ func BenchmarkSort(b *testing.B) {
 	g := exec.SortKey{Expr: exec.NewColumn(2, arrow.PrimitiveTypes.Int32, "g")}
 	s := exec.SortKey{Expr: exec.NewColumn(3, arrow.BinaryTypes.String, "s")}
 	// keys=int,int is a window's PARTITION BY item ORDER BY date;
-	// keys=string,int takes the comparison sort.
+	// keys=string,int ranks the strings first (valueRanks).
 	for _, c := range []struct {
 		name string
 		keys []exec.SortKey

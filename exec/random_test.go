@@ -129,17 +129,17 @@ func TestRandomAggregates(t *testing.T) {
 func TestRandomSortOneKey(t *testing.T) {
 	seed := exectest.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 7))
-	tb := exectest.NewTable(t, "i:int64, f:float64, d:date, n:int32")
+	tb := exectest.NewTable(t, "i:int64, f:float64, d:date, s:string, n:int32")
 	vals := []string{"0", "-0.0", "1.5", "-2.25", "NaN", "Inf", "-Inf", "1e300", "NULL"}
 	for r := 0; r < 300; r++ {
 		i := fmt.Sprint(rng.Int64N(1<<40) - 1<<39)
 		if rng.IntN(10) == 0 {
 			i = "NULL"
 		}
-		tb.Rows = append(tb.Rows, []string{i, vals[rng.IntN(len(vals))], fmt.Sprintf("19%02d-01-0%d", rng.IntN(100), 1+rng.IntN(9)), fmt.Sprint(r)})
+		tb.Rows = append(tb.Rows, []string{i, vals[rng.IntN(len(vals))], fmt.Sprintf("19%02d-01-0%d", rng.IntN(100), 1+rng.IntN(9)), randomSortString(rng), fmt.Sprint(r)})
 	}
 	s := tb.Schema
-	for _, name := range []string{"i", "f", "d"} {
+	for _, name := range []string{"i", "f", "d", "s"} {
 		for _, desc := range []bool{false, true} {
 			for _, nf := range []bool{false, true} {
 				key := exec.SortKey{Expr: col(s, name), Descending: desc, NullsFirst: nf}
@@ -157,18 +157,25 @@ func TestRandomSortOneKey(t *testing.T) {
 	}
 }
 
-// comparisonSortKey is a constant string key: added last, it leaves the
+// comparisonSortKey is a constant boolean key: added last, it leaves the
 // order as it was and makes the sort compare rows instead of radix sorting.
-var comparisonSortKey = exec.SortKey{Expr: lit("x")}
+var comparisonSortKey = exec.SortKey{Expr: lit(true)}
 
-// TestRandomSortKeys sorts by two or three integer, float and date keys
-// (few distinct values, so ties reach the later keys; NULLs, NaN and -0),
-// each ascending or descending with NULLs first or last: the radix passes
-// must give the comparison sort's order, ties in input order.
+// randomSortString draws from strings whose byte order differs from their
+// order of first appearance and from their lengths' (prefixes, the empty
+// string, bytes above 0x7f), or NULL.
+func randomSortString(rng *rand.Rand) string {
+	return []string{"b", "ab", "a", "", "é", "z", "aa", "B", "NULL"}[rng.IntN(9)]
+}
+
+// TestRandomSortKeys sorts by two or three integer, float, date and string
+// keys (few distinct values, so ties reach the later keys; NULLs, NaN and
+// -0), each ascending or descending with NULLs first or last: the radix
+// passes must give the comparison sort's order, ties in input order.
 func TestRandomSortKeys(t *testing.T) {
 	seed := exectest.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 8))
-	tb := exectest.NewTable(t, "i:int64, f:float64, d:date, n:int32, row:int32")
+	tb := exectest.NewTable(t, "i:int64, f:float64, d:date, n:int32, s:string, row:int32")
 	floats := []string{"0", "-0.0", "1.5", "-2.25", "NaN", "Inf", "-Inf", "NULL"}
 	cell := func(s string) string {
 		if rng.IntN(6) == 0 {
@@ -178,10 +185,10 @@ func TestRandomSortKeys(t *testing.T) {
 	}
 	for r := 0; r < 400; r++ {
 		tb.Rows = append(tb.Rows, []string{cell(fmt.Sprint(rng.Int64N(5) - 2)), floats[rng.IntN(len(floats))],
-			cell(fmt.Sprintf("2001-01-0%d", 1+rng.IntN(3))), cell(fmt.Sprint(rng.Int32N(4))), fmt.Sprint(r)})
+			cell(fmt.Sprintf("2001-01-0%d", 1+rng.IntN(3))), cell(fmt.Sprint(rng.Int32N(4))), randomSortString(rng), fmt.Sprint(r)})
 	}
 	s := tb.Schema
-	names := []string{"i", "f", "d", "n"}
+	names := []string{"i", "f", "d", "n", "s"}
 	for range 40 {
 		var keys []exec.SortKey
 		var desc []string

@@ -7,10 +7,12 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/flightd/flightd/internal/arrowstr"
 	"github.com/flightd/flightd/vectorized"
 )
 
@@ -207,9 +209,13 @@ func sortedIndices(t *table, keys []SortKey) ([]int64, error) {
 	return idx, nil
 }
 
-// normalizedKey maps an integer, temporal or float column to int64 values
-// whose order is the column's order (floats: NaN last, as floatCmp).
+// normalizedKey maps an integer, temporal, float, string or binary column
+// to int64 values whose order is the column's order (floats: NaN last, as
+// floatCmp; strings: see valueRanks).
 func normalizedKey(a arrow.Array) ([]int64, bool) {
+	if ranks, ok := valueRanks(a); ok {
+		return ranks, true
+	}
 	n := a.Len()
 	if get, ok := vectorized.IntKey(a); ok {
 		out := make([]int64, n)
@@ -244,6 +250,58 @@ func normalizedKey(a arrow.Array) ([]int64, bool) {
 			u |= 1 << 63
 		}
 		out[i] = int64(u ^ 1<<63)
+	}
+	return out, true
+}
+
+// valueRanks maps each row of a string or binary column to the rank of its
+// value among the column's distinct values in byte order (the order of
+// vectorized.NewComparator), so that the window sorts of TPC-DS over
+// string partition keys (q47, q57: category, brand, store) take the radix
+// sort instead of comparing rows through closures. NULL rows get a rank
+// too, which sortByKey ignores. ok is false for other types and when the
+// values are mostly distinct (more than a quarter of the rows and over
+// 4096): their index would cost more memory than the comparison sort.
+func valueRanks(a arrow.Array) (_ []int64, ok bool) {
+	value, ok := arrowstr.Viewer(a)
+	if !ok {
+		return nil, false
+	}
+	n := a.Len()
+	limit := max(4096, n/4)
+	ids := map[string]int64{}
+	var distinct []string
+	out := make([]int64, n)
+	for i := range out {
+		if a.IsNull(i) {
+			continue
+		}
+		v := value(i)
+		id, seen := ids[v]
+		if !seen {
+			if len(distinct) == limit {
+				return nil, false
+			}
+			id = int64(len(distinct))
+			ids[v] = id
+			distinct = append(distinct, v)
+		}
+		out[i] = id
+	}
+	if len(distinct) == 0 {
+		return out, true
+	}
+	byValue := make([]int64, len(distinct))
+	for id := range byValue {
+		byValue[id] = int64(id)
+	}
+	slices.SortFunc(byValue, func(x, y int64) int { return strings.Compare(distinct[x], distinct[y]) })
+	rank := make([]int64, len(distinct))
+	for r, id := range byValue {
+		rank[id] = int64(r)
+	}
+	for i, id := range out {
+		out[i] = rank[id]
 	}
 	return out, true
 }

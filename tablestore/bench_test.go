@@ -474,24 +474,34 @@ func BenchmarkScanDecode(b *testing.B) {
 func BenchmarkScanCodec(b *testing.B) {
 	ctx := context.Background()
 	mem := memory.NewGoAllocator()
-	for _, codec := range []string{"snappy", "zstd", "lz4", "none"} {
-		b.Run("codec="+codec, func(b *testing.B) {
+	for _, codec := range []struct{ name, codec, level string }{
+		{"snappy", "snappy", ""}, {"zstd-1", "zstd", "1"}, {"zstd-3", "zstd", "3"}, {"lz4", "lz4", ""}, {"none", "none", ""},
+	} {
+		b.Run("codec="+codec.name, func(b *testing.B) {
 			dir := b.TempDir()
 			s, err := Open(ctx, NewLocalFS(), dir, Options{Mem: mem, BatchSize: 1024})
 			if err != nil {
 				b.Fatal(err)
 			}
 			_ = s.CreateDatabase(ctx, "db", false)
-			tbl, err := s.CreateTable(ctx, Ident{"db", "sales"}, TableDef{Schema: salesSchema, Options: map[string]string{"file.compression": codec}}, false)
+			opts := map[string]string{"file.compression": codec.codec}
+			if codec.level != "" {
+				opts["file.compression.zstd-level"] = codec.level
+			}
+			tbl, err := s.CreateTable(ctx, Ident{"db", "sales"}, TableDef{Schema: salesSchema, Options: opts}, false)
 			if err != nil {
 				b.Fatal(err)
 			}
 			// One commit: no compaction rewrites the files while they are
 			// measured.
 			rng := rand.New(rand.NewPCG(5, 6))
+			recs := make([]arrow.RecordBatch, 8)
+			for i := range recs {
+				recs[i] = salesBatch(mem, rng, 1<<17)
+			}
+			cpu0 := cpuTime()
 			w := tbl.NewWrite(WriteOptions{})
-			for range 8 {
-				rec := salesBatch(mem, rng, 1<<17)
+			for _, rec := range recs {
 				err := w.Write(ctx, rec, Insert)
 				rec.Release()
 				if err != nil {
@@ -501,6 +511,7 @@ func BenchmarkScanCodec(b *testing.B) {
 			if _, err := w.Commit(ctx); err != nil {
 				b.Fatal(err)
 			}
+			writeCPU := cpuTime() - cpu0
 			s.Close()
 			var size int64
 			_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -515,6 +526,7 @@ func BenchmarkScanCodec(b *testing.B) {
 			rows, cpu := scanCold(b, dir, Options{Mem: mem, BatchSize: 1024}, "sales", ScanSpec{})
 			b.ReportMetric(float64(rows)/cpu.Seconds(), "rows/cpu-s")
 			b.ReportMetric(float64(size)/float64(8<<17), "disk-bytes/row")
+			b.ReportMetric(float64(8<<17)/writeCPU.Seconds(), "write-rows/cpu-s")
 		})
 	}
 }

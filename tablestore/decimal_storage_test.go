@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math/big"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -111,15 +109,7 @@ func TestDecimalStorage(t *testing.T) {
 		cached.Close()
 	}
 	checked := 0
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || !strings.HasSuffix(path, ".parquet") {
-			return err
-		}
-		pf, err := file.OpenParquetFile(path, false)
-		if err != nil {
-			return err
-		}
-		defer pf.Close()
+	err := eachParquetFile(dir, func(path string, pf *file.Reader, _ int64) error {
 		for _, p := range precisions {
 			name := fmt.Sprintf("d%d", p)
 			idx := pf.MetaData().Schema.ColumnIndexByName(name)

@@ -426,7 +426,7 @@ func unpack(packed []byte, bw int, out []int32) {
 // page headers (a missing header struct, which no checksum catches on a
 // partial read), and returns such a panic as an error. Only the reader's
 // calls are guarded: a panic of the decoder itself stays a panic, which
-// TestDecodeStringsCorrupt catches.
+// TestDecodeCorrupt catches.
 func pageCall(f func() error) (err error) {
 	defer recoverPage(&err)
 	return f()

@@ -94,7 +94,7 @@ func randomDecodeBatch(mem memory.Allocator, rng *rand.Rand, n int, nullRate flo
 
 // TestDecodeChunkMatchesPqarrow decodes every column chunk of random files
 // (nulls at several rates, dictionary and plain pages, several pages per
-// chunk, snappy and none, with and without page index) with decodeChunk,
+// chunk, snappy, zstd and none, with and without page index) with decodeChunk,
 // all rows or random row ranges, and with pqarrow, and requires equal
 // arrays: the fast path must read exactly the rows pqarrow reads there.
 func TestDecodeChunkMatchesPqarrow(t *testing.T) {
@@ -107,7 +107,7 @@ func TestDecodeChunkMatchesPqarrow(t *testing.T) {
 	for round := range 12 {
 		nullRate := []float64{0, 0.1, 0.5, 1}[round%4]
 		distinct := []int{3, 500, 1 << 20}[rng.IntN(3)]
-		codec := []compress.Compression{compress.Codecs.Snappy, compress.Codecs.Uncompressed}[rng.IntN(2)]
+		codec := []compress.Compression{compress.Codecs.Snappy, compress.Codecs.Zstd, compress.Codecs.Uncompressed}[rng.IntN(3)]
 		rows := 1 + rng.IntN(20000)
 		rec := randomDecodeBatch(mem, rng, rows, nullRate, distinct)
 		props := parquet.NewWriterProperties(parquet.WithAllocator(mem), parquet.WithCompression(codec),
@@ -227,22 +227,27 @@ func writeDecodeFile(t *testing.T, mem memory.Allocator, rec arrow.RecordBatch, 
 	return buf.Bytes()
 }
 
-// TestDecodeStringsCorrupt flips random bytes inside the string columns'
-// chunks of uncompressed files (so the page decoder, not the codec, sees
-// them) and decodes every row group: each decode must end with an array or
-// an error, never a panic, and free all it allocated.
-func TestDecodeStringsCorrupt(t *testing.T) {
+// TestDecodeCorrupt flips random bytes inside column chunks of
+// uncompressed files (so the page decoder, not the codec, sees them) and of
+// zstd files (the default codec) and decodes every row group: each decode
+// must end with an array or an error, never a panic, and free all it
+// allocated.
+func TestDecodeCorrupt(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 9))
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	ctx := context.Background()
-	cols := []int{decodeTestSchema.FieldIndices("s")[0], decodeTestSchema.FieldIndices("sreq")[0], decodeTestSchema.FieldIndices("bin")[0]}
+	cols := make([]int, len(decodeTestSchema.Fields()))
+	for i := range cols {
+		cols[i] = i
+	}
 	failed := 0
 	for round := range 40 {
 		rec := randomDecodeBatch(mem, rng, 1+rng.IntN(3000), []float64{0, 0.2}[round%2], []int{3, 500, 1 << 20}[rng.IntN(3)])
-		props := parquet.NewWriterProperties(parquet.WithAllocator(mem), parquet.WithCompression(compress.Codecs.Uncompressed),
+		codec := []compress.Compression{compress.Codecs.Uncompressed, compress.Codecs.Zstd}[round/2%2]
+		props := parquet.NewWriterProperties(parquet.WithAllocator(mem), parquet.WithCompression(codec),
 			parquet.WithMaxRowGroupLength(int64(1+rng.IntN(2000))), parquet.WithDataPageSize(int64(256+rng.IntN(4096))),
 			parquet.WithDictionaryDefault(rng.IntN(2) == 0), parquet.WithPageIndexEnabled(rng.IntN(2) == 0),
 			parquet.WithDataPageVersion([]parquet.DataPageVersion{parquet.DataPageV1, parquet.DataPageV2}[rng.IntN(2)]))

@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/flightd/flightd/internal/arrowstr"
 )
 
 // dataWriter writes the rows of one partition and bucket, in order, into
@@ -78,6 +80,7 @@ func (d *dataWriter) open(first arrow.RecordBatch) error {
 	wp := []parquet.WriterProperty{
 		parquet.WithAllocator(mem),
 		parquet.WithCompression(d.sch.opts.compression),
+		parquet.WithCompressionLevel(d.sch.opts.compressionLevel()),
 		parquet.WithMaxRowGroupLength(d.sch.opts.rowGroupRows),
 		parquet.WithStats(true),
 		// Min/max per page, so scans skip the pages a filter excludes
@@ -360,19 +363,8 @@ const dictionarySample = 1024
 // more and costs a hash of each, for no smaller file (a random `extra` or
 // URL column of an event stream; most of an ingest's encoding time).
 func mostlyDistinct(col arrow.Array) bool {
-	// Values are viewed in place: Binary's ValueStr would base64-encode
-	// (allocate) each one.
-	var value func(int) string
-	switch c := col.(type) {
-	case *array.String:
-		value = c.Value
-	case *array.LargeString:
-		value = c.Value
-	case *array.Binary:
-		value = c.ValueString
-	case *array.LargeBinary:
-		value = c.ValueString
-	default:
+	value, ok := arrowstr.Viewer(col)
+	if !ok {
 		return false
 	}
 	seen := make(map[string]struct{}, dictionarySample)

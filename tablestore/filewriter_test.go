@@ -2,9 +2,9 @@ package tablestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 )
 
@@ -75,16 +76,8 @@ func TestDictionaryByDistinctness(t *testing.T) {
 			"b": !(seenB >= 64 && 2*len(sampleB) > seenB),
 		}
 		files := 0
-		err = filepath.WalkDir(filepath.Join(dir, "db.db", name), func(path string, d os.DirEntry, err error) error {
-			if err != nil || !strings.HasSuffix(path, ".parquet") {
-				return err
-			}
+		err = eachParquetFile(filepath.Join(dir, "db.db", name), func(_ string, pf *file.Reader, _ int64) error {
 			files++
-			pf, err := file.OpenParquetFile(path, false)
-			if err != nil {
-				return err
-			}
-			defer pf.Close()
 			for col, want := range wantDict {
 				idx := pf.MetaData().Schema.ColumnIndexByName(col)
 				cc, err := pf.MetaData().RowGroup(0).ColumnChunk(idx)
@@ -144,6 +137,68 @@ func TestMostlyDistinctTypes(t *testing.T) {
 				t.Errorf("%s of %d distinct values: mostly distinct %v, want %v", typ, distinct, got, want)
 			}
 			col.Release()
+		}
+	}
+}
+
+// TestFileCompression: data files are zstd at level 1 by default (Paimon's
+// defaults), file.compression picks another codec, and
+// file.compression.zstd-level reaches the encoder (a higher level writes
+// the same rows smaller); every row reads back each way.
+func TestFileCompression(t *testing.T) {
+	s, mem, dir := newTestStore(t)
+	ctx := context.Background()
+	sc := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "s", Type: arrow.BinaryTypes.String}}, nil)
+	rng := rand.New(rand.NewPCG(3, 4))
+	var rows [][]any
+	var want []string
+	for i := range 20000 {
+		// Mostly distinct strings (plain pages) from a small alphabet:
+		// compressible, more so by a stronger level.
+		row := []any{i, fmt.Sprintf("v%x-%d", rng.IntN(1<<20), rng.IntN(8))}
+		rows = append(rows, row)
+		want = append(want, rowString(row))
+	}
+	size := map[string]int64{}
+	for _, c := range []struct {
+		name  string
+		opts  map[string]string
+		codec compress.Compression
+	}{
+		{"dflt", nil, compress.Codecs.Zstd},
+		{"snappy", map[string]string{"file.compression": "snappy"}, compress.Codecs.Snappy},
+		{"zstd19", map[string]string{"file.compression.zstd-level": "19"}, compress.Codecs.Zstd},
+	} {
+		tbl, err := s.CreateTable(ctx, Ident{"db", c.name}, TableDef{Schema: sc, Options: c.opts}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeRows(t, tbl, mem, WriteOptions{}, Insert, rows)
+		eqRows(t, scanAll(t, tbl, ScanSpec{}), want...)
+		err = eachParquetFile(filepath.Join(dir, "db.db", c.name), func(_ string, pf *file.Reader, bytes int64) error {
+			for col := range 2 {
+				cc, err := pf.MetaData().RowGroup(0).ColumnChunk(col)
+				if err != nil {
+					return err
+				}
+				if cc.Compression() != c.codec {
+					return fmt.Errorf("%s: column %d compressed with %s, want %s", c.name, col, cc.Compression(), c.codec)
+				}
+			}
+			size[c.name] += bytes
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if size["zstd19"] >= size["dflt"] {
+		t.Fatalf("zstd level 19 wrote %d bytes, level 1 %d: the level is not applied", size["zstd19"], size["dflt"])
+	}
+	for _, bad := range []string{"0", "23", "x"} {
+		_, err := s.CreateTable(ctx, Ident{"db", "bad"}, TableDef{Schema: sc, Options: map[string]string{"file.compression.zstd-level": bad}}, false)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "zstd-level") {
+			t.Fatalf("zstd-level %q: want ErrInvalid naming the option, got %v", bad, err)
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,7 +14,28 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
 )
+
+// eachParquetFile opens every Parquet file under dir and calls fn with
+// its path, reader and size in bytes; the first error stops the walk.
+func eachParquetFile(dir string, fn func(path string, pf *file.Reader, size int64) error) error {
+	return filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !strings.HasSuffix(path, ".parquet") {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		pf, err := file.OpenParquetFile(path, false)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		return fn(path, pf, info.Size())
+	})
+}
 
 func newMem(t testing.TB) *memory.CheckedAllocator {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())

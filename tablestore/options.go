@@ -25,6 +25,7 @@ const (
 	optMinFileNum        = "compaction.min.file-num"
 	optWriteOnly         = "write-only"
 	optCompression       = "file.compression"
+	optZstdLevel         = "file.compression.zstd-level"
 	optTargetFileSize    = "target-file-size"
 	optRowGroupRows      = "file.row-group-rows" // flightd: rows per Parquet row group
 	optRetainedMin       = "snapshot.num-retained.min"
@@ -72,6 +73,7 @@ type tableOptions struct {
 	minFileNum        int
 	writeOnly         bool
 	compression       compress.Compression
+	zstdLevel         int
 	targetFileSize    int64
 	rowGroupRows      int64
 	retainedMin       int
@@ -125,7 +127,8 @@ func parseOptions(s *tableSchema) (tableOptions, error) {
 		maxSizeAmp:        200,
 		sizeRatio:         1,
 		minFileNum:        5,
-		compression:       compress.Codecs.Snappy,
+		compression:       compress.Codecs.Zstd,
+		zstdLevel:         1,
 		targetFileSize:    128 << 20,
 		rowGroupRows:      64 << 10,
 		retainedMin:       10,
@@ -248,6 +251,10 @@ func parseOptions(s *tableSchema) (tableOptions, error) {
 				o.compression = compress.Codecs.Gzip
 			default:
 				err = optErr(key, val, "want none, snappy, zstd, lz4 or gzip")
+			}
+		case optZstdLevel:
+			if o.zstdLevel, err = intOpt(key, val, 1); err == nil && o.zstdLevel > 22 {
+				err = optErr(key, val, "want a level from 1 to 22")
 			}
 		case optTargetFileSize:
 			o.targetFileSize, err = parseBytes(key, val)
@@ -404,4 +411,13 @@ func optionChecker(key string) func(key, val string) error {
 		}
 	}
 	return nil
+}
+
+// compressionLevel is the level data files are compressed at: the zstd
+// level for zstd, the codec's default for the others.
+func (o *tableOptions) compressionLevel() int {
+	if o.compression == compress.Codecs.Zstd {
+		return o.zstdLevel
+	}
+	return compress.DefaultCompressionLevel
 }

@@ -192,7 +192,10 @@ func Bare(ctx context.Context, batches []arrow.RecordBatch, runs int) (Result, e
 
 // Flightd loads the batches into a flightd table under dir and measures a
 // full-table DoGet through Flight SQL, and the latency of one-row queries.
-func Flightd(ctx context.Context, dir string, batches []arrow.RecordBatch, batchSize int, cacheBytes int64, runs, pointQueries int) (scan Result, p50, p99 time.Duration, err error) {
+//
+// compression, unless empty, is the table's file.compression: the loaded
+// files are rewritten with it before they are read.
+func Flightd(ctx context.Context, dir string, batches []arrow.RecordBatch, batchSize int, cacheBytes int64, compression string, runs, pointQueries int) (scan Result, p50, p99 time.Duration, err error) {
 	mem := memory.NewGoAllocator()
 	eng, addr, stop, err := StartFlightd(ctx, engine.Config{Mem: mem, Root: dir, BatchSize: batchSize, CacheBytes: cacheBytes})
 	if err != nil {
@@ -220,6 +223,16 @@ func Flightd(ctx context.Context, dir string, batches []arrow.RecordBatch, batch
 		return scan, 0, 0, err
 	}
 	defer cl.Close()
+	if compression != "" {
+		for _, stmt := range []string{
+			fmt.Sprintf("ALTER TABLE scan_bench SET ('file.compression' = '%s')", compression),
+			"INSERT OVERWRITE scan_bench SELECT * FROM scan_bench",
+		} {
+			if _, err := cl.ExecuteUpdate(ctx, stmt); err != nil {
+				return scan, 0, 0, fmt.Errorf("%s: %w", stmt, err)
+			}
+		}
+	}
 	run := func(query string) (int64, int64, error) {
 		info, err := cl.Execute(ctx, query)
 		if err != nil {

@@ -26,6 +26,7 @@ func main() {
 	batch := flag.Int("batch", 64*1024, "rows per batch written")
 	cacheBytes := flag.Int64("cache", 1<<30, "flightd's decoded-column cache in bytes (0: none)")
 	execBatch := flag.Int("exec-batch", 0, "flightd executor batch size (0: its default)")
+	compression := flag.String("compression", "", "the scanned table's file.compression, e.g. snappy (empty: flightd's default)")
 	runs := flag.Int("runs", 5, "timed runs (after a warm-up); the fastest is kept")
 	points := flag.Int("points", 200, "one-row queries for the latency percentiles")
 	out := flag.String("out", "", "write the results as JSON to this file")
@@ -57,7 +58,7 @@ func main() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	scan, p50, p99, err := doget.Flightd(ctx, dir, batches, *execBatch, *cacheBytes, *runs, *points)
+	scan, p50, p99, err := doget.Flightd(ctx, dir, batches, *execBatch, *cacheBytes, *compression, *runs, *points)
 	if err != nil {
 		log.Fatal(err)
 	}
