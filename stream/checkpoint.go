@@ -61,6 +61,11 @@ type Checkpoints struct {
 	kinds       []string // of the operators added that hold state
 	unsupported []string
 	saved       map[int64][][]byte // barrier -> each operator's state
+	// sizes are the bytes of each operator's last saved state: the next
+	// one is written into a buffer of about that size at once instead of
+	// one doubled and copied again as it grows (states of 100 MB are
+	// saved every interval).
+	sizes map[int]int
 	restore     [][]byte           // sections to restore, nil: none
 	restoreKind []string
 	restored    int
@@ -71,7 +76,7 @@ type Checkpoints struct {
 // times as often (at most every 10 ms), so that a barrier waits little on
 // an idle one (a barrier goes out with a source's next marker).
 func NewCheckpoints(interval time.Duration) *Checkpoints {
-	return &Checkpoints{saved: map[int64][][]byte{}, interval: interval}
+	return &Checkpoints{saved: map[int64][][]byte{}, sizes: map[int]int{}, interval: interval}
 }
 
 // Add registers op, which takes its place among the operators a checkpoint
@@ -146,7 +151,7 @@ func (c *Checkpoints) SourceRows() int64 { return c.rows.Load() }
 
 // save records operator idx's state at barrier n.
 func (c *Checkpoints) save(n int64, idx int, op Checkpointer) error {
-	w := &StateWriter{}
+	w := c.writer(idx)
 	if err := op.SaveState(w); err != nil {
 		return fmt.Errorf("checkpoint %d: %w", n, err)
 	}
@@ -154,10 +159,20 @@ func (c *Checkpoints) save(n int64, idx int, op Checkpointer) error {
 	return nil
 }
 
+// writer returns a StateWriter for operator idx's state, with room for a
+// little more than its last one.
+func (c *Checkpoints) writer(idx int) *StateWriter {
+	c.mu.Lock()
+	size := c.sizes[idx]
+	c.mu.Unlock()
+	return &StateWriter{b: make([]byte, 0, size+size/8)}
+}
+
 // put records state, operator idx's at barrier n.
 func (c *Checkpoints) put(n int64, idx int, state []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.sizes[idx] = len(state)
 	s := c.saved[n]
 	if s == nil {
 		s = make([][]byte, len(c.kinds))
@@ -194,7 +209,11 @@ func (c *Checkpoints) Encode(n int64, pos Pos) ([]byte, error) {
 	if len(c.unsupported) > 0 || s == nil {
 		return nil, fmt.Errorf("%w: checkpoint %d was not saved", exec.ErrInvalid, n)
 	}
-	b := append([]byte{}, checkpointMagic...)
+	size := len(checkpointMagic) + (len(pos)+2)*binary.MaxVarintLen64 + 4
+	for i, sec := range s {
+		size += len(c.kinds[i]) + len(sec) + 2*binary.MaxVarintLen64
+	}
+	b := append(make([]byte, 0, size), checkpointMagic...)
 	b = binary.AppendUvarint(b, uint64(len(pos)))
 	for _, p := range pos {
 		b = binary.AppendVarint(b, p)
@@ -204,7 +223,7 @@ func (c *Checkpoints) Encode(n int64, pos Pos) ([]byte, error) {
 		if sec == nil {
 			return nil, fmt.Errorf("%w: %s saved nothing at checkpoint %d", exec.ErrInvalid, c.kinds[i], n)
 		}
-		b = appendBytes(b, []byte(c.kinds[i]))
+		b = appendBytes(b, c.kinds[i])
 		b = appendBytes(b, sec)
 	}
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crcTable)), nil
@@ -278,7 +297,10 @@ func (o *checkpointed) Next(ctx context.Context) (Chunk, error) {
 }
 
 // StateWriter collects an operator's state as records of bytes.
-type StateWriter struct{ b []byte }
+type StateWriter struct {
+	b   []byte
+	buf []byte // see scratch
+}
 
 // Bytes appends a record.
 func (w *StateWriter) Bytes(v []byte) { w.b = appendBytes(w.b, v) }
@@ -290,8 +312,19 @@ func (w *StateWriter) Varint(v int64) { w.b = binary.AppendVarint(w.b, v) }
 // EndEntries ends them.
 func (w *StateWriter) Entry(key string, val []byte) {
 	w.Varint(1)
-	w.Bytes([]byte(key))
+	w.b = appendBytes(w.b, key)
 	w.Bytes(val)
+}
+
+// scratch returns the writer's buffer for encoding one entry's value,
+// reused from entry to entry.
+func (w *StateWriter) scratch() []byte { return w.buf[:0] }
+
+// entryScratch appends an entry whose value was encoded into scratch's
+// buffer, and keeps that buffer for the next one.
+func (w *StateWriter) entryScratch(key string, val []byte) {
+	w.Entry(key, val)
+	w.buf = val
 }
 
 // EndEntries ends a keyed state's entries.
@@ -308,7 +341,7 @@ func (w *StateWriter) spilled(store *spillStore, inMemory func(key string) bool)
 	})
 }
 
-func appendBytes(b, v []byte) []byte {
+func appendBytes[T []byte | string](b []byte, v T) []byte {
 	b = binary.AppendUvarint(b, uint64(len(v)))
 	return append(b, v...)
 }

@@ -66,7 +66,7 @@ func (s *Source) marker(snapshot int64) Chunk {
 	if s.cp != nil {
 		if n := s.cp.requested.Load(); n > s.barrier {
 			c.Barrier, s.barrier = n, n
-			w := &StateWriter{}
+			w := s.cp.writer(s.cpIdx)
 			s.state(w)
 			s.cp.put(n, s.cpIdx, w.b)
 		}
