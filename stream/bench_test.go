@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -244,6 +245,6 @@ func BenchmarkCheckpoint(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.SetBytes(int64(len(data)))
+		b.SetBytes(int64(len(bytes.Join(data, nil))))
 	}
 }

@@ -66,7 +66,12 @@ type Checkpoints struct {
 	// one doubled and copied again as it grows (states of 100 MB are
 	// saved every interval).
 	sizes map[int]int
-	restore     [][]byte           // sections to restore, nil: none
+	// spent is how long the operators took to save their state, per
+	// barrier; took how long the last checkpoint Encode returned took to
+	// save and encode (see Took).
+	spent       map[int64]time.Duration
+	took        time.Duration
+	restore     [][]byte // sections to restore, nil: none
 	restoreKind []string
 	restored    int
 }
@@ -76,7 +81,7 @@ type Checkpoints struct {
 // times as often (at most every 10 ms), so that a barrier waits little on
 // an idle one (a barrier goes out with a source's next marker).
 func NewCheckpoints(interval time.Duration) *Checkpoints {
-	return &Checkpoints{saved: map[int64][][]byte{}, sizes: map[int]int{}, interval: interval}
+	return &Checkpoints{saved: map[int64][][]byte{}, sizes: map[int]int{}, spent: map[int64]time.Duration{}, interval: interval}
 }
 
 // Add registers op, which takes its place among the operators a checkpoint
@@ -151,11 +156,12 @@ func (c *Checkpoints) SourceRows() int64 { return c.rows.Load() }
 
 // save records operator idx's state at barrier n.
 func (c *Checkpoints) save(n int64, idx int, op Checkpointer) error {
+	start := time.Now()
 	w := c.writer(idx)
 	if err := op.SaveState(w); err != nil {
 		return fmt.Errorf("checkpoint %d: %w", n, err)
 	}
-	c.put(n, idx, w.b)
+	c.put(n, idx, w.b, start)
 	return nil
 }
 
@@ -168,11 +174,13 @@ func (c *Checkpoints) writer(idx int) *StateWriter {
 	return &StateWriter{b: make([]byte, 0, size+size/8)}
 }
 
-// put records state, operator idx's at barrier n.
-func (c *Checkpoints) put(n int64, idx int, state []byte) {
+// put records state, operator idx's at barrier n, whose saving started
+// at start.
+func (c *Checkpoints) put(n int64, idx int, state []byte, start time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.sizes[idx] = len(state)
+	c.spent[n] += time.Since(start)
 	s := c.saved[n]
 	if s == nil {
 		s = make([][]byte, len(c.kinds))
@@ -190,6 +198,21 @@ func (c *Checkpoints) Discard(n int64) {
 			delete(c.saved, k)
 		}
 	}
+	for k := range c.spent {
+		if k <= n {
+			delete(c.spent, k)
+		}
+	}
+}
+
+// Took is how long the operators took to save the state of the last
+// checkpoint Encode returned, plus Encode's own time: what a checkpoint
+// costs the job besides writing it, which grows with the state, not with
+// the changes since the last one.
+func (c *Checkpoints) Took() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.took
 }
 
 var checkpointMagic = []byte("flightd-checkpoint-1\n")
@@ -198,35 +221,43 @@ var errCorruptCheckpoint = fmt.Errorf("%w: corrupt checkpoint", exec.ErrInvalid)
 
 // Encode returns checkpoint n (whose barrier marker the root handed out
 // at pos) and forgets it and every older one: the file Load reads, its
-// integrity checked by a CRC-32C.
-func (c *Checkpoints) Encode(n int64, pos Pos) ([]byte, error) {
+// integrity checked by a CRC-32C, in pieces to be written in order. The
+// operators' states are pieces of their own, not copied (they may be
+// hundreds of MB).
+func (c *Checkpoints) Encode(n int64, pos Pos) ([][]byte, error) {
+	start := time.Now()
 	c.mu.Lock()
-	s := c.saved[n]
+	s, spent := c.saved[n], c.spent[n]
 	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.took = spent + time.Since(start)
+		c.mu.Unlock()
+	}()
 	c.Discard(n)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.unsupported) > 0 || s == nil {
 		return nil, fmt.Errorf("%w: checkpoint %d was not saved", exec.ErrInvalid, n)
 	}
-	size := len(checkpointMagic) + (len(pos)+2)*binary.MaxVarintLen64 + 4
-	for i, sec := range s {
-		size += len(c.kinds[i]) + len(sec) + 2*binary.MaxVarintLen64
-	}
-	b := append(make([]byte, 0, size), checkpointMagic...)
-	b = binary.AppendUvarint(b, uint64(len(pos)))
+	head := append([]byte{}, checkpointMagic...)
+	head = binary.AppendUvarint(head, uint64(len(pos)))
 	for _, p := range pos {
-		b = binary.AppendVarint(b, p)
+		head = binary.AppendVarint(head, p)
 	}
-	b = binary.AppendUvarint(b, uint64(len(s)))
+	head = binary.AppendUvarint(head, uint64(len(s)))
+	out := [][]byte{head}
+	crc := crc32.Checksum(head, crcTable)
 	for i, sec := range s {
 		if sec == nil {
 			return nil, fmt.Errorf("%w: %s saved nothing at checkpoint %d", exec.ErrInvalid, c.kinds[i], n)
 		}
-		b = appendBytes(b, c.kinds[i])
-		b = appendBytes(b, sec)
+		// The kind, then the section as appendBytes frames it.
+		frame := binary.AppendUvarint(appendBytes(nil, c.kinds[i]), uint64(len(sec)))
+		out = append(out, frame, sec)
+		crc = crc32.Update(crc32.Update(crc, crcTable, frame), crcTable, sec)
 	}
-	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crcTable)), nil
+	return append(out, binary.BigEndian.AppendUint32(nil, crc)), nil
 }
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)

@@ -3,6 +3,7 @@ package stream
 import (
 	"bytes"
 	"testing"
+	"time"
 )
 
 // TestCheckpointEncoding: a checkpoint loads back as the sections saved,
@@ -23,13 +24,14 @@ func TestCheckpointEncoding(t *testing.T) {
 				sec[j] = byte(rng.Intn(256))
 			}
 			want = append(want, sec)
-			c.put(1, i, sec)
+			c.put(1, i, sec, time.Now())
 		}
 		pos := Pos{rng.Int63n(1000), rng.Int63n(1000)}
-		data, err := c.Encode(1, pos)
+		pieces, err := c.Encode(1, pos)
 		if err != nil {
 			t.Fatal(err)
 		}
+		data := bytes.Join(pieces, nil)
 		got := NewCheckpoints(0)
 		if err := got.Load(data, pos); err != nil {
 			t.Fatal(err)
