@@ -60,12 +60,7 @@ type Checkpoints struct {
 	mu          sync.Mutex
 	kinds       []string // of the operators added that hold state
 	unsupported []string
-	saved       map[int64][][]byte // barrier -> each operator's state
-	// sizes are the bytes of each operator's last saved state: the next
-	// one is written into a buffer of about that size at once instead of
-	// one doubled and copied again as it grows (states of 100 MB are
-	// saved every interval).
-	sizes map[int]int
+	saved       map[int64][][][]byte // barrier -> each operator's state, in pieces
 	// spent is how long the operators took to save their state, per
 	// barrier; took how long the last checkpoint Encode returned took to
 	// save and encode (see Took).
@@ -81,7 +76,7 @@ type Checkpoints struct {
 // times as often (at most every 10 ms), so that a barrier waits little on
 // an idle one (a barrier goes out with a source's next marker).
 func NewCheckpoints(interval time.Duration) *Checkpoints {
-	return &Checkpoints{saved: map[int64][][]byte{}, sizes: map[int]int{}, spent: map[int64]time.Duration{}, interval: interval}
+	return &Checkpoints{saved: map[int64][][][]byte{}, spent: map[int64]time.Duration{}, interval: interval}
 }
 
 // Add registers op, which takes its place among the operators a checkpoint
@@ -157,33 +152,23 @@ func (c *Checkpoints) SourceRows() int64 { return c.rows.Load() }
 // save records operator idx's state at barrier n.
 func (c *Checkpoints) save(n int64, idx int, op Checkpointer) error {
 	start := time.Now()
-	w := c.writer(idx)
+	w := &StateWriter{}
 	if err := op.SaveState(w); err != nil {
 		return fmt.Errorf("checkpoint %d: %w", n, err)
 	}
-	c.put(n, idx, w.b, start)
+	c.put(n, idx, w.pieces(), start)
 	return nil
-}
-
-// writer returns a StateWriter for operator idx's state, with room for a
-// little more than its last one.
-func (c *Checkpoints) writer(idx int) *StateWriter {
-	c.mu.Lock()
-	size := c.sizes[idx]
-	c.mu.Unlock()
-	return &StateWriter{b: make([]byte, 0, size+size/8)}
 }
 
 // put records state, operator idx's at barrier n, whose saving started
 // at start.
-func (c *Checkpoints) put(n int64, idx int, state []byte, start time.Time) {
+func (c *Checkpoints) put(n int64, idx int, state [][]byte, start time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.sizes[idx] = len(state)
 	c.spent[n] += time.Since(start)
 	s := c.saved[n]
 	if s == nil {
-		s = make([][]byte, len(c.kinds))
+		s = make([][][]byte, len(c.kinds))
 		c.saved[n] = s
 	}
 	s[idx] = state
@@ -222,8 +207,8 @@ var errCorruptCheckpoint = fmt.Errorf("%w: corrupt checkpoint", exec.ErrInvalid)
 // Encode returns checkpoint n (whose barrier marker the root handed out
 // at pos) and forgets it and every older one: the file Load reads, its
 // integrity checked by a CRC-32C, in pieces to be written in order. The
-// operators' states are pieces of their own, not copied (they may be
-// hundreds of MB).
+// operators' states are in the pieces they were saved in, not copied
+// (they may be hundreds of MB).
 func (c *Checkpoints) Encode(n int64, pos Pos) ([][]byte, error) {
 	start := time.Now()
 	c.mu.Lock()
@@ -253,9 +238,17 @@ func (c *Checkpoints) Encode(n int64, pos Pos) ([][]byte, error) {
 			return nil, fmt.Errorf("%w: %s saved nothing at checkpoint %d", exec.ErrInvalid, c.kinds[i], n)
 		}
 		// The kind, then the section as appendBytes frames it.
-		frame := binary.AppendUvarint(appendBytes(nil, c.kinds[i]), uint64(len(sec)))
-		out = append(out, frame, sec)
-		crc = crc32.Update(crc32.Update(crc, crcTable, frame), crcTable, sec)
+		size := 0
+		for _, p := range sec {
+			size += len(p)
+		}
+		frame := binary.AppendUvarint(appendBytes(nil, c.kinds[i]), uint64(size))
+		out = append(out, frame)
+		crc = crc32.Update(crc, crcTable, frame)
+		for _, p := range sec {
+			out = append(out, p)
+			crc = crc32.Update(crc, crcTable, p)
+		}
 	}
 	return append(out, binary.BigEndian.AppendUint32(nil, crc)), nil
 }
@@ -327,22 +320,48 @@ func (o *checkpointed) Next(ctx context.Context) (Chunk, error) {
 	return c, err
 }
 
-// StateWriter collects an operator's state as records of bytes.
+// StateWriter collects an operator's state as records of bytes, in
+// pieces of about stateChunk bytes: a state of hundreds of MB is never
+// copied into a larger buffer as it grows, nor held in one allocation.
 type StateWriter struct {
-	b   []byte
-	buf []byte // see scratch
+	full [][]byte
+	b    []byte // the piece being filled
+	buf  []byte // see scratch
 }
 
+const stateChunk = 1 << 20
+
+// room makes room for n more bytes in the piece being filled.
+func (w *StateWriter) room(n int) {
+	if cap(w.b)-len(w.b) >= n {
+		return
+	}
+	if len(w.b) > 0 {
+		w.full = append(w.full, w.b)
+	}
+	w.b = make([]byte, 0, max(stateChunk, n))
+}
+
+// pieces returns what was written, in order.
+func (w *StateWriter) pieces() [][]byte { return append(w.full, w.b) }
+
 // Bytes appends a record.
-func (w *StateWriter) Bytes(v []byte) { w.b = appendBytes(w.b, v) }
+func (w *StateWriter) Bytes(v []byte) {
+	w.room(len(v) + binary.MaxVarintLen64)
+	w.b = appendBytes(w.b, v)
+}
 
 // Varint appends a number.
-func (w *StateWriter) Varint(v int64) { w.b = binary.AppendVarint(w.b, v) }
+func (w *StateWriter) Varint(v int64) {
+	w.room(binary.MaxVarintLen64)
+	w.b = binary.AppendVarint(w.b, v)
+}
 
 // Entry appends one key and value of a keyed state (groups, rows by key);
 // EndEntries ends them.
 func (w *StateWriter) Entry(key string, val []byte) {
 	w.Varint(1)
+	w.room(len(key) + binary.MaxVarintLen64)
 	w.b = appendBytes(w.b, key)
 	w.Bytes(val)
 }

@@ -67,9 +67,9 @@ func (s *Source) marker(snapshot int64) Chunk {
 		if n := s.cp.requested.Load(); n > s.barrier {
 			c.Barrier, s.barrier = n, n
 			start := time.Now()
-			w := s.cp.writer(s.cpIdx)
+			w := &StateWriter{}
 			s.state(w)
-			s.cp.put(n, s.cpIdx, w.b, start)
+			s.cp.put(n, s.cpIdx, w.pieces(), start)
 		}
 	}
 	return c
