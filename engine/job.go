@@ -107,6 +107,15 @@ const (
 	StartSources    = "sources"
 )
 
+// checkpointPause: a job waits at least this many times its last
+// checkpoint's cost before it asks for the next one, so checkpoints take
+// at most about a fifth of its time however large its state grows (each
+// saves the state whole) and however slow a loaded machine makes them: a
+// checkpoint of 100 MB of state every second would cost more than the
+// changes it covers. The price is latency: the job commits at checkpoints
+// only.
+const checkpointPause = 4
+
 // DefaultJobCheckpointInterval is how often a continuous job checkpoints
 // by default: its sink then lags its sources by about as much.
 const DefaultJobCheckpointInterval = time.Second
@@ -680,10 +689,13 @@ type applier struct {
 	lastCommit time.Time
 	// checkpointing: every operator can save its state, and the job
 	// commits only at barriers, asked for every interval after changes
-	// (barrier is the last asked for; requested: its marker has not come).
+	// (barrier is the last asked for; requested: its marker has not come),
+	// or checkpointPause times the last checkpoint's cost when that is
+	// longer (cost: the state's saving, encoding and writing).
 	cp            *stream.Checkpoints
 	checkpointing bool
 	interval      time.Duration
+	cost          time.Duration
 	barrier       int64
 	requested     bool
 	// healthy: this run's exact answer is in the table (processed), and
@@ -770,7 +782,7 @@ func (a *applier) marker(c stream.Chunk) error {
 		if c.Barrier != 0 {
 			return a.commit(pos, c.Barrier)
 		}
-		if !a.requested && time.Since(a.lastCommit) >= a.interval {
+		if !a.requested && a.checkpointDue(time.Now()) {
 			a.barrier++
 			a.cp.Request(a.barrier)
 			a.requested = true
@@ -783,11 +795,18 @@ func (a *applier) marker(c stream.Chunk) error {
 	return a.commit(pos, 0)
 }
 
+// checkpointDue says whether the job asks for its next checkpoint at now:
+// an interval after its last commit, or checkpointPause times the last
+// checkpoint's cost when that is longer.
+func (a *applier) checkpointDue(now time.Time) bool {
+	return now.Sub(a.lastCommit) >= max(a.interval, checkpointPause*a.cost)
+}
+
 // commit commits what was written with pos and, when barrier is not 0,
 // the operators' state saved at that barrier, as the checkpoint of the
 // sink snapshot committed.
 func (a *applier) commit(pos stream.Pos, barrier int64) error {
-	var state []byte
+	var state [][]byte
 	if barrier != 0 {
 		var err error
 		if state, err = a.cp.Encode(barrier, pos); err != nil {
@@ -811,9 +830,11 @@ func (a *applier) commit(pos stream.Pos, barrier int64) error {
 		// A crash before the write leaves the snapshot without its state
 		// (the restart rebuilds); a stop waits for it.
 		ctx := context.WithoutCancel(a.ctx)
-		if err := a.j.e.store.PutJobCheckpoint(ctx, a.j.def.ID, id, state); err != nil {
+		start := time.Now()
+		if err := a.j.e.store.PutJobCheckpoint(ctx, a.j.def.ID, id, state...); err != nil {
 			return err
 		}
+		a.cost = a.cp.Took() + time.Since(start)
 		if err := a.j.e.store.DeleteJobCheckpoints(ctx, a.j.def.ID, id); err != nil {
 			return err
 		}

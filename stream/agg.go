@@ -456,7 +456,7 @@ func (a *Aggregate) evict() error {
 		if freed >= target {
 			break
 		}
-		out = append(out, stateEntry{key: key, val: encodeGroup(g)})
+		out = append(out, stateEntry{key: key, val: appendGroup(nil, g)})
 		freed += a.groupBytes(g)
 		delete(a.table, key)
 	}
@@ -465,10 +465,9 @@ func (a *Aggregate) evict() error {
 	return a.store.write(out)
 }
 
-// encodeGroup encodes a group's values, row count, last emitted row and
+// appendGroup appends a group's values, row count, last emitted row and
 // accumulator states.
-func encodeGroup(g *aggGroup) []byte {
-	var b []byte
+func appendGroup(b []byte, g *aggGroup) []byte {
 	for _, v := range g.vals {
 		b = appendOrdered(b, v, false, true)
 	}
@@ -499,7 +498,7 @@ func (a *Aggregate) load(key string) (*aggGroup, error) {
 // SaveState saves every group, in memory and spilled.
 func (a *Aggregate) SaveState(w *StateWriter) error {
 	for k, g := range a.table {
-		w.Entry(k, encodeGroup(g))
+		w.entryScratch(k, appendGroup(w.scratch(), g))
 	}
 	err := w.spilled(a.store, func(k string) bool { _, ok := a.table[k]; return ok })
 	w.EndEntries()
@@ -533,7 +532,7 @@ func (a *Aggregate) RestoreState(r *StateReader) error {
 	return r.end()
 }
 
-// decodeGroup puts the group encodeGroup encoded in b in the table.
+// decodeGroup puts the group appendGroup encoded in b in the table.
 func (a *Aggregate) decodeGroup(key string, b []byte) (*aggGroup, error) {
 	var err error
 	vals := make([]any, len(a.groupDec))

@@ -60,8 +60,13 @@ type Checkpoints struct {
 	mu          sync.Mutex
 	kinds       []string // of the operators added that hold state
 	unsupported []string
-	saved       map[int64][][]byte // barrier -> each operator's state
-	restore     [][]byte           // sections to restore, nil: none
+	saved       map[int64][][][]byte // barrier -> each operator's state, in pieces
+	// spent is how long the operators took to save their state, per
+	// barrier; took how long the last checkpoint Encode returned took to
+	// save and encode (see Took).
+	spent       map[int64]time.Duration
+	took        time.Duration
+	restore     [][]byte // sections to restore, nil: none
 	restoreKind []string
 	restored    int
 }
@@ -71,7 +76,7 @@ type Checkpoints struct {
 // times as often (at most every 10 ms), so that a barrier waits little on
 // an idle one (a barrier goes out with a source's next marker).
 func NewCheckpoints(interval time.Duration) *Checkpoints {
-	return &Checkpoints{saved: map[int64][][]byte{}, interval: interval}
+	return &Checkpoints{saved: map[int64][][][]byte{}, spent: map[int64]time.Duration{}, interval: interval}
 }
 
 // Add registers op, which takes its place among the operators a checkpoint
@@ -146,21 +151,24 @@ func (c *Checkpoints) SourceRows() int64 { return c.rows.Load() }
 
 // save records operator idx's state at barrier n.
 func (c *Checkpoints) save(n int64, idx int, op Checkpointer) error {
+	start := time.Now()
 	w := &StateWriter{}
 	if err := op.SaveState(w); err != nil {
 		return fmt.Errorf("checkpoint %d: %w", n, err)
 	}
-	c.put(n, idx, w.b)
+	c.put(n, idx, w.pieces(), start)
 	return nil
 }
 
-// put records state, operator idx's at barrier n.
-func (c *Checkpoints) put(n int64, idx int, state []byte) {
+// put records state, operator idx's at barrier n, whose saving started
+// at start.
+func (c *Checkpoints) put(n int64, idx int, state [][]byte, start time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.spent[n] += time.Since(start)
 	s := c.saved[n]
 	if s == nil {
-		s = make([][]byte, len(c.kinds))
+		s = make([][][]byte, len(c.kinds))
 		c.saved[n] = s
 	}
 	s[idx] = state
@@ -175,6 +183,21 @@ func (c *Checkpoints) Discard(n int64) {
 			delete(c.saved, k)
 		}
 	}
+	for k := range c.spent {
+		if k <= n {
+			delete(c.spent, k)
+		}
+	}
+}
+
+// Took is how long the operators took to save the state of the last
+// checkpoint Encode returned, plus Encode's own time: what a checkpoint
+// costs the job besides writing it, which grows with the state, not with
+// the changes since the last one.
+func (c *Checkpoints) Took() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.took
 }
 
 var checkpointMagic = []byte("flightd-checkpoint-1\n")
@@ -183,31 +206,51 @@ var errCorruptCheckpoint = fmt.Errorf("%w: corrupt checkpoint", exec.ErrInvalid)
 
 // Encode returns checkpoint n (whose barrier marker the root handed out
 // at pos) and forgets it and every older one: the file Load reads, its
-// integrity checked by a CRC-32C.
-func (c *Checkpoints) Encode(n int64, pos Pos) ([]byte, error) {
+// integrity checked by a CRC-32C, in pieces to be written in order. The
+// operators' states are in the pieces they were saved in, not copied
+// (they may be hundreds of MB).
+func (c *Checkpoints) Encode(n int64, pos Pos) ([][]byte, error) {
+	start := time.Now()
 	c.mu.Lock()
-	s := c.saved[n]
+	s, spent := c.saved[n], c.spent[n]
 	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.took = spent + time.Since(start)
+		c.mu.Unlock()
+	}()
 	c.Discard(n)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.unsupported) > 0 || s == nil {
 		return nil, fmt.Errorf("%w: checkpoint %d was not saved", exec.ErrInvalid, n)
 	}
-	b := append([]byte{}, checkpointMagic...)
-	b = binary.AppendUvarint(b, uint64(len(pos)))
+	head := append([]byte{}, checkpointMagic...)
+	head = binary.AppendUvarint(head, uint64(len(pos)))
 	for _, p := range pos {
-		b = binary.AppendVarint(b, p)
+		head = binary.AppendVarint(head, p)
 	}
-	b = binary.AppendUvarint(b, uint64(len(s)))
+	head = binary.AppendUvarint(head, uint64(len(s)))
+	out := [][]byte{head}
+	crc := crc32.Checksum(head, crcTable)
 	for i, sec := range s {
 		if sec == nil {
 			return nil, fmt.Errorf("%w: %s saved nothing at checkpoint %d", exec.ErrInvalid, c.kinds[i], n)
 		}
-		b = appendBytes(b, []byte(c.kinds[i]))
-		b = appendBytes(b, sec)
+		// The kind, then the section as appendBytes frames it.
+		size := 0
+		for _, p := range sec {
+			size += len(p)
+		}
+		frame := binary.AppendUvarint(appendBytes(nil, c.kinds[i]), uint64(size))
+		out = append(out, frame)
+		crc = crc32.Update(crc, crcTable, frame)
+		for _, p := range sec {
+			out = append(out, p)
+			crc = crc32.Update(crc, crcTable, p)
+		}
 	}
-	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crcTable)), nil
+	return append(out, binary.BigEndian.AppendUint32(nil, crc)), nil
 }
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -277,20 +320,49 @@ func (o *checkpointed) Next(ctx context.Context) (Chunk, error) {
 	return c, err
 }
 
-// StateWriter collects an operator's state as records of bytes.
-type StateWriter struct{ b []byte }
+// StateWriter collects an operator's state as records of bytes, in
+// pieces of about stateChunk bytes: a state of hundreds of MB is never
+// copied into a larger buffer as it grows, nor held in one allocation.
+type StateWriter struct {
+	full [][]byte
+	b    []byte // the piece being filled
+	buf  []byte // see scratch
+}
+
+const stateChunk = 1 << 20
+
+// room makes room for n more bytes in the piece being filled.
+func (w *StateWriter) room(n int) {
+	if cap(w.b)-len(w.b) >= n {
+		return
+	}
+	if len(w.b) > 0 {
+		w.full = append(w.full, w.b)
+	}
+	w.b = make([]byte, 0, max(stateChunk, n))
+}
+
+// pieces returns what was written, in order.
+func (w *StateWriter) pieces() [][]byte { return append(w.full, w.b) }
 
 // Bytes appends a record.
-func (w *StateWriter) Bytes(v []byte) { w.b = appendBytes(w.b, v) }
+func (w *StateWriter) Bytes(v []byte) {
+	w.room(len(v) + binary.MaxVarintLen64)
+	w.b = appendBytes(w.b, v)
+}
 
 // Varint appends a number.
-func (w *StateWriter) Varint(v int64) { w.b = binary.AppendVarint(w.b, v) }
+func (w *StateWriter) Varint(v int64) {
+	w.room(binary.MaxVarintLen64)
+	w.b = binary.AppendVarint(w.b, v)
+}
 
 // Entry appends one key and value of a keyed state (groups, rows by key);
 // EndEntries ends them.
 func (w *StateWriter) Entry(key string, val []byte) {
 	w.Varint(1)
-	w.Bytes([]byte(key))
+	w.room(len(key) + binary.MaxVarintLen64)
+	w.b = appendBytes(w.b, key)
 	w.Bytes(val)
 }
 
@@ -303,6 +375,17 @@ func (w *StateWriter) progress(wm time.Time, late int64) {
 	}
 	w.Bytes(b)
 	w.Varint(late)
+}
+
+// scratch returns the writer's buffer for encoding one entry's value,
+// reused from entry to entry.
+func (w *StateWriter) scratch() []byte { return w.buf[:0] }
+
+// entryScratch appends an entry whose value was encoded into scratch's
+// buffer, and keeps that buffer for the next one.
+func (w *StateWriter) entryScratch(key string, val []byte) {
+	w.Entry(key, val)
+	w.buf = val
 }
 
 // EndEntries ends a keyed state's entries.
@@ -319,7 +402,7 @@ func (w *StateWriter) spilled(store *spillStore, inMemory func(key string) bool)
 	})
 }
 
-func appendBytes(b, v []byte) []byte {
+func appendBytes[T []byte | string](b []byte, v T) []byte {
 	b = binary.AppendUvarint(b, uint64(len(v)))
 	return append(b, v...)
 }

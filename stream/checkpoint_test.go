@@ -3,6 +3,7 @@ package stream
 import (
 	"bytes"
 	"testing"
+	"time"
 )
 
 // TestCheckpointEncoding: a checkpoint loads back as the sections saved,
@@ -23,13 +24,23 @@ func TestCheckpointEncoding(t *testing.T) {
 				sec[j] = byte(rng.Intn(256))
 			}
 			want = append(want, sec)
-			c.put(1, i, sec)
+			// In pieces, as a StateWriter saves it (some empty).
+			var pieces [][]byte
+			for rest := sec; ; {
+				k := rng.Intn(len(rest) + 1)
+				pieces = append(pieces, rest[:k])
+				if rest = rest[k:]; len(rest) == 0 {
+					break
+				}
+			}
+			c.put(1, i, pieces, time.Now())
 		}
 		pos := Pos{rng.Int63n(1000), rng.Int63n(1000)}
-		data, err := c.Encode(1, pos)
+		pieces, err := c.Encode(1, pos)
 		if err != nil {
 			t.Fatal(err)
 		}
+		data := bytes.Join(pieces, nil)
 		got := NewCheckpoints(0)
 		if err := got.Load(data, pos); err != nil {
 			t.Fatal(err)
@@ -50,5 +61,59 @@ func TestCheckpointEncoding(t *testing.T) {
 		if err := NewCheckpoints(0).Load(data[:rng.Intn(len(data))], pos); err == nil {
 			t.Fatal("a cut checkpoint loaded")
 		}
+	}
+}
+
+// TestStateWriterPieces: what a StateWriter writes in pieces (records
+// smaller and larger than a piece, across their bounds) reads back whole,
+// record by record, from the pieces joined.
+func TestStateWriterPieces(t *testing.T) {
+	rng := seeded(t)
+	w := &StateWriter{}
+	var want [][]byte
+	var entry []bool
+	for range 3000 {
+		n := rng.Intn(3000)
+		if rng.Intn(500) == 0 {
+			n = stateChunk + rng.Intn(stateChunk)
+		}
+		v := make([]byte, n)
+		rng.Read(v)
+		want = append(want, v)
+		entry = append(entry, rng.Intn(2) == 0)
+		if entry[len(entry)-1] {
+			w.Entry(string(v[:min(n, 7)]), v)
+		} else {
+			w.Varint(int64(n))
+			w.Bytes(v)
+		}
+	}
+	pieces := w.pieces()
+	r := &StateReader{b: bytes.Join(pieces, nil)}
+	for i, v := range want {
+		m, err := r.Varint()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if entry[i] {
+			if key, err := r.Bytes(); err != nil || m != 1 || !bytes.Equal(key, v[:min(len(v), 7)]) {
+				t.Fatalf("entry %d: mark %d, key %x, %v", i, m, key, err)
+			}
+		} else if m != int64(len(v)) {
+			t.Fatalf("record %d: length %d, want %d", i, m, len(v))
+		}
+		got, err := r.Bytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, v) {
+			t.Fatalf("record %d of %d bytes differs", i, len(v))
+		}
+	}
+	if err := r.end(); err != nil {
+		t.Fatal(err)
+	}
+	if len(pieces) < 3 {
+		t.Fatalf("%d pieces: the records did not cross a piece's bound", len(pieces))
 	}
 }

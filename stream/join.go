@@ -384,7 +384,7 @@ func (j *Join) SaveState(w *StateWriter) error {
 	j.two.save(w)
 	for _, s := range j.sides {
 		for k, l := range s.table {
-			w.Entry(k, encodeJoinRows(l))
+			w.entryScratch(k, appendJoinRows(w.scratch(), l))
 		}
 		if err := w.spilled(s.store, func(k string) bool { _, ok := s.table[k]; return ok }); err != nil {
 			return err
@@ -613,7 +613,7 @@ func (j *Join) evict() error {
 				s.unindex(e)
 			}
 			delete(s.table, k)
-			out = append(out, stateEntry{key: k, val: encodeJoinRows(l)})
+			out = append(out, stateEntry{key: k, val: appendJoinRows(nil, l)})
 		}
 		if len(out) == 0 {
 			continue
@@ -646,10 +646,10 @@ func (s *joinSide) load(k string) (int64, error) {
 	return s.decodeRows(k, b)
 }
 
-// encodeJoinRows encodes a join key's rows: each row's whole-row
+// appendJoinRows appends a join key's rows: each row's whole-row
 // encoding, values, copies and match count.
-func encodeJoinRows(l []*joinRow) []byte {
-	b := binary.AppendUvarint(nil, uint64(len(l)))
+func appendJoinRows(b []byte, l []*joinRow) []byte {
+	b = binary.AppendUvarint(b, uint64(len(l)))
 	for _, e := range l {
 		b = binary.AppendUvarint(b, uint64(len(e.rk)))
 		b = append(b, e.rk...)
@@ -660,7 +660,7 @@ func encodeJoinRows(l []*joinRow) []byte {
 	return b
 }
 
-// decodeRows puts the rows encodeJoinRows encoded in b under key k and
+// decodeRows puts the rows appendJoinRows encoded in b under key k and
 // returns the bytes they hold.
 func (s *joinSide) decodeRows(k string, b []byte) (int64, error) {
 	var err error

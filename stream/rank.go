@@ -312,7 +312,7 @@ func (r *Rank) load(key string) (*rankPart, error) {
 // emitted is its top then, as after every marker).
 func (r *Rank) SaveState(w *StateWriter) error {
 	for k, p := range r.parts {
-		w.Entry(k, encodeRankRows(p.rows))
+		w.entryScratch(k, appendRankRows(w.scratch(), p.rows))
 	}
 	err := w.spilled(r.store, func(k string) bool { _, ok := r.parts[k]; return ok })
 	w.EndEntries()
@@ -372,8 +372,11 @@ func newRankCodec(fields []arrow.Field, order []exec.SortKey) (rankCodec, error)
 }
 
 // encodeRankRows encodes rows for a spillStore.
-func encodeRankRows(rows []rankRow) []byte {
-	b := binary.AppendUvarint(nil, uint64(len(rows)))
+func encodeRankRows(rows []rankRow) []byte { return appendRankRows(nil, rows) }
+
+// appendRankRows appends encodeRankRows' encoding of rows to b.
+func appendRankRows(b []byte, rows []rankRow) []byte {
+	b = binary.AppendUvarint(b, uint64(len(rows)))
 	for _, row := range rows {
 		b = binary.AppendUvarint(b, uint64(len(row.sort)))
 		b = append(b, row.sort...)

@@ -66,9 +66,10 @@ func (s *Source) marker(snapshot int64) Chunk {
 	if s.cp != nil {
 		if n := s.cp.requested.Load(); n > s.barrier {
 			c.Barrier, s.barrier = n, n
+			start := time.Now()
 			w := &StateWriter{}
 			s.state(w)
-			s.cp.put(n, s.cpIdx, w.b)
+			s.cp.put(n, s.cpIdx, w.pieces(), start)
 		}
 	}
 	return c

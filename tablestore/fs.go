@@ -130,15 +130,17 @@ func (localFS) SyncDir(dir string) error {
 // joinPath joins slash-separated path elements.
 func joinPath(elem ...string) string { return filepath.ToSlash(filepath.Join(elem...)) }
 
-// writeFileSync writes data to name and syncs it.
-func writeFileSync(fsys FS, name string, data []byte) error {
+// writeFileSync writes the concatenation of data to name and syncs it.
+func writeFileSync(fsys FS, name string, data ...[]byte) error {
 	f, err := fsys.Create(name)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
+	for _, d := range data {
+		if _, err := f.Write(d); err != nil {
+			f.Close()
+			return err
+		}
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()

@@ -91,8 +91,9 @@ func (s *Store) jobCheckpointDir(id string) string {
 func checkpointName(sinkSnapshot int64) string { return strconv.FormatInt(sinkSnapshot, 10) }
 
 // PutJobCheckpoint stores job id's checkpoint of sink snapshot
-// sinkSnapshot atomically (whole or not at all).
-func (s *Store) PutJobCheckpoint(ctx context.Context, id string, sinkSnapshot int64, data []byte) error {
+// sinkSnapshot, the concatenation of data, atomically (whole or not at
+// all).
+func (s *Store) PutJobCheckpoint(ctx context.Context, id string, sinkSnapshot int64, data ...[]byte) error {
 	if err := validateName("job", id); err != nil {
 		return err
 	}
@@ -101,7 +102,7 @@ func (s *Store) PutJobCheckpoint(ctx context.Context, id string, sinkSnapshot in
 		return fmt.Errorf("job %s checkpoint: %w", id, err)
 	}
 	tmp := joinPath(dir, ".tmp-"+newUUID())
-	if err := writeFileSync(s.fs, tmp, data); err != nil {
+	if err := writeFileSync(s.fs, tmp, data...); err != nil {
 		_ = s.fs.Remove(tmp)
 		return fmt.Errorf("job %s checkpoint: %w", id, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -63,6 +64,7 @@ func run() error {
 		advert   = flag.String("advertise", "", "host:port at which clients reach this node, named in the endpoints of query results; a result split over several endpoints (session option flightd.max_endpoints) goes round every live node of the warehouse that advertises (default: endpoints name no location, clients read them where they asked)")
 		nodeID   = flag.String("node-id", "", "name of this node among those sharing the warehouse, for job leases: a node restarted under its name takes its jobs back at once, without waiting for -job-lease; must be unique among live nodes (default: random)")
 		metaAge  = flag.Duration("metadata-max-age", -1, "how old what a query knows of a table's latest schema and snapshot may be before it asks the warehouse again: another node's commits are seen by queries that start more than this after them, this node's own at once (negative: 1s for an s3:// warehouse, 0 for a local directory)")
+		cpuProf  = flag.String("cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file, ended at shutdown (SIGTERM or SIGINT)")
 		maxToks  = flag.Int("max-statement-tokens", flightsql.DefaultLimits.MaxStatementTokens, "most tokens (names, literals, operators) one SQL statement may have")
 	)
 	memLimit, queryMem, cacheMem := sizeFlag{auto: true}, sizeFlag{auto: true}, sizeFlag{auto: true}
@@ -77,6 +79,13 @@ func run() error {
 	flag.StringVar(&obj.cacheDir, "object-cache-dir", "", "local directory for the disk cache of an s3:// warehouse's files; the blocks an earlier run left there are removed at start, nothing else (default: a new temporary directory)")
 	flag.Int64Var(&obj.cacheBytes, "object-cache-bytes", 4<<30, "bytes of an s3:// warehouse's files kept on local disk so repeated queries do not fetch them again (0: no cache)")
 	flag.Parse()
+	if *cpuProf != "" {
+		stop, err := startCPUProfile(*cpuProf)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 
 	var (
 		users  map[string]string
@@ -181,4 +190,23 @@ func run() error {
 	serveErr := fs.Serve()
 	srv.Close()
 	return errors.Join(serveErr, eng.Close())
+}
+
+// startCPUProfile profiles the process's CPU into file until the returned
+// stop is called.
+func startCPUProfile(file string) (stop func(), err error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			log.Printf("flightd: -cpuprofile: %v", err)
+		}
+	}, nil
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -373,6 +375,49 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	_ = p.cmd.Wait()
+}
+
+// TestCPUProfile: -cpuprofile writes a CPU profile of the run that is whole
+// once flightd has shut down on SIGTERM (gzipped pprof, with its sample
+// types), and a file that cannot be created stops flightd at start.
+func TestCPUProfile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	bin := buildFlightd(t)
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "cpu.pprof")
+	p := start(t, bin, filepath.Join(dir, "data"), "-cpuprofile", prof)
+	cnxn, closeConn := p.connect(t)
+	if err := execSQL(cnxn, `CREATE TABLE t (a BIGINT)`); err != nil {
+		t.Fatal(err)
+	}
+	closeConn()
+	if err := p.terminate(t); err != nil {
+		t.Fatalf("exit after SIGTERM: %v", err)
+	}
+	f, err := os.Open(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("profile: %v", err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("profile cut short: %v", err)
+	}
+	for _, s := range []string{"samples", "cpu", "nanoseconds"} {
+		if !bytes.Contains(b, []byte(s)) {
+			t.Fatalf("profile of %d bytes lacks the sample type name %q", len(b), s)
+		}
+	}
+	out, err := exec.Command(bin, "-addr", "127.0.0.1:0", "-data", filepath.Join(dir, "data"), "-cpuprofile", filepath.Join(dir, "missing", "cpu.pprof")).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "-cpuprofile") {
+		t.Fatalf("a profile that cannot be created: %v, %s", err, out)
+	}
 }
 
 // TestShutdownCancelsLongStreams: a result stream still running after the
