@@ -3,9 +3,7 @@ package stream
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"time"
@@ -56,25 +54,18 @@ type IntervalSpec struct {
 // range, read back before expiry. Which keys are on disk, and under which
 // time, stays in memory.
 type IntervalJoin struct {
+	eventTimeJoin
 	ec     *exec.Context
 	spec   IntervalSpec
-	budget *Budget
 	schema *arrow.Schema
 
 	sides   [2]*intervalSide
 	store   *spillStore      // nil until something spills
 	spilled map[string]int64 // join key -> the expiry its record is keyed by
-	two     twoInputs
-	q       *outQueue
-	pos     Pos
-	wm      time.Time
-	late    int64
 	held    int64
 	signs   []int8
 	lower   int64 // microseconds
 	upper   int64
-	marker  *Chunk
-	ended   bool
 }
 
 type intervalSide struct {
@@ -110,7 +101,7 @@ func NewIntervalJoin(ec *exec.Context, left, right Operator, spec IntervalSpec, 
 	if spec.Lower > spec.Upper {
 		return nil, fmt.Errorf("%w: interval join bounds %s > %s", exec.ErrInvalid, spec.Lower, spec.Upper)
 	}
-	j := &IntervalJoin{ec: ec, spec: spec, budget: budget, lower: spec.Lower.Microseconds(), upper: spec.Upper.Microseconds(), spilled: map[string]int64{}}
+	j := &IntervalJoin{eventTimeJoin: eventTimeJoin{budget: budget}, ec: ec, spec: spec, lower: spec.Lower.Microseconds(), upper: spec.Upper.Microseconds(), spilled: map[string]int64{}}
 	j.two = twoInputs{in: [2]Operator{left, right}, lock: -1}
 	var fields []arrow.Field
 	for s, op := range []Operator{left, right} {
@@ -149,54 +140,7 @@ func (j *IntervalJoin) Schema() *arrow.Schema { return j.schema }
 
 func (j *IntervalJoin) Open(ctx context.Context) error { return j.two.open(ctx) }
 
-func (j *IntervalJoin) Next(ctx context.Context) (Chunk, error) {
-	for {
-		if b := j.q.pop(); b != nil {
-			return Chunk{Batch: b, Pos: j.pos}, nil
-		}
-		if m := j.marker; m != nil {
-			j.marker = nil
-			return *m, nil
-		}
-		if j.ended {
-			return Chunk{}, io.EOF
-		}
-		side, c, err := j.two.next(ctx)
-		if errors.Is(err, io.EOF) {
-			j.ended = true
-			if err := j.expire(endOfTime); err != nil {
-				return Chunk{}, err
-			}
-			continue
-		}
-		if err != nil {
-			return c, err
-		}
-		if c.Batch == nil {
-			if !c.Watermark.IsZero() && c.Watermark.After(j.wm) {
-				j.wm = c.Watermark
-				if err := j.expire(j.wm); err != nil {
-					return Chunk{}, err
-				}
-			}
-			c.LateRows += j.late
-			j.marker = &c
-			if j.budget.over() {
-				if err := j.evict(); err != nil {
-					return Chunk{}, err
-				}
-			}
-			continue
-		}
-		j.pos = c.Pos
-		err = j.process(ctx, side, c.Batch)
-		c.Batch.Release()
-		if err != nil {
-			return Chunk{}, err
-		}
-		j.q.seal()
-	}
-}
+func (j *IntervalJoin) Next(ctx context.Context) (Chunk, error) { return j.next(ctx, j) }
 
 // matches reports whether a row of side at time t joins a row of the
 // other side at time o.
@@ -227,7 +171,7 @@ func (j *IntervalJoin) padded(kind string, side int, vals []any, n int64) {
 	}
 }
 
-func (j *IntervalJoin) process(ctx context.Context, side int, b arrow.RecordBatch) (err error) {
+func (j *IntervalJoin) addSide(ctx context.Context, side int, b arrow.RecordBatch) (err error) {
 	signs, err := kindSigns(b, j.signs)
 	if err != nil {
 		return err
@@ -502,7 +446,7 @@ func (j *IntervalJoin) unspill(wm time.Time) error {
 // event time at or before the watermark wm, and so is the last time a
 // partner of the other side could have. An outer join pads the rows of a
 // kept side that leave without a partner.
-func (j *IntervalJoin) expire(wm time.Time) error {
+func (j *IntervalJoin) advance(wm time.Time) error {
 	if err := j.unspill(wm); err != nil {
 		return err
 	}

@@ -4,9 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"sort"
@@ -69,28 +67,21 @@ type RowtimeTemporalSpec struct {
 // time (none: after every time), so the keys a watermark fires are one
 // range, read back first; a change of a spilled key reads it back.
 type RowtimeTemporal struct {
+	eventTimeJoin
 	ec     *exec.Context
 	spec   RowtimeTemporalSpec
-	budget *Budget
 	schema *arrow.Schema
 
 	keys    map[string]*versioned
 	active  map[string]bool  // keys with probe rows or versions after the watermark
 	store   *spillStore      // nil until something spills
 	spilled map[string]int64 // join key -> the probe time its record is keyed by
-	two     twoInputs
-	q       *outQueue
 	enc     [2]vectorized.KeyEncoder
 	get     [2]rowGetter
 	dec     [2][]orderedDecoder
-	pos     Pos
-	wm      time.Time
-	late    int64
 	seq     int64 // arrival order of probe rows
 	held    int64
 	signs   []int8
-	marker  *Chunk
-	ended   bool
 }
 
 // versioned is the state of one join key.
@@ -124,7 +115,7 @@ func NewRowtimeTemporal(ec *exec.Context, probe, table Operator, spec RowtimeTem
 	if spec.ProbeKeys, spec.TableKeys, err = exec.CoerceJoinKeys(spec.ProbeKeys, spec.TableKeys); err != nil {
 		return nil, err
 	}
-	j := &RowtimeTemporal{ec: ec, spec: spec, budget: budget, keys: map[string]*versioned{}, active: map[string]bool{}, spilled: map[string]int64{}}
+	j := &RowtimeTemporal{eventTimeJoin: eventTimeJoin{budget: budget}, ec: ec, spec: spec, keys: map[string]*versioned{}, active: map[string]bool{}, spilled: map[string]int64{}}
 	j.two = twoInputs{in: [2]Operator{probe, table}, lock: -1}
 	var fields []arrow.Field
 	for s, op := range []Operator{probe, table} {
@@ -158,56 +149,14 @@ func (j *RowtimeTemporal) Schema() *arrow.Schema { return j.schema }
 
 func (j *RowtimeTemporal) Open(ctx context.Context) error { return j.two.open(ctx) }
 
-func (j *RowtimeTemporal) Next(ctx context.Context) (Chunk, error) {
-	for {
-		if b := j.q.pop(); b != nil {
-			return Chunk{Batch: b, Pos: j.pos}, nil
-		}
-		if m := j.marker; m != nil {
-			j.marker = nil
-			return *m, nil
-		}
-		if j.ended {
-			return Chunk{}, io.EOF
-		}
-		side, c, err := j.two.next(ctx)
-		if errors.Is(err, io.EOF) {
-			j.ended = true
-			if err := j.fire(endOfTime); err != nil {
-				return Chunk{}, err
-			}
-			continue
-		}
-		if err != nil {
-			return c, err
-		}
-		if c.Batch == nil {
-			if !c.Watermark.IsZero() && c.Watermark.After(j.wm) {
-				j.wm = c.Watermark
-				if err := j.fire(j.wm); err != nil {
-					return Chunk{}, err
-				}
-			}
-			c.LateRows += j.late
-			j.marker = &c
-			if j.budget.over() {
-				if err := j.evict(); err != nil {
-					return Chunk{}, err
-				}
-			}
-			continue
-		}
-		j.pos = c.Pos
-		if side == 0 {
-			err = j.addProbes(ctx, c.Batch)
-		} else {
-			err = j.addVersions(ctx, c.Batch)
-		}
-		c.Batch.Release()
-		if err != nil {
-			return Chunk{}, err
-		}
+func (j *RowtimeTemporal) Next(ctx context.Context) (Chunk, error) { return j.next(ctx, j) }
+
+// addSide takes probe rows (side 0) or versions (side 1).
+func (j *RowtimeTemporal) addSide(ctx context.Context, side int, b arrow.RecordBatch) error {
+	if side == 0 {
+		return j.addProbes(ctx, b)
 	}
+	return j.addVersions(ctx, b)
 }
 
 // sideRows reads a batch of side s: its row signs, join keys (encoded in
@@ -381,7 +330,7 @@ func (j *RowtimeTemporal) dropIfEmpty(k string, v *versioned, grow *int64) {
 
 // fire emits the probe rows at or before watermark wm, in time order per
 // key, and settles the versions it passed.
-func (j *RowtimeTemporal) fire(wm time.Time) error {
+func (j *RowtimeTemporal) advance(wm time.Time) error {
 	if err := j.unspill(wm); err != nil {
 		return err
 	}

@@ -3,9 +3,7 @@ package stream
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"time"
 
@@ -61,29 +59,22 @@ type WindowJoinSide struct {
 // a change of a spilled key in a window reads it back, and the windows a
 // watermark closes are one range of keys, read back before they join.
 type WindowJoin struct {
+	eventTimeJoin
 	ec      *exec.Context
 	kind    exec.JoinType
 	windows Windows
 	sides   [2]WindowJoinSide
-	budget  *Budget
 	schema  *arrow.Schema
 	units   [2]arrow.TimeUnit
 
-	get    [2]rowGetter
-	dec    [2][]orderedDecoder
-	store  *spillStore // nil until something spills
-	enc    [2]vectorized.KeyEncoder
-	open   map[[2]int64]*joinWindow
-	two    twoInputs
-	q      *outQueue
-	pos    Pos
-	wm     time.Time
-	late   int64
-	held   int64
-	signs  []int8
-	wins   [][2]int64
-	marker *Chunk
-	ended  bool
+	get   [2]rowGetter
+	dec   [2][]orderedDecoder
+	store *spillStore // nil until something spills
+	enc   [2]vectorized.KeyEncoder
+	open  map[[2]int64]*joinWindow
+	held  int64
+	signs []int8
+	wins  [][2]int64
 }
 
 // joinWindow is one open window: each side's rows by join key.
@@ -109,7 +100,7 @@ func NewWindowJoin(ec *exec.Context, kind exec.JoinType, left, right Operator, w
 	default:
 		return nil, fmt.Errorf("%w: window join of kind %d", exec.ErrInvalid, kind)
 	}
-	j := &WindowJoin{ec: ec, kind: kind, windows: windows, sides: sides, budget: budget, open: map[[2]int64]*joinWindow{}}
+	j := &WindowJoin{eventTimeJoin: eventTimeJoin{budget: budget}, ec: ec, kind: kind, windows: windows, sides: sides, open: map[[2]int64]*joinWindow{}}
 	j.two = twoInputs{in: [2]Operator{left, right}, lock: -1}
 	var fields, bounds []arrow.Field
 	for s, op := range []Operator{left, right} {
@@ -156,55 +147,9 @@ func (j *WindowJoin) Schema() *arrow.Schema { return j.schema }
 
 func (j *WindowJoin) Open(ctx context.Context) error { return j.two.open(ctx) }
 
-func (j *WindowJoin) Next(ctx context.Context) (Chunk, error) {
-	for {
-		if b := j.q.pop(); b != nil {
-			return Chunk{Batch: b, Pos: j.pos}, nil
-		}
-		if m := j.marker; m != nil {
-			j.marker = nil
-			return *m, nil
-		}
-		if j.ended {
-			return Chunk{}, io.EOF
-		}
-		side, c, err := j.two.next(ctx)
-		if errors.Is(err, io.EOF) {
-			j.ended = true
-			if err := j.fire(endOfTime); err != nil {
-				return Chunk{}, err
-			}
-			continue
-		}
-		if err != nil {
-			return Chunk{}, err
-		}
-		if c.Batch == nil {
-			if !c.Watermark.IsZero() && c.Watermark.After(j.wm) {
-				j.wm = c.Watermark
-				if err := j.fire(j.wm); err != nil {
-					return Chunk{}, err
-				}
-			}
-			c.LateRows += j.late
-			j.pos = c.Pos
-			j.marker = &c
-			if j.budget.over() {
-				if err := j.evict(); err != nil {
-					return Chunk{}, err
-				}
-			}
-			continue
-		}
-		err = j.add(ctx, side, c.Batch)
-		c.Batch.Release()
-		if err != nil {
-			return Chunk{}, err
-		}
-	}
-}
+func (j *WindowJoin) Next(ctx context.Context) (Chunk, error) { return j.next(ctx, j) }
 
-func (j *WindowJoin) add(ctx context.Context, side int, b arrow.RecordBatch) (err error) {
+func (j *WindowJoin) addSide(ctx context.Context, side int, b arrow.RecordBatch) (err error) {
 	signs, err := kindSigns(b, j.signs)
 	if err != nil {
 		return err
@@ -482,7 +427,7 @@ func (j *WindowJoin) keeps(side int) bool {
 
 // fire joins, emits and frees the windows that end at or before wm, in
 // order of their end, then start.
-func (j *WindowJoin) fire(wm time.Time) error {
+func (j *WindowJoin) advance(wm time.Time) error {
 	if err := j.unspill(wm); err != nil {
 		return err
 	}
