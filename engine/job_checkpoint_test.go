@@ -172,11 +172,18 @@ func checkpointRestarts(t *testing.T, c jobCase, seed uint64, restarts int, budg
 				time.Sleep(time.Duration(rng.IntN(30)) * time.Millisecond)
 			}
 		}
-		checkCommitted(t, e, s, c, id)
+		committed := checkCommitted(t, e, s, c, id) > 0
 		closeEngine(t, e, mem)
 		e, mem = openCheckpointEngine(t, dir, time.Duration(10+rng.IntN(100))*time.Millisecond, budget)
 		s = e.NewSession()
 		st = waitStarted(t, e, c, id)
+		if !committed && st.Start == engine.StartSources {
+			// The job commits, and checkpoints, only when its answer
+			// changes: a window job whose windows the watermark has not
+			// closed yet had nothing to commit before the stop.
+			checkSinkAt(t, s, c, st, seed)
+			continue
+		}
 		if st.Start != engine.StartCheckpoint {
 			t.Fatalf("seed %d round %d: the job did not restore a checkpoint: %+v", seed, round, st)
 		}

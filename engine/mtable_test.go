@@ -178,8 +178,10 @@ func TestMaterializedRestart(t *testing.T) {
 	}
 	closeEngine(t, e, mem)
 	// Close returns once the loop closed its done channel; the goroutine
-	// may still be returning from that frame for a moment.
-	for deadline := time.Now().Add(2 * time.Second); schedulerGoroutines() != 0; time.Sleep(time.Millisecond) {
+	// may still be returning from that frame for a moment (and an earlier
+	// test's engine, closed, may still be unwinding its own on a loaded
+	// machine: 2 s was too short at a load of 30). A leak stays forever.
+	for deadline := time.Now().Add(15 * time.Second); schedulerGoroutines() != 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d scheduler goroutines after Close", schedulerGoroutines())
 		}
