@@ -144,13 +144,13 @@ func (a *Aggregate) SetGroupingSets(sets [][]int) error {
 		return fmt.Errorf("%w: grouping sets need the grouping id as the last group", exec.ErrInvalid)
 	}
 	a.sets = sets
-	for _, set := range sets {
+	for i, set := range sets {
 		if len(set) > 0 {
 			continue
 		}
-		keys, release := a.setKeys(nil, set, 1)
+		keys, release := a.setKeys(nil, i, 1)
 		err := a.enc.Encode(keys, 1)
-		vals := make([]any, len(keys))
+		vals := make([]any, len(a.groups))
 		vals[n] = int64(1)<<n - 1
 		key := string(a.enc.Key(0))
 		release()
@@ -162,14 +162,16 @@ func (a *Aggregate) SetGroupingSets(sets [][]int) error {
 	return nil
 }
 
-// setKeys returns the keys of set for rows of which keys holds the
-// evaluated groups (nil when there are none): the absent ones NULL, the
-// grouping id last. release frees the arrays it made.
-func (a *Aggregate) setKeys(keys []arrow.Array, set []int, rows int) (out []arrow.Array, release func()) {
+// setKeys returns the keys of grouping set s for rows of which keys
+// holds the evaluated groups (nil when there are none): the absent ones
+// NULL, then the grouping id, then s itself, which keeps the groups of a
+// set listed twice apart (GROUPING SETS ((a), (a)) gives each row twice,
+// as in batch). release frees the arrays it made.
+func (a *Aggregate) setKeys(keys []arrow.Array, s, rows int) (out []arrow.Array, release func()) {
 	n := len(a.groups) - 1
-	out = make([]arrow.Array, n+1)
+	out = make([]arrow.Array, n+2)
 	gid := int64(1)<<n - 1
-	for _, i := range set {
+	for _, i := range a.sets[s] {
 		out[i] = keys[i]
 		gid &^= 1 << i
 	}
@@ -180,12 +182,14 @@ func (a *Aggregate) setKeys(keys []arrow.Array, set []int, rows int) (out []arro
 			made = append(made, out[i])
 		}
 	}
-	g := vectorized.NewFixedOut[int64](a.ec.Mem, rows)
-	for i := range g.Vals {
-		g.Vals[i] = gid
+	for j, v := range []int64{gid, int64(s)} {
+		c := vectorized.NewFixedOut[int64](a.ec.Mem, rows)
+		for i := range c.Vals {
+			c.Vals[i] = v
+		}
+		out[n+j] = c.Finish(arrow.PrimitiveTypes.Int64, nil, 0)
+		made = append(made, out[n+j])
 	}
-	out[n] = g.Finish(arrow.PrimitiveTypes.Int64, nil, 0)
-	made = append(made, out[n])
 	return out, func() {
 		for _, m := range made {
 			m.Release()
@@ -324,8 +328,8 @@ func (a *Aggregate) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 	if a.sets == nil {
 		return a.addRows(keys, n, in, signs)
 	}
-	for _, set := range a.sets {
-		sk, release := a.setKeys(keys, set, n)
+	for s := range a.sets {
+		sk, release := a.setKeys(keys, s, n)
 		err := a.addRows(sk, n, in, signs)
 		release()
 		if err != nil {
@@ -353,7 +357,7 @@ func (a *Aggregate) addRows(keys []arrow.Array, n int, in aggInputs, signs []int
 			}
 		}
 		if g == nil {
-			vals := make([]any, len(keys))
+			vals := make([]any, len(a.groupGet)) // keys may end with a grouping set's index
 			for c, get := range a.groupGet {
 				vals[c] = get(keys[c], i)
 			}

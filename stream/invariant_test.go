@@ -619,7 +619,7 @@ func randomQuery(rng *rand.Rand) string {
 	switch by := strings.Join(groups, ", "); {
 	case groups == nil:
 	case rng.Intn(3) == 0: // grouping sets
-		sets := []string{"ROLLUP (" + by + ")", "CUBE (" + by + ")", "GROUPING SETS ((" + by + "), ())"}
+		sets := []string{"ROLLUP (" + by + ")", "CUBE (" + by + ")", "GROUPING SETS ((" + by + "), ())", "GROUPING SETS ((" + by + "), (" + by + "))"}
 		q += " GROUP BY " + sets[rng.Intn(len(sets))]
 	default:
 		q += " GROUP BY " + by
