@@ -476,29 +476,11 @@ func itemHas(sql string, col int, has func(item string) bool) bool {
 // their third argument.
 func lagWithDefault(item string) bool {
 	for _, m := range lagCall.FindAllStringIndex(item, -1) {
-		if len(splitTop(callArgs(item[m[1]:]))) == 3 {
+		if end, err := tpcds.ClosingParen(item, m[1]-1); err == nil && len(splitTop(item[m[1]:end])) == 3 {
 			return true
 		}
 	}
 	return false
-}
-
-// callArgs is s up to the parenthesis closing one opened before it: the
-// arguments of a call s follows (s holds no string literal).
-func callArgs(s string) string {
-	depth := 0
-	for i, c := range []byte(s) {
-		switch c {
-		case '(':
-			depth++
-		case ')':
-			if depth == 0 {
-				return s[:i]
-			}
-			depth--
-		}
-	}
-	return s
 }
 
 var lagCall = regexp.MustCompile(`\b(lag|lead)\(`)
