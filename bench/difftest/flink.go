@@ -268,7 +268,7 @@ func lagDefaultNulls(c *flinkCase) bool {
 	}
 	var cols []int
 	for col := range c.got.Columns {
-		if itemCalls(c.sql, col, "lag(") || itemCalls(c.sql, col, "lead(") {
+		if itemHas(c.sql, col, lagWithDefault) {
 			cols = append(cols, col)
 		}
 	}
@@ -300,7 +300,7 @@ func havingOnGroupKey(sql, col string) bool {
 	if gb < 0 || hv < gb {
 		return false
 	}
-	for _, key := range strings.Split(sql[gb+len(" GROUP BY "):hv], ", ") {
+	for _, key := range splitTop(sql[gb+len(" GROUP BY ") : hv]) {
 		if key != col && strings.Contains(key, col) && strings.Contains(sql[hv:], key) {
 			return true
 		}
@@ -448,7 +448,7 @@ var typeRules = []struct {
 		return d.Flightd == "BIGINT" && smallInt[d.Flink] && itemCalls(sql, d.Column, "sum(")
 	}},
 	{"LAG/LEAD with a default has the common type of the value and the default in flightd; Flink's is the value's, the default cast to it", func(d TypeDiff, sql string) bool {
-		return integerWidth[d.Flink] > 0 && integerWidth[d.Flink] < integerWidth[d.Flightd] && (itemCalls(sql, d.Column, "lag(") || itemCalls(sql, d.Column, "lead("))
+		return integerWidth[d.Flink] > 0 && integerWidth[d.Flink] < integerWidth[d.Flightd] && itemHas(sql, d.Column, lagWithDefault)
 	}},
 	{"SUM of DECIMAL(p, s) is DECIMAL(p + 10, s) in flightd, leaving room for a later division; Flink's is DECIMAL(38, s)", func(d TypeDiff, sql string) bool {
 		return strings.HasPrefix(d.Flightd, "DECIMAL(") && strings.HasPrefix(d.Flink, "DECIMAL(38,") && itemCalls(sql, d.Column, "sum(")
@@ -458,19 +458,61 @@ var typeRules = []struct {
 // itemCalls reports whether the select item of output column col in some
 // top-level SELECT of sql (set operations have several) holds call.
 func itemCalls(sql string, col int, call string) bool {
+	return itemHas(sql, col, func(item string) bool { return strings.Contains(item, call) })
+}
+
+// itemHas reports whether has holds for the select item of output column
+// col, string literals emptied, in some top-level SELECT of sql.
+func itemHas(sql string, col int, has func(item string) bool) bool {
 	for _, items := range topSelectItems(sql) {
-		if col < len(items) && strings.Contains(stringLiteral.ReplaceAllString(items[col], "''"), call) {
+		if col < len(items) && has(stringLiteral.ReplaceAllString(items[col], "''")) {
 			return true
 		}
 	}
 	return false
 }
 
+// lagWithDefault reports whether item calls LAG or LEAD with a default,
+// their third argument.
+func lagWithDefault(item string) bool {
+	for _, m := range lagCall.FindAllStringIndex(item, -1) {
+		if end, err := tpcds.ClosingParen(item, m[1]-1); err == nil && len(splitTop(item[m[1]:end])) == 3 {
+			return true
+		}
+	}
+	return false
+}
+
+var lagCall = regexp.MustCompile(`\b(lag|lead)\(`)
+
 // topSelectItems returns the select items of each SELECT of sql outside
 // parentheses (WITH queries and subqueries are inside them).
 func topSelectItems(sql string) [][]string {
-	// top is sql with everything inside parentheses or quotes blanked.
-	top := []byte(sql)
+	var out [][]string
+	for _, m := range selectList.FindAllSubmatchIndex(topLevel(sql), -1) {
+		out = append(out, splitTop(sql[m[2]:m[3]]))
+	}
+	return out
+}
+
+// splitTop splits s at its commas outside parentheses and quotes, each
+// part trimmed.
+func splitTop(s string) []string {
+	top := topLevel(s)
+	var parts []string
+	start := 0
+	for i := 0; i <= len(top); i++ {
+		if i == len(top) || top[i] == ',' {
+			parts = append(parts, strings.TrimSpace(s[start:i]))
+			start = i + 1
+		}
+	}
+	return parts
+}
+
+// topLevel is s with everything inside parentheses or quotes blanked.
+func topLevel(s string) []byte {
+	top := []byte(s)
 	depth, quoted := 0, false
 	for i, c := range top {
 		switch {
@@ -488,19 +530,7 @@ func topSelectItems(sql string) [][]string {
 		}
 		top[i] = ' '
 	}
-	var out [][]string
-	for _, m := range selectList.FindAllSubmatchIndex(top, -1) {
-		var items []string
-		start := m[2]
-		for i := m[2]; i <= m[3]; i++ {
-			if i == m[3] || top[i] == ',' {
-				items = append(items, strings.TrimSpace(sql[start:i]))
-				start = i + 1
-			}
-		}
-		out = append(out, items)
-	}
-	return out
+	return top
 }
 
 var stringLiteral = regexp.MustCompile(`'(?:[^']|'')*'`)

@@ -47,6 +47,9 @@ func TestFlinkErrorRules(t *testing.T) {
 		{flinkCase{sql: "SELECT MIN(a2.s) AS c0 FROM t4 AS a2 GROUP BY greatest(COALESCE(a2.d, -1.81), -1.81) HAVING (greatest(COALESCE(a2.d, -1.81), -1.81) > 0)", kerr: "SqlValidatorException: Expression 'a2.d' is not being grouped", got: answered}, true},
 		{flinkCase{sql: "SELECT MIN(a2.s) AS c0 FROM t4 AS a2 GROUP BY greatest(COALESCE(a2.d, -1.81), -1.81) HAVING (a2.d > 0)", kerr: "SqlValidatorException: Expression 'a2.d' is not being grouped", got: answered}, false},
 		{flinkCase{sql: "SELECT a2.d AS c0 FROM t4 AS a2 GROUP BY a2.s", kerr: "SqlValidatorException: Expression 'a2.d' is not being grouped", got: answered}, false},
+		// The HAVING uses a2.d outside the grouped expression: it shares only
+		// a prefix, up to a comma inside the call, with it.
+		{flinkCase{sql: "SELECT MIN(a2.s) AS c0 FROM t4 AS a2 GROUP BY greatest(COALESCE(a2.d, -1.81), -1.81) HAVING (greatest(COALESCE(a2.d, 0), 0) > 0)", kerr: "SqlValidatorException: Expression 'a2.d' is not being grouped", got: answered}, false},
 		{flinkCase{sql: "SELECT rank() OVER (ORDER BY 1) AS c0 FROM t1", kerr: "ValidationException: Over Agg: The window rank function requires order by clause with non-constant fields.", got: answered}, true},
 		{flinkCase{sql: "SELECT count(*) AS c0 FROM t1 GROUP BY ROLLUP (k)", want: &tpcds.Result{}, got: answered, diff: "1 rows, want 0"}, true},
 		{flinkCase{sql: "SELECT count(*) AS c0 FROM t1 GROUP BY k", want: &tpcds.Result{}, got: answered, diff: "1 rows, want 0"}, false},
@@ -54,6 +57,11 @@ func TestFlinkErrorRules(t *testing.T) {
 		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf("line 1:294: add: %w: -2147483648 + -2 (int32)", vectorized.ErrOverflow), want: answered}, true},
 		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf("%w: -(-9223372036854775808) (int64)", vectorized.ErrOverflow), want: answered}, true},
 		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf("%w: sum exceeds the int64 range (1 + 2)", vectorized.ErrOverflow), want: answered}, true},
+		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf("%w: 4611686018427387904 * 2 (int64)", vectorized.ErrOverflow), want: answered}, true},
+		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf("%w: abs(-128)", vectorized.ErrOverflow), want: answered}, true},
+		// Floats and dates: Flink does not wrap them around.
+		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf("%w: 1e+308 * 10 (float64)", vectorized.ErrOverflow), want: answered}, false},
+		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf("%w: date 9999-12-31 + 1 days", vectorized.ErrOverflow), want: answered}, false},
 		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf("%w: -2147483648 + -2 (int32)", vectorized.ErrOverflow), kerr: "ArithmeticException: overflow"}, false},
 		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf("%w: decimal sum exceeds decimal(38, 2)", vectorized.ErrOverflow), want: answered}, false},
 		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf("%w: 1 / 0", vectorized.ErrDivideByZero), want: answered}, false},
@@ -130,6 +138,9 @@ func TestTypeRules(t *testing.T) {
 			t.Errorf("%v: explained %v, want %v", tc.d, got, tc.rule)
 		}
 	}
+	if typeRule(TypeDiff{Column: 0, Flink: "TINYINT", Flightd: "INT"}, "SELECT lag((a1.i1 + 1), 3) OVER (ORDER BY a1.k) AS c0 FROM t2 AS a1") != "" {
+		t.Error("LAG without a default: a narrower type explained")
+	}
 }
 
 // TestLagDefaultRule checks that Flink's -1 for a NULL LAG reads is
@@ -153,6 +164,17 @@ func TestLagDefaultRule(t *testing.T) {
 		c := flinkCase{sql: q, want: tc.want, got: got, diff: "differs"}
 		if got := explainFlink(&c) != ""; got != tc.rule {
 			t.Errorf("Flink %v: explained %v, want %v", tc.want.Rows, got, tc.rule)
+		}
+	}
+	// Without a default, a -1 where flightd has NULL is not Flink's bug.
+	for _, q := range []string{
+		"SELECT lag(a1.i1, 1) OVER (ORDER BY a1.k) AS c0, a1.i1 AS c1 FROM t2 AS a1",
+		"SELECT lag(a1.i1, 1) OVER (ORDER BY a1.k, a1.i1) AS c0, a1.i1 AS c1 FROM t2 AS a1",
+		"SELECT lead(coalesce(a1.i1, 2)) OVER (ORDER BY a1.k) AS c0, a1.i1 AS c1 FROM t2 AS a1",
+	} {
+		c := flinkCase{sql: q, want: res([]tpcds.Value{num(-1), num(1)}, []tpcds.Value{num(3), null}), got: got, diff: "differs"}
+		if explainFlink(&c) != "" {
+			t.Errorf("%s: Flink's -1 explained", q)
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/flightd/flightd/bench/tpcds"
 )
 
 // A streaming query emits an event-time window once the watermark passes
@@ -61,7 +63,7 @@ func closedWindows(sel string, wm time.Time) (string, error) {
 			break
 		}
 		open := loc[0] + strings.IndexByte(rest[loc[0]:], '(')
-		end, err := closingParen(rest, open)
+		end, err := tpcds.ClosingParen(rest, open)
 		if err != nil {
 			return "", err
 		}
@@ -87,29 +89,4 @@ func closedWindows(sel string, wm time.Time) (string, error) {
 		sel = fmt.Sprintf("SELECT * FROM (%s) AS closed_windows WHERE %s <= %s", sel, m[1], lit)
 	}
 	return sel, nil
-}
-
-// closingParen is the index of the parenthesis closing the one at open,
-// outside quotes.
-func closingParen(s string, open int) (int, error) {
-	depth := 0
-	var quote byte
-	for i := open; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
-		case c == '\'' || c == '`' || c == '"':
-			quote = c
-		case c == '(':
-			depth++
-		case c == ')':
-			if depth--; depth == 0 {
-				return i, nil
-			}
-		}
-	}
-	return 0, fmt.Errorf("unbalanced parentheses after %q", s[open:min(len(s), open+40)])
 }

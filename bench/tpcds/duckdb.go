@@ -86,11 +86,11 @@ func flinkAvg(query string) string {
 		if loc == nil {
 			return b.String() + rest
 		}
-		end := closingParen(rest, loc[1])
+		end, err := ClosingParen(rest, loc[1]-1)
 		arg := strings.TrimSpace(rest[loc[1]:max(end, loc[1])])
-		over := end >= 0 && overNext.MatchString(rest[end+1:])
+		over := err == nil && overNext.MatchString(rest[end+1:])
 		b.WriteString(rest[:loc[0]])
-		if end < 0 || over || len(arg) >= 8 && strings.EqualFold(arg[:8], "DISTINCT") {
+		if err != nil || over || len(arg) >= 8 && strings.EqualFold(arg[:8], "DISTINCT") {
 			b.WriteString(rest[loc[0]:loc[1]])
 		} else {
 			b.WriteString("flink_avg(")
@@ -99,22 +99,29 @@ func flinkAvg(query string) string {
 	}
 }
 
-// closingParen is the index of the parenthesis closing the one open before
-// s[from], -1 if none (string literals are not parsed: TPC-DS's AVG
-// arguments hold no parentheses in strings).
-func closingParen(s string, from int) int {
-	depth := 1
-	for i := from; i < len(s); i++ {
-		switch s[i] {
-		case '(':
+// ClosingParen is the index of the parenthesis closing the one at open,
+// outside quotes.
+func ClosingParen(s string, open int) (int, error) {
+	depth := 0
+	var quote byte
+	for i := open; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '`' || c == '"':
+			quote = c
+		case c == '(':
 			depth++
-		case ')':
+		case c == ')':
 			if depth--; depth == 0 {
-				return i
+				return i, nil
 			}
 		}
 	}
-	return -1
+	return 0, fmt.Errorf("unbalanced parentheses after %q", s[open:min(len(s), open+40)])
 }
 
 // Conn opens another connection to the same database, with the same NULL

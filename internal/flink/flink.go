@@ -87,11 +87,10 @@ func Start(dir string) (*Oracle, error) {
 
 // start starts cmd, which speaks FlinkOracle's protocol, in a process
 // group of its own: Close and a timeout kill the JVM and anything it
-// started. It is killed too when the process that started it dies (a test
-// binary killed at its timeout), as the kernel's parent-death signal
-// (sent when the starting thread ends: Go keeps its threads).
+// started. On Linux it is killed too when the process that started it
+// dies (procAttr).
 func start(cmd *exec.Cmd) (*Oracle, error) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = procAttr()
 	o := &Oracle{Timeout: DefaultTimeout, cmd: cmd, stderr: &tail{}, lines: make(chan string, 64)}
 	cmd.Stderr = o.stderr
 	var err error

@@ -1,3 +1,8 @@
+// The tests read process states from /proc, and TestParentKilled checks
+// Linux's parent-death signal.
+
+//go:build linux
+
 package flink
 
 import (

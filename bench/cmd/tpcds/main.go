@@ -97,6 +97,16 @@ func run() error {
 		}
 		return tpcds.LoadAll(ctx, mem, g, tables, f, name, *batch, *workers, os.Stderr)
 	}
+	// report runs the queries on ref and on fl (at uri), compared with
+	// ref's answers and timed against them.
+	report := func(uri string, ref, fl tpcds.Engine) *tpcds.Report {
+		rep := &tpcds.Report{Scale: *sf, Seed: *seed, Runs: *runs, FlightdURI: uri, Started: time.Now().UTC(),
+			Machine: tpcds.ThisMachine(), FlightdFlags: *flFlags, Commit: tpcds.GitCommit()}
+		rep.Queries = tpcds.RunQueries(ctx, queries, ref, fl, tpcds.RunOptions{Runs: *runs, Timeout: *timeout, Log: os.Stderr})
+		rep.Machine.LoadEnd = tpcds.LoadAverage()
+		rep.Summary = tpcds.Summarize(rep.Queries)
+		return rep
+	}
 	if *versusURI != "" {
 		if flightd == nil {
 			return fmt.Errorf("-versus needs -flightd")
@@ -112,11 +122,7 @@ func run() error {
 		if err := load(versus, "versus"); err != nil || *loadOnly {
 			return err
 		}
-		rep := &tpcds.Report{Scale: *sf, Seed: *seed, Runs: *runs, FlightdURI: *versusURI, Started: time.Now().UTC(),
-			Machine: tpcds.ThisMachine(), FlightdFlags: *flFlags, Commit: tpcds.GitCommit()}
-		rep.Queries = tpcds.RunQueries(ctx, queries, flightd, versus, tpcds.RunOptions{Runs: *runs, Timeout: *timeout, Log: os.Stderr})
-		rep.Machine.LoadEnd = tpcds.LoadAverage()
-		rep.Summary = tpcds.Summarize(rep.Queries)
+		rep := report(*versusURI, flightd, versus)
 		s := rep.Summary
 		fmt.Printf("%d queries, %d answered as by %s; %s / %s, geometric mean: first runs %.2fx, timed runs %.2fx\n",
 			s.Queries, s.FlightdOK, *flightdURI, *versusURI, *flightdURI, s.GeoMeanFirstRatio, s.GeoMeanRatio)
@@ -164,11 +170,7 @@ func run() error {
 	if *streams > 0 {
 		return throughput(ctx, mem, *streams, queries, duck, *flightdURI, *seed, *timeout, *out)
 	}
-	rep := &tpcds.Report{Scale: *sf, Seed: *seed, Runs: *runs, FlightdURI: *flightdURI, Started: time.Now().UTC(),
-		Machine: tpcds.ThisMachine(), FlightdFlags: *flFlags, Commit: tpcds.GitCommit()}
-	rep.Queries = tpcds.RunQueries(ctx, queries, duck, fl, tpcds.RunOptions{Runs: *runs, Timeout: *timeout, Log: os.Stderr})
-	rep.Machine.LoadEnd = tpcds.LoadAverage()
-	rep.Summary = tpcds.Summarize(rep.Queries)
+	rep := report(*flightdURI, duck, fl)
 	tpcds.WriteTable(os.Stdout, rep)
 	if err := tpcds.WriteFiles(*out, rep); err != nil {
 		return err
