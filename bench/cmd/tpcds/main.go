@@ -107,6 +107,9 @@ func run() error {
 		rep.Summary = tpcds.Summarize(rep.Queries)
 		return rep
 	}
+	if *loadOnly && flightd == nil {
+		return fmt.Errorf("-load-only needs -flightd: it loads flightd")
+	}
 	if *versusURI != "" {
 		if flightd == nil {
 			return fmt.Errorf("-versus needs -flightd")
