@@ -233,3 +233,51 @@ func TestMetadataMaxAgeReadModifyWrite(t *testing.T) {
 	writeRows(t, tbl, mem, WriteOptions{ReadModifyWrite: true, BaseSnapshot: retry}, UpdateAfter, [][]any{{1, "retried"}})
 	eqRows(t, scanAll(t, tbl, ScanSpec{}), "1|retried")
 }
+
+// TestMetadataMaxAgeOwnDrop: this store's DROP TABLE is seen at once,
+// even when a statement that raced the drop read the table's schema in
+// the moment between the drop's check and its removal of the table, on a
+// file system that renames directories and on one that cannot (S3).
+func TestMetadataMaxAgeOwnDrop(t *testing.T) {
+	for _, canRename := range []bool{true, false} {
+		t.Run(fmt.Sprintf("rename=%v", canRename), func(t *testing.T) {
+			ctx := context.Background()
+			mem := newMem(t)
+			fsys := &renameHookFS{FS: NewLocalFS(), canRename: canRename}
+			s, err := Open(ctx, fsys, t.TempDir(), Options{Mem: mem, MetadataMaxAge: time.Hour})
+			must(t, err)
+			defer s.Close()
+			must(t, s.CreateDatabase(ctx, "db", false))
+			id := Ident{"db", "t"}
+			_, err = s.CreateTable(ctx, id, TableDef{Schema: kvSchema}, false)
+			must(t, err)
+			fsys.beforeRename = func() {
+				if _, err := s.Table(ctx, id); err != nil {
+					t.Errorf("the statement racing the drop: %v", err)
+				}
+			}
+			must(t, s.DropTable(ctx, id, false))
+			if _, err := s.Table(ctx, id); !errors.Is(err, ErrTableNotFound) {
+				t.Fatalf("a statement after this store's drop: %v, want ErrTableNotFound", err)
+			}
+		})
+	}
+}
+
+// renameHookFS calls beforeRename before each rename, which fails with
+// errors.ErrUnsupported unless canRename.
+type renameHookFS struct {
+	FS
+	canRename    bool
+	beforeRename func()
+}
+
+func (r *renameHookFS) Rename(from, to string) error {
+	if r.beforeRename != nil {
+		r.beforeRename()
+	}
+	if !r.canRename {
+		return errors.ErrUnsupported
+	}
+	return r.FS.Rename(from, to)
+}
