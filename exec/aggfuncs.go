@@ -353,21 +353,16 @@ func (s *sumDecAcc) moveTo(from, to int) {
 
 type avgDecAcc struct {
 	sumDecAcc
-	cnt []int64
+	cnt countAcc
 	ret *arrow.Decimal128Type
 }
 
-func (a *avgDecAcc) grow(n int) { a.sumDecAcc.grow(n); a.cnt = growTo(a.cnt, n) }
+func (a *avgDecAcc) grow(n int) { a.sumDecAcc.grow(n); a.cnt.grow(n) }
 func (a *avgDecAcc) update(groups []uint32, args []arrow.Array, mask []bool) error {
 	if err := a.sumDecAcc.update(groups, args, mask); err != nil {
 		return err
 	}
-	for i, g := range groups {
-		if active(args[0], mask, i) {
-			a.cnt[g]++
-		}
-	}
-	return nil
+	return a.cnt.update(groups, args, mask)
 }
 func (a *avgDecAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
 	b := array.NewDecimal128Builder(mem, a.ret)
@@ -377,7 +372,7 @@ func (a *avgDecAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
 			b.AppendNull()
 			continue
 		}
-		avg, err := AvgDecimal(a.sum[g], a.out.Scale, a.cnt[g], a.ret)
+		avg, err := AvgDecimal(a.sum[g], a.out.Scale, a.cnt.n[g], a.ret)
 		if err != nil {
 			return nil, err
 		}
@@ -410,7 +405,7 @@ func AvgDecimal(sum decimal128.Num, sumScale int32, n int64, ret *arrow.Decimal1
 }
 func (a *avgDecAcc) moveTo(from, to int) {
 	a.sumDecAcc.moveTo(from, to)
-	a.cnt = moveState(a.cnt, from, to)
+	a.cnt.moveTo(from, to)
 }
 
 // avgIntAcc is AVG of an integer type as Flink computes it: the exact sum
@@ -418,27 +413,22 @@ func (a *avgDecAcc) moveTo(from, to int) {
 // (the mean of its values fits it).
 type avgIntAcc struct {
 	sumIntAcc
-	cnt []int64
+	cnt countAcc
 	ret arrow.DataType
 }
 
-func (a *avgIntAcc) grow(n int) { a.sumIntAcc.grow(n); a.cnt = growTo(a.cnt, n) }
+func (a *avgIntAcc) grow(n int) { a.sumIntAcc.grow(n); a.cnt.grow(n) }
 func (a *avgIntAcc) update(groups []uint32, args []arrow.Array, mask []bool) error {
 	if err := a.sumIntAcc.update(groups, args, mask); err != nil {
 		return err
 	}
-	for i, g := range groups {
-		if active(args[0], mask, i) {
-			a.cnt[g]++
-		}
-	}
-	return nil
+	return a.cnt.update(groups, args, mask)
 }
 func (a *avgIntAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
 	out := vectorized.NewFixedOut[int64](mem, n)
 	for g := range n {
-		if a.cnt[g] > 0 {
-			out.Vals[g] = a.sum[g] / a.cnt[g]
+		if a.cnt.n[g] > 0 {
+			out.Vals[g] = a.sum[g] / a.cnt.n[g]
 		}
 	}
 	v := vectorized.BoolsToValidity(mem, a.seen[:n])
@@ -451,11 +441,11 @@ func (a *avgIntAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
 }
 func (a *avgIntAcc) moveTo(from, to int) {
 	a.sumIntAcc.moveTo(from, to)
-	a.cnt = moveState(a.cnt, from, to)
+	a.cnt.moveTo(from, to)
 }
 func (a *avgIntAcc) copyGroup(from, to int) {
 	a.sumIntAcc.copyGroup(from, to)
-	a.cnt[to] = a.cnt[from]
+	a.cnt.copyGroup(from, to)
 }
 
 type avgFloatAcc struct {
@@ -1018,7 +1008,7 @@ func (s *sumDecAcc) copyGroup(from, to int) {
 
 func (a *avgDecAcc) copyGroup(from, to int) {
 	a.sumDecAcc.copyGroup(from, to)
-	a.cnt[to] = a.cnt[from]
+	a.cnt.copyGroup(from, to)
 }
 
 func (a *avgFloatAcc) copyGroup(from, to int) {

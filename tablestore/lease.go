@@ -75,6 +75,9 @@ func (s *Store) latestLease(name string) (Lease, error) {
 // LeaseHolder returns the owner that holds lease name now, or "" when
 // nobody does (never taken, expired or released).
 func (s *Store) LeaseHolder(ctx context.Context, name string) (string, error) {
+	if err := validateName("lease", name); err != nil {
+		return "", err
+	}
 	l, err := s.latestLease(name)
 	if err != nil || l.ExpiresMillis <= s.opts.Now().UnixMilli() {
 		return "", err

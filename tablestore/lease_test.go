@@ -112,3 +112,40 @@ func TestLeaseOneHolder(t *testing.T) {
 		t.Logf("%d holds by %d nodes", len(holds), len(owners))
 	})
 }
+
+// TestLeaseHolder: the holder is the owner of a lease taken and not yet
+// expired or released, "" otherwise, as another store sees it; a bad name
+// is an error.
+func TestLeaseHolder(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	var stores [2]*Store
+	for i := range stores {
+		s, err := Open(ctx, NewLocalFS(), dir, Options{Mem: newMem(t), Now: clock.Now})
+		must(t, err)
+		defer s.Close()
+		stores[i] = s
+	}
+	holder := func(want string) {
+		t.Helper()
+		got, err := stores[1].LeaseHolder(ctx, "job")
+		if err != nil || got != want {
+			t.Fatalf("LeaseHolder: %q, %v; want %q", got, err, want)
+		}
+	}
+	holder("") // never taken
+	l, err := stores[0].AcquireLease(ctx, "job", "a", time.Minute)
+	must(t, err)
+	holder("a")
+	clock.advance(time.Minute)
+	holder("") // expired
+	l, err = stores[0].AcquireLease(ctx, "job", "b", time.Minute)
+	must(t, err)
+	holder("b")
+	must(t, stores[0].ReleaseLease(ctx, l))
+	holder("") // released
+	if _, err := stores[1].LeaseHolder(ctx, "../x"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("LeaseHolder of a bad name: %v, want ErrInvalid", err)
+	}
+}

@@ -2,6 +2,7 @@ package tablestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path"
@@ -184,4 +185,99 @@ func (c *metaCountFS) Open(name string) (ReadFile, error) {
 func (c *metaCountFS) List(dir string) ([]string, error) {
 	c.reads.Add(1)
 	return c.FS.List(dir)
+}
+
+// TestMetadataMaxAgeReadModifyWrite: a read-modify-write computed from a
+// snapshot this store kept within the max age, after another store
+// committed the same key, fails with ErrSerialization rather than losing
+// that commit; its retry finds the other store's snapshot.
+func TestMetadataMaxAgeReadModifyWrite(t *testing.T) {
+	ctx := context.Background()
+	mem := newMem(t)
+	dir := t.TempDir()
+	fsys := NewLocalFS()
+	stale, err := Open(ctx, fsys, dir, Options{Mem: mem, MetadataMaxAge: time.Hour})
+	must(t, err)
+	defer stale.Close()
+	other := openStore(t, fsys, dir, mem)
+	defer other.Close()
+	must(t, stale.CreateDatabase(ctx, "db", false))
+	id := Ident{"db", "t"}
+	tbl, err := stale.CreateTable(ctx, id, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}, Options: map[string]string{"write-only": "true"}}, false)
+	must(t, err)
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{1, "0"}})
+	// base is the snapshot a statement pins, as UPDATE reads it.
+	base := func() int64 {
+		t.Helper()
+		tbl, err := stale.Table(ctx, id)
+		must(t, err)
+		sn, err := tbl.WithPin(&Pin{}).LatestSnapshotID(ctx)
+		must(t, err)
+		return sn
+	}
+	kept := base()
+	otherTbl, err := other.Table(ctx, id)
+	must(t, err)
+	newer := writeRows(t, otherTbl, mem, WriteOptions{}, UpdateAfter, [][]any{{1, "other"}})
+	if got := base(); got != kept {
+		t.Fatalf("within the max age the statement read snapshot %d, want the kept %d (the test needs a stale read)", got, kept)
+	}
+	_, err = commitRows(tbl, mem, WriteOptions{ReadModifyWrite: true, BaseSnapshot: kept}, UpdateAfter, [][]any{{1, "stale"}})
+	if !errors.Is(err, ErrSerialization) {
+		t.Fatalf("a read-modify-write of stale snapshot %d after commit %d of its key: %v, want ErrSerialization", kept, newer, err)
+	}
+	retry := base()
+	if retry != newer {
+		t.Fatalf("the retry read snapshot %d, want %d (the failed commit found it)", retry, newer)
+	}
+	writeRows(t, tbl, mem, WriteOptions{ReadModifyWrite: true, BaseSnapshot: retry}, UpdateAfter, [][]any{{1, "retried"}})
+	eqRows(t, scanAll(t, tbl, ScanSpec{}), "1|retried")
+}
+
+// TestMetadataMaxAgeOwnDrop: this store's DROP TABLE is seen at once,
+// even when a statement that raced the drop read the table's schema in
+// the moment between the drop's check and its removal of the table, on a
+// file system that renames directories and on one that cannot (S3).
+func TestMetadataMaxAgeOwnDrop(t *testing.T) {
+	for _, canRename := range []bool{true, false} {
+		t.Run(fmt.Sprintf("rename=%v", canRename), func(t *testing.T) {
+			ctx := context.Background()
+			mem := newMem(t)
+			fsys := &renameHookFS{FS: NewLocalFS(), canRename: canRename}
+			s, err := Open(ctx, fsys, t.TempDir(), Options{Mem: mem, MetadataMaxAge: time.Hour})
+			must(t, err)
+			defer s.Close()
+			must(t, s.CreateDatabase(ctx, "db", false))
+			id := Ident{"db", "t"}
+			_, err = s.CreateTable(ctx, id, TableDef{Schema: kvSchema}, false)
+			must(t, err)
+			fsys.beforeRename = func() {
+				if _, err := s.Table(ctx, id); err != nil {
+					t.Errorf("the statement racing the drop: %v", err)
+				}
+			}
+			must(t, s.DropTable(ctx, id, false))
+			if _, err := s.Table(ctx, id); !errors.Is(err, ErrTableNotFound) {
+				t.Fatalf("a statement after this store's drop: %v, want ErrTableNotFound", err)
+			}
+		})
+	}
+}
+
+// renameHookFS calls beforeRename before each rename, which fails with
+// errors.ErrUnsupported unless canRename.
+type renameHookFS struct {
+	FS
+	canRename    bool
+	beforeRename func()
+}
+
+func (r *renameHookFS) Rename(from, to string) error {
+	if r.beforeRename != nil {
+		r.beforeRename()
+	}
+	if !r.canRename {
+		return errors.ErrUnsupported
+	}
+	return r.FS.Rename(from, to)
 }

@@ -467,6 +467,10 @@ func (s *Store) DropTable(ctx context.Context, id Ident, ifExists bool) error {
 		return err
 	}
 	s.forgetTable(id)
+	// A statement may have read the table's schema since, and kept it
+	// (Options.MetadataMaxAge): forget it again once the table is gone,
+	// so that this store's next statements find it dropped.
+	defer s.forgetTable(id)
 	trash := joinPath(s.dbDir(id.Database), trashPrefix+id.Table+"-"+newUUID())
 	if err := s.fs.Rename(s.tableDir(id), trash); errors.Is(err, errors.ErrUnsupported) {
 		return s.dropInPlace(id)
