@@ -579,9 +579,7 @@ func (j *RowtimeTemporal) unspill(wm time.Time) error {
 // SaveState saves the inputs' positions, the watermark, the late count and
 // every key's versions and probe rows, in memory and spilled.
 func (j *RowtimeTemporal) SaveState(w *StateWriter) error {
-	j.two.save(w)
-	w.time(j.wm)
-	w.Varint(j.late)
+	j.two.saveProgress(w, j.wm, j.late)
 	w.Varint(j.seq)
 	for k, v := range j.keys {
 		w.Entry(spillKey(firstProbe(v), k), encodeVersioned(v))
@@ -593,33 +591,19 @@ func (j *RowtimeTemporal) SaveState(w *StateWriter) error {
 
 // RestoreState loads the saved state into memory, spilling past the
 // budget.
-func (j *RowtimeTemporal) RestoreState(r *StateReader) error {
-	if err := j.two.restore(r); err != nil {
-		return err
-	}
-	var err error
-	if j.wm, err = r.time(); err != nil {
-		return err
-	}
-	if j.late, err = r.Varint(); err != nil {
+func (j *RowtimeTemporal) RestoreState(r *StateReader) (err error) {
+	if j.wm, j.late, err = j.two.restoreProgress(r); err != nil {
 		return err
 	}
 	if j.seq, err = r.Varint(); err != nil {
 		return err
 	}
-	err = r.Entries(func(key string, val []byte) error {
+	err = r.entriesWithin(j.budget, &j.held, j.evict, func(key string, val []byte) (grow int64, err error) {
 		if len(key) < 16 {
-			return errCorruptCheckpoint
+			return 0, errCorruptCheckpoint
 		}
-		var grow int64
-		if err := j.decode(key[16:], val, &grow); err != nil {
-			return err
-		}
-		j.account(grow)
-		if j.budget.over() {
-			return j.evict()
-		}
-		return nil
+		err = j.decode(key[16:], val, &grow)
+		return grow, err
 	})
 	if err != nil {
 		return err
