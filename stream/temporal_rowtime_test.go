@@ -43,15 +43,7 @@ func followJoin(t *testing.T, ctx context.Context, sess *engine.Session, tbls []
 			}
 		}
 		for {
-			var e event
-			select {
-			case e = <-w.events:
-			case <-time.After(30 * time.Second):
-				t.Fatalf("no progress to snapshots %v", target)
-			}
-			if e.err != nil {
-				t.Fatal(e.err)
-			}
+			e := w.next(t, 30*time.Second, target)
 			if e.rows == nil {
 				if e.pos[0] >= target[0] && e.pos[1] >= target[1] {
 					return

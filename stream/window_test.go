@@ -332,15 +332,7 @@ func runWindowInvariant(t *testing.T, rng *rand.Rand, budget int64) {
 	// snapshot they are labelled with.
 	got := map[int64][]string{}
 	for {
-		var e event
-		select {
-		case e = <-w.events:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("no progress to snapshot %d", final)
-		}
-		if e.err != nil {
-			t.Fatal(e.err)
-		}
+		e := w.next(t, 30*time.Second, final)
 		if e.rows == nil {
 			if e.pos[0] >= final {
 				break
