@@ -419,7 +419,7 @@ func (j *IntervalJoin) unspill(wm time.Time) error {
 	return err
 }
 
-// expire drops the rows no change that is not late can join or retract:
+// advance drops the rows no change that is not late can join or retract:
 // event time at or before the watermark wm, and so is the last time a
 // partner of the other side could have. An outer join pads the rows of a
 // kept side that leave without a partner.

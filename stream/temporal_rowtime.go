@@ -328,7 +328,7 @@ func (j *RowtimeTemporal) dropIfEmpty(k string, v *versioned, grow *int64) {
 	}
 }
 
-// fire emits the probe rows at or before watermark wm, in time order per
+// advance emits the probe rows at or before watermark wm, in time order per
 // key, and settles the versions it passed.
 func (j *RowtimeTemporal) advance(wm time.Time) error {
 	if err := j.unspill(wm); err != nil {
@@ -393,7 +393,7 @@ func firstProbe(v *versioned) int64 {
 }
 
 // evict moves join keys to disk until half the budget is free. It runs
-// after fire: every probe row held is after the watermark.
+// after advance: every probe row held is after the watermark.
 func (j *RowtimeTemporal) evict() error {
 	if j.store == nil {
 		j.store = newSpillStore(j.ec, j.budget)
