@@ -1138,52 +1138,21 @@ func (sb *streamBuilder) buildNode(n sNode) (op stream.Operator, err error) {
 		}
 		return op, err
 	case *sUnion:
-		l, r, err := sb.buildPair(x.l, x.r)
-		if err != nil {
-			return nil, err
-		}
-		u, err := stream.NewUnionAll(l, r)
-		if err != nil {
-			_ = l.Close()
-			_ = r.Close()
-			return nil, err
-		}
-		return u, nil
+		return sb.buildBinary(x.l, x.r, func(l, r stream.Operator) (stream.Operator, error) {
+			u, err := stream.NewUnionAll(l, r)
+			if err != nil {
+				return nil, err
+			}
+			return u, nil
+		})
 	case *sWindowJoin:
-		l, r, err := sb.buildPair(x.l, x.r)
-		if err != nil {
-			return nil, err
-		}
-		op, err := sb.windowJoin(x, l, r)
-		if err != nil {
-			_ = l.Close()
-			_ = r.Close()
-		}
-		return op, err
+		return sb.buildBinary(x.l, x.r, func(l, r stream.Operator) (stream.Operator, error) { return sb.windowJoin(x, l, r) })
 	case *sIntervalJoin:
-		l, r, err := sb.buildPair(x.l, x.r)
-		if err != nil {
-			return nil, err
-		}
-		op, err := sb.intervalJoin(x, l, r)
-		if err != nil {
-			_ = l.Close()
-			_ = r.Close()
-		}
-		return op, err
+		return sb.buildBinary(x.l, x.r, func(l, r stream.Operator) (stream.Operator, error) { return sb.intervalJoin(x, l, r) })
 	case *sWatermarkCol:
 		return sb.watermarkColumn(x)
 	case *sRowtimeTemporal:
-		l, r, err := sb.buildPair(x.l, x.r)
-		if err != nil {
-			return nil, err
-		}
-		op, err := sb.rowtimeTemporal(x, l, r)
-		if err != nil {
-			_ = l.Close()
-			_ = r.Close()
-		}
-		return op, err
+		return sb.buildBinary(x.l, x.r, func(l, r stream.Operator) (stream.Operator, error) { return sb.rowtimeTemporal(x, l, r) })
 	case *sTemporal:
 		in, err := sb.build(x.l)
 		if err != nil {
@@ -1195,16 +1164,7 @@ func (sb *streamBuilder) buildNode(n sNode) (op stream.Operator, err error) {
 		}
 		return op, err
 	case *sJoin:
-		l, r, err := sb.buildPair(x.l, x.r)
-		if err != nil {
-			return nil, err
-		}
-		op, err := sb.join(x, l, r)
-		if err != nil {
-			_ = l.Close()
-			_ = r.Close()
-		}
-		return op, err
+		return sb.buildBinary(x.l, x.r, func(l, r stream.Operator) (stream.Operator, error) { return sb.join(x, l, r) })
 	}
 	return nil, fmt.Errorf("%w: cannot build streaming %T", errInternal, n)
 }
@@ -1408,17 +1368,25 @@ func (sb *streamBuilder) rank(x *sRank, in stream.Operator) (stream.Operator, er
 	return stream.NewRank(sb.ec, in, spec, sb.budget)
 }
 
-// buildPair builds a binary operator's two inputs; on an error it closes
-// what it built.
-func (sb *streamBuilder) buildPair(ln, rn sNode) (l, r stream.Operator, err error) {
-	if l, err = sb.build(ln); err != nil {
-		return nil, nil, err
+// buildBinary builds a binary operator's two inputs, then the operator
+// over them by ctor; on an error it closes what it built.
+func (sb *streamBuilder) buildBinary(ln, rn sNode, ctor func(l, r stream.Operator) (stream.Operator, error)) (stream.Operator, error) {
+	l, err := sb.build(ln)
+	if err != nil {
+		return nil, err
 	}
-	if r, err = sb.build(rn); err != nil {
+	r, err := sb.build(rn)
+	if err != nil {
 		_ = l.Close()
-		return nil, nil, err
+		return nil, err
 	}
-	return l, r, nil
+	op, err := ctor(l, r)
+	if err != nil {
+		_ = l.Close()
+		_ = r.Close()
+		return nil, err
+	}
+	return op, nil
 }
 
 func (sb *streamBuilder) join(x *sJoin, l, r stream.Operator) (stream.Operator, error) {

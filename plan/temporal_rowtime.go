@@ -149,9 +149,14 @@ func (sb *streamBuilder) rowtimeTemporal(x *sRowtimeTemporal, l, r stream.Operat
 			return nil, err
 		}
 	}
-	j, err := stream.NewRowtimeTemporal(sb.ec, l, r, spec, sb.budget)
-	if err != nil || x.residual == nil {
-		return j, err
+	if x.residual == nil {
+		return stream.NewRowtimeTemporal(sb.ec, l, r, spec, sb.budget)
+	}
+	// Tracked here: build tracks the filter above it, which keeps nothing
+	// (without this the join's state was lost at a restart).
+	j, err := sb.track(stream.NewRowtimeTemporal(sb.ec, l, r, spec, sb.budget))
+	if err != nil {
+		return nil, err
 	}
 	pred, err := sb.compile(x.residual, concatCols(lc, rc))
 	if err != nil {

@@ -369,11 +369,7 @@ func (w *StateWriter) Entry(key string, val []byte) {
 // progress appends an event-time operator's progress: its last watermark
 // (zero: none yet) and the late rows it dropped.
 func (w *StateWriter) progress(wm time.Time, late int64) {
-	var b []byte
-	if !wm.IsZero() {
-		b, _ = wm.MarshalBinary()
-	}
-	w.Bytes(b)
+	w.time(wm)
 	w.Varint(late)
 }
 
@@ -448,14 +444,8 @@ func (r *StateReader) uvarint() (uint64, error) {
 
 // progress reads what StateWriter.progress wrote.
 func (r *StateReader) progress() (wm time.Time, late int64, err error) {
-	b, err := r.Bytes()
-	if err != nil {
+	if wm, err = r.time(); err != nil {
 		return wm, 0, err
-	}
-	if len(b) > 0 {
-		if err := wm.UnmarshalBinary(b); err != nil {
-			return wm, 0, fmt.Errorf("%w: %v", errCorruptCheckpoint, err)
-		}
 	}
 	late, err = r.Varint()
 	return wm, late, err

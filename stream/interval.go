@@ -60,8 +60,8 @@ type IntervalJoin struct {
 	schema *arrow.Schema
 
 	sides   [2]*intervalSide
-	store   *spillStore      // nil until something spills
-	spilled map[string]int64 // join key -> the expiry its record is keyed by
+	store   *spillStore // nil until something spills
+	spilled spilledKeys // keyed by their earliest expiry
 	held    int64
 	signs   []int8
 	lower   int64 // microseconds
@@ -101,7 +101,7 @@ func NewIntervalJoin(ec *exec.Context, left, right Operator, spec IntervalSpec, 
 	if spec.Lower > spec.Upper {
 		return nil, fmt.Errorf("%w: interval join bounds %s > %s", exec.ErrInvalid, spec.Lower, spec.Upper)
 	}
-	j := &IntervalJoin{eventTimeJoin: eventTimeJoin{budget: budget}, ec: ec, spec: spec, lower: spec.Lower.Microseconds(), upper: spec.Upper.Microseconds(), spilled: map[string]int64{}}
+	j := &IntervalJoin{eventTimeJoin: eventTimeJoin{budget: budget}, ec: ec, spec: spec, lower: spec.Lower.Microseconds(), upper: spec.Upper.Microseconds(), spilled: spilledKeys{}}
 	j.two = twoInputs{in: [2]Operator{left, right}, lock: -1}
 	var fields []arrow.Field
 	for s, op := range []Operator{left, right} {
@@ -300,8 +300,7 @@ func (j *IntervalJoin) evict() error {
 			for _, sd := range j.sides {
 				delete(sd.table, k)
 			}
-			out = append(out, stateEntry{key: windowStateKey([2]int64{0, first}, k), val: b})
-			j.spilled[k] = first
+			out = append(out, j.spilled.entry(k, first, b))
 			freed += n - spilledBytes(k)
 		}
 	}
@@ -370,28 +369,14 @@ func (j *IntervalJoin) RestoreState(r *StateReader) (err error) {
 	return r.end()
 }
 
-// load reads spilled join key k back, adding its bytes to grow, and
-// forgets its record.
+// load reads spilled join key k back, adding its bytes to grow.
 func (j *IntervalJoin) load(k string, grow *int64) error {
-	first, ok := j.spilled[k]
-	if !ok {
-		return nil
-	}
-	key := windowStateKey([2]int64{0, first}, k)
-	b, ok, err := j.store.take(key)
-	if err != nil {
+	b, ok, err := j.spilled.take(j.store, k)
+	if !ok || err != nil {
 		return err
 	}
-	if !ok {
-		return fmt.Errorf("%w: spilled interval join key not found", errCorruptState)
-	}
-	if err := j.decode(k, b, grow); err != nil {
-		return err
-	}
-	j.store.forget(key)
-	delete(j.spilled, k)
 	*grow -= spilledBytes(k)
-	return nil
+	return j.decode(k, b, grow)
 }
 
 // decode puts the rows evict encoded for key k as b back.
@@ -424,25 +409,17 @@ func (j *IntervalJoin) decode(k string, b []byte, grow *int64) error {
 // unspill brings back the spilled keys with rows that expire at or
 // before wm.
 func (j *IntervalJoin) unspill(wm time.Time) error {
-	entries, err := j.store.takeClosed(wm)
-	if err != nil {
-		return err
-	}
 	var grow int64
-	for _, e := range entries {
-		k := e.key[16:]
-		if err := j.decode(k, e.val, &grow); err != nil {
-			return err
-		}
-		delete(j.spilled, k)
+	err := j.spilled.takeClosed(j.store, wm, func(k string, b []byte) error {
 		grow -= spilledBytes(k)
-	}
+		return j.decode(k, b, &grow)
+	})
 	j.held += grow
 	j.budget.add(grow)
-	return nil
+	return err
 }
 
-// expire drops the rows no change that is not late can join or retract:
+// advance drops the rows no change that is not late can join or retract:
 // event time at or before the watermark wm, and so is the last time a
 // partner of the other side could have. An outer join pads the rows of a
 // kept side that leave without a partner.

@@ -300,15 +300,8 @@ func runInvariant(t *testing.T, rng *rand.Rand, kinds []tableKind, randomQuery f
 	follow := func(s *streamRun, target map[int]int64, final bool) {
 		t.Helper()
 		for {
-			var ev event
-			select {
-			case ev = <-s.events:
-			case <-time.After(30 * time.Second):
-				t.Fatalf("%s: no progress to snapshots %v", s.query, target)
-			}
+			ev := s.next(t, 30*time.Second, target)
 			switch {
-			case ev.err != nil:
-				t.Fatalf("%s: %v", s.query, ev.err)
 			case ev.rows != nil:
 				if s.label != nil && !maps.Equal(ev.pos, s.label) {
 					check(s, s.label) // the labelled position is complete
@@ -389,6 +382,22 @@ type event struct {
 	pos  map[int]int64 // table -> snapshot
 	rows [][]string    // nil: a progress marker
 	err  error
+}
+
+// next returns the stream's next event; it fails the test on an error or
+// when nothing comes within wait (a stream that stopped short of until).
+func (s *streamRun) next(t *testing.T, wait time.Duration, until any) event {
+	t.Helper()
+	select {
+	case e := <-s.events:
+		if e.err != nil {
+			t.Fatalf("%s: %v", s.query, e.err)
+		}
+		return e
+	case <-time.After(wait):
+		t.Fatalf("%s: no progress to %v in %v", s.query, until, wait)
+	}
+	return event{}
 }
 
 func (s *streamRun) Rows(snapshot int64, _ bool) {

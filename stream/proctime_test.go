@@ -155,24 +155,16 @@ func runProcTimeWindows(t *testing.T, rng *rand.Rand) {
 	// error or when nothing comes for a minute (a stream that stopped).
 	next := func() event {
 		t.Helper()
-		select {
-		case ev := <-s.events:
-			if ev.err != nil {
-				t.Fatalf("stream: %v", ev.err)
+		ev := s.next(t, time.Minute, "the next marker")
+		for _, r := range ev.rows {
+			if r[0] != "+I" {
+				t.Fatalf("a processing-time window emitted %q", r)
 			}
-			for _, r := range ev.rows {
-				if r[0] != "+I" {
-					t.Fatalf("a processing-time window emitted %q", r)
-				}
-				if err := s.apply(r); err != nil {
-					t.Fatal(err)
-				}
+			if err := s.apply(r); err != nil {
+				t.Fatal(err)
 			}
-			return ev
-		case <-time.After(time.Minute):
-			t.Fatal("no progress from the stream in a minute")
 		}
-		return event{}
+		return ev
 	}
 	caughtUp := func() {
 		t.Helper()

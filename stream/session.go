@@ -58,8 +58,8 @@ type SessionAggregate struct {
 	partitions []exec.Expr
 	partEnc    vectorized.KeyEncoder
 	parts      map[string]*sessionPart
-	store      *spillStore      // nil until something spills
-	spilled    map[string]int64 // partition -> the end its record is keyed by
+	store      *spillStore // nil until something spills
+	spilled    spilledKeys // keyed by the end of their first session
 	keyDec     []orderedDecoder
 	inputDec   []orderedDecoder // nil for count(*)
 }
@@ -96,7 +96,7 @@ func NewSessionAggregate(ec *exec.Context, in Operator, gap time.Duration, rowti
 	if err := s.init(ec, in, "session", rowtime, keys, keyNames, aggs, budget); err != nil {
 		return nil, err
 	}
-	s.gap, s.partitions, s.parts, s.spilled = gap.Microseconds(), partitions, map[string]*sessionPart{}, map[string]int64{}
+	s.gap, s.partitions, s.parts, s.spilled = gap.Microseconds(), partitions, map[string]*sessionPart{}, spilledKeys{}
 	for _, k := range keys {
 		d, err := orderedDecoderFor(k.DataType())
 		if err != nil {
@@ -344,8 +344,7 @@ func (s *SessionAggregate) evict() error {
 		if end <= s.wm.UnixMicro() {
 			continue // a retraction split it since the last fire: it fires at the next marker
 		}
-		out = append(out, stateEntry{key: windowStateKey([2]int64{0, end}, k), val: s.encode(part)})
-		s.spilled[k] = end
+		out = append(out, s.spilled.entry(k, end, s.encode(part)))
 		freed += stateBytes(k, part) - spilledBytes(k)
 		delete(s.parts, k)
 	}
@@ -446,53 +445,33 @@ func (s *SessionAggregate) decode(b []byte) (*sessionPart, error) {
 	return part, nil
 }
 
-// load reads spilled partition k back (nil if it is not on disk) and
-// forgets its record.
+// load reads spilled partition k back (nil if it is not on disk).
 func (s *SessionAggregate) load(k string) (*sessionPart, error) {
-	end, ok := s.spilled[k]
-	if !ok {
-		return nil, nil
-	}
-	key := windowStateKey([2]int64{0, end}, k)
-	b, ok, err := s.store.take(key)
-	if err != nil {
+	b, ok, err := s.spilled.take(s.store, k)
+	if !ok || err != nil {
 		return nil, err
 	}
-	if !ok {
-		return nil, fmt.Errorf("%w: spilled session partition not found", errCorruptState)
-	}
-	part, err := s.decode(b)
-	if err != nil {
-		return nil, err
-	}
-	s.store.forget(key)
-	delete(s.spilled, k)
 	s.held -= spilledBytes(k)
 	s.budget.add(-spilledBytes(k))
-	return part, nil
+	return s.decode(b)
 }
 
 // unspill brings back the spilled partitions whose first session ends at
 // or before wm.
 func (s *SessionAggregate) unspill(wm time.Time) error {
-	entries, err := s.store.takeClosed(wm)
-	if err != nil {
-		return err
-	}
 	var grow int64
-	for _, e := range entries {
-		k := e.key[16:]
-		part, err := s.decode(e.val)
+	err := s.spilled.takeClosed(s.store, wm, func(k string, b []byte) error {
+		part, err := s.decode(b)
 		if err != nil {
 			return err
 		}
 		s.parts[k] = part
-		delete(s.spilled, k)
 		grow += stateBytes(k, part) - spilledBytes(k)
-	}
+		return nil
+	})
 	s.held += grow
 	s.budget.add(grow)
-	return nil
+	return err
 }
 
 // Close frees the state, spilled included.

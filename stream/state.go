@@ -423,3 +423,51 @@ func (s *spillStore) close() {
 	s.budget.add(-s.held)
 	s.held = 0
 }
+
+// spilledKeys are the keys an operator moved to its spillStore, each with
+// the time t its record is keyed by (windowStateKey {0, t}): the watermark
+// that reaches t brings it back.
+type spilledKeys map[string]int64
+
+// entry is key k's record val, due at time t, for the spill store; it
+// remembers k as spilled.
+func (s spilledKeys) entry(k string, t int64, val []byte) stateEntry {
+	s[k] = t
+	return stateEntry{key: windowStateKey([2]int64{0, t}, k), val: val}
+}
+
+// take reads key k's record back from store and forgets it there (ok
+// false: k is not spilled).
+func (s spilledKeys) take(store *spillStore, k string) (val []byte, ok bool, err error) {
+	t, spilled := s[k]
+	if !spilled {
+		return nil, false, nil
+	}
+	key := windowStateKey([2]int64{0, t}, k)
+	if val, ok, err = store.take(key); err != nil {
+		return nil, false, err
+	}
+	if !ok {
+		return nil, false, fmt.Errorf("%w: spilled key %q not found", errCorruptState, k)
+	}
+	store.forget(key)
+	delete(s, k)
+	return val, true, nil
+}
+
+// takeClosed takes the records of the keys due at or before wm back from
+// store, calling fn with each key and record.
+func (s spilledKeys) takeClosed(store *spillStore, wm time.Time, fn func(k string, val []byte) error) error {
+	entries, err := store.takeClosed(wm)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		k := e.key[16:]
+		delete(s, k)
+		if err := fn(k, e.val); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -73,9 +73,9 @@ type RowtimeTemporal struct {
 	schema *arrow.Schema
 
 	keys    map[string]*versioned
-	active  map[string]bool  // keys with probe rows or versions after the watermark
-	store   *spillStore      // nil until something spills
-	spilled map[string]int64 // join key -> the probe time its record is keyed by
+	active  map[string]bool // keys with probe rows or versions after the watermark
+	store   *spillStore     // nil until something spills
+	spilled spilledKeys     // keyed by their earliest probe time
 	enc     [2]vectorized.KeyEncoder
 	get     [2]rowGetter
 	dec     [2][]orderedDecoder
@@ -115,7 +115,7 @@ func NewRowtimeTemporal(ec *exec.Context, probe, table Operator, spec RowtimeTem
 	if spec.ProbeKeys, spec.TableKeys, err = exec.CoerceJoinKeys(spec.ProbeKeys, spec.TableKeys); err != nil {
 		return nil, err
 	}
-	j := &RowtimeTemporal{eventTimeJoin: eventTimeJoin{budget: budget}, ec: ec, spec: spec, keys: map[string]*versioned{}, active: map[string]bool{}, spilled: map[string]int64{}}
+	j := &RowtimeTemporal{eventTimeJoin: eventTimeJoin{budget: budget}, ec: ec, spec: spec, keys: map[string]*versioned{}, active: map[string]bool{}, spilled: spilledKeys{}}
 	j.two = twoInputs{in: [2]Operator{probe, table}, lock: -1}
 	var fields []arrow.Field
 	for s, op := range []Operator{probe, table} {
@@ -328,7 +328,7 @@ func (j *RowtimeTemporal) dropIfEmpty(k string, v *versioned, grow *int64) {
 	}
 }
 
-// fire emits the probe rows at or before watermark wm, in time order per
+// advance emits the probe rows at or before watermark wm, in time order per
 // key, and settles the versions it passed.
 func (j *RowtimeTemporal) advance(wm time.Time) error {
 	if err := j.unspill(wm); err != nil {
@@ -381,12 +381,9 @@ func versionBytes(v *tableVersion) int64 {
 	return rowBytes(v.vals) + 32
 }
 
-// spillKey is the key under which join key k's state spills: its
-// earliest probe time (after every time when none), so the keys a
-// watermark fires are one range.
-func spillKey(first int64, k string) string { return windowStateKey([2]int64{0, first}, k) }
-
-// firstProbe is the earliest time of v's probe rows (math.MaxInt64: none).
+// firstProbe is the earliest time of v's probe rows (math.MaxInt64: none):
+// the time its state spills under, so the keys a watermark fires are one
+// range.
 func firstProbe(v *versioned) int64 {
 	first := int64(math.MaxInt64)
 	for _, p := range v.probes {
@@ -396,7 +393,7 @@ func firstProbe(v *versioned) int64 {
 }
 
 // evict moves join keys to disk until half the budget is free. It runs
-// after fire: every probe row held is after the watermark.
+// after advance: every probe row held is after the watermark.
 func (j *RowtimeTemporal) evict() error {
 	if j.store == nil {
 		j.store = newSpillStore(j.ec, j.budget)
@@ -408,9 +405,7 @@ func (j *RowtimeTemporal) evict() error {
 		if freed >= target {
 			break
 		}
-		first := firstProbe(v)
-		out = append(out, stateEntry{key: spillKey(first, k), val: encodeVersioned(v)})
-		j.spilled[k] = first
+		out = append(out, j.spilled.entry(k, firstProbe(v), encodeVersioned(v)))
 		freed += j.bytes(k, v) - spilledBytes(k)
 		delete(j.keys, k)
 		delete(j.active, k)
@@ -533,58 +528,34 @@ func (j *RowtimeTemporal) decode(k string, b []byte, grow *int64) error {
 	return nil
 }
 
-// load reads spilled join key k back, adding its bytes to grow, and
-// forgets its record.
+// load reads spilled join key k back, adding its bytes to grow.
 func (j *RowtimeTemporal) load(k string, grow *int64) error {
-	first, ok := j.spilled[k]
-	if !ok {
-		return nil
-	}
-	key := spillKey(first, k)
-	b, ok, err := j.store.take(key)
-	if err != nil {
+	b, ok, err := j.spilled.take(j.store, k)
+	if !ok || err != nil {
 		return err
 	}
-	if !ok {
-		return fmt.Errorf("%w: spilled temporal join key not found", errCorruptState)
-	}
-	if err := j.decode(k, b, grow); err != nil {
-		return err
-	}
-	j.store.forget(key)
-	delete(j.spilled, k)
 	*grow -= spilledBytes(k)
-	return nil
+	return j.decode(k, b, grow)
 }
 
 // unspill brings back the spilled keys with probe rows at or before wm.
 func (j *RowtimeTemporal) unspill(wm time.Time) error {
-	entries, err := j.store.takeClosed(wm)
-	if err != nil {
-		return err
-	}
 	var grow int64
-	for _, e := range entries {
-		k := e.key[16:]
-		if err := j.decode(k, e.val, &grow); err != nil {
-			return err
-		}
-		delete(j.spilled, k)
+	err := j.spilled.takeClosed(j.store, wm, func(k string, b []byte) error {
 		grow -= spilledBytes(k)
-	}
+		return j.decode(k, b, &grow)
+	})
 	j.account(grow)
-	return nil
+	return err
 }
 
 // SaveState saves the inputs' positions, the watermark, the late count and
 // every key's versions and probe rows, in memory and spilled.
 func (j *RowtimeTemporal) SaveState(w *StateWriter) error {
-	j.two.save(w)
-	w.time(j.wm)
-	w.Varint(j.late)
+	j.two.saveProgress(w, j.wm, j.late)
 	w.Varint(j.seq)
 	for k, v := range j.keys {
-		w.Entry(spillKey(firstProbe(v), k), encodeVersioned(v))
+		w.Entry(windowStateKey([2]int64{0, firstProbe(v)}, k), encodeVersioned(v))
 	}
 	err := w.spilled(j.store, func(key string) bool { _, ok := j.keys[key[16:]]; return ok })
 	w.EndEntries()
@@ -593,33 +564,19 @@ func (j *RowtimeTemporal) SaveState(w *StateWriter) error {
 
 // RestoreState loads the saved state into memory, spilling past the
 // budget.
-func (j *RowtimeTemporal) RestoreState(r *StateReader) error {
-	if err := j.two.restore(r); err != nil {
-		return err
-	}
-	var err error
-	if j.wm, err = r.time(); err != nil {
-		return err
-	}
-	if j.late, err = r.Varint(); err != nil {
+func (j *RowtimeTemporal) RestoreState(r *StateReader) (err error) {
+	if j.wm, j.late, err = j.two.restoreProgress(r); err != nil {
 		return err
 	}
 	if j.seq, err = r.Varint(); err != nil {
 		return err
 	}
-	err = r.Entries(func(key string, val []byte) error {
+	err = r.entriesWithin(j.budget, &j.held, j.evict, func(key string, val []byte) (grow int64, err error) {
 		if len(key) < 16 {
-			return errCorruptCheckpoint
+			return 0, errCorruptCheckpoint
 		}
-		var grow int64
-		if err := j.decode(key[16:], val, &grow); err != nil {
-			return err
-		}
-		j.account(grow)
-		if j.budget.over() {
-			return j.evict()
-		}
-		return nil
+		err = j.decode(key[16:], val, &grow)
+		return grow, err
 	})
 	if err != nil {
 		return err

@@ -13,9 +13,9 @@ import (
 // a join key's waiting probe rows and versions go to disk together and
 // come back on a change or when the watermark reaches their first probe
 // row. Which keys are on disk stays in memory (about 60 bytes each), so
-// the test has 200 keys under 32 KB.
+// the test has 200 keys under 16 KB.
 func TestRowtimeTemporalSpills(t *testing.T) {
-	testWindowSpills(t, 32<<10, 200, 20_000, func(ec *exec.Context, in Operator, ws Windows, b *Budget) (Operator, func() *spillStore, error) {
+	testWindowSpills(t, 16<<10, 200, 20_000, func(ec *exec.Context, in Operator, ws Windows, b *Budget) (Operator, func() *spillStore, error) {
 		k, ts := []exec.Expr{col(1, "k")}, exec.NewColumn(3, eventTS, "ts")
 		spec := RowtimeTemporalSpec{Outer: ws.Kind == Tumble, ProbeKeys: k, TableKeys: k, ProbeTime: ts, TableTime: ts}
 		j, err := NewRowtimeTemporal(ec, in, newEvents(ec.Mem, 42, 256, 20_000, 200), spec, b)

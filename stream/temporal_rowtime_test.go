@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/flightd/flightd/engine"
-	"github.com/flightd/flightd/plan"
 	"github.com/flightd/flightd/tablestore"
 )
 
@@ -24,16 +23,7 @@ func followJoin(t *testing.T, ctx context.Context, sess *engine.Session, tbls []
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &windowRun{streamRun: &streamRun{query: text, img: map[string]int{}, events: make(chan event, 4), tables: []int{0, 1}}}
-	sctx, stop := context.WithCancel(plan.WithStreamObserver(ctx, w))
-	op, err := st.Query(sctx, nil)
-	if err != nil {
-		stop()
-		t.Fatal(err)
-	}
-	w.stop = stop
-	w.wg.Add(1)
-	go w.pull(sctx, op)
+	w := startWindowRun(t, ctx, st, text, 0, 1)
 	return w, func() {
 		t.Helper()
 		var target [2]int64
@@ -43,15 +33,7 @@ func followJoin(t *testing.T, ctx context.Context, sess *engine.Session, tbls []
 			}
 		}
 		for {
-			var e event
-			select {
-			case e = <-w.events:
-			case <-time.After(30 * time.Second):
-				t.Fatalf("no progress to snapshots %v", target)
-			}
-			if e.err != nil {
-				t.Fatal(e.err)
-			}
+			e := w.next(t, 30*time.Second, target)
 			if e.rows == nil {
 				if e.pos[0] >= target[0] && e.pos[1] >= target[1] {
 					return

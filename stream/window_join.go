@@ -425,7 +425,7 @@ func (j *WindowJoin) keeps(side int) bool {
 	return j.kind == exec.FullJoin || side == 0 && j.kind == exec.LeftJoin || side == 1 && j.kind == exec.RightJoin
 }
 
-// fire joins, emits and frees the windows that end at or before wm, in
+// advance joins, emits and frees the windows that end at or before wm, in
 // order of their end, then start.
 func (j *WindowJoin) advance(wm time.Time) error {
 	if err := j.unspill(wm); err != nil {

@@ -18,6 +18,23 @@ import (
 	"github.com/flightd/flightd/tablestore"
 )
 
+// startWindowRun runs st (the streaming query text over tables, by
+// their index) pulled on its own goroutine.
+func startWindowRun(t *testing.T, ctx context.Context, st *engine.Statement, text string, tables ...int) *windowRun {
+	t.Helper()
+	w := &windowRun{streamRun: &streamRun{query: text, img: map[string]int{}, events: make(chan event, 4), tables: tables}}
+	sctx, stop := context.WithCancel(plan.WithStreamObserver(ctx, w))
+	op, err := st.Query(sctx, nil)
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	w.stop = stop
+	w.wg.Add(1)
+	go w.pull(sctx, op)
+	return w
+}
+
 // windowRun is a streamRun that also follows the query's event time.
 type windowRun struct {
 	*streamRun
@@ -192,16 +209,7 @@ func runWindowInvariant(t *testing.T, rng *rand.Rand, budget int64) {
 			t.Fatalf("not a window top-N:\n%s", plan)
 		}
 	}
-	w := &windowRun{streamRun: &streamRun{query: text, img: map[string]int{}, events: make(chan event, 4), tables: []int{0}}}
-	sctx, stop := context.WithCancel(plan.WithStreamObserver(ctx, w))
-	op, err := st.Query(sctx, nil)
-	if err != nil {
-		stop()
-		t.Fatal(err)
-	}
-	w.stop = stop
-	w.wg.Add(1)
-	go w.pull(sctx, op)
+	w := startWindowRun(t, ctx, st, text, 0)
 	defer w.close()
 
 	// The workload and the model.
@@ -332,15 +340,7 @@ func runWindowInvariant(t *testing.T, rng *rand.Rand, budget int64) {
 	// snapshot they are labelled with.
 	got := map[int64][]string{}
 	for {
-		var e event
-		select {
-		case e = <-w.events:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("no progress to snapshot %d", final)
-		}
-		if e.err != nil {
-			t.Fatal(e.err)
-		}
+		e := w.next(t, 30*time.Second, final)
 		if e.rows == nil {
 			if e.pos[0] >= final {
 				break
