@@ -23,6 +23,13 @@ import (
 // or NULL (padded). Half the seeds run under a 1 KB budget (the state past it
 // spills, and the checkpoints hold what spilled).
 func TestJobRowtimeTemporalRestart(t *testing.T) {
+	t.Run("left", func(t *testing.T) { testRowtimeTemporalRestart(t, false) })
+	// An inner join with a condition on both sides is built as a filter
+	// over the join, whose state must still be checkpointed.
+	t.Run("inner-residual", func(t *testing.T) { testRowtimeTemporalRestart(t, true) })
+}
+
+func testRowtimeTemporalRestart(t *testing.T, inner bool) {
 	seed := uint64(time.Now().UnixNano())
 	if *seedFlag != 0 {
 		seed = *seedFlag
@@ -38,10 +45,14 @@ func TestJobRowtimeTemporalRestart(t *testing.T) {
 		`CREATE TABLE orders (id BIGINT NOT NULL, cur BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND, PRIMARY KEY (id) NOT ENFORCED)`,
 		`CREATE TABLE rates (cur BIGINT NOT NULL, rate BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts, PRIMARY KEY (cur) NOT ENFORCED)`,
 		`CREATE TABLE priced (id BIGINT NOT NULL, cur BIGINT, rate BIGINT, PRIMARY KEY (id) NOT ENFORCED)`,
-		`INSERT INTO priced SELECT o.id, o.cur, r.rate FROM orders /*+ OPTIONS('scan.mode'='latest-full') */ AS o LEFT JOIN rates /*+ OPTIONS('scan.mode'='latest-full') */ FOR SYSTEM_TIME AS OF o.ts AS r ON o.cur = r.cur`,
 	} {
 		mustExec(t, s, q)
 	}
+	job := `INSERT INTO priced SELECT o.id, o.cur, r.rate FROM orders /*+ OPTIONS('scan.mode'='latest-full') */ AS o LEFT JOIN rates /*+ OPTIONS('scan.mode'='latest-full') */ FOR SYSTEM_TIME AS OF o.ts AS r ON o.cur = r.cur`
+	if inner {
+		job = `INSERT INTO priced SELECT o.id, o.cur, r.rate FROM orders /*+ OPTIONS('scan.mode'='latest-full') */ AS o JOIN rates /*+ OPTIONS('scan.mode'='latest-full') */ FOR SYSTEM_TIME AS OF o.ts AS r ON o.cur = r.cur AND o.id + r.rate >= 0`
+	}
+	mustExec(t, s, job)
 	c := jobCase{sources: []string{"orders", "rates"}}
 	id := onlyJob(t, e).ID
 
@@ -69,6 +80,9 @@ func TestJobRowtimeTemporalRestart(t *testing.T) {
 				if ch.t <= o.t {
 					rate = fmt.Sprint(ch.rate)
 				}
+			}
+			if inner && rate == "(null)" {
+				continue // ids and rates are not negative: the residual holds for every match
 			}
 			out = append(out, fmt.Sprintf("%d|%d|%s", o.id, o.cur, rate))
 		}
@@ -114,7 +128,9 @@ func TestJobRowtimeTemporalRestart(t *testing.T) {
 		closeEngine(t, e, mem)
 		e, mem = openCheckpointEngine(t, dir, every(), budget)
 		s = e.NewSession()
-		if st := waitStarted(t, e, c, id); st.Start != engine.StartCheckpoint {
+		// An inner join whose answer is still empty committed nothing,
+		// so it has no checkpoint to restore.
+		if st := waitStarted(t, e, c, id); st.Start != engine.StartCheckpoint && (!inner || len(want()) > 0) {
 			t.Fatalf("seed %d round %d: the job did not restore a checkpoint: %+v", seed, round, st)
 		}
 		check(round)
