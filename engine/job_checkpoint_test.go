@@ -134,11 +134,7 @@ func startLoadedJob(t *testing.T, dir string, c jobCase, every time.Duration, qu
 // budget (tinyBudget) the state spills, and the checkpoints hold what
 // spilled: without it the event-time jobs' answers go wrong.
 func TestJobCheckpointRestart(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if *seedFlag != 0 {
-		seed = *seedFlag
-	}
-	t.Logf("seed %d", seed)
+	seed := testSeed(t)
 	restarts := 6
 	if testing.Short() {
 		restarts = 4

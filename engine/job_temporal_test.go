@@ -23,11 +23,7 @@ import (
 // or NULL (padded). Half the seeds run under a 1 KB budget (the state past it
 // spills, and the checkpoints hold what spilled).
 func TestJobRowtimeTemporalRestart(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if *seedFlag != 0 {
-		seed = *seedFlag
-	}
-	t.Logf("seed %d", seed)
+	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 2))
 	budget := int64(rng.IntN(2)) << 10
 	every := func() time.Duration { return time.Duration(10+rng.IntN(100)) * time.Millisecond }

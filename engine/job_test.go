@@ -153,11 +153,7 @@ func writeS(rng *rand.Rand, i int) string {
 // middle; every sink commit the job reports, and the sink after it caught
 // up, must equal the batch query on the source snapshots it names.
 func TestJobExact(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if *seedFlag != 0 {
-		seed = *seedFlag
-	}
-	t.Logf("seed %d", seed)
+	seed := testSeed(t)
 	goroutines := runtime.NumGoroutine()
 	defer checkGoroutines(t, goroutines)
 	for _, c := range jobCases {
