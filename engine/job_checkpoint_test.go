@@ -160,6 +160,7 @@ func checkpointRestarts(t *testing.T, c jobCase, seed uint64, restarts int, budg
 	dir := t.TempDir()
 	e, mem, s, id := startLoadedJob(t, dir, c, time.Duration(10+rng.IntN(100))*time.Millisecond, budget)
 	st := waitCaughtUp(t, e, c, id)
+	restored := 0
 	for round := range restarts {
 		writes := 1 + rng.IntN(12)
 		for i := range writes {
@@ -194,6 +195,12 @@ func checkpointRestarts(t *testing.T, c jobCase, seed uint64, restarts int, budg
 			t.Fatalf("seed %d round %d: the restarted job read %d source rows, more than the %d the %d source snapshots since its checkpoint at %v changed", seed, round, st.SourceRows, limit, snaps, st.From)
 		}
 		checkSinkAt(t, s, c, st, seed)
+		restored++
+	}
+	if restored == 0 {
+		// Only rounds before the job's first commit may rebuild: one that
+		// never commits never checkpoints, and would pass untested.
+		t.Fatalf("seed %d: the job restored no checkpoint in %d restarts", seed, restarts)
 	}
 	closeEngine(t, e, mem)
 }
