@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -131,7 +132,7 @@ func startLoadedJob(t *testing.T, dir string, c jobCase, every time.Duration, qu
 // 4 rows each, against checkpointRows to read in full), and its sink must
 // equal the batch answer at the positions it reports (for the event-time
 // jobs, that of the windows their watermark closed). With a small memory
-// budget (tinyBudget) the state spills, and the checkpoints hold what
+// budget (spillBudget) the state spills, and the checkpoints hold what
 // spilled: without it the event-time jobs' answers go wrong.
 func TestJobCheckpointRestart(t *testing.T) {
 	seed := testSeed(t)
@@ -146,7 +147,7 @@ func TestJobCheckpointRestart(t *testing.T) {
 			}
 			budget := int64(0)
 			if tiny {
-				budget = c.tinyBudget()
+				budget = cmp.Or(c.spillBudget, 24<<10)
 			}
 			t.Run(fmt.Sprintf("%s/budget=%d", c.name, budget), func(t *testing.T) {
 				checkpointRestarts(t, c, seed, restarts, budget)

@@ -29,6 +29,9 @@ type jobCase struct {
 	sink    string // SELECT of the sink's rows at %s: a snapshot hint or nothing
 	sources []string
 	write   func(rng *rand.Rand, i int) string
+	// spillBudget is the memory budget under which the job's state
+	// spills (0: 24 KB).
+	spillBudget int64
 }
 
 var jobCases = []jobCase{{
