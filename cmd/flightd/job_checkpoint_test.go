@@ -167,26 +167,23 @@ type shownJob struct {
 	lagZero bool
 }
 
-// showJobs reads SHOW JOBS (job_id, state, sink, sink_snapshot,
-// source_positions, lag, node, error, sql, start, start_positions,
-// source_rows); a job that is not running fails the test.
+// showJobs reads SHOW JOBS; a job that is not running fails the test.
 func showJobs(t *testing.T, cnxn adbc.Connection) ([]shownJob, error) {
 	t.Helper()
 	var out []shownJob
-	for _, row := range rowsOf(t, cnxn, `SHOW JOBS`, "\x00") {
-		f := strings.Split(row, "\x00")
-		if f[1] != "RUNNING" || f[7] != "" {
+	for _, f := range jobsShown(t, cnxn) {
+		if f["state"] != "RUNNING" || f["error"] != "" {
 			t.Fatalf("job not running: %q", f)
 		}
-		r := shownJob{jobRun: jobRun{id: f[0], sink: f[2], start: f[9]}, lagZero: f[5] == "0"}
+		r := shownJob{jobRun: jobRun{id: f["job_id"], sink: f["sink"], start: f["start"]}, lagZero: f["lag"] == "0"}
 		var err error
-		if r.positions, err = positions(f[4]); err != nil {
+		if r.positions, err = positions(f["source_positions"]); err != nil {
 			return nil, err
 		}
-		if r.from, err = positions(f[10]); err != nil {
+		if r.from, err = positions(f["start_positions"]); err != nil {
 			return nil, err
 		}
-		if r.sourceRows, err = strconv.ParseInt(f[11], 10, 64); err != nil {
+		if r.sourceRows, err = strconv.ParseInt(f["source_rows"], 10, 64); err != nil {
 			return nil, err
 		}
 		out = append(out, r)
