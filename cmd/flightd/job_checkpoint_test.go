@@ -77,19 +77,18 @@ func TestJobCheckpointKill9(t *testing.T) {
 		cnxn, closeConn := p.connect(t)
 		for _, st := range caughtUp(t, cnxn, len(jobs), seed) {
 			left := lefts[st.id]
-			st.lastSink, st.checkpointed = left.snap, left.checkpointed
 			switch {
 			case st.start == "checkpoint":
-				if !st.checkpointed || !slices.Equal(st.from, left.positions) {
-					t.Fatalf("seed %d kill %d: job %s started from a checkpoint at %v, not that of its last sink snapshot %d (at %v, its checkpoint there: %v)", seed, kill, st.sink, st.from, st.lastSink, left.positions, st.checkpointed)
+				if !left.checkpointed || !slices.Equal(st.from, left.positions) {
+					t.Fatalf("seed %d kill %d: job %s started from a checkpoint at %v, not that of its last sink snapshot %d (at %v, its checkpoint there: %v)", seed, kill, st.sink, st.from, left.snap, left.positions, left.checkpointed)
 				}
 				fromCheckpoint[st.sink]++
 				if limit := 3 * st.snapshotsSince(); st.sourceRows > limit {
 					t.Fatalf("seed %d kill %d: job %s read %d source rows from its checkpoint at %v, more than the %d the snapshots since changed", seed, kill, st.sink, st.sourceRows, st.from, limit)
 				}
-			case st.checkpointed:
-				t.Fatalf("seed %d kill %d: job %s started from %q though its checkpoint of sink snapshot %d is there", seed, kill, st.sink, st.start, st.lastSink)
-			case st.lastSink > 0:
+			case left.checkpointed:
+				t.Fatalf("seed %d kill %d: job %s started from %q though its checkpoint of sink snapshot %d is there", seed, kill, st.sink, st.start, left.snap)
+			case left.snap > 0:
 				midCheckpoint++ // killed after the sink commit, before its checkpoint was written
 				fallthrough
 			default:
@@ -116,15 +115,11 @@ func TestJobCheckpointKill9(t *testing.T) {
 	}
 }
 
-// jobRun is a job as SHOW JOBS lists it once its run started (and the
-// last sink snapshot a killed flightd left, with whether its checkpoint
-// is there).
+// jobRun is a job as SHOW JOBS lists it once its run started.
 type jobRun struct {
 	id, sink, start string
 	positions, from []int64
 	sourceRows      int64
-	lastSink        int64
-	checkpointed    bool
 }
 
 // snapshotsSince is how many source snapshots the run read since its
