@@ -71,11 +71,7 @@ func readAll(t *testing.T, st *engine.Statement) []string {
 // SQL a client would write for it streams (random requests, seed printed).
 func TestChangeRequestMatchesSQL(t *testing.T) {
 	_, s, snaps := changeTable(t)
-	seed := *seedFlag
-	if seed == 0 {
-		seed = rand.Uint64()
-	}
-	t.Logf("seed %d (rerun with -seed)", seed)
+	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	filters := []string{"", "k > 2", "v = 'v1' OR k < 1", "`Mixed Case` IS NULL OR `Mixed Case` >= 4", "`select` IN (0, 3)", "`x'y` <> 'w2' -- a comment",
 		"`a``b` IS NULL AND NOT (k BETWEEN 1 AND 3)"}
@@ -134,11 +130,7 @@ var hostile = []string{"k) OR (1 = 1", "k > 0; DROP TABLE t", "k */ WHERE 1=1 --
 func TestChangeRequestHostile(t *testing.T) {
 	e, s, snaps := changeTable(t)
 	before := rows(t, s, "SELECT * FROM t ORDER BY k")
-	seed := *seedFlag
-	if seed == 0 {
-		seed = rand.Uint64()
-	}
-	t.Logf("seed %d (rerun with -seed)", seed)
+	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 2))
 	piece := func() string {
 		if rng.IntN(3) == 0 {

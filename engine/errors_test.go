@@ -76,11 +76,7 @@ func TestErrorKinds(t *testing.T) {
 	if engine.SQLState(plan.ErrNotImplemented) != "0A000" {
 		t.Errorf("plan.ErrNotImplemented has SQLSTATE %q, want 0A000", engine.SQLState(plan.ErrNotImplemented))
 	}
-	seed := *seedFlag
-	if seed == 0 {
-		seed = rand.Uint64()
-	}
-	t.Logf("seed %d (rerun with -seed)", seed)
+	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	for range 2000 {
 		a, b := classified[rng.IntN(len(classified))], classified[rng.IntN(len(classified))]

@@ -19,8 +19,7 @@ import (
 // change feed loads it once and serves all three), and each still gets
 // every change.
 func TestStreamsShareChangeFeed(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	ctx := context.Background()
 	e := newEngine(t)

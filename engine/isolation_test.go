@@ -20,7 +20,19 @@ import (
 	"github.com/flightd/flightd/tablestore"
 )
 
-var seedFlag = flag.Uint64("seed", 0, "seed of the random isolation test (0: a new one)")
+var seedFlag = flag.Uint64("seed", 0, "seed of the package's random tests (0: a new one each)")
+
+// testSeed is the seed of a random test: -seed, or a new one; it logs it
+// so that a failure can be replayed.
+func testSeed(t *testing.T) uint64 {
+	t.Helper()
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	return seed
+}
 
 func newEngine(t *testing.T) *engine.Engine {
 	t.Helper()
@@ -134,11 +146,7 @@ type write struct {
 // started after the end of, and was not written by a failed statement, and
 // every acknowledged append is there once. Blind writes must never fail.
 func TestIsolationModel(t *testing.T) {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	seed := testSeed(t)
 	ctx := context.Background()
 	e := newEngine(t)
 	admin := e.NewSession()

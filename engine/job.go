@@ -684,7 +684,8 @@ type applier struct {
 	w      *tablestore.Write
 	dirty  bool // rows written since the last commit
 	// every is the least time between two commits (0: at every marker
-	// after changes); lastCommit the time of this run's last one.
+	// after changes); lastCommit the time of this run's last one (with a
+	// checkpoint: when its write ended).
 	every      time.Duration
 	lastCommit time.Time
 	// checkpointing: every operator can save its state, and the job
@@ -796,8 +797,8 @@ func (a *applier) marker(c stream.Chunk) error {
 }
 
 // checkpointDue says whether the job asks for its next checkpoint at now:
-// an interval after its last commit, or checkpointPause times the last
-// checkpoint's cost when that is longer.
+// an interval after its last commit (its checkpoint written), or
+// checkpointPause times the last checkpoint's cost when that is longer.
 func (a *applier) checkpointDue(now time.Time) bool {
 	return now.Sub(a.lastCommit) >= max(a.interval, checkpointPause*a.cost)
 }
@@ -834,7 +835,11 @@ func (a *applier) commit(pos stream.Pos, barrier int64) error {
 		if err := a.j.e.store.PutJobCheckpoint(ctx, a.j.def.ID, id, state...); err != nil {
 			return err
 		}
-		a.cost = a.cp.Took() + time.Since(start)
+		// The pause runs from the write's end: counted from the commit,
+		// a write as slow as the rest of the checkpoint would take a
+		// quarter of the job's time.
+		a.lastCommit = time.Now()
+		a.cost = a.cp.Took() + a.lastCommit.Sub(start)
 		if err := a.j.e.store.DeleteJobCheckpoints(ctx, a.j.def.ID, id); err != nil {
 			return err
 		}

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -28,11 +27,7 @@ type budgetJob struct {
 // runBudgetJob runs j with state over 10x a 32 KiB budget: its sink must
 // equal the batch answer at the job's positions, twice, across a restart.
 func runBudgetJob(t *testing.T, j budgetJob) {
-	seed := uint64(time.Now().UnixNano())
-	if *seedFlag != 0 {
-		seed = *seedFlag
-	}
-	t.Logf("seed %d", seed)
+	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	const budget = 32 << 10
 	// Each held event is a few boxed values and keys: at least 100 bytes.

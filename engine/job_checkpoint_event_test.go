@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"math/rand/v2"
-	"slices"
 
 	"github.com/flightd/flightd/internal/eventjobs"
 )
@@ -24,17 +23,10 @@ func eventCheckpointCases() []jobCase {
 			sink:    j.Rows,
 			sources: j.Sources,
 			write:   func(rng *rand.Rand, _ int) string { return w.Next(rng) },
+			// Their state once their first windows closed is a few
+			// seconds' rows.
+			spillBudget: 4 << 10,
 		})
 	}
 	return out
-}
-
-// tinyBudget is the memory budget under which c's state spills: 24 KB,
-// but 4 KB for eventCheckpointCases, whose state once their first windows
-// closed is a few seconds' rows.
-func (c jobCase) tinyBudget() int64 {
-	if slices.Contains(c.sources, "w") && c.name != "tumble" && c.name != "hop" {
-		return 4 << 10
-	}
-	return 24 << 10
 }

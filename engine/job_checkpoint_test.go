@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/engine"
+	"github.com/flightd/flightd/tablestore"
 )
 
 // checkpointRows is the size of the base table of the checkpoint tests:
@@ -131,14 +134,10 @@ func startLoadedJob(t *testing.T, dir string, c jobCase, every time.Duration, qu
 // 4 rows each, against checkpointRows to read in full), and its sink must
 // equal the batch answer at the positions it reports (for the event-time
 // jobs, that of the windows their watermark closed). With a small memory
-// budget (tinyBudget) the state spills, and the checkpoints hold what
+// budget (spillBudget) the state spills, and the checkpoints hold what
 // spilled: without it the event-time jobs' answers go wrong.
 func TestJobCheckpointRestart(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if *seedFlag != 0 {
-		seed = *seedFlag
-	}
-	t.Logf("seed %d", seed)
+	seed := testSeed(t)
 	restarts := 6
 	if testing.Short() {
 		restarts = 4
@@ -150,7 +149,7 @@ func TestJobCheckpointRestart(t *testing.T) {
 			}
 			budget := int64(0)
 			if tiny {
-				budget = c.tinyBudget()
+				budget = cmp.Or(c.spillBudget, 24<<10)
 			}
 			t.Run(fmt.Sprintf("%s/budget=%d", c.name, budget), func(t *testing.T) {
 				checkpointRestarts(t, c, seed, restarts, budget)
@@ -164,6 +163,7 @@ func checkpointRestarts(t *testing.T, c jobCase, seed uint64, restarts int, budg
 	dir := t.TempDir()
 	e, mem, s, id := startLoadedJob(t, dir, c, time.Duration(10+rng.IntN(100))*time.Millisecond, budget)
 	st := waitCaughtUp(t, e, c, id)
+	restored := 0
 	for round := range restarts {
 		writes := 1 + rng.IntN(12)
 		for i := range writes {
@@ -198,6 +198,12 @@ func checkpointRestarts(t *testing.T, c jobCase, seed uint64, restarts int, budg
 			t.Fatalf("seed %d round %d: the restarted job read %d source rows, more than the %d the %d source snapshots since its checkpoint at %v changed", seed, round, st.SourceRows, limit, snaps, st.From)
 		}
 		checkSinkAt(t, s, c, st, seed)
+		restored++
+	}
+	if restored == 0 {
+		// Only rounds before the job's first commit may rebuild: one that
+		// never commits never checkpoints, and would pass untested.
+		t.Fatalf("seed %d: the job restored no checkpoint in %d restarts", seed, restarts)
 	}
 	closeEngine(t, e, mem)
 }
@@ -456,4 +462,64 @@ func TestJobCheckpointJoinSidesGrow(t *testing.T) {
 		t.Fatalf("restart after d outgrew s: %+v", st)
 	}
 	checkSinkAt(t, s, c, st, 0)
+}
+
+// slowCheckpointFS takes delay to create each checkpoint file, as a slow
+// store does, and records when each write began.
+type slowCheckpointFS struct {
+	tablestore.FS
+	delay  time.Duration
+	mu     sync.Mutex
+	starts []time.Time
+}
+
+func (f *slowCheckpointFS) Create(name string) (tablestore.File, error) {
+	if strings.Contains(name, ".checkpoints/.tmp-") {
+		f.mu.Lock()
+		f.starts = append(f.starts, time.Now())
+		f.mu.Unlock()
+		time.Sleep(f.delay)
+	}
+	return f.FS.Create(name)
+}
+
+// TestCheckpointPauseSlowWrites: with checkpoint writes far slower than
+// the interval, a job spends at most about a fifth of its time on
+// checkpoints: from the start of one checkpoint's write to the next's
+// there are at least checkpointPause times its cost after it, so five
+// times the write's own time (a lower bound: a loaded machine only
+// lengthens it).
+func TestCheckpointPauseSlowWrites(t *testing.T) {
+	const delay = 100 * time.Millisecond
+	fsys := &slowCheckpointFS{FS: tablestore.NewLocalFS(), delay: delay}
+	e := newEngineWith(t, engine.Config{FS: fsys, JobCheckpointInterval: 10 * time.Millisecond})
+	s := e.NewSession()
+	for _, q := range []string{
+		`CREATE TABLE s (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`CREATE TABLE t (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`INSERT INTO t SELECT k, v FROM s /*+ OPTIONS('scan.mode'='latest-full') */`,
+	} {
+		mustExec(t, s, q)
+	}
+	// The job has changes at every marker: it checkpoints as often as the
+	// pause lets it.
+	for k := 0; ; k++ {
+		mustExec(t, s, fmt.Sprintf(`INSERT INTO s VALUES (%d, %d)`, k, k))
+		fsys.mu.Lock()
+		n := len(fsys.starts)
+		fsys.mu.Unlock()
+		if n >= 8 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	fsys.mu.Lock()
+	starts := slices.Clone(fsys.starts)
+	fsys.mu.Unlock()
+	// The first checkpoint's cost is not known before it.
+	for i := 2; i < len(starts); i++ {
+		if gap := starts[i].Sub(starts[i-1]); gap < 5*delay {
+			t.Errorf("checkpoint writes %d and %d (each over %v) began %v apart: checkpoints took more than a fifth of the job's time", i-1, i, delay, gap)
+		}
+	}
 }

@@ -30,11 +30,7 @@ func TestJobRowtimeTemporalRestart(t *testing.T) {
 }
 
 func testRowtimeTemporalRestart(t *testing.T, inner bool) {
-	seed := uint64(time.Now().UnixNano())
-	if *seedFlag != 0 {
-		seed = *seedFlag
-	}
-	t.Logf("seed %d", seed)
+	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 2))
 	budget := int64(rng.IntN(2)) << 10
 	every := func() time.Duration { return time.Duration(10+rng.IntN(100)) * time.Millisecond }

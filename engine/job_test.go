@@ -29,6 +29,9 @@ type jobCase struct {
 	sink    string // SELECT of the sink's rows at %s: a snapshot hint or nothing
 	sources []string
 	write   func(rng *rand.Rand, i int) string
+	// spillBudget is the memory budget under which the job's state
+	// spills (0: 24 KB).
+	spillBudget int64
 }
 
 var jobCases = []jobCase{{
@@ -153,11 +156,7 @@ func writeS(rng *rand.Rand, i int) string {
 // middle; every sink commit the job reports, and the sink after it caught
 // up, must equal the batch query on the source snapshots it names.
 func TestJobExact(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if *seedFlag != 0 {
-		seed = *seedFlag
-	}
-	t.Logf("seed %d", seed)
+	seed := testSeed(t)
 	goroutines := runtime.NumGoroutine()
 	defer checkGoroutines(t, goroutines)
 	for _, c := range jobCases {
@@ -447,6 +446,55 @@ func TestStopJob(t *testing.T) {
 	// Its target may get a new job.
 	mustExec(t, s, `DELETE FROM agg`)
 	mustExec(t, s, `INSERT INTO agg SELECT g, count(*) FROM s /*+ OPTIONS('scan.mode'='latest-full') */ GROUP BY g`)
+}
+
+// TestDropDatabaseStopsJob: DROP DATABASE CASCADE of the database a job
+// writes to stops the job (recorded as stopped, also across a restart)
+// and drops the database; a job writing elsewhere runs on.
+func TestDropDatabaseStopsJob(t *testing.T) {
+	dir := t.TempDir()
+	e, mem := openEngine(t, dir)
+	s := e.NewSession()
+	for _, q := range []string{
+		`CREATE DATABASE x`,
+		`CREATE TABLE s (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`CREATE TABLE x.t (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`CREATE TABLE kept (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`INSERT INTO s VALUES (1, 1)`,
+		`INSERT INTO x.t SELECT k, v FROM s /*+ OPTIONS('scan.mode'='latest-full') */`,
+		`INSERT INTO kept SELECT k, v FROM s /*+ OPTIONS('scan.mode'='latest-full') */`,
+	} {
+		mustExec(t, s, q)
+	}
+	sinks := map[string]string{} // sink -> job id
+	for _, j := range e.Jobs(context.Background()) {
+		sinks[j.Sink] = j.ID
+	}
+	for deadline := time.Now().Add(30 * time.Second); !slices.Equal(rowSet(t, s, `SELECT k, v FROM x.t`), []string{"1|1"}); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the job did not fill x.t: %v", e.Jobs(context.Background()))
+		}
+	}
+	mustExec(t, s, `DROP DATABASE x CASCADE`)
+	states := func() map[string]string {
+		out := map[string]string{}
+		for _, j := range e.Jobs(context.Background()) {
+			out[j.ID] = j.State
+		}
+		return out
+	}
+	if got := states(); got[sinks["x.t"]] != engine.JobStopped || got[sinks["default.kept"]] != engine.JobRunning {
+		t.Fatalf("after DROP DATABASE x CASCADE: jobs %v (by sink %v)", got, sinks)
+	}
+	if _, err := exec(context.Background(), s, nil, `SELECT * FROM x.t`); err == nil {
+		t.Fatal("x.t still there")
+	}
+	closeEngine(t, e, mem)
+	e, mem = openEngine(t, dir)
+	defer closeEngine(t, e, mem)
+	if got := states(); got[sinks["x.t"]] != engine.JobStopped {
+		t.Fatalf("after restart: jobs %v", got)
+	}
 }
 
 // TestJobRestartAfterExpiry: the snapshot a job checkpointed expired while

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
@@ -69,11 +68,7 @@ func TestLookupIndexesBounded(t *testing.T) {
 // same warehouse (another node) committed before the lookup's next batch:
 // random upserts, updates and deletes, every key compared with the model.
 func TestOpenLookupSeesOtherEngine(t *testing.T) {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	seed := testSeed(t)
 	r := rand.New(rand.NewPCG(seed, 15))
 	ctx := context.Background()
 	dir := t.TempDir()

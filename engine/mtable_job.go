@@ -253,19 +253,27 @@ func continuousProgress(ctx context.Context, t *tablestore.Table, refreshed int6
 // stopJobsWritingTo stops the jobs whose sink is a table of database db,
 // which is about to be dropped: a job writing files into it would fail the
 // drop, or leave files behind. Jobs of INSERTs are recorded as stopped.
+// It reads the sinks this node knows (Jobs would also ask the store for
+// every job's lag and lease holder).
 func (e *Engine) stopJobsWritingTo(ctx context.Context, db string) error {
-	for _, j := range e.Jobs(ctx) {
-		if !strings.HasPrefix(j.Sink, db+".") {
-			continue
+	var ids []string
+	e.jobsMu.Lock()
+	for id, j := range e.jobs {
+		if strings.HasPrefix(j.sinkName(), db+".") {
+			ids = append(ids, id)
 		}
-		if id, ok := e.jobTable(j.ID); ok {
+	}
+	e.jobsMu.Unlock()
+	slices.Sort(ids)
+	for _, jobID := range ids {
+		if id, ok := e.jobTable(jobID); ok {
 			mu := e.refreshLock(id)
 			mu.Lock()
 			e.stopContinuous(id)
 			mu.Unlock()
 			continue
 		}
-		if err := e.StopJob(ctx, j.ID); err != nil && !errors.Is(err, ErrJobNotFound) {
+		if err := e.StopJob(ctx, jobID); err != nil && !errors.Is(err, ErrJobNotFound) {
 			return err
 		}
 	}

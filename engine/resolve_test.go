@@ -84,8 +84,7 @@ func testWarmQueryRequests(t *testing.T, maxAge time.Duration, maxPerTable int) 
 // concurrently: the difference of two counts of the table is always 0. A
 // prepared query executed after an insert sees the insert.
 func TestQueryReadsOneSnapshotPerTable(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	e := newEngine(t)
 	s := e.NewSession()

@@ -41,8 +41,7 @@ func TestTemporalJoinPlans(t *testing.T) {
 // rows, each probe row's output carries the then-current values (NULLs
 // when the key is gone, LEFT JOIN), and nothing emitted is ever retracted.
 func TestTemporalJoinStream(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testSeed(t)
 	r := rand.New(rand.NewPCG(seed, 0))
 	e := newEngine(t)
 	s := e.NewSession()

@@ -25,8 +25,9 @@ import (
 // late) and deletes some; it kills flightd with SIGKILL at a random time
 // of each round (FLIGHTD_CHECKPOINT_KILLS rounds, 50 by default). After
 // every restart each job whose last sink snapshot has its checkpoint file
-// must start from it and read no more source rows than the snapshots
-// since it changed, and once the jobs caught up every sink must equal its
+// must start from it (at the source positions that snapshot records), no
+// other job from a checkpoint, and each must read no more source rows
+// than the snapshots since it changed, and once the jobs caught up every sink must equal its
 // batch answer (for the windows the watermark closed).
 func TestJobCheckpointKill9(t *testing.T) {
 	if testing.Short() {
@@ -68,28 +69,26 @@ func TestJobCheckpointKill9(t *testing.T) {
 			return true
 		})
 		// What the killed flightd left decides how each job must start.
-		type left struct {
-			snap         int64
-			checkpointed bool
-		}
-		lefts := map[string]left{}
+		lefts := map[string]lastCommit{}
 		for id, sink := range sinks {
-			snap, ok := lastCheckpointed(t, p.dataDir, id, sink)
-			lefts[id] = left{snap, ok}
+			lefts[id] = lastCheckpointed(t, p.dataDir, id, sink)
 		}
 		p = start(t, p.bin, p.dataDir, p.flags...)
 		cnxn, closeConn := p.connect(t)
 		for _, st := range caughtUp(t, cnxn, len(jobs), seed) {
-			st.lastSink, st.checkpointed = lefts[st.id].snap, lefts[st.id].checkpointed
+			left := lefts[st.id]
 			switch {
 			case st.start == "checkpoint":
+				if !left.checkpointed || !slices.Equal(st.from, left.positions) {
+					t.Fatalf("seed %d kill %d: job %s started from a checkpoint at %v, not that of its last sink snapshot %d (at %v, its checkpoint there: %v)", seed, kill, st.sink, st.from, left.snap, left.positions, left.checkpointed)
+				}
 				fromCheckpoint[st.sink]++
 				if limit := 3 * st.snapshotsSince(); st.sourceRows > limit {
 					t.Fatalf("seed %d kill %d: job %s read %d source rows from its checkpoint at %v, more than the %d the snapshots since changed", seed, kill, st.sink, st.sourceRows, st.from, limit)
 				}
-			case st.checkpointed:
-				t.Fatalf("seed %d kill %d: job %s started from %q though its checkpoint of sink snapshot %d is there", seed, kill, st.sink, st.start, st.lastSink)
-			case st.lastSink > 0:
+			case left.checkpointed:
+				t.Fatalf("seed %d kill %d: job %s started from %q though its checkpoint of sink snapshot %d is there", seed, kill, st.sink, st.start, left.snap)
+			case left.snap > 0:
 				midCheckpoint++ // killed after the sink commit, before its checkpoint was written
 				fallthrough
 			default:
@@ -116,15 +115,11 @@ func TestJobCheckpointKill9(t *testing.T) {
 	}
 }
 
-// jobRun is a job as SHOW JOBS lists it once its run started (and the
-// last sink snapshot a killed flightd left, with whether its checkpoint
-// is there).
+// jobRun is a job as SHOW JOBS lists it once its run started.
 type jobRun struct {
 	id, sink, start string
 	positions, from []int64
 	sourceRows      int64
-	lastSink        int64
-	checkpointed    bool
 }
 
 // snapshotsSince is how many source snapshots the run read since its
@@ -167,26 +162,23 @@ type shownJob struct {
 	lagZero bool
 }
 
-// showJobs reads SHOW JOBS (job_id, state, sink, sink_snapshot,
-// source_positions, lag, node, error, sql, start, start_positions,
-// source_rows); a job that is not running fails the test.
+// showJobs reads SHOW JOBS; a job that is not running fails the test.
 func showJobs(t *testing.T, cnxn adbc.Connection) ([]shownJob, error) {
 	t.Helper()
 	var out []shownJob
-	for _, row := range rowsOf(t, cnxn, `SHOW JOBS`, "\x00") {
-		f := strings.Split(row, "\x00")
-		if f[1] != "RUNNING" || f[7] != "" {
+	for _, f := range jobsShown(t, cnxn) {
+		if f["state"] != "RUNNING" || f["error"] != "" {
 			t.Fatalf("job not running: %q", f)
 		}
-		r := shownJob{jobRun: jobRun{id: f[0], sink: f[2], start: f[9]}, lagZero: f[5] == "0"}
+		r := shownJob{jobRun: jobRun{id: f["job_id"], sink: f["sink"], start: f["start"]}, lagZero: f["lag"] == "0"}
 		var err error
-		if r.positions, err = positions(f[4]); err != nil {
+		if r.positions, err = positions(f["source_positions"]); err != nil {
 			return nil, err
 		}
-		if r.from, err = positions(f[10]); err != nil {
+		if r.from, err = positions(f["start_positions"]); err != nil {
 			return nil, err
 		}
-		if r.sourceRows, err = strconv.ParseInt(f[11], 10, 64); err != nil {
+		if r.sourceRows, err = strconv.ParseInt(f["source_rows"], 10, 64); err != nil {
 			return nil, err
 		}
 		out = append(out, r)
@@ -230,11 +222,19 @@ func sinkEqualsBatch(t *testing.T, cnxn adbc.Connection, j eventjobs.Job, seed i
 	}
 }
 
-// lastCheckpointed reports whether a stopped flightd over dir left the
-// checkpoint of job id's last commit: the newest snapshot of its sink
-// table (db.table) whose properties hold the job's positions, and whether
-// the checkpoint file named by it is there.
-func lastCheckpointed(t *testing.T, dir, id, sink string) (int64, bool) {
+// lastCommit is a job's last commit to its sink: the sink snapshot, the
+// source positions it records, and whether its checkpoint file is there.
+type lastCommit struct {
+	snap         int64
+	positions    []int64
+	checkpointed bool
+}
+
+// lastCheckpointed reads what a stopped flightd over dir left of job id's
+// last commit: the newest snapshot of its sink table (db.table) whose
+// properties hold the job's positions, and whether the checkpoint file
+// named by it is there.
+func lastCheckpointed(t *testing.T, dir, id, sink string) lastCommit {
 	t.Helper()
 	db, table, _ := strings.Cut(sink, ".")
 	files, err := filepath.Glob(filepath.Join(dir, db+".db", table, "snapshot", "snapshot-*"))
@@ -259,10 +259,16 @@ func lastCheckpointed(t *testing.T, dir, id, sink string) (int64, bool) {
 		if err := json.Unmarshal(b, &sn); err != nil {
 			t.Fatalf("snapshot %d of %s: %v", n, sink, err)
 		}
-		if _, ok := sn.Properties["flightd.job."+id]; ok {
+		if v, ok := sn.Properties["flightd.job."+id]; ok {
+			var cp struct {
+				Positions []int64 `json:"positions"`
+			}
+			if err := json.Unmarshal([]byte(v), &cp); err != nil {
+				t.Fatalf("snapshot %d of %s: job property %q: %v", n, sink, v, err)
+			}
 			_, err := os.Stat(filepath.Join(dir, "_jobs", id+".checkpoints", strconv.FormatInt(n, 10)))
-			return n, err == nil
+			return lastCommit{n, cp.Positions, err == nil}
 		}
 	}
-	return 0, false
+	return lastCommit{}
 }

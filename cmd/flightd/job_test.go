@@ -95,11 +95,10 @@ func TestKill9JobExactlyOnce(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	jobs := rowsOf(t, cnxn, `SHOW JOBS`, "|")
+	jobs := jobsShown(t, cnxn)
 	for _, j := range jobs {
-		// job_id, state, sink, sink_snapshot, source_positions, lag, node, error, sql
-		if f := strings.Split(j, "|"); f[1] != "RUNNING" || f[6] == "" || f[7] != "" {
-			t.Fatalf("job not running: %s", j)
+		if j["state"] != "RUNNING" || j["node"] == "" || j["error"] != "" {
+			t.Fatalf("job not running: %v", j)
 		}
 	}
 	if len(jobs) != 2 {

@@ -23,6 +23,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/plan"
 )
 
 // built is the binary buildFlightd compiled, shared by the tests: linking
@@ -215,6 +217,30 @@ func rowsOf(t *testing.T, cnxn adbc.Connection, q, sep string) []string {
 		t.Fatalf("%s: %v", q, err)
 	}
 	slices.Sort(out)
+	return out
+}
+
+// jobsShown reads SHOW JOBS: each job's fields by column name (as the
+// result names them; plan.JobColumns), so that no test depends on where
+// a column sits.
+func jobsShown(t *testing.T, cnxn adbc.Connection) []map[string]string {
+	t.Helper()
+	var out []map[string]string
+	err := query(cnxn, `SHOW JOBS`, func(b arrow.RecordBatch) {
+		if names := b.Schema().Fields(); !slices.EqualFunc(names, plan.JobColumns, func(f arrow.Field, c string) bool { return f.Name == c }) {
+			t.Errorf("SHOW JOBS columns %v, want %v", names, plan.JobColumns)
+		}
+		for r := range int(b.NumRows()) {
+			job := map[string]string{}
+			for c, f := range b.Schema().Fields() {
+				job[f.Name] = b.Column(c).ValueStr(r)
+			}
+			out = append(out, job)
+		}
+	})
+	if err != nil {
+		t.Fatalf("SHOW JOBS: %v", err)
+	}
 	return out
 }
 

@@ -14,7 +14,7 @@ import (
 )
 
 // Setup creates the event tables w and w2 (k, g, v, ts; WATERMARK ts less
-// 2 s) and puts one row, of the day before Writes' first, in w2: the
+// 2 s) and puts one row, of the day before Writer's first rows, in w2: the
 // joins' watermark (the smaller of their inputs') is then set once w's
 // is.
 var Setup = []string{
