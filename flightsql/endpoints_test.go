@@ -22,6 +22,7 @@ import (
 
 	"github.com/flightd/flightd/engine"
 	"github.com/flightd/flightd/flightsql"
+	"github.com/flightd/flightd/internal/flighttest"
 )
 
 // splitLimits let results of a few rows split: every byte counts.
@@ -44,13 +45,8 @@ func (ts *testServer) splitClient(t testing.TB, ctx context.Context, n int) *arr
 		}
 		mem.AssertSize(t, 0)
 	})
-	opt, err := flight.NewSessionOptionValue(int64(n))
-	if err != nil {
+	if err := flighttest.SetSessionOption(ctx, cl, "flightd.max_endpoints", int64(n)); err != nil {
 		t.Fatal(err)
-	}
-	res, err := cl.SetSessionOptions(ctx, &flight.SetSessionOptionsRequest{SessionOptions: map[string]*flight.SessionOptionValue{"flightd.max_endpoints": &opt}})
-	if err != nil || len(res.GetErrors()) > 0 {
-		t.Fatalf("set flightd.max_endpoints: %v %v", res.GetErrors(), err)
 	}
 	return cl
 }

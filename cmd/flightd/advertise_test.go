@@ -19,6 +19,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/flightd/flightd/internal/flighttest"
 )
 
 // TestAdvertisedEndpoints runs two flightd processes with -advertise on one
@@ -154,13 +156,8 @@ func flightClient(t *testing.T, addr string, n int) *arrowflightsql.Client {
 		mem.AssertSize(t, 0)
 	})
 	if n > 0 {
-		opt, err := flight.NewSessionOptionValue(int64(n))
-		if err != nil {
+		if err := flighttest.SetSessionOption(context.Background(), cl, "flightd.max_endpoints", int64(n)); err != nil {
 			t.Fatal(err)
-		}
-		res, err := cl.SetSessionOptions(context.Background(), &flight.SetSessionOptionsRequest{SessionOptions: map[string]*flight.SessionOptionValue{"flightd.max_endpoints": &opt}})
-		if err != nil || len(res.GetErrors()) > 0 {
-			t.Fatalf("set flightd.max_endpoints: %v %v", res.GetErrors(), err)
 		}
 	}
 	return cl
