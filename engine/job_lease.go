@@ -19,6 +19,10 @@ import (
 // stopped before any other node may take the lease. A node whose job ends
 // (stopped, failed, shutdown) releases the lease; one that dies leaves it
 // to expire, and another node takes over within a lifetime and a poll.
+// A commit that hangs in the store past the deadline is cancelled with the
+// run: if another node's commit took its snapshot number meanwhile, it is
+// not retried, so a stale answer never lands after the new holder's
+// (TestJobStaleCommitNeverLands).
 
 // DefaultJobLease is the lifetime of a job's lease when Config.JobLease is 0.
 const DefaultJobLease = 10 * time.Second

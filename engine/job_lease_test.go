@@ -4,33 +4,82 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/engine"
 	"github.com/flightd/flightd/tablestore"
 )
 
-// stallingFS stalls every file created in the lease directory while a
-// gate is set, as a store that stops answering does.
+// stallingFS stalls every file created or published in one of its
+// directories (by default the lease directory) while a gate is set, as a
+// store that stops answering does.
 type stallingFS struct {
 	tablestore.FS
 	gate atomic.Pointer[chan struct{}]
+	dirs atomic.Pointer[[]string]
+	// stalled gets the name of each call stalled, if it has room.
+	stalled chan string
+}
+
+func newStallingFS(dirs ...string) *stallingFS {
+	f := &stallingFS{FS: tablestore.NewLocalFS(), stalled: make(chan string, 1)}
+	f.stallIn(dirs...)
+	return f
+}
+
+// stallIn sets the directories whose files stall.
+func (f *stallingFS) stallIn(dirs ...string) { f.dirs.Store(&dirs) }
+
+func (f *stallingFS) wait(name string) {
+	g := f.gate.Load()
+	if g == nil {
+		return
+	}
+	for _, dir := range *f.dirs.Load() {
+		if strings.Contains(name, dir) {
+			select {
+			case f.stalled <- name:
+			default:
+			}
+			<-*g
+			return
+		}
+	}
 }
 
 func (f *stallingFS) Create(name string) (tablestore.File, error) {
-	if g := f.gate.Load(); g != nil && strings.Contains(name, "/_leases/") {
-		<-*g
-	}
+	f.wait(name)
 	return f.FS.Create(name)
+}
+
+func (f *stallingFS) RenameNoReplace(oldname, newname string) error {
+	f.wait(newname)
+	return f.FS.RenameNoReplace(oldname, newname)
+}
+
+// gated sets f's gate and returns the function that lifts it.
+func (f *stallingFS) gated() (release func()) {
+	gate := make(chan struct{})
+	f.gate.Store(&gate)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			f.gate.Store(nil)
+			close(gate)
+		})
+	}
 }
 
 // TestJobStopsWhileRenewalHangs: a node whose lease renewal hangs must
 // stop its job by the renewal deadline (half the lease), before another
 // node may take the lease, not when the hung call returns.
 func TestJobStopsWhileRenewalHangs(t *testing.T) {
-	fsys := &stallingFS{FS: tablestore.NewLocalFS()}
+	fsys := newStallingFS("/_leases/")
 	const lease = 400 * time.Millisecond
 	e := newEngineWith(t, engine.Config{FS: fsys, JobLease: lease, JobCheckpointInterval: 20 * time.Millisecond})
 	s := e.NewSession()
@@ -54,16 +103,7 @@ func TestJobStopsWhileRenewalHangs(t *testing.T) {
 	}
 	waitSink("1|1")
 
-	gate := make(chan struct{})
-	fsys.gate.Store(&gate)
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			fsys.gate.Store(nil)
-			close(gate)
-		}
-	}
+	release := fsys.gated()
 	defer release()
 	// A renewal starts within a quarter lease and hangs; the run must have
 	// stopped half a lease after the last renewal.
@@ -79,4 +119,95 @@ func TestJobStopsWhileRenewalHangs(t *testing.T) {
 	if jobs := e.Jobs(context.Background()); len(jobs) != 1 || jobs[0].State != engine.JobRunning {
 		t.Fatalf("jobs: %+v", jobs)
 	}
+}
+
+// TestJobStaleCommitNeverLands: node A's job hangs in its sink commit
+// while its lease renewals hang too; node B takes the lease once it
+// expires and commits newer answers. When A's store answers again, A's
+// commit, computed from older inputs, must not land on top of B's (a
+// blind write would take a count back), and A must not run the job
+// beside B.
+func TestJobStaleCommitNeverLands(t *testing.T) {
+	root := t.TempDir()
+	const lease = 400 * time.Millisecond
+	fsA := newStallingFS("/t/snapshot/snapshot-")
+	open := func(fsys tablestore.FS, node string) *engine.Engine {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		e, err := engine.Open(context.Background(), engine.Config{Mem: mem, Root: root, SpillDir: t.TempDir(), FS: fsys,
+			NodeID: node, JobLease: lease, JobCheckpointInterval: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := e.Close(); err != nil {
+				t.Error(err)
+			}
+			mem.AssertSize(t, 0)
+		})
+		return e
+	}
+	a := open(fsA, "node-a")
+	sa := a.NewSession()
+	for _, q := range []string{
+		`CREATE TABLE s (k BIGINT NOT NULL)`,
+		`CREATE TABLE t (k BIGINT NOT NULL, n BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`INSERT INTO t SELECT k, count(*) FROM s /*+ OPTIONS('scan.mode'='latest-full') */ GROUP BY k`,
+		`INSERT INTO s VALUES (1), (2)`,
+	} {
+		mustExec(t, sa, q)
+	}
+	waitRows := func(s *engine.Session, q string, want ...string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !slices.Equal(rowSet(t, s, q), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %v, want %v", q, rowSet(t, s, q), want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitRows(sa, `SELECT k, n FROM t`, "1|1", "2|1")
+	waitNode := func(e *engine.Engine, want string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			jobs := e.Jobs(context.Background())
+			if len(jobs) == 1 && jobs[0].Node == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("jobs %+v; want the job on %s", jobs, want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
+	b := open(tablestore.NewLocalFS(), "node-b")
+	sb := b.NewSession()
+	release := fsA.gated()
+	defer release()
+	// A's job commits k=1 -> 2 and hangs publishing it; then its renewals
+	// hang too, so B takes the job over and commits the same, then k=1 -> 3.
+	mustExec(t, sb, `INSERT INTO s VALUES (1)`)
+	select {
+	case <-fsA.stalled:
+	case <-time.After(30 * time.Second):
+		t.Fatal("node A's job did not commit")
+	}
+	fsA.stallIn("/t/snapshot/snapshot-", "/_leases/")
+	waitRows(sb, `SELECT k, n FROM t`, "1|2", "2|1")
+	waitNode(b, "node-b")
+	mustExec(t, sb, `INSERT INTO s VALUES (1)`)
+	waitRows(sb, `SELECT k, n FROM t`, "1|3", "2|1")
+
+	release()
+	time.Sleep(5 * lease)
+	want := rowSet(t, sb, `SELECT k, count(*) FROM s GROUP BY k`)
+	if got := rowSet(t, sb, `SELECT k, n FROM t`); !slices.Equal(got, want) {
+		t.Fatalf("after node A's store answered again, t = %v; want %v", got, want)
+	}
+	// B still runs the job and keeps t exact.
+	mustExec(t, sb, `INSERT INTO s VALUES (2)`)
+	waitRows(sb, `SELECT k, n FROM t`, "1|3", "2|2")
+	waitNode(a, "node-b")
 }

@@ -134,6 +134,10 @@ func (st *tableState) publish(ctx context.Context, group []*queuedCommit) {
 		reqs[i] = q.req
 	}
 	for attempt := 0; ; attempt++ {
+		// A caller that gave up never publishes on a retry: a job whose
+		// lease was lost cancels its commit, and its rows, computed from
+		// older inputs, must not land on top of the new holder's commit
+		// that won the race (engine TestJobStaleCommitNeverLands).
 		if err := ctx.Err(); err != nil {
 			for _, q := range group {
 				q.done, q.err = true, err
