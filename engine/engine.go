@@ -90,6 +90,15 @@ type Config struct {
 	// other nodes are seen by statements that start more than this after
 	// them, this node's own at once. 0 asks storage at every statement.
 	MetadataMaxAge time.Duration
+	// Logf, when set, reports events an operator looks for in a node's
+	// log: which node runs a job, and when it stops running it.
+	Logf func(format string, args ...any)
+}
+
+func (e *Engine) logf(format string, args ...any) {
+	if e.cfg.Logf != nil {
+		e.cfg.Logf(format, args...)
+	}
 }
 
 // DefaultQueryMemory is the default per-statement memory budget.

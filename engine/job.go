@@ -97,7 +97,9 @@ type JobStatus struct {
 	SourceRows int64
 	// Node is the node running a RUNNING job (Config.NodeID, or the random
 	// id of a node started without one): the holder of its lease, "" while
-	// no node holds it. Only that node knows the job's sink positions.
+	// no node holds it. Any other node reports the positions of the job's
+	// last sink commit (Positions = Committed) and knows nothing of the run
+	// (Start, From, SourceRows).
 	Node string
 }
 
@@ -396,13 +398,17 @@ func (e *Engine) Jobs(ctx context.Context) []JobStatus {
 			s.SourceRows = j.cp.SourceRows()
 		}
 		j.mu.Unlock()
+		if s.State == JobRunning {
+			s.Node, _ = e.store.LeaseHolder(ctx, s.ID) // unknown ("") if the store fails
+			if s.Node != e.node {
+				// What this node knows of the job is stale or nothing.
+				sources = j.committedStatus(ctx, &s)
+			}
+		}
 		for i, t := range sources {
 			if latest, err := t.LatestSnapshotID(ctx); err == nil && i < len(s.Positions) {
 				s.Lag += max(latest-s.Positions[i], 0)
 			}
-		}
-		if s.State == JobRunning {
-			s.Node, _ = e.store.LeaseHolder(ctx, s.ID) // unknown ("") if the store fails
 		}
 		out = append(out, s)
 	}
@@ -473,10 +479,7 @@ func (j *job) run(ctx context.Context) error {
 		return err
 	}
 	sources := q.StreamSources()
-	names := make([]string, len(sources))
-	for i, t := range sources {
-		names[i] = t.Ident().String()
-	}
+	names := tableNames(sources)
 	j.mu.Lock()
 	j.sources, j.status.Sources, j.status.Sink = sources, names, sink.Ident().String()
 	j.mu.Unlock()
@@ -631,9 +634,49 @@ type resume struct {
 	state           bool
 }
 
+// lastCommit reads the job's last commit to sink: its snapshot (0: none)
+// and what it recorded.
+func (j *job) lastCommit(ctx context.Context, sink *tablestore.Table) (int64, checkpoint, error) {
+	snap, _, props, err := sink.LastProperties(ctx, jobProperty(j.def.ID))
+	if err != nil || snap == 0 {
+		return 0, checkpoint{}, err
+	}
+	var cp checkpoint
+	if err := json.Unmarshal([]byte(props[jobProperty(j.def.ID)]), &cp); err != nil {
+		return 0, checkpoint{}, fmt.Errorf("job %s: checkpoint in snapshot %d of %s: %w", j.def.ID, snap, sink.Ident(), err)
+	}
+	return snap, cp, nil
+}
+
+// committedStatus is s as the job's sink tells it, for a job this node
+// does not run: what the node that does (or did) committed last. It
+// returns the job's sources.
+func (j *job) committedStatus(ctx context.Context, s *JobStatus) []*tablestore.Table {
+	s.Positions, s.Committed, s.SinkSnapshot, s.Start, s.From, s.SourceRows = nil, nil, 0, "", nil, 0
+	sink, q, err := j.bind(ctx)
+	if err != nil {
+		return nil // the job's run reports why
+	}
+	sources := q.StreamSources()
+	s.Sink, s.Sources = sink.Ident().String(), tableNames(sources)
+	if snap, cp, err := j.lastCommit(ctx, sink); err == nil && len(cp.Positions) == len(sources) {
+		s.Positions, s.Committed, s.SinkSnapshot = cp.Positions, slices.Clone(cp.Positions), snap
+	}
+	return sources
+}
+
+// tableNames names tables as SHOW JOBS shows them.
+func tableNames(tables []*tablestore.Table) []string {
+	names := make([]string, len(tables))
+	for i, t := range tables {
+		names[i] = t.Ident().String()
+	}
+	return names
+}
+
 // resumeFrom reads the positions of the job's last sink commit.
 func (j *job) resumeFrom(ctx context.Context, sink *tablestore.Table, sources []*tablestore.Table) (resume, error) {
-	snap, _, props, err := sink.LastProperties(ctx, jobProperty(j.def.ID))
+	snap, cp, err := j.lastCommit(ctx, sink)
 	if err != nil || snap == 0 {
 		return resume{}, err
 	}
@@ -644,11 +687,6 @@ func (j *job) resumeFrom(ctx context.Context, sink *tablestore.Table, sources []
 		if r, _, _, err := sink.LastProperties(ctx, propRefresh); err != nil || r > snap {
 			return resume{}, err
 		}
-	}
-	v := props[jobProperty(j.def.ID)]
-	var cp checkpoint
-	if err := json.Unmarshal([]byte(v), &cp); err != nil {
-		return resume{}, fmt.Errorf("job %s: checkpoint in snapshot %d of %s: %w", j.def.ID, snap, sink.Ident(), err)
 	}
 	if len(cp.Positions) != len(sources) {
 		return resume{}, nil // the query reads other tables now: start over

@@ -54,13 +54,17 @@ func (j *job) runLeased(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		j.e.logf("job %s runs on this node (%s, lease epoch %d)", j.def.ID, j.e.node, l.Epoch)
 		runCtx, cancel := context.WithCancelCause(ctx)
 		renewed := make(chan tablestore.Lease, 1)
 		go func() { renewed <- j.renew(runCtx, cancel, l, deadline) }()
 		err = j.run(runCtx)
 		lost := errors.Is(context.Cause(runCtx), errLeaseLost)
+		if lost {
+			j.e.logf("job %s stopped on this node: its lease was lost (not renewed in time, or taken)", j.def.ID)
+		}
 		cancel(nil)
-		l = <-renewed
+		l = <-renewed // after a renewal that hangs
 		if !lost {
 			// Best effort: an unreleased lease expires.
 			_ = j.e.store.ReleaseLease(context.WithoutCancel(ctx), l)

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -81,7 +82,14 @@ func (f *stallingFS) gated() (release func()) {
 func TestJobStopsWhileRenewalHangs(t *testing.T) {
 	fsys := newStallingFS("/_leases/")
 	const lease = 400 * time.Millisecond
-	e := newEngineWith(t, engine.Config{FS: fsys, JobLease: lease, JobCheckpointInterval: 20 * time.Millisecond})
+	var logMu sync.Mutex
+	var logged []string
+	logf := func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		logged = append(logged, fmt.Sprintf(format, args...))
+	}
+	e := newEngineWith(t, engine.Config{FS: fsys, JobLease: lease, JobCheckpointInterval: 20 * time.Millisecond, Logf: logf})
 	s := e.NewSession()
 	for _, q := range []string{
 		`CREATE TABLE s (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
@@ -113,6 +121,11 @@ func TestJobStopsWhileRenewalHangs(t *testing.T) {
 	if got := rowSet(t, s, `SELECT k, v FROM t`); !slices.Equal(got, []string{"1|1"}) {
 		t.Fatalf("the job wrote its sink after its lease deadline passed: %v", got)
 	}
+	logMu.Lock()
+	if !slices.ContainsFunc(logged, func(l string) bool { return strings.Contains(l, "its lease was lost") }) {
+		t.Errorf("the log does not say the job stopped for its lease: %q", logged)
+	}
+	logMu.Unlock()
 	// The store answers again: the node takes the lease back and catches up.
 	release()
 	waitSink("1|1", "2|2")

@@ -118,7 +118,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	cfg := engine.Config{Mem: memory.NewGoAllocator(), FS: wh.fs, Root: wh.root, QueryMemory: queryBytes, Plan: plan.Options{FreshnessThreshold: *mtThresh}, SpillDir: wh.spill, CacheBytes: cacheBytes, Parallelism: *parallel, FilesDir: *filesDir, JobLease: *jobLease, NodeID: *nodeID, JobCheckpointInterval: *jobCkpt, MetadataMaxAge: *metaAge}
+	cfg := engine.Config{Mem: memory.NewGoAllocator(), FS: wh.fs, Root: wh.root, QueryMemory: queryBytes, Plan: plan.Options{FreshnessThreshold: *mtThresh}, SpillDir: wh.spill, CacheBytes: cacheBytes, Parallelism: *parallel, FilesDir: *filesDir, JobLease: *jobLease, NodeID: *nodeID, JobCheckpointInterval: *jobCkpt, MetadataMaxAge: *metaAge,
+		Logf: func(format string, args ...any) { log.Printf("flightd: "+format, args...) }}
 	if cfg.MetadataMaxAge < 0 {
 		cfg.MetadataMaxAge = wh.metadataMaxAge
 	}

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -68,12 +69,17 @@ type process struct {
 	addr         string
 	bin, dataDir string // what start ran, for restarts
 	flags        []string
+	// leasesLost counts the times its log says a job stopped on it
+	// because its lease was lost.
+	leasesLost *atomic.Int32
 }
 
-// addrWatcher reads flightd's log for the address it serves on.
+// addrWatcher reads flightd's log for the address it serves on, and
+// counts lost job leases.
 type addrWatcher struct {
-	addr    chan<- string
-	partial []byte
+	addr       chan<- string
+	leasesLost *atomic.Int32
+	partial    []byte
 }
 
 func (w *addrWatcher) Write(p []byte) (int, error) {
@@ -86,6 +92,9 @@ func (w *addrWatcher) Write(p []byte) (int, error) {
 		if _, after, ok := strings.Cut(string(line), "serving Flight SQL on grpc://"); ok {
 			w.addr <- strings.TrimSuffix(strings.Fields(after)[0], ",")
 		}
+		if bytes.Contains(line, []byte("its lease was lost")) {
+			w.leasesLost.Add(1)
+		}
 		w.partial = rest
 	}
 }
@@ -97,7 +106,8 @@ func start(t *testing.T, bin, dataDir string, flags ...string) *process {
 	// A Writer, not cmd.StderrPipe: Wait then waits for exec's own copy
 	// instead of closing a pipe a reader of ours may still be reading.
 	addr := make(chan string, 1)
-	cmd.Stderr = &addrWatcher{addr: addr}
+	lost := new(atomic.Int32)
+	cmd.Stderr = &addrWatcher{addr: addr, leasesLost: lost}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +116,7 @@ func start(t *testing.T, bin, dataDir string, flags ...string) *process {
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	select {
 	case a := <-addr:
-		return &process{cmd: cmd, addr: a, bin: bin, dataDir: dataDir, flags: flags}
+		return &process{cmd: cmd, addr: a, bin: bin, dataDir: dataDir, flags: flags, leasesLost: lost}
 	case <-time.After(30 * time.Second):
 		_ = cmd.Process.Kill()
 		t.Fatal("flightd did not start within 30s")
