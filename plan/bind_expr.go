@@ -1067,14 +1067,17 @@ func (b *binder) intervalLiteral(l *sql.IntervalLiteral) Expr {
 	return &Const{Value: scalar.NewMonthDayNanoIntervalScalar(iv)}
 }
 
-// constExpr binds and folds an expression that must be constant.
+// constExpr binds and folds an expression that must be constant, cast to
+// typ (nil: of its own type).
 func (b *binder) constExpr(e sql.Expr, typ arrow.DataType) *Const {
 	var n Node
 	x := b.bindScalar(e, &scope{}, &n, exprOpts{hint: typ, noAgg: "a constant"})
 	if n != nil {
 		b.fail(e.Position(), "expected a constant, found a subquery")
 	}
-	x = b.castTo(x, typ, e.Position())
+	if typ != nil {
+		x = b.castTo(x, typ, e.Position())
+	}
 	f, err := foldExpr(b.ctx, x)
 	if err != nil {
 		b.fail(e.Position(), "%s", cleanErr(err))

@@ -3,10 +3,12 @@ package plan
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/sql"
@@ -1683,7 +1685,7 @@ func (b *binder) bindWindows(sb *selectBinding, calls []*sql.FuncCall) {
 		}
 		wf := WindowFunc{Fn: fn, Args: args, Col: b.newCol(c.Name, typ, true)}
 		if spec.Frame != nil {
-			wf.Frame = b.bindFrame(spec.Frame)
+			wf.Frame = b.bindFrame(spec.Frame, keys)
 		}
 		wkey := exprList(parts) + "|" + sortKeysString(keys)
 		wn := nodes[wkey]
@@ -1702,6 +1704,62 @@ func (b *binder) bindWindows(sb *selectBinding, calls []*sql.FuncCall) {
 	}
 }
 
+// rangeOffset is the offset of a RANGE frame bound in the unit of the
+// window's one ORDER BY key, rounded down: a non-negative number for an
+// integer key, a day-time INTERVAL for a DATE (days) or TIMESTAMP key (units
+// of its precision).
+func (b *binder) rangeOffset(fb *sql.FrameBound, keys []SortKey) int64 {
+	if len(keys) != 1 {
+		b.fail(fb.Pos, "a RANGE frame with an offset needs exactly one ORDER BY key, got %d", len(keys))
+	}
+	t := keys[0].Expr.Type()
+	c := b.constExpr(fb.Offset, nil)
+	if !c.Value.IsValid() {
+		b.fail(fb.Pos, "a RANGE frame offset must not be NULL")
+	}
+	if arrow.IsInteger(t.ID()) {
+		// Keys are whole, so a fractional offset reaches as far as its
+		// floor (Flink accepts one).
+		v, ok := int64(-1), true
+		switch ot := c.Type().ID(); {
+		case arrow.IsInteger(ot):
+			v, ok = constInt(b.constExpr(fb.Offset, arrow.PrimitiveTypes.Int64))
+		case arrow.IsFloating(ot) || arrow.IsDecimal(ot):
+			f := b.constExpr(fb.Offset, arrow.PrimitiveTypes.Float64).Value.(*scalar.Float64).Value
+			v = int64(math.Floor(min(f, math.MaxInt64/2)))
+			ok = f >= 0
+		default:
+			ok = false
+		}
+		if !ok || v < 0 {
+			b.fail(fb.Pos, "a RANGE frame offset over a %s key must be a non-negative number, got %s", SQLTypeName(t), sql.Format(fb.Offset))
+		}
+		return v
+	}
+	var perUnit int64 // nanoseconds per unit of the key
+	switch t := t.(type) {
+	case *arrow.Date32Type:
+		perUnit = 86400e9
+	case *arrow.TimestampType:
+		perUnit = int64(t.Unit.Multiplier())
+	default:
+		b.notImplemented(fb.Pos, "RANGE frames with offsets over a "+SQLTypeName(t)+" ORDER BY key")
+	}
+	offset, ok := c.Value.(*scalar.MonthDayNanoInterval)
+	if !ok {
+		b.fail(fb.Pos, "a RANGE frame offset over a %s key must be an INTERVAL, got %s", SQLTypeName(t), SQLTypeName(c.Type()))
+	}
+	iv := offset.Value
+	nanos := int64(iv.Days)*86400e9 + iv.Nanoseconds
+	switch {
+	case iv.Months != 0:
+		b.fail(fb.Pos, "a RANGE frame offset must be a day-time INTERVAL: months and years vary in length")
+	case nanos < 0 || iv.Days < 0:
+		b.fail(fb.Pos, "a RANGE frame offset must not be negative")
+	}
+	return nanos / perUnit // keys are whole units: a part of one reaches no further
+}
+
 func noAggIf(cond bool, what string) string {
 	if cond {
 		return what
@@ -1709,7 +1767,7 @@ func noAggIf(cond bool, what string) string {
 	return ""
 }
 
-func (b *binder) bindFrame(f *sql.Frame) *exec.Frame {
+func (b *binder) bindFrame(f *sql.Frame, keys []SortKey) *exec.Frame {
 	fr := &exec.Frame{Rows: f.Unit == "ROWS"}
 	bound := func(fb *sql.FrameBound) exec.FrameBound {
 		switch fb.Kind {
@@ -1720,13 +1778,15 @@ func (b *binder) bindFrame(f *sql.Frame) *exec.Frame {
 		case "CURRENT ROW":
 			return exec.FrameBound{Kind: exec.CurrentRow}
 		}
-		if !fr.Rows {
-			b.notImplemented(fb.Pos, "RANGE frames with offsets")
-		}
-		c := b.constExpr(fb.Offset, arrow.PrimitiveTypes.Int64)
-		v, ok := constInt(c)
-		if !ok || v < 0 {
-			b.fail(fb.Pos, "window frame offset must be a non-negative integer")
+		var v int64
+		if fr.Rows {
+			c := b.constExpr(fb.Offset, arrow.PrimitiveTypes.Int64)
+			var ok bool
+			if v, ok = constInt(c); !ok || v < 0 {
+				b.fail(fb.Pos, "window frame offset must be a non-negative integer")
+			}
+		} else {
+			v = b.rangeOffset(fb, keys)
 		}
 		if fb.Kind == "PRECEDING" {
 			return exec.FrameBound{Kind: exec.Preceding, Offset: v}
