@@ -38,11 +38,12 @@ var jobCases = []jobCase{{
 	name: "groupby",
 	ddl: []string{
 		`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
-		`CREATE TABLE agg (g BIGINT NOT NULL, c BIGINT, sv BIGINT, PRIMARY KEY (g) NOT ENFORCED)`,
+		`CREATE TABLE agg (g BIGINT NOT NULL, c BIGINT, sv BIGINT, dv BIGINT, PRIMARY KEY (g) NOT ENFORCED)`,
 	},
-	job:     `INSERT INTO agg SELECT g, count(*), sum(v) FROM s /*+ OPTIONS('scan.mode'='latest-full') */ GROUP BY g`,
-	batch:   `SELECT g, count(*), sum(v) FROM s %s GROUP BY g`,
-	sink:    `SELECT g, c, sv FROM agg %s`,
+	// count(DISTINCT k % 3, v) keeps ROW values in its state.
+	job:     `INSERT INTO agg SELECT g, count(*), sum(v), count(DISTINCT k % 3, v) FROM s /*+ OPTIONS('scan.mode'='latest-full') */ GROUP BY g`,
+	batch:   `SELECT g, count(*), sum(v), count(DISTINCT k %% 3, v) FROM s %s GROUP BY g`,
+	sink:    `SELECT g, c, sv, dv FROM agg %s`,
 	sources: []string{"s"},
 	write:   writeS,
 }, {

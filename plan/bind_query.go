@@ -1467,8 +1467,29 @@ func (s *scope) has(name string) bool {
 	return false
 }
 
+// countDistinctRows rewrites COUNT(DISTINCT a, b, ...) as Calcite defines
+// it, the distinct tuples with no NULL in them: COUNT(DISTINCT CASE WHEN a
+// IS NOT NULL AND b IS NOT NULL ... THEN ROW(a, b, ...) END).
+func countDistinctRows(c *sql.FuncCall) *sql.FuncCall {
+	var cond sql.Expr
+	for _, a := range c.Args {
+		var notNull sql.Expr = &sql.Is{Pos: a.Position(), Not: true, X: a, What: "NULL"}
+		if cond != nil {
+			notNull = &sql.Binary{Pos: c.Pos, Op: "AND", Left: cond, Right: notNull}
+		}
+		cond = notNull
+	}
+	row := &sql.FuncCall{Pos: c.Pos, Name: "row", Args: c.Args}
+	out := *c
+	out.Args = []sql.Expr{&sql.Case{Pos: c.Pos, Whens: []*sql.When{{Pos: c.Pos, Cond: cond, Then: row}}}}
+	return &out
+}
+
 func (b *binder) bindAggCall(sb *selectBinding, c *sql.FuncCall) AggCall {
 	fn := aggregateNames[c.Name]
+	if fn == "count" && c.Distinct && len(c.Args) > 1 {
+		c = countDistinctRows(c)
+	}
 	var args []Expr
 	n := sb.input
 	opts := exprOpts{noAgg: "an aggregate argument"}

@@ -617,7 +617,7 @@ func randomQuery(rng *rand.Rand) string {
 	}
 	aggs := []string{
 		"count(*)", "count(x)", "sum(x)", "avg(x)", "min(x)", "max(x)", "min(s)", "max(s)",
-		"count(DISTINCT s)", "count(DISTINCT g)", "sum(x) FILTER (WHERE s > 's2')", "count(*) FILTER (WHERE x < 0)",
+		"count(DISTINCT s)", "count(DISTINCT g)", "count(DISTINCT g, s)", "sum(x) FILTER (WHERE s > 's2')", "count(*) FILTER (WHERE x < 0)",
 		"max(x) - min(x)", "sum(DISTINCT x)", "avg(DISTINCT x)", "bool_and(x > 0)", "bool_or(s = 's1')",
 		"avg(CAST(x AS DECIMAL(10, 2)))", "sum(DISTINCT CAST(x AS DECIMAL(10, 1)))", "stddev_samp(x)", "var_pop(k)",
 	}

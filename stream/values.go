@@ -16,7 +16,12 @@ import (
 
 // State keeps row values as Go values: int64 for signed integers, dates,
 // times, timestamps and durations, uint64, float64, bool, string (strings
-// and binaries, copied out of Arrow buffers), decimal128.Num, nil for NULL.
+// and binaries, copied out of Arrow buffers), decimal128.Num, structValue
+// for ROWs, nil for NULL.
+
+// structValue is a ROW value: the appendRow encoding of its fields, so it
+// is comparable (a map key) and orders field by field.
+type structValue string
 
 type getter func(a arrow.Array, i int) any
 
@@ -77,6 +82,19 @@ func getterFor(dt arrow.DataType) (getter, error) {
 		return null(func(a arrow.Array, i int) any { return string(a.(*array.Binary).Value(i)) }), nil
 	case arrow.DECIMAL128:
 		return null(func(a arrow.Array, i int) any { return a.(*array.Decimal128).Value(i) }), nil
+	case arrow.STRUCT:
+		fields, err := rowGetterFor(dt.(*arrow.StructType).Fields())
+		if err != nil {
+			return nil, err
+		}
+		return null(func(a arrow.Array, i int) any {
+			s := a.(*array.Struct)
+			var b []byte
+			for f, get := range fields {
+				b = appendOrdered(b, get(s.Field(f), i), false, true)
+			}
+			return structValue(b)
+		}), nil
 	}
 	return nil, fmt.Errorf("%w: type %s cannot be kept in streaming state yet", exec.ErrInvalid, dt)
 }
@@ -136,6 +154,29 @@ func appenderFor(dt arrow.DataType) (appender, error) {
 		return null(func(b array.Builder, v any) { b.(*array.BinaryBuilder).Append([]byte(v.(string))) }), nil
 	case arrow.DECIMAL128:
 		return null(func(b array.Builder, v any) { b.(*array.Decimal128Builder).Append(v.(decimal128.Num)) }), nil
+	case arrow.STRUCT:
+		fields := dt.(*arrow.StructType).Fields()
+		apps, decs := make([]appender, len(fields)), make([]orderedDecoder, len(fields))
+		for i, f := range fields {
+			var err error
+			if apps[i], err = appenderFor(f.Type); err != nil {
+				return nil, err
+			}
+			if decs[i], err = orderedDecoderFor(f.Type); err != nil {
+				return nil, err
+			}
+		}
+		return null(func(b array.Builder, v any) {
+			row, _, err := decodeRow([]byte(v.(structValue)), decs)
+			if err != nil {
+				panic(err) // a structValue is this package's own encoding
+			}
+			sb := b.(*array.StructBuilder)
+			sb.Append(true)
+			for f, app := range apps {
+				app(sb.FieldBuilder(f), row[f])
+			}
+		}), nil
 	}
 	return nil, fmt.Errorf("%w: type %s cannot be kept in streaming state yet", exec.ErrInvalid, dt)
 }
@@ -185,6 +226,8 @@ func compareValues(a, b any) int {
 		return cmp.Compare(x, y)
 	case string:
 		return strings.Compare(x, b.(string))
+	case structValue:
+		return strings.Compare(string(x), string(b.(structValue)))
 	case bool:
 		y := b.(bool)
 		switch {
@@ -243,6 +286,8 @@ func rowBytes(vals []any) int64 {
 		switch x := v.(type) {
 		case string:
 			n += int64(len(x))
+		case structValue:
+			n += int64(len(x))
 		case decimal128.Num:
 			n += 16
 		case nil:
@@ -292,16 +337,9 @@ func appendOrdered(dst []byte, v any, desc, nullsFirst bool) []byte {
 			dst = append(dst, 0)
 		}
 	case string:
-		// 0x00 escaped as 00 FF, ended by 00 01: prefix-free, and a
-		// prefix sorts first.
-		for i := 0; i < len(x); i++ {
-			if x[i] == 0 {
-				dst = append(dst, 0, 0xFF)
-			} else {
-				dst = append(dst, x[i])
-			}
-		}
-		dst = append(dst, 0, 1)
+		dst = appendEscaped(dst, x)
+	case structValue:
+		dst = appendEscaped(dst, string(x))
 	case decimal128.Num:
 		dst = binary.BigEndian.AppendUint64(dst, uint64(x.HighBits())^1<<63)
 		dst = binary.BigEndian.AppendUint64(dst, x.LowBits())
@@ -314,6 +352,19 @@ func appendOrdered(dst []byte, v any, desc, nullsFirst bool) []byte {
 		}
 	}
 	return dst
+}
+
+// appendEscaped appends x with 0x00 escaped as 00 FF, ended by 00 01:
+// prefix-free, and a prefix sorts first.
+func appendEscaped(dst []byte, x string) []byte {
+	for i := 0; i < len(x); i++ {
+		if x[i] == 0 {
+			dst = append(dst, 0, 0xFF)
+		} else {
+			dst = append(dst, x[i])
+		}
+	}
+	return append(dst, 0, 1)
 }
 
 // appendRow appends the ordered encoding of every value of row (to spill
@@ -394,7 +445,8 @@ func orderedDecoderFor(dt arrow.DataType) (orderedDecoder, error) {
 			}
 			return math.Float64frombits(u), rest, nil
 		}
-	case arrow.STRING, arrow.LARGE_STRING, arrow.BINARY:
+	case arrow.STRING, arrow.LARGE_STRING, arrow.BINARY, arrow.STRUCT:
+		isStruct := dt.ID() == arrow.STRUCT
 		val = func(b []byte, desc bool) (any, []byte, error) {
 			var flip byte
 			if desc {
@@ -409,6 +461,9 @@ func orderedDecoderFor(dt arrow.DataType) (orderedDecoder, error) {
 				}
 				switch b[i+1] ^ flip {
 				case 1:
+					if isStruct {
+						return structValue(out), b[i+2:], nil
+					}
 					return string(out), b[i+2:], nil
 				case 0xFF:
 					out = append(out, 0)
