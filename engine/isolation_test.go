@@ -39,12 +39,16 @@ func newEngine(t *testing.T) *engine.Engine {
 	return newEngineWith(t, engine.Config{CacheBytes: 64 << 20})
 }
 
-// newEngineWith opens an engine with cfg over fresh directories and a checked
-// allocator, closed and checked for leaks when the test ends.
+// newEngineWith opens an engine with cfg over fresh directories (but
+// cfg.Root when set) and a checked allocator, closed and checked for leaks
+// when the test ends.
 func newEngineWith(t *testing.T, cfg engine.Config) *engine.Engine {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	cfg.Mem, cfg.Root, cfg.SpillDir = mem, t.TempDir(), t.TempDir()
+	cfg.Mem, cfg.SpillDir = mem, t.TempDir()
+	if cfg.Root == "" {
+		cfg.Root = t.TempDir()
+	}
 	e, err := engine.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/memory"
-
 	"github.com/flightd/flightd/engine"
 	"github.com/flightd/flightd/tablestore"
 )
@@ -145,19 +143,7 @@ func TestJobStaleCommitNeverLands(t *testing.T) {
 	const lease = 400 * time.Millisecond
 	fsA := newStallingFS("/t/snapshot/snapshot-")
 	open := func(fsys tablestore.FS, node string) *engine.Engine {
-		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-		e, err := engine.Open(context.Background(), engine.Config{Mem: mem, Root: root, SpillDir: t.TempDir(), FS: fsys,
-			NodeID: node, JobLease: lease, JobCheckpointInterval: 20 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := e.Close(); err != nil {
-				t.Error(err)
-			}
-			mem.AssertSize(t, 0)
-		})
-		return e
+		return newEngineWith(t, engine.Config{Root: root, FS: fsys, NodeID: node, JobLease: lease, JobCheckpointInterval: 20 * time.Millisecond})
 	}
 	a := open(fsA, "node-a")
 	sa := a.NewSession()
