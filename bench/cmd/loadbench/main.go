@@ -16,18 +16,15 @@ import (
 	"log"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"strings"
 	"time"
 
 	"github.com/apache/arrow-adbc/go/adbc"
-	adbcflightsql "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/bench/doget"
-	"github.com/flightd/flightd/engine"
 )
 
 // result is one load.
@@ -49,33 +46,18 @@ func main() {
 	out := flag.String("out", "", "write the results as JSON to this file")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			log.Fatal(err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			log.Fatal(err)
-		}
-		defer pprof.StopCPUProfile()
-	}
-	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "loadbench")
+	stopProfile, err := doget.ProfileCPU(*cpuprofile)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
+	defer stopProfile()
+	ctx := context.Background()
 	mem := memory.NewGoAllocator()
-	_, addr, stop, err := doget.StartFlightd(ctx, engine.Config{Mem: mem, Root: dir})
+	db, dir, stop, err := doget.ServeADBC(ctx, mem, "loadbench")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer stop()
-	db, err := adbcflightsql.NewDriver(mem).NewDatabase(map[string]string{adbc.OptionKeyURI: "grpc://" + addr})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer db.Close()
 	cnxn, err := db.Open(ctx)
 	if err != nil {
 		log.Fatal(err)
