@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/arrow-adbc/go/adbc"
 	adbcflightsql "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/engine"
@@ -35,4 +36,25 @@ func ServeADBC(ctx context.Context, mem memory.Allocator, name string) (db adbc.
 		stopFlightd()
 		os.RemoveAll(dir)
 	}, nil
+}
+
+// IngestADBC sends the batches of rdr to table through one ADBC bulk
+// ingest (mode: adbc.OptionValueIngestMode...): one commit.
+func IngestADBC(ctx context.Context, cnxn adbc.Connection, table, mode string, rdr array.RecordReader) error {
+	stmt, err := cnxn.NewStatement()
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	if err := stmt.SetOption(adbc.OptionKeyIngestTargetTable, table); err != nil {
+		return err
+	}
+	if err := stmt.SetOption(adbc.OptionKeyIngestMode, mode); err != nil {
+		return err
+	}
+	if err := stmt.BindStream(ctx, rdr); err != nil {
+		return err
+	}
+	_, err = stmt.ExecuteUpdate(ctx)
+	return err
 }

@@ -197,20 +197,10 @@ func ingest(ctx context.Context, cnxn adbc.Connection, mem memory.Allocator, tab
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	stmt, err := cnxn.NewStatement()
+	rdr, err := array.NewRecordReader(schema, []arrow.RecordBatch{rec})
 	if err != nil {
 		return err
 	}
-	defer stmt.Close()
-	if err := stmt.SetOption(adbc.OptionKeyIngestTargetTable, table); err != nil {
-		return err
-	}
-	if err := stmt.SetOption(adbc.OptionKeyIngestMode, adbc.OptionValueIngestModeAppend); err != nil {
-		return err
-	}
-	if err := stmt.Bind(ctx, rec); err != nil {
-		return err
-	}
-	_, err = stmt.ExecuteUpdate(ctx)
-	return err
+	defer rdr.Release()
+	return doget.IngestADBC(ctx, cnxn, table, adbc.OptionValueIngestModeAppend, rdr)
 }

@@ -142,25 +142,10 @@ func load(ctx context.Context, cnxn adbc.Connection, dir, table string, batches 
 
 // ingest sends batches through one ADBC bulk ingest: one commit.
 func ingest(ctx context.Context, cnxn adbc.Connection, table, mode string, batches []arrow.RecordBatch) error {
-	stmt, err := cnxn.NewStatement()
-	if err != nil {
-		return err
-	}
-	defer stmt.Close()
-	if err := stmt.SetOption(adbc.OptionKeyIngestTargetTable, table); err != nil {
-		return err
-	}
-	if err := stmt.SetOption(adbc.OptionKeyIngestMode, mode); err != nil {
-		return err
-	}
 	rdr, err := array.NewRecordReader(doget.Schema, batches)
 	if err != nil {
 		return err
 	}
 	defer rdr.Release()
-	if err := stmt.BindStream(ctx, rdr); err != nil {
-		return err
-	}
-	_, err = stmt.ExecuteUpdate(ctx)
-	return err
+	return doget.IngestADBC(ctx, cnxn, table, mode, rdr)
 }
