@@ -104,15 +104,14 @@ func (st *tableState) commit(ctx context.Context, req *commitRequest) (int64, er
 // before a snapshot can reference them.
 func (st *tableState) syncDirs(dirs []string) error {
 	synced := map[string]bool{}
+	var all []string
 	for _, d := range dirs {
 		for ; len(d) >= len(st.dir) && !synced[d]; d = path.Dir(d) {
-			if err := st.fs().SyncDir(d); err != nil {
-				return fmt.Errorf("sync %s: %w", d, err)
-			}
+			all = append(all, d)
 			synced[d] = true
 		}
 	}
-	return nil
+	return syncAll(st.fs(), nil, all...)
 }
 
 // queuedCommit is a request and, once done, its outcome.
@@ -256,7 +255,12 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 	// plus the previous delta, rewritten as one manifest when it grows long.
 	prefix := newUUID()
 	var written []string
+	var pending []File // manifests written, synced at once before the snapshot
 	cleanup := func() {
+		for _, f := range pending {
+			_ = f.Close()
+		}
+		pending = nil
 		for _, n := range written {
 			_ = st.fs().Remove(st.manifestPath(n))
 		}
@@ -274,12 +278,11 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 		if err != nil {
 			return manifestMeta{}, err
 		}
-		size, err := writeMetaBytes(st.fs(), st.manifestPath(name), data)
-		if err != nil {
+		if err := st.writeManifestFile(name, data, &pending); err != nil {
 			return manifestMeta{}, err
 		}
 		written = append(written, name)
-		m := manifestMeta{FileName: name, FileSize: size, SchemaID: sch.ID, partitionStats: stats}
+		m := manifestMeta{FileName: name, FileSize: int64(len(data)), SchemaID: sch.ID, partitionStats: stats}
 		for _, e := range ents {
 			if e.Kind == kindAdd {
 				m.NumAddedFiles++
@@ -295,12 +298,11 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 		if err != nil {
 			return "", 0, err
 		}
-		size, err := writeMetaBytes(st.fs(), st.manifestPath(name), data)
-		if err != nil {
+		if err := st.writeManifestFile(name, data, &pending); err != nil {
 			return "", 0, err
 		}
 		written = append(written, name)
-		return name, size, nil
+		return name, int64(len(data)), nil
 	}
 	var delta []*manifestEntry
 	var rows, delRows int64
@@ -372,7 +374,9 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 			return 0, nil, false, err
 		}
 	}
-	if err := st.fs().SyncDir(joinPath(st.dir, "manifest")); err != nil {
+	err = syncAll(st.fs(), pending, joinPath(st.dir, "manifest"))
+	pending = nil
+	if err != nil {
 		cleanup()
 		return 0, nil, false, err
 	}
@@ -509,12 +513,29 @@ func (st *tableState) isOurSnapshot(sn *snapshot) (bool, error) {
 	return got.CommitUser == sn.CommitUser && got.CommitIdentifier == sn.CommitIdentifier, nil
 }
 
+// writeManifestFile writes a manifest or manifest list, not yet synced:
+// its open file joins pending.
+func (st *tableState) writeManifestFile(name string, data []byte, pending *[]File) error {
+	f, err := createWritten(st.fs(), st.manifestPath(name), data)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", st.manifestPath(name), err)
+	}
+	*pending = append(*pending, f)
+	return nil
+}
+
 // writeHint updates a LATEST/EARLIEST hint; hints may be stale, so
-// failures are ignored.
+// failures are ignored. It is not synced (a sync is a device wait on
+// every commit): after a crash a hint may be empty or old, and readers
+// then probe or list the snapshots (latestSnapshot).
 func (st *tableState) writeHint(name string, id int64) {
 	dir := joinPath(st.dir, "snapshot")
 	tmp := joinPath(dir, ".tmp-"+name+"-"+newUUID())
-	if err := writeFileSync(st.fs(), tmp, []byte(strconv.FormatInt(id, 10))); err != nil {
+	f, err := createWritten(st.fs(), tmp, []byte(strconv.FormatInt(id, 10)))
+	if err == nil {
+		err = f.Close()
+	}
+	if err != nil {
 		_ = st.fs().Remove(tmp)
 		return
 	}

@@ -88,9 +88,13 @@
 //
 // Durability: data files and manifests are synced before the snapshot that
 // references them is published, and Commit returns only after the snapshot
-// is synced and read back. A crash leaves the last published snapshot
-// intact; files of unpublished commits are unreferenced leftovers that
-// RemoveOrphanFiles reclaims.
+// is synced and read back. The manifests of a commit and their directory
+// are synced at once (one device wait, not one per file), and so are the
+// directories of its data files. The LATEST and EARLIEST hints are not
+// synced: a hint may be stale, and one lost or garbled in a crash makes a
+// reader list the snapshots (TestUnsyncedHint). A crash leaves the last
+// published snapshot intact; files of unpublished commits are unreferenced
+// leftovers that RemoveOrphanFiles reclaims.
 //
 // Concurrency: Store, Table and Scan are safe for concurrent use; a Write
 // is not. Commits of one table are serialized per process (plain appends

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 type faultMode int
@@ -337,6 +338,115 @@ func TestAlterTableFaults(t *testing.T) {
 			if hit == "" {
 				break // no more operations to fail
 			}
+		}
+	}
+}
+
+// slowSyncFS logs when each sync of a file or directory completes, after
+// a delay (a slow device), and each snapshot publication.
+type slowSyncFS struct {
+	FS
+	mu  sync.Mutex
+	log []string
+}
+
+func (f *slowSyncFS) record(op string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.log = append(f.log, op)
+}
+
+func (f *slowSyncFS) Create(name string) (File, error) {
+	file, err := f.FS.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	f.record("create " + name)
+	return &slowSyncFile{File: file, fs: f, name: name}, nil
+}
+
+// slowSync waits as a slow device would, except for the snapshot's own
+// file, whose sync must not give the others time to finish.
+func slowSync(name string) {
+	if !strings.Contains(name, "/snapshot") {
+		time.Sleep(30 * time.Millisecond)
+	}
+}
+
+func (f *slowSyncFS) SyncDir(dir string) error {
+	slowSync(dir)
+	err := f.FS.SyncDir(dir)
+	f.record("synced " + dir)
+	return err
+}
+
+func (f *slowSyncFS) RenameNoReplace(o, n string) error {
+	f.record("publish " + n)
+	return f.FS.RenameNoReplace(o, n)
+}
+
+type slowSyncFile struct {
+	File
+	fs   *slowSyncFS
+	name string
+}
+
+func (w *slowSyncFile) Sync() error {
+	slowSync(w.name)
+	err := w.File.Sync()
+	w.fs.record("synced " + w.name)
+	return err
+}
+
+// TestCommitSyncsBeforePublish: the files a commit creates (data files,
+// manifests, the snapshot) and the directories they are in have finished
+// syncing before the snapshot is published, though the manifests and the
+// directories are synced concurrently.
+func TestCommitSyncsBeforePublish(t *testing.T) {
+	ctx := context.Background()
+	mem := newMem(t)
+	dir := t.TempDir()
+	sfs := &slowSyncFS{FS: NewLocalFS()}
+	s := openStore(t, sfs, dir, mem)
+	defer s.Close()
+	must(t, s.CreateDatabase(ctx, "db", false))
+	tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"},
+		Options: map[string]string{"bucket": "2", "write-only": "true"}}, false)
+	must(t, err)
+	for round := range 3 {
+		sfs.mu.Lock()
+		sfs.log = nil
+		sfs.mu.Unlock()
+		writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{round, "a"}, {round + 10, "b"}})
+		sfs.mu.Lock()
+		log := slices.Clone(sfs.log)
+		sfs.mu.Unlock()
+		publish := slices.IndexFunc(log, func(op string) bool { return strings.HasPrefix(op, "publish ") })
+		if publish < 0 {
+			t.Fatalf("round %d: no snapshot published: %q", round, log)
+		}
+		synced := map[string]bool{}
+		for _, op := range log[:publish] {
+			if name, ok := strings.CutPrefix(op, "synced "); ok {
+				synced[name] = true
+			}
+		}
+		var created int
+		for _, op := range log[:publish] {
+			name, ok := strings.CutPrefix(op, "create ")
+			if !ok || strings.Contains(name, "LATEST") {
+				continue
+			}
+			created++
+			if !synced[name] {
+				t.Fatalf("round %d: %s published before %s finished syncing: %q", round, log[publish], name, log)
+			}
+			if d := filepath.Dir(name); !synced[filepath.ToSlash(d)] && !strings.Contains(name, "/snapshot/") {
+				t.Fatalf("round %d: %s published before the directory of %s finished syncing: %q", round, log[publish], name, log)
+			}
+		}
+		if created < 5 { // two data files, three manifests, the snapshot
+			t.Fatalf("round %d: %d files created before publication: %q", round, created, log)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 )
 
 // FS is the file system every byte of a warehouse goes through. Paths are
@@ -132,21 +133,57 @@ func joinPath(elem ...string) string { return filepath.ToSlash(filepath.Join(ele
 
 // writeFileSync writes the concatenation of data to name and syncs it.
 func writeFileSync(fsys FS, name string, data ...[]byte) error {
-	f, err := fsys.Create(name)
+	f, err := createWritten(fsys, name, data...)
 	if err != nil {
 		return err
-	}
-	for _, d := range data {
-		if _, err := f.Write(d); err != nil {
-			f.Close()
-			return err
-		}
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
 		return err
 	}
 	return f.Close()
+}
+
+// createWritten creates name holding the concatenation of data, not yet
+// synced: the caller syncs (syncAll) or not, and closes it.
+func createWritten(fsys FS, name string, data ...[]byte) (File, error) {
+	f, err := fsys.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range data {
+		if _, err := f.Write(d); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// syncAll syncs files and dirs at once and then closes the files: one
+// wait for the device instead of one per file (a local file system's
+// journal commits concurrent syncs together; an object store uploads in
+// parallel). Nothing is durable for the caller until it returns nil.
+func syncAll(fsys FS, files []File, dirs ...string) error {
+	errs := make([]error, len(files)+len(dirs))
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Go(func() { errs[i] = f.Sync() })
+	}
+	for i, d := range dirs {
+		wg.Go(func() {
+			if err := fsys.SyncDir(d); err != nil {
+				errs[len(files)+i] = fmt.Errorf("sync %s: %w", d, err)
+			}
+		})
+	}
+	wg.Wait()
+	for i, f := range files {
+		if err := f.Close(); errs[i] == nil {
+			errs[i] = err
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // WholeFileReader is an FS that reads a whole file in fewer requests than

@@ -15,7 +15,6 @@ import (
 	"log"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,13 +23,11 @@ import (
 	"time"
 
 	"github.com/apache/arrow-adbc/go/adbc"
-	adbcflightsql "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/bench/doget"
-	"github.com/flightd/flightd/engine"
 )
 
 // result is one measured configuration.
@@ -58,16 +55,11 @@ func main() {
 	kinds := flag.String("kinds", "insert,ingest", "what the writers commit, comma-separated: insert, ingest")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			log.Fatal(err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			log.Fatal(err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := doget.ProfileCPU(*cpuprofile)
+	if err != nil {
+		log.Fatal(err)
 	}
+	defer stopProfile()
 	var writers []int
 	for _, w := range strings.Split(*writersFlag, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(w))
@@ -77,22 +69,12 @@ func main() {
 		writers = append(writers, n)
 	}
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "commitbench")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
 	mem := memory.NewGoAllocator()
-	_, addr, stop, err := doget.StartFlightd(ctx, engine.Config{Mem: mem, Root: dir})
+	db, _, stop, err := doget.ServeADBC(ctx, mem, "commitbench")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer stop()
-	db, err := adbcflightsql.NewDriver(mem).NewDatabase(map[string]string{adbc.OptionKeyURI: "grpc://" + addr})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer db.Close()
 
 	var results []result
 	fmt.Printf("%-7s %8s %8s %7s %10s %9s %9s\n", "kind", "writers", "commits", "failed", "commits/s", "p50", "p99")
@@ -215,20 +197,10 @@ func ingest(ctx context.Context, cnxn adbc.Connection, mem memory.Allocator, tab
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	stmt, err := cnxn.NewStatement()
+	rdr, err := array.NewRecordReader(schema, []arrow.RecordBatch{rec})
 	if err != nil {
 		return err
 	}
-	defer stmt.Close()
-	if err := stmt.SetOption(adbc.OptionKeyIngestTargetTable, table); err != nil {
-		return err
-	}
-	if err := stmt.SetOption(adbc.OptionKeyIngestMode, adbc.OptionValueIngestModeAppend); err != nil {
-		return err
-	}
-	if err := stmt.Bind(ctx, rec); err != nil {
-		return err
-	}
-	_, err = stmt.ExecuteUpdate(ctx)
-	return err
+	defer rdr.Release()
+	return doget.IngestADBC(ctx, cnxn, table, adbc.OptionValueIngestModeAppend, rdr)
 }

@@ -33,16 +33,11 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memprofile := flag.String("memprofile", "", "write an allocation profile of the whole run to this file at the end")
 	flag.Parse()
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			log.Fatal(err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			log.Fatal(err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := doget.ProfileCPU(*cpuprofile)
+	if err != nil {
+		log.Fatal(err)
 	}
+	defer stopProfile()
 	if *memprofile != "" {
 		defer writeHeapProfile(*memprofile)
 	}

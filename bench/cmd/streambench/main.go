@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/flightd/flightd/bench/changes"
+	"github.com/flightd/flightd/bench/doget"
 )
 
 func main() {
@@ -48,16 +49,11 @@ func main() {
 		runtime.SetBlockProfileRate(int(100 * time.Microsecond))
 		defer writeProfile("block", *blockProfile)
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			log.Fatal(err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			log.Fatal(err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := doget.ProfileCPU(*cpuProfile)
+	if err != nil {
+		log.Fatal(err)
 	}
+	defer stopProfile()
 	for _, c := range strings.Split(*consumers, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(c))
 		if err != nil || n < 1 {
