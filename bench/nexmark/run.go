@@ -47,6 +47,9 @@ type Options struct {
 	PacedShare float64
 	Database   string    // flightd's database of the tables ("default")
 	Log        io.Writer // progress lines; nil: none
+	// Progress, when set, gets the report so far after each query's
+	// streamed runs: a long run stopped early keeps what it measured.
+	Progress func(*Report)
 }
 
 // Status of a query run.
@@ -227,6 +230,9 @@ func Run(ctx context.Context, mem memory.Allocator, srv *Server, queries []Query
 			j := r.job(ctx, q, key, answer)
 			rep.Queries[i].Job = &j
 			r.logf("%s job: %s %s", q.Name, j.Status, j.Error)
+		}
+		if opt.Progress != nil {
+			opt.Progress(rep)
 		}
 		if err := ctx.Err(); err != nil {
 			return rep, err

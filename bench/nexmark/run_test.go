@@ -84,11 +84,25 @@ func TestRun(t *testing.T) {
 	cfg.ProbDelayedEvent = 0.1
 	cfg.Rate = 500 // 12 s of event time: 2 s windows close, the last stay open
 	var log bytes.Buffer
+	var progress []int
 	rep, err := Run(ctx, mem, srv, queries, Options{
 		Events: 6000, CommitEvents: 500, Generator: cfg, Timeout: 5 * time.Minute, Stream: true, Jobs: true, Log: &log,
+		Progress: func(rep *Report) {
+			streamed := 0
+			for _, q := range rep.Queries {
+				if q.Stream.Status != StatusNotRun {
+					streamed++
+				}
+			}
+			progress = append(progress, streamed)
+		},
 	})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
+	}
+	// One report after each query's streamed runs, each with one more.
+	if len(progress) != len(queries) || progress[0] != 1 || progress[len(progress)-1] != len(queries) {
+		t.Errorf("progress reports with %v queries streamed, want one per query", progress)
 	}
 	var table bytes.Buffer
 	WriteTable(&table, rep)
