@@ -77,6 +77,27 @@ func checkpointCases() []jobCase {
 			write:   checkpointWrite,
 		})
 	}
+	// Over an append table the top-N keeps its top 3 rows per partition
+	// only (insert-only input), so its checkpoints hold those, and it fits
+	// the tiny budget.
+	out = append(out, jobCase{
+		name: "top3_append",
+		ddl: []string{
+			`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT)`,
+			`CREATE TABLE top (g BIGINT NOT NULL, rn BIGINT NOT NULL, k BIGINT, v BIGINT, PRIMARY KEY (g, rn) NOT ENFORCED)`,
+		},
+		job:     `INSERT INTO top ` + fmt.Sprintf(rank, `/*+ OPTIONS('scan.mode'='latest-full') */`, 3),
+		batch:   fmt.Sprintf(rank, "%s", 3),
+		sink:    `SELECT g, rn, k, v FROM top %s`,
+		sources: []string{"s"},
+		write: func(rng *rand.Rand, i int) string {
+			for {
+				if q := checkpointWrite(rng, i); strings.HasPrefix(q, "INSERT") {
+					return q
+				}
+			}
+		},
+	})
 	return append(out, eventCheckpointCases()...)
 }
 
@@ -144,7 +165,7 @@ func TestJobCheckpointRestart(t *testing.T) {
 	}
 	for _, tiny := range []bool{false, true} {
 		for _, c := range checkpointCases() {
-			if tiny && strings.HasPrefix(c.name, "top") {
+			if tiny && strings.HasPrefix(c.name, "top") && !strings.HasSuffix(c.name, "_append") {
 				continue // a top-N partition (a sixth of the rows) is held whole: over this budget
 			}
 			budget := int64(0)
@@ -521,5 +542,35 @@ func TestCheckpointPauseSlowWrites(t *testing.T) {
 		if gap := starts[i].Sub(starts[i-1]); gap < 5*delay {
 			t.Errorf("checkpoint writes %d and %d (each over %v) began %v apart: checkpoints took more than a fifth of the job's time", i-1, i, delay, gap)
 		}
+	}
+}
+
+// TestJobInsertOnlyTopNRetraction: a DELETE of the append table an
+// insert-only top-N job reads fails the job with the reason, rather than
+// leave the rows that should come up out of its sink.
+func TestJobInsertOnlyTopNRetraction(t *testing.T) {
+	var c jobCase
+	for _, x := range checkpointCases() {
+		if x.name == "top3_append" {
+			c = x
+		}
+	}
+	e, mem, s, id := startLoadedJob(t, t.TempDir(), c, 50*time.Millisecond, 0)
+	defer closeEngine(t, e, mem)
+	checkSinkAt(t, s, c, waitCaughtUp(t, e, c, id), 0)
+	mustExec(t, s, `DELETE FROM s WHERE v = 999`)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st := onlyJob(t, e)
+		if st.State == engine.JobFailed {
+			if !strings.Contains(st.Error, "the top-N over default.s keeps only its top 3 rows per partition, as its input only inserts, but a row was retracted") {
+				t.Fatalf("the job failed with %q", st.Error)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job did not fail: %+v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

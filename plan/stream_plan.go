@@ -108,6 +108,10 @@ type sRank struct {
 	number    bool
 	cs        []Column
 	windowEnd ColumnID
+	// insertOnly: in only inserts (insertOnlySources), relying on the
+	// sources relies names; the top-N then keeps rows 1 to hi only.
+	insertOnly bool
+	relies     []string
 }
 
 func (s *sRank) cols() []Column { return s.cs }
@@ -733,6 +737,9 @@ func (p *streamPlanner) rank(f *FilterNode, w *WindowNode) sNode {
 		in, end = p.assignWindows(w, in)
 	}
 	r := &sRank{in: in, w: w, lo: lo, hi: hi, number: p.reads[rn.ID], cs: slices.Clone(in.cols()), windowEnd: end}
+	if end == 0 {
+		r.relies, r.insertOnly = insertOnlySources(in)
+	}
 	if r.number {
 		r.cs = append(r.cs, rn)
 	} else {
@@ -787,7 +794,66 @@ func (p *streamPlanner) sortLimit(l *LimitNode) sNode {
 	for _, k := range s.Keys {
 		p.checkKind(k.Expr)
 	}
-	return &sRank{in: in, w: &WindowNode{Input: s.Input, OrderBy: s.Keys}, lo: off + 1, hi: off + cnt, cs: in.cols()}
+	r := &sRank{in: in, w: &WindowNode{Input: s.Input, OrderBy: s.Keys}, lo: off + 1, hi: off + cnt, cs: in.cols()}
+	r.relies, r.insertOnly = insertOnlySources(in)
+	return r
+}
+
+// insertOnlySources reports whether n's changelog only inserts (+I rows,
+// Flink's insert-only changelog mode), and names the sources that makes
+// it rely on. The rule:
+//   - A stream scan of an append table (no primary key) only inserts, in
+//     every scan mode (the content as +I, then the rows appended), as
+//     Paimon's append tables are insert-only to Flink; a DELETE, UPDATE or
+//     INSERT OVERWRITE of one does retract rows, which an operator relying
+//     on this refuses at run time. A primary-key table updates by key.
+//   - Filters, projections, window assignment, CURRENT_WATERMARK and
+//     temporal joins (a left row meets a version once) only insert when
+//     their (left) input does; so do UNION ALL, inner and semi regular
+//     joins and inner interval joins when both inputs do.
+//   - Window aggregations, window joins and window top-Ns emit each
+//     window's rows once, as +I, when it closes: they only insert whatever
+//     their input (a late change is dropped).
+//   - Regular aggregations, top-Ns, outer and anti joins update.
+func insertOnlySources(n sNode) ([]string, bool) {
+	both := func(l, r sNode) ([]string, bool) {
+		ls, lok := insertOnlySources(l)
+		rs, rok := insertOnlySources(r)
+		return append(ls, rs...), lok && rok
+	}
+	switch x := n.(type) {
+	case *sSource:
+		return []string{x.scan.Label}, len(x.scan.Table.PrimaryKey()) == 0
+	case *sFilter:
+		return insertOnlySources(x.in)
+	case *sProject:
+		return insertOnlySources(x.in)
+	case *sWindowAssign:
+		return insertOnlySources(x.in)
+	case *sWatermarkCol:
+		return insertOnlySources(x.in)
+	case *sTemporal:
+		return insertOnlySources(x.l)
+	case *sRowtimeTemporal:
+		return insertOnlySources(x.l)
+	case *sUnion:
+		return both(x.l, x.r)
+	case *sJoin:
+		if x.n.Kind == InnerJoin || x.n.Kind == SemiJoin {
+			return both(x.l, x.r)
+		}
+	case *sIntervalJoin:
+		if x.n.Kind == InnerJoin {
+			return both(x.l, x.r)
+		}
+	case *sWindowAgg, *sWindowJoin:
+		return nil, true
+	case *sRank:
+		if x.windowEnd != 0 {
+			return nil, true
+		}
+	}
+	return nil, false
 }
 
 // constInt64 reads an integer constant.
@@ -898,12 +964,16 @@ func (sp *streamPlan) explain(sb *strings.Builder) {
 			sb.WriteString("WindowAssign " + windowString(x.call) + "\n")
 			walk(x.in, depth+1)
 		case *sRank:
+			kind := "Incremental"
+			if x.insertOnly {
+				kind = "InsertOnly"
+			}
 			if x.windowEnd != 0 {
 				sb.WriteString("WindowTopN")
 			} else if x.lo == 1 && x.hi == 1 && len(x.w.PartitionBy) > 0 {
-				sb.WriteString("IncrementalDeduplicate")
+				sb.WriteString(kind + "Deduplicate")
 			} else {
-				sb.WriteString("IncrementalTopN")
+				sb.WriteString(kind + "TopN")
 			}
 			if len(x.w.PartitionBy) > 0 {
 				sb.WriteString(" partition: " + exprList(x.w.PartitionBy))
@@ -1351,6 +1421,12 @@ func (sb *streamBuilder) windowAggregate(x *sWindowAgg, in stream.Operator) (str
 func (sb *streamBuilder) rank(x *sRank, in stream.Operator) (stream.Operator, error) {
 	lay := sb.layout(x.in.cols())
 	spec := stream.RankSpec{Lo: x.lo, Hi: x.hi, Number: x.number}
+	if x.insertOnly {
+		spec.InsertOnly = "windowed rows"
+		if x.relies != nil {
+			spec.InsertOnly = strings.Join(x.relies, ", ")
+		}
+	}
 	var err error
 	if spec.Partition, err = compileAll(x.w.PartitionBy, lay, sb.params); err != nil {
 		return nil, err

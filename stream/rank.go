@@ -23,6 +23,11 @@ type RankSpec struct {
 	// Number: the row number is the last output column, so a row whose
 	// number changes is updated (-U/+U at that number, as Flink emits it).
 	Number bool
+	// InsertOnly, when set, names the sources of an input that only
+	// inserts (Flink's append-only top-N): a partition keeps its first Hi
+	// rows only, as a row past them can never come up, and a retraction
+	// fails the query with an error naming them.
+	InsertOnly string
 }
 
 // Rank maintains a top-N per partition over a changelog with retraction
@@ -35,6 +40,9 @@ type RankSpec struct {
 // position by position (-U/+U where the row at a number changed, +I/-D
 // where the top grew or shrank); without, -D for rows that left and +I for
 // rows that entered, except that a deduplication (top 1) emits -U/+U.
+//
+// Over an insert-only input (spec.InsertOnly) a partition holds its top
+// Hi rows only: a row that does not enter them is dropped at once.
 //
 // State past the Budget spills: at a marker, partitions go to disk (a
 // spillStore, encoded as their rows' sort keys and counts) until half the
@@ -67,6 +75,7 @@ type Rank struct {
 type rankPart struct {
 	key     string
 	rows    []rankRow // by sort, ascending
+	count   int64     // the copies in rows, kept for an insert-only input
 	emitted []rankRow // the rows last emitted, from row number Lo on (n unused)
 	dirty   bool
 }
@@ -171,6 +180,10 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 		vals := r.rowGet.row(cols, i)
 		r.sortBuf = appendSortKey(r.sortBuf[:0], r.spec.Order, r.orderGet, order, i, vals)
 		sort := r.sortBuf
+		if sign < 0 && r.spec.InsertOnly != "" {
+			return fmt.Errorf("%w: the top-N over %s keeps only its top %d rows per partition, as its input only inserts, but a row was retracted (a DELETE, UPDATE or INSERT OVERWRITE of an append table it reads): restart the query to rank the table's rows again",
+				exec.ErrInvalid, r.spec.InsertOnly, r.spec.Hi)
+		}
 		k := r.enc.Key(i)
 		p := r.parts[string(k)]
 		if p == nil {
@@ -183,6 +196,9 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 			r.parts[p.key] = p
 			grow += r.partBytes(p)
 		}
+		if r.spec.InsertOnly != "" && p.count >= r.spec.Hi && compareSort(p.rows[len(p.rows)-1], sortHead(sort), sort) <= 0 {
+			continue // after the top: it can never come up
+		}
 		if !p.dirty {
 			p.dirty = true
 			r.dirty = append(r.dirty, p)
@@ -192,10 +208,32 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 			return err
 		}
 		grow += g
+		if r.spec.InsertOnly != "" {
+			p.count++
+			grow += p.dropPastTop(r.spec.Hi)
+		}
 	}
 	r.held += grow
 	r.budget.add(grow)
 	return nil
+}
+
+// dropPastTop drops the rows after the first hi copies of an insert-only
+// partition (rows kept by another top-N may be more) and returns the bytes
+// the state grew by (negative).
+func (p *rankPart) dropPastTop(hi int64) int64 {
+	var grow int64
+	for p.count > hi {
+		last := &p.rows[len(p.rows)-1]
+		drop := min(last.n, p.count-hi)
+		last.n -= drop
+		p.count -= drop
+		if last.n == 0 {
+			grow -= rankRowBytes(*last)
+			p.rows = p.rows[:len(p.rows)-1]
+		}
+	}
+	return grow
 }
 
 // appendSortKey appends the encoding of row i's ORDER BY keys (order,
@@ -303,9 +341,22 @@ func (r *Rank) load(key string) (*rankPart, error) {
 	if err != nil {
 		return nil, err
 	}
+	return r.part(key, rows), nil
+}
+
+// part makes a partition of rows read back from disk or a checkpoint,
+// emitted up to them; over an insert-only input it holds their top only
+// (a checkpoint of a top-N that kept every row has more).
+func (r *Rank) part(key string, rows []rankRow) *rankPart {
 	p := &rankPart{key: key, rows: rows}
+	if r.spec.InsertOnly != "" {
+		for _, row := range rows {
+			p.count += row.n
+		}
+		p.dropPastTop(r.spec.Hi)
+	}
 	p.emitted = topRows(p.rows, r.spec.Lo, r.spec.Hi)
-	return p, nil
+	return p
 }
 
 // SaveState saves every partition's rows, in memory and spilled (what it
@@ -327,7 +378,7 @@ func (r *Rank) RestoreState(rd *StateReader) error {
 		if err != nil {
 			return err
 		}
-		p := &rankPart{key: k, rows: rows, emitted: topRows(rows, r.spec.Lo, r.spec.Hi)}
+		p := r.part(k, rows)
 		r.parts[p.key] = p
 		grow := r.partBytes(p)
 		r.held += grow

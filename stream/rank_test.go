@@ -273,3 +273,73 @@ func TestNormalizeSpillsPastBudget(t *testing.T) {
 		return n
 	})
 }
+
+// insertsOnly is a changelog of rows per partition inserts for each of
+// partitions partitions, in random order, in snapshots of up to 100 rows,
+// with copies of rows.
+func insertsOnly(rng *rand.Rand, partitions, rows int) [][]string {
+	var all []string
+	for p := range partitions {
+		for range rows {
+			all = append(all, fmt.Sprintf("+I %d %d %d", p, rng.Intn(rows), rng.Intn(3)))
+		}
+	}
+	rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	var snaps [][]string
+	for len(all) > 0 {
+		n := min(len(all), 1+rng.Intn(100))
+		snaps, all = append(snaps, all[:n]), all[n:]
+	}
+	return snaps
+}
+
+// A top-N over an insert-only input emits the changes the top-N that
+// keeps every row emits at each position (in another order of
+// partitions: it does not touch a partition whose new rows stay out of
+// the top), and its state does not grow with the rows of a
+// partition: ten times the rows per partition peak at about the same
+// state, where the other top-N's grows about tenfold.
+func TestInsertOnlyRankStateBounded(t *testing.T) {
+	rng := seeded(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	lo, hi := int64(1+rng.Intn(2)), int64(2+rng.Intn(3))
+	number, batch := rng.Intn(2) == 0, 1+rng.Intn(64)
+	run := func(snaps [][]string, insertOnly bool) ([]string, int64) {
+		spec := RankSpec{
+			Partition: []exec.Expr{col(1, "p")},
+			Order:     []exec.SortKey{{Expr: col(2, "x"), Descending: true}},
+			Lo:        lo, Hi: hi, Number: number,
+		}
+		if insertOnly {
+			spec.InsertOnly = "t"
+		}
+		out, peak, _ := spillRun(t, mem, 0, batch, func(ec *exec.Context, b *Budget) Operator {
+			r, err := NewRank(ec, int64Changes(t, mem, []string{"p", "x", "y"}, 0, 1, snaps...), spec, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		})
+		return out, peak
+	}
+	var peaks [2][2]int64 // [rows 100, 1000][all rows, insert-only]
+	for i, rows := range []int{100, 1000} {
+		snaps := insertsOnly(rng, 20, rows)
+		want, all := run(snaps, false)
+		got, bounded := run(snaps, true)
+		slices.Sort(got)
+		slices.Sort(want)
+		if i := slices.IndexFunc(got, func(g string) bool { return !slices.Contains(want, g) }); i >= 0 || len(got) != len(want) {
+			t.Fatalf("%d rows per partition: the insert-only top-N emits %d changes, the top-N keeping every row %d (first not in it: %d)", rows, len(got), len(want), i)
+		}
+		peaks[i] = [2]int64{all, bounded}
+	}
+	t.Logf("rows %d to %d (numbered %v); state peaks (all rows, insert-only): 100 rows per partition %v, 1000 %v", lo, hi, number, peaks[0], peaks[1])
+	if peaks[1][1] > peaks[0][1]*3/2 {
+		t.Fatalf("insert-only state grows with the rows per partition: %d bytes at 100, %d at 1000", peaks[0][1], peaks[1][1])
+	}
+	if peaks[1][0] < 5*peaks[0][0] {
+		t.Fatalf("the premise fails: the top-N keeping every row peaks at %d bytes at 100 rows per partition, %d at 1000", peaks[0][0], peaks[1][0])
+	}
+}

@@ -1,10 +1,17 @@
 package nexmark
 
 import (
+	"bufio"
+	"cmp"
 	"context"
+	"encoding/gob"
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"math/big"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,6 +47,9 @@ type Options struct {
 	PacedShare float64
 	Database   string    // flightd's database of the tables ("default")
 	Log        io.Writer // progress lines; nil: none
+	// Progress, when set, gets the report so far after each query's
+	// streamed runs: a long run stopped early keeps what it measured.
+	Progress func(*Report)
 }
 
 // Status of a query run.
@@ -183,10 +193,16 @@ func Run(ctx context.Context, mem memory.Allocator, srv *Server, queries []Query
 	rep.Load.CPUSeconds = r.cpu() - cpu0
 	rep.Load.EventsPerSec = float64(opt.Events) / rep.Load.Seconds
 	r.logf("loaded in %.1f s (%.0f events/s, flightd %.1f CPU s)", rep.Load.Seconds, rep.Load.EventsPerSec, rep.Load.CPUSeconds)
-	answers := make([]*expected, len(queries))
-	for i, q := range queries {
+	// The batch answers wait on disk for the streamed runs: the runner
+	// holds one query's answer at a time (at 1,000,000 events, all of them
+	// at once did not fit in memory).
+	if r.answers, err = os.MkdirTemp("", "nexmark-answers-"); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(r.answers)
+	for _, q := range queries {
 		res := QueryResult{Query: q.Name, Stream: StreamResult{Status: StatusNotRun}}
-		res.Batch, answers[i] = r.batch(ctx, q)
+		res.Batch = r.batch(ctx, q)
 		r.logf("%s batch: %s %s", q.Name, res.Batch.Status, res.Batch.Error)
 		rep.Queries = append(rep.Queries, res)
 	}
@@ -198,18 +214,25 @@ func Run(ctx context.Context, mem memory.Allocator, srv *Server, queries []Query
 			rep.Queries[i].Stream.Error = "no batch answer to compare with"
 			continue
 		}
-		rep.Queries[i].Stream = r.stream(ctx, q, answers[i], opt.Rate)
+		answer, err := r.loadAnswer(q)
+		if err != nil {
+			return rep, err
+		}
+		rep.Queries[i].Stream = r.stream(ctx, q, answer, opt.Rate)
 		s := rep.Queries[i].Stream
 		r.logf("%s stream: %s %s", q.Name, s.Status, s.Error)
 		if opt.PacedShare > 0 && (s.Status == StatusOK || s.Status == StatusUncompared) && s.EventsPerSec > 0 {
-			p := r.stream(ctx, q, answers[i], opt.PacedShare*s.EventsPerSec)
+			p := r.stream(ctx, q, answer, opt.PacedShare*s.EventsPerSec)
 			rep.Queries[i].Paced = &p
 			r.logf("%s paced at %.0f events/s: %s %s (p50 %.0f ms, p99 %.0f ms)", q.Name, p.Rate, p.Status, p.Error, p.LatencyP50Ms, p.LatencyP99Ms)
 		}
 		if key := JobKeys[q.Name]; opt.Jobs && key != nil {
-			j := r.job(ctx, q, key, answers[i])
+			j := r.job(ctx, q, key, answer)
 			rep.Queries[i].Job = &j
 			r.logf("%s job: %s %s", q.Name, j.Status, j.Error)
+		}
+		if opt.Progress != nil {
+			opt.Progress(rep)
 		}
 		if err := ctx.Err(); err != nil {
 			return rep, err
@@ -226,6 +249,7 @@ type runner struct {
 	// tableDDL makes the source tables (after the probe of the richest
 	// form flightd accepts).
 	tableDDL []string
+	answers  string // the directory of the batch answers (storedAnswer)
 }
 
 func (r *runner) logf(format string, args ...any) {
@@ -399,11 +423,12 @@ func (r *runner) setup(ctx context.Context, stmts []string) error {
 	return nil
 }
 
-func (r *runner) batch(ctx context.Context, q Query) (BatchResult, *expected) {
+// batch runs q as a batch query and stores its answer (storeAnswer).
+func (r *runner) batch(ctx context.Context, q Query) BatchResult {
 	res := BatchResult{Status: StatusRefused}
 	if err := r.setup(ctx, q.Setup); err != nil {
 		res.Error = "setup: " + oneLine(err)
-		return res, nil
+		return res
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.opt.Timeout)
 	defer cancel()
@@ -417,22 +442,132 @@ func (r *runner) batch(ctx context.Context, q Query) (BatchResult, *expected) {
 		if ctx.Err() != nil {
 			res.Status = StatusFailed
 		}
-		return res, nil
+		return res
 	}
 	res.Status = StatusOK
 	res.Rows = len(out.Rows)
 	res.EventsPerSec = float64(r.opt.Events) / res.Seconds
-	answer := &expected{rows: rowSetOf(out)}
-	if rank, partition, order, rn, ok := rankQuery(q.Select); ok {
+	answer := storedAnswer{Result: out}
+	if rank, _, _, _, ok := rankQuery(q.Select); ok {
 		// Outside the timing: the rows a correct answer may keep among ties.
-		tied, err := r.f.Query(ctx, rank)
-		if err != nil {
+		if answer.Tied, err = r.f.Query(ctx, rank); err != nil {
 			res.Status, res.Error = StatusFailed, "the query with RANK() for ROW_NUMBER(): "+oneLine(err)
-			return res, nil
+			return res
 		}
-		answer.ties = newTies(out.Columns, partition, order, rn, tied)
 	}
-	return res, answer
+	if err := r.storeAnswer(q, answer); err != nil {
+		res.Status, res.Error = StatusFailed, "storing the answer: "+oneLine(err)
+	}
+	return res
+}
+
+// storedAnswer is a batch answer as stored on disk: the query's result
+// and, for a ROW_NUMBER() query, its result with RANK() (the rows a
+// correct answer may keep among ties).
+type storedAnswer struct {
+	Result, Tied *tpcds.Result
+}
+
+func (r *runner) answerPath(q Query) string { return filepath.Join(r.answers, q.Name+".gob") }
+
+// storedValue is a tpcds.Value as stored: F as its bits, as gob would
+// write -0 as 0 (it leaves zero values out).
+type storedValue struct {
+	Kind  tpcds.Kind
+	Bool  bool
+	Num   *big.Rat
+	Scale int32
+	F     uint64
+	S     string
+	I     int64
+}
+
+func (r *runner) storeAnswer(q Query, a storedAnswer) error {
+	f, err := os.Create(r.answerPath(q))
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	enc := gob.NewEncoder(w)
+	var row []storedValue
+	// Each result row by row: a copy of the whole would double it.
+	for _, res := range []*tpcds.Result{a.Result, a.Tied} {
+		if err = enc.Encode(res != nil); err != nil || res == nil {
+			continue
+		}
+		if err = enc.Encode(res.Columns); err == nil {
+			err = enc.Encode(len(res.Rows))
+		}
+		for _, vals := range res.Rows {
+			if err != nil {
+				break
+			}
+			row = row[:0]
+			for _, v := range vals {
+				row = append(row, storedValue{v.Kind, v.Bool, v.Num, v.Scale, math.Float64bits(v.F), v.S, v.I})
+			}
+			err = enc.Encode(row)
+		}
+		if err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	return errors.Join(err, f.Close())
+}
+
+// loadResult reads a result storeAnswer wrote (nil if none).
+func loadResult(dec *gob.Decoder) (*tpcds.Result, error) {
+	var present bool
+	if err := dec.Decode(&present); err != nil || !present {
+		return nil, err
+	}
+	res := &tpcds.Result{}
+	var n int
+	if err := dec.Decode(&res.Columns); err != nil {
+		return nil, err
+	}
+	if err := dec.Decode(&n); err != nil {
+		return nil, err
+	}
+	res.Rows = make([][]tpcds.Value, n)
+	for i := range res.Rows {
+		var row []storedValue // new: gob decodes into the *big.Rat it finds
+		if err := dec.Decode(&row); err != nil {
+			return nil, err
+		}
+		vals := make([]tpcds.Value, len(row))
+		for j, v := range row {
+			vals[j] = tpcds.Value{Kind: v.Kind, Bool: v.Bool, Num: v.Num, Scale: v.Scale, F: math.Float64frombits(v.F), S: v.S, I: v.I}
+		}
+		res.Rows[i] = vals
+	}
+	return res, nil
+}
+
+// loadAnswer reads q's stored batch answer as the streamed results are
+// compared with it.
+func (r *runner) loadAnswer(q Query) (*expected, error) {
+	f, err := os.Open(r.answerPath(q))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	dec := gob.NewDecoder(bufio.NewReader(f))
+	var a storedAnswer
+	if a.Result, err = loadResult(dec); err == nil {
+		a.Tied, err = loadResult(dec)
+	}
+	if err != nil || a.Result == nil {
+		return nil, fmt.Errorf("%s: the stored batch answer: %v", q.Name, cmp.Or(err, errors.New("no result")))
+	}
+	answer := &expected{rows: rowSetOf(a.Result)}
+	if _, partition, order, rn, ok := rankQuery(q.Select); ok && a.Tied != nil {
+		answer.ties = newTies(a.Result.Columns, partition, order, rn, a.Tied)
+	}
+	return answer, nil
 }
 
 // stream runs q as a streaming query over new tables while the events are

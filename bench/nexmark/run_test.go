@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/bench/doget"
+	"github.com/flightd/flightd/bench/tpcds"
 	"github.com/flightd/flightd/engine"
 )
 
@@ -82,11 +84,25 @@ func TestRun(t *testing.T) {
 	cfg.ProbDelayedEvent = 0.1
 	cfg.Rate = 500 // 12 s of event time: 2 s windows close, the last stay open
 	var log bytes.Buffer
+	var progress []int
 	rep, err := Run(ctx, mem, srv, queries, Options{
 		Events: 6000, CommitEvents: 500, Generator: cfg, Timeout: 5 * time.Minute, Stream: true, Jobs: true, Log: &log,
+		Progress: func(rep *Report) {
+			streamed := 0
+			for _, q := range rep.Queries {
+				if q.Stream.Status != StatusNotRun {
+					streamed++
+				}
+			}
+			progress = append(progress, streamed)
+		},
 	})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
+	}
+	// One report after each query's streamed runs, each with one more.
+	if len(progress) != len(queries) || progress[0] != 1 || progress[len(progress)-1] != len(queries) {
+		t.Errorf("progress reports with %v queries streamed, want one per query", progress)
 	}
 	var table bytes.Buffer
 	WriteTable(&table, rep)
@@ -214,5 +230,41 @@ func TestCountPaced(t *testing.T) {
 	WriteTable(&table, rep)
 	if !strings.Contains(table.String(), "1 equal to batch, 2 differ (also late), 1 failed, 1 not compared") {
 		t.Errorf("paced summary:\n%s", table.String())
+	}
+}
+
+// TestStoredAnswer: a batch answer stored on disk between the batch run
+// and the streamed runs reads back as the same rows (keyed as compared)
+// and ties, for every kind of value, zeros, NULLs and copies included.
+func TestStoredAnswer(t *testing.T) {
+	num := func(a, b int64, scale int32) tpcds.Value {
+		return tpcds.Value{Kind: tpcds.KNum, Num: big.NewRat(a, b), Scale: scale}
+	}
+	rows := [][]tpcds.Value{
+		{num(0, 1, 0), {Kind: tpcds.KFloat, F: math.Copysign(0, -1)}, {Kind: tpcds.KString}, {Kind: tpcds.KBool}, {Kind: tpcds.KDate}, {}},
+		{num(-7, 3, 2), {Kind: tpcds.KFloat, F: 2.5}, {Kind: tpcds.KString, S: "a\x00b"}, {Kind: tpcds.KBool, Bool: true}, {Kind: tpcds.KTime, I: -1}, {Kind: tpcds.KDate, I: 16631}},
+	}
+	rows = append(rows, rows[1]) // a copy
+	out := &tpcds.Result{Columns: []string{"p", "f", "s", "b", "t", "rn"}, Types: []string{"number"}, Rows: rows}
+	q := Query{Name: "q99", Select: "SELECT * FROM (SELECT p, f, s, b, t, ROW_NUMBER() OVER (PARTITION BY p ORDER BY f DESC) AS rn FROM x) WHERE rn <= 1"}
+	r := &runner{answers: t.TempDir()}
+	if err := r.storeAnswer(q, storedAnswer{Result: out, Tied: out}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.loadAnswer(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := rowSetOf(out)
+	if d, _ := got.diff(want); d != "" || len(got.rows) != len(want) || got.rows.rows() != 3 {
+		t.Fatalf("read back %d rows (%v), want %d: %s", got.rows.rows(), got.rows, want.rows(), d)
+	}
+	for k := range want {
+		if got.rows[k] == nil || got.ties.candidates[k] == nil && got.ties.candidates[rowKey(got.ties.withoutRN(want[k].row))] == nil {
+			t.Fatalf("row %s not read back (ties %v)", k, got.ties)
+		}
+	}
+	if got.ties == nil || len(got.ties.group) == 0 || got.ties.rn != 5 {
+		t.Fatalf("ties not read back: %+v", got.ties)
 	}
 }

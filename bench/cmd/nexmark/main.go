@@ -107,6 +107,13 @@ func run() error {
 		Events: *events, CommitEvents: *commit, Rate: *rate, Generator: cfg,
 		Timeout: *timeout, Stream: *stream, Jobs: *jobs, PacedShare: *paced, Log: os.Stderr,
 	}
+	if *out != "" {
+		opt.Progress = func(rep *nexmark.Report) {
+			if err := nexmark.WriteFiles(*out, rep); err != nil {
+				log.Print(err)
+			}
+		}
+	}
 	rep, err := nexmark.Run(ctx, memory.NewGoAllocator(), srv, queries, opt)
 	if err != nil {
 		return err
