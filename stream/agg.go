@@ -450,23 +450,9 @@ func (a *Aggregate) groupBytes(g *aggGroup) int64 {
 
 // evict moves groups to disk until half the budget is free.
 func (a *Aggregate) evict() error {
-	if a.store == nil {
-		a.store = newSpillStore(a.ec, a.budget)
-	}
-	var out []stateEntry
-	var freed int64
-	target := a.budget.used.Load() - a.budget.limit/2
-	for key, g := range a.table {
-		if freed >= target {
-			break
-		}
-		out = append(out, stateEntry{key: key, val: appendGroup(nil, g)})
-		freed += a.groupBytes(g)
-		delete(a.table, key)
-	}
-	a.held -= freed
-	a.budget.add(-freed)
-	return a.store.write(out)
+	return evictMap(a.table, a.ec, a.budget, &a.store, &a.held,
+		func(g *aggGroup) []byte { return appendGroup(nil, g) },
+		func(_ string, g *aggGroup) int64 { return a.groupBytes(g) })
 }
 
 // appendGroup appends a group's values, row count, last emitted row and

@@ -287,7 +287,7 @@ func (j *IntervalJoin) evict() error {
 	}
 	var out []stateEntry
 	var freed int64
-	target := j.budget.Used() - j.budget.limit/2
+	target := j.budget.evictTarget()
 	for side := range j.sides {
 		for k := range j.sides[side].table {
 			if freed >= target {

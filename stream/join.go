@@ -600,7 +600,7 @@ func (s *joinSide) unindex(e *joinRow) {
 // evict moves join keys with all their rows, of both sides, to disk until
 // half the budget is free.
 func (j *Join) evict() error {
-	target := j.budget.used.Load() - j.budget.limit/2
+	target := j.budget.evictTarget()
 	var freed int64
 	for _, s := range j.sides {
 		var out []stateEntry

@@ -118,23 +118,9 @@ func (n *Normalize) lookup(k string) ([]any, bool, int64, error) {
 
 // evict moves rows to disk until half the budget is free.
 func (n *Normalize) evict() error {
-	if n.store == nil {
-		n.store = newSpillStore(n.ec, n.budget)
-	}
-	var out []stateEntry
-	var freed int64
-	target := n.budget.used.Load() - n.budget.limit/2
-	for k, row := range n.state {
-		if freed >= target {
-			break
-		}
-		out = append(out, stateEntry{key: k, val: appendRow(nil, row)})
-		freed += rowBytes(row) + int64(len(k))
-		delete(n.state, k)
-	}
-	n.held -= freed
-	n.budget.add(-freed)
-	return n.store.write(out)
+	return evictMap(n.state, n.ec, n.budget, &n.store, &n.held,
+		func(row []any) []byte { return appendRow(nil, row) },
+		func(k string, row []any) int64 { return rowBytes(row) + int64(len(k)) })
 }
 
 // SaveState saves the last row of every key, in memory and spilled.

@@ -122,6 +122,10 @@ func NewBudget(limit int64) *Budget { return &Budget{limit: limit} }
 // operator checks over at each marker and evicts.
 func (b *Budget) add(n int64) { b.used.Add(n) }
 
+// evictTarget is how many bytes an operator over its budget frees: down
+// to half the limit, so that it does not evict again at the next marker.
+func (b *Budget) evictTarget() int64 { return b.Used() - b.limit/2 }
+
 // over reports whether the state accounted exceeds the limit.
 func (b *Budget) over() bool { return b.limit > 0 && b.used.Load() > b.limit }
 

@@ -309,23 +309,9 @@ func (r *Rank) partBytes(p *rankPart) int64 {
 // markers every partition's emitted rows are its top, so a partition is
 // its rows.
 func (r *Rank) evict() error {
-	if r.store == nil {
-		r.store = newSpillStore(r.ec, r.budget)
-	}
-	var out []stateEntry
-	var freed int64
-	target := r.budget.used.Load() - r.budget.limit/2
-	for key, p := range r.parts {
-		if freed >= target {
-			break
-		}
-		out = append(out, stateEntry{key: key, val: encodeRankRows(p.rows)})
-		freed += r.partBytes(p)
-		delete(r.parts, key)
-	}
-	r.held -= freed
-	r.budget.add(-freed)
-	return r.store.write(out)
+	return evictMap(r.parts, r.ec, r.budget, &r.store, &r.held,
+		func(p *rankPart) []byte { return encodeRankRows(p.rows) },
+		func(_ string, p *rankPart) int64 { return r.partBytes(p) })
 }
 
 // load reads a spilled partition back (nil if none).

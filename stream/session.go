@@ -335,7 +335,7 @@ func (s *SessionAggregate) evict() error {
 	}
 	var out []stateEntry
 	var freed int64
-	target := s.budget.Used() - s.budget.limit/2
+	target := s.budget.evictTarget()
 	for k, part := range s.parts {
 		if freed >= target {
 			break

@@ -58,6 +58,29 @@ func newSpillStore(ec *exec.Context, budget *Budget) *spillStore {
 	return &spillStore{ec: ec, budget: budget, gone: map[string]bool{}}
 }
 
+// evictMap moves entries of an operator's state m to *store (made on first
+// use) until budget's evictTarget is freed: encode is an entry's spilled
+// form, size what it held. held is the operator's share of the budget.
+func evictMap[V any](m map[string]V, ec *exec.Context, budget *Budget, store **spillStore, held *int64, encode func(V) []byte, size func(string, V) int64) error {
+	if *store == nil {
+		*store = newSpillStore(ec, budget)
+	}
+	var out []stateEntry
+	var freed int64
+	target := budget.evictTarget()
+	for k, v := range m {
+		if freed >= target {
+			break
+		}
+		out = append(out, stateEntry{key: k, val: encode(v)})
+		freed += size(k, v)
+		delete(m, k)
+	}
+	*held -= freed
+	budget.add(-freed)
+	return (*store).write(out)
+}
+
 type stateEntry struct {
 	key string
 	val []byte // nil: a tombstone

@@ -400,7 +400,7 @@ func (j *RowtimeTemporal) evict() error {
 	}
 	var out []stateEntry
 	var freed int64
-	target := j.budget.Used() - j.budget.limit/2
+	target := j.budget.evictTarget()
 	for k, v := range j.keys {
 		if freed >= target {
 			break

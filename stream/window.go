@@ -446,7 +446,7 @@ func (w *WindowAggregate) evict() error {
 	}
 	var out []stateEntry
 	var freed int64
-	target := w.budget.Used() - w.budget.limit/2
+	target := w.budget.evictTarget()
 	for _, win := range w.open {
 		if freed >= target {
 			break

@@ -245,7 +245,7 @@ func (j *WindowJoin) evict() error {
 	}
 	var out []stateEntry
 	var freed int64
-	target := j.budget.Used() - j.budget.limit/2
+	target := j.budget.evictTarget()
 	for _, win := range j.open {
 		for s := range win.rows {
 			for k := range win.rows[s] {

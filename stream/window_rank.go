@@ -175,7 +175,7 @@ func (w *WindowRank) evict() error {
 	}
 	var out []stateEntry
 	var freed int64
-	target := w.budget.Used() - w.budget.limit/2
+	target := w.budget.evictTarget()
 	for k, p := range w.parts {
 		if freed >= target {
 			break
