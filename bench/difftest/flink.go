@@ -210,6 +210,11 @@ type flinkCase struct {
 	kerr      string
 	// diff is the values' difference, "" if they agree.
 	diff string
+	// duckAgrees is whether DuckDB (its spelling) gave flightd's answer.
+	duckAgrees bool
+	// flightd and flink answer another query, for the rules that check a
+	// Flink bug by reproducing it (flinkbugs.go); nil where not given.
+	flightd, flink func(sql string) (*tpcds.Result, error)
 }
 
 // flinkRule explains a disagreement with Flink.
@@ -246,9 +251,11 @@ var flinkRules = []flinkRule{
 	{"Flink (Calcite) refuses ORDER BY ordinals of a SELECT DISTINCT whose items use unselected columns", FlinkBug, func(c *flinkCase) bool {
 		return c.ferr == nil && strings.Contains(c.kerr, "is not in the select clause") && strings.Contains(c.sql, "SELECT DISTINCT")
 	}},
-	{"Flink gives no row for the empty grouping set (GROUPING SETS, ROLLUP, CUBE) over no input rows", FlinkBug, func(c *flinkCase) bool {
-		return c.want != nil && c.got != nil && len(c.want.Rows) == 0 && len(c.got.Rows) == 1 && emptyGroupingSet.MatchString(c.sql)
-	}},
+	{"Flink gives no row for the empty grouping set (GROUPING SETS, ROLLUP, CUBE) over no input rows", FlinkBug, emulated(noEmptyGroupingSet)},
+	{"Flink's [NOT] IN of a correlated subquery is NULL for a NULL operand also where the subquery is empty", FlinkBug, emulated(nullOperandIn)},
+	{"Flink's uncorrelated EXISTS is TRUE, also of an empty subquery, in a query with a correlated subquery", FlinkBug, emulated(trueExists)},
+	{"Flink (Calcite's decorrelator) drops GROUP BY keys that fold to constants, and answers a row over no input rows", FlinkBug, emulated(constantKeysGlobal)},
+	{"Flink answers an INTERSECT ALL with rows missing from an input when the query sorts it", FlinkBug, intersectAllOrder},
 }
 
 // integerOverflow matches flightd's errors for integer arithmetic beyond
@@ -310,9 +317,6 @@ func havingOnGroupKey(sql, col string) bool {
 
 var valueOfParens = regexp.MustCompile(`(first|last)_value\(\(`)
 
-// emptyGroupingSet matches a GROUP BY with the empty grouping set.
-var emptyGroupingSet = regexp.MustCompile(`GROUP BY (ROLLUP|CUBE|GROUPING SETS \(\(\))`)
-
 // FlinkResult is the verdict on one query against Flink.
 type FlinkResult struct {
 	// SQL is the Flink spelling (flightd and Flink ran it), DuckDBSQL
@@ -369,8 +373,8 @@ func category(sql string) string {
 // result types with Flink's; DuckDB's is compared with Flink's for the
 // record.
 func (e *Env) CheckFlink(ctx context.Context, oracle *flink.Oracle, i int) (FlinkResult, error) {
-	names := e.TableNames()
-	r := FlinkResult{SQL: NewFlinkGen(e.Seed, i, names).Query(), DuckDBSQL: NewGen(e.Seed, i, names).Query()}
+	tables := e.TableNames()
+	r := FlinkResult{SQL: NewFlinkGen(e.Seed, i, tables).Query(), DuckDBSQL: NewGen(e.Seed, i, tables).Query()}
 	r.Category = category(r.SQL)
 	// Flink runs the query while flightd and DuckDB do.
 	if err := oracle.Send(r.SQL); err != nil {
@@ -382,13 +386,25 @@ func (e *Env) CheckFlink(ctx context.Context, oracle *flink.Oracle, i int) (Flin
 	if err != nil {
 		return r, err
 	}
-	c := flinkCase{sql: r.SQL, ferr: ferr, kerr: ans.Err, got: got}
+	var names []string
+	if got != nil {
+		names = got.Columns
+	}
+	c := flinkCase{sql: r.SQL, ferr: ferr, kerr: ans.Err, got: got,
+		duckAgrees: got != nil && derr == nil && tpcds.Compare(r.SQL, got, dres) == "",
+		flightd:    func(sql string) (*tpcds.Result, error) { return e.F.Query(ctx, sql) },
+		flink: func(sql string) (*tpcds.Result, error) {
+			a, err := oracle.Run(sql)
+			if err == nil && a.Err != "" {
+				err = errors.New(a.Err)
+			}
+			if err != nil {
+				return nil, err
+			}
+			return flinkResult(a, names)
+		}}
 	var want *tpcds.Result
 	if ans.Err == "" {
-		var names []string
-		if got != nil {
-			names = got.Columns
-		}
 		if want, err = flinkResult(ans, names); err != nil {
 			return r, fmt.Errorf("reading Flink's answer to %s: %w", r.SQL, err)
 		}
@@ -445,20 +461,65 @@ var typeRules = []struct {
 	match func(d TypeDiff, sql string) bool
 }{
 	{"SUM of integers is BIGINT in flightd, where an overflow is an error; Flink's is the argument's type (it wraps on overflow)", func(d TypeDiff, sql string) bool {
-		return d.Flightd == "BIGINT" && smallInt[d.Flink] && itemCalls(sql, d.Column, "sum(")
+		return d.Flightd == "BIGINT" && smallInt[d.Flink] && itemSums(sql, d.Column)
 	}},
 	{"LAG/LEAD with a default has the common type of the value and the default in flightd; Flink's is the value's, the default cast to it", func(d TypeDiff, sql string) bool {
 		return integerWidth[d.Flink] > 0 && integerWidth[d.Flink] < integerWidth[d.Flightd] && itemHas(sql, d.Column, lagWithDefault)
 	}},
 	{"SUM of DECIMAL(p, s) is DECIMAL(p + 10, s) in flightd, leaving room for a later division; Flink's is DECIMAL(38, s)", func(d TypeDiff, sql string) bool {
-		return strings.HasPrefix(d.Flightd, "DECIMAL(") && strings.HasPrefix(d.Flink, "DECIMAL(38,") && itemCalls(sql, d.Column, "sum(")
+		return strings.HasPrefix(d.Flightd, "DECIMAL(") && strings.HasPrefix(d.Flink, "DECIMAL(38,") && itemSums(sql, d.Column)
 	}},
 }
 
-// itemCalls reports whether the select item of output column col in some
-// top-level SELECT of sql (set operations have several) holds call.
-func itemCalls(sql string, col int, call string) bool {
-	return itemHas(sql, col, func(item string) bool { return strings.Contains(item, call) })
+// itemSums reports whether the select item of output column col calls
+// SUM, or reads a column of a derived table or WITH query whose item does
+// (the SUM's type reaches the column through it).
+func itemSums(sql string, col int) bool {
+	return itemHas(sql, col, func(item string) bool { return sums(sql, item, 0) })
+}
+
+// sums reports whether item calls SUM or reads a column aN.cM of a derived
+// table or WITH query of sql whose item M sums (depth bounds the chain).
+func sums(sql, item string, depth int) bool {
+	if strings.Contains(item, "sum(") {
+		return true
+	}
+	if depth > 3 {
+		return false
+	}
+	for _, m := range columnRef.FindAllStringSubmatch(item, -1) {
+		col, _ := strconv.Atoi(m[2])
+		for _, body := range derivedBodies(sql, m[1]) {
+			for _, items := range topSelectItems(body) {
+				if col < len(items) && sums(sql, stringLiteral.ReplaceAllString(items[col], "''"), depth+1) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+var columnRef = regexp.MustCompile(`\b(a\d+)\.c(\d+)\b`)
+
+// derivedBodies returns the queries that the table alias names in sql: the
+// derived table "(SELECT ...) AS alias" or the WITH query of "wN AS alias".
+func derivedBodies(sql, alias string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile(`\) AS `+alias+`\b`).FindAllStringIndex(sql, -1) {
+		if open := enclosing(sql, m[0], m[0]+1); open >= 0 {
+			out = append(out, sql[open+1:m[0]])
+		}
+	}
+	for _, m := range regexp.MustCompile(`\b(w\d+) AS `+alias+`\b`).FindAllStringSubmatch(sql, -1) {
+		if i := strings.Index(sql, m[1]+" AS ("); i >= 0 {
+			open := i + len(m[1]+" AS ")
+			if end, err := tpcds.ClosingParen(sql, open); err == nil {
+				out = append(out, sql[open+1:end])
+			}
+		}
+	}
+	return out
 }
 
 // itemHas reports whether has holds for the select item of output column
