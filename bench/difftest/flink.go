@@ -255,6 +255,9 @@ var flinkRules = []flinkRule{
 	{"Flink's [NOT] IN of a correlated subquery is NULL for a NULL operand also where the subquery is empty", FlinkBug, emulated(nullOperandIn)},
 	{"Flink's uncorrelated EXISTS is TRUE, also of an empty subquery, in a query with a correlated subquery", FlinkBug, emulated(trueExists)},
 	{"Flink (Calcite's decorrelator) drops GROUP BY keys that fold to constants, and answers a row over no input rows", FlinkBug, emulated(constantKeysGlobal)},
+	{"Flink's correlated subquery sees no rows for an outer row whose correlated column is NULL", FlinkBug, emulated(nullOuterNoRows)},
+	{"Flink (Calcite) folds a key named twice in ROLLUP or CUBE into one", FlinkBug, emulated(distinctKeys)},
+	{"Flink's AVG of an INT over a window sums in INT, wrapping around on overflow", FlinkBug, emulated(wrappedWindowAvg)},
 	{"Flink answers an INTERSECT ALL with rows missing from an input when the query sorts it", FlinkBug, intersectAllOrder},
 }
 
@@ -265,7 +268,7 @@ var integerOverflow = regexp.MustCompile(`numeric overflow: (-?\d+ [-+*] -?\d+ \
 
 // flinkInternalError matches Flink failures that are Java exceptions of
 // its planner or runtime, not SQL errors.
-var flinkInternalError = regexp.MustCompile(`^(IndexOutOfBoundsException|ArrayIndexOutOfBoundsException|NullPointerException|ClassCastException|AssertionError|IllegalStateException|CannotPlanException)|unexpected correlate variable`)
+var flinkInternalError = regexp.MustCompile(`^IllegalArgumentException: null$|^(IndexOutOfBoundsException|ArrayIndexOutOfBoundsException|NullPointerException|ClassCastException|AssertionError|IllegalStateException|CannotPlanException)|unexpected correlate variable`)
 
 // lagDefaultNulls explains c when flightd's answer, with the NULLs of its
 // columns that are LAG or LEAD calls with a default read as -1, is Flink's.

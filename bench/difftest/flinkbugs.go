@@ -2,6 +2,7 @@ package difftest
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/flightd/flightd/bench/tpcds"
@@ -269,4 +270,95 @@ func intersectAllOrder(c *flinkCase) bool {
 	sql := c.sql[:strings.LastIndex(c.sql, " ORDER BY ")]
 	unordered, err := c.flink(sql)
 	return err == nil && tpcds.Compare(sql, unordered, c.got) == ""
+}
+
+// outerRef matches a column of a table alias, aN.column.
+var outerRef = regexp.MustCompile(`\b(a\d+)\.(\w+)\b`)
+
+// nullOuterNoRows finds every correlated subquery with a WHERE and spells
+// it as Flink computes it: without rows for an outer row whose correlated
+// columns hold a NULL (Calcite's decorrelator joins the outer values in
+// with =, which a NULL never satisfies), so that COUNT is 0 and MIN NULL
+// there even where the condition holds for inner rows (`x.dt <
+// COALESCE(o.dt, DATE '2020-04-16')`).
+func nullOuterNoRows(sql string) []span {
+	var out []span
+	for _, s := range subqueries(sql) {
+		sub := sql[s[0]:s[1]]
+		if !correlated(sub) {
+			continue
+		}
+		where := strings.Index(string(topLevel(sub[1:len(sub)-1])), " WHERE ")
+		if where < 0 {
+			continue
+		}
+		declared := map[string]bool{}
+		for _, m := range aliasDecl.FindAllStringSubmatch(sub, -1) {
+			declared[m[1]] = true
+		}
+		var guards []string
+		for _, m := range outerRef.FindAllString(sub, -1) {
+			if alias, _, _ := strings.Cut(m, "."); !declared[alias] && !slices.Contains(guards, m+" IS NOT NULL") {
+				guards = append(guards, m+" IS NOT NULL")
+			}
+		}
+		at := s[0] + 1 + where + len(" WHERE ")
+		out = append(out, span{at, at, "(" + strings.Join(guards, " AND ") + ") AND "})
+	}
+	return out
+}
+
+// groupingKeys matches ROLLUP and CUBE.
+var groupingKeys = regexp.MustCompile(` GROUP BY (ROLLUP|CUBE) \(`)
+
+// distinctKeys finds every ROLLUP or CUBE that names a key twice and
+// spells it as Flink (Calcite) computes it, with the key once: Calcite
+// keeps grouping sets as sets of keys, so CUBE (x, x) is CUBE (x), where
+// the standard expands it to GROUPING SETS ((x, x), (x), (x), ()).
+func distinctKeys(sql string) []span {
+	var out []span
+	for _, m := range groupingKeys.FindAllStringIndex(sql, -1) {
+		end, err := tpcds.ClosingParen(sql, m[1]-1)
+		if err != nil {
+			continue
+		}
+		keys := splitTop(sql[m[1]:end])
+		var once []string
+		for _, k := range keys {
+			if !slices.Contains(once, k) {
+				once = append(once, k)
+			}
+		}
+		if len(once) < len(keys) {
+			out = append(out, span{m[1], end, strings.Join(once, ", ")})
+		}
+	}
+	return out
+}
+
+// windowAvg matches AVG over a window.
+var windowAvg = regexp.MustCompile(`\bavg\(`)
+
+// wrappedWindowAvg finds every AVG over a window and spells it as Flink
+// computes it for an INT argument: the frame's sum wraps around in INT
+// (Flink sums in the argument's type) before the division. For another
+// argument type the spelling is wrong, and the difference stays.
+func wrappedWindowAvg(sql string) []span {
+	var out []span
+	for _, m := range windowAvg.FindAllStringIndex(sql, -1) {
+		end, err := tpcds.ClosingParen(sql, m[1]-1)
+		if err != nil || !strings.HasPrefix(sql[end+1:], " OVER (") {
+			continue
+		}
+		wopen := end + 1 + len(" OVER ")
+		wend, err := tpcds.ClosingParen(sql, wopen)
+		if err != nil {
+			continue
+		}
+		arg, over := sql[m[1]:end], sql[end+1:wend+1]
+		sum := "sum(CAST(" + arg + " AS BIGINT))" + over
+		wrapped := "(MOD(MOD(" + sum + " + 2147483648, 4294967296) + 4294967296, 4294967296) - 2147483648)"
+		out = append(out, span{m[0], wend + 1, "CAST(" + wrapped + " / NULLIF(count(" + arg + ")" + over + ", 0) AS INT)"})
+	}
+	return out
 }

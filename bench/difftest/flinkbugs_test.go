@@ -58,6 +58,22 @@ func TestFlinkBugRules(t *testing.T) {
 		constKeyFlink = "SELECT CAST(NULL AS DATE) AS c0"
 		// Without a correlated subquery Calcite's decorrelator does not run.
 		constKeyAlone = "SELECT min(a1.dt) AS c0 FROM t4 AS a1 WHERE a1.k > 1000 GROUP BY (CAST(NULL AS DOUBLE) * a1.f) UNION ALL SELECT a2.dt AS c0 FROM t3 AS a2 WHERE FALSE"
+
+		nullOuter      = "SELECT a1.k AS c0, (SELECT count(*) FROM t4 AS a2 WHERE a2.dt < COALESCE(a1.dt, DATE '2020-04-16')) AS c1 FROM t2 AS a1"
+		nullOuterFlink = "SELECT a1.k AS c0, (SELECT count(*) FROM t4 AS a2 WHERE (a1.dt IS NOT NULL) AND a2.dt < COALESCE(a1.dt, DATE '2020-04-16')) AS c1 FROM t2 AS a1"
+		// Uncorrelated, the subquery's rows do not depend on the outer row.
+		nullOuterUncorr      = "SELECT a1.k AS c0, (SELECT count(*) FROM t4 AS a2 WHERE a2.dt < DATE '2020-04-16') AS c1 FROM t2 AS a1"
+		nullOuterUncorrFlink = "SELECT a1.k AS c0, CASE WHEN a1.dt IS NULL THEN 0 ELSE (SELECT count(*) FROM t4 AS a2 WHERE a2.dt < DATE '2020-04-16') END AS c1 FROM t2 AS a1"
+
+		cube      = "SELECT a1.i1 AS c0, count(*) AS c1 FROM t1 AS a1 GROUP BY CUBE (a1.i1, a1.i1)"
+		cubeFlink = "SELECT a1.i1 AS c0, count(*) AS c1 FROM t1 AS a1 GROUP BY CUBE (a1.i1)"
+		// Flink keeps a grouping set listed twice.
+		sets = "SELECT a1.i1 AS c0, count(*) AS c1 FROM t1 AS a1 GROUP BY GROUPING SETS ((a1.i1), (a1.i1), ())"
+
+		avg      = "SELECT a1.k AS c0, avg(a1.i4) OVER (ORDER BY a1.i4 NULLS FIRST) AS c1 FROM t2 AS a1"
+		avgFlink = "SELECT a1.k AS c0, CAST((MOD(MOD(sum(CAST(a1.i4 AS BIGINT)) OVER (ORDER BY a1.i4 NULLS FIRST) + 2147483648, 4294967296) + 4294967296, 4294967296) - 2147483648) / NULLIF(count(a1.i4) OVER (ORDER BY a1.i4 NULLS FIRST), 0) AS INT) AS c1 FROM t2 AS a1"
+		// Another wrap width than INT's is not Flink's.
+		avgOther = "SELECT a1.k AS c0, CAST((MOD(MOD(sum(CAST(a1.i4 AS BIGINT)) OVER (ORDER BY a1.i4 NULLS FIRST) + 1073741824, 2147483648) + 2147483648, 2147483648) - 1073741824) / NULLIF(count(a1.i4) OVER (ORDER BY a1.i4 NULLS FIRST), 0) AS INT) AS c1 FROM t2 AS a1"
 	)
 	for _, tc := range []struct {
 		sql, flink string
@@ -74,6 +90,12 @@ func TestFlinkBugRules(t *testing.T) {
 		{rollup, rollupOther, true, false},
 		{constKey, constKeyFlink, true, true},
 		{constKeyAlone, constKeyFlink, true, false},
+		{nullOuter, nullOuterFlink, true, true},
+		{nullOuterUncorr, nullOuterUncorrFlink, true, false},
+		{cube, cubeFlink, true, true},
+		{sets, cubeFlink, true, false},
+		{avg, avgFlink, true, true},
+		{avg, avgOther, true, false},
 	} {
 		c := flinkCase{sql: tc.sql, got: query(tc.sql), want: query(tc.flink), duckAgrees: tc.duckAgrees,
 			flightd: func(sql string) (*tpcds.Result, error) { return env.F.Query(ctx, sql) }}
@@ -121,6 +143,10 @@ func TestRewriteSpans(t *testing.T) {
 			"SELECT a1.k AS c0 FROM t1 AS a1 GROUP BY CUBE (a1.k) HAVING (a1.k > 1) UNION SELECT a2.k AS c0 FROM t2 AS a2 GROUP BY GROUPING SETS ((a2.k), (a2.s)) UNION SELECT a3.k AS c0 FROM t2 AS a3 GROUP BY GROUPING SETS ((), (a3.k)) HAVING count(*) > 0 ORDER BY 1"}},
 		{"SELECT max(a1.k) AS c0 FROM t1 AS a1 WHERE (a1.k IN (SELECT a2.k FROM t2 AS a2 WHERE a2.s = a1.s)) GROUP BY (a1.f * NULL), a1.s HAVING (max(a1.k) > 0)", constantKeysGlobal, []string{
 			"SELECT max(a1.k) AS c0 FROM t1 AS a1 WHERE (a1.k IN (SELECT a2.k FROM t2 AS a2 WHERE a2.s = a1.s)) GROUP BY GROUPING SETS (((a1.f * NULL), a1.s), ()) HAVING (GROUPING((a1.f * NULL), a1.s) = 0 OR count(*) = 0) AND ((max(a1.k) > 0))"}},
+		{"SELECT (SELECT min(a2.s) FROM t4 AS a2 WHERE a2.dt < a1.dt AND (a2.k = a1.k)) AS c0, (SELECT 1 FROM t2 AS a3) AS c1 FROM t1 AS a1", nullOuterNoRows, []string{
+			"SELECT (SELECT min(a2.s) FROM t4 AS a2 WHERE (a1.dt IS NOT NULL AND a1.k IS NOT NULL) AND a2.dt < a1.dt AND (a2.k = a1.k)) AS c0, (SELECT 1 FROM t2 AS a3) AS c1 FROM t1 AS a1"}},
+		{"SELECT a1.k AS c0 FROM t1 AS a1 GROUP BY ROLLUP (a1.k, abs(a1.k), a1.k) UNION SELECT a2.k AS c0 FROM t1 AS a2 GROUP BY CUBE (a2.k, a2.i1)", distinctKeys, []string{
+			"SELECT a1.k AS c0 FROM t1 AS a1 GROUP BY ROLLUP (a1.k, abs(a1.k)) UNION SELECT a2.k AS c0 FROM t1 AS a2 GROUP BY CUBE (a2.k, a2.i1)"}},
 		{"SELECT (NOT EXISTS (SELECT 1 FROM t2 AS a2)) AS c0, EXISTS (SELECT 1 FROM t2 AS a3 WHERE a3.k = a1.k) AS c1 FROM t1 AS a1", trueExists, []string{
 			"SELECT (NOT TRUE) AS c0, EXISTS (SELECT 1 FROM t2 AS a3 WHERE a3.k = a1.k) AS c1 FROM t1 AS a1"}},
 	} {
