@@ -258,6 +258,7 @@ var flinkRules = []flinkRule{
 	{"Flink's correlated subquery sees no rows for an outer row whose correlated column is NULL", FlinkBug, emulated(nullOuterNoRows)},
 	{"Flink (Calcite) folds a key named twice in ROLLUP or CUBE into one", FlinkBug, emulated(distinctKeys)},
 	{"Flink's AVG of an INT over a window sums in INT, wrapping around on overflow", FlinkBug, emulated(wrappedWindowAvg)},
+	{"Flink's constant folding drops the inner of two DECIMAL casts of a literal", FlinkBug, emulated(literalOuterCast)},
 	{"Flink answers an INTERSECT ALL with rows missing from an input when the query sorts it", FlinkBug, intersectAllOrder},
 }
 

@@ -74,6 +74,12 @@ func TestFlinkBugRules(t *testing.T) {
 		avgFlink = "SELECT a1.k AS c0, CAST((MOD(MOD(sum(CAST(a1.i4 AS BIGINT)) OVER (ORDER BY a1.i4 NULLS FIRST) + 2147483648, 4294967296) + 4294967296, 4294967296) - 2147483648) / NULLIF(count(a1.i4) OVER (ORDER BY a1.i4 NULLS FIRST), 0) AS INT) AS c1 FROM t2 AS a1"
 		// Another wrap width than INT's is not Flink's.
 		avgOther = "SELECT a1.k AS c0, CAST((MOD(MOD(sum(CAST(a1.i4 AS BIGINT)) OVER (ORDER BY a1.i4 NULLS FIRST) + 1073741824, 2147483648) + 2147483648, 2147483648) - 1073741824) / NULLIF(count(a1.i4) OVER (ORDER BY a1.i4 NULLS FIRST), 0) AS INT) AS c1 FROM t2 AS a1"
+
+		castChain      = "SELECT (a1.d + CAST(CAST(1.88 AS DECIMAL(12,1)) AS DECIMAL(12,2))) AS c0 FROM t1 AS a1"
+		castChainFlink = "SELECT (a1.d + 1.88) AS c0 FROM t1 AS a1"
+		// Of a column the inner cast counts in Flink too.
+		castColumn      = "SELECT CAST(CAST((a1.d / 7) AS DECIMAL(12,1)) AS DECIMAL(12,2)) AS c0 FROM t1 AS a1"
+		castColumnFlink = "SELECT CAST((a1.d / 7) AS DECIMAL(12,2)) AS c0 FROM t1 AS a1"
 	)
 	for _, tc := range []struct {
 		sql, flink string
@@ -94,6 +100,8 @@ func TestFlinkBugRules(t *testing.T) {
 		{nullOuterUncorr, nullOuterUncorrFlink, true, false},
 		{cube, cubeFlink, true, true},
 		{sets, cubeFlink, true, false},
+		{castChain, castChainFlink, true, true},
+		{castColumn, castColumnFlink, true, false},
 		{avg, avgFlink, true, true},
 		{avg, avgOther, true, false},
 	} {
@@ -117,7 +125,9 @@ func TestFlinkBugRules(t *testing.T) {
 	}{
 		{intersect + " ORDER BY 1", true},
 		{intersect, false},
-		{intersect + " ORDER BY 1 LIMIT 100", false},
+		{intersect + " ORDER BY 1 LIMIT 100", true},
+		{intersect + " ORDER BY 1 LIMIT 100 OFFSET 0", true},
+		{intersect + " ORDER BY 1 LIMIT 2", false}, // the LIMIT cuts flightd's rows
 		{"SELECT a1.k AS c0 FROM t1 AS a1 INTERSECT SELECT a2.k AS c0 FROM t2 AS a2 ORDER BY 1", false},
 	} {
 		c := flinkCase{sql: tc.sql, got: query(tc.sql), want: bogus, duckAgrees: true,
@@ -147,6 +157,9 @@ func TestRewriteSpans(t *testing.T) {
 			"SELECT (SELECT min(a2.s) FROM t4 AS a2 WHERE (a1.dt IS NOT NULL AND a1.k IS NOT NULL) AND a2.dt < a1.dt AND (a2.k = a1.k)) AS c0, (SELECT 1 FROM t2 AS a3) AS c1 FROM t1 AS a1"}},
 		{"SELECT a1.k AS c0 FROM t1 AS a1 GROUP BY ROLLUP (a1.k, abs(a1.k), a1.k) UNION SELECT a2.k AS c0 FROM t1 AS a2 GROUP BY CUBE (a2.k, a2.i1)", distinctKeys, []string{
 			"SELECT a1.k AS c0 FROM t1 AS a1 GROUP BY ROLLUP (a1.k, abs(a1.k)) UNION SELECT a2.k AS c0 FROM t1 AS a2 GROUP BY CUBE (a2.k, a2.i1)"}},
+		{"SELECT CAST(CAST(1.88 AS DECIMAL(12,1)) AS DECIMAL(12,2)) AS c0, CAST(CAST(a1.d AS DECIMAL(12,1)) AS DECIMAL(12,2)) AS c1, CAST(CAST(-3 AS DECIMAL(12,0)) AS DECIMAL(14,2)) AS c2 FROM t1 AS a1", literalOuterCast, []string{
+			"SELECT CAST(1.88 AS DECIMAL(12,2)) AS c0, CAST(CAST(a1.d AS DECIMAL(12,1)) AS DECIMAL(12,2)) AS c1, CAST(CAST(-3 AS DECIMAL(12,0)) AS DECIMAL(14,2)) AS c2 FROM t1 AS a1",
+			"SELECT CAST(CAST(1.88 AS DECIMAL(12,1)) AS DECIMAL(12,2)) AS c0, CAST(CAST(a1.d AS DECIMAL(12,1)) AS DECIMAL(12,2)) AS c1, CAST(-3 AS DECIMAL(14,2)) AS c2 FROM t1 AS a1"}},
 		{"SELECT (NOT EXISTS (SELECT 1 FROM t2 AS a2)) AS c0, EXISTS (SELECT 1 FROM t2 AS a3 WHERE a3.k = a1.k) AS c1 FROM t1 AS a1", trueExists, []string{
 			"SELECT (NOT TRUE) AS c0, EXISTS (SELECT 1 FROM t2 AS a3 WHERE a3.k = a1.k) AS c1 FROM t1 AS a1"}},
 	} {
