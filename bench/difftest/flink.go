@@ -269,7 +269,7 @@ var integerOverflow = regexp.MustCompile(`numeric overflow: (-?\d+ [-+*] -?\d+ \
 
 // flinkInternalError matches Flink failures that are Java exceptions of
 // its planner or runtime, not SQL errors.
-var flinkInternalError = regexp.MustCompile(`^IllegalArgumentException: null$|^(IndexOutOfBoundsException|ArrayIndexOutOfBoundsException|NullPointerException|ClassCastException|AssertionError|IllegalStateException|CannotPlanException)|unexpected correlate variable`)
+var flinkInternalError = regexp.MustCompile(`^IllegalArgumentException: null$|^TableException: Join: Equality join predicate on incompatible types|^(IndexOutOfBoundsException|ArrayIndexOutOfBoundsException|NullPointerException|ClassCastException|AssertionError|IllegalStateException|CannotPlanException)|unexpected correlate variable`)
 
 // lagDefaultNulls explains c when flightd's answer, with the NULLs of its
 // columns that are LAG or LEAD calls with a default read as -1, is Flink's.
@@ -311,12 +311,33 @@ func havingOnGroupKey(sql, col string) bool {
 	if gb < 0 || hv < gb {
 		return false
 	}
-	for _, key := range splitTop(sql[gb+len(" GROUP BY ") : hv]) {
+	for _, key := range groupKeys(sql[gb+len(" GROUP BY ") : hv]) {
 		if key != col && strings.Contains(key, col) && strings.Contains(sql[hv:], key) {
 			return true
 		}
 	}
 	return false
+}
+
+// groupKeys returns the expressions a GROUP BY clause groups by, also
+// inside ROLLUP, CUBE and GROUPING SETS.
+func groupKeys(clause string) []string {
+	var keys []string
+	for _, k := range splitTop(clause) {
+		for _, wrap := range []string{"ROLLUP (", "CUBE (", "GROUPING SETS (", "("} {
+			if strings.HasPrefix(k, wrap) && strings.HasSuffix(k, ")") {
+				if end, err := tpcds.ClosingParen(k, len(wrap)-1); err == nil && end == len(k)-1 {
+					keys = append(keys, groupKeys(k[len(wrap):end])...)
+					k = ""
+					break
+				}
+			}
+		}
+		if k != "" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 var valueOfParens = regexp.MustCompile(`(first|last)_value\(\(`)
@@ -338,6 +359,9 @@ type FlinkResult struct {
 	TypeDiffs []TypeDiff
 	Category  string
 	Rows      int
+	// FlinkWait is the time spent waiting for Flink's answer after flightd
+	// and DuckDB had theirs.
+	FlinkWait time.Duration
 }
 
 // TypeDiff is a result column typed apart from Flink.
@@ -386,10 +410,13 @@ func (e *Env) CheckFlink(ctx context.Context, oracle *flink.Oracle, i int) (Flin
 	}
 	got, schema, ferr := e.F.QueryTyped(ctx, r.SQL)
 	dres, derr := e.D.Query(ctx, r.DuckDBSQL)
+	waitFrom := time.Now()
 	ans, err := oracle.Receive()
 	if err != nil {
 		return r, err
 	}
+	r.FlinkWait = time.Since(waitFrom)
+
 	var names []string
 	if got != nil {
 		names = got.Columns

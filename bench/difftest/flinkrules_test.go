@@ -49,6 +49,10 @@ func TestFlinkErrorRules(t *testing.T) {
 		{flinkCase{sql: "SELECT MIN(a2.s) AS c0 FROM t4 AS a2 GROUP BY greatest(COALESCE(a2.d, -1.81), -1.81) HAVING (greatest(COALESCE(a2.d, -1.81), -1.81) > 0)", kerr: "SqlValidatorException: Expression 'a2.d' is not being grouped", got: answered}, true},
 		{flinkCase{sql: "SELECT MIN(a2.s) AS c0 FROM t4 AS a2 GROUP BY greatest(COALESCE(a2.d, -1.81), -1.81) HAVING (a2.d > 0)", kerr: "SqlValidatorException: Expression 'a2.d' is not being grouped", got: answered}, false},
 		{flinkCase{sql: "SELECT a2.d AS c0 FROM t4 AS a2 GROUP BY a2.s", kerr: "SqlValidatorException: Expression 'a2.d' is not being grouped", got: answered}, false},
+		{flinkCase{sql: "SELECT sum(a2.d) AS c0 FROM t3 AS a2 GROUP BY CUBE (least(COALESCE(a2.i2, 0), 0), a2.s) HAVING (sum(a2.d) > least(COALESCE(a2.i2, 0), 0))", kerr: "SqlValidatorException: Expression 'a2.i2' is not being grouped", got: answered}, true},
+		{flinkCase{sql: "SELECT sum(a2.d) AS c0 FROM t3 AS a2 GROUP BY GROUPING SETS ((least(COALESCE(a2.i2, 0), 0)), ()) HAVING (sum(a2.d) > least(COALESCE(a2.i2, 0), 0))", kerr: "SqlValidatorException: Expression 'a2.i2' is not being grouped", got: answered}, true},
+		{flinkCase{sql: "SELECT sum(a2.d) AS c0 FROM t3 AS a2 GROUP BY CUBE (least(COALESCE(a2.i2, 0), 0), a2.s) HAVING (sum(a2.d) > a2.i2)", kerr: "SqlValidatorException: Expression 'a2.i2' is not being grouped", got: answered}, false},
+		{flinkCase{sql: "SELECT 1", kerr: "TableException: Join: Equality join predicate on incompatible types. \tLeft type: ROW<`i2` SMALLINT>", got: answered}, true},
 		// The HAVING uses a2.d outside the grouped expression: it shares only
 		// a prefix, up to a comma inside the call, with it.
 		{flinkCase{sql: "SELECT MIN(a2.s) AS c0 FROM t4 AS a2 GROUP BY greatest(COALESCE(a2.d, -1.81), -1.81) HAVING (greatest(COALESCE(a2.d, 0), 0) > 0)", kerr: "SqlValidatorException: Expression 'a2.d' is not being grouped", got: answered}, false},
