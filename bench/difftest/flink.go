@@ -231,6 +231,9 @@ var flinkRules = []flinkRule{
 	{"integer overflow is an error (22003) in flightd; Flink wraps around", FlinkDialect, func(c *flinkCase) bool {
 		return c.ferr != nil && c.kerr == "" && engine.SQLState(c.ferr) == "22003" && integerOverflow.MatchString(c.ferr.Error())
 	}},
+	{"a DECIMAL value beyond the precision of a CAST is an error (22003) in flightd; Flink gives NULL", FlinkDialect, func(c *flinkCase) bool {
+		return c.ferr != nil && c.kerr == "" && engine.SQLState(c.ferr) == "22003" && decimalCastOverflow.MatchString(c.ferr.Error())
+	}},
 	{"Flink's planner fails with an internal error on valid SQL", FlinkBug, func(c *flinkCase) bool {
 		return c.ferr == nil && flinkInternalError.MatchString(c.kerr)
 	}},
@@ -266,6 +269,10 @@ var flinkRules = []flinkRule{
 // its type (+, -, *, negation, ABS, SUM), not other overflows (decimals,
 // casts, dates), which Flink does not wrap.
 var integerOverflow = regexp.MustCompile(`numeric overflow: (-?\d+ [-+*] -?\d+ \(u?int\d+\)|-\(-?\d+\) \(u?int\d+\)|abs\(-?\d+\)|sum exceeds the int64 range)`)
+
+// decimalCastOverflow matches flightd's error for a DECIMAL that does not
+// fit the precision of the DECIMAL it is cast to.
+var decimalCastOverflow = regexp.MustCompile(`cannot cast decimal\(\d+, \d+\) value "-?[\d.]+" to decimal\(\d+, \d+\): numeric overflow`)
 
 // flinkInternalError matches Flink failures that are Java exceptions of
 // its planner or runtime, not SQL errors.
@@ -497,6 +504,11 @@ var typeRules = []struct {
 	{"LAG/LEAD with a default has the common type of the value and the default in flightd; Flink's is the value's, the default cast to it", func(d TypeDiff, sql string) bool {
 		return integerWidth[d.Flink] > 0 && integerWidth[d.Flink] < integerWidth[d.Flightd] && itemHas(sql, d.Column, lagWithDefault)
 	}},
+	{"SUM of integers is BIGINT in flightd; Flink's narrower type widens a DECIMAL it meets less", func(d TypeDiff, sql string) bool {
+		fp, fs, fok := decimalOf(d.Flink)
+		kp, ks, kok := decimalOf(d.Flightd)
+		return fok && kok && fs == ks && bigintOver[kp-fp] && itemSums(sql, d.Column)
+	}},
 	{"SUM of DECIMAL(p, s) is DECIMAL(p + 10, s) in flightd, leaving room for a later division; Flink's is DECIMAL(38, s)", func(d TypeDiff, sql string) bool {
 		return strings.HasPrefix(d.Flightd, "DECIMAL(") && strings.HasPrefix(d.Flink, "DECIMAL(38,") && itemSums(sql, d.Column)
 	}},
@@ -629,6 +641,21 @@ var stringLiteral = regexp.MustCompile(`'(?:[^']|'')*'`)
 
 // selectList matches a SELECT's items up to its FROM.
 var selectList = regexp.MustCompile(`SELECT (?:DISTINCT )?(.*?) FROM `)
+
+// decimalOf returns the precision and scale of a DECIMAL type name.
+func decimalOf(t string) (precision, scale int, ok bool) {
+	m := decimalType.FindStringSubmatch(t)
+	if m == nil {
+		return 0, 0, false
+	}
+	precision, _ = strconv.Atoi(m[1])
+	scale, _ = strconv.Atoi(m[2])
+	return precision, scale, true
+}
+
+// bigintOver are the digits a BIGINT (19) has over an INT (10), a SMALLINT
+// (5) and a TINYINT (3), as DECIMALs.
+var bigintOver = map[int]bool{19 - 10: true, 19 - 5: true, 19 - 3: true}
 
 var (
 	smallInt     = map[string]bool{"TINYINT": true, "SMALLINT": true, "INT": true}

@@ -69,6 +69,9 @@ func TestFlinkErrorRules(t *testing.T) {
 		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf("%w: -2147483648 + -2 (int32)", vectorized.ErrOverflow), kerr: "ArithmeticException: overflow"}, false},
 		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf("%w: decimal sum exceeds decimal(38, 2)", vectorized.ErrOverflow), want: answered}, false},
 		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf("%w: 1 / 0", vectorized.ErrDivideByZero), want: answered}, false},
+		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf(`line 1:35: cannot cast decimal(29, 2) value "525887350148.16" to decimal(12, 1): %w`, vectorized.ErrOverflow), want: answered}, true},
+		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf(`line 1:35: cannot cast decimal(29, 2) value "525887350148.16" to decimal(12, 1): %w`, vectorized.ErrOverflow), kerr: "ArithmeticException: overflow"}, false},
+		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf(`line 1:35: cannot cast double value "1e+300" to decimal(12, 1): %w`, vectorized.ErrOverflow), want: answered}, false},
 	} {
 		if got := explainFlink(&tc.c) != ""; got != tc.rule {
 			t.Errorf("%q (Flink: %q, flightd: %v): explained %v, want %v", tc.c.sql, tc.c.kerr, tc.c.ferr, got, tc.rule)
@@ -158,6 +161,21 @@ func TestTypeRules(t *testing.T) {
 		d := TypeDiff{Column: tc.col, Flink: "DECIMAL(38, 2)", Flightd: "DECIMAL(25, 2)"}
 		if got := typeRule(d, tc.sql) != ""; got != tc.rule {
 			t.Errorf("%s: column %d explained %v, want %v", tc.sql, tc.col, got, tc.rule)
+		}
+	}
+	// SUM of integers (flightd BIGINT, Flink INT) added to a DECIMAL.
+	const sumPlus = "SELECT (abs(min(a2.d)) + NULLIF(sum(-8), 0)) AS c0, (abs(min(a2.d)) + 1) AS c1 FROM t4 AS a2"
+	for _, tc := range []struct {
+		d    TypeDiff
+		rule bool
+	}{
+		{TypeDiff{Column: 0, Flink: "DECIMAL(13, 2)", Flightd: "DECIMAL(22, 2)"}, true},
+		{TypeDiff{Column: 0, Flink: "DECIMAL(22, 2)", Flightd: "DECIMAL(13, 2)"}, false},
+		{TypeDiff{Column: 0, Flink: "DECIMAL(13, 1)", Flightd: "DECIMAL(22, 2)"}, false},
+		{TypeDiff{Column: 1, Flink: "DECIMAL(13, 2)", Flightd: "DECIMAL(22, 2)"}, false},
+	} {
+		if got := typeRule(tc.d, sumPlus) != ""; got != tc.rule {
+			t.Errorf("%v: explained %v, want %v", tc.d, got, tc.rule)
 		}
 	}
 	if typeRule(TypeDiff{Column: 0, Flink: "TINYINT", Flightd: "INT"}, "SELECT lag((a1.i1 + 1), 3) OVER (ORDER BY a1.k) AS c0 FROM t2 AS a1") != "" {
