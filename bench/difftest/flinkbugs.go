@@ -371,9 +371,9 @@ func wrappedWindowAvg(sql string) []span {
 	return out
 }
 
-// literalCastChain matches a literal cast to a DECIMAL and the result cast
-// to another.
-var literalCastChain = regexp.MustCompile(`CAST\(CAST\((-?\d+(?:\.\d+)?) AS DECIMAL\(\d+,\d+\)\) AS (DECIMAL\(\d+,\d+\))\)`)
+// literalCastChain matches a literal (or a literal cast to DOUBLE) cast to
+// a DECIMAL and the result cast to another.
+var literalCastChain = regexp.MustCompile(`CAST\(CAST\((-?\d+(?:\.\d+)?|CAST\(-?\d+(?:\.\d+)? AS DOUBLE\)) AS DECIMAL\(\d+,\d+\)\) AS (DECIMAL\(\d+,\d+\))\)`)
 
 // literalOuterCast finds every literal cast to a DECIMAL and then to
 // another, and spells it as Flink computes it: its constant folding drops
