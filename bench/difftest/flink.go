@@ -616,7 +616,15 @@ func splitTop(s string) []string {
 
 // topLevel is s with everything inside parentheses or quotes blanked.
 func topLevel(s string) []byte {
+	top, _ := blankNested(s)
+	return top
+}
+
+// blankNested is topLevel, and where s has a ')' it did not open (len(s)
+// if none): the end of the query s is inside of.
+func blankNested(s string) ([]byte, int) {
 	top := []byte(s)
+	end := len(s)
 	depth, quoted := 0, false
 	for i, c := range top {
 		switch {
@@ -627,6 +635,9 @@ func topLevel(s string) []byte {
 			depth++
 		case c == ')':
 			depth--
+			if depth < 0 && end == len(s) {
+				end = i
+			}
 		default:
 			if depth == 0 {
 				continue
@@ -634,7 +645,7 @@ func topLevel(s string) []byte {
 		}
 		top[i] = ' '
 	}
-	return top
+	return top, end
 }
 
 var stringLiteral = regexp.MustCompile(`'(?:[^']|'')*'`)

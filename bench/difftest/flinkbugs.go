@@ -233,28 +233,13 @@ var clauseEnds = []string{" HAVING ", " UNION ", " INTERSECT ", " EXCEPT ", " OR
 // clauseEnd returns where the clause starting at from ends: at the next
 // clause of its level, the ')' closing its query, or the end.
 func clauseEnd(sql string, from int) int {
-	depth, quoted := 0, false
-	for i := from; i < len(sql); i++ {
-		switch c := sql[i]; {
-		case c == '\'':
-			quoted = !quoted
-		case quoted:
-		case c == '(':
-			depth++
-		case c == ')':
-			if depth == 0 {
-				return i
-			}
-			depth--
-		case depth == 0 && c == ' ':
-			for _, k := range clauseEnds {
-				if strings.HasPrefix(sql[i:], k) {
-					return i
-				}
-			}
+	top, end := blankNested(sql[from:])
+	for _, k := range clauseEnds {
+		if i := strings.Index(string(top[:end]), k); i >= 0 {
+			end = i
 		}
 	}
-	return len(sql)
+	return from + end
 }
 
 // orderedIntersectAll matches a query that ends in an ORDER BY of an
