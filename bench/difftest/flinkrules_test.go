@@ -38,6 +38,8 @@ func TestFlinkErrorRules(t *testing.T) {
 		{flinkCase{sql: "SELECT 1", kerr: "TableException: unexpected correlate variable $cor44 in the plan", got: answered}, true},
 		{flinkCase{sql: "SELECT 1", kerr: "IndexOutOfBoundsException: Index: 3, Size: 1", ferr: errors.New("x")}, false},
 		{flinkCase{sql: "SELECT 1", kerr: "IllegalArgumentException: null", got: answered}, true},
+		{flinkCase{sql: "SELECT 1", kerr: "TableException: This must be a bug, could not find table scan", got: answered}, true},
+		{flinkCase{sql: "SELECT 1", kerr: "TableException: Table 'x' not found", got: answered}, false},
 		{flinkCase{sql: "SELECT 1", kerr: "IllegalArgumentException: Invalid interval", got: answered}, false},
 		{flinkCase{sql: "SELECT 1", kerr: "SqlValidatorException: Column 'x' not found", got: answered}, false},
 		{flinkCase{sql: "SELECT last_value((a.k - a.k)) OVER (ORDER BY a.k) AS c0 FROM t1 AS a", kerr: "ParseException: Encountered \"(\" at line 1, column 17.", got: answered}, true},
