@@ -240,8 +240,8 @@ var flinkRules = []flinkRule{
 	{"Flink's parser refuses FIRST_VALUE or LAST_VALUE of a parenthesized argument", FlinkBug, func(c *flinkCase) bool {
 		return c.ferr == nil && strings.HasPrefix(c.kerr, "ParseException") && valueOfParens.MatchString(c.sql)
 	}},
-	{"Flink's parser refuses a scalar subquery as POSITION's first argument", FlinkBug, func(c *flinkCase) bool {
-		return c.ferr == nil && strings.HasPrefix(c.kerr, "ParseException") && strings.Contains(c.sql, "POSITION((SELECT ")
+	{"Flink's parser refuses a parenthesized first argument of POSITION (a scalar subquery, (a || b))", FlinkBug, func(c *flinkCase) bool {
+		return c.ferr == nil && strings.HasPrefix(c.kerr, "ParseException") && strings.Contains(c.sql, "POSITION((")
 	}},
 	{"Flink (Calcite) does not match a HAVING expression with the equal GROUP BY expression", FlinkBug, func(c *flinkCase) bool {
 		m := notGrouped.FindStringSubmatch(c.kerr)
@@ -276,7 +276,7 @@ var decimalCastOverflow = regexp.MustCompile(`cannot cast decimal\(\d+, \d+\) va
 
 // flinkInternalError matches Flink failures that are Java exceptions of
 // its planner or runtime, not SQL errors.
-var flinkInternalError = regexp.MustCompile(`^IllegalArgumentException: null$|^TableException: This must be a bug|^TableException: Join: Equality join predicate on incompatible types|^(IndexOutOfBoundsException|ArrayIndexOutOfBoundsException|NullPointerException|ClassCastException|AssertionError|IllegalStateException|CannotPlanException)|unexpected correlate variable`)
+var flinkInternalError = regexp.MustCompile(`^IllegalArgumentException: (null$|Cannot compute compatible row type for arguments to set op)|^TableException: This must be a bug|^TableException: Join: Equality join predicate on incompatible types|^(IndexOutOfBoundsException|ArrayIndexOutOfBoundsException|NullPointerException|ClassCastException|AssertionError|IllegalStateException|CannotPlanException)|unexpected correlate variable`)
 
 // lagDefaultNulls explains c when flightd's answer, with the NULLs of its
 // columns that are LAG or LEAD calls with a default read as -1, is Flink's.

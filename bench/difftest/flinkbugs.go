@@ -363,11 +363,20 @@ var literalCastChain = regexp.MustCompile(`CAST\(CAST\((-?\d+(?:\.\d+)?|CAST\(-?
 // literalOuterCast finds every literal cast to a DECIMAL and then to
 // another, and spells it as Flink computes it: its constant folding drops
 // the inner cast, so CAST(CAST(1.88 AS DECIMAL(12,1)) AS DECIMAL(12,2)) is
-// 1.88, not 1.90 (of a column, Flink rounds as flightd does).
+// 1.88, not 1.90 (of a column, Flink rounds as flightd does). It is one
+// place: the whole query with every such chain folded.
 func literalOuterCast(sql string) []span {
-	var out []span
-	for _, m := range literalCastChain.FindAllStringSubmatchIndex(sql, -1) {
-		out = append(out, span{m[0], m[1], "CAST(" + sql[m[2]:m[3]] + " AS " + sql[m[4]:m[5]] + ")"})
+	// A chain of more casts folds to its last: rewrite until none is left.
+	folded := sql
+	for {
+		next := literalCastChain.ReplaceAllString(folded, "CAST($1 AS $2)")
+		if next == folded {
+			break
+		}
+		folded = next
 	}
-	return out
+	if folded == sql {
+		return nil
+	}
+	return []span{{0, len(sql), folded}}
 }

@@ -48,6 +48,8 @@ func TestFlinkErrorRules(t *testing.T) {
 		{flinkCase{sql: "SELECT a1.s AS c0 FROM t1 AS a1 ORDER BY 1", kerr: "SqlValidatorException: Expression 'a1.d' is not in the select clause", got: answered}, false},
 		{flinkCase{sql: "SELECT POSITION((SELECT min(a2.s) FROM t1 AS a2) IN a1.s) AS c0 FROM t1 AS a1", kerr: "ParseException: Encountered \"(\" at line 1, column 17.", got: answered}, true},
 		{flinkCase{sql: "SELECT POSITION(a1.s IN a1.s) AS c0 FROM t1 AS a1", kerr: "ParseException: Encountered \"(\" at line 1, column 17.", got: answered}, false},
+		{flinkCase{sql: "SELECT POSITION((max(a1.s) || 'b') IN 'b') AS c0 FROM t1 AS a1", kerr: "ParseException: Encountered \"(\" at line 1, column 17.", got: answered}, true},
+		{flinkCase{sql: "SELECT 1", kerr: "IllegalArgumentException: Cannot compute compatible row type for arguments to set op: RecordType(VARCHAR(2147483647) c0), RecordType(CHAR(1) $f0)", got: answered}, true},
 		{flinkCase{sql: "SELECT MIN(a2.s) AS c0 FROM t4 AS a2 GROUP BY greatest(COALESCE(a2.d, -1.81), -1.81) HAVING (greatest(COALESCE(a2.d, -1.81), -1.81) > 0)", kerr: "SqlValidatorException: Expression 'a2.d' is not being grouped", got: answered}, true},
 		{flinkCase{sql: "SELECT MIN(a2.s) AS c0 FROM t4 AS a2 GROUP BY greatest(COALESCE(a2.d, -1.81), -1.81) HAVING (a2.d > 0)", kerr: "SqlValidatorException: Expression 'a2.d' is not being grouped", got: answered}, false},
 		{flinkCase{sql: "SELECT a2.d AS c0 FROM t4 AS a2 GROUP BY a2.s", kerr: "SqlValidatorException: Expression 'a2.d' is not being grouped", got: answered}, false},
