@@ -276,7 +276,7 @@ var decimalCastOverflow = regexp.MustCompile(`cannot cast decimal\(\d+, \d+\) va
 
 // flinkInternalError matches Flink failures that are Java exceptions of
 // its planner or runtime, not SQL errors.
-var flinkInternalError = regexp.MustCompile(`^IllegalArgumentException: (null$|Cannot compute compatible row type for arguments to set op)|^TableException: This must be a bug|^TableException: Join: Equality join predicate on incompatible types|^(IndexOutOfBoundsException|ArrayIndexOutOfBoundsException|NullPointerException|ClassCastException|AssertionError|IllegalStateException|CannotPlanException)|unexpected correlate variable`)
+var flinkInternalError = regexp.MustCompile(`^CodeGenException: Mismatch of function's argument data type|^IllegalArgumentException: (null$|Cannot compute compatible row type for arguments to set op)|^TableException: This must be a bug|^TableException: Join: Equality join predicate on incompatible types|^(IndexOutOfBoundsException|ArrayIndexOutOfBoundsException|NullPointerException|ClassCastException|AssertionError|IllegalStateException|CannotPlanException)|unexpected correlate variable`)
 
 // lagDefaultNulls explains c when flightd's answer, with the NULLs of its
 // columns that are LAG or LEAD calls with a default read as -1, is Flink's.

@@ -38,6 +38,7 @@ func TestFlinkErrorRules(t *testing.T) {
 		{flinkCase{sql: "SELECT 1", kerr: "TableException: unexpected correlate variable $cor44 in the plan", got: answered}, true},
 		{flinkCase{sql: "SELECT 1", kerr: "IndexOutOfBoundsException: Index: 3, Size: 1", ferr: errors.New("x")}, false},
 		{flinkCase{sql: "SELECT 1", kerr: "IllegalArgumentException: null", got: answered}, true},
+		{flinkCase{sql: "SELECT 1", kerr: "CodeGenException: Mismatch of function's argument data type 'DATE NOT NULL' and actual argument type 'DATE'.", got: answered}, true},
 		{flinkCase{sql: "SELECT 1", kerr: "TableException: This must be a bug, could not find table scan", got: answered}, true},
 		{flinkCase{sql: "SELECT 1", kerr: "TableException: Table 'x' not found", got: answered}, false},
 		{flinkCase{sql: "SELECT 1", kerr: "IllegalArgumentException: Invalid interval", got: answered}, false},
