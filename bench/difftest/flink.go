@@ -210,6 +210,11 @@ type flinkCase struct {
 	kerr      string
 	// diff is the values' difference, "" if they agree.
 	diff string
+	// duckAgrees is whether DuckDB (its spelling) gave flightd's answer.
+	duckAgrees bool
+	// flightd and flink answer another query, for the rules that check a
+	// Flink bug by reproducing it (flinkbugs.go); nil where not given.
+	flightd, flink func(sql string) (*tpcds.Result, error)
 }
 
 // flinkRule explains a disagreement with Flink.
@@ -226,14 +231,17 @@ var flinkRules = []flinkRule{
 	{"integer overflow is an error (22003) in flightd; Flink wraps around", FlinkDialect, func(c *flinkCase) bool {
 		return c.ferr != nil && c.kerr == "" && engine.SQLState(c.ferr) == "22003" && integerOverflow.MatchString(c.ferr.Error())
 	}},
+	{"a DECIMAL value beyond the precision of a CAST is an error (22003) in flightd; Flink gives NULL", FlinkDialect, func(c *flinkCase) bool {
+		return c.ferr != nil && c.kerr == "" && engine.SQLState(c.ferr) == "22003" && decimalCastOverflow.MatchString(c.ferr.Error())
+	}},
 	{"Flink's planner fails with an internal error on valid SQL", FlinkBug, func(c *flinkCase) bool {
 		return c.ferr == nil && flinkInternalError.MatchString(c.kerr)
 	}},
 	{"Flink's parser refuses FIRST_VALUE or LAST_VALUE of a parenthesized argument", FlinkBug, func(c *flinkCase) bool {
 		return c.ferr == nil && strings.HasPrefix(c.kerr, "ParseException") && valueOfParens.MatchString(c.sql)
 	}},
-	{"Flink's parser refuses a scalar subquery as POSITION's first argument", FlinkBug, func(c *flinkCase) bool {
-		return c.ferr == nil && strings.HasPrefix(c.kerr, "ParseException") && strings.Contains(c.sql, "POSITION((SELECT ")
+	{"Flink's parser refuses a parenthesized first argument of POSITION (a scalar subquery, (a || b))", FlinkBug, func(c *flinkCase) bool {
+		return c.ferr == nil && strings.HasPrefix(c.kerr, "ParseException") && strings.Contains(c.sql, "POSITION((")
 	}},
 	{"Flink (Calcite) does not match a HAVING expression with the equal GROUP BY expression", FlinkBug, func(c *flinkCase) bool {
 		m := notGrouped.FindStringSubmatch(c.kerr)
@@ -246,9 +254,15 @@ var flinkRules = []flinkRule{
 	{"Flink (Calcite) refuses ORDER BY ordinals of a SELECT DISTINCT whose items use unselected columns", FlinkBug, func(c *flinkCase) bool {
 		return c.ferr == nil && strings.Contains(c.kerr, "is not in the select clause") && strings.Contains(c.sql, "SELECT DISTINCT")
 	}},
-	{"Flink gives no row for the empty grouping set (GROUPING SETS, ROLLUP, CUBE) over no input rows", FlinkBug, func(c *flinkCase) bool {
-		return c.want != nil && c.got != nil && len(c.want.Rows) == 0 && len(c.got.Rows) == 1 && emptyGroupingSet.MatchString(c.sql)
-	}},
+	{"Flink gives no row for the empty grouping set (GROUPING SETS, ROLLUP, CUBE) over no input rows", FlinkBug, emulated(noEmptyGroupingSet)},
+	{"Flink's [NOT] IN of a correlated subquery is NULL for a NULL operand also where the subquery is empty", FlinkBug, emulated(nullOperandIn)},
+	{"Flink's uncorrelated EXISTS is TRUE, also of an empty subquery, in a query with a correlated subquery", FlinkBug, emulated(trueExists)},
+	{"Flink (Calcite's decorrelator) drops GROUP BY keys that fold to constants, and answers a row over no input rows", FlinkBug, emulated(constantKeysGlobal)},
+	{"Flink's correlated subquery sees no rows for an outer row whose correlated column is NULL", FlinkBug, emulated(nullOuterNoRows)},
+	{"Flink (Calcite) folds a key named twice in ROLLUP or CUBE into one", FlinkBug, emulated(distinctKeys)},
+	{"Flink's AVG of an INT over a window sums in INT, wrapping around on overflow", FlinkBug, emulated(wrappedWindowAvg)},
+	{"Flink's constant folding drops the inner of two DECIMAL casts of a literal", FlinkBug, emulated(literalOuterCast)},
+	{"Flink answers an INTERSECT ALL with rows missing from an input when the query sorts it", FlinkBug, intersectAllOrder},
 }
 
 // integerOverflow matches flightd's errors for integer arithmetic beyond
@@ -256,9 +270,13 @@ var flinkRules = []flinkRule{
 // casts, dates), which Flink does not wrap.
 var integerOverflow = regexp.MustCompile(`numeric overflow: (-?\d+ [-+*] -?\d+ \(u?int\d+\)|-\(-?\d+\) \(u?int\d+\)|abs\(-?\d+\)|sum exceeds the int64 range)`)
 
+// decimalCastOverflow matches flightd's error for a DECIMAL that does not
+// fit the precision of the DECIMAL it is cast to.
+var decimalCastOverflow = regexp.MustCompile(`cannot cast decimal\(\d+, \d+\) value "-?[\d.]+" to decimal\(\d+, \d+\): numeric overflow`)
+
 // flinkInternalError matches Flink failures that are Java exceptions of
 // its planner or runtime, not SQL errors.
-var flinkInternalError = regexp.MustCompile(`^(IndexOutOfBoundsException|ArrayIndexOutOfBoundsException|NullPointerException|ClassCastException|AssertionError|IllegalStateException|CannotPlanException)|unexpected correlate variable`)
+var flinkInternalError = regexp.MustCompile(`^CodeGenException: Mismatch of function's argument data type|^IllegalArgumentException: (null$|Cannot compute compatible row type for arguments to set op)|^TableException: This must be a bug|^TableException: Join: Equality join predicate on incompatible types|^(IndexOutOfBoundsException|ArrayIndexOutOfBoundsException|NullPointerException|ClassCastException|AssertionError|IllegalStateException|CannotPlanException)|unexpected correlate variable`)
 
 // lagDefaultNulls explains c when flightd's answer, with the NULLs of its
 // columns that are LAG or LEAD calls with a default read as -1, is Flink's.
@@ -300,7 +318,7 @@ func havingOnGroupKey(sql, col string) bool {
 	if gb < 0 || hv < gb {
 		return false
 	}
-	for _, key := range splitTop(sql[gb+len(" GROUP BY ") : hv]) {
+	for _, key := range groupKeys(sql[gb+len(" GROUP BY ") : hv]) {
 		if key != col && strings.Contains(key, col) && strings.Contains(sql[hv:], key) {
 			return true
 		}
@@ -308,10 +326,28 @@ func havingOnGroupKey(sql, col string) bool {
 	return false
 }
 
-var valueOfParens = regexp.MustCompile(`(first|last)_value\(\(`)
+// groupKeys returns the expressions a GROUP BY clause groups by, also
+// inside ROLLUP, CUBE and GROUPING SETS.
+func groupKeys(clause string) []string {
+	var keys []string
+	for _, k := range splitTop(clause) {
+		for _, wrap := range []string{"ROLLUP (", "CUBE (", "GROUPING SETS (", "("} {
+			if strings.HasPrefix(k, wrap) && strings.HasSuffix(k, ")") {
+				if end, err := tpcds.ClosingParen(k, len(wrap)-1); err == nil && end == len(k)-1 {
+					keys = append(keys, groupKeys(k[len(wrap):end])...)
+					k = ""
+					break
+				}
+			}
+		}
+		if k != "" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
 
-// emptyGroupingSet matches a GROUP BY with the empty grouping set.
-var emptyGroupingSet = regexp.MustCompile(`GROUP BY (ROLLUP|CUBE|GROUPING SETS \(\(\))`)
+var valueOfParens = regexp.MustCompile(`(first|last)_value\(\(`)
 
 // FlinkResult is the verdict on one query against Flink.
 type FlinkResult struct {
@@ -330,6 +366,9 @@ type FlinkResult struct {
 	TypeDiffs []TypeDiff
 	Category  string
 	Rows      int
+	// FlinkWait is the time spent waiting for Flink's answer after flightd
+	// and DuckDB had theirs.
+	FlinkWait time.Duration
 }
 
 // TypeDiff is a result column typed apart from Flink.
@@ -369,8 +408,8 @@ func category(sql string) string {
 // result types with Flink's; DuckDB's is compared with Flink's for the
 // record.
 func (e *Env) CheckFlink(ctx context.Context, oracle *flink.Oracle, i int) (FlinkResult, error) {
-	names := e.TableNames()
-	r := FlinkResult{SQL: NewFlinkGen(e.Seed, i, names).Query(), DuckDBSQL: NewGen(e.Seed, i, names).Query()}
+	tables := e.TableNames()
+	r := FlinkResult{SQL: NewFlinkGen(e.Seed, i, tables).Query(), DuckDBSQL: NewGen(e.Seed, i, tables).Query()}
 	r.Category = category(r.SQL)
 	// Flink runs the query while flightd and DuckDB do.
 	if err := oracle.Send(r.SQL); err != nil {
@@ -378,17 +417,32 @@ func (e *Env) CheckFlink(ctx context.Context, oracle *flink.Oracle, i int) (Flin
 	}
 	got, schema, ferr := e.F.QueryTyped(ctx, r.SQL)
 	dres, derr := e.D.Query(ctx, r.DuckDBSQL)
+	waitFrom := time.Now()
 	ans, err := oracle.Receive()
 	if err != nil {
 		return r, err
 	}
-	c := flinkCase{sql: r.SQL, ferr: ferr, kerr: ans.Err, got: got}
+	r.FlinkWait = time.Since(waitFrom)
+
+	var names []string
+	if got != nil {
+		names = got.Columns
+	}
+	c := flinkCase{sql: r.SQL, ferr: ferr, kerr: ans.Err, got: got,
+		duckAgrees: got != nil && derr == nil && tpcds.Compare(r.SQL, got, dres) == "",
+		flightd:    func(sql string) (*tpcds.Result, error) { return e.F.Query(ctx, sql) },
+		flink: func(sql string) (*tpcds.Result, error) {
+			a, err := oracle.Run(sql)
+			if err == nil && a.Err != "" {
+				err = errors.New(a.Err)
+			}
+			if err != nil {
+				return nil, err
+			}
+			return flinkResult(a, names)
+		}}
 	var want *tpcds.Result
 	if ans.Err == "" {
-		var names []string
-		if got != nil {
-			names = got.Columns
-		}
 		if want, err = flinkResult(ans, names); err != nil {
 			return r, fmt.Errorf("reading Flink's answer to %s: %w", r.SQL, err)
 		}
@@ -445,20 +499,70 @@ var typeRules = []struct {
 	match func(d TypeDiff, sql string) bool
 }{
 	{"SUM of integers is BIGINT in flightd, where an overflow is an error; Flink's is the argument's type (it wraps on overflow)", func(d TypeDiff, sql string) bool {
-		return d.Flightd == "BIGINT" && smallInt[d.Flink] && itemCalls(sql, d.Column, "sum(")
+		return d.Flightd == "BIGINT" && smallInt[d.Flink] && itemSums(sql, d.Column)
 	}},
 	{"LAG/LEAD with a default has the common type of the value and the default in flightd; Flink's is the value's, the default cast to it", func(d TypeDiff, sql string) bool {
 		return integerWidth[d.Flink] > 0 && integerWidth[d.Flink] < integerWidth[d.Flightd] && itemHas(sql, d.Column, lagWithDefault)
 	}},
+	{"SUM of integers is BIGINT in flightd; Flink's narrower type widens a DECIMAL it meets less", func(d TypeDiff, sql string) bool {
+		fp, fs, fok := decimalOf(d.Flink)
+		kp, ks, kok := decimalOf(d.Flightd)
+		return fok && kok && fs == ks && bigintOver[kp-fp] && itemSums(sql, d.Column)
+	}},
 	{"SUM of DECIMAL(p, s) is DECIMAL(p + 10, s) in flightd, leaving room for a later division; Flink's is DECIMAL(38, s)", func(d TypeDiff, sql string) bool {
-		return strings.HasPrefix(d.Flightd, "DECIMAL(") && strings.HasPrefix(d.Flink, "DECIMAL(38,") && itemCalls(sql, d.Column, "sum(")
+		return strings.HasPrefix(d.Flightd, "DECIMAL(") && strings.HasPrefix(d.Flink, "DECIMAL(38,") && itemSums(sql, d.Column)
 	}},
 }
 
-// itemCalls reports whether the select item of output column col in some
-// top-level SELECT of sql (set operations have several) holds call.
-func itemCalls(sql string, col int, call string) bool {
-	return itemHas(sql, col, func(item string) bool { return strings.Contains(item, call) })
+// itemSums reports whether the select item of output column col calls
+// SUM, or reads a column of a derived table or WITH query whose item does
+// (the SUM's type reaches the column through it).
+func itemSums(sql string, col int) bool {
+	return itemHas(sql, col, func(item string) bool { return sums(sql, item, 0) })
+}
+
+// sums reports whether item calls SUM or reads a column aN.cM of a derived
+// table or WITH query of sql whose item M sums (depth bounds the chain).
+func sums(sql, item string, depth int) bool {
+	if strings.Contains(item, "sum(") {
+		return true
+	}
+	if depth > 3 {
+		return false
+	}
+	for _, m := range columnRef.FindAllStringSubmatch(item, -1) {
+		col, _ := strconv.Atoi(m[2])
+		for _, body := range derivedBodies(sql, m[1]) {
+			for _, items := range topSelectItems(body) {
+				if col < len(items) && sums(sql, stringLiteral.ReplaceAllString(items[col], "''"), depth+1) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+var columnRef = regexp.MustCompile(`\b(a\d+)\.c(\d+)\b`)
+
+// derivedBodies returns the queries that the table alias names in sql: the
+// derived table "(SELECT ...) AS alias" or the WITH query of "wN AS alias".
+func derivedBodies(sql, alias string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile(`\) AS `+alias+`\b`).FindAllStringIndex(sql, -1) {
+		if open := enclosing(sql, m[0], m[0]+1); open >= 0 {
+			out = append(out, sql[open+1:m[0]])
+		}
+	}
+	for _, m := range regexp.MustCompile(`\b(w\d+) AS `+alias+`\b`).FindAllStringSubmatch(sql, -1) {
+		if i := strings.Index(sql, m[1]+" AS ("); i >= 0 {
+			open := i + len(m[1]+" AS ")
+			if end, err := tpcds.ClosingParen(sql, open); err == nil {
+				out = append(out, sql[open+1:end])
+			}
+		}
+	}
+	return out
 }
 
 // itemHas reports whether has holds for the select item of output column
@@ -512,7 +616,15 @@ func splitTop(s string) []string {
 
 // topLevel is s with everything inside parentheses or quotes blanked.
 func topLevel(s string) []byte {
+	top, _ := blankNested(s)
+	return top
+}
+
+// blankNested is topLevel, and where s has a ')' it did not open (len(s)
+// if none): the end of the query s is inside of.
+func blankNested(s string) ([]byte, int) {
 	top := []byte(s)
+	end := len(s)
 	depth, quoted := 0, false
 	for i, c := range top {
 		switch {
@@ -523,6 +635,9 @@ func topLevel(s string) []byte {
 			depth++
 		case c == ')':
 			depth--
+			if depth < 0 && end == len(s) {
+				end = i
+			}
 		default:
 			if depth == 0 {
 				continue
@@ -530,13 +645,28 @@ func topLevel(s string) []byte {
 		}
 		top[i] = ' '
 	}
-	return top
+	return top, end
 }
 
 var stringLiteral = regexp.MustCompile(`'(?:[^']|'')*'`)
 
 // selectList matches a SELECT's items up to its FROM.
 var selectList = regexp.MustCompile(`SELECT (?:DISTINCT )?(.*?) FROM `)
+
+// decimalOf returns the precision and scale of a DECIMAL type name.
+func decimalOf(t string) (precision, scale int, ok bool) {
+	m := decimalType.FindStringSubmatch(t)
+	if m == nil {
+		return 0, 0, false
+	}
+	precision, _ = strconv.Atoi(m[1])
+	scale, _ = strconv.Atoi(m[2])
+	return precision, scale, true
+}
+
+// bigintOver are the digits a BIGINT (19) has over an INT (10), a SMALLINT
+// (5) and a TINYINT (3), as DECIMALs.
+var bigintOver = map[int]bool{19 - 10: true, 19 - 5: true, 19 - 3: true}
 
 var (
 	smallInt     = map[string]bool{"TINYINT": true, "SMALLINT": true, "INT": true}

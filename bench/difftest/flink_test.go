@@ -78,14 +78,19 @@ type flinkSummary struct {
 	// with Flink, of flightd and of DuckDB.
 	perCategory map[string]*[3]int
 	types       map[string]int
+	// took adds up the queries' times on the three engines, flinkWait
+	// their FlinkResult.FlinkWait.
+	took, flinkWait time.Duration
 }
 
-func (s *flinkSummary) add(r FlinkResult) {
+func (s *flinkSummary) add(r FlinkResult, took time.Duration) {
 	if s.rules == nil {
 		s.rules, s.perCategory, s.types = map[string]int{}, map[string]*[3]int{}, map[string]int{}
 	}
 	s.queries++
 	s.rows += r.Rows
+	s.took += took
+	s.flinkWait += r.FlinkWait
 	s.classes[r.Class]++
 	if r.Rule != "" {
 		s.rules[r.Rule]++
@@ -115,6 +120,11 @@ func (s *flinkSummary) log(t *testing.T, took time.Duration) {
 		t.Errorf("%d of %d queries failed on both or are unsupported: more than %.0f%%", excused, s.queries, 100*MaxExcused)
 	}
 	t.Logf("%d queries, %d answer rows from Flink, in %v", s.queries, s.rows, took.Round(time.Second))
+	if s.queries > 0 {
+		n := time.Duration(s.queries)
+		t.Logf("  per query %v on the three engines, of which %v waiting for Flink after flightd and DuckDB answered",
+			(s.took / n).Round(time.Millisecond), (s.flinkWait / n).Round(time.Millisecond))
+	}
 	for c, n := range s.classes {
 		if n > 0 {
 			t.Logf("  %-20s %d", FlinkClass(c), n)
@@ -177,7 +187,9 @@ func runFlink(t *testing.T, oracle *flinkProcess, seed uint64, queries []int, su
 		t.Fatalf("seed %d: %v", seed, err)
 	}
 	for _, i := range queries {
+		start := time.Now()
 		r, err := env.CheckFlink(ctx, oracle.Oracle, i)
+		took := time.Since(start)
 		if errors.Is(err, flink.ErrTimeout) {
 			t.Errorf("seed %d query %d: %v", seed, i, err)
 			oracle.close(t)
@@ -190,7 +202,7 @@ func runFlink(t *testing.T, oracle *flinkProcess, seed uint64, queries []int, su
 		if err != nil {
 			t.Fatalf("seed %d query %d: %v", seed, i, err)
 		}
-		sum.add(r)
+		sum.add(r, took)
 		head := fmt.Sprintf("seed %d query %d (replay: go test ./difftest -run TestFlink -difftest.seed=%d -difftest.query=%d)", seed, i, seed, i)
 		switch {
 		case r.Class == FlinkFinding:

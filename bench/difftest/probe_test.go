@@ -3,6 +3,7 @@ package difftest
 import (
 	"context"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -12,19 +13,37 @@ import (
 )
 
 // TestProbe shows both engines' answers to the queries in $PROBE
-// (separated by ";;") over the tables of seed 1, after the statements in
-// $PROBE_SETUP (" NOT ENFORCED" is dropped for DuckDB). It is a tool for
-// narrowing a finding down and skips without $PROBE.
+// (separated by ";;") over the tables of seed $PROBE_SEED (default 1), after
+// the statements in $PROBE_SETUP (" NOT ENFORCED" is dropped for DuckDB);
+// with FLIGHTD_FLINK=1 Flink's answers too (over the seed's tables only).
+// It is a tool for narrowing a finding down and skips without $PROBE.
 func TestProbe(t *testing.T) {
 	qs := os.Getenv("PROBE")
 	if qs == "" {
 		t.Skip("set PROBE")
 	}
+	seed := uint64(1)
+	if s := os.Getenv("PROBE_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("PROBE_SEED: %v", err)
+		}
+	}
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	env, err := Setup(ctx, mem, t.TempDir(), 1)
+	dir := t.TempDir()
+	env, err := Setup(ctx, mem, dir, seed)
 	if err != nil {
 		t.Fatal(err)
+	}
+	var oracle *flinkProcess
+	if os.Getenv("FLIGHTD_FLINK") != "" {
+		oracle = &flinkProcess{}
+		oracle.start(t)
+		defer oracle.close(t)
+		if err := LoadFlink(oracle.Oracle, dir, env.Tables); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, st := range strings.Split(os.Getenv("PROBE_SETUP"), ";;") {
 		if strings.TrimSpace(st) == "" {
@@ -43,6 +62,14 @@ func TestProbe(t *testing.T) {
 		t.Logf("Q: %s", q)
 		t.Logf("  flightd: err=%v %s", ferr, rows(fr))
 		t.Logf("  duckdb : err=%v %s", derr, rows(dr))
+		if oracle != nil {
+			a, err := oracle.Run(q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kr, err := flinkResult(a, nil)
+			t.Logf("  flink  : err=%v%s %s %v", err, a.Err, rows(kr), a.Types)
+		}
 	}
 	if err := env.Close(); err != nil {
 		t.Fatal(err)
@@ -57,7 +84,7 @@ func rows(r *tpcds.Result) string {
 	}
 	var sb strings.Builder
 	for i, row := range r.Rows {
-		if i == 10 {
+		if i == 50 {
 			sb.WriteString(" ...")
 			break
 		}
