@@ -467,6 +467,11 @@ func (p *producer) window(x *plan.WindowNode, out []plan.ColumnID) (*pb.Rel, []p
 			wf.Arguments = append(wf.Arguments, &pb.FunctionArgument{ArgType: &pb.FunctionArgument_Value{Value: e}})
 		}
 		if fr := f.Frame; fr != nil {
+			if !fr.Rows && hasOffset(int(fr.Start.Kind), int(fr.End.Kind)) && !arrow.IsInteger(x.OrderBy[0].Expr.Type().ID()) {
+				// The consumer writes SQL, whose offset over a DATE or
+				// TIMESTAMP key is an INTERVAL it cannot type.
+				return nil, nil, noForm("a RANGE frame offset over a %s key", plan.SQLTypeName(x.OrderBy[0].Expr.Type()))
+			}
 			wf.BoundsType = pb.Expression_WindowFunction_BOUNDS_TYPE_RANGE
 			if fr.Rows {
 				wf.BoundsType = pb.Expression_WindowFunction_BOUNDS_TYPE_ROWS
@@ -476,6 +481,17 @@ func (p *producer) window(x *plan.WindowNode, out []plan.ColumnID) (*pb.Rel, []p
 		w.WindowFunctions = append(w.WindowFunctions, wf)
 	}
 	return &pb.Rel{RelType: &pb.Rel_Window{Window: w}}, out, nil
+}
+
+// hasOffset reports whether a frame bound of one of kinds (exec's, as
+// for bound) has an offset: preceding or following.
+func hasOffset(kinds ...int) bool {
+	for _, k := range kinds {
+		if k == 1 || k == 3 {
+			return true
+		}
+	}
+	return false
 }
 
 // bound writes a frame bound; kinds are exec.FrameBoundKind's, in order:
