@@ -586,7 +586,9 @@ func TestInsertOnlyTopNOverWindows(t *testing.T) {
 	for _, r := range rows(t, s, `EXPLAIN SELECT window_start, c FROM (SELECT window_start, c, ROW_NUMBER() OVER (ORDER BY c DESC, window_start) AS rn FROM (SELECT window_start, window_end, count(*) AS c FROM TABLE(TUMBLE(TABLE tev /*+ OPTIONS('scan.mode'='latest-full') */, DESCRIPTOR(ts), INTERVAL '1' SECOND)) GROUP BY window_start, window_end) w) x WHERE rn <= 2`) {
 		plan = append(plan, r[0])
 	}
-	if !slices.ContainsFunc(plan, func(l string) bool { return strings.Contains(l, "InsertOnlyTopN order: c DESC, window_start rows 1 to 2") }) {
+	if !slices.ContainsFunc(plan, func(l string) bool {
+		return strings.Contains(l, "InsertOnlyTopN order: c DESC, window_start rows 1 to 2")
+	}) {
 		t.Fatalf("plan:\n%s", strings.Join(plan, "\n"))
 	}
 }
