@@ -1771,11 +1771,15 @@ func (b *binder) rangeOffset(fb *sql.FrameBound, keys []SortKey) int64 {
 		b.fail(fb.Pos, "a RANGE frame offset over a %s key must be an INTERVAL, got %s", SQLTypeName(t), SQLTypeName(c.Type()))
 	}
 	iv := offset.Value
-	nanos := int64(iv.Days)*86400e9 + iv.Nanoseconds
-	switch {
-	case iv.Months != 0:
+	const dayNanos = int64(86400e9)
+	if iv.Months != 0 {
 		b.fail(fb.Pos, "a RANGE frame offset must be a day-time INTERVAL: months and years vary in length")
-	case nanos < 0 || iv.Days < 0:
+	}
+	if int64(iv.Days) > (math.MaxInt64-max(iv.Nanoseconds, 0))/dayNanos {
+		return math.MaxInt64 / perUnit // past every key (the window saturates)
+	}
+	nanos := int64(iv.Days)*dayNanos + iv.Nanoseconds
+	if nanos < 0 || iv.Days < 0 {
 		b.fail(fb.Pos, "a RANGE frame offset must not be negative")
 	}
 	return nanos / perUnit // keys are whole units: a part of one reaches no further
