@@ -106,6 +106,11 @@ func correlated(sub string) bool {
 	return false
 }
 
+// anyCorrelated reports whether one of sql's subqueries subs is correlated.
+func anyCorrelated(sql string, subs [][2]int) bool {
+	return slices.ContainsFunc(subs, func(s [2]int) bool { return correlated(sql[s[0]:s[1]]) })
+}
+
 // nullOperandIn finds the generator's "(e [NOT] IN (SELECT ...))" over a
 // correlated subquery and spells it as Flink computes it: NULL when e is
 // NULL, also where the subquery is empty (the standard: IN an empty table
@@ -145,11 +150,7 @@ func enclosing(sql string, at, close int) int {
 // there: TRUE, also of an empty subquery.
 func trueExists(sql string) []span {
 	subs := subqueries(sql)
-	var anyCorrelated bool
-	for _, s := range subs {
-		anyCorrelated = anyCorrelated || correlated(sql[s[0]:s[1]])
-	}
-	if !anyCorrelated {
+	if !anyCorrelated(sql, subs) {
 		return nil
 	}
 	var out []span
@@ -188,11 +189,7 @@ func noEmptyGroupingSet(sql string) []span {
 // constants and leaves a global aggregate: its keys are NULL then, as a
 // key folding to NULL is.
 func constantKeysGlobal(sql string) []span {
-	var anyCorrelated bool
-	for _, s := range subqueries(sql) {
-		anyCorrelated = anyCorrelated || correlated(sql[s[0]:s[1]])
-	}
-	if !anyCorrelated {
+	if !anyCorrelated(sql, subqueries(sql)) {
 		return nil
 	}
 	var out []span
