@@ -91,13 +91,19 @@ var (
 	aliasRef  = regexp.MustCompile(`\b(a\d+)\.`)
 )
 
+// declaredAliases are the table aliases sql declares ("AS aN").
+func declaredAliases(sql string) map[string]bool {
+	declared := map[string]bool{}
+	for _, m := range aliasDecl.FindAllStringSubmatch(sql, -1) {
+		declared[m[1]] = true
+	}
+	return declared
+}
+
 // correlated reports whether the subquery sub refers to a table alias it
 // does not declare (the generator names every table a1, a2, ...).
 func correlated(sub string) bool {
-	declared := map[string]bool{}
-	for _, m := range aliasDecl.FindAllStringSubmatch(sub, -1) {
-		declared[m[1]] = true
-	}
+	declared := declaredAliases(sub)
 	for _, m := range aliasRef.FindAllStringSubmatch(sub, -1) {
 		if !declared[m[1]] {
 			return true
@@ -282,10 +288,7 @@ func nullOuterNoRows(sql string) []span {
 		if where < 0 {
 			continue
 		}
-		declared := map[string]bool{}
-		for _, m := range aliasDecl.FindAllStringSubmatch(sub, -1) {
-			declared[m[1]] = true
-		}
+		declared := declaredAliases(sub)
 		var guards []string
 		for _, m := range outerRef.FindAllString(sub, -1) {
 			if alias, _, _ := strings.Cut(m, "."); !declared[alias] && !slices.Contains(guards, m+" IS NOT NULL") {
