@@ -301,18 +301,15 @@ func nullOuterNoRows(sql string) []span {
 	return out
 }
 
-// groupingKeys matches ROLLUP and CUBE.
-var groupingKeys = regexp.MustCompile(` GROUP BY (ROLLUP|CUBE) \(`)
-
 // distinctKeys finds every ROLLUP or CUBE that names a key twice and
 // spells it as Flink (Calcite) computes it, with the key once: Calcite
 // keeps grouping sets as sets of keys, so CUBE (x, x) is CUBE (x), where
 // the standard expands it to GROUPING SETS ((x, x), (x), (x), ()).
 func distinctKeys(sql string) []span {
 	var out []span
-	for _, m := range groupingKeys.FindAllStringIndex(sql, -1) {
+	for _, m := range groupingSetsStart.FindAllStringSubmatchIndex(sql, -1) {
 		end, err := tpcds.ClosingParen(sql, m[1]-1)
-		if err != nil {
+		if err != nil || sql[m[2]:m[3]] == "GROUPING SETS" {
 			continue
 		}
 		keys := splitTop(sql[m[1]:end])
