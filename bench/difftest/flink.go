@@ -549,12 +549,18 @@ var columnRef = regexp.MustCompile(`\b(a\d+)\.c(\d+)\b`)
 // derived table "(SELECT ...) AS alias" or the WITH query of "wN AS alias".
 func derivedBodies(sql, alias string) []string {
 	var out []string
-	for _, m := range regexp.MustCompile(`\) AS `+alias+`\b`).FindAllStringIndex(sql, -1) {
+	for _, m := range derivedAlias.FindAllStringSubmatchIndex(sql, -1) {
+		if sql[m[2]:m[3]] != alias {
+			continue
+		}
 		if open := enclosing(sql, m[0], m[0]+1); open >= 0 {
 			out = append(out, sql[open+1:m[0]])
 		}
 	}
-	for _, m := range regexp.MustCompile(`\b(w\d+) AS `+alias+`\b`).FindAllStringSubmatch(sql, -1) {
+	for _, m := range withAlias.FindAllStringSubmatch(sql, -1) {
+		if m[2] != alias {
+			continue
+		}
 		if i := strings.Index(sql, m[1]+" AS ("); i >= 0 {
 			open := i + len(m[1]+" AS ")
 			if end, err := tpcds.ClosingParen(sql, open); err == nil {
@@ -564,6 +570,13 @@ func derivedBodies(sql, alias string) []string {
 	}
 	return out
 }
+
+// derivedAlias matches a derived table's alias, withAlias a WITH query's
+// name and its alias.
+var (
+	derivedAlias = regexp.MustCompile(`\) AS (a\d+)\b`)
+	withAlias    = regexp.MustCompile(`\b(w\d+) AS (a\d+)\b`)
+)
 
 // itemHas reports whether has holds for the select item of output column
 // col, string literals emptied, in some top-level SELECT of sql.

@@ -91,19 +91,30 @@ var (
 	aliasRef  = regexp.MustCompile(`\b(a\d+)\.`)
 )
 
+// declaredAliases are the table aliases sql declares ("AS aN").
+func declaredAliases(sql string) map[string]bool {
+	declared := map[string]bool{}
+	for _, m := range aliasDecl.FindAllStringSubmatch(sql, -1) {
+		declared[m[1]] = true
+	}
+	return declared
+}
+
 // correlated reports whether the subquery sub refers to a table alias it
 // does not declare (the generator names every table a1, a2, ...).
 func correlated(sub string) bool {
-	declared := map[string]bool{}
-	for _, m := range aliasDecl.FindAllStringSubmatch(sub, -1) {
-		declared[m[1]] = true
-	}
+	declared := declaredAliases(sub)
 	for _, m := range aliasRef.FindAllStringSubmatch(sub, -1) {
 		if !declared[m[1]] {
 			return true
 		}
 	}
 	return false
+}
+
+// anyCorrelated reports whether one of sql's subqueries subs is correlated.
+func anyCorrelated(sql string, subs [][2]int) bool {
+	return slices.ContainsFunc(subs, func(s [2]int) bool { return correlated(sql[s[0]:s[1]]) })
 }
 
 // nullOperandIn finds the generator's "(e [NOT] IN (SELECT ...))" over a
@@ -145,11 +156,7 @@ func enclosing(sql string, at, close int) int {
 // there: TRUE, also of an empty subquery.
 func trueExists(sql string) []span {
 	subs := subqueries(sql)
-	var anyCorrelated bool
-	for _, s := range subs {
-		anyCorrelated = anyCorrelated || correlated(sql[s[0]:s[1]])
-	}
-	if !anyCorrelated {
+	if !anyCorrelated(sql, subs) {
 		return nil
 	}
 	var out []span
@@ -188,11 +195,7 @@ func noEmptyGroupingSet(sql string) []span {
 // constants and leaves a global aggregate: its keys are NULL then, as a
 // key folding to NULL is.
 func constantKeysGlobal(sql string) []span {
-	var anyCorrelated bool
-	for _, s := range subqueries(sql) {
-		anyCorrelated = anyCorrelated || correlated(sql[s[0]:s[1]])
-	}
-	if !anyCorrelated {
+	if !anyCorrelated(sql, subqueries(sql)) {
 		return nil
 	}
 	var out []span
@@ -285,10 +288,7 @@ func nullOuterNoRows(sql string) []span {
 		if where < 0 {
 			continue
 		}
-		declared := map[string]bool{}
-		for _, m := range aliasDecl.FindAllStringSubmatch(sub, -1) {
-			declared[m[1]] = true
-		}
+		declared := declaredAliases(sub)
 		var guards []string
 		for _, m := range outerRef.FindAllString(sub, -1) {
 			if alias, _, _ := strings.Cut(m, "."); !declared[alias] && !slices.Contains(guards, m+" IS NOT NULL") {
@@ -301,18 +301,15 @@ func nullOuterNoRows(sql string) []span {
 	return out
 }
 
-// groupingKeys matches ROLLUP and CUBE.
-var groupingKeys = regexp.MustCompile(` GROUP BY (ROLLUP|CUBE) \(`)
-
 // distinctKeys finds every ROLLUP or CUBE that names a key twice and
 // spells it as Flink (Calcite) computes it, with the key once: Calcite
 // keeps grouping sets as sets of keys, so CUBE (x, x) is CUBE (x), where
 // the standard expands it to GROUPING SETS ((x, x), (x), (x), ()).
 func distinctKeys(sql string) []span {
 	var out []span
-	for _, m := range groupingKeys.FindAllStringIndex(sql, -1) {
+	for _, m := range groupingSetsStart.FindAllStringSubmatchIndex(sql, -1) {
 		end, err := tpcds.ClosingParen(sql, m[1]-1)
-		if err != nil {
+		if err != nil || sql[m[2]:m[3]] == "GROUPING SETS" {
 			continue
 		}
 		keys := splitTop(sql[m[1]:end])

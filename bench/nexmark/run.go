@@ -489,33 +489,39 @@ func (r *runner) storeAnswer(q Query, a storedAnswer) error {
 	}
 	w := bufio.NewWriter(f)
 	enc := gob.NewEncoder(w)
-	var row []storedValue
-	// Each result row by row: a copy of the whole would double it.
-	for _, res := range []*tpcds.Result{a.Result, a.Tied} {
-		if err = enc.Encode(res != nil); err != nil || res == nil {
-			continue
-		}
-		if err = enc.Encode(res.Columns); err == nil {
-			err = enc.Encode(len(res.Rows))
-		}
-		for _, vals := range res.Rows {
-			if err != nil {
-				break
-			}
-			row = row[:0]
-			for _, v := range vals {
-				row = append(row, storedValue{v.Kind, v.Bool, v.Num, v.Scale, math.Float64bits(v.F), v.S, v.I})
-			}
-			err = enc.Encode(row)
-		}
-		if err != nil {
-			break
-		}
+	err = storeResult(enc, a.Result)
+	if err == nil {
+		err = storeResult(enc, a.Tied)
 	}
 	if err == nil {
 		err = w.Flush()
 	}
 	return errors.Join(err, f.Close())
+}
+
+// storeResult writes res (nil: none) as loadResult reads it, row by row:
+// a copy of the whole would double it.
+func storeResult(enc *gob.Encoder, res *tpcds.Result) error {
+	if err := enc.Encode(res != nil); err != nil || res == nil {
+		return err
+	}
+	if err := enc.Encode(res.Columns); err != nil {
+		return err
+	}
+	if err := enc.Encode(len(res.Rows)); err != nil {
+		return err
+	}
+	var row []storedValue
+	for _, vals := range res.Rows {
+		row = row[:0]
+		for _, v := range vals {
+			row = append(row, storedValue{v.Kind, v.Bool, v.Num, v.Scale, math.Float64bits(v.F), v.S, v.I})
+		}
+		if err := enc.Encode(row); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // loadResult reads a result storeAnswer wrote (nil if none).

@@ -101,8 +101,14 @@ func TestRun(t *testing.T) {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	// One report after each query's streamed runs, each with one more.
-	if len(progress) != len(queries) || progress[0] != 1 || progress[len(progress)-1] != len(queries) {
-		t.Errorf("progress reports with %v queries streamed, want one per query", progress)
+	for i, n := range progress {
+		if n != i+1 {
+			t.Errorf("progress reports with %v queries streamed, want 1, 2, ... one per query", progress)
+			break
+		}
+	}
+	if len(progress) != len(queries) {
+		t.Errorf("%d progress reports, want one per query (%d)", len(progress), len(queries))
 	}
 	var table bytes.Buffer
 	WriteTable(&table, rep)
