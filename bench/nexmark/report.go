@@ -189,7 +189,13 @@ func WriteFiles(dir string, r *Report) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "nexmark.json"), b, 0o644); err != nil {
+	// Written aside and renamed: the report is rewritten after every
+	// query, and a run killed mid-write keeps the last whole one.
+	path := filepath.Join(dir, "nexmark.json")
+	if err := os.WriteFile(path+".tmp", b, 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
 		return err
 	}
 	return writeChart(filepath.Join(dir, "nexmark.png"), r)
