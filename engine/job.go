@@ -233,6 +233,15 @@ func (j *job) sinkName() string {
 	return j.status.Sink
 }
 
+// writesTo says whether the job's sink is a table of database db: the
+// sink its run bound, or for a job this node has not run (another node
+// does) the database its definition records.
+func (j *job) writesTo(db string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return strings.HasPrefix(j.status.Sink, db+".") || j.def.SinkDatabase == db
+}
+
 // liveRows counts up to one row of t's latest snapshot.
 func liveRows(ctx context.Context, t *tablestore.Table) (int64, error) {
 	var n int64

@@ -498,6 +498,46 @@ func TestDropDatabaseStopsJob(t *testing.T) {
 	}
 }
 
+// TestDropDatabaseStopsJobOfOtherNode: DROP DATABASE CASCADE on a node
+// that does not run the job writing to the database (and so never bound
+// its query) stops the job, and the node running it stops it too.
+func TestDropDatabaseStopsJobOfOtherNode(t *testing.T) {
+	root := t.TempDir()
+	const lease = 400 * time.Millisecond
+	open := func(node string) *engine.Engine {
+		return newEngineWith(t, engine.Config{Root: root, NodeID: node, JobLease: lease})
+	}
+	a := open("node-a")
+	sa := a.NewSession()
+	for _, q := range []string{
+		`CREATE DATABASE x`,
+		`CREATE TABLE s (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`CREATE TABLE x.t (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`INSERT INTO s VALUES (1, 1)`,
+		`INSERT INTO x.t SELECT k, v FROM s /*+ OPTIONS('scan.mode'='latest-full') */`,
+	} {
+		mustExec(t, sa, q)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !slices.Equal(rowSet(t, sa, `SELECT k, v FROM x.t`), []string{"1|1"}); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the job did not fill x.t: %v", a.Jobs(context.Background()))
+		}
+	}
+	b := open("node-b")
+	mustExec(t, b.NewSession(), `DROP DATABASE x CASCADE`)
+	for _, e := range []*engine.Engine{b, a} {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			jobs := e.Jobs(context.Background())
+			if len(jobs) == 1 && jobs[0].State == engine.JobStopped {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after DROP DATABASE x CASCADE on node b: jobs %+v", jobs)
+			}
+		}
+	}
+}
+
 // TestJobRestartAfterExpiry: the snapshot a job checkpointed expired while
 // it was down, so it restarts from the source's latest snapshot; a group
 // whose rows were deleted meanwhile produces no change in the new run, and

@@ -253,13 +253,13 @@ func continuousProgress(ctx context.Context, t *tablestore.Table, refreshed int6
 // stopJobsWritingTo stops the jobs whose sink is a table of database db,
 // which is about to be dropped: a job writing files into it would fail the
 // drop, or leave files behind. Jobs of INSERTs are recorded as stopped.
-// It reads the sinks this node knows (Jobs would also ask the store for
-// every job's lag and lease holder).
+// It asks the store nothing (Jobs would, for every job's lag and lease
+// holder).
 func (e *Engine) stopJobsWritingTo(ctx context.Context, db string) error {
 	var ids []string
 	e.jobsMu.Lock()
 	for id, j := range e.jobs {
-		if strings.HasPrefix(j.sinkName(), db+".") {
+		if j.writesTo(db) {
 			ids = append(ids, id)
 		}
 	}

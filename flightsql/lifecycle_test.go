@@ -50,7 +50,7 @@ func TestSessionOptions(t *testing.T) {
 		if got == "sales" {
 			break
 		}
-		if i == flighttest.CookieRetries {
+		if i+1 == flighttest.CookieRetries {
 			t.Fatalf("current schema = %q after %d tries; want sales", got, i+1)
 		}
 	}

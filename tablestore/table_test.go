@@ -186,8 +186,8 @@ func TestEmptyProjection(t *testing.T) {
 func TestUnsyncedHint(t *testing.T) {
 	ctx := context.Background()
 	for name, hint := range map[string]*string{
-		"empty": ptr(""), "garbage": ptr("x9"), "old": ptr("1"),
-		"ahead": ptr("99"), "missing": nil,
+		"empty": new(""), "garbage": new("x9"), "old": new("1"),
+		"ahead": new("99"), "missing": nil,
 	} {
 		t.Run(name, func(t *testing.T) {
 			mem := newMem(t)
@@ -236,5 +236,3 @@ func TestUnsyncedHint(t *testing.T) {
 		})
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
