@@ -450,9 +450,9 @@ func (a *Aggregate) groupBytes(g *aggGroup) int64 {
 
 // evict moves groups to disk until half the budget is free.
 func (a *Aggregate) evict() error {
-	return evictMap(a.table, a.ec, a.budget, &a.store, &a.held,
-		func(g *aggGroup) []byte { return appendGroup(nil, g) },
-		func(_ string, g *aggGroup) int64 { return a.groupBytes(g) })
+	return evictMap(a.table, a.ec, a.budget, &a.store, &a.held, func(k string, g *aggGroup) (stateEntry, int64, bool) {
+		return stateEntry{key: k, val: appendGroup(nil, g)}, a.groupBytes(g), true
+	})
 }
 
 // appendGroup appends a group's values, row count, last emitted row and

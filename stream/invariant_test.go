@@ -233,8 +233,9 @@ func runInvariant(t *testing.T, rng *rand.Rand, kinds []tableKind, randomQuery f
 		exec(strings.ReplaceAll(randomWrite(rng, kinds[i]), "{T}", fmt.Sprintf("t%d", i)))
 	}
 	// insertOnly marks the append tables an insert-only top-N reads once
-	// the streams start: a retraction would fail it (checked by
-	// TestInsertOnlyTopNRefusesRetraction), so they are only inserted into.
+	// the streams start: a retraction would fail it (checked by engine's
+	// TestJobInsertOnlyTopNRetraction and stream_rank.slt), so they are
+	// only inserted into.
 	insertOnly := func(text string, tables []int) {
 		if !strings.Contains(explain(t, ctx, sess, text), "InsertOnly") {
 			return

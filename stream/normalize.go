@@ -118,9 +118,9 @@ func (n *Normalize) lookup(k string) ([]any, bool, int64, error) {
 
 // evict moves rows to disk until half the budget is free.
 func (n *Normalize) evict() error {
-	return evictMap(n.state, n.ec, n.budget, &n.store, &n.held,
-		func(row []any) []byte { return appendRow(nil, row) },
-		func(k string, row []any) int64 { return rowBytes(row) + int64(len(k)) })
+	return evictMap(n.state, n.ec, n.budget, &n.store, &n.held, func(k string, row []any) (stateEntry, int64, bool) {
+		return stateEntry{key: k, val: appendRow(nil, row)}, rowBytes(row) + int64(len(k)), true
+	})
 }
 
 // SaveState saves the last row of every key, in memory and spilled.

@@ -309,9 +309,9 @@ func (r *Rank) partBytes(p *rankPart) int64 {
 // markers every partition's emitted rows are its top, so a partition is
 // its rows.
 func (r *Rank) evict() error {
-	return evictMap(r.parts, r.ec, r.budget, &r.store, &r.held,
-		func(p *rankPart) []byte { return encodeRankRows(p.rows) },
-		func(_ string, p *rankPart) int64 { return r.partBytes(p) })
+	return evictMap(r.parts, r.ec, r.budget, &r.store, &r.held, func(k string, p *rankPart) (stateEntry, int64, bool) {
+		return stateEntry{key: k, val: encodeRankRows(p.rows)}, r.partBytes(p), true
+	})
 }
 
 // load reads a spilled partition back (nil if none).

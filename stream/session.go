@@ -330,27 +330,13 @@ func (s *SessionAggregate) firstEnd(part *sessionPart) int64 {
 // after fire: every partition's first session ends after the watermark,
 // above the keys fire ended.
 func (s *SessionAggregate) evict() error {
-	if s.store == nil {
-		s.store = newSpillStore(s.ec, s.budget)
-	}
-	var out []stateEntry
-	var freed int64
-	target := s.budget.evictTarget()
-	for k, part := range s.parts {
-		if freed >= target {
-			break
-		}
+	return evictMap(s.parts, s.ec, s.budget, &s.store, &s.held, func(k string, part *sessionPart) (stateEntry, int64, bool) {
 		end := s.firstEnd(part)
 		if end <= s.wm.UnixMicro() {
-			continue // a retraction split it since the last fire: it fires at the next marker
+			return stateEntry{}, 0, false // a retraction split it since the last fire: it fires at the next marker
 		}
-		out = append(out, s.spilled.entry(k, end, s.encode(part)))
-		freed += stateBytes(k, part) - spilledBytes(k)
-		delete(s.parts, k)
-	}
-	s.held -= freed
-	s.budget.add(-freed)
-	return s.store.write(out)
+		return s.spilled.entry(k, end, s.encode(part)), stateBytes(k, part) - spilledBytes(k), true
+	})
 }
 
 // encode writes a partition's keys and rows for the spill store.

@@ -59,9 +59,10 @@ func newSpillStore(ec *exec.Context, budget *Budget) *spillStore {
 }
 
 // evictMap moves entries of an operator's state m to *store (made on first
-// use) until budget's evictTarget is freed: encode is an entry's spilled
-// form, size what it held. held is the operator's share of the budget.
-func evictMap[V any](m map[string]V, ec *exec.Context, budget *Budget, store **spillStore, held *int64, encode func(V) []byte, size func(string, V) int64) error {
+// use) until budget's evictTarget is freed: spill gives entry k's spilled
+// record and the bytes moving it frees, or ok false to keep it in memory.
+// held is the operator's share of the budget.
+func evictMap[V any](m map[string]V, ec *exec.Context, budget *Budget, store **spillStore, held *int64, spill func(k string, v V) (e stateEntry, freed int64, ok bool)) error {
 	if *store == nil {
 		*store = newSpillStore(ec, budget)
 	}
@@ -72,8 +73,12 @@ func evictMap[V any](m map[string]V, ec *exec.Context, budget *Budget, store **s
 		if freed >= target {
 			break
 		}
-		out = append(out, stateEntry{key: k, val: encode(v)})
-		freed += size(k, v)
+		e, n, ok := spill(k, v)
+		if !ok {
+			continue
+		}
+		out = append(out, e)
+		freed += n
 		delete(m, k)
 	}
 	*held -= freed

@@ -395,23 +395,10 @@ func firstProbe(v *versioned) int64 {
 // evict moves join keys to disk until half the budget is free. It runs
 // after advance: every probe row held is after the watermark.
 func (j *RowtimeTemporal) evict() error {
-	if j.store == nil {
-		j.store = newSpillStore(j.ec, j.budget)
-	}
-	var out []stateEntry
-	var freed int64
-	target := j.budget.evictTarget()
-	for k, v := range j.keys {
-		if freed >= target {
-			break
-		}
-		out = append(out, j.spilled.entry(k, firstProbe(v), encodeVersioned(v)))
-		freed += j.bytes(k, v) - spilledBytes(k)
-		delete(j.keys, k)
-		delete(j.active, k)
-	}
-	j.account(-freed)
-	return j.store.write(out)
+	return evictMap(j.keys, j.ec, j.budget, &j.store, &j.held, func(k string, v *versioned) (stateEntry, int64, bool) {
+		delete(j.active, k) // every key evicted leaves memory
+		return j.spilled.entry(k, firstProbe(v), encodeVersioned(v)), j.bytes(k, v) - spilledBytes(k), true
+	})
 }
 
 // bytes is what key k's state v accounts.
