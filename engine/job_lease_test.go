@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
 	"github.com/flightd/flightd/engine"
 	"github.com/flightd/flightd/tablestore"
 )
@@ -155,31 +157,7 @@ func TestJobStaleCommitNeverLands(t *testing.T) {
 	} {
 		mustExec(t, sa, q)
 	}
-	waitRows := func(s *engine.Session, q string, want ...string) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for !slices.Equal(rowSet(t, s, q), want) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %v, want %v", q, rowSet(t, s, q), want)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	waitRows(sa, `SELECT k, n FROM t`, "1|1", "2|1")
-	waitNode := func(e *engine.Engine, want string) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			jobs := e.Jobs(context.Background())
-			if len(jobs) == 1 && jobs[0].Node == want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("jobs %+v; want the job on %s", jobs, want)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	waitRows(t, sa, `SELECT k, n FROM t`, "1|1", "2|1")
 
 	b := open(tablestore.NewLocalFS(), "node-b")
 	sb := b.NewSession()
@@ -194,10 +172,10 @@ func TestJobStaleCommitNeverLands(t *testing.T) {
 		t.Fatal("node A's job did not commit")
 	}
 	fsA.stallIn("/t/snapshot/snapshot-", "/_leases/")
-	waitRows(sb, `SELECT k, n FROM t`, "1|2", "2|1")
-	waitNode(b, "node-b")
+	waitRows(t, sb, `SELECT k, n FROM t`, "1|2", "2|1")
+	waitNode(t, b, "node-b")
 	mustExec(t, sb, `INSERT INTO s VALUES (1)`)
-	waitRows(sb, `SELECT k, n FROM t`, "1|3", "2|1")
+	waitRows(t, sb, `SELECT k, n FROM t`, "1|3", "2|1")
 
 	release()
 	time.Sleep(5 * lease)
@@ -207,6 +185,111 @@ func TestJobStaleCommitNeverLands(t *testing.T) {
 	}
 	// B still runs the job and keeps t exact.
 	mustExec(t, sb, `INSERT INTO s VALUES (2)`)
-	waitRows(sb, `SELECT k, n FROM t`, "1|3", "2|2")
-	waitNode(a, "node-b")
+	waitRows(t, sb, `SELECT k, n FROM t`, "1|3", "2|2")
+	waitNode(t, a, "node-b")
+}
+
+// TestJobStaleCheckpointKeepsNewer: node A's job commits and then hangs
+// writing that commit's checkpoint, with its lease renewals hanging too;
+// node B takes the job over and commits and checkpoints newer answers.
+// When A's store answers again, A's late checkpoint write and its cleanup
+// of older checkpoints must leave B's newer checkpoint: a node that runs
+// the job next restores from it instead of reading every source again.
+func TestJobStaleCheckpointKeepsNewer(t *testing.T) {
+	root := t.TempDir()
+	const lease = 400 * time.Millisecond
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the engines' closes below
+	// open returns an engine and its close, which the test calls to hand
+	// the job on, and which runs at the end if the test did not.
+	open := func(fsys tablestore.FS, node string) (*engine.Engine, func()) {
+		e, err := engine.Open(context.Background(), engine.Config{Root: root, FS: fsys, NodeID: node,
+			JobLease: lease, JobCheckpointInterval: 20 * time.Millisecond, Mem: mem, SpillDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var once sync.Once
+		closeEngine := func() {
+			once.Do(func() {
+				if err := e.Close(); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		t.Cleanup(closeEngine)
+		return e, closeEngine
+	}
+	fsA := newStallingFS(".checkpoints/")
+	a, closeA := open(fsA, "node-a")
+	sa := a.NewSession()
+	for _, q := range []string{
+		`CREATE TABLE s (k BIGINT NOT NULL)`,
+		`CREATE TABLE t (k BIGINT NOT NULL, n BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`INSERT INTO t SELECT k, count(*) FROM s /*+ OPTIONS('scan.mode'='latest-full') */ GROUP BY k`,
+		`INSERT INTO s VALUES (1), (2)`,
+	} {
+		mustExec(t, sa, q)
+	}
+	waitRows(t, sa, `SELECT k, n FROM t`, "1|1", "2|1")
+	b, closeB := open(tablestore.NewLocalFS(), "node-b")
+	sb := b.NewSession()
+
+	release := fsA.gated()
+	defer release()
+	mustExec(t, sb, `INSERT INTO s VALUES (1)`)
+	select {
+	case <-fsA.stalled:
+	case <-time.After(30 * time.Second):
+		t.Fatal("node A's job did not checkpoint")
+	}
+	fsA.stallIn(".checkpoints/", "/_leases/")
+	waitNode(t, b, "node-b")
+	mustExec(t, sb, `INSERT INTO s VALUES (2)`)
+	waitRows(t, sb, `SELECT k, n FROM t`, "1|2", "2|2")
+	// B writes its checkpoint right after the commit. Were it later than
+	// A's cleanup, the test could not see the bug, but never fails wrongly.
+	time.Sleep(lease)
+	release() // A writes its stale checkpoint and deletes what it takes for older
+	time.Sleep(5 * lease)
+	closeA()
+	closeB()
+
+	c, _ := open(tablestore.NewLocalFS(), "node-c")
+	waitNode(t, c, "node-c")
+	deadline := time.Now().Add(30 * time.Second)
+	for onlyJob(t, c).Start == "" && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := onlyJob(t, c); st.Start != engine.StartCheckpoint {
+		t.Fatalf("after node A's stale checkpoint, the job restarted from %q (%d source rows), want B's last checkpoint", st.Start, st.SourceRows)
+	}
+	waitRows(t, c.NewSession(), `SELECT k, n FROM t`, "1|2", "2|2")
+}
+
+// waitRows waits until q's rows are want (sorted, as rowSet gives them).
+func waitRows(t *testing.T, s *engine.Session, q string, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !slices.Equal(rowSet(t, s, q), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v, want %v", q, rowSet(t, s, q), want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitNode waits until e sees its one job on node want.
+func waitNode(t *testing.T, e *engine.Engine, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		jobs := e.Jobs(context.Background())
+		if len(jobs) == 1 && jobs[0].Node == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("jobs %+v; want the job on %s", jobs, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -90,6 +90,20 @@ func (s *Store) jobCheckpointDir(id string) string {
 
 func checkpointName(sinkSnapshot int64) string { return strconv.FormatInt(sinkSnapshot, 10) }
 
+// checkpointTmpPrefix starts the name of a checkpoint being written:
+// the prefix, the sink snapshot, '-' and a UUID.
+const checkpointTmpPrefix = ".tmp-"
+
+// checkpointOf is the sink snapshot of a file of a job's checkpoint
+// directory, written or being written; false for a name of neither form.
+func checkpointOf(name string) (int64, bool) {
+	if rest, ok := strings.CutPrefix(name, checkpointTmpPrefix); ok {
+		name, _, _ = strings.Cut(rest, "-")
+	}
+	n, err := strconv.ParseInt(name, 10, 64)
+	return n, err == nil
+}
+
 // PutJobCheckpoint stores job id's checkpoint of sink snapshot
 // sinkSnapshot, the concatenation of data, atomically (whole or not at
 // all).
@@ -101,7 +115,7 @@ func (s *Store) PutJobCheckpoint(ctx context.Context, id string, sinkSnapshot in
 	if err := s.fs.MkdirAll(dir); err != nil {
 		return fmt.Errorf("job %s checkpoint: %w", id, err)
 	}
-	tmp := joinPath(dir, ".tmp-"+newUUID())
+	tmp := joinPath(dir, checkpointTmpPrefix+checkpointName(sinkSnapshot)+"-"+newUUID())
 	if err := writeFileSync(s.fs, tmp, data...); err != nil {
 		_ = s.fs.Remove(tmp)
 		return fmt.Errorf("job %s checkpoint: %w", id, err)
@@ -126,8 +140,11 @@ func (s *Store) JobCheckpoint(ctx context.Context, id string, sinkSnapshot int64
 	return b, nil
 }
 
-// DeleteJobCheckpoints removes job id's checkpoints but the one of sink
-// snapshot keep (none when keep is 0), and what failed writes left.
+// DeleteJobCheckpoints removes job id's checkpoints of sink snapshots
+// before keep, and what writes of them left; all of them when keep is 0.
+// Newer ones stay: they are another node's, which took the job over while
+// this one, stale, still wrote its own (engine
+// TestJobStaleCheckpointKeepsNewer).
 func (s *Store) DeleteJobCheckpoints(ctx context.Context, id string, keep int64) error {
 	if err := validateName("job", id); err != nil {
 		return err
@@ -141,7 +158,7 @@ func (s *Store) DeleteJobCheckpoints(ctx context.Context, id string, keep int64)
 		return fmt.Errorf("job %s checkpoints: %w", id, err)
 	}
 	for _, n := range names {
-		if keep != 0 && n == checkpointName(keep) {
+		if snap, ok := checkpointOf(n); ok && keep != 0 && snap >= keep {
 			continue
 		}
 		if err := s.fs.Remove(joinPath(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
