@@ -198,8 +198,19 @@ func (st *Statement) startJob(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("%w: a continuous job cannot read its own target %s", ErrInvalid, sink.Ident())
 	}
 	e := st.s.e
+	// The stored definitions name the targets of jobs other nodes started,
+	// also those this node has not picked up yet.
+	defs, err := e.store.Jobs(ctx)
+	if err != nil {
+		return "", err
+	}
 	e.jobsMu.Lock()
 	defer e.jobsMu.Unlock()
+	for _, def := range defs {
+		if id, ok := storedSink(def); ok && def.State == JobRunning && id == sink.Ident() {
+			return "", fmt.Errorf("%w: table %s is already the target of job %s", ErrInvalid, sink.Ident(), def.ID)
+		}
+	}
 	for id, j := range e.jobs {
 		if j.running() && j.sinkName() == sink.Ident().String() {
 			return "", fmt.Errorf("%w: table %s is already the target of job %s", ErrInvalid, sink.Ident(), id)
@@ -213,12 +224,18 @@ func (st *Statement) startJob(ctx context.Context) (string, error) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	def := tablestore.JobDef{ID: hex.EncodeToString(b[:]), SQL: sql.Format(st.ast), Database: st.s.Database(),
-		SinkDatabase: sink.Ident().Database, State: JobRunning}
+		SinkDatabase: sink.Ident().Database, SinkTable: sink.Ident().Table, State: JobRunning}
 	if err := e.store.PutJob(ctx, def); err != nil {
 		return "", err
 	}
 	e.launchLocked(def, sink.Ident().String(), nil)
 	return def.ID, nil
+}
+
+// storedSink is the target a stored job definition names; false for one
+// stored before targets were kept.
+func storedSink(def tablestore.JobDef) (tablestore.Ident, bool) {
+	return tablestore.Ident{Database: def.SinkDatabase, Table: def.SinkTable}, def.SinkTable != ""
 }
 
 func (j *job) running() bool {
@@ -659,9 +676,14 @@ func (j *job) lastCommit(ctx context.Context, sink *tablestore.Table) (int64, ch
 
 // committedStatus is s as the job's sink tells it, for a job this node
 // does not run: what the node that does (or did) committed last. It
-// returns the job's sources.
+// returns the job's sources. The sink's last commit names them, so the
+// job's query is bound only for a job that has not committed yet or whose
+// definition does not name its sink.
 func (j *job) committedStatus(ctx context.Context, s *JobStatus) []*tablestore.Table {
 	s.Positions, s.Committed, s.SinkSnapshot, s.Start, s.From, s.SourceRows = nil, nil, 0, "", nil, 0
+	if sources, ok := j.committedSources(ctx, s); ok {
+		return sources
+	}
 	sink, q, err := j.bind(ctx)
 	if err != nil {
 		return nil // the job's run reports why
@@ -672,6 +694,36 @@ func (j *job) committedStatus(ctx context.Context, s *JobStatus) []*tablestore.T
 		s.Positions, s.Committed, s.SinkSnapshot = cp.Positions, slices.Clone(cp.Positions), snap
 	}
 	return sources
+}
+
+// committedSources fills s from the last commit of the sink the job's
+// definition names, without binding its query; false when there is none.
+func (j *job) committedSources(ctx context.Context, s *JobStatus) ([]*tablestore.Table, bool) {
+	id, ok := storedSink(j.def)
+	if j.mtable != nil {
+		id, ok = *j.mtable, true
+	}
+	if !ok {
+		return nil, false
+	}
+	sink, err := j.e.store.Table(ctx, id)
+	if err != nil {
+		return nil, false
+	}
+	snap, cp, err := j.lastCommit(ctx, sink)
+	if err != nil || snap == 0 || len(cp.Positions) != len(cp.Sources) {
+		return nil, false
+	}
+	sources := make([]*tablestore.Table, len(cp.Sources))
+	for i, name := range cp.Sources {
+		db, table, _ := strings.Cut(name, ".") // names have no '.'
+		if sources[i], err = j.e.store.Table(ctx, tablestore.Ident{Database: db, Table: table}); err != nil {
+			return nil, false
+		}
+	}
+	s.Sink, s.Sources = id.String(), slices.Clone(cp.Sources)
+	s.Positions, s.Committed, s.SinkSnapshot = cp.Positions, slices.Clone(cp.Positions), snap
+	return sources, true
 }
 
 // tableNames names tables as SHOW JOBS shows them.

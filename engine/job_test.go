@@ -538,6 +538,40 @@ func TestDropDatabaseStopsJobOfOtherNode(t *testing.T) {
 	}
 }
 
+// TestJobTargetOfOtherNode: a table that a job started on another node
+// writes cannot be a second job's target, also before this node has picked
+// the job up (its lease is long, so it syncs rarely), nor after.
+func TestJobTargetOfOtherNode(t *testing.T) {
+	root := t.TempDir()
+	open := func(node string) *engine.Engine {
+		return newEngineWith(t, engine.Config{Root: root, NodeID: node, JobLease: time.Minute})
+	}
+	a, b := open("node-a"), open("node-b")
+	sa, sb := a.NewSession(), b.NewSession()
+	for _, q := range []string{
+		`CREATE TABLE s (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`CREATE TABLE t (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`INSERT INTO t SELECT k, v FROM s /*+ OPTIONS('scan.mode'='latest-full') */`,
+	} {
+		mustExec(t, sa, q)
+	}
+	second := `INSERT INTO t SELECT k, v + 1 FROM s /*+ OPTIONS('scan.mode'='latest-full') */`
+	if _, err := exec(context.Background(), sb, nil, second); err == nil || !strings.Contains(err.Error(), "already the target of job") {
+		t.Fatalf("a second job into t on node b: %v, want refused as the target of node a's job", err)
+	}
+	mustExec(t, sa, `INSERT INTO s VALUES (1, 1)`)
+	waitRows(t, sa, `SELECT k, v FROM t`, "1|1")
+	if got := rowSet(t, sb, `SELECT k, v FROM t`); !slices.Equal(got, []string{"1|1"}) {
+		t.Fatalf("t on node b: %v", got)
+	}
+	// Stopped, the job no longer holds t: a new job may write it once it
+	// is empty again.
+	mustExec(t, sa, `STOP JOB '`+onlyJob(t, a).ID+`'`)
+	mustExec(t, sb, `DELETE FROM t`)
+	mustExec(t, sb, second)
+	waitRows(t, sb, `SELECT k, v FROM t`, "1|2")
+}
+
 // TestJobRestartAfterExpiry: the snapshot a job checkpointed expired while
 // it was down, so it restarts from the source's latest snapshot; a group
 // whose rows were deleted meanwhile produces no change in the new run, and

@@ -21,6 +21,10 @@ type JobDef struct {
 	// grants decide who sees and stops the job (jobs stored before it
 	// was kept use Database).
 	SinkDatabase string `json:"sinkDatabase,omitempty"`
+	// SinkTable is that table's name (jobs stored before it was kept
+	// leave it empty): other nodes learn the job's target without binding
+	// its query.
+	SinkTable string `json:"sinkTable,omitempty"`
 	// State is RUNNING, STOPPED or FAILED; Error says why it failed.
 	State      string `json:"state"`
 	Error      string `json:"error,omitempty"`
