@@ -342,6 +342,7 @@ func (j *job) retryAfter(ctx context.Context) bool {
 func (j *job) end(state, why string) {
 	j.mu.Lock()
 	j.status.State, j.status.Error = state, why
+	sources := j.sources
 	j.mu.Unlock()
 	if j.mtable != nil {
 		if state == JobFailed {
@@ -353,7 +354,9 @@ func (j *job) end(state, why string) {
 	def.State, def.Error = state, why
 	// Best effort: a job that cannot record its end restarts with the
 	// server and ends again.
-	_ = j.e.store.PutJob(context.Background(), def)
+	if j.e.store.PutJob(context.Background(), def) == nil {
+		j.releaseSources(context.Background(), sources)
+	}
 }
 
 // StopJob stops a running job and records it as stopped; its target keeps
@@ -386,6 +389,7 @@ func (e *Engine) StopJob(ctx context.Context, id string) error {
 	if err := e.store.DeleteJobCheckpoints(ctx, id, 0); err != nil {
 		return err
 	}
+	j.releaseSources(ctx, j.sources)
 	j.def, j.status.State = def, JobStopped
 	return nil
 }
@@ -699,31 +703,87 @@ func (j *job) committedStatus(ctx context.Context, s *JobStatus) []*tablestore.T
 // committedSources fills s from the last commit of the sink the job's
 // definition names, without binding its query; false when there is none.
 func (j *job) committedSources(ctx context.Context, s *JobStatus) ([]*tablestore.Table, bool) {
-	id, ok := storedSink(j.def)
-	if j.mtable != nil {
-		id, ok = *j.mtable, true
-	}
+	sink, snap, cp, sources, ok := j.committed(ctx)
 	if !ok {
 		return nil, false
 	}
-	sink, err := j.e.store.Table(ctx, id)
+	s.Sink, s.Sources = sink.String(), slices.Clone(cp.Sources)
+	s.Positions, s.Committed, s.SinkSnapshot = cp.Positions, slices.Clone(cp.Positions), snap
+	return sources, true
+}
+
+// committed reads the job's last commit to the sink its definition names
+// and opens the sources the commit names; false when there is none or the
+// definition does not name the sink.
+func (j *job) committed(ctx context.Context) (sink tablestore.Ident, snap int64, cp checkpoint, sources []*tablestore.Table, ok bool) {
+	sink, ok = storedSink(j.def)
+	if j.mtable != nil {
+		sink, ok = *j.mtable, true
+	}
+	if !ok {
+		return sink, 0, cp, nil, false
+	}
+	t, err := j.e.store.Table(ctx, sink)
 	if err != nil {
-		return nil, false
+		return sink, 0, cp, nil, false
 	}
-	snap, cp, err := j.lastCommit(ctx, sink)
+	snap, cp, err = j.lastCommit(ctx, t)
 	if err != nil || snap == 0 || len(cp.Positions) != len(cp.Sources) {
-		return nil, false
+		return sink, 0, cp, nil, false
 	}
-	sources := make([]*tablestore.Table, len(cp.Sources))
+	sources = make([]*tablestore.Table, len(cp.Sources))
 	for i, name := range cp.Sources {
 		db, table, _ := strings.Cut(name, ".") // names have no '.'
 		if sources[i], err = j.e.store.Table(ctx, tablestore.Ident{Database: db, Table: table}); err != nil {
-			return nil, false
+			return sink, 0, cp, nil, false
 		}
 	}
-	s.Sink, s.Sources = id.String(), slices.Clone(cp.Sources)
-	s.Positions, s.Committed, s.SinkSnapshot = cp.Positions, slices.Clone(cp.Positions), snap
-	return sources, true
+	return sink, snap, cp, sources, true
+}
+
+// jobConsumer is the consumer id by which job id holds its sources'
+// snapshots.
+func jobConsumer(id string) string { return "flightd-job-" + id }
+
+// holdSources records the job as a consumer of each source from its
+// position in the checkpoint just written, so that expiry keeps the
+// snapshots a restart from that checkpoint reads (as Flink's consumer-id
+// does on Paimon sources). A source's consumer.expiration-time ends the
+// hold of a job that stays down. Best effort: a failed write keeps the
+// last hold, which holds more, and a restart that finds its snapshots
+// expired rebuilds the answer from the sources, exact but slower.
+func (j *job) holdSources(ctx context.Context, pos stream.Pos) {
+	next := map[tablestore.Ident]int64{}
+	tables := map[tablestore.Ident]*tablestore.Table{}
+	for i, t := range j.sources {
+		id := t.Ident()
+		if n, ok := next[id]; !ok || pos[i] < n {
+			next[id] = pos[i] // a table read twice is held from the older position
+		}
+		tables[id] = t
+	}
+	for id, n := range next {
+		if n < 1 {
+			continue // nothing read yet: the table has no snapshot
+		}
+		if err := tables[id].SetConsumer(ctx, jobConsumer(j.def.ID), n); err != nil {
+			j.e.logf("job %s: holding the snapshots of %s from %d: %v", j.def.ID, id, n, err)
+		}
+	}
+}
+
+// releaseSources ends the hold on the sources of a job that will not run
+// again: those its run read, or those its last commit names when this
+// node has not run it. Best effort, as holdSources.
+func (j *job) releaseSources(ctx context.Context, sources []*tablestore.Table) {
+	if sources == nil {
+		_, _, _, sources, _ = j.committed(ctx)
+	}
+	for _, t := range sources {
+		if err := t.DeleteConsumer(ctx, jobConsumer(j.def.ID)); err != nil {
+			j.e.logf("job %s: releasing the snapshots of %s: %v", j.def.ID, t.Ident(), err)
+		}
+	}
 }
 
 // tableNames names tables as SHOW JOBS shows them.
@@ -941,6 +1001,9 @@ func (a *applier) commit(pos stream.Pos, barrier int64) error {
 		a.cost = a.cp.Took() + a.lastCommit.Sub(start)
 		if err := a.j.e.store.DeleteJobCheckpoints(ctx, a.j.def.ID, id); err != nil {
 			return err
+		}
+		if a.j.mtable == nil {
+			a.j.holdSources(ctx, pos)
 		}
 	}
 	a.processed(pos)

@@ -577,29 +577,92 @@ func TestJobTargetOfOtherNode(t *testing.T) {
 // whose rows were deleted meanwhile produces no change in the new run, and
 // only the reconciliation at restart removes it from the sink.
 func TestJobRestartAfterExpiry(t *testing.T) {
-	ctx := context.Background()
+	// The job's hold on s ends a millisecond after its last checkpoint.
+	dir, e, mem, st := startExpiryJob(t, `, 'consumer.expiration-time' = '1ms'`)
+	closeEngine(t, e, mem)
+	time.Sleep(10 * time.Millisecond)
+	if kept := deleteAndExpire(t, dir, st.Committed[0]); kept {
+		t.Fatalf("checkpoint snapshot %d still there after the job's hold expired", st.Committed[0])
+	}
+	e, mem = openEngine(t, dir)
+	defer closeEngine(t, e, mem)
+	s := e.NewSession()
+	st = waitCaughtUp(t, e, jobCase{sources: []string{"s"}}, onlyJob(t, e).ID)
+	got := rowSet(t, s, `SELECT g, c FROM agg`)
+	if want := rowSet(t, s, `SELECT g, count(*) FROM s GROUP BY g`); !slices.Equal(got, want) {
+		t.Fatalf("sink after restarting past an expired checkpoint: %v, want %v (job %+v)", got, want, st)
+	}
+}
+
+// TestJobHoldsSourceSnapshots: a job holds its source's snapshots from
+// its checkpoint's position (a consumer of the source), so expiry while
+// the job is down keeps them and the restart restores the checkpoint
+// instead of reading the source again; STOP JOB ends the hold. Without
+// the hold, the snapshot expires as in TestJobRestartAfterExpiry.
+func TestJobHoldsSourceSnapshots(t *testing.T) {
+	dir, e, mem, st := startExpiryJob(t, "")
+	id := onlyJob(t, e).ID
+	if got, want := rowSet(t, e.NewSession(), `SELECT consumer_id, next_snapshot_id FROM s$consumers`),
+		[]string{fmt.Sprintf("flightd-job-%s|%d", id, st.Committed[0])}; !slices.Equal(got, want) {
+		t.Fatalf("consumers of s: %v, want %v", got, want)
+	}
+	closeEngine(t, e, mem)
+	if kept := deleteAndExpire(t, dir, st.Committed[0]); !kept {
+		t.Fatalf("checkpoint snapshot %d expired while the job held it", st.Committed[0])
+	}
+	e, mem = openEngine(t, dir)
+	defer closeEngine(t, e, mem)
+	s := e.NewSession()
+	st = waitCaughtUp(t, e, jobCase{sources: []string{"s"}}, id)
+	if st.Start != engine.StartCheckpoint || st.SourceRows != 1 {
+		t.Fatalf("restart: started from %q after reading %d rows, want its checkpoint and the one row deleted since", st.Start, st.SourceRows)
+	}
+	got := rowSet(t, s, `SELECT g, c FROM agg`)
+	if want := rowSet(t, s, `SELECT g, count(*) FROM s GROUP BY g`); !slices.Equal(got, want) {
+		t.Fatalf("sink after the restart: %v, want %v (job %+v)", got, want, st)
+	}
+	mustExec(t, s, `STOP JOB '`+id+`'`)
+	if got := rowSet(t, s, `SELECT consumer_id FROM s$consumers`); len(got) != 0 {
+		t.Fatalf("consumers of s after STOP JOB: %v", got)
+	}
+}
+
+// startExpiryJob starts a GROUP BY job over a table s that keeps one
+// snapshot (with more options after opts) and waits until it caught up.
+func startExpiryJob(t *testing.T, opts string) (string, *engine.Engine, *memory.CheckedAllocator, engine.JobStatus) {
+	t.Helper()
 	dir := t.TempDir()
 	e, mem := openEngine(t, dir)
 	s := e.NewSession()
 	for _, q := range []string{
 		`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)
-			WITH ('snapshot.num-retained.min' = '1', 'snapshot.num-retained.max' = '1')`,
+			WITH ('snapshot.num-retained.min' = '1', 'snapshot.num-retained.max' = '1'` + opts + `)`,
 		`CREATE TABLE agg (g BIGINT NOT NULL, c BIGINT, PRIMARY KEY (g) NOT ENFORCED)`,
 		`INSERT INTO s VALUES (1, 1, 10), (2, 2, 20), (3, 3, 30)`,
 		`INSERT INTO agg SELECT g, count(*) FROM s /*+ OPTIONS('scan.mode'='latest-full') */ GROUP BY g`,
 	} {
 		mustExec(t, s, q)
 	}
-	c := jobCase{sources: []string{"s"}}
-	st := waitCaughtUp(t, e, c, onlyJob(t, e).ID)
-	closeEngine(t, e, mem)
+	return dir, e, mem, waitCaughtUp(t, e, jobCase{sources: []string{"s"}}, onlyJob(t, e).ID)
+}
 
-	// While the job is down: group 2 goes, and the checkpoint expires.
+// deleteAndExpire deletes s's row k = 2 through the table store (the
+// engine is closed) and expires s's snapshots; it says whether snapshot
+// checkpoint is still there.
+func deleteAndExpire(t *testing.T, dir string, checkpoint int64) bool {
+	t.Helper()
+	ctx := context.Background()
 	smem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	store, err := tablestore.Open(ctx, tablestore.NewLocalFS(), dir, tablestore.Options{Mem: smem})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer func() {
+		if err := store.Close(); err != nil {
+			t.Fatal(err)
+		}
+		smem.AssertSize(t, 0)
+	}()
 	src, err := store.Table(ctx, tablestore.Ident{Database: "default", Table: "s"})
 	if err != nil {
 		t.Fatal(err)
@@ -621,22 +684,11 @@ func TestJobRestartAfterExpiry(t *testing.T) {
 	if _, err := src.ExpireSnapshots(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.Stats(ctx, st.Committed[0]); !errors.Is(err, tablestore.ErrSnapshotNotFound) {
-		t.Fatalf("checkpoint snapshot %d still there: %v", st.Committed[0], err)
-	}
-	if err := store.Close(); err != nil {
+	_, err = src.Stats(ctx, checkpoint)
+	if err != nil && !errors.Is(err, tablestore.ErrSnapshotNotFound) {
 		t.Fatal(err)
 	}
-	smem.AssertSize(t, 0)
-
-	e, mem = openEngine(t, dir)
-	defer closeEngine(t, e, mem)
-	s = e.NewSession()
-	st = waitCaughtUp(t, e, c, onlyJob(t, e).ID)
-	got := rowSet(t, s, `SELECT g, c FROM agg`)
-	if want := rowSet(t, s, `SELECT g, count(*) FROM s GROUP BY g`); !slices.Equal(got, want) {
-		t.Fatalf("sink after restarting past an expired checkpoint: %v, want %v (job %+v)", got, want, st)
-	}
+	return err == nil
 }
 
 // TestBoundedJobEnds: a job over bounded sources commits the answer at
