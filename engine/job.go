@@ -340,6 +340,17 @@ func (j *job) retryAfter(ctx context.Context) bool {
 
 // end records that the job's goroutine ended by itself.
 func (j *job) end(state, why string) {
+	if j.mtable == nil {
+		if def, err := j.e.store.Job(context.Background(), j.def.ID); err == nil && def.State != JobRunning {
+			// Another node stopped the job, which made this run fail (its
+			// checkpoint went) before this node saw the stop: it stays
+			// stopped.
+			j.mu.Lock()
+			j.def, j.status.State, j.status.Error = def, def.State, def.Error
+			j.mu.Unlock()
+			return
+		}
+	}
 	j.mu.Lock()
 	j.status.State, j.status.Error = state, why
 	sources := j.sources

@@ -23,6 +23,9 @@ type stallingFS struct {
 	tablestore.FS
 	gate atomic.Pointer[chan struct{}]
 	dirs atomic.Pointer[[]string]
+	// renames are directories whose files stall only as they are renamed
+	// into place (Rename), once written.
+	renames atomic.Pointer[[]string]
 	// stalled gets the name of each call stalled, if it has room.
 	stalled chan string
 }
@@ -36,12 +39,18 @@ func newStallingFS(dirs ...string) *stallingFS {
 // stallIn sets the directories whose files stall.
 func (f *stallingFS) stallIn(dirs ...string) { f.dirs.Store(&dirs) }
 
-func (f *stallingFS) wait(name string) {
+// stallRenamesIn sets the directories whose files stall as Rename
+// publishes them.
+func (f *stallingFS) stallRenamesIn(dirs ...string) { f.renames.Store(&dirs) }
+
+func (f *stallingFS) wait(name string) { f.waitIn(f.dirs.Load(), name) }
+
+func (f *stallingFS) waitIn(dirs *[]string, name string) {
 	g := f.gate.Load()
-	if g == nil {
+	if g == nil || dirs == nil {
 		return
 	}
-	for _, dir := range *f.dirs.Load() {
+	for _, dir := range *dirs {
 		if strings.Contains(name, dir) {
 			select {
 			case f.stalled <- name:
@@ -56,6 +65,11 @@ func (f *stallingFS) wait(name string) {
 func (f *stallingFS) Create(name string) (tablestore.File, error) {
 	f.wait(name)
 	return f.FS.Create(name)
+}
+
+func (f *stallingFS) Rename(oldname, newname string) error {
+	f.waitIn(f.renames.Load(), newname)
+	return f.FS.Rename(oldname, newname)
 }
 
 func (f *stallingFS) RenameNoReplace(oldname, newname string) error {
@@ -291,5 +305,56 @@ func waitNode(t *testing.T, e *engine.Engine, want string) {
 			t.Fatalf("jobs %+v; want the job on %s", jobs, want)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestJobStoppedElsewhereStaysStopped: node C stops a job that node B runs
+// while B's checkpoint write is in flight; C's stop removes the job's
+// checkpoints, B's write then fails before B has seen the stop (its leases
+// are long, so it syncs rarely). The job must stay STOPPED, on B too, not
+// be recorded FAILED by B's failed run.
+func TestJobStoppedElsewhereStaysStopped(t *testing.T) {
+	root := t.TempDir()
+	const lease = 20 * time.Second
+	fsB := newStallingFS()
+	b := newEngineWith(t, engine.Config{Root: root, FS: fsB, NodeID: "node-b", JobLease: lease, JobCheckpointInterval: 20 * time.Millisecond})
+	sb := b.NewSession()
+	for _, q := range []string{
+		`CREATE TABLE s (k BIGINT NOT NULL)`,
+		`CREATE TABLE t (k BIGINT NOT NULL, n BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`INSERT INTO t SELECT k, count(*) FROM s /*+ OPTIONS('scan.mode'='latest-full') */ GROUP BY k`,
+		`INSERT INTO s VALUES (1)`,
+	} {
+		mustExec(t, sb, q)
+	}
+	waitRows(t, sb, `SELECT k, n FROM t`, "1|1")
+	c := newEngineWith(t, engine.Config{Root: root, NodeID: "node-c", JobLease: lease})
+	waitNode(t, c, "node-b")
+
+	fsB.stallRenamesIn(".checkpoints/")
+	release := fsB.gated()
+	defer release()
+	mustExec(t, sb, `INSERT INTO s VALUES (1)`)
+	select {
+	case <-fsB.stalled:
+	case <-time.After(30 * time.Second):
+		t.Fatal("node B's job did not checkpoint")
+	}
+	id := onlyJob(t, b).ID
+	mustExec(t, c.NewSession(), `STOP JOB '`+id+`'`)
+	release()
+	deadline := time.Now().Add(30 * time.Second)
+	for onlyJob(t, b).State == engine.JobRunning && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := onlyJob(t, b); st.State != engine.JobStopped {
+		t.Fatalf("on node B the job stopped on node C is %s: %s", st.State, st.Error)
+	}
+	def, err := b.Store().Job(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def.State != engine.JobStopped {
+		t.Fatalf("stored job: %s (%s), want STOPPED", def.State, def.Error)
 	}
 }

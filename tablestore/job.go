@@ -85,6 +85,19 @@ func (s *Store) Jobs(ctx context.Context) ([]JobDef, error) {
 	return out, nil // FS.List sorts
 }
 
+// Job reads the stored definition of job id; an error wrapping
+// fs.ErrNotExist when there is none.
+func (s *Store) Job(ctx context.Context, id string) (JobDef, error) {
+	if err := validateName("job", id); err != nil {
+		return JobDef{}, err
+	}
+	var def JobDef
+	if err := readMeta(s.fs, s.jobPath(id), &def); err != nil {
+		return JobDef{}, fmt.Errorf("job %s: %w", id, err)
+	}
+	return def, nil
+}
+
 // A job's checkpoints (its operators' state, engine/job.go) are files of
 // the directory <id>.checkpoints beside its definition, each named by the
 // snapshot of the job's sink whose commit it belongs to.
