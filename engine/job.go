@@ -123,7 +123,9 @@ const checkpointPause = 4
 const DefaultJobCheckpointInterval = time.Second
 
 type job struct {
-	e   *Engine
+	e *Engine
+	// def's State and Error change, under mu, as the job ends; the other
+	// fields never do, so they are read without it.
 	def tablestore.JobDef
 	// mtable is the materialized table the job keeps (not stored as a
 	// job: the table's definition says whether it runs); nil for an
@@ -346,7 +348,8 @@ func (j *job) end(state, why string) {
 			// checkpoint went) before this node saw the stop: it stays
 			// stopped.
 			j.mu.Lock()
-			j.def, j.status.State, j.status.Error = def, def.State, def.Error
+			j.def.State, j.def.Error = def.State, def.Error
+			j.status.State, j.status.Error = def.State, def.Error
 			j.mu.Unlock()
 			return
 		}
@@ -401,7 +404,7 @@ func (e *Engine) StopJob(ctx context.Context, id string) error {
 		return err
 	}
 	j.releaseSources(ctx, j.sources)
-	j.def, j.status.State = def, JobStopped
+	j.def.State, j.status.State = JobStopped, JobStopped
 	return nil
 }
 

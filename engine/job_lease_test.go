@@ -77,6 +77,17 @@ func (f *stallingFS) RenameNoReplace(oldname, newname string) error {
 	return f.FS.RenameNoReplace(oldname, newname)
 }
 
+// waitStalled waits until a call stalls, failing the test with why if none
+// does in time.
+func (f *stallingFS) waitStalled(t *testing.T, why string) {
+	t.Helper()
+	select {
+	case <-f.stalled:
+	case <-time.After(30 * time.Second):
+		t.Fatal(why)
+	}
+}
+
 // gated sets f's gate and returns the function that lifts it.
 func (f *stallingFS) gated() (release func()) {
 	gate := make(chan struct{})
@@ -163,15 +174,7 @@ func TestJobStaleCommitNeverLands(t *testing.T) {
 	}
 	a := open(fsA, "node-a")
 	sa := a.NewSession()
-	for _, q := range []string{
-		`CREATE TABLE s (k BIGINT NOT NULL)`,
-		`CREATE TABLE t (k BIGINT NOT NULL, n BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
-		`INSERT INTO t SELECT k, count(*) FROM s /*+ OPTIONS('scan.mode'='latest-full') */ GROUP BY k`,
-		`INSERT INTO s VALUES (1), (2)`,
-	} {
-		mustExec(t, sa, q)
-	}
-	waitRows(t, sa, `SELECT k, n FROM t`, "1|1", "2|1")
+	startCountJob(t, sa, "(1), (2)", "1|1", "2|1")
 
 	b := open(tablestore.NewLocalFS(), "node-b")
 	sb := b.NewSession()
@@ -180,11 +183,7 @@ func TestJobStaleCommitNeverLands(t *testing.T) {
 	// A's job commits k=1 -> 2 and hangs publishing it; then its renewals
 	// hang too, so B takes the job over and commits the same, then k=1 -> 3.
 	mustExec(t, sb, `INSERT INTO s VALUES (1)`)
-	select {
-	case <-fsA.stalled:
-	case <-time.After(30 * time.Second):
-		t.Fatal("node A's job did not commit")
-	}
+	fsA.waitStalled(t, "node A's job did not commit")
 	fsA.stallIn("/t/snapshot/snapshot-", "/_leases/")
 	waitRows(t, sb, `SELECT k, n FROM t`, "1|2", "2|1")
 	waitNode(t, b, "node-b")
@@ -236,26 +235,14 @@ func TestJobStaleCheckpointKeepsNewer(t *testing.T) {
 	fsA := newStallingFS(".checkpoints/")
 	a, closeA := open(fsA, "node-a")
 	sa := a.NewSession()
-	for _, q := range []string{
-		`CREATE TABLE s (k BIGINT NOT NULL)`,
-		`CREATE TABLE t (k BIGINT NOT NULL, n BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
-		`INSERT INTO t SELECT k, count(*) FROM s /*+ OPTIONS('scan.mode'='latest-full') */ GROUP BY k`,
-		`INSERT INTO s VALUES (1), (2)`,
-	} {
-		mustExec(t, sa, q)
-	}
-	waitRows(t, sa, `SELECT k, n FROM t`, "1|1", "2|1")
+	startCountJob(t, sa, "(1), (2)", "1|1", "2|1")
 	b, closeB := open(tablestore.NewLocalFS(), "node-b")
 	sb := b.NewSession()
 
 	release := fsA.gated()
 	defer release()
 	mustExec(t, sb, `INSERT INTO s VALUES (1)`)
-	select {
-	case <-fsA.stalled:
-	case <-time.After(30 * time.Second):
-		t.Fatal("node A's job did not checkpoint")
-	}
+	fsA.waitStalled(t, "node A's job did not checkpoint")
 	fsA.stallIn(".checkpoints/", "/_leases/")
 	waitNode(t, b, "node-b")
 	mustExec(t, sb, `INSERT INTO s VALUES (2)`)
@@ -319,15 +306,7 @@ func TestJobStoppedElsewhereStaysStopped(t *testing.T) {
 	fsB := newStallingFS()
 	b := newEngineWith(t, engine.Config{Root: root, FS: fsB, NodeID: "node-b", JobLease: lease, JobCheckpointInterval: 20 * time.Millisecond})
 	sb := b.NewSession()
-	for _, q := range []string{
-		`CREATE TABLE s (k BIGINT NOT NULL)`,
-		`CREATE TABLE t (k BIGINT NOT NULL, n BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
-		`INSERT INTO t SELECT k, count(*) FROM s /*+ OPTIONS('scan.mode'='latest-full') */ GROUP BY k`,
-		`INSERT INTO s VALUES (1)`,
-	} {
-		mustExec(t, sb, q)
-	}
-	waitRows(t, sb, `SELECT k, n FROM t`, "1|1")
+	startCountJob(t, sb, "(1)", "1|1")
 	c := newEngineWith(t, engine.Config{Root: root, NodeID: "node-c", JobLease: lease})
 	waitNode(t, c, "node-b")
 
@@ -335,11 +314,7 @@ func TestJobStoppedElsewhereStaysStopped(t *testing.T) {
 	release := fsB.gated()
 	defer release()
 	mustExec(t, sb, `INSERT INTO s VALUES (1)`)
-	select {
-	case <-fsB.stalled:
-	case <-time.After(30 * time.Second):
-		t.Fatal("node B's job did not checkpoint")
-	}
+	fsB.waitStalled(t, "node B's job did not checkpoint")
 	id := onlyJob(t, b).ID
 	mustExec(t, c.NewSession(), `STOP JOB '`+id+`'`)
 	release()
@@ -357,4 +332,19 @@ func TestJobStoppedElsewhereStaysStopped(t *testing.T) {
 	if def.State != engine.JobStopped {
 		t.Fatalf("stored job: %s (%s), want STOPPED", def.State, def.Error)
 	}
+}
+
+// startCountJob creates s and t, starts a job counting s's rows by k into
+// t, inserts rows into s and waits until t holds want.
+func startCountJob(t *testing.T, s *engine.Session, rows string, want ...string) {
+	t.Helper()
+	for _, q := range []string{
+		`CREATE TABLE s (k BIGINT NOT NULL)`,
+		`CREATE TABLE t (k BIGINT NOT NULL, n BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`INSERT INTO t SELECT k, count(*) FROM s /*+ OPTIONS('scan.mode'='latest-full') */ GROUP BY k`,
+		`INSERT INTO s VALUES ` + rows,
+	} {
+		mustExec(t, s, q)
+	}
+	waitRows(t, s, `SELECT k, n FROM t`, want...)
 }
