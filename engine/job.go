@@ -547,8 +547,8 @@ func (j *job) run(ctx context.Context) error {
 		}
 		r.from = from
 	}
-	a := &applier{j: j, ctx: ctx, sink: sink, schema: q.Schema(), names: names,
-		w: sink.NewWrite(tablestore.WriteOptions{}), answer: map[string]bool{}, from: from}
+	a := &applier{j: j, ctx: ctx, sink: sink, schema: q.Schema(), names: names, started: time.Now(),
+		w: sink.NewWrite(tablestore.WriteOptions{CommitEmpty: true}), answer: map[string]bool{}, from: from}
 	if md := sink.Materialized(); j.mtable != nil && md != nil {
 		a.every = commitInterval(md)
 	}
@@ -567,6 +567,7 @@ func (j *job) run(ctx context.Context) error {
 	keep := int64(0)
 	if restored {
 		a.answer, a.from, keep = nil, nil, r.snap // the sink holds the answer at the checkpoint
+		a.committed = r.positions
 	}
 	if err := e.store.DeleteJobCheckpoints(ctx, j.def.ID, keep); err != nil {
 		return err
@@ -861,9 +862,13 @@ type applier struct {
 	// checkpoint: when its write ended).
 	every      time.Duration
 	lastCommit time.Time
+	started    time.Time
+	committed  stream.Pos // the sources' positions of the last commit
 	// checkpointing: every operator can save its state, and the job
 	// commits only at barriers, asked for every interval after changes
-	// (barrier is the last asked for; requested: its marker has not come),
+	// (or idleCheckpointFactor intervals after source changes that left
+	// the answer as it was; barrier is the last asked for; requested: its
+	// marker has not come),
 	// or checkpointPause times the last checkpoint's cost when that is
 	// longer (cost: the state's saving, encoding and writing).
 	cp            *stream.Checkpoints
@@ -949,6 +954,14 @@ func (a *applier) marker(c stream.Chunk) error {
 		a.answer = nil
 	}
 	if !a.dirty {
+		if a.checkpointing {
+			if c.Barrier != 0 {
+				return a.commit(pos, c.Barrier) // asked for by idleCheckpointDue
+			}
+			if !a.requested && a.idleCheckpointDue(time.Now(), pos) {
+				a.requestBarrier()
+			}
+		}
 		a.processed(pos)
 		return nil
 	}
@@ -957,9 +970,7 @@ func (a *applier) marker(c stream.Chunk) error {
 			return a.commit(pos, c.Barrier)
 		}
 		if !a.requested && a.checkpointDue(time.Now()) {
-			a.barrier++
-			a.cp.Request(a.barrier)
-			a.requested = true
+			a.requestBarrier()
 		}
 		return nil
 	}
@@ -974,6 +985,29 @@ func (a *applier) marker(c stream.Chunk) error {
 // checkpointPause times the last checkpoint's cost when that is longer.
 func (a *applier) checkpointDue(now time.Time) bool {
 	return now.Sub(a.lastCommit) >= max(a.interval, checkpointPause*a.cost)
+}
+
+// idleCheckpointFactor: a job whose answer does not change while its
+// sources do checkpoints this many intervals apart (an empty commit of its
+// sink), so that its hold on the sources' snapshots (holdSources) and
+// what a restart reads again stay bounded.
+const idleCheckpointFactor = 60
+
+// idleCheckpointDue says whether a job whose answer has not changed since
+// its last commit asks for a checkpoint at now, its sources at pos.
+func (a *applier) idleCheckpointDue(now time.Time, pos stream.Pos) bool {
+	since := a.lastCommit
+	if since.IsZero() {
+		since = a.started
+	}
+	return !slices.Equal(pos, a.committed) && now.Sub(since) >= max(idleCheckpointFactor*a.interval, checkpointPause*a.cost)
+}
+
+// requestBarrier asks the sources for the next checkpoint's barrier.
+func (a *applier) requestBarrier() {
+	a.barrier++
+	a.cp.Request(a.barrier)
+	a.requested = true
 }
 
 // commit commits what was written with pos and, when barrier is not 0,
@@ -996,7 +1030,7 @@ func (a *applier) commit(pos stream.Pos, barrier int64) error {
 	if err != nil {
 		return fmt.Errorf("job %s: %w", a.j.def.ID, err)
 	}
-	a.dirty, a.lastCommit = false, time.Now()
+	a.dirty, a.lastCommit, a.committed = false, time.Now(), slices.Clone(pos)
 	a.j.mu.Lock()
 	a.j.status.Committed, a.j.status.SinkSnapshot = slices.Clone(pos), id
 	a.j.mu.Unlock()

@@ -723,3 +723,63 @@ func TestBoundedJobEnds(t *testing.T) {
 		t.Fatalf("bounded job's sink %v, want %v", got, want)
 	}
 }
+
+// TestJobIdleCheckpoint: a job whose answer does not change while its
+// source does (every row written fails its filter) still checkpoints,
+// idleCheckpointFactor intervals apart, so its hold on the source and its
+// commit's positions follow the source, and a restart restores the
+// checkpoint without reading the source's changes again.
+func TestJobIdleCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	open := func() (*engine.Engine, *memory.CheckedAllocator) {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		e, err := engine.Open(context.Background(), engine.Config{Mem: mem, Root: dir, SpillDir: t.TempDir(), JobCheckpointInterval: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, mem
+	}
+	e, mem := open()
+	s := e.NewSession()
+	for _, q := range []string{
+		`CREATE TABLE s (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`CREATE TABLE t (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`INSERT INTO s VALUES (1, 1000)`,
+		`INSERT INTO t SELECT k, v FROM s /*+ OPTIONS('scan.mode'='latest-full') */ WHERE v > 100`,
+	} {
+		mustExec(t, s, q)
+	}
+	waitRows(t, s, `SELECT k, v FROM t`, "1|1000")
+	// 1.2 s of idle interval: write for twice that.
+	for i := range 25 {
+		mustExec(t, s, fmt.Sprintf(`INSERT INTO s VALUES (%d, %d)`, i+2, i))
+		time.Sleep(100 * time.Millisecond)
+	}
+	latest := rowSet(t, s, `SELECT max(snapshot_id) FROM s$snapshots`)[0]
+	var committed, held []string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		committed = nil
+		if st := onlyJob(t, e); len(st.Committed) == 1 {
+			committed = []string{fmt.Sprint(st.Committed[0])}
+		}
+		held = rowSet(t, s, `SELECT next_snapshot_id FROM s$consumers`)
+		if slices.Equal(committed, []string{latest}) && slices.Equal(held, []string{latest}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job's last commit is at s@%v and it holds s from %v, want both at %s: an idle job must checkpoint", committed, held, latest)
+		}
+	}
+	closeEngine(t, e, mem)
+	e, mem = open()
+	defer closeEngine(t, e, mem)
+	waitCaughtUp(t, e, jobCase{sources: []string{"s"}}, onlyJob(t, e).ID)
+	st := onlyJob(t, e)
+	for deadline := time.Now().Add(30 * time.Second); st.Start == "" && time.Now().Before(deadline); st = onlyJob(t, e) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st.Start != engine.StartCheckpoint || st.SourceRows != 0 {
+		t.Fatalf("restart: from %q after reading %d rows, want the idle checkpoint and none", st.Start, st.SourceRows)
+	}
+	waitRows(t, e.NewSession(), `SELECT k, v FROM t`, "1|1000")
+}

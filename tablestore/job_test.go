@@ -2,8 +2,11 @@ package tablestore
 
 import (
 	"context"
+	"errors"
+	"io"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestDeleteJobCheckpointsKeepsNewer: a cleanup keeping sink snapshot 5
@@ -43,5 +46,42 @@ func TestDeleteJobCheckpointsKeepsNewer(t *testing.T) {
 	}
 	if got := list(); len(got) != 0 {
 		t.Fatalf("after deleting all: %q", got)
+	}
+}
+
+// TestCommitEmpty: a write with CommitEmpty and nothing written publishes
+// a snapshot holding its properties and no change: the rows stay, and a
+// change stream reads nothing for it (a marker only). Without the option
+// such a commit publishes nothing.
+func TestCommitEmpty(t *testing.T) {
+	ctx := context.Background()
+	s, mem, _ := newTestStore(t)
+	tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}}, false)
+	must(t, err)
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{1, "a"}})
+	w := tbl.NewWrite(WriteOptions{})
+	if id, err := w.Commit(ctx); err != nil || id != 1 {
+		t.Fatalf("commit of nothing: snapshot %d, %v; want the latest, 1", id, err)
+	}
+	w = tbl.NewWrite(WriteOptions{CommitEmpty: true, Properties: map[string]string{"p": "x"}})
+	if id, err := w.Commit(ctx); err != nil || id != 2 {
+		t.Fatalf("empty commit: snapshot %d, %v; want 2", id, err)
+	}
+	if id, _, props, err := tbl.LastProperties(ctx, "p"); err != nil || id != 2 || props["p"] != "x" {
+		t.Fatalf("properties: snapshot %d %v %v", id, props, err)
+	}
+	eqRows(t, scanAll(t, tbl, ScanSpec{}), "1|a")
+	r, err := tbl.NewChangeReader(ctx, StreamSpec{Start: StreamFromSnapshot, SnapshotID: 2, EndSnapshot: 2, Poll: time.Hour})
+	must(t, err)
+	defer r.Close()
+	for {
+		ch, err := r.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		must(t, err)
+		if ch.Batch != nil {
+			t.Fatalf("the empty snapshot streamed %d rows", ch.Batch.NumRows())
+		}
 	}
 }

@@ -45,6 +45,9 @@ type WriteOptions struct {
 	BaseSnapshot    int64
 	// Properties annotate the commit's snapshot (Table.LastProperties).
 	Properties map[string]string
+	// CommitEmpty: Commit publishes a snapshot also when nothing was
+	// written, for its Properties (a continuous job's progress).
+	CommitEmpty bool
 }
 
 // Write buffers rows and publishes them atomically on Commit. It can be
@@ -764,7 +767,7 @@ func (w *Write) prepare(ctx context.Context) (*commitRequest, error) {
 		w.Abort()
 		return nil, fmt.Errorf("commit %s: %w", st.id, err)
 	}
-	if len(w.pending) == 0 && (!w.opts.Overwrite || w.dynamicOverwrite()) && w.staged == nil {
+	if len(w.pending) == 0 && (!w.opts.Overwrite || w.dynamicOverwrite()) && w.staged == nil && !w.opts.CommitEmpty {
 		w.reset()
 		return nil, nil
 	}
