@@ -17,11 +17,17 @@ import (
 // State keeps row values as Go values: int64 for signed integers, dates,
 // times, timestamps and durations, uint64, float64, bool, string (strings
 // and binaries, copied out of Arrow buffers), decimal128.Num, structValue
-// for ROWs, nil for NULL.
+// for ROWs, listValue for ARRAYs and MAPs, nil for NULL.
 
 // structValue is a ROW value: the appendRow encoding of its fields, so it
 // is comparable (a map key) and orders field by field.
 type structValue string
+
+// listValue is an ARRAY value, or a MAP value as the ARRAY of its entries
+// (ROWs of key and value, in their order): the concatenated
+// appendOrdered encodings of its elements, so it is comparable and orders
+// element by element, a prefix first.
+type listValue string
 
 type getter func(a arrow.Array, i int) any
 
@@ -94,6 +100,21 @@ func getterFor(dt arrow.DataType) (getter, error) {
 				b = appendOrdered(b, get(s.Field(f), i), false, true)
 			}
 			return structValue(b)
+		}), nil
+	case arrow.LIST, arrow.LARGE_LIST, arrow.MAP:
+		get, err := getterFor(dt.(arrow.ListLikeType).Elem())
+		if err != nil {
+			return nil, err
+		}
+		return null(func(a arrow.Array, i int) any {
+			l := a.(array.ListLike)
+			start, end := l.ValueOffsets(i)
+			elems := l.ListValues()
+			var b []byte
+			for j := start; j < end; j++ {
+				b = appendOrdered(b, get(elems, int(j)), false, true)
+			}
+			return listValue(b)
 		}), nil
 	}
 	return nil, fmt.Errorf("%w: type %s cannot be kept in streaming state yet", exec.ErrInvalid, dt)
@@ -177,6 +198,28 @@ func appenderFor(dt arrow.DataType) (appender, error) {
 				app(sb.FieldBuilder(f), row[f])
 			}
 		}), nil
+	case arrow.LIST, arrow.LARGE_LIST, arrow.MAP:
+		elem := dt.(arrow.ListLikeType).Elem()
+		app, err := appenderFor(elem)
+		if err != nil {
+			return nil, err
+		}
+		dec, err := orderedDecoderFor(elem)
+		if err != nil {
+			return nil, err
+		}
+		return null(func(b array.Builder, v any) {
+			lb := b.(array.ListLikeBuilder)
+			lb.Append(true)
+			for rest := []byte(v.(listValue)); len(rest) > 0; {
+				var elem any
+				var err error
+				if elem, rest, err = dec(rest, false); err != nil {
+					panic(err) // a listValue is this package's own encoding
+				}
+				app(lb.ValueBuilder(), elem)
+			}
+		}), nil
 	}
 	return nil, fmt.Errorf("%w: type %s cannot be kept in streaming state yet", exec.ErrInvalid, dt)
 }
@@ -228,6 +271,8 @@ func compareValues(a, b any) int {
 		return strings.Compare(x, b.(string))
 	case structValue:
 		return strings.Compare(string(x), string(b.(structValue)))
+	case listValue:
+		return strings.Compare(string(x), string(b.(listValue)))
 	case bool:
 		y := b.(bool)
 		switch {
@@ -288,6 +333,8 @@ func rowBytes(vals []any) int64 {
 			n += int64(len(x))
 		case structValue:
 			n += int64(len(x))
+		case listValue:
+			n += int64(len(x))
 		case decimal128.Num:
 			n += 16
 		case nil:
@@ -339,6 +386,8 @@ func appendOrdered(dst []byte, v any, desc, nullsFirst bool) []byte {
 	case string:
 		dst = appendEscaped(dst, x)
 	case structValue:
+		dst = appendEscaped(dst, string(x))
+	case listValue:
 		dst = appendEscaped(dst, string(x))
 	case decimal128.Num:
 		dst = binary.BigEndian.AppendUint64(dst, uint64(x.HighBits())^1<<63)
@@ -445,8 +494,8 @@ func orderedDecoderFor(dt arrow.DataType) (orderedDecoder, error) {
 			}
 			return math.Float64frombits(u), rest, nil
 		}
-	case arrow.STRING, arrow.LARGE_STRING, arrow.BINARY, arrow.STRUCT:
-		isStruct := dt.ID() == arrow.STRUCT
+	case arrow.STRING, arrow.LARGE_STRING, arrow.BINARY, arrow.STRUCT, arrow.LIST, arrow.LARGE_LIST, arrow.MAP:
+		id := dt.ID()
 		val = func(b []byte, desc bool) (any, []byte, error) {
 			var flip byte
 			if desc {
@@ -461,8 +510,11 @@ func orderedDecoderFor(dt arrow.DataType) (orderedDecoder, error) {
 				}
 				switch b[i+1] ^ flip {
 				case 1:
-					if isStruct {
+					switch id {
+					case arrow.STRUCT:
 						return structValue(out), b[i+2:], nil
+					case arrow.LIST, arrow.LARGE_LIST, arrow.MAP:
+						return listValue(out), b[i+2:], nil
 					}
 					return string(out), b[i+2:], nil
 				case 0xFF:
