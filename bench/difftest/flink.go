@@ -272,6 +272,7 @@ var flinkRules = []flinkRule{
 	{"Flink aggregates each side of a join apart when one side is empty, so a global aggregate reads the other side's rows", FlinkBug, emptyJoinSide},
 	{"Flink ignores a WHERE condition that holds a subquery inside CASE or NULLIF (in some plans)", FlinkBug, emulated(caseSubqueryWhere)},
 	{"Flink repeats an outer row per matching inner row for a literal [NOT] IN a correlated subquery", FlinkBug, literalInOperand},
+	{"Flink filters a derived table's rows by an outer WHERE on its column before the table's ORDER BY and LIMIT", FlinkBug, emulated(filterBelowLimit)},
 }
 
 // wrappedSum explains c when flightd's answer, with each column whose
@@ -330,7 +331,9 @@ var itemAlias = regexp.MustCompile(` AS \w+$`)
 // integerOverflow matches flightd's errors for integer arithmetic beyond
 // its type (+, -, *, negation, ABS, SUM), not other overflows (decimals,
 // casts, dates), which Flink does not wrap.
-var integerOverflow = regexp.MustCompile(`numeric overflow: (-?\d+ [-+*] -?\d+ \(u?int\d+\)|-\(-?\d+\) \(u?int\d+\)|abs\(-?\d+\)|sum exceeds the int64 range)`)
+// ABS computed wider and cast back to its argument's type fails in the
+// cast.
+var integerOverflow = regexp.MustCompile(`numeric overflow: (-?\d+ [-+*] -?\d+ \(u?int\d+\)|-\(-?\d+\) \(u?int\d+\)|abs\(-?\d+\)|sum exceeds the int64 range)|abs: cannot cast int64 value "\d+" to int(8|16|32): numeric overflow$`)
 
 // decimalCastOverflow matches flightd's error for a DECIMAL that does not
 // fit the precision of the DECIMAL it is cast to.

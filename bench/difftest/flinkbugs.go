@@ -550,3 +550,44 @@ func literalInOperand(c *flinkCase) bool {
 	r, err := c.flink(hidden)
 	return err == nil && tpcds.Compare(c.sql, r, c.got) == ""
 }
+
+// outerColumnWhere matches an outer WHERE whose first conjunct is a
+// (boolean) column of a derived table, "WHERE aN.cM".
+var outerColumnWhere = regexp.MustCompile(` WHERE (a\d+)\.c(\d+)\b`)
+
+// filterBelowLimit finds every outer WHERE on a boolean column of a
+// derived table that sorts and limits its rows (no GROUP BY), and spells
+// it as Flink computes it where it pushes the filter below the LIMIT: the
+// column's expression is a condition of the derived table's WHERE, so the
+// LIMIT picks among the rows that pass (seen where the column holds a
+// correlated IN; Flink keeps the filter above the LIMIT in simpler
+// shapes).
+func filterBelowLimit(sql string) []span {
+	var out []span
+	for _, w := range outerColumnWhere.FindAllStringSubmatch(sql, -1) {
+		col, _ := strconv.Atoi(w[2])
+		for _, m := range derivedAlias.FindAllStringSubmatchIndex(sql, -1) {
+			if sql[m[2]:m[3]] != w[1] {
+				continue
+			}
+			open := enclosing(sql, m[0], m[0]+1)
+			if open < 0 {
+				continue
+			}
+			body := sql[open+1 : m[0]]
+			top := string(topLevel(body))
+			where := strings.Index(top, " WHERE ")
+			if !strings.Contains(top, " LIMIT ") || strings.Contains(top, " GROUP BY ") || where < 0 {
+				continue
+			}
+			items := topSelectItems(body)
+			if len(items) == 0 || col >= len(items[0]) {
+				continue
+			}
+			expr := itemAlias.ReplaceAllString(items[0][col], "")
+			at := open + 1 + where + len(" WHERE ")
+			out = append(out, span{at, at, "(" + expr + ") AND "})
+		}
+	}
+	return out
+}

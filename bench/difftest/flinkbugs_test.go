@@ -94,6 +94,11 @@ func TestFlinkBugRules(t *testing.T) {
 		caseWhereFlink = "SELECT a1.k AS c0 FROM t1 AS a1 ORDER BY 1"
 		// The subquery outside CASE and NULLIF.
 		plainWhere = "SELECT a1.k AS c0 FROM t1 AS a1 WHERE ((a1.k + (SELECT max(a2.k) FROM t2 AS a2)) > 1000000) ORDER BY 1"
+
+		belowLimit      = "SELECT count(*) AS c0 FROM (SELECT a2.k AS c0, (a2.k > 50) AS c1 FROM t1 AS a2 WHERE TRUE ORDER BY 1 LIMIT 5) AS a1 WHERE a1.c1"
+		belowLimitFlink = "SELECT count(*) AS c0 FROM (SELECT a2.k AS c0, (a2.k > 50) AS c1 FROM t1 AS a2 WHERE (a2.k > 50) ORDER BY 1 LIMIT 5) AS a1"
+		// Without a LIMIT, where the filter goes makes no difference.
+		noLimit = "SELECT count(*) AS c0 FROM (SELECT a2.k AS c0, (a2.k > 50) AS c1 FROM t1 AS a2 WHERE TRUE ORDER BY 1) AS a1 WHERE a1.c1"
 	)
 	for _, tc := range []struct {
 		sql, flink string
@@ -124,6 +129,8 @@ func TestFlinkBugRules(t *testing.T) {
 		{bothSides, emptySideFlink, true, false},
 		{caseWhere, caseWhereFlink, true, true},
 		{plainWhere, caseWhereFlink, true, false},
+		{belowLimit, belowLimitFlink, true, true},
+		{noLimit, belowLimitFlink, true, false},
 	} {
 		c := flinkCase{sql: tc.sql, got: query(tc.sql), want: query(tc.flink), duckAgrees: tc.duckAgrees,
 			flightd: func(sql string) (*tpcds.Result, error) { return env.F.Query(ctx, sql) }}
@@ -204,6 +211,8 @@ func TestRewriteSpans(t *testing.T) {
 		{"SELECT a1.k AS c0 FROM t1 AS a1 WHERE CASE WHEN a1.b THEN (a1.k IN (SELECT a2.k FROM t2 AS a2)) ELSE FALSE END GROUP BY a1.k UNION SELECT a3.k AS c0 FROM t1 AS a3 WHERE (a3.k + (SELECT 1)) > 0 AND NULLIF(a3.k, (SELECT 2)) > 0", caseSubqueryWhere, []string{
 			"SELECT a1.k AS c0 FROM t1 AS a1 WHERE TRUE GROUP BY a1.k UNION SELECT a3.k AS c0 FROM t1 AS a3 WHERE (a3.k + (SELECT 1)) > 0 AND NULLIF(a3.k, (SELECT 2)) > 0",
 			"SELECT a1.k AS c0 FROM t1 AS a1 WHERE CASE WHEN a1.b THEN (a1.k IN (SELECT a2.k FROM t2 AS a2)) ELSE FALSE END GROUP BY a1.k UNION SELECT a3.k AS c0 FROM t1 AS a3 WHERE TRUE"}},
+		{"SELECT a1.c0 AS c0 FROM (SELECT a2.k AS c0, (a2.s IN (SELECT a3.s FROM t2 AS a3 WHERE a3.k = a2.k)) AS c1 FROM t1 AS a2 WHERE a2.b ORDER BY 1 LIMIT 5) AS a1 WHERE a1.c1 UNION SELECT a4.c0 AS c0 FROM (SELECT a5.k AS c0, a5.b AS c1 FROM t1 AS a5 WHERE TRUE) AS a4 WHERE a4.c1", filterBelowLimit, []string{
+			"SELECT a1.c0 AS c0 FROM (SELECT a2.k AS c0, (a2.s IN (SELECT a3.s FROM t2 AS a3 WHERE a3.k = a2.k)) AS c1 FROM t1 AS a2 WHERE ((a2.s IN (SELECT a3.s FROM t2 AS a3 WHERE a3.k = a2.k))) AND a2.b ORDER BY 1 LIMIT 5) AS a1 WHERE a1.c1 UNION SELECT a4.c0 AS c0 FROM (SELECT a5.k AS c0, a5.b AS c1 FROM t1 AS a5 WHERE TRUE) AS a4 WHERE a4.c1"}},
 		{"SELECT (NOT EXISTS (SELECT 1 FROM t2 AS a2)) AS c0, EXISTS (SELECT 1 FROM t2 AS a3 WHERE a3.k = a1.k) AS c1 FROM t1 AS a1", trueExists, []string{
 			"SELECT (NOT TRUE) AS c0, EXISTS (SELECT 1 FROM t2 AS a3 WHERE a3.k = a1.k) AS c1 FROM t1 AS a1"}},
 	} {

@@ -69,6 +69,8 @@ func TestFlinkErrorRules(t *testing.T) {
 		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf("%w: sum exceeds the int64 range (1 + 2)", vectorized.ErrOverflow), want: answered}, true},
 		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf("%w: 4611686018427387904 * 2 (int64)", vectorized.ErrOverflow), want: answered}, true},
 		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf("%w: abs(-128)", vectorized.ErrOverflow), want: answered}, true},
+		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf(`line 1:1595: abs: cannot cast int64 value "2147483648" to int32: %w`, vectorized.ErrOverflow), want: answered}, true},
+		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf(`line 1:15: cast: cannot cast int64 value "2147483648" to int32: %w`, vectorized.ErrOverflow), want: answered}, false}, // a CAST's overflow
 		// Floats and dates: Flink does not wrap them around.
 		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf("%w: 1e+308 * 10 (float64)", vectorized.ErrOverflow), want: answered}, false},
 		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf("%w: date 9999-12-31 + 1 days", vectorized.ErrOverflow), want: answered}, false},
