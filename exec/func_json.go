@@ -262,18 +262,61 @@ func jsonText(sb *strings.Builder, a arrow.Array, i int, raw bool) {
 	case vectorized.IsInteger(a.DataType()) || a.DataType().ID() == arrow.DECIMAL128:
 		sb.WriteString(vectorized.FormatValue(a, i))
 	case vectorized.IsFloat(a.DataType()):
-		// Written as Java writes a double (2.0, 1.0E20), as Flink does.
 		s := vectorized.CastString(a, i)
 		if _, err := strconv.ParseFloat(s, 64); err != nil || strings.ContainsAny(s, "IN") {
 			jsonString(sb, s) // NaN and infinities are not JSON numbers
 			return
 		}
-		sb.WriteString(s)
+		sb.WriteString(jsonDouble(s))
 	case vectorized.IsString(a.DataType()):
 		jsonString(sb, vectorized.StringAt(a, i))
 	default:
 		jsonString(sb, vectorized.FormatValue(a, i))
 	}
+}
+
+// jsonDouble writes a double, given as Java writes it (Double.toString:
+// 2.0, 1.0E20, 1.5E-7), as Flink 2.3 does in JSON: as Java's BigDecimal of
+// that text prints itself (2.0, 1.0E+20, 1.5E-7, and 1.23456789E8 as
+// 123456789): scientific notation, with a signed exponent, where the
+// number's scale is negative or its adjusted exponent below -6.
+func jsonDouble(s string) string {
+	mant, exp, ok := strings.Cut(s, "E")
+	if !ok {
+		return s
+	}
+	e, err := strconv.Atoi(exp)
+	if err != nil {
+		return s
+	}
+	sign := ""
+	if strings.HasPrefix(mant, "-") {
+		sign, mant = "-", mant[1:]
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits := strings.TrimLeft(intPart+frac, "0")
+	if digits == "" {
+		digits = "0"
+	}
+	scale := len(frac) - e
+	adjusted := len(digits) - 1 - scale
+	if scale >= 0 && adjusted >= -6 {
+		if len(digits) <= scale {
+			digits = strings.Repeat("0", scale-len(digits)+1) + digits
+		}
+		if scale == 0 {
+			return sign + digits
+		}
+		return sign + digits[:len(digits)-scale] + "." + digits[len(digits)-scale:]
+	}
+	coef := digits[:1]
+	if len(digits) > 1 {
+		coef += "." + digits[1:]
+	}
+	if adjusted >= 0 {
+		return sign + coef + "E+" + strconv.Itoa(adjusted)
+	}
+	return sign + coef + "E" + strconv.Itoa(adjusted)
 }
 
 // jsonString writes s quoted, without escaping <, > and & as encoding/json

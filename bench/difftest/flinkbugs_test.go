@@ -80,6 +80,25 @@ func TestFlinkBugRules(t *testing.T) {
 		// Of a column the inner cast counts in Flink too.
 		castColumn      = "SELECT CAST(CAST((a1.d / 7) AS DECIMAL(12,1)) AS DECIMAL(12,2)) AS c0 FROM t1 AS a1"
 		castColumnFlink = "SELECT CAST((a1.d / 7) AS DECIMAL(12,2)) AS c0 FROM t1 AS a1"
+
+		// a1 has no rows (its HAVING is never TRUE): Flink's HAVING reads
+		// t1's rows alone.
+		emptySide      = "SELECT DISTINCT 1 AS c0 FROM (SELECT min(a2.i1) AS c0 FROM t4 AS a2 HAVING MAX(FALSE)) AS a1 JOIN t1 AS a3 ON a3.b WHERE (a1.c0 > 0) HAVING MAX(a3.b)"
+		emptySideFlink = "SELECT 1 AS c0"
+		// Both sides have rows: the join's aggregate is the standard's.
+		fullSides = "SELECT DISTINCT 1 AS c0 FROM (SELECT min(a2.i1) AS c0 FROM t4 AS a2) AS a1 JOIN t1 AS a3 ON a3.b HAVING MAX(a3.b) IS NULL"
+		// A condition reading both sides is no aggregate of one side.
+		bothSides = "SELECT DISTINCT 1 AS c0 FROM (SELECT min(a2.i1) AS c0 FROM t4 AS a2 HAVING MAX(FALSE)) AS a1 JOIN t1 AS a3 ON a3.i1 = a1.c0 HAVING MAX(a3.b)"
+
+		caseWhere      = "SELECT a1.k AS c0 FROM t1 AS a1 WHERE (NULLIF(a1.k, (SELECT max(a2.k) FROM t2 AS a2)) > 1000000) ORDER BY 1"
+		caseWhereFlink = "SELECT a1.k AS c0 FROM t1 AS a1 ORDER BY 1"
+		// The subquery outside CASE and NULLIF.
+		plainWhere = "SELECT a1.k AS c0 FROM t1 AS a1 WHERE ((a1.k + (SELECT max(a2.k) FROM t2 AS a2)) > 1000000) ORDER BY 1"
+
+		belowLimit      = "SELECT count(*) AS c0 FROM (SELECT a2.k AS c0, (a2.k > 50) AS c1 FROM t1 AS a2 WHERE TRUE ORDER BY 1 LIMIT 5) AS a1 WHERE a1.c1"
+		belowLimitFlink = "SELECT count(*) AS c0 FROM (SELECT a2.k AS c0, (a2.k > 50) AS c1 FROM t1 AS a2 WHERE (a2.k > 50) ORDER BY 1 LIMIT 5) AS a1"
+		// Without a LIMIT, where the filter goes makes no difference.
+		noLimit = "SELECT count(*) AS c0 FROM (SELECT a2.k AS c0, (a2.k > 50) AS c1 FROM t1 AS a2 WHERE TRUE ORDER BY 1) AS a1 WHERE a1.c1"
 	)
 	for _, tc := range []struct {
 		sql, flink string
@@ -104,6 +123,14 @@ func TestFlinkBugRules(t *testing.T) {
 		{castColumn, castColumnFlink, true, false},
 		{avg, avgFlink, true, true},
 		{avg, avgOther, true, false},
+		{emptySide, emptySideFlink, true, true},
+		{emptySide, emptySideFlink, false, false},
+		{fullSides, emptySideFlink, true, false},
+		{bothSides, emptySideFlink, true, false},
+		{caseWhere, caseWhereFlink, true, true},
+		{plainWhere, caseWhereFlink, true, false},
+		{belowLimit, belowLimitFlink, true, true},
+		{noLimit, belowLimitFlink, true, false},
 	} {
 		c := flinkCase{sql: tc.sql, got: query(tc.sql), want: query(tc.flink), duckAgrees: tc.duckAgrees,
 			flightd: func(sql string) (*tpcds.Result, error) { return env.F.Query(ctx, sql) }}
@@ -137,6 +164,26 @@ func TestFlinkBugRules(t *testing.T) {
 			t.Errorf("%s: explained by %q, want a rule: %v", tc.sql, got, tc.rule)
 		}
 	}
+
+	// A literal [NOT] IN a correlated subquery: flightd stands in for
+	// Flink asked the query with the literal hidden (it answers as the
+	// query), the bogus answer for Flink's to the query.
+	for _, tc := range []struct {
+		sql  string
+		rule bool
+	}{
+		{"SELECT a1.k AS c0, ('x' NOT IN (SELECT a2.s FROM t4 AS a2 WHERE a2.d = a1.d)) AS c1 FROM t1 AS a1", true},
+		{"SELECT a1.k AS c0, (7 IN (SELECT a2.k FROM t4 AS a2 WHERE a2.d = a1.d)) AS c1 FROM t1 AS a1", true},
+		{"SELECT a1.k AS c0, ('x' NOT IN (SELECT a2.s FROM t4 AS a2 WHERE a2.d > 0)) AS c1 FROM t1 AS a1", false},     // uncorrelated
+		{"SELECT a1.k AS c0, (a1.s NOT IN (SELECT a2.s FROM t4 AS a2 WHERE a2.d = a1.d)) AS c1 FROM t1 AS a1", false}, // a column
+	} {
+		c := flinkCase{sql: tc.sql, got: query(tc.sql), want: query(tc.sql + " UNION ALL SELECT -1 AS c0, TRUE AS c1"), duckAgrees: true,
+			flink: func(sql string) (*tpcds.Result, error) { return env.F.Query(ctx, sql) }}
+		c.diff = tpcds.Compare(c.sql, c.want, c.got)
+		if got := literalInOperand(&c); got != tc.rule {
+			t.Errorf("%s: explained %v, want %v", tc.sql, got, tc.rule)
+		}
+	}
 }
 
 // TestRewriteSpans checks the rewrites' places on the generator's shapes.
@@ -161,6 +208,11 @@ func TestRewriteSpans(t *testing.T) {
 			"SELECT CAST(1.88 AS DECIMAL(12,2)) AS c0, CAST(CAST(a1.d AS DECIMAL(12,1)) AS DECIMAL(12,2)) AS c1, CAST(-0.78 AS DECIMAL(12,2)) AS c2 FROM t1 AS a1"}},
 		{"SELECT CAST(CAST(CAST(-7.25 AS DOUBLE) AS DECIMAL(12,1)) AS DECIMAL(12,2)) AS c0 FROM t1 AS a1", literalOuterCast, []string{
 			"SELECT CAST(CAST(-7.25 AS DOUBLE) AS DECIMAL(12,2)) AS c0 FROM t1 AS a1"}},
+		{"SELECT a1.k AS c0 FROM t1 AS a1 WHERE CASE WHEN a1.b THEN (a1.k IN (SELECT a2.k FROM t2 AS a2)) ELSE FALSE END GROUP BY a1.k UNION SELECT a3.k AS c0 FROM t1 AS a3 WHERE (a3.k + (SELECT 1)) > 0 AND NULLIF(a3.k, (SELECT 2)) > 0", caseSubqueryWhere, []string{
+			"SELECT a1.k AS c0 FROM t1 AS a1 WHERE TRUE GROUP BY a1.k UNION SELECT a3.k AS c0 FROM t1 AS a3 WHERE (a3.k + (SELECT 1)) > 0 AND NULLIF(a3.k, (SELECT 2)) > 0",
+			"SELECT a1.k AS c0 FROM t1 AS a1 WHERE CASE WHEN a1.b THEN (a1.k IN (SELECT a2.k FROM t2 AS a2)) ELSE FALSE END GROUP BY a1.k UNION SELECT a3.k AS c0 FROM t1 AS a3 WHERE TRUE"}},
+		{"SELECT a1.c0 AS c0 FROM (SELECT a2.k AS c0, (a2.s IN (SELECT a3.s FROM t2 AS a3 WHERE a3.k = a2.k)) AS c1 FROM t1 AS a2 WHERE a2.b ORDER BY 1 LIMIT 5) AS a1 WHERE a1.c1 UNION SELECT a4.c0 AS c0 FROM (SELECT a5.k AS c0, a5.b AS c1 FROM t1 AS a5 WHERE TRUE) AS a4 WHERE a4.c1", filterBelowLimit, []string{
+			"SELECT a1.c0 AS c0 FROM (SELECT a2.k AS c0, (a2.s IN (SELECT a3.s FROM t2 AS a3 WHERE a3.k = a2.k)) AS c1 FROM t1 AS a2 WHERE ((a2.s IN (SELECT a3.s FROM t2 AS a3 WHERE a3.k = a2.k))) AND a2.b ORDER BY 1 LIMIT 5) AS a1 WHERE a1.c1 UNION SELECT a4.c0 AS c0 FROM (SELECT a5.k AS c0, a5.b AS c1 FROM t1 AS a5 WHERE TRUE) AS a4 WHERE a4.c1"}},
 		{"SELECT (NOT EXISTS (SELECT 1 FROM t2 AS a2)) AS c0, EXISTS (SELECT 1 FROM t2 AS a3 WHERE a3.k = a1.k) AS c1 FROM t1 AS a1", trueExists, []string{
 			"SELECT (NOT TRUE) AS c0, EXISTS (SELECT 1 FROM t2 AS a3 WHERE a3.k = a1.k) AS c1 FROM t1 AS a1"}},
 	} {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -68,6 +69,8 @@ func TestFlinkErrorRules(t *testing.T) {
 		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf("%w: sum exceeds the int64 range (1 + 2)", vectorized.ErrOverflow), want: answered}, true},
 		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf("%w: 4611686018427387904 * 2 (int64)", vectorized.ErrOverflow), want: answered}, true},
 		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf("%w: abs(-128)", vectorized.ErrOverflow), want: answered}, true},
+		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf(`line 1:1595: abs: cannot cast int64 value "2147483648" to int32: %w`, vectorized.ErrOverflow), want: answered}, true},
+		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf(`line 1:15: cast: cannot cast int64 value "2147483648" to int32: %w`, vectorized.ErrOverflow), want: answered}, false}, // a CAST's overflow
 		// Floats and dates: Flink does not wrap them around.
 		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf("%w: 1e+308 * 10 (float64)", vectorized.ErrOverflow), want: answered}, false},
 		{flinkCase{sql: "SELECT 1", ferr: fmt.Errorf("%w: date 9999-12-31 + 1 days", vectorized.ErrOverflow), want: answered}, false},
@@ -177,6 +180,12 @@ func TestTypeRules(t *testing.T) {
 		{TypeDiff{Column: 0, Flink: "DECIMAL(13, 2)", Flightd: "DECIMAL(22, 2)"}, true},
 		{TypeDiff{Column: 0, Flink: "DECIMAL(22, 2)", Flightd: "DECIMAL(13, 2)"}, false},
 		{TypeDiff{Column: 0, Flink: "DECIMAL(13, 1)", Flightd: "DECIMAL(22, 2)"}, false},
+		// The DECIMAL's integer digits outnumber the narrower integer's
+		// (DECIMAL(20, 2) + INT is DECIMAL(21, 2), + BIGINT DECIMAL(22, 2)).
+		{TypeDiff{Column: 0, Flink: "DECIMAL(21, 2)", Flightd: "DECIMAL(22, 2)"}, true},
+		{TypeDiff{Column: 0, Flink: "DECIMAL(6, 2)", Flightd: "DECIMAL(22, 2)"}, true},
+		{TypeDiff{Column: 0, Flink: "DECIMAL(5, 2)", Flightd: "DECIMAL(22, 2)"}, false}, // 17 digits: more than BIGINT has over TINYINT
+		{TypeDiff{Column: 0, Flink: "DECIMAL(22, 2)", Flightd: "DECIMAL(22, 2)"}, false},
 		{TypeDiff{Column: 1, Flink: "DECIMAL(13, 2)", Flightd: "DECIMAL(22, 2)"}, false},
 	} {
 		if got := typeRule(tc.d, sumPlus) != ""; got != tc.rule {
@@ -220,6 +229,78 @@ func TestLagDefaultRule(t *testing.T) {
 		c := flinkCase{sql: q, want: res([]tpcds.Value{num(-1), num(1)}, []tpcds.Value{num(3), null}), got: got, diff: "differs"}
 		if explainFlink(&c) != "" {
 			t.Errorf("%s: Flink's -1 explained", q)
+		}
+	}
+}
+
+// TestWrappedSumRule checks that Flink's SUM wrapping around in its
+// argument's type is explained only in a column that is a SUM Flink types
+// narrower than BIGINT, and only by that type's wrap.
+func TestWrappedSumRule(t *testing.T) {
+	const q = "SELECT sum(a1.i1) AS c0, (sum(a1.i1) + 1) AS c1, a1.k AS c2 FROM t2 AS a1 GROUP BY a1.k"
+	num := func(x int64) tpcds.Value { return tpcds.Value{Kind: tpcds.KNum, Num: big.NewRat(x, 1)} }
+	res := func(vs ...int64) *tpcds.Result {
+		r := &tpcds.Result{Columns: []string{"c0", "c1", "c2"}, Types: []string{tpcds.TypeNumber, tpcds.TypeNumber, tpcds.TypeNumber}}
+		r.Rows = [][]tpcds.Value{{num(vs[0]), num(vs[1]), num(vs[2])}}
+		return r
+	}
+	got := res(-1292, -1291, 3) // -1292 is -12 - 5 * 256
+	for _, tc := range []struct {
+		want  *tpcds.Result
+		types []string
+		rule  bool
+	}{
+		{res(-12, -1291, 3), []string{"TINYINT", "INT", "INT NOT NULL"}, true},
+		{res(-12, -1291, 3), []string{"SMALLINT", "INT", "INT NOT NULL"}, false}, // SMALLINT holds -1292
+		{res(-13, -1291, 3), []string{"TINYINT", "INT", "INT NOT NULL"}, false},
+		{res(-12, -1291, 3), []string{"BIGINT", "INT", "INT NOT NULL"}, false},
+		{res(-1292, -11, 3), []string{"BIGINT", "TINYINT", "INT NOT NULL"}, false}, // not a SUM alone
+		{res(-1292, -1291, 3-256), []string{"BIGINT", "INT", "TINYINT"}, false},    // not a SUM
+	} {
+		c := flinkCase{sql: q, want: tc.want, got: got, flinkTypes: tc.types, diff: "differs"}
+		if got := wrappedSum(&c); got != tc.rule {
+			t.Errorf("Flink %v typed %v: explained %v, want %v", tc.want.Rows, tc.types, got, tc.rule)
+		}
+	}
+	for x, want := range map[int64]int64{-1292: -12, 127: 127, 128: -128, -129: 127, 256: 0} {
+		if got := wrapInt(big.NewInt(x), 8); got.Int64() != want {
+			t.Errorf("wrapInt(%d, 8) = %v, want %d", x, got, want)
+		}
+	}
+}
+
+// TestTimedOut checks that a query Flink did not answer in time is
+// explained only where Flink was still planning it and flightd and DuckDB
+// agree.
+func TestTimedOut(t *testing.T) {
+	const planning = `"main" #1 prio=5 os_prio=0 tid=0x1 nid=0x2 runnable
+   java.lang.Thread.State: RUNNABLE
+	at org.apache.calcite.rex.RexProgramBuilder.mergePrograms(RexProgramBuilder.java:701)
+	at org.apache.flink.table.planner.plan.rules.logical.FlinkCalcMergeRule.onMatch(FlinkCalcMergeRule.java:79)
+	at org.apache.calcite.plan.volcano.VolcanoPlanner.findBestExp(VolcanoPlanner.java:524)
+	at org.apache.flink.table.planner.delegation.PlannerBase.optimize(PlannerBase.scala:395)`
+	const running = `"main" #1 prio=5 os_prio=0 tid=0x1 nid=0x2 waiting on condition
+   java.lang.Thread.State: WAITING (parking)
+	at java.util.concurrent.CompletableFuture.get(CompletableFuture.java:2096)
+	at org.apache.flink.table.api.internal.TableResultImpl.await(TableResultImpl.java:112)`
+	for _, tc := range []struct {
+		err        error
+		duckAgrees bool
+		want       FlinkClass
+	}{
+		{&flink.TimeoutError{SQL: "q", MainStack: planning}, true, FlinkTimedOut},
+		{&flink.TimeoutError{SQL: "q", MainStack: planning}, false, FlinkFinding},
+		{&flink.TimeoutError{SQL: "q", MainStack: running}, true, FlinkFinding},
+		{&flink.TimeoutError{SQL: "q"}, true, FlinkFinding}, // no stack
+		{flink.ErrTimeout, true, FlinkFinding},
+	} {
+		var r FlinkResult
+		timedOut(&r, tc.err, tc.duckAgrees)
+		if r.Class != tc.want {
+			t.Errorf("%v (DuckDB agrees %v): %v, want %v (%s)", tc.err, tc.duckAgrees, r.Class, tc.want, r.Detail)
+		}
+		if tc.want == FlinkTimedOut && !strings.Contains(r.Detail, "FlinkCalcMergeRule") {
+			t.Errorf("the detail does not name the planner rule: %s", r.Detail)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -15,7 +16,8 @@ import (
 // TestProbe shows both engines' answers to the queries in $PROBE
 // (separated by ";;") over the tables of seed $PROBE_SEED (default 1), after
 // the statements in $PROBE_SETUP (" NOT ENFORCED" is dropped for DuckDB);
-// with FLIGHTD_FLINK=1 Flink's answers too (over the seed's tables only).
+// with FLIGHTD_FLINK=1 Flink's answers too (over the seed's tables only),
+// each awaited $PROBE_TIMEOUT (a Go duration; the oracle's default if unset).
 // It is a tool for narrowing a finding down and skips without $PROBE.
 func TestProbe(t *testing.T) {
 	qs := os.Getenv("PROBE")
@@ -41,6 +43,11 @@ func TestProbe(t *testing.T) {
 		oracle = &flinkProcess{}
 		oracle.start(t)
 		defer oracle.close(t)
+		if d := os.Getenv("PROBE_TIMEOUT"); d != "" {
+			if oracle.Timeout, err = time.ParseDuration(d); err != nil {
+				t.Fatalf("PROBE_TIMEOUT: %v", err)
+			}
+		}
 		if err := LoadFlink(oracle.Oracle, dir, env.Tables); err != nil {
 			t.Fatal(err)
 		}

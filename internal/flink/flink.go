@@ -8,12 +8,14 @@ package flink
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,6 +46,22 @@ const DefaultTimeout = 3 * time.Minute
 // ErrTimeout is the error of a statement Flink did not answer in time.
 // The process is stopped then: the caller starts another to go on.
 var ErrTimeout = errors.New("FlinkOracle did not answer in time")
+
+// TimeoutError is ErrTimeout with what the JVM was doing then.
+type TimeoutError struct {
+	SQL   string
+	After time.Duration
+	// MainStack is the JVM's main thread (the one running the statement)
+	// as jstack printed it just before the process was stopped: whether
+	// Flink was still planning or running the job. "" if jstack failed.
+	MainStack string
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("%v: no answer within %v to %s (the process is stopped)", ErrTimeout, e.After, e.SQL)
+}
+
+func (e *TimeoutError) Unwrap() error { return ErrTimeout }
 
 // Oracle is a running FlinkOracle process, in a process group of its own.
 // It runs one statement at a time: callers do not share it between
@@ -179,8 +197,9 @@ func (o *Oracle) Receive() (Answer, error) {
 				a.Err = unescape(line[4:])
 			}
 		case <-timer.C:
+			stack := o.mainStack()
 			o.kill()
-			o.stopped = fmt.Errorf("%w: no answer within %v to %s (the process is stopped)", ErrTimeout, o.Timeout, sql)
+			o.stopped = &TimeoutError{SQL: sql, After: o.Timeout, MainStack: stack}
 			return a, o.stopped
 		}
 	}
@@ -213,6 +232,31 @@ func (o *Oracle) wait() error {
 		o.waitErr, o.waited = o.cmd.Wait(), true
 	}
 	return o.waitErr
+}
+
+// mainStack returns the JVM's main thread stack, from jstack; "" if the
+// process is no JVM or jstack fails (within a bound: the machine may be
+// loaded).
+func (o *Oracle) mainStack() string {
+	if filepath.Base(o.cmd.Path) != "java" {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "jstack", strconv.Itoa(o.cmd.Process.Pid)).Output()
+	if err != nil {
+		return ""
+	}
+	dump := string(out)
+	start := strings.Index(dump, "\n\"main\" ")
+	if start < 0 {
+		return ""
+	}
+	dump = dump[start+1:]
+	if end := strings.Index(dump, "\n\n"); end >= 0 {
+		dump = dump[:end]
+	}
+	return dump
 }
 
 // kill kills the process group (its id is the process's, by Setpgid).

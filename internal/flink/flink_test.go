@@ -161,3 +161,27 @@ func TestParentKilled(t *testing.T) {
 	_ = parent.Wait()
 	waitDead(t, pid)
 }
+
+// TestTimeoutStack checks that a timeout on the real FlinkOracle reports
+// the JVM's main thread, the one serving statements (FLIGHTD_FLINK=1: Java
+// 17 and Maven with Flink in the local repository).
+func TestTimeoutStack(t *testing.T) {
+	if os.Getenv("FLIGHTD_FLINK") == "" {
+		t.Skip("set FLIGHTD_FLINK=1 to run FlinkOracle")
+	}
+	o, err := Start("../../interop/flink")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	// No statement is planned and run in 10 ms, least of all the first.
+	o.Timeout = 10 * time.Millisecond
+	_, err = o.Run("SELECT count(*) FROM (VALUES (1), (2)) AS v (x) WHERE x > 1")
+	var te *TimeoutError
+	if !errors.As(err, &te) || !errors.Is(err, ErrTimeout) {
+		t.Fatalf("got %v, want a TimeoutError", err)
+	}
+	if !strings.HasPrefix(te.MainStack, `"main" `) || !strings.Contains(te.MainStack, "dev.flightd.oracle.FlinkOracle") {
+		t.Errorf("main thread stack:\n%s", te.MainStack)
+	}
+}

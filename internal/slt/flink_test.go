@@ -13,8 +13,12 @@ import (
 )
 
 // flinkFiles are the .slt files checked against Apache Flink: the ones
-// whose statements are Flink SQL as written.
-var flinkFiles = []string{"conformance.slt", "functions.slt"}
+// whose statements are Flink SQL as flinkTranslator spells them. Not
+// (yet) the others: cte.slt's table has a column named day, a reserved
+// word in Flink; most others create tables with flightd's table options
+// (primary keys as LSM trees, partitions, merge engines), streams, or use
+// flightd's catalog and DDL.
+var flinkFiles = []string{"conformance.slt", "functions.slt", "aggregates.slt", "setops.slt", "subqueries.slt", "joins.slt", "window.slt"}
 
 // flinkDifferences are the records (file:line) where flightd's expected
 // answer differs from Flink's on purpose or for a known reason, each with
@@ -51,6 +55,21 @@ var flinkDifferences = map[string]string{
 	"functions.slt:827":   "TYPEOF gives flightd's type without nullability (INT); Flink's names it (INT NOT NULL), and a string literal is CHAR(n) there",
 	"functions.slt:839":   "Flink 2.3 fails with a ClassCastException reading MAP_FROM_ARRAYS's result (subscript, CARDINALITY); flightd: 3 and 2",
 	"functions.slt:910":   "COLLECT's MULTISET is a MAP of value to count in flightd, printed as its entries; Flink prints {1=1, 3=2}",
+	"functions.slt:546":   "PRINTF's width and precision are bounded (LPAD's bound) in flightd; Flink formats a billion digits",
+	"functions.slt:917":   "CURRENT_WATERMARK of a TIMESTAMP column with no WATERMARK is NULL in flightd's batch queries; Flink refuses it (no rowtime attribute)",
+	"aggregates.slt:112":  "a 38-digit integer literal is DECIMAL(38, 0) in flightd; Flink's validator refuses it (numeric literal out of range)",
+	"aggregates.slt:118":  "the INSERT at aggregates.slt:112 failed on Flink, so its table has no file",
+	"aggregates.slt:130":  "COUNT(DISTINCT a, b) of several arguments counts tuples in flightd (Calcite's definition); Flink 2.3's planner refuses it (only one field)",
+	"aggregates.slt:135":  "COUNT(DISTINCT a, b) of several arguments counts tuples in flightd (Calcite's definition); Flink 2.3's planner refuses it (only one field)",
+	"subqueries.slt:158":  "a LATERAL subquery with an aggregate is not implemented in flightd (refused with the reason); Flink answers it",
+	"window.slt:68":       "Flink 2.3's batch planner fails on a RANGE frame with an INTERVAL offset over a TIMESTAMP key (CompileException in generated code)",
+	"window.slt:76":       "Flink 2.3's batch planner fails on a RANGE frame with an INTERVAL offset over a TIMESTAMP key (CompileException in generated code)",
+	"window.slt:84":       "Flink 2.3's batch planner fails on a RANGE frame with an INTERVAL offset over a TIMESTAMP key (CompileException in generated code)",
+	"window.slt:113":      "a DOUBLE RANGE offset over an integer key reaches the whole units it covers in flightd; Flink's answer ignores the offset",
+	"window.slt:124":      "a negative RANGE offset is refused in flightd; Flink accepts it",
+	"window.slt:130":      "INTERVAL '999999999' DAY takes the literal's digits in flightd; Flink's default DAY(2) precision refuses it (DAY(9) would be needed)",
+	"window.slt:140":      "INTERVAL '999999999' DAY takes the literal's digits in flightd; Flink's default DAY(2) precision refuses it (DAY(9) would be needed)",
+	"window.slt:157":      "a RANGE offset over a DOUBLE key is not implemented in flightd (refused with the reason); Flink answers it",
 }
 
 // TestFlinkOracle runs the records of flinkFiles on Apache Flink 2.3
@@ -76,7 +95,7 @@ func TestFlinkOracle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dir := t.TempDir()
+		tr := flinkTranslator{dir: t.TempDir(), columns: map[string][]string{}}
 		agree, explained := 0, 0
 		differed := map[string]bool{}
 		for _, r := range recs {
@@ -84,7 +103,7 @@ func TestFlinkOracle(t *testing.T) {
 				break
 			}
 			loc := fmt.Sprintf("%s:%d", name, r.Line)
-			ans, err := oracle.Run(flinkSQL(r.SQL, dir))
+			ans, err := oracle.Run(tr.sql(r.SQL))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,16 +160,76 @@ func startFlink(t *testing.T) *flink.Oracle {
 	return oracle
 }
 
-var createTable = regexp.MustCompile(`(?is)^\s*CREATE\s+TABLE\s+(\w+)\s*\(.*\)\s*$`)
+var (
+	createTable  = regexp.MustCompile(`(?is)^\s*CREATE\s+TABLE\s+(\w+)\s*\((.*)\)\s*$`)
+	insertValues = regexp.MustCompile(`(?is)^\s*INSERT\s+INTO\s+(\w+)\s+VALUES\s*(.*?)\s*$`)
+	columnType   = regexp.MustCompile(`(?i)^\w+\s+(.*?)(\s+NOT\s+NULL)?(\s+PRIMARY\s+KEY.*)?$`)
+)
 
-// flinkSQL puts a statement on one line and gives a CREATE TABLE, which
-// has no connector in flightd, a CSV file table under dir.
-func flinkSQL(sql, dir string) string {
+// flinkTranslator spells a file's statements for Flink: one line each; a
+// CREATE TABLE, which has no connector in flightd, gets a CSV file table
+// under dir; an INSERT's VALUES get their NULLs typed as the table's
+// columns (Flink's validator refuses an untyped NULL in INSERT ... VALUES:
+// "Illegal use of 'NULL'"), which is what flightd does with them.
+type flinkTranslator struct {
+	dir string
+	// columns are the column types of the tables the file created.
+	columns map[string][]string
+}
+
+func (tr *flinkTranslator) sql(sql string) string {
 	sql = strings.Join(strings.Fields(sql), " ")
 	if m := createTable.FindStringSubmatch(sql); m != nil {
-		sql += fmt.Sprintf(" WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'csv', 'csv.null-literal' = '\\N')", filepath.Join(dir, m[1]))
+		var types []string
+		for _, col := range splitCommas(m[2]) {
+			if c := columnType.FindStringSubmatch(col); c != nil {
+				types = append(types, c[1])
+			}
+		}
+		tr.columns[strings.ToLower(m[1])] = types
+		return sql + fmt.Sprintf(" WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'csv', 'csv.null-literal' = '\\N')", filepath.Join(tr.dir, m[1]))
 	}
-	return sql
+	m := insertValues.FindStringSubmatch(sql)
+	if m == nil {
+		return sql
+	}
+	types := tr.columns[strings.ToLower(m[1])]
+	var rows []string
+	for _, row := range splitCommas(m[2]) {
+		if !strings.HasPrefix(row, "(") || !strings.HasSuffix(row, ")") {
+			return sql
+		}
+		vals := splitCommas(row[1 : len(row)-1])
+		for i, v := range vals {
+			if strings.EqualFold(v, "NULL") && i < len(types) {
+				vals[i] = "CAST(NULL AS " + types[i] + ")"
+			}
+		}
+		rows = append(rows, "("+strings.Join(vals, ", ")+")")
+	}
+	return "INSERT INTO " + m[1] + " VALUES " + strings.Join(rows, ", ")
+}
+
+// splitCommas splits s at its commas outside parentheses and quotes, each
+// part trimmed.
+func splitCommas(s string) []string {
+	var parts []string
+	depth, quoted, start := 0, false, 0
+	for i := 0; i <= len(s); i++ {
+		switch {
+		case i == len(s) || (s[i] == ',' && depth == 0 && !quoted):
+			parts = append(parts, strings.TrimSpace(s[start:i]))
+			start = i + 1
+		case s[i] == '\'':
+			quoted = !quoted
+		case quoted:
+		case s[i] == '(':
+			depth++
+		case s[i] == ')':
+			depth--
+		}
+	}
+	return parts
 }
 
 var flinkTimestamp = regexp.MustCompile(`^(\d{4}-\d\d-\d\d)T(\d\d:\d\d)(:\d\d(\.\d+)?)?(Z?)$`)
