@@ -14,6 +14,7 @@ package cache
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -26,11 +27,15 @@ import (
 type Arrays struct {
 	c            *ristretto.Cache[string, *entry]
 	hits, misses atomic.Int64
+
+	mu   sync.Mutex
+	keys map[string]int // entries put and not yet gone per key, for Forget
 }
 
 // entry guards the cache's reference: eviction and Get race, and a Get
 // must not Retain an array whose last reference eviction just released.
 type entry struct {
+	key  string
 	mu   sync.Mutex
 	a    arrow.Array
 	dead bool
@@ -50,6 +55,7 @@ func NewArrays(maxBytes int64) (*Arrays, error) {
 	if maxBytes <= 0 {
 		return nil, fmt.Errorf("cache: size must be positive, got %d", maxBytes)
 	}
+	a := &Arrays{keys: map[string]int{}}
 	c, err := ristretto.NewCache(&ristretto.Config[string, *entry]{
 		NumCounters:        max(maxBytes/(64<<10), 1000) * 10, // ~10 counters per expected entry of 64 KiB
 		MaxCost:            maxBytes,
@@ -59,6 +65,7 @@ func NewArrays(maxBytes int64) (*Arrays, error) {
 		// another goroutine removed first.
 		OnExit: func(e *entry) {
 			if e != nil {
+				a.gone(e)
 				e.release()
 			}
 		},
@@ -66,7 +73,36 @@ func NewArrays(maxBytes int64) (*Arrays, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
-	return &Arrays{c: c}, nil
+	a.c = c
+	return a, nil
+}
+
+// gone counts e out of its key's entries. (A key put twice before the
+// first is applied may keep either entry: it stays in the keys until both
+// are gone.)
+func (c *Arrays) gone(e *entry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.keys[e.key]--; c.keys[e.key] <= 0 {
+		delete(c.keys, e.key)
+	}
+}
+
+// Forget removes every entry whose key starts with prefix: the arrays of
+// files that are gone (a dropped table, expired files), which no scan will
+// ask for again but which would otherwise hold their bytes until evicted.
+func (c *Arrays) Forget(prefix string) {
+	c.mu.Lock()
+	var keys []string
+	for k := range c.keys {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	c.mu.Unlock()
+	for _, k := range keys {
+		c.c.Del(k)
+	}
 }
 
 // Get returns the cached array for key, retained for the caller (who must
@@ -92,8 +128,12 @@ func (c *Arrays) Get(key string) (arrow.Array, bool) {
 // it keeps it; the caller's reference is untouched. The cache may decline.
 func (c *Arrays) Put(key string, a arrow.Array) {
 	a.Retain()
-	e := &entry{a: a}
+	e := &entry{key: key, a: a}
+	c.mu.Lock()
+	c.keys[key]++
+	c.mu.Unlock()
 	if !c.c.Set(key, e, max(util.TotalArraySize(a), 1)) {
+		c.gone(e)
 		e.release()
 	}
 }

@@ -90,3 +90,56 @@ func TestArraysEvictionKeepsReadersSafe(t *testing.T) {
 	}
 	c.Close()
 }
+
+// TestArraysForget: Forget removes the entries whose keys start with the
+// prefix, and only those, releasing their arrays at once (the allocator
+// then holds only the others); a key put again keeps its new entry when
+// the old one goes (or the new one, put before the old was applied);
+// Forget of a prefix nothing has is a no-op.
+func TestArraysForget(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	c, err := NewArrays(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	put := func(key string, base int64) {
+		a := ints(mem, 100, base)
+		c.Put(key, a)
+		a.Release()
+	}
+	put("db/t/bucket-0/data-1#0#0", 1)
+	put("db/t/bucket-0/data-1#0#1", 2)
+	put("db/t/bucket-0/data-2#0#0", 3)
+	put("db/t2/bucket-0/data-1#0#0", 4)
+	put("db/t2/bucket-0/data-1#0#0", 5) // again, maybe before the first is applied: one entry stays
+	c.Wait()
+	one := mem.CurrentAlloc() / 4
+	c.Forget("db/t/bucket-0/data-1#")
+	c.Forget("db/none/")
+	c.Wait()
+	hit := func(key string) bool {
+		a, ok := c.Get(key)
+		if ok {
+			a.Release()
+		}
+		return ok
+	}
+	if hit("db/t/bucket-0/data-1#0#0") || hit("db/t/bucket-0/data-1#0#1") || !hit("db/t/bucket-0/data-2#0#0") || !hit("db/t2/bucket-0/data-1#0#0") {
+		t.Fatal("Forget of one file's prefix removed other entries or kept its own")
+	}
+	if got := mem.CurrentAlloc(); got != 2*one {
+		t.Fatalf("allocator holds %d bytes after forgetting 2 of 4 arrays of %d", got, one)
+	}
+	c.Forget("db/t2/")
+	c.Forget("db/t/")
+	c.Wait()
+	if hit("db/t2/bucket-0/data-1#0#0") || hit("db/t/bucket-0/data-2#0#0") || mem.CurrentAlloc() != 0 {
+		t.Fatalf("after forgetting every table: %d bytes held", mem.CurrentAlloc())
+	}
+	if c.mu.Lock(); len(c.keys) != 0 {
+		t.Errorf("%d keys left in the index", len(c.keys))
+	}
+	c.mu.Unlock()
+}

@@ -105,6 +105,7 @@ func (t *Table) DeleteTag(ctx context.Context, name string) error {
 	}
 	for _, e := range append(live, logs...) {
 		if !keepFiles[e.File.FileName] {
+			st.s.forgetColumns(joinPath(st.dir, e.File.Path) + "#")
 			if err := st.fs().Remove(joinPath(st.dir, e.File.Path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
@@ -595,6 +596,7 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (int, erro
 	st.expiredThrough = max(st.expiredThrough, slices.Max(expired))
 	st.mu.Unlock()
 	for _, f := range dataFiles {
+		st.s.forgetColumns(f + "#")
 		if err := st.fs().Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return 0, fmt.Errorf("expire: %w", err)
 		}

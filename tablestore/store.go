@@ -451,6 +451,17 @@ func (st *tableState) publishSchema(sch *tableSchema) error {
 	return nil
 }
 
+// forgetColumns drops the cached columns of the data files under prefix
+// (a dropped table's directory, an expired file's path), which no scan
+// reads again: in the cache they would hold memory until evicted (a
+// benchmark that drops and creates its tables per query filled the
+// default cache, a third of the memory limit, with them).
+func (s *Store) forgetColumns(prefix string) {
+	if s.columns != nil {
+		s.columns.Forget(prefix)
+	}
+}
+
 // trashPrefix starts the name a dropped table's directory is renamed to
 // before its files are removed; table names cannot start with '.'.
 const trashPrefix = ".trash-"
@@ -467,6 +478,7 @@ func (s *Store) DropTable(ctx context.Context, id Ident, ifExists bool) error {
 		return err
 	}
 	s.forgetTable(id)
+	s.forgetColumns(s.tableDir(id) + "/")
 	// A statement may have read the table's schema since, and kept it
 	// (Options.MetadataMaxAge): forget it again once the table is gone,
 	// so that this store's next statements find it dropped.

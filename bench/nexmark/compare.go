@@ -45,14 +45,6 @@ func (s rowSet) clone() rowSet {
 	return out
 }
 
-func rowSetOf(res *tpcds.Result) rowSet {
-	s := rowSet{}
-	for _, row := range res.Rows {
-		s.add(row, 1)
-	}
-	return s
-}
-
 func rowKey(row []tpcds.Value) string {
 	parts := make([]string, len(row))
 	for i, v := range row {
@@ -112,13 +104,14 @@ func rankQuery(sel string) (rank string, partition, order []string, rn string, o
 }
 
 // newTies describes the ties of a ROW_NUMBER query whose result has the
-// columns cols, given the RANK() answer; nil when its PARTITION BY
-// columns are not all in the result (rows are then compared exactly).
-func newTies(cols, partition, order []string, rn string, candidates *tpcds.Result) *ties {
+// columns cols, its candidates to be added (addCandidate) from the RANK()
+// answer; nil when its PARTITION BY columns are not all in the result
+// (rows are then compared exactly).
+func newTies(cols, partition, order []string, rn string) *ties {
 	at := func(name string) int {
 		return slices.IndexFunc(cols, func(c string) bool { return strings.EqualFold(c, name) })
 	}
-	t := &ties{rn: at(rn)}
+	t := &ties{rn: at(rn), candidates: rowSet{}}
 	for _, p := range partition {
 		i := at(p)
 		if i < 0 {
@@ -131,11 +124,12 @@ func newTies(cols, partition, order []string, rn string, candidates *tpcds.Resul
 			t.group = append(t.group, i)
 		}
 	}
-	t.candidates = rowSet{}
-	for _, row := range candidates.Rows {
-		t.candidates.add(t.withoutRN(row), 1)
-	}
 	return t
+}
+
+// addCandidate adds a row of the RANK() answer n times.
+func (t *ties) addCandidate(row []tpcds.Value, n int) {
+	t.candidates.add(t.withoutRN(row), n)
 }
 
 func (t *ties) withoutRN(row []tpcds.Value) []tpcds.Value {

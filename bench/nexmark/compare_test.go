@@ -2,6 +2,7 @@ package nexmark
 
 import (
 	"flag"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -84,17 +85,17 @@ func TestTiesRandom(t *testing.T) {
 		if withRN {
 			cols = append(cols, "rn")
 		}
-		candidates := &tpcds.Result{Columns: cols}
+		tie := newTies(cols, []string{"p"}, []string{"o"}, "rn")
 		for _, r := range all {
 			if b := better(r); b < n {
 				vals := []tpcds.Value{num(r.p), num(r.o), num(r.v)}
 				if withRN {
 					vals = append(vals, num(int64(b+1)))
 				}
-				candidates.Rows = append(candidates.Rows, vals)
+				tie.addCandidate(vals, 1)
 			}
 		}
-		want := &expected{rows: pick(), ties: newTies(cols, []string{"p"}, []string{"o"}, "rn", candidates)}
+		want := &expected{rows: pick(), ties: tie}
 		got := pick()
 		if d, _ := want.diff(got); d != "" {
 			t.Fatalf("run %d: another choice among ties differs: %s", run, d)
@@ -210,5 +211,88 @@ func TestClosedWindows(t *testing.T) {
 	}
 	if _, err := closedWindows("SELECT * FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(x)", wm); err == nil {
 		t.Error("unbalanced parentheses were taken")
+	}
+}
+
+// TestAnswerCompare compares results spooled in random orders, with
+// retractions, against an answer by digest: equal multisets compare equal
+// without reading either back (and pass the self-check), and a wrong row, a
+// missing row or a duplicated row is reported as a difference with the row,
+// as the in-memory comparison reports it.
+func TestAnswerCompare(t *testing.T) {
+	seed := *compareSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (-compare.seed to replay)", seed)
+	rng := rand.New(rand.NewPCG(seed, 2))
+	row := func(v int64) []tpcds.Value {
+		return []tpcds.Value{num(v % 7), {Kind: tpcds.KString, S: fmt.Sprint("s", v)}}
+	}
+	for run := range 100 {
+		var rows []int64
+		for range 1 + rng.IntN(50) {
+			rows = append(rows, rng.Int64N(30)) // repeats: a multiset
+		}
+		a := &answer{rows: newTestSpool(t)}
+		for _, v := range rows {
+			if err := a.rows.add(row(v), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// spooled is rows as a changelog in another order, each row
+		// also inserted and retracted again at random.
+		spooled := func(rows []int64) (*spool, mark) {
+			s := newTestSpool(t)
+			for _, i := range rng.Perm(len(rows)) {
+				if rng.IntN(3) == 0 {
+					if err := s.add(row(rows[i]), 1); err != nil {
+						t.Fatal(err)
+					}
+					if err := s.add(row(rows[i]), -1); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := s.add(row(rows[i]), 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return s, s.mark()
+		}
+		got, m := spooled(rows)
+		o, err := a.compare(got, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.diff != "" || o.want != nil {
+			t.Fatalf("run %d: the same rows in another order: %q (read back: %v)", run, o.diff, o.want != nil)
+		}
+		if err := a.selfCheck(o, got, m, row(99)); err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		i := rng.IntN(len(rows))
+		wrong := map[string][]int64{
+			"fewer than batch":  slices.Delete(slices.Clone(rows), i, i+1),
+			"more than batch":   append(slices.Clone(rows), rows[i]),
+			"fewer than batch:": append(slices.Delete(slices.Clone(rows), i, i+1), 100+rows[i]),
+		}
+		for what, w := range wrong {
+			got, m := spooled(w)
+			o, err := a.compare(got, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(o.diff, "streamed 1 "+strings.TrimSuffix(what, ":")) {
+				t.Fatalf("run %d: %v against %v: %q, want it reported (%s)", run, w, rows, o.diff, what)
+			}
+		}
+	}
+	// A self-check of a digest comparison that cannot fail fails.
+	a := &answer{rows: newTestSpool(t)}
+	if err := a.rows.add(row(1), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.selfCheck(outcome{}, newTestSpool(t), mark{}, nil); err == nil {
+		t.Error("nothing streamed against a batch row passed the self-check")
 	}
 }

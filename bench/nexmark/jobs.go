@@ -45,7 +45,7 @@ const jobPoll = 20 * time.Millisecond
 
 // job runs q as a continuous job (INSERT INTO a keyed sink) while the
 // events are ingested, then compares the sink with the batch answer.
-func (r *runner) job(ctx context.Context, q Query, key []string, answer *expected) StreamResult {
+func (r *runner) job(ctx context.Context, q Query, key []string, answer *answer) StreamResult {
 	res := StreamResult{Status: StatusFailed}
 	if err := r.recreateTables(ctx); err != nil {
 		res.Error = "tables: " + oneLine(err)
@@ -83,7 +83,7 @@ func (r *runner) job(ctx context.Context, q Query, key []string, answer *expecte
 	}
 	defer func() { _ = r.f.Exec(context.WithoutCancel(ctx), "STOP JOB '"+id+"'") }()
 
-	tr := newTracker(tables)
+	tr := newTracker(tables, nil)
 	// The poller has a connection of its own: the ingest uses r.f meanwhile.
 	poller, err := tpcds.OpenFlightd(ctx, r.mem, r.srv.URI)
 	if err != nil {
@@ -130,29 +130,37 @@ func (r *runner) job(ctx context.Context, q Query, key []string, answer *expecte
 		return res
 	}
 	r.measured(&res, elapsed, tr)
-	out, err := r.f.Query(ctx, "SELECT * FROM "+sink)
+	got, err := r.querySpool(ctx, "SELECT * FROM "+sink)
 	if err != nil {
 		res.Error = "reading the sink: " + oneLine(err)
 		return res
 	}
-	got := rowSetOf(out)
-	res.Rows = got.rows()
+	defer got.remove()
+	m := got.mark()
+	res.Rows = int(m.sum.rows)
 	if processingTime(q) {
 		res.Status, res.Error = StatusUncompared, errProcessingTime
 		return res
 	}
-	want, open, err := r.expectedAt(ctx, q, answer, func() time.Time { return r.sourceWatermark(ctx, tables) }, &res.Comparison)
+	want, openRow, err := r.expectedAt(ctx, q, answer, func() time.Time { return r.sourceWatermark(ctx, tables) }, &res.Comparison)
 	if err != nil {
 		res.Error = oneLine(err)
 		return res
 	}
-	diff, tied := want.diff(got)
-	res.TiedRows = tied
+	if want != answer {
+		defer want.rows.remove()
+	}
+	o, err := want.compare(got, m)
+	if err != nil {
+		res.Error = oneLine(err)
+		return res
+	}
+	res.TiedRows = o.tied
 	switch {
-	case diff != "":
-		res.Status, res.Error = StatusDiffers, diff
+	case o.diff != "":
+		res.Status, res.Error = StatusDiffers, o.diff
 	default:
-		if err := want.selfCheck(got, open); err != nil {
+		if err := want.selfCheck(o, got, m, openRow); err != nil {
 			res.Error = err.Error()
 		} else {
 			res.Status, res.Equal = StatusOK, true

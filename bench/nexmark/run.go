@@ -1,17 +1,11 @@
 package nexmark
 
 import (
-	"bufio"
-	"cmp"
 	"context"
-	"encoding/gob"
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"math/big"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -193,13 +187,19 @@ func Run(ctx context.Context, mem memory.Allocator, srv *Server, queries []Query
 	rep.Load.CPUSeconds = r.cpu() - cpu0
 	rep.Load.EventsPerSec = float64(opt.Events) / rep.Load.Seconds
 	r.logf("loaded in %.1f s (%.0f events/s, flightd %.1f CPU s)", rep.Load.Seconds, rep.Load.EventsPerSec, rep.Load.CPUSeconds)
-	// The batch answers wait on disk for the streamed runs: the runner
-	// holds one query's answer at a time (at 1,000,000 events, all of them
-	// at once did not fit in memory).
+	// The batch answers wait on disk for the streamed runs, and the
+	// streamed results are spooled there too: the runner holds digests of
+	// them, not their rows (spool), unless two differ.
 	if r.answers, err = os.MkdirTemp("", "nexmark-answers-"); err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(r.answers)
+	r.stored = map[string]*answer{}
+	defer func() {
+		for _, a := range r.stored {
+			a.remove()
+		}
+	}()
 	for _, q := range queries {
 		res := QueryResult{Query: q.Name, Stream: StreamResult{Status: StatusNotRun}}
 		res.Batch = r.batch(ctx, q)
@@ -214,10 +214,7 @@ func Run(ctx context.Context, mem memory.Allocator, srv *Server, queries []Query
 			rep.Queries[i].Stream.Error = "no batch answer to compare with"
 			continue
 		}
-		answer, err := r.loadAnswer(q)
-		if err != nil {
-			return rep, err
-		}
+		answer := r.stored[q.Name]
 		rep.Queries[i].Stream = r.stream(ctx, q, answer, opt.Rate)
 		s := rep.Queries[i].Stream
 		r.logf("%s stream: %s %s", q.Name, s.Status, s.Error)
@@ -231,6 +228,8 @@ func Run(ctx context.Context, mem memory.Allocator, srv *Server, queries []Query
 			rep.Queries[i].Job = &j
 			r.logf("%s job: %s %s", q.Name, j.Status, j.Error)
 		}
+		answer.remove()
+		delete(r.stored, q.Name)
 		if opt.Progress != nil {
 			opt.Progress(rep)
 		}
@@ -249,7 +248,8 @@ type runner struct {
 	// tableDDL makes the source tables (after the probe of the richest
 	// form flightd accepts).
 	tableDDL []string
-	answers  string // the directory of the batch answers (storedAnswer)
+	answers  string             // the directory of the spools
+	stored   map[string]*answer // the batch answers of the queries yet to stream
 }
 
 func (r *runner) logf(format string, args ...any) {
@@ -423,7 +423,7 @@ func (r *runner) setup(ctx context.Context, stmts []string) error {
 	return nil
 }
 
-// batch runs q as a batch query and stores its answer (storeAnswer).
+// batch runs q as a batch query and keeps its answer in r.stored.
 func (r *runner) batch(ctx context.Context, q Query) BatchResult {
 	res := BatchResult{Status: StatusRefused}
 	if err := r.setup(ctx, q.Setup); err != nil {
@@ -432,12 +432,19 @@ func (r *runner) batch(ctx context.Context, q Query) BatchResult {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.opt.Timeout)
 	defer cancel()
+	rows, err := newSpool(r.answers)
+	if err != nil {
+		res.Status, res.Error = StatusFailed, oneLine(err)
+		return res
+	}
+	a := &answer{rows: rows}
 	cpu0 := r.cpu()
 	start := time.Now()
-	out, err := r.f.Query(ctx, q.Select)
+	cols, err := r.f.QueryRows(ctx, q.Select, func(row []tpcds.Value) error { return rows.add(row, 1) })
 	res.Seconds = time.Since(start).Seconds()
 	res.CPUSeconds = r.cpu() - cpu0
 	if err != nil {
+		a.remove()
 		res.Error = oneLine(err)
 		if ctx.Err() != nil {
 			res.Status = StatusFailed
@@ -445,141 +452,39 @@ func (r *runner) batch(ctx context.Context, q Query) BatchResult {
 		return res
 	}
 	res.Status = StatusOK
-	res.Rows = len(out.Rows)
+	res.Rows = int(rows.records)
 	res.EventsPerSec = float64(r.opt.Events) / res.Seconds
-	answer := storedAnswer{Result: out}
-	if rank, _, _, _, ok := rankQuery(q.Select); ok {
-		// Outside the timing: the rows a correct answer may keep among ties.
-		if answer.Tied, err = r.f.Query(ctx, rank); err != nil {
-			res.Status, res.Error = StatusFailed, "the query with RANK() for ROW_NUMBER(): "+oneLine(err)
-			return res
+	if rank, partition, order, rn, ok := rankQuery(q.Select); ok {
+		if a.ties = newTies(cols, partition, order, rn); a.ties != nil {
+			// Outside the timing: the rows a correct answer may keep among ties.
+			if a.tied, err = r.querySpool(ctx, rank); err != nil {
+				a.remove()
+				res.Status, res.Error = StatusFailed, "the query with RANK() for ROW_NUMBER(): "+oneLine(err)
+				return res
+			}
 		}
 	}
-	if err := r.storeAnswer(q, answer); err != nil {
-		res.Status, res.Error = StatusFailed, "storing the answer: "+oneLine(err)
-	}
+	r.stored[q.Name] = a
 	return res
 }
 
-// storedAnswer is a batch answer as stored on disk: the query's result
-// and, for a ROW_NUMBER() query, its result with RANK() (the rows a
-// correct answer may keep among ties).
-type storedAnswer struct {
-	Result, Tied *tpcds.Result
-}
-
-func (r *runner) answerPath(q Query) string { return filepath.Join(r.answers, q.Name+".gob") }
-
-// storedValue is a tpcds.Value as stored: F as its bits, as gob would
-// write -0 as 0 (it leaves zero values out).
-type storedValue struct {
-	Kind  tpcds.Kind
-	Bool  bool
-	Num   *big.Rat
-	Scale int32
-	F     uint64
-	S     string
-	I     int64
-}
-
-func (r *runner) storeAnswer(q Query, a storedAnswer) error {
-	f, err := os.Create(r.answerPath(q))
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriter(f)
-	enc := gob.NewEncoder(w)
-	err = storeResult(enc, a.Result)
-	if err == nil {
-		err = storeResult(enc, a.Tied)
-	}
-	if err == nil {
-		err = w.Flush()
-	}
-	return errors.Join(err, f.Close())
-}
-
-// storeResult writes res (nil: none) as loadResult reads it, row by row:
-// a copy of the whole would double it.
-func storeResult(enc *gob.Encoder, res *tpcds.Result) error {
-	if err := enc.Encode(res != nil); err != nil || res == nil {
-		return err
-	}
-	if err := enc.Encode(res.Columns); err != nil {
-		return err
-	}
-	if err := enc.Encode(len(res.Rows)); err != nil {
-		return err
-	}
-	var row []storedValue
-	for _, vals := range res.Rows {
-		row = row[:0]
-		for _, v := range vals {
-			row = append(row, storedValue{v.Kind, v.Bool, v.Num, v.Scale, math.Float64bits(v.F), v.S, v.I})
-		}
-		if err := enc.Encode(row); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// loadResult reads a result storeAnswer wrote (nil if none).
-func loadResult(dec *gob.Decoder) (*tpcds.Result, error) {
-	var present bool
-	if err := dec.Decode(&present); err != nil || !present {
-		return nil, err
-	}
-	res := &tpcds.Result{}
-	var n int
-	if err := dec.Decode(&res.Columns); err != nil {
-		return nil, err
-	}
-	if err := dec.Decode(&n); err != nil {
-		return nil, err
-	}
-	res.Rows = make([][]tpcds.Value, n)
-	for i := range res.Rows {
-		var row []storedValue // new: gob decodes into the *big.Rat it finds
-		if err := dec.Decode(&row); err != nil {
-			return nil, err
-		}
-		vals := make([]tpcds.Value, len(row))
-		for j, v := range row {
-			vals[j] = tpcds.Value{Kind: v.Kind, Bool: v.Bool, Num: v.Num, Scale: v.Scale, F: math.Float64frombits(v.F), S: v.S, I: v.I}
-		}
-		res.Rows[i] = vals
-	}
-	return res, nil
-}
-
-// loadAnswer reads q's stored batch answer as the streamed results are
-// compared with it.
-func (r *runner) loadAnswer(q Query) (*expected, error) {
-	f, err := os.Open(r.answerPath(q))
+// querySpool runs a batch query into a spool.
+func (r *runner) querySpool(ctx context.Context, sql string) (*spool, error) {
+	s, err := newSpool(r.answers)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	dec := gob.NewDecoder(bufio.NewReader(f))
-	var a storedAnswer
-	if a.Result, err = loadResult(dec); err == nil {
-		a.Tied, err = loadResult(dec)
+	if _, err := r.f.QueryRows(ctx, sql, func(row []tpcds.Value) error { return s.add(row, 1) }); err != nil {
+		s.remove()
+		return nil, err
 	}
-	if err != nil || a.Result == nil {
-		return nil, fmt.Errorf("%s: the stored batch answer: %v", q.Name, cmp.Or(err, errors.New("no result")))
-	}
-	answer := &expected{rows: rowSetOf(a.Result)}
-	if _, partition, order, rn, ok := rankQuery(q.Select); ok && a.Tied != nil {
-		answer.ties = newTies(a.Result.Columns, partition, order, rn, a.Tied)
-	}
-	return answer, nil
+	return s, nil
 }
 
 // stream runs q as a streaming query over new tables while the events are
 // ingested at rate events/s (0: as fast as possible), applies its changes
 // and compares the result with the batch answer.
-func (r *runner) stream(ctx context.Context, q Query, answer *expected, rate float64) StreamResult {
+func (r *runner) stream(ctx context.Context, q Query, answer *answer, rate float64) StreamResult {
 	res := StreamResult{Status: StatusFailed, Rate: rate}
 	if err := r.recreateTables(ctx); err != nil {
 		res.Error = "tables: " + oneLine(err)
@@ -602,7 +507,13 @@ func (r *runner) stream(ctx context.Context, q Query, answer *expected, rate flo
 		res.Status, res.Error = StatusRefused, oneLine(err)
 		return res
 	}
-	tr := newTracker(tables)
+	applied, err := newSpool(r.answers)
+	if err != nil {
+		res.Error = oneLine(err)
+		return res
+	}
+	defer applied.remove()
+	tr := newTracker(tables, applied)
 	consumed := make(chan struct{})
 	var consumeErr error
 	go func() {
@@ -652,38 +563,45 @@ func (r *runner) stream(ctx context.Context, q Query, answer *expected, rate flo
 	res.Changes = tr.changes
 	markers := tr.markerCount()
 	if processingTime(q) {
-		res.Status, res.Error, res.Rows = StatusUncompared, errProcessingTime, tr.result().rows()
+		res.Status, res.Error, res.Rows = StatusUncompared, errProcessingTime, int(tr.result().sum.rows)
 		return res
 	}
-	want, open, err := r.expectedAt(ctx, q, answer, tr.finalWatermark, &res.Comparison)
+	want, openRow, err := r.expectedAt(ctx, q, answer, tr.finalWatermark, &res.Comparison)
 	if err != nil {
 		res.Error = oneLine(err)
 		return res
 	}
-	got := tr.result()
-	diff, tied := want.diff(got)
-	if diff != "" {
-		res.Status, res.Error = StatusDiffers, diff
+	if want != answer {
+		defer want.rows.remove()
+	}
+	m := tr.result()
+	o, err := tr.compare(want, m)
+	if err != nil {
+		res.Error = oneLine(err)
+		return res
+	}
+	if o.diff != "" {
+		res.Status, res.Error = StatusDiffers, o.diff
 		// The next caught-up marker comes with the stream's heartbeat
 		// (5 s by default).
 		if tr.awaitCaughtUp(ctx, markers, 15*time.Second) {
-			got = tr.result()
-			if diff2, tied2 := want.diff(got); diff2 == "" {
-				res.Status, res.Error, tied = StatusLate, "at the marker that reported the last commit delivered: "+diff, tied2
+			m2 := tr.result()
+			if o2, err := tr.compare(want, m2); err == nil && o2.diff == "" {
+				res.Status, res.Error = StatusLate, "at the marker that reported the last commit delivered: "+o.diff
+				m, o = m2, o2
 			}
 		}
 	}
-	res.TiedRows = tied
+	res.TiedRows = o.tied
+	res.Rows = int(m.sum.rows)
 	if res.Status == StatusDiffers {
-		res.Rows = got.rows()
 		return res
 	}
-	if err := want.selfCheck(got, open); err != nil {
+	if err := tr.selfCheck(want, o, m, openRow); err != nil {
 		res.Status, res.Error = StatusFailed, err.Error()
 	} else if res.Status != StatusLate {
 		res.Status, res.Equal = StatusOK, true
 	}
-	res.Rows = got.rows()
 	return res
 }
 
@@ -712,10 +630,12 @@ func (r *runner) measured(res *StreamResult, elapsed time.Duration, tr *tracker)
 // expectedAt is the answer a result at the final watermark wm (zero: none
 // reported) is compared with: the batch answer, restricted for a windowed
 // query to the windows wm closed (the batch query again, over the same
-// events); open holds the rows of the windows still open. It fills c.
-func (r *runner) expectedAt(ctx context.Context, q Query, full *expected, wm func() time.Time, c *Comparison) (want *expected, open rowSet, err error) {
+// events, in a spool the caller removes); openRow is a row of the full
+// answer in a window still open (nil: none). It fills c. Besides digests
+// it holds the hashes of the closed windows' rows, to find the open ones.
+func (r *runner) expectedAt(ctx context.Context, q Query, full *answer, wm func() time.Time, c *Comparison) (want *answer, openRow []tpcds.Value, err error) {
 	if !windowed(q.Select) {
-		c.Compared = full.rows.rows()
+		c.Compared = int(full.rows.sum.rows)
 		return full, nil, nil
 	}
 	w := wm()
@@ -727,25 +647,54 @@ func (r *runner) expectedAt(ctx context.Context, q Query, full *expected, wm fun
 	if err != nil {
 		return nil, nil, err
 	}
-	closed, err := r.f.Query(ctx, sel)
+	closed, err := r.querySpool(ctx, sel)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the batch query over closed windows: %w", err)
 	}
-	want = &expected{rows: rowSetOf(closed), ties: full.ties}
-	open = full.rows.clone()
-	for _, cr := range want.rows {
-		open.add(cr.row, -cr.n)
+	want = &answer{rows: closed, tied: full.tied, ties: full.ties}
+	openRow, openRows, err := openRows(full.rows, closed, full.ties != nil)
+	if err != nil {
+		closed.remove()
+		return nil, nil, err
 	}
-	for k, cr := range open {
-		if cr.n < 0 {
-			if full.ties == nil {
-				return nil, nil, fmt.Errorf("the closed windows' answer has a row the full answer lacks: %s", k)
+	c.Compared, c.OpenRows = int(closed.sum.rows), openRows
+	return want, openRow, nil
+}
+
+// openRows counts the rows of the full answer that the closed windows'
+// answer lacks (the windows still open) and returns the first of them.
+// A row of the closed answer the full one lacks is an error, but with
+// ties, where the two batch runs may choose other rows.
+func openRows(full, closed *spool, ties bool) (first []tpcds.Value, n int, err error) {
+	left := map[[2]uint64]int{}
+	if err := closed.each(closed.records, func(row []tpcds.Value, c int) error {
+		left[keyHash(rowKey(row))] += c
+		return nil
+	}); err != nil {
+		return nil, 0, err
+	}
+	if err := full.each(full.records, func(row []tpcds.Value, c int) error {
+		k := keyHash(rowKey(row))
+		if left[k] > 0 {
+			left[k] -= c
+			return nil
+		}
+		if first == nil {
+			first = row
+		}
+		n += c
+		return nil
+	}); err != nil {
+		return nil, 0, err
+	}
+	if !ties {
+		for _, c := range left {
+			if c > 0 {
+				return nil, 0, errors.New("the closed windows' answer has a row the full answer lacks")
 			}
-			delete(open, k) // the two batch runs chose other rows among ties
 		}
 	}
-	c.Compared, c.OpenRows = want.rows.rows(), open.rows()
-	return want, open, nil
+	return first, n, nil
 }
 
 // tracker applies a streaming query's changes and follows its progress
@@ -756,7 +705,7 @@ type tracker struct {
 	done   chan struct{}
 
 	mu       sync.Mutex
-	applied  rowSet           // the applied changelog
+	applied  *spool           // the applied changelog
 	changes  int64            // rows received
 	covered  map[string]int64 // per table, the snapshot up to which every change was delivered
 	pending  []commitDone     // commits not yet covered, in order
@@ -770,9 +719,11 @@ type tracker struct {
 	keyErr   error
 }
 
-func newTracker(tables []string) *tracker {
+// newTracker follows a query over tables whose changes are applied to
+// applied (nil for a job, whose changes it does not see).
+func newTracker(tables []string, applied *spool) *tracker {
 	return &tracker{tables: tables, ready: make(chan struct{}), done: make(chan struct{}),
-		applied: rowSet{}, covered: map[string]int64{}}
+		applied: applied, covered: map[string]int64{}}
 }
 
 func (t *tracker) committed(c commitDone) {
@@ -896,13 +847,16 @@ func (t *tracker) apply(b arrow.RecordBatch) error {
 			}
 			row[c-1] = v
 		}
+		n := 1
 		switch kind := kinds.Value(i); kind {
 		case "+I", "+U":
-			t.applied.add(row, 1)
 		case "-U", "-D":
-			t.applied.add(row, -1)
+			n = -1
 		default:
 			return fmt.Errorf("unknown row kind %q", kind)
+		}
+		if err := t.applied.add(row, n); err != nil {
+			return err
 		}
 		t.changes++
 	}
@@ -963,11 +917,26 @@ func (t *tracker) latencies() (p50, p99 float64) {
 	return at(50), at(99)
 }
 
-// result is a copy of the applied changelog.
-func (t *tracker) result() rowSet {
+// result is the point the applied changelog has reached.
+func (t *tracker) result() mark {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.applied.clone()
+	return t.applied.mark()
+}
+
+// compare compares the applied changelog up to m with want (the changes
+// wait while it is read back, if it is).
+func (t *tracker) compare(want *answer, m mark) (outcome, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return want.compare(t.applied, m)
+}
+
+// selfCheck is want.selfCheck of the applied changelog.
+func (t *tracker) selfCheck(want *answer, o outcome, m mark, openRow []tpcds.Value) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return want.selfCheck(o, t.applied, m, openRow)
 }
 
 // changeStream is a streaming query's result read over Flight SQL.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync/atomic"
 
 	"github.com/apache/arrow-adbc/go/adbc"
@@ -179,40 +180,59 @@ func (s Substrait) plan(ctx context.Context, query string) ([]byte, error) {
 }
 
 func (f *Flightd) run(ctx context.Context, set func(adbc.Statement) error) (*Result, error) {
+	res := &Result{}
+	cols, types, err := f.each(ctx, set, func(row []Value) error {
+		res.Rows = append(res.Rows, slices.Clone(row))
+		return nil
+	})
+	res.Columns, res.Types = cols, types
+	return res, err
+}
+
+// QueryRows runs one query and passes its rows to fn one at a time, so a
+// caller that keeps less than the rows (a digest, a file) needs no memory
+// for the whole result. row is reused: fn must copy what it keeps.
+func (f *Flightd) QueryRows(ctx context.Context, query string, fn func(row []Value) error) (columns []string, err error) {
+	columns, _, err = f.each(ctx, func(st adbc.Statement) error { return st.SetSqlQuery(query) }, fn)
+	return columns, err
+}
+
+func (f *Flightd) each(ctx context.Context, set func(adbc.Statement) error, fn func(row []Value) error) (columns, types []string, err error) {
 	stmt, err := f.cnxn.NewStatement()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer stmt.Close()
 	if err := set(stmt); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rdr, _, err := stmt.ExecuteQuery(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rdr.Release()
-	res := &Result{}
 	for _, fd := range rdr.Schema().Fields() {
-		res.Columns = append(res.Columns, fd.Name)
-		res.Types = append(res.Types, ArrowTypeClass(fd.Type))
+		columns = append(columns, fd.Name)
+		types = append(types, ArrowTypeClass(fd.Type))
 	}
+	row := make([]Value, len(columns))
 	for rdr.Next() {
 		b := rdr.RecordBatch()
 		for i := 0; i < int(b.NumRows()); i++ {
-			row := make([]Value, b.NumCols())
 			for c, col := range b.Columns() {
 				if row[c], err = FromArrow(col, i); err != nil {
-					return nil, fmt.Errorf("column %s: %w", res.Columns[c], err)
+					return nil, nil, fmt.Errorf("column %s: %w", columns[c], err)
 				}
 			}
-			res.Rows = append(res.Rows, row)
+			if err := fn(row); err != nil {
+				return nil, nil, err
+			}
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return res, rdr.Err()
+	return columns, types, rdr.Err()
 }
 
 // ArrowTypeClass maps an Arrow type to its class (value.go).

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"net/http"
+	httppprof "net/http/pprof"
 	"os"
 	"os/signal"
 	"path"
@@ -65,6 +67,7 @@ func run() error {
 		nodeID   = flag.String("node-id", "", "name of this node among those sharing the warehouse, for job leases: a node restarted under its name takes its jobs back at once, without waiting for -job-lease; must be unique among live nodes (default: random)")
 		metaAge  = flag.Duration("metadata-max-age", -1, "how old what a query knows of a table's latest schema and snapshot may be before it asks the warehouse again: another node's commits are seen by queries that start more than this after them, this node's own at once (negative: 1s for an s3:// warehouse, 0 for a local directory)")
 		cpuProf  = flag.String("cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file, ended at shutdown (SIGTERM or SIGINT)")
+		pprofAt  = flag.String("pprof-addr", "", "serve Go's profiles (net/http/pprof: heap, allocs, goroutine, profile) over HTTP on this address, without authentication: keep it on loopback (default: not served)")
 		maxToks  = flag.Int("max-statement-tokens", flightsql.DefaultLimits.MaxStatementTokens, "most tokens (names, literals, operators) one SQL statement may have")
 	)
 	memLimit, queryMem, cacheMem := sizeFlag{auto: true}, sizeFlag{auto: true}, sizeFlag{auto: true}
@@ -81,6 +84,13 @@ func run() error {
 	flag.Parse()
 	if *cpuProf != "" {
 		stop, err := startCPUProfile(*cpuProf)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	if *pprofAt != "" {
+		stop, err := servePprof(*pprofAt)
 		if err != nil {
 			return err
 		}
@@ -210,4 +220,28 @@ func startCPUProfile(file string) (stop func(), err error) {
 			log.Printf("flightd: -cpuprofile: %v", err)
 		}
 	}, nil
+}
+
+// servePprof serves net/http/pprof's handlers on addr until stop: heap
+// profiles taken while a workload runs show what its memory holds, which a
+// profile written at shutdown cannot.
+func servePprof(addr string) (stop func(), err error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("-pprof-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", httppprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", httppprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", httppprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", httppprof.Trace)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := hs.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Printf("flightd: -pprof-addr: %v", err)
+		}
+	}()
+	log.Printf("flightd: profiles on http://%s/debug/pprof/", lis.Addr())
+	return func() { hs.Close() }, nil
 }

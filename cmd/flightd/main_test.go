@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -453,6 +455,58 @@ func TestCPUProfile(t *testing.T) {
 	out, err := exec.Command(bin, "-addr", "127.0.0.1:0", "-data", filepath.Join(dir, "data"), "-cpuprofile", filepath.Join(dir, "missing", "cpu.pprof")).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "-cpuprofile") {
 		t.Fatalf("a profile that cannot be created: %v, %s", err, out)
+	}
+}
+
+// TestPprofAddr: -pprof-addr serves a heap profile of the running process
+// (gzipped pprof naming its sample types) and nothing once flightd has shut
+// down; an address it cannot listen on stops flightd at start.
+func TestPprofAddr(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	bin := buildFlightd(t)
+	dir := t.TempDir()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := lis.Addr().String()
+	lis.Close()
+	p := start(t, bin, filepath.Join(dir, "data"), "-pprof-addr", at)
+	resp, err := http.Get("http://" + at + "/debug/pprof/heap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(resp.Body)
+	if err != nil {
+		t.Fatalf("heap profile (%s): %v", resp.Status, err)
+	}
+	b, err := io.ReadAll(zr)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"inuse_space", "alloc_space", "bytes"} {
+		if !bytes.Contains(b, []byte(s)) {
+			t.Fatalf("heap profile of %d bytes lacks the sample type name %q", len(b), s)
+		}
+	}
+	if err := p.terminate(t); err != nil {
+		t.Fatalf("exit after SIGTERM: %v", err)
+	}
+	if resp, err := http.Get("http://" + at + "/debug/pprof/heap"); err == nil {
+		resp.Body.Close()
+		t.Fatalf("profiles still served after shutdown: %s", resp.Status)
+	}
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	out, err := exec.Command(bin, "-addr", "127.0.0.1:0", "-data", filepath.Join(dir, "data"), "-pprof-addr", busy.Addr().String()).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "-pprof-addr") {
+		t.Fatalf("an address in use: %v, %s", err, out)
 	}
 }
 

@@ -163,16 +163,25 @@ const appendMaxFileNum = 50
 // PickAppend picks small files (below half of targetFileSize) of an
 // append-table bucket to merge, as Paimon's bucketed append compaction does:
 // a window of consecutive small files (by MaxSeq) that together reach
-// targetFileSize with at least minFileNum of them, or that has
-// max(minFileNum, appendMaxFileNum) files; the one that ends first, and of
-// those ending there the shortest. With full, all small files once there are
-// two. Waiting for the target size keeps a merged file from being merged
-// again with each few new files (that rewrote the growing file every
-// minFileNum commits: quadratic in the bucket's size): a window's output
-// rolls at the target size, so at most its tail, below half the target, is
-// small again. Compaction writes at most twice the bytes appended while
-// files are at least 1/appendMaxFileNum of the target, at most four times
-// while they are at least a tenth of that.
+// targetFileSize with at least minFileNum of them (the one that ends
+// first, and of those ending there the shortest), or else the first
+// max(minFileNum, appendMaxFileNum) small files of the lowest level that
+// has as many. With full, all small files once there are two. The output's
+// level is one above its inputs' highest.
+//
+// Waiting for the target size keeps a merged file from being merged again
+// with each few new files (that rewrote the growing file every minFileNum
+// commits: quadratic in the bucket's size): a window's output rolls at the
+// target size, so at most its tail, below half the target, is small again.
+// The file-count limit merges files of one level only, so the output of
+// such a merge (level L+1, still small when the files are far below the
+// target) waits for appendMaxFileNum others of its level instead of being
+// merged again with the next appendMaxFileNum-1 new files, which rewrote
+// the bucket every 49 commits while its files stayed below the target
+// (at 100 commits of 400 KB, 1.5 times the bytes appended). Each merge
+// then lifts bytes one level, and a level holds appendMaxFileNum times
+// the bytes of the one below: compaction writes about
+// log_appendMaxFileNum(target / file size) + 1 times the bytes appended.
 func PickAppend[F File](files []F, targetFileSize int64, minFileNum int, full bool) *Unit[F] {
 	var small []F
 	for _, f := range files {
@@ -180,21 +189,38 @@ func PickAppend[F File](files []F, targetFileSize int64, minFileNum int, full bo
 			small = append(small, f)
 		}
 	}
+	unit := func(files []F) *Unit[F] {
+		top := 0
+		for _, f := range files {
+			top = max(top, f.Level())
+		}
+		return &Unit[F]{Files: files, OutputLevel: top + 1}
+	}
 	if full {
 		if len(small) < 2 {
 			return nil
 		}
-		return &Unit[F]{Files: small}
+		return unit(small)
 	}
 	slices.SortStableFunc(small, func(a, b F) int { return cmp.Compare(a.MaxSeq(), b.MaxSeq()) })
-	maxFileNum := max(minFileNum, appendMaxFileNum)
 	for hi := range small {
 		var size int64
 		for lo := hi; lo >= 0; lo-- {
-			size += small[lo].Size()
-			if n := hi - lo + 1; (size >= targetFileSize && n >= minFileNum) || n >= maxFileNum {
-				return &Unit[F]{Files: small[lo : hi+1]}
+			if size += small[lo].Size(); size >= targetFileSize && hi-lo+1 >= minFileNum {
+				return unit(small[lo : hi+1])
 			}
+		}
+	}
+	// Files of one level need not be adjacent: append files all have
+	// sequence number 0, so outputs sit among the files they came before.
+	maxFileNum := max(minFileNum, appendMaxFileNum)
+	byLevel := map[int][]F{}
+	for _, f := range small {
+		byLevel[f.Level()] = append(byLevel[f.Level()], f)
+	}
+	for _, l := range slices.Sorted(maps.Keys(byLevel)) {
+		if fs := byLevel[l]; len(fs) >= maxFileNum {
+			return unit(fs[:maxFileNum])
 		}
 	}
 	return nil

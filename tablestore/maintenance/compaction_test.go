@@ -150,9 +150,10 @@ func TestPickUniversalRandom(t *testing.T) {
 
 // TestPickAppend: small files only; without full, the window of
 // consecutive ones (by MaxSeq) reaching the target size with minFileNum
-// files or the file-count limit that ends first, the shortest ending there,
-// and none while no window does; with full, all small files once there are
-// two.
+// files that ends first, the shortest ending there, else the first
+// file-count limit of small files of the lowest level with as many, and
+// none while neither is there; with full, all small files once there are
+// two; the output one level above the inputs' highest.
 func TestPickAppend(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
@@ -162,7 +163,7 @@ func TestPickAppend(t *testing.T) {
 		var files, small []*file
 		for i := range rng.IntN(80) {
 			// Mostly small files of any size, in random seq order.
-			f := &file{size: rng.Int64N(target / 2), seq: int64(rng.IntN(1000)*100 + i)}
+			f := &file{size: rng.Int64N(target / 2), seq: int64(rng.IntN(1000)*100 + i), level: rng.IntN(3) / 2}
 			if rng.IntN(8) == 0 {
 				f.size = target/2 + rng.Int64N(target)
 			}
@@ -172,6 +173,15 @@ func TestPickAppend(t *testing.T) {
 			}
 		}
 		u := PickAppend(files, target, minNum, full)
+		if u != nil {
+			top := 0
+			for _, f := range u.Files {
+				top = max(top, f.level)
+			}
+			if u.OutputLevel != top+1 {
+				t.Fatalf("iter %d: output level %d for inputs up to level %d", iter, u.OutputLevel, top)
+			}
+		}
 		if full {
 			want := len(small) >= 2
 			if want != (u != nil) || (u != nil && !sameFiles(u.Files, small)) {
@@ -185,9 +195,9 @@ func TestPickAppend(t *testing.T) {
 			for _, f := range w {
 				size += f.size
 			}
-			return (size >= target && len(w) >= minNum) || len(w) >= max(minNum, appendMaxFileNum)
+			return size >= target && len(w) >= minNum
 		}
-		// The first window end at which some window qualifies.
+		// The first window end at which some window reaches the target.
 		end := -1
 		for hi := 0; hi < len(small) && end < 0; hi++ {
 			for lo := 0; lo <= hi; lo++ {
@@ -198,8 +208,21 @@ func TestPickAppend(t *testing.T) {
 			}
 		}
 		if end < 0 {
-			if u != nil {
-				t.Fatalf("iter %d: no window of %d small files qualifies (target %d, min %d), picked %d", iter, len(small), target, minNum, len(u.Files))
+			// Else the first files of the lowest level with enough.
+			var want []*file
+			for l := 0; l < 2 && want == nil; l++ {
+				var of []*file
+				for _, f := range small {
+					if f.level == l {
+						of = append(of, f)
+					}
+				}
+				if n := max(minNum, appendMaxFileNum); len(of) >= n {
+					want = of[:n]
+				}
+			}
+			if (u == nil) != (want == nil) || u != nil && !slices.Equal(u.Files, want) {
+				t.Fatalf("iter %d: no window of %d small files reaches the target %d (min %d): want %d files of one level, picked %+v", iter, len(small), target, minNum, len(want), u)
 			}
 			continue
 		}
@@ -219,27 +242,39 @@ func sameFiles(a, b []*file) bool {
 
 // TestPickAppendWriteAmp appends files of random sizes up to half the
 // target to one bucket, compacts after each as the store does (outputs
-// rolling at the target size), and checks what compaction writes per byte
-// appended: at most 2 with files from 1/50 of the target, at most 4 from
-// 1/500 (merging every few small files rewrote the growing output again
-// and again: about 30 there).
+// rolling at the target size, at the unit's level), and counts what
+// compaction writes per byte appended and the small files left: at most 2
+// bytes with files from 1/50 of the target, at most 3 from 1/500 and from
+// 1/5000 (merging every 50 files with the output of the last merge
+// rewrote the bucket every 49 files while it stayed below the target:
+// about 25 there), and at most 2*50 small files per level whatever the
+// number of files appended; with sequence numbers and without (the store's
+// append files have none).
 func TestPickAppendWriteAmp(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 4))
-	for iter := range 60 {
+	for iter := range 90 {
 		target, minNum := 10_000+rng.Int64N(100_000), 1+rng.IntN(8)
-		smallest, bound := target/appendMaxFileNum, 2.0
-		if iter%2 == 1 {
-			smallest, bound = target/(10*appendMaxFileNum), 4.0
+		var smallest, largest int64
+		bound := 3.0
+		switch iter % 3 {
+		case 0:
+			smallest, largest, bound = target/appendMaxFileNum, target/2, 2.0
+		case 1:
+			smallest, largest = target/(10*appendMaxFileNum), target/appendMaxFileNum
+		case 2:
+			target *= 10
+			smallest, largest = target/(100*appendMaxFileNum), target/(10*appendMaxFileNum)
 		}
 		var live []*file
 		var seq, appended, rewritten int64
-		for range 50 + rng.IntN(3000) {
+		mostSmall, top := 0, 0
+		for range 50 + rng.IntN(5000) {
 			seq++
-			f := &file{size: smallest + rng.Int64N(target/2-smallest), seq: seq}
+			f := &file{size: smallest + rng.Int64N(largest-smallest), seq: seq}
 			if iter%2 == 1 {
-				f.size = smallest + rng.Int64N(target/appendMaxFileNum-smallest)
+				f.seq = 0 // as the store's append files have, outputs then sit among them
 			}
 			live = append(live, f)
 			appended += f.size
@@ -258,13 +293,24 @@ func TestPickAppendWriteAmp(t *testing.T) {
 					live = slices.DeleteFunc(live, func(f *file) bool { return f == in })
 				}
 				rewritten += size
+				top = max(top, u.OutputLevel)
 				for ; size > 0; size -= target {
-					live = append(live, &file{size: min(size, target), seq: maxSeq})
+					live = append(live, &file{size: min(size, target), seq: maxSeq, level: u.OutputLevel})
 				}
 			}
+			small := 0
+			for _, f := range live {
+				if f.size < target/2 {
+					small++
+				}
+			}
+			mostSmall = max(mostSmall, small)
 		}
 		if amp := float64(rewritten) / float64(appended); amp > bound {
 			t.Fatalf("iter %d (target %d, min %d, files from %d): compaction wrote %d bytes for %d appended (%.2fx, want at most %v)", iter, target, minNum, smallest, rewritten, appended, amp, bound)
+		}
+		if mostSmall > 2*appendMaxFileNum*(top+1) {
+			t.Fatalf("iter %d (target %d, min %d, files from %d): %d small files at once over %d levels", iter, target, minNum, smallest, mostSmall, top+1)
 		}
 	}
 }
