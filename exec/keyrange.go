@@ -1,10 +1,14 @@
 package exec
 
 import (
+	"context"
+	"fmt"
 	"math"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/vectorized"
 )
@@ -14,11 +18,20 @@ import (
 // groups whose statistics lie outside it (a runtime filter: date_dim's
 // few days select the row groups of a fact table clustered by date). The
 // join publishes it after its build and before it opens its probe side.
+//
+// When the range spans at most maxKeySetSpan values it also carries the
+// set of build keys as a bitmap, so that the scan drops the rows no build
+// key matches before they reach the join (KeySetExpr).
 type KeyRange struct {
 	mu     sync.Mutex
 	known  bool
 	lo, hi int64
+	set    []byte // bit k-lo is set when k is a build key; nil when the span is wider
 }
+
+// maxKeySetSpan bounds the bitmap of build keys (1 MiB): the keys of
+// TPC-DS's dimensions at SF10 span at most a few million values.
+const maxKeySetSpan = 1 << 23
 
 // Get returns the range once published; lo > hi means no key (nothing on
 // the probe side can match). ok is false before publication, or when the
@@ -34,9 +47,82 @@ func (r *KeyRange) publish(keys arrow.Array) {
 	if !ok {
 		return
 	}
+	var set []byte
+	if lo <= hi && uint64(hi-lo) < maxKeySetSpan {
+		set = make([]byte, bitutil.BytesForBits(hi-lo+1))
+		for i, v := range vectorized.IntKeyValues(keys, nil) {
+			if keys.IsValid(i) {
+				bitutil.SetBit(set, int(v-lo))
+			}
+		}
+	}
 	r.mu.Lock()
-	r.lo, r.hi, r.known = lo, hi, true
+	r.lo, r.hi, r.set, r.known = lo, hi, set, true
 	r.mu.Unlock()
+}
+
+func (r *KeyRange) get() (lo, hi int64, set []byte, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lo, r.hi, r.set, r.known
+}
+
+// KeySetExpr is the row-level half of a runtime filter, on a probe-side
+// scan column: false on the rows whose key is NULL, outside the published
+// range or (with a key set) not a build key, none of which the join
+// matches; true on the others, and on every row while nothing is
+// published (the build spilled, or its keys are not integers).
+type KeySetExpr struct {
+	Index int
+	Name  string
+	Range *KeyRange
+}
+
+// DataType implements Expr.
+func (e *KeySetExpr) DataType() arrow.DataType { return arrow.FixedWidthTypes.Boolean }
+
+// String implements Expr.
+func (e *KeySetExpr) String() string { return fmt.Sprintf("%s IN join build keys", e.Name) }
+
+// Eval implements Expr: a boolean array without NULLs.
+func (e *KeySetExpr) Eval(_ context.Context, ec *Context, b arrow.RecordBatch) (arrow.Array, error) {
+	if e.Index < 0 || e.Index >= int(b.NumCols()) {
+		return nil, fmt.Errorf("%w: column %s (#%d) out of range of a %d-column input", ErrInvalid, e.Name, e.Index, b.NumCols())
+	}
+	n := int(b.NumRows())
+	buf := memory.NewResizableBuffer(ec.Mem)
+	buf.Resize(int(bitutil.BytesForBits(int64(n))))
+	out := buf.Bytes()
+	lo, hi, set, ok := e.Range.get()
+	col := b.Column(e.Index)
+	switch {
+	case !ok:
+		bitutil.SetBitsTo(out, 0, int64(n), true)
+	case !vectorized.IsIntKeyType(col.DataType()):
+		buf.Release()
+		return nil, fmt.Errorf("%w: join key column %s is %s, not an integer", ErrInvalid, e.Name, col.DataType())
+	default:
+		clear(out)
+		switch col.DataType().ID() {
+		case arrow.INT32, arrow.DATE32:
+			keySetBits(out, vectorized.Values[int32](col), col, lo, hi, set)
+		default:
+			keySetBits(out, vectorized.IntKeyValues(col, nil), col, lo, hi, set)
+		}
+	}
+	return vectorized.FinishBool(n, buf, vectorized.Validity{}), nil
+}
+
+// keySetBits sets bit i of out for each non-NULL vals[i] in [lo, hi] and
+// in set (when set is not nil).
+func keySetBits[T int32 | int64](out []byte, vals []T, col arrow.Array, lo, hi int64, set []byte) {
+	nulls := col.NullN() > 0
+	for i, x := range vals {
+		v := int64(x)
+		if v >= lo && v <= hi && (set == nil || bitutil.BitIsSet(set, int(v-lo))) && (!nulls || col.IsValid(i)) {
+			bitutil.SetBit(out, i)
+		}
+	}
 }
 
 // WithKeyRanges makes the hash join op publish, for each key i with

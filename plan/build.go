@@ -493,8 +493,8 @@ func (bd *builder) scan(ts *TableScan) (exec.Operator, error) {
 		}
 	}
 	var ranges []*exec.KeyRange
-	for _, f := range ts.Ranges {
-		ranges = append(ranges, bd.ranges.get(f, bucket))
+	for _, r := range ts.Ranges {
+		ranges = append(ranges, bd.ranges.get(r.Filter, bucket))
 	}
 	src := exec.NewSource(bd.ec, schema, func(ctx context.Context) (exec.BatchSource, error) {
 		spec := spec
@@ -532,6 +532,12 @@ func (bd *builder) scan(ts *TableScan) (exec.Operator, error) {
 		}
 		return &splitChain{splits: splits}, nil
 	})
+	// The rows no build key matches go before they reach the joins.
+	for i, r := range ts.Ranges {
+		if c := slices.Index(n.Names, r.Column); c >= 0 {
+			src = exec.NewFilter(bd.ec, src, &exec.KeySetExpr{Index: c, Name: r.Column, Range: ranges[i]})
+		}
+	}
 	return bd.filtered(src, n)
 }
 
@@ -551,8 +557,9 @@ func scanSpec(n *ScanNode, params arrow.RecordBatch) (tablestore.ScanSpec, error
 
 // withKeyRanges adds to a scan's pushed predicate the join key ranges
 // published by now (the joins open their probe side after publishing).
-func withKeyRanges(p tablestore.Predicate, fs []*KeyRangeFilter, rs []*exec.KeyRange) tablestore.Predicate {
-	for i, f := range fs {
+func withKeyRanges(p tablestore.Predicate, fs []ScanRange, rs []*exec.KeyRange) tablestore.Predicate {
+	for i, r := range fs {
+		f := r.Filter
 		lo, hi, ok := rs[i].Get()
 		if !ok {
 			continue
@@ -572,7 +579,7 @@ func withKeyRanges(p tablestore.Predicate, fs []*KeyRangeFilter, rs []*exec.KeyR
 					return p // a range the column cannot hold: no skipping
 				}
 			}
-			bounds[j] = tablestore.Compare{Column: f.Column, Op: b.op, Value: v}
+			bounds[j] = tablestore.Compare{Column: r.Column, Op: b.op, Value: v}
 		}
 		if p == nil {
 			p = tablestore.And{bounds[0], bounds[1]}

@@ -61,8 +61,9 @@
 //	    a HashJoin (inner, semi, right) whose build side is         |
 //	      estimated at most a tenth of its probe side publishes     |
 //	      its integer build keys' range before it opens its probe   |
-//	      side; the TableScan below skips files and row groups      |
-//	      outside it (runtime_filter, exec.KeyRange)                |
+//	      side; the TableScans below (each UNION input's) skip      |
+//	      files and row groups outside it and drop rows whose key   |
+//	      is not a build key (runtime_filter, exec.KeyRange)        |
 //	    everything else: PlainOp                                    |
 //	                  v                                             v
 //	     PhysicalNode tree (physical.go)          streaming planner (stream_plan.go):

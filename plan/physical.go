@@ -42,15 +42,23 @@ type TableScan struct {
 	physical
 	Scan *ScanNode
 	// Ranges are key ranges hash joins above publish at run time (choice
-	// runtime_filter): files and row groups outside them are skipped.
-	Ranges []*KeyRangeFilter
+	// runtime_filter): files and row groups outside them are skipped, and
+	// rows that are not build keys dropped (exec.KeySetExpr).
+	Ranges []ScanRange
 }
 
 // KeyRangeFilter links build key i of a hash join (HashJoin.Ranges[i]) to
-// the scan column on its probe side that the key reads.
+// the scan columns on its probe side that the key reads (ScanRange): more
+// than one under a UNION.
 type KeyRangeFilter struct {
-	Column string // the table column
-	Type   arrow.DataType
+	Type arrow.DataType
+}
+
+// ScanRange is a key range filter on a scan, with the table column it
+// applies to.
+type ScanRange struct {
+	Filter *KeyRangeFilter
+	Column string
 }
 
 // SpoolScan replays a shared CTE that each execution computes once into

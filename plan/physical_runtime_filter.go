@@ -6,11 +6,12 @@ import (
 
 // runtimeFilters links the integer keys of hash joins that drop unmatched
 // probe rows (inner, semi, right), with a build side estimated at most a
-// tenth of the probe side, to the probe-side scan column each key reads:
-// at run time the join publishes its build keys' range before it opens the
-// probe side, and the scan skips the files and row groups outside it
-// (exec.KeyRange). Only the statistics of the data decide what is
-// skipped, so a key range never changes a result.
+// tenth of the probe side, to the probe-side scan columns each key reads
+// (through a UNION, one per input): at run time the join publishes its
+// build keys before it opens the probe side (exec.KeyRange); the scans
+// skip the files and row groups outside their range and drop the rows
+// whose key is not one of them (exec.KeySetExpr). Only rows the join
+// would drop are dropped, so a key range never changes a result.
 func runtimeFilters(n PhysicalNode) {
 	for _, in := range n.Children() {
 		runtimeFilters(in)
@@ -29,17 +30,25 @@ func runtimeFilters(n PhysicalNode) {
 		if !ok || !rangeKeyType(ref.Typ) || !arrow.TypeEqual(ref.Typ, j.Join.RightKeys[i].Type()) {
 			continue
 		}
-		scan, col := probeScan(j.Left, ref.ID)
-		if scan == nil {
+		scans := probeScans(j.Left, ref.ID, nil)
+		if len(scans) == 0 {
 			continue
 		}
 		if j.Ranges == nil {
 			j.Ranges = make([]*KeyRangeFilter, len(j.Join.LeftKeys))
 		}
-		f := &KeyRangeFilter{Column: col, Type: ref.Typ}
+		f := &KeyRangeFilter{Type: ref.Typ}
+		for _, sc := range scans {
+			sc.scan.Ranges = append(sc.scan.Ranges, ScanRange{Filter: f, Column: sc.col})
+		}
 		j.Ranges[i] = f
-		scan.Ranges = append(scan.Ranges, f)
 	}
+}
+
+// probeColumn is a table scan and the name of one of its columns.
+type probeColumn struct {
+	scan *TableScan
+	col  string
 }
 
 func rangeKeyType(t arrow.DataType) bool {
@@ -50,20 +59,22 @@ func rangeKeyType(t arrow.DataType) bool {
 	return false
 }
 
-// probeScan finds the table scan whose column becomes id in n's output,
-// through operators where dropping the scan's rows with other key values
-// can only drop output rows with those key values (or a NULL key, when an
-// outer join NULL-extends instead): the join above drops both. It stops at
-// aggregations, limits, windows and shared CTEs.
-func probeScan(n PhysicalNode, id ColumnID) (*TableScan, string) {
+// probeScans appends to out the table scans whose column becomes id in n's
+// output, through operators where dropping the scan's rows with other key
+// values can only drop output rows with those key values (or a NULL key,
+// when an outer join NULL-extends instead): the join above drops both.
+// Through a UNION, each input's scan (the key is part of every row's
+// identity, so a deduplicating union only loses rows the join drops). It
+// stops at aggregations, limits, windows and shared CTEs.
+func probeScans(n PhysicalNode, id ColumnID, out []probeColumn) []probeColumn {
 	switch x := n.(type) {
 	case *TableScan:
 		if x.Scan.Stream != nil {
-			return nil, ""
+			return out
 		}
 		for i, c := range x.Scan.Cols {
 			if c.ID == id {
-				return x, x.Scan.Names[i]
+				return append(out, probeColumn{x, x.Scan.Names[i]})
 			}
 		}
 	case *PlainOp:
@@ -72,24 +83,36 @@ func probeScan(n PhysicalNode, id ColumnID) (*TableScan, string) {
 			for i, c := range l.Cols {
 				if c.ID == id {
 					if r, ok := l.Exprs[i].(*ColRef); ok {
-						return probeScan(x.Inputs[0], r.ID)
+						return probeScans(x.Inputs[0], r.ID, out)
 					}
-					return nil, ""
+					return out
 				}
 			}
 		case *FilterNode:
-			return probeScan(x.Inputs[0], id)
+			return probeScans(x.Inputs[0], id, out)
+		case *SetOpNode:
+			if l.Kind != Union {
+				return out
+			}
+			for p, c := range l.Cols {
+				if c.ID == id {
+					for _, in := range x.Inputs {
+						out = probeScans(in, in.Columns()[p].ID, out)
+					}
+					return out
+				}
+			}
 		}
 	case *Gather:
-		return probeScan(x.Input, id)
+		return probeScans(x.Input, id, out)
 	case *HashJoin, *MergeJoin, *NestedLoopJoin:
 		for _, side := range n.Children() {
 			for _, c := range side.Columns() {
 				if c.ID == id {
-					return probeScan(side, id)
+					return probeScans(side, id, out)
 				}
 			}
 		}
 	}
-	return nil, ""
+	return out
 }

@@ -45,6 +45,7 @@ func run() error {
 		batch      = flag.Int("batch", 64*1024, "generator batch size in rows")
 		workers    = flag.Int("workers", runtime.GOMAXPROCS(0), "generator goroutines")
 		threads    = flag.Int("threads", 0, "DuckDB threads (0: DuckDB default)")
+		duckMemory = flag.String("duckdb-memory", "", "DuckDB's memory_limit, e.g. 3GB (empty: DuckDB's default, 80% of the machine's memory); beyond it DuckDB spills beside its -duckdb file")
 		timeout    = flag.Duration("timeout", 10*time.Minute, "limit per query execution")
 		sqlText    = flag.String("sql", "", "run this statement on DuckDB after loading, print its result and exit")
 		flFlags    = flag.String("flightd-flags", "", "the flags flightd was started with, recorded in results.json (e.g. \"defaults\" or \"-cache-memory 6e9\")")
@@ -141,6 +142,11 @@ func run() error {
 		return err
 	}
 	defer duck.Close()
+	if *duckMemory != "" {
+		if err := duck.Exec(ctx, fmt.Sprintf("SET memory_limit = '%s'", strings.ReplaceAll(*duckMemory, "'", ""))); err != nil {
+			return err
+		}
+	}
 	reuse := *skipLoad && *duckPath != "" && fileExists(*duckPath)
 	if !reuse {
 		if err := tpcds.LoadAll(ctx, mem, g, tables, duck, "duckdb", *batch, *workers, os.Stderr); err != nil {
