@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -293,17 +292,26 @@ func wrappedSum(c *flinkCase) bool {
 	if len(bits) == 0 {
 		return false
 	}
-	wrapped := *c.got
-	wrapped.Rows = make([][]tpcds.Value, len(c.got.Rows))
+	return answersAs(c, func(col int, v tpcds.Value) tpcds.Value {
+		if b, ok := bits[col]; ok && v.Kind == tpcds.KNum && v.Num.IsInt() {
+			v.Num = new(big.Rat).SetInt(wrapInt(v.Num.Num(), b))
+		}
+		return v
+	})
+}
+
+// answersAs reports whether flightd's answer, with each value read through
+// as, is Flink's.
+func answersAs(c *flinkCase, as func(col int, v tpcds.Value) tpcds.Value) bool {
+	read := *c.got
+	read.Rows = make([][]tpcds.Value, len(c.got.Rows))
 	for i, row := range c.got.Rows {
-		wrapped.Rows[i] = slices.Clone(row)
-		for col, b := range bits {
-			if v := row[col]; v.Kind == tpcds.KNum && v.Num.IsInt() {
-				wrapped.Rows[i][col].Num = new(big.Rat).SetInt(wrapInt(v.Num.Num(), b))
-			}
+		read.Rows[i] = make([]tpcds.Value, len(row))
+		for col, v := range row {
+			read.Rows[i][col] = as(col, v)
 		}
 	}
-	return tpcds.Compare(c.sql, c.want, &wrapped) == ""
+	return tpcds.Compare(c.sql, c.want, &read) == ""
 }
 
 // wrapInt is x in a two's complement integer of the given bits.
@@ -349,26 +357,21 @@ func lagDefaultNulls(c *flinkCase) bool {
 	if c.diff == "" || c.want == nil || c.got == nil {
 		return false
 	}
-	var cols []int
+	lag := map[int]bool{}
 	for col := range c.got.Columns {
 		if itemHas(c.sql, col, lagWithDefault) {
-			cols = append(cols, col)
+			lag[col] = true
 		}
 	}
-	if len(cols) == 0 {
+	if len(lag) == 0 {
 		return false
 	}
-	read := *c.got
-	read.Rows = make([][]tpcds.Value, len(c.got.Rows))
-	for i, row := range c.got.Rows {
-		read.Rows[i] = slices.Clone(row)
-		for _, col := range cols {
-			if row[col].Kind == tpcds.KNull {
-				read.Rows[i][col] = tpcds.Value{Kind: tpcds.KNum, Num: big.NewRat(-1, 1)}
-			}
+	return answersAs(c, func(col int, v tpcds.Value) tpcds.Value {
+		if lag[col] && v.Kind == tpcds.KNull {
+			return tpcds.Value{Kind: tpcds.KNum, Num: big.NewRat(-1, 1)}
 		}
-	}
-	return tpcds.Compare(c.sql, c.want, &read) == ""
+		return v
+	})
 }
 
 // notGrouped matches Flink's error naming a column neither grouped nor

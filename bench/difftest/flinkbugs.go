@@ -1,6 +1,7 @@
 package difftest
 
 import (
+	"iter"
 	"regexp"
 	"slices"
 	"strconv"
@@ -199,13 +200,7 @@ func constantKeysGlobal(sql string) []span {
 		return nil
 	}
 	var out []span
-	for at := 0; ; {
-		i := strings.Index(sql[at:], " GROUP BY ")
-		if i < 0 {
-			return out
-		}
-		start := at + i + len(" GROUP BY ")
-		at = start
+	for start := range clauseStarts(sql, " GROUP BY ") {
 		if strings.HasPrefix(sql[start:], "ROLLUP (") || strings.HasPrefix(sql[start:], "CUBE (") || strings.HasPrefix(sql[start:], "GROUPING SETS (") {
 			continue
 		}
@@ -215,6 +210,24 @@ func constantKeysGlobal(sql string) []span {
 		s := addHaving(sql, end, "(GROUPING("+keys+") = 0 OR count(*) = 0)")
 		s.start, s.with = start, sets+sql[end:s.start]+s.with
 		out = append(out, s)
+	}
+	return out
+}
+
+// clauseStarts yields the position after each occurrence of keyword in
+// sql, left to right.
+func clauseStarts(sql, keyword string) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for at := 0; ; {
+			i := strings.Index(sql[at:], keyword)
+			if i < 0 {
+				return
+			}
+			at += i + len(keyword)
+			if !yield(at) {
+				return
+			}
+		}
 	}
 }
 
@@ -474,18 +487,13 @@ func emptyJoinSide(c *flinkCase) bool {
 // condition gives Flink's answer.
 func caseSubqueryWhere(sql string) []span {
 	var out []span
-	for at := 0; ; {
-		i := strings.Index(sql[at:], " WHERE ")
-		if i < 0 {
-			return out
-		}
-		start := at + i + len(" WHERE ")
-		at = start
+	for start := range clauseStarts(sql, " WHERE ") {
 		end := conditionEnd(sql, start)
 		if cond := sql[start:end]; subqueryInCase(cond) {
 			out = append(out, span{start, end, "TRUE"})
 		}
 	}
+	return out
 }
 
 // conditionEnd returns where the WHERE condition starting at from ends.
