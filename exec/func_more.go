@@ -77,7 +77,17 @@ func init() {
 	register(resolveToTimestamp, "to_timestamp")
 	register(resolveUnixTimestamp, "unix_timestamp")
 	register(resolveFromUnixtime, "from_unixtime")
+	register(resolveEpochMicros, EpochMicrosFn)
+	register(resolveFromEpochMicros, FromEpochMicrosFn)
 }
+
+// EpochMicrosFn and FromEpochMicrosFn name internal functions between a
+// timestamp and its microseconds since the epoch (UTC), for window bounds
+// finer than a second. No SQL name reaches them: '$' starts no identifier.
+const (
+	EpochMicrosFn     = "$epoch_micros"
+	FromEpochMicrosFn = "$from_epoch_micros"
+)
 
 func clamp(n int64, l int) int {
 	if n < 0 {
@@ -498,6 +508,52 @@ func resolveUnixTimestamp(types []arrow.DataType, _ []Expr) (*impl, error) {
 	}
 	return &impl{ret: i64Type, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
 		return vectorized.MapInt64s(ec.Mem, a, n, func(i int) (int64, error) { return vectorized.TimeAt(a[0], i).Unix(), nil })
+	}}, nil
+}
+
+// resolveEpochMicros is $epoch_micros(ts): ts's microseconds since the
+// epoch, rounded down (a nanosecond timestamp before the epoch too).
+func resolveEpochMicros(types []arrow.DataType, _ []Expr) (*impl, error) {
+	if err := wantArgs(types, 1, 1); err != nil {
+		return nil, err
+	}
+	tt, ok := types[0].(*arrow.TimestampType)
+	if !ok {
+		return nil, fmt.Errorf("argument must be a timestamp")
+	}
+	return &impl{ret: i64Type, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		vals := vectorized.Values[int64](a[0])
+		return vectorized.MapInt64s(ec.Mem, a, n, func(i int) (int64, error) {
+			v := vals[i]
+			switch tt.Unit {
+			case arrow.Second:
+				return v * 1e6, nil // timestamps are within ±292,000 years: no overflow
+			case arrow.Millisecond:
+				return v * 1e3, nil
+			case arrow.Nanosecond:
+				m := v / 1e3
+				if v%1e3 < 0 {
+					m--
+				}
+				return m, nil
+			}
+			return v, nil
+		})
+	}}, nil
+}
+
+// resolveFromEpochMicros is $from_epoch_micros(micros): the timestamp
+// (microseconds, UTC) that many microseconds after the epoch.
+func resolveFromEpochMicros(types []arrow.DataType, _ []Expr) (*impl, error) {
+	if err := wantArgs(types, 1, 1); err != nil {
+		return nil, err
+	}
+	ret := &arrow.TimestampType{Unit: arrow.Microsecond}
+	return &impl{ret: ret, args: []arrow.DataType{i64Type}, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		out := vectorized.NewFixedOut[int64](ec.Mem, n)
+		copy(out.Vals, vectorized.Values[int64](a[0]))
+		v := vectorized.AndValidity(ec.Mem, n, a[0])
+		return out.Finish(ret, v.Buf, v.Nulls), nil
 	}}, nil
 }
 

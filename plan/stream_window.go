@@ -55,7 +55,7 @@ func streamScanOf(n Node) *ScanNode {
 // bindStreamWindowTVF binds a window TVF over a stream scan (or, scan
 // nil, over processing time: ts is a PROCTIME() attribute of a stream):
 // in's columns plus window_start, window_end and window_time as window
-// calls over ts.
+// calls over ts; size, step and offset are microseconds.
 func (b *binder) bindStreamWindowTVF(pos sql.Pos, in Node, scan *ScanNode, ts *ColRef, kind string, size, step, offset int64, descPos sql.Pos, parts ...*ColRef) Node {
 	proc := int64(1)
 	if scan != nil {
@@ -66,7 +66,7 @@ func (b *binder) bindStreamWindowTVF(pos sql.Pos, in Node, scan *ScanNode, ts *C
 		}
 	}
 	b.streamTVFs++
-	args := []Expr{ts, int64Const(int64(windowKinds[kind])), int64Const(size * 1e6), int64Const(step * 1e6), int64Const(offset * 1e6), int64Const(proc)}
+	args := []Expr{ts, int64Const(int64(windowKinds[kind])), int64Const(size), int64Const(step), int64Const(offset), int64Const(proc)}
 	for _, c := range parts {
 		args = append(args, c)
 	}

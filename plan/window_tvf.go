@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 
+	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/sql"
 )
 
@@ -15,8 +16,9 @@ import (
 // HOP(TABLE t, DESCRIPTOR(ts), slide, size [, offset]) and
 // CUMULATE(TABLE t, DESCRIPTOR(ts), step, size [, offset]). The result is
 // the table's columns plus window_start, window_end and window_time; a row
-// belongs to every window that contains its time. Window bounds are
-// computed in whole seconds since the epoch (sizes must be whole seconds).
+// belongs to every window that contains its time. Sizes are whole
+// milliseconds; bounds are computed in seconds since the epoch when every
+// size is whole seconds, else in microseconds.
 // SESSION(TABLE t [PARTITION BY k | (k, ...)], DESCRIPTOR(ts), gap) is
 // bindSession's.
 func (b *binder) bindWindowTVF(f *sql.TableFunc, outer, left *scope) (Node, *scope) {
@@ -68,24 +70,27 @@ func (b *binder) bindWindowTVF(f *sql.TableFunc, outer, left *scope) (Node, *sco
 	if proc && kind == "SESSION" {
 		b.failWrap(desc.Pos, ErrNotImplemented, "SESSION over %s: SESSION windows over processing time (a PROCTIME() attribute) are not supported", ts.Name)
 	}
-	secs := func(name string) int64 {
+	micros := func(name string) int64 {
 		e := args[name]
 		if e == nil {
 			return 0
 		}
 		c := b.constExpr(e, arrow.FixedWidthTypes.MonthDayNanoInterval)
 		iv := c.Value.(*scalar.MonthDayNanoInterval).Value
-		if iv.Months != 0 || iv.Nanoseconds%1e9 != 0 {
-			b.notImplemented(e.Position(), "window sizes that are not whole seconds")
+		if iv.Months != 0 {
+			b.notImplemented(e.Position(), "window sizes in months or years")
 		}
-		return int64(iv.Days)*86400 + iv.Nanoseconds/1e9
+		if iv.Nanoseconds%1e6 != 0 {
+			b.fail(e.Position(), "%s: window sizes are whole milliseconds", kind)
+		}
+		return int64(iv.Days)*86_400_000_000 + iv.Nanoseconds/1e3
 	}
 	qual := f.Alias
 	if qual == "" {
 		qual = data.Name.Parts[len(data.Name.Parts)-1]
 	}
 	if kind == "SESSION" {
-		gap := secs("gap")
+		gap := micros("gap")
 		if gap <= 0 {
 			b.fail(args["gap"].Position(), "SESSION: the gap must be positive")
 		}
@@ -102,16 +107,16 @@ func (b *binder) bindWindowTVF(f *sql.TableFunc, outer, left *scope) (Node, *sco
 		}
 		return b.tvfScope(f, qual, b.bindSession(call.Pos, in, ts, parts, gap))
 	}
-	size, offset := secs("size"), secs("offset")
+	size, offset := micros("size"), micros("offset")
 	if size <= 0 {
 		b.fail(args["size"].Position(), "%s: SIZE must be positive", kind)
 	}
 	step := size
 	switch kind {
 	case "HOP":
-		step = secs("slide")
+		step = micros("slide")
 	case "CUMULATE":
-		step = secs("step")
+		step = micros("step")
 	}
 	if step <= 0 || size%step != 0 {
 		b.fail(call.Pos, "%s: SIZE must be a positive multiple of the %s", kind, map[bool]string{true: "SLIDE", false: "STEP"}[kind == "HOP"])
@@ -123,21 +128,27 @@ func (b *binder) bindWindowTVF(f *sql.TableFunc, outer, left *scope) (Node, *sco
 	if scan := streamScanOf(in); scan != nil {
 		return b.tvfScope(f, qual, b.bindStreamWindowTVF(pos, in, scan, ts, kind, size, step, offset, desc.Pos))
 	}
-	i64 := func(v int64) Expr { return int64Const(v) }
-	// floor(t, w) = t - ((t - offset) mod w + w) mod w, in seconds.
-	t := b.call(pos, "unix_timestamp", ts)
+	// Bounds in seconds (functions a Substrait plan can carry) unless a
+	// size needs microseconds.
+	unit, toUnits, fromUnits := int64(1e6), "unix_timestamp", "from_unixtime"
+	if size%1e6 != 0 || step%1e6 != 0 || offset%1e6 != 0 {
+		unit, toUnits, fromUnits = 1, exec.EpochMicrosFn, exec.FromEpochMicrosFn
+	}
+	i64 := func(v int64) Expr { return int64Const(v / unit) }
+	// floor(t, w) = t - ((t - offset) mod w + w) mod w, in units.
+	t := b.call(pos, toUnits, ts)
 	if proc {
 		// A batch query is processed at one time, its statement's: every
 		// row falls into the windows holding it (PROCTIME() itself reads
 		// the wall clock per batch, which a query could see cross a
 		// window's end).
-		t = b.call(pos, "unix_timestamp", b.call(pos, "current_timestamp"))
+		t = b.call(pos, toUnits, b.call(pos, "current_timestamp"))
 	}
 	floor := func(w int64) Expr {
 		m := b.call(pos, "modulo", b.call(pos, "subtract", t, i64(offset)), i64(w))
 		return b.call(pos, "subtract", t, b.call(pos, "modulo", b.call(pos, "add", m, i64(w)), i64(w)))
 	}
-	toTS := func(s Expr) Expr { return b.castTo(b.call(pos, "from_unixtime", s), ts.Typ, pos) }
+	toTS := func(s Expr) Expr { return b.castTo(b.call(pos, fromUnits, s), ts.Typ, pos) }
 	inCols := in.Columns()
 	// One projection per window a row can fall into, unioned.
 	var start, end []Expr
@@ -212,7 +223,8 @@ func (b *binder) bindWindowTVF(f *sql.TableFunc, outer, left *scope) (Node, *sco
 
 // bindSession binds a batch SESSION TVF: per partition, rows (of non-NULL
 // ts) ordered by ts are in one session while each follows the one before
-// by at most gap seconds; a session is [its first ts, its last ts + gap).
+// by at most gap microseconds; a session is [its first ts, its last ts +
+// gap).
 // It numbers the sessions with window functions: a row starts one when
 // the previous row of its partition is more than gap before it, a
 // running sum of these starts is the session's number, and min/max of ts
@@ -225,7 +237,7 @@ func (b *binder) bindSession(pos sql.Pos, in Node, ts *ColRef, parts []*ColRef, 
 		partExprs[i] = p
 	}
 	order := []SortKey{{Expr: ts}}
-	gapIv := &Const{Value: scalar.NewMonthDayNanoIntervalScalar(arrow.MonthDayNanoInterval{Nanoseconds: gap * 1e9})}
+	gapIv := &Const{Value: scalar.NewMonthDayNanoIntervalScalar(arrow.MonthDayNanoInterval{Nanoseconds: gap * 1e3})}
 	window := func(input Node, parts []Expr, order []SortKey, fn string, arg Expr) (*WindowNode, Expr) {
 		typ, err := resolveWindow(fn, []arrow.DataType{arg.Type()})
 		if err != nil {

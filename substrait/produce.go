@@ -534,6 +534,9 @@ func (p *producer) expr(e plan.Expr, cols []plan.ColumnID) (*pb.Expression, erro
 		}
 		return &pb.Expression{RexType: &pb.Expression_DynamicParameter{DynamicParameter: &pb.DynamicParameter{Type: t, ParameterReference: uint32(x.Index - 1)}}}, nil
 	case *plan.Call:
+		if strings.HasPrefix(x.Fn, "$") {
+			return nil, noForm("internal function %s", x.Fn) // the binder's own (window bounds finer than a second)
+		}
 		t, err := typeOf(x.Typ)
 		if err != nil {
 			return nil, err
