@@ -27,19 +27,20 @@ type procWindows struct {
 }
 
 func randomProcWindows(rng *rand.Rand) procWindows {
-	sec := int64(1e6)
+	unit := []int64{1000, 500}[rng.Intn(2)] // milliseconds: whole or half seconds
+	iv := func(n int64) string { return fmt.Sprintf("INTERVAL '%d' MILLISECOND", n*unit) }
 	switch rng.Intn(3) {
 	case 0:
 		s := int64(1 + rng.Intn(5))
-		return procWindows{fmt.Sprintf("TUMBLE(TABLE %%s, DESCRIPTOR(pt), INTERVAL '%d' SECOND)", s), "TUMBLE", s * sec, s * sec}
+		return procWindows{fmt.Sprintf("TUMBLE(TABLE %%s, DESCRIPTOR(pt), %s)", iv(s)), "TUMBLE", s * unit * 1e3, s * unit * 1e3}
 	case 1:
 		st := int64(1 + rng.Intn(2))
 		s := st * int64(2+rng.Intn(2))
-		return procWindows{fmt.Sprintf("HOP(TABLE %%s, DESCRIPTOR(pt), INTERVAL '%d' SECOND, INTERVAL '%d' SECOND)", st, s), "HOP", st * sec, s * sec}
+		return procWindows{fmt.Sprintf("HOP(TABLE %%s, DESCRIPTOR(pt), %s, %s)", iv(st), iv(s)), "HOP", st * unit * 1e3, s * unit * 1e3}
 	default:
 		st := int64(1 + rng.Intn(2))
 		s := st * int64(2+rng.Intn(3))
-		return procWindows{fmt.Sprintf("CUMULATE(TABLE %%s, DESCRIPTOR(pt), INTERVAL '%d' SECOND, INTERVAL '%d' SECOND)", st, s), "CUMULATE", st * sec, s * sec}
+		return procWindows{fmt.Sprintf("CUMULATE(TABLE %%s, DESCRIPTOR(pt), %s, %s)", iv(st), iv(s)), "CUMULATE", st * unit * 1e3, s * unit * 1e3}
 	}
 }
 

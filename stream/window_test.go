@@ -55,26 +55,30 @@ func (w *windowRun) EventTime(watermark time.Time, lateRows int64) {
 // code under test, the earliest end of the windows holding an event time.
 type windowShape struct {
 	tvf        string // "TUMBLE(TABLE %s, DESCRIPTOR(ts), ...)" with %s for the table
-	step, size int64  // seconds
+	step, size int64  // milliseconds
 	session    bool   // SESSION, gap size
 }
 
+// randomWindow draws a window TVF whose sizes are whole seconds, or half
+// or quarter seconds (Flink's windows are whole milliseconds).
 func randomWindow(rng *rand.Rand) windowShape {
+	unit := []int64{1000, 500, 250}[rng.Intn(3)]
+	iv := func(n int64) string { return fmt.Sprintf("INTERVAL '%d' MILLISECOND", n*unit) }
 	switch rng.Intn(4) {
 	case 3:
 		g := int64(1 + rng.Intn(3))
-		return windowShape{tvf: fmt.Sprintf("SESSION(TABLE %%s, DESCRIPTOR(ts), INTERVAL '%d' SECOND)", g), size: g, session: true}
+		return windowShape{tvf: fmt.Sprintf("SESSION(TABLE %%s, DESCRIPTOR(ts), %s)", iv(g)), size: g * unit, session: true}
 	case 0:
 		s := int64(1 + rng.Intn(4))
-		return windowShape{fmt.Sprintf("TUMBLE(TABLE %%s, DESCRIPTOR(ts), INTERVAL '%d' SECOND)", s), s, s, false}
+		return windowShape{fmt.Sprintf("TUMBLE(TABLE %%s, DESCRIPTOR(ts), %s)", iv(s)), s * unit, s * unit, false}
 	case 1:
 		st := int64(1 + rng.Intn(2))
 		s := st * int64(2+rng.Intn(2))
-		return windowShape{fmt.Sprintf("HOP(TABLE %%s, DESCRIPTOR(ts), INTERVAL '%d' SECOND, INTERVAL '%d' SECOND)", st, s), st, s, false}
+		return windowShape{fmt.Sprintf("HOP(TABLE %%s, DESCRIPTOR(ts), %s, %s)", iv(st), iv(s)), st * unit, s * unit, false}
 	default:
 		st := int64(1 + rng.Intn(2))
 		s := st * int64(2+rng.Intn(3))
-		return windowShape{fmt.Sprintf("CUMULATE(TABLE %%s, DESCRIPTOR(ts), INTERVAL '%d' SECOND, INTERVAL '%d' SECOND)", st, s), st, s, false}
+		return windowShape{fmt.Sprintf("CUMULATE(TABLE %%s, DESCRIPTOR(ts), %s, %s)", iv(st), iv(s)), st * unit, s * unit, false}
 	}
 }
 
@@ -82,7 +86,7 @@ func randomWindow(rng *rand.Rand) windowShape {
 // windows are aligned to the epoch, and every window of TUMBLE, HOP and
 // CUMULATE holding t ends at or after the next multiple of the step.
 func (w windowShape) firstEnd(t int64) int64 {
-	step := w.step * 1e6
+	step := w.step * 1e3
 	return t - ((t%step)+step)%step + step
 }
 
