@@ -41,21 +41,30 @@ const leasePrefix = "lease-"
 
 func (s *Store) leaseDir(name string) string { return joinPath(s.root, leaseDirName, name) }
 
-// latestLease reads the newest record of lease name (a zero Lease when
-// there is none).
-func (s *Store) latestLease(name string) (Lease, error) {
+// latestEpoch is the newest epoch of lease name (0: none).
+func (s *Store) latestEpoch(name string) (int64, error) {
 	names, err := s.fs.List(s.leaseDir(name))
 	if errors.Is(err, fs.ErrNotExist) {
-		return Lease{Name: name}, nil
+		return 0, nil
 	}
 	if err != nil {
-		return Lease{}, fmt.Errorf("lease %s: %w", name, err)
+		return 0, fmt.Errorf("lease %s: %w", name, err)
 	}
 	var epoch int64
 	for _, n := range names {
 		if e, err := strconv.ParseInt(strings.TrimPrefix(n, leasePrefix), 10, 64); err == nil && strings.HasPrefix(n, leasePrefix) {
 			epoch = max(epoch, e)
 		}
+	}
+	return epoch, nil
+}
+
+// latestLease reads the newest record of lease name (a zero Lease when
+// there is none).
+func (s *Store) latestLease(name string) (Lease, error) {
+	epoch, err := s.latestEpoch(name)
+	if err != nil {
+		return Lease{}, err
 	}
 	if epoch == 0 {
 		return Lease{Name: name}, nil
@@ -158,6 +167,19 @@ func (s *Store) publishLease(l Lease) (Lease, error) {
 	}
 	if got != l {
 		return Lease{}, fmt.Errorf("%w: lease %s epoch %d was published by %s", ErrLeaseHeld, l.Name, l.Epoch, got.Owner)
+	}
+	// Records two epochs old are removed as the lease moves on, so the
+	// epoch a stale renewal (or an acquisition that read an old epoch)
+	// publishes can be free again. The publication that freed it (two
+	// epochs up) came first and the newest record is never removed, so a
+	// listing now shows a newer epoch exactly when this record is stale
+	// (TestLeaseStaleRenewal).
+	if newest, err := s.latestEpoch(l.Name); err != nil || newest > l.Epoch {
+		_ = s.fs.Remove(final)
+		if err != nil {
+			return Lease{}, err
+		}
+		return Lease{}, fmt.Errorf("%w: lease %s moved on to epoch %d past %d", ErrLeaseHeld, l.Name, newest, l.Epoch)
 	}
 	if l.Epoch > 2 {
 		_ = s.fs.Remove(s.leasePath(l.Name, l.Epoch-2)) // best effort: a leftover record is only clutter

@@ -149,3 +149,42 @@ func TestLeaseHolder(t *testing.T) {
 		t.Errorf("LeaseHolder of a bad name: %v, want ErrInvalid", err)
 	}
 }
+
+// TestLeaseStaleRenewal: a node that held epoch 1 and stalled past its
+// expiry renews after another node took the lease and renewed it twice,
+// which removed the record of epoch 2 (two epochs behind): the stale
+// renewal publishes epoch 2 into a free slot, and must still fail, as must
+// an acquisition that read an epoch since moved past.
+func TestLeaseStaleRenewal(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	var stores [2]*Store
+	for i := range stores {
+		s, err := Open(ctx, NewLocalFS(), dir, Options{Mem: newMem(t), Now: clock.Now})
+		must(t, err)
+		defer s.Close()
+		stores[i] = s
+	}
+	stale, err := stores[0].AcquireLease(ctx, "job", "a", time.Second)
+	must(t, err)
+	clock.advance(2 * time.Second)
+	l, err := stores[1].AcquireLease(ctx, "job", "b", time.Second)
+	must(t, err)
+	for range 2 {
+		l, err = stores[1].RenewLease(ctx, l, time.Second)
+		must(t, err)
+	}
+	if l.Epoch != 4 {
+		t.Fatalf("b holds epoch %d, want 4", l.Epoch)
+	}
+	if got, err := stores[0].RenewLease(ctx, stale, time.Second); !errors.Is(err, ErrLeaseHeld) {
+		t.Fatalf("a's stale renewal of epoch 1: %+v, %v; want ErrLeaseHeld", got, err)
+	}
+	if owner, err := stores[0].LeaseHolder(ctx, "job"); err != nil || owner != "b" {
+		t.Fatalf("holder %q, %v; want b", owner, err)
+	}
+	if _, err := stores[1].RenewLease(ctx, l, time.Second); err != nil {
+		t.Fatalf("b's renewal after the stale one: %v", err)
+	}
+}
