@@ -824,8 +824,10 @@ func (j *job) resumeFrom(ctx context.Context, sink *tablestore.Table, sources []
 			return resume{}, err
 		}
 	}
-	if len(cp.Positions) != len(sources) {
-		return resume{}, nil // the query reads other tables now: start over
+	if len(cp.Positions) != len(sources) || cp.Sources != nil && !slices.Equal(cp.Sources, tableNames(sources)) {
+		// The query reads other tables now, or the same in another order
+		// (a planner change): the positions are not this plan's. Start over.
+		return resume{}, nil
 	}
 	j.mu.Lock()
 	j.status.Committed, j.status.Positions, j.status.SinkSnapshot = cp.Positions, cp.Positions, snap

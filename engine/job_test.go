@@ -783,3 +783,88 @@ func TestJobIdleCheckpoint(t *testing.T) {
 	}
 	waitRows(t, e.NewSession(), `SELECT k, v FROM t`, "1|1000")
 }
+
+// TestJobCheckpointOfOtherSourceOrder: a job's last commit names its
+// sources in the order of the plan that committed it. A restarted plan
+// that reads them in another order (as a planner change could make it)
+// must not restore that checkpoint, whose positions and operator state
+// are the other order's, even where the positions happen to be equal: it
+// starts over from its sources, exact.
+func TestJobCheckpointOfOtherSourceOrder(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	e, mem := openEngine(t, dir)
+	s := e.NewSession()
+	for _, q := range []string{
+		`CREATE TABLE s1 (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`CREATE TABLE s2 (k BIGINT NOT NULL, w BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`CREATE TABLE t (k BIGINT NOT NULL, v BIGINT, w BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`INSERT INTO s1 VALUES (1, 10), (2, 20)`,
+		`INSERT INTO s2 VALUES (1, 100), (2, 200)`,
+		`INSERT INTO s1 VALUES (3, 30)`,
+		`INSERT INTO s2 VALUES (3, 300)`,
+		`INSERT INTO t SELECT s1.k, v, w FROM s1 /*+ OPTIONS('scan.mode'='latest-full') */ JOIN s2 /*+ OPTIONS('scan.mode'='latest-full') */ ON s1.k = s2.k`,
+	} {
+		mustExec(t, s, q)
+	}
+	c := jobCase{sources: []string{"s1", "s2"}}
+	id := onlyJob(t, e).ID
+	st := waitCaughtUp(t, e, c, id)
+	if st.Committed[0] != st.Committed[1] {
+		t.Fatalf("positions %v: the test needs them equal", st.Committed)
+	}
+	closeEngine(t, e, mem)
+
+	// The last commit as a plan reading s2 first would have made it: the
+	// same checkpoint under a new sink snapshot that names the sources
+	// the other way round.
+	smem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	store, err := tablestore.Open(ctx, tablestore.NewLocalFS(), dir, tablestore.Options{Mem: smem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := store.Table(ctx, tablestore.Ident{Database: "default", Table: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "flightd.job." + id
+	snap, _, props, err := sink.LastProperties(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, err := store.JobCheckpoint(ctx, id, snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	swapped := strings.Replace(props[key], `"sources":["default.s1","default.s2"]`, `"sources":["default.s2","default.s1"]`, 1)
+	if swapped == props[key] {
+		t.Fatalf("commit property %s: no sources to swap", props[key])
+	}
+	w := sink.NewWrite(tablestore.WriteOptions{CommitEmpty: true, Properties: map[string]string{key: swapped}})
+	next, err := w.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.PutJobCheckpoint(ctx, id, next, state); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	smem.AssertSize(t, 0)
+
+	e, mem = openEngine(t, dir)
+	defer closeEngine(t, e, mem)
+	s = e.NewSession()
+	waitCaughtUp(t, e, c, id)
+	st = onlyJob(t, e)
+	for deadline := time.Now().Add(30 * time.Second); st.Start == "" && time.Now().Before(deadline); st = onlyJob(t, e) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st.Start != engine.StartSources {
+		t.Fatalf("restart from a checkpoint naming its sources in another order: started from %q, want its sources", st.Start)
+	}
+	mustExec(t, s, `INSERT INTO s1 VALUES (4, 40)`)
+	mustExec(t, s, `INSERT INTO s2 VALUES (4, 400)`)
+	waitRows(t, s, `SELECT k, v, w FROM t`, "1|10|100", "2|20|200", "3|30|300", "4|40|400")
+}
