@@ -126,8 +126,18 @@ func testRowtimeTemporalRestart(t *testing.T, inner bool) {
 		s = e.NewSession()
 		// An inner join whose answer is still empty committed nothing,
 		// so it has no checkpoint to restore.
-		if st := waitStarted(t, e, c, id); st.Start != engine.StartCheckpoint && (!inner || len(want()) > 0) {
+		st := waitStarted(t, e, c, id)
+		if st.Start != engine.StartCheckpoint && (!inner || len(want()) > 0) {
 			t.Fatalf("seed %d round %d: the job did not restore a checkpoint: %+v", seed, round, st)
+		}
+		if st.Start == engine.StartSources {
+			// Rebuilt from the tables as they are: a rate's versions
+			// before its current one are gone, also for orders still
+			// waiting for the watermark (docs/STATUS.md, event-time
+			// temporal joins).
+			for cur, chs := range rates {
+				rates[cur] = chs[len(chs)-1:]
+			}
 		}
 		check(round)
 	}
