@@ -410,7 +410,8 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 	}
 	final := st.snapshotPath(sn.ID)
 	// Once published, sn was the newest snapshot from this moment on: one
-	// committed before it would have taken its id.
+	// committed before it would have taken its id, unless expiry freed
+	// the id again (checked below).
 	publishing := time.Now()
 	if err := st.fs().RenameNoReplace(tmp, final); err != nil {
 		_ = st.fs().Remove(tmp)
@@ -437,6 +438,24 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 			return 0, nil, false, fmt.Errorf("publish %s: snapshot missing after rename", final)
 		}
 		return 0, nil, false, fmt.Errorf("%w: verify %s: %v", errCommitAmbiguous, final, err)
+	}
+	// A writer that stalled between reading latest and publishing can
+	// find its id free again: committed by another, then expired (tight
+	// retention). Published below the newest snapshot, no reader would
+	// ever see it: take it back and retry on the new latest
+	// (TestStaleCommitAfterExpiry). The expiry that freed the id ran after
+	// a newer snapshot was published, and the newest is never expired, so
+	// a listing now shows one exactly when this is so.
+	ids, err := st.listSnapshots()
+	if err != nil {
+		return 0, nil, false, fmt.Errorf("%w: list snapshots after publishing %s: %v", errCommitAmbiguous, final, err)
+	}
+	if len(ids) > 0 && ids[len(ids)-1] > sn.ID {
+		if err := st.fs().Remove(final); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return 0, nil, false, fmt.Errorf("%w: take back %s, published below snapshot %d: %v", errCommitAmbiguous, final, ids[len(ids)-1], err)
+		}
+		cleanup()
+		return 0, nil, true, fmt.Errorf("%w: snapshot %d was published below snapshot %d (its id was expired)", fs.ErrExist, sn.ID, ids[len(ids)-1])
 	}
 	st.writeHint("LATEST", sn.ID)
 	st.keepCommitted(sn, publishing)
