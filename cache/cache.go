@@ -5,7 +5,13 @@
 // hot table is scanned without decoding Parquet again. The cache owns one
 // reference to each array it holds; Get hands out a reference of the
 // caller's own, so an array evicted while a reader uses it stays valid
-// until the reader releases it. It is built on ristretto.
+// until the reader releases it. It is built on ristretto, whose admission
+// policy (TinyLFU) keeps a full cache's frequently read arrays and turns
+// away new ones until they have been read about as often: a query that
+// reads new chunks several times (TPC-DS q88 scans the same columns of
+// store_sales in eight subqueries) would decode them at every read. The
+// arrays it turns away go to a window, a quarter of the budget evicted
+// oldest first, and a read there offers the array to ristretto again.
 //
 // Rows (rows.go) indexes rows that lookup/ keeps in Arrow columns by a hash
 // of their key, in two generations dropped whole, so probing a batch of
@@ -13,6 +19,7 @@
 package cache
 
 import (
+	"container/list"
 	"fmt"
 	"strings"
 	"sync"
@@ -30,6 +37,18 @@ type Arrays struct {
 
 	mu   sync.Mutex
 	keys map[string]int // entries put and not yet gone per key, for Forget
+	// The window: arrays ristretto declined, oldest first, each holding a
+	// reference of the window's; at most winMax bytes.
+	win      map[string]*list.Element // of *winItem
+	order    list.List
+	winBytes int64
+	winMax   int64
+}
+
+type winItem struct {
+	key  string
+	a    arrow.Array
+	size int64
 }
 
 // entry guards the cache's reference: eviction and Get race, and a Get
@@ -55,12 +74,18 @@ func NewArrays(maxBytes int64) (*Arrays, error) {
 	if maxBytes <= 0 {
 		return nil, fmt.Errorf("cache: size must be positive, got %d", maxBytes)
 	}
-	a := &Arrays{keys: map[string]int{}}
+	a := &Arrays{keys: map[string]int{}, win: map[string]*list.Element{}, winMax: maxBytes / 4}
 	c, err := ristretto.NewCache(&ristretto.Config[string, *entry]{
 		NumCounters:        max(maxBytes/(64<<10), 1000) * 10, // ~10 counters per expected entry of 64 KiB
-		MaxCost:            maxBytes,
+		MaxCost:            max(maxBytes-a.winMax, 1),
 		BufferItems:        64,
 		IgnoreInternalCost: true,
+		// Called before OnExit releases the entry.
+		OnReject: func(it *ristretto.Item[*entry]) {
+			if it.Value != nil {
+				a.toWindow(it.Value)
+			}
+		},
 		// ristretto hands OnExit the zero value for a victim whose entry
 		// another goroutine removed first.
 		OnExit: func(e *entry) {
@@ -88,6 +113,45 @@ func (c *Arrays) gone(e *entry) {
 	}
 }
 
+// toWindow keeps e's array in the window (with a reference of its own),
+// evicting the oldest beyond the window's bytes.
+func (c *Arrays) toWindow(e *entry) {
+	e.mu.Lock()
+	if e.dead {
+		e.mu.Unlock()
+		return
+	}
+	e.a.Retain()
+	e.mu.Unlock()
+	size := max(util.TotalArraySize(e.a), 1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// ristretto also declines a key put twice before the first is applied:
+	// the other entry stays.
+	if size > c.winMax || c.keys[e.key] > 1 {
+		e.a.Release()
+		return
+	}
+	c.dropWindow(e.key)
+	c.win[e.key] = c.order.PushBack(&winItem{key: e.key, a: e.a, size: size})
+	c.winBytes += size
+	for c.winBytes > c.winMax {
+		c.dropWindow(c.order.Front().Value.(*winItem).key)
+	}
+}
+
+// dropWindow releases the window's array for key, if any. c.mu is held.
+func (c *Arrays) dropWindow(key string) {
+	el, ok := c.win[key]
+	if !ok {
+		return
+	}
+	it := c.order.Remove(el).(*winItem)
+	delete(c.win, key)
+	c.winBytes -= it.size
+	it.a.Release()
+}
+
 // Forget removes every entry whose key starts with prefix: the arrays of
 // files that are gone (a dropped table, expired files), which no scan will
 // ask for again but which would otherwise hold their bytes until evicted.
@@ -97,6 +161,11 @@ func (c *Arrays) Forget(prefix string) {
 	for k := range c.keys {
 		if strings.HasPrefix(k, prefix) {
 			keys = append(keys, k)
+		}
+	}
+	for k := range c.win {
+		if strings.HasPrefix(k, prefix) {
+			c.dropWindow(k)
 		}
 	}
 	c.mu.Unlock()
@@ -120,6 +189,19 @@ func (c *Arrays) Get(key string) (arrow.Array, bool) {
 		}
 		e.mu.Unlock()
 	}
+	// A read in the window offers the array to ristretto again, which has
+	// counted this read too; if it declines again, the array comes back.
+	c.mu.Lock()
+	if el, ok := c.win[key]; ok {
+		a := el.Value.(*winItem).a
+		a.Retain()
+		c.dropWindow(key)
+		c.mu.Unlock()
+		c.hits.Add(1)
+		c.Put(key, a)
+		return a, true
+	}
+	c.mu.Unlock()
 	c.misses.Add(1)
 	return nil, false
 }
@@ -143,7 +225,14 @@ func (c *Arrays) Put(key string, a arrow.Array) {
 func (c *Arrays) Wait() { c.c.Wait() }
 
 // Close releases every cached array.
-func (c *Arrays) Close() { c.c.Close() }
+func (c *Arrays) Close() {
+	c.c.Close()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.win {
+		c.dropWindow(k)
+	}
+}
 
 // Stats are the cache's counters.
 type Stats struct {
@@ -162,5 +251,8 @@ func (c *Arrays) Stats() Stats {
 		e.mu.Unlock()
 		return false
 	})
+	c.mu.Lock()
+	bytes += c.winBytes
+	c.mu.Unlock()
 	return Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Bytes: bytes}
 }

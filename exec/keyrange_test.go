@@ -2,6 +2,9 @@ package exec_test
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -169,4 +172,169 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// publishedKeys returns a KeyRange published by a hash join whose build
+// side holds keys (of type typ; nil entries are NULL).
+func publishedKeys(t testing.TB, mem memory.Allocator, typ arrow.DataType, keys []*int64) *exec.KeyRange {
+	ec := exec.NewContext(mem)
+	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: typ, Nullable: true}}, nil)
+	build := intBatch(mem, schema, keys)
+	key := func() []exec.Expr { return []exec.Expr{exec.NewColumn(0, typ, "k")} }
+	op, err := exec.NewHashJoin(ec, exectest.Source(ec, schema, nil), exectest.Source(ec, schema, []arrow.RecordBatch{build}), exec.InnerJoin, key(), key(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr := &exec.KeyRange{}
+	if _, err := exec.Drain(context.Background(), exec.WithKeyRanges(op, []*exec.KeyRange{kr})); err != nil {
+		t.Fatal(err)
+	}
+	return kr
+}
+
+// intBatch is a one-column batch of vals (nil: NULL) of schema's int32 or
+// int64 column.
+func intBatch(mem memory.Allocator, schema *arrow.Schema, vals []*int64) arrow.RecordBatch {
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	for _, v := range vals {
+		switch fb := b.Field(0).(type) {
+		case *array.Int32Builder:
+			if v == nil {
+				fb.AppendNull()
+			} else {
+				fb.Append(int32(*v))
+			}
+		case *array.Int64Builder:
+			if v == nil {
+				fb.AppendNull()
+			} else {
+				fb.Append(*v)
+			}
+		}
+	}
+	return b.NewRecordBatch()
+}
+
+// TestKeySetExprRandom: over random keys (int32 and int64, with and
+// without NULLs, spans inside and beyond the key set's bitmap, extreme
+// values) and probe batches sliced at every offset within a byte and with
+// lengths that are not multiples of 8, the mask keeps exactly the rows
+// whose key is a non-NULL build key (or, over a wide span, a non-NULL
+// key within the build keys' range).
+func TestKeySetExprRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 18))
+	for iter := range 300 {
+		typ := arrow.DataType(arrow.PrimitiveTypes.Int32)
+		if iter%2 == 1 {
+			typ = arrow.PrimitiveTypes.Int64
+		}
+		wide := iter%5 == 4 && typ.ID() == arrow.INT64
+		nullShare := []float64{0, 0.1, 0.9}[iter%3]
+		// Keys near lo so that a small range holds the build keys, plus
+		// far-away extremes on the probe side only.
+		lo := rng.Int64N(1<<20) - 1<<19
+		span := rng.Int64N(200) + 1
+		var build []*int64
+		isKey := map[int64]bool{}
+		bmin, bmax := int64(math.MaxInt64), int64(math.MinInt64)
+		for range rng.IntN(30) {
+			if rng.Float64() < nullShare {
+				build = append(build, nil)
+				continue
+			}
+			k := lo + rng.Int64N(span)
+			if wide && rng.IntN(4) == 0 {
+				k = lo + 1<<40
+			}
+			build = append(build, &k)
+			isKey[k] = true
+			bmin, bmax = min(bmin, k), max(bmax, k)
+		}
+		var probe []*int64
+		n := rng.IntN(100) + 1
+		for range n {
+			var k int64
+			switch rng.IntN(10) {
+			case 0:
+				probe = append(probe, nil)
+				continue
+			case 1:
+				k = []int64{math.MinInt32, math.MaxInt32, lo - 1, bmax + 1}[rng.IntN(4)]
+				if typ.ID() == arrow.INT64 {
+					k = []int64{math.MinInt64, math.MaxInt64, lo - 1, bmax + 1, lo + 1<<40}[rng.IntN(5)]
+				}
+			default:
+				k = lo - 2 + rng.Int64N(span+4)
+			}
+			probe = append(probe, &k)
+		}
+		t.Run(fmt.Sprint(iter), func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			ec := exec.NewContext(mem)
+			kr := publishedKeys(t, mem, typ, build)
+			schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: typ, Nullable: true}}, nil)
+			whole := intBatch(mem, schema, probe)
+			defer whole.Release()
+			off := rng.IntN(min(9, n))
+			pb := whole.NewSlice(int64(off), int64(n))
+			defer pb.Release()
+			a, err := (&exec.KeySetExpr{Index: 0, Name: "k", Range: kr}).Eval(context.Background(), ec, pb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Release()
+			if a.NullN() != 0 || a.Len() != n-off {
+				t.Fatalf("mask of %d rows with %d NULLs, want %d without", a.Len(), a.NullN(), n-off)
+			}
+			for i, v := range probe[off:] {
+				want := v != nil && (isKey[*v] || bmax-bmin >= 1<<23 && *v >= bmin && *v <= bmax)
+				if got := a.(*array.Boolean).Value(i); got != want {
+					t.Fatalf("row %d (key %v): kept %v, want %v; build %d keys in [%d, %d]", off+i, fmtKey(v), got, want, len(isKey), bmin, bmax)
+				}
+			}
+		})
+	}
+}
+
+func fmtKey(v *int64) string {
+	if v == nil {
+		return "NULL"
+	}
+	return fmt.Sprint(*v)
+}
+
+// BenchmarkKeySetExpr: the mask over 64Ki int32 probe keys spread over
+// 86,400 values (time_dim's keys), 1% NULL, against 1,800 build keys (the
+// half hour of TPC-DS q88's subqueries).
+func BenchmarkKeySetExpr(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	ec := exec.NewContext(mem)
+	var build, probe []*int64
+	for k := int64(30_600); k < 32_400; k++ {
+		build = append(build, &k)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 1 << 16 {
+		if rng.IntN(100) == 0 {
+			probe = append(probe, nil)
+			continue
+		}
+		k := rng.Int64N(86_400)
+		probe = append(probe, &k)
+	}
+	kr := publishedKeys(b, mem, arrow.PrimitiveTypes.Int32, build)
+	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int32, Nullable: true}}, nil)
+	pb := intBatch(mem, schema, probe)
+	defer pb.Release()
+	e := &exec.KeySetExpr{Index: 0, Name: "k", Range: kr}
+	b.SetBytes(int64(len(probe)) * 4)
+	for b.Loop() {
+		a, err := e.Eval(context.Background(), ec, pb)
+		if err != nil {
+			b.Fatal(err)
+		}
+		a.Release()
+	}
 }
