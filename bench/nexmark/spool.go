@@ -230,7 +230,7 @@ func (a *answer) part(row []tpcds.Value) int {
 			key[j] = row[g]
 		}
 	}
-	return int(keyHash(rowKey(key))[0] % uint64(compareParts))
+	return int(maphash.String(digestSeeds[0], rowKey(key)) % uint64(compareParts))
 }
 
 // partSums is the digest of each part of the first n records of s.
