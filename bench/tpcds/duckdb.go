@@ -68,38 +68,29 @@ const flinkAvgMacro = `CREATE OR REPLACE TEMP MACRO flink_avg(x) AS
 	CASE WHEN typeof(min(x)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT')
 	THEN trunc(avg(x)) ELSE avg(x) END`
 
-// flinkDivMacros divide as Flink and flightd do, for the queries DuckDB
-// runs (flinkDiv): DECIMAL by DECIMAL exactly, rounded half away from zero
-// to Flink's result scale (exec decimalResult: max(6, s1+p2+1), cut to keep
-// 38 digits) of DuckDB's operand types (DuckDB: both operands to DOUBLE, so
-// two equal ratios can differ in the last bit and rank apart, as q49's at
-// SF10 did). The quotient is returned as a DOUBLE (a macro's type cannot
-// depend on its arguments' types): equal quotients stay equal. Any other
-// operands, and a zero divisor, divide as DuckDB does. An operand that does
-// not fit a HUGEINT once scaled is an overflow error, as it is for flightd.
-// The decimal branch is bound (and folded) for any operands: a type that
-// is no DECIMAL has a NULL precision and scale there.
+// flinkDivMacros divide a DECIMAL by a DECIMAL exactly, for the queries
+// DuckDB runs (flinkDiv): DuckDB divides them as DOUBLEs, so two equal
+// ratios can differ in the last bit and rank apart (q49 at SF10:
+// 13448.19/24523.17 and 11578.02/21112.86 are both 17/31), where Flink
+// and flightd divide exactly and tie them. a/b is u1*10^s2 / (u2*10^s1)
+// over the unscaled values u1, u2 in HUGEINTs, reduced by their greatest
+// common divisor and only then divided as DOUBLEs: equal ratios have one
+// reduced fraction, so one result. Flink's result type (its scale depends
+// on the operand types, and DuckDB's differ from flightd's, e.g. of SUM)
+// is not followed: the result is a DOUBLE as DuckDB's own. Any other
+// operands, and a zero divisor, divide as DuckDB does; an operand that does
+// not fit a HUGEINT once scaled is an overflow error. The decimal branch is
+// bound (and folded) for any operands: a type that is no DECIMAL has a NULL
+// scale there.
 var flinkDivMacros = []string{
-	`CREATE OR REPLACE TEMP MACRO flink_dec_p(t) AS TRY_CAST(regexp_extract(t, '^DECIMAL\((\d+),', 1) AS INTEGER)`,
-	`CREATE OR REPLACE TEMP MACRO flink_dec_s(t) AS TRY_CAST(regexp_extract(t, ',(\d+)\)$', 1) AS INTEGER)`,
-	`CREATE OR REPLACE TEMP MACRO flink_pow10(n) AS ('1' || repeat('0', greatest(n, 0)))::HUGEINT`,
-	// The scale before and after the cut to 38 digits of precision.
-	`CREATE OR REPLACE TEMP MACRO flink_div_scale0(p1, s1, p2, s2) AS greatest(6, s1 + p2 + 1)`,
-	`CREATE OR REPLACE TEMP MACRO flink_div_scale(p1, s1, p2, s2) AS
-	CASE WHEN p1 - s1 + s2 + flink_div_scale0(p1, s1, p2, s2) <= 38 THEN flink_div_scale0(p1, s1, p2, s2)
-	ELSE greatest(38 - (p1 - s1 + s2), least(flink_div_scale0(p1, s1, p2, s2), 6)) END`,
-	// n / d rounded half away from zero, over 10^s as a DOUBLE.
-	`CREATE OR REPLACE TEMP MACRO flink_round_div(n, d, s) AS
-	((n // d) + CASE WHEN 2 * abs(n % d) >= abs(d) THEN sign(n) * sign(d) ELSE 0 END)::DOUBLE / pow(10, s)`,
-	// a / b = u1 / u2 * 10^(s2-s1); the result's unscaled value is
-	// u1 * 10^(s-s1+s2) / u2.
-	`CREATE OR REPLACE TEMP MACRO flink_div_dec(a, b, s1, s2, s) AS flink_round_div(
-	(a * flink_pow10(s1))::HUGEINT * flink_pow10(s - s1 + s2),
-	(b * flink_pow10(s2))::HUGEINT * flink_pow10(s1 - s2 - s), s)`,
+	`CREATE OR REPLACE TEMP MACRO flink_dec_s(t) AS TRY_CAST(regexp_extract(t, '^DECIMAL\(\d+,(\d+)\)$', 1) AS INTEGER)`,
+	`CREATE OR REPLACE TEMP MACRO flink_pow10(n) AS ('1' || repeat('0', n))::HUGEINT`,
+	`CREATE OR REPLACE TEMP MACRO flink_div_frac(n, d) AS (n // gcd(n, d))::DOUBLE / (d // gcd(n, d))::DOUBLE`,
+	`CREATE OR REPLACE TEMP MACRO flink_div_dec(a, b, s1, s2) AS flink_div_frac(
+	(a * flink_pow10(s1))::HUGEINT * flink_pow10(s2), (b * flink_pow10(s2))::HUGEINT * flink_pow10(s1))`,
 	`CREATE OR REPLACE TEMP MACRO flink_div(a, b) AS
 	CASE WHEN typeof(a) LIKE 'DECIMAL(%' AND typeof(b) LIKE 'DECIMAL(%' AND b <> 0
-	THEN flink_div_dec(a, b, flink_dec_s(typeof(a)), flink_dec_s(typeof(b)),
-		flink_div_scale(flink_dec_p(typeof(a)), flink_dec_s(typeof(a)), flink_dec_p(typeof(b)), flink_dec_s(typeof(b))))
+	THEN flink_div_dec(a, b, flink_dec_s(typeof(a)), flink_dec_s(typeof(b)))
 	ELSE a / b END`,
 }
 
