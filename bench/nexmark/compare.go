@@ -127,6 +127,14 @@ func newTies(cols, partition, order []string, rn string) *ties {
 	return t
 }
 
+// size is the number of distinct candidate rows (0 for nil).
+func (t *ties) size() int {
+	if t == nil {
+		return 0
+	}
+	return len(t.candidates)
+}
+
 // addCandidate adds a row of the RANK() answer n times.
 func (t *ties) addCandidate(row []tpcds.Value, n int) {
 	t.candidates.add(t.withoutRN(row), n)
@@ -143,6 +151,21 @@ func (t *ties) withoutRN(row []tpcds.Value) []tpcds.Value {
 // the number of differing rows and the first few. tied counts the rows
 // that differ only in the choice among tied rows (accepted).
 func (e *expected) diff(got rowSet) (d string, tied int) {
+	lines, tied := e.diffLines(got)
+	if len(lines) == 0 {
+		return "", tied
+	}
+	return diffText(lines), 0
+}
+
+// diffText says how many rows differ and shows the first few of lines.
+func diffText(lines []string) string {
+	slices.Sort(lines)
+	return fmt.Sprintf("%d rows differ, e.g. %s", len(lines), strings.Join(lines[:min(3, len(lines))], "; "))
+}
+
+// diffLines is diff's differences, one line each (none: equal).
+func (e *expected) diffLines(got rowSet) (lines []string, tied int) {
 	var out []string
 	missing, extra := rowSet{}, rowSet{}
 	for k, c := range got {
@@ -167,7 +190,7 @@ func (e *expected) diff(got rowSet) (d string, tied int) {
 	}
 	if len(out) == 0 && len(missing)+len(extra) > 0 && e.ties != nil {
 		if why := e.ties.explain(got, missing, extra); why == "" {
-			return "", missing.rows() + extra.rows()
+			return nil, missing.rows() + extra.rows()
 		} else {
 			out = append(out, why)
 		}
@@ -178,11 +201,7 @@ func (e *expected) diff(got rowSet) (d string, tied int) {
 	for k, c := range missing {
 		out = append(out, fmt.Sprintf("streamed %d fewer than batch: %s", c.n, k))
 	}
-	if len(out) == 0 {
-		return "", 0
-	}
-	slices.Sort(out)
-	return fmt.Sprintf("%d rows differ, e.g. %s", len(out), strings.Join(out[:min(3, len(out))], "; ")), 0
+	return out, 0
 }
 
 // explain accepts the differences missing and extra of the result got if

@@ -264,8 +264,8 @@ func TestAnswerCompare(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if o.diff != "" || o.want != nil {
-			t.Fatalf("run %d: the same rows in another order: %q (read back: %v)", run, o.diff, o.want != nil)
+		if o.diff != "" || o.read {
+			t.Fatalf("run %d: the same rows in another order: %q (read back: %v)", run, o.diff, o.read)
 		}
 		if err := a.selfCheck(o, got, m, row(99)); err != nil {
 			t.Fatalf("run %d: %v", run, err)
@@ -294,5 +294,126 @@ func TestAnswerCompare(t *testing.T) {
 	}
 	if err := a.selfCheck(outcome{}, newTestSpool(t), mark{}, nil); err == nil {
 		t.Error("nothing streamed against a batch row passed the self-check")
+	}
+}
+
+// TestAnswerCompareTies compares a ROW_NUMBER() result with its answer
+// through spools, in parts read back in rounds (small parts and budget
+// here): a legal choice among ties is accepted holding only the parts
+// that differ, a wrong row, a missing row and a duplicate are reported,
+// each verdict is the one of diffing everything in memory, and the
+// self-check of the accepted result passes and catches perturbations.
+func TestAnswerCompareTies(t *testing.T) {
+	parts, budget := compareParts, compareBudget
+	compareParts, compareBudget = 64, 8
+	t.Cleanup(func() { compareParts, compareBudget = parts, budget })
+
+	// Partition p: two rows tied at the top (order key 1), one below;
+	// ROW_NUMBER() ... rn <= 1 keeps one of the two.
+	const partitions = 200
+	row := func(p, o, v, rn int64) []tpcds.Value { return []tpcds.Value{num(p), num(o), num(v), num(rn)} }
+	tie := newTies([]string{"p", "o", "v", "rn"}, []string{"p"}, []string{"o"}, "rn")
+	a := &answer{rows: newTestSpool(t), tied: newTestSpool(t), ties: tie}
+	var batch [][]tpcds.Value
+	for p := range int64(partitions) {
+		batch = append(batch, row(p, 1, 10*p, 1))
+		for _, c := range [][]tpcds.Value{row(p, 1, 10*p, 1), row(p, 1, 10*p+1, 1)} {
+			if err := a.tied.add(c, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, r := range batch {
+		if err := a.rows.add(r, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// inMemory is today's comparison: everything read back.
+	inMemory := func(got *spool, m mark) string {
+		e := &expected{rows: rowSet{}}
+		if err := a.rows.each(a.rows.records, func(r []tpcds.Value, n int) error { e.rows.add(r, n); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		tt := *tie
+		tt.candidates = rowSet{}
+		if err := a.tied.each(a.tied.records, func(r []tpcds.Value, n int) error { tt.addCandidate(r, n); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		e.ties = &tt
+		rows, err := got.load(m.records)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := e.diff(rows)
+		return d
+	}
+	// streamed is the batch answer with partition 7's row replaced by
+	// with (nil: removed) and extra added, as a changelog that first
+	// inserts and retracts a row below the top.
+	// Every other spool keeps its parts' digests as it is written.
+	keep := false
+	streamed := func(with []tpcds.Value, extra ...[]tpcds.Value) (*spool, mark) {
+		s := newTestSpool(t)
+		if keep = !keep; keep {
+			s.keepParts(a)
+		}
+		if err := s.add(row(3, 0, 32, 1), 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.add(row(3, 0, 32, 1), -1); err != nil {
+			t.Fatal(err)
+		}
+		rows := slices.Clone(batch)
+		rows[7] = with
+		for _, r := range append(rows, extra...) {
+			if r != nil {
+				if err := s.add(r, 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return s, s.mark()
+	}
+
+	for range 2 {
+		got, m := streamed(row(7, 1, 71, 1))
+		o, err := a.compare(got, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.diff != "" || o.tied != 2 || !o.read || inMemory(got, m) != "" {
+			t.Fatalf("a choice among ties: %q, %d tied (read back: %v; in memory: %q)", o.diff, o.tied, o.read, inMemory(got, m))
+		}
+		// The parts that differ hold partition 7: a few rows of the 600.
+		if o.held == 0 || o.held > 3*compareBudget {
+			t.Errorf("held %d rows in a round, want 1 to %d", o.held, 3*compareBudget)
+		}
+		if err := a.selfCheck(o, got, m, row(500, 1, 5000, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	for what, c := range map[string]struct {
+		with  []tpcds.Value
+		extra [][]tpcds.Value
+		want  string
+	}{
+		"a row below the top": {row(7, 0, 72, 1), nil, "not a choice among tied rows"},
+		"a changed payload":   {row(7, 1, 79, 1), nil, "not a choice among tied rows"},
+		"a missing row":       {nil, nil, "streamed 1 fewer than batch: 7 | 1 | 70 | 1"},
+		"a duplicate":         {row(7, 1, 70, 1), [][]tpcds.Value{row(150, 1, 1500, 1)}, "streamed 1 more than batch: 150 | 1 | 1500 | 1"},
+		"a wrong row number":  {row(7, 1, 71, 2), nil, "not a choice among tied rows"},
+	} {
+		got, m := streamed(c.with, c.extra...)
+		o, err := a.compare(got, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(o.diff, c.want) || o.tied != 0 {
+			t.Errorf("%s: %q (%d tied), want %q", what, o.diff, o.tied, c.want)
+		}
+		if mem := inMemory(got, m); mem == "" {
+			t.Errorf("%s: accepted in memory, yet %q", what, o.diff)
+		}
 	}
 }

@@ -513,6 +513,7 @@ func (r *runner) stream(ctx context.Context, q Query, answer *answer, rate float
 		return res
 	}
 	defer applied.remove()
+	applied.keepParts(answer)
 	tr := newTracker(tables, applied)
 	consumed := make(chan struct{})
 	var consumeErr error

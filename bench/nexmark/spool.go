@@ -59,6 +59,11 @@ type spool struct {
 	records int64
 	sum     digest
 	first   []tpcds.Value // the first row added (nil: none), for the self-check
+	// parts, if not nil, is the digest of each part of the rows (part: the
+	// answer's part of a row), kept as rows are added so that a compare
+	// need not read the spool to find the parts that differ.
+	parts []digest
+	part  func(row []tpcds.Value) int
 }
 
 // spoolRecord is a record of a spool: F of each value as its bits, as gob
@@ -101,17 +106,32 @@ func (s *spool) add(row []tpcds.Value, n int) error {
 		s.first = slices.Clone(row)
 	}
 	s.records++
-	s.sum.add(rowKey(row), n)
+	key := rowKey(row)
+	s.sum.add(key, n)
+	if s.parts != nil {
+		s.parts[s.part(row)].add(key, n)
+	}
 	return nil
 }
 
-// mark is a point in a spool: its first records records and their digest.
+// keepParts makes s keep the digest of each part of a's comparison if a
+// has ties (whose results compare by parts when a choice differs);
+// otherwise digests differ only for a wrong result, read back in full.
+func (s *spool) keepParts(a *answer) {
+	if a.ties != nil {
+		s.parts, s.part = make([]digest, compareParts), a.part
+	}
+}
+
+// mark is a point in a spool: its first records records and their digest
+// (and their parts' digests if the spool keeps them).
 type mark struct {
 	records int64
 	sum     digest
+	parts   []digest
 }
 
-func (s *spool) mark() mark { return mark{s.records, s.sum} }
+func (s *spool) mark() mark { return mark{s.records, s.sum, slices.Clone(s.parts)} }
 
 // each passes the first n records to fn, in the order they were added.
 func (s *spool) each(n int64, fn func(row []tpcds.Value, count int) error) error {
@@ -166,6 +186,9 @@ type answer struct {
 	rows *spool
 	tied *spool // nil: compared exactly
 	ties *ties  // the tie columns; its candidates are read from tied
+	// parts is the digest of each part of rows (compare), once needed:
+	// a stream, its paced run and its job compare with one answer.
+	parts []digest
 }
 
 func (a *answer) remove() {
@@ -179,65 +202,149 @@ func (a *answer) remove() {
 type outcome struct {
 	diff string // "": equal
 	tied int    // rows accepted as another choice among ties
-	// want and got are the two in memory when their digests differed
-	// (nil when they were equal).
-	want *expected
-	got  rowSet
+	// read: the digests differed and the parts that differ were read back
+	// and diffed (compare), held the most rows a round of that kept in
+	// memory.
+	read bool
+	held int
+}
+
+// compareParts is how many parts a comparison splits rows into, by the
+// hash of their tie group (partition and order keys in the result; the
+// whole row without ties), and compareBudget about how many rows a round
+// of reading parts back holds in memory (a single part may hold more).
+// Variables: tests make them small.
+var (
+	compareParts  = 1 << 12
+	compareBudget = 1 << 18
+)
+
+// part is the part of the comparison row is in. A row of the RANK()
+// answer (ties.candidates) is in its tie group's part too: its columns are
+// the result's.
+func (a *answer) part(row []tpcds.Value) int {
+	key := row
+	if a.ties != nil {
+		key = make([]tpcds.Value, len(a.ties.group))
+		for j, g := range a.ties.group {
+			key[j] = row[g]
+		}
+	}
+	return int(maphash.String(digestSeeds[0], rowKey(key)) % uint64(compareParts))
+}
+
+// partSums is the digest of each part of the first n records of s.
+func (a *answer) partSums(s *spool, n int64) ([]digest, error) {
+	sums := make([]digest, compareParts)
+	err := s.each(n, func(row []tpcds.Value, c int) error {
+		sums[a.part(row)].add(rowKey(row), c)
+		return nil
+	})
+	return sums, err
 }
 
 // compare compares the result got (the first m.records records of its
-// spool) with a: equal digests are equal results; otherwise both are read
-// back and diffed by key, for what differs or for another choice among
-// ties.
+// spool) with a: equal digests are equal results. Otherwise the digests of
+// each part say which parts differ, and those are read back in rounds of
+// about compareBudget rows and diffed by key, for what differs or for
+// another choice among ties: a tie group is in one part, so the verdict is
+// the whole answer's, and memory is bounded by the parts that differ, not
+// by the result.
 func (a *answer) compare(got *spool, m mark) (outcome, error) {
 	if m.sum == a.rows.sum {
 		return outcome{}, nil
 	}
-	want, err := a.load()
-	if err != nil {
-		return outcome{}, err
+	if a.parts == nil {
+		var err error
+		if a.parts, err = a.partSums(a.rows, a.rows.records); err != nil {
+			return outcome{}, err
+		}
 	}
-	rows, err := got.load(m.records)
-	if err != nil {
-		return outcome{}, err
+	want := a.parts
+	gotSums := m.parts
+	if gotSums == nil {
+		var err error
+		if gotSums, err = a.partSums(got, m.records); err != nil {
+			return outcome{}, err
+		}
 	}
-	d, tied := want.diff(rows)
-	return outcome{diff: d, tied: tied, want: want, got: rows}, nil
+	var differ []int
+	for p := range want {
+		if want[p] != gotSums[p] {
+			differ = append(differ, p)
+		}
+	}
+	o := outcome{read: true}
+	var lines []string
+	for len(differ) > 0 {
+		sel := make([]bool, compareParts)
+		n, rows := 0, int64(0)
+		for ; n < len(differ); n++ {
+			p := differ[n]
+			r := max(want[p].rows, 0) + max(gotSums[p].rows, 0)
+			if n > 0 && rows+r > int64(compareBudget) {
+				break
+			}
+			sel[p], rows = true, rows+r
+		}
+		differ = differ[n:]
+		e, g, err := a.loadParts(got, m.records, sel)
+		if err != nil {
+			return outcome{}, err
+		}
+		l, tied := e.diffLines(g)
+		lines, o.tied = append(lines, l...), o.tied+tied
+		o.held = max(o.held, len(e.rows)+len(g)+e.ties.size())
+	}
+	if len(lines) > 0 {
+		o.diff, o.tied = diffText(lines), 0
+	}
+	return o, nil
 }
 
-// load reads the answer into memory.
-func (a *answer) load() (*expected, error) {
-	rows, err := a.rows.load(a.rows.records)
-	if err != nil {
-		return nil, err
+// loadParts reads the rows of the parts sel of the answer and of the first
+// n records of got into memory.
+func (a *answer) loadParts(got *spool, n int64, sel []bool) (*expected, rowSet, error) {
+	in := func(fn func(row []tpcds.Value, c int)) func(row []tpcds.Value, c int) error {
+		return func(row []tpcds.Value, c int) error {
+			if sel[a.part(row)] {
+				fn(row, c)
+			}
+			return nil
+		}
 	}
-	e := &expected{rows: rows}
+	e := &expected{rows: rowSet{}}
+	if err := a.rows.each(a.rows.records, in(e.rows.add)); err != nil {
+		return nil, nil, err
+	}
 	if a.ties != nil {
 		t := *a.ties
 		t.candidates = rowSet{}
-		if err := a.tied.each(a.tied.records, func(row []tpcds.Value, n int) error {
-			t.addCandidate(row, n)
-			return nil
-		}); err != nil {
-			return nil, err
+		if err := a.tied.each(a.tied.records, in(t.addCandidate)); err != nil {
+			return nil, nil, err
 		}
 		e.ties = &t
 	}
-	return e, nil
+	rows := rowSet{}
+	if err := got.each(n, in(rows.add)); err != nil {
+		return nil, nil, err
+	}
+	return e, rows, nil
 }
 
 // selfCheck checks that the comparison that found the result at m equal
 // (o) would have reported it with a row taken away, a row added, or a row
-// of a window still open (openRow, nil: none) added: in memory as
-// expected.selfCheck does if o was diffed there, by digest otherwise.
+// of a window still open (openRow, nil: none) added: by digest if the
+// digests were equal, otherwise as expected.selfCheck does, over the parts
+// of those rows (the other parts were found equal).
 func (a *answer) selfCheck(o outcome, got *spool, m mark, openRow []tpcds.Value) error {
 	var open rowSet
 	if openRow != nil {
 		open = rowSet{}
 		open.add(openRow, 1)
 	}
-	if o.want != nil {
-		return o.want.selfCheck(o.got, open)
+	if o.read {
+		return a.selfCheckParts(got, m, open)
 	}
 	if m.sum.rows == 0 {
 		if a.rows.sum.rows > 0 {
@@ -256,4 +363,21 @@ func (a *answer) selfCheck(o outcome, got *spool, m mark, openRow []tpcds.Value)
 		}
 	}
 	return nil
+}
+
+// selfCheckParts is expected.selfCheck over the parts of the result's
+// first row (got.first) and of the open rows.
+func (a *answer) selfCheckParts(got *spool, m mark, open rowSet) error {
+	sel := make([]bool, compareParts)
+	if got.first != nil {
+		sel[a.part(got.first)] = true
+	}
+	for _, c := range open {
+		sel[a.part(c.row)] = true
+	}
+	e, rows, err := a.loadParts(got, m.records, sel)
+	if err != nil {
+		return err
+	}
+	return e.selfCheck(rows, open)
 }
