@@ -118,15 +118,7 @@ func TestLeaseOneHolder(t *testing.T) {
 // is an error.
 func TestLeaseHolder(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	var stores [2]*Store
-	for i := range stores {
-		s, err := Open(ctx, NewLocalFS(), dir, Options{Mem: newMem(t), Now: clock.Now})
-		must(t, err)
-		defer s.Close()
-		stores[i] = s
-	}
+	stores, clock := twoLeaseStores(t)
 	holder := func(want string) {
 		t.Helper()
 		got, err := stores[1].LeaseHolder(ctx, "job")
@@ -153,19 +145,10 @@ func TestLeaseHolder(t *testing.T) {
 // TestLeaseStaleRenewal: a node that held epoch 1 and stalled past its
 // expiry renews after another node took the lease and renewed it twice,
 // which removed the record of epoch 2 (two epochs behind): the stale
-// renewal publishes epoch 2 into a free slot, and must still fail, as must
-// an acquisition that read an epoch since moved past.
+// renewal publishes epoch 2 into a free slot, and must still fail.
 func TestLeaseStaleRenewal(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	var stores [2]*Store
-	for i := range stores {
-		s, err := Open(ctx, NewLocalFS(), dir, Options{Mem: newMem(t), Now: clock.Now})
-		must(t, err)
-		defer s.Close()
-		stores[i] = s
-	}
+	stores, clock := twoLeaseStores(t)
 	stale, err := stores[0].AcquireLease(ctx, "job", "a", time.Second)
 	must(t, err)
 	clock.advance(2 * time.Second)
@@ -187,4 +170,19 @@ func TestLeaseStaleRenewal(t *testing.T) {
 	if _, err := stores[1].RenewLease(ctx, l, time.Second); err != nil {
 		t.Fatalf("b's renewal after the stale one: %v", err)
 	}
+}
+
+// twoLeaseStores opens two stores of one warehouse on one fake clock,
+// closed at the test's end.
+func twoLeaseStores(t *testing.T) ([2]*Store, *fakeClock) {
+	dir := t.TempDir()
+	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	var stores [2]*Store
+	for i := range stores {
+		s, err := Open(context.Background(), NewLocalFS(), dir, Options{Mem: newMem(t), Now: clock.Now})
+		must(t, err)
+		t.Cleanup(func() { s.Close() })
+		stores[i] = s
+	}
+	return stores, clock
 }
