@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -42,7 +41,7 @@ func OpenDuckDB(ctx context.Context, path string, threads int) (*DuckDB, error) 
 		d.Close()
 		return nil, fmt.Errorf("duckdb: connect: %w", err)
 	}
-	settings := append([]string{nullOrder}, flinkMacros...)
+	settings := []string{nullOrder, flinkAvgMacro}
 	if threads > 0 {
 		settings = append(settings, fmt.Sprintf("SET threads = %d", threads))
 	}
@@ -67,35 +66,6 @@ const nullOrder = "SET default_null_order = 'nulls_first_on_asc_last_on_desc'"
 const flinkAvgMacro = `CREATE OR REPLACE TEMP MACRO flink_avg(x) AS
 	CASE WHEN typeof(min(x)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT')
 	THEN trunc(avg(x)) ELSE avg(x) END`
-
-// flinkDivMacros divide a DECIMAL by a DECIMAL exactly, for the queries
-// DuckDB runs (flinkDiv): DuckDB divides them as DOUBLEs, so two equal
-// ratios can differ in the last bit and rank apart (q49 at SF10:
-// 13448.19/24523.17 and 11578.02/21112.86 are both 17/31), where Flink
-// and flightd divide exactly and tie them. a/b is u1*10^s2 / (u2*10^s1)
-// over the unscaled values u1, u2 in HUGEINTs, reduced by their greatest
-// common divisor and only then divided as DOUBLEs: equal ratios have one
-// reduced fraction, so one result. Flink's result type (its scale depends
-// on the operand types, and DuckDB's differ from flightd's, e.g. of SUM)
-// is not followed: the result is a DOUBLE as DuckDB's own. Any other
-// operands, and a zero divisor, divide as DuckDB does; an operand that does
-// not fit a HUGEINT once scaled is an overflow error. The decimal branch is
-// bound (and folded) for any operands: a type that is no DECIMAL has a NULL
-// scale there.
-var flinkDivMacros = []string{
-	`CREATE OR REPLACE TEMP MACRO flink_dec_s(t) AS TRY_CAST(regexp_extract(t, '^DECIMAL\(\d+,(\d+)\)$', 1) AS INTEGER)`,
-	`CREATE OR REPLACE TEMP MACRO flink_pow10(n) AS ('1' || repeat('0', n))::HUGEINT`,
-	`CREATE OR REPLACE TEMP MACRO flink_div_frac(n, d) AS (n // gcd(n, d))::DOUBLE / (d // gcd(n, d))::DOUBLE`,
-	`CREATE OR REPLACE TEMP MACRO flink_div_dec(a, b, s1, s2) AS flink_div_frac(
-	(a * flink_pow10(s1))::HUGEINT * flink_pow10(s2), (b * flink_pow10(s2))::HUGEINT * flink_pow10(s1))`,
-	`CREATE OR REPLACE TEMP MACRO flink_div(a, b) AS
-	CASE WHEN typeof(a) LIKE 'DECIMAL(%' AND typeof(b) LIKE 'DECIMAL(%' AND b <> 0
-	THEN flink_div_dec(a, b, flink_dec_s(typeof(a)), flink_dec_s(typeof(b)))
-	ELSE a / b END`,
-}
-
-// flinkMacros are the macros DuckDB.Query's rewrites call.
-var flinkMacros = append([]string{flinkAvgMacro}, flinkDivMacros...)
 
 var (
 	// avgCall matches the start of an AVG call, overNext a window's OVER
@@ -161,7 +131,7 @@ func (d *DuckDB) Conn(ctx context.Context) (*DuckDB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("duckdb: connect: %w", err)
 	}
-	for _, s := range append([]string{nullOrder}, flinkMacros...) {
+	for _, s := range []string{nullOrder, flinkAvgMacro} {
 		if _, err := conn.ExecContext(ctx, s); err != nil {
 			conn.Close()
 			return nil, fmt.Errorf("duckdb: %s: %w", s, err)
@@ -285,67 +255,10 @@ func appendBatch(app *duckdb.Appender, b arrow.RecordBatch, row []driver.Value) 
 	return nil
 }
 
-// flinkDiv is query, a SELECT statement, with every division calling
-// flink_div instead (flinkDivMacros). DuckDB parses it and prints it back
-// (json_serialize_sql), so the operands are found by its own parser.
-func (d *DuckDB) flinkDiv(ctx context.Context, query string) (string, error) {
-	if !strings.Contains(query, "/") {
-		return query, nil
-	}
-	var ast string
-	if err := d.conn.QueryRowContext(ctx, "SELECT json_serialize_sql(?::VARCHAR)::VARCHAR", query).Scan(&ast); err != nil {
-		return "", fmt.Errorf("duckdb: parse for flink_div: %w", err)
-	}
-	// Numbers stay as written: query locations are uint64s.
-	dec := json.NewDecoder(strings.NewReader(ast))
-	dec.UseNumber()
-	var tree any
-	if err := dec.Decode(&tree); err != nil {
-		return "", fmt.Errorf("duckdb: parse for flink_div: %w", err)
-	}
-	if m, _ := tree.(map[string]any); m["error"] == true {
-		return "", fmt.Errorf("duckdb: parse for flink_div: %v", m["error_message"])
-	}
-	renameDivisions(tree)
-	b, err := json.Marshal(tree)
-	if err != nil {
-		return "", err
-	}
-	var out string
-	if err := d.conn.QueryRowContext(ctx, "SELECT json_deserialize_sql(?::JSON)", string(b)).Scan(&out); err != nil {
-		return "", fmt.Errorf("duckdb: print after flink_div: %w", err)
-	}
-	return out, nil
-}
-
-// renameDivisions turns every binary "/" operator node of a serialized
-// DuckDB statement into a call of flink_div.
-func renameDivisions(node any) {
-	switch n := node.(type) {
-	case map[string]any:
-		if n["class"] == "FUNCTION" && n["function_name"] == "/" && n["is_operator"] == true {
-			if ch, _ := n["children"].([]any); len(ch) == 2 {
-				n["function_name"], n["is_operator"] = "flink_div", false
-			}
-		}
-		for _, v := range n {
-			renameDivisions(v)
-		}
-	case []any:
-		for _, v := range n {
-			renameDivisions(v)
-		}
-	}
-}
-
-// Query runs one SELECT statement and returns its whole result. AVG calls
-// and divisions run as Flink's (flinkAvg, flinkDiv).
+// Query runs one statement and returns its whole result. AVG calls run as
+// Flink's (flinkAvg).
 func (d *DuckDB) Query(ctx context.Context, query string) (*Result, error) {
-	query, err := d.flinkDiv(ctx, flinkAvg(query))
-	if err != nil {
-		return nil, err
-	}
-	rows, err := d.conn.QueryContext(ctx, query)
+	rows, err := d.conn.QueryContext(ctx, flinkAvg(query))
 	if err != nil {
 		return nil, err
 	}
