@@ -21,6 +21,7 @@ package cache
 import (
 	"container/list"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -152,19 +153,29 @@ func (c *Arrays) dropWindow(key string) {
 	it.a.Release()
 }
 
-// Forget removes every entry whose key starts with prefix: the arrays of
-// files that are gone (a dropped table, expired files), which no scan will
-// ask for again but which would otherwise hold their bytes until evicted.
-func (c *Arrays) Forget(prefix string) {
+// Forget removes every entry whose key starts with one of prefixes: the
+// arrays of files that are gone (a dropped table, expired files), which no
+// scan will ask for again but which would otherwise hold their bytes until
+// evicted. One pass over the keys, whatever the number of prefixes.
+func (c *Arrays) Forget(prefixes ...string) {
+	ps := slices.Clone(prefixes)
+	slices.Sort(ps)
+	// Of nested prefixes keep the outer one, so that the greatest prefix
+	// at or below a key is the only one that can match it.
+	ps = slices.CompactFunc(ps, func(outer, p string) bool { return strings.HasPrefix(p, outer) })
+	matches := func(k string) bool {
+		i, found := slices.BinarySearch(ps, k)
+		return found || i > 0 && strings.HasPrefix(k, ps[i-1])
+	}
 	c.mu.Lock()
 	var keys []string
 	for k := range c.keys {
-		if strings.HasPrefix(k, prefix) {
+		if matches(k) {
 			keys = append(keys, k)
 		}
 	}
 	for k := range c.win {
-		if strings.HasPrefix(k, prefix) {
+		if matches(k) {
 			c.dropWindow(k)
 		}
 	}

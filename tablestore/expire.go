@@ -103,12 +103,17 @@ func (t *Table) DeleteTag(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	var gone, cached []string
 	for _, e := range append(live, logs...) {
 		if !keepFiles[e.File.FileName] {
-			st.s.forgetColumns(joinPath(st.dir, e.File.Path) + "#")
-			if err := st.fs().Remove(joinPath(st.dir, e.File.Path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
-			}
+			gone = append(gone, joinPath(st.dir, e.File.Path))
+			cached = append(cached, gone[len(gone)-1]+"#")
+		}
+	}
+	st.s.forgetColumns(cached...)
+	for _, f := range gone {
+		if err := st.fs().Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
 		}
 	}
 	for _, n := range lists {
@@ -595,8 +600,12 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (int, erro
 	st.mu.Lock()
 	st.expiredThrough = max(st.expiredThrough, slices.Max(expired))
 	st.mu.Unlock()
+	gone := make([]string, len(dataFiles))
+	for i, f := range dataFiles {
+		gone[i] = f + "#"
+	}
+	st.s.forgetColumns(gone...)
 	for _, f := range dataFiles {
-		st.s.forgetColumns(f + "#")
 		if err := st.fs().Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return 0, fmt.Errorf("expire: %w", err)
 		}

@@ -451,14 +451,14 @@ func (st *tableState) publishSchema(sch *tableSchema) error {
 	return nil
 }
 
-// forgetColumns drops the cached columns of the data files under prefix
+// forgetColumns drops the cached columns of the data files under prefixes
 // (a dropped table's directory, an expired file's path), which no scan
 // reads again: in the cache they would hold memory until evicted (a
 // benchmark that drops and creates its tables per query filled the
 // default cache, a third of the memory limit, with them).
-func (s *Store) forgetColumns(prefix string) {
-	if s.columns != nil {
-		s.columns.Forget(prefix)
+func (s *Store) forgetColumns(prefixes ...string) {
+	if s.columns != nil && len(prefixes) > 0 {
+		s.columns.Forget(prefixes...)
 	}
 }
 
