@@ -158,11 +158,18 @@ func (c *Arrays) dropWindow(key string) {
 // scan will ask for again but which would otherwise hold their bytes until
 // evicted. One pass over the keys, whatever the number of prefixes.
 func (c *Arrays) Forget(prefixes ...string) {
-	ps := slices.Clone(prefixes)
-	slices.Sort(ps)
+	sorted := slices.Clone(prefixes)
+	slices.Sort(sorted)
 	// Of nested prefixes keep the outer one, so that the greatest prefix
-	// at or below a key is the only one that can match it.
-	ps = slices.CompactFunc(ps, func(outer, p string) bool { return strings.HasPrefix(p, outer) })
+	// at or below a key is the only one that can match it. Sorted, every
+	// string between a prefix and one it starts holds it too, so the last
+	// kept is the one to compare with.
+	var ps []string
+	for _, p := range sorted {
+		if len(ps) == 0 || !strings.HasPrefix(p, ps[len(ps)-1]) {
+			ps = append(ps, p)
+		}
+	}
 	matches := func(k string) bool {
 		i, found := slices.BinarySearch(ps, k)
 		return found || i > 0 && strings.HasPrefix(k, ps[i-1])

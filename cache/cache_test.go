@@ -133,9 +133,11 @@ func TestArraysForget(t *testing.T) {
 	if got := mem.CurrentAlloc(); got != 2*one {
 		t.Fatalf("allocator holds %d bytes after forgetting 2 of 4 arrays of %d", got, one)
 	}
-	// Several prefixes at once, one nested in another and one matching
-	// nothing (the nested one must not hide the outer one's matches).
-	c.Forget("db/t2/bucket-0/data-1#", "db/t/", "db/t2/", "db/a/")
+	// Several prefixes at once, some nested in others, one matching
+	// nothing: a nested one sorting between an outer one and a key must
+	// not hide the outer one's match (db/t/bucket-0/data-0# before
+	// db/t/bucket-0/data-2#).
+	c.Forget("db/t2/bucket-0/data-1#", "db/t/", "db/t/bucket-0/data-0#", "db/t2/", "db/a/")
 	c.Wait()
 	if hit("db/t2/bucket-0/data-1#0#0") || hit("db/t/bucket-0/data-2#0#0") || mem.CurrentAlloc() != 0 {
 		t.Fatalf("after forgetting every table: %d bytes held", mem.CurrentAlloc())
