@@ -137,7 +137,7 @@ func TestArraysForget(t *testing.T) {
 	// nothing: a nested one sorting between an outer one and a key must
 	// not hide the outer one's match (db/t/bucket-0/data-0# before
 	// db/t/bucket-0/data-2#).
-	c.Forget("db/t2/bucket-0/data-1#", "db/t/", "db/t/bucket-0/data-0#", "db/t2/", "db/a/")
+	c.Forget("db/t2/bucket-0/data-1#", "db/t/", "db/t/a#", "db/t/bucket-0/data-0#", "db/t2/", "db/a/")
 	c.Wait()
 	if hit("db/t2/bucket-0/data-1#0#0") || hit("db/t/bucket-0/data-2#0#0") || mem.CurrentAlloc() != 0 {
 		t.Fatalf("after forgetting every table: %d bytes held", mem.CurrentAlloc())
