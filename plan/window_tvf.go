@@ -11,6 +11,9 @@ import (
 	"github.com/flightd/flightd/sql"
 )
 
+// maxWindowsPerRow bounds SIZE / SLIDE (HOP) and SIZE / STEP (CUMULATE).
+const maxWindowsPerRow = 1000
+
 // bindWindowTVF binds Flink's window table functions over a table in batch
 // mode: TUMBLE(TABLE t, DESCRIPTOR(ts), size [, offset]),
 // HOP(TABLE t, DESCRIPTOR(ts), slide, size [, offset]) and
@@ -120,6 +123,11 @@ func (b *binder) bindWindowTVF(f *sql.TableFunc, outer, left *scope) (Node, *sco
 	}
 	if step <= 0 || size%step != 0 {
 		b.fail(call.Pos, "%s: SIZE must be a positive multiple of the %s", kind, map[bool]string{true: "SLIDE", false: "STEP"}[kind == "HOP"])
+	}
+	if size/step > maxWindowsPerRow {
+		// Each is a branch of the batch plan and a window state per row
+		// in a stream: a request must not be able to ask for billions.
+		b.fail(call.Pos, "%s: SIZE is %d times the %s; at most %d windows can hold a row", kind, size/step, map[bool]string{true: "SLIDE", false: "STEP"}[kind == "HOP"], maxWindowsPerRow)
 	}
 	pos := call.Pos
 	if proc && readsStream(in) {
