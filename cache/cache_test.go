@@ -153,7 +153,7 @@ func TestArraysForget(t *testing.T) {
 // them, so a second scan of fewer new chunks than the window holds finds
 // them (without it, the second and third passes found none of 100). The
 // cache never holds more than its budget, reads in the window move chunks
-// into ristretto over the passes, and Forget and Close release the
+// into ristretto within some passes, and Forget and Close release the
 // window's arrays.
 func TestArraysWindow(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -207,11 +207,25 @@ func TestArraysWindow(t *testing.T) {
 			t.Fatalf("pass %d: %d of %d new chunks found", pass, hits, n)
 		}
 	}
-	c.mu.Lock()
-	inWindow := len(c.win)
-	c.mu.Unlock()
-	if inWindow == n {
-		t.Errorf("after 4 reads all %d new chunks are still in the window, none admitted", n)
+	// ristretto counts reads in stripes of 64 and drops stripes when its
+	// policy goroutine lags, so how many reads it takes to admit a chunk
+	// depends on load; every read from the window offers the chunk again.
+	inWindow := func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.win)
+	}
+	const maxPasses = 40
+	passes := 4
+	for ; passes < maxPasses && inWindow() == n; passes++ {
+		for i := range n {
+			read(fmt.Sprintf("new/%d", i))
+		}
+		c.Wait()
+		held()
+	}
+	if inWindow() == n {
+		t.Errorf("after %d reads all %d new chunks are still in the window, none admitted", passes, n)
 	}
 	c.Forget("new/")
 	c.Wait()
