@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"slices"
 	"strconv"
 	"strings"
@@ -767,7 +768,18 @@ func jobConsumer(id string) string { return "flightd-job-" + id }
 // hold of a job that stays down. Best effort: a failed write keeps the
 // last hold, which holds more, and a restart that finds its snapshots
 // expired rebuilds the answer from the sources, exact but slower.
+//
+// A node that ends the job (STOP JOB; for a materialized table, a drop,
+// a new query or FULL) records that first and releases the hold after,
+// possibly while this write is in flight: so the definition is read
+// again after the write, and a hold written after the release is taken
+// back. Otherwise it would keep the sources' snapshots for good.
 func (j *job) holdSources(ctx context.Context, pos stream.Pos) {
+	defer func() {
+		if !j.holdWanted(ctx) {
+			j.releaseSources(ctx, j.sources)
+		}
+	}()
 	next := map[tablestore.Ident]int64{}
 	tables := map[tablestore.Ident]*tablestore.Table{}
 	for i, t := range j.sources {
@@ -787,9 +799,30 @@ func (j *job) holdSources(ctx context.Context, pos stream.Pos) {
 	}
 }
 
+// holdWanted says whether the job may still resume from a checkpoint, so
+// its hold on the sources is of use: it is running, or for a materialized
+// table, the table is still CONTINUOUS with this job's query (suspended or
+// not). It reads the definition from the store, not as cached; when that
+// fails it says yes, which holds more.
+func (j *job) holdWanted(ctx context.Context) bool {
+	if j.mtable == nil {
+		def, err := j.e.store.Job(ctx, j.def.ID)
+		if err != nil {
+			return !errors.Is(err, fs.ErrNotExist)
+		}
+		return def.State == JobRunning
+	}
+	t, err := j.e.store.FreshTable(ctx, *j.mtable)
+	if err != nil {
+		return !errors.Is(err, tablestore.ErrTableNotFound)
+	}
+	md := t.Materialized()
+	return md != nil && md.Mode == plan.ModeContinuous && materializedJobID(*j.mtable, md.Query) == j.def.ID
+}
+
 // releaseSources ends the hold on the sources of a job that will not run
 // again: those its run read, or those its last commit names when this
-// node has not run it. Best effort, as holdSources.
+// node has not run it (sources nil). Best effort, as holdSources.
 func (j *job) releaseSources(ctx context.Context, sources []*tablestore.Table) {
 	if sources == nil {
 		_, _, _, sources, _ = j.committed(ctx)
@@ -1052,9 +1085,7 @@ func (a *applier) commit(pos stream.Pos, barrier int64) error {
 		if err := a.j.e.store.DeleteJobCheckpoints(ctx, a.j.def.ID, id); err != nil {
 			return err
 		}
-		if a.j.mtable == nil {
-			a.j.holdSources(ctx, pos)
-		}
+		a.j.holdSources(ctx, pos)
 	}
 	a.processed(pos)
 	return nil

@@ -348,3 +348,51 @@ func startCountJob(t *testing.T, s *engine.Session, rows string, want ...string)
 	}
 	waitRows(t, s, `SELECT k, n FROM t`, want...)
 }
+
+// TestJobStopWhileHoldInFlight: node B stops the job node A runs while A's
+// write of its hold on the source (its consumer, holdSources) is in
+// flight. B records the stop and deletes the consumer; A's write then
+// lands after the delete. A must take its hold back, or the source keeps
+// every snapshot from then on, for a job that will never run again.
+func TestJobStopWhileHoldInFlight(t *testing.T) {
+	root := t.TempDir()
+	const lease = 400 * time.Millisecond
+	fsA := newStallingFS()
+	fsA.stallRenamesIn("/s/consumer/")
+	open := func(fsys tablestore.FS, node string) *engine.Engine {
+		return newEngineWith(t, engine.Config{Root: root, FS: fsys, NodeID: node, JobLease: lease, JobCheckpointInterval: 20 * time.Millisecond})
+	}
+	a := open(fsA, "node-a")
+	sa := a.NewSession()
+	startCountJob(t, sa, "(1), (2)", "1|1", "2|1")
+	b := open(tablestore.NewLocalFS(), "node-b")
+	sb := b.NewSession()
+	consumers := func() []string { return rowSet(t, sb, `SELECT consumer_id FROM s$consumers`) }
+	waitConsumers := func(when string, n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for len(consumers()) != n {
+			if time.Now().After(deadline) {
+				t.Fatalf("consumers of s %s: %v, want %d", when, consumers(), n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitConsumers("while the job runs", 1)
+
+	release := fsA.gated()
+	defer release()
+	mustExec(t, sb, `INSERT INTO s VALUES (1)`)
+	fsA.waitStalled(t, "node A's job did not write its hold")
+	mustExec(t, sb, `STOP JOB '`+onlyJob(t, b).ID+`'`)
+	if got := consumers(); len(got) != 0 {
+		t.Fatalf("consumers of s after STOP JOB: %v", got)
+	}
+	release()
+	waitConsumers("after node A's late hold", 0)
+	// And it stays so: A's job ends without writing another.
+	time.Sleep(3 * lease)
+	if got := consumers(); len(got) != 0 {
+		t.Fatalf("consumers of s after node A's job ended: %v", got)
+	}
+}

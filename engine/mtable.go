@@ -110,7 +110,7 @@ func (e *Engine) refresh(ctx context.Context, id tablestore.Ident, scope refresh
 	if md := t.Materialized(); md != nil && md.Mode == plan.ModeContinuous {
 		// A full refresh of a continuous table (REFRESH): its job pauses,
 		// and restarts from the refreshed table.
-		e.stopContinuous(id)
+		e.stopContinuous(ctx, id) // the same job resumes: its hold stays
 		defer e.syncContinuous(ctx, id)
 	}
 	md := t.Materialized()
@@ -311,7 +311,8 @@ func (e *Engine) stageMaterialized(ctx context.Context, id tablestore.Ident, def
 	mu := e.refreshLock(id)
 	mu.Lock()
 	defer mu.Unlock()
-	e.stopContinuous(id) // a new query: the old one's job must not write the new table
+	// A new query: the old one's job must not write the new table.
+	defer e.releaseUnwanted(ctx, e.stopContinuous(ctx, id))
 	w, err := e.store.StageTable(ctx, id, def, replace)
 	if err != nil {
 		return err
@@ -346,7 +347,7 @@ func (e *Engine) alterMaterialized(ctx context.Context, b *plan.AlterMaterialize
 		// a full refresh takes over at once rather than a freshness later.
 		mu := e.refreshLock(id)
 		mu.Lock()
-		e.stopContinuous(id)
+		e.releaseUnwanted(ctx, e.stopContinuous(ctx, id))
 		mu.Unlock()
 		return e.Refresh(ctx, id)
 	}
@@ -388,7 +389,7 @@ func (e *Engine) dropMaterialized(ctx context.Context, b *plan.DropMaterialized)
 	mu.Lock()
 	defer mu.Unlock()
 	defer e.sched.Changed(b.Ident)
-	e.stopContinuous(b.Ident)
+	defer e.releaseUnwanted(ctx, e.stopContinuous(ctx, b.Ident))
 	if err := e.store.DropTable(ctx, b.Ident, b.IfExists); err != nil {
 		return err
 	}

@@ -101,7 +101,7 @@ func (e *Engine) syncContinuous(ctx context.Context, id tablestore.Ident) {
 	if j, ok := e.jobs[want]; ok && j.freshness != fresh {
 		keep = "" // restarted (from its checkpoint) to commit at the new freshness's interval
 	}
-	e.stopContinuousLocked(id, keep)
+	e.releaseUnwanted(ctx, e.stopContinuousLocked(ctx, id, keep))
 	if _, ok := e.jobs[want]; want != "" && !ok && e.jobCtx.Err() == nil {
 		e.launchLocked(def, identString(id), &id)
 		e.jobs[want].freshness = fresh
@@ -136,9 +136,18 @@ func (e *Engine) continuousInStep(id tablestore.Ident, def tablestore.JobDef, fr
 	return def.ID == "" || ok
 }
 
+// stoppedJob is a job of a materialized table that this node stopped, with
+// the sources it holds (holdSources), read before a drop takes the table
+// whose last commit names them.
+type stoppedJob struct {
+	j       *job
+	sources []*tablestore.Table
+}
+
 // stopContinuousLocked stops and forgets the jobs of materialized table id
 // but a running one named keep. jobsMu is held.
-func (e *Engine) stopContinuousLocked(id tablestore.Ident, keep string) {
+func (e *Engine) stopContinuousLocked(ctx context.Context, id tablestore.Ident, keep string) []stoppedJob {
+	var stopped []stoppedJob
 	for jid, j := range e.jobs {
 		if j.mtable == nil || *j.mtable != id || jid == keep && j.running() {
 			continue
@@ -146,15 +155,35 @@ func (e *Engine) stopContinuousLocked(id tablestore.Ident, keep string) {
 		j.cancel()
 		<-j.done
 		delete(e.jobs, jid)
+		sources := j.sources
+		if sources == nil {
+			_, _, _, sources, _ = j.committed(ctx)
+		}
+		stopped = append(stopped, stoppedJob{j, sources})
 	}
+	return stopped
 }
 
 // stopContinuous stops the job of materialized table id, before something
-// else writes the table. The caller holds the table's refresh lock.
-func (e *Engine) stopContinuous(id tablestore.Ident) {
+// else writes the table. The caller holds the table's refresh lock, and
+// passes what it returns to releaseUnwanted once its change is published.
+func (e *Engine) stopContinuous(ctx context.Context, id tablestore.Ident) []stoppedJob {
 	e.jobsMu.Lock()
 	defer e.jobsMu.Unlock()
-	e.stopContinuousLocked(id, "")
+	return e.stopContinuousLocked(ctx, id, "")
+}
+
+// releaseUnwanted ends the holds on the sources of the stopped jobs that
+// can no longer resume (holdWanted): the table was dropped, or has a new
+// query, or refreshes in FULL mode now. A suspended table's job keeps its
+// hold, to resume from its checkpoint.
+func (e *Engine) releaseUnwanted(ctx context.Context, stopped []stoppedJob) {
+	ctx = context.WithoutCancel(ctx) // a client that left must not leave a hold behind
+	for _, s := range stopped {
+		if !s.j.holdWanted(ctx) {
+			s.j.releaseSources(ctx, s.sources)
+		}
+	}
 }
 
 // materializedChanged follows a statement that changed materialized table
@@ -255,7 +284,7 @@ func continuousProgress(ctx context.Context, t *tablestore.Table, refreshed int6
 // drop, or leave files behind. Jobs of INSERTs are recorded as stopped.
 // It asks the store nothing (Jobs would, for every job's lag and lease
 // holder).
-func (e *Engine) stopJobsWritingTo(ctx context.Context, db string) error {
+func (e *Engine) stopJobsWritingTo(ctx context.Context, db string) ([]stoppedJob, error) {
 	var ids []string
 	e.jobsMu.Lock()
 	for id, j := range e.jobs {
@@ -265,19 +294,20 @@ func (e *Engine) stopJobsWritingTo(ctx context.Context, db string) error {
 	}
 	e.jobsMu.Unlock()
 	slices.Sort(ids)
+	var stopped []stoppedJob
 	for _, jobID := range ids {
 		if id, ok := e.jobTable(jobID); ok {
 			mu := e.refreshLock(id)
 			mu.Lock()
-			e.stopContinuous(id)
+			stopped = append(stopped, e.stopContinuous(ctx, id)...)
 			mu.Unlock()
 			continue
 		}
 		if err := e.StopJob(ctx, jobID); err != nil && !errors.Is(err, ErrJobNotFound) {
-			return err
+			return stopped, err
 		}
 	}
-	return nil
+	return stopped, nil
 }
 
 // jobTable is the materialized table job id keeps, if it keeps one.

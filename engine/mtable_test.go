@@ -701,3 +701,60 @@ func TestDatabaseFreshnessThreshold(t *testing.T) {
 		t.Errorf("FRESHNESS 30 s under a 1 min database threshold: %q, want CONTINUOUS", d["refresh_mode"])
 	}
 }
+
+// TestMaterializedHoldsSources: the job of a CONTINUOUS materialized table
+// holds its source's snapshots from its checkpoint (a consumer of the
+// source, as an INSERT job does, TestJobHoldsSourceSnapshots), keeps the
+// hold while suspended (RESUME restores the checkpoint), and ends it when
+// the table gets a new query, refreshes in FULL mode, or is dropped;
+// otherwise the source would keep every snapshot from then on.
+func TestMaterializedHoldsSources(t *testing.T) {
+	e, mem := openEngine(t, t.TempDir())
+	defer closeEngine(t, e, mem)
+	s := e.NewSession()
+	mustExec(t, s, "CREATE TABLE src (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)")
+	mustExec(t, s, "INSERT INTO src VALUES (1, 10), (2, 20)")
+	consumers := func() []string { return rowSet(t, s, `SELECT consumer_id FROM src$consumers`) }
+	// held waits until src's one consumer is the job of m's current query.
+	held := func(when string) string {
+		t.Helper()
+		job := describe(t, s, "m")["job"]
+		want := []string{"flightd-job-" + job}
+		deadline := time.Now().Add(30 * time.Second)
+		for !slices.Equal(consumers(), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: consumers of src %v, want %v", when, consumers(), want)
+			}
+			mustExec(t, s, "INSERT INTO src VALUES (3, 30)") // a change for the job to commit
+			time.Sleep(20 * time.Millisecond)
+		}
+		return want[0]
+	}
+	mustExec(t, s, "CREATE MATERIALIZED TABLE m FRESHNESS = INTERVAL '1' SECOND AS SELECT k, sum(v) AS sv FROM src GROUP BY k")
+	first := held("after CREATE")
+
+	mustExec(t, s, "ALTER MATERIALIZED TABLE m SUSPEND")
+	if got := consumers(); !slices.Equal(got, []string{first}) {
+		t.Fatalf("suspended: consumers of src %v, want the job's %s kept", got, first)
+	}
+	mustExec(t, s, "ALTER MATERIALIZED TABLE m RESUME")
+	if again := held("after RESUME"); again != first {
+		t.Fatalf("after RESUME the hold is %s, want the same job's %s", again, first)
+	}
+
+	mustExec(t, s, "ALTER MATERIALIZED TABLE m AS SELECT k, count(*) AS sv FROM src GROUP BY k")
+	if second := held("after AS"); second == first {
+		t.Fatalf("after a new query the hold is still the old job's %s", first)
+	}
+
+	mustExec(t, s, "ALTER MATERIALIZED TABLE m SET FRESHNESS = INTERVAL '1' HOUR") // FULL
+	if got := consumers(); len(got) != 0 {
+		t.Fatalf("in FULL mode: consumers of src %v, want none", got)
+	}
+	mustExec(t, s, "ALTER MATERIALIZED TABLE m SET FRESHNESS = INTERVAL '1' SECOND")
+	held("back in CONTINUOUS mode")
+	mustExec(t, s, "DROP MATERIALIZED TABLE m")
+	if got := consumers(); len(got) != 0 {
+		t.Fatalf("after DROP: consumers of src %v, want none", got)
+	}
+}

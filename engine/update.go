@@ -151,7 +151,9 @@ func (st *Statement) ddl(ctx context.Context) error {
 			}
 		}
 		if b.Cascade {
-			if err := st.s.e.stopJobsWritingTo(ctx, b.Name); err != nil {
+			stopped, err := st.s.e.stopJobsWritingTo(ctx, b.Name)
+			defer st.s.e.releaseUnwanted(ctx, stopped)
+			if err != nil {
 				return err
 			}
 		}

@@ -471,7 +471,7 @@ const trashPrefix = ".trash-"
 // does not race with a writer still creating files under the table's path
 // (its commit fails with ErrTableNotFound and removes them).
 func (s *Store) DropTable(ctx context.Context, id Ident, ifExists bool) error {
-	if _, err := s.freshTable(id); err != nil {
+	if _, err := s.FreshTable(ctx, id); err != nil {
 		if ifExists && errors.Is(err, ErrTableNotFound) {
 			return nil
 		}
@@ -562,9 +562,11 @@ func (s *Store) Table(ctx context.Context, id Ident) (*Table, error) {
 	return &Table{st: st, schema: sch}, nil
 }
 
-// freshTable opens a table with its schema read from storage, for what
-// must not act on a stale view of it (DROP, ALTER).
-func (s *Store) freshTable(id Ident) (*Table, error) {
+// FreshTable opens a table with its schema read from storage, for what
+// must not act on a stale view of it (DROP, ALTER, a job checking that it
+// is still wanted), where Table may give a view up to
+// Options.MetadataMaxAge old.
+func (s *Store) FreshTable(_ context.Context, id Ident) (*Table, error) {
 	if err := validateIdent(id); err != nil {
 		return nil, err
 	}
@@ -590,7 +592,7 @@ func (s *Store) state(id Ident) *tableState {
 
 // AlterTable applies schema changes atomically as a new schema version.
 func (s *Store) AlterTable(ctx context.Context, id Ident, changes ...SchemaChange) error {
-	t, err := s.freshTable(id)
+	t, err := s.FreshTable(ctx, id)
 	if err != nil {
 		return err
 	}
