@@ -83,6 +83,8 @@ type Statement struct {
 	// pins make a query read each table at one snapshot per execution,
 	// resolved once (catalog.Table); nil for other statements.
 	pins []*tablestore.Pin
+	// txTables is tx.tables() when the statement was bound.
+	txTables int
 }
 
 // Prepare parses and binds one statement, so errors surface before any
@@ -100,6 +102,9 @@ func (s *Session) Prepare(ctx context.Context, text string, tx *Txn) (*Statement
 func (s *Session) PrepareAST(ctx context.Context, ast sql.Statement, tx *Txn) (_ *Statement, err error) {
 	defer recoverInternal(&err)
 	st := &Statement{s: s, tx: tx, ast: ast}
+	if tx != nil {
+		st.txTables = tx.tables()
+	}
 	cat := &catalog{s: s, tx: tx, db: s.Database(), looked: map[tablestore.Ident]int{}, pinned: map[tablestore.Ident]*tablestore.Pin{}}
 	if st.bound, err = s.bind(ctx, ast, cat); err != nil {
 		return nil, err
@@ -122,6 +127,22 @@ func (s *Session) PrepareAST(ctx context.Context, ast sql.Statement, tx *Txn) (_
 		st.readsTarget = cat.looked[ins.Table.Ident()] > 1 // the target itself is one
 	}
 	return st, nil
+}
+
+// ownWritesBound binds a statement of a transaction again when the
+// transaction has begun writing another table since it was bound (an
+// earlier execution of the statement itself, for one), so that its reads
+// see the transaction's own writes (Txn.withOwnWrites).
+func (st *Statement) ownWritesBound(ctx context.Context) error {
+	if st.tx == nil || st.tx.tables() == st.txTables {
+		return nil
+	}
+	again, err := st.s.PrepareAST(ctx, st.ast, st.tx)
+	if err != nil {
+		return err
+	}
+	st.bound, st.readsTarget, st.txTables = again.bound, again.readsTarget, again.txTables
+	return nil
 }
 
 func (s *Session) bind(ctx context.Context, ast sql.Statement, cat *catalog) (plan.Statement, error) {
@@ -214,6 +235,9 @@ func (st *Statement) Query(ctx context.Context, params arrow.RecordBatch) (_ exe
 	defer recoverInternal(&err)
 	for _, p := range st.pins {
 		p.Reset() // this execution reads the snapshots latest now
+	}
+	if err := st.ownWritesBound(ctx); err != nil {
+		return nil, err
 	}
 	ec := st.s.e.execContext()
 	switch b := st.bound.(type) {
@@ -405,6 +429,9 @@ func (c *catalog) Table(ctx context.Context, id tablestore.Ident) (*tablestore.T
 	}
 	snap, err := c.tx.snapshot(ctx, t)
 	if err != nil {
+		return nil, 0, err
+	}
+	if t, err = c.tx.withOwnWrites(t); err != nil {
 		return nil, 0, err
 	}
 	return t, snap, nil

@@ -27,6 +27,15 @@ type Txn struct {
 	order     []tablestore.Ident // commit order = order of first write
 }
 
+// tables counts the tables the transaction writes: a statement bound
+// when it wrote fewer reads some of them without its own writes
+// (withOwnWrites wraps the tables written at binding), so it binds again.
+func (tx *Txn) tables() int {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	return len(tx.order)
+}
+
 type txnWrite struct {
 	w         *tablestore.Write
 	overwrite bool
@@ -174,6 +183,25 @@ func (tx *Txn) snapshot(ctx context.Context, t *tablestore.Table) (int64, error)
 	}
 	tx.snapshots[t.Ident()] = id
 	return id, nil
+}
+
+// withOwnWrites returns t read with the transaction's writes to it not yet
+// committed (tablestore.Table.WithWrite), so that a statement sees those
+// of the statements before it, as the standard and every SQL database
+// have it (two UPDATEs of one row add up). A table the transaction
+// overwrote cannot be read: the overwrite replaces rows of the snapshot
+// the read would still see.
+func (tx *Txn) withOwnWrites(t *tablestore.Table) (*tablestore.Table, error) {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	tw, ok := tx.writes[t.Ident()]
+	if !ok {
+		return t, nil
+	}
+	if tw.overwrite {
+		return nil, fmt.Errorf("a transaction cannot read a table after overwriting it (INSERT OVERWRITE, or DELETE/UPDATE of a table without primary key): %w", ErrNotSupported)
+	}
+	return t.WithWrite(tw.w), nil
 }
 
 // write returns the transaction's buffered write for a table, a

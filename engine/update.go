@@ -23,6 +23,9 @@ func (st *Statement) Exec(ctx context.Context, params arrow.RecordBatch) (_ int6
 		_, err := st.startJob(ctx)
 		return 0, err
 	}
+	if err := st.ownWritesBound(ctx); err != nil {
+		return 0, err
+	}
 	bound, rmw, base, err := st.bindForWrite(ctx)
 	if err != nil {
 		return 0, err

@@ -271,7 +271,7 @@ func TestErrors(t *testing.T) {
 }
 
 // TestTransactions: rollback discards, commit publishes, and a
-// transaction reads its starting snapshot.
+// transaction reads its starting snapshot with its own writes.
 func TestTransactions(t *testing.T) {
 	ts := startServer(t, flightsql.Options{})
 	cnxn := ts.connect(t, nil)
@@ -284,6 +284,7 @@ func TestTransactions(t *testing.T) {
 	}
 	mustExec(t, cnxn, `INSERT INTO t VALUES (2)`)
 	wantRows(t, query(t, other, `SELECT a FROM t ORDER BY a`), "1")
+	wantRows(t, query(t, cnxn, `SELECT a FROM t ORDER BY a`), "1", "2")
 	if err := cnxn.Rollback(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +292,7 @@ func TestTransactions(t *testing.T) {
 
 	mustExec(t, cnxn, `INSERT INTO t VALUES (3)`)
 	mustExec(t, other, `INSERT INTO t VALUES (4)`) // after the transaction began
-	wantRows(t, query(t, cnxn, `SELECT a FROM t ORDER BY a`), "1")
+	wantRows(t, query(t, cnxn, `SELECT a FROM t ORDER BY a`), "1", "3")
 	if err := cnxn.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}

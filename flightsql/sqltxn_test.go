@@ -2,6 +2,7 @@ package flightsql_test
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -53,11 +54,14 @@ func TestSQLTransactions(t *testing.T) {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(seed, uint64(c)))
 			cnxn := ts.connect(t, map[string]string{adbcflightsql.OptionCookieMiddleware: adbc.OptionValueEnabled})
-			check := func(what string) bool {
+			// check reads the client's rows: those it committed, with
+			// pending's written above them inside a transaction.
+			check := func(what string, pending map[int]int64) bool {
 				mu.Lock()
-				want := committed[c]
+				want := maps.Clone(committed[c])
 				got := map[int]int64{}
 				mu.Unlock()
+				maps.Copy(want, pending)
 				rows, err := tryQuery(cnxn, fmt.Sprintf(`SELECT k, v FROM acct WHERE client = %d`, c))
 				if err != nil {
 					t.Errorf("client %d: %s: %v", c, what, err)
@@ -81,7 +85,7 @@ func TestSQLTransactions(t *testing.T) {
 					k, v := rng.IntN(10), rng.Int64N(1000)
 					mustExec(t, cnxn, fmt.Sprintf(`INSERT INTO acct VALUES (%d, %d, %d)`, c, k, v))
 					pending[k] = v
-					if !check(fmt.Sprintf("round %d, inside the transaction", round)) {
+					if !check(fmt.Sprintf("round %d, inside the transaction", round), pending) {
 						return
 					}
 				}
@@ -95,7 +99,7 @@ func TestSQLTransactions(t *testing.T) {
 					}
 					mu.Unlock()
 				}
-				if !check(fmt.Sprintf("round %d, after it ended", round)) {
+				if !check(fmt.Sprintf("round %d, after it ended", round), nil) {
 					return
 				}
 			}

@@ -80,6 +80,11 @@ func Check(t *tablestore.Table) error {
 	if err := checkTypes(t.Schema()); err != nil {
 		return fmt.Errorf("%w: table %s: %v", tablestore.ErrInvalid, t.Ident(), err)
 	}
+	if t.Uncommitted() {
+		// An index holds committed snapshots only; the transaction's own
+		// rows are read by scanning.
+		return fmt.Errorf("%w: table %s is read with a transaction's uncommitted rows", tablestore.ErrInvalid, t.Ident())
+	}
 	return nil
 }
 

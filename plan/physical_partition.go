@@ -180,7 +180,7 @@ func (p *Partitioning) ScanSize(ctx context.Context) (splits int, bytes, rows in
 			bytes = tstats.Bytes * int64(st.FilesSelected) / int64(st.FilesTotal)
 		}
 		rows = -1
-		if len(n.Table.PrimaryKey()) == 0 && n.Pushed == nil && n.Filter == nil && onlyProjections(p.q.batch) {
+		if len(n.Table.PrimaryKey()) == 0 && n.Pushed == nil && n.Filter == nil && !n.Table.Uncommitted() && onlyProjections(p.q.batch) {
 			rows = tstats.Rows
 		}
 	}

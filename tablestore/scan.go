@@ -123,24 +123,34 @@ func (t *Table) NewScan(ctx context.Context, spec ScanSpec) (*Scan, error) {
 	if sch.hasPK() {
 		s.orderedBy = slices.Clone(sch.PrimaryKeys)
 	}
-	if sn == nil {
-		return s, nil
-	}
-	s.snapID = sn.ID
-	s.stats.SnapshotID = sn.ID
-	s.holdSnapshot()
-	if spec.Tag == "" {
-		// Re-read under the lease: expiry may have removed the snapshot
-		// between resolving and leasing it.
-		if _, err := st.readSnapshot(sn.ID); err != nil {
+	var files []*manifestEntry
+	if sn != nil {
+		s.snapID = sn.ID
+		s.stats.SnapshotID = sn.ID
+		s.holdSnapshot()
+		if spec.Tag == "" {
+			// Re-read under the lease: expiry may have removed the snapshot
+			// between resolving and leasing it.
+			if _, err := st.readSnapshot(sn.ID); err != nil {
+				s.Close()
+				return nil, err
+			}
+		}
+		if files, err = st.liveFiles(sn); err != nil {
 			s.Close()
 			return nil, err
 		}
 	}
-	files, err := st.liveFiles(sn)
-	if err != nil {
-		s.Close()
-		return nil, err
+	if t.write != nil {
+		pending, err := t.write.pendingFiles(ctx)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("scan %s: the transaction's own rows: %w", st.id, err)
+		}
+		files = append(slices.Clip(files), pending...)
+	}
+	if files == nil {
+		return s, nil
 	}
 	s.plan(files)
 	return s, nil

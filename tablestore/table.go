@@ -518,6 +518,8 @@ type Table struct {
 	st     *tableState
 	schema *tableSchema
 	pin    *Pin // nil: every read of the latest snapshot resolves it
+	// write's rows, not yet committed, are read too (WithWrite).
+	write *Write
 }
 
 // Pin is one resolution of a table's latest snapshot, shared by the
@@ -556,6 +558,24 @@ func (t *Table) WithPin(p *Pin) *Table {
 	c.pin = p
 	return &c
 }
+
+// WithWrite returns a handle on the same table whose scans also read the
+// rows w holds and has not committed, above those of the snapshot they
+// read (a key's newest version wins, by sequence number, as on commit):
+// a transaction reads its own writes. A scan flushes w's buffered rows to
+// its pending files first, so w must not be in use meanwhile. w must
+// write this table, and not as an overwrite, which replaces rows a scan
+// of the snapshot would still read.
+func (t *Table) WithWrite(w *Write) *Table {
+	c := *t
+	c.write = w
+	return &c
+}
+
+// Uncommitted reports whether scans of the handle read uncommitted rows
+// (WithWrite). What reads the table other than by a scan (a lookup index,
+// row counts from metadata) does not see them.
+func (t *Table) Uncommitted() bool { return t.write != nil }
 
 // latest resolves the table's latest snapshot, once per pin.
 func (t *Table) latest() (*snapshot, error) {

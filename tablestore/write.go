@@ -79,6 +79,9 @@ type Write struct {
 	// until its commit publishes it; createOnly: the table must not exist.
 	staged     *tableSchema
 	createOnly bool
+	// broken: a flush for a read failed and lost buffered rows; the
+	// write can only be aborted.
+	broken error
 }
 
 // NewWrite starts a write transaction on the table's current schema.
@@ -102,10 +105,26 @@ func (w *Write) reset() {
 	w.pending, w.logs = nil, nil
 	w.touched = map[string][]datum{}
 	w.dirs = map[string]bool{}
+	w.broken = nil
 	if w.release != nil {
 		w.release()
 		w.release = nil
 	}
+}
+
+// pendingFiles flushes the buffered rows and returns the data files
+// written and not yet committed (Table.WithWrite).
+func (w *Write) pendingFiles(ctx context.Context) ([]*manifestEntry, error) {
+	if w.opts.Overwrite {
+		return nil, fmt.Errorf("%w: an overwrite's rows cannot be read before its commit", ErrInvalid)
+	}
+	if err := w.flush(ctx); err != nil {
+		// The flush dropped the buffered rows: the write must not commit
+		// what is left of it.
+		w.broken = err
+		return nil, err
+	}
+	return slices.Clone(w.pending), nil
 }
 
 // Write buffers the rows of b with one row kind.
@@ -763,6 +782,10 @@ func publishAll(ctx context.Context, ws []*Write, reqs []*commitRequest, qs []*q
 // nothing to commit (the write is reset). On error the write is aborted.
 func (w *Write) prepare(ctx context.Context) (*commitRequest, error) {
 	st := w.t.st
+	if err := w.broken; err != nil {
+		w.Abort()
+		return nil, fmt.Errorf("commit %s: rows were lost when a read flushed them: %w", st.id, err)
+	}
 	if err := w.flush(ctx); err != nil {
 		w.Abort()
 		return nil, fmt.Errorf("commit %s: %w", st.id, err)

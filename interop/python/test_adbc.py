@@ -397,3 +397,26 @@ def test_materialized_table_every_statement(conn):
     cur.execute("DROP MATERIALIZED TABLE py_mt.daily")
     cur.execute("DROP DATABASE py_mt CASCADE")
     cur.close()
+
+
+def test_default_mode_reads_own_writes(conn):
+    """ADBC's DB-API connects with autocommit off, so every statement runs
+    in a transaction until commit(): it must see its own inserts and
+    updates (two increments of one row add 2; the cursor reuses the
+    prepared UPDATE), and nobody else may before the commit. (The driver
+    sends adbc_ingest without the transaction: it commits at once.)"""
+    setup = conn.cursor()
+    setup.execute("CREATE TABLE py_txn (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)")
+    setup.execute("INSERT INTO py_txn VALUES (1, 10)")
+    with flight_sql.connect(URI) as tx, tx.cursor() as cur:
+        cur.execute("INSERT INTO py_txn VALUES (2, 20)")
+        cur.execute("UPDATE py_txn SET v = v + 1 WHERE k = 1")
+        cur.execute("UPDATE py_txn SET v = v + 1 WHERE k = 1")
+        cur.execute("SELECT k, v FROM py_txn ORDER BY k")
+        assert cur.fetchall() == [(1, 12), (2, 20)]
+        setup.execute("SELECT k, v FROM py_txn ORDER BY k")
+        assert setup.fetchall() == [(1, 10)]
+        tx.commit()
+    setup.execute("SELECT k, v FROM py_txn ORDER BY k")
+    assert setup.fetchall() == [(1, 12), (2, 20)]
+    setup.close()

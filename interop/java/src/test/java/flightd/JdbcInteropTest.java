@@ -184,9 +184,13 @@ public class JdbcInteropTest {
       st.executeUpdate("INSERT INTO jdbc_txn VALUES (1)");
       try (ResultSet rs = st.executeQuery("SELECT count(*) FROM jdbc_txn")) {
         assertTrue(rs.next());
-        assertEquals(0, rs.getLong(1)); // not committed: the transaction reads its snapshot
+        assertEquals(1, rs.getLong(1)); // the transaction reads its own writes
       }
       st.execute("ROLLBACK");
+      try (ResultSet rs = st.executeQuery("SELECT count(*) FROM jdbc_txn")) {
+        assertTrue(rs.next());
+        assertEquals(0, rs.getLong(1));
+      }
       st.execute("BEGIN");
       st.executeUpdate("INSERT INTO jdbc_txn VALUES (2)");
       st.executeUpdate("INSERT INTO jdbc_txn VALUES (3)");
