@@ -53,6 +53,9 @@ type IngestRequest struct {
 // or the new one, never an empty or missing table in between.
 func (s *Session) Ingest(ctx context.Context, req IngestRequest, rdr BatchReader) (_ int64, err error) {
 	defer recoverInternal(&err)
+	if req.Txn != nil {
+		defer req.Txn.running()()
+	}
 	if req.Temporary {
 		if req.Table.Database != "" && req.Table.Database != TempDatabase {
 			return 0, fmt.Errorf("ingest: a temporary table lives in database %q, not %q: %w", TempDatabase, req.Table.Database, ErrInvalid)

@@ -629,3 +629,52 @@ func TestTxnReadsOwnWrites(t *testing.T) {
 	}
 	check(nil, "SELECT count(*) FROM a", "4")
 }
+
+// TestTxnConcurrentStatements: a client may send several statements of
+// one transaction at once (and its COMMIT with them); they share the
+// transaction's buffered writes, so they take turns. Every acknowledged
+// insert is there once after the commit, and under -race nothing races.
+func TestTxnConcurrentStatements(t *testing.T) {
+	ctx := context.Background()
+	e := newEngine(t)
+	s := e.NewSession()
+	mustExec(t, s, "CREATE TABLE u (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)")
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	tx := e.Begin()
+	const clients, each = 4, 10
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	acked := map[int64]bool{}
+	for c := range clients {
+		wg.Go(func() {
+			for i := range each {
+				k := int64(c*each + i)
+				var err error
+				if i%3 == 0 {
+					_, err = ingestRow(ctx, s, tx, mem, k, k)
+				} else {
+					_, err = exec(ctx, s, tx, fmt.Sprintf("INSERT INTO u VALUES (%d, %d)", k, k))
+				}
+				if err != nil {
+					t.Errorf("insert %d: %v", k, err)
+					continue
+				}
+				mu.Lock()
+				acked[k] = true
+				mu.Unlock()
+				if n := len(txRows(t, s, tx, "SELECT k FROM u")); n == 0 {
+					t.Errorf("after inserting %d the transaction reads no rows", k)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := e.Commit(ctx, tx.ID()); err != nil {
+		t.Fatal(err)
+	}
+	got := rows(t, s, "SELECT k FROM u")
+	if len(got) != len(acked) {
+		t.Fatalf("%d rows after the commit, %d inserts acknowledged", len(got), len(acked))
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -83,8 +84,10 @@ type Statement struct {
 	// pins make a query read each table at one snapshot per execution,
 	// resolved once (catalog.Table); nil for other statements.
 	pins []*tablestore.Pin
-	// txTables is tx.tables() when the statement was bound.
+	// txTables is tx.tables() when the statement was bound; reads are
+	// the transaction's writes it reads (catalog.reads).
 	txTables int
+	reads    []*tablestore.Write
 }
 
 // Prepare parses and binds one statement, so errors surface before any
@@ -126,22 +129,33 @@ func (s *Session) PrepareAST(ctx context.Context, ast sql.Statement, tx *Txn) (_
 	if ins, ok := st.bound.(*plan.Insert); ok {
 		st.readsTarget = cat.looked[ins.Table.Ident()] > 1 // the target itself is one
 	}
+	st.reads = cat.reads
 	return st, nil
 }
 
-// ownWritesBound binds a statement of a transaction again when the
-// transaction has begun writing another table since it was bound (an
-// earlier execution of the statement itself, for one), so that its reads
-// see the transaction's own writes (Txn.withOwnWrites).
-func (st *Statement) ownWritesBound(ctx context.Context) error {
-	if st.tx == nil || st.tx.tables() == st.txTables {
+// withOwnWrites readies an execution of a statement of a transaction to
+// read the transaction's own writes: it binds the statement again when
+// the transaction has begun writing another table since it was bound (an
+// earlier execution of the statement itself, for one), and settles the
+// writes it reads (tablestore.Write.Settle). The caller holds
+// tx.running.
+func (st *Statement) withOwnWrites(ctx context.Context) error {
+	if st.tx == nil {
 		return nil
 	}
-	again, err := st.s.PrepareAST(ctx, st.ast, st.tx)
-	if err != nil {
-		return err
+	if st.tx.tables() != st.txTables {
+		again, err := st.s.PrepareAST(ctx, st.ast, st.tx)
+		if err != nil {
+			return err
+		}
+		st.bound, st.readsTarget, st.txTables, st.reads = again.bound, again.readsTarget, again.txTables, again.reads
 	}
-	st.bound, st.readsTarget, st.txTables = again.bound, again.readsTarget, again.txTables
+	for _, w := range st.reads {
+		if err := w.Settle(ctx); err != nil {
+			st.tx.fail(err)
+			return fmt.Errorf("the transaction's own writes: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -233,10 +247,13 @@ func (st *Statement) ParamSchema() *arrow.Schema {
 // results of several rows are concatenated in row order.
 func (st *Statement) Query(ctx context.Context, params arrow.RecordBatch) (_ exec.Operator, err error) {
 	defer recoverInternal(&err)
+	if st.tx != nil {
+		defer st.tx.running()()
+	}
 	for _, p := range st.pins {
 		p.Reset() // this execution reads the snapshots latest now
 	}
-	if err := st.ownWritesBound(ctx); err != nil {
+	if err := st.withOwnWrites(ctx); err != nil {
 		return nil, err
 	}
 	ec := st.s.e.execContext()
@@ -388,6 +405,9 @@ type catalog struct {
 	pinned map[tablestore.Ident]*tablestore.Pin
 	tables map[tablestore.Ident]*tablestore.Table
 	views  map[tablestore.Ident]viewLookup
+	// reads are the transaction's writes the statement reads
+	// (Txn.withOwnWrites), settled at each execution.
+	reads []*tablestore.Write
 }
 
 // viewLookup is the outcome of a catalog's lookup of a view name.
@@ -431,8 +451,15 @@ func (c *catalog) Table(ctx context.Context, id tablestore.Ident) (*tablestore.T
 	if err != nil {
 		return nil, 0, err
 	}
-	if t, err = c.tx.withOwnWrites(t); err != nil {
+	w, err := c.tx.ownWrite(t)
+	if err != nil {
 		return nil, 0, err
+	}
+	if w != nil {
+		if !slices.Contains(c.reads, w) {
+			c.reads = append(c.reads, w)
+		}
+		t = t.WithWrite(w)
 	}
 	return t, snap, nil
 }

@@ -19,6 +19,12 @@ type Txn struct {
 	id    string
 	begin time.Time
 
+	// stmt serializes the transaction's statements and its end: they
+	// share its buffered writes (a tablestore.Write is not safe for
+	// concurrent use), and a client may send several at once. Taken
+	// before mu.
+	stmt sync.Mutex
+
 	mu        sync.Mutex
 	done      bool
 	failed    error // a statement failed half-way; only rollback is left
@@ -29,7 +35,7 @@ type Txn struct {
 
 // tables counts the tables the transaction writes: a statement bound
 // when it wrote fewer reads some of them without its own writes
-// (withOwnWrites wraps the tables written at binding), so it binds again.
+// (ownWrite wraps the tables written at binding), so it binds again.
 func (tx *Txn) tables() int {
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
@@ -105,6 +111,7 @@ func (e *Engine) Commit(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	defer tx.running()()
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
 	tx.done = true
@@ -143,7 +150,15 @@ func (e *Engine) take(id string) (*Txn, error) {
 	return tx, nil
 }
 
+// running waits for the transaction's statement in progress, if any, and
+// returns the func that lets the next one run.
+func (tx *Txn) running() (done func()) {
+	tx.stmt.Lock()
+	return tx.stmt.Unlock
+}
+
 func (tx *Txn) rollback() {
+	defer tx.running()()
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
 	tx.done = true
@@ -185,23 +200,23 @@ func (tx *Txn) snapshot(ctx context.Context, t *tablestore.Table) (int64, error)
 	return id, nil
 }
 
-// withOwnWrites returns t read with the transaction's writes to it not yet
-// committed (tablestore.Table.WithWrite), so that a statement sees those
-// of the statements before it, as the standard and every SQL database
-// have it (two UPDATEs of one row add up). A table the transaction
-// overwrote cannot be read: the overwrite replaces rows of the snapshot
-// the read would still see.
-func (tx *Txn) withOwnWrites(t *tablestore.Table) (*tablestore.Table, error) {
+// ownWrite is the transaction's write to t, not yet committed, which a
+// statement reading t reads too (tablestore.Table.WithWrite), so that it
+// sees the writes of the statements before it, as the standard and every
+// SQL database have it (two UPDATEs of one row add up); nil if it has
+// not written t. A table the transaction overwrote cannot be read: the
+// overwrite replaces rows of the snapshot the read would still see.
+func (tx *Txn) ownWrite(t *tablestore.Table) (*tablestore.Write, error) {
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
 	tw, ok := tx.writes[t.Ident()]
 	if !ok {
-		return t, nil
+		return nil, nil
 	}
 	if tw.overwrite {
 		return nil, fmt.Errorf("a transaction cannot read a table after overwriting it (INSERT OVERWRITE, or DELETE/UPDATE of a table without primary key): %w", ErrNotSupported)
 	}
-	return t.WithWrite(tw.w), nil
+	return tw.w, nil
 }
 
 // write returns the transaction's buffered write for a table, a

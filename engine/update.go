@@ -18,12 +18,15 @@ import (
 // row per execution; their counts add up.
 func (st *Statement) Exec(ctx context.Context, params arrow.RecordBatch) (_ int64, err error) {
 	defer recoverInternal(&err)
+	if st.tx != nil {
+		defer st.tx.running()()
+	}
 	if ins, ok := st.bound.(*plan.Insert); ok && ins.Source.Streaming() {
 		// SHOW JOBS lists the job: an update count cannot carry its id.
 		_, err := st.startJob(ctx)
 		return 0, err
 	}
-	if err := st.ownWritesBound(ctx); err != nil {
+	if err := st.withOwnWrites(ctx); err != nil {
 		return 0, err
 	}
 	bound, rmw, base, err := st.bindForWrite(ctx)

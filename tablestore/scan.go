@@ -142,12 +142,9 @@ func (t *Table) NewScan(ctx context.Context, spec ScanSpec) (*Scan, error) {
 		}
 	}
 	if t.write != nil {
-		pending, err := t.write.pendingFiles(ctx)
-		if err != nil {
-			s.Close()
-			return nil, fmt.Errorf("scan %s: the transaction's own rows: %w", st.id, err)
+		if pending := t.write.readable.Load(); pending != nil {
+			files = append(slices.Clip(files), *pending...)
 		}
-		files = append(slices.Clip(files), pending...)
 	}
 	if files == nil {
 		return s, nil

@@ -560,12 +560,11 @@ func (t *Table) WithPin(p *Pin) *Table {
 }
 
 // WithWrite returns a handle on the same table whose scans also read the
-// rows w holds and has not committed, above those of the snapshot they
-// read (a key's newest version wins, by sequence number, as on commit):
-// a transaction reads its own writes. A scan flushes w's buffered rows to
-// its pending files first, so w must not be in use meanwhile. w must
-// write this table, and not as an overwrite, which replaces rows a scan
-// of the snapshot would still read.
+// rows w settled (Write.Settle) and has not committed, above those of the
+// snapshot they read (a key's newest version wins, by sequence number, as
+// on commit): a transaction reads its own writes. w must write this
+// table, and not as an overwrite, which replaces rows a scan of the
+// snapshot would still read.
 func (t *Table) WithWrite(w *Write) *Table {
 	c := *t
 	c.write = w

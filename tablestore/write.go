@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -82,6 +83,8 @@ type Write struct {
 	// broken: a flush for a read failed and lost buffered rows; the
 	// write can only be aborted.
 	broken error
+	// readable are the pending files scans read (Settle).
+	readable atomic.Pointer[[]*manifestEntry]
 }
 
 // NewWrite starts a write transaction on the table's current schema.
@@ -106,25 +109,27 @@ func (w *Write) reset() {
 	w.touched = map[string][]datum{}
 	w.dirs = map[string]bool{}
 	w.broken = nil
+	w.readable.Store(nil)
 	if w.release != nil {
 		w.release()
 		w.release = nil
 	}
 }
 
-// pendingFiles flushes the buffered rows and returns the data files
-// written and not yet committed (Table.WithWrite).
-func (w *Write) pendingFiles(ctx context.Context) ([]*manifestEntry, error) {
-	if w.opts.Overwrite {
-		return nil, fmt.Errorf("%w: an overwrite's rows cannot be read before its commit", ErrInvalid)
-	}
+// Settle flushes the buffered rows to pending files and makes those the
+// rows that scans of a WithWrite handle read, until the next Settle. The
+// scans may run after it returns, concurrently with more rows being
+// written: they read the files settled, not the buffer.
+func (w *Write) Settle(ctx context.Context) error {
 	if err := w.flush(ctx); err != nil {
 		// The flush dropped the buffered rows: the write must not commit
 		// what is left of it.
 		w.broken = err
-		return nil, err
+		return err
 	}
-	return slices.Clone(w.pending), nil
+	files := slices.Clone(w.pending)
+	w.readable.Store(&files)
+	return nil
 }
 
 // Write buffers the rows of b with one row kind.
@@ -784,7 +789,7 @@ func (w *Write) prepare(ctx context.Context) (*commitRequest, error) {
 	st := w.t.st
 	if err := w.broken; err != nil {
 		w.Abort()
-		return nil, fmt.Errorf("commit %s: rows were lost when a read flushed them: %w", st.id, err)
+		return nil, fmt.Errorf("commit %s: rows were lost when a read flushed them (Settle): %w", st.id, err)
 	}
 	if err := w.flush(ctx); err != nil {
 		w.Abort()
