@@ -12,10 +12,14 @@ import (
 
 // TestLeaseOneHolder: several stores on one warehouse (nodes) take, renew,
 // stall and release one lease at random, concurrently. Each counts itself
-// the holder from just before it publishes an epoch until that epoch's
-// lifetime minus a margin has passed (what a job runner does), or until it
-// releases; no two of those intervals of different nodes may overlap, and
-// the lease must change hands.
+// the holder from when it took the lease (AcquireLease returned; a
+// renewal, from just before it publishes the next epoch) until the
+// epoch's lifetime, counted from before the call, minus a margin has
+// passed (what a job runner does), or until it releases; no two of those
+// intervals of different nodes may overlap, and the lease must change
+// hands. (Counted from before AcquireLease, a node whose call read the
+// record after the holder released it overlapped that holder by the
+// call's own duration: a failure of the test's clock, not the lease.)
 func TestLeaseOneHolder(t *testing.T) {
 	forEachWarehouse(t, func(t *testing.T, wh warehouse) {
 		seed := testSeed(t)
@@ -24,6 +28,7 @@ func TestLeaseOneHolder(t *testing.T) {
 		type hold struct {
 			node       int
 			start, end time.Time
+			renewed    bool // held by a renewal, not an acquisition
 		}
 		var (
 			mu    sync.Mutex
@@ -60,6 +65,8 @@ func TestLeaseOneHolder(t *testing.T) {
 						continue
 					}
 					deadline := start.Add(ttl - margin)
+					start = time.Now() // held from here: the call read the lease free, then took it
+					renewed := false
 					for renewals := rng.IntN(5); ; renewals-- {
 						// Work, sometimes stalling past the lease.
 						time.Sleep(time.Duration(rng.IntN(int(ttl.Milliseconds())*5/4)) * time.Millisecond)
@@ -69,7 +76,7 @@ func TestLeaseOneHolder(t *testing.T) {
 							end = now
 						}
 						mu.Lock()
-						holds = append(holds, hold{n, start, end})
+						holds = append(holds, hold{n, start, end, renewed})
 						held[n] = true
 						mu.Unlock()
 						if renewals == 0 {
@@ -88,6 +95,7 @@ func TestLeaseOneHolder(t *testing.T) {
 							break
 						}
 						deadline = start.Add(ttl - margin)
+						renewed = true
 					}
 				}
 			}()
@@ -102,7 +110,7 @@ func TestLeaseOneHolder(t *testing.T) {
 					break
 				}
 				if o.node != h.node && o.start.Before(h.end) {
-					t.Fatalf("seed %d: node %d held the lease %v-%v and node %d from %v", seed, h.node, h.start, h.end, o.node, o.start)
+					t.Fatalf("seed %d: node %d held the lease %v-%v (renewed: %v) and node %d from %v (renewed: %v)", seed, h.node, h.start, h.end, h.renewed, o.node, o.start, o.renewed)
 				}
 			}
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -126,24 +128,36 @@ func TestReplaceHandles(t *testing.T) {
 	eqRows(t, scanAll(t, ct, ScanSpec{}), "2")
 }
 
-// TestDropTableRacingWrites drops tables while writers commit to them:
-// the drop always succeeds, writers fail with a not-found error, and
-// (locally: an object store cannot rename the directory away, see
-// Store.dropInPlace) no file or directory is left behind.
-func TestDropTableRacingWrites(t *testing.T) { forEachWarehouse(t, testDropTableRacingWrites) }
+// TestDropTableRacingWrites drops tables, or their database (CASCADE),
+// while writers commit to them: the drop always succeeds (a database's
+// failed with "directory not empty" when a writer created a file in it
+// meanwhile), writers fail with a not-found error, and (locally: an object
+// store cannot rename the directory away, see Store.dropInPlace) no file
+// or directory is left behind.
+func TestDropTableRacingWrites(t *testing.T) {
+	forEachWarehouse(t, func(t *testing.T, wh warehouse) {
+		for _, database := range []bool{false, true} {
+			t.Run(map[bool]string{false: "table", true: "database"}[database], func(t *testing.T) {
+				testDropRacingWrites(t, wh, database)
+			})
+		}
+	})
+}
 
-func testDropTableRacingWrites(t *testing.T, wh warehouse) {
+func testDropRacingWrites(t *testing.T, wh warehouse, database bool) {
 	ctx := context.Background()
 	mem := newMem(t)
-	dir := wh.root
+	dir := joinPath(wh.root, map[bool]string{false: "table", true: "database"}[database])
 	s := openStore(t, wh.fs, dir, mem)
 	t.Cleanup(func() { s.Close() })
-	must(t, s.CreateDatabase(ctx, "db", false))
 	rounds := 15
 	if wh.remote {
 		rounds = 3
 	}
 	for round := range rounds {
+		if round == 0 || database {
+			must(t, s.CreateDatabase(ctx, "db", false))
+		}
 		id := Ident{"db", "d"}
 		tbl, err := s.CreateTable(ctx, id, TableDef{Schema: kvSchema}, false)
 		must(t, err)
@@ -178,7 +192,11 @@ func testDropTableRacingWrites(t *testing.T, wh warehouse) {
 			}()
 		}
 		close(start)
-		if err := s.DropTable(ctx, id, false); err != nil {
+		drop := func() error { return s.DropTable(ctx, id, false) }
+		if database {
+			drop = func() error { return s.DropDatabase(ctx, "db", false, true) }
+		}
+		if err := drop(); err != nil {
 			t.Fatalf("round %d: drop: %v", round, err)
 		}
 		wg.Wait()
@@ -186,11 +204,19 @@ func testDropTableRacingWrites(t *testing.T, wh warehouse) {
 			t.Fatalf("round %d: dropped table: %v, want ErrTableNotFound", round, err)
 		}
 		if wh.remote {
-			must(t, wh.fs.RemoveAll(joinPath(dir, "db.db", "d")))
+			must(t, wh.fs.RemoveAll(joinPath(dir, "db.db")))
+			if !database {
+				must(t, s.CreateDatabase(ctx, "db", false))
+			}
 			continue
 		}
-		if left, err := wh.fs.List(joinPath(dir, "db.db")); err != nil || len(left) != 0 {
-			t.Fatalf("round %d: left behind in the database directory: %v %v", round, left, err)
+		left, err := wh.fs.List(joinPath(dir, "db.db"))
+		if database {
+			left, err = wh.fs.List(dir)
+			left = slices.DeleteFunc(left, func(n string) bool { return !strings.HasPrefix(n, "db.db") && !strings.HasPrefix(n, trashPrefix) })
+		}
+		if err != nil || len(left) != 0 {
+			t.Fatalf("round %d: left behind: %v %v", round, left, err)
 		}
 	}
 }

@@ -254,8 +254,21 @@ func (s *Store) DropDatabase(ctx context.Context, name string, ifExists, cascade
 	}
 	for _, t := range tables {
 		s.forgetTable(Ident{name, t})
+		s.forgetColumns(s.tableDir(Ident{name, t}) + "/")
 	}
-	if err := s.fs.RemoveAll(s.dbDir(name)); err != nil {
+	// As DropTable does: a writer racing the drop (a statement that opened
+	// a table before it) writes into the renamed directory, or fails,
+	// instead of leaving files in the one being removed, which made the
+	// removal fail ("directory not empty").
+	trash := joinPath(s.root, trashPrefix+name+"-"+newUUID())
+	if err := s.fs.Rename(s.dbDir(name), trash); errors.Is(err, errors.ErrUnsupported) {
+		trash = s.dbDir(name)
+	} else if err != nil {
+		return fmt.Errorf("drop database %q: %w", name, err)
+	} else if err := s.fs.SyncDir(s.root); err != nil {
+		return fmt.Errorf("drop database %q: %w", name, err)
+	}
+	if err := s.fs.RemoveAll(trash); err != nil {
 		return fmt.Errorf("drop database %q: %w", name, err)
 	}
 	return nil
@@ -518,6 +531,17 @@ func (s *Store) removeTrash() error {
 	dbs, err := s.Databases(context.Background())
 	if err != nil {
 		return err
+	}
+	roots, err := s.fs.List(s.root)
+	if err != nil {
+		return err
+	}
+	for _, n := range roots {
+		if strings.HasPrefix(n, trashPrefix) { // a database's (DropDatabase)
+			if err := s.fs.RemoveAll(joinPath(s.root, n)); err != nil {
+				return err
+			}
+		}
 	}
 	for _, db := range dbs {
 		names, err := s.fs.List(s.dbDir(db))
