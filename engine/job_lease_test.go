@@ -166,17 +166,8 @@ func TestJobStopsWhileRenewalHangs(t *testing.T) {
 // blind write would take a count back), and A must not run the job
 // beside B.
 func TestJobStaleCommitNeverLands(t *testing.T) {
-	root := t.TempDir()
-	const lease = 400 * time.Millisecond
 	fsA := newStallingFS("/t/snapshot/snapshot-")
-	open := func(fsys tablestore.FS, node string) *engine.Engine {
-		return newEngineWith(t, engine.Config{Root: root, FS: fsys, NodeID: node, JobLease: lease, JobCheckpointInterval: 20 * time.Millisecond})
-	}
-	a := open(fsA, "node-a")
-	sa := a.NewSession()
-	startCountJob(t, sa, "(1), (2)", "1|1", "2|1")
-
-	b := open(tablestore.NewLocalFS(), "node-b")
+	a, b := countJobOnTwoNodes(t, fsA)
 	sb := b.NewSession()
 	release := fsA.gated()
 	defer release()
@@ -191,7 +182,7 @@ func TestJobStaleCommitNeverLands(t *testing.T) {
 	waitRows(t, sb, `SELECT k, n FROM t`, "1|3", "2|1")
 
 	release()
-	time.Sleep(5 * lease)
+	time.Sleep(5 * twoNodeLease)
 	want := rowSet(t, sb, `SELECT k, count(*) FROM s GROUP BY k`)
 	if got := rowSet(t, sb, `SELECT k, n FROM t`); !slices.Equal(got, want) {
 		t.Fatalf("after node A's store answered again, t = %v; want %v", got, want)
@@ -334,6 +325,23 @@ func TestJobStoppedElsewhereStaysStopped(t *testing.T) {
 	}
 }
 
+// twoNodeLease is the job lease of countJobOnTwoNodes' nodes.
+const twoNodeLease = 400 * time.Millisecond
+
+// countJobOnTwoNodes opens node A on fsA, which starts startCountJob's
+// job over rows 1 and 2 and runs it, and node B on the local file system,
+// on one warehouse.
+func countJobOnTwoNodes(t *testing.T, fsA tablestore.FS) (a, b *engine.Engine) {
+	t.Helper()
+	root := t.TempDir()
+	open := func(fsys tablestore.FS, node string) *engine.Engine {
+		return newEngineWith(t, engine.Config{Root: root, FS: fsys, NodeID: node, JobLease: twoNodeLease, JobCheckpointInterval: 20 * time.Millisecond})
+	}
+	a = open(fsA, "node-a")
+	startCountJob(t, a.NewSession(), "(1), (2)", "1|1", "2|1")
+	return a, open(tablestore.NewLocalFS(), "node-b")
+}
+
 // startCountJob creates s and t, starts a job counting s's rows by k into
 // t, inserts rows into s and waits until t holds want.
 func startCountJob(t *testing.T, s *engine.Session, rows string, want ...string) {
@@ -355,17 +363,9 @@ func startCountJob(t *testing.T, s *engine.Session, rows string, want ...string)
 // lands after the delete. A must take its hold back, or the source keeps
 // every snapshot from then on, for a job that will never run again.
 func TestJobStopWhileHoldInFlight(t *testing.T) {
-	root := t.TempDir()
-	const lease = 400 * time.Millisecond
 	fsA := newStallingFS()
 	fsA.stallRenamesIn("/s/consumer/")
-	open := func(fsys tablestore.FS, node string) *engine.Engine {
-		return newEngineWith(t, engine.Config{Root: root, FS: fsys, NodeID: node, JobLease: lease, JobCheckpointInterval: 20 * time.Millisecond})
-	}
-	a := open(fsA, "node-a")
-	sa := a.NewSession()
-	startCountJob(t, sa, "(1), (2)", "1|1", "2|1")
-	b := open(tablestore.NewLocalFS(), "node-b")
+	_, b := countJobOnTwoNodes(t, fsA)
 	sb := b.NewSession()
 	consumers := func() []string { return rowSet(t, sb, `SELECT consumer_id FROM s$consumers`) }
 	waitConsumers := func(when string, n int) {
@@ -391,7 +391,7 @@ func TestJobStopWhileHoldInFlight(t *testing.T) {
 	release()
 	waitConsumers("after node A's late hold", 0)
 	// And it stays so: A's job ends without writing another.
-	time.Sleep(3 * lease)
+	time.Sleep(3 * twoNodeLease)
 	if got := consumers(); len(got) != 0 {
 		t.Fatalf("consumers of s after node A's job ended: %v", got)
 	}
