@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"strconv"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -75,7 +76,8 @@ func (d *dataWriter) open(first arrow.RecordBatch) error {
 	}
 	d.f = f
 	d.cw = &countingWriter{w: f}
-	d.bw = bufio.NewWriterSize(d.cw, 1<<20)
+	d.bw = fileBuffers.Get().(*bufio.Writer)
+	d.bw.Reset(d.cw)
 	mem := d.st.s.opts.Mem
 	wp := []parquet.WriterProperty{
 		parquet.WithAllocator(mem),
@@ -207,6 +209,7 @@ func (d *dataWriter) closeFile() error {
 		err = cerr
 	}
 	d.f = nil
+	d.releaseBuffer()
 	if err != nil {
 		_ = d.st.fs().Remove(joinPath(d.st.dir, d.meta.Path))
 		return fmt.Errorf("write %s: %w", d.meta.Path, err)
@@ -242,6 +245,21 @@ func (d *dataWriter) discard() {
 		_ = d.f.Close()
 		d.f = nil
 		_ = d.st.fs().Remove(joinPath(d.st.dir, d.rel, d.name))
+	}
+	d.releaseBuffer()
+}
+
+// fileBuffers holds the 1 MiB write buffers of data files: a commit
+// writes a file per table and bucket, and allocating (and zeroing) a new
+// buffer for each was a visible share of a small commit's cost.
+var fileBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 1<<20) }}
+
+// releaseBuffer returns the file's write buffer, flushed or abandoned.
+func (d *dataWriter) releaseBuffer() {
+	if d.bw != nil {
+		d.bw.Reset(nil)
+		fileBuffers.Put(d.bw)
+		d.bw = nil
 	}
 }
 
