@@ -1,0 +1,193 @@
+package tablestore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"reflect"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+)
+
+// minCopyRows is the fewest rows a row group of an append table's small
+// file may hold for compaction to copy it into the output as it is (four
+// batches of the default size): fewer, and the files are rewritten, so
+// that copying never piles up tiny row groups level after level.
+func minCopyRows(o tableOptions) int64 { return max(1, o.rowGroupRows/16) }
+
+// copyRowGroups compacts the files of an append table by copying their
+// row groups, compressed pages and statistics as they are, into new files
+// of the target size, with a new footer: no decoding or encoding, which
+// was most of a streaming source's compaction cost. ok is false, with
+// nothing written, when the files do not allow it (another schema, another
+// codec, no checksum, small row groups, a known distinct count); the
+// caller then rewrites them.
+// The copies carry no page index (its page offsets would need rewriting):
+// scans of them skip by row group statistics only.
+func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files []*manifestEntry, level int, dirs map[string]bool) (adds []*manifestEntry, ok bool, err error) {
+	for _, e := range files {
+		if e.File.SchemaID != sch.ID || e.File.CRC == nil {
+			return nil, false, nil
+		}
+		// A distinct count known in an input (at most maxTrackedNDV) could
+		// not be merged: such files are rewritten, so that the statistics
+		// of a copy are those a rewrite would record.
+		for _, f := range sch.Fields {
+			j := slices.IndexFunc(e.File.ValueStats, func(cs colStats) bool { return cs.ID == f.ID })
+			if j < 0 || e.File.ValueStats[j].NDV > 0 {
+				return nil, false, nil
+			}
+		}
+	}
+	type input struct {
+		e    *manifestEntry
+		data []byte
+		meta *metadata.FileMetaData
+	}
+	// The inputs are small files (below half the target size), read
+	// whole and checked against their checksums first: a copy must not
+	// carry damage the rewrite would have reported.
+	var ins []input
+	for _, e := range files {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+		path := joinPath(st.dir, e.File.Path)
+		data, err := readFileAll(st.fs(), path)
+		if err != nil {
+			return nil, false, fmt.Errorf("read data file %s: %w", path, err)
+		}
+		if crc := crc32.Checksum(data, crcTable); int64(len(data)) != e.File.FileSize || crc != *e.File.CRC {
+			return nil, false, fmt.Errorf("%w: data file %s: checksum or size differs from the manifest", ErrCorrupt, path)
+		}
+		pr, err := file.NewParquetReader(bytes.NewReader(data))
+		if err != nil {
+			return nil, false, corruptf(path, err)
+		}
+		m := pr.MetaData()
+		if m.IsSetEncryptionAlgorithm() || (len(ins) > 0 && (!m.Schema.Equals(ins[0].meta.Schema) ||
+			!reflect.DeepEqual(m.KeyValueMetadata(), ins[0].meta.KeyValueMetadata()))) {
+			return nil, false, nil
+		}
+		if len(m.RowGroups) == 0 {
+			return nil, false, nil
+		}
+		for _, rg := range m.RowGroups {
+			if rg.NumRows < minCopyRows(sch.opts) {
+				return nil, false, nil
+			}
+			for _, c := range rg.Columns {
+				if c.MetaData == nil || c.FilePath != nil || c.IsSetCryptoMetadata() ||
+					int32(c.MetaData.Codec) != int32(sch.opts.compression) {
+					return nil, false, nil
+				}
+			}
+		}
+		ins = append(ins, input{e, data, m})
+	}
+
+	first := files[0]
+	dw := st.newDataWriter(sch, first.Partition, first.Bucket, level, "COMPACT", 0, dirs)
+	defer func() {
+		if err != nil {
+			dw.abort()
+		}
+	}()
+	var out *metadata.FileMetaData // footer of the file being written
+	start := func(tmpl *metadata.FileMetaData) error {
+		if err := dw.create(); err != nil {
+			return err
+		}
+		if _, err := dw.bw.WriteString("PAR1"); err != nil {
+			return err
+		}
+		fm := *tmpl.FileMetaData // the inputs' schema, creator and key-value metadata
+		fm.RowGroups, fm.NumRows = nil, 0
+		out = &metadata.FileMetaData{FileMetaData: &fm, Schema: tmpl.Schema}
+		return nil
+	}
+	finish := func() error {
+		pos := dw.cw.n + int64(dw.bw.Buffered())
+		if _, err := out.WriteTo(dw.bw, nil); err != nil {
+			return err
+		}
+		var tail [8]byte
+		binary.LittleEndian.PutUint32(tail[:4], uint32(dw.cw.n+int64(dw.bw.Buffered())-pos))
+		copy(tail[4:], "PAR1")
+		if _, err := dw.bw.Write(tail[:]); err != nil {
+			return err
+		}
+		for i := range dw.acc {
+			// Every input counted more than maxTrackedNDV values or none.
+			dw.acc[i].tooMany = true
+		}
+		dw.meta.RowCount = out.NumRows
+		return dw.syncFile(nil)
+	}
+	for _, in := range ins {
+		if out == nil {
+			if err := start(in.meta); err != nil {
+				return nil, false, err
+			}
+		}
+		for _, rg := range in.meta.RowGroups {
+			rgStart := dw.cw.n + int64(dw.bw.Buffered())
+			var size int64
+			for _, c := range rg.Columns {
+				md := c.MetaData
+				from := md.DataPageOffset
+				if md.DictionaryPageOffset != nil && *md.DictionaryPageOffset < from {
+					from = *md.DictionaryPageOffset
+				}
+				if from < 4 || md.TotalCompressedSize < 0 || from+md.TotalCompressedSize > int64(len(in.data)) {
+					return nil, false, corruptf(joinPath(st.dir, in.e.File.Path), fmt.Errorf("column chunk at %d+%d outside the file", from, md.TotalCompressedSize))
+				}
+				to := dw.cw.n + int64(dw.bw.Buffered())
+				if _, err := dw.bw.Write(in.data[from : from+md.TotalCompressedSize]); err != nil {
+					return nil, false, err
+				}
+				shift := to - from
+				md.DataPageOffset += shift
+				if md.DictionaryPageOffset != nil {
+					*md.DictionaryPageOffset += shift
+				}
+				if md.IndexPageOffset != nil {
+					*md.IndexPageOffset += shift
+				}
+				if c.FileOffset != 0 {
+					c.FileOffset += shift
+				}
+				md.BloomFilterOffset, md.BloomFilterLength = nil, nil
+				c.OffsetIndexOffset, c.OffsetIndexLength = nil, nil
+				c.ColumnIndexOffset, c.ColumnIndexLength = nil, nil
+				size += md.TotalCompressedSize
+			}
+			rg.FileOffset = &rgStart
+			rg.TotalCompressedSize = &size
+			ordinal := int16(len(out.RowGroups))
+			rg.Ordinal = &ordinal
+			out.RowGroups = append(out.RowGroups, rg)
+			out.NumRows += rg.NumRows
+		}
+		for i, f := range sch.Fields {
+			j := slices.IndexFunc(in.e.File.ValueStats, func(cs colStats) bool { return cs.ID == f.ID })
+			dw.acc[i].add(in.e.File.ValueStats[j], in.e.File.RowCount)
+		}
+		if dw.cw.n+int64(dw.bw.Buffered()) >= sch.opts.targetFileSize {
+			if err := finish(); err != nil {
+				return nil, false, err
+			}
+			out = nil
+		}
+	}
+	if out != nil {
+		if err := finish(); err != nil {
+			return nil, false, err
+		}
+	}
+	return dw.done, true, nil
+}
