@@ -43,37 +43,24 @@ func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files
 			}
 		}
 	}
-	type input struct {
-		e    *manifestEntry
-		data []byte
-		meta *metadata.FileMetaData
-	}
-	// The inputs are small files (below half the target size), read
-	// whole and checked against their checksums first: a copy must not
-	// carry damage the rewrite would have reported.
-	var ins []input
+	// A first pass decides from the footers; the files are read whole and
+	// checked against their checksums in both passes (a copy must not
+	// carry damage the rewrite would have reported), one at a time, so
+	// that memory holds one input, as a rewrite's does.
+	var tmpl *metadata.FileMetaData
 	for _, e := range files {
 		if err := ctx.Err(); err != nil {
 			return nil, false, err
 		}
-		path := joinPath(st.dir, e.File.Path)
-		data, err := readFileAll(st.fs(), path)
+		_, m, err := st.readChecked(e)
 		if err != nil {
-			return nil, false, fmt.Errorf("read data file %s: %w", path, err)
+			return nil, false, err
 		}
-		if crc := crc32.Checksum(data, crcTable); int64(len(data)) != e.File.FileSize || crc != *e.File.CRC {
-			return nil, false, fmt.Errorf("%w: data file %s: checksum or size differs from the manifest", ErrCorrupt, path)
+		if tmpl == nil {
+			tmpl = m
 		}
-		pr, err := file.NewParquetReader(bytes.NewReader(data))
-		if err != nil {
-			return nil, false, corruptf(path, err)
-		}
-		m := pr.MetaData()
-		if m.IsSetEncryptionAlgorithm() || (len(ins) > 0 && (!m.Schema.Equals(ins[0].meta.Schema) ||
-			!reflect.DeepEqual(m.KeyValueMetadata(), ins[0].meta.KeyValueMetadata()))) {
-			return nil, false, nil
-		}
-		if len(m.RowGroups) == 0 {
+		if m.IsSetEncryptionAlgorithm() || len(m.RowGroups) == 0 || !m.Schema.Equals(tmpl.Schema) ||
+			!reflect.DeepEqual(m.KeyValueMetadata(), tmpl.KeyValueMetadata()) {
 			return nil, false, nil
 		}
 		for _, rg := range m.RowGroups {
@@ -87,7 +74,6 @@ func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files
 				}
 			}
 		}
-		ins = append(ins, input{e, data, m})
 	}
 
 	first := files[0]
@@ -128,13 +114,20 @@ func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files
 		dw.meta.RowCount = out.NumRows
 		return dw.syncFile(nil)
 	}
-	for _, in := range ins {
+	for _, e := range files {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+		data, meta, err := st.readChecked(e)
+		if err != nil {
+			return nil, false, err
+		}
 		if out == nil {
-			if err := start(in.meta); err != nil {
+			if err := start(tmpl); err != nil {
 				return nil, false, err
 			}
 		}
-		for _, rg := range in.meta.RowGroups {
+		for _, rg := range meta.RowGroups {
 			rgStart := dw.cw.n + int64(dw.bw.Buffered())
 			var size int64
 			for _, c := range rg.Columns {
@@ -143,11 +136,11 @@ func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files
 				if md.DictionaryPageOffset != nil && *md.DictionaryPageOffset < from {
 					from = *md.DictionaryPageOffset
 				}
-				if from < 4 || md.TotalCompressedSize < 0 || from+md.TotalCompressedSize > int64(len(in.data)) {
-					return nil, false, corruptf(joinPath(st.dir, in.e.File.Path), fmt.Errorf("column chunk at %d+%d outside the file", from, md.TotalCompressedSize))
+				if from < 4 || md.TotalCompressedSize < 0 || from+md.TotalCompressedSize > int64(len(data)) {
+					return nil, false, corruptf(joinPath(st.dir, e.File.Path), fmt.Errorf("column chunk at %d+%d outside the file", from, md.TotalCompressedSize))
 				}
 				to := dw.cw.n + int64(dw.bw.Buffered())
-				if _, err := dw.bw.Write(in.data[from : from+md.TotalCompressedSize]); err != nil {
+				if _, err := dw.bw.Write(data[from : from+md.TotalCompressedSize]); err != nil {
 					return nil, false, err
 				}
 				shift := to - from
@@ -174,8 +167,8 @@ func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files
 			out.NumRows += rg.NumRows
 		}
 		for i, f := range sch.Fields {
-			j := slices.IndexFunc(in.e.File.ValueStats, func(cs colStats) bool { return cs.ID == f.ID })
-			dw.acc[i].add(in.e.File.ValueStats[j], in.e.File.RowCount)
+			j := slices.IndexFunc(e.File.ValueStats, func(cs colStats) bool { return cs.ID == f.ID })
+			dw.acc[i].add(e.File.ValueStats[j], e.File.RowCount)
 		}
 		if dw.cw.n+int64(dw.bw.Buffered()) >= sch.opts.targetFileSize {
 			if err := finish(); err != nil {
@@ -190,4 +183,22 @@ func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files
 		}
 	}
 	return dw.done, true, nil
+}
+
+// readChecked reads the data file of e whole, checks it against the
+// manifest's size and checksum, and decodes its footer.
+func (st *tableState) readChecked(e *manifestEntry) ([]byte, *metadata.FileMetaData, error) {
+	path := joinPath(st.dir, e.File.Path)
+	data, err := readFileAll(st.fs(), path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read data file %s: %w", path, err)
+	}
+	if int64(len(data)) != e.File.FileSize || crc32.Checksum(data, crcTable) != *e.File.CRC {
+		return nil, nil, fmt.Errorf("%w: data file %s: checksum or size differs from the manifest", ErrCorrupt, path)
+	}
+	pr, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, nil, corruptf(path, err)
+	}
+	return data, pr.MetaData(), nil
 }
