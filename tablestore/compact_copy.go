@@ -43,10 +43,11 @@ func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files
 			}
 		}
 	}
-	// A first pass decides from the footers; the files are read whole and
-	// checked against their checksums in both passes (a copy must not
-	// carry damage the rewrite would have reported), one at a time, so
-	// that memory holds one input, as a rewrite's does.
+	// A first pass decides from the footers, a second copies; each reads
+	// the files one at a time (up to 50 of them, each up to half the
+	// target size, are not held at once) and checks them whole against
+	// their checksums: a copy must not carry damage a rewrite would have
+	// reported.
 	var tmpl *metadata.FileMetaData
 	for _, e := range files {
 		if err := ctx.Err(); err != nil {
