@@ -77,7 +77,7 @@ func BenchmarkIngest(b *testing.B) {
 		writeOnly bool
 	}{{"snappy", false}, {"none", false}, {"none", true}} {
 		b.Run(fmt.Sprintf("compression=%s/write-only=%v", c.comp, c.writeOnly), func(b *testing.B) {
-			benchIngest(b, map[string]string{"file.compression": c.comp, "write-only": fmt.Sprint(c.writeOnly)}, []string{"k"}, 16, 10_000_000, 0)
+			benchIngest(b, map[string]string{"file.compression": c.comp, "write-only": fmt.Sprint(c.writeOnly)}, []string{"k"}, 16, 10_000_000, 0, false)
 		})
 	}
 }
@@ -110,7 +110,7 @@ func BenchmarkIngestChangelog(b *testing.B) {
 	for _, cache := range []int64{0, 256 << 20} {
 		for _, p := range []string{producerNone, producerInput, producerLookup, producerFullCompaction} {
 			b.Run(fmt.Sprintf("producer=%s/cache=%dMB", p, cache>>20), func(b *testing.B) {
-				benchIngest(b, map[string]string{"changelog-producer": p}, []string{"k"}, 16, 200_000, cache)
+				benchIngest(b, map[string]string{"changelog-producer": p}, []string{"k"}, 16, 200_000, cache, false)
 			})
 		}
 	}
@@ -119,14 +119,22 @@ func BenchmarkIngestChangelog(b *testing.B) {
 // BenchmarkIngestAppend appends to a table without a key in commits of one
 // 8192-row batch, as a stream's source is fed (Nexmark), with background
 // compaction of the small files; the CPU time includes the compactions
-// still running after the last commit.
+// still running after the last commit. With s2=distinct every string
+// column of a file has more than 1,024 distinct values (as Nexmark's bids
+// do), so compaction copies row groups instead of rewriting them; with
+// s2=few the column s2 has one value, and the files are rewritten.
 func BenchmarkIngestAppend(b *testing.B) {
-	benchIngest(b, map[string]string{}, nil, 1, 1<<62, 0)
+	for _, distinct := range []bool{false, true} {
+		b.Run(map[bool]string{false: "s2=few", true: "s2=distinct"}[distinct], func(b *testing.B) {
+			benchIngest(b, map[string]string{}, nil, 1, 1<<62, 0, distinct)
+		})
+	}
 }
 
 // benchIngest writes b.N batches to a table with primary key pk (none: an
-// append table), committing every commitEvery batches.
-func benchIngest(b *testing.B, opts map[string]string, pk []string, commitEvery int, keySpace, cacheBytes int64) {
+// append table), committing every commitEvery batches; distinct replaces
+// column s2 with distinct values.
+func benchIngest(b *testing.B, opts map[string]string, pk []string, commitEvery int, keySpace, cacheBytes int64, distinct bool) {
 	ctx := context.Background()
 	mem := memory.NewGoAllocator()
 	fsys := &countingFS{FS: NewLocalFS()}
@@ -148,6 +156,20 @@ func benchIngest(b *testing.B, opts map[string]string, pk []string, commitEvery 
 	batches := make([]arrow.RecordBatch, 32)
 	for i := range batches {
 		batches[i] = benchBatch(mem, rng, rows, keySpace, -1)
+		if distinct {
+			s2 := array.NewStringBuilder(mem)
+			for j := range rows {
+				s2.Append(fmt.Sprintf("distinct-%d-%d", i, j))
+			}
+			col := s2.NewArray()
+			s2.Release()
+			cols := slices.Clone(batches[i].Columns())
+			cols[9] = col
+			nb := array.NewRecordBatch(benchSchema, cols, rows)
+			col.Release()
+			batches[i].Release()
+			batches[i] = nb
+		}
 	}
 	defer func() {
 		for _, r := range batches {

@@ -471,6 +471,7 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 	}
 	newLive = append(newLive, adds...)
 	st.cacheLive(sn.ID, newLive)
+	st.keepLists(sn.ID, map[string][]manifestMeta{baseName: base, deltaName: {dm}})
 	return sn.ID, errs, false, nil
 }
 

@@ -104,6 +104,16 @@ func (st *tableState) compactUnit(ctx context.Context, sch *tableSchema, baseID 
 			return fmt.Errorf("%w: compaction input %s is gone", ErrConflict, e.File.Path)
 		}
 	}
+	dirs := map[string]bool{}
+	if !sch.hasPK() {
+		adds, ok, err := st.copyRowGroups(ctx, sch, u.Files, u.OutputLevel, dirs)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return st.commitCompaction(ctx, baseID, u, adds, dirs)
+		}
+	}
 	var r BatchReader
 	if sch.hasPK() {
 		mr, err := newMergeReader(ctx, s, u.Files, anyColumn, true, !u.DropDeletes)
@@ -116,7 +126,6 @@ func (st *tableState) compactUnit(ctx context.Context, sch *tableSchema, baseID 
 	}
 	defer r.Close()
 	first := u.Files[0]
-	dirs := map[string]bool{}
 	dw := st.newDataWriter(sch, first.Partition, first.Bucket, u.OutputLevel, "COMPACT", sch.opts.targetFileSize, dirs)
 	for {
 		b, err := r.Next(ctx)
@@ -135,6 +144,12 @@ func (st *tableState) compactUnit(ctx context.Context, sch *tableSchema, baseID 
 	if err != nil {
 		return err
 	}
+	return st.commitCompaction(ctx, baseID, u, adds, dirs)
+}
+
+// commitCompaction commits the files written for u in place of its
+// inputs, or removes them.
+func (st *tableState) commitCompaction(ctx context.Context, baseID int64, u *maintenance.Unit[*manifestEntry], adds []*manifestEntry, dirs map[string]bool) error {
 	req := &commitRequest{kind: commitCompact, adds: adds, deletes: u.Files, baseID: baseID,
 		dirs: slices.Collect(maps.Keys(dirs))}
 	if _, err := st.commit(ctx, req); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"strconv"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -61,21 +62,9 @@ func (st *tableState) newChangelogWriter(sch *tableSchema, part []datum, bucket 
 // open starts a new file; first is the first batch it gets (columns as
 // fileSchema(sch)).
 func (d *dataWriter) open(first arrow.RecordBatch) error {
-	dir := joinPath(d.st.dir, d.rel)
-	if !d.dirs[dir] {
-		if err := d.st.fs().MkdirAll(dir); err != nil {
-			return d.st.droppedOr(fmt.Errorf("create %s: %w", dir, err))
-		}
-		d.dirs[dir] = true
+	if err := d.create(); err != nil {
+		return err
 	}
-	d.name = d.prefix + newUUID() + "-0.parquet"
-	f, err := d.st.fs().Create(joinPath(dir, d.name))
-	if err != nil {
-		return d.st.droppedOr(fmt.Errorf("create %s: %w", joinPath(dir, d.name), err))
-	}
-	d.f = f
-	d.cw = &countingWriter{w: f}
-	d.bw = bufio.NewWriterSize(d.cw, 1<<20)
 	mem := d.st.s.opts.Mem
 	wp := []parquet.WriterProperty{
 		parquet.WithAllocator(mem),
@@ -113,12 +102,34 @@ func (d *dataWriter) open(first arrow.RecordBatch) error {
 			wp = append(wp, parquet.WithStatsFor(k, true))
 		}
 	}
+	var err error
 	d.pw, err = pqarrow.NewFileWriter(d.fsch, d.bw, parquet.NewWriterProperties(wp...),
 		pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem), pqarrow.WithStoreSchema()))
 	if err != nil {
 		d.discard()
 		return err
 	}
+	return nil
+}
+
+// create starts a new file, empty, and its manifest entry.
+func (d *dataWriter) create() error {
+	dir := joinPath(d.st.dir, d.rel)
+	if !d.dirs[dir] {
+		if err := d.st.fs().MkdirAll(dir); err != nil {
+			return d.st.droppedOr(fmt.Errorf("create %s: %w", dir, err))
+		}
+		d.dirs[dir] = true
+	}
+	d.name = d.prefix + newUUID() + "-0.parquet"
+	f, err := d.st.fs().Create(joinPath(dir, d.name))
+	if err != nil {
+		return d.st.droppedOr(fmt.Errorf("create %s: %w", joinPath(dir, d.name), err))
+	}
+	d.f = f
+	d.cw = &countingWriter{w: f}
+	d.bw = fileBuffers.Get().(*bufio.Writer)
+	d.bw.Reset(d.cw)
 	d.meta = dataFileMeta{FileName: d.name, Path: joinPath(d.rel, d.name), SchemaID: d.sch.ID, Level: d.level, FileSource: d.source}
 	d.acc = make([]statAcc, len(d.sch.Fields))
 	return nil
@@ -197,6 +208,12 @@ func (d *dataWriter) closeFile() error {
 	}
 	err := d.pw.Close()
 	d.pw = nil
+	return d.syncFile(err)
+}
+
+// syncFile flushes, syncs and closes the current file, unless err (of
+// writing it) is set, and describes it for the manifest.
+func (d *dataWriter) syncFile(err error) error {
 	if err == nil {
 		err = d.bw.Flush()
 	}
@@ -207,6 +224,7 @@ func (d *dataWriter) closeFile() error {
 		err = cerr
 	}
 	d.f = nil
+	d.releaseBuffer()
 	if err != nil {
 		_ = d.st.fs().Remove(joinPath(d.st.dir, d.meta.Path))
 		return fmt.Errorf("write %s: %w", d.meta.Path, err)
@@ -242,6 +260,21 @@ func (d *dataWriter) discard() {
 		_ = d.f.Close()
 		d.f = nil
 		_ = d.st.fs().Remove(joinPath(d.st.dir, d.rel, d.name))
+	}
+	d.releaseBuffer()
+}
+
+// fileBuffers holds the 1 MiB write buffers of data files: a commit
+// writes a file per table and bucket, and allocating (and zeroing) a new
+// buffer for each was a visible share of a small commit's cost.
+var fileBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 1<<20) }}
+
+// releaseBuffer returns the file's write buffer, flushed or abandoned.
+func (d *dataWriter) releaseBuffer() {
+	if d.bw != nil {
+		d.bw.Reset(nil)
+		fileBuffers.Put(d.bw)
+		d.bw = nil
 	}
 }
 

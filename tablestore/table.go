@@ -46,6 +46,11 @@ type tableState struct {
 	keptSchemaAt time.Time
 	schemaGen    int64
 	live         []*manifestEntry
+	// lists are the decoded manifest lists of the newest snapshot this
+	// process committed (listsSnap), so that the next commit, which
+	// extends them, need not read and decode them again (mu).
+	listsSnap int64
+	lists     map[string][]manifestMeta
 	// expireMu serializes expiry with tag creation.
 	expireMu sync.Mutex
 	leases   map[int64]int // snapshot id -> open scans
@@ -410,6 +415,14 @@ func (st *tableState) readManifestList(name string) ([]manifestMeta, error) {
 	if name == "" {
 		return nil, nil
 	}
+	st.mu.Lock()
+	l, ok := st.lists[name]
+	st.mu.Unlock()
+	if ok {
+		// Clipped: a caller appending to it must not write into the
+		// kept array.
+		return slices.Clip(l), nil
+	}
 	data, err := st.readManifestFile(name)
 	if err != nil {
 		return nil, err
@@ -502,6 +515,18 @@ func (st *tableState) liveFiles(sn *snapshot) ([]*manifestEntry, error) {
 	}
 	st.cacheLive(sn.ID, live)
 	return live, nil
+}
+
+// keepLists keeps the manifest lists snapshot id was published with, as
+// written. A list file is written once under a new name, so its decoded
+// content is the list until the file is removed, which expiry does to a
+// snapshot's lists only once a newer one exists.
+func (st *tableState) keepLists(id int64, lists map[string][]manifestMeta) {
+	st.mu.Lock()
+	if id > st.listsSnap {
+		st.listsSnap, st.lists = id, lists
+	}
+	st.mu.Unlock()
 }
 
 func (st *tableState) cacheLive(id int64, live []*manifestEntry) {

@@ -1,0 +1,205 @@
+package tablestore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"reflect"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+)
+
+// minCopyRows is the fewest rows a row group of an append table's small
+// file may hold for compaction to copy it into the output as it is (four
+// batches of the default size): fewer, and the files are rewritten, so
+// that copying never piles up tiny row groups level after level.
+func minCopyRows(o tableOptions) int64 { return max(1, o.rowGroupRows/16) }
+
+// copyRowGroups compacts the files of an append table by copying their
+// row groups, compressed pages and statistics as they are, into new files
+// of the target size, with a new footer: no decoding or encoding, which
+// was most of a streaming source's compaction cost. ok is false, with
+// nothing written, when the files do not allow it (another schema, another
+// codec, no checksum, small row groups, a known distinct count); the
+// caller then rewrites them.
+// The copies carry no page index (its page offsets would need rewriting):
+// scans of them skip by row group statistics only.
+func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files []*manifestEntry, level int, dirs map[string]bool) (adds []*manifestEntry, ok bool, err error) {
+	for _, e := range files {
+		if e.File.SchemaID != sch.ID || e.File.CRC == nil {
+			return nil, false, nil
+		}
+		// A distinct count known in an input (at most maxTrackedNDV) could
+		// not be merged: such files are rewritten, so that the statistics
+		// of a copy are those a rewrite would record.
+		for _, f := range sch.Fields {
+			j := slices.IndexFunc(e.File.ValueStats, func(cs colStats) bool { return cs.ID == f.ID })
+			if j < 0 || e.File.ValueStats[j].NDV > 0 {
+				return nil, false, nil
+			}
+		}
+	}
+	// A first pass decides from the footers, a second copies; each reads
+	// the files one at a time (up to 50 of them, each up to half the
+	// target size, are not held at once) and checks them whole against
+	// their checksums: a copy must not carry damage a rewrite would have
+	// reported.
+	var tmpl *metadata.FileMetaData
+	for _, e := range files {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+		_, m, err := st.readChecked(e)
+		if err != nil {
+			return nil, false, err
+		}
+		if tmpl == nil {
+			tmpl = m
+		}
+		if m.IsSetEncryptionAlgorithm() || len(m.RowGroups) == 0 || !m.Schema.Equals(tmpl.Schema) ||
+			!reflect.DeepEqual(m.KeyValueMetadata(), tmpl.KeyValueMetadata()) {
+			return nil, false, nil
+		}
+		for _, rg := range m.RowGroups {
+			if rg.NumRows < minCopyRows(sch.opts) {
+				return nil, false, nil
+			}
+			for _, c := range rg.Columns {
+				if c.MetaData == nil || c.FilePath != nil || c.IsSetCryptoMetadata() ||
+					int32(c.MetaData.Codec) != int32(sch.opts.compression) {
+					return nil, false, nil
+				}
+			}
+		}
+	}
+
+	first := files[0]
+	dw := st.newDataWriter(sch, first.Partition, first.Bucket, level, "COMPACT", 0, dirs)
+	defer func() {
+		if err != nil {
+			dw.abort()
+		}
+	}()
+	var out *metadata.FileMetaData // footer of the file being written
+	start := func(tmpl *metadata.FileMetaData) error {
+		if err := dw.create(); err != nil {
+			return err
+		}
+		if _, err := dw.bw.WriteString("PAR1"); err != nil {
+			return err
+		}
+		fm := *tmpl.FileMetaData // the inputs' schema, creator and key-value metadata
+		fm.RowGroups, fm.NumRows = nil, 0
+		out = &metadata.FileMetaData{FileMetaData: &fm, Schema: tmpl.Schema}
+		return nil
+	}
+	finish := func() error {
+		pos := dw.cw.n + int64(dw.bw.Buffered())
+		if _, err := out.WriteTo(dw.bw, nil); err != nil {
+			return err
+		}
+		var tail [8]byte
+		binary.LittleEndian.PutUint32(tail[:4], uint32(dw.cw.n+int64(dw.bw.Buffered())-pos))
+		copy(tail[4:], "PAR1")
+		if _, err := dw.bw.Write(tail[:]); err != nil {
+			return err
+		}
+		for i := range dw.acc {
+			// Every input counted more than maxTrackedNDV values or none.
+			dw.acc[i].tooMany = true
+		}
+		dw.meta.RowCount = out.NumRows
+		return dw.syncFile(nil)
+	}
+	for _, e := range files {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+		data, meta, err := st.readChecked(e)
+		if err != nil {
+			return nil, false, err
+		}
+		if out == nil {
+			if err := start(tmpl); err != nil {
+				return nil, false, err
+			}
+		}
+		for _, rg := range meta.RowGroups {
+			rgStart := dw.cw.n + int64(dw.bw.Buffered())
+			var size int64
+			for _, c := range rg.Columns {
+				md := c.MetaData
+				from := md.DataPageOffset
+				if md.DictionaryPageOffset != nil && *md.DictionaryPageOffset < from {
+					from = *md.DictionaryPageOffset
+				}
+				if from < 4 || md.TotalCompressedSize < 0 || from+md.TotalCompressedSize > int64(len(data)) {
+					return nil, false, corruptf(joinPath(st.dir, e.File.Path), fmt.Errorf("column chunk at %d+%d outside the file", from, md.TotalCompressedSize))
+				}
+				to := dw.cw.n + int64(dw.bw.Buffered())
+				if _, err := dw.bw.Write(data[from : from+md.TotalCompressedSize]); err != nil {
+					return nil, false, err
+				}
+				shift := to - from
+				md.DataPageOffset += shift
+				if md.DictionaryPageOffset != nil {
+					*md.DictionaryPageOffset += shift
+				}
+				if md.IndexPageOffset != nil {
+					*md.IndexPageOffset += shift
+				}
+				if c.FileOffset != 0 {
+					c.FileOffset += shift
+				}
+				md.BloomFilterOffset, md.BloomFilterLength = nil, nil
+				c.OffsetIndexOffset, c.OffsetIndexLength = nil, nil
+				c.ColumnIndexOffset, c.ColumnIndexLength = nil, nil
+				size += md.TotalCompressedSize
+			}
+			rg.FileOffset = &rgStart
+			rg.TotalCompressedSize = &size
+			ordinal := int16(len(out.RowGroups))
+			rg.Ordinal = &ordinal
+			out.RowGroups = append(out.RowGroups, rg)
+			out.NumRows += rg.NumRows
+		}
+		for i, f := range sch.Fields {
+			j := slices.IndexFunc(e.File.ValueStats, func(cs colStats) bool { return cs.ID == f.ID })
+			dw.acc[i].add(e.File.ValueStats[j], e.File.RowCount)
+		}
+		if dw.cw.n+int64(dw.bw.Buffered()) >= sch.opts.targetFileSize {
+			if err := finish(); err != nil {
+				return nil, false, err
+			}
+			out = nil
+		}
+	}
+	if out != nil {
+		if err := finish(); err != nil {
+			return nil, false, err
+		}
+	}
+	return dw.done, true, nil
+}
+
+// readChecked reads the data file of e whole, checks it against the
+// manifest's size and checksum, and decodes its footer.
+func (st *tableState) readChecked(e *manifestEntry) ([]byte, *metadata.FileMetaData, error) {
+	path := joinPath(st.dir, e.File.Path)
+	data, err := readFileAll(st.fs(), path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read data file %s: %w", path, err)
+	}
+	if int64(len(data)) != e.File.FileSize || crc32.Checksum(data, crcTable) != *e.File.CRC {
+		return nil, nil, fmt.Errorf("%w: data file %s: checksum or size differs from the manifest", ErrCorrupt, path)
+	}
+	pr, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, nil, corruptf(path, err)
+	}
+	return data, pr.MetaData(), nil
+}

@@ -1,0 +1,324 @@
+package tablestore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+var copySchema = arrow.NewSchema([]arrow.Field{
+	{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "n", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+	{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "c", Type: arrow.BinaryTypes.String},
+}, nil)
+
+// copyTable writes commits of random rows (ids ascending, so that row
+// group statistics can skip) to a new append table with the given row
+// group size and compacts it fully; it returns the rows written and the
+// compacted table's one live file.
+func copyTable(t *testing.T, s *Store, name string, rowGroupRows int, sizes []int, fewDistinct bool) (*Table, []string, *manifestEntry) {
+	t.Helper()
+	ctx := context.Background()
+	tbl, err := s.CreateTable(ctx, Ident{"db", name}, TableDef{Schema: copySchema,
+		Options: map[string]string{"file.row-group-rows": strconv.Itoa(rowGroupRows), "write-only": "true"}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	var want []string
+	id := 0
+	for _, n := range sizes {
+		var rows [][]any
+		for range n {
+			id++
+			row := []any{id, nil, nil, fmt.Sprintf("c%08d", id)}
+			if fewDistinct {
+				row[3] = "c" + strconv.Itoa(rng.IntN(3))
+			}
+			if rng.IntN(4) > 0 {
+				row[1] = rng.IntN(1000) - 500
+			}
+			if rng.IntN(10) > 0 {
+				row[2] = fmt.Sprintf("s%09d", rng.IntN(1_000_000_000))
+			}
+			rows = append(rows, row)
+			cell := func(v any) string {
+				if v == nil {
+					return "NULL"
+				}
+				return fmt.Sprint(v)
+			}
+			want = append(want, fmt.Sprintf("%d|%s|%s|%s", id, cell(row[1]), cell(row[2]), row[3]))
+		}
+		writeRows(t, tbl, s.opts.Mem, WriteOptions{}, Insert, rows)
+	}
+	if err := tbl.Compact(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	live := liveEntries(t, tbl)
+	if len(live) != 1 {
+		t.Fatalf("%s: %d files after a full compaction, want 1", name, len(live))
+	}
+	return tbl, want, live[0]
+}
+
+func liveEntries(t *testing.T, tbl *Table) []*manifestEntry {
+	t.Helper()
+	sn, err := tbl.st.resolveSnapshot(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := tbl.st.liveFiles(sn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return live
+}
+
+// TestCompactCopyRowGroups compacts an append table whose row groups are
+// large enough to copy (minCopyRows) and checks the output against the
+// same rows compacted by rewriting: the same rows (scanned, and read by
+// arrow-go's own Parquet reader from the file alone), the same file
+// statistics but for distinct counts (unknown in a copy), one row group
+// per input file, no page index, and row group statistics that still
+// skip. A small row group in the inputs makes compaction rewrite them.
+func TestCompactCopyRowGroups(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := newTestStore(t)
+	sizes := []int{1400, 1170, 1600, 1330, 1250, 1500, 1160, 1410}
+	copied, want, cf := copyTable(t, s, "copied", 1<<14, sizes, false) // minCopyRows 1024
+	rewritten, want2, rf := copyTable(t, s, "rewritten", 1<<20, sizes, false)
+	if !slices.Equal(want, want2) {
+		t.Fatal("the two tables got different rows")
+	}
+	eqRows(t, scanAll(t, copied, ScanSpec{}), want...)
+	eqRows(t, scanAll(t, rewritten, ScanSpec{}), want...)
+
+	pf, err := file.OpenParquetFile(filepath.Join(copied.st.dir, cf.File.Path), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	if pf.NumRowGroups() != len(sizes) {
+		t.Fatalf("copied file has %d row groups, want %d (one per input)", pf.NumRowGroups(), len(sizes))
+	}
+	for i, n := range sizes {
+		rg := pf.MetaData().RowGroup(i)
+		if rg.NumRows() != int64(n) {
+			t.Fatalf("row group %d has %d rows, want %d", i, rg.NumRows(), n)
+		}
+		for c := range rg.NumColumns() {
+			if _, ok := rg.ColumnIndexLocation(c); ok {
+				t.Fatalf("row group %d column %d has a page index", i, c)
+			}
+		}
+	}
+	if n := pf.NumRows(); n != int64(len(want)) || cf.File.RowCount != n {
+		t.Fatalf("copied file: %d rows, manifest %d, want %d", n, cf.File.RowCount, len(want))
+	}
+	rpf, err := file.OpenParquetFile(filepath.Join(rewritten.st.dir, rf.File.Path), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rpf.Close()
+	if rpf.NumRowGroups() != 1 {
+		t.Fatalf("rewritten file has %d row groups, want 1", rpf.NumRowGroups())
+	}
+	got := parquetRows(t, filepath.Join(copied.st.dir, cf.File.Path))
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("arrow-go reads the copied file as\n%q\nwant\n%q", got, want)
+	}
+
+	if len(cf.File.ValueStats) != len(rf.File.ValueStats) {
+		t.Fatalf("stats of %d and %d columns", len(cf.File.ValueStats), len(rf.File.ValueStats))
+	}
+	for i, c := range cf.File.ValueStats {
+		r := rf.File.ValueStats[i]
+		if c.ID != r.ID || c.NullCount != r.NullCount || datumStr(c.Min) != datumStr(r.Min) || datumStr(c.Max) != datumStr(r.Max) || c.NDV != 0 {
+			t.Fatalf("column %d: copied stats %+v (min %s, max %s), rewritten %+v (min %s, max %s)", i, c, datumStr(c.Min), datumStr(c.Max), r, datumStr(r.Min), datumStr(r.Max))
+		}
+	}
+	if cf.File.Level != rf.File.Level || cf.File.FileSource != "COMPACT" || cf.File.SchemaID != rf.File.SchemaID {
+		t.Fatalf("copied entry %+v, rewritten %+v", cf.File, rf.File)
+	}
+
+	sc, err := copied.NewScan(ctx, ScanSpec{Filter: Compare{Column: "id", Op: GT, Value: scalar.NewInt64Scalar(int64(len(want) - 10))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A scan's filter skips data, the caller filters rows: the last
+	// row group is read whole.
+	rows := readScan(t, sc)
+	if len(rows) != sizes[len(sizes)-1] {
+		t.Fatalf("filtered scan: %d rows, want the last row group's %d", len(rows), sizes[len(sizes)-1])
+	}
+	if st := sc.Stats(); st.RowGroupsSkipped != int64(len(sizes)-1) {
+		t.Fatalf("filtered scan skipped %d row groups, want %d", st.RowGroupsSkipped, len(sizes)-1)
+	}
+
+	// One row group below minCopyRows, or a column with a known distinct
+	// count: rewritten into one row group.
+	for _, c := range []struct {
+		name        string
+		sizes       []int
+		fewDistinct bool
+	}{{"small", []int{1400, 1000, 1600}, false}, {"fewdistinct", []int{1400, 1200, 1600}, true}} {
+		tbl, _, e := copyTable(t, s, c.name, 1<<14, c.sizes, c.fewDistinct)
+		pf, err := file.OpenParquetFile(filepath.Join(tbl.st.dir, e.File.Path), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := pf.NumRowGroups()
+		pf.Close()
+		if n != 1 {
+			t.Fatalf("%s: %d row groups, want 1 (rewritten)", c.name, n)
+		}
+		if c.fewDistinct && e.File.ValueStats[3].NDV != 3 {
+			t.Fatalf("%s: distinct count %d, want 3", c.name, e.File.ValueStats[3].NDV)
+		}
+	}
+}
+
+// TestCompactCopyRolls copies inputs past the target file size: the
+// output rolls to a new file at a row group boundary, and every row is
+// kept once.
+func TestCompactCopyRolls(t *testing.T) {
+	ctx := context.Background()
+	s, mem, _ := newTestStore(t)
+	tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: copySchema,
+		Options: map[string]string{"file.row-group-rows": "16384", "write-only": "true", "target-file-size": "30kb"}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := range 12 {
+		var rows [][]any
+		for j := range 1100 {
+			id := i*1100 + j
+			rows = append(rows, []any{id, j, fmt.Sprintf("s%09d", id*7919), fmt.Sprintf("c%d", id)})
+			want = append(want, fmt.Sprintf("%d|%d|s%09d|c%d", id, j, id*7919, id))
+		}
+		writeRows(t, tbl, mem, WriteOptions{}, Insert, rows)
+	}
+	if err := tbl.Compact(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	live := liveEntries(t, tbl)
+	var groups int
+	for _, e := range live {
+		pf, err := file.OpenParquetFile(filepath.Join(tbl.st.dir, e.File.Path), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		groups += pf.NumRowGroups()
+		pf.Close()
+	}
+	if len(live) < 2 || groups != 12 {
+		t.Fatalf("%d files with %d row groups after compacting 12 files past the target size, want 2 or more with 12", len(live), groups)
+	}
+	eqRows(t, scanAll(t, tbl, ScanSpec{}), want...)
+}
+
+// TestCompactCopyCorrupt damages one input of a copying compaction: it
+// fails with ErrCorrupt (as a rewrite would, reading it) and publishes
+// nothing.
+func TestCompactCopyCorrupt(t *testing.T) {
+	ctx := context.Background()
+	s, mem, _ := newTestStore(t)
+	tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: copySchema,
+		Options: map[string]string{"file.row-group-rows": "16384", "write-only": "true"}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		var rows [][]any
+		for j := range 1100 {
+			id := i*1100 + j
+			rows = append(rows, []any{id, j, fmt.Sprintf("s%d", id), fmt.Sprintf("c%d", id)})
+		}
+		writeRows(t, tbl, mem, WriteOptions{}, Insert, rows)
+	}
+	before := liveEntries(t, tbl)
+	path := filepath.Join(tbl.st.dir, before[1].File.Path)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0x40
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Compact(ctx, true); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("compaction over a damaged file: %v, want ErrCorrupt", err)
+	}
+	after := liveEntries(t, tbl)
+	if len(after) != len(before) {
+		t.Fatalf("%d live files after the failed compaction, want %d", len(after), len(before))
+	}
+	entries, err := os.ReadDir(filepath.Dir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(before) {
+		t.Fatalf("%d files in the bucket after the failed compaction, want %d (no output left behind)", len(entries), len(before))
+	}
+}
+
+// parquetRows reads a Parquet file with arrow-go alone, rows rendered as
+// readScan renders them, sorted.
+func parquetRows(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	mem := newMem(t)
+	tab, err := pqarrow.ReadTable(context.Background(), f, nil, pqarrow.ArrowReadProperties{}, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tab.Release()
+	tr := array.NewTableReader(tab, 0)
+	defer tr.Release()
+	var rows []string
+	for tr.Next() {
+		rec := tr.RecordBatch()
+		for i := range int(rec.NumRows()) {
+			var cells []string
+			for c := range int(rec.NumCols()) {
+				cells = append(cells, cellString(rec.Column(c), i))
+			}
+			rows = append(rows, strings.Join(cells, "|"))
+		}
+	}
+	slices.Sort(rows)
+	return rows
+}
+
+func datumStr(d *datum) string {
+	if d == nil {
+		return "none"
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
+}
