@@ -123,7 +123,7 @@ func (r *runner) job(ctx context.Context, q Query, key []string, answer *answer)
 		}
 	}
 	elapsed := time.Since(start)
-	res.CPUSeconds = r.cpu() - cpu0
+	res.CPUSeconds = r.settledCPU() - cpu0
 	res.PeakRSSMB = peakRSSMB(r.srv.Pid)
 	if err != nil {
 		res.Error = oneLine(err)
