@@ -273,18 +273,21 @@ func (r *runner) cpu() float64 {
 // the background (compaction of the tables it loaded, after their last
 // commit) has finished: read at once, it fell to the next phase (q0's
 // batch query showed 0.96-1.32 CPU s of compaction instead of 0.4-0.7).
-// It waits until a quarter second costs under 2% of a core, or 30 s.
+// It waits until a quarter second costs under a quarter of a core (a
+// compaction takes a whole one; a job or stream still open, waiting for
+// commits, takes a little), or 10 s.
 func (r *runner) settledCPU() float64 {
 	const tick = 250 * time.Millisecond
-	last := r.cpu()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+	start, last := time.Now(), r.cpu()
+	for deadline := start.Add(10 * time.Second); time.Now().Before(deadline); {
 		time.Sleep(tick)
 		now := r.cpu()
-		if now-last < 0.02*tick.Seconds() {
+		if now-last < 0.25*tick.Seconds() {
 			return now
 		}
 		last = now
 	}
+	r.logf("flightd still busy 10 s after the phase")
 	return last
 }
 
