@@ -42,8 +42,13 @@ import (
 // and at the barrier's marker the job commits its buffered rows with those
 // positions (it commits only then) and writes the state, named by the
 // sink snapshot it committed, to the warehouse (tablestore's
-// PutJobCheckpoint); older checkpoints are deleted. A restart whose last
-// sink snapshot has its checkpoint, whole and of the same plan, with every
+// PutJobCheckpoint): the whole state (a base) or the changes since the
+// previous checkpoint (a delta, whose restore reads the files of its chain
+// from its base); the files before the base of the last one are deleted.
+// A run's first checkpoint is a base, so a stale node's cleanup (before
+// its own base) never reaches the chain of the node that took the job
+// over. A restart whose last sink snapshot has its checkpoint, whole
+// (its chain too) and of the same plan, with every
 // source's next snapshot still there, restores the operators from it and
 // resumes every source after its position: it reads only what was
 // committed since: the restored state is the answer t holds, so there is
@@ -113,8 +118,8 @@ const (
 
 // checkpointPause: a job waits at least this many times its last
 // checkpoint's cost before it asks for the next one, so checkpoints take
-// at most about a fifth of its time however large its state grows (each
-// saves the state whole) and however slow a loaded machine makes them: a
+// at most about a fifth of its time however large its state grows (a base
+// saves it whole) and however slow a loaded machine makes them: a
 // checkpoint of 100 MB of state every second would cost more than the
 // changes it covers. The price is latency: the job commits at checkpoints
 // only.
