@@ -35,9 +35,9 @@ import (
 // Incremental checkpoints (as Flink's changelog state backend): an
 // operator's state is records and keyed states (StateWriter.Entry), and
 // an operator that tracks which keys it changed (a deltaSaver: Join,
-// Aggregate, Rank) saves, in a delta, its records whole and of its keyed
-// states only the keys changed since its previous save: their entries,
-// or a tombstone for a key gone. A checkpoint is a base, every operator's
+// Aggregate, Rank, Normalize) saves, in a delta, its records whole and
+// of its keyed states only the keys changed since its previous save:
+// their entries, or a tombstone for a key gone. A checkpoint is a base, every operator's
 // state whole, or a delta on top of the previous checkpoint: the
 // operators that cannot track changes save whole in it too. The files of
 // a base and its deltas are a chain: each names the chain (a random id of
