@@ -43,8 +43,13 @@ import (
 // and at the barrier's marker the job commits its buffered rows with those
 // positions (it commits only then) and writes the state, named by the
 // sink snapshot it committed, to the warehouse (tablestore's
-// PutJobCheckpoint); older checkpoints are deleted. A restart whose last
-// sink snapshot has its checkpoint, whole and of the same plan, with every
+// PutJobCheckpoint): the whole state (a base) or the changes since the
+// previous checkpoint (a delta, whose restore reads the files of its chain
+// from its base); the files before the base of the last one are deleted.
+// A run's first checkpoint is a base, so a stale node's cleanup (before
+// its own base) never reaches the chain of the node that took the job
+// over. A restart whose last sink snapshot has its checkpoint, whole
+// (its chain too) and of the same plan, with every
 // source's next snapshot still there, restores the operators from it and
 // resumes every source after its position: it reads only what was
 // committed since: the restored state is the answer t holds, so there is
@@ -96,11 +101,13 @@ type JobStatus struct {
 	Start      string
 	From       []int64
 	SourceRows int64
+	// Checkpoints sums the checkpoints of the run (bases and deltas).
+	Checkpoints stream.CheckpointStats
 	// Node is the node running a RUNNING job (Config.NodeID, or the random
 	// id of a node started without one): the holder of its lease, "" while
 	// no node holds it. Any other node reports the positions of the job's
 	// last sink commit (Positions = Committed) and knows nothing of the run
-	// (Start, From, SourceRows).
+	// (Start, From, SourceRows, Checkpoints).
 	Node string
 }
 
@@ -112,8 +119,8 @@ const (
 
 // checkpointPause: a job waits at least this many times its last
 // checkpoint's cost before it asks for the next one, so checkpoints take
-// at most about a fifth of its time however large its state grows (each
-// saves the state whole) and however slow a loaded machine makes them: a
+// at most about a fifth of its time however large its state grows (a base
+// saves it whole) and however slow a loaded machine makes them: a
 // checkpoint of 100 MB of state every second would cost more than the
 // changes it covers. The price is latency: the job commits at checkpoints
 // only.
@@ -440,7 +447,7 @@ func (e *Engine) Jobs(ctx context.Context) []JobStatus {
 		s.Positions, s.Committed, s.Sources, s.From = slices.Clone(s.Positions), slices.Clone(s.Committed), slices.Clone(s.Sources), slices.Clone(s.From)
 		sources := j.sources
 		if j.cp != nil {
-			s.SourceRows = j.cp.SourceRows()
+			s.SourceRows, s.Checkpoints = j.cp.SourceRows(), j.cp.Stats()
 		}
 		j.mu.Unlock()
 		if s.State == JobRunning {
@@ -565,9 +572,12 @@ func (j *job) run(ctx context.Context) error {
 		return err
 	}
 	defer ch.Op.Close()
+	defer j.logCheckpoints()
 	keep := int64(0)
 	if restored {
-		a.answer, a.from, keep = nil, nil, r.snap // the sink holds the answer at the checkpoint
+		// The sink holds the answer at the checkpoint, whose chain stays
+		// until this run writes a base.
+		a.answer, a.from, keep = nil, nil, j.cp.ChainStart()
 		a.committed = r.positions
 	}
 	if err := e.store.DeleteJobCheckpoints(ctx, j.def.ID, keep); err != nil {
@@ -622,6 +632,17 @@ func (j *job) changes(ctx context.Context, q *plan.Query, sources []*tablestore.
 	return ch, false, err
 }
 
+// logCheckpoints logs what the run's checkpoints cost, at its end.
+func (j *job) logCheckpoints() {
+	j.mu.Lock()
+	cp := j.cp
+	j.mu.Unlock()
+	if st := cp.Stats(); st.Count > 0 {
+		j.e.logf("job %s: %d checkpoints (%d bases), %d bytes (the last %d), saving %s, encoding %s, writing %s",
+			j.def.ID, st.Count, st.Bases, st.Bytes, st.LastBytes, st.Saving.Round(time.Millisecond), st.Encoding.Round(time.Millisecond), st.Writing.Round(time.Millisecond))
+	}
+}
+
 func (j *job) setRun(cp *stream.Checkpoints, start string, from []int64) {
 	j.mu.Lock()
 	j.cp, j.status.Start, j.status.From = cp, start, from
@@ -632,11 +653,8 @@ func (j *job) setRun(cp *stream.Checkpoints, start string, from []int64) {
 // is whole, of r's positions, and every source still has the snapshots
 // after them.
 func (j *job) loadCheckpoint(ctx context.Context, cp *stream.Checkpoints, sources []*tablestore.Table, r resume) error {
-	data, err := j.e.store.JobCheckpoint(ctx, j.def.ID, r.snap)
-	if err != nil {
-		return err
-	}
-	if err := cp.Load(data, r.positions); err != nil {
+	read := func(snap int64) ([]byte, error) { return j.e.store.JobCheckpoint(ctx, j.def.ID, snap) }
+	if err := cp.Load(r.snap, r.positions, read); err != nil {
 		return err
 	}
 	for i, t := range sources {
@@ -701,6 +719,7 @@ func (j *job) lastCommit(ctx context.Context, sink *tablestore.Table) (int64, ch
 // definition does not name its sink.
 func (j *job) committedStatus(ctx context.Context, s *JobStatus) []*tablestore.Table {
 	s.Positions, s.Committed, s.SinkSnapshot, s.Start, s.From, s.SourceRows = nil, nil, 0, "", nil, 0
+	s.Checkpoints = stream.CheckpointStats{}
 	if sources, ok := j.committedSources(ctx, s); ok {
 		return sources
 	}
@@ -1082,7 +1101,10 @@ func (a *applier) commit(pos stream.Pos, barrier int64) error {
 		// quarter of the job's time.
 		a.lastCommit = time.Now()
 		a.cost = a.cp.Took() + a.lastCommit.Sub(start)
-		if err := a.j.e.store.DeleteJobCheckpoints(ctx, a.j.def.ID, id); err != nil {
+		a.cp.Written(barrier, id, a.lastCommit.Sub(start))
+		// A delta needs the files of its chain: only those before its
+		// base go.
+		if err := a.j.e.store.DeleteJobCheckpoints(ctx, a.j.def.ID, a.cp.ChainStart()); err != nil {
 			return err
 		}
 		a.j.holdSources(ctx, pos)

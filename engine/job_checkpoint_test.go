@@ -249,8 +249,9 @@ func checkSinkAt(t *testing.T, s *engine.Session, c jobCase, st engine.JobStatus
 }
 
 // TestJobCorruptCheckpoint: a checkpoint file that is damaged (a byte
-// flipped, cut short, emptied) or gone makes the restart rebuild the
-// state from the sources in full, which is still exact.
+// flipped, cut short, emptied) or gone, the last one or the base of its
+// chain, makes the restart rebuild the state from the sources in full,
+// which is still exact.
 func TestJobCorruptCheckpoint(t *testing.T) {
 	c := checkpointCases()[0]
 	damage := map[string]func(b []byte) []byte{
@@ -260,45 +261,75 @@ func TestJobCorruptCheckpoint(t *testing.T) {
 		"gone":    nil,
 	}
 	for name, fn := range damage {
-		t.Run(name, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(7, 7))
-			dir := t.TempDir()
-			e, mem, s, id := startLoadedJob(t, dir, c, 20*time.Millisecond, 0)
-			for i := range 10 {
-				mustExec(t, s, c.write(rng, i))
+		for _, base := range []bool{false, true} {
+			sub := name
+			if base {
+				sub = "base-" + name
 			}
-			st := waitCaughtUp(t, e, c, id)
-			closeEngine(t, e, mem)
-
-			files, err := filepath.Glob(filepath.Join(dir, "_jobs", id+".checkpoints", "*"))
-			if err != nil || len(files) != 1 || filepath.Base(files[0]) != fmt.Sprint(st.SinkSnapshot) {
-				t.Fatalf("checkpoint files %v (%v), want the one of sink snapshot %d", files, err, st.SinkSnapshot)
-			}
-			if fn == nil {
-				err = os.Remove(files[0])
-			} else {
-				var b []byte
-				if b, err = os.ReadFile(files[0]); err == nil {
-					err = os.WriteFile(files[0], fn(b), 0o644)
-				}
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-
-			e, mem = openCheckpointEngine(t, dir, 20*time.Millisecond, 0)
-			defer closeEngine(t, e, mem)
-			s = e.NewSession()
-			for i := range 5 {
-				mustExec(t, s, c.write(rng, i))
-			}
-			st = waitStarted(t, e, c, id)
-			if st.Start != engine.StartSources || st.SourceRows < checkpointRows {
-				t.Fatalf("restart from a damaged checkpoint: started from %q after reading %d rows, want its sources, at least %d rows", st.Start, st.SourceRows, checkpointRows)
-			}
-			checkSinkAt(t, s, c, st, 7)
-		})
+			t.Run(sub, func(t *testing.T) {
+				corruptCheckpointRestart(t, c, fn, base)
+			})
+		}
 	}
+}
+
+// corruptCheckpointRestart damages the job's checkpoint of its last sink
+// snapshot with fn (nil: deletes it), or (base) the base of its chain,
+// and restarts it.
+func corruptCheckpointRestart(t *testing.T, c jobCase, fn func([]byte) []byte, base bool) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	dir := t.TempDir()
+	e, mem, s, id := startLoadedJob(t, dir, c, 20*time.Millisecond, 0)
+	for i := range 10 {
+		mustExec(t, s, c.write(rng, i))
+	}
+	st := waitCaughtUp(t, e, c, id)
+	for i := 0; base && len(checkpointFiles(t, dir, id)) < 2 && i < 100; i++ {
+		mustExec(t, s, c.write(rng, i)) // until the last checkpoint is a delta
+		st = waitCaughtUp(t, e, c, id)
+	}
+	closeEngine(t, e, mem)
+
+	// The chain of the last checkpoint: its base, deltas, and it.
+	files, err := filepath.Glob(filepath.Join(dir, "_jobs", id+".checkpoints", "*"))
+	slices.SortFunc(files, func(a, b string) int {
+		x, _ := strconv.ParseInt(filepath.Base(a), 10, 64)
+		y, _ := strconv.ParseInt(filepath.Base(b), 10, 64)
+		return cmp.Compare(x, y)
+	})
+	if err != nil || len(files) == 0 || filepath.Base(files[len(files)-1]) != fmt.Sprint(st.SinkSnapshot) {
+		t.Fatalf("checkpoint files %v (%v), want those of the chain of sink snapshot %d", files, err, st.SinkSnapshot)
+	}
+	victim := files[len(files)-1]
+	if base {
+		if len(files) == 1 {
+			t.Fatalf("checkpoint files %v: no delta on the base", files)
+		}
+		victim = files[0]
+	}
+	if fn == nil {
+		err = os.Remove(victim)
+	} else {
+		var b []byte
+		if b, err = os.ReadFile(victim); err == nil {
+			err = os.WriteFile(victim, fn(b), 0o644)
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	e, mem = openCheckpointEngine(t, dir, 20*time.Millisecond, 0)
+	defer closeEngine(t, e, mem)
+	s = e.NewSession()
+	for i := range 5 {
+		mustExec(t, s, c.write(rng, i))
+	}
+	st = waitStarted(t, e, c, id)
+	if st.Start != engine.StartSources || st.SourceRows < checkpointRows {
+		t.Fatalf("restart from a damaged checkpoint: started from %q after reading %d rows, want its sources, at least %d rows", st.Start, st.SourceRows, checkpointRows)
+	}
+	checkSinkAt(t, s, c, st, 7)
 }
 
 // BenchmarkJobRestart measures how long a job over a source of

@@ -197,8 +197,9 @@ func TestJobStaleCommitNeverLands(t *testing.T) {
 // writing that commit's checkpoint, with its lease renewals hanging too;
 // node B takes the job over and commits and checkpoints newer answers.
 // When A's store answers again, A's late checkpoint write and its cleanup
-// of older checkpoints must leave B's newer checkpoint: a node that runs
-// the job next restores from it instead of reading every source again.
+// of older checkpoints must leave B's newer checkpoints, the base and
+// deltas of B's chain: a node that runs the job next restores from them
+// instead of reading every source again.
 func TestJobStaleCheckpointKeepsNewer(t *testing.T) {
 	root := t.TempDir()
 	const lease = 400 * time.Millisecond
@@ -236,8 +237,11 @@ func TestJobStaleCheckpointKeepsNewer(t *testing.T) {
 	fsA.waitStalled(t, "node A's job did not checkpoint")
 	fsA.stallIn(".checkpoints/", "/_leases/")
 	waitNode(t, b, "node-b")
-	mustExec(t, sb, `INSERT INTO s VALUES (2)`)
-	waitRows(t, sb, `SELECT k, n FROM t`, "1|2", "2|2")
+	// B's checkpoints: a base, then deltas on it (a commit each).
+	for n := 2; n <= 4; n++ {
+		mustExec(t, sb, `INSERT INTO s VALUES (2)`)
+		waitRows(t, sb, `SELECT k, n FROM t`, "1|2", fmt.Sprintf("2|%d", n))
+	}
 	// B writes its checkpoint right after the commit. Were it later than
 	// A's cleanup, the test could not see the bug, but never fails wrongly.
 	time.Sleep(lease)
@@ -255,7 +259,7 @@ func TestJobStaleCheckpointKeepsNewer(t *testing.T) {
 	if st := onlyJob(t, c); st.Start != engine.StartCheckpoint {
 		t.Fatalf("after node A's stale checkpoint, the job restarted from %q (%d source rows), want B's last checkpoint", st.Start, st.SourceRows)
 	}
-	waitRows(t, c.NewSession(), `SELECT k, n FROM t`, "1|2", "2|2")
+	waitRows(t, c.NewSession(), `SELECT k, n FROM t`, "1|2", "2|4")
 }
 
 // waitRows waits until q's rows are want (sorted, as rowSet gives them).

@@ -70,6 +70,8 @@ type Aggregate struct {
 	q     *outQueue
 	mb    miniBatch
 	held  int64
+
+	changed changedKeys // the groups changed since the last save
 }
 
 type aggGroup struct {
@@ -406,6 +408,7 @@ func (a *Aggregate) flush(ctx context.Context, _ *Chunk) error {
 	var grow int64
 	for i, g := range a.dirty {
 		g.dirty = false
+		a.changed.add(g.key)
 		old, cur := g.emitted, rows[i]
 		switch {
 		case old == nil && cur != nil:
@@ -485,15 +488,23 @@ func (a *Aggregate) load(key string) (*aggGroup, error) {
 	return a.decodeGroup(key, b)
 }
 
-// SaveState saves every group, in memory and spilled.
+// SaveState saves every group, in memory and spilled (in a delta, the
+// groups changed).
 func (a *Aggregate) SaveState(w *StateWriter) error {
-	for k, g := range a.table {
-		w.entryScratch(k, appendGroup(w.scratch(), g))
-	}
-	err := w.spilled(a.store, func(k string) bool { _, ok := a.table[k]; return ok })
-	w.EndEntries()
-	return err
+	return w.keyed(&a.changed, func() error {
+		for k, g := range a.table {
+			w.entryScratch(k, appendGroup(w.scratch(), g))
+		}
+		return w.spilled(a.store, func(k string) bool { _, ok := a.table[k]; return ok })
+	}, func(k string, b []byte) ([]byte, bool, error) {
+		if g, ok := a.table[k]; ok {
+			return appendGroup(b, g), true, nil
+		}
+		return a.store.saved(k)
+	})
 }
+
+func (a *Aggregate) trackChanges() { a.changed.track() }
 
 // RestoreState loads the saved groups into memory, spilling past the
 // budget.

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -14,26 +15,18 @@ func TestCheckpointEncoding(t *testing.T) {
 	for range 200 {
 		c := NewCheckpoints(0)
 		n := 1 + rng.Intn(4)
-		var want [][]byte
 		for range n { // every operator is added before a barrier goes out
 			c.kinds = append(c.kinds, []string{"*stream.Source", "*stream.Aggregate", "*stream.Join"}[rng.Intn(3)])
+			c.deltaOps = append(c.deltaOps, false)
 		}
+		var want [][]byte
 		for i := range n {
+			w := &StateWriter{}
 			sec := make([]byte, rng.Intn(300))
-			for j := range sec {
-				sec[j] = byte(rng.Intn(256))
-			}
+			rng.Read(sec)
+			w.Bytes(sec)
 			want = append(want, sec)
-			// In pieces, as a StateWriter saves it (some empty).
-			var pieces [][]byte
-			for rest := sec; ; {
-				k := rng.Intn(len(rest) + 1)
-				pieces = append(pieces, rest[:k])
-				if rest = rest[k:]; len(rest) == 0 {
-					break
-				}
-			}
-			c.put(1, i, pieces, time.Now())
+			c.put(1, i, savedState{pieces: w.pieces()}, time.Now())
 		}
 		pos := Pos{rng.Int63n(1000), rng.Int63n(1000)}
 		pieces, err := c.Encode(1, pos)
@@ -41,32 +34,40 @@ func TestCheckpointEncoding(t *testing.T) {
 			t.Fatal(err)
 		}
 		data := bytes.Join(pieces, nil)
+		read := func(b []byte) func(int64) ([]byte, error) {
+			return func(int64) ([]byte, error) { return b, nil }
+		}
 		got := NewCheckpoints(0)
-		if err := got.Load(data, pos); err != nil {
+		if err := got.Load(7, pos, read(data)); err != nil {
 			t.Fatal(err)
 		}
 		for i := range want {
-			if !bytes.Equal(got.restore[i], want[i]) || got.restoreKind[i] != c.kinds[i] {
-				t.Fatalf("section %d: %q %x, want %q %x", i, got.restoreKind[i], got.restore[i], c.kinds[i], want[i])
+			sec, err := got.restore[i].Bytes()
+			if err != nil || !bytes.Equal(sec, want[i]) || got.restoreKind[i] != c.kinds[i] || got.restore[i].end() != nil {
+				t.Fatalf("section %d: %q %x, want %q %x (%v)", i, got.restoreKind[i], sec, c.kinds[i], want[i], err)
 			}
 		}
-		if err := NewCheckpoints(0).Load(data, Pos{pos[0] + 1, pos[1]}); err == nil {
+		if got.ChainStart() != 7 {
+			t.Fatalf("a base's chain starts at %d, want its own snapshot 7", got.ChainStart())
+		}
+		if err := NewCheckpoints(0).Load(7, Pos{pos[0] + 1, pos[1]}, read(data)); err == nil {
 			t.Fatal("a checkpoint loaded for other positions")
 		}
 		bad := bytes.Clone(data)
 		bad[rng.Intn(len(bad))] ^= byte(1 + rng.Intn(255))
-		if err := NewCheckpoints(0).Load(bad, pos); err == nil {
+		if err := NewCheckpoints(0).Load(7, pos, read(bad)); err == nil {
 			t.Fatal("a checkpoint with a flipped byte loaded")
 		}
-		if err := NewCheckpoints(0).Load(data[:rng.Intn(len(data))], pos); err == nil {
+		if err := NewCheckpoints(0).Load(7, pos, read(data[:rng.Intn(len(data))])); err == nil {
 			t.Fatal("a cut checkpoint loaded")
 		}
 	}
 }
 
 // TestStateWriterPieces: what a StateWriter writes in pieces (records
-// smaller and larger than a piece, across their bounds) reads back whole,
-// record by record, from the pieces joined.
+// and keyed states' entries, smaller and larger than a piece, across
+// their bounds) reads back whole, record by record, from the pieces
+// joined.
 func TestStateWriterPieces(t *testing.T) {
 	rng := seeded(t)
 	w := &StateWriter{}
@@ -84,30 +85,48 @@ func TestStateWriterPieces(t *testing.T) {
 		if entry[len(entry)-1] {
 			w.Entry(string(v[:min(n, 7)]), v)
 		} else {
+			if len(entry) > 1 && entry[len(entry)-2] {
+				w.EndEntries()
+			}
 			w.Varint(int64(n))
 			w.Bytes(v)
 		}
 	}
+	if entry[len(entry)-1] {
+		w.EndEntries()
+	}
+	if w.err != nil {
+		t.Fatal(w.err)
+	}
 	pieces := w.pieces()
-	r := &StateReader{b: bytes.Join(pieces, nil)}
-	for i, v := range want {
-		m, err := r.Varint()
-		if err != nil {
-			t.Fatal(err)
-		}
+	r, err := newSectionReader([][]byte{bytes.Join(pieces, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(want); i++ {
 		if entry[i] {
-			if key, err := r.Bytes(); err != nil || m != 1 || !bytes.Equal(key, v[:min(len(v), 7)]) {
-				t.Fatalf("entry %d: mark %d, key %x, %v", i, m, key, err)
+			// A run of entries: one keyed state.
+			j := i
+			err := r.Entries(func(key string, got []byte) error {
+				if v := want[j]; !entry[j] || key != string(v[:min(len(v), 7)]) || !bytes.Equal(got, v) {
+					return fmt.Errorf("entry %d: key %x", j, key)
+				}
+				j++
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
 			}
-		} else if m != int64(len(v)) {
-			t.Fatalf("record %d: length %d, want %d", i, m, len(v))
+			i = j - 1
+			continue
+		}
+		m, err := r.Varint()
+		if err != nil || m != int64(len(want[i])) {
+			t.Fatalf("record %d: length %d, want %d (%v)", i, m, len(want[i]), err)
 		}
 		got, err := r.Bytes()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, v) {
-			t.Fatalf("record %d of %d bytes differs", i, len(v))
+		if err != nil || !bytes.Equal(got, want[i]) {
+			t.Fatalf("record %d of %d bytes differs (%v)", i, len(want[i]), err)
 		}
 	}
 	if err := r.end(); err != nil {

@@ -92,6 +92,8 @@ type joinSide struct {
 	renc  vectorized.KeyEncoder // whole rows
 	dec   []orderedDecoder
 	store *spillStore // nil until something spills
+	// changed: the join keys whose rows changed since the last save
+	changed changedKeys
 }
 
 // joinRow is a distinct row of one side: n copies, each matching matches
@@ -378,20 +380,37 @@ func (t *twoInputs) restoreProgress(r *StateReader) (wm time.Time, late int64, e
 	return r.progress()
 }
 
-// SaveState saves both sides' rows by join key (memory and spilled) and
-// the inputs' positions.
+// SaveState saves both sides' rows by join key (memory and spilled; in a
+// delta, of the keys changed) and the inputs' positions.
 func (j *Join) SaveState(w *StateWriter) error {
 	j.two.save(w)
 	for _, s := range j.sides {
-		for k, l := range s.table {
-			w.entryScratch(k, appendJoinRows(w.scratch(), l))
-		}
-		if err := w.spilled(s.store, func(k string) bool { _, ok := s.table[k]; return ok }); err != nil {
+		err := w.keyed(&s.changed, func() error {
+			for k, l := range s.table {
+				w.entryScratch(k, appendJoinRows(w.scratch(), l))
+			}
+			return w.spilled(s.store, func(k string) bool { _, ok := s.table[k]; return ok })
+		}, s.saved)
+		if err != nil {
 			return err
 		}
-		w.EndEntries()
 	}
 	return nil
+}
+
+func (j *Join) trackChanges() {
+	for _, s := range j.sides {
+		s.changed.track()
+	}
+}
+
+// saved appends join key k's rows to b as SaveState saves them (false:
+// the key has none).
+func (s *joinSide) saved(k string, b []byte) ([]byte, bool, error) {
+	if l, ok := s.table[k]; ok {
+		return appendJoinRows(b, l), true, nil
+	}
+	return s.store.saved(k)
 }
 
 // RestoreState loads the saved rows into memory, spilling past the budget.
@@ -473,6 +492,10 @@ func (j *Join) process(ctx context.Context, side int, b arrow.RecordBatch) error
 		e, bytes, err := own.change(k, own.renc.Key(i), rows[i], sign)
 		if err != nil {
 			return err
+		}
+		own.changed.add(k)
+		if len(cands[i]) > 0 && (semi || otherKept) {
+			other.changed.add(k) // their match counts change
 		}
 		grow += bytes
 		add := kindInsert

@@ -39,6 +39,8 @@ type Normalize struct {
 	mb      miniBatch
 	held    int64 // bytes accounted in budget
 	seeded  bool
+
+	changed changedKeys // the keys changed since the last save
 }
 
 type normChange struct {
@@ -123,17 +125,23 @@ func (n *Normalize) evict() error {
 	})
 }
 
-// SaveState saves the last row of every key, in memory and spilled.
+// SaveState saves the last row of every key, in memory and spilled (in a
+// delta, of the keys changed).
 func (n *Normalize) SaveState(w *StateWriter) error {
-	var buf []byte
-	for k, row := range n.state {
-		buf = appendRow(buf[:0], row)
-		w.Entry(k, buf)
-	}
-	err := w.spilled(n.store, func(k string) bool { _, ok := n.state[k]; return ok })
-	w.EndEntries()
-	return err
+	return w.keyed(&n.changed, func() error {
+		for k, row := range n.state {
+			w.entryScratch(k, appendRow(w.scratch(), row))
+		}
+		return w.spilled(n.store, func(k string) bool { _, ok := n.state[k]; return ok })
+	}, func(k string, b []byte) ([]byte, bool, error) {
+		if row, ok := n.state[k]; ok {
+			return appendRow(b, row), true, nil
+		}
+		return n.store.saved(k)
+	})
 }
+
+func (n *Normalize) trackChanges() { n.changed.track() }
 
 // RestoreState loads the saved rows into memory, spilling past the
 // budget; the input then resumes after them, so nothing seeds the state.
@@ -201,6 +209,7 @@ func (n *Normalize) add(_ context.Context, b arrow.RecordBatch) error {
 func (n *Normalize) flush(context.Context, *Chunk) error {
 	var grow int64
 	for _, k := range n.order {
+		n.changed.add(k)
 		p := n.pending[k]
 		before, had, loaded, err := n.lookup(k)
 		if err != nil {

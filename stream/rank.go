@@ -70,6 +70,8 @@ type Rank struct {
 	q        *outQueue
 	mb       miniBatch
 	held     int64
+
+	changed changedKeys // the partitions changed since the last save
 }
 
 type rankPart struct {
@@ -269,6 +271,7 @@ func (r *Rank) flush(context.Context, *Chunk) error {
 	var grow int64
 	for _, p := range r.dirty {
 		p.dirty = false
+		r.changed.add(p.key)
 		cur := topRows(p.rows, r.spec.Lo, r.spec.Hi)
 		if r.spec.Number {
 			r.emitByNumber(p.emitted, cur)
@@ -345,16 +348,24 @@ func (r *Rank) part(key string, rows []rankRow) *rankPart {
 	return p
 }
 
-// SaveState saves every partition's rows, in memory and spilled (what it
-// emitted is its top then, as after every marker).
+// SaveState saves every partition's rows, in memory and spilled (in a
+// delta, the partitions changed); what it emitted is its top then, as
+// after every marker.
 func (r *Rank) SaveState(w *StateWriter) error {
-	for k, p := range r.parts {
-		w.entryScratch(k, appendRankRows(w.scratch(), p.rows))
-	}
-	err := w.spilled(r.store, func(k string) bool { _, ok := r.parts[k]; return ok })
-	w.EndEntries()
-	return err
+	return w.keyed(&r.changed, func() error {
+		for k, p := range r.parts {
+			w.entryScratch(k, appendRankRows(w.scratch(), p.rows))
+		}
+		return w.spilled(r.store, func(k string) bool { _, ok := r.parts[k]; return ok })
+	}, func(k string, b []byte) ([]byte, bool, error) {
+		if p, ok := r.parts[k]; ok {
+			return appendRankRows(b, p.rows), true, nil
+		}
+		return r.store.saved(k)
+	})
 }
+
+func (r *Rank) trackChanges() { r.changed.track() }
 
 // RestoreState loads the saved partitions into memory, spilling past the
 // budget.

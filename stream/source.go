@@ -69,7 +69,7 @@ func (s *Source) marker(snapshot int64) Chunk {
 			start := time.Now()
 			w := &StateWriter{}
 			s.state(w)
-			s.cp.put(n, s.cpIdx, w.pieces(), start)
+			s.cp.put(n, s.cpIdx, savedState{pieces: w.pieces()}, start)
 		}
 	}
 	return c

@@ -206,6 +206,15 @@ func (s *spillStore) take(key string) ([]byte, bool, error) {
 	return nil, false, nil
 }
 
+// saved returns the value stored for key (false: none, nor on a nil
+// store), for a checkpoint: the store keeps it.
+func (s *spillStore) saved(key string) ([]byte, bool, error) {
+	if s == nil {
+		return nil, false, nil
+	}
+	return s.take(key)
+}
+
 // get reads key's record from the one block that may hold it: its value,
 // nil for a tombstone.
 func (r *stateRun) get(key string) ([]byte, bool, error) {

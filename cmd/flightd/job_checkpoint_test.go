@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,7 +21,8 @@ import (
 
 // TestJobCheckpointKill9 runs a continuous job of every event-time shape
 // (eventjobs: SESSION windows, window top-N over a TVF and over a window
-// aggregation, window join, interval join, TUMBLE aggregation) in a real
+// aggregation, window join, interval join, TUMBLE aggregation) and of a
+// regular join's aggregation (incremental: chains of a base and deltas) in a real
 // flightd that checkpoints every 20 ms, so that a kill often lands while
 // a checkpoint is written, while a writer inserts rows out of order (never
 // late) and deletes some; it kills flightd with SIGKILL at a random time
@@ -28,7 +31,8 @@ import (
 // must start from it (at the source positions that snapshot records), no
 // other job from a checkpoint, and each must read no more source rows
 // than the snapshots since it changed, and once the jobs caught up every sink must equal its
-// batch answer (for the windows the watermark closed).
+// batch answer (for the windows the watermark closed). Some restarts must
+// restore a chain with deltas.
 func TestJobCheckpointKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
@@ -57,7 +61,7 @@ func TestJobCheckpointKill9(t *testing.T) {
 	closeConn()
 	writer := eventjobs.NewWriter("w", "w2")
 	begin := time.Now()
-	var wrote, rebuilt, midCheckpoint int
+	var wrote, rebuilt, midCheckpoint, fromChain int
 	fromCheckpoint := map[string]int{} // by sink
 	for kill := range kills {
 		p.killWriting(t, time.Duration(20+rng.IntN(400))*time.Millisecond, func(c adbc.Connection) bool {
@@ -70,8 +74,10 @@ func TestJobCheckpointKill9(t *testing.T) {
 		})
 		// What the killed flightd left decides how each job must start.
 		lefts := map[string]lastCommit{}
+		deltas := map[string]bool{} // the job's last checkpoint is a delta
 		for id, sink := range sinks {
 			lefts[id] = lastCheckpointed(t, p.dataDir, id, sink)
+			deltas[id] = lefts[id].checkpointed && isDelta(t, filepath.Join(p.dataDir, "_jobs", id+".checkpoints", strconv.FormatInt(lefts[id].snap, 10)))
 		}
 		p = start(t, p.bin, p.dataDir, p.flags...)
 		cnxn, closeConn := p.connect(t)
@@ -83,6 +89,9 @@ func TestJobCheckpointKill9(t *testing.T) {
 					t.Fatalf("seed %d kill %d: job %s started from a checkpoint at %v, not that of its last sink snapshot %d (at %v, its checkpoint there: %v)", seed, kill, st.sink, st.from, left.snap, left.positions, left.checkpointed)
 				}
 				fromCheckpoint[st.sink]++
+				if deltas[st.id] {
+					fromChain++
+				}
 				if limit := 3 * st.snapshotsSince(); st.sourceRows > limit {
 					t.Fatalf("seed %d kill %d: job %s read %d source rows from its checkpoint at %v, more than the %d the snapshots since changed", seed, kill, st.sink, st.sourceRows, st.from, limit)
 				}
@@ -100,8 +109,11 @@ func TestJobCheckpointKill9(t *testing.T) {
 		}
 		closeConn()
 	}
-	t.Logf("%d kills in %s, %d writes acknowledged; restarts of a job from its checkpoint %v, %d from its sources (no checkpoint of its last commit; %d of them killed between a commit and its checkpoint)",
-		kills, time.Since(begin).Round(time.Millisecond), wrote, fromCheckpoint, rebuilt, midCheckpoint)
+	t.Logf("%d kills in %s, %d writes acknowledged; restarts of a job from its checkpoint %v (%d from a chain with deltas), %d from its sources (no checkpoint of its last commit; %d of them killed between a commit and its checkpoint)",
+		kills, time.Since(begin).Round(time.Millisecond), wrote, fromCheckpoint, fromChain, rebuilt, midCheckpoint)
+	if fromChain == 0 {
+		t.Fatalf("seed %d: no restart restored a chain with deltas", seed)
+	}
 	for _, sink := range sinks {
 		// A job checkpoints from its first commit on (a kill between a
 		// commit and its checkpoint's write leaves none): one that seldom
@@ -113,6 +125,28 @@ func TestJobCheckpointKill9(t *testing.T) {
 	if err := p.terminate(t); err != nil {
 		t.Fatalf("flightd did not exit cleanly on SIGTERM with jobs running: %v", err)
 	}
+}
+
+// isDelta says whether the checkpoint file at path is a delta: it names
+// files before it (stream/checkpoint.go's format: magic, positions,
+// chain id, then the sink snapshots of those files).
+func isDelta(t *testing.T, path string) bool {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, ok := bytes.CutPrefix(b, []byte("flightd-checkpoint-2\n"))
+	if !ok {
+		t.Fatalf("%s is not a checkpoint", path)
+	}
+	n, k := binary.Uvarint(b)
+	for range n {
+		_, m := binary.Varint(b[k:])
+		k += m
+	}
+	parents, _ := binary.Uvarint(b[k+16:])
+	return parents > 0
 }
 
 // jobRun is a job as SHOW JOBS lists it once its run started.

@@ -1,8 +1,9 @@
 // Package eventjobs holds continuous jobs of the event-time operators
 // (SESSION windows, window top-N, window and interval joins, window
-// aggregation) over event tables written out of order but never late,
-// for the tests that hold such jobs to their batch answers across
-// restarts.
+// aggregation), and one of a regular join and aggregation (whose
+// checkpoints are incremental), over event tables written out of order
+// but never late, for the tests that hold such jobs to their batch
+// answers across restarts.
 package eventjobs
 
 import (
@@ -48,8 +49,8 @@ const (
 )
 
 // Jobs are a SESSION aggregation, window top-N over a TUMBLE TVF and over
-// a window aggregation, an inner window join, an inner interval join and
-// a TUMBLE aggregation.
+// a window aggregation, an inner window join, an inner interval join, a
+// TUMBLE aggregation, and an aggregation of a regular join.
 func Jobs() []Job {
 	session := `SELECT g, window_start, window_end, count(*), sum(v)
 		FROM TABLE(SESSION(TABLE w %[1]s PARTITION BY g, DESCRIPTOR(ts), INTERVAL '2' SECOND))
@@ -68,6 +69,7 @@ func Jobs() []Job {
 		ON a.window_start = b.window_start AND a.window_end = b.window_end AND a.g = b.g %[3]s`
 	interval := `SELECT a.k AS ak, b.k AS bk, a.v AS av, b.v AS bv FROM w %[1]s a JOIN w2 %[2]s b
 		ON a.g = b.g AND a.ts BETWEEN b.ts - INTERVAL '1' SECOND AND b.ts + INTERVAL '1' SECOND`
+	joinAgg := `SELECT a.g, count(*), max(b.k) FROM w %[1]s a JOIN w2 %[2]s b ON a.v = b.v GROUP BY a.g`
 	tumble := `SELECT g, window_start, count(*), sum(v)
 		FROM TABLE(TUMBLE(TABLE w %[1]s, DESCRIPTOR(ts), INTERVAL '3' SECOND))
 		%[2]s GROUP BY g, window_start, window_end`
@@ -113,6 +115,13 @@ func Jobs() []Job {
 		Batch:   fmt.Sprintf(tumble, "%[1]s", "WHERE window_end <= "+closedW),
 		Rows:    `SELECT g, ws, c, sv FROM ta %s`,
 		Sources: []string{"w"},
+	}, {
+		Name:    "join-agg",
+		Sink:    `CREATE TABLE ja (g BIGINT NOT NULL, c BIGINT, mk BIGINT, PRIMARY KEY (g) NOT ENFORCED)`,
+		Insert:  `INSERT INTO ja ` + fmt.Sprintf(joinAgg, streamed, streamed),
+		Batch:   fmt.Sprintf(joinAgg, "%[1]s", "%[2]s"),
+		Rows:    `SELECT g, c, mk FROM ja %s`,
+		Sources: []string{"w", "w2"},
 	}}
 }
 
