@@ -2,6 +2,7 @@ package vectorized
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -382,6 +383,7 @@ func BenchmarkDecimalOp(b *testing.B) {
 	two := decimal128.FromI64(2)
 	sum := &arrow.Decimal128Type{Precision: 9, Scale: 2}
 	quot := &arrow.Decimal128Type{Precision: 14, Scale: 6}
+	ratio := &arrow.Decimal128Type{Precision: 35, Scale: 20}
 	for _, path := range []struct {
 		name string
 		op   func(ArithOp, decimal128.Num, int32, decimal128.Num, int32, *arrow.Decimal128Type) (decimal128.Num, error)
@@ -399,6 +401,16 @@ func BenchmarkDecimalOp(b *testing.B) {
 			for b.Loop() {
 				for _, x := range xs {
 					if _, err := path.op(Div, x, 2, two, 0, quot); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+		// A ratio of two sums at a wide scale (q49's DECIMAL(35,20)).
+		b.Run("ratio/"+path.name, func(b *testing.B) {
+			for b.Loop() {
+				for i := 1; i < len(xs); i++ {
+					if _, err := path.op(Div, xs[i-1], 4, xs[i], 4, ratio); err != nil && !errors.Is(err, ErrDivideByZero) {
 						b.Fatal(err)
 					}
 				}
