@@ -45,7 +45,10 @@
 //
 // Context.MemoryLimit bounds what one operator holds: retained batches and
 // Arrow allocations since it started, plus estimates of its Go state (hash
-// tables, DISTINCT and set-operation key sets, min/max strings). Over it:
+// tables, DISTINCT and set-operation key sets, min/max strings). A retained
+// batch that slices larger buffers counts its rows' bytes (fixed-width and
+// string/binary columns; others their whole buffers), so the batch-sized
+// slices of one large array count it about once. Over it:
 //   - Sort writes sorted runs (Arrow IPC streams in Context.TempDir) and
 //     merges them; TopN does when the rows it keeps pass the limit.
 //   - HashAggregate sends the rows of new groups to hash partitions it

@@ -363,6 +363,59 @@ func TestQueriesSpillUnderMemoryBudget(t *testing.T) {
 	}
 }
 
+// TestConcurrentQueriesSpillOnlyPastBudget: four clients at once run a
+// window over an aggregation of 100,000 groups, whose output of about 1.6 MB
+// reaches the window's sort as about a hundred batch-sized slices. Under a
+// 48 MiB budget per statement all four answer and none spills (counting
+// each slice as the whole output, as flightd did, made it about 80 MB);
+// under 256 KiB the same statement spills and answers the same.
+func TestConcurrentQueriesSpillOnlyPastBudget(t *testing.T) {
+	const (
+		q       = `SELECT count(*), min(r), max(r), sum(c) FROM (SELECT c, rank() OVER (ORDER BY k DESC) AS r FROM (SELECT id % 100000 AS k, count(*) AS c FROM seq GROUP BY id % 100000) g) w`
+		clients = 4
+	)
+	for _, tc := range []struct {
+		budget int64
+		spill  bool
+	}{{48 << 20, false}, {256 << 10, true}} {
+		spill := t.TempDir()
+		ts := startServer(t, fsql.Options{}, func(c *engine.Config) {
+			c.QueryMemory = tc.budget
+			c.SpillDir = spill
+		})
+		loadSequence(t, ts, "seq", 300_000)
+		cnxns := make([]adbc.Connection, clients)
+		for i := range cnxns {
+			cnxns[i] = ts.connect(t, nil)
+		}
+		errs := make(chan error, clients)
+		for _, cnxn := range cnxns {
+			go func() {
+				plan, err := tryQuery(cnxn, "EXPLAIN ANALYZE "+q)
+				if err != nil {
+					errs <- err
+					return
+				}
+				last := strings.Join(plan[len(plan)-1], "")
+				if spilled := !strings.Contains(last, "spilled_rows=0"); spilled != tc.spill {
+					errs <- fmt.Errorf("budget %d: spilled %v, want %v: %s", tc.budget, spilled, tc.spill, last)
+					return
+				}
+				rows, err := tryQuery(cnxn, q)
+				if err == nil && (len(rows) != 1 || strings.Join(rows[0], ",") != "100000,1,100000,300000") {
+					err = fmt.Errorf("budget %d: got %v, want 100000,1,100000,300000", tc.budget, rows)
+				}
+				errs <- err
+			}()
+		}
+		for range clients {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+	}
+}
+
 // TestConcurrentUpdatesLoseNothing: two clients increment the same rows
 // concurrently; each UPDATE either commits or fails with a conflict
 // (Aborted), and the final values count exactly the committed updates.

@@ -109,7 +109,12 @@ func (st *tableState) openDataFile(e *manifestEntry) (*dataFile, error) {
 		return nil, fmt.Errorf("%w: data file %s has %d bytes, manifest says %d (truncated or replaced)", ErrCorrupt, path, rf.Size(), e.File.FileSize)
 	}
 	mem := st.s.opts.Mem
-	pr, err := file.NewParquetReader(io.NewSectionReader(rf, 0, rf.Size()), file.WithReadProps(parquet.NewReaderProperties(mem)))
+	opts := []file.ReadOption{file.WithReadProps(parquet.NewReaderProperties(mem))}
+	footer := st.s.footers.get(path, rf.Size())
+	if footer != nil {
+		opts = append(opts, file.WithMetadata(footer))
+	}
+	pr, err := file.NewParquetReader(io.NewSectionReader(rf, 0, rf.Size()), opts...)
 	if err != nil {
 		rf.Close()
 		return nil, corruptf(path, err)
@@ -172,6 +177,9 @@ func (st *tableState) openDataFile(e *manifestEntry) (*dataFile, error) {
 	if (df.seqCol < 0) != (df.kindCol < 0) {
 		rf.Close()
 		return nil, corruptf(path, errors.New("incomplete system columns"))
+	}
+	if footer == nil {
+		st.s.footers.add(path, pr.MetaData())
 	}
 	return df, nil
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 
 	"github.com/flightd/flightd/cache"
 )
@@ -77,6 +78,7 @@ type Store struct {
 	columns *cache.Arrays // decoded column chunks; nil: no cache
 
 	verified verifiedFiles // data files whose checksum matched
+	footers  footerCache   // data files' parsed Parquet footers
 }
 
 // verifiedFiles remembers the data files this process has checksummed: they
@@ -105,6 +107,42 @@ func (v *verifiedFiles) add(path string) {
 		v.m = map[string]struct{}{}
 	}
 	v.m[path] = struct{}{}
+}
+
+// footerCache keeps the parsed Parquet footers of data files by path:
+// like verifiedFiles it relies on a data file never changing once written
+// (a file of another size at the path is parsed again). Parsing the footer
+// at every scan of every file was 2% of flightd's CPU in TPC-DS's
+// throughput test at SF 0.3, with every column cached. Bounded by the
+// footers' serialized bytes: when full it forgets everything.
+type footerCache struct {
+	mu    sync.Mutex
+	m     map[string]*metadata.FileMetaData
+	bytes int
+}
+
+const maxFooterBytes = 32 << 20
+
+func (c *footerCache) get(path string, size int64) *metadata.FileMetaData {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if md := c.m[path]; md != nil && md.GetSourceFileSize() == size {
+		return md
+	}
+	return nil
+}
+
+func (c *footerCache) add(path string, md *metadata.FileMetaData) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || c.bytes+md.Size() > maxFooterBytes {
+		c.m, c.bytes = map[string]*metadata.FileMetaData{}, 0
+	}
+	if old := c.m[path]; old != nil {
+		c.bytes -= old.Size()
+	}
+	c.m[path] = md
+	c.bytes += md.Size()
 }
 
 // Open opens (creating if needed) the warehouse at root.

@@ -2,6 +2,7 @@ package vectorized
 
 import (
 	"math"
+	"math/big"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -134,5 +135,52 @@ func TestDecimalToFloat64(t *testing.T) {
 		if got := DecimalToFloat64(c.v, c.scale); got != c.want {
 			t.Errorf("DecimalToFloat64(%s, %d) = %v, want %v", c.v.BigInt(), c.scale, got, c.want)
 		}
+	}
+}
+
+// TestDivRound128 checks decimal division's 128-bit path against big.Int
+// (x * 10^k / y, rounded half away from zero) on random values of every
+// width, exact halves and the 127-bit edge, and that it declines what it
+// cannot hold rather than answering wrong.
+func TestDivRound128(t *testing.T) {
+	rng := testSeed(t)
+	val := func(bitsMax int) decimal128.Num {
+		switch rng.IntN(8) {
+		case 0:
+			return decimal128.FromI64(0)
+		case 1:
+			return []decimal128.Num{decimal128.FromI64(1), decimal128.FromI64(-1), decimal128.MaxDecimal128, decimal128.MaxDecimal128.Negate(),
+				decimal128.New(math.MaxInt64, math.MaxUint64), decimal128.New(math.MinInt64, 0), decimal128.FromU64(math.MaxUint64)}[rng.IntN(7)]
+		}
+		// A random magnitude of 1 to bitsMax bits.
+		v := new(big.Int).Lsh(new(big.Int).SetUint64(rng.Uint64()>>1), 64)
+		v.Or(v, new(big.Int).SetUint64(rng.Uint64()))
+		v.Rsh(v, uint(127-(rng.IntN(bitsMax)+1)))
+		n := decimal128.FromBigInt(v)
+		if rng.IntN(2) == 0 {
+			n = n.Negate()
+		}
+		return n
+	}
+	fast := 0
+	for i := 0; i < 200_000; i++ {
+		x, y, k := val(127), val(127), int32(rng.IntN(42))-1
+		if i%4 == 0 { // exact halves: y even, x a multiple of y/2
+			y = decimal128.FromI64(2 * (rng.Int64N(1<<20) + 1))
+			x = decimal128.FromI64((2*rng.Int64N(1<<30) + 1) * int64(y.LowBits()/2))
+		}
+		got, ok := divRound128(x, k, y)
+		if !ok {
+			continue
+		}
+		fast++
+		num := new(big.Int).Mul(x.BigInt(), pow10Big(k))
+		want := roundDiv(num, y.BigInt())
+		if got.BigInt().Cmp(want) != 0 {
+			t.Fatalf("%s * 10^%d / %s = %s, want %s", x.BigInt(), k, y.BigInt(), got.BigInt(), want)
+		}
+	}
+	if fast < 50_000 {
+		t.Fatalf("the 128-bit path took only %d of 200,000 divisions", fast)
 	}
 }

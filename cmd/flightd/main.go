@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path"
+	"runtime"
 	"runtime/pprof"
 	"syscall"
 	"time"
@@ -67,7 +68,7 @@ func run() error {
 		nodeID   = flag.String("node-id", "", "name of this node among those sharing the warehouse, for job leases: a node restarted under its name takes its jobs back at once, without waiting for -job-lease; must be unique among live nodes (default: random)")
 		metaAge  = flag.Duration("metadata-max-age", -1, "how old what a query knows of a table's latest schema and snapshot may be before it asks the warehouse again: another node's commits are seen by queries that start more than this after them, this node's own at once (negative: 1s for an s3:// warehouse, 0 for a local directory)")
 		cpuProf  = flag.String("cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file, ended at shutdown (SIGTERM or SIGINT)")
-		pprofAt  = flag.String("pprof-addr", "", "serve Go's profiles (net/http/pprof: heap, allocs, goroutine, profile) over HTTP on this address, without authentication: keep it on loopback (default: not served)")
+		pprofAt  = flag.String("pprof-addr", "", "serve Go's profiles (net/http/pprof: heap, allocs, goroutine, profile, and mutex and block, which it turns on) over HTTP on this address, without authentication: keep it on loopback (default: not served)")
 		maxToks  = flag.Int("max-statement-tokens", flightsql.DefaultLimits.MaxStatementTokens, "most tokens (names, literals, operators) one SQL statement may have")
 	)
 	memLimit, queryMem, cacheMem := sizeFlag{auto: true}, sizeFlag{auto: true}, sizeFlag{auto: true}
@@ -222,14 +223,27 @@ func startCPUProfile(file string) (stop func(), err error) {
 	}, nil
 }
 
+// Sampling of the contention profiles -pprof-addr turns on: one mutex
+// contention in mutexProfileFraction, and blocking (channels, selects,
+// WaitGroups, mutexes) with a chance of its duration over blockProfileRate
+// ns, so every wait of 100µs or more. Both are off by default in Go; these
+// rates cost little next to the waits they find.
+const (
+	mutexProfileFraction = 10
+	blockProfileRate     = 100_000
+)
+
 // servePprof serves net/http/pprof's handlers on addr until stop: heap
 // profiles taken while a workload runs show what its memory holds, which a
-// profile written at shutdown cannot.
+// profile written at shutdown cannot, and the mutex and block profiles
+// show where concurrent queries wait for each other.
 func servePprof(addr string) (stop func(), err error) {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("-pprof-addr: %w", err)
 	}
+	runtime.SetMutexProfileFraction(mutexProfileFraction)
+	runtime.SetBlockProfileRate(blockProfileRate)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", httppprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", httppprof.Cmdline)

@@ -459,8 +459,9 @@ func TestCPUProfile(t *testing.T) {
 }
 
 // TestPprofAddr: -pprof-addr serves a heap profile of the running process
-// (gzipped pprof naming its sample types) and nothing once flightd has shut
-// down; an address it cannot listen on stops flightd at start.
+// (gzipped pprof naming its sample types) and sampled mutex and block
+// profiles, and nothing once flightd has shut down; an address it cannot
+// listen on stops flightd at start.
 func TestPprofAddr(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
@@ -474,6 +475,28 @@ func TestPprofAddr(t *testing.T) {
 	at := lis.Addr().String()
 	lis.Close()
 	p := start(t, bin, filepath.Join(dir, "data"), "-pprof-addr", at)
+	cnxn, closeConn := p.connect(t)
+	if err := execSQL(cnxn, `CREATE TABLE t (a BIGINT)`); err != nil {
+		t.Fatal(err)
+	}
+	closeConn()
+	// The contention profiles are sampled (Go's rates are 0 by default):
+	// the mutex profile states its period, and the block profile holds the
+	// waits of the statement's goroutines.
+	for _, c := range []struct{ profile, want string }{
+		{"mutex", fmt.Sprintf("sampling period=%d", mutexProfileFraction)},
+		{"block", " @ 0x"},
+	} {
+		resp, err := http.Get("http://" + at + "/debug/pprof/" + c.profile + "?debug=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || !bytes.Contains(b, []byte(c.want)) {
+			t.Fatalf("%s profile (%s, %v) lacks %q:\n%s", c.profile, resp.Status, err, c.want, b)
+		}
+	}
 	resp, err := http.Get("http://" + at + "/debug/pprof/heap")
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,72 @@
+package tablestore
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+)
+
+// TestFooterCache: a data file's footer is parsed at its first scan and
+// reused by the next (the same parsed footer, the same rows), not served
+// for a file of another size at the path, and the cache forgets everything
+// rather than grow past its bytes.
+func TestFooterCache(t *testing.T) {
+	ctx := context.Background()
+	mem := newMem(t)
+	s, err := Open(ctx, NewLocalFS(), t.TempDir(), Options{Mem: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.CreateDatabase(ctx, "db", false); err != nil {
+		t.Fatal(err)
+	}
+	sc := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64, Nullable: true}, {Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: sc}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{1, "x"}, {2, "y"}})
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{3, "z"}})
+	footers := func() map[string]*metadata.FileMetaData {
+		s.footers.mu.Lock()
+		defer s.footers.mu.Unlock()
+		m := map[string]*metadata.FileMetaData{}
+		for k, v := range s.footers.m {
+			m[k] = v
+		}
+		return m
+	}
+	first := fmt.Sprint(scanAll(t, tbl, ScanSpec{}))
+	parsed := footers()
+	if len(parsed) != 2 {
+		t.Fatalf("%d footers cached after scanning 2 files", len(parsed))
+	}
+	if again := fmt.Sprint(scanAll(t, tbl, ScanSpec{})); again != first {
+		t.Fatalf("second scan %s, first %s", again, first)
+	}
+	for path, md := range footers() {
+		if parsed[path] != md {
+			t.Fatalf("%s: footer parsed again at the second scan", path)
+		}
+		if s.footers.get(path, md.GetSourceFileSize()+1) != nil {
+			t.Fatalf("%s: footer served for a file of another size", path)
+		}
+	}
+	var md *metadata.FileMetaData
+	for _, v := range parsed {
+		md = v
+	}
+	for i := 0; i <= maxFooterBytes/md.Size(); i++ {
+		s.footers.add(fmt.Sprintf("f%d", i), md)
+		if s.footers.bytes > maxFooterBytes {
+			t.Fatalf("%d bytes of footers after %d adds, bound %d", s.footers.bytes, i+1, maxFooterBytes)
+		}
+	}
+	if n := len(footers()); n > maxFooterBytes/md.Size() {
+		t.Fatalf("%d footers kept, at most %d fit", n, maxFooterBytes/md.Size())
+	}
+}
