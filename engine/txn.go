@@ -14,7 +14,8 @@ import (
 )
 
 // Txn is an explicit transaction. Reads see each table as of the moment the
-// transaction began; writes are buffered and published by Commit.
+// transaction began, with the transaction's own writes (ownWrite); writes
+// are buffered and published by Commit.
 type Txn struct {
 	id    string
 	begin time.Time
