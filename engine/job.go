@@ -161,6 +161,11 @@ type checkpoint struct {
 	// State: the job's checkpoint of this sink snapshot holds its
 	// operators' state at Positions.
 	State bool `json:"state,omitempty"`
+	// Times are the commit times (ms) of the sources' snapshots at
+	// Positions (0 for position 0). A table has no identity beyond its
+	// name: a source dropped and created again, or rolled back, has its
+	// snapshot at the position missing or of another time.
+	Times []int64 `json:"times,omitempty"`
 }
 
 // startJobs starts the stored jobs that were running.
@@ -555,7 +560,7 @@ func (j *job) run(ctx context.Context) error {
 		}
 		r.from = from
 	}
-	a := &applier{j: j, ctx: ctx, sink: sink, schema: q.Schema(), names: names, started: time.Now(),
+	a := &applier{j: j, ctx: ctx, sink: sink, schema: q.Schema(), names: names, sources: sources, started: time.Now(),
 		w: sink.NewWrite(tablestore.WriteOptions{CommitEmpty: true}), answer: map[string]bool{}, from: from}
 	if md := sink.Materialized(); j.mtable != nil && md != nil {
 		a.every = commitInterval(md)
@@ -881,6 +886,10 @@ func (j *job) resumeFrom(ctx context.Context, sink *tablestore.Table, sources []
 		// (a planner change): the positions are not this plan's. Start over.
 		return resume{}, nil
 	}
+	if replaced, err := sourcesReplaced(ctx, sources, cp); replaced || err != nil {
+		// The positions are another table's: start over from these.
+		return resume{}, err
+	}
 	j.mu.Lock()
 	j.status.Committed, j.status.Positions, j.status.SinkSnapshot = cp.Positions, cp.Positions, snap
 	j.mu.Unlock()
@@ -901,6 +910,29 @@ func (j *job) resumeFrom(ctx context.Context, sink *tablestore.Table, sources []
 	return resume{from: from, positions: cp.Positions, snap: snap, state: cp.State}, nil
 }
 
+// sourcesReplaced reports whether a source is not the table cp's
+// positions were taken of (checkpoints that record no times tell
+// nothing). A snapshot at a position cannot have expired: the job's hold
+// keeps it (holdSources).
+func sourcesReplaced(ctx context.Context, sources []*tablestore.Table, cp checkpoint) (bool, error) {
+	if len(cp.Times) != len(sources) {
+		return false, nil
+	}
+	for i, t := range sources {
+		if cp.Positions[i] == 0 {
+			continue
+		}
+		ms, err := t.SnapshotTime(ctx, cp.Positions[i])
+		if errors.Is(err, tablestore.ErrSnapshotNotFound) || err == nil && ms != cp.Times[i] {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
 // applier writes a job's changelog to its sink.
 type applier struct {
 	j      *job
@@ -909,8 +941,10 @@ type applier struct {
 	schema *arrow.Schema // the query's: row kind, then the sink's columns
 	perm   []int
 	names  []string
-	w      *tablestore.Write
-	dirty  bool // rows written since the last commit
+	// sources are the tables the job reads, in plan order (as names).
+	sources []*tablestore.Table
+	w       *tablestore.Write
+	dirty   bool // rows written since the last commit
 	// every is the least time between two commits (0: at every marker
 	// after changes); lastCommit the time of this run's last one (with a
 	// checkpoint: when its write ended).
@@ -918,6 +952,8 @@ type applier struct {
 	lastCommit time.Time
 	started    time.Time
 	committed  stream.Pos // the sources' positions of the last commit
+	// times are the commit times of the sources' snapshots at timesAt.
+	times, timesAt []int64
 	// checkpointing: every operator can save its state, and the job
 	// commits only at barriers, asked for every interval after changes
 	// (or idleCheckpointFactor intervals after source changes that left
@@ -1075,7 +1111,11 @@ func (a *applier) commit(pos stream.Pos, barrier int64) error {
 			return err
 		}
 	}
-	v, err := json.Marshal(checkpoint{Sources: a.names, Positions: pos, State: state != nil})
+	times, err := a.sourceTimes(pos)
+	if err != nil {
+		return err
+	}
+	v, err := json.Marshal(checkpoint{Sources: a.names, Positions: pos, State: state != nil, Times: times})
 	if err != nil {
 		return err
 	}
@@ -1111,6 +1151,26 @@ func (a *applier) commit(pos stream.Pos, barrier int64) error {
 	}
 	a.processed(pos)
 	return nil
+}
+
+// sourceTimes returns the commit times of the sources' snapshots at pos
+// (0 for position 0), reading only those of positions that moved since
+// the last call.
+func (a *applier) sourceTimes(pos stream.Pos) ([]int64, error) {
+	if a.times == nil {
+		a.times, a.timesAt = make([]int64, len(pos)), make([]int64, len(pos))
+	}
+	for i, p := range pos {
+		if p == a.timesAt[i] {
+			continue
+		}
+		ms, err := a.sources[i].SnapshotTime(a.ctx, p)
+		if err != nil {
+			return nil, fmt.Errorf("job %s: source %s: %w", a.j.def.ID, a.names[i], err)
+		}
+		a.times[i], a.timesAt[i] = ms, p
+	}
+	return slices.Clone(a.times), nil
 }
 
 // processed records that the sink holds the answer at pos (committed, or

@@ -758,3 +758,46 @@ func TestMaterializedHoldsSources(t *testing.T) {
 		t.Fatalf("after DROP: consumers of src %v, want none", got)
 	}
 }
+
+// TestMaterializedSourceReplacedWhileSuspended drops a continuous
+// materialized table's source while the table is suspended and creates it
+// again under its name with other rows, as many snapshots as the job had
+// read or fewer: on RESUME the job's checkpoint positions belong to the
+// old table, so the job must start over from the new one (its state and
+// positions restored would mix the two tables' rows).
+func TestMaterializedSourceReplacedWhileSuspended(t *testing.T) {
+	for _, snapshots := range []int{1, 12} {
+		t.Run(fmt.Sprintf("%d snapshots", snapshots), func(t *testing.T) {
+			e, mem := openEngine(t, t.TempDir())
+			defer closeEngine(t, e, mem)
+			s := e.NewSession()
+			const src = "CREATE TABLE src (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)"
+			mustExec(t, s, src)
+			for k := range 4 {
+				mustExec(t, s, fmt.Sprintf("INSERT INTO src VALUES (%d, %d), (%d, 1)", k, 10*k, 100+k))
+			}
+			mustExec(t, s, "CREATE MATERIALIZED TABLE m FRESHNESS = INTERVAL '1' SECOND AS SELECT k, sum(v) AS sv FROM src GROUP BY k")
+			answer := func() []string { return rowSet(t, s, "SELECT k, sum(v) FROM src GROUP BY k") }
+			waitRows(t, s, "SELECT k, sv FROM m", answer()...)
+			job := describe(t, s, "m")["job"]
+			deadline := time.Now().Add(30 * time.Second)
+			for !slices.Equal(rowSet(t, s, "SELECT consumer_id FROM src$consumers"), []string{"flightd-job-" + job}) {
+				if time.Now().After(deadline) {
+					t.Fatal("the job did not checkpoint")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			mustExec(t, s, "ALTER MATERIALIZED TABLE m SUSPEND")
+
+			mustExec(t, s, "DROP TABLE src")
+			mustExec(t, s, src)
+			for i := range snapshots {
+				mustExec(t, s, fmt.Sprintf("INSERT INTO src VALUES (%d, %d)", 1000+i, i))
+			}
+			mustExec(t, s, "ALTER MATERIALIZED TABLE m RESUME")
+			waitRows(t, s, "SELECT k, sv FROM m", answer()...)
+			mustExec(t, s, "INSERT INTO src VALUES (1, 5), (2000, 7)")
+			waitRows(t, s, "SELECT k, sv FROM m", answer()...)
+		})
+	}
+}
