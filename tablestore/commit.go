@@ -390,7 +390,7 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 		DeltaRecordCount: rows, NextSequenceNumber: nextSeq, Properties: req.properties,
 	}
 	if latest != nil {
-		sn.TotalRecordCount = latest.TotalRecordCount
+		sn.TotalRecordCount, sn.Parent = latest.TotalRecordCount, latest.Checksum
 		next, err := st.nextSequenceNumber(latest)
 		if err != nil {
 			cleanup()
@@ -402,6 +402,10 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 		}
 	}
 	sn.TotalRecordCount += rows - delRows
+	if sn.Checksum, err = sn.checksum(); err != nil { // kept as the latest: the next one's Parent
+		cleanup()
+		return 0, nil, false, err
+	}
 	tmp := joinPath(st.dir, "snapshot", ".tmp-"+prefix)
 	if _, err := writePaimonJSON(st.fs(), tmp, sn); err != nil {
 		_ = st.fs().Remove(tmp)

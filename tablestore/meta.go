@@ -137,18 +137,35 @@ type snapshot struct {
 	// a damaged snapshot that still parses is found (Paimon's readers
 	// ignore it; snapshots of Paimon's writers have none).
 	Checksum uint32 `json:"flightdChecksum,omitempty"`
+	// Parent is the Checksum of the snapshot this one was committed on (0:
+	// none, or one of Paimon's writers). A table has no identity beyond
+	// its path, so this is how a change stream tells the next snapshot of
+	// its table from one of a table dropped and created again (or rolled
+	// back) under the name since it read the last.
+	Parent uint32 `json:"flightdParent,omitempty"`
 }
 
 func (s snapshot) MarshalJSON() ([]byte, error) {
 	type plain snapshot // without these methods
+	sum, err := s.checksum()
+	if err != nil {
+		return nil, err
+	}
+	p := plain(s)
+	p.Checksum = sum
+	return json.Marshal(p)
+}
+
+// checksum is the CRC-32C of s's JSON without its Checksum.
+func (s snapshot) checksum() (uint32, error) {
+	type plain snapshot
 	p := plain(s)
 	p.Checksum = 0
 	body, err := json.Marshal(p)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	p.Checksum = crc32.Checksum(body, crcTable)
-	return json.Marshal(p)
+	return crc32.Checksum(body, crcTable), nil
 }
 
 func (s *snapshot) UnmarshalJSON(data []byte) error {
@@ -159,13 +176,11 @@ func (s *snapshot) UnmarshalJSON(data []byte) error {
 	if s.Checksum == 0 {
 		return nil
 	}
-	p := plain(*s)
-	p.Checksum = 0
-	body, err := json.Marshal(p)
+	got, err := s.checksum()
 	if err != nil {
 		return err
 	}
-	if got := crc32.Checksum(body, crcTable); got != s.Checksum {
+	if got != s.Checksum {
 		return fmt.Errorf("checksum mismatch (stored %08x, computed %08x)", s.Checksum, got)
 	}
 	return nil

@@ -120,6 +120,9 @@ type ChangeReader struct {
 	spec          StreamSpec
 	next          int64 // first snapshot not yet read
 	cur           int64 // snapshot being returned
+	// curSum is the checksum of snapshot cur as read (0: not known), which
+	// the next one names as its Parent.
+	curSum uint32
 	units         []changefeed.Unit[unitMeta]
 	rd            BatchReader
 	feed          *tableFeed
@@ -420,11 +423,14 @@ func (r *ChangeReader) Next(ctx context.Context) (Change, error) {
 			r.looked = time.Now()
 			sn, err := r.findSnapshot(r.next, wake)
 			if err == nil {
+				if r.curSum != 0 && sn.Parent != 0 && sn.ID == r.cur+1 && sn.Parent != r.curSum {
+					return Change{}, fmt.Errorf("stream %s: snapshot %d was not committed on the snapshot %d the stream read: the table was dropped and created again, or rolled back, under the stream: %w", r.st.id, sn.ID, r.cur, ErrTableNotFound)
+				}
 				if err := r.read(ctx, sn); err != nil {
 					return Change{}, err
 				}
 				// The lease on sn stays until its readers are done.
-				r.cur, r.next, r.caught = sn.ID, sn.ID+1, false
+				r.cur, r.curSum, r.next, r.caught = sn.ID, sn.Checksum, sn.ID+1, false
 				continue
 			}
 			if !errors.Is(err, ErrSnapshotNotFound) {
