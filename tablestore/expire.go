@@ -40,7 +40,7 @@ func (t *Table) CreateTag(ctx context.Context, name string, snapshotID int64) er
 	if _, err := st.readSnapshot(sn.ID); err != nil {
 		return err
 	}
-	if err := st.fs().MkdirAll(joinPath(st.dir, "tag")); err != nil {
+	if err := st.fs().MkdirIn(st.dir, "tag"); err != nil {
 		return err
 	}
 	tmp := joinPath(st.dir, "tag", ".tmp-"+newUUID())
@@ -271,7 +271,7 @@ func (t *Table) SetConsumer(ctx context.Context, id string, nextSnapshot int64) 
 		return fmt.Errorf("consumer %q of %s: %w: next snapshot must be positive, got %d", id, t.st.id, ErrInvalid, nextSnapshot)
 	}
 	st := t.st
-	if err := st.fs().MkdirAll(joinPath(st.dir, "consumer")); err != nil {
+	if err := st.fs().MkdirIn(st.dir, "consumer"); err != nil {
 		return err
 	}
 	want := consumerState{NextSnapshot: nextSnapshot, UpdateMillis: st.s.opts.Now().UnixMilli()}

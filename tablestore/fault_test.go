@@ -87,6 +87,13 @@ func (f *faultFS) RenameNoReplace(o, n string) error {
 	return f.rename("rename-no-replace", o, n, f.FS.RenameNoReplace)
 }
 
+func (f *faultFS) MkdirIn(parent, rel string) error {
+	if f.step("mkdir " + joinPath(parent, rel)) {
+		return errInjected
+	}
+	return f.FS.MkdirIn(parent, rel)
+}
+
 func (f *faultFS) MkdirAll(dir string) error {
 	if f.step("mkdir " + dir) {
 		return errInjected

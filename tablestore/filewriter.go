@@ -116,7 +116,7 @@ func (d *dataWriter) open(first arrow.RecordBatch) error {
 func (d *dataWriter) create() error {
 	dir := joinPath(d.st.dir, d.rel)
 	if !d.dirs[dir] {
-		if err := d.st.fs().MkdirAll(dir); err != nil {
+		if err := d.st.fs().MkdirIn(d.st.dir, d.rel); err != nil {
 			return d.st.droppedOr(fmt.Errorf("create %s: %w", dir, err))
 		}
 		d.dirs[dir] = true

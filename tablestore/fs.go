@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -36,6 +37,12 @@ type FS interface {
 	// missing dir gives an error wrapping fs.ErrNotExist.
 	List(dir string) ([]string, error)
 	MkdirAll(dir string) error
+	// MkdirIn creates the directories of the slash-separated path rel
+	// under parent, which must exist (an error wrapping fs.ErrNotExist
+	// otherwise). Unlike MkdirAll it never creates parent again: a writer
+	// racing the drop of a table or database (its directory renamed
+	// away) must not bring the directory back.
+	MkdirIn(parent, rel string) error
 	Stat(name string) (fs.FileInfo, error)
 	SyncDir(dir string) error
 }
@@ -113,7 +120,18 @@ func (localFS) List(dir string) ([]string, error) {
 	return names, nil
 }
 
-func (localFS) MkdirAll(dir string) error             { return os.MkdirAll(dir, 0o755) }
+func (localFS) MkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
+
+func (localFS) MkdirIn(parent, rel string) error {
+	dir := parent
+	for _, name := range strings.Split(rel, "/") {
+		dir = joinPath(dir, name)
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	return nil
+}
 func (localFS) Stat(name string) (fs.FileInfo, error) { return os.Stat(name) }
 
 func (localFS) SyncDir(dir string) error {

@@ -156,17 +156,22 @@ func (s *Store) PutMaterializedState(ctx context.Context, id Ident, state Materi
 	if err := validateIdent(id); err != nil {
 		return err
 	}
-	if err := s.replaceMeta(joinPath(s.dbDir(id.Database), mtableDirName), id.Table, state); err != nil {
+	if err := s.replaceMeta(s.dbDir(id.Database), mtableDirName, id.Table, state); err != nil {
 		return fmt.Errorf("materialized table %s: %w", id, err)
 	}
 	return nil
 }
 
-// replaceMeta replaces file name in dir (created if missing) with v,
-// atomically.
-func (s *Store) replaceMeta(dir, name string, v any) error {
-	if err := s.fs.MkdirAll(dir); err != nil {
-		return err
+// replaceMeta replaces file name in directory sub of parent (sub created
+// if missing, "" for parent itself) with v, atomically. parent must exist:
+// a write racing the drop of a database does not bring it back.
+func (s *Store) replaceMeta(parent, sub, name string, v any) error {
+	dir := parent
+	if sub != "" {
+		dir = joinPath(parent, sub)
+		if err := s.fs.MkdirIn(parent, sub); err != nil {
+			return err
+		}
 	}
 	tmp := joinPath(dir, ".tmp-"+newUUID())
 	if _, err := writeMeta(s.fs, tmp, v); err != nil {
@@ -209,7 +214,7 @@ func (s *Store) SetDatabaseOptions(ctx context.Context, db string, set map[strin
 		return err
 	}
 	maps.Copy(opts, set)
-	if err := s.replaceMeta(s.dbDir(db), dbOptionsName, opts); err != nil {
+	if err := s.replaceMeta(s.dbDir(db), "", dbOptionsName, opts); err != nil {
 		return fmt.Errorf("database %q options: %w", db, err)
 	}
 	return nil

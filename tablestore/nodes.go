@@ -30,7 +30,7 @@ func (s *Store) Heartbeat(ctx context.Context, id, location string) error {
 		return err
 	}
 	info := NodeInfo{ID: id, Location: location, HeartbeatMillis: s.opts.Now().UnixMilli()}
-	if err := s.replaceMeta(joinPath(s.root, nodeDirName), id, info); err != nil {
+	if err := s.replaceMeta(s.root, nodeDirName, id, info); err != nil {
 		return fmt.Errorf("node %s: %w", id, err)
 	}
 	return nil

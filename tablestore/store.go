@@ -260,7 +260,7 @@ func (s *Store) CreateDatabaseWith(ctx context.Context, name string, ifNotExists
 		return fmt.Errorf("create database %q: %w", name, err)
 	}
 	if len(opts) > 0 {
-		if err := s.replaceMeta(s.dbDir(name), dbOptionsName, opts); err != nil {
+		if err := s.replaceMeta(s.dbDir(name), "", dbOptionsName, opts); err != nil {
 			return fmt.Errorf("create database %q: options: %w", name, err)
 		}
 	}
@@ -415,7 +415,9 @@ func (s *Store) newTable(id Ident, def TableDef) (*tableSchema, *tableState, err
 func (s *Store) prepareTableDir(id Ident) (*tableState, error) {
 	dir := s.tableDir(id)
 	for _, sub := range []string{"schema", "snapshot", "manifest"} {
-		if err := s.fs.MkdirAll(joinPath(dir, sub)); err != nil {
+		if err := s.fs.MkdirIn(s.dbDir(id.Database), joinPath(id.Table, sub)); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("database %q: %w", id.Database, ErrDatabaseNotFound) // dropped meanwhile
+		} else if err != nil {
 			return nil, err
 		}
 	}

@@ -123,9 +123,9 @@ type ChangeReader struct {
 	// curSum is the checksum of snapshot cur as read (0: not known), which
 	// the next one names as its Parent.
 	curSum uint32
-	units         []changefeed.Unit[unitMeta]
-	rd            BatchReader
-	feed          *tableFeed
+	units  []changefeed.Unit[unitMeta]
+	rd     BatchReader
+	feed   *tableFeed
 	// shared holds the changes of snapshot cur read by the feed; the next
 	// batch to return is shared.Parts[part].Batches[batch].
 	shared      *changefeed.Snapshot[unitMeta]

@@ -57,7 +57,7 @@ func (s *Store) CreateView(ctx context.Context, id Ident, def ViewDef, orReplace
 		return fmt.Errorf("create view %s: %w", id, err)
 	}
 	dir := s.viewDir(id.Database)
-	if err := s.fs.MkdirAll(dir); err != nil {
+	if err := s.fs.MkdirIn(s.dbDir(id.Database), viewDirName); err != nil {
 		return fmt.Errorf("create view %s: %w", id, err)
 	}
 	def.TimeMillis = s.opts.Now().UnixMilli()

@@ -485,6 +485,11 @@ func (f *FS) List(dir string) ([]string, error) {
 	return slices.Compact(names), nil
 }
 
+// MkdirIn is MkdirAll of rel under parent: an object store has no
+// directory to bring back, only prefixes (dropping a table there removes
+// its files in place).
+func (f *FS) MkdirIn(parent, rel string) error { return f.MkdirAll(parent + "/" + rel) }
+
 // MkdirAll writes dir's marker; the parents exist as its prefixes.
 func (f *FS) MkdirAll(dir string) error {
 	if dirPrefix(dir) == "" {
