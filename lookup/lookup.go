@@ -69,6 +69,10 @@ type Index struct {
 	checkMu   sync.Mutex   // one check of storage at a time
 	checkedAt atomic.Int64 // when the last check started, ns since epoch
 	latest    atomic.Int64 // the snapshot id it found
+	// replaced: a check found the newest snapshot in storage older than
+	// the index's when the check started: the table was dropped and
+	// created again (or rolled back), and refresh must move the index.
+	replaced atomic.Bool
 }
 
 // Check reports why lookups cannot read table t (no primary key, a column
@@ -310,13 +314,21 @@ func (x *Index) latestSince(ctx context.Context, since int64) (int64, error) {
 	if x.checkedAt.Load() > since {
 		return x.latest.Load(), nil // checked while this lookup waited
 	}
+	x.mu.RLock()
+	floor := int64(0) // the index's snapshot was in storage before the check
+	if x.scan != nil {
+		floor = x.scan.SnapshotID()
+	}
+	x.mu.RUnlock()
 	start := x.now()
 	id, err := x.t.LatestSnapshotID(ctx)
 	if err != nil {
 		return 0, err
 	}
+	if id < floor {
+		x.replaced.Store(true)
+	}
 	// latest before checkedAt: a lookup that sees the new time sees the id.
-	id = max(id, x.latest.Load())
 	x.latest.Store(id)
 	x.checkedAt.Store(start)
 	return id, nil
@@ -325,10 +337,11 @@ func (x *Index) latestSince(ctx context.Context, since int64) (int64, error) {
 // refresh moves the index to the latest snapshot if a commit was published
 // since it last moved, or if a lookup asks for a snapshot newer than the
 // index's (another process committed it: Published follows this process's
-// commits only).
+// commits only), or the table was replaced.
 func (x *Index) refresh(ctx context.Context, want int64) error {
+	moved := func() bool { return want > x.scan.SnapshotID() || x.replaced.Load() }
 	x.mu.RLock()
-	ch, behind := x.published, x.scan != nil && want > x.scan.SnapshotID()
+	ch, behind := x.published, x.scan != nil && moved()
 	x.mu.RUnlock()
 	if !behind {
 		select {
@@ -339,16 +352,23 @@ func (x *Index) refresh(ctx context.Context, want int64) error {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.scan == nil || x.published != ch && want <= x.scan.SnapshotID() {
+	if x.scan == nil || x.published != ch && !moved() {
 		return nil // another lookup moved it
 	}
 	next := x.t.Published()
+	x.replaced.Store(false) // before the scan: a later check may set it again
 	scan, err := x.t.NewScan(ctx, tablestore.ScanSpec{})
 	if err != nil {
 		return err
 	}
 	if x.rows != nil {
-		x.invalidate(ctx, x.scan.SnapshotID(), scan.SnapshotID())
+		if ok, err := x.scan.Current(); !ok || err != nil {
+			// The table was replaced (or rolled back): nothing cached is
+			// known good, and the snapshots in between are another table's.
+			x.rows.Clear()
+		} else {
+			x.invalidate(ctx, x.scan.SnapshotID(), scan.SnapshotID())
+		}
 	}
 	x.scan.Close()
 	x.scan, x.published = scan, next

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -340,5 +341,79 @@ func TestLookupAfterOtherNodeExpired(t *testing.T) {
 	}
 	if v, snap := read(); v != 6 || snap < last { // background compaction may commit after
 		t.Fatalf("after the other node's commits and expiry: v %d at snapshot %d, want 6 at %d or later", v, snap, last)
+	}
+}
+
+// TestLookupTableReplacedOnOtherNode: another node drops the indexed table
+// and creates it again under its name, with the same key at another value
+// and as many commits or more than the index had seen (so the snapshot
+// ids go on). The index must not answer from the old table's cache, nor
+// take the new table's snapshots for the changes since its own.
+func TestLookupTableReplacedOnOtherNode(t *testing.T) {
+	for _, commits := range []int{1, 3, 6} {
+		t.Run(fmt.Sprintf("%d commits", commits), func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			ws, wmem := openNode(t, tablestore.NewLocalFS(), dir)
+			rs, rmem := openNode(t, tablestore.NewLocalFS(), dir)
+			if err := ws.CreateDatabase(ctx, "db", false); err != nil {
+				t.Fatal(err)
+			}
+			put := func(tbl *tablestore.Table, v int64) {
+				t.Helper()
+				b := array.NewRecordBuilder(wmem, testSchema)
+				defer b.Release()
+				b.Field(0).(*array.Int64Builder).Append(1)
+				b.Field(1).(*array.StringBuilder).Append("a")
+				b.Field(2).(*array.Int64Builder).Append(v)
+				b.Field(3).(*array.StringBuilder).AppendNull()
+				rec := b.NewRecordBatch()
+				defer rec.Release()
+				w := tbl.NewWrite(tablestore.WriteOptions{})
+				if err := w.Write(ctx, rec, tablestore.Insert); err != nil {
+					w.Abort()
+					t.Fatal(err)
+				}
+				if _, err := w.Commit(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			old := createTable(t, ws, "t", nil)
+			put(old, 10)
+			put(old, 11)
+			rt, err := rs.Table(ctx, tablestore.Ident{Database: "db", Table: "t"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			x, err := Open(ctx, rt, rmem, Options{Cache: CachePartial, MaxBytes: 1 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer x.Close()
+			get := func() string {
+				t.Helper()
+				keys := keyBatch(rmem, [][2]any{{int64(1), "a"}})
+				defer release(keys)
+				out, _, err := x.Lookup(ctx, Request{Keys: keys})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer out.Release()
+				return render(out.Columns(), 0)
+			}
+			before := get()
+			get() // now cached
+			if err := ws.DropTable(ctx, tablestore.Ident{Database: "db", Table: "t"}, false); err != nil {
+				t.Fatal(err)
+			}
+			again := createTable(t, ws, "t", nil)
+			for i := range commits {
+				put(again, int64(100+i))
+			}
+			want := fmt.Sprint(100 + commits - 1)
+			if got := get(); !strings.Contains(got, want) {
+				t.Fatalf("after the table was replaced with 1,a = %s the lookup gave %s (before: %s)", want, got, before)
+			}
+		})
 	}
 }

@@ -447,14 +447,21 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 	// find its id free again: committed by another, then expired (tight
 	// retention). Published below the newest snapshot, no reader would
 	// ever see it: take it back and retry on the new latest
-	// (TestStaleCommitAfterExpiry). The expiry that freed the id ran after
-	// a newer snapshot was published, and the newest is never expired, so
-	// a listing now shows one exactly when this is so.
+	// (TestStaleCommitAfterExpiry). A newer snapshot alone does not tell:
+	// another writer may have committed on this one at once
+	// (TestCommitBuiltOnAtOnce; taking it back then removed manifests the
+	// newer snapshot named).
 	ids, err := st.listSnapshots()
 	if err != nil {
 		return 0, nil, false, fmt.Errorf("%w: list snapshots after publishing %s: %v", errCommitAmbiguous, final, err)
 	}
+	stale := false
 	if len(ids) > 0 && ids[len(ids)-1] > sn.ID {
+		if stale, err = st.publishedStale(sn); err != nil {
+			return 0, nil, false, fmt.Errorf("%w: check %s below snapshot %d: %v", errCommitAmbiguous, final, ids[len(ids)-1], err)
+		}
+	}
+	if stale {
 		if err := st.fs().Remove(final); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return 0, nil, false, fmt.Errorf("%w: take back %s, published below snapshot %d: %v", errCommitAmbiguous, final, ids[len(ids)-1], err)
 		}
@@ -526,6 +533,22 @@ func (st *tableState) syncFileDirs(files []*manifestEntry) error {
 }
 
 // isOurSnapshot reports whether the published snapshot-N is sn.
+// publishedStale reports whether sn, just published with newer snapshots
+// after it, took an id that expiry had freed rather than being committed
+// on: the snapshot after it names another parent, or is missing while sn
+// is there (expiry removes the oldest first, so a successor goes only
+// after sn). A successor of Paimon's writers names none: not stale.
+func (st *tableState) publishedStale(sn *snapshot) (bool, error) {
+	next, err := st.readSnapshot(sn.ID + 1)
+	if err == nil {
+		return !next.follows(sn), nil
+	}
+	if !errors.Is(err, ErrSnapshotNotFound) {
+		return false, err
+	}
+	return st.isOurSnapshot(sn)
+}
+
 func (st *tableState) isOurSnapshot(sn *snapshot) (bool, error) {
 	got, err := st.readSnapshot(sn.ID)
 	if errors.Is(err, ErrSnapshotNotFound) {

@@ -156,6 +156,12 @@ func (s snapshot) MarshalJSON() ([]byte, error) {
 	return json.Marshal(p)
 }
 
+// follows reports whether s may have been committed on prev: it names
+// prev's checksum as its parent, or one of the two does not tell.
+func (s *snapshot) follows(prev *snapshot) bool {
+	return s.Parent == 0 || prev.Checksum == 0 || s.Parent == prev.Checksum
+}
+
 // checksum is the CRC-32C of s's JSON without its Checksum.
 func (s snapshot) checksum() (uint32, error) {
 	type plain snapshot

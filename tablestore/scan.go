@@ -52,6 +52,7 @@ type Scan struct {
 	st        *tableState
 	sch       *tableSchema
 	snapID    int64
+	snapSum   uint32 // the snapshot's checksum (0: not known)
 	out       *arrow.Schema
 	proj      []int // schema indexes of output columns
 	filter    Predicate
@@ -125,7 +126,7 @@ func (t *Table) NewScan(ctx context.Context, spec ScanSpec) (*Scan, error) {
 	}
 	var files []*manifestEntry
 	if sn != nil {
-		s.snapID = sn.ID
+		s.snapID, s.snapSum = sn.ID, sn.Checksum
 		s.stats.SnapshotID = sn.ID
 		s.holdSnapshot()
 		if spec.Tag == "" {
@@ -336,6 +337,24 @@ func (s *Scan) Bucketing() (keys []string, n int) {
 
 // SnapshotID returns the snapshot read (0 when the table had none).
 func (s *Scan) SnapshotID() int64 { return s.snapID }
+
+// Current reports whether the table still has the snapshot s reads, as it
+// was: not a table dropped and created again under the name since, or
+// rolled back past it (a table has no identity beyond its path). It reads
+// that snapshot again; one that expired is not known to be current.
+func (s *Scan) Current() (bool, error) {
+	if s.snapID == 0 {
+		return true, nil
+	}
+	sn, err := s.st.readSnapshot(s.snapID)
+	if errors.Is(err, ErrSnapshotNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return sn.Checksum == s.snapSum, nil
+}
 
 // Stats reports data skipping so far.
 func (s *Scan) Stats() ScanStats {

@@ -306,6 +306,13 @@ func (st *tableState) latestSnapshot() (*snapshot, error) {
 			sn, err := st.readSnapshot(id)
 			for err == nil {
 				next, nerr := st.readSnapshot(sn.ID + 1)
+				if nerr == nil && !next.follows(sn) && st.forgetLatest() {
+					// One of the two was the kept newest snapshot of the
+					// table's former self, which another process dropped
+					// and created again: read both from their files.
+					sn, err = st.readSnapshot(sn.ID)
+					continue
+				}
 				if errors.Is(nerr, ErrSnapshotNotFound) {
 					st.keepLatest(sn, at)
 					return sn, nil
@@ -340,6 +347,16 @@ func (st *tableState) keepLatest(sn *snapshot, at time.Time) {
 	case sn.ID == st.latest.ID && at.After(st.latestAt):
 		st.latestAt = at
 	}
+}
+
+// forgetLatest drops the kept newest snapshot; it reports whether there
+// was one.
+func (st *tableState) forgetLatest() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	kept := st.latest != nil
+	st.latest = nil
+	return kept
 }
 
 // keepCommitted remembers sn, which this process just published, as the
