@@ -304,7 +304,7 @@ func readColumns(n Node) map[ColumnID]bool {
 			}
 		case *FilterNode:
 			exprs = []Expr{x.Pred}
-			if under, w, _, ok := rankInput(x); ok && len(w.Funcs) == 1 {
+			if under, w, _, ok := rankInput(x); ok && isRankWindow(w) {
 				exprs = nil
 				for _, c := range conjuncts(under.Pred) {
 					if _, _, ok := rankBound(c, w.Funcs[0].Col.ID); !ok {
@@ -438,7 +438,7 @@ func (p *streamPlanner) plan(n Node) sNode {
 		maps.Copy(p.filtered, colsOf(x.Filter))
 		return p.filter(s, x.Filter)
 	case *FilterNode:
-		if under, w, pr, ok := rankInput(x); ok {
+		if under, w, pr, ok := rankInput(x); ok && isRankWindow(w) {
 			if pr == nil {
 				return p.rank(x, w)
 			}
@@ -583,7 +583,7 @@ func (p *streamPlanner) plan(n Node) sNode {
 	case *SortNode:
 		p.refuse("ORDER BY: a changelog has no order; sort the applied result instead (ORDER BY with LIMIT is a top-N)")
 	case *WindowNode:
-		p.refuse("a window function is not supported yet: only %s", rankShape)
+		return p.planOver(x)
 	case *LimitNode:
 		if isSortLimit(x) {
 			return p.sortLimit(x)
@@ -834,6 +834,8 @@ func insertOnlySources(n sNode) ([]string, bool) {
 		return insertOnlySources(x.in)
 	case *sTemporal:
 		return insertOnlySources(x.l)
+	case *sOver:
+		return insertOnlySources(x.in)
 	case *sRowtimeTemporal:
 		return insertOnlySources(x.l)
 	case *sUnion:
@@ -962,6 +964,9 @@ func (sp *streamPlan) explain(sb *strings.Builder) {
 			walk(x.in, depth+1)
 		case *sWindowAssign:
 			sb.WriteString("WindowAssign " + windowString(x.call) + "\n")
+			walk(x.in, depth+1)
+		case *sOver:
+			sb.WriteString(overString(x) + "\n")
 			walk(x.in, depth+1)
 		case *sRank:
 			kind := "Incremental"
@@ -1203,6 +1208,16 @@ func (sb *streamBuilder) buildNode(n sNode) (op stream.Operator, err error) {
 			return nil, err
 		}
 		op, err := sb.rank(x, in)
+		if err != nil {
+			_ = in.Close()
+		}
+		return op, err
+	case *sOver:
+		in, err := sb.build(x.in)
+		if err != nil {
+			return nil, err
+		}
+		op, err := sb.over(x, in)
 		if err != nil {
 			_ = in.Close()
 		}
