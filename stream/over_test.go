@@ -2,6 +2,7 @@ package stream_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flightd/flightd/plan"
 	"github.com/flightd/flightd/tablestore"
 )
 
@@ -244,4 +246,48 @@ func runOverInvariant(t *testing.T, rng *rand.Rand) {
 		t.Fatalf("the stream's watermark is %s, the model's %s", time.UnixMicro(got).UTC(), time.UnixMicro(want).UTC())
 	}
 	t.Logf("%d snapshots, %d rows checked, %d late rows", len(steps), checked, lateModel)
+}
+
+// TestOverRefused: OVER aggregations a stream cannot maintain as Flink
+// does are refused at planning, with the reason.
+func TestOverRefused(t *testing.T) {
+	ctx, sess := windowEngine(t, "(1, 10, TIMESTAMP '2024-01-01 00:00:01')")
+	for _, q := range []string{
+		"CREATE TABLE keyed (auction INT NOT NULL, price BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts, PRIMARY KEY (auction) NOT ENFORCED)",
+	} {
+		st, err := sess.Prepare(ctx, q, nil)
+		if err == nil {
+			_, err = st.Exec(ctx, nil)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	const hint = "/*+ OPTIONS('scan.mode'='latest-full') */"
+	for q, want := range map[string]string{
+		"SELECT sum(price) OVER (PARTITION BY auction ORDER BY ts DESC) FROM bid %s":                                           "ordered by its table's WATERMARK column (event time) ascending",
+		"SELECT sum(price) OVER (PARTITION BY auction ORDER BY price) FROM bid %s":                                             "not by price",
+		"SELECT sum(price) OVER (ORDER BY ts, price) FROM bid %s":                                                              "ordered by one column",
+		"SELECT sum(price) OVER (PARTITION BY auction) FROM bid %s":                                                            "ordered by one column",
+		"SELECT sum(price) OVER (ORDER BY ts ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) FROM bid %s":                            "ends its frames at CURRENT ROW",
+		"SELECT sum(price) OVER (ORDER BY ts RANGE BETWEEN INTERVAL '1' SECOND PRECEDING AND UNBOUNDED FOLLOWING) FROM bid %s": "ends its frames at CURRENT ROW",
+		"SELECT lag(price) OVER (ORDER BY ts) FROM bid %s":                                                                     "lag OVER (...) is not supported yet",
+		"SELECT ROW_NUMBER() OVER (ORDER BY ts) FROM bid %s":                                                                   "row_number OVER (...) is not supported yet",
+		"SELECT sum(price) OVER (ORDER BY ts) FROM keyed %s":                                                                   "needs an input that only inserts",
+		"SELECT sum(price) OVER (ORDER BY ts) FROM bid /*+ OPTIONS('scan.mode'='latest') */":                                   "needs the content of default.bid first",
+		"SELECT * FROM (SELECT auction, sum(price) OVER (ORDER BY ts) AS s FROM bid %s) x ORDER BY s LIMIT 2":                  "",
+		"SELECT var_pop(CAST(price AS DOUBLE)) OVER (ORDER BY ts) FROM bid %s":                                                 "not over DOUBLE yet",
+	} {
+		text := strings.ReplaceAll(q, "%s", hint)
+		_, err := sess.Prepare(ctx, text, nil)
+		if want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", text, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, plan.ErrNotImplemented) {
+			t.Errorf("%s: got %v, want a not-implemented error containing %q", text, err, want)
+		}
+	}
 }
