@@ -114,13 +114,13 @@ func openCheckpointEngine(t testing.TB, dir string, every time.Duration, queryMe
 	return e, mem
 }
 
-// loadBase fills c's first source with checkpointRows rows (w: events of
-// the day before windowWrites' first, with other keys).
+// loadBase fills c's first source with checkpointRows rows (w, wa: events
+// of the day before windowWrites' first, with other keys).
 func loadBase(t *testing.T, s *engine.Session, c jobCase) {
 	t.Helper()
 	var vals []string
 	for k := range checkpointRows {
-		if c.sources[0] == "w" {
+		if strings.HasPrefix(c.sources[0], "w") {
 			ts := time.Date(2019, 12, 31, 0, 0, 0, 0, time.UTC).Add(time.Duration(k) * 10 * time.Millisecond)
 			vals = append(vals, fmt.Sprintf("(%d, %d, %d, TIMESTAMP '%s')", 1_000_000+k, k%4, k%1000, ts.Format("2006-01-02 15:04:05.000")))
 		} else {
