@@ -43,11 +43,11 @@ func eventCheckpointCases() []jobCase {
 		ddl: []string{`CREATE TABLE s (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
 			`CREATE TABLE wa (k BIGINT NOT NULL, g BIGINT NOT NULL, v BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)`,
 			`CREATE TABLE ov (k BIGINT NOT NULL, g BIGINT, v BIGINT, s BIGINT, c BIGINT, PRIMARY KEY (k) NOT ENFORCED)`},
-		job:         `INSERT INTO ov ` + fmt.Sprintf(over, `/*+ OPTIONS('scan.mode'='latest-full') */`, ""),
-		batch:       fmt.Sprintf(over, "%[1]s", "WHERE ts <= (SELECT max(ts) - INTERVAL '2' SECOND FROM wa %[1]s)"),
-		sink:        `SELECT k, g, v, s, c FROM ov %s`,
-		sources:     []string{"wa"},
-		write:       func(rng *rand.Rand, _ int) string { return w.Next(rng) },
+		job:     `INSERT INTO ov ` + fmt.Sprintf(over, `/*+ OPTIONS('scan.mode'='latest-full') */`, ""),
+		batch:   fmt.Sprintf(over, "%[1]s", "WHERE ts <= (SELECT max(ts) - INTERVAL '2' SECOND FROM wa %[1]s)"),
+		sink:    `SELECT k, g, v, s, c FROM ov %s`,
+		sources: []string{"wa"},
+		write:   func(rng *rand.Rand, _ int) string { return w.Next(rng) },
 		// The batch OVER query holds a partition (a quarter of wa) whole.
 		spillBudget: 2 << 20,
 	})
