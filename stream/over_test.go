@@ -45,7 +45,8 @@ func TestOverBoundedEnd(t *testing.T) {
 }
 
 // TestOverEqualsBatch is the invariant of OVER aggregations: a random
-// OVER aggregation (sum, count, min, max, avg; per key or over all rows;
+// OVER aggregation (sum, count, min, max, avg, bool_or, var_samp; per key
+// or over all rows;
 // ROWS or RANGE frames from n or UNBOUNDED PRECEDING, or the default)
 // streams an append table under random inserts of out-of-order event
 // times (NULL ones too), one snapshot each. A model computes the
@@ -107,7 +108,8 @@ func runOverInvariant(t *testing.T, rng *rand.Rand) {
 	}
 	var aggs []string
 	for i := range 1 + rng.Intn(3) {
-		fn := []string{"sum(v)", "count(*)", "count(v)", "max(v)", "min(v)", "avg(v)"}[rng.Intn(6)]
+		fns := []string{"sum(v)", "count(*)", "count(v)", "max(v)", "min(v)", "avg(v)", "bool_or(v > 50)", "var_samp(v)"}
+		fn := fns[rng.Intn(len(fns))]
 		aggs = append(aggs, fmt.Sprintf("%s OVER (%sORDER BY ts%s) AS a%d", fn, part, randomOverFrame(rng, distinct), i))
 	}
 	where := ""
