@@ -309,6 +309,9 @@ func (o *OverAggregate) emit(p *overPart, rows []overRow) error {
 			for i := lo; i < hi; i++ {
 				if v := rows[i].args[j]; v != overSkip {
 					p.bytes += acc.add(v, 1)
+					if f.Unbounded {
+						p.bytes += keepExtreme(acc)
+					}
 				}
 				if !f.Rows && i < hi-1 {
 					continue // a RANGE frame holds every peer
@@ -340,6 +343,25 @@ func (o *OverAggregate) emit(p *overPart, rows []overRow) error {
 	}
 	o.trim(p)
 	return nil
+}
+
+// keepExtreme makes a min or max of an unbounded frame, which nothing
+// leaves, keep its extreme value only (Flink's MaxAggFunction rather than
+// MaxWithRetractAggFunction), and returns the bytes that freed.
+func keepExtreme(acc accumulator) int64 {
+	m, ok := acc.(*minMax)
+	if !ok || len(m.vals) <= 1 || m.stale || m.best == nil {
+		return 0
+	}
+	var grow int64
+	best := mapKey(m.best)
+	for k, e := range m.vals {
+		if k != best {
+			delete(m.vals, k)
+			grow -= rowBytes([]any{e.v}) + 32
+		}
+	}
+	return grow
 }
 
 // evict moves the bounded RANGE frames of p past the rows before wm less
