@@ -32,11 +32,17 @@ type sOver struct {
 func (s *sOver) cols() []Column { return s.cs }
 
 // rankFuncs are the window functions a streaming top-N numbers rows by.
-var rankFuncs = map[string]bool{"row_number": true}
+var rankFuncs = map[string]stream.RankFunc{"row_number": stream.RowNumber, "rank": stream.RankNumber, "dense_rank": stream.DenseRank}
 
 // isRankWindow reports whether w is one ranking function (a top-N when
 // filtered), not OVER aggregates.
-func isRankWindow(w *WindowNode) bool { return len(w.Funcs) == 1 && rankFuncs[w.Funcs[0].Fn] }
+func isRankWindow(w *WindowNode) bool {
+	if len(w.Funcs) != 1 {
+		return false
+	}
+	_, ok := rankFuncs[w.Funcs[0].Fn]
+	return ok
+}
 
 // overShape is the OVER aggregation a streaming query maintains.
 const overShape = "aggregates OVER (PARTITION BY ... ORDER BY <the WATERMARK column> [ROWS|RANGE BETWEEN n|UNBOUNDED PRECEDING AND CURRENT ROW])"

@@ -104,6 +104,7 @@ func (s *sTemporal) cols() []Column { return s.cs }
 type sRank struct {
 	in        sNode
 	w         *WindowNode
+	fn        stream.RankFunc
 	lo, hi    int64
 	number    bool
 	cs        []Column
@@ -692,15 +693,14 @@ func (p *streamPlanner) rankedWindowEnd(w *WindowNode, in sNode) ColumnID {
 }
 
 // rankShape is the window function a streaming query maintains.
-const rankShape = "ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) filtered by rn <= N (top-N) or rn = 1 (deduplication)"
+const rankShape = "ROW_NUMBER(), RANK() or DENSE_RANK() OVER (PARTITION BY ... ORDER BY ...) filtered by rn <= N (top-N) or rn = 1 (deduplication)"
 
 // rank plans a filter over ROW_NUMBER() as a top-N: the conjuncts that
 // bound the row number by constants choose the numbers kept, the others
 // filter its output.
 func (p *streamPlanner) rank(f *FilterNode, w *WindowNode) sNode {
-	if len(w.Funcs) != 1 || w.Funcs[0].Fn != "row_number" {
-		p.refuse("a window function is not supported yet: only %s", rankShape)
-	}
+	fn := rankFuncs[w.Funcs[0].Fn] // isRankWindow
+	name := strings.ToUpper(w.Funcs[0].Fn) + "()"
 	if len(w.OrderBy) == 0 {
 		p.refuse("a top-N needs ORDER BY in its OVER clause: without it the rows kept are arbitrary")
 	}
@@ -716,10 +716,10 @@ func (p *streamPlanner) rank(f *FilterNode, w *WindowNode) sNode {
 		lo, hi = max(lo, l), min(hi, h)
 	}
 	if hi == math.MaxInt64 {
-		p.refuse("a top-N needs an upper bound on its ROW_NUMBER() (rn <= N): every row of a partition would be in its result, renumbered at every change")
+		p.refuse("a top-N needs an upper bound on its %s (rn <= N): every row of a partition would be in its result, renumbered at every change", name)
 	}
 	if lo > hi {
-		p.refuse("the bounds on ROW_NUMBER() keep no row number")
+		p.refuse("the bounds on %s keep no row number", name)
 	}
 	in := p.plan(w.Input)
 	p.stateful = true
@@ -736,7 +736,10 @@ func (p *streamPlanner) rank(f *FilterNode, w *WindowNode) sNode {
 	if end == 0 {
 		in, end = p.assignWindows(w, in)
 	}
-	r := &sRank{in: in, w: w, lo: lo, hi: hi, number: p.reads[rn.ID], cs: slices.Clone(in.cols()), windowEnd: end}
+	if end != 0 && fn != stream.RowNumber {
+		p.refuse("%s in a window top-N is not supported yet: only ROW_NUMBER()", name)
+	}
+	r := &sRank{in: in, w: w, fn: fn, lo: lo, hi: hi, number: p.reads[rn.ID], cs: slices.Clone(in.cols()), windowEnd: end}
 	if end == 0 {
 		r.relies, r.insertOnly = insertOnlySources(in)
 	}
@@ -975,7 +978,7 @@ func (sp *streamPlan) explain(sb *strings.Builder) {
 			}
 			if x.windowEnd != 0 {
 				sb.WriteString("WindowTopN")
-			} else if x.lo == 1 && x.hi == 1 && len(x.w.PartitionBy) > 0 {
+			} else if x.lo == 1 && x.hi == 1 && len(x.w.PartitionBy) > 0 && x.fn == stream.RowNumber {
 				sb.WriteString(kind + "Deduplicate")
 			} else {
 				sb.WriteString(kind + "TopN")
@@ -983,7 +986,11 @@ func (sp *streamPlan) explain(sb *strings.Builder) {
 			if len(x.w.PartitionBy) > 0 {
 				sb.WriteString(" partition: " + exprList(x.w.PartitionBy))
 			}
-			fmt.Fprintf(sb, " order: %s rows %d to %d", sortKeysString(x.w.OrderBy), x.lo, x.hi)
+			numbers := "rows"
+			if x.fn != stream.RowNumber {
+				numbers = x.w.Funcs[0].Fn
+			}
+			fmt.Fprintf(sb, " order: %s %s %d to %d", sortKeysString(x.w.OrderBy), numbers, x.lo, x.hi)
 			if x.number {
 				sb.WriteString(" numbered " + x.w.Funcs[0].Col.Name)
 			}
@@ -1435,7 +1442,7 @@ func (sb *streamBuilder) windowAggregate(x *sWindowAgg, in stream.Operator) (str
 
 func (sb *streamBuilder) rank(x *sRank, in stream.Operator) (stream.Operator, error) {
 	lay := sb.layout(x.in.cols())
-	spec := stream.RankSpec{Lo: x.lo, Hi: x.hi, Number: x.number}
+	spec := stream.RankSpec{Func: x.fn, Lo: x.lo, Hi: x.hi, Number: x.number}
 	if x.insertOnly {
 		spec.InsertOnly = "windowed rows"
 		if x.relies != nil {

@@ -220,6 +220,9 @@ func deltaCases() []deltaCase {
 		{name: "rank", inputs: 1, build: func(ec *exec.Context, in []Operator, b *Budget) (Operator, error) {
 			return NewRank(ec, in[0], RankSpec{Partition: []exec.Expr{col(1, "k")}, Order: []exec.SortKey{{Expr: col(2, "x"), Descending: true}}, Lo: 1, Hi: 3, Number: true}, b)
 		}},
+		{name: "dense-rank", inputs: 1, build: func(ec *exec.Context, in []Operator, b *Budget) (Operator, error) {
+			return NewRank(ec, in[0], RankSpec{Func: DenseRank, Partition: []exec.Expr{col(1, "k")}, Order: []exec.SortKey{{Expr: col(2, "x"), Descending: true}}, Lo: 1, Hi: 2, Number: true}, b)
+		}},
 		{name: "over", inputs: 1, events: true, build: func(ec *exec.Context, in []Operator, b *Budget) (Operator, error) {
 			ts := exec.NewColumn(2, arrow.FixedWidthTypes.Timestamp_us, "x")
 			return NewOverAggregate(ec, in[0], OverSpec{Partition: []exec.Expr{col(1, "k")}, Rowtime: ts, Aggs: []AggSpec{

@@ -655,9 +655,10 @@ func randomQuery(rng *rand.Rand) string {
 	return q
 }
 
-// randomRank is a deduplication or top-N (ROW_NUMBER() or ORDER BY with
-// LIMIT), over the table or over an aggregation of it. The ORDER BY keys cover every column, so that rows
-// tied on them are equal and the batch answer is one multiset.
+// randomRank is a deduplication or top-N (ROW_NUMBER(), RANK(),
+// DENSE_RANK() or ORDER BY with LIMIT), over the table or over an
+// aggregation of it. A row number's ORDER BY keys cover every column, so
+// that rows tied on them are equal and the batch answer is one multiset.
 func randomRank(rng *rand.Rand, where string) string {
 	bound := []string{"rn = 1", "rn <= 2", "rn < 4", "rn <= 3 AND rn > 1", "rn <= 2 AND x > 0"}[rng.Intn(5)]
 	if rng.Intn(4) == 0 {
@@ -673,12 +674,19 @@ func randomRank(rng *rand.Rand, where string) string {
 	part := []string{"PARTITION BY g ", "PARTITION BY s ", "PARTITION BY k % 3 ", ""}[rng.Intn(4)]
 	order := []string{"x DESC, k, s, g", "s, x, k, g", "k DESC, x, g, s"}[rng.Intn(3)]
 	cols := []string{"k, g, x, s, rn", "k, x, s", "g, x"}[rng.Intn(3)]
-	return "SELECT " + cols + " FROM (SELECT k, g, x, s, ROW_NUMBER() OVER (" + part + "ORDER BY " + order + ") AS rn FROM {T0}" + where + ") a WHERE " + bound
+	fn := "ROW_NUMBER()"
+	if rng.Intn(2) == 0 {
+		// A rank numbers rows tied on the ORDER BY keys alike: any keys
+		// give one answer.
+		fn = []string{"RANK()", "DENSE_RANK()"}[rng.Intn(2)]
+		order = []string{"x DESC", "g, x", "s", "x % 3, g DESC"}[rng.Intn(4)]
+	}
+	return "SELECT " + cols + " FROM (SELECT k, g, x, s, " + fn + " OVER (" + part + "ORDER BY " + order + ") AS rn FROM {T0}" + where + ") a WHERE " + bound
 }
 
 // stateless reports whether randomQuery's q keeps no state.
 func stateless(q string) bool {
-	if strings.Contains(q, "ROW_NUMBER") || strings.Contains(q, "LIMIT") {
+	if strings.Contains(q, "RANK()") || strings.Contains(q, "ROW_NUMBER") || strings.Contains(q, "LIMIT") {
 		return false
 	}
 	for _, p := range []string{"SELECT k, x, s ", "SELECT x, s ", "SELECT k + g AS kg, upper(s) AS us "} {
