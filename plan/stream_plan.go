@@ -593,12 +593,30 @@ func (p *streamPlanner) plan(n Node) sNode {
 	case *CTEScanNode:
 		p.refuse("a WITH query referenced more than once is not supported yet")
 	case *Max1RowNode:
-		p.refuse("a scalar subquery is not supported yet: its value can change with every snapshot (join with the subquery instead)")
+		if x.PerKeyCount == nil && oneRow(x.Input) {
+			// Always exactly one row: the join above it (Flink's plan of a
+			// scalar subquery) retracts and joins again what met the old
+			// value when it changes.
+			return p.plan(x.Input)
+		}
+		p.refuse("a scalar subquery is supported only as an aggregate without GROUP BY or HAVING and not correlated (a row that may be missing or repeated has no streaming form yet): join with the subquery instead")
 	case *ValuesNode:
 		p.refuse("VALUES is not supported yet: it is not a stream (read the rows from a table)")
 	}
 	p.refuse("%s is not supported yet", nodeKind(n))
 	return nil
+}
+
+// oneRow reports whether n always has exactly one row: an aggregation
+// without GROUP BY (nor grouping sets), under projections.
+func oneRow(n Node) bool {
+	switch x := n.(type) {
+	case *ProjectNode:
+		return oneRow(x.Input)
+	case *AggNode:
+		return len(x.Groups) == 0 && x.Sets == nil
+	}
+	return false
 }
 
 // countedSetOp rewrites INTERSECT or EXCEPT (without ALL) as the
