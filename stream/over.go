@@ -262,7 +262,7 @@ func (o *OverAggregate) fire(wm time.Time) error {
 		}
 		// Every later row is after wm: a RANGE frame of one starts after
 		// wm - preceding.
-		if o.ranged && o.evict(p, limit) || n > 0 {
+		if o.ranged && o.expire(p, limit) || n > 0 {
 			o.changed.add(key)
 		}
 		if len(p.waiting) == 0 && len(p.frame) == 0 && o.allBounded() {
@@ -364,10 +364,10 @@ func keepExtreme(acc accumulator) int64 {
 	return grow
 }
 
-// evict moves the bounded RANGE frames of p past the rows before wm less
+// expire moves the bounded RANGE frames of p past the rows before wm less
 // their interval, forgets the rows no frame holds then, and reports
 // whether any row left a frame.
-func (o *OverAggregate) evict(p *overPart, wm int64) bool {
+func (o *OverAggregate) expire(p *overPart, wm int64) bool {
 	moved := false
 	for j, f := range o.spec.Frames {
 		if f.Unbounded || f.Rows {
