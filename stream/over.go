@@ -267,8 +267,9 @@ func (o *OverAggregate) fire(wm time.Time) error {
 		}
 		if len(p.waiting) == 0 && len(p.frame) == 0 && o.allBounded() {
 			// Every frame is empty: the partition is as new.
-			p.bytes -= overPartBytes + int64(len(key))
 			delete(o.parts, key)
+			grow -= before
+			continue
 		}
 		grow += p.bytes - before
 	}
