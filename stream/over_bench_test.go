@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"io"
 	"testing"
 	"time"
 
@@ -52,4 +53,55 @@ type peakProbe struct {
 func (p *peakProbe) Next(ctx context.Context) (Chunk, error) {
 	p.peak = max(p.peak, p.budget.Used())
 	return p.Operator.Next(ctx)
+}
+
+// TestOverStateBounded: an OVER aggregation's state is its partitions'
+// frames and the rows waiting for the watermark, so five times the
+// events (1000 keys, 1024 per snapshot) leave its peak state within 10%
+// for ROWS 10 PRECEDING, RANGE 10 s and UNBOUNDED frames (min and max of
+// an unbounded frame keep their extreme only), and closing it gives back
+// every byte it accounted.
+func TestOverStateBounded(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	for _, f := range []OverFrame{{Rows: true, Preceding: 10}, {Preceding: (10 * time.Second).Microseconds()}, {Unbounded: true}} {
+		var peaks []int64
+		for _, n := range []int{40_000, 200_000} {
+			budget := NewBudget(0)
+			o, err := NewOverAggregate(exec.NewContext(mem), newEvents(mem, 1, 1024, n, 1000), OverSpec{Partition: []exec.Expr{col(1, "k")}, Rowtime: exec.NewColumn(3, eventTS, "ts"),
+				Aggs: benchAggs, Frames: []OverFrame{f, f, f}}, budget)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := &peakProbe{Operator: o, budget: budget}
+			ctx := context.Background()
+			if err := p.Open(ctx); err != nil {
+				t.Fatal(err)
+			}
+			rows := 0
+			for {
+				c, err := p.Next(ctx)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.Batch != nil {
+					rows += int(c.Batch.NumRows())
+				}
+			}
+			if err := p.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if rows < n*9/10 || budget.Used() != 0 {
+				t.Fatalf("%+v: %d events gave %d rows, %d bytes accounted after Close", f, n, rows, budget.Used())
+			}
+			peaks = append(peaks, p.peak)
+		}
+		if peaks[1] > peaks[0]*11/10 {
+			t.Errorf("%+v: peak state %d bytes after 40,000 events, %d after 200,000", f, peaks[0], peaks[1])
+		}
+		t.Logf("%+v: peak state %d and %d bytes", f, peaks[0], peaks[1])
+	}
 }
