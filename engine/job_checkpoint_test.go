@@ -114,13 +114,13 @@ func openCheckpointEngine(t testing.TB, dir string, every time.Duration, queryMe
 	return e, mem
 }
 
-// loadBase fills c's first source with checkpointRows rows (w: events of
-// the day before windowWrites' first, with other keys).
+// loadBase fills c's first source with checkpointRows rows (w, wa: events
+// of the day before windowWrites' first, with other keys).
 func loadBase(t *testing.T, s *engine.Session, c jobCase) {
 	t.Helper()
 	var vals []string
 	for k := range checkpointRows {
-		if c.sources[0] == "w" {
+		if strings.HasPrefix(c.sources[0], "w") {
 			ts := time.Date(2019, 12, 31, 0, 0, 0, 0, time.UTC).Add(time.Duration(k) * 10 * time.Millisecond)
 			vals = append(vals, fmt.Sprintf("(%d, %d, %d, TIMESTAMP '%s')", 1_000_000+k, k%4, k%1000, ts.Format("2006-01-02 15:04:05.000")))
 		} else {
@@ -580,21 +580,36 @@ func TestCheckpointPauseSlowWrites(t *testing.T) {
 // insert-only top-N job reads fails the job with the reason, rather than
 // leave the rows that should come up out of its sink.
 func TestJobInsertOnlyTopNRetraction(t *testing.T) {
+	jobFailsOnRetraction(t, "top3_append", `DELETE FROM s WHERE v = 999`,
+		"the top-N over default.s keeps only its top 3 rows per partition, as its input only inserts, but a row was retracted")
+}
+
+// TestJobOverRetraction: a DELETE of the append table an OVER aggregation
+// job reads fails the job with the reason (Flink's over aggregation
+// takes an insert-only input only).
+func TestJobOverRetraction(t *testing.T) {
+	jobFailsOnRetraction(t, "over", `DELETE FROM wa WHERE k = 1000999`,
+		"an OVER aggregation needs an input that only inserts, but default.wa retracted a row")
+}
+
+// jobFailsOnRetraction starts the checkpoint case named, checks its sink,
+// runs del and waits for the job to fail with an error containing want.
+func jobFailsOnRetraction(t *testing.T, name, del, want string) {
 	var c jobCase
 	for _, x := range checkpointCases() {
-		if x.name == "top3_append" {
+		if x.name == name {
 			c = x
 		}
 	}
 	e, mem, s, id := startLoadedJob(t, t.TempDir(), c, 50*time.Millisecond, 0)
 	defer closeEngine(t, e, mem)
 	checkSinkAt(t, s, c, waitCaughtUp(t, e, c, id), 0)
-	mustExec(t, s, `DELETE FROM s WHERE v = 999`)
+	mustExec(t, s, del)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		st := onlyJob(t, e)
 		if st.State == engine.JobFailed {
-			if !strings.Contains(st.Error, "the top-N over default.s keeps only its top 3 rows per partition, as its input only inserts, but a row was retracted") {
+			if !strings.Contains(st.Error, want) {
 				t.Fatalf("the job failed with %q", st.Error)
 			}
 			return

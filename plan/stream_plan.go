@@ -104,6 +104,7 @@ func (s *sTemporal) cols() []Column { return s.cs }
 type sRank struct {
 	in        sNode
 	w         *WindowNode
+	fn        stream.RankFunc
 	lo, hi    int64
 	number    bool
 	cs        []Column
@@ -304,7 +305,7 @@ func readColumns(n Node) map[ColumnID]bool {
 			}
 		case *FilterNode:
 			exprs = []Expr{x.Pred}
-			if under, w, _, ok := rankInput(x); ok && len(w.Funcs) == 1 {
+			if under, w, _, ok := rankInput(x); ok && isRankWindow(w) {
 				exprs = nil
 				for _, c := range conjuncts(under.Pred) {
 					if _, _, ok := rankBound(c, w.Funcs[0].Col.ID); !ok {
@@ -438,7 +439,7 @@ func (p *streamPlanner) plan(n Node) sNode {
 		maps.Copy(p.filtered, colsOf(x.Filter))
 		return p.filter(s, x.Filter)
 	case *FilterNode:
-		if under, w, pr, ok := rankInput(x); ok {
+		if under, w, pr, ok := rankInput(x); ok && isRankWindow(w) {
 			if pr == nil {
 				return p.rank(x, w)
 			}
@@ -583,7 +584,7 @@ func (p *streamPlanner) plan(n Node) sNode {
 	case *SortNode:
 		p.refuse("ORDER BY: a changelog has no order; sort the applied result instead (ORDER BY with LIMIT is a top-N)")
 	case *WindowNode:
-		p.refuse("a window function is not supported yet: only %s", rankShape)
+		return p.planOver(x)
 	case *LimitNode:
 		if isSortLimit(x) {
 			return p.sortLimit(x)
@@ -592,12 +593,30 @@ func (p *streamPlanner) plan(n Node) sNode {
 	case *CTEScanNode:
 		p.refuse("a WITH query referenced more than once is not supported yet")
 	case *Max1RowNode:
-		p.refuse("a scalar subquery is not supported yet: its value can change with every snapshot (join with the subquery instead)")
+		if x.PerKeyCount == nil && oneRow(x.Input) {
+			// Always exactly one row: the join above it (Flink's plan of a
+			// scalar subquery) retracts and joins again what met the old
+			// value when it changes.
+			return p.plan(x.Input)
+		}
+		p.refuse("a scalar subquery is supported only as an aggregate without GROUP BY or HAVING and not correlated (a row that may be missing or repeated has no streaming form yet): join with the subquery instead")
 	case *ValuesNode:
 		p.refuse("VALUES is not supported yet: it is not a stream (read the rows from a table)")
 	}
 	p.refuse("%s is not supported yet", nodeKind(n))
 	return nil
+}
+
+// oneRow reports whether n always has exactly one row: an aggregation
+// without GROUP BY (nor grouping sets), under projections.
+func oneRow(n Node) bool {
+	switch x := n.(type) {
+	case *ProjectNode:
+		return oneRow(x.Input)
+	case *AggNode:
+		return len(x.Groups) == 0 && x.Sets == nil
+	}
+	return false
 }
 
 // countedSetOp rewrites INTERSECT or EXCEPT (without ALL) as the
@@ -692,15 +711,14 @@ func (p *streamPlanner) rankedWindowEnd(w *WindowNode, in sNode) ColumnID {
 }
 
 // rankShape is the window function a streaming query maintains.
-const rankShape = "ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) filtered by rn <= N (top-N) or rn = 1 (deduplication)"
+const rankShape = "ROW_NUMBER(), RANK() or DENSE_RANK() OVER (PARTITION BY ... ORDER BY ...) filtered by rn <= N (top-N) or rn = 1 (deduplication)"
 
 // rank plans a filter over ROW_NUMBER() as a top-N: the conjuncts that
 // bound the row number by constants choose the numbers kept, the others
 // filter its output.
 func (p *streamPlanner) rank(f *FilterNode, w *WindowNode) sNode {
-	if len(w.Funcs) != 1 || w.Funcs[0].Fn != "row_number" {
-		p.refuse("a window function is not supported yet: only %s", rankShape)
-	}
+	fn := rankFuncs[w.Funcs[0].Fn] // isRankWindow
+	name := strings.ToUpper(w.Funcs[0].Fn) + "()"
 	if len(w.OrderBy) == 0 {
 		p.refuse("a top-N needs ORDER BY in its OVER clause: without it the rows kept are arbitrary")
 	}
@@ -716,10 +734,10 @@ func (p *streamPlanner) rank(f *FilterNode, w *WindowNode) sNode {
 		lo, hi = max(lo, l), min(hi, h)
 	}
 	if hi == math.MaxInt64 {
-		p.refuse("a top-N needs an upper bound on its ROW_NUMBER() (rn <= N): every row of a partition would be in its result, renumbered at every change")
+		p.refuse("a top-N needs an upper bound on its %s (rn <= N): every row of a partition would be in its result, renumbered at every change", name)
 	}
 	if lo > hi {
-		p.refuse("the bounds on ROW_NUMBER() keep no row number")
+		p.refuse("the bounds on %s keep no row number", name)
 	}
 	in := p.plan(w.Input)
 	p.stateful = true
@@ -736,7 +754,10 @@ func (p *streamPlanner) rank(f *FilterNode, w *WindowNode) sNode {
 	if end == 0 {
 		in, end = p.assignWindows(w, in)
 	}
-	r := &sRank{in: in, w: w, lo: lo, hi: hi, number: p.reads[rn.ID], cs: slices.Clone(in.cols()), windowEnd: end}
+	if end != 0 && fn != stream.RowNumber {
+		p.refuse("%s in a window top-N is not supported yet: only ROW_NUMBER()", name)
+	}
+	r := &sRank{in: in, w: w, fn: fn, lo: lo, hi: hi, number: p.reads[rn.ID], cs: slices.Clone(in.cols()), windowEnd: end}
 	if end == 0 {
 		r.relies, r.insertOnly = insertOnlySources(in)
 	}
@@ -834,6 +855,8 @@ func insertOnlySources(n sNode) ([]string, bool) {
 		return insertOnlySources(x.in)
 	case *sTemporal:
 		return insertOnlySources(x.l)
+	case *sOver:
+		return insertOnlySources(x.in)
 	case *sRowtimeTemporal:
 		return insertOnlySources(x.l)
 	case *sUnion:
@@ -963,6 +986,9 @@ func (sp *streamPlan) explain(sb *strings.Builder) {
 		case *sWindowAssign:
 			sb.WriteString("WindowAssign " + windowString(x.call) + "\n")
 			walk(x.in, depth+1)
+		case *sOver:
+			sb.WriteString(overString(x) + "\n")
+			walk(x.in, depth+1)
 		case *sRank:
 			kind := "Incremental"
 			if x.insertOnly {
@@ -970,7 +996,7 @@ func (sp *streamPlan) explain(sb *strings.Builder) {
 			}
 			if x.windowEnd != 0 {
 				sb.WriteString("WindowTopN")
-			} else if x.lo == 1 && x.hi == 1 && len(x.w.PartitionBy) > 0 {
+			} else if x.lo == 1 && x.hi == 1 && len(x.w.PartitionBy) > 0 && x.fn == stream.RowNumber {
 				sb.WriteString(kind + "Deduplicate")
 			} else {
 				sb.WriteString(kind + "TopN")
@@ -978,7 +1004,11 @@ func (sp *streamPlan) explain(sb *strings.Builder) {
 			if len(x.w.PartitionBy) > 0 {
 				sb.WriteString(" partition: " + exprList(x.w.PartitionBy))
 			}
-			fmt.Fprintf(sb, " order: %s rows %d to %d", sortKeysString(x.w.OrderBy), x.lo, x.hi)
+			numbers := "rows"
+			if x.fn != stream.RowNumber {
+				numbers = x.w.Funcs[0].Fn
+			}
+			fmt.Fprintf(sb, " order: %s %s %d to %d", sortKeysString(x.w.OrderBy), numbers, x.lo, x.hi)
 			if x.number {
 				sb.WriteString(" numbered " + x.w.Funcs[0].Col.Name)
 			}
@@ -1207,6 +1237,16 @@ func (sb *streamBuilder) buildNode(n sNode) (op stream.Operator, err error) {
 			_ = in.Close()
 		}
 		return op, err
+	case *sOver:
+		in, err := sb.build(x.in)
+		if err != nil {
+			return nil, err
+		}
+		op, err := sb.over(x, in)
+		if err != nil {
+			_ = in.Close()
+		}
+		return op, err
 	case *sUnion:
 		return sb.buildBinary(x.l, x.r, func(l, r stream.Operator) (stream.Operator, error) {
 			u, err := stream.NewUnionAll(l, r)
@@ -1420,7 +1460,7 @@ func (sb *streamBuilder) windowAggregate(x *sWindowAgg, in stream.Operator) (str
 
 func (sb *streamBuilder) rank(x *sRank, in stream.Operator) (stream.Operator, error) {
 	lay := sb.layout(x.in.cols())
-	spec := stream.RankSpec{Lo: x.lo, Hi: x.hi, Number: x.number}
+	spec := stream.RankSpec{Func: x.fn, Lo: x.lo, Hi: x.hi, Number: x.number}
 	if x.insertOnly {
 		spec.InsertOnly = "windowed rows"
 		if x.relies != nil {

@@ -46,14 +46,20 @@ func (f *feed) Close() error {
 	return nil
 }
 
-// send sends a batch of rows (kind, k, x).
+// send sends a batch of rows (kind, k, x); x goes to a timestamp column
+// as microseconds.
 func (f *feed) send(mem memory.Allocator, pos Pos, rows [][3]any) {
 	b := array.NewRecordBuilder(mem, f.schema)
 	defer b.Release()
 	for _, r := range rows {
 		b.Field(0).(*array.StringBuilder).Append(r[0].(string))
 		b.Field(1).(*array.Int64Builder).Append(r[1].(int64))
-		b.Field(2).(*array.Int64Builder).Append(r[2].(int64))
+		switch x := b.Field(2).(type) {
+		case *array.TimestampBuilder:
+			x.Append(arrow.Timestamp(r[2].(int64)))
+		default:
+			x.(*array.Int64Builder).Append(r[2].(int64))
+		}
 	}
 	batch := b.NewRecordBatch()
 	f.sent = append(f.sent, batch)
@@ -75,6 +81,17 @@ func changes(rng *rand.Rand, live *[][2]int64, keys int64) [][3]any {
 		r := [2]int64{rng.Int63n(keys), rng.Int63n(20)}
 		*live = append(*live, r)
 		rows = append(rows, [3]any{"+I", r[0], r[1]})
+	}
+	return rows
+}
+
+// insertEvents makes random inserts of an event-time input at step n: event
+// times (microseconds) from 10n - 25 on, a sixth of them late for the
+// watermark of step n-1 (10(n-1) - 10).
+func insertEvents(rng *rand.Rand, n, keys int64) [][3]any {
+	var rows [][3]any
+	for range 1 + rng.Intn(8) {
+		rows = append(rows, [3]any{"+I", rng.Int63n(keys), 10*n - 25 + rng.Int63n(30)})
 	}
 	return rows
 }
@@ -125,6 +142,9 @@ type deltaCase struct {
 	// depend on map order (an aggregate's min and max keep their values
 	// in a map, encoded in its order): decoded by scratch.
 	canon func(scratch Operator, key string, val []byte) string
+	// events: the inputs only insert, x is an event time (tsSchema), and
+	// markers carry a watermark 10 µs behind the step's latest times.
+	events bool
 }
 
 // canonGroup is an aggregate group's state with min and max's values
@@ -135,8 +155,23 @@ func canonGroup(scratch Operator, key string, val []byte) string {
 	if err != nil {
 		return "corrupt: " + err.Error()
 	}
-	s := fmt.Sprint(g.vals, g.rows, g.emitted)
-	for _, acc := range g.accs {
+	return fmt.Sprint(g.vals, g.rows, g.emitted) + canonAccs(g.accs)
+}
+
+// canonOver is an OVER aggregation's partition with min and max's values
+// sorted.
+func canonOver(scratch Operator, key string, val []byte) string {
+	p, err := scratch.(*OverAggregate).decodePart(key, val)
+	if err != nil {
+		return "corrupt: " + err.Error()
+	}
+	return fmt.Sprint(p.start, p.frame, p.waiting, p.bytes) + canonAccs(p.accs)
+}
+
+// canonAccs prints accumulators, min and max's values sorted.
+func canonAccs(accs []accumulator) string {
+	var s string
+	for _, acc := range accs {
 		if m, ok := acc.(*minMax); ok {
 			var vals []string
 			for _, e := range m.vals {
@@ -154,6 +189,11 @@ func canonGroup(scratch Operator, key string, val []byte) string {
 var kxSchema = withKind([]arrow.Field{
 	{Name: "k", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 	{Name: "x", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+})
+
+var tsSchema = withKind([]arrow.Field{
+	{Name: "k", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	{Name: "x", Type: arrow.FixedWidthTypes.Timestamp_us, Nullable: true},
 })
 
 func deltaCases() []deltaCase {
@@ -180,6 +220,17 @@ func deltaCases() []deltaCase {
 		{name: "rank", inputs: 1, build: func(ec *exec.Context, in []Operator, b *Budget) (Operator, error) {
 			return NewRank(ec, in[0], RankSpec{Partition: []exec.Expr{col(1, "k")}, Order: []exec.SortKey{{Expr: col(2, "x"), Descending: true}}, Lo: 1, Hi: 3, Number: true}, b)
 		}},
+		{name: "dense-rank", inputs: 1, build: func(ec *exec.Context, in []Operator, b *Budget) (Operator, error) {
+			return NewRank(ec, in[0], RankSpec{Func: DenseRank, Partition: []exec.Expr{col(1, "k")}, Order: []exec.SortKey{{Expr: col(2, "x"), Descending: true}}, Lo: 1, Hi: 2, Number: true}, b)
+		}},
+		{name: "over", inputs: 1, events: true, build: func(ec *exec.Context, in []Operator, b *Budget) (Operator, error) {
+			ts := exec.NewColumn(2, arrow.FixedWidthTypes.Timestamp_us, "x")
+			return NewOverAggregate(ec, in[0], OverSpec{Partition: []exec.Expr{col(1, "k")}, Rowtime: ts, Aggs: []AggSpec{
+				{Func: "count_star", Type: arrow.PrimitiveTypes.Int64, Name: "c"},
+				{Func: "max", Arg: ts, Type: arrow.FixedWidthTypes.Timestamp_us, Name: "m"},
+				{Func: "min", Arg: ts, Type: arrow.FixedWidthTypes.Timestamp_us, Name: "n"},
+			}, Frames: []OverFrame{{Rows: true, Preceding: 2}, {Preceding: 15}, {Unbounded: true}}}, b)
+		}, canon: canonOver},
 	}
 }
 
@@ -220,6 +271,9 @@ func runDeltaCase(t *testing.T, rng *rand.Rand, dc deltaCase, limit int64) {
 		ins := make([]Operator, dc.inputs)
 		for i := range feeds {
 			feeds[i] = newFeed(kxSchema)
+			if dc.events {
+				feeds[i] = newFeed(tsSchema)
+			}
 			ins[i] = feeds[i]
 		}
 		op, err := dc.build(ec, ins, NewBudget(limit))
@@ -255,9 +309,17 @@ func runDeltaCase(t *testing.T, rng *rand.Rand, dc deltaCase, limit int64) {
 			pos := make(Pos, dc.inputs)
 			pos[i] = n
 			for range rng.Intn(4) {
+				if dc.events {
+					f.send(mem, pos, insertEvents(rng, n, keys))
+					continue
+				}
 				f.send(mem, pos, changes(rng, &live[i], keys))
 			}
-			f.ch <- Chunk{Pos: pos, Barrier: n}
+			m := Chunk{Pos: pos, Barrier: n}
+			if dc.events {
+				m.Watermark = time.UnixMicro(10*n - 10)
+			}
+			f.ch <- m
 		}
 		var marker Chunk
 		for marker.Barrier != n {

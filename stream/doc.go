@@ -41,7 +41,8 @@
 // WindowAggregate (window TVF aggregation by event time), SessionAggregate
 // (SESSION windows), WindowRank (window top-N), WindowJoin,
 // IntervalJoin and RowtimeTemporal (joins by event time, state freed by
-// watermark), WatermarkColumn (CURRENT_WATERMARK), and Sink.
+// watermark), OverAggregate (OVER aggregation by event time),
+// WatermarkColumn (CURRENT_WATERMARK), and Sink.
 //
 // # Event time
 //
@@ -49,7 +50,8 @@
 // largest event time it has read minus the delay; Join and UnionAll put the
 // smaller of their inputs', other operators pass markers on. A
 // WindowAggregate emits a window once at the marker whose watermark passes
-// its end, drops late rows and adds their count to the markers' LateRows.
+// its end, drops late rows and adds their count to the markers' LateRows;
+// an OverAggregate emits a row once the watermark passes its event time.
 //
 // # State and memory
 //

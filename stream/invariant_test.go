@@ -115,16 +115,23 @@ func TestStreamSpillEqualsBatch(t *testing.T) {
 // and three tables of random kinds: at every boundary the applied changelog equals
 // the batch query with each table at the snapshot the stream reports for
 // it. Replay with -seed.
-func TestStreamJoinEqualsBatch(t *testing.T) { runJoinInvariants(t, 3, 0) }
+func TestStreamJoinEqualsBatch(t *testing.T) { runJoinInvariants(t, 3, 0, randomJoin) }
 
 // TestStreamJoinSpillEqualsBatch is TestStreamJoinEqualsBatch under a
 // query budget of 1 KB, so that join state spills at almost every
 // snapshot. Replay with -seed.
-func TestStreamJoinSpillEqualsBatch(t *testing.T) { runJoinInvariants(t, 2, 1<<10) }
+func TestStreamJoinSpillEqualsBatch(t *testing.T) { runJoinInvariants(t, 2, 1<<10, randomJoin) }
 
-// runJoinInvariants runs the invariant over runs random joins of three
+// TestStreamScalarSubqueryEqualsBatch is the invariant for non-correlated
+// scalar subqueries (a join with a one-row aggregate), over tables of
+// random kinds. Replay with -seed.
+func TestStreamScalarSubqueryEqualsBatch(t *testing.T) {
+	runJoinInvariants(t, 3, 0, randomScalarSubquery)
+}
+
+// runJoinInvariants runs the invariant over runs random queries of three
 // tables of random kinds, under a budget of limit bytes (0: none).
-func runJoinInvariants(t *testing.T, runs int, limit int64) {
+func runJoinInvariants(t *testing.T, runs int, limit int64, randomQuery func(*rand.Rand) string) {
 	seed := testSeed(t)
 	var kinds []tableKind
 	for _, k := range tableKinds {
@@ -137,7 +144,7 @@ func runJoinInvariants(t *testing.T, runs int, limit int64) {
 		ks := []tableKind{kinds[rng.Intn(len(kinds))], kinds[rng.Intn(len(kinds))], kinds[rng.Intn(len(kinds))]}
 		t.Run(fmt.Sprintf("%s,%s,%s", ks[0].name, ks[1].name, ks[2].name), func(t *testing.T) {
 			t.Parallel() // mostly waiting on fsync
-			runInvariant(t, rng, ks, randomJoin, limit)
+			runInvariant(t, rng, ks, randomQuery, limit)
 		})
 	}
 }
@@ -655,9 +662,10 @@ func randomQuery(rng *rand.Rand) string {
 	return q
 }
 
-// randomRank is a deduplication or top-N (ROW_NUMBER() or ORDER BY with
-// LIMIT), over the table or over an aggregation of it. The ORDER BY keys cover every column, so that rows
-// tied on them are equal and the batch answer is one multiset.
+// randomRank is a deduplication or top-N (ROW_NUMBER(), RANK(),
+// DENSE_RANK() or ORDER BY with LIMIT), over the table or over an
+// aggregation of it. A row number's ORDER BY keys cover every column, so
+// that rows tied on them are equal and the batch answer is one multiset.
 func randomRank(rng *rand.Rand, where string) string {
 	bound := []string{"rn = 1", "rn <= 2", "rn < 4", "rn <= 3 AND rn > 1", "rn <= 2 AND x > 0"}[rng.Intn(5)]
 	if rng.Intn(4) == 0 {
@@ -673,12 +681,19 @@ func randomRank(rng *rand.Rand, where string) string {
 	part := []string{"PARTITION BY g ", "PARTITION BY s ", "PARTITION BY k % 3 ", ""}[rng.Intn(4)]
 	order := []string{"x DESC, k, s, g", "s, x, k, g", "k DESC, x, g, s"}[rng.Intn(3)]
 	cols := []string{"k, g, x, s, rn", "k, x, s", "g, x"}[rng.Intn(3)]
-	return "SELECT " + cols + " FROM (SELECT k, g, x, s, ROW_NUMBER() OVER (" + part + "ORDER BY " + order + ") AS rn FROM {T0}" + where + ") a WHERE " + bound
+	fn := "ROW_NUMBER()"
+	if rng.Intn(2) == 0 {
+		// A rank numbers rows tied on the ORDER BY keys alike: any keys
+		// give one answer.
+		fn = []string{"RANK()", "DENSE_RANK()"}[rng.Intn(2)]
+		order = []string{"x DESC", "g, x", "s", "x % 3, g DESC"}[rng.Intn(4)]
+	}
+	return "SELECT " + cols + " FROM (SELECT k, g, x, s, " + fn + " OVER (" + part + "ORDER BY " + order + ") AS rn FROM {T0}" + where + ") a WHERE " + bound
 }
 
 // stateless reports whether randomQuery's q keeps no state.
 func stateless(q string) bool {
-	if strings.Contains(q, "ROW_NUMBER") || strings.Contains(q, "LIMIT") {
+	if strings.Contains(q, "RANK()") || strings.Contains(q, "ROW_NUMBER") || strings.Contains(q, "LIMIT") {
 		return false
 	}
 	for _, p := range []string{"SELECT k, x, s ", "SELECT x, s ", "SELECT k + g AS kg, upper(s) AS us "} {
@@ -689,8 +704,23 @@ func stateless(q string) bool {
 	return false
 }
 
+// randomScalarSubquery is a query with a non-correlated scalar subquery
+// (a join with a one-row aggregate): a change of the value moves every
+// row it compares. The subquery reads another table: two reads of one
+// table are at different snapshots between markers, which this test's
+// positions cannot say.
+func randomScalarSubquery(rng *rand.Rand) string {
+	return []string{
+		"SELECT k, x FROM {T0} WHERE x > (SELECT avg(x) FROM {T1})",
+		"SELECT k, s, (SELECT max(x) FROM {T1} WHERE x > 5) AS m FROM {T0}",
+		"SELECT g, count(*) FROM {T0} WHERE x >= (SELECT min(x) + 3 FROM {T1} WHERE g = 1) GROUP BY g",
+		"SELECT a.k, b.s FROM {T0} a JOIN {T1} b ON a.k = b.k WHERE a.x < (SELECT max(x) - 2 FROM {T2})",
+	}[rng.Intn(4)]
+}
+
 // randomJoin is a join of two or three tables, alone or under an
-// aggregation, or a set operation over them.
+// aggregation, a set operation over them, or a scalar subquery of one in
+// a query of the other.
 func randomJoin(rng *rand.Rand) string {
 	kinds := []string{"JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"}
 	on := []string{"a.k = b.k", "a.g = b.g", "a.g = b.g AND a.x < b.x", "a.k = b.k AND (a.s <> b.s OR b.s IS NULL)"}
@@ -700,7 +730,9 @@ func randomJoin(rng *rand.Rand) string {
 		from += " " + kinds[rng.Intn(4)] + " {T2} c ON " + []string{"b.g = c.g", "a.k = c.k", "c.x > b.x AND c.g = a.g"}[rng.Intn(3)]
 		cols += ", c.x"
 	}
-	switch rng.Intn(7) {
+	switch rng.Intn(8) {
+	case 7:
+		return randomScalarSubquery(rng)
 	case 4:
 		return []string{
 			"SELECT k, x FROM {T0} WHERE x > 5 UNION ALL SELECT k, x FROM {T1}",

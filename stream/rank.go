@@ -14,19 +14,31 @@ import (
 	"github.com/flightd/flightd/vectorized"
 )
 
-// RankSpec is a top-N: ROW_NUMBER() OVER (PARTITION BY Partition ORDER BY
-// Order) kept where it is in [Lo, Hi]. Deduplication is Lo = Hi = 1.
+// RankFunc is the function a top-N numbers rows by.
+type RankFunc int
+
+const (
+	RowNumber  RankFunc = iota // 1, 2, 3, ...: rows tied on the ORDER BY keys by value
+	RankNumber                 // RANK(): 1 + the rows before in the ORDER BY keys; ties share it
+	DenseRank                  // DENSE_RANK(): 1 + the distinct ORDER BY keys before
+)
+
+// RankSpec is a top-N: Func() OVER (PARTITION BY Partition ORDER BY
+// Order) kept where it is in [Lo, Hi]. Deduplication is Lo = Hi = 1 of
+// ROW_NUMBER().
 type RankSpec struct {
+	Func      RankFunc
 	Partition []exec.Expr
 	Order     []exec.SortKey
-	Lo, Hi    int64 // row numbers kept, 1-based, inclusive
-	// Number: the row number is the last output column, so a row whose
-	// number changes is updated (-U/+U at that number, as Flink emits it).
+	Lo, Hi    int64 // numbers kept, 1-based, inclusive
+	// Number: the row number (or rank) is the last output column, so a
+	// row whose number changes is updated (-U/+U: of ROW_NUMBER() at that
+	// number, as Flink emits it; of a rank, the row's old and new rank).
 	Number bool
 	// InsertOnly, when set, names the sources of an input that only
-	// inserts (Flink's append-only top-N): a partition keeps its first Hi
-	// rows only, as a row past them can never come up, and a retraction
-	// fails the query with an error naming them.
+	// inserts (Flink's append-only top-N): a partition keeps the rows
+	// numbered up to Hi only, as a number only grows then, and a
+	// retraction fails the query with an error naming them.
 	InsertOnly string
 }
 
@@ -78,7 +90,7 @@ type rankPart struct {
 	key     string
 	rows    []rankRow // by sort, ascending
 	count   int64     // the copies in rows, kept for an insert-only input
-	emitted []rankRow // the rows last emitted, from row number Lo on (n unused)
+	emitted []rankRow // the rows last emitted, one per copy, n their number
 	dirty   bool
 }
 
@@ -88,9 +100,15 @@ type rankRow struct {
 	// comparisons end there, without reading sort from elsewhere in memory.
 	head uint64
 	sort string // the ORDER BY keys, then the whole row: a total order
-	vals []any
-	n    int64
+	// keyLen is the length of sort's ORDER BY keys: rows equal there tie
+	// in a rank.
+	keyLen int
+	vals   []any
+	n      int64
 }
+
+// sameKey reports whether a and b tie on the ORDER BY keys.
+func sameKey(a, b rankRow) bool { return a.sort[:a.keyLen] == b.sort[:b.keyLen] }
 
 func sortHead(sort []byte) uint64 {
 	var b [8]byte
@@ -180,7 +198,8 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 	var grow int64
 	for i, sign := range signs {
 		vals := r.rowGet.row(cols, i)
-		r.sortBuf = appendSortKey(r.sortBuf[:0], r.spec.Order, r.orderGet, order, i, vals)
+		var keyLen int
+		r.sortBuf, keyLen = appendSortKey(r.sortBuf[:0], r.spec.Order, r.orderGet, order, i, vals)
 		sort := r.sortBuf
 		if sign < 0 && r.spec.InsertOnly != "" {
 			return fmt.Errorf("%w: the top-N over %s keeps only its top %d rows per partition, as its input only inserts, but a row was retracted (a DELETE, UPDATE or INSERT OVERWRITE of an append table it reads): restart the query to rank the table's rows again",
@@ -198,7 +217,7 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 			r.parts[p.key] = p
 			grow += r.partBytes(p)
 		}
-		if r.spec.InsertOnly != "" && p.count >= r.spec.Hi && compareSort(p.rows[len(p.rows)-1], sortHead(sort), sort) <= 0 {
+		if r.spec.InsertOnly != "" && r.spec.Func == RowNumber && p.count >= r.spec.Hi && compareSort(p.rows[len(p.rows)-1], sortHead(sort), sort) <= 0 {
 			continue // after the top: it can never come up
 		}
 		if !p.dirty {
@@ -206,13 +225,13 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 			r.dirty = append(r.dirty, p)
 		}
 		var g int64
-		if p.rows, g, err = applyRankRow(p.rows, sort, vals, sign, "top-N"); err != nil {
+		if p.rows, g, err = applyRankRow(p.rows, sort, keyLen, vals, sign, "top-N"); err != nil {
 			return err
 		}
 		grow += g
 		if r.spec.InsertOnly != "" {
 			p.count++
-			grow += p.dropPastTop(r.spec.Hi)
+			grow += p.dropPastTop(r.spec.Func, r.spec.Hi)
 		}
 	}
 	r.held += grow
@@ -220,11 +239,28 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 	return nil
 }
 
-// dropPastTop drops the rows after the first hi copies of an insert-only
-// partition (rows kept by another top-N may be more) and returns the bytes
-// the state grew by (negative).
-func (p *rankPart) dropPastTop(hi int64) int64 {
+// dropPastTop drops the rows of an insert-only partition numbered past hi
+// by f (rows kept by another top-N may be more) and returns the bytes the
+// state grew by (negative).
+func (p *rankPart) dropPastTop(f RankFunc, hi int64) int64 {
 	var grow int64
+	if f != RowNumber {
+		// Copies of a row share its rank: they go together.
+		cut := len(p.rows)
+		numbered(p.rows, f, func(i int, num int64) bool {
+			if num > hi {
+				cut = i
+				return false
+			}
+			return true
+		})
+		for _, row := range p.rows[cut:] {
+			grow -= rankRowBytes(row)
+			p.count -= row.n
+		}
+		p.rows = p.rows[:cut]
+		return grow
+	}
 	for p.count > hi {
 		last := &p.rows[len(p.rows)-1]
 		drop := min(last.n, p.count-hi)
@@ -240,29 +276,53 @@ func (p *rankPart) dropPastTop(hi int64) int64 {
 
 // appendSortKey appends the encoding of row i's ORDER BY keys (order,
 // read by get), then its values (ascending): rows tied on the keys rank by
-// value, and equal rows share one entry.
-func appendSortKey(b []byte, keys []exec.SortKey, get []getter, order []arrow.Array, i int, vals []any) []byte {
+// value, and equal rows share one entry. It returns the keys' length too.
+func appendSortKey(b []byte, keys []exec.SortKey, get []getter, order []arrow.Array, i int, vals []any) ([]byte, int) {
 	for c, k := range keys {
 		b = appendOrdered(b, get[c](order[c], i), k.Descending, k.NullsFirst)
 	}
-	return appendRow(b, vals)
+	return appendRow(b, vals), len(b)
 }
 
-// topRows lists the rows numbered lo to hi, one entry per copy.
-func topRows(rows []rankRow, lo, hi int64) []rankRow {
-	var out []rankRow
-	num := int64(0)
-	for _, row := range rows {
-		for range row.n {
-			num++
-			if num > hi {
-				return out
+// numbered calls yield with each copy of rows, in order, by the index of
+// its row and its number by f, until yield returns false.
+func numbered(rows []rankRow, f RankFunc, yield func(i int, num int64) bool) {
+	var pos, num int64
+	for i, row := range rows {
+		if f != RowNumber && (i == 0 || !sameKey(rows[i-1], row)) {
+			if f == RankNumber {
+				num = pos + 1
+			} else {
+				num++
 			}
-			if num >= lo {
-				out = append(out, row)
+		}
+		for range row.n {
+			pos++
+			if f == RowNumber {
+				num = pos
+			}
+			if !yield(i, num) {
+				return
 			}
 		}
 	}
+}
+
+// topRows lists the rows numbered lo to hi by f, one entry per copy, n
+// its number.
+func topRows(rows []rankRow, f RankFunc, lo, hi int64) []rankRow {
+	var out []rankRow
+	numbered(rows, f, func(i int, num int64) bool {
+		if num > hi {
+			return false // numbers never fall
+		}
+		if num >= lo {
+			row := rows[i]
+			row.n = num
+			out = append(out, row)
+		}
+		return true
+	})
 	return out
 }
 
@@ -272,10 +332,13 @@ func (r *Rank) flush(context.Context, *Chunk) error {
 	for _, p := range r.dirty {
 		p.dirty = false
 		r.changed.add(p.key)
-		cur := topRows(p.rows, r.spec.Lo, r.spec.Hi)
-		if r.spec.Number {
+		cur := topRows(p.rows, r.spec.Func, r.spec.Lo, r.spec.Hi)
+		switch {
+		case r.spec.Number && r.spec.Func == RowNumber:
 			r.emitByNumber(p.emitted, cur)
-		} else {
+		case r.spec.Number:
+			r.emitRanked(p.emitted, cur)
+		default:
 			r.emitChanged(p.emitted, cur)
 		}
 		grow += rankSlotBytes * int64(len(cur)-len(p.emitted))
@@ -342,9 +405,9 @@ func (r *Rank) part(key string, rows []rankRow) *rankPart {
 		for _, row := range rows {
 			p.count += row.n
 		}
-		p.dropPastTop(r.spec.Hi)
+		p.dropPastTop(r.spec.Func, r.spec.Hi)
 	}
-	p.emitted = topRows(p.rows, r.spec.Lo, r.spec.Hi)
+	p.emitted = topRows(p.rows, r.spec.Func, r.spec.Lo, r.spec.Hi)
 	return p
 }
 
@@ -452,32 +515,33 @@ func (c rankCodec) decode(b []byte) ([]rankRow, error) {
 			return nil, errCorruptState
 		}
 		b = b[k:]
-		vals, err := c.decodeRow(sort)
+		vals, keyLen, err := c.decodeRow(sort)
 		if err != nil {
 			return nil, err
 		}
-		rows = append(rows, rankRow{head: sortHead([]byte(sort)), sort: sort, vals: vals, n: int64(cnt)})
+		rows = append(rows, rankRow{head: sortHead([]byte(sort)), sort: sort, keyLen: keyLen, vals: vals, n: int64(cnt)})
 	}
 	return rows, nil
 }
 
 // decodeRow reads a row's values from its sort key, after the ORDER BY
-// keys.
-func (c rankCodec) decodeRow(sort string) ([]any, error) {
+// keys, whose length it returns too.
+func (c rankCodec) decodeRow(sort string) ([]any, int, error) {
 	b := []byte(sort)
 	var err error
 	for i, d := range c.orderDec {
 		if _, b, err = d(b, c.order[i].Descending); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
+	keyLen := len(sort) - len(b)
 	vals := make([]any, len(c.rowDec))
 	for i, d := range c.rowDec {
 		if vals[i], b, err = d(b, false); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
-	return vals, nil
+	return vals, keyLen, nil
 }
 
 // emitByNumber emits, for each row number, the change of its row.
@@ -492,6 +556,49 @@ func (r *Rank) emitByNumber(old, cur []rankRow) {
 		case old[i].sort != cur[i].sort:
 			r.emit(kindUpdateBefore, old[i].vals, num)
 			r.emit(kindUpdateAfter, cur[i].vals, num)
+		}
+	}
+}
+
+// emitRanked emits, for a rank, the numbered rows that left (-D) and
+// entered (+I) the top, a row that stays with another number as -U of
+// the old and +U of the new (both lists in order of sort, then number).
+func (r *Rank) emitRanked(old, cur []rankRow) {
+	byNum := func(a, b rankRow) int { return cmp.Or(strings.Compare(a.sort, b.sort), cmp.Compare(a.n, b.n)) }
+	var gone, came []rankRow
+	for i, j := 0, 0; i < len(old) || j < len(cur); {
+		var c int
+		switch {
+		case j == len(cur):
+			c = -1
+		case i == len(old):
+			c = 1
+		default:
+			c = byNum(old[i], cur[j])
+		}
+		switch {
+		case c < 0:
+			gone = append(gone, old[i])
+			i++
+		case c > 0:
+			came = append(came, cur[j])
+			j++
+		default:
+			i, j = i+1, j+1
+		}
+	}
+	for i, j := 0, 0; i < len(gone) || j < len(came); {
+		switch {
+		case j == len(came) || i < len(gone) && gone[i].sort < came[j].sort:
+			r.emit(kindDelete, gone[i].vals, gone[i].n)
+			i++
+		case i == len(gone) || came[j].sort < gone[i].sort:
+			r.emit(kindInsert, came[j].vals, came[j].n)
+			j++
+		default:
+			r.emit(kindUpdateBefore, gone[i].vals, gone[i].n)
+			r.emit(kindUpdateAfter, came[j].vals, came[j].n)
+			i, j = i+1, j+1
 		}
 	}
 }
@@ -548,7 +655,7 @@ func (r *Rank) Close() error {
 // applyRankRow adds (sign 1) or retracts (sign -1) a row with sort key sort
 // to rows, kept sorted with a count per distinct row, and returns the
 // bytes the state grew by. what names the operator in errors.
-func applyRankRow(rows []rankRow, sort []byte, vals []any, sign int8, what string) ([]rankRow, int64, error) {
+func applyRankRow(rows []rankRow, sort []byte, keyLen int, vals []any, sign int8, what string) ([]rankRow, int64, error) {
 	head := sortHead(sort)
 	at, found := slices.BinarySearchFunc(rows, sort, func(x rankRow, s []byte) int { return compareSort(x, head, s) })
 	switch {
@@ -562,6 +669,6 @@ func applyRankRow(rows []rankRow, sort []byte, vals []any, sign int8, what strin
 	case sign < 0:
 		return rows, 0, fmt.Errorf("%w: %s input retracted a row it does not hold", exec.ErrInvalid, what)
 	}
-	row := rankRow{head: head, sort: string(sort), vals: vals, n: 1}
+	row := rankRow{head: head, sort: string(sort), keyLen: keyLen, vals: vals, n: 1}
 	return slices.Insert(rows, at, row), rankRowBytes(row), nil
 }

@@ -133,7 +133,8 @@ func (w *WindowRank) add(ctx context.Context, b arrow.RecordBatch) error {
 			w.late++
 			continue
 		}
-		w.sortBuf = appendSortKey(w.sortBuf[:0], w.spec.Order, w.orderGet, order, i, vals)
+		var keyLen int
+		w.sortBuf, keyLen = appendSortKey(w.sortBuf[:0], w.spec.Order, w.orderGet, order, i, vals)
 		sort := w.sortBuf
 		k := string(w.enc.Key(i))
 		p := w.parts[k]
@@ -150,7 +151,7 @@ func (w *WindowRank) add(ctx context.Context, b arrow.RecordBatch) error {
 			w.parts[k] = p
 		}
 		var g int64
-		if p.rows, g, err = applyRankRow(p.rows, sort, vals, sign, "window top-N"); err != nil {
+		if p.rows, g, err = applyRankRow(p.rows, sort, keyLen, vals, sign, "window top-N"); err != nil {
 			return err
 		}
 		grow += g
@@ -249,9 +250,9 @@ func (w *WindowRank) fire(wm time.Time) error {
 	var freed int64
 	for _, k := range closed {
 		p := w.parts[k]
-		for i, row := range topRows(p.rows, w.spec.Lo, w.spec.Hi) {
+		for _, row := range topRows(p.rows, w.spec.Func, w.spec.Lo, w.spec.Hi) {
 			if w.spec.Number {
-				w.outRow = append(append(w.outRow[:0], row.vals...), w.spec.Lo+int64(i))
+				w.outRow = append(append(w.outRow[:0], row.vals...), row.n)
 				w.q.add(kindInsert, w.outRow)
 			} else {
 				w.q.add(kindInsert, row.vals)

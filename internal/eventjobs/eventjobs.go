@@ -134,6 +134,9 @@ func Jobs() []Job {
 type Writer struct {
 	names  []string
 	tables map[string]*table
+	// appendOnly: never delete (tables without a primary key whose
+	// readers need an input that only inserts).
+	appendOnly bool
 }
 
 type table struct {
@@ -155,6 +158,13 @@ func NewWriter(tables ...string) *Writer {
 	return w
 }
 
+// NewAppendWriter writes the tables named, inserts only.
+func NewAppendWriter(tables ...string) *Writer {
+	w := NewWriter(tables...)
+	w.appendOnly = true
+	return w
+}
+
 // Lost says that the last statement may or may not have been applied
 // (its server was killed): the next insert of each table moves its
 // largest time on, so that the row holding it is known to be there, and
@@ -171,7 +181,7 @@ func (w *Writer) Next(rng *rand.Rand) string {
 	name := w.names[rng.IntN(len(w.names))]
 	t := w.tables[name]
 	t.recent = slices.DeleteFunc(t.recent, func(e event) bool { return e.ms <= t.ms-1500 || e.ms == t.ms })
-	if len(t.recent) > 0 && !t.unsure && rng.IntN(6) == 0 {
+	if len(t.recent) > 0 && !t.unsure && !w.appendOnly && rng.IntN(6) == 0 {
 		i := rng.IntN(len(t.recent))
 		k := t.recent[i].k
 		t.recent = slices.Delete(t.recent, i, i+1)
