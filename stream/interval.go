@@ -181,11 +181,8 @@ func (j *IntervalJoin) addSide(ctx context.Context, side int, b arrow.RecordBatc
 	n := int(b.NumRows())
 	ev := &batchEval{ctx: ctx, ec: j.ec, b: b}
 	defer ev.release()
-	keys, err := ev.evalAll(s.keys)
+	keys, err := ev.encodeKeys(s.keys, &s.enc)
 	if err != nil {
-		return err
-	}
-	if err := s.enc.Encode(keys, n); err != nil {
 		return err
 	}
 	ts, err := ev.eval(s.time)

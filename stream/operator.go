@@ -14,6 +14,7 @@ import (
 
 	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/tablestore"
+	"github.com/flightd/flightd/vectorized"
 )
 
 // Pos is the snapshot each source of a query has been read to, indexed by
@@ -294,6 +295,16 @@ func (e *batchEval) evalAll(xs []exec.Expr) ([]arrow.Array, error) {
 		}
 	}
 	return out, nil
+}
+
+// encodeKeys evaluates the key expressions xs and encodes the batch's keys
+// into enc; it returns the key columns.
+func (e *batchEval) encodeKeys(xs []exec.Expr, enc *vectorized.KeyEncoder) ([]arrow.Array, error) {
+	keys, err := e.evalAll(xs)
+	if err != nil {
+		return nil, err
+	}
+	return keys, enc.Encode(keys, int(e.b.NumRows()))
 }
 
 func (e *batchEval) release() {

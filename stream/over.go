@@ -186,11 +186,7 @@ func (o *OverAggregate) add(ctx context.Context, b arrow.RecordBatch) (err error
 	ev := &batchEval{ctx: ctx, ec: o.ec, b: b}
 	defer ev.release()
 	n := int(b.NumRows())
-	keys, err := ev.evalAll(o.spec.Partition)
-	if err != nil {
-		return err
-	}
-	if err := o.enc.Encode(keys, n); err != nil {
+	if _, err := ev.encodeKeys(o.spec.Partition, &o.enc); err != nil {
 		return err
 	}
 	ts, err := ev.eval(o.spec.Rowtime)

@@ -196,32 +196,11 @@ func runOverInvariant(t *testing.T, rng *rand.Rand) {
 		steps = append(steps, step{snapshot: snap, mirror: mirrorSnap, from: prevWM, fromValid: prevSeen, to: wm(), valid: seen})
 		now += int64(rng.Intn(1_500_000))
 	}
-	final := steps[len(steps)-1].snapshot
-
-	got := map[int64][]string{}
-	for {
-		e := w.next(t, 30*time.Second, final)
-		if e.rows == nil {
-			if e.pos[0] >= final {
-				break
-			}
-			continue
-		}
-		for _, r := range e.rows {
-			if r[0] != "+I" {
-				t.Fatalf("an OVER aggregation emitted %v: its output must be inserts only", r)
-			}
-			got[e.pos[0]] = append(got[e.pos[0]], strings.Join(r[1:], "|"))
-		}
+	snaps := make([]int64, len(steps))
+	for i, s := range steps {
+		snaps[i] = s.snapshot
 	}
-	byStep := map[int][]string{}
-	for label, rows := range got {
-		i := slices.IndexFunc(steps, func(s step) bool { return s.snapshot == label })
-		if i < 0 {
-			t.Fatalf("rows labelled with snapshot %d, which no write made: %q", label, rows)
-		}
-		byStep[i] = append(byStep[i], rows...)
-	}
+	byStep := w.insertsByStep(t, snaps, "an OVER aggregation")
 	checked := 0
 	for i, s := range steps {
 		want := []string{}

@@ -172,11 +172,8 @@ func (j *RowtimeTemporal) sideRows(ctx context.Context, s int, b arrow.RecordBat
 	n := int(b.NumRows())
 	ev := &batchEval{ctx: ctx, ec: j.ec, b: b}
 	defer ev.release()
-	keys, err := ev.evalAll(keyExprs)
+	keys, err := ev.encodeKeys(keyExprs, &j.enc[s])
 	if err != nil {
-		return nil, nil, nil, err
-	}
-	if err := j.enc[s].Encode(keys, n); err != nil {
 		return nil, nil, nil, err
 	}
 	ts, err := ev.eval(timeExpr)

@@ -112,12 +112,7 @@ func (w *WindowRank) add(ctx context.Context, b arrow.RecordBatch) error {
 	w.signs = signs
 	ev := &batchEval{ctx: ctx, ec: w.ec, b: b}
 	defer ev.release()
-	n := int(b.NumRows())
-	keys, err := ev.evalAll(w.spec.Partition)
-	if err != nil {
-		return err
-	}
-	if err := w.enc.Encode(keys, n); err != nil {
+	if _, err := ev.encodeKeys(w.spec.Partition, &w.enc); err != nil {
 		return err
 	}
 	order, err := ev.evalAll(w.order)

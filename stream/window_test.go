@@ -338,37 +338,13 @@ func runWindowInvariant(t *testing.T, rng *rand.Rand, budget int64) {
 		steps = append(steps, step{snapshot: snap, mirror: mirrorSnap, from: prevWM, closesFrom: prevSeen, to: wm(), closes: seen})
 		now += int64(rng.Intn(1_500_000))
 	}
-	final := steps[len(steps)-1].snapshot
-
-	// Follow the stream to the last snapshot, collecting its rows by the
-	// snapshot they are labelled with.
-	got := map[int64][]string{}
-	for {
-		e := w.next(t, 30*time.Second, final)
-		if e.rows == nil {
-			if e.pos[0] >= final {
-				break
-			}
-			continue
-		}
-		for _, r := range e.rows {
-			if r[0] != "+I" {
-				t.Fatalf("a window aggregation emitted %v: its output must be inserts only", r)
-			}
-			got[e.pos[0]] = append(got[e.pos[0]], strings.Join(r[1:], "|"))
-		}
+	snaps := make([]int64, len(steps))
+	for i, s := range steps {
+		snaps[i] = s.snapshot
 	}
-
 	// t0 is write-only (no compaction), so every snapshot is a step's
 	// write and a window closes at the marker of the step that closes it.
-	byStep := map[int][]string{}
-	for label, rows := range got {
-		i := slices.IndexFunc(steps, func(s step) bool { return s.snapshot == label })
-		if i < 0 {
-			t.Fatalf("rows labelled with snapshot %d, which no write made: %q", label, rows)
-		}
-		byStep[i] = append(byStep[i], rows...)
-	}
+	byStep := w.insertsByStep(t, snaps, "a window aggregation")
 	checked := 0
 	for i, s := range steps {
 		want := []string{}
@@ -672,4 +648,32 @@ func sortedRows(t *testing.T, ctx context.Context, sess *engine.Session, text st
 	got := queryRows(t, ctx, sess, text)
 	slices.Sort(got)
 	return got
+}
+
+// insertsByStep follows w to the last of snaps and returns the rows it
+// emits, which must all be inserts (what names the operator), by the index
+// in snaps of the snapshot each is labelled with.
+func (w *windowRun) insertsByStep(t *testing.T, snaps []int64, what string) map[int][]string {
+	t.Helper()
+	final := snaps[len(snaps)-1]
+	byStep := map[int][]string{}
+	for {
+		e := w.next(t, 30*time.Second, final)
+		if e.rows == nil {
+			if e.pos[0] >= final {
+				return byStep
+			}
+			continue
+		}
+		i := slices.Index(snaps, e.pos[0])
+		for _, r := range e.rows {
+			if r[0] != "+I" {
+				t.Fatalf("%s emitted %v: its output must be inserts only", what, r)
+			}
+			if i < 0 {
+				t.Fatalf("rows labelled with snapshot %d, which no write made: %v", e.pos[0], r)
+			}
+			byStep[i] = append(byStep[i], strings.Join(r[1:], "|"))
+		}
+	}
 }
