@@ -1046,3 +1046,102 @@ func (m *minMaxAcc) copyGroup(from, to int) {
 // copyGroup does not copy the distinct set: NewWindow rejects DISTINCT
 // aggregates, the only users of copyGroup.
 func (d *distinctAcc) copyGroup(from, to int) { d.inner.copyGroup(from, to) }
+
+// mergeGroups folds the state of group src[i] into group dst[i] of the
+// same accumulator, for every i, as if dst had also seen src's rows:
+// COUNT, SUM, AVG (its sum and count), MIN, MAX and ANY_VALUE can; it
+// reports false for any other (DISTINCT, variances, LISTAGG, ...), before
+// changing anything. The type switch names exact types on purpose: the
+// AVG accumulators embed the SUM ones.
+func mergeGroups(a accumulator, src, dst []uint32) (bool, error) {
+	switch a := a.(type) {
+	case *countAcc:
+		for i, s := range src {
+			a.n[dst[i]] += a.n[s]
+		}
+	case *sumIntAcc:
+		for i, s := range src {
+			d := dst[i]
+			if !a.seen[s] {
+				continue
+			}
+			x, y := a.sum[d], a.sum[s]
+			r := x + y
+			if (x > 0 && y > 0 && r < 0) || (x < 0 && y < 0 && r >= 0) {
+				return true, fmt.Errorf("%w: sum exceeds the int64 range (%d + %d)", vectorized.ErrOverflow, x, y)
+			}
+			a.sum[d], a.seen[d] = r, true
+		}
+	case *sumFloatAcc:
+		for i, s := range src {
+			if d := dst[i]; a.seen[s] {
+				a.sum[d] += a.sum[s]
+				a.seen[d] = true
+			}
+		}
+	case *sumDecAcc:
+		for i, s := range src {
+			d := dst[i]
+			if !a.seen[s] {
+				continue
+			}
+			r := a.sum[d].Add(a.sum[s])
+			if !r.FitsInPrecision(a.out.Precision) {
+				return true, fmt.Errorf("%w: decimal sum exceeds %s", vectorized.ErrOverflow, a.out)
+			}
+			a.sum[d], a.seen[d] = r, true
+		}
+	case *avgIntAcc:
+		mergeGroups(&a.cnt, src, dst)
+		return mergeGroups(&a.sumIntAcc, src, dst)
+	case *avgDecAcc:
+		mergeGroups(&a.cnt, src, dst)
+		return mergeGroups(&a.sumDecAcc, src, dst)
+	case *avgFloatAcc:
+		for i, s := range src {
+			a.sum[dst[i]] += a.sum[s]
+			a.cnt[dst[i]] += a.cnt[s]
+		}
+	case *minMaxAcc:
+		for i, s := range src {
+			if d := int(dst[i]); a.seen[s] && (!a.seen[d] || a.better(a.compare(int(s), d))) {
+				if a.kind == 3 {
+					a.strBytes += int64(len(a.str[s]) - len(a.str[d]))
+				}
+				a.copyGroup(int(s), d)
+			}
+		}
+	default:
+		return false, nil
+	}
+	return true, nil
+}
+
+// mergeable reports whether mergeGroups can fold a's groups.
+func mergeable(a accumulator) bool {
+	ok, _ := mergeGroups(a, nil, nil)
+	return ok
+}
+
+// compare orders the values of groups x and y (both seen) as update does.
+func (m *minMaxAcc) compare(x, y int) int {
+	switch m.kind {
+	case 0:
+		return cmp.Compare(m.fixed[x], m.fixed[y])
+	case 1:
+		return floatOrder(m.flt[x], m.flt[y])
+	case 2:
+		return m.dec[x].Cmp(m.dec[y])
+	case 3:
+		return strings.Compare(m.str[x], m.str[y])
+	case 4:
+		switch {
+		case m.bl[x] == m.bl[y]:
+			return 0
+		case m.bl[x]:
+			return 1
+		}
+		return -1
+	}
+	return 0 // intervals: only ANY_VALUE, which keeps the first
+}
