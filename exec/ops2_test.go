@@ -309,3 +309,18 @@ func TestGroupingSetsDerived(t *testing.T) {
 		})
 	}
 }
+
+// TestAggregateNullTypedArgument: an argument of the NULL type has no
+// validity bitmap, and every row of it is NULL: COUNT counts none, the
+// others see no value.
+func TestAggregateNullTypedArgument(t *testing.T) {
+	in := exectest.NewTable(t, "g:string, v:int64", "a | 1", "a | 2", "b | NULL")
+	s := in.Schema
+	null := exec.NewLiteral(scalar.MakeNullScalar(arrow.Null))
+	aggs := []exec.AggregateSpec{{Func: "count", Args: []exec.Expr{null}}, {Func: "count_star"}, {Func: "sum", Args: []exec.Expr{null}},
+		{Func: "min", Args: []exec.Expr{null}}, {Func: "count", Args: []exec.Expr{col(s, "v")}}}
+	exectest.Run(t, []exectest.Table{in}, []string{"a | 0 | 2 | NULL | (null) | 2", "b | 0 | 1 | NULL | (null) | 0"}, exectest.Unordered,
+		func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewHashAggregate(ec, ops[0], []exec.Expr{col(s, "g")}, nil, aggs, nil)
+		})
+}
