@@ -313,6 +313,11 @@ type hashAggOp struct {
 	part, nparts int
 	seed         maphash.Seed
 	hashes       []uint64
+	// takeOwn: the aggregates' arguments compute something, so a worker
+	// takes its own rows before evaluating them (updateOwn).
+	takeOwn bool
+	ownRows []int64
+	ownIDs  []uint32
 	// A single integer group key uses table64 (NULL key: nullGroup).
 	table64   *vectorized.IntTable
 	nullGroup int64
@@ -530,7 +535,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 				inMem = mine
 			}
 			releaseArrays(skeys)
-			if err := h.update(ctx, b, ids, inMem); err != nil {
+			if err := h.updateOwn(ctx, b, ids, inMem); err != nil {
 				releaseArrays(keys)
 				return err
 			}
@@ -792,4 +797,44 @@ func (h *hashAggOp) deriveChunk(ctx context.Context, si int, set []int, part []a
 		}
 	}
 	return nil
+}
+
+// updateOwn is update; a worker of a parallel aggregation with takeOwn
+// first takes the rows it keeps, so that it does not evaluate the
+// arguments (q59's and q99's CASE pivots) over the other workers' rows too.
+func (h *hashAggOp) updateOwn(ctx context.Context, b arrow.RecordBatch, ids []uint32, rows []bool) error {
+	if !h.takeOwn || rows == nil {
+		return h.update(ctx, b, ids, rows)
+	}
+	h.ownRows, h.ownIDs = h.ownRows[:0], h.ownIDs[:0]
+	for i, r := range rows {
+		if r {
+			h.ownRows = append(h.ownRows, int64(i))
+			h.ownIDs = append(h.ownIDs, ids[i])
+		}
+	}
+	if len(h.ownRows) == 0 {
+		return nil
+	}
+	own, err := vectorized.TakeBatch(ctx, h.ec.Mem, b, b.Schema(), h.ownRows)
+	if err != nil {
+		return err
+	}
+	defer own.Release()
+	return h.update(ctx, own, h.ownIDs, nil)
+}
+
+// computesArgs reports whether an aggregate's argument or FILTER is more
+// than a column or a constant.
+func computesArgs(aggs []AggregateSpec) bool {
+	for _, a := range aggs {
+		for _, e := range append(slices.Clone(a.Args), a.Filter) {
+			switch e.(type) {
+			case nil, *ColumnExpr, *LiteralExpr:
+			default:
+				return true
+			}
+		}
+	}
+	return false
 }
