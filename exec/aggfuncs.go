@@ -178,14 +178,12 @@ func moveState[T any](s []T, from, to int) []T {
 // activeRows says which rows of an aggregate's argument a count: those
 // mask keeps (nil: all) where a is not NULL. It reads a's validity bitmap
 // in place instead of an IsValid call per row through the arrow.Array
-// interface (BenchmarkHashAggregate/int: 10% less CPU).
+// interface (BenchmarkHashAggregate/int: 10% less CPU), and not NullN,
+// which caches its count in the array: the workers of a parallel
+// aggregation share their input's arrays.
 func activeRows(a arrow.Array, mask []bool) active {
-	r := active{mask: mask}
-	if a.NullN() > 0 {
-		r.bits, r.off = a.NullBitmapBytes(), a.Data().Offset()
-		r.none = r.bits == nil // the NULL type has no bitmap
-	}
-	return r
+	return active{mask: mask, bits: a.NullBitmapBytes(), off: a.Data().Offset(),
+		none: a.DataType().ID() == arrow.NULL} // the NULL type has no bitmap
 }
 
 type active struct {
@@ -200,7 +198,7 @@ func (r active) at(i int) bool {
 		return false
 	}
 	j := r.off + i
-	return r.bits == nil || r.bits[j>>3]&(1<<(j&7)) != 0
+	return len(r.bits) == 0 || r.bits[j>>3]&(1<<(j&7)) != 0
 }
 
 type countAcc struct {
