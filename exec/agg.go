@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -307,15 +308,26 @@ type hashAggOp struct {
 	depth int
 	table *vectorized.BytesTable // encoded keys, prefixed by the grouping set
 	// With nparts > 1 this is worker part of a parallel aggregation and
-	// handles only the rows whose key hashes to it (see owned).
+	// handles only the rows whose key hashes to it (see owned); the
+	// workers' tables share seed, so that hash serves the lookup too.
 	part, nparts int
 	seed         maphash.Seed
+	hashes       []uint64
+	// takeOwn: the aggregates' arguments compute something, so a worker
+	// takes its own rows before evaluating them (updateOwn).
+	takeOwn bool
+	ownRows []int64
+	ownIDs  []uint32
 	// A single integer group key uses table64 (NULL key: nullGroup).
 	table64   *vectorized.IntTable
 	nullGroup int64
+	// partSets is, per chunk of keyParts, the grouping set of its groups
+	// (grouping sets only): each chunk holds new groups of one set.
+	partSets []int
 	// Scratch reused across batches.
 	wide   []int64
 	ids    []uint32
+	srcIDs []uint32
 	mine   []bool
 	opened bool
 	out    batchesOp
@@ -360,7 +372,11 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 	if err := h.child.Open(ctx); err != nil {
 		return err
 	}
-	h.table = vectorized.NewBytesTable(1024)
+	if h.nparts > 1 {
+		h.table = vectorized.NewBytesTableSeed(1024, h.seed)
+	} else {
+		h.table = vectorized.NewBytesTable(1024)
+	}
 	h.table64 = vectorized.NewIntTable(1024)
 	h.nullGroup = -1
 	sets := h.sets
@@ -377,6 +393,14 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 	var keyBuf []byte
 	keyBytes := 0
 	setSeen := make([]bool, len(sets))
+	// Sets with a source are computed from its groups, not from the rows,
+	// once the input ends or before the first spill (derive).
+	from := h.setSources(sets)
+	derive := func() error {
+		err := h.deriveSets(ctx, sets, from, &enc, &keyBuf, &keyBytes, setSeen)
+		from = nil
+		return err
+	}
 	for {
 		b, err := Next(ctx, h.child)
 		if errors.Is(err, io.EOF) {
@@ -391,6 +415,9 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 			return err
 		}
 		for si, s := range sets {
+			if from != nil && from[si] >= 0 {
+				continue
+			}
 			skeys, gid := h.setKeys(keys, s, n)
 			// One integer key: read as a vector of int64s, no encoding.
 			intKey := h.sets == nil && len(skeys) == 1 && vectorized.IsIntKeyType(skeys[0].DataType())
@@ -426,6 +453,8 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 				var ok bool
 				null := nullable && skeys[0].IsNull(i)
 				var g32 int32
+				var key []byte
+				var spot vectorized.Spot
 				switch {
 				case null:
 					g32, ok = int32(h.nullGroup), h.nullGroup >= 0
@@ -434,8 +463,18 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 				case oneGroup && oneFound:
 					g32, ok = oneID, true
 				default:
-					keyBuf = append(append(keyBuf[:0], byte(si), byte(si>>8)), enc.Key(i)...)
-					g32, ok = h.table.Get(keyBuf)
+					key = enc.Key(i)
+					if h.sets != nil {
+						keyBuf = append(append(keyBuf[:0], byte(si), byte(si>>8)), key...)
+						key = keyBuf
+					}
+					hash := uint64(0)
+					if mine != nil {
+						hash = h.hashes[i]
+					} else {
+						hash = h.table.Hash(key)
+					}
+					g32, ok, spot = h.table.Find(key, hash)
 				}
 				g = uint32(g32)
 				if !ok && h.spills != nil {
@@ -454,8 +493,8 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 						h.table64.Put(ints[i], int32(g))
 						keyBytes += 8
 					default:
-						h.table.Put(keyBuf, int32(g))
-						keyBytes += len(keyBuf)
+						h.table.Insert(spot, key, int32(g))
+						keyBytes += len(key)
 					}
 					fresh = append(fresh, int64(i))
 					h.gid = append(h.gid, gid)
@@ -471,6 +510,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 					return err
 				}
 				h.keyParts = append(h.keyParts, part)
+				h.partSets = append(h.partSets, si)
 				h.grow(h.ngroups + len(fresh))
 			}
 			var inMem []bool
@@ -495,13 +535,21 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 				inMem = mine
 			}
 			releaseArrays(skeys)
-			if err := h.update(ctx, b, ids, inMem); err != nil {
+			if err := h.updateOwn(ctx, b, ids, inMem); err != nil {
 				releaseArrays(keys)
 				return err
 			}
 		}
 		releaseArrays(keys)
 		if h.ec.overBudget(base, h.stateBytes(keyBytes)) {
+			// Spilled rows would be missing from the groups the derived
+			// sets are computed from: from here on every set reads the
+			// rows.
+			if from != nil {
+				if err := derive(); err != nil {
+					return err
+				}
+			}
 			// New groups go to disk, and existing groups' DISTINCT sets
 			// stop growing.
 			for canSpill && len(h.spills) < len(sets) {
@@ -527,6 +575,11 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 			}
 		}
 	}
+	if from != nil {
+		if err := derive(); err != nil {
+			return err
+		}
+	}
 	// The empty grouping set (and a global aggregate) yields a row even
 	// for empty input.
 	for si, s := range sets {
@@ -541,7 +594,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 		h.gid = append(h.gid, int64(1)<<len(h.groups)-1)
 		h.grow(h.ngroups + 1)
 	}
-	h.table, h.table64 = nil, nil
+	h.table, h.table64, h.partSets = nil, nil, nil
 	for si, p := range h.spills {
 		if err := p.finish(); err != nil {
 			return err
@@ -624,8 +677,164 @@ func (h *hashAggOp) owned(keys []arrow.Array, ints []int64, intKey bool, enc *ve
 		}
 		return mine
 	}
+	h.hashes = resized(h.hashes, n)
 	for i := 0; i < n; i++ {
-		mine[i] = int(maphash.Bytes(h.seed, enc.Key(i))%uint64(h.nparts)) == h.part
+		h.hashes[i] = h.table.Hash(enc.Key(i))
+		mine[i] = int(h.hashes[i]%uint64(h.nparts)) == h.part
 	}
 	return mine
+}
+
+// setSources returns, per grouping set, the set its groups are computed
+// from (-1: from the input rows), or nil when every set reads the rows. A
+// set is computed from the smallest other set that holds all its columns
+// (ROLLUP's (a, b) from (a, b, c)): a coarser group's aggregates are those
+// of the finer groups it covers folded together, which fewer groups than
+// rows make cheaper. Only aggregates whose states fold do (COUNT, SUM,
+// AVG, MIN, MAX; not DISTINCT; see mergeGroups).
+func (h *hashAggOp) setSources(sets [][]int) []int {
+	if h.sets == nil || len(sets) < 2 || len(h.groups) == 0 {
+		return nil
+	}
+	for _, a := range h.accs {
+		if !mergeable(a) {
+			return nil
+		}
+	}
+	cols := make([]uint64, len(sets))
+	for i, s := range sets {
+		for _, c := range s {
+			cols[i] |= 1 << c
+		}
+	}
+	from := make([]int, len(sets))
+	derived := false
+	for i := range sets {
+		from[i] = -1
+		for j := range sets {
+			// A source has more columns, or as many (a repeated set) and
+			// comes first, so that no set is its own source's source.
+			covers := cols[j]&cols[i] == cols[i] && j != i
+			before := len(sets[j]) > len(sets[i]) || len(sets[j]) == len(sets[i]) && j < i
+			if !covers || !before {
+				continue
+			}
+			if from[i] < 0 || len(sets[j]) < len(sets[from[i]]) {
+				from[i] = j
+			}
+		}
+		derived = derived || from[i] >= 0
+	}
+	if !derived {
+		return nil
+	}
+	return from
+}
+
+// deriveSets computes the sets with a source (setSources) from their
+// source's groups, sources first. Nothing has spilled yet, so the source's
+// groups in memory hold all the rows read so far.
+func (h *hashAggOp) deriveSets(ctx context.Context, sets [][]int, from []int, enc *vectorized.KeyEncoder, keyBuf *[]byte, keyBytes *int, setSeen []bool) error {
+	order := make([]int, 0, len(sets))
+	for si := range sets {
+		if from[si] >= 0 {
+			order = append(order, si)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return len(sets[b]) - len(sets[a]) })
+	for _, si := range order {
+		src := from[si]
+		setSeen[si] = setSeen[src]
+		start := 0
+		for p, nparts := 0, len(h.keyParts); p < nparts; p++ {
+			n := h.keyParts[p][0].Len()
+			if h.partSets[p] == src {
+				if err := h.deriveChunk(ctx, si, sets[si], h.keyParts[p], start, enc, keyBuf, keyBytes); err != nil {
+					return err
+				}
+			}
+			start += n
+		}
+	}
+	return nil
+}
+
+// deriveChunk folds the groups [start, start+len) of one chunk of keyParts
+// into the groups of set si.
+func (h *hashAggOp) deriveChunk(ctx context.Context, si int, set []int, part []arrow.Array, start int, enc *vectorized.KeyEncoder, keyBuf *[]byte, keyBytes *int) error {
+	n := part[0].Len()
+	skeys, gid := h.setKeys(part, set, n)
+	defer releaseArrays(skeys)
+	if err := enc.Encode(skeys, n); err != nil {
+		return err
+	}
+	h.ids, h.srcIDs = resized(h.ids, n), resized(h.srcIDs, n)
+	var fresh []int64
+	for i := 0; i < n; i++ {
+		*keyBuf = append(append((*keyBuf)[:0], byte(si), byte(si>>8)), enc.Key(i)...)
+		g, ok, spot := h.table.Find(*keyBuf, h.table.Hash(*keyBuf))
+		if !ok {
+			g = int32(h.ngroups + len(fresh))
+			h.table.Insert(spot, *keyBuf, g)
+			*keyBytes += len(*keyBuf)
+			fresh = append(fresh, int64(i))
+			h.gid = append(h.gid, gid)
+		}
+		h.ids[i], h.srcIDs[i] = uint32(g), uint32(start+i)
+	}
+	if len(fresh) > 0 {
+		keys, err := vectorized.TakeColumns(ctx, h.ec.Mem, skeys, fresh)
+		if err != nil {
+			return err
+		}
+		h.keyParts = append(h.keyParts, keys)
+		h.partSets = append(h.partSets, si)
+		h.grow(h.ngroups + len(fresh))
+	}
+	for i, a := range h.accs {
+		if _, err := mergeGroups(a, h.srcIDs, h.ids); err != nil {
+			return fmt.Errorf("%s: %w", h.aggs[i].Func, err)
+		}
+	}
+	return nil
+}
+
+// updateOwn is update; a worker of a parallel aggregation with takeOwn
+// first takes the rows it keeps, so that it does not evaluate the
+// arguments (q59's and q99's CASE pivots) over the other workers' rows too.
+func (h *hashAggOp) updateOwn(ctx context.Context, b arrow.RecordBatch, ids []uint32, rows []bool) error {
+	if !h.takeOwn || rows == nil {
+		return h.update(ctx, b, ids, rows)
+	}
+	h.ownRows, h.ownIDs = h.ownRows[:0], h.ownIDs[:0]
+	for i, r := range rows {
+		if r {
+			h.ownRows = append(h.ownRows, int64(i))
+			h.ownIDs = append(h.ownIDs, ids[i])
+		}
+	}
+	if len(h.ownRows) == 0 {
+		return nil
+	}
+	own, err := vectorized.TakeBatch(ctx, h.ec.Mem, b, b.Schema(), h.ownRows)
+	if err != nil {
+		return err
+	}
+	defer own.Release()
+	return h.update(ctx, own, h.ownIDs, nil)
+}
+
+// computesArgs reports whether an aggregate's argument or FILTER is more
+// than a column or a constant.
+func computesArgs(aggs []AggregateSpec) bool {
+	for _, a := range aggs {
+		for _, e := range append(slices.Clone(a.Args), a.Filter) {
+			switch e.(type) {
+			case nil, *ColumnExpr, *LiteralExpr:
+			default:
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -38,8 +38,9 @@ func (l *listaggAcc) update(groups []uint32, args []arrow.Array, mask []bool) er
 	if args[0].DataType().ID() == arrow.NULL {
 		return nil
 	}
+	on := activeRows(args[0], mask)
 	for i, g := range groups {
-		if !active(args[0], mask, i) {
+		if !on.at(i) {
 			continue
 		}
 		before := cap(l.vals[g])

@@ -175,8 +175,30 @@ func moveState[T any](s []T, from, to int) []T {
 	return s[:to+1]
 }
 
-func active(a arrow.Array, mask []bool, i int) bool {
-	return (mask == nil || mask[i]) && a.IsValid(i)
+// activeRows says which rows of an aggregate's argument a count: those
+// mask keeps (nil: all) where a is not NULL. It reads a's validity bitmap
+// in place instead of an IsValid call per row through the arrow.Array
+// interface (BenchmarkHashAggregate/int: 10% less CPU), and not NullN,
+// which caches its count in the array: the workers of a parallel
+// aggregation share their input's arrays.
+func activeRows(a arrow.Array, mask []bool) active {
+	return active{mask: mask, bits: a.NullBitmapBytes(), off: a.Data().Offset(),
+		none: a.DataType().ID() == arrow.NULL} // the NULL type has no bitmap
+}
+
+type active struct {
+	mask []bool
+	bits []byte
+	off  int
+	none bool
+}
+
+func (r active) at(i int) bool {
+	if r.none || (r.mask != nil && !r.mask[i]) {
+		return false
+	}
+	j := r.off + i
+	return len(r.bits) == 0 || r.bits[j>>3]&(1<<(j&7)) != 0
 }
 
 type countAcc struct {
@@ -186,8 +208,17 @@ type countAcc struct {
 
 func (c *countAcc) grow(n int) { c.n = growTo(c.n, n) }
 func (c *countAcc) update(groups []uint32, args []arrow.Array, mask []bool) error {
+	if c.star {
+		for i, g := range groups {
+			if mask == nil || mask[i] {
+				c.n[g]++
+			}
+		}
+		return nil
+	}
+	on := activeRows(args[0], mask)
 	for i, g := range groups {
-		if (mask == nil || mask[i]) && (c.star || args[0].IsValid(i)) {
+		if on.at(i) {
 			c.n[g]++
 		}
 	}
@@ -261,15 +292,17 @@ func (s *sumIntAcc) update(groups []uint32, args []arrow.Array, mask []bool) err
 		return nil
 	}
 	if args[0].DataType().ID() == arrow.UINT64 {
+		on := activeRows(args[0], mask)
 		for i := range groups {
-			if active(args[0], mask, i) && args[0].(*array.Uint64).Value(i) > math.MaxInt64 {
+			if on.at(i) && args[0].(*array.Uint64).Value(i) > math.MaxInt64 {
 				return fmt.Errorf("%w: sum of value %d", vectorized.ErrOverflow, args[0].(*array.Uint64).Value(i))
 			}
 		}
 	}
 	v := int64View(args[0])
+	on := activeRows(args[0], mask)
 	for i, g := range groups {
-		if !active(args[0], mask, i) {
+		if !on.at(i) {
 			continue
 		}
 		x, y := s.sum[g], v(i)
@@ -300,8 +333,9 @@ type sumFloatAcc struct {
 func (s *sumFloatAcc) grow(n int) { s.sum = growTo(s.sum, n); s.seen.grow(n) }
 func (s *sumFloatAcc) update(groups []uint32, args []arrow.Array, mask []bool) error {
 	v := float64View(args[0])
+	on := activeRows(args[0], mask)
 	for i, g := range groups {
-		if active(args[0], mask, i) {
+		if on.at(i) {
 			s.sum[g] += v(i)
 			s.seen[g] = true
 		}
@@ -328,8 +362,9 @@ type sumDecAcc struct {
 func (s *sumDecAcc) grow(n int) { s.sum = growTo(s.sum, n); s.seen.grow(n) }
 func (s *sumDecAcc) update(groups []uint32, args []arrow.Array, mask []bool) error {
 	v := vectorized.DecimalValues(args[0])
+	on := activeRows(args[0], mask)
 	for i, g := range groups {
-		if !active(args[0], mask, i) {
+		if !on.at(i) {
 			continue
 		}
 		r := s.sum[g].Add(v[i])
@@ -459,8 +494,9 @@ func (a *avgFloatAcc) update(groups []uint32, args []arrow.Array, mask []bool) e
 		return nil
 	}
 	v := float64View(args[0])
+	on := activeRows(args[0], mask)
 	for i, g := range groups {
-		if active(args[0], mask, i) {
+		if on.at(i) {
 			a.sum[g] += v(i)
 			a.cnt[g]++
 		}
@@ -499,8 +535,9 @@ type varIntAcc struct {
 func (v *varIntAcc) grow(n int) { v.m = growTo(v.m, n) }
 func (v *varIntAcc) update(groups []uint32, args []arrow.Array, mask []bool) error {
 	x := int64View(args[0])
+	on := activeRows(args[0], mask)
 	for i, g := range groups {
-		if active(args[0], mask, i) {
+		if on.at(i) {
 			v.m[g].Add(x(i), 1)
 		}
 	}
@@ -536,8 +573,9 @@ func (v *varAcc) update(groups []uint32, args []arrow.Array, mask []bool) error 
 		return nil
 	}
 	f := float64View(args[0])
+	on := activeRows(args[0], mask)
 	for i, g := range groups {
-		if !active(args[0], mask, i) {
+		if !on.at(i) {
 			continue
 		}
 		x := f(i)
@@ -584,8 +622,9 @@ func (b *boolAcc) update(groups []uint32, args []arrow.Array, mask []bool) error
 		return nil
 	}
 	a := args[0].(*array.Boolean)
+	on := activeRows(a, mask)
 	for i, g := range groups {
-		if !active(a, mask, i) {
+		if !on.at(i) {
 			continue
 		}
 		if !b.seen[g] {
@@ -682,8 +721,9 @@ func (m *minMaxAcc) update(groups []uint32, args []arrow.Array, mask []bool) err
 		default:
 			v = int64View(a)
 		}
+		on := activeRows(a, mask)
 		for i, g := range groups {
-			if active(a, mask, i) {
+			if on.at(i) {
 				x := v(i)
 				if !m.seen[g] || m.better(cmp.Compare(x, m.fixed[g])) {
 					m.fixed[g], m.seen[g] = x, true
@@ -692,8 +732,9 @@ func (m *minMaxAcc) update(groups []uint32, args []arrow.Array, mask []bool) err
 		}
 	case 1:
 		v := float64View(a)
+		on := activeRows(a, mask)
 		for i, g := range groups {
-			if active(a, mask, i) {
+			if on.at(i) {
 				x := v(i)
 				if !m.seen[g] || m.better(floatOrder(x, m.flt[g])) {
 					m.flt[g], m.seen[g] = x, true
@@ -702,14 +743,16 @@ func (m *minMaxAcc) update(groups []uint32, args []arrow.Array, mask []bool) err
 		}
 	case 2:
 		v := vectorized.DecimalValues(a)
+		on := activeRows(a, mask)
 		for i, g := range groups {
-			if active(a, mask, i) && (!m.seen[g] || m.better(v[i].Cmp(m.dec[g]))) {
+			if on.at(i) && (!m.seen[g] || m.better(v[i].Cmp(m.dec[g]))) {
 				m.dec[g], m.seen[g] = v[i], true
 			}
 		}
 	case 3:
+		on := activeRows(a, mask)
 		for i, g := range groups {
-			if !active(a, mask, i) {
+			if !on.at(i) {
 				continue
 			}
 			x := vectorized.StringAt(a, i)
@@ -720,8 +763,9 @@ func (m *minMaxAcc) update(groups []uint32, args []arrow.Array, mask []bool) err
 		}
 	case 4:
 		b := a.(*array.Boolean)
+		on := activeRows(a, mask)
 		for i, g := range groups {
-			if active(a, mask, i) {
+			if on.at(i) {
 				x := b.Value(i)
 				c := 0
 				if x != m.bl[g] {
@@ -737,8 +781,9 @@ func (m *minMaxAcc) update(groups []uint32, args []arrow.Array, mask []bool) err
 		}
 	case 5:
 		b := a.(*array.MonthDayNanoInterval)
+		on := activeRows(a, mask)
 		for i, g := range groups {
-			if active(a, mask, i) && !m.seen[g] {
+			if on.at(i) && !m.seen[g] {
 				m.iv[g], m.seen[g] = b.Value(i), true
 			}
 		}
@@ -1046,3 +1091,102 @@ func (m *minMaxAcc) copyGroup(from, to int) {
 // copyGroup does not copy the distinct set: NewWindow rejects DISTINCT
 // aggregates, the only users of copyGroup.
 func (d *distinctAcc) copyGroup(from, to int) { d.inner.copyGroup(from, to) }
+
+// mergeGroups folds the state of group src[i] into group dst[i] of the
+// same accumulator, for every i, as if dst had also seen src's rows:
+// COUNT, SUM, AVG (its sum and count), MIN, MAX and ANY_VALUE can; it
+// reports false for any other (DISTINCT, variances, LISTAGG, ...), before
+// changing anything. The type switch names exact types on purpose: the
+// AVG accumulators embed the SUM ones.
+func mergeGroups(a accumulator, src, dst []uint32) (bool, error) {
+	switch a := a.(type) {
+	case *countAcc:
+		for i, s := range src {
+			a.n[dst[i]] += a.n[s]
+		}
+	case *sumIntAcc:
+		for i, s := range src {
+			d := dst[i]
+			if !a.seen[s] {
+				continue
+			}
+			x, y := a.sum[d], a.sum[s]
+			r := x + y
+			if (x > 0 && y > 0 && r < 0) || (x < 0 && y < 0 && r >= 0) {
+				return true, fmt.Errorf("%w: sum exceeds the int64 range (%d + %d)", vectorized.ErrOverflow, x, y)
+			}
+			a.sum[d], a.seen[d] = r, true
+		}
+	case *sumFloatAcc:
+		for i, s := range src {
+			if d := dst[i]; a.seen[s] {
+				a.sum[d] += a.sum[s]
+				a.seen[d] = true
+			}
+		}
+	case *sumDecAcc:
+		for i, s := range src {
+			d := dst[i]
+			if !a.seen[s] {
+				continue
+			}
+			r := a.sum[d].Add(a.sum[s])
+			if !r.FitsInPrecision(a.out.Precision) {
+				return true, fmt.Errorf("%w: decimal sum exceeds %s", vectorized.ErrOverflow, a.out)
+			}
+			a.sum[d], a.seen[d] = r, true
+		}
+	case *avgIntAcc:
+		mergeGroups(&a.cnt, src, dst)
+		return mergeGroups(&a.sumIntAcc, src, dst)
+	case *avgDecAcc:
+		mergeGroups(&a.cnt, src, dst)
+		return mergeGroups(&a.sumDecAcc, src, dst)
+	case *avgFloatAcc:
+		for i, s := range src {
+			a.sum[dst[i]] += a.sum[s]
+			a.cnt[dst[i]] += a.cnt[s]
+		}
+	case *minMaxAcc:
+		for i, s := range src {
+			if d := int(dst[i]); a.seen[s] && (!a.seen[d] || a.better(a.compare(int(s), d))) {
+				if a.kind == 3 {
+					a.strBytes += int64(len(a.str[s]) - len(a.str[d]))
+				}
+				a.copyGroup(int(s), d)
+			}
+		}
+	default:
+		return false, nil
+	}
+	return true, nil
+}
+
+// mergeable reports whether mergeGroups can fold a's groups.
+func mergeable(a accumulator) bool {
+	ok, _ := mergeGroups(a, nil, nil)
+	return ok
+}
+
+// compare orders the values of groups x and y (both seen) as update does.
+func (m *minMaxAcc) compare(x, y int) int {
+	switch m.kind {
+	case 0:
+		return cmp.Compare(m.fixed[x], m.fixed[y])
+	case 1:
+		return floatOrder(m.flt[x], m.flt[y])
+	case 2:
+		return m.dec[x].Cmp(m.dec[y])
+	case 3:
+		return strings.Compare(m.str[x], m.str[y])
+	case 4:
+		switch {
+		case m.bl[x] == m.bl[y]:
+			return 0
+		case m.bl[x]:
+			return 1
+		}
+		return -1
+	}
+	return 0 // intervals: only ANY_VALUE, which keeps the first
+}

@@ -291,8 +291,9 @@ func (c *collectAcc) grow(n int) {
 }
 
 func (c *collectAcc) update(groups []uint32, args []arrow.Array, mask []bool) error {
+	on := activeRows(args[0], mask)
 	for i, g := range groups {
-		if !active(args[0], mask, i) {
+		if !on.at(i) {
 			continue
 		}
 		v := holdValue(args[0], i)

@@ -3,10 +3,14 @@ package exec_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/exec/exectest"
@@ -238,4 +242,85 @@ func TestWindowRangeOffsets(t *testing.T) {
 		[]exec.WindowFunc{{Func: "count_star", Frame: back2}}); !errors.Is(err, exec.ErrNotImplemented) {
 		t.Fatalf("RANGE offset over a string key: %v", err)
 	}
+}
+
+// TestGroupingSetsDerived checks the grouping sets computed from a finer
+// set's groups (COUNT, SUM, AVG, MIN, MAX fold) against each set
+// aggregated alone from the rows, with its absent columns NULL: a ROLLUP,
+// a set repeated in another column order, an empty set twice, and a set
+// with no finer one. With a DISTINCT aggregate in the list every set reads
+// the rows; the answer is the same.
+func TestGroupingSetsDerived(t *testing.T) {
+	rng := rand.New(rand.NewPCG(exectest.Seed(t), 7))
+	in := exectest.NewTable(t, "a:string, b:int64, c:int32, v:int64, f:float64, d:decimal(7,2), w:string")
+	cell := func(p int, s string) string {
+		if rng.IntN(p) == 0 {
+			return "NULL"
+		}
+		return s
+	}
+	for i := 0; i < 3000; i++ {
+		in.Rows = append(in.Rows, []string{cell(20, fmt.Sprintf("a%d", rng.IntN(5))), cell(20, fmt.Sprint(rng.IntN(7))),
+			cell(20, fmt.Sprint(rng.IntN(30))), cell(8, fmt.Sprint(rng.IntN(1000)-300)), cell(8, fmt.Sprint(rng.IntN(64))+".25"),
+			cell(8, fmt.Sprintf("%d.%02d", rng.IntN(2000)-500, rng.IntN(100))), cell(8, fmt.Sprintf("w%d", rng.IntN(500)))})
+	}
+	s := in.Schema
+	groups := []exec.Expr{col(s, "a"), col(s, "b"), col(s, "c")}
+	folding := []exec.AggregateSpec{{Func: "count_star"}, {Func: "count", Args: []exec.Expr{col(s, "v")}},
+		{Func: "sum", Args: []exec.Expr{col(s, "v")}}, {Func: "sum", Args: []exec.Expr{col(s, "f")}},
+		{Func: "sum", Args: []exec.Expr{col(s, "d")}}, {Func: "min", Args: []exec.Expr{col(s, "v")}},
+		{Func: "max", Args: []exec.Expr{col(s, "d")}}, {Func: "min", Args: []exec.Expr{col(s, "w")}},
+		{Func: "max", Args: []exec.Expr{col(s, "w")}}, {Func: "max", Args: []exec.Expr{col(s, "f")}},
+		{Func: "sum", Args: []exec.Expr{col(s, "v")}, Filter: call(t, "greater", col(s, "v"), lit(int64(0)))},
+		{Func: "avg", Args: []exec.Expr{col(s, "v")}}, {Func: "avg", Args: []exec.Expr{col(s, "f")}},
+		{Func: "avg", Args: []exec.Expr{col(s, "d")}}}
+	sets := [][]int{{0, 1, 2}, {0, 1}, {0}, {}, {2, 1}, {1, 0}, {2}, {}, {1}}
+	for name, aggs := range map[string][]exec.AggregateSpec{
+		"folding":       folding,
+		"with-distinct": append(slices.Clone(folding), exec.AggregateSpec{Func: "count", Args: []exec.Expr{col(s, "w")}, Distinct: true}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			var want []string
+			for _, set := range sets {
+				keep := make([]bool, len(groups))
+				for _, g := range set {
+					keep[g] = true
+				}
+				var gid int64
+				rows := reference(t, []exectest.Table{in}, func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+					var gs []exec.Expr
+					for i, g := range groups {
+						if keep[i] {
+							gs = append(gs, g)
+						} else {
+							gs = append(gs, exec.NewLiteral(scalar.MakeNullScalar(g.DataType())))
+							gid |= 1 << i
+						}
+					}
+					return exec.NewHashAggregate(ec, ops[0], gs, nil, aggs, nil)
+				})
+				for _, r := range rows {
+					want = append(want, fmt.Sprintf("%s | %d", r, gid))
+				}
+			}
+			exectest.Run(t, []exectest.Table{in}, want, exectest.Unordered, func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+				return exec.NewHashAggregate(ec, ops[0], groups, nil, aggs, sets)
+			})
+		})
+	}
+}
+
+// TestAggregateNullTypedArgument: an argument of the NULL type has no
+// validity bitmap, and every row of it is NULL: COUNT counts none, the
+// others see no value.
+func TestAggregateNullTypedArgument(t *testing.T) {
+	in := exectest.NewTable(t, "g:string, v:int64", "a | 1", "a | 2", "b | NULL")
+	s := in.Schema
+	null := exec.NewLiteral(scalar.MakeNullScalar(arrow.Null))
+	aggs := []exec.AggregateSpec{{Func: "count", Args: []exec.Expr{null}}, {Func: "count_star"}, {Func: "sum", Args: []exec.Expr{null}},
+		{Func: "min", Args: []exec.Expr{null}}, {Func: "count", Args: []exec.Expr{col(s, "v")}}}
+	exectest.Run(t, []exectest.Table{in}, []string{"a | 0 | 2 | NULL | (null) | 2", "b | 0 | 1 | NULL | (null) | 0"}, exectest.Unordered,
+		func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewHashAggregate(ec, ops[0], []exec.Expr{col(s, "g")}, nil, aggs, nil)
+		})
 }

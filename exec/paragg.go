@@ -46,6 +46,7 @@ func NewParallelHashAggregate(ec *Context, child Operator, groups []Expr, groupN
 		}
 		h := op.(*hashAggOp)
 		h.part, h.nparts, h.seed = w, ec.Workers(), seed
+		h.takeOwn = computesArgs(aggs)
 		p.srcs = append(p.srcs, src)
 		p.workers = append(p.workers, op)
 	}

@@ -129,17 +129,25 @@ func TestRandomAggregates(t *testing.T) {
 func TestRandomSortOneKey(t *testing.T) {
 	seed := exectest.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 7))
-	tb := exectest.NewTable(t, "i:int64, f:float64, d:date, s:string, n:int32")
+	tb := exectest.NewTable(t, "i:int64, f:float64, d:date, s:string, m:decimal(28,2), b:decimal(38,0), n:int32")
 	vals := []string{"0", "-0.0", "1.5", "-2.25", "NaN", "Inf", "-Inf", "1e300", "NULL"}
+	// b's values past 64 bits make its sort compare rows; m's take the
+	// radix passes (decimalKey).
+	bigs := []string{"-99999999999999999999999999999999999999", "18446744073709551616", "-9223372036854775809", "9223372036854775807", "-1", "0", "NULL"}
 	for r := 0; r < 300; r++ {
 		i := fmt.Sprint(rng.Int64N(1<<40) - 1<<39)
 		if rng.IntN(10) == 0 {
 			i = "NULL"
 		}
-		tb.Rows = append(tb.Rows, []string{i, vals[rng.IntN(len(vals))], fmt.Sprintf("19%02d-01-0%d", rng.IntN(100), 1+rng.IntN(9)), randomSortString(rng), fmt.Sprint(r)})
+		m := fmt.Sprintf("%d.%02d", rng.Int64N(1<<50)-1<<49, rng.IntN(100))
+		if rng.IntN(10) == 0 {
+			m = "NULL"
+		}
+		tb.Rows = append(tb.Rows, []string{i, vals[rng.IntN(len(vals))], fmt.Sprintf("19%02d-01-0%d", rng.IntN(100), 1+rng.IntN(9)), randomSortString(rng),
+			m, bigs[rng.IntN(len(bigs))], fmt.Sprint(r)})
 	}
 	s := tb.Schema
-	for _, name := range []string{"i", "f", "d", "s"} {
+	for _, name := range []string{"i", "f", "d", "s", "m", "b"} {
 		for _, desc := range []bool{false, true} {
 			for _, nf := range []bool{false, true} {
 				key := exec.SortKey{Expr: col(s, name), Descending: desc, NullsFirst: nf}
@@ -168,14 +176,14 @@ func randomSortString(rng *rand.Rand) string {
 	return []string{"b", "ab", "a", "", "é", "z", "aa", "B", "NULL"}[rng.IntN(9)]
 }
 
-// TestRandomSortKeys sorts by two or three integer, float, date and string
-// keys (few distinct values, so ties reach the later keys; NULLs, NaN and
+// TestRandomSortKeys sorts by two or three integer, float, date, string
+// and decimal keys (few distinct values, so ties reach the later keys; NULLs, NaN and
 // -0), each ascending or descending with NULLs first or last: the radix
 // passes must give the comparison sort's order, ties in input order.
 func TestRandomSortKeys(t *testing.T) {
 	seed := exectest.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 8))
-	tb := exectest.NewTable(t, "i:int64, f:float64, d:date, n:int32, s:string, row:int32")
+	tb := exectest.NewTable(t, "i:int64, f:float64, d:date, n:int32, s:string, m:decimal(20,2), row:int32")
 	floats := []string{"0", "-0.0", "1.5", "-2.25", "NaN", "Inf", "-Inf", "NULL"}
 	cell := func(s string) string {
 		if rng.IntN(6) == 0 {
@@ -185,10 +193,11 @@ func TestRandomSortKeys(t *testing.T) {
 	}
 	for r := 0; r < 400; r++ {
 		tb.Rows = append(tb.Rows, []string{cell(fmt.Sprint(rng.Int64N(5) - 2)), floats[rng.IntN(len(floats))],
-			cell(fmt.Sprintf("2001-01-0%d", 1+rng.IntN(3))), cell(fmt.Sprint(rng.Int32N(4))), randomSortString(rng), fmt.Sprint(r)})
+			cell(fmt.Sprintf("2001-01-0%d", 1+rng.IntN(3))), cell(fmt.Sprint(rng.Int32N(4))), randomSortString(rng),
+			cell(fmt.Sprintf("%d.%d0", rng.IntN(3)-1, rng.IntN(2))), fmt.Sprint(r)})
 	}
 	s := tb.Schema
-	names := []string{"i", "f", "d", "n", "s"}
+	names := []string{"i", "f", "d", "n", "s", "m"}
 	for range 40 {
 		var keys []exec.SortKey
 		var desc []string

@@ -209,9 +209,10 @@ func sortedIndices(t *table, keys []SortKey) ([]int64, error) {
 	return idx, nil
 }
 
-// normalizedKey maps an integer, temporal, float, string or binary column
-// to int64 values whose order is the column's order (floats: NaN last, as
-// floatCmp; strings: see valueRanks).
+// normalizedKey maps an integer, temporal, float, string, binary or
+// decimal column to int64 values whose order is the column's order
+// (floats: NaN last, as floatCmp; strings: see valueRanks; decimals: see
+// decimalKey).
 func normalizedKey(a arrow.Array) ([]int64, bool) {
 	if ranks, ok := valueRanks(a); ok {
 		return ranks, true
@@ -223,6 +224,9 @@ func normalizedKey(a arrow.Array) ([]int64, bool) {
 			out[i] = get(i)
 		}
 		return out, true
+	}
+	if a.DataType().ID() == arrow.DECIMAL128 {
+		return decimalKey(a)
 	}
 	var f func(int) float64
 	switch a.DataType().ID() {
@@ -250,6 +254,26 @@ func normalizedKey(a arrow.Array) ([]int64, bool) {
 			u |= 1 << 63
 		}
 		out[i] = int64(u ^ 1<<63)
+	}
+	return out, true
+}
+
+// decimalKey returns a decimal column's values as int64s, which are in
+// the decimals' order (one scale per column), when every value fits in 64
+// bits: sums of prices (q67's window orders by one) do; ok is false
+// otherwise.
+func decimalKey(a arrow.Array) (_ []int64, ok bool) {
+	v := vectorized.DecimalValues(a)
+	if len(v) < a.Len() {
+		return nil, false
+	}
+	out := make([]int64, a.Len())
+	for i := range out {
+		lo := int64(v[i].LowBits())
+		if v[i].HighBits() != lo>>63 && a.IsValid(i) {
+			return nil, false
+		}
+		out[i] = lo
 	}
 	return out, true
 }

@@ -184,6 +184,14 @@ func TestSpill(t *testing.T) {
 				{Func: "count_star"}, {Func: "sum", Args: []exec.Expr{col(s, "v")}}, {Func: "count", Args: []exec.Expr{col(s, "v")}, Distinct: true},
 			}, [][]int{{0, 1}, {1, 0}, {0}, {}})
 		},
+		// The coarser sets are computed from (k, s)'s groups until the
+		// first spill, then from the rows.
+		"hash-aggregate-rollup-folded": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewHashAggregate(ec, ops[0], []exec.Expr{col(s, "k"), col(s, "s")}, nil, []exec.AggregateSpec{
+				{Func: "count_star"}, {Func: "sum", Args: []exec.Expr{col(s, "v")}}, {Func: "avg", Args: []exec.Expr{col(s, "v")}},
+				{Func: "max", Args: []exec.Expr{col(s, "s")}},
+			}, [][]int{{0, 1}, {1, 0}, {1}, {0}, {}})
+		},
 		"distinct-global": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 			return exec.NewHashAggregate(ec, ops[0], nil, nil, distinctAggs(s), nil)
 		},

@@ -729,13 +729,13 @@ func sliceArrays(cols []arrow.Array, lo, hi int) []arrow.Array {
 
 // boundaries returns the rows where the key columns change (including 0).
 func boundaries(keys []arrow.Array, n int) ([]int, error) {
+	eq, err := newKeyEq(keys, keys)
+	if err != nil {
+		return nil, err
+	}
 	out := []int{0}
 	for i := 1; i < n; i++ {
-		same, err := sameKey(keys, i-1, keys, i)
-		if err != nil {
-			return nil, err
-		}
-		if !same {
+		if !eq.same(i-1, i) {
 			out = append(out, i)
 		}
 	}

@@ -27,8 +27,13 @@ type bytesSlot struct {
 }
 
 // NewBytesTable returns a table sized for about hint keys.
-func NewBytesTable(hint int) *BytesTable {
-	t := &BytesTable{seed: maphash.MakeSeed()}
+func NewBytesTable(hint int) *BytesTable { return NewBytesTableSeed(hint, maphash.MakeSeed()) }
+
+// NewBytesTableSeed is NewBytesTable hashing with seed: tables of one seed
+// hash a key alike (Hash), so a key's hash can pick a table and be reused
+// to look it up there.
+func NewBytesTableSeed(hint int, seed maphash.Seed) *BytesTable {
+	t := &BytesTable{seed: seed}
 	t.init(max(16, 1<<bits.Len(uint(hint*2))))
 	return t
 }
@@ -38,37 +43,59 @@ func (t *BytesTable) init(capacity int) {
 	t.shift = uint(64 - bits.TrailingZeros(uint(capacity)))
 }
 
-// find returns the slot of k (unused if absent) and k's hash.
-func (t *BytesTable) find(k []byte) (*bytesSlot, uint64) {
-	h := maphash.Bytes(t.seed, k)
+// Hash returns the hash the table keys k by.
+func (t *BytesTable) Hash(k []byte) uint64 { return maphash.Bytes(t.seed, k) }
+
+// find returns the slot of k, whose hash is h (unused if k is absent).
+func (t *BytesTable) find(k []byte, h uint64) int {
 	mask := len(t.slots) - 1
 	for s := int(h >> t.shift); ; s = (s + 1) & mask {
 		sl := &t.slots[s]
 		if !sl.used || (sl.hash == h && bytes.Equal(t.arena[sl.off:sl.off+sl.len], k)) {
-			return sl, h
+			return s
 		}
 	}
 }
 
-// Get returns the value of k.
-func (t *BytesTable) Get(k []byte) (int32, bool) {
-	sl, _ := t.find(k)
-	return sl.val, sl.used
+// Spot is where an absent key goes, as Find found it.
+type Spot struct {
+	slot int
+	hash uint64
 }
 
-// Put sets the value of k and returns its previous value, if any.
-func (t *BytesTable) Put(k []byte, v int32) (old int32, existed bool) {
-	sl, h := t.find(k)
-	if sl.used {
-		old, sl.val = sl.val, v
-		return old, true
-	}
-	*sl = bytesSlot{hash: h, off: len(t.arena), len: len(k), val: v, used: true}
+// Find returns the value of k, whose hash is h (Hash(k)), or, when k is
+// absent, the spot Insert puts it at: a lookup that may add the key
+// hashes and probes once.
+func (t *BytesTable) Find(k []byte, h uint64) (int32, bool, Spot) {
+	s := t.find(k, h)
+	return t.slots[s].val, t.slots[s].used, Spot{s, h}
+}
+
+// Insert adds k with value v at the spot Find returned for it; the table
+// must not have changed in between.
+func (t *BytesTable) Insert(at Spot, k []byte, v int32) {
+	t.slots[at.slot] = bytesSlot{hash: at.hash, off: len(t.arena), len: len(k), val: v, used: true}
 	t.arena = append(t.arena, k...)
 	t.n++
 	if t.n*4 > len(t.slots)*3 {
 		t.grow()
 	}
+}
+
+// Get returns the value of k.
+func (t *BytesTable) Get(k []byte) (int32, bool) {
+	v, ok, _ := t.Find(k, t.Hash(k))
+	return v, ok
+}
+
+// Put sets the value of k and returns its previous value, if any.
+func (t *BytesTable) Put(k []byte, v int32) (old int32, existed bool) {
+	old, existed, at := t.Find(k, t.Hash(k))
+	if existed {
+		t.slots[at.slot].val = v
+		return old, true
+	}
+	t.Insert(at, k, v)
 	return 0, false
 }
 
