@@ -131,6 +131,25 @@ func BenchmarkIngestAppend(b *testing.B) {
 	}
 }
 
+// BenchmarkIngestCodec is BenchmarkIngestAppend (table=few, table=distinct)
+// and BenchmarkIngest's key table without a codec option (table=pk) per
+// file.compression.per.level: zstd everywhere, or lz4 for level-0 files
+// (commits) only. disk-bytes/row is the live files' size at the end.
+func BenchmarkIngestCodec(b *testing.B) {
+	for _, table := range []string{"few", "distinct", "pk"} {
+		for _, perLevel := range []string{"", "0:lz4"} {
+			b.Run(fmt.Sprintf("table=%s/per-level=%s", table, perLevel), func(b *testing.B) {
+				opts := map[string]string{"file.compression.per.level": perLevel}
+				if table == "pk" {
+					benchIngest(b, opts, []string{"k"}, 16, 10_000_000, 0, false)
+					return
+				}
+				benchIngest(b, opts, nil, 1, 1<<62, 0, table == "distinct")
+			})
+		}
+	}
+}
+
 // benchIngest writes b.N batches to a table with primary key pk (none: an
 // append table), committing every commitEvery batches; distinct replaces
 // column s2 with distinct values.
@@ -215,6 +234,7 @@ func benchIngest(b *testing.B, opts map[string]string, pk []string, commitEvery 
 		b.ReportMetric(float64(logs)/float64(st.Bytes), "changelog-amp")
 	}
 	b.ReportMetric(float64(st.Files), "files")
+	b.ReportMetric(float64(st.Bytes)/n, "disk-bytes/row")
 }
 
 // countingFS counts the bytes written to data and changelog files.

@@ -70,7 +70,7 @@ func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files
 			}
 			for _, c := range rg.Columns {
 				if c.MetaData == nil || c.FilePath != nil || c.IsSetCryptoMetadata() ||
-					int32(c.MetaData.Codec) != int32(sch.opts.compression) {
+					int32(c.MetaData.Codec) != int32(sch.opts.codec(level)) {
 					return nil, false, nil
 				}
 			}

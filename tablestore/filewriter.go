@@ -68,8 +68,8 @@ func (d *dataWriter) open(first arrow.RecordBatch) error {
 	mem := d.st.s.opts.Mem
 	wp := []parquet.WriterProperty{
 		parquet.WithAllocator(mem),
-		parquet.WithCompression(d.sch.opts.compression),
-		parquet.WithCompressionLevel(d.sch.opts.compressionLevel()),
+		parquet.WithCompression(d.sch.opts.codec(d.level)),
+		parquet.WithCompressionLevel(d.sch.opts.compressionLevel(d.level)),
 		parquet.WithMaxRowGroupLength(d.sch.opts.rowGroupRows),
 		parquet.WithStats(true),
 		// Min/max per page, so scans skip the pages a filter excludes
