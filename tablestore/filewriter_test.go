@@ -215,7 +215,8 @@ func TestFileCompression(t *testing.T) {
 // and its full compaction (to level 5) file.compression. Every row reads
 // back each way. Bad values fail the CREATE or ALTER that sets them, with
 // ErrInvalid naming the option and the table's files left as they were.
-// Without either codec option a key table's level 0 is lz4.
+// Without either codec option, level-0 files that compaction will rewrite
+// are lz4.
 func TestFileCompressionPerLevel(t *testing.T) {
 	s, mem, dir := newTestStore(t)
 	ctx := context.Background()
@@ -324,24 +325,28 @@ func TestFileCompressionPerLevel(t *testing.T) {
 	only("pk", got, 5, compress.Codecs.Snappy)
 	eqRows(t, scanAll(t, pk, ScanSpec{}), want...)
 
-	// Without either option a key table writes level 0 lz4 (compaction
-	// rewrites it), an append table zstd; either option set, only it counts.
+	// Without either option, level-0 files that compaction will rewrite
+	// are lz4: a key table's, and an append table's of fewer rows than
+	// minCopyRows (4,096 here); either option set, only it counts.
 	for _, c := range []struct {
 		name   string
 		pk     []string
 		opts   map[string]string
+		rows   int
 		level0 compress.Compression
 	}{
-		{"pkdflt", []string{"id"}, nil, compress.Codecs.Lz4Raw},
-		{"pkzstd", []string{"id"}, map[string]string{"file.compression": "zstd"}, compress.Codecs.Zstd},
-		{"pkempty", []string{"id"}, map[string]string{"file.compression.per.level": ""}, compress.Codecs.Zstd},
-		{"appdflt", nil, nil, compress.Codecs.Zstd},
+		{"pkdflt", []string{"id"}, nil, 4400, compress.Codecs.Lz4Raw},
+		{"pkzstd", []string{"id"}, map[string]string{"file.compression": "zstd"}, 1000, compress.Codecs.Zstd},
+		{"pkempty", []string{"id"}, map[string]string{"file.compression.per.level": ""}, 1000, compress.Codecs.Zstd},
+		{"appsmall", nil, nil, 4095, compress.Codecs.Lz4Raw},
+		{"appbig", nil, nil, 4096, compress.Codecs.Zstd},
+		{"appzstd", nil, map[string]string{"file.compression": "zstd"}, 1000, compress.Codecs.Zstd},
 	} {
 		tbl, err := s.CreateTable(ctx, Ident{"db", c.name}, TableDef{Schema: copySchema, PrimaryKey: c.pk, Options: c.opts}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		writeRows(t, tbl, mem, WriteOptions{}, Insert, rows[:1000])
+		writeRows(t, tbl, mem, WriteOptions{}, Insert, rows[:c.rows])
 		got, _ := codecs(tbl)
 		only(c.name, got, 0, c.level0)
 		if err := tbl.Compact(ctx, true); err != nil {
@@ -356,7 +361,7 @@ func TestFileCompressionPerLevel(t *testing.T) {
 			t.Fatalf("%s: no level-5 file after a full compaction: %v", c.name, got)
 		}
 		var want []string
-		for _, row := range rows[:1000] {
+		for _, row := range rows[:c.rows] {
 			want = append(want, rowString(row))
 		}
 		eqRows(t, scanAll(t, tbl, ScanSpec{}), want...)

@@ -2,6 +2,7 @@ package tablestore
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -77,12 +78,15 @@ type tableOptions struct {
 	// compressionPerLevel: the codec of the files of a level, where it is
 	// not compression (file.compression.per.level).
 	compressionPerLevel map[int]compress.Compression
-	zstdLevel           int
-	targetFileSize      int64
-	rowGroupRows        int64
-	retainedMin         int
-	retainedMax         int
-	timeRetained        time.Duration
+	// lz4Below: level-0 files of fewer rows are lz4 when neither codec
+	// option is set (see codec); 0 otherwise.
+	lz4Below       int64
+	zstdLevel      int
+	targetFileSize int64
+	rowGroupRows   int64
+	retainedMin    int
+	retainedMax    int
+	timeRetained   time.Duration
 	// consumerExpire: expiry ignores (and removes) consumers that made no
 	// commit for this long, so abandoned ones do not pin snapshots forever.
 	consumerExpire   time.Duration
@@ -293,12 +297,13 @@ func parseOptions(s *tableSchema) (tableOptions, error) {
 		o.stopTrigger = o.compactionTrigger + 3
 	}
 	_, codecSet := s.Options[optCompression]
-	if _, perLevelSet := s.Options[optCompressionLevels]; s.hasPK() && !codecSet && !perLevelSet {
-		// Compaction rewrites every level-0 file of a key table soon: a
-		// cheap codec for them cut ingest CPU by 13-20% (BenchmarkIngestCodec).
-		// Append tables keep one codec: their compaction copies row groups
-		// in the inputs' codec where it can.
-		o.compressionPerLevel = map[int]compress.Compression{0: compress.Codecs.Lz4Raw}
+	_, perLevelSet := s.Options[optCompressionLevels]
+	switch {
+	case codecSet || perLevelSet:
+	case s.hasPK():
+		o.lz4Below = math.MaxInt64
+	default:
+		o.lz4Below = minCopyRows(o)
 	}
 	if o.stopTrigger < o.compactionTrigger {
 		return o, optErr(optStopTrigger, s.Options[optStopTrigger], "must be >= "+optCompactionTrigger)
@@ -456,19 +461,28 @@ func parseCodecPerLevel(key, val string) (map[int]compress.Compression, error) {
 	return m, nil
 }
 
-// codec is the codec of the data files of a level: the level's own in
-// file.compression.per.level, file.compression otherwise.
-func (o *tableOptions) codec(level int) compress.Compression {
+// codec is the codec of a data file of a level whose first batch has rows
+// rows: the level's own in file.compression.per.level, file.compression
+// otherwise. Without either option, level-0 files that compaction will
+// rewrite are lz4: every one of a key table, and an append table's with
+// too few rows to be copied (minCopyRows). A cheap codec there cut ingest
+// CPU by 13-20% (BenchmarkIngestCodec); '0:lz4' for copied files cost
+// 25-30%, since copies keep their inputs' codec only into a level of the
+// same codec.
+func (o *tableOptions) codec(level int, rows int64) compress.Compression {
 	if c, ok := o.compressionPerLevel[level]; ok {
 		return c
+	}
+	if level == 0 && rows < o.lz4Below {
+		return compress.Codecs.Lz4Raw
 	}
 	return o.compression
 }
 
-// compressionLevel is the level the data files of a level are compressed
-// at: the zstd level for zstd, the codec's default for the others.
-func (o *tableOptions) compressionLevel(level int) int {
-	if o.codec(level) == compress.Codecs.Zstd {
+// compressionLevel is the level a data file is compressed at: the zstd
+// level for zstd, the codec's default for the others.
+func compressionLevel(o *tableOptions, codec compress.Compression) int {
+	if codec == compress.Codecs.Zstd {
 		return o.zstdLevel
 	}
 	return compress.DefaultCompressionLevel
