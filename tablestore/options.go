@@ -465,10 +465,10 @@ func parseCodecPerLevel(key, val string) (map[int]compress.Compression, error) {
 // rows: the level's own in file.compression.per.level, file.compression
 // otherwise. Without either option, level-0 files that compaction will
 // rewrite are lz4: every one of a key table, and an append table's with
-// too few rows to be copied (minCopyRows). A cheap codec there cut ingest
-// CPU by 13-20% (BenchmarkIngestCodec); '0:lz4' for copied files cost
-// 25-30%, since copies keep their inputs' codec only into a level of the
-// same codec.
+// too few rows to be copied (minCopyRows). That gained 10-13% rows per
+// CPU-second (BenchmarkIngestCodec); '0:lz4' for files compaction copies
+// lost 28%, since a copy keeps the inputs' codec and so applies only into
+// a level of the same codec.
 func (o *tableOptions) codec(level int, rows int64) compress.Compression {
 	if c, ok := o.compressionPerLevel[level]; ok {
 		return c
