@@ -335,7 +335,7 @@ func TestFileCompressionPerLevel(t *testing.T) {
 		rows   int
 		level0 compress.Compression
 	}{
-		{"pkdflt", []string{"id"}, nil, 4400, compress.Codecs.Lz4Raw},
+		{"pkdflt", []string{"id"}, map[string]string{"changelog-producer": "input"}, 4400, compress.Codecs.Lz4Raw},
 		{"pkzstd", []string{"id"}, map[string]string{"file.compression": "zstd"}, 1000, compress.Codecs.Zstd},
 		{"pkempty", []string{"id"}, map[string]string{"file.compression.per.level": ""}, 1000, compress.Codecs.Zstd},
 		{"appsmall", nil, nil, 4095, compress.Codecs.Lz4Raw},
@@ -349,11 +349,15 @@ func TestFileCompressionPerLevel(t *testing.T) {
 		writeRows(t, tbl, mem, WriteOptions{}, Insert, rows[:c.rows])
 		got, _ := codecs(tbl)
 		only(c.name, got, 0, c.level0)
+		if c.opts["changelog-producer"] != "" {
+			only(c.name, got, -1, c.level0)
+		}
 		if err := tbl.Compact(ctx, true); err != nil {
 			t.Fatal(err)
 		}
 		got, _ = codecs(tbl)
 		delete(got, 0)
+		delete(got, -1) // changelog files stay
 		for l := range got {
 			only(c.name, got, l, compress.Codecs.Zstd)
 		}
