@@ -77,7 +77,7 @@ func BenchmarkIngest(b *testing.B) {
 		writeOnly bool
 	}{{"snappy", false}, {"none", false}, {"none", true}} {
 		b.Run(fmt.Sprintf("compression=%s/write-only=%v", c.comp, c.writeOnly), func(b *testing.B) {
-			benchIngest(b, map[string]string{"file.compression": c.comp, "write-only": fmt.Sprint(c.writeOnly)}, []string{"k"}, 16, 10_000_000, 0, false)
+			benchIngest(b, map[string]string{"file.compression": c.comp, "write-only": fmt.Sprint(c.writeOnly)}, []string{"k"}, 16, 8192, 10_000_000, 0, false)
 		})
 	}
 }
@@ -110,7 +110,7 @@ func BenchmarkIngestChangelog(b *testing.B) {
 	for _, cache := range []int64{0, 256 << 20} {
 		for _, p := range []string{producerNone, producerInput, producerLookup, producerFullCompaction} {
 			b.Run(fmt.Sprintf("producer=%s/cache=%dMB", p, cache>>20), func(b *testing.B) {
-				benchIngest(b, map[string]string{"changelog-producer": p}, []string{"k"}, 16, 200_000, cache, false)
+				benchIngest(b, map[string]string{"changelog-producer": p}, []string{"k"}, 16, 8192, 200_000, cache, false)
 			})
 		}
 	}
@@ -126,15 +126,43 @@ func BenchmarkIngestChangelog(b *testing.B) {
 func BenchmarkIngestAppend(b *testing.B) {
 	for _, distinct := range []bool{false, true} {
 		b.Run(map[bool]string{false: "s2=few", true: "s2=distinct"}[distinct], func(b *testing.B) {
-			benchIngest(b, map[string]string{}, nil, 1, 1<<62, 0, distinct)
+			benchIngest(b, map[string]string{}, nil, 1, 8192, 1<<62, 0, distinct)
 		})
 	}
 }
 
-// benchIngest writes b.N batches to a table with primary key pk (none: an
-// append table), committing every commitEvery batches; distinct replaces
-// column s2 with distinct values.
-func benchIngest(b *testing.B, opts map[string]string, pk []string, commitEvery int, keySpace, cacheBytes int64, distinct bool) {
+// BenchmarkIngestCodec is BenchmarkIngestAppend (table=few, table=distinct),
+// the same in commits of 512 rows (table=small, as Nexmark's auction and
+// person tables are fed: compaction rewrites such files) and BenchmarkIngest's
+// key table (table=pk) per file.compression.per.level: unset (flightd's
+// default: lz4 for the level-0 files compaction will rewrite), empty (zstd
+// everywhere, Paimon's default) or lz4 for every level-0 file.
+// disk-bytes/row is the live files' size at the end.
+func BenchmarkIngestCodec(b *testing.B) {
+	for _, table := range []string{"few", "distinct", "small", "pk"} {
+		for _, perLevel := range []string{"unset", "", "0:lz4"} {
+			b.Run(fmt.Sprintf("table=%s/per-level=%s", table, perLevel), func(b *testing.B) {
+				opts := map[string]string{"file.compression.per.level": perLevel}
+				if perLevel == "unset" {
+					opts = map[string]string{}
+				}
+				switch table {
+				case "pk":
+					benchIngest(b, opts, []string{"k"}, 16, 8192, 10_000_000, 0, false)
+				case "small":
+					benchIngest(b, opts, nil, 1, 512, 1<<62, 0, false)
+				default:
+					benchIngest(b, opts, nil, 1, 8192, 1<<62, 0, table == "distinct")
+				}
+			})
+		}
+	}
+}
+
+// benchIngest writes b.N batches of rows rows to a table with primary key
+// pk (none: an append table), committing every commitEvery batches;
+// distinct replaces column s2 with distinct values.
+func benchIngest(b *testing.B, opts map[string]string, pk []string, commitEvery, rows int, keySpace, cacheBytes int64, distinct bool) {
 	ctx := context.Background()
 	mem := memory.NewGoAllocator()
 	fsys := &countingFS{FS: NewLocalFS()}
@@ -152,7 +180,6 @@ func benchIngest(b *testing.B, opts map[string]string, pk []string, commitEvery 
 		b.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	const rows = 8192
 	batches := make([]arrow.RecordBatch, 32)
 	for i := range batches {
 		batches[i] = benchBatch(mem, rng, rows, keySpace, -1)
@@ -165,7 +192,7 @@ func benchIngest(b *testing.B, opts map[string]string, pk []string, commitEvery 
 			s2.Release()
 			cols := slices.Clone(batches[i].Columns())
 			cols[9] = col
-			nb := array.NewRecordBatch(benchSchema, cols, rows)
+			nb := array.NewRecordBatch(benchSchema, cols, int64(rows))
 			col.Release()
 			batches[i].Release()
 			batches[i] = nb
@@ -200,7 +227,7 @@ func benchIngest(b *testing.B, opts map[string]string, pk []string, commitEvery 
 		}
 	}
 	b.StopTimer()
-	n := float64(b.N) * rows
+	n := float64(b.N) * float64(rows)
 	b.ReportMetric(n/time.Since(t0).Seconds(), "rows/s")
 	b.ReportMetric(n/(cpuTime()-cpu0).Seconds(), "rows/cpu-s")
 	// Write amplification: data-file bytes written (flushes and
@@ -215,6 +242,7 @@ func benchIngest(b *testing.B, opts map[string]string, pk []string, commitEvery 
 		b.ReportMetric(float64(logs)/float64(st.Bytes), "changelog-amp")
 	}
 	b.ReportMetric(float64(st.Files), "files")
+	b.ReportMetric(float64(st.Bytes)/n, "disk-bytes/row")
 }
 
 // countingFS counts the bytes written to data and changelog files.

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"reflect"
 	"slices"
 
@@ -70,7 +71,7 @@ func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files
 			}
 			for _, c := range rg.Columns {
 				if c.MetaData == nil || c.FilePath != nil || c.IsSetCryptoMetadata() ||
-					int32(c.MetaData.Codec) != int32(sch.opts.compression) {
+					int32(c.MetaData.Codec) != int32(sch.opts.codec(level, math.MaxInt64)) {
 					return nil, false, nil
 				}
 			}

@@ -228,8 +228,9 @@ func writeDecodeFile(t *testing.T, mem memory.Allocator, rec arrow.RecordBatch, 
 }
 
 // TestDecodeCorrupt flips random bytes inside column chunks of
-// uncompressed files (so the page decoder, not the codec, sees them) and of
-// zstd files (the default codec) and decodes every row group: each decode
+// uncompressed files (so the page decoder, not the codec, sees them), of
+// zstd files (the default codec) and of lz4 files (the default for level-0
+// files compaction rewrites) and decodes every row group: each decode
 // must end with an array or an error, never a panic, and free all it
 // allocated.
 func TestDecodeCorrupt(t *testing.T) {
@@ -246,7 +247,7 @@ func TestDecodeCorrupt(t *testing.T) {
 	failed := 0
 	for round := range 40 {
 		rec := randomDecodeBatch(mem, rng, 1+rng.IntN(3000), []float64{0, 0.2}[round%2], []int{3, 500, 1 << 20}[rng.IntN(3)])
-		codec := []compress.Compression{compress.Codecs.Uncompressed, compress.Codecs.Zstd}[round/2%2]
+		codec := []compress.Compression{compress.Codecs.Uncompressed, compress.Codecs.Zstd, compress.Codecs.Lz4Raw}[round/2%3]
 		props := parquet.NewWriterProperties(parquet.WithAllocator(mem), parquet.WithCompression(codec),
 			parquet.WithMaxRowGroupLength(int64(1+rng.IntN(2000))), parquet.WithDataPageSize(int64(256+rng.IntN(4096))),
 			parquet.WithDictionaryDefault(rng.IntN(2) == 0), parquet.WithPageIndexEnabled(rng.IntN(2) == 0),

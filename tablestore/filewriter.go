@@ -66,10 +66,11 @@ func (d *dataWriter) open(first arrow.RecordBatch) error {
 		return err
 	}
 	mem := d.st.s.opts.Mem
+	codec := d.sch.opts.codec(d.level, first.NumRows())
 	wp := []parquet.WriterProperty{
 		parquet.WithAllocator(mem),
-		parquet.WithCompression(d.sch.opts.compression),
-		parquet.WithCompressionLevel(d.sch.opts.compressionLevel()),
+		parquet.WithCompression(codec),
+		parquet.WithCompressionLevel(compressionLevel(&d.sch.opts, codec)),
 		parquet.WithMaxRowGroupLength(d.sch.opts.rowGroupRows),
 		parquet.WithStats(true),
 		// Min/max per page, so scans skip the pages a filter excludes

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -200,5 +202,205 @@ func TestFileCompression(t *testing.T) {
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "zstd-level") {
 			t.Fatalf("zstd-level %q: want ErrInvalid naming the option, got %v", bad, err)
 		}
+	}
+}
+
+// TestFileCompressionPerLevel: file.compression.per.level ('0:lz4,1:zstd',
+// as Paimon spells it) picks the codec of each level's files, and the
+// levels it leaves out use file.compression. An append table's commits
+// write level 0 with the level-0 codec; its compaction writes level 1 with
+// level 1's, rewriting rather than copying row groups of another codec
+// (with one codec for both levels it copies them). A key table's commits
+// and their changelog files (changelog-producer input) use level 0's codec
+// and its full compaction (to level 5) file.compression. Every row reads
+// back each way. Bad values fail the CREATE or ALTER that sets them, with
+// ErrInvalid naming the option and the table's files left as they were.
+// Without either codec option, level-0 files that compaction will rewrite
+// are lz4.
+func TestFileCompressionPerLevel(t *testing.T) {
+	s, mem, dir := newTestStore(t)
+	ctx := context.Background()
+	// codecs maps each live data file's level to its chunks' codecs, and
+	// counts the row groups of the level's files; changelog files count as
+	// level -1.
+	codecs := func(tbl *Table) (map[int]map[compress.Compression]bool, map[int]int) {
+		t.Helper()
+		level := map[string]int{}
+		for _, e := range liveEntries(t, tbl) {
+			level[filepath.Base(e.File.Path)] = e.File.Level
+		}
+		got, groups := map[int]map[compress.Compression]bool{}, map[int]int{}
+		err := eachParquetFile(tbl.st.dir, func(path string, pf *file.Reader, _ int64) error {
+			l, ok := level[filepath.Base(path)]
+			switch {
+			case strings.HasPrefix(filepath.Base(path), "changelog-"):
+				l = -1
+			case !ok:
+				return nil // compacted away, not yet deleted
+			}
+			if got[l] == nil {
+				got[l] = map[compress.Compression]bool{}
+			}
+			for rg := range pf.NumRowGroups() {
+				groups[l]++
+				for col := range pf.MetaData().Schema.NumColumns() {
+					cc, err := pf.MetaData().RowGroup(rg).ColumnChunk(col)
+					if err != nil {
+						return err
+					}
+					got[l][cc.Compression()] = true
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got, groups
+	}
+	only := func(name string, got map[int]map[compress.Compression]bool, level int, want compress.Compression) {
+		t.Helper()
+		if len(got[level]) != 1 || !got[level][want] {
+			t.Fatalf("%s: level %d files compressed with %v, want only %s", name, level, got[level], want)
+		}
+	}
+	// Four commits of 1,100 rows with mostly distinct strings: row groups
+	// large enough (file.row-group-rows 16384: minCopyRows 1024) for an
+	// append table's compaction to copy them.
+	var rows [][]any
+	var want []string
+	for i := range 4400 {
+		row := []any{i, i % 7, fmt.Sprintf("s%09d", i*7919), fmt.Sprintf("c%d", i)}
+		rows = append(rows, row)
+		want = append(want, rowString(row))
+	}
+	write := func(tbl *Table) {
+		for c := range 4 {
+			writeRows(t, tbl, mem, WriteOptions{}, Insert, rows[c*1100:(c+1)*1100])
+		}
+	}
+	appendTable := func(name, perLevel string) *Table {
+		t.Helper()
+		tbl, err := s.CreateTable(ctx, Ident{"db", name}, TableDef{Schema: copySchema, Options: map[string]string{
+			"file.compression.per.level": perLevel, "file.row-group-rows": "16384", "write-only": "true"}}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(tbl)
+		got, _ := codecs(tbl)
+		only(name, got, 0, compress.Codecs.Lz4Raw)
+		if err := tbl.Compact(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+		eqRows(t, scanAll(t, tbl, ScanSpec{}), want...)
+		return tbl
+	}
+
+	rewritten := appendTable("app", " 0 : LZ4 , 1:zstd")
+	got, groups := codecs(rewritten)
+	only("app", got, 1, compress.Codecs.Zstd)
+	if groups[1] != 1 {
+		t.Fatalf("app: %d row groups at level 1, want 1 (the lz4 row groups rewritten as zstd, not copied)", groups[1])
+	}
+	copied := appendTable("applz4", "0:lz4,1:lz4")
+	got, groups = codecs(copied)
+	only("applz4", got, 1, compress.Codecs.Lz4Raw)
+	if groups[1] != 4 {
+		t.Fatalf("applz4: %d row groups at level 1, want 4 (copied)", groups[1])
+	}
+
+	pk, err := s.CreateTable(ctx, Ident{"db", "pk"}, TableDef{Schema: copySchema, PrimaryKey: []string{"id"}, Options: map[string]string{
+		"file.compression.per.level": "0:lz4", "file.compression": "snappy", "changelog-producer": "input", "write-only": "true"}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(pk)
+	got, _ = codecs(pk)
+	only("pk", got, 0, compress.Codecs.Lz4Raw)
+	only("pk", got, -1, compress.Codecs.Lz4Raw)
+	if err := pk.Compact(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = codecs(pk)
+	only("pk", got, 5, compress.Codecs.Snappy)
+	eqRows(t, scanAll(t, pk, ScanSpec{}), want...)
+
+	// Without either option, level-0 files that compaction will rewrite
+	// are lz4: a key table's, and an append table's of fewer rows than
+	// minCopyRows (4,096 here); either option set, only it counts.
+	for _, c := range []struct {
+		name   string
+		pk     []string
+		opts   map[string]string
+		rows   int
+		level0 compress.Compression
+	}{
+		{"pkdflt", []string{"id"}, map[string]string{"changelog-producer": "input"}, 4400, compress.Codecs.Lz4Raw},
+		{"pkzstd", []string{"id"}, map[string]string{"file.compression": "zstd"}, 1000, compress.Codecs.Zstd},
+		{"pkempty", []string{"id"}, map[string]string{"file.compression.per.level": ""}, 1000, compress.Codecs.Zstd},
+		{"appsmall", nil, nil, 4095, compress.Codecs.Lz4Raw},
+		{"appbig", nil, nil, 4096, compress.Codecs.Zstd},
+		{"appzstd", nil, map[string]string{"file.compression": "zstd"}, 1000, compress.Codecs.Zstd},
+	} {
+		tbl, err := s.CreateTable(ctx, Ident{"db", c.name}, TableDef{Schema: copySchema, PrimaryKey: c.pk, Options: c.opts}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeRows(t, tbl, mem, WriteOptions{}, Insert, rows[:c.rows])
+		got, _ := codecs(tbl)
+		only(c.name, got, 0, c.level0)
+		if c.opts["changelog-producer"] != "" {
+			only(c.name, got, -1, c.level0)
+		}
+		if err := tbl.Compact(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+		got, _ = codecs(tbl)
+		delete(got, 0)
+		delete(got, -1) // changelog files stay
+		for l := range got {
+			only(c.name, got, l, compress.Codecs.Zstd)
+		}
+		if c.pk != nil && got[5] == nil {
+			t.Fatalf("%s: no level-5 file after a full compaction: %v", c.name, got)
+		}
+		var want []string
+		for _, row := range rows[:c.rows] {
+			want = append(want, rowString(row))
+		}
+		eqRows(t, scanAll(t, tbl, ScanSpec{}), want...)
+	}
+
+	snapshot := func() map[string]bool {
+		names := map[string]bool{}
+		err := filepath.WalkDir(filepath.Join(dir, "db.db"), func(path string, _ os.DirEntry, err error) error {
+			names[path] = true
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return names
+	}
+	before := snapshot()
+	for _, bad := range []string{"lz4", "0:lz4:zstd", "abc:lz4", "-1:lz4", "0:brotli", "0:lz4,0:zstd", "0:lz4,", ":zstd"} {
+		_, err := s.CreateTable(ctx, Ident{"db", "bad"}, TableDef{Schema: copySchema, Options: map[string]string{"file.compression.per.level": bad}}, false)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "file.compression.per.level") {
+			t.Fatalf("per.level %q: want ErrInvalid naming the option, got %v", bad, err)
+		}
+		err = s.AlterTable(ctx, Ident{"db", "app"}, SetOption{Key: "file.compression.per.level", Value: bad})
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "file.compression.per.level") {
+			t.Fatalf("ALTER per.level %q: want ErrInvalid naming the option, got %v", bad, err)
+		}
+	}
+	if after := snapshot(); !maps.Equal(before, after) {
+		t.Fatalf("refused options changed the files: %d paths before, %d after", len(before), len(after))
+	}
+	tbl, err := s.Table(ctx, Ident{"db", "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := tbl.Options()["file.compression.per.level"]; o != " 0 : LZ4 , 1:zstd" {
+		t.Fatalf("app's option after refused ALTERs: %q", o)
 	}
 }

@@ -206,6 +206,9 @@ func testPaimonInterop(t *testing.T, paimon paimonReader, db string) {
 				return rows, Insert
 			}},
 		{"pu", TableDef{Schema: kv, PrimaryKey: []string{"k"}, Options: map[string]string{"bucket": "2", "merge-engine": "partial-update"}}, kvRows},
+		// Level-0 files of another codec than file.compression's.
+		{"pklz4", TableDef{Schema: kv, PrimaryKey: []string{"k"}, Options: map[string]string{"bucket": "2", "file.compression.per.level": "0:lz4,1:zstd"}}, kvRows},
+		{"applz4", TableDef{Schema: kv, Options: map[string]string{"file.compression.per.level": "0:lz4"}}, kvRows},
 		{"fr", TableDef{Schema: kv, PrimaryKey: []string{"k"}, Options: map[string]string{"bucket": "2", "merge-engine": "first-row"}}, kvRows},
 		{"agg", TableDef{Schema: arrow.NewSchema([]arrow.Field{{Name: "k", Type: i64}, {Name: "total", Type: i64, Nullable: true}, {Name: "last", Type: str, Nullable: true}}, nil),
 			PrimaryKey: []string{"k"}, Options: map[string]string{"bucket": "2", "merge-engine": "aggregation",
