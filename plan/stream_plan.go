@@ -1324,7 +1324,10 @@ func (sb *streamBuilder) source(s *sSource) (stream.Operator, error) {
 			}
 			keys = append(keys, i+1)
 		}
-	} else {
+	} else if s.wm == nil {
+		// Not with a watermark: it comes from every row the source reads,
+		// and skipping files by the filter would move it (and which rows
+		// are late) with how the rows lie in files.
 		spec.Filter = n.Pushed
 	}
 	var rowtime exec.Expr

@@ -73,3 +73,22 @@ func TestCurrentWatermark(t *testing.T) {
 		t.Fatalf("the batch query gives %d rows with a NULL CURRENT_WATERMARK, not all %d", len(got), id)
 	}
 }
+
+// TestWatermarkIgnoresPushedFilter: a stream's watermark comes from every
+// row its source reads, as Flink's does from every event, whatever the
+// query filters out: a filter pushed into the source must not skip the
+// file whose rows moved it (by the file's statistics), or which rows are
+// late would depend on how the rows were laid out in files.
+func TestWatermarkIgnoresPushedFilter(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, sess, run := invariantEngine(t, ctx, rand.New(rand.NewSource(1)), 0)
+	run("CREATE TABLE ev (id INT, v INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts) WITH ('write-only' = 'true')")
+	run("INSERT INTO ev VALUES (1, 1, TIMESTAMP '2024-01-01 00:01:40')")
+	run("INSERT INTO ev VALUES (2, 2, TIMESTAMP '2024-01-01 00:00:10')")
+	hint := "/*+ OPTIONS('scan.mode'='from-snapshot', 'scan.snapshot-id'='1', 'scan.bounded.snapshot-id'='2') */"
+	want := []string{"+I|2|2024-01-01 00:01:40"}
+	if got := sortedRows(t, ctx, sess, "SELECT id, CURRENT_WATERMARK(ts) FROM ev "+hint+" WHERE v = 2"); !slices.Equal(got, want) {
+		t.Fatalf("filtered by a value: %q, want %q (the watermark of the row the filter drops)", got, want)
+	}
+}
