@@ -125,6 +125,9 @@ func (localFS) MkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
 func (localFS) MkdirIn(parent, rel string) error {
 	dir := parent
 	for _, name := range strings.Split(rel, "/") {
+		if name == "" {
+			continue // never parent itself
+		}
 		dir = joinPath(dir, name)
 		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
