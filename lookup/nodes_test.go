@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -280,32 +279,9 @@ func runTwoNodes(t *testing.T, seed uint64, writerFS, readerFS tablestore.FS, ro
 // next lookup and reads the latest rows, not the cached ones.
 func TestLookupAfterOtherNodeExpired(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	ws, wmem := openNode(t, tablestore.NewLocalFS(), dir)
-	rs, rmem := openNode(t, tablestore.NewLocalFS(), dir)
-	if err := ws.CreateDatabase(ctx, "db", false); err != nil {
-		t.Fatal(err)
-	}
+	ws, wmem, rs, rmem := twoNodes(t)
 	wt := createTable(t, ws, "t", map[string]string{"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "2"})
-	put := func(v int64) int64 {
-		b := array.NewRecordBuilder(wmem, testSchema)
-		defer b.Release()
-		b.Field(0).(*array.Int64Builder).Append(1)
-		b.Field(1).(*array.StringBuilder).Append("a")
-		b.Field(2).(*array.Int64Builder).Append(v)
-		b.Field(3).(*array.StringBuilder).Append("s")
-		rec := b.NewRecordBatch()
-		defer rec.Release()
-		w := wt.NewWrite(tablestore.WriteOptions{})
-		if err := w.Write(ctx, rec, tablestore.Insert); err != nil {
-			t.Fatal(err)
-		}
-		id, err := w.Commit(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
+	put := func(v int64) int64 { return putRow(t, wt, wmem, 1, v) }
 	first := put(0)
 	rt, err := rs.Table(ctx, tablestore.Ident{Database: "db", Table: "t"})
 	if err != nil {
@@ -346,41 +322,19 @@ func TestLookupAfterOtherNodeExpired(t *testing.T) {
 
 // TestLookupTableReplacedOnOtherNode: another node drops the indexed table
 // and creates it again under its name, with the same key at another value
-// and as many commits or more than the index had seen (so the snapshot
-// ids go on). The index must not answer from the old table's cache, nor
-// take the new table's snapshots for the changes since its own.
+// and fewer commits than the index had seen, or more (so the snapshot ids
+// go on). The index must not answer from the old table's cache, nor take
+// the new table's snapshots for the changes since its own. (A new table
+// with exactly as many snapshots looks like the old one until its next
+// commit: docs/STATUS.md.)
 func TestLookupTableReplacedOnOtherNode(t *testing.T) {
 	for _, commits := range []int{1, 3, 6} {
 		t.Run(fmt.Sprintf("%d commits", commits), func(t *testing.T) {
 			ctx := context.Background()
-			dir := t.TempDir()
-			ws, wmem := openNode(t, tablestore.NewLocalFS(), dir)
-			rs, rmem := openNode(t, tablestore.NewLocalFS(), dir)
-			if err := ws.CreateDatabase(ctx, "db", false); err != nil {
-				t.Fatal(err)
-			}
-			put := func(tbl *tablestore.Table, v int64) {
-				t.Helper()
-				b := array.NewRecordBuilder(wmem, testSchema)
-				defer b.Release()
-				b.Field(0).(*array.Int64Builder).Append(1)
-				b.Field(1).(*array.StringBuilder).Append("a")
-				b.Field(2).(*array.Int64Builder).Append(v)
-				b.Field(3).(*array.StringBuilder).AppendNull()
-				rec := b.NewRecordBatch()
-				defer rec.Release()
-				w := tbl.NewWrite(tablestore.WriteOptions{})
-				if err := w.Write(ctx, rec, tablestore.Insert); err != nil {
-					w.Abort()
-					t.Fatal(err)
-				}
-				if _, err := w.Commit(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
+			ws, wmem, rs, rmem := twoNodes(t)
 			old := createTable(t, ws, "t", nil)
-			put(old, 10)
-			put(old, 11)
+			putRow(t, old, wmem, 1, 10)
+			putRow(t, old, wmem, 1, 11)
 			rt, err := rs.Table(ctx, tablestore.Ident{Database: "db", Table: "t"})
 			if err != nil {
 				t.Fatal(err)
@@ -401,19 +355,60 @@ func TestLookupTableReplacedOnOtherNode(t *testing.T) {
 				defer out.Release()
 				return render(out.Columns(), 0)
 			}
-			before := get()
+			if got, want := get(), "1|a|11|s|true|"; got != want {
+				t.Fatalf("before: %s, want %s", got, want)
+			}
 			get() // now cached
 			if err := ws.DropTable(ctx, tablestore.Ident{Database: "db", Table: "t"}, false); err != nil {
 				t.Fatal(err)
 			}
+			// The key only in the new table's first snapshot, which the
+			// index's own snapshot id covers: only knowing the table was
+			// replaced, not the keys written since, can drop it.
 			again := createTable(t, ws, "t", nil)
-			for i := range commits {
-				put(again, int64(100+i))
+			putRow(t, again, wmem, 1, 100)
+			for i := 1; i < commits; i++ {
+				putRow(t, again, wmem, int64(1+i), 0)
 			}
-			want := fmt.Sprint(100 + commits - 1)
-			if got := get(); !strings.Contains(got, want) {
-				t.Fatalf("after the table was replaced with 1,a = %s the lookup gave %s (before: %s)", want, got, before)
+			if got, want := get(), "1|a|100|s|true|"; got != want {
+				t.Fatalf("after the table was replaced: %s, want %s", got, want)
 			}
 		})
 	}
+}
+
+// twoNodes opens two stores over one warehouse directory with database
+// "db": a writing node and a reading one.
+func twoNodes(t *testing.T) (ws *tablestore.Store, wmem *memory.CheckedAllocator, rs *tablestore.Store, rmem *memory.CheckedAllocator) {
+	dir := t.TempDir()
+	ws, wmem = openNode(t, tablestore.NewLocalFS(), dir)
+	rs, rmem = openNode(t, tablestore.NewLocalFS(), dir)
+	if err := ws.CreateDatabase(context.Background(), "db", false); err != nil {
+		t.Fatal(err)
+	}
+	return ws, wmem, rs, rmem
+}
+
+// putRow commits the row (k1, "a", v, "s") to tbl and returns its snapshot.
+func putRow(t *testing.T, tbl *tablestore.Table, mem memory.Allocator, k1, v int64) int64 {
+	t.Helper()
+	ctx := context.Background()
+	b := array.NewRecordBuilder(mem, testSchema)
+	defer b.Release()
+	b.Field(0).(*array.Int64Builder).Append(k1)
+	b.Field(1).(*array.StringBuilder).Append("a")
+	b.Field(2).(*array.Int64Builder).Append(v)
+	b.Field(3).(*array.StringBuilder).Append("s")
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	w := tbl.NewWrite(tablestore.WriteOptions{})
+	if err := w.Write(ctx, rec, tablestore.Insert); err != nil {
+		w.Abort()
+		t.Fatal(err)
+	}
+	id, err := w.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
