@@ -560,7 +560,7 @@ func (j *job) run(ctx context.Context) error {
 		}
 		r.from = from
 	}
-	a := &applier{j: j, ctx: ctx, sink: sink, schema: q.Schema(), names: names, sources: sources, started: time.Now(),
+	a := &applier{j: j, ctx: ctx, sink: sink, schema: q.Schema(), names: names, started: time.Now(),
 		w: sink.NewWrite(tablestore.WriteOptions{CommitEmpty: true}), answer: map[string]bool{}, from: from}
 	if md := sink.Materialized(); j.mtable != nil && md != nil {
 		a.every = commitInterval(md)
@@ -912,8 +912,10 @@ func (j *job) resumeFrom(ctx context.Context, sink *tablestore.Table, sources []
 
 // sourcesReplaced reports whether a source is not the table cp's
 // positions were taken of (checkpoints that record no times tell
-// nothing). A snapshot at a position cannot have expired: the job's hold
-// keeps it (holdSources).
+// nothing). The job's hold keeps the snapshots at its positions
+// (holdSources), so one missing is a table replaced, or a hold lost (a
+// job down past the consumer's expiry): either way the positions are of
+// no use, and starting over is exact.
 func sourcesReplaced(ctx context.Context, sources []*tablestore.Table, cp checkpoint) (bool, error) {
 	if len(cp.Times) != len(sources) {
 		return false, nil
@@ -941,10 +943,8 @@ type applier struct {
 	schema *arrow.Schema // the query's: row kind, then the sink's columns
 	perm   []int
 	names  []string
-	// sources are the tables the job reads, in plan order (as names).
-	sources []*tablestore.Table
-	w       *tablestore.Write
-	dirty   bool // rows written since the last commit
+	w      *tablestore.Write
+	dirty  bool // rows written since the last commit
 	// every is the least time between two commits (0: at every marker
 	// after changes); lastCommit the time of this run's last one (with a
 	// checkpoint: when its write ended).
@@ -1164,7 +1164,7 @@ func (a *applier) sourceTimes(pos stream.Pos) ([]int64, error) {
 		if p == a.timesAt[i] {
 			continue
 		}
-		ms, err := a.sources[i].SnapshotTime(a.ctx, p)
+		ms, err := a.j.sources[i].SnapshotTime(a.ctx, p)
 		if err != nil {
 			return nil, fmt.Errorf("job %s: source %s: %w", a.j.def.ID, a.names[i], err)
 		}
