@@ -145,6 +145,9 @@ type deltaCase struct {
 	// events: the inputs only insert, x is an event time (tsSchema), and
 	// markers carry a watermark 10 µs behind the step's latest times.
 	events bool
+	// noSpill: the operator's state does not move to disk, so it runs
+	// without a budget (past one it fails: TestOverPastBudgetFails).
+	noSpill bool
 }
 
 // canonGroup is an aggregate group's state with min and max's values
@@ -230,7 +233,7 @@ func deltaCases() []deltaCase {
 				{Func: "max", Arg: ts, Type: arrow.FixedWidthTypes.Timestamp_us, Name: "m"},
 				{Func: "min", Arg: ts, Type: arrow.FixedWidthTypes.Timestamp_us, Name: "n"},
 			}, Frames: []OverFrame{{Rows: true, Preceding: 2}, {Preceding: 15}, {Unbounded: true}}}, b)
-		}, canon: canonOver},
+		}, canon: canonOver, noSpill: true},
 	}
 }
 
@@ -251,7 +254,7 @@ func TestDeltaCheckpoints(t *testing.T) {
 		t.Run(dc.name, func(t *testing.T) {
 			for run := range 6 {
 				limit := int64(0)
-				if run%2 == 1 {
+				if run%2 == 1 && !dc.noSpill {
 					limit = 1 << 10
 				}
 				runDeltaCase(t, rng, dc, limit)

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"io"
 	"testing"
 	"time"
@@ -103,5 +104,73 @@ func TestOverStateBounded(t *testing.T) {
 			t.Errorf("%+v: peak state %d bytes after 40,000 events, %d after 200,000", f, peaks[0], peaks[1])
 		}
 		t.Logf("%+v: peak state %d and %d bytes", f, peaks[0], peaks[1])
+	}
+}
+
+// frozenWatermark passes its input on with every marker's watermark set to
+// the first one's: a source whose watermark stopped (a large delay, an
+// idle partition).
+type frozenWatermark struct {
+	Operator
+	at time.Time
+}
+
+func (f *frozenWatermark) Next(ctx context.Context) (Chunk, error) {
+	c, err := f.Operator.Next(ctx)
+	if c.Batch == nil && !c.Watermark.IsZero() {
+		if f.at.IsZero() {
+			f.at = c.Watermark
+		}
+		c.Watermark = f.at
+	}
+	return c, err
+}
+
+// TestOverPastBudgetFails: an OVER aggregation's state does not spill, so
+// with the watermark stopped its waiting rows would grow without bound;
+// past the query memory budget the query fails with ErrMemoryLimit. The
+// same events under no budget, and with the watermark moving under the
+// budget, run to the end.
+func TestOverPastBudgetFails(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	const budget = 1 << 20
+	run := func(limit int64, frozen bool) error {
+		var in Operator = newEvents(mem, 1, 1024, 40_000, 1000)
+		if frozen {
+			in = &frozenWatermark{Operator: in}
+		}
+		b := NewBudget(limit)
+		f := OverFrame{Unbounded: true}
+		o, err := NewOverAggregate(exec.NewContext(mem), in, OverSpec{Partition: []exec.Expr{col(1, "k")}, Rowtime: exec.NewColumn(3, eventTS, "ts"),
+			Aggs: benchAggs, Frames: []OverFrame{f, f, f}}, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if err := o.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := o.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}()
+		for {
+			if _, err := o.Next(ctx); err == io.EOF {
+				return nil
+			} else if err != nil {
+				return err
+			}
+		}
+	}
+	if err := run(budget, true); !errors.Is(err, exec.ErrMemoryLimit) {
+		t.Fatalf("the watermark stopped, under a %d-byte budget: %v, want ErrMemoryLimit", budget, err)
+	}
+	if err := run(0, true); err != nil {
+		t.Fatalf("the watermark stopped, no budget: %v", err)
+	}
+	if err := run(budget, false); err != nil {
+		t.Fatalf("the watermark moving, under a %d-byte budget: %v", budget, err)
 	}
 }
