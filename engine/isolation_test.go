@@ -94,6 +94,14 @@ func txRows(t *testing.T, s *engine.Session, tx *engine.Txn, q string) [][]strin
 	if err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
+	return stmtRows(t, st, q)
+}
+
+// stmtRows runs the prepared query q and returns its rows rendered as
+// strings.
+func stmtRows(t *testing.T, st *engine.Statement, q string) [][]string {
+	t.Helper()
+	ctx := context.Background()
 	op, err := st.Query(ctx, nil)
 	if err != nil {
 		t.Fatalf("%s: %v", q, err)
@@ -676,5 +684,48 @@ func TestTxnConcurrentStatements(t *testing.T) {
 	got := rows(t, s, "SELECT k FROM u")
 	if len(got) != len(acked) {
 		t.Fatalf("%d rows after the commit, %d inserts acknowledged", len(got), len(acked))
+	}
+}
+
+// TestTxnSnapshotAtFirstStatement: a transaction reads as of its first
+// statement, not of BEGIN (PostgreSQL's snapshot): a client that begins
+// at once and sits idle (ADBC with autocommit off begins when it
+// connects) sees what was committed before it asks, and its update of a
+// row committed meanwhile commits instead of failing with a serialization
+// error. From its first statement on, later commits stay unseen, also
+// for a statement prepared (bound) before it runs.
+func TestTxnSnapshotAtFirstStatement(t *testing.T) {
+	ctx := context.Background()
+	e := newEngine(t)
+	s, other := e.NewSession(), e.NewSession()
+	mustExec(t, other, "CREATE TABLE u (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)")
+	tx := e.Begin()
+	mustExec(t, other, "INSERT INTO u VALUES (1, 10)") // committed after BEGIN, before any statement
+	if _, err := exec(ctx, s, tx, "UPDATE u SET v = v + 1 WHERE k = 1"); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, other, "INSERT INTO u VALUES (2, 20)") // after its first statement
+	if got := txRows(t, s, tx, "SELECT k, v FROM u ORDER BY k"); fmt.Sprint(got) != "[[1 11]]" {
+		t.Fatalf("in the transaction: %v, want [[1 11]]", got)
+	}
+	if err := e.Commit(ctx, tx.ID()); err != nil {
+		t.Fatalf("commit of an update of a row committed before the transaction's first statement: %v", err)
+	}
+	if got := rows(t, s, "SELECT k, v FROM u ORDER BY k"); fmt.Sprint(got) != "[[1 11] [2 20]]" {
+		t.Fatalf("after the commit: %v", got)
+	}
+
+	tx = e.Begin()
+	const q = "SELECT k, v FROM u ORDER BY k"
+	st, err := s.Prepare(ctx, q, tx) // binds: the first statement
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, other, "INSERT INTO u VALUES (3, 30)")
+	if got := stmtRows(t, st, q); fmt.Sprint(got) != "[[1 11] [2 20]]" {
+		t.Fatalf("a statement prepared in the transaction before a commit: %v, want [[1 11] [2 20]]", got)
+	}
+	if err := e.Rollback(tx.ID()); err != nil {
+		t.Fatal(err)
 	}
 }

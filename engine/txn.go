@@ -13,11 +13,15 @@ import (
 	"github.com/flightd/flightd/tablestore"
 )
 
-// Txn is an explicit transaction. Reads see each table as of the moment the
-// transaction began, with the transaction's own writes (ownWrite); writes
-// are buffered and published by Commit.
+// Txn is an explicit transaction. Reads see each table as of the start of
+// the transaction's first statement, with the transaction's own writes
+// (ownWrite); writes are buffered and published by Commit.
 type Txn struct {
-	id    string
+	id string
+	// begin is the start of the first statement, as PostgreSQL takes a
+	// transaction's snapshot, not BEGIN's: a client that begins at once
+	// (ADBC with autocommit off begins when it connects, and after each
+	// commit) and sits idle reads what was committed before it asks.
 	begin time.Time
 
 	// stmt serializes the transaction's statements and its end: they
@@ -54,7 +58,6 @@ func (e *Engine) Begin() *Txn {
 	_, _ = rand.Read(b[:])
 	tx := &Txn{
 		id:        hex.EncodeToString(b[:]),
-		begin:     time.Now(),
 		snapshots: make(map[tablestore.Ident]int64),
 		writes:    make(map[tablestore.Ident]*txnWrite),
 	}
@@ -152,10 +155,23 @@ func (e *Engine) take(id string) (*Txn, error) {
 }
 
 // running waits for the transaction's statement in progress, if any, and
-// returns the func that lets the next one run.
+// returns the func that lets the next one run. The first statement's
+// start is the transaction's begin.
 func (tx *Txn) running() (done func()) {
 	tx.stmt.Lock()
+	tx.mu.Lock()
+	tx.beginLocked()
+	tx.mu.Unlock()
 	return tx.stmt.Unlock
+}
+
+// beginLocked sets the transaction's begin at its first statement (a
+// prepared statement binds before it runs: binding starts it too). tx.mu
+// is held.
+func (tx *Txn) beginLocked() {
+	if tx.begin.IsZero() {
+		tx.begin = time.Now()
+	}
 }
 
 func (tx *Txn) rollback() {
@@ -188,6 +204,7 @@ func (tx *Txn) snapshot(ctx context.Context, t *tablestore.Table) (int64, error)
 	if id, ok := tx.snapshots[t.Ident()]; ok {
 		return id, nil
 	}
+	tx.beginLocked()
 	id, err := t.SnapshotAsOf(ctx, tx.begin)
 	if errors.Is(err, tablestore.ErrSnapshotNotFound) {
 		// Empty when the transaction began: 0 reads the latest snapshot,
