@@ -273,7 +273,7 @@ func (t *Table) NewChangeReader(ctx context.Context, spec StreamSpec) (*ChangeRe
 			r.Close()
 			return nil, err
 		}
-		r.full = s
+		r.full, r.curSum = s, s.snapSum // the image's snapshot: the next one's parent
 		for _, sp := range s.Splits() {
 			r.units = append(r.units, changefeed.Unit[unitMeta]{Open: r.kindUnit(Insert, sp.Open)})
 		}

@@ -459,48 +459,63 @@ func TestChangeReaderImageMarkers(t *testing.T) {
 // found": its table is gone) rather than go on with the new table's
 // snapshots as if they were its own.
 func TestChangeStreamTableReplaced(t *testing.T) {
-	ctx := context.Background()
-	s, mem, dir := newTestStore(t)
-	id := Ident{"db", "t"}
-	def := TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}}
-	tbl, err := s.CreateTable(ctx, id, def, false)
-	must(t, err)
-	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{1, "a"}})
-	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{2, "b"}})
-	r, err := tbl.NewChangeReader(ctx, StreamSpec{Start: StreamFromSnapshot, SnapshotID: 1, Poll: 10 * time.Millisecond})
-	must(t, err)
-	defer r.Close()
-	read := func() (got []string, err error) {
-		for {
-			ch, err := r.Next(ctx)
-			if err != nil {
-				return got, err
+	for _, c := range []struct {
+		name string
+		spec StreamSpec
+		want []string
+	}{
+		{"changes", StreamSpec{Start: StreamFromSnapshot, SnapshotID: 1}, []string{"1:1 a", "2:2 b"}},
+		{"image", StreamSpec{Start: StreamLatestFull}, []string{"2:1 a", "2:2 b"}}, // the next snapshot's parent is the image's
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			s, mem, dir := newTestStore(t)
+			id := Ident{"db", "t"}
+			def := TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}}
+			tbl, err := s.CreateTable(ctx, id, def, false)
+			must(t, err)
+			writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{1, "a"}})
+			writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{2, "b"}})
+			c.spec.Poll = 10 * time.Millisecond
+			r, err := tbl.NewChangeReader(ctx, c.spec)
+			must(t, err)
+			defer r.Close()
+			read := func() (got []string, err error) {
+				for {
+					ch, err := r.Next(ctx)
+					if err != nil {
+						return got, err
+					}
+					if ch.Batch == nil {
+						if ch.Image == NoImage {
+							return got, nil // caught up
+						}
+						continue
+					}
+					for i := range int(ch.Batch.NumRows()) {
+						got = append(got, fmt.Sprintf("%d:%s %s", ch.Snapshot, ch.Batch.Column(1).ValueStr(i), cellString(ch.Batch.Column(2), i)))
+					}
+				}
 			}
-			if ch.Batch == nil {
-				return got, nil // caught up
-			}
-			for i := range int(ch.Batch.NumRows()) {
-				got = append(got, fmt.Sprintf("%d:%s %s", ch.Snapshot, ch.Batch.Column(1).ValueStr(i), cellString(ch.Batch.Column(2), i)))
-			}
-		}
-	}
-	got, err := read()
-	must(t, err)
-	eqRows(t, got, "1:1 a", "2:2 b")
+			got, err := read()
+			must(t, err)
+			eqRows(t, got, c.want...)
 
-	other := openStore(t, NewLocalFS(), dir, mem)
-	defer other.Close()
-	must(t, other.DropTable(ctx, id, false))
-	again, err := other.CreateTable(ctx, id, def, false)
-	must(t, err)
-	for k := range 4 {
-		writeRows(t, again, mem, WriteOptions{}, Insert, [][]any{{10 + k, "new"}})
-	}
-	got, err = read()
-	if !errors.Is(err, ErrTableNotFound) {
-		t.Fatalf("after the table was replaced the stream read %q, %v; want ErrTableNotFound", got, err)
-	}
-	if len(got) != 0 {
-		t.Fatalf("the stream read the new table's rows %q", got)
+			other := openStore(t, NewLocalFS(), dir, mem)
+			defer other.Close()
+			must(t, other.DropTable(ctx, id, false))
+			again, err := other.CreateTable(ctx, id, def, false)
+			must(t, err)
+			for k := range 4 {
+				writeRows(t, again, mem, WriteOptions{}, Insert, [][]any{{10 + k, "new"}})
+			}
+			got, err = read()
+			if !errors.Is(err, ErrTableNotFound) {
+				t.Fatalf("after the table was replaced the stream read %q, %v; want ErrTableNotFound", got, err)
+			}
+			if len(got) != 0 {
+				t.Fatalf("the stream read the new table's rows %q", got)
+			}
+		})
 	}
 }
