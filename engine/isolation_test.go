@@ -729,3 +729,29 @@ func TestTxnSnapshotAtFirstStatement(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTxnManyStatements runs many read-modify-write statements of one
+// row in one transaction: each reads the rows the earlier ones wrote.
+func TestTxnManyStatements(t *testing.T) {
+	ctx := context.Background()
+	e := newEngine(t)
+	s := e.NewSession()
+	mustExec(t, s, "CREATE TABLE u (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '2')")
+	mustExec(t, s, "INSERT INTO u VALUES (1, 0), (2, 0)")
+	tx := e.Begin()
+	const n = 300
+	for i := range n {
+		if _, err := exec(ctx, s, tx, fmt.Sprintf("UPDATE u SET v = v + 1 WHERE k = %d", 1+i%2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := txRows(t, s, tx, "SELECT k, v FROM u ORDER BY k"); fmt.Sprint(got) != fmt.Sprintf("[[1 %d] [2 %d]]", n/2, n/2) {
+		t.Fatalf("in the transaction: %v", got)
+	}
+	if err := e.Commit(ctx, tx.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if got := rows(t, s, "SELECT k, v FROM u ORDER BY k"); fmt.Sprint(got) != fmt.Sprintf("[[1 %d] [2 %d]]", n/2, n/2) {
+		t.Fatalf("after the commit: %v", got)
+	}
+}

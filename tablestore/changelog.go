@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -86,9 +85,8 @@ func (st *tableState) diffChangelog(ctx context.Context, before, after, changed 
 	}
 	var order []string
 	buckets := map[string]*bucket{}
-	key := func(e *manifestEntry) string { return partitionKey(e.Partition) + "/" + strconv.Itoa(e.Bucket) }
 	get := func(e *manifestEntry) *bucket {
-		k := key(e)
+		k := bucketOf(e)
 		b := buckets[k]
 		if b == nil {
 			b = &bucket{part: e.Partition, bucket: e.Bucket}
@@ -103,13 +101,13 @@ func (st *tableState) diffChangelog(ctx context.Context, before, after, changed 
 	}
 	all := changed == nil
 	for _, e := range before {
-		if _, ok := buckets[key(e)]; ok || all {
+		if _, ok := buckets[bucketOf(e)]; ok || all {
 			b := get(e)
 			b.before = append(b.before, e)
 		}
 	}
 	for _, e := range after {
-		if _, ok := buckets[key(e)]; ok || all {
+		if _, ok := buckets[bucketOf(e)]; ok || all {
 			b := get(e)
 			b.after = append(b.after, e)
 		}

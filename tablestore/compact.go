@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"maps"
 	"slices"
-	"strconv"
 
 	"github.com/flightd/flightd/tablestore/maintenance"
 )
@@ -51,7 +50,7 @@ func (st *tableState) compactAll(ctx context.Context, full bool) error {
 	groups := map[string][]*manifestEntry{}
 	var keys []string
 	for _, f := range files {
-		k := partitionKey(f.Partition) + "/" + strconv.Itoa(f.Bucket)
+		k := bucketOf(f)
 		if groups[k] == nil {
 			keys = append(keys, k)
 		}
@@ -92,11 +91,6 @@ func (st *tableState) compactAll(ctx context.Context, full bool) error {
 // streamed (k-way merged for key tables), so memory stays bounded by the
 // number of input files, and outputs roll at the target file size.
 func (st *tableState) compactUnit(ctx context.Context, sch *tableSchema, baseID int64, u *maintenance.Unit[*manifestEntry]) error {
-	all := allColumns(sch)
-	// Compaction reads like an unfiltered scan of every column, but
-	// uncached: it reads each file once, right before it is replaced, so
-	// its columns would only push hot data out of the cache.
-	s := &Scan{st: st, sch: sch, proj: all, noCache: true}
 	for _, e := range u.Files {
 		if _, err := st.fs().Stat(joinPath(st.dir, e.File.Path)); errors.Is(err, fs.ErrNotExist) {
 			// Removed by a later overwrite and expiry: our commit would
@@ -114,19 +108,35 @@ func (st *tableState) compactUnit(ctx context.Context, sch *tableSchema, baseID 
 			return st.commitCompaction(ctx, baseID, u, adds, dirs)
 		}
 	}
+	adds, err := st.rewrite(ctx, sch, u.Files, u.OutputLevel, u.DropDeletes, "COMPACT", dirs)
+	if err != nil {
+		return err
+	}
+	return st.commitCompaction(ctx, baseID, u, adds, dirs)
+}
+
+// rewrite merges files (one partition's bucket) into new files of level:
+// k-way merged by key for key tables, keeping deletes unless dropDeletes,
+// concatenated for append tables. Outputs roll at the target file size;
+// on error nothing written is left.
+func (st *tableState) rewrite(ctx context.Context, sch *tableSchema, files []*manifestEntry, level int, dropDeletes bool, source string, dirs map[string]bool) ([]*manifestEntry, error) {
+	// It reads like an unfiltered scan of every column, but uncached: it
+	// reads each file once, right before it is replaced, so its columns
+	// would only push hot data out of the cache.
+	s := &Scan{st: st, sch: sch, proj: allColumns(sch), noCache: true}
 	var r BatchReader
 	if sch.hasPK() {
-		mr, err := newMergeReader(ctx, s, u.Files, anyColumn, true, !u.DropDeletes)
+		mr, err := newMergeReader(ctx, s, files, anyColumn, true, !dropDeletes)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		r = mr
 	} else {
-		r = &chainReader{s: s, files: u.Files, allowed: anyColumn, rt: newReadTarget(sch, all, false), raw: true}
+		r = &chainReader{s: s, files: files, allowed: anyColumn, rt: newReadTarget(sch, s.proj, false), raw: true}
 	}
 	defer r.Close()
-	first := u.Files[0]
-	dw := st.newDataWriter(sch, first.Partition, first.Bucket, u.OutputLevel, "COMPACT", sch.opts.targetFileSize, dirs)
+	first := files[0]
+	dw := st.newDataWriter(sch, first.Partition, first.Bucket, level, source, sch.opts.targetFileSize, dirs)
 	for {
 		b, err := r.Next(ctx)
 		if errors.Is(err, io.EOF) {
@@ -137,14 +147,10 @@ func (st *tableState) compactUnit(ctx context.Context, sch *tableSchema, baseID 
 		}
 		if err != nil {
 			dw.abort()
-			return err
+			return nil, err
 		}
 	}
-	adds, err := dw.finish()
-	if err != nil {
-		return err
-	}
-	return st.commitCompaction(ctx, baseID, u, adds, dirs)
+	return dw.finish()
 }
 
 // commitCompaction commits the files written for u in place of its
