@@ -117,4 +117,3 @@ func TestSettleMergesPending(t *testing.T) {
 		})
 	}
 }
-
