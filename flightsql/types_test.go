@@ -158,17 +158,8 @@ func TestParameterWrongType(t *testing.T) {
 		}{{arrow.BinaryTypes.String, `["abc"]`}, {arrow.BinaryTypes.Binary, `["AQ=="]`}} {
 			st := prepare(t, cnxn, q)
 			params := variantBatch(t, mem, []arrow.Field{{Name: "0", Type: p.typ, Nullable: true}}, p.json)
-			err := st.Bind(context.Background(), params)
+			err := runBound(st, params)
 			params.Release()
-			if err == nil {
-				var rdr array.RecordReader
-				if rdr, _, err = st.ExecuteQuery(context.Background()); err == nil {
-					for rdr.Next() {
-					}
-					err = rdr.Err()
-					rdr.Release()
-				}
-			}
 			var ae adbc.Error
 			if !errors.As(err, &ae) || ae.Code != adbc.StatusInvalidArgument {
 				t.Errorf("%s with %s %s: %v, want InvalidArgument", q, p.typ, p.json, err)
@@ -176,6 +167,70 @@ func TestParameterWrongType(t *testing.T) {
 			st.Close()
 		}
 	}
+}
+
+// runBound binds params to st and reads its result to the end.
+func runBound(st adbc.Statement, params arrow.RecordBatch) error {
+	err := st.Bind(context.Background(), params)
+	if err == nil {
+		var rdr array.RecordReader
+		if rdr, _, err = st.ExecuteQuery(context.Background()); err == nil {
+			for rdr.Next() {
+			}
+			err = rdr.Err()
+			rdr.Release()
+		}
+	}
+	return err
+}
+
+// TestParameterLossy: a parameter whose value the type its use implies
+// cannot hold is refused, naming the value, where it was converted (5.5
+// bound to `k = ?` over an INT column found k = 5, a DECIMAL(4, 3) in
+// `? * 2.5` was taken as DECIMAL(2, 1)); a value it holds exactly works.
+func TestParameterLossy(t *testing.T) {
+	ts := startServer(t, flightd.Options{})
+	cnxn := ts.connect(t, nil)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	mustExec(t, cnxn, `CREATE TABLE lossy (k INT, d DATE)`)
+	mustExec(t, cnxn, `INSERT INTO lossy VALUES (5, DATE '2024-01-02'), (6, DATE '2024-01-03')`)
+	dec := &arrow.Decimal128Type{Precision: 4, Scale: 3}
+	ts64 := &arrow.TimestampType{Unit: arrow.Microsecond}
+	for _, c := range []struct {
+		q    string
+		typ  arrow.DataType
+		json string
+		want string // rows; empty: refused, the message holding it
+	}{
+		{`SELECT k FROM lossy WHERE k = ?`, arrow.PrimitiveTypes.Float64, `[5.5]`, "5.5 would become 5"},
+		{`SELECT k FROM lossy WHERE k = ?`, arrow.PrimitiveTypes.Float64, `[6.0]`, "=6"},
+		{`SELECT ? * 2.5`, dec, `["1.234"]`, "1.234 would become 1.2"},
+		{`SELECT k FROM lossy WHERE d = ?`, ts64, `["2024-01-02T03:00:00"]`, "would become 2024-01-02"},
+		{`SELECT k FROM lossy WHERE d = ?`, ts64, `["2024-01-03T00:00:00"]`, "=6"},
+		{`SELECT k FROM lossy WHERE k < ?`, arrow.PrimitiveTypes.Int64, `[6]`, "=5"},
+	} {
+		st := prepare(t, cnxn, c.q)
+		params := variantBatch(t, mem, []arrow.Field{{Name: "0", Type: c.typ, Nullable: true}}, c.json)
+		if rows, ok := strings.CutPrefix(c.want, "="); ok {
+			wantRows(t, queryBound(t, st, params), rows)
+		} else if err := runBound(st, params); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "InvalidArgument") {
+			t.Errorf("%s with %s %s: %v, want InvalidArgument saying %q", c.q, c.typ, c.json, err, c.want)
+		}
+		params.Release()
+		st.Close()
+	}
+	ins := prepare(t, cnxn, `INSERT INTO lossy VALUES (?, NULL)`)
+	params := variantBatch(t, mem, []arrow.Field{{Name: "0", Type: arrow.PrimitiveTypes.Float64, Nullable: true}}, `[7.0, 7.5]`)
+	if err := ins.Bind(context.Background(), params); err == nil {
+		_, err = ins.ExecuteUpdate(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "7.5 would become 7") {
+			t.Errorf("INSERT of 7.5 into an INT column: %v, want a refusal", err)
+		}
+	}
+	params.Release()
+	ins.Close()
+	wantRows(t, query(t, cnxn, `SELECT count(*) FROM lossy`), "2")
 }
 
 // TestIngestZeroRows: a stream with a schema and no batches creates the

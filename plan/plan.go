@@ -120,10 +120,52 @@ func (q *Query) ConvertParams(ctx context.Context, ec *exec.Context, params arro
 			return nil, fmt.Errorf("%w: parameter $%d: %v", ErrParams, i+1, err)
 		}
 		if cols[i], err = cast.Eval(ctx, ec, params); err != nil {
-			return nil, fmt.Errorf("%w: parameter $%d does not convert to %s: %v", ErrParams, i+1, f.Type, err)
+			return nil, fmt.Errorf("%w: parameter $%d does not convert to %s: %v", ErrParams, i+1, SQLTypeName(f.Type), err)
+		}
+		if err := checkExact(ctx, ec, col, cols[i]); err != nil {
+			return nil, fmt.Errorf("%w: parameter $%d is %s where the statement takes %s, and %v (CAST(? AS %s) in the statement takes it as it is)",
+				ErrParams, i+1, SQLTypeName(col.DataType()), SQLTypeName(f.Type), err, SQLTypeName(col.DataType()))
 		}
 	}
 	return array.NewRecordBatch(q.params, cols, params.NumRows()), nil
+}
+
+// checkExact reports an error when converting a number or a time (orig)
+// to the parameter's type (conv) lost information: 5.5 bound where the
+// statement compares an integer column would otherwise find 5, and a
+// DECIMAL(29, 28) multiplied by 2 would be taken as an integer. The
+// conversion is exact when converting back gives every value again.
+func checkExact(ctx context.Context, ec *exec.Context, orig, conv arrow.Array) error {
+	if !exactlyComparable(orig.DataType()) || !exactlyComparable(conv.DataType()) {
+		return nil // strings parse or fail; the rest converts without loss or not at all
+	}
+	one := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "v", Type: conv.DataType(), Nullable: true}}, nil), []arrow.Array{conv}, int64(conv.Len()))
+	defer one.Release()
+	cast, err := exec.NewCast(exec.NewColumn(0, conv.DataType(), "v"), orig.DataType())
+	if err != nil {
+		return nil
+	}
+	back, err := cast.Eval(ctx, ec, one)
+	if err != nil {
+		return fmt.Errorf("its values do not convert back: %v", err)
+	}
+	defer back.Release()
+	for r := range orig.Len() {
+		if !array.SliceEqual(orig, int64(r), int64(r+1), back, int64(r), int64(r+1)) {
+			return fmt.Errorf("row %d's %s would become %s", r+1, orig.ValueStr(r), conv.ValueStr(r))
+		}
+	}
+	return nil
+}
+
+func exactlyComparable(dt arrow.DataType) bool {
+	switch dt.ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64,
+		arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64, arrow.DECIMAL128, arrow.DECIMAL256,
+		arrow.DATE32, arrow.DATE64, arrow.TIMESTAMP, arrow.TIME32, arrow.TIME64:
+		return true
+	}
+	return false
 }
 
 // BatchesParams reports whether Build takes several parameter rows at once,
