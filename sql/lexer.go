@@ -147,7 +147,7 @@ func (l *lexer) next() token {
 		l.advance(end + 5)
 		return token{kind: tHint, text: body, pos: start}
 	}
-	for _, op := range []string{"<>", "<=", ">=", "!=", "||", "=>"} {
+	for _, op := range []string{"<>", "<=", ">=", "!=", "||", "=>", "::"} {
 		if strings.HasPrefix(l.src[l.off:], op) {
 			l.advance(2)
 			return token{kind: tPunct, text: op, pos: start}

@@ -1716,12 +1716,16 @@ func (p *parser) parseUnary() Expr {
 	return p.parsePostfix(p.parsePrimary())
 }
 
-// parsePostfix reads subscripts x[i] and field accesses x.f after a primary.
+// parsePostfix reads subscripts x[i], field accesses x.f and
+// PostgreSQL's casts x::type after a primary.
 func (p *parser) parsePostfix(x Expr) Expr {
 	defer p.endChain(p.depth)
 	for {
 		t := p.peek()
 		switch {
+		case p.acceptP("::"):
+			p.enter()
+			x = &Cast{Pos: t.pos, X: x, Type: p.parseType()}
 		case p.acceptP("["):
 			p.enter()
 			x = &Subscript{Pos: t.pos, X: x, Index: p.parseExpr()}
