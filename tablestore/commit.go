@@ -71,7 +71,11 @@ const maxManifests = 30
 // committed alone in queue order. Publication (a few fsyncs) then costs
 // once per group, not once per writer.
 func (st *tableState) commit(ctx context.Context, req *commitRequest) (int64, error) {
-	if err := st.syncDirs(req.dirs); err != nil {
+	if err := st.syncDirs(req.dirs); errors.Is(err, fs.ErrNotExist) {
+		// Its directories went with the table: dropped, maybe created
+		// again since (which droppedOr would not see).
+		return 0, st.notFound(err)
+	} else if err != nil {
 		return 0, st.droppedOr(err)
 	}
 	q := &queuedCommit{req: req}
@@ -114,6 +118,9 @@ func (st *tableState) syncDirs(dirs []string) error {
 	return syncAll(st.fs(), nil, all...)
 }
 
+// errDroppedHere fails a write this process dropped the table under.
+var errDroppedHere = errors.New("dropped while the write was open")
+
 // queuedCommit is a request and, once done, its outcome.
 type queuedCommit struct {
 	req  *commitRequest
@@ -137,7 +144,11 @@ func (st *tableState) publish(ctx context.Context, group []*queuedCommit) {
 		// lease was lost cancels its commit, and its rows, computed from
 		// older inputs, must not land on top of the new holder's commit
 		// that won the race (engine TestJobStaleCommitNeverLands).
-		if err := ctx.Err(); err != nil {
+		err := ctx.Err()
+		if st.dropped.Load() {
+			err = st.notFound(errDroppedHere)
+		}
+		if err != nil {
 			for _, q := range group {
 				q.done, q.err = true, err
 			}

@@ -102,7 +102,7 @@ func (st *tableState) openDataFile(e *manifestEntry) (*dataFile, error) {
 	path := joinPath(st.dir, e.File.Path)
 	rf, err := st.fs().Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("open data file %s: %w", path, err)
+		return nil, st.missing(fmt.Errorf("open data file %s: %w", path, err))
 	}
 	if rf.Size() != e.File.FileSize {
 		rf.Close()

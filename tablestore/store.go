@@ -290,17 +290,25 @@ func (s *Store) DropDatabase(ctx context.Context, name string, ifExists, cascade
 	if len(tables) > 0 && !cascade {
 		return fmt.Errorf("%w: database %q is not empty (%d tables); use CASCADE", ErrInvalid, name, len(tables))
 	}
-	for _, t := range tables {
-		s.forgetTable(Ident{name, t})
-		s.forgetColumns(s.tableDir(Ident{name, t}) + "/")
+	ids := make([]Ident, len(tables))
+	for i, t := range tables {
+		ids[i] = Ident{name, t}
+		s.forgetColumns(s.tableDir(ids[i]) + "/")
 	}
 	// As DropTable does: a writer racing the drop (a statement that opened
 	// a table before it) writes into the renamed directory, or fails,
 	// instead of leaving files in the one being removed, which made the
 	// removal fail ("directory not empty").
+	unlock := s.lockForDrop(ids)
 	trash := joinPath(s.root, trashPrefix+name+"-"+newUUID())
-	if err := s.fs.Rename(s.dbDir(name), trash); errors.Is(err, errors.ErrUnsupported) {
+	err = s.fs.Rename(s.dbDir(name), trash)
+	unlock(err == nil || errors.Is(err, errors.ErrUnsupported))
+	if errors.Is(err, errors.ErrUnsupported) {
 		trash = s.dbDir(name)
+	} else if errors.Is(err, fs.ErrNotExist) && ifExists {
+		return nil // dropped meanwhile
+	} else if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("database %q: %w (dropped meanwhile)", name, ErrDatabaseNotFound)
 	} else if err != nil {
 		return fmt.Errorf("drop database %q: %w", name, err)
 	} else if err := s.fs.SyncDir(s.root); err != nil {
@@ -362,28 +370,58 @@ func (s *Store) CreateTable(ctx context.Context, id Ident, def TableDef, ifNotEx
 	if err != nil {
 		return nil, err
 	}
-	for {
-		if _, err := st.latestSchema(); err == nil {
-			if ifNotExists {
-				return s.Table(ctx, id)
-			}
+	for attempt := 0; ; attempt++ {
+		exists, err := st.createSchema(sch)
+		switch {
+		case exists && ifNotExists:
+			return s.Table(ctx, id)
+		case exists:
 			return nil, fmt.Errorf("create table %s: %w", id, ErrTableExists)
-		} else if !errors.Is(err, ErrTableNotFound) {
-			return nil, err
-		}
-		// Above any schema a staged or abandoned replace left.
-		if sch.ID, err = st.nextSchemaID(); err != nil {
-			return nil, err
-		}
-		sch.Origin = sch.ID
-		err := st.publishSchema(sch)
-		if err == nil {
+		case err == nil:
 			return s.Table(ctx, id)
 		}
-		if !errors.Is(err, fs.ErrExist) {
+		if st, err = s.afterPublishFailed(id, st, err, attempt); err != nil {
 			return nil, fmt.Errorf("create table %s: %w", id, err)
 		}
 	}
+}
+
+// createSchema publishes sch as the table's first schema, unless the table
+// exists. It holds the commit lock, so that a CREATE TABLE ... AS of this
+// process, whose commit checks that the table does not exist under the
+// lock, cannot publish its rows under this schema (an append table's files
+// in a key table), nor this schema land above its snapshot.
+func (st *tableState) createSchema(sch *tableSchema) (exists bool, err error) {
+	st.commitMu.Lock()
+	defer st.commitMu.Unlock()
+	if _, err := st.latestSchema(); err == nil {
+		return true, nil
+	} else if !errors.Is(err, ErrTableNotFound) {
+		return false, err
+	}
+	// Above any schema a staged or abandoned replace left.
+	if sch.ID, err = st.nextSchemaID(); err != nil {
+		return false, err
+	}
+	sch.Origin = sch.ID
+	return false, st.publishSchema(sch)
+}
+
+// afterPublishFailed decides whether creating table id tries its schema
+// again after publishing it failed with err: when another create published
+// that version first, or a DROP TABLE racing this create removed the
+// table's directory (then it is prepared again: the drop came first). It
+// returns the error to report otherwise, or after a few attempts.
+func (s *Store) afterPublishFailed(id Ident, st *tableState, err error, attempt int) (*tableState, error) {
+	switch {
+	case attempt >= 3:
+		return nil, fmt.Errorf("%w: %v", ErrConflict, err)
+	case errors.Is(err, fs.ErrExist):
+		return st, nil
+	case errors.Is(err, ErrTableNotFound):
+		return s.prepareTableDir(id)
+	}
+	return nil, err
 }
 
 // newTable checks that table id can be created and returns its first
@@ -421,10 +459,15 @@ func (s *Store) prepareTableDir(id Ident) (*tableState, error) {
 			return nil, err
 		}
 	}
-	for _, d := range []string{dir, s.dbDir(id.Database)} {
-		if err := s.fs.SyncDir(d); err != nil {
-			return nil, err
-		}
+	if err := s.fs.SyncDir(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: dropped while it was created", ErrTableNotFound)
+	} else if err != nil {
+		return nil, err
+	}
+	if err := s.fs.SyncDir(s.dbDir(id.Database)); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("database %q: %w (dropped meanwhile)", id.Database, ErrDatabaseNotFound)
+	} else if err != nil {
+		return nil, err
 	}
 	return s.state(id), nil
 }
@@ -449,7 +492,7 @@ func (s *Store) StageTable(ctx context.Context, id Ident, def TableDef, replace 
 	} else if err != nil && !errors.Is(err, ErrTableNotFound) {
 		return nil, err
 	}
-	for {
+	for attempt := 0; ; attempt++ {
 		if sch.ID, err = st.nextSchemaID(); err != nil {
 			return nil, err
 		}
@@ -458,7 +501,7 @@ func (s *Store) StageTable(ctx context.Context, id Ident, def TableDef, replace 
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, fs.ErrExist) {
+		if st, err = s.afterPublishFailed(id, st, err, attempt); err != nil {
 			return nil, fmt.Errorf("create table %s: %w", id, err)
 		}
 	}
@@ -477,8 +520,13 @@ func validateIdent(id Ident) error {
 // publishSchema writes schema-<id> atomically; it fails with fs.ErrExist
 // when that version already exists. The schema kept for Table is
 // forgotten, so this store's next statements see the new version.
-func (st *tableState) publishSchema(sch *tableSchema) error {
+func (st *tableState) publishSchema(sch *tableSchema) (err error) {
 	defer st.forgetSchema()
+	defer func() {
+		if errors.Is(err, fs.ErrNotExist) {
+			err = fmt.Errorf("%w: dropped while its schema was written (%v)", ErrTableNotFound, err)
+		}
+	}()
 	fsys, dir := st.fs(), st.dir
 	name := joinPath(dir, "schema", "schema-"+strconv.FormatInt(sch.ID, 10))
 	tmp := joinPath(dir, "schema", ".tmp-"+newUUID())
@@ -530,15 +578,20 @@ func (s *Store) DropTable(ctx context.Context, id Ident, ifExists bool) error {
 		}
 		return err
 	}
-	s.forgetTable(id)
 	s.forgetColumns(s.tableDir(id) + "/")
-	// A statement may have read the table's schema since, and kept it
-	// (Options.MetadataMaxAge): forget it again once the table is gone,
-	// so that this store's next statements find it dropped.
-	defer s.forgetTable(id)
+	unlock := s.lockForDrop([]Ident{id})
 	trash := joinPath(s.dbDir(id.Database), trashPrefix+id.Table+"-"+newUUID())
-	if err := s.fs.Rename(s.tableDir(id), trash); errors.Is(err, errors.ErrUnsupported) {
-		return s.dropInPlace(id)
+	err := s.fs.Rename(s.tableDir(id), trash)
+	if errors.Is(err, errors.ErrUnsupported) {
+		err = s.dropInPlace(id)
+		unlock(err == nil)
+		return err
+	}
+	unlock(err == nil)
+	if errors.Is(err, fs.ErrNotExist) && ifExists {
+		return nil // dropped meanwhile
+	} else if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("drop table %s: %w (dropped meanwhile)", id, ErrTableNotFound)
 	} else if err != nil {
 		return fmt.Errorf("drop table %s: %w", id, err)
 	}
@@ -600,15 +653,40 @@ func (s *Store) removeTrash() error {
 }
 
 // forgetTable waits for the table's background work and drops its state.
-func (s *Store) forgetTable(id Ident) {
-	s.mu.Lock()
-	st := s.tables[s.tableDir(id)]
-	delete(s.tables, s.tableDir(id))
-	s.mu.Unlock()
-	if st != nil {
-		st.stopBackground()
+// lockForDrop takes the commit locks of the tables (in path order, as a
+// commit of several tables does) while they are dropped. The returned func
+// ends the drop: when it took effect, it marks them dropped, so no write
+// of this process publishes into their directories afterwards (a table
+// created again under the name may hold them), and forgets their state.
+func (s *Store) lockForDrop(ids []Ident) func(dropped bool) {
+	sts := make([]*tableState, len(ids))
+	for i, id := range ids {
+		sts[i] = s.state(id)
+	}
+	slices.SortFunc(sts, func(a, b *tableState) int { return strings.Compare(a.dir, b.dir) })
+	for _, st := range sts {
+		st.commitMu.Lock()
+	}
+	return func(dropped bool) {
+		for _, st := range sts {
+			if dropped {
+				st.dropped.Store(true)
+				s.mu.Lock()
+				if s.tables[st.dir] == st {
+					delete(s.tables, st.dir)
+				}
+				s.mu.Unlock()
+			}
+			st.commitMu.Unlock()
+		}
+		if dropped {
+			for _, st := range sts {
+				st.stopBackground() // unlocked: compaction may wait for the lock
+			}
+		}
 	}
 }
+
 
 // Table opens a table; errors.Is(err, ErrTableNotFound) when it does not exist.
 func (s *Store) Table(ctx context.Context, id Ident) (*Table, error) {

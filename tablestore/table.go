@@ -27,6 +27,11 @@ type tableState struct {
 	// processes are serialized by put-if-absent publication.
 	commitMu sync.Mutex
 	queue    []*queuedCommit // appends waiting to be published in a group (mu)
+	// dropped is set, under commitMu, once this process dropped the
+	// table: a write that opened it before must not publish afterwards,
+	// into the directory a table created again under the name holds (its
+	// snapshot would name the dropped table's manifests and files).
+	dropped atomic.Bool
 
 	mu       sync.Mutex
 	nextSeq  int64
@@ -92,10 +97,20 @@ func (st *tableState) notFound(err error) error {
 	return fmt.Errorf("table %s: %w", st.id, errors.Join(ErrTableNotFound, err))
 }
 
+// missing returns err, a file of the table found missing, as
+// ErrTableNotFound when this process dropped the table under the handle
+// that read it (the name may hold a table created again since).
+func (st *tableState) missing(err error) error {
+	if st.dropped.Load() {
+		return st.notFound(err)
+	}
+	return err
+}
+
 // droppedOr returns err, as ErrTableNotFound when the table was dropped:
 // DropTable moves the directory away under writers.
 func (st *tableState) droppedOr(err error) error {
-	if _, lerr := st.latestSchema(); errors.Is(lerr, ErrTableNotFound) {
+	if _, lerr := st.latestSchema(); st.dropped.Load() || errors.Is(lerr, ErrTableNotFound) {
 		return st.notFound(err)
 	}
 	return err
@@ -459,7 +474,7 @@ func (st *tableState) readManifestFile(name string) ([]byte, error) {
 	data, err := readFileAll(st.fs(), st.manifestPath(name))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, missingIsCorrupt(st.manifestPath(name), err)
+			return nil, st.missing(missingIsCorrupt(st.manifestPath(name), err))
 		}
 		return nil, fmt.Errorf("read %s: %w", st.manifestPath(name), err)
 	}

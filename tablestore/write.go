@@ -798,6 +798,9 @@ func publishAll(ctx context.Context, ws []*Write, reqs []*commitRequest, qs []*q
 			continue
 		}
 		st := ws[i].t.st
+		if st.dropped.Load() {
+			return st.notFound(errDroppedHere)
+		}
 		sch, err := st.latestSchema()
 		var latest *snapshot
 		if err == nil {
