@@ -687,7 +687,6 @@ func (s *Store) lockForDrop(ids []Ident) func(dropped bool) {
 	}
 }
 
-
 // Table opens a table; errors.Is(err, ErrTableNotFound) when it does not exist.
 func (s *Store) Table(ctx context.Context, id Ident) (*Table, error) {
 	if err := validateIdent(id); err != nil {
