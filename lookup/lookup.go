@@ -267,6 +267,12 @@ func (x *Index) Lookup(ctx context.Context, req Request) (arrow.RecordBatch, int
 			return nil, 0, err
 		}
 		defer scan.Close()
+		if !scan.Schema().Equal(x.scan.Schema()) {
+			// Written before an ALTER TABLE the index's schema has (its
+			// rows would lack the columns the request names).
+			return nil, 0, fmt.Errorf("%w: lookup of %s at snapshot %d: the table's columns changed since; run the statement again",
+				tablestore.ErrConflict, x.t.Ident(), req.SnapshotID)
+		}
 		out, err := x.lookup(ctx, scan, nil, req)
 		return out, scan.SnapshotID(), err
 	}

@@ -118,7 +118,8 @@ func (st *tableState) syncDirs(dirs []string) error {
 	return syncAll(st.fs(), nil, all...)
 }
 
-// errDroppedHere fails a write this process dropped the table under.
+// errDroppedHere fails a write (or expiry) this process dropped the table
+// under.
 var errDroppedHere = errors.New("dropped while the write was open")
 
 // queuedCommit is a request and, once done, its outcome.

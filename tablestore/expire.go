@@ -465,6 +465,9 @@ func (t *Table) ExpireSnapshotsWith(ctx context.Context, opts ExpireOptions) (in
 func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (int, error) {
 	st.expireMu.Lock()
 	defer st.expireMu.Unlock()
+	if st.dropped.Load() {
+		return 0, st.notFound(errDroppedHere)
+	}
 	sch, err := st.latestSchema()
 	if err != nil {
 		return 0, err

@@ -18,6 +18,9 @@ func (t *Table) RemoveOrphanFiles(ctx context.Context, olderThan time.Duration) 
 	st := t.st
 	st.expireMu.Lock()
 	defer st.expireMu.Unlock()
+	if st.dropped.Load() {
+		return 0, st.notFound(errDroppedHere)
+	}
 	ids, err := st.listSnapshots()
 	if err != nil {
 		return 0, err

@@ -90,13 +90,15 @@ type BatchReader interface {
 }
 
 // NewScan plans a scan of one snapshot.
-func (t *Table) NewScan(ctx context.Context, spec ScanSpec) (*Scan, error) {
+func (t *Table) NewScan(ctx context.Context, spec ScanSpec) (_ *Scan, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	st := t.st
+	// Dropped meanwhile, the table's files may be another table's by now
+	// (its schema read against the new table's manifests).
+	defer func() { err = st.missing(err) }()
 	var sn *snapshot
-	var err error
 	if spec.Tag != "" {
 		if spec.SnapshotID != 0 {
 			return nil, fmt.Errorf("scan %s: %w: both SnapshotID and Tag given", st.id, ErrInvalid)

