@@ -202,13 +202,19 @@ func (c *aggCore) grow(n int) {
 // update evaluates the aggregate inputs over b and folds them into groups.
 // rows, when not nil, limits the update to the rows where it is true.
 func (c *aggCore) update(ctx context.Context, b arrow.RecordBatch, groups []uint32, rows []bool) error {
-	for i, a := range c.aggs {
+	return c.updateWith(ctx, c.aggs, c.filters, b, groups, rows)
+}
+
+// updateWith is update with the aggregates (the accumulators' own, or
+// those remapped to the columns an ownArgs takes) and their filters.
+func (c *aggCore) updateWith(ctx context.Context, aggs []AggregateSpec, filters []*predicate, b arrow.RecordBatch, groups []uint32, rows []bool) error {
+	for i, a := range aggs {
 		args, err := evalAll(ctx, c.ec, a.Args, b)
 		if err != nil {
 			return err
 		}
 		mask := rows
-		if f := c.filters[i]; f != nil {
+		if f := filters[i]; f != nil {
 			if mask, _, err = evalMask(ctx, c.ec, f, b); err != nil {
 				releaseArrays(args)
 				return err
@@ -313,9 +319,9 @@ type hashAggOp struct {
 	part, nparts int
 	seed         maphash.Seed
 	hashes       []uint64
-	// takeOwn: the aggregates' arguments compute something, so a worker
+	// own: the aggregates' arguments compute something, so a worker
 	// takes its own rows before evaluating them (updateOwn).
-	takeOwn bool
+	own     *ownArgs
 	ownRows []int64
 	ownIDs  []uint32
 	// A single integer group key uses table64 (NULL key: nullGroup).
@@ -799,11 +805,12 @@ func (h *hashAggOp) deriveChunk(ctx context.Context, si int, set []int, part []a
 	return nil
 }
 
-// updateOwn is update; a worker of a parallel aggregation with takeOwn
-// first takes the rows it keeps, so that it does not evaluate the
-// arguments (q59's and q99's CASE pivots) over the other workers' rows too.
+// updateOwn is update; a worker of a parallel aggregation with own first
+// takes the rows it keeps, of the columns the aggregates read, so that it
+// does not evaluate the arguments (q59's and q99's CASE pivots) over the
+// other workers' rows too, nor copy columns only the keys read.
 func (h *hashAggOp) updateOwn(ctx context.Context, b arrow.RecordBatch, ids []uint32, rows []bool) error {
-	if !h.takeOwn || rows == nil {
+	if h.own == nil || rows == nil {
 		return h.update(ctx, b, ids, rows)
 	}
 	h.ownRows, h.ownIDs = h.ownRows[:0], h.ownIDs[:0]
@@ -816,25 +823,72 @@ func (h *hashAggOp) updateOwn(ctx context.Context, b arrow.RecordBatch, ids []ui
 	if len(h.ownRows) == 0 {
 		return nil
 	}
-	own, err := vectorized.TakeBatch(ctx, h.ec.Mem, b, b.Schema(), h.ownRows)
+	cols := make([]arrow.Array, len(h.own.cols))
+	for i, c := range h.own.cols {
+		cols[i] = b.Column(c)
+	}
+	taken, err := vectorized.TakeColumns(ctx, h.ec.Mem, cols, h.ownRows)
 	if err != nil {
 		return err
 	}
+	own := array.NewRecordBatch(h.own.schema, taken, int64(len(h.ownRows)))
+	releaseArrays(taken)
 	defer own.Release()
-	return h.update(ctx, own, h.ownIDs, nil)
+	return h.updateWith(ctx, h.own.aggs, h.own.filters, own, h.ownIDs, nil)
 }
 
-// computesArgs reports whether an aggregate's argument or FILTER is more
-// than a column or a constant.
-func computesArgs(aggs []AggregateSpec) bool {
+// ownArgs is what a worker of a parallel aggregation takes of its own rows
+// to evaluate the aggregates' arguments and filters: the columns they read,
+// and the aggregates remapped to those columns.
+type ownArgs struct {
+	cols    []int
+	schema  *arrow.Schema
+	aggs    []AggregateSpec
+	filters []*predicate
+}
+
+// newOwnArgs returns the ownArgs of aggs over input, or nil when their
+// arguments and filters are only columns and constants (evaluated over
+// every row, they cost nothing). Arguments exprColumns does not know take
+// every column.
+func newOwnArgs(input *arrow.Schema, aggs []AggregateSpec) *ownArgs {
+	var es []Expr
+	computes := false
 	for _, a := range aggs {
 		for _, e := range append(slices.Clone(a.Args), a.Filter) {
 			switch e.(type) {
-			case nil, *ColumnExpr, *LiteralExpr:
+			case nil:
+				continue
+			case *ColumnExpr, *LiteralExpr:
 			default:
-				return true
+				computes = true
 			}
+			es = append(es, e)
 		}
 	}
-	return false
+	if !computes {
+		return nil
+	}
+	o := &ownArgs{aggs: slices.Clone(aggs), filters: make([]*predicate, len(aggs))}
+	cols, narrow, nes, ok := narrowExprs(input, es...)
+	if !ok {
+		o.schema, nes = input, es
+		for i := range input.NumFields() {
+			o.cols = append(o.cols, i)
+		}
+	} else {
+		o.cols, o.schema = cols, narrow
+	}
+	for i, a := range o.aggs {
+		args := make([]Expr, 0, len(a.Args))
+		for range a.Args {
+			args, nes = append(args, nes[0]), nes[1:]
+		}
+		o.aggs[i].Args = args
+		if a.Filter != nil {
+			o.aggs[i].Filter, nes = nes[0], nes[1:]
+			o.filters[i] = newPredicate(o.aggs[i].Filter)
+		}
+	}
+	return o
 }

@@ -46,7 +46,7 @@ func NewParallelHashAggregate(ec *Context, child Operator, groups []Expr, groupN
 		}
 		h := op.(*hashAggOp)
 		h.part, h.nparts, h.seed = w, ec.Workers(), seed
-		h.takeOwn = computesArgs(aggs)
+		h.own = newOwnArgs(child.Schema(), aggs)
 		p.srcs = append(p.srcs, src)
 		p.workers = append(p.workers, op)
 	}
