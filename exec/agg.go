@@ -314,11 +314,12 @@ type hashAggOp struct {
 	depth int
 	table *vectorized.BytesTable // encoded keys, prefixed by the grouping set
 	// With nparts > 1 this is worker part of a parallel aggregation and
-	// handles only the rows whose key hashes to it (see owned); the
-	// workers' tables share seed, so that hash serves the lookup too.
+	// handles only the rows whose key hashes to it (see owned), reading
+	// its batches and their keys from in; the workers' tables share seed,
+	// so that hash serves the lookup too.
 	part, nparts int
 	seed         maphash.Seed
-	hashes       []uint64
+	in           *chanSource
 	// own: the aggregates' arguments compute something, so a worker
 	// takes its own rows before evaluating them (updateOwn).
 	own     *ownArgs
@@ -416,7 +417,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 			return err
 		}
 		n := int(b.NumRows())
-		keys, err := evalAll(ctx, h.ec, h.groups, b)
+		keys, routed, err := h.keys(ctx, b)
 		if err != nil {
 			return err
 		}
@@ -429,11 +430,15 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 			intKey := h.sets == nil && len(skeys) == 1 && vectorized.IsIntKeyType(skeys[0].DataType())
 			var ints []int64
 			nullable := false
-			if intKey {
+			encp := &enc
+			switch {
+			case intKey:
 				h.wide = resized(h.wide, n)
 				ints = vectorized.IntKeyValues(skeys[0], h.wide)
 				nullable = vectorized.MayHaveNulls(skeys[0].Data())
-			} else {
+			case routed != nil:
+				encp = routed.enc
+			default:
 				if err := enc.Encode(skeys, n); err != nil {
 					releaseArrays(skeys)
 					releaseArrays(keys)
@@ -446,7 +451,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 			var fresh []int64
 			var spilled []bool // rows sent to disk
 			setSeen[si] = setSeen[si] || n > 0
-			mine := h.owned(skeys, ints, intKey, &enc, n)
+			mine := h.owned(skeys, ints, intKey, routed, n)
 			// Without keys (a global aggregate, a grand total) every row is
 			// in one group: looked up once per batch, not hashed per row.
 			oneGroup, oneFound := len(skeys) == 0, false
@@ -469,14 +474,14 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 				case oneGroup && oneFound:
 					g32, ok = oneID, true
 				default:
-					key = enc.Key(i)
+					key = encp.Key(i)
 					if h.sets != nil {
 						keyBuf = append(append(keyBuf[:0], byte(si), byte(si>>8)), key...)
 						key = keyBuf
 					}
-					hash := uint64(0)
-					if mine != nil {
-						hash = h.hashes[i]
+					var hash uint64
+					if routed != nil {
+						hash = routed.hashes[i]
 					} else {
 						hash = h.table.Hash(key)
 					}
@@ -526,7 +531,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 					err = enc.Encode(skeys, n)
 				}
 				if err == nil {
-					err = h.spills[si].write(ctx, b, &enc, spilled)
+					err = h.spills[si].write(ctx, b, encp, spilled)
 				}
 				if err != nil {
 					releaseArrays(skeys)
@@ -665,9 +670,28 @@ func (h *hashAggOp) Close() error {
 	return errors.Join(h.subs.close(), h.child.Close())
 }
 
+// keys returns the group keys of b, and b's routedBatch when this is a
+// worker of a parallel aggregation (which computed them once for all); the
+// caller releases them.
+func (h *hashAggOp) keys(ctx context.Context, b arrow.RecordBatch) ([]arrow.Array, *routedBatch, error) {
+	if h.in == nil {
+		keys, err := evalAll(ctx, h.ec, h.groups, b)
+		return keys, nil, err
+	}
+	r := h.in.cur
+	if err := r.keysOf(ctx, h); err != nil {
+		return nil, nil, err
+	}
+	for _, k := range r.keys {
+		k.Retain()
+	}
+	return slices.Clone(r.keys), r, nil
+}
+
 // owned returns which rows belong to this worker of a parallel aggregation
-// (nil = all). Every worker computes the same function of the key.
-func (h *hashAggOp) owned(keys []arrow.Array, ints []int64, intKey bool, enc *vectorized.KeyEncoder, n int) []bool {
+// (nil = all). Every worker computes the same function of the key: of the
+// integer, or the routed batch's hash of the encoded key.
+func (h *hashAggOp) owned(keys []arrow.Array, ints []int64, intKey bool, routed *routedBatch, n int) []bool {
 	if h.nparts <= 1 {
 		return nil
 	}
@@ -683,10 +707,8 @@ func (h *hashAggOp) owned(keys []arrow.Array, ints []int64, intKey bool, enc *ve
 		}
 		return mine
 	}
-	h.hashes = resized(h.hashes, n)
-	for i := 0; i < n; i++ {
-		h.hashes[i] = h.table.Hash(enc.Key(i))
-		mine[i] = int(h.hashes[i]%uint64(h.nparts)) == h.part
+	for i, hash := range routed.hashes {
+		mine[i] = int(hash%uint64(h.nparts)) == h.part
 	}
 	return mine
 }
