@@ -202,13 +202,19 @@ func (c *aggCore) grow(n int) {
 // update evaluates the aggregate inputs over b and folds them into groups.
 // rows, when not nil, limits the update to the rows where it is true.
 func (c *aggCore) update(ctx context.Context, b arrow.RecordBatch, groups []uint32, rows []bool) error {
-	for i, a := range c.aggs {
+	return c.updateWith(ctx, c.aggs, c.filters, b, groups, rows)
+}
+
+// updateWith is update with the aggregates (the accumulators' own, or
+// those remapped to the columns an ownArgs takes) and their filters.
+func (c *aggCore) updateWith(ctx context.Context, aggs []AggregateSpec, filters []*predicate, b arrow.RecordBatch, groups []uint32, rows []bool) error {
+	for i, a := range aggs {
 		args, err := evalAll(ctx, c.ec, a.Args, b)
 		if err != nil {
 			return err
 		}
 		mask := rows
-		if f := c.filters[i]; f != nil {
+		if f := filters[i]; f != nil {
 			if mask, _, err = evalMask(ctx, c.ec, f, b); err != nil {
 				releaseArrays(args)
 				return err
@@ -308,14 +314,15 @@ type hashAggOp struct {
 	depth int
 	table *vectorized.BytesTable // encoded keys, prefixed by the grouping set
 	// With nparts > 1 this is worker part of a parallel aggregation and
-	// handles only the rows whose key hashes to it (see owned); the
-	// workers' tables share seed, so that hash serves the lookup too.
+	// handles only the rows whose key hashes to it (see owned), reading
+	// its batches and their keys from in; the workers' tables share seed,
+	// so that hash serves the lookup too.
 	part, nparts int
 	seed         maphash.Seed
-	hashes       []uint64
-	// takeOwn: the aggregates' arguments compute something, so a worker
+	in           *chanSource
+	// own: the aggregates' arguments compute something, so a worker
 	// takes its own rows before evaluating them (updateOwn).
-	takeOwn bool
+	own     *ownArgs
 	ownRows []int64
 	ownIDs  []uint32
 	// A single integer group key uses table64 (NULL key: nullGroup).
@@ -410,7 +417,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 			return err
 		}
 		n := int(b.NumRows())
-		keys, err := evalAll(ctx, h.ec, h.groups, b)
+		keys, routed, err := h.keys(ctx, b)
 		if err != nil {
 			return err
 		}
@@ -423,11 +430,15 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 			intKey := h.sets == nil && len(skeys) == 1 && vectorized.IsIntKeyType(skeys[0].DataType())
 			var ints []int64
 			nullable := false
-			if intKey {
+			encp := &enc
+			switch {
+			case intKey:
 				h.wide = resized(h.wide, n)
 				ints = vectorized.IntKeyValues(skeys[0], h.wide)
 				nullable = vectorized.MayHaveNulls(skeys[0].Data())
-			} else {
+			case routed != nil:
+				encp = routed.enc
+			default:
 				if err := enc.Encode(skeys, n); err != nil {
 					releaseArrays(skeys)
 					releaseArrays(keys)
@@ -440,7 +451,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 			var fresh []int64
 			var spilled []bool // rows sent to disk
 			setSeen[si] = setSeen[si] || n > 0
-			mine := h.owned(skeys, ints, intKey, &enc, n)
+			mine := h.owned(skeys, ints, intKey, routed, n)
 			// Without keys (a global aggregate, a grand total) every row is
 			// in one group: looked up once per batch, not hashed per row.
 			oneGroup, oneFound := len(skeys) == 0, false
@@ -463,14 +474,14 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 				case oneGroup && oneFound:
 					g32, ok = oneID, true
 				default:
-					key = enc.Key(i)
+					key = encp.Key(i)
 					if h.sets != nil {
 						keyBuf = append(append(keyBuf[:0], byte(si), byte(si>>8)), key...)
 						key = keyBuf
 					}
-					hash := uint64(0)
-					if mine != nil {
-						hash = h.hashes[i]
+					var hash uint64
+					if routed != nil {
+						hash = routed.hashes[i]
 					} else {
 						hash = h.table.Hash(key)
 					}
@@ -520,7 +531,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 					err = enc.Encode(skeys, n)
 				}
 				if err == nil {
-					err = h.spills[si].write(ctx, b, &enc, spilled)
+					err = h.spills[si].write(ctx, b, encp, spilled)
 				}
 				if err != nil {
 					releaseArrays(skeys)
@@ -659,9 +670,28 @@ func (h *hashAggOp) Close() error {
 	return errors.Join(h.subs.close(), h.child.Close())
 }
 
+// keys returns the group keys of b, and b's routedBatch when this is a
+// worker of a parallel aggregation (which computed them once for all); the
+// caller releases them.
+func (h *hashAggOp) keys(ctx context.Context, b arrow.RecordBatch) ([]arrow.Array, *routedBatch, error) {
+	if h.in == nil {
+		keys, err := evalAll(ctx, h.ec, h.groups, b)
+		return keys, nil, err
+	}
+	r := h.in.cur
+	if err := r.keysOf(ctx, h); err != nil {
+		return nil, nil, err
+	}
+	for _, k := range r.keys {
+		k.Retain()
+	}
+	return slices.Clone(r.keys), r, nil
+}
+
 // owned returns which rows belong to this worker of a parallel aggregation
-// (nil = all). Every worker computes the same function of the key.
-func (h *hashAggOp) owned(keys []arrow.Array, ints []int64, intKey bool, enc *vectorized.KeyEncoder, n int) []bool {
+// (nil = all). Every worker computes the same function of the key: of the
+// integer, or the routed batch's hash of the encoded key.
+func (h *hashAggOp) owned(keys []arrow.Array, ints []int64, intKey bool, routed *routedBatch, n int) []bool {
 	if h.nparts <= 1 {
 		return nil
 	}
@@ -677,10 +707,8 @@ func (h *hashAggOp) owned(keys []arrow.Array, ints []int64, intKey bool, enc *ve
 		}
 		return mine
 	}
-	h.hashes = resized(h.hashes, n)
-	for i := 0; i < n; i++ {
-		h.hashes[i] = h.table.Hash(enc.Key(i))
-		mine[i] = int(h.hashes[i]%uint64(h.nparts)) == h.part
+	for i, hash := range routed.hashes {
+		mine[i] = int(hash%uint64(h.nparts)) == h.part
 	}
 	return mine
 }
@@ -799,11 +827,12 @@ func (h *hashAggOp) deriveChunk(ctx context.Context, si int, set []int, part []a
 	return nil
 }
 
-// updateOwn is update; a worker of a parallel aggregation with takeOwn
-// first takes the rows it keeps, so that it does not evaluate the
-// arguments (q59's and q99's CASE pivots) over the other workers' rows too.
+// updateOwn is update; a worker of a parallel aggregation with own first
+// takes the rows it keeps, of the columns the aggregates read, so that it
+// does not evaluate the arguments (q59's and q99's CASE pivots) over the
+// other workers' rows too, nor copy columns only the keys read.
 func (h *hashAggOp) updateOwn(ctx context.Context, b arrow.RecordBatch, ids []uint32, rows []bool) error {
-	if !h.takeOwn || rows == nil {
+	if h.own == nil || rows == nil {
 		return h.update(ctx, b, ids, rows)
 	}
 	h.ownRows, h.ownIDs = h.ownRows[:0], h.ownIDs[:0]
@@ -816,25 +845,72 @@ func (h *hashAggOp) updateOwn(ctx context.Context, b arrow.RecordBatch, ids []ui
 	if len(h.ownRows) == 0 {
 		return nil
 	}
-	own, err := vectorized.TakeBatch(ctx, h.ec.Mem, b, b.Schema(), h.ownRows)
+	cols := make([]arrow.Array, len(h.own.cols))
+	for i, c := range h.own.cols {
+		cols[i] = b.Column(c)
+	}
+	taken, err := vectorized.TakeColumns(ctx, h.ec.Mem, cols, h.ownRows)
 	if err != nil {
 		return err
 	}
+	own := array.NewRecordBatch(h.own.schema, taken, int64(len(h.ownRows)))
+	releaseArrays(taken)
 	defer own.Release()
-	return h.update(ctx, own, h.ownIDs, nil)
+	return h.updateWith(ctx, h.own.aggs, h.own.filters, own, h.ownIDs, nil)
 }
 
-// computesArgs reports whether an aggregate's argument or FILTER is more
-// than a column or a constant.
-func computesArgs(aggs []AggregateSpec) bool {
+// ownArgs is what a worker of a parallel aggregation takes of its own rows
+// to evaluate the aggregates' arguments and filters: the columns they read,
+// and the aggregates remapped to those columns.
+type ownArgs struct {
+	cols    []int
+	schema  *arrow.Schema
+	aggs    []AggregateSpec
+	filters []*predicate
+}
+
+// newOwnArgs returns the ownArgs of aggs over input, or nil when their
+// arguments and filters are only columns and constants (evaluated over
+// every row, they cost nothing). Arguments exprColumns does not know take
+// every column.
+func newOwnArgs(input *arrow.Schema, aggs []AggregateSpec) *ownArgs {
+	var es []Expr
+	computes := false
 	for _, a := range aggs {
 		for _, e := range append(slices.Clone(a.Args), a.Filter) {
 			switch e.(type) {
-			case nil, *ColumnExpr, *LiteralExpr:
+			case nil:
+				continue
+			case *ColumnExpr, *LiteralExpr:
 			default:
-				return true
+				computes = true
 			}
+			es = append(es, e)
 		}
 	}
-	return false
+	if !computes {
+		return nil
+	}
+	o := &ownArgs{aggs: slices.Clone(aggs), filters: make([]*predicate, len(aggs))}
+	cols, narrow, nes, ok := narrowExprs(input, es...)
+	if !ok {
+		o.schema, nes = input, es
+		for i := range input.NumFields() {
+			o.cols = append(o.cols, i)
+		}
+	} else {
+		o.cols, o.schema = cols, narrow
+	}
+	for i, a := range o.aggs {
+		args := make([]Expr, 0, len(a.Args))
+		for range a.Args {
+			args, nes = append(args, nes[0]), nes[1:]
+		}
+		o.aggs[i].Args = args
+		if a.Filter != nil {
+			o.aggs[i].Filter, nes = nes[0], nes[1:]
+			o.filters[i] = newPredicate(o.aggs[i].Filter)
+		}
+	}
+	return o
 }

@@ -114,17 +114,24 @@ func BenchmarkHashAggregate(b *testing.B) {
 	s, in := starBatches(mem, 1_000_000, func(int) int64 { return rng.Int64N(1000) })
 	defer release(in)
 	aggs := []exec.AggregateSpec{{Func: "count_star"}, {Func: "sum", Args: []exec.Expr{col(s, "d")}}}
+	double, err := exec.NewCall("add", col(s, "d"), col(s, "d"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	computed := []exec.AggregateSpec{{Func: "count_star"}, {Func: "sum", Args: []exec.Expr{double}}}
 	for _, c := range []struct {
 		name     string
 		groups   []exec.Expr
 		parallel bool
 		sets     [][]int
+		aggs     []exec.AggregateSpec // nil: aggs
 	}{
 		{name: "int", groups: []exec.Expr{col(s, "k")}},
 		{name: "2int", groups: []exec.Expr{col(s, "kh"), col(s, "kl")}},
 		{name: "string", groups: []exec.Expr{col(s, "s")}},
 		{name: "parallel-2int", groups: []exec.Expr{col(s, "kh"), col(s, "kl")}, parallel: true},
 		{name: "parallel-string", groups: []exec.Expr{col(s, "s")}, parallel: true},
+		{name: "parallel-computed", groups: []exec.Expr{col(s, "kh"), col(s, "kl")}, parallel: true, aggs: computed},
 		{name: "rollup", groups: []exec.Expr{col(s, "kh"), col(s, "kl"), col(s, "s")}, sets: [][]int{{0, 1, 2}, {0, 1}, {0}, {}}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
@@ -136,7 +143,11 @@ func BenchmarkHashAggregate(b *testing.B) {
 					ec.Parallelism = 2
 					newAgg = exec.NewParallelHashAggregate
 				}
-				op, err := newAgg(ec, exectest.Source(ec, s, retained(in)), c.groups, nil, aggs, c.sets)
+				a := aggs
+				if c.aggs != nil {
+					a = c.aggs
+				}
+				op, err := newAgg(ec, exectest.Source(ec, s, retained(in)), c.groups, nil, a, c.sets)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -6,17 +6,22 @@ import (
 	"hash/maphash"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/flightd/flightd/vectorized"
 )
 
 // parallelAggOp runs a hash aggregation on Context.Parallelism goroutines.
 // The calling goroutine reads the input and hands every batch (retained,
 // not copied) to all workers; each worker handles only the rows whose group
 // key hashes to it, so workers own disjoint groups and run an ordinary
-// hashAggOp (DISTINCT, FILTER and spilling work unchanged). The output is
-// the workers' outputs one after another.
+// hashAggOp (DISTINCT, FILTER and spilling work unchanged). The group keys
+// of a batch are evaluated, encoded and hashed once, by the first worker
+// to read it, for all (routedBatch). The output is the workers' outputs
+// one after another.
 type parallelAggOp struct {
 	ec      *Context
 	child   Operator
@@ -39,14 +44,14 @@ func NewParallelHashAggregate(ec *Context, child Operator, groups []Expr, groupN
 	p := &parallelAggOp{ec: ec, child: child, schema: serial.Schema()}
 	seed := maphash.MakeSeed()
 	for w := 0; w < ec.Workers(); w++ {
-		src := &chanSource{ch: make(chan arrow.RecordBatch, 2)}
+		src := &chanSource{ch: make(chan *routedBatch, 2)}
 		op, err := NewHashAggregate(ec, NewSource(ec, child.Schema(), func(context.Context) (BatchSource, error) { return src, nil }), groups, groupNames, aggs, nil)
 		if err != nil {
 			return nil, err
 		}
 		h := op.(*hashAggOp)
-		h.part, h.nparts, h.seed = w, ec.Workers(), seed
-		h.takeOwn = computesArgs(aggs)
+		h.part, h.nparts, h.seed, h.in = w, ec.Workers(), seed, src
+		h.own = newOwnArgs(child.Schema(), aggs)
 		p.srcs = append(p.srcs, src)
 		p.workers = append(p.workers, op)
 	}
@@ -117,12 +122,72 @@ func (p *parallelAggOp) broadcast(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		for _, s := range p.srcs {
-			b.Retain()
-			if err := s.send(ctx, b); err != nil {
+		b.Retain()
+		r := &routedBatch{b: b}
+		r.refs.Store(int32(len(p.srcs)))
+		for i, s := range p.srcs {
+			if err := s.send(ctx, r); err != nil {
+				// The workers not sent to will not release it.
+				for range p.srcs[i+1:] {
+					r.release()
+				}
 				return err
 			}
 		}
+	}
+}
+
+// routedBatch is one input batch of a parallel aggregation, shared by the
+// workers, with its group keys: evaluated, encoded (enc, nil for one
+// integer key) and hashed with the workers' seed once, by the first worker
+// to need them (keysOf), and only read after that.
+type routedBatch struct {
+	b      arrow.RecordBatch
+	refs   atomic.Int32 // workers that have not released it
+	once   sync.Once
+	err    error
+	keys   []arrow.Array
+	enc    *vectorized.KeyEncoder
+	hashes []uint64
+}
+
+var encoders = sync.Pool{New: func() any { return new(vectorized.KeyEncoder) }}
+
+// keysOf returns r's group keys, computing them on the first call; the
+// caller must not change them.
+func (r *routedBatch) keysOf(ctx context.Context, h *hashAggOp) error {
+	r.once.Do(func() {
+		if r.keys, r.err = evalAll(ctx, h.ec, h.groups, r.b); r.err != nil {
+			return
+		}
+		for _, k := range r.keys {
+			k.NullN() // computes and caches the count here, not racing in the readers
+		}
+		if len(r.keys) == 1 && vectorized.IsIntKeyType(r.keys[0].DataType()) {
+			return // the workers read the integers; their hash is cheap
+		}
+		r.enc = encoders.Get().(*vectorized.KeyEncoder)
+		n := int(r.b.NumRows())
+		if r.err = r.enc.Encode(r.keys, n); r.err != nil {
+			return
+		}
+		r.hashes = make([]uint64, n)
+		for i := range r.hashes {
+			r.hashes[i] = maphash.Bytes(h.seed, r.enc.Key(i))
+		}
+	})
+	return r.err
+}
+
+// release drops one worker's hold; the last frees the batch and its keys.
+func (r *routedBatch) release() {
+	if r.refs.Add(-1) != 0 {
+		return
+	}
+	r.b.Release()
+	releaseArrays(r.keys)
+	if r.enc != nil {
+		encoders.Put(r.enc)
 	}
 }
 
@@ -156,20 +221,21 @@ func (p *parallelAggOp) Close() error {
 }
 
 // chanSource is a BatchSource fed through a channel by another goroutine;
-// each batch arrives retained and is released when the next is read.
+// each batch arrives held and is released when the next is read. cur is
+// the batch last returned, for its keys.
 type chanSource struct {
-	ch     chan arrow.RecordBatch
-	cur    arrow.RecordBatch
+	ch     chan *routedBatch
+	cur    *routedBatch
 	once   sync.Once
 	closed sync.Once
 }
 
-func (c *chanSource) send(ctx context.Context, b arrow.RecordBatch) error {
+func (c *chanSource) send(ctx context.Context, r *routedBatch) error {
 	select {
-	case c.ch <- b:
+	case c.ch <- r:
 		return nil
 	case <-ctx.Done():
-		b.Release()
+		r.release()
 		return ctx.Err()
 	}
 }
@@ -178,16 +244,16 @@ func (c *chanSource) closeInput() { c.once.Do(func() { close(c.ch) }) }
 
 func (c *chanSource) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if c.cur != nil {
-		c.cur.Release()
+		c.cur.release()
 		c.cur = nil
 	}
 	select {
-	case b, ok := <-c.ch:
+	case r, ok := <-c.ch:
 		if !ok {
 			return nil, io.EOF
 		}
-		c.cur = b
-		return b, nil
+		c.cur = r
+		return r.b, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -196,16 +262,16 @@ func (c *chanSource) Next(ctx context.Context) (arrow.RecordBatch, error) {
 // drain discards what is still queued (the reader has stopped).
 func (c *chanSource) drain() {
 	if c.cur != nil {
-		c.cur.Release()
+		c.cur.release()
 		c.cur = nil
 	}
 	for {
 		select {
-		case b, ok := <-c.ch:
+		case r, ok := <-c.ch:
 			if !ok {
 				return
 			}
-			b.Release()
+			r.release()
 		default:
 			return
 		}

@@ -15,6 +15,8 @@ func exprColumns(e Expr) ([]int, bool) {
 		switch x := e.(type) {
 		case *ColumnExpr:
 			cols = append(cols, x.Index)
+		case *KeySetExpr:
+			cols = append(cols, x.Index)
 		case *LiteralExpr:
 		case *CastExpr:
 			return walk(x.Input)
@@ -101,6 +103,10 @@ func narrowExprs(schema *arrow.Schema, es ...Expr) (cols []int, narrow *arrow.Sc
 func remapColumns(e Expr, to map[int]int) Expr {
 	switch x := e.(type) {
 	case *ColumnExpr:
+		c := *x
+		c.Index = to[x.Index]
+		return &c
+	case *KeySetExpr:
 		c := *x
 		c.Index = to[x.Index]
 		return &c

@@ -397,13 +397,17 @@ func smallDecimalOp(op ArithOp, x int64, xs int32, y int64, ys int32, outScale i
 	return r, s, err == nil
 }
 
-// scale64 is v * 10^k for 0 <= k <= 18 when it fits in int64.
+// scale64 is v * 10^k for 0 <= k <= 18 when it fits in int64. It bounds
+// v by a table, not by checkedInt's division: every decimal addition of
+// two prices scales both by 10^0, and every division scales its dividend.
 func scale64(v int64, k int32) (int64, bool) {
 	if k < 0 || k >= int32(len(pow10i64)) {
 		return 0, false
 	}
-	r, err := checkedInt(Mul, v, pow10i64[k])
-	return r, err == nil
+	if lim := maxScaled64[k]; v > lim || v < -lim {
+		return 0, false
+	}
+	return v * pow10i64[k], true
 }
 
 // roundDiv64 is x / y rounded half away from zero (y != 0, y != MinInt64).
@@ -535,6 +539,14 @@ var pow10i64 = func() (p [19]int64) {
 		p[k] = p[k-1] * 10
 	}
 	return p
+}()
+
+// maxScaled64[k] is the largest v whose v * 10^k fits in int64.
+var maxScaled64 = func() (m [19]int64) {
+	for k, p := range pow10i64 {
+		m[k] = math.MaxInt64 / p
+	}
+	return m
 }()
 
 // increaseScale multiplies r by 10^k (r*10^k must fit in 128 bits). The

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"syscall"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -392,6 +393,7 @@ func BenchmarkDecimalOp(b *testing.B) {
 		op   func(ArithOp, decimal128.Num, int32, decimal128.Num, int32, *arrow.Decimal128Type) (decimal128.Num, error)
 	}{{"fast", decimalOp}, {"wide", decimalOpWide}} {
 		b.Run("add/"+path.name, func(b *testing.B) {
+			defer reportCPU(b, cpuTime())
 			for b.Loop() {
 				for i := 1; i < len(xs); i++ {
 					if _, err := path.op(Add, xs[i-1], 2, xs[i], 2, sum); err != nil {
@@ -401,6 +403,7 @@ func BenchmarkDecimalOp(b *testing.B) {
 			}
 		})
 		b.Run("div/"+path.name, func(b *testing.B) {
+			defer reportCPU(b, cpuTime())
 			for b.Loop() {
 				for _, x := range xs {
 					if _, err := path.op(Div, x, 2, two, 0, quot); err != nil {
@@ -420,4 +423,17 @@ func BenchmarkDecimalOp(b *testing.B) {
 			}
 		})
 	}
+}
+
+// cpuTime is the process's user and system CPU time in nanoseconds.
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// reportCPU reports the CPU time per op since cpu0, which the machine's
+// load moves less than wall time.
+func reportCPU(b *testing.B, cpu0 int64) {
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 }

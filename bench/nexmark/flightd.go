@@ -89,35 +89,6 @@ func BuildFlightd(ctx context.Context, src, dir string) (string, error) {
 	return bin, nil
 }
 
-// userHZ is the unit of /proc/<pid>/stat's CPU times: USER_HZ, 100 on
-// every Linux architecture's user ABI.
-const userHZ = 100
-
-// CPUSeconds is the user plus system CPU time of process pid so far.
-func CPUSeconds(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) may hold spaces: count from after it.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields after the name", pid, len(f))
-	}
-	// utime and stime are fields 14 and 15, the 12th and 13th after the name.
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-	}
-	return float64(ut+st) / userHZ, nil
-}
-
 // latestSnapshot is the id of table's newest snapshot in flightd's data
 // directory (Paimon's layout: <db>.db/<table>/snapshot/snapshot-N), 0 when
 // it has none.

@@ -262,7 +262,7 @@ func (r *runner) cpu() float64 {
 	if r.srv.Pid == 0 {
 		return 0
 	}
-	s, err := CPUSeconds(r.srv.Pid)
+	s, err := tpcds.CPUSeconds(r.srv.Pid)
 	if err != nil {
 		return 0
 	}

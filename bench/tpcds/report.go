@@ -29,8 +29,15 @@ func formatLine(q QueryResult) string {
 	if q.Ratio > 0 {
 		ratio = fmt.Sprintf("%.2fx", q.Ratio)
 	}
-	return fmt.Sprintf("q%-3s duckdb %-6s %6d rows %9.1f ms | flightd %9.1f ms %7s | %s",
-		q.Query, dd, q.DuckDB.Rows, q.DuckDB.MedianMs, q.Flightd.MedianMs, ratio, fl)
+	var cpu string
+	if q.Flightd.CPUMs != nil {
+		cpu = fmt.Sprintf(" (CPU %.0f ms)", q.Flightd.MinCPUMs)
+	}
+	if q.DuckDB.CPUMs != nil {
+		dd += fmt.Sprintf(" (CPU %.0f ms)", q.DuckDB.MinCPUMs)
+	}
+	return fmt.Sprintf("q%-3s duckdb %-6s %6d rows %9.1f ms | flightd %9.1f ms%s %7s | %s",
+		q.Query, dd, q.DuckDB.Rows, q.DuckDB.MedianMs, q.Flightd.MedianMs, cpu, ratio, fl)
 }
 
 // WriteTable prints the per-query table and the summary.
@@ -62,6 +69,9 @@ func WriteTable(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "flightd: %d ok, %d wrong answer, %d error, %d not run", s.FlightdOK, s.FlightdWrong, s.FlightdError, s.FlightdNotRun)
 	if s.GeoMeanRatio > 0 {
 		fmt.Fprintf(w, "; geometric mean time ratio flightd/duckdb over passing queries %.3f", s.GeoMeanRatio)
+	}
+	if s.FlightdCPUMs > 0 {
+		fmt.Fprintf(w, "; their CPU (minimum per query, summed) flightd %.1f s, duckdb %.1f s", s.FlightdCPUMs/1000, s.DuckDBCPUMs/1000)
 	}
 	fmt.Fprintln(w)
 }

@@ -131,6 +131,11 @@ type EngineResult struct {
 	FirstMs  float64   `json:"first_ms,omitempty"` // the answer run, the query's first
 	TimesMs  []float64 `json:"times_ms,omitempty"`
 	MedianMs float64   `json:"median_ms,omitempty"`
+	// CPUMs is the engine's process CPU time of each timed run (with
+	// RunOptions.FlightdPid: flightd's process, and the runner's own for
+	// DuckDB, which runs in it); MinCPUMs their minimum.
+	CPUMs    []float64 `json:"cpu_ms,omitempty"`
+	MinCPUMs float64   `json:"min_cpu_ms,omitempty"`
 }
 
 // QueryResult is one row of the report.
@@ -153,6 +158,10 @@ type Summary struct {
 	GeoMeanRatio   float64 `json:"geomean_ratio,omitempty"` // over queries flightd answered correctly
 	// GeoMeanFirstRatio is the same over the queries' first runs.
 	GeoMeanFirstRatio float64 `json:"geomean_first_ratio,omitempty"`
+	// The sums of each engine's MinCPUMs over the queries flightd answered
+	// correctly (with RunOptions.FlightdPid).
+	DuckDBCPUMs  float64 `json:"duckdb_cpu_ms,omitempty"`
+	FlightdCPUMs float64 `json:"flightd_cpu_ms,omitempty"`
 }
 
 // Report is the whole outcome of a run.
@@ -177,6 +186,10 @@ type RunOptions struct {
 	Runs    int           // timed runs after the answer (warm-up) run; 0 times the answer run
 	Timeout time.Duration // per query execution, 0 for none
 	Log     io.Writer     // one line per query; nil for none
+	// FlightdPid, if not 0, is flightd's process: each timed run's CPU
+	// time is then measured, flightd's from its process and DuckDB's from
+	// this one.
+	FlightdPid int
 }
 
 // RunQueries runs every query on the reference and, if flightd is not nil,
@@ -188,7 +201,7 @@ func RunQueries(ctx context.Context, queries []Query, ref Engine, flightd Engine
 			break
 		}
 		qr := QueryResult{Query: q.Name, Flightd: EngineResult{Status: StatusNotRun}}
-		want, er := measure(ctx, ref, q.SQL, opt)
+		want, er := measure(ctx, ref, q.SQL, opt, os.Getpid())
 		qr.DuckDB = er
 		if want != nil && flightd != nil {
 			if err := fetchBeyondLimit(ctx, ref, q.SQL, want); err != nil {
@@ -197,7 +210,7 @@ func RunQueries(ctx context.Context, queries []Query, ref Engine, flightd Engine
 			}
 		}
 		if flightd != nil {
-			got, fr := measure(ctx, flightd, q.SQL, opt)
+			got, fr := measure(ctx, flightd, q.SQL, opt, opt.FlightdPid)
 			qr.Flightd = fr
 			switch {
 			case fr.Status != StatusOK:
@@ -242,8 +255,9 @@ func fetchBeyondLimit(ctx context.Context, ref Engine, query string, want *Resul
 }
 
 // measure runs a query once for its answer, then opt.Runs more times for
-// the timing.
-func measure(ctx context.Context, e Engine, query string, opt RunOptions) (*Result, EngineResult) {
+// the timing (and, with opt.FlightdPid, the CPU time of process pid).
+func measure(ctx context.Context, e Engine, query string, opt RunOptions, pid int) (*Result, EngineResult) {
+	var cpu []float64
 	run := func() (*Result, time.Duration, error) {
 		c := ctx
 		if opt.Timeout > 0 {
@@ -251,9 +265,24 @@ func measure(ctx context.Context, e Engine, query string, opt RunOptions) (*Resu
 			c, cancel = context.WithTimeout(ctx, opt.Timeout)
 			defer cancel()
 		}
+		var cpu0 float64
+		if opt.FlightdPid != 0 {
+			var err error
+			if cpu0, err = CPUSeconds(pid); err != nil {
+				return nil, 0, err
+			}
+		}
 		start := time.Now()
 		res, err := e.Query(c, query)
-		return res, time.Since(start), err
+		d := time.Since(start)
+		if opt.FlightdPid != 0 && err == nil {
+			cpu1, err := CPUSeconds(pid)
+			if err != nil {
+				return nil, 0, err
+			}
+			cpu = append(cpu, (cpu1-cpu0)*1000)
+		}
+		return res, d, err
 	}
 	res, d, err := run()
 	if err != nil {
@@ -271,6 +300,12 @@ func measure(ctx context.Context, e Engine, query string, opt RunOptions) (*Resu
 		er.TimesMs = append(er.TimesMs, ms(d))
 	}
 	er.MedianMs = median(er.TimesMs)
+	if opt.FlightdPid != 0 {
+		if opt.Runs > 0 {
+			cpu = cpu[1:] // the warm-up's
+		}
+		er.CPUMs, er.MinCPUMs = cpu, slices.Min(cpu)
+	}
 	return res, er
 }
 
@@ -316,6 +351,8 @@ func Summarize(qs []QueryResult) Summary {
 			if q.Ratio > 0 {
 				logSum += math.Log(q.Ratio)
 				n++
+				s.DuckDBCPUMs += q.DuckDB.MinCPUMs
+				s.FlightdCPUMs += q.Flightd.MinCPUMs
 			}
 			if q.Ratio > 0 && q.DuckDB.FirstMs > 0 && q.Flightd.FirstMs > 0 {
 				firstLogSum += math.Log(q.Flightd.FirstMs / q.DuckDB.FirstMs)

@@ -296,3 +296,36 @@ func TestCompareDuckDBWithItself(t *testing.T) {
 func runTimeout(t *testing.T) time.Duration {
 	return 5*time.Minute + time.Duration(scale(t)*100)*time.Minute
 }
+
+// TestRunQueriesCPU: with RunOptions.FlightdPid the runner measures each
+// timed run's process CPU time on both sides (here both engines are DuckDB
+// in this process) and sums the minimums of the passing queries; without
+// it, none.
+func TestRunQueriesCPU(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	f := setup(t, 0.01)
+	a := openDuckDB(t, ctx, f, 2)
+	b := openDuckDB(t, ctx, f, 1)
+	qs := f.queries[:3]
+	results := tpcds.RunQueries(ctx, qs, a, b, tpcds.RunOptions{Runs: 2, FlightdPid: os.Getpid()})
+	var duck, fl float64
+	for _, q := range results {
+		for _, e := range []tpcds.EngineResult{q.DuckDB, q.Flightd} {
+			if e.Status != tpcds.StatusOK || len(e.CPUMs) != 2 || e.MinCPUMs != min(e.CPUMs[0], e.CPUMs[1]) || e.MinCPUMs < 0 {
+				t.Errorf("q%s: %s, CPU of the 2 timed runs %v, minimum %v", q.Query, e.Status, e.CPUMs, e.MinCPUMs)
+			}
+		}
+		if q.Ratio > 0 {
+			duck, fl = duck+q.DuckDB.MinCPUMs, fl+q.Flightd.MinCPUMs
+		}
+	}
+	if s := tpcds.Summarize(results); s.DuckDBCPUMs != duck || s.FlightdCPUMs != fl {
+		t.Errorf("summary CPU %v / %v ms, want the sums %v / %v", s.DuckDBCPUMs, s.FlightdCPUMs, duck, fl)
+	}
+	for _, q := range tpcds.RunQueries(ctx, qs, a, b, tpcds.RunOptions{Runs: 1}) {
+		if q.DuckDB.CPUMs != nil || q.Flightd.CPUMs != nil {
+			t.Errorf("q%s: CPU measured without FlightdPid", q.Query)
+		}
+	}
+}

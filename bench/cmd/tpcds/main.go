@@ -48,6 +48,7 @@ func run() error {
 		duckMemory = flag.String("duckdb-memory", "", "DuckDB's memory_limit, e.g. 3GB (empty: DuckDB's default, 80% of the machine's memory); beyond it DuckDB spills beside its -duckdb file")
 		timeout    = flag.Duration("timeout", 10*time.Minute, "limit per query execution")
 		sqlText    = flag.String("sql", "", "run this statement on DuckDB after loading, print its result and exit")
+		flightdPid = flag.Int("flightd-pid", 0, "flightd's process id (same machine): each timed run's CPU time is then measured, flightd's from /proc and DuckDB's from this process, and reported beside the times")
 		flFlags    = flag.String("flightd-flags", "", "the flags flightd was started with, recorded in results.json (e.g. \"defaults\" or \"-cache-memory 6e9\")")
 		versusURI  = flag.String("versus", "", "a second flightd to time against -flightd instead of DuckDB (e.g. one over an s3:// warehouse against one over a local directory): both are loaded, answers are compared with -flightd's, and the ratios of the first and of the timed runs reported (per-query lines and versus.json show -flightd where DuckDB stands otherwise)")
 		loadOnly   = flag.Bool("load-only", false, "load flightd (and -versus) and exit")
@@ -103,7 +104,7 @@ func run() error {
 	report := func(uri string, ref, fl tpcds.Engine) *tpcds.Report {
 		rep := &tpcds.Report{Scale: *sf, Seed: *seed, Runs: *runs, FlightdURI: uri, Started: time.Now().UTC(),
 			Machine: tpcds.ThisMachine(), FlightdFlags: *flFlags, Commit: tpcds.GitCommit()}
-		rep.Queries = tpcds.RunQueries(ctx, queries, ref, fl, tpcds.RunOptions{Runs: *runs, Timeout: *timeout, Log: os.Stderr})
+		rep.Queries = tpcds.RunQueries(ctx, queries, ref, fl, tpcds.RunOptions{Runs: *runs, Timeout: *timeout, Log: os.Stderr, FlightdPid: *flightdPid})
 		rep.Machine.LoadEnd = tpcds.LoadAverage()
 		rep.Summary = tpcds.Summarize(rep.Queries)
 		return rep
