@@ -3,9 +3,13 @@ package tablestore
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 func TestColumnStats(t *testing.T) {
@@ -99,5 +103,102 @@ func TestColumnStats(t *testing.T) {
 	}
 	if _, err := tbl.ColumnStats(ctx, 9); err == nil {
 		t.Fatal("missing snapshot: want an error")
+	}
+}
+
+// randomBytesColumn builds a string or binary column of n values of up to
+// 40 bytes from a small alphabet (so prefixes tie), a tenth of them NULL,
+// then slices off a random head and tail.
+func randomBytesColumn(rng *rand.Rand, mem memory.Allocator, binary bool, n int) arrow.Array {
+	val := func() []byte {
+		v := make([]byte, rng.IntN(40))
+		for i := range v {
+			v[i] = "ab\xffé"[rng.IntN(4)]
+		}
+		return v
+	}
+	var b array.Builder
+	if binary {
+		b = array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
+	} else {
+		b = array.NewStringBuilder(mem)
+	}
+	defer b.Release()
+	for range n {
+		switch {
+		case rng.IntN(10) == 0:
+			b.AppendNull()
+		case binary:
+			b.(*array.BinaryBuilder).Append(val())
+		default:
+			b.(*array.StringBuilder).Append(string(val()))
+		}
+	}
+	a := b.NewArray()
+	defer a.Release()
+	lo := rng.IntN(n/4 + 1)
+	hi := n - rng.IntN(n/4+1)
+	return array.NewSlice(a, int64(lo), int64(max(lo, hi)))
+}
+
+// TestColumnStatsBytes: the bounds of string and binary columns (typed
+// loops over offsets) are those of comparing every pair of rows, for
+// random sliced columns with NULLs, all-NULL and empty ones included.
+func TestColumnStatsBytes(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 5))
+	mem := newMem(t)
+	for iter := range 400 {
+		a := randomBytesColumn(rng, mem, iter%2 == 1, rng.IntN(200))
+		got := columnStats(7, a)
+		c := cmpFunc(a)
+		lo, hi := -1, -1
+		for i := range a.Len() {
+			if a.IsNull(i) {
+				continue
+			}
+			if lo < 0 || c(i, lo) < 0 {
+				lo = i
+			}
+			if hi < 0 || c(i, hi) > 0 {
+				hi = i
+			}
+		}
+		var want colStats
+		if lo < 0 {
+			want = colStats{ID: 7, NullCount: int64(a.NullN())}
+		} else {
+			// The generic path's rendering of the same rows.
+			want = boundsStats(7, a, lo, hi)
+		}
+		render := func(cs colStats) string {
+			return fmt.Sprintf("id %d nulls %d min %s max %s", cs.ID, cs.NullCount, datumStr(cs.Min), datumStr(cs.Max))
+		}
+		if render(got) != render(want) {
+			t.Fatalf("iter %d (%s, %d rows): got %s, want %s", iter, a.DataType(), a.Len(), render(got), render(want))
+		}
+		a.Release()
+	}
+}
+
+// BenchmarkColumnStatsString: the bounds of a commit's string column
+// (9,200 values of 80-120 bytes, as Nexmark's bid extra).
+func BenchmarkColumnStatsString(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	sb := array.NewStringBuilder(memory.DefaultAllocator)
+	for range 9200 {
+		v := make([]byte, 80+rng.IntN(41))
+		for i := range v {
+			v[i] = byte('a' + rng.IntN(26))
+		}
+		sb.Append(string(v))
+	}
+	a := sb.NewArray()
+	defer a.Release()
+	sb.Release()
+	b.ResetTimer()
+	for b.Loop() {
+		columnStats(1, a)
 	}
 }

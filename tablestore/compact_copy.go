@@ -6,10 +6,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math"
 	"reflect"
 	"slices"
 
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 )
@@ -44,17 +46,17 @@ func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files
 			}
 		}
 	}
-	// A first pass decides from the footers, a second copies; each reads
-	// the files one at a time (up to 50 of them, each up to half the
-	// target size, are not held at once) and checks them whole against
-	// their checksums: a copy must not carry damage a rewrite would have
-	// reported.
+	// A first pass decides from the footers alone, a second copies: it
+	// reads the files one at a time into one buffer (up to 50 of them,
+	// each up to half the target size, are not held at once) and checks
+	// each whole against its checksum: a copy must not carry damage a
+	// rewrite would have reported.
 	var tmpl *metadata.FileMetaData
 	for _, e := range files {
 		if err := ctx.Err(); err != nil {
 			return nil, false, err
 		}
-		_, m, err := st.readChecked(e)
+		m, err := st.footer(e)
 		if err != nil {
 			return nil, false, err
 		}
@@ -116,11 +118,12 @@ func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files
 		dw.meta.RowCount = out.NumRows
 		return dw.syncFile(nil)
 	}
+	var buf []byte
 	for _, e := range files {
 		if err := ctx.Err(); err != nil {
 			return nil, false, err
 		}
-		data, meta, err := st.readChecked(e)
+		data, meta, err := st.readChecked(e, buf)
 		if err != nil {
 			return nil, false, err
 		}
@@ -172,6 +175,7 @@ func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files
 			j := slices.IndexFunc(e.File.ValueStats, func(cs colStats) bool { return cs.ID == f.ID })
 			dw.acc[i].add(e.File.ValueStats[j], e.File.RowCount)
 		}
+		buf = data // written out: the next input may reuse it
 		if dw.cw.n+int64(dw.bw.Buffered()) >= sch.opts.targetFileSize {
 			if err := finish(); err != nil {
 				return nil, false, err
@@ -187,11 +191,12 @@ func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files
 	return dw.done, true, nil
 }
 
-// readChecked reads the data file of e whole, checks it against the
-// manifest's size and checksum, and decodes its footer.
-func (st *tableState) readChecked(e *manifestEntry) ([]byte, *metadata.FileMetaData, error) {
+// readChecked reads the data file of e whole (into buf when it is large
+// enough), checks it against the manifest's size and checksum, and decodes
+// its footer.
+func (st *tableState) readChecked(e *manifestEntry, buf []byte) ([]byte, *metadata.FileMetaData, error) {
 	path := joinPath(st.dir, e.File.Path)
-	data, err := readFileAll(st.fs(), path)
+	data, err := readFileInto(st.fs(), path, buf)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read data file %s: %w", path, err)
 	}
@@ -203,4 +208,28 @@ func (st *tableState) readChecked(e *manifestEntry) ([]byte, *metadata.FileMetaD
 		return nil, nil, corruptf(path, err)
 	}
 	return data, pr.MetaData(), nil
+}
+
+// footer decodes the footer of e's data file: from the cache of footers
+// when a scan read it, otherwise from the file's tail, never reading the
+// file whole. The caller must not change it (the cache shares it).
+func (st *tableState) footer(e *manifestEntry) (*metadata.FileMetaData, error) {
+	path := joinPath(st.dir, e.File.Path)
+	if m := st.s.footers.get(path, e.File.FileSize); m != nil {
+		return m, nil
+	}
+	rf, err := st.fs().Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open data file %s: %w", path, err)
+	}
+	defer rf.Close()
+	if rf.Size() != e.File.FileSize {
+		return nil, fmt.Errorf("%w: data file %s has %d bytes, manifest says %d (truncated or replaced)", ErrCorrupt, path, rf.Size(), e.File.FileSize)
+	}
+	pr, err := file.NewParquetReader(io.NewSectionReader(rf, 0, rf.Size()),
+		file.WithReadProps(parquet.NewReaderProperties(st.s.opts.Mem)))
+	if err != nil {
+		return nil, corruptf(path, err)
+	}
+	return pr.MetaData(), nil
 }

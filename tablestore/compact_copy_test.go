@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -278,6 +281,68 @@ func TestCompactCopyCorrupt(t *testing.T) {
 	if len(entries) != len(before) {
 		t.Fatalf("%d files in the bucket after the failed compaction, want %d (no output left behind)", len(entries), len(before))
 	}
+}
+
+// TestCompactCopyReadsOnce: compaction by copy reads each input whole
+// once (to check it and copy its row groups) and only the footer besides:
+// deciding from whole reads first read every input twice.
+func TestCompactCopyReadsOnce(t *testing.T) {
+	ctx := context.Background()
+	mem := newMem(t)
+	fsys := &readCountingFS{FS: NewLocalFS()}
+	s := openStore(t, fsys, t.TempDir(), mem)
+	t.Cleanup(func() { s.Close() })
+	if err := s.CreateDatabase(ctx, "db", false); err != nil {
+		t.Fatal(err)
+	}
+	sizes := []int{1400, 1170, 1600, 1330, 1250}
+	before := fsys.read.Load()
+	tbl, want, out := copyTable(t, s, "t", 1<<14, sizes, false) // minCopyRows 1024: copied
+	read := fsys.read.Load() - before
+	eqRows(t, scanAll(t, tbl, ScanSpec{}), want...)
+	// The inputs are still on disk beside the output (until expiry).
+	inputs := -out.File.FileSize
+	err := filepath.WalkDir(tbl.st.dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasPrefix(d.Name(), "data-") {
+			return err
+		}
+		fi, err := d.Info()
+		if err == nil {
+			inputs += fi.Size()
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read < inputs || read > inputs*5/4 {
+		t.Fatalf("compaction read %d bytes of data files holding %d, want them whole once (at most 1.25x)", read, inputs)
+	}
+}
+
+// readCountingFS counts the bytes read from data files.
+type readCountingFS struct {
+	FS
+	read atomic.Int64
+}
+
+func (c *readCountingFS) Open(name string) (ReadFile, error) {
+	f, err := c.FS.Open(name)
+	if err != nil || !strings.HasPrefix(path.Base(name), "data-") {
+		return f, err
+	}
+	return &readCountingFile{ReadFile: f, n: &c.read}, nil
+}
+
+type readCountingFile struct {
+	ReadFile
+	n *atomic.Int64
+}
+
+func (f *readCountingFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.ReadFile.ReadAt(p, off)
+	f.n.Add(int64(n))
+	return n, err
 }
 
 // parquetRows reads a Parquet file with arrow-go alone, rows rendered as

@@ -22,7 +22,10 @@ import (
 // TestDictionaryByDistinctness: a data file gets a dictionary for a string
 // column whose first batch repeats values, and none for one whose first
 // batch's values mostly differ (sampled: at least 64 non-null values, more
-// than half distinct); every row reads back either way.
+// than half distinct); an append table's commit file too small to be
+// copied by compaction (fewer than minCopyRows rows: 64 here), which
+// compaction rewrites, gets no dictionary, no statistics and no page index
+// at all, and a larger one gets all three; every row reads back either way.
 func TestDictionaryByDistinctness(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
@@ -36,6 +39,9 @@ func TestDictionaryByDistinctness(t *testing.T) {
 	}, nil)
 	for iter := range 12 {
 		n := 1 + rng.IntN(3000)
+		if iter < 3 {
+			n = 1 + rng.IntN(63) // below minCopyRows
+		}
 		// Mostly distinct values in one column, repeating ones in the other.
 		distinctS, distinctB := n, 1+rng.IntN(max(1, n/4))
 		if iter%2 == 1 {
@@ -67,15 +73,17 @@ func TestDictionaryByDistinctness(t *testing.T) {
 			want = append(want, rowString(row))
 		}
 		name := fmt.Sprintf("t%d", iter)
-		tbl, err := s.CreateTable(ctx, Ident{"db", name}, TableDef{Schema: sc}, false)
+		tbl, err := s.CreateTable(ctx, Ident{"db", name}, TableDef{Schema: sc,
+			Options: map[string]string{"file.row-group-rows": "1024"}}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		writeRows(t, tbl, mem, WriteOptions{}, Insert, rows)
 		eqRows(t, scanAll(t, tbl, ScanSpec{}), want...)
+		rewritten := n < 64
 		wantDict := map[string]bool{
-			"s": !(seenS >= 64 && 2*len(sampleS) > seenS),
-			"b": !(seenB >= 64 && 2*len(sampleB) > seenB),
+			"s": !rewritten && !(seenS >= 64 && 2*len(sampleS) > seenS),
+			"b": !rewritten && !(seenB >= 64 && 2*len(sampleB) > seenB),
 		}
 		files := 0
 		err = eachParquetFile(filepath.Join(dir, "db.db", name), func(_ string, pf *file.Reader, _ int64) error {
@@ -89,6 +97,15 @@ func TestDictionaryByDistinctness(t *testing.T) {
 				if got := cc.HasDictionaryPage(); got != want {
 					return fmt.Errorf("iter %d: column %s (%d rows, %d distinct values drawn, %.0f%% NULL): dictionary %v, want %v",
 						iter, col, n, map[string]int{"s": distinctS, "b": distinctB}[col], 100*nullShare, got, want)
+				}
+				stats, err := cc.StatsSet()
+				if err != nil {
+					return err
+				}
+				_, indexed := pf.MetaData().RowGroup(0).ColumnIndexLocation(idx)
+				if stats == rewritten || indexed == rewritten {
+					return fmt.Errorf("iter %d: column %s (%d rows): statistics %v, page index %v; want %v (rewritten by compaction: %v)",
+						iter, col, n, stats, indexed, !rewritten, rewritten)
 				}
 			}
 			return nil

@@ -215,6 +215,12 @@ type WholeFileReader interface {
 
 // readFileAll reads the whole of name.
 func readFileAll(fsys FS, name string) ([]byte, error) {
+	return readFileInto(fsys, name, nil)
+}
+
+// readFileInto reads the whole of name into buf when it has the room,
+// into a new slice otherwise.
+func readFileInto(fsys FS, name string, buf []byte) ([]byte, error) {
 	if r, ok := fsys.(WholeFileReader); ok {
 		return r.ReadFile(name)
 	}
@@ -223,7 +229,11 @@ func readFileAll(fsys FS, name string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	buf := make([]byte, f.Size())
+	if int64(cap(buf)) >= f.Size() {
+		buf = buf[:f.Size()]
+	} else {
+		buf = make([]byte, f.Size())
+	}
 	n, err := f.ReadAt(buf, 0)
 	if n == len(buf) {
 		return buf, nil

@@ -202,6 +202,9 @@ func columnStats(id int, a arrow.Array) colStats {
 	if id := a.DataType().ID(); id == arrow.FLOAT32 || id == arrow.FLOAT64 {
 		return st // NaN present: bounds unknown
 	}
+	if lo, hi, ok := bytesMinMax(a); ok {
+		return boundsStats(id, a, lo, hi)
+	}
 	c := cmpFunc(a)
 	lo, hi := -1, -1
 	for i := 0; i < a.Len(); i++ {
@@ -215,6 +218,13 @@ func columnStats(id int, a arrow.Array) colStats {
 			hi = i
 		}
 	}
+	return boundsStats(id, a, lo, hi)
+}
+
+// boundsStats is the statistics of a whose least and greatest non-null
+// values are in rows lo and hi.
+func boundsStats(id int, a arrow.Array, lo, hi int) colStats {
+	st := colStats{ID: id, NullCount: int64(a.NullN())}
 	mn, _ := datumAt(a, lo)
 	mx, _ := datumAt(a, hi)
 	// Long strings would bloat manifests: keep a prefix as the lower bound
@@ -235,6 +245,42 @@ func columnStats(id int, a arrow.Array) colStats {
 		st.Max = &mx
 	}
 	return st
+}
+
+// bytesMinMax finds the rows of the least and greatest non-null values of
+// a string or binary column (byte order, as cmpFunc) in one typed loop
+// over its offsets: cmpFunc's closures cost two indirect calls a row, and
+// the bounds of every string column of every file written were 4% of an
+// ingest's CPU. ok is false for other types; a has a non-null value.
+func bytesMinMax(a arrow.Array) (lo, hi int, ok bool) {
+	var offs []int32
+	var data []byte
+	switch a := a.(type) {
+	case *array.String:
+		offs, data = a.ValueOffsets(), a.ValueBytes()
+	case *array.Binary:
+		offs, data = a.ValueOffsets(), a.ValueBytes()
+	default:
+		return 0, 0, false
+	}
+	base, nulls := offs[0], a.NullN() > 0
+	lo, hi = -1, -1
+	var mn, mx []byte
+	for i := range a.Len() {
+		if nulls && a.IsNull(i) {
+			continue
+		}
+		v := data[offs[i]-base : offs[i+1]-base]
+		switch {
+		case lo < 0:
+			lo, hi, mn, mx = i, i, v, v
+		case bytes.Compare(v, mn) < 0:
+			lo, mn = i, v
+		case bytes.Compare(v, mx) > 0:
+			hi, mx = i, v
+		}
+	}
+	return lo, hi, true
 }
 
 // fastMinMax computes min and max of fixed-width numeric columns with typed
