@@ -124,11 +124,6 @@ func (st *tableState) openDataFile(e *manifestEntry) (*dataFile, error) {
 		rf.Close()
 		return nil, corruptf(path, err)
 	}
-	sc, err := fr.Schema()
-	if err != nil {
-		rf.Close()
-		return nil, corruptf(path, err)
-	}
 	if pr.NumRows() != e.File.RowCount {
 		rf.Close()
 		return nil, fmt.Errorf("%w: data file %s has %d rows, manifest says %d", ErrCorrupt, path, pr.NumRows(), e.File.RowCount)
@@ -140,7 +135,10 @@ func (st *tableState) openDataFile(e *manifestEntry) (*dataFile, error) {
 			df.bounded[cs.ID] = true
 		}
 	}
-	for i, f := range sc.Fields() {
+	// The manifest's fields, not fr.Schema(), which builds the manifest
+	// (the Arrow schema stored in the footer decoded) a second time.
+	for i, sf := range fr.Manifest.Fields {
+		f := sf.Field
 		if !arrow.IsPrimitive(f.Type.ID()) && !arrow.IsBaseBinary(f.Type.ID()) && f.Type.ID() != arrow.BOOL && f.Type.ID() != arrow.DECIMAL128 && !isNested(f.Type) {
 			rf.Close()
 			return nil, corruptf(path, fmt.Errorf("column %q has unexpected type %s", f.Name, f.Type))
