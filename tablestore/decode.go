@@ -42,7 +42,11 @@ func (df *dataFile) decodeChunk(ctx context.Context, mem memory.Allocator, rg, c
 			err = corruptf(df.path, fmt.Errorf("column %d, row group %d: %v", col, rg, r))
 		}
 	}()
-	tbl, err := df.fr.ReadRowGroups(ctx, df.leaves[col], []int{rg})
+	fr, err := df.arrowFile()
+	if err != nil {
+		return nil, corruptf(df.path, err)
+	}
+	tbl, err := fr.ReadRowGroups(ctx, df.leaves[col], []int{rg})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -86,7 +90,7 @@ func (df *dataFile) flatDecodable(col int) bool {
 	if len(df.leaves[col]) != 1 {
 		return false
 	}
-	descr := df.fr.ParquetReader().MetaData().Schema.Column(df.leaves[col][0])
+	descr := df.pr.MetaData().Schema.Column(df.leaves[col][0])
 	if descr.MaxRepetitionLevel() != 0 || descr.MaxDefinitionLevel() > 1 {
 		return false
 	}
@@ -245,13 +249,13 @@ const pageRows = 8192
 
 func (df *dataFile) decodeFlat(ctx context.Context, mem memory.Allocator, rg, col int, ranges []rowRange) (_ arrow.Array, err error) {
 	leaf := df.leaves[col][0]
-	rgr := df.fr.ParquetReader().RowGroup(rg)
+	rgr := df.pr.RowGroup(rg)
 	n := int(rgr.NumRows())
 	if ranges != nil {
 		n = int(rangeRows(ranges))
 	}
 	fc := &flatChunk{n: n}
-	if df.fr.ParquetReader().MetaData().Schema.Column(leaf).MaxDefinitionLevel() == 1 {
+	if df.pr.MetaData().Schema.Column(leaf).MaxDefinitionLevel() == 1 {
 		fc.defs = make([]int16, fc.batch())
 		fc.valid = memory.NewResizableBuffer(mem)
 		fc.valid.Resize(int(bitutil.BytesForBits(int64(n))))

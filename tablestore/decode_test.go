@@ -123,7 +123,7 @@ func TestDecodeChunkMatchesPqarrow(t *testing.T) {
 				if df.flatDecodable(col) {
 					flat++
 				}
-				ranges := randomRanges(rng, df.fr.ParquetReader().MetaData().RowGroup(rg).NumRows())
+				ranges := randomRanges(rng, df.pr.MetaData().RowGroup(rg).NumRows())
 				got, err := df.decodeChunk(ctx, mem, rg, col, ranges)
 				if err != nil {
 					t.Fatalf("seed %d round %d: column %d row group %d ranges %v: %v", seed, round, col, rg, ranges, err)
@@ -146,7 +146,11 @@ func TestDecodeChunkMatchesPqarrow(t *testing.T) {
 // row group rg with pqarrow: what decodeChunk must return.
 func pqarrowRows(t *testing.T, mem memory.Allocator, df *dataFile, rg, col int, ranges []rowRange) arrow.Array {
 	t.Helper()
-	tbl, err := df.fr.ReadRowGroups(context.Background(), df.leaves[col], []int{rg})
+	fr, err := df.arrowFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := fr.ReadRowGroups(context.Background(), df.leaves[col], []int{rg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,20 +197,11 @@ func testDataFile(t *testing.T, mem memory.Allocator, data []byte) *dataFile {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{}, mem)
+	layout, err := newFileLayout(pr, pqarrow.ArrowReadProperties{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := fr.Schema()
-	if err != nil {
-		t.Fatal(err)
-	}
-	df := &dataFile{path: "test.parquet", fr: fr}
-	for i, f := range sc.Fields() {
-		df.types = append(df.types, f.Type)
-		df.leaves = append(df.leaves, leafColumns(nil, fr.Manifest.Fields[i]))
-	}
-	return df
+	return &dataFile{path: "test.parquet", pr: pr, mem: mem, types: layout.types, leaves: layout.leaves}
 }
 
 // writeDecodeFile writes rec as a Parquet file with props and releases it.
@@ -254,7 +249,7 @@ func TestDecodeOtherEncodings(t *testing.T) {
 		for rg := range df.numRowGroups() {
 			for _, name := range delta {
 				col := decodeTestSchema.FieldIndices(name)[0]
-				md, err := df.fr.ParquetReader().MetaData().RowGroup(rg).ColumnChunk(df.leaves[col][0])
+				md, err := df.pr.MetaData().RowGroup(rg).ColumnChunk(df.leaves[col][0])
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -304,7 +299,7 @@ func TestDecodeCorrupt(t *testing.T) {
 			parquet.WithDataPageVersion([]parquet.DataPageVersion{parquet.DataPageV1, parquet.DataPageV2}[rng.IntN(2)]))
 		data := writeDecodeFile(t, mem, rec, props)
 		df := testDataFile(t, mem, bytes.Clone(data))
-		meta := df.fr.ParquetReader().MetaData()
+		meta := df.pr.MetaData()
 		for rg := range df.numRowGroups() {
 			col := cols[rng.IntN(len(cols))]
 			cc, err := meta.RowGroup(rg).ColumnChunk(df.leaves[col][0])
@@ -323,7 +318,7 @@ func TestDecodeCorrupt(t *testing.T) {
 		bad := testDataFile(t, mem, data)
 		for rg := range bad.numRowGroups() {
 			for _, col := range cols {
-				got, err := bad.decodeChunk(ctx, mem, rg, col, randomRanges(rng, bad.fr.ParquetReader().MetaData().RowGroup(rg).NumRows()))
+				got, err := bad.decodeChunk(ctx, mem, rg, col, randomRanges(rng, bad.pr.MetaData().RowGroup(rg).NumRows()))
 				if err != nil {
 					failed++
 					continue
@@ -355,7 +350,7 @@ func TestDecodeStringsAtPageStarts(t *testing.T) {
 			parquet.WithDictionaryDefault(round%2 == 0), parquet.WithPageIndexEnabled(false))
 		data := writeDecodeFile(t, mem, rec, props)
 		df := testDataFile(t, mem, data)
-		pr, err := df.fr.ParquetReader().RowGroup(0).GetColumnPageReader(df.leaves[col][0])
+		pr, err := df.pr.RowGroup(0).GetColumnPageReader(df.leaves[col][0])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -369,7 +364,7 @@ func TestDecodeStringsAtPageStarts(t *testing.T) {
 		if len(starts) == 0 {
 			t.Fatalf("seed %d round %d: one page only", seed, round)
 		}
-		n := df.fr.ParquetReader().MetaData().RowGroup(0).NumRows()
+		n := df.pr.MetaData().RowGroup(0).NumRows()
 		var ranges []rowRange
 		for i, s := range starts {
 			end := n
