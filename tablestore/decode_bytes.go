@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -103,7 +104,7 @@ func (bv *byteValues) dict(p *file.DictionaryPage) error {
 	return nil
 }
 
-func (bv *byteValues) emit(out, take, val, count int, defs []int32) error {
+func (bv *byteValues) emit(out, take, val, count int, valid []byte, off int) error {
 	vals := bv.idx[val : val+count]
 	size := 0
 	if bv.dictPage {
@@ -126,7 +127,7 @@ func (bv *byteValues) emit(out, take, val, count int, defs []int32) error {
 	buf := bv.data.Bytes()
 	j := 0
 	for i := range take {
-		if defs != nil && defs[i] != 1 {
+		if valid != nil && !bitutil.BitIsSet(valid, off+i) {
 			bv.offs[out+i+1] = int32(end)
 			continue
 		}

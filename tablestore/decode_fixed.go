@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -72,7 +73,7 @@ func (fv *fixedValues) integer(j int) int64 {
 	return int64(binary.LittleEndian.Uint64(fv.value(j)))
 }
 
-func (fv *fixedValues) emit(out, take, val, count int, defs []int32) error {
+func (fv *fixedValues) emit(out, take, val, count int, valid []byte, off int) error {
 	if fv.wide {
 		nums := arrow.Decimal128Traits.CastFromBytes(fv.out)[out : out+take]
 		j := val
@@ -80,7 +81,7 @@ func (fv *fixedValues) emit(out, take, val, count int, defs []int32) error {
 			// DECIMAL(p<=9), most of TPC-DS's amounts: no call per value.
 			src := fv.src
 			for i := range nums {
-				if defs != nil && defs[i] != 1 {
+				if valid != nil && !bitutil.BitIsSet(valid, off+i) {
 					nums[i] = decimal128.Num{}
 					continue
 				}
@@ -90,7 +91,7 @@ func (fv *fixedValues) emit(out, take, val, count int, defs []int32) error {
 			return nil
 		}
 		for i := range nums {
-			if defs != nil && defs[i] != 1 {
+			if valid != nil && !bitutil.BitIsSet(valid, off+i) {
 				nums[i] = decimal128.Num{}
 				continue
 			}
@@ -101,14 +102,32 @@ func (fv *fixedValues) emit(out, take, val, count int, defs []int32) error {
 	}
 	w := fv.width
 	dst := fv.out[out*w : (out+take)*w]
-	if defs == nil && !fv.dictPage {
+	if valid == nil && !fv.dictPage {
 		copy(dst, fv.src[val*w:(val+take)*w])
+		return nil
+	}
+	if !fv.dictPage {
+		// Copy each run of rows with values whole.
+		src, j := fv.src, val
+		for i := 0; i < take; {
+			if !bitutil.BitIsSet(valid, off+i) {
+				clear(dst[i*w : (i+1)*w])
+				i++
+				continue
+			}
+			k := i + 1
+			for k < take && bitutil.BitIsSet(valid, off+k) {
+				k++
+			}
+			j += copy(dst[i*w:k*w], src[j*w:(j+k-i)*w]) / w
+			i = k
+		}
 		return nil
 	}
 	j := val
 	for i := range take {
 		slot := dst[i*w : (i+1)*w]
-		if defs != nil && defs[i] != 1 {
+		if valid != nil && !bitutil.BitIsSet(valid, off+i) {
 			clear(slot)
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -38,9 +39,9 @@ type pageValues interface {
 	// a value).
 	page(enc parquet.Encoding, values []byte, n int) error
 	// emit writes output rows [out, out+take) from the page's values
-	// [val, val+count); defs, nil when every row has a value, gives each
-	// row's definition level (1: a value, 0: NULL).
-	emit(out, take, val, count int, defs []int32) error
+	// [val, val+count); valid, nil when every row has a value, has a set
+	// bit from bit off on for each row with a value.
+	emit(out, take, val, count int, valid []byte, off int) error
 }
 
 // pageCursor walks the data pages of a flat chunk, decoding each page's
@@ -56,9 +57,9 @@ type pageCursor struct {
 
 	// The current data page: rows [first, first+rows) of the chunk.
 	first, rows int64
-	dense       bool    // every row of the page has a value
-	defs        []int32 // per row, when not dense: definition level
-	row, val    int     // next row of the page to emit and its value
+	dense       bool   // every row of the page has a value
+	valid       []byte // when not dense: a bit per row, set for a value
+	row, val    int    // next row of the page to emit and its value
 }
 
 func newPageCursor(pr file.PageReader, fc *flatChunk, chunkRows int64, vals pageValues) *pageCursor {
@@ -171,16 +172,12 @@ func (pc *pageCursor) load(pg file.Page) (bool, error) {
 	nonNull := nvals
 	pc.dense = !pc.nullable || allDefined(levels, nvals)
 	if !pc.dense {
-		pc.defs = grow(pc.defs, nvals)
-		if err := decodeHybrid(levels, 1, pc.defs); err != nil {
+		size := int(bitutil.BytesForBits(int64(nvals)))
+		pc.valid = slices.Grow(pc.valid[:0], size)[:size]
+		if err := decodeLevelBits(levels, nvals, pc.valid); err != nil {
 			return false, fmt.Errorf("definition levels: %w", err)
 		}
-		nonNull = 0
-		for _, d := range pc.defs {
-			if d == 1 {
-				nonNull++
-			}
-		}
+		nonNull = bitutil.CountSetBits(pc.valid, 0, nvals)
 	}
 	enc := parquet.Encoding(pg.Encoding())
 	if (enc == parquet.Encodings.PlainDict || enc == parquet.Encodings.RLEDict) && !pc.vals.hasDict() {
@@ -221,7 +218,7 @@ func (pc *pageCursor) emit(fc *flatChunk, at, take, out int) error {
 	if at < pc.row {
 		return fmt.Errorf("page row %d read after row %d", at, pc.row)
 	}
-	var defs []int32
+	var valid []byte
 	count := take
 	if pc.dense {
 		pc.val += at - pc.row
@@ -229,24 +226,13 @@ func (pc *pageCursor) emit(fc *flatChunk, at, take, out int) error {
 			bitutil.SetBitsTo(fc.valid.Bytes(), int64(out), int64(take), true)
 		}
 	} else {
-		for _, d := range pc.defs[pc.row:at] {
-			if d == 1 {
-				pc.val++
-			}
-		}
-		defs = pc.defs[at : at+take]
-		valid := fc.valid.Bytes()
-		count = 0
-		for i, d := range defs {
-			if d == 1 {
-				bitutil.SetBit(valid, out+i)
-				count++
-			} else {
-				fc.nulls++
-			}
-		}
+		pc.val += bitutil.CountSetBits(pc.valid, pc.row, at-pc.row)
+		valid = pc.valid
+		count = bitutil.CountSetBits(valid, at, take)
+		bitutil.CopyBitmap(valid, at, take, fc.valid.Bytes(), out)
+		fc.nulls += take - count
 	}
-	if err := pc.vals.emit(out, take, pc.val, count, defs); err != nil {
+	if err := pc.vals.emit(out, take, pc.val, count, valid, at); err != nil {
 		return err
 	}
 	pc.row, pc.val = at+take, pc.val+count
@@ -259,6 +245,47 @@ func (pc *pageCursor) emit(fc *flatChunk, at, take, out int) error {
 func allDefined(levels []byte, n int) bool {
 	h, k := binary.Uvarint(levels)
 	return k > 0 && h&1 == 0 && h>>1 >= uint64(n) && len(levels) > k && levels[k] == 1
+}
+
+// decodeLevelBits decodes n definition levels of width 1 (RLE/bit-packed
+// hybrid) into a bit per row, set for level 1: bit-packed runs hold the
+// bits in Arrow's order already, so levels cost no work per row.
+func decodeLevelBits(src []byte, n int, bits []byte) error {
+	for i := 0; i < n; {
+		h, k := binary.Uvarint(src)
+		if k <= 0 {
+			return fmt.Errorf("%w: run header at level %d of %d", io.ErrUnexpectedEOF, i, n)
+		}
+		src = src[k:]
+		if h&1 == 0 {
+			cnt := h >> 1
+			if cnt == 0 {
+				return fmt.Errorf("empty run at level %d", i)
+			}
+			if len(src) < 1 {
+				return fmt.Errorf("%w: run value at level %d", io.ErrUnexpectedEOF, i)
+			}
+			m := int(min(cnt, uint64(n-i)))
+			bitutil.SetBitsTo(bits, int64(i), int64(m), src[0] == 1)
+			src = src[1:]
+			i += m
+			continue
+		}
+		groups := h >> 1
+		if groups == 0 {
+			return fmt.Errorf("empty bit-packed run at level %d", i)
+		}
+		// The last run may stop inside its last group: take what the
+		// levels need and what the page holds.
+		m := int(min(groups*8, uint64(n-i)))
+		if (m+7)/8 > len(src) {
+			return fmt.Errorf("%w: bit-packed run at level %d", io.ErrUnexpectedEOF, i)
+		}
+		bitutil.CopyBitmap(src, 0, m, bits, i)
+		src = src[min(groups, uint64(len(src))):]
+		i += m
+	}
+	return nil
 }
 
 // dictIndexes decodes a dictionary-encoded page's values (a bit width,
