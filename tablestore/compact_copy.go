@@ -215,7 +215,7 @@ func (st *tableState) readChecked(e *manifestEntry, buf []byte) ([]byte, *metada
 // file whole. The caller must not change it (the cache shares it).
 func (st *tableState) footer(e *manifestEntry) (*metadata.FileMetaData, error) {
 	path := joinPath(st.dir, e.File.Path)
-	if m := st.s.footers.get(path, e.File.FileSize); m != nil {
+	if m, _ := st.s.footers.get(path, e.File.FileSize); m != nil {
 		return m, nil
 	}
 	rf, err := st.fs().Open(path)

@@ -76,16 +76,17 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 
 // dataFile is an open Parquet data file.
 type dataFile struct {
-	path    string
-	rf      ReadFile
-	fr      *pqarrow.FileReader
-	cols    map[int]int // field ID -> column index
-	seqCol  int         // -1 for append tables
-	kindCol int
-	types   []arrow.DataType // by column index
-	// leaves: the Parquet leaf columns of each column, which pqarrow's
-	// readers take (a nested column has one per primitive value it holds).
-	leaves   [][]int
+	path     string
+	rf       ReadFile
+	pr       *file.Reader
+	props    pqarrow.ArrowReadProperties
+	mem      memory.Allocator
+	fr       *pqarrow.FileReader // made by arrowFile
+	cols     map[int]int         // field ID -> column index
+	seqCol   int                 // -1 for append tables
+	kindCol  int
+	types    []arrow.DataType // by column index (the fileLayout's)
+	leaves   [][]int          // the fileLayout's
 	crc      *uint32
 	verified *verifiedFiles
 	// bounded: field IDs with manifest min/max. Parquet float statistics
@@ -110,7 +111,7 @@ func (st *tableState) openDataFile(e *manifestEntry) (*dataFile, error) {
 	}
 	mem := st.s.opts.Mem
 	opts := []file.ReadOption{file.WithReadProps(parquet.NewReaderProperties(mem))}
-	footer := st.s.footers.get(path, rf.Size())
+	footer, layout := st.s.footers.get(path, rf.Size())
 	if footer != nil {
 		opts = append(opts, file.WithMetadata(footer))
 	}
@@ -119,34 +120,26 @@ func (st *tableState) openDataFile(e *manifestEntry) (*dataFile, error) {
 		rf.Close()
 		return nil, corruptf(path, err)
 	}
-	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: int64(st.s.opts.BatchSize)}, mem)
-	if err != nil {
-		rf.Close()
-		return nil, corruptf(path, err)
-	}
-	sc, err := fr.Schema()
-	if err != nil {
-		rf.Close()
-		return nil, corruptf(path, err)
+	props := pqarrow.ArrowReadProperties{BatchSize: int64(st.s.opts.BatchSize)}
+	if layout == nil {
+		if layout, err = newFileLayout(pr, props); err != nil {
+			rf.Close()
+			return nil, corruptf(path, err)
+		}
 	}
 	if pr.NumRows() != e.File.RowCount {
 		rf.Close()
 		return nil, fmt.Errorf("%w: data file %s has %d rows, manifest says %d", ErrCorrupt, path, pr.NumRows(), e.File.RowCount)
 	}
-	df := &dataFile{path: path, rf: rf, fr: fr, cols: map[int]int{}, seqCol: -1, kindCol: -1, bounded: map[int]bool{}, verified: &st.s.verified}
+	df := &dataFile{path: path, rf: rf, pr: pr, props: props, mem: mem, types: layout.types, leaves: layout.leaves,
+		cols: map[int]int{}, seqCol: -1, kindCol: -1, bounded: map[int]bool{}, verified: &st.s.verified}
 	df.crc = e.File.CRC
 	for _, cs := range e.File.ValueStats {
 		if cs.Min != nil {
 			df.bounded[cs.ID] = true
 		}
 	}
-	for i, f := range sc.Fields() {
-		if !arrow.IsPrimitive(f.Type.ID()) && !arrow.IsBaseBinary(f.Type.ID()) && f.Type.ID() != arrow.BOOL && f.Type.ID() != arrow.DECIMAL128 && !isNested(f.Type) {
-			rf.Close()
-			return nil, corruptf(path, fmt.Errorf("column %q has unexpected type %s", f.Name, f.Type))
-		}
-		df.types = append(df.types, f.Type)
-		df.leaves = append(df.leaves, leafColumns(nil, fr.Manifest.Fields[i]))
+	for i, f := range layout.fields {
 		switch f.Name {
 		case colSeq:
 			df.seqCol = i
@@ -179,9 +172,52 @@ func (st *tableState) openDataFile(e *manifestEntry) (*dataFile, error) {
 		return nil, corruptf(path, errors.New("incomplete system columns"))
 	}
 	if footer == nil {
-		st.s.footers.add(path, pr.MetaData())
+		st.s.footers.add(path, pr.MetaData(), layout)
 	}
 	return df, nil
+}
+
+// fileLayout is what a data file's footer says of its columns, kept with
+// the parsed footer (footerCache): every query opens its files again, and
+// building pqarrow's schema manifest (the footer's Arrow schema decoded)
+// was most of an open.
+type fileLayout struct {
+	fields []arrow.Field
+	types  []arrow.DataType // by column index
+	// leaves: the Parquet leaf columns of each column (a nested column
+	// has one per primitive value it holds).
+	leaves [][]int
+}
+
+func newFileLayout(pr *file.Reader, props pqarrow.ArrowReadProperties) (*fileLayout, error) {
+	m, err := pqarrow.NewSchemaManifest(pr.MetaData().Schema, pr.MetaData().KeyValueMetadata(), &props)
+	if err != nil {
+		return nil, err
+	}
+	l := &fileLayout{}
+	for _, sf := range m.Fields {
+		f := *sf.Field
+		if !arrow.IsPrimitive(f.Type.ID()) && !arrow.IsBaseBinary(f.Type.ID()) && f.Type.ID() != arrow.BOOL && f.Type.ID() != arrow.DECIMAL128 && !isNested(f.Type) {
+			return nil, fmt.Errorf("column %q has unexpected type %s", f.Name, f.Type)
+		}
+		l.fields = append(l.fields, f)
+		l.types = append(l.types, f.Type)
+		l.leaves = append(l.leaves, leafColumns(nil, sf))
+	}
+	return l, nil
+}
+
+// arrowFile returns pqarrow's reader of the file, made when first needed:
+// only chunks decodeFlat does not decode go through it.
+func (df *dataFile) arrowFile() (*pqarrow.FileReader, error) {
+	if df.fr == nil {
+		fr, err := pqarrow.NewFileReader(df.pr, df.props, df.mem)
+		if err != nil {
+			return nil, err
+		}
+		df.fr = fr
+	}
+	return df.fr, nil
 }
 
 func (df *dataFile) Close() error { return df.rf.Close() }
@@ -226,7 +262,7 @@ func (df *dataFile) verify(ctx context.Context) error {
 	return nil
 }
 
-func (df *dataFile) numRowGroups() int { return df.fr.ParquetReader().NumRowGroups() }
+func (df *dataFile) numRowGroups() int { return df.pr.NumRowGroups() }
 
 // readTarget describes the columns a reader produces: optionally the
 // system columns, then table columns (by field ID) with their current names
@@ -338,7 +374,7 @@ func statsComparable(typ, tableTyp arrow.DataType) bool {
 // rowGroupStats exposes a row group's Parquet statistics for columns that
 // allowed admits.
 func (df *dataFile) rowGroupStats(rg int, sch *tableSchema, allowed func(string) bool) statsFunc {
-	md := df.fr.ParquetReader().MetaData().RowGroup(rg)
+	md := df.pr.MetaData().RowGroup(rg)
 	rows := md.NumRows()
 	return func(col string) (colRange, bool, func(scalar.Scalar) (datum, bool)) {
 		i := sch.fieldIndex(col)

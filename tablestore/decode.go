@@ -42,7 +42,11 @@ func (df *dataFile) decodeChunk(ctx context.Context, mem memory.Allocator, rg, c
 			err = corruptf(df.path, fmt.Errorf("column %d, row group %d: %v", col, rg, r))
 		}
 	}()
-	tbl, err := df.fr.ReadRowGroups(ctx, df.leaves[col], []int{rg})
+	fr, err := df.arrowFile()
+	if err != nil {
+		return nil, corruptf(df.path, err)
+	}
+	tbl, err := fr.ReadRowGroups(ctx, df.leaves[col], []int{rg})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -86,7 +90,7 @@ func (df *dataFile) flatDecodable(col int) bool {
 	if len(df.leaves[col]) != 1 {
 		return false
 	}
-	descr := df.fr.ParquetReader().MetaData().Schema.Column(df.leaves[col][0])
+	descr := df.pr.MetaData().Schema.Column(df.leaves[col][0])
 	if descr.MaxRepetitionLevel() != 0 || descr.MaxDefinitionLevel() > 1 {
 		return false
 	}
@@ -245,13 +249,13 @@ const pageRows = 8192
 
 func (df *dataFile) decodeFlat(ctx context.Context, mem memory.Allocator, rg, col int, ranges []rowRange) (_ arrow.Array, err error) {
 	leaf := df.leaves[col][0]
-	rgr := df.fr.ParquetReader().RowGroup(rg)
+	rgr := df.pr.RowGroup(rg)
 	n := int(rgr.NumRows())
 	if ranges != nil {
 		n = int(rangeRows(ranges))
 	}
 	fc := &flatChunk{n: n}
-	if df.fr.ParquetReader().MetaData().Schema.Column(leaf).MaxDefinitionLevel() == 1 {
+	if df.pr.MetaData().Schema.Column(leaf).MaxDefinitionLevel() == 1 {
 		fc.defs = make([]int16, fc.batch())
 		fc.valid = memory.NewResizableBuffer(mem)
 		fc.valid.Resize(int(bitutil.BytesForBits(int64(n))))
@@ -265,19 +269,32 @@ func (df *dataFile) decodeFlat(ctx context.Context, mem memory.Allocator, rg, co
 	if err != nil {
 		return nil, err
 	}
-	if md.Type() == parquet.Types.ByteArray && pageDecodable(md) {
+	if width := storedWidth(md.Type()); width != 0 && pageDecodable(md) {
 		pr, err := rgr.GetColumnPageReader(leaf)
 		if err != nil {
 			return nil, err
 		}
 		defer pr.Close()
-		offsets := memory.NewResizableBuffer(mem)
-		defer offsets.Release()
-		values.Reserve(chunkBytes(md))
-		if err := readBytePages(ctx, fc, pr, rgr.NumRows(), ranges, offsets, values); err != nil {
+		if width < 0 {
+			offsets := memory.NewResizableBuffer(mem)
+			defer offsets.Release()
+			values.Reserve(chunkBytes(md))
+			if err := readBytePages(ctx, fc, pr, rgr.NumRows(), ranges, offsets, values); err != nil {
+				return nil, err
+			}
+			return fc.array(typ, offsets, values), nil
+		}
+		fv := &fixedValues{width: width, wide: typ.ID() == arrow.DECIMAL128}
+		if fv.wide {
+			values.Resize(n * arrow.Decimal128SizeBytes)
+		} else {
+			values.Resize(n * width)
+		}
+		fv.out = values.Bytes()
+		if err := readPages(ctx, fc, newPageCursor(pr, fc, rgr.NumRows(), fv), ranges); err != nil {
 			return nil, err
 		}
-		return fc.array(typ, offsets, values), nil
+		return fc.array(typ, values), nil
 	}
 	defer recoverPage(&err)
 	cr, err := rgr.Column(leaf)
@@ -374,6 +391,22 @@ func (df *dataFile) decodeFlat(ctx context.Context, mem memory.Allocator, rg, co
 		return nil, fmt.Errorf("unexpected column reader %T", cr)
 	}
 	return fc.array(typ, buffers...), nil
+}
+
+// storedWidth is the bytes of a stored value of physical type t that
+// readPages decodes: 4 or 8, -1 for BYTE_ARRAY, 0 for the types it leaves
+// to arrow-go's column reader (BOOLEAN's bit-packed values, INT96, fixed
+// length byte arrays).
+func storedWidth(t parquet.Type) int {
+	switch t {
+	case parquet.Types.Int32, parquet.Types.Float:
+		return 4
+	case parquet.Types.Int64, parquet.Types.Double:
+		return 8
+	case parquet.Types.ByteArray:
+		return -1
+	}
+	return 0
 }
 
 // array assembles the chunk's array of typ from its value buffers.

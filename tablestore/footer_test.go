@@ -9,8 +9,9 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 )
 
-// TestFooterCache: a data file's footer is parsed at its first scan and
-// reused by the next (the same parsed footer, the same rows), not served
+// TestFooterCache: a data file's footer is parsed, and its column layout
+// made, at its first scan and reused by the next (the same parsed footer
+// and layout, the same rows), not served
 // for a file of another size at the path, and the cache forgets everything
 // rather than grow past its bytes.
 func TestFooterCache(t *testing.T) {
@@ -31,10 +32,10 @@ func TestFooterCache(t *testing.T) {
 	}
 	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{1, "x"}, {2, "y"}})
 	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{3, "z"}})
-	footers := func() map[string]*metadata.FileMetaData {
+	footers := func() map[string]footerEntry {
 		s.footers.mu.Lock()
 		defer s.footers.mu.Unlock()
-		m := map[string]*metadata.FileMetaData{}
+		m := map[string]footerEntry{}
 		for k, v := range s.footers.m {
 			m[k] = v
 		}
@@ -48,20 +49,23 @@ func TestFooterCache(t *testing.T) {
 	if again := fmt.Sprint(scanAll(t, tbl, ScanSpec{})); again != first {
 		t.Fatalf("second scan %s, first %s", again, first)
 	}
-	for path, md := range footers() {
-		if parsed[path] != md {
+	for path, e := range footers() {
+		if parsed[path].md != e.md {
 			t.Fatalf("%s: footer parsed again at the second scan", path)
 		}
-		if s.footers.get(path, md.GetSourceFileSize()+1) != nil {
+		if e.layout == nil || parsed[path].layout != e.layout {
+			t.Fatalf("%s: column layout made again at the second scan", path)
+		}
+		if md, _ := s.footers.get(path, e.md.GetSourceFileSize()+1); md != nil {
 			t.Fatalf("%s: footer served for a file of another size", path)
 		}
 	}
 	var md *metadata.FileMetaData
 	for _, v := range parsed {
-		md = v
+		md = v.md
 	}
 	for i := 0; i <= maxFooterBytes/md.Size(); i++ {
-		s.footers.add(fmt.Sprintf("f%d", i), md)
+		s.footers.add(fmt.Sprintf("f%d", i), md, nil)
 		if s.footers.bytes > maxFooterBytes {
 			t.Fatalf("%d bytes of footers after %d adds, bound %d", s.footers.bytes, i+1, maxFooterBytes)
 		}

@@ -27,7 +27,7 @@ func (s *Scan) pageRanges(df *dataFile, rg int, allowed func(string) bool) ([]ro
 	if s.filter == nil {
 		return nil, false
 	}
-	pir := df.fr.ParquetReader().GetPageIndexReader()
+	pir := df.pr.GetPageIndexReader()
 	if pir == nil {
 		return nil, false
 	}
@@ -52,7 +52,7 @@ func (s *Scan) pageRanges(df *dataFile, rg int, allowed func(string) bool) ([]ro
 	if len(cols) == 0 {
 		return nil, false
 	}
-	rows := df.fr.ParquetReader().MetaData().RowGroup(rg).NumRows()
+	rows := df.pr.MetaData().RowGroup(rg).NumRows()
 	slices.Sort(bounds)
 	bounds = slices.Compact(bounds)
 	var out []rowRange

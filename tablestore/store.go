@@ -109,7 +109,8 @@ func (v *verifiedFiles) add(path string) {
 	v.m[path] = struct{}{}
 }
 
-// footerCache keeps the parsed Parquet footers of data files by path:
+// footerCache keeps the parsed Parquet footers of data files, and their
+// column layouts (fileLayout), by path:
 // like verifiedFiles it relies on a data file never changing once written
 // (a file of another size at the path is parsed again). Parsing the footer
 // at every scan of every file was 2% of flightd's CPU in TPC-DS's
@@ -117,31 +118,36 @@ func (v *verifiedFiles) add(path string) {
 // footers' serialized bytes: when full it forgets everything.
 type footerCache struct {
 	mu    sync.Mutex
-	m     map[string]*metadata.FileMetaData
+	m     map[string]footerEntry
 	bytes int
+}
+
+type footerEntry struct {
+	md     *metadata.FileMetaData
+	layout *fileLayout
 }
 
 const maxFooterBytes = 32 << 20
 
-func (c *footerCache) get(path string, size int64) *metadata.FileMetaData {
+func (c *footerCache) get(path string, size int64) (*metadata.FileMetaData, *fileLayout) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if md := c.m[path]; md != nil && md.GetSourceFileSize() == size {
-		return md
+	if e, ok := c.m[path]; ok && e.md.GetSourceFileSize() == size {
+		return e.md, e.layout
 	}
-	return nil
+	return nil, nil
 }
 
-func (c *footerCache) add(path string, md *metadata.FileMetaData) {
+func (c *footerCache) add(path string, md *metadata.FileMetaData, layout *fileLayout) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil || c.bytes+md.Size() > maxFooterBytes {
-		c.m, c.bytes = map[string]*metadata.FileMetaData{}, 0
+		c.m, c.bytes = map[string]footerEntry{}, 0
 	}
-	if old := c.m[path]; old != nil {
-		c.bytes -= old.Size()
+	if old, ok := c.m[path]; ok {
+		c.bytes -= old.md.Size()
 	}
-	c.m[path] = md
+	c.m[path] = footerEntry{md, layout}
 	c.bytes += md.Size()
 }
 
