@@ -152,19 +152,7 @@ func TestColumnStatsBytes(t *testing.T) {
 	for iter := range 400 {
 		a := randomBytesColumn(rng, mem, iter%2 == 1, rng.IntN(200))
 		got := columnStats(7, a)
-		c := cmpFunc(a)
-		lo, hi := -1, -1
-		for i := range a.Len() {
-			if a.IsNull(i) {
-				continue
-			}
-			if lo < 0 || c(i, lo) < 0 {
-				lo = i
-			}
-			if hi < 0 || c(i, hi) > 0 {
-				hi = i
-			}
-		}
+		lo, hi := compareBounds(a)
 		var want colStats
 		if lo < 0 {
 			want = colStats{ID: 7, NullCount: int64(a.NullN())}

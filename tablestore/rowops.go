@@ -205,8 +205,15 @@ func columnStats(id int, a arrow.Array) colStats {
 	if lo, hi, ok := bytesMinMax(a); ok {
 		return boundsStats(id, a, lo, hi)
 	}
+	lo, hi := compareBounds(a)
+	return boundsStats(id, a, lo, hi)
+}
+
+// compareBounds returns the rows of a's least and greatest non-null values
+// by comparing rows (-1, -1 when there are none): the generic path.
+func compareBounds(a arrow.Array) (lo, hi int) {
 	c := cmpFunc(a)
-	lo, hi := -1, -1
+	lo, hi = -1, -1
 	for i := 0; i < a.Len(); i++ {
 		if a.IsNull(i) {
 			continue
@@ -218,7 +225,7 @@ func columnStats(id int, a arrow.Array) colStats {
 			hi = i
 		}
 	}
-	return boundsStats(id, a, lo, hi)
+	return lo, hi
 }
 
 // boundsStats is the statistics of a whose least and greatest non-null
