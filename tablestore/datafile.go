@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -81,9 +82,11 @@ type dataFile struct {
 	pr       *file.Reader
 	props    pqarrow.ArrowReadProperties
 	mem      memory.Allocator
+	frOnce   sync.Once           // decoders of one file share it (parallel scans)
 	fr       *pqarrow.FileReader // made by arrowFile
-	cols     map[int]int         // field ID -> column index
-	seqCol   int                 // -1 for append tables
+	frErr    error
+	cols     map[int]int // field ID -> column index
+	seqCol   int         // -1 for append tables
 	kindCol  int
 	types    []arrow.DataType // by column index (the fileLayout's)
 	leaves   [][]int          // the fileLayout's
@@ -210,14 +213,8 @@ func newFileLayout(pr *file.Reader, props pqarrow.ArrowReadProperties) (*fileLay
 // arrowFile returns pqarrow's reader of the file, made when first needed:
 // only chunks decodeFlat does not decode go through it.
 func (df *dataFile) arrowFile() (*pqarrow.FileReader, error) {
-	if df.fr == nil {
-		fr, err := pqarrow.NewFileReader(df.pr, df.props, df.mem)
-		if err != nil {
-			return nil, err
-		}
-		df.fr = fr
-	}
-	return df.fr, nil
+	df.frOnce.Do(func() { df.fr, df.frErr = pqarrow.NewFileReader(df.pr, df.props, df.mem) })
+	return df.fr, df.frErr
 }
 
 func (df *dataFile) Close() error { return df.rf.Close() }
