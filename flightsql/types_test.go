@@ -187,14 +187,15 @@ func runBound(st adbc.Statement, params arrow.RecordBatch) error {
 // TestParameterLossy: a parameter whose value the type its use implies
 // cannot hold is refused, naming the value, where it was converted (5.5
 // bound to `k = ?` over an INT column found k = 5, a DECIMAL(4, 3) in
-// `? * 2.5` was taken as DECIMAL(2, 1)); a value it holds exactly works.
+// `? * 2.5` was taken as DECIMAL(2, 1)); a value it holds exactly works,
+// and a DOUBLE bound to a REAL narrows to the nearest REAL.
 func TestParameterLossy(t *testing.T) {
 	ts := startServer(t, flightd.Options{})
 	cnxn := ts.connect(t, nil)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	mustExec(t, cnxn, `CREATE TABLE lossy (k INT, d DATE)`)
-	mustExec(t, cnxn, `INSERT INTO lossy VALUES (5, DATE '2024-01-02'), (6, DATE '2024-01-03')`)
+	mustExec(t, cnxn, `CREATE TABLE lossy (k INT, d DATE, x REAL)`)
+	mustExec(t, cnxn, `INSERT INTO lossy VALUES (5, DATE '2024-01-02', 0.1), (6, DATE '2024-01-03', 0.2)`)
 	dec := &arrow.Decimal128Type{Precision: 4, Scale: 3}
 	ts64 := &arrow.TimestampType{Unit: arrow.Microsecond}
 	for _, c := range []struct {
@@ -209,6 +210,8 @@ func TestParameterLossy(t *testing.T) {
 		{`SELECT k FROM lossy WHERE d = ?`, ts64, `["2024-01-02T03:00:00"]`, "would become 2024-01-02"},
 		{`SELECT k FROM lossy WHERE d = ?`, ts64, `["2024-01-03T00:00:00"]`, "=6"},
 		{`SELECT k FROM lossy WHERE k < ?`, arrow.PrimitiveTypes.Int64, `[6]`, "=5"},
+		// A float narrows to the nearest REAL, as the column's value did.
+		{`SELECT k FROM lossy WHERE x = ?`, arrow.PrimitiveTypes.Float64, `[0.1]`, "=5"},
 	} {
 		st := prepare(t, cnxn, c.q)
 		params := variantBatch(t, mem, []arrow.Field{{Name: "0", Type: c.typ, Nullable: true}}, c.json)
@@ -220,7 +223,7 @@ func TestParameterLossy(t *testing.T) {
 		params.Release()
 		st.Close()
 	}
-	ins := prepare(t, cnxn, `INSERT INTO lossy VALUES (?, NULL)`)
+	ins := prepare(t, cnxn, `INSERT INTO lossy VALUES (?, NULL, NULL)`)
 	params := variantBatch(t, mem, []arrow.Field{{Name: "0", Type: arrow.PrimitiveTypes.Float64, Nullable: true}}, `[7.0, 7.5]`)
 	if err := ins.Bind(context.Background(), params); err == nil {
 		_, err = ins.ExecuteUpdate(context.Background())
