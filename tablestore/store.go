@@ -328,7 +328,7 @@ func (s *Store) DropDatabase(ctx context.Context, name string, ifExists, cascade
 	} else if err := s.fs.SyncDir(s.root); err != nil {
 		return fmt.Errorf("drop database %q: %w", name, err)
 	}
-	if err := removeTrash(s.fs, trash); err != nil {
+	if err := removeDropped(s.fs, trash); err != nil {
 		return fmt.Errorf("drop database %q: %w", name, err)
 	}
 	return nil
@@ -612,7 +612,7 @@ func (s *Store) DropTable(ctx context.Context, id Ident, ifExists bool) error {
 	if err := s.fs.SyncDir(s.dbDir(id.Database)); err != nil {
 		return fmt.Errorf("drop table %s: %w", id, err)
 	}
-	if err := removeTrash(s.fs, trash); err != nil {
+	if err := removeDropped(s.fs, trash); err != nil {
 		return fmt.Errorf("drop table %s: dropped, but removing its files failed (Open retries): %w", id, err)
 	}
 	return nil
@@ -666,11 +666,10 @@ func (s *Store) removeTrash() error {
 	return nil
 }
 
-// forgetTable waits for the table's background work and drops its state.
-// removeTrash removes a dropped table's or database's directory, again
+// removeDropped removes a dropped table's or database's directory, again
 // when a writer that opened the table before the drop created a file in it
 // meanwhile ("directory not empty").
-func removeTrash(fsys FS, dir string) error {
+func removeDropped(fsys FS, dir string) error {
 	var err error
 	for range 3 {
 		if err = fsys.RemoveAll(dir); err == nil {
@@ -682,8 +681,8 @@ func removeTrash(fsys FS, dir string) error {
 }
 
 // lockForDrop takes the commit and expiry locks of the tables (in path
-// order, as a commit of several tables does) while they are dropped. The returned func
-// ends the drop: when it took effect, it marks them dropped, so no write
+// order, as a commit of several tables does) while they are dropped. The
+// returned func ends the drop: when it took effect, it marks them dropped, so no write
 // of this process publishes into their directories afterwards (a table
 // created again under the name may hold them), and forgets their state.
 func (s *Store) lockForDrop(ids []Ident) func(dropped bool) {
@@ -713,7 +712,8 @@ func (s *Store) lockForDrop(ids []Ident) func(dropped bool) {
 	}
 	return func(dropped bool) {
 		for _, st := range sts {
-			st.expireMu.Unlock()
+			// Marked before either lock goes: a commit or an expiry
+			// waiting for it must see the drop.
 			if dropped {
 				st.dropped.Store(true)
 				s.mu.Lock()
@@ -722,6 +722,7 @@ func (s *Store) lockForDrop(ids []Ident) func(dropped bool) {
 				}
 				s.mu.Unlock()
 			}
+			st.expireMu.Unlock()
 			st.commitMu.Unlock()
 		}
 		if dropped {

@@ -110,7 +110,10 @@ func (st *tableState) missing(err error) error {
 // droppedOr returns err, as ErrTableNotFound when the table was dropped:
 // DropTable moves the directory away under writers.
 func (st *tableState) droppedOr(err error) error {
-	if _, lerr := st.latestSchema(); st.dropped.Load() || errors.Is(lerr, ErrTableNotFound) {
+	if st.dropped.Load() {
+		return st.notFound(err)
+	}
+	if _, lerr := st.latestSchema(); errors.Is(lerr, ErrTableNotFound) {
 		return st.notFound(err)
 	}
 	return err
