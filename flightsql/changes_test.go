@@ -561,30 +561,34 @@ func TestChangeStreamAggregate(t *testing.T) {
 	}
 
 	// The ADBC driver reads the same stream (progress markers are empty
-	// batches); the group of v = 'c' is there.
+	// batches); the group of v = 'c' is there. Bounded at the latest
+	// snapshot, the stream ends by itself: cancelling arrow-adbc v1.12's
+	// reader mid-stream races in the driver (its goroutine reads the
+	// trailer grpc writes on cancel), which -race reports.
+	latest := tableRows(t, query(t, cnxn, "SELECT max(snapshot_id) FROM t$snapshots"))[0]
 	stmt, err := cnxn.NewStatement()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stmt.Close()
-	if err := stmt.SetSqlQuery(fmt.Sprintf(q, "/*+ OPTIONS('scan.mode'='latest-full') */")); err != nil {
+	if err := stmt.SetSqlQuery(fmt.Sprintf(q, fmt.Sprintf("/*+ OPTIONS('scan.mode'='latest-full', 'scan.bounded.snapshot-id'='%s') */", latest))); err != nil {
 		t.Fatal(err)
 	}
-	actx, acancel := context.WithCancel(context.Background())
-	defer acancel()
-	ardr, _, err := stmt.ExecuteQuery(actx)
+	ardr, _, err := stmt.ExecuteQuery(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ardr.Release()
 	var rows [][]string
-	for len(rows) == 0 && ardr.Next() {
-		rows = batchRows(ardr.RecordBatch())
+	for ardr.Next() {
+		rows = append(rows, batchRows(ardr.RecordBatch())...)
+	}
+	if err := ardr.Err(); err != nil {
+		t.Fatal(err)
 	}
 	if want := []string{"+I", "c", "1", "100", "1"}; !slices.ContainsFunc(rows, func(r []string) bool { return slices.Equal(r, want) }) {
 		t.Fatalf("ADBC read %q, want a row %q", rows, want)
 	}
-	acancel()
 }
 
 // TestChangeStreamJoin: a join of two streams labels its batches with the
