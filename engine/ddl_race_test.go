@@ -16,14 +16,16 @@ import (
 // TestRandomDDLAndWrites runs 8 sessions creating, dropping and writing
 // three tables and two databases at random for a while. No statement
 // panics, every table left reads and takes a write, and hardly any
-// statement fails with data loss or an internal error where "not found"
-// or "already exists" is the answer. Found this way from Python: a write
+// statement fails with data loss, an internal error or a column missing
+// where "not found" or "already exists" is the answer. Found this way from Python: a write
 // that opened a table before a drop published into the table created
 // again under its name ("manifest ... is missing" on every statement from
-// then on). Still let pass (logged): now and then a scan finds a data file
-// gone ("open data file ...: no such file", Internal), not yet explained.
-// ALTER TABLE ADD COLUMN is left out: a write statement reading a table
-// altered since its last commit fails with "no column" (docs/STATUS.md).
+// then on). A scan reading while a drop moved the files away found a data
+// file gone ("open data file ...: no such file", Internal) 0-2 times a run.
+// With ALTER TABLE ADD COLUMN, a write reading its own table altered since
+// its last commit failed with "no column" (the scan read the pinned
+// snapshot with that snapshot's schema, the statement was bound with the
+// newest).
 func TestRandomDDLAndWrites(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
@@ -31,7 +33,9 @@ func TestRandomDDLAndWrites(t *testing.T) {
 	stmts := []string{
 		"CREATE TABLE IF NOT EXISTS t{n} (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '2')",
 		"DROP TABLE IF EXISTS t{n}",
-		"INSERT INTO t{n} VALUES ({k}, {v})",
+		"INSERT INTO t{n} (k, v) VALUES ({k}, {v})",
+		"INSERT INTO t{n} SELECT * FROM t{n} WHERE k = {k}",
+		"ALTER TABLE t{n} ADD COLUMN c{v} INT",
 		"UPDATE t{n} SET v = v + 1 WHERE k = {k}",
 		"DELETE FROM t{n} WHERE k = {k}",
 		"SELECT count(*), sum(v) FROM t{n}",
@@ -66,7 +70,7 @@ func TestRandomDDLAndWrites(t *testing.T) {
 					ok++
 				case strings.Contains(err.Error(), "panic"):
 					panics = append(panics, fmt.Sprintf("%s: %v", q, err))
-				case k == engine.KindInternal || k == engine.KindDataLoss:
+				case k == engine.KindInternal || k == engine.KindDataLoss, strings.Contains(err.Error(), "no column"):
 					bad = append(bad, fmt.Sprintf("%s: %v", q, err))
 				}
 				mu.Unlock()
@@ -80,10 +84,9 @@ func TestRandomDDLAndWrites(t *testing.T) {
 	for _, b := range bad {
 		t.Logf("racing a drop: %s", b)
 	}
-	// Before the fixes 94 to 231 statements a run failed so; 0 to 2 of
-	// 6,000-7,000 a run after, each a data file found gone by a scan.
-	if len(bad) > 5 {
-		t.Errorf("%d statements failed with data loss or internal errors, first: %s", len(bad), bad[0])
+	// Before the fixes 94 to 231 statements a run failed so.
+	if len(bad) > 0 {
+		t.Errorf("%d statements failed with data loss, internal errors or a column missing, first: %s", len(bad), bad[0])
 	}
 	s := e.NewSession()
 	for i, tbl := range []string{"t0", "t1", "t2", "d0.x", "d1.x", "d2.x"} {
@@ -101,7 +104,7 @@ func TestRandomDDLAndWrites(t *testing.T) {
 			t.Errorf("table %d (%s) afterwards: %v", i, tbl, err)
 		}
 	}
-	t.Logf("%d statements succeeded, %d failed with data loss or internal errors", ok, len(bad))
+	t.Logf("%d statements succeeded, %d failed with data loss, internal errors or a column missing", ok, len(bad))
 }
 
 // runStatement runs q to the end, reading a query's rows.

@@ -268,8 +268,9 @@ func (x *Index) Lookup(ctx context.Context, req Request) (arrow.RecordBatch, int
 		}
 		defer scan.Close()
 		if !scan.Schema().Equal(x.scan.Schema()) {
-			// Written before an ALTER TABLE the index's schema has (its
-			// rows would lack the columns the request names).
+			// Written after an ALTER TABLE the index's handle has not
+			// seen (a snapshot written before one reads with the
+			// handle's columns).
 			return nil, 0, fmt.Errorf("%w: lookup of %s at snapshot %d: the table's columns changed since; run the statement again",
 				tablestore.ErrConflict, x.t.Ident(), req.SnapshotID)
 		}

@@ -986,7 +986,7 @@ func (b *binder) bindFrom(f sql.TableRef, outer *scope, left *scope) (Node, *sco
 			return n, sc
 		}
 		t, snap := b.table(f.Name)
-		snap, tag, stream := b.tableHints(f, t, snap)
+		t, snap, tag, stream := b.tableHints(f, t, snap)
 		qual := t.Ident().Table
 		if f.Alias != "" {
 			qual = f.Alias
@@ -1081,8 +1081,23 @@ func (b *binder) aliasScope(n Node, qual string, aliases []string, pos sql.Pos) 
 }
 
 // tableHints applies OPTIONS hints and FOR SYSTEM_TIME AS OF; a scan.mode
-// option makes the scan a stream.
-func (b *binder) tableHints(f *sql.TableName, t *tablestore.Table, snap int64) (_ int64, tag string, _ *tablestore.StreamSpec) {
+// option makes the scan a stream. Time travel returns the table as of its
+// snapshot, with the schema that snapshot was written with.
+func (b *binder) tableHints(f *sql.TableName, t *tablestore.Table, snap int64) (*tablestore.Table, int64, string, *tablestore.StreamSpec) {
+	snap, tag, stream, travel := b.tableOptions(f, t, snap)
+	if !travel {
+		return t, snap, tag, stream
+	}
+	at, err := t.AsOf(b.ctx, snap, tag)
+	if err != nil {
+		b.failWrap(f.Pos, err, "%s: %v", t.Ident(), err)
+	}
+	return at, snap, tag, stream
+}
+
+// tableOptions reads tableHints' options; travel reports a snapshot named
+// by a hint or FOR SYSTEM_TIME AS OF.
+func (b *binder) tableOptions(f *sql.TableName, t *tablestore.Table, snap int64) (_ int64, tag string, _ *tablestore.StreamSpec, travel bool) {
 	if b.viewStream != nil && len(f.Hints) == 0 && f.SystemTime == nil {
 		g := *f
 		g.Hints = b.viewStream
@@ -1093,7 +1108,7 @@ func (b *binder) tableHints(f *sql.TableName, t *tablestore.Table, snap int64) (
 		if b.opts.StreamHeartbeat > 0 {
 			spec.Heartbeat = b.opts.StreamHeartbeat
 		}
-		return snap, "", spec
+		return snap, "", spec, false
 	}
 	for _, h := range f.Hints {
 		if h.Name != "OPTIONS" {
@@ -1103,7 +1118,7 @@ func (b *binder) tableHints(f *sql.TableName, t *tablestore.Table, snap int64) (
 			if f.SystemTime != nil {
 				b.fail(f.SystemTime.Position(), "FOR SYSTEM_TIME AS OF does not go with scan.mode: use scan.mode from-timestamp")
 			}
-			return snap, "", stream
+			return snap, "", stream, false
 		}
 		var pinned *sql.Property
 		for _, o := range h.Options {
@@ -1112,7 +1127,7 @@ func (b *binder) tableHints(f *sql.TableName, t *tablestore.Table, snap int64) (
 				if pinned != nil {
 					b.fail(o.Pos, "%s does not go with %s", o.Key, pinned.Key)
 				}
-				pinned, snap = o, b.snapshotOption(t, o)
+				pinned, snap, travel = o, b.snapshotOption(t, o), true
 				if o.Key == "scan.tag-name" {
 					tag = o.Value
 				}
@@ -1134,9 +1149,9 @@ func (b *binder) tableHints(f *sql.TableName, t *tablestore.Table, snap int64) (
 		if err != nil {
 			b.failWrap(f.SystemTime.Position(), err, "FOR SYSTEM_TIME AS OF: %v", err)
 		}
-		snap = id
+		snap, travel = id, true
 	}
-	return snap, tag, nil
+	return snap, tag, nil, travel
 }
 
 // snapshotOption is the snapshot a scan.snapshot-id or scan.tag-name

@@ -240,7 +240,7 @@ func (b *binder) bindDataSystemTable(f *sql.TableName, base, kind string) (Node,
 	if f.SystemTime != nil {
 		b.fail(f.SystemTime.Position(), "%s$%s takes no FOR SYSTEM_TIME AS OF: use OPTIONS('scan.snapshot-id'=...)", base, kind)
 	}
-	snap, tag, stream := b.tableHints(f, t, snap)
+	t, snap, tag, stream := b.tableHints(f, t, snap)
 	if stream != nil {
 		b.notImplemented(f.Pos, fmt.Sprintf("streaming reads of %s$%s (a scan.mode hint on %s streams its changes with their row kinds)", base, kind, base))
 	}

@@ -211,8 +211,15 @@ func TestAlterTable(t *testing.T) {
 	must(t, s.AlterTable(ctx, id, DropColumn{Name: "n"}))
 	tbl, _ = s.Table(ctx, id)
 	eqRows(t, scanAll(t, tbl, ScanSpec{}), "1970-01-02|1|NULL", "1970-01-04|2|x")
-	// Time travel reads an old snapshot with its own schema.
-	eqRows(t, scanAll(t, tbl, ScanSpec{SnapshotID: 1}), "1970-01-02|1|5", "1970-01-03|2|6")
+	// Time travel reads an old snapshot with its own schema; the handle
+	// reads it with the handle's (a statement's pin across an ALTER).
+	old, err := tbl.AsOf(ctx, 1, "")
+	must(t, err)
+	eqRows(t, scanAll(t, old, ScanSpec{SnapshotID: 1}), "1970-01-02|1|5", "1970-01-03|2|6")
+	eqRows(t, scanAll(t, tbl, ScanSpec{SnapshotID: 1}), "1970-01-02|1|NULL", "1970-01-03|2|NULL")
+	if _, err := tbl.AsOf(ctx, 99, ""); !errors.Is(err, ErrSnapshotNotFound) {
+		t.Fatalf("AsOf of a missing snapshot: %v", err)
+	}
 	must(t, tbl.Compact(ctx, true))
 	eqRows(t, scanAll(t, tbl, ScanSpec{}), "1970-01-02|1|NULL", "1970-01-04|2|x")
 	eqRows(t, scanAll(t, tbl, ScanSpec{Filter: IsNull{Column: "extra"}}), "1970-01-02|1|NULL", "1970-01-04|2|x")

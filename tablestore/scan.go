@@ -111,7 +111,9 @@ func (t *Table) NewScan(ctx context.Context, spec ScanSpec) (_ *Scan, err error)
 		return nil, err
 	}
 	sch := t.schema
-	if (spec.SnapshotID != 0 || spec.Tag != "") && sn != nil {
+	if sn != nil && sn.SchemaID > sch.ID {
+		// Altered since the handle was opened: the snapshot's files may
+		// hold columns or types the handle's schema cannot read.
 		if sch, err = st.schema(sn.SchemaID); err != nil {
 			return nil, err
 		}

@@ -709,6 +709,7 @@ func (s *Store) lockForDrop(ids []Ident) func(dropped bool) {
 	// delete files by the dropped table's state in the new one.
 	for _, st := range sts {
 		st.expireMu.Lock()
+		st.dropping.Store(true)
 	}
 	return func(dropped bool) {
 		for _, st := range sts {
@@ -722,6 +723,7 @@ func (s *Store) lockForDrop(ids []Ident) func(dropped bool) {
 				}
 				s.mu.Unlock()
 			}
+			st.dropping.Store(false)
 			st.expireMu.Unlock()
 			st.commitMu.Unlock()
 		}

@@ -32,6 +32,10 @@ type tableState struct {
 	// into the directory a table created again under the name holds (its
 	// snapshot would name the dropped table's manifests and files).
 	dropped atomic.Bool
+	// dropping is set while a drop of this process holds the table's locks:
+	// its files go before dropped is set, and a reader finding one gone
+	// then is reading a dropped table too.
+	dropping atomic.Bool
 
 	mu       sync.Mutex
 	nextSeq  int64
@@ -101,7 +105,7 @@ func (st *tableState) notFound(err error) error {
 // ErrTableNotFound when this process dropped the table under the handle
 // that read it (the name may hold a table created again since).
 func (st *tableState) missing(err error) error {
-	if st.dropped.Load() {
+	if st.dropped.Load() || st.dropping.Load() && errors.Is(err, fs.ErrNotExist) {
 		return st.notFound(err)
 	}
 	return err
@@ -646,6 +650,38 @@ func (t *Table) WithWrite(w *Write) *Table {
 	c := *t
 	c.write = w
 	return &c
+}
+
+// AsOf returns a handle on the table as it was at a snapshot, named by id
+// or by tag (time travel): its schema is the one the snapshot was written
+// with, and its scans read that snapshot. A handle's scans of an older
+// snapshot read it with the handle's schema (columns added since are NULL),
+// as a statement pinned to the latest snapshot does across an ALTER TABLE
+// that committed no rows yet.
+func (t *Table) AsOf(ctx context.Context, id int64, tag string) (*Table, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var sn *snapshot
+	var err error
+	if tag != "" {
+		sn, err = t.st.readTag(tag)
+	} else {
+		sn, err = t.st.resolveSnapshot(id)
+	}
+	if err == nil && sn == nil {
+		err = fmt.Errorf("table %s: snapshot %d: %w", t.st.id, id, ErrSnapshotNotFound)
+	}
+	if err != nil {
+		return nil, t.st.missing(err)
+	}
+	sch, err := t.st.schema(sn.SchemaID)
+	if err != nil {
+		return nil, t.st.missing(err)
+	}
+	c := *t
+	c.schema, c.pin, c.write = sch, nil, nil
+	return &c, nil
 }
 
 // Uncommitted reports whether scans of the handle read uncommitted rows
