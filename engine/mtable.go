@@ -451,6 +451,9 @@ func (c *catalog) MaterializedStatus(ctx context.Context, t *tablestore.Table) (
 		return ms, err
 	}
 	ms.LastError, ms.Failures = state.LastError, state.Failures
+	if state.LastErrorMillis > 0 {
+		ms.LastErrorAt = time.UnixMilli(state.LastErrorMillis)
+	}
 	ms.NextRun = e.sched.NextRun(t.Ident())
 	return ms, nil
 }

@@ -153,8 +153,9 @@ type MaterializedStatus struct {
 	DataLag         time.Duration
 	NextRun         time.Time // zero: not scheduled
 	LastError       string
-	Failures        int    // failed refreshes (or job runs) in a row
-	Job             string // the continuous job keeping the table ("": none)
+	LastErrorAt     time.Time // zero: no error recorded
+	Failures        int       // failed refreshes (or job runs) in a row
+	Job             string    // the continuous job keeping the table ("": none)
 }
 
 // MaterializedCatalog is implemented by catalogs that schedule
@@ -688,6 +689,7 @@ func (b *binder) describeMaterialized(t *tablestore.Table, rows [][]string) [][]
 	add("next_run", at(st.NextRun))
 	add("job", st.Job)
 	add("last_error", st.LastError)
+	add("last_error_at", at(st.LastErrorAt))
 	add("failures", strconv.Itoa(st.Failures))
 	return rows
 }
