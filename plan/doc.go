@@ -39,6 +39,11 @@
 //	                  |    join_keys        the larger input of an inner join on the left;
 //	                  |                     join conditions split into equality keys and a
 //	                  |                     residual
+//	                  |    eager_aggregate  an aggregation over an inner join whose
+//	                  |                     aggregates read one side and whose other side
+//	                  |                     gives string group columns aggregates the first
+//	                  |                     side by its join keys first, where estimated to
+//	                  |                     reduce its rows (rules_eager.go)
 //	                  |    prune_columns    scans and projections keep what is read
 //	                  |    scan_predicates  column-vs-constant scan filters become
 //	                  |                     tablestore.Predicates (partition/file skipping)

@@ -47,6 +47,13 @@ var logicalRules = []rule{
 		return reorderJoins(root)
 	}},
 	{name: "join_keys", required: true, apply: func(b *binder, root Node) Node { return splitJoinKeys(root, b.streamPos == nil) }},
+	// After join_keys: it rewrites the joins' split keys (rules_eager.go).
+	{name: "eager_aggregate", apply: func(b *binder, root Node) Node {
+		if b.streamPos != nil {
+			return root
+		}
+		return eagerAggregate(b, root)
+	}},
 	{name: "prune_columns", apply: func(_ *binder, root Node) Node { return pruneColumns(root, idSet(root.Columns())) }},
 	{name: "scan_predicates", needs: []string{"push_filters"}, apply: func(_ *binder, root Node) Node {
 		derivePushdown(root)

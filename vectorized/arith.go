@@ -7,6 +7,7 @@ import (
 	"math/bits"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
@@ -327,20 +328,114 @@ func DecimalArith(mem memory.Allocator, op ArithOp, a, b arrow.Array, out *arrow
 	v := AndValidity(mem, n, a, b)
 	av, bv := DecimalValues(a), DecimalValues(b)
 	res, o := newDecimalOut(mem, n)
-	for i := 0; i < n; i++ {
+	row := func(i int) error {
 		if !v.IsValid(i) {
 			res[i] = decimal128.Num{}
-			continue
+			return nil
 		}
 		r, err := decimalOp(op, av[i], at.Scale, bv[i], bt.Scale, out)
 		if err != nil {
-			o.Release()
-			v.Release()
-			return nil, fmt.Errorf("%w: %s %s %s (%s)", err, av[i].ToString(at.Scale), op, bv[i].ToString(bt.Scale), out)
+			return fmt.Errorf("%w: %s %s %s (%s)", err, av[i].ToString(at.Scale), op, bv[i].ToString(bt.Scale), out)
 		}
 		res[i] = r
+		return nil
+	}
+	done, err := decimalArith64(op, av[:n], bv[:n], at.Scale, bt.Scale, out, res, row)
+	for i := 0; err == nil && !done && i < n; i++ {
+		err = row(i)
+	}
+	if err != nil {
+		o.Release()
+		v.Release()
+		return nil, err
+	}
+	if done && v.Nulls > 0 && v.Buf != nil {
+		// The loop computed NULL rows too; they read as zero, as row's.
+		bits := v.Buf.Bytes()
+		for i := range n {
+			if !bitutil.BitIsSet(bits, i) {
+				res[i] = decimal128.Num{}
+			}
+		}
 	}
 	return finishDecimal(o, out, n, v), nil
+}
+
+// mulBound64 bounds both factors of a product that fits in int64.
+const mulBound64 = 3037000499 // floor(sqrt(MaxInt64))
+
+// decimalArith64 computes a op b over whole buffers in int64 arithmetic
+// where the result's scale is out's without rescaling (sums and
+// differences at the larger scale, products at the sum of the scales,
+// quotients at out's): a row checks only that its operands and result are
+// within bounds, any other row (a wide value, an overflow, a zero divisor)
+// goes to row, decimalOp's value at a time path. q04's price arithmetic
+// spent most of its time in that path's checks and calls. done is false
+// for the operations and scales it does not cover.
+func decimalArith64(op ArithOp, av, bv []decimal128.Num, as, bs int32, out *arrow.Decimal128Type, res []decimal128.Num, row func(int) error) (done bool, err error) {
+	lim := int64(math.MaxInt64)
+	if out.Precision < int32(len(pow10i64)) {
+		lim = pow10i64[out.Precision] - 1
+	}
+	var ma, mb, lx, ly int64
+	switch op {
+	case Add, Sub:
+		s := max(as, bs)
+		if out.Scale != s || s-as >= int32(len(pow10i64)) || s-bs >= int32(len(pow10i64)) {
+			return false, nil
+		}
+		// Each scaled operand within half of int64: their sum fits.
+		ma, mb = pow10i64[s-as], pow10i64[s-bs]
+		lx, ly = maxScaled64[s-as]/2, maxScaled64[s-bs]/2
+		if op == Sub {
+			mb = -mb
+		}
+	case Mul:
+		if out.Scale != as+bs {
+			return false, nil
+		}
+		lx, ly = mulBound64, mulBound64
+	case Div:
+		k := out.Scale - as + bs
+		if k < 0 || k >= int32(len(pow10i64)) {
+			return false, nil
+		}
+		ma, lx, ly = pow10i64[k], maxScaled64[k], math.MaxInt64
+	default:
+		return false, nil
+	}
+	for i := range res {
+		x, y := int64(av[i].LowBits()), int64(bv[i].LowBits())
+		if av[i].HighBits() != x>>63 || bv[i].HighBits() != y>>63 || x > lx || x < -lx || y > ly || y < -ly {
+			if err := row(i); err != nil {
+				return true, err
+			}
+			continue
+		}
+		var r int64
+		switch op {
+		case Add, Sub:
+			r = x*ma + y*mb
+		case Mul:
+			r = x * y
+		default:
+			if y == 0 || y == math.MinInt64 {
+				if err := row(i); err != nil {
+					return true, err
+				}
+				continue
+			}
+			r = roundDiv64(x*ma, y)
+		}
+		if r > lim || r < -lim {
+			if err := row(i); err != nil {
+				return true, err
+			}
+			continue
+		}
+		res[i] = decimal128.FromI64(r)
+	}
+	return true, nil
 }
 
 func decimalOp(op ArithOp, x decimal128.Num, xs int32, y decimal128.Num, ys int32, out *arrow.Decimal128Type) (decimal128.Num, error) {

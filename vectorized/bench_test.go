@@ -437,3 +437,49 @@ func cpuTime() int64 {
 func reportCPU(b *testing.B, cpu0 int64) {
 	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 }
+
+// BenchmarkDecimalArith is DecimalArith over 64K prices (DECIMAL(7,2),
+// one in ten NULL): q04's sums and differences of prices and its division
+// by 2, and a price times a quantity.
+func BenchmarkDecimalArith(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	rng := rand.New(rand.NewPCG(1, 2))
+	price := &arrow.Decimal128Type{Precision: 7, Scale: 2}
+	arr := func(dt *arrow.Decimal128Type, lo, n int64) arrow.Array {
+		bld := array.NewDecimal128Builder(mem, dt)
+		defer bld.Release()
+		for range 1 << 16 {
+			if rng.IntN(10) == 0 {
+				bld.AppendNull()
+			} else {
+				bld.Append(decimal128.FromI64(lo + rng.Int64N(n)))
+			}
+		}
+		return bld.NewArray()
+	}
+	x, y := arr(price, -1_000_000, 2_000_000), arr(price, -1_000_000, 2_000_000)
+	qty := arr(&arrow.Decimal128Type{Precision: 10, Scale: 0}, 1, 100)
+	two := arr(&arrow.Decimal128Type{Precision: 1, Scale: 0}, 2, 1)
+	for _, c := range []struct {
+		name string
+		op   ArithOp
+		a, b arrow.Array
+		out  *arrow.Decimal128Type
+	}{
+		{"add", Add, x, y, &arrow.Decimal128Type{Precision: 8, Scale: 2}},
+		{"sub", Sub, x, y, &arrow.Decimal128Type{Precision: 8, Scale: 2}},
+		{"mul", Mul, x, qty, &arrow.Decimal128Type{Precision: 18, Scale: 2}},
+		{"div", Div, x, two, &arrow.Decimal128Type{Precision: 14, Scale: 8}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			defer reportCPU(b, cpuTime())
+			for b.Loop() {
+				r, err := DecimalArith(mem, c.op, c.a, c.b, c.out)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+			}
+		})
+	}
+}
