@@ -90,6 +90,7 @@ type dataFile struct {
 	kindCol  int
 	types    []arrow.DataType // by column index (the fileLayout's)
 	leaves   [][]int          // the fileLayout's
+	layout   *fileLayout
 	crc      *uint32
 	verified *verifiedFiles
 	// bounded: field IDs with manifest min/max. Parquet float statistics
@@ -134,7 +135,7 @@ func (st *tableState) openDataFile(e *manifestEntry) (*dataFile, error) {
 		rf.Close()
 		return nil, fmt.Errorf("%w: data file %s has %d rows, manifest says %d", ErrCorrupt, path, pr.NumRows(), e.File.RowCount)
 	}
-	df := &dataFile{path: path, rf: rf, pr: pr, props: props, mem: mem, types: layout.types, leaves: layout.leaves,
+	df := &dataFile{path: path, rf: rf, pr: pr, props: props, mem: mem, types: layout.types, leaves: layout.leaves, layout: layout,
 		cols: map[int]int{}, seqCol: -1, kindCol: -1, bounded: map[int]bool{}, verified: &st.s.verified}
 	df.crc = e.File.CRC
 	for _, cs := range e.File.ValueStats {
@@ -190,6 +191,9 @@ type fileLayout struct {
 	// leaves: the Parquet leaf columns of each column (a nested column
 	// has one per primitive value it holds).
 	leaves [][]int
+	// pages holds the page indexes of the file's column chunks read so
+	// far, by chunkID (dataFile.pageIndex).
+	pages sync.Map
 }
 
 func newFileLayout(pr *file.Reader, props pqarrow.ArrowReadProperties) (*fileLayout, error) {

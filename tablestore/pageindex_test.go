@@ -205,14 +205,16 @@ func TestSecondsFilterKeepsRows(t *testing.T) {
 }
 
 // TestPagesReadCachedByRows: a scan whose filter skips pages caches the
-// chunks it decodes in part under their rows, so the same scan again
-// decodes nothing (no byte added to the cache, a hit per chunk) and
-// returns the same rows; a scan of other pages, and one of all rows, are
-// not served those chunks.
+// chunks it decodes in part under their rows, and the file's page index
+// once parsed, so the same scan again decodes nothing (no byte added to
+// the cache, a hit per chunk), reads no byte of the file, and returns the
+// same rows; a scan of other pages, and one of all rows, are not served
+// those chunks.
 func TestPagesReadCachedByRows(t *testing.T) {
 	ctx := context.Background()
 	mem := newMem(t)
-	s, err := Open(ctx, NewLocalFS(), t.TempDir(), Options{Mem: mem, CacheBytes: 64 << 20})
+	fsys := &readCountingFS{FS: NewLocalFS()}
+	s, err := Open(ctx, fsys, t.TempDir(), Options{Mem: mem, CacheBytes: 64 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +265,11 @@ func TestPagesReadCachedByRows(t *testing.T) {
 	if cached == 0 {
 		t.Fatal("nothing decoded in part was cached")
 	}
+	read := fsys.read.Load()
 	again, _ := scan(low)
+	if n := fsys.read.Load() - read; n != 0 {
+		t.Fatalf("the same scan again read %d bytes of the data file", n)
+	}
 	if !slices.Equal(again, first) {
 		t.Fatalf("the same scan again gave %d rows, first %d", len(again), len(first))
 	}
