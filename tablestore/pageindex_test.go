@@ -3,6 +3,7 @@ package tablestore
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -206,9 +207,9 @@ func TestSecondsFilterKeepsRows(t *testing.T) {
 
 // TestPagesReadCachedByRows: a scan whose filter skips pages caches the
 // chunks it decodes in part under their rows, and the file's page index
-// once parsed, so the same scan again decodes nothing (no byte added to
-// the cache, a hit per chunk), reads no byte of the file, and returns the
-// same rows; a scan of other pages, and one of all rows, are not served
+// and row group statistics once decoded, so the same scan again decodes
+// nothing (no byte added to the cache, a hit per chunk, the statistics
+// kept), reads no byte of the file, and returns the same rows; a scan of other pages, and one of all rows, are not served
 // those chunks.
 func TestPagesReadCachedByRows(t *testing.T) {
 	ctx := context.Background()
@@ -265,8 +266,28 @@ func TestPagesReadCachedByRows(t *testing.T) {
 	if cached == 0 {
 		t.Fatal("nothing decoded in part was cached")
 	}
+	// The footer statistics the row groups were judged by, decoded once.
+	decoded := func() map[any]any {
+		m := map[any]any{}
+		s.footers.mu.Lock()
+		defer s.footers.mu.Unlock()
+		for path, e := range s.footers.m {
+			e.layout.stats.Range(func(k, v any) bool {
+				m[path+fmt.Sprint(k)] = v
+				return true
+			})
+		}
+		return m
+	}
+	stats := decoded()
+	if len(stats) == 0 {
+		t.Fatal("no row group statistics kept")
+	}
 	read := fsys.read.Load()
 	again, _ := scan(low)
+	if got := decoded(); !maps.Equal(got, stats) {
+		t.Fatalf("row group statistics decoded again: %v, first %v", got, stats)
+	}
 	if n := fsys.read.Load() - read; n != 0 {
 		t.Fatalf("the same scan again read %d bytes of the data file", n)
 	}
