@@ -196,6 +196,7 @@ var _ plan.FileCatalog = (*catalog)(nil)
 // converts every file's columns to it, as ingest converts a client's, and
 // a file of other columns fails the read.
 func (c *catalog) ReadFiles(ctx context.Context, files []plan.File) (*arrow.Schema, func(ctx context.Context) (exec.BatchSource, error), error) {
+	c.opaque = true
 	if err := c.s.allowFiles(); err != nil {
 		return nil, nil, err
 	}

@@ -477,6 +477,7 @@ var _ plan.JobCatalog = (*catalog)(nil)
 
 // JobRows is SHOW JOBS: every job, as plan.JobColumns.
 func (c *catalog) JobRows(ctx context.Context) ([][]string, error) {
+	c.opaque = true
 	var rows [][]string
 	for _, j := range c.s.e.Jobs(ctx) {
 		if db, ok := c.s.e.jobDatabase(j.ID); !ok || c.s.allow(db, Read) != nil {

@@ -112,6 +112,7 @@ var _ plan.LookupCatalog = (*catalog)(nil)
 // LookupIndex gives the planner the shared index of t with t's lookup
 // options, for queries that read keys (plan.LookupScan).
 func (c *catalog) LookupIndex(ctx context.Context, t *tablestore.Table) (*lookup.Index, func(), error) {
+	c.opaque = true
 	opts, err := lookup.ParseOptions(t.Options(), nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("lookup on %s: %w", t.Ident(), err)

@@ -423,12 +423,14 @@ var (
 // DatabaseOptions: the freshness threshold of a database's materialized
 // tables.
 func (c *catalog) DatabaseOptions(ctx context.Context, db string) (map[string]string, error) {
+	c.opaque = true
 	return c.s.e.store.DatabaseOptions(ctx, db)
 }
 
 // MaterializedStatus: the data lag is now minus the commit time of the
 // newest source snapshot the table reflects.
 func (c *catalog) MaterializedStatus(ctx context.Context, t *tablestore.Table) (plan.MaterializedStatus, error) {
+	c.opaque = true
 	e := c.s.e
 	var ms plan.MaterializedStatus
 	last, ok, err := lastRefreshOf(ctx, t)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"sync"
 
@@ -88,6 +89,21 @@ type Statement struct {
 	// the transaction's writes it reads (catalog.reads).
 	txTables int
 	reads    []*tablestore.Write
+	// resolved is what binding a query read of the catalog (Unchanged);
+	// nil when it cannot tell.
+	resolved *resolved
+}
+
+// resolved is what binding a query found in the catalog: each table with
+// the latest snapshot it read, and each view name's lookup.
+type resolved struct {
+	tables map[tablestore.Ident]resolvedTable
+	views  map[tablestore.Ident]viewLookup
+}
+
+type resolvedTable struct {
+	t    *tablestore.Table
+	snap int64
 }
 
 // Prepare parses and binds one statement, so errors surface before any
@@ -126,11 +142,56 @@ func (s *Session) PrepareAST(ctx context.Context, ast sql.Statement, tx *Txn) (_
 	if err := s.allowStatement(st.bound); err != nil {
 		return nil, err
 	}
+	if isQuery && !q.Streaming() && tx == nil {
+		if st.resolved, err = cat.resolved(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if ins, ok := st.bound.(*plan.Insert); ok {
 		st.readsTarget = cat.looked[ins.Table.Ident()] > 1 // the target itself is one
 	}
 	st.reads = cat.reads
 	return st, nil
+}
+
+// Unchanged reports whether the query would bind now as it was bound:
+// every table it resolved is the same table at the same schema version and
+// latest snapshot, every view name resolves as it did, and the session may
+// still read them. Binding it again would give the same plan, so the plan
+// can serve an execution asked for apart from its preparation (Flight SQL's
+// DoGet after GetFlightInfo) without binding and optimizing it twice. It is
+// false for what it cannot tell: a statement of a transaction, or one that
+// read listings of the catalog, files or jobs.
+func (st *Statement) Unchanged(ctx context.Context) bool {
+	r := st.resolved
+	if r == nil {
+		return false
+	}
+	for id, rt := range r.tables {
+		if st.s.allow(id.Database, Read) != nil {
+			return false
+		}
+		now, err := st.s.e.store.Table(ctx, id)
+		if err != nil || !rt.t.SameVersion(now) {
+			return false
+		}
+		if snap, err := now.LatestSnapshotID(ctx); err != nil || snap != rt.snap {
+			return false
+		}
+	}
+	for id, v := range r.views {
+		if _, ok := r.tables[id]; ok {
+			continue // a table, so no view: checked above
+		}
+		if v.err != nil || st.s.allow(id.Database, Read) != nil {
+			return false
+		}
+		def, err := st.s.e.store.View(ctx, id)
+		if err != nil || !reflect.DeepEqual(def, v.def) {
+			return false
+		}
+	}
+	return st.s.allowStatement(st.bound) == nil
 }
 
 // withOwnWrites readies an execution of a statement of a transaction to
@@ -408,6 +469,27 @@ type catalog struct {
 	// reads are the transaction's writes the statement reads
 	// (Txn.withOwnWrites), settled at each execution.
 	reads []*tablestore.Write
+	// opaque: binding read what Statement.Unchanged cannot check again
+	// (listings of databases, tables or views, files, jobs, materialized
+	// tables' state).
+	opaque bool
+}
+
+// resolved records the tables and views the catalog resolved, each table
+// at the snapshot its handle reads; nil when the catalog is opaque.
+func (c *catalog) resolved(ctx context.Context) (*resolved, error) {
+	if c.opaque {
+		return nil, nil
+	}
+	r := &resolved{tables: make(map[tablestore.Ident]resolvedTable, len(c.tables)), views: c.views}
+	for id, t := range c.tables {
+		snap, err := t.LatestSnapshotID(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r.tables[id] = resolvedTable{t, snap}
+	}
+	return r, nil
 }
 
 // viewLookup is the outcome of a catalog's lookup of a view name.
@@ -489,10 +571,12 @@ func (c *catalog) table(ctx context.Context, id tablestore.Ident) (*tablestore.T
 }
 
 func (c *catalog) Databases(ctx context.Context) ([]string, error) {
+	c.opaque = true
 	return c.s.e.store.Databases(ctx)
 }
 
 func (c *catalog) Tables(ctx context.Context, db string) ([]string, error) {
+	c.opaque = true
 	if err := c.s.allow(db, Read); err != nil {
 		return nil, err
 	}
@@ -526,6 +610,7 @@ func (c *catalog) View(ctx context.Context, id tablestore.Ident) (tablestore.Vie
 }
 
 func (c *catalog) Views(ctx context.Context, db string) ([]string, error) {
+	c.opaque = true
 	if err := c.s.allow(db, Read); err != nil {
 		return nil, err
 	}

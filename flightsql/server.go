@@ -76,6 +76,7 @@ type Server struct {
 	paramBudget *paramBudget
 	txns        *registry[*engine.Txn]
 	running     runningQueries
+	planned     plannedQueries
 	// messages and empties share streaming results' encoding (fanout.go).
 	messages *sharedMessages
 	empties  emptyBatches
@@ -142,6 +143,7 @@ func (s *Server) janitor() {
 			for id := range s.txns.expired(now) {
 				_ = s.eng.Rollback(id) // gone already if it ended meanwhile
 			}
+			s.planned.expire(now)
 		}
 	}
 }

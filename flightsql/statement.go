@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -38,6 +39,9 @@ type queryTicket struct {
 	Parts   *engine.Partitions `json:"parts,omitempty"`
 	Part    int                `json:"part,omitempty"`
 	Expires int64              `json:"exp,omitempty"`
+	// Plan names the statement GetFlightInfo planned, kept for the
+	// ticket's DoGet on this server (planned.go).
+	Plan string `json:"plan,omitempty"`
 }
 
 const ticketDomain = "flightd ticket\x00"
@@ -104,6 +108,9 @@ func (s *Server) statementInfo(ctx context.Context, query string, txnID []byte, 
 		}
 		return info, nil
 	}
+	if txn == "" {
+		t.Plan = s.planned.put(st, time.Now())
+	}
 	tkt, err := s.encodeTicket(t)
 	if err != nil {
 		return nil, toStatus(err)
@@ -138,7 +145,9 @@ func (s *Server) PollFlightInfoStatement(ctx context.Context, cmd flightsql.Stat
 	return completePoll(info), nil
 }
 
-// DoGetStatement plans the ticket's query again and streams its result.
+// DoGetStatement streams the result of the ticket's query: the statement
+// GetFlightInfo planned if it is still current, else the query planned
+// again.
 func (s *Server) DoGetStatement(ctx context.Context, cmd flightsql.StatementQueryTicket) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	t, err := s.decodeTicket(cmd.GetStatementHandle())
 	if err != nil {
@@ -151,11 +160,13 @@ func (s *Server) DoGetStatement(ctx context.Context, cmd flightsql.StatementQuer
 	if err != nil {
 		return nil, nil, toStatus(err)
 	}
-	var st *engine.Statement
-	if t.Parts != nil {
+	st := s.planned.take(ctx, t.Plan, time.Now())
+	switch {
+	case st != nil:
+	case t.Parts != nil:
 		// Its snapshots are pinned: no transaction of the reader's applies.
 		st, err = s.preparePart(ctx, sess, t)
-	} else {
+	default:
 		var tx *engine.Txn
 		if tx, err = s.txn(ctx, []byte(t.Txn)); err == nil {
 			st, err = s.prepareSQL(ctx, sess, t.SQL, tx)

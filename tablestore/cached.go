@@ -69,7 +69,9 @@ func (c *chunkSource) Read() (arrow.RecordBatch, error) {
 // load makes the columns of one row group current: cached ones from the
 // cache, the others decoded on this goroutine and on as many more as
 // decoder tokens are free. When only some rows are read (page index),
-// cached chunks are cut to them and decoded ones are not cached.
+// whole cached chunks are cut to them, and chunks decoded in part are
+// cached under their rows: a warm query whose filter skips pages would
+// otherwise decode its pages at every run.
 func (c *chunkSource) load(rg int) error {
 	var ranges []rowRange
 	if c.ranges != nil {
@@ -97,9 +99,16 @@ func (c *chunkSource) load(rg int) error {
 				}
 				continue
 			}
-			if ranges == nil {
-				keys[i] = key // decoded below, cached once all are
+			if ranges != nil {
+				// The same pages read again (the same filter, or one
+				// whose pages match alike) are served as read.
+				key += rangesKey(ranges)
+				if a, ok := c.cache.Get(key); ok {
+					c.chunk[i] = a
+					continue
+				}
 			}
+			keys[i] = key // decoded below, cached once all are
 		}
 		select {
 		case c.decoders <- struct{}{}:
@@ -147,4 +156,14 @@ func (c *chunkSource) releaseChunk() {
 func (c *chunkSource) Release() {
 	c.releaseOut()
 	c.releaseChunk()
+}
+
+// rangesKey is the part of a cache key that names the rows of a chunk
+// decoded in part.
+func rangesKey(ranges []rowRange) string {
+	b := make([]byte, 0, 16*len(ranges))
+	for _, r := range ranges {
+		b = fmt.Appendf(b, "@%d-%d", r.start, r.end)
+	}
+	return string(b)
 }

@@ -55,14 +55,36 @@ type Statistics struct {
 
 // ColumnStats aggregates the manifest statistics of a snapshot (0 = latest)
 // per column of the handle's schema. A table without a snapshot has zero
-// rows and no ranges.
+// rows and no ranges. Those of the last snapshot and schema asked for are
+// kept and shared: callers must not change them.
 func (t *Table) ColumnStats(ctx context.Context, snapshotID int64) (*Statistics, error) {
 	sch := t.schema
-	out := &Statistics{Columns: make([]ColumnStats, len(sch.Fields))}
 	sn, err := t.resolve(snapshotID)
 	if err != nil || sn == nil {
-		return out, err
+		return &Statistics{Columns: make([]ColumnStats, len(sch.Fields))}, err
 	}
+	t.st.mu.Lock()
+	kept := t.st.stats
+	if t.st.statsSnap != sn || t.st.statsSchema != sch {
+		kept = nil
+	}
+	t.st.mu.Unlock()
+	if kept != nil {
+		return kept, nil
+	}
+	out, err := t.columnStats(ctx, sn)
+	if err != nil {
+		return nil, err
+	}
+	t.st.mu.Lock()
+	t.st.statsSnap, t.st.statsSchema, t.st.stats = sn, sch, out
+	t.st.mu.Unlock()
+	return out, nil
+}
+
+func (t *Table) columnStats(ctx context.Context, sn *snapshot) (*Statistics, error) {
+	sch := t.schema
+	out := &Statistics{Columns: make([]ColumnStats, len(sch.Fields))}
 	files, err := t.st.liveFiles(sn)
 	if err != nil {
 		return nil, err

@@ -51,6 +51,22 @@ func TestColumnStats(t *testing.T) {
 			t.Errorf("column %s: got %+v, want %+v", sc.Field(i).Name, st.Columns[i], w)
 		}
 	}
+	// Kept for the snapshot, through another handle too, and made anew
+	// for the next snapshot.
+	other, err := s.Table(ctx, Ident{"db", "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := other.ColumnStats(ctx, 0); err != nil || again != st {
+		t.Fatalf("the same snapshot's statistics made again (%v)", err)
+	}
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{6, 20, nil, "z"}})
+	if next, err := other.ColumnStats(ctx, 0); err != nil || next.SnapshotID != 3 || next.Rows != 6 || next.Columns[1].MaxNum != 20 {
+		t.Fatalf("after a commit: %+v %v", next, err)
+	}
+	if prev, err := other.ColumnStats(ctx, 2); err != nil || prev.Rows != 5 {
+		t.Fatalf("snapshot 2 after a commit: %+v %v", prev, err)
+	}
 	// One distinct value: NDV 1, whatever the type.
 	one, err := s.CreateTable(ctx, Ident{"db", "one"}, TableDef{Schema: sc}, false)
 	if err != nil {

@@ -90,6 +90,7 @@ type dataFile struct {
 	kindCol  int
 	types    []arrow.DataType // by column index (the fileLayout's)
 	leaves   [][]int          // the fileLayout's
+	layout   *fileLayout
 	crc      *uint32
 	verified *verifiedFiles
 	// bounded: field IDs with manifest min/max. Parquet float statistics
@@ -134,7 +135,7 @@ func (st *tableState) openDataFile(e *manifestEntry) (*dataFile, error) {
 		rf.Close()
 		return nil, fmt.Errorf("%w: data file %s has %d rows, manifest says %d", ErrCorrupt, path, pr.NumRows(), e.File.RowCount)
 	}
-	df := &dataFile{path: path, rf: rf, pr: pr, props: props, mem: mem, types: layout.types, leaves: layout.leaves,
+	df := &dataFile{path: path, rf: rf, pr: pr, props: props, mem: mem, types: layout.types, leaves: layout.leaves, layout: layout,
 		cols: map[int]int{}, seqCol: -1, kindCol: -1, bounded: map[int]bool{}, verified: &st.s.verified}
 	df.crc = e.File.CRC
 	for _, cs := range e.File.ValueStats {
@@ -190,6 +191,10 @@ type fileLayout struct {
 	// leaves: the Parquet leaf columns of each column (a nested column
 	// has one per primitive value it holds).
 	leaves [][]int
+	// pages and stats hold the page indexes and the footer statistics of
+	// the file's column chunks read so far, by chunkID (dataFile.pageIndex,
+	// dataFile.chunkStats).
+	pages, stats sync.Map
 }
 
 func newFileLayout(pr *file.Reader, props pqarrow.ArrowReadProperties) (*fileLayout, error) {
@@ -387,16 +392,8 @@ func (df *dataFile) rowGroupStats(rg int, sch *tableSchema, allowed func(string)
 		if isNested(df.types[c]) {
 			return colRange{}, false, nil // no bounds for nested values
 		}
-		cc, err := md.ColumnChunk(df.leaves[c][0])
-		if err != nil {
-			return colRange{}, false, nil
-		}
-		set, err := cc.StatsSet()
-		if err != nil || !set {
-			return colRange{}, false, nil
-		}
-		ps, err := cc.Statistics()
-		if err != nil || ps == nil {
+		ps := df.chunkStats(md, rg, df.leaves[c][0])
+		if ps == nil {
 			return colRange{}, false, nil
 		}
 		r := colRange{nullCount: -1, rowCount: rows}
@@ -410,6 +407,30 @@ func (df *dataFile) rowGroupStats(rg int, sch *tableSchema, allowed func(string)
 		return r, true, lit
 	}
 }
+
+// chunkStats returns the footer's statistics of leaf column chunk rg of
+// row group md (nil: none), decoded once per file and kept with its layout
+// like its page indexes: every scan with a filter decoded them again.
+func (df *dataFile) chunkStats(md *metadata.RowGroupMetaData, rg, leaf int) metadata.TypedStatistics {
+	id := chunkID{rg, leaf}
+	if v, ok := df.layout.stats.Load(id); ok {
+		return v.(*chunkStatistics).ps
+	}
+	cc, err := md.ColumnChunk(leaf)
+	if err != nil {
+		return nil
+	}
+	cs := &chunkStatistics{}
+	if set, err := cc.StatsSet(); err == nil && set {
+		if cs.ps, err = cc.Statistics(); err != nil {
+			cs.ps = nil
+		}
+	}
+	df.layout.stats.Store(id, cs)
+	return cs.ps
+}
+
+type chunkStatistics struct{ ps metadata.TypedStatistics }
 
 // parquetMinMax converts Parquet statistics of a column read as typ, of
 // table type tableTyp, to datums; nil when they do not bound the values as

@@ -27,14 +27,6 @@ func (s *Scan) pageRanges(df *dataFile, rg int, allowed func(string) bool) ([]ro
 	if s.filter == nil {
 		return nil, false
 	}
-	pir := df.pr.GetPageIndexReader()
-	if pir == nil {
-		return nil, false
-	}
-	rgIdx, err := pir.RowGroup(rg)
-	if err != nil || rgIdx == nil {
-		return nil, false
-	}
 	names, _ := predColumns(s.filter, nil)
 	cols := map[string]pageColumn{}
 	bounds := []int64{0}
@@ -42,7 +34,7 @@ func (s *Scan) pageRanges(df *dataFile, rg int, allowed func(string) bool) ([]ro
 		if _, done := cols[name]; done || !allowed(name) {
 			continue
 		}
-		pc, ok := s.pageColumn(df, rgIdx, name)
+		pc, ok := s.pageColumn(df, rg, name)
 		if !ok {
 			continue
 		}
@@ -98,19 +90,15 @@ func rangeRows(rs []rowRange) int64 {
 
 // pageColumn reads column name's page index in a row group; ok is false
 // when the file has none for it or its values give no bounds.
-func (s *Scan) pageColumn(df *dataFile, rgIdx *metadata.RowGroupPageIndexReader, name string) (pageColumn, bool) {
+func (s *Scan) pageColumn(df *dataFile, rg int, name string) (pageColumn, bool) {
 	i := s.sch.fieldIndex(name)
 	c, ok := df.cols[s.sch.Fields[i].ID]
 	if !ok || len(df.leaves[c]) != 1 {
 		return pageColumn{}, false
 	}
 	leaf := df.leaves[c][0]
-	ci, err := rgIdx.GetColumnIndex(leaf)
-	if err != nil || ci == nil {
-		return pageColumn{}, false
-	}
-	oi, err := rgIdx.GetOffsetIndex(leaf)
-	if err != nil || oi == nil {
+	ci, oi := df.pageIndex(rg, leaf)
+	if ci == nil || oi == nil {
 		return pageColumn{}, false
 	}
 	locs := oi.GetPageLocations()
@@ -177,4 +165,46 @@ func pageBounds(ci metadata.ColumnIndex, bounded bool) func(p int) (*datum, *dat
 		return func(p int) (*datum, *datum) { return pair(binDatum(ci.MinValues()[p]), binDatum(ci.MaxValues()[p])) }
 	}
 	return nil
+}
+
+// columnPages is a leaf column chunk's page index: its column index (per
+// page statistics) and offset index (page locations); nil where the file
+// has none.
+type columnPages struct {
+	ci metadata.ColumnIndex
+	oi metadata.OffsetIndex
+}
+
+type chunkID struct{ rg, leaf int }
+
+// pageIndex returns the page index of leaf column chunk rg, read and
+// parsed once per file: it is kept with the file's layout beside its
+// cached footer, where every scan with a filter read and decoded it again
+// (3% of flightd's CPU over the small TPC-DS queries, warm). A read that
+// failed is not kept: the next scan tries again.
+func (df *dataFile) pageIndex(rg, leaf int) (metadata.ColumnIndex, metadata.OffsetIndex) {
+	id := chunkID{rg, leaf}
+	if v, ok := df.layout.pages.Load(id); ok {
+		p := v.(*columnPages)
+		return p.ci, p.oi
+	}
+	pir := df.pr.GetPageIndexReader()
+	if pir == nil {
+		return nil, nil
+	}
+	rgIdx, err := pir.RowGroup(rg)
+	if err != nil {
+		return nil, nil
+	}
+	p := &columnPages{}
+	if rgIdx != nil {
+		if p.ci, err = rgIdx.GetColumnIndex(leaf); err != nil {
+			return nil, nil
+		}
+		if p.oi, err = rgIdx.GetOffsetIndex(leaf); err != nil {
+			return nil, nil
+		}
+	}
+	df.layout.pages.Store(id, p)
+	return p.ci, p.oi
 }

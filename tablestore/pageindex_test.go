@@ -3,6 +3,7 @@ package tablestore
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -201,5 +202,108 @@ func TestSecondsFilterKeepsRows(t *testing.T) {
 		if len(got) == 0 {
 			t.Fatalf("ts %s 51000: no row returned", op)
 		}
+	}
+}
+
+// TestPagesReadCachedByRows: a scan whose filter skips pages caches the
+// chunks it decodes in part under their rows, and the file's page index
+// and row group statistics once decoded, so the same scan again decodes
+// nothing (no byte added to the cache, a hit per chunk, the statistics
+// kept), reads no byte of the file, and returns the same rows; a scan of other pages, and one of all rows, are not served
+// those chunks.
+func TestPagesReadCachedByRows(t *testing.T) {
+	ctx := context.Background()
+	mem := newMem(t)
+	fsys := &readCountingFS{FS: NewLocalFS()}
+	s, err := Open(ctx, fsys, t.TempDir(), Options{Mem: mem, CacheBytes: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.CreateDatabase(ctx, "db", false); err != nil {
+		t.Fatal(err)
+	}
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "k", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: sc}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 60000
+	var data [][]any
+	for i := range n {
+		data = append(data, []any{i, fmt.Sprintf("s%05d", i)})
+	}
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, data)
+	scan := func(p Predicate) ([]string, ScanStats) {
+		t.Helper()
+		sp, err := tbl.NewScan(ctx, ScanSpec{Filter: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := readScan(t, sp)
+		s.columns.Wait()
+		return got, sp.Stats()
+	}
+	// want are the rows of k in [lo, hi) the scan must hold.
+	check := func(got []string, lo, hi int) {
+		t.Helper()
+		for i := lo; i < hi; i++ {
+			if _, ok := slices.BinarySearch(got, fmt.Sprintf("%d|s%05d", i, i)); !ok {
+				t.Fatalf("row %d missing from the scan of [%d, %d)", i, lo, hi)
+			}
+		}
+	}
+	low := Compare{Column: "k", Op: LT, Value: scalar.NewInt64Scalar(100)}
+	first, st := scan(low)
+	if st.PageRowsSkipped == 0 {
+		t.Fatal("the filter skipped no page: the test tests nothing")
+	}
+	check(first, 0, 100)
+	cached, hits := s.columns.Stats().Bytes, s.columns.Stats().Hits
+	if cached == 0 {
+		t.Fatal("nothing decoded in part was cached")
+	}
+	// The footer statistics the row groups were judged by, decoded once.
+	decoded := func() map[any]any {
+		m := map[any]any{}
+		s.footers.mu.Lock()
+		defer s.footers.mu.Unlock()
+		for path, e := range s.footers.m {
+			e.layout.stats.Range(func(k, v any) bool {
+				m[path+fmt.Sprint(k)] = v
+				return true
+			})
+		}
+		return m
+	}
+	stats := decoded()
+	if len(stats) == 0 {
+		t.Fatal("no row group statistics kept")
+	}
+	read := fsys.read.Load()
+	again, _ := scan(low)
+	if got := decoded(); !maps.Equal(got, stats) {
+		t.Fatalf("row group statistics decoded again: %v, first %v", got, stats)
+	}
+	if n := fsys.read.Load() - read; n != 0 {
+		t.Fatalf("the same scan again read %d bytes of the data file", n)
+	}
+	if !slices.Equal(again, first) {
+		t.Fatalf("the same scan again gave %d rows, first %d", len(again), len(first))
+	}
+	if got := s.columns.Stats(); got.Bytes != cached || got.Hits == hits {
+		t.Fatalf("the same scan again: %d bytes cached (was %d), %d hits (was %d): it decoded again", got.Bytes, cached, got.Hits, hits)
+	}
+	high := Compare{Column: "k", Op: GE, Value: scalar.NewInt64Scalar(n - 100)}
+	got, _ := scan(high)
+	check(got, n-100, n)
+	if slices.Contains(got, first[0]) {
+		t.Fatalf("the scan of the last rows holds %s of the first pages", first[0])
+	}
+	if all, _ := scan(nil); len(all) != n {
+		t.Fatalf("the scan of all rows gave %d rows, want %d", len(all), n)
 	}
 }

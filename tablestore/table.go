@@ -55,6 +55,12 @@ type tableState struct {
 	keptSchemaAt time.Time
 	schemaGen    int64
 	live         []*manifestEntry
+	// stats are the column statistics of snapshot statsSnap for schema
+	// statsSchema (Table.ColumnStats): the planner asks for them at every
+	// query, and they cannot change for the same snapshot and schema.
+	statsSnap   *snapshot
+	statsSchema *tableSchema
+	stats       *Statistics
 	// lists are the decoded manifest lists of the newest snapshot this
 	// process committed (listsSnap), so that the next commit, which
 	// extends them, need not read and decode them again (mu).
