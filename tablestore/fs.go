@@ -50,8 +50,8 @@ type FS interface {
 // exchanger is an FS that swaps two existing names atomically. A hint is
 // then rewritten in a spare file of its own and swapped into place: no
 // file is created and none freed per commit, where creating one is the
-// dearest call a commit makes on ext4 (0.2-0.65 ms of CPU on the
-// benchmark machine, bench/README.md "The ingest floor").
+// dearest call a commit makes on ext4 (0.2-0.8 ms of CPU on the
+// benchmark machine, bench/README.md "Per-commit fixed costs").
 type exchanger interface {
 	Exchange(a, b string) error
 }
