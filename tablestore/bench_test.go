@@ -691,3 +691,39 @@ func BenchmarkScanPageIndex(b *testing.B) {
 	b.ReportMetric(float64(kept)/float64(rows), "rows-read/row")
 	b.ReportMetric(float64(rows)/cpu.Seconds(), "rows/cpu-s")
 }
+
+// BenchmarkCommitSmall measures a commit's fixed cost: one op writes 100
+// rows to an append table and commits them (a data file, its manifests,
+// the snapshot, the hint, and the syncs). write-only keeps compaction out;
+// expiry still runs after each commit, as it does in a load.
+// cpu-us/commit divides the process CPU time (the kernel's included) by
+// the commits.
+func BenchmarkCommitSmall(b *testing.B) {
+	ctx := context.Background()
+	mem := memory.NewGoAllocator()
+	s, err := Open(ctx, NewLocalFS(), b.TempDir(), Options{Mem: mem})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	_ = s.CreateDatabase(ctx, "db", false)
+	tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: benchSchema, Options: map[string]string{"write-only": "true"}}, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rec := benchBatch(mem, rand.New(rand.NewPCG(1, 2)), 100, 1<<62, -1)
+	defer rec.Release()
+	w := tbl.NewWrite(WriteOptions{})
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for range b.N {
+		if err := w.Write(ctx, rec, Insert); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := w.Commit(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-us/commit")
+}

@@ -587,18 +587,53 @@ func (st *tableState) writeManifestFile(name string, data []byte, pending *[]Fil
 // failures are ignored. It is not synced (a sync is a device wait on
 // every commit): after a crash a hint may be empty or old, and readers
 // then probe or list the snapshots (latestSnapshot).
+//
+// Where the FS swaps names (exchanger), the id is written into this
+// table state's spare file of the hint, which is then swapped with the
+// hint: a reader opens the old hint or the new one, each written whole.
+// The next update rewrites the spare (the old hint) in place, so a reader
+// still reading that file may find it empty or holding a newer id, never
+// an id not yet published: every id written is published, and one writer
+// per hint and process writes its spare (commitMu for LATEST, expireMu for
+// EARLIEST). Only the first two updates create a file (the first spare
+// becomes the hint), and none is freed (a freed inode also slows the next
+// creations on ext4 without a journal). Otherwise the hint is replaced by
+// a new file, renamed.
 func (st *tableState) writeHint(name string, id int64) {
 	dir := joinPath(st.dir, "snapshot")
-	tmp := joinPath(dir, ".tmp-"+name+"-"+newUUID())
-	f, err := createWritten(st.fs(), tmp, []byte(strconv.FormatInt(id, 10)))
-	if err == nil {
-		err = f.Close()
+	data := []byte(strconv.FormatInt(id, 10))
+	hint := joinPath(dir, name)
+	if x, ok := st.fs().(exchanger); ok && !st.noExchange.Load() {
+		spare := joinPath(dir, spareName(name, st.spare))
+		err := writeClosed(st.fs(), spare, data)
+		if err == nil {
+			err = x.Exchange(spare, hint)
+			if errors.Is(err, fs.ErrNotExist) {
+				err = st.fs().Rename(spare, hint) // the first hint
+			} else if err != nil {
+				st.noExchange.Store(true) // not supported here
+			}
+		}
+		if err == nil {
+			return
+		}
+		_ = st.fs().Remove(spare)
 	}
-	if err != nil {
+	tmp := joinPath(dir, ".tmp-"+name+"-"+newUUID())
+	if err := writeClosed(st.fs(), tmp, data); err != nil {
 		_ = st.fs().Remove(tmp)
 		return
 	}
-	if err := st.fs().Rename(tmp, joinPath(dir, name)); err != nil {
+	if err := st.fs().Rename(tmp, hint); err != nil {
 		_ = st.fs().Remove(tmp)
 	}
+}
+
+// spareName is the name of a spare file of hint name (writeHint).
+func spareName(name, spare string) string { return ".tmp-" + name + "-" + spare }
+
+// ownSpare reports whether n names one of this table state's spare hint
+// files.
+func (st *tableState) ownSpare(n string) bool {
+	return n == spareName("LATEST", st.spare) || n == spareName("EARLIEST", st.spare)
 }

@@ -65,6 +65,11 @@ func (t *Table) RemoveOrphanFiles(ctx context.Context, olderThan time.Duration) 
 			}
 			orphan := false
 			switch {
+			case st.ownSpare(n):
+				// This table state's spare hint file (writeHint): in use.
+				// Those of others (other processes, other stores) are
+				// removed as temporaries: a live one writes its spare
+				// again when it finds it gone.
 			case strings.HasPrefix(n, ".tmp-"):
 				orphan = true
 			case strings.HasPrefix(n, "data-"), strings.HasPrefix(n, "changelog-"):

@@ -36,6 +36,10 @@ type tableState struct {
 	// its files go before dropped is set, and a reader finding one gone
 	// then is reading a dropped table too.
 	dropping atomic.Bool
+	// spare names this table state's spare files of the hints
+	// (writeHint); noExchange: the FS refused to swap them.
+	spare      string
+	noExchange atomic.Bool
 
 	mu       sync.Mutex
 	nextSeq  int64
@@ -91,7 +95,7 @@ type tableState struct {
 }
 
 func newTableState(s *Store, id Ident, dir string) *tableState {
-	st := &tableState{s: s, id: id, dir: dir, schemas: map[int64]*tableSchema{}, inEffect: map[int64]bool{}}
+	st := &tableState{s: s, id: id, dir: dir, spare: "spare-" + newUUID(), schemas: map[int64]*tableSchema{}, inEffect: map[int64]bool{}}
 	st.bgCtx, st.bgCancel = context.WithCancel(s.bgCtx)
 	return st
 }
