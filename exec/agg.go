@@ -363,6 +363,20 @@ func NewHashAggregate(ec *Context, child Operator, groups []Expr, groupNames []s
 
 func (h *hashAggOp) Schema() *arrow.Schema { return h.schema }
 
+// makeTable makes the hash table keys of this kind go to, on first use:
+// an aggregation uses one of the two, and a query runs many small ones.
+func (h *hashAggOp) makeTable(intKey bool) {
+	const hint = 1024
+	switch {
+	case intKey && h.table64 == nil:
+		h.table64 = vectorized.NewIntTable(hint)
+	case !intKey && h.table == nil && h.nparts > 1:
+		h.table = vectorized.NewBytesTableSeed(hint, h.seed)
+	case !intKey && h.table == nil:
+		h.table = vectorized.NewBytesTable(hint)
+	}
+}
+
 // stateBytes estimates the Go memory of the hash table and accumulators,
 // DISTINCT sets and strings included. A worker of a parallel aggregation holds about
 // 1/nparts of the groups: it counts its state nparts times, so that the
@@ -379,12 +393,6 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 	if err := h.child.Open(ctx); err != nil {
 		return err
 	}
-	if h.nparts > 1 {
-		h.table = vectorized.NewBytesTableSeed(1024, h.seed)
-	} else {
-		h.table = vectorized.NewBytesTable(1024)
-	}
-	h.table64 = vectorized.NewIntTable(1024)
 	h.nullGroup = -1
 	sets := h.sets
 	if sets == nil {
@@ -428,6 +436,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 			skeys, gid := h.setKeys(keys, s, n)
 			// One integer key: read as a vector of int64s, no encoding.
 			intKey := h.sets == nil && len(skeys) == 1 && vectorized.IsIntKeyType(skeys[0].DataType())
+			h.makeTable(intKey)
 			var ints []int64
 			nullable := false
 			encp := &enc
@@ -797,6 +806,7 @@ func (h *hashAggOp) deriveChunk(ctx context.Context, si int, set []int, part []a
 		return err
 	}
 	h.ids, h.srcIDs = resized(h.ids, n), resized(h.srcIDs, n)
+	h.makeTable(false)
 	var fresh []int64
 	for i := 0; i < n; i++ {
 		*keyBuf = append(append((*keyBuf)[:0], byte(si), byte(si>>8)), enc.Key(i)...)

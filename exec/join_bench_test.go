@@ -113,6 +113,10 @@ func BenchmarkHashAggregate(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	s, in := starBatches(mem, 1_000_000, func(int) int64 { return rng.Int64N(1000) })
 	defer release(in)
+	// A small aggregation's cost is mostly its fixed cost (TPC-DS's small
+	// queries run several).
+	_, small := starBatches(mem, 2000, func(i int) int64 { return int64(i % 10) })
+	defer release(small)
 	aggs := []exec.AggregateSpec{{Func: "count_star"}, {Func: "sum", Args: []exec.Expr{col(s, "d")}}}
 	double, err := exec.NewCall("add", col(s, "d"), col(s, "d"))
 	if err != nil {
@@ -125,6 +129,7 @@ func BenchmarkHashAggregate(b *testing.B) {
 		parallel bool
 		sets     [][]int
 		aggs     []exec.AggregateSpec // nil: aggs
+		in       []arrow.RecordBatch  // nil: in
 	}{
 		{name: "int", groups: []exec.Expr{col(s, "k")}},
 		{name: "2int", groups: []exec.Expr{col(s, "kh"), col(s, "kl")}},
@@ -133,6 +138,8 @@ func BenchmarkHashAggregate(b *testing.B) {
 		{name: "parallel-string", groups: []exec.Expr{col(s, "s")}, parallel: true},
 		{name: "parallel-computed", groups: []exec.Expr{col(s, "kh"), col(s, "kl")}, parallel: true, aggs: computed},
 		{name: "rollup", groups: []exec.Expr{col(s, "kh"), col(s, "kl"), col(s, "s")}, sets: [][]int{{0, 1, 2}, {0, 1}, {0}, {}}},
+		{name: "small-int", groups: []exec.Expr{col(s, "k")}, in: small},
+		{name: "small-string", groups: []exec.Expr{col(s, "s")}, in: small},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			cpu0 := cpuTime()
@@ -147,7 +154,11 @@ func BenchmarkHashAggregate(b *testing.B) {
 				if c.aggs != nil {
 					a = c.aggs
 				}
-				op, err := newAgg(ec, exectest.Source(ec, s, retained(in)), c.groups, nil, a, c.sets)
+				src := in
+				if c.in != nil {
+					src = c.in
+				}
+				op, err := newAgg(ec, exectest.Source(ec, s, retained(src)), c.groups, nil, a, c.sets)
 				if err != nil {
 					b.Fatal(err)
 				}
