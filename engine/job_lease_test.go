@@ -202,7 +202,10 @@ func TestJobStaleCommitNeverLands(t *testing.T) {
 // instead of reading every source again.
 func TestJobStaleCheckpointKeepsNewer(t *testing.T) {
 	root := t.TempDir()
-	const lease = 400 * time.Millisecond
+	// Long enough that node A's renewals (due within half a lease) keep
+	// its lease on a loaded CI machine until the test stalls them: with
+	// 400 ms, A lost the job to B before its first checkpoint once.
+	const lease = 2 * time.Second
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the engines' closes below
 	// open returns an engine and its close, which the test calls to hand
