@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -163,7 +164,8 @@ func (c *chunkSource) Release() {
 func rangesKey(ranges []rowRange) string {
 	b := make([]byte, 0, 16*len(ranges))
 	for _, r := range ranges {
-		b = fmt.Appendf(b, "@%d-%d", r.start, r.end)
+		b = strconv.AppendInt(append(b, '@'), r.start, 10)
+		b = strconv.AppendInt(append(b, '-'), r.end, 10)
 	}
 	return string(b)
 }

@@ -99,15 +99,10 @@ func (t *Table) NewScan(ctx context.Context, spec ScanSpec) (_ *Scan, err error)
 	// (its schema read against the new table's manifests).
 	defer func() { err = st.missing(err) }()
 	var sn *snapshot
-	if spec.Tag != "" {
-		if spec.SnapshotID != 0 {
-			return nil, fmt.Errorf("scan %s: %w: both SnapshotID and Tag given", st.id, ErrInvalid)
-		}
-		sn, err = st.readTag(spec.Tag)
-	} else {
-		sn, err = t.resolve(spec.SnapshotID)
+	if spec.Tag != "" && spec.SnapshotID != 0 {
+		return nil, fmt.Errorf("scan %s: %w: both SnapshotID and Tag given", st.id, ErrInvalid)
 	}
-	if err != nil {
+	if sn, err = t.named(spec.SnapshotID, spec.Tag); err != nil {
 		return nil, err
 	}
 	sch := t.schema

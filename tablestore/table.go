@@ -662,23 +662,17 @@ func (t *Table) WithWrite(w *Write) *Table {
 	return &c
 }
 
-// AsOf returns a handle on the table as it was at a snapshot, named by id
-// or by tag (time travel): its schema is the one the snapshot was written
-// with, and its scans read that snapshot. A handle's scans of an older
-// snapshot read it with the handle's schema (columns added since are NULL),
-// as a statement pinned to the latest snapshot does across an ALTER TABLE
-// that committed no rows yet.
+// AsOf returns a handle on the table with the schema the snapshot named by
+// id or by tag was written with, for time travel: scans of that snapshot
+// through it (ScanSpec.SnapshotID or Tag) read its columns as they were. A
+// handle's scans of an older snapshot read it with the handle's schema
+// (columns added since are NULL), as a statement pinned to the latest
+// snapshot does across an ALTER TABLE that committed no rows yet.
 func (t *Table) AsOf(ctx context.Context, id int64, tag string) (*Table, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var sn *snapshot
-	var err error
-	if tag != "" {
-		sn, err = t.st.readTag(tag)
-	} else {
-		sn, err = t.st.resolveSnapshot(id)
-	}
+	sn, err := t.named(id, tag)
 	if err == nil && sn == nil {
 		err = fmt.Errorf("table %s: snapshot %d: %w", t.st.id, id, ErrSnapshotNotFound)
 	}
@@ -692,6 +686,15 @@ func (t *Table) AsOf(ctx context.Context, id int64, tag string) (*Table, error) 
 	c := *t
 	c.schema, c.pin, c.write = sch, nil, nil
 	return &c, nil
+}
+
+// named reads the snapshot tag names, or else snapshot id (0: the latest;
+// nil if the table has none).
+func (t *Table) named(id int64, tag string) (*snapshot, error) {
+	if tag != "" {
+		return t.st.readTag(tag)
+	}
+	return t.resolve(id)
 }
 
 // Uncommitted reports whether scans of the handle read uncommitted rows
