@@ -1013,6 +1013,9 @@ func (b *binder) bindFrom(f sql.TableRef, outer *scope, left *scope) (Node, *sco
 		if n := f.Call.Name; n == "read_parquet" || n == "read_csv" {
 			return b.bindReadFile(f)
 		}
+		if isSeriesFunc(f.Call.Name) {
+			return b.bindSeries(f)
+		}
 		return b.bindWindowTVF(f, outer, left)
 	case *sql.Unnest: // of values that use no column
 		one := &ValuesNode{Values: [][]Expr{{&Const{Value: boolScalar(true)}}}, Cols: []Column{b.newCol("dummy", arrow.FixedWidthTypes.Boolean, false)}}

@@ -278,6 +278,8 @@ func (bd *builder) plainOp(n Node, in []exec.Operator) (exec.Operator, error) {
 	switch n := n.(type) {
 	case *FileScanNode:
 		return exec.NewSource(ec, schemaOf(n.Cols), n.open), nil
+	case *SeriesNode:
+		return exec.NewSeries(ec, n.Cols[0].Name, n.Series), nil
 	case *ValuesNode:
 		rows := make([][]exec.Expr, len(n.Values))
 		for i, r := range n.Values {

@@ -157,6 +157,8 @@ func explainLine(n Node) string {
 		return fmt.Sprintf("Values %d rows [%s]", len(n.Values), colNames(n.Cols))
 	case *FileScanNode:
 		return n.explain()
+	case *SeriesNode:
+		return n.explain()
 	case *FilterNode:
 		return "Filter " + n.Pred.String()
 	case *ProjectNode:

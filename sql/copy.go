@@ -98,8 +98,9 @@ func (f *formatter) copyStmt(n *Copy) {
 	}
 }
 
-// isFileFunc reports whether a FROM item is read_parquet(...) or
-// read_csv(...), which need no TABLE(...) around them (DuckDB's syntax).
-func (p *parser) isFileFunc() bool {
-	return (p.isK("read_parquet") || p.isK("read_csv")) && p.peekN(1).kind == tPunct && p.peekN(1).text == "("
+// isBareTableFunc reports whether a FROM item is read_parquet(...),
+// read_csv(...), range(...) or generate_series(...), which need no
+// TABLE(...) around them (DuckDB's and Postgres's syntax).
+func (p *parser) isBareTableFunc() bool {
+	return (p.isK("read_parquet") || p.isK("read_csv") || p.isK("range") || p.isK("generate_series")) && p.peekN(1).kind == tPunct && p.peekN(1).text == "("
 }

@@ -1499,8 +1499,8 @@ func (p *parser) parseTablePrimary() TableRef {
 			u.ColAliases = p.colAliases()
 		}
 		return u
-	case p.isK("table") && p.peekN(1).text == "(", p.isFileFunc():
-		wrapped := !p.isFileFunc()
+	case p.isK("table") && p.peekN(1).text == "(", p.isBareTableFunc():
+		wrapped := !p.isBareTableFunc()
 		if wrapped {
 			p.i += 2
 		}
