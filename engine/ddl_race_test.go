@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -26,10 +28,30 @@ import (
 // its last commit failed with "no column" (the scan read the pinned
 // snapshot with that snapshot's schema, the statement was bound with the
 // newest).
+//
+// With FLIGHTD_DDL_NODES=2, two engines over one warehouse directory (two
+// nodes) split the sessions. That fails today: 14-74 statements a run
+// with data loss or internal errors (docs/STATUS.md, "DROP and CREATE on
+// another node"): ALTER TABLE, compaction, expiry and reads of one node
+// still act by path on the table another node created again under the
+// name.
 func TestRandomDDLAndWrites(t *testing.T) {
+	nodes := 1
+	if n, err := strconv.Atoi(os.Getenv("FLIGHTD_DDL_NODES")); err == nil && n > 1 {
+		nodes = n
+	}
+	randomDDLAndWrites(t, nodes)
+}
+
+func randomDDLAndWrites(t *testing.T, nodes int) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
-	e := newEngine(t)
+	root := t.TempDir()
+	engines := make([]*engine.Engine, nodes)
+	for i := range engines {
+		engines[i] = newEngineWith(t, engine.Config{CacheBytes: 64 << 20, Root: root})
+	}
+	e := engines[0]
 	stmts := []string{
 		"CREATE TABLE IF NOT EXISTS t{n} (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '2')",
 		"DROP TABLE IF EXISTS t{n}",
@@ -59,7 +81,7 @@ func TestRandomDDLAndWrites(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(seed, uint64(w)))
-			s := e.NewSession()
+			s := engines[w%nodes].NewSession()
 			for time.Now().Before(deadline) {
 				q := strings.NewReplacer("{n}", fmt.Sprint(rng.IntN(3)), "{m}", fmt.Sprint(rng.IntN(3)),
 					"{k}", fmt.Sprint(rng.IntN(20)), "{v}", fmt.Sprint(rng.IntN(100))).Replace(stmts[rng.IntN(len(stmts))])

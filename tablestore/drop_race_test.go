@@ -3,6 +3,7 @@ package tablestore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path"
 	"strings"
 	"sync"
@@ -22,18 +23,24 @@ func TestWriteOpenAcrossDropAndCreate(t *testing.T) {
 	keyed := TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}, Options: map[string]string{"bucket": "2"}}
 	appended := TableDef{Schema: kvSchema}
 	for _, c := range []struct {
-		name     string
-		old, new TableDef
-		settle   bool
+		name      string
+		old, new  TableDef
+		settle    bool
+		otherNode bool // another process drops and creates the table
 	}{
-		{"key-buffered", keyed, keyed, false},
-		{"key-flushed", keyed, keyed, true},
-		{"append-to-key-buffered", appended, keyed, false},
-		{"append-to-key-flushed", appended, keyed, true},
+		{"key-buffered", keyed, keyed, false, false},
+		{"key-flushed", keyed, keyed, true, false},
+		{"append-to-key-buffered", appended, keyed, false, false},
+		{"append-to-key-flushed", appended, keyed, true, false},
+		{"other-node-key-buffered", keyed, keyed, false, true},
+		{"other-node-key-flushed", keyed, keyed, true, true},
+		{"other-node-append-to-key-buffered", appended, keyed, false, true},
+		{"other-node-append-to-key-flushed", appended, keyed, true, true},
+		{"other-node-append-flushed", appended, appended, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
-			s, mem, _ := newTestStore(t)
+			s, mem, dir := newTestStore(t)
 			id := Ident{"db", "t"}
 			old, err := s.CreateTable(ctx, id, c.old, false)
 			if err != nil {
@@ -52,10 +59,15 @@ func TestWriteOpenAcrossDropAndCreate(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := s.DropTable(ctx, id, false); err != nil {
+			ddl := s // the drop and create's node
+			if c.otherNode {
+				ddl = openStore(t, NewLocalFS(), dir, mem)
+				defer ddl.Close()
+			}
+			if err := ddl.DropTable(ctx, id, false); err != nil {
 				t.Fatal(err)
 			}
-			tbl, err := s.CreateTable(ctx, id, c.new, false)
+			tbl, err := ddl.CreateTable(ctx, id, c.new, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -194,5 +206,155 @@ func TestScanAcrossDrop(t *testing.T) {
 	}
 	if !errors.Is(readErr, ErrTableNotFound) {
 		t.Fatalf("a scan read while its table is dropped: %v, want ErrTableNotFound", readErr)
+	}
+}
+
+// pinHookFS calls before once, before the first manifest a commit writes,
+// and pins directories as the local file system does, with the pins'
+// other names going through it too.
+type pinHookFS struct {
+	FS
+	before func()
+	once   sync.Once
+}
+
+func (f *pinHookFS) Create(name string) (File, error) {
+	if strings.Contains(name, "/manifest/manifest-") {
+		f.once.Do(f.before)
+	}
+	return f.FS.Create(name)
+}
+
+func (f *pinHookFS) PinDir(dir string) (*pinnedDir, error) {
+	p, err := f.FS.(dirPinner).PinDir(dir)
+	if err == nil {
+		p.FS = f
+	}
+	return p, err
+}
+
+// TestCommitAcrossOtherNodesDrop: another process drops the table and
+// creates it again while a write's commit is under way, after the commit
+// checked that its table is still there. The snapshot is published through
+// the directory the write pinned, into the dropped table, and the commit
+// fails with ErrTableNotFound; published by path, it landed in the new
+// table, naming manifests of files the new table does not have.
+func TestCommitAcrossOtherNodesDrop(t *testing.T) {
+	ctx := context.Background()
+	for _, keyed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("keyed=%v", keyed), func(t *testing.T) {
+			mem := newMem(t)
+			dir := t.TempDir()
+			def := TableDef{Schema: kvSchema}
+			if keyed {
+				def.PrimaryKey = []string{"k"}
+			}
+			id := Ident{"db", "t"}
+			other := openStore(t, NewLocalFS(), dir, mem)
+			defer other.Close()
+			if err := other.CreateDatabase(ctx, "db", false); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := other.CreateTable(ctx, id, def, false); err != nil {
+				t.Fatal(err)
+			}
+			hook := &pinHookFS{FS: NewLocalFS()}
+			hook.before = func() {
+				if err := other.DropTable(ctx, id, false); err != nil {
+					t.Error(err)
+				}
+				tbl, err := other.CreateTable(ctx, id, def, false)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{3, "new"}})
+			}
+			s := openStore(t, hook, dir, mem)
+			defer s.Close()
+			old, err := s.Table(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := old.NewWrite(WriteOptions{})
+			defer w.Abort()
+			b := makeBatch(t, mem, kvSchema, [][]any{{1, "old"}, {2, "old"}})
+			err = w.Write(ctx, b, Insert)
+			b.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Commit(ctx); !errors.Is(err, ErrTableNotFound) {
+				t.Fatalf("commit across another process's drop: %v, want ErrTableNotFound", err)
+			}
+			tbl, err := other.Table(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eqRows(t, scanAll(t, tbl, ScanSpec{}), "3|new")
+			writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{4, "new"}})
+			eqRows(t, scanAll(t, tbl, ScanSpec{}), "3|new", "4|new")
+		})
+	}
+}
+
+// TestReadModifyWriteAcrossOtherNodesDrop: a read-modify-write computed
+// its rows from snapshot 2 of a table that another process then dropped
+// and created again (with one snapshot), before or after the write's first
+// row, on a file system that cannot pin the table's directory (an object
+// store). Its commit fails with ErrSerialization instead of landing rows
+// of the old table in the new one.
+func TestReadModifyWriteAcrossOtherNodesDrop(t *testing.T) {
+	ctx := context.Background()
+	for _, afterFirstRow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("after-first-row=%v", afterFirstRow), func(t *testing.T) {
+			mem := newMem(t)
+			dir := t.TempDir()
+			s := openStore(t, struct{ FS }{NewLocalFS()}, dir, mem) // no PinDir
+			defer s.Close()
+			if err := s.CreateDatabase(ctx, "db", false); err != nil {
+				t.Fatal(err)
+			}
+			id := Ident{"db", "t"}
+			def := TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}}
+			old, err := s.CreateTable(ctx, id, def, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeRows(t, old, mem, WriteOptions{}, Insert, [][]any{{1, "a"}})
+			writeRows(t, old, mem, WriteOptions{}, Insert, [][]any{{2, "b"}})
+			w := old.NewWrite(WriteOptions{ReadModifyWrite: true, BaseSnapshot: 2})
+			defer w.Abort()
+			write := func() error {
+				b := makeBatch(t, mem, kvSchema, [][]any{{1, "a2"}})
+				defer b.Release()
+				return w.Write(ctx, b, Insert)
+			}
+			if afterFirstRow {
+				if err := write(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			other := openStore(t, NewLocalFS(), dir, mem)
+			defer other.Close()
+			if err := other.DropTable(ctx, id, false); err != nil {
+				t.Fatal(err)
+			}
+			tbl, err := other.CreateTable(ctx, id, def, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{3, "new"}})
+			if !afterFirstRow {
+				err = write()
+			}
+			if err == nil {
+				_, err = w.Commit(ctx)
+			}
+			if !errors.Is(err, ErrSerialization) {
+				t.Fatalf("commit of rows read before another process's drop: %v, want ErrSerialization", err)
+			}
+			eqRows(t, scanAll(t, tbl, ScanSpec{}), "3|new")
+		})
 	}
 }

@@ -56,7 +56,12 @@ func TestHintSwapped(t *testing.T) {
 			mem := newMem(t)
 			dir := t.TempDir()
 			counting := &newFileFS{new: map[string]int{}}
-			var fsys FS = counting
+			// Without PinDir: a write's pin would create the snapshot's
+			// file past the count.
+			var fsys FS = struct {
+				FS
+				exchanger
+			}{counting, counting}
 			if !swap {
 				fsys = plainFS{counting}
 			}

@@ -38,6 +38,12 @@ func (st *tableState) rebase(ctx context.Context, req *commitRequest, sch *table
 	if req.kind == commitCompact || (len(req.adds) == 0 && req.overwrite == nil) {
 		return nil
 	}
+	if req.strict && (latest == nil && req.baseID > 0 || latest != nil && latest.ID < req.baseID) {
+		// The rows were computed from a snapshot the table no longer
+		// reaches: it was rolled back, or dropped and created again
+		// (perhaps by another process, after this write read it).
+		return fmt.Errorf("%w: table %s has no snapshot %d, which this write read (rolled back, or dropped and created again)", ErrSerialization, st.id, req.baseID)
+	}
 	var next int64 // above every committed sequence number
 	var after []int64
 	if latest != nil {
