@@ -91,6 +91,11 @@ func (localFS) Open(name string) (ReadFile, error) {
 	if err != nil {
 		return nil, err
 	}
+	return statReadFile(f)
+}
+
+// statReadFile is f opened for reading, with its size.
+func statReadFile(f *os.File) (ReadFile, error) {
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -151,7 +156,12 @@ func (localFS) SyncDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	err = d.Sync()
+	return syncClose(d)
+}
+
+// syncClose syncs and closes d.
+func syncClose(d *os.File) error {
+	err := d.Sync()
 	if cerr := d.Close(); err == nil {
 		err = cerr
 	}
