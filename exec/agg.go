@@ -482,7 +482,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 					hashes[i] = h.table.Hash(encp.Key(i))
 				}
 			}
-			touch := intKey && h.table64.OutgrowsCache() || hashes != nil && h.table.OutgrowsCache()
+			touch := intKey && h.table64.OutgrowsCache() || !intKey && hashes != nil && h.table.OutgrowsCache()
 			for i := 0; i < n; i++ {
 				if touch && i%vectorized.TouchRows == 0 {
 					h.touch(ints, hashes, mine, intKey, i, min(i+vectorized.TouchRows, n))
@@ -718,9 +718,6 @@ func (h *hashAggOp) keys(ctx context.Context, b arrow.RecordBatch) ([]arrow.Arra
 	return slices.Clone(r.keys), r, nil
 }
 
-// owned returns which rows belong to this worker of a parallel aggregation
-// (nil = all). Every worker computes the same function of the key: of the
-// integer, or the routed batch's hash of the encoded key.
 // touch touches the slots of rows [i, end)'s keys (see BytesTable.Touch),
 // of h's own rows only when mine is not nil.
 func (h *hashAggOp) touch(ints []int64, hashes []uint64, mine []bool, intKey bool, i, end int) {
@@ -736,6 +733,9 @@ func (h *hashAggOp) touch(ints []int64, hashes []uint64, mine []bool, intKey boo
 	}
 }
 
+// owned returns which rows belong to this worker of a parallel aggregation
+// (nil = all). Every worker computes the same function of the key: of the
+// integer, or the routed batch's hash of the encoded key.
 func (h *hashAggOp) owned(keys []arrow.Array, ints []int64, intKey bool, routed *routedBatch, n int) []bool {
 	if h.nparts <= 1 {
 		return nil
