@@ -336,8 +336,11 @@ type hashAggOp struct {
 	ids    []uint32
 	srcIDs []uint32
 	mine   []bool
-	opened bool
-	out    batchesOp
+	hashes []uint64
+	// touched keeps the sum Touch returns, so its loads are not dropped.
+	touched uint64
+	opened  bool
+	out     batchesOp
 	// spills holds, per grouping set, the input rows of its groups that did
 	// not fit in memory, partitioned by key; each partition is aggregated
 	// (for its set alone) by a child hashAggOp after the in-memory groups
@@ -465,7 +468,25 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 			// in one group: looked up once per batch, not hashed per row.
 			oneGroup, oneFound := len(skeys) == 0, false
 			var oneID int32
+			// The keys' hashes, computed before the lookups so that each run
+			// of TouchRows keys can touch its slots first (routed batches
+			// come hashed).
+			var hashes []uint64
+			switch {
+			case routed != nil:
+				hashes = routed.hashes
+			case !intKey && !oneGroup && h.sets == nil:
+				h.hashes = resized(h.hashes, n)
+				hashes = h.hashes
+				for i := range hashes {
+					hashes[i] = h.table.Hash(encp.Key(i))
+				}
+			}
+			touch := intKey && h.table64.OutgrowsCache() || !intKey && hashes != nil && h.table.OutgrowsCache()
 			for i := 0; i < n; i++ {
+				if touch && i%vectorized.TouchRows == 0 {
+					h.touch(ints, hashes, mine, intKey, i, min(i+vectorized.TouchRows, n))
+				}
 				if mine != nil && !mine[i] {
 					continue
 				}
@@ -489,8 +510,8 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 						key = keyBuf
 					}
 					var hash uint64
-					if routed != nil {
-						hash = routed.hashes[i]
+					if hashes != nil {
+						hash = hashes[i]
 					} else {
 						hash = h.table.Hash(key)
 					}
@@ -695,6 +716,21 @@ func (h *hashAggOp) keys(ctx context.Context, b arrow.RecordBatch) ([]arrow.Arra
 		k.Retain()
 	}
 	return slices.Clone(r.keys), r, nil
+}
+
+// touch touches the slots of rows [i, end)'s keys (see BytesTable.Touch),
+// of h's own rows only when mine is not nil.
+func (h *hashAggOp) touch(ints []int64, hashes []uint64, mine []bool, intKey bool, i, end int) {
+	var only []bool
+	if mine != nil {
+		only = mine[i:end]
+	}
+	switch {
+	case intKey:
+		h.touched += h.table64.Touch(ints[i:end], only)
+	case hashes != nil:
+		h.touched += h.table.Touch(hashes[i:end], only)
+	}
 }
 
 // owned returns which rows belong to this worker of a parallel aggregation

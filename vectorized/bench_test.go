@@ -483,3 +483,34 @@ func BenchmarkDecimalArith(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCastIntToDecimal casts 64K quantities (INT32, one in ten NULL)
+// to decimals, as a quantity times a price does before multiplying (q23's
+// ss_quantity * ss_sales_price casts 1.6M quantities to DECIMAL(10,0)).
+func BenchmarkCastIntToDecimal(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	rng := rand.New(rand.NewPCG(1, 2))
+	bld := array.NewInt32Builder(mem)
+	for range 1 << 16 {
+		if rng.IntN(10) == 0 {
+			bld.AppendNull()
+		} else {
+			bld.Append(rng.Int32N(100) + 1)
+		}
+	}
+	qty := bld.NewArray()
+	bld.Release()
+	defer qty.Release()
+	for _, to := range []*arrow.Decimal128Type{{Precision: 10, Scale: 0}, {Precision: 12, Scale: 2}} {
+		b.Run(fmt.Sprintf("int32-to-decimal(%d,%d)", to.Precision, to.Scale), func(b *testing.B) {
+			defer reportCPU(b, cpuTime())
+			for b.Loop() {
+				r, err := Cast(mem, qty, to)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+			}
+		})
+	}
+}

@@ -90,6 +90,9 @@ func Cast(mem memory.Allocator, a arrow.Array, to arrow.DataType) (arrow.Array, 
 	if out, ok := widenDecimal(mem, a, to); ok {
 		return out, nil
 	}
+	if out, ok := intToDecimal(mem, a, to); ok {
+		return out, nil
+	}
 	b := array.NewBuilder(mem, to)
 	defer b.Release()
 	b.Reserve(n)
@@ -174,6 +177,55 @@ func widenDecimal(mem memory.Allocator, a arrow.Array, to arrow.DataType) (arrow
 		}
 	}
 	return finishDecimal(o, to, n, AndValidity(mem, n, a)), true
+}
+
+// intToDecimal casts signed integers to a decimal128 type in one loop over
+// the values, scaled in int64 with a bound check each: a quantity times a
+// price casts the quantity first, and the builder path took 30 ns a value
+// (q23: 1.6M of them). ok is false when a value does not fit in 64 bits
+// scaled or in the type's precision: the value at a time path then casts
+// it or names it in its error.
+func intToDecimal(mem memory.Allocator, a arrow.Array, to arrow.DataType) (arrow.Array, bool) {
+	dt, ok := to.(*arrow.Decimal128Type)
+	if !ok || intWidth(a.DataType().ID()) == 0 || dt.Scale < 0 || int(dt.Scale) >= len(pow10i64) {
+		return nil, false
+	}
+	lim, mul := int64(math.MaxInt64), pow10i64[dt.Scale]
+	if int(dt.Precision) < len(pow10i64) {
+		lim = pow10i64[dt.Precision] - 1
+	}
+	lim /= mul // |v| <= lim keeps v * 10^scale within the precision and int64
+	n := a.Len()
+	vals, o := newDecimalOut(mem, n)
+	switch a.DataType().ID() {
+	case arrow.INT8:
+		ok = scaleInts(vals, Values[int8](a), a, lim, mul)
+	case arrow.INT16:
+		ok = scaleInts(vals, Values[int16](a), a, lim, mul)
+	case arrow.INT32:
+		ok = scaleInts(vals, Values[int32](a), a, lim, mul)
+	default:
+		ok = scaleInts(vals, Values[int64](a), a, lim, mul)
+	}
+	if !ok {
+		o.buf.Release()
+		return nil, false
+	}
+	return finishDecimal(o, to, n, AndValidity(mem, n, a)), true
+}
+
+// scaleInts sets dst[i] to src[i] * mul, false if a valid value's absolute
+// value exceeds lim (a NULL's value is scaled unchecked and never read).
+func scaleInts[T Int](dst []decimal128.Num, src []T, a arrow.Array, lim, mul int64) bool {
+	nulls := MayHaveNulls(a.Data())
+	for i, x := range src {
+		v := int64(x)
+		if (v > lim || v < -lim) && (!nulls || a.IsValid(i)) {
+			return false
+		}
+		dst[i] = decimal128.FromI64(v * mul)
+	}
+	return true
 }
 
 func copyInts[T Int](a arrow.Array, dst []T) {

@@ -49,6 +49,20 @@ func (t *IntTable) Get(k int64) (int32, bool) {
 	}
 }
 
+// OutgrowsCache is BytesTable.OutgrowsCache for an IntTable.
+func (t *IntTable) OutgrowsCache() bool { return len(t.slots) >= touchMinSlots }
+
+// Touch is BytesTable.Touch for the keys of an IntTable.
+func (t *IntTable) Touch(keys []int64, only []bool) uint64 {
+	var sum uint64
+	for i, k := range keys {
+		if only == nil || only[i] {
+			sum += uint64(t.slots[t.slot(k)].key)
+		}
+	}
+	return sum
+}
+
 // Put sets the value of k.
 func (t *IntTable) Put(k int64, v int32) {
 	if (t.n+1)*4 > len(t.slots)*3 {

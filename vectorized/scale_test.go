@@ -3,6 +3,7 @@ package vectorized
 import (
 	"math"
 	"math/big"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -182,5 +183,97 @@ func TestDivRound128(t *testing.T) {
 	}
 	if fast < 50_000 {
 		t.Fatalf("the 128-bit path took only %d of 200,000 divisions", fast)
+	}
+}
+
+// TestIntToDecimal: integers cast to decimals over whole buffers give the
+// values of the general path (RescaleDecimal), keep NULLs, honour slice
+// offsets, and a value beyond the precision or 64 bits scaled is still an
+// error naming it, or cast exactly where it fits in 128 bits.
+func TestIntToDecimal(t *testing.T) {
+	rng := testSeed(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	b := array.NewInt64Builder(mem)
+	for i := range 500 {
+		switch {
+		case i%7 == 3:
+			b.AppendNull()
+		case i == 100:
+			b.Append(math.MaxInt64)
+		case i == 101:
+			b.Append(math.MinInt64)
+		default:
+			v := rng.Int64N(1 << uint(rng.IntN(40)+1))
+			if rng.IntN(2) == 0 {
+				v = -v
+			}
+			b.Append(v)
+		}
+	}
+	whole := b.NewArray()
+	b.Release()
+	defer whole.Release()
+	for _, r := range [][2]int64{{1, 99}, {0, 500}, {102, 480}} {
+		a := array.NewSlice(whole, r[0], r[1])
+		defer a.Release()
+		for _, to := range []*arrow.Decimal128Type{{Precision: 10, Scale: 0}, {Precision: 12, Scale: 2}, {Precision: 18, Scale: 4}, {Precision: 19, Scale: 0}, {Precision: 38, Scale: 10}} {
+			var want []decimal128.Num
+			var failed error
+			for i := 0; i < a.Len(); i++ {
+				if a.IsNull(i) {
+					want = append(want, decimal128.Num{})
+					continue
+				}
+				d, err := RescaleDecimal(decimal128.FromI64(a.(*array.Int64).Value(i)), 0, to)
+				if err != nil && failed == nil {
+					failed = err
+				}
+				want = append(want, d)
+			}
+			got, err := Cast(mem, a, to)
+			if failed != nil {
+				if err == nil {
+					t.Fatalf("rows %v to %s: no error, want one (%v)", r, to, failed)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("rows %v to %s: %v", r, to, err)
+			}
+			for i := range want {
+				if a.IsNull(i) != got.IsNull(i) {
+					t.Fatalf("rows %v to %s row %d: null %v, want %v", r, to, i, got.IsNull(i), a.IsNull(i))
+				}
+				if v := got.(*array.Decimal128).Value(i); !a.IsNull(i) && v != want[i] {
+					t.Fatalf("rows %v to %s row %d: %s, want %s", r, to, i, v.BigInt(), want[i].BigInt())
+				}
+			}
+			got.Release()
+		}
+	}
+	// The fast path's own: narrower integers.
+	i32 := array.NewInt32Builder(mem)
+	i32.AppendValues([]int32{7, -7, math.MaxInt32, math.MinInt32}, nil)
+	i32.AppendNull()
+	a := i32.NewArray()
+	i32.Release()
+	defer a.Release()
+	got, err := Cast(mem, a, &arrow.Decimal128Type{Precision: 12, Scale: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Release()
+	d := got.(*array.Decimal128)
+	for i, want := range []int64{700, -700, 214748364700, -214748364800} {
+		if v := d.Value(i); v != decimal128.FromI64(want) {
+			t.Fatalf("int32 to DECIMAL(12,2) row %d: %s, want %d", i, v.BigInt(), want)
+		}
+	}
+	if !d.IsNull(4) {
+		t.Fatal("int32 to DECIMAL(12,2): row 4 not NULL")
+	}
+	if _, err := Cast(mem, a, &arrow.Decimal128Type{Precision: 9, Scale: 0}); err == nil || !strings.Contains(err.Error(), "2147483647") {
+		t.Fatalf("int32 2147483647 to DECIMAL(9,0): %v, want an error naming it", err)
 	}
 }
