@@ -216,7 +216,14 @@ func TestMaterializedCommitInterval(t *testing.T) {
 	// commit delayed on a starved machine (CI's load reaches 20 on 2
 	// cores: 4.06 s once). A job committing once per freshness or less
 	// often fails the count below instead.
-	if maxLag > fresh+fresh/2 {
+	// A writer that managed fewer than 20 of its statements in the
+	// window (CI check 15 under -race at load 16: 6 in 10.7 s) shows a
+	// machine too starved for any job to keep a 4 s freshness: the lag is
+	// reported, not judged.
+	switch written := srcEnd - srcStart; {
+	case written < 20:
+		t.Logf("data lag %v not judged: the writer itself got %d statements done", maxLag, written)
+	case maxLag > fresh+fresh/2:
 		t.Errorf("data lag reached %v, above the freshness %v and half of it", maxLag, fresh)
 	}
 	if least := int(elapsed/fresh) - 1; commits < least {
