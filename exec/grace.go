@@ -49,6 +49,7 @@ func (j *joinOp) buildOrSpill(ctx context.Context) (*table, bool, error) {
 		held += batchBytes(b)
 		if j.ec.overBudget(&j.mem, base, held, 2*held) {
 			err := j.grace(ctx, batches, keyCols)
+			j.mem.resize(0) // the partition joins reserve their own
 			return nil, true, err
 		}
 	}
