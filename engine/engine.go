@@ -53,6 +53,11 @@ type Config struct {
 	// statement may hold before they spill to disk; 0 means
 	// DefaultQueryMemory, negative means unlimited.
 	QueryMemory int64
+	// QueryPool is the bytes the operators of all statements and
+	// continuous jobs may hold together (exec.MemoryPool): each spills past
+	// its fair share of it. 0 means no pool (QueryMemory bounds each
+	// operator alone).
+	QueryPool int64
 	// SpillDir is where operators spill; empty means the system temp dir.
 	SpillDir string
 	// CacheBytes bounds the table store's cache of decoded columns; 0
@@ -127,6 +132,8 @@ type Engine struct {
 	followDone chan struct{}
 
 	lookups lookups // lookup indexes by table version and options (lookup.go)
+
+	pool *exec.MemoryPool // nil without Config.QueryPool
 }
 
 // Open opens (or initialises) the warehouse and makes sure the default
@@ -164,6 +171,9 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: cfg, store: store, txns: make(map[string]*Txn), jobs: map[string]*job{}, node: newNodeID(), followDone: make(chan struct{})}
+	if cfg.QueryPool > 0 {
+		e.pool = exec.NewMemoryPool(cfg.QueryPool)
+	}
 	if cfg.Scheduler == nil {
 		cfg.Scheduler = newEmbeddedScheduler
 	}
@@ -205,15 +215,21 @@ func (e *Engine) Close() error {
 // Store gives read access to the catalog for metadata requests.
 func (e *Engine) Store() *tablestore.Store { return e.store }
 
+// MemoryPool is the pool statements' operators reserve in (nil: none).
+func (e *Engine) MemoryPool() *exec.MemoryPool { return e.pool }
+
 // Mem is the allocator statements use.
 func (e *Engine) Mem() memory.Allocator { return e.cfg.Mem }
 
 // execContext starts one statement's execution: its allocator, batch
-// size, statement time, memory budget and spill directory.
+// size, statement time, memory budget and pool, and spill directory. Its
+// reservations must be released (exec.Context.ReleaseMemory) when the
+// statement ends.
 func (e *Engine) execContext() *exec.Context {
 	ec := exec.NewContext(e.cfg.Mem)
 	ec.BatchSize = e.cfg.BatchSize
 	ec.MemoryLimit = e.cfg.QueryMemory
+	ec.Pool = e.pool
 	ec.TempDir = e.cfg.SpillDir
 	ec.Parallelism = e.cfg.Parallelism
 	return ec

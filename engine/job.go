@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/plan"
 	"github.com/flightd/flightd/sql"
 	"github.com/flightd/flightd/stream"
@@ -573,7 +574,10 @@ func (j *job) run(ctx context.Context) error {
 	if interval > 0 && a.every > 0 {
 		interval = a.every // a materialized table's freshness sets it
 	}
-	ch, restored, err := j.changes(ctx, q, sources, r, interval)
+	// The run's operators reserve their state in the pool until it ends.
+	ec := e.execContext()
+	defer ec.ReleaseMemory()
+	ch, restored, err := j.changes(ctx, ec, q, sources, r, interval)
 	if err != nil {
 		return err
 	}
@@ -618,11 +622,11 @@ func (j *job) run(ctx context.Context) error {
 // changes builds the job's operators: restored from the checkpoint of the
 // sink snapshot r resumes from when it has a usable one (true), else
 // reading the sources from r.from in full.
-func (j *job) changes(ctx context.Context, q *plan.Query, sources []*tablestore.Table, r resume, interval time.Duration) (*plan.Changes, bool, error) {
+func (j *job) changes(ctx context.Context, ec *exec.Context, q *plan.Query, sources []*tablestore.Table, r resume, interval time.Duration) (*plan.Changes, bool, error) {
 	if r.state && interval > 0 {
 		cp := stream.NewCheckpoints(interval)
 		if err := j.loadCheckpoint(ctx, cp, sources, r); err == nil {
-			if ch, err := q.Changes(j.e.execContext(), nil, cp); err == nil {
+			if ch, err := q.Changes(ec, nil, cp); err == nil {
 				j.setRun(cp, StartCheckpoint, r.positions)
 				return ch, true, nil
 			}
@@ -633,7 +637,7 @@ func (j *job) changes(ctx context.Context, q *plan.Query, sources []*tablestore.
 		// Unusable: rebuilt from the sources, which is exact too.
 	}
 	cp := stream.NewCheckpoints(interval)
-	ch, err := q.Changes(j.e.execContext(), r.from, cp)
+	ch, err := q.Changes(ec, r.from, cp)
 	j.setRun(cp, StartSources, nil)
 	return ch, false, err
 }

@@ -24,8 +24,10 @@ type budgetJob struct {
 	write func(rng *rand.Rand) []string
 }
 
-// runBudgetJob runs j with state over 10x a 32 KiB budget: its sink must
-// equal the batch answer at the job's positions, twice, across a restart.
+// runBudgetJob runs j with state over 10x a 32 KiB budget, its state also
+// reserved in a pool of twice that: its sink must equal the batch answer at
+// the job's positions, twice, across a restart, and the pool must be empty
+// once the engine closed.
 func runBudgetJob(t *testing.T, j budgetJob) {
 	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 0))
@@ -35,7 +37,7 @@ func runBudgetJob(t *testing.T, j budgetJob) {
 	dir, spill := t.TempDir(), t.TempDir()
 	open := func() (*engine.Engine, *memory.CheckedAllocator) {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-		e, err := engine.Open(context.Background(), engine.Config{Mem: mem, Root: dir, SpillDir: spill, QueryMemory: budget})
+		e, err := engine.Open(context.Background(), engine.Config{Mem: mem, Root: dir, SpillDir: spill, QueryMemory: budget, QueryPool: 2 * budget})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,6 +86,9 @@ func runBudgetJob(t *testing.T, j budgetJob) {
 		}
 		t.Logf("round %d: %d rows in the sink at %v", round, len(got), st.Positions)
 		closeEngine(t, e, mem)
+		if p := e.MemoryPool(); p.Reserved() != 0 || p.Consumers() != 0 {
+			t.Fatalf("closed, the pool holds %d bytes for %d reservations", p.Reserved(), p.Consumers())
+		}
 		if round == 0 {
 			e, mem = open()
 			s = e.NewSession()

@@ -322,12 +322,21 @@ func (st *Statement) Query(ctx context.Context, params arrow.RecordBatch) (_ exe
 	case *plan.Query:
 		return st.buildPerRow(ctx, ec, b, params)
 	case *plan.Explain:
+		// EXPLAIN ANALYZE ran the query to its end here.
+		defer ec.ReleaseMemory()
 		return st.explain(ctx, ec, b, params)
 	}
 	return nil, fmt.Errorf("statement does not return rows; execute it as an update: %w", ErrInvalid)
 }
 
-func (st *Statement) buildPerRow(ctx context.Context, ec *exec.Context, q *plan.Query, params arrow.RecordBatch) (exec.Operator, error) {
+// buildPerRow builds q's operators; the statement's pool reservations
+// are released when the operator returned closes, or here on error.
+func (st *Statement) buildPerRow(ctx context.Context, ec *exec.Context, q *plan.Query, params arrow.RecordBatch) (_ exec.Operator, err error) {
+	defer func() {
+		if err != nil {
+			ec.ReleaseMemory()
+		}
+	}()
 	rows, err := paramRows(ctx, ec, q, params, q.BatchesParams())
 	if err != nil {
 		return nil, err
@@ -351,14 +360,35 @@ func (st *Statement) buildPerRow(ctx context.Context, ec *exec.Context, q *plan.
 		ops = append(ops, op)
 	}
 	if len(ops) == 1 {
-		return withSchema(ops[0], q.Schema()), nil
+		return releasing(ec, withSchema(ops[0], q.Schema())), nil
 	}
 	op, err := exec.NewUnionAll(ec, ops...)
 	if err != nil {
 		closeAll(ops)
 		return nil, err
 	}
-	return withSchema(op, q.Schema()), nil
+	return releasing(ec, withSchema(op, q.Schema())), nil
+}
+
+// releasing returns op whose Close also releases what its statement still
+// holds in the memory pool: whether it ended, failed or was cancelled, or
+// its client went away, nothing it reserved stays.
+func releasing(ec *exec.Context, op exec.Operator) exec.Operator {
+	if ec.Pool == nil {
+		return op
+	}
+	return &releaseOnClose{Operator: op, ec: ec}
+}
+
+type releaseOnClose struct {
+	exec.Operator
+	ec *exec.Context
+}
+
+func (r *releaseOnClose) Close() error {
+	err := r.Operator.Close()
+	r.ec.ReleaseMemory()
+	return err
 }
 
 // CheckParams reports whether params fit the statement's parameters, so a

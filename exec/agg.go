@@ -27,6 +27,7 @@ type AggregateSpec struct {
 // expressions, the accumulators, and the output schema.
 type aggCore struct {
 	ec      *Context
+	mem     memAccount
 	child   Operator
 	groups  []Expr
 	aggs    []AggregateSpec
@@ -582,7 +583,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 			}
 		}
 		releaseArrays(keys)
-		if h.ec.overBudget(base, h.stateBytes(keyBytes)) {
+		if sb := h.stateBytes(keyBytes); h.ec.overBudget(&h.mem, base, sb, sb) {
 			// Spilled rows would be missing from the groups the derived
 			// sets are computed from: from here on every set reads the
 			// rows.
@@ -697,6 +698,7 @@ func (h *hashAggOp) Close() error {
 		p.remove()
 	}
 	h.spills = nil
+	h.mem.free()
 	return errors.Join(h.subs.close(), h.child.Close())
 }
 

@@ -78,7 +78,9 @@ func (bj *blockJoin) nextBlock(ctx context.Context) (bool, error) {
 	ec := bj.j.ec
 	var blk []arrow.RecordBatch
 	var held int64
-	for held <= ec.MemoryLimit/2 {
+	// A block takes half the budget, and its join concatenates it: the
+	// pool reserves it twice, and a block holds at least one batch.
+	for (ec.MemoryLimit <= 0 || held <= ec.MemoryLimit/2) && (len(blk) == 0 || bj.j.mem.reservation(ec).TryResize(2*held)) {
 		b, err := bj.right.Next(ctx)
 		if errors.Is(err, io.EOF) {
 			break

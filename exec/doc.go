@@ -78,6 +78,15 @@
 // limit, count(DISTINCT) and row_number() OVER (ORDER BY) keep their Arrow
 // memory within twice it (TestSpillTenTimesBudget).
 //
+// Context.Pool, a MemoryPool shared by all the executions of an engine,
+// bounds what their operators hold together: each reserves what it holds
+// (a sort, TopN and join build side twice, for the concatenation of the
+// batches they hold) and spills, as past MemoryLimit, once past its fair
+// share (the pool over the operators holding bytes) or when the pool is
+// full. What cannot spill then fails with ErrMemoryLimit naming the pool.
+// Operators free their reservation at Close; Context.ReleaseMemory frees
+// whatever an execution still holds when it ends.
+//
 // # Parallelism
 //
 // Gather runs child pipelines on goroutines (at most Context.Parallelism

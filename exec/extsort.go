@@ -48,7 +48,10 @@ func (s *sortOp) externalSort(ctx context.Context, pre []arrow.RecordBatch) (*ta
 		if err != nil {
 			return err
 		}
-		defer t.release()
+		defer func() {
+			t.release()
+			s.mem.resize(0)
+		}()
 		run, err := s.writeRun(ctx, t)
 		if err != nil {
 			return err
@@ -79,7 +82,9 @@ func (s *sortOp) externalSort(ctx context.Context, pre []arrow.RecordBatch) (*ta
 		// Key columns count even when they share the batch's buffers: a
 		// run concatenates them separately.
 		held += batchBytes(b) + arraysBytes(k)
-		if s.ec.overBudget(base, held) {
+		// A run or the output concatenates the held batches and keys
+		// before they go: reserve both.
+		if s.ec.overBudget(&s.mem, base, held, 2*held) {
 			if err := spillRun(); err != nil {
 				return fail(err)
 			}
@@ -88,6 +93,9 @@ func (s *sortOp) externalSort(ctx context.Context, pre []arrow.RecordBatch) (*ta
 	if len(runs) == 0 {
 		t, err := buildTable(s.ec, s.child.Schema(), batches, keyCols, keys)
 		release()
+		if err == nil {
+			s.mem.resize(t.bytes())
+		}
 		return t, nil, err
 	}
 	if len(batches) > 0 {

@@ -15,7 +15,7 @@ import (
 // its build side is materialized like a hash join's, and nothing relies on
 // the order of its output.
 func (j *joinOp) canSpill() bool {
-	return j.ec.MemoryLimit > 0 && len(j.leftKeys) > 0 && j.depth < maxSpillDepth
+	return j.ec.limited() && len(j.leftKeys) > 0 && j.depth < maxSpillDepth
 }
 
 // buildOrSpill reads the build side; if it outgrows the budget it switches
@@ -47,12 +47,16 @@ func (j *joinOp) buildOrSpill(ctx context.Context) (*table, bool, error) {
 		batches = append(batches, b)
 		keyCols = append(keyCols, k)
 		held += batchBytes(b)
-		if j.ec.overBudget(base, held) {
+		if j.ec.overBudget(&j.mem, base, held, 2*held) {
 			err := j.grace(ctx, batches, keyCols)
+			j.mem.resize(0) // the partition joins reserve their own
 			return nil, true, err
 		}
 	}
 	t, err := buildTable(j.ec, j.right.Schema(), batches, keyCols, j.rightKeys)
+	if err == nil {
+		j.mem.resize(t.bytes())
+	}
 	return t, false, err
 }
 

@@ -225,6 +225,7 @@ func (a *allCandidates) next(r int32) int32 {
 // pairs, and outer/semi/anti rows are added per left batch.
 type joinOp struct {
 	ec          *Context
+	mem         memAccount // the build side
 	left, right Operator
 	typ         JoinType
 	leftKeys    []Expr
@@ -367,7 +368,7 @@ func (j *joinOp) Open(ctx context.Context) error {
 		// Past maxSpillDepth a hash join finishes in memory; a nested-loop
 		// join over the budget joins its build side block by block.
 		var over []arrow.RecordBatch
-		if t, over, err = materialize(ctx, j.ec, j.right, j.rightKeys, len(j.leftKeys) == 0 && j.depth < maxSpillDepth); err != nil {
+		if t, over, err = materialize(ctx, j.ec, &j.mem, j.right, j.rightKeys, len(j.leftKeys) == 0 && j.depth < maxSpillDepth); err != nil {
 			return err
 		}
 		if over != nil {
@@ -822,6 +823,7 @@ func (j *joinOp) Close() error {
 		j.build.release()
 		j.build = nil
 	}
+	j.mem.free()
 	if j.merge != nil {
 		j.merge.release()
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +33,10 @@ type Context struct {
 	// before spilling, or failing with ErrMemoryLimit where it cannot (0 =
 	// unlimited); see the package documentation.
 	MemoryLimit int64
+	// Pool, if set, bounds what the operators of all executions sharing it
+	// hold together (see MemoryPool); ReleaseMemory frees this execution's
+	// share.
+	Pool *MemoryPool
 	// TempDir is where operators spill (empty = os.TempDir()).
 	TempDir string
 	// Parallelism is the number of goroutines an operator may use: 0 means
@@ -39,6 +44,10 @@ type Context struct {
 	Parallelism int
 
 	spilledRows atomic.Int64
+
+	resMu        sync.Mutex
+	reservations []*Reservation
+	released     bool
 }
 
 // SpilledRows returns how many rows operators of this execution wrote to

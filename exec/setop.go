@@ -25,6 +25,7 @@ func (k SetOpKind) String() string { return [...]string{"INTERSECT", "EXCEPT"}[k
 
 type setOp struct {
 	ec          *Context
+	mem         memAccount
 	left, right Operator
 	op          SetOpKind
 	all         bool
@@ -66,7 +67,7 @@ func (s *setOp) Schema() *arrow.Schema { return s.left.Schema() }
 
 // freeze starts partitioning (within maxSpillDepth) once over the budget.
 func (s *setOp) freeze() error {
-	if s.lp != nil || s.depth >= maxSpillDepth || !s.ec.overBudget(s.base, s.bytes) {
+	if s.lp != nil || s.depth >= maxSpillDepth || !s.ec.overBudget(&s.mem, s.base, s.bytes, s.bytes) {
 		return nil
 	}
 	seed := maphash.MakeSeed()
@@ -249,6 +250,7 @@ func (s *setOp) Close() error {
 		}
 	}
 	s.lp, s.rp = nil, nil
+	s.mem.free()
 	return errors.Join(s.left.Close(), s.right.Close(), s.subs.close())
 }
 
@@ -315,7 +317,7 @@ func (d *distinctOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 				return nil, err
 			}
 		}
-		if d.ec.overBudget(d.base, d.set.bytes) {
+		if d.ec.overBudget(&d.set.mem, d.base, d.set.bytes, d.set.bytes) {
 			if err := d.set.freeze(); err != nil {
 				return nil, err
 			}

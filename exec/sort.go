@@ -44,6 +44,9 @@ type table struct {
 	n    int
 }
 
+// bytes is the memory t's rows take.
+func (t *table) bytes() int64 { return arraysBytes(t.cols) + arraysBytes(t.keys) }
+
 func (t *table) release() {
 	releaseArrays(t.cols)
 	releaseArrays(t.keys)
@@ -83,7 +86,7 @@ func concatColumns(ec *Context, schema *arrow.Schema, batches []arrow.RecordBatc
 // materialize reads all of child into a table with sort keys keys
 // evaluated. With limited set, past Context.MemoryLimit it stops and
 // returns the batches read so far (owned) instead.
-func materialize(ctx context.Context, ec *Context, child Operator, keys []Expr, limited bool) (*table, []arrow.RecordBatch, error) {
+func materialize(ctx context.Context, ec *Context, m *memAccount, child Operator, keys []Expr, limited bool) (*table, []arrow.RecordBatch, error) {
 	base, held := ec.allocated(), int64(0)
 	var batches []arrow.RecordBatch
 	var keyCols [][]arrow.Array
@@ -108,13 +111,16 @@ func materialize(ctx context.Context, ec *Context, child Operator, keys []Expr, 
 		b.Retain()
 		batches = append(batches, b)
 		keyCols = append(keyCols, k)
-		if held += batchBytes(b); limited && ec.overBudget(base, held) {
+		if held += batchBytes(b); limited && ec.overBudget(m, base, held, 2*held) {
 			over := batches
 			batches = nil
 			return nil, over, nil
 		}
 	}
 	t, err := buildTable(ec, child.Schema(), batches, keyCols, keys)
+	if err == nil {
+		m.resize(t.bytes())
+	}
 	return t, nil, err
 }
 
@@ -452,6 +458,7 @@ type sortOp struct {
 	// skip and left apply TopN's offset and count to the merger's output.
 	skip, left int64
 	lim        current
+	mem        memAccount // what it holds, from the first batch to Close
 }
 
 // NewSort sorts its input by keys (stable: equal rows keep input order).
@@ -585,13 +592,14 @@ func (s *sortOp) topN(ctx context.Context) (*table, *runMerger, error) {
 		keyCols = append(keyCols, k)
 		pending += int(b.NumRows())
 		held += batchBytes(b) + arraysBytes(k)
-		over := s.ec.overBudget(base, held)
+		// compact concatenates what is held: reserve it twice.
+		over := s.ec.overBudget(&s.mem, base, held, 2*held)
 		if over || pending >= 2*keep && pending >= 1024 {
 			if err := compact(); err != nil {
 				return nil, nil, err
 			}
 		}
-		if over && s.ec.overBudget(base, held) {
+		if over && s.ec.overBudget(&s.mem, base, held, 2*held) {
 			// The kept rows alone pass the budget: sort externally.
 			pre := []arrow.RecordBatch{array.NewRecordBatch(s.child.Schema(), acc.cols, int64(acc.n))}
 			acc.release()
@@ -639,6 +647,7 @@ func (s *sortOp) nextLimited(ctx context.Context) (arrow.RecordBatch, error) {
 func (s *sortOp) Close() error {
 	s.lim.release()
 	s.out.close()
+	s.mem.free()
 	if s.merger != nil {
 		s.merger.close()
 		s.merger = nil

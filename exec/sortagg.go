@@ -119,7 +119,8 @@ func (s *sortAggOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		// Over the budget, finished groups are emitted at once; with only
 		// the open group left, its DISTINCT pairs go to disk and the
 		// values it collects must fit.
-		over := s.ec.overBudget(s.base, s.accBytes())
+		ab := s.accBytes()
+		over := s.ec.overBudget(&s.mem, s.base, ab, ab)
 		if over && s.ngroups <= 1 {
 			if err := s.spillDistinct(); err != nil {
 				return nil, err
@@ -237,5 +238,6 @@ func (s *sortAggOp) Close() error {
 	s.releaseAccs()
 	releaseArrays(s.last)
 	s.last = nil
+	s.mem.free()
 	return s.child.Close()
 }

@@ -71,15 +71,25 @@ func (ec *Context) allocated() int64 {
 	return 0
 }
 
-// overBudget reports whether an operator is over MemoryLimit: either the
-// execution's allocations grew by more than the limit since the operator
-// started (base), or the operator itself holds more than the limit (held:
-// retained batches, which may have been allocated before it started, plus
-// Go-side state). Measuring from base lets a re-partitioning pass work
-// within the budget while its parent still holds finished output.
-func (ec *Context) overBudget(base, held int64) bool {
-	return ec.MemoryLimit > 0 && max(ec.allocated()-base, held) > ec.MemoryLimit
+// overBudget reports whether an operator must spill: it is over
+// MemoryLimit, either the execution's allocations grew by more than the
+// limit since the operator started (base) or the operator itself holds more
+// than the limit (held: retained batches, which may have been allocated
+// before it started, plus Go-side state); or the pool refused to reserve
+// the reserve bytes it needs for what it holds (held, or more where the
+// operator copies what it holds before letting it go). Measuring from base
+// lets a re-partitioning pass work within the budget while its parent still
+// holds finished output.
+func (ec *Context) overBudget(m *memAccount, base, held, reserve int64) bool {
+	if ec.MemoryLimit > 0 && max(ec.allocated()-base, held) > ec.MemoryLimit {
+		return true
+	}
+	return !m.reservation(ec).TryResize(reserve)
 }
+
+// limited reports whether operators may have to spill: a per-operator
+// budget or a pool is set.
+func (ec *Context) limited() bool { return ec.MemoryLimit > 0 || ec.Pool != nil }
 
 // batchBytes is the memory a batch's rows take (see dataBytes).
 func batchBytes(b arrow.RecordBatch) int64 { return arraysBytes(b.Columns()) }
@@ -374,6 +384,7 @@ type spillSet struct {
 	seen   map[string]struct{}
 	bytes  int64
 	spill  *partitioner
+	mem    memAccount
 }
 
 func newSpillSet(ec *Context, schema *arrow.Schema, depth int) *spillSet {
@@ -465,7 +476,7 @@ func (s *spillSet) drainFile(ctx context.Context, f *spillFile, emit func(arrow.
 		if err := emit(b, fresh); err != nil {
 			return err
 		}
-		if s.ec.overBudget(base, sub.bytes) {
+		if s.ec.overBudget(&sub.mem, base, sub.bytes, sub.bytes) {
 			if err := sub.freeze(); err != nil {
 				return err
 			}
@@ -476,6 +487,7 @@ func (s *spillSet) drainFile(ctx context.Context, f *spillFile, emit func(arrow.
 
 // remove deletes the partitions, if any.
 func (s *spillSet) remove() {
+	s.mem.free()
 	if s.spill != nil {
 		s.spill.remove()
 		s.spill = nil

@@ -161,7 +161,43 @@ func TestSpill(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 2))
 	in := bigTable(t, rng, 3000, 800)
 	other := bigTable(t, rng, 1500, 800)
-	s := in.Schema
+	cases := spillCases(t, in.Schema)
+	inputs := spillInputs(in, other)
+	for name, ctor := range cases {
+		t.Run(name, func(t *testing.T) {
+			inputs := inputs(name)
+			want, spilled, err := runWith(t, inputs, 0, 256, ctor)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if spilled != 0 {
+				t.Fatalf("spilled %d rows without a limit", spilled)
+			}
+			got, spilled, err := runWith(t, inputs, 16<<10, 256, ctor)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if name == "distinct-many-sort-aggregate" {
+				if spilled != 0 {
+					t.Fatalf("spilled %d rows: finished groups should have been emitted instead", spilled)
+				}
+			} else if spilled == 0 {
+				t.Fatal("a 16 KiB limit did not spill")
+			}
+			if !spillVerify(name)(got, want) {
+				t.Fatalf("spilled run differs: %d rows vs %d", len(got), len(want))
+			}
+			if len(got) == 0 && name != "hash-join-null-aware-anti" {
+				t.Fatal("no rows")
+			}
+			t.Logf("%d rows, %d spilled", len(got), spilled)
+		})
+	}
+}
+
+// spillCases are operators with state that spills, over inputs of
+// bigTable's schema s (see spillInputs).
+func spillCases(t *testing.T, s *arrow.Schema) map[string]exectest.Ctor {
 	cases := map[string]exectest.Ctor{
 		"hash-aggregate": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 			return exec.NewHashAggregate(ec, ops[0], []exec.Expr{col(s, "k"), col(s, "s")}, nil, []exec.AggregateSpec{
@@ -301,53 +337,37 @@ func TestSpill(t *testing.T) {
 		build := exec.NewFilter(ec, ops[1], call(t, "is_not_null", col(s, "k")))
 		return exec.NewHashJoin(ec, ops[0], build, exec.NullAwareAntiJoin, []exec.Expr{col(s, "k")}, []exec.Expr{col(s, "k")}, nil)
 	}
-	// Sort aggregation needs input clustered by s; a few large groups keep
-	// DISTINCT sets open across batches.
+	return cases
+}
+
+// spillInputs returns the inputs of spillCases' case name: in, and other
+// as the right side of joins and set operations. Sort aggregation needs
+// input clustered by s; a few large groups keep DISTINCT sets open across
+// batches.
+func spillInputs(in, other exectest.Table) func(name string) []exectest.Table {
 	sorted := in
 	sorted.Rows = slices.Clone(in.Rows)
 	slices.SortStableFunc(sorted.Rows, func(a, b []string) int {
 		return cmp.Or(strings.Compare(a[1], b[1]), strings.Compare(a[0], b[0]))
 	})
-	for name, ctor := range cases {
-		t.Run(name, func(t *testing.T) {
-			inputs := []exectest.Table{in}
-			if strings.HasSuffix(name, "sort-aggregate") {
-				inputs = []exectest.Table{sorted}
-			}
-			if strings.HasPrefix(name, "hash-join") || strings.HasPrefix(name, "two-") {
-				inputs = append(inputs, other)
-			}
-			want, spilled, err := runWith(t, inputs, 0, 256, ctor)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if spilled != 0 {
-				t.Fatalf("spilled %d rows without a limit", spilled)
-			}
-			got, spilled, err := runWith(t, inputs, 16<<10, 256, ctor)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if name == "distinct-many-sort-aggregate" {
-				if spilled != 0 {
-					t.Fatalf("spilled %d rows: finished groups should have been emitted instead", spilled)
-				}
-			} else if spilled == 0 {
-				t.Fatal("a 16 KiB limit did not spill")
-			}
-			verify := exectest.Unordered
-			if strings.HasPrefix(name, "sort") || strings.HasPrefix(name, "window") {
-				verify = exectest.Ordered
-			}
-			if !verify(got, want) {
-				t.Fatalf("spilled run differs: %d rows vs %d", len(got), len(want))
-			}
-			if len(got) == 0 && name != "hash-join-null-aware-anti" {
-				t.Fatal("no rows")
-			}
-			t.Logf("%d rows, %d spilled", len(got), spilled)
-		})
+	return func(name string) []exectest.Table {
+		inputs := []exectest.Table{in}
+		if strings.HasSuffix(name, "sort-aggregate") {
+			inputs = []exectest.Table{sorted}
+		}
+		if strings.HasPrefix(name, "hash-join") || strings.HasPrefix(name, "two-") {
+			inputs = append(inputs, other)
+		}
+		return inputs
 	}
+}
+
+// spillVerify compares a case's rows in order where its output is ordered.
+func spillVerify(name string) func(got, want []string) bool {
+	if strings.HasPrefix(name, "sort") || strings.HasPrefix(name, "window") {
+		return exectest.Ordered
+	}
+	return exectest.Unordered
 }
 
 // TestSpillLongStrings checks that min/max strings count against the

@@ -32,6 +32,7 @@ type Spool struct {
 	batches []arrow.RecordBatch // owned
 	file    *spillFile          // finished, or nil
 	readers int                 // open readers
+	mem     memAccount
 }
 
 // NewSpool takes ownership of input.
@@ -73,7 +74,7 @@ func (s *Spool) drain(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if s.file == nil && !s.ec.overBudget(base, held+batchBytes(b)) {
+		if s.file == nil && !s.ec.overBudget(&s.mem, base, held+batchBytes(b), held+batchBytes(b)) {
 			b.Retain()
 			s.batches = append(s.batches, b)
 			held += batchBytes(b)
@@ -104,6 +105,7 @@ func (s *Spool) release() error {
 	}
 	releaseBatches(s.batches)
 	s.batches = nil
+	s.mem.free()
 	if s.file != nil {
 		s.file.remove()
 		s.file = nil

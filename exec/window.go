@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 
@@ -105,6 +106,7 @@ type windowOp struct {
 	// it back in order. pending holds the rows read and not yet computed;
 	// carry is the state of a partition that an earlier chunk began.
 	merger  *runMerger
+	mem     memAccount // the sorted input in memory, or the pending rows
 	pending []arrow.RecordBatch
 	held    int64
 	// retry is what held must pass before the next try to cut a chunk,
@@ -237,11 +239,16 @@ func (w *windowOp) Open(ctx context.Context) error {
 	keys := w.sortKeys()
 	sorter := &sortOp{ec: w.ec, child: w.child, keys: keys, count: -1}
 	t, merger, err := sorter.externalSort(ctx, nil)
+	w.mem = sorter.mem
 	if err != nil || merger != nil {
 		w.merger = merger
 		return err
 	}
 	defer t.release()
+	// The rows are copied once more in order: reserve both copies.
+	if n := 2 * t.bytes(); !w.mem.reservation(w.ec).TryResize(n) {
+		return w.mem.r.poolError("a window's sorted input", n)
+	}
 	if t.n == 0 {
 		return nil
 	}
@@ -465,7 +472,11 @@ func (w *windowOp) readChunk(ctx context.Context) error {
 		b.Retain()
 		w.pending = append(w.pending, b)
 		w.held += batchBytes(b)
-		if w.held <= max(w.ec.MemoryLimit/4, w.retry) {
+		limit := w.ec.MemoryLimit
+		if limit <= 0 {
+			limit = math.MaxInt64 // only the pool bounds it
+		}
+		if w.held <= max(limit/4, w.retry) && w.mem.reservation(w.ec).TryResize(w.held) {
 			continue
 		}
 		done, err := w.computePending(ctx, false)
@@ -473,10 +484,13 @@ func (w *windowOp) readChunk(ctx context.Context) error {
 			w.retry = 0
 			return err
 		}
-		if w.held > w.ec.MemoryLimit {
+		if w.held > limit {
 			return fmt.Errorf("%w: a window peer group or frame is larger than the query memory budget (%d bytes)", ErrMemoryLimit, w.ec.MemoryLimit)
 		}
-		w.retry = min(2*w.held, w.ec.MemoryLimit)
+		if !w.mem.reservation(w.ec).TryResize(w.held) {
+			return w.mem.r.poolError("a window peer group or frame", w.held)
+		}
+		w.retry = min(2*w.held, limit)
 	}
 }
 
@@ -1236,5 +1250,6 @@ func (w *windowOp) Close() error {
 		w.big = nil
 	}
 	w.setCarry(nil)
+	w.mem.free()
 	return w.child.Close()
 }

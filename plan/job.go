@@ -312,7 +312,7 @@ func (q *Query) Changes(ec *exec.Context, from []int64, cp *stream.Checkpoints) 
 	if sp.limit != nil {
 		return nil, fmt.Errorf("%w: LIMIT in a continuous job", ErrNotImplemented)
 	}
-	sb := &streamBuilder{sp: sp, ec: ec, budget: stream.NewBudget(ec.MemoryLimit), from: from, cp: cp}
+	sb := &streamBuilder{sp: sp, ec: ec, budget: stream.NewQueryBudget(ec), from: from, cp: cp}
 	root, err := sb.build(sp.root)
 	if err != nil {
 		return nil, err

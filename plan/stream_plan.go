@@ -1038,7 +1038,7 @@ type streamBuilder struct {
 
 // build creates the operator tree of one execution.
 func (sp *streamPlan) build(ec *exec.Context, params arrow.RecordBatch) (exec.Operator, error) {
-	sb := &streamBuilder{sp: sp, ec: ec, params: params, budget: stream.NewBudget(ec.MemoryLimit)}
+	sb := &streamBuilder{sp: sp, ec: ec, params: params, budget: stream.NewQueryBudget(ec)}
 	root, err := sb.build(sp.root)
 	if err != nil {
 		return nil, err

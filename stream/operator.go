@@ -110,25 +110,52 @@ func withKind(fields []arrow.Field) *arrow.Schema {
 	return arrow.NewSchema(append([]arrow.Field{{Name: tablestore.RowKindColumn, Type: arrow.BinaryTypes.String}}, fields...), nil)
 }
 
-// Budget is the memory the state of one query's operators may hold.
+// Budget is the memory the state of one query's operators may hold: at
+// most limit, and what the engine's pool grants (res).
 type Budget struct {
 	limit int64 // 0: unlimited
 	used  atomic.Int64
+	res   *exec.Reservation // nil: no pool
 }
 
 // NewBudget returns a budget of limit bytes (0: unlimited).
 func NewBudget(limit int64) *Budget { return &Budget{limit: limit} }
+
+// NewQueryBudget returns a budget of ec's MemoryLimit whose state is also
+// reserved in ec's pool, if any.
+func NewQueryBudget(ec *exec.Context) *Budget {
+	return &Budget{limit: ec.MemoryLimit, res: ec.NewReservation(true)}
+}
 
 // add accounts n more bytes (negative to free) of state that spills: its
 // operator checks over at each marker and evicts.
 func (b *Budget) add(n int64) { b.used.Add(n) }
 
 // evictTarget is how many bytes an operator over its budget frees: down
-// to half the limit, so that it does not evict again at the next marker.
-func (b *Budget) evictTarget() int64 { return b.Used() - b.limit/2 }
+// to half the limit, or of what the pool granted when it refused more, so
+// that it does not evict again at the next marker.
+func (b *Budget) evictTarget() int64 {
+	bound := b.limit
+	if b.res != nil && (bound <= 0 || b.res.Size() < bound) {
+		bound = b.res.Size()
+	}
+	return b.Used() - bound/2
+}
 
-// over reports whether the state accounted exceeds the limit.
-func (b *Budget) over() bool { return b.limit > 0 && b.used.Load() > b.limit }
+// over reports whether the state accounted exceeds the limit or what the
+// pool grants.
+func (b *Budget) over() bool {
+	used := b.used.Load()
+	return b.limit > 0 && used > b.limit || !b.res.TryResize(used)
+}
+
+// bound names what over compared with, for errors.
+func (b *Budget) bound() string {
+	if b.limit > 0 && b.used.Load() > b.limit {
+		return fmt.Sprintf("the query memory budget of %d bytes", b.limit)
+	}
+	return fmt.Sprintf("the %d bytes granted by the query memory pool", b.res.Size())
+}
 
 // Used is the number of bytes accounted.
 func (b *Budget) Used() int64 { return b.used.Load() }

@@ -243,7 +243,7 @@ func (o *OverAggregate) add(ctx context.Context, b arrow.RecordBatch) (err error
 // to disk yet, and would grow for as long as the watermark lags (a large
 // delay, a source that stopped), so the query fails instead.
 func (o *OverAggregate) evict() error {
-	return fmt.Errorf("%w: an OVER aggregation holds %d bytes of state (rows waiting for the watermark, rows in its frames) of the %d its query's operators hold, over the query memory budget of %d bytes; its state does not spill yet: a smaller watermark delay or narrower frames hold less", exec.ErrMemoryLimit, o.held, o.budget.Used(), o.budget.limit)
+	return fmt.Errorf("%w: an OVER aggregation holds %d bytes of state (rows waiting for the watermark, rows in its frames) of the %d its query's operators hold, over %s; its state does not spill yet: a smaller watermark delay or narrower frames hold less", exec.ErrMemoryLimit, o.held, o.budget.Used(), o.budget.bound())
 }
 
 // fire emits the waiting rows at or before wm, and expires the rows no

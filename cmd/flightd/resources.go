@@ -33,14 +33,16 @@ func memoryLimit(flag sizeFlag) int64 {
 
 // Derived defaults, as DuckDB derives its memory_limit from the machine: a
 // third of the process's memory limit caches decoded table data and a
-// quarter is one statement's budget before it spills, so the cache and two
-// large statements fit under the limit. Without a known limit they fall back
-// to 1 GiB each.
+// quarter is one operator's budget before it spills; half is the pool all
+// statements' operators share, so the cache and the pool fit under the
+// limit with room for batches in flight. Without a known limit the cache
+// and the budget fall back to 1 GiB each and there is no pool.
 const (
 	fallbackMemory  = 1 << 30
 	minQueryMemory  = 64 << 20
 	cacheShareDiv   = 3
 	queryShareDiv   = 4
+	poolShareDiv    = 2
 	autoSizeKeyword = "auto"
 )
 
@@ -62,6 +64,17 @@ func queryMemory(flag sizeFlag, limit int64) int64 {
 		return fallbackMemory
 	}
 	return max(limit/queryShareDiv, minQueryMemory)
+}
+
+// queryPool is the engine's memory pool (0: none).
+func queryPool(flag sizeFlag, limit int64) int64 {
+	switch {
+	case !flag.auto:
+		return max(flag.bytes, 0)
+	case limit <= 0:
+		return 0
+	}
+	return limit / poolShareDiv
 }
 
 // sizeFlag is a byte count given as "auto", an integer, a float (6e9) or a

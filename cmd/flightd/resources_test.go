@@ -45,16 +45,19 @@ func TestDefaultMemoryLimit(t *testing.T) {
 func TestDerivedMemoryDefaults(t *testing.T) {
 	auto := sizeFlag{auto: true}
 	for _, tc := range []struct {
-		flag         sizeFlag
-		limit        int64
-		query, cache int64
+		flag               sizeFlag
+		limit              int64
+		query, cache, pool int64
 	}{
-		{auto, 18 << 30, 18 << 30 / 4, 6 << 30},
-		{auto, 0, 1 << 30, 1 << 30},                // no limit known
-		{auto, 128 << 20, 64 << 20, 128 << 20 / 3}, // the statement floor
-		{sizeFlag{bytes: 5 << 20}, 18 << 30, 5 << 20, 5 << 20},
-		{sizeFlag{bytes: -1}, 18 << 30, -1, -1},
+		{auto, 18 << 30, 18 << 30 / 4, 6 << 30, 9 << 30},
+		{auto, 0, 1 << 30, 1 << 30, 0},                       // no limit known: no pool
+		{auto, 128 << 20, 64 << 20, 128 << 20 / 3, 64 << 20}, // the statement floor
+		{sizeFlag{bytes: 5 << 20}, 18 << 30, 5 << 20, 5 << 20, 5 << 20},
+		{sizeFlag{bytes: -1}, 18 << 30, -1, -1, 0},
 	} {
+		if got := queryPool(tc.flag, tc.limit); got != tc.pool {
+			t.Errorf("queryPool(%v, %d) = %d, want %d", tc.flag, tc.limit, got, tc.pool)
+		}
 		if got := queryMemory(tc.flag, tc.limit); got != tc.query {
 			t.Errorf("queryMemory(%v, %d) = %d, want %d", tc.flag, tc.limit, got, tc.query)
 		}
