@@ -91,11 +91,6 @@ func (localFS) Open(name string) (ReadFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return statReadFile(f)
-}
-
-// statReadFile is f opened for reading, with its size.
-func statReadFile(f *os.File) (ReadFile, error) {
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -156,12 +151,7 @@ func (localFS) SyncDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	return syncClose(d)
-}
-
-// syncClose syncs and closes d.
-func syncClose(d *os.File) error {
-	err := d.Sync()
+	err = d.Sync()
 	if cerr := d.Close(); err == nil {
 		err = cerr
 	}
