@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // TestWriteOpenAcrossDropAndCreate: a write opened on a table that this
@@ -46,14 +48,8 @@ func TestWriteOpenAcrossDropAndCreate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w := old.NewWrite(WriteOptions{})
+			w := openWrite(t, old, mem, [][]any{{1, "old"}, {2, "old"}})
 			defer w.Abort()
-			b := makeBatch(t, mem, kvSchema, [][]any{{1, "old"}, {2, "old"}})
-			err = w.Write(ctx, b, Insert)
-			b.Release()
-			if err != nil {
-				t.Fatal(err)
-			}
 			if c.settle {
 				if err := w.Settle(ctx); err != nil {
 					t.Fatal(err)
@@ -276,14 +272,8 @@ func TestCommitAcrossOtherNodesDrop(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w := old.NewWrite(WriteOptions{})
+			w := openWrite(t, old, mem, [][]any{{1, "old"}, {2, "old"}})
 			defer w.Abort()
-			b := makeBatch(t, mem, kvSchema, [][]any{{1, "old"}, {2, "old"}})
-			err = w.Write(ctx, b, Insert)
-			b.Release()
-			if err != nil {
-				t.Fatal(err)
-			}
 			if _, err := w.Commit(ctx); !errors.Is(err, ErrTableNotFound) {
 				t.Fatalf("commit across another process's drop: %v, want ErrTableNotFound", err)
 			}
@@ -357,4 +347,17 @@ func TestReadModifyWriteAcrossOtherNodesDrop(t *testing.T) {
 			eqRows(t, scanAll(t, tbl, ScanSpec{}), "3|new")
 		})
 	}
+}
+
+// openWrite starts a write on tbl holding rows, not committed.
+func openWrite(t *testing.T, tbl *Table, mem memory.Allocator, rows [][]any) *Write {
+	t.Helper()
+	w := tbl.NewWrite(WriteOptions{})
+	b := makeBatch(t, mem, kvSchema, rows)
+	defer b.Release()
+	if err := w.Write(context.Background(), b, Insert); err != nil {
+		w.Abort()
+		t.Fatal(err)
+	}
+	return w
 }
