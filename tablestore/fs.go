@@ -151,7 +151,12 @@ func (localFS) SyncDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	err = d.Sync()
+	return syncClose(d)
+}
+
+// syncClose syncs and closes d.
+func syncClose(d *os.File) error {
+	err := d.Sync()
 	if cerr := d.Close(); err == nil {
 		err = cerr
 	}

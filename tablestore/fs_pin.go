@@ -82,11 +82,7 @@ func (p *pinnedDir) SyncDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return syncClose(d)
 }
 
 // current reports whether the pinned directory is still the one at its
