@@ -145,7 +145,9 @@ func (b *binder) seriesTimes(f *sql.TableFunc, vals []*Const, s *exec.Series) {
 	if len(vals) != 3 {
 		b.fail(call.Pos, "%s over timestamps takes a start, a stop and an interval step", call.Name)
 	}
-	ts := arrow.FixedWidthTypes.Timestamp_us
+	// A date reads as a plain TIMESTAMP (FixedWidthTypes.Timestamp_us has
+	// a UTC zone: TIMESTAMP_LTZ).
+	ts := &arrow.TimestampType{Unit: arrow.Microsecond}
 	if t, ok := vals[0].Value.DataType().(*arrow.TimestampType); ok {
 		ts = t
 	}
