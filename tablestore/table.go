@@ -411,6 +411,10 @@ func (st *tableState) latestSnapshot() (*snapshot, error) {
 		}
 	}
 	ids, err := st.listSnapshots()
+	if (err != nil || len(ids) == 0) && st.movedAway() {
+		// Another process dropped the table (and removed its files).
+		return nil, st.notFound(errDroppedElsewhere)
+	}
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
@@ -769,6 +773,10 @@ func (t *Table) latest() (*snapshot, error) {
 
 // Ident returns the table's name.
 func (t *Table) Ident() Ident { return t.st.id }
+
+// Reopen opens the table now under t's name: t stays bound to the table it
+// opened, which another node may have dropped and created again since.
+func (t *Table) Reopen(ctx context.Context) (*Table, error) { return t.st.s.Table(ctx, t.st.id) }
 
 // Schema returns the table's schema (as of opening the handle).
 func (t *Table) Schema() *arrow.Schema { return t.schema.arrow }
