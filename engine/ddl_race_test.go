@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,20 +26,16 @@ import (
 // With ALTER TABLE ADD COLUMN, a write reading its own table altered since
 // its last commit failed with "no column" (the scan read the pinned
 // snapshot with that snapshot's schema, the statement was bound with the
-// newest).
-//
-// With FLIGHTD_DDL_NODES=2, two engines over one warehouse directory (two
-// nodes) split the sessions. That fails today: 14-74 statements a run
-// with data loss or internal errors (docs/STATUS.md, "DROP and CREATE on
-// another node"): ALTER TABLE, compaction, expiry and reads of one node
-// still act by path on the table another node created again under the
-// name.
+// newest). With two nodes (two engines over one warehouse directory, the
+// sessions split between them, CREATE TABLE ... AS left out) 105-133
+// statements a run failed with data loss or internal errors: an ALTER
+// TABLE, a compaction or a write of one node published into the table the
+// other had created again under the name, and reads found files of the
+// other table, until a table's state pinned its directory.
 func TestRandomDDLAndWrites(t *testing.T) {
-	nodes := 1
-	if n, err := strconv.Atoi(os.Getenv("FLIGHTD_DDL_NODES")); err == nil && n > 1 {
-		nodes = n
+	for _, nodes := range []int{1, 2} {
+		t.Run(fmt.Sprintf("nodes=%d", nodes), func(t *testing.T) { randomDDLAndWrites(t, nodes) })
 	}
-	randomDDLAndWrites(t, nodes)
 }
 
 func randomDDLAndWrites(t *testing.T, nodes int) {
@@ -69,6 +64,12 @@ func randomDDLAndWrites(t *testing.T, nodes int) {
 		"CREATE TABLE IF NOT EXISTS d{n}.x (a INT)",
 		"INSERT INTO d{n}.x VALUES ({k})",
 		"SELECT * FROM t{n} a JOIN t{m} b ON a.k = b.k",
+	}
+	if nodes > 1 {
+		// Not across nodes yet: a CREATE TABLE ... AS stages its schema
+		// before it commits, and only a lock of one process keeps another
+		// CREATE TABLE or ALTER TABLE from landing between the two.
+		stmts = slices.DeleteFunc(stmts, func(q string) bool { return strings.Contains(q, " AS SELECT") })
 	}
 	ctx := context.Background()
 	deadline := time.Now().Add(4 * time.Second)

@@ -46,7 +46,10 @@ const FoundColumn = "found"
 
 // Index answers lookups on one primary-key table. Safe for concurrent use.
 type Index struct {
-	t      *tablestore.Table
+	// t is the table the index reads: a table another node dropped and
+	// created again under the name is followed (check), a handle being
+	// bound to the directory it opened.
+	t      atomic.Pointer[tablestore.Table]
 	opts   Options
 	mem    memory.Allocator
 	keys   []string
@@ -98,7 +101,8 @@ func Open(ctx context.Context, t *tablestore.Table, mem memory.Allocator, opts O
 		return nil, err
 	}
 	keys := t.PrimaryKey()
-	x := &Index{t: t, opts: opts, mem: mem, keys: keys, all: allColumns(t.Schema()), epoch: time.Now()}
+	x := &Index{opts: opts, mem: mem, keys: keys, all: allColumns(t.Schema()), epoch: time.Now()}
+	x.t.Store(t)
 	x.allOut = x.OutputSchema(nil)
 	for _, k := range keys {
 		i := t.Schema().FieldIndices(k)[0]
@@ -148,7 +152,7 @@ func (x *Index) Close() {
 }
 
 // Table is the table the index reads.
-func (x *Index) Table() *tablestore.Table { return x.t }
+func (x *Index) Table() *tablestore.Table { return x.t.Load() }
 
 // CacheStats reports the row cache's hits and misses.
 func (x *Index) CacheStats() cache.Stats {
@@ -160,7 +164,7 @@ func (x *Index) CacheStats() cache.Stats {
 
 // load puts every row of the index's snapshot into the cache.
 func (x *Index) load(ctx context.Context) error {
-	fields := x.t.Schema().Fields()
+	fields := x.t.Load().Schema().Fields()
 	for _, sp := range x.scan.Splits() {
 		r, err := sp.Open(ctx)
 		if err != nil {
@@ -213,7 +217,7 @@ type Request struct {
 // OutputSchema is the schema of the results of lookups of columns (nil:
 // all): the columns, nullable, then FoundColumn.
 func (x *Index) OutputSchema(columns []int) *arrow.Schema {
-	s := x.t.Schema()
+	s := x.t.Load().Schema()
 	if columns == nil {
 		columns = allColumns(s)
 	}
@@ -259,10 +263,10 @@ func (x *Index) Lookup(ctx context.Context, req Request) (arrow.RecordBatch, int
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if x.scan == nil {
-		return nil, 0, fmt.Errorf("%w: lookup index of %s is closed", tablestore.ErrInvalid, x.t.Ident())
+		return nil, 0, fmt.Errorf("%w: lookup index of %s is closed", tablestore.ErrInvalid, x.t.Load().Ident())
 	}
 	if req.SnapshotID != 0 && req.SnapshotID != x.scan.SnapshotID() {
-		scan, err := x.t.NewScan(ctx, tablestore.ScanSpec{SnapshotID: req.SnapshotID})
+		scan, err := x.t.Load().NewScan(ctx, tablestore.ScanSpec{SnapshotID: req.SnapshotID})
 		if err != nil {
 			return nil, 0, err
 		}
@@ -272,7 +276,7 @@ func (x *Index) Lookup(ctx context.Context, req Request) (arrow.RecordBatch, int
 			// seen (a snapshot written before one reads with the
 			// handle's columns).
 			return nil, 0, fmt.Errorf("%w: lookup of %s at snapshot %d: the table's columns changed since; run the statement again",
-				tablestore.ErrConflict, x.t.Ident(), req.SnapshotID)
+				tablestore.ErrConflict, x.t.Load().Ident(), req.SnapshotID)
 		}
 		out, err := x.lookup(ctx, scan, nil, req)
 		return out, scan.SnapshotID(), err
@@ -282,22 +286,22 @@ func (x *Index) Lookup(ctx context.Context, req Request) (arrow.RecordBatch, int
 }
 
 func (x *Index) check(req Request) error {
-	s := x.t.Schema()
+	s := x.t.Load().Schema()
 	if len(req.Keys) != len(x.keys) {
-		return fmt.Errorf("%w: lookup on %s: %d key columns given, the primary key (%v) has %d", tablestore.ErrInvalid, x.t.Ident(), len(req.Keys), x.keys, len(x.keys))
+		return fmt.Errorf("%w: lookup on %s: %d key columns given, the primary key (%v) has %d", tablestore.ErrInvalid, x.t.Load().Ident(), len(req.Keys), x.keys, len(x.keys))
 	}
 	for c, i := range x.keyIdx {
 		want := s.Field(i).Type
 		if got := req.Keys[c].DataType(); !arrow.TypeEqual(got, want) {
-			return fmt.Errorf("%w: lookup on %s: key column %d (%s) is %s, the table stores %s", tablestore.ErrInvalid, x.t.Ident(), c+1, x.keys[c], got, want)
+			return fmt.Errorf("%w: lookup on %s: key column %d (%s) is %s, the table stores %s", tablestore.ErrInvalid, x.t.Load().Ident(), c+1, x.keys[c], got, want)
 		}
 		if req.Keys[c].Len() != req.Keys[0].Len() {
-			return fmt.Errorf("%w: lookup on %s: key column %d (%s) has %d rows, column 1 has %d", tablestore.ErrInvalid, x.t.Ident(), c+1, x.keys[c], req.Keys[c].Len(), req.Keys[0].Len())
+			return fmt.Errorf("%w: lookup on %s: key column %d (%s) has %d rows, column 1 has %d", tablestore.ErrInvalid, x.t.Load().Ident(), c+1, x.keys[c], req.Keys[c].Len(), req.Keys[0].Len())
 		}
 	}
 	for _, c := range req.Columns {
 		if c < 0 || c >= s.NumFields() {
-			return fmt.Errorf("%w: lookup on %s: no column %d", tablestore.ErrInvalid, x.t.Ident(), c)
+			return fmt.Errorf("%w: lookup on %s: no column %d", tablestore.ErrInvalid, x.t.Load().Ident(), c)
 		}
 	}
 	return nil
@@ -328,7 +332,10 @@ func (x *Index) latestSince(ctx context.Context, since int64) (int64, error) {
 	}
 	x.mu.RUnlock()
 	start := x.now()
-	id, err := x.t.LatestSnapshotID(ctx)
+	id, err := x.t.Load().LatestSnapshotID(ctx)
+	if errors.Is(err, tablestore.ErrTableNotFound) {
+		id, err = x.follow(ctx)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -339,6 +346,24 @@ func (x *Index) latestSince(ctx context.Context, since int64) (int64, error) {
 	x.latest.Store(id)
 	x.checkedAt.Store(start)
 	return id, nil
+}
+
+// follow opens the table now under the index's table's name and, if it
+// has the same columns, reads that one from now on (the cache is cleared
+// at the next refresh: the table was replaced). It returns its latest
+// snapshot.
+func (x *Index) follow(ctx context.Context) (int64, error) {
+	old := x.t.Load()
+	t, err := old.Reopen(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if !t.Schema().Equal(old.Schema()) {
+		return 0, fmt.Errorf("%w: %s was created again with other columns than the lookup index reads", tablestore.ErrTableNotFound, old.Ident())
+	}
+	x.t.Store(t)
+	x.replaced.Store(true)
+	return t.LatestSnapshotID(ctx)
 }
 
 // refresh moves the index to the latest snapshot if a commit was published
@@ -362,14 +387,16 @@ func (x *Index) refresh(ctx context.Context, want int64) error {
 	if x.scan == nil || x.published != ch && !moved() {
 		return nil // another lookup moved it
 	}
-	next := x.t.Published()
-	x.replaced.Store(false) // before the scan: a later check may set it again
-	scan, err := x.t.NewScan(ctx, tablestore.ScanSpec{})
+	next := x.t.Load().Published()
+	replaced := x.replaced.Swap(false) // before the scan: a later check may set it again
+	scan, err := x.t.Load().NewScan(ctx, tablestore.ScanSpec{})
 	if err != nil {
 		return err
 	}
 	if x.rows != nil {
-		if ok, err := x.scan.Current(); !ok || err != nil {
+		// A followed table (follow) is another table even where its
+		// former self's snapshot still reads as current.
+		if ok, err := x.scan.Current(); replaced || !ok || err != nil {
 			// The table was replaced (or rolled back): nothing cached is
 			// known good, and the snapshots in between are another table's.
 			x.rows.Clear()
@@ -386,7 +413,7 @@ func (x *Index) refresh(ctx context.Context, want int64) error {
 func (x *Index) invalidate(ctx context.Context, from, to int64) {
 	for id := from + 1; id <= to; id++ {
 		undecoded := false
-		all, err := x.t.ChangedKeys(ctx, id, func(k []byte) {
+		all, err := x.t.Load().ChangedKeys(ctx, id, func(k []byte) {
 			if h, ok := hashEncoded(x.types, k); ok {
 				x.rows.Del(h)
 			} else {
@@ -443,7 +470,7 @@ func (x *Index) lookup(ctx context.Context, scan *tablestore.Scan, c *cache.Rows
 		defer releaseAll(sub)
 		seg := newRowSegment(rb.Columns(), x.keyIdx)
 		if c != nil {
-			seg, _ = x.copyRows(seg, x.t.Schema().Fields(), int(rb.NumRows()))
+			seg, _ = x.copyRows(seg, x.t.Load().Schema().Fields(), int(rb.NumRows()))
 		}
 		var gone []int // positions in sub of missing keys
 		for j, i := range miss {
@@ -514,7 +541,7 @@ func (x *Index) keep(ctx context.Context, keys []arrow.Array, hs []uint64, segs 
 		for k, i := range found {
 			fs[k], fr[k] = segs[i], rows[i]
 		}
-		fseg, _ = x.gatherRows(fs, fr, x.t.Schema().Fields())
+		fseg, _ = x.gatherRows(fs, fr, x.t.Load().Schema().Fields())
 	}
 	if len(gone) > 0 {
 		ks, err := take(ctx, cacheMem, keys, gone)

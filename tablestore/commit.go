@@ -47,10 +47,6 @@ type commitRequest struct {
 	produce   func(ctx context.Context, latest *snapshot, live, adds, deletes []*manifestEntry) ([]*manifestEntry, error)
 	// properties annotate the snapshot; a commit with them is not grouped.
 	properties map[string]string
-	// pin is the table directory the write pinned before it read the
-	// table (nil: none, or the FS cannot pin): the snapshot is published
-	// through it, into the table the write read.
-	pin *pinnedDir
 	// schema is the version the rows were written with (nil: compaction);
 	// a table replaced since then refuses them.
 	schema *tableSchema
@@ -126,8 +122,9 @@ func (st *tableState) syncDirs(dirs []string) error {
 // under.
 var errDroppedHere = errors.New("dropped while the write was open")
 
-// errDroppedElsewhere fails a write whose table another process dropped
-// (and perhaps created again) since the write pinned it.
+// errDroppedElsewhere fails a commit whose table another process dropped
+// (and perhaps created again) since this process's state of it pinned its
+// directory.
 var errDroppedElsewhere = errors.New("dropped by another process while the write was open")
 
 // queuedCommit is a request and, once done, its outcome.
@@ -144,10 +141,6 @@ const maxPublishAttempts = 100
 // publish commits a group of requests (several only if plain appends),
 // retrying lost races, and records each one's outcome. commitMu is held.
 func (st *tableState) publish(ctx context.Context, group []*queuedCommit) {
-	group = st.pinnedCurrent(group)
-	if len(group) == 0 {
-		return
-	}
 	reqs := make([]*commitRequest, len(group))
 	for i, q := range group {
 		reqs[i] = q.req
@@ -160,6 +153,8 @@ func (st *tableState) publish(ctx context.Context, group []*queuedCommit) {
 		err := ctx.Err()
 		if st.dropped.Load() {
 			err = st.notFound(errDroppedHere)
+		} else if st.movedAway() {
+			err = st.notFound(errDroppedElsewhere)
 		}
 		if err != nil {
 			for _, q := range group {
@@ -173,10 +168,8 @@ func (st *tableState) publish(ctx context.Context, group []*queuedCommit) {
 		}
 		if err == nil || !retry || attempt+1 >= maxPublishAttempts {
 			published := false
-			if err != nil && reqs[0].pin != nil {
-				if cur, cerr := reqs[0].pin.current(); cerr == nil && !cur {
-					err = st.notFound(errors.Join(errDroppedElsewhere, err))
-				}
+			if err != nil && st.movedAway() {
+				err = st.notFound(errors.Join(errDroppedElsewhere, err))
 			}
 			for i, q := range group {
 				q.done, q.id, q.err = true, id, err
@@ -201,28 +194,6 @@ func (st *tableState) publish(ctx context.Context, group []*queuedCommit) {
 		// share commitMu, stop colliding.
 		time.Sleep(rand.N(time.Duration(1<<min(attempt, 6)) * time.Millisecond))
 	}
-}
-
-// pinnedCurrent fails the requests whose pinned table directory is no
-// longer the table's (another process dropped the table) and returns the
-// others. Those all pinned the directory at the path, so publishing
-// through the first one's pin publishes into theirs; a drop after this
-// check moves that directory away, with the snapshot published into it,
-// and the read-back after publishing fails the commit.
-func (st *tableState) pinnedCurrent(group []*queuedCommit) []*queuedCommit {
-	return slices.DeleteFunc(group, func(q *queuedCommit) bool {
-		if q.req.pin == nil {
-			return false
-		}
-		cur, err := q.req.pin.current()
-		if err == nil && !cur {
-			err = st.notFound(errDroppedElsewhere)
-		}
-		if err != nil {
-			q.done, q.err = true, err
-		}
-		return err != nil
-	})
 }
 
 // tryCommit makes one attempt to publish reqs as one snapshot. Only the
@@ -457,11 +428,11 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 		cleanup()
 		return 0, nil, false, err
 	}
-	// Published through the write's pin, the snapshot goes into the
-	// directory the write read, wherever that is now.
-	var fsys FS = st.fs()
-	if req.pin != nil {
-		fsys = req.pin
+	// Published through the table state's pin, the snapshot goes into the
+	// directory the commit read, wherever that is now.
+	fsys := st.fs()
+	if st.s.beforePublish != nil {
+		st.s.beforePublish()
 	}
 	tmp := joinPath(st.dir, "snapshot", ".tmp-"+prefix)
 	if _, err := writePaimonJSON(fsys, tmp, sn); err != nil {

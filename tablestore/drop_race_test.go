@@ -205,36 +205,13 @@ func TestScanAcrossDrop(t *testing.T) {
 	}
 }
 
-// pinHookFS calls before once, before the first manifest a commit writes,
-// and pins directories as the local file system does, with the pins'
-// other names going through it too.
-type pinHookFS struct {
-	FS
-	before func()
-	once   sync.Once
-}
-
-func (f *pinHookFS) Create(name string) (File, error) {
-	if strings.Contains(name, "/manifest/manifest-") {
-		f.once.Do(f.before)
-	}
-	return f.FS.Create(name)
-}
-
-func (f *pinHookFS) PinDir(dir string) (*pinnedDir, error) {
-	p, err := f.FS.(dirPinner).PinDir(dir)
-	if err == nil {
-		p.FS = f
-	}
-	return p, err
-}
-
 // TestCommitAcrossOtherNodesDrop: another process drops the table and
 // creates it again while a write's commit is under way, after the commit
-// checked that its table is still there. The snapshot is published through
-// the directory the write pinned, into the dropped table, and the commit
-// fails with ErrTableNotFound; published by path, it landed in the new
-// table, naming manifests of files the new table does not have.
+// checked that its table is still there, before it writes its snapshot.
+// The snapshot is published through the directory the table's state
+// pinned, into the dropped table, and the commit fails with
+// ErrTableNotFound; published by path, it landed in the new table, naming
+// manifests of files the new table does not have.
 func TestCommitAcrossOtherNodesDrop(t *testing.T) {
 	ctx := context.Background()
 	for _, keyed := range []bool{false, true} {
@@ -251,11 +228,15 @@ func TestCommitAcrossOtherNodesDrop(t *testing.T) {
 			if err := other.CreateDatabase(ctx, "db", false); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := other.CreateTable(ctx, id, def, false); err != nil {
+			first, err := other.CreateTable(ctx, id, def, false)
+			if err != nil {
 				t.Fatal(err)
 			}
-			hook := &pinHookFS{FS: NewLocalFS()}
-			hook.before = func() {
+			// Two snapshots: the write's would be the new table's third.
+			writeRows(t, first, mem, WriteOptions{}, Insert, [][]any{{7, "old"}})
+			writeRows(t, first, mem, WriteOptions{}, Insert, [][]any{{8, "old"}})
+			var once sync.Once
+			before := func() {
 				if err := other.DropTable(ctx, id, false); err != nil {
 					t.Error(err)
 				}
@@ -266,8 +247,9 @@ func TestCommitAcrossOtherNodesDrop(t *testing.T) {
 				}
 				writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{3, "new"}})
 			}
-			s := openStore(t, hook, dir, mem)
+			s := openStore(t, NewLocalFS(), dir, mem)
 			defer s.Close()
+			s.beforePublish = func() { once.Do(before) }
 			old, err := s.Table(ctx, id)
 			if err != nil {
 				t.Fatal(err)

@@ -91,6 +91,11 @@ func (localFS) Open(name string) (ReadFile, error) {
 	if err != nil {
 		return nil, err
 	}
+	return statReadFile(f)
+}
+
+// statReadFile is f opened for reading, with its size.
+func statReadFile(f *os.File) (ReadFile, error) {
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()

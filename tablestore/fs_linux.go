@@ -9,3 +9,20 @@ import (
 func (localFS) Exchange(a, b string) error {
 	return unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE)
 }
+
+// Exchange swaps a and b inside the pinned directory, through a handle
+// of it opened from the pin.
+func (p *pinnedDir) Exchange(a, b string) error {
+	relA, okA := p.rel(a)
+	relB, okB := p.rel(b)
+	if !okA || !okB {
+		return localFS{}.Exchange(a, b)
+	}
+	d, err := p.root.Open(".")
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	fd := int(d.Fd())
+	return unix.Renameat2(fd, relA, fd, relB, unix.RENAME_EXCHANGE)
+}

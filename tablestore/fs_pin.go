@@ -5,23 +5,25 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 )
 
 // dirPinner is an FS that holds a directory by handle (a local file
-// system, through os.Root): what a pinnedDir creates, links and removes
-// stays in the directory it pinned, also once another process has renamed
-// it away (DROP TABLE moves a table's directory to the trash) and put a
-// table created again under its path. A write pins its table's directory
-// before it reads anything of the table, and its commit publishes the
-// snapshot through the pin: the snapshot lands in the table the write
-// read, never in a table of the same name created since on another node.
+// system, through os.Root): what a pinnedDir reads, creates, links and
+// removes is in the directory it pinned, also once another process has
+// renamed that away (DROP TABLE moves a table's directory to the trash)
+// and put a table created again under its path. A table's state pins its
+// directory when it first finds it (tableState.fs), so that nothing it
+// does lands in, or is read from, a table of the same name another node
+// created since: its reads see the dropped table until the trash goes,
+// its commits publish into the dropped table and fail.
 type dirPinner interface {
 	PinDir(dir string) (*pinnedDir, error)
 }
 
-// pinnedDir is an FS whose names under dir go through the pinned handle;
-// other names go to the underlying FS.
+// pinnedDir is an FS whose names under dir, and dir itself, go through
+// the pinned handle; other names go to the underlying FS.
 type pinnedDir struct {
 	FS
 	dir  string
@@ -37,8 +39,12 @@ func (l localFS) PinDir(dir string) (*pinnedDir, error) {
 	return &pinnedDir{FS: l, dir: dir, root: root}, nil
 }
 
-// rel returns name relative to the pinned directory, if it is under it.
+// rel returns name relative to the pinned directory ("." for itself), if
+// it is in it.
 func (p *pinnedDir) rel(name string) (string, bool) {
+	if name == p.dir {
+		return ".", true
+	}
 	rel, ok := strings.CutPrefix(name, p.dir+"/")
 	return rel, ok && rel != ""
 }
@@ -48,6 +54,27 @@ func (p *pinnedDir) Create(name string) (File, error) {
 		return p.root.OpenFile(rel, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	}
 	return p.FS.Create(name)
+}
+
+func (p *pinnedDir) Open(name string) (ReadFile, error) {
+	rel, ok := p.rel(name)
+	if !ok {
+		return p.FS.Open(name)
+	}
+	f, err := p.root.Open(rel)
+	if err != nil {
+		return nil, err
+	}
+	return statReadFile(f)
+}
+
+func (p *pinnedDir) Rename(oldname, newname string) error {
+	oldRel, ok1 := p.rel(oldname)
+	newRel, ok2 := p.rel(newname)
+	if !ok1 || !ok2 {
+		return p.FS.Rename(oldname, newname)
+	}
+	return p.root.Rename(oldRel, newRel)
 }
 
 // RenameNoReplace links, as localFS does, inside the pinned directory.
@@ -67,10 +94,69 @@ func (p *pinnedDir) RenameNoReplace(oldname, newname string) error {
 }
 
 func (p *pinnedDir) Remove(name string) error {
-	if rel, ok := p.rel(name); ok {
+	if rel, ok := p.rel(name); ok && rel != "." {
 		return p.root.Remove(rel)
 	}
 	return p.FS.Remove(name)
+}
+
+func (p *pinnedDir) RemoveAll(name string) error {
+	if rel, ok := p.rel(name); ok && rel != "." {
+		return p.root.RemoveAll(rel)
+	}
+	return p.FS.RemoveAll(name)
+}
+
+func (p *pinnedDir) List(dir string) ([]string, error) {
+	rel, ok := p.rel(dir)
+	if !ok {
+		return p.FS.List(dir)
+	}
+	d, err := p.root.Open(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+func (p *pinnedDir) MkdirAll(dir string) error {
+	if rel, ok := p.rel(dir); ok {
+		return p.root.MkdirAll(rel, 0o755)
+	}
+	return p.FS.MkdirAll(dir)
+}
+
+// MkdirIn creates rel's directories under parent; never the pinned
+// directory itself (gone, it stays gone).
+func (p *pinnedDir) MkdirIn(parent, rel string) error {
+	base, ok := p.rel(parent)
+	if !ok {
+		return p.FS.MkdirIn(parent, rel)
+	}
+	dir := base
+	for _, name := range strings.Split(rel, "/") {
+		if name == "" {
+			continue
+		}
+		dir = joinPath(dir, name)
+		if err := p.root.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *pinnedDir) Stat(name string) (fs.FileInfo, error) {
+	if rel, ok := p.rel(name); ok {
+		return p.root.Stat(rel)
+	}
+	return p.FS.Stat(name)
 }
 
 func (p *pinnedDir) SyncDir(dir string) error {
@@ -102,5 +188,3 @@ func (p *pinnedDir) current() (bool, error) {
 	}
 	return os.SameFile(pinned, now), nil
 }
-
-func (p *pinnedDir) Close() error { return p.root.Close() }

@@ -79,6 +79,10 @@ type Store struct {
 
 	verified verifiedFiles // data files whose checksum matched
 	footers  footerCache   // data files' parsed Parquet footers
+
+	// beforePublish, a testing knob, runs before a commit writes its
+	// snapshot.
+	beforePublish func()
 }
 
 // verifiedFiles remembers the data files this process has checksummed: they
@@ -770,11 +774,20 @@ func (s *Store) FreshTable(_ context.Context, id Ident) (*Table, error) {
 func (s *Store) state(id Ident) *tableState {
 	dir := s.tableDir(id)
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	st := s.tables[dir]
-	if st == nil {
-		st = newTableState(s, id, dir)
-		s.tables[dir] = st
+	if st != nil && !st.movedAway() {
+		s.mu.Unlock()
+		return st
+	}
+	old := st
+	st = newTableState(s, id, dir)
+	s.tables[dir] = st
+	s.mu.Unlock()
+	if old != nil {
+		// Another process dropped the table: the old state's commits
+		// fail (publish checks), its background work stops (not waited
+		// for: it may be what asks for the new state).
+		old.bgCancel()
 	}
 	return st
 }

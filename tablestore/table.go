@@ -40,6 +40,8 @@ type tableState struct {
 	// (writeHint); noExchange: the FS refused to swap them.
 	spare      string
 	noExchange atomic.Bool
+	// pin holds the table's directory once found (fs).
+	pin atomic.Pointer[pinnedDir]
 
 	mu       sync.Mutex
 	nextSeq  int64
@@ -105,7 +107,41 @@ func (st *tableState) stopBackground() {
 	st.bgWG.Wait()
 }
 
-func (st *tableState) fs() FS { return st.s.fs }
+// fs is the file system the table's files are read and written through:
+// where the store's FS pins directories, its directory pinned when first
+// found (dirPinner), so that this state never acts on a table another
+// process created again under the name; by path until the directory
+// exists.
+func (st *tableState) fs() FS {
+	if p := st.pin.Load(); p != nil {
+		return p
+	}
+	pinner, ok := st.s.fs.(dirPinner)
+	if !ok {
+		return st.s.fs
+	}
+	p, err := pinner.PinDir(st.dir)
+	if err != nil {
+		return st.s.fs // not created yet, or gone: the operation finds out
+	}
+	if !st.pin.CompareAndSwap(nil, p) {
+		_ = p.root.Close()
+	}
+	return st.pin.Load()
+}
+
+// movedAway reports whether the directory this state pinned is no longer
+// the table's: another process dropped the table (and perhaps created it
+// again). An error checking counts as not replaced: the operation meets it
+// again.
+func (st *tableState) movedAway() bool {
+	p := st.pin.Load()
+	if p == nil {
+		return false
+	}
+	cur, err := p.current()
+	return err == nil && !cur
+}
 
 func (st *tableState) notFound(err error) error {
 	return fmt.Errorf("table %s: %w", st.id, errors.Join(ErrTableNotFound, err))
@@ -115,7 +151,8 @@ func (st *tableState) notFound(err error) error {
 // ErrTableNotFound when this process dropped the table under the handle
 // that read it (the name may hold a table created again since).
 func (st *tableState) missing(err error) error {
-	if st.dropped.Load() || st.dropping.Load() && errors.Is(err, fs.ErrNotExist) {
+	gone := errors.Is(err, fs.ErrNotExist) || errors.Is(err, errMissing)
+	if st.dropped.Load() || (st.dropping.Load() || st.movedAway()) && gone {
 		return st.notFound(err)
 	}
 	return err
@@ -374,6 +411,10 @@ func (st *tableState) latestSnapshot() (*snapshot, error) {
 		}
 	}
 	ids, err := st.listSnapshots()
+	if (err != nil || len(ids) == 0) && st.movedAway() {
+		// Another process dropped the table (and removed its files).
+		return nil, st.notFound(errDroppedElsewhere)
+	}
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
@@ -517,10 +558,14 @@ func (st *tableState) readManifestFile(name string) ([]byte, error) {
 
 func missingIsCorrupt(name string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%w: %s is missing", ErrCorrupt, name)
+		return fmt.Errorf("%w: %s is %w", ErrCorrupt, name, errMissing)
 	}
 	return err
 }
+
+// errMissing marks a file of a snapshot found missing: corrupt, unless
+// the table was dropped under the reader (missing).
+var errMissing = errors.New("missing")
 
 // applyManifests replays manifests in order into the live file set.
 func (st *tableState) applyManifests(lists ...[]manifestMeta) ([]*manifestEntry, error) {
@@ -728,6 +773,10 @@ func (t *Table) latest() (*snapshot, error) {
 
 // Ident returns the table's name.
 func (t *Table) Ident() Ident { return t.st.id }
+
+// Reopen opens the table now under t's name: t stays bound to the table it
+// opened, which another node may have dropped and created again since.
+func (t *Table) Reopen(ctx context.Context) (*Table, error) { return t.st.s.Table(ctx, t.st.id) }
 
 // Schema returns the table's schema (as of opening the handle).
 func (t *Table) Schema() *arrow.Schema { return t.schema.arrow }

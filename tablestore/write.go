@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"path"
 	"runtime"
@@ -77,9 +76,6 @@ type Write struct {
 	// release ends the lease that keeps the snapshots after baseID, which
 	// the commit checks for conflicts, from expiring.
 	release func()
-	// pin holds the table's directory from start on (dirPinner): the
-	// commit publishes through it.
-	pin *pinnedDir
 	// staged is the new table's schema version of a Store.StageTable write
 	// until its commit publishes it; createOnly: the table must not exist.
 	staged     *tableSchema
@@ -124,10 +120,6 @@ func (w *Write) reset() {
 	if w.release != nil {
 		w.release()
 		w.release = nil
-	}
-	if w.pin != nil {
-		_ = w.pin.Close()
-		w.pin = nil
 	}
 }
 
@@ -232,9 +224,6 @@ func (w *Write) WriteKinds(ctx context.Context, b arrow.RecordBatch, kinds []Row
 }
 
 func (w *Write) start() error {
-	if err := w.pinTable(); err != nil {
-		return err
-	}
 	id, err := w.t.st.latestSnapshotID()
 	if err != nil {
 		return err
@@ -259,28 +248,6 @@ func (w *Write) start() error {
 	}
 	w.lease()
 	w.started = true
-	return nil
-}
-
-// pinTable pins the table's directory before the write reads the table's
-// latest snapshot, where the FS can. A table being created (StageTable)
-// has no directory yet: its commit creates it, and fails if it exists.
-func (w *Write) pinTable() error {
-	st := w.t.st
-	p, ok := st.fs().(dirPinner)
-	if !ok || w.pin != nil {
-		return nil
-	}
-	pin, err := p.PinDir(st.dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist) && w.staged != nil:
-		return nil
-	case errors.Is(err, fs.ErrNotExist):
-		return st.notFound(err)
-	case err != nil:
-		return fmt.Errorf("write %s: %w", st.id, err)
-	}
-	w.pin = pin
 	return nil
 }
 
@@ -902,7 +869,6 @@ func (w *Write) prepare(ctx context.Context) (*commitRequest, error) {
 		schema:     w.sch,
 		replace:    w.staged,
 		create:     w.createOnly,
-		pin:        w.pin,
 	}
 	if w.sch.hasPK() && w.sch.opts.producer == producerLookup && w.staged == nil {
 		req.produce = st.lookupChangelog()
