@@ -484,7 +484,15 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 				}
 			}
 			touch := intKey && h.table64.OutgrowsCache() || !intKey && hashes != nil && h.table.OutgrowsCache()
-			for i := 0; i < n; i++ {
+			// A plain global aggregate (no grouping sets, so nothing
+			// spills and no worker owns a part) puts every row in the
+			// group of its first: the loop below per row was 8% of
+			// q09's CPU.
+			look := n
+			if oneGroup && h.sets == nil && h.spills == nil && mine == nil {
+				look = min(n, 1)
+			}
+			for i := 0; i < look; i++ {
 				if touch && i%vectorized.TouchRows == 0 {
 					h.touch(ints, hashes, mine, intKey, i, min(i+vectorized.TouchRows, n))
 				}
@@ -543,6 +551,9 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 				}
 				ids[i] = g
 				oneID, oneFound = int32(g), oneGroup
+			}
+			for i := look; i < n; i++ {
+				ids[i] = ids[0]
 			}
 			if len(fresh) > 0 {
 				part, err := vectorized.TakeColumns(ctx, h.ec.Mem, skeys, fresh)
