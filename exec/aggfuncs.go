@@ -1022,17 +1022,18 @@ func (d *distinctAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
 // reusing its slot, so the distinct set of finished groups can be dropped.
 func (d *distinctAcc) moveTo(from, to int) {
 	d.inner.moveTo(from, to)
-	keep := map[string]struct{}{}
+	keep := vectorized.NewBytesTable(0)
 	var bytes int64
-	for k := range d.set.seen {
+	var nk []byte
+	d.set.seen.Each(func(k []byte, _ int32) {
 		g := uint32(k[0]) | uint32(k[1])<<8 | uint32(k[2])<<16 | uint32(k[3])<<24
 		if int(g) == from {
-			nk := []byte(k)
+			nk = append(nk[:0], k...)
 			nk[0], nk[1], nk[2], nk[3] = byte(to), byte(to>>8), byte(to>>16), byte(to>>24)
-			keep[string(nk)] = struct{}{}
-			bytes += int64(len(nk)) + mapEntryBytes
+			keep.Put(nk, 0)
+			bytes += int64(len(nk)) + tableEntryBytes
 		}
-	}
+	})
 	d.set.seen, d.set.bytes = keep, bytes
 }
 

@@ -103,7 +103,7 @@ func BenchmarkHashJoin(b *testing.B) {
 // int64 key k (1000 groups), the two int64 keys (kh, kl) (encoded, 1000
 // groups) or the string s (5000 groups), with count(*) and sum of the
 // decimal column; "parallel" cases run on two workers, "rollup" over
-// (kh, kl, s) and its coarser sets. Vector key reads, reused scratch and
+// (kh, kl, s) and its coarser sets, "global" without groups. Vector key reads, reused scratch and
 // BytesTable instead of a Go map cut allocated bytes 68-90% but no time
 // measurably (int 21ms, 2int 81-91ms, string 86-88ms before and after,
 // p=0.59). cpu-ns/op is the process's CPU time, which the machine's load
@@ -145,6 +145,7 @@ func BenchmarkHashAggregate(b *testing.B) {
 		{name: "many-int", groups: []exec.Expr{col(s, "k")}, in: many},
 		{name: "many-2int", groups: []exec.Expr{col(s, "kh"), col(s, "kl")}, in: many},
 		{name: "parallel-many-2int", groups: []exec.Expr{col(s, "kh"), col(s, "kl")}, parallel: true, in: many},
+		{name: "global"},
 		{name: "small-int", groups: []exec.Expr{col(s, "k")}, in: small},
 		{name: "small-string", groups: []exec.Expr{col(s, "s")}, in: small},
 	} {

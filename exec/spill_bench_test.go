@@ -77,6 +77,14 @@ func BenchmarkCountDistinct(b *testing.B) {
 	}
 }
 
+// BenchmarkDistinct is SELECT DISTINCT k, v over 500K rows with 250K
+// distinct values of v (each with two k).
+func BenchmarkDistinct(b *testing.B) {
+	benchSpill(b, func(ec *exec.Context, in exec.Operator, s *arrow.Schema) (exec.Operator, error) {
+		return exec.NewDistinct(ec, in), nil
+	})
+}
+
 // BenchmarkWindow is row_number() and a running sum OVER (ORDER BY v) over
 // 500K rows: one partition.
 func BenchmarkWindow(b *testing.B) {

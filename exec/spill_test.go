@@ -662,3 +662,83 @@ func TestSpillNullKeysSplit(t *testing.T) {
 		t.Fatalf("%d rows, %d spilled, %v", len(rows), spilled, err)
 	}
 }
+
+// TestWindowRunningAggregates checks the running aggregates (frames from
+// the partition start, folded row to row by mergeGroups) against the same
+// frames started a billion rows (or values) back, which aggregate folds
+// from scratch for every row: ROWS frames ending before, at and after the
+// current row, the default RANGE frame with peers, and the whole partition;
+// in memory and spilled (where a partition's state carries across chunks).
+// ANY_VALUE, which does not fold, takes the per-row path in both.
+func TestWindowRunningAggregates(t *testing.T) {
+	seed := exectest.Seed(t)
+	rng := rand.New(rand.NewPCG(seed, 8))
+	in := exectest.NewTable(t, "id:int64, p:int64, o:int64, v:int64, d:decimal(7,2), f:float64")
+	cell := func(s string) string {
+		if rng.IntN(6) == 0 {
+			return "NULL"
+		}
+		return s
+	}
+	for i := 0; i < 3000; i++ {
+		in.Rows = append(in.Rows, []string{fmt.Sprint(i), fmt.Sprint(rng.IntN(5) * rng.IntN(3)), fmt.Sprint(rng.IntN(40)),
+			cell(fmt.Sprint(rng.IntN(2000) - 700)), cell(fmt.Sprintf("%d.%02d", rng.IntN(900)-300, rng.IntN(100))),
+			cell(fmt.Sprint(rng.IntN(64)) + ".5")})
+	}
+	s := in.Schema
+	bound := func(k exec.FrameBoundKind, off int64) exec.FrameBound { return exec.FrameBound{Kind: k, Offset: off} }
+	far := bound(exec.Preceding, 1e9)
+	ends := []exec.FrameBound{bound(exec.Preceding, 1), bound(exec.CurrentRow, 0), bound(exec.Following, 2), bound(exec.UnboundedFollowing, 0)}
+	for _, rows := range []bool{true, false} {
+		for _, end := range ends {
+			if !rows && end.Kind != exec.CurrentRow {
+				continue // RANGE offsets: only the default frame is compared
+			}
+			// ROWS frames need an order without ties; a RANGE offset one
+			// key.
+			keys := []exec.SortKey{{Expr: col(s, "o")}}
+			if rows {
+				keys = append(keys, exec.SortKey{Expr: col(s, "id")})
+			}
+			frames := func(start exec.FrameBound) exectest.Ctor {
+				fr := &exec.Frame{Rows: rows, Start: start, End: end}
+				var funcs []exec.WindowFunc
+				for _, fn := range []struct{ name, arg string }{{"sum", "v"}, {"count", "d"}, {"count_star", ""}, {"min", "d"},
+					{"max", "v"}, {"avg", "d"}, {"sum", "f"}, {"avg", "v"}, {"max", "f"}, {"any_value", "v"}} {
+					w := exec.WindowFunc{Func: fn.name, Frame: fr}
+					if fn.arg != "" {
+						w.Args = []exec.Expr{col(s, fn.arg)}
+					}
+					funcs = append(funcs, w)
+				}
+				// A frame three rows back: chunks then start with a halo
+				// of earlier rows, which the running states skip.
+				funcs = append(funcs, exec.WindowFunc{Func: "sum", Args: []exec.Expr{col(s, "v")},
+					Frame: &exec.Frame{Rows: true, Start: bound(exec.Preceding, 3), End: bound(exec.CurrentRow, 0)}})
+				return func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+					return exec.NewWindow(ec, ops[0], []exec.Expr{col(s, "p")}, keys, funcs)
+				}
+			}
+			want, _, err := runWith(t, []exectest.Table{in}, 0, 256, frames(far))
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(want)
+			// Spilled only with frames to the current row (the others
+			// need the whole partition).
+			for _, limit := range []int64{0, 16 << 10} {
+				if limit > 0 && end.Kind != exec.CurrentRow {
+					continue
+				}
+				got, spilled, err := runWith(t, []exectest.Table{in}, limit, 256, frames(bound(exec.UnboundedPreceding, 0)))
+				if err != nil {
+					t.Fatalf("rows %v, end %+v, limit %d: %v", rows, end, limit, err)
+				}
+				slices.Sort(got)
+				if !slices.Equal(got, want) || limit > 0 && spilled == 0 {
+					t.Fatalf("seed %d, rows %v, end %+v, limit %d (%d rows spilled): running aggregates differ", seed, rows, end, limit, spilled)
+				}
+			}
+		}
+	}
+}

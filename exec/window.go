@@ -1168,6 +1168,10 @@ func (e *windowEnv) aggregate(fi int, f WindowFunc, args []arrow.Array, last int
 		return err
 	}
 	switch {
+	case startsAtPart && foldsForward(acc):
+		if err := e.runningAggregate(f, acc, args); err != nil {
+			return nil, err
+		}
 	case startsAtPart:
 		prevHi := 0
 		for r := 0; r < e.n; r++ {
@@ -1216,6 +1220,61 @@ func (e *windowEnv) aggregate(fi int, f WindowFunc, args []arrow.Array, last int
 		next.accs[fi] = acc
 	}
 	return res, err
+}
+
+// runningAggregate computes a running aggregate (frames from the partition
+// start) as aggregate does, in one update: every row folds into the group
+// of the first row whose frame takes it in, and each row's state is then
+// the previous row's folded into its own (mergeGroups). aggregate's slices
+// and update call per row were a fifth of q51's CPU.
+func (e *windowEnv) runningAggregate(f WindowFunc, acc accumulator, args []arrow.Array) error {
+	groups := make([]uint32, e.n)
+	in := make([]bool, e.n)
+	prevHi := 0
+	for r := 0; r < e.n; r++ {
+		lo, hi := e.frame(f.Frame, r)
+		switch {
+		case r < e.halo:
+			continue // in the carried state (group 0)
+		case r == e.halo && r > 0:
+			prevHi = r
+		case r == e.ps[r]:
+			prevHi = lo
+		}
+		for i := max(prevHi, lo); i < hi; i++ {
+			groups[i], in[i] = uint32(r), true
+		}
+		prevHi = max(prevHi, hi)
+	}
+	if err := acc.update(groups, args, in); err != nil {
+		return err
+	}
+	src, dst := []uint32{0}, []uint32{0}
+	for r := 0; r < e.n; r++ {
+		switch {
+		case r < e.halo, r == e.ps[r] && (r != e.halo || r == 0):
+			continue
+		case r == e.halo:
+			src[0] = 0
+		default:
+			src[0] = uint32(r - 1)
+		}
+		dst[0] = uint32(r)
+		if _, err := mergeGroups(acc, src, dst); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// foldsForward reports whether runningAggregate can compute a's running
+// states: mergeGroups folds them, and not ANY_VALUE's, whose state keeps
+// the first value it sees.
+func foldsForward(a accumulator) bool {
+	if m, ok := a.(*minMaxAcc); ok && m.mode == 0 {
+		return false
+	}
+	return mergeable(a)
 }
 
 func (w *windowOp) Next(ctx context.Context) (arrow.RecordBatch, error) {

@@ -102,6 +102,16 @@ func (t *BytesTable) Put(k []byte, v int32) (old int32, existed bool) {
 // Len returns the number of keys.
 func (t *BytesTable) Len() int { return t.n }
 
+// Each calls f with every key (aliasing the table's arena) and its value,
+// in no particular order; f must not change the table.
+func (t *BytesTable) Each(f func(k []byte, v int32)) {
+	for _, sl := range t.slots {
+		if sl.used {
+			f(t.arena[sl.off:sl.off+sl.len], sl.val)
+		}
+	}
+}
+
 // grow doubles the slots; hashes are kept, so no key is rehashed.
 func (t *BytesTable) grow() {
 	old := t.slots
