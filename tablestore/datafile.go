@@ -124,9 +124,9 @@ func (st *tableState) openDataFile(e *manifestEntry) (*dataFile, error) {
 		rf.Close()
 		return nil, corruptf(path, err)
 	}
-	props := pqarrow.ArrowReadProperties{BatchSize: int64(st.s.opts.BatchSize)}
+	props := st.s.readProps()
 	if layout == nil {
-		if layout, err = newFileLayout(pr, props); err != nil {
+		if layout, err = newFileLayout(pr.MetaData(), props); err != nil {
 			rf.Close()
 			return nil, corruptf(path, err)
 		}
@@ -197,8 +197,14 @@ type fileLayout struct {
 	pages, stats sync.Map
 }
 
-func newFileLayout(pr *file.Reader, props pqarrow.ArrowReadProperties) (*fileLayout, error) {
-	m, err := pqarrow.NewSchemaManifest(pr.MetaData().Schema, pr.MetaData().KeyValueMetadata(), &props)
+// readProps are the properties data files are read with; the column types
+// a file decodes to depend on them.
+func (s *Store) readProps() pqarrow.ArrowReadProperties {
+	return pqarrow.ArrowReadProperties{BatchSize: int64(s.opts.BatchSize)}
+}
+
+func newFileLayout(md *metadata.FileMetaData, props pqarrow.ArrowReadProperties) (*fileLayout, error) {
+	m, err := pqarrow.NewSchemaManifest(md.Schema, md.KeyValueMetadata(), &props)
 	if err != nil {
 		return nil, err
 	}
