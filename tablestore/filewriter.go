@@ -43,12 +43,13 @@ type dataWriter struct {
 	meta dataFileMeta
 	acc  []statAcc
 	last []datum // key of the last row written
-	// offer, when set (commits), hands the columns of a file written in
-	// one batch to the column cache once the file is synced: kept holds
-	// them while the file has had that one batch (see offerKept).
-	offer   bool
-	kept    []arrow.Array
-	batches int
+	// oneBatch, when set (a commit's flush), says each file gets one
+	// batch: it is written as row groups of its own, unbuffered, and its
+	// columns go to the column cache once the file is synced (kept holds
+	// them while the file has had that one batch; see offerKept).
+	oneBatch bool
+	kept     []arrow.Array
+	batches  int
 
 	done []*manifestEntry
 }
@@ -169,7 +170,13 @@ func (d *dataWriter) write(ctx context.Context, rec arrow.RecordBatch) error {
 	// Relabel with the file schema (field IDs) whatever rec was read as.
 	out := array.NewRecordBatch(d.fsch, rec.Columns(), rec.NumRows())
 	defer out.Release()
-	if err := d.pw.WriteBuffered(out); err != nil {
+	// WriteBuffered copies a row group's encoded columns into growing
+	// buffers until it closes; a batch that is the whole file needs none.
+	write := d.pw.WriteBuffered
+	if d.oneBatch {
+		write = d.pw.Write
+	}
+	if err := write(out); err != nil {
 		return fmt.Errorf("write %s: %w", d.meta.Path, err)
 	}
 	d.describe(out)
@@ -223,7 +230,7 @@ func (d *dataWriter) describe(out arrow.RecordBatch) {
 // keep holds the columns of out while they are all the current file has
 // had, for offerKept.
 func (d *dataWriter) keep(out arrow.RecordBatch) {
-	if !d.offer || d.st.s.columns == nil {
+	if !d.oneBatch || d.st.s.columns == nil {
 		return
 	}
 	d.batches++

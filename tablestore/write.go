@@ -517,7 +517,7 @@ func (w *Write) flush(ctx context.Context) error {
 			part = append(part, d)
 		}
 		dw := w.t.st.newDataWriter(sch, part, int(buckets[idx[lo]]), 0, "APPEND", 0, w.dirs)
-		dw.offer = true
+		dw.oneBatch = true
 		err := dw.write(ctx, out)
 		out.Release()
 		if err != nil {
