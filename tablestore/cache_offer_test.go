@@ -53,6 +53,35 @@ func TestCommitOffersColumns(t *testing.T) {
 		})
 	}
 
+	// A commit of a slice of a larger batch caches the slice's values at
+	// their size, not the batch it shares buffers with.
+	sliced, err := s.CreateTable(ctx, Ident{"db", "sliced"}, TableDef{Schema: sc}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := make([][]any, 10000)
+	for i := range rows {
+		rows[i] = []any{i, "abcdefghijklmnopqrstuvwxyz"}
+	}
+	big, err := buildBatch(mem, sliced.Schema(), rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := big.NewSlice(0, 10)
+	big.Release()
+	_, _, before0 := stats()
+	sw := sliced.NewWrite(WriteOptions{})
+	if err := sw.Write(ctx, part, Insert); err != nil {
+		t.Fatal(err)
+	}
+	part.Release()
+	if _, err := sw.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, after0 := stats(); after0-before0 > 4096 {
+		t.Fatalf("10 rows of a 10,000-row batch cached as %d bytes", after0-before0)
+	}
+
 	// A write aborted after its rows went to a file (Settle) takes their
 	// columns out of the cache with the file.
 	tbl, err := s.CreateTable(ctx, Ident{"db", "aborted"}, TableDef{Schema: sc}, false)

@@ -268,9 +268,19 @@ func (d *dataWriter) offerKept(md *metadata.FileMetaData) {
 	}
 	path := joinPath(d.st.dir, d.meta.Path)
 	for i, a := range d.kept {
-		if arrow.TypeEqual(a.DataType(), l.types[i]) {
-			d.st.s.columns.Put(chunkKey(path, 0, i), a)
+		if !arrow.TypeEqual(a.DataType(), l.types[i]) {
+			continue
 		}
+		// Copied: the batch may be a slice of a client's message, whose
+		// whole body a cached column would keep alive while the cache
+		// counts only the column (a copy costs a memcpy; decoding the
+		// file costs several times that).
+		c, err := array.Concatenate([]arrow.Array{a}, d.st.s.opts.Mem)
+		if err != nil {
+			continue
+		}
+		d.st.s.columns.Put(chunkKey(path, 0, i), c)
+		c.Release()
 	}
 }
 
