@@ -90,7 +90,7 @@ func (c *chunkSource) load(rg int) error {
 	var wg sync.WaitGroup
 	for i, col := range c.cols {
 		if c.cache != nil {
-			key := fmt.Sprintf("%s#%d#%d", c.df.path, rg, col)
+			key := chunkKey(c.df.path, rg, col)
 			if a, ok := c.cache.Get(key); ok {
 				if ranges == nil {
 					c.chunk[i] = a
@@ -157,6 +157,13 @@ func (c *chunkSource) releaseChunk() {
 func (c *chunkSource) Release() {
 	c.releaseOut()
 	c.releaseChunk()
+}
+
+// chunkKey names a column chunk in the cache: data files are immutable
+// and their paths unique, so a path, row group and column name a chunk for
+// good; a path is a prefix of its chunks' keys (Store.forgetColumns).
+func chunkKey(path string, rg, col int) string {
+	return fmt.Sprintf("%s#%d#%d", path, rg, col)
 }
 
 // rangesKey is the part of a cache key that names the rows of a chunk

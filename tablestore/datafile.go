@@ -124,9 +124,9 @@ func (st *tableState) openDataFile(e *manifestEntry) (*dataFile, error) {
 		rf.Close()
 		return nil, corruptf(path, err)
 	}
-	props := pqarrow.ArrowReadProperties{BatchSize: int64(st.s.opts.BatchSize)}
+	props := st.s.readProps()
 	if layout == nil {
-		if layout, err = newFileLayout(pr, props); err != nil {
+		if layout, err = newFileLayout(pr.MetaData(), props); err != nil {
 			rf.Close()
 			return nil, corruptf(path, err)
 		}
@@ -197,8 +197,14 @@ type fileLayout struct {
 	pages, stats sync.Map
 }
 
-func newFileLayout(pr *file.Reader, props pqarrow.ArrowReadProperties) (*fileLayout, error) {
-	m, err := pqarrow.NewSchemaManifest(pr.MetaData().Schema, pr.MetaData().KeyValueMetadata(), &props)
+// readProps are the properties data files are read with; the column types
+// a file decodes to depend on them.
+func (s *Store) readProps() pqarrow.ArrowReadProperties {
+	return pqarrow.ArrowReadProperties{BatchSize: int64(s.opts.BatchSize)}
+}
+
+func newFileLayout(md *metadata.FileMetaData, props pqarrow.ArrowReadProperties) (*fileLayout, error) {
+	m, err := pqarrow.NewSchemaManifest(md.Schema, md.KeyValueMetadata(), &props)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +250,10 @@ func (df *dataFile) verify(ctx context.Context) error {
 	if df.verified.has(df.path) {
 		return nil
 	}
-	buf := make([]byte, 1<<20)
+	// No larger than the file: most are a commit's few KB, and zeroing
+	// 1 MiB for each was most of verifying them (compaction checks its
+	// 50 inputs, a stream every file it reads).
+	buf := make([]byte, min(1<<20, df.rf.Size()))
 	var crc uint32
 	for off := int64(0); off < df.rf.Size(); {
 		if err := ctx.Err(); err != nil {

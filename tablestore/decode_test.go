@@ -197,7 +197,7 @@ func testDataFile(t testing.TB, mem memory.Allocator, data []byte) *dataFile {
 	if err != nil {
 		t.Fatal(err)
 	}
-	layout, err := newFileLayout(pr, pqarrow.ArrowReadProperties{})
+	layout, err := newFileLayout(pr.MetaData(), pqarrow.ArrowReadProperties{})
 	if err != nil {
 		t.Fatal(err)
 	}

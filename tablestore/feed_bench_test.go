@@ -8,6 +8,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // BenchmarkChangeFanout: 1, 8 and 64 change readers of one table (4
@@ -123,4 +127,82 @@ func BenchmarkChangeFanout(b *testing.B) {
 type snapshotTime struct {
 	snapshot int64
 	at       time.Time
+}
+
+// BenchmarkIngestFollowed is BenchmarkIngestAppend's s2=distinct with a
+// change reader following the table (a streaming query's source, as in
+// Nexmark q0): one op is a commit of one 8192-row batch and the reader
+// having every row of it; rows/cpu-s divides by the process CPU time,
+// compaction included.
+//
+//	go test -run - -bench IngestFollowed -benchtime 200x ./tablestore
+func BenchmarkIngestFollowed(b *testing.B) {
+	ctx := context.Background()
+	mem := memory.NewGoAllocator()
+	s, err := Open(ctx, NewLocalFS(), b.TempDir(), Options{Mem: mem, CacheBytes: 256 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	_ = s.CreateDatabase(ctx, "db", false)
+	tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: benchSchema}, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const rows = 8192
+	rng := rand.New(rand.NewPCG(1, 2))
+	batches := make([]arrow.RecordBatch, 32)
+	for i := range batches {
+		batch := benchBatch(mem, rng, rows, 1<<62, -1)
+		s2 := array.NewStringBuilder(mem)
+		for j := range rows {
+			s2.Append(fmt.Sprintf("distinct-%d-%d", i, j))
+		}
+		col := s2.NewArray()
+		s2.Release()
+		cols := slices.Clone(batch.Columns())
+		cols[9] = col
+		batches[i] = array.NewRecordBatch(benchSchema, cols, rows)
+		col.Release()
+		batch.Release()
+	}
+	defer func() {
+		for _, r := range batches {
+			r.Release()
+		}
+	}()
+	r, err := tbl.NewChangeReader(ctx, StreamSpec{Start: StreamLatest, Heartbeat: 20 * time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	read := int64(0)
+	follow := func(want int64) {
+		for read < want {
+			ch, err := r.Next(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if ch.Batch != nil {
+				read += ch.Batch.NumRows()
+			}
+		}
+	}
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		w := tbl.NewWrite(WriteOptions{})
+		if err := w.Write(ctx, batches[i%len(batches)], Insert); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := w.Commit(ctx); err != nil {
+			b.Fatal(err)
+		}
+		follow(int64(i+1) * rows)
+	}
+	if err := tbl.Compact(ctx, false); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*rows)/(cpuTime()-cpu0).Seconds(), "rows/cpu-s")
 }

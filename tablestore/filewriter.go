@@ -5,12 +5,14 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"strconv"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/flightd/flightd/internal/arrowstr"
@@ -41,6 +43,13 @@ type dataWriter struct {
 	meta dataFileMeta
 	acc  []statAcc
 	last []datum // key of the last row written
+	// oneBatch, when set (a commit's flush), says each file gets one
+	// batch: it is written as row groups of its own, unbuffered, and its
+	// columns go to the column cache once the file is synced (kept holds
+	// them while the file has had that one batch; see offerKept).
+	oneBatch bool
+	kept     []arrow.Array
+	batches  int
 
 	done []*manifestEntry
 }
@@ -141,6 +150,7 @@ func (d *dataWriter) create() error {
 	d.bw.Reset(d.cw)
 	d.meta = dataFileMeta{FileName: d.name, Path: joinPath(d.rel, d.name), SchemaID: d.sch.ID, Level: d.level, FileSource: d.source}
 	d.acc = make([]statAcc, len(d.sch.Fields))
+	d.batches = 0
 	return nil
 }
 
@@ -160,10 +170,17 @@ func (d *dataWriter) write(ctx context.Context, rec arrow.RecordBatch) error {
 	// Relabel with the file schema (field IDs) whatever rec was read as.
 	out := array.NewRecordBatch(d.fsch, rec.Columns(), rec.NumRows())
 	defer out.Release()
-	if err := d.pw.WriteBuffered(out); err != nil {
+	// WriteBuffered copies a row group's encoded columns into growing
+	// buffers until it closes; a batch that is the whole file needs none.
+	write := d.pw.WriteBuffered
+	if d.oneBatch {
+		write = d.pw.Write
+	}
+	if err := write(out); err != nil {
 		return fmt.Errorf("write %s: %w", d.meta.Path, err)
 	}
 	d.describe(out)
+	d.keep(out)
 	if d.target > 0 && d.cw.n+int64(d.bw.Buffered())+d.pw.RowGroupTotalBytesWritten() >= d.target {
 		return d.closeFile()
 	}
@@ -210,14 +227,79 @@ func (d *dataWriter) describe(out arrow.RecordBatch) {
 	m.RowCount += int64(n)
 }
 
+// keep holds the columns of out while they are all the current file has
+// had, for offerKept.
+func (d *dataWriter) keep(out arrow.RecordBatch) {
+	if !d.oneBatch || d.st.s.columns == nil {
+		return
+	}
+	d.batches++
+	if d.batches > 1 {
+		d.releaseKept()
+		return
+	}
+	d.kept = slices.Clone(out.Columns())
+	for _, a := range d.kept {
+		a.Retain()
+	}
+}
+
+func (d *dataWriter) releaseKept() {
+	for _, a := range d.kept {
+		a.Release()
+	}
+	d.kept = nil
+}
+
+// offerKept offers the columns kept of the synced file to the column
+// cache under the keys of its row group 0, when that one row group is
+// all the file holds and a reader decodes it to the same types: a stream
+// reading each commit as it lands (the change feed) then finds the rows
+// it would decode from the file just written (a tenth of a Nexmark q0
+// run's CPU was that decoding). The cache may decline them.
+func (d *dataWriter) offerKept(md *metadata.FileMetaData) {
+	defer d.releaseKept()
+	if d.kept == nil || md == nil || md.NumRowGroups() != 1 {
+		return
+	}
+	l, err := newFileLayout(md, d.st.s.readProps())
+	if err != nil || len(l.types) != len(d.kept) {
+		return
+	}
+	path := joinPath(d.st.dir, d.meta.Path)
+	for i, a := range d.kept {
+		if !arrow.TypeEqual(a.DataType(), l.types[i]) {
+			continue
+		}
+		// Copied: the batch may be a slice of a client's message, whose
+		// whole body a cached column would keep alive while the cache
+		// counts only the column (a copy costs a memcpy; decoding the
+		// file costs several times that).
+		c, err := array.Concatenate([]arrow.Array{a}, d.st.s.opts.Mem)
+		if err != nil {
+			continue
+		}
+		d.st.s.columns.Put(chunkKey(path, 0, i), c)
+		c.Release()
+	}
+}
+
 // closeFile finishes and syncs the current file.
 func (d *dataWriter) closeFile() error {
 	if d.pw == nil {
 		return nil
 	}
 	err := d.pw.Close()
+	var md *metadata.FileMetaData
+	if err == nil && d.kept != nil {
+		md, _ = d.pw.FileMetadata()
+	}
 	d.pw = nil
-	return d.syncFile(err)
+	if err = d.syncFile(err); err == nil {
+		d.offerKept(md)
+	}
+	d.releaseKept()
+	return err
 }
 
 // syncFile flushes, syncs and closes the current file, unless err (of
@@ -271,6 +353,7 @@ func (d *dataWriter) discard() {
 		_ = d.st.fs().Remove(joinPath(d.st.dir, d.rel, d.name))
 	}
 	d.releaseBuffer()
+	d.releaseKept()
 }
 
 // fileBuffers holds the 1 MiB write buffers of data files: a commit
@@ -290,9 +373,7 @@ func (d *dataWriter) releaseBuffer() {
 // abort removes every file written.
 func (d *dataWriter) abort() {
 	d.discard()
-	for _, e := range d.done {
-		_ = d.st.fs().Remove(joinPath(d.st.dir, e.File.Path))
-	}
+	d.st.removeUncommitted(d.done)
 	d.done = nil
 }
 

@@ -105,9 +105,7 @@ func (w *Write) reset() {
 	for _, r := range w.recs {
 		r.Release()
 	}
-	for _, e := range w.superseded {
-		_ = w.t.st.fs().Remove(joinPath(w.t.st.dir, e.File.Path))
-	}
+	w.t.st.removeUncommitted(w.superseded)
 	w.superseded = nil
 	w.started = false
 	w.recs, w.kinds, w.seqStart = nil, nil, nil
@@ -486,6 +484,7 @@ func (w *Write) flush(ctx context.Context) error {
 			part = append(part, d)
 		}
 		dw := w.t.st.newDataWriter(sch, part, int(buckets[idx[lo]]), 0, "APPEND", 0, w.dirs)
+		dw.oneBatch = true
 		err := dw.write(ctx, out)
 		out.Release()
 		if err != nil {
@@ -963,9 +962,7 @@ func partitionPathValue(v string) string {
 // table created again meanwhile keeps its files).
 func (w *Write) Abort() {
 	st := w.t.st
-	for _, e := range append(w.pending, w.logs...) {
-		_ = st.fs().Remove(joinPath(st.dir, e.File.Path))
-	}
+	st.removeUncommitted(append(w.pending, w.logs...))
 	if w.staged != nil {
 		_ = st.fs().Remove(joinPath(st.dir, "schema", "schema-"+strconv.FormatInt(w.staged.ID, 10)))
 		w.staged = nil
@@ -980,6 +977,18 @@ func (w *Write) Abort() {
 		_ = st.fs().Remove(st.dir)
 	}
 	w.reset()
+}
+
+// removeUncommitted removes files written and never committed, and the
+// columns their writer offered to the cache (dataWriter.offerKept).
+func (st *tableState) removeUncommitted(files []*manifestEntry) {
+	paths := make([]string, 0, len(files))
+	for _, e := range files {
+		p := joinPath(st.dir, e.File.Path)
+		_ = st.fs().Remove(p)
+		paths = append(paths, p)
+	}
+	st.s.forgetColumns(paths...)
 }
 
 // fastKeySort sorts rows by (bucket, key, sequence) with a radix sort when
