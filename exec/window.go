@@ -1173,24 +1173,17 @@ func (e *windowEnv) aggregate(fi int, f WindowFunc, args []arrow.Array, last int
 			return nil, err
 		}
 	case startsAtPart:
-		prevHi := 0
-		for r := 0; r < e.n; r++ {
-			lo, hi := e.frame(f.Frame, r)
-			switch {
-			case r < e.halo:
-				continue // in the carried state (group 0)
-			case r == e.halo && r > 0:
+		err := e.eachRunningFrame(f.Frame, func(r int, start runStart, from, hi int) error {
+			switch start {
+			case fromCarried:
 				acc.copyGroup(0, r)
-				prevHi = r
-			case r == e.ps[r]:
-				prevHi = lo
-			default:
+			case fromPrevious:
 				acc.copyGroup(r-1, r)
 			}
-			if err := feed(r, max(prevHi, lo), hi); err != nil {
-				return nil, err
-			}
-			prevHi = max(prevHi, hi)
+			return feed(r, from, hi)
+		})
+		if err != nil {
+			return nil, err
 		}
 	case endsAtPart:
 		prevLo := 0
@@ -1230,39 +1223,63 @@ func (e *windowEnv) aggregate(fi int, f WindowFunc, args []arrow.Array, last int
 func (e *windowEnv) runningAggregate(f WindowFunc, acc accumulator, args []arrow.Array) error {
 	groups := make([]uint32, e.n)
 	in := make([]bool, e.n)
-	prevHi := 0
-	for r := 0; r < e.n; r++ {
-		lo, hi := e.frame(f.Frame, r)
-		switch {
-		case r < e.halo:
-			continue // in the carried state (group 0)
-		case r == e.halo && r > 0:
-			prevHi = r
-		case r == e.ps[r]:
-			prevHi = lo
-		}
-		for i := max(prevHi, lo); i < hi; i++ {
+	starts := make([]runStart, e.n)
+	_ = e.eachRunningFrame(f.Frame, func(r int, start runStart, from, hi int) error {
+		starts[r] = start
+		for i := from; i < hi; i++ {
 			groups[i], in[i] = uint32(r), true
 		}
-		prevHi = max(prevHi, hi)
-	}
+		return nil
+	})
 	if err := acc.update(groups, args, in); err != nil {
 		return err
 	}
 	src, dst := []uint32{0}, []uint32{0}
-	for r := 0; r < e.n; r++ {
-		switch {
-		case r < e.halo, r == e.ps[r] && (r != e.halo || r == 0):
+	for r := e.halo; r < e.n; r++ {
+		switch starts[r] {
+		case fromNothing:
 			continue
-		case r == e.halo:
+		case fromCarried:
 			src[0] = 0
-		default:
+		case fromPrevious:
 			src[0] = uint32(r - 1)
 		}
 		dst[0] = uint32(r)
 		if _, err := mergeGroups(acc, src, dst); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// runStart says what a row's running state (a frame from the partition
+// start) begins as.
+type runStart uint8
+
+const (
+	fromNothing  runStart = iota // a partition's first row
+	fromCarried                  // the state carried from the previous chunk (group 0)
+	fromPrevious                 // the previous row's state
+)
+
+// eachRunningFrame calls fn for each row after the carried ones (the
+// halo, whose rows are in group 0's state) with what its running state
+// begins as and the rows [from, hi) its frame adds to that.
+func (e *windowEnv) eachRunningFrame(fr *Frame, fn func(r int, start runStart, from, hi int) error) error {
+	prevHi := 0
+	for r := e.halo; r < e.n; r++ {
+		lo, hi := e.frame(fr, r)
+		start := fromPrevious
+		switch {
+		case r == e.halo && r > 0:
+			start, prevHi = fromCarried, r
+		case r == e.ps[r]:
+			start, prevHi = fromNothing, lo
+		}
+		if err := fn(r, start, max(prevHi, lo), hi); err != nil {
+			return err
+		}
+		prevHi = max(prevHi, hi)
 	}
 	return nil
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/apache/arrow-go/v18/arrow"
 )
 
 // TestCachedColumnsForgotten: the cached columns of data files that are
@@ -13,16 +11,8 @@ import (
 // table's at DROP TABLE, and only theirs (another table's stay).
 func TestCachedColumnsForgotten(t *testing.T) {
 	ctx := context.Background()
-	mem := newMem(t)
-	s, err := Open(ctx, NewLocalFS(), t.TempDir(), Options{Mem: mem, CacheBytes: 64 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.CreateDatabase(ctx, "db", false); err != nil {
-		t.Fatal(err)
-	}
-	sc := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64, Nullable: true}, {Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	s, mem, _ := newTestStoreWith(t, Options{CacheBytes: 64 << 20})
+	sc := intStringSchema
 	cached := func() int64 {
 		s.columns.Wait()
 		return s.columns.Stats().Bytes

@@ -4,8 +4,6 @@ import (
 	"context"
 	"slices"
 	"testing"
-
-	"github.com/apache/arrow-go/v18/arrow"
 )
 
 // TestCommitOffersColumns checks that a commit's file of one batch leaves
@@ -15,16 +13,8 @@ import (
 // files never committed leave the cache with them.
 func TestCommitOffersColumns(t *testing.T) {
 	ctx := context.Background()
-	mem := newMem(t)
-	s, err := Open(ctx, NewLocalFS(), t.TempDir(), Options{Mem: mem, CacheBytes: 64 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.CreateDatabase(ctx, "db", false); err != nil {
-		t.Fatal(err)
-	}
-	sc := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64, Nullable: true}, {Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	s, mem, _ := newTestStoreWith(t, Options{CacheBytes: 64 << 20})
+	sc := intStringSchema
 	stats := func() (hits, misses, bytes int64) {
 		s.columns.Wait()
 		st := s.columns.Stats()

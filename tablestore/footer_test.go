@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 )
 
@@ -16,16 +15,8 @@ import (
 // rather than grow past its bytes.
 func TestFooterCache(t *testing.T) {
 	ctx := context.Background()
-	mem := newMem(t)
-	s, err := Open(ctx, NewLocalFS(), t.TempDir(), Options{Mem: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.CreateDatabase(ctx, "db", false); err != nil {
-		t.Fatal(err)
-	}
-	sc := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64, Nullable: true}, {Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	s, mem, _ := newTestStore(t)
+	sc := intStringSchema
 	tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: sc}, false)
 	if err != nil {
 		t.Fatal(err)

@@ -55,15 +55,27 @@ func openStore(t testing.TB, fsys FS, dir string, mem memory.Allocator) *Store {
 // newTestStore opens a store in a temp dir with database "db"; it closes
 // the store at cleanup (before the leak check, which was registered first).
 func newTestStore(t testing.TB) (*Store, *memory.CheckedAllocator, string) {
+	return newTestStoreWith(t, Options{})
+}
+
+// newTestStoreWith is newTestStore with opts (Mem is the checked allocator).
+func newTestStoreWith(t testing.TB, opts Options) (*Store, *memory.CheckedAllocator, string) {
 	mem := newMem(t)
 	dir := t.TempDir()
-	s := openStore(t, NewLocalFS(), dir, mem)
+	opts.Mem = mem
+	s, err := Open(context.Background(), NewLocalFS(), dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { s.Close() })
 	if err := s.CreateDatabase(context.Background(), "db", false); err != nil {
 		t.Fatal(err)
 	}
 	return s, mem, dir
 }
+
+// intStringSchema is a nullable BIGINT a and STRING s.
+var intStringSchema = arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64, Nullable: true}, {Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
 
 // makeBatch builds a batch from rows of Go values (nil = NULL).
 func makeBatch(t testing.TB, mem memory.Allocator, sc *arrow.Schema, rows [][]any) arrow.RecordBatch {
