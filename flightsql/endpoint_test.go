@@ -192,6 +192,38 @@ func TestPreparedStatements(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantRows(t, rows, "3,NULL", "1,one")
+
+	// A series' bounds as parameters, one series per parameter row.
+	ser, err := cnxn.NewStatement()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ser.Close()
+	if err := ser.SetSqlQuery(`SELECT * FROM generate_series(1, ?)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := ser.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sps, err := ser.GetParameterSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stops := paramBatch(mem, sps, [][]any{{int64(2)}, {int64(3)}})
+	defer stops.Release()
+	if err := ser.Bind(ctx, stops); err != nil {
+		t.Fatal(err)
+	}
+	rdr, _, err = ser.ExecuteQuery(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err = readRows(rdr)
+	rdr.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, rows, "1", "2", "1", "2", "3")
 }
 
 // paramBatch builds a batch of the given schema from Go values (int64,

@@ -218,17 +218,22 @@ func (b *binder) bindQuery(q *sql.Query, outer *scope, hints []arrow.DataType) (
 	return node, corr
 }
 
+// intParam binds a parameter whose value must be an integer: a BIGINT,
+// unless another use gave it a type first.
+func (b *binder) intParam(e *sql.Param) Expr {
+	p := b.param(e)
+	if p.slot.typ == nil {
+		p.slot.typ = arrow.PrimitiveTypes.Int64
+	}
+	if p.slot.typ.ID() != arrow.INT64 {
+		return &Cast{X: p, Typ: arrow.PrimitiveTypes.Int64}
+	}
+	return p
+}
+
 func (b *binder) limitValue(e sql.Expr, what string) Expr {
-	switch e := e.(type) {
-	case *sql.Param:
-		p := b.param(e)
-		if p.slot.typ == nil {
-			p.slot.typ = arrow.PrimitiveTypes.Int64
-		}
-		if p.slot.typ.ID() != arrow.INT64 {
-			return &Cast{X: p, Typ: arrow.PrimitiveTypes.Int64}
-		}
-		return p
+	if p, ok := e.(*sql.Param); ok {
+		return b.intParam(p)
 	}
 	c := b.constExpr(e, arrow.PrimitiveTypes.Int64)
 	if v, ok := constInt(c); !ok || v < 0 {

@@ -149,38 +149,46 @@ func (bd *builder) compileAll(es []Expr, cols []Column) ([]exec.Expr, error) {
 
 // intValue evaluates a LIMIT/OFFSET value: a constant or a parameter.
 func (bd *builder) intValue(e Expr, def int64) (int64, error) {
-	var s scalar.Scalar
-	switch x := e.(type) {
-	case nil:
+	if e == nil {
 		return def, nil
-	case *Const:
-		s = x.Value
-	case *Cast:
-		return bd.intValue(x.X, def)
-	case *ParamRef:
-		if bd.params == nil || int(bd.params.NumCols()) < x.Index {
-			return 0, fmt.Errorf("%w: parameter $%d has no value", ErrParams, x.Index)
-		}
-		v, err := scalar.GetScalar(bd.params.Column(x.Index-1), 0)
-		if err != nil {
-			return 0, err
-		}
-		s = v
-	default:
-		return 0, fmt.Errorf("%w: LIMIT/OFFSET must be a constant or a parameter", errInternal)
 	}
-	if s.IsValid() && s.DataType().ID() != arrow.INT64 {
-		c, err := s.CastTo(arrow.PrimitiveTypes.Int64)
-		if err != nil {
-			return 0, fmt.Errorf("%w: LIMIT/OFFSET %s is not an integer", ErrParams, s)
-		}
-		s = c
+	s, err := bd.int64Value(e)
+	if err != nil {
+		return 0, fmt.Errorf("LIMIT/OFFSET: %w", err)
 	}
 	v, ok := s.(*scalar.Int64)
 	if !ok || !v.Valid || v.Value < 0 {
 		return 0, fmt.Errorf("%w: LIMIT/OFFSET %s must be a non-negative integer", ErrParams, s)
 	}
 	return v.Value, nil
+}
+
+// int64Value evaluates a constant or a parameter as a BIGINT (NULL stays
+// NULL).
+func (bd *builder) int64Value(e Expr) (scalar.Scalar, error) {
+	var s scalar.Scalar
+	switch x := e.(type) {
+	case *Const:
+		s = x.Value
+	case *Cast:
+		return bd.int64Value(x.X)
+	case *ParamRef:
+		v, err := paramValue(bd.params, 0, x)
+		if err != nil {
+			return nil, err
+		}
+		s = v
+	default:
+		return nil, fmt.Errorf("%w: %s must be a constant or a parameter", errInternal, e)
+	}
+	if s.IsValid() && s.DataType().ID() != arrow.INT64 {
+		c, err := s.CastTo(arrow.PrimitiveTypes.Int64)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s is not an integer", ErrParams, s)
+		}
+		s = c
+	}
+	return s, nil
 }
 
 func (bd *builder) build(n PhysicalNode) (exec.Operator, error) {
@@ -279,7 +287,11 @@ func (bd *builder) plainOp(n Node, in []exec.Operator) (exec.Operator, error) {
 	case *FileScanNode:
 		return exec.NewSource(ec, schemaOf(n.Cols), n.open), nil
 	case *SeriesNode:
-		return exec.NewSeries(ec, n.Cols[0].Name, n.Series), nil
+		s, err := bd.series(n)
+		if err != nil {
+			return nil, err
+		}
+		return exec.NewSeries(ec, n.Cols[0].Name, s), nil
 	case *ValuesNode:
 		rows := make([][]exec.Expr, len(n.Values))
 		for i, r := range n.Values {

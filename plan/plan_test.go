@@ -324,3 +324,62 @@ func fillRandom(t testing.TB, h *slt.InProc, rng *rand.Rand, n int) {
 func tablestoreIdent(name string) tablestore.Ident {
 	return tablestore.Ident{Database: "default", Table: name}
 }
+
+// TestSeriesParams: range and generate_series take parameters for their
+// integer arguments, read when the prepared statement runs; a NULL one
+// gives no rows, a zero step or a value that is not an integer fails.
+func TestSeriesParams(t *testing.T) {
+	h, mem := newHarness(t, plan.Options{})
+	run := func(query string, vals ...any) (string, error) {
+		t.Helper()
+		b, err := h.Bind(query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := b.(*plan.Query)
+		bld := array.NewRecordBuilder(mem, q.Params())
+		defer bld.Release()
+		for i, v := range vals {
+			switch v := v.(type) {
+			case nil:
+				bld.Field(i).AppendNull()
+			case int64:
+				bld.Field(i).(*array.Int64Builder).Append(v)
+			}
+		}
+		rec := bld.NewRecordBatch()
+		defer rec.Release()
+		rows, err := h.QueryParams(q, rec)
+		return strings.Join(slt.Render(rows, ""), ","), err
+	}
+	for _, c := range []struct {
+		query string
+		vals  []any
+		want  string
+	}{
+		{"SELECT * FROM range(?)", []any{int64(3)}, "0,1,2"},
+		{"SELECT * FROM range(?)", []any{int64(5)}, "0,1,2,3,4"},
+		{"SELECT * FROM range(1, ?, 2)", []any{int64(6)}, "1,3,5"},
+		{"SELECT * FROM generate_series($1, $2, $3)", []any{int64(3), int64(1), int64(-1)}, "3,2,1"},
+		{"SELECT g FROM generate_series(?, 2) AS g", []any{nil}, ""},
+		{"SELECT * FROM range(?) LIMIT ?", []any{int64(9223372036854775807), int64(2)}, "0,1"},
+	} {
+		got, err := run(c.query, c.vals...)
+		if err != nil || got != c.want {
+			t.Errorf("%s with %v: %q, %v; want %q", c.query, c.vals, got, err, c.want)
+		}
+	}
+	if _, err := run("SELECT * FROM range(0, 5, ?)", int64(0)); err == nil || !strings.Contains(err.Error(), "step") {
+		t.Errorf("zero step: %v", err)
+	}
+	b, err := h.Bind("SELECT * FROM range(?)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := b.(*plan.Query).Params().Field(0); !arrow.TypeEqual(f.Type, arrow.PrimitiveTypes.Int64) {
+		t.Errorf("parameter type %s, want BIGINT", f.Type)
+	}
+	if _, err := h.Bind("SELECT * FROM range(?, 'x')"); err == nil || !strings.Contains(err.Error(), "integer arguments") {
+		t.Errorf("string argument beside a parameter: %v", err)
+	}
+}
