@@ -203,7 +203,9 @@ func TestWatermark(t *testing.T) {
 			t.Fatalf("event %d: watermark %d above a later event's time %d", i, wm[i], minLater)
 		}
 	}
-	if cfg.interEventDelayUs() >= 1000 && !outOfOrder {
+	// Beam shuffles a group by num*953 mod the group size: the identity
+	// for the sizes that divide 952 (2, 4, 7, 8, 14, 17, 28, 34, ...).
+	if cfg.interEventDelayUs() >= 1000 && 953%cfg.OutOfOrderGroupSize != 1 && !outOfOrder {
 		t.Fatalf("group size %d at %d events/s gave events in order", cfg.OutOfOrderGroupSize, cfg.Rate)
 	}
 }
