@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -112,5 +113,21 @@ func TestNewError(t *testing.T) {
 	}
 	if engine.SQLState(err) != "" {
 		t.Errorf("NewError has SQLSTATE %q", engine.SQLState(err))
+	}
+}
+
+// TestBindErrorKeepsItsKind: a statement naming a table that does not
+// exist fails as not found, and its message does not call it an invalid
+// argument (it read "invalid argument: line 1:15: table ... not found").
+func TestBindErrorKeepsItsKind(t *testing.T) {
+	e := newEngine(t)
+	s := e.NewSession()
+	_, err := s.Prepare(context.Background(), "SELECT * FROM nope", nil)
+	if engine.KindOf(err) != engine.KindNotFound || strings.Contains(fmt.Sprint(err), "invalid argument") {
+		t.Fatalf("got %v (%v), want a not-found error", err, engine.KindOf(err))
+	}
+	_, err = s.Prepare(context.Background(), "SELECT nope FROM (VALUES (1)) AS v(a)", nil)
+	if engine.KindOf(err) != engine.KindInvalid {
+		t.Fatalf("unknown column: got %v (%v), want invalid", err, engine.KindOf(err))
 	}
 }

@@ -227,8 +227,11 @@ func (s *Session) bind(ctx context.Context, ast sql.Statement, cat *catalog) (pl
 func (s *Session) bindWith(ctx context.Context, ast sql.Statement, cat *catalog, opts plan.Options) (plan.Statement, error) {
 	bound, err := plan.Bind(ctx, ast, cat, opts)
 	if err != nil {
-		if errors.Is(err, plan.ErrNotImplemented) {
+		switch {
+		case errors.Is(err, plan.ErrNotImplemented):
 			return nil, fmt.Errorf("%w: %w", ErrNotSupported, err)
+		case KindOf(err) != KindInternal:
+			return nil, err // a table not found, say: its kind, not "invalid argument"
 		}
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
