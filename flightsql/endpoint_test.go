@@ -162,68 +162,46 @@ func TestPreparedStatements(t *testing.T) {
 		t.Fatalf("update count %d, want 3", n)
 	}
 
-	sel, err := cnxn.NewStatement()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sel.Close()
-	if err := sel.SetSqlQuery(`SELECT k, v FROM kv WHERE k = ?`); err != nil {
-		t.Fatal(err)
-	}
-	if err := sel.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
-	qps, err := sel.GetParameterSchema()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := paramBatch(mem, qps, [][]any{{int64(3)}, {int64(1)}})
-	defer keys.Release()
-	if err := sel.Bind(ctx, keys); err != nil {
-		t.Fatal(err)
-	}
-	rdr, _, err := sel.ExecuteQuery(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := readRows(rdr)
-	rdr.Release()
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantRows(t, rows, "3,NULL", "1,one")
-
+	wantRows(t, queryPrepared(t, cnxn, mem, `SELECT k, v FROM kv WHERE k = ?`, [][]any{{int64(3)}, {int64(1)}}), "3,NULL", "1,one")
 	// A series' bounds as parameters, one series per parameter row.
-	ser, err := cnxn.NewStatement()
+	wantRows(t, queryPrepared(t, cnxn, mem, `SELECT * FROM generate_series(1, ?)`, [][]any{{int64(2)}, {int64(3)}}), "1", "2", "1", "2", "3")
+}
+
+// queryPrepared prepares q, binds the parameter rows params (paramBatch's
+// values) and returns what it reads.
+func queryPrepared(t *testing.T, cnxn adbc.Connection, mem memory.Allocator, q string, params [][]any) [][]string {
+	t.Helper()
+	ctx := context.Background()
+	st, err := cnxn.NewStatement()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ser.Close()
-	if err := ser.SetSqlQuery(`SELECT * FROM generate_series(1, ?)`); err != nil {
+	defer st.Close()
+	if err := st.SetSqlQuery(q); err != nil {
 		t.Fatal(err)
 	}
-	if err := ser.Prepare(ctx); err != nil {
+	if err := st.Prepare(ctx); err != nil {
 		t.Fatal(err)
 	}
-	sps, err := ser.GetParameterSchema()
+	ps, err := st.GetParameterSchema()
 	if err != nil {
 		t.Fatal(err)
 	}
-	stops := paramBatch(mem, sps, [][]any{{int64(2)}, {int64(3)}})
-	defer stops.Release()
-	if err := ser.Bind(ctx, stops); err != nil {
+	b := paramBatch(mem, ps, params)
+	defer b.Release()
+	if err := st.Bind(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	rdr, _, err = ser.ExecuteQuery(ctx)
+	rdr, _, err := st.ExecuteQuery(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err = readRows(rdr)
-	rdr.Release()
+	defer rdr.Release()
+	rows, err := readRows(rdr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantRows(t, rows, "1", "2", "1", "2", "3")
+	return rows
 }
 
 // paramBatch builds a batch of the given schema from Go values (int64,
