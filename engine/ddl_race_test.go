@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,11 +26,15 @@ import (
 // its last commit failed with "no column" (the scan read the pinned
 // snapshot with that snapshot's schema, the statement was bound with the
 // newest). With two nodes (two engines over one warehouse directory, the
-// sessions split between them, CREATE TABLE ... AS left out) 105-133
-// statements a run failed with data loss or internal errors: an ALTER
-// TABLE, a compaction or a write of one node published into the table the
-// other had created again under the name, and reads found files of the
-// other table, until a table's state pinned its directory.
+// sessions split between them) 105-133 statements a run failed with data
+// loss or internal errors: an ALTER TABLE, a compaction or a write of one
+// node published into the table the other had created again under the
+// name, and reads found files of the other table, until a table's state
+// pinned its directory; with CREATE TABLE ... AS, 0-14 a run (4 of 8 runs)
+// (a CREATE of the other node landing between its check and its
+// snapshot) until the schema lock held both across processes, then 0-12
+// (2 of 8 runs: an abandoned staged schema's version number, taken by
+// the next ALTER, read from a node's cache as the staged one).
 func TestRandomDDLAndWrites(t *testing.T) {
 	for _, nodes := range []int{1, 2} {
 		t.Run(fmt.Sprintf("nodes=%d", nodes), func(t *testing.T) { randomDDLAndWrites(t, nodes) })
@@ -64,12 +67,6 @@ func randomDDLAndWrites(t *testing.T, nodes int) {
 		"CREATE TABLE IF NOT EXISTS d{n}.x (a INT)",
 		"INSERT INTO d{n}.x VALUES ({k})",
 		"SELECT * FROM t{n} a JOIN t{m} b ON a.k = b.k",
-	}
-	if nodes > 1 {
-		// Not across nodes yet: a CREATE TABLE ... AS stages its schema
-		// before it commits, and only a lock of one process keeps another
-		// CREATE TABLE or ALTER TABLE from landing between the two.
-		stmts = slices.DeleteFunc(stmts, func(q string) bool { return strings.Contains(q, " AS SELECT") })
 	}
 	ctx := context.Background()
 	deadline := time.Now().Add(4 * time.Second)

@@ -202,6 +202,13 @@ func (st *tableState) publish(ctx context.Context, group []*queuedCommit) {
 // snapshot holds the others. id is 0 when none was published.
 func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id int64, errs []error, retry bool, err error) {
 	req := reqs[0]
+	if req.replace != nil {
+		unlock, err := st.lockSchemaChange()
+		if err != nil {
+			return 0, nil, false, err
+		}
+		defer unlock()
+	}
 	sch, err := st.latestSchema()
 	switch {
 	case req.replace != nil && err == nil && req.create:

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -98,60 +100,113 @@ func (f *snapshotHookFS) RenameNoReplace(oldname, newname string) error {
 	return f.FS.RenameNoReplace(oldname, newname)
 }
 
-// TestCreateRacingCreateAs: a CREATE TABLE of a key table runs while a
-// CREATE TABLE ... AS of an append table under the same name publishes its
-// rows. One of them creates the table; the other fails with
-// ErrTableExists. The key table's schema landed between the other's check
-// and its snapshot before, so the table read its files as a key table's.
+// TestCreateRacingCreateAs: a CREATE TABLE of a key table runs, in this
+// process or another sharing the directory, while a CREATE TABLE ... AS of
+// an append table under the same name publishes its rows. One of them
+// creates the table; the other fails with ErrTableExists. The key table's
+// schema landed between the other's check and its snapshot before (in
+// another process until the schema lock), so the table read its files as a
+// key table's.
 func TestCreateRacingCreateAs(t *testing.T) {
+	for _, otherProcess := range []bool{false, true} {
+		t.Run(fmt.Sprintf("otherProcess=%v", otherProcess), func(t *testing.T) {
+			raceWithStagedCommit(t, otherProcess, false, func(ctx context.Context, s *Store, id Ident) error {
+				_, err := s.CreateTable(ctx, id, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}}, false)
+				return err
+			}, func(t *testing.T, tbl *Table, rows []string, createErr, asErr error) {
+				switch {
+				case asErr == nil && errors.Is(createErr, ErrTableExists):
+					eqRows(t, rows, "1")
+				case createErr == nil && errors.Is(asErr, ErrTableExists):
+					eqRows(t, rows)
+				default:
+					t.Fatalf("CREATE: %v, CREATE AS: %v, rows %q: want one to fail with ErrTableExists", createErr, asErr, rows)
+				}
+			})
+		})
+	}
+}
+
+// TestAlterRacingReplace: an ALTER TABLE ADD COLUMN runs, in this process
+// or another, while a CREATE OR REPLACE TABLE ... AS publishes the new
+// table. Both succeed, the ALTER on the new table: it waits for the
+// replace, which held the schema lock from its check to its snapshot.
+// Before, the ALTER's version of the replaced table (its columns and the
+// one added) landed above the replace's snapshot and was read as the new
+// table's schema.
+func TestAlterRacingReplace(t *testing.T) {
+	for _, otherProcess := range []bool{false, true} {
+		t.Run(fmt.Sprintf("otherProcess=%v", otherProcess), func(t *testing.T) {
+			raceWithStagedCommit(t, otherProcess, true, func(ctx context.Context, s *Store, id Ident) error {
+				return s.AlterTable(ctx, id, AddColumn{Name: "extra", Type: arrow.BinaryTypes.String})
+			}, func(t *testing.T, tbl *Table, rows []string, alterErr, replaceErr error) {
+				if alterErr != nil || replaceErr != nil {
+					t.Fatalf("ALTER: %v, CREATE OR REPLACE AS: %v: want both to succeed", alterErr, replaceErr)
+				}
+				var names []string
+				for _, f := range tbl.Schema().Fields() {
+					names = append(names, f.Name)
+				}
+				if !slices.Equal(names, []string{"x", "extra"}) {
+					t.Fatalf("columns %q, want the new table's and the one added", names)
+				}
+				eqRows(t, rows, "1|NULL")
+			})
+		})
+	}
+}
+
+// raceWithStagedCommit stages a table of xSchema with the row {1} (a
+// replace of a kvSchema table when replace is set), and runs op on the
+// table's name, in the staging store or in another store over the same
+// directory, as the staged write publishes its snapshot. check gets the
+// table after both, its rows, op's error and the commit's.
+func raceWithStagedCommit(t *testing.T, otherProcess, replace bool, op func(context.Context, *Store, Ident) error,
+	check func(t *testing.T, tbl *Table, rows []string, opErr, commitErr error)) {
 	ctx := context.Background()
 	mem := newMem(t)
 	id := Ident{"db", "t"}
-	var s *Store
-	var createErr error
-	created := make(chan struct{})
-	hook := &snapshotHookFS{FS: NewLocalFS(), name: "snapshot-1", before: func() {
-		go func() {
-			_, createErr = s.CreateTable(ctx, id, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}}, false)
-			close(created)
-		}()
-		select { // it waits for the commit now; it ran into it before
-		case <-created:
-		case <-time.After(200 * time.Millisecond):
-		}
-	}}
-	s = openStore(t, hook, t.TempDir(), mem)
+	dir := t.TempDir()
+	s := openStore(t, NewLocalFS(), dir, mem)
 	defer s.Close()
-	if err := s.CreateDatabase(ctx, "db", false); err != nil {
-		t.Fatal(err)
+	racer := s
+	if otherProcess {
+		racer = openStore(t, NewLocalFS(), dir, mem)
+		defer racer.Close()
 	}
-	w, err := s.StageTable(ctx, id, TableDef{Schema: kvSchema}, false)
-	if err != nil {
-		t.Fatal(err)
+	must(t, s.CreateDatabase(ctx, "db", false))
+	if replace {
+		if _, err := s.CreateTable(ctx, id, TableDef{Schema: kvSchema}, false); err != nil {
+			t.Fatal(err)
+		}
 	}
-	b := makeBatch(t, mem, kvSchema, [][]any{{1, "as"}})
-	err = w.Write(ctx, b, Insert)
-	b.Release()
-	if err != nil {
-		t.Fatal(err)
+	w := stage(t, s, id, replace, [][]any{{1}})
+	var opErr error
+	done := make(chan struct{})
+	var once sync.Once
+	s.beforePublish = func() {
+		once.Do(func() {
+			go func() {
+				opErr = op(ctx, racer, id)
+				close(done)
+			}()
+			select { // it waits for the commit now; it ran into it before
+			case <-done:
+			case <-time.After(200 * time.Millisecond):
+			}
+		})
 	}
-	_, asErr := w.Commit(ctx)
-	<-created
-	tbl, err := s.Table(ctx, id)
+	_, commitErr := w.Commit(ctx)
+	<-done
+	tbl, err := racer.Table(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rows, err := readScanErr(mustScan(t, tbl, ScanSpec{}))
-	switch {
-	case err != nil:
-		t.Fatalf("the table after both: %v (CREATE: %v, CREATE AS: %v)", err, createErr, asErr)
-	case asErr == nil && errors.Is(createErr, ErrTableExists):
-		eqRows(t, rows, "1|as")
-	case createErr == nil && errors.Is(asErr, ErrTableExists):
-		eqRows(t, rows)
-	default:
-		t.Fatalf("CREATE: %v, CREATE AS: %v, rows %q: want one to fail with ErrTableExists", createErr, asErr, rows)
+	if err != nil {
+		t.Fatalf("the table after both: %v (op: %v, commit: %v)", err, opErr, commitErr)
 	}
+	check(t, tbl, rows, opErr, commitErr)
 }
 
 // renamedHookFS calls after once a rename of a directory named name is

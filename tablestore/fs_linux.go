@@ -1,6 +1,8 @@
 package tablestore
 
 import (
+	"fmt"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -25,4 +27,25 @@ func (p *pinnedDir) Exchange(a, b string) error {
 	defer d.Close()
 	fd := int(d.Fd())
 	return unix.Renameat2(fd, relA, fd, relB, unix.RENAME_EXCHANGE)
+}
+
+// lock takes an exclusive flock on the pinned directory, which every
+// process of this machine that pins the same directory contends for;
+// unlock releases it.
+func (p *pinnedDir) lock() (unlock func(), err error) {
+	d, err := p.root.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err = unix.Flock(int(d.Fd()), unix.LOCK_EX)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		_ = d.Close()
+		return nil, fmt.Errorf("lock %s: %w", p.dir, err)
+	}
+	return func() { _ = d.Close() }, nil
 }

@@ -405,13 +405,19 @@ func (s *Store) CreateTable(ctx context.Context, id Ident, def TableDef, ifNotEx
 }
 
 // createSchema publishes sch as the table's first schema, unless the table
-// exists. It holds the commit lock, so that a CREATE TABLE ... AS of this
-// process, whose commit checks that the table does not exist under the
-// lock, cannot publish its rows under this schema (an append table's files
-// in a key table), nor this schema land above its snapshot.
+// exists. It holds the commit lock and the schema lock, so that a CREATE
+// TABLE ... AS of this process or another, whose commit checks that the
+// table does not exist under both, cannot publish its rows under this
+// schema (an append table's files in a key table), nor this schema land
+// above its snapshot.
 func (st *tableState) createSchema(sch *tableSchema) (exists bool, err error) {
 	st.commitMu.Lock()
 	defer st.commitMu.Unlock()
+	unlock, err := st.lockSchemaChange()
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
 	if _, err := st.latestSchema(); err == nil {
 		return true, nil
 	} else if !errors.Is(err, ErrTableNotFound) {
@@ -798,6 +804,17 @@ func (s *Store) AlterTable(ctx context.Context, id Ident, changes ...SchemaChang
 	if err != nil {
 		return err
 	}
+	// The schema it extends stays the latest until it publishes: a
+	// replace (CREATE OR REPLACE, here or on another process) committing
+	// between the two would leave this version, of the replaced table,
+	// in effect over the new table's rows.
+	t.st.commitMu.Lock()
+	defer t.st.commitMu.Unlock()
+	unlock, err := t.st.lockSchemaChange()
+	if err != nil {
+		return fmt.Errorf("alter table %s: %w", id, err)
+	}
+	defer unlock()
 	for attempt := 0; ; attempt++ {
 		cur, err := t.st.latestSchema()
 		if err != nil {

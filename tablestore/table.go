@@ -24,7 +24,8 @@ type tableState struct {
 	dir string
 
 	// commitMu serializes this process's commits to the table; other
-	// processes are serialized by put-if-absent publication.
+	// processes are serialized by put-if-absent publication, and their
+	// schema changes by lockSchemaChange.
 	commitMu sync.Mutex
 	queue    []*queuedCommit // appends waiting to be published in a group (mu)
 	// dropped is set, under commitMu, once this process dropped the
@@ -128,6 +129,23 @@ func (st *tableState) fs() FS {
 		_ = p.root.Close()
 	}
 	return st.pin.Load()
+}
+
+// lockSchemaChange serializes, across the processes of this machine that
+// share the warehouse directory, the publications that decide the table's
+// schema: a schema (CREATE TABLE, ALTER TABLE) and a snapshot that puts a
+// staged schema in effect (CREATE TABLE ... AS, CREATE OR REPLACE). Each
+// checks the latest schema, then publishes: without the lock another
+// process's schema could land between the two (an append table's rows
+// under a key table's schema). commitMu, which the caller holds, does the
+// same within this process. An unpinned directory (an object store, or
+// past the open-file limit) is not locked.
+func (st *tableState) lockSchemaChange() (unlock func(), err error) {
+	p, ok := st.fs().(*pinnedDir)
+	if !ok {
+		return func() {}, nil
+	}
+	return p.lock()
 }
 
 // movedAway reports whether the directory this state pinned is no longer
@@ -264,6 +282,7 @@ func (st *tableState) replaced(sch *tableSchema) (bool, error) {
 	}
 	st.mu.Lock()
 	st.inEffect[sch.ID] = true
+	st.schemas[sch.ID] = sch // in effect: never removed
 	st.mu.Unlock()
 	return true, nil
 }
@@ -311,7 +330,12 @@ func (st *tableState) schemaMissing(id int64) error {
 	return fmt.Errorf("table %s: %w: schema %d missing", st.id, ErrCorrupt, id)
 }
 
-// schema reads (and caches) one schema version.
+// schema reads one schema version, and caches it unless it is a staged or
+// abandoned replace: an abandoned one's file is removed (Write.Abort), and
+// its id then taken by the next version published, here or by another
+// process, which a cached copy would hide (an ALTER's version read as a
+// replace not in effect, so the table's files with the added column did
+// not match the schema in effect before it).
 func (st *tableState) schema(id int64) (*tableSchema, error) {
 	st.mu.Lock()
 	sch := st.schemas[id]
@@ -343,7 +367,9 @@ func (st *tableState) schema(id int64) (*tableSchema, error) {
 		st.migrateSchema(name, sch)
 	}
 	st.mu.Lock()
-	st.schemas[id] = sch
+	if !sch.Replaces || st.inEffect[id] {
+		st.schemas[id] = sch
+	}
 	st.mu.Unlock()
 	return sch, nil
 }
