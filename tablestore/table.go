@@ -104,7 +104,13 @@ func newTableState(s *Store, id Ident, dir string) *tableState {
 }
 
 func (st *tableState) stopBackground() {
+	// Cancelled under the store's lock, under which triggerCompaction
+	// checks the context before it adds to bgWG: an Add after the check
+	// would otherwise race the Wait below (go test -race, engine
+	// TestRandomDDLAndWrites, a drop beside a commit's trigger).
+	st.s.mu.Lock()
 	st.bgCancel()
+	st.s.mu.Unlock()
 	st.bgWG.Wait()
 }
 
