@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -377,4 +378,84 @@ func TestMetadataMaxAgeDefaults(t *testing.T) {
 		data, flags := s3Warehouse(t)
 		run(t, data, flags, 1100*time.Millisecond)
 	})
+}
+
+// TestTwoNodesRacingCreate: two flightd processes over one local warehouse
+// create each table of many at the same moment, one as CREATE TABLE ... AS
+// of an append table with two rows, the other as a CREATE TABLE of a key
+// table followed by an ALTER TABLE. Whichever wins, the table must read
+// on both nodes as one of the two, whole: before the schema lock the
+// CREATE could land between the other's check and its snapshot, leaving
+// an append table's files under a key table's schema (DataLoss on every
+// read from then on).
+func TestTwoNodesRacingCreate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	bin := buildFlightd(t)
+	data := t.TempDir()
+	nodes := []*process{start(t, bin, data), start(t, bin, data)}
+	a, closeA := nodes[0].connect(t)
+	defer closeA()
+	b, closeB := nodes[1].connect(t)
+	defer closeB()
+	for _, q := range []string{`CREATE TABLE src (x BIGINT, y VARCHAR)`, `INSERT INTO src VALUES (1, 'a'), (2, 'b')`} {
+		if err := execSQL(a, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	const tables = 40
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	for i := range tables {
+		// Each side starts after a random pause, so that either may reach
+		// the other's window.
+		pauseA, pauseB := time.Duration(rng.IntN(8000))*time.Microsecond, time.Duration(rng.IntN(20000))*time.Microsecond
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			time.Sleep(pauseA)
+			if err := execSQL(a, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS c%d AS SELECT * FROM src`, i)); err != nil {
+				t.Errorf("CREATE TABLE c%d AS: %v", i, err)
+			}
+		})
+		wg.Go(func() {
+			time.Sleep(pauseB)
+			if err := execSQL(b, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS c%d (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)`, i)); err != nil {
+				t.Errorf("CREATE TABLE c%d: %v", i, err)
+			}
+			if err := execSQL(b, fmt.Sprintf(`ALTER TABLE c%d ADD COLUMN z INT`, i)); err != nil {
+				t.Errorf("ALTER TABLE c%d: %v", i, err)
+			}
+		})
+		wg.Wait()
+	}
+	won := map[string]int{}
+	for i := range tables {
+		for n, cnxn := range []adbc.Connection{a, b} {
+			var rows []string
+			err := query(cnxn, fmt.Sprintf(`SELECT * FROM c%d`, i), func(r arrow.RecordBatch) {
+				for j := range int(r.NumRows()) {
+					vals := make([]string, r.NumCols())
+					for c := range vals {
+						vals[c] = r.Schema().Field(c).Name + "=" + r.Column(c).ValueStr(j)
+					}
+					rows = append(rows, strings.Join(vals, " "))
+				}
+			})
+			slices.Sort(rows)
+			got := strings.Join(rows, ", ")
+			switch {
+			case err != nil:
+				t.Errorf("node %d: c%d: %v", n, i, err)
+			case got == "x=1 y=a z=(null), x=2 y=b z=(null)":
+				won["CREATE TABLE ... AS"]++
+			case got == "":
+				won["CREATE TABLE"]++ // its key table, empty
+			default:
+				t.Errorf("node %d: c%d holds %q: neither create's table", n, i, got)
+			}
+		}
+	}
+	t.Logf("tables read, by the create that won: %v", won)
 }
