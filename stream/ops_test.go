@@ -2,6 +2,7 @@ package stream
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/exec"
@@ -328,5 +330,41 @@ func TestMiniBatchFlushesAtEnd(t *testing.T) {
 				t.Fatalf("ended without a marker: %q, with one: %q", got, want)
 			}
 		})
+	}
+}
+
+// A queue's next batch starts with room for as many rows and string bytes
+// as its last one held, and its batches hold what was added.
+func TestOutQueueReserves(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ec := exec.NewContext(mem)
+	ec.BatchSize = 100
+	q, err := newOutQueue(ec, withKind([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.release()
+	long := strings.Repeat("x", 1000)
+	for i := range 150 {
+		q.add(kindInsert, []any{fmt.Sprint(i, long)})
+	}
+	sb := q.bld.Field(1).(*array.StringBuilder)
+	if q.n != 50 || sb.Cap() < 100 || sb.DataCap() < 100*len(long) {
+		t.Fatalf("after a batch of 100 rows: %d rows, room for %d rows and %d bytes", q.n, sb.Cap(), sb.DataCap())
+	}
+	q.seal()
+	for i := 0; i < 150; {
+		b := q.pop()
+		if b == nil {
+			t.Fatalf("%d rows popped of 150", i)
+		}
+		col := b.Column(1).(*array.String)
+		for r := range col.Len() {
+			if want := fmt.Sprint(i, long); col.Value(r) != want {
+				t.Fatalf("row %d: %.10q", i, col.Value(r))
+			}
+			i++
+		}
 	}
 }
