@@ -372,9 +372,9 @@ func evalRowsUnchecked(ctx context.Context, ec *Context, e Expr, b arrow.RecordB
 
 // gatherFor returns the rows of b that e reads as a batch of only the
 // columns it reads, and e remapped to that batch (all columns when
-// narrowExpr cannot narrow e).
+// NarrowExpr cannot narrow e).
 func gatherFor(ctx context.Context, ec *Context, e Expr, b arrow.RecordBatch, rows []int64) (arrow.RecordBatch, Expr, error) {
-	cols, schema, ne, ok := narrowExpr(e, b.Schema())
+	cols, schema, ne, ok := NarrowExpr(e, b.Schema())
 	if !ok {
 		sub, err := vectorized.TakeBatch(ctx, ec.Mem, b, b.Schema(), rows)
 		return sub, e, err

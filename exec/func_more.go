@@ -299,6 +299,7 @@ func resolveRegexpExtract(types []arrow.DataType, args []Expr) (*impl, error) {
 	}
 	return &impl{ret: strType, args: argTypes, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
 		get := regexpCache(fixed)
+		memo := newMatchMemo(fixed != nil)
 		b := array.NewStringBuilder(ec.Mem)
 		defer b.Release()
 		for i := 0; i < n; i++ {
@@ -310,7 +311,7 @@ func resolveRegexpExtract(types []arrow.DataType, args []Expr) (*impl, error) {
 			if err != nil {
 				return nil, err
 			}
-			m := re.FindStringSubmatchIndex(vectorized.StringAt(a[0], i))
+			m := memo.find(re, vectorized.StringAt(a[0], i))
 			if m == nil || m[2*g] < 0 {
 				b.AppendNull()
 				continue
@@ -319,6 +320,44 @@ func resolveRegexpExtract(types []arrow.DataType, args []Expr) (*impl, error) {
 		}
 		return b.NewArray(), nil
 	}}, nil
+}
+
+// matchMemo matches one fixed pattern once per distinct string of a
+// batch: strings repeat (a channel's URL on each of its bids) and a match
+// costs far more than a lookup. It stops remembering when fewer than a
+// quarter of the first memoProbe strings repeated.
+type matchMemo struct {
+	seen        map[string][]int // nil: not remembering
+	looks, hits int
+}
+
+const memoProbe = 64
+
+func newMatchMemo(fixed bool) *matchMemo {
+	if !fixed {
+		return &matchMemo{}
+	}
+	return &matchMemo{seen: map[string][]int{}}
+}
+
+// find is re.FindStringSubmatchIndex(s); re must be the same every call
+// while the memo remembers.
+func (m *matchMemo) find(re *regexp.Regexp, s string) []int {
+	if m.seen == nil {
+		return re.FindStringSubmatchIndex(s)
+	}
+	m.looks++
+	if r, ok := m.seen[s]; ok {
+		m.hits++
+		return r
+	}
+	r := re.FindStringSubmatchIndex(s)
+	if m.looks >= memoProbe && m.hits < memoProbe/4 {
+		m.seen = nil
+	} else {
+		m.seen[s] = r
+	}
+	return r
 }
 
 // regexpExtractArgs checks (s, pattern [, group]) and returns the pattern

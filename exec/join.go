@@ -322,7 +322,7 @@ func newJoinOp(ec *Context, left, right Operator, typ JoinType, lk, rk []Expr, r
 		pairSchema: joinSchema(InnerJoin, left.Schema(), right.Schema()),
 	}
 	if residual != nil {
-		if cols, schema, re, ok := narrowExpr(residual, j.pairSchema); ok && len(cols) > 0 {
+		if cols, schema, re, ok := NarrowExpr(residual, j.pairSchema); ok && len(cols) > 0 {
 			// Left columns come first in cols (they have lower indexes),
 			// matching compactPairs' order.
 			j.resCols, j.resSchema, j.resExpr = cols, schema, re

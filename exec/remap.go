@@ -59,10 +59,10 @@ func exprColumns(e Expr) ([]int, bool) {
 	return slices.Compact(cols), true
 }
 
-// narrowExpr rewrites e over only the columns of schema it reads: those
+// NarrowExpr rewrites e over only the columns of schema it reads: those
 // columns (sorted), their schema, and e remapped to it. ok is false when
 // exprColumns does not know e or e reads a column schema lacks.
-func narrowExpr(e Expr, schema *arrow.Schema) (cols []int, narrow *arrow.Schema, ne Expr, ok bool) {
+func NarrowExpr(e Expr, schema *arrow.Schema) (cols []int, narrow *arrow.Schema, ne Expr, ok bool) {
 	cols, narrow, nes, ok := narrowExprs(schema, e)
 	if !ok {
 		return nil, nil, nil, false
@@ -70,7 +70,7 @@ func narrowExpr(e Expr, schema *arrow.Schema) (cols []int, narrow *arrow.Schema,
 	return cols, narrow, nes[0], true
 }
 
-// narrowExprs is narrowExpr for several expressions over the union of the
+// narrowExprs is NarrowExpr for several expressions over the union of the
 // columns they read.
 func narrowExprs(schema *arrow.Schema, es ...Expr) (cols []int, narrow *arrow.Schema, nes []Expr, ok bool) {
 	for _, e := range es {

@@ -57,6 +57,18 @@ type Join struct {
 	two   twoInputs
 	held  int64
 	signs []int8
+	res   *joinResidual // nil without a residual
+}
+
+// joinResidual evaluates a join's residual over batches of only the pair
+// columns it reads: a pair's other columns (a bid's and an auction's
+// strings, say) are never copied into a batch.
+type joinResidual struct {
+	cols   []int         // the pair row's columns the batches hold
+	schema *arrow.Schema // of those columns, without the row kind
+	expr   exec.Expr     // over schema; over the row kind and every column when whole
+	whole  bool          // expr could not be narrowed (or reads the row kind)
+	q      *outQueue     // reused, so its builders start at the last batch's size
 }
 
 // twoInputs reads two inputs concurrently (neither waits for the other's
@@ -153,7 +165,39 @@ func NewJoin(ec *exec.Context, left, right Operator, spec JoinSpec, budget *Budg
 		return nil, err
 	}
 	j.q = q
+	if spec.Residual != nil {
+		if j.res, err = newJoinResidual(ec, j.in, spec.Residual); err != nil {
+			q.release()
+			return nil, err
+		}
+	}
 	return j, nil
+}
+
+// newJoinResidual prepares e, compiled over the row kind, the left
+// columns then the right ones, for batches of the columns it reads.
+func newJoinResidual(ec *exec.Context, in [2]Operator, e exec.Expr) (*joinResidual, error) {
+	var pair []arrow.Field
+	for _, op := range in {
+		pair = append(pair, op.Schema().Fields()[1:]...)
+	}
+	r := &joinResidual{expr: e}
+	cols, narrow, ne, ok := exec.NarrowExpr(e, withKind(pair))
+	if ok && (len(cols) == 0 || cols[0] > 0) {
+		for _, c := range cols {
+			r.cols = append(r.cols, c-1)
+		}
+		r.schema, r.expr = narrow, ne
+	} else {
+		r.whole = true
+		for c := range pair {
+			r.cols = append(r.cols, c)
+		}
+		r.schema = arrow.NewSchema(pair, nil)
+	}
+	var err error
+	r.q, err = newOutQueue(ec, withKind(r.schema.Fields()))
+	return r, err
 }
 
 func (j *Join) Schema() *arrow.Schema { return j.schema }
@@ -746,6 +790,17 @@ func (j *Join) emitN(kind string, n int64, left, right []any, nulls int) {
 	}
 }
 
+// eval evaluates the residual over b, a batch of r.q.
+func (r *joinResidual) eval(ctx context.Context, ec *exec.Context, b arrow.RecordBatch) (arrow.Array, error) {
+	if r.whole {
+		return r.expr.Eval(ctx, ec, b)
+	}
+	cols := b.Columns()[1:]
+	nb := array.NewRecordBatch(r.schema, cols, b.NumRows())
+	defer nb.Release()
+	return r.expr.Eval(ctx, ec, nb)
+}
+
 // residual evaluates the residual condition of every (row, candidate)
 // pair at once.
 func (j *Join) residual(ctx context.Context, side int, rows [][]any, cands [][]*joinRow) ([][]bool, error) {
@@ -755,7 +810,7 @@ func (j *Join) residual(ctx context.Context, side int, rows [][]any, cands [][]*
 		pass[i] = make([]bool, len(c))
 		total += len(c)
 	}
-	if j.spec.Residual == nil || total == 0 {
+	if j.res == nil || total == 0 {
 		for i := range pass {
 			for c := range pass[i] {
 				pass[i][c] = true
@@ -763,43 +818,44 @@ func (j *Join) residual(ctx context.Context, side int, rows [][]any, cands [][]*
 		}
 		return pass, nil
 	}
-	// A batch of the pairs: row kind, left columns, right columns.
-	var fields []arrow.Field
-	for _, op := range j.in {
-		fields = append(fields, op.Schema().Fields()[1:]...)
-	}
-	q, err := newOutQueue(j.ec, withKind(fields))
-	if err != nil {
-		return nil, err
-	}
-	defer q.release()
+	r, lw := j.res, j.sides[0].width
+	row := make([]any, len(r.cols))
 	for i, c := range cands {
 		for _, cand := range c {
-			if side == 0 {
-				q.add(kindInsert, append(append([]any{}, rows[i]...), cand.vals...))
-			} else {
-				q.add(kindInsert, append(append([]any{}, cand.vals...), rows[i]...))
+			left, right := rows[i], cand.vals
+			if side == 1 {
+				left, right = cand.vals, rows[i]
 			}
+			for k, col := range r.cols {
+				if col < lw {
+					row[k] = left[col]
+				} else {
+					row[k] = right[col-lw]
+				}
+			}
+			r.q.add(kindInsert, row)
 		}
 	}
-	q.seal()
-	var flat []bool
+	r.q.seal()
+	flat := make([]bool, 0, total)
 	for {
-		b := q.pop()
+		b := r.q.pop()
 		if b == nil {
 			break
 		}
-		m, err := j.spec.Residual.Eval(ctx, j.ec, b)
+		m, err := r.eval(ctx, j.ec, b)
 		if err != nil {
+			r.q.release()
 			return nil, err
 		}
 		ok, isBool := m.(*array.Boolean)
 		if !isBool {
 			m.Release()
+			r.q.release()
 			return nil, fmt.Errorf("%w: join condition is %s, not boolean", exec.ErrInvalid, m.DataType())
 		}
-		for r := 0; r < ok.Len(); r++ {
-			flat = append(flat, ok.IsValid(r) && ok.Value(r))
+		for k := 0; k < ok.Len(); k++ {
+			flat = append(flat, ok.IsValid(k) && ok.Value(k))
 		}
 		m.Release()
 	}
@@ -813,6 +869,9 @@ func (j *Join) residual(ctx context.Context, side int, rows [][]any, cands [][]*
 
 func (j *Join) Close() error {
 	j.q.release()
+	if j.res != nil {
+		j.res.q.release()
+	}
 	j.budget.add(-j.held)
 	j.held = 0
 	for _, s := range j.sides {

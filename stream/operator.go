@@ -169,6 +169,12 @@ type outQueue struct {
 	n      int
 	ready  []arrow.RecordBatch
 	cur    arrow.RecordBatch // the batch last returned, released on the next call
+	// The rows and each column's bytes of variable-length data of the
+	// last batch: a new batch's builders start at that size, so that a
+	// steady stream of batches does not grow every buffer from nothing
+	// (copying each string about twice over).
+	lastRows int
+	lastData []int
 }
 
 func newOutQueue(ec *exec.Context, schema *arrow.Schema) (*outQueue, error) {
@@ -189,6 +195,9 @@ func (q *outQueue) add(kind string, vals []any) {
 	if q.bld == nil {
 		q.bld = array.NewRecordBuilder(q.ec.Mem, q.schema)
 	}
+	if q.n == 0 {
+		q.reserve()
+	}
 	q.bld.Field(0).(*array.StringBuilder).Append(kind)
 	for i, v := range vals {
 		q.put[i](q.bld.Field(i+1), v)
@@ -199,13 +208,42 @@ func (q *outQueue) add(kind string, vals []any) {
 	}
 }
 
+// dataBuilder is a builder of variable-length values (strings, binary).
+type dataBuilder interface {
+	DataLen() int
+	ReserveData(int)
+}
+
 // seal turns the rows added so far into a ready batch.
 func (q *outQueue) seal() {
 	if q.n == 0 {
 		return
 	}
+	fs := q.bld.Fields()
+	if q.lastData == nil {
+		q.lastData = make([]int, len(fs))
+	}
+	for i, f := range fs {
+		if d, ok := f.(dataBuilder); ok {
+			q.lastData[i] = d.DataLen()
+		}
+	}
+	q.lastRows = q.n
 	q.ready = append(q.ready, q.bld.NewRecordBatch())
 	q.n = 0
+}
+
+// reserve sizes the builders of a new batch as the last batch was.
+func (q *outQueue) reserve() {
+	if q.lastRows == 0 {
+		return
+	}
+	for i, f := range q.bld.Fields() {
+		f.Reserve(q.lastRows)
+		if d, ok := f.(dataBuilder); ok && q.lastData[i] > 0 {
+			d.ReserveData(q.lastData[i])
+		}
+	}
 }
 
 // pop returns the next ready batch (nil if none), owned by the queue until

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/exec"
@@ -157,6 +159,59 @@ func TestJoinRowsOfOneKey(t *testing.T) {
 	})
 }
 
+// A residual is evaluated over batches of only the columns it reads (a
+// left and a right one of six), with the right pairs passing whichever
+// side's change made them (the left side's snapshots come first here),
+// over several batches of the residual.
+func TestJoinResidualNarrowed(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ec := exec.NewContext(mem)
+	ec.BatchSize = 2
+	// Pair columns: kind, left k a x, right k b y; the residual reads a and b.
+	res, err := exec.NewCall("less", col(2, "a"), col(5, "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		leftFirst bool
+		want      []string
+	}{
+		{true, []string{
+			"[1 0]: marker", "[2 0]: marker",
+			"[2 1]: +I 1 5 100 1 7 200 | +I 1 5 100 1 10 201", "[2 1]: +I 2 1 102 2 3 203", "[2 1]: marker",
+			"[2 2]: -D 1 5 100 1 10 201", "[2 2]: marker",
+		}},
+		{false, []string{
+			"[0 1]: marker", "[0 2]: marker",
+			"[1 2]: +I 1 5 100 1 7 200 | +I 2 1 102 2 3 203", "[1 2]: marker",
+			"[2 2]: marker",
+		}},
+	} {
+		left := int64Changes(t, mem, []string{"k", "a", "x"}, 0, 2,
+			[]string{"+I 1 5 100", "+I 1 9 101", "+I 2 1 102"},
+			[]string{"-D 1 9 101"})
+		right := int64Changes(t, mem, []string{"k", "b", "y"}, 1, 2,
+			[]string{"+I 1 7 200", "+I 1 10 201", "+I 2 0 202", "+I 2 3 203", "+I 3 9 204"},
+			[]string{"-D 1 10 201"})
+		if c.leftFirst {
+			left.done = make(chan struct{})
+			right.wait = left.done
+		} else {
+			right.done = make(chan struct{})
+			left.wait = right.done
+		}
+		j, err := NewJoin(ec, left, right, JoinSpec{Kind: exec.InnerJoin, LeftKeys: []exec.Expr{col(1, "k")}, RightKeys: []exec.Expr{col(1, "k")}, Residual: res}, NewBudget(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.res.whole || !slices.Equal(j.res.cols, []int{1, 4}) {
+			t.Fatalf("residual reads pair columns %v (whole %v), want [1 4]", j.res.cols, j.res.whole)
+		}
+		expectCollect(t, j, c.want)
+	}
+}
+
 // An integer sum is exact whatever passes through it, and one that ends
 // beyond int64 is an overflow, as in a batch sum, not a wrapped value.
 func TestAggregateSumOverflow(t *testing.T) {
@@ -275,5 +330,41 @@ func TestMiniBatchFlushesAtEnd(t *testing.T) {
 				t.Fatalf("ended without a marker: %q, with one: %q", got, want)
 			}
 		})
+	}
+}
+
+// A queue's next batch starts with room for as many rows and string bytes
+// as its last one held, and its batches hold what was added.
+func TestOutQueueReserves(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ec := exec.NewContext(mem)
+	ec.BatchSize = 100
+	q, err := newOutQueue(ec, withKind([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.release()
+	long := strings.Repeat("x", 1000)
+	for i := range 150 {
+		q.add(kindInsert, []any{fmt.Sprint(i, long)})
+	}
+	sb := q.bld.Field(1).(*array.StringBuilder)
+	if q.n != 50 || sb.Cap() < 100 || sb.DataCap() < 100*len(long) {
+		t.Fatalf("after a batch of 100 rows: %d rows, room for %d rows and %d bytes", q.n, sb.Cap(), sb.DataCap())
+	}
+	q.seal()
+	for i := 0; i < 150; {
+		b := q.pop()
+		if b == nil {
+			t.Fatalf("%d rows popped of 150", i)
+		}
+		col := b.Column(1).(*array.String)
+		for r := range col.Len() {
+			if want := fmt.Sprint(i, long); col.Value(r) != want {
+				t.Fatalf("row %d: %.10q", i, col.Value(r))
+			}
+			i++
+		}
 	}
 }

@@ -197,10 +197,8 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 	cols := b.Columns()[1:]
 	var grow int64
 	for i, sign := range signs {
-		vals := r.rowGet.row(cols, i)
-		var keyLen int
-		r.sortBuf, keyLen = appendSortKey(r.sortBuf[:0], r.spec.Order, r.orderGet, order, i, vals)
-		sort := r.sortBuf
+		r.sortBuf = appendOrderKey(r.sortBuf[:0], r.spec.Order, r.orderGet, order, i)
+		keyLen := len(r.sortBuf)
 		if sign < 0 && r.spec.InsertOnly != "" {
 			return fmt.Errorf("%w: the top-N over %s keeps only its top %d rows per partition, as its input only inserts, but a row was retracted (a DELETE, UPDATE or INSERT OVERWRITE of an append table it reads): restart the query to rank the table's rows again",
 				exec.ErrInvalid, r.spec.InsertOnly, r.spec.Hi)
@@ -217,8 +215,21 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 			r.parts[p.key] = p
 			grow += r.partBytes(p)
 		}
-		if r.spec.InsertOnly != "" && r.spec.Func == RowNumber && p.count >= r.spec.Hi && compareSort(p.rows[len(p.rows)-1], sortHead(sort), sort) <= 0 {
-			continue // after the top: it can never come up
+		// A row after the top of an insert-only partition can never come
+		// up. The ORDER BY keys decide that without reading the row (their
+		// encoding is prefix-free), unless the row ties the last one there.
+		full := r.spec.InsertOnly != "" && r.spec.Func == RowNumber && p.count >= r.spec.Hi
+		if full {
+			last := p.rows[len(p.rows)-1]
+			if c := strings.Compare(last.sort[:last.keyLen], string(r.sortBuf)); c < 0 {
+				continue
+			}
+		}
+		vals := r.rowGet.row(cols, i)
+		r.sortBuf = appendRow(r.sortBuf, vals)
+		sort := r.sortBuf
+		if full && compareSort(p.rows[len(p.rows)-1], sortHead(sort), sort) <= 0 {
+			continue
 		}
 		if !p.dirty {
 			p.dirty = true
@@ -278,10 +289,16 @@ func (p *rankPart) dropPastTop(f RankFunc, hi int64) int64 {
 // read by get), then its values (ascending): rows tied on the keys rank by
 // value, and equal rows share one entry. It returns the keys' length too.
 func appendSortKey(b []byte, keys []exec.SortKey, get []getter, order []arrow.Array, i int, vals []any) ([]byte, int) {
+	b = appendOrderKey(b, keys, get, order, i)
+	return appendRow(b, vals), len(b)
+}
+
+// appendOrderKey appends the encoding of row i's ORDER BY keys.
+func appendOrderKey(b []byte, keys []exec.SortKey, get []getter, order []arrow.Array, i int) []byte {
 	for c, k := range keys {
 		b = appendOrdered(b, get[c](order[c], i), k.Descending, k.NullsFirst)
 	}
-	return appendRow(b, vals), len(b)
+	return b
 }
 
 // numbered calls yield with each copy of rows, in order, by the index of

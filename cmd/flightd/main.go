@@ -67,6 +67,7 @@ func run() error {
 		advert   = flag.String("advertise", "", "host:port at which clients reach this node, named in the endpoints of query results; a result split over several endpoints (session option flightd.max_endpoints) goes round every live node of the warehouse that advertises (default: endpoints name no location, clients read them where they asked)")
 		nodeID   = flag.String("node-id", "", "name of this node among those sharing the warehouse, for job leases: a node restarted under its name takes its jobs back at once, without waiting for -job-lease; must be unique among live nodes (default: random)")
 		metaAge  = flag.Duration("metadata-max-age", -1, "how old what a query knows of a table's latest schema and snapshot may be before it asks the warehouse again: another node's commits are seen by queries that start more than this after them, this node's own at once (negative: 1s for an s3:// warehouse, 0 for a local directory)")
+		gcPct    = flag.Int("gc-percent", 0, "the garbage collector's GOGC: heap growth between collections in percent of the live heap (0: $GOGC if set, else 200; -1: off, the memory limit alone triggers collections)")
 		cpuProf  = flag.String("cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file, ended at shutdown (SIGTERM or SIGINT)")
 		pprofAt  = flag.String("pprof-addr", "", "serve Go's profiles (net/http/pprof: heap, allocs, goroutine, profile, and mutex and block, which it turns on) over HTTP on this address, without authentication: keep it on loopback (default: not served)")
 		maxToks  = flag.Int("max-statement-tokens", flightsql.DefaultLimits.MaxStatementTokens, "most tokens (names, literals, operators) one SQL statement may have")
@@ -113,8 +114,9 @@ func run() error {
 		}
 	}
 	lim := memoryLimit(memLimit)
+	gogc := gcPercent(*gcPct, os.Getenv("GOGC"))
 	queryBytes, cacheBytes, poolBytes := queryMemory(queryMem, lim), cacheMemory(cacheMem, lim), queryPool(poolMem, lim)
-	log.Printf("flightd: memory limit %d MiB, query memory %d MiB, query pool %d MiB, cache %d MiB", lim>>20, queryBytes>>20, poolBytes>>20, cacheBytes>>20)
+	log.Printf("flightd: memory limit %d MiB, GOGC %d, query memory %d MiB, query pool %d MiB, cache %d MiB", lim>>20, gogc, queryBytes>>20, poolBytes>>20, cacheBytes>>20)
 	ctx := context.Background()
 	wh, err := openWarehouse(ctx, *dataDir, obj)
 	if err != nil {

@@ -31,6 +31,32 @@ func memoryLimit(flag sizeFlag) int64 {
 	return n
 }
 
+// defaultGCPercent is the collector's GOGC when neither -gc-percent nor
+// the GOGC environment variable sets it: twice Go's default growth of the
+// heap between collections, which halves the collector's CPU. A streaming
+// query's state (many small objects, all scanned at every cycle) made the
+// collector a fifth of flightd's CPU at Go's default (Nexmark q20, 500,000
+// events); the memory limit still bounds the heap, the collector running
+// harder near it.
+const defaultGCPercent = 200
+
+// gcPercent sets the collector's GOGC: flag when it is not 0 (-1: off),
+// else the GOGC environment variable's value (env; the runtime read it
+// at start), else defaultGCPercent. It returns the value in force.
+func gcPercent(flag int, env string) int {
+	switch {
+	case flag != 0:
+		debug.SetGCPercent(flag)
+		return flag
+	case env != "":
+		p := debug.SetGCPercent(100)
+		debug.SetGCPercent(p)
+		return p
+	}
+	debug.SetGCPercent(defaultGCPercent)
+	return defaultGCPercent
+}
+
 // Derived defaults, as DuckDB derives its memory_limit from the machine: a
 // third of the process's memory limit caches decoded table data and a
 // quarter is one operator's budget before it spills; half is the pool all

@@ -41,6 +41,30 @@ func TestDefaultMemoryLimit(t *testing.T) {
 	}
 }
 
+// GOGC is the flag's, else the environment's as the runtime read it,
+// else 200.
+func TestGCPercent(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100)) // restore the test binary's
+	for _, c := range []struct {
+		flag    int
+		env     string
+		runtime int // as the runtime read $GOGC at start
+		want    int
+	}{
+		{0, "", 100, defaultGCPercent},
+		{0, "150", 150, 150},
+		{0, "off", -1, -1},
+		{300, "150", 150, 300},
+		{-1, "", 100, -1},
+	} {
+		debug.SetGCPercent(c.runtime)
+		got := gcPercent(c.flag, c.env)
+		if now := debug.SetGCPercent(100); got != c.want || now != c.want {
+			t.Fatalf("flag %d, GOGC %q: gcPercent %d, runtime %d, want %d", c.flag, c.env, got, now, c.want)
+		}
+	}
+}
+
 // The cache and statement budgets derive from the memory limit unless given.
 func TestDerivedMemoryDefaults(t *testing.T) {
 	auto := sizeFlag{auto: true}
