@@ -282,10 +282,11 @@ type derivedKey struct{ text, env string }
 // CTE, computed once for all its occurrences (rule shared_cte), as q65's
 // two identical aggregations of store_sales: it reads no outer column
 // (bindQuery gets no outer scope), so equal text gives equal rows. Those
-// calling a volatile function (random()) are each computed.
+// calling a volatile function (random()) are each computed, and so are
+// those of a view's query (its names resolve in the view's database).
 func (b *binder) derivedTable(f *sql.DerivedTable) Node {
 	text := sql.Format(f.Query)
-	if !b.repeated[text] || !b.enabled(ruleSharedCTE) {
+	if !b.repeated[text] || !b.enabled(ruleSharedCTE) || b.viewDB != "" || len(b.viewStack) > 0 {
 		n, _ := b.bindQuery(f.Query, nil, nil)
 		return n
 	}
