@@ -3,9 +3,12 @@ package exec
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/big"
+	"math/bits"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -201,9 +204,52 @@ func (r active) at(i int) bool {
 	return len(r.bits) == 0 || r.bits[j>>3]&(1<<(j&7)) != 0
 }
 
+// rows lists the rows of the first n that count, in order, into buf. A
+// bitmap without a mask is read 64 rows at a time, visiting set bits only:
+// the pivots' sum(CASE WHEN day = 'Sunday' THEN price END) (q02, q43, q59)
+// have six NULL rows in seven, which a test per row both reads and
+// mispredicts.
+func (r active) rows(n int, buf []int32) []int32 {
+	buf = slices.Grow(buf[:0], n)[:n]
+	k := 0
+	switch {
+	case r.none:
+	case r.mask == nil && len(r.bits) == 0:
+		for i := range buf {
+			buf[i] = int32(i)
+		}
+		k = n
+	case r.mask == nil:
+		i := 0
+		for ; i < n && (r.off+i)&7 != 0; i++ { // up to a byte boundary
+			buf[k] = int32(i)
+			k += int(r.bits[(r.off+i)>>3] >> ((r.off + i) & 7) & 1)
+		}
+		for ; i+64 <= n; i += 64 {
+			for w := binary.LittleEndian.Uint64(r.bits[(r.off+i)>>3:]); w != 0; w &= w - 1 {
+				buf[k] = int32(i + bits.TrailingZeros64(w))
+				k++
+			}
+		}
+		for ; i < n; i++ {
+			buf[k] = int32(i)
+			k += int(r.bits[(r.off+i)>>3] >> ((r.off + i) & 7) & 1)
+		}
+	default:
+		for i := range n { // a row that does not count is overwritten by the next
+			buf[k] = int32(i)
+			if r.at(i) {
+				k++
+			}
+		}
+	}
+	return buf[:k]
+}
+
 type countAcc struct {
 	star bool
 	n    []int64
+	rows []int32 // scratch of update
 }
 
 func (c *countAcc) grow(n int) { c.n = growTo(c.n, n) }
@@ -216,11 +262,9 @@ func (c *countAcc) update(groups []uint32, args []arrow.Array, mask []bool) erro
 		}
 		return nil
 	}
-	on := activeRows(args[0], mask)
-	for i, g := range groups {
-		if on.at(i) {
-			c.n[g]++
-		}
+	c.rows = activeRows(args[0], mask).rows(len(groups), c.rows)
+	for _, i := range c.rows {
+		c.n[groups[i]]++
 	}
 	return nil
 }
@@ -284,6 +328,7 @@ func float64View(a arrow.Array) func(i int) float64 {
 type sumIntAcc struct {
 	sum  []int64
 	seen seen
+	rows []int32 // scratch of update
 }
 
 func (s *sumIntAcc) grow(n int) { s.sum = growTo(s.sum, n); s.seen.grow(n) }
@@ -300,12 +345,10 @@ func (s *sumIntAcc) update(groups []uint32, args []arrow.Array, mask []bool) err
 		}
 	}
 	v := int64View(args[0])
-	on := activeRows(args[0], mask)
-	for i, g := range groups {
-		if !on.at(i) {
-			continue
-		}
-		x, y := s.sum[g], v(i)
+	s.rows = activeRows(args[0], mask).rows(len(groups), s.rows)
+	for _, i := range s.rows {
+		g := groups[i]
+		x, y := s.sum[g], v(int(i))
 		r := x + y
 		if (x > 0 && y > 0 && r < 0) || (x < 0 && y < 0 && r >= 0) {
 			return fmt.Errorf("%w: sum exceeds the int64 range (%d + %d)", vectorized.ErrOverflow, x, y)
@@ -328,17 +371,17 @@ func (s *sumIntAcc) moveTo(from, to int) {
 type sumFloatAcc struct {
 	sum  []float64
 	seen seen
+	rows []int32 // scratch of update
 }
 
 func (s *sumFloatAcc) grow(n int) { s.sum = growTo(s.sum, n); s.seen.grow(n) }
 func (s *sumFloatAcc) update(groups []uint32, args []arrow.Array, mask []bool) error {
 	v := float64View(args[0])
-	on := activeRows(args[0], mask)
-	for i, g := range groups {
-		if on.at(i) {
-			s.sum[g] += v(i)
-			s.seen[g] = true
-		}
+	s.rows = activeRows(args[0], mask).rows(len(groups), s.rows)
+	for _, i := range s.rows {
+		g := groups[i]
+		s.sum[g] += v(int(i))
+		s.seen[g] = true
 	}
 	return nil
 }
@@ -357,16 +400,15 @@ type sumDecAcc struct {
 	out  *arrow.Decimal128Type
 	sum  []decimal128.Num
 	seen seen
+	rows []int32 // scratch of update
 }
 
 func (s *sumDecAcc) grow(n int) { s.sum = growTo(s.sum, n); s.seen.grow(n) }
 func (s *sumDecAcc) update(groups []uint32, args []arrow.Array, mask []bool) error {
 	v := vectorized.DecimalValues(args[0])
-	on := activeRows(args[0], mask)
-	for i, g := range groups {
-		if !on.at(i) {
-			continue
-		}
+	s.rows = activeRows(args[0], mask).rows(len(groups), s.rows)
+	for _, i := range s.rows {
+		g := groups[i]
 		r := s.sum[g].Add(v[i])
 		if !r.FitsInPrecision(s.out.Precision) {
 			return fmt.Errorf("%w: decimal sum exceeds %s", vectorized.ErrOverflow, s.out)

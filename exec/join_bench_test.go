@@ -127,6 +127,20 @@ func BenchmarkHashAggregate(b *testing.B) {
 		b.Fatal(err)
 	}
 	computed := []exec.AggregateSpec{{Func: "count_star"}, {Func: "sum", Args: []exec.Expr{double}}}
+	// q59's pivot: seven sums of CASE WHEN kl = j THEN d END, each with
+	// one row in 32 not NULL.
+	var pivot []exec.AggregateSpec
+	for j := range 7 {
+		eq, err := exec.NewCall("equal", col(s, "kl"), lit(int64(j)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		arm, err := exec.NewCase([]exec.When{{Cond: eq, Then: col(s, "d")}}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pivot = append(pivot, exec.AggregateSpec{Func: "sum", Args: []exec.Expr{arm}})
+	}
 	for _, c := range []struct {
 		name     string
 		groups   []exec.Expr
@@ -146,6 +160,7 @@ func BenchmarkHashAggregate(b *testing.B) {
 		{name: "many-2int", groups: []exec.Expr{col(s, "kh"), col(s, "kl")}, in: many},
 		{name: "parallel-many-2int", groups: []exec.Expr{col(s, "kh"), col(s, "kl")}, parallel: true, in: many},
 		{name: "global"},
+		{name: "pivot", groups: []exec.Expr{col(s, "kh")}, aggs: pivot},
 		{name: "small-int", groups: []exec.Expr{col(s, "k")}, in: small},
 		{name: "small-string", groups: []exec.Expr{col(s, "s")}, in: small},
 	} {

@@ -55,6 +55,42 @@ func (m *IntMoments) Variance(pop, sqrt bool) (float64, bool) {
 	if den <= 0 {
 		return 0, false
 	}
+	r, ok := m.smallVariance(den)
+	if !ok {
+		r = m.bigVariance(den)
+	}
+	if sqrt {
+		r = math.Sqrt(r)
+	}
+	return r, true
+}
+
+// smallVariance is (n*sq - sum^2) / (n*den) when the sum fits in 64 bits,
+// the squares in 64 and the numerator and denominator in 53: both are
+// then exact float64s, and their IEEE quotient is the one rounding
+// bigVariance's makes, at a tenth of its cost (q39's 90K groups of a few
+// quantities each: a fifth of its CPU was big.Rat). ok is false otherwise.
+func (m *IntMoments) smallVariance(den int64) (float64, bool) {
+	if m.Sq[2] != 0 || m.Sq[1] != 0 || m.SumHi != int64(m.SumLo)>>63 {
+		return 0, false
+	}
+	mag := m.SumLo
+	if int64(mag) < 0 {
+		mag = -mag
+	}
+	nh, nl := bits.Mul64(uint64(m.N), m.Sq[0])
+	sh, sl := bits.Mul64(mag, mag)
+	lo, borrow := bits.Sub64(nl, sl, 0)
+	hi, _ := bits.Sub64(nh, sh, borrow) // n*sq >= sum^2: no sign
+	dh, dl := bits.Mul64(uint64(m.N), uint64(den))
+	if hi != 0 || lo >= 1<<53 || dh != 0 || dl >= 1<<53 {
+		return 0, false
+	}
+	return float64(lo) / float64(dl), true
+}
+
+// bigVariance is (n*sq - sum^2) / (n*den) through big.Rat, rounded once.
+func (m *IntMoments) bigVariance(den int64) float64 {
 	sum := new(big.Int).Lsh(big.NewInt(m.SumHi), 64)
 	sum.Add(sum, new(big.Int).SetUint64(m.SumLo))
 	sq := new(big.Int).SetUint64(m.Sq[2])
@@ -65,8 +101,5 @@ func (m *IntMoments) Variance(pop, sqrt bool) (float64, bool) {
 	num := new(big.Int).Mul(big.NewInt(m.N), sq)
 	num.Sub(num, sum.Mul(sum, sum))
 	r, _ := new(big.Rat).SetFrac(num, new(big.Int).Mul(big.NewInt(m.N), big.NewInt(den))).Float64()
-	if sqrt {
-		r = math.Sqrt(r)
-	}
-	return r, true
+	return r
 }

@@ -78,3 +78,47 @@ func exactVariance(xs []int64, pop, sqrt bool) (float64, bool) {
 	}
 	return r, true
 }
+
+// TestIntMomentsSmall: few values of moderate size (q39's quantities in
+// groups of four), where the variance is computed in float64 from exact
+// 53-bit operands, and sizes around that bound, equal the exact variance.
+func TestIntMomentsSmall(t *testing.T) {
+	seed := exectest.Seed(t)
+	rng := rand.New(rand.NewPCG(seed, 8))
+	for iter := range 20000 {
+		limit := []int64{1000, 1 << 20, 1 << 26, 1 << 27, 1 << 40}[iter%5]
+		var m exec.IntMoments
+		xs := make([]int64, 1+rng.IntN(8))
+		for i := range xs {
+			xs[i] = rng.Int64N(2*limit+1) - limit
+			m.Add(xs[i], 1)
+		}
+		for _, pop := range []bool{true, false} {
+			for _, sqrt := range []bool{true, false} {
+				got, ok := m.Variance(pop, sqrt)
+				want, wok := exactVariance(xs, pop, sqrt)
+				if ok != wok || ok && got != want {
+					t.Fatalf("seed %d %v (pop %v, sqrt %v): got (%v, %v), want (%v, %v)", seed, xs, pop, sqrt, got, ok, want, wok)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkIntMomentsVariance is the sample standard deviation of 4096
+// groups of four quantities of 0-1000 (q39's stddev_samp per warehouse,
+// item and month).
+func BenchmarkIntMomentsVariance(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	ms := make([]exec.IntMoments, 4096)
+	for i := range ms {
+		for range 4 {
+			ms[i].Add(rng.Int64N(1001), 1)
+		}
+	}
+	for b.Loop() {
+		for i := range ms {
+			ms[i].Variance(false, true)
+		}
+	}
+}

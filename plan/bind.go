@@ -48,6 +48,10 @@ type binder struct {
 	// cteDepth > 0 while optimizeShared plans them.
 	cteFilters map[*SharedCTE]*cteFilter
 	cteDepth   int
+	// repeated holds the text of the derived tables the statement has
+	// more than once, derived their definitions as CTEs (cte.go).
+	repeated map[string]bool
+	derived  map[derivedKey]*cteDef
 	// streamTVFs counts the window TVFs bound over streams
 	// (stream_window.go).
 	streamTVFs int
@@ -102,6 +106,7 @@ func Bind(ctx context.Context, stmt sql.Statement, cat Catalog, opts Options) (b
 			bound, err = nil, f.err
 		}
 	}()
+	b.repeated = repeatedDerived(stmt)
 	bound = b.bindStatement(stmt)
 	if b.streamPos != nil {
 		switch x := bound.(type) {

@@ -1010,7 +1010,7 @@ func (b *binder) bindFrom(f sql.TableRef, outer *scope, left *scope) (Node, *sco
 		if f.Lateral {
 			return b.bindLateral(f, outer, left)
 		}
-		n, _ := b.bindQuery(f.Query, nil, nil)
+		n := b.derivedTable(f)
 		return n, b.aliasScope(n, f.Alias, f.ColAliases, f.Pos)
 	case *sql.ParenTableRef:
 		return b.bindFrom(f.Inner, outer, left)

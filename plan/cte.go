@@ -2,9 +2,11 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/sql"
 )
 
 // SharedCTE is a common table expression referenced more than once: its
@@ -269,4 +271,73 @@ func cteLabel(sh *SharedCTE, before []*SharedCTE) string {
 		return fmt.Sprintf("%s#%d", sh.Name, n)
 	}
 	return sh.Name
+}
+
+// derivedKey names a derived table by its text and the CTEs its names
+// resolve against (the maps of b.ctes, innermost last).
+type derivedKey struct{ text, env string }
+
+// derivedTable binds a derived table (not LATERAL). One whose text the
+// statement has again, in the same scope of CTEs, is read as a shared
+// CTE, computed once for all its occurrences (rule shared_cte), as q65's
+// two identical aggregations of store_sales: it reads no outer column
+// (bindQuery gets no outer scope), so equal text gives equal rows. Those
+// calling a volatile function (random()) are each computed, and so are
+// those of a view's query (its names resolve in the view's database).
+func (b *binder) derivedTable(f *sql.DerivedTable) Node {
+	text := sql.Format(f.Query)
+	if !b.repeated[text] || !b.enabled(ruleSharedCTE) || b.viewDB != "" || len(b.viewStack) > 0 {
+		n, _ := b.bindQuery(f.Query, nil, nil)
+		return n
+	}
+	key := derivedKey{text: text}
+	for _, m := range b.ctes {
+		key.env += fmt.Sprintf("%p ", m)
+	}
+	d := b.derived[key]
+	if d == nil {
+		if b.derived == nil {
+			b.derived = map[derivedKey]*cteDef{}
+		}
+		name := f.Alias
+		if name == "" {
+			name = "(subquery)"
+		}
+		d = &cteDef{cte: &sql.CTE{Pos: f.Pos, Name: name, Query: f.Query}, env: slices.Clone(b.ctes)}
+		b.derived[key] = d
+	}
+	return b.cteReference(d)
+}
+
+// repeatedDerived returns the text of the derived tables (not LATERAL, no
+// volatile call) that stmt has more than once.
+func repeatedDerived(stmt sql.Statement) map[string]bool {
+	seen := map[string]int{}
+	sql.Walk(stmt, func(n sql.Node) bool {
+		if f, ok := n.(*sql.DerivedTable); ok && !f.Lateral && !callsVolatile(f.Query) {
+			seen[sql.Format(f.Query)]++
+		}
+		return true
+	})
+	var out map[string]bool
+	for text, n := range seen {
+		if n > 1 {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[text] = true
+		}
+	}
+	return out
+}
+
+func callsVolatile(q *sql.Query) bool {
+	found := false
+	sql.Walk(q, func(n sql.Node) bool {
+		if c, ok := n.(*sql.FuncCall); ok && volatile[c.Name] {
+			found = true
+		}
+		return !found
+	})
+	return found
 }

@@ -13,7 +13,8 @@
 //	                  |                     than once is planned once and computed once per
 //	                  |                     execution into an exec.Spool its CTEScans
 //	                  |                     replay, filtered by the OR of the references'
-//	                  |                     filters)
+//	                  |                     filters; so is a derived table the statement
+//	                  |                     has twice word for word)
 //	                  |    fold_constants   constant subexpressions evaluated once, AND/OR
 //	                  |                     with a TRUE or FALSE side simplified; a batch
 //	                  |                     filter left FALSE empties what it reads
