@@ -106,6 +106,64 @@ func assembleCase(mem memory.Allocator, dt arrow.DataType, parts []arrow.Array, 
 	return bld.NewArray()
 }
 
+// constSelect assembles CASE WHEN cond THEN k1 ELSE k2 END of a
+// fixed-width type whose arms are the constants parts[then] and parts[els]
+// (one value each; -1 for NULL) straight from cond's bitmaps: k1's w words
+// where cond is true, k2's elsewhere, with no per-row pick list.
+func constSelect[T vectorized.Fixed](mem memory.Allocator, dt arrow.DataType, cond arrow.Array, parts []arrow.Array, then, els int32, w int) arrow.Array {
+	n := cond.Len()
+	sel := zeroBits(mem, n) // the rows cond takes: true and not NULL
+	d := cond.Data()
+	if vectorized.MayHaveNulls(d) {
+		bitutil.BitmapAnd(d.Buffers()[1].Bytes(), cond.NullBitmapBytes(), int64(d.Offset()), int64(d.Offset()), sel.Bytes(), 0, int64(n))
+	} else {
+		bitutil.CopyBitmap(d.Buffers()[1].Bytes(), d.Offset(), n, sel.Bytes(), 0)
+	}
+	arm := func(k int32) []T {
+		if k < 0 {
+			return make([]T, w)
+		}
+		return fixedWords[T](parts[k], w)
+	}
+	tv, ev := arm(then), arm(els)
+	out := vectorized.NewFixedOut[T](mem, n*w)
+	sb := sel.Bytes()
+	if w == 1 {
+		t, e := tv[0], ev[0]
+		for i := range out.Vals {
+			v := e
+			if sb[i>>3]>>(i&7)&1 != 0 {
+				v = t
+			}
+			out.Vals[i] = v
+		}
+	} else {
+		for i := 0; i < n; i++ {
+			src := ev
+			if sb[i>>3]>>(i&7)&1 != 0 {
+				src = tv
+			}
+			copy(out.Vals[i*w:(i+1)*w], src)
+		}
+		out.Vals = out.Vals[:n] // Finish takes the length from Vals
+	}
+	// A row is NULL when its arm is: the validity is sel, its inverse, or
+	// nothing.
+	taken := bitutil.CountSetBits(sb, 0, n)
+	switch {
+	case then >= 0 && els >= 0:
+		sel.Release()
+		return out.Finish(dt, nil, 0)
+	case then >= 0:
+		return out.Finish(dt, sel, n-taken)
+	case els >= 0:
+		bitutil.InvertBitmap(sb, 0, n, sb, 0)
+		return out.Finish(dt, sel, taken)
+	}
+	clear(sb)
+	return out.Finish(dt, sel, n)
+}
+
 // fixedWords returns a fixed-width array's values as w words of type T per
 // value, honouring its offset. The slice aliases the array: read only.
 func fixedWords[T vectorized.Fixed](a arrow.Array, w int) []T {

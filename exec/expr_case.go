@@ -223,7 +223,7 @@ func (c *CaseExpr) constArms(ctx context.Context, ec *Context, b arrow.RecordBat
 		return nil, true, err
 	}
 	defer cond.Release()
-	mask, taken := vectorized.TrueMask(cond)
+	taken := vectorized.CountDecided(cond.(*array.Boolean), true)
 	var parts []arrow.Array
 	defer func() { releaseArrays(parts) }()
 	// part returns the index in parts of arm e's one value, -1 for NULL.
@@ -246,6 +246,21 @@ func (c *CaseExpr) constArms(ctx context.Context, ec *Context, b arrow.RecordBat
 	if err != nil {
 		return nil, true, err
 	}
+	if fw, ok := c.typ.(arrow.FixedWidthDataType); ok && fw.BitWidth() >= 8 {
+		switch fw.BitWidth() {
+		case 8:
+			return constSelect[uint8](ec.Mem, c.typ, cond, parts, then, els, 1), true, nil
+		case 16:
+			return constSelect[uint16](ec.Mem, c.typ, cond, parts, then, els, 1), true, nil
+		case 32:
+			return constSelect[uint32](ec.Mem, c.typ, cond, parts, then, els, 1), true, nil
+		case 64:
+			return constSelect[uint64](ec.Mem, c.typ, cond, parts, then, els, 1), true, nil
+		case 128:
+			return constSelect[uint64](ec.Mem, c.typ, cond, parts, then, els, 2), true, nil
+		}
+	}
+	mask, _ := vectorized.TrueMask(cond)
 	pick := make([]int32, n)
 	for i, m := range mask {
 		if m {

@@ -66,32 +66,40 @@ func evalLogic(ctx context.Context, ec *Context, dominant bool, args []Expr, b a
 	defer l.Release()
 	lb := l.(*array.Boolean)
 	n := lb.Len()
-	var rows []int64 // rows the left operand leaves open
+	open := n - vectorized.CountDecided(lb, dominant) // rows the left operand leaves open
+	if open == 0 {
+		l.Retain()
+		return l, nil
+	}
+	// When most rows are open the right operand runs over the whole batch,
+	// tentatively, as evalRows does: where it succeeds, three-valued AND/OR
+	// of the two bitmaps is the lazy result, 64 rows at a time. An error
+	// goes on to evalRows, which retries on the open rows alone, so a row
+	// the left operand decided cannot fail the query.
+	if 2*open >= n {
+		r, err := evalOne(ctx, ec, args[1], b)
+		if err == nil {
+			defer r.Release()
+			return kleene(ec, dominant, l, r), nil
+		}
+		if open == n || ctx.Err() != nil {
+			return nil, err
+		}
+	}
+	rows := make([]int64, 0, open)
 	for i := 0; i < n; i++ {
 		if lb.IsNull(i) || lb.Value(i) != dominant {
 			rows = append(rows, int64(i))
 		}
-	}
-	switch len(rows) {
-	case 0:
-		l.Retain()
-		return l, nil
-	case n:
-		r, err := evalOne(ctx, ec, args[1], b)
-		if err != nil {
-			return nil, err
-		}
-		defer r.Release()
-		if dominant {
-			return vectorized.Or(ec.Mem, l, r), nil
-		}
-		return vectorized.And(ec.Mem, l, r), nil
 	}
 	v, err := evalRows(ctx, ec, args[1], b, rows)
 	if err != nil {
 		return nil, err
 	}
 	defer v.arr.Release()
+	if v.full {
+		return kleene(ec, dominant, l, v.arr), nil
+	}
 	rb := v.arr.(*array.Boolean)
 	vals := make([]bool, n)
 	valid := make([]bool, n)
@@ -108,4 +116,13 @@ func evalLogic(ctx context.Context, ec *Context, dominant bool, args []Expr, b a
 		}
 	}
 	return vectorized.BoolsToArray(ec.Mem, vals, valid), nil
+}
+
+// kleene is three-valued AND (dominant false) or OR (dominant true) of two
+// whole-batch operands.
+func kleene(ec *Context, dominant bool, l, r arrow.Array) arrow.Array {
+	if dominant {
+		return vectorized.Or(ec.Mem, l, r)
+	}
+	return vectorized.And(ec.Mem, l, r)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 
@@ -289,6 +290,15 @@ func TestRandomCase(t *testing.T) {
 		newCase(num(0), call(t, "less_equal", call(t, "subtract", v, k), num(30)), num(1)),
 		newCase(nil, call(t, "greater", call(t, "divide", num(1000), v), num(20)), str("big")),
 		newCase(str("other"), call(t, "is_null", j), exec.NewLiteral(scalar.MakeNullScalar(arrow.BinaryTypes.String))),
+		// Fixed-width constant arms assembled from the condition's bitmap:
+		// a NULL ELSE, a NULL THEN, narrow and 128-bit types, a condition
+		// that is NULL where v or k is.
+		newCase(nil, call(t, "greater", call(t, "subtract", v, k), num(2)), num(1)),
+		newCase(num(7), call(t, "less", v, k), exec.NewLiteral(scalar.MakeNullScalar(arrow.PrimitiveTypes.Int64))),
+		newCase(exec.NewLiteral(scalar.NewInt8Scalar(-3)), call(t, "greater", k, num(1)), exec.NewLiteral(scalar.NewInt8Scalar(5))),
+		newCase(exec.NewLiteral(scalar.NewInt32Scalar(0)), call(t, "less_equal", call(t, "divide", num(1000), v), num(20)), exec.NewLiteral(scalar.NewInt32Scalar(1))),
+		newCase(exec.NewLiteral(scalar.NewDecimal128Scalar(decimal128.FromI64(-250), &arrow.Decimal128Type{Precision: 20, Scale: 2})),
+			call(t, "greater", v, num(0)), exec.NewLiteral(scalar.NewDecimal128Scalar(decimal128.FromI64(12345), &arrow.Decimal128Type{Precision: 20, Scale: 2}))),
 	}
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)

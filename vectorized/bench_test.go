@@ -216,22 +216,25 @@ func BenchmarkFilterBatch(b *testing.B) {
 		s := arrow.NewSchema([]arrow.Field{{Name: "x", Type: x.DataType()}, {Name: "y", Type: y.DataType()}}, nil)
 		return array.NewRecordBatch(s, []arrow.Array{x, y}, int64(x.Len()))
 	}
-	for _, dec := range []bool{false, true} {
-		// As int64 columns, or the same values as decimal(18,2) columns.
+	for _, suffix := range []string{"", "-decimal", "-string"} {
+		// As int64 columns, or the same values as decimal(18,2) or string
+		// columns.
+		conv := map[string]func(arrow.Array) arrow.Array{"-decimal": func(x arrow.Array) arrow.Array { return asDecimal18(mem, x) }, "-string": func(x arrow.Array) arrow.Array { return asStrings(mem, x) }}[suffix]
 		cols := func(x, y arrow.Array) arrow.RecordBatch {
-			if !dec {
+			if conv == nil {
 				return batch(x, y)
 			}
-			dx, dy := asDecimal18(mem, x), asDecimal18(mem, y)
-			defer dx.Release()
-			defer dy.Release()
-			return batch(dx, dy)
+			cx, cy := conv(x), conv(y)
+			defer cx.Release()
+			defer cy.Release()
+			return batch(cx, cy)
 		}
-		suffix := map[bool]string{false: "", true: "-decimal"}[dec]
 		b.Run("own"+suffix, func(b *testing.B) {
 			variants(b, func(b *testing.B, x, y arrow.Array) {
 				rb := cols(x, y)
 				defer rb.Release()
+				cpu0 := cpuTime()
+				defer func() { b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op") }()
 				for b.Loop() {
 					r, err := FilterMask(context.Background(), mem, rb, maskArr, cnt)
 					if err != nil {
@@ -256,6 +259,20 @@ func BenchmarkFilterBatch(b *testing.B) {
 			})
 		})
 	}
+}
+
+// asStrings returns x's values as decimal strings (NULLs kept).
+func asStrings(mem memory.Allocator, x arrow.Array) arrow.Array {
+	bld := array.NewStringBuilder(mem)
+	defer bld.Release()
+	for i := 0; i < x.Len(); i++ {
+		if x.IsNull(i) {
+			bld.AppendNull()
+			continue
+		}
+		bld.Append(FormatValue(x, i))
+	}
+	return bld.NewArray()
 }
 
 func BenchmarkCastInt32ToInt64(b *testing.B) {

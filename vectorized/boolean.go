@@ -133,3 +133,26 @@ func TrueMask(pred arrow.Array) ([]bool, int) {
 	}
 	return m, cnt
 }
+
+// CountDecided returns how many rows of a boolean array are valid and equal
+// to dominant: the rows the left operand of AND (dominant false) or OR
+// (dominant true) decides alone.
+func CountDecided(b *array.Boolean, dominant bool) int {
+	n := b.Len()
+	vals := boolBits(b)
+	if !MayHaveNulls(b.Data()) {
+		c := bitutil.CountSetBits(vals.Data, int(vals.Offset), n)
+		if dominant {
+			return c
+		}
+		return n - c
+	}
+	valid := validityBits(b)
+	tmp := make([]byte, bitutil.BytesForBits(int64(n)))
+	if dominant {
+		bitutil.BitmapAnd(vals.Data, valid.Data, vals.Offset, valid.Offset, tmp, 0, int64(n))
+	} else {
+		bitutil.BitmapAndNot(valid.Data, vals.Data, valid.Offset, vals.Offset, tmp, 0, int64(n))
+	}
+	return bitutil.CountSetBits(tmp, 0, n)
+}

@@ -279,7 +279,7 @@ func takeValidity[I int32 | int64](mem memory.Allocator, d arrow.ArrayData, idx 
 }
 
 // takeVar gathers a string or binary column with offsets of type O.
-func takeVar[O int32 | int64](mem memory.Allocator, d arrow.ArrayData, idx []int64) (*memory.Buffer, *memory.Buffer, error) {
+func takeVar[O int32 | int64, I int32 | int64](mem memory.Allocator, d arrow.ArrayData, idx []I) (*memory.Buffer, *memory.Buffer, error) {
 	var z O
 	size := int(unsafe.Sizeof(z))
 	offsBuf := newBuffer(mem, (len(idx)+1)*size)
