@@ -108,17 +108,10 @@ func assembleCase(mem memory.Allocator, dt arrow.DataType, parts []arrow.Array, 
 
 // constSelect assembles CASE WHEN cond THEN k1 ELSE k2 END of a
 // fixed-width type whose arms are the constants parts[then] and parts[els]
-// (one value each; -1 for NULL) straight from cond's bitmaps: k1's w words
-// where cond is true, k2's elsewhere, with no per-row pick list.
-func constSelect[T vectorized.Fixed](mem memory.Allocator, dt arrow.DataType, cond arrow.Array, parts []arrow.Array, then, els int32, w int) arrow.Array {
-	n := cond.Len()
-	sel := zeroBits(mem, n) // the rows cond takes: true and not NULL
-	d := cond.Data()
-	if vectorized.MayHaveNulls(d) {
-		bitutil.BitmapAnd(d.Buffers()[1].Bytes(), cond.NullBitmapBytes(), int64(d.Offset()), int64(d.Offset()), sel.Bytes(), 0, int64(n))
-	} else {
-		bitutil.CopyBitmap(d.Buffers()[1].Bytes(), d.Offset(), n, sel.Bytes(), 0)
-	}
+// (one value each; -1 for NULL) straight from sel, the bits of the taken
+// rows (taken of n): k1's w words where set, k2's elsewhere, with no
+// per-row pick list.
+func constSelect[T vectorized.Fixed](mem memory.Allocator, dt arrow.DataType, sel []byte, taken, n int, parts []arrow.Array, then, els int32, w int) arrow.Array {
 	arm := func(k int32) []T {
 		if k < 0 {
 			return make([]T, w)
@@ -127,12 +120,11 @@ func constSelect[T vectorized.Fixed](mem memory.Allocator, dt arrow.DataType, co
 	}
 	tv, ev := arm(then), arm(els)
 	out := vectorized.NewFixedOut[T](mem, n*w)
-	sb := sel.Bytes()
 	if w == 1 {
 		t, e := tv[0], ev[0]
 		for i := range out.Vals {
 			v := e
-			if sb[i>>3]>>(i&7)&1 != 0 {
+			if sel[i>>3]>>(i&7)&1 != 0 {
 				v = t
 			}
 			out.Vals[i] = v
@@ -140,28 +132,28 @@ func constSelect[T vectorized.Fixed](mem memory.Allocator, dt arrow.DataType, co
 	} else {
 		for i := 0; i < n; i++ {
 			src := ev
-			if sb[i>>3]>>(i&7)&1 != 0 {
+			if sel[i>>3]>>(i&7)&1 != 0 {
 				src = tv
 			}
 			copy(out.Vals[i*w:(i+1)*w], src)
 		}
 		out.Vals = out.Vals[:n] // Finish takes the length from Vals
 	}
+	if then >= 0 && els >= 0 {
+		return out.Finish(dt, nil, 0)
+	}
 	// A row is NULL when its arm is: the validity is sel, its inverse, or
 	// nothing.
-	taken := bitutil.CountSetBits(sb, 0, n)
+	valid := zeroBits(mem, n)
 	switch {
-	case then >= 0 && els >= 0:
-		sel.Release()
-		return out.Finish(dt, nil, 0)
 	case then >= 0:
-		return out.Finish(dt, sel, n-taken)
+		bitutil.CopyBitmap(sel, 0, n, valid.Bytes(), 0)
+		return out.Finish(dt, valid, n-taken)
 	case els >= 0:
-		bitutil.InvertBitmap(sb, 0, n, sb, 0)
-		return out.Finish(dt, sel, taken)
+		bitutil.InvertBitmap(sel, 0, n, valid.Bytes(), 0)
+		return out.Finish(dt, valid, taken)
 	}
-	clear(sb)
-	return out.Finish(dt, sel, n)
+	return out.Finish(dt, valid, n)
 }
 
 // fixedWords returns a fixed-width array's values as w words of type T per

@@ -223,7 +223,9 @@ func (c *CaseExpr) constArms(ctx context.Context, ec *Context, b arrow.RecordBat
 		return nil, true, err
 	}
 	defer cond.Release()
-	taken := vectorized.CountDecided(cond.(*array.Boolean), true)
+	sel, taken := vectorized.TrueBits(ec.Mem, cond) // the rows the WHEN takes
+	defer sel.Release()
+	sb := sel.Data().Buffers()[1].Bytes()
 	var parts []arrow.Array
 	defer func() { releaseArrays(parts) }()
 	// part returns the index in parts of arm e's one value, -1 for NULL.
@@ -249,24 +251,22 @@ func (c *CaseExpr) constArms(ctx context.Context, ec *Context, b arrow.RecordBat
 	if fw, ok := c.typ.(arrow.FixedWidthDataType); ok && fw.BitWidth() >= 8 {
 		switch fw.BitWidth() {
 		case 8:
-			return constSelect[uint8](ec.Mem, c.typ, cond, parts, then, els, 1), true, nil
+			return constSelect[uint8](ec.Mem, c.typ, sb, taken, n, parts, then, els, 1), true, nil
 		case 16:
-			return constSelect[uint16](ec.Mem, c.typ, cond, parts, then, els, 1), true, nil
+			return constSelect[uint16](ec.Mem, c.typ, sb, taken, n, parts, then, els, 1), true, nil
 		case 32:
-			return constSelect[uint32](ec.Mem, c.typ, cond, parts, then, els, 1), true, nil
+			return constSelect[uint32](ec.Mem, c.typ, sb, taken, n, parts, then, els, 1), true, nil
 		case 64:
-			return constSelect[uint64](ec.Mem, c.typ, cond, parts, then, els, 1), true, nil
+			return constSelect[uint64](ec.Mem, c.typ, sb, taken, n, parts, then, els, 1), true, nil
 		case 128:
-			return constSelect[uint64](ec.Mem, c.typ, cond, parts, then, els, 2), true, nil
+			return constSelect[uint64](ec.Mem, c.typ, sb, taken, n, parts, then, els, 2), true, nil
 		}
 	}
-	mask, _ := vectorized.TrueMask(cond)
 	pick := make([]int32, n)
-	for i, m := range mask {
-		if m {
+	for i := range pick {
+		pick[i] = els
+		if bitutil.BitIsSet(sb, i) {
 			pick[i] = then
-		} else {
-			pick[i] = els
 		}
 	}
 	return assembleCase(ec.Mem, c.typ, parts, pick, make([]int32, n)), true, nil
