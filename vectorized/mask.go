@@ -180,15 +180,11 @@ func isVarBinary(dt arrow.DataType) bool {
 // gatherVar returns a's strings (or binaries) at rows.
 func gatherVar(mem memory.Allocator, a arrow.Array, rows []int32) (arrow.Array, error) {
 	d := a.Data()
-	take := takeVar[int32, int32]
-	if id := a.DataType().ID(); id == arrow.LARGE_STRING || id == arrow.LARGE_BINARY {
-		take = takeVar[int64, int32]
-	}
-	offs, vals, err := take(mem, d, rows)
+	bufs, err := takeVarBufs(mem, d, rows)
 	if err != nil {
 		return nil, err
 	}
-	return gathered(mem, d, rows, false, []*memory.Buffer{nil, offs, vals}), nil
+	return gathered(mem, d, rows, false, bufs), nil
 }
 
 // SelectColumns returns a batch of b's columns cols (sharing them).

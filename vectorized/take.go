@@ -82,18 +82,11 @@ func take(ctx context.Context, mem memory.Allocator, a arrow.Array, idx []int64,
 		bufs = []*memory.Buffer{nil, takeFixed(mem, d, dt.(arrow.FixedWidthDataType).BitWidth()/8, idx, neg)}
 	case arrow.BOOL:
 		bufs = []*memory.Buffer{nil, takeBits(mem, bufBytes(d, 1), d.Offset(), idx)}
-	case arrow.STRING, arrow.BINARY:
-		offs, vals, err := takeVar[int32](mem, d, idx)
-		if err != nil {
+	case arrow.STRING, arrow.BINARY, arrow.LARGE_STRING, arrow.LARGE_BINARY:
+		var err error
+		if bufs, err = takeVarBufs(mem, d, idx); err != nil {
 			return nil, err
 		}
-		bufs = []*memory.Buffer{nil, offs, vals}
-	case arrow.LARGE_STRING, arrow.LARGE_BINARY:
-		offs, vals, err := takeVar[int64](mem, d, idx)
-		if err != nil {
-			return nil, err
-		}
-		bufs = []*memory.Buffer{nil, offs, vals}
 	default:
 		return computeTake(ctx, mem, a, idx, ia)
 	}
@@ -276,6 +269,20 @@ func takeValidity[I int32 | int64](mem memory.Allocator, d arrow.ArrayData, idx 
 		}
 	}
 	return out, len(idx) - valid
+}
+
+// takeVarBufs gathers a string or binary column's buffers at idx (the
+// validity, first, left to gathered).
+func takeVarBufs[I int32 | int64](mem memory.Allocator, d arrow.ArrayData, idx []I) ([]*memory.Buffer, error) {
+	take := takeVar[int32, I]
+	if id := d.DataType().ID(); id == arrow.LARGE_STRING || id == arrow.LARGE_BINARY {
+		take = takeVar[int64, I]
+	}
+	offs, vals, err := take(mem, d, idx)
+	if err != nil {
+		return nil, err
+	}
+	return []*memory.Buffer{nil, offs, vals}, nil
 }
 
 // takeVar gathers a string or binary column with offsets of type O.
