@@ -136,14 +136,18 @@ func (localFS) List(dir string) ([]string, error) {
 
 func (localFS) MkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
 
-func (localFS) MkdirIn(parent, rel string) error {
+func (localFS) MkdirIn(parent, rel string) error { return mkdirIn(parent, rel, os.Mkdir) }
+
+// mkdirIn makes each directory of rel under parent that does not exist
+// with mkdir; never parent itself.
+func mkdirIn(parent, rel string, mkdir func(string, os.FileMode) error) error {
 	dir := parent
 	for _, name := range strings.Split(rel, "/") {
 		if name == "" {
-			continue // never parent itself
+			continue
 		}
 		dir = joinPath(dir, name)
-		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}
 	}

@@ -139,17 +139,7 @@ func (p *pinnedDir) MkdirIn(parent, rel string) error {
 	if !ok {
 		return p.FS.MkdirIn(parent, rel)
 	}
-	dir := base
-	for _, name := range strings.Split(rel, "/") {
-		if name == "" {
-			continue
-		}
-		dir = joinPath(dir, name)
-		if err := p.root.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return err
-		}
-	}
-	return nil
+	return mkdirIn(base, rel, p.root.Mkdir)
 }
 
 func (p *pinnedDir) Stat(name string) (fs.FileInfo, error) {
