@@ -780,19 +780,12 @@ func (s *Store) FreshTable(_ context.Context, id Ident) (*Table, error) {
 func (s *Store) state(id Ident) *tableState {
 	dir := s.tableDir(id)
 	s.mu.Lock()
-	old := s.tables[dir]
-	s.mu.Unlock()
-	// Checked outside the store's lock: two stats, for every lookup of
-	// every table.
-	if old != nil && !old.movedAway() {
-		return old
-	}
-	s.mu.Lock()
 	st := s.tables[dir]
-	if st != nil && st != old { // another lookup replaced or created it meanwhile
+	if st != nil && !st.movedAway() {
 		s.mu.Unlock()
 		return st
 	}
+	old := st
 	st = newTableState(s, id, dir)
 	s.tables[dir] = st
 	s.mu.Unlock()
