@@ -61,6 +61,7 @@ func randomDDLAndWrites(t *testing.T, nodes int) {
 		"SELECT count(*), sum(v) FROM t{n}",
 		"INSERT OVERWRITE t{n} SELECT * FROM t{m}",
 		"CREATE TABLE IF NOT EXISTS t{n} AS SELECT * FROM t{m}",
+		"CREATE OR REPLACE TABLE t{n} AS SELECT * FROM t{m}",
 		"CALL sys.compact('t{n}')",
 		"CREATE DATABASE IF NOT EXISTS d{n}",
 		"DROP DATABASE IF EXISTS d{n} CASCADE",

@@ -101,23 +101,42 @@ func txRows(t *testing.T, s *engine.Session, tx *engine.Txn, q string) [][]strin
 // strings.
 func stmtRows(t *testing.T, st *engine.Statement, q string) [][]string {
 	t.Helper()
-	ctx := context.Background()
-	op, err := st.Query(ctx, nil)
+	out, err := collectRows(context.Background(), st)
 	if err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
+	return out
+}
+
+// queryRows is rows for goroutines other than the test's: it returns the
+// error.
+func queryRows(ctx context.Context, s *engine.Session, q string) ([][]string, error) {
+	st, err := s.Prepare(ctx, q, nil)
+	if err != nil {
+		return nil, err
+	}
+	return collectRows(ctx, st)
+}
+
+// collectRows runs the prepared query st and returns its rows rendered as
+// strings.
+func collectRows(ctx context.Context, st *engine.Statement) ([][]string, error) {
+	op, err := st.Query(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
 	defer op.Close()
 	if err := op.Open(ctx); err != nil {
-		t.Fatalf("%s: %v", q, err)
+		return nil, err
 	}
 	var out [][]string
 	for {
 		b, err := op.Next(ctx)
 		if err == io.EOF {
-			return out
+			return out, nil
 		}
 		if err != nil {
-			t.Fatalf("%s: %v", q, err)
+			return nil, err
 		}
 		for r := range int(b.NumRows()) {
 			row := make([]string, b.NumCols())

@@ -116,11 +116,11 @@ func (st *Statement) ddl(ctx context.Context) error {
 		if _, err := store.View(ctx, b.Ident); err == nil {
 			return fmt.Errorf("create table %s: a view of that name exists: %w", b.Ident, tablestore.ErrViewExists)
 		}
-		if b.As == nil {
+		if b.As == nil && !b.OrReplace {
 			_, err := store.CreateTable(ctx, b.Ident, b.Def, b.IfNotExists)
 			return err
 		}
-		return st.createTableAs(ctx, b)
+		return st.stageTable(ctx, b)
 	case *plan.DropTable:
 		err := store.DropTable(ctx, b.Ident, b.IfExists)
 		if errors.Is(err, tablestore.ErrTableNotFound) {
@@ -218,12 +218,21 @@ func call(ctx context.Context, c *plan.CallProcedure) (int64, error) {
 	return int64(done), nil
 }
 
-// createTableAs creates the table with its rows in one commit
-// (tablestore.Store.StageTable), so a failed or interrupted CTAS leaves
-// nothing behind.
-func (st *Statement) createTableAs(ctx context.Context, b *plan.CreateTable) error {
-	w, err := st.s.e.store.StageTable(ctx, b.Ident, b.Def, false)
-	if err == nil {
+// stageTable runs CREATE TABLE ... AS and CREATE OR REPLACE TABLE: the
+// table is published with its rows in one commit
+// (tablestore.Store.StageTable), so readers see the old table or the new
+// one, and a failed or interrupted statement leaves the catalog as it was.
+func (st *Statement) stageTable(ctx context.Context, b *plan.CreateTable) error {
+	store := st.s.e.store
+	if t, err := store.Table(ctx, b.Ident); err == nil && b.OrReplace && t.Materialized() != nil {
+		return fmt.Errorf("create or replace table %s: it is a materialized table; use CREATE OR ALTER MATERIALIZED TABLE: %w", b.Ident, ErrInvalid)
+	}
+	w, err := store.StageTable(ctx, b.Ident, b.Def, b.OrReplace)
+	switch {
+	case err != nil:
+	case b.As == nil:
+		_, err = w.Commit(ctx)
+	default:
 		_, err = st.commitFrom(ctx, w, b.As, nil, tablestore.Insert)
 	}
 	if b.IfNotExists && errors.Is(err, tablestore.ErrTableExists) {

@@ -537,7 +537,7 @@ func family(dt arrow.DataType) typeFamily {
 // ---- DDL
 
 func (b *binder) bindCreateTable(s *sql.CreateTable) Statement {
-	ct := &CreateTable{Ident: b.ident(s.Name), IfNotExists: s.IfNotExists}
+	ct := &CreateTable{Ident: b.ident(s.Name), IfNotExists: s.IfNotExists, OrReplace: s.OrReplace}
 	var fields []arrow.Field
 	if s.As != nil {
 		if s.Columns != nil {

@@ -270,11 +270,13 @@ type Update struct {
 	All     *Query
 }
 
-// CreateTable creates a table (from a query for CTAS).
+// CreateTable creates a table (from a query for CTAS), or with OrReplace
+// puts a new one in place of the table of that name.
 type CreateTable struct {
 	Ident       tablestore.Ident
 	Def         tablestore.TableDef
 	IfNotExists bool
+	OrReplace   bool
 	As          *Query
 }
 

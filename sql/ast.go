@@ -471,9 +471,10 @@ type Watermark struct {
 	Expr   Expr
 }
 
-// CreateTable is CREATE TABLE [IF NOT EXISTS] name (...) [COMMENT] [PARTITIONED BY] [WITH] [AS query].
+// CreateTable is CREATE [OR REPLACE] TABLE [IF NOT EXISTS] name (...) [COMMENT] [PARTITIONED BY] [WITH] [AS query].
 type CreateTable struct {
 	Pos           Pos
+	OrReplace     bool
 	IfNotExists   bool
 	Name          *Name
 	Columns       []*ColumnDef

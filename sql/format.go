@@ -923,7 +923,11 @@ func (f *formatter) columnDef(c *ColumnDef) {
 }
 
 func (f *formatter) createTable(n *CreateTable) {
-	f.w("CREATE TABLE ")
+	f.w("CREATE ")
+	if n.OrReplace {
+		f.w("OR REPLACE ")
+	}
+	f.w("TABLE ")
 	if n.IfNotExists {
 		f.w("IF NOT EXISTS ")
 	}

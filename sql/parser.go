@@ -688,8 +688,8 @@ func (p *parser) parseCreate() Statement {
 	if !temp {
 		p.acceptK("temp")
 	}
-	if orReplace && !p.isK("view") {
-		p.failf(p.peek().pos, "expected VIEW after CREATE OR REPLACE, found %s", p.describe(p.peek()))
+	if orReplace && !p.isK("view") && !p.isK("table") {
+		p.failf(p.peek().pos, "expected VIEW or TABLE after CREATE OR REPLACE, found %s", p.describe(p.peek()))
 	}
 	switch {
 	case p.acceptK("view"):
@@ -728,14 +728,18 @@ func (p *parser) parseCreate() Statement {
 		p.expectK("table")
 		return p.parseCreateMaterialized(pos, orAlter)
 	case p.acceptK("table"):
-		return p.parseCreateTable(pos)
+		return p.parseCreateTable(pos, orReplace)
 	}
 	p.failf(p.peek().pos, "expected TABLE, MATERIALIZED TABLE or DATABASE after CREATE, found %s", p.describe(p.peek()))
 	return nil
 }
 
-func (p *parser) parseCreateTable(pos Pos) Statement {
-	c := &CreateTable{Pos: pos, IfNotExists: p.ifNotExists(), Name: p.name("table name")}
+func (p *parser) parseCreateTable(pos Pos, orReplace bool) Statement {
+	c := &CreateTable{Pos: pos, OrReplace: orReplace, IfNotExists: p.ifNotExists()}
+	if c.OrReplace && c.IfNotExists {
+		p.failf(pos, "CREATE OR REPLACE TABLE cannot have IF NOT EXISTS: one replaces the table, the other keeps it")
+	}
+	c.Name = p.name("table name")
 	if p.acceptP("(") {
 		c.Columns, c.PrimaryKey, c.PrimaryKeyPos, c.Watermark = p.tableElements()
 	}

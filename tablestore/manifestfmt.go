@@ -427,7 +427,7 @@ func (st *tableState) entryFromAvro(a paimonfmt.ManifestEntry, x entryExtra) (*m
 	}
 	if e.Partition = x.Partition; e.Partition == nil {
 		if e.Partition, err = decodeDatums(partTypes(sch), a.Partition); err != nil {
-			return nil, fmt.Errorf("file %s: partition: %w", f.FileName, err)
+			return nil, fmt.Errorf("%w: file %s: partition: %v", ErrCorrupt, f.FileName, err)
 		}
 	}
 	m := dataFileMeta{
@@ -451,11 +451,11 @@ func (st *tableState) entryFromAvro(a paimonfmt.ManifestEntry, x entryExtra) (*m
 		keyTypes := sch.typesOf(sch.trimmedKey())
 		lo, err := decodeDatums(keyTypes, f.MinKey)
 		if err != nil {
-			return nil, fmt.Errorf("file %s: min key: %w", f.FileName, err)
+			return nil, fmt.Errorf("%w: file %s: min key: %v", ErrCorrupt, f.FileName, err)
 		}
 		hi, err := decodeDatums(keyTypes, f.MaxKey)
 		if err != nil {
-			return nil, fmt.Errorf("file %s: max key: %w", f.FileName, err)
+			return nil, fmt.Errorf("%w: file %s: max key: %v", ErrCorrupt, f.FileName, err)
 		}
 		m.MinKey, m.MaxKey = sch.keyFill(lo, e.Partition), sch.keyFill(hi, e.Partition)
 	}
@@ -471,7 +471,7 @@ func (st *tableState) entryFromAvro(a paimonfmt.ManifestEntry, x entryExtra) (*m
 	types := make([]arrow.DataType, len(cols))
 	for i, c := range cols {
 		if idx[i] = sch.fieldIndex(c); idx[i] < 0 {
-			return nil, fmt.Errorf("file %s: statistics of unknown column %q", f.FileName, c)
+			return nil, fmt.Errorf("%w: file %s: statistics of unknown column %q", ErrCorrupt, f.FileName, c)
 		}
 		types[i] = sch.types[idx[i]]
 	}
@@ -559,8 +559,10 @@ func (st *tableState) decodeManifest(name string, data []byte) ([]*manifestEntry
 		if extras != nil {
 			x = extras[i]
 		}
+		// Not all of its errors are damage: the schema the entry names
+		// is read from the table's directory, which a drop may have moved.
 		if out[i], err = st.entryFromAvro(a, x); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	return out, nil
