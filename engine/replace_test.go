@@ -168,3 +168,47 @@ func createOrReplaceRacing(t *testing.T, nodes int) {
 	t.Logf("%d replaces (last generation %d), %d reads, %d inserts (%d checked with no replace since, %d rejected by conflict)",
 		finished.Load(), gen.Load(), reads.Load(), inserts.Load(), checked.Load(), rejected.Load())
 }
+
+// TestCreateTableAsInTransaction: DDL commits at once, outside the
+// transaction, so a CREATE TABLE ... AS (or CREATE OR REPLACE) in a
+// transaction that reads rows the transaction wrote is refused: it copied
+// them into a committed table, where they stayed after the transaction
+// rolled back (or failed its commit). One that reads only committed tables
+// runs, and the transaction goes on.
+func TestCreateTableAsInTransaction(t *testing.T) {
+	ctx := context.Background()
+	e := newEngine(t)
+	s := e.NewSession()
+	mustExec(t, s, "CREATE TABLE t (a INT)")
+	mustExec(t, s, "CREATE TABLE other (a INT)")
+	mustExec(t, s, "INSERT INTO t VALUES (1)")
+	tx := e.Begin()
+	if _, err := exec(ctx, s, tx, "INSERT INTO t VALUES (2)"); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"CREATE TABLE u AS SELECT * FROM t",
+		"CREATE OR REPLACE TABLE t AS SELECT a * 10 AS a FROM t",
+		"CREATE OR REPLACE TABLE other AS SELECT * FROM other UNION ALL SELECT * FROM t",
+	} {
+		if _, err := exec(ctx, s, tx, q); engine.KindOf(err) != engine.KindNotSupported {
+			t.Errorf("%s in a transaction that wrote t: %v, want not supported", q, err)
+		}
+	}
+	if _, err := exec(ctx, s, tx, "CREATE OR REPLACE TABLE other AS SELECT a + 100 AS a FROM other UNION ALL SELECT 7"); err != nil {
+		t.Fatalf("a CTAS reading only committed tables in a transaction: %v", err)
+	}
+	if err := e.Rollback(tx.ID()); err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[string]string{
+		"SELECT count(*) FROM t WHERE a = 1":                                    "[[1]]",
+		"SELECT count(*) FROM t":                                                "[[1]]",
+		"SELECT count(*) FROM information_schema.tables WHERE table_name = 'u'": "[[0]]",
+		"SELECT * FROM other":                                                   "[[7]]",
+	} {
+		if got := fmt.Sprint(rows(t, s, q)); got != want {
+			t.Errorf("%s after the rollback: %s, want %s", q, got, want)
+		}
+	}
+}

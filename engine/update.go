@@ -222,7 +222,14 @@ func call(ctx context.Context, c *plan.CallProcedure) (int64, error) {
 // table is published with its rows in one commit
 // (tablestore.Store.StageTable), so readers see the old table or the new
 // one, and a failed or interrupted statement leaves the catalog as it was.
+// Like all DDL it commits at once, also inside a transaction.
 func (st *Statement) stageTable(ctx context.Context, b *plan.CreateTable) error {
+	if len(st.reads) > 0 {
+		// It commits at once, outside the transaction, which may still
+		// roll back the rows it would copy.
+		return fmt.Errorf("create table %s: its query reads %s, written by this transaction and not committed: commit first: %w",
+			b.Ident, st.reads[0].Table().Ident(), ErrNotSupported)
+	}
 	store := st.s.e.store
 	if t, err := store.Table(ctx, b.Ident); err == nil && b.OrReplace && t.Materialized() != nil {
 		return fmt.Errorf("create or replace table %s: it is a materialized table; use CREATE OR ALTER MATERIALIZED TABLE: %w", b.Ident, ErrInvalid)
