@@ -27,7 +27,7 @@ import (
 func TestJobCheckpointChains(t *testing.T) {
 	seed := testSeed(t)
 	rounds := 10
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		rounds = 5
 	}
 	for _, c := range checkpointCases() {

@@ -160,8 +160,8 @@ func startLoadedJob(t *testing.T, dir string, c jobCase, every time.Duration, qu
 func TestJobCheckpointRestart(t *testing.T) {
 	seed := testSeed(t)
 	restarts := 6
-	if testing.Short() {
-		restarts = 4
+	if testing.Short() || raceEnabled {
+		restarts = 3
 	}
 	for _, tiny := range []bool{false, true} {
 		for _, c := range checkpointCases() {
