@@ -175,6 +175,9 @@ func (s *scope) singleQual() string {
 // correlated and LATERAL subqueries); hints are expected column types
 // (INSERT targets) that decide parameter and NULL types.
 func (b *binder) bindQuery(q *sql.Query, outer *scope, hints []arrow.DataType) (Node, *corrResult) {
+	if q.Recursive {
+		b.notImplemented(q.Pos, "WITH RECURSIVE")
+	}
 	if len(q.With) > 0 {
 		level := map[string]*cteDef{}
 		b.ctes = append(b.ctes, level)
@@ -1300,7 +1303,7 @@ var aggregateNames = map[string]string{
 	"stddev": "stddev_samp", "stddev_samp": "stddev_samp", "stddev_pop": "stddev_pop",
 	"variance": "var_samp", "var_samp": "var_samp", "var_pop": "var_pop",
 	"bool_and": "bool_and", "every": "bool_and", "bool_or": "bool_or", "any_value": "any_value",
-	"listagg": "listagg", "array_agg": "array_agg", "array_agg_ignore_nulls": "array_agg_ignore_nulls",
+	"listagg": "listagg", "string_agg": "listagg", "group_concat": "listagg", "array_agg": "array_agg", "array_agg_ignore_nulls": "array_agg_ignore_nulls",
 	"collect": "collect", "json_arrayagg": "json_arrayagg", "json_arrayagg_null_on_null": "json_arrayagg_null_on_null",
 	"json_objectagg": "json_objectagg", "json_objectagg_absent_on_null": "json_objectagg_absent_on_null",
 	"percentile": "percentile",

@@ -42,12 +42,13 @@ type Name struct {
 
 // Query is a full query: WITH, a body, ORDER BY, LIMIT/OFFSET/FETCH.
 type Query struct {
-	Pos     Pos
-	With    []*CTE
-	Body    SetExpr
-	OrderBy []*OrderItem
-	Limit   Expr // nil: none
-	Offset  Expr // nil: none
+	Pos       Pos
+	Recursive bool // WITH RECURSIVE, which the binder refuses
+	With      []*CTE
+	Body      SetExpr
+	OrderBy   []*OrderItem
+	Limit     Expr // nil: none
+	Offset    Expr // nil: none
 }
 
 // CTE is one WITH item.

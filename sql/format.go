@@ -165,6 +165,9 @@ func (f *formatter) node(n Node) {
 	case *Query:
 		if len(n.With) > 0 {
 			f.w("WITH ")
+			if n.Recursive {
+				f.w("RECURSIVE ")
+			}
 			for i, c := range n.With {
 				if i > 0 {
 					f.w(", ")

@@ -1080,7 +1080,7 @@ func (p *parser) parseQuery() *Query {
 	defer p.leave()
 	q := &Query{Pos: p.peek().pos}
 	if p.acceptK("with") {
-		p.acceptK("recursive")
+		q.Recursive = p.acceptK("recursive")
 		for {
 			name, pos := p.ident("CTE name")
 			cte := &CTE{Pos: pos, Name: name}
