@@ -14,7 +14,9 @@
 //	                  |                     execution into an exec.Spool its CTEScans
 //	                  |                     replay, filtered by the OR of the references'
 //	                  |                     filters; so is a derived table the statement
-//	                  |                     has twice word for word)
+//	                  |                     has twice word for word, and one query of the
+//	                  |                     aggregates of uncorrelated scalar subqueries
+//	                  |                     that differ only in them: merge_scalar_subqueries)
 //	                  |    fold_constants   constant subexpressions evaluated once, AND/OR
 //	                  |                     with a TRUE or FALSE side simplified; a batch
 //	                  |                     filter left FALSE empties what it reads
