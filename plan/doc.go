@@ -46,7 +46,9 @@
 //	                  |                     aggregates read one side and whose other side
 //	                  |                     gives string group columns aggregates the first
 //	                  |                     side by its join keys first, where estimated to
-//	                  |                     reduce its rows (rules_eager.go)
+//	                  |                     reduce its rows (rules_eager.go); so do pivots,
+//	                  |                     SUM/MIN/MAX(CASE WHEN <other side's strings>
+//	                  |                     THEN <first side> END): the arms first
 //	                  |    prune_columns    scans and projections keep what is read
 //	                  |    scan_predicates  column-vs-constant scan filters become
 //	                  |                     tablestore.Predicates (partition/file skipping)
