@@ -332,28 +332,27 @@ func unionColumn(n Node, id ColumnID) (*SetOpNode, int) {
 		}
 		return nil, 0
 	case *ProjectNode:
-		for i, c := range x.Cols {
-			if c.ID == id {
-				if r, ok := x.Exprs[i].(*ColRef); ok {
-					return unionColumn(x.Input, r.ID)
-				}
-				return nil, 0
-			}
-		}
-		return nil, 0
+		return unionThrough(x.Input, x.Cols, x.Exprs, id)
 	case *AggNode:
-		for i, c := range x.GroupCols {
-			if c.ID == id {
-				if r, ok := x.Groups[i].(*ColRef); ok {
-					return unionColumn(x.Input, r.ID)
-				}
-			}
-		}
-		return nil, 0
+		return unionThrough(x.Input, x.GroupCols, x.Groups, id)
 	}
 	for _, in := range n.Inputs() {
 		if u, i := unionColumn(in, id); u != nil {
 			return u, i
+		}
+	}
+	return nil, 0
+}
+
+// unionThrough follows column id of a node computing cols as exprs over
+// input, when it is a column of input.
+func unionThrough(input Node, cols []Column, exprs []Expr, id ColumnID) (*SetOpNode, int) {
+	for i, c := range cols {
+		if c.ID == id {
+			if r, ok := exprs[i].(*ColRef); ok {
+				return unionColumn(input, r.ID)
+			}
+			return nil, 0
 		}
 	}
 	return nil, 0

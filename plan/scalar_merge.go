@@ -1,11 +1,6 @@
 package plan
 
-import (
-	"fmt"
-	"slices"
-
-	"github.com/flightd/flightd/sql"
-)
+import "github.com/flightd/flightd/sql"
 
 // ruleMergeScalars switches a choice of the binder, as ruleSharedCTE: the
 // uncorrelated scalar subqueries of a statement that differ only in their
@@ -117,18 +112,9 @@ func (b *binder) mergedScalar(q *sql.Query) (Node, int, bool) {
 			return nil, 0, false
 		}
 	}
-	key := derivedKey{text: text}
-	for _, m := range b.ctes {
-		key.env += fmt.Sprintf("%p ", m)
-	}
-	d := b.mergedScalars[key]
-	if d == nil {
-		if b.mergedScalars == nil {
-			b.mergedScalars = map[derivedKey]*cteDef{}
-		}
+	d := b.scopedDef(&b.mergedScalars, text, func() *sql.CTE {
 		body := &sql.Query{Pos: q.Pos, Body: &sql.Select{Pos: sel.Pos, Items: g.items, From: sel.From, Where: sel.Where}}
-		d = &cteDef{cte: &sql.CTE{Pos: q.Pos, Name: "(scalar subqueries)", Query: body}, env: slices.Clone(b.ctes)}
-		b.mergedScalars[key] = d
-	}
+		return &sql.CTE{Pos: q.Pos, Name: "(scalar subqueries)", Query: body}
+	})
 	return b.cteReference(d), g.index[sql.Format(sel.Items[0].Expr)], true
 }
