@@ -52,6 +52,10 @@ type binder struct {
 	// more than once, derived their definitions as CTEs (cte.go).
 	repeated map[string]bool
 	derived  map[derivedKey]*cteDef
+	// scalars groups the scalar subqueries that can share one query,
+	// mergedScalars those queries (scalar_merge.go).
+	scalars       map[string]*scalarGroup
+	mergedScalars map[derivedKey]*cteDef
 	// streamTVFs counts the window TVFs bound over streams
 	// (stream_window.go).
 	streamTVFs int
@@ -107,6 +111,7 @@ func Bind(ctx context.Context, stmt sql.Statement, cat Catalog, opts Options) (b
 		}
 	}()
 	b.repeated = repeatedDerived(stmt)
+	b.scalars = mergeableScalars(stmt)
 	bound = b.bindStatement(stmt)
 	if b.streamPos != nil {
 		switch x := bound.(type) {

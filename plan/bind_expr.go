@@ -678,6 +678,9 @@ func (b *binder) scalarSubquery(e *sql.Subquery, sc *scope, node *Node) Expr {
 	sub, corr := b.bindSubquery(e.Query, sc)
 	v := b.subqueryValue(sub, corr, e.Pos)
 	if len(corr.pulled) == 0 {
+		if m, i, ok := b.mergedScalar(e.Query); ok {
+			sub, v = m, colRef(m.Columns()[i])
+		}
 		*node = &JoinNode{Kind: LeftJoin, Left: *node, Right: &Max1RowNode{Input: sub}}
 		return v
 	}

@@ -290,23 +290,32 @@ func (b *binder) derivedTable(f *sql.DerivedTable) Node {
 		n, _ := b.bindQuery(f.Query, nil, nil)
 		return n
 	}
-	key := derivedKey{text: text}
-	for _, m := range b.ctes {
-		key.env += fmt.Sprintf("%p ", m)
-	}
-	d := b.derived[key]
-	if d == nil {
-		if b.derived == nil {
-			b.derived = map[derivedKey]*cteDef{}
-		}
+	d := b.scopedDef(&b.derived, text, func() *sql.CTE {
 		name := f.Alias
 		if name == "" {
 			name = "(subquery)"
 		}
-		d = &cteDef{cte: &sql.CTE{Pos: f.Pos, Name: name, Query: f.Query}, env: slices.Clone(b.ctes)}
-		b.derived[key] = d
-	}
+		return &sql.CTE{Pos: f.Pos, Name: name, Query: f.Query}
+	})
 	return b.cteReference(d)
+}
+
+// scopedDef returns the definition *defs holds for text in the current
+// scope of CTEs, made from cte() at the first ask.
+func (b *binder) scopedDef(defs *map[derivedKey]*cteDef, text string, cte func() *sql.CTE) *cteDef {
+	key := derivedKey{text: text}
+	for _, m := range b.ctes {
+		key.env += fmt.Sprintf("%p ", m)
+	}
+	d := (*defs)[key]
+	if d == nil {
+		if *defs == nil {
+			*defs = map[derivedKey]*cteDef{}
+		}
+		d = &cteDef{cte: cte(), env: slices.Clone(b.ctes)}
+		(*defs)[key] = d
+	}
+	return d
 }
 
 // repeatedDerived returns the text of the derived tables (not LATERAL, no

@@ -14,7 +14,9 @@
 //	                  |                     execution into an exec.Spool its CTEScans
 //	                  |                     replay, filtered by the OR of the references'
 //	                  |                     filters; so is a derived table the statement
-//	                  |                     has twice word for word)
+//	                  |                     has twice word for word, and one query of the
+//	                  |                     aggregates of uncorrelated scalar subqueries
+//	                  |                     that differ only in them: merge_scalar_subqueries)
 //	                  |    fold_constants   constant subexpressions evaluated once, AND/OR
 //	                  |                     with a TRUE or FALSE side simplified; a batch
 //	                  |                     filter left FALSE empties what it reads
@@ -44,7 +46,9 @@
 //	                  |                     aggregates read one side and whose other side
 //	                  |                     gives string group columns aggregates the first
 //	                  |                     side by its join keys first, where estimated to
-//	                  |                     reduce its rows (rules_eager.go)
+//	                  |                     reduce its rows (rules_eager.go); so do pivots,
+//	                  |                     SUM/MIN/MAX(CASE WHEN <other side's strings>
+//	                  |                     THEN <first side> END): the arms first
 //	                  |    prune_columns    scans and projections keep what is read
 //	                  |    scan_predicates  column-vs-constant scan filters become
 //	                  |                     tablestore.Predicates (partition/file skipping)

@@ -66,7 +66,7 @@ var logicalRules = []rule{
 var Rules = ruleSwitches()
 
 func ruleSwitches() []string {
-	out := []string{ruleSharedCTE}
+	out := []string{ruleSharedCTE, ruleMergeScalars}
 	for _, r := range logicalRules {
 		if !r.required {
 			out = append(out, r.name)

@@ -7,10 +7,12 @@ import (
 )
 
 // Eager aggregation: an aggregation over an inner join whose aggregates
-// read one side (the fact side) only and whose other side (the dimension)
-// contributes group columns only is split in two: the fact side's rows are
-// first aggregated by their join keys and own group columns, then joined,
-// then the joined partial groups aggregated by the original groups. q04's
+// read one side (the fact side) only, or pick by the other side's columns
+// among arms over the fact side (eagerArgs), and whose other side (the
+// dimension) contributes group columns only is split in two: the fact
+// side's rows are first aggregated by their join keys and own group
+// columns, then joined, then the joined partial groups aggregated by the
+// original groups. q04's
 // sales rows each carried customer's seven strings through the join and
 // into the group keys; aggregated first by (customer key, year) only the
 // partial groups (one in sixteen rows) carry them.
@@ -53,28 +55,18 @@ func (b *binder) splitAggregate(a *AggNode) Node {
 		len(j.LeftKeys) == 0 || len(a.Sets) > 0 || a.GroupingID != nil || len(a.Groups) == 0 {
 		return nil
 	}
-	aggCols := map[ColumnID]bool{}
-	for _, c := range a.Aggs {
-		if _, ok := eagerFinal[c.Fn]; !ok || c.Distinct {
+	fact, factKeys, dim := j.Left, j.LeftKeys, j.Right
+	pivots, wideCond, ok := eagerArgs(a.Aggs, fact.Columns(), dim.Columns())
+	if !ok {
+		fact, factKeys, dim = j.Right, j.RightKeys, j.Left
+		if pivots, wideCond, ok = eagerArgs(a.Aggs, fact.Columns(), dim.Columns()); !ok {
 			return nil
 		}
-		for _, e := range append(append([]Expr(nil), c.Args...), c.Filter) {
-			for id := range colsOf(e) {
-				aggCols[id] = true
-			}
-		}
-	}
-	fact, factKeys, dim := j.Left, j.LeftKeys, j.Right
-	if !subset(aggCols, fact.Columns()) {
-		fact, factKeys, dim = j.Right, j.RightKeys, j.Left
-	}
-	if len(aggCols) == 0 || !subset(aggCols, fact.Columns()) {
-		return nil
 	}
 	factCols, dimCols := fact.Columns(), dim.Columns()
 	var preGroups []Expr
 	factGroup := make([]bool, len(a.Groups))
-	wide := false
+	wide := wideCond
 	for i, g := range a.Groups {
 		cols := colsOf(g)
 		switch {
@@ -126,12 +118,36 @@ func (b *binder) splitAggregate(a *AggNode) Node {
 		outExprs = append(outExprs, colRef(a.GroupCols[i]))
 	}
 	project := false
-	for _, c := range a.Aggs {
-		part := c
-		part.Col = b.newCol("eager_"+c.Fn, c.Col.Type, true)
-		pre.Aggs = append(pre.Aggs, part)
+	arms := map[string]Column{} // a pivot's partial results, by function and arm
+	partial := func(c AggCall) Column {
+		k := c.Fn + " " + exprKey(c.Args[0])
+		if col, ok := arms[k]; ok {
+			return col
+		}
+		typ, _ := resolveAggregate(c.Fn, []arrow.DataType{c.Args[0].Type()})
+		c.Col = b.newCol("eager_"+c.Fn, typ, true)
+		pre.Aggs = append(pre.Aggs, c)
+		arms[k] = c.Col
+		return c.Col
+	}
+	for i, c := range a.Aggs {
 		fn := eagerFinal[c.Fn]
-		typ, err := resolveAggregate(fn, []arrow.DataType{part.Col.Type})
+		var arg Expr
+		if p := pivots[i]; p != nil {
+			pick := &Case{Typ: p.Typ}
+			for _, w := range p.Whens {
+				part := partial(AggCall{Fn: c.Fn, Args: []Expr{w.Then}})
+				pick.Whens = append(pick.Whens, CaseWhen{Cond: w.Cond, Then: colRef(part)})
+				pick.Typ = part.Type
+			}
+			arg = pick
+		} else {
+			part := c
+			part.Col = b.newCol("eager_"+c.Fn, c.Col.Type, true)
+			pre.Aggs = append(pre.Aggs, part)
+			arg = colRef(part.Col)
+		}
+		typ, err := resolveAggregate(fn, []arrow.DataType{arg.Type()})
 		if err != nil {
 			return nil
 		}
@@ -143,14 +159,13 @@ func (b *binder) splitAggregate(a *AggNode) Node {
 			col = b.newCol(c.Col.Name, typ, true)
 			project = true
 		}
-		final.Aggs = append(final.Aggs, AggCall{Fn: fn, Args: []Expr{colRef(part.Col)}, Col: col})
+		final.Aggs = append(final.Aggs, AggCall{Fn: fn, Args: []Expr{arg}, Col: col})
 		if col.ID == c.Col.ID {
 			outExprs = append(outExprs, colRef(col))
 		} else {
 			outExprs = append(outExprs, &Cast{X: colRef(col), Typ: c.Col.Type})
 		}
 	}
-
 	join := &JoinNode{Kind: InnerJoin, Left: j.Left, Right: j.Right, LeftKeys: j.LeftKeys, RightKeys: j.RightKeys}
 	if fact == j.Left {
 		join.Left, join.LeftKeys = pre, newKeys
@@ -167,6 +182,82 @@ func (b *binder) splitAggregate(a *AggNode) Node {
 		return final
 	}
 	return &ProjectNode{Input: final, Exprs: outExprs, Cols: a.Columns()}
+}
+
+// eagerArgs says whether a's aggregates can be split with fact as the side
+// aggregated first: each reads the fact side only, or is a pivot (pivots[i]
+// non-nil): SUM, MIN or MAX of a CASE without ELSE whose conditions read
+// the dimension only and whose arms the fact side only, as q59's
+// sum(CASE WHEN d_day_name = 'Sunday' THEN ss_sales_price END). Within a
+// partial group each dimension row picks one arm for all its fact rows, so
+// the partial aggregation folds each arm and the final one picks among the
+// partial results by the conditions (a CASE that picks none gives NULL,
+// which SUM, MIN and MAX skip, as they skipped the rows' NULLs). COUNT of
+// such a CASE is not split: no pick would count 0 there, not NULL. wide: a
+// condition reads a dimension column that is not fixed-width (the strings
+// the join would carry for every fact row).
+func eagerArgs(aggs []AggCall, fact, dim []Column) (pivots []*Case, wide, ok bool) {
+	factCols := map[ColumnID]bool{}
+	for _, c := range fact {
+		factCols[c.ID] = true
+	}
+	dimCols := map[ColumnID]Column{}
+	for _, c := range dim {
+		dimCols[c.ID] = c
+	}
+	inFact := func(e Expr) bool {
+		for id := range colsOf(e) {
+			if !factCols[id] {
+				return false
+			}
+		}
+		return true
+	}
+	reads := false
+	pivots = make([]*Case, len(aggs))
+	for i, c := range aggs {
+		if _, ok := eagerFinal[c.Fn]; !ok || c.Distinct {
+			return nil, false, false
+		}
+		plain := inFact(c.Filter)
+		for _, e := range c.Args {
+			plain = plain && inFact(e)
+			reads = reads || len(colsOf(e)) > 0
+		}
+		reads = reads || c.Filter != nil && len(colsOf(c.Filter)) > 0
+		if plain {
+			continue
+		}
+		p, isCase := c.Args[0].(*Case)
+		if c.Fn == "count" || c.Fn == "count_star" || c.Filter != nil || !isCase || !isNullExpr(p.Else) {
+			return nil, false, false
+		}
+		for _, w := range p.Whens {
+			if !inFact(w.Then) || !arrow.TypeEqual(w.Then.Type(), p.Typ) {
+				return nil, false, false
+			}
+			for id := range colsOf(w.Cond) {
+				d, ok := dimCols[id]
+				if !ok {
+					return nil, false, false
+				}
+				_, fixed := d.Type.(arrow.FixedWidthDataType)
+				wide = wide || !fixed
+			}
+		}
+		pivots[i] = p
+	}
+	return pivots, wide, reads
+}
+
+// isNullExpr reports whether e is absent (a CASE without ELSE) or a NULL
+// constant.
+func isNullExpr(e Expr) bool {
+	if e == nil {
+		return true
+	}
+	c, ok := e.(*Const)
+	return ok && !c.Value.IsValid()
 }
 
 // eagerPays estimates whether aggregating fact by groups first reduces its
@@ -202,6 +293,19 @@ func filteredNDV(n Node, e Expr, rows float64) float64 {
 		}
 		return min(d, rows)
 	}
+	if u, i := unionColumn(n, r.ID); u != nil {
+		// A union's column has at most its branches' values (q02's sales
+		// dates of web and catalog sales).
+		d := 0.0
+		for _, in := range []Node{u.Left, u.Right} {
+			b := filteredNDV(in, colRef(in.Columns()[i]), in.Rows())
+			if b <= 0 {
+				return 0
+			}
+			d += b
+		}
+		return max(1, min(d, rows))
+	}
 	st := findStat(n, r.ID)
 	if st == nil || st.NDV <= 0 {
 		return 0
@@ -214,6 +318,44 @@ func filteredNDV(n Node, e Expr, rows float64) float64 {
 		d *= 1 - math.Pow(1-rows/total, total/d)
 	}
 	return max(1, min(d, rows))
+}
+
+// unionColumn returns the UNION in n whose column i n outputs as id,
+// through projections that rename it, or nil.
+func unionColumn(n Node, id ColumnID) (*SetOpNode, int) {
+	switch x := n.(type) {
+	case *SetOpNode:
+		for i, c := range x.Cols {
+			if c.ID == id && x.Kind == Union {
+				return x, i
+			}
+		}
+		return nil, 0
+	case *ProjectNode:
+		return unionThrough(x.Input, x.Cols, x.Exprs, id)
+	case *AggNode:
+		return unionThrough(x.Input, x.GroupCols, x.Groups, id)
+	}
+	for _, in := range n.Inputs() {
+		if u, i := unionColumn(in, id); u != nil {
+			return u, i
+		}
+	}
+	return nil, 0
+}
+
+// unionThrough follows column id of a node computing cols as exprs over
+// input, when it is a column of input.
+func unionThrough(input Node, cols []Column, exprs []Expr, id ColumnID) (*SetOpNode, int) {
+	for i, c := range cols {
+		if c.ID == id {
+			if r, ok := exprs[i].(*ColRef); ok {
+				return unionColumn(input, r.ID)
+			}
+			return nil, 0
+		}
+	}
+	return nil, 0
 }
 
 // scanOf returns the scan in n that outputs column id, or nil.

@@ -79,6 +79,20 @@ func TestEagerAggregate(t *testing.T) {
 		{"SELECT cat, name, yr, sum(q), sum(price), count(*), count(q), min(price), max(q) FROM fact JOIN dim ON fk = k GROUP BY cat, name, yr", true},
 		{"SELECT cat, sum(price) FILTER (WHERE q > 10), count(*) FILTER (WHERE price < 500) FROM fact, dim WHERE k = fk GROUP BY cat", true},
 		{"SELECT name, yr * 10 + 1, min(q) FROM dim JOIN fact ON fk = k GROUP BY name, yr * 10 + 1", true},
+		// Pivots: SUM, MIN and MAX of a CASE picking by the dimension's
+		// strings among arms over the fact side (q59's day names), and a
+		// union of fact rows (q02's web and catalog sales).
+		{"SELECT yr, sum(CASE WHEN name = 'n1' THEN price END), sum(CASE WHEN name = 'n2' THEN price ELSE NULL END), min(CASE WHEN cat = 'c1' THEN q WHEN cat = 'c2' THEN q * 2 END), max(CASE WHEN name < 'n3' THEN q END), count(*) FROM fact JOIN dim ON fk = k GROUP BY yr", true},
+		{"SELECT k % 3, sum(CASE WHEN name = 'n1' THEN q END), sum(q) FROM fact JOIN dim ON fk = k GROUP BY k % 3", true},
+		{"SELECT name, sum(p), max(p) FROM (SELECT fk AS f, price AS p FROM fact UNION ALL SELECT fk, price FROM fact) u JOIN dim ON f = k GROUP BY name", true},
+		// Not pivots: COUNT (no pick counts 0), an ELSE, a condition or an
+		// arm over both sides, a fixed-width condition with no string to
+		// save.
+		{"SELECT yr, count(CASE WHEN name = 'n1' THEN q END) FROM fact JOIN dim ON fk = k GROUP BY yr", false},
+		{"SELECT yr, sum(CASE WHEN name = 'n1' THEN q ELSE 0 END) FROM fact JOIN dim ON fk = k GROUP BY yr", false},
+		{"SELECT yr, sum(CASE WHEN name = 'n1' AND q > 5 THEN price END) FROM fact JOIN dim ON fk = k GROUP BY yr", false},
+		{"SELECT yr, sum(CASE WHEN name = 'n1' THEN length(cat) END) FROM fact JOIN dim ON fk = k GROUP BY yr", false},
+		{"SELECT yr, sum(CASE WHEN k > 5 THEN q END) FROM fact JOIN dim ON fk = k GROUP BY yr", false},
 		// Not rewritten: AVG and DISTINCT do not fold over partial results; a
 		// fixed-width dimension group saves no strings; an aggregate over
 		// both sides; a join dropping most rows.
