@@ -1,6 +1,10 @@
 package plan
 
-import "github.com/flightd/flightd/sql"
+import (
+	"cmp"
+
+	"github.com/flightd/flightd/sql"
+)
 
 // ruleMergeScalars switches a choice of the binder, as ruleSharedCTE: the
 // uncorrelated scalar subqueries of a statement that differ only in their
@@ -15,7 +19,12 @@ const ruleMergeScalars = "merge_scalar_subqueries"
 type scalarGroup struct {
 	n     int               // occurrences in the statement
 	items []*sql.SelectItem // distinct by text, in statement order
-	index map[string]int    // item text -> position in items
+	seen  map[string]bool   // item texts
+	// inner is items without those that may name an outer query's column,
+	// decided at the first use (innerItems); at is the position in inner
+	// by item text.
+	inner []*sql.SelectItem
+	at    map[string]int
 }
 
 // mergeableScalars groups the statement's scalar subqueries of the shape
@@ -31,13 +40,13 @@ func mergeableScalars(stmt sql.Statement) map[string]*scalarGroup {
 		if sel, key, ok := scalarShape(x.Query); ok {
 			g := groups[key]
 			if g == nil {
-				g = &scalarGroup{index: map[string]int{}}
+				g = &scalarGroup{seen: map[string]bool{}}
 				groups[key] = g
 			}
 			g.n++
 			text := sql.Format(sel.Items[0].Expr)
-			if _, seen := g.index[text]; !seen {
-				g.index[text] = len(g.items)
+			if !g.seen[text] {
+				g.seen[text] = true
 				g.items = append(g.items, &sql.SelectItem{Pos: sel.Items[0].Pos, Expr: sel.Items[0].Expr})
 			}
 		}
@@ -112,9 +121,55 @@ func (b *binder) mergedScalar(q *sql.Query) (Node, int, bool) {
 			return nil, 0, false
 		}
 	}
+	b.innerItems(g, sel)
+	i, ok := g.at[sql.Format(sel.Items[0].Expr)]
+	if !ok {
+		return nil, 0, false
+	}
 	d := b.scopedDef(&b.mergedScalars, text, func() *sql.CTE {
-		body := &sql.Query{Pos: q.Pos, Body: &sql.Select{Pos: sel.Pos, Items: g.items, From: sel.From, Where: sel.Where}}
+		body := &sql.Query{Pos: q.Pos, Body: &sql.Select{Pos: sel.Pos, Items: g.inner, From: sel.From, Where: sel.Where}}
 		return &sql.CTE{Pos: q.Pos, Name: "(scalar subqueries)", Query: body}
 	})
-	return b.cteReference(d), g.index[sql.Format(sel.Items[0].Expr)], true
+	return b.cteReference(d), i, true
+}
+
+// innerItems keeps in g.inner the items whose every column name resolves
+// in sel's FROM tables, where it hides any outer column of that name: they
+// mean the same in every occurrence. Another occurrence of the shape may
+// be correlated, (SELECT max(o.x + a) FROM t) beside (SELECT max(a) FROM
+// t), and its item cannot be computed without its outer row. None is kept
+// when the WHERE may name an outer column.
+func (b *binder) innerItems(g *scalarGroup, sel *sql.Select) {
+	if g.at != nil {
+		return
+	}
+	g.at = map[string]int{}
+	quals, cols := map[string]bool{}, map[string]bool{}
+	for _, f := range sel.From {
+		tn := f.(*sql.TableName)
+		t, _ := b.table(tn.Name)
+		quals[cmp.Or(tn.Alias, tn.Name.Parts[len(tn.Name.Parts)-1])] = true
+		for _, fd := range t.Schema().Fields() {
+			cols[fd.Name] = true
+		}
+	}
+	inner := func(e sql.Node) bool {
+		ok := true
+		sql.Walk(e, func(n sql.Node) bool {
+			if id, isIdent := n.(*sql.Ident); isIdent {
+				ok = ok && (cols[id.Parts[0]] || len(id.Parts) > 1 && quals[id.Parts[0]])
+			}
+			return ok
+		})
+		return ok
+	}
+	if sel.Where != nil && !inner(sel.Where) {
+		return
+	}
+	for _, it := range g.items {
+		if inner(it.Expr) {
+			g.at[sql.Format(it.Expr)] = len(g.inner)
+			g.inner = append(g.inner, it)
+		}
+	}
 }
