@@ -326,9 +326,14 @@ type hashAggOp struct {
 	own     *ownArgs
 	ownRows []int64
 	ownIDs  []uint32
-	// A single integer group key uses table64 (NULL key: nullGroup).
+	// A single integer group key uses table64 (NULL key: nullGroup), and
+	// so do several whose packed key fits (pack; the rows that do not fit
+	// use table).
 	table64   *vectorized.IntTable
 	nullGroup int64
+	pack      *groupPack
+	packOf    []arrow.DataType // the key types pack was made for
+	packed    packScratch
 	// partSets is, per chunk of keyParts, the grouping set of its groups
 	// (grouping sets only): each chunk holds new groups of one set.
 	partSets []int
@@ -440,7 +445,8 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 			skeys, gid := h.setKeys(keys, s, n)
 			// One integer key: read as a vector of int64s, no encoding.
 			intKey := h.sets == nil && len(skeys) == 1 && vectorized.IsIntKeyType(skeys[0].DataType())
-			h.makeTable(intKey)
+			packed := h.sets == nil && h.packFor(skeys) != nil
+			h.makeTable(intKey || packed)
 			// A plain global aggregate (no keys and no grouping sets, so
 			// nothing spills and no worker owns a part) puts every row in
 			// the group of its first: the lookups per row and their
@@ -450,6 +456,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 				look = min(n, 1)
 			}
 			var ints []int64
+			var wide []bool // rows whose keys do not pack
 			nullable := false
 			encp := &enc
 			switch {
@@ -458,7 +465,17 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 				ints = vectorized.IntKeyValues(skeys[0], h.wide)
 				nullable = vectorized.MayHaveNulls(skeys[0].Data())
 			case routed != nil:
-				encp = routed.enc
+				ints, wide, encp = routed.ints, routed.wide, routed.enc
+			case packed:
+				ints, wide = h.pack.pack(skeys, n, &h.packed)
+				if wide == nil {
+					break
+				}
+				if err := enc.Encode(skeys, n); err != nil {
+					releaseArrays(skeys)
+					releaseArrays(keys)
+					return err
+				}
 			default:
 				if err := enc.Encode(skeys, look); err != nil {
 					releaseArrays(skeys)
@@ -484,17 +501,21 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 			switch {
 			case routed != nil:
 				hashes = routed.hashes
-			case !intKey && !oneGroup && h.sets == nil:
+			case !intKey && !packed && !oneGroup && h.sets == nil:
 				h.hashes = resized(h.hashes, n)
 				hashes = h.hashes
 				for i := range hashes {
 					hashes[i] = h.table.Hash(encp.Key(i))
 				}
 			}
-			touch := intKey && h.table64.OutgrowsCache() || !intKey && hashes != nil && h.table.OutgrowsCache()
+			if wide != nil {
+				h.makeTable(false)
+			}
+			byInt := intKey || packed
+			touch := byInt && h.table64.OutgrowsCache() || !byInt && hashes != nil && h.table.OutgrowsCache()
 			for i := 0; i < look; i++ {
 				if touch && i%vectorized.TouchRows == 0 {
-					h.touch(ints, hashes, mine, intKey, i, min(i+vectorized.TouchRows, n))
+					h.touch(ints, hashes, mine, byInt, i, min(i+vectorized.TouchRows, n))
 				}
 				if mine != nil && !mine[i] {
 					continue
@@ -502,13 +523,14 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 				var g uint32
 				var ok bool
 				null := nullable && skeys[0].IsNull(i)
+				asInt := byInt && (wide == nil || !wide[i])
 				var g32 int32
 				var key []byte
 				var spot vectorized.Spot
 				switch {
 				case null:
 					g32, ok = int32(h.nullGroup), h.nullGroup >= 0
-				case intKey:
+				case asInt:
 					g32, ok = h.table64.Get(ints[i])
 				case oneGroup && oneFound:
 					g32, ok = oneID, true
@@ -539,7 +561,7 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 					switch {
 					case null:
 						h.nullGroup = int64(g)
-					case intKey:
+					case asInt:
 						h.table64.Put(ints[i], int32(g))
 						keyBytes += 8
 					default:
@@ -569,8 +591,8 @@ func (h *hashAggOp) Open(ctx context.Context) error {
 			var inMem []bool
 			if spilled != nil {
 				err := error(nil)
-				if intKey {
-					err = enc.Encode(skeys, n)
+				if byInt {
+					err, encp = enc.Encode(skeys, n), &enc
 				}
 				if err == nil {
 					err = h.spills[si].write(ctx, b, encp, spilled)
@@ -748,27 +770,55 @@ func (h *hashAggOp) touch(ints []int64, hashes []uint64, mine []bool, intKey boo
 
 // owned returns which rows belong to this worker of a parallel aggregation
 // (nil = all). Every worker computes the same function of the key: of the
-// integer, or the routed batch's hash of the encoded key.
+// integer (or packed integers), or the routed batch's hash of the encoded
+// key.
 func (h *hashAggOp) owned(keys []arrow.Array, ints []int64, intKey bool, routed *routedBatch, n int) []bool {
 	if h.nparts <= 1 {
 		return nil
 	}
 	h.mine = resized(h.mine, n)
 	mine := h.mine
-	if intKey {
+	intPart := func(v int64) int { return int(uint64(v) * 0x9E3779B97F4A7C15 >> 32 % uint64(h.nparts)) }
+	switch {
+	case intKey:
 		for i, v := range ints {
 			w := 0
 			if keys[0].IsValid(i) {
-				w = int(uint64(v) * 0x9E3779B97F4A7C15 >> 32 % uint64(h.nparts))
+				w = intPart(v)
 			}
 			mine[i] = w == h.part
 		}
-		return mine
-	}
-	for i, hash := range routed.hashes {
-		mine[i] = int(hash%uint64(h.nparts)) == h.part
+	case routed.ints != nil:
+		for i, v := range routed.ints {
+			if routed.wide != nil && routed.wide[i] {
+				mine[i] = int(routed.hashes[i]%uint64(h.nparts)) == h.part
+			} else {
+				mine[i] = intPart(v) == h.part
+			}
+		}
+	default:
+		for i, hash := range routed.hashes {
+			mine[i] = int(hash%uint64(h.nparts)) == h.part
+		}
 	}
 	return mine
+}
+
+// packFor returns the packing of keys (nil: they do not pack), made once
+// per key types.
+func (h *hashAggOp) packFor(keys []arrow.Array) *groupPack {
+	same := len(h.packOf) == len(keys)
+	for i := 0; same && i < len(keys); i++ {
+		same = arrow.TypeEqual(h.packOf[i], keys[i].DataType())
+	}
+	if !same {
+		h.packOf = h.packOf[:0]
+		for _, k := range keys {
+			h.packOf = append(h.packOf, k.DataType())
+		}
+		h.pack = newGroupPack(keys)
+	}
+	return h.pack
 }
 
 // setSources returns, per grouping set, the set its groups are computed

@@ -352,6 +352,11 @@ func (j *joinOp) Open(ctx context.Context) error {
 			return err
 		}
 	}
+	if j.reducible() {
+		if err := j.reduceBuild(ctx); err != nil {
+			return err
+		}
+	}
 	if err := j.right.Open(ctx); err != nil {
 		return err
 	}
@@ -397,25 +402,36 @@ func (j *joinOp) Open(ctx context.Context) error {
 		j.cands = j.merge
 		return j.merge.init(t)
 	}
-	h := &hashCandidates{chain: make([]int32, t.n)}
-	if p, ok := newKeyPacker(t.keys, t.n); ok {
-		// Integer keys packed into one int64: an integer table, no key
-		// encoding.
-		j.buildHasNull = h.buildInts(p, t.keys, t.n)
-		j.hash, j.cands = h, h
-		return nil
-	}
-	h.heads = vectorized.NewBytesTable(t.n)
-	h.unique = true
-	var enc vectorized.KeyEncoder
-	if err := enc.Encode(t.keys, t.n); err != nil {
+	h, hasNull, err := newHashCandidates(t.keys, t.n)
+	if err != nil {
 		return err
 	}
+	j.buildHasNull = hasNull
+	j.hash, j.cands = h, h
+	return nil
+}
+
+// newHashCandidates indexes n rows by their key columns and reports
+// whether a key is NULL.
+func newHashCandidates(keys []arrow.Array, n int) (*hashCandidates, bool, error) {
+	h := &hashCandidates{chain: make([]int32, n)}
+	if p, ok := newKeyPacker(keys, n); ok {
+		// Integer keys packed into one int64: an integer table, no key
+		// encoding.
+		return h, h.buildInts(p, keys, n), nil
+	}
+	h.heads = vectorized.NewBytesTable(n)
+	h.unique = true
+	var enc vectorized.KeyEncoder
+	if err := enc.Encode(keys, n); err != nil {
+		return nil, false, err
+	}
+	hasNull := false
 	// Insert in reverse so chains list rows in input order.
-	for r := t.n - 1; r >= 0; r-- {
+	for r := n - 1; r >= 0; r-- {
 		h.chain[r] = -1
 		if enc.HasNull[r] {
-			j.buildHasNull = true
+			hasNull = true
 			continue
 		}
 		if head, ok := h.heads.Put(enc.Key(r), int32(r)); ok {
@@ -423,7 +439,30 @@ func (j *joinOp) Open(ctx context.Context) error {
 			h.unique = false
 		}
 	}
-	j.hash, j.cands = h, h
+	return h, hasNull, nil
+}
+
+// lookup sets h.probe (the first candidate of each row, -1 = none) and
+// nulls (the row's key is NULL) for n rows of probe-side key columns.
+func (h *hashCandidates) lookup(keys []arrow.Array, n int, nulls []bool) error {
+	h.probe = resized(h.probe, n)
+	if h.packer != nil {
+		h.probeInts(keys, n, nulls)
+		return nil
+	}
+	if err := h.enc.Encode(keys, n); err != nil {
+		return err
+	}
+	for i := 0; i < n; i++ {
+		h.probe[i] = -1
+		nulls[i] = h.enc.HasNull[i]
+		if nulls[i] {
+			continue
+		}
+		if r, ok := h.heads.Get(h.enc.Key(i)); ok {
+			h.probe[i] = r
+		}
+	}
 	return nil
 }
 
@@ -448,31 +487,13 @@ func (j *joinOp) startLeft(ctx context.Context, b arrow.RecordBatch) error {
 		if err != nil {
 			return err
 		}
-		h := j.hash
-		h.probe = resized(h.probe, n)
 		j.nullKeys = resized(j.nullKeys, n)
-		probe, nulls := h.probe, j.nullKeys
-		if h.packer != nil {
-			h.probeInts(keys, n, nulls)
-			releaseArrays(keys)
-		} else {
-			err = h.enc.Encode(keys, n)
-			releaseArrays(keys)
-			if err != nil {
-				return err
-			}
-			for i := 0; i < n; i++ {
-				probe[i] = -1
-				nulls[i] = h.enc.HasNull[i]
-				if nulls[i] {
-					continue
-				}
-				if r, ok := h.heads.Get(h.enc.Key(i)); ok {
-					probe[i] = r
-				}
-			}
+		err = j.hash.lookup(keys, n, j.nullKeys)
+		releaseArrays(keys)
+		if err != nil {
+			return err
 		}
-		j.lnullKey = nulls
+		j.lnullKey = j.nullKeys
 	}
 	b.Retain()
 	j.lb = b

@@ -139,7 +139,7 @@ func (p *parallelAggOp) broadcast(ctx context.Context) error {
 
 // routedBatch is one input batch of a parallel aggregation, shared by the
 // workers, with its group keys: evaluated, encoded (enc, nil for one
-// integer key) and hashed with the workers' seed once, by the first worker
+// integer key and for keys that pack into one) and hashed with the workers' seed once, by the first worker
 // to need them (keysOf), and only read after that.
 type routedBatch struct {
 	b      arrow.RecordBatch
@@ -149,6 +149,10 @@ type routedBatch struct {
 	keys   []arrow.Array
 	enc    *vectorized.KeyEncoder
 	hashes []uint64
+	// Packed keys (see groupPack) and the rows that did not pack, which
+	// enc and hashes then cover.
+	ints []int64
+	wide []bool
 }
 
 var encoders = sync.Pool{New: func() any { return new(vectorized.KeyEncoder) }}
@@ -166,8 +170,14 @@ func (r *routedBatch) keysOf(ctx context.Context, h *hashAggOp) error {
 		if len(r.keys) == 1 && vectorized.IsIntKeyType(r.keys[0].DataType()) {
 			return // the workers read the integers; their hash is cheap
 		}
-		r.enc = encoders.Get().(*vectorized.KeyEncoder)
 		n := int(r.b.NumRows())
+		if p := h.packFor(r.keys); p != nil {
+			var sc packScratch // the batch keeps these slices
+			if r.ints, r.wide = p.pack(r.keys, n, &sc); r.wide == nil {
+				return // as one integer key
+			}
+		}
+		r.enc = encoders.Get().(*vectorized.KeyEncoder)
 		if r.err = r.enc.Encode(r.keys, n); r.err != nil {
 			return
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -352,5 +353,71 @@ func TestRandomCase(t *testing.T) {
 			}
 		}
 		b.Release()
+	}
+}
+
+// TestRandomPackedGroups checks hash aggregation on several integer group
+// keys (packed into one int64 where their fields fit, with values outside
+// narrow fields, negative values, type extremes and NULLs taking the
+// byte-encoded path) against sort aggregation, serial and parallel.
+func TestRandomPackedGroups(t *testing.T) {
+	seed := exectest.Seed(t)
+	rng := rand.New(rand.NewPCG(seed, 10))
+	bounds := map[string][2]int64{
+		"int8": {-128, 127}, "int16": {-1 << 15, 1<<15 - 1}, "int32": {-1 << 31, 1<<31 - 1},
+		"int64": {-1 << 63, 1<<63 - 1}, "uint32": {0, 1<<32 - 1}, "uint8": {0, 255},
+	}
+	layouts := [][]string{
+		{"int32", "int32"},                            // 32-bit fields: negatives do not pack
+		{"int8", "uint32", "int16"},                   // full fields: everything packs
+		{"int64", "int32", "int32"},                   // 22/21/21-bit fields
+		{"uint8", "int32", "int32", "int32", "int32"}, // too many: bytes only
+	}
+	for iter := 0; iter < 12; iter++ {
+		types := layouts[iter%len(layouts)]
+		var schema []string
+		for c, typ := range types {
+			schema = append(schema, fmt.Sprintf("k%d:%s", c, typ))
+		}
+		tb := exectest.NewTable(t, strings.Join(append(schema, "v:int64"), ", "))
+		domain := 1 + rng.IntN(6)
+		for range 1 + rng.IntN(300) {
+			var row []string
+			for _, typ := range types {
+				b := bounds[typ]
+				cell := fmt.Sprint(rng.IntN(domain))
+				switch rng.IntN(12) {
+				case 0:
+					cell = "NULL"
+				case 1:
+					cell = fmt.Sprint(max(b[0], -1-int64(rng.IntN(2))))
+				case 2:
+					cell = fmt.Sprint(b[1] - int64(rng.IntN(2)))
+				case 3:
+					cell = fmt.Sprint(b[0] + int64(rng.IntN(2)))
+				case 4:
+					cell = fmt.Sprint(min(b[1], 1<<21+int64(rng.IntN(2))))
+				}
+				row = append(row, cell)
+			}
+			tb.Rows = append(tb.Rows, append(row, fmt.Sprint(rng.IntN(100)-50)))
+		}
+		s := tb.Schema
+		var groups []exec.Expr
+		var keys []exec.SortKey
+		for c := range types {
+			groups = append(groups, col(s, fmt.Sprintf("k%d", c)))
+			keys = append(keys, exec.SortKey{Expr: groups[c]})
+		}
+		aggs := []exec.AggregateSpec{{Func: "count_star"}, {Func: "sum", Args: []exec.Expr{col(s, "v")}}}
+		want := reference(t, []exectest.Table{tb}, func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewSortAggregate(ec, exec.NewSort(ec, ops[0], keys), groups, nil, aggs, nil)
+		})
+		t.Run(fmt.Sprint(iter, types), func(t *testing.T) {
+			exectest.Run(t, []exectest.Table{tb}, want, exectest.Unordered, func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+				ec.Parallelism = 1 + iter%3
+				return exec.NewParallelHashAggregate(ec, ops[0], groups, nil, aggs, nil)
+			})
+		})
 	}
 }

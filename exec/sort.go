@@ -134,16 +134,24 @@ func buildTable(ec *Context, schema *arrow.Schema, batches []arrow.RecordBatch, 
 		return nil, err
 	}
 	if len(keys) > 0 {
-		if len(batches) == 0 {
-			for _, k := range keys {
-				t.keys = append(t.keys, vectorized.NullArray(ec.Mem, k.DataType(), 0))
-			}
-		} else if t.keys, err = concatColumns(ec, schema, batches, keyCols); err != nil {
+		if t.keys, err = concatKeys(ec, schema, batches, keyCols, keys); err != nil {
 			t.release()
 			return nil, err
 		}
 	}
 	return t, nil
+}
+
+// concatKeys concatenates the key columns keyCols of batches (of keys).
+func concatKeys(ec *Context, schema *arrow.Schema, batches []arrow.RecordBatch, keyCols [][]arrow.Array, keys []Expr) ([]arrow.Array, error) {
+	if len(batches) > 0 {
+		return concatColumns(ec, schema, batches, keyCols)
+	}
+	out := make([]arrow.Array, len(keys))
+	for i, k := range keys {
+		out[i] = vectorized.NullArray(ec.Mem, k.DataType(), 0)
+	}
+	return out, nil
 }
 
 // rowComparator compares rows i and j of key columns under keys' order.
