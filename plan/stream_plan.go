@@ -1511,6 +1511,8 @@ func (sb *streamBuilder) buildBinary(ln, rn sNode, ctor func(l, r stream.Operato
 func (sb *streamBuilder) join(x *sJoin, l, r stream.Operator) (stream.Operator, error) {
 	n := x.n
 	spec := stream.JoinSpec{Kind: exec.JoinType(n.Kind)}
+	_, spec.InsertOnly[0] = insertOnlySources(x.l)
+	_, spec.InsertOnly[1] = insertOnlySources(x.r)
 	var err error
 	if spec.LeftKeys, err = compileAll(n.LeftKeys, sb.layout(x.l.cols()), sb.params); err != nil {
 		return nil, err

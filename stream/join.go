@@ -25,6 +25,12 @@ type JoinSpec struct {
 	Kind                exec.JoinType
 	LeftKeys, RightKeys []exec.Expr
 	Residual            exec.Expr
+	// InsertOnly marks a side whose input only inserts (an append
+	// table's rows): it keeps no index by whole row, which cost a map
+	// insert and an encoding of every column per row, and each copy of a
+	// row is an entry of its own; a retraction (a DELETE of the append
+	// table) finds its row among its key's rows.
+	InsertOnly [2]bool
 }
 
 // Join is a regular join of two changelogs (Flink's StreamingJoinOperator):
@@ -99,6 +105,7 @@ type joinSide struct {
 	// rows finds a distinct row without scanning its key's rows: by the
 	// encoding of all its columns, which folds -0 into 0, so sameRow
 	// picks the exact one among the (almost always single) rows there.
+	// nil on an insert-only side (JoinSpec.InsertOnly).
 	rows  map[string][]*joinRow
 	enc   vectorized.KeyEncoder // join keys
 	renc  vectorized.KeyEncoder // whole rows
@@ -145,7 +152,10 @@ func NewJoin(ec *exec.Context, left, right Operator, spec JoinSpec, budget *Budg
 		if s == 1 {
 			keys = spec.RightKeys
 		}
-		side := &joinSide{keys: keys, get: get, width: len(fs), table: map[string][]*joinRow{}, rows: map[string][]*joinRow{}}
+		side := &joinSide{keys: keys, get: get, width: len(fs), table: map[string][]*joinRow{}}
+		if !spec.InsertOnly[s] {
+			side.rows = map[string][]*joinRow{}
+		}
 		for _, f := range fs {
 			d, _ := orderedDecoderFor(f.Type) // as rowGetterFor
 			side.dec = append(side.dec, d)
@@ -496,8 +506,10 @@ func (j *Join) process(ctx context.Context, side int, b arrow.RecordBatch) error
 		return err
 	}
 	cols := b.Columns()[1:]
-	if err := own.renc.Encode(cols, n); err != nil {
-		return err
+	if own.rows != nil {
+		if err := own.renc.Encode(cols, n); err != nil {
+			return err
+		}
 	}
 	var grow int64
 	if own.store != nil || other.store != nil {
@@ -533,7 +545,11 @@ func (j *Join) process(ctx context.Context, side int, b arrow.RecordBatch) error
 	otherKept := kind == exec.FullJoin || side == 1 && kind == exec.LeftJoin || side == 0 && kind == exec.RightJoin
 	for i, sign := range signs {
 		k := string(own.enc.Key(i))
-		e, bytes, err := own.change(k, own.renc.Key(i), rows[i], sign)
+		var rk []byte
+		if own.rows != nil {
+			rk = own.renc.Key(i)
+		}
+		e, bytes, err := own.change(k, rk, rows[i], sign)
 		if err != nil {
 			return err
 		}
@@ -601,9 +617,17 @@ func (j *Join) process(ctx context.Context, side int, b arrow.RecordBatch) error
 }
 
 // change adds (sign > 0) or removes one copy of row, whose join key is k
-// and whole-row encoding rk, and returns its entry.
+// and whole-row encoding rk (nil on an insert-only side), and returns its
+// entry.
 func (s *joinSide) change(k string, rk []byte, row []any, sign int8) (*joinRow, int64, error) {
-	for _, e := range s.rows[string(rk)] {
+	var same []*joinRow
+	switch {
+	case s.rows != nil:
+		same = s.rows[string(rk)]
+	case sign < 0: // an insert-only side's retraction: rare
+		same = s.table[k]
+	}
+	for _, e := range same {
 		if sameRow(e.vals, row) {
 			e.n += int64(sign)
 			return e, 0, nil
@@ -618,9 +642,12 @@ func (s *joinSide) change(k string, rk []byte, row []any, sign int8) (*joinRow, 
 
 // insert adds distinct row e under key k and returns the bytes it holds.
 func (s *joinSide) insert(k string, e *joinRow) int64 {
-	e.idx = len(s.table[k])
-	s.table[k] = append(s.table[k], e)
-	s.rows[e.rk] = append(s.rows[e.rk], e)
+	l := s.table[k]
+	e.idx = len(l)
+	s.table[k] = append(l, e)
+	if s.rows != nil {
+		s.rows[e.rk] = append(s.rows[e.rk], e)
+	}
 	return joinRowBytes(k, e)
 }
 
@@ -649,6 +676,9 @@ func (s *joinSide) remove(k string, e *joinRow) int64 {
 
 // unindex drops e from rows.
 func (s *joinSide) unindex(e *joinRow) {
+	if s.rows == nil {
+		return
+	}
 	r := s.rows[e.rk]
 	for i, x := range r {
 		if x == e {

@@ -21,7 +21,8 @@ import (
 // under a budget a tenth of the state. At every marker the bytes
 // accounted are those the tables and spill indexes hold, the state in
 // memory is back under the budget, the spill directory holds no file
-// (runs are unlinked) and Close frees everything.
+// (runs are unlinked) and Close frees everything. The same with sides
+// marked insert-only (no index by whole row) that still retract.
 func TestJoinSpillsPastBudget(t *testing.T) {
 	rng := seeded(t)
 	const budget = 2 << 10
@@ -31,15 +32,17 @@ func TestJoinSpillsPastBudget(t *testing.T) {
 			defer mem.AssertSize(t, 0)
 			left, right := randomChangelog(rng, 60, 150), randomChangelog(rng, 60, 150)
 			batch := 1 + rng.Intn(64)
-			peak, _ := joinSpillRun(t, mem, kind, left, right, 0, batch)
-			if peak < 10*budget {
-				t.Fatalf("the state peaks at %d bytes, not 10x the budget of %d", peak, budget)
+			for _, insertOnly := range []bool{false, true} {
+				peak, _ := joinSpillRun(t, mem, kind, left, right, 0, batch, insertOnly)
+				if peak < 10*budget {
+					t.Fatalf("the state peaks at %d bytes, not 10x the budget of %d", peak, budget)
+				}
+				_, spilled := joinSpillRun(t, mem, kind, left, right, budget, batch, insertOnly)
+				if spilled == 0 {
+					t.Fatal("nothing spilled")
+				}
+				t.Logf("insert-only %v: state peaks at %d bytes in memory; %d keys spilled under a %d-byte budget", insertOnly, peak, spilled, budget)
 			}
-			_, spilled := joinSpillRun(t, mem, kind, left, right, budget, batch)
-			if spilled == 0 {
-				t.Fatal("nothing spilled")
-			}
-			t.Logf("state peaks at %d bytes in memory; %d keys spilled under a %d-byte budget", peak, spilled, budget)
 		})
 	}
 }
@@ -47,7 +50,7 @@ func TestJoinSpillsPastBudget(t *testing.T) {
 // joinSpillRun joins the changelogs (rows p x y, joined on p) under a
 // budget of limit bytes, checks the output at every marker against
 // joinModel, and returns the peak state and the entries spilled.
-func joinSpillRun(t *testing.T, mem memory.Allocator, kind exec.JoinType, left, right [][]string, limit int64, batchSize int) (int64, int64) {
+func joinSpillRun(t *testing.T, mem memory.Allocator, kind exec.JoinType, left, right [][]string, limit int64, batchSize int, insertOnly bool) (int64, int64) {
 	t.Helper()
 	ec := exec.NewContext(mem)
 	ec.TempDir = t.TempDir()
@@ -55,7 +58,7 @@ func joinSpillRun(t *testing.T, mem memory.Allocator, kind exec.JoinType, left, 
 	b := NewBudget(limit)
 	cols := []string{"p", "x", "y"}
 	j, err := NewJoin(ec, int64Changes(t, mem, cols, 0, 2, left...), int64Changes(t, mem, cols, 1, 2, right...),
-		JoinSpec{Kind: kind, LeftKeys: []exec.Expr{col(1, "p")}, RightKeys: []exec.Expr{col(1, "p")}}, b)
+		JoinSpec{Kind: kind, LeftKeys: []exec.Expr{col(1, "p")}, RightKeys: []exec.Expr{col(1, "p")}, InsertOnly: [2]bool{insertOnly, insertOnly}}, b)
 	if err != nil {
 		t.Fatal(err)
 	}

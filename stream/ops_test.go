@@ -125,38 +125,45 @@ func TestJoinOuterPadding(t *testing.T) {
 
 // Many rows of one key, duplicates among them, come and go in an order
 // that moves rows within the key's entry: each change emits exactly its
-// joined rows, and a retraction finds its row wherever it moved.
+// joined rows, and a retraction finds its row wherever it moved, with the
+// index by whole row and without it (an insert-only side, whose copies
+// are entries of their own).
 func TestJoinRowsOfOneKey(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	ec := exec.NewContext(mem)
-	budget := NewBudget(0)
-	left := int64Changes(t, mem, []string{"k", "a"}, 0, 2, []string{"+I 1 100"})
-	right := int64Changes(t, mem, []string{"k", "b"}, 1, 2,
-		[]string{"+I 1 1", "+I 1 2", "+I 1 3", "+I 1 3", "+I 1 4"},
-		[]string{"-D 1 1"},
-		[]string{"-D 1 4"},
-		[]string{"-D 1 3", "-D 1 3"},
-		[]string{"+I 1 5", "-D 1 2"},
-		[]string{"-D 1 5"},
-		[]string{"+I 1 3"},
-	)
-	left.done = make(chan struct{})
-	right.wait = left.done
-	j, err := NewJoin(ec, left, right, JoinSpec{Kind: exec.InnerJoin, LeftKeys: []exec.Expr{col(1, "k")}, RightKeys: []exec.Expr{col(1, "k")}}, budget)
-	if err != nil {
-		t.Fatal(err)
+	for _, insertOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("insertOnly=%v", insertOnly), func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			ec := exec.NewContext(mem)
+			budget := NewBudget(0)
+			left := int64Changes(t, mem, []string{"k", "a"}, 0, 2, []string{"+I 1 100"})
+			right := int64Changes(t, mem, []string{"k", "b"}, 1, 2,
+				[]string{"+I 1 1", "+I 1 2", "+I 1 3", "+I 1 3", "+I 1 4"},
+				[]string{"-D 1 1"},
+				[]string{"-D 1 4"},
+				[]string{"-D 1 3", "-D 1 3"},
+				[]string{"+I 1 5", "-D 1 2"},
+				[]string{"-D 1 5"},
+				[]string{"+I 1 3"},
+			)
+			left.done = make(chan struct{})
+			right.wait = left.done
+			spec := JoinSpec{Kind: exec.InnerJoin, LeftKeys: []exec.Expr{col(1, "k")}, RightKeys: []exec.Expr{col(1, "k")}, InsertOnly: [2]bool{insertOnly, insertOnly}}
+			j, err := NewJoin(ec, left, right, spec, budget)
+			if err != nil {
+				t.Fatal(err)
+			}
+			expectCollect(t, j, []string{
+				"[1 0]: marker",
+				"[1 1]: +I 1 100 1 1 | +I 1 100 1 2 | +I 1 100 1 3 | +I 1 100 1 3 | +I 1 100 1 4", "[1 1]: marker",
+				"[1 2]: -D 1 100 1 1", "[1 2]: marker",
+				"[1 3]: -D 1 100 1 4", "[1 3]: marker",
+				"[1 4]: -D 1 100 1 3 | -D 1 100 1 3", "[1 4]: marker",
+				"[1 5]: +I 1 100 1 5 | -D 1 100 1 2", "[1 5]: marker",
+				"[1 6]: -D 1 100 1 5", "[1 6]: marker",
+				"[1 7]: +I 1 100 1 3", "[1 7]: marker",
+			})
+		})
 	}
-	expectCollect(t, j, []string{
-		"[1 0]: marker",
-		"[1 1]: +I 1 100 1 1 | +I 1 100 1 2 | +I 1 100 1 3 | +I 1 100 1 3 | +I 1 100 1 4", "[1 1]: marker",
-		"[1 2]: -D 1 100 1 1", "[1 2]: marker",
-		"[1 3]: -D 1 100 1 4", "[1 3]: marker",
-		"[1 4]: -D 1 100 1 3 | -D 1 100 1 3", "[1 4]: marker",
-		"[1 5]: +I 1 100 1 5 | -D 1 100 1 2", "[1 5]: marker",
-		"[1 6]: -D 1 100 1 5", "[1 6]: marker",
-		"[1 7]: +I 1 100 1 3", "[1 7]: marker",
-	})
 }
 
 // A residual is evaluated over batches of only the columns it reads (a
