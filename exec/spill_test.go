@@ -210,6 +210,17 @@ func spillCases(t *testing.T, s *arrow.Schema) map[string]exectest.Ctor {
 				{Func: "sum", Args: []exec.Expr{col(s, "v")}}, {Func: "min", Args: []exec.Expr{col(s, "s")}},
 			}, nil)
 		},
+		// Two integer keys pack into one int64 (agg_pack.go).
+		"hash-aggregate-packed-keys": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewHashAggregate(ec, ops[0], []exec.Expr{col(s, "k"), col(s, "v")}, nil, []exec.AggregateSpec{
+				{Func: "count_star"}, {Func: "min", Args: []exec.Expr{col(s, "s")}},
+			}, nil)
+		},
+		"parallel-hash-aggregate-packed-keys": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+			return exec.NewParallelHashAggregate(ec, ops[0], []exec.Expr{col(s, "v"), col(s, "k")}, nil, []exec.AggregateSpec{
+				{Func: "count_star"}, {Func: "count", Args: []exec.Expr{col(s, "s")}, Distinct: true},
+			}, nil)
+		},
 		"parallel-hash-aggregate": func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 			return exec.NewParallelHashAggregate(ec, ops[0], []exec.Expr{col(s, "k")}, nil, []exec.AggregateSpec{
 				{Func: "sum", Args: []exec.Expr{col(s, "v")}}, {Func: "count", Args: []exec.Expr{col(s, "s")}, Distinct: true},
