@@ -251,7 +251,8 @@ func (e *Engine) refreshProps(ctx context.Context, pins map[tablestore.Ident]int
 }
 
 // materializedDDL runs the statements on materialized tables, and keeps
-// DROP TABLE and ALTER TABLE off them; done is false for other statements.
+// DROP TABLE, ALTER TABLE and CREATE OR REPLACE TABLE off them; done is
+// false for other statements.
 func (st *Statement) materializedDDL(ctx context.Context) (done bool, err error) {
 	e := st.s.e
 	switch b := st.bound.(type) {
@@ -268,6 +269,13 @@ func (st *Statement) materializedDDL(ctx context.Context) (done bool, err error)
 	case *plan.AlterTable:
 		if t, err := e.store.Table(ctx, b.Ident); err == nil && t.Materialized() != nil {
 			return true, fmt.Errorf("alter table %s: it is a materialized table; use ALTER MATERIALIZED TABLE: %w", b.Ident, ErrInvalid)
+		}
+	case *plan.CreateTable:
+		if !b.OrReplace {
+			break
+		}
+		if t, err := e.store.Table(ctx, b.Ident); err == nil && t.Materialized() != nil {
+			return true, fmt.Errorf("create or replace table %s: it is a materialized table; use CREATE OR ALTER MATERIALIZED TABLE: %w", b.Ident, ErrInvalid)
 		}
 	}
 	return false, nil

@@ -230,11 +230,7 @@ func (st *Statement) stageTable(ctx context.Context, b *plan.CreateTable) error 
 		return fmt.Errorf("create table %s: its query reads %s, written by this transaction and not committed: commit first: %w",
 			b.Ident, st.reads[0].Table().Ident(), ErrNotSupported)
 	}
-	store := st.s.e.store
-	if t, err := store.Table(ctx, b.Ident); err == nil && b.OrReplace && t.Materialized() != nil {
-		return fmt.Errorf("create or replace table %s: it is a materialized table; use CREATE OR ALTER MATERIALIZED TABLE: %w", b.Ident, ErrInvalid)
-	}
-	w, err := store.StageTable(ctx, b.Ident, b.Def, b.OrReplace)
+	w, err := st.s.e.store.StageTable(ctx, b.Ident, b.Def, b.OrReplace)
 	switch {
 	case err != nil:
 	case b.As == nil:
