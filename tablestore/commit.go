@@ -168,20 +168,14 @@ func (st *tableState) publish(ctx context.Context, group []*queuedCommit) {
 		}
 		if err == nil || !retry || attempt+1 >= maxPublishAttempts {
 			published := false
-			if err != nil && st.movedAway() {
-				err = st.notFound(errors.Join(errDroppedElsewhere, err))
-			}
 			for i, q := range group {
 				q.done, q.id, q.err = true, id, err
-				if err != nil {
-					q.err = st.droppedOr(err)
-				}
 				if err == nil {
 					q.err = errs[i]
 					published = published || errs[i] == nil
 				}
 				if q.err != nil {
-					q.id = 0
+					q.id, q.err = 0, st.gone(q.err)
 				}
 			}
 			if published {

@@ -38,10 +38,19 @@ func (st *tableState) compactAll(ctx context.Context, full bool) error {
 		return err
 	}
 	// The schema after the snapshot: no file of the snapshot can have a
-	// newer one, so no column is lost in the rewrite.
-	sch, err := st.latestSchema()
+	// newer one, so no column is lost in the rewrite. Unless it is the
+	// snapshot's own table's: a replace published since, whose files the
+	// snapshot does not hold.
+	sch, err := st.schema(sn.SchemaID)
 	if err != nil {
 		return err
+	}
+	latest, err := st.latestSchema()
+	if err != nil {
+		return err
+	}
+	if latest.Origin == sch.Origin && latest.ID > sch.ID {
+		sch = latest
 	}
 	files, err := st.liveFiles(sn)
 	if err != nil {

@@ -166,7 +166,9 @@ func (p *pinnedDir) SyncDir(dir string) error {
 // directory created since at the path cannot have its identity.
 func (p *pinnedDir) current() (bool, error) {
 	pinned, err := p.root.Stat(".")
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil // removed: dropped
+	} else if err != nil {
 		return false, err
 	}
 	now, err := p.FS.Stat(p.dir)

@@ -273,7 +273,7 @@ type renameHookFS struct {
 }
 
 func (r *renameHookFS) Rename(from, to string) error {
-	if r.beforeRename != nil {
+	if r.beforeRename != nil && !strings.Contains(from, trashPrefix) { // not the dropped files' removal
 		r.beforeRename()
 	}
 	if !r.canRename {

@@ -680,6 +680,7 @@ func (s *Store) removeTrash() error {
 // when a writer that opened the table before the drop created a file in it
 // meanwhile ("directory not empty").
 func removeDropped(fsys FS, dir string) error {
+	hideMetadata(fsys, dir)
 	var err error
 	for range 3 {
 		if err = fsys.RemoveAll(dir); err == nil {
@@ -688,6 +689,30 @@ func removeDropped(fsys FS, dir string) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return err
+}
+
+// hideMetadata moves the schema and snapshot directories of the dropped
+// tables in dir (a table's or a database's) aside, one rename each, before
+// their files are removed. Another process's state of a table reads its
+// pinned directory until it notices the drop, and the listing of a
+// half-removed directory shows an older version as the latest: the first
+// schema of a key table over the files of the append table that replaced
+// it ("key-table file without system columns"). Without the directories
+// it finds the table gone. Where directories cannot be renamed (object
+// stores) nothing pins them.
+func hideMetadata(fsys FS, dir string) {
+	tables := []string{dir}
+	if names, err := fsys.List(dir); err == nil && !slices.Contains(names, "schema") {
+		tables = tables[:0] // a database's: its tables
+		for _, n := range names {
+			tables = append(tables, joinPath(dir, n))
+		}
+	}
+	for _, t := range tables {
+		for _, sub := range []string{"schema", "snapshot"} {
+			_ = fsys.Rename(joinPath(t, sub), joinPath(t, ".dropped-"+sub))
+		}
+	}
 }
 
 // lockForDrop takes the commit and expiry locks of the tables (in path

@@ -182,6 +182,17 @@ func (st *tableState) missing(err error) error {
 	return err
 }
 
+// gone returns a commit's err as ErrTableNotFound when the table was
+// dropped, here or by another process: a request failing on its own (a
+// file gone with the directory another process dropped and is removing)
+// as much as the whole publication.
+func (st *tableState) gone(err error) error {
+	if st.movedAway() {
+		return st.notFound(errors.Join(errDroppedElsewhere, err))
+	}
+	return st.droppedOr(err)
+}
+
 // droppedOr returns err, as ErrTableNotFound when the table was dropped:
 // DropTable moves the directory away under writers.
 func (st *tableState) droppedOr(err error) error {
