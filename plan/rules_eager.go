@@ -44,6 +44,9 @@ func eagerAggregate(b *binder, n Node) Node {
 		setInput(n, i, eagerAggregate(b, in))
 	}
 	if a, ok := n.(*AggNode); ok {
+		if out := b.aggregateBeforeOneRow(a); out != nil {
+			return out
+		}
 		if out := b.splitAggregate(a); out != nil {
 			return out
 		}

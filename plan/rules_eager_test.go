@@ -15,7 +15,8 @@ import (
 	"github.com/flightd/flightd/plan"
 )
 
-// TestEagerAggregate checks rule eager_aggregate on random sales rows over a
+// TestEagerAggregate checks rule eager_aggregate (and the aggregation
+// before a join with one row, which it also does) on random sales rows over a
 // dimension whose keys repeat (a key matching two rows counts each partial
 // group twice, as it counts each row twice without the rule) and are
 // sometimes NULL: each query gives the same rows with the rule and without
@@ -112,6 +113,22 @@ func TestEagerAggregate(t *testing.T) {
 		{"SELECT k, sum(q) FROM fact JOIN dim ON fk = k GROUP BY k", false},
 		{"SELECT cat, sum(q + length(name)) FROM fact JOIN dim ON fk = k GROUP BY cat", false},
 		{"SELECT cat, sum(q) FROM fact JOIN dim ON fk = k WHERE name = 'n1' GROUP BY cat", false},
+		// A join with one row (a global aggregate): the aggregation runs
+		// first, its MIN/MAX of the one row are that row's values (q23's
+		// best_ss_customer), also with no input row, a NULL value, a
+		// HAVING.
+		{"SELECT fk, sum(q), max(m), min(m * 2), any_value(m) FROM fact, (SELECT max(q) AS m FROM fact) s GROUP BY fk", true},
+		{"SELECT fk, count(*) FROM fact, (SELECT max(q) AS m FROM fact) s WHERE q > 1000 GROUP BY fk", true},
+		{"SELECT yr, sum(q) FROM (SELECT min(price) AS m FROM fact WHERE q > 1000) s, fact GROUP BY yr HAVING sum(q) > max(m) OR max(m) IS NULL", true},
+		{"SELECT fk, sum(q * 2) FROM fact, (SELECT avg(q) AS m FROM fact) s GROUP BY fk HAVING sum(q) > 10 * max(m)", true},
+		// Not: SUM or COUNT of the one row's value (repeated per row), a
+		// global aggregate or grouping sets (a row for no input), a side
+		// that is not known to give one row.
+		{"SELECT fk, sum(m) FROM fact, (SELECT max(q) AS m FROM fact) s GROUP BY fk", false},
+		{"SELECT fk, count(m) FROM fact, (SELECT max(q) AS m FROM fact) s GROUP BY fk", false},
+		{"SELECT max(m), sum(q) FROM fact, (SELECT max(q) AS m FROM fact) s WHERE q > 1000", false},
+		{"SELECT fk, yr, max(m) FROM fact, (SELECT max(q) AS m FROM fact) s GROUP BY ROLLUP (fk, yr)", false},
+		{"SELECT fk, max(m) FROM fact, (SELECT q AS m FROM fact ORDER BY q LIMIT 1) s GROUP BY fk", false},
 	} {
 		b, err := on.Bind(c.q)
 		if err != nil {
