@@ -15,8 +15,9 @@ import (
 	"github.com/flightd/flightd/plan"
 )
 
-// TestEagerAggregate checks rule eager_aggregate (and the aggregation
-// before a join with one row, which it also does) on random sales rows over a
+// TestEagerAggregate checks rules eager_aggregate (and the aggregation
+// before a join with one row, which it also does) and semi_join_set_ops on
+// random sales rows over a
 // dimension whose keys repeat (a key matching two rows counts each partial
 // group twice, as it counts each row twice without the rule) and are
 // sometimes NULL: each query gives the same rows with the rule and without
@@ -67,7 +68,7 @@ func TestEagerAggregate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer on.Close()
-	off, err := slt.NewInProc(ctx, dir, mem, plan.Options{DisabledRules: []string{"eager_aggregate"}})
+	off, err := slt.NewInProc(ctx, dir, mem, plan.Options{DisabledRules: []string{"eager_aggregate", "semi_join_set_ops"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,6 +130,14 @@ func TestEagerAggregate(t *testing.T) {
 		{"SELECT max(m), sum(q) FROM fact, (SELECT max(q) AS m FROM fact) s WHERE q > 1000", false},
 		{"SELECT fk, yr, max(m) FROM fact, (SELECT max(q) AS m FROM fact) s GROUP BY ROLLUP (fk, yr)", false},
 		{"SELECT fk, max(m) FROM fact, (SELECT q AS m FROM fact ORDER BY q LIMIT 1) s GROUP BY fk", false},
+		// Rule semi_join_set_ops: INTERSECT, EXCEPT and DISTINCT of one
+		// side's columns of a join read that side semi-joined (q14's
+		// cross_items); not INTERSECT ALL, nor columns of both sides.
+		{"SELECT cat, name FROM fact JOIN dim ON fk = k INTERSECT SELECT cat, name FROM dim JOIN fact ON k = fk WHERE q > 50", true},
+		{"SELECT name FROM dim JOIN fact ON k = fk EXCEPT SELECT name FROM fact JOIN dim ON fk = k WHERE yr = 1", true},
+		{"SELECT DISTINCT yr, q FROM fact JOIN dim ON fk = k WHERE q < 0", true},
+		{"SELECT cat FROM fact JOIN dim ON fk = k INTERSECT ALL SELECT cat FROM dim", false},
+		{"SELECT DISTINCT cat, yr FROM fact JOIN dim ON fk = k", false},
 	} {
 		b, err := on.Bind(c.q)
 		if err != nil {
