@@ -1,10 +1,14 @@
 package exec
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
@@ -86,40 +90,127 @@ func (e *KeySetExpr) String() string { return fmt.Sprintf("%s IN join build keys
 
 // Eval implements Expr: a boolean array without NULLs.
 func (e *KeySetExpr) Eval(_ context.Context, ec *Context, b arrow.RecordBatch) (arrow.Array, error) {
-	if e.Index < 0 || e.Index >= int(b.NumCols()) {
-		return nil, fmt.Errorf("%w: column %s (#%d) out of range of a %d-column input", ErrInvalid, e.Name, e.Index, b.NumCols())
-	}
 	n := int(b.NumRows())
 	buf := memory.NewResizableBuffer(ec.Mem)
 	buf.Resize(int(bitutil.BytesForBits(int64(n))))
 	out := buf.Bytes()
-	lo, hi, set, ok := e.Range.get()
-	col := b.Column(e.Index)
-	switch {
-	case !ok:
-		bitutil.SetBitsTo(out, 0, int64(n), true)
-	case !vectorized.IsIntKeyType(col.DataType()):
+	clear(out)
+	bitutil.SetBitsTo(out, 0, int64(n), true)
+	if err := e.and(out, b); err != nil {
 		buf.Release()
-		return nil, fmt.Errorf("%w: join key column %s is %s, not an integer", ErrInvalid, e.Name, col.DataType())
-	default:
-		clear(out)
-		switch col.DataType().ID() {
-		case arrow.INT32, arrow.DATE32:
-			keySetBits(out, vectorized.Values[int32](col), col, lo, hi, set)
-		default:
-			keySetBits(out, vectorized.IntKeyValues(col, nil), col, lo, hi, set)
-		}
+		return nil, err
 	}
 	return vectorized.FinishBool(n, buf, vectorized.Validity{}), nil
 }
 
-// keySetBits sets bit i of out (zeroed) for each non-NULL vals[i] in
-// [lo, hi] and in set (when set is not nil). It builds each output byte
-// from eight keys without branches and clears the NULL rows with the
-// validity bitmap afterwards: a per-row branch and IsValid cost 12-18 ns
-// a row, and the probe sides it filters hold millions of rows.
+// and clears the bits of out (one per row of b) of the rows e is false
+// on, reading only the groups of eight rows out still has a bit set in:
+// the cheaper way once an earlier key set dropped most rows. While nothing
+// is published it leaves out as it is.
+func (e *KeySetExpr) and(out []byte, b arrow.RecordBatch) error {
+	if e.Index < 0 || e.Index >= int(b.NumCols()) {
+		return fmt.Errorf("%w: column %s (#%d) out of range of a %d-column input", ErrInvalid, e.Name, e.Index, b.NumCols())
+	}
+	lo, hi, set, ok := e.Range.get()
+	col := b.Column(e.Index)
+	switch {
+	case !ok:
+		return nil
+	case !vectorized.IsIntKeyType(col.DataType()):
+		return fmt.Errorf("%w: join key column %s is %s, not an integer", ErrInvalid, e.Name, col.DataType())
+	}
+	switch col.DataType().ID() {
+	case arrow.INT32, arrow.DATE32:
+		keySetBits(out, vectorized.Values[int32](col), col, lo, hi, set)
+	default:
+		keySetBits(out, vectorized.IntKeyValues(col, nil), col, lo, hi, set)
+	}
+	return nil
+}
+
+// KeySetsExpr is the AND of several key sets on one scan (a fact table
+// probed by several joins). It tries the set that dropped the largest
+// share of rows so far first, and each later one only on the groups of
+// eight rows still in: a date key set that keeps 2% of store_sales spares
+// the other sets almost all their reads, with no rows copied.
+type KeySetsExpr struct {
+	Sets  []*KeySetExpr
+	stats *keySetStats // shared by the copies remapColumns makes
+}
+
+// keySetStats counts, per set, the rows it was tried on and kept. The
+// parallel copies of a pipeline share it: atomics.
+type keySetStats struct {
+	tried, kept []atomic.Int64
+}
+
+// NewKeySets returns the AND of sets.
+func NewKeySets(sets []*KeySetExpr) *KeySetsExpr {
+	return &KeySetsExpr{Sets: sets, stats: &keySetStats{
+		tried: make([]atomic.Int64, len(sets)), kept: make([]atomic.Int64, len(sets)),
+	}}
+}
+
+// DataType implements Expr.
+func (e *KeySetsExpr) DataType() arrow.DataType { return arrow.FixedWidthTypes.Boolean }
+
+// String implements Expr.
+func (e *KeySetsExpr) String() string {
+	parts := make([]string, len(e.Sets))
+	for i, s := range e.Sets {
+		parts[i] = s.String()
+	}
+	return strings.Join(parts, " AND ")
+}
+
+// Eval implements Expr: a boolean array without NULLs.
+func (e *KeySetsExpr) Eval(_ context.Context, ec *Context, b arrow.RecordBatch) (arrow.Array, error) {
+	n := int64(b.NumRows())
+	buf := memory.NewResizableBuffer(ec.Mem)
+	buf.Resize(int(bitutil.BytesForBits(n)))
+	out := buf.Bytes()
+	clear(out)
+	bitutil.SetBitsTo(out, 0, n, true)
+	left := n
+	for _, i := range e.order() {
+		if left == 0 {
+			break
+		}
+		if err := e.Sets[i].and(out, b); err != nil {
+			buf.Release()
+			return nil, err
+		}
+		kept := int64(bitutil.CountSetBits(out, 0, int(n)))
+		e.stats.tried[i].Add(left)
+		e.stats.kept[i].Add(kept)
+		left = kept
+	}
+	return vectorized.FinishBool(int(n), buf, vectorized.Validity{}), nil
+}
+
+// order returns the sets' indexes by the share of the rows they kept so
+// far, smallest first (an untried set counts as keeping half).
+func (e *KeySetsExpr) order() []int {
+	share := make([]float64, len(e.Sets))
+	idx := make([]int, len(e.Sets))
+	for i := range e.Sets {
+		idx[i] = i
+		share[i] = float64(e.stats.kept[i].Load()+1) / float64(e.stats.tried[i].Load()+2)
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(share[a], share[b]) })
+	return idx
+}
+
+// keySetBits clears bit i of out for each vals[i] that is NULL, outside
+// [lo, hi] or not in set (when set is not nil). It builds each byte from
+// eight keys without branches and applies the validity bitmap afterwards:
+// a per-row branch and IsValid cost 12-18 ns a row, and the probe sides it
+// filters hold millions of rows. It skips the bytes of out that are
+// already zero.
 func keySetBits[T int32 | int64](out []byte, vals []T, col arrow.Array, lo, hi int64, set []byte) {
+	n := len(vals)
 	if lo > hi {
+		bitutil.SetBitsTo(out, 0, int64(n), false)
 		return
 	}
 	// v is in [lo, hi] when v-lo, as unsigned, is at most hi-lo: the
@@ -139,13 +230,19 @@ func keySetBits[T int32 | int64](out []byte, vals []T, col arrow.Array, lo, hi i
 		}
 		return bit
 	}
-	n := len(vals)
 	for b := range n / 8 {
+		if out[b] == 0 {
+			continue
+		}
 		v := vals[b*8 : b*8+8]
-		out[b] = in(v[0]) | in(v[1])<<1 | in(v[2])<<2 | in(v[3])<<3 | in(v[4])<<4 | in(v[5])<<5 | in(v[6])<<6 | in(v[7])<<7
+		out[b] &= in(v[0]) | in(v[1])<<1 | in(v[2])<<2 | in(v[3])<<3 | in(v[4])<<4 | in(v[5])<<5 | in(v[6])<<6 | in(v[7])<<7
 	}
-	for i := n &^ 7; i < n; i++ {
-		out[i>>3] |= in(vals[i]) << (i & 7)
+	if i := n &^ 7; i < n {
+		last := ^byte(0) << (n & 7) // the bits past the end stay
+		for ; i < n; i++ {
+			last |= in(vals[i]) << (i & 7)
+		}
+		out[n>>3] &= last
 	}
 	if col.NullN() > 0 {
 		bitutil.BitmapAnd(out, col.NullBitmapBytes(), 0, int64(col.Data().Offset()), out, 0, int64(n))

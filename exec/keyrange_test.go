@@ -341,16 +341,21 @@ func BenchmarkKeySetExpr(b *testing.B) {
 }
 
 // BenchmarkKeySetFilters filters 64K rows of five int32 key columns and a
-// decimal by a key set on each key (each keeps half the keys: 1/32 of the
-// rows pass all five), as one filter per key set ("stacked", how scans
-// were built) and as one filter of their AND ("chained").
+// decimal by a key set on each key, as one filter of their AND chain
+// ("chained", narrowing to the survivors) and of one KeySetsExpr
+// ("keysets"). With sel=half each set keeps half the keys (1/32 of the
+// rows pass all five); with sel=last2pct the fifth keeps 1/50 of them (a
+// date key set last, as on q25's store_sales).
 func BenchmarkKeySetFilters(b *testing.B) {
 	mem := memory.NewGoAllocator()
-	var build []*int64
-	for k := int64(0); k < 1000; k += 2 {
-		build = append(build, &k)
+	keys := func(step int64) *exec.KeyRange {
+		var build []*int64
+		for k := int64(0); k < 1000; k += step {
+			build = append(build, &k)
+		}
+		return publishedKeys(b, mem, arrow.PrimitiveTypes.Int32, build)
 	}
-	kr := publishedKeys(b, mem, arrow.PrimitiveTypes.Int32, build)
+	half, few := keys(2), keys(50)
 	fields := []arrow.Field{{Name: "d", Type: &arrow.Decimal128Type{Precision: 7, Scale: 2}}}
 	for c := range 5 {
 		fields = append(fields, arrow.Field{Name: fmt.Sprint("k", c), Type: arrow.PrimitiveTypes.Int32})
@@ -370,39 +375,127 @@ func BenchmarkKeySetFilters(b *testing.B) {
 		in = append(in, rb.NewRecordBatch())
 	}
 	defer release(in)
-	var sets []exec.Expr
-	for c := 1; c <= 5; c++ {
-		sets = append(sets, &exec.KeySetExpr{Index: c, Name: fields[c].Name, Range: kr})
-	}
-	for _, chained := range []bool{false, true} {
-		b.Run(fmt.Sprintf("chained=%v", chained), func(b *testing.B) {
-			var rows int64
-			cpu0 := cpuTime()
-			for b.Loop() {
-				ec := exec.NewContext(mem)
-				op := exectest.Source(ec, schema, retained(in))
-				if chained {
-					pred := sets[0]
-					for _, s := range sets[1:] {
-						var err error
-						if pred, err = exec.NewCall("and", pred, s); err != nil {
-							b.Fatal(err)
+	for _, sel := range []string{"half", "last2pct"} {
+		for _, mode := range []string{"chained", "keysets"} {
+			b.Run(fmt.Sprintf("sel=%s/%s", sel, mode), func(b *testing.B) {
+				var sets []*exec.KeySetExpr
+				for c := 1; c <= 5; c++ {
+					kr := half
+					if c == 5 && sel == "last2pct" {
+						kr = few
+					}
+					sets = append(sets, &exec.KeySetExpr{Index: c, Name: fields[c].Name, Range: kr})
+				}
+				var rows int64
+				cpu0 := cpuTime()
+				for b.Loop() {
+					ec := exec.NewContext(mem)
+					var pred exec.Expr = exec.NewKeySets(sets)
+					if mode == "chained" {
+						pred = sets[0]
+						for _, s := range sets[1:] {
+							var err error
+							if pred, err = exec.NewCall("and", pred, s); err != nil {
+								b.Fatal(err)
+							}
 						}
 					}
-					op = exec.NewFilter(ec, op, pred)
-				} else {
-					for _, s := range sets {
-						op = exec.NewFilter(ec, op, s)
+					n, err := exec.Drain(context.Background(), exec.NewFilter(ec, exectest.Source(ec, schema, retained(in)), pred))
+					if err != nil {
+						b.Fatal(err)
 					}
+					rows = n
 				}
-				n, err := exec.Drain(context.Background(), op)
-				if err != nil {
-					b.Fatal(err)
+				b.ReportMetric(float64(rows), "rows/op")
+				b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			})
+		}
+	}
+}
+
+// TestKeySetsExprRandom: the AND of several key sets (int32 and int64
+// columns, NULLs, batches sliced at an offset within a byte, lengths that
+// are not multiples of 8) keeps exactly the rows every set alone keeps,
+// batch after batch while its order of the sets adapts to what they
+// dropped, with one set that drops nearly every row and one never
+// published (which keeps every row).
+func TestKeySetsExprRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 18))
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ec := exec.NewContext(mem)
+	types := []arrow.DataType{arrow.PrimitiveTypes.Int32, arrow.PrimitiveTypes.Int64, arrow.PrimitiveTypes.Int32, arrow.PrimitiveTypes.Int64}
+	var fields []arrow.Field
+	var sets []*exec.KeySetExpr
+	for c, typ := range types {
+		fields = append(fields, arrow.Field{Name: fmt.Sprint("k", c), Type: typ, Nullable: true})
+		kr := &exec.KeyRange{}
+		if c < 3 {
+			// Set c keeps about 1/(1+10c) of the keys 0..99 (set 0 all).
+			var build []*int64
+			for k := range int64(100) {
+				if rng.IntN(1+10*c) == 0 {
+					build = append(build, &k)
 				}
-				rows = n
 			}
-			b.ReportMetric(float64(rows), "rows/op")
-			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
-		})
+			kr = publishedKeys(t, mem, typ, build)
+		}
+		sets = append(sets, &exec.KeySetExpr{Index: c, Name: fields[c].Name, Range: kr})
+	}
+	schema := arrow.NewSchema(fields, nil)
+	all := exec.NewKeySets(sets)
+	for iter := range 60 {
+		n := rng.IntN(3000) + 1
+		cols := make([]arrow.Array, len(types))
+		for c, typ := range types {
+			var vals []*int64
+			for range n {
+				k := rng.Int64N(104) - 2
+				if rng.IntN(20) == 0 {
+					vals = append(vals, nil)
+				} else {
+					vals = append(vals, &k)
+				}
+			}
+			one := intBatch(mem, arrow.NewSchema([]arrow.Field{{Name: "k", Type: typ, Nullable: true}}, nil), vals)
+			cols[c] = one.Column(0)
+			cols[c].Retain()
+			one.Release()
+		}
+		whole := array.NewRecordBatch(schema, cols, int64(n))
+		for _, c := range cols {
+			c.Release()
+		}
+		off := rng.IntN(min(9, n))
+		b := whole.NewSlice(int64(off), int64(n))
+		whole.Release()
+		got, err := all.Eval(context.Background(), ec, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.NullN() != 0 || got.Len() != n-off {
+			t.Fatalf("batch %d: mask of %d rows with %d NULLs, want %d without", iter, got.Len(), got.NullN(), n-off)
+		}
+		want := make([]bool, n-off)
+		for i := range want {
+			want[i] = true
+		}
+		for _, s := range sets {
+			a, err := s.Eval(context.Background(), ec, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range want {
+				want[i] = want[i] && a.(*array.Boolean).Value(i)
+			}
+			a.Release()
+		}
+		for i, w := range want {
+			if g := got.(*array.Boolean).Value(i); g != w {
+				t.Fatalf("batch %d (%d rows from %d), row %d: kept %v, want %v", iter, n-off, off, i, g, w)
+			}
+		}
+		got.Release()
+		b.Release()
 	}
 }

@@ -17,6 +17,10 @@ func exprColumns(e Expr) ([]int, bool) {
 			cols = append(cols, x.Index)
 		case *KeySetExpr:
 			cols = append(cols, x.Index)
+		case *KeySetsExpr:
+			for _, k := range x.Sets {
+				cols = append(cols, k.Index)
+			}
 		case *LiteralExpr:
 		case *CastExpr:
 			return walk(x.Input)
@@ -109,6 +113,13 @@ func remapColumns(e Expr, to map[int]int) Expr {
 	case *KeySetExpr:
 		c := *x
 		c.Index = to[x.Index]
+		return &c
+	case *KeySetsExpr:
+		c := *x
+		c.Sets = make([]*KeySetExpr, len(x.Sets))
+		for i, k := range x.Sets {
+			c.Sets[i] = remapColumns(k, to).(*KeySetExpr)
+		}
 		return &c
 	case *CastExpr:
 		c := *x

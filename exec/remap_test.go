@@ -23,3 +23,22 @@ func TestKeySetExprNarrows(t *testing.T) {
 		t.Fatalf("remapped key set %#v (original index %d), want index 0 sharing the range", nes[0], k.Index)
 	}
 }
+
+// TestKeySetsExprNarrows: the columns of a scan's key sets are known too,
+// and the narrowed copy reads the remapped columns, shares the ranges and
+// leaves the original as it was.
+func TestKeySetsExprNarrows(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "a", Type: arrow.PrimitiveTypes.Int64}, {Name: "s", Type: arrow.BinaryTypes.String},
+		{Name: "b", Type: arrow.PrimitiveTypes.Int32},
+	}, nil)
+	ks := NewKeySets([]*KeySetExpr{{Index: 2, Name: "b", Range: &KeyRange{}}, {Index: 0, Name: "a", Range: &KeyRange{}}})
+	cols, narrow, nes, ok := narrowExprs(schema, ks)
+	if !ok || len(cols) != 2 || cols[0] != 0 || cols[1] != 2 || narrow.NumFields() != 2 {
+		t.Fatalf("narrowExprs of key sets on columns 2 and 0: cols %v, ok %v", cols, ok)
+	}
+	nk, _ := nes[0].(*KeySetsExpr)
+	if nk == nil || nk.Sets[0].Index != 1 || nk.Sets[1].Index != 0 || nk.Sets[0].Range != ks.Sets[0].Range || ks.Sets[0].Index != 2 {
+		t.Fatalf("remapped key sets %#v (original first index %d), want indexes 1 and 0 sharing the ranges", nes[0], ks.Sets[0].Index)
+	}
+}

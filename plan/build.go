@@ -547,13 +547,19 @@ func (bd *builder) scan(ts *TableScan) (exec.Operator, error) {
 		return &splitChain{splits: splits}, nil
 	})
 	// The rows no build key matches go before they reach the joins.
-	var keySets []exec.Expr
+	var keySets []*exec.KeySetExpr
 	for i, r := range ts.Ranges {
 		if c := slices.Index(n.Names, r.Column); c >= 0 {
 			keySets = append(keySets, &exec.KeySetExpr{Index: c, Name: r.Column, Range: ranges[i]})
 		}
 	}
-	return bd.filtered(src, n, keySets...)
+	switch len(keySets) {
+	case 0:
+		return bd.filtered(src, n)
+	case 1:
+		return bd.filtered(src, n, keySets[0])
+	}
+	return bd.filtered(src, n, exec.NewKeySets(keySets))
 }
 
 // scanSpec is what a scan of n reads, with the pushed conditions on
