@@ -54,6 +54,14 @@ var logicalRules = []rule{
 		}
 		return eagerAggregate(b, root)
 	}},
+	// After join_keys: it keeps the joins' split keys (rules_setop.go). A
+	// streaming plan keeps its joins: their state differs.
+	{name: "semi_join_set_ops", apply: func(b *binder, root Node) Node {
+		if b.streamPos != nil {
+			return root
+		}
+		return semiJoinSetOps(root)
+	}},
 	{name: "prune_columns", apply: func(_ *binder, root Node) Node { return pruneColumns(root, idSet(root.Columns())) }},
 	{name: "scan_predicates", needs: []string{"push_filters"}, apply: func(_ *binder, root Node) Node {
 		derivePushdown(root)
