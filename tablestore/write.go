@@ -510,11 +510,7 @@ func (w *Write) flush(ctx context.Context) error {
 func (w *Write) writeLevel0(ctx context.Context, out arrow.RecordBatch, part []datum, bucket int) error {
 	dw := w.t.st.newDataWriter(w.sch, part, bucket, 0, "APPEND", 0, w.dirs)
 	dw.oneBatch = true
-	if err := dw.write(ctx, out); err != nil {
-		dw.abort()
-		return err
-	}
-	ents, err := dw.finish()
+	ents, err := writeAll(ctx, dw, out)
 	if err != nil {
 		return err
 	}
@@ -530,17 +526,21 @@ func (w *Write) writeInputChangelog(ctx context.Context, ord arrow.RecordBatch, 
 	slices.SortFunc(bySeq, func(a, b int) int { return cmp.Compare(w.seqs[a], w.seqs[b]) })
 	out := w.gatherRows(ord, bySeq)
 	defer out.Release()
-	cw := w.t.st.newChangelogWriter(w.sch, part, bucket, "APPEND", w.dirs)
-	if err := cw.write(ctx, out); err != nil {
-		cw.abort()
-		return err
-	}
-	ents, err := cw.finish()
+	ents, err := writeAll(ctx, w.t.st.newChangelogWriter(w.sch, part, bucket, "APPEND", w.dirs), out)
 	if err != nil {
 		return err
 	}
 	w.logs = append(w.logs, ents...)
 	return nil
+}
+
+// writeAll writes out as d's files and returns them, or removes them.
+func writeAll(ctx context.Context, d *dataWriter, out arrow.RecordBatch) ([]*manifestEntry, error) {
+	if err := d.write(ctx, out); err != nil {
+		d.abort()
+		return nil, err
+	}
+	return d.finish()
 }
 
 // orderRecord builds the columns that order the buffered rows: the system
