@@ -161,6 +161,16 @@ func Puts(mem memory.Allocator, table string) ([]Put, error) {
 	binary.LittleEndian.PutUint32(m[1].DataBody[i+4:], 1000)
 	puts = append(puts, Put{"string offsets", m})
 
+	// A string that is not UTF-8 ("beta" as "b\xffta"): stored, it would
+	// come back from every scan as garbage to a client's decoder.
+	m = msgs(plain)
+	i = strings.Index(string(m[1].DataBody), "beta")
+	if i < 0 {
+		return nil, fmt.Errorf("string values not found in the body")
+	}
+	m[1].DataBody[i+1] = 0xff
+	puts = append(puts, Put{"invalid UTF-8", m})
+
 	// A batch claiming 2^40 rows.
 	m = msgs(plain)
 	for off := 0; off+8 <= len(m[1].DataHeader); off += 8 {
