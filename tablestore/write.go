@@ -439,7 +439,6 @@ func (w *Write) flush(ctx context.Context) error {
 		}
 		return 0
 	}
-	permuted := true // idx is no longer 0..n-1
 	if fast, ok := fastKeySort(sch, col, buckets, partCmp); ok {
 		idx = fast
 	} else if sch.hasPK() {
@@ -451,8 +450,6 @@ func (w *Write) flush(ctx context.Context) error {
 		})
 	} else if partCmp != nil || sch.opts.buckets > 1 {
 		slices.SortStableFunc(idx, groupCmp)
-	} else {
-		permuted = false
 	}
 	mf := newMergeFunction(sch)
 	var rm rowMerger
@@ -476,12 +473,6 @@ func (w *Write) flush(ctx context.Context) error {
 			}
 		case sch.hasPK():
 			out = w.gatherRows(ord, mergeSorted(order, mf, rows, false))
-		case len(w.recs) == 1 && len(rows) == n && !permuted:
-			// One buffered batch, every row in order (an append table's
-			// bulk ingest): written as it is. Gathering copied every value
-			// of the commit once more (3-5% of the Nexmark load's CPU profile).
-			out = w.recs[0]
-			out.Retain()
 		default:
 			out = w.gatherRows(ord, rows)
 		}
