@@ -34,10 +34,14 @@ func (j *joinOp) reducible() bool {
 // the build side is filtered to the rows whose key one of those rows has
 // (a semi-join reduction): q95's IN (SELECT ws_order_number FROM ws_wh)
 // built a hash table of 6.6M rows for 192 probe rows. Either way the rows
-// read are replayed to the probe.
+// read are replayed to the probe. The rows held count against the memory
+// budget: past a quarter of Context.MemoryLimit, or past what the pool
+// grants, the join stops reading ahead and builds as usual (wide rows:
+// 8192 of them may be gigabytes).
 func (j *joinOp) reduceBuild(ctx context.Context) error {
 	var held []arrow.RecordBatch
-	rows, ended := 0, false
+	res := j.ec.NewReservation(true)
+	rows, bytes, ended := 0, int64(0), false
 	for rows <= maxReduceRows {
 		b, err := Next(ctx, j.left)
 		if errors.Is(err, io.EOF) {
@@ -46,13 +50,18 @@ func (j *joinOp) reduceBuild(ctx context.Context) error {
 		}
 		if err != nil {
 			releaseBatches(held)
+			res.Free()
 			return err
 		}
 		b.Retain()
 		held = append(held, b)
 		rows += int(b.NumRows())
+		bytes += batchBytes(b)
+		if limit := j.ec.MemoryLimit; limit > 0 && bytes > limit/4 || !res.TryResize(bytes) {
+			break
+		}
 	}
-	replay := &replayOp{child: j.left, held: held, rest: !ended}
+	replay := &replayOp{child: j.left, held: held, rest: !ended, res: res}
 	j.left = replay
 	if !ended {
 		return nil
@@ -88,6 +97,7 @@ func (j *joinOp) reduceBuild(ctx context.Context) error {
 type replayOp struct {
 	child Operator
 	held  []arrow.RecordBatch
+	res   *Reservation // held's bytes, until replayed
 	rest  bool
 	cur   current
 }
@@ -103,6 +113,7 @@ func (r *replayOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		return r.cur.set(b), nil
 	}
 	r.cur.release()
+	r.res.Free()
 	if !r.rest {
 		return nil, io.EOF
 	}
@@ -113,6 +124,7 @@ func (r *replayOp) Close() error {
 	r.cur.release()
 	releaseBatches(r.held)
 	r.held = nil
+	r.res.Free()
 	return r.child.Close()
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -131,5 +132,107 @@ func TestJoinReducesBuild(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestJoinReadAheadWithinBudget: the rows a hash join reads ahead of its
+// probe side count against the memory budget. Four probe rows of 300 KB
+// strings are over a quarter of a 1 MiB limit, and over what a 1 MiB pool
+// grants: the join gives up the reduction and builds all 10,000 build rows
+// (it held the 1.2 MB uncharged before, and 8192 such rows would have been
+// 2.4 GB). Without a budget it reduces the build to the 20 rows of the
+// probe's keys. Every way, it answers as the nested-loop join does, and the
+// pool holds nothing after Close.
+func TestJoinReadAheadWithinBudget(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	probeSchema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64, Nullable: true}, {Name: "s", Type: arrow.BinaryTypes.String}}, nil)
+	pb := array.NewRecordBuilder(mem, probeSchema)
+	for i, k := range []int64{1, 2, 2, -1} {
+		if k < 0 {
+			pb.Field(0).AppendNull()
+		} else {
+			pb.Field(0).(*array.Int64Builder).Append(k)
+		}
+		pb.Field(1).(*array.StringBuilder).Append(strings.Repeat(fmt.Sprint(i), 300_000))
+	}
+	probe := pb.NewRecordBatch()
+	pb.Release()
+	defer probe.Release()
+	buildSchema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	bb := array.NewRecordBuilder(mem, buildSchema)
+	for i := range 10_000 {
+		bb.Field(0).(*array.Int64Builder).Append(int64(i % 1000))
+		bb.Field(1).(*array.Int64Builder).Append(int64(i))
+	}
+	build := bb.NewRecordBatch()
+	bb.Release()
+	defer build.Release()
+	k := func(i int) Expr { return NewColumn(i, arrow.PrimitiveTypes.Int64, "k") }
+	cond, err := NewCall("equal", k(0), k(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		limit int64
+		pool  int64
+		built int
+	}{
+		{"no budget", 0, 0, 20},
+		{"limit", 1 << 20, 0, 10_000},
+		{"pool", 0, 1 << 20, 10_000},
+		{"pool with room", 0, 64 << 20, 20},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ec := NewContext(mem)
+			ec.MemoryLimit = c.limit
+			if c.pool > 0 {
+				ec.Pool = NewMemoryPool(c.pool)
+			}
+			src := func(s *arrow.Schema, b arrow.RecordBatch) Operator {
+				return NewSource(ec, s, func(context.Context) (BatchSource, error) { return &sliceSource{bs: []arrow.RecordBatch{b}}, nil })
+			}
+			rows := func(op Operator) []string {
+				t.Helper()
+				out, err := Collect(context.Background(), op)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, b := range out {
+					for r := range int(b.NumRows()) {
+						got = append(got, fmt.Sprint(b.Column(0).ValueStr(r), len(b.Column(1).ValueStr(r)), b.Column(3).ValueStr(r)))
+					}
+					b.Release()
+				}
+				if err := op.Close(); err != nil {
+					t.Fatal(err)
+				}
+				slices.Sort(got)
+				return got
+			}
+			op, err := NewHashJoin(ec, src(probeSchema, probe), src(buildSchema, build), InnerJoin, []Expr{k(0)}, []Expr{k(0)}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := op.Open(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if n := op.(*joinOp).build.n; n != c.built {
+				t.Errorf("built %d rows, want %d", n, c.built)
+			}
+			got := rows(op)
+			nl, err := NewNestedLoopJoin(ec, src(probeSchema, probe), src(buildSchema, build), InnerJoin, cond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := rows(nl); len(got) != 30 || !slices.Equal(got, want) {
+				t.Fatalf("%d rows, want 30 as the nested-loop join's %d:\ngot  %.200q\nwant %.200q", len(got), len(want), got, want)
+			}
+			if ec.Pool != nil && ec.Pool.Reserved() != 0 {
+				t.Errorf("the pool holds %d bytes after Close", ec.Pool.Reserved())
+			}
+		})
 	}
 }
