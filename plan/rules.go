@@ -62,6 +62,13 @@ var logicalRules = []rule{
 		}
 		return semiJoinSetOps(root)
 	}},
+	// After eager_aggregate, which splits the aggregates it moves.
+	{name: "aggregate_subexpressions", apply: func(b *binder, root Node) Node {
+		if b.streamPos != nil {
+			return root
+		}
+		return aggregateSubexpressions(b, root)
+	}},
 	{name: "prune_columns", apply: func(_ *binder, root Node) Node { return pruneColumns(root, idSet(root.Columns())) }},
 	{name: "scan_predicates", needs: []string{"push_filters"}, apply: func(_ *binder, root Node) Node {
 		derivePushdown(root)

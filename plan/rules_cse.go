@@ -1,0 +1,163 @@
+package plan
+
+import "slices"
+
+// aggregateSubexpressions computes once, in a projection below an
+// aggregation, a subexpression its aggregates' arguments repeat: q62's
+// five CASE sums of shipping delays compare ws_ship_date_sk -
+// ws_sold_date_sk nine times a row, and the subtractions were a tenth of
+// its CPU. Only an expression every row computes anyway is moved (one of
+// its occurrences is evaluated for every row: not only under a CASE arm, a
+// later AND or OR operand, or an argument of a FILTERed aggregate), so the
+// projection raises no error the aggregation would not have raised.
+// Volatile expressions stay where they are: each occurrence is its own
+// value.
+func aggregateSubexpressions(b *binder, n Node) Node {
+	for i, in := range n.Inputs() {
+		setInput(n, i, aggregateSubexpressions(b, in))
+	}
+	a, ok := n.(*AggNode)
+	if !ok {
+		return n
+	}
+	seen := map[string]int{}
+	sure := map[string]bool{}
+	for _, c := range a.Aggs {
+		for _, e := range c.Args {
+			countRepeatable(e, seen)
+			if c.Filter == nil {
+				everyRow(e, sure)
+			}
+		}
+		if c.Filter != nil {
+			countRepeatable(c.Filter, seen)
+			everyRow(c.Filter, sure)
+		}
+	}
+	proj := &ProjectNode{Input: a.Input}
+	for _, c := range a.Input.Columns() {
+		proj.Exprs, proj.Cols = append(proj.Exprs, colRef(c)), append(proj.Cols, c)
+	}
+	computed := map[string]ColRef{}
+	hoist := func(e Expr) Expr {
+		var top func(Expr) Expr
+		top = func(x Expr) Expr {
+			k := exprKey(x)
+			if seen[k] < 2 || !sure[k] {
+				return rebuild(x, top)
+			}
+			ref, ok := computed[k]
+			if !ok {
+				col := b.newCol("common", x.Type(), true)
+				proj.Exprs, proj.Cols = append(proj.Exprs, x), append(proj.Cols, col)
+				ref = *colRef(col)
+				computed[k] = ref
+			}
+			return &ref
+		}
+		return top(e)
+	}
+	aggs := slices.Clone(a.Aggs)
+	for i := range aggs {
+		aggs[i].Args = slices.Clone(aggs[i].Args)
+		for j, e := range aggs[i].Args {
+			aggs[i].Args[j] = hoist(e)
+		}
+		if aggs[i].Filter != nil {
+			aggs[i].Filter = hoist(aggs[i].Filter)
+		}
+	}
+	if len(computed) == 0 {
+		return n
+	}
+	a.Input, a.Aggs = proj, aggs
+	return a
+}
+
+// countRepeatable counts by exprKey the subexpressions of e worth
+// computing once: calls, casts and CASEs without a volatile call.
+func countRepeatable(e Expr, seen map[string]int) {
+	walkExpr(e, func(x Expr) {
+		switch x.(type) {
+		case *Call, *Cast, *Case:
+			if keyed(x) && !callsVolatileExpr(x) {
+				seen[exprKey(x)]++
+			}
+		}
+	})
+}
+
+// keyed reports whether exprKey tells e from every other expression: it
+// names other kinds of node (a subquery's) by their type only.
+func keyed(e Expr) bool {
+	ok := true
+	walkExpr(e, func(x Expr) {
+		switch x.(type) {
+		case *Call, *Cast, *Case, *In, *ColRef, *Const, *ParamRef:
+		default:
+			ok = false
+		}
+	})
+	return ok
+}
+
+// everyRow marks the subexpressions of e evaluated for every row e is:
+// the arguments of functions that read them all (everyArgFns), an AND's or OR's first operand, a
+// CASE's first condition.
+func everyRow(e Expr, sure map[string]bool) {
+	sure[exprKey(e)] = true
+	switch x := e.(type) {
+	case *Call:
+		switch {
+		case x.Fn == "and" || x.Fn == "or":
+			everyRow(x.Args[0], sure)
+		case everyArgFns[x.Fn]:
+			for _, arg := range x.Args {
+				everyRow(arg, sure)
+			}
+		}
+	case *Cast:
+		everyRow(x.X, sure)
+	case *Case:
+		if len(x.Whens) > 0 {
+			everyRow(x.Whens[0].Cond, sure)
+		}
+	}
+}
+
+// everyArgFns evaluate all their arguments for every row.
+var everyArgFns = map[string]bool{
+	"add": true, "subtract": true, "multiply": true, "negate": true,
+	"equal": true, "not_equal": true, "less": true, "less_equal": true, "greater": true, "greater_equal": true,
+	"not": true, "is_null": true, "is_not_null": true,
+}
+
+// rebuild returns x with f applied to its children.
+func rebuild(x Expr, f func(Expr) Expr) Expr {
+	switch c := x.(type) {
+	case *Call:
+		args := make([]Expr, len(c.Args))
+		for i, a := range c.Args {
+			args[i] = f(a)
+		}
+		return &Call{Fn: c.Fn, Args: args, Typ: c.Typ, Pos: c.Pos}
+	case *Cast:
+		return &Cast{X: f(c.X), Typ: c.Typ, Pos: c.Pos}
+	case *Case:
+		out := &Case{Typ: c.Typ}
+		for _, w := range c.Whens {
+			out.Whens = append(out.Whens, CaseWhen{Cond: f(w.Cond), Then: f(w.Then)})
+		}
+		if c.Else != nil {
+			out.Else = f(c.Else)
+		}
+		return out
+	case *In:
+		l := make([]Expr, len(c.List))
+		for i, a := range c.List {
+			l[i] = f(a)
+		}
+		return &In{X: f(c.X), List: l}
+	}
+	return x
+}
