@@ -1609,37 +1609,10 @@ func (b *binder) rewriteGrouped(sb *selectBinding, x Expr, src sql.Expr) Expr {
 				return colRef(c)
 			}
 		}
-		switch y := e.(type) {
-		case *ColRef:
-			if !avail[y.ID] {
-				b.fail(src.Position(), "column %q must appear in GROUP BY or be used in an aggregate function", y.Name)
-			}
-			return y
-		case *Call:
-			args := make([]Expr, len(y.Args))
-			for i, a := range y.Args {
-				args[i] = rw(a)
-			}
-			return &Call{Fn: y.Fn, Args: args, Typ: y.Typ, Pos: y.Pos}
-		case *Cast:
-			return &Cast{X: rw(y.X), Typ: y.Typ, Pos: y.Pos}
-		case *Case:
-			c := &Case{Typ: y.Typ}
-			for _, w := range y.Whens {
-				c.Whens = append(c.Whens, CaseWhen{Cond: rw(w.Cond), Then: rw(w.Then)})
-			}
-			if y.Else != nil {
-				c.Else = rw(y.Else)
-			}
-			return c
-		case *In:
-			l := make([]Expr, len(y.List))
-			for i, a := range y.List {
-				l[i] = rw(a)
-			}
-			return &In{X: rw(y.X), List: l}
+		if y, ok := e.(*ColRef); ok && !avail[y.ID] {
+			b.fail(src.Position(), "column %q must appear in GROUP BY or be used in an aggregate function", y.Name)
 		}
-		return e
+		return rebuild(e, rw)
 	}
 	return rw(x)
 }

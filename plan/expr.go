@@ -180,32 +180,38 @@ func children(e Expr) []Expr {
 // mapExpr rebuilds e bottom-up with f applied to every node; f returns
 // its argument to keep a node.
 func mapExpr(e Expr, f func(Expr) Expr) Expr {
-	switch x := e.(type) {
+	return f(rebuild(e, func(c Expr) Expr { return mapExpr(c, f) }))
+}
+
+// rebuild returns a copy of x with f applied to its children (x itself
+// when it has none).
+func rebuild(x Expr, f func(Expr) Expr) Expr {
+	switch c := x.(type) {
 	case *Call:
-		args := make([]Expr, len(x.Args))
-		for i, a := range x.Args {
-			args[i] = mapExpr(a, f)
+		args := make([]Expr, len(c.Args))
+		for i, a := range c.Args {
+			args[i] = f(a)
 		}
-		return f(&Call{Fn: x.Fn, Args: args, Typ: x.Typ, Pos: x.Pos})
+		return &Call{Fn: c.Fn, Args: args, Typ: c.Typ, Pos: c.Pos}
 	case *Cast:
-		return f(&Cast{X: mapExpr(x.X, f), Typ: x.Typ, Pos: x.Pos})
+		return &Cast{X: f(c.X), Typ: c.Typ, Pos: c.Pos}
 	case *Case:
-		c := &Case{Typ: x.Typ}
-		for _, w := range x.Whens {
-			c.Whens = append(c.Whens, CaseWhen{Cond: mapExpr(w.Cond, f), Then: mapExpr(w.Then, f)})
+		out := &Case{Typ: c.Typ}
+		for _, w := range c.Whens {
+			out.Whens = append(out.Whens, CaseWhen{Cond: f(w.Cond), Then: f(w.Then)})
 		}
-		if x.Else != nil {
-			c.Else = mapExpr(x.Else, f)
+		if c.Else != nil {
+			out.Else = f(c.Else)
 		}
-		return f(c)
+		return out
 	case *In:
-		l := make([]Expr, len(x.List))
-		for i, a := range x.List {
-			l[i] = mapExpr(a, f)
+		l := make([]Expr, len(c.List))
+		for i, a := range c.List {
+			l[i] = f(a)
 		}
-		return f(&In{X: mapExpr(x.X, f), List: l})
+		return &In{X: f(c.X), List: l}
 	}
-	return f(e)
+	return x
 }
 
 // walkExpr calls f on every node of e.

@@ -131,33 +131,3 @@ var everyArgFns = map[string]bool{
 	"equal": true, "not_equal": true, "less": true, "less_equal": true, "greater": true, "greater_equal": true,
 	"not": true, "is_null": true, "is_not_null": true,
 }
-
-// rebuild returns x with f applied to its children.
-func rebuild(x Expr, f func(Expr) Expr) Expr {
-	switch c := x.(type) {
-	case *Call:
-		args := make([]Expr, len(c.Args))
-		for i, a := range c.Args {
-			args[i] = f(a)
-		}
-		return &Call{Fn: c.Fn, Args: args, Typ: c.Typ, Pos: c.Pos}
-	case *Cast:
-		return &Cast{X: f(c.X), Typ: c.Typ, Pos: c.Pos}
-	case *Case:
-		out := &Case{Typ: c.Typ}
-		for _, w := range c.Whens {
-			out.Whens = append(out.Whens, CaseWhen{Cond: f(w.Cond), Then: f(w.Then)})
-		}
-		if c.Else != nil {
-			out.Else = f(c.Else)
-		}
-		return out
-	case *In:
-		l := make([]Expr, len(c.List))
-		for i, a := range c.List {
-			l[i] = f(a)
-		}
-		return &In{X: f(c.X), List: l}
-	}
-	return x
-}
