@@ -49,7 +49,7 @@ const (
 	sortRows            = 600_000
 	poolMiB             = 32
 	poolRSSTimes        = 2
-	poolRSSAllowanceMiB = 128 // the runtime, gRPC buffers, batches in flight, GC slack
+	poolRSSAllowanceMiB = 160 // the runtime, gRPC buffers, batches in flight, GC slack
 )
 
 func poolRSSBound() int64 { return (poolRSSTimes*poolMiB + poolRSSAllowanceMiB) << 20 }
