@@ -222,6 +222,13 @@ func walkExpr(e Expr, f func(Expr)) {
 	}
 }
 
+// anyExpr reports whether f holds for e or a node below it.
+func anyExpr(e Expr, f func(Expr) bool) bool {
+	found := false
+	walkExpr(e, func(x Expr) { found = found || f(x) })
+	return found
+}
+
 // sizeAtMost reports whether e has at most n nodes, visiting no more than
 // n+1 of them (counting all of a large tree at each of its nodes is
 // quadratic).

@@ -34,45 +34,56 @@ func aggregateSubexpressions(b *binder, n Node) Node {
 			everyRow(c.Filter, sure)
 		}
 	}
+	chosen := func(x Expr) bool {
+		if !sizeAtMost(x, maxCommonSize) {
+			return false
+		}
+		k := exprKey(x)
+		return seen[k] >= 2 && sure[k]
+	}
+	if !slices.ContainsFunc(a.Aggs, func(c AggCall) bool {
+		return slices.ContainsFunc(c.Args, func(e Expr) bool { return anyExpr(e, chosen) }) ||
+			c.Filter != nil && anyExpr(c.Filter, chosen)
+	}) {
+		return n
+	}
 	proj := &ProjectNode{Input: a.Input}
 	for _, c := range a.Input.Columns() {
 		proj.Exprs, proj.Cols = append(proj.Exprs, colRef(c)), append(proj.Cols, c)
 	}
-	computed := map[string]ColRef{}
-	hoist := func(e Expr) Expr {
-		var top func(Expr) Expr
-		top = func(x Expr) Expr {
-			k := exprKey(x)
-			if seen[k] < 2 || !sure[k] {
-				return rebuild(x, top)
-			}
-			ref, ok := computed[k]
-			if !ok {
-				col := b.newCol("common", x.Type(), true)
-				proj.Exprs, proj.Cols = append(proj.Exprs, x), append(proj.Cols, col)
-				ref = *colRef(col)
-				computed[k] = ref
-			}
-			return &ref
+	computed := map[string]*ColRef{}
+	var hoist func(Expr) Expr
+	hoist = func(x Expr) Expr {
+		if !chosen(x) {
+			return rebuild(x, hoist)
 		}
-		return top(e)
+		k := exprKey(x)
+		if computed[k] == nil {
+			col := b.newCol("common", x.Type(), true)
+			proj.Exprs, proj.Cols = append(proj.Exprs, x), append(proj.Cols, col)
+			computed[k] = colRef(col)
+		}
+		return computed[k]
 	}
-	aggs := slices.Clone(a.Aggs)
-	for i := range aggs {
-		aggs[i].Args = slices.Clone(aggs[i].Args)
-		for j, e := range aggs[i].Args {
-			aggs[i].Args[j] = hoist(e)
+	a.Aggs = slices.Clone(a.Aggs)
+	for i := range a.Aggs {
+		c := &a.Aggs[i]
+		c.Args = slices.Clone(c.Args)
+		for j, e := range c.Args {
+			c.Args[j] = hoist(e)
 		}
-		if aggs[i].Filter != nil {
-			aggs[i].Filter = hoist(aggs[i].Filter)
+		if c.Filter != nil {
+			c.Filter = hoist(c.Filter)
 		}
 	}
-	if len(computed) == 0 {
-		return n
-	}
-	a.Input, a.Aggs = proj, aggs
+	a.Input = proj
 	return a
 }
+
+// maxCommonSize bounds the subexpressions the rule keys (exprKey is as
+// long as the subtree): keying every node of a deep expression would cost
+// its size squared.
+const maxCommonSize = 32
 
 // countRepeatable counts by exprKey the subexpressions of e worth
 // computing once: calls, casts and CASEs without a volatile call.
@@ -80,7 +91,7 @@ func countRepeatable(e Expr, seen map[string]int) {
 	walkExpr(e, func(x Expr) {
 		switch x.(type) {
 		case *Call, *Cast, *Case:
-			if keyed(x) && !callsVolatileExpr(x) {
+			if sizeAtMost(x, maxCommonSize) && keyed(x) && !callsVolatileExpr(x) {
 				seen[exprKey(x)]++
 			}
 		}
@@ -90,22 +101,22 @@ func countRepeatable(e Expr, seen map[string]int) {
 // keyed reports whether exprKey tells e from every other expression: it
 // names other kinds of node (a subquery's) by their type only.
 func keyed(e Expr) bool {
-	ok := true
-	walkExpr(e, func(x Expr) {
+	return !anyExpr(e, func(x Expr) bool {
 		switch x.(type) {
 		case *Call, *Cast, *Case, *In, *ColRef, *Const, *ParamRef:
-		default:
-			ok = false
+			return false
 		}
+		return true
 	})
-	return ok
 }
 
 // everyRow marks the subexpressions of e evaluated for every row e is:
 // the arguments of functions that read them all (everyArgFns), an AND's or OR's first operand, a
 // CASE's first condition.
 func everyRow(e Expr, sure map[string]bool) {
-	sure[exprKey(e)] = true
+	if sizeAtMost(e, maxCommonSize) {
+		sure[exprKey(e)] = true
+	}
 	switch x := e.(type) {
 	case *Call:
 		switch {

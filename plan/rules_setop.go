@@ -64,11 +64,8 @@ func semiJoinSide(n Node) Node {
 
 // callsVolatileExpr reports whether e calls a volatile function.
 func callsVolatileExpr(e Expr) bool {
-	found := false
-	walkExpr(e, func(x Expr) {
-		if c, ok := x.(*Call); ok && volatile[c.Fn] {
-			found = true
-		}
+	return anyExpr(e, func(x Expr) bool {
+		c, ok := x.(*Call)
+		return ok && volatile[c.Fn]
 	})
-	return found
 }
