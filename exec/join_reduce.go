@@ -114,6 +114,7 @@ func (r *replayOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	}
 	r.cur.release()
 	r.res.Free()
+	r.res = nil // Free takes the pool's lock: once, not per batch of the rest
 	if !r.rest {
 		return nil, io.EOF
 	}
