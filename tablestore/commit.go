@@ -168,14 +168,20 @@ func (st *tableState) publish(ctx context.Context, group []*queuedCommit) {
 		}
 		if err == nil || !retry || attempt+1 >= maxPublishAttempts {
 			published := false
+			if err != nil {
+				err = st.gone(err) // once for the group: it stats and lists
+			}
 			for i, q := range group {
 				q.done, q.id, q.err = true, id, err
 				if err == nil {
 					q.err = errs[i]
 					published = published || errs[i] == nil
+					if q.err != nil {
+						q.err = st.gone(q.err)
+					}
 				}
 				if q.err != nil {
-					q.id, q.err = 0, st.gone(q.err)
+					q.id = 0
 				}
 			}
 			if published {
