@@ -70,26 +70,13 @@ func TestJoinReducesBuild(t *testing.T) {
 	}
 	run := func(op Operator) []string {
 		t.Helper()
-		out, err := Collect(context.Background(), op)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, b := range out {
-			for r := range int(b.NumRows()) {
-				var row []string
-				for _, c := range b.Columns() {
-					row = append(row, c.ValueStr(r))
-				}
-				got = append(got, fmt.Sprint(row))
+		return sortedRows(t, op, func(b arrow.RecordBatch, r int) string {
+			var row []string
+			for _, c := range b.Columns() {
+				row = append(row, c.ValueStr(r))
 			}
-			b.Release()
-		}
-		if err := op.Close(); err != nil {
-			t.Fatal(err)
-		}
-		slices.Sort(got)
-		return got
+			return fmt.Sprint(row)
+		})
 	}
 	for _, c := range []struct {
 		name        string
@@ -193,24 +180,12 @@ func TestJoinReadAheadWithinBudget(t *testing.T) {
 			src := func(s *arrow.Schema, b arrow.RecordBatch) Operator {
 				return NewSource(ec, s, func(context.Context) (BatchSource, error) { return &sliceSource{bs: []arrow.RecordBatch{b}}, nil })
 			}
+			// The 300 KB strings by their length.
 			rows := func(op Operator) []string {
 				t.Helper()
-				out, err := Collect(context.Background(), op)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var got []string
-				for _, b := range out {
-					for r := range int(b.NumRows()) {
-						got = append(got, fmt.Sprint(b.Column(0).ValueStr(r), len(b.Column(1).ValueStr(r)), b.Column(3).ValueStr(r)))
-					}
-					b.Release()
-				}
-				if err := op.Close(); err != nil {
-					t.Fatal(err)
-				}
-				slices.Sort(got)
-				return got
+				return sortedRows(t, op, func(b arrow.RecordBatch, r int) string {
+					return fmt.Sprint(b.Column(0).ValueStr(r), len(b.Column(1).ValueStr(r)), b.Column(3).ValueStr(r))
+				})
 			}
 			op, err := NewHashJoin(ec, src(probeSchema, probe), src(buildSchema, build), InnerJoin, []Expr{k(0)}, []Expr{k(0)}, nil)
 			if err != nil {
@@ -235,4 +210,26 @@ func TestJoinReadAheadWithinBudget(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sortedRows drains and closes op, and returns row(b, r) of every row,
+// sorted.
+func sortedRows(t *testing.T, op Operator, row func(b arrow.RecordBatch, r int) string) []string {
+	t.Helper()
+	out, err := Collect(context.Background(), op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, b := range out {
+		for r := range int(b.NumRows()) {
+			got = append(got, row(b, r))
+		}
+		b.Release()
+	}
+	if err := op.Close(); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	return got
 }
