@@ -1,37 +1,23 @@
 package plan_test
 
 import (
-	"context"
 	"fmt"
 	"math/rand"
-	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/flightd/flightd/internal/slt"
-	"github.com/flightd/flightd/plan"
 )
 
 // TestAggregateSubexpressions checks rule aggregate_subexpressions on
-// random rows with zeros and NULLs: each query gives the same rows with the rule and without it, and the rule rewrites exactly
-// the queries it should. An expression that only some rows compute (under
-// a CASE arm, a later AND operand) stays
-// there: computed for every row, a / y would fail on the rows where y is 0.
+// random rows with zeros and NULLs: each query gives the same rows with
+// the rule and without it, and the rule rewrites exactly the queries it
+// should. An expression that only some rows compute (under a CASE arm, a
+// later AND operand) stays there: computed for every row, a / y would fail
+// on the rows where y is 0.
 func TestAggregateSubexpressions(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewSource(seed))
-	dir := t.TempDir()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	ctx := context.Background()
-	setup, err := slt.NewInProc(ctx, dir, mem, plan.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	null := func(s string) string {
 		if rng.Intn(10) == 0 {
 			return "NULL"
@@ -43,27 +29,10 @@ func TestAggregateSubexpressions(t *testing.T) {
 		rows = append(rows, fmt.Sprintf("(%d, %s, %s, %s)", rng.Intn(6), null(fmt.Sprint(rng.Intn(200)-50)),
 			null(fmt.Sprint(rng.Intn(200))), null(fmt.Sprint(rng.Intn(5)-2))))
 	}
-	for _, s := range []string{
+	on, off := ruleHarness(t, []string{
 		"CREATE TABLE t (g INT, a INT, b INT, y INT)",
 		"INSERT INTO t VALUES " + strings.Join(rows, ", "),
-	} {
-		if err := setup.Exec(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := setup.Close(); err != nil {
-		t.Fatal(err)
-	}
-	on, err := slt.NewInProc(ctx, dir, mem, plan.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer on.Close()
-	off, err := slt.NewInProc(ctx, dir, mem, plan.Options{DisabledRules: []string{"aggregate_subexpressions"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer off.Close()
+	}, "aggregate_subexpressions")
 	for _, c := range []struct {
 		q         string
 		rewritten bool
@@ -81,28 +50,6 @@ func TestAggregateSubexpressions(t *testing.T) {
 		{"SELECT g, count(CASE WHEN random() < 2 THEN 1 END), count(CASE WHEN random() < 2 THEN 1 END) FROM t GROUP BY g", false},
 		{"SELECT g, sum(a), max(b) FROM t GROUP BY g", false},
 	} {
-		b, err := on.Bind(c.q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bOff, err := off.Bind(c.q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := b.(*plan.Query).Explain() != bOff.(*plan.Query).Explain(); got != c.rewritten {
-			t.Errorf("%s: rewritten %v, want %v\n%s", c.q, got, c.rewritten, b.(*plan.Query).Explain())
-		}
-		_, want, err := off.Query(c.q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, got, err := on.Query(c.q)
-		if err != nil {
-			t.Fatalf("%s: %v with the rule, no error without", c.q, err)
-		}
-		w, g := slt.Render(want, "rowsort"), slt.Render(got, "rowsort")
-		if !slices.Equal(w, g) {
-			t.Errorf("seed %d: %s: with the rule\n%s\nwithout\n%s", seed, c.q, strings.Join(g, "\n"), strings.Join(w, "\n"))
-		}
+		checkRule(t, seed, on, off, c.q, c.rewritten)
 	}
 }

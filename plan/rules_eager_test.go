@@ -26,14 +26,6 @@ func TestEagerAggregate(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewSource(seed))
-	dir := t.TempDir()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	ctx := context.Background()
-	setup, err := slt.NewInProc(ctx, dir, mem, plan.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	null := func(p float64, s string) string {
 		if rng.Float64() < p {
 			return "NULL"
@@ -50,30 +42,12 @@ func TestEagerAggregate(t *testing.T) {
 		fact = append(fact, fmt.Sprintf("(%s, %d, %s, %s)", null(0.05, fmt.Sprint(rng.Intn(45))), rng.Intn(3),
 			null(0.1, fmt.Sprint(rng.Intn(100)-20)), null(0.1, fmt.Sprintf("%d.%02d", rng.Intn(1000), rng.Intn(100)))))
 	}
-	for _, s := range []string{
+	on, off := ruleHarness(t, []string{
 		"CREATE TABLE dim (k INT, cat VARCHAR, name VARCHAR)",
 		"CREATE TABLE fact (fk INT, yr INT, q INT, price DECIMAL(7,2))",
 		"INSERT INTO dim VALUES " + strings.Join(dim, ", "),
 		"INSERT INTO fact VALUES " + strings.Join(fact, ", "),
-	} {
-		if err := setup.Exec(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := setup.Close(); err != nil {
-		t.Fatal(err)
-	}
-	on, err := slt.NewInProc(ctx, dir, mem, plan.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer on.Close()
-	off, err := slt.NewInProc(ctx, dir, mem, plan.Options{DisabledRules: []string{"eager_aggregate", "semi_join_set_ops"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer off.Close()
-
+	}, "eager_aggregate", "semi_join_set_ops")
 	for _, c := range []struct {
 		q     string
 		eager bool
@@ -139,28 +113,66 @@ func TestEagerAggregate(t *testing.T) {
 		{"SELECT cat FROM fact JOIN dim ON fk = k INTERSECT ALL SELECT cat FROM dim", false},
 		{"SELECT DISTINCT cat, yr FROM fact JOIN dim ON fk = k", false},
 	} {
-		b, err := on.Bind(c.q)
+		checkRule(t, seed, on, off, c.q, c.eager)
+	}
+}
+
+// ruleHarness loads setup into a fresh warehouse and opens it twice: with
+// every rule, and with rules switched off. Both close at the test's end.
+func ruleHarness(t *testing.T, setup []string, rules ...string) (on, off *slt.InProc) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	load, err := slt.NewInProc(ctx, dir, mem, plan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range setup {
+		if err := load.Exec(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := load.Close(); err != nil {
+		t.Fatal(err)
+	}
+	open := func(opts plan.Options) *slt.InProc {
+		h, err := slt.NewInProc(ctx, dir, mem, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		bOff, err := off.Bind(c.q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := b.(*plan.Query).Explain() != bOff.(*plan.Query).Explain(); got != c.eager {
-			t.Errorf("%s: rewritten %v, want %v\n%s", c.q, got, c.eager, b.(*plan.Query).Explain())
-		}
-		_, want, err := off.Query(c.q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, got, err := on.Query(c.q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, g := slt.Render(want, "rowsort"), slt.Render(got, "rowsort")
-		if !slices.Equal(w, g) {
-			t.Errorf("seed %d: %s: with the rule\n%s\nwithout\n%s", seed, c.q, strings.Join(g, "\n"), strings.Join(w, "\n"))
-		}
+		t.Cleanup(func() { h.Close() })
+		return h
+	}
+	return open(plan.Options{}), open(plan.Options{DisabledRules: rules})
+}
+
+// checkRule fails unless q gives the same rows on and off, and the rules
+// off change q's plan exactly when rewritten.
+func checkRule(t *testing.T, seed int64, on, off *slt.InProc, q string, rewritten bool) {
+	t.Helper()
+	b, err := on.Bind(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bOff, err := off.Bind(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.(*plan.Query).Explain() != bOff.(*plan.Query).Explain(); got != rewritten {
+		t.Errorf("%s: rewritten %v, want %v\n%s", q, got, rewritten, b.(*plan.Query).Explain())
+	}
+	_, want, err := off.Query(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, got, err := on.Query(q)
+	if err != nil {
+		t.Fatalf("%s: %v with the rules, no error without", q, err)
+	}
+	w, g := slt.Render(want, "rowsort"), slt.Render(got, "rowsort")
+	if !slices.Equal(w, g) {
+		t.Errorf("seed %d: %s: with the rule\n%s\nwithout\n%s", seed, q, strings.Join(g, "\n"), strings.Join(w, "\n"))
 	}
 }
