@@ -166,9 +166,7 @@ func (p *pinnedDir) SyncDir(dir string) error {
 // directory created since at the path cannot have its identity.
 func (p *pinnedDir) current() (bool, error) {
 	pinned, err := p.root.Stat(".")
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil // removed: dropped
-	} else if err != nil {
+	if err != nil {
 		return false, err
 	}
 	now, err := p.FS.Stat(p.dir)
