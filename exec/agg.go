@@ -210,19 +210,20 @@ func (c *aggCore) update(ctx context.Context, b arrow.RecordBatch, groups []uint
 // those remapped to the columns an ownArgs takes) and their filters.
 func (c *aggCore) updateWith(ctx context.Context, aggs []AggregateSpec, filters []*predicate, b arrow.RecordBatch, groups []uint32, rows []bool) error {
 	for i, a := range aggs {
-		args, err := evalAll(ctx, c.ec, a.Args, b)
-		if err != nil {
-			return err
-		}
 		mask := rows
 		if f := filters[i]; f != nil {
-			if mask, _, err = evalMask(ctx, c.ec, f, b); err != nil {
-				releaseArrays(args)
+			m, _, err := evalMask(ctx, c.ec, f, b)
+			if err != nil {
 				return err
 			}
 			for r := range rows {
-				mask[r] = mask[r] && rows[r]
+				m[r] = m[r] && rows[r]
 			}
+			mask = m
+		}
+		args, err := evalAllWhere(ctx, c.ec, a.Args, b, mask)
+		if err != nil {
+			return err
 		}
 		if d, ok := c.accs[i].(*distinctAcc); ok {
 			err = d.add(ctx, groups, args, mask)

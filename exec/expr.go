@@ -188,9 +188,14 @@ func (c *CastExpr) String() string { return fmt.Sprintf("CAST(%s AS %s)", c.Inpu
 
 // evalAll evaluates exprs over b; on error it releases what it made.
 func evalAll(ctx context.Context, ec *Context, exprs []Expr, b arrow.RecordBatch) ([]arrow.Array, error) {
+	return evalAllWhere(ctx, ec, exprs, b, nil)
+}
+
+// evalAllWhere is evalAll of the rows of mask (see EvalWhere).
+func evalAllWhere(ctx context.Context, ec *Context, exprs []Expr, b arrow.RecordBatch, mask []bool) ([]arrow.Array, error) {
 	out := make([]arrow.Array, len(exprs))
 	for i, e := range exprs {
-		a, err := evalOne(ctx, ec, e, b)
+		a, err := EvalWhere(ctx, ec, e, b, mask)
 		if err != nil {
 			releaseArrays(out)
 			return nil, err
@@ -211,6 +216,47 @@ func evalOne(ctx context.Context, ec *Context, e Expr, b arrow.RecordBatch) (arr
 		return nil, fmt.Errorf("%w: %s produced %d rows for a %d-row batch", ErrInvalid, e, a.Len(), b.NumRows())
 	}
 	return a, nil
+}
+
+// EvalWhere evaluates e over b for the rows where mask is true (every row
+// when mask is nil) and returns one value per row of b. An error e raises
+// only on rows outside mask is not reported, as SQL evaluates a FILTERed
+// aggregate's arguments only on the rows its FILTER keeps: e first runs
+// over the whole batch (the common case, no error), and after an error
+// again over the masked rows alone, whose values are then placed at
+// their rows, NULL at the others.
+func EvalWhere(ctx context.Context, ec *Context, e Expr, b arrow.RecordBatch, mask []bool) (arrow.Array, error) {
+	a, err := evalOne(ctx, ec, e, b)
+	if err == nil || mask == nil || ctx.Err() != nil {
+		return a, err
+	}
+	var rows []int64
+	for r, in := range mask {
+		if in {
+			rows = append(rows, int64(r))
+		}
+	}
+	if len(rows) == len(mask) {
+		return nil, err
+	}
+	sub, se, err := gatherFor(ctx, ec, e, b, rows)
+	if err != nil {
+		return nil, err
+	}
+	defer sub.Release()
+	v, err := evalOne(ctx, ec, se, sub)
+	if err != nil {
+		return nil, err
+	}
+	defer v.Release()
+	at := make([]int64, len(mask))
+	for r := range at {
+		at[r] = -1
+	}
+	for j, r := range rows {
+		at[r] = int64(j)
+	}
+	return vectorized.Take(ctx, ec.Mem, v, at)
 }
 
 // releaseBatches releases each batch of bs.

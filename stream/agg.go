@@ -233,24 +233,27 @@ type aggInputs struct {
 	filters []*array.Boolean
 }
 
-// evalAggInputs evaluates the arguments and filters of aggs with eval,
-// which owns the arrays it returns.
-func evalAggInputs(aggs []AggSpec, get []getter, eval func(exec.Expr) (arrow.Array, error)) (aggInputs, error) {
+// evalAggInputs evaluates the arguments and filters of aggs over ev's
+// batch; ev owns the arrays. An argument is evaluated only on the rows its
+// FILTER keeps (see exec.EvalWhere).
+func evalAggInputs(aggs []AggSpec, get []getter, ev *batchEval) (aggInputs, error) {
 	in := aggInputs{aggs: aggs, get: get, args: make([]arrow.Array, len(aggs)), filters: make([]*array.Boolean, len(aggs))}
 	for j, s := range aggs {
-		var err error
-		if s.Arg != nil {
-			if in.args[j], err = eval(s.Arg); err != nil {
-				return in, err
-			}
-		}
+		var mask []bool
 		if s.Filter != nil {
-			f, err := eval(s.Filter)
+			f, err := ev.eval(s.Filter)
 			if err != nil {
 				return in, err
 			}
 			if in.filters[j], _ = f.(*array.Boolean); in.filters[j] == nil {
 				return in, fmt.Errorf("%w: FILTER of %s is %s, not boolean", exec.ErrInvalid, s.Name, f.DataType())
+			}
+			mask, _ = vectorized.TrueMask(f)
+		}
+		if s.Arg != nil {
+			var err error
+			if in.args[j], err = ev.evalWhere(s.Arg, mask); err != nil {
+				return in, err
 			}
 		}
 	}
@@ -323,7 +326,7 @@ func (a *Aggregate) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 			return err
 		}
 	}
-	in, err := evalAggInputs(a.aggs, a.argGet, eval)
+	in, err := evalAggInputs(a.aggs, a.argGet, ev)
 	if err != nil {
 		return err
 	}

@@ -344,7 +344,12 @@ type batchEval struct {
 }
 
 func (e *batchEval) eval(x exec.Expr) (arrow.Array, error) {
-	a, err := x.Eval(e.ctx, e.ec, e.b)
+	return e.evalWhere(x, nil)
+}
+
+// evalWhere is eval of the rows where mask is true (exec.EvalWhere).
+func (e *batchEval) evalWhere(x exec.Expr, mask []bool) (arrow.Array, error) {
+	a, err := exec.EvalWhere(e.ctx, e.ec, x, e.b, mask)
 	if err == nil {
 		e.owned = append(e.owned, a)
 	}

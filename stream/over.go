@@ -197,7 +197,7 @@ func (o *OverAggregate) add(ctx context.Context, b arrow.RecordBatch) (err error
 	if err := eachTime(ts, func(i int, t time.Time) { times[i], valid[i] = t.UnixMicro(), true }); err != nil {
 		return err
 	}
-	in, err := evalAggInputs(o.spec.Aggs, o.argGet, ev.eval)
+	in, err := evalAggInputs(o.spec.Aggs, o.argGet, ev)
 	if err != nil {
 		return err
 	}

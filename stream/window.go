@@ -286,7 +286,7 @@ func (w *windowAgg) read(ctx context.Context, b arrow.RecordBatch) (_ *eventBatc
 	if err := w.enc.Encode(e.keys, n); err != nil {
 		return nil, err
 	}
-	if e.in, err = evalAggInputs(w.aggs, w.argGet, e.eval); err != nil {
+	if e.in, err = evalAggInputs(w.aggs, w.argGet, e.batchEval); err != nil {
 		return nil, err
 	}
 	return e, nil
