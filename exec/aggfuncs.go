@@ -462,6 +462,13 @@ func (a *avgDecAcc) result(mem memory.Allocator, n int) (arrow.Array, error) {
 // n > 0, at ret's scale, rounded half away from zero. Incremental
 // aggregation (stream/) computes it the same way.
 func AvgDecimal(sum decimal128.Num, sumScale int32, n int64, ret *arrow.Decimal128Type) (decimal128.Num, error) {
+	// int64 arithmetic first, the common case (a window's avg over 110K
+	// rows spent 4% of TPC-DS q47 in big.Int).
+	if q, ok := vectorized.ScaledDiv64(sum, ret.Scale-sumScale, n); ok {
+		if q := decimal128.FromI64(q); q.FitsInPrecision(ret.Precision) {
+			return q, nil
+		}
+	}
 	num := sum.BigInt()
 	num.Mul(num, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(ret.Scale-sumScale)), nil))
 	den := big.NewInt(n)
@@ -475,7 +482,7 @@ func AvgDecimal(sum decimal128.Num, sumScale int32, n int64, ret *arrow.Decimal1
 	}
 	// The result keeps 4 more fractional digits within 38: an average of
 	// values near 10^38 has no room for them.
-	if q.BitLen() >= 127 || !decimal128.FromBigInt(q).FitsInPrecision(ret.Precision) {
+	if q.BitLen() > 127 || !decimal128.FromBigInt(q).FitsInPrecision(ret.Precision) {
 		return decimal128.Num{}, fmt.Errorf("%w: avg of %s over %d rows does not fit %s", vectorized.ErrOverflow, sum.ToString(sumScale), n, ret)
 	}
 	return decimal128.FromBigInt(q), nil

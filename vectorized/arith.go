@@ -505,6 +505,20 @@ func scale64(v int64, k int32) (int64, bool) {
 	return v * pow10i64[k], true
 }
 
+// ScaledDiv64 is x * 10^k / y (y > 0) rounded half away from zero, in
+// int64 arithmetic; false when x or x * 10^k does not fit in an int64.
+func ScaledDiv64(x decimal128.Num, k int32, y int64) (int64, bool) {
+	lo := int64(x.LowBits())
+	if x.HighBits() != lo>>63 {
+		return 0, false
+	}
+	v, ok := scale64(lo, k)
+	if !ok {
+		return 0, false
+	}
+	return roundDiv64(v, y), true
+}
+
 // roundDiv64 is x / y rounded half away from zero (y != 0, y != MinInt64).
 func roundDiv64(x, y int64) int64 {
 	q, rem := x/y, x%y
