@@ -278,11 +278,12 @@ func (w *windowOp) compute(ctx context.Context, cols, skeys []arrow.Array, n, lo
 	sorted := array.NewRecordBatch(w.child.Schema(), cols, int64(n))
 	defer sorted.Release()
 	np := len(w.partition)
-	parts, err := boundaries(skeys[:np], n)
+	changed := make([]bool, n)
+	parts, err := runStarts(skeys[:np], changed)
 	if err != nil {
 		return err
 	}
-	peers, err := boundaries(skeys, n)
+	peers, err := runStarts(skeys[np:], changed)
 	if err != nil {
 		return err
 	}
@@ -743,13 +744,20 @@ func sliceArrays(cols []arrow.Array, lo, hi int) []arrow.Array {
 
 // boundaries returns the rows where the key columns change (including 0).
 func boundaries(keys []arrow.Array, n int) ([]int, error) {
-	eq, err := newKeyEq(keys, keys)
-	if err != nil {
-		return nil, err
+	return runStarts(keys, make([]bool, n))
+}
+
+// runStarts marks in changed the rows whose keys differ from the row
+// before, and returns the first row of each run no mark so far splits.
+func runStarts(keys []arrow.Array, changed []bool) ([]int, error) {
+	for _, k := range keys {
+		if err := vectorized.MarkChanges(k, changed); err != nil {
+			return nil, err
+		}
 	}
 	out := []int{0}
-	for i := 1; i < n; i++ {
-		if !eq.same(i-1, i) {
+	for i := 1; i < len(changed); i++ {
+		if changed[i] {
 			out = append(out, i)
 		}
 	}
