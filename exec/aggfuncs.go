@@ -1143,7 +1143,9 @@ func (m *minMaxAcc) copyGroup(from, to int) {
 func (d *distinctAcc) copyGroup(from, to int) { d.inner.copyGroup(from, to) }
 
 // mergeGroups folds the state of group src[i] into group dst[i] of the
-// same accumulator, for every i, as if dst had also seen src's rows:
+// same accumulator, for every i in order (a later pair may read what an
+// earlier one wrote: a window's running fold), as if dst had also seen
+// src's rows:
 // COUNT, SUM, AVG (its sum and count), MIN, MAX and ANY_VALUE can; it
 // reports false for any other (DISTINCT, variances, LISTAGG, ...), before
 // changing anything. The type switch names exact types on purpose: the

@@ -1227,7 +1227,8 @@ func (e *windowEnv) aggregate(fi int, f WindowFunc, args []arrow.Array, last int
 // start) as aggregate does, in one update: every row folds into the group
 // of the first row whose frame takes it in, and each row's state is then
 // the previous row's folded into its own (mergeGroups). aggregate's slices
-// and update call per row were a fifth of q51's CPU.
+// and update call per row were a fifth of q51's CPU, a mergeGroups call
+// per row 3%.
 func (e *windowEnv) runningAggregate(f WindowFunc, acc accumulator, args []arrow.Array) error {
 	groups := make([]uint32, e.n)
 	in := make([]bool, e.n)
@@ -1242,22 +1243,22 @@ func (e *windowEnv) runningAggregate(f WindowFunc, acc accumulator, args []arrow
 	if err := acc.update(groups, args, in); err != nil {
 		return err
 	}
-	src, dst := []uint32{0}, []uint32{0}
+	// One fold of every row into the next: mergeGroups folds the pairs in
+	// order, so row r's state is complete when row r+1 reads it.
+	src, dst := make([]uint32, 0, e.n), make([]uint32, 0, e.n)
 	for r := e.halo; r < e.n; r++ {
 		switch starts[r] {
 		case fromNothing:
 			continue
 		case fromCarried:
-			src[0] = 0
+			src = append(src, 0)
 		case fromPrevious:
-			src[0] = uint32(r - 1)
+			src = append(src, uint32(r-1))
 		}
-		dst[0] = uint32(r)
-		if _, err := mergeGroups(acc, src, dst); err != nil {
-			return err
-		}
+		dst = append(dst, uint32(r))
 	}
-	return nil
+	_, err := mergeGroups(acc, src, dst)
+	return err
 }
 
 // runStart says what a row's running state (a frame from the partition
