@@ -573,7 +573,7 @@ func TestSplitEndpointsExplain(t *testing.T) {
 		"SELECT a FROM f WHERE b = 1":              "Endpoints: 3 parts, part i reading splits i, i+3, ... of default.f, at snapshots default.f@",
 		"SELECT a, name FROM f JOIN dim USING (b)": "of default.f, at snapshots default.dim@1, default.f@",
 		"SELECT a FROM f ORDER BY a":               "Endpoints: 1 (ORDER BY: the result is ordered)",
-		"SELECT b, count(*) FROM f GROUP BY b":     "Endpoints: 1 (ParallelHashAggregate needs all of its input in one place)",
+		"SELECT b, count(*) FROM f GROUP BY b":     "Endpoints: 1 (HashAggregate needs all of its input in one place)",
 		"SELECT * FROM information_schema.tables":  "Endpoints: 1 (constant rows are listed when the query is bound)",
 		"SELECT a FROM f FULL JOIN dim USING (b)":  "Endpoints: 1 (a full join needs every row of both sides)",
 	} {

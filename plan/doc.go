@@ -62,9 +62,9 @@
 //	      for tables bucketed alike), else HashJoin; without:       |
 //	      NestedLoopJoin                                            |
 //	    aggregations: SortAggregate on a primary-key prefix of a    |
-//	      scan (sort_aggregate), ParallelHashAggregate with groups  |
-//	      and no grouping sets (parallel_aggregate), else           |
-//	      HashAggregate                                             |
+//	      scan (sort_aggregate), ParallelHashAggregate with over    |
+//	      1000 estimated groups and no grouping sets                |
+//	      (parallel_aggregate), else HashAggregate                  |
 //	    LIMIT over ORDER BY -> TopN (top_n)                         |
 //	    scan pipelines run once per core under Gather               |
 //	      (parallel_scan) unless read in order above                |

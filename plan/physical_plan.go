@@ -21,6 +21,8 @@ var physicalChoices = []string{
 
 type physicalPlanner struct {
 	enabled func(choice string) bool
+	// minParallelGroups is Options.MinParallelGroups resolved.
+	minParallelGroups float64
 	// spools are the shared CTEs planned so far: every reference reads
 	// the same body.
 	spools map[*SharedCTE]PhysicalNode
@@ -41,7 +43,10 @@ func (pp *physicalPlanner) ordered(n Node) PhysicalNode {
 // planPhysical plans root, whose logical plan is final, for batch
 // execution.
 func (b *binder) planPhysical(root Node) PhysicalNode {
-	pp := &physicalPlanner{enabled: b.enabled, spools: map[*SharedCTE]PhysicalNode{}}
+	pp := &physicalPlanner{enabled: b.enabled, spools: map[*SharedCTE]PhysicalNode{}, minParallelGroups: b.opts.MinParallelGroups}
+	if pp.minParallelGroups == 0 {
+		pp.minParallelGroups = DefaultMinParallelGroups
+	}
 	pp.lookups, _ = b.cat.(LookupCatalog)
 	return pp.plan(root)
 }
@@ -92,7 +97,7 @@ func (pp *physicalPlanner) node(n Node) PhysicalNode {
 			return &SortAggregate{physical: physicalOf(x), Agg: x, Input: pp.ordered(x.Input)}
 		}
 		in := pp.node(x.Input)
-		if len(x.Groups) > 0 && x.Sets == nil && pp.enabled(choiceParallelAggregate) {
+		if len(x.Groups) > 0 && x.Sets == nil && pp.enabled(choiceParallelAggregate) && x.Rows() > pp.minParallelGroups {
 			return &ParallelHashAggregate{physical: physicalOf(x), Agg: x, Input: in}
 		}
 		return &HashAggregate{physical: physicalOf(x), Agg: x, Input: in}

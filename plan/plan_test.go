@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -43,7 +44,7 @@ func newHarness(t testing.TB, opts plan.Options) (*slt.InProc, *memory.CheckedAl
 }
 
 // TestExplain runs testdata/explain: `exec` runs statements, `explain
-// [disable=rule,...]` prints the plan, `query` prints rows, `error` prints a
+// [disable=rule,...] [min-parallel-groups=n]` prints the plan, `query` prints rows, `error` prints a
 // bind error with its caret.
 func TestExplain(t *testing.T) {
 	datadriven.Walk(t, "testdata/explain", func(t *testing.T, path string) {
@@ -58,10 +59,17 @@ func TestExplain(t *testing.T) {
 			case "explain":
 				var opts plan.Options
 				for _, a := range d.CmdArgs {
-					if a.Key == "disable" {
+					switch a.Key {
+					case "disable":
 						for _, v := range a.Vals {
 							opts.DisabledRules = append(opts.DisabledRules, strings.Split(v, ",")...)
 						}
+					case "min-parallel-groups":
+						n, err := strconv.ParseFloat(a.Vals[0], 64)
+						if err != nil {
+							t.Fatal(err)
+						}
+						opts.MinParallelGroups = n
 					}
 				}
 				ast, err := sql.ParseOne(d.Input)

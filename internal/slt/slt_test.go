@@ -11,8 +11,9 @@ import (
 )
 
 // TestInProc runs every file under testdata/slt in-process, each on a fresh
-// store: at the default batch size, at batch size 3, and with each optimizer
-// rule disabled in turn (results must not depend on the rules).
+// store: at the default batch size, at batch size 3 (with parallel
+// aggregation of any group count), and with each optimizer rule disabled in
+// turn (results must not depend on the rules).
 func TestInProc(t *testing.T) {
 	files, err := filepath.Glob("../../testdata/slt/*.slt")
 	if err != nil || len(files) == 0 {
@@ -22,8 +23,12 @@ func TestInProc(t *testing.T) {
 		name      string
 		batchSize int
 		disabled  []string
+		opts      plan.Options
 	}
-	configs := []config{{name: "default"}, {name: "batch3", batchSize: 3}}
+	// batch3 also aggregates in parallel however few the groups (the
+	// default runs a few serially), so that the parallel aggregation
+	// meets these files too, in small batches.
+	configs := []config{{name: "default"}, {name: "batch3", batchSize: 3, opts: plan.Options{MinParallelGroups: -1}}}
 	for _, r := range plan.Rules {
 		configs = append(configs, config{name: "no_" + r, disabled: []string{r}})
 	}
@@ -32,7 +37,9 @@ func TestInProc(t *testing.T) {
 			t.Run(filepath.Base(f)+"/"+c.name, func(t *testing.T) {
 				t.Parallel()
 				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-				h, err := NewInProc(context.Background(), t.TempDir(), mem, plan.Options{DisabledRules: c.disabled})
+				opts := c.opts
+				opts.DisabledRules = c.disabled
+				h, err := NewInProc(context.Background(), t.TempDir(), mem, opts)
 				if err != nil {
 					t.Fatal(err)
 				}
