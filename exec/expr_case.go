@@ -361,16 +361,20 @@ func evalRows(ctx context.Context, ec *Context, e Expr, b arrow.RecordBatch, row
 	return v, nil
 }
 
+var noColumns = arrow.NewSchema(nil, nil)
+
 func evalRowsUnchecked(ctx context.Context, ec *Context, e Expr, b arrow.RecordBatch, rows []int64) (armValues, error) {
 	n := int(b.NumRows())
 	if isConst(e) {
-		one := b.NewSlice(0, 1)
+		// A constant reads no column: one row of no columns, not a slice
+		// of each of b's.
+		one := array.NewRecordBatch(noColumns, nil, 1)
 		defer one.Release()
 		a, err := e.Eval(ctx, ec, one)
 		return armValues{arr: a, konst: true}, err
 	}
 	_, isCol := e.(*ColumnExpr)
-	if len(rows) == n || isCol || 2*len(rows) >= n {
+	if len(rows) == n || isCol || 2*len(rows) >= n || batchCheap(e) {
 		a, err := e.Eval(ctx, ec, b)
 		if err == nil || len(rows) == n || isCol || ctx.Err() != nil {
 			return armValues{arr: a, full: true}, err

@@ -71,12 +71,13 @@ func evalLogic(ctx context.Context, ec *Context, dominant bool, args []Expr, b a
 		l.Retain()
 		return l, nil
 	}
-	// When most rows are open the right operand runs over the whole batch,
-	// tentatively, as evalRows does: where it succeeds, three-valued AND/OR
-	// of the two bitmaps is the lazy result, 64 rows at a time. An error
-	// goes on to evalRows, which retries on the open rows alone, so a row
-	// the left operand decided cannot fail the query.
-	if 2*open >= n {
+	// When most rows are open, or the right operand is cheaper than
+	// gathering them, it runs over the whole batch, tentatively, as
+	// evalRows does: where it succeeds, three-valued AND/OR of the two
+	// bitmaps is the lazy result, 64 rows at a time. An error goes on to
+	// evalRows, which retries on the open rows alone, so a row the left
+	// operand decided cannot fail the query.
+	if 2*open >= n || batchCheap(args[1]) {
 		r, err := evalOne(ctx, ec, args[1], b)
 		if err == nil {
 			defer r.Release()
@@ -125,4 +126,53 @@ func kleene(ec *Context, dominant bool, l, r arrow.Array) arrow.Array {
 		return vectorized.Or(ec.Mem, l, r)
 	}
 	return vectorized.And(ec.Mem, l, r)
+}
+
+// batchCheapNodes bounds the expressions batchCheap admits.
+const batchCheapNodes = 8
+
+// batchCheapCalls are the functions batchCheap admits: a kernel pass over
+// fixed-width values that does not fail (division does, on zero).
+var batchCheapCalls = map[string]bool{
+	"equal": true, "not_equal": true, "less": true, "less_equal": true, "greater": true, "greater_equal": true,
+	"add": true, "subtract": true, "multiply": true, "and": true, "or": true, "not": true,
+	"is_null": true, "is_not_null": true,
+}
+
+// batchCheap reports whether e costs less over a whole batch than over
+// some of its rows: a comparison, arithmetic or cast of fixed-width
+// columns and constants, of at most batchCheapNodes nodes. Its kernels
+// cost less per row than gathering the rows' columns and scattering the
+// result back (q62's (d > 90) AND (d <= 120) left a quarter of the rows
+// open).
+func batchCheap(e Expr) bool {
+	nodes := 0
+	var walk func(e Expr) bool
+	walk = func(e Expr) bool {
+		if nodes++; nodes > batchCheapNodes {
+			return false
+		}
+		switch x := e.(type) {
+		case *LiteralExpr:
+			return true
+		case *ColumnExpr:
+			_, fixed := x.Type.(arrow.FixedWidthDataType)
+			return fixed
+		case *CastExpr:
+			_, fixed := x.To.(arrow.FixedWidthDataType)
+			return fixed && walk(x.Input)
+		case *CallExpr:
+			if !batchCheapCalls[x.Name] {
+				return false
+			}
+			for _, a := range x.Args {
+				if !walk(a) {
+					return false
+				}
+			}
+			return true
+		}
+		return false
+	}
+	return walk(e)
 }

@@ -101,17 +101,42 @@ func TestLazyEvaluation(t *testing.T) {
 		}
 		return boolCell(!dominant)
 	}
+	// k * 2^62 overflows int64 for k >= 2: an operand cheap enough to run
+	// over the whole batch first (exec's batchCheap), whose failure on rows
+	// the left operand decided must go unraised all the same.
+	big := call("multiply", k, exec.NewLiteral(scalar.NewInt64Scalar(1<<62)))
+	bigModel := func(k cell) cell {
+		switch {
+		case !k.ok:
+			return cell{}
+		case k.v >= 2 || k.v <= -3:
+			return cell{fail: true}
+		}
+		return cell{v: k.v << 62, ok: true}
+	}
+	three := exec.NewLiteral(scalar.NewInt32Scalar(3))
+	zGe3 := func(z cell) cell {
+		if !z.ok {
+			return cell{}
+		}
+		return boolCell(z.v >= 3)
+	}
+	bigCase, err := exec.NewCase([]exec.When{{Cond: call("greater_equal", z, three), Then: big}}, exec.NewLiteral(scalar.NewInt64Scalar(0)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name  string
 		expr  exec.Expr
 		model func(k, z, a cell) cell
+		err   error // what a failing row raises; division by zero if nil
 	}{
 		{"coalesce(a, k / z)", call("coalesce", a, div), func(k, z, a cell) cell {
 			if a.ok {
 				return a
 			}
 			return divModel(k, z)
-		}},
+		}, nil},
 		{"coalesce(a, k / z, k)", call("coalesce", a, div, k), func(k, z, a cell) cell {
 			if a.ok {
 				return a
@@ -120,24 +145,33 @@ func TestLazyEvaluation(t *testing.T) {
 				return d
 			}
 			return k
-		}},
+		}, nil},
 		{"NOT z = 0 AND k / z > 1", call("and", call("not", zero), call("greater", div, exec.NewLiteral(scalar.NewInt32Scalar(1)))), func(k, z, a cell) cell {
 			nz := cell{}
 			if z.ok {
 				nz = boolCell(z.v != 0)
 			}
 			return logic(false, nz, func() cell { return gt1(divModel(k, z)) })
-		}},
+		}, nil},
 		{"z = 0 OR k / z > 1", call("or", zero, call("greater", div, exec.NewLiteral(scalar.NewInt32Scalar(1)))), func(k, z, a cell) cell {
 			isz := cell{}
 			if z.ok {
 				isz = boolCell(z.v == 0)
 			}
 			return logic(true, isz, func() cell { return gt1(divModel(k, z)) })
-		}},
+		}, nil},
 		{"k IN (a, k / z)", in, func(k, z, a cell) cell {
 			return logic(true, eq(k, a), func() cell { return eq(k, divModel(k, z)) })
-		}},
+		}, nil},
+		{"z >= 3 AND k * 2^62 > 1", call("and", call("greater_equal", z, three), call("greater", big, exec.NewLiteral(scalar.NewInt64Scalar(1)))), func(k, z, a cell) cell {
+			return logic(false, zGe3(z), func() cell { return gt1(bigModel(k)) })
+		}, vectorized.ErrOverflow},
+		{"CASE WHEN z >= 3 THEN k * 2^62 ELSE 0 END", bigCase, func(k, z, a cell) cell {
+			if c := zGe3(z); c.ok && c.v == 1 {
+				return bigModel(k)
+			}
+			return cell{ok: true}
+		}, vectorized.ErrOverflow},
 	}
 	for _, c := range cases {
 		for round := 0; round < 20; round++ {
@@ -174,8 +208,12 @@ func TestLazyEvaluation(t *testing.T) {
 			b.Release()
 			switch {
 			case failing:
-				if !errors.Is(err, vectorized.ErrDivideByZero) {
-					t.Fatalf("seed %d: %s over %q: want division by zero, got %v", seed, c.name, rows, err)
+				want := c.err
+				if want == nil {
+					want = vectorized.ErrDivideByZero
+				}
+				if !errors.Is(err, want) {
+					t.Fatalf("seed %d: %s over %q: want %v, got %v", seed, c.name, rows, want, err)
 				}
 			case err != nil:
 				t.Fatalf("seed %d: %s over %q: %v", seed, c.name, rows, err)

@@ -64,8 +64,12 @@ func rangeKeyType(t arrow.DataType) bool {
 // values can only drop output rows with those key values (or a NULL key,
 // when an outer join NULL-extends instead): the join above drops both.
 // Through a UNION, each input's scan (the key is part of every row's
-// identity, so a deduplicating union only loses rows the join drops). It
-// stops at aggregations, limits, windows and shared CTEs.
+// identity, so a deduplicating union only loses rows the join drops).
+// Through an aggregation whose group column it is: the rows with other key
+// values make only the groups of those values, which the join drops (q62's
+// sales aggregated by ship mode before the ship mode join), and the groups
+// of a grouping set without the column, whose key is NULL, which it drops
+// too. It stops at other aggregations, limits, windows and shared CTEs.
 func probeScans(n PhysicalNode, id ColumnID, out []probeColumn) []probeColumn {
 	switch x := n.(type) {
 	case *TableScan:
@@ -105,6 +109,12 @@ func probeScans(n PhysicalNode, id ColumnID, out []probeColumn) []probeColumn {
 		}
 	case *Gather:
 		return probeScans(x.Input, id, out)
+	case *HashAggregate:
+		return aggProbeScans(x.Agg, x.Input, id, out)
+	case *ParallelHashAggregate:
+		return aggProbeScans(x.Agg, x.Input, id, out)
+	case *SortAggregate:
+		return aggProbeScans(x.Agg, x.Input, id, out)
 	case *HashJoin, *MergeJoin, *NestedLoopJoin:
 		for _, side := range n.Children() {
 			for _, c := range side.Columns() {
@@ -112,6 +122,20 @@ func probeScans(n PhysicalNode, id ColumnID, out []probeColumn) []probeColumn {
 					return probeScans(side, id, out)
 				}
 			}
+		}
+	}
+	return out
+}
+
+// aggProbeScans is probeScans through aggregation a over in: id must be a
+// group column that is an input column.
+func aggProbeScans(a *AggNode, in PhysicalNode, id ColumnID, out []probeColumn) []probeColumn {
+	for i, c := range a.GroupCols {
+		if c.ID == id {
+			if r, ok := a.Groups[i].(*ColRef); ok {
+				return probeScans(in, r.ID, out)
+			}
+			return out
 		}
 	}
 	return out

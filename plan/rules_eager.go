@@ -97,9 +97,13 @@ func (b *binder) splitAggregate(a *AggNode) Node {
 	// The partial aggregation: the fact side's groups, its join keys, and
 	// one partial result per aggregate.
 	pre := &AggNode{Input: fact}
-	refs := map[Expr]*ColRef{}
+	refs := map[any]*ColRef{} // a column by its ID: a join key that is also a group is one group
 	group := func(e Expr) *ColRef {
-		if r, ok := refs[e]; ok {
+		var k any = e
+		if r, ok := e.(*ColRef); ok {
+			k = r.ID
+		}
+		if r, ok := refs[k]; ok {
 			return r
 		}
 		name := "eager_group"
@@ -108,8 +112,8 @@ func (b *binder) splitAggregate(a *AggNode) Node {
 		}
 		c := b.newCol(name, e.Type(), true)
 		pre.Groups, pre.GroupCols = append(pre.Groups, e), append(pre.GroupCols, c)
-		refs[e] = colRef(c)
-		return refs[e]
+		refs[k] = colRef(c)
+		return refs[k]
 	}
 	for _, g := range preGroups {
 		group(g)
@@ -202,11 +206,18 @@ func (b *binder) splitAggregate(a *AggNode) Node {
 			outExprs = append(outExprs, &Cast{X: colRef(col), Typ: c.Col.Type})
 		}
 	}
+	// The partial aggregation may split again over the fact side's own
+	// join (q62's sales joined to ship_mode, then web_site: grouped by their
+	// keys first, the joins and string groups see the partial groups).
+	var preNode Node = pre
+	if out := b.splitAggregate(pre); out != nil {
+		preNode = out
+	}
 	join := &JoinNode{Kind: InnerJoin, Left: j.Left, Right: j.Right, LeftKeys: j.LeftKeys, RightKeys: j.RightKeys}
 	if fact == j.Left {
-		join.Left, join.LeftKeys = pre, newKeys
+		join.Left, join.LeftKeys = preNode, newKeys
 	} else {
-		join.Right, join.RightKeys = pre, newKeys
+		join.Right, join.RightKeys = preNode, newKeys
 	}
 	conds := make([]Expr, len(newKeys))
 	for i := range newKeys {

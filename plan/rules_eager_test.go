@@ -61,6 +61,10 @@ func TestEagerAggregate(t *testing.T) {
 		{"SELECT yr, sum(CASE WHEN name = 'n1' THEN price END), sum(CASE WHEN name = 'n2' THEN price ELSE NULL END), min(CASE WHEN cat = 'c1' THEN q WHEN cat = 'c2' THEN q * 2 END), max(CASE WHEN name < 'n3' THEN q END), count(*) FROM fact JOIN dim ON fk = k GROUP BY yr", true},
 		{"SELECT k % 3, sum(CASE WHEN name = 'n1' THEN q END), sum(q) FROM fact JOIN dim ON fk = k GROUP BY k % 3", true},
 		{"SELECT name, sum(p), max(p) FROM (SELECT fk AS f, price AS p FROM fact UNION ALL SELECT fk, price FROM fact) u JOIN dim ON f = k GROUP BY name", true},
+		// Two dimensions: the partial aggregation splits again over its
+		// own join (q62's).
+		{"SELECT d1.cat, d2.name, sum(q), count(*), min(price), avg(q) FROM fact JOIN dim d1 ON fk = d1.k JOIN dim d2 ON yr = d2.k GROUP BY d1.cat, d2.name", true},
+		{"SELECT d2.cat, d1.name, yr, max(CASE WHEN d1.cat = 'c1' THEN q END), sum(price) FROM fact JOIN dim d1 ON fk = d1.k JOIN dim d2 ON yr = d2.k GROUP BY d2.cat, d1.name, yr", true},
 		// Not pivots: COUNT (no pick counts 0), an ELSE, a condition or an
 		// arm over both sides, a fixed-width condition with no string to
 		// save.
