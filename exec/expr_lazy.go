@@ -132,7 +132,9 @@ func kleene(ec *Context, dominant bool, l, r arrow.Array) arrow.Array {
 const batchCheapNodes = 8
 
 // batchCheapCalls are the functions batchCheap admits: a kernel pass over
-// fixed-width values that does not fail (division does, on zero).
+// fixed-width values that rarely fails (add and multiply only on
+// overflow, then retried on the open rows; division is left out, as it
+// fails on every zero divisor the open rows may have excluded).
 var batchCheapCalls = map[string]bool{
 	"equal": true, "not_equal": true, "less": true, "less_equal": true, "greater": true, "greater_equal": true,
 	"add": true, "subtract": true, "multiply": true, "and": true, "or": true, "not": true,
