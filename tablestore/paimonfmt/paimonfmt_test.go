@@ -1,6 +1,7 @@
 package paimonfmt
 
 import (
+	"bytes"
 	"flag"
 	"math"
 	"math/big"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hamba/avro/v2"
+	"github.com/hamba/avro/v2/ocf"
 )
 
 var seedFlag = flag.Uint64("seed", 0, "random seed (0: from the clock)")
@@ -274,5 +278,43 @@ func TestManifestRoundTrip(t *testing.T) {
 	}
 	if _, _, err := DecodeManifest([]byte(`[{"kind":"ADD"}]`)); err != ErrNotAvro {
 		t.Fatalf("JSON read as Avro: %v", err)
+	}
+}
+
+// TestHeaderSchema: a file's header holds its schema as the Avro encoder
+// writes it (the text is marshalled once per process, not per file).
+func TestHeaderSchema(t *testing.T) {
+	m, err := EncodeManifest([]ManifestEntry{{Partition: []byte{0, 0, 0, 0}, File: DataFileMeta{FileName: "f"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := EncodeManifestList([]ManifestFileMeta{{FileName: "m"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		data   []byte
+		schema string
+	}{{m, manifestEntrySchema}, {l, manifestFileMetaSchema}} {
+		dec, err := ocf.NewDecoder(bytes.NewReader(c.data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(dec.Metadata()["avro.schema"]), avro.MustParse(c.schema).String(); got != want {
+			t.Fatalf("header schema\n%s\nwant\n%s", got, want)
+		}
+	}
+}
+
+// BenchmarkEncodeCommitManifests encodes what a commit of one file
+// writes: a manifest of one entry and a manifest list of one manifest.
+func BenchmarkEncodeCommitManifests(b *testing.B) {
+	for b.Loop() {
+		if _, err := EncodeManifest([]ManifestEntry{{Partition: []byte{0, 0, 0, 0}, File: DataFileMeta{FileName: "f"}}}, nil); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := EncodeManifestList([]ManifestFileMeta{{FileName: "m"}}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
