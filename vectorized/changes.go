@@ -39,22 +39,17 @@ func MarkChanges(a arrow.Array, changed []bool) error {
 // markValues is MarkChanges comparing the values of every row, NULL or
 // not.
 func markValues(a arrow.Array, changed []bool) error {
-	n := a.Len()
-	var diff func(i int) bool
 	switch a.DataType().ID() {
 	case arrow.INT8, arrow.UINT8:
-		diff = fixedDiff[uint8](a)
+		markFixed(Values[uint8](a), changed)
 	case arrow.INT16, arrow.UINT16:
-		diff = fixedDiff[uint16](a)
+		markFixed(Values[uint16](a), changed)
 	case arrow.INT32, arrow.UINT32, arrow.DATE32, arrow.TIME32:
 		markFixed(Values[uint32](a), changed)
 	case arrow.INT64, arrow.UINT64, arrow.DATE64, arrow.TIME64, arrow.TIMESTAMP, arrow.DURATION:
 		markFixed(Values[uint64](a), changed)
 	case arrow.DECIMAL128:
-		v := DecimalValues(a)
-		for i := 1; i < n; i++ {
-			changed[i] = changed[i] || v[i] != v[i-1]
-		}
+		markFixed(DecimalValues(a), changed)
 	case arrow.STRING, arrow.BINARY:
 		markVar[int32](a, changed)
 	case arrow.LARGE_STRING, arrow.LARGE_BINARY:
@@ -64,22 +59,16 @@ func markValues(a arrow.Array, changed []bool) error {
 		if err != nil {
 			return err
 		}
-		diff = func(i int) bool { return cmp(i-1, i) != 0 }
-	}
-	if diff != nil {
-		for i := 1; i < n; i++ {
-			changed[i] = changed[i] || diff(i)
+		for i := 1; i < a.Len(); i++ {
+			changed[i] = changed[i] || cmp(i-1, i) != 0
 		}
 	}
 	return nil
 }
 
-func fixedDiff[T uint8 | uint16](a arrow.Array) func(int) bool {
-	v := Values[T](a)
-	return func(i int) bool { return v[i] != v[i-1] }
-}
-
-func markFixed[T uint32 | uint64](v []T, changed []bool) {
+// markFixed marks where a value's bits differ from the one before: equal
+// values of these types have equal bits.
+func markFixed[T comparable](v []T, changed []bool) {
 	for i := 1; i < len(v); i++ {
 		changed[i] = changed[i] || v[i] != v[i-1]
 	}
