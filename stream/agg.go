@@ -239,7 +239,6 @@ type aggInputs struct {
 func evalAggInputs(aggs []AggSpec, get []getter, ev *batchEval) (aggInputs, error) {
 	in := aggInputs{aggs: aggs, get: get, args: make([]arrow.Array, len(aggs)), filters: make([]*array.Boolean, len(aggs))}
 	for j, s := range aggs {
-		var mask []bool
 		if s.Filter != nil {
 			f, err := ev.eval(s.Filter)
 			if err != nil {
@@ -248,14 +247,21 @@ func evalAggInputs(aggs []AggSpec, get []getter, ev *batchEval) (aggInputs, erro
 			if in.filters[j], _ = f.(*array.Boolean); in.filters[j] == nil {
 				return in, fmt.Errorf("%w: FILTER of %s is %s, not boolean", exec.ErrInvalid, s.Name, f.DataType())
 			}
-			mask, _ = vectorized.TrueMask(f)
 		}
-		if s.Arg != nil {
-			var err error
-			if in.args[j], err = ev.evalWhere(s.Arg, mask); err != nil {
-				return in, err
-			}
+		if s.Arg == nil {
+			continue
 		}
+		a, err := ev.eval(s.Arg)
+		if err != nil && in.filters[j] != nil {
+			// Perhaps only on rows the FILTER drops: the mask is made
+			// only then, not for every batch.
+			mask, _ := vectorized.TrueMask(in.filters[j])
+			a, err = ev.evalWhere(s.Arg, mask)
+		}
+		if err != nil {
+			return in, err
+		}
+		in.args[j] = a
 	}
 	return in, nil
 }
