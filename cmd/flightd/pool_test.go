@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,49 +15,46 @@ import (
 // Concurrent sorts, each under its statement budget (so none spills on
 // its own) but together far past the memory limit, stay within the query
 // pool: every answer is whole and in order, and flightd's peak RSS stays
-// under poolRSSBound. Without the pool (-query-pool 0, as before it
-// existed) the same run passes the bound: FLIGHTD_POOL_COMPARE=1 runs it
-// too and checks that it does.
+// within poolRSSBound, a quarter past its soft memory limit (Go's collector
+// may pass the limit by a little when the machine starves it of CPU: 263
+// MiB against 256 in a CI race pass). Without the pool (-query-pool 0, as
+// before it existed) the same sorts pass the bound by far (400-408 MiB
+// measured), which the second run checks so that the test can tell.
 func TestConcurrentSortsStayInPool(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
 	peak := concurrentSorts(t, poolMiB<<20)
-	bound := poolRSSBound()
-	t.Logf("with a %d MiB pool: peak RSS %d MiB (bound %d MiB)", poolMiB, peak>>20, bound>>20)
-	if peak > bound {
-		t.Fatalf("flightd's peak RSS %d MiB passed %d MiB (%d x the %d MiB pool + %d MiB)", peak>>20, bound>>20, poolRSSTimes, poolMiB, poolRSSAllowanceMiB)
-	}
-	if os.Getenv("FLIGHTD_POOL_COMPARE") == "" {
-		return
+	t.Logf("with a %d MiB pool: peak RSS %d MiB (bound %d MiB)", poolMiB, peak>>20, poolRSSBound>>20)
+	if peak > poolRSSBound {
+		t.Fatalf("flightd's peak RSS %d MiB passed %d MiB (its memory limit %d MiB and a quarter)", peak>>20, poolRSSBound>>20, sortMemoryLimitMiB)
 	}
 	peak = concurrentSorts(t, 0)
-	t.Logf("without a pool: peak RSS %d MiB (bound %d MiB)", peak>>20, bound>>20)
-	if peak <= bound {
-		t.Fatalf("without a pool the peak RSS %d MiB stayed within the bound %d MiB: the test cannot tell", peak>>20, bound>>20)
+	t.Logf("without a pool: peak RSS %d MiB (bound %d MiB)", peak>>20, poolRSSBound>>20)
+	if peak <= poolRSSBound {
+		t.Fatalf("without a pool the peak RSS %d MiB stayed within the bound %d MiB: the test cannot tell", peak>>20, poolRSSBound>>20)
 	}
 }
 
 // The scenario: sortClients clients each sort sortRows rows of about 45
 // bytes (a 30-byte string and a BIGINT) by the string against a 256 MiB
-// memory limit (statement budget 64 MiB: a sort holds about 40 MiB of rows
-// and keys, so none spills on its own budget; together they need six
-// times that, and twice it when each concatenates what it holds).
+// memory limit (statement budget 128 MiB: a sort holds about 70 MiB of
+// rows and keys, so none spills on its own budget; together they hold
+// about 280 MiB, past the limit and nine times the 32 MiB pool, and twice
+// that when each concatenates what it holds).
 const (
-	sortClients         = 4
-	sortRows            = 600_000
-	poolMiB             = 32
-	poolRSSTimes        = 2
-	poolRSSAllowanceMiB = 160 // the runtime, gRPC buffers, batches in flight, GC slack
+	sortClients        = 4
+	sortRows           = 1_000_000
+	poolMiB            = 32
+	sortMemoryLimitMiB = 256
+	poolRSSBound       = sortMemoryLimitMiB << 20 * 5 / 4
 )
-
-func poolRSSBound() int64 { return (poolRSSTimes*poolMiB + poolRSSAllowanceMiB) << 20 }
 
 // concurrentSorts runs the scenario against a fresh flightd with the given
 // pool (0: none) and returns its peak RSS (VmHWM) in bytes.
 func concurrentSorts(t *testing.T, pool int64) int64 {
 	bin, dir := buildFlightd(t), t.TempDir()
-	flags := []string{"-memory-limit", "256MiB", "-query-memory", "128MiB", "-query-pool", fmt.Sprint(pool), "-cache-memory", "0"}
+	flags := []string{"-memory-limit", fmt.Sprintf("%dMiB", sortMemoryLimitMiB), "-query-memory", "128MiB", "-query-pool", fmt.Sprint(pool), "-cache-memory", "0"}
 	p := start(t, bin, dir, flags...)
 	cnxn, closeConn := p.connect(t)
 	var digits []string
