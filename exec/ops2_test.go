@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 
@@ -323,4 +325,106 @@ func TestAggregateNullTypedArgument(t *testing.T) {
 		func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
 			return exec.NewHashAggregate(ec, ops[0], []exec.Expr{col(s, "g")}, nil, aggs, nil)
 		})
+}
+
+// A partial distinct gives the set of its input's rows, each at most as
+// often as in the input: exactly the set while deduplicating pays, and
+// every row (after the first partialProbeRows) once it does not or its set
+// passes the budget.
+func TestPartialDistinct(t *testing.T) {
+	l := exectest.NewTable(t, "a:int64, b:string", "1 | x", "1 | x", "1 | x", "2 | NULL", "2 | NULL", "3 | z", "NULL | NULL", "NULL | NULL")
+	exectest.Run(t, []exectest.Table{l}, []string{"1 | x", "2 | NULL", "3 | z", "NULL | NULL"}, exectest.Unordered, func(ec *exec.Context, ops []exec.Operator) (exec.Operator, error) {
+		return exec.NewPartialDistinct(ec, ops[0]), nil
+	})
+
+	const unique = 100_000
+	cases := []struct {
+		name   string
+		keys   func(i int) int64 // the key of input row i
+		rows   int
+		budget int64
+		// Output rows: exactly the distinct keys, or more (passing through).
+		exact bool
+	}{
+		{name: "reducing", keys: func(i int) int64 { return int64(i % 50) }, rows: 200_000, exact: true},
+		// Unique rows, then each again: past partialProbeRows it kept every
+		// row, so the repeats pass through.
+		{name: "not-reducing", keys: func(i int) int64 { return int64(i % unique) }, rows: 2 * unique},
+		{name: "over-budget", keys: func(i int) int64 { return int64(i % 500) }, rows: 200_000, budget: 1 << 10},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			ec := exec.NewContext(mem)
+			ec.MemoryLimit = c.budget
+			schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+			var batches []arrow.RecordBatch
+			want := map[int64]int{}
+			for lo := 0; lo < c.rows; lo += 4096 {
+				vals := make([]int64, min(4096, c.rows-lo))
+				for i := range vals {
+					vals[i] = c.keys(lo + i)
+					want[vals[i]]++
+				}
+				batches = append(batches, int64Batch(mem, schema, vals))
+			}
+			op := exec.NewPartialDistinct(ec, exectest.Source(ec, schema, batches))
+			got := map[int64]int{}
+			n := 0
+			if err := drain(t, op, func(b arrow.RecordBatch) {
+				for _, v := range b.Column(0).(*array.Int64).Int64Values() {
+					got[v]++
+					n++
+				}
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d distinct keys, want %d", len(got), len(want))
+			}
+			for k, g := range got {
+				if g > want[k] {
+					t.Fatalf("key %d %d times, the input has it %d times", k, g, want[k])
+				}
+			}
+			if c.exact && n != len(want) {
+				t.Fatalf("%d rows, want the %d distinct ones: it stopped deduplicating", n, len(want))
+			}
+			if !c.exact && n == len(want) {
+				t.Fatalf("%d rows, all distinct: it never passed rows through", n)
+			}
+		})
+	}
+}
+
+func int64Batch(mem memory.Allocator, schema *arrow.Schema, vals []int64) arrow.RecordBatch {
+	bld := array.NewInt64Builder(mem)
+	defer bld.Release()
+	bld.AppendValues(vals, nil)
+	arr := bld.NewArray()
+	defer arr.Release()
+	return array.NewRecordBatch(schema, []arrow.Array{arr}, int64(len(vals)))
+}
+
+// drain opens op, passes each batch to f and closes it.
+func drain(t *testing.T, op exec.Operator, f func(arrow.RecordBatch)) error {
+	t.Helper()
+	ctx := context.Background()
+	if err := op.Open(ctx); err != nil {
+		op.Close()
+		return err
+	}
+	for {
+		b, err := op.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			op.Close()
+			return err
+		}
+		f(b)
+	}
+	return op.Close()
 }

@@ -277,6 +277,12 @@ type distinctOp struct {
 	cur   current
 	eof   bool
 	subs  subQueue
+
+	// A partial distinct (NewPartialDistinct) counts the rows it saw and
+	// kept, and passes rows through once deduplicating does not pay.
+	partial     bool
+	seen, kept  int64
+	passThrough bool
 }
 
 // NewDistinct removes duplicate rows (NULL equal to NULL), streaming: the
@@ -285,6 +291,27 @@ type distinctOp struct {
 // aggregations deduplicate after the input.
 func NewDistinct(ec *Context, child Operator) Operator {
 	return &distinctOp{ec: ec, child: child}
+}
+
+// NewPartialDistinct removes duplicate rows as far as it pays, for a
+// distinct above that removes the rest (the planner's eager distinct, below
+// a join): after partialProbeRows rows, if it kept more than half of them,
+// and whenever its set passes the memory budget, it frees the set and
+// passes every further row through. It never spills.
+func NewPartialDistinct(ec *Context, child Operator) Operator {
+	return &distinctOp{ec: ec, child: child, partial: true}
+}
+
+// partialProbeRows is how many rows a partial distinct sees before it
+// judges its reduction: a few batches, so that a pass-through costs little.
+const partialProbeRows = 1 << 16
+
+// stopDeduplicating is the partial distinct's switch to passing rows
+// through: the set is freed, its budget returned.
+func (d *distinctOp) stopDeduplicating() {
+	d.passThrough = true
+	d.set.remove()
+	d.set.seen, d.set.bytes = nil, 0
 }
 
 func (d *distinctOp) Schema() *arrow.Schema { return d.child.Schema() }
@@ -310,6 +337,10 @@ func (d *distinctOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		if err != nil {
 			return nil, err
 		}
+		if d.passThrough {
+			b.Retain()
+			return d.cur.set(b), nil
+		}
 		n := int(b.NumRows())
 		if err := d.enc.Encode(b.Columns(), n); err != nil {
 			return nil, err
@@ -331,7 +362,12 @@ func (d *distinctOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 				return nil, err
 			}
 		}
-		if d.ec.overBudget(&d.set.mem, d.base, d.set.bytes, d.set.bytes) {
+		if d.partial {
+			d.seen, d.kept = d.seen+int64(n), d.kept+int64(cnt)
+			if d.seen >= partialProbeRows && 2*d.kept > d.seen || d.ec.overBudget(&d.set.mem, d.base, d.set.bytes, d.set.bytes) {
+				d.stopDeduplicating()
+			}
+		} else if d.ec.overBudget(&d.set.mem, d.base, d.set.bytes, d.set.bytes) {
 			if err := d.set.freeze(); err != nil {
 				return nil, err
 			}

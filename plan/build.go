@@ -335,6 +335,9 @@ func (bd *builder) plainOp(n Node, in []exec.Operator) (exec.Operator, error) {
 		}
 		return exec.NewSort(ec, in[0], keys), nil
 	case *DistinctNode:
+		if n.Partial {
+			return exec.NewPartialDistinct(ec, in[0]), nil
+		}
 		return exec.NewDistinct(ec, in[0]), nil
 	case *SetOpNode:
 		switch {

@@ -213,6 +213,9 @@ func explainLine(n Node) string {
 		}
 		return s
 	case *DistinctNode:
+		if n.Partial {
+			return "Distinct partial"
+		}
 		return "Distinct"
 	case *SetOpNode:
 		s := titleCase(n.Kind.String())

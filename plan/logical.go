@@ -145,8 +145,14 @@ type LimitNode struct {
 	Count  Expr
 }
 
-// DistinctNode removes duplicate rows.
-type DistinctNode struct{ Input Node }
+// DistinctNode removes duplicate rows. A Partial one removes them as far
+// as it pays and may leave some: the planner puts it below a join whose
+// rows count as a set above (rules_setop.go), where what it leaves the set
+// operation or the distinct above removes.
+type DistinctNode struct {
+	Input   Node
+	Partial bool
+}
 
 // SetOpKind is a set operation.
 type SetOpKind int

@@ -115,7 +115,21 @@ func TestEagerAggregate(t *testing.T) {
 		{"SELECT name FROM dim JOIN fact ON k = fk EXCEPT SELECT name FROM fact JOIN dim ON fk = k WHERE yr = 1", true},
 		{"SELECT DISTINCT yr, q FROM fact JOIN dim ON fk = k WHERE q < 0", true},
 		{"SELECT cat FROM fact JOIN dim ON fk = k INTERSECT ALL SELECT cat FROM dim", false},
-		{"SELECT DISTINCT cat, yr FROM fact JOIN dim ON fk = k", false},
+		// Columns of both sides, a string among the dimension's: the fact
+		// side is deduplicated first, on its columns and join key (q38's),
+		// under DISTINCT, INTERSECT and EXCEPT, the fact side left or right;
+		// not with only fixed-width dimension columns, a volatile
+		// projection, a residual, ALL, or a fact side estimated under
+		// eagerMinRows.
+		{"SELECT DISTINCT cat, yr FROM fact JOIN dim ON fk = k", true},
+		{"SELECT DISTINCT name, q, yr FROM dim JOIN fact ON k = fk", true},
+		{"SELECT DISTINCT name, q, yr FROM dim JOIN fact ON k = fk WHERE price > 100", false}, // too few rows to pay
+		{"SELECT cat, yr FROM fact JOIN dim ON fk = k INTERSECT SELECT cat, yr FROM fact JOIN dim ON fk = k WHERE q > 10", true},
+		{"SELECT name, q FROM fact JOIN dim ON fk = k EXCEPT SELECT name, q FROM dim JOIN fact ON k = fk WHERE yr = 2", true},
+		{"SELECT DISTINCT k, yr FROM fact JOIN dim ON fk = k", false},
+		{"SELECT DISTINCT cat, yr + random() * 0 FROM fact JOIN dim ON fk = k", false},
+		{"SELECT DISTINCT cat, yr FROM fact JOIN dim ON fk = k AND q > length(name)", false},
+		{"SELECT cat, yr FROM fact JOIN dim ON fk = k UNION ALL SELECT cat, yr FROM fact JOIN dim ON fk = k", false},
 	} {
 		checkRule(t, seed, on, off, c.q, c.eager)
 	}
