@@ -58,7 +58,8 @@ type Options struct {
 	ProcTime func() time.Time
 	// MinParallelGroups: an aggregation estimated at no more groups runs
 	// serially, not in parallel (0: DefaultMinParallelGroups; negative:
-	// every grouped one may run in parallel).
+	// every grouped one may run in parallel, however few its groups or
+	// little it reduces its rows).
 	MinParallelGroups float64
 	// Trace, when set, receives each plan as bound, then the name of each
 	// logical rule applied followed by the plan it left (or "no change"):
