@@ -18,6 +18,73 @@ type SharedCTE struct {
 	Root      Node
 	refs      int
 	optimized bool
+	// scans are its references; read marks the columns (by position)
+	// that those whose plans pruned their columns read (noteRead).
+	scans []*CTEScanNode
+	read  map[*CTEScanNode][]bool
+}
+
+// noteRead records which of s's columns its plan needs.
+func (sh *SharedCTE) noteRead(s *CTEScanNode, need map[ColumnID]bool) {
+	if sh.read == nil {
+		sh.read = map[*CTEScanNode][]bool{}
+	}
+	r := sh.read[s]
+	if r == nil {
+		r = make([]bool, len(s.Cols))
+		sh.read[s] = r
+	}
+	for i, c := range s.Cols {
+		r[i] = r[i] || need[c.ID]
+	}
+}
+
+// pruneUnread drops the columns of the CTE that no reference reads, from
+// its plan (a projection on top, which the CTE's own column pruning then
+// pushes down) and from every reference: q95's ws_wh kept two warehouse
+// columns of its 6.6M rows that neither reference reads. Only once every
+// reference's plan has pruned its columns (rule prune_columns).
+func (sh *SharedCTE) pruneUnread(root Node) Node {
+	if len(sh.read) != len(sh.scans) {
+		return root
+	}
+	cols := root.Columns()
+	keep := make([]bool, len(cols))
+	n := 0
+	for _, r := range sh.read {
+		for i, ok := range r {
+			if ok && !keep[i] {
+				keep[i] = true
+				n++
+			}
+		}
+	}
+	if n == len(cols) || n == 0 {
+		return root
+	}
+	p := &ProjectNode{Input: root}
+	exprs := make([]Expr, len(cols))
+	for i, c := range cols {
+		exprs[i] = colRef(c)
+	}
+	if q, ok := root.(*ProjectNode); ok {
+		p.Input, exprs = q.Input, q.Exprs // narrowed, not stacked
+	}
+	for i, c := range cols {
+		if keep[i] {
+			p.Exprs, p.Cols = append(p.Exprs, exprs[i]), append(p.Cols, c)
+		}
+	}
+	for _, s := range sh.scans {
+		var kept []Column
+		for i, c := range s.Cols {
+			if keep[i] {
+				kept = append(kept, c)
+			}
+		}
+		s.Cols = kept
+	}
+	return p
 }
 
 // CTEScanNode reads a shared CTE. Its columns are its own (one set per
@@ -60,7 +127,9 @@ func (b *binder) cteReference(d *cteDef) Node {
 	for i, c := range body {
 		cols[i] = b.newCol(c.Name, c.Type, c.Nullable)
 	}
-	return &CTEScanNode{Shared: d.shared, Cols: cols}
+	s := &CTEScanNode{Shared: d.shared, Cols: cols}
+	d.shared.scans = append(d.shared.scans, s)
+	return s
 }
 
 // resolveCTEs inlines CTEs referenced once (a projection renames the
@@ -172,7 +241,7 @@ func (b *binder) planShared(sh *SharedCTE, cf *cteFilter) {
 	if !cf.unfiltered && len(cf.preds) > 0 {
 		root = &FilterNode{Input: root, Pred: orAll(cf.preds)}
 	}
-	sh.Root = b.optimize(root)
+	sh.Root = b.optimize(sh.pruneUnread(root))
 }
 
 // cteScan builds a reader of the CTE's spool, creating the spool (and the

@@ -10,6 +10,9 @@ func pruneColumns(n Node, need map[ColumnID]bool) Node {
 		}
 	}
 	switch x := n.(type) {
+	case *CTEScanNode:
+		x.Shared.noteRead(x, need)
+		return x
 	case *ScanNode:
 		add(need, x.Filter)
 		var cols []Column
