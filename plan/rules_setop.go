@@ -32,6 +32,20 @@ func semiJoinSetOps(n Node) Node {
 	return n
 }
 
+// projectedEquiJoin returns n as a projection over an inner join on keys
+// alone (no residual, not temporal), or nil.
+func projectedEquiJoin(n Node) (*ProjectNode, *JoinNode) {
+	p, ok := n.(*ProjectNode)
+	if !ok {
+		return nil, nil
+	}
+	j, ok := p.Input.(*JoinNode)
+	if !ok || j.Kind != InnerJoin || len(j.LeftKeys) == 0 || j.Residual != nil || j.Temporal || j.AsOf != nil {
+		return nil, nil
+	}
+	return p, j
+}
+
 // asSet rewrites n, whose rows count as a set, with a semi join
 // (semiJoinSide) or else a distinct below its join (distinctBelowJoin).
 func asSet(n Node) Node {
@@ -54,12 +68,8 @@ func asSet(n Node) Node {
 // (exec.NewPartialDistinct). Only where the other side gives a string:
 // otherwise the join's output is as cheap as the distinct's.
 func distinctBelowJoin(n Node) Node {
-	p, ok := n.(*ProjectNode)
-	if !ok {
-		return n
-	}
-	j, ok := p.Input.(*JoinNode)
-	if !ok || j.Kind != InnerJoin || len(j.LeftKeys) == 0 || j.Residual != nil || j.Temporal || j.AsOf != nil {
+	p, j := projectedEquiJoin(n)
+	if j == nil {
 		return n
 	}
 	fact, factKeys, dim := j.Left, j.LeftKeys, j.Right
@@ -110,12 +120,8 @@ func distinctBelowJoin(n Node) Node {
 // semiJoinSide returns n, a projection of an inner join onto columns of
 // one side, as a projection of that side semi-joined with the other, or n.
 func semiJoinSide(n Node) Node {
-	p, ok := n.(*ProjectNode)
-	if !ok {
-		return n
-	}
-	j, ok := p.Input.(*JoinNode)
-	if !ok || j.Kind != InnerJoin || len(j.LeftKeys) == 0 || j.Residual != nil || j.Temporal || j.AsOf != nil {
+	p, j := projectedEquiJoin(n)
+	if j == nil {
 		return n
 	}
 	cols := map[ColumnID]bool{}
