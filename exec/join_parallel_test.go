@@ -108,10 +108,7 @@ func TestParallelProbeMatchesSerial(t *testing.T) {
 		}
 		s, rs := l.Schema, r.Schema
 		nl := s.NumFields()
-		right := func(c string) exec.Expr {
-			i := rs.FieldIndices(c)[0]
-			return exec.NewColumn(nl+i, rs.Field(i).Type, "r."+c)
-		}
+		right := func(c string) exec.Expr { return rightColumn(s, rs, c) }
 		keys := keySets[rng.IntN(len(keySets))]
 		typ := types[rng.IntN(len(types))]
 		if typ == exec.NullAwareAntiJoin {
