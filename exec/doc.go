@@ -91,8 +91,11 @@
 //
 // Gather runs child pipelines on goroutines (at most Context.Parallelism
 // at a time); ParallelHashAggregate splits groups between workers by key
-// hash. Batches cross goroutines Retained; allocators must be safe for
-// concurrent use (arrow-go's are).
+// hash; a hash join past its first probe batch probes on Context.Workers
+// goroutines sharing its build table (not right/full, spilled or
+// KeepLeftOrder joins), so its output order is arbitrary. Batches cross
+// goroutines Retained; allocators must be safe for concurrent use
+// (arrow-go's are).
 //
 // # Semantics
 //

@@ -92,8 +92,9 @@ type candidates interface {
 	next(r int32) int32
 }
 
-// hashCandidates chains build rows with equal keys.
-type hashCandidates struct {
+// hashIndex chains build rows with equal keys. Built once, then only
+// read: the probers of a parallel probe share it.
+type hashIndex struct {
 	heads   *vectorized.BytesTable // encoded keys
 	heads64 *vectorized.IntTable   // integer keys packed by packer
 	packer  *keyPacker
@@ -101,12 +102,18 @@ type hashCandidates struct {
 	dense    []int32
 	denseMin int64
 	chain    []int32
-	probe    []int32 // first candidate per row of the current left batch
 	// unique: no two build rows share a key (every chain is one row long),
 	// so the probe needs no chain walk.
 	unique bool
-	keys   keyScratch
-	enc    vectorized.KeyEncoder
+}
+
+// hashProbe is one prober's lookups into a shared hashIndex: the first
+// candidate of each row of its current batch, and its key scratch.
+type hashProbe struct {
+	*hashIndex
+	probe []int32
+	keys  keyScratch
+	enc   vectorized.KeyEncoder
 }
 
 // maxDenseSpan bounds the key span of a dense table relative to the
@@ -117,7 +124,7 @@ func maxDenseSpan(n int) uint64 { return 2*uint64(n) + 1024 }
 // whether a key is NULL. Keys spanning a range of at most maxDenseSpan
 // (dense surrogate keys, as dimension tables have) index an array by key
 // minus the minimum: a probe is one load, no hashing.
-func (h *hashCandidates) buildInts(p *keyPacker, keys []arrow.Array, n int) (hasNull bool) {
+func (h *hashIndex) buildInts(p *keyPacker, keys []arrow.Array, n int) (hasNull bool) {
 	h.packer = p
 	var sc keyScratch
 	vals, st := p.pack(keys, n, &sc)
@@ -171,7 +178,7 @@ func (h *hashCandidates) buildInts(p *keyPacker, keys []arrow.Array, n int) (has
 
 // probeInts sets h.probe (first candidate, -1 = none) and nulls (NULL key)
 // for rows [0, n) of the probe side's key columns.
-func (h *hashCandidates) probeInts(keys []arrow.Array, n int, nulls []bool) {
+func (h *hashProbe) probeInts(keys []arrow.Array, n int, nulls []bool) {
 	vals, st := h.packer.pack(keys, n, &h.keys)
 	probe := h.probe[:n]
 	if h.dense != nil {
@@ -199,8 +206,8 @@ func (h *hashCandidates) probeInts(keys []arrow.Array, n int, nulls []bool) {
 	}
 }
 
-func (h *hashCandidates) first(i int) int32  { return h.probe[i] }
-func (h *hashCandidates) next(r int32) int32 { return h.chain[r] }
+func (h *hashProbe) first(i int) int32  { return h.probe[i] }
+func (h *hashProbe) next(r int32) int32 { return h.chain[r] }
 
 // allCandidates makes every right row a candidate (nested-loop join).
 type allCandidates struct{ n int32 }
@@ -222,7 +229,8 @@ func (a *allCandidates) next(r int32) int32 {
 // joinOp is the shared probe loop of the hash and nested-loop joins: the
 // right input is materialized, each left batch is matched against it in
 // chunks of at most BatchSize candidate pairs, the residual filters the
-// pairs, and outer/semi/anti rows are added per left batch.
+// pairs, and outer/semi/anti rows are added per left batch. A hash join
+// may probe on several goroutines (join_parallel.go).
 type joinOp struct {
 	ec          *Context
 	mem         memAccount // the build side
@@ -233,17 +241,18 @@ type joinOp struct {
 	residual    Expr
 	// resExpr is residual rewritten over resSchema: only the columns
 	// resCols (indexes into left ++ right) it reads; nil if unknown.
-	resExpr    Expr
-	resCols    []int
-	resSchema  *arrow.Schema
-	resPred    *predicate // resExpr, else residual, as evaluated
+	resExpr   Expr
+	resCols   []int
+	resSchema *arrow.Schema
+	// resEval is resExpr, else residual: what each prober's predicate
+	// evaluates.
+	resEval    Expr
 	schema     *arrow.Schema
 	pairSchema *arrow.Schema // left ++ right, for the residual
 
 	opened bool
 	build  *table
-	cands  candidates
-	hash   *hashCandidates
+	hash   *hashIndex
 	merge  *mergeCandidates
 	// matched marks build rows that found a partner (right/full joins).
 	matched      []bool
@@ -251,22 +260,18 @@ type joinOp struct {
 	// ranges[i], when set, receives the range of build key i.
 	ranges []*KeyRange
 
-	// Probe state for the current left batch.
-	lb       arrow.RecordBatch
-	lrow     int
-	lcand    int32
-	lmatched []bool
-	lnullKey []bool
-	// Scratch reused across left batches: the null-key flags, the pairs
-	// of nextPairs and the rows of leftTail.
-	nullKeys  []bool
-	li, ri    []int64
-	tailRows  []int64
-	tail      bool // emitting unmatched left rows of lb
+	// p probes the left batches on the caller's goroutine.
+	p         prober
 	leftDone  bool
 	rightTail int // position when emitting unmatched build rows
-	out       coalescer
 	cur       current
+
+	// parallel: the probe may run on several goroutines (a hash join
+	// whose left order nothing needs, KeepLeftOrder); par runs it once
+	// started.
+	parallel bool
+	par      *parallelProbe
+	probed   int // left batches probed serially
 
 	// Grace mode: when the build side exceeds the memory budget both inputs
 	// are partitioned to disk by key hash and joined partition by partition.
@@ -281,12 +286,55 @@ type joinOp struct {
 	leftSeen func(matched []bool)
 }
 
+// prober is the state of probing left batches, one after another: the
+// current batch, its candidates and match flags, scratch, the residual's
+// predicate (not safe for concurrent use) and the output coalescer. The
+// join's build table and index are shared and only read.
+type prober struct {
+	j     *joinOp
+	cands candidates
+	hash  *hashProbe // cands, for a hash join
+	// resPred evaluates j.resEval.
+	resPred *predicate
+
+	lb       arrow.RecordBatch
+	lrow     int
+	lcand    int32
+	lmatched []bool
+	lnullKey []bool
+	// Scratch reused across left batches: the null-key flags, the pairs
+	// of nextPairs and the rows of leftTail.
+	nullKeys []bool
+	li, ri   []int64
+	tailRows []int64
+	tail     bool // emitting unmatched left rows of lb
+	out      coalescer
+}
+
+func newProber(j *joinOp, c candidates) prober {
+	p := prober{j: j, cands: c}
+	p.hash, _ = c.(*hashProbe)
+	if j.resEval != nil {
+		p.resPred = newPredicate(j.resEval)
+	}
+	return p
+}
+
+// release drops what the prober holds.
+func (p *prober) release() {
+	p.endLeft()
+	p.out.release()
+}
+
 // NewHashJoin joins left and right on leftKeys[i] = rightKeys[i] (NULL keys
 // never match) and an optional residual predicate over left ++ right columns.
-// The right input is the build side. If it exceeds Context.MemoryLimit, both
-// inputs are hash-partitioned to disk and joined partition by partition
-// (grace hash join; the null-aware anti join, whose answer depends on the
-// whole build side, notes a NULL build key while partitioning).
+// The right input is the build side. Past the first left batch, the left
+// batches may be probed on several goroutines, so the output order is
+// arbitrary (KeepLeftOrder keeps it). If the build side exceeds
+// Context.MemoryLimit, both inputs are hash-partitioned to disk and joined
+// partition by partition (grace hash join; the null-aware anti join, whose
+// answer depends on the whole build side, notes a NULL build key while
+// partitioning).
 func NewHashJoin(ec *Context, left, right Operator, typ JoinType, leftKeys, rightKeys []Expr, residual Expr) (Operator, error) {
 	if len(leftKeys) == 0 {
 		return nil, fmt.Errorf("%w: hash join needs at least one key (use a nested-loop join)", ErrInvalid)
@@ -295,7 +343,12 @@ func NewHashJoin(ec *Context, left, right Operator, typ JoinType, leftKeys, righ
 	if err != nil {
 		return nil, err
 	}
-	return newJoinOp(ec, left, right, typ, lk, rk, residual)
+	j, err := newJoinOp(ec, left, right, typ, lk, rk, residual)
+	if err != nil {
+		return nil, err
+	}
+	j.parallel = true
+	return j, nil
 }
 
 // NewNestedLoopJoin joins left and right on an arbitrary condition over
@@ -327,11 +380,10 @@ func newJoinOp(ec *Context, left, right Operator, typ JoinType, lk, rk []Expr, r
 			// matching compactPairs' order.
 			j.resCols, j.resSchema, j.resExpr = cols, schema, re
 		}
-		pe := residual
+		j.resEval = residual
 		if j.resExpr != nil {
-			pe = j.resExpr
+			j.resEval = j.resExpr
 		}
-		j.resPred = newPredicate(pe)
 	}
 	return j, nil
 }
@@ -395,26 +447,27 @@ func (j *joinOp) Open(ctx context.Context) error {
 		j.matched = make([]bool, t.n)
 	}
 	if len(j.leftKeys) == 0 {
-		j.cands = &allCandidates{n: int32(t.n)}
+		j.p = newProber(j, &allCandidates{n: int32(t.n)})
 		return nil
 	}
 	if j.merge != nil {
-		j.cands = j.merge
+		j.p = newProber(j, j.merge)
 		return j.merge.init(t)
 	}
-	h, hasNull, err := newHashCandidates(t.keys, t.n)
+	h, hasNull, err := newHashIndex(t.keys, t.n)
 	if err != nil {
 		return err
 	}
 	j.buildHasNull = hasNull
-	j.hash, j.cands = h, h
+	j.hash = h
+	j.p = newProber(j, &hashProbe{hashIndex: h})
 	return nil
 }
 
-// newHashCandidates indexes n rows by their key columns and reports
-// whether a key is NULL.
-func newHashCandidates(keys []arrow.Array, n int) (*hashCandidates, bool, error) {
-	h := &hashCandidates{chain: make([]int32, n)}
+// newHashIndex indexes n rows by their key columns and reports whether a
+// key is NULL.
+func newHashIndex(keys []arrow.Array, n int) (*hashIndex, bool, error) {
+	h := &hashIndex{chain: make([]int32, n)}
 	if p, ok := newKeyPacker(keys, n); ok {
 		// Integer keys packed into one int64: an integer table, no key
 		// encoding.
@@ -444,7 +497,7 @@ func newHashCandidates(keys []arrow.Array, n int) (*hashCandidates, bool, error)
 
 // lookup sets h.probe (the first candidate of each row, -1 = none) and
 // nulls (the row's key is NULL) for n rows of probe-side key columns.
-func (h *hashCandidates) lookup(keys []arrow.Array, n int, nulls []bool) error {
+func (h *hashProbe) lookup(keys []arrow.Array, n int, nulls []bool) error {
 	h.probe = resized(h.probe, n)
 	if h.packer != nil {
 		h.probeInts(keys, n, nulls)
@@ -467,9 +520,10 @@ func (h *hashCandidates) lookup(keys []arrow.Array, n int, nulls []bool) error {
 }
 
 // startLeft installs a new left batch for probing.
-func (j *joinOp) startLeft(ctx context.Context, b arrow.RecordBatch) error {
+func (p *prober) startLeft(ctx context.Context, b arrow.RecordBatch) error {
+	j := p.j
 	n := int(b.NumRows())
-	j.lnullKey = nil
+	p.lnullKey = nil
 	if j.merge != nil {
 		keys, err := evalAll(ctx, j.ec, j.leftKeys, b)
 		if err != nil {
@@ -480,76 +534,77 @@ func (j *joinOp) startLeft(ctx context.Context, b arrow.RecordBatch) error {
 		if err != nil {
 			return err
 		}
-		j.lnullKey = nulls
+		p.lnullKey = nulls
 	}
-	if j.hash != nil {
+	if p.hash != nil {
 		keys, err := evalAll(ctx, j.ec, j.leftKeys, b)
 		if err != nil {
 			return err
 		}
-		j.nullKeys = resized(j.nullKeys, n)
-		err = j.hash.lookup(keys, n, j.nullKeys)
+		p.nullKeys = resized(p.nullKeys, n)
+		err = p.hash.lookup(keys, n, p.nullKeys)
 		releaseArrays(keys)
 		if err != nil {
 			return err
 		}
-		j.lnullKey = j.nullKeys
+		p.lnullKey = p.nullKeys
 	}
 	b.Retain()
-	j.lb = b
-	j.lrow, j.tail = 0, false
-	j.lcand = -2
-	j.lmatched = resized(j.lmatched, n)
-	clear(j.lmatched)
+	p.lb = b
+	p.lrow, p.tail = 0, false
+	p.lcand = -2
+	p.lmatched = resized(p.lmatched, n)
+	clear(p.lmatched)
 	return nil
 }
 
-func (j *joinOp) endLeft() {
-	if j.lb != nil {
-		j.lb.Release()
-		j.lb = nil
+func (p *prober) endLeft() {
+	if p.lb != nil {
+		p.lb.Release()
+		p.lb = nil
 	}
 }
 
 // nextPairs collects up to BatchSize candidate pairs of the current left
 // batch. The slices are scratch, valid until the next call.
-func (j *joinOp) nextPairs() (li, ri []int64) {
-	bs := j.ec.batchSize()
-	n := int(j.lb.NumRows())
-	li, ri = j.li[:0], j.ri[:0]
-	if h := j.hash; h != nil && h.unique {
+func (p *prober) nextPairs() (li, ri []int64) {
+	bs := p.j.ec.batchSize()
+	n := int(p.lb.NumRows())
+	li, ri = p.li[:0], p.ri[:0]
+	if h := p.hash; h != nil && h.unique {
 		// At most one candidate per row: no chain to walk.
-		for ; j.lrow < n && len(li) < bs; j.lrow++ {
-			if r := h.probe[j.lrow]; r >= 0 {
-				li = append(li, int64(j.lrow))
+		for ; p.lrow < n && len(li) < bs; p.lrow++ {
+			if r := h.probe[p.lrow]; r >= 0 {
+				li = append(li, int64(p.lrow))
 				ri = append(ri, int64(r))
 			}
 		}
-		j.li, j.ri = li, ri
+		p.li, p.ri = li, ri
 		return li, ri
 	}
-	for j.lrow < n && len(li) < bs {
-		if j.lcand == -2 {
-			j.lcand = j.cands.first(j.lrow)
+	for p.lrow < n && len(li) < bs {
+		if p.lcand == -2 {
+			p.lcand = p.cands.first(p.lrow)
 		}
-		for j.lcand >= 0 && len(li) < bs {
-			li = append(li, int64(j.lrow))
-			ri = append(ri, int64(j.lcand))
-			j.lcand = j.cands.next(j.lcand)
+		for p.lcand >= 0 && len(li) < bs {
+			li = append(li, int64(p.lrow))
+			ri = append(ri, int64(p.lcand))
+			p.lcand = p.cands.next(p.lcand)
 		}
-		if j.lcand < 0 {
-			j.lrow++
-			j.lcand = -2
+		if p.lcand < 0 {
+			p.lrow++
+			p.lcand = -2
 		}
 	}
-	j.li, j.ri = li, ri
+	p.li, p.ri = li, ri
 	return li, ri
 }
 
 // pairBatch gathers left rows li and build rows ri (-1 = NULL) into a batch
 // of schema.
-func (j *joinOp) pairBatch(ctx context.Context, schema *arrow.Schema, li, ri []int64, withRight bool) (arrow.RecordBatch, error) {
-	lcols, err := j.leftColumns(ctx, li)
+func (p *prober) pairBatch(ctx context.Context, schema *arrow.Schema, li, ri []int64, withRight bool) (arrow.RecordBatch, error) {
+	j := p.j
+	lcols, err := p.leftColumns(ctx, li)
 	if err != nil {
 		return nil, err
 	}
@@ -570,16 +625,16 @@ func (j *joinOp) pairBatch(ctx context.Context, schema *arrow.Schema, li, ri []i
 // leftColumns gathers rows li of the left batch. A run of consecutive rows
 // (every probe row matching once, as in a join with a dimension table) is
 // sliced instead of copied; the slice holds at most one input batch.
-func (j *joinOp) leftColumns(ctx context.Context, li []int64) ([]arrow.Array, error) {
+func (p *prober) leftColumns(ctx context.Context, li []int64) ([]arrow.Array, error) {
 	run := len(li) > 0 && li[0] >= 0
 	for k := 1; run && k < len(li); k++ {
 		run = li[k] == li[0]+int64(k)
 	}
 	if !run {
-		return vectorized.TakeColumns(ctx, j.ec.Mem, j.lb.Columns(), li)
+		return vectorized.TakeColumns(ctx, p.j.ec.Mem, p.lb.Columns(), li)
 	}
-	cols := make([]arrow.Array, j.lb.NumCols())
-	for c, a := range j.lb.Columns() {
+	cols := make([]arrow.Array, p.lb.NumCols())
+	for c, a := range p.lb.Columns() {
 		cols[c] = array.NewSlice(a, li[0], li[0]+int64(len(li)))
 	}
 	return cols, nil
@@ -601,17 +656,25 @@ func (j *joinOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if j.build.n == 0 && (j.typ == InnerJoin || j.typ == SemiJoin || j.typ == RightJoin) {
 		return nil, io.EOF // nothing can match: do not read the left side
 	}
+	if j.par != nil {
+		return j.nextParallel(ctx)
+	}
+	p := &j.p
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		if j.leftDone {
-			if out, err := j.out.flush(j.ec); out != nil || err != nil {
+			if out, err := p.out.flush(j.ec); out != nil || err != nil {
 				return j.cur.set(out), err
 			}
 			return j.nextUnmatchedRight(ctx)
 		}
-		if j.lb == nil {
+		if p.lb == nil {
+			if j.canProbeInParallel() {
+				j.par = startParallelProbe(ctx, j)
+				return j.nextParallel(ctx)
+			}
 			b, err := Next(ctx, j.left)
 			if errors.Is(err, io.EOF) {
 				j.leftDone = true
@@ -620,12 +683,13 @@ func (j *joinOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			if err != nil {
 				return nil, err
 			}
-			if err := j.startLeft(ctx, b); err != nil {
+			if err := p.startLeft(ctx, b); err != nil {
 				return nil, err
 			}
+			j.probed++
 		}
-		if !j.tail {
-			out, err := j.probeChunk(ctx)
+		if !p.tail {
+			out, err := p.probeChunk(ctx)
 			if err != nil {
 				return nil, err
 			}
@@ -635,10 +699,10 @@ func (j *joinOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			continue
 		}
 		if j.leftSeen != nil {
-			j.leftSeen(j.lmatched)
+			j.leftSeen(p.lmatched)
 		}
-		out, err := j.leftTail(ctx)
-		j.endLeft()
+		out, err := p.leftTail(ctx)
+		p.endLeft()
 		if err != nil {
 			return nil, err
 		}
@@ -654,7 +718,7 @@ func (j *joinOp) emit(b arrow.RecordBatch) (arrow.RecordBatch, error) {
 	if b == nil {
 		return nil, nil
 	}
-	out, err := j.out.add(j.ec, b)
+	out, err := j.p.out.add(j.ec, b)
 	if out == nil || err != nil {
 		return nil, err
 	}
@@ -663,29 +727,30 @@ func (j *joinOp) emit(b arrow.RecordBatch) (arrow.RecordBatch, error) {
 
 // probeChunk matches the next chunk of pairs; it returns nil (and switches
 // to the tail) when the left batch is exhausted.
-func (j *joinOp) probeChunk(ctx context.Context) (arrow.RecordBatch, error) {
+func (p *prober) probeChunk(ctx context.Context) (arrow.RecordBatch, error) {
+	j := p.j
 	if j.typ.leftOnly() && j.residual == nil {
 		// Existence is all that matters: no pairs to build.
-		for i := range j.lmatched {
-			j.lmatched[i] = j.cands.first(i) >= 0
+		for i := range p.lmatched {
+			p.lmatched[i] = p.cands.first(i) >= 0
 		}
-		j.tail = true
+		p.tail = true
 		return nil, nil
 	}
 	for {
-		li, ri := j.nextPairs()
+		li, ri := p.nextPairs()
 		if len(li) == 0 {
-			j.tail = true
+			p.tail = true
 			return nil, nil
 		}
-		mask, keep, err := j.residualMask(ctx, li, ri)
+		mask, keep, err := p.residualMask(ctx, li, ri)
 		if err != nil {
 			return nil, err
 		}
 		if j.typ != InnerJoin || j.matched != nil || j.leftSeen != nil {
 			for k := range li {
 				if mask == nil || mask[k] {
-					j.lmatched[li[k]] = true
+					p.lmatched[li[k]] = true
 					if j.matched != nil {
 						j.matched[ri[k]] = true
 					}
@@ -706,38 +771,40 @@ func (j *joinOp) probeChunk(ctx context.Context) (arrow.RecordBatch, error) {
 			}
 			li, ri = li[:n], ri[:n]
 		}
-		return j.pairBatch(ctx, j.schema, li, ri, true)
+		return p.pairBatch(ctx, j.schema, li, ri, true)
 	}
 }
 
 // residualMask evaluates the residual over candidate pairs (nil mask: no
 // residual). When the residual's columns are known it gathers only those,
 // so rejected pairs never have their other columns copied.
-func (j *joinOp) residualMask(ctx context.Context, li, ri []int64) ([]bool, int, error) {
+func (p *prober) residualMask(ctx context.Context, li, ri []int64) ([]bool, int, error) {
+	j := p.j
 	if j.residual == nil {
 		return nil, len(li), nil
 	}
 	var b arrow.RecordBatch
 	var err error
 	if j.resExpr != nil {
-		b, err = j.compactPairs(ctx, li, ri)
+		b, err = p.compactPairs(ctx, li, ri)
 	} else {
-		b, err = j.pairBatch(ctx, j.pairSchema, li, ri, true)
+		b, err = p.pairBatch(ctx, j.pairSchema, li, ri, true)
 	}
 	if err != nil {
 		return nil, 0, err
 	}
 	defer b.Release()
-	return evalMask(ctx, j.ec, j.resPred, b)
+	return evalMask(ctx, j.ec, p.resPred, b)
 }
 
 // compactPairs gathers the residual's columns of the pairs.
-func (j *joinOp) compactPairs(ctx context.Context, li, ri []int64) (arrow.RecordBatch, error) {
+func (p *prober) compactPairs(ctx context.Context, li, ri []int64) (arrow.RecordBatch, error) {
+	j := p.j
 	nl := j.left.Schema().NumFields()
 	lsrc, rsrc := make([]arrow.Array, 0, len(j.resCols)), make([]arrow.Array, 0, len(j.resCols))
 	for _, c := range j.resCols {
 		if c < nl {
-			lsrc = append(lsrc, j.lb.Column(c))
+			lsrc = append(lsrc, p.lb.Column(c))
 		} else {
 			rsrc = append(rsrc, j.build.cols[c-nl])
 		}
@@ -759,13 +826,14 @@ func (j *joinOp) compactPairs(ctx context.Context, li, ri []int64) (arrow.Record
 
 // leftTail returns the left rows a left/full/semi/anti join adds after the
 // pairs of the current batch, or nil.
-func (j *joinOp) leftTail(ctx context.Context) (arrow.RecordBatch, error) {
+func (p *prober) leftTail(ctx context.Context) (arrow.RecordBatch, error) {
+	j := p.j
 	if j.typ == InnerJoin || j.typ == RightJoin {
 		return nil, nil
 	}
-	li := j.tailRows[:0]
-	defer func() { j.tailRows = li }()
-	for i, m := range j.lmatched {
+	li := p.tailRows[:0]
+	defer func() { p.tailRows = li }()
+	for i, m := range p.lmatched {
 		var want bool
 		switch j.typ {
 		case LeftJoin, FullJoin, AntiJoin:
@@ -776,7 +844,7 @@ func (j *joinOp) leftTail(ctx context.Context) (arrow.RecordBatch, error) {
 			switch {
 			case j.build.n == 0:
 				want = true
-			case j.buildHasNull, j.lnullKey[i]:
+			case j.buildHasNull, p.lnullKey[i]:
 				want = false
 			default:
 				want = !m
@@ -790,19 +858,19 @@ func (j *joinOp) leftTail(ctx context.Context) (arrow.RecordBatch, error) {
 		return nil, nil
 	}
 	if j.typ.leftOnly() {
-		if len(li) == int(j.lb.NumRows()) {
+		if len(li) == int(p.lb.NumRows()) {
 			// Every row qualifies: pass the batch on, no copy.
-			j.lb.Retain()
-			return j.lb, nil
+			p.lb.Retain()
+			return p.lb, nil
 		}
-		return j.pairBatch(ctx, j.schema, li, nil, false)
+		return p.pairBatch(ctx, j.schema, li, nil, false)
 	}
-	ri := resized(j.ri, len(li))
+	ri := resized(p.ri, len(li))
 	for i := range ri {
 		ri[i] = -1
 	}
-	j.ri = ri
-	return j.pairBatch(ctx, j.schema, li, ri, true)
+	p.ri = ri
+	return p.pairBatch(ctx, j.schema, li, ri, true)
 }
 
 // nextUnmatchedRight emits build rows no left row matched (right/full).
@@ -837,9 +905,10 @@ func (j *joinOp) nextUnmatchedRight(ctx context.Context) (arrow.RecordBatch, err
 }
 
 func (j *joinOp) Close() error {
+	// The workers read the left input and the build: stop them first.
+	j.par.stop()
 	j.cur.release()
-	j.out.release()
-	j.endLeft()
+	j.p.release()
 	if j.build != nil {
 		j.build.release()
 		j.build = nil

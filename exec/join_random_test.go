@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/exec/exectest"
 )
@@ -30,6 +32,13 @@ func joinTable(t *testing.T, rng *rand.Rand, n, domain int, mult int64) exectest
 	return tb
 }
 
+// rightColumn returns column c of a join's right side (schema r) in its
+// pair schema, after the left side's columns (schema l).
+func rightColumn(l, r *arrow.Schema, c string) exec.Expr {
+	i := r.FieldIndices(c)[0]
+	return exec.NewColumn(l.NumFields()+i, r.Field(i).Type, "r."+c)
+}
+
 // TestRandomHashJoin checks the hash join against the nested-loop join on
 // random inputs: every join type, with and without a residual, on one
 // int64 key (dense and sparse), an int32 key, two integer keys (packed),
@@ -48,12 +57,7 @@ func TestRandomHashJoin(t *testing.T) {
 		l := joinTable(t, rng, rng.IntN(50), domain, mult)
 		r := joinTable(t, rng, rng.IntN(50), domain, mult)
 		s := l.Schema
-		nl := s.NumFields()
-		// right returns column c of the right side in the pair schema.
-		right := func(c string) exec.Expr {
-			i := s.FieldIndices(c)[0]
-			return exec.NewColumn(nl+i, s.Field(i).Type, "r."+c)
-		}
+		right := func(c string) exec.Expr { return rightColumn(s, r.Schema, c) }
 		keys := keySets[rng.IntN(len(keySets))]
 		typ := types[rng.IntN(len(types))]
 		var residual exec.Expr

@@ -84,11 +84,11 @@ func (j *joinOp) reduceBuild(ctx context.Context) error {
 		return err
 	}
 	defer releaseArrays(keys)
-	set, _, err := newHashCandidates(keys, rows)
+	set, _, err := newHashIndex(keys, rows)
 	if err != nil {
 		return err
 	}
-	j.right = &keyFilterOp{ec: j.ec, child: j.right, keys: j.rightKeys, set: set}
+	j.right = &keyFilterOp{ec: j.ec, child: j.right, keys: j.rightKeys, set: &hashProbe{hashIndex: set}}
 	return nil
 }
 
@@ -134,7 +134,7 @@ type keyFilterOp struct {
 	ec    *Context
 	child Operator
 	keys  []Expr
-	set   *hashCandidates
+	set   *hashProbe
 	nulls []bool
 	rows  []int64
 	cur   current

@@ -471,8 +471,14 @@ func (bd *builder) hashJoin(n *HashJoin, l, r exec.Operator) (exec.Operator, err
 		return nil, err
 	}
 	op, err := exec.NewHashJoin(bd.ec, l, r, exec.JoinType(n.Join.Kind), lk, rk, res)
-	if err != nil || n.Ranges == nil {
-		return op, err
+	if err != nil {
+		return nil, err
+	}
+	if n.KeepOrder {
+		op = exec.KeepLeftOrder(op)
+	}
+	if n.Ranges == nil {
+		return op, nil
 	}
 	ranges := make([]*exec.KeyRange, len(n.Ranges))
 	for i, f := range n.Ranges {

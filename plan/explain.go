@@ -39,7 +39,11 @@ func physicalLine(n PhysicalNode) string {
 		}
 		return s
 	case *HashJoin:
-		return "Hash" + explainLine(n.Join)
+		s := "Hash" + explainLine(n.Join)
+		if n.KeepOrder {
+			s += " (left order kept)"
+		}
+		return s
 	case *MergeJoin:
 		s := "Merge" + explainLine(n.Join)
 		if n.Buckets > 1 {

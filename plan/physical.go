@@ -86,6 +86,10 @@ type HashJoin struct {
 	// Ranges[i], when set, is the probe-side scan filter build key i
 	// feeds (choice runtime_filter).
 	Ranges []*KeyRangeFilter
+	// KeepOrder: the left input's order, which a sort below made, may be
+	// seen above (keepOrders), so the join probes serially, keeping it.
+	// Otherwise it may probe on several cores, in no particular order.
+	KeepOrder bool
 }
 
 // MergeJoin merges inputs both ordered on the join keys (each a chain of

@@ -69,6 +69,7 @@ func (pp *physicalPlanner) plan(root Node) PhysicalNode {
 	if pp.enabled(choiceRuntimeFilter) {
 		runtimeFilters(p)
 	}
+	keepOrders(p, true)
 	return p
 }
 
@@ -191,6 +192,78 @@ func isPipeline(n PhysicalNode) bool {
 		switch x.logical.(type) {
 		case *FilterNode, *ProjectNode:
 			return isPipeline(x.Inputs[0])
+		}
+	}
+	return false
+}
+
+// keepOrders sets HashJoin.KeepOrder in n, whose output order may be seen
+// (need), and reports whether n's output carries an order that a sort made
+// below (or may: a window's output). A hash join probing
+// on several cores returns its rows in no particular order, so one whose
+// left input carries such an order probes serially where that may be
+// seen: by the query's result, a LIMIT or a window above (which rows, and
+// a window's ties or its numbering without ORDER BY), or an aggregate
+// whose value depends on its input's order (orderSensitive). A sort or
+// top-N above orders rows again, and a hash join's build side is read
+// whole. Scan order is not such an order: what relies on it (merge joins,
+// sort aggregations) takes scans directly (orderOf), never a join.
+func keepOrders(n PhysicalNode, need bool) bool {
+	switch x := n.(type) {
+	case *HashJoin:
+		keepOrders(x.Right, false)
+		x.KeepOrder = keepOrders(x.Left, need) && need
+		return x.KeepOrder
+	case *NestedLoopJoin:
+		keepOrders(x.Right, false)
+		return keepOrders(x.Left, need)
+	case *LookupJoin:
+		return keepOrders(x.Left, need)
+	case *HashAggregate:
+		keepOrders(x.Input, orderSensitive(x.Agg))
+		return false
+	case *ParallelHashAggregate:
+		keepOrders(x.Input, orderSensitive(x.Agg))
+		return false
+	case *TopN:
+		keepOrders(x.Input, false)
+		return true
+	case *SpoolScan:
+		// Every reader sees the body's order: as at a query's root.
+		return keepOrders(x.Body, true)
+	case *PlainOp:
+		switch x.logical.(type) {
+		case *SortNode:
+			keepOrders(x.Inputs[0], false)
+			return true
+		case *WindowNode:
+			keepOrders(x.Inputs[0], true)
+			return true
+		case *LimitNode:
+			return keepOrders(x.Inputs[0], true)
+		}
+		ordered := false
+		for _, in := range x.Inputs {
+			ordered = keepOrders(in, need) || ordered
+		}
+		return ordered
+	}
+	// Scans, gathers, merge joins and sort aggregations read scans.
+	for _, c := range n.Children() {
+		keepOrders(c, false)
+	}
+	return false
+}
+
+// orderSensitive reports whether an aggregate of a depends on the order of
+// its input rows (the values it collects, or the one it picks).
+func orderSensitive(a *AggNode) bool {
+	for _, c := range a.Aggs {
+		switch c.Fn {
+		case "array_agg", "array_agg_ignore_nulls", "json_arrayagg", "json_arrayagg_null_on_null",
+			"json_objectagg", "json_objectagg_absent_on_null", "listagg", "any_value", "arbitrary",
+			"first_value", "last_value":
+			return true
 		}
 	}
 	return false
