@@ -56,9 +56,9 @@ func (b *binder) planPhysical(root Node) PhysicalNode {
 // input row and copies its own rows' arguments, which pays only when the
 // hash table's work per row outweighs it: at about 630K groups in 1M rows
 // (BenchmarkHashAggregate many-2int) the parallel aggregation took more
-// wall and CPU time than the serial one (227-398 against 167-261 ms wall),
-// and q97's two aggregations of 546K and 286K groups in as many rows
-// 439, 452 -> 282, 258 ms (qlat, alternated).
+// wall and CPU time than the serial one (227-398 against 167-261 ms wall,
+// load ~4). On TPC-DS (q97's 546K groups of 550K rows) the effect was
+// inside the noise of a loaded machine.
 const parallelMinReduction = 2
 
 func (pp *physicalPlanner) plan(root Node) PhysicalNode {
