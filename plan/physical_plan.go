@@ -212,8 +212,10 @@ func keepOrders(n PhysicalNode, need bool) bool {
 	switch x := n.(type) {
 	case *HashJoin:
 		keepOrders(x.Right, false)
-		x.KeepOrder = keepOrders(x.Left, need) && need
-		return x.KeepOrder
+		ordered := keepOrders(x.Left, need) && need
+		// Right and full joins probe serially anyway (exec): no mark.
+		x.KeepOrder = ordered && x.Join.Kind != RightJoin && x.Join.Kind != FullJoin
+		return ordered
 	case *NestedLoopJoin:
 		keepOrders(x.Right, false)
 		return keepOrders(x.Left, need)
