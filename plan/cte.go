@@ -45,8 +45,15 @@ func (sh *SharedCTE) noteRead(s *CTEScanNode, need map[ColumnID]bool) {
 // columns of its 6.6M rows that neither reference reads. Only once every
 // reference's plan has pruned its columns (rule prune_columns).
 func (sh *SharedCTE) pruneUnread(root Node) Node {
+	// The references noted must be exactly those bound: a reference not
+	// pruned, or one not known, would keep the columns it has.
 	if len(sh.read) != len(sh.scans) {
 		return root
+	}
+	for _, s := range sh.scans {
+		if sh.read[s] == nil {
+			return root
+		}
 	}
 	cols := root.Columns()
 	keep := make([]bool, len(cols))
