@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -337,94 +336,53 @@ func TestPartialDistinct(t *testing.T) {
 		return exec.NewPartialDistinct(ec, ops[0]), nil
 	})
 
-	const unique = 100_000
+	// genSource's rows (i*7919) % distinct: a permutation of the
+	// distinct values, repeated.
 	cases := []struct {
-		name   string
-		keys   func(i int) int64 // the key of input row i
-		rows   int
-		budget int64
+		name     string
+		rows     int
+		distinct int
+		budget   int64
 		// Output rows: exactly the distinct keys, or more (passing through).
 		exact bool
 	}{
-		{name: "reducing", keys: func(i int) int64 { return int64(i % 50) }, rows: 200_000, exact: true},
+		{name: "reducing", rows: 200_000, distinct: 50, exact: true},
 		// Unique rows, then each again: past partialProbeRows it kept every
 		// row, so the repeats pass through.
-		{name: "not-reducing", keys: func(i int) int64 { return int64(i % unique) }, rows: 2 * unique},
-		{name: "over-budget", keys: func(i int) int64 { return int64(i % 500) }, rows: 200_000, budget: 1 << 10},
+		{name: "not-reducing", rows: 200_000, distinct: 100_000},
+		{name: "over-budget", rows: 200_000, distinct: 500, budget: 1 << 10},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer mem.AssertSize(t, 0)
-			ec := exec.NewContext(mem)
-			ec.MemoryLimit = c.budget
-			schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
-			var batches []arrow.RecordBatch
-			want := map[int64]int{}
-			for lo := 0; lo < c.rows; lo += 4096 {
-				vals := make([]int64, min(4096, c.rows-lo))
-				for i := range vals {
-					vals[i] = c.keys(lo + i)
-					want[vals[i]]++
-				}
-				batches = append(batches, int64Batch(mem, schema, vals))
-			}
-			op := exec.NewPartialDistinct(ec, exectest.Source(ec, schema, batches))
+			ec, mem, checked := spillContext(c.budget, t.TempDir())
+			defer checked.AssertSize(t, 0)
+			schema := arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int64}}, nil)
+			src := exec.NewSource(ec, schema, func(context.Context) (exec.BatchSource, error) {
+				return &genSource{mem: mem, schema: schema, n: c.rows, distinct: c.distinct}, nil
+			})
 			got := map[int64]int{}
 			n := 0
-			if err := drain(t, op, func(b arrow.RecordBatch) {
+			drainOp(t, exec.NewPartialDistinct(ec, src), func(b arrow.RecordBatch) {
 				for _, v := range b.Column(0).(*array.Int64).Int64Values() {
 					got[v]++
 					n++
 				}
-			}); err != nil {
-				t.Fatal(err)
-			}
-			if len(got) != len(want) {
-				t.Fatalf("%d distinct keys, want %d", len(got), len(want))
+			})
+			if len(got) != c.distinct {
+				t.Fatalf("%d distinct keys, want %d", len(got), c.distinct)
 			}
 			for k, g := range got {
-				if g > want[k] {
-					t.Fatalf("key %d %d times, the input has it %d times", k, g, want[k])
+				if want := c.rows / c.distinct; g > want {
+					t.Fatalf("key %d %d times, the input has it %d times", k, g, want)
 				}
 			}
-			if c.exact && n != len(want) {
-				t.Fatalf("%d rows, want the %d distinct ones: it stopped deduplicating", n, len(want))
+			if c.exact && n != c.distinct {
+				t.Fatalf("%d rows, want the %d distinct ones: it stopped deduplicating", n, c.distinct)
 			}
-			if !c.exact && n == len(want) {
+			if !c.exact && n == c.distinct {
 				t.Fatalf("%d rows, all distinct: it never passed rows through", n)
 			}
+			noSpillFilesLeft(t, ec)
 		})
 	}
-}
-
-func int64Batch(mem memory.Allocator, schema *arrow.Schema, vals []int64) arrow.RecordBatch {
-	bld := array.NewInt64Builder(mem)
-	defer bld.Release()
-	bld.AppendValues(vals, nil)
-	arr := bld.NewArray()
-	defer arr.Release()
-	return array.NewRecordBatch(schema, []arrow.Array{arr}, int64(len(vals)))
-}
-
-// drain opens op, passes each batch to f and closes it.
-func drain(t *testing.T, op exec.Operator, f func(arrow.RecordBatch)) error {
-	t.Helper()
-	ctx := context.Background()
-	if err := op.Open(ctx); err != nil {
-		op.Close()
-		return err
-	}
-	for {
-		b, err := op.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			op.Close()
-			return err
-		}
-		f(b)
-	}
-	return op.Close()
 }

@@ -594,23 +594,7 @@ func runGenerated(t *testing.T, n, distinct int, limit int64, ctor func(ec *exec
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	if err := op.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		b, err := exec.Next(ctx, op)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		check(b)
-	}
-	if err := op.Close(); err != nil {
-		t.Fatal(err)
-	}
+	drainOp(t, op, check)
 	if mem.PeakAlloc() > 2*int(limit) {
 		t.Fatalf("Arrow peak %d bytes for a %d-byte budget", mem.PeakAlloc(), limit)
 	}
@@ -619,6 +603,31 @@ func runGenerated(t *testing.T, n, distinct int, limit int64, ctor func(ec *exec
 	}
 	noSpillFilesLeft(t, ec)
 	t.Logf("%d rows spilled, Arrow peak %d bytes for a %d-byte budget", ec.SpilledRows(), mem.PeakAlloc(), limit)
+}
+
+// drainOp opens op, passes each batch to check and closes it; any error
+// fails t.
+func drainOp(t *testing.T, op exec.Operator, check func(b arrow.RecordBatch)) {
+	t.Helper()
+	ctx := context.Background()
+	if err := op.Open(ctx); err != nil {
+		op.Close()
+		t.Fatal(err)
+	}
+	for {
+		b, err := exec.Next(ctx, op)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			op.Close()
+			t.Fatal(err)
+		}
+		check(b)
+	}
+	if err := op.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestSpillTenTimesBudget runs count(DISTINCT) and row_number() OVER (ORDER
