@@ -29,6 +29,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/util"
 	"github.com/dgraph-io/ristretto/v2"
+
+	"github.com/flightd/flightd/internal/arrowshare"
 )
 
 // Arrays is a byte-bounded cache of decoded arrays. Safe for concurrent use.
@@ -227,6 +229,7 @@ func (c *Arrays) Get(key string) (arrow.Array, bool) {
 // Put offers an array to the cache, which takes a reference of its own if
 // it keeps it; the caller's reference is untouched. The cache may decline.
 func (c *Arrays) Put(key string, a arrow.Array) {
+	arrowshare.Settle(a) // Gets share it among goroutines
 	a.Retain()
 	e := &entry{key: key, a: a}
 	c.mu.Lock()

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightd/flightd/internal/arrowshare"
 )
 
 // KeepLeftOrder makes the hash join op return its rows in its left
@@ -61,6 +63,9 @@ type parallelProbe struct {
 
 // startParallelProbe starts the workers of j's probe under ctx.
 func startParallelProbe(ctx context.Context, j *joinOp) *parallelProbe {
+	for _, c := range j.build.cols { // the workers read them at once
+		arrowshare.Settle(c)
+	}
 	n := j.ec.Workers()
 	ctx, cancel := context.WithCancel(ctx)
 	pp := &parallelProbe{cancel: cancel, left: j.left, out: make(chan arrow.RecordBatch, n)}

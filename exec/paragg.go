@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/flightd/flightd/internal/arrowshare"
 	"github.com/flightd/flightd/vectorized"
 )
 
@@ -123,6 +124,7 @@ func (p *parallelAggOp) broadcast(ctx context.Context) error {
 			return err
 		}
 		b.Retain()
+		arrowshare.SettleBatch(b) // the workers read it at once
 		r := &routedBatch{b: b}
 		r.refs.Store(int32(len(p.srcs)))
 		for i, s := range p.srcs {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/flightd/flightd/internal/arrowshare"
 )
 
 // Spool computes its input once and replays it to any number of readers
@@ -76,6 +77,7 @@ func (s *Spool) drain(ctx context.Context) error {
 		}
 		if s.file == nil && !s.ec.overBudget(&s.mem, base, held+batchBytes(b), held+batchBytes(b)) {
 			b.Retain()
+			arrowshare.SettleBatch(b) // readers may be on other goroutines
 			s.batches = append(s.batches, b)
 			held += batchBytes(b)
 			continue

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightd/flightd/internal/arrowshare"
 )
 
 // Reader is a stream of batches (tablestore.BatchReader is one): Next
@@ -60,7 +62,8 @@ func Load[M any](ctx context.Context, units []Unit[M]) ([]Part[M], error) {
 	return parts, nil
 }
 
-// readAll returns the batches of one unit, retained.
+// readAll returns the batches of one unit, retained and settled: the feed
+// shares them among streams reading on their own goroutines.
 func readAll[M any](ctx context.Context, u Unit[M]) (out []arrow.RecordBatch, err error) {
 	rd, err := u.Open(ctx)
 	if err != nil {
@@ -84,6 +87,7 @@ func readAll[M any](ctx context.Context, u Unit[M]) (out []arrow.RecordBatch, er
 			return out, err
 		}
 		b.Retain()
+		arrowshare.SettleBatch(b)
 		out = append(out, b)
 	}
 }
