@@ -53,7 +53,8 @@ func (r *KeyRange) publish(keys arrow.Array) {
 	}
 	var set []byte
 	if lo <= hi && uint64(hi-lo) < maxKeySetSpan {
-		set = make([]byte, bitutil.BytesForBits(hi-lo+1))
+		// One bit more than the span, left zero, for keySetBits.
+		set = make([]byte, bitutil.BytesForBits(hi-lo+2))
 		for i, v := range vectorized.IntKeyValues(keys, nil) {
 			if keys.IsValid(i) {
 				bitutil.SetBit(set, int(v-lo))
@@ -218,17 +219,13 @@ func keySetBits[T int32 | int64](out []byte, vals []T, col arrow.Array, lo, hi i
 	base, span := uint64(lo), uint64(hi-lo)
 	in := func(v T) byte {
 		d := uint64(int64(v)) - base
-		var bit byte
-		if set != nil {
-			k := min(d, span)
-			bit = set[k>>3] >> (k & 7) & 1
-		} else {
-			bit = 1
+		if set == nil {
+			return b2u8(d <= span)
 		}
-		if d > span {
-			bit = 0
-		}
-		return bit
+		// Bit span+1 of set is zero (publish sizes it so): every key
+		// outside the range reads it.
+		k := min(d, span+1)
+		return set[k>>3] >> (k & 7) & 1
 	}
 	for b := range n / 8 {
 		if out[b] == 0 {
@@ -274,4 +271,11 @@ func intRange(a arrow.Array) (lo, hi int64, ok bool) {
 		}
 	}
 	return lo, hi, true
+}
+
+func b2u8(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
 }

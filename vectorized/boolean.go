@@ -108,12 +108,16 @@ func IsNull(mem memory.Allocator, a arrow.Array, negate bool) arrow.Array {
 	n := a.Len()
 	vals := newBitmap(mem, n)
 	vb := vals.Bytes()
-	// A NULL-typed array has no validity bitmap, so its IsNull says false.
-	allNull := a.DataType().ID() == arrow.NULL
-	for i := 0; i < n; i++ {
-		if (allNull || a.IsNull(i)) != negate {
-			bitutil.SetBit(vb, i)
-		}
+	// The answer is the validity bitmap, inverted for IS NULL.
+	switch {
+	case a.DataType().ID() == arrow.NULL: // no validity bitmap: all NULL
+		bitutil.SetBitsTo(vb, 0, int64(n), !negate)
+	case a.NullN() == 0:
+		bitutil.SetBitsTo(vb, 0, int64(n), negate)
+	case negate:
+		bitutil.CopyBitmap(a.NullBitmapBytes(), a.Data().Offset(), n, vb, 0)
+	default:
+		bitutil.InvertBitmap(a.NullBitmapBytes(), a.Data().Offset(), n, vb, 0)
 	}
 	return FinishBool(n, vals, Validity{})
 }

@@ -10,8 +10,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 )
 
-// TestKleeneRandom checks And, Or and Not against SQL's truth tables row by
-// row, over arrays with and without NULLs, sliced at random offsets.
+// TestKleeneRandom checks And, Or, Not and IS [NOT] NULL against SQL's
+// truth tables row by row, over arrays with and without NULLs, sliced at
+// random offsets.
 func TestKleeneRandom(t *testing.T) {
 	mem := checked(t)
 	rng := testSeed(t)
@@ -44,6 +45,8 @@ func TestKleeneRandom(t *testing.T) {
 		return 0
 	}
 	not := func(x, _ int) int { return map[int]int{0: 1, 1: 0, 2: 2}[x] }
+	isNull := func(x, _ int) int { return map[int]int{0: 0, 1: 0, 2: 1}[x] }
+	isNotNull := func(x, _ int) int { return map[int]int{0: 1, 1: 1, 2: 0}[x] }
 	for range 200 {
 		n := rng.IntN(300) + 1
 		a := randomArray(t, mem, rng, arrow.FixedWidthTypes.Boolean, n, rng.IntN(2) == 0)
@@ -56,6 +59,8 @@ func TestKleeneRandom(t *testing.T) {
 			{"and", And(mem, a, b), and},
 			{"or", Or(mem, a, b), or},
 			{"not", Not(mem, a), not},
+			{"is null", IsNull(mem, a, false), isNull},
+			{"is not null", IsNull(mem, a, true), isNotNull},
 		} {
 			nulls := 0
 			for i := range n {
@@ -75,6 +80,22 @@ func TestKleeneRandom(t *testing.T) {
 		}
 		a.Release()
 		b.Release()
+	}
+}
+
+// TestIsNullOfNullType: a NULL-typed array has no validity bitmap, and
+// every row is NULL.
+func TestIsNullOfNullType(t *testing.T) {
+	a := array.NewNull(11)
+	defer a.Release()
+	for _, negate := range []bool{false, true} {
+		got := IsNull(checked(t), a, negate)
+		for i := range a.Len() {
+			if got.(*array.Boolean).Value(i) == negate || got.IsNull(i) {
+				t.Fatalf("IS NULL (negate %v) row %d: %v", negate, i, got.(*array.Boolean).Value(i))
+			}
+		}
+		got.Release()
 	}
 }
 
