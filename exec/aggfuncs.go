@@ -164,11 +164,22 @@ func (s *seen) grow(n int) {
 	}
 }
 
+// growTo extends s with zero values to length n. The capacity doubles:
+// append's growth of large slices (a quarter) copied a 90,000-group
+// state about five times over, on freshly faulted pages (q39: 11% of its
+// CPU).
 func growTo[T any](s []T, n int) []T {
-	for len(s) < n {
-		var z T
-		s = append(s, z)
+	if n <= len(s) {
+		return s
 	}
+	if n > cap(s) {
+		grown := make([]T, len(s), max(n, 2*cap(s)))
+		copy(grown, s)
+		s = grown
+	}
+	old := len(s)
+	s = s[:n]
+	clear(s[old:]) // a reslice may have left values past the length
 	return s
 }
 
