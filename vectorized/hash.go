@@ -4,9 +4,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 )
 
 // KeyEncoder turns the values of several key columns into one byte string
@@ -16,6 +18,7 @@ import (
 type KeyEncoder struct {
 	buf  []byte
 	offs []int
+	pos  []int // encodeColumns' write position per row
 	// HasNull[i] tells whether any key column of row i is NULL.
 	HasNull []bool
 }
@@ -31,6 +34,15 @@ func (e *KeyEncoder) Encode(cols []arrow.Array, n int) error {
 	e.offs = e.offs[:n+1]
 	e.HasNull = e.HasNull[:n]
 	clear(e.HasNull)
+	if columnwise(cols) {
+		e.encodeColumns(cols, n)
+		return nil
+	}
+	return e.encodeRows(cols, n)
+}
+
+// encodeRows encodes row by row, each value through its column's writer.
+func (e *KeyEncoder) encodeRows(cols []arrow.Array, n int) error {
 	writers := make([]func([]byte, int) []byte, len(cols))
 	for c, col := range cols {
 		w, err := keyWriter(col)
@@ -53,6 +65,195 @@ func (e *KeyEncoder) Encode(cols []arrow.Array, n int) error {
 	}
 	e.offs[n] = len(e.buf)
 	return nil
+}
+
+// columnwise reports whether encodeColumns handles every column: 32-, 64-
+// and 128-bit fixed-width values and strings, the keys of nearly every
+// join and grouping.
+func columnwise(cols []arrow.Array) bool {
+	for _, c := range cols {
+		if fixedKeyWidth(c) == 0 && !isStringKey(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// fixedKeyWidth is the encoded width of a's values when encodeColumns
+// writes them as fixed-width little-endian words, else 0.
+func fixedKeyWidth(a arrow.Array) int {
+	switch a.DataType().ID() {
+	case arrow.INT32, arrow.UINT32, arrow.DATE32, arrow.TIME32:
+		return 4
+	case arrow.INT64, arrow.UINT64, arrow.DATE64, arrow.TIME64, arrow.TIMESTAMP, arrow.DURATION:
+		return 8
+	case arrow.DECIMAL128:
+		return 16
+	}
+	return 0
+}
+
+func isStringKey(a arrow.Array) bool {
+	switch a.DataType().ID() {
+	case arrow.STRING, arrow.LARGE_STRING, arrow.BINARY:
+		return true
+	}
+	return false
+}
+
+// encodeColumns writes the bytes encodeRows would, a column at a time:
+// every row's length first, then each column into all rows, with one
+// type switch per column instead of an interface and closure call per
+// value (q39's four-column keys: Encode was 13% of its CPU).
+func (e *KeyEncoder) encodeColumns(cols []arrow.Array, n int) {
+	size := e.offs[:n]
+	clear(size)
+	for _, c := range cols {
+		nulls := keyNulls(c)
+		if w := fixedKeyWidth(c); w > 0 {
+			for i := range size {
+				if nulls.isNull(i) {
+					size[i]++
+				} else {
+					size[i] += 1 + w
+				}
+			}
+			continue
+		}
+		switch c := c.(type) {
+		case *array.String:
+			addStringSizes(size, c.ValueOffsets(), nulls)
+		case *array.LargeString:
+			addStringSizes(size, c.ValueOffsets(), nulls)
+		case *array.Binary:
+			addStringSizes(size, c.ValueOffsets(), nulls)
+		}
+	}
+	total := 0
+	for i, l := range size {
+		e.offs[i] = total
+		total += l
+	}
+	e.offs[n] = total
+	e.buf = slices.Grow(e.buf[:0], total)[:total]
+	e.pos = append(e.pos[:0], e.offs[:n]...)
+	for _, c := range cols {
+		e.writeColumn(c)
+	}
+}
+
+// writeColumn writes column c's part of every row at e.pos, advancing it.
+func (e *KeyEncoder) writeColumn(c arrow.Array) {
+	w := colWriter{e.buf, e.pos, keyNulls(c), e.HasNull}
+	buf, pos := w.buf, w.pos
+	switch fixedKeyWidth(c) {
+	case 4:
+		v := Values[uint32](c)
+		for i, p := range pos {
+			if !w.null(i) {
+				binary.LittleEndian.PutUint32(buf[p+1:], v[i])
+				pos[i] = p + 5
+			}
+		}
+	case 8:
+		v := Values[uint64](c)
+		for i, p := range pos {
+			if !w.null(i) {
+				binary.LittleEndian.PutUint64(buf[p+1:], v[i])
+				pos[i] = p + 9
+			}
+		}
+	case 16:
+		v := DecimalValues(c)
+		for i, p := range pos {
+			if !w.null(i) {
+				binary.LittleEndian.PutUint64(buf[p+1:], v[i].LowBits())
+				binary.LittleEndian.PutUint64(buf[p+9:], uint64(v[i].HighBits()))
+				pos[i] = p + 17
+			}
+		}
+	default:
+		data := bufBytes(c.Data(), 2)
+		switch c := c.(type) {
+		case *array.String:
+			writeStrings(&w, c.ValueOffsets(), data)
+		case *array.LargeString:
+			writeStrings(&w, c.ValueOffsets(), data)
+		case *array.Binary:
+			writeStrings(&w, c.ValueOffsets(), data)
+		}
+	}
+}
+
+// colWriter writes one column's part of encodeColumns' rows.
+type colWriter struct {
+	buf     []byte
+	pos     []int // per row, where its next part goes
+	nulls   keyValidity
+	hasNull []bool
+}
+
+// null writes row i's NULL marker and reports whether its value is NULL
+// (then the marker is all of it).
+func (w *colWriter) null(i int) bool {
+	if !w.nulls.isNull(i) {
+		w.buf[w.pos[i]] = 1
+		return false
+	}
+	w.buf[w.pos[i]] = 0
+	w.pos[i]++
+	w.hasNull[i] = true
+	return true
+}
+
+// writeStrings writes string values, of offsets offs into data, as their
+// uvarint length and bytes.
+func writeStrings[T int32 | int64](w *colWriter, offs []T, data []byte) {
+	for i, p := range w.pos {
+		if !w.null(i) {
+			s := data[offs[i]:offs[i+1]]
+			p += 1 + binary.PutUvarint(w.buf[p+1:], uint64(len(s)))
+			w.pos[i] = p + copy(w.buf[p:], s)
+		}
+	}
+}
+
+// keyValidity reads a key column's validity bitmap in place.
+type keyValidity struct {
+	bits []byte // nil: no NULLs
+	off  int
+}
+
+func keyNulls(a arrow.Array) keyValidity {
+	if !MayHaveNulls(a.Data()) {
+		return keyValidity{}
+	}
+	return keyValidity{a.NullBitmapBytes(), a.Data().Offset()}
+}
+
+func (v keyValidity) isNull(i int) bool {
+	return v.bits != nil && !bitutil.BitIsSet(v.bits, v.off+i)
+}
+
+// addStringSizes adds the encoded lengths of a string column, of value
+// offsets offs, to size.
+func addStringSizes[T int32 | int64](size []int, offs []T, nulls keyValidity) {
+	for i := range size {
+		if nulls.isNull(i) {
+			size[i]++
+			continue
+		}
+		l := int(offs[i+1] - offs[i])
+		size[i] += 1 + uvarintLen(uint64(l)) + l
+	}
+}
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for ; x >= 0x80; x >>= 7 {
+		n++
+	}
+	return n
 }
 
 // Key returns the encoded key of row i (aliasing the encoder's buffer).
