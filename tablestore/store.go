@@ -19,6 +19,15 @@ import (
 	"github.com/flightd/flightd/cache"
 )
 
+// DefaultBatchSize is a scan batch's rows by default: a whole row group
+// of the default size (64Ki rows). What a batch costs whatever its rows
+// (slices, record batches, type checks, expression and filter set-up,
+// channel hand-offs) then comes once a row group: TPC-DS SF1 warm, with
+// 4,096 rows a batch the geometric mean was 1.21-1.22x DuckDB's, with
+// 16Ki 1.05, 32Ki 1.01-1.03, 64Ki 0.97. Results leave in smaller pieces
+// (the Flight SQL server splits batches by bytes).
+const DefaultBatchSize = 64 << 10
+
 // Options configure a Store.
 type Options struct {
 	// Mem allocates every Arrow buffer the store creates. Required.
@@ -27,7 +36,8 @@ type Options struct {
 	// (bytes of buffered Arrow data) before it flushes sorted level-0 files;
 	// a table's 'write-buffer-size' option overrides it. Default 64 MiB.
 	WriteBufferSize int64
-	// BatchSize is the target row count of scan batches. Default 4096.
+	// BatchSize is the target row count of scan batches. Default
+	// DefaultBatchSize.
 	BatchSize int
 	// CommitUser names this store's commits in snapshots. Default random.
 	CommitUser string
@@ -167,7 +177,7 @@ func Open(ctx context.Context, fsys FS, root string, opts Options) (*Store, erro
 		opts.WriteBufferSize = 64 << 20
 	}
 	if opts.BatchSize <= 0 {
-		opts.BatchSize = 4096
+		opts.BatchSize = DefaultBatchSize
 	}
 	if opts.CommitUser == "" {
 		opts.CommitUser = newUUID()
