@@ -14,13 +14,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// DefaultBatchSize is the number of rows operators aim for per batch.
-// Larger than the MonetDB/X100 value (1024) CockroachDB uses: what a batch
-// costs whatever its rows (a record batch, its type checks, expression
-// set-up) is higher here, and TPC-DS SF1 warm gave 0.901, 0.930, 0.963x
-// DuckDB at 4096 against 1.005, 0.981 at 1024 in the same sitting (16384:
-// 0.991). Tests randomize it.
-const DefaultBatchSize = 4096
+// DefaultBatchSize is the number of rows operators aim for per batch (the
+// MonetDB/X100 value CockroachDB also uses). Tests randomize it.
+const DefaultBatchSize = 1024
 
 // Context carries what every operator of one execution shares. Plans are
 // immutable; a Context and the operators built with it belong to one
