@@ -112,7 +112,7 @@ func IsNull(mem memory.Allocator, a arrow.Array, negate bool) arrow.Array {
 	switch {
 	case a.DataType().ID() == arrow.NULL: // no validity bitmap: all NULL
 		bitutil.SetBitsTo(vb, 0, int64(n), !negate)
-	case a.NullN() == 0:
+	case !MayHaveNulls(a.Data()): // not NullN, which may store its count
 		bitutil.SetBitsTo(vb, 0, int64(n), negate)
 	case negate:
 		bitutil.CopyBitmap(a.NullBitmapBytes(), a.Data().Offset(), n, vb, 0)
