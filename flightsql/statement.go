@@ -15,11 +15,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
-	"github.com/apache/arrow-go/v18/arrow/util"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/flightd/flightd/engine"
+	"github.com/flightd/flightd/internal/arrowshare"
 )
 
 // ticketMagic starts every query ticket flightd issues, so a ticket from
@@ -287,9 +287,14 @@ func pump(ctx context.Context, rdr engine.Rows, schema *arrow.Schema, ch chan<- 
 		n := in.NumRows()
 		step := messageRows(in)
 		for off := int64(0); off < n || off == 0; off += step {
-			piece := in.NewSlice(off, min(off+step, n))
+			piece := in
+			if step < n { // only a batch over messageBytes is sliced
+				piece = in.NewSlice(off, min(off+step, n))
+			}
 			b := array.NewRecordBatch(schema, piece.Columns(), piece.NumRows())
-			piece.Release()
+			if piece != in {
+				piece.Release()
+			}
 			chunk := flight.StreamChunk{Data: b}
 			if meta != nil {
 				chunk.AppMetadata = meta()
@@ -313,43 +318,19 @@ const messageBytes = 2 << 20
 
 // messageRows is how many rows of b go in one message: all of them, or
 // fewer so that each message holds about messageBytes (at least one row).
+// A slice counts its own rows (arrowshare.Bytes), not the row group's
+// buffers it shares.
 func messageRows(b arrow.RecordBatch) int64 {
 	n := b.NumRows()
 	size := int64(0)
 	for _, c := range b.Columns() {
-		size += approxBytes(c)
+		size += arrowshare.Bytes(c.Data())
 	}
 	if size <= messageBytes || n == 0 {
 		return max(n, 1)
 	}
 	return max(n*messageBytes/size, 1)
 }
-
-// approxBytes estimates the bytes of a's rows in an IPC message: its
-// values, offsets and validity for fixed-width and string types (a slice's
-// buffers hold more rows than it has), its buffers whole for the others.
-func approxBytes(a arrow.Array) int64 {
-	n := int64(a.Len())
-	if n == 0 {
-		return 0 // an empty string array may have no offsets
-	}
-	switch a := a.(type) {
-	case *array.String:
-		return valueBytes(a.ValueOffsets()) + 4*n + n/8
-	case *array.Binary:
-		return valueBytes(a.ValueOffsets()) + 4*n + n/8
-	case *array.LargeString:
-		return valueBytes(a.ValueOffsets()) + 8*n + n/8
-	}
-	if fw, ok := a.DataType().(arrow.FixedWidthDataType); ok {
-		return (int64(fw.BitWidth())*n+7)/8 + n/8
-	}
-	return int64(util.TotalArraySize(a))
-}
-
-// valueBytes is the bytes of the values between a string array's first
-// and last offsets.
-func valueBytes[T int32 | int64](offs []T) int64 { return int64(offs[len(offs)-1] - offs[0]) }
 
 // queryInfo is the FlightInfo of a query: its schema and one endpoint.
 func (s *Server) queryInfo(schema *arrow.Schema, desc *flight.FlightDescriptor, ticket []byte) *flight.FlightInfo {

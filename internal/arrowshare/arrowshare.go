@@ -1,11 +1,15 @@
-// Package arrowshare prepares Arrow arrays to be read by many goroutines at
-// once, for the packages of any layer (it imports nothing of flightd).
+// Package arrowshare handles Arrow arrays that share memory: with other
+// goroutines, and with other slices of one array. It is for the packages of
+// any layer (it imports nothing of flightd).
 //
 // arrow-go computes some parts of an array on first use and stores them
 // without synchronization: a slice's null count, and a dictionary array's
 // dictionary. Two goroutines reading one shared array race on those (CI's
 // race pass caught two change streams doing so). Settle does that work
 // before an array is published.
+//
+// A slice shares its array's buffers; Bytes counts only what its own rows
+// use, for memory budgets and message sizes.
 package arrowshare
 
 import (

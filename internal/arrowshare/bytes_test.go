@@ -1,4 +1,4 @@
-package exec
+package arrowshare
 
 import (
 	"fmt"
@@ -10,11 +10,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// TestDataBytesSlices: the batch-sized slices of one array count together
+// TestBytesSlices: the batch-sized slices of one array count together
 // about what the array counts (its rows, not once per slice), each about
 // its share, and the whole array at least its values; a dictionary array's
 // slices each count the whole dictionary and a list's the whole list.
-func TestDataBytesSlices(t *testing.T) {
+func TestBytesSlices(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	const n, batch = 10_000, 1024
@@ -47,15 +47,15 @@ func TestDataBytesSlices(t *testing.T) {
 		b.Release()
 	}
 	for _, c := range cases {
-		whole := dataBytes(c.a.Data())
-		if whole < c.atLeast || whole > wholeBytes(c.a.Data()) {
-			t.Errorf("%s: whole array counts %d, want %d to %d", c.name, whole, c.atLeast, wholeBytes(c.a.Data()))
+		whole := Bytes(c.a.Data())
+		if whole < c.atLeast || whole > WholeBytes(c.a.Data()) {
+			t.Errorf("%s: whole array counts %d, want %d to %d", c.name, whole, c.atLeast, WholeBytes(c.a.Data()))
 		}
 		var sum int64
 		slices := 0
 		for lo := 0; lo < n; lo += batch {
 			s := array.NewSlice(c.a, int64(lo), int64(min(lo+batch, n)))
-			got := dataBytes(s.Data())
+			got := Bytes(s.Data())
 			// Its rows' share, with room for a longer string at the end.
 			if share := whole * int64(s.Len()) / n; got > 2*share+64 || got == 0 {
 				t.Errorf("%s: slice [%d, %d) counts %d, its share is %d", c.name, lo, lo+s.Len(), got, share)
@@ -80,10 +80,10 @@ func TestDataBytesSlices(t *testing.T) {
 	}
 	da := dict.NewArray().(*array.Dictionary)
 	defer da.Release()
-	values := wholeBytes(da.Dictionary().Data())
+	values := WholeBytes(da.Dictionary().Data())
 	s := array.NewSlice(da, 0, batch)
 	defer s.Release()
-	if got, want := dataBytes(s.Data()), values+4*batch+batch/8; got < values+4*batch || got > want {
+	if got, want := Bytes(s.Data()), values+4*batch+batch/8; got < values+4*batch || got > want {
 		t.Errorf("dictionary slice counts %d, want its indices and the dictionary, %d to %d", got, values+4*batch, want)
 	}
 
@@ -98,7 +98,7 @@ func TestDataBytesSlices(t *testing.T) {
 	defer la.Release()
 	ls := array.NewSlice(la, 0, batch)
 	defer ls.Release()
-	if got, want := dataBytes(ls.Data()), wholeBytes(la.Data()); got != want {
+	if got, want := Bytes(ls.Data()), WholeBytes(la.Data()); got != want {
 		t.Errorf("list slice counts %d, want its whole buffers, %d", got, want)
 	}
 }
