@@ -220,7 +220,7 @@ func keySetBits[T int32 | int64](out []byte, vals []T, col arrow.Array, lo, hi i
 	in := func(v T) byte {
 		d := uint64(int64(v)) - base
 		if set == nil {
-			return b2u8(d <= span)
+			return vectorized.BoolByte(d <= span)
 		}
 		// Bit span+1 of set is zero (publish sizes it so): every key
 		// outside the range reads it.
@@ -271,11 +271,4 @@ func intRange(a arrow.Array) (lo, hi int64, ok bool) {
 		}
 	}
 	return lo, hi, true
-}
-
-func b2u8(b bool) byte {
-	if b {
-		return 1
-	}
-	return 0
 }

@@ -162,7 +162,7 @@ func cmpStrings[O int32 | int64](op CmpOp, offs []O, data []byte, c []byte, out 
 	if op == Eq || op == Ne {
 		for i := range n {
 			lo, hi := offs[i], offs[i+1]
-			out[i>>3] |= b2u(int(hi-lo) == len(c) && bytes.Equal(data[lo:hi], c)) << (i & 7)
+			out[i>>3] |= BoolByte(int(hi-lo) == len(c) && bytes.Equal(data[lo:hi], c)) << (i & 7)
 		}
 		if op == Ne {
 			negateBits(out, n)
@@ -170,11 +170,12 @@ func cmpStrings[O int32 | int64](op CmpOp, offs []O, data []byte, c []byte, out 
 		return
 	}
 	for i := range n {
-		out[i>>3] |= b2u(op.holds(bytes.Compare(data[offs[i]:offs[i+1]], c))) << (i & 7)
+		out[i>>3] |= BoolByte(op.holds(bytes.Compare(data[offs[i]:offs[i+1]], c))) << (i & 7)
 	}
 }
 
-func b2u(b bool) byte {
+// BoolByte is 1 for true and 0 for false, for branch-free bit packing.
+func BoolByte(b bool) byte {
 	if b {
 		return 1
 	}
@@ -184,7 +185,7 @@ func b2u(b bool) byte {
 // pack4 packs four results into bits 0-3, first in the lowest; loops call
 // it twice per output byte (one call packing eight is too big to inline).
 func pack4(b0, b1, b2, b3 bool) byte {
-	return b2u(b0) | b2u(b1)<<1 | b2u(b2)<<2 | b2u(b3)<<3
+	return BoolByte(b0) | BoolByte(b1)<<1 | BoolByte(b2)<<2 | BoolByte(b3)<<3
 }
 
 func lessBits[T cmp.Ordered](v []T, c T, out []byte) {
@@ -194,7 +195,7 @@ func lessBits[T cmp.Ordered](v []T, c T, out []byte) {
 		out[i>>3] = pack4(w[0] < c, w[1] < c, w[2] < c, w[3] < c) | pack4(w[4] < c, w[5] < c, w[6] < c, w[7] < c)<<4
 	}
 	for ; i < len(v); i++ {
-		out[i>>3] |= b2u(v[i] < c) << (i & 7)
+		out[i>>3] |= BoolByte(v[i] < c) << (i & 7)
 	}
 }
 
@@ -205,7 +206,7 @@ func lessEqBits[T cmp.Ordered](v []T, c T, out []byte) {
 		out[i>>3] = pack4(w[0] <= c, w[1] <= c, w[2] <= c, w[3] <= c) | pack4(w[4] <= c, w[5] <= c, w[6] <= c, w[7] <= c)<<4
 	}
 	for ; i < len(v); i++ {
-		out[i>>3] |= b2u(v[i] <= c) << (i & 7)
+		out[i>>3] |= BoolByte(v[i] <= c) << (i & 7)
 	}
 }
 
@@ -217,13 +218,13 @@ func eqBits[T comparable](v []T, c T, out []byte) {
 		out[i>>3] = pack4(w[0] == c, w[1] == c, w[2] == c, w[3] == c) | pack4(w[4] == c, w[5] == c, w[6] == c, w[7] == c)<<4
 	}
 	for ; i < len(v); i++ {
-		out[i>>3] |= b2u(v[i] == c) << (i & 7)
+		out[i>>3] |= BoolByte(v[i] == c) << (i & 7)
 	}
 }
 
 func nanBits[T float32 | float64](v []T, out []byte) {
 	for i, x := range v {
-		out[i>>3] |= b2u(x != x) << (i & 7)
+		out[i>>3] |= BoolByte(x != x) << (i & 7)
 	}
 }
 
@@ -244,7 +245,7 @@ func lessBitsDec(v []decimal128.Num, c decimal128.Num, out []byte) {
 		out[i>>3] = pack4(decLess(w[0], c), decLess(w[1], c), decLess(w[2], c), decLess(w[3], c)) | pack4(decLess(w[4], c), decLess(w[5], c), decLess(w[6], c), decLess(w[7], c))<<4
 	}
 	for ; i < len(v); i++ {
-		out[i>>3] |= b2u(decLess(v[i], c)) << (i & 7)
+		out[i>>3] |= BoolByte(decLess(v[i], c)) << (i & 7)
 	}
 }
 
@@ -255,7 +256,7 @@ func lessEqBitsDec(v []decimal128.Num, c decimal128.Num, out []byte) {
 		out[i>>3] = pack4(decLessEq(w[0], c), decLessEq(w[1], c), decLessEq(w[2], c), decLessEq(w[3], c)) | pack4(decLessEq(w[4], c), decLessEq(w[5], c), decLessEq(w[6], c), decLessEq(w[7], c))<<4
 	}
 	for ; i < len(v); i++ {
-		out[i>>3] |= b2u(decLessEq(v[i], c)) << (i & 7)
+		out[i>>3] |= BoolByte(decLessEq(v[i], c)) << (i & 7)
 	}
 }
 

@@ -248,7 +248,7 @@ func TestInScalarsRandom(t *testing.T) {
 			for i := range n {
 				g := 2
 				if got.IsValid(i) {
-					g = int(b2u(got.(*array.Boolean).Value(i)))
+					g = int(BoolByte(got.(*array.Boolean).Value(i)))
 				}
 				if g != want[i] {
 					t.Fatalf("%s row %d: %s IN %v (NULL in list: %v) gives %d, want %d", dt, i, FormatValue(a, i), consts, hasNull, g, want[i])
