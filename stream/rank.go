@@ -121,7 +121,15 @@ func compareSort(x rankRow, head uint64, sort []byte) int {
 	if c := cmp.Compare(x.head, head); c != 0 {
 		return c
 	}
-	return strings.Compare(x.sort, string(sort))
+	// Comparison operators read sort in place; strings.Compare would copy
+	// it to the heap (a sort key is longer than the compiler's stack buffer).
+	switch {
+	case x.sort == string(sort):
+		return 0
+	case x.sort < string(sort):
+		return -1
+	}
+	return 1
 }
 
 // rankRowBytes is the accounted size of a held row; an emitted one costs
