@@ -54,7 +54,9 @@ type RankSpec struct {
 // rows that entered, except that a deduplication (top 1) emits -U/+U.
 //
 // Over an insert-only input (spec.InsertOnly) a partition holds its top
-// Hi rows only: a row that does not enter them is dropped at once.
+// Hi rows only: a row that does not enter them is dropped at once. A
+// ROW_NUMBER() top 1 (a deduplication keeping the first or last row)
+// replaces its one row in place.
 //
 // State past the Budget spills: at a marker, partitions go to disk (a
 // spillStore, encoded as their rows' sort keys and counts) until half the
@@ -79,9 +81,13 @@ type Rank struct {
 	signs    []int8
 	sortBuf  []byte
 	outRow   []any
-	q        *outQueue
-	mb       miniBatch
-	held     int64
+	// top1: the input only inserts and the top is ROW_NUMBER() 1, so a
+	// partition holds one row, which a new row replaces or not (addTop1).
+	top1      bool
+	spareVals []any // values for addTop1 to read a row into, unless nil
+	q         *outQueue
+	mb        miniBatch
+	held      int64
 
 	changed changedKeys // the partitions changed since the last save
 }
@@ -152,6 +158,7 @@ func NewRank(ec *exec.Context, in Operator, spec RankSpec, budget *Budget) (*Ran
 		return nil, err
 	}
 	r := &Rank{ec: ec, in: in, spec: spec, budget: budget, rowGet: get, parts: map[string]*rankPart{}}
+	r.top1 = spec.InsertOnly != "" && spec.Func == RowNumber && spec.Hi == 1
 	if r.codec, err = newRankCodec(fields, spec.Order); err != nil {
 		return nil, err
 	}
@@ -214,14 +221,19 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 		k := r.enc.Key(i)
 		p := r.parts[string(k)]
 		if p == nil {
-			if p, err = r.load(string(k)); err != nil {
+			key := string(k)
+			if p, err = r.load(key); err != nil {
 				return err
 			}
 			if p == nil {
-				p = &rankPart{key: string(k)}
+				p = &rankPart{key: key}
 			}
-			r.parts[p.key] = p
+			r.parts[key] = p
 			grow += r.partBytes(p)
+		}
+		if r.top1 {
+			grow += r.addTop1(p, cols, i)
+			continue
 		}
 		// A row after the top of an insert-only partition can never come
 		// up. The ORDER BY keys decide that without reading the row (their
@@ -256,6 +268,49 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 	r.held += grow
 	r.budget.add(grow)
 	return nil
+}
+
+// addTop1 adds row i of cols, whose ORDER BY keys are in r.sortBuf, to a
+// partition of a top1 Rank: the row replaces the partition's one row if
+// it sorts first, with no search, insert or trimming. It returns the
+// bytes the state grew by.
+func (r *Rank) addTop1(p *rankPart, cols []arrow.Array, i int) int64 {
+	keyLen := len(r.sortBuf)
+	var top *rankRow
+	if len(p.rows) > 0 {
+		top = &p.rows[0]
+		// As in add: a row after the top on the ORDER BY keys stays out
+		// without reading it.
+		if top.sort[:top.keyLen] < string(r.sortBuf) {
+			return 0
+		}
+	}
+	vals := r.rowGet.rowInto(r.spareVals, cols, i)
+	r.sortBuf = appendRow(r.sortBuf, vals)
+	sort := r.sortBuf
+	head := sortHead(sort)
+	if top != nil && compareSort(*top, head, sort) <= 0 {
+		r.spareVals = vals
+		return 0
+	}
+	row := rankRow{head: head, sort: string(sort), keyLen: keyLen, vals: vals, n: 1}
+	grow := rankRowBytes(row)
+	r.spareVals = nil
+	if top != nil {
+		grow -= rankRowBytes(*top)
+		if p.dirty {
+			// The top came after the last marker: nothing emitted holds
+			// its values, so they can take the next row's.
+			r.spareVals = top.vals
+		}
+	}
+	if !p.dirty {
+		p.dirty = true
+		r.dirty = append(r.dirty, p)
+	}
+	p.rows = append(p.rows[:0], row)
+	p.count = 1
+	return grow
 }
 
 // dropPastTop drops the rows of an insert-only partition numbered past hi
@@ -357,17 +412,21 @@ func (r *Rank) flush(context.Context, *Chunk) error {
 	for _, p := range r.dirty {
 		p.dirty = false
 		r.changed.add(p.key)
-		cur := topRows(p.rows, r.spec.Func, r.spec.Lo, r.spec.Hi)
-		switch {
-		case r.spec.Number && r.spec.Func == RowNumber:
-			r.emitByNumber(p.emitted, cur)
-		case r.spec.Number:
-			r.emitRanked(p.emitted, cur)
-		default:
-			r.emitChanged(p.emitted, cur)
+		if r.top1 {
+			grow += r.flushTop1(p)
+		} else {
+			cur := topRows(p.rows, r.spec.Func, r.spec.Lo, r.spec.Hi)
+			switch {
+			case r.spec.Number && r.spec.Func == RowNumber:
+				r.emitByNumber(p.emitted, cur)
+			case r.spec.Number:
+				r.emitRanked(p.emitted, cur)
+			default:
+				r.emitChanged(p.emitted, cur)
+			}
+			grow += rankSlotBytes * int64(len(cur)-len(p.emitted))
+			p.emitted = cur
 		}
-		grow += rankSlotBytes * int64(len(cur)-len(p.emitted))
-		p.emitted = cur
 		if len(p.rows) == 0 {
 			grow -= rankPartBytes + int64(len(p.key))
 			delete(r.parts, p.key)
@@ -384,6 +443,27 @@ func (r *Rank) flush(context.Context, *Chunk) error {
 		return r.evict()
 	}
 	return nil
+}
+
+// flushTop1 emits the change of a changed partition of a top1 Rank, as
+// emitByNumber and emitChanged would (an insert-only partition is never
+// empty once changed), and returns the bytes the state grew by. The
+// emitted row is kept in p.emitted's own array, which p.rows never
+// shares, so that addTop1 can replace p.rows[0] in place.
+func (r *Rank) flushTop1(p *rankPart) int64 {
+	cur := p.rows[0]
+	cur.n = r.spec.Lo
+	if len(p.emitted) == 0 {
+		r.emit(kindInsert, cur.vals, cur.n)
+		p.emitted = []rankRow{cur}
+		return rankSlotBytes
+	}
+	if old := p.emitted[0]; old.sort != cur.sort {
+		r.emit(kindUpdateBefore, old.vals, old.n)
+		r.emit(kindUpdateAfter, cur.vals, cur.n)
+	}
+	p.emitted[0] = cur
+	return 0
 }
 
 // partBytes is what a partition accounts: the sum of what add and flush
