@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -85,9 +86,15 @@ type Rank struct {
 	// partition holds one row, which a new row replaces or not (addTop1).
 	top1      bool
 	spareVals []any // values for addTop1 to read a row into, unless nil
-	q         *outQueue
-	mb        miniBatch
-	held      int64
+	// pend: the rows of the batch in add that are their partition's top
+	// by their ORDER BY keys, read at the batch's end, so that a row
+	// another row of the batch replaces is never read.
+	pend     []pendingTop
+	pendKeys []byte // pend's ORDER BY keys
+	pendSort []byte // readPending's sort key
+	q        *outQueue
+	mb       miniBatch
+	held     int64
 
 	changed changedKeys // the partitions changed since the last save
 }
@@ -98,6 +105,19 @@ type rankPart struct {
 	count   int64     // the copies in rows, kept for an insert-only input
 	emitted []rankRow // the rows last emitted, one per copy, n their number
 	dirty   bool
+	// Of a top1 Rank: pend is 1 + the index of the partition's row in
+	// Rank.pend (0: none), newTop that rows[0] came after the last
+	// marker (emitted does not share its values).
+	pend   int
+	newTop bool
+}
+
+// pendingTop is a row of a batch that is its partition's top, not read
+// yet: its index in the batch and its ORDER BY keys in Rank.pendKeys.
+type pendingTop struct {
+	p          *rankPart
+	i          int
+	start, end int
 }
 
 // rankRow is a distinct row of a partition and how many copies it has.
@@ -265,52 +285,107 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 			grow += p.dropPastTop(r.spec.Func, r.spec.Hi)
 		}
 	}
+	if r.top1 {
+		grow += r.readPendings(cols)
+	}
 	r.held += grow
 	r.budget.add(grow)
 	return nil
 }
 
 // addTop1 adds row i of cols, whose ORDER BY keys are in r.sortBuf, to a
-// partition of a top1 Rank: the row replaces the partition's one row if
-// it sorts first, with no search, insert or trimming. It returns the
-// bytes the state grew by.
+// partition of a top1 Rank, which holds one row: a row first on the
+// ORDER BY keys becomes the partition's pending top (read at the end of
+// the batch by readPending), a row tied there with the top is read to
+// compare the whole rows, and the others are dropped unread. It returns
+// the bytes the state grew by.
 func (r *Rank) addTop1(p *rankPart, cols []arrow.Array, i int) int64 {
-	keyLen := len(r.sortBuf)
-	var top *rankRow
-	if len(p.rows) > 0 {
-		top = &p.rows[0]
-		// As in add: a row after the top on the ORDER BY keys stays out
-		// without reading it.
-		if top.sort[:top.keyLen] < string(r.sortBuf) {
-			return 0
-		}
+	c := -1
+	switch {
+	case p.pend > 0:
+		pt := r.pend[p.pend-1]
+		c = bytes.Compare(r.sortBuf, r.pendKeys[pt.start:pt.end])
+	case len(p.rows) > 0:
+		c = strings.Compare(string(r.sortBuf), p.rows[0].sort[:p.rows[0].keyLen])
 	}
+	switch {
+	case c > 0:
+		return 0
+	case c < 0:
+		start := len(r.pendKeys)
+		r.pendKeys = append(r.pendKeys, r.sortBuf...)
+		pt := pendingTop{p: p, i: i, start: start, end: len(r.pendKeys)}
+		if p.pend > 0 {
+			r.pend[p.pend-1] = pt
+		} else {
+			r.pend = append(r.pend, pt)
+			p.pend = len(r.pend)
+		}
+		r.markDirty(p)
+		return 0
+	}
+	var grow int64
+	if p.pend > 0 {
+		grow = r.readPending(p, cols)
+	}
+	keyLen := len(r.sortBuf)
 	vals := r.rowGet.rowInto(r.spareVals, cols, i)
 	r.sortBuf = appendRow(r.sortBuf, vals)
 	sort := r.sortBuf
 	head := sortHead(sort)
-	if top != nil && compareSort(*top, head, sort) <= 0 {
+	if compareSort(p.rows[0], head, sort) <= 0 {
 		r.spareVals = vals
-		return 0
+		return grow
 	}
-	row := rankRow{head: head, sort: string(sort), keyLen: keyLen, vals: vals, n: 1}
-	grow := rankRowBytes(row)
-	r.spareVals = nil
-	if top != nil {
-		grow -= rankRowBytes(*top)
-		if p.dirty {
-			// The top came after the last marker: nothing emitted holds
-			// its values, so they can take the next row's.
-			r.spareVals = top.vals
+	r.markDirty(p)
+	return grow + r.replaceTop1(p, rankRow{head: head, sort: string(sort), keyLen: keyLen, vals: vals, n: 1})
+}
+
+// readPending reads p's pending top into p.rows and returns the bytes the
+// state grew by.
+func (r *Rank) readPending(p *rankPart, cols []arrow.Array) int64 {
+	pt := r.pend[p.pend-1]
+	p.pend = 0
+	vals := r.rowGet.rowInto(r.spareVals, cols, pt.i)
+	r.pendSort = appendRow(append(r.pendSort[:0], r.pendKeys[pt.start:pt.end]...), vals)
+	return r.replaceTop1(p, rankRow{head: sortHead(r.pendSort), sort: string(r.pendSort), keyLen: pt.end - pt.start, vals: vals, n: 1})
+}
+
+// readPendings reads the pending tops of the batch in add.
+func (r *Rank) readPendings(cols []arrow.Array) int64 {
+	var grow int64
+	for j, pt := range r.pend {
+		if pt.p.pend == j+1 {
+			grow += r.readPending(pt.p, cols)
 		}
 	}
+	r.pend, r.pendKeys = r.pend[:0], r.pendKeys[:0]
+	return grow
+}
+
+// replaceTop1 makes row, read into r.spareVals, p's one row and returns
+// the bytes the state grew by.
+func (r *Rank) replaceTop1(p *rankPart, row rankRow) int64 {
+	grow := rankRowBytes(row)
+	r.spareVals = nil
+	if len(p.rows) > 0 {
+		grow -= rankRowBytes(p.rows[0])
+		if p.newTop {
+			// Nothing emitted holds its values: the next row can take them.
+			r.spareVals = p.rows[0].vals
+		}
+	}
+	p.rows = append(p.rows[:0], row)
+	p.count = 1
+	p.newTop = true
+	return grow
+}
+
+func (r *Rank) markDirty(p *rankPart) {
 	if !p.dirty {
 		p.dirty = true
 		r.dirty = append(r.dirty, p)
 	}
-	p.rows = append(p.rows[:0], row)
-	p.count = 1
-	return grow
 }
 
 // dropPastTop drops the rows of an insert-only partition numbered past hi
@@ -451,6 +526,7 @@ func (r *Rank) flush(context.Context, *Chunk) error {
 // emitted row is kept in p.emitted's own array, which p.rows never
 // shares, so that addTop1 can replace p.rows[0] in place.
 func (r *Rank) flushTop1(p *rankPart) int64 {
+	p.newTop = false
 	cur := p.rows[0]
 	cur.n = r.spec.Lo
 	if len(p.emitted) == 0 {
