@@ -271,10 +271,7 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 		if full && compareSort(p.rows[len(p.rows)-1], sortHead(sort), sort) <= 0 {
 			continue
 		}
-		if !p.dirty {
-			p.dirty = true
-			r.dirty = append(r.dirty, p)
-		}
+		r.markDirty(p)
 		var g int64
 		if p.rows, g, err = applyRankRow(p.rows, sort, keyLen, vals, sign, "top-N"); err != nil {
 			return err
@@ -381,6 +378,7 @@ func (r *Rank) replaceTop1(p *rankPart, row rankRow) int64 {
 	return grow
 }
 
+// markDirty lists p for the next flush.
 func (r *Rank) markDirty(p *rankPart) {
 	if !p.dirty {
 		p.dirty = true
@@ -524,7 +522,7 @@ func (r *Rank) flush(context.Context, *Chunk) error {
 // emitByNumber and emitChanged would (an insert-only partition is never
 // empty once changed), and returns the bytes the state grew by. The
 // emitted row is kept in p.emitted's own array, which p.rows never
-// shares, so that addTop1 can replace p.rows[0] in place.
+// shares, so that replaceTop1 can overwrite p.rows[0].
 func (r *Rank) flushTop1(p *rankPart) int64 {
 	p.newTop = false
 	cur := p.rows[0]
