@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -54,7 +55,9 @@ type RankSpec struct {
 // rows that entered, except that a deduplication (top 1) emits -U/+U.
 //
 // Over an insert-only input (spec.InsertOnly) a partition holds its top
-// Hi rows only: a row that does not enter them is dropped at once.
+// Hi rows only: a row that does not enter them is dropped at once. A
+// ROW_NUMBER() top 1 (a deduplication keeping the first or last row)
+// replaces its one row in place.
 //
 // State past the Budget spills: at a marker, partitions go to disk (a
 // spillStore, encoded as their rows' sort keys and counts) until half the
@@ -79,6 +82,16 @@ type Rank struct {
 	signs    []int8
 	sortBuf  []byte
 	outRow   []any
+	// top1: the input only inserts and the top is ROW_NUMBER() 1, so a
+	// partition holds one row, which a new row replaces or not (addTop1).
+	top1      bool
+	spareVals []any // values for addTop1 to read a row into, unless nil
+	// pend: the rows of the batch in add that are their partition's top
+	// by their ORDER BY keys, read at the batch's end, so that a row
+	// another row of the batch replaces is never read.
+	pend     []pendingTop
+	pendKeys []byte // pend's ORDER BY keys
+	pendSort []byte // readPending's sort key
 	q        *outQueue
 	mb       miniBatch
 	held     int64
@@ -92,6 +105,19 @@ type rankPart struct {
 	count   int64     // the copies in rows, kept for an insert-only input
 	emitted []rankRow // the rows last emitted, one per copy, n their number
 	dirty   bool
+	// Of a top1 Rank: pend is 1 + the index of the partition's row in
+	// Rank.pend (0: none), newTop that rows[0] came after the last
+	// marker (emitted does not share its values).
+	pend   int
+	newTop bool
+}
+
+// pendingTop is a row of a batch that is its partition's top, not read
+// yet: its index in the batch and its ORDER BY keys in Rank.pendKeys.
+type pendingTop struct {
+	p          *rankPart
+	i          int
+	start, end int
 }
 
 // rankRow is a distinct row of a partition and how many copies it has.
@@ -121,7 +147,15 @@ func compareSort(x rankRow, head uint64, sort []byte) int {
 	if c := cmp.Compare(x.head, head); c != 0 {
 		return c
 	}
-	return strings.Compare(x.sort, string(sort))
+	// Comparison operators read sort in place; strings.Compare would copy
+	// it to the heap (a sort key is longer than the compiler's stack buffer).
+	switch {
+	case x.sort == string(sort):
+		return 0
+	case x.sort < string(sort):
+		return -1
+	}
+	return 1
 }
 
 // rankRowBytes is the accounted size of a held row; an emitted one costs
@@ -144,6 +178,7 @@ func NewRank(ec *exec.Context, in Operator, spec RankSpec, budget *Budget) (*Ran
 		return nil, err
 	}
 	r := &Rank{ec: ec, in: in, spec: spec, budget: budget, rowGet: get, parts: map[string]*rankPart{}}
+	r.top1 = spec.InsertOnly != "" && spec.Func == RowNumber && spec.Hi == 1
 	if r.codec, err = newRankCodec(fields, spec.Order); err != nil {
 		return nil, err
 	}
@@ -206,14 +241,19 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 		k := r.enc.Key(i)
 		p := r.parts[string(k)]
 		if p == nil {
-			if p, err = r.load(string(k)); err != nil {
+			key := string(k)
+			if p, err = r.load(key); err != nil {
 				return err
 			}
 			if p == nil {
-				p = &rankPart{key: string(k)}
+				p = &rankPart{key: key}
 			}
-			r.parts[p.key] = p
+			r.parts[key] = p
 			grow += r.partBytes(p)
+		}
+		if r.top1 {
+			grow += r.addTop1(p, cols, i)
+			continue
 		}
 		// A row after the top of an insert-only partition can never come
 		// up. The ORDER BY keys decide that without reading the row (their
@@ -231,10 +271,7 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 		if full && compareSort(p.rows[len(p.rows)-1], sortHead(sort), sort) <= 0 {
 			continue
 		}
-		if !p.dirty {
-			p.dirty = true
-			r.dirty = append(r.dirty, p)
-		}
+		r.markDirty(p)
 		var g int64
 		if p.rows, g, err = applyRankRow(p.rows, sort, keyLen, vals, sign, "top-N"); err != nil {
 			return err
@@ -245,9 +282,108 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 			grow += p.dropPastTop(r.spec.Func, r.spec.Hi)
 		}
 	}
+	if r.top1 {
+		grow += r.readPendings(cols)
+	}
 	r.held += grow
 	r.budget.add(grow)
 	return nil
+}
+
+// addTop1 adds row i of cols, whose ORDER BY keys are in r.sortBuf, to a
+// partition of a top1 Rank, which holds one row: a row first on the
+// ORDER BY keys becomes the partition's pending top (read at the end of
+// the batch by readPending), a row tied there with the top is read to
+// compare the whole rows, and the others are dropped unread. It returns
+// the bytes the state grew by.
+func (r *Rank) addTop1(p *rankPart, cols []arrow.Array, i int) int64 {
+	c := -1
+	switch {
+	case p.pend > 0:
+		pt := r.pend[p.pend-1]
+		c = bytes.Compare(r.sortBuf, r.pendKeys[pt.start:pt.end])
+	case len(p.rows) > 0:
+		c = strings.Compare(string(r.sortBuf), p.rows[0].sort[:p.rows[0].keyLen])
+	}
+	switch {
+	case c > 0:
+		return 0
+	case c < 0:
+		start := len(r.pendKeys)
+		r.pendKeys = append(r.pendKeys, r.sortBuf...)
+		pt := pendingTop{p: p, i: i, start: start, end: len(r.pendKeys)}
+		if p.pend > 0 {
+			r.pend[p.pend-1] = pt
+		} else {
+			r.pend = append(r.pend, pt)
+			p.pend = len(r.pend)
+		}
+		r.markDirty(p)
+		return 0
+	}
+	var grow int64
+	if p.pend > 0 {
+		grow = r.readPending(p, cols)
+	}
+	keyLen := len(r.sortBuf)
+	vals := r.rowGet.rowInto(r.spareVals, cols, i)
+	r.sortBuf = appendRow(r.sortBuf, vals)
+	sort := r.sortBuf
+	head := sortHead(sort)
+	if compareSort(p.rows[0], head, sort) <= 0 {
+		r.spareVals = vals
+		return grow
+	}
+	r.markDirty(p)
+	return grow + r.replaceTop1(p, rankRow{head: head, sort: string(sort), keyLen: keyLen, vals: vals, n: 1})
+}
+
+// readPending reads p's pending top into p.rows and returns the bytes the
+// state grew by.
+func (r *Rank) readPending(p *rankPart, cols []arrow.Array) int64 {
+	pt := r.pend[p.pend-1]
+	p.pend = 0
+	vals := r.rowGet.rowInto(r.spareVals, cols, pt.i)
+	r.pendSort = appendRow(append(r.pendSort[:0], r.pendKeys[pt.start:pt.end]...), vals)
+	return r.replaceTop1(p, rankRow{head: sortHead(r.pendSort), sort: string(r.pendSort), keyLen: pt.end - pt.start, vals: vals, n: 1})
+}
+
+// readPendings reads the pending tops of the batch in add.
+func (r *Rank) readPendings(cols []arrow.Array) int64 {
+	var grow int64
+	for j, pt := range r.pend {
+		if pt.p.pend == j+1 {
+			grow += r.readPending(pt.p, cols)
+		}
+	}
+	r.pend, r.pendKeys = r.pend[:0], r.pendKeys[:0]
+	return grow
+}
+
+// replaceTop1 makes row, read into r.spareVals, p's one row and returns
+// the bytes the state grew by.
+func (r *Rank) replaceTop1(p *rankPart, row rankRow) int64 {
+	grow := rankRowBytes(row)
+	r.spareVals = nil
+	if len(p.rows) > 0 {
+		grow -= rankRowBytes(p.rows[0])
+		if p.newTop {
+			// Nothing emitted holds its values: the next row can take them.
+			r.spareVals = p.rows[0].vals
+		}
+	}
+	p.rows = append(p.rows[:0], row)
+	p.count = 1
+	p.newTop = true
+	return grow
+}
+
+// markDirty lists p for the next flush.
+func (r *Rank) markDirty(p *rankPart) {
+	if !p.dirty {
+		p.dirty = true
+		r.dirty = append(r.dirty, p)
+	}
 }
 
 // dropPastTop drops the rows of an insert-only partition numbered past hi
@@ -349,17 +485,21 @@ func (r *Rank) flush(context.Context, *Chunk) error {
 	for _, p := range r.dirty {
 		p.dirty = false
 		r.changed.add(p.key)
-		cur := topRows(p.rows, r.spec.Func, r.spec.Lo, r.spec.Hi)
-		switch {
-		case r.spec.Number && r.spec.Func == RowNumber:
-			r.emitByNumber(p.emitted, cur)
-		case r.spec.Number:
-			r.emitRanked(p.emitted, cur)
-		default:
-			r.emitChanged(p.emitted, cur)
+		if r.top1 {
+			grow += r.flushTop1(p)
+		} else {
+			cur := topRows(p.rows, r.spec.Func, r.spec.Lo, r.spec.Hi)
+			switch {
+			case r.spec.Number && r.spec.Func == RowNumber:
+				r.emitByNumber(p.emitted, cur)
+			case r.spec.Number:
+				r.emitRanked(p.emitted, cur)
+			default:
+				r.emitChanged(p.emitted, cur)
+			}
+			grow += rankSlotBytes * int64(len(cur)-len(p.emitted))
+			p.emitted = cur
 		}
-		grow += rankSlotBytes * int64(len(cur)-len(p.emitted))
-		p.emitted = cur
 		if len(p.rows) == 0 {
 			grow -= rankPartBytes + int64(len(p.key))
 			delete(r.parts, p.key)
@@ -376,6 +516,28 @@ func (r *Rank) flush(context.Context, *Chunk) error {
 		return r.evict()
 	}
 	return nil
+}
+
+// flushTop1 emits the change of a changed partition of a top1 Rank, as
+// emitByNumber and emitChanged would (an insert-only partition is never
+// empty once changed), and returns the bytes the state grew by. The
+// emitted row is kept in p.emitted's own array, which p.rows never
+// shares, so that replaceTop1 can overwrite p.rows[0].
+func (r *Rank) flushTop1(p *rankPart) int64 {
+	p.newTop = false
+	cur := p.rows[0]
+	cur.n = r.spec.Lo
+	if len(p.emitted) == 0 {
+		r.emit(kindInsert, cur.vals, cur.n)
+		p.emitted = []rankRow{cur}
+		return rankSlotBytes
+	}
+	if old := p.emitted[0]; old.sort != cur.sort {
+		r.emit(kindUpdateBefore, old.vals, old.n)
+		r.emit(kindUpdateAfter, cur.vals, cur.n)
+	}
+	p.emitted[0] = cur
+	return 0
 }
 
 // partBytes is what a partition accounts: the sum of what add and flush

@@ -343,3 +343,97 @@ func TestInsertOnlyRankStateBounded(t *testing.T) {
 		t.Fatalf("the premise fails: the top-N keeping every row peaks at %d bytes at 100 rows per partition, %d at 1000", peaks[0][0], peaks[1][0])
 	}
 }
+
+// A top 1 by ROW_NUMBER() over an insert-only input (Rank.top1, which
+// replaces a partition's one row in place) emits what the insert-only
+// top-N's general path emits, change for change, over rows in rough
+// order of the ORDER BY key with ties on it and copies of rows, several
+// per partition in a snapshot; its state is what partBytes accounts, and
+// it spills and reads partitions back as it does in memory.
+func TestInsertOnlyTop1(t *testing.T) {
+	rng := seeded(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	var snaps [][]string
+	for s := range 60 {
+		var rows []string
+		for range 1 + rng.Intn(80) {
+			x := fmt.Sprint(s + rng.Intn(3))
+			if rng.Intn(10) == 0 {
+				x = "NULL"
+			}
+			p := rng.Intn(200)
+			if rng.Intn(2) == 0 {
+				p = rng.Intn(10) // hot: many rows a snapshot
+			}
+			rows = append(rows, fmt.Sprintf("+I %d %s %d", p, x, rng.Intn(3)))
+		}
+		snaps = append(snaps, rows)
+	}
+	spec := RankSpec{
+		Partition: []exec.Expr{col(1, "p")},
+		Order:     []exec.SortKey{{Expr: col(2, "x"), Descending: rng.Intn(2) == 0, NullsFirst: rng.Intn(2) == 0}},
+		Lo:        1, Hi: 1, Number: rng.Intn(2) == 0, InsertOnly: "t",
+	}
+	t.Logf("ORDER BY %+v, numbered %v", spec.Order[0], spec.Number)
+	newRank := func(ec *exec.Context, b *Budget) *Rank {
+		r, err := NewRank(ec, int64Changes(t, mem, []string{"p", "x", "y"}, 0, 1, snaps...), spec, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.top1 {
+			t.Fatal("not a top1 Rank")
+		}
+		return r
+	}
+	run := func(top1 bool) []string {
+		r := newRank(exec.NewContext(mem), NewBudget(0))
+		r.top1 = top1
+		ctx := context.Background()
+		if err := r.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for {
+			c, err := r.Next(ctx)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Batch == nil {
+				var held int64
+				for _, p := range r.parts {
+					held += r.partBytes(p)
+				}
+				if held != r.held {
+					t.Fatalf("at %v the partitions hold %d bytes by partBytes, %d as accounted", c.Pos, held, r.held)
+				}
+				out = append(out, fmt.Sprintf("%v: marker", c.Pos))
+				continue
+			}
+			for i := range int(c.Batch.NumRows()) {
+				var f []string
+				for j := range int(c.Batch.NumCols()) {
+					f = append(f, c.Batch.Column(j).ValueStr(i))
+				}
+				out = append(out, fmt.Sprintf("%v: %s", c.Pos, strings.Join(f, " ")))
+			}
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	got, want := run(true), run(false)
+	if !slices.Equal(got, want) {
+		for i := range min(len(got), len(want)) {
+			if got[i] != want[i] {
+				t.Fatalf("change %d is %q, by the general path %q", i, got[i], want[i])
+			}
+		}
+		t.Fatalf("%d changes, by the general path %d", len(got), len(want))
+	}
+	expectSameSpilled(t, rng, mem, func(ec *exec.Context, b *Budget) Operator { return newRank(ec, b) })
+}

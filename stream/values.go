@@ -239,8 +239,14 @@ func rowGetterFor(fields []arrow.Field) (rowGetter, error) {
 }
 
 // row reads row i of cols.
-func (g rowGetter) row(cols []arrow.Array, i int) []any {
-	out := make([]any, len(g))
+func (g rowGetter) row(cols []arrow.Array, i int) []any { return g.rowInto(nil, cols, i) }
+
+// rowInto reads row i of cols into out, or into a new slice if out is not
+// one value per column.
+func (g rowGetter) rowInto(out []any, cols []arrow.Array, i int) []any {
+	if len(out) != len(g) {
+		out = make([]any, len(g))
+	}
 	for c, get := range g {
 		out[c] = get(cols[c], i)
 	}
