@@ -157,13 +157,7 @@ func spillRun(t *testing.T, mem memory.Allocator, limit int64, batchSize int, ne
 			}
 			continue
 		}
-		for i := range int(c.Batch.NumRows()) {
-			var f []string
-			for j := range int(c.Batch.NumCols()) {
-				f = append(f, c.Batch.Column(j).ValueStr(i))
-			}
-			out = append(out, fmt.Sprintf("%v: %s", c.Pos, strings.Join(f, " ")))
-		}
+		out = appendRowLines(out, c)
 	}
 	if err := op.Close(); err != nil {
 		t.Fatal(err)
@@ -413,13 +407,7 @@ func TestInsertOnlyTop1(t *testing.T) {
 				out = append(out, fmt.Sprintf("%v: marker", c.Pos))
 				continue
 			}
-			for i := range int(c.Batch.NumRows()) {
-				var f []string
-				for j := range int(c.Batch.NumCols()) {
-					f = append(f, c.Batch.Column(j).ValueStr(i))
-				}
-				out = append(out, fmt.Sprintf("%v: %s", c.Pos, strings.Join(f, " ")))
-			}
+			out = appendRowLines(out, c)
 		}
 		if err := r.Close(); err != nil {
 			t.Fatal(err)
@@ -436,4 +424,17 @@ func TestInsertOnlyTop1(t *testing.T) {
 		t.Fatalf("%d changes, by the general path %d", len(got), len(want))
 	}
 	expectSameSpilled(t, rng, mem, func(ec *exec.Context, b *Budget) Operator { return newRank(ec, b) })
+}
+
+// appendRowLines appends a line per row of c's batch: its position and
+// its values.
+func appendRowLines(out []string, c Chunk) []string {
+	for i := range int(c.Batch.NumRows()) {
+		var f []string
+		for j := range int(c.Batch.NumCols()) {
+			f = append(f, c.Batch.Column(j).ValueStr(i))
+		}
+		out = append(out, fmt.Sprintf("%v: %s", c.Pos, strings.Join(f, " ")))
+	}
+	return out
 }
