@@ -1081,22 +1081,21 @@ func (d *distinctCount) set(v any, n int64) int64 {
 	return bump(d.vals, mapKey(v), n)
 }
 
-// count is v's count.
-func (d *distinctCount) count(v any) int64 {
-	if x, ok := v.(int64); ok {
-		return d.ints[x]
-	}
-	return d.vals[mapKey(v)]
+func (d *distinctCount) add(v any, sign int8) int64 {
+	grow, _ := d.change(v, sign)
+	return grow
 }
 
-func (d *distinctCount) add(v any, sign int8) int64 {
-	switch n := d.set(v, int64(sign)); {
+// change adds a row of v with sign and returns the bytes the state grew
+// by and v's count after.
+func (d *distinctCount) change(v any, sign int8) (grow, n int64) {
+	switch n = d.set(v, int64(sign)); {
 	case n == 0:
-		return -(rowBytes([]any{v}) + 16)
+		return -(rowBytes([]any{v}) + 16), n
 	case n == int64(sign) && sign > 0:
-		return rowBytes([]any{v}) + 16
+		return rowBytes([]any{v}) + 16, n
 	}
-	return 0
+	return 0, n
 }
 
 func (d *distinctCount) result() (any, error) { return int64(len(d.ints) + len(d.vals)), nil }
@@ -1154,9 +1153,8 @@ type distinctOf struct {
 }
 
 func (d *distinctOf) add(v any, sign int8) int64 {
-	before := d.count(v)
-	grow := d.distinctCount.add(v, sign)
-	switch after := d.count(v); {
+	grow, after := d.change(v, sign)
+	switch before := after - int64(sign); {
 	case before <= 0 && after > 0:
 		grow += d.inner.add(v, 1)
 	case before > 0 && after <= 0:
