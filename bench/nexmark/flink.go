@@ -27,9 +27,32 @@ type FlinkResult struct {
 	JobRatio float64 `json:"job_flightd_over_flink,omitempty"`
 }
 
+// FlinkReads says which events a query's job on the Flink peer reads.
+type FlinkReads string
+
+const (
+	// ReadsAll: every event. The job also reads the kinds of events its
+	// query does not name (person, auction, bid) into a blackhole, as
+	// flightd ingests every kind whichever query runs: q3 and q8 name only
+	// persons and auctions, 8% of the events.
+	ReadsAll FlinkReads = "all"
+	// ReadsNamed: only the kinds the query names.
+	ReadsNamed FlinkReads = "named"
+)
+
+// ParseFlinkReads reads a FlinkReads by its name.
+func ParseFlinkReads(s string) (FlinkReads, error) {
+	switch FlinkReads(s) {
+	case ReadsAll, ReadsNamed:
+		return FlinkReads(s), nil
+	}
+	return "", fmt.Errorf("flink reads %q: want %s or %s", s, ReadsAll, ReadsNamed)
+}
+
 // RunFlink writes the events as CSV under work and runs the queries on the
-// Flink peer built in dir (mvn compile and cp.txt, see bench/README.md).
-func RunFlink(ctx context.Context, dir, work, queriesDir string, opt Options, rep *Report) error {
+// Flink peer built in dir (mvn compile and cp.txt, see bench/README.md),
+// each job reading the events reads says.
+func RunFlink(ctx context.Context, dir, work, queriesDir string, reads FlinkReads, opt Options, rep *Report) error {
 	cp, err := os.ReadFile(filepath.Join(dir, "cp.txt"))
 	if err != nil {
 		return fmt.Errorf("flink peer not built in %s (mvn compile dependency:build-classpath -Dmdep.outputFile=cp.txt): %w", dir, err)
@@ -39,7 +62,7 @@ func RunFlink(ctx context.Context, dir, work, queriesDir string, opt Options, re
 		return err
 	}
 	args := []string{"-cp", filepath.Join(dir, "target", "classes") + string(os.PathListSeparator) + strings.TrimSpace(string(cp)),
-		"NexmarkFlink", csvDir, queriesDir}
+		"NexmarkFlink", csvDir, queriesDir, string(reads)}
 	for _, q := range rep.Queries {
 		args = append(args, q.Query)
 	}
@@ -57,6 +80,7 @@ func RunFlink(ctx context.Context, dir, work, queriesDir string, opt Options, re
 	for i := range rep.Queries {
 		byName[rep.Queries[i].Query] = &rep.Queries[i]
 	}
+	rep.FlinkReads = reads
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		var line struct {

@@ -29,6 +29,12 @@ func WriteTable(w io.Writer, r *Report) {
 	for _, n := range r.Layout {
 		fmt.Fprintf(w, "- %s\n", n)
 	}
+	switch r.FlinkReads {
+	case ReadsAll:
+		fmt.Fprintf(w, "- each Flink job reads every event: the kinds its query does not name into a blackhole\n")
+	case ReadsNamed:
+		fmt.Fprintf(w, "- each Flink job reads only the kinds of events its query names\n")
+	}
 	fmt.Fprintf(w, "load (no query): %.2f s, %.0f events/s, flightd %.2f CPU s\n", r.Load.Seconds, r.Load.EventsPerSec, r.Load.CPUSeconds)
 	fmt.Fprintf(w, "%-5s | %-7s %8s %10s %8s | %-7s %10s %10s %8s %9s %9s %8s %7s %8s %6s %6s | %-7s %10s %7s | %s\n",
 		"query", "batch", "rows", "events/s", "cpu s", "stream", "events/s", "ev/cpu-s", "cpu s", "p50 ms", "p99 ms", "rows",

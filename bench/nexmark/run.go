@@ -139,10 +139,12 @@ type Report struct {
 	PacedShare   float64 `json:"paced_share,omitempty"`
 	// LoadAvg is the machine's 1-minute load average when the run began
 	// and when it ended (other processes share the cores).
-	LoadAvg [2]float64    `json:"load_average"`
-	Layout  []string      `json:"layout"` // how the tables were made, and why
-	Load    LoadResult    `json:"load"`
-	Queries []QueryResult `json:"queries"`
+	LoadAvg [2]float64 `json:"load_average"`
+	Layout  []string   `json:"layout"` // how the tables were made, and why
+	// FlinkReads is which events the Flink peer's jobs read, when it ran.
+	FlinkReads FlinkReads    `json:"flink_reads,omitempty"`
+	Load       LoadResult    `json:"load"`
+	Queries    []QueryResult `json:"queries"`
 }
 
 // Run loads the events into the flightd srv, runs every query as a batch

@@ -51,6 +51,7 @@ func run() error {
 		src        = flag.String("src", "..", "the flightd module to build cmd/flightd from")
 		out        = flag.String("out", "", "write nexmark.json and nexmark.png into this directory")
 		flinkDir   = flag.String("flink", "", "also run the queries on the Flink peer built in this directory (bench/nexmark/flink)")
+		flinkReads = flag.String("flink-reads", string(nexmark.ReadsAll), "which events each Flink job reads: all (the kinds of events its query does not name into a blackhole, as flightd ingests every kind whichever query runs) or named (only the kinds its query names)")
 		ci         = flag.Bool("ci", false, "CI mode: 10,000 events in commits of 1,000 at 200 events/s of event time unless set; exit 1 if a streamed or job answer differs from the batch answer (also if it is equal only after a later progress marker), a stream or job fails, or a windowed query compared no row")
 	)
 	flag.Parse()
@@ -76,6 +77,10 @@ func run() error {
 		}
 	}
 	queries, err := nexmark.LoadQueries(*queriesDir, names)
+	if err != nil {
+		return err
+	}
+	reads, err := nexmark.ParseFlinkReads(*flinkReads)
 	if err != nil {
 		return err
 	}
@@ -125,7 +130,7 @@ func run() error {
 		}
 		defer os.RemoveAll(work)
 		log.Printf("running the queries on the Flink peer")
-		if err := nexmark.RunFlink(ctx, *flinkDir, work, *queriesDir, opt, rep); err != nil {
+		if err := nexmark.RunFlink(ctx, *flinkDir, work, *queriesDir, reads, opt, rep); err != nil {
 			return err
 		}
 	}
