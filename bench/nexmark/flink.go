@@ -25,6 +25,9 @@ type FlinkResult struct {
 	// JobRatio the same for the query run as a continuous job.
 	Ratio    float64 `json:"flightd_over_flink"`
 	JobRatio float64 `json:"job_flightd_over_flink,omitempty"`
+	// Drained are the kinds of events (tables) the job read into a
+	// blackhole besides its query (ReadsAll).
+	Drained []string `json:"drained,omitempty"`
 }
 
 // FlinkReads says which events a query's job on the Flink peer reads.
@@ -84,10 +87,11 @@ func RunFlink(ctx context.Context, dir, work, queriesDir string, reads FlinkRead
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		var line struct {
-			Query      string  `json:"query"`
-			Seconds    float64 `json:"seconds"`
-			CPUSeconds float64 `json:"cpu_seconds"`
-			Error      string  `json:"error"`
+			Query      string   `json:"query"`
+			Seconds    float64  `json:"seconds"`
+			CPUSeconds float64  `json:"cpu_seconds"`
+			Drained    []string `json:"drained"`
+			Error      string   `json:"error"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
 			continue // Flink's own output
@@ -96,7 +100,7 @@ func RunFlink(ctx context.Context, dir, work, queriesDir string, reads FlinkRead
 		if q == nil {
 			continue
 		}
-		f := FlinkResult{Status: StatusOK, Seconds: line.Seconds, CPUSeconds: line.CPUSeconds, Error: line.Error}
+		f := FlinkResult{Status: StatusOK, Seconds: line.Seconds, CPUSeconds: line.CPUSeconds, Drained: line.Drained, Error: line.Error}
 		if f.Error != "" {
 			f.Status = StatusRefused
 		} else if f.CPUSeconds > 0 {

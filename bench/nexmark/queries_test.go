@@ -79,8 +79,9 @@ func TestStreaming(t *testing.T) {
 	}
 }
 
-// TestSharedQueries parses every query file of the shared directory.
-func TestSharedQueries(t *testing.T) {
+// sharedQueriesDir is the shared directory of the nexmark query files; the
+// test is skipped without it.
+func sharedQueriesDir(t *testing.T) string {
 	dir, err := filepath.Abs("../../../shared/bench/nexmark/queries")
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +89,12 @@ func TestSharedQueries(t *testing.T) {
 	if _, err := os.Stat(dir); err != nil {
 		t.Skipf("no nexmark queries at %s", dir)
 	}
+	return dir
+}
+
+// TestSharedQueries parses every query file of the shared directory.
+func TestSharedQueries(t *testing.T) {
+	dir := sharedQueriesDir(t)
 	qs, err := LoadQueries(dir, nil)
 	if err != nil {
 		t.Fatal(err)

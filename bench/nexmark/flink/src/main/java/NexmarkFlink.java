@@ -110,12 +110,17 @@ public class NexmarkFlink {
         env.executeSql(st);
       }
       StatementSet job = env.createStatementSet().addInsertSql(insert);
+      List<String> drained = new ArrayList<>();
       if (readAll) {
         // One job, as the query and flightd's ingest of every kind are one run.
         List<String> read = scanned(env, insert);
+        if (read.isEmpty()) {
+          throw new IllegalStateException("no source table found in the plan of " + name);
+        }
         for (String kind : KINDS) {
           if (!read.contains(kind)) {
             job.addInsertSql("INSERT INTO drain_" + kind + " SELECT * FROM " + kind);
+            drained.add("\"" + kind + "\"");
           }
         }
       }
@@ -125,7 +130,8 @@ public class NexmarkFlink {
       job.execute().await();
       double seconds = (System.nanoTime() - t0) / 1e9;
       double cpu = (os.getProcessCpuTime() - cpu0) / 1e9;
-      result = String.format("{\"query\":\"%s\",\"seconds\":%.3f,\"cpu_seconds\":%.3f}", name, seconds, cpu);
+      result = String.format("{\"query\":\"%s\",\"seconds\":%.3f,\"cpu_seconds\":%.3f,\"drained\":[%s]}", name,
+          seconds, cpu, String.join(",", drained));
     } catch (Throwable e) {
       Throwable root = e;
       while (root.getCause() != null) {
