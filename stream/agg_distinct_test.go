@@ -65,7 +65,7 @@ func TestDistinctCountModel(t *testing.T) {
 // count is v's count.
 func (d *distinctCount) count(v any) int64 {
 	if x, ok := v.(int64); ok {
-		return d.ints[x]
+		return d.ints.get(x)
 	}
 	return d.vals[mapKey(v)]
 }
