@@ -483,7 +483,11 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (int, erro
 		return 0, fmt.Errorf("%w: expire: retain_max %d is below retain_min %d", ErrInvalid, o.retainedMax, o.retainedMin)
 	}
 	ids, err := st.listSnapshots()
-	if err != nil || len(ids) <= o.retainedMin {
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	broken, err := st.brokenPrefix(ids)
+	if err != nil || (len(ids) <= o.retainedMin && broken == 0) {
 		return 0, err
 	}
 	protect := ids[len(ids)-1] // never the latest
@@ -526,8 +530,14 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (int, erro
 		}
 		return sn.TimeMillis, nil
 	})
-	if err != nil || n == 0 {
+	if err != nil {
 		return 0, err
+	}
+	// An interrupted expiry's snapshots go first, whatever the retention:
+	// none of them reads.
+	n = max(n, broken)
+	if n == 0 {
+		return 0, nil
 	}
 	expired, retained := ids[:n], ids[n:]
 	// Manifests still referenced by retained snapshots or tags, and files
@@ -543,17 +553,29 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (int, erro
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
+		// A file of an expired snapshot found missing was removed by an
+		// interrupted expiry, after the data files it deleted (or by
+		// another node's expiry running at once): nothing left to remove.
 		sn, err := st.readSnapshot(id)
 		if err != nil {
+			if id != retained[0] && expiredFile(err) {
+				continue
+			}
 			return 0, err
 		}
 		ml, err := st.readManifestList(sn.DeltaManifestList)
 		if err != nil {
+			if id != retained[0] && expiredFile(err) {
+				continue
+			}
 			return 0, err
 		}
 		for _, m := range ml {
 			ents, err := st.readManifest(m.FileName)
 			if err != nil {
+				if id != retained[0] && expiredFile(err) {
+					continue
+				}
 				return 0, err
 			}
 			for _, e := range ents {
@@ -567,11 +589,17 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (int, erro
 	for _, id := range expired {
 		sn, err := st.readSnapshot(id)
 		if err != nil {
+			if expiredFile(err) {
+				continue
+			}
 			return 0, err
 		}
 		logs, lists, err := st.changelogFiles(sn)
 		if err != nil {
-			return 0, err
+			if !expiredFile(err) {
+				return 0, err
+			}
+			logs, lists = nil, []string{sn.ChangelogManifestList}
 		}
 		for _, e := range logs {
 			if !tagFiles[e.File.FileName] {
@@ -585,7 +613,7 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (int, erro
 		}
 		for _, l := range []string{sn.BaseManifestList, sn.DeltaManifestList} {
 			ms, err := st.readManifestList(l)
-			if err != nil {
+			if err != nil && !expiredFile(err) {
 				return 0, err
 			}
 			for _, m := range ms {
@@ -626,6 +654,51 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (int, erro
 	}
 	st.writeHint("EARLIEST", retained[0])
 	return len(expired), nil
+}
+
+// expiredFile tells whether err is a file of a snapshot found missing.
+func expiredFile(err error) bool {
+	return errors.Is(err, errMissing) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrSnapshotNotFound)
+}
+
+// brokenPrefix counts the snapshots at the start of ids (never the
+// latest) that an interrupted expiry left without some of their manifest
+// lists or manifests: it removes data files, then manifests, then
+// snapshot files, oldest first, so those are the oldest ones.
+func (st *tableState) brokenPrefix(ids []int64) (int, error) {
+	for i, id := range ids[:len(ids)-1] {
+		sn, err := st.readSnapshot(id)
+		if err != nil {
+			if expiredFile(err) {
+				continue
+			}
+			return 0, err
+		}
+		whole := true
+		for _, l := range []string{sn.BaseManifestList, sn.DeltaManifestList, sn.ChangelogManifestList} {
+			ms, err := st.readManifestList(l)
+			if err != nil {
+				if !expiredFile(err) {
+					return 0, err
+				}
+				whole = false
+				break
+			}
+			for _, m := range ms {
+				if _, err := st.fs().Stat(st.manifestPath(m.FileName)); err != nil {
+					if !errors.Is(err, fs.ErrNotExist) {
+						return 0, err
+					}
+					whole = false
+					break
+				}
+			}
+		}
+		if whole {
+			return i, nil
+		}
+	}
+	return len(ids) - 1, nil
 }
 
 // earliestSnapshotID is the oldest snapshot still present (0: none).
