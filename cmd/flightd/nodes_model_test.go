@@ -95,10 +95,10 @@ func TestTwoNodesKillHistoryModel(t *testing.T) {
 	dir := t.TempDir()
 	nodes := []*process{start(t, bin, dir), start(t, bin, dir)}
 	const (
-		parts   = 2
-		keys    = 3
-		clients = 10
+		parts = 2
+		keys  = 3
 	)
+	clients := killRounds(t, "FLIGHTD_MODEL_CLIENTS", 10) // more for a long run
 	cnxn, closeConn := nodes[0].connect(t)
 	var vals []string
 	for p := range parts {
