@@ -462,9 +462,23 @@ func (t *Table) ExpireSnapshotsWith(ctx context.Context, opts ExpireOptions) (in
 	return t.st.expire(ctx, opts)
 }
 
-func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (int, error) {
+func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (_ int, err error) {
 	st.expireMu.Lock()
 	defer st.expireMu.Unlock()
+	var first int64
+	defer func() {
+		// Another node expiring at once removes files this one reads: a
+		// conflict, not the corrupt table a missing file means otherwise.
+		if err != nil && expiredFile(err) && first > 0 {
+			ids, lerr := st.listSnapshots()
+			if lerr != nil || len(ids) == 0 {
+				return
+			}
+			if broken, berr := st.brokenPrefix(ids); berr == nil && (ids[0] > first || broken > 0) {
+				err = fmt.Errorf("%w: expire: another expiry removed snapshots from %d at once: %v", ErrConflict, first, err)
+			}
+		}
+	}()
 	if st.dropped.Load() {
 		return 0, st.notFound(errDroppedHere)
 	}
@@ -486,6 +500,7 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (int, erro
 	if err != nil || len(ids) == 0 {
 		return 0, err
 	}
+	first = ids[0]
 	broken, err := st.brokenPrefix(ids)
 	if err != nil || (len(ids) <= o.retainedMin && broken == 0) {
 		return 0, err
