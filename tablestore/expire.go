@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -501,9 +502,9 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (_ int, er
 		return 0, err
 	}
 	first = ids[0]
-	broken, err := st.brokenPrefix(ids)
-	if err != nil || (len(ids) <= o.retainedMin && broken == 0) {
-		return 0, err
+	doomed := st.earliestHint()
+	if len(ids) <= o.retainedMin && doomed <= ids[0] {
+		return 0, nil
 	}
 	protect := ids[len(ids)-1] // never the latest
 	if o.producer == producerFullCompaction {
@@ -541,6 +542,9 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (_ int, er
 	n, err := maintenance.Expirable(ids, r, func(id int64) (int64, error) {
 		sn, err := st.readSnapshot(id)
 		if err != nil {
+			if expiredFile(err) && id < doomed {
+				return 0, nil // being removed: as old as can be
+			}
 			return 0, err
 		}
 		return sn.TimeMillis, nil
@@ -548,9 +552,12 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (_ int, er
 	if err != nil {
 		return 0, err
 	}
-	// An interrupted expiry's snapshots go first, whatever the retention:
-	// none of them reads.
-	n = max(n, broken)
+	// An expiry interrupted after it began removing files (a crash) left
+	// the snapshots below its EARLIEST hint without some of their files:
+	// they go first, whatever the retention, since none of them reads.
+	for n < len(ids)-1 && ids[n] < doomed {
+		n++
+	}
 	if n == 0 {
 		return 0, nil
 	}
@@ -558,6 +565,18 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (_ int, er
 	// Manifests still referenced by retained snapshots or tags, and files
 	// of tags.
 	tagFiles, keepManifest, err := st.referenced(retained[:1])
+	if err != nil && expiredFile(err) {
+		// An interrupted expiry that expired more left the oldest
+		// snapshot kept here without some of its manifests: its
+		// snapshots go, whatever the retention (none of them reads).
+		broken, berr := st.brokenPrefix(ids)
+		if berr != nil || broken <= n {
+			return 0, err
+		}
+		n = broken
+		expired, retained = ids[:n], ids[n:]
+		tagFiles, keepManifest, err = st.referenced(retained[:1])
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -642,7 +661,10 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (_ int, er
 		}
 	}
 	// Data files, then manifests, then snapshots: a crash in between leaves
-	// old snapshots that fail to read, never a retained one.
+	// old snapshots that fail to read, never a retained one. The EARLIEST
+	// hint names the first kept one before anything is removed, so the
+	// next expiry finishes this one (above) after a crash.
+	st.writeHint("EARLIEST", retained[0])
 	st.mu.Lock()
 	st.expiredThrough = max(st.expiredThrough, slices.Max(expired))
 	st.mu.Unlock()
@@ -667,8 +689,22 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (_ int, er
 			return 0, fmt.Errorf("expire: %w", err)
 		}
 	}
-	st.writeHint("EARLIEST", retained[0])
 	return len(expired), nil
+}
+
+// earliestHint is the EARLIEST hint: the oldest snapshot the last expiry
+// kept (0: none or unreadable). Hints may be stale, never ahead of an
+// expiry's decision.
+func (st *tableState) earliestHint() int64 {
+	data, err := readFileAll(st.fs(), joinPath(st.dir, "snapshot", "EARLIEST"))
+	if err != nil {
+		return 0
+	}
+	id, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return id
 }
 
 // expiredFile tells whether err is a file of a snapshot found missing.
@@ -677,14 +713,19 @@ func expiredFile(err error) bool {
 }
 
 // brokenPrefix counts the snapshots at the start of ids (never the
-// latest) that an interrupted expiry left without some of their manifest
-// lists or manifests: it removes data files, then manifests, then
-// snapshot files, oldest first, so those are the oldest ones.
+// latest) through the last one that an interrupted expiry left without some
+// of its manifest lists or manifests. That expiry removed manifests in
+// name order, so any of the snapshots it expired may be broken, and it
+// expired a prefix of the snapshots: every one before a broken one was
+// being expired too. It reads every snapshot's lists: only for an expiry
+// that found one broken.
 func (st *tableState) brokenPrefix(ids []int64) (int, error) {
+	n := 0
 	for i, id := range ids[:len(ids)-1] {
 		sn, err := st.readSnapshot(id)
 		if err != nil {
 			if expiredFile(err) {
+				n = i + 1
 				continue
 			}
 			return 0, err
@@ -708,12 +749,15 @@ func (st *tableState) brokenPrefix(ids []int64) (int, error) {
 					break
 				}
 			}
+			if !whole {
+				break
+			}
 		}
-		if whole {
-			return i, nil
+		if !whole {
+			n = i + 1
 		}
 	}
-	return len(ids) - 1, nil
+	return n, nil
 }
 
 // earliestSnapshotID is the oldest snapshot still present (0: none).

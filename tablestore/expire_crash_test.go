@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"sync/atomic"
 	"testing"
@@ -34,23 +35,44 @@ func (f *stopRemovesFS) Remove(name string) error {
 // (SQLSTATE XX001) every time after, and time travel to them did too.
 // Found by cmd/flightd TestKill9WriteModel.
 func TestExpiryAfterInterruptedExpiry(t *testing.T) {
+	// The next expiry keeps fewer snapshots than the interrupted one, or
+	// more (its retention alone would keep some it left broken).
+	for _, retain := range []int{2, 5} {
+		t.Run(fmt.Sprintf("retain=%d", retain), func(t *testing.T) { expiryAfterInterruptedExpiry(t, retain) })
+	}
+}
+
+func expiryAfterInterruptedExpiry(t *testing.T, retain int) {
 	ctx := context.Background()
+	mem := newMem(t)
+	// One table, copied for each stop: 6 writes, each followed by a full
+	// compaction, which removes files (the expiry has data files to delete).
+	template := t.TempDir()
+	s := openStore(t, NewLocalFS(), template, mem)
+	must(t, s.CreateDatabase(ctx, "db", false))
+	tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"},
+		Options: map[string]string{"bucket": "1", "write-only": "true"}}, false)
+	must(t, err)
+	want := map[int]string{}
+	for i := range 6 {
+		v := fmt.Sprintf("v%d", i)
+		writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{i % 3, v}, {10 + i, v}})
+		want[i%3], want[10+i] = v, v
+		must(t, tbl.Compact(ctx, true))
+	}
+	s.Close()
+	var wantRows []string
+	for k, v := range want {
+		wantRows = append(wantRows, fmt.Sprintf("%d|%s", k, v))
+	}
+	sort.Strings(wantRows)
 	for stopAt := int64(0); ; stopAt++ {
-		mem := newMem(t)
 		dir := t.TempDir()
+		must(t, os.CopyFS(dir, os.DirFS(template)))
 		fsys := &stopRemovesFS{FS: NewLocalFS()}
 		s := openStore(t, fsys, dir, mem)
-		must(t, s.CreateDatabase(ctx, "db", false))
-		tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"},
-			Options: map[string]string{"bucket": "1", "write-only": "true"}}, false)
+		tbl, err := s.Table(ctx, Ident{"db", "t"})
 		must(t, err)
-		want := map[int]string{}
-		for i := range 6 {
-			v := fmt.Sprintf("v%d", i)
-			writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{i % 3, v}, {10 + i, v}})
-			want[i%3], want[10+i] = v, v
-			must(t, tbl.Compact(ctx, true)) // removes files: the expiry has data files to delete
-		}
 		fsys.left.Store(stopAt)
 		fsys.armed.Store(true)
 		_, err = tbl.ExpireSnapshotsWith(ctx, ExpireOptions{RetainMax: 3, RetainMin: 1})
@@ -63,7 +85,7 @@ func TestExpiryAfterInterruptedExpiry(t *testing.T) {
 		s = openStore(t, NewLocalFS(), dir, mem)
 		tbl, err = s.Table(ctx, Ident{"db", "t"})
 		must(t, err)
-		if _, err := tbl.ExpireSnapshotsWith(ctx, ExpireOptions{RetainMax: 2, RetainMin: 1}); err != nil {
+		if _, err := tbl.ExpireSnapshotsWith(ctx, ExpireOptions{RetainMax: retain, RetainMin: 1}); err != nil {
 			t.Fatalf("stop after %d removes: expiry after the interrupted one: %v", stopAt, err)
 		}
 		snaps, err := tbl.Snapshots(ctx)
@@ -73,11 +95,6 @@ func TestExpiryAfterInterruptedExpiry(t *testing.T) {
 				t.Fatalf("stop after %d removes: snapshot %d left: %v", stopAt, sn.ID, err)
 			}
 		}
-		var wantRows []string
-		for k, v := range want {
-			wantRows = append(wantRows, fmt.Sprintf("%d|%s", k, v))
-		}
-		sort.Strings(wantRows)
 		got := scanAll(t, tbl, ScanSpec{})
 		sort.Strings(got)
 		eqRows(t, got, wantRows...)
