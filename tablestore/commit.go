@@ -196,6 +196,22 @@ func (st *tableState) publish(ctx context.Context, group []*queuedCommit) {
 	}
 }
 
+// expiredUnder tells whether err, met reading the files of the latest
+// snapshot latestID, is the doing of another process's expiry (two more
+// commits landed, and it removed latestID's files): the attempt is then
+// retried on the new latest, as after a lost race. Without it a blind write
+// on one node failed with "corrupt file: manifest-list-... is missing"
+// while another node expired snapshots (engine TestWriteHistoryModel).
+func (st *tableState) expiredUnder(latestID int64, err error) (bool, error) {
+	if !errors.Is(err, errMissing) && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, ErrSnapshotNotFound) {
+		return false, err
+	}
+	if newest, lerr := st.latestSnapshotID(); lerr != nil || newest <= latestID {
+		return false, err
+	}
+	return true, fmt.Errorf("%w: snapshot %d was expired while being committed on: %v", ErrConflict, latestID, err)
+}
+
 // tryCommit makes one attempt to publish reqs as one snapshot. Only the
 // first request may overwrite, delete or bring changelog files; a request
 // that does not fit on the latest snapshot fails alone (errs), and the
@@ -230,10 +246,12 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 	var live []*manifestEntry
 	if latestID > 0 {
 		if latest, err = st.readSnapshot(latestID); err != nil {
-			return 0, nil, false, err
+			retry, err := st.expiredUnder(latestID, err)
+			return 0, nil, retry, err
 		}
 		if live, err = st.liveFiles(latest); err != nil {
-			return 0, nil, false, err
+			retry, err := st.expiredUnder(latestID, err)
+			return 0, nil, retry, err
 		}
 	}
 	liveByName := make(map[string]*manifestEntry, len(live))
@@ -349,11 +367,13 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 	if latest != nil {
 		b, err := st.readManifestList(latest.BaseManifestList)
 		if err != nil {
-			return 0, nil, false, err
+			retry, err := st.expiredUnder(latestID, err)
+			return 0, nil, retry, err
 		}
 		d, err := st.readManifestList(latest.DeltaManifestList)
 		if err != nil {
-			return 0, nil, false, err
+			retry, err := st.expiredUnder(latestID, err)
+			return 0, nil, retry, err
 		}
 		base = append(b, d...)
 	}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -462,9 +463,23 @@ func (t *Table) ExpireSnapshotsWith(ctx context.Context, opts ExpireOptions) (in
 	return t.st.expire(ctx, opts)
 }
 
-func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (int, error) {
+func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (_ int, err error) {
 	st.expireMu.Lock()
 	defer st.expireMu.Unlock()
+	var first int64
+	defer func() {
+		// Another node expiring at once removes files this one reads: a
+		// conflict, not the corrupt table a missing file means otherwise.
+		if err != nil && expiredFile(err) && first > 0 {
+			ids, lerr := st.listSnapshots()
+			if lerr != nil || len(ids) == 0 {
+				return
+			}
+			if broken, berr := st.brokenPrefix(ids); berr == nil && (ids[0] > first || broken > 0) {
+				err = fmt.Errorf("%w: expire: another expiry removed snapshots from %d at once: %v", ErrConflict, first, err)
+			}
+		}
+	}()
 	if st.dropped.Load() {
 		return 0, st.notFound(errDroppedHere)
 	}
@@ -483,8 +498,13 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (int, erro
 		return 0, fmt.Errorf("%w: expire: retain_max %d is below retain_min %d", ErrInvalid, o.retainedMax, o.retainedMin)
 	}
 	ids, err := st.listSnapshots()
-	if err != nil || len(ids) <= o.retainedMin {
+	if err != nil || len(ids) == 0 {
 		return 0, err
+	}
+	first = ids[0]
+	doomed := st.earliestHint()
+	if len(ids) <= o.retainedMin && doomed <= ids[0] {
+		return 0, nil
 	}
 	protect := ids[len(ids)-1] // never the latest
 	if o.producer == producerFullCompaction {
@@ -522,17 +542,41 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (int, erro
 	n, err := maintenance.Expirable(ids, r, func(id int64) (int64, error) {
 		sn, err := st.readSnapshot(id)
 		if err != nil {
+			if expiredFile(err) && id < doomed {
+				return 0, nil // being removed: as old as can be
+			}
 			return 0, err
 		}
 		return sn.TimeMillis, nil
 	})
-	if err != nil || n == 0 {
+	if err != nil {
 		return 0, err
+	}
+	// An expiry interrupted after it began removing files (a crash) left
+	// the snapshots below its EARLIEST hint without some of their files:
+	// they go first, whatever the retention, since none of them reads.
+	for n < len(ids)-1 && ids[n] < doomed {
+		n++
+	}
+	if n == 0 {
+		return 0, nil
 	}
 	expired, retained := ids[:n], ids[n:]
 	// Manifests still referenced by retained snapshots or tags, and files
 	// of tags.
 	tagFiles, keepManifest, err := st.referenced(retained[:1])
+	if err != nil && expiredFile(err) {
+		// An interrupted expiry that expired more left the oldest
+		// snapshot kept here without some of its manifests: its
+		// snapshots go, whatever the retention (none of them reads).
+		broken, berr := st.brokenPrefix(ids)
+		if berr != nil || broken <= n {
+			return 0, err
+		}
+		n = broken
+		expired, retained = ids[:n], ids[n:]
+		tagFiles, keepManifest, err = st.referenced(retained[:1])
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -543,17 +587,29 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (int, erro
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
+		// A file of an expired snapshot found missing was removed by an
+		// interrupted expiry, after the data files it deleted (or by
+		// another node's expiry running at once): nothing left to remove.
 		sn, err := st.readSnapshot(id)
 		if err != nil {
+			if id != retained[0] && expiredFile(err) {
+				continue
+			}
 			return 0, err
 		}
 		ml, err := st.readManifestList(sn.DeltaManifestList)
 		if err != nil {
+			if id != retained[0] && expiredFile(err) {
+				continue
+			}
 			return 0, err
 		}
 		for _, m := range ml {
 			ents, err := st.readManifest(m.FileName)
 			if err != nil {
+				if id != retained[0] && expiredFile(err) {
+					continue
+				}
 				return 0, err
 			}
 			for _, e := range ents {
@@ -567,11 +623,17 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (int, erro
 	for _, id := range expired {
 		sn, err := st.readSnapshot(id)
 		if err != nil {
+			if expiredFile(err) {
+				continue
+			}
 			return 0, err
 		}
 		logs, lists, err := st.changelogFiles(sn)
 		if err != nil {
-			return 0, err
+			if !expiredFile(err) {
+				return 0, err
+			}
+			logs, lists = nil, []string{sn.ChangelogManifestList}
 		}
 		for _, e := range logs {
 			if !tagFiles[e.File.FileName] {
@@ -585,7 +647,7 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (int, erro
 		}
 		for _, l := range []string{sn.BaseManifestList, sn.DeltaManifestList} {
 			ms, err := st.readManifestList(l)
-			if err != nil {
+			if err != nil && !expiredFile(err) {
 				return 0, err
 			}
 			for _, m := range ms {
@@ -599,7 +661,10 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (int, erro
 		}
 	}
 	// Data files, then manifests, then snapshots: a crash in between leaves
-	// old snapshots that fail to read, never a retained one.
+	// old snapshots that fail to read, never a retained one. The EARLIEST
+	// hint names the first kept one before anything is removed, so the
+	// next expiry finishes this one (above) after a crash.
+	st.writeHint("EARLIEST", retained[0])
 	st.mu.Lock()
 	st.expiredThrough = max(st.expiredThrough, slices.Max(expired))
 	st.mu.Unlock()
@@ -624,8 +689,75 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (int, erro
 			return 0, fmt.Errorf("expire: %w", err)
 		}
 	}
-	st.writeHint("EARLIEST", retained[0])
 	return len(expired), nil
+}
+
+// earliestHint is the EARLIEST hint: the oldest snapshot the last expiry
+// kept (0: none or unreadable). Hints may be stale, never ahead of an
+// expiry's decision.
+func (st *tableState) earliestHint() int64 {
+	data, err := readFileAll(st.fs(), joinPath(st.dir, "snapshot", "EARLIEST"))
+	if err != nil {
+		return 0
+	}
+	id, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return id
+}
+
+// expiredFile tells whether err is a file of a snapshot found missing.
+func expiredFile(err error) bool {
+	return errors.Is(err, errMissing) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrSnapshotNotFound)
+}
+
+// brokenPrefix counts the snapshots at the start of ids (never the
+// latest) through the last one that an interrupted expiry left without some
+// of its manifest lists or manifests. That expiry removed manifests in
+// name order, so any of the snapshots it expired may be broken, and it
+// expired a prefix of the snapshots: every one before a broken one was
+// being expired too. It reads every snapshot's lists: only for an expiry
+// that found one broken.
+func (st *tableState) brokenPrefix(ids []int64) (int, error) {
+	n := 0
+	for i, id := range ids[:len(ids)-1] {
+		sn, err := st.readSnapshot(id)
+		if err != nil {
+			if expiredFile(err) {
+				n = i + 1
+				continue
+			}
+			return 0, err
+		}
+		whole := true
+		for _, l := range []string{sn.BaseManifestList, sn.DeltaManifestList, sn.ChangelogManifestList} {
+			ms, err := st.readManifestList(l)
+			if err != nil {
+				if !expiredFile(err) {
+					return 0, err
+				}
+				whole = false
+				break
+			}
+			for _, m := range ms {
+				if _, err := st.fs().Stat(st.manifestPath(m.FileName)); err != nil {
+					if !errors.Is(err, fs.ErrNotExist) {
+						return 0, err
+					}
+					whole = false
+					break
+				}
+			}
+			if !whole {
+				break
+			}
+		}
+		if !whole {
+			n = i + 1
+		}
+	}
+	return n, nil
 }
 
 // earliestSnapshotID is the oldest snapshot still present (0: none).

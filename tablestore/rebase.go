@@ -128,16 +128,25 @@ func (c commitDeltas) get(st *tableState, id int64) ([]*manifestEntry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: cannot check concurrent commit %d: %v", ErrConflict, id, err)
 	}
+	// Another process's expiry may remove the snapshot's files while
+	// they are read: the same conflict as the snapshot gone, not a corrupt
+	// table.
+	gone := func(err error) error {
+		if errors.Is(err, errMissing) || errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w: cannot check concurrent commit %d: %v", ErrConflict, id, err)
+		}
+		return err
+	}
 	var ents []*manifestEntry
 	if sn.CommitKind != commitCompact {
 		l, err := st.readManifestList(sn.DeltaManifestList)
 		if err != nil {
-			return nil, err
+			return nil, gone(err)
 		}
 		for _, m := range l {
 			es, err := st.readManifest(m.FileName)
 			if err != nil {
-				return nil, err
+				return nil, gone(err)
 			}
 			ents = append(ents, es...)
 		}

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	arrowflightsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/flightd/flightd/flightsql"
+)
+
+// keyConsumer follows the exact changes (+I, -U, +U, -D) of a primary-key
+// table with the lookup changelog producer across server restarts, as
+// resumingConsumer does for an append table, applying them by key and
+// checking each before-image against what it holds: a change lost or
+// applied twice breaks the next change of its key.
+type keyConsumer struct {
+	addr     atomic.Pointer[string]
+	mu       sync.Mutex
+	image    map[int64]int64
+	applied  int64
+	commits  atomic.Int64
+	restarts atomic.Int64
+	err      error
+}
+
+func (c *keyConsumer) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := c.follow(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil && strings.Contains(err.Error(), "consumer invariant") {
+			c.mu.Lock()
+			c.err = err
+			c.mu.Unlock()
+			return
+		}
+		c.restarts.Add(1)
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+type keyChange struct {
+	kind string
+	k, v int64
+}
+
+func (c *keyConsumer) follow(ctx context.Context) error {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	cl, err := arrowflightsql.NewClient(*c.addr.Load(), nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	body, _ := json.Marshal(flightsql.ChangesTicket{Table: "kt", Mode: "latest-full", ConsumerID: "c1", HeartbeatMillis: 50, DiscoveryInterval: 50})
+	s, err := cl.Client.DoGet(ctx, &flight.Ticket{Ticket: append([]byte(flightsql.ChangesTicketPrefix), body...)})
+	if err != nil {
+		return err
+	}
+	rdr, err := flight.NewRecordReader(s, ipc.WithAllocator(mem))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		rdr.Release()
+		if mem.CurrentAlloc() != 0 {
+			c.mu.Lock()
+			c.err = fmt.Errorf("consumer invariant: %d bytes of the stream's batches not released", mem.CurrentAlloc())
+			c.mu.Unlock()
+		}
+	}()
+	var pending []keyChange
+	var pendingAt int64
+	apply := func(upTo int64) error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if pendingAt == 0 || pendingAt > upTo {
+			return nil
+		}
+		for _, ch := range pending {
+			old, there := c.image[ch.k]
+			switch ch.kind {
+			case "+I", "+U":
+				if there {
+					return fmt.Errorf("consumer invariant: %s of key %d = %d, which holds %d (snapshot %d)", ch.kind, ch.k, ch.v, old, pendingAt)
+				}
+				c.image[ch.k] = ch.v
+			case "-U", "-D":
+				if !there || old != ch.v {
+					return fmt.Errorf("consumer invariant: %s of key %d = %d, which holds %d (there %v, snapshot %d)", ch.kind, ch.k, ch.v, old, there, pendingAt)
+				}
+				delete(c.image, ch.k)
+			default:
+				return fmt.Errorf("consumer invariant: row kind %q", ch.kind)
+			}
+		}
+		c.applied = pendingAt
+		pending, pendingAt = nil, 0
+		return nil
+	}
+	commit := func() {
+		c.mu.Lock()
+		next := c.applied + 1
+		c.mu.Unlock()
+		req, _ := json.Marshal(flightsql.CommitConsumerRequest{Table: "kt", ConsumerID: "c1", NextSnapshot: next})
+		if _, err := cl.Client.DoAction(ctx, &flight.Action{Type: flightsql.CommitConsumerAction, Body: req}); err == nil {
+			c.commits.Add(1)
+		}
+	}
+	for rdr.Next() {
+		meta, err := flightsql.ParseChangeProgress(rdr.LatestAppMetadata())
+		if err != nil {
+			return fmt.Errorf("consumer invariant: %w", err)
+		}
+		if meta.Image == flightsql.ImageStart {
+			c.mu.Lock()
+			clear(c.image)
+			c.applied = 0
+			c.mu.Unlock()
+			pending, pendingAt = nil, 0
+			continue
+		}
+		c.mu.Lock()
+		done := meta.Snapshot <= c.applied
+		c.mu.Unlock()
+		if done {
+			continue
+		}
+		if pendingAt > 0 && meta.Snapshot > pendingAt {
+			if err := apply(pendingAt); err != nil {
+				return err
+			}
+			commit()
+		}
+		if meta.CaughtUp || meta.Image == flightsql.ImageEnd {
+			if err := apply(meta.Snapshot); err != nil {
+				return err
+			}
+			commit()
+			continue
+		}
+		b := rdr.RecordBatch()
+		kinds := b.Column(0).(*array.String)
+		ks, vs := b.Column(1).(*array.Int64), b.Column(2).(*array.Int64)
+		for i := range int(b.NumRows()) {
+			pending = append(pending, keyChange{kinds.Value(i), ks.Value(i), vs.Value(i)})
+		}
+		pendingAt = meta.Snapshot
+	}
+	return rdr.Err()
+}
+
+// TestKill9KeyChangeStreamExact kills a real flightd with SIGKILL while
+// three clients upsert, update and delete keys of a primary-key table with
+// the lookup changelog producer, compaction running, and a consumer
+// follows its changes by consumer id: each change's before-image must be
+// what the consumer holds (nothing lost or applied twice across restarts),
+// and at the end its image is the table.
+func TestKill9KeyChangeStreamExact(t *testing.T) {
+	p, rng, seed := startKill9(t)
+	cnxn, closeConn := p.connect(t)
+	producer := `'changelog-producer' = 'lookup'`
+	if os.Getenv("FLIGHTD_STREAM_FULL_COMPACTION") != "" {
+		producer = `'changelog-producer' = 'full-compaction', 'full-compaction.delta-commits' = '3'`
+	}
+	if err := execSQL(cnxn, `CREATE TABLE kt (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '2', `+producer+`, 'num-sorted-run.compaction-trigger' = '2')`); err != nil {
+		t.Fatal(err)
+	}
+	closeConn()
+	c := &keyConsumer{image: map[int64]int64{}}
+	c.addr.Store(&p.addr)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); c.run(ctx) }()
+	var next atomic.Int64
+	rounds := killRounds(t, "FLIGHTD_KILL_STREAM_ROUNDS", 3)
+	for round := range rounds {
+		var stop atomic.Bool
+		var writers sync.WaitGroup
+		for w := range 3 {
+			cw, closeW := p.connect(t)
+			writers.Add(1)
+			go func() {
+				defer writers.Done()
+				defer closeW()
+				wr := rand.New(rand.NewPCG(uint64(seed), uint64(round*10+w)))
+				for !stop.Load() {
+					k := wr.IntN(30)
+					var q string
+					switch wr.IntN(6) {
+					case 0:
+						q = fmt.Sprintf(`DELETE FROM kt WHERE k = %d`, k)
+					case 1:
+						q = fmt.Sprintf(`UPDATE kt SET v = v + 1000 WHERE k = %d`, k)
+					case 2:
+						q = `CALL sys.compact(table => 'kt')`
+					default:
+						q = fmt.Sprintf(`INSERT INTO kt VALUES (%d, %d), (%d, %d)`, k, next.Add(1), (k+11)%30, next.Add(1))
+					}
+					if err := execSQL(cw, q); err != nil && !strings.Contains(err.Error(), "40001") {
+						return // killed under us
+					}
+				}
+			}()
+		}
+		before := c.commits.Load()
+		deadline := time.Now().Add(20 * time.Second)
+		for c.commits.Load() < before+3 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond)
+		p.kill(t)
+		stop.Store(true)
+		writers.Wait()
+		_ = p.cmd.Wait()
+		p = start(t, p.bin, p.dataDir, p.flags...)
+		c.addr.Store(&p.addr)
+	}
+	cnxn, closeConn = p.connect(t)
+	defer closeConn()
+	if err := execSQL(cnxn, `INSERT INTO kt VALUES (-1, -1)`); err != nil {
+		t.Fatal(err)
+	}
+	want := map[int64]int64{}
+	for _, r := range rowsOf(t, cnxn, `SELECT k, v FROM kt`, " ") {
+		var k, v int64
+		fmt.Sscan(r, &k, &v)
+		want[k] = v
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		c.mu.Lock()
+		got, err := maps.Clone(c.image), c.err
+		c.mu.Unlock()
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if maps.Equal(got, want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("seed %d: consumer image (%d keys) differs from the table (%d keys):\n%v\n%v", seed, len(got), len(want), got, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("consumer followed %d keys over %d kill -9 restarts (%d reconnects, %d commits)", len(want), rounds, c.restarts.Load(), c.commits.Load())
+	cancel()
+	wg.Wait()
+}
