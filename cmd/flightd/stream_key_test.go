@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -13,157 +12,45 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/flight"
-	arrowflightsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
-	"github.com/flightd/flightd/flightsql"
 )
 
-// keyConsumer follows the exact changes (+I, -U, +U, -D) of a primary-key
-// table with the lookup changelog producer across server restarts, as
-// resumingConsumer does for an append table, applying them by key and
-// checking each before-image against what it holds: a change lost or
-// applied twice breaks the next change of its key.
-type keyConsumer struct {
-	addr     atomic.Pointer[string]
-	mu       sync.Mutex
-	image    map[int64]int64
-	applied  int64
-	commits  atomic.Int64
-	restarts atomic.Int64
-	err      error
-}
-
-func (c *keyConsumer) run(ctx context.Context) {
-	for ctx.Err() == nil {
-		err := c.follow(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil && strings.Contains(err.Error(), "consumer invariant") {
-			c.mu.Lock()
-			c.err = err
-			c.mu.Unlock()
-			return
-		}
-		c.restarts.Add(1)
-		time.Sleep(50 * time.Millisecond)
+// keyConsumer follows the exact changes (+I, -U, +U, -D) of the
+// primary-key table kt (k, v), applying them by key and checking each
+// before-image against what it holds: a change lost or applied twice
+// breaks the next change of its key.
+func keyConsumer() *resumingConsumer[int64, int64, keyChange] {
+	return &resumingConsumer[int64, int64, keyChange]{
+		table: "kt",
+		image: map[int64]int64{},
+		decode: func(b arrow.RecordBatch, i int) keyChange {
+			return keyChange{b.Column(0).(*array.String).Value(i), b.Column(1).(*array.Int64).Value(i), b.Column(2).(*array.Int64).Value(i)}
+		},
+		apply: func(image map[int64]int64, ch keyChange, snapshot int64) error {
+			old, there := image[ch.k]
+			switch ch.kind {
+			case "+I", "+U":
+				if there {
+					return fmt.Errorf("consumer invariant: %s of key %d = %d, which holds %d (snapshot %d)", ch.kind, ch.k, ch.v, old, snapshot)
+				}
+				image[ch.k] = ch.v
+			case "-U", "-D":
+				if !there || old != ch.v {
+					return fmt.Errorf("consumer invariant: %s of key %d = %d, which holds %d (there %v, snapshot %d)", ch.kind, ch.k, ch.v, old, there, snapshot)
+				}
+				delete(image, ch.k)
+			default:
+				return fmt.Errorf("consumer invariant: row kind %q", ch.kind)
+			}
+			return nil
+		},
 	}
 }
 
 type keyChange struct {
 	kind string
 	k, v int64
-}
-
-func (c *keyConsumer) follow(ctx context.Context) error {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	cl, err := arrowflightsql.NewClient(*c.addr.Load(), nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	body, _ := json.Marshal(flightsql.ChangesTicket{Table: "kt", Mode: "latest-full", ConsumerID: "c1", HeartbeatMillis: 50, DiscoveryInterval: 50})
-	s, err := cl.Client.DoGet(ctx, &flight.Ticket{Ticket: append([]byte(flightsql.ChangesTicketPrefix), body...)})
-	if err != nil {
-		return err
-	}
-	rdr, err := flight.NewRecordReader(s, ipc.WithAllocator(mem))
-	if err != nil {
-		return err
-	}
-	defer func() {
-		rdr.Release()
-		if mem.CurrentAlloc() != 0 {
-			c.mu.Lock()
-			c.err = fmt.Errorf("consumer invariant: %d bytes of the stream's batches not released", mem.CurrentAlloc())
-			c.mu.Unlock()
-		}
-	}()
-	var pending []keyChange
-	var pendingAt int64
-	apply := func(upTo int64) error {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if pendingAt == 0 || pendingAt > upTo {
-			return nil
-		}
-		for _, ch := range pending {
-			old, there := c.image[ch.k]
-			switch ch.kind {
-			case "+I", "+U":
-				if there {
-					return fmt.Errorf("consumer invariant: %s of key %d = %d, which holds %d (snapshot %d)", ch.kind, ch.k, ch.v, old, pendingAt)
-				}
-				c.image[ch.k] = ch.v
-			case "-U", "-D":
-				if !there || old != ch.v {
-					return fmt.Errorf("consumer invariant: %s of key %d = %d, which holds %d (there %v, snapshot %d)", ch.kind, ch.k, ch.v, old, there, pendingAt)
-				}
-				delete(c.image, ch.k)
-			default:
-				return fmt.Errorf("consumer invariant: row kind %q", ch.kind)
-			}
-		}
-		c.applied = pendingAt
-		pending, pendingAt = nil, 0
-		return nil
-	}
-	commit := func() {
-		c.mu.Lock()
-		next := c.applied + 1
-		c.mu.Unlock()
-		req, _ := json.Marshal(flightsql.CommitConsumerRequest{Table: "kt", ConsumerID: "c1", NextSnapshot: next})
-		if _, err := cl.Client.DoAction(ctx, &flight.Action{Type: flightsql.CommitConsumerAction, Body: req}); err == nil {
-			c.commits.Add(1)
-		}
-	}
-	for rdr.Next() {
-		meta, err := flightsql.ParseChangeProgress(rdr.LatestAppMetadata())
-		if err != nil {
-			return fmt.Errorf("consumer invariant: %w", err)
-		}
-		if meta.Image == flightsql.ImageStart {
-			c.mu.Lock()
-			clear(c.image)
-			c.applied = 0
-			c.mu.Unlock()
-			pending, pendingAt = nil, 0
-			continue
-		}
-		c.mu.Lock()
-		done := meta.Snapshot <= c.applied
-		c.mu.Unlock()
-		if done {
-			continue
-		}
-		if pendingAt > 0 && meta.Snapshot > pendingAt {
-			if err := apply(pendingAt); err != nil {
-				return err
-			}
-			commit()
-		}
-		if meta.CaughtUp || meta.Image == flightsql.ImageEnd {
-			if err := apply(meta.Snapshot); err != nil {
-				return err
-			}
-			commit()
-			continue
-		}
-		b := rdr.RecordBatch()
-		kinds := b.Column(0).(*array.String)
-		ks, vs := b.Column(1).(*array.Int64), b.Column(2).(*array.Int64)
-		for i := range int(b.NumRows()) {
-			pending = append(pending, keyChange{kinds.Value(i), ks.Value(i), vs.Value(i)})
-		}
-		pendingAt = meta.Snapshot
-	}
-	return rdr.Err()
 }
 
 // TestKill9KeyChangeStreamExact kills a real flightd with SIGKILL while
@@ -183,7 +70,7 @@ func TestKill9KeyChangeStreamExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	closeConn()
-	c := &keyConsumer{image: map[int64]int64{}}
+	c := keyConsumer()
 	c.addr.Store(&p.addr)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
