@@ -80,11 +80,7 @@ func ingestHistRows(ctx context.Context, s *engine.Session, tx *engine.Txn, mem 
 func TestWriteHistoryModel(t *testing.T) {
 	seed := testSeed(t)
 	ctx := context.Background()
-	root := t.TempDir()
-	engines := []*engine.Engine{
-		newEngineWith(t, engine.Config{CacheBytes: 64 << 20, Root: root}),
-		newEngineWith(t, engine.Config{CacheBytes: 64 << 20, Root: root}),
-	}
+	engines := nodesSharing(t, 2)
 	admin := engines[0].NewSession()
 	const (
 		clients = 8

@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/flightd/flightd/engine"
 )
 
 // TestDDLRacingWritesModel: sessions on two engines over one warehouse
@@ -24,11 +22,7 @@ import (
 func TestDDLRacingWritesModel(t *testing.T) {
 	seed := testSeed(t)
 	ctx := context.Background()
-	root := t.TempDir()
-	engines := []*engine.Engine{
-		newEngineWith(t, engine.Config{CacheBytes: 64 << 20, Root: root}),
-		newEngineWith(t, engine.Config{CacheBytes: 64 << 20, Root: root}),
-	}
+	engines := nodesSharing(t, 2)
 	admin := engines[0].NewSession()
 	mustExec(t, admin, "CREATE TABLE t (k BIGINT NOT NULL, v BIGINT, h STRING, w INT, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '2', 'num-sorted-run.compaction-trigger' = '2')")
 	mustExec(t, admin, "INSERT INTO t VALUES (0, 0, '', 0), (1, 0, '', 0), (2, 0, '', 0)")

@@ -44,11 +44,7 @@ func TestRandomDDLAndWrites(t *testing.T) {
 func randomDDLAndWrites(t *testing.T, nodes int) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
-	root := t.TempDir()
-	engines := make([]*engine.Engine, nodes)
-	for i := range engines {
-		engines[i] = newEngineWith(t, engine.Config{CacheBytes: 64 << 20, Root: root})
-	}
+	engines := nodesSharing(t, nodes)
 	e := engines[0]
 	stmts := []string{
 		"CREATE TABLE IF NOT EXISTS t{n} (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '2')",

@@ -27,11 +27,7 @@ func TestIngestCreateAppendRacing(t *testing.T) {
 	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	ctx := context.Background()
-	root := t.TempDir()
-	engines := []*engine.Engine{
-		newEngineWith(t, engine.Config{CacheBytes: 64 << 20, Root: root}),
-		newEngineWith(t, engine.Config{CacheBytes: 64 << 20, Root: root}),
-	}
+	engines := nodesSharing(t, 2)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	const clients = 10

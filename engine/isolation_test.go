@@ -44,6 +44,17 @@ func newEngine(t *testing.T) *engine.Engine {
 // newEngineWith opens an engine with cfg over fresh directories (but
 // cfg.Root when set) and a checked allocator, closed and checked for leaks
 // when the test ends.
+// nodesSharing opens n engines over one new warehouse directory, as n
+// flightd nodes sharing it.
+func nodesSharing(t *testing.T, n int) []*engine.Engine {
+	root := t.TempDir()
+	engines := make([]*engine.Engine, n)
+	for i := range engines {
+		engines[i] = newEngineWith(t, engine.Config{CacheBytes: 64 << 20, Root: root})
+	}
+	return engines
+}
+
 func newEngineWith(t *testing.T, cfg engine.Config) *engine.Engine {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
