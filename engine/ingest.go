@@ -106,20 +106,6 @@ func (s *Session) Ingest(ctx context.Context, req IngestRequest, rdr BatchReader
 	if err != nil && (!exists || overwrite) {
 		return 0, fmt.Errorf("ingest: table %s: %w", identString(req.Table), err)
 	}
-	if !exists && req.Mode == IngestCreateAppend && req.Txn == nil {
-		// Create if needed, then append: clients racing to create_append
-		// into a new table all append, one of them creating it. Staged
-		// in the rows' commit, as create does, every creator but the
-		// first failed with "table already exists" or a conflict, after
-		// its stream was spent (engine TestIngestCreateAppendRacing).
-		if _, verr := store.View(ctx, req.Table); verr == nil {
-			return 0, fmt.Errorf("ingest: %s is a view: %w", identString(req.Table), tablestore.ErrViewExists)
-		}
-		if t, err = store.CreateTable(ctx, req.Table, tablestore.TableDef{Schema: stored}, true); err != nil {
-			return 0, err
-		}
-		exists = true
-	}
 	var w *tablestore.Write
 	switch {
 	case !exists || overwrite && !sameColumns(t.Schema(), stored):
