@@ -286,3 +286,15 @@ func Statements() []Statement {
 		{"100,000-way UNION ALL", "SELECT k FROM t" + strings.Repeat(" UNION ALL SELECT k FROM t", 100_000), "54001"},
 	}
 }
+
+// ViewChain creates views that each name the previous one twice, so that
+// each binds twice the views of the one before: the last, the tenth, must
+// be refused with SQLSTATE 54001 (without a limit the 25th bound until the
+// process ran out of memory).
+func ViewChain() (setup []string, last Statement) {
+	setup = []string{"CREATE VIEW hv0 AS SELECT 1 AS x"}
+	for i := 1; i < 9; i++ {
+		setup = append(setup, fmt.Sprintf("CREATE VIEW hv%d AS SELECT x FROM hv%d UNION ALL SELECT x FROM hv%d", i, i-1, i-1))
+	}
+	return setup, Statement{"views expanding to 1022 references", "CREATE VIEW hv9 AS SELECT x FROM hv8 UNION ALL SELECT x FROM hv8", "54001"}
+}
