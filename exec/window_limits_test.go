@@ -90,3 +90,31 @@ func TestWindowCollectedValuesBounded(t *testing.T) {
 		t.Errorf("listagg without a budget: %v", err)
 	}
 }
+
+// TestWindowChunkErrorReleasesCarry: when a function fails in a chunk of a
+// partition computed in chunks, the state the functions before it carried
+// for the next chunk (FIRST_VALUE's value) is released too; it leaked.
+func TestWindowChunkErrorReleasesCarry(t *testing.T) {
+	checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer checked.AssertSize(t, 0)
+	ec := exec.NewContext(checked)
+	ec.MemoryLimit, ec.TempDir = 16<<10, t.TempDir()
+	src := exec.NewSeries(ec, "x", exec.Series{Start: 1, Stop: 20000, Step: 1, Inclusive: true, Type: arrow.PrimitiveTypes.Int64})
+	x := exec.NewColumn(0, arrow.PrimitiveTypes.Int64, "x")
+	running := &exec.Frame{Rows: true, Start: exec.FrameBound{Kind: exec.UnboundedPreceding}, End: exec.FrameBound{Kind: exec.CurrentRow}}
+	op, err := exec.NewWindow(ec, src, nil, []exec.SortKey{{Expr: x}}, []exec.WindowFunc{
+		{Func: "first_value", Args: []exec.Expr{x}, Frame: running},
+		// Overflows after about 8,000 rows, in a later chunk.
+		{Func: "sum", Args: []exec.Expr{exec.NewLiteral(scalar.NewInt64Scalar(1 << 50))}, Frame: running},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, err := exec.Collect(context.Background(), op)
+	for _, b := range bs {
+		b.Release()
+	}
+	if err == nil || !strings.Contains(err.Error(), "overflow") || ec.SpilledRows() == 0 {
+		t.Fatalf("want an overflow in a chunked partition, got %v (%d rows spilled)", err, ec.SpilledRows())
+	}
+}
