@@ -57,6 +57,9 @@ func TestManyParamRowsBuildAsTheyRun(t *testing.T) {
 	// Rows in parameter order, each row's two table rows together.
 	i := 0
 	for _, b := range bs {
+		if !b.Schema().Equal(op.Schema()) {
+			t.Fatalf("a batch's schema %v, the operator's %v", b.Schema(), op.Schema())
+		}
 		c := b.Column(0).(*array.Int64)
 		for r := range c.Len() {
 			p, k := int64(i/2), int64(1+i%2)

@@ -369,7 +369,7 @@ func (st *Statement) buildPerRow(ctx context.Context, ec *exec.Context, q *plan.
 		}
 		return build(row)
 	}
-	return releasing(ec, &perRow{schema: q.Schema(), cur: first, rows: rows[1:], build: later}), nil
+	return releasing(ec, &perRow{schema: q.Schema(), cur: withSchema(first, q.Schema()), rows: rows[1:], build: later}), nil
 }
 
 // perRow concatenates the executions of a query for each parameter row,
