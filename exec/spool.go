@@ -66,7 +66,28 @@ func (s *Spool) drain(ctx context.Context) error {
 	if err := s.input.Open(ctx); err != nil {
 		return err
 	}
+	// Small batches are merged before they are kept: a CTE doubling itself
+	// by UNION ALL fed its spools one-row batches, and millions of them
+	// cost batch headers the budget does not count.
+	var co coalescer
+	defer co.release()
 	base, held := s.ec.allocated(), int64(0)
+	keep := func(b arrow.RecordBatch) error { // takes ownership of b
+		if s.file == nil && !s.ec.overBudget(&s.mem, base, held+batchBytes(b), held+batchBytes(b)) {
+			arrowshare.SettleBatch(b) // readers may be on other goroutines
+			s.batches = append(s.batches, b)
+			held += batchBytes(b)
+			return nil
+		}
+		defer b.Release()
+		if s.file == nil {
+			var err error
+			if s.file, err = newSpillFile(s.ec, s.schema); err != nil {
+				return err
+			}
+		}
+		return s.file.write(b)
+	}
 	for {
 		b, err := Next(ctx, s.input)
 		if errors.Is(err, io.EOF) {
@@ -75,19 +96,22 @@ func (s *Spool) drain(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if s.file == nil && !s.ec.overBudget(&s.mem, base, held+batchBytes(b), held+batchBytes(b)) {
-			b.Retain()
-			arrowshare.SettleBatch(b) // readers may be on other goroutines
-			s.batches = append(s.batches, b)
-			held += batchBytes(b)
-			continue
+		b.Retain()
+		if b, err = co.add(s.ec, b); err != nil {
+			return err
 		}
-		if s.file == nil {
-			if s.file, err = newSpillFile(s.ec, s.schema); err != nil {
+		if b != nil {
+			if err := keep(b); err != nil {
 				return err
 			}
 		}
-		if err := s.file.write(b); err != nil {
+	}
+	b, err := co.flush(s.ec)
+	if err != nil {
+		return err
+	}
+	if b != nil {
+		if err := keep(b); err != nil {
 			return err
 		}
 	}

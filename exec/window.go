@@ -314,15 +314,23 @@ func (w *windowOp) compute(ctx context.Context, cols, skeys []arrow.Array, n, lo
 	defer func() { releaseArrays(out) }()
 	for i, f := range w.funcs {
 		args, err := evalAll(ctx, w.ec, f.Args, sorted)
+		if err == nil {
+			var a arrow.Array
+			a, err = env.compute(ctx, i, f, w.types[i], args, hi, next)
+			releaseArrays(args)
+			if err != nil {
+				err = fmt.Errorf("window %s: %w", f.Func, err)
+			}
+			out = append(out, a)
+		}
 		if err != nil {
+			if next != nil {
+				// What the functions before carried for the next chunk.
+				releaseArrays(next.totals)
+				releaseArrays(next.firsts)
+			}
 			return err
 		}
-		a, err := env.compute(ctx, i, f, w.types[i], args, hi, next)
-		releaseArrays(args)
-		if err != nil {
-			return fmt.Errorf("window %s: %w", f.Func, err)
-		}
-		out = append(out, a)
 	}
 	w.setCarry(next)
 	all := array.NewRecordBatch(w.schema, out, int64(n))
@@ -1118,7 +1126,7 @@ func (e *windowEnv) compute(ctx context.Context, i int, f WindowFunc, typ arrow.
 		// A second pass over one partition: its total on every row.
 		return vectorized.Take(ctx, e.ec.Mem, e.carry.totals[i], make([]int64, e.n))
 	}
-	return e.aggregate(i, f, args, hi, next)
+	return e.aggregate(ctx, i, f, args, hi, next)
 }
 
 // nthValue is NTH_VALUE(x, n): the frame's nth row's value, NULL too.
@@ -1135,11 +1143,15 @@ func (e *windowEnv) nthValue(ctx context.Context, f WindowFunc, args []arrow.Arr
 	return vectorized.Take(ctx, e.ec.Mem, args[0], idx)
 }
 
+// minWindowHeld is the least a window aggregate's collected values may
+// hold (see aggregate).
+const minWindowHeld = 64 << 20
+
 // aggregate computes an aggregate over each row's frame, one accumulator
 // group per row. Frames that start at the partition start extend a copy of
 // the previous row's state, frames that end at the partition end do the
 // same backwards, and other frames are folded from scratch.
-func (e *windowEnv) aggregate(fi int, f WindowFunc, args []arrow.Array, last int, next *windowCarry) (arrow.Array, error) {
+func (e *windowEnv) aggregate(ctx context.Context, fi int, f WindowFunc, args []arrow.Array, last int, next *windowCarry) (arrow.Array, error) {
 	def, err := resolveAgg(f.Func, argTypes(f.Args), f.Args)
 	if err != nil {
 		return nil, err
@@ -1159,9 +1171,30 @@ func (e *windowEnv) aggregate(fi int, f WindowFunc, args []arrow.Array, last int
 		defer args[0].Release()
 	}
 	groups := make([]uint32, 0, 64)
+	fed := 0
+	// Each row's frame keeps its own copy of the values LISTAGG,
+	// ARRAY_AGG and the like collect: over running or sliding frames they
+	// hold rows times frame width values (a running LISTAGG of 100-byte
+	// strings over 5,000 rows took 2.5 GB), which the budget must bound.
+	// A budget small enough to chunk the partition bounds the rows at once,
+	// hence the floor. MIN/MAX keep one value per row, as the input does.
+	held, _ := acc.(sizedAcc)
+	if _, ok := acc.(*minMaxAcc); ok || e.ec.MemoryLimit <= 0 {
+		held = nil
+	}
+	heldLimit := max(e.ec.MemoryLimit, minWindowHeld)
 	feed := func(g, lo, hi int) error {
 		if lo >= hi {
 			return nil
+		}
+		// A sliding frame folds rows times frame width values (6e11 for a
+		// frame of 200,001 rows over 3M): look at ctx between folds so a
+		// cancelled query stops.
+		if fed += hi - lo; fed >= 1<<16 {
+			fed = 0
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 		}
 		groups = groups[:0]
 		for i := lo; i < hi; i++ {
@@ -1173,6 +1206,9 @@ func (e *windowEnv) aggregate(fi int, f WindowFunc, args []arrow.Array, last int
 		}
 		err := acc.update(groups, sl, nil)
 		releaseArrays(sl)
+		if err == nil && held != nil && held.bytes() > heldLimit {
+			err = fmt.Errorf("%w: the values %s keeps for each row's window frame hold %d bytes, over %d bytes (the query memory budget is %d bytes)", ErrMemoryLimit, f.Func, held.bytes(), heldLimit, e.ec.MemoryLimit)
+		}
 		return err
 	}
 	switch {

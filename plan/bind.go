@@ -44,6 +44,10 @@ type binder struct {
 	// viewStream is the streaming hint (OPTIONS with scan.mode) of the
 	// view reference being expanded: it streams the view's tables.
 	viewStream []*sql.Hint
+	// viewRefs and viewBytes count the view references expanded and their
+	// text (view.go); firstView is where the statement names its first.
+	viewRefs, viewBytes int
+	firstView           sql.Pos
 	// cteFilters collects the filters of shared CTEs' references;
 	// cteDepth > 0 while optimizeShared plans them.
 	cteFilters map[*SharedCTE]*cteFilter

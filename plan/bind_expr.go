@@ -920,7 +920,12 @@ func (b *binder) typedLiteral(l *sql.TypedLiteral) Expr {
 		// (which CAST to STRING prints): the unit that holds them.
 		unit := [...]arrow.TimeUnit{arrow.Second, arrow.Millisecond, arrow.Microsecond, arrow.Nanosecond}[(fracDigits(l.Value)+2)/3]
 		typ := &arrow.TimestampType{Unit: unit}
-		return &Const{Value: scalar.NewTimestampScalar(arrow.Timestamp(vectorized.TimeToTimestamp(t, unit)), typ)}
+		// Nine fractional digits make nanoseconds, which hold 1678 to 2262.
+		v, err := vectorized.TimeValue(t, typ)
+		if err != nil {
+			b.failState("22003", l.Pos, "numeric overflow: TIMESTAMP literal %q is out of the range of TIMESTAMP(9) (1678 to 2262); fewer fractional digits make TIMESTAMP(6)", l.Value)
+		}
+		return &Const{Value: scalar.NewTimestampScalar(arrow.Timestamp(v), typ)}
 	case "X":
 		v, err := hex.DecodeString(l.Value)
 		if err != nil {

@@ -89,3 +89,60 @@ func TestGroupingSetsLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestViewExpansionLimit: each use of a view binds its query again, so
+// views that each name the previous one twice double the work per view (25
+// of them bound until the process ran out of memory). A statement whose
+// views expand to more than 1000 references or 64 MiB of text is refused
+// with SQLSTATE 54001 at its first view reference, and nothing is created.
+func TestViewExpansionLimit(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	h, err := slt.NewInProc(context.Background(), t.TempDir(), mem, plan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	tooComplex := func(what string, err error, col int) {
+		t.Helper()
+		var e *sql.Error
+		if !errors.As(err, &e) || e.SQLState != sql.StateTooComplex || e.Col != col || !strings.Contains(e.Msg, "views expand to more than") {
+			t.Fatalf("%s: want SQLSTATE %s at column %d, got %v", what, sql.StateTooComplex, col, err)
+		}
+	}
+	// Creating v_i expands 2^(i+1)-2 references: v8 510, v9 1022.
+	if err := h.Exec("CREATE VIEW v0 AS SELECT 1 AS x"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 9; i++ {
+		err := h.Exec(fmt.Sprintf("CREATE VIEW v%d AS SELECT x FROM v%d UNION ALL SELECT x FROM v%d", i, i-1, i-1))
+		if i < 9 && err != nil {
+			t.Fatalf("v%d: %v", i, err)
+		}
+		if i == 9 {
+			tooComplex("CREATE VIEW v9", err, 33)
+		}
+	}
+	if _, rows, err := h.Query("SELECT count(*) FROM v8"); err != nil || rows[0][0] != "256" {
+		t.Fatalf("v8: %v %v", rows, err)
+	}
+	_, _, err = h.Query("SELECT count(*) FROM v8, v8 w")
+	tooComplex("v8 twice", err, 22)
+	if _, _, err := h.Query("SELECT * FROM v9"); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("the refused view v9 exists: %v", err)
+	}
+
+	// 32 uses of a view of 2 MiB of text.
+	if err := h.Exec("CREATE VIEW w0 AS SELECT '" + strings.Repeat("x", 2<<20) + "' AS x"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 5; i++ {
+		err := h.Exec(fmt.Sprintf("CREATE VIEW w%d AS SELECT x FROM w%d UNION ALL SELECT x FROM w%d", i, i-1, i-1))
+		if i < 5 && err != nil {
+			t.Fatalf("w%d: %v", i, err)
+		}
+		if i == 5 {
+			tooComplex("CREATE VIEW w5", err, 33)
+		}
+	}
+}

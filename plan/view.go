@@ -95,6 +95,16 @@ func (b *binder) bindViewBody(id tablestore.Ident, q *sql.Query) Node {
 	return n
 }
 
+// A statement may expand at most maxViewRefs view references, or
+// maxViewBytes of view text, counting the views inside views: each use of
+// a view binds its query again, so 25 views that each name the previous
+// twice expanded to 2^24 references and bound until the process ran out of
+// memory.
+const (
+	maxViewRefs  = 1000
+	maxViewBytes = 64 << 20
+)
+
 // bindView expands a view named in FROM; ok is false when the name is not
 // a view. Errors inside the view's text are reported at the reference,
 // naming the view.
@@ -116,6 +126,15 @@ func (b *binder) bindView(f *sql.TableName) (n Node, sc *scope, ok bool) {
 	if slices.Contains(b.viewStack, id) {
 		b.fail(f.Pos, "view %s refers to itself", id)
 	}
+	if b.viewRefs == 0 {
+		// The first reference bound is in the statement's own text.
+		b.firstView = f.Pos
+	}
+	b.viewRefs++
+	b.viewBytes += len(def.Query)
+	if b.viewRefs > maxViewRefs || b.viewBytes > maxViewBytes {
+		panic(bindFail{sql.StateErrorf(sql.StateTooComplex, b.firstView, "statement too complex: its views expand to more than %d view references or %d MiB of view text (each use of a view expands it again)", maxViewRefs, maxViewBytes>>20)})
+	}
 	if f.SystemTime != nil || len(f.Hints) > 0 && !b.streamingHint(f.Hints, id) {
 		b.fail(f.Pos, "view %s: FOR SYSTEM_TIME AS OF and table hints other than a streaming one (OPTIONS('scan.mode'=...)) apply to tables, not views", id)
 	}
@@ -129,8 +148,8 @@ func (b *binder) bindView(f *sql.TableName) (n Node, sc *scope, ok bool) {
 		defer func() {
 			if r := recover(); r != nil {
 				bf, isFail := r.(bindFail)
-				if !isFail {
-					panic(r)
+				if !isFail || b.viewRefs > maxViewRefs || b.viewBytes > maxViewBytes {
+					panic(r) // the limit is the statement's, not this view's
 				}
 				b.failWrap(f.Pos, bf.err, "view %s no longer binds: %s", id, viewErrText(bf.err, def.Query))
 			}

@@ -588,7 +588,13 @@ func parseAppender(str func(int) string, b array.Builder) (func(i int) error, er
 			if err != nil {
 				return err
 			}
-			bb.Append(arrow.Timestamp(TimeToTimestamp(t, ts.Unit)))
+			// TimeToTimestamp wraps past the unit's range (nanoseconds:
+			// 1678 to 2262).
+			v, err := TimeValue(t, ts)
+			if err != nil {
+				return ErrOverflow
+			}
+			bb.Append(arrow.Timestamp(v))
 			return nil
 		}, nil
 	case *array.MonthDayNanoIntervalBuilder:

@@ -20,7 +20,7 @@ import (
 // process still runs and answers queries, and that the request got a
 // client error. The byte limit is set by flag, below the 4.5 MB IN list, and
 // the query memory well under the machine's (a grouped ARRAY_AGG is refused
-// at twice it).
+// at twice it). Last, a chain of views that doubles its expansion per view.
 func TestAttacksLeaveServerUp(t *testing.T) {
 	p := start(t, buildFlightd(t), t.TempDir(), "-max-statement-bytes", "4000000", "-query-memory", "256MiB")
 	exited := make(chan struct{})
@@ -71,4 +71,14 @@ func TestAttacksLeaveServerUp(t *testing.T) {
 		}
 		alive(st.Name)
 	}
+	setup, last := hostile.ViewChain()
+	for _, s := range setup {
+		if err := execSQL(cnxn, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	if err := execSQL(cnxn, last.SQL); err == nil || !strings.Contains(err.Error(), "SQLSTATE "+last.SQLState) {
+		t.Errorf("%s: want SQLSTATE %s, got %v", last.Name, last.SQLState, err)
+	}
+	alive(last.Name)
 }

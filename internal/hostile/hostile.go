@@ -265,8 +265,9 @@ type Statement struct {
 
 // Statements are the statements that overflowed the stack, ran for
 // minutes (issue 10) or made the server allocate until the kernel killed it
-// (10 GB from one REGEXP_REPLACE), over a table t with a BIGINT column k and
-// two rows; 53200 needs a query memory budget well under the machine's.
+// (10 GB from one REGEXP_REPLACE, 250 GB of a running window LISTAGG), over
+// a table t with a BIGINT column k and two rows; 53200 needs a query memory
+// budget well under the machine's.
 func Statements() []Statement {
 	var rows strings.Builder
 	rows.WriteString("(VALUES (0)")
@@ -280,9 +281,22 @@ func Statements() []Statement {
 		{"4 GB of REPEAT in one batch", "SELECT length(REPEAT('x', 64000000 + x)) FROM " + rows.String(), "54000"},
 		{"50 GB of LISTAGG", "SELECT length(LISTAGG(REPEAT('x', 200000 + v.x))) FROM " + rows.String() + ", " + strings.ReplaceAll(rows.String(), "v(x)", "w(x)") + ", t", "54000"},
 		{"100 GB of ARRAY_AGG in two groups", "SELECT v.x % 2, CARDINALITY(ARRAY_AGG(REPEAT('x', 200000 + w.x))) FROM " + rows.String() + ", " + strings.ReplaceAll(rows.String(), "v(x)", "w(x)") + ", " + strings.ReplaceAll(rows.String(), "v(x)", "u(x)") + ", t GROUP BY v.x % 2", "53200"},
+		{"250 GB of running LISTAGG", "SELECT count(*) FROM (SELECT LISTAGG(REPEAT('x', 100)) OVER (ORDER BY x ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS s FROM generate_series(1, 50000) g(x))", "53200"},
 		{"300,000-term sum", "SELECT 1" + strings.Repeat("+1", 300_000), "54001"},
 		{"200,000-term OR", "SELECT k FROM t WHERE k = 0" + strings.Repeat(" OR k = 1", 200_000), "54001"},
 		{"1.5M-item IN list", "SELECT k FROM t WHERE k IN (0" + strings.Repeat(", 1", 1_500_000) + ")", "54000"},
 		{"100,000-way UNION ALL", "SELECT k FROM t" + strings.Repeat(" UNION ALL SELECT k FROM t", 100_000), "54001"},
 	}
+}
+
+// ViewChain creates views that each name the previous one twice, so that
+// each binds twice the views of the one before: the last, the tenth, must
+// be refused with SQLSTATE 54001 (without a limit the 25th bound until the
+// process ran out of memory).
+func ViewChain() (setup []string, last Statement) {
+	setup = []string{"CREATE VIEW hv0 AS SELECT 1 AS x"}
+	for i := 1; i < 9; i++ {
+		setup = append(setup, fmt.Sprintf("CREATE VIEW hv%d AS SELECT x FROM hv%d UNION ALL SELECT x FROM hv%d", i, i-1, i-1))
+	}
+	return setup, Statement{"views expanding to 1022 references", "CREATE VIEW hv9 AS SELECT x FROM hv8 UNION ALL SELECT x FROM hv8", "54001"}
 }
