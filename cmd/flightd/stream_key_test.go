@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -108,11 +107,7 @@ func TestKill9KeyChangeStreamExact(t *testing.T) {
 				}
 			}()
 		}
-		before := c.commits.Load()
-		deadline := time.Now().Add(20 * time.Second)
-		for c.commits.Load() < before+3 && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
+		c.awaitCommits(3)
 		time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond)
 		p.kill(t)
 		stop.Store(true)
@@ -132,21 +127,8 @@ func TestKill9KeyChangeStreamExact(t *testing.T) {
 		fmt.Sscan(r, &k, &v)
 		want[k] = v
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		c.mu.Lock()
-		got, err := maps.Clone(c.image), c.err
-		c.mu.Unlock()
-		if err != nil {
-			t.Fatalf("seed %d: %v", seed, err)
-		}
-		if maps.Equal(got, want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("seed %d: consumer image (%d keys) differs from the table (%d keys):\n%v\n%v", seed, len(got), len(want), got, want)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := c.awaitImage(want); err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
 	}
 	t.Logf("consumer followed %d keys over %d kill -9 restarts (%d reconnects, %d commits)", len(want), rounds, c.restarts.Load(), c.commits.Load())
 	cancel()

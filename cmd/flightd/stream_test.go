@@ -155,6 +155,38 @@ func (c *resumingConsumer[K, V, C]) follow(ctx context.Context) error {
 	return rdr.Err()
 }
 
+// awaitCommits waits, 20 s at most, until the consumer has committed n
+// more positions.
+func (c *resumingConsumer[K, V, C]) awaitCommits(n int64) {
+	before := c.commits.Load()
+	deadline := time.Now().Add(20 * time.Second)
+	for c.commits.Load() < before+n && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// awaitImage waits, 60 s at most, until the consumer's image is want; it
+// fails when the consumer broke an invariant or the time ran out.
+func (c *resumingConsumer[K, V, C]) awaitImage(want map[K]V) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		c.mu.Lock()
+		got, err := maps.Clone(c.image), c.err
+		c.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if maps.Equal(got, want) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("consumer image (%d keys) differs from the table (%d keys): missing %v, extra %v",
+				len(got), len(want), diffKeys(want, got), diffKeys(got, want))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // appendConsumer follows an append table t (x BIGINT): its image is the
 // multiset of rows, and a -D must find its row.
 func appendConsumer() *resumingConsumer[int64, int, appendChange] {
@@ -241,11 +273,7 @@ func TestKill9ChangeStreamResumes(t *testing.T) {
 			}
 		}()
 		// Kill once the consumer has committed a position in this round.
-		before := c.commits.Load()
-		deadline := time.Now().Add(20 * time.Second)
-		for c.commits.Load() < before+3 && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
+		c.awaitCommits(3)
 		time.Sleep(150 * time.Millisecond)
 		p.kill(t)
 		<-writerDone
@@ -265,22 +293,8 @@ func TestKill9ChangeStreamResumes(t *testing.T) {
 	for x := range ids(t, cnxn, `SELECT x FROM t`) {
 		want[x]++
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		c.mu.Lock()
-		got, err := maps.Clone(c.image), c.err
-		c.mu.Unlock()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if maps.Equal(got, want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("consumer image (%d rows) differs from the table (%d rows): missing %v, extra %v",
-				len(got), len(want), diffKeys(want, got), diffKeys(got, want))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := c.awaitImage(want); err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("consumer followed %d rows over 3 kill -9 restarts (%d reconnects, %d commits)", len(want), c.restarts.Load(), c.commits.Load())
 	// SIGTERM with the stream still open: flightd ends it at once instead
@@ -302,11 +316,11 @@ func TestKill9ChangeStreamResumes(t *testing.T) {
 	wg.Wait()
 }
 
-func diffKeys[K comparable](a, b map[K]int) []string {
+func diffKeys[K, V comparable](a, b map[K]V) []string {
 	var out []string
-	for k, n := range a {
-		if b[k] != n {
-			out = append(out, fmt.Sprintf("%v×%d/%d", k, n, b[k]))
+	for k, v := range a {
+		if b[k] != v {
+			out = append(out, fmt.Sprintf("%v: %v/%v", k, v, b[k]))
 		}
 	}
 	slices.Sort(out)
