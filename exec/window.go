@@ -312,25 +312,26 @@ func (w *windowOp) compute(ctx context.Context, cols, skeys []arrow.Array, n, lo
 		c.Retain()
 	}
 	defer func() { releaseArrays(out) }()
+	// fail drops what the functions before a failing one carried for the
+	// next chunk.
+	fail := func(err error) error {
+		if next != nil {
+			releaseArrays(next.totals)
+			releaseArrays(next.firsts)
+		}
+		return err
+	}
 	for i, f := range w.funcs {
 		args, err := evalAll(ctx, w.ec, f.Args, sorted)
-		if err == nil {
-			var a arrow.Array
-			a, err = env.compute(ctx, i, f, w.types[i], args, hi, next)
-			releaseArrays(args)
-			if err != nil {
-				err = fmt.Errorf("window %s: %w", f.Func, err)
-			}
-			out = append(out, a)
-		}
 		if err != nil {
-			if next != nil {
-				// What the functions before carried for the next chunk.
-				releaseArrays(next.totals)
-				releaseArrays(next.firsts)
-			}
-			return err
+			return fail(err)
 		}
+		a, err := env.compute(ctx, i, f, w.types[i], args, hi, next)
+		releaseArrays(args)
+		if err != nil {
+			return fail(fmt.Errorf("window %s: %w", f.Func, err))
+		}
+		out = append(out, a)
 	}
 	w.setCarry(next)
 	all := array.NewRecordBatch(w.schema, out, int64(n))
