@@ -1134,6 +1134,9 @@ func (d *distinctCount) decode(b []byte, dec orderedDecoder) ([]byte, error) {
 		if b, err = readVarints(b, &cnt); err != nil {
 			return nil, err
 		}
+		if cnt == 0 { // encode writes none: a count of 0 is no entry
+			return nil, errCorruptState
+		}
 		d.set(key, cnt)
 	}
 	return b, nil

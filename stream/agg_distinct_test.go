@@ -1,6 +1,8 @@
 package stream
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -68,4 +70,18 @@ func (d *distinctCount) count(v any) int64 {
 		return d.ints.get(x)
 	}
 	return d.vals[mapKey(v)]
+}
+
+// TestDistinctCountZeroIsCorrupt: encode writes no value whose count is 0
+// (a count table's free slot), so state holding one is corrupt.
+func TestDistinctCountZeroIsCorrupt(t *testing.T) {
+	dec, err := orderedDecoderFor(arrow.PrimitiveTypes.Int64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := binary.AppendVarint(appendOrdered(binary.AppendUvarint(nil, 1), int64(5), false, true), 0)
+	var d distinctCount
+	if _, err := d.decode(b, dec); !errors.Is(err, errCorruptState) {
+		t.Fatalf("a count of 0 decoded: %v", err)
+	}
 }

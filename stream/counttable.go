@@ -39,7 +39,8 @@ func (t *countTable) home(k int64) int {
 	return int(h >> t.shift)
 }
 
-// add adds d (not 0) to the count of k and returns the new count.
+// add adds d (not 0: a slot of count 0 is free) to the count of k and
+// returns the new count.
 func (t *countTable) add(k, d int64) int64 {
 	if t.slots == nil {
 		for t.seed == 0 {
@@ -65,19 +66,6 @@ func (t *countTable) add(k, d int64) int64 {
 				t.remove(s)
 			}
 			return n
-		}
-	}
-}
-
-// get returns the count of k.
-func (t *countTable) get(k int64) int64 {
-	if t.slots == nil {
-		return 0
-	}
-	mask := len(t.slots) - 1
-	for s := t.home(k); ; s = (s + 1) & mask {
-		if sl := t.slots[s]; sl.count == 0 || sl.key == k {
-			return sl.count
 		}
 	}
 }

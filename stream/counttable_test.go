@@ -7,6 +7,19 @@ import (
 	"time"
 )
 
+// get returns the count of k.
+func (t *countTable) get(k int64) int64 {
+	if t.slots == nil {
+		return 0
+	}
+	mask := len(t.slots) - 1
+	for s := t.home(k); ; s = (s + 1) & mask {
+		if sl := t.slots[s]; sl.count == 0 || sl.key == k {
+			return sl.count
+		}
+	}
+}
+
 var countTableSeed = flag.Uint64("counttable.seed", 0, "seed of TestCountTableModel (0: the clock)")
 
 // TestCountTableModel holds a countTable to a map under random adds and
