@@ -1,16 +1,12 @@
 package plan_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"runtime/debug"
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/flightd/flightd/internal/slt"
 	"github.com/flightd/flightd/plan"
 	"github.com/flightd/flightd/sql"
 )
@@ -21,13 +17,7 @@ import (
 // 300,000-term sum used to overflow the 1 GB stack in the binder). A
 // stack overflow is fatal, so a failure here kills the test binary.
 func TestDeepStatementsFitTheStack(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	h, err := slt.NewInProc(context.Background(), t.TempDir(), mem, plan.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h, _ := newHarness(t, plan.Options{})
 	if err := h.Exec("CREATE TABLE t (k BIGINT, v VARCHAR); INSERT INTO t VALUES (1, 'a'), (2, 'b')"); err != nil {
 		t.Fatal(err)
 	}
@@ -61,13 +51,7 @@ func TestDeepStatementsFitTheStack(t *testing.T) {
 // more than 4096 grouping sets is refused with SQLSTATE 54001 before it is
 // planned, and one of exactly 4096 (a CUBE of 12) plans and runs.
 func TestGroupingSetsLimit(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	h, err := slt.NewInProc(context.Background(), t.TempDir(), mem, plan.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h, _ := newHarness(t, plan.Options{})
 	if err := h.Exec("CREATE TABLE t (k BIGINT); INSERT INTO t VALUES (1)"); err != nil {
 		t.Fatal(err)
 	}
@@ -96,13 +80,7 @@ func TestGroupingSetsLimit(t *testing.T) {
 // views expand to more than 1000 references or 64 MiB of text is refused
 // with SQLSTATE 54001 at its first view reference, and nothing is created.
 func TestViewExpansionLimit(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	h, err := slt.NewInProc(context.Background(), t.TempDir(), mem, plan.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h, _ := newHarness(t, plan.Options{})
 	tooComplex := func(what string, err error, col int) {
 		t.Helper()
 		var e *sql.Error
@@ -110,39 +88,33 @@ func TestViewExpansionLimit(t *testing.T) {
 			t.Fatalf("%s: want SQLSTATE %s at column %d, got %v", what, sql.StateTooComplex, col, err)
 		}
 	}
+	// chain creates name0 as first, then name1 to name<last>, each naming
+	// the one before twice; the last must be refused.
+	chain := func(name, first string, last int) {
+		if err := h.Exec("CREATE VIEW " + name + "0 AS " + first); err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i <= last; i++ {
+			err := h.Exec(fmt.Sprintf("CREATE VIEW %s%d AS SELECT x FROM %s%d UNION ALL SELECT x FROM %s%d", name, i, name, i-1, name, i-1))
+			if i < last && err != nil {
+				t.Fatalf("%s%d: %v", name, i, err)
+			}
+			if i == last {
+				tooComplex(fmt.Sprintf("CREATE VIEW %s%d", name, i), err, 33)
+			}
+		}
+	}
 	// Creating v_i expands 2^(i+1)-2 references: v8 510, v9 1022.
-	if err := h.Exec("CREATE VIEW v0 AS SELECT 1 AS x"); err != nil {
-		t.Fatal(err)
-	}
-	for i := 1; i <= 9; i++ {
-		err := h.Exec(fmt.Sprintf("CREATE VIEW v%d AS SELECT x FROM v%d UNION ALL SELECT x FROM v%d", i, i-1, i-1))
-		if i < 9 && err != nil {
-			t.Fatalf("v%d: %v", i, err)
-		}
-		if i == 9 {
-			tooComplex("CREATE VIEW v9", err, 33)
-		}
-	}
+	chain("v", "SELECT 1 AS x", 9)
 	if _, rows, err := h.Query("SELECT count(*) FROM v8"); err != nil || rows[0][0] != "256" {
 		t.Fatalf("v8: %v %v", rows, err)
 	}
-	_, _, err = h.Query("SELECT count(*) FROM v8, v8 w")
+	_, _, err := h.Query("SELECT count(*) FROM v8, v8 w")
 	tooComplex("v8 twice", err, 22)
 	if _, _, err := h.Query("SELECT * FROM v9"); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Fatalf("the refused view v9 exists: %v", err)
 	}
 
 	// 32 uses of a view of 2 MiB of text.
-	if err := h.Exec("CREATE VIEW w0 AS SELECT '" + strings.Repeat("x", 2<<20) + "' AS x"); err != nil {
-		t.Fatal(err)
-	}
-	for i := 1; i <= 5; i++ {
-		err := h.Exec(fmt.Sprintf("CREATE VIEW w%d AS SELECT x FROM w%d UNION ALL SELECT x FROM w%d", i, i-1, i-1))
-		if i < 5 && err != nil {
-			t.Fatalf("w%d: %v", i, err)
-		}
-		if i == 5 {
-			tooComplex("CREATE VIEW w5", err, 33)
-		}
-	}
+	chain("w", "SELECT '"+strings.Repeat("x", 2<<20)+"' AS x", 5)
 }

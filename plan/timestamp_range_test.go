@@ -1,14 +1,10 @@
 package plan_test
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/flightd/flightd/internal/slt"
 	"github.com/flightd/flightd/plan"
 	"github.com/flightd/flightd/sql"
 )
@@ -19,13 +15,7 @@ import (
 // is. TIMESTAMP '1000-01-01 00:00:00.000000001' came back as
 // 2169-02-08 23:09:07.419103233.
 func TestTimestampNanosRange(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	h, err := slt.NewInProc(context.Background(), t.TempDir(), mem, plan.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h, _ := newHarness(t, plan.Options{})
 	for _, lit := range []string{"1000-01-01 00:00:00.000000001", "2262-04-12 00:00:00.000000001"} {
 		_, _, err := h.Query("SELECT TIMESTAMP '" + lit + "'")
 		var e *sql.Error
