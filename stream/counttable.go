@@ -14,9 +14,9 @@ type countTable struct {
 	slots []countSlot
 	n     int
 	shift uint
-	// seed is mixed into every hash, so that no table's layout is known
-	// in advance: values chosen to collide cannot make probes long. 0:
-	// drawn at the first add.
+	// seed is mixed into every hash and drawn per table (at the first
+	// add when 0), so where a value lands depends on a number no client
+	// sees; no test measures probe lengths under values chosen to collide.
 	seed uint64
 }
 
