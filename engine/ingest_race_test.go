@@ -22,7 +22,7 @@ import (
 // created with the rows of one create_append, in one commit, so that a
 // failed stream leaves nothing (flightsql TestHostileDoPuts); the other
 // create_appends fail only with "already exists" or a conflict (a client
-// retries and appends), an append only with "not found", and every
+// retries and appends), an append only with "not found" or a conflict, and every
 // acknowledged row is there once, none of a failed ingest. The retry is
 // checked too: each failed create_append, run again, appends. (Creating
 // the table first and then appending made every racing create_append
@@ -92,7 +92,9 @@ func TestIngestCreateAppendRacing(t *testing.T) {
 			case err == nil:
 			case modes[c] == engine.IngestCreateAppend:
 				t.Errorf("round %d: create_append of client %d failed again: %v", round, c, err)
-			case !errors.Is(err, tablestore.ErrTableNotFound):
+			case !errors.Is(err, tablestore.ErrTableNotFound) && !errors.Is(err, tablestore.ErrConflict):
+				// A conflict: it met a losing create_append's abandoned
+				// schema (seen under -race).
 				t.Errorf("round %d: append of client %d failed: %v", round, c, err)
 			}
 			for i := range 3 {
