@@ -1,7 +1,6 @@
 package flightsql
 
 import (
-	"bytes"
 	"container/list"
 	"context"
 	"encoding/binary"
@@ -188,18 +187,15 @@ func encodeMessage(stream grpc.ServerStream, b arrow.RecordBatch, meta []byte, o
 		return nil, 0, err
 	}
 	defer p.Release()
-	header := p.Meta()
-	defer header.Release()
-	var body bytes.Buffer
-	if err := p.SerializeBody(&body); err != nil {
+	fd, err := encodeFlightData(&p, meta)
+	if err != nil {
 		return nil, 0, err
 	}
-	fd := &flight.FlightData{DataHeader: header.Bytes(), DataBody: body.Bytes(), AppMetadata: meta}
 	msg := &grpc.PreparedMsg{}
 	if err := msg.Encode(stream, fd); err != nil {
 		return nil, 0, err
 	}
-	return msg, int64(len(fd.DataHeader) + len(fd.DataBody) + len(meta)), nil
+	return msg, int64(len(fd)), nil
 }
 
 // grpcEncoding names the gRPC codec and compression of stream's messages.

@@ -67,6 +67,7 @@ func NewFlightServer(srv *Server, opts Options) (flight.Server, error) {
 		srv.key = opts.Key
 	}
 	grpcOpts := []grpc.ServerOption{
+		grpc.ForceServerCodecV2(newFlightCodec()),
 		grpc.ChainUnaryInterceptor(recoverUnary),
 		grpc.ChainStreamInterceptor(recoverStream),
 		grpc.MaxRecvMsgSize(opts.MaxMessageBytes),
