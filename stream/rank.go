@@ -72,9 +72,10 @@ type Rank struct {
 	schema *arrow.Schema
 
 	rowGet   rowGetter
+	rowEnc   rowEncoder
 	codec    rankCodec
 	order    []exec.Expr // spec.Order's expressions
-	orderGet []getter
+	orderEnc []encoder
 	store    *spillStore // nil until something spills
 	parts    map[string]*rankPart
 	dirty    []*rankPart
@@ -84,8 +85,11 @@ type Rank struct {
 	outRow   []any
 	// top1: the input only inserts and the top is ROW_NUMBER() 1, so a
 	// partition holds one row, which a new row replaces or not (addTop1).
+	// Its rows are their sort keys alone (no vals): the values are decoded
+	// from them when emitted (emitSorted), which most rows never are.
 	top1      bool
-	spareVals []any // values for addTop1 to read a row into, unless nil
+	emitVals  []any
+	decodeBuf []byte
 	// pend: the rows of the batch in add that are their partition's top
 	// by their ORDER BY keys, read at the batch's end, so that a row
 	// another row of the batch replaces is never read.
@@ -105,11 +109,9 @@ type rankPart struct {
 	count   int64     // the copies in rows, kept for an insert-only input
 	emitted []rankRow // the rows last emitted, one per copy, n their number
 	dirty   bool
-	// Of a top1 Rank: pend is 1 + the index of the partition's row in
-	// Rank.pend (0: none), newTop that rows[0] came after the last
-	// marker (emitted does not share its values).
-	pend   int
-	newTop bool
+	// Of a top1 Rank: 1 + the index of the partition's row in Rank.pend
+	// (0: none).
+	pend int
 }
 
 // pendingTop is a row of a batch that is its partition's top, not read
@@ -129,7 +131,7 @@ type rankRow struct {
 	// keyLen is the length of sort's ORDER BY keys: rows equal there tie
 	// in a rank.
 	keyLen int
-	vals   []any
+	vals   []any // nil in a top1 Rank
 	n      int64
 }
 
@@ -177,18 +179,18 @@ func NewRank(ec *exec.Context, in Operator, spec RankSpec, budget *Budget) (*Ran
 	if err != nil {
 		return nil, err
 	}
-	r := &Rank{ec: ec, in: in, spec: spec, budget: budget, rowGet: get, parts: map[string]*rankPart{}}
+	enc, err := rowEncoderFor(fields)
+	if err != nil {
+		return nil, err
+	}
+	r := &Rank{ec: ec, in: in, spec: spec, budget: budget, rowGet: get, rowEnc: enc, parts: map[string]*rankPart{}}
 	r.top1 = spec.InsertOnly != "" && spec.Func == RowNumber && spec.Hi == 1
 	if r.codec, err = newRankCodec(fields, spec.Order); err != nil {
 		return nil, err
 	}
-	for _, k := range spec.Order {
-		g, err := getterFor(k.Expr.DataType())
-		if err != nil {
-			return nil, fmt.Errorf("ORDER BY %s: %w", k.Expr, err)
-		}
-		r.order = append(r.order, k.Expr)
-		r.orderGet = append(r.orderGet, g)
+	r.emitVals = make([]any, len(fields))
+	if r.order, r.orderEnc, err = orderEncoders(spec.Order); err != nil {
+		return nil, err
 	}
 	if spec.Number {
 		fields = append(slices.Clip(fields), arrow.Field{Name: "row_number", Type: arrow.PrimitiveTypes.Int64})
@@ -232,7 +234,7 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 	cols := b.Columns()[1:]
 	var grow int64
 	for i, sign := range signs {
-		r.sortBuf = appendOrderKey(r.sortBuf[:0], r.spec.Order, r.orderGet, order, i)
+		r.sortBuf = appendOrderKey(r.sortBuf[:0], r.spec.Order, r.orderEnc, order, i)
 		keyLen := len(r.sortBuf)
 		if sign < 0 && r.spec.InsertOnly != "" {
 			return fmt.Errorf("%w: the top-N over %s keeps only its top %d rows per partition, as its input only inserts, but a row was retracted (a DELETE, UPDATE or INSERT OVERWRITE of an append table it reads): restart the query to rank the table's rows again",
@@ -326,16 +328,14 @@ func (r *Rank) addTop1(p *rankPart, cols []arrow.Array, i int) int64 {
 		grow = r.readPending(p, cols)
 	}
 	keyLen := len(r.sortBuf)
-	vals := r.rowGet.rowInto(r.spareVals, cols, i)
-	r.sortBuf = appendRow(r.sortBuf, vals)
+	r.sortBuf = r.rowEnc.appendRow(r.sortBuf, cols, i)
 	sort := r.sortBuf
 	head := sortHead(sort)
 	if compareSort(p.rows[0], head, sort) <= 0 {
-		r.spareVals = vals
 		return grow
 	}
 	r.markDirty(p)
-	return grow + r.replaceTop1(p, rankRow{head: head, sort: string(sort), keyLen: keyLen, vals: vals, n: 1})
+	return grow + r.replaceTop1(p, rankRow{head: head, sort: string(sort), keyLen: keyLen, n: 1})
 }
 
 // readPending reads p's pending top into p.rows and returns the bytes the
@@ -343,9 +343,8 @@ func (r *Rank) addTop1(p *rankPart, cols []arrow.Array, i int) int64 {
 func (r *Rank) readPending(p *rankPart, cols []arrow.Array) int64 {
 	pt := r.pend[p.pend-1]
 	p.pend = 0
-	vals := r.rowGet.rowInto(r.spareVals, cols, pt.i)
-	r.pendSort = appendRow(append(r.pendSort[:0], r.pendKeys[pt.start:pt.end]...), vals)
-	return r.replaceTop1(p, rankRow{head: sortHead(r.pendSort), sort: string(r.pendSort), keyLen: pt.end - pt.start, vals: vals, n: 1})
+	r.pendSort = r.rowEnc.appendRow(append(r.pendSort[:0], r.pendKeys[pt.start:pt.end]...), cols, pt.i)
+	return r.replaceTop1(p, rankRow{head: sortHead(r.pendSort), sort: string(r.pendSort), keyLen: pt.end - pt.start, n: 1})
 }
 
 // readPendings reads the pending tops of the batch in add.
@@ -360,21 +359,15 @@ func (r *Rank) readPendings(cols []arrow.Array) int64 {
 	return grow
 }
 
-// replaceTop1 makes row, read into r.spareVals, p's one row and returns
-// the bytes the state grew by.
+// replaceTop1 makes row p's one row and returns the bytes the state grew
+// by.
 func (r *Rank) replaceTop1(p *rankPart, row rankRow) int64 {
 	grow := rankRowBytes(row)
-	r.spareVals = nil
 	if len(p.rows) > 0 {
 		grow -= rankRowBytes(p.rows[0])
-		if p.newTop {
-			// Nothing emitted holds its values: the next row can take them.
-			r.spareVals = p.rows[0].vals
-		}
 	}
 	p.rows = append(p.rows[:0], row)
 	p.count = 1
-	p.newTop = true
 	return grow
 }
 
@@ -422,19 +415,33 @@ func (p *rankPart) dropPastTop(f RankFunc, hi int64) int64 {
 }
 
 // appendSortKey appends the encoding of row i's ORDER BY keys (order,
-// read by get), then its values (ascending): rows tied on the keys rank by
-// value, and equal rows share one entry. It returns the keys' length too.
-func appendSortKey(b []byte, keys []exec.SortKey, get []getter, order []arrow.Array, i int, vals []any) ([]byte, int) {
-	b = appendOrderKey(b, keys, get, order, i)
+// encoded by enc), then its values (ascending): rows tied on the keys rank
+// by value, and equal rows share one entry. It returns the keys' length
+// too.
+func appendSortKey(b []byte, keys []exec.SortKey, enc []encoder, order []arrow.Array, i int, vals []any) ([]byte, int) {
+	b = appendOrderKey(b, keys, enc, order, i)
 	return appendRow(b, vals), len(b)
 }
 
 // appendOrderKey appends the encoding of row i's ORDER BY keys.
-func appendOrderKey(b []byte, keys []exec.SortKey, get []getter, order []arrow.Array, i int) []byte {
+func appendOrderKey(b []byte, keys []exec.SortKey, enc []encoder, order []arrow.Array, i int) []byte {
 	for c, k := range keys {
-		b = appendOrdered(b, get[c](order[c], i), k.Descending, k.NullsFirst)
+		b = enc[c](b, order[c], i, k.Descending, k.NullsFirst)
 	}
 	return b
+}
+
+// orderEncoders are the expressions of ORDER BY keys and their encoders.
+func orderEncoders(keys []exec.SortKey) ([]exec.Expr, []encoder, error) {
+	exprs, encs := make([]exec.Expr, len(keys)), make([]encoder, len(keys))
+	for i, k := range keys {
+		var err error
+		if encs[i], err = encoderFor(k.Expr.DataType()); err != nil {
+			return nil, nil, fmt.Errorf("ORDER BY %s: %w", k.Expr, err)
+		}
+		exprs[i] = k.Expr
+	}
+	return exprs, encs, nil
 }
 
 // numbered calls yield with each copy of rows, in order, by the index of
@@ -486,7 +493,11 @@ func (r *Rank) flush(context.Context, *Chunk) error {
 		p.dirty = false
 		r.changed.add(p.key)
 		if r.top1 {
-			grow += r.flushTop1(p)
+			g, err := r.flushTop1(p)
+			if err != nil {
+				return err
+			}
+			grow += g
 		} else {
 			cur := topRows(p.rows, r.spec.Func, r.spec.Lo, r.spec.Hi)
 			switch {
@@ -523,21 +534,34 @@ func (r *Rank) flush(context.Context, *Chunk) error {
 // empty once changed), and returns the bytes the state grew by. The
 // emitted row is kept in p.emitted's own array, which p.rows never
 // shares, so that replaceTop1 can overwrite p.rows[0].
-func (r *Rank) flushTop1(p *rankPart) int64 {
-	p.newTop = false
+func (r *Rank) flushTop1(p *rankPart) (int64, error) {
 	cur := p.rows[0]
 	cur.n = r.spec.Lo
 	if len(p.emitted) == 0 {
-		r.emit(kindInsert, cur.vals, cur.n)
 		p.emitted = []rankRow{cur}
-		return rankSlotBytes
+		return rankSlotBytes, r.emitSorted(kindInsert, cur)
 	}
-	if old := p.emitted[0]; old.sort != cur.sort {
-		r.emit(kindUpdateBefore, old.vals, old.n)
-		r.emit(kindUpdateAfter, cur.vals, cur.n)
-	}
+	old := p.emitted[0]
 	p.emitted[0] = cur
-	return 0
+	if old.sort == cur.sort {
+		return 0, nil
+	}
+	if err := r.emitSorted(kindUpdateBefore, old); err != nil {
+		return 0, err
+	}
+	return 0, r.emitSorted(kindUpdateAfter, cur)
+}
+
+// emitSorted emits row of a top1 Rank, decoding its values from its sort
+// key.
+func (r *Rank) emitSorted(kind string, row rankRow) error {
+	r.decodeBuf = append(r.decodeBuf[:0], row.sort[row.keyLen:]...)
+	vals, _, err := decodeRowInto(r.emitVals, r.decodeBuf, r.codec.rowDec)
+	if err != nil {
+		return err
+	}
+	r.emit(kind, vals, row.n)
+	return nil
 }
 
 // partBytes is what a partition accounts: the sum of what add and flush

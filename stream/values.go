@@ -224,6 +224,75 @@ func appenderFor(dt arrow.DataType) (appender, error) {
 	return nil, fmt.Errorf("%w: type %s cannot be kept in streaming state yet", exec.ErrInvalid, dt)
 }
 
+// encoder appends appendOrdered's encoding of row i of an array, as
+// appendOrdered of what its type's getter reads, without boxing the value
+// or copying a string out of the batch first.
+type encoder func(dst []byte, a arrow.Array, i int, desc, nullsFirst bool) []byte
+
+func encoderFor(dt arrow.DataType) (encoder, error) {
+	ints := func(val func(a arrow.Array, i int) int64) encoder {
+		return func(dst []byte, a arrow.Array, i int, desc, nullsFirst bool) []byte {
+			if a.IsNull(i) {
+				return appendOrdered(dst, nil, desc, nullsFirst)
+			}
+			return appendOrderedInt(dst, val(a, i), desc)
+		}
+	}
+	strs := func(val func(a arrow.Array, i int) string) encoder {
+		return func(dst []byte, a arrow.Array, i int, desc, nullsFirst bool) []byte {
+			if a.IsNull(i) {
+				return appendOrdered(dst, nil, desc, nullsFirst)
+			}
+			return appendOrderedString(dst, val(a, i), desc)
+		}
+	}
+	switch dt.ID() {
+	case arrow.INT32:
+		return ints(func(a arrow.Array, i int) int64 { return int64(a.(*array.Int32).Value(i)) }), nil
+	case arrow.INT64:
+		return ints(func(a arrow.Array, i int) int64 { return a.(*array.Int64).Value(i) }), nil
+	case arrow.DATE32:
+		return ints(func(a arrow.Array, i int) int64 { return int64(a.(*array.Date32).Value(i)) }), nil
+	case arrow.TIMESTAMP:
+		return ints(func(a arrow.Array, i int) int64 { return int64(a.(*array.Timestamp).Value(i)) }), nil
+	case arrow.STRING:
+		return strs(func(a arrow.Array, i int) string { return a.(*array.String).Value(i) }), nil
+	case arrow.LARGE_STRING:
+		return strs(func(a arrow.Array, i int) string { return a.(*array.LargeString).Value(i) }), nil
+	case arrow.BINARY:
+		return strs(func(a arrow.Array, i int) string { return a.(*array.Binary).ValueString(i) }), nil
+	}
+	get, err := getterFor(dt)
+	if err != nil {
+		return nil, err
+	}
+	return func(dst []byte, a arrow.Array, i int, desc, nullsFirst bool) []byte {
+		return appendOrdered(dst, get(a, i), desc, nullsFirst)
+	}, nil
+}
+
+// rowEncoder encodes whole rows of a batch as appendRow does.
+type rowEncoder []encoder
+
+func rowEncoderFor(fields []arrow.Field) (rowEncoder, error) {
+	e := make(rowEncoder, len(fields))
+	for i, f := range fields {
+		var err error
+		if e[i], err = encoderFor(f.Type); err != nil {
+			return nil, fmt.Errorf("column %s: %w", f.Name, err)
+		}
+	}
+	return e, nil
+}
+
+// appendRow appends appendRow's encoding of row i of cols to dst.
+func (e rowEncoder) appendRow(dst []byte, cols []arrow.Array, i int) []byte {
+	for c, enc := range e {
+		dst = enc(dst, cols[c], i, false, true)
+	}
+	return dst
+}
+
 // rowGetter reads whole rows of a batch.
 type rowGetter []getter
 
@@ -362,11 +431,15 @@ func appendOrdered(dst []byte, v any, desc, nullsFirst bool) []byte {
 		}
 		return append(dst, 2)
 	}
+	switch x := v.(type) {
+	case int64:
+		return appendOrderedInt(dst, x, desc)
+	case string:
+		return appendOrderedString(dst, x, desc)
+	}
 	dst = append(dst, 1)
 	start := len(dst)
 	switch x := v.(type) {
-	case int64:
-		dst = binary.BigEndian.AppendUint64(dst, uint64(x)^1<<63)
 	case uint64:
 		dst = binary.BigEndian.AppendUint64(dst, x)
 	case float64:
@@ -389,8 +462,6 @@ func appendOrdered(dst []byte, v any, desc, nullsFirst bool) []byte {
 		} else {
 			dst = append(dst, 0)
 		}
-	case string:
-		dst = appendEscaped(dst, x)
 	case structValue:
 		dst = appendEscaped(dst, string(x))
 	case listValue:
@@ -401,6 +472,25 @@ func appendOrdered(dst []byte, v any, desc, nullsFirst bool) []byte {
 	default:
 		panic(fmt.Sprintf("stream: cannot encode %T", v))
 	}
+	return invertFrom(dst, start, desc)
+}
+
+// appendOrderedInt is appendOrdered of a non-NULL int64.
+func appendOrderedInt(dst []byte, x int64, desc bool) []byte {
+	dst = append(dst, 1)
+	start := len(dst)
+	return invertFrom(binary.BigEndian.AppendUint64(dst, uint64(x)^1<<63), start, desc)
+}
+
+// appendOrderedString is appendOrdered of a non-NULL string.
+func appendOrderedString(dst []byte, x string, desc bool) []byte {
+	dst = append(dst, 1)
+	start := len(dst)
+	return invertFrom(appendEscaped(dst, x), start, desc)
+}
+
+// invertFrom inverts dst's bytes from start on for a descending order.
+func invertFrom(dst []byte, start int, desc bool) []byte {
 	if desc {
 		for i := start; i < len(dst); i++ {
 			dst[i] = ^dst[i]
@@ -433,7 +523,11 @@ func appendRow(dst []byte, row []any) []byte {
 
 // decodeRow reads a row appendRow wrote, one value per decoder.
 func decodeRow(b []byte, dec []orderedDecoder) ([]any, []byte, error) {
-	row := make([]any, len(dec))
+	return decodeRowInto(make([]any, len(dec)), b, dec)
+}
+
+// decodeRowInto is decodeRow into row, one value per decoder.
+func decodeRowInto(row []any, b []byte, dec []orderedDecoder) ([]any, []byte, error) {
 	var err error
 	for i, d := range dec {
 		if row[i], b, err = d(b, false); err != nil {

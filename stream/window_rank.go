@@ -46,7 +46,7 @@ type WindowRank struct {
 	codec    rankCodec
 	store    *spillStore // nil until something spills
 	order    []exec.Expr // spec.Order's expressions
-	orderGet []getter
+	orderEnc []encoder
 	parts    map[string]*windowRankPart
 	enc      vectorized.KeyEncoder
 	signs    []int8
@@ -82,13 +82,8 @@ func NewWindowRank(ec *exec.Context, in Operator, spec RankSpec, end int, budget
 	if w.codec, err = newRankCodec(fields, spec.Order); err != nil {
 		return nil, err
 	}
-	for _, k := range spec.Order {
-		g, err := getterFor(k.Expr.DataType())
-		if err != nil {
-			return nil, fmt.Errorf("ORDER BY %s: %w", k.Expr, err)
-		}
-		w.order = append(w.order, k.Expr)
-		w.orderGet = append(w.orderGet, g)
+	if w.order, w.orderEnc, err = orderEncoders(spec.Order); err != nil {
+		return nil, err
 	}
 	if spec.Number {
 		fields = append(slices.Clip(fields), arrow.Field{Name: "row_number", Type: arrow.PrimitiveTypes.Int64})
@@ -129,7 +124,7 @@ func (w *WindowRank) add(ctx context.Context, b arrow.RecordBatch) error {
 			continue
 		}
 		var keyLen int
-		w.sortBuf, keyLen = appendSortKey(w.sortBuf[:0], w.spec.Order, w.orderGet, order, i, vals)
+		w.sortBuf, keyLen = appendSortKey(w.sortBuf[:0], w.spec.Order, w.orderEnc, order, i, vals)
 		sort := w.sortBuf
 		k := string(w.enc.Key(i))
 		p := w.parts[k]
