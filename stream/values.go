@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"fmt"
@@ -596,7 +597,22 @@ func orderedDecoderFor(dt arrow.DataType) (orderedDecoder, error) {
 		}
 	case arrow.STRING, arrow.LARGE_STRING, arrow.BINARY, arrow.STRUCT, arrow.LIST, arrow.LARGE_LIST, arrow.MAP:
 		id := dt.ID()
+		value := func(out []byte) any {
+			switch id {
+			case arrow.STRUCT:
+				return structValue(out)
+			case arrow.LIST, arrow.LARGE_LIST, arrow.MAP:
+				return listValue(out)
+			}
+			return string(out)
+		}
 		val = func(b []byte, desc bool) (any, []byte, error) {
+			if !desc {
+				// Most values hold no 0x00: the first is the end's.
+				if i := bytes.IndexByte(b, 0); i >= 0 && i+1 < len(b) && b[i+1] == 1 {
+					return value(b[:i]), b[i+2:], nil
+				}
+			}
 			var flip byte
 			if desc {
 				flip = 0xFF
@@ -610,13 +626,7 @@ func orderedDecoderFor(dt arrow.DataType) (orderedDecoder, error) {
 				}
 				switch b[i+1] ^ flip {
 				case 1:
-					switch id {
-					case arrow.STRUCT:
-						return structValue(out), b[i+2:], nil
-					case arrow.LIST, arrow.LARGE_LIST, arrow.MAP:
-						return listValue(out), b[i+2:], nil
-					}
-					return string(out), b[i+2:], nil
+					return value(out), b[i+2:], nil
 				case 0xFF:
 					out = append(out, 0)
 					i++

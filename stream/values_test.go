@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -132,12 +133,22 @@ func TestEncoderIsAppendOrdered(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		dec, err := orderedDecoderFor(c.dt)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for i := range in.Len() {
 			for _, desc := range []bool{false, true} {
 				for _, nullsFirst := range []bool{false, true} {
 					want := appendOrdered([]byte("x"), get(in, i), desc, nullsFirst)
-					if got := enc([]byte("x"), in, i, desc, nullsFirst); !bytes.Equal(got, want) {
+					got := enc([]byte("x"), in, i, desc, nullsFirst)
+					if !bytes.Equal(got, want) {
 						t.Errorf("%s row %d desc %v nulls first %v: %x, appendOrdered %x", c.dt, i, desc, nullsFirst, got, want)
+					}
+					// And it decodes back whole.
+					v, rest, err := dec(append(got[1:], "tail"...), desc)
+					if err != nil || string(rest) != "tail" || !reflect.DeepEqual(v, get(in, i)) {
+						t.Errorf("%s row %d desc %v: decoded %#v, rest %q, %v; want %#v", c.dt, i, desc, v, rest, err, get(in, i))
 					}
 				}
 			}
