@@ -503,14 +503,14 @@ func invertFrom(dst []byte, start int, desc bool) []byte {
 // appendEscaped appends x with 0x00 escaped as 00 FF, ended by 00 01:
 // prefix-free, and a prefix sorts first.
 func appendEscaped(dst []byte, x string) []byte {
-	for i := 0; i < len(x); i++ {
-		if x[i] == 0 {
-			dst = append(dst, 0, 0xFF)
-		} else {
-			dst = append(dst, x[i])
+	for {
+		i := strings.IndexByte(x, 0)
+		if i < 0 {
+			return append(append(dst, x...), 0, 1)
 		}
+		dst = append(append(dst, x[:i]...), 0, 0xFF)
+		x = x[i+1:]
 	}
-	return append(dst, 0, 1)
 }
 
 // appendRow appends the ordered encoding of every value of row (to spill
