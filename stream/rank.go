@@ -71,7 +71,6 @@ type Rank struct {
 	budget *Budget
 	schema *arrow.Schema
 
-	rowGet   rowGetter
 	rowEnc   rowEncoder
 	codec    rankCodec
 	order    []exec.Expr // spec.Order's expressions
@@ -85,11 +84,10 @@ type Rank struct {
 	outRow   []any
 	// top1: the input only inserts and the top is ROW_NUMBER() 1, so a
 	// partition holds one row, which a new row replaces or not (addTop1).
-	// Its rows are their sort keys alone (no vals): the values are decoded
-	// from them when emitted (emitSorted), which most rows never are.
-	top1      bool
-	emitVals  []any
-	decodeBuf []byte
+	top1   bool
+	values rowValues
+	// emitErr is the first error of emit since the last flush.
+	emitErr error
 	// pend: the rows of the batch in add that are their partition's top
 	// by their ORDER BY keys, read at the batch's end, so that a row
 	// another row of the batch replaces is never read.
@@ -123,6 +121,8 @@ type pendingTop struct {
 }
 
 // rankRow is a distinct row of a partition and how many copies it has.
+// Its values are in sort (after the ORDER BY keys), decoded only when it
+// is emitted: most rows of a top-N never are.
 type rankRow struct {
 	// head is sort's first 8 bytes, big-endian and zero-padded: most
 	// comparisons end there, without reading sort from elsewhere in memory.
@@ -131,7 +131,6 @@ type rankRow struct {
 	// keyLen is the length of sort's ORDER BY keys: rows equal there tie
 	// in a rank.
 	keyLen int
-	vals   []any // nil in a top1 Rank
 	n      int64
 }
 
@@ -162,7 +161,7 @@ func compareSort(x rankRow, head uint64, sort []byte) int {
 
 // rankRowBytes is the accounted size of a held row; an emitted one costs
 // rankSlotBytes, as it shares the values.
-func rankRowBytes(r rankRow) int64 { return int64(len(r.sort)) + rowBytes(r.vals) + 56 }
+func rankRowBytes(r rankRow) int64 { return int64(len(r.sort)) + 56 }
 
 const (
 	rankSlotBytes = 40
@@ -175,20 +174,16 @@ func NewRank(ec *exec.Context, in Operator, spec RankSpec, budget *Budget) (*Ran
 		return nil, fmt.Errorf("%w: top-N keeps row numbers %d to %d", exec.ErrInvalid, spec.Lo, spec.Hi)
 	}
 	fields := in.Schema().Fields()[1:]
-	get, err := rowGetterFor(fields)
-	if err != nil {
-		return nil, err
-	}
 	enc, err := rowEncoderFor(fields)
 	if err != nil {
 		return nil, err
 	}
-	r := &Rank{ec: ec, in: in, spec: spec, budget: budget, rowGet: get, rowEnc: enc, parts: map[string]*rankPart{}}
+	r := &Rank{ec: ec, in: in, spec: spec, budget: budget, rowEnc: enc, parts: map[string]*rankPart{}}
 	r.top1 = spec.InsertOnly != "" && spec.Func == RowNumber && spec.Hi == 1
 	if r.codec, err = newRankCodec(fields, spec.Order); err != nil {
 		return nil, err
 	}
-	r.emitVals = make([]any, len(fields))
+	r.values = r.codec.values()
 	if r.order, r.orderEnc, err = orderEncoders(spec.Order); err != nil {
 		return nil, err
 	}
@@ -267,15 +262,14 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 				continue
 			}
 		}
-		vals := r.rowGet.row(cols, i)
-		r.sortBuf = appendRow(r.sortBuf, vals)
+		r.sortBuf = r.rowEnc.appendRow(r.sortBuf, cols, i)
 		sort := r.sortBuf
 		if full && compareSort(p.rows[len(p.rows)-1], sortHead(sort), sort) <= 0 {
 			continue
 		}
 		r.markDirty(p)
 		var g int64
-		if p.rows, g, err = applyRankRow(p.rows, sort, keyLen, vals, sign, "top-N"); err != nil {
+		if p.rows, g, err = applyRankRow(p.rows, sort, keyLen, sign, "top-N"); err != nil {
 			return err
 		}
 		grow += g
@@ -415,12 +409,12 @@ func (p *rankPart) dropPastTop(f RankFunc, hi int64) int64 {
 }
 
 // appendSortKey appends the encoding of row i's ORDER BY keys (order,
-// encoded by enc), then its values (ascending): rows tied on the keys rank
-// by value, and equal rows share one entry. It returns the keys' length
-// too.
-func appendSortKey(b []byte, keys []exec.SortKey, enc []encoder, order []arrow.Array, i int, vals []any) ([]byte, int) {
+// encoded by enc), then its values (of cols, ascending): rows tied on the
+// keys rank by value, and equal rows share one entry. It returns the keys'
+// length too.
+func appendSortKey(b []byte, keys []exec.SortKey, enc []encoder, order []arrow.Array, row rowEncoder, cols []arrow.Array, i int) ([]byte, int) {
 	b = appendOrderKey(b, keys, enc, order, i)
-	return appendRow(b, vals), len(b)
+	return row.appendRow(b, cols, i), len(b)
 }
 
 // appendOrderKey appends the encoding of row i's ORDER BY keys.
@@ -493,11 +487,7 @@ func (r *Rank) flush(context.Context, *Chunk) error {
 		p.dirty = false
 		r.changed.add(p.key)
 		if r.top1 {
-			g, err := r.flushTop1(p)
-			if err != nil {
-				return err
-			}
-			grow += g
+			grow += r.flushTop1(p)
 		} else {
 			cur := topRows(p.rows, r.spec.Func, r.spec.Lo, r.spec.Hi)
 			switch {
@@ -520,6 +510,9 @@ func (r *Rank) flush(context.Context, *Chunk) error {
 		}
 	}
 	r.dirty = r.dirty[:0]
+	if err := r.emitErr; err != nil {
+		return err
+	}
 	r.q.seal()
 	r.held += grow
 	r.budget.add(grow)
@@ -534,34 +527,20 @@ func (r *Rank) flush(context.Context, *Chunk) error {
 // empty once changed), and returns the bytes the state grew by. The
 // emitted row is kept in p.emitted's own array, which p.rows never
 // shares, so that replaceTop1 can overwrite p.rows[0].
-func (r *Rank) flushTop1(p *rankPart) (int64, error) {
+func (r *Rank) flushTop1(p *rankPart) int64 {
 	cur := p.rows[0]
 	cur.n = r.spec.Lo
 	if len(p.emitted) == 0 {
+		r.emit(kindInsert, cur, cur.n)
 		p.emitted = []rankRow{cur}
-		return rankSlotBytes, r.emitSorted(kindInsert, cur)
+		return rankSlotBytes
 	}
-	old := p.emitted[0]
+	if old := p.emitted[0]; old.sort != cur.sort {
+		r.emit(kindUpdateBefore, old, old.n)
+		r.emit(kindUpdateAfter, cur, cur.n)
+	}
 	p.emitted[0] = cur
-	if old.sort == cur.sort {
-		return 0, nil
-	}
-	if err := r.emitSorted(kindUpdateBefore, old); err != nil {
-		return 0, err
-	}
-	return 0, r.emitSorted(kindUpdateAfter, cur)
-}
-
-// emitSorted emits row of a top1 Rank, decoding its values from its sort
-// key.
-func (r *Rank) emitSorted(kind string, row rankRow) error {
-	r.decodeBuf = append(r.decodeBuf[:0], row.sort[row.keyLen:]...)
-	vals, _, err := decodeRowInto(r.emitVals, r.decodeBuf, r.codec.rowDec)
-	if err != nil {
-		return err
-	}
-	r.emit(kind, vals, row.n)
-	return nil
+	return 0
 }
 
 // partBytes is what a partition accounts: the sum of what add and flush
@@ -706,6 +685,7 @@ func (c rankCodec) decode(b []byte) ([]rankRow, error) {
 	}
 	b = b[k:]
 	var rows []rankRow
+	vals := make([]any, len(c.rowDec))
 	for range n {
 		sn, k := binary.Uvarint(b)
 		if k <= 0 || uint64(len(b)-k) < sn {
@@ -718,33 +698,53 @@ func (c rankCodec) decode(b []byte) ([]rankRow, error) {
 			return nil, errCorruptState
 		}
 		b = b[k:]
-		vals, keyLen, err := c.decodeRow(sort)
+		keyLen, err := c.keyLen(sort, vals)
 		if err != nil {
 			return nil, err
 		}
-		rows = append(rows, rankRow{head: sortHead([]byte(sort)), sort: sort, keyLen: keyLen, vals: vals, n: int64(cnt)})
+		rows = append(rows, rankRow{head: sortHead([]byte(sort)), sort: sort, keyLen: keyLen, n: int64(cnt)})
 	}
 	return rows, nil
 }
 
-// decodeRow reads a row's values from its sort key, after the ORDER BY
-// keys, whose length it returns too.
-func (c rankCodec) decodeRow(sort string) ([]any, int, error) {
+// keyLen returns the length of a row's ORDER BY keys in its sort key,
+// having checked that the row's values decode (into vals), so that a
+// corrupt row is found where it is read back, not when it is emitted.
+func (c rankCodec) keyLen(sort string, vals []any) (int, error) {
 	b := []byte(sort)
 	var err error
 	for i, d := range c.orderDec {
 		if _, b, err = d(b, c.order[i].Descending); err != nil {
-			return nil, 0, err
+			return 0, err
 		}
 	}
 	keyLen := len(sort) - len(b)
-	vals := make([]any, len(c.rowDec))
-	for i, d := range c.rowDec {
-		if vals[i], b, err = d(b, false); err != nil {
-			return nil, 0, err
-		}
+	if _, b, err = decodeRowInto(vals, b, c.rowDec); err != nil {
+		return 0, err
 	}
-	return vals, keyLen, nil
+	if len(b) > 0 {
+		return 0, errCorruptState
+	}
+	return keyLen, nil
+}
+
+// values is a rowValues of the codec's rows.
+func (c rankCodec) values() rowValues {
+	return rowValues{dec: c.rowDec, vals: make([]any, len(c.rowDec))}
+}
+
+// rowValues decodes the values of rows of a top-N to emit them.
+type rowValues struct {
+	dec  []orderedDecoder
+	vals []any
+	buf  []byte
+}
+
+// of returns row's values, valid until the next call.
+func (v *rowValues) of(row rankRow) ([]any, error) {
+	v.buf = append(v.buf[:0], row.sort[row.keyLen:]...)
+	vals, _, err := decodeRowInto(v.vals, v.buf, v.dec)
+	return vals, err
 }
 
 // emitByNumber emits, for each row number, the change of its row.
@@ -753,12 +753,12 @@ func (r *Rank) emitByNumber(old, cur []rankRow) {
 		num := r.spec.Lo + int64(i)
 		switch {
 		case i >= len(cur):
-			r.emit(kindDelete, old[i].vals, num)
+			r.emit(kindDelete, old[i], num)
 		case i >= len(old):
-			r.emit(kindInsert, cur[i].vals, num)
+			r.emit(kindInsert, cur[i], num)
 		case old[i].sort != cur[i].sort:
-			r.emit(kindUpdateBefore, old[i].vals, num)
-			r.emit(kindUpdateAfter, cur[i].vals, num)
+			r.emit(kindUpdateBefore, old[i], num)
+			r.emit(kindUpdateAfter, cur[i], num)
 		}
 	}
 }
@@ -793,14 +793,14 @@ func (r *Rank) emitRanked(old, cur []rankRow) {
 	for i, j := 0, 0; i < len(gone) || j < len(came); {
 		switch {
 		case j == len(came) || i < len(gone) && gone[i].sort < came[j].sort:
-			r.emit(kindDelete, gone[i].vals, gone[i].n)
+			r.emit(kindDelete, gone[i], gone[i].n)
 			i++
 		case i == len(gone) || came[j].sort < gone[i].sort:
-			r.emit(kindInsert, came[j].vals, came[j].n)
+			r.emit(kindInsert, came[j], came[j].n)
 			j++
 		default:
-			r.emit(kindUpdateBefore, gone[i].vals, gone[i].n)
-			r.emit(kindUpdateAfter, came[j].vals, came[j].n)
+			r.emit(kindUpdateBefore, gone[i], gone[i].n)
+			r.emit(kindUpdateAfter, came[j], came[j].n)
 			i, j = i+1, j+1
 		}
 	}
@@ -824,19 +824,26 @@ func (r *Rank) emitChanged(old, cur []rankRow) {
 		}
 	}
 	if r.spec.Hi == 1 && len(gone) == 1 && len(came) == 1 {
-		r.emit(kindUpdateBefore, gone[0].vals, 0)
-		r.emit(kindUpdateAfter, came[0].vals, 0)
+		r.emit(kindUpdateBefore, gone[0], 0)
+		r.emit(kindUpdateAfter, came[0], 0)
 		return
 	}
 	for _, x := range gone {
-		r.emit(kindDelete, x.vals, 0)
+		r.emit(kindDelete, x, 0)
 	}
 	for _, x := range came {
-		r.emit(kindInsert, x.vals, 0)
+		r.emit(kindInsert, x, 0)
 	}
 }
 
-func (r *Rank) emit(kind string, vals []any, num int64) {
+// emit emits row, numbered num if the top-N numbers its rows; an error
+// (a row's values that do not decode) is kept for flush.
+func (r *Rank) emit(kind string, row rankRow, num int64) {
+	vals, err := r.values.of(row)
+	if err != nil {
+		r.emitErr = cmp.Or(r.emitErr, err)
+		return
+	}
 	if !r.spec.Number {
 		r.q.add(kind, vals)
 		return
@@ -858,7 +865,7 @@ func (r *Rank) Close() error {
 // applyRankRow adds (sign 1) or retracts (sign -1) a row with sort key sort
 // to rows, kept sorted with a count per distinct row, and returns the
 // bytes the state grew by. what names the operator in errors.
-func applyRankRow(rows []rankRow, sort []byte, keyLen int, vals []any, sign int8, what string) ([]rankRow, int64, error) {
+func applyRankRow(rows []rankRow, sort []byte, keyLen int, sign int8, what string) ([]rankRow, int64, error) {
 	head := sortHead(sort)
 	at, found := slices.BinarySearchFunc(rows, sort, func(x rankRow, s []byte) int { return compareSort(x, head, s) })
 	switch {
@@ -872,6 +879,6 @@ func applyRankRow(rows []rankRow, sort []byte, keyLen int, vals []any, sign int8
 	case sign < 0:
 		return rows, 0, fmt.Errorf("%w: %s input retracted a row it does not hold", exec.ErrInvalid, what)
 	}
-	row := rankRow{head: head, sort: string(sort), keyLen: keyLen, vals: vals, n: 1}
+	row := rankRow{head: head, sort: string(sort), keyLen: keyLen, n: 1}
 	return slices.Insert(rows, at, row), rankRowBytes(row), nil
 }

@@ -42,8 +42,10 @@ type WindowRank struct {
 	unit arrow.TimeUnit
 
 	firing
-	rowGet   rowGetter
+	endGet   getter
+	rowEnc   rowEncoder
 	codec    rankCodec
+	values   rowValues
 	store    *spillStore // nil until something spills
 	order    []exec.Expr // spec.Order's expressions
 	orderEnc []encoder
@@ -74,14 +76,19 @@ func NewWindowRank(ec *exec.Context, in Operator, spec RankSpec, end int, budget
 	if !ok {
 		return nil, fmt.Errorf("%w: window_end is %s, not a timestamp", exec.ErrInvalid, fields[end].Type)
 	}
-	get, err := rowGetterFor(fields)
+	endGet, err := getterFor(tt)
 	if err != nil {
 		return nil, err
 	}
-	w := &WindowRank{ec: ec, spec: spec, end: end, unit: tt.Unit, firing: firing{in: in, budget: budget}, rowGet: get, parts: map[string]*windowRankPart{}}
+	enc, err := rowEncoderFor(fields)
+	if err != nil {
+		return nil, err
+	}
+	w := &WindowRank{ec: ec, spec: spec, end: end, unit: tt.Unit, firing: firing{in: in, budget: budget}, endGet: endGet, rowEnc: enc, parts: map[string]*windowRankPart{}}
 	if w.codec, err = newRankCodec(fields, spec.Order); err != nil {
 		return nil, err
 	}
+	w.values = w.codec.values()
 	if w.order, w.orderEnc, err = orderEncoders(spec.Order); err != nil {
 		return nil, err
 	}
@@ -117,14 +124,13 @@ func (w *WindowRank) add(ctx context.Context, b arrow.RecordBatch) error {
 	cols := b.Columns()[1:]
 	var grow int64
 	for i, sign := range signs {
-		vals := w.rowGet.row(cols, i)
-		end, ok := vals[w.end].(int64)
+		end, ok := w.endGet(cols[w.end], i).(int64)
 		if !ok || !w.wm.IsZero() && toMicros(end, w.unit) <= w.wm.UnixMicro() {
 			w.late++
 			continue
 		}
 		var keyLen int
-		w.sortBuf, keyLen = appendSortKey(w.sortBuf[:0], w.spec.Order, w.orderEnc, order, i, vals)
+		w.sortBuf, keyLen = appendSortKey(w.sortBuf[:0], w.spec.Order, w.orderEnc, order, w.rowEnc, cols, i)
 		sort := w.sortBuf
 		k := string(w.enc.Key(i))
 		p := w.parts[k]
@@ -141,7 +147,7 @@ func (w *WindowRank) add(ctx context.Context, b arrow.RecordBatch) error {
 			w.parts[k] = p
 		}
 		var g int64
-		if p.rows, g, err = applyRankRow(p.rows, sort, keyLen, vals, sign, "window top-N"); err != nil {
+		if p.rows, g, err = applyRankRow(p.rows, sort, keyLen, sign, "window top-N"); err != nil {
 			return err
 		}
 		grow += g
@@ -241,11 +247,15 @@ func (w *WindowRank) fire(wm time.Time) error {
 	for _, k := range closed {
 		p := w.parts[k]
 		for _, row := range topRows(p.rows, w.spec.Func, w.spec.Lo, w.spec.Hi) {
+			vals, err := w.values.of(row)
+			if err != nil {
+				return err
+			}
 			if w.spec.Number {
-				w.outRow = append(append(w.outRow[:0], row.vals...), row.n)
+				w.outRow = append(append(w.outRow[:0], vals...), row.n)
 				w.q.add(kindInsert, w.outRow)
 			} else {
-				w.q.add(kindInsert, row.vals)
+				w.q.add(kindInsert, vals)
 			}
 		}
 		freed += rankPartBytes + int64(len(k))
