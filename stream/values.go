@@ -272,7 +272,7 @@ func encoderFor(dt arrow.DataType) (encoder, error) {
 	}, nil
 }
 
-// rowEncoder encodes whole rows of a batch as appendRow does.
+// rowEncoder encodes whole rows of a batch as appendRow does (-0 kept).
 type rowEncoder []encoder
 
 func rowEncoderFor(fields []arrow.Field) (rowEncoder, error) {
@@ -281,6 +281,10 @@ func rowEncoderFor(fields []arrow.Field) (rowEncoder, error) {
 		var err error
 		if e[i], err = encoderFor(f.Type); err != nil {
 			return nil, fmt.Errorf("column %s: %w", f.Name, err)
+		}
+		if id := f.Type.ID(); id == arrow.FLOAT32 || id == arrow.FLOAT64 {
+			get, _ := getterFor(f.Type) // as encoderFor
+			e[i] = func(dst []byte, a arrow.Array, i int, _, _ bool) []byte { return appendValue(dst, get(a, i)) }
 		}
 	}
 	return e, nil
@@ -517,9 +521,20 @@ func appendEscaped(dst []byte, x string) []byte {
 // it; decodeRow reads it back).
 func appendRow(dst []byte, row []any) []byte {
 	for _, v := range row {
-		dst = appendOrdered(dst, v, false, true)
+		dst = appendValue(dst, v)
 	}
 	return dst
+}
+
+// appendValue appends v as appendOrdered ascending with NULL first does,
+// except that -0 keeps its sign: a row's values must read back as they
+// were, where a key folds -0 into 0 (they are equal). -0 orders just
+// before 0.
+func appendValue(dst []byte, v any) []byte {
+	if x, ok := v.(float64); ok && x == 0 && math.Signbit(x) {
+		return binary.BigEndian.AppendUint64(append(dst, 1), ^math.Float64bits(x))
+	}
+	return appendOrdered(dst, v, false, true)
 }
 
 // decodeRow reads a row appendRow wrote, one value per decoder.

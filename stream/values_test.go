@@ -3,6 +3,7 @@ package stream
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"strconv"
@@ -154,5 +155,59 @@ func TestEncoderIsAppendOrdered(t *testing.T) {
 			}
 		}
 		in.Release()
+	}
+}
+
+// TestRowKeepsNegativeZero checks that a row's values read back exactly,
+// -0 included, from appendRow and from a rowEncoder, while a key folds -0
+// into 0.
+func TestRowKeepsNegativeZero(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	fields := []arrow.Field{{Name: "f", Type: arrow.PrimitiveTypes.Float64, Nullable: true}, {Name: "g", Type: arrow.PrimitiveTypes.Float32, Nullable: true}}
+	b := array.NewRecordBuilder(mem, arrow.NewSchema(fields, nil))
+	defer b.Release()
+	negZero := math.Copysign(0, -1)
+	b.Field(0).(*array.Float64Builder).AppendValues([]float64{negZero, 0, -1.5}, nil)
+	b.Field(1).(*array.Float32Builder).AppendValues([]float32{float32(negZero), 2, 0}, nil)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	enc, err := rowEncoderFor(fields)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get, err := rowGetterFor(fields)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := make([]orderedDecoder, len(fields))
+	for i, f := range fields {
+		if dec[i], err = orderedDecoderFor(f.Type); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var prev []byte
+	for i := range int(rec.NumRows()) {
+		want := get.row(rec.Columns(), i)
+		got := enc.appendRow(nil, rec.Columns(), i)
+		if !bytes.Equal(got, appendRow(nil, want)) {
+			t.Fatalf("row %d: encoder %x, appendRow %x", i, got, appendRow(nil, want))
+		}
+		vals, rest, err := decodeRow(got, dec)
+		if err != nil || len(rest) > 0 {
+			t.Fatalf("row %d: %v, %d bytes left", i, err, len(rest))
+		}
+		for c := range vals {
+			if x, y := vals[c].(float64), want[c].(float64); x != y || math.Signbit(x) != math.Signbit(y) {
+				t.Errorf("row %d column %d: read back %v, was %v", i, c, x, y)
+			}
+		}
+		if i > 0 && bytes.Equal(got, prev) {
+			t.Errorf("rows %d and %d encode the same", i-1, i)
+		}
+		prev = got
+	}
+	if !bytes.Equal(appendOrdered(nil, negZero, false, true), appendOrdered(nil, 0.0, false, true)) {
+		t.Error("a key of -0 differs from 0")
 	}
 }
