@@ -722,7 +722,7 @@ func (b *binder) bindDescribeExtended(name *sql.Name) Statement {
 // the tables already followed. A query that no longer binds reads nothing
 // here: its refreshes fail on their own.
 func (b *binder) readsThrough(n Node, id tablestore.Ident, seen map[tablestore.Ident]bool) []tablestore.Ident {
-	for _, t := range scannedTables(n) {
+	for _, t := range ScannedTables(n) {
 		md := t.Materialized()
 		if md == nil || seen[t.Ident()] {
 			continue
@@ -757,9 +757,9 @@ func (b *binder) bindMaterializedQuery(id tablestore.Ident, text string) (n Node
 	return sub.bindViewBody(id, sub.viewQuery(sql.Pos{Line: 1, Col: 1}, id, text))
 }
 
-// scannedTables are the tables plan n scans (views and CTEs included),
+// ScannedTables are the tables plan n scans (views and CTEs included),
 // each once, in plan order.
-func scannedTables(n Node) []*tablestore.Table {
+func ScannedTables(n Node) []*tablestore.Table {
 	var out []*tablestore.Table
 	seen := map[tablestore.Ident]bool{}
 	var walk func(Node)
