@@ -220,6 +220,9 @@ func (st *Statement) startJob(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if via := e.feedsFrom(ctx, defs, ins.Source.StreamSources(), sink.Ident(), map[tablestore.Ident]bool{}); via != nil {
+		return "", fmt.Errorf("%w: a continuous job into %s would read its own target through %s: each commit of one would feed the other forever", ErrInvalid, sink.Ident(), identChain(via))
+	}
 	e.jobsMu.Lock()
 	defer e.jobsMu.Unlock()
 	for _, def := range defs {
@@ -246,6 +249,64 @@ func (st *Statement) startJob(ctx context.Context) (string, error) {
 	}
 	e.launchLocked(def, sink.Ident().String(), nil)
 	return def.ID, nil
+}
+
+// feedsFrom returns the chain of tables through which commits to target
+// reach one of tables (nil: none): a table is fed by the streams of the
+// running job writing it (defs) and by the tables its materialized query
+// reads. seen holds the tables already followed. A job or query that no
+// longer binds feeds nothing here: it fails on its own.
+func (e *Engine) feedsFrom(ctx context.Context, defs []tablestore.JobDef, tables []*tablestore.Table, target tablestore.Ident, seen map[tablestore.Ident]bool) []tablestore.Ident {
+	for _, t := range tables {
+		id := t.Ident()
+		if id == target {
+			return []tablestore.Ident{id}
+		}
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		var feeders []*tablestore.Table
+		for _, def := range defs {
+			if sink, ok := storedSink(def); ok && def.State == JobRunning && sink == id {
+				feeders = append(feeders, e.boundTables(ctx, def.Database, def.SQL)...)
+			}
+		}
+		if md := t.Materialized(); md != nil {
+			feeders = append(feeders, e.boundTables(ctx, id.Database, md.Query)...)
+		}
+		if via := e.feedsFrom(ctx, defs, feeders, target, seen); via != nil {
+			return append([]tablestore.Ident{id}, via...)
+		}
+	}
+	return nil
+}
+
+// boundTables binds text in database db and returns the tables it
+// streams (an INSERT from a stream) or reads (a query); none when it does
+// not bind.
+func (e *Engine) boundTables(ctx context.Context, db, text string) []*tablestore.Table {
+	s := e.NewSession()
+	s.database = db
+	st, err := s.Prepare(ctx, text, nil)
+	if err != nil {
+		return nil
+	}
+	switch b := st.bound.(type) {
+	case *plan.Insert:
+		return b.Source.StreamSources()
+	case *plan.Query:
+		return plan.ScannedTables(b.Logical())
+	}
+	return nil
+}
+
+func identChain(ids []tablestore.Ident) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = id.String()
+	}
+	return strings.Join(s, " -> ")
 }
 
 // storedSink is the target a stored job definition names; false for one

@@ -27,7 +27,9 @@ type budgetJob struct {
 // runBudgetJob runs j with state over 10x a 32 KiB budget, its state also
 // reserved in a pool of twice that: its sink must equal the batch answer at
 // the job's positions, twice, across a restart, and the pool must be empty
-// once the engine closed.
+// once the engine closed. The events come in 80 commits, so that what one
+// snapshot adds to an operator's state (which spills only at the
+// snapshot's end) fits in the pool.
 func runBudgetJob(t *testing.T, j budgetJob) {
 	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 0))
@@ -60,9 +62,9 @@ func runBudgetJob(t *testing.T, j budgetJob) {
 	c := jobCase{batch: j.query, sources: make([]string, sources)}
 	k := 1
 	for round := range 2 {
-		for range 10 {
+		for range 80 {
 			var vals []string
-			for range events / 5 {
+			for range events / 40 {
 				vals = append(vals, fmt.Sprintf("(%d, %d, %d)", k, rng.IntN(400), rng.IntN(100000)))
 				k++
 			}

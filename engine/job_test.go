@@ -342,6 +342,49 @@ func TestJobRefused(t *testing.T) {
 	}
 }
 
+// TestJobCycleRefused: a job whose streams are fed by its own target,
+// through the running jobs writing them or the materialized tables
+// reading them, is refused, and the table holds what was written. Before,
+// jobs t2 <- t1 and t1 <- t2 each committed about once a second forever,
+// and with t4 <- t3 (n + 1) and t3 <- t4 the count in t3 grew by one a
+// second.
+func TestJobCycleRefused(t *testing.T) {
+	e, mem := openEngine(t, t.TempDir())
+	defer closeEngine(t, e, mem)
+	s := e.NewSession()
+	for _, q := range []string{
+		`CREATE TABLE t1 (k BIGINT NOT NULL, n BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`CREATE TABLE t2 (k BIGINT NOT NULL, n BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`CREATE TABLE t3 (k BIGINT NOT NULL, n BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`CREATE MATERIALIZED TABLE m3 FRESHNESS = INTERVAL '1' SECOND AS SELECT k, n FROM t3`,
+		`CREATE TABLE t4 (k BIGINT NOT NULL, n BIGINT, PRIMARY KEY (k) NOT ENFORCED)`,
+		`INSERT INTO t2 SELECT k, n + 1 FROM t1 /*+ OPTIONS('scan.mode'='latest-full') */`,
+		`INSERT INTO t4 SELECT k, n FROM m3 /*+ OPTIONS('scan.mode'='latest-full') */`,
+	} {
+		mustExec(t, s, q)
+	}
+	for q, want := range map[string]string{
+		`INSERT INTO t1 SELECT k, n FROM t2 /*+ OPTIONS('scan.mode'='latest-full') */`: "a continuous job into default.t1 would read its own target through default.t2 -> default.t1",
+		`INSERT INTO t3 SELECT k, n FROM t4 /*+ OPTIONS('scan.mode'='latest-full') */`: "a continuous job into default.t3 would read its own target through default.t4 -> default.m3 -> default.t3",
+	} {
+		_, err := exec(context.Background(), s, nil, q)
+		if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, engine.ErrInvalid) {
+			t.Errorf("%s: got %v, want ErrInvalid containing %q", q, err, want)
+		}
+	}
+	mustExec(t, s, `INSERT INTO t1 VALUES (1, 0)`)
+	mustExec(t, s, `INSERT INTO t3 VALUES (1, 0)`)
+	time.Sleep(2 * time.Second)
+	for _, tbl := range []string{"t1", "t3"} {
+		if got := rowSet(t, s, `SELECT k, n FROM `+tbl); !slices.Equal(got, []string{"1|0"}) {
+			t.Errorf("%s holds %v, want [1|0]", tbl, got)
+		}
+	}
+	if jobs := e.Jobs(context.Background()); len(jobs) != 3 {
+		t.Errorf("%d jobs, want the 3 that form no cycle (m3's among them): %+v", len(jobs), jobs)
+	}
+}
+
 // TestJobAuthorization: SHOW JOBS and STOP JOB hide the jobs of databases
 // a user cannot read (an unknown id and a hidden job give the same answer);
 // stopping a visible job takes Write on its database.

@@ -366,6 +366,42 @@ func TestChangeStreamRefused(t *testing.T) {
 	}
 }
 
+// TestChangeStreamBadConsumer: a change stream whose consumer id no
+// consumer file can have (a '/', over 200 bytes) is InvalidArgument with
+// the rule, from a ticket and from SQL, and records nothing. Before, once
+// the table had a consumer, both were Internal (SQLSTATE XX000) with the
+// server's path to the consumer file ("not a directory", "file name too
+// long").
+func TestChangeStreamBadConsumer(t *testing.T) {
+	ts := startServer(t, flightsql.Options{})
+	cnxn := ts.connect(t, nil)
+	mustExec(t, cnxn, "CREATE TABLE t (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED)")
+	mustExec(t, cnxn, "INSERT INTO t VALUES (1, 'a')")
+	// Consumer x's file makes consumer-x/y a path under a file.
+	mustExec(t, cnxn, "CALL sys.reset_consumer('t', 'x', 1)")
+	cl, _ := ts.rawClient(t)
+	const rule = "must be non-empty, at most 200 bytes"
+	for _, id := range []string{"x/y", strings.Repeat("a", 300), "a\\b"} {
+		body, _ := json.Marshal(flightsql.ChangesTicket{Table: "t", Mode: "latest", ConsumerID: id})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		s, err := cl.Client.DoGet(ctx, &flight.Ticket{Ticket: append([]byte(flightsql.ChangesTicketPrefix), body...)})
+		for err == nil { // the schema may come first
+			_, err = s.Recv()
+		}
+		cancel()
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), rule) || strings.Contains(err.Error(), "consumer-") {
+			t.Errorf("ticket with consumer %.20q: %v, want InvalidArgument naming the rule", id, err)
+		}
+		_, err = tryQuery(cnxn, "SELECT * FROM t /*+ OPTIONS('scan.mode'='latest', 'consumer-id'='"+id+"') */")
+		if err == nil || !strings.Contains(err.Error(), rule) || !strings.Contains(err.Error(), "SQLSTATE 22023") {
+			t.Errorf("SQL with consumer %.20q: %v, want SQLSTATE 22023 naming the rule", id, err)
+		}
+	}
+	if rows := query(t, cnxn, "SELECT count(*) FROM `t$consumers`"); fmt.Sprint(rows) != "[[1]]" {
+		t.Errorf("consumers recorded: %v", rows)
+	}
+}
+
 // TestChangeStreamBackpressure: a client that stops reading holds the
 // server to a few batches in memory, however much is committed meanwhile,
 // and then receives everything.

@@ -250,6 +250,11 @@ func (b *binder) materializedTable(id tablestore.Ident, q *sql.Query, cols []*sq
 		// own input: a continuous job would never stop committing.
 		b.fail(q.Pos, "the query of materialized table %s reads the table itself", id)
 	}
+	if via := b.readsThrough(n, id, map[tablestore.Ident]bool{id: true}); via != nil {
+		// The same through other materialized tables: their refreshes
+		// would feed each other forever.
+		b.fail(q.Pos, "the query of materialized table %s reads the table itself through materialized table %s", id, joinIdents(via, " -> "))
+	}
 	var fields []arrow.Field
 	names := map[string]int{}
 	for i, c := range n.Columns() {
@@ -709,6 +714,79 @@ func (b *binder) bindDescribeExtended(name *sql.Name) Statement {
 	}
 	t, _ := b.table(name)
 	return b.stringValues([]string{"name", "type", "null", "key"}, b.describeMaterialized(t, describeRows(t)))
+}
+
+// readsThrough returns the chain of materialized tables through which plan
+// n reads table id: a table n scans whose query reads id, directly or
+// through the materialized tables it reads in turn (nil: none). seen holds
+// the tables already followed. A query that no longer binds reads nothing
+// here: its refreshes fail on their own.
+func (b *binder) readsThrough(n Node, id tablestore.Ident, seen map[tablestore.Ident]bool) []tablestore.Ident {
+	for _, t := range ScannedTables(n) {
+		md := t.Materialized()
+		if md == nil || seen[t.Ident()] {
+			continue
+		}
+		seen[t.Ident()] = true
+		src := b.bindMaterializedQuery(t.Ident(), md.Query)
+		if src == nil {
+			continue
+		}
+		if reads(src, id) {
+			return []tablestore.Ident{t.Ident()}
+		}
+		if via := b.readsThrough(src, id, seen); via != nil {
+			return append([]tablestore.Ident{t.Ident()}, via...)
+		}
+	}
+	return nil
+}
+
+// bindMaterializedQuery binds the stored query of materialized table id,
+// nil when it no longer binds.
+func (b *binder) bindMaterializedQuery(id tablestore.Ident, text string) (n Node) {
+	sub := &binder{ctx: b.ctx, cat: b.cat, opts: b.opts, params: map[int]*paramSlot{}, query: true}
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(bindFail); !ok {
+				panic(r)
+			}
+			n = nil
+		}
+	}()
+	return sub.bindViewBody(id, sub.viewQuery(sql.Pos{Line: 1, Col: 1}, id, text))
+}
+
+// ScannedTables are the tables plan n scans (views and CTEs included),
+// each once, in plan order.
+func ScannedTables(n Node) []*tablestore.Table {
+	var out []*tablestore.Table
+	seen := map[tablestore.Ident]bool{}
+	var walk func(Node)
+	walk = func(n Node) {
+		switch x := n.(type) {
+		case *ScanNode:
+			if !seen[x.Table.Ident()] {
+				seen[x.Table.Ident()] = true
+				out = append(out, x.Table)
+			}
+		case *CTEScanNode:
+			walk(x.Shared.Root)
+		}
+		for _, in := range n.Inputs() {
+			walk(in)
+		}
+	}
+	walk(n)
+	return out
+}
+
+func joinIdents(ids []tablestore.Ident, sep string) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = id.String()
+	}
+	return strings.Join(s, sep)
 }
 
 // reads reports whether plan n scans table id (views and CTEs included).

@@ -777,6 +777,8 @@ func (f *formatter) node(n Node) {
 		if n.Language != "" {
 			f.w(" LANGUAGE ", n.Language)
 		}
+	case *Name:
+		f.parts(n.Parts)
 	default:
 		f.w(fmt.Sprintf("<unknown node %T>", n))
 	}

@@ -70,6 +70,8 @@ type Aggregate struct {
 	q     *outQueue
 	mb    miniBatch
 	held  int64
+	// reloaded counts the bytes of state read back from disk, ever.
+	reloaded int64
 
 	changed changedKeys // the groups changed since the last save
 }
@@ -365,6 +367,7 @@ func (a *Aggregate) addRows(keys []arrow.Array, n int, in aggInputs, signs []int
 			}
 			if g != nil {
 				grow += a.groupBytes(g)
+				a.reloaded += a.groupBytes(g)
 			}
 		}
 		if g == nil {
@@ -458,6 +461,10 @@ func (a *Aggregate) groupBytes(g *aggGroup) int64 {
 		n += acc.size()
 	}
 	return n
+}
+
+func (a *Aggregate) heldState() (string, int64, *Budget) {
+	return "a GROUP BY aggregation", a.held - a.reloaded, a.budget
 }
 
 // evict moves groups to disk until half the budget is free.

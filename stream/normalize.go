@@ -33,12 +33,15 @@ type Normalize struct {
 	state   map[string][]any
 	pending map[string]*normChange
 	order   []string // keys of pending in first-touch order
-	enc     vectorized.KeyEncoder
-	signs   []int8
-	q       *outQueue
-	mb      miniBatch
-	held    int64 // bytes accounted in budget
-	seeded  bool
+	// pendingBytes is what pending holds (not in the budget: it goes at
+	// the next marker).
+	pendingBytes int64
+	enc          vectorized.KeyEncoder
+	signs        []int8
+	q            *outQueue
+	mb           miniBatch
+	held         int64 // bytes accounted in budget
+	seeded       bool
 
 	changed changedKeys // the keys changed since the last save
 }
@@ -81,7 +84,14 @@ func (n *Normalize) Open(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	if err := src.seed(ctx, n.ec.Mem, func(b arrow.RecordBatch) error { return n.add(ctx, b) }); err != nil {
+	n.mb.marked(n)
+	err := src.seed(ctx, n.ec.Mem, func(b arrow.RecordBatch) error {
+		if err := n.add(ctx, b); err != nil {
+			return err
+		}
+		return n.mb.checkGrowth(n)
+	})
+	if err != nil {
 		return err
 	}
 	var grow int64
@@ -92,13 +102,15 @@ func (n *Normalize) Open(ctx context.Context) error {
 		}
 	}
 	clear(n.pending)
+	n.pendingBytes = 0
 	n.order = n.order[:0]
 	n.held += grow
 	n.budget.add(grow)
 	if n.budget.over() {
-		return n.evict()
+		err = n.evict()
 	}
-	return nil
+	n.mb.marked(n)
+	return err
 }
 
 // lookup returns key k's row, from memory or read back from disk.
@@ -195,14 +207,21 @@ func (n *Normalize) add(_ context.Context, b arrow.RecordBatch) error {
 			p = &normChange{}
 			n.pending[k] = p
 			n.order = append(n.order, k)
+			n.pendingBytes += 2*int64(len(k)) + 64
 		}
+		n.pendingBytes -= rowBytes(p.after)
 		if s > 0 {
 			p.after = n.get.row(cols, i)
 		} else {
 			p.after = nil
 		}
+		n.pendingBytes += rowBytes(p.after)
 	}
 	return nil
+}
+
+func (n *Normalize) heldState() (string, int64, *Budget) {
+	return "the normalization by key", n.held + n.pendingBytes, n.budget
 }
 
 // flush emits the net change of every key touched since the last marker.
@@ -236,6 +255,7 @@ func (n *Normalize) flush(context.Context, *Chunk) error {
 		}
 	}
 	clear(n.pending)
+	n.pendingBytes = 0
 	n.order = n.order[:0]
 	n.q.seal()
 	n.held += grow

@@ -116,6 +116,7 @@ type Budget struct {
 	limit int64 // 0: unlimited
 	used  atomic.Int64
 	res   *exec.Reservation // nil: no pool
+	pool  *exec.MemoryPool  // res's pool (nil: none)
 }
 
 // NewBudget returns a budget of limit bytes (0: unlimited).
@@ -124,7 +125,7 @@ func NewBudget(limit int64) *Budget { return &Budget{limit: limit} }
 // NewQueryBudget returns a budget of ec's MemoryLimit whose state is also
 // reserved in ec's pool, if any.
 func NewQueryBudget(ec *exec.Context) *Budget {
-	return &Budget{limit: ec.MemoryLimit, res: ec.NewReservation(true)}
+	return &Budget{limit: ec.MemoryLimit, res: ec.NewReservation(true), pool: ec.Pool}
 }
 
 // add accounts n more bytes (negative to free) of state that spills: its
@@ -289,6 +290,45 @@ type miniBatch struct {
 	marker *Chunk // the marker to return once the queue is empty
 	pos    Pos    // the last marker's position, labelling the batches after it
 	ended  bool   // the input ended and its last changes are queued
+	// base is what the op held (stateHolder) after its last marker's
+	// flush, or when it first read (started).
+	base    int64
+	started bool
+}
+
+// stateHolder is a miniBatched op whose state counts against a Budget
+// and spills only at markers (in flush): held is the bytes it accounts,
+// less those it ever read back from disk (a change reaching a spilled key
+// brings its state back: state the snapshot did not add).
+type stateHolder interface {
+	heldState() (what string, held int64, budget *Budget)
+}
+
+// checkGrowth fails the query when op's state grew since its last marker,
+// but for what it read back from disk, by more than the whole pool: what
+// one mini-batch (one snapshot's
+// changes; a full read of a table is one) adds stays in memory until the
+// marker, so without this it grew with the snapshot whatever the limits,
+// until the process ran out of memory (a GROUP BY job over a 2M-row table
+// held 470 MB of groups under an 8 MiB budget and a 256 MiB pool).
+func (mb *miniBatch) checkGrowth(op miniBatched) error {
+	h, ok := op.(stateHolder)
+	if !ok {
+		return nil
+	}
+	what, held, budget := h.heldState()
+	if grown := held - mb.base; budget.pool != nil && grown > budget.pool.Capacity() {
+		return fmt.Errorf("%w: %s grew its state by %d bytes within one snapshot's changes, more than %s holds: that state spills only at the snapshot's end (a full read of a table is one snapshot)", exec.ErrMemoryLimit, what, grown, budget.pool)
+	}
+	return nil
+}
+
+// marked records op's state after a marker's flush.
+func (mb *miniBatch) marked(op miniBatched) {
+	if h, ok := op.(stateHolder); ok {
+		_, mb.base, _ = h.heldState()
+		mb.started = true
+	}
 }
 
 // miniBatchNext is the Next of a miniBatched op reading in and emitting
@@ -324,11 +364,18 @@ func miniBatchNext(ctx context.Context, in Operator, op miniBatched, q *outQueue
 			if err := op.flush(ctx, &c); err != nil {
 				return Chunk{}, err
 			}
+			mb.marked(op)
 			c.Image, c.ImageStart = tablestore.NoImage, false
 			mb.marker, mb.pos = &c, c.Pos
 			continue
 		}
+		if !mb.started {
+			mb.marked(op)
+		}
 		if err := op.add(ctx, c.Batch); err != nil {
+			return Chunk{}, err
+		}
+		if err := mb.checkGrowth(op); err != nil {
 			return Chunk{}, err
 		}
 	}

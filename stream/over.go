@@ -112,7 +112,7 @@ func NewOverAggregate(ec *exec.Context, in Operator, spec OverSpec, budget *Budg
 	if len(spec.Frames) != len(spec.Aggs) {
 		return nil, fmt.Errorf("%w: %d frames for %d OVER aggregates", exec.ErrInvalid, len(spec.Frames), len(spec.Aggs))
 	}
-	o := &OverAggregate{firing: firing{in: in, budget: budget}, ec: ec, spec: spec, unit: tt.Unit, parts: map[string]*overPart{}}
+	o := &OverAggregate{firing: firing{what: "an OVER aggregation", in: in, budget: budget}, ec: ec, spec: spec, unit: tt.Unit, parts: map[string]*overPart{}}
 	for _, f := range spec.Frames {
 		if f.Preceding < 0 {
 			return nil, fmt.Errorf("%w: OVER frame of %d preceding", exec.ErrInvalid, f.Preceding)

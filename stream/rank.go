@@ -97,6 +97,8 @@ type Rank struct {
 	q        *outQueue
 	mb       miniBatch
 	held     int64
+	// reloaded counts the bytes of state read back from disk, ever.
+	reloaded int64
 
 	changed changedKeys // the partitions changed since the last save
 }
@@ -244,6 +246,8 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 			}
 			if p == nil {
 				p = &rankPart{key: key}
+			} else {
+				r.reloaded += r.partBytes(p)
 			}
 			r.parts[key] = p
 			grow += r.partBytes(p)
@@ -556,6 +560,8 @@ func (r *Rank) partBytes(p *rankPart) int64 {
 // evict moves partitions to disk until half the budget is free. Between
 // markers every partition's emitted rows are its top, so a partition is
 // its rows.
+func (r *Rank) heldState() (string, int64, *Budget) { return "a top-N", r.held - r.reloaded, r.budget }
+
 func (r *Rank) evict() error {
 	return evictMap(r.parts, r.ec, r.budget, &r.store, &r.held, func(k string, p *rankPart) (stateEntry, int64, bool) {
 		return stateEntry{key: k, val: encodeRankRows(p.rows)}, r.partBytes(p), true

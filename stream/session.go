@@ -148,6 +148,7 @@ func (s *SessionAggregate) add(ctx context.Context, b arrow.RecordBatch) error {
 			}
 			if part != nil {
 				grow += stateBytes(k, part)
+				s.reloaded += stateBytes(k, part)
 			} else {
 				part = &sessionPart{keys: map[string][]any{}}
 				grow += int64(len(k)) + 64

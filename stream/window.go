@@ -115,14 +115,17 @@ type WindowAggregate struct {
 // fires what that watermark closed (emitted before the marker, labelled
 // with its position); at the end of a bounded input everything fires.
 type firing struct {
+	what   string // the operator, for errors
 	in     Operator
 	q      *outQueue
 	schema *arrow.Schema
 	budget *Budget
-	held   int64     // bytes accounted in budget
-	wm     time.Time // the last marker's watermark, or the clock's at it
-	late   int64
-	mb     miniBatch
+	held   int64 // bytes accounted in budget
+	// reloaded counts the bytes of state read back from disk, ever.
+	reloaded int64
+	wm       time.Time // the last marker's watermark, or the clock's at it
+	late     int64
+	mb       miniBatch
 	// clock, when set, closes on processing time: at each marker what its
 	// reading closes, whatever the marker's watermark.
 	clock func() time.Time
@@ -176,6 +179,10 @@ func (fb firingBatches) flush(_ context.Context, m *Chunk) error {
 		return s.evict()
 	}
 	return nil
+}
+
+func (fb firingBatches) heldState() (string, int64, *Budget) {
+	return fb.f.what, fb.f.held - fb.f.reloaded, fb.f.budget
 }
 
 // spiller is a firer whose state moves to disk past the budget, at
@@ -237,7 +244,7 @@ func (w *windowAgg) init(ec *exec.Context, in Operator, what string, rowtime exe
 	if !ok {
 		return fmt.Errorf("%w: %s time column is %s, not a timestamp", exec.ErrInvalid, what, rowtime.DataType())
 	}
-	*w = windowAgg{firing: firing{in: in, budget: budget}, ec: ec, rowtime: rowtime, keys: keys, aggs: aggs, unit: tt.Unit}
+	*w = windowAgg{firing: firing{what: "a " + what + " aggregation", in: in, budget: budget}, ec: ec, rowtime: rowtime, keys: keys, aggs: aggs, unit: tt.Unit}
 	var err error
 	if w.keyGet, w.argGet, w.schema, err = windowAggSchema(tt, keys, keyNames, aggs); err != nil {
 		return err
@@ -385,6 +392,7 @@ func (w *WindowAggregate) add(ctx context.Context, b arrow.RecordBatch) error {
 				if g != nil {
 					w.adopt(win, g)
 					d = w.groupBytes(g)
+					w.reloaded += d
 				}
 			}
 			if g == nil {

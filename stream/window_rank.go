@@ -84,7 +84,7 @@ func NewWindowRank(ec *exec.Context, in Operator, spec RankSpec, end int, budget
 	if err != nil {
 		return nil, err
 	}
-	w := &WindowRank{ec: ec, spec: spec, end: end, unit: tt.Unit, firing: firing{in: in, budget: budget}, endGet: endGet, rowEnc: enc, parts: map[string]*windowRankPart{}}
+	w := &WindowRank{ec: ec, spec: spec, end: end, unit: tt.Unit, firing: firing{what: "a window top-N", in: in, budget: budget}, endGet: endGet, rowEnc: enc, parts: map[string]*windowRankPart{}}
 	if w.codec, err = newRankCodec(fields, spec.Order); err != nil {
 		return nil, err
 	}
@@ -140,6 +140,7 @@ func (w *WindowRank) add(ctx context.Context, b arrow.RecordBatch) error {
 			}
 			if p != nil {
 				grow += w.partBytes(k, p)
+				w.reloaded += w.partBytes(k, p)
 			} else {
 				p = &windowRankPart{end: toMicros(end, w.unit)}
 				grow += rankPartBytes + int64(len(k))

@@ -162,7 +162,7 @@ func (t *Table) NewChangeReader(ctx context.Context, spec StreamSpec) (*ChangeRe
 	}
 	resumed := false
 	if spec.ConsumerID != "" {
-		pos, ok, err := st.consumerPosition(spec.ConsumerID)
+		pos, ok, err := t.Consumer(ctx, spec.ConsumerID)
 		if err != nil {
 			return nil, err
 		}
