@@ -18,7 +18,9 @@ import (
 // State keeps row values as Go values: int64 for signed integers, dates,
 // times, timestamps and durations, uint64, float64, bool, string (strings
 // and binaries, copied out of Arrow buffers), decimal128.Num, structValue
-// for ROWs, listValue for ARRAYs and MAPs, nil for NULL.
+// for ROWs, listValue for ARRAYs and MAPs, nil for NULL; or, where rows
+// are mostly held and seldom emitted (a top-N), as their appendRow
+// encoding, written straight from the batch by a rowEncoder.
 
 // structValue is a ROW value: the appendRow encoding of its fields, so it
 // is comparable (a map key) and orders field by field.
