@@ -68,7 +68,7 @@ func (pp *physicalPlanner) plan(root Node) PhysicalNode {
 		p = parallelScans(p, false)
 	}
 	if pp.enabled(choiceRuntimeFilter) {
-		runtimeFilters(p)
+		runtimeFilters(p, estimator{})
 	}
 	keepOrders(p, true)
 	return p
