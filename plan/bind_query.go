@@ -411,6 +411,7 @@ type groupInfo struct {
 }
 
 func (b *binder) bindSelect(sel *sql.Select, outer *scope, orderBy []*sql.OrderItem, hints []arrow.DataType, correlated bool) (Node, *corrResult) {
+	checkCtx(b.ctx)
 	sel = b.rewriteGroupWindow(sel)
 	sb := &selectBinding{sel: sel}
 	var node Node
@@ -965,6 +966,7 @@ func (b *binder) findCTE(name string) *cteDef {
 // bindFrom binds one FROM item; lateral is the scope of the items to its
 // left (for LATERAL subqueries).
 func (b *binder) bindFrom(f sql.TableRef, outer *scope, left *scope) (Node, *scope) {
+	checkCtx(b.ctx)
 	switch f := f.(type) {
 	case *sql.TableName:
 		if len(f.Name.Parts) == 1 && f.SystemTime == nil {

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"context"
 	"maps"
 	"math"
 	"math/bits"
@@ -11,7 +12,7 @@ import (
 // the inputs (dpJoin), or greedily for many or unconnected inputs
 // (greedyJoin). A semi or anti join over such a tree may move down to the
 // input its condition reads (pushSemiJoin).
-func reorderJoins(n Node) Node {
+func reorderJoins(ctx context.Context, n Node) Node {
 	j, ok := n.(*JoinNode)
 	switch {
 	case ok && j.Kind == InnerJoin && !j.Temporal:
@@ -19,31 +20,31 @@ func reorderJoins(n Node) Node {
 		var conds []Expr
 		flattenInner(j, &rels, &conds)
 		for i := range rels {
-			rels[i] = reorderJoins(rels[i])
+			rels[i] = reorderJoins(ctx, rels[i])
 		}
-		return pullSemiJoins(rels, conds)
+		return pullSemiJoins(ctx, rels, conds)
 	case ok && semiLike(j.Kind):
-		j.Left, j.Right = reorderJoins(j.Left), reorderJoins(j.Right)
-		if t := pushSemiJoin(j); t != nil {
+		j.Left, j.Right = reorderJoins(ctx, j.Left), reorderJoins(ctx, j.Right)
+		if t := pushSemiJoin(ctx, j); t != nil {
 			return t
 		}
 		return j
 	}
 	for i, in := range n.Inputs() {
-		setInput(n, i, reorderJoins(in))
+		setInput(n, i, reorderJoins(ctx, in))
 	}
 	return n
 }
 
 // orderJoins joins rels (at least two) with the conditions conds.
-func orderJoins(rels []Node, conds []Expr) Node {
+func orderJoins(ctx context.Context, rels []Node, conds []Expr) Node {
 	if len(rels) == 2 {
 		return &JoinNode{Kind: InnerJoin, Left: rels[0], Right: rels[1], Cond: andAll(conds)}
 	}
-	if t := dpJoin(rels, conds); t != nil {
+	if t := dpJoin(ctx, rels, conds); t != nil {
 		return t
 	}
-	return greedyJoin(rels, conds)
+	return greedyJoin(ctx, rels, conds)
 }
 
 func flattenInner(n Node, rels *[]Node, conds *[]Expr) {
@@ -74,7 +75,7 @@ func semiLike(k JoinKind) bool { return k == SemiJoin || k == AntiJoin || k == A
 // rows before it meets store_sales. Left above, it runs on the join's
 // result: q16's EXISTS over catalog_sales waits for the date, address and
 // call center filters.
-func pushSemiJoin(j *JoinNode) Node {
+func pushSemiJoin(ctx context.Context, j *JoinNode) Node {
 	var rels []Node
 	var conds []Expr
 	flattenInner(j.Left, &rels, &conds)
@@ -92,7 +93,7 @@ func pushSemiJoin(j *JoinNode) Node {
 		moved := *j
 		moved.Left = r
 		rels[i] = &moved
-		if t := orderJoins(rels, conds); joinCost(t) < joinCost(j) {
+		if t := orderJoins(ctx, rels, conds); joinCost(t) < joinCost(j) {
 			return t
 		}
 		return nil
@@ -105,8 +106,8 @@ func pushSemiJoin(j *JoinNode) Node {
 // of pushSemiJoin). q78's anti join and q80's left join of store_sales
 // with store_returns then run on the part of store_sales the date filter
 // keeps.
-func pullSemiJoins(rels []Node, conds []Expr) Node {
-	best := orderJoins(rels, conds)
+func pullSemiJoins(ctx context.Context, rels []Node, conds []Expr) Node {
+	best := orderJoins(ctx, rels, conds)
 	bestCost := joinCost(best)
 	condCols := map[ColumnID]bool{}
 	for _, c := range conds {
@@ -134,7 +135,7 @@ func pullSemiJoins(rels []Node, conds []Expr) Node {
 		}
 		alt := slices.Clone(rels)
 		alt[i] = s.Left
-		t := orderJoins(alt, conds)
+		t := orderJoins(ctx, alt, conds)
 		for _, a := range append(above, s) {
 			moved := *a
 			moved.Left = t
@@ -231,7 +232,7 @@ const maxDPRelations = 10
 // that keeps most of it (q61: customer with customer_address first, then
 // 40% of store_sales, before the date filter that keeps 2%). nil when
 // rels are too many or not connected (greedyJoin then adds cross products).
-func dpJoin(rels []Node, conds []Expr) Node {
+func dpJoin(ctx context.Context, rels []Node, conds []Expr) Node {
 	n := len(rels)
 	if n > maxDPRelations {
 		return nil
@@ -281,6 +282,7 @@ func dpJoin(rels []Node, conds []Expr) Node {
 		if s&(s-1) == 0 {
 			continue
 		}
+		checkCtx(ctx)
 		low := s & -s
 		var bl, br uint
 		bestCost := math.Inf(1)
@@ -330,7 +332,7 @@ func joins(masks []uint, l, r uint) bool {
 	return false
 }
 
-func greedyJoin(rels []Node, conds []Expr) Node {
+func greedyJoin(ctx context.Context, rels []Node, conds []Expr) Node {
 	used := make([]bool, len(conds))
 	joined := make([]bool, len(rels))
 	// Each input's columns and rows are computed once, the growing join's
@@ -400,6 +402,7 @@ func greedyJoin(rels []Node, conds []Expr) Node {
 	// smallest input if none is connected.
 	first, second, best := -1, -1, 0.0
 	for i := range rels {
+		checkCtx(ctx)
 		joined[i] = true
 		for j := range rels {
 			if i == j {
@@ -424,6 +427,7 @@ func greedyJoin(rels []Node, conds []Expr) Node {
 	cur, curCols, curRows := rels[first], relCols[first], relRows[first]
 	joined[first] = true
 	for done := 1; done < len(rels); done++ {
+		checkCtx(ctx)
 		next, nextEst, connected := -1, 0.0, false
 		if done == 1 && second >= 0 {
 			next, connected = second, true

@@ -1,6 +1,8 @@
 package plan_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -68,6 +70,72 @@ func TestJoinPlanningScales(t *testing.T) {
 			t.Logf("star=%v comma=%v: %d tables %d KiB, %d tables %d KiB", star, comma, small, s>>10, large, l>>10)
 			if l > s*32 { // 4^2.5
 				t.Errorf("star=%v comma=%v: %d tables allocate %d KiB to plan, %d tables %d KiB: more than (4x)^2.5", star, comma, small, s>>10, large, l>>10)
+			}
+		}
+	}
+}
+
+// cancelAfter is a context whose Err reports context.Canceled from its
+// call number n+1 on, and records what had been allocated by then: it
+// cancels planning at the same point in every run.
+type cancelAfter struct {
+	context.Context
+	n, calls  int64
+	allocated uint64 // TotalAlloc when Err first reported the cancellation
+}
+
+func (c *cancelAfter) Err() error {
+	if c.calls++; c.calls <= c.n {
+		return nil
+	}
+	if c.calls == c.n+1 {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		c.allocated = m.TotalAlloc
+	}
+	return context.Canceled
+}
+
+// TestPlanningStopsWhenCancelled: planning a 256-table join returns the
+// context's error when the context is done before it starts or while it
+// runs, having done little work after the cancellation. Planning did not
+// look at the context: a client that went away kept a core busy for as
+// long as the plan took.
+func TestPlanningStopsWhenCancelled(t *testing.T) {
+	h, _ := newHarness(t, plan.Options{})
+	if err := h.Exec("CREATE TABLE t (a BIGINT, b BIGINT); INSERT INTO t VALUES (1, 2), (2, 3)"); err != nil {
+		t.Fatal(err)
+	}
+	for _, star := range []bool{false, true} {
+		ast, err := sql.ParseOne(joinQuery(sql.MaxTables, star, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := plan.Bind(ctx, ast, h, plan.Options{}); !errors.Is(err, context.Canceled) {
+			t.Fatalf("star=%v, cancelled before planning: got %v, want %v", star, err, context.Canceled)
+		}
+		// How often planning checks, and what it allocates in all.
+		all := &cancelAfter{Context: context.Background(), n: 1 << 62}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if _, err := plan.Bind(all, ast, h, plan.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		total := after.TotalAlloc - before.TotalAlloc
+		if all.calls < sql.MaxTables {
+			t.Fatalf("star=%v: planning %d tables checks its context %d times, want one per table at least", star, sql.MaxTables, all.calls)
+		}
+		for _, n := range []int64{all.calls / 4, all.calls / 2, all.calls * 3 / 4} {
+			c := &cancelAfter{Context: context.Background(), n: n}
+			if _, err := plan.Bind(c, ast, h, plan.Options{}); !errors.Is(err, context.Canceled) {
+				t.Fatalf("star=%v, cancelled at check %d of %d: got %v, want %v", star, c.n+1, all.calls, err, context.Canceled)
+			}
+			runtime.ReadMemStats(&after)
+			if late := after.TotalAlloc - c.allocated; late > total/50 {
+				t.Errorf("star=%v, cancelled at check %d of %d: planning allocated %d KiB more before it stopped (%d KiB in all when not cancelled)", star, c.n+1, all.calls, late>>10, total>>10)
 			}
 		}
 	}

@@ -44,7 +44,7 @@ var logicalRules = []rule{
 		if b.streamPos != nil {
 			return root
 		}
-		return reorderJoins(root)
+		return reorderJoins(b.ctx, root)
 	}},
 	{name: "join_keys", required: true, apply: func(b *binder, root Node) Node { return splitJoinKeys(root, b.streamPos == nil) }},
 	// After join_keys: it rewrites the joins' split keys (rules_eager.go).
@@ -119,6 +119,7 @@ func (b *binder) optimize(root Node) Node {
 		if !b.runs(r) {
 			continue
 		}
+		checkCtx(b.ctx)
 		if b.opts.Trace == nil {
 			root = r.apply(b, root)
 			continue
