@@ -154,3 +154,37 @@ func TestNestedArrayPlanningScales(t *testing.T) {
 		t.Errorf("ARRAY[...] 120 deep allocates %d KiB to plan, 480 deep %d KiB: more than (4x)^2.5", s>>10, l>>10)
 	}
 }
+
+// TestCTEChainPlanningScales: planning CTEs that each join the one before
+// with itself costs about the square of their number. Estimates, the
+// physical planner's walk for join orders and the check of whether a
+// query's parts can be pinned to snapshots followed every path through
+// the CTEs, 2^n of them: 30 CTEs (60 table references) never finished.
+func TestCTEChainPlanningScales(t *testing.T) {
+	h, _ := newHarness(t, plan.Options{})
+	if err := h.Exec("CREATE TABLE t (a BIGINT, b BIGINT); INSERT INTO t VALUES (1, 2), (2, 3)"); err != nil {
+		t.Fatal(err)
+	}
+	chain := func(n int) string {
+		ctes := []string{"c0 AS (SELECT a FROM t)"}
+		for i := 1; i <= n; i++ {
+			ctes = append(ctes, fmt.Sprintf("c%d AS (SELECT x.a FROM c%d x JOIN c%d y ON x.a = y.a)", i, i-1, i-1))
+		}
+		return fmt.Sprintf("WITH %s SELECT count(*) FROM c%d", strings.Join(ctes, ", "), n)
+	}
+	cost := func(n int) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		st, err := h.Bind(chain(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.(*plan.Query).Partitioning()
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	s, l := cost(10), cost(20)
+	if l > s*8 { // 2^3
+		t.Errorf("10 chained CTEs allocate %d KiB to plan, 20 %d KiB: more than (2x)^3", s>>10, l>>10)
+	}
+}
