@@ -1202,7 +1202,13 @@ func (b *binder) bindJoin(j *sql.Join, outer *scope, left *scope) (Node, *scope)
 		right = &plain
 		b.lookupSide = !b.eventTimeAsOf(temporal, ln, ls)
 	}
-	rn, rs := b.bindFrom(right, outer, &scope{cols: append(append([]scopeCol{}, left.cols...), ls.cols...)})
+	// What a LATERAL item on the right sees: ls's columns, shared unless
+	// there are more (a copy at each join of a chain costs its square).
+	lateralCols := slices.Clip(ls.cols)
+	if len(left.cols) > 0 {
+		lateralCols = append(slices.Clip(left.cols), ls.cols...)
+	}
+	rn, rs := b.bindFrom(right, outer, &scope{cols: lateralCols})
 	b.lookupSide = false
 	lateral := b.takeLateral()
 	if len(lateral) > 0 && (j.Kind == "RIGHT" || j.Kind == "FULL") {
