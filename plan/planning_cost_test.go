@@ -159,7 +159,7 @@ func TestNestedArrayPlanningScales(t *testing.T) {
 // with itself costs about the square of their number. Estimates, the
 // physical planner's walk for join orders and the check of whether a
 // query's parts can be pinned to snapshots followed every path through
-// the CTEs, 2^n of them: 30 CTEs (60 table references) never finished.
+// the CTEs, 2^n of them: 20 CTEs allocated 2.9 GB, each more doubling it.
 func TestCTEChainPlanningScales(t *testing.T) {
 	h, _ := newHarness(t, plan.Options{})
 	if err := h.Exec("CREATE TABLE t (a BIGINT, b BIGINT); INSERT INTO t VALUES (1, 2), (2, 3)"); err != nil {
@@ -215,9 +215,9 @@ func TestScalarSubqueriesPlanningScales(t *testing.T) {
 // one column, costs at most 25 times as much to plan as one of a 2-column
 // table. The rules that read every join's columns ran before unread
 // columns were pruned, and binding copied each join's columns for the
-// next: 256 such joins allocated 16 GB (about 110 times the narrow
-// table's cost at 64 joins). What is left is the binder's scope of each
-// join, which lists the columns of all the tables joined so far.
+// next: 256 such joins allocated 16 GB, and at 64 joins 110 times what the
+// narrow table's did. What is left is the binder's scope of each join,
+// which lists the columns of all the tables joined so far.
 func TestWideJoinPlanning(t *testing.T) {
 	h, _ := newHarness(t, plan.Options{})
 	cols := make([]string, 199)
