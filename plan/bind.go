@@ -98,6 +98,15 @@ type posError struct {
 func (e *posError) Error() string   { return e.pos.Error() }
 func (e *posError) Unwrap() []error { return []error{e.pos, e.wrapped} }
 
+// checkCtx stops planning once ctx is done, with ctx's error: a client that
+// cancelled or went away must not keep a core planning for it. Planning
+// loops whose work grows with the statement call it.
+func checkCtx(ctx context.Context) {
+	if err := ctx.Err(); err != nil {
+		panic(bindFail{err})
+	}
+}
+
 func (b *binder) notImplemented(pos sql.Pos, what string) {
 	b.failWrap(pos, ErrNotImplemented, "%s is not implemented yet", what)
 }

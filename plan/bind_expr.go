@@ -679,7 +679,14 @@ func (b *binder) scalarSubquery(e *sql.Subquery, sc *scope, node *Node) Expr {
 	v := b.subqueryValue(sub, corr, e.Pos)
 	if len(corr.pulled) == 0 {
 		if m, i, ok := b.mergedScalar(e.Query); ok {
-			sub, v = m, colRef(m.Columns()[i])
+			cols := m.Columns()
+			sub, v = m, colRef(cols[i])
+			if len(cols) > 1 {
+				// Only its own value: the merged query has a column per
+				// subquery, and n joins each carrying all n made
+				// planning (which reads each join's columns) cost n^3.
+				sub = &ProjectNode{Input: m, Exprs: []Expr{v}, Cols: []Column{cols[i]}}
+			}
 		}
 		*node = &JoinNode{Kind: LeftJoin, Left: *node, Right: &Max1RowNode{Input: sub}}
 		return v

@@ -411,6 +411,7 @@ type groupInfo struct {
 }
 
 func (b *binder) bindSelect(sel *sql.Select, outer *scope, orderBy []*sql.OrderItem, hints []arrow.DataType, correlated bool) (Node, *corrResult) {
+	checkCtx(b.ctx)
 	sel = b.rewriteGroupWindow(sel)
 	sb := &selectBinding{sel: sel}
 	var node Node
@@ -965,6 +966,7 @@ func (b *binder) findCTE(name string) *cteDef {
 // bindFrom binds one FROM item; lateral is the scope of the items to its
 // left (for LATERAL subqueries).
 func (b *binder) bindFrom(f sql.TableRef, outer *scope, left *scope) (Node, *scope) {
+	checkCtx(b.ctx)
 	switch f := f.(type) {
 	case *sql.TableName:
 		if len(f.Name.Parts) == 1 && f.SystemTime == nil {
@@ -1200,7 +1202,13 @@ func (b *binder) bindJoin(j *sql.Join, outer *scope, left *scope) (Node, *scope)
 		right = &plain
 		b.lookupSide = !b.eventTimeAsOf(temporal, ln, ls)
 	}
-	rn, rs := b.bindFrom(right, outer, &scope{cols: append(append([]scopeCol{}, left.cols...), ls.cols...)})
+	// What a LATERAL item on the right sees: ls's columns, shared unless
+	// there are more (a copy at each join of a chain costs its square).
+	lateralCols := slices.Clip(ls.cols)
+	if len(left.cols) > 0 {
+		lateralCols = append(slices.Clip(left.cols), ls.cols...)
+	}
+	rn, rs := b.bindFrom(right, outer, &scope{cols: lateralCols})
 	b.lookupSide = false
 	lateral := b.takeLateral()
 	if len(lateral) > 0 && (j.Kind == "RIGHT" || j.Kind == "FULL") {

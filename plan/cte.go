@@ -22,6 +22,11 @@ type SharedCTE struct {
 	// that those whose plans pruned their columns read (noteRead).
 	scans []*CTEScanNode
 	read  map[*CTEScanNode][]bool
+	// rows is Root's estimate once asked for (known), kept until a CTE's
+	// plan changes (optimizeShared): a chain of CTEs each reading the one
+	// before twice was estimated 2^n times over.
+	rows  float64
+	known bool
 }
 
 // noteRead records which of s's columns its plan needs.
@@ -104,7 +109,12 @@ type CTEScanNode struct {
 
 func (n *CTEScanNode) Columns() []Column { return n.Cols }
 func (n *CTEScanNode) Inputs() []Node    { return nil }
-func (n *CTEScanNode) Rows() float64     { return n.Shared.Root.Rows() }
+func (n *CTEScanNode) Rows() float64 {
+	if !n.Shared.known {
+		n.Shared.rows, n.Shared.known = n.Shared.Root.Rows(), true
+	}
+	return n.Shared.rows
+}
 
 // cteReference binds a reference to a CTE: a CTEScanNode over the CTE's
 // plan, bound at the first reference; with the rule off, a fresh plan per
@@ -230,6 +240,7 @@ func (b *binder) optimizeShared(root Node) {
 				continue // a reference inside a CTE not planned yet
 			}
 			b.planShared(sh, cf)
+			forgetRows(pending)
 			progress = true
 		}
 	}
@@ -238,7 +249,16 @@ func (b *binder) optimizeShared(root Node) {
 	for _, sh := range pending {
 		if !sh.optimized {
 			b.planShared(sh, &cteFilter{unfiltered: true})
+			forgetRows(pending)
 		}
+	}
+}
+
+// forgetRows drops the CTEs' estimates after one's plan changed: theirs
+// may read it.
+func forgetRows(ctes []*SharedCTE) {
+	for _, sh := range ctes {
+		sh.known = false
 	}
 }
 

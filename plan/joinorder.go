@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"context"
 	"maps"
 	"math"
 	"math/bits"
@@ -11,7 +12,7 @@ import (
 // the inputs (dpJoin), or greedily for many or unconnected inputs
 // (greedyJoin). A semi or anti join over such a tree may move down to the
 // input its condition reads (pushSemiJoin).
-func reorderJoins(n Node) Node {
+func reorderJoins(ctx context.Context, n Node) Node {
 	j, ok := n.(*JoinNode)
 	switch {
 	case ok && j.Kind == InnerJoin && !j.Temporal:
@@ -19,31 +20,31 @@ func reorderJoins(n Node) Node {
 		var conds []Expr
 		flattenInner(j, &rels, &conds)
 		for i := range rels {
-			rels[i] = reorderJoins(rels[i])
+			rels[i] = reorderJoins(ctx, rels[i])
 		}
-		return pullSemiJoins(rels, conds)
+		return pullSemiJoins(ctx, rels, conds)
 	case ok && semiLike(j.Kind):
-		j.Left, j.Right = reorderJoins(j.Left), reorderJoins(j.Right)
-		if t := pushSemiJoin(j); t != nil {
+		j.Left, j.Right = reorderJoins(ctx, j.Left), reorderJoins(ctx, j.Right)
+		if t := pushSemiJoin(ctx, j); t != nil {
 			return t
 		}
 		return j
 	}
 	for i, in := range n.Inputs() {
-		setInput(n, i, reorderJoins(in))
+		setInput(n, i, reorderJoins(ctx, in))
 	}
 	return n
 }
 
 // orderJoins joins rels (at least two) with the conditions conds.
-func orderJoins(rels []Node, conds []Expr) Node {
+func orderJoins(ctx context.Context, rels []Node, conds []Expr) Node {
 	if len(rels) == 2 {
 		return &JoinNode{Kind: InnerJoin, Left: rels[0], Right: rels[1], Cond: andAll(conds)}
 	}
-	if t := dpJoin(rels, conds); t != nil {
+	if t := dpJoin(ctx, rels, conds); t != nil {
 		return t
 	}
-	return greedyJoin(rels, conds)
+	return greedyJoin(ctx, rels, conds)
 }
 
 func flattenInner(n Node, rels *[]Node, conds *[]Expr) {
@@ -74,7 +75,7 @@ func semiLike(k JoinKind) bool { return k == SemiJoin || k == AntiJoin || k == A
 // rows before it meets store_sales. Left above, it runs on the join's
 // result: q16's EXISTS over catalog_sales waits for the date, address and
 // call center filters.
-func pushSemiJoin(j *JoinNode) Node {
+func pushSemiJoin(ctx context.Context, j *JoinNode) Node {
 	var rels []Node
 	var conds []Expr
 	flattenInner(j.Left, &rels, &conds)
@@ -92,7 +93,7 @@ func pushSemiJoin(j *JoinNode) Node {
 		moved := *j
 		moved.Left = r
 		rels[i] = &moved
-		if t := orderJoins(rels, conds); joinCost(t) < joinCost(j) {
+		if t := orderJoins(ctx, rels, conds); joinCost(t) < joinCost(j) {
 			return t
 		}
 		return nil
@@ -105,8 +106,8 @@ func pushSemiJoin(j *JoinNode) Node {
 // of pushSemiJoin). q78's anti join and q80's left join of store_sales
 // with store_returns then run on the part of store_sales the date filter
 // keeps.
-func pullSemiJoins(rels []Node, conds []Expr) Node {
-	best := orderJoins(rels, conds)
+func pullSemiJoins(ctx context.Context, rels []Node, conds []Expr) Node {
+	best := orderJoins(ctx, rels, conds)
 	bestCost := joinCost(best)
 	condCols := map[ColumnID]bool{}
 	for _, c := range conds {
@@ -134,7 +135,7 @@ func pullSemiJoins(rels []Node, conds []Expr) Node {
 		}
 		alt := slices.Clone(rels)
 		alt[i] = s.Left
-		t := orderJoins(alt, conds)
+		t := orderJoins(ctx, alt, conds)
 		for _, a := range append(above, s) {
 			moved := *a
 			moved.Left = t
@@ -204,15 +205,19 @@ func withNulls(n Node, p *ProjectNode) Node {
 // joinCost is the estimated rows every join in n outputs (C_out), plus the
 // left rows each semi or anti join reads.
 func joinCost(n Node) float64 {
+	return joinCostOf(n, estimator{})
+}
+
+func joinCostOf(n Node, est estimator) float64 {
 	var c float64
 	if j, ok := n.(*JoinNode); ok {
-		c = j.Rows()
+		c = est.rows(j)
 		if semiLike(j.Kind) {
-			c += j.Left.Rows()
+			c += est.rows(j.Left)
 		}
 	}
 	for _, in := range n.Inputs() {
-		c += joinCost(in)
+		c += joinCostOf(in, est)
 	}
 	return c
 }
@@ -227,7 +232,7 @@ const maxDPRelations = 10
 // that keeps most of it (q61: customer with customer_address first, then
 // 40% of store_sales, before the date filter that keeps 2%). nil when
 // rels are too many or not connected (greedyJoin then adds cross products).
-func dpJoin(rels []Node, conds []Expr) Node {
+func dpJoin(ctx context.Context, rels []Node, conds []Expr) Node {
 	n := len(rels)
 	if n > maxDPRelations {
 		return nil
@@ -277,6 +282,7 @@ func dpJoin(rels []Node, conds []Expr) Node {
 		if s&(s-1) == 0 {
 			continue
 		}
+		checkCtx(ctx)
 		low := s & -s
 		var bl, br uint
 		bestCost := math.Inf(1)
@@ -326,49 +332,89 @@ func joins(masks []uint, l, r uint) bool {
 	return false
 }
 
-func greedyJoin(rels []Node, conds []Expr) Node {
+func greedyJoin(ctx context.Context, rels []Node, conds []Expr) Node {
 	used := make([]bool, len(conds))
 	joined := make([]bool, len(rels))
-	// Columns and Rows walk the whole subtree: computed once per input and
-	// once per step for the growing join, or a FROM list of n tables costs
-	// n^4 (200 tables took 13 s to plan).
+	// Each input's columns and rows are computed once, the growing join's
+	// once per step from its inputs', and each condition is indexed by the
+	// inputs it reads: recomputing them for every candidate at every step
+	// made a FROM list of n tables cost n^4 (200 tables took 13 s).
 	relCols := make([][]Column, len(rels))
 	relRows := make([]float64, len(rels))
+	owner := map[ColumnID]int{}
 	for i, r := range rels {
 		relCols[i], relRows[i] = r.Columns(), r.Rows()
+		for _, c := range relCols[i] {
+			owner[c.ID] = i
+		}
 	}
-	// connecting returns the unused conditions that join a (columns ac) to
-	// b (columns bc).
-	connecting := func(ac, bc []Column) []Expr {
-		cols := concatCols(ac, bc)
+	// condRels[k] are the inputs conds[k] reads; foreign: it reads a
+	// column of none of them, so it never joins and stays on top.
+	condRels := make([][]int, len(conds))
+	foreign := make([]bool, len(conds))
+	byRel := make([][]int, len(rels)) // the conditions reading each input
+	var free []int                    // conditions reading no column
+	for k, c := range conds {
+		for id := range colsOf(c) {
+			i, ok := owner[id]
+			switch {
+			case !ok:
+				foreign[k] = true
+			case !slices.Contains(condRels[k], i):
+				condRels[k] = append(condRels[k], i)
+				byRel[i] = append(byRel[i], k)
+			}
+		}
+		if len(condRels[k]) == 0 && !foreign[k] {
+			free = append(free, k)
+		}
+	}
+	// within reports whether conds[k] reads only the joined inputs and b.
+	within := func(k, b int) bool {
+		if foreign[k] {
+			return false
+		}
+		for _, i := range condRels[k] {
+			if i != b && !joined[i] {
+				return false
+			}
+		}
+		return true
+	}
+	// connecting returns the unused conditions that join the joined inputs
+	// to b: they read b, some joined input and nothing else.
+	connecting := func(b int) []Expr {
 		var jc []Expr
-		for k, c := range conds {
-			if !used[k] && subset(colsOf(c), cols) && !subset(colsOf(c), ac) && !subset(colsOf(c), bc) {
-				jc = append(jc, c)
+		for _, k := range byRel[b] {
+			if !used[k] && len(condRels[k]) > 1 && within(k, b) {
+				jc = append(jc, conds[k])
 			}
 		}
 		return jc
 	}
-	estimate := func(cur Node, curRows float64, next int, jc []Expr) float64 {
+	estimate := func(cur Node, curCols []Column, curRows float64, next int, jc []Expr) float64 {
 		if len(jc) == 0 {
 			return curRows * relRows[next]
 		}
-		return max(1, joinRows(&JoinNode{Kind: InnerJoin, Left: cur, Right: rels[next], Cond: andAll(jc)}, curRows, relRows[next]))
+		return max(1, joinRows(&JoinNode{Kind: InnerJoin, Left: cur, Right: rels[next], Cond: andAll(jc)}, curRows, relRows[next], curCols))
 	}
 	// Start: the connected pair with the smallest estimated join, or the
 	// smallest input if none is connected.
 	first, second, best := -1, -1, 0.0
 	for i := range rels {
+		checkCtx(ctx)
+		joined[i] = true
 		for j := range rels {
 			if i == j {
 				continue
 			}
-			if jc := connecting(relCols[i], relCols[j]); len(jc) > 0 {
-				if e := estimate(rels[i], relRows[i], j, jc); first < 0 || e < best {
+			if jc := connecting(j); len(jc) > 0 {
+				if e := estimate(rels[i], relCols[i], relRows[i], j, jc); first < 0 || e < best {
 					first, second, best = i, j, e
 				}
 			}
 		}
+		joined[i] = false
 	}
 	if first < 0 {
 		first = 0
@@ -381,6 +427,7 @@ func greedyJoin(rels []Node, conds []Expr) Node {
 	cur, curCols, curRows := rels[first], relCols[first], relRows[first]
 	joined[first] = true
 	for done := 1; done < len(rels); done++ {
+		checkCtx(ctx)
 		next, nextEst, connected := -1, 0.0, false
 		if done == 1 && second >= 0 {
 			next, connected = second, true
@@ -389,31 +436,36 @@ func greedyJoin(rels []Node, conds []Expr) Node {
 				if joined[i] {
 					continue
 				}
-				jc := connecting(curCols, relCols[i])
+				jc := connecting(i)
 				c := len(jc) > 0
-				e := estimate(cur, curRows, i, jc)
+				e := estimate(cur, curCols, curRows, i, jc)
 				if next < 0 || (c && !connected) || (c == connected && e < nextEst) {
 					next, nextEst, connected = i, e, c
 				}
 			}
 		}
-		joined[next] = true
-		n := rels[next]
-		cols := concatCols(curCols, relCols[next])
+		// The conditions the join covers now: those reading next, and at
+		// the first join those reading first or no column.
+		cand := byRel[next]
+		if done == 1 {
+			cand = slices.Concat(free, byRel[first], cand)
+			slices.Sort(cand)
+		}
 		var jc []Expr
-		for k, c := range conds {
-			if !used[k] && subset(colsOf(c), cols) {
+		for _, k := range cand {
+			if !used[k] && within(k, next) {
 				used[k] = true
-				jc = append(jc, c)
+				jc = append(jc, conds[k])
 			}
 		}
+		joined[next] = true
 		// The right input is the hash table: keep the smaller side there.
-		l, r := cur, n
-		if relRows[next] > curRows {
-			l, r = r, l
+		l, r, lc, rc, lr, rr := cur, rels[next], curCols, relCols[next], curRows, relRows[next]
+		if rr > lr {
+			l, r, lc, rc, lr, rr = r, l, rc, lc, rr, lr
 		}
-		cur = &JoinNode{Kind: InnerJoin, Left: l, Right: r, Cond: andAll(jc)}
-		curCols, curRows = cur.Columns(), cur.Rows()
+		j := &JoinNode{Kind: InnerJoin, Left: l, Right: r, Cond: andAll(jc)}
+		cur, curCols, curRows = j, concatCols(lc, rc), j.rowsFrom(lr, rr)
 	}
 	var rest []Expr
 	for k, c := range conds {

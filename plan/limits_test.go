@@ -36,6 +36,7 @@ func TestDeepStatementsFitTheStack(t *testing.T) {
 		// builds the deepest tree the parser lets through.
 		"mixed":  "SELECT k FROM t WHERE k = 0 OR " + rep("(", n/6) + "k = 1" + rep(")", n/6) + rep(" OR k = 1", n/2),
 		"case":   "SELECT " + rep("CASE WHEN k > 0 THEN ", n/3) + "k" + rep(" END", n/3) + " FROM t",
+		"array":  "SELECT cardinality(" + rep("ARRAY[", n/2) + "k" + rep("]", n/2) + ") FROM t",
 		"agg":    "SELECT sum(k" + rep(" + k", n) + ") FROM t GROUP BY v HAVING count(*)" + rep(" + 1", n/2) + " > 0",
 		"group":  "SELECT k" + rep(" + k", n/2) + ", count(*) FROM t GROUP BY k" + rep(" + k", n/2) + " ORDER BY 1",
 		"order":  "SELECT k FROM t ORDER BY k" + rep(" * 1", n),

@@ -209,19 +209,31 @@ func (n *LimitNode) Columns() []Column    { return n.Input.Columns() }
 func (n *DistinctNode) Columns() []Column { return n.Input.Columns() }
 func (n *SetOpNode) Columns() []Column    { return n.Cols }
 func (n *Max1RowNode) Columns() []Column  { return n.Input.Columns() }
-func (n *JoinNode) Columns() []Column {
-	l, r := n.Left.Columns(), n.Right.Columns()
-	switch n.Kind {
-	case SemiJoin, AntiJoin, AntiNullAwareJoin:
-		return l
-	case LeftJoin:
-		return concatCols(l, nullable(r))
-	case RightJoin:
-		return concatCols(nullable(l), r)
-	case FullJoin:
-		return concatCols(nullable(l), nullable(r))
+func (n *JoinNode) Columns() []Column     { return appendJoinCols(nil, n, false) }
+
+// appendJoinCols appends n's columns to dst (made nullable if null) in one
+// walk down a tree of joins and filters: concatenating the inputs' columns
+// at each level cost the square of the depth, and join ordering and
+// estimates ask for a join's columns at every level.
+func appendJoinCols(dst []Column, n Node, null bool) []Column {
+	switch x := n.(type) {
+	case *FilterNode:
+		return appendJoinCols(dst, x.Input, null)
+	case *JoinNode:
+		if semiLike(x.Kind) {
+			return appendJoinCols(dst, x.Left, null)
+		}
+		dst = appendJoinCols(dst, x.Left, null || x.Kind == RightJoin || x.Kind == FullJoin)
+		return appendJoinCols(dst, x.Right, null || x.Kind == LeftJoin || x.Kind == FullJoin)
 	}
-	return concatCols(l, r)
+	if !null {
+		return append(dst, n.Columns()...)
+	}
+	for _, c := range n.Columns() {
+		c.Nullable = true
+		dst = append(dst, c)
+	}
+	return dst
 }
 func (n *AggNode) Columns() []Column {
 	out := make([]Column, 0, len(n.GroupCols)+len(n.Aggs)+1)
@@ -247,15 +259,6 @@ func concatCols(a, b []Column) []Column {
 	return append(append(out, a...), b...)
 }
 
-func nullable(cols []Column) []Column {
-	out := make([]Column, len(cols))
-	for i, c := range cols {
-		c.Nullable = true
-		out[i] = c
-	}
-	return out
-}
-
 func (n *ScanNode) Inputs() []Node     { return nil }
 func (n *ValuesNode) Inputs() []Node   { return nil }
 func (n *FilterNode) Inputs() []Node   { return []Node{n.Input} }
@@ -272,18 +275,24 @@ func (n *Max1RowNode) Inputs() []Node  { return []Node{n.Input} }
 func (n *ScanNode) Rows() float64 {
 	return max(1, n.TableRows*selectivity(n.Filter, n))
 }
-func (n *ValuesNode) Rows() float64  { return float64(len(n.Values)) }
-func (n *FilterNode) Rows() float64  { return max(1, n.Input.Rows()*selectivity(n.Pred, n.Input)) }
+func (n *ValuesNode) Rows() float64 { return float64(len(n.Values)) }
+func (n *FilterNode) Rows() float64 { return n.rowsFrom(n.Input.Rows()) }
+
+// rowsFrom is Rows given the input's estimated rows in.
+func (n *FilterNode) rowsFrom(in float64) float64 { return max(1, in*selectivity(n.Pred, n.Input)) }
+
 func (n *ProjectNode) Rows() float64 { return n.Input.Rows() }
-func (n *JoinNode) Rows() float64 {
-	l, r := n.Left.Rows(), n.Right.Rows()
+func (n *JoinNode) Rows() float64    { return n.rowsFrom(n.Left.Rows(), n.Right.Rows()) }
+
+// rowsFrom is Rows given the inputs' estimated rows l and r.
+func (n *JoinNode) rowsFrom(l, r float64) float64 {
 	switch {
 	case semiLike(n.Kind):
 		return max(1, l*semiSel(n, l, r))
 	case n.Cond == nil:
 		return l * r
 	}
-	est := joinRows(n, l, r)
+	est := joinRows(n, l, r, nil)
 	switch n.Kind {
 	case LeftJoin:
 		est = max(est, l)

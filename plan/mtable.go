@@ -790,19 +790,21 @@ func joinIdents(ids []tablestore.Ident, sep string) string {
 }
 
 // reads reports whether plan n scans table id (views and CTEs included).
+// Each shared CTE is looked at once (sharedCTEs): CTEs reading CTEs twice
+// make 2^n paths to one.
 func reads(n Node, id tablestore.Ident) bool {
-	switch x := n.(type) {
-	case *ScanNode:
-		if x.Table.Ident() == id {
+	var scans func(n Node) bool
+	scans = func(n Node) bool {
+		if x, ok := n.(*ScanNode); ok && x.Table.Ident() == id {
 			return true
 		}
-	case *CTEScanNode:
-		if reads(x.Shared.Root, id) {
-			return true
-		}
+		return slices.ContainsFunc(n.Inputs(), scans)
 	}
-	for _, in := range n.Inputs() {
-		if reads(in, id) {
+	if scans(n) {
+		return true
+	}
+	for _, sh := range sharedCTEs(n) {
+		if scans(sh.Root) {
 			return true
 		}
 	}

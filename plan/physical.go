@@ -19,6 +19,8 @@ type PhysicalNode interface {
 	Columns() []Column
 	// Rows estimates the output row count.
 	Rows() float64
+	// estimated is the logical node whose rows Rows estimates.
+	estimated() Node
 }
 
 // physical is what every physical node carries.
@@ -36,6 +38,7 @@ func physicalOf(n Node) physical { return physical{logical: n, estimate: n} }
 func (p *physical) Logical() Node     { return p.logical }
 func (p *physical) Columns() []Column { return p.logical.Columns() }
 func (p *physical) Rows() float64     { return p.estimate.Rows() }
+func (p *physical) estimated() Node   { return p.estimate }
 
 // TableScan reads a table snapshot (its ScanNode).
 type TableScan struct {

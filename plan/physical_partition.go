@@ -35,7 +35,7 @@ func (q *Query) Partitioning() (*Partitioning, string) {
 	if q.batch == nil {
 		return nil, "a streaming query does not end"
 	}
-	if why := unpinnable(q.batch); why != "" {
+	if why := unpinnable(q.batch, map[PhysicalNode]bool{}); why != "" {
 		return nil, why
 	}
 	scan, why := splitScan(q.batch)
@@ -95,8 +95,9 @@ func joinSplitScan(k JoinKind, left, right PhysicalNode) (*TableScan, string) {
 // unpinnable says why some input of n cannot be read at a pinned
 // snapshot by every part ("" when all can): change streams, tags, reads
 // by key through the lookup index (the latest snapshot), and constant
-// rows, which information_schema lists when binding.
-func unpinnable(n PhysicalNode) string {
+// rows, which information_schema lists when binding. Each spool body is
+// looked at once (seen): CTEs reading CTEs twice make 2^n paths to one.
+func unpinnable(n PhysicalNode, seen map[PhysicalNode]bool) string {
 	switch x := n.(type) {
 	case *TableScan:
 		if x.Scan.Stream != nil {
@@ -111,14 +112,18 @@ func unpinnable(n PhysicalNode) string {
 	case *LookupScan, *LookupJoin:
 		return "reads by key use the lookup index at the latest snapshot"
 	case *SpoolScan:
-		return unpinnable(x.Body)
+		if seen[x.Body] {
+			return ""
+		}
+		seen[x.Body] = true
+		return unpinnable(x.Body, seen)
 	case *PlainOp:
 		if _, ok := x.logical.(*ValuesNode); ok {
 			return "constant rows are listed when the query is bound"
 		}
 	}
 	for _, c := range n.Children() {
-		if why := unpinnable(c); why != "" {
+		if why := unpinnable(c, seen); why != "" {
 			return why
 		}
 	}
@@ -146,7 +151,7 @@ func (p *Partitioning) Digest() []byte {
 // binding takes the current schema) cannot be pinned, and why says so.
 func (p *Partitioning) ScanSize(ctx context.Context) (splits int, bytes, rows int64, why string, err error) {
 	var scans []*TableScan
-	walkScans(p.q.batch, &scans)
+	walkScans(p.q.batch, &scans, map[PhysicalNode]bool{})
 	for _, ts := range scans {
 		n := ts.Scan
 		spec, err := scanSpec(n, nil)
@@ -187,16 +192,20 @@ func (p *Partitioning) ScanSize(ctx context.Context) (splits int, bytes, rows in
 	return splits, bytes, rows, "", nil
 }
 
-// walkScans appends the table scans of n to scans.
-func walkScans(n PhysicalNode, scans *[]*TableScan) {
+// walkScans appends the table scans of n to scans, those of each spool
+// body once (seen).
+func walkScans(n PhysicalNode, scans *[]*TableScan, seen map[PhysicalNode]bool) {
 	switch x := n.(type) {
 	case *TableScan:
 		*scans = append(*scans, x)
 	case *SpoolScan:
-		walkScans(x.Body, scans)
+		if !seen[x.Body] {
+			seen[x.Body] = true
+			walkScans(x.Body, scans, seen)
+		}
 	}
 	for _, c := range n.Children() {
-		walkScans(c, scans)
+		walkScans(c, scans, seen)
 	}
 }
 

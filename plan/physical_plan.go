@@ -68,9 +68,9 @@ func (pp *physicalPlanner) plan(root Node) PhysicalNode {
 		p = parallelScans(p, false)
 	}
 	if pp.enabled(choiceRuntimeFilter) {
-		runtimeFilters(p)
+		runtimeFilters(p, estimator{})
 	}
-	keepOrders(p, true)
+	keepOrders(p, true, map[PhysicalNode]bool{})
 	return p
 }
 
@@ -209,51 +209,57 @@ func isPipeline(n PhysicalNode) bool {
 // top-N above orders rows again, and a hash join's build side is read
 // whole. Scan order is not such an order: what relies on it (merge joins,
 // sort aggregations) takes scans directly (orderOf), never a join.
-func keepOrders(n PhysicalNode, need bool) bool {
+func keepOrders(n PhysicalNode, need bool, bodies map[PhysicalNode]bool) bool {
 	switch x := n.(type) {
 	case *HashJoin:
-		keepOrders(x.Right, false)
-		ordered := keepOrders(x.Left, need) && need
+		keepOrders(x.Right, false, bodies)
+		ordered := keepOrders(x.Left, need, bodies) && need
 		// Right and full joins probe serially anyway (exec): no mark.
 		x.KeepOrder = ordered && x.Join.Kind != RightJoin && x.Join.Kind != FullJoin
 		return ordered
 	case *NestedLoopJoin:
-		keepOrders(x.Right, false)
-		return keepOrders(x.Left, need)
+		keepOrders(x.Right, false, bodies)
+		return keepOrders(x.Left, need, bodies)
 	case *LookupJoin:
-		return keepOrders(x.Left, need)
+		return keepOrders(x.Left, need, bodies)
 	case *HashAggregate:
-		keepOrders(x.Input, orderSensitive(x.Agg))
+		keepOrders(x.Input, orderSensitive(x.Agg), bodies)
 		return false
 	case *ParallelHashAggregate:
-		keepOrders(x.Input, orderSensitive(x.Agg))
+		keepOrders(x.Input, orderSensitive(x.Agg), bodies)
 		return false
 	case *TopN:
-		keepOrders(x.Input, false)
+		keepOrders(x.Input, false, bodies)
 		return true
 	case *SpoolScan:
 		// Every reader sees the body's order: as at a query's root.
-		return keepOrders(x.Body, true)
+		// Each body once: CTEs reading CTEs twice make 2^n paths to one.
+		ordered, done := bodies[x.Body]
+		if !done {
+			ordered = keepOrders(x.Body, true, bodies)
+			bodies[x.Body] = ordered
+		}
+		return ordered
 	case *PlainOp:
 		switch x.logical.(type) {
 		case *SortNode:
-			keepOrders(x.Inputs[0], false)
+			keepOrders(x.Inputs[0], false, bodies)
 			return true
 		case *WindowNode:
-			keepOrders(x.Inputs[0], true)
+			keepOrders(x.Inputs[0], true, bodies)
 			return true
 		case *LimitNode:
-			return keepOrders(x.Inputs[0], true)
+			return keepOrders(x.Inputs[0], true, bodies)
 		}
 		ordered := false
 		for _, in := range x.Inputs {
-			ordered = keepOrders(in, need) || ordered
+			ordered = keepOrders(in, need, bodies) || ordered
 		}
 		return ordered
 	}
 	// Scans, gathers, merge joins and sort aggregations read scans.
 	for _, c := range n.Children() {
-		keepOrders(c, false)
+		keepOrders(c, false, bodies)
 	}
 	return false
 }

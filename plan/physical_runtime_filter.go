@@ -12,9 +12,9 @@ import (
 // skip the files and row groups outside their range and drop the rows
 // whose key is not one of them (exec.KeySetExpr). Only rows the join
 // would drop are dropped, so a key range never changes a result.
-func runtimeFilters(n PhysicalNode) {
+func runtimeFilters(n PhysicalNode, est estimator) {
 	for _, in := range n.Children() {
-		runtimeFilters(in)
+		runtimeFilters(in, est)
 	}
 	j, ok := n.(*HashJoin)
 	if !ok || j.Join.Kind != InnerJoin && j.Join.Kind != SemiJoin && j.Join.Kind != RightJoin {
@@ -22,7 +22,7 @@ func runtimeFilters(n PhysicalNode) {
 	}
 	// The probe side then opens only after the build, instead of reading
 	// in parallel with it: worth it for a small build before a big probe.
-	if j.Right.Rows()*10 > j.Left.Rows() {
+	if est.rows(j.Right.estimated())*10 > est.rows(j.Left.estimated()) {
 		return
 	}
 	for i, k := range j.Join.LeftKeys {

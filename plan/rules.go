@@ -28,7 +28,12 @@ const ruleSharedCTE = "shared_cte"
 var logicalRules = []rule{
 	{name: "inline_ctes", required: true, apply: (*binder).resolveCTEs},
 	{name: "fold_constants", apply: foldConstants},
-	{name: "push_filters", apply: func(_ *binder, root Node) Node { return pushFilters(root, nil) }},
+	{name: "push_filters", apply: func(b *binder, root Node) Node {
+		if b.enabled("prune_columns") {
+			root = pruneScans(root)
+		}
+		return pushFilters(root, nil)
+	}},
 	// Pushing through projections and unions substitutes definitions into
 	// filters: a union branch's constant ('s' = 's') folds now.
 	{name: "refold_constants", needs: []string{"fold_constants", "push_filters"}, apply: (*binder).foldNode},
@@ -44,7 +49,7 @@ var logicalRules = []rule{
 		if b.streamPos != nil {
 			return root
 		}
-		return reorderJoins(root)
+		return reorderJoins(b.ctx, root)
 	}},
 	{name: "join_keys", required: true, apply: func(b *binder, root Node) Node { return splitJoinKeys(root, b.streamPos == nil) }},
 	// After join_keys: it rewrites the joins' split keys (rules_eager.go).
@@ -119,6 +124,7 @@ func (b *binder) optimize(root Node) Node {
 		if !b.runs(r) {
 			continue
 		}
+		checkCtx(b.ctx)
 		if b.opts.Trace == nil {
 			root = r.apply(b, root)
 			continue

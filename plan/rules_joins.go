@@ -5,14 +5,20 @@ package plan
 // each join condition into equality keys, one side's columns against the
 // other's, and a residual.
 func splitJoinKeys(n Node, bySize bool) Node {
+	// Swapping a join's inputs and splitting its condition leave every
+	// estimate as it was, so one estimator serves the whole pass.
+	return splitKeys(n, bySize, estimator{})
+}
+
+func splitKeys(n Node, bySize bool, est estimator) Node {
 	for i, in := range n.Inputs() {
-		setInput(n, i, splitJoinKeys(in, bySize))
+		setInput(n, i, splitKeys(in, bySize, est))
 	}
 	j, ok := n.(*JoinNode)
 	if !ok {
 		return n
 	}
-	if bySize && j.Kind == InnerJoin && !j.Temporal && j.Cond != nil && j.Right.Rows() > j.Left.Rows()*2 {
+	if bySize && j.Kind == InnerJoin && !j.Temporal && j.Cond != nil && est.rows(j.Right) > est.rows(j.Left)*2 {
 		j.Left, j.Right = j.Right, j.Left
 	}
 	lc, rc := j.Left.Columns(), j.Right.Columns()

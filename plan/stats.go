@@ -20,6 +20,31 @@ const (
 	defaultRangeSel = 0.33
 )
 
+// estimator memoizes row estimates of the nodes of a plan that does not
+// change while it is used: a node's Rows estimates its whole subtree again,
+// so a pass asking for the rows of each join of a chain of n joins cost
+// n^3.
+type estimator map[Node]float64
+
+// rows is n.Rows(), estimated from the memoized rows of n's inputs where n
+// is a join or a filter (the nodes of join trees).
+func (m estimator) rows(n Node) float64 {
+	if r, ok := m[n]; ok {
+		return r
+	}
+	var r float64
+	switch x := n.(type) {
+	case *JoinNode:
+		r = x.rowsFrom(m.rows(x.Left), m.rows(x.Right))
+	case *FilterNode:
+		r = x.rowsFrom(m.rows(x.Input))
+	default:
+		r = n.Rows()
+	}
+	m[n] = r
+	return r
+}
+
 // colStat is what is known about one column: its table's statistics.
 type colStat struct {
 	tablestore.ColumnStats
@@ -431,10 +456,9 @@ func prefixFrac(lo, hi, prefix string) float64 {
 // over the key pairs with statistics, a divisor capped at the larger input
 // (keys that are jointly unique). Keys without statistics on either side
 // count as one key/foreign-key join: the divisor is at least the smaller
-// unfiltered input.
-func joinRows(n *JoinNode, l, r float64) float64 {
+// unfiltered input. left is n.Left's columns, nil to have them computed.
+func joinRows(n *JoinNode, l, r float64, left []Column) float64 {
 	div, known, unknown := 1.0, false, false
-	var left []Column
 	for _, c := range conjuncts(n.Cond) {
 		call, ok := c.(*Call)
 		if !ok || call.Fn != "equal" {
