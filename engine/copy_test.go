@@ -102,6 +102,12 @@ func TestCopyRoundTrip(t *testing.T) {
 	if err != nil || !strings.HasPrefix(string(data), "i,s\n") {
 		t.Fatalf("q.csv: %q, %v", data, err)
 	}
+	// No rows: the header alone, as a CSV reader needs it to name the
+	// columns.
+	mustCount(t, s, "COPY (SELECT i, s FROM src WHERE false) TO 'none.csv'", 0)
+	if data, err := os.ReadFile(filepath.Join(dir, "none.csv")); err != nil || string(data) != "i,s\n" {
+		t.Fatalf("none.csv: %q, %v", data, err)
+	}
 	left, _ := filepath.Glob(filepath.Join(dir, ".copy-*"))
 	if len(left) > 0 {
 		t.Fatalf("temporary files left: %v", left)
