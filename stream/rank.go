@@ -557,11 +557,11 @@ func (r *Rank) partBytes(p *rankPart) int64 {
 	return n
 }
 
+func (r *Rank) heldState() (string, int64, *Budget) { return "a top-N", r.held - r.reloaded, r.budget }
+
 // evict moves partitions to disk until half the budget is free. Between
 // markers every partition's emitted rows are its top, so a partition is
 // its rows.
-func (r *Rank) heldState() (string, int64, *Budget) { return "a top-N", r.held - r.reloaded, r.budget }
-
 func (r *Rank) evict() error {
 	return evictMap(r.parts, r.ec, r.budget, &r.store, &r.held, func(k string, p *rankPart) (stateEntry, int64, bool) {
 		return stateEntry{key: k, val: encodeRankRows(p.rows)}, r.partBytes(p), true
