@@ -221,7 +221,7 @@ func (st *Statement) startJob(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if via := e.feedsFrom(ctx, defs, ins.Source.StreamSources(), sink.Ident(), map[tablestore.Ident]bool{}); via != nil {
-		return "", fmt.Errorf("%w: a continuous job into %s would read its own target through %s: each commit of one would feed the other forever", ErrInvalid, sink.Ident(), identChain(via))
+		return "", fmt.Errorf("%w: a continuous job into %s would read its own target through %s: each commit of one would feed the other forever", ErrInvalid, sink.Ident(), plan.IdentChain(via))
 	}
 	e.jobsMu.Lock()
 	defer e.jobsMu.Unlock()
@@ -299,14 +299,6 @@ func (e *Engine) boundTables(ctx context.Context, db, text string) []*tablestore
 		return plan.ScannedTables(b.Logical())
 	}
 	return nil
-}
-
-func identChain(ids []tablestore.Ident) string {
-	s := make([]string, len(ids))
-	for i, id := range ids {
-		s[i] = id.String()
-	}
-	return strings.Join(s, " -> ")
 }
 
 // storedSink is the target a stored job definition names; false for one

@@ -253,7 +253,7 @@ func (b *binder) materializedTable(id tablestore.Ident, q *sql.Query, cols []*sq
 	if via := b.readsThrough(n, id, map[tablestore.Ident]bool{id: true}); via != nil {
 		// The same through other materialized tables: their refreshes
 		// would feed each other forever.
-		b.fail(q.Pos, "the query of materialized table %s reads the table itself through materialized table %s", id, joinIdents(via, " -> "))
+		b.fail(q.Pos, "the query of materialized table %s reads the table itself through materialized table %s", id, IdentChain(via))
 	}
 	var fields []arrow.Field
 	names := map[string]int{}
@@ -758,10 +758,12 @@ func (b *binder) bindMaterializedQuery(id tablestore.Ident, text string) (n Node
 }
 
 // ScannedTables are the tables plan n scans (views and CTEs included),
-// each once, in plan order.
+// each once, in plan order. Each shared CTE is walked once: CTEs reading
+// CTEs twice make 2^n paths to one.
 func ScannedTables(n Node) []*tablestore.Table {
 	var out []*tablestore.Table
 	seen := map[tablestore.Ident]bool{}
+	ctes := map[*SharedCTE]bool{}
 	var walk func(Node)
 	walk = func(n Node) {
 		switch x := n.(type) {
@@ -771,7 +773,10 @@ func ScannedTables(n Node) []*tablestore.Table {
 				out = append(out, x.Table)
 			}
 		case *CTEScanNode:
-			walk(x.Shared.Root)
+			if !ctes[x.Shared] {
+				ctes[x.Shared] = true
+				walk(x.Shared.Root)
+			}
 		}
 		for _, in := range n.Inputs() {
 			walk(in)
@@ -781,32 +786,16 @@ func ScannedTables(n Node) []*tablestore.Table {
 	return out
 }
 
-func joinIdents(ids []tablestore.Ident, sep string) string {
+// IdentChain prints tables as a chain: a -> b -> c.
+func IdentChain(ids []tablestore.Ident) string {
 	s := make([]string, len(ids))
 	for i, id := range ids {
 		s[i] = id.String()
 	}
-	return strings.Join(s, sep)
+	return strings.Join(s, " -> ")
 }
 
 // reads reports whether plan n scans table id (views and CTEs included).
-// Each shared CTE is looked at once (sharedCTEs): CTEs reading CTEs twice
-// make 2^n paths to one.
 func reads(n Node, id tablestore.Ident) bool {
-	var scans func(n Node) bool
-	scans = func(n Node) bool {
-		if x, ok := n.(*ScanNode); ok && x.Table.Ident() == id {
-			return true
-		}
-		return slices.ContainsFunc(n.Inputs(), scans)
-	}
-	if scans(n) {
-		return true
-	}
-	for _, sh := range sharedCTEs(n) {
-		if scans(sh.Root) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(ScannedTables(n), func(t *tablestore.Table) bool { return t.Ident() == id })
 }
