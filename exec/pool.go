@@ -75,6 +75,14 @@ type Reservation struct {
 	stopped bool // its statement ended: grants nothing more
 }
 
+// Pool is the pool r reserves in (nil for a nil Reservation).
+func (r *Reservation) Pool() *MemoryPool {
+	if r == nil {
+		return nil
+	}
+	return r.pool
+}
+
 // Size is the bytes reserved.
 func (r *Reservation) Size() int64 {
 	if r == nil {

@@ -116,7 +116,6 @@ type Budget struct {
 	limit int64 // 0: unlimited
 	used  atomic.Int64
 	res   *exec.Reservation // nil: no pool
-	pool  *exec.MemoryPool  // res's pool (nil: none)
 }
 
 // NewBudget returns a budget of limit bytes (0: unlimited).
@@ -125,7 +124,7 @@ func NewBudget(limit int64) *Budget { return &Budget{limit: limit} }
 // NewQueryBudget returns a budget of ec's MemoryLimit whose state is also
 // reserved in ec's pool, if any.
 func NewQueryBudget(ec *exec.Context) *Budget {
-	return &Budget{limit: ec.MemoryLimit, res: ec.NewReservation(true), pool: ec.Pool}
+	return &Budget{limit: ec.MemoryLimit, res: ec.NewReservation(true)}
 }
 
 // add accounts n more bytes (negative to free) of state that spills: its
@@ -306,19 +305,19 @@ type stateHolder interface {
 
 // checkGrowth fails the query when op's state grew since its last marker,
 // but for what it read back from disk, by more than the whole pool: what
-// one mini-batch (one snapshot's
-// changes; a full read of a table is one) adds stays in memory until the
-// marker, so without this it grew with the snapshot whatever the limits,
-// until the process ran out of memory (a GROUP BY job over a 2M-row table
-// held 470 MB of groups under an 8 MiB budget and a 256 MiB pool).
+// one mini-batch (one snapshot's changes; a full read of a table is one)
+// adds stays in memory until the marker, so without this it grew with the
+// snapshot whatever the limits, until the process ran out of memory (a
+// GROUP BY job over a 2M-row table held 470 MB of groups under an 8 MiB
+// budget and a 256 MiB pool).
 func (mb *miniBatch) checkGrowth(op miniBatched) error {
 	h, ok := op.(stateHolder)
 	if !ok {
 		return nil
 	}
 	what, held, budget := h.heldState()
-	if grown := held - mb.base; budget.pool != nil && grown > budget.pool.Capacity() {
-		return fmt.Errorf("%w: %s grew its state by %d bytes within one snapshot's changes, more than %s holds: that state spills only at the snapshot's end (a full read of a table is one snapshot)", exec.ErrMemoryLimit, what, grown, budget.pool)
+	if pool, grown := budget.res.Pool(), held-mb.base; pool != nil && grown > pool.Capacity() {
+		return fmt.Errorf("%w: %s grew its state by %d bytes within one snapshot's changes, more than %s holds: that state spills only at the snapshot's end (a full read of a table is one snapshot)", exec.ErrMemoryLimit, what, grown, pool)
 	}
 	return nil
 }
