@@ -171,24 +171,18 @@ func (st *Statement) writeFile(ctx context.Context, c *plan.CopyTo, params arrow
 		write, done = pw.WriteBuffered, pw.Close
 	} else {
 		cw := csv.NewWriter(fh, schema, csv.WithHeader(c.File.Header), csv.WithComma(c.File.Delimiter), csv.WithNullWriter(""))
-		wrote := false
-		write = func(b arrow.RecordBatch) error { wrote = true; return cw.Write(b) }
-		done = func() error {
-			if !wrote {
-				// The writer writes the header with the first batch: a
-				// query of no rows still gets its header.
-				bld := array.NewRecordBuilder(st.s.e.cfg.Mem, schema)
-				empty := bld.NewRecordBatch()
-				bld.Release()
-				err := cw.Write(empty)
-				empty.Release()
-				if err != nil {
-					return err
-				}
-			}
-			cw.Flush()
-			return cw.Error()
+		// The writer writes the header with its first batch: an empty one
+		// writes it now, so that a query of no rows gets it too.
+		bld := array.NewRecordBuilder(st.s.e.cfg.Mem, schema)
+		empty := bld.NewRecordBatch()
+		bld.Release()
+		err := cw.Write(empty)
+		empty.Release()
+		if err != nil {
+			return 0, err
 		}
+		write = cw.Write
+		done = func() error { cw.Flush(); return cw.Error() }
 	}
 	var n int64
 	err := st.pull(ctx, c.Query, params, func(b arrow.RecordBatch) error {
