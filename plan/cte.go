@@ -121,6 +121,7 @@ func (n *CTEScanNode) Rows() float64 {
 // reference.
 func (b *binder) cteReference(d *cteDef) Node {
 	bind := func() Node {
+		b.expand(d.cte.Pos, 0)
 		saved := b.ctes
 		b.ctes = d.env
 		n, _ := b.bindQuery(d.cte.Query, nil, nil)

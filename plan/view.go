@@ -99,11 +99,28 @@ func (b *binder) bindViewBody(id tablestore.Ident, q *sql.Query) Node {
 // maxViewBytes of view text, counting the views inside views: each use of
 // a view binds its query again, so 25 views that each name the previous
 // twice expanded to 2^24 references and bound until the process ran out of
-// memory.
+// memory. A WITH query bound at each of its references (not shared: in a
+// streaming or materialized query, or with the rule off) counts as one.
 const (
 	maxViewRefs  = 1000
 	maxViewBytes = 64 << 20
 )
+
+// expand counts one more view reference or WITH query bound at pos, of
+// text bytes, and fails the statement past the limits.
+func (b *binder) expand(pos sql.Pos, text int) {
+	if b.viewRefs == 0 {
+		// The first reference bound is in the statement's own text.
+		b.firstView = pos
+	}
+	b.viewRefs++
+	b.viewBytes += text
+	if b.overExpanded() {
+		panic(bindFail{sql.StateErrorf(sql.StateTooComplex, b.firstView, "statement too complex: its views expand to more than %d view references or %d MiB of view text (each use of a view expands it again, and so does each reference to a WITH query of a streaming or materialized query)", maxViewRefs, maxViewBytes>>20)})
+	}
+}
+
+func (b *binder) overExpanded() bool { return b.viewRefs > maxViewRefs || b.viewBytes > maxViewBytes }
 
 // bindView expands a view named in FROM; ok is false when the name is not
 // a view. Errors inside the view's text are reported at the reference,
@@ -126,15 +143,7 @@ func (b *binder) bindView(f *sql.TableName) (n Node, sc *scope, ok bool) {
 	if slices.Contains(b.viewStack, id) {
 		b.fail(f.Pos, "view %s refers to itself", id)
 	}
-	if b.viewRefs == 0 {
-		// The first reference bound is in the statement's own text.
-		b.firstView = f.Pos
-	}
-	b.viewRefs++
-	b.viewBytes += len(def.Query)
-	if b.viewRefs > maxViewRefs || b.viewBytes > maxViewBytes {
-		panic(bindFail{sql.StateErrorf(sql.StateTooComplex, b.firstView, "statement too complex: its views expand to more than %d view references or %d MiB of view text (each use of a view expands it again)", maxViewRefs, maxViewBytes>>20)})
-	}
+	b.expand(f.Pos, len(def.Query))
 	if f.SystemTime != nil || len(f.Hints) > 0 && !b.streamingHint(f.Hints, id) {
 		b.fail(f.Pos, "view %s: FOR SYSTEM_TIME AS OF and table hints other than a streaming one (OPTIONS('scan.mode'=...)) apply to tables, not views", id)
 	}
@@ -148,7 +157,7 @@ func (b *binder) bindView(f *sql.TableName) (n Node, sc *scope, ok bool) {
 		defer func() {
 			if r := recover(); r != nil {
 				bf, isFail := r.(bindFail)
-				if !isFail || b.viewRefs > maxViewRefs || b.viewBytes > maxViewBytes {
+				if !isFail || b.overExpanded() {
 					panic(r) // the limit is the statement's, not this view's
 				}
 				b.failWrap(f.Pos, bf.err, "view %s no longer binds: %s", id, viewErrText(bf.err, def.Query))
