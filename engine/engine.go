@@ -36,6 +36,13 @@ var (
 	ErrTxnActive = errors.New("a transaction is already in progress")
 	// ErrNoTxn marks a COMMIT or ROLLBACK with no transaction in progress.
 	ErrNoTxn = errors.New("no transaction is in progress")
+	// ErrTxnAborted marks a statement or COMMIT in a transaction that a write
+	// statement failed half-way in: it holds part of that statement's
+	// rows, so only ROLLBACK is left (SQLSTATE 25P02, as in PostgreSQL).
+	ErrTxnAborted = errors.New("current transaction is aborted, statements are refused until ROLLBACK")
+	// ErrLimit marks a request refused because it would pass a limit the
+	// server is configured with (SQLSTATE 53400).
+	ErrLimit = errors.New("configuration limit exceeded")
 )
 
 // Config configures an Engine.
@@ -90,6 +97,11 @@ type Config struct {
 	// state and commits (job.go); 0 means DefaultJobCheckpointInterval,
 	// negative never (a restart then reads the sources in full).
 	JobCheckpointInterval time.Duration
+	// MaxJobs is how many continuous jobs (of INSERTs and of CONTINUOUS
+	// materialized tables) may run in the warehouse before a statement
+	// starting another is refused (ErrLimit): each holds its state and
+	// goroutines in every node's memory. 0 means DefaultMaxJobs, negative no limit.
+	MaxJobs int
 	// MetadataMaxAge is how old what a statement learns of a table's
 	// latest schema and snapshot may be (tablestore.Options): commits of
 	// other nodes are seen by statements that start more than this after

@@ -55,8 +55,8 @@ var causes = [...][]error{
 	KindAlreadyExists: {tablestore.ErrTableExists, tablestore.ErrDatabaseExists, tablestore.ErrViewExists},
 	KindNotSupported:  {ErrNotSupported, arrow.ErrNotImplemented},
 	KindConflict:      {tablestore.ErrConflict},
-	KindExhausted:     {syscall.ENOSPC, exec.ErrMemoryLimit, vectorized.ErrTooLarge},
-	KindInvalid: {ErrInvalid, ErrTxnActive, ErrNoTxn, tablestore.ErrInvalid, arrow.ErrInvalid, arrow.ErrType, arrow.ErrIndex,
+	KindExhausted:     {syscall.ENOSPC, exec.ErrMemoryLimit, vectorized.ErrTooLarge, ErrLimit},
+	KindInvalid: {ErrInvalid, ErrTxnActive, ErrNoTxn, ErrTxnAborted, tablestore.ErrInvalid, arrow.ErrInvalid, arrow.ErrType, arrow.ErrIndex,
 		vectorized.ErrDivideByZero, vectorized.ErrOverflow, vectorized.ErrInvalidValue, exec.ErrInvalid, plan.ErrParams},
 	KindDataLoss: {tablestore.ErrCorrupt},
 }
@@ -117,6 +117,8 @@ func SQLState(err error) string {
 		return "25001"
 	case errors.Is(err, ErrNoTxn):
 		return "25P01"
+	case errors.Is(err, ErrTxnAborted):
+		return "25P02"
 	case errors.As(err, &se):
 		if se.SQLState != "" {
 			return se.SQLState
@@ -134,6 +136,8 @@ func SQLState(err error) string {
 		return "53100"
 	case errors.Is(err, exec.ErrMemoryLimit):
 		return "53200"
+	case errors.Is(err, ErrLimit):
+		return "53400"
 	case errors.Is(err, vectorized.ErrTooLarge):
 		return "54000"
 	case errors.Is(err, context.Canceled):

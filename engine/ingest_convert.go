@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/tablestore"
@@ -40,6 +41,11 @@ func storedSchema(in *arrow.Schema) (*arrow.Schema, error) {
 // that must keep their value).
 func convertible(from, to arrow.DataType) bool {
 	if from.ID() == arrow.NULL {
+		return true
+	}
+	if from.ID() == arrow.DECIMAL256 && to.ID() == arrow.DECIMAL128 {
+		// Of any precision, up to 76 (pyarrow's for Python's Decimal):
+		// the cast refuses a value that does not fit.
 		return true
 	}
 	s, err := tablestore.StoredType(from)
@@ -107,6 +113,20 @@ func convertColumn(ctx context.Context, mem memory.Allocator, col arrow.Array, t
 		return array.MakeArrayOfNull(mem, to, col.Len()), nil
 	}
 	if nested, ok := to.(arrow.NestedType); ok {
+		if d, ok := col.(*array.Dictionary); ok {
+			// A dictionary of lists, maps or structs (pyarrow encodes any
+			// type): convert its values, then gather them by the indices.
+			vals, err := convertColumn(ctx, mem, d.Dictionary(), to)
+			if err != nil {
+				return nil, err
+			}
+			defer vals.Release()
+			out, err := compute.TakeArray(compute.WithAllocator(ctx, mem), vals, d.Indices())
+			if err != nil {
+				return nil, fmt.Errorf("dictionary of %s: %v: %w", d.Dictionary().DataType(), err, ErrInvalid)
+			}
+			return out, nil
+		}
 		return convertNested(ctx, mem, col, nested)
 	}
 	if ts, ok := col.DataType().(*arrow.TimestampType); ok && ts.TimeZone != "" {
@@ -121,11 +141,76 @@ func convertColumn(ctx context.Context, mem memory.Allocator, col arrow.Array, t
 			return col, nil
 		}
 	}
+	if pre := precast(mem, col); pre != nil {
+		defer pre.Release()
+		if arrow.TypeEqual(pre.DataType(), to) {
+			pre.Retain()
+			return pre, nil
+		}
+		col = pre
+	}
 	out, err := compute.CastArray(compute.WithAllocator(ctx, mem), col, compute.SafeCastOptions(to))
 	if err != nil {
 		return nil, fmt.Errorf("cannot convert %s to %s without changing a value: %v: %w", col.DataType(), to, err, ErrInvalid)
 	}
 	return out, nil
+}
+
+// precast converts a column arrow-go's cast takes wrongly or not at all
+// to one it takes, or returns nil. Its kernel from fixed_size_binary
+// dereferences the validity bitmap an array without NULLs lacks, in a
+// goroutine of its own: one such parameter or ingest column from pyarrow
+// crashed the server. It has none from decimal32 or decimal64: they widen
+// to decimal128 of the same precision and scale.
+func precast(mem memory.Allocator, col arrow.Array) arrow.Array {
+	switch c := col.(type) {
+	case *array.FixedSizeBinary:
+		return fixedToBinary(mem, c)
+	case *array.Decimal32, *array.Decimal64:
+		return widenDecimal(mem, c)
+	}
+	return nil
+}
+
+// fixedToBinary is a fixed_size_binary column as binary.
+func fixedToBinary(mem memory.Allocator, col *array.FixedSizeBinary) arrow.Array {
+	b := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
+	defer b.Release()
+	b.Reserve(col.Len())
+	for i := range col.Len() {
+		if col.IsNull(i) {
+			b.AppendNull()
+		} else {
+			b.Append(col.Value(i))
+		}
+	}
+	return b.NewArray()
+}
+
+// widenDecimal is a decimal32 or decimal64 column as decimal128 of its
+// precision and scale (every value fits).
+func widenDecimal(mem memory.Allocator, col arrow.Array) arrow.Array {
+	var prec, scale int32
+	var value func(i int) int64
+	switch c := col.(type) {
+	case *array.Decimal32:
+		t := c.DataType().(*arrow.Decimal32Type)
+		prec, scale, value = t.Precision, t.Scale, func(i int) int64 { return int64(c.Value(i)) }
+	case *array.Decimal64:
+		t := c.DataType().(*arrow.Decimal64Type)
+		prec, scale, value = t.Precision, t.Scale, func(i int) int64 { return int64(c.Value(i)) }
+	}
+	b := array.NewDecimal128Builder(mem, &arrow.Decimal128Type{Precision: prec, Scale: scale})
+	defer b.Release()
+	b.Reserve(col.Len())
+	for i := range col.Len() {
+		if col.IsNull(i) {
+			b.AppendNull()
+		} else {
+			b.Append(decimal128.FromI64(value(i)))
+		}
+	}
+	return b.NewArray()
 }
 
 // convertNested converts a struct, list-like or map column part by part:

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -121,8 +122,8 @@ func stmtRows(t *testing.T, st *engine.Statement, q string) [][]string {
 
 // queryRows is rows for goroutines other than the test's: it returns the
 // error.
-func queryRows(ctx context.Context, s *engine.Session, q string) ([][]string, error) {
-	st, err := s.Prepare(ctx, q, nil)
+func queryRows(ctx context.Context, s *engine.Session, tx *engine.Txn, q string) ([][]string, error) {
+	st, err := s.Prepare(ctx, q, tx)
 	if err != nil {
 		return nil, err
 	}
@@ -784,4 +785,353 @@ func TestTxnManyStatements(t *testing.T) {
 	if got := rows(t, s, "SELECT k, v FROM u ORDER BY k"); fmt.Sprint(got) != fmt.Sprintf("[[1 %d] [2 %d]]", n/2, n/2) {
 		t.Fatalf("after the commit: %v", got)
 	}
+}
+
+// TestTxnCommitAfterTableDropped: a transaction whose table another
+// session dropped fails its COMMIT with NotFound, also when reading its own
+// writes had put them in files (whose directory went with the table: the
+// commit failed as Internal, "sync .../bucket-0: no such file or
+// directory").
+func TestTxnCommitAfterTableDropped(t *testing.T) {
+	e, mem := openEngine(t, t.TempDir())
+	defer closeEngine(t, e, mem)
+	s := e.NewSession()
+	for _, readOwn := range []bool{false, true} {
+		mustExec(t, s, "CREATE TABLE c (k BIGINT NOT NULL, PRIMARY KEY (k) NOT ENFORCED)")
+		tx := e.Begin()
+		if _, err := exec(context.Background(), s, tx, "INSERT INTO c VALUES (1)"); err != nil {
+			t.Fatal(err)
+		}
+		if readOwn {
+			if got := txRows(t, s, tx, "SELECT k FROM c"); len(got) != 1 {
+				t.Fatalf("the transaction reads %v, want its row", got)
+			}
+		}
+		mustExec(t, e.NewSession(), "DROP TABLE c")
+		err := e.Commit(context.Background(), tx.ID())
+		if !errors.Is(err, tablestore.ErrTableNotFound) || engine.KindOf(err) != engine.KindNotFound {
+			t.Errorf("commit after the table was dropped (own writes read: %v): got %v (%v), want ErrTableNotFound", readOwn, err, engine.KindOf(err))
+		}
+	}
+}
+
+// TestTxnSnapshotHeldFromExpiry: a transaction reads a table at one
+// snapshot from its first read to its end, though snapshot expiry that
+// keeps only the latest runs meanwhile (it read "snapshot N: snapshot not
+// found", NotFound, once expiry took it); a table it first reads after
+// its snapshot as of the transaction's start expired fails with 40001,
+// and the snapshots it held expire once it ends.
+func TestTxnSnapshotHeldFromExpiry(t *testing.T) {
+	ctx := context.Background()
+	e := newEngine(t)
+	s, other := e.NewSession(), e.NewSession()
+	for _, tbl := range []string{"a", "b"} {
+		mustExec(t, other, "CREATE TABLE "+tbl+" (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)")
+		mustExec(t, other, "INSERT INTO "+tbl+" VALUES (1, 0), (2, 0)")
+	}
+	expireAll := func() {
+		for _, tbl := range []string{"a", "b"} {
+			mustExec(t, other, "CALL sys.expire_snapshots(table => '"+tbl+"', retain_max => 1, retain_min => 1)")
+		}
+	}
+	tx := e.Begin()
+	const sum = "SELECT sum(v), count(*) FROM a"
+	first := fmt.Sprint(txRows(t, s, tx, sum))
+	for i := range 5 {
+		mustExec(t, other, fmt.Sprintf("UPDATE a SET v = v + 1 WHERE k = %d", 1+i%2))
+		mustExec(t, other, fmt.Sprintf("UPDATE b SET v = v + 1 WHERE k = %d", 1+i%2))
+	}
+	expireAll()
+	if got := fmt.Sprint(txRows(t, s, tx, sum)); got != first {
+		t.Fatalf("the transaction's second read of a: %s, its first %s", got, first)
+	}
+	_, err := exec(ctx, s, tx, "UPDATE b SET v = v + 1 WHERE k = 1")
+	if engine.KindOf(err) != engine.KindConflict || !strings.Contains(err.Error(), "expired") {
+		t.Fatalf("reading b, whose snapshot at the transaction's start expired: %v (%v), want a conflict naming the expiry", err, engine.KindOf(err))
+	}
+	if err := e.Rollback(tx.ID()); err != nil {
+		t.Fatal(err)
+	}
+	expireAll()
+	if n := rows(t, other, "SELECT min(snapshot_id) FROM a$snapshots"); fmt.Sprint(n) == "[[1]]" {
+		t.Fatal("a keeps snapshot 1 after the transaction that read it ended")
+	}
+}
+
+// TestTxnExpiryModel: transactions increment a counter and read it twice
+// while other sessions commit and expire all but the latest snapshot at
+// random moments. Every read of a transaction sees the same value; the
+// only error is 40001 (a conflict), with no effect; the counter ends at
+// the increments acknowledged.
+func TestTxnExpiryModel(t *testing.T) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(testSeed(t), 1))
+	e := newEngine(t)
+	setup := e.NewSession()
+	mustExec(t, setup, "CREATE TABLE c (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '2')")
+	mustExec(t, setup, "INSERT INTO c VALUES (1, 0), (2, 0), (3, 0), (4, 0)")
+	var acked atomic.Int64
+	stop := make(chan struct{})
+	var bg sync.WaitGroup
+	bg.Add(1)
+	go func() { // expiry of all but the latest snapshot, and compaction
+		defer bg.Done()
+		s := e.NewSession()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			q := "CALL sys.expire_snapshots(table => 'c', retain_max => 1, retain_min => 1)"
+			if _, err := exec(ctx, s, nil, q); err != nil && engine.KindOf(err) != engine.KindConflict {
+				t.Error(q, err)
+				return
+			}
+		}
+	}()
+	rounds := 25
+	if raceEnabled {
+		rounds = 8
+	}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		seed := rng.Uint64()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(w)))
+			s := e.NewSession()
+			for range rounds {
+				k := 1 + rng.IntN(4)
+				if w == 0 { // autocommit increments
+					if _, err := exec(ctx, s, nil, fmt.Sprintf("UPDATE c SET v = v + 1 WHERE k = %d", k)); err == nil {
+						acked.Add(1)
+					} else if engine.KindOf(err) != engine.KindConflict {
+						t.Error(err)
+						return
+					}
+					continue
+				}
+				tx := e.Begin()
+				err := func() error {
+					read := func() (string, error) {
+						r, err := queryRows(ctx, s, tx, "SELECT sum(v) FROM c")
+						return fmt.Sprint(r), err
+					}
+					before, err := read()
+					if err != nil {
+						return err
+					}
+					time.Sleep(time.Duration(rng.IntN(3)) * time.Millisecond)
+					if _, err := exec(ctx, s, tx, fmt.Sprintf("UPDATE c SET v = v + 1 WHERE k = %d", k)); err != nil {
+						return err
+					}
+					if _, err := exec(ctx, s, tx, fmt.Sprintf("UPDATE c SET v = v - 1 WHERE k = %d", k)); err != nil {
+						return err
+					}
+					after, err := read()
+					if err != nil {
+						return err
+					}
+					if before != after {
+						t.Errorf("a transaction read sum(v) %s, then %s", before, after)
+					}
+					_, err = exec(ctx, s, tx, fmt.Sprintf("UPDATE c SET v = v + 1 WHERE k = %d", k))
+					return err
+				}()
+				if err == nil {
+					if err = e.Commit(ctx, tx.ID()); err == nil {
+						acked.Add(1)
+						continue
+					}
+				} else if rerr := e.Rollback(tx.ID()); rerr != nil {
+					t.Error(rerr)
+				}
+				if engine.KindOf(err) != engine.KindConflict {
+					t.Errorf("transaction: %v (%v)", err, engine.KindOf(err))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	bg.Wait()
+	if got, want := rows(t, setup, "SELECT sum(v) FROM c"), fmt.Sprintf("[[%d]]", acked.Load()); fmt.Sprint(got) != want {
+		t.Fatalf("sum(v) = %v, want the %s increments acknowledged", got, want)
+	}
+}
+
+// TestTxnAbortedAfterFailedWrite: a write statement that fails half-way
+// in a transaction (division by zero at row 300,000 of 400,000) leaves part
+// of its rows in the transaction's buffered writes, so every later
+// statement is refused with SQLSTATE 25P02 (the transaction read 299,008
+// of them, and could write more beside them), COMMIT fails, and nothing
+// of the transaction is published. A statement refused before it wrote
+// (an unknown column) leaves the transaction usable.
+func TestTxnAbortedAfterFailedWrite(t *testing.T) {
+	ctx := context.Background()
+	e := newEngine(t)
+	s := e.NewSession()
+	mustExec(t, s, "CREATE TABLE u (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)")
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+
+	tx := e.Begin()
+	if _, err := exec(ctx, s, tx, "INSERT INTO u VALUES (-1, 0)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec(ctx, s, tx, "INSERT INTO u (k, nope) VALUES (-2, 0)"); err == nil {
+		t.Fatal("an insert into an unknown column was accepted")
+	}
+	if got := txRows(t, s, tx, "SELECT count(*) FROM u"); fmt.Sprint(got) != "[[1]]" {
+		t.Fatalf("after a statement refused before it wrote, the transaction reads %v rows, want [[1]]", got)
+	}
+	st, err := s.Prepare(ctx, "SELECT count(*) FROM u", tx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = exec(ctx, s, tx, "INSERT INTO u SELECT x, 10 / (x - 300000) FROM range(0, 400000) AS r(x)")
+	if engine.SQLState(err) != "22012" {
+		t.Fatalf("the failing insert: %v, want 22012", err)
+	}
+	aborted := func(what string, err error) {
+		t.Helper()
+		if engine.SQLState(err) != "25P02" || engine.KindOf(err) != engine.KindInvalid || !strings.Contains(err.Error(), "division by zero") {
+			t.Errorf("%s after the failed statement: %v (%v, %s), want 25P02 naming the failure", what, err, engine.KindOf(err), engine.SQLState(err))
+		}
+	}
+	_, err = queryRows(ctx, s, tx, "SELECT count(*) FROM u")
+	aborted("a query", err)
+	_, err = st.Query(ctx, nil)
+	aborted("a query prepared before", err)
+	_, err = exec(ctx, s, tx, "INSERT INTO u VALUES (-3, 0)")
+	aborted("an insert", err)
+	_, err = exec(ctx, s, tx, "UPDATE u SET v = 1")
+	aborted("an update", err)
+	_, err = ingestRow(ctx, s, tx, mem, -4, 0)
+	aborted("an ingest", err)
+	err = e.Commit(ctx, tx.ID())
+	aborted("COMMIT", err)
+	if err == nil || !strings.Contains(err.Error(), "rolled back") {
+		t.Fatalf("commit: %v, want it rolled back", err)
+	}
+	if got := rows(t, s, "SELECT count(*) FROM u"); fmt.Sprint(got) != "[[0]]" {
+		t.Fatalf("after the failed commit the table holds %v rows, want none", got)
+	}
+
+	tx = e.Begin() // the session goes on with a new transaction
+	if _, err := exec(ctx, s, tx, "INSERT INTO u VALUES (1, 1)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Commit(ctx, tx.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if got := rows(t, s, "SELECT k, v FROM u"); fmt.Sprint(got) != "[[1 1]]" {
+		t.Fatalf("the next transaction committed %v", got)
+	}
+}
+
+// TestTxnOverwritePartition: INSERT OVERWRITE of a static partition runs
+// in a transaction (it was refused, 0A000, so a client whose autocommit
+// is off, as ADBC's dbapi defaults to, could not run it): invisible to
+// others until COMMIT, which publishes it with the transaction's other
+// writes, and ROLLBACK leaves the partition as it was.
+func TestTxnOverwritePartition(t *testing.T) {
+	ctx := context.Background()
+	e := newEngine(t)
+	s, other := e.NewSession(), e.NewSession()
+	mustExec(t, s, "CREATE TABLE ow (p INT NOT NULL, k INT NOT NULL, g BIGINT, PRIMARY KEY (p, k) NOT ENFORCED) PARTITIONED BY (p) WITH ('bucket' = '1')")
+	mustExec(t, s, "CREATE TABLE log (n INT)")
+	mustExec(t, s, "INSERT INTO ow VALUES (0, 1, 1), (0, 2, 1), (1, 1, 1), (1, 2, 1)")
+	const all = "SELECT p, k, g FROM ow ORDER BY p, k"
+	before := fmt.Sprint(rows(t, s, all))
+	for _, commit := range []bool{false, true} {
+		tx := e.Begin()
+		if _, err := exec(ctx, s, tx, "INSERT OVERWRITE ow PARTITION (p = 0) SELECT * FROM (VALUES (5, 2)) AS x(k, g)"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := exec(ctx, s, tx, "INSERT INTO log VALUES (1)"); err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(rows(t, other, all)); got != before {
+			t.Fatalf("another session reads %s before the commit, want %s", got, before)
+		}
+		if !commit {
+			if err := e.Rollback(tx.ID()); err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(rows(t, other, all)); got != before {
+				t.Fatalf("after the rollback: %s, want %s", got, before)
+			}
+			continue
+		}
+		if err := e.Commit(ctx, tx.ID()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := fmt.Sprint(rows(t, other, all)); got != "[[0 5 2] [1 1 1] [1 2 1]]" {
+		t.Fatalf("after the commit: %s", got)
+	}
+	if got := fmt.Sprint(rows(t, other, "SELECT count(*) FROM log")); got != "[[1]]" {
+		t.Fatalf("the committed transaction's other write: %s rows, want 1", got)
+	}
+}
+
+// TestTxnPreparedAfterEnd: a query prepared in a transaction and executed
+// again after the transaction ended runs outside it, at the latest
+// snapshots (ADBC's DB-API cursor reuses its prepared statement for the
+// same SQL text across commits); a write is refused, since outside its
+// transaction it would commit on its own. The query read the ended
+// transaction's snapshots, missing every commit since, and failed with
+// "snapshot not found" once expiry took them; after a failed write and
+// ROLLBACK it said 25P02 for good.
+func TestTxnPreparedAfterEnd(t *testing.T) {
+	ctx := context.Background()
+	e := newEngine(t)
+	s := e.NewSession()
+	mustExec(t, s, "CREATE TABLE u (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k) NOT ENFORCED)")
+	mustExec(t, s, "INSERT INTO u VALUES (1, 1)")
+	count := func(tx *engine.Txn) *engine.Statement {
+		st, err := s.Prepare(ctx, "SELECT count(*) FROM u", tx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	reads := func(what string, st *engine.Statement, want string) {
+		t.Helper()
+		got, err := collectRows(ctx, st)
+		if err != nil || fmt.Sprint(got) != want {
+			t.Errorf("%s: %v, %v; want %s, the latest", what, got, err, want)
+		}
+	}
+
+	tx := e.Begin()
+	c := count(tx)
+	reads("in the transaction", c, "[[1]]")
+	insert, err := s.Prepare(ctx, "INSERT INTO u VALUES (5, 5)", tx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Commit(ctx, tx.ID()); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, s, "INSERT INTO u VALUES (2, 2), (3, 3)")
+	mustExec(t, s, "CALL sys.expire_snapshots(table => 'u', retain_max => 1, retain_min => 1)")
+	reads("a query prepared in the committed transaction", c, "[[3]]")
+	if _, err = insert.Exec(ctx, nil); !errors.Is(err, engine.ErrTxnNotFound) || !strings.Contains(err.Error(), "has ended") {
+		t.Errorf("an insert prepared in an ended transaction: %v, want it refused (transaction has ended)", err)
+	}
+
+	tx = e.Begin()
+	c = count(tx)
+	if _, err := exec(ctx, s, tx, "INSERT INTO u SELECT x, 10 / (x - 5) FROM range(10, 20) AS r(x) UNION ALL SELECT 4, 1 / 0"); engine.SQLState(err) != "22012" {
+		t.Fatalf("the failing insert: %v", err)
+	}
+	if err := e.Rollback(tx.ID()); err != nil {
+		t.Fatal(err)
+	}
+	reads("a query after a failed write and rollback", c, "[[3]]")
 }

@@ -127,14 +127,19 @@ const (
 // only.
 const checkpointPause = 4
 
+// DefaultMaxJobs is Config.MaxJobs's default: 300 idle jobs took about
+// 120 MB, so clients can make a server hold about 400 MB of jobs, not
+// gigabytes.
+const DefaultMaxJobs = 1000
+
 // DefaultJobCheckpointInterval is how often a continuous job checkpoints
 // by default: its sink then lags its sources by about as much.
 const DefaultJobCheckpointInterval = time.Second
 
 type job struct {
 	e *Engine
-	// def's State and Error change, under mu, as the job ends; the other
-	// fields never do, so they are read without it.
+	// def is the job as stored when this node launched it and never
+	// changes, so it is read without mu; the job's state since is status's.
 	def tablestore.JobDef
 	// mtable is the materialized table the job keeps (not stored as a
 	// job: the table's definition says whether it runs); nil for an
@@ -235,6 +240,11 @@ func (st *Statement) startJob(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("%w: table %s is already the target of job %s", ErrInvalid, sink.Ident(), id)
 		}
 	}
+	// Checked under jobsMu, which launchLocked holds too: concurrent
+	// starts on this node never pass the limit together.
+	if err := e.jobSlotLocked(defs, "a continuous job into "+sink.Ident().String()); err != nil {
+		return "", err
+	}
 	if n, err := liveRows(ctx, sink); err != nil {
 		return "", err
 	} else if n > 0 {
@@ -249,6 +259,60 @@ func (st *Statement) startJob(ctx context.Context) (string, error) {
 	}
 	e.launchLocked(def, sink.Ident().String(), nil)
 	return def.ID, nil
+}
+
+// jobSlotLocked fails with ErrLimit when what, a job about to start, would
+// pass the limit on running jobs. jobsMu is held.
+func (e *Engine) jobSlotLocked(defs []tablestore.JobDef, what string) error {
+	limit := e.maxJobs()
+	if limit <= 0 {
+		return nil
+	}
+	if n := e.runningJobsLocked(defs); n >= limit {
+		return fmt.Errorf("%w: %s would pass the limit on running continuous jobs, flightd -max-jobs %d (running: %d); stop one with STOP JOB (or SUSPEND a materialized table) first", ErrLimit, what, limit, n)
+	}
+	return nil
+}
+
+// jobSlot is jobSlotLocked for a job started after a definition commits
+// (a CONTINUOUS materialized table's): starts that run at once may pass
+// the limit together, by as many as run at once.
+func (e *Engine) jobSlot(ctx context.Context, what string) error {
+	if e.maxJobs() <= 0 {
+		return nil
+	}
+	defs, err := e.store.Jobs(ctx)
+	if err != nil {
+		return err
+	}
+	e.jobsMu.Lock()
+	defer e.jobsMu.Unlock()
+	return e.jobSlotLocked(defs, what)
+}
+
+func (e *Engine) maxJobs() int {
+	if e.cfg.MaxJobs == 0 {
+		return DefaultMaxJobs
+	}
+	return e.cfg.MaxJobs
+}
+
+// runningJobsLocked counts the running jobs: this node's (INSERTs' and
+// materialized tables'), and those of defs, stored, that it has not
+// picked up yet. jobsMu is held.
+func (e *Engine) runningJobsLocked(defs []tablestore.JobDef) int {
+	n := 0
+	for _, j := range e.jobs {
+		if j.running() {
+			n++
+		}
+	}
+	for _, def := range defs {
+		if _, known := e.jobs[def.ID]; !known && def.State == JobRunning {
+			n++
+		}
+	}
+	return n
 }
 
 // feedsFrom returns the chain of tables through which commits to target
@@ -280,6 +344,27 @@ func (e *Engine) feedsFrom(ctx context.Context, defs []tablestore.JobDef, tables
 		}
 	}
 	return nil
+}
+
+var _ plan.JobFeedCatalog = (*catalog)(nil)
+
+// JobFeed: the materialized tables' cycle check follows the edges of the
+// running jobs, as feedsFrom follows theirs when a job starts.
+func (c *catalog) JobFeed(ctx context.Context, id tablestore.Ident) (string, []*tablestore.Table, error) {
+	c.opaque = true
+	if c.jobDefs == nil {
+		defs, err := c.s.e.store.Jobs(ctx)
+		if err != nil {
+			return "", nil, err
+		}
+		c.jobDefs = defs
+	}
+	for _, def := range c.jobDefs {
+		if sink, ok := storedSink(def); ok && def.State == JobRunning && sink == id {
+			return def.ID, c.s.e.boundTables(ctx, def.Database, def.SQL), nil
+		}
+	}
+	return "", nil, nil
 }
 
 // boundTables binds text in database db and returns the tables it
@@ -415,7 +500,6 @@ func (j *job) end(state, why string) {
 			// checkpoint went) before this node saw the stop: it stays
 			// stopped.
 			j.mu.Lock()
-			j.def.State, j.def.Error = def.State, def.Error
 			j.status.State, j.status.Error = def.State, def.Error
 			j.mu.Unlock()
 			return
@@ -462,7 +546,7 @@ func (e *Engine) StopJob(ctx context.Context, id string) error {
 		return nil
 	}
 	def := j.def
-	def.State = JobStopped
+	def.State, def.Error = JobStopped, ""
 	if err := e.store.PutJob(ctx, def); err != nil {
 		return err
 	}
@@ -471,7 +555,7 @@ func (e *Engine) StopJob(ctx context.Context, id string) error {
 		return err
 	}
 	j.releaseSources(ctx, j.sources)
-	j.def.State, j.status.State = JobStopped, JobStopped
+	j.status.State = JobStopped
 	return nil
 }
 

@@ -185,7 +185,6 @@ func (e *Engine) syncJobs(ctx context.Context) {
 			j.cancel()
 			<-j.done
 			j.mu.Lock()
-			j.def.State, j.def.Error = def.State, def.Error
 			j.status.State, j.status.Error = def.State, def.Error
 			j.mu.Unlock()
 		}

@@ -306,11 +306,27 @@ func (e *Engine) createMaterialized(ctx context.Context, b *plan.CreateMateriali
 	if _, err := e.store.View(ctx, b.Ident); err == nil {
 		return fmt.Errorf("create materialized table %s: a view of that name exists: %w", b.Ident, tablestore.ErrViewExists)
 	}
+	if err := e.continuousSlot(ctx, b.Ident, b.Def.Materialized); err != nil {
+		return err
+	}
 	if err := e.stageMaterialized(ctx, b.Ident, b.Def, replace); err != nil {
 		return err
 	}
 	e.materializedChanged(ctx, b.Ident)
 	return nil
+}
+
+// continuousSlot fails with ErrLimit when materialized table id, defined
+// as md, would run a continuous job it does not run now past the limit on
+// running jobs (-max-jobs).
+func (e *Engine) continuousSlot(ctx context.Context, id tablestore.Ident, md *tablestore.MaterializedDef) error {
+	if md.Mode != plan.ModeContinuous || md.Suspended {
+		return nil
+	}
+	if _, _, running := e.continuousStatus(id); running {
+		return nil // its job is replaced, not added
+	}
+	return e.jobSlot(ctx, "the job of CONTINUOUS materialized table "+identString(id))
 }
 
 // stageMaterialized publishes table id, defined by def, with its first
@@ -347,6 +363,20 @@ func (e *Engine) alterMaterialized(ctx context.Context, b *plan.AlterMaterialize
 		return e.replaceQuery(ctx, id, *b.NewTable, user)
 	}
 	wasContinuous := b.Table.Materialized().Mode == plan.ModeContinuous
+	after := *b.Table.Materialized()
+	for _, c := range b.Changes {
+		switch c := c.(type) {
+		case tablestore.SuspendMaterialized:
+			after.Suspended = c.Suspended
+		case tablestore.SetFreshness:
+			if c.Mode != "" {
+				after.Mode = c.Mode
+			}
+		}
+	}
+	if err := e.continuousSlot(ctx, id, &after); err != nil {
+		return err
+	}
 	if err := e.store.AlterTable(ctx, id, b.Changes...); err != nil {
 		return err
 	}

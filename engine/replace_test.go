@@ -108,7 +108,7 @@ func createOrReplaceRacing(t *testing.T, nodes int) {
 				}
 				time.Sleep(time.Duration(rng.IntN(3)) * time.Millisecond)
 				if w%2 == 0 { // reader
-					rows, err := queryRows(ctx, s, fmt.Sprintf(
+					rows, err := queryRows(ctx, s, nil, fmt.Sprintf(
 						"SELECT min(g), max(g), count(*) FILTER (WHERE id <= %d), count(*), count(DISTINCT id), sum(one) FROM t", base+1_000_000))
 					if err != nil {
 						fail("read: %v", err)
@@ -135,7 +135,7 @@ func createOrReplaceRacing(t *testing.T, nodes int) {
 					continue
 				}
 				inserts.Add(1)
-				rows, err := queryRows(ctx, s, fmt.Sprintf("SELECT count(*) FROM t WHERE id = %d", id))
+				rows, err := queryRows(ctx, s, nil, fmt.Sprintf("SELECT count(*) FROM t WHERE id = %d", id))
 				if err != nil {
 					fail("read back %d: %v", id, err)
 					continue

@@ -122,6 +122,11 @@ func (s *Session) PrepareAST(ctx context.Context, ast sql.Statement, tx *Txn) (_
 	defer recoverInternal(&err)
 	st := &Statement{s: s, tx: tx, ast: ast}
 	if tx != nil {
+		// Refused here too, so that a client sees it when it executes a
+		// query, not when it fetches the rows.
+		if err := tx.refusal(); err != nil {
+			return nil, err
+		}
 		st.txTables = tx.tables()
 	}
 	cat := &catalog{s: s, tx: tx, db: s.Database(), looked: map[tablestore.Ident]int{}, pinned: map[tablestore.Ident]*tablestore.Pin{}}
@@ -311,8 +316,24 @@ func (st *Statement) ParamSchema() *arrow.Schema {
 // results of several rows are concatenated in row order.
 func (st *Statement) Query(ctx context.Context, params arrow.RecordBatch) (_ exec.Operator, err error) {
 	defer recoverInternal(&err)
+	if st.tx != nil && st.tx.ended() {
+		// A client reusing a query prepared in a transaction that has
+		// ended (ADBC's DB-API cursor keeps it for the same text across
+		// commits) runs it outside, at the latest snapshots: what its
+		// next transaction's first statement would read. Its ended
+		// snapshots would be a stale answer.
+		again, err := st.s.PrepareAST(ctx, st.ast, nil)
+		if err != nil {
+			return nil, err
+		}
+		return again.Query(ctx, params)
+	}
 	if st.tx != nil {
-		defer st.tx.running()()
+		done, err := st.tx.start()
+		if err != nil {
+			return nil, err
+		}
+		defer done()
 	}
 	for _, p := range st.pins {
 		p.Reset() // this execution reads the snapshots latest now
@@ -334,7 +355,19 @@ func (st *Statement) Query(ctx context.Context, params arrow.RecordBatch) (_ exe
 
 // buildPerRow builds q's operators; the statement's pool reservations
 // are released when the operator returned closes, or here on error.
-func (st *Statement) buildPerRow(ctx context.Context, ec *exec.Context, q *plan.Query, params arrow.RecordBatch) (_ exec.Operator, err error) {
+func (st *Statement) buildPerRow(ctx context.Context, ec *exec.Context, q *plan.Query, params arrow.RecordBatch) (exec.Operator, error) {
+	op, _, err := st.buildPerRowAt(ctx, ec, q, params, false)
+	return op, err
+}
+
+// buildPerRowAt is buildPerRow that also returns at, which wraps an error
+// met while the rows of one parameter row are consumed (writing them, say)
+// to name that row; with one execution it returns the error as it is.
+// held: the caller holds its transaction's statement turn (tx.running)
+// until the operator is drained, so later rows must not wait for it; a
+// query's are built as its reader pulls them, after Query returned it.
+func (st *Statement) buildPerRowAt(ctx context.Context, ec *exec.Context, q *plan.Query, params arrow.RecordBatch, held bool) (_ exec.Operator, at func(error) error, err error) {
+	same := func(err error) error { return err }
 	defer func() {
 		if err != nil {
 			ec.ReleaseMemory()
@@ -342,7 +375,7 @@ func (st *Statement) buildPerRow(ctx context.Context, ec *exec.Context, q *plan.
 	}()
 	rows, err := paramRows(ctx, ec, q, params, q.BatchesParams())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	build := func(row arrow.RecordBatch) (exec.Operator, error) {
 		if row != nil {
@@ -358,18 +391,29 @@ func (st *Statement) buildPerRow(ctx context.Context, ec *exec.Context, q *plan.
 	first, err := build(rows[0])
 	if err != nil {
 		releaseBatches(rows[1:])
-		return nil, err
+		if len(rows) > 1 {
+			err = paramRowError(1, len(rows), err)
+		}
+		return nil, nil, err
 	}
 	if len(rows) == 1 {
-		return releasing(ec, withSchema(first, q.Schema())), nil
+		return releasing(ec, withSchema(first, q.Schema())), same, nil
 	}
 	later := func(row arrow.RecordBatch) (exec.Operator, error) {
-		if st.tx != nil {
+		if st.tx != nil && !held {
 			defer st.tx.running()()
 		}
 		return build(row)
 	}
-	return releasing(ec, &perRow{schema: q.Schema(), cur: withSchema(first, q.Schema()), rows: rows[1:], build: later}), nil
+	p := &perRow{schema: q.Schema(), cur: withSchema(first, q.Schema()), rows: rows[1:], build: later, row: 1, total: len(rows)}
+	return releasing(ec, p), p.at, nil
+}
+
+// paramRowError names the parameter row (1-based, of total) whose
+// execution failed: each runs the statement's text, so the error itself
+// names the text's rows (VALUES row 1), not the client's.
+func paramRowError(row, total int, err error) error {
+	return fmt.Errorf("parameter row %d of %d: %w", row, total, err)
 }
 
 // perRow concatenates the executions of a query for each parameter row,
@@ -382,6 +426,27 @@ type perRow struct {
 	rows   []arrow.RecordBatch // owned: the rows still to run
 	build  func(arrow.RecordBatch) (exec.Operator, error)
 	opened bool
+	// row is the parameter row (1-based) of cur or of the last batch
+	// returned, of total.
+	row, total int
+	failed     bool // an error returned already names the row
+}
+
+// at names the current parameter row in an error met consuming its rows.
+func (p *perRow) at(err error) error {
+	if err == nil || p.failed {
+		return err
+	}
+	return paramRowError(p.row, p.total, err)
+}
+
+// fail names the current parameter row in err, once.
+func (p *perRow) fail(err error) error {
+	if err == nil || errors.Is(err, io.EOF) {
+		return err
+	}
+	p.failed = true
+	return paramRowError(p.row, p.total, err)
 }
 
 func (p *perRow) Schema() *arrow.Schema { return p.schema }
@@ -391,7 +456,7 @@ func (p *perRow) Open(ctx context.Context) error {
 		return nil
 	}
 	p.opened = true
-	return p.cur.Open(ctx)
+	return p.fail(p.cur.Open(ctx))
 }
 
 func (p *perRow) Next(ctx context.Context) (arrow.RecordBatch, error) {
@@ -402,23 +467,27 @@ func (p *perRow) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			}
 			row := p.rows[0]
 			p.rows = p.rows[1:]
+			p.row++
 			op, err := p.build(row)
 			if err != nil {
-				return nil, err
+				return nil, p.fail(err)
 			}
 			p.cur = withSchema(op, p.schema)
 			if err := p.cur.Open(ctx); err != nil {
-				return nil, err
+				return nil, p.fail(err)
 			}
 		}
 		b, err := exec.Next(ctx, p.cur)
 		if !errors.Is(err, io.EOF) {
+			if err != nil {
+				err = p.fail(err)
+			}
 			return b, err
 		}
 		err = p.cur.Close()
 		p.cur = nil
 		if err != nil {
-			return nil, err
+			return nil, p.fail(err)
 		}
 	}
 }
@@ -565,6 +634,9 @@ type catalog struct {
 	// reads are the transaction's writes the statement reads
 	// (Txn.withOwnWrites), settled at each execution.
 	reads []*tablestore.Write
+	// jobDefs are the stored continuous jobs, read once per binding by
+	// JobFeed (nil: not read yet, or none).
+	jobDefs []tablestore.JobDef
 	// opaque: binding read what Statement.Unchanged cannot check again
 	// (listings of databases, tables or views, files, jobs, materialized
 	// tables' state).

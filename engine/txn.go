@@ -34,6 +34,7 @@ type Txn struct {
 	done      bool
 	failed    error // a statement failed half-way; only rollback is left
 	snapshots map[tablestore.Ident]int64
+	holds     []func() // release the snapshots held from expiry
 	writes    map[tablestore.Ident]*txnWrite
 	order     []tablestore.Ident // commit order = order of first write
 }
@@ -121,12 +122,13 @@ func (e *Engine) Commit(ctx context.Context, id string) error {
 	tx.done = true
 	if tx.failed != nil {
 		tx.abortWrites()
-		return fmt.Errorf("transaction rolled back: an earlier statement failed: %w", tx.failed)
+		return fmt.Errorf("transaction rolled back: %w (an earlier statement failed: %v)", ErrTxnAborted, tx.failed)
 	}
 	ws := make([]*tablestore.Write, len(tx.order))
 	for i, ident := range tx.order {
 		ws[i] = tx.writes[ident].w
 	}
+	defer tx.releaseSnapshots()
 	if _, err := tablestore.CommitAll(ctx, ws); err != nil {
 		return fmt.Errorf("commit transaction: %w", err)
 	}
@@ -165,6 +167,41 @@ func (tx *Txn) running() (done func()) {
 	return tx.stmt.Unlock
 }
 
+// start is running for a statement: it refuses one the transaction no
+// longer runs (refusal).
+func (tx *Txn) start() (done func(), err error) {
+	done = tx.running()
+	if err := tx.refusal(); err != nil {
+		done()
+		return nil, err
+	}
+	return done, nil
+}
+
+// ended reports whether the transaction was committed or rolled back.
+func (tx *Txn) ended() bool {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	return tx.done
+}
+
+// refusal is why the transaction runs no more statements, nil while it
+// does: it ended (a write prepared in it would commit on its own; a query
+// runs outside it, Statement.Query), or a write statement failed
+// half-way in it, whose buffered writes hold part of that statement's
+// rows.
+func (tx *Txn) refusal() error {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	switch {
+	case tx.done:
+		return fmt.Errorf("transaction %s has ended (committed or rolled back); a write prepared in it runs in no other: prepare it again: %w", tx.id, ErrTxnNotFound)
+	case tx.failed != nil:
+		return fmt.Errorf("%w (an earlier statement failed: %v)", ErrTxnAborted, tx.failed)
+	}
+	return nil
+}
+
 // beginLocked sets the transaction's begin at its first statement (a
 // prepared statement binds before it runs: binding starts it too). tx.mu
 // is held.
@@ -187,6 +224,16 @@ func (tx *Txn) abortWrites() {
 	for _, ident := range tx.order {
 		tx.writes[ident].w.Abort()
 	}
+	tx.releaseSnapshots()
+}
+
+// releaseSnapshots lets expiry take the snapshots the transaction read;
+// tx.mu is held.
+func (tx *Txn) releaseSnapshots() {
+	for _, release := range tx.holds {
+		release()
+	}
+	tx.holds = nil
 }
 
 func (tx *Txn) fail(err error) {
@@ -197,25 +244,56 @@ func (tx *Txn) fail(err error) {
 	}
 }
 
-// snapshot pins the snapshot a table is read at within the transaction.
+// snapshot pins the snapshot a table is read at within the transaction:
+// the one current at the transaction's begin, held from expiry until the
+// transaction ends.
 func (tx *Txn) snapshot(ctx context.Context, t *tablestore.Table) (int64, error) {
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
 	if id, ok := tx.snapshots[t.Ident()]; ok {
 		return id, nil
 	}
+	if tx.done {
+		// A hold taken now would never be released.
+		return 0, fmt.Errorf("transaction %s has ended: %w", tx.id, ErrTxnNotFound)
+	}
 	tx.beginLocked()
-	id, err := t.SnapshotAsOf(ctx, tx.begin)
-	if errors.Is(err, tablestore.ErrSnapshotNotFound) {
-		// Empty when the transaction began: 0 reads the latest snapshot,
-		// and as a write's base conflicts with every key written since.
-		id, err = 0, nil
+	for {
+		id, release, err := holdAsOf(ctx, t, tx.begin)
+		if errors.Is(err, tablestore.ErrSnapshotExpired) {
+			if len(tx.snapshots) == 0 {
+				// Nothing read yet: the transaction may as well begin now.
+				tx.begin = time.Now()
+				continue
+			}
+			return 0, fmt.Errorf("its snapshot as of the transaction's start was expired (snapshot retention): %w", tablestore.ErrSerialization)
+		}
+		if err != nil {
+			return 0, err
+		}
+		tx.snapshots[t.Ident()] = id
+		if release != nil {
+			tx.holds = append(tx.holds, release)
+		}
+		return id, nil
 	}
-	if err != nil {
-		return 0, err
+}
+
+// holdAsOf holds from expiry the snapshot of t current at ts; id 0, held
+// by nothing, when t had none then (0 reads the latest snapshot, and as
+// a write's base conflicts with every key written since).
+func holdAsOf(ctx context.Context, t *tablestore.Table, ts time.Time) (id int64, release func(), err error) {
+	id, err = t.SnapshotAsOf(ctx, ts)
+	switch {
+	case errors.Is(err, tablestore.ErrSnapshotExpired):
+		return 0, nil, err
+	case errors.Is(err, tablestore.ErrSnapshotNotFound):
+		return 0, nil, nil
+	case err != nil:
+		return 0, nil, err
 	}
-	tx.snapshots[t.Ident()] = id
-	return id, nil
+	release, err = t.Hold(id) // expiry may have removed it since the lookup
+	return id, release, err
 }
 
 // ownWrite is the transaction's write to t, not yet committed, which a

@@ -19,7 +19,11 @@ import (
 func (st *Statement) Exec(ctx context.Context, params arrow.RecordBatch) (_ int64, err error) {
 	defer recoverInternal(&err)
 	if st.tx != nil {
-		defer st.tx.running()()
+		done, err := st.tx.start()
+		if err != nil {
+			return 0, err
+		}
+		defer done()
 	}
 	if ins, ok := st.bound.(*plan.Insert); ok && ins.Source.Streaming() {
 		// SHOW JOBS lists the job: an update count cannot carry its id.
@@ -281,9 +285,6 @@ func (st *Statement) writeRows(ctx context.Context, t *tablestore.Table, source 
 	if st.tx == nil {
 		return st.commitRows(ctx, t.NewWrite(opts), source, params, put)
 	}
-	if opts.OverwritePartition != nil {
-		return 0, fmt.Errorf("INSERT OVERWRITE PARTITION inside a transaction: %w", ErrNotSupported)
-	}
 	w, err := st.tx.write(t, opts)
 	if err != nil {
 		return 0, err
@@ -324,9 +325,9 @@ func (st *Statement) commitRows(ctx context.Context, w *tablestore.Write, source
 }
 
 func (st *Statement) pull(ctx context.Context, q *plan.Query, params arrow.RecordBatch, fn func(arrow.RecordBatch) error) error {
-	op, err := st.buildPerRow(ctx, st.s.e.execContext(), q, params)
+	op, at, err := st.buildPerRowAt(ctx, st.s.e.execContext(), q, params, true) // under Exec, which holds its transaction's turn
 	if err != nil {
 		return err
 	}
-	return drain(ctx, op, fn)
+	return drain(ctx, op, func(b arrow.RecordBatch) error { return at(fn(b)) })
 }

@@ -154,6 +154,11 @@ func distinctResolver(distinct bool) resolver {
 		if err != nil {
 			return nil, err
 		}
+		if vectorized.IsNested(t) {
+			return &impl{ret: boolType, args: []arrow.DataType{t, t}, fn: func(_ context.Context, ec *Context, a []arrow.Array, _ int) (arrow.Array, error) {
+				return vectorized.NestedDistinct(ec.Mem, a[0], a[1], distinct)
+			}}, nil
+		}
 		return &impl{ret: boolType, args: []arrow.DataType{t, t}, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
 			c, err := vectorized.NewComparator(a[0], a[1])
 			if err != nil {

@@ -117,7 +117,11 @@ func TestMemoryPoolModel(t *testing.T) {
 	ec := poolContext(p)
 	m := &poolModel{capacity: p.Capacity(), sizes: map[int]int64{}, active: map[int]bool{}, spills: map[int]bool{}}
 	var rs []*exec.Reservation
-	for i := 0; i < 20000; i++ {
+	steps := 20000
+	if raceEnabled {
+		steps = 5000 // one goroutine against a model: under -race a shorter walk; the plain pass takes 20,000 steps
+	}
+	for i := 0; i < steps; i++ {
 		switch op := rng.IntN(10); {
 		case op == 0 || len(rs) == 0:
 			spills := rng.IntN(4) > 0
@@ -211,7 +215,11 @@ func TestMemoryPoolOperators(t *testing.T) {
 		}
 		want[n] = rows
 	}
-	const capacity, workers, runs = 512 << 10, 8, 4
+	const capacity, workers = 512 << 10, 8
+	runs := 4
+	if raceEnabled {
+		runs = 2 // under -race each of the 8 goroutines runs 2 statements (they still share the pool); the plain pass runs 4
+	}
 	p := exec.NewMemoryPool(capacity)
 	var mu sync.Mutex
 	var spilled int64

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -42,5 +43,35 @@ func TestMatchMemo(t *testing.T) {
 	}
 	if m := newMatchMemo(false); m.find(re, urls[1]) == nil || m.seen != nil {
 		t.Fatal("a memo of a pattern that is not fixed remembers")
+	}
+}
+
+// boundedRegexpReplace gives ReplaceAllString's result, and past the
+// bound its error without first finding every match: REPLACE of each of
+// a million 'a's by 10,000 bytes found the million matches (a slice
+// each) before the bound stopped it after 6,700.
+func TestBoundedRegexpReplace(t *testing.T) {
+	for _, c := range []struct{ pattern, s, repl string }{
+		{`a`, "banana", "[$0]"},
+		{`(a)(n)?`, "banana", "${2}x$1"},
+		{`x*`, "abc", "-"},
+		{`^`, "abc", ""},
+		{`b`, "abc", "$$"},
+		{`(?P<v>\d+)`, "a1b22c333", "<${v}>"},
+	} {
+		re := regexp.MustCompile(c.pattern)
+		got, err := boundedRegexpReplace(re, c.s, c.repl)
+		if want := re.ReplaceAllString(c.s, c.repl); err != nil || got != want {
+			t.Errorf("REGEXP_REPLACE(%q, %q, %q) = %q, %v; want %q", c.s, c.pattern, c.repl, got, err, want)
+		}
+	}
+	re, s, repl := regexp.MustCompile(`a`), strings.Repeat("a", 1_000_000), strings.Repeat("b", 10_000)
+	var err error
+	allocs := testing.AllocsPerRun(1, func() { _, err = boundedRegexpReplace(re, s, repl) })
+	if err == nil {
+		t.Fatal("a result of 10 GB was not refused")
+	}
+	if allocs > 100_000 {
+		t.Fatalf("%.0f allocations to refuse it: every match was found first", allocs)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -81,12 +82,26 @@ func (t ChangesTicket) request() (engine.ChangeRequest, error) {
 	}, nil
 }
 
+// decodeOne decodes the one JSON value dec reads into v, refusing anything
+// but white space after it: `{...}garbage` is a malformed ticket, not the
+// {...} it starts with.
+func decodeOne(dec *json.Decoder, v any) error {
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	at := dec.InputOffset()
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("unexpected data after the JSON value, which ends at byte %d", at)
+	}
+	return nil
+}
+
 // doGetChanges serves a change stream ticket.
 func (s *Server) doGetChanges(ctx context.Context, ticket []byte) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	var t ChangesTicket
 	dec := json.NewDecoder(bytes.NewReader(ticket[len(ChangesTicketPrefix):]))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&t); err != nil {
+	if err := decodeOne(dec, &t); err != nil {
 		return nil, nil, toStatus(fmt.Errorf("malformed change stream ticket: %v: %w", err, errBadRequest))
 	}
 	req, err := t.request()
@@ -235,7 +250,7 @@ func (s *Server) commitConsumer(ctx context.Context, body []byte) error {
 	var req CommitConsumerRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	if err := decodeOne(dec, &req); err != nil {
 		return fmt.Errorf("%s: malformed request: %v: %w", CommitConsumerAction, err, errBadRequest)
 	}
 	if req.NextSnapshot < 1 {

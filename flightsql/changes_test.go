@@ -219,6 +219,7 @@ func TestChangeStreamTicket(t *testing.T) {
 	cl, mem := ts.rawClient(t)
 	open := func(ctx context.Context, tk flightsql.ChangesTicket) (<-chan change, error) {
 		body, _ := json.Marshal(tk)
+		body = append(body, " \n"...) // white space after the JSON (a json.Encoder's newline) is fine
 		s, err := cl.Client.DoGet(ctx, &flight.Ticket{Ticket: append([]byte(flightsql.ChangesTicketPrefix), body...)})
 		if err != nil {
 			return nil, err
@@ -303,6 +304,8 @@ func TestChangeStreamTicket(t *testing.T) {
 		{`{"table":"t","consumer_id":"c/1","next_snapshot":2}`, codes.InvalidArgument, "consumer"},
 		{`{"table":"t","consumer_id":"c1","next_snapshot":0}`, codes.InvalidArgument, "next snapshot must be positive"},
 		{`{"table":"t","consumer":"c1"}`, codes.InvalidArgument, "consumer"},
+		// One JSON value and nothing after it, or the body is malformed.
+		{`{"table":"t","consumer_id":"c1","next_snapshot":2}garbage`, codes.InvalidArgument, "unexpected data after the JSON value"},
 	} {
 		s, err := cl.Client.DoAction(context.Background(), &flight.Action{Type: flightsql.CommitConsumerAction, Body: []byte(bad.body)})
 		for err == nil {
@@ -327,11 +330,19 @@ func TestChangeStreamTicket(t *testing.T) {
 		// The filter is one expression, not text pasted into a WHERE clause.
 		{`{"table":"t","filter":"k > 5) OR (k < 100"}`, codes.InvalidArgument, "filter: line 1:6: unexpected"},
 		{`{"table":"t","columns":["k FROM t --"]}`, codes.InvalidArgument, "k FROM t --"},
+		// A ticket is one JSON value: trailing bytes (another value, or
+		// garbage) are refused, not ignored.
+		{`{"table":"t"}garbage`, codes.InvalidArgument, "malformed change stream ticket: unexpected data after the JSON value, which ends at byte 13"},
+		{`{"table":"t"} {"table":"nope"}`, codes.InvalidArgument, "unexpected data after the JSON value"},
+		{`{"table":"t"}}`, codes.InvalidArgument, "unexpected data after the JSON value"},
 	} {
-		s, err := cl.Client.DoGet(context.Background(), &flight.Ticket{Ticket: []byte(flightsql.ChangesTicketPrefix + bad.ticket)})
+		// A ticket wrongly accepted streams forever: the deadline ends it.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		s, err := cl.Client.DoGet(ctx, &flight.Ticket{Ticket: []byte(flightsql.ChangesTicketPrefix + bad.ticket)})
 		for err == nil {
 			_, err = s.Recv()
 		}
+		cancel()
 		if st, _ := status.FromError(err); st.Code() != bad.code || !strings.Contains(st.Message(), bad.msg) {
 			t.Errorf("ticket %s: got %v, want %v mentioning %q", bad.ticket, err, bad.code, bad.msg)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -131,6 +132,16 @@ func validateArray(a arrow.Array) (err error) {
 			err = fmt.Errorf("%v", r)
 		}
 	}()
+	if hasNullChild(a.DataType()) {
+		// arrow-go's IPC reader gives a null child (list<null>, a struct
+		// field of type null) no buffers too: validate a copy that has the
+		// one (absent) validity buffer ValidateFull expects.
+		d := withNullBuffers(a.Data())
+		defer d.Release()
+		b := array.MakeFromData(d)
+		defer b.Release()
+		return array.ValidateFull(b)
+	}
 	switch a.DataType().ID() {
 	case arrow.STRING:
 		return validateStrings(a, arrow.BinaryTypes.Binary, func() ([]int32, []byte) {
@@ -142,6 +153,43 @@ func validateArray(a arrow.Array) (err error) {
 		})
 	}
 	return array.ValidateFull(a)
+}
+
+// hasNullChild reports whether a type nested in dt is of type null.
+func hasNullChild(dt arrow.DataType) bool {
+	nt, ok := dt.(arrow.NestedType)
+	if !ok {
+		return false
+	}
+	for _, f := range nt.Fields() {
+		if f.Type.ID() == arrow.NULL || hasNullChild(f.Type) {
+			return true
+		}
+	}
+	return false
+}
+
+// withNullBuffers is d with every array of type null in it given one nil
+// buffer where it has none; the caller releases it.
+func withNullBuffers(d arrow.ArrayData) arrow.ArrayData {
+	bufs := d.Buffers()
+	if d.DataType().ID() == arrow.NULL && len(bufs) == 0 {
+		bufs = []*memory.Buffer{nil}
+	}
+	children := make([]arrow.ArrayData, len(d.Children()))
+	for i, c := range d.Children() {
+		children[i] = withNullBuffers(c)
+	}
+	out := array.NewData(d.DataType(), d.Len(), bufs, children, d.NullN(), d.Offset())
+	for _, c := range children {
+		c.Release()
+	}
+	if d.DataType().ID() == arrow.DICTIONARY && d.Dictionary().(*array.Data) != nil {
+		dd := withNullBuffers(d.Dictionary())
+		out.SetDictionary(dd)
+		dd.Release()
+	}
+	return out
 }
 
 // validateStrings is ValidateFull of a string column, whose UTF-8 it

@@ -97,6 +97,7 @@ func TestStatusCodes(t *testing.T) {
 		{fmt.Errorf("ingest: %w", errBadRequest), codes.InvalidArgument, "22023"},
 		{errors.New("a bug"), codes.Internal, "XX000"},
 		{fmt.Errorf("prepared statements: %w", errExhausted), codes.ResourceExhausted, "53000"},
+		{fmt.Errorf("start job: %w", engine.ErrLimit), codes.ResourceExhausted, "53400"},
 		{fmt.Errorf("query: %w", context.Canceled), codes.Canceled, "57014"},
 		{fmt.Errorf("list: %w", errNotFound), codes.NotFound, "42704"},
 		{fmt.Errorf("bind: %w: %w", engine.ErrInvalid, errNotFound), codes.NotFound, "42704"},

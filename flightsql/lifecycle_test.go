@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
@@ -477,5 +478,39 @@ func TestPollFlightInfo(t *testing.T) {
 	defer rdr.Release()
 	if !rdr.Next() || rdr.RecordBatch().Column(0).(*array.Int64).Value(0) != 1000 {
 		t.Fatalf("count(*) through the polled ticket: %v", rdr.Err())
+	}
+}
+
+// TestSessionOptionTypes: catalog and schema take strings; a value of
+// another type is an invalid value. An integer or a list read as "" and
+// was accepted, and the session silently stayed in the default database.
+func TestSessionOptionTypes(t *testing.T) {
+	ts := startServer(t, fsql.Options{})
+	cl, _ := ts.rawClient(t)
+	ctx := context.Background()
+	set := func(name string, val any) pb.SetSessionOptionsResult_ErrorValue {
+		t.Helper()
+		v, err := flight.NewSessionOptionValue(val)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := cl.SetSessionOptions(ctx, &flight.SetSessionOptionsRequest{SessionOptions: map[string]*flight.SessionOptionValue{name: &v}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.GetErrors()[name].GetValue()
+	}
+	for _, name := range []string{"catalog", "schema"} {
+		for _, bad := range []any{int64(5), []string{"default"}, true, 1.5} {
+			if got := set(name, bad); got != flight.SetSessionOptionsResultErrorInvalidValue {
+				t.Errorf("%s = %#v: %v, want an invalid value", name, bad, got)
+			}
+		}
+	}
+	if got := set("catalog", "flightd"); got != flight.SetSessionOptionsResultErrorUnspecified {
+		t.Errorf("catalog = flightd: %v", got)
+	}
+	if got := set("schema", "default"); got != flight.SetSessionOptionsResultErrorUnspecified {
+		t.Errorf("schema = default: %v", got)
 	}
 }

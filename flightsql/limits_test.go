@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/flightd/flightd/engine"
 	"github.com/flightd/flightd/flightsql"
 )
 
@@ -395,5 +396,28 @@ func TestRunningCallKeepsTransaction(t *testing.T) {
 	rdr.Release()
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestJobLimitOverFlight: a continuous job past engine.Config.MaxJobs
+// (flightd -max-jobs) is ResourceExhausted with SQLSTATE 53400 and says
+// which limit and flag.
+func TestJobLimitOverFlight(t *testing.T) {
+	ctx := context.Background()
+	ts := startServer(t, flightsql.Options{}, func(c *engine.Config) { c.MaxJobs = 1 })
+	cnxn := ts.connect(t, nil)
+	for _, q := range []string{
+		"CREATE TABLE s (k BIGINT NOT NULL, PRIMARY KEY (k) NOT ENFORCED)",
+		"CREATE TABLE t1 (k BIGINT NOT NULL, PRIMARY KEY (k) NOT ENFORCED)",
+		"CREATE TABLE t2 (k BIGINT NOT NULL, PRIMARY KEY (k) NOT ENFORCED)",
+		"INSERT INTO t1 SELECT k FROM s /*+ OPTIONS('scan.mode'='latest-full') */",
+	} {
+		mustExec(t, cnxn, q)
+	}
+	cl, _ := ts.rawClient(t)
+	_, err := cl.ExecuteUpdate(ctx, "INSERT INTO t2 SELECT k FROM s /*+ OPTIONS('scan.mode'='latest-full') */")
+	wantCode(t, "a second job past -max-jobs 1", err, codes.ResourceExhausted)
+	if msg := status.Convert(err).Message(); !strings.Contains(msg, "-max-jobs 1") || !strings.HasSuffix(msg, "[SQLSTATE 53400]") {
+		t.Fatalf("refused job: %q, want the limit, its flag and SQLSTATE 53400", msg)
 	}
 }

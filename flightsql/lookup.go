@@ -74,7 +74,7 @@ func decodeLookup(what string, data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
+	if err := decodeOne(dec, v); err != nil {
 		return fmt.Errorf("malformed lookup %s: %v: %w", what, err, errBadRequest)
 	}
 	return nil

@@ -292,6 +292,7 @@ func TestLookupBadInput(t *testing.T) {
 		{`{"table": "t"}`, floatKeys, codes.InvalidArgument, "key column 1 (k) is float64, which cannot be a key of type int64"},
 		{`{"table": "nope"}`, good, codes.NotFound, "nope"},
 		{`{"table": "t", "bogus": 1}`, good, codes.InvalidArgument, "malformed lookup command"},
+		{`{"table": "t"}x`, good, codes.InvalidArgument, "malformed lookup command: unexpected data after the JSON value"},
 		{`{"table": "log"}`, good, codes.InvalidArgument, "has no primary key"},
 	} {
 		err := exchange(c.cmd, c.b)

@@ -2,9 +2,14 @@ package flightsql_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	arrowflightsql "github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/flightsql"
 )
@@ -51,4 +56,51 @@ func TestLargeBatchesFitDefaultClients(t *testing.T) {
 		t.Fatalf("%d rows summing to %d, want %d and %d", n, sum, rows, rows*(rows-1)/2)
 	}
 	t.Logf("%d rows in %d batches", n, batches)
+}
+
+// TestGetTablesWithSchemasFitDefaultClients: GetTables with schemas (what
+// ADBC's GetObjects of columns and JDBC's getColumns ask) answers in
+// messages a client with gRPC's defaults accepts. It was one batch: wide
+// tables made it one message of tens of MB, and clients could not list
+// columns at all.
+func TestGetTablesWithSchemasFitDefaultClients(t *testing.T) {
+	ts := startServer(t, flightsql.Options{})
+	cnxn := ts.connect(t, nil)
+	cols := make([]string, 1500)
+	for i := range cols {
+		cols[i] = fmt.Sprintf("column_%d BIGINT", i)
+	}
+	const tables = 6
+	for i := range tables {
+		mustExec(t, cnxn, fmt.Sprintf("CREATE TABLE wide%d (%s)", i, strings.Join(cols, ", ")))
+	}
+
+	cl, _ := ts.rawClient(t)
+	ctx := context.Background()
+	info, err := cl.GetTables(ctx, &arrowflightsql.GetTablesOpts{IncludeSchema: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := cl.DoGet(ctx, info.Endpoint[0].Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Release()
+	var names []string
+	for rd.Next() {
+		b := rd.RecordBatch()
+		for i := range int(b.NumRows()) {
+			sch, err := flight.DeserializeSchema(b.Column(4).(*array.Binary).Value(i), memory.DefaultAllocator)
+			if err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, fmt.Sprint(b.Column(2).(*array.String).Value(i), ":", sch.NumFields()))
+		}
+	}
+	if err := rd.Err(); err != nil {
+		t.Fatalf("after tables %v: %v", names, err)
+	}
+	if len(names) != tables || names[0] != "wide0:1500" || names[tables-1] != "wide5:1500" {
+		t.Fatalf("tables %v", names)
+	}
 }

@@ -38,8 +38,21 @@ func (s *Server) metadataInfo(desc *flight.FlightDescriptor, schema *arrow.Schem
 
 // sendBatch streams one batch (taking ownership of it).
 func sendBatch(b arrow.RecordBatch) (*arrow.Schema, <-chan flight.StreamChunk, error) {
-	ch := make(chan flight.StreamChunk, 1)
-	ch <- flight.StreamChunk{Data: b}
+	// Sent in pieces of about messageBytes, as query results are: GetTables
+	// with schemas of wide tables was one message of 54 MB, which clients
+	// refuse (16 MiB for ADBC), so they could not list columns at all.
+	n, step := b.NumRows(), messageRows(b)
+	if step >= n {
+		ch := make(chan flight.StreamChunk, 1)
+		ch <- flight.StreamChunk{Data: b}
+		close(ch)
+		return b.Schema(), ch, nil
+	}
+	defer b.Release()
+	ch := make(chan flight.StreamChunk, (n+step-1)/step)
+	for off := int64(0); off < n; off += step {
+		ch <- flight.StreamChunk{Data: b.NewSlice(off, min(off+step, n))}
+	}
 	close(ch)
 	return b.Schema(), ch, nil
 }
@@ -315,6 +328,11 @@ func (s *Server) DoGetPrimaryKeys(ctx context.Context, ref flightsql.TableRef) (
 		}
 		t, err := s.eng.Table(ctx, engine.Ident{Database: db, Table: ref.Table})
 		if err != nil {
+			// A view has no primary key: an empty answer, as JDBC tools
+			// that list a view's keys expect, not NotFound.
+			if views, verr := s.eng.Views(ctx, db); verr == nil && slices.Contains(views, ref.Table) {
+				return sendBatch(bldr.NewRecordBatch())
+			}
 			return nil, nil, toStatus(err)
 		}
 		for i, col := range t.PrimaryKey {
@@ -363,9 +381,11 @@ func (s *Server) emptyResult(schema *arrow.Schema) (*arrow.Schema, <-chan flight
 }
 
 // likeMatcher compiles a Flight SQL filter pattern (SQL LIKE: % and _,
-// backslash escapes); nil matches everything.
+// backslash escapes); nil (no pattern) matches everything. An empty
+// pattern is a pattern: it matches only the empty name, as SQL LIKE does
+// and as FlightSql.proto has only an absent pattern not narrow the search.
 func likeMatcher(pattern *string) (func(string) bool, error) {
-	if pattern == nil || *pattern == "" || *pattern == "%" {
+	if pattern == nil || *pattern == "%" {
 		return func(string) bool { return true }, nil
 	}
 	var re strings.Builder

@@ -96,7 +96,7 @@ func (s *Server) preparedStatement(ctx context.Context, handle []byte) (*prepare
 		return nil, fmt.Errorf("prepared statement %q is unknown or closed: %w", handle, errNotFound)
 	}
 	if p.txn != "" {
-		// Ended or expired, the engine refuses its writes and keeps its reads.
+		// Ended or expired, the engine refuses its statements.
 		s.txns.get(ctx, c, p.txn)
 	}
 	return p, nil
@@ -234,7 +234,7 @@ func (s *Server) DoPutPreparedStatementQuery(ctx context.Context, cmd flightsql.
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	params, err := readParams(s.mem, rdr, s.limits.MaxParamRows, s.limits.MaxParamBytes)
+	params, _, err := readParams(s.mem, rdr, s.limits.MaxParamRows, s.limits.MaxParamBytes)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -254,11 +254,27 @@ func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql
 	if err != nil {
 		return 0, toStatus(err)
 	}
-	params, err := readParams(s.mem, rdr, s.limits.MaxParamRows, s.limits.MaxParamBytes)
+	params, cols, err := readParams(s.mem, rdr, s.limits.MaxParamRows, s.limits.MaxParamBytes)
 	if err != nil {
 		return 0, toStatus(err)
 	}
+	if params == nil && cols > 0 {
+		// Parameter columns and no rows (executemany of none): the update
+		// runs once per row, so not at all; the parameters bound before
+		// are not these.
+		want := 0
+		if ps := p.st.ParamSchema(); ps != nil {
+			want = ps.NumFields()
+		}
+		if cols != want {
+			return 0, toStatus(fmt.Errorf("statement takes %d parameters but %d were bound: %w", want, cols, errBadRequest))
+		}
+		return 0, nil
+	}
 	if params == nil {
+		// No parameter columns: arrow-go's client sends an empty schema
+		// for an update it has no parameters for; those bound before (by
+		// a DoPut of the query command) apply.
 		params = p.boundParams()
 	}
 	if params != nil {
@@ -274,12 +290,18 @@ func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql
 
 // readParams concatenates the parameter batches of a DoPut into one batch
 // (nil when the client sent no rows), refusing more than maxRows rows or
-// maxBytes bytes.
-func readParams(mem memory.Allocator, stream flight.MessageReader, maxRows, maxBytes int64) (arrow.RecordBatch, error) {
+// maxBytes bytes; cols is the number of columns of the stream's schema.
+func readParams(mem memory.Allocator, stream flight.MessageReader, maxRows, maxBytes int64) (_ arrow.RecordBatch, cols int, _ error) {
 	rdr, err := newCheckedBatches(stream)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	cols = rdr.Schema().NumFields()
+	b, err := readParamBatches(mem, rdr, maxRows, maxBytes)
+	return b, cols, err
+}
+
+func readParamBatches(mem memory.Allocator, rdr *checkedBatches, maxRows, maxBytes int64) (arrow.RecordBatch, error) {
 	var (
 		batches []arrow.RecordBatch
 		rows    int64

@@ -35,11 +35,15 @@ func (s *Server) SetSessionOptions(ctx context.Context, req *flight.SetSessionOp
 	for name, val := range req.GetSessionOptions() {
 		switch name {
 		case optCatalog:
-			if v := val.GetStringValue(); v != "" && v != CatalogName {
+			if v := val.GetStringValue(); !stringOrUnset(val) || v != "" && v != CatalogName {
 				errs[name] = &flight.SetSessionOptionsResultError{Value: flight.SetSessionOptionsResultErrorInvalidValue}
 				continue
 			}
 		case optSchema:
+			if !stringOrUnset(val) {
+				errs[name] = &flight.SetSessionOptionsResultError{Value: flight.SetSessionOptionsResultErrorInvalidValue}
+				continue
+			}
 			if v := val.GetStringValue(); v != "" {
 				if err := s.eng.NewSession().SetDatabase(ctx, v); err != nil {
 					errs[name] = &flight.SetSessionOptionsResultError{Value: flight.SetSessionOptionsResultErrorInvalidValue}
@@ -90,6 +94,17 @@ func (s *Server) CloseSession(ctx context.Context, _ *flight.CloseSessionRequest
 		return nil, toStatus(err)
 	}
 	return &flight.CloseSessionResult{Status: flight.CloseSessionResultClosed}, nil
+}
+
+// stringOrUnset reports whether val is a string or unsets the option: a
+// catalog or schema of another type (an integer, a list) read as "" and
+// was accepted and ignored, the session staying in the default database.
+func stringOrUnset(val *flight.SessionOptionValue) bool {
+	switch val.GetOptionValue().(type) {
+	case nil, *pb.SessionOptionValue_StringValue:
+		return true
+	}
+	return false
 }
 
 func stringOption(v string) *flight.SessionOptionValue {

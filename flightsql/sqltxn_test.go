@@ -155,3 +155,33 @@ func TestSQLTransactionTimeout(t *testing.T) {
 		wantRows(t, query(t, cnxn, `SELECT count(*) FROM t`), "0")
 	}
 }
+
+// TestSQLCommitInClientTransaction: COMMIT or ROLLBACK as SQL in a
+// transaction the client began with BeginTransaction (ADBC with autocommit
+// off) is refused naming that transaction, which goes on and commits
+// through the API. It said no transaction was in progress and that the
+// writes since a BEGIN had been committed, while they were pending.
+func TestSQLCommitInClientTransaction(t *testing.T) {
+	ts := startServer(t, fsql.Options{})
+	cnxn := ts.connect(t, map[string]string{adbcflightsql.OptionCookieMiddleware: adbc.OptionValueEnabled})
+	mustExec(t, cnxn, "CREATE TABLE c (a INT)")
+	if err := cnxn.(adbc.PostInitOptions).SetOption(adbc.OptionKeyAutoCommit, adbc.OptionValueDisabled); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, cnxn, "INSERT INTO c VALUES (1)")
+	for _, q := range []string{"COMMIT", "ROLLBACK"} {
+		if err := txnSQL(cnxn, q); err == nil || !strings.Contains(err.Error(), "this statement runs in transaction") || !strings.Contains(err.Error(), "25001") {
+			t.Errorf("%s in the client's transaction: %v, want it refused naming the transaction (25001)", q, err)
+		}
+	}
+	other := ts.connect(t, nil)
+	if rows, err := tryQuery(other, "SELECT count(*) FROM c"); err != nil || fmt.Sprint(rows) != "[[0]]" {
+		t.Fatalf("before the commit another client reads %v rows, %v", rows, err)
+	}
+	if err := cnxn.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if rows, err := tryQuery(other, "SELECT count(*) FROM c"); err != nil || fmt.Sprint(rows) != "[[1]]" {
+		t.Fatalf("after the commit another client reads %v rows, %v", rows, err)
+	}
+}

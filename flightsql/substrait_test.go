@@ -153,23 +153,38 @@ func TestSubstraitPlans(t *testing.T) {
 // insertPlan makes a query plan's root a write of table's columns.
 func insertPlan(t *testing.T, query []byte, table string, cols []string) []byte {
 	t.Helper()
+	return editPlan(t, query, func(p *pb.Plan) {
+		root := p.Relations[len(p.Relations)-1].GetRoot()
+		schema := &pb.NamedStruct{Names: cols, Struct: &pb.Type_Struct{}}
+		for range cols {
+			schema.Struct.Types = append(schema.Struct.Types, &pb.Type{Kind: &pb.Type_String_{String_: &pb.Type_String{}}})
+		}
+		root.Input = &pb.Rel{RelType: &pb.Rel_Write{Write: &pb.WriteRel{
+			WriteType:   &pb.WriteRel_NamedTable{NamedTable: &pb.NamedObjectWrite{Names: []string{table}}},
+			TableSchema: schema, Op: pb.WriteRel_WRITE_OP_INSERT, Input: root.Input}}}
+	})
+}
+
+// editPlan is plan changed by edit.
+func editPlan(t *testing.T, plan []byte, edit func(p *pb.Plan)) []byte {
+	t.Helper()
 	var p pb.Plan
-	if err := proto.Unmarshal(query, &p); err != nil {
+	if err := proto.Unmarshal(plan, &p); err != nil {
 		t.Fatal(err)
 	}
-	root := p.Relations[len(p.Relations)-1].GetRoot()
-	schema := &pb.NamedStruct{Names: cols, Struct: &pb.Type_Struct{}}
-	for range cols {
-		schema.Struct.Types = append(schema.Struct.Types, &pb.Type{Kind: &pb.Type_String_{String_: &pb.Type_String{}}})
-	}
-	root.Input = &pb.Rel{RelType: &pb.Rel_Write{Write: &pb.WriteRel{
-		WriteType:   &pb.WriteRel_NamedTable{NamedTable: &pb.NamedObjectWrite{Names: []string{table}}},
-		TableSchema: schema, Op: pb.WriteRel_WRITE_OP_INSERT, Input: root.Input}}}
+	edit(&p)
 	b, err := proto.Marshal(&p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// fieldRef is a reference to field i of the input.
+func fieldRef(i int32) *pb.Expression {
+	return &pb.Expression{RexType: &pb.Expression_Selection{Selection: &pb.Expression_FieldReference{
+		ReferenceType: &pb.Expression_FieldReference_DirectReference{DirectReference: &pb.Expression_ReferenceSegment{
+			ReferenceType: &pb.Expression_ReferenceSegment_StructField_{StructField: &pb.Expression_ReferenceSegment_StructField{Field: i}}}}}}}
 }
 
 func int32Param(v int32) arrow.RecordBatch {
@@ -209,42 +224,28 @@ func TestSubstraitBadPlans(t *testing.T) {
 	good := explainSubstrait(t, cnxn, "SELECT a + 1, upper(b) FROM t WHERE a > 0")
 	cl, _ := ts.rawClient(t)
 	ctx := context.Background()
-	outOfRange := func() []byte {
-		var p pb.Plan
-		if err := proto.Unmarshal(good, &p); err != nil {
-			t.Fatal(err)
-		}
-		bad := &pb.Expression{RexType: &pb.Expression_Selection{Selection: &pb.Expression_FieldReference{
-			ReferenceType: &pb.Expression_FieldReference_DirectReference{DirectReference: &pb.Expression_ReferenceSegment{
-				ReferenceType: &pb.Expression_ReferenceSegment_StructField_{StructField: &pb.Expression_ReferenceSegment_StructField{Field: 7}}}}}}}
+	outOfRange := editPlan(t, good, func(p *pb.Plan) {
+		bad := fieldRef(7)
 		in := p.Relations[0].GetRoot().Input.GetProject().Input
 		if rd := in.GetRead(); rd != nil {
 			rd.Filter = bad
 		} else {
 			in.GetFilter().Condition = bad
 		}
-		b, _ := proto.Marshal(&p)
-		return b
-	}()
+	})
 	// Hostile plans: good's with functions of its own (anchors 1001 add,
 	// 1002 extract) at its root.
 	hostile := func(root func(in *pb.Rel) *pb.Rel) []byte {
-		var p pb.Plan
-		if err := proto.Unmarshal(good, &p); err != nil {
-			t.Fatal(err)
-		}
-		for anchor, name := range map[uint32]string{1001: "add", 1002: "extract"} {
-			p.Extensions = append(p.Extensions, &ext.SimpleExtensionDeclaration{MappingType: &ext.SimpleExtensionDeclaration_ExtensionFunction_{
-				ExtensionFunction: &ext.SimpleExtensionDeclaration_ExtensionFunction{FunctionAnchor: anchor, Name: name}}})
-		}
-		r := p.Relations[0].GetRoot()
-		r.Input = root(r.Input)
-		b, _ := proto.Marshal(&p)
-		return b
+		return editPlan(t, good, func(p *pb.Plan) {
+			for anchor, name := range map[uint32]string{1001: "add", 1002: "extract"} {
+				p.Extensions = append(p.Extensions, &ext.SimpleExtensionDeclaration{MappingType: &ext.SimpleExtensionDeclaration_ExtensionFunction_{
+					ExtensionFunction: &ext.SimpleExtensionDeclaration_ExtensionFunction{FunctionAnchor: anchor, Name: name}}})
+			}
+			r := p.Relations[0].GetRoot()
+			r.Input = root(r.Input)
+		})
 	}
-	field0 := &pb.FunctionArgument{ArgType: &pb.FunctionArgument_Value{Value: &pb.Expression{RexType: &pb.Expression_Selection{Selection: &pb.Expression_FieldReference{
-		ReferenceType: &pb.Expression_FieldReference_DirectReference{DirectReference: &pb.Expression_ReferenceSegment{
-			ReferenceType: &pb.Expression_ReferenceSegment_StructField_{StructField: &pb.Expression_ReferenceSegment_StructField{Field: 0}}}}}}}}}
+	field0 := &pb.FunctionArgument{ArgType: &pb.FunctionArgument_Value{Value: fieldRef(0)}}
 	project := func(in *pb.Rel, fn uint32, args ...*pb.FunctionArgument) *pb.Rel {
 		e := &pb.Expression{RexType: &pb.Expression_ScalarFunction_{ScalarFunction: &pb.Expression_ScalarFunction{FunctionReference: fn, Arguments: args}}}
 		return &pb.Rel{RelType: &pb.Rel_Project{Project: &pb.ProjectRel{Input: in, Expressions: []*pb.Expression{e},
@@ -312,5 +313,175 @@ func TestSubstraitBadPlans(t *testing.T) {
 	}
 	if seen[uint32(arrowflightsql.SqlInfoFlightSqlServerSubstrait)] != "true" || seen[uint32(arrowflightsql.SqlInfoFlightSqlServerSubstraitMaxVersion)] == "" {
 		t.Fatalf("SqlInfo: %v", seen)
+	}
+}
+
+// TestSubstraitOtherCatalog: a plan that names a table in another catalog
+// is refused, reading or writing, and changes nothing; flightd's catalog
+// (any case) or none names its tables. The consumer dropped the catalog,
+// so an INSERT into othercat.default.t wrote into flightd's default.t.
+func TestSubstraitOtherCatalog(t *testing.T) {
+	ts := startServer(t, flightsql.Options{})
+	cnxn := ts.connect(t, nil)
+	mustExec(t, cnxn, "CREATE TABLE t (a INT, b STRING)")
+	mustExec(t, cnxn, "INSERT INTO t VALUES (1, 'x')")
+	good := explainSubstrait(t, cnxn, "SELECT a, b FROM t")
+	cl, _ := ts.rawClient(t)
+	ctx := context.Background()
+	named := func(write bool, names ...string) []byte {
+		return editPlan(t, good, func(p *pb.Plan) {
+			root := p.Relations[0].GetRoot()
+			read := root.Input.GetProject().GetInput().GetRead()
+			if read == nil {
+				t.Fatalf("plan of SELECT a, b FROM t: %v", p)
+			}
+			read.GetNamedTable().Names = names
+			if write {
+				root.Input = &pb.Rel{RelType: &pb.Rel_Write{Write: &pb.WriteRel{Input: root.Input, Op: pb.WriteRel_WRITE_OP_INSERT,
+					WriteType: &pb.WriteRel_NamedTable{NamedTable: &pb.NamedObjectWrite{Names: names}}, TableSchema: read.BaseSchema}}}
+			}
+		})
+	}
+	other := []string{"othercat", "default", "t"}
+	if _, err := cl.ExecuteSubstrait(ctx, arrowflightsql.SubstraitPlan{Plan: named(false, other...)}); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), `catalog "othercat" does not exist`) {
+		t.Errorf("read of othercat.default.t: %v, want InvalidArgument naming the catalog", err)
+	}
+	n, err := cl.ExecuteSubstraitUpdate(ctx, arrowflightsql.SubstraitPlan{Plan: named(true, other...)})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), `catalog "othercat" does not exist`) {
+		t.Errorf("insert into othercat.default.t: %d rows, %v, want InvalidArgument naming the catalog", n, err)
+	}
+	wantRows(t, query(t, cnxn, "SELECT count(*) FROM t"), "1")
+
+	for _, names := range [][]string{{"flightd", "default", "t"}, {"FLIGHTD", "default", "t"}, {"", "default", "t"}, {"default", "t"}, {"t"}} {
+		if rows, err := substraitRows(cnxn, named(false, names...)); err != nil || len(rows) < 1 {
+			t.Errorf("read of %q: %v, %v", names, rows, err)
+		}
+	}
+	if n, err := cl.ExecuteSubstraitUpdate(ctx, arrowflightsql.SubstraitPlan{Plan: named(true, "flightd", "default", "t")}); err != nil || n != 1 {
+		t.Fatalf("insert into flightd.default.t: %d, %v", n, err)
+	}
+	wantRows(t, query(t, cnxn, "SELECT count(*) FROM t"), "2")
+}
+
+// TestSubstraitBaseSchema: a read's base_schema is the schema the plan
+// was built for; one that does not match the table (a column's type or
+// name, the number of columns) is refused naming the column, the claimed
+// and the real type. The consumer read the columns by name and ignored
+// the types, so a plan that said a was STRING got INT data back.
+func TestSubstraitBaseSchema(t *testing.T) {
+	ts := startServer(t, flightsql.Options{})
+	cnxn := ts.connect(t, nil)
+	mustExec(t, cnxn, "CREATE TABLE t (a INT, b STRING)")
+	mustExec(t, cnxn, "INSERT INTO t VALUES (1, 'x')")
+	good := explainSubstrait(t, cnxn, "SELECT a, b FROM t")
+	cl, _ := ts.rawClient(t)
+	ctx := context.Background()
+	str := &pb.Type{Kind: &pb.Type_String_{String_: &pb.Type_String{Nullability: pb.Type_NULLABILITY_NULLABLE}}}
+	var proj *pb.Expression_MaskExpression // set to the read's projection when edit runs f
+	edit := func(f func(s *pb.NamedStruct)) []byte {
+		return editPlan(t, good, func(p *pb.Plan) {
+			read := p.Relations[0].GetRoot().Input.GetProject().GetInput().GetRead()
+			if read == nil || len(read.BaseSchema.GetStruct().GetTypes()) != 2 {
+				t.Fatalf("plan of SELECT a, b FROM t: %v", p)
+			}
+			proj = read.Projection
+			f(read.BaseSchema)
+			read.Projection = proj
+			if proj == nil {
+				p.Relations[0].GetRoot().Input = &pb.Rel{RelType: &pb.Rel_Read{Read: read}}
+			}
+		})
+	}
+	cases := []struct {
+		name string
+		plan []byte
+		msg  string
+	}{
+		{"a as STRING", edit(func(s *pb.NamedStruct) { s.Struct.Types[0] = str }), `base_schema: column "a" of table default.t is INT, not STRING as the plan says`},
+		{"a as BIGINT", edit(func(s *pb.NamedStruct) {
+			s.Struct.Types[0] = &pb.Type{Kind: &pb.Type_I64_{I64: &pb.Type_I64{}}}
+		}), `column "a" of table default.t is INT, not BIGINT`},
+		{"a column more", edit(func(s *pb.NamedStruct) {
+			s.Names = append(s.Names, "c")
+			s.Struct.Types = append(s.Struct.Types, str)
+		}), "base_schema: 3 columns for table default.t, which has 2 (a, b)"},
+		{"a column less", edit(func(s *pb.NamedStruct) {
+			s.Names, s.Struct.Types = s.Names[:1], s.Struct.Types[:1]
+			proj = nil // what the one column reads
+		}), "base_schema: 1 columns for table default.t, which has 2 (a, b)"},
+		{"another name", edit(func(s *pb.NamedStruct) { s.Names[1] = "c" }), `column 2 is "c", but table default.t's column 2 is "b"`},
+	}
+	for _, c := range cases {
+		_, err := cl.ExecuteSubstrait(ctx, arrowflightsql.SubstraitPlan{Plan: c.plan})
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s: want InvalidArgument with %q, got %v", c.name, c.msg, err)
+		}
+		if _, err := cl.PrepareSubstrait(ctx, arrowflightsql.SubstraitPlan{Plan: c.plan}); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s, prepared: want InvalidArgument with %q, got %v", c.name, c.msg, err)
+		}
+	}
+	// Nullability claims are not checked; the plan's own schema reads.
+	lenient := edit(func(s *pb.NamedStruct) {
+		s.Struct.Types[1] = &pb.Type{Kind: &pb.Type_String_{String_: &pb.Type_String{Nullability: pb.Type_NULLABILITY_REQUIRED}}}
+	})
+	for _, p := range [][]byte{good, lenient} {
+		if rows, err := substraitRows(cnxn, p); err != nil || fmtRows(rows) != fmtRows([][]string{{"1", "x"}}) {
+			t.Errorf("good plan: %v, %v", rows, err)
+		}
+	}
+}
+
+// TestSubstraitTypeRanges: a type whose precision or length is out of
+// the range SQL allows is refused with the path in the plan, not clamped
+// (precision_timestamp 12 read as TIMESTAMP(9)) or let through (varchar
+// of length -1).
+func TestSubstraitTypeRanges(t *testing.T) {
+	ts := startServer(t, flightsql.Options{})
+	cnxn := ts.connect(t, nil)
+	mustExec(t, cnxn, "CREATE TABLE t (a BIGINT, b STRING)")
+	mustExec(t, cnxn, "INSERT INTO t VALUES (1, '2024-01-02 03:04:05')")
+	good := explainSubstrait(t, cnxn, "SELECT a, b FROM t")
+	cl, _ := ts.rawClient(t)
+	ctx := context.Background()
+	// cast puts CAST(b AS typ) at the root.
+	cast := func(typ *pb.Type) []byte {
+		return editPlan(t, good, func(p *pb.Plan) {
+			root := p.Relations[0].GetRoot()
+			e := &pb.Expression{RexType: &pb.Expression_Cast_{Cast: &pb.Expression_Cast{Type: typ, Input: fieldRef(1)}}}
+			root.Input = &pb.Rel{RelType: &pb.Rel_Project{Project: &pb.ProjectRel{Input: root.Input, Expressions: []*pb.Expression{e},
+				Common: &pb.RelCommon{EmitKind: &pb.RelCommon_Emit_{Emit: &pb.RelCommon_Emit{OutputMapping: []int32{2}}}}}}}
+			root.Names = []string{"x"}
+		})
+	}
+	cases := []struct {
+		name string
+		typ  *pb.Type
+		msg  string
+	}{
+		{"precision_timestamp 12", &pb.Type{Kind: &pb.Type_PrecisionTimestamp_{PrecisionTimestamp: &pb.Type_PrecisionTimestamp{Precision: 12}}},
+			"root.input.project.expressions[0].cast.type: precision_timestamp precision 12 is out of range (0 to 9"},
+		{"precision_timestamp_tz -1", &pb.Type{Kind: &pb.Type_PrecisionTimestampTz{PrecisionTimestampTz: &pb.Type_PrecisionTimestampTZ{Precision: -1}}},
+			"cast.type: precision_timestamp_tz precision -1 is out of range"},
+		{"precision_time 10", &pb.Type{Kind: &pb.Type_PrecisionTime_{PrecisionTime: &pb.Type_PrecisionTime{Precision: 10}}},
+			"cast.type: precision_time precision 10 is out of range"},
+		{"varchar -1", &pb.Type{Kind: &pb.Type_Varchar{Varchar: &pb.Type_VarChar{Length: -1}}},
+			"root.input.project.expressions[0].cast.type: varchar length -1 is out of range (0 or more)"},
+		{"fixed_char -2", &pb.Type{Kind: &pb.Type_FixedChar_{FixedChar: &pb.Type_FixedChar{Length: -2}}},
+			"cast.type: fixed_char length -2 is out of range"},
+	}
+	for _, c := range cases {
+		_, err := cl.ExecuteSubstrait(ctx, arrowflightsql.SubstraitPlan{Plan: cast(c.typ)})
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s: want InvalidArgument with %q, got %v", c.name, c.msg, err)
+		}
+	}
+	// In range, they read.
+	for _, typ := range []*pb.Type{
+		{Kind: &pb.Type_PrecisionTimestamp_{PrecisionTimestamp: &pb.Type_PrecisionTimestamp{Precision: 9}}},
+		{Kind: &pb.Type_Varchar{Varchar: &pb.Type_VarChar{Length: 10}}},
+	} {
+		if _, err := substraitRows(cnxn, cast(typ)); err != nil {
+			t.Errorf("cast to %v: %v", typ, err)
+		}
 	}
 }

@@ -69,6 +69,13 @@ func (s *Server) sqlTransaction(ctx context.Context, st *engine.Statement) (ok b
 		fs.SetSessionOption(optTransaction, stringOption(tx.ID()))
 		return true, nil
 	}
+	if tx := st.Txn(); tx != nil && tx.ID() != open {
+		// The statement carries a transaction the client began with
+		// BeginTransaction (ADBC with autocommit off): the client ends it.
+		// This said no transaction was in progress and that writes had been
+		// committed, while they were pending in it.
+		return true, fmt.Errorf("%s: this statement runs in transaction %s, which the client began through its API; end it there (ADBC: commit() or rollback()), not with SQL: %w", kind, tx.ID(), engine.ErrTxnActive)
+	}
 	if open == "" {
 		// Loud rather than PostgreSQL's warning: a client that does not
 		// keep the session cookie sent its BEGIN into a session it then

@@ -119,6 +119,34 @@ func TestIngestPhysicalVariants(t *testing.T) {
 	wantRows(t, query(t, cnxn, `SELECT count(*) FROM typed`), "1")
 }
 
+// TestFixedSizeBinaryInput: a fixed_size_binary parameter or ingest column
+// without NULLs is taken as BYTES. arrow-go's cast from it dereferenced the
+// validity bitmap such an array lacks, in a goroutine of its own: the panic
+// took the whole server down.
+func TestFixedSizeBinaryInput(t *testing.T) {
+	ts := startServer(t, flightd.Options{})
+	cnxn := ts.connect(t, nil)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	mustExec(t, cnxn, `CREATE TABLE fb (b BYTES)`)
+	fixed := []arrow.Field{{Name: "b", Type: &arrow.FixedSizeBinaryType{ByteWidth: 2}, Nullable: true}}
+
+	ins := prepare(t, cnxn, `INSERT INTO fb VALUES (?)`)
+	defer ins.Close()
+	params := variantBatch(t, mem, fixed, `["aGk=", "//4="]`)
+	if err := ins.Bind(context.Background(), params); err != nil {
+		t.Fatal(err)
+	}
+	params.Release()
+	if n, err := ins.ExecuteUpdate(context.Background()); err != nil || n != 2 {
+		t.Fatalf("insert of fixed_size_binary parameters: %d, %v", n, err)
+	}
+	in := variantBatch(t, mem, fixed, `["AAE="]`)
+	ingest(t, cnxn, "fb", "adbc.ingest.mode.append", in)
+	in.Release()
+	wantRows(t, query(t, cnxn, `SELECT to_base64(b) FROM fb ORDER BY 1`), "//4=", "AAE=", "aGk=")
+}
+
 // TestParameterVariants: parameters bound as large, view or dictionary
 // strings and unsigned integers work like their stored types.
 func TestParameterVariants(t *testing.T) {
@@ -212,6 +240,10 @@ func TestParameterLossy(t *testing.T) {
 		{`SELECT k FROM lossy WHERE k < ?`, arrow.PrimitiveTypes.Int64, `[6]`, "=5"},
 		// A float narrows to the nearest REAL, as the column's value did.
 		{`SELECT k FROM lossy WHERE x = ?`, arrow.PrimitiveTypes.Float64, `[0.1]`, "=5"},
+		// Bytes that are not UTF-8 for a STRING: a cast shows them as
+		// U+FFFD, bound they would be stored changed (they went out raw).
+		{`SELECT ?`, arrow.BinaryTypes.Binary, `["aGk=", "//5B"]`, "row 2: a BINARY value of 3 bytes that is not UTF-8"},
+		{`SELECT ?`, arrow.BinaryTypes.Binary, `["aGk="]`, "=hi"},
 	} {
 		st := prepare(t, cnxn, c.q)
 		params := variantBatch(t, mem, []arrow.Field{{Name: "0", Type: c.typ, Nullable: true}}, c.json)

@@ -61,8 +61,12 @@ type Index struct {
 
 	// mu is held shared by lookups and exclusively while the index moves
 	// to a new snapshot.
-	mu        sync.RWMutex
+	mu sync.RWMutex
+	// scan reads the index's snapshot. It does not hold the snapshot from
+	// expiry (Scan.Unhold): a lookup holds it while it reads (answer), so
+	// that an index unused for long keeps no snapshots of its table.
 	scan      *tablestore.Scan
+	expired   atomic.Bool // a lookup found scan's snapshot expired: refresh moves the index
 	published <-chan struct{}
 	rows      *cache.Rows[*segment] // nil with CacheNone
 
@@ -137,6 +141,7 @@ func Open(ctx context.Context, t *tablestore.Table, mem memory.Allocator, opts O
 			return nil, err
 		}
 	}
+	scan.Unhold()
 	return x, nil
 }
 
@@ -257,32 +262,54 @@ func (x *Index) Lookup(ctx context.Context, req Request) (arrow.RecordBatch, int
 		}
 		want = latest
 	}
-	if err := x.refresh(ctx, want); err != nil {
-		return nil, 0, err
+	// An index unused while its snapshot expired moves to a new one; a
+	// lookup racing further commits and expiry may find that one gone too.
+	for attempt := 0; ; attempt++ {
+		if err := x.refresh(ctx, want); err != nil {
+			return nil, 0, err
+		}
+		out, id, expired, err := x.answer(ctx, req)
+		if !expired || attempt == 2 {
+			return out, id, err
+		}
+		x.expired.Store(true)
 	}
+}
+
+// answer answers req at the index's snapshot, holding it from expiry
+// while it reads, or at req.SnapshotID. expired reports that the index's
+// snapshot was gone.
+func (x *Index) answer(ctx context.Context, req Request) (_ arrow.RecordBatch, _ int64, expired bool, _ error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if x.scan == nil {
-		return nil, 0, fmt.Errorf("%w: lookup index of %s is closed", tablestore.ErrInvalid, x.t.Load().Ident())
+		return nil, 0, false, fmt.Errorf("%w: lookup index of %s is closed", tablestore.ErrInvalid, x.t.Load().Ident())
 	}
 	if req.SnapshotID != 0 && req.SnapshotID != x.scan.SnapshotID() {
 		scan, err := x.t.Load().NewScan(ctx, tablestore.ScanSpec{SnapshotID: req.SnapshotID})
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, false, err
 		}
 		defer scan.Close()
 		if !scan.Schema().Equal(x.scan.Schema()) {
 			// Written after an ALTER TABLE the index's handle has not
 			// seen (a snapshot written before one reads with the
 			// handle's columns).
-			return nil, 0, fmt.Errorf("%w: lookup of %s at snapshot %d: the table's columns changed since; run the statement again",
+			return nil, 0, false, fmt.Errorf("%w: lookup of %s at snapshot %d: the table's columns changed since; run the statement again",
 				tablestore.ErrConflict, x.t.Load().Ident(), req.SnapshotID)
 		}
 		out, err := x.lookup(ctx, scan, nil, req)
-		return out, scan.SnapshotID(), err
+		return out, scan.SnapshotID(), false, err
+	}
+	if id := x.scan.SnapshotID(); id > 0 { // 0: the table had none
+		release, err := x.t.Load().Hold(id)
+		if err != nil {
+			return nil, 0, errors.Is(err, tablestore.ErrSnapshotNotFound), err
+		}
+		defer release()
 	}
 	out, err := x.lookup(ctx, x.scan, x.rows, req)
-	return out, x.scan.SnapshotID(), err
+	return out, x.scan.SnapshotID(), false, err
 }
 
 func (x *Index) check(req Request) error {
@@ -371,7 +398,7 @@ func (x *Index) follow(ctx context.Context) (int64, error) {
 // index's (another process committed it: Published follows this process's
 // commits only), or the table was replaced.
 func (x *Index) refresh(ctx context.Context, want int64) error {
-	moved := func() bool { return want > x.scan.SnapshotID() || x.replaced.Load() }
+	moved := func() bool { return want > x.scan.SnapshotID() || x.replaced.Load() || x.expired.Load() }
 	x.mu.RLock()
 	ch, behind := x.published, x.scan != nil && moved()
 	x.mu.RUnlock()
@@ -389,6 +416,7 @@ func (x *Index) refresh(ctx context.Context, want int64) error {
 	}
 	next := x.t.Load().Published()
 	replaced := x.replaced.Swap(false) // before the scan: a later check may set it again
+	x.expired.Store(false)
 	scan, err := x.t.Load().NewScan(ctx, tablestore.ScanSpec{})
 	if err != nil {
 		return err
@@ -405,6 +433,7 @@ func (x *Index) refresh(ctx context.Context, want int64) error {
 		}
 	}
 	x.scan.Close()
+	scan.Unhold()
 	x.scan, x.published = scan, next
 	return nil
 }

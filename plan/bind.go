@@ -284,7 +284,9 @@ func (b *binder) table(n *sql.Name) (*tablestore.Table, int64) {
 		if errors.Is(err, tablestore.ErrTableNotFound) || errors.Is(err, tablestore.ErrDatabaseNotFound) {
 			if vc := b.views(); vc != nil {
 				if _, verr := vc.View(b.ctx, id); verr == nil {
-					b.failWrap(n.Pos, err, "%s is a view, not a table", id)
+					// The name exists: the statement is wrong for it
+					// (InvalidArgument), not a missing table's NotFound.
+					b.fail(n.Pos, "%s is a view, not a table", id)
 				}
 			}
 			b.failWrap(n.Pos, err, "table %s not found", id)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -79,6 +80,17 @@ type sharedScan struct {
 	once sync.Once
 	scan *tablestore.Scan
 	err  error
+	// users counts the stripes built to read it that have not closed
+	// their reads; the last one closes the scan. (One never opened leaves
+	// it to the scan's cleanup when collected.)
+	users atomic.Int32
+}
+
+// done is called by a stripe once it has closed its reads of the scan.
+func (sh *sharedScan) done() {
+	if sh.users.Add(-1) == 0 && sh.scan != nil {
+		sh.scan.Close()
+	}
 }
 
 // analyzeState collects the runtime statistics of one execution.
@@ -514,6 +526,7 @@ func (bd *builder) scan(ts *TableScan) (exec.Operator, error) {
 			shared = &sharedScan{}
 			bd.shared[ts] = shared
 		}
+		shared.users.Add(1)
 	}
 	var ranges []*exec.KeyRange
 	for _, r := range ts.Ranges {
@@ -525,6 +538,7 @@ func (bd *builder) scan(ts *TableScan) (exec.Operator, error) {
 		spec.Parallelism = bd.ec.Workers()
 		var s *tablestore.Scan
 		var err error
+		var done func()
 		if shared != nil {
 			// The first stripe to open plans the scan for all of them.
 			shared.once.Do(func() {
@@ -533,14 +547,20 @@ func (bd *builder) scan(ts *TableScan) (exec.Operator, error) {
 					an.addScan(ts, shared.scan)
 				}
 			})
-			s, err = shared.scan, shared.err
+			s, err, done = shared.scan, shared.err, shared.done
 		} else {
 			s, err = t.NewScan(ctx, spec)
-			if err == nil && an != nil {
-				an.addScan(ts, s)
+			if err == nil {
+				done = s.Close
+				if an != nil {
+					an.addScan(ts, s)
+				}
 			}
 		}
 		if err != nil {
+			if done != nil {
+				done()
+			}
 			return nil, fmt.Errorf("scan %s: %w", t.Ident(), err)
 		}
 		splits := n.Read.splits(s)
@@ -553,7 +573,7 @@ func (bd *builder) scan(ts *TableScan) (exec.Operator, error) {
 		if stripes > 1 {
 			splits = partSplits(splits, stripe, stripes)
 		}
-		return &splitChain{splits: splits}, nil
+		return &splitChain{splits: splits, done: done}, nil
 	})
 	// The rows no build key matches go before they reach the joins.
 	var keySets []*exec.KeySetExpr
@@ -700,10 +720,13 @@ func (bd *builder) bucketJoin(n *MergeJoin) (exec.Operator, error) {
 	return u, nil
 }
 
-// splitChain reads the splits of a scan one after another.
+// splitChain reads the splits of a scan one after another. done, called
+// once at Close, ends its use of the scan, which lets expiry take the
+// snapshot read.
 type splitChain struct {
 	splits []tablestore.Split
 	cur    tablestore.BatchReader
+	done   func()
 }
 
 func (s *splitChain) Next(ctx context.Context) (arrow.RecordBatch, error) {
@@ -739,12 +762,16 @@ func (s *splitChain) Next(ctx context.Context) (arrow.RecordBatch, error) {
 
 func (s *splitChain) Close() error {
 	s.splits = nil
+	var err error
 	if s.cur != nil {
-		err := s.cur.Close()
+		err = s.cur.Close()
 		s.cur = nil
-		return err
 	}
-	return nil
+	if s.done != nil {
+		s.done()
+		s.done = nil
+	}
+	return err
 }
 
 // maxOneCheck is a filter predicate that keeps every row and fails when a

@@ -396,14 +396,27 @@ func compile(e Expr, lay layout, params arrow.RecordBatch) (exec.Expr, error) {
 	return nil, fmt.Errorf("%w: cannot compile %T", errInternal, e)
 }
 
-// paramScalar is the value of a one-row parameter column. A nested value's
-// scalar keeps a slice of its array: copy it to the Go heap, as other plan
-// constants are, so the plan holds none of the query's memory.
+// paramScalar is the value of a one-row parameter column.
 func paramScalar(col arrow.Array) (scalar.Scalar, error) {
-	if !vectorized.IsNested(col.DataType()) {
-		return scalar.GetScalar(col, 0)
+	return ownScalar(col, 0)
+}
+
+// ownScalar is row i of a as a scalar that holds none of a's memory. A
+// nested or binary value's scalar keeps a slice of its array's buffers:
+// copy it to the Go heap, as other plan constants are. A BYTES parameter's
+// buffer stayed held for good (its plan never releases scalars), a leak
+// of the client's parameters on every execution.
+func ownScalar(a arrow.Array, i int) (scalar.Scalar, error) {
+	switch a.DataType().ID() {
+	case arrow.BINARY, arrow.LARGE_BINARY, arrow.FIXED_SIZE_BINARY, arrow.BINARY_VIEW:
+	default:
+		if !vectorized.IsNested(a.DataType()) {
+			return scalar.GetScalar(a, i)
+		}
 	}
-	c, err := array.Concatenate([]arrow.Array{col}, memory.NewGoAllocator())
+	one := array.NewSlice(a, int64(i), int64(i+1))
+	defer one.Release()
+	c, err := array.Concatenate([]arrow.Array{one}, memory.NewGoAllocator())
 	if err != nil {
 		return nil, err
 	}

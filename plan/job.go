@@ -24,6 +24,15 @@ type JobCatalog interface {
 	JobRows(ctx context.Context) ([][]string, error)
 }
 
+// JobFeedCatalog is a Catalog that runs continuous jobs whose edges the
+// materialized tables' cycle check follows: a job writing a table feeds it
+// from the tables the job streams.
+type JobFeedCatalog interface {
+	// JobFeed is the running continuous job writing table id and the
+	// tables it streams; "" when none writes id.
+	JobFeed(ctx context.Context, id tablestore.Ident) (job string, from []*tablestore.Table, err error)
+}
+
 // JobColumns are the columns of SHOW JOBS.
 var JobColumns = []string{"job_id", "state", "sink", "sink_snapshot", "source_positions", "lag", "node", "error", "sql", "start", "start_positions", "source_rows"}
 

@@ -251,9 +251,9 @@ func (b *binder) materializedTable(id tablestore.Ident, q *sql.Query, cols []*sq
 		b.fail(q.Pos, "the query of materialized table %s reads the table itself", id)
 	}
 	if via := b.readsThrough(n, id, map[tablestore.Ident]bool{id: true}); via != nil {
-		// The same through other materialized tables: their refreshes
-		// would feed each other forever.
-		b.fail(q.Pos, "the query of materialized table %s reads the table itself through materialized table %s", id, IdentChain(via))
+		// The same through other materialized tables or running
+		// continuous jobs: their commits would feed each other forever.
+		b.fail(q.Pos, "the query of materialized table %s reads the table itself through %s", id, chainText(via))
 	}
 	var fields []arrow.Field
 	names := map[string]int{}
@@ -716,30 +716,88 @@ func (b *binder) bindDescribeExtended(name *sql.Name) Statement {
 	return b.stringValues([]string{"name", "type", "null", "key"}, b.describeMaterialized(t, describeRows(t)))
 }
 
-// readsThrough returns the chain of materialized tables through which plan
-// n reads table id: a table n scans whose query reads id, directly or
-// through the materialized tables it reads in turn (nil: none). seen holds
+// link is a table of a chain of tables each fed from the next: by its
+// materialized query, or by job, the running continuous job writing it.
+type link struct {
+	id  tablestore.Ident
+	job string
+}
+
+// chainText prints a chain: "materialized table a -> b" when materialized
+// queries make all of it, else each table with what feeds it.
+func chainText(links []link) string {
+	if !slices.ContainsFunc(links, func(l link) bool { return l.job != "" }) {
+		ids := make([]tablestore.Ident, len(links))
+		for i, l := range links {
+			ids[i] = l.id
+		}
+		return "materialized table " + IdentChain(ids)
+	}
+	s := make([]string, len(links))
+	for i, l := range links {
+		s[i] = "materialized table " + l.id.String()
+		if l.job != "" {
+			s[i] = fmt.Sprintf("%s (written by continuous job %s)", l.id, l.job)
+		}
+	}
+	return strings.Join(s, " -> ")
+}
+
+// readsThrough returns the chain of tables through which plan n reads
+// table id (nil: none): a table n scans that is fed from id, by its
+// materialized query or by the running continuous job writing it
+// (JobFeedCatalog), directly or through tables fed so in turn. seen holds
 // the tables already followed. A query that no longer binds reads nothing
 // here: its refreshes fail on their own.
-func (b *binder) readsThrough(n Node, id tablestore.Ident, seen map[tablestore.Ident]bool) []tablestore.Ident {
-	for _, t := range ScannedTables(n) {
-		md := t.Materialized()
-		if md == nil || seen[t.Ident()] {
+func (b *binder) readsThrough(n Node, id tablestore.Ident, seen map[tablestore.Ident]bool) []link {
+	return b.fedThrough(ScannedTables(n), id, seen)
+}
+
+func (b *binder) fedThrough(tables []*tablestore.Table, id tablestore.Ident, seen map[tablestore.Ident]bool) []link {
+	type feed struct {
+		job  string
+		from []*tablestore.Table
+	}
+	for _, t := range tables {
+		if seen[t.Ident()] {
 			continue
 		}
 		seen[t.Ident()] = true
-		src := b.bindMaterializedQuery(t.Ident(), md.Query)
-		if src == nil {
-			continue
+		var feeds []feed
+		if md := t.Materialized(); md != nil {
+			if src := b.bindMaterializedQuery(t.Ident(), md.Query); src != nil {
+				feeds = append(feeds, feed{"", ScannedTables(src)})
+			}
 		}
-		if reads(src, id) {
-			return []tablestore.Ident{t.Ident()}
+		if job, from := b.jobFeed(t.Ident()); job != "" {
+			feeds = append(feeds, feed{job, from})
 		}
-		if via := b.readsThrough(src, id, seen); via != nil {
-			return append([]tablestore.Ident{t.Ident()}, via...)
+		for _, f := range feeds {
+			if slices.ContainsFunc(f.from, func(s *tablestore.Table) bool { return s.Ident() == id }) {
+				return []link{{t.Ident(), f.job}}
+			}
+		}
+		for _, f := range feeds {
+			if via := b.fedThrough(f.from, id, seen); via != nil {
+				return append([]link{{t.Ident(), f.job}}, via...)
+			}
 		}
 	}
 	return nil
+}
+
+// jobFeed is the running continuous job writing table id and the tables
+// it streams, from a catalog that runs jobs.
+func (b *binder) jobFeed(id tablestore.Ident) (string, []*tablestore.Table) {
+	jc, ok := b.cat.(JobFeedCatalog)
+	if !ok {
+		return "", nil
+	}
+	job, from, err := jc.JobFeed(b.ctx, id)
+	if err != nil {
+		b.failWrap(sql.Pos{}, err, "continuous jobs writing %s: %v", id, err)
+	}
+	return job, from
 }
 
 // bindMaterializedQuery binds the stored query of materialized table id,

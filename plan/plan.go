@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -128,19 +129,55 @@ func (q *Query) ConvertParams(ctx context.Context, ec *exec.Context, params arro
 			cols[i] = col
 			continue
 		}
+		if bin, ok := col.(*array.Binary); ok && vectorized.IsString(f.Type) {
+			// A cast shows such bytes as U+FFFD: bound, they would be
+			// stored changed (bulk ingest refuses them too).
+			for r := range bin.Len() {
+				if bin.IsValid(r) && !utf8.Valid(bin.Value(r)) {
+					return nil, fmt.Errorf("%w: parameter $%d, row %d: a BINARY value of %d bytes that is not UTF-8, where the statement takes %s", ErrParams, i+1, r+1, len(bin.Value(r)), SQLTypeName(f.Type))
+				}
+			}
+		}
 		cast, err := exec.NewCast(exec.NewColumn(i, col.DataType(), f.Name), f.Type)
 		if err != nil {
 			return nil, fmt.Errorf("%w: parameter $%d: %v", ErrParams, i+1, err)
 		}
 		if cols[i], err = cast.Eval(ctx, ec, params); err != nil {
-			return nil, fmt.Errorf("%w: parameter $%d does not convert to %s: %v", ErrParams, i+1, SQLTypeName(f.Type), err)
+			return nil, fmt.Errorf("%w: %sparameter $%d does not convert to %s: %v", ErrParams, badRow(ctx, ec, params, cast, col, false), i+1, SQLTypeName(f.Type), err)
 		}
 		if err := checkExact(ctx, ec, col, cols[i]); err != nil {
-			return nil, fmt.Errorf("%w: parameter $%d is %s where the statement takes %s, and %v (CAST(? AS %s) in the statement takes it as it is)",
-				ErrParams, i+1, SQLTypeName(col.DataType()), SQLTypeName(f.Type), err, SQLTypeName(col.DataType()))
+			return nil, fmt.Errorf("%w: %sparameter $%d is %s where the statement takes %s, and %v (CAST(? AS %s) in the statement takes it as it is)",
+				ErrParams, badRow(ctx, ec, params, cast, col, true), i+1, SQLTypeName(col.DataType()), SQLTypeName(f.Type), err, SQLTypeName(col.DataType()))
 		}
 	}
 	return array.NewRecordBatch(q.params, cols, params.NumRows()), nil
+}
+
+// badRow names the first parameter row (1-based) of several whose
+// conversion by cast fails (exact: or is not exact), as "parameter row N
+// of M: "; "" for one row, or when no single row fails.
+func badRow(ctx context.Context, ec *exec.Context, params arrow.RecordBatch, cast exec.Expr, col arrow.Array, exact bool) string {
+	n := params.NumRows()
+	if n <= 1 {
+		return ""
+	}
+	for r := range n {
+		one := params.NewSlice(r, r+1)
+		conv, err := cast.Eval(ctx, ec, one)
+		if err == nil && exact {
+			orig := array.NewSlice(col, r, r+1)
+			err = checkExact(ctx, ec, orig, conv)
+			orig.Release()
+		}
+		if conv != nil {
+			conv.Release()
+		}
+		one.Release()
+		if err != nil {
+			return fmt.Sprintf("parameter row %d of %d: ", r+1, n)
+		}
+	}
+	return ""
 }
 
 // checkExact reports an error when converting a number or a time (orig)

@@ -543,7 +543,7 @@ func paramValue(params arrow.RecordBatch, row int, p *ParamRef) (scalar.Scalar, 
 	if params == nil || int(params.NumCols()) < p.Index || int(params.NumRows()) <= row {
 		return nil, fmt.Errorf("%w: parameter $%d has no value", ErrParams, p.Index)
 	}
-	v, err := scalar.GetScalar(params.Column(p.Index-1), row)
+	v, err := ownScalar(params.Column(p.Index-1), row)
 	if err != nil {
 		return nil, fmt.Errorf("%w: parameter $%d: %v", ErrParams, p.Index, err)
 	}

@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -165,7 +166,9 @@ func quoteRune(r rune) string {
 	if r == utf8.RuneError {
 		return "(invalid UTF-8)"
 	}
-	return "'" + string(r) + "'"
+	// Escaped unless printable: a NUL, an ESC sequence or a bidi override
+	// went into error messages (and the terminals and logs showing them) raw.
+	return strconv.QuoteRune(r)
 }
 
 func (l *lexer) number(start Pos) token {

@@ -107,3 +107,20 @@ func TestCheckSize(t *testing.T) {
 		}
 	}
 }
+
+// TestUnexpectedCharacterQuoted: an unexpected character is named escaped
+// unless printable; a NUL, ESC or bidi override went into the message raw.
+func TestUnexpectedCharacterQuoted(t *testing.T) {
+	for src, want := range map[string]string{
+		"SELECT 1\x00":    `'\x00'`,
+		"SELECT \x1b[31m": `'\x1b'`,
+		"SELECT \u202e":   `'\u202e'`,
+		"SELECT 1 \u00a7": `'§'`,
+		"SELECT 1 \xff":   "(invalid UTF-8)",
+	} {
+		_, err := ParseOne(src)
+		if err == nil || !strings.Contains(err.Error(), "unexpected character "+want) {
+			t.Errorf("%q: %v, want unexpected character %s", src, err, want)
+		}
+	}
+}

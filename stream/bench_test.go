@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
+	"runtime"
+	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
@@ -26,11 +28,21 @@ type cycle struct {
 	snap    int64
 	marker  bool
 	idx, n  int
+	wait    <-chan struct{} // closed before the first chunk (nil: none)
+	done    chan struct{}   // closed at the end (nil: none)
 }
 
 func (c *cycle) Schema() *arrow.Schema      { return c.schema }
 func (c *cycle) Open(context.Context) error { return nil }
-func (c *cycle) Next(context.Context) (Chunk, error) {
+func (c *cycle) Next(ctx context.Context) (Chunk, error) {
+	if c.wait != nil {
+		select {
+		case <-c.wait:
+		case <-ctx.Done():
+			return Chunk{}, ctx.Err()
+		}
+		c.wait = nil
+	}
 	pos := make(Pos, c.n)
 	pos[c.idx] = c.snap
 	if c.marker {
@@ -38,6 +50,10 @@ func (c *cycle) Next(context.Context) (Chunk, error) {
 		return Chunk{Pos: pos}, nil
 	}
 	if c.rows <= 0 {
+		if c.done != nil {
+			close(c.done)
+			c.done = nil
+		}
 		return Chunk{}, io.EOF
 	}
 	b := c.batches[c.i%len(c.batches)]
@@ -284,22 +300,26 @@ func BenchmarkCheckpointDelta(b *testing.B) {
 	b.ReportMetric(float64(size)/float64(b.N), "B/checkpoint")
 }
 
+// bidSchema is an insert-only changelog of Nexmark's bids.
+func bidSchema() *arrow.Schema {
+	return withKind([]arrow.Field{
+		{Name: "auction", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "bidder", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "price", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "channel", Type: arrow.BinaryTypes.String},
+		{Name: "url", Type: arrow.BinaryTypes.String},
+		{Name: "dateTime", Type: &arrow.TimestampType{Unit: arrow.Millisecond}},
+		{Name: "extra", Type: arrow.BinaryTypes.String},
+	})
+}
+
 // q18Bids builds n insert-only bids shaped as Nexmark's (auction, bidder,
 // price, channel, url, dateTime, extra), in batches of batch: ten per
 // millisecond in time order, half to the latest hot auction and three in
 // four by the latest hot bidder, the others to one of the 150 latest, so
 // that about one bid in 3.5 is the first of its (bidder, auction).
 func q18Bids(mem memory.Allocator, n, batch int) (*arrow.Schema, []arrow.RecordBatch) {
-	ts := &arrow.TimestampType{Unit: arrow.Millisecond}
-	schema := withKind([]arrow.Field{
-		{Name: "auction", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "bidder", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "price", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "channel", Type: arrow.BinaryTypes.String},
-		{Name: "url", Type: arrow.BinaryTypes.String},
-		{Name: "dateTime", Type: ts},
-		{Name: "extra", Type: arrow.BinaryTypes.String},
-	})
+	schema := bidSchema()
 	rng := rand.New(rand.NewSource(1))
 	hot := []string{"Google", "Facebook", "Baidu", "Apple"}
 	var out []arrow.RecordBatch
@@ -366,4 +386,146 @@ func BenchmarkRankQ18(b *testing.B) {
 	}
 	// The machine is shared: CPU time (GC's included) is the cost.
 	b.ReportMetric(float64((cpuTime(b)-cpu).Nanoseconds())/float64(b.N*n), "cpu-ns/bid")
+}
+
+// BenchmarkJoinQ20: Nexmark q20's join, bids (q18Bids, 200,000 per op in
+// snapshots of 10,000) with the auctions of one category in five, both
+// insert-only: every bid is held, about one in five is emitted joined.
+// cpu-ns/bid is per bid.
+func BenchmarkJoinQ20(b *testing.B) {
+	const n = 200_000
+	mem := memory.NewGoAllocator()
+	bidSchema, bids := q18Bids(mem, n, 10_000)
+	ts := &arrow.TimestampType{Unit: arrow.Millisecond}
+	auctionSchema := withKind([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "itemName", Type: arrow.BinaryTypes.String},
+		{Name: "dateTime", Type: ts},
+		{Name: "category", Type: arrow.PrimitiveTypes.Int64},
+	})
+	ab := array.NewRecordBuilder(mem, auctionSchema)
+	for id := int64(1000); id < 1000+n*3/46; id += 5 {
+		ab.Field(0).(*array.StringBuilder).Append(kindInsert)
+		ab.Field(1).(*array.Int64Builder).Append(id)
+		ab.Field(2).(*array.StringBuilder).Append(fmt.Sprintf("item-%d", id))
+		ab.Field(3).(*array.TimestampBuilder).Append(arrow.Timestamp(1_436_918_400_000 + id))
+		ab.Field(4).(*array.Int64Builder).Append(10)
+	}
+	auctions := ab.NewRecordBatch()
+	ab.Release()
+	defer auctions.Release()
+	defer func() {
+		for _, x := range bids {
+			x.Release()
+		}
+	}()
+	spec := JoinSpec{Kind: exec.InnerJoin, LeftKeys: []exec.Expr{col(1, "auction")}, RightKeys: []exec.Expr{col(1, "id")}, InsertOnly: [2]bool{true, true}}
+	b.ResetTimer()
+	cpu := cpuTime(b)
+	for range b.N {
+		for _, x := range bids {
+			x.Retain() // cycle releases them at Close
+		}
+		auctions.Retain()
+		left := &cycle{schema: bidSchema, batches: bids, rows: n, n: 2}
+		right := &cycle{schema: auctionSchema, batches: []arrow.RecordBatch{auctions}, rows: int(auctions.NumRows()), idx: 1, n: 2}
+		// The auctions come first, as they do in Nexmark.
+		right.done = make(chan struct{})
+		left.wait = right.done
+		j, err := NewJoin(exec.NewContext(mem), left, right, spec, NewBudget(0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		drainAll(b, j)
+	}
+	b.ReportMetric(float64((cpuTime(b)-cpu).Nanoseconds())/float64(b.N*n), "cpu-ns/bid")
+}
+
+// BenchmarkRankTop1Many: q18's deduplication (as BenchmarkRankQ18) over
+// 3,000,000 bids of 1,500,000 (bidder, auction) pairs at random, about
+// 1,300,000 of them seen, in snapshots of 10,000: a state as large as
+// q18's at 5M events. heap-MB is the heap the state holds at the end
+// (after a GC, besides the input's), gc-cpu-s the CPU time the garbage
+// collector took, cpu-ns/bid the CPU time of the run (not of the
+// GCs measuring the heap) per input row.
+func BenchmarkRankTop1Many(b *testing.B) {
+	const n, pairs = 3_000_000, 1_500_000
+	mem := memory.NewGoAllocator()
+	schema := bidSchema()
+	rng := rand.New(rand.NewSource(1))
+	var batches []arrow.RecordBatch
+	for start := 0; start < n; start += 10_000 {
+		bb := array.NewRecordBuilder(mem, schema)
+		for j := start; j < start+10_000; j++ {
+			pair := rng.Int63n(pairs)
+			channel := fmt.Sprintf("channel-%d", rng.Intn(10_000))
+			bb.Field(0).(*array.StringBuilder).Append(kindInsert)
+			bb.Field(1).(*array.Int64Builder).Append(1000 + pair%10_000)
+			bb.Field(2).(*array.Int64Builder).Append(1000 + pair/10_000)
+			bb.Field(3).(*array.Int64Builder).Append(int64(100 + rng.Intn(10_000_000)))
+			bb.Field(4).(*array.StringBuilder).Append(channel)
+			bb.Field(5).(*array.StringBuilder).Append("https://www.nexmark.com/" + channel + "/item.htm?query=1")
+			bb.Field(6).(*array.TimestampBuilder).Append(arrow.Timestamp(1_436_918_400_000 + int64(j/10)))
+			bb.Field(7).(*array.StringBuilder).Append(strings.Repeat("x", rng.Intn(40)))
+		}
+		batches = append(batches, bb.NewRecordBatch())
+		bb.Release()
+	}
+	defer func() {
+		for _, x := range batches {
+			x.Release()
+		}
+	}()
+	spec := RankSpec{
+		Partition: []exec.Expr{col(2, "bidder"), col(1, "auction")},
+		Order:     []exec.SortKey{{Expr: exec.NewColumn(6, schema.Field(6).Type, "dateTime"), Descending: true}},
+		Lo:        1, Hi: 1, InsertOnly: "bid",
+	}
+	gcCPU := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	var heap, gc float64
+	var cpu time.Duration
+	ctx := context.Background()
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		before := ms.HeapInuse
+		metrics.Read(gcCPU)
+		gcBefore := gcCPU[0].Value.Float64()
+		cpuBefore := cpuTime(b)
+		b.StartTimer()
+		for _, x := range batches {
+			x.Retain() // cycle releases them at Close
+		}
+		r, err := NewRank(exec.NewContext(mem), &cycle{schema: schema, batches: batches, rows: n, n: 1}, spec, NewBudget(0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Open(ctx); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			if _, err := r.Next(ctx); err == io.EOF {
+				break
+			} else if err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		cpu += cpuTime(b) - cpuBefore
+		metrics.Read(gcCPU)
+		gc += gcCPU[0].Value.Float64() - gcBefore
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		heap += float64(ms.HeapInuse-before) / (1 << 20)
+		b.StartTimer()
+		if err := r.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*n), "cpu-ns/bid")
+	b.ReportMetric(heap/float64(b.N), "heap-MB")
+	b.ReportMetric(gc/float64(b.N), "gc-cpu-s")
 }

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -29,7 +30,8 @@ type JoinSpec struct {
 	// table's rows): it keeps no index by whole row, which cost a map
 	// insert and an encoding of every column per row, and each copy of a
 	// row is an entry of its own; a retraction (a DELETE of the append
-	// table) finds its row among its key's rows.
+	// table) finds its row among its key's rows. Its rows are held
+	// encoded, not boxed: most are held and never emitted (q20's bids).
 	InsertOnly [2]bool
 }
 
@@ -71,6 +73,7 @@ type Join struct {
 // strings, say) are never copied into a batch.
 type joinResidual struct {
 	cols   []int         // the pair row's columns the batches hold
+	sel    [2][]int      // cols, as columns of each side (nil: all)
 	schema *arrow.Schema // of those columns, without the row kind
 	expr   exec.Expr     // over schema; over the row kind and every column when whole
 	whole  bool          // expr could not be narrowed (or reads the row kind)
@@ -99,27 +102,40 @@ type twoInputs struct {
 
 type joinSide struct {
 	keys  []exec.Expr
-	get   rowGetter
 	width int
-	table map[string][]*joinRow // by join key
+	// table holds the rows by join key, each key's behind a pointer so
+	// that adding a row to a key takes one map lookup.
+	table map[string]*[]*joinRow
 	// rows finds a distinct row without scanning its key's rows: by the
 	// encoding of all its columns, which folds -0 into 0, so sameRow
 	// picks the exact one among the (almost always single) rows there.
-	// nil on an insert-only side (JoinSpec.InsertOnly).
-	rows  map[string][]*joinRow
-	enc   vectorized.KeyEncoder // join keys
-	renc  vectorized.KeyEncoder // whole rows
-	dec   []orderedDecoder
-	store *spillStore // nil until something spills
+	// nil on an insert-only side (JoinSpec.InsertOnly), whose rows are
+	// held encoded.
+	rows map[string][]*joinRow
+	enc  vectorized.KeyEncoder // join keys
+	renc vectorized.KeyEncoder // whole rows
+	// A boxed side's rows are read by get, decoded by dec and emitted by
+	// put; an insert-only side's are encoded by rowEnc and emitted by
+	// unpack. Rows of the batch being processed are emitted by copy.
+	get     rowGetter
+	dec     []orderedDecoder
+	put     []appender
+	rowEnc  rowEncoder
+	unpack  rowUnpacker
+	copy    []copier
+	scratch []byte
+	store   *spillStore // nil until something spills
 	// changed: the join keys whose rows changed since the last save
 	changed changedKeys
 }
 
 // joinRow is a distinct row of one side: n copies, each matching matches
 // rows of the other side; idx is its place in its key's table entry, rk
-// its whole-row encoding (its key in rows).
+// its whole-row encoding (its key in rows). A boxed side's row is vals,
+// an insert-only side's enc (appendRow's encoding).
 type joinRow struct {
 	vals    []any
+	enc     []byte
 	rk      string
 	n       int64
 	matches int64
@@ -144,21 +160,13 @@ func NewJoin(ec *exec.Context, left, right Operator, spec JoinSpec, budget *Budg
 	var fields []arrow.Field
 	for s, op := range j.in {
 		fs := op.Schema().Fields()[1:]
-		get, err := rowGetterFor(fs)
-		if err != nil {
-			return nil, err
-		}
 		keys := spec.LeftKeys
 		if s == 1 {
 			keys = spec.RightKeys
 		}
-		side := &joinSide{keys: keys, get: get, width: len(fs), table: map[string][]*joinRow{}}
-		if !spec.InsertOnly[s] {
-			side.rows = map[string][]*joinRow{}
-		}
-		for _, f := range fs {
-			d, _ := orderedDecoderFor(f.Type) // as rowGetterFor
-			side.dec = append(side.dec, d)
+		side, err := newJoinSide(keys, fs, spec.InsertOnly[s])
+		if err != nil {
+			return nil, err
 		}
 		j.sides[s] = side
 		if s == 1 && (spec.Kind == exec.SemiJoin || spec.Kind == exec.AntiJoin) {
@@ -184,6 +192,34 @@ func NewJoin(ec *exec.Context, left, right Operator, spec JoinSpec, budget *Budg
 	return j, nil
 }
 
+func newJoinSide(keys []exec.Expr, fs []arrow.Field, insertOnly bool) (*joinSide, error) {
+	s := &joinSide{keys: keys, width: len(fs), table: map[string]*[]*joinRow{}}
+	var err error
+	if insertOnly {
+		if s.rowEnc, err = rowEncoderFor(fs); err != nil {
+			return nil, err
+		}
+		s.unpack, err = rowUnpackerFor(fs)
+	} else {
+		s.rows = map[string][]*joinRow{}
+		s.get, err = rowGetterFor(fs)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range fs {
+		// Every type has these once it has a getter (or an unpacker).
+		c, _ := copierFor(f.Type)
+		s.copy = append(s.copy, c)
+		if !insertOnly {
+			d, _ := orderedDecoderFor(f.Type)
+			p, _ := appenderFor(f.Type)
+			s.dec, s.put = append(s.dec, d), append(s.put, p)
+		}
+	}
+	return s, nil
+}
+
 // newJoinResidual prepares e, compiled over the row kind, the left
 // columns then the right ones, for batches of the columns it reads.
 func newJoinResidual(ec *exec.Context, in [2]Operator, e exec.Expr) (*joinResidual, error) {
@@ -204,6 +240,17 @@ func newJoinResidual(ec *exec.Context, in [2]Operator, e exec.Expr) (*joinResidu
 			r.cols = append(r.cols, c)
 		}
 		r.schema = arrow.NewSchema(pair, nil)
+	}
+	if !r.whole {
+		lw := in[0].Schema().NumFields() - 1
+		r.sel = [2][]int{{}, {}} // a side none of whose columns is read adds none
+		for _, c := range r.cols {
+			if c < lw {
+				r.sel[0] = append(r.sel[0], c)
+			} else {
+				r.sel[1] = append(r.sel[1], c-lw)
+			}
+		}
 	}
 	var err error
 	r.q, err = newOutQueue(ec, withKind(r.schema.Fields()))
@@ -441,7 +488,7 @@ func (j *Join) SaveState(w *StateWriter) error {
 	for _, s := range j.sides {
 		err := w.keyed(&s.changed, func() error {
 			for k, l := range s.table {
-				w.entryScratch(k, appendJoinRows(w.scratch(), l))
+				w.entryScratch(k, appendJoinRows(w.scratch(), *l))
 			}
 			return w.spilled(s.store, func(k string) bool { _, ok := s.table[k]; return ok })
 		}, s.saved)
@@ -462,7 +509,7 @@ func (j *Join) trackChanges() {
 // the key has none).
 func (s *joinSide) saved(k string, b []byte) ([]byte, bool, error) {
 	if l, ok := s.table[k]; ok {
-		return appendJoinRows(b, l), true, nil
+		return appendJoinRows(b, *l), true, nil
 	}
 	return s.store.saved(k)
 }
@@ -527,15 +574,16 @@ func (j *Join) process(ctx context.Context, side int, b arrow.RecordBatch) error
 			grow += loaded
 		}
 	}
-	rows := make([][]any, n)
 	cands := make([][]*joinRow, n)
 	for i := range n {
-		rows[i] = own.get.row(cols, i)
-		if !own.enc.HasNull[i] {
-			cands[i] = other.table[string(own.enc.Key(i))]
+		if own.enc.HasNull[i] {
+			continue
+		}
+		if l := other.table[string(own.enc.Key(i))]; l != nil {
+			cands[i] = *l
 		}
 	}
-	pass, err := j.residual(ctx, side, rows, cands)
+	pass, err := j.residual(ctx, side, cols, cands)
 	if err != nil {
 		return err
 	}
@@ -545,14 +593,11 @@ func (j *Join) process(ctx context.Context, side int, b arrow.RecordBatch) error
 	otherKept := kind == exec.FullJoin || side == 1 && kind == exec.LeftJoin || side == 0 && kind == exec.RightJoin
 	for i, sign := range signs {
 		k := string(own.enc.Key(i))
-		var rk []byte
-		if own.rows != nil {
-			rk = own.renc.Key(i)
-		}
-		e, bytes, err := own.change(k, rk, rows[i], sign)
+		e, bytes, err := own.change(k, cols, i, sign)
 		if err != nil {
 			return err
 		}
+		row := pairPart{cols: cols, row: i}
 		own.changed.add(k)
 		if len(cands[i]) > 0 && (semi || otherKept) {
 			other.changed.add(k) // their match counts change
@@ -568,10 +613,10 @@ func (j *Join) process(ctx context.Context, side int, b arrow.RecordBatch) error
 				continue
 			}
 			m += cand.n
-			if semi {
-				if side == 0 {
-					continue
-				}
+			kept := pairPart{kept: cand}
+			switch {
+			case semi && side == 0:
+			case semi:
 				before := cand.matches
 				cand.matches += int64(sign)
 				if (before == 0) != (cand.matches == 0) {
@@ -580,32 +625,38 @@ func (j *Join) process(ctx context.Context, side int, b arrow.RecordBatch) error
 					if (kind == exec.SemiJoin) == (before == 0) {
 						kd = kindInsert
 					}
-					j.emitN(kd, cand.n, cand.vals, nil, 0)
+					err = j.emitN(kd, cand.n, kept, pairPart{})
 				}
-				continue
-			}
-			if otherKept {
+			case otherKept:
 				before := cand.matches
 				cand.matches += int64(sign)
 				if before == 0 && sign > 0 {
-					j.emitSide(kindDelete, 1-side, cand.n, cand.vals)
+					err = j.emitSide(kindDelete, 1-side, cand.n, kept)
 				}
-				j.emitPair(add, side, rows[i], cand)
-				if cand.matches == 0 && sign < 0 {
-					j.emitSide(kindInsert, 1-side, cand.n, cand.vals)
+				if err == nil {
+					err = j.emitPair(add, side, row, cand)
 				}
-				continue
+				if err == nil && cand.matches == 0 && sign < 0 {
+					err = j.emitSide(kindInsert, 1-side, cand.n, kept)
+				}
+			default:
+				err = j.emitPair(add, side, row, cand)
 			}
-			j.emitPair(add, side, rows[i], cand)
+			if err != nil {
+				return err
+			}
 		}
 		e.matches = m
 		switch {
 		case semi && side == 0:
 			if (kind == exec.SemiJoin) == (m > 0) {
-				j.emitN(add, 1, rows[i], nil, 0)
+				err = j.emitN(add, 1, row, pairPart{})
 			}
 		case ownKept && m == 0:
-			j.emitSide(add, side, 1, rows[i])
+			err = j.emitSide(add, side, 1, row)
+		}
+		if err != nil {
+			return err
 		}
 		if e.n == 0 {
 			grow -= own.remove(k, e)
@@ -616,35 +667,60 @@ func (j *Join) process(ctx context.Context, side int, b arrow.RecordBatch) error
 	return nil
 }
 
-// change adds (sign > 0) or removes one copy of row, whose join key is k
-// and whole-row encoding rk (nil on an insert-only side), and returns its
-// entry.
-func (s *joinSide) change(k string, rk []byte, row []any, sign int8) (*joinRow, int64, error) {
-	var same []*joinRow
-	switch {
-	case s.rows != nil:
-		same = s.rows[string(rk)]
-	case sign < 0: // an insert-only side's retraction: rare
-		same = s.table[k]
+var errRetractsUnknown = fmt.Errorf("%w: join input retracts a row it never added", exec.ErrInvalid)
+
+// change adds (sign > 0) or removes one copy of row i of cols, whose join
+// key is k, and returns its entry and the bytes it added.
+func (s *joinSide) change(k string, cols []arrow.Array, i int, sign int8) (*joinRow, int64, error) {
+	if s.rows == nil {
+		return s.changeEncoded(k, cols, i, sign)
 	}
-	for _, e := range same {
+	rk := s.renc.Key(i)
+	row := s.get.row(cols, i)
+	for _, e := range s.rows[string(rk)] {
 		if sameRow(e.vals, row) {
 			e.n += int64(sign)
 			return e, 0, nil
 		}
 	}
 	if sign < 0 {
-		return nil, 0, fmt.Errorf("%w: join input retracts a row it never added", exec.ErrInvalid)
+		return nil, 0, errRetractsUnknown
 	}
 	e := &joinRow{vals: row, rk: string(rk), n: 1}
+	return e, s.insert(k, e), nil
+}
+
+// changeEncoded is change on an insert-only side: each copy of a row is
+// an entry of its own, and a retraction (rare) finds its row among its
+// key's rows by its encoding, which keeps -0 apart from 0 as sameRow does.
+func (s *joinSide) changeEncoded(k string, cols []arrow.Array, i int, sign int8) (*joinRow, int64, error) {
+	s.scratch = s.rowEnc.appendRow(s.scratch[:0], cols, i)
+	if sign < 0 {
+		var l []*joinRow
+		if p := s.table[k]; p != nil {
+			l = *p
+		}
+		for _, e := range l {
+			if bytes.Equal(e.enc, s.scratch) {
+				e.n--
+				return e, 0, nil
+			}
+		}
+		return nil, 0, errRetractsUnknown
+	}
+	e := &joinRow{enc: bytes.Clone(s.scratch), n: 1}
 	return e, s.insert(k, e), nil
 }
 
 // insert adds distinct row e under key k and returns the bytes it holds.
 func (s *joinSide) insert(k string, e *joinRow) int64 {
 	l := s.table[k]
-	e.idx = len(l)
-	s.table[k] = append(l, e)
+	if l == nil {
+		l = new([]*joinRow)
+		s.table[k] = l
+	}
+	e.idx = len(*l)
+	*l = append(*l, e)
 	if s.rows != nil {
 		s.rows[e.rk] = append(s.rows[e.rk], e)
 	}
@@ -652,23 +728,22 @@ func (s *joinSide) insert(k string, e *joinRow) int64 {
 }
 
 func joinRowBytes(k string, e *joinRow) int64 {
-	return rowBytes(e.vals) + int64(len(k)+len(e.rk)) + 80
+	return rowBytes(e.vals) + int64(len(k)+len(e.rk)+len(e.enc)) + 80
 }
 
 // remove drops entry e, of key k, and returns the bytes it held. A key
 // with no rows left is forgotten by the store, so that its spilled rows
 // do not come back.
 func (s *joinSide) remove(k string, e *joinRow) int64 {
-	l := s.table[k]
+	p := s.table[k]
+	l := *p
 	last := l[len(l)-1]
 	l[e.idx], last.idx = last, e.idx
-	if l = l[:len(l)-1]; len(l) == 0 {
+	if *p = l[:len(l)-1]; len(*p) == 0 {
 		delete(s.table, k)
 		if s.store != nil {
 			s.store.forget(k)
 		}
-	} else {
-		s.table[k] = l
 	}
 	s.unindex(e)
 	return joinRowBytes(k, e)
@@ -701,10 +776,11 @@ func (j *Join) evict() error {
 	var freed int64
 	for _, s := range j.sides {
 		var out []stateEntry
-		for k, l := range s.table {
+		for k, p := range s.table {
 			if freed >= target {
 				break
 			}
+			l := *p
 			for _, e := range l {
 				freed += joinRowBytes(k, e)
 				s.unindex(e)
@@ -750,7 +826,11 @@ func appendJoinRows(b []byte, l []*joinRow) []byte {
 	for _, e := range l {
 		b = binary.AppendUvarint(b, uint64(len(e.rk)))
 		b = append(b, e.rk...)
-		b = appendRow(b, e.vals)
+		if e.enc != nil {
+			b = append(b, e.enc...) // appendRow's encoding already
+		} else {
+			b = appendRow(b, e.vals)
+		}
 		b = binary.AppendVarint(b, e.n)
 		b = binary.AppendVarint(b, e.matches)
 	}
@@ -773,7 +853,14 @@ func (s *joinSide) decodeRows(k string, b []byte) (int64, error) {
 			return 0, errCorruptState
 		}
 		e := &joinRow{rk: string(b[n : n+int(rl)])}
-		if e.vals, b, err = decodeRow(b[n+int(rl):], s.dec); err != nil {
+		b = b[n+int(rl):]
+		if s.rows == nil {
+			var l int
+			if l, err = s.unpack.rowLen(b); err != nil {
+				return 0, err
+			}
+			e.enc, b = bytes.Clone(b[:l]), b[l:]
+		} else if e.vals, b, err = decodeRow(b, s.dec); err != nil {
 			return 0, err
 		}
 		if b, err = readVarints(b, &e.n, &e.matches); err != nil {
@@ -784,40 +871,81 @@ func (s *joinSide) decodeRows(k string, b []byte) (int64, error) {
 	return grow, nil
 }
 
-// emitPair emits copies of a joined row: one per copy of cand.
-func (j *Join) emitPair(kind string, side int, row []any, cand *joinRow) {
-	if side == 0 {
-		j.emitN(kind, cand.n, row, cand.vals, 0)
-	} else {
-		j.emitN(kind, cand.n, cand.vals, row, 0)
+// pairPart is one side's columns of a joined row: a row of the batch
+// being processed, a kept row or, when neither is set, NULLs.
+type pairPart struct {
+	cols []arrow.Array
+	row  int
+	kept *joinRow
+}
+
+// appendPart appends the columns sel (ascending; nil: all) of p, a row of
+// this side, to bs, one builder per column.
+func (s *joinSide) appendPart(bs []array.Builder, p pairPart, sel []int) error {
+	n := len(sel)
+	if sel == nil {
+		n = s.width
 	}
+	col := func(k int) int {
+		if sel == nil {
+			return k
+		}
+		return sel[k]
+	}
+	switch {
+	case p.cols != nil:
+		for k := range n {
+			c := col(k)
+			s.copy[c](bs[k], p.cols[c], p.row)
+		}
+	case p.kept == nil:
+		for k := range n {
+			bs[k].AppendNull()
+		}
+	case s.rows == nil:
+		return s.unpack.appendRow(bs, p.kept.enc, sel)
+	default:
+		for k := range n {
+			c := col(k)
+			s.put[c](bs[k], p.kept.vals[c])
+		}
+	}
+	return nil
+}
+
+// emitPair emits copies of a joined row: row, of side, with each copy of
+// cand.
+func (j *Join) emitPair(kind string, side int, row pairPart, cand *joinRow) error {
+	if side == 0 {
+		return j.emitN(kind, cand.n, row, pairPart{kept: cand})
+	}
+	return j.emitN(kind, cand.n, pairPart{kept: cand}, row)
 }
 
 // emitSide emits n copies of a row of side padded with NULLs.
-func (j *Join) emitSide(kind string, side int, n int64, row []any) {
+func (j *Join) emitSide(kind string, side int, n int64, row pairPart) error {
 	if side == 0 {
-		j.emitN(kind, n, row, nil, j.sides[1].width)
-	} else {
-		j.emitN(kind, n, nil, row, j.sides[0].width)
+		return j.emitN(kind, n, row, pairPart{})
 	}
+	return j.emitN(kind, n, pairPart{}, row)
 }
 
-// emitN emits n copies of left ++ right; nulls NULLs stand in for the
-// side that is nil. A semi or anti join emits left alone.
-func (j *Join) emitN(kind string, n int64, left, right []any, nulls int) {
-	row := left
-	if j.spec.Kind != exec.SemiJoin && j.spec.Kind != exec.AntiJoin {
-		// The padding is row's zero values: nil, NULL.
-		row = make([]any, len(left)+len(right)+nulls)
-		if left == nil {
-			copy(row[nulls:], right)
-		} else {
-			copy(row[copy(row, left):], right)
-		}
-	}
+// emitN emits n copies of left ++ right. A semi or anti join emits left
+// alone.
+func (j *Join) emitN(kind string, n int64, left, right pairPart) error {
+	pair := j.spec.Kind != exec.SemiJoin && j.spec.Kind != exec.AntiJoin
 	for range n {
-		j.q.add(kind, row)
+		bs := j.q.begin(kind)
+		err := j.sides[0].appendPart(bs, left, nil)
+		if err == nil && pair {
+			err = j.sides[1].appendPart(bs[j.sides[0].width:], right, nil)
+		}
+		if err != nil {
+			return err
+		}
+		j.q.end(kind)
 	}
+	return nil
 }
 
 // eval evaluates the residual over b, a batch of r.q.
@@ -831,10 +959,10 @@ func (r *joinResidual) eval(ctx context.Context, ec *exec.Context, b arrow.Recor
 	return r.expr.Eval(ctx, ec, nb)
 }
 
-// residual evaluates the residual condition of every (row, candidate)
-// pair at once.
-func (j *Join) residual(ctx context.Context, side int, rows [][]any, cands [][]*joinRow) ([][]bool, error) {
-	pass := make([][]bool, len(rows))
+// residual evaluates the residual condition of every (row i of cols,
+// candidate) pair at once.
+func (j *Join) residual(ctx context.Context, side int, cols []arrow.Array, cands [][]*joinRow) ([][]bool, error) {
+	pass := make([][]bool, len(cands))
 	total := 0
 	for i, c := range cands {
 		pass[i] = make([]bool, len(c))
@@ -848,22 +976,27 @@ func (j *Join) residual(ctx context.Context, side int, rows [][]any, cands [][]*
 		}
 		return pass, nil
 	}
-	r, lw := j.res, j.sides[0].width
-	row := make([]any, len(r.cols))
+	r := j.res
+	lw := len(r.sel[0])
+	if r.whole {
+		lw = j.sides[0].width
+	}
 	for i, c := range cands {
 		for _, cand := range c {
-			left, right := rows[i], cand.vals
+			parts := [2]pairPart{{cols: cols, row: i}, {kept: cand}}
 			if side == 1 {
-				left, right = cand.vals, rows[i]
+				parts[0], parts[1] = parts[1], parts[0]
 			}
-			for k, col := range r.cols {
-				if col < lw {
-					row[k] = left[col]
-				} else {
-					row[k] = right[col-lw]
-				}
+			bs := r.q.begin(kindInsert)
+			err := j.sides[0].appendPart(bs, parts[0], r.sel[0])
+			if err == nil {
+				err = j.sides[1].appendPart(bs[lw:], parts[1], r.sel[1])
 			}
-			r.q.add(kindInsert, row)
+			if err != nil {
+				r.q.release()
+				return nil, err
+			}
+			r.q.end(kindInsert)
 		}
 	}
 	r.q.seal()

@@ -165,6 +165,7 @@ type outQueue struct {
 	ec     *exec.Context
 	schema *arrow.Schema
 	bld    *array.RecordBuilder
+	fields []array.Builder // bld's
 	put    []appender
 	n      int
 	ready  []arrow.RecordBatch
@@ -189,19 +190,32 @@ func newOutQueue(ec *exec.Context, schema *arrow.Schema) (*outQueue, error) {
 	return q, nil
 }
 
-// add appends one row of kind; a -U stays in one batch with the +U
-// that follows it.
+// add appends one row of kind.
 func (q *outQueue) add(kind string, vals []any) {
+	bs := q.begin(kind)
+	for i, v := range vals {
+		q.put[i](bs[i], v)
+	}
+	q.end(kind)
+}
+
+// begin starts a row of kind and returns the builders of its columns,
+// which the caller appends one value each to before end(kind).
+func (q *outQueue) begin(kind string) []array.Builder {
 	if q.bld == nil {
 		q.bld = array.NewRecordBuilder(q.ec.Mem, q.schema)
+		q.fields = q.bld.Fields()
 	}
 	if q.n == 0 {
 		q.reserve()
 	}
-	q.bld.Field(0).(*array.StringBuilder).Append(kind)
-	for i, v := range vals {
-		q.put[i](q.bld.Field(i+1), v)
-	}
+	q.fields[0].(*array.StringBuilder).Append(kind)
+	return q.fields[1:]
+}
+
+// end ends the row begun; a -U stays in one batch with the +U that
+// follows it.
+func (q *outQueue) end(kind string) {
 	q.n++
 	if kind != kindUpdateBefore && q.n >= max(q.ec.BatchSize, 1) {
 		q.seal()
@@ -272,7 +286,7 @@ func (q *outQueue) release() {
 	q.ready = nil
 	if q.bld != nil {
 		q.bld.Release()
-		q.bld = nil
+		q.bld, q.fields = nil, nil
 	}
 }
 

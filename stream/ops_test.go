@@ -97,29 +97,33 @@ func TestNormalize(t *testing.T) {
 
 // A left join's NULL-padded row is retracted when the first match comes
 // and emitted again when the last one goes.
+// Both with boxed rows and with rows held encoded (insert-only sides).
 func TestJoinOuterPadding(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	ec := exec.NewContext(mem)
-	budget := NewBudget(0)
-	left := int64Changes(t, mem, []string{"k", "a"}, 0, 2, []string{"+I 1 100"})
-	right := int64Changes(t, mem, []string{"k", "b"}, 1, 2, nil, []string{"+I 1 7", "+I 1 8"}, []string{"-D 1 7"}, []string{"-D 1 8"})
-	// The right side starts when the left one has ended: one order.
-	left.done = make(chan struct{})
-	right.wait = left.done
-	j, err := NewJoin(ec, left, right, JoinSpec{Kind: exec.LeftJoin, LeftKeys: []exec.Expr{col(1, "k")}, RightKeys: []exec.Expr{col(1, "k")}}, budget)
-	if err != nil {
-		t.Fatal(err)
-	}
-	expectCollect(t, j, []string{
-		"[1 0]: +I 1 100 (null) (null)", "[1 0]: marker",
-		"[1 1]: marker",
-		"[1 2]: -D 1 100 (null) (null) | +I 1 100 1 7 | +I 1 100 1 8", "[1 2]: marker",
-		"[1 3]: -D 1 100 1 7", "[1 3]: marker",
-		"[1 4]: -D 1 100 1 8 | +I 1 100 (null) (null)", "[1 4]: marker",
-	})
-	if budget.Used() != 0 {
-		t.Fatalf("closed join holds %d bytes", budget.Used())
+	for _, insertOnly := range []bool{false, true} {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		ec := exec.NewContext(mem)
+		budget := NewBudget(0)
+		left := int64Changes(t, mem, []string{"k", "a"}, 0, 2, []string{"+I 1 100"})
+		right := int64Changes(t, mem, []string{"k", "b"}, 1, 2, nil, []string{"+I 1 7", "+I 1 8"}, []string{"-D 1 7"}, []string{"-D 1 8"})
+		// The right side starts when the left one has ended: one order.
+		left.done = make(chan struct{})
+		right.wait = left.done
+		spec := JoinSpec{Kind: exec.LeftJoin, LeftKeys: []exec.Expr{col(1, "k")}, RightKeys: []exec.Expr{col(1, "k")}, InsertOnly: [2]bool{insertOnly, insertOnly}}
+		j, err := NewJoin(ec, left, right, spec, budget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expectCollect(t, j, []string{
+			"[1 0]: +I 1 100 (null) (null)", "[1 0]: marker",
+			"[1 1]: marker",
+			"[1 2]: -D 1 100 (null) (null) | +I 1 100 1 7 | +I 1 100 1 8", "[1 2]: marker",
+			"[1 3]: -D 1 100 1 7", "[1 3]: marker",
+			"[1 4]: -D 1 100 1 8 | +I 1 100 (null) (null)", "[1 4]: marker",
+		})
+		if budget.Used() != 0 {
+			t.Fatalf("insert-only %v: closed join holds %d bytes", insertOnly, budget.Used())
+		}
+		mem.AssertSize(t, 0)
 	}
 }
 
@@ -169,7 +173,8 @@ func TestJoinRowsOfOneKey(t *testing.T) {
 // A residual is evaluated over batches of only the columns it reads (a
 // left and a right one of six), with the right pairs passing whichever
 // side's change made them (the left side's snapshots come first here),
-// over several batches of the residual.
+// over several batches of the residual; both with boxed rows and with
+// rows held encoded (insert-only sides).
 func TestJoinResidualNarrowed(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -195,27 +200,30 @@ func TestJoinResidualNarrowed(t *testing.T) {
 			"[2 2]: marker",
 		}},
 	} {
-		left := int64Changes(t, mem, []string{"k", "a", "x"}, 0, 2,
-			[]string{"+I 1 5 100", "+I 1 9 101", "+I 2 1 102"},
-			[]string{"-D 1 9 101"})
-		right := int64Changes(t, mem, []string{"k", "b", "y"}, 1, 2,
-			[]string{"+I 1 7 200", "+I 1 10 201", "+I 2 0 202", "+I 2 3 203", "+I 3 9 204"},
-			[]string{"-D 1 10 201"})
-		if c.leftFirst {
-			left.done = make(chan struct{})
-			right.wait = left.done
-		} else {
-			right.done = make(chan struct{})
-			left.wait = right.done
+		for _, insertOnly := range []bool{false, true} {
+			left := int64Changes(t, mem, []string{"k", "a", "x"}, 0, 2,
+				[]string{"+I 1 5 100", "+I 1 9 101", "+I 2 1 102"},
+				[]string{"-D 1 9 101"})
+			right := int64Changes(t, mem, []string{"k", "b", "y"}, 1, 2,
+				[]string{"+I 1 7 200", "+I 1 10 201", "+I 2 0 202", "+I 2 3 203", "+I 3 9 204"},
+				[]string{"-D 1 10 201"})
+			if c.leftFirst {
+				left.done = make(chan struct{})
+				right.wait = left.done
+			} else {
+				right.done = make(chan struct{})
+				left.wait = right.done
+			}
+			spec := JoinSpec{Kind: exec.InnerJoin, LeftKeys: []exec.Expr{col(1, "k")}, RightKeys: []exec.Expr{col(1, "k")}, Residual: res, InsertOnly: [2]bool{insertOnly, insertOnly}}
+			j, err := NewJoin(ec, left, right, spec, NewBudget(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j.res.whole || !slices.Equal(j.res.cols, []int{1, 4}) {
+				t.Fatalf("residual reads pair columns %v (whole %v), want [1 4]", j.res.cols, j.res.whole)
+			}
+			expectCollect(t, j, c.want)
 		}
-		j, err := NewJoin(ec, left, right, JoinSpec{Kind: exec.InnerJoin, LeftKeys: []exec.Expr{col(1, "k")}, RightKeys: []exec.Expr{col(1, "k")}, Residual: res}, NewBudget(0))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if j.res.whole || !slices.Equal(j.res.cols, []int{1, 4}) {
-			t.Fatalf("residual reads pair columns %v (whole %v), want [1 4]", j.res.cols, j.res.whole)
-		}
-		expectCollect(t, j, c.want)
 	}
 }
 

@@ -6,10 +6,12 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/vectorized"
@@ -57,7 +59,7 @@ type RankSpec struct {
 // Over an insert-only input (spec.InsertOnly) a partition holds its top
 // Hi rows only: a row that does not enter them is dropped at once. A
 // ROW_NUMBER() top 1 (a deduplication keeping the first or last row)
-// replaces its one row in place.
+// replaces its one row, its partitions held flat (top1Parts).
 //
 // State past the Budget spills: at a marker, partitions go to disk (a
 // spillStore, encoded as their rows' sort keys and counts) until half the
@@ -81,11 +83,11 @@ type Rank struct {
 	enc      vectorized.KeyEncoder
 	signs    []int8
 	sortBuf  []byte
-	outRow   []any
-	// top1: the input only inserts and the top is ROW_NUMBER() 1, so a
-	// partition holds one row, which a new row replaces or not (addTop1).
-	top1   bool
-	values rowValues
+	// t1, when the input only inserts and the top is ROW_NUMBER() 1:
+	// a partition holds one row, which a new row replaces or not
+	// (addTop1), and the partitions are held there, not in parts.
+	t1  *top1Parts
+	out rankEmitter
 	// emitErr is the first error of emit since the last flush.
 	emitErr error
 	// pend: the rows of the batch in add that are their partition's top
@@ -109,15 +111,12 @@ type rankPart struct {
 	count   int64     // the copies in rows, kept for an insert-only input
 	emitted []rankRow // the rows last emitted, one per copy, n their number
 	dirty   bool
-	// Of a top1 Rank: 1 + the index of the partition's row in Rank.pend
-	// (0: none).
-	pend int
 }
 
 // pendingTop is a row of a batch that is its partition's top, not read
 // yet: its index in the batch and its ORDER BY keys in Rank.pendKeys.
 type pendingTop struct {
-	p          *rankPart
+	part       uint32 // in Rank.t1
 	i          int
 	start, end int
 }
@@ -181,11 +180,12 @@ func NewRank(ec *exec.Context, in Operator, spec RankSpec, budget *Budget) (*Ran
 		return nil, err
 	}
 	r := &Rank{ec: ec, in: in, spec: spec, budget: budget, rowEnc: enc, parts: map[string]*rankPart{}}
-	r.top1 = spec.InsertOnly != "" && spec.Func == RowNumber && spec.Hi == 1
+	if spec.InsertOnly != "" && spec.Func == RowNumber && spec.Hi == 1 {
+		r.t1 = newTop1Parts()
+	}
 	if r.codec, err = newRankCodec(fields, spec.Order); err != nil {
 		return nil, err
 	}
-	r.values = r.codec.values()
 	if r.order, r.orderEnc, err = orderEncoders(spec.Order); err != nil {
 		return nil, err
 	}
@@ -196,6 +196,7 @@ func NewRank(ec *exec.Context, in Operator, spec RankSpec, budget *Budget) (*Ran
 	if r.q, err = newOutQueue(ec, r.schema); err != nil {
 		return nil, err
 	}
+	r.out = r.codec.emitter(r.q, spec.Number)
 	return r, nil
 }
 
@@ -238,6 +239,14 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 				exec.ErrInvalid, r.spec.InsertOnly, r.spec.Hi)
 		}
 		k := r.enc.Key(i)
+		if r.t1 != nil {
+			g, err := r.addTop1(k, cols, i)
+			if err != nil {
+				return err
+			}
+			grow += g
+			continue
+		}
 		p := r.parts[string(k)]
 		if p == nil {
 			key := string(k)
@@ -251,10 +260,6 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 			}
 			r.parts[key] = p
 			grow += r.partBytes(p)
-		}
-		if r.top1 {
-			grow += r.addTop1(p, cols, i)
-			continue
 		}
 		// A row after the top of an insert-only partition can never come
 		// up. The ORDER BY keys decide that without reading the row (their
@@ -282,7 +287,7 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 			grow += p.dropPastTop(r.spec.Func, r.spec.Hi)
 		}
 	}
-	if r.top1 {
+	if r.t1 != nil {
 		grow += r.readPendings(cols)
 	}
 	r.held += grow
@@ -290,82 +295,111 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 	return nil
 }
 
-// addTop1 adds row i of cols, whose ORDER BY keys are in r.sortBuf, to a
-// partition of a top1 Rank, which holds one row: a row first on the
-// ORDER BY keys becomes the partition's pending top (read at the end of
-// the batch by readPending), a row tied there with the top is read to
-// compare the whole rows, and the others are dropped unread. It returns
-// the bytes the state grew by.
-func (r *Rank) addTop1(p *rankPart, cols []arrow.Array, i int) int64 {
+// addTop1 adds row i of cols, whose ORDER BY keys are in r.sortBuf, to
+// the partition keyed k of a top1 Rank, which holds one row: a row first
+// on the ORDER BY keys becomes the partition's pending top (read at the
+// end of the batch by readPending), a row tied there with the top is read
+// to compare the whole rows, and the others are dropped unread. It
+// returns the bytes the state grew by.
+func (r *Rank) addTop1(k []byte, cols []arrow.Array, i int) (int64, error) {
+	t := r.t1
+	pi, added := t.lookup(k)
+	var grow int64
+	if added {
+		g, err := r.loadTop1(pi)
+		if err != nil {
+			return 0, err
+		}
+		grow = g
+	}
+	p := &t.parts[pi]
 	c := -1
 	switch {
 	case p.pend > 0:
 		pt := r.pend[p.pend-1]
 		c = bytes.Compare(r.sortBuf, r.pendKeys[pt.start:pt.end])
-	case len(p.rows) > 0:
-		c = strings.Compare(string(r.sortBuf), p.rows[0].sort[:p.rows[0].keyLen])
+	case p.row.n > 0:
+		c = bytes.Compare(r.sortBuf, t.bytes(p.row)[:p.rowKeyLen])
 	}
 	switch {
 	case c > 0:
-		return 0
+		return grow, nil
 	case c < 0:
 		start := len(r.pendKeys)
 		r.pendKeys = append(r.pendKeys, r.sortBuf...)
-		pt := pendingTop{p: p, i: i, start: start, end: len(r.pendKeys)}
+		pt := pendingTop{part: pi, i: i, start: start, end: len(r.pendKeys)}
 		if p.pend > 0 {
 			r.pend[p.pend-1] = pt
 		} else {
 			r.pend = append(r.pend, pt)
-			p.pend = len(r.pend)
+			p.pend = int32(len(r.pend))
 		}
-		r.markDirty(p)
-		return 0
+		t.markDirty(pi)
+		return grow, nil
 	}
-	var grow int64
 	if p.pend > 0 {
-		grow = r.readPending(p, cols)
+		grow += r.readPending(pi, cols)
 	}
 	keyLen := len(r.sortBuf)
 	r.sortBuf = r.rowEnc.appendRow(r.sortBuf, cols, i)
-	sort := r.sortBuf
-	head := sortHead(sort)
-	if compareSort(p.rows[0], head, sort) <= 0 {
-		return grow
+	if bytes.Compare(t.bytes(t.parts[pi].row), r.sortBuf) <= 0 {
+		return grow, nil
 	}
-	r.markDirty(p)
-	return grow + r.replaceTop1(p, rankRow{head: head, sort: string(sort), keyLen: keyLen, n: 1})
+	t.markDirty(pi)
+	return grow + t.setRow(pi, r.sortBuf, keyLen), nil
 }
 
-// readPending reads p's pending top into p.rows and returns the bytes the
-// state grew by.
-func (r *Rank) readPending(p *rankPart, cols []arrow.Array) int64 {
+// loadTop1 reads the row of part pi of a top1 Rank, just added, back from
+// disk if it spilled, and returns the bytes the state grew by.
+func (r *Rank) loadTop1(pi uint32) (int64, error) {
+	t := r.t1
+	grow := t.partBytes(pi)
+	if r.store == nil {
+		return grow, nil
+	}
+	p, err := r.load(string(t.bytes(t.parts[pi].key)))
+	if err != nil {
+		return 0, err
+	}
+	if p != nil {
+		g := r.restoreTop1(pi, p)
+		grow += g
+		r.reloaded += grow
+	}
+	return grow, nil
+}
+
+// restoreTop1 makes p's rows, read back from disk or a checkpoint and
+// emitted up to them, part pi's, and returns the bytes the state grew by.
+func (r *Rank) restoreTop1(pi uint32, p *rankPart) int64 {
+	if len(p.rows) == 0 {
+		return 0
+	}
+	t := r.t1
+	grow := t.setRow(pi, []byte(p.rows[0].sort), p.rows[0].keyLen)
+	t.parts[pi].emitted, t.parts[pi].emKeyLen = t.parts[pi].row, t.parts[pi].rowKeyLen
+	return grow
+}
+
+// readPending reads the pending top of part pi of a top1 Rank into its
+// row and returns the bytes the state grew by.
+func (r *Rank) readPending(pi uint32, cols []arrow.Array) int64 {
+	p := &r.t1.parts[pi]
 	pt := r.pend[p.pend-1]
 	p.pend = 0
 	r.pendSort = r.rowEnc.appendRow(append(r.pendSort[:0], r.pendKeys[pt.start:pt.end]...), cols, pt.i)
-	return r.replaceTop1(p, rankRow{head: sortHead(r.pendSort), sort: string(r.pendSort), keyLen: pt.end - pt.start, n: 1})
+	return r.t1.setRow(pi, r.pendSort, pt.end-pt.start)
 }
 
 // readPendings reads the pending tops of the batch in add.
 func (r *Rank) readPendings(cols []arrow.Array) int64 {
 	var grow int64
 	for j, pt := range r.pend {
-		if pt.p.pend == j+1 {
-			grow += r.readPending(pt.p, cols)
+		if int(r.t1.parts[pt.part].pend) == j+1 {
+			grow += r.readPending(pt.part, cols)
 		}
 	}
 	r.pend, r.pendKeys = r.pend[:0], r.pendKeys[:0]
-	return grow
-}
-
-// replaceTop1 makes row p's one row and returns the bytes the state grew
-// by.
-func (r *Rank) replaceTop1(p *rankPart, row rankRow) int64 {
-	grow := rankRowBytes(row)
-	if len(p.rows) > 0 {
-		grow -= rankRowBytes(p.rows[0])
-	}
-	p.rows = append(p.rows[:0], row)
-	p.count = 1
 	return grow
 }
 
@@ -487,24 +521,23 @@ func topRows(rows []rankRow, f RankFunc, lo, hi int64) []rankRow {
 // flush emits the change of every partition changed since the last marker.
 func (r *Rank) flush(context.Context, *Chunk) error {
 	var grow int64
+	if r.t1 != nil {
+		grow = r.flushTop1()
+	}
 	for _, p := range r.dirty {
 		p.dirty = false
 		r.changed.add(p.key)
-		if r.top1 {
-			grow += r.flushTop1(p)
-		} else {
-			cur := topRows(p.rows, r.spec.Func, r.spec.Lo, r.spec.Hi)
-			switch {
-			case r.spec.Number && r.spec.Func == RowNumber:
-				r.emitByNumber(p.emitted, cur)
-			case r.spec.Number:
-				r.emitRanked(p.emitted, cur)
-			default:
-				r.emitChanged(p.emitted, cur)
-			}
-			grow += rankSlotBytes * int64(len(cur)-len(p.emitted))
-			p.emitted = cur
+		cur := topRows(p.rows, r.spec.Func, r.spec.Lo, r.spec.Hi)
+		switch {
+		case r.spec.Number && r.spec.Func == RowNumber:
+			r.emitByNumber(p.emitted, cur)
+		case r.spec.Number:
+			r.emitRanked(p.emitted, cur)
+		default:
+			r.emitChanged(p.emitted, cur)
 		}
+		grow += rankSlotBytes * int64(len(cur)-len(p.emitted))
+		p.emitted = cur
 		if len(p.rows) == 0 {
 			grow -= rankPartBytes + int64(len(p.key))
 			delete(r.parts, p.key)
@@ -526,25 +559,34 @@ func (r *Rank) flush(context.Context, *Chunk) error {
 	return nil
 }
 
-// flushTop1 emits the change of a changed partition of a top1 Rank, as
-// emitByNumber and emitChanged would (an insert-only partition is never
-// empty once changed), and returns the bytes the state grew by. The
-// emitted row is kept in p.emitted's own array, which p.rows never
-// shares, so that replaceTop1 can overwrite p.rows[0].
-func (r *Rank) flushTop1(p *rankPart) int64 {
-	cur := p.rows[0]
-	cur.n = r.spec.Lo
-	if len(p.emitted) == 0 {
-		r.emit(kindInsert, cur, cur.n)
-		p.emitted = []rankRow{cur}
-		return rankSlotBytes
+// flushTop1 emits the change of each changed partition of a top1 Rank,
+// as emitByNumber and emitChanged would (an insert-only partition is
+// never empty once changed), and returns the bytes the state grew by:
+// the rows replaced since the last flush are dropped.
+func (r *Rank) flushTop1() int64 {
+	t := r.t1
+	var grow int64
+	for _, pi := range t.dirty {
+		p := &t.parts[pi]
+		p.dirty = false
+		if r.changed.on {
+			r.changed.add(string(t.bytes(p.key)))
+		}
+		row := t.bytes(p.row)
+		switch {
+		case p.emitted.n == 0:
+			r.emitValues(kindInsert, row[p.rowKeyLen:], r.spec.Lo)
+		case p.emitted != p.row:
+			if old := t.bytes(p.emitted); !bytes.Equal(old, row) {
+				r.emitValues(kindUpdateBefore, old[p.emKeyLen:], r.spec.Lo)
+				r.emitValues(kindUpdateAfter, row[p.rowKeyLen:], r.spec.Lo)
+			}
+		}
+		grow += t.flushed(pi)
 	}
-	if old := p.emitted[0]; old.sort != cur.sort {
-		r.emit(kindUpdateBefore, old, old.n)
-		r.emit(kindUpdateAfter, cur, cur.n)
-	}
-	p.emitted[0] = cur
-	return 0
+	t.dirty = t.dirty[:0]
+	t.compact()
+	return grow
 }
 
 // partBytes is what a partition accounts: the sum of what add and flush
@@ -563,9 +605,41 @@ func (r *Rank) heldState() (string, int64, *Budget) { return "a top-N", r.held -
 // markers every partition's emitted rows are its top, so a partition is
 // its rows.
 func (r *Rank) evict() error {
+	if r.t1 != nil {
+		return r.evictTop1()
+	}
 	return evictMap(r.parts, r.ec, r.budget, &r.store, &r.held, func(k string, p *rankPart) (stateEntry, int64, bool) {
 		return stateEntry{key: k, val: encodeRankRows(p.rows)}, r.partBytes(p), true
 	})
+}
+
+// evictTop1 is evict of a top1 Rank: it moves partitions in turn, from
+// where the last eviction stopped.
+func (r *Rank) evictTop1() error {
+	t := r.t1
+	if r.store == nil {
+		r.store = newSpillStore(r.ec, r.budget)
+	}
+	var out []stateEntry
+	var freed int64
+	target := r.budget.evictTarget()
+	for range len(t.parts) {
+		if freed >= target {
+			break
+		}
+		pi := uint32(t.evictAt)
+		t.evictAt = (t.evictAt + 1) % len(t.parts)
+		p := &t.parts[pi]
+		if !p.held {
+			continue
+		}
+		out = append(out, stateEntry{key: string(t.bytes(p.key)), val: t.appendRows(nil, pi)})
+		freed += t.partBytes(pi)
+		t.remove(pi)
+	}
+	r.held -= freed
+	r.budget.add(-freed)
+	return r.store.write(out)
 }
 
 // load reads a spilled partition back (nil if none).
@@ -603,6 +677,9 @@ func (r *Rank) part(key string, rows []rankRow) *rankPart {
 // delta, the partitions changed); what it emitted is its top then, as
 // after every marker.
 func (r *Rank) SaveState(w *StateWriter) error {
+	if r.t1 != nil {
+		return r.saveTop1(w)
+	}
 	return w.keyed(&r.changed, func() error {
 		for k, p := range r.parts {
 			w.entryScratch(k, appendRankRows(w.scratch(), p.rows))
@@ -611,6 +688,28 @@ func (r *Rank) SaveState(w *StateWriter) error {
 	}, func(k string, b []byte) ([]byte, bool, error) {
 		if p, ok := r.parts[k]; ok {
 			return appendRankRows(b, p.rows), true, nil
+		}
+		return r.store.saved(k)
+	})
+}
+
+// saveTop1 is SaveState of a top1 Rank.
+func (r *Rank) saveTop1(w *StateWriter) error {
+	t := r.t1
+	held := func(k string) (uint32, bool) {
+		pi, _, ok := t.find([]byte(k), maphash.String(t.seed, k))
+		return pi, ok
+	}
+	return w.keyed(&r.changed, func() error {
+		for pi := range t.parts {
+			if t.parts[pi].held {
+				w.entryScratch(string(t.bytes(t.parts[pi].key)), t.appendRows(w.scratch(), uint32(pi)))
+			}
+		}
+		return w.spilled(r.store, func(k string) bool { _, ok := held(k); return ok })
+	}, func(k string, b []byte) ([]byte, bool, error) {
+		if pi, ok := held(k); ok {
+			return t.appendRows(b, pi), true, nil
 		}
 		return r.store.saved(k)
 	})
@@ -627,8 +726,16 @@ func (r *Rank) RestoreState(rd *StateReader) error {
 			return err
 		}
 		p := r.part(k, rows)
-		r.parts[p.key] = p
-		grow := r.partBytes(p)
+		var grow int64
+		switch {
+		case r.t1 != nil && len(p.rows) == 0:
+		case r.t1 != nil:
+			pi, _ := r.t1.lookup([]byte(k))
+			grow = r.t1.partBytes(pi) + r.restoreTop1(pi, p)
+		default:
+			r.parts[p.key] = p
+			grow = r.partBytes(p)
+		}
 		r.held += grow
 		r.budget.add(grow)
 		if r.budget.over() {
@@ -648,17 +755,14 @@ func (r *Rank) RestoreState(rd *StateReader) error {
 type rankCodec struct {
 	order    []exec.SortKey
 	orderDec []orderedDecoder
-	rowDec   []orderedDecoder
+	row      rowUnpacker
 }
 
 func newRankCodec(fields []arrow.Field, order []exec.SortKey) (rankCodec, error) {
 	c := rankCodec{order: order}
-	for _, f := range fields {
-		d, err := orderedDecoderFor(f.Type)
-		if err != nil {
-			return c, fmt.Errorf("column %s: %w", f.Name, err)
-		}
-		c.rowDec = append(c.rowDec, d)
+	var err error
+	if c.row, err = rowUnpackerFor(fields); err != nil {
+		return c, err
 	}
 	for _, k := range order {
 		d, err := orderedDecoderFor(k.Expr.DataType())
@@ -677,11 +781,17 @@ func encodeRankRows(rows []rankRow) []byte { return appendRankRows(nil, rows) }
 func appendRankRows(b []byte, rows []rankRow) []byte {
 	b = binary.AppendUvarint(b, uint64(len(rows)))
 	for _, row := range rows {
-		b = binary.AppendUvarint(b, uint64(len(row.sort)))
-		b = append(b, row.sort...)
-		b = binary.AppendUvarint(b, uint64(row.n))
+		b = appendRankRow(b, row.sort, row.n)
 	}
 	return b
+}
+
+// appendRankRow appends appendRankRows' encoding of one row, with sort
+// key sort and n copies.
+func appendRankRow[S string | []byte](b []byte, sort S, n int64) []byte {
+	b = binary.AppendUvarint(b, uint64(len(sort)))
+	b = append(b, sort...)
+	return binary.AppendUvarint(b, uint64(n))
 }
 
 func (c rankCodec) decode(b []byte) ([]rankRow, error) {
@@ -691,7 +801,6 @@ func (c rankCodec) decode(b []byte) ([]rankRow, error) {
 	}
 	b = b[k:]
 	var rows []rankRow
-	vals := make([]any, len(c.rowDec))
 	for range n {
 		sn, k := binary.Uvarint(b)
 		if k <= 0 || uint64(len(b)-k) < sn {
@@ -704,7 +813,7 @@ func (c rankCodec) decode(b []byte) ([]rankRow, error) {
 			return nil, errCorruptState
 		}
 		b = b[k:]
-		keyLen, err := c.keyLen(sort, vals)
+		keyLen, err := c.keyLen(sort)
 		if err != nil {
 			return nil, err
 		}
@@ -714,9 +823,9 @@ func (c rankCodec) decode(b []byte) ([]rankRow, error) {
 }
 
 // keyLen returns the length of a row's ORDER BY keys in its sort key,
-// having checked that the row's values decode (into vals), so that a
-// corrupt row is found where it is read back, not when it is emitted.
-func (c rankCodec) keyLen(sort string, vals []any) (int, error) {
+// having checked that the row's values decode, so that a corrupt row is
+// found where it is read back, not when it is emitted.
+func (c rankCodec) keyLen(sort string) (int, error) {
 	b := []byte(sort)
 	var err error
 	for i, d := range c.orderDec {
@@ -725,32 +834,45 @@ func (c rankCodec) keyLen(sort string, vals []any) (int, error) {
 		}
 	}
 	keyLen := len(sort) - len(b)
-	if _, b, err = decodeRowInto(vals, b, c.rowDec); err != nil {
-		return 0, err
-	}
-	if len(b) > 0 {
-		return 0, errCorruptState
+	if n, err := c.row.rowLen(b); err != nil || n != len(b) {
+		return 0, cmp.Or(err, errCorruptState)
 	}
 	return keyLen, nil
 }
 
-// values is a rowValues of the codec's rows.
-func (c rankCodec) values() rowValues {
-	return rowValues{dec: c.rowDec, vals: make([]any, len(c.rowDec))}
+// emitter returns a rankEmitter of the codec's rows into q.
+func (c rankCodec) emitter(q *outQueue, number bool) rankEmitter {
+	return rankEmitter{q: q, row: c.row, number: number}
 }
 
-// rowValues decodes the values of rows of a top-N to emit them.
-type rowValues struct {
-	dec  []orderedDecoder
-	vals []any
-	buf  []byte
+// rankEmitter emits the rows of a top-N: their values are unpacked from
+// their sort keys straight into the output's builders.
+type rankEmitter struct {
+	q      *outQueue
+	row    rowUnpacker
+	number bool // a row_number column follows the row's
+	buf    []byte
 }
 
-// of returns row's values, valid until the next call.
-func (v *rowValues) of(row rankRow) ([]any, error) {
-	v.buf = append(v.buf[:0], row.sort[row.keyLen:]...)
-	vals, _, err := decodeRowInto(v.vals, v.buf, v.dec)
-	return vals, err
+// emit appends row, numbered num if the top-N numbers its rows, to the
+// output as kind. After an error the output holds part of a row: the
+// operator fails before the next seal.
+func (e *rankEmitter) emit(kind string, row rankRow, num int64) error {
+	e.buf = append(e.buf[:0], row.sort[row.keyLen:]...)
+	return e.emitValues(kind, e.buf, num)
+}
+
+// emitValues is emit of a row's values, vals.
+func (e *rankEmitter) emitValues(kind string, vals []byte, num int64) error {
+	bs := e.q.begin(kind)
+	if err := e.row.appendRow(bs, vals, nil); err != nil {
+		return err
+	}
+	if e.number {
+		bs[len(e.row)].(*array.Int64Builder).Append(num)
+	}
+	e.q.end(kind)
+	return nil
 }
 
 // emitByNumber emits, for each row number, the change of its row.
@@ -845,17 +967,16 @@ func (r *Rank) emitChanged(old, cur []rankRow) {
 // emit emits row, numbered num if the top-N numbers its rows; an error
 // (a row's values that do not decode) is kept for flush.
 func (r *Rank) emit(kind string, row rankRow, num int64) {
-	vals, err := r.values.of(row)
-	if err != nil {
-		r.emitErr = cmp.Or(r.emitErr, err)
-		return
+	if r.emitErr == nil {
+		r.emitErr = r.out.emit(kind, row, num)
 	}
-	if !r.spec.Number {
-		r.q.add(kind, vals)
-		return
+}
+
+// emitValues is emit of a row's values, vals.
+func (r *Rank) emitValues(kind string, vals []byte, num int64) {
+	if r.emitErr == nil {
+		r.emitErr = r.out.emitValues(kind, vals, num)
 	}
-	r.outRow = append(append(r.outRow[:0], vals...), num)
-	r.q.add(kind, r.outRow)
 }
 
 func (r *Rank) Close() error {

@@ -338,7 +338,7 @@ func TestInsertOnlyRankStateBounded(t *testing.T) {
 	}
 }
 
-// A top 1 by ROW_NUMBER() over an insert-only input (Rank.top1, which
+// A top 1 by ROW_NUMBER() over an insert-only input (Rank.t1, which
 // replaces a partition's one row in place) emits what the insert-only
 // top-N's general path emits, change for change, over rows in rough
 // order of the ORDER BY key with ties on it and copies of rows, several
@@ -348,41 +348,23 @@ func TestInsertOnlyTop1(t *testing.T) {
 	rng := seeded(t)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	var snaps [][]string
-	for s := range 60 {
-		var rows []string
-		for range 1 + rng.Intn(80) {
-			x := fmt.Sprint(s + rng.Intn(3))
-			if rng.Intn(10) == 0 {
-				x = "NULL"
-			}
-			p := rng.Intn(200)
-			if rng.Intn(2) == 0 {
-				p = rng.Intn(10) // hot: many rows a snapshot
-			}
-			rows = append(rows, fmt.Sprintf("+I %d %s %d", p, x, rng.Intn(3)))
-		}
-		snaps = append(snaps, rows)
-	}
-	spec := RankSpec{
-		Partition: []exec.Expr{col(1, "p")},
-		Order:     []exec.SortKey{{Expr: col(2, "x"), Descending: rng.Intn(2) == 0, NullsFirst: rng.Intn(2) == 0}},
-		Lo:        1, Hi: 1, Number: rng.Intn(2) == 0, InsertOnly: "t",
-	}
+	snaps, spec := top1Case(rng)
 	t.Logf("ORDER BY %+v, numbered %v", spec.Order[0], spec.Number)
 	newRank := func(ec *exec.Context, b *Budget) *Rank {
 		r, err := NewRank(ec, int64Changes(t, mem, []string{"p", "x", "y"}, 0, 1, snaps...), spec, b)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !r.top1 {
+		if r.t1 == nil {
 			t.Fatal("not a top1 Rank")
 		}
 		return r
 	}
 	run := func(top1 bool) []string {
 		r := newRank(exec.NewContext(mem), NewBudget(0))
-		r.top1 = top1
+		if !top1 {
+			r.t1 = nil
+		}
 		ctx := context.Background()
 		if err := r.Open(ctx); err != nil {
 			t.Fatal(err)
@@ -397,11 +379,7 @@ func TestInsertOnlyTop1(t *testing.T) {
 				t.Fatal(err)
 			}
 			if c.Batch == nil {
-				var held int64
-				for _, p := range r.parts {
-					held += r.partBytes(p)
-				}
-				if held != r.held {
+				if held := rankHeld(r); held != r.held {
 					t.Fatalf("at %v the partitions hold %d bytes by partBytes, %d as accounted", c.Pos, held, r.held)
 				}
 				out = append(out, fmt.Sprintf("%v: marker", c.Pos))
@@ -424,6 +402,141 @@ func TestInsertOnlyTop1(t *testing.T) {
 		t.Fatalf("%d changes, by the general path %d", len(got), len(want))
 	}
 	expectSameSpilled(t, rng, mem, func(ec *exec.Context, b *Budget) Operator { return newRank(ec, b) })
+}
+
+// top1Case is a changelog for a top 1 over an insert-only input and
+// its spec, ORDER BY x with random direction and nulls: rows in rough
+// order of x with ties on it and copies of rows, several per partition
+// in a snapshot.
+func top1Case(rng *rand.Rand) ([][]string, RankSpec) {
+	var snaps [][]string
+	for s := range 60 {
+		var rows []string
+		for range 1 + rng.Intn(80) {
+			x := fmt.Sprint(s + rng.Intn(3))
+			if rng.Intn(10) == 0 {
+				x = "NULL"
+			}
+			p := rng.Intn(400)
+			if rng.Intn(2) == 0 {
+				p = rng.Intn(10) // hot: many rows a snapshot
+			}
+			rows = append(rows, fmt.Sprintf("+I %d %s %d", p, x, rng.Intn(3)))
+		}
+		snaps = append(snaps, rows)
+	}
+	return snaps, RankSpec{
+		Partition: []exec.Expr{col(1, "p")},
+		Order:     []exec.SortKey{{Expr: col(2, "x"), Descending: rng.Intn(2) == 0, NullsFirst: rng.Intn(2) == 0}},
+		Lo:        1, Hi: 1, Number: rng.Intn(2) == 0, InsertOnly: "t",
+	}
+}
+
+// A top 1 over an insert-only input (Rank.t1) saved at random markers
+// and restored into a new operator (under no budget or one it spills
+// past, as the one saved) emits, from the restore on, what the general
+// path emits in one run, change for change. Some runs take the general
+// path: each restores what the other saved (the encoding is the same,
+// so the checkpoints of flightd before Rank.t1 load).
+func TestInsertOnlyTop1Restored(t *testing.T) {
+	rng := seeded(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	snaps, spec := top1Case(rng)
+	batch := 1 + rng.Intn(64)
+	ctx := context.Background()
+	// run runs snaps from state (none if nil) and returns the changes,
+	// without their positions (each run numbers its snapshots from 1),
+	// and the state saved at the end.
+	run := func(snaps [][]string, top1 bool, limit int64, state []byte) ([]string, []byte) {
+		ec := exec.NewContext(mem)
+		ec.TempDir = t.TempDir()
+		ec.BatchSize = batch
+		r, err := NewRank(ec, int64Changes(t, mem, []string{"p", "x", "y"}, 0, 1, snaps...), spec, NewBudget(limit))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		if !top1 {
+			r.t1 = nil
+		}
+		if state != nil {
+			rd, err := newSectionReader([][]byte{state})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.RestoreState(rd); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := r.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for {
+			c, err := r.Next(ctx)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Batch == nil {
+				out = append(out, "marker")
+				continue
+			}
+			out = appendRowLines(out, Chunk{Batch: c.Batch})
+		}
+		w := &StateWriter{}
+		if err := r.SaveState(w); err != nil {
+			t.Fatal(err)
+		}
+		return out, bytes.Join(w.pieces(), nil)
+	}
+	want, _ := run(snaps, false, 0, nil)
+	var got []string
+	var state []byte
+	restores, spilled, general := 0, 0, 0
+	for start := 0; start < len(snaps); restores++ {
+		end := min(len(snaps), start+1+rng.Intn(12))
+		limit := int64(0)
+		if rng.Intn(2) == 0 {
+			limit, spilled = 1<<10, spilled+1
+		}
+		top1 := rng.Intn(4) != 0
+		if !top1 {
+			general++
+		}
+		var out []string
+		out, state = run(snaps[start:end], top1, limit, state)
+		got = append(got, out...)
+		start = end
+	}
+	t.Logf("ORDER BY %+v, numbered %v; %d runs, %d of them spilling, %d by the general path", spec.Order[0], spec.Number, restores, spilled, general)
+	if !slices.Equal(got, want) {
+		for i := range min(len(got), len(want)) {
+			if got[i] != want[i] {
+				t.Fatalf("change %d is %q, by the general path in one run %q", i, got[i], want[i])
+			}
+		}
+		t.Fatalf("%d changes, by the general path in one run %d", len(got), len(want))
+	}
+}
+
+// rankHeld is what r's partitions account by partBytes.
+func rankHeld(r *Rank) int64 {
+	var held int64
+	for _, p := range r.parts {
+		held += r.partBytes(p)
+	}
+	if t := r.t1; t != nil {
+		for pi := range t.parts {
+			if t.parts[pi].held {
+				held += t.partBytes(uint32(pi))
+			}
+		}
+	}
+	return held
 }
 
 // appendRowLines appends a line per row of c's batch: its position and

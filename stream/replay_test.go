@@ -26,9 +26,15 @@ type replay struct {
 
 func (r *replay) Schema() *arrow.Schema      { return r.schema }
 func (r *replay) Open(context.Context) error { return nil }
-func (r *replay) Next(context.Context) (Chunk, error) {
+func (r *replay) Next(ctx context.Context) (Chunk, error) {
 	if r.wait != nil {
-		<-r.wait
+		// A join that failed closes its inputs without reading the other
+		// one to its end: the context's cancel frees this one.
+		select {
+		case <-r.wait:
+		case <-ctx.Done():
+			return Chunk{}, ctx.Err()
+		}
 	}
 	if r.i == len(r.chunks) {
 		if r.done != nil {
@@ -49,6 +55,18 @@ func (r *replay) Close() error {
 	}
 	r.chunks = nil
 	return nil
+}
+
+// again returns a replay of the same chunks, from the start.
+func (r *replay) again() *replay {
+	c := &replay{schema: r.schema}
+	for _, ch := range r.chunks {
+		if ch.Batch != nil {
+			ch.Batch.Retain()
+		}
+		c.chunks = append(c.chunks, ch)
+	}
+	return c
 }
 
 // int64Changes builds a replay over int64 columns named cols from

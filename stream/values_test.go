@@ -96,32 +96,7 @@ func TestEncoderIsAppendOrdered(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 0))
-	ints := []string{"null", "0", "1", "-1"}
-	strs := []string{"null", `""`, `"\u0000"`, `"a\u0000b"`, `"\u00ff"`}
-	for range 50 {
-		ints = append(ints, strconv.FormatInt(rng.Int64N(1<<31)-1<<30, 10))
-		b := make([]byte, rng.IntN(6))
-		for i := range b {
-			b[i] = "\x00\x01az"[rng.IntN(4)]
-		}
-		q, _ := json.Marshal(string(b))
-		strs = append(strs, string(q))
-	}
-	list := func(vals []string) string { return "[" + strings.Join(vals, ",") + "]" }
-	for _, c := range []struct {
-		dt   arrow.DataType
-		vals string
-	}{
-		{arrow.PrimitiveTypes.Int32, list(append(ints, "2147483647", "-2147483648"))},
-		{arrow.PrimitiveTypes.Int64, list(append(ints, "9223372036854775807", "-9223372036854775808"))},
-		{arrow.FixedWidthTypes.Date32, list(ints)},
-		{&arrow.TimestampType{Unit: arrow.Millisecond}, list(ints)},
-		{arrow.BinaryTypes.String, list(strs)},
-		{arrow.BinaryTypes.LargeString, list(strs)},
-		{arrow.BinaryTypes.Binary, `[null, "", "AAE=", "YQBi"]`},
-		{arrow.PrimitiveTypes.Float64, `[null, 0, -0.5, 1e300, -1e-300]`},
-		{arrow.ListOf(arrow.BinaryTypes.String), `[null, [], ["a", null], ["\u0000"]]`},
-	} {
+	for _, c := range edgeValues(rng) {
 		in, _, err := array.FromJSON(mem, c.dt, strings.NewReader(c.vals))
 		if err != nil {
 			t.Fatalf("%s: %v", c.dt, err)
@@ -209,5 +184,120 @@ func TestRowKeepsNegativeZero(t *testing.T) {
 	}
 	if !bytes.Equal(appendOrdered(nil, negZero, false, true), appendOrdered(nil, 0.0, false, true)) {
 		t.Error("a key of -0 differs from 0")
+	}
+}
+
+// valueCase is an array of a type, as JSON.
+type valueCase struct {
+	dt   arrow.DataType
+	vals string
+}
+
+// edgeValues returns arrays of the types encoders have their own code
+// for: edge values and random ones (strings with 0x00 and 0x01 in them).
+func edgeValues(rng *rand.Rand) []valueCase {
+	ints := []string{"null", "0", "1", "-1"}
+	strs := []string{"null", `""`, `"\u0000"`, `"a\u0000b"`, `"\u00ff"`}
+	for range 50 {
+		ints = append(ints, strconv.FormatInt(rng.Int64N(1<<31)-1<<30, 10))
+		b := make([]byte, rng.IntN(6))
+		for i := range b {
+			b[i] = "\x00\x01az"[rng.IntN(4)]
+		}
+		q, _ := json.Marshal(string(b))
+		strs = append(strs, string(q))
+	}
+	list := func(vals []string) string { return "[" + strings.Join(vals, ",") + "]" }
+	return []valueCase{
+		{arrow.PrimitiveTypes.Int32, list(append(ints, "2147483647", "-2147483648"))},
+		{arrow.PrimitiveTypes.Int64, list(append(ints, "9223372036854775807", "-9223372036854775808"))},
+		{arrow.FixedWidthTypes.Date32, list(ints)},
+		{&arrow.TimestampType{Unit: arrow.Millisecond}, list(ints)},
+		{arrow.BinaryTypes.String, list(strs)},
+		{arrow.BinaryTypes.LargeString, list(strs)},
+		{arrow.BinaryTypes.Binary, `[null, "", "AAE=", "YQBi"]`},
+		{arrow.PrimitiveTypes.Float64, `[null, 0, -0.5, 1e300, -1e-300]`},
+		{arrow.ListOf(arrow.BinaryTypes.String), `[null, [], ["a", null], ["\u0000"]]`},
+	}
+}
+
+// TestCopyAndUnpack checks that a value copied from a batch by its type's
+// copier, or encoded by a rowEncoder and unpacked, lands in a builder as
+// the value its getter reads (-0 included), that an unpacker only checks
+// a value when given no builder, and that a truncated encoding is an
+// error, not a value.
+func TestCopyAndUnpack(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	cases := append(edgeValues(rand.New(rand.NewPCG(uint64(seed), 0))),
+		valueCase{arrow.PrimitiveTypes.Float64, `[-0, 0, null, 2.5]`},
+		valueCase{arrow.PrimitiveTypes.Float32, `[-0, 1.5, null]`},
+		valueCase{arrow.FixedWidthTypes.Boolean, `[true, null, false]`},
+		valueCase{arrow.PrimitiveTypes.Int16, `[-32768, null, 7]`},
+		valueCase{&arrow.Decimal128Type{Precision: 10, Scale: 2}, `["-1.25", null, "99999999.99"]`},
+		valueCase{arrow.StructOf(arrow.Field{Name: "a", Type: arrow.BinaryTypes.String, Nullable: true}), `[{"a": "x\u0000"}, null, {"a": null}]`},
+	)
+	for _, c := range cases {
+		in, _, err := array.FromJSON(mem, c.dt, strings.NewReader(c.vals))
+		if err != nil {
+			t.Fatalf("%s: %v", c.dt, err)
+		}
+		fields := []arrow.Field{{Name: "v", Type: c.dt, Nullable: true}}
+		enc, err := rowEncoderFor(fields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		un, err := rowUnpackerFor(fields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp, err := copierFor(c.dt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		get, err := getterFor(c.dt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copied, unpacked := array.NewBuilder(mem, c.dt), array.NewBuilder(mem, c.dt)
+		cols := []arrow.Array{in}
+		var all []byte
+		for i := range in.Len() {
+			cp(copied, in, i)
+			e := enc.appendRow(nil, cols, i)
+			if n, err := un.rowLen(append(e, "tail"...)); err != nil || n != len(e) {
+				t.Errorf("%s row %d: rowLen %d, %v; want %d", c.dt, i, n, err, len(e))
+			}
+			if _, err := un.rowLen(e[:len(e)-1]); err == nil {
+				t.Errorf("%s row %d: %x, truncated, reads as a value", c.dt, i, e[:len(e)-1])
+			}
+			all = append(all, e...)
+		}
+		for rest := all; len(rest) > 0; {
+			n, err := un.rowLen(rest)
+			if err != nil {
+				t.Fatalf("%s: %v", c.dt, err)
+			}
+			if err := un.appendRow([]array.Builder{unpacked}, rest[:n], nil); err != nil {
+				t.Fatalf("%s: %v", c.dt, err)
+			}
+			rest = rest[n:]
+		}
+		for name, b := range map[string]array.Builder{"copied": copied, "unpacked": unpacked} {
+			out := b.NewArray()
+			if out.Len() != in.Len() {
+				t.Fatalf("%s %s: %d values, want %d", c.dt, name, out.Len(), in.Len())
+			}
+			for i := range in.Len() {
+				if got, want := appendValue(nil, get(out, i)), appendValue(nil, get(in, i)); !bytes.Equal(got, want) {
+					t.Errorf("%s %s row %d: %v, want %v", c.dt, name, i, get(out, i), get(in, i))
+				}
+			}
+			out.Release()
+			b.Release()
+		}
+		in.Release()
 	}
 }

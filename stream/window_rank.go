@@ -45,7 +45,7 @@ type WindowRank struct {
 	endGet   getter
 	rowEnc   rowEncoder
 	codec    rankCodec
-	values   rowValues
+	out      rankEmitter
 	store    *spillStore // nil until something spills
 	order    []exec.Expr // spec.Order's expressions
 	orderEnc []encoder
@@ -53,7 +53,6 @@ type WindowRank struct {
 	enc      vectorized.KeyEncoder
 	signs    []int8
 	sortBuf  []byte
-	outRow   []any
 }
 
 type windowRankPart struct {
@@ -88,7 +87,6 @@ func NewWindowRank(ec *exec.Context, in Operator, spec RankSpec, end int, budget
 	if w.codec, err = newRankCodec(fields, spec.Order); err != nil {
 		return nil, err
 	}
-	w.values = w.codec.values()
 	if w.order, w.orderEnc, err = orderEncoders(spec.Order); err != nil {
 		return nil, err
 	}
@@ -99,6 +97,7 @@ func NewWindowRank(ec *exec.Context, in Operator, spec RankSpec, end int, budget
 	if w.q, err = newOutQueue(ec, w.schema); err != nil {
 		return nil, err
 	}
+	w.out = w.codec.emitter(w.q, spec.Number)
 	return w, nil
 }
 
@@ -248,15 +247,8 @@ func (w *WindowRank) fire(wm time.Time) error {
 	for _, k := range closed {
 		p := w.parts[k]
 		for _, row := range topRows(p.rows, w.spec.Func, w.spec.Lo, w.spec.Hi) {
-			vals, err := w.values.of(row)
-			if err != nil {
+			if err := w.out.emit(kindInsert, row, row.n); err != nil {
 				return err
-			}
-			if w.spec.Number {
-				w.outRow = append(append(w.outRow[:0], vals...), row.n)
-				w.q.add(kindInsert, w.outRow)
-			} else {
-				w.q.add(kindInsert, vals)
 			}
 		}
 		freed += rankPartBytes + int64(len(k))

@@ -9,6 +9,7 @@ import (
 	pb "github.com/substrait-io/substrait-protobuf/go/substraitpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/flightd/flightd/plan"
 	"github.com/flightd/flightd/sql"
 )
 
@@ -30,13 +31,45 @@ const maxDepth = 500
 // gets the same type checks, grants and optimizer as SQL text. Dynamic
 // parameter N becomes placeholder $N+1.
 func Consume(b []byte) (sql.Statement, error) {
+	st, _, err := ConsumeReads(b)
+	return st, err
+}
+
+// NamedRead is a read of a named table and the schema the plan claims
+// the table has (its base_schema): the caller, which knows the catalog,
+// checks the claim before running the statement, since the SQL reads the
+// columns by name and would otherwise give a plan built from stale
+// metadata data of another type than it decodes.
+type NamedRead struct {
+	Path    string   // the ReadRel's path in the plan
+	Table   []string // [database.]table, as in the SQL
+	Columns []ClaimedColumn
+}
+
+// ClaimedColumn is one top-level column of a read's base_schema.
+type ClaimedColumn struct {
+	Name string
+	Type *sql.TypeName // ROW for a struct, with its fields' names
+}
+
+// ConsumeReads is Consume that also returns the plan's reads of named
+// tables with their claimed schemas, in plan order.
+func ConsumeReads(b []byte) (sql.Statement, []NamedRead, error) {
+	st, c, err := consume(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, c.reads, nil
+}
+
+func consume(b []byte) (sql.Statement, *consumer, error) {
 	var p pb.Plan
 	if err := (proto.UnmarshalOptions{RecursionLimit: maxDepth}).Unmarshal(b, &p); err != nil {
-		return nil, fmt.Errorf("%w: not a Substrait plan: %v", ErrInvalid, err)
+		return nil, nil, fmt.Errorf("%w: not a Substrait plan: %v", ErrInvalid, err)
 	}
 	c := &consumer{funcs: map[uint32]function{}}
 	if err := c.extensions(&p); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var root *pb.RelRoot
 	for i, r := range p.GetRelations() {
@@ -44,24 +77,25 @@ func Consume(b []byte) (sql.Statement, error) {
 			continue // plain relations are only referenced by others
 		}
 		if root != nil {
-			return nil, fmt.Errorf("%w: relations[%d]: a second root relation (flightd runs one query per plan)", ErrInvalid, i)
+			return nil, nil, fmt.Errorf("%w: relations[%d]: a second root relation (flightd runs one query per plan)", ErrInvalid, i)
 		}
 		root = r.GetRoot()
 	}
 	if root == nil {
-		return nil, fmt.Errorf("%w: the plan has no root relation", ErrInvalid)
+		return nil, nil, fmt.Errorf("%w: the plan has no root relation", ErrInvalid)
 	}
 	c.plan = &p
 	if w := root.GetInput().GetWrite(); w != nil {
-		return c.write(w, "root.input.write")
+		st, err := c.write(w, "root.input.write")
+		return st, c, err
 	}
 	r, err := c.rel(root.GetInput(), "root.input")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	names := root.GetNames()
 	if len(names) > 0 && len(names) < len(r.cols) {
-		return nil, fmt.Errorf("%w: root.names: %d names for %d columns", ErrInvalid, len(names), len(r.cols))
+		return nil, nil, fmt.Errorf("%w: root.names: %d names for %d columns", ErrInvalid, len(names), len(r.cols))
 	}
 	q := r.query()
 	items := q.Body.(*sql.Select).Items
@@ -70,7 +104,7 @@ func Consume(b []byte) (sql.Statement, error) {
 			items[i].Alias = names[i] // struct columns list their fields' names after theirs; only top-level names count
 		}
 	}
-	return q, nil
+	return q, c, nil
 }
 
 // function is an extension function a plan declares.
@@ -84,6 +118,7 @@ type consumer struct {
 	aliases int
 	depth   int
 	nodes   int
+	reads   []NamedRead
 	// outer holds the column expressions of the relations enclosing a
 	// subquery, innermost last, for outer references.
 	outer [][]sql.Expr
@@ -305,13 +340,15 @@ func (c *consumer) read(x *pb.ReadRel, path string) (*rel, error) {
 	var r *rel
 	switch t := x.GetReadType().(type) {
 	case *pb.ReadRel_NamedTable_:
-		parts := t.NamedTable.GetNames()
-		if len(parts) == 0 || len(parts) > 3 {
-			return nil, errAt(path+".named_table", "a table name has 1 to 3 parts, not %d", len(parts))
+		parts, err := tableName(t.NamedTable.GetNames(), path+".named_table")
+		if err != nil {
+			return nil, err
 		}
-		if len(parts) == 3 {
-			parts = parts[1:] // catalog: flightd has one
+		claimed, err := claimedColumns(schema, path+".base_schema")
+		if err != nil {
+			return nil, err
 		}
+		c.reads = append(c.reads, NamedRead{Path: path, Table: parts, Columns: claimed})
 		alias := c.alias()
 		r = &rel{from: &sql.TableName{Name: &sql.Name{Parts: parts}, Alias: alias}}
 		for _, n := range cols {
@@ -355,6 +392,23 @@ func (c *consumer) read(x *pb.ReadRel, path string) (*rel, error) {
 	return r, nil
 }
 
+// tableName is a named table's [database.]table: a catalog before them
+// must be flightd's one, as for bulk ingest; reading or writing
+// flightd's table for a plan that names another catalog would act on a
+// table the client did not mean.
+func tableName(parts []string, path string) ([]string, error) {
+	if len(parts) == 0 || len(parts) > 3 {
+		return nil, errAt(path, "a table name has 1 to 3 parts, not %d", len(parts))
+	}
+	if len(parts) == 3 {
+		if parts[0] != "" && !strings.EqualFold(parts[0], plan.CatalogName) {
+			return nil, errAt(path, "catalog %q does not exist (flightd serves %q)", parts[0], plan.CatalogName)
+		}
+		parts = parts[1:]
+	}
+	return parts, nil
+}
+
 // topNames are the names of a schema's top-level columns: NamedStruct
 // lists the names of nested struct fields after their column's, depth
 // first.
@@ -392,6 +446,53 @@ func topNames(s *pb.NamedStruct, path string) ([]string, error) {
 	}
 	if len(types) == 0 {
 		out = names
+	}
+	return out, nil
+}
+
+// claimedColumns are a named read's base_schema as SQL types: a struct
+// becomes a ROW named by the names NamedStruct lists after its column's.
+func claimedColumns(s *pb.NamedStruct, path string) ([]ClaimedColumn, error) {
+	names := s.GetNames()
+	i := 0
+	next := func() (string, error) {
+		if i >= len(names) {
+			return "", errAt(path, "fewer names than (nested) fields")
+		}
+		i++
+		return names[i-1], nil
+	}
+	var claim func(t *pb.Type, path string) (*sql.TypeName, error)
+	claim = func(t *pb.Type, path string) (*sql.TypeName, error) {
+		st := t.GetStruct()
+		if st == nil {
+			return typeName(t, path)
+		}
+		row := &sql.TypeName{Name: "ROW"}
+		for j, f := range st.GetTypes() {
+			n, err := next()
+			if err != nil {
+				return nil, err
+			}
+			ft, err := claim(f, fmt.Sprintf("%s.struct.types[%d]", path, j))
+			if err != nil {
+				return nil, err
+			}
+			row.Fields = append(row.Fields, &sql.ColumnDef{Name: n, Type: ft})
+		}
+		return row, nil
+	}
+	var out []ClaimedColumn
+	for j, t := range s.GetStruct().GetTypes() {
+		n, err := next()
+		if err != nil {
+			return nil, err
+		}
+		tn, err := claim(t, fmt.Sprintf("%s.struct.types[%d]", path, j))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ClaimedColumn{Name: n, Type: tn})
 	}
 	return out, nil
 }
@@ -548,12 +649,9 @@ const (
 // write translates a write relation: INSERT into a named table, or CREATE
 // TABLE AS.
 func (c *consumer) write(w *pb.WriteRel, path string) (sql.Statement, error) {
-	parts := w.GetNamedTable().GetNames()
-	if len(parts) == 0 || len(parts) > 3 {
-		return nil, errAt(path+".named_table", "a table name has 1 to 3 parts, not %d", len(parts))
-	}
-	if len(parts) == 3 {
-		parts = parts[1:]
+	parts, err := tableName(w.GetNamedTable().GetNames(), path+".named_table")
+	if err != nil {
+		return nil, err
 	}
 	cols, err := topNames(w.GetTableSchema(), path+".table_schema")
 	if err != nil {

@@ -628,6 +628,9 @@ func (c *consumer) literal(l *pb.Expression_Literal, path string) (sql.Expr, err
 	case *pb.Expression_Literal_String_:
 		return str(t.String_), nil
 	case *pb.Expression_Literal_VarChar_:
+		if n := t.VarChar.GetLength(); n < 0 {
+			return nil, errAt(path, "varchar length %d is out of range (0 or more)", n)
+		}
 		return str(t.VarChar.GetValue()), nil
 	case *pb.Expression_Literal_FixedChar:
 		return str(t.FixedChar), nil
@@ -759,6 +762,21 @@ func typeName(t *pb.Type, path string) (*sql.TypeName, error) {
 	name := func(n string, params ...int) (*sql.TypeName, error) {
 		return &sql.TypeName{Name: n, Params: params}, nil
 	}
+	// Lengths and precisions out of range are refused, as SQL refuses
+	// them, rather than clamped: the plan means a type flightd does not
+	// have.
+	length := func(n int32, typ string) error {
+		if n < 0 {
+			return errAt(path, "%s length %d is out of range (0 or more)", typ, n)
+		}
+		return nil
+	}
+	precision := func(sqlName string, p int32, typ string) (*sql.TypeName, error) {
+		if p < 0 || p > 9 {
+			return nil, errAt(path, "%s precision %d is out of range (0 to 9: seconds to nanoseconds)", typ, p)
+		}
+		return name(sqlName, int(p))
+	}
 	switch k := t.GetKind().(type) {
 	case *pb.Type_Bool:
 		return name("BOOLEAN")
@@ -774,24 +792,39 @@ func typeName(t *pb.Type, path string) (*sql.TypeName, error) {
 		return name("FLOAT")
 	case *pb.Type_Fp64:
 		return name("DOUBLE")
-	case *pb.Type_String_, *pb.Type_Varchar, *pb.Type_FixedChar_:
+	case *pb.Type_String_:
 		return name("STRING")
-	case *pb.Type_Binary_, *pb.Type_FixedBinary_:
+	case *pb.Type_Varchar:
+		if err := length(k.Varchar.GetLength(), "varchar"); err != nil {
+			return nil, err
+		}
+		return name("STRING")
+	case *pb.Type_FixedChar_:
+		if err := length(k.FixedChar.GetLength(), "fixed_char"); err != nil {
+			return nil, err
+		}
+		return name("STRING")
+	case *pb.Type_Binary_:
+		return name("BYTES")
+	case *pb.Type_FixedBinary_:
+		if err := length(k.FixedBinary.GetLength(), "fixed_binary"); err != nil {
+			return nil, err
+		}
 		return name("BYTES")
 	case *pb.Type_Date_:
 		return name("DATE")
 	case *pb.Type_Time_:
 		return name("TIME", 6)
 	case *pb.Type_PrecisionTime_:
-		return name("TIME", int(min(max(k.PrecisionTime.GetPrecision(), 0), 9)))
+		return precision("TIME", k.PrecisionTime.GetPrecision(), "precision_time")
 	case *pb.Type_Timestamp_:
 		return name("TIMESTAMP", 6)
 	case *pb.Type_TimestampTz:
 		return name("TIMESTAMP_LTZ", 6)
 	case *pb.Type_PrecisionTimestamp_:
-		return name("TIMESTAMP", int(min(max(k.PrecisionTimestamp.GetPrecision(), 0), 9)))
+		return precision("TIMESTAMP", k.PrecisionTimestamp.GetPrecision(), "precision_timestamp")
 	case *pb.Type_PrecisionTimestampTz:
-		return name("TIMESTAMP_LTZ", int(min(max(k.PrecisionTimestampTz.GetPrecision(), 0), 9)))
+		return precision("TIMESTAMP_LTZ", k.PrecisionTimestampTz.GetPrecision(), "precision_timestamp_tz")
 	case *pb.Type_Decimal_:
 		p, s := int(k.Decimal.GetPrecision()), int(k.Decimal.GetScale())
 		if p < 1 || p > 38 || s < 0 || s > p {

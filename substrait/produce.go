@@ -119,18 +119,56 @@ func (p *producer) rel(n plan.Node) (*pb.Rel, []plan.ColumnID, error) {
 		if x.Read != plan.ReadRows {
 			return nil, nil, noForm("a read of t$ro or t$audit_log")
 		}
+		// base_schema is the table's whole schema, as Substrait means it
+		// (a consumer checks it against the table); the scan's columns are
+		// its projection, and the filter refers to the whole schema.
 		id := x.Table.Ident()
-		schema := &pb.NamedStruct{Names: x.Names, Struct: &pb.Type_Struct{Nullability: pb.Type_NULLABILITY_REQUIRED}}
-		for _, c := range x.Cols {
-			t, err := typeOf(c.Type)
+		fields := x.Table.Schema().Fields()
+		schema := &pb.NamedStruct{Struct: &pb.Type_Struct{Nullability: pb.Type_NULLABILITY_REQUIRED}}
+		pos := make(map[string]int, len(fields))
+		// A struct column's fields are named after it, depth first.
+		var named func(dt arrow.DataType) (*pb.Type, error)
+		named = func(dt arrow.DataType) (*pb.Type, error) {
+			st, ok := dt.(*arrow.StructType)
+			if !ok {
+				return typeOf(dt)
+			}
+			s := &pb.Type_Struct{Nullability: nullable()}
+			for _, f := range st.Fields() {
+				schema.Names = append(schema.Names, f.Name)
+				t, err := named(f.Type)
+				if err != nil {
+					return nil, err
+				}
+				s.Types = append(s.Types, t)
+			}
+			return &pb.Type{Kind: &pb.Type_Struct_{Struct: s}}, nil
+		}
+		for i, f := range fields {
+			schema.Names = append(schema.Names, f.Name)
+			t, err := named(f.Type)
 			if err != nil {
 				return nil, nil, err
 			}
 			schema.Struct.Types = append(schema.Struct.Types, t)
+			pos[f.Name] = i
 		}
-		read := &pb.ReadRel{BaseSchema: schema, ReadType: &pb.ReadRel_NamedTable_{NamedTable: &pb.ReadRel_NamedTable{Names: []string{id.Database, id.Table}}}}
+		base := make([]plan.ColumnID, len(fields))
+		for i := range base {
+			base[i] = -1 // no column of the plan
+		}
+		proj := &pb.Expression_MaskExpression{Select: &pb.Expression_MaskExpression_StructSelect{}, MaintainSingularStruct: true}
+		for i, n := range x.Names {
+			j, ok := pos[n]
+			if !ok || i >= len(x.Cols) {
+				return nil, nil, noForm("a read of column %q, which is not one of table %s's", n, id)
+			}
+			base[j] = x.Cols[i].ID
+			proj.Select.StructItems = append(proj.Select.StructItems, &pb.Expression_MaskExpression_StructItem{Field: int32(j)})
+		}
+		read := &pb.ReadRel{BaseSchema: schema, Projection: proj, ReadType: &pb.ReadRel_NamedTable_{NamedTable: &pb.ReadRel_NamedTable{Names: []string{id.Database, id.Table}}}}
 		if x.Filter != nil {
-			f, err := p.expr(x.Filter, out)
+			f, err := p.expr(x.Filter, base)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -536,6 +574,12 @@ func (p *producer) expr(e plan.Expr, cols []plan.ColumnID) (*pb.Expression, erro
 	case *plan.Call:
 		if strings.HasPrefix(x.Fn, "$") {
 			return nil, noForm("internal function %s", x.Fn) // the binder's own (window bounds finer than a second)
+		}
+		if x.Fn == "field" {
+			// The consumer has no form of a struct field access by
+			// position (SQL's field() takes a constant index, which a
+			// plan's literal does not bind as).
+			return nil, noForm("a struct field access")
 		}
 		t, err := typeOf(x.Typ)
 		if err != nil {

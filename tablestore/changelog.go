@@ -12,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
+
+	"github.com/flightd/flightd/tablestore/merge"
 )
 
 // Changelog producers (changelog-producer) write changelog files: the
@@ -188,7 +190,7 @@ func (st *tableState) probeKeys(ctx context.Context, sch *tableSchema, changed [
 			}
 			col := b.Column(0)
 			for i := range col.Len() {
-				if enc = appendNormalized(enc[:0], col, i); seen[string(enc)] {
+				if enc = merge.AppendNormalized(enc[:0], col, i); seen[string(enc)] {
 					continue
 				}
 				seen[string(enc)] = true
@@ -412,7 +414,7 @@ func (c *diffCursor) fill(ctx context.Context) error {
 	ends := make([]int, n)
 	for i := range ends {
 		for _, k := range c.sch.PrimaryKeys {
-			buf = appendNormalized(buf, c.b.Column(2+c.sch.fieldIndex(k)), i)
+			buf = merge.AppendNormalized(buf, c.b.Column(2+c.sch.fieldIndex(k)), i)
 		}
 		ends[i] = len(buf)
 	}
@@ -441,8 +443,8 @@ func (c *diffCursor) sameRow(o *diffCursor) bool {
 		return true
 	}
 	for col := 2; col < int(c.b.NumCols()); col++ {
-		c.row = appendNormalized(c.row[:0], c.b.Column(col), c.i)
-		o.row = appendNormalized(o.row[:0], o.b.Column(col), o.i)
+		c.row = merge.AppendNormalized(c.row[:0], c.b.Column(col), c.i)
+		o.row = merge.AppendNormalized(o.row[:0], o.b.Column(col), o.i)
 		if string(c.row) != string(o.row) {
 			return false
 		}
@@ -473,7 +475,7 @@ type changelogBatcher struct {
 	sch   *tableSchema
 	cw    *dataWriter
 	srcs  []arrow.RecordBatch
-	refs  []rowRef
+	refs  []merge.Ref
 	kinds []int8
 }
 
@@ -489,7 +491,7 @@ func (w *changelogBatcher) add(c *diffCursor, kind RowKind) {
 		w.srcs = append(w.srcs, c.b)
 		src = len(w.srcs) - 1
 	}
-	w.refs = append(w.refs, rowRef{int32(src), int32(c.i)})
+	w.refs = append(w.refs, merge.Ref{Src: int32(src), Row: int32(c.i)})
 	w.kinds = append(w.kinds, int8(kind))
 }
 
@@ -508,7 +510,7 @@ func (w *changelogBatcher) flush(ctx context.Context) error {
 			for j, b := range w.srcs {
 				arrs[j] = b.Column(c)
 			}
-			cols[c] = gather(mem, fsch.Field(c).Type, arrs, w.refs)
+			cols[c] = merge.Gather(mem, fsch.Field(c).Type, arrs, w.refs)
 		}
 		rec := array.NewRecordBatch(fsch, cols, int64(len(w.refs)))
 		for _, c := range cols {
@@ -617,7 +619,7 @@ func (t *Table) ChangelogComplete() (bool, string) {
 	if !sch.hasPK() || o.producer == producerLookup || o.producer == producerFullCompaction {
 		return true, ""
 	}
-	if o.merge.engine == engineDeduplicate {
+	if o.merge.Engine == merge.Deduplicate {
 		if len(o.sequenceField) > 0 {
 			// A late row with an older sequence.field value loses the merge
 			// but would still go out as an upsert.
@@ -626,15 +628,15 @@ func (t *Table) ChangelogComplete() (bool, string) {
 		return true, ""
 	}
 	what := map[string]string{
-		enginePartialUpdate: "its changes are partial rows",
-		engineAggregation:   "its changes are inputs to aggregates, not the aggregated rows",
-		engineFirstRow:      "its level-0 files hold later versions of keys that the merge discards",
-	}[o.merge.engine]
+		merge.PartialUpdate: "its changes are partial rows",
+		merge.Aggregation:   "its changes are inputs to aggregates, not the aggregated rows",
+		merge.FirstRow:      "its level-0 files hold later versions of keys that the merge discards",
+	}[o.merge.Engine]
 	fix := "lookup or full-compaction"
-	if o.merge.engine == engineFirstRow {
+	if o.merge.Engine == merge.FirstRow {
 		fix = "lookup"
 	}
-	return false, fmt.Sprintf("table %s has merge-engine %s with changelog-producer %s: %s; set changelog-producer to %s", t.st.id, o.merge.engine, o.producer, what, fix)
+	return false, fmt.Sprintf("table %s has merge-engine %s with changelog-producer %s: %s; set changelog-producer to %s", t.st.id, o.merge.Engine, o.producer, what, fix)
 }
 
 // changelogFiles returns the changelog files a snapshot publishes and the

@@ -71,12 +71,8 @@ const maxManifests = 30
 // committed alone in queue order. Publication (a few fsyncs) then costs
 // once per group, not once per writer.
 func (st *tableState) commit(ctx context.Context, req *commitRequest) (int64, error) {
-	if err := st.syncDirs(req.dirs); errors.Is(err, fs.ErrNotExist) {
-		// Its directories went with the table: dropped, maybe created
-		// again since (which droppedOr would not see).
-		return 0, st.notFound(err)
-	} else if err != nil {
-		return 0, st.droppedOr(err)
+	if err := st.syncReqDirs(req); err != nil {
+		return 0, err
 	}
 	q := &queuedCommit{req: req}
 	groupable := req.kind == commitAppend && req.properties == nil && req.overwrite == nil && req.replace == nil && req.produce == nil && len(req.changelog) == 0
@@ -103,6 +99,19 @@ func (st *tableState) commit(ctx context.Context, req *commitRequest) (int64, er
 	return q.id, q.err
 }
 
+// syncReqDirs syncs the directories of req's new files (syncDirs), an
+// error because the table was dropped meanwhile being ErrTableNotFound.
+func (st *tableState) syncReqDirs(req *commitRequest) error {
+	if err := st.syncDirs(req.dirs); errors.Is(err, fs.ErrNotExist) {
+		// Its directories went with the table: dropped, maybe created
+		// again since (which droppedOr would not see).
+		return st.notFound(err)
+	} else if err != nil {
+		return st.droppedOr(err)
+	}
+	return nil
+}
+
 // syncDirs makes the directory entries of new data files (in dirs and
 // their parents up to the table's directory) durable, as they must be
 // before a snapshot can reference them.
@@ -118,14 +127,16 @@ func (st *tableState) syncDirs(dirs []string) error {
 	return syncAll(st.fs(), nil, all...)
 }
 
-// errDroppedHere fails a write (or expiry) this process dropped the table
-// under.
-var errDroppedHere = errors.New("dropped while the write was open")
+// errDroppedHere fails a read, write or expiry of a table this process
+// dropped under it.
+var errDroppedHere = errors.New("dropped by this process while in use")
 
-// errDroppedElsewhere fails a commit whose table another process dropped
-// (and perhaps created again) since this process's state of it pinned its
-// directory.
-var errDroppedElsewhere = errors.New("dropped by another process while the write was open")
+// errMovedAway fails a read or write of a table whose directory, pinned by
+// this process's state of it, is no longer at its path: another process
+// dropped the table (and perhaps created it again), or a DROP DATABASE
+// moved it, this process's too when it did not lock it (a table not yet
+// in effect).
+var errMovedAway = errors.New("dropped while in use (its directory was moved away)")
 
 // queuedCommit is a request and, once done, its outcome.
 type queuedCommit struct {
@@ -154,7 +165,7 @@ func (st *tableState) publish(ctx context.Context, group []*queuedCommit) {
 		if st.dropped.Load() {
 			err = st.notFound(errDroppedHere)
 		} else if st.movedAway() {
-			err = st.notFound(errDroppedElsewhere)
+			err = st.notFound(errMovedAway)
 		}
 		if err != nil {
 			for _, q := range group {

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/flightd/flightd/tablestore/maintenance"
+	"github.com/flightd/flightd/tablestore/merge"
 )
 
 // The picker's view of a file (maintenance.File).
@@ -78,7 +79,7 @@ func (st *tableState) compactAll(ctx context.Context, full bool) error {
 			if len(g) > 1 || g[0].File.DeleteRowCount > 0 || g[0].File.Level != sch.opts.compactionTrigger || g[0].File.SchemaID != sch.ID {
 				u = &maintenance.Unit[*manifestEntry]{Files: g, OutputLevel: sch.opts.compactionTrigger, DropDeletes: true}
 			}
-		case sch.opts.merge.engine == engineFirstRow:
+		case sch.opts.merge.Engine == merge.FirstRow:
 			u = maintenance.PickFirstRow(sch.opts.universal(), maintenance.SortedRuns(g))
 		default:
 			u = maintenance.PickUniversal(sch.opts.universal(), maintenance.SortedRuns(g))
@@ -189,7 +190,7 @@ func (st *tableState) afterCommit(ctx context.Context, touched []*manifestEntry)
 		st.triggerCompaction() // expiry only
 		return
 	}
-	if sch.hasPK() && sch.opts.merge.engine == engineFirstRow {
+	if sch.hasPK() && sch.opts.merge.Engine == merge.FirstRow {
 		// Paimon's readers skip level 0 of first-row tables, so the commit
 		// moves it out before the writer goes on, as Paimon's writers do
 		// (maintenance.PickFirstRow): they see the rows at the

@@ -33,8 +33,9 @@ var copySchema = arrow.NewSchema([]arrow.Field{
 // copyTable writes commits of random rows (ids ascending, so that row
 // group statistics can skip) to a new append table with the given row
 // group size and compacts it fully; it returns the rows written and the
-// compacted table's one live file.
-func copyTable(t *testing.T, s *Store, name string, rowGroupRows int, sizes []int, fewDistinct bool) (*Table, []string, *manifestEntry) {
+// compacted table's one live file. distinctC, when given, is per commit
+// the number of values column c is drawn from (0: a new value each row).
+func copyTable(t *testing.T, s *Store, name string, rowGroupRows int, sizes []int, distinctC []int) (*Table, []string, *manifestEntry) {
 	t.Helper()
 	ctx := context.Background()
 	tbl, err := s.CreateTable(ctx, Ident{"db", name}, TableDef{Schema: copySchema,
@@ -45,13 +46,13 @@ func copyTable(t *testing.T, s *Store, name string, rowGroupRows int, sizes []in
 	rng := rand.New(rand.NewPCG(3, 4))
 	var want []string
 	id := 0
-	for _, n := range sizes {
+	for commit, n := range sizes {
 		var rows [][]any
 		for range n {
 			id++
 			row := []any{id, nil, nil, fmt.Sprintf("c%08d", id)}
-			if fewDistinct {
-				row[3] = "c" + strconv.Itoa(rng.IntN(3))
+			if distinctC != nil && distinctC[commit] > 0 {
+				row[3] = "c" + strconv.Itoa(rng.IntN(distinctC[commit]))
 			}
 			if rng.IntN(4) > 0 {
 				row[1] = rng.IntN(1000) - 500
@@ -97,15 +98,14 @@ func liveEntries(t *testing.T, tbl *Table) []*manifestEntry {
 // large enough to copy (minCopyRows) and checks the output against the
 // same rows compacted by rewriting: the same rows (scanned, and read by
 // arrow-go's own Parquet reader from the file alone), the same file
-// statistics but for distinct counts (unknown in a copy), one row group
-// per input file, no page index, and row group statistics that still
+// statistics, one row group per input file, no page index, and row group statistics that still
 // skip. A small row group in the inputs makes compaction rewrite them.
 func TestCompactCopyRowGroups(t *testing.T) {
 	ctx := context.Background()
 	s, _, _ := newTestStore(t)
 	sizes := []int{1400, 1170, 1600, 1330, 1250, 1500, 1160, 1410}
-	copied, want, cf := copyTable(t, s, "copied", 1<<14, sizes, false) // minCopyRows 1024
-	rewritten, want2, rf := copyTable(t, s, "rewritten", 1<<20, sizes, false)
+	copied, want, cf := copyTable(t, s, "copied", 1<<14, sizes, nil) // minCopyRows 1024
+	rewritten, want2, rf := copyTable(t, s, "rewritten", 1<<20, sizes, nil)
 	if !slices.Equal(want, want2) {
 		t.Fatal("the two tables got different rows")
 	}
@@ -153,7 +153,7 @@ func TestCompactCopyRowGroups(t *testing.T) {
 	}
 	for i, c := range cf.File.ValueStats {
 		r := rf.File.ValueStats[i]
-		if c.ID != r.ID || c.NullCount != r.NullCount || datumStr(c.Min) != datumStr(r.Min) || datumStr(c.Max) != datumStr(r.Max) || c.NDV != 0 {
+		if c.ID != r.ID || c.NullCount != r.NullCount || datumStr(c.Min) != datumStr(r.Min) || datumStr(c.Max) != datumStr(r.Max) || c.NDV != r.NDV {
 			t.Fatalf("column %d: copied stats %+v (min %s, max %s), rewritten %+v (min %s, max %s)", i, c, datumStr(c.Min), datumStr(c.Max), r, datumStr(r.Min), datumStr(r.Max))
 		}
 	}
@@ -175,27 +175,60 @@ func TestCompactCopyRowGroups(t *testing.T) {
 		t.Fatalf("filtered scan skipped %d row groups, want %d", st.RowGroupsSkipped, len(sizes)-1)
 	}
 
-	// One row group below minCopyRows, or a column with a known distinct
-	// count: rewritten into one row group.
+	// One row group below minCopyRows: rewritten into one row group.
+	small, _, e := copyTable(t, s, "small", 1<<14, []int{1400, 1000, 1600}, nil)
+	if n := rowGroups(t, small, e); n != 1 {
+		t.Fatalf("small: %d row groups, want 1 (rewritten)", n)
+	}
+}
+
+// TestCompactCopyCountsDistinct: where inputs know a column's distinct
+// count, the copy counts that column's values again, so that its distinct
+// counts are those of the same rows compacted by rewriting: exact while
+// the union has at most maxTrackedNDV values, unknown (0) beyond, also
+// when every input alone had few.
+func TestCompactCopyCountsDistinct(t *testing.T) {
+	s, _, _ := newTestStore(t)
 	for _, c := range []struct {
-		name        string
-		sizes       []int
-		fewDistinct bool
-	}{{"small", []int{1400, 1000, 1600}, false}, {"fewdistinct", []int{1400, 1200, 1600}, true}} {
-		tbl, _, e := copyTable(t, s, c.name, 1<<14, c.sizes, c.fewDistinct)
-		pf, err := file.OpenParquetFile(filepath.Join(tbl.st.dir, e.File.Path), false)
-		if err != nil {
-			t.Fatal(err)
+		name      string
+		sizes     []int
+		distinctC []int
+		ndv       int64 // -1: whatever the rewrite counted, which is not 0
+	}{
+		{"few", []int{1400, 1200, 1600}, []int{3, 3, 3}, 3},
+		{"onefew", []int{1400, 1200, 1600}, []int{0, 3, 0}, 0},
+		{"unionfew", []int{1100, 1100, 1100}, []int{400, 400, 400}, -1},
+		{"unionmany", []int{1100, 1100, 1100}, []int{2000, 2000, 2000}, 0}, // about 850 a file, 1,600 together
+	} {
+		copied, want, cf := copyTable(t, s, c.name+"_copied", 1<<14, c.sizes, c.distinctC) // minCopyRows 1024
+		_, want2, rf := copyTable(t, s, c.name+"_rewritten", 1<<20, c.sizes, c.distinctC)
+		if !slices.Equal(want, want2) {
+			t.Fatalf("%s: the two tables got different rows", c.name)
 		}
-		n := pf.NumRowGroups()
-		pf.Close()
-		if n != 1 {
-			t.Fatalf("%s: %d row groups, want 1 (rewritten)", c.name, n)
+		eqRows(t, scanAll(t, copied, ScanSpec{}), want...)
+		if n := rowGroups(t, copied, cf); n != len(c.sizes) {
+			t.Fatalf("%s: %d row groups, want %d (copied)", c.name, n, len(c.sizes))
 		}
-		if c.fewDistinct && e.File.ValueStats[3].NDV != 3 {
-			t.Fatalf("%s: distinct count %d, want 3", c.name, e.File.ValueStats[3].NDV)
+		for i, cs := range cf.File.ValueStats {
+			r := rf.File.ValueStats[i]
+			if cs.ID != r.ID || cs.NullCount != r.NullCount || datumStr(cs.Min) != datumStr(r.Min) || datumStr(cs.Max) != datumStr(r.Max) || cs.NDV != r.NDV {
+				t.Fatalf("%s: column %d: copied stats %+v, rewritten %+v", c.name, i, cs, r)
+			}
+		}
+		if got := cf.File.ValueStats[3].NDV; c.ndv >= 0 && got != c.ndv || c.ndv < 0 && got == 0 {
+			t.Fatalf("%s: distinct count of c %d, want %d", c.name, got, c.ndv)
 		}
 	}
+}
+
+func rowGroups(t *testing.T, tbl *Table, e *manifestEntry) int {
+	t.Helper()
+	pf, err := file.OpenParquetFile(filepath.Join(tbl.st.dir, e.File.Path), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	return pf.NumRowGroups()
 }
 
 // TestCompactCopyRolls copies inputs past the target file size: the
@@ -297,7 +330,7 @@ func TestCompactCopyReadsOnce(t *testing.T) {
 	}
 	sizes := []int{1400, 1170, 1600, 1330, 1250}
 	before := fsys.read.Load()
-	tbl, want, out := copyTable(t, s, "t", 1<<14, sizes, false) // minCopyRows 1024: copied
+	tbl, want, out := copyTable(t, s, "t", 1<<14, sizes, nil) // minCopyRows 1024: copied
 	read := fsys.read.Load() - before
 	eqRows(t, scanAll(t, tbl, ScanSpec{}), want...)
 	// The inputs are still on disk beside the output (until expiry).

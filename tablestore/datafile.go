@@ -109,6 +109,12 @@ func (st *tableState) openDataFile(e *manifestEntry) (*dataFile, error) {
 	if err != nil {
 		return nil, st.missing(fmt.Errorf("open data file %s: %w", path, err))
 	}
+	return st.dataFileOf(e, path, rf)
+}
+
+// dataFileOf opens rf, the file of e at path, as openDataFile does; it
+// closes rf on error.
+func (st *tableState) dataFileOf(e *manifestEntry, path string, rf ReadFile) (*dataFile, error) {
 	if rf.Size() != e.File.FileSize {
 		rf.Close()
 		return nil, fmt.Errorf("%w: data file %s has %d bytes, manifest says %d (truncated or replaced)", ErrCorrupt, path, rf.Size(), e.File.FileSize)

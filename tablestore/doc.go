@@ -47,7 +47,9 @@
 // overwrites non-null fields (sequence groups update their fields together),
 // aggregation folds each column with its aggregate function. The merge runs
 // at flush, compaction and read; files hold partial merges, so every engine
-// is associative (mergeengine.go).
+// is associative. The engines and the k-way merge of sorted runs are the
+// leaf package merge/, on Arrow arrays only; mergeopts.go parses and checks
+// the engines' options, mergereader.go opens a bucket's files as the runs.
 //
 // Changelog files (changelog-producer input, lookup or full-compaction)
 // have the data-file layout (_SEQUENCE_NUMBER, _VALUE_KIND, table columns),

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"path"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -484,4 +488,412 @@ func TestReadHalfRemovedTable(t *testing.T) {
 	if err := dropper.DropTable(ctx, id, false); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// dbSyncHookFS calls onSync before a sync of a database's directory.
+type dbSyncHookFS struct {
+	localFS
+	onSync func(dir string)
+}
+
+func (f *dbSyncHookFS) SyncDir(dir string) error {
+	if f.onSync != nil && strings.HasSuffix(dir, ".db") {
+		f.onSync(dir)
+	}
+	return f.localFS.SyncDir(dir)
+}
+
+// TestCreateIntoDirectoryBeingPrepared: a CREATE TABLE prepared the
+// table's directory, which a DROP DATABASE then moved away (the table was
+// not in effect yet); the database was created again, and another CREATE
+// has made the table's directory anew and its schema and snapshot
+// directories, not yet its manifest directory. The first CREATE publishes
+// its schema there. The table must be whole: an INSERT failed writing its
+// manifest before ("openat manifest/manifest-...: no such file or
+// directory", an internal error; engine TestRandomDDLAndWrites).
+func TestCreateIntoDirectoryBeingPrepared(t *testing.T) {
+	ctx := context.Background()
+	mem := newMem(t)
+	root := t.TempDir()
+	fsys := &dbSyncHookFS{}
+	s := openStore(t, fsys, root, mem)
+	defer s.Close()
+	if err := s.CreateDatabase(ctx, "d", false); err != nil {
+		t.Fatal(err)
+	}
+	id := Ident{"d", "x"}
+	fsys.onSync = func(string) {
+		fsys.onSync = nil
+		if err := s.DropDatabase(ctx, "d", false, true); err != nil {
+			t.Error(err)
+		}
+		if err := s.CreateDatabase(ctx, "d", false); err != nil {
+			t.Error(err)
+		}
+		// The other CREATE, half way through making the directories.
+		for _, sub := range []string{"schema", "snapshot"} {
+			if err := os.MkdirAll(joinPath(root, "d.db", "x", sub), 0o755); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	tbl, err := s.CreateTable(ctx, id, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := commitRows(tbl, mem, WriteOptions{}, Insert, [][]any{{1, "a"}}); err != nil {
+		t.Fatalf("insert into the table created: %v", err)
+	}
+	eqRows(t, scanAll(t, tbl, ScanSpec{}), "1|a")
+}
+
+// TestRandomDDLRacingWrites: writers insert into tables that others, in
+// this process, drop and create again (CREATE TABLE, CREATE TABLE ... AS,
+// CREATE OR REPLACE TABLE ... AS), and whose database others drop and
+// create again. Every operation succeeds or fails cleanly (not found,
+// exists, conflict); an acknowledged insert's row is in the snapshot its
+// commit returned, read through the table it was addressed to (unless
+// that was dropped since); and no table holds a row written to another
+// table of its name (a row carries the comment of the table written to).
+func TestRandomDDLRacingWrites(t *testing.T) {
+	seed := testSeed(t)
+	ctx := context.Background()
+	s, mem, _ := newTestStore(t)
+	var gen atomic.Int64
+	def := func() TableDef {
+		return TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}, Options: map[string]string{"bucket": "2"},
+			Comment: fmt.Sprintf("g%d", gen.Add(1))}
+	}
+	// checkRows reads snapshot id (0: the latest) of tbl; want, when
+	// given, must be among its rows.
+	checkRows := func(tbl *Table, id int64, want string) error {
+		sc, err := tbl.NewScan(ctx, ScanSpec{SnapshotID: id})
+		if err != nil {
+			return err
+		}
+		rows, err := readScanErr(sc)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if !strings.Contains(r, "|"+tbl.Comment()+"/") {
+				return fmt.Errorf("table %s (%s) holds row %q, written to another table of its name", tbl.Ident(), tbl.Comment(), r)
+			}
+		}
+		if want != "" && !slices.Contains(rows, want) {
+			return fmt.Errorf("acknowledged row %q is not in snapshot %d of %s (%s): %q", want, id, tbl.Ident(), tbl.Comment(), rows)
+		}
+		return nil
+	}
+	// write commits one row to w's table, then checks that it is there.
+	write := func(w *Write, k int) error {
+		row := []any{k, fmt.Sprintf("%s/%d", w.Table().Comment(), k)}
+		b := makeBatch(t, mem, kvSchema, [][]any{row})
+		err := w.Write(ctx, b, Insert)
+		b.Release()
+		if err != nil {
+			w.Abort()
+			return err
+		}
+		id, err := w.Commit(ctx)
+		if err != nil {
+			return err
+		}
+		return checkRows(w.Table(), id, fmt.Sprintf("%d|%s", row...))
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	var mu sync.Mutex
+	var bad []string
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(g)))
+			for i := 0; time.Now().Before(deadline); i++ {
+				id := Ident{"db", fmt.Sprintf("t%d", rng.IntN(2))}
+				if rng.IntN(3) == 0 {
+					id = Ident{"d", "x"}
+				}
+				k := g<<24 | i // unique: rows of one group commit never merge
+				var err error
+				var tbl *Table
+				var w *Write
+				switch op := rng.IntN(10); op {
+				case 0:
+					_, err = s.CreateTable(ctx, id, def(), true)
+				case 1:
+					err = s.DropTable(ctx, id, true)
+				case 2:
+					if w, err = s.StageTable(ctx, id, def(), rng.IntN(2) == 0); err == nil {
+						err = write(w, k)
+					}
+				case 3:
+					err = s.DropDatabase(ctx, id.Database, true, true)
+				case 4:
+					err = s.CreateDatabase(ctx, id.Database, true)
+				default:
+					if tbl, err = s.Table(ctx, id); err == nil {
+						err = write(tbl.NewWrite(WriteOptions{}), k)
+					}
+				}
+				for _, ok := range []error{ErrTableNotFound, ErrDatabaseNotFound, ErrSnapshotNotFound, ErrTableExists, ErrConflict} {
+					if errors.Is(err, ok) {
+						err = nil
+					}
+				}
+				if err != nil {
+					mu.Lock()
+					bad = append(bad, fmt.Sprintf("%s: %v", id, err))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, b := range bad {
+		t.Error(b)
+	}
+	for _, id := range []Ident{{"db", "t0"}, {"db", "t1"}, {"d", "x"}} {
+		tbl, err := s.Table(ctx, id)
+		if err == nil {
+			err = checkRows(tbl, 0, "")
+		}
+		if err != nil && !errors.Is(err, ErrTableNotFound) && !errors.Is(err, ErrDatabaseNotFound) {
+			t.Errorf("%s afterwards: %v", id, err)
+		}
+	}
+}
+
+// TestDroppedHereSaysSo: a handle opened before this process dropped its
+// table fails to read with ErrTableNotFound saying that this process
+// dropped it, once. It said "dropped by another process while the write
+// was open" (for a read, after this process's drop), and a scan said
+// "table not found" twice.
+func TestDroppedHereSaysSo(t *testing.T) {
+	ctx := context.Background()
+	s, mem, _ := newTestStore(t)
+	id := Ident{"db", "t"}
+	tbl, err := s.CreateTable(ctx, id, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{1, "a"}})
+	if err := s.DropTable(ctx, id, false); err != nil {
+		t.Fatal(err)
+	}
+	_, scanErr := tbl.NewScan(ctx, ScanSpec{})
+	_, latestErr := tbl.LatestSnapshotID(ctx)
+	for _, err := range []error{scanErr, latestErr} {
+		if !errors.Is(err, ErrTableNotFound) || !errors.Is(err, errDroppedHere) || strings.Count(err.Error(), ErrTableNotFound.Error()) != 1 {
+			t.Errorf("read of a table this process dropped: %q, want %q and %q, once", err, ErrTableNotFound, errDroppedHere)
+		}
+	}
+}
+
+// trashHookFS calls before and after (once each) around the rename of a
+// table directory named name into the trash (DropTable).
+type trashHookFS struct {
+	localFS
+	name          string
+	before, after func()
+}
+
+func (f *trashHookFS) Rename(from, to string) error {
+	hook := path.Base(from) == f.name && strings.Contains(to, trashPrefix)
+	if before := f.before; hook && before != nil {
+		f.before = nil
+		before()
+	}
+	err := f.localFS.Rename(from, to)
+	if after := f.after; hook && err == nil && after != nil {
+		f.after = nil
+		after()
+	}
+	return err
+}
+
+// TestDropAfterDropSparesStagedCreate: two DROP TABLEs find the table; the
+// second waits for the first's lock, and meanwhile a CREATE TABLE ... AS
+// stages the table anew under the name (not in effect until it commits).
+// The second DROP then finds no table (ErrTableNotFound) and the CREATE
+// ... AS commits. The second DROP moved the staged table's directory away
+// before: it succeeded, as the first, and the CREATE ... AS failed with
+// ErrTableNotFound.
+func TestDropAfterDropSparesStagedCreate(t *testing.T) {
+	ctx := context.Background()
+	mem := newMem(t)
+	fsys := &trashHookFS{name: "t"}
+	s := openStore(t, fsys, t.TempDir(), mem)
+	defer s.Close()
+	if err := s.CreateDatabase(ctx, "db", false); err != nil {
+		t.Fatal(err)
+	}
+	id := Ident{"db", "t"}
+	def := TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}}
+	if _, err := s.CreateTable(ctx, id, def, false); err != nil {
+		t.Fatal(err)
+	}
+	second := make(chan error, 1)
+	var staged *Write
+	fsys.before = func() {
+		go func() { second <- s.DropTable(ctx, id, false) }()
+		// Until the second DROP waits for the first's lock.
+		buf := make([]byte, 1<<20)
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			stacks := string(buf[:runtime.Stack(buf, true)])
+			if strings.Contains(stacks, "(*Store).lockForDrop") && strings.Contains(stacks, "sync.(*Mutex).Lock") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Error("the second DROP never waited for the first's lock")
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	fsys.after = func() {
+		var err error
+		if staged, err = s.StageTable(ctx, id, TableDef{Schema: kvSchema}, false); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := s.DropTable(ctx, id, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; !errors.Is(err, ErrTableNotFound) {
+		t.Errorf("second DROP of a dropped table: %v, want ErrTableNotFound", err)
+	}
+	if staged == nil {
+		t.FailNow()
+	}
+	b := makeBatch(t, mem, kvSchema, [][]any{{1, "staged"}})
+	err := staged.Write(ctx, b, Insert)
+	b.Release()
+	if err == nil {
+		_, err = staged.Commit(ctx)
+	}
+	if err != nil {
+		staged.Abort()
+		t.Fatalf("CREATE TABLE ... AS staged while the table was dropped: %v", err)
+	}
+	tbl, err := s.Table(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eqRows(t, scanAll(t, tbl, ScanSpec{}), "1|staged")
+}
+
+// TestAbortSparesDirectoryCreatedAgain: a write that made a bucket
+// directory in a table is aborted after the table was dropped and another
+// CREATE made the table's directory again, still empty. The abort removes
+// what it made in the dropped table's directory, never the new one at the
+// path: it removed that by path (the other CREATE then failed with
+// "dropped while it was created", or "database not found", and retried).
+// With nobody creating the table again, the abort leaves nothing behind.
+func TestAbortSparesDirectoryCreatedAgain(t *testing.T) {
+	for _, c := range []struct {
+		name                string
+		otherNode, recreate bool
+	}{
+		{"recreated", false, true},
+		{"recreated-by-other-node", true, true},
+		{"dropped", false, false},
+		{"dropped-by-other-node", true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			s, mem, root := newTestStore(t)
+			id := Ident{"db", "t"}
+			def := TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}}
+			tbl, err := s.CreateTable(ctx, id, def, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := openWrite(t, tbl, mem, [][]any{{1, "old"}})
+			if err := w.Settle(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if len(w.dirs) == 0 {
+				t.Fatal("the write made no directory")
+			}
+			ddl := s
+			if c.otherNode {
+				ddl = openStore(t, NewLocalFS(), root, mem)
+				defer ddl.Close()
+			}
+			if err := ddl.DropTable(ctx, id, false); err != nil {
+				t.Fatal(err)
+			}
+			dbDir := joinPath(root, "db.db")
+			if !c.recreate {
+				w.Abort()
+				if names, err := os.ReadDir(dbDir); err != nil || len(names) != 0 {
+					t.Fatalf("the aborted write left %v (%v)", names, err)
+				}
+				return
+			}
+			// The other CREATE, between making the table's directory and
+			// the directories in it.
+			if _, err := ddl.prepareTableDir(id); err != nil {
+				t.Fatal(err)
+			}
+			dir := joinPath(dbDir, "t")
+			before, err := os.Stat(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Abort()
+			after, err := os.Stat(dir)
+			if err != nil || !os.SameFile(before, after) {
+				t.Fatalf("the abort removed the directory another CREATE made: %v", err)
+			}
+			created, err := ddl.CreateTable(ctx, id, def, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeRows(t, created, mem, WriteOptions{}, Insert, [][]any{{2, "new"}})
+			eqRows(t, scanAll(t, created, ScanSpec{}), "2|new")
+			if names, err := os.ReadDir(dbDir); err != nil || len(names) != 1 {
+				t.Fatalf("database directory holds %v (%v), want the table only", names, err)
+			}
+		})
+	}
+}
+
+// TestAbortedStagedCreateSparesTableCreatedAgain: a CREATE TABLE ... AS
+// (a staged create) is aborted after DROP DATABASE moved its directory
+// away and another CREATE TABLE ... AS staged the table anew, under the
+// same schema id. The abort removes its schema, bucket directory and files
+// from its own directory only: the other create commits whole.
+func TestAbortedStagedCreateSparesTableCreatedAgain(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := newTestStore(t)
+	id := Ident{"db", "n"}
+	w := stage(t, s, id, false, [][]any{{1}})
+	if err := w.Settle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DropDatabase(ctx, "db", false, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateDatabase(ctx, "db", false); err != nil {
+		t.Fatal(err)
+	}
+	other := stage(t, s, id, false, [][]any{{2}})
+	if err := other.Settle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if other.staged.ID != w.staged.ID {
+		t.Fatalf("staged schema ids %d and %d, want one id", w.staged.ID, other.staged.ID)
+	}
+	w.Abort()
+	if _, err := other.Commit(ctx); err != nil {
+		t.Fatalf("create staged again after the drop: %v", err)
+	}
+	tbl, err := s.Table(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eqRows(t, scanAll(t, tbl, ScanSpec{}), "2")
 }

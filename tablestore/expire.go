@@ -368,11 +368,16 @@ func (st *tableState) minConsumer(expire time.Duration) (int64, error) {
 // reads it; the returned func releases it (idempotent).
 func (st *tableState) lease(id int64) func() {
 	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.leaseLocked(id)
+}
+
+// leaseLocked is lease with st.mu held.
+func (st *tableState) leaseLocked(id int64) func() {
 	if st.leases == nil {
 		st.leases = map[int64]int{}
 	}
 	st.leases[id]++
-	st.mu.Unlock()
 	var done bool
 	return func() {
 		st.mu.Lock()
@@ -387,10 +392,37 @@ func (st *tableState) lease(id int64) func() {
 	}
 }
 
+// Hold keeps snapshot id (and later ones) from expiring in this process
+// until the returned func is called (it is idempotent): a transaction
+// reads each table at one snapshot from its first read to its end, a
+// lookup index its snapshot while a lookup reads. It fails
+// (ErrSnapshotNotFound) when this process's expiry took the snapshot
+// already; another node's expiry it does not see. Unlike a scan's hold,
+// it waits only for an expiry deciding what to expire, not for one
+// deleting files (seconds on an object store): lookups take it at a high
+// rate. An expiry past its decision leaves every snapshot after
+// expiredThrough alone, and Hold refuses the others.
+func (t *Table) Hold(id int64) (release func(), err error) {
+	st := t.st
+	st.mu.Lock()
+	if st.expiring {
+		// Its decision may miss a lease taken now: wait for it.
+		st.mu.Unlock()
+		st.expireMu.Lock()
+		defer st.expireMu.Unlock()
+		st.mu.Lock()
+	}
+	defer st.mu.Unlock()
+	if id <= st.expiredThrough {
+		return nil, fmt.Errorf("table %s: snapshot %d: %w", st.id, id, ErrSnapshotExpired)
+	}
+	return st.leaseLocked(id), nil
+}
+
 // HoldUntil keeps snapshot id (and later ones) from expiring in this
 // process until the given time, with no scan open: a split result's
 // tickets read their pinned snapshot up to their expiry. It fails
-// (ErrNotFound) when the snapshot is gone already.
+// (ErrSnapshotNotFound) when the snapshot is gone already.
 func (t *Table) HoldUntil(id int64, until time.Time) error {
 	st := t.st
 	st.expireMu.Lock()
@@ -413,6 +445,17 @@ func (t *Table) HoldUntil(id int64, until time.Time) error {
 // it when garbage collected. Readers already open keep working.
 func (s *Scan) Close() {
 	s.points.close()
+	if s.release != nil {
+		s.release()
+	}
+}
+
+// Unhold releases the scan's hold on its snapshot and keeps it usable:
+// expiry may take the snapshot, so the caller holds it (Table.Hold)
+// whenever it reads through the scan. A lookup index keeps its scan for
+// the next lookups without keeping the table's later snapshots from
+// expiring meanwhile.
+func (s *Scan) Unhold() {
 	if s.release != nil {
 		s.release()
 	}
@@ -523,6 +566,12 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (_ int, er
 	}
 	now := st.s.opts.Now()
 	st.mu.Lock()
+	st.expiring = true
+	defer func() {
+		st.mu.Lock()
+		st.expiring = false
+		st.mu.Unlock()
+	}()
 	for id := range st.leases {
 		protect = min(protect, id)
 	}
@@ -667,6 +716,7 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (_ int, er
 	st.writeHint("EARLIEST", retained[0])
 	st.mu.Lock()
 	st.expiredThrough = max(st.expiredThrough, slices.Max(expired))
+	st.expiring = false
 	st.mu.Unlock()
 	gone := make([]string, len(dataFiles))
 	for i, f := range dataFiles {

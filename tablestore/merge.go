@@ -3,36 +3,9 @@ package tablestore
 import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/flightd/flightd/tablestore/merge"
 )
-
-// mergeFunction decides what survives of the versions of one key when the
-// merge engine picks a whole row (deduplicate, first-row). Rows are ordered
-// oldest to newest (by sequence.field, then sequence number). Engines that
-// build rows (partial-update, aggregation) are rowMergers instead (see
-// mergeengine.go); newRowMerger returns nil for the picking ones.
-type mergeFunction interface {
-	// pick returns the surviving row; a retracting survivor (-U/-D) means
-	// the key is deleted.
-	pick(rows []int) int
-}
-
-// deduplicate keeps the newest version (Paimon's default merge engine).
-type deduplicate struct{}
-
-func (deduplicate) pick(rows []int) int { return rows[len(rows)-1] }
-
-// firstRow keeps the oldest version (first-row: later writes of a key are
-// ignored).
-type firstRow struct{}
-
-func (firstRow) pick(rows []int) int { return rows[0] }
-
-func newMergeFunction(sch *tableSchema) mergeFunction {
-	if sch.opts.merge.engine == engineFirstRow {
-		return firstRow{}
-	}
-	return deduplicate{}
-}
 
 // rowOrder orders the rows of one batch laid out with the system columns
 // first (seq, kind, then table columns as in schema order of idx).
@@ -93,9 +66,9 @@ func (o rowOrder) full(i, j int) int {
 }
 
 // mergeSorted walks rows already sorted by o.full and returns the survivor
-// of each key, in key order; retracting survivors are dropped when
-// dropRetracts.
-func mergeSorted(o rowOrder, mf mergeFunction, sorted []int, dropRetracts bool) []int {
+// of each key (as the picking engine mo picks), in key order; retracting
+// survivors are dropped when dropRetracts.
+func mergeSorted(o rowOrder, mo *merge.Options, sorted []int, dropRetracts bool) []int {
 	out := make([]int, 0, len(sorted))
 	for i := 0; i < len(sorted); {
 		j := i + 1
@@ -104,7 +77,7 @@ func mergeSorted(o rowOrder, mf mergeFunction, sorted []int, dropRetracts bool) 
 		}
 		w := sorted[i]
 		if j-i > 1 {
-			w = mf.pick(sorted[i:j])
+			w = sorted[i+mo.Pick(j-i)]
 		}
 		if !dropRetracts || !RowKind(o.kind[w]).IsRetract() {
 			out = append(out, w)

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightd/flightd/tablestore/merge"
 )
 
 var aggSchema = arrow.NewSchema([]arrow.Field{
@@ -39,7 +41,7 @@ func aggOptions(retracts bool, extra map[string]string) map[string]string {
 	}
 	for col, fn := range fns {
 		o["fields."+col+".aggregate-function"] = fn
-		if retracts && !aggFuncs[fn] {
+		if retracts && !merge.CanRetract(fn, aggSchema.Field(aggSchema.FieldIndices(col)[0]).Type) {
 			o["fields."+col+".ignore-retract"] = "true"
 		}
 	}

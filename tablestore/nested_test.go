@@ -13,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
+
+	"github.com/flightd/flightd/tablestore/merge"
 )
 
 // nestedSchema has a key and one column of each nested type, nested in
@@ -234,7 +236,7 @@ func TestNestedNormalized(t *testing.T) {
 		for i := range 300 {
 			for j := range 300 {
 				same := cellString(col, i) == cellString(col, j)
-				enc := bytes.Equal(appendNormalized(nil, col, i), appendNormalized(nil, col, j))
+				enc := bytes.Equal(merge.AppendNormalized(nil, col, i), merge.AppendNormalized(nil, col, j))
 				if same != enc {
 					t.Fatalf("column %d rows %d, %d: values %s and %s, encodings equal %v", c, i, j, cellString(col, i), cellString(col, j), enc)
 				}

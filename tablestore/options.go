@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/parquet/compress"
+
+	"github.com/flightd/flightd/tablestore/merge"
 )
 
 // Table option keys (Paimon's names where Paimon has the option).
@@ -50,13 +52,9 @@ const (
 	optSchemaPrefix = "schema."
 )
 
-// Merge engines and changelog producers (Paimon's names).
+// Changelog producers (Paimon's names; merge engines: merge.Deduplicate
+// etc.).
 const (
-	engineDeduplicate   = "deduplicate"
-	enginePartialUpdate = "partial-update"
-	engineAggregation   = "aggregation"
-	engineFirstRow      = "first-row"
-
 	producerNone           = "none"
 	producerInput          = "input"
 	producerLookup         = "lookup"
@@ -91,7 +89,7 @@ type tableOptions struct {
 	// commit for this long, so abandoned ones do not pin snapshots forever.
 	consumerExpire   time.Duration
 	defaultPartition string
-	merge            mergeOptions
+	merge            merge.Options
 	producer         string
 	// fullDeltaCommits: with the full-compaction producer, a full
 	// compaction (and its changelog) follows this many data commits.
@@ -99,29 +97,6 @@ type tableOptions struct {
 	// dynamicOverwrite: INSERT OVERWRITE of a partitioned table replaces
 	// only the partitions it writes (Paimon's default).
 	dynamicOverwrite bool
-}
-
-// mergeOptions configure the merge engine (see mergeengine.go).
-type mergeOptions struct {
-	engine       string
-	ignoreDelete bool
-	// removeOnDelete: a -D removes the whole row (partial-update and
-	// aggregation).
-	removeOnDelete bool
-	groups         []seqGroup
-	// Per column (by name): aggregate function, ignore-retract, listagg
-	// delimiter. defaultAgg applies to columns without a function.
-	aggFunc       map[string]string
-	defaultAgg    string
-	ignoreRetract map[string]bool
-	delimiter     map[string]string
-}
-
-// seqGroup is a partial-update sequence group: fields update together, and
-// only from rows whose seq columns are at least the stored ones.
-type seqGroup struct {
-	seq    []string
-	fields []string // includes seq
 }
 
 func optErr(key, val, want string) error {
@@ -144,7 +119,7 @@ func parseOptions(s *tableSchema) (tableOptions, error) {
 		timeRetained:      time.Hour,
 		consumerExpire:    24 * time.Hour,
 		defaultPartition:  "__DEFAULT_PARTITION__",
-		merge:             mergeOptions{engine: engineDeduplicate},
+		merge:             merge.Options{Engine: merge.Deduplicate},
 		producer:          producerNone,
 		fullDeltaCommits:  5,
 		dynamicOverwrite:  true,
@@ -190,8 +165,8 @@ func parseOptions(s *tableSchema) (tableOptions, error) {
 			o.bucketKey = splitCols(val)
 		case optMergeEngine:
 			switch val {
-			case engineDeduplicate, enginePartialUpdate, engineAggregation, engineFirstRow:
-				o.merge.engine = val
+			case merge.Deduplicate, merge.PartialUpdate, merge.Aggregation, merge.FirstRow:
+				o.merge.Engine = val
 			default:
 				err = optErr(key, val, "want deduplicate, partial-update, aggregation or first-row")
 			}
@@ -217,12 +192,12 @@ func parseOptions(s *tableSchema) (tableOptions, error) {
 			if err != nil {
 				err = optErr(key, val, "want true or false")
 			} else if key == optIgnoreDelete {
-				o.merge.ignoreDelete = b
+				o.merge.IgnoreDelete = b
 			} else {
-				o.merge.removeOnDelete = o.merge.removeOnDelete || b
+				o.merge.RemoveOnDelete = o.merge.RemoveOnDelete || b
 			}
 		case optDefaultAgg:
-			o.merge.defaultAgg = val
+			o.merge.DefaultAgg = val
 		case optWriteBufferSize:
 			o.writeBufferSize, err = parseBytes(key, val)
 		case optCompactionTrigger:
@@ -279,7 +254,7 @@ func parseOptions(s *tableSchema) (tableOptions, error) {
 		default:
 			switch {
 			case strings.HasPrefix(key, optFieldsPrefix):
-				err = o.merge.parseField(key, val)
+				err = parseMergeField(&o.merge, key, val)
 			case strings.HasPrefix(key, optSchemaPrefix):
 				// Computed columns and the watermark, as Flink's catalog
 				// keeps them: the query engine validates and reads them.

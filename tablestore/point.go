@@ -16,6 +16,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
+
+	"github.com/flightd/flightd/tablestore/merge"
 )
 
 // AppendKey appends the normalized encoding of row i of key columns cols
@@ -24,7 +26,7 @@ import (
 // point read (Scan.Lookup, Table.ChangedKeys).
 func AppendKey(dst []byte, cols []arrow.Array, i int) []byte {
 	for _, c := range cols {
-		dst = appendNormalized(dst, c, i)
+		dst = merge.AppendNormalized(dst, c, i)
 	}
 	return dst
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/flightd/flightd/tablestore/merge"
 )
 
 // maxExactKeys bounds the rows of one bucket whose keys a commit loads to
@@ -238,7 +240,7 @@ func (st *tableState) fileKeys(ctx context.Context, sch *tableSchema, e *manifes
 		for i := range int(b.NumRows()) {
 			enc = enc[:0]
 			for c := range pk {
-				enc = appendNormalized(enc, b.Column(c), i)
+				enc = merge.AppendNormalized(enc, b.Column(c), i)
 			}
 			if !fn(enc) {
 				return nil

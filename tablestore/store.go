@@ -327,7 +327,7 @@ func (s *Store) DropDatabase(ctx context.Context, name string, ifExists, cascade
 	// a table before it) writes into the renamed directory, or fails,
 	// instead of leaving files in the one being removed, which made the
 	// removal fail ("directory not empty").
-	unlock := s.lockForDrop(ids)
+	_, unlock := s.lockForDrop(ids)
 	trash := joinPath(s.root, trashPrefix+name+"-"+newUUID())
 	err = s.fs.Rename(s.dbDir(name), trash)
 	unlock(err == nil || errors.Is(err, errors.ErrUnsupported))
@@ -433,6 +433,9 @@ func (st *tableState) createSchema(sch *tableSchema) (exists bool, err error) {
 	} else if !errors.Is(err, ErrTableNotFound) {
 		return false, err
 	}
+	if err := st.makeDirs(); err != nil {
+		return false, err
+	}
 	// Above any schema a staged or abandoned replace left.
 	if sch.ID, err = st.nextSchemaID(); err != nil {
 		return false, err
@@ -482,19 +485,11 @@ func (s *Store) newTable(id Ident, def TableDef) (*tableSchema, *tableState, err
 	return sch, st, nil
 }
 
-// prepareTableDir creates a table's directories (durably) and returns its
-// state.
+// prepareTableDir creates a table's directory (durably) and returns its
+// state; the state makes the directories in it (makeDirs).
 func (s *Store) prepareTableDir(id Ident) (*tableState, error) {
-	dir := s.tableDir(id)
-	for _, sub := range []string{"schema", "snapshot", "manifest"} {
-		if err := s.fs.MkdirIn(s.dbDir(id.Database), joinPath(id.Table, sub)); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("database %q: %w", id.Database, ErrDatabaseNotFound) // dropped meanwhile
-		} else if err != nil {
-			return nil, err
-		}
-	}
-	if err := s.fs.SyncDir(dir); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: dropped while it was created", ErrTableNotFound)
+	if err := s.fs.MkdirIn(s.dbDir(id.Database), id.Table); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("database %q: %w", id.Database, ErrDatabaseNotFound) // dropped meanwhile
 	} else if err != nil {
 		return nil, err
 	}
@@ -504,6 +499,31 @@ func (s *Store) prepareTableDir(id Ident) (*tableState, error) {
 		return nil, err
 	}
 	return s.state(id), nil
+}
+
+// makeDirs creates the table's directories (durably) through the state's
+// FS, in the directory its first schema is published into next. The one
+// prepareTableDir made may be gone by then (DROP DATABASE moves away a
+// table not yet in effect), and the one at the path another CREATE's,
+// still making its directories: published there, the table had no
+// manifest directory yet and an INSERT failed writing its manifest (engine
+// TestRandomDDLAndWrites, 1 statement in 6,330;
+// TestCreateIntoDirectoryBeingPrepared).
+func (st *tableState) makeDirs() error {
+	fsys := st.fs()
+	var err error
+	for _, sub := range []string{"schema", "snapshot", "manifest"} {
+		if err = fsys.MkdirIn(st.dir, sub); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = fsys.SyncDir(st.dir)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: dropped while it was created (%v)", ErrTableNotFound, err)
+	}
+	return err
 }
 
 // StageTable starts a write that creates table id, or with replace swaps
@@ -527,11 +547,14 @@ func (s *Store) StageTable(ctx context.Context, id Ident, def TableDef, replace 
 		return nil, err
 	}
 	for attempt := 0; ; attempt++ {
-		if sch.ID, err = st.nextSchemaID(); err != nil {
-			return nil, err
+		err := st.makeDirs()
+		if err == nil {
+			if sch.ID, err = st.nextSchemaID(); err != nil {
+				return nil, err
+			}
+			sch.Origin = sch.ID
+			err = st.publishSchema(sch)
 		}
-		sch.Origin = sch.ID
-		err := st.publishSchema(sch)
 		if err == nil {
 			break
 		}
@@ -613,7 +636,18 @@ func (s *Store) DropTable(ctx context.Context, id Ident, ifExists bool) error {
 		return err
 	}
 	s.forgetColumns(s.tableDir(id) + "/")
-	unlock := s.lockForDrop([]Ident{id})
+	locked, unlock := s.lockForDrop([]Ident{id})
+	// The table found above may have been dropped while this drop waited
+	// for the locks: the name may hold no table now, or one being created
+	// (its schema staged or not yet published), not this drop's to move
+	// away (TestDropAfterDropSparesStagedCreate).
+	if _, err := locked[0].latestSchema(); err != nil {
+		unlock(false)
+		if ifExists && errors.Is(err, ErrTableNotFound) {
+			return nil
+		}
+		return fmt.Errorf("drop table %s: %w", id, err)
+	}
 	trash := joinPath(s.dbDir(id.Database), trashPrefix+id.Table+"-"+newUUID())
 	err := s.fs.Rename(s.tableDir(id), trash)
 	if errors.Is(err, errors.ErrUnsupported) {
@@ -629,7 +663,9 @@ func (s *Store) DropTable(ctx context.Context, id Ident, ifExists bool) error {
 	} else if err != nil {
 		return fmt.Errorf("drop table %s: %w", id, err)
 	}
-	if err := s.fs.SyncDir(s.dbDir(id.Database)); err != nil {
+	if err := s.fs.SyncDir(s.dbDir(id.Database)); errors.Is(err, fs.ErrNotExist) {
+		return nil // a DROP DATABASE moved the database away since, with the table's files
+	} else if err != nil {
 		return fmt.Errorf("drop table %s: %w", id, err)
 	}
 	if err := removeDropped(s.fs, trash); err != nil {
@@ -726,11 +762,12 @@ func hideMetadata(fsys FS, dir string) {
 }
 
 // lockForDrop takes the commit and expiry locks of the tables (in path
-// order, as a commit of several tables does) while they are dropped. The
-// returned func ends the drop: when it took effect, it marks them dropped, so no write
-// of this process publishes into their directories afterwards (a table
-// created again under the name may hold them), and forgets their state.
-func (s *Store) lockForDrop(ids []Ident) func(dropped bool) {
+// order, as a commit of several tables does) while they are dropped, and
+// returns their states, locked. The returned func ends the drop: when it
+// took effect, it marks them dropped, so no write of this process
+// publishes into their directories afterwards (a table created again
+// under the name may hold them), and forgets their state.
+func (s *Store) lockForDrop(ids []Ident) (locked []*tableState, end func(dropped bool)) {
 	sts := make([]*tableState, len(ids))
 	for {
 		for i, id := range ids {
@@ -756,7 +793,7 @@ func (s *Store) lockForDrop(ids []Ident) func(dropped bool) {
 		st.expireMu.Lock()
 		st.dropping.Store(true)
 	}
-	return func(dropped bool) {
+	return sts, func(dropped bool) {
 		for _, st := range sts {
 			// Marked before either lock goes: a commit or an expiry
 			// waiting for it must see the drop.

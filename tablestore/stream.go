@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -131,12 +132,14 @@ type ChangeReader struct {
 	shared      *changefeed.Snapshot[unitMeta]
 	part, batch int
 	projected   arrow.RecordBatch // the last batch returned from shared
-	full        *Scan             // the initial snapshot of the *Full starts
-	lease       func()
-	leased      int64 // the snapshot the lease starts at
-	base        int64 // the snapshot the changes apply to (0: the empty table)
-	image       Image // ImageStart until returned, then ImageRows during the full read
-	caught      bool  // a progress marker was returned since the last batch
+	// columnsChecked is the last schema version checkColumns accepted.
+	columnsChecked int64
+	full           *Scan // the initial snapshot of the *Full starts
+	lease          func()
+	leased         int64 // the snapshot the lease starts at
+	base           int64 // the snapshot the changes apply to (0: the empty table)
+	image          Image // ImageStart until returned, then ImageRows during the full read
+	caught         bool  // a progress marker was returned since the last batch
 	// missing is set when snapshot next was found missing: it is closed at
 	// this process's next commit, so until then only a poll looks again;
 	// looked is when storage was last asked.
@@ -426,6 +429,9 @@ func (r *ChangeReader) Next(ctx context.Context) (Change, error) {
 				if r.curSum != 0 && sn.Parent != 0 && sn.ID == r.cur+1 && sn.Parent != r.curSum {
 					return Change{}, fmt.Errorf("stream %s: snapshot %d was not committed on the snapshot %d the stream read: the table was dropped and created again, or rolled back, under the stream: %w", r.st.id, sn.ID, r.cur, ErrTableNotFound)
 				}
+				if err := r.checkColumns(sn); err != nil {
+					return Change{}, err
+				}
 				if err := r.read(ctx, sn); err != nil {
 					return Change{}, err
 				}
@@ -455,6 +461,33 @@ func (r *ChangeReader) Next(ctx context.Context) (Change, error) {
 			return Change{Snapshot: r.next - 1}, nil
 		}
 	}
+}
+
+// checkColumns fails the stream at a snapshot written after an ALTER
+// TABLE that dropped a column the stream reads or changed its type: the
+// stream went on with NULLs for it (its handle's columns), and a job
+// restarted on the new schema then failed to bind. A column renamed, or
+// one added, changes nothing the stream reads.
+func (r *ChangeReader) checkColumns(sn *snapshot) error {
+	if sn.SchemaID <= r.sch.ID || sn.SchemaID == r.columnsChecked {
+		return nil // written before the handle's schema: added columns read NULL
+	}
+	now, err := r.st.schema(sn.SchemaID)
+	if err != nil {
+		return err
+	}
+	for _, i := range r.scan.proj {
+		f := r.sch.Fields[i]
+		j := slices.IndexFunc(now.Fields, func(g schemaField) bool { return g.ID == f.ID })
+		switch {
+		case j < 0:
+			return fmt.Errorf("stream %s: snapshot %d was written after ALTER TABLE dropped column %s, which the stream reads (start the query or job again): %w", r.st.id, sn.ID, f.Name, ErrConflict)
+		case now.Fields[j].Type != f.Type:
+			return fmt.Errorf("stream %s: snapshot %d was written after ALTER TABLE changed column %s from %s to %s, which the stream reads (start the query or job again): %w", r.st.id, sn.ID, f.Name, f.Type, now.Fields[j].Type, ErrConflict)
+		}
+	}
+	r.columnsChecked = sn.SchemaID
+	return nil
 }
 
 // read prepares the changes of snapshot sn: shared by the feed, or units

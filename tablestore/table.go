@@ -76,6 +76,9 @@ type tableState struct {
 	// expireMu serializes expiry with tag creation.
 	expireMu sync.Mutex
 	leases   map[int64]int // snapshot id -> open scans
+	// expiring is set (mu) while an expiry that has read the leases
+	// decides what to expire: a Hold taken then waits for it.
+	expiring bool
 	// heldUntil keeps snapshots from expiring until a time: those the
 	// tickets of a split result read (HoldUntil).
 	heldUntil map[int64]time.Time
@@ -167,8 +170,21 @@ func (st *tableState) movedAway() bool {
 	return err == nil && !cur
 }
 
+// notFound returns err as ErrTableNotFound, once.
 func (st *tableState) notFound(err error) error {
+	if errors.Is(err, ErrTableNotFound) {
+		return err
+	}
 	return fmt.Errorf("table %s: %w", st.id, errors.Join(ErrTableNotFound, err))
+}
+
+// droppedErr says who dropped the table under an operation that found its
+// directory moved away.
+func (st *tableState) droppedErr() error {
+	if st.dropped.Load() || st.dropping.Load() {
+		return errDroppedHere
+	}
+	return errMovedAway
 }
 
 // missing returns err, a file of the table found missing, as
@@ -188,7 +204,7 @@ func (st *tableState) missing(err error) error {
 // as much as the whole publication.
 func (st *tableState) gone(err error) error {
 	if st.movedAway() {
-		return st.notFound(errors.Join(errDroppedElsewhere, err))
+		return st.notFound(errors.Join(st.droppedErr(), err))
 	}
 	return st.droppedOr(err)
 }
@@ -455,8 +471,8 @@ func (st *tableState) latestSnapshot() (*snapshot, error) {
 	}
 	ids, err := st.listSnapshots()
 	if (err != nil || len(ids) == 0) && st.movedAway() {
-		// Another process dropped the table (and removed its files).
-		return nil, st.notFound(errDroppedElsewhere)
+		// Dropped, and its files removed.
+		return nil, st.notFound(st.droppedErr())
 	}
 	if err != nil || len(ids) == 0 {
 		return nil, err
@@ -907,6 +923,20 @@ func (t *Table) resolve(id int64) (*snapshot, error) {
 
 // SnapshotAsOf returns the newest snapshot committed at or before ts.
 func (t *Table) SnapshotAsOf(ctx context.Context, ts time.Time) (int64, error) {
+	for {
+		id, err := t.snapshotAsOf(ctx, ts)
+		if !errors.Is(err, errListingStale) {
+			return id, err
+		}
+	}
+}
+
+// errListingStale: a snapshot listed was expired before it was read; the
+// search starts again from a new listing (expiry removes the oldest
+// snapshots, and never the latest, so it ends).
+var errListingStale = errors.New("snapshot listing stale")
+
+func (t *Table) snapshotAsOf(ctx context.Context, ts time.Time) (int64, error) {
 	ids, err := t.st.listSnapshots()
 	if err != nil {
 		return 0, err
@@ -921,6 +951,9 @@ func (t *Table) SnapshotAsOf(ctx context.Context, ts time.Time) (int64, error) {
 			return 0, err
 		}
 		sn, err := t.st.readSnapshot(ids[mid])
+		if errors.Is(err, ErrSnapshotNotFound) {
+			return 0, errListingStale
+		}
 		if err != nil {
 			return 0, err
 		}
@@ -931,6 +964,11 @@ func (t *Table) SnapshotAsOf(ctx context.Context, ts time.Time) (int64, error) {
 		}
 	}
 	if lo == 0 {
+		if len(ids) > 0 && ids[0] > 1 {
+			// Snapshots before the oldest kept one were committed, and
+			// the one current at ts is among them.
+			return 0, fmt.Errorf("table %s: the snapshot current at %s: %w (the oldest kept is %d)", t.st.id, ts.UTC().Format(time.RFC3339Nano), ErrSnapshotExpired, ids[0])
+		}
 		return 0, fmt.Errorf("table %s: no snapshot at or before %s: %w", t.st.id, ts.UTC().Format(time.RFC3339Nano), ErrSnapshotNotFound)
 	}
 	return ids[lo-1], nil

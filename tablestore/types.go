@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightd/flightd/tablestore/merge"
 )
 
 // Sentinel errors; returned errors wrap them with the table, file or column.
@@ -29,8 +31,12 @@ var (
 	// ErrSnapshotNotFound: the requested snapshot, timestamp or tag has no
 	// snapshot (never written or expired).
 	ErrSnapshotNotFound = errors.New("snapshot not found")
-	// ErrInvalid: bad input (schema, option, batch, predicate).
-	ErrInvalid = errors.New("invalid argument")
+	// ErrSnapshotExpired: the snapshot current at a time was expired,
+	// though the table had one then. It wraps ErrSnapshotNotFound.
+	ErrSnapshotExpired = fmt.Errorf("%w: expired", ErrSnapshotNotFound)
+	// ErrInvalid: bad input (schema, option, batch, predicate). The merge
+	// engines refuse input with it too.
+	ErrInvalid = merge.ErrInvalid
 )
 
 // Ident names a table.
@@ -38,30 +44,17 @@ type Ident struct{ Database, Table string }
 
 func (id Ident) String() string { return id.Database + "." + id.Table }
 
-// RowKind is the change kind of a row, stored in data files as _VALUE_KIND.
-type RowKind int8
+// RowKind is the change kind of a row, stored in data files as
+// _VALUE_KIND. The merge engines decide by it, so it is defined with them.
+type RowKind = merge.RowKind
 
 // Row kinds, numbered as Paimon numbers them.
 const (
-	Insert       RowKind = 0 // +I
-	UpdateBefore RowKind = 1 // -U
-	UpdateAfter  RowKind = 2 // +U
-	Delete       RowKind = 3 // -D
+	Insert       = merge.Insert       // +I
+	UpdateBefore = merge.UpdateBefore // -U
+	UpdateAfter  = merge.UpdateAfter  // +U
+	Delete       = merge.Delete       // -D
 )
-
-func (k RowKind) String() string {
-	switch k {
-	case Insert:
-		return "+I"
-	case UpdateBefore:
-		return "-U"
-	case UpdateAfter:
-		return "+U"
-	case Delete:
-		return "-D"
-	}
-	return fmt.Sprintf("RowKind(%d)", int8(k))
-}
 
 // ParseRowKind reads a kind as String writes it ("+I", "-U", "+U", "-D").
 func ParseRowKind(s string) (RowKind, bool) {
@@ -73,10 +66,7 @@ func ParseRowKind(s string) (RowKind, bool) {
 	return 0, false
 }
 
-// IsRetract reports whether the kind removes the key's row (-U, -D).
-func (k RowKind) IsRetract() bool { return k == UpdateBefore || k == Delete }
-
-func (k RowKind) valid() bool { return k >= Insert && k <= Delete }
+func validKind(k RowKind) bool { return k >= Insert && k <= Delete }
 
 // typeString renders a supported Arrow type in the SQL-like notation of the
 // schema files (Paimon's type names).
@@ -97,6 +87,11 @@ func typeString(dt arrow.DataType) (string, error) {
 	case *arrow.Float64Type:
 		return "DOUBLE", nil
 	case *arrow.Decimal128Type:
+		// Parquet (and SQL) know precisions 1 to 38 and scales 0 to the
+		// precision; arrow-go's Parquet writer panics on others.
+		if t.Precision < 1 || t.Precision > 38 || t.Scale < 0 || t.Scale > t.Precision {
+			return "", fmt.Errorf("%w: type %s not supported by the table store (DECIMAL precision 1 to 38, scale 0 to the precision)", ErrInvalid, dt)
+		}
 		return fmt.Sprintf("DECIMAL(%d,%d)", t.Precision, t.Scale), nil
 	case *arrow.StringType:
 		return "STRING", nil
@@ -132,9 +127,18 @@ func typeString(dt arrow.DataType) (string, error) {
 		}
 		return "ARRAY<" + e + ">", nil
 	case *arrow.StructType: // Paimon: ROW<`name` T [NOT NULL], ...>
+		// As SQL's ROW types: at least one field, no two of one name.
+		if t.NumFields() == 0 {
+			return "", fmt.Errorf("%w: type %s not supported by the table store (a ROW needs at least one field)", ErrInvalid, dt)
+		}
 		var b strings.Builder
 		b.WriteString("ROW<")
+		seen := make(map[string]bool, t.NumFields())
 		for i, f := range t.Fields() {
+			if seen[f.Name] {
+				return "", fmt.Errorf("%w: type %s not supported by the table store: duplicate field %q", ErrInvalid, dt, f.Name)
+			}
+			seen[f.Name] = true
 			if i > 0 {
 				b.WriteString(", ")
 			}
@@ -362,9 +366,23 @@ func canWiden(from, to arrow.DataType) bool {
 // variant to list, nested types by their parts). Bulk ingest creates tables with it and
 // converts input to it; an error names a type with no stored form.
 func StoredType(dt arrow.DataType) (arrow.DataType, error) {
+	st, err := storedType(dt)
+	if err != nil {
+		return nil, err
+	}
+	// The variants mapped above keep their parameters (a decimal's
+	// precision and scale, a struct's fields): the result must be a type
+	// the store can write.
+	if _, err := typeString(st); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+func storedType(dt arrow.DataType) (arrow.DataType, error) {
 	switch t := dt.(type) {
 	case *arrow.DictionaryType:
-		return StoredType(t.ValueType)
+		return storedType(t.ValueType)
 	case *arrow.NullType:
 		// pandas sends an all-None object column as null.
 		return arrow.BinaryTypes.String, nil
@@ -397,11 +415,11 @@ func StoredType(dt arrow.DataType) (arrow.DataType, error) {
 			return &arrow.TimestampType{Unit: t.Unit, TimeZone: "UTC"}, nil
 		}
 	case *arrow.MapType: // before ListLikeType, which maps also implement
-		k, err := StoredType(t.KeyType())
+		k, err := storedType(t.KeyType())
 		if err != nil {
 			return nil, err
 		}
-		v, err := StoredType(t.ItemType())
+		v, err := storedType(t.ItemType())
 		if err != nil {
 			return nil, err
 		}
@@ -409,7 +427,7 @@ func StoredType(dt arrow.DataType) (arrow.DataType, error) {
 		m.SetItemNullable(t.ItemField().Nullable)
 		return m, nil
 	case arrow.ListLikeType: // list, large_list, list_view, large_list_view, fixed_size_list
-		e, err := StoredType(t.Elem())
+		e, err := storedType(t.Elem())
 		if err != nil {
 			return nil, err
 		}
@@ -420,7 +438,7 @@ func StoredType(dt arrow.DataType) (arrow.DataType, error) {
 	case *arrow.StructType:
 		fields := make([]arrow.Field, t.NumFields())
 		for i, f := range t.Fields() {
-			ft, err := StoredType(f.Type)
+			ft, err := storedType(f.Type)
 			if err != nil {
 				return nil, fmt.Errorf("field %q: %w", f.Name, err)
 			}

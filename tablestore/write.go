@@ -16,6 +16,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/tablestore/merge"
 )
 
 // WriteOptions configure a Write.
@@ -312,15 +314,15 @@ func (w *Write) conformInput(b arrow.RecordBatch, kinds []RowKind) (arrow.Record
 	if err != nil || rec == nil {
 		return nil, nil, err
 	}
-	if !w.sch.opts.merge.ignoreDelete || !slices.ContainsFunc(kinds, RowKind.IsRetract) {
+	if !w.sch.opts.merge.IgnoreDelete || !slices.ContainsFunc(kinds, RowKind.IsRetract) {
 		return rec, kinds, nil
 	}
 	defer rec.Release()
-	var refs []rowRef
+	var refs []merge.Ref
 	var kept []RowKind
 	for i, k := range kinds {
 		if !k.IsRetract() {
-			refs = append(refs, rowRef{0, int32(i)})
+			refs = append(refs, merge.Ref{Src: 0, Row: int32(i)})
 			kept = append(kept, k)
 		}
 	}
@@ -329,7 +331,7 @@ func (w *Write) conformInput(b arrow.RecordBatch, kinds []RowKind) (arrow.Record
 	}
 	cols := make([]arrow.Array, rec.NumCols())
 	for c := range cols {
-		cols[c] = gather(w.t.st.s.opts.Mem, w.sch.types[c], []arrow.Array{rec.Column(c)}, refs)
+		cols[c] = merge.Gather(w.t.st.s.opts.Mem, w.sch.types[c], []arrow.Array{rec.Column(c)}, refs)
 		defer cols[c].Release()
 	}
 	return array.NewRecordBatch(w.sch.arrow, cols, int64(len(refs))), kept, nil
@@ -343,7 +345,7 @@ func (w *Write) conformColumns(b arrow.RecordBatch, kinds []RowKind) (arrow.Reco
 		return nil, fmt.Errorf("%w: %d row kinds for %d rows", ErrInvalid, len(kinds), b.NumRows())
 	}
 	for i, k := range kinds {
-		if !k.valid() {
+		if !validKind(k) {
 			return nil, fmt.Errorf("%w: row %d: invalid row kind %d", ErrInvalid, i, int8(k))
 		}
 		if !w.sch.hasPK() && k != Insert {
@@ -451,11 +453,6 @@ func (w *Write) flush(ctx context.Context) error {
 	} else if partCmp != nil || sch.opts.buckets > 1 {
 		slices.SortStableFunc(idx, groupCmp)
 	}
-	mf := newMergeFunction(sch)
-	var rm rowMerger
-	if sch.hasPK() {
-		rm = newRowMerger(w.t.st.id, sch, allColumns(sch), w.t.st.s.opts.Mem)
-	}
 	for lo := 0; lo < n; {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -467,12 +464,12 @@ func (w *Write) flush(ctx context.Context) error {
 		rows := idx[lo:hi]
 		var out arrow.RecordBatch
 		switch {
-		case rm != nil:
-			if out, err = w.mergeBuffered(order, rm, rows); err != nil {
+		case sch.hasPK() && sch.opts.merge.BuildsRows():
+			if out, err = w.mergeBuffered(order, rows); err != nil {
 				return err
 			}
 		case sch.hasPK():
-			out = w.gatherRows(ord, mergeSorted(order, mf, rows, false))
+			out = w.gatherRows(ord, mergeSorted(order, &sch.opts.merge, rows, false))
 		default:
 			out = w.gatherRows(ord, rows)
 		}
@@ -626,16 +623,16 @@ func (w *Write) gatherRows(ord arrow.RecordBatch, rows []int) arrow.RecordBatch 
 		}
 		cols = append(cols, int64Array(mem, seqs), int8Array(mem, kinds))
 	}
-	refs := make([]rowRef, len(rows))
+	refs := make([]merge.Ref, len(rows))
 	for i, r := range rows {
-		refs[i] = rowRef{w.src[r], w.row[r]}
+		refs[i] = merge.Ref{Src: w.src[r], Row: w.row[r]}
 	}
 	srcs := make([]arrow.Array, len(w.recs))
 	for c := range sch.Fields {
 		for i, r := range w.recs {
 			srcs[i] = r.Column(c)
 		}
-		cols = append(cols, gather(mem, sch.types[c], srcs, refs))
+		cols = append(cols, merge.Gather(mem, sch.types[c], srcs, refs))
 	}
 	out := array.NewRecordBatch(fileSchema(sch), cols, int64(len(rows)))
 	for _, c := range cols {
@@ -646,8 +643,7 @@ func (w *Write) gatherRows(ord arrow.RecordBatch, rows []int) arrow.RecordBatch 
 
 // mergeBuffered merges the buffered rows (sorted by key, then version) with a
 // row-building merge engine into a file batch (fileSchema layout).
-func (w *Write) mergeBuffered(o rowOrder, rm rowMerger, sorted []int) (arrow.RecordBatch, error) {
-	mem := w.t.st.s.opts.Mem
+func (w *Write) mergeBuffered(o rowOrder, sorted []int) (arrow.RecordBatch, error) {
 	sch := w.sch
 	arrs := make([][]arrow.Array, len(sch.Fields))
 	for c := range arrs {
@@ -655,36 +651,33 @@ func (w *Write) mergeBuffered(o rowOrder, rm rowMerger, sorted []int) (arrow.Rec
 			arrs[c] = append(arrs[c], r.Column(c))
 		}
 	}
-	in := &mergeRows{
-		arrs: func(p int) []arrow.Array { return arrs[p] },
-		seq:  func(r rowRef) int64 { return w.seqStart[r.src] + int64(r.row) },
-		kind: func(r rowRef) RowKind { return w.kinds[r.src][r.row] },
+	in := &merge.Input{
+		Arrays: func(p int) []arrow.Array { return arrs[p] },
+		Seq:    func(r merge.Ref) int64 { return w.seqStart[r.Src] + int64(r.Row) },
+		Kind:   func(r merge.Ref) RowKind { return w.kinds[r.Src][r.Row] },
 	}
-	out := newMergeOut(sch.types)
-	defer out.release()
-	var vers []rowRef
-	for i := 0; i < len(sorted); {
-		j := i + 1
-		for j < len(sorted) && o.key(sorted[i], sorted[j]) == 0 {
-			j++
+	keys := func(yield func([]merge.Ref) bool) {
+		var vers []merge.Ref
+		for i := 0; i < len(sorted); {
+			j := i + 1
+			for j < len(sorted) && o.key(sorted[i], sorted[j]) == 0 {
+				j++
+			}
+			vers = vers[:0]
+			for _, r := range sorted[i:j] {
+				vers = append(vers, merge.Ref{Src: w.src[r], Row: w.row[r]})
+			}
+			if !yield(vers) {
+				return
+			}
+			i = j
 		}
-		vers = vers[:0]
-		for _, r := range sorted[i:j] {
-			vers = append(vers, rowRef{w.src[r], w.row[r]})
-		}
-		if err := rm.merge(in, vers, true, out); err != nil {
-			return nil, err
-		}
-		i = j
 	}
-	n := out.rows()
-	cols := make([]arrow.Array, 0, 2+len(sch.Fields))
-	seqs, kinds := out.sysColumns(mem)
-	cols = append(cols, seqs, kinds)
-	for p := range sch.Fields {
-		cols = append(cols, out.gatherColumn(mem, p, arrs[p]))
+	cols, err := merge.Merge(w.t.st.id.String(), &sch.opts.merge, mergeColumnsOf(sch, allColumns(sch)), in, keys, w.t.st.s.opts.Mem)
+	if err != nil {
+		return nil, err
 	}
-	rec := array.NewRecordBatch(fileSchema(sch), cols, int64(n))
+	rec := array.NewRecordBatch(fileSchema(sch), cols, int64(cols[0].Len()))
 	for _, c := range cols {
 		c.Release()
 	}
@@ -764,7 +757,7 @@ func CommitAll(ctx context.Context, ws []*Write) ([]int64, error) {
 			ids[i], _ = w.t.st.latestSnapshotID()
 			continue
 		}
-		if err := w.t.st.syncDirs(req.dirs); err != nil {
+		if err := w.t.st.syncReqDirs(req); err != nil {
 			abort()
 			return nil, fmt.Errorf("commit %s: %w", w.t.st.id, err)
 		}
@@ -965,8 +958,9 @@ func partitionPathValue(v string) string {
 // Abort drops buffered rows and removes files written but not committed
 // (and the schema version of an uncommitted Store.StageTable write). When
 // the table was dropped meanwhile, it also removes the directories the
-// write created under the dropped table's path, those that are empty (a
-// table created again meanwhile keeps its files).
+// write created in the dropped table's directory, those that are empty:
+// through its pin, so a table or CREATE that made the directory at the
+// path again keeps it and its files (pinnedDir.removeSelf).
 func (w *Write) Abort() {
 	st := w.t.st
 	st.removeUncommitted(append(w.pending, w.logs...))

@@ -29,10 +29,12 @@ const (
 
 // nestedEq compares a[i] with b[j] as SQL's = does on rows and arrays:
 // NULL if either is NULL; FALSE if a part differs (arrays of different
-// lengths differ); else NULL if a compared part was NULL, else TRUE.
+// lengths differ); else NULL if a compared part was NULL, else TRUE. Null
+// safe, as IS NOT DISTINCT FROM, two NULLs (values or parts) are the same
+// and a NULL differs from any value: never NULL.
 type nestedEq func(i, j int) tri
 
-func newNestedEq(a, b arrow.Array) (nestedEq, error) {
+func newNestedEq(a, b arrow.Array, nullSafe bool) (nestedEq, error) {
 	if !arrow.TypeEqual(a.DataType(), b.DataType()) {
 		return nil, fmt.Errorf("compare: mismatched types %s and %s", a.DataType(), b.DataType())
 	}
@@ -42,7 +44,7 @@ func newNestedEq(a, b arrow.Array) (nestedEq, error) {
 		b := b.(*array.Struct)
 		fields := make([]nestedEq, a.NumField())
 		for f := range fields {
-			eq, err := newNestedEq(a.Field(f), b.Field(f))
+			eq, err := newNestedEq(a.Field(f), b.Field(f), nullSafe)
 			if err != nil {
 				return nil, err
 			}
@@ -62,7 +64,7 @@ func newNestedEq(a, b arrow.Array) (nestedEq, error) {
 		}
 	case array.ListLike:
 		b := b.(array.ListLike)
-		elems, err := newNestedEq(a.ListValues(), b.ListValues())
+		elems, err := newNestedEq(a.ListValues(), b.ListValues(), nullSafe)
 		if err != nil {
 			return nil, err
 		}
@@ -96,7 +98,14 @@ func newNestedEq(a, b arrow.Array) (nestedEq, error) {
 		}
 	}
 	return func(i, j int) tri {
-		if a.IsNull(i) || b.IsNull(j) {
+		an, bn := a.IsNull(i), b.IsNull(j)
+		switch {
+		case nullSafe && (an || bn):
+			if an && bn {
+				return triTrue
+			}
+			return triFalse
+		case an || bn:
 			return triNull
 		}
 		return parts(i, j)
@@ -107,7 +116,7 @@ func newNestedEq(a, b arrow.Array) (nestedEq, error) {
 // <> when negate), three-valued: a NULL part that could decide the result
 // makes it NULL. Maps compare entry by entry in order.
 func NestedEqual(mem memory.Allocator, a, b arrow.Array, negate bool) (arrow.Array, error) {
-	eq, err := newNestedEq(a, b)
+	eq, err := newNestedEq(a, b, false)
 	if err != nil {
 		return nil, err
 	}
@@ -125,6 +134,21 @@ func NestedEqual(mem memory.Allocator, a, b arrow.Array, negate bool) (arrow.Arr
 		}
 	}
 	return out.NewArray(), nil
+}
+
+// NestedDistinct is IS DISTINCT FROM (IS NOT DISTINCT FROM when not
+// distinct) on rows, arrays and maps, row by row: NULLs, at the top or in
+// a part, equal each other and differ from values; never NULL.
+func NestedDistinct(mem memory.Allocator, a, b arrow.Array, distinct bool) (arrow.Array, error) {
+	eq, err := newNestedEq(a, b, true)
+	if err != nil {
+		return nil, err
+	}
+	vals := make([]bool, a.Len())
+	for i := range vals {
+		vals[i] = (eq(i, i) == triTrue) != distinct
+	}
+	return BoolsToArray(mem, vals, nil), nil
 }
 
 // canCastNested: a ROW to a ROW of as many fields (by position, as Flink

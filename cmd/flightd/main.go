@@ -63,6 +63,7 @@ func run() error {
 		maxBytes = flag.Int("max-statement-bytes", flightsql.DefaultLimits.MaxStatementBytes, "longest SQL statement accepted, in bytes")
 		filesDir = flag.String("files-dir", "", "directory of the server whose files COPY t FROM 'file' and COPY ... TO 'file' read and write (paths relative to it, never outside it); empty: COPY is refused")
 		jobCkpt  = flag.Duration("job-checkpoint-interval", engine.DefaultJobCheckpointInterval, "how often a continuous job checkpoints its state and commits its target (its target lags its sources by about as much); negative: never (a restarted job reads its sources again)")
+		maxJobs  = flag.Int("max-jobs", engine.DefaultMaxJobs, "continuous jobs (of INSERTs from a stream and of CONTINUOUS materialized tables) that may run in the warehouse; an INSERT or a materialized table's CREATE, RESUME or SET FRESHNESS that would start one more is refused (ResourceExhausted, SQLSTATE 53400); negative: no limit")
 		jobLease = flag.Duration("job-lease", engine.DefaultJobLease, "lifetime of the lease in the warehouse by which one of the nodes sharing it runs each continuous job; a job whose node died runs on another within about 1.5 times this")
 		advert   = flag.String("advertise", "", "host:port at which clients reach this node, named in the endpoints of query results; a result split over several endpoints (session option flightd.max_endpoints) goes round every live node of the warehouse that advertises (default: endpoints name no location, clients read them where they asked)")
 		nodeID   = flag.String("node-id", "", "name of this node among those sharing the warehouse, for job leases: a node restarted under its name takes its jobs back at once, without waiting for -job-lease; must be unique among live nodes (default: random)")
@@ -132,7 +133,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	cfg := engine.Config{Mem: memory.NewGoAllocator(), FS: wh.fs, Root: wh.root, QueryMemory: queryBytes, QueryPool: poolBytes, Plan: plan.Options{FreshnessThreshold: *mtThresh}, SpillDir: wh.spill, CacheBytes: cacheBytes, Parallelism: *parallel, FilesDir: *filesDir, JobLease: *jobLease, NodeID: *nodeID, JobCheckpointInterval: *jobCkpt, MetadataMaxAge: *metaAge,
+	cfg := engine.Config{Mem: memory.NewGoAllocator(), FS: wh.fs, Root: wh.root, QueryMemory: queryBytes, QueryPool: poolBytes, Plan: plan.Options{FreshnessThreshold: *mtThresh}, SpillDir: wh.spill, CacheBytes: cacheBytes, Parallelism: *parallel, FilesDir: *filesDir, JobLease: *jobLease, MaxJobs: *maxJobs, NodeID: *nodeID, JobCheckpointInterval: *jobCkpt, MetadataMaxAge: *metaAge,
 		Logf: func(format string, args ...any) { log.Printf("flightd: "+format, args...) }}
 	if cfg.MetadataMaxAge < 0 {
 		cfg.MetadataMaxAge = wh.metadataMaxAge

@@ -32,6 +32,7 @@ var forbidden = map[string][]string{
 	"tablestore/maintenance": leaf,
 	"tablestore/changefeed":  leaf,
 	"tablestore/paimonfmt":   leaf,
+	"tablestore/merge":       leaf,
 }
 
 var leaf = []string{"vectorized", "exec", "stream", "sql", "plan", "engine", "flightsql", "substrait", "cache", "lookup", "tablestore"}

@@ -32,8 +32,11 @@ func TestInProc(t *testing.T) {
 	for _, r := range plan.Rules {
 		configs = append(configs, config{name: "no_" + r, disabled: []string{r}})
 	}
-	for _, f := range files {
-		for _, c := range configs {
+	for fi, f := range files {
+		for ci, c := range configs {
+			if raceEnabled && ci >= 2 && (ci-2)%(len(configs)-2) != fi%(len(configs)-2) {
+				continue // under -race each file disables one rule, in turn, so each rule is off for some files (the goroutines run in default and batch3); the plain pass disables each rule for every file
+			}
 			t.Run(filepath.Base(f)+"/"+c.name, func(t *testing.T) {
 				t.Parallel()
 				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())

@@ -44,7 +44,7 @@ func (h roundTrip) Query(text string) (string, [][]string, error) {
 		h.stats.Unlock()
 		return h.InProc.Query(text)
 	}
-	back, err := engine.SubstraitSQL(b)
+	back, err := h.sess.SubstraitSQL(h.ctx, b, nil) // with the base_schema check
 	if err != nil {
 		return "", nil, err
 	}

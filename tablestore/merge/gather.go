@@ -1,4 +1,4 @@
-package tablestore
+package merge
 
 import (
 	"unsafe"
@@ -9,13 +9,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// rowRef names row row of source src.
-type rowRef struct{ src, row int32 }
+// Ref names row Row of source Src (a run's batch, or a buffered batch).
+type Ref struct{ Src, Row int32 }
 
-// gather builds the array of the referenced rows of srcs (all of type dt):
+// Gather builds the array of the referenced rows of srcs (all of type dt):
 // a take over several arrays, which the k-way merge needs to assemble its
 // output without a copy per cell through a builder.
-func gather(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, refs []rowRef) arrow.Array {
+func Gather(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, refs []Ref) arrow.Array {
 	if dt.ID() == arrow.LIST || dt.ID() == arrow.MAP {
 		return gatherNested(mem, srcs, refs)
 	}
@@ -27,7 +27,7 @@ func gather(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, refs []
 			vb := newBuf(mem, int(bitutil.BytesForBits(int64(n))))
 			bm := vb.Bytes()
 			for i, r := range refs {
-				if srcs[r.src].IsValid(int(r.row)) {
+				if srcs[r.Src].IsValid(int(r.Row)) {
 					bitutil.SetBit(bm, i)
 				} else {
 					nulls++
@@ -46,7 +46,7 @@ func gather(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, refs []
 			for k, s := range srcs {
 				fsrcs[k] = s.(*array.Struct).Field(f) // sliced like s
 			}
-			c := gather(mem, ft.Type, fsrcs, refs)
+			c := Gather(mem, ft.Type, fsrcs, refs)
 			c.Data().Retain()
 			children = append(children, c.Data())
 			c.Release()
@@ -55,18 +55,18 @@ func gather(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, refs []
 		vb := newBuf(mem, int(bitutil.BytesForBits(int64(n))))
 		bm := vb.Bytes()
 		for i, r := range refs {
-			if srcs[r.src].(*array.Boolean).Value(int(r.row)) {
+			if srcs[r.Src].(*array.Boolean).Value(int(r.Row)) {
 				bitutil.SetBit(bm, i)
 			}
 		}
 		bufs = append(bufs, vb)
 	case arrow.STRING, arrow.BINARY:
-		value := func(r rowRef) []byte {
-			if s, ok := srcs[r.src].(*array.String); ok {
-				v := s.Value(int(r.row))
+		value := func(r Ref) []byte {
+			if s, ok := srcs[r.Src].(*array.String); ok {
+				v := s.Value(int(r.Row))
 				return unsafe.Slice(unsafe.StringData(v), len(v))
 			}
-			return srcs[r.src].(*array.Binary).Value(int(r.row))
+			return srcs[r.Src].(*array.Binary).Value(int(r.Row))
 		}
 		total := 0
 		for _, r := range refs {
@@ -98,7 +98,7 @@ func gather(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, refs []
 		case 16:
 			gatherFixed[[2]uint64](vb, srcs, refs)
 		default:
-			panic("tablestore: gather: unsupported width")
+			panic("merge: gather: unsupported width")
 		}
 		bufs = append(bufs, vb)
 	}
@@ -132,21 +132,21 @@ func reinterpret[T any](b []byte) []T {
 
 // gatherFixed copies fixed-width values, viewing each source's value
 // buffer (from its offset) as []T.
-func gatherFixed[T any](dst *memory.Buffer, srcs []arrow.Array, refs []rowRef) {
+func gatherFixed[T any](dst *memory.Buffer, srcs []arrow.Array, refs []Ref) {
 	vals := make([][]T, len(srcs))
 	for i, s := range srcs {
 		vals[i] = reinterpret[T](s.Data().Buffers()[1].Bytes())[s.Data().Offset():]
 	}
 	out := reinterpret[T](dst.Bytes())
 	for i, r := range refs {
-		out[i] = vals[r.src][r.row]
+		out[i] = vals[r.Src][r.Row]
 	}
 }
 
 // gatherNested gathers lists and maps by concatenating slices of the
 // sources, one per run of consecutive rows of one source (merges mostly
 // emit runs), as no own loop handles their layouts.
-func gatherNested(mem memory.Allocator, srcs []arrow.Array, refs []rowRef) arrow.Array {
+func gatherNested(mem memory.Allocator, srcs []arrow.Array, refs []Ref) arrow.Array {
 	var slices []arrow.Array
 	defer func() {
 		for _, s := range slices {
@@ -155,10 +155,10 @@ func gatherNested(mem memory.Allocator, srcs []arrow.Array, refs []rowRef) arrow
 	}()
 	for i := 0; i < len(refs); {
 		j := i + 1
-		for j < len(refs) && refs[j].src == refs[i].src && refs[j].row == refs[j-1].row+1 {
+		for j < len(refs) && refs[j].Src == refs[i].Src && refs[j].Row == refs[j-1].Row+1 {
 			j++
 		}
-		slices = append(slices, array.NewSlice(srcs[refs[i].src], int64(refs[i].row), int64(refs[i].row)+int64(j-i)))
+		slices = append(slices, array.NewSlice(srcs[refs[i].Src], int64(refs[i].Row), int64(refs[i].Row)+int64(j-i)))
 		i = j
 	}
 	if len(slices) == 0 {
@@ -168,7 +168,7 @@ func gatherNested(mem memory.Allocator, srcs []arrow.Array, refs []rowRef) arrow
 	if err != nil {
 		// Slices of arrays of one type always concatenate (offsets stay
 		// below 2^31 because batches do).
-		panic("tablestore: gatherNested: " + err.Error())
+		panic("merge: gatherNested: " + err.Error())
 	}
 	return out
 }
