@@ -97,6 +97,16 @@ func (st *Statement) TxnControl() (TxnControl, bool) {
 // Txn is the transaction the statement runs in (nil: autocommit).
 func (st *Statement) Txn() *Txn { return st.tx }
 
+// In returns the statement bound to run in tx (nil: autocommit): st when
+// it is, else the same statement bound again. A client's current
+// transaction changes under a statement it keeps prepared.
+func (st *Statement) In(ctx context.Context, tx *Txn) (*Statement, error) {
+	if st.tx == tx {
+		return st, nil
+	}
+	return st.s.PrepareAST(ctx, st.ast, tx)
+}
+
 // Txn finds an open transaction by id.
 func (e *Engine) Txn(id string) (*Txn, error) {
 	e.mu.Lock()

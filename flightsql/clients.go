@@ -13,16 +13,21 @@ import (
 // without authentication); owner is what per-client limits count against:
 // the user, or without authentication the connection (its remote address),
 // so one connection exhausting its share leaves every other one its own.
+// conn is the connection's remote address ("" when unknown).
 type caller struct {
-	user, owner string
+	user, owner, conn string
 }
 
 func callerOf(ctx context.Context) caller {
-	if u := userOf(ctx); u != "" {
-		return caller{user: u, owner: "user " + u}
-	}
+	var conn string
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
-		return caller{owner: "connection " + p.Addr.String()}
+		conn = p.Addr.String()
+	}
+	switch u := userOf(ctx); {
+	case u != "":
+		return caller{user: u, owner: "user " + u, conn: conn}
+	case conn != "":
+		return caller{owner: "connection " + conn, conn: conn}
 	}
 	return caller{owner: "connection ?"}
 }
@@ -94,6 +99,22 @@ func (r *registry[T]) get(ctx context.Context, c caller, key string) (T, bool) {
 		e.usedN = time.Now().UnixNano()
 	})
 	return e.v, true
+}
+
+// onConn returns the keys of the entries c opened over its connection.
+func (r *registry[T]) onConn(c caller) []string {
+	if c.conn == "" {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var keys []string
+	for k, e := range r.m {
+		if e.c == c {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // remove takes the entry out; false if c may not see it.

@@ -24,7 +24,7 @@ import (
 type prepared struct {
 	st     *engine.Statement
 	query  string       // its SQL, for the tickets of a split result
-	txn    string       // the transaction it runs in; "" for none
+	txn    string       // the client transaction it last ran in; "" for the session's, if any
 	owner  string       // the client whose parameter budget it uses
 	budget *paramBudget // shared by all statements of the server
 
@@ -87,17 +87,66 @@ func (p *prepared) boundParams() arrow.RecordBatch {
 	return p.params
 }
 
-// preparedStatement finds an open prepared statement of the caller, which
-// uses it and its transaction until the call ends.
-func (s *Server) preparedStatement(ctx context.Context, handle []byte) (*prepared, error) {
-	c := callerOf(ctx)
-	p, ok := s.prepared.get(ctx, c, string(handle))
+// preparedStatement finds an open prepared statement of the caller and
+// the statement to run for this call, which uses both until it ends. The
+// statement runs in the caller's current transaction, as a JDBC
+// PreparedStatement runs in its connection's: drivers keep a statement
+// prepared for the same text across commits (ADBC's DB-API cursor does),
+// and one prepared outside a transaction may run in one the session began
+// since. A statement prepared in a transaction that has ended follows the
+// one transaction its connection has open now; with none or several, the
+// engine runs a query outside and refuses a write.
+func (s *Server) preparedStatement(ctx context.Context, handle []byte) (*prepared, *engine.Statement, error) {
+	p, err := s.openPrepared(ctx, handle)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.st.TxnControl(); ok {
+		return p, p.st, nil // BEGIN, COMMIT, ROLLBACK read the session themselves
+	}
+	tx, id, err := s.currentTxn(ctx, callerOf(ctx), p.txn)
+	if err != nil {
+		return nil, nil, err
+	}
+	if id == "" && p.txn != "" {
+		return p, p.st, nil // its connection has none or several open
+	}
+	st, err := p.st.In(ctx, tx)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.st, p.txn = st, id
+	return p, st, nil
+}
+
+// currentTxn is the transaction a statement prepared in transaction id
+// ("": in the session's, if any) runs in now: that one while it is open,
+// else the one transaction c's connection has open (id "" when it has
+// none or several), or for the session's, the session's current one.
+func (s *Server) currentTxn(ctx context.Context, c caller, id string) (*engine.Txn, string, error) {
+	if id == "" {
+		tx, err := s.txn(ctx, nil)
+		return tx, "", err
+	}
+	if tx, ok := s.txns.get(ctx, c, id); ok {
+		return tx, id, nil
+	}
+	if keys := s.txns.onConn(c); len(keys) == 1 {
+		if tx, ok := s.txns.get(ctx, c, keys[0]); ok {
+			return tx, keys[0], nil
+		}
+	}
+	return nil, "", nil
+}
+
+// openPrepared finds an open prepared statement of the caller, which
+// uses it until the call ends.
+func (s *Server) openPrepared(ctx context.Context, handle []byte) (*prepared, error) {
+	p, ok := s.prepared.get(ctx, callerOf(ctx), string(handle))
 	if !ok {
 		return nil, fmt.Errorf("prepared statement %q is unknown or closed: %w", handle, errNotFound)
-	}
-	if p.txn != "" {
-		// Ended or expired, the engine refuses its statements.
-		s.txns.get(ctx, c, p.txn)
 	}
 	return p, nil
 }
@@ -147,23 +196,23 @@ func (s *Server) ClosePreparedStatement(ctx context.Context, req flightsql.Actio
 // GetFlightInfoPreparedStatement returns the ticket of a prepared query;
 // a prepared update executed this way runs here, once per call.
 func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
-	p, err := s.preparedStatement(ctx, cmd.GetPreparedStatementHandle())
+	p, st, err := s.preparedStatement(ctx, cmd.GetPreparedStatementHandle())
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	if !p.st.IsQuery() {
+	if !st.IsQuery() {
 		params := p.boundParams()
 		if params != nil {
 			defer params.Release()
 		}
-		if _, err := s.exec(ctx, p.st, params); err != nil {
+		if _, err := s.exec(ctx, st, params); err != nil {
 			return nil, toStatus(err)
 		}
-		s.rememberSession(ctx, p.st)
+		s.rememberSession(ctx, st)
 		return s.updateInfo(desc), nil
 	}
 	params := p.boundParams()
-	err = p.st.CheckParams(params)
+	err = st.CheckParams(params)
 	if params != nil {
 		params.Release()
 	}
@@ -173,13 +222,13 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flights
 	if params == nil {
 		// Without parameters it may split as a statement does; its parts'
 		// tickets stand on their own, as a statement's.
-		parts, err := p.st.Partition(ctx, s.limits.EndpointLifetime)
+		parts, err := st.Partition(ctx, s.limits.EndpointLifetime)
 		if err != nil {
 			return nil, toStatus(err)
 		}
 		if parts != nil {
-			t := queryTicket{SQL: p.query, Database: p.st.Session().Database(), User: userOf(ctx)}
-			info, err := s.splitInfo(p.st.Schema(), desc, t, parts)
+			t := queryTicket{SQL: p.query, Database: st.Session().Database(), User: userOf(ctx)}
+			info, err := s.splitInfo(st.Schema(), desc, t, parts)
 			if err != nil {
 				return nil, toStatus(err)
 			}
@@ -194,16 +243,16 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flights
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return s.queryInfo(p.st.Schema(), desc, tkt), nil
+	return s.queryInfo(st.Schema(), desc, tkt), nil
 }
 
 // GetSchemaPreparedStatement returns a prepared query's result schema.
 func (s *Server) GetSchemaPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, _ *flight.FlightDescriptor) (*flight.SchemaResult, error) {
-	p, err := s.preparedStatement(ctx, cmd.GetPreparedStatementHandle())
+	_, st, err := s.preparedStatement(ctx, cmd.GetPreparedStatementHandle())
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &flight.SchemaResult{Schema: flight.SerializeSchema(resultSchema(p.st.Schema()), s.mem)}, nil
+	return &flight.SchemaResult{Schema: flight.SerializeSchema(resultSchema(st.Schema()), s.mem)}, nil
 }
 
 // PollFlightInfoPreparedStatement is complete on the first poll.
@@ -217,7 +266,7 @@ func (s *Server) PollFlightInfoPreparedStatement(ctx context.Context, cmd flight
 
 // DoGetPreparedStatement runs a prepared query with its bound parameters.
 func (s *Server) DoGetPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery) (*arrow.Schema, <-chan flight.StreamChunk, error) {
-	p, err := s.preparedStatement(ctx, cmd.GetPreparedStatementHandle())
+	p, st, err := s.preparedStatement(ctx, cmd.GetPreparedStatementHandle())
 	if err != nil {
 		return nil, nil, toStatus(err)
 	}
@@ -225,12 +274,12 @@ func (s *Server) DoGetPreparedStatement(ctx context.Context, cmd flightsql.Prepa
 	if params != nil {
 		defer params.Release()
 	}
-	return s.stream(ctx, preparedKey(cmd.GetPreparedStatementHandle()), p.st, params)
+	return s.stream(ctx, preparedKey(cmd.GetPreparedStatementHandle()), st, params)
 }
 
 // DoPutPreparedStatementQuery binds parameters (one row per execution).
 func (s *Server) DoPutPreparedStatementQuery(ctx context.Context, cmd flightsql.PreparedStatementQuery, rdr flight.MessageReader, _ flight.MetadataWriter) ([]byte, error) {
-	p, err := s.preparedStatement(ctx, cmd.GetPreparedStatementHandle())
+	p, err := s.openPrepared(ctx, cmd.GetPreparedStatementHandle())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -250,7 +299,7 @@ func (s *Server) DoPutPreparedStatementQuery(ctx context.Context, cmd flightsql.
 // DoPutPreparedStatementUpdate executes a prepared update once per
 // parameter row and returns the total count.
 func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql.PreparedStatementUpdate, rdr flight.MessageReader) (int64, error) {
-	p, err := s.preparedStatement(ctx, cmd.GetPreparedStatementHandle())
+	p, st, err := s.preparedStatement(ctx, cmd.GetPreparedStatementHandle())
 	if err != nil {
 		return 0, toStatus(err)
 	}
@@ -263,7 +312,7 @@ func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql
 		// runs once per row, so not at all; the parameters bound before
 		// are not these.
 		want := 0
-		if ps := p.st.ParamSchema(); ps != nil {
+		if ps := st.ParamSchema(); ps != nil {
 			want = ps.NumFields()
 		}
 		if cols != want {
@@ -280,11 +329,11 @@ func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql
 	if params != nil {
 		defer params.Release()
 	}
-	n, err := s.exec(ctx, p.st, params)
+	n, err := s.exec(ctx, st, params)
 	if err != nil {
 		return 0, toStatus(err)
 	}
-	s.rememberSession(ctx, p.st)
+	s.rememberSession(ctx, st)
 	return n, nil
 }
 
