@@ -63,13 +63,13 @@ func init() {
 	register(resolveChr, "chr")
 	register(resolveLocate, "locate")
 	register(resolveInstr, "instr")
-	register(strMap(func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }), "to_base64")
+	register(resolveToBase64, "to_base64")
 	register(strErrMap(func(s string) (string, error) {
 		b, err := base64.StdEncoding.DecodeString(s)
 		if err != nil {
 			return "", fmt.Errorf("%w: from_base64: %q is not base64", vectorized.ErrInvalidValue, s)
 		}
-		return string(b), nil
+		return vectorized.ValidUTF8(string(b)), nil // Flink's FROM_BASE64 is text
 	}), "from_base64")
 	register(strPredicateOf(func(s string) bool {
 		return s != "" && strings.IndexFunc(s, func(r rune) bool { return !unicode.IsLetter(r) }) < 0
@@ -264,7 +264,7 @@ func hashResolver(h func() hash.Hash) resolver {
 		if err != nil {
 			return nil, err
 		}
-		return &impl{ret: strType, args: hashArgs(types, st), fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		return &impl{ret: strType, args: bytesArgs(types, st), fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
 			return vectorized.MapStrings(ec.Mem, a, n, func(i int) (string, error) {
 				return hexHash(h(), vectorized.StringAt(a[0], i)), nil
 			})
@@ -272,8 +272,23 @@ func hashResolver(h func() hash.Hash) resolver {
 	}
 }
 
-// hashArgs keeps binary arguments binary: a hash reads their bytes.
-func hashArgs(types, st []arrow.DataType) []arrow.DataType {
+// resolveToBase64 is TO_BASE64(s): the base64 of a string's UTF-8 bytes,
+// or of BYTES as they are.
+func resolveToBase64(types []arrow.DataType, _ []Expr) (*impl, error) {
+	st, err := wantStrings(types, 1, 1)
+	if err != nil {
+		return nil, err
+	}
+	return &impl{ret: strType, args: bytesArgs(types, st), fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		return vectorized.MapStrings(ec.Mem, a, n, func(i int) (string, error) {
+			return base64.StdEncoding.EncodeToString([]byte(vectorized.StringAt(a[0], i))), nil
+		})
+	}}, nil
+}
+
+// bytesArgs keeps binary arguments binary: the function reads their
+// bytes (a cast to STRING would replace those that are not UTF-8).
+func bytesArgs(types, st []arrow.DataType) []arrow.DataType {
 	if types[0].ID() == arrow.BINARY {
 		st[0] = nil
 	}
@@ -298,7 +313,7 @@ func resolveSHA2(types []arrow.DataType, _ []Expr) (*impl, error) {
 	if !vectorized.IsInteger(types[1]) && types[1].ID() != arrow.NULL {
 		return nil, fmt.Errorf("argument 2 must be the hash length 224, 256, 384 or 512")
 	}
-	return &impl{ret: strType, args: append(hashArgs(types, st), i64Type), fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+	return &impl{ret: strType, args: append(bytesArgs(types, st), i64Type), fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
 		bits := vectorized.Values[int64](a[1])
 		return vectorized.MapStrings(ec.Mem, a, n, func(i int) (string, error) {
 			h, ok := map[int64]func() hash.Hash{224: sha256.New224, 256: sha256.New, 384: sha512.New384, 512: sha512.New}[bits[i]]

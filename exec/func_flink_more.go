@@ -51,7 +51,7 @@ func resolveHex(types []arrow.DataType, _ []Expr) (*impl, error) {
 	if err != nil {
 		return nil, fmt.Errorf("needs an integer or a string")
 	}
-	return &impl{ret: strType, args: hashArgs(types, st), fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+	return &impl{ret: strType, args: bytesArgs(types, st), fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
 		return vectorized.MapStrings(ec.Mem, a, n, func(i int) (string, error) {
 			return strings.ToUpper(hex.EncodeToString([]byte(vectorized.StringAt(a[0], i)))), nil
 		})
@@ -179,7 +179,7 @@ func resolveDecode(types []arrow.DataType, _ []Expr) (*impl, error) {
 			raw := vectorized.StringAt(a[0], i)
 			switch cs {
 			case "UTF-8", "UTF8":
-				return strings.ToValidUTF8(raw, "\uFFFD"), nil // Java's replacement, as in Flink
+				return vectorized.ValidUTF8(raw), nil
 			case "US-ASCII":
 				for k := 0; k < len(raw); k++ {
 					if raw[k] > 0x7f {

@@ -81,10 +81,7 @@ func urlDecode(s string) (string, bool) {
 			b = append(b, c)
 		}
 	}
-	if !utf8.Valid(b) {
-		return string([]rune(string(b))), true
-	}
-	return string(b), true
+	return vectorized.ValidUTF8(string(b)), true
 }
 
 func resolveURLEncode(types []arrow.DataType, _ []Expr) (*impl, error) {

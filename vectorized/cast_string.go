@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -34,8 +35,21 @@ func CastString(a arrow.Array, i int) string {
 			return t.Format("2006-01-02 15:04:05")
 		}
 		return t.Format("2006-01-02 15:04:05." + strings.Repeat("0", digits))
+	case *array.Binary:
+		return ValidUTF8(string(arr.Value(i)))
 	}
 	return FormatValue(a, i)
+}
+
+// ValidUTF8 is s with each byte that is not part of a UTF-8 character
+// replaced by U+FFFD, as Java's decoder (and so Flink) reads bytes as
+// text: a STRING holds UTF-8 only, which clients decode (pyarrow fails on
+// anything else).
+func ValidUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return string([]rune(s))
 }
 
 // javaFloat formats f (of bits 32 or 64) as Java does: plain decimals
