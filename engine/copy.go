@@ -25,6 +25,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/internal/arrowstr"
 	"github.com/flightd/flightd/plan"
 )
 
@@ -107,10 +108,43 @@ func (st *Statement) copyFrom(ctx context.Context, c *plan.CopyFrom) (int64, err
 	return n, nil
 }
 
-// fileRows makes a file's decoding errors bad input.
-type fileRows struct{ BatchReader }
+// fileRows makes a file's decoding errors bad input, and strings that are
+// not UTF-8 (CSV and Parquet readers pass on any bytes) one of those.
+type fileRows struct {
+	BatchReader
+	rows int64 // before the current batch
+	err  error
+}
+
+func (r *fileRows) Next() bool {
+	if r.err != nil {
+		return false
+	}
+	if b := r.BatchReader.RecordBatch(); b != nil {
+		r.rows += b.NumRows()
+	}
+	if !r.BatchReader.Next() {
+		return false
+	}
+	b := r.BatchReader.RecordBatch()
+	for i, c := range b.Columns() {
+		var bad *arrowstr.NotUTF8
+		if errors.As(arrowstr.CheckUTF8(c), &bad) {
+			where := fmt.Sprintf("row %d", r.rows+int64(bad.Index)+1)
+			if bad.Nested {
+				where = fmt.Sprintf("a value nested in rows %d to %d", r.rows+1, r.rows+b.NumRows())
+			}
+			r.err = fmt.Errorf("%s, column %s: %q: %w", where, b.ColumnName(i), bad.Value, ErrInvalidText)
+			return false
+		}
+	}
+	return true
+}
 
 func (r *fileRows) Err() error {
+	if r.err != nil {
+		return r.err
+	}
 	if err := r.BatchReader.Err(); err != nil {
 		return fmt.Errorf("decoding the file: %v: %w", err, ErrInvalid)
 	}

@@ -12,7 +12,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/flightd/flightd/engine"
 )
@@ -391,5 +394,86 @@ func TestCopyToSeenWhole(t *testing.T) {
 		if err := <-seen; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestCopyNotUTF8: a CSV or Parquet file whose strings are not UTF-8 (at
+// the top level or nested in a list) is refused by COPY FROM and by
+// read_csv / read_parquet with 22021, naming the row and column, and
+// changes nothing. arrow-go's readers pass any bytes on: COPY stored them,
+// a string column that is invalid Arrow (pyarrow failed to decode it).
+func TestCopyNotUTF8(t *testing.T) {
+	ctx := context.Background()
+	e, mem, dir := openFilesEngine(t)
+	defer closeEngine(t, e, mem)
+	s := e.NewSession()
+	mustExec(t, s, "CREATE TABLE c (i INT, s STRING)")
+	mustExec(t, s, "CREATE TABLE l (i INT, s ARRAY<STRING>)")
+	mustExec(t, s, "INSERT INTO c VALUES (1, 'one')")
+	if err := os.WriteFile(filepath.Join(dir, "bad.csv"), []byte("i,s\n1,ok\n2,é\n3,a\xff\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeParquet := func(name string, cols ...arrow.Array) {
+		t.Helper()
+		fields := []arrow.Field{{Name: "i", Type: arrow.PrimitiveTypes.Int32, Nullable: true}, {Name: "s", Type: cols[1].DataType(), Nullable: true}}
+		rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(cols[0].Len()))
+		defer rec.Release()
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := pqarrow.NewFileWriter(rec.Schema(), f, nil, pqarrow.DefaultWriterProps())
+		if err == nil {
+			err = w.Write(rec)
+		}
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ib := array.NewInt32Builder(mem)
+	ib.AppendValues([]int32{1, 2}, nil)
+	ids := ib.NewArray()
+	defer ids.Release()
+	sb := array.NewStringBuilder(mem)
+	sb.AppendValues([]string{"fine", "\xc3("}, nil) // a Go string holds any bytes
+	strs := sb.NewArray()
+	defer strs.Release()
+	writeParquet("bad.parquet", ids, strs)
+	lb := array.NewListBuilder(mem, arrow.BinaryTypes.String)
+	vb := lb.ValueBuilder().(*array.StringBuilder)
+	lb.Append(true)
+	vb.Append("x")
+	lb.Append(true)
+	vb.AppendValues([]string{"y", "\xfe"}, nil)
+	lists := lb.NewArray()
+	defer lists.Release()
+	writeParquet("nested.parquet", ids, lists)
+	sb.Release()
+	ib.Release()
+	lb.Release()
+
+	for _, c := range []struct{ q, want string }{
+		{"COPY c FROM 'bad.csv'", `row 3, column s: "a\xff"`},
+		{"COPY c FROM 'bad.parquet'", `row 2, column s: "\xc3("`},
+		{"COPY l FROM 'nested.parquet'", `a value nested in rows 1 to 2, column s: "\xfe"`},
+		{"SELECT count(*) FROM read_csv('bad.csv')", `row 3, column s`},
+		{"SELECT * FROM read_parquet('bad.parquet')", `row 2, column s`},
+	} {
+		_, err := exec(ctx, s, nil, c.q)
+		if strings.HasPrefix(c.q, "SELECT") {
+			_, _, err = query(ctx, s, c.q)
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) || engine.SQLState(err) != "22021" {
+			t.Errorf("%s: %v (SQLSTATE %s), want %s and 22021", c.q, err, engine.SQLState(err), c.want)
+		}
+	}
+	if got := rowSet(t, s, "SELECT * FROM c"); !slices.Equal(got, []string{"1|one"}) {
+		t.Fatalf("table after failed COPYs: %v", got)
+	}
+	if got := queryInt(t, s, "SELECT count(*) FROM l"); got != 0 {
+		t.Fatalf("nested table after the failed COPY: %d rows", got)
 	}
 }

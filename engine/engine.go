@@ -27,6 +27,8 @@ var (
 	// ErrInvalid marks bad input: a malformed statement, wrong parameters,
 	// a type mismatch.
 	ErrInvalid = errors.New("invalid argument")
+	// ErrInvalidText marks input text that is not UTF-8 (SQLSTATE 22021).
+	ErrInvalidText = fmt.Errorf("not UTF-8: %w", ErrInvalid)
 	// ErrNotSupported marks valid requests flightd does not implement yet.
 	ErrNotSupported = errors.New("not supported")
 	// ErrTxnNotFound marks an unknown or finished transaction id.

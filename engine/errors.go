@@ -126,6 +126,8 @@ func SQLState(err error) string {
 		return "42000" // the binder's: syntax error or access rule violation
 	case errors.Is(err, vectorized.ErrDivideByZero):
 		return "22012"
+	case errors.Is(err, ErrInvalidText):
+		return "22021"
 	case errors.Is(err, vectorized.ErrInvalidValue):
 		return "22018"
 	case errors.Is(err, vectorized.ErrOverflow):

@@ -2,18 +2,17 @@ package flightsql
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"log"
 	"runtime/debug"
-	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/flightd/flightd/internal/arrowstr"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -144,13 +143,9 @@ func validateArray(a arrow.Array) (err error) {
 	}
 	switch a.DataType().ID() {
 	case arrow.STRING:
-		return validateStrings(a, arrow.BinaryTypes.Binary, func() ([]int32, []byte) {
-			return a.(*array.String).ValueOffsets(), a.(*array.String).ValueBytes()
-		})
+		return validateStrings(a, arrow.BinaryTypes.Binary)
 	case arrow.LARGE_STRING:
-		return validateStrings(a, arrow.BinaryTypes.LargeBinary, func() ([]int64, []byte) {
-			return a.(*array.LargeString).ValueOffsets(), a.(*array.LargeString).ValueBytes()
-		})
+		return validateStrings(a, arrow.BinaryTypes.LargeBinary)
 	}
 	return array.ValidateFull(a)
 }
@@ -192,13 +187,12 @@ func withNullBuffers(d arrow.ArrayData) arrow.ArrayData {
 	return out
 }
 
-// validateStrings is ValidateFull of a string column, whose UTF-8 it
-// checks once over all the bytes the values span: when those are ASCII,
-// every value is valid; only a column with other bytes is checked value by
-// value. ValidateFull's utf8.ValidString per value was most of validating
-// a bulk ingest of short strings. The buffers, null count and offsets are
-// checked first, by ValidateFull of the same buffers read as binary.
-func validateStrings[O int32 | int64](a arrow.Array, bin arrow.DataType, span func() ([]O, []byte)) error {
+// validateStrings is ValidateFull of a string column, whose UTF-8
+// arrowstr.CheckUTF8 checks (ValidateFull's utf8.ValidString per value
+// was most of validating a bulk ingest of short strings). The buffers,
+// null count and offsets are checked first, by ValidateFull of the same
+// buffers read as binary.
+func validateStrings(a arrow.Array, bin arrow.DataType) error {
 	if err := array.Validate(a); err != nil { // the null count as sent
 		return err
 	}
@@ -207,34 +201,10 @@ func validateStrings[O int32 | int64](a arrow.Array, bin arrow.DataType, span fu
 	defer raw.Release()
 	b := array.MakeFromData(raw)
 	defer b.Release()
-	if err := array.ValidateFull(b); err != nil || a.Len() == 0 {
+	if err := array.ValidateFull(b); err != nil {
 		return err
 	}
-	offsets, values := span()
-	if isASCII(values) {
-		return nil
-	}
-	for i := 1; i < len(offsets); i++ {
-		if v := values[offsets[i-1]-offsets[0] : offsets[i]-offsets[0]]; !utf8.Valid(v) {
-			return fmt.Errorf("string at index %d is not valid UTF-8: %q", d.Offset()+i-1, v)
-		}
-	}
-	return nil
-}
-
-// isASCII reports whether no byte of b has its high bit set, a word at a
-// time.
-func isASCII(b []byte) bool {
-	const high = 0x8080808080808080
-	var acc uint64
-	for len(b) >= 8 {
-		acc |= binary.LittleEndian.Uint64(b)
-		b = b[8:]
-	}
-	for _, c := range b {
-		acc |= uint64(c)
-	}
-	return acc&high == 0
+	return arrowstr.CheckUTF8(a)
 }
 
 // Err is the stream's error: the client's data is at fault unless the

@@ -65,7 +65,7 @@ func TestValidateStrings(t *testing.T) {
 		{name: "split sequence", offsets: []int64{0, 2, 4}, values: "a\xc3\xa9b", bad: "index 0"},
 		{name: "invalid under a null", offsets: []int64{0, 5, 9}, values: "alpha\xffeta", valid: []bool{true, false}, nulls: 1, bad: "index 1"},
 		{name: "invalid outside the slice", offsets: []int64{0, 5, 9, 14}, values: "\xfflphabetagamma", offset: 1},
-		{name: "invalid inside the slice", offsets: []int64{0, 5, 9, 14}, values: "alphabetagam\xffa", offset: 1, bad: "index 2"},
+		{name: "invalid inside the slice", offsets: []int64{0, 5, 9, 14}, values: "alphabetagam\xffa", offset: 1, bad: "index 1"}, // counted from the slice's start, as a.Value(i)
 		{name: "offsets decrease", offsets: []int64{0, 5, 3, 9}, values: "alphabeta", bad: "monotonic"},
 		{name: "negative first offset", offsets: []int64{-1, 5, 9}, values: "alphabeta", bad: "negative"},
 		// (A last offset past the values, or too few offsets, arrow-go's
