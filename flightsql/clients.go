@@ -51,6 +51,7 @@ type registry[T any] struct {
 type regEntry[T any] struct {
 	v      T
 	c      caller
+	added  time.Time
 	usedN  int64 // time.Time.UnixNano of the end of the last use
 	active int   // calls using it now
 }
@@ -68,7 +69,8 @@ func (r *registry[T]) add(c caller, key string, v T) error {
 		return fmt.Errorf("%s holds %d open %s, the most one client may; close some first (unused ones close after %v): %w",
 			c.owner, r.max, r.what, r.idle, errExhausted)
 	}
-	r.m[key] = &regEntry[T]{v: v, c: c, usedN: time.Now().UnixNano()}
+	now := time.Now()
+	r.m[key] = &regEntry[T]{v: v, c: c, added: now, usedN: now.UnixNano()}
 	r.perOwner[c.owner]++
 	return nil
 }
@@ -101,8 +103,9 @@ func (r *registry[T]) get(ctx context.Context, c caller, key string) (T, bool) {
 	return e.v, true
 }
 
-// onConn returns the keys of the entries c opened over its connection.
-func (r *registry[T]) onConn(c caller) []string {
+// addedSince returns the keys of the entries c opened over its connection
+// after since.
+func (r *registry[T]) addedSince(c caller, since time.Time) []string {
 	if c.conn == "" {
 		return nil
 	}
@@ -110,7 +113,7 @@ func (r *registry[T]) onConn(c caller) []string {
 	defer r.mu.Unlock()
 	var keys []string
 	for k, e := range r.m {
-		if e.c == c {
+		if e.c == c && e.added.After(since) {
 			keys = append(keys, k)
 		}
 	}

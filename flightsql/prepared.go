@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -28,9 +29,10 @@ type prepared struct {
 	owner  string       // the client whose parameter budget it uses
 	budget *paramBudget // shared by all statements of the server
 
-	mu     sync.Mutex
-	params arrow.RecordBatch // owned; nil until bound
-	bytes  int64             // of params, counted in budget
+	mu      sync.Mutex
+	params  arrow.RecordBatch // owned; nil until bound
+	bytes   int64             // of params, counted in budget
+	lastRun time.Time         // when it was prepared or last run
 }
 
 // setParams binds b (nil: unbinds), taking it over; if the owner's
@@ -94,8 +96,10 @@ func (p *prepared) boundParams() arrow.RecordBatch {
 // prepared for the same text across commits (ADBC's DB-API cursor does),
 // and one prepared outside a transaction may run in one the session began
 // since. A statement prepared in a transaction that has ended follows the
-// one transaction its connection has open now; with none or several, the
-// engine runs a query outside and refuses a write.
+// one transaction its connection began since the statement last ran (ADBC
+// begins the next one as it commits); with none or several, the engine
+// runs a query outside and refuses a write. A transaction begun before,
+// on a connection that several clients share, is another client's.
 func (s *Server) preparedStatement(ctx context.Context, handle []byte) (*prepared, *engine.Statement, error) {
 	p, err := s.openPrepared(ctx, handle)
 	if err != nil {
@@ -106,10 +110,11 @@ func (s *Server) preparedStatement(ctx context.Context, handle []byte) (*prepare
 	if _, ok := p.st.TxnControl(); ok {
 		return p, p.st, nil // BEGIN, COMMIT, ROLLBACK read the session themselves
 	}
-	tx, id, err := s.currentTxn(ctx, callerOf(ctx), p.txn)
+	tx, id, err := s.currentTxn(ctx, callerOf(ctx), p.txn, p.lastRun)
 	if err != nil {
 		return nil, nil, err
 	}
+	p.lastRun = time.Now()
 	if id == "" && p.txn != "" {
 		return p, p.st, nil // its connection has none or several open
 	}
@@ -122,10 +127,11 @@ func (s *Server) preparedStatement(ctx context.Context, handle []byte) (*prepare
 }
 
 // currentTxn is the transaction a statement prepared in transaction id
-// ("": in the session's, if any) runs in now: that one while it is open,
-// else the one transaction c's connection has open (id "" when it has
-// none or several), or for the session's, the session's current one.
-func (s *Server) currentTxn(ctx context.Context, c caller, id string) (*engine.Txn, string, error) {
+// ("": in the session's, if any) and last run at lastRun runs in now: that
+// one while it is open, else the one transaction c's connection began
+// since lastRun (id "" when it began none or several), or for the
+// session's, the session's current one.
+func (s *Server) currentTxn(ctx context.Context, c caller, id string, lastRun time.Time) (*engine.Txn, string, error) {
 	if id == "" {
 		tx, err := s.txn(ctx, nil)
 		return tx, "", err
@@ -133,7 +139,7 @@ func (s *Server) currentTxn(ctx context.Context, c caller, id string) (*engine.T
 	if tx, ok := s.txns.get(ctx, c, id); ok {
 		return tx, id, nil
 	}
-	if keys := s.txns.onConn(c); len(keys) == 1 {
+	if keys := s.txns.addedSince(c, lastRun); len(keys) == 1 {
 		if tx, ok := s.txns.get(ctx, c, keys[0]); ok {
 			return tx, keys[0], nil
 		}
@@ -169,7 +175,7 @@ func (s *Server) createPrepared(ctx context.Context, query string, txnID []byte)
 	_, _ = rand.Read(b[:])
 	handle := hex.EncodeToString(b[:])
 	c := callerOf(ctx)
-	if err := s.prepared.add(c, handle, &prepared{st: st, query: query, txn: string(txnID), owner: c.owner, budget: s.paramBudget}); err != nil {
+	if err := s.prepared.add(c, handle, &prepared{st: st, query: query, txn: string(txnID), owner: c.owner, budget: s.paramBudget, lastRun: time.Now()}); err != nil {
 		return res, toStatus(err)
 	}
 

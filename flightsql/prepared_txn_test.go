@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 
@@ -127,4 +128,56 @@ func tryQueryPrepared(st adbc.Statement) ([][]string, error) {
 	}
 	defer rdr.Release()
 	return readRows(rdr)
+}
+
+// TestPreparedNotIntoOthersTxn: on one gRPC connection that two clients
+// share (arrow-go's client, one per process), a write prepared in a
+// transaction that has ended does not follow into the other client's
+// transaction, begun before it last ran: it is refused, and the other
+// transaction's rollback takes nothing acknowledged with it. The
+// transaction the connection begins after it (as ADBC does on commit) it
+// follows.
+func TestPreparedNotIntoOthersTxn(t *testing.T) {
+	ctx := context.Background()
+	ts := startServer(t, fsql.Options{})
+	mustExec(t, ts.connect(t, nil), "CREATE TABLE w (n BIGINT)")
+	cl, _ := ts.rawClient(t)
+	mine, err := cl.BeginTransaction(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins, err := mine.Prepare(ctx, "INSERT INTO w VALUES (1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ins.Close(ctx)
+	theirs, err := cl.BeginTransaction(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ins.ExecuteUpdate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := mine.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ins.ExecuteUpdate(ctx); err == nil || !strings.Contains(err.Error(), "has ended") {
+		t.Errorf("the insert prepared in the committed transaction, with another client's open: %v, want it refused", err)
+	}
+	if err := theirs.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next, err := cl.BeginTransaction(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ins.ExecuteUpdate(ctx); err != nil {
+		t.Errorf("the insert in the connection's next transaction: %v", err)
+	}
+	if err := next.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(query(t, ts.connect(t, nil), "SELECT count(*) FROM w")); got != "[[2]]" {
+		t.Errorf("%s rows, want 2: one per transaction committed", got)
+	}
 }
