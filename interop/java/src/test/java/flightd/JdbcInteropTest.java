@@ -172,6 +172,35 @@ public class JdbcInteropTest {
   }
 
   /**
+   * A PreparedStatement runs in the session's transaction of the moment: prepared before BEGIN,
+   * its row goes with the ROLLBACK; between transactions it commits on its own. Before
+   * 2026-12-05 it ran outside the BEGIN it was not prepared in, and the ROLLBACK kept its row.
+   */
+  @Test
+  public void preparedFollowsSessionTransaction() throws Exception {
+    try (Statement st = conn.createStatement()) {
+      st.executeUpdate("CREATE TABLE jdbc_ptxn (id INT)");
+      try (PreparedStatement ins = conn.prepareStatement("INSERT INTO jdbc_ptxn VALUES (?)")) {
+        st.execute("BEGIN");
+        ins.setInt(1, 1);
+        ins.executeUpdate();
+        st.execute("ROLLBACK");
+        ins.setInt(1, 2);
+        ins.executeUpdate();
+        st.execute("BEGIN");
+        ins.setInt(1, 3);
+        ins.executeUpdate();
+        st.execute("COMMIT");
+      }
+      try (ResultSet rs = st.executeQuery("SELECT sum(id), count(*) FROM jdbc_ptxn")) {
+        assertTrue(rs.next());
+        assertEquals(5, rs.getLong(1));
+        assertEquals(2, rs.getLong(2));
+      }
+    }
+  }
+
+  /**
    * The driver's commit() and rollback() do nothing (ArrowFlightMetaImpl stubs them), so
    * setAutoCommit(false) gives no transaction; BEGIN, COMMIT and ROLLBACK as SQL text do, in the
    * connection's Flight session (its cookie).
