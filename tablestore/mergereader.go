@@ -37,7 +37,7 @@ func newMergeReader(ctx context.Context, s *Scan, files []*manifestEntry, allowe
 		runs = append(runs, r)
 	}
 	for _, e := range files {
-		df, err := s.st.openDataFile(e)
+		df, err := s.openFile(e)
 		if err != nil {
 			return fail(err)
 		}

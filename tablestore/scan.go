@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"slices"
 	"sync/atomic"
@@ -400,13 +401,31 @@ func (f *fileSplit) Bucket() int { return f.bucket }
 
 func (f *fileSplit) Partition() map[string]string { return partitionValues(f.s.sch, f.file.Partition) }
 
+// openFile opens a data file of the scan's snapshot. A file gone because
+// another node's expiry took the snapshot (this process's holds do not
+// reach there) is a conflict, as for a transaction whose snapshot
+// expired: the statement can be retried at a later snapshot. The
+// snapshot's file itself tells, not this process's cache of it.
+func (s *Scan) openFile(e *manifestEntry) (*dataFile, error) {
+	df, err := s.st.openDataFile(e)
+	if err != nil && errors.Is(err, fs.ErrNotExist) && !errors.Is(err, ErrTableNotFound) && s.snapID > 0 {
+		if _, serr := s.st.fs().Stat(s.st.snapshotPath(s.snapID)); errors.Is(serr, fs.ErrNotExist) {
+			if derr := s.st.droppedOr(err); errors.Is(derr, ErrTableNotFound) {
+				return nil, derr // the whole table went, not a snapshot
+			}
+			return nil, fmt.Errorf("table %s: snapshot %d was expired (by another node) while this statement read it: %w", s.st.id, s.snapID, ErrSerialization)
+		}
+	}
+	return df, err
+}
+
 // anyColumn lets every column's statistics prune: for files not merged
 // with other versions of their keys, and for reads without a filter.
 func anyColumn(string) bool { return true }
 
 func (f *fileSplit) Open(ctx context.Context) (BatchReader, error) {
 	s := f.s
-	df, err := s.st.openDataFile(f.file)
+	df, err := s.openFile(f.file)
 	if err != nil {
 		return nil, err
 	}
@@ -666,7 +685,7 @@ func (c *chainReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			return nil, io.EOF
 		}
 		s := c.s
-		df, err := s.st.openDataFile(c.files[0])
+		df, err := s.openFile(c.files[0])
 		if err != nil {
 			return nil, err
 		}
