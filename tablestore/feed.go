@@ -167,6 +167,12 @@ func (st *tableState) findSnapshot(id int64) (*snapshot, error) {
 		if sn, err := st.readSnapshot(id); err == nil {
 			return sn, nil
 		}
+		if earliest, err := st.earliestSnapshotID(); err == nil && earliest > id {
+			// Another node's expiry (this process's leases do not reach
+			// there), or a stream without a consumer id falling behind
+			// retention.
+			return nil, fmt.Errorf("stream %s: snapshot %d: %w: it has expired (earliest is %d); a consumer id keeps a stream's snapshots", st.id, id, ErrSnapshotExpired, earliest)
+		}
 		return nil, fmt.Errorf("stream %s: %w: snapshot %d is missing while %d exists", st.id, ErrCorrupt, id, latest)
 	}
 	if _, err := st.fs().Stat(st.dir); err != nil {

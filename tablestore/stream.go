@@ -439,7 +439,7 @@ func (r *ChangeReader) Next(ctx context.Context) (Change, error) {
 				r.cur, r.curSum, r.next, r.caught = sn.ID, sn.Checksum, sn.ID+1, false
 				continue
 			}
-			if !errors.Is(err, ErrSnapshotNotFound) {
+			if !errors.Is(err, ErrSnapshotNotFound) || errors.Is(err, ErrSnapshotExpired) {
 				return Change{}, err
 			}
 			if !r.caught {

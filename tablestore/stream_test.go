@@ -579,3 +579,58 @@ func TestChangeStreamColumnDropped(t *testing.T) {
 		r.Close()
 	}
 }
+
+// TestChangeStreamExpiredByOtherNode: a change stream's leases keep its
+// snapshots from this process's expiry only. Another node over the same
+// warehouse that expires them under the stream ends it with
+// ErrSnapshotExpired, naming the earliest snapshot left; it said the table
+// was corrupt ("snapshot 2 is missing while 4 exists") until 2026-12-05.
+func TestChangeStreamExpiredByOtherNode(t *testing.T) {
+	ctx := context.Background()
+	s, mem, dir := newTestStore(t)
+	other, err := Open(ctx, NewLocalFS(), dir, Options{Mem: mem})
+	must(t, err)
+	defer other.Close()
+	id := Ident{"db", "t"}
+	tbl, err := s.CreateTable(ctx, id, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}}, false)
+	must(t, err)
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{1, "a"}})
+	r, err := tbl.NewChangeReader(ctx, StreamSpec{Start: StreamFromSnapshot, SnapshotID: 1, Poll: 10 * time.Millisecond})
+	must(t, err)
+	defer r.Close()
+	for {
+		ch, err := r.Next(ctx)
+		must(t, err)
+		if ch.Batch != nil {
+			ch.Batch.Release()
+			continue
+		}
+		if ch.Snapshot == 1 {
+			break // caught up at snapshot 1
+		}
+	}
+	far, err := other.Table(ctx, id)
+	must(t, err)
+	for i := range 3 {
+		writeRows(t, far, mem, WriteOptions{}, Insert, [][]any{{i + 2, "b"}})
+	}
+	n, err := far.ExpireSnapshotsWith(ctx, ExpireOptions{RetainMax: 1, RetainMin: 1})
+	must(t, err)
+	if n != 3 {
+		t.Fatalf("the other node expired %d snapshots, want 3", n)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for {
+		ch, err := r.Next(ctx)
+		if err != nil {
+			if !errors.Is(err, ErrSnapshotExpired) || errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "earliest is") {
+				t.Fatalf("stream after the other node's expiry: %v, want ErrSnapshotExpired", err)
+			}
+			return
+		}
+		if ch.Batch != nil {
+			ch.Batch.Release()
+		}
+	}
+}
