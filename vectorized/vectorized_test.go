@@ -14,6 +14,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -444,5 +445,30 @@ func TestLikeSegmentsMatchRegexp(t *testing.T) {
 		if got, want := m.Match(s), regexp.MustCompile(re).MatchString(s); got != want {
 			t.Fatalf("%q LIKE %q = %v, want %v", s, pat, got, want)
 		}
+	}
+}
+
+// TestParseDecimalLongText: text over 1,000 characters is not a DECIMAL,
+// refused at once: math/big reads n digits in n^2 time, and CAST of a 10 MB
+// string of digits ran for minutes without a cancel stopping it. Up to
+// the bound, long text still parses.
+func TestParseDecimalLongText(t *testing.T) {
+	dt := &arrow.Decimal128Type{Precision: 38, Scale: 2}
+	done := make(chan error, 1)
+	go func() {
+		_, err := ParseDecimal("1"+strings.Repeat("0", 10_000_000), dt)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrInvalidValue) || !strings.Contains(err.Error(), "over 1000 for a DECIMAL") {
+			t.Fatalf("got %v, want ErrInvalidValue naming the bound", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("still parsing after 10 s")
+	}
+	n, err := ParseDecimal(" 0."+strings.Repeat("0", 995)+"1 ", dt)
+	if err != nil || n != (decimal128.Num{}) {
+		t.Fatalf("1000 characters: %v, %v", n, err)
 	}
 }
