@@ -27,6 +27,7 @@ import (
 	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/internal/arrowstr"
 	"github.com/flightd/flightd/plan"
+	"github.com/flightd/flightd/vectorized"
 )
 
 // COPY reads and writes files of one directory of the server
@@ -341,6 +342,18 @@ func (e *Engine) openRows(ctx context.Context, f plan.File, csvSchema *arrow.Sch
 		return nil, nil, fmt.Errorf("%q: not a readable Parquet file: %v: %w", f.Path, err, ErrInvalid)
 	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: copyBatchRows}, mem)
+	var schema *arrow.Schema
+	if err == nil {
+		schema, err = fr.Schema()
+	}
+	if err == nil {
+		for _, fld := range schema.Fields() {
+			if n := vectorized.MapNesting(fld.Type); n > vectorized.MaxMapNesting {
+				err = fmt.Errorf("column %s nests MAP types %d deep, over the limit of %d", fld.Name, n, vectorized.MaxMapNesting)
+				break
+			}
+		}
+	}
 	if err == nil {
 		var rr pqarrow.RecordReader
 		if rr, err = fr.GetRecordReader(ctx, nil, nil); err == nil {

@@ -194,9 +194,19 @@ func call(ctx context.Context, c *plan.CallProcedure) (int64, error) {
 	case "sys.reset_consumer":
 		if c.Snapshot == 0 {
 			err = t.DeleteConsumer(ctx, c.Consumer)
-		} else {
-			err = t.SetConsumer(ctx, c.Consumer, c.Snapshot)
+			break
 		}
+		// A position past the next snapshot would skip the commits before
+		// it without a word: the consumer waited for snapshot N while the
+		// table's new commits went by.
+		var latest int64
+		if latest, err = t.LatestSnapshotID(ctx); err != nil {
+			break
+		}
+		if c.Snapshot > latest+1 {
+			return 0, fmt.Errorf("%s: consumer %q: next snapshot %d is past the table's next one, %d (its latest is %d): %w", c.Proc, c.Consumer, c.Snapshot, latest+1, latest, ErrInvalid)
+		}
+		err = t.SetConsumer(ctx, c.Consumer, c.Snapshot)
 	case "sys.create_tag":
 		err = t.CreateTag(ctx, c.Tag, c.Snapshot)
 	case "sys.delete_tag":

@@ -59,6 +59,9 @@ func ResolveAggregate(name string, argTypes []arrow.DataType) (arrow.DataType, e
 	if err != nil {
 		return nil, err
 	}
+	if n := vectorized.MapNesting(d.ret); n > vectorized.MaxMapNesting {
+		return nil, fmt.Errorf("%w: aggregate %s(%s): its result would nest MAP types %d deep, over the limit of %d", ErrInvalid, strings.ToLower(name), typesString(argTypes), n, vectorized.MaxMapNesting)
+	}
 	return d.ret, nil
 }
 

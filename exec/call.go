@@ -7,6 +7,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
+
+	"github.com/flightd/flightd/vectorized"
 )
 
 // kernel computes a function over evaluated arguments of n rows.
@@ -54,6 +56,9 @@ func resolveImpl(name string, types []arrow.DataType, args []Expr) (*impl, error
 		return nil, fmt.Errorf("%w: unknown function %s", ErrInvalid, name)
 	}
 	im, err := r(types, args)
+	if err == nil && vectorized.MapNesting(im.ret) > vectorized.MaxMapNesting {
+		err = fmt.Errorf("its result would nest MAP types %d deep, over the limit of %d", vectorized.MapNesting(im.ret), vectorized.MaxMapNesting)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s(%s): %v", ErrInvalid, strings.ToLower(name), typesString(types), err)
 	}

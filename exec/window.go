@@ -1244,6 +1244,10 @@ func (e *windowEnv) aggregate(ctx context.Context, fi int, f WindowFunc, args []
 			}
 			prevLo = min(prevLo, lo)
 		}
+	case mergeable(acc):
+		if err := e.slidingAggregate(ctx, f.Frame, acc, args); err != nil {
+			return nil, err
+		}
 	default:
 		for r := 0; r < e.n; r++ {
 			lo, hi := e.frame(f.Frame, r)
@@ -1296,6 +1300,84 @@ func (e *windowEnv) runningAggregate(f WindowFunc, acc accumulator, args []arrow
 	}
 	_, err := mergeGroups(acc, src, dst)
 	return err
+}
+
+// slidingAggregate computes a mergeable aggregate (mergeGroups) over
+// frames bounded at both ends by offsets or the current row in O(rows)
+// folds: folding each row's frame from scratch costs rows times frame
+// width (SUM over ROWS BETWEEN 100000 PRECEDING AND 100000 FOLLOWING of
+// 100,000 rows took 74 s). The frames of a partition slide forward, so the
+// rows in frame are a queue, kept as two stacks: rows [lo, mid) as their
+// suffix states (group n+i holds rows [i, mid)), rows [mid, back) as one
+// state (group 2n) folded as they come. A row's state is its frame start's
+// suffix merged with that one; once the frame start passes mid, the
+// suffixes are built again over the rows in frame, so each row is folded
+// into the queue once and into a suffix once. A frame that moves back
+// (RANGE offsets next to NULL keys) starts the queue again.
+func (e *windowEnv) slidingAggregate(ctx context.Context, fr *Frame, acc accumulator, args []arrow.Array) error {
+	n := e.n
+	backG, empty := uint32(2*n), 2*n+1 // group empty stays empty: copied to clear
+	acc.grow(2*n + 2)
+	groups := make([]uint32, 0, 64)
+	fold := func(lo, hi int, group func(i int) uint32) error {
+		groups = groups[:0]
+		for i := lo; i < hi; i++ {
+			groups = append(groups, group(i))
+		}
+		sl := sliceArrays(args, lo, hi)
+		err := acc.update(groups, sl, nil)
+		releaseArrays(sl)
+		return err
+	}
+	var src, dst []uint32
+	one, at := []uint32{backG}, []uint32{0}
+	prevLo, mid, back := 0, 0, 0
+	for r := 0; r < n; r++ {
+		if r&0xffff == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		lo, hi := e.frame(fr, r)
+		if r == e.ps[r] || lo < prevLo || hi < back || lo > back {
+			mid, back = lo, lo
+			acc.copyGroup(empty, int(backG))
+		}
+		prevLo = lo
+		if hi > back {
+			if err := fold(back, hi, func(int) uint32 { return backG }); err != nil {
+				return err
+			}
+			back = hi
+		}
+		if lo > mid {
+			for i := lo; i < back; i++ {
+				acc.copyGroup(empty, n+i)
+			}
+			if err := fold(lo, back, func(i int) uint32 { return uint32(n + i) }); err != nil {
+				return err
+			}
+			src, dst = src[:0], dst[:0]
+			for i := back - 2; i >= lo; i-- {
+				src, dst = append(src, uint32(n+i+1)), append(dst, uint32(n+i))
+			}
+			if _, err := mergeGroups(acc, src, dst); err != nil {
+				return err
+			}
+			mid = back
+			acc.copyGroup(empty, int(backG))
+		}
+		if lo < mid {
+			acc.copyGroup(n+lo, r)
+		}
+		if mid < back {
+			at[0] = uint32(r)
+			if _, err := mergeGroups(acc, one, at); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // runStart says what a row's running state (a frame from the partition

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -410,6 +412,43 @@ func TestChangeStreamBadConsumer(t *testing.T) {
 	}
 	if rows := query(t, cnxn, "SELECT count(*) FROM `t$consumers`"); fmt.Sprint(rows) != "[[1]]" {
 		t.Errorf("consumers recorded: %v", rows)
+	}
+}
+
+// TestConsumerPastNextSnapshotRefused: a consumer may be moved to any
+// snapshot up to the table's next one; past it (CALL sys.reset_consumer or
+// the commit action) is InvalidArgument and changes nothing. Before, the
+// position was recorded: a stream of the consumer reported itself caught
+// up at snapshot 9223372036854775806 and never sent the commits that came.
+func TestConsumerPastNextSnapshotRefused(t *testing.T) {
+	ts := startServer(t, flightsql.Options{})
+	cnxn := ts.connect(t, nil)
+	mustExec(t, cnxn, "CREATE TABLE t (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED)")
+	mustExec(t, cnxn, "INSERT INTO t VALUES (1, 'a')")
+	latest := query(t, cnxn, "SELECT max(snapshot_id) FROM `t$snapshots`")[0][0]
+	next, _ := strconv.ParseInt(latest, 10, 64)
+	next++
+	for _, n := range []int64{next + 1, math.MaxInt64} {
+		_, err := tryExec(cnxn, fmt.Sprintf("CALL sys.reset_consumer('t', 'c1', %d)", n))
+		if err == nil || !strings.Contains(err.Error(), "past the table's next one") || !strings.Contains(err.Error(), "SQLSTATE 22023") {
+			t.Errorf("reset_consumer to %d: %v, want SQLSTATE 22023", n, err)
+		}
+	}
+	cl, _ := ts.rawClient(t)
+	body, _ := json.Marshal(flightsql.CommitConsumerRequest{Table: "t", ConsumerID: "c1", NextSnapshot: next + 1})
+	s, err := cl.Client.DoAction(context.Background(), &flight.Action{Type: flightsql.CommitConsumerAction, Body: body})
+	for err == nil {
+		_, err = s.Recv()
+	}
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "past the table's next one") {
+		t.Errorf("commit past the next snapshot: %v, want InvalidArgument", err)
+	}
+	if rows := query(t, cnxn, "SELECT count(*) FROM `t$consumers`"); fmt.Sprint(rows) != "[[0]]" {
+		t.Errorf("consumers recorded: %v", rows)
+	}
+	mustExec(t, cnxn, fmt.Sprintf("CALL sys.reset_consumer('t', 'c1', %d)", next))
+	if rows := query(t, cnxn, "SELECT next_snapshot_id FROM `t$consumers`"); fmt.Sprint(rows) != fmt.Sprintf("[[%d]]", next) {
+		t.Errorf("consumer at the next snapshot: %v", rows)
 	}
 }
 

@@ -3,6 +3,8 @@ package flightsql
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/flightd/flightd/vectorized"
 )
 
 // checkIPCMessage checks the flatbuffer IPC message header of one incoming
@@ -38,6 +40,7 @@ const (
 	headerRecordBatch     = 3
 	typeTimestamp         = 10
 	typeUnion             = 14
+	typeMap               = 17
 )
 
 // fbCheck verifies flatbuffer structures in buf. budget counts the tables
@@ -231,10 +234,11 @@ func (c *fbCheck) schema(s fbTable) error {
 	if _, _, err := c.vector(s, 3, 8); err != nil { // features
 		return err
 	}
-	return c.tables(s, 1, func(f fbTable) error { return c.schemaField(f, 1) })
+	return c.tables(s, 1, func(f fbTable) error { return c.schemaField(f, 1, 0) })
 }
 
-func (c *fbCheck) schemaField(f fbTable, depth int) error {
+// schemaField checks field f, depth types deep, inside maps MAP types.
+func (c *fbCheck) schemaField(f fbTable, depth, maps int) error {
 	if depth > maxFieldDepth {
 		return fmt.Errorf("types nested more than %d deep", maxFieldDepth)
 	}
@@ -244,6 +248,11 @@ func (c *fbCheck) schemaField(f fbTable, depth int) error {
 	typ, _, err := c.scalar(f, 2, 1)
 	if err != nil {
 		return err
+	}
+	if typ == typeMap {
+		if maps++; maps > vectorized.MaxMapNesting {
+			return fmt.Errorf("MAP types nested more than %d deep", vectorized.MaxMapNesting)
+		}
 	}
 	if tt, ok, err := c.subtable(f, 3); err != nil {
 		return err
@@ -268,7 +277,7 @@ func (c *fbCheck) schemaField(f fbTable, depth int) error {
 	if err := c.keyValues(f, 6); err != nil {
 		return err
 	}
-	return c.tables(f, 5, func(child fbTable) error { return c.schemaField(child, depth+1) })
+	return c.tables(f, 5, func(child fbTable) error { return c.schemaField(child, depth+1, maps) })
 }
 
 func (c *fbCheck) recordBatch(rb fbTable, body []byte) error {

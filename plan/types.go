@@ -107,6 +107,9 @@ func ArrowType(t *sql.TypeName) (arrow.DataType, error) {
 		}
 		m := arrow.MapOf(key, val)
 		m.SetItemNullable(!t.Elems[1].NotNull)
+		if n := vectorized.MapNesting(m); n > vectorized.MaxMapNesting {
+			return nil, sql.StateErrorf(sql.StateTooComplex, t.Pos, "MAP types nested %d deep, over the limit of %d", n, vectorized.MaxMapNesting)
+		}
 		return m, nil
 	case "ROW":
 		fields := make([]arrow.Field, len(t.Fields))

@@ -483,9 +483,18 @@ func Float64ToDecimal(f float64, to *arrow.Decimal128Type) (decimal128.Num, erro
 	return ParseDecimal(strconv.FormatFloat(f, 'g', -1, 64), to)
 }
 
+// maxDecimalText bounds the text ParseDecimal reads: math/big reads n
+// digits in n^2 time (CAST of a 10 MB string of digits ran for minutes,
+// which no cancel stopped), and a DECIMAL holds 38 digits.
+const maxDecimalText = 1000
+
 // ParseDecimal parses s exactly (no binary floating point) into type to.
 func ParseDecimal(s string, to *arrow.Decimal128Type) (decimal128.Num, error) {
-	r, ok := new(big.Rat).SetString(strings.TrimSpace(s))
+	s = strings.TrimSpace(s)
+	if len(s) > maxDecimalText {
+		return decimal128.Num{}, fmt.Errorf("%w: %d characters, over %d for a DECIMAL", ErrInvalidValue, len(s), maxDecimalText)
+	}
+	r, ok := new(big.Rat).SetString(s)
 	if !ok {
 		return decimal128.Num{}, ErrInvalidValue
 	}

@@ -18,6 +18,27 @@ func IsNested(dt arrow.DataType) bool {
 	return false
 }
 
+// MaxMapNesting is how many MAP types a type may nest. arrow-go makes the
+// value array of a MAP twice (as the field of its entries and as its
+// items), so each MAP level doubles the work of making an array of the
+// type: one row of MAPs 18 deep took 13 s to ingest, 25 deep ran for
+// minutes past 7 GB, and no cancel stopped it.
+const MaxMapNesting = 8
+
+// MapNesting returns how many MAP types nest along the deepest path of dt.
+func MapNesting(dt arrow.DataType) int {
+	n := 0
+	switch t := dt.(type) {
+	case *arrow.MapType:
+		return 1 + max(MapNesting(t.KeyType()), MapNesting(t.ItemType()))
+	case arrow.NestedType:
+		for _, f := range t.Fields() {
+			n = max(n, MapNesting(f.Type))
+		}
+	}
+	return n
+}
+
 // tri is a SQL truth value.
 type tri int8
 

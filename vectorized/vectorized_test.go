@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -397,5 +400,75 @@ func TestEncodeColumnsRandom(t *testing.T) {
 		for _, c := range cols {
 			c.Release()
 		}
+	}
+}
+
+// TestLikeSegmentsLinear: a LIKE pattern of literals between %s is matched
+// in time linear in the string: a 100 KB string against '%a' 1,000 times
+// then 'b' took 15 s through the regexp, uninterruptible, per row.
+func TestLikeSegmentsLinear(t *testing.T) {
+	s := strings.Repeat("a", 100_000)
+	m, err := NewLikeMatcher(strings.Repeat("%a", 1000)+"b", 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if m.Match(s) || !m.Match(s+"b") {
+		t.Fatal("wrong answer")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("took %v", d)
+	}
+}
+
+// TestLikeSegmentsMatchRegexp compares random patterns of literals, %s and
+// escaped %s with the regexp LIKE matched by before.
+func TestLikeSegmentsMatchRegexp(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 3))
+	pick := func(alpha []string, n int) string {
+		var b strings.Builder
+		for range n {
+			b.WriteString(alpha[rng.IntN(len(alpha))])
+		}
+		return b.String()
+	}
+	for range 20000 {
+		pat := pick([]string{"a", "b", "é", "%", "%", "!%"}, rng.IntN(8))
+		s := pick([]string{"a", "b", "é", "%"}, rng.IntN(10))
+		m, err := NewLikeMatcher(pat, '!', false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		re := "(?s)^" + strings.ReplaceAll(strings.ReplaceAll(strings.ReplaceAll(pat, "!%", "\x00"), "%", ".*"), "\x00", "%") + "$"
+		if got, want := m.Match(s), regexp.MustCompile(re).MatchString(s); got != want {
+			t.Fatalf("%q LIKE %q = %v, want %v", s, pat, got, want)
+		}
+	}
+}
+
+// TestParseDecimalLongText: text over 1,000 characters is not a DECIMAL,
+// refused at once: math/big reads n digits in n^2 time, and CAST of a 10 MB
+// string of digits ran for minutes without a cancel stopping it. Up to
+// the bound, long text still parses.
+func TestParseDecimalLongText(t *testing.T) {
+	dt := &arrow.Decimal128Type{Precision: 38, Scale: 2}
+	done := make(chan error, 1)
+	go func() {
+		_, err := ParseDecimal("1"+strings.Repeat("0", 10_000_000), dt)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrInvalidValue) || !strings.Contains(err.Error(), "over 1000 for a DECIMAL") {
+			t.Fatalf("got %v, want ErrInvalidValue naming the bound", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("still parsing after 10 s")
+	}
+	n, err := ParseDecimal(" 0."+strings.Repeat("0", 995)+"1 ", dt)
+	if err != nil || n != (decimal128.Num{}) {
+		t.Fatalf("1000 characters: %v, %v", n, err)
 	}
 }
