@@ -12,6 +12,7 @@ import (
 	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/plan"
 	"github.com/flightd/flightd/tablestore"
+	"github.com/flightd/flightd/vectorized"
 )
 
 // DefaultDatabase is the database a new session starts in. Open creates it.
@@ -46,6 +47,10 @@ var (
 	// server is configured with (SQLSTATE 53400).
 	ErrLimit = errors.New("configuration limit exceeded")
 )
+
+// MaxMapNesting is how deep MAP types may nest in a type the engine takes
+// (vectorized.MaxMapNesting: arrow-go builds a MAP's items twice per level).
+const MaxMapNesting = vectorized.MaxMapNesting
 
 // Config configures an Engine.
 type Config struct {

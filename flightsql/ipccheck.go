@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/flightd/flightd/vectorized"
+	"github.com/flightd/flightd/engine"
 )
 
 // checkIPCMessage checks the flatbuffer IPC message header of one incoming
@@ -250,8 +250,8 @@ func (c *fbCheck) schemaField(f fbTable, depth, maps int) error {
 		return err
 	}
 	if typ == typeMap {
-		if maps++; maps > vectorized.MaxMapNesting {
-			return fmt.Errorf("MAP types nested more than %d deep", vectorized.MaxMapNesting)
+		if maps++; maps > engine.MaxMapNesting {
+			return fmt.Errorf("MAP types nested more than %d deep", engine.MaxMapNesting)
 		}
 	}
 	if tt, ok, err := c.subtable(f, 3); err != nil {

@@ -14,28 +14,27 @@ import (
 
 	"github.com/flightd/flightd/engine"
 	"github.com/flightd/flightd/flightsql"
-	"github.com/flightd/flightd/vectorized"
 )
 
 // TestMapNestingBounded: arrow-go makes each MAP level's values twice, so
 // an array of MAPs nested d deep costs 2^d: one row 18 deep took 13 s to
 // ingest, and `SELECT cardinality(MAP[1, MAP[1, ...]])` 25 deep ran the
 // server past 7 GB (memory limit 2 GB) for minutes after its client had
-// gone. Past vectorized.MaxMapNesting levels a MAP constructor, a MAP type
+// gone. Past engine.MaxMapNesting levels a MAP constructor, a MAP type
 // in SQL, an ingested batch and a Parquet file are refused at once, with
 // the reason, and nothing is created; at the limit they work.
 func TestMapNestingBounded(t *testing.T) {
 	files := t.TempDir()
 	ts := startServer(t, flightsql.Options{}, func(c *engine.Config) { c.FilesDir = files })
 	cnxn := ts.connect(t, nil)
-	const deep = vectorized.MaxMapNesting + 4
+	const deep = engine.MaxMapNesting + 4
 	mapSQL := func(d int) string { return strings.Repeat("MAP[1, ", d) + "1" + strings.Repeat("]", d) }
 	typeSQL := func(d int) string { return strings.Repeat("MAP<INT, ", d) + "INT" + strings.Repeat(">", d) }
 
-	if rows := query(t, cnxn, "SELECT cardinality("+mapSQL(vectorized.MaxMapNesting)+")"); rows[0][0] != "1" {
-		t.Fatalf("a MAP %d deep: %v", vectorized.MaxMapNesting, rows)
+	if rows := query(t, cnxn, "SELECT cardinality("+mapSQL(engine.MaxMapNesting)+")"); rows[0][0] != "1" {
+		t.Fatalf("a MAP %d deep: %v", engine.MaxMapNesting, rows)
 	}
-	mustExec(t, cnxn, "CREATE TABLE ok8 (m "+typeSQL(vectorized.MaxMapNesting)+")")
+	mustExec(t, cnxn, "CREATE TABLE ok8 (m "+typeSQL(engine.MaxMapNesting)+")")
 	for _, c := range []struct{ sql, msg string }{
 		{"SELECT cardinality(" + mapSQL(deep) + ")", "nest MAP types 9 deep, over the limit of 8"},
 		{"SELECT CAST(NULL AS " + typeSQL(deep) + ")", "MAP types nested 9 deep, over the limit of 8 [SQLSTATE 54001]"},
