@@ -3,6 +3,7 @@ package flightsql_test
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/flightd/flightd/flightsql"
 )
@@ -45,5 +46,23 @@ func TestDataErrorsReachClients(t *testing.T) {
 	}
 	if rows := query(t, cnxn, "SELECT count(*) FROM t WHERE k IN (1, 2)"); rows[0][0] != "2" {
 		t.Fatalf("the failed UPDATE changed rows: %v", rows)
+	}
+}
+
+// TestLongErrorClipped: an error quoting a long value (a cast of a 200 KB
+// string, multi-byte characters) reaches the client clipped to its start
+// and end, still valid UTF-8 and with its SQLSTATE: the whole value went
+// out (210 KB here).
+func TestLongErrorClipped(t *testing.T) {
+	ts := startServer(t, flightsql.Options{})
+	cnxn := ts.connect(t, nil)
+	_, err := tryQuery(cnxn, "SELECT CAST(repeat('日', 70000) || 'x' AS INT)")
+	if err == nil {
+		t.Fatal("no error")
+	}
+	msg := err.Error()
+	if len(msg) > 5000 || !utf8.ValidString(msg) || !strings.Contains(msg, "bytes cut") ||
+		!strings.Contains(msg, "line 1:8: cannot cast") || !strings.Contains(msg, "[SQLSTATE 22018]") {
+		t.Errorf("%d bytes, valid UTF-8 %v: %.300q ... %q", len(msg), utf8.ValidString(msg), msg, msg[max(0, len(msg)-300):])
 	}
 }

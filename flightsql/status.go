@@ -1,6 +1,9 @@
 package flightsql
 
 import (
+	"fmt"
+	"unicode/utf8"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -23,7 +26,28 @@ func toStatus(err error) error {
 	if state == "" {
 		state = codeStates[code]
 	}
-	return status.Error(code, err.Error()+" [SQLSTATE "+state+"]")
+	return status.Error(code, clip(err.Error())+" [SQLSTATE "+state+"]")
+}
+
+// maxMessage bounds the text of an error sent to a client: a message
+// quoting a bad value (a cast of a 10 MB string) went out whole, 10 MB of
+// trailer for the client to hold, print and log.
+const maxMessage = 4096
+
+// clip keeps the start and the end of a long message, each cut at a
+// character boundary, and says how much went between.
+func clip(msg string) string {
+	if len(msg) <= maxMessage {
+		return msg
+	}
+	head, tail := maxMessage/2, len(msg)-maxMessage/4
+	for head > 0 && !utf8.RuneStart(msg[head]) {
+		head--
+	}
+	for tail < len(msg) && !utf8.RuneStart(msg[tail]) {
+		tail++
+	}
+	return fmt.Sprintf("%s … (%d bytes cut) … %s", msg[:head], tail-head, msg[tail:])
 }
 
 // codeStates gives every error without a more specific SQLSTATE the one

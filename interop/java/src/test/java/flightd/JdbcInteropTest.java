@@ -172,6 +172,25 @@ public class JdbcInteropTest {
   }
 
   /**
+   * An error quoting a long value reaches the driver as a SQLException with flightd's message,
+   * clipped to its start and end, and its SQLSTATE; it went out whole (200 KB here) before
+   * 2026-12-05.
+   */
+  @Test
+  public void longErrorReachesDriver() throws Exception {
+    try (Statement st = conn.createStatement()) {
+      st.executeQuery("SELECT CAST(repeat('x', 200000) AS INT)").close();
+      throw new AssertionError("no error");
+    } catch (java.sql.SQLException e) {
+      String all = "";
+      for (Throwable c = e; c != null; c = c.getCause()) {
+        all += " | " + c.getMessage();
+      }
+      assertTrue(all, all.contains("SQLSTATE 22018") && all.contains("bytes cut"));
+    }
+  }
+
+  /**
    * A PreparedStatement runs in the session's transaction of the moment: prepared before BEGIN,
    * its row goes with the ROLLBACK; between transactions it commits on its own. Before
    * 2026-12-05 it ran outside the BEGIN it was not prepared in, and the ROLLBACK kept its row.
