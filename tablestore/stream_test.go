@@ -634,3 +634,47 @@ func TestChangeStreamExpiredByOtherNode(t *testing.T) {
 		}
 	}
 }
+
+// TestChangeStreamConsumerKeptOnOtherNode: a consumer's position is a file
+// of the table, so another node's expiry keeps the snapshots from it on:
+// the stream of a consumer on this node reads every commit the other node
+// made, though that node expired down to one snapshot.
+func TestChangeStreamConsumerKeptOnOtherNode(t *testing.T) {
+	ctx := context.Background()
+	s, mem, dir := newTestStore(t)
+	other, err := Open(ctx, NewLocalFS(), dir, Options{Mem: mem})
+	must(t, err)
+	defer other.Close()
+	id := Ident{"db", "t"}
+	tbl, err := s.CreateTable(ctx, id, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}}, false)
+	must(t, err)
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{1, "a"}})
+	r, err := tbl.NewChangeReader(ctx, StreamSpec{Start: StreamFromSnapshot, SnapshotID: 2, ConsumerID: "c1", EndSnapshot: 4, Poll: 10 * time.Millisecond})
+	must(t, err)
+	defer r.Close()
+	far, err := other.Table(ctx, id)
+	must(t, err)
+	for i := range 3 {
+		writeRows(t, far, mem, WriteOptions{}, Insert, [][]any{{i + 2, "b"}})
+	}
+	n, err := far.ExpireSnapshotsWith(ctx, ExpireOptions{RetainMax: 1, RetainMin: 1})
+	must(t, err)
+	if n != 1 {
+		t.Fatalf("the other node expired %d snapshots, want 1 (the consumer needs 2 on)", n)
+	}
+	rows := 0
+	for {
+		ch, err := r.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		must(t, err)
+		if ch.Batch != nil {
+			rows += int(ch.Batch.NumRows())
+			ch.Batch.Release()
+		}
+	}
+	if rows != 3 {
+		t.Fatalf("the consumer's stream read %d rows, want the other node's 3", rows)
+	}
+}
