@@ -113,27 +113,23 @@ func (st *Statement) copyFrom(ctx context.Context, c *plan.CopyFrom) (int64, err
 // not UTF-8 (CSV and Parquet readers pass on any bytes) one of those.
 type fileRows struct {
 	BatchReader
-	rows int64 // before the current batch
+	read int64 // rows in the batches returned so far
 	err  error
 }
 
 func (r *fileRows) Next() bool {
-	if r.err != nil {
-		return false
-	}
-	if b := r.BatchReader.RecordBatch(); b != nil {
-		r.rows += b.NumRows()
-	}
-	if !r.BatchReader.Next() {
+	if r.err != nil || !r.BatchReader.Next() {
 		return false
 	}
 	b := r.BatchReader.RecordBatch()
+	first := r.read + 1
+	r.read += b.NumRows()
 	for i, c := range b.Columns() {
 		var bad *arrowstr.NotUTF8
 		if errors.As(arrowstr.CheckUTF8(c), &bad) {
-			where := fmt.Sprintf("row %d", r.rows+int64(bad.Index)+1)
+			where := fmt.Sprintf("row %d", first+int64(bad.Index))
 			if bad.Nested {
-				where = fmt.Sprintf("a value nested in rows %d to %d", r.rows+1, r.rows+b.NumRows())
+				where = fmt.Sprintf("a value nested in rows %d to %d", first, r.read)
 			}
 			r.err = fmt.Errorf("%s, column %s: %q: %w", where, b.ColumnName(i), bad.Value, ErrInvalidText)
 			return false

@@ -413,6 +413,16 @@ func TestCopyNotUTF8(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "bad.csv"), []byte("i,s\n1,ok\n2,é\n3,a\xff\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Past the first batch (64Ki rows), the row counts the batches before.
+	var long strings.Builder
+	long.WriteString("i,s\n")
+	for i := range 70_000 {
+		fmt.Fprintf(&long, "%d,v\n", i)
+	}
+	long.WriteString("0,\xc0\n")
+	if err := os.WriteFile(filepath.Join(dir, "long.csv"), []byte(long.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	writeParquet := func(name string, cols ...arrow.Array) {
 		t.Helper()
 		fields := []arrow.Field{{Name: "i", Type: arrow.PrimitiveTypes.Int32, Nullable: true}, {Name: "s", Type: cols[1].DataType(), Nullable: true}}
@@ -457,6 +467,7 @@ func TestCopyNotUTF8(t *testing.T) {
 
 	for _, c := range []struct{ q, want string }{
 		{"COPY c FROM 'bad.csv'", `row 3, column s: "a\xff"`},
+		{"COPY c FROM 'long.csv'", `row 70001, column s: "\xc0"`},
 		{"COPY c FROM 'bad.parquet'", `row 2, column s: "\xc3("`},
 		{"COPY l FROM 'nested.parquet'", `a value nested in rows 1 to 2, column s: "\xfe"`},
 		{"SELECT count(*) FROM read_csv('bad.csv')", `row 3, column s`},
