@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // changeModel applies a change stream to a table image: by primary key for
@@ -580,6 +581,24 @@ func TestChangeStreamColumnDropped(t *testing.T) {
 	}
 }
 
+// tableOnTwoNodes creates a key table of one row (snapshot 1) through one
+// store and returns it with its handle through a second store over the
+// same directory (another node).
+func tableOnTwoNodes(t *testing.T) (tbl, far *Table, mem *memory.CheckedAllocator) {
+	ctx := context.Background()
+	s, mem, dir := newTestStore(t)
+	other, err := Open(ctx, NewLocalFS(), dir, Options{Mem: mem})
+	must(t, err)
+	t.Cleanup(func() { other.Close() })
+	id := Ident{"db", "t"}
+	tbl, err = s.CreateTable(ctx, id, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}}, false)
+	must(t, err)
+	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{1, "a"}})
+	far, err = other.Table(ctx, id)
+	must(t, err)
+	return tbl, far, mem
+}
+
 // TestChangeStreamExpiredByOtherNode: a change stream's leases keep its
 // snapshots from this process's expiry only. Another node over the same
 // warehouse that expires them under the stream ends it with
@@ -587,14 +606,7 @@ func TestChangeStreamColumnDropped(t *testing.T) {
 // was corrupt ("snapshot 2 is missing while 4 exists") until 2026-12-05.
 func TestChangeStreamExpiredByOtherNode(t *testing.T) {
 	ctx := context.Background()
-	s, mem, dir := newTestStore(t)
-	other, err := Open(ctx, NewLocalFS(), dir, Options{Mem: mem})
-	must(t, err)
-	defer other.Close()
-	id := Ident{"db", "t"}
-	tbl, err := s.CreateTable(ctx, id, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}}, false)
-	must(t, err)
-	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{1, "a"}})
+	tbl, far, mem := tableOnTwoNodes(t)
 	r, err := tbl.NewChangeReader(ctx, StreamSpec{Start: StreamFromSnapshot, SnapshotID: 1, Poll: 10 * time.Millisecond})
 	must(t, err)
 	defer r.Close()
@@ -609,8 +621,6 @@ func TestChangeStreamExpiredByOtherNode(t *testing.T) {
 			break // caught up at snapshot 1
 		}
 	}
-	far, err := other.Table(ctx, id)
-	must(t, err)
 	for i := range 3 {
 		writeRows(t, far, mem, WriteOptions{}, Insert, [][]any{{i + 2, "b"}})
 	}
@@ -641,19 +651,10 @@ func TestChangeStreamExpiredByOtherNode(t *testing.T) {
 // made, though that node expired down to one snapshot.
 func TestChangeStreamConsumerKeptOnOtherNode(t *testing.T) {
 	ctx := context.Background()
-	s, mem, dir := newTestStore(t)
-	other, err := Open(ctx, NewLocalFS(), dir, Options{Mem: mem})
-	must(t, err)
-	defer other.Close()
-	id := Ident{"db", "t"}
-	tbl, err := s.CreateTable(ctx, id, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}}, false)
-	must(t, err)
-	writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{1, "a"}})
+	tbl, far, mem := tableOnTwoNodes(t)
 	r, err := tbl.NewChangeReader(ctx, StreamSpec{Start: StreamFromSnapshot, SnapshotID: 2, ConsumerID: "c1", EndSnapshot: 4, Poll: 10 * time.Millisecond})
 	must(t, err)
 	defer r.Close()
-	far, err := other.Table(ctx, id)
-	must(t, err)
 	for i := range 3 {
 		writeRows(t, far, mem, WriteOptions{}, Insert, [][]any{{i + 2, "b"}})
 	}
