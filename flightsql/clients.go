@@ -104,8 +104,8 @@ func (r *registry[T]) get(ctx context.Context, c caller, key string) (T, bool) {
 }
 
 // addedSince returns the keys of the entries c opened over its connection
-// after since.
-func (r *registry[T]) addedSince(c caller, since time.Time) []string {
+// after since, of those keep admits.
+func (r *registry[T]) addedSince(c caller, since time.Time, keep func(T) bool) []string {
 	if c.conn == "" {
 		return nil
 	}
@@ -113,7 +113,7 @@ func (r *registry[T]) addedSince(c caller, since time.Time) []string {
 	defer r.mu.Unlock()
 	var keys []string
 	for k, e := range r.m {
-		if e.c == c && e.added.After(since) {
+		if e.c == c && e.added.After(since) && keep(e.v) {
 			keys = append(keys, k)
 		}
 	}

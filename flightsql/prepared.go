@@ -23,11 +23,14 @@ import (
 
 // prepared is one open prepared statement and its bound parameters.
 type prepared struct {
-	st     *engine.Statement
-	query  string       // its SQL, for the tickets of a split result
-	txn    string       // the client transaction it last ran in; "" for the session's, if any
-	owner  string       // the client whose parameter budget it uses
-	budget *paramBudget // shared by all statements of the server
+	st    *engine.Statement
+	query string // its SQL, for the tickets of a split result
+	txn   string // the client transaction it last ran in; "" for the session's, if any
+	// outside is st bound outside any transaction, for runs after its
+	// client ended txn itself: st stays bound to txn, refused there.
+	outside *engine.Statement
+	owner   string       // the client whose parameter budget it uses
+	budget  *paramBudget // shared by all statements of the server
 
 	mu      sync.Mutex
 	params  arrow.RecordBatch // owned; nil until bound
@@ -97,9 +100,11 @@ func (p *prepared) boundParams() arrow.RecordBatch {
 // and one prepared outside a transaction may run in one the session began
 // since. A statement prepared in a transaction that has ended follows the
 // one transaction its connection began since the statement last ran (ADBC
-// begins the next one as it commits); with none or several, the engine
-// runs a query outside and refuses a write. A transaction begun before,
-// on a connection that several clients share, is another client's.
+// begins the next one as it commits), or none once its client ended that
+// one and every later one itself (txnHistory: ADBC with autocommit on
+// again); else the engine runs a query outside and refuses a write. A
+// transaction begun before, on a connection that several clients share, is
+// another client's.
 func (s *Server) preparedStatement(ctx context.Context, handle []byte) (*prepared, *engine.Statement, error) {
 	p, err := s.openPrepared(ctx, handle)
 	if err != nil {
@@ -110,41 +115,60 @@ func (s *Server) preparedStatement(ctx context.Context, handle []byte) (*prepare
 	if _, ok := p.st.TxnControl(); ok {
 		return p, p.st, nil // BEGIN, COMMIT, ROLLBACK read the session themselves
 	}
-	tx, id, err := s.currentTxn(ctx, callerOf(ctx), p.txn, p.lastRun)
+	tx, id, found, err := s.currentTxn(ctx, callerOf(ctx), p.txn, p.lastRun)
 	if err != nil {
 		return nil, nil, err
 	}
 	p.lastRun = time.Now()
-	if id == "" && p.txn != "" {
-		return p, p.st, nil // its connection has none or several open
+	switch {
+	case !found:
+		return p, p.st, nil
+	case tx == nil && p.txn != "":
+		if p.outside == nil {
+			if p.outside, err = p.st.In(ctx, nil); err != nil {
+				return nil, nil, err
+			}
+		}
+		return p, p.outside, nil
 	}
 	st, err := p.st.In(ctx, tx)
 	if err != nil {
 		return nil, nil, err
 	}
-	p.st, p.txn = st, id
+	p.st, p.outside = st, nil
+	if id != "" {
+		p.txn = id
+	}
 	return p, st, nil
 }
 
 // currentTxn is the transaction a statement prepared in transaction id
-// ("": in the session's, if any) and last run at lastRun runs in now: that
-// one while it is open, else the one transaction c's connection began
-// since lastRun (id "" when it began none or several), or for the
-// session's, the session's current one.
-func (s *Server) currentTxn(ctx context.Context, c caller, id string, lastRun time.Time) (*engine.Txn, string, error) {
+// ("": outside one) and last run at lastRun runs in now (nil: none,
+// autocommit). For id "", the session's current one (BEGIN as SQL), else
+// none: Flight SQL auto-commits a statement prepared without a transaction
+// id. Else id while it is open; else the one transaction c's connection
+// began through the API since lastRun; else, with none begun, none when c
+// itself ended id and every transaction it began since lastRun
+// (txnHistory). found is false when none of these holds.
+func (s *Server) currentTxn(ctx context.Context, c caller, id string, lastRun time.Time) (tx *engine.Txn, txID string, found bool, err error) {
 	if id == "" {
 		tx, err := s.txn(ctx, nil)
-		return tx, "", err
+		return tx, "", true, err
 	}
-	if tx, ok := s.txns.get(ctx, c, id); ok {
-		return tx, id, nil
+	if o, ok := s.txns.get(ctx, c, id); ok {
+		return o.tx, id, true, nil
 	}
-	if keys := s.txns.addedSince(c, lastRun); len(keys) == 1 {
-		if tx, ok := s.txns.get(ctx, c, keys[0]); ok {
-			return tx, keys[0], nil
-		}
+	// A session's transaction is not followed: a client that lost its
+	// session cookie began it, and is told at COMMIT that its writes since
+	// were committed.
+	switch keys := s.txns.addedSince(c, lastRun, func(o openTxn) bool { return !o.session }); len(keys) {
+	case 0:
+		return nil, "", s.txnHistory.endedByClient(c, id, lastRun), nil
+	case 1:
+		o, ok := s.txns.get(ctx, c, keys[0])
+		return o.tx, keys[0], ok, nil
 	}
-	return nil, "", nil
+	return nil, "", false, nil
 }
 
 // openPrepared finds an open prepared statement of the caller, which

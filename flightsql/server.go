@@ -74,7 +74,8 @@ type Server struct {
 
 	prepared    *registry[*prepared]
 	paramBudget *paramBudget
-	txns        *registry[*engine.Txn]
+	txns        *registry[openTxn]
+	txnHistory  *txnHistory
 	running     runningQueries
 	planned     plannedQueries
 	// messages and empties share streaming results' encoding (fanout.go).
@@ -106,7 +107,8 @@ func NewServer(eng *engine.Engine, limits Limits) (*Server, error) {
 	orDefault(&limits.EndpointLifetime, DefaultLimits.EndpointLifetime)
 	s := &Server{eng: eng, mem: eng.Mem(), limits: limits,
 		prepared:    newRegistry[*prepared]("prepared statements", limits.MaxPreparedStatements, limits.PreparedIdle),
-		txns:        newRegistry[*engine.Txn]("transactions", limits.MaxTransactions, limits.TxnIdle),
+		txns:        newRegistry[openTxn]("transactions", limits.MaxTransactions, limits.TxnIdle),
+		txnHistory:  newTxnHistory(),
 		paramBudget: &paramBudget{max: limits.MaxParamBytes, used: make(map[string]int64)},
 		stopJanitor: make(chan struct{}), janitorDone: make(chan struct{}),
 		messages: newSharedMessages(sharedMessagesBytes),
@@ -143,6 +145,7 @@ func (s *Server) janitor() {
 			for id := range s.txns.expired(now) {
 				_ = s.eng.Rollback(id) // gone already if it ended meanwhile
 			}
+			s.txnHistory.expire(now, s.limits.PreparedIdle)
 			s.planned.expire(now)
 		}
 	}
@@ -232,17 +235,17 @@ func (s *Server) txn(ctx context.Context, id []byte) (*engine.Txn, error) {
 		if open == "" {
 			return nil, nil
 		}
-		tx, ok := s.txns.get(ctx, callerOf(ctx), open)
+		o, ok := s.txns.get(ctx, callerOf(ctx), open)
 		if !ok {
 			return nil, fmt.Errorf("the session's transaction %s has ended (idle past the transaction timeout, or the server restarted) and its writes are lost; ROLLBACK to leave it: %w", open, engine.ErrTxnNotFound)
 		}
-		return tx, nil
+		return o.tx, nil
 	}
-	tx, ok := s.txns.get(ctx, callerOf(ctx), string(id))
+	o, ok := s.txns.get(ctx, callerOf(ctx), string(id))
 	if !ok {
 		return nil, fmt.Errorf("transaction %q: %w", id, engine.ErrTxnNotFound)
 	}
-	return tx, nil
+	return o.tx, nil
 }
 
 // runningQueries tracks cancellable DoGets by ticket for CancelFlightInfo.

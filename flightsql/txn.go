@@ -10,13 +10,22 @@ import (
 	"github.com/flightd/flightd/engine"
 )
 
+// openTxn is a transaction in the registry. session marks one begun with
+// BEGIN as SQL text: only its session's statements run in it, while a
+// prepared statement may follow one begun through the API into it.
+type openTxn struct {
+	tx      *engine.Txn
+	session bool
+}
+
 // BeginTransaction opens an engine transaction; its id is the handle.
 func (s *Server) BeginTransaction(ctx context.Context, _ flightsql.ActionBeginTransactionRequest) ([]byte, error) {
 	tx := s.eng.Begin()
-	if err := s.txns.add(callerOf(ctx), tx.ID(), tx); err != nil {
+	if err := s.txns.add(callerOf(ctx), tx.ID(), openTxn{tx: tx}); err != nil {
 		_ = s.eng.Rollback(tx.ID())
 		return nil, toStatus(err)
 	}
+	s.txnHistory.began(callerOf(ctx), tx.ID())
 	return []byte(tx.ID()), nil
 }
 
@@ -27,13 +36,21 @@ func (s *Server) EndTransaction(ctx context.Context, req flightsql.ActionEndTran
 	if action != flightsql.EndTransactionCommit && action != flightsql.EndTransactionRollback {
 		return toStatus(fmt.Errorf("EndTransaction: unknown action %v: %w", action, errBadRequest))
 	}
-	if _, ok := s.txns.remove(callerOf(ctx), id); !ok {
+	c := callerOf(ctx)
+	if _, ok := s.txns.remove(c, id); !ok {
 		return toStatus(fmt.Errorf("transaction %q: %w", id, engine.ErrTxnNotFound))
 	}
+	var err error
 	if action == flightsql.EndTransactionCommit {
-		return toStatus(s.eng.Commit(ctx, id))
+		err = s.eng.Commit(ctx, id)
+	} else {
+		err = s.eng.Rollback(id)
 	}
-	return toStatus(s.eng.Rollback(id))
+	if err != nil {
+		return toStatus(err)
+	}
+	s.txnHistory.ended(c, id)
+	return nil
 }
 
 // optTransaction is the session option holding the id of the transaction
@@ -62,10 +79,11 @@ func (s *Server) sqlTransaction(ctx context.Context, st *engine.Statement) (ok b
 			return true, fmt.Errorf("BEGIN: transaction %s is in progress; COMMIT or ROLLBACK it first: %w", tx.ID(), engine.ErrTxnActive)
 		}
 		tx := s.eng.Begin()
-		if err := s.txns.add(callerOf(ctx), tx.ID(), tx); err != nil {
+		if err := s.txns.add(callerOf(ctx), tx.ID(), openTxn{tx: tx, session: true}); err != nil {
 			_ = s.eng.Rollback(tx.ID())
 			return true, err
 		}
+		s.txnHistory.began(callerOf(ctx), tx.ID())
 		fs.SetSessionOption(optTransaction, stringOption(tx.ID()))
 		return true, nil
 	}
@@ -90,7 +108,12 @@ func (s *Server) sqlTransaction(ctx context.Context, st *engine.Statement) (ok b
 		return true, fmt.Errorf("%s: the session's transaction %s had already ended (idle past the transaction timeout, or the server restarted); its writes are lost: %w", kind, open, engine.ErrTxnNotFound)
 	}
 	if kind == engine.TxnCommit {
-		return true, s.eng.Commit(ctx, open)
+		err = s.eng.Commit(ctx, open)
+	} else {
+		err = s.eng.Rollback(open)
 	}
-	return true, s.eng.Rollback(open)
+	if err == nil {
+		s.txnHistory.ended(callerOf(ctx), open)
+	}
+	return true, err
 }

@@ -420,3 +420,35 @@ def test_default_mode_reads_own_writes(conn):
     setup.execute("SELECT k, v FROM py_txn ORDER BY k")
     assert setup.fetchall() == [(1, 12), (2, 20)]
     setup.close()
+
+
+def test_reused_insert_across_autocommit_switches(conn):
+    """The DB-API cursor keeps the INSERT it prepared while the SQL text
+    stays the same. With autocommit off it runs in each transaction the
+    driver begins; after set_autocommit(True) (which commits and begins
+    none) it commits on its own; after set_autocommit(False) it runs in the
+    new transaction again, so rollback() undoes it."""
+    setup = conn.cursor()
+    setup.execute("CREATE TABLE py_ac (n BIGINT)")
+
+    def count():
+        setup.execute("SELECT count(*) FROM py_ac")
+        return setup.fetchall()[0][0]
+
+    with flight_sql.connect(URI) as tx, tx.cursor() as cur:
+        for i in range(3):
+            cur.execute("INSERT INTO py_ac VALUES (?)", (i,))
+            tx.commit()
+        assert count() == 3
+        tx.adbc_connection.set_autocommit(True)
+        cur.execute("INSERT INTO py_ac VALUES (?)", (10,))
+        assert count() == 4
+        tx.adbc_connection.set_autocommit(False)
+        cur.execute("INSERT INTO py_ac VALUES (?)", (20,))
+        assert count() == 4
+        tx.rollback()
+        assert count() == 4
+        cur.execute("INSERT INTO py_ac VALUES (?)", (30,))
+        tx.commit()
+    assert count() == 5
+    setup.close()
