@@ -28,8 +28,8 @@ func TestAppendCompactionBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	// One codec for every level, so that the bytes written count what
-	// compaction rewrites (by default small commits are lz4, larger than
-	// the zstd their rewrite is).
+	// compaction rewrites (by default the smallest commits are lz4, larger
+	// than the zstd their rewrite is).
 	tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: benchSchema, Options: map[string]string{"file.compression": "zstd"}}, false)
 	if err != nil {
 		t.Fatal(err)

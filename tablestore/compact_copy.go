@@ -18,16 +18,27 @@ import (
 
 // minCopyRows is the fewest rows a row group of an append table's small
 // file may hold for compaction to copy it into the output as it is (four
-// batches of the default size): fewer, and the files are rewritten, so
-// that copying never piles up tiny row groups level after level.
+// batches of the default size): smaller ones are concatenated into row
+// groups of up to rowGroupRows, so that copying never piles up small row
+// groups level after level.
 func minCopyRows(o tableOptions) int64 { return max(1, o.rowGroupRows/16) }
+
+// minConcatRows is the fewest rows a small row group may hold for
+// compaction to concatenate its pages with others': a concatenation keeps
+// the pages, and pages of fewer rows would stay small in the row groups
+// made of them (a zstd frame and a page header each); files with such row
+// groups are rewritten.
+func minConcatRows(o tableOptions) int64 { return max(1, minCopyRows(o)/8) }
 
 // copyRowGroups compacts the files of an append table by copying their
 // row groups, compressed pages and statistics as they are, into new files
 // of the target size, with a new footer: no decoding or encoding, which
-// was most of a streaming source's compaction cost. ok is false, with
-// nothing written, when the files do not allow it (another schema, another
-// codec, no checksum, small row groups, a known distinct count); the
+// was most of a streaming source's compaction cost. Row groups of fewer
+// than minCopyRows rows (small commits) are concatenated, consecutive ones
+// into one: their column chunks' pages follow each other, and their
+// statistics are merged. ok is false, with nothing written, when the files
+// do not allow it (another schema, another codec, no checksum, row groups
+// of fewer than minConcatRows rows, small ones with dictionaries); the
 // caller then rewrites them.
 // The copies carry no page index (its page offsets would need rewriting):
 // scans of them skip by row group statistics only.
@@ -74,13 +85,26 @@ func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files
 			return nil, false, nil
 		}
 		for _, rg := range m.RowGroups {
-			if rg.NumRows < minCopyRows(sch.opts) {
+			small := rg.NumRows < minCopyRows(sch.opts)
+			if rg.NumRows < minConcatRows(sch.opts) {
 				return nil, false, nil
 			}
 			for _, c := range rg.Columns {
 				if c.MetaData == nil || c.FilePath != nil || c.IsSetCryptoMetadata() ||
 					int32(c.MetaData.Codec) != int32(sch.opts.codec(level, math.MaxInt64)) {
 					return nil, false, nil
+				}
+				if !small {
+					continue
+				}
+				// A column chunk holds at most one dictionary, first.
+				if c.MetaData.DictionaryPageOffset != nil || c.MetaData.IndexPageOffset != nil {
+					return nil, false, nil
+				}
+				for _, e := range c.MetaData.Encodings {
+					if int32(e) == int32(parquet.Encodings.PlainDict) || int32(e) == int32(parquet.Encodings.RLEDict) {
+						return nil, false, nil
+					}
 				}
 			}
 		}
@@ -126,6 +150,130 @@ func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files
 		dw.meta.RowCount = out.NumRows
 		return dw.syncFile(nil)
 	}
+	// The small row groups gathered for one concatenated row group: their
+	// footers, each column's pages (copied out of the input read), and
+	// each column's merged statistics (nil once a chunk has none).
+	pend := tmpl.RowGroups[:0:0]
+	var pendRows, pendBytes int64
+	pendPages := make([][]byte, tmpl.Schema.NumColumns())
+	pendStats := make([]metadata.TypedStatistics, len(pendPages))
+	addConcat := func(e *manifestEntry, data []byte, rg *metadata.RowGroupMetaData) error {
+		for j := range pendPages {
+			cc, err := rg.ColumnChunk(j)
+			if err != nil {
+				return corruptf(joinPath(st.dir, e.File.Path), err)
+			}
+			from, size := cc.DataPageOffset(), cc.TotalCompressedSize()
+			if from < 4 || size < 0 || from+size > int64(len(data)) {
+				return corruptf(joinPath(st.dir, e.File.Path), fmt.Errorf("column chunk at %d+%d outside the file", from, size))
+			}
+			pendPages[j] = append(pendPages[j], data[from:from+size]...)
+			pendBytes += size
+			if len(pend) == 0 {
+				pendStats[j] = metadata.NewStatistics(tmpl.Schema.Column(j), st.s.opts.Mem)
+			}
+			if pendStats[j] == nil {
+				continue
+			}
+			// Merged, bounds need every chunk's: one without (none kept,
+			// or too long to keep) leaves the row group without.
+			cs, err := cc.Statistics()
+			switch {
+			case err != nil || cs == nil || !cs.HasNullCount():
+				pendStats[j] = nil
+			case cs.HasMinMax() || cs.NullCount() == cc.NumValues():
+				pendStats[j].Merge(cs)
+			default:
+				pendStats[j] = nil
+			}
+		}
+		return nil
+	}
+	flushConcat := func() error {
+		if len(pend) == 0 {
+			return nil
+		}
+		if out == nil {
+			if err := start(tmpl); err != nil {
+				return err
+			}
+		}
+		rg := *pend[0] // its sorting columns and the like, all inputs' alike
+		rg.Columns = slices.Clone(rg.Columns)
+		rgStart := dw.cw.n + int64(dw.bw.Buffered())
+		rg.NumRows, rg.TotalByteSize = 0, 0
+		var size int64
+		for _, p := range pend {
+			rg.NumRows += p.NumRows
+			rg.TotalByteSize += p.TotalByteSize
+		}
+		for j := range rg.Columns {
+			c := *rg.Columns[j]
+			md := *c.MetaData
+			c.MetaData = &md
+			to := dw.cw.n + int64(dw.bw.Buffered())
+			if _, err := dw.bw.Write(pendPages[j]); err != nil {
+				return err
+			}
+			md.DataPageOffset = to
+			if c.FileOffset != 0 {
+				c.FileOffset = to
+			}
+			md.NumValues, md.TotalCompressedSize, md.TotalUncompressedSize = 0, 0, 0
+			md.Encodings = slices.Clone(md.Encodings)
+			md.EncodingStats = slices.Clone(md.EncodingStats)
+			for k, es := range md.EncodingStats {
+				v := *es
+				v.Count = 0
+				md.EncodingStats[k] = &v
+			}
+			for _, p := range pend {
+				in := p.Columns[j].MetaData
+				md.NumValues += in.NumValues
+				md.TotalCompressedSize += in.TotalCompressedSize
+				md.TotalUncompressedSize += in.TotalUncompressedSize
+				for _, enc := range in.Encodings {
+					if !slices.Contains(md.Encodings, enc) {
+						md.Encodings = append(md.Encodings, enc)
+					}
+				}
+			stats:
+				for _, es := range in.EncodingStats {
+					for _, o := range md.EncodingStats {
+						if o.PageType == es.PageType && o.Encoding == es.Encoding {
+							o.Count += es.Count
+							continue stats
+						}
+					}
+					v := *es
+					md.EncodingStats = append(md.EncodingStats, &v)
+				}
+			}
+			md.Statistics = nil
+			if pendStats[j] != nil {
+				enc, err := pendStats[j].Encode()
+				if err != nil {
+					return err
+				}
+				md.Statistics = enc.ToThrift()
+			}
+			md.BloomFilterOffset, md.BloomFilterLength = nil, nil
+			md.SizeStatistics, md.GeospatialStatistics = nil, nil
+			c.OffsetIndexOffset, c.OffsetIndexLength = nil, nil
+			c.ColumnIndexOffset, c.ColumnIndexLength = nil, nil
+			size += md.TotalCompressedSize
+			rg.Columns[j] = &c
+			pendPages[j] = pendPages[j][:0]
+		}
+		rg.FileOffset = &rgStart
+		rg.TotalCompressedSize = &size
+		ordinal := int16(len(out.RowGroups))
+		rg.Ordinal = &ordinal
+		out.RowGroups = append(out.RowGroups, &rg)
+		out.NumRows += rg.NumRows
+		pend, pendRows, pendBytes = pend[:0], 0, 0
+		return nil
+	}
 	var buf []byte
 	for _, e := range files {
 		if err := ctx.Err(); err != nil {
@@ -140,7 +288,23 @@ func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files
 				return nil, false, err
 			}
 		}
-		for _, rg := range meta.RowGroups {
+		for i, rg := range meta.RowGroups {
+			if rg.NumRows < minCopyRows(sch.opts) {
+				if pendRows+rg.NumRows > sch.opts.rowGroupRows {
+					if err := flushConcat(); err != nil {
+						return nil, false, err
+					}
+				}
+				if err := addConcat(e, data, meta.RowGroup(i)); err != nil {
+					return nil, false, err
+				}
+				pend = append(pend, rg)
+				pendRows += rg.NumRows
+				continue
+			}
+			if err := flushConcat(); err != nil {
+				return nil, false, err
+			}
 			rgStart := dw.cw.n + int64(dw.bw.Buffered())
 			var size int64
 			for _, c := range rg.Columns {
@@ -186,13 +350,19 @@ func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files
 		if err := st.countDistinct(ctx, e, data, sch, distinct, dw.acc); err != nil {
 			return nil, false, err
 		}
-		buf = data // written out: the next input may reuse it
-		if dw.cw.n+int64(dw.bw.Buffered()) >= sch.opts.targetFileSize {
+		buf = data // written out or copied: the next input may reuse it
+		if dw.cw.n+int64(dw.bw.Buffered())+pendBytes >= sch.opts.targetFileSize {
+			if err := flushConcat(); err != nil {
+				return nil, false, err
+			}
 			if err := finish(); err != nil {
 				return nil, false, err
 			}
 			out = nil
 		}
+	}
+	if err := flushConcat(); err != nil {
+		return nil, false, err
 	}
 	if out != nil {
 		if err := finish(); err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
@@ -98,8 +99,9 @@ func liveEntries(t *testing.T, tbl *Table) []*manifestEntry {
 // large enough to copy (minCopyRows) and checks the output against the
 // same rows compacted by rewriting: the same rows (scanned, and read by
 // arrow-go's own Parquet reader from the file alone), the same file
-// statistics, one row group per input file, no page index, and row group statistics that still
-// skip. A small row group in the inputs makes compaction rewrite them.
+// statistics, one row group per input file, no page index, and row group
+// statistics that still skip. A row group below minConcatRows in the
+// inputs makes compaction rewrite them.
 func TestCompactCopyRowGroups(t *testing.T) {
 	ctx := context.Background()
 	s, _, _ := newTestStore(t)
@@ -175,10 +177,102 @@ func TestCompactCopyRowGroups(t *testing.T) {
 		t.Fatalf("filtered scan skipped %d row groups, want %d", st.RowGroupsSkipped, len(sizes)-1)
 	}
 
-	// One row group below minCopyRows: rewritten into one row group.
-	small, _, e := copyTable(t, s, "small", 1<<14, []int{1400, 1000, 1600}, nil)
+	// One row group below minConcatRows: rewritten into one row group.
+	small, _, e := copyTable(t, s, "small", 1<<14, []int{1400, 100, 1600}, nil)
 	if n := rowGroups(t, small, e); n != 1 {
 		t.Fatalf("small: %d row groups, want 1 (rewritten)", n)
+	}
+}
+
+// TestCompactConcatRowGroups: row groups of small commits (below
+// minCopyRows, at least minConcatRows) are concatenated, consecutive ones
+// into row groups of at most file.row-group-rows rows, between the large
+// ones copied, in commit order. The output holds the rows the same commits
+// compacted by rewriting hold, read by a scan and by arrow-go's Parquet
+// reader from the file alone; each row group's statistics are those of its
+// rows (min and max id, nulls of n and s), so a filter skips them; the file
+// statistics are the rewrite's.
+func TestCompactConcatRowGroups(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := newTestStore(t)
+	// file.row-group-rows 4096: minCopyRows 256, minConcatRows 32.
+	sizes := []int{100, 150, 40, 2000}
+	for range 21 {
+		sizes = append(sizes, 200)
+	}
+	sizes = append(sizes, 33, 300)
+	groups := []int{290, 2000, 20 * 200, 200 + 33, 300}
+	concat, want, cf := copyTable(t, s, "concat", 1<<12, sizes, nil)
+	rewritten, want2, rf := copyTable(t, s, "concat_rewritten", 1<<20, sizes, nil)
+	if !slices.Equal(want, want2) {
+		t.Fatal("the two tables got different rows")
+	}
+	inOrder := slices.Clone(want) // eqRows sorts want
+	eqRows(t, scanAll(t, concat, ScanSpec{}), want...)
+	eqRows(t, scanAll(t, rewritten, ScanSpec{}), want...)
+	path := filepath.Join(concat.st.dir, cf.File.Path)
+	if got := parquetRows(t, path); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+		t.Fatalf("arrow-go reads the concatenated file as\n%q\nwant\n%q", got, want)
+	}
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	if pf.NumRowGroups() != len(groups) {
+		t.Fatalf("%d row groups, want %d", pf.NumRowGroups(), len(groups))
+	}
+	first := 0
+	for i, n := range groups {
+		rg := pf.MetaData().RowGroup(i)
+		if rg.NumRows() != int64(n) {
+			t.Fatalf("row group %d has %d rows, want %d", i, rg.NumRows(), n)
+		}
+		rows := inOrder[first : first+n]
+		first += n
+		nulls := []int64{0, 0, 0, 0}
+		for _, r := range rows {
+			for c, v := range strings.Split(r, "|") {
+				if v == "NULL" {
+					nulls[c]++
+				}
+			}
+		}
+		for c := range rg.NumColumns() {
+			cc, err := rg.ColumnChunk(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := cc.Statistics()
+			if err != nil || st == nil {
+				t.Fatalf("row group %d column %d: no statistics (%v)", i, c, err)
+			}
+			if cc.NumValues() != int64(n) || st.NullCount() != nulls[c] {
+				t.Fatalf("row group %d column %d: %d values, %d nulls; want %d, %d", i, c, cc.NumValues(), st.NullCount(), n, nulls[c])
+			}
+			if c == 0 {
+				lo, hi := st.(*metadata.Int64Statistics).Min(), st.(*metadata.Int64Statistics).Max()
+				if lo != int64(first-n+1) || hi != int64(first) {
+					t.Fatalf("row group %d: id from %d to %d, want %d to %d", i, lo, hi, first-n+1, first)
+				}
+			}
+		}
+	}
+	for i, c := range cf.File.ValueStats {
+		r := rf.File.ValueStats[i]
+		if c.NullCount != r.NullCount || datumStr(c.Min) != datumStr(r.Min) || datumStr(c.Max) != datumStr(r.Max) || c.NDV != r.NDV {
+			t.Fatalf("column %d: concatenated stats %+v, rewritten %+v", i, c, r)
+		}
+	}
+	sc, err := concat.NewScan(ctx, ScanSpec{Filter: Compare{Column: "id", Op: GT, Value: scalar.NewInt64Scalar(int64(len(want) - 10))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows := readScan(t, sc); len(rows) != groups[len(groups)-1] {
+		t.Fatalf("filtered scan: %d rows, want the last row group's %d", len(rows), groups[len(groups)-1])
+	}
+	if st := sc.Stats(); st.RowGroupsSkipped != int64(len(groups)-1) {
+		t.Fatalf("filtered scan skipped %d row groups, want %d", st.RowGroupsSkipped, len(groups)-1)
 	}
 }
 
@@ -419,4 +513,29 @@ func datumStr(d *datum) string {
 		return err.Error()
 	}
 	return string(b)
+}
+
+// concatenatedPages counts the data pages of the first column chunk of e's
+// first row group.
+func concatenatedPages(t *testing.T, tbl *Table, e *manifestEntry) int {
+	t.Helper()
+	pf, err := file.OpenParquetFile(filepath.Join(tbl.st.dir, e.File.Path), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	pr, err := pf.RowGroup(0).GetColumnPageReader(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := 0
+	for pr.Next() {
+		if _, ok := pr.Page().(file.DataPage); ok {
+			pages++
+		}
+	}
+	if err := pr.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return pages
 }

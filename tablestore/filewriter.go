@@ -107,12 +107,11 @@ func (d *dataWriter) open(first arrow.RecordBatch) error {
 			wp = append(wp, parquet.WithStatsFor(k, true))
 		}
 	case d.level == 0 && first.NumRows() < minCopyRows(d.sch.opts):
-		// An append table's small commit file, rewritten by compaction (too
-		// few rows to copy): a row group or two, pruned by the manifest's
-		// file statistics, so page statistics and an index buy nothing.
-		// Without them and dictionaries, the Nexmark load (auction and
-		// person files of 600 and 200 rows a commit) took 5% less CPU.
-		wp = append(wp, parquet.WithStats(false), parquet.WithPageIndexEnabled(false))
+		// An append table's small commit file, whose row group compaction
+		// concatenates with others' (or rewrites): a page index buys
+		// nothing, and a dictionary would stop the concatenation. Its row
+		// group statistics are merged into the concatenated row group's.
+		wp = append(wp, parquet.WithPageIndexEnabled(false))
 	default:
 		for i, f := range d.fsch.Fields() {
 			if arrow.IsBaseBinary(f.Type.ID()) && !mostlyDistinct(first.Column(i)) {

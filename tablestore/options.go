@@ -278,7 +278,7 @@ func parseOptions(s *tableSchema) (tableOptions, error) {
 	case s.hasPK():
 		o.lz4Below = math.MaxInt64
 	default:
-		o.lz4Below = minCopyRows(o)
+		o.lz4Below = minConcatRows(o)
 	}
 	if o.stopTrigger < o.compactionTrigger {
 		return o, optErr(optStopTrigger, s.Options[optStopTrigger], "must be >= "+optCompactionTrigger)
