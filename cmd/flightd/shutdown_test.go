@@ -65,6 +65,7 @@ func TestShutdownStopsStalledCalls(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	termed := time.Now()
 	exited := make(chan error, 1)
 	go func() { exited <- p.cmd.Wait() }()
 	select {
@@ -72,6 +73,7 @@ func TestShutdownStopsStalledCalls(t *testing.T) {
 		if err != nil {
 			t.Fatalf("exit after SIGTERM: %v", err)
 		}
+		t.Logf("exited %v after SIGTERM", time.Since(termed))
 	case <-time.After(15 * time.Second):
 		t.Fatal("flightd still running 15s after SIGTERM, held by a stalled DoPut")
 	}
