@@ -55,7 +55,7 @@ var causes = [...][]error{
 	KindAlreadyExists: {tablestore.ErrTableExists, tablestore.ErrDatabaseExists, tablestore.ErrViewExists},
 	KindNotSupported:  {ErrNotSupported, arrow.ErrNotImplemented},
 	KindConflict:      {tablestore.ErrConflict},
-	KindExhausted:     {syscall.ENOSPC, exec.ErrMemoryLimit, vectorized.ErrTooLarge, ErrLimit},
+	KindExhausted:     {syscall.ENOSPC, exec.ErrMemoryLimit, vectorized.ErrTooLarge, ErrLimit, tablestore.ErrTooManyPartitions},
 	KindInvalid: {ErrInvalid, ErrTxnActive, ErrNoTxn, ErrTxnAborted, tablestore.ErrInvalid, arrow.ErrInvalid, arrow.ErrType, arrow.ErrIndex,
 		vectorized.ErrDivideByZero, vectorized.ErrOverflow, vectorized.ErrInvalidValue, exec.ErrInvalid, plan.ErrParams},
 	KindDataLoss: {tablestore.ErrCorrupt},
@@ -140,7 +140,7 @@ func SQLState(err error) string {
 		return "53200"
 	case errors.Is(err, ErrLimit):
 		return "53400"
-	case errors.Is(err, vectorized.ErrTooLarge):
+	case errors.Is(err, vectorized.ErrTooLarge), errors.Is(err, tablestore.ErrTooManyPartitions):
 		return "54000"
 	case errors.Is(err, context.Canceled):
 		return "57014"

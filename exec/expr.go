@@ -94,6 +94,15 @@ func (l *LiteralExpr) String() string {
 		// With its scale: 18.00 is the decimal(7,2) constant, 18 an integer.
 		return d.Value.ToString(d.DataType().(*arrow.Decimal128Type).Scale)
 	}
+	if st, ok := l.Value.(*scalar.Struct); ok {
+		// Field by field: arrow's String of a struct repeats each level's
+		// type, so ROWs nested 300 deep printed 1.1 MB in 0.2 s.
+		fields := make([]string, len(st.Value))
+		for i, v := range st.Value {
+			fields[i] = (&LiteralExpr{Value: v}).String()
+		}
+		return "ROW(" + strings.Join(fields, ", ") + ")"
+	}
 	return l.Value.String()
 }
 

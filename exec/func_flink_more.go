@@ -351,14 +351,18 @@ func resolveRegexpCount(types []arrow.DataType, _ []Expr) (*impl, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &impl{ret: i64Type, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
-		compile := regexpCache(nil)
+	return &impl{ret: i64Type, args: st, fn: func(ctx context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		res := newRegexps(ctx, "REGEXP_COUNT", nil)
 		return vectorized.MapInt64s(ec.Mem, a, n, func(i int) (int64, error) {
-			re, err := compile(vectorized.StringAt(a[1], i))
+			re, err := res.get(vectorized.StringAt(a[1], i))
 			if err != nil {
 				return 0, err
 			}
-			return int64(len(re.FindAllStringIndex(vectorized.StringAt(a[0], i), -1))), nil
+			s := vectorized.StringAt(a[0], i)
+			if err := res.meter(re, s); err != nil {
+				return 0, err
+			}
+			return int64(len(re.FindAllStringIndex(s, -1))), nil
 		})
 	}}, nil
 }
@@ -370,11 +374,14 @@ func resolveRegexpSubstr(types []arrow.DataType, _ []Expr) (*impl, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &impl{ret: strType, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
-		compile := regexpCache(nil)
+	return &impl{ret: strType, args: st, fn: func(ctx context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		res := newRegexps(ctx, "REGEXP_SUBSTR", nil)
 		return mapNullableStrings(ec, a, n, false, func(i int) (string, bool, error) {
-			re, err := compile(vectorized.StringAt(a[1], i))
+			re, err := res.get(vectorized.StringAt(a[1], i))
 			if err != nil {
+				return "", false, err
+			}
+			if err := res.meter(re, vectorized.StringAt(a[0], i)); err != nil {
 				return "", false, err
 			}
 			loc := re.FindStringIndex(vectorized.StringAt(a[0], i))

@@ -69,8 +69,8 @@ func resolveSimilarTo(types []arrow.DataType, _ []Expr) (*impl, error) {
 	if _, err := wantStrings(types, 2, 3); err != nil {
 		return nil, err
 	}
-	return &impl{ret: boolType, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
-		compile := regexpCache(nil)
+	return &impl{ret: boolType, fn: func(ctx context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		res := newRegexps(ctx, "SIMILAR TO", nil)
 		return vectorized.MapBools(ec.Mem, a, n, func(i int) (bool, error) {
 			esc := ""
 			if len(a) == 3 {
@@ -80,9 +80,12 @@ func resolveSimilarTo(types []arrow.DataType, _ []Expr) (*impl, error) {
 			if err != nil {
 				return false, err
 			}
-			r, err := compile(re)
+			r, err := res.get(re)
 			if err != nil {
 				return false, fmt.Errorf("%w: SIMILAR TO pattern %q is no regular expression", vectorized.ErrInvalidValue, vectorized.StringAt(a[1], i))
+			}
+			if err := res.meter(r, vectorized.StringAt(a[0], i)); err != nil {
+				return false, err
 			}
 			return r.MatchString(vectorized.StringAt(a[0], i)), nil
 		})

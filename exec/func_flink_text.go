@@ -156,14 +156,14 @@ func resolveStrToMap(types []arrow.DataType, args []Expr) (*impl, error) {
 	}
 	for i := 1; i < len(types) && args != nil; i++ {
 		if p, ok := literalString(args[i]); ok {
-			if _, err := regexpCache(nil)(p); err != nil {
+			if _, err := compileRegexp(p); err != nil {
 				return nil, err
 			}
 		}
 	}
 	ret := arrow.MapOf(strType, strType)
-	return &impl{ret: ret, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
-		compile := regexpCache(nil)
+	return &impl{ret: ret, args: st, fn: func(ctx context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		res := newRegexps(ctx, "STR_TO_MAP", nil)
 		b := array.NewMapBuilder(ec.Mem, strType, strType, false)
 		defer b.Release()
 		kb, ib := b.KeyBuilder().(*array.StringBuilder), b.ItemBuilder().(*array.StringBuilder)
@@ -176,17 +176,24 @@ func resolveStrToMap(types []arrow.DataType, args []Expr) (*impl, error) {
 			if len(a) == 3 {
 				listSep, kvSep = vectorized.StringAt(a[1], i), vectorized.StringAt(a[2], i)
 			}
-			lre, err := compile(listSep)
+			lre, err := res.get(listSep)
 			if err != nil {
 				return nil, err
 			}
-			kre, err := compile(kvSep)
+			kre, err := res.get(kvSep)
 			if err != nil {
+				return nil, err
+			}
+			s := vectorized.StringAt(a[0], i)
+			if err := res.meter(lre, s); err != nil {
 				return nil, err
 			}
 			var keys []string
 			vals := map[string]*string{}
-			for _, entry := range lre.Split(vectorized.StringAt(a[0], i), -1) {
+			for _, entry := range lre.Split(s, -1) {
+				if err := res.meter(kre, entry); err != nil {
+					return nil, err
+				}
 				kv := kre.Split(entry, 2)
 				if _, seen := vals[kv[0]]; !seen {
 					keys = append(keys, kv[0])
@@ -220,19 +227,22 @@ func resolveRegexpInstr(types []arrow.DataType, args []Expr) (*impl, error) {
 	var fixed *regexp.Regexp // a literal pattern, compiled (and checked) once
 	if args != nil {
 		if p, ok := literalString(args[1]); ok {
-			if fixed, err = regexpCache(nil)(p); err != nil {
+			if fixed, err = compileRegexp(p); err != nil {
 				return nil, err
 			}
 		}
 	}
-	return &impl{ret: i32Type, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
-		compile := regexpCache(fixed)
+	return &impl{ret: i32Type, args: st, fn: func(ctx context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		res := newRegexps(ctx, "REGEXP_INSTR", fixed)
 		return vectorized.MapFixed(ec.Mem, i32Type, a, n, func(i int) (int32, error) {
-			re, err := compile(vectorized.StringAt(a[1], i))
+			re, err := res.get(vectorized.StringAt(a[1], i))
 			if err != nil {
 				return 0, err
 			}
 			s := vectorized.StringAt(a[0], i)
+			if err := res.meter(re, s); err != nil {
+				return 0, err
+			}
 			if loc := re.FindStringIndex(s); loc != nil {
 				return int32(utf8.RuneCountInString(s[:loc[0]])) + 1, nil
 			}

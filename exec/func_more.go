@@ -217,24 +217,75 @@ func resolveSplitPart(types []arrow.DataType, _ []Expr) (*impl, error) {
 	}}, nil
 }
 
-// regexpCache compiles each pattern of a batch once (fixed, when set: a
-// literal pattern compiled when the call was resolved).
-func regexpCache(fixed *regexp.Regexp) func(p string) (*regexp.Regexp, error) {
-	cache := map[string]*regexp.Regexp{}
-	return func(p string) (*regexp.Regexp, error) {
-		if fixed != nil {
-			return fixed, nil
-		}
-		if re := cache[p]; re != nil {
-			return re, nil
-		}
-		re, err := regexp.Compile(p)
-		if err != nil {
-			return nil, fmt.Errorf("%w: bad regular expression %q: %v", vectorized.ErrInvalidValue, p, err)
-		}
-		cache[p] = re
+// regexps compiles the patterns of one function call over a batch, each
+// once (fixed, when set: a literal pattern compiled when the call was
+// resolved), and meters their matches: one row's is bounded by
+// vectorized.MaxPatternWork, since no cancel interrupts it, and the call
+// stops between rows once its context is cancelled.
+type regexps struct {
+	ctx   context.Context
+	fn    string
+	fixed *regexp.Regexp
+	cache map[string]*regexp.Regexp
+	insts map[*regexp.Regexp]int
+	work  int64 // since the context was last checked
+}
+
+// cancelCheckWork is the matching work (bytes times instructions, about
+// 0.1 s) between two looks at the context.
+const cancelCheckWork = 1 << 24
+
+func newRegexps(ctx context.Context, fn string, fixed *regexp.Regexp) *regexps {
+	return &regexps{ctx: ctx, fn: fn, fixed: fixed, cache: map[string]*regexp.Regexp{}, insts: map[*regexp.Regexp]int{}}
+}
+
+// get compiles p (or returns the fixed pattern).
+func (r *regexps) get(p string) (*regexp.Regexp, error) {
+	if r.fixed != nil {
+		return r.fixed, nil
+	}
+	if re := r.cache[p]; re != nil {
 		return re, nil
 	}
+	re, err := compileRegexp(p)
+	if err != nil {
+		return nil, err
+	}
+	r.cache[p] = re
+	return re, nil
+}
+
+// meter comes before matching s against re.
+func (r *regexps) meter(re *regexp.Regexp, s string) error {
+	insts, ok := r.insts[re]
+	if !ok {
+		insts = vectorized.PatternInsts(re)
+		r.insts[re] = insts
+	}
+	return r.spend(len(s), insts)
+}
+
+// spend counts matching n bytes against a pattern of insts instructions.
+func (r *regexps) spend(n, insts int) error {
+	if err := vectorized.CheckPatternWork(r.fn, n, insts); err != nil {
+		return err
+	}
+	if r.work += int64(n) * int64(insts); r.work >= cancelCheckWork {
+		r.work = 0
+		if err := r.ctx.Err(); err != nil {
+			return fmt.Errorf("%s: %w", r.fn, err)
+		}
+	}
+	return nil
+}
+
+// compileRegexp compiles a pattern a row gave.
+func compileRegexp(p string) (*regexp.Regexp, error) {
+	re, err := regexp.Compile(p)
+	if err != nil {
+		return nil, fmt.Errorf("%w: bad regular expression %q: %v", vectorized.ErrInvalidValue, p, err)
+	}
+	return re, nil
 }
 
 func literalRegexp(args []Expr, i int) (*regexp.Regexp, error) {
@@ -261,14 +312,18 @@ func resolveRegexpReplace(types []arrow.DataType, args []Expr) (*impl, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &impl{ret: strType, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
-		get := regexpCache(fixed)
+	return &impl{ret: strType, args: st, fn: func(ctx context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		res := newRegexps(ctx, "REGEXP_REPLACE", fixed)
 		return vectorized.MapStrings(ec.Mem, a, n, func(i int) (string, error) {
-			re, err := get(vectorized.StringAt(a[1], i))
+			re, err := res.get(vectorized.StringAt(a[1], i))
 			if err != nil {
 				return "", err
 			}
-			return boundedRegexpReplace(re, vectorized.StringAt(a[0], i), vectorized.StringAt(a[2], i))
+			s := vectorized.StringAt(a[0], i)
+			if err := res.meter(re, s); err != nil {
+				return "", err
+			}
+			return boundedRegexpReplace(re, s, vectorized.StringAt(a[2], i))
 		})
 	}}, nil
 }
@@ -309,8 +364,8 @@ func resolveRegexpExtract(types []arrow.DataType, args []Expr) (*impl, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &impl{ret: strType, args: argTypes, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
-		get := regexpCache(fixed)
+	return &impl{ret: strType, args: argTypes, fn: func(ctx context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		res := newRegexps(ctx, "REGEXP_EXTRACT", fixed)
 		memo := newMatchMemo(fixed != nil)
 		b := array.NewStringBuilder(ec.Mem)
 		defer b.Release()
@@ -319,8 +374,11 @@ func resolveRegexpExtract(types []arrow.DataType, args []Expr) (*impl, error) {
 				b.AppendNull()
 				continue
 			}
-			re, g, err := regexpGroup(get, a, i, 0, "regexp_extract")
+			re, g, err := regexpGroup(res.get, a, i, 0, "regexp_extract")
 			if err != nil {
+				return nil, err
+			}
+			if err := res.meter(re, vectorized.StringAt(a[0], i)); err != nil {
 				return nil, err
 			}
 			m := memo.find(re, vectorized.StringAt(a[0], i))
@@ -414,8 +472,8 @@ func resolveRegexpExtractAll(types []arrow.DataType, args []Expr) (*impl, error)
 		return nil, err
 	}
 	ret := arrow.ListOf(strType)
-	return &impl{ret: ret, args: argTypes, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
-		get := regexpCache(fixed)
+	return &impl{ret: ret, args: argTypes, fn: func(ctx context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		res := newRegexps(ctx, "REGEXP_EXTRACT_ALL", fixed)
 		b := array.NewListBuilder(ec.Mem, strType)
 		defer b.Release()
 		vb := b.ValueBuilder().(*array.StringBuilder)
@@ -424,11 +482,14 @@ func resolveRegexpExtractAll(types []arrow.DataType, args []Expr) (*impl, error)
 				b.AppendNull()
 				continue
 			}
-			re, g, err := regexpGroup(get, a, i, 1, "regexp_extract_all")
+			re, g, err := regexpGroup(res.get, a, i, 1, "regexp_extract_all")
 			if err != nil {
 				return nil, err
 			}
 			s := vectorized.StringAt(a[0], i)
+			if err := res.meter(re, s); err != nil {
+				return nil, err
+			}
 			b.Append(true)
 			for _, m := range re.FindAllStringSubmatchIndex(s, -1) {
 				if m[2*g] < 0 {

@@ -88,8 +88,13 @@ func likeResolver(negate, ci bool) resolver {
 				}
 			}
 		}
-		return &impl{ret: boolType, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		fn := "LIKE"
+		if ci {
+			fn = "ILIKE"
+		}
+		return &impl{ret: boolType, args: st, fn: func(ctx context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
 			cache := map[[2]string]*vectorized.LikeMatcher{}
+			res := newRegexps(ctx, fn, nil)
 			return vectorized.MapBools(ec.Mem, a, n, func(i int) (bool, error) {
 				m := fixed
 				if m == nil {
@@ -110,7 +115,13 @@ func likeResolver(negate, ci bool) resolver {
 						cache[key] = m
 					}
 				}
-				return m.Match(vectorized.StringAt(a[0], i)) != negate, nil
+				s := vectorized.StringAt(a[0], i)
+				if insts := m.Insts(); insts > 0 {
+					if err := res.spend(len(s), insts); err != nil {
+						return false, err
+					}
+				}
+				return m.Match(s) != negate, nil
 			})
 		}}, nil
 	}
@@ -254,21 +265,18 @@ func resolveRegexpLike(types []arrow.DataType, args []Expr) (*impl, error) {
 			}
 		}
 	}
-	return &impl{ret: boolType, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
-		cache := map[string]*regexp.Regexp{}
+	return &impl{ret: boolType, args: st, fn: func(ctx context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		res := newRegexps(ctx, "REGEXP", fixed)
 		return vectorized.MapBools(ec.Mem, a, n, func(i int) (bool, error) {
-			re := fixed
-			if re == nil {
-				p := vectorized.StringAt(a[1], i)
-				if re = cache[p]; re == nil {
-					var err error
-					if re, err = regexp.Compile(p); err != nil {
-						return false, fmt.Errorf("%w: bad regular expression %q: %v", vectorized.ErrInvalidValue, p, err)
-					}
-					cache[p] = re
-				}
+			re, err := res.get(vectorized.StringAt(a[1], i))
+			if err != nil {
+				return false, err
 			}
-			return re.MatchString(vectorized.StringAt(a[0], i)), nil
+			s := vectorized.StringAt(a[0], i)
+			if err := res.meter(re, s); err != nil {
+				return false, err
+			}
+			return re.MatchString(s), nil
 		})
 	}}, nil
 }

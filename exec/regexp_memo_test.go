@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"regexp"
@@ -74,4 +76,30 @@ func TestBoundedRegexpReplace(t *testing.T) {
 	if allocs > 100_000 {
 		t.Fatalf("%.0f allocations to refuse it: every match was found first", allocs)
 	}
+}
+
+// A call's matches stop between rows once its context is cancelled: each
+// row's match is bounded, not a batch of them.
+func TestRegexpsStopOnCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	res := newRegexps(ctx, "REGEXP", nil)
+	re, err := res.get(`a+b`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Repeat("a", 100_000)
+	for range 1000 {
+		if err := res.meter(re, s); err != nil {
+			t.Fatalf("before the cancel: %v", err)
+		}
+	}
+	cancel()
+	for i := range 1000 {
+		if err := res.meter(re, s); errors.Is(err, context.Canceled) {
+			return
+		} else if err != nil {
+			t.Fatalf("row %d: %v", i, err)
+		}
+	}
+	t.Fatal("1,000 rows of 100 KB matched after the cancel")
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/signal"
 	"sync"
 	"time"
 
@@ -57,7 +58,7 @@ const (
 // NewFlightServer assembles a flight.Server serving srv: session cookies,
 // optional auth, TLS, keepalive and message size limits. Call Init or
 // InitListener, then Serve.
-func NewFlightServer(srv *Server, opts Options) (flight.Server, error) {
+func NewFlightServer(srv *Server, opts Options) (*FlightServer, error) {
 	orDefault(&opts.MaxMessageBytes, DefaultMaxMessageBytes)
 	orDefault(&opts.KeepaliveInterval, 30*time.Second)
 	orDefault(&opts.MaxConnectionIdle, DefaultMaxConnectionIdle)
@@ -95,9 +96,66 @@ func NewFlightServer(srv *Server, opts Options) (flight.Server, error) {
 		srv.grants = newGrants(opts.Grants)
 	}
 	mw = append(mw, SessionMiddleware())
-	fs := flight.NewServerWithMiddleware(mw, grpcOpts...)
+	var unary []grpc.UnaryServerInterceptor
+	var stream []grpc.StreamServerInterceptor
+	for _, m := range mw {
+		if m.Unary != nil {
+			unary = append(unary, m.Unary)
+		}
+		if m.Stream != nil {
+			stream = append(stream, m.Stream)
+		}
+	}
+	grpcOpts = append(grpcOpts, grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(stream...))
+	fs := &FlightServer{Server: grpc.NewServer(grpcOpts...)}
 	fs.RegisterFlightService(srv.FlightService())
 	return fs, nil
+}
+
+// FlightServer is the flight.Server of NewFlightServer, built on its own
+// grpc.Server rather than flight.NewServerWithMiddleware's so that it can
+// also Stop: Shutdown waits for every running call, and one that never
+// ends (a client that stops sending mid-DoPut, a computation that does
+// not watch its context) would hold the process forever.
+type FlightServer struct {
+	*grpc.Server // Stop, RegisterService, GetServiceInfo
+	lis          net.Listener
+}
+
+var _ flight.Server = (*FlightServer)(nil)
+
+// Init listens on addr.
+func (s *FlightServer) Init(addr string) (err error) {
+	s.lis, err = net.Listen("tcp", addr)
+	return err
+}
+
+// InitListener serves on lis.
+func (s *FlightServer) InitListener(lis net.Listener) { s.lis = lis }
+
+// Addr is the address served.
+func (s *FlightServer) Addr() net.Addr { return s.lis.Addr() }
+
+// SetShutdownOnSignals shuts the server down gracefully on any of sig.
+func (s *FlightServer) SetShutdownOnSignals(sig ...os.Signal) {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, sig...)
+	go func() {
+		<-c
+		s.GracefulStop()
+	}()
+}
+
+// Serve serves until Shutdown or Stop (then returning nil) or until
+// accepting fails.
+func (s *FlightServer) Serve() error { return s.Server.Serve(s.lis) }
+
+// Shutdown stops accepting calls and waits for the running ones to end.
+func (s *FlightServer) Shutdown() { s.GracefulStop() }
+
+// RegisterFlightService serves svc.
+func (s *FlightServer) RegisterFlightService(svc flight.FlightServer) {
+	flight.RegisterFlightServiceServer(s.Server, svc)
 }
 
 func tlsCredentials(opts Options) (credentials.TransportCredentials, error) {

@@ -406,7 +406,7 @@ func (b *binder) tableScope(name *sql.Name, alias string) (*tablestore.Table, *S
 	if alias != "" {
 		qual = alias
 	}
-	scan := b.scanNode(t, snap, qual)
+	scan := b.scanNode(name.Pos, t, snap, qual)
 	return t, scan, newScope(scan.Cols, qual)
 }
 

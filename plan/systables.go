@@ -248,7 +248,7 @@ func (b *binder) bindDataSystemTable(f *sql.TableName, base, kind string) (Node,
 	if f.Alias != "" {
 		qual = f.Alias
 	}
-	n := b.scanNode(t, snap, qual)
+	n := b.scanNode(f.Name.Pos, t, snap, qual)
 	n.Tag = tag
 	n.Read = ReadOptimized
 	if kind == "audit_log" {

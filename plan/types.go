@@ -7,6 +7,10 @@ import (
 	"github.com/flightd/flightd/vectorized"
 )
 
+// MaxMapNesting is how deep MAP types may nest (vectorized.MaxMapNesting),
+// for the Substrait consumer, which may not import vectorized.
+const MaxMapNesting = vectorized.MaxMapNesting
+
 // ArrowType maps a SQL type to its Arrow type.
 func ArrowType(t *sql.TypeName) (arrow.DataType, error) {
 	p := t.Params

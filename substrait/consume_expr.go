@@ -12,6 +12,7 @@ import (
 	pb "github.com/substrait-io/substrait-protobuf/go/substraitpb"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/flightd/flightd/plan"
 	"github.com/flightd/flightd/sql"
 )
 
@@ -758,7 +759,12 @@ func decimalText(le []byte, scale int) string {
 }
 
 // typeName is the SQL type of a Substrait type.
-func typeName(t *pb.Type, path string) (*sql.TypeName, error) {
+func typeName(t *pb.Type, path string) (*sql.TypeName, error) { return typeNameIn(t, path, 0) }
+
+// typeNameIn is typeName of a type inside maps MAP types: nested past
+// plan.MaxMapNesting it is refused here, at its place in the plan, as
+// DDL, CAST and ingest refuse it.
+func typeNameIn(t *pb.Type, path string, maps int) (*sql.TypeName, error) {
 	name := func(n string, params ...int) (*sql.TypeName, error) {
 		return &sql.TypeName{Name: n, Params: params}, nil
 	}
@@ -832,17 +838,20 @@ func typeName(t *pb.Type, path string) (*sql.TypeName, error) {
 		}
 		return name("DECIMAL", p, s)
 	case *pb.Type_List_:
-		e, err := typeName(k.List.GetType(), path+".list.type")
+		e, err := typeNameIn(k.List.GetType(), path+".list.type", maps)
 		if err != nil {
 			return nil, err
 		}
 		return &sql.TypeName{Name: "ARRAY", Elems: []*sql.TypeName{e}}, nil
 	case *pb.Type_Map_:
-		kt, err := typeName(k.Map.GetKey(), path+".map.key")
+		if maps++; maps > plan.MaxMapNesting {
+			return nil, errAt(path, "MAP types nested more than %d deep", plan.MaxMapNesting)
+		}
+		kt, err := typeNameIn(k.Map.GetKey(), path+".map.key", maps)
 		if err != nil {
 			return nil, err
 		}
-		vt, err := typeName(k.Map.GetValue(), path+".map.value")
+		vt, err := typeNameIn(k.Map.GetValue(), path+".map.value", maps)
 		if err != nil {
 			return nil, err
 		}

@@ -405,3 +405,27 @@ func TestHostileNames(t *testing.T) {
 		}
 	}
 }
+
+// TestMapNestingBounded: a type of the plan (here a cast's) nesting MAP
+// types past plan.MaxMapNesting is refused with ErrInvalid at its place
+// in the plan, as DDL, CAST and ingest refuse it; at the limit it is
+// taken.
+func TestMapNestingBounded(t *testing.T) {
+	nested := func(depth int) *pb.Plan {
+		typ := &pb.Type{Kind: &pb.Type_I64_{I64: &pb.Type_I64{}}}
+		for range depth {
+			typ = &pb.Type{Kind: &pb.Type_Map_{Map: &pb.Type_Map{Key: &pb.Type{Kind: &pb.Type_I32_{I32: &pb.Type_I32{}}}, Value: typ}}}
+		}
+		typ = &pb.Type{Kind: &pb.Type_List_{List: &pb.Type_List{Type: typ}}}
+		cast := &pb.Expression{RexType: &pb.Expression_Cast_{Cast: &pb.Expression_Cast{Input: field(0), Type: typ}}}
+		return rootPlan(filterOn(namedRead("a"), cast))
+	}
+	if _, err := consumeChecked(t, mustMarshal(t, nested(plan.MaxMapNesting))); err != nil {
+		t.Fatalf("MAP types nested %d deep: %v", plan.MaxMapNesting, err)
+	}
+	_, err := Consume(mustMarshal(t, nested(plan.MaxMapNesting+1)))
+	want := "root.input.filter.condition.cast.type.list.type" + strings.Repeat(".map.value", plan.MaxMapNesting) + ": MAP types nested more than 8 deep"
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("MAP types nested %d deep: want ErrInvalid with %q, got %v", plan.MaxMapNesting+1, want, err)
+	}
+}

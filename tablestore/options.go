@@ -45,6 +45,7 @@ const (
 	optFullDeltaCommits  = "full-compaction.delta-commits"
 	optRowDeduplicate    = "changelog-producer.row-deduplicate"
 	optDynamicOverwrite  = "dynamic-partition-overwrite"
+	optMaxPartitions     = "partition.max-per-commit" // flightd: as Hive's hive.exec.max.dynamic.partitions
 	// Per-column options: fields.<col>.aggregate-function,
 	// fields.<col>.ignore-retract, fields.<col>.list-agg-delimiter and
 	// fields.<g1>[,<g2>].sequence-group.
@@ -97,6 +98,9 @@ type tableOptions struct {
 	// dynamicOverwrite: INSERT OVERWRITE of a partitioned table replaces
 	// only the partitions it writes (Paimon's default).
 	dynamicOverwrite bool
+	// maxPartitions bounds the partitions one commit writes: each is at
+	// least a file per bucket, and one INSERT made 3,000 in 10 s.
+	maxPartitions int
 }
 
 func optErr(key, val, want string) error {
@@ -123,6 +127,7 @@ func parseOptions(s *tableSchema) (tableOptions, error) {
 		producer:          producerNone,
 		fullDeltaCommits:  5,
 		dynamicOverwrite:  true,
+		maxPartitions:     1000,
 	}
 	if !s.hasPK() {
 		o.targetFileSize = 256 << 20
@@ -234,6 +239,8 @@ func parseOptions(s *tableSchema) (tableOptions, error) {
 			var n int
 			n, err = intOpt(key, val, 1)
 			o.rowGroupRows = int64(n)
+		case optMaxPartitions:
+			o.maxPartitions, err = intOpt(key, val, 1)
 		case optRetainedMin:
 			o.retainedMin, err = intOpt(key, val, 1)
 		case optRetainedMax:

@@ -37,6 +37,9 @@ var (
 	// ErrInvalid: bad input (schema, option, batch, predicate). The merge
 	// engines refuse input with it too.
 	ErrInvalid = merge.ErrInvalid
+	// ErrTooManyPartitions: one commit would write more partitions than
+	// the table's partition.max-per-commit (SQLSTATE 54000).
+	ErrTooManyPartitions = errors.New("too many partitions in one commit")
 )
 
 // Ident names a table.

@@ -59,6 +59,7 @@ func run() error {
 		clientCA = flag.String("tls-client-ca", "", "CA (PEM) client certificates must be signed by (mTLS)")
 		mtThresh = flag.Duration("freshness-threshold", plan.DefaultFreshnessThreshold, "a materialized table with a FRESHNESS below this runs CONTINUOUS, at or above it FULL, unless REFRESH_MODE says")
 		grace    = flag.Duration("shutdown-grace", 30*time.Second, "on SIGTERM, how long running queries may go on before they are cancelled")
+		force    = flag.Duration("shutdown-timeout", 10*time.Second, "on SIGTERM, how long calls may still run once -shutdown-grace has cancelled the queries; then their connections are closed, the tables closed and flightd exits (what is committed stays committed)")
 		parallel = flag.Int("parallelism", 0, "goroutines one query's scans and aggregations use (0: one per core, 1: serial)")
 		maxBytes = flag.Int("max-statement-bytes", flightsql.DefaultLimits.MaxStatementBytes, "longest SQL statement accepted, in bytes")
 		filesDir = flag.String("files-dir", "", "directory of the server whose files COPY t FROM 'file' and COPY ... TO 'file' read and write (paths relative to it, never outside it); empty: COPY is refused")
@@ -184,7 +185,9 @@ func run() error {
 
 	// Graceful shutdown: stop accepting calls, end change streams (they
 	// never finish), let running calls finish (commits included), cancel
-	// result streams still running after the grace period, then close the
+	// result streams still running after the grace period, close the
+	// connections of calls that outlive even that (a client stalled
+	// mid-DoPut, a computation deaf to cancellation), then close the
 	// store.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
@@ -194,6 +197,10 @@ func run() error {
 		time.AfterFunc(*grace, func() {
 			log.Printf("flightd: cancelling queries still running after %v", *grace)
 			srv.CancelQueries()
+			time.AfterFunc(*force, func() {
+				log.Printf("flightd: closing the connections of calls still running %v after the cancel", *force)
+				fs.Stop()
+			})
 		})
 		srv.CancelStreams()
 		fs.Shutdown()

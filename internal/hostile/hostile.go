@@ -285,6 +285,8 @@ func Statements() []Statement {
 		{"300,000-term sum", "SELECT 1" + strings.Repeat("+1", 300_000), "54001"},
 		{"200,000-term OR", "SELECT k FROM t WHERE k = 0" + strings.Repeat(" OR k = 1", 200_000), "54001"},
 		{"1.5M-item IN list", "SELECT k FROM t WHERE k IN (0" + strings.Repeat(", 1", 1_500_000) + ")", "54000"},
+		{"10 MB LIKE a 100,000-character pattern with _", "SELECT repeat('a', 10000000) LIKE '%' || repeat('a_', 50000) || 'b' FROM t", "54000"},
+		{"10 MB REGEXP_EXTRACT with a 100,000-character pattern", "SELECT REGEXP_EXTRACT(repeat('a', 10000000), repeat('a', 100000) || 'b') FROM t", "54000"},
 		{"100,000-way UNION ALL", "SELECT k FROM t" + strings.Repeat(" UNION ALL SELECT k FROM t", 100_000), "54001"},
 	}
 }
