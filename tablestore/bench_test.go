@@ -135,14 +135,15 @@ func BenchmarkIngestAppend(b *testing.B) {
 }
 
 // BenchmarkIngestCodec is BenchmarkIngestAppend (table=few, table=distinct),
-// the same in commits of 512 rows (table=small, as Nexmark's auction and
-// person tables are fed: compaction rewrites such files) and BenchmarkIngest's
+// the same in commits of 512 rows (table=small: compaction rewrites such
+// files) and of 3,000 rows (table=medium, as Nexmark's auction table is fed
+// in commits of 50,000 events: compaction concatenates them), and BenchmarkIngest's
 // key table (table=pk) per file.compression.per.level: unset (flightd's
 // default: lz4 for the level-0 files compaction will rewrite), empty (zstd
 // everywhere, Paimon's default) or lz4 for every level-0 file.
 // disk-bytes/row is the live files' size at the end.
 func BenchmarkIngestCodec(b *testing.B) {
-	for _, table := range []string{"few", "distinct", "small", "pk"} {
+	for _, table := range []string{"few", "distinct", "small", "medium", "pk"} {
 		for _, perLevel := range []string{"unset", "", "0:lz4"} {
 			b.Run(fmt.Sprintf("table=%s/per-level=%s", table, perLevel), func(b *testing.B) {
 				opts := map[string]string{"file.compression.per.level": perLevel}
@@ -154,6 +155,8 @@ func BenchmarkIngestCodec(b *testing.B) {
 					benchIngest(b, opts, []string{"k"}, 16, 8192, 10_000_000, 0, false)
 				case "small":
 					benchIngest(b, opts, nil, 1, 512, 1<<62, 0, false)
+				case "medium":
+					benchIngest(b, opts, nil, 1, 3000, 1<<62, 0, false)
 				default:
 					benchIngest(b, opts, nil, 1, 8192, 1<<62, 0, table == "distinct")
 				}

@@ -177,7 +177,8 @@ func TestCompactCopyRowGroups(t *testing.T) {
 		t.Fatalf("filtered scan skipped %d row groups, want %d", st.RowGroupsSkipped, len(sizes)-1)
 	}
 
-	// One row group below minConcatRows: rewritten into one row group.
+	// One row group too small to copy or concatenate: rewritten into one
+	// row group.
 	small, _, e := copyTable(t, s, "small", 1<<14, []int{1400, 100, 1600}, nil)
 	if n := rowGroups(t, small, e); n != 1 {
 		t.Fatalf("small: %d row groups, want 1 (rewritten)", n)
@@ -185,7 +186,7 @@ func TestCompactCopyRowGroups(t *testing.T) {
 }
 
 // TestCompactConcatRowGroups: row groups of small commits (below
-// minCopyRows, at least minConcatRows) are concatenated, consecutive ones
+// minCopyRows, of at least minConcatChunkBytes a column) are concatenated, consecutive ones
 // into row groups of at most file.row-group-rows rows, between the large
 // ones copied, in commit order. The output holds the rows the same commits
 // compacted by rewriting hold, read by a scan and by arrow-go's Parquet
@@ -195,14 +196,15 @@ func TestCompactCopyRowGroups(t *testing.T) {
 func TestCompactConcatRowGroups(t *testing.T) {
 	ctx := context.Background()
 	s, _, _ := newTestStore(t)
-	// file.row-group-rows 4096: minCopyRows 256, minConcatRows 32.
-	sizes := []int{100, 150, 40, 2000}
-	for range 21 {
-		sizes = append(sizes, 200)
+	// Default row groups of 65,536 rows: minCopyRows 4,096; the rows take
+	// about 10 bytes a column, so 2,000 rows are concatenated.
+	sizes := []int{2000, 2200, 2400, 5000}
+	for range 23 {
+		sizes = append(sizes, 3000)
 	}
-	sizes = append(sizes, 33, 300)
-	groups := []int{290, 2000, 20 * 200, 200 + 33, 300}
-	concat, want, cf := copyTable(t, s, "concat", 1<<12, sizes, nil)
+	sizes = append(sizes, 2500, 6000)
+	groups := []int{6600, 5000, 21 * 3000, 2*3000 + 2500, 6000}
+	concat, want, cf := copyTable(t, s, "concat", 1<<16, sizes, nil)
 	rewritten, want2, rf := copyTable(t, s, "concat_rewritten", 1<<20, sizes, nil)
 	if !slices.Equal(want, want2) {
 		t.Fatal("the two tables got different rows")

@@ -23,10 +23,10 @@ import (
 // column whose first batch repeats values, and none for one whose first
 // batch's values mostly differ (sampled: at least 64 non-null values, more
 // than half distinct); an append table's commit file too small to be
-// copied by compaction (fewer than minCopyRows rows: 64 here), whose row
-// group compaction concatenates with others' or rewrites, gets no
-// dictionary and no page index, but statistics, and a larger one gets all
-// three; every row reads back either way.
+// copied by compaction (fewer than minCopyRows rows: 64 here) nor
+// concatenated (too few bytes), which compaction rewrites, gets no
+// dictionary, no statistics and no page index at all, and a larger one gets
+// all three; every row reads back either way.
 func TestDictionaryByDistinctness(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
@@ -104,8 +104,8 @@ func TestDictionaryByDistinctness(t *testing.T) {
 					return err
 				}
 				_, indexed := pf.MetaData().RowGroup(0).ColumnIndexLocation(idx)
-				if !stats || indexed == rewritten {
-					return fmt.Errorf("iter %d: column %s (%d rows): statistics %v, page index %v; want statistics, and a page index %v (concatenated or rewritten by compaction: %v)",
+				if stats == rewritten || indexed == rewritten {
+					return fmt.Errorf("iter %d: column %s (%d rows): statistics %v, page index %v; want %v (rewritten by compaction: %v)",
 						iter, col, n, stats, indexed, !rewritten, rewritten)
 				}
 			}
@@ -345,7 +345,8 @@ func TestFileCompressionPerLevel(t *testing.T) {
 
 	// Without either option, level-0 files that compaction will rewrite
 	// are lz4: a key table's, and an append table's of fewer rows than
-	// minConcatRows (512 here); either option set, only it counts.
+	// minCopyRows (4,096 here) and too few bytes to be concatenated (16 KiB
+	// a column: about 1,600 rows here); either option set, only it counts.
 	for _, c := range []struct {
 		name   string
 		pk     []string
@@ -356,8 +357,8 @@ func TestFileCompressionPerLevel(t *testing.T) {
 		{"pkdflt", []string{"id"}, map[string]string{"changelog-producer": "input"}, 4400, compress.Codecs.Lz4Raw},
 		{"pkzstd", []string{"id"}, map[string]string{"file.compression": "zstd"}, 1000, compress.Codecs.Zstd},
 		{"pkempty", []string{"id"}, map[string]string{"file.compression.per.level": ""}, 1000, compress.Codecs.Zstd},
-		{"appsmall", nil, nil, 511, compress.Codecs.Lz4Raw},
-		{"appconcat", nil, nil, 512, compress.Codecs.Zstd},
+		{"appsmall", nil, nil, 1000, compress.Codecs.Lz4Raw},
+		{"appconcat", nil, nil, 4000, compress.Codecs.Zstd},
 		{"appbig", nil, nil, 4096, compress.Codecs.Zstd},
 		{"appzstd", nil, map[string]string{"file.compression": "zstd"}, 1000, compress.Codecs.Zstd},
 	} {

@@ -285,7 +285,7 @@ func parseOptions(s *tableSchema) (tableOptions, error) {
 	case s.hasPK():
 		o.lz4Below = math.MaxInt64
 	default:
-		o.lz4Below = minConcatRows(o)
+		o.lz4Below = minCopyRows(o)
 	}
 	if o.stopTrigger < o.compactionTrigger {
 		return o, optErr(optStopTrigger, s.Options[optStopTrigger], "must be >= "+optCompactionTrigger)
@@ -444,18 +444,19 @@ func parseCodecPerLevel(key, val string) (map[int]compress.Compression, error) {
 }
 
 // codec is the codec of a data file of a level whose first batch has rows
-// rows: the level's own in file.compression.per.level, file.compression
-// otherwise. Without either option, level-0 files that compaction will
-// rewrite are lz4: every one of a key table, and an append table's with
-// too few rows to be copied (minCopyRows). That gained 10-13% rows per
+// rows (concat: compaction will concatenate it, see concatenates): the
+// level's own in file.compression.per.level, file.compression otherwise.
+// Without either option, level-0 files that compaction will rewrite are
+// lz4: every one of a key table, and an append table's with too few rows
+// to be copied (minCopyRows) and too few bytes to be concatenated. That gained 10-13% rows per
 // CPU-second (BenchmarkIngestCodec); '0:lz4' for files compaction copies
 // lost 28%, since a copy keeps the inputs' codec and so applies only into
 // a level of the same codec.
-func (o *tableOptions) codec(level int, rows int64) compress.Compression {
+func (o *tableOptions) codec(level int, rows int64, concat bool) compress.Compression {
 	if c, ok := o.compressionPerLevel[level]; ok {
 		return c
 	}
-	if level == 0 && rows < o.lz4Below {
+	if level == 0 && rows < o.lz4Below && !concat {
 		return compress.Codecs.Lz4Raw
 	}
 	return o.compression

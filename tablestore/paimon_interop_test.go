@@ -210,12 +210,13 @@ func testPaimonInterop(t *testing.T, paimon paimonReader, db string) {
 		{"pklz4", TableDef{Schema: kv, PrimaryKey: []string{"k"}, Options: map[string]string{"bucket": "2", "file.compression.per.level": "0:lz4,1:zstd"}}, kvRows},
 		{"applz4", TableDef{Schema: kv, Options: map[string]string{"file.compression.per.level": "0:lz4"}}, kvRows},
 		// Small commits whose row groups compaction concatenates (below
-		// minCopyRows, 4 here): one row group of several pages.
+		// minCopyRows, 4 here, of long strings): one row group of several
+		// pages.
 		{"appconcat", TableDef{Schema: kv, Options: map[string]string{"file.row-group-rows": "64"}},
 			func(c int) ([][]any, RowKind) {
 				var rows [][]any
 				for i := 0; i < 1+r.IntN(3); i++ {
-					rows = append(rows, []any{c*10 + i, maybe(fmt.Sprintf("a%d", r.IntN(100))), maybe(r.IntN(100))})
+					rows = append(rows, []any{c*10 + i, strings.Repeat(fmt.Sprintf("a%d-", r.IntN(100)), 20_000), maybe(r.IntN(100))})
 				}
 				return rows, Insert
 			}},
