@@ -50,11 +50,7 @@ func TestAttacksLeaveServerUp(t *testing.T) {
 
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	cl, err := flight.NewClientWithMiddleware(p.addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := p.flightClient(t)
 	puts, err := hostile.Puts(mem, "h")
 	if err != nil {
 		t.Fatal(err)
@@ -81,4 +77,16 @@ func TestAttacksLeaveServerUp(t *testing.T) {
 		t.Errorf("%s: want SQLSTATE %s, got %v", last.Name, last.SQLState, err)
 	}
 	alive(last.Name)
+}
+
+// flightClient is a raw Flight client of the server, closed when the test
+// ends.
+func (p *process) flightClient(t *testing.T) flight.Client {
+	t.Helper()
+	cl, err := flight.NewClientWithMiddleware(p.addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return cl
 }

@@ -6,10 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/flightd/flightd/internal/hostile"
 )
@@ -37,11 +34,7 @@ func TestShutdownStopsStalledCalls(t *testing.T) {
 
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	cl, err := flight.NewClientWithMiddleware(p.addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := p.flightClient(t)
 	b := hostile.Batch(mem, false)
 	msgs, err := hostile.Messages(b)
 	b.Release()
