@@ -91,7 +91,16 @@ type BatchReader interface {
 }
 
 // NewScan plans a scan of one snapshot.
-func (t *Table) NewScan(ctx context.Context, spec ScanSpec) (_ *Scan, err error) {
+func (t *Table) NewScan(ctx context.Context, spec ScanSpec) (*Scan, error) {
+	return t.newScan(ctx, spec, 0)
+}
+
+// maxLatestRetries bounds how often a scan of the latest snapshot resolves
+// it again after expiry took the one it resolved (a newer one was
+// committed meanwhile).
+const maxLatestRetries = 10
+
+func (t *Table) newScan(ctx context.Context, spec ScanSpec, retries int) (_ *Scan, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -134,6 +143,13 @@ func (t *Table) NewScan(ctx context.Context, spec ScanSpec) (_ *Scan, err error)
 			// between resolving and leasing it.
 			if _, err := st.readSnapshot(sn.ID); err != nil {
 				s.Close()
+				if errors.Is(err, ErrSnapshotNotFound) && spec.SnapshotID == 0 && t.pin == nil && retries < maxLatestRetries {
+					// The latest was asked for, and a newer one is: a lookup
+					// index moving to the latest failed an autocommit UPDATE
+					// with "snapshot not found" while another session
+					// committed and expired (engine TestTxnExpiryModel).
+					return t.newScan(ctx, spec, retries+1)
+				}
 				return nil, err
 			}
 		}

@@ -469,20 +469,29 @@ func (st *tableState) latestSnapshot() (*snapshot, error) {
 			}
 		}
 	}
-	ids, err := st.listSnapshots()
-	if (err != nil || len(ids) == 0) && st.movedAway() {
-		// Dropped, and its files removed.
-		return nil, st.notFound(st.droppedErr())
+	for attempt := 0; ; attempt++ {
+		ids, err := st.listSnapshots()
+		if (err != nil || len(ids) == 0) && st.movedAway() {
+			// Dropped, and its files removed.
+			return nil, st.notFound(st.droppedErr())
+		}
+		if err != nil || len(ids) == 0 {
+			return nil, err
+		}
+		sn, err := st.readSnapshot(ids[len(ids)-1])
+		if errors.Is(err, ErrSnapshotNotFound) && attempt < 10 {
+			// Expiry took the newest listed: a newer one was committed
+			// since, which the next listing finds. An autocommit UPDATE
+			// failed with "snapshot not found" while another session
+			// committed and expired (engine TestTxnExpiryModel).
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		st.keepLatest(sn, at)
+		return sn, nil
 	}
-	if err != nil || len(ids) == 0 {
-		return nil, err
-	}
-	sn, err := st.readSnapshot(ids[len(ids)-1])
-	if err != nil {
-		return nil, err
-	}
-	st.keepLatest(sn, at)
-	return sn, nil
 }
 
 // keepLatest remembers sn, known to be the newest snapshot at time at,
