@@ -176,12 +176,12 @@ func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files
 			if err != nil {
 				return corruptf(joinPath(st.dir, e.File.Path), err)
 			}
-			from, size := cc.DataPageOffset(), cc.TotalCompressedSize()
-			if from < 4 || size < 0 || from+size > int64(len(data)) {
-				return corruptf(joinPath(st.dir, e.File.Path), fmt.Errorf("column chunk at %d+%d outside the file", from, size))
+			chunk, err := st.chunkBytes(e, data, cc.DataPageOffset(), cc.TotalCompressedSize())
+			if err != nil {
+				return err
 			}
-			pendPages[j] = append(pendPages[j], data[from:from+size]...)
-			pendBytes += size
+			pendPages[j] = append(pendPages[j], chunk...)
+			pendBytes += int64(len(chunk))
 			if len(pend) == 0 {
 				pendStats[j] = metadata.NewStatistics(tmpl.Schema.Column(j), st.s.opts.Mem)
 			}
@@ -326,11 +326,12 @@ func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files
 				if md.DictionaryPageOffset != nil && *md.DictionaryPageOffset < from {
 					from = *md.DictionaryPageOffset
 				}
-				if from < 4 || md.TotalCompressedSize < 0 || from+md.TotalCompressedSize > int64(len(data)) {
-					return nil, false, corruptf(joinPath(st.dir, e.File.Path), fmt.Errorf("column chunk at %d+%d outside the file", from, md.TotalCompressedSize))
+				chunk, err := st.chunkBytes(e, data, from, md.TotalCompressedSize)
+				if err != nil {
+					return nil, false, err
 				}
 				to := dw.cw.n + int64(dw.bw.Buffered())
-				if _, err := dw.bw.Write(data[from : from+md.TotalCompressedSize]); err != nil {
+				if _, err := dw.bw.Write(chunk); err != nil {
 					return nil, false, err
 				}
 				shift := to - from
@@ -383,6 +384,15 @@ func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files
 		}
 	}
 	return dw.done, true, nil
+}
+
+// chunkBytes is the column chunk of size bytes at from in data, e's data
+// file read whole.
+func (st *tableState) chunkBytes(e *manifestEntry, data []byte, from, size int64) ([]byte, error) {
+	if from < 4 || size < 0 || from+size > int64(len(data)) {
+		return nil, corruptf(joinPath(st.dir, e.File.Path), fmt.Errorf("column chunk at %d+%d outside the file", from, size))
+	}
+	return data[from : from+size], nil
 }
 
 // countDistinct adds the values of the columns marked in distinct of e's

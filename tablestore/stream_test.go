@@ -381,17 +381,7 @@ func TestChangeStreamConsumer(t *testing.T) {
 	must(t, err)
 	r, err = tbl.NewChangeReader(ctx, StreamSpec{Start: StreamLatest, ConsumerID: "c1", EndSnapshot: 4})
 	must(t, err)
-	n := 0
-	for {
-		ch, err := r.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		must(t, err)
-		if ch.Batch != nil {
-			n += int(ch.Batch.NumRows())
-		}
-	}
+	n := changeRows(t, r)
 	if n != 3 {
 		t.Fatalf("resumed consumer read %d rows, want 3", n)
 	}
@@ -663,19 +653,24 @@ func TestChangeStreamConsumerKeptOnOtherNode(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("the other node expired %d snapshots, want 1 (the consumer needs 2 on)", n)
 	}
-	rows := 0
+	if rows := changeRows(t, r); rows != 3 {
+		t.Fatalf("the consumer's stream read %d rows, want the other node's 3", rows)
+	}
+}
+
+// changeRows reads r to its end, counting the rows of its changes.
+func changeRows(t *testing.T, r *ChangeReader) int {
+	t.Helper()
+	n := 0
 	for {
-		ch, err := r.Next(ctx)
+		ch, err := r.Next(context.Background())
 		if errors.Is(err, io.EOF) {
-			break
+			return n
 		}
 		must(t, err)
 		if ch.Batch != nil {
-			rows += int(ch.Batch.NumRows())
+			n += int(ch.Batch.NumRows())
 			ch.Batch.Release()
 		}
-	}
-	if rows != 3 {
-		t.Fatalf("the consumer's stream read %d rows, want the other node's 3", rows)
 	}
 }
