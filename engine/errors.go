@@ -134,6 +134,8 @@ func SQLState(err error) string {
 		return "22003"
 	case errors.Is(err, tablestore.ErrConflict):
 		return "40001"
+	case errors.Is(err, tablestore.ErrNotNull):
+		return "23502"
 	case errors.Is(err, syscall.ENOSPC):
 		return "53100"
 	case errors.Is(err, exec.ErrMemoryLimit):

@@ -278,7 +278,7 @@ func conform(ctx context.Context, e *Engine, table *arrow.Schema, in arrow.Recor
 		}
 		c := in.Column(j)
 		if !f.Nullable && c.NullN() > 0 {
-			return nil, fmt.Errorf("ingest: column %q is NOT NULL but the input has %d NULLs: %w", f.Name, c.NullN(), ErrInvalid)
+			return nil, fmt.Errorf("%w: ingest: column %q cannot hold NULL, and the input has %d", tablestore.ErrNotNull, f.Name, c.NullN())
 		}
 		var err error
 		if cols[i], err = convertColumn(ctx, e.cfg.Mem, c, f.Type); err != nil {

@@ -217,3 +217,23 @@ func TestIngestDecimalVariants(t *testing.T) {
 	defer prep.Close()
 	wantRows(t, queryBound(t, prep, variantBatch(t, mem, fields[:1], `["123.45"]`)), "1")
 }
+
+// TestIngestNullIntoNotNull: bulk ingest of a NULL into a NOT NULL column
+// is the client's error (InvalidArgument) with SQLSTATE 23502
+// (not_null_violation) naming the column, and writes nothing.
+func TestIngestNullIntoNotNull(t *testing.T) {
+	ts := startServer(t, flightd.Options{})
+	cnxn := ts.connect(t, nil)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	mustExec(t, cnxn, `CREATE TABLE nn (k BIGINT NOT NULL, v BIGINT NOT NULL, PRIMARY KEY (k) NOT ENFORCED)`)
+	i64 := arrow.PrimitiveTypes.Int64
+	b := variantBatch(t, mem, []arrow.Field{{Name: "k", Type: i64, Nullable: true}, {Name: "v", Type: i64, Nullable: true}}, `[1, 2]`, `[10, null]`)
+	defer b.Release()
+	_, err := tryIngest(cnxn, "nn", adbc.OptionValueIngestModeAppend, b)
+	var ae adbc.Error
+	if !errors.As(err, &ae) || ae.Code != adbc.StatusInvalidArgument || !strings.Contains(err.Error(), "SQLSTATE 23502") || !strings.Contains(err.Error(), `column "v"`) {
+		t.Errorf("NULL into NOT NULL v: %v, want InvalidArgument (23502) naming column v", err)
+	}
+	wantRows(t, query(t, cnxn, `SELECT count(*) FROM nn`), "0")
+}

@@ -384,7 +384,7 @@ func (b *binder) bindInsert(s *sql.Insert) Statement {
 			e = b.assignCast(colRef(c), f.Type, s.Source.Pos, f.Name)
 		} else {
 			if !f.Nullable {
-				b.fail(s.Pos, "column %q of table %s is NOT NULL and has no value", f.Name, t.Ident())
+				b.failState(stateNotNull, s.Pos, "column %q of table %s is NOT NULL and has no value", f.Name, t.Ident())
 			}
 			e = nullOf(f.Type)
 		}

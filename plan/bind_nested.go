@@ -15,6 +15,7 @@ import (
 const (
 	stateUndefinedField   = "42703" // undefined_column: no such field
 	stateDatatypeMismatch = "42804" // a field of a non-row, an index of a non-array
+	stateNotNull          = "23502" // not_null_violation: a NOT NULL column without a value
 )
 
 func (b *binder) failState(state string, pos sql.Pos, format string, args ...any) {

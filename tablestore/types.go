@@ -40,6 +40,9 @@ var (
 	// ErrTooManyPartitions: one commit would write more partitions than
 	// the table's partition.max-per-commit (SQLSTATE 54000).
 	ErrTooManyPartitions = errors.New("too many partitions in one commit")
+	// ErrNotNull: a NULL for a NOT NULL column, a primary key column
+	// among them (SQLSTATE 23502). It wraps ErrInvalid.
+	ErrNotNull = fmt.Errorf("%w: NOT NULL violated", ErrInvalid)
 )
 
 // Ident names a table.

@@ -375,7 +375,7 @@ func (w *Write) conformColumns(b arrow.RecordBatch, kinds []RowKind) (arrow.Reco
 			return nil, fmt.Errorf("%w: column %q has type %s, the table has %s", ErrInvalid, f.Name, c.DataType(), w.sch.types[i])
 		}
 		if !f.Nullable && c.NullN() > 0 {
-			return nil, fmt.Errorf("%w: column %q is NOT NULL but the batch has %d nulls", ErrInvalid, f.Name, c.NullN())
+			return nil, w.nullsError(f.Name, c.NullN())
 		}
 		cols[i] = c
 	}
@@ -383,6 +383,18 @@ func (w *Write) conformColumns(b arrow.RecordBatch, kinds []RowKind) (arrow.Reco
 		return nil, nil
 	}
 	return array.NewRecordBatch(w.sch.arrow, cols, b.NumRows()), nil
+}
+
+// nullsError refuses n NULLs for NOT NULL column name of table w writes,
+// naming a primary key column as one: a key derived from a query (a
+// materialized table's GROUP BY columns) is NOT NULL though the query's
+// column may hold NULL.
+func (w *Write) nullsError(name string, n int) error {
+	what := "column"
+	if slices.Contains(w.sch.PrimaryKeys, name) {
+		what = "primary key column"
+	}
+	return fmt.Errorf("%w: table %s: %s %q cannot hold NULL, and the rows have %d", ErrNotNull, w.t.Ident(), what, name, n)
 }
 
 // flush sorts the buffer by partition, bucket and key, merges versions of a
