@@ -385,8 +385,8 @@ func (w *Write) conformColumns(b arrow.RecordBatch, kinds []RowKind) (arrow.Reco
 	return array.NewRecordBatch(w.sch.arrow, cols, b.NumRows()), nil
 }
 
-// nullsError refuses n NULLs for NOT NULL column name of table w writes,
-// naming a primary key column as one: a key derived from a query (a
+// nullsError refuses n NULLs for NOT NULL column name (the caller names
+// the table), naming a primary key column as one: a key derived from a query (a
 // materialized table's GROUP BY columns) is NOT NULL though the query's
 // column may hold NULL.
 func (w *Write) nullsError(name string, n int) error {
@@ -394,7 +394,7 @@ func (w *Write) nullsError(name string, n int) error {
 	if slices.Contains(w.sch.PrimaryKeys, name) {
 		what = "primary key column"
 	}
-	return fmt.Errorf("%w: table %s: %s %q cannot hold NULL, and the rows have %d", ErrNotNull, w.t.Ident(), what, name, n)
+	return fmt.Errorf("%w: %s %q cannot hold NULL, and the rows have %d", ErrNotNull, what, name, n)
 }
 
 // flush sorts the buffer by partition, bucket and key, merges versions of a
