@@ -56,6 +56,21 @@ def test_ingest_type_mismatch_names_column(conn):
     cur.close()
 
 
+def test_null_into_not_null_is_23502(conn):
+    # A NULL for a NOT NULL column, a primary key's among them, is
+    # SQLSTATE 23502 (not_null_violation) naming the column, through
+    # INSERT and bulk ingest alike, and writes nothing.
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE py_nn (id BIGINT NOT NULL, v VARCHAR, PRIMARY KEY (id) NOT ENFORCED)")
+    with pytest.raises(adbc_driver_manager.Error, match=r'primary key column "id".*SQLSTATE 23502'):
+        cur.execute("INSERT INTO py_nn VALUES (NULL, 'x')")
+    with pytest.raises(adbc_driver_manager.Error, match=r'column "id".*SQLSTATE 23502'):
+        cur.adbc_ingest("py_nn", pa.table({"id": pa.array([1, None], pa.int64()), "v": ["a", "b"]}), mode="append")
+    cur.execute("SELECT count(*) FROM py_nn")
+    assert cur.fetchall() == [(0,)]
+    cur.close()
+
+
 def test_syntax_error_has_position(conn):
     cur = conn.cursor()
     with pytest.raises(adbc_driver_manager.ProgrammingError, match=r"line 1:\d+"):
