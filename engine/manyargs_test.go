@@ -1,10 +1,13 @@
 package engine_test
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/flightd/flightd/engine"
 )
 
 // TestManyArgFunctionsLinear: GREATEST and LEAST cost about linearly in
@@ -64,5 +67,39 @@ func TestManyArgFunctionsLinear(t *testing.T) {
 			t.Errorf("%s: %d arguments allocated %d bytes, %d arguments %d (%.1fx for %dx the arguments)",
 				s.name, small, a, large, b, float64(b)/float64(a), large/small)
 		}
+	}
+}
+
+// TestGroupingSetsWidthAtPrepare: grouping sets over more group
+// expressions than the grouping id has bits, and GROUPING of more
+// arguments than its BIGINT has bits, fail when the statement is prepared,
+// with SQLSTATE 54001 and the position, and nothing runs. The first failed
+// only when the query ran ("at most 62 grouping columns", no position);
+// the second ran and failed with "multiply: numeric overflow".
+func TestGroupingSetsWidthAtPrepare(t *testing.T) {
+	sess := newEngine(t).NewSession()
+	cols := make([]string, 70)
+	for i := range cols {
+		cols[i] = fmt.Sprintf("c%d", i)
+	}
+	mustExec(t, sess, "CREATE TABLE gw ("+strings.Join(cols, " BIGINT, ")+" BIGINT)")
+	mustExec(t, sess, "CREATE TABLE g2 (a BIGINT, b BIGINT)")
+	for _, c := range []struct{ q, want string }{
+		{"SELECT count(*) FROM gw GROUP BY ROLLUP(" + strings.Join(cols[:63], ", ") + ")", "line 1:1: statement too complex: grouping sets over more than 62 GROUP BY expressions"},
+		{"SELECT GROUPING(" + strings.TrimSuffix(strings.Repeat("a, b, ", 32), ", ") + ") FROM g2 GROUP BY CUBE(a, b)", "line 1:8: statement too complex: GROUPING of more than 63 arguments"},
+	} {
+		_, err := sess.Prepare(context.Background(), c.q, nil)
+		if err == nil || engine.SQLState(err) != "54001" || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%.60s...: want SQLSTATE 54001 %q at prepare, got %v", c.q, c.want, err)
+		}
+	}
+	// At the limits, both run.
+	if got := fmt.Sprint(rows(t, sess, "SELECT count(*) FROM gw GROUP BY ROLLUP("+strings.Join(cols[:62], ", ")+")")); got != "[[0]]" {
+		t.Errorf("ROLLUP of 62 columns of an empty table: %s", got)
+	}
+	mustExec(t, sess, "INSERT INTO g2 VALUES (1, 2)")
+	q := "SELECT GROUPING(" + strings.TrimSuffix(strings.Repeat("a, b, ", 31), ", ") + ", a) FROM g2 GROUP BY GROUPING SETS ((a, b), ()) ORDER BY 1"
+	if got := fmt.Sprint(rows(t, sess, q)); got != "[[0] [9223372036854775807]]" {
+		t.Errorf("GROUPING of 63 arguments: %s", got)
 	}
 }

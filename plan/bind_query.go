@@ -1443,6 +1443,11 @@ func (b *binder) bindAggregation(sb *selectBinding, calls []*sql.FuncCall, corr 
 		}
 	}
 	if hasSets {
+		if len(g.exprs) > exec.MaxGroupingColumns {
+			// Found here rather than when the aggregation is built, as the
+			// query runs.
+			panic(bindFail{sql.StateErrorf(sql.StateTooComplex, sel.Pos, "statement too complex: grouping sets over more than %d GROUP BY expressions", exec.MaxGroupingColumns)})
+		}
 		sets = make([][]int, len(product))
 		for i, p := range product {
 			sets[i] = dedupInts(p)
