@@ -1,0 +1,64 @@
+package engine_test
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/flightd/flightd/engine"
+)
+
+// TestJoinedStringsBounded: CONCAT, CONCAT_WS and ARRAY_JOIN refuse a
+// string over the computed-string limit (64 MiB) with SQLSTATE 54000 as
+// they build it, and CONCAT_WS and ARRAY_JOIN a batch of strings over
+// 512 MiB. CONCAT_WS and ARRAY_JOIN had no limit: CONCAT_WS of a 60 MB
+// separator and ten short strings made 540 MB, of a thousand made 60 GB
+// and the kernel killed the server; CONCAT built its whole result before
+// it checked the size.
+func TestJoinedStringsBounded(t *testing.T) {
+	sess := newEngine(t).NewSession()
+	ctx := context.Background()
+	mustExec(t, sess, "CREATE TABLE r AS SELECT x FROM generate_series(1, 3000) g(x)")
+	mustExec(t, sess, "CREATE TABLE s AS SELECT repeat('x', 60000000) AS s")
+	big := "repeat('x', 60000000)"
+	short := strings.TrimSuffix(strings.Repeat("'a', ", 20), ", ")
+	for _, c := range []struct {
+		q string
+		// bounded: refused before it allocates much past its input (a
+		// 60 MB constant or column) and one string up to the limit; the
+		// whole result would be 1.2 GB. A batch's strings are refused
+		// past 512 MiB in all.
+		bounded bool
+	}{
+		{"SELECT length(concat_ws(" + big + ", " + short + "))", true},
+		{"SELECT length(concat(" + strings.TrimSuffix(strings.Repeat("s, ", 20), ", ") + ")) FROM s", true},
+		{"SELECT length(concat_ws(',', " + strings.TrimSuffix(strings.Repeat("s, ", 20), ", ") + ")) FROM s", true},
+		{"SELECT length(array_join(ARRAY[" + short + "], " + big + "))", true},
+		{"SELECT length(array_join(ARRAY['a', NULL, NULL, NULL, NULL, NULL], ',', " + big + "))", true},
+		{"SELECT sum(length(concat_ws(repeat('x', 200000), 'a', CAST(x AS STRING)))) FROM r", false},
+		{"SELECT sum(length(array_join(ARRAY['a', CAST(x AS STRING)], repeat('x', 200000)))) FROM r", false},
+	} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, _, err := query(ctx, sess, c.q)
+		runtime.ReadMemStats(&after)
+		if engine.SQLState(err) != "54000" {
+			t.Errorf("%.70s...: want SQLSTATE 54000, got %v", c.q, err)
+		}
+		if a := after.TotalAlloc - before.TotalAlloc; c.bounded && a > 1<<30 {
+			t.Errorf("%.70s...: allocated %d MB before refusing", c.q, a>>20)
+		}
+	}
+	for q, want := range map[string]string{
+		"SELECT concat_ws('-', 'a', NULL, 'b')":                    "a-b",
+		"SELECT concat('a', 'b', 'c')":                             "abc",
+		"SELECT array_join(ARRAY['a', NULL, 'b'], ',', 'n')":       "a,n,b",
+		"SELECT length(concat_ws(repeat('x', 1000000), 'a', 'b'))": "1000002",
+	} {
+		if got := rows(t, sess, q); len(got) != 1 || got[0][0] != want {
+			t.Errorf("%s = %v, want %s", q, got, want)
+		}
+	}
+}
