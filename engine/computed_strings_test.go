@@ -9,13 +9,14 @@ import (
 	"github.com/flightd/flightd/engine"
 )
 
-// TestJoinedStringsBounded: CONCAT, CONCAT_WS, ARRAY_JOIN, JSON_ARRAY and
-// JSON_OBJECT refuse a string over the computed-string limit (64 MiB) with
+// TestJoinedStringsBounded: CONCAT, CONCAT_WS, ARRAY_JOIN, JSON_ARRAY,
+// JSON_OBJECT and PRINTF refuse a string over the computed-string limit (64 MiB) with
 // SQLSTATE 54000 as they build it, and CONCAT_WS and ARRAY_JOIN a batch of
 // strings over 512 MiB. CONCAT_WS and ARRAY_JOIN had no limit: CONCAT_WS of a 60 MB
 // separator and ten short strings made 540 MB, of a thousand made 60 GB
-// and the kernel killed the server; CONCAT and the JSON constructors built
-// their whole result before they checked its size.
+// and the kernel killed the server, as PRINTF(repeat('%1$s', 100000), a
+// 60 MB string) would (6 TB); CONCAT and the JSON constructors built their
+// whole result before they checked its size.
 func TestJoinedStringsBounded(t *testing.T) {
 	sess := newEngine(t).NewSession()
 	ctx := context.Background()
@@ -36,6 +37,7 @@ func TestJoinedStringsBounded(t *testing.T) {
 		{"SELECT length(concat_ws(',', " + strings.TrimSuffix(strings.Repeat("s, ", 20), ", ") + ")) FROM s", true},
 		{"SELECT length(json_array(" + strings.TrimSuffix(strings.Repeat("s, ", 20), ", ") + ")) FROM s", true},
 		{"SELECT length(json_object(" + strings.TrimSuffix(strings.Repeat("'k', s, ", 20), ", ") + ")) FROM s", true},
+		{"SELECT length(printf(repeat('%1$s', 20), s)) FROM s", true},
 		{"SELECT length(array_join(ARRAY[" + short + "], " + big + "))", true},
 		{"SELECT length(array_join(ARRAY['a', NULL, NULL, NULL, NULL, NULL], ',', " + big + "))", true},
 		{"SELECT sum(length(concat_ws(repeat('x', 200000), 'a', CAST(x AS STRING)))) FROM r", false},
