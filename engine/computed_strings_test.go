@@ -66,3 +66,40 @@ func TestJoinedStringsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestNestedCastToStringBounded: CAST of a ROW, ARRAY or MAP to STRING
+// refuses text over the computed-string limit with SQLSTATE 54000 before
+// rendering it when its strings alone pass the limit. A ROW naming one
+// 60 MB string 20 times is 60 MB of input but 1.2 GB of text: it was
+// rendered whole (a thousand times would be 60 GB), and then quoted in the
+// error message had it failed.
+func TestNestedCastToStringBounded(t *testing.T) {
+	sess := newEngine(t).NewSession()
+	mustExec(t, sess, "CREATE TABLE s AS SELECT repeat('x', 60000000) AS s")
+	fields := strings.TrimSuffix(strings.Repeat("s, ", 20), ", ")
+	for _, q := range []string{
+		"SELECT length(CAST(ROW(" + fields + ") AS STRING)) FROM s",
+		"SELECT length(CAST(ROW(ROW(s, s), ROW(s, s)) AS STRING)) FROM s",
+		"SELECT length(CAST(MAP['a', s, 'b', s] AS STRING)) FROM s",
+	} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, _, err := query(context.Background(), sess, q)
+		runtime.ReadMemStats(&after)
+		if engine.SQLState(err) != "54000" || len(err.Error()) > 4096 {
+			t.Errorf("%.70s...: want SQLSTATE 54000 (a short message), got %.300v", q, err)
+		}
+		if a := after.TotalAlloc - before.TotalAlloc; a > 600<<20 {
+			t.Errorf("%.70s...: allocated %d MB before refusing", q, a>>20)
+		}
+	}
+	for q, want := range map[string]string{
+		"SELECT CAST(ROW(1, 'a') AS STRING)":                          `{"EXPR$0":1,"EXPR$1":"a"}`,
+		"SELECT length(CAST(ROW(repeat('x', 1000000), 1) AS STRING))": "1000024",
+	} {
+		if got := rows(t, sess, q); len(got) != 1 || got[0][0] != want {
+			t.Errorf("%s = %v, want %s", q, got, want)
+		}
+	}
+}
