@@ -103,3 +103,35 @@ func TestNestedCastToStringBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestConstantBroadcastBounded: a string constant is copied to every row
+// of a batch where an expression needs it as a column; past 512 MiB for a
+// batch that fails with SQLSTATE 54000 before the copies are made. A
+// 60 MB constant (REPEAT folded, or a literal in a 16 MB statement) made
+// 60 GB for a batch of 1,024 rows: SELECT REPEAT('x', 60000000) FROM a
+// table was enough for the kernel to kill the server.
+func TestConstantBroadcastBounded(t *testing.T) {
+	sess := newEngine(t).NewSession()
+	const rows100 = " FROM generate_series(1, 100) g(x)"
+	for _, q := range []string{
+		"SELECT sum(length(s)) FROM (SELECT x, repeat('x', 6000000) AS s" + rows100 + ") WHERE x > 0",
+		"SELECT count(*)" + rows100 + " WHERE CASE WHEN x > 0 THEN repeat('x', 6000000) END IS NULL",
+		"SELECT count(*)" + rows100 + " WHERE position(CAST(x AS STRING) IN repeat('x', 6000000)) > 0",
+		"SELECT count(*)" + rows100 + " WHERE position(CAST(x AS STRING) IN '" + strings.Repeat("y", 6000000) + "') > 0",
+	} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, _, err := query(context.Background(), sess, q)
+		runtime.ReadMemStats(&after)
+		if engine.SQLState(err) != "54000" {
+			t.Errorf("%.70s...: want SQLSTATE 54000, got %.300v", q, err)
+		}
+		if a := after.TotalAlloc - before.TotalAlloc; a > 300<<20 {
+			t.Errorf("%.70s...: allocated %d MB before refusing", q, a>>20)
+		}
+	}
+	if got := rows(t, sess, "SELECT sum(length(s)) FROM (SELECT x, repeat('x', 1000000) AS s"+rows100+") WHERE x > 0"); got[0][0] != "100000000" {
+		t.Errorf("100 rows of a 1 MB constant: %v", got)
+	}
+}
