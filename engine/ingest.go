@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/flightd/flightd/plan"
 	"github.com/flightd/flightd/tablestore"
 )
 
@@ -118,6 +119,9 @@ func (s *Session) Ingest(ctx context.Context, req IngestRequest, rdr BatchReader
 	var w *tablestore.Write
 	switch {
 	case !exists || overwrite && !sameColumns(t.Schema(), stored):
+		if !exists && plan.ShadowedName(req.Table.Table) {
+			return 0, fmt.Errorf("ingest: table %s cannot be created: queries of that name read a system table: %w", identString(req.Table), ErrInvalid)
+		}
 		if req.Txn != nil {
 			return 0, fmt.Errorf("ingest: creating or replacing table %s with a new schema inside a transaction: %w", identString(req.Table), ErrNotSupported)
 		}

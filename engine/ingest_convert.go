@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -105,6 +106,9 @@ func convertible(from, to arrow.DataType) bool {
 // convertColumn returns col as type to (retained when it already is),
 // refusing values that would change (overflow, lost digits).
 func convertColumn(ctx context.Context, mem memory.Allocator, col arrow.Array, to arrow.DataType) (arrow.Array, error) {
+	if err := checkTimeOfDay(col); err != nil {
+		return nil, err
+	}
 	switch {
 	case arrow.TypeEqual(col.DataType(), to):
 		col.Retain()
@@ -154,6 +158,32 @@ func convertColumn(ctx context.Context, mem memory.Allocator, col arrow.Array, t
 		return nil, fmt.Errorf("cannot convert %s to %s without changing a value: %v: %w", col.DataType(), to, err, ErrInvalid)
 	}
 	return out, nil
+}
+
+// checkTimeOfDay refuses TIME values outside a day, [0, 24h): Arrow
+// allows any, and such a value (a timestamp or a duration sent as a
+// time) was stored and read back as garbage.
+func checkTimeOfDay(col arrow.Array) error {
+	if d, ok := col.(*array.Dictionary); ok {
+		col = d.Dictionary()
+	}
+	var unit arrow.TimeUnit
+	var at func(i int) int64
+	switch c := col.(type) {
+	case *array.Time32:
+		unit, at = c.DataType().(*arrow.Time32Type).Unit, func(i int) int64 { return int64(c.Value(i)) }
+	case *array.Time64:
+		unit, at = c.DataType().(*arrow.Time64Type).Unit, func(i int) int64 { return int64(c.Value(i)) }
+	default:
+		return nil
+	}
+	day := 86400 * int64(time.Second/unit.Multiplier())
+	for i := range col.Len() {
+		if v := at(i); col.IsValid(i) && (v < 0 || v >= day) {
+			return fmt.Errorf("%s value %d is not a time of day (0 to %d): %w", col.DataType(), v, day-1, ErrInvalid)
+		}
+	}
+	return nil
 }
 
 // precast converts a column arrow-go's cast takes wrongly or not at all

@@ -42,6 +42,10 @@ type aggCore struct {
 	gid      []int64 // grouping id per group (grouping sets only)
 }
 
+// MaxGroupingColumns is the most group expressions an aggregation with
+// grouping sets may have: each has a bit of the int64 grouping id.
+const MaxGroupingColumns = 62
+
 func newAggCore(ec *Context, child Operator, groups []Expr, groupNames []string, aggs []AggregateSpec, sets [][]int) (*aggCore, error) {
 	c := &aggCore{ec: ec, child: child, groups: groups, aggs: aggs, sets: sets}
 	var fields []arrow.Field
@@ -62,8 +66,8 @@ func newAggCore(ec *Context, child Operator, groups []Expr, groupNames []string,
 			}
 		}
 	}
-	if len(sets) > 0 && len(groups) > 62 {
-		return nil, fmt.Errorf("%w: at most 62 grouping columns with grouping sets", ErrInvalid)
+	if len(sets) > 0 && len(groups) > MaxGroupingColumns {
+		return nil, fmt.Errorf("%w: at most %d grouping columns with grouping sets", ErrInvalid, MaxGroupingColumns)
 	}
 	for _, a := range aggs {
 		types := make([]arrow.DataType, len(a.Args))

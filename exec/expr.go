@@ -76,11 +76,26 @@ func (l *LiteralExpr) array(ec *Context, n int) (arrow.Array, error) {
 	if arr, ok := vectorized.Repeat(ec.Mem, l.Value, n); ok {
 		return arr, nil
 	}
+	if s, ok := l.Value.(scalar.BinaryScalar); ok && s.IsValid() {
+		if err := checkCopies(len(s.Data()), n); err != nil {
+			return nil, err
+		}
+	}
 	arr, err := scalar.MakeArrayFromScalar(l.Value, n, ec.Mem)
 	if err != nil {
 		return nil, fmt.Errorf("literal %s: %w", l, err)
 	}
 	return arr, nil
+}
+
+// checkCopies refuses copying a value of size bytes to each of n rows past
+// vectorized.MaxComputedStrings: a constant string becomes a column so,
+// and a 60 MB one made 60 GB for a batch of 1,024 rows.
+func checkCopies(size, n int) error {
+	if total := int64(size) * int64(n); total > vectorized.MaxComputedStrings {
+		return fmt.Errorf("%w: a constant of %d bytes copied to each of %d rows would make %d bytes, over the limit of %d for a batch", vectorized.ErrTooLarge, size, n, total, int64(vectorized.MaxComputedStrings))
+	}
+	return nil
 }
 
 func (l *LiteralExpr) String() string {

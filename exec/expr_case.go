@@ -262,6 +262,16 @@ func (c *CaseExpr) constArms(ctx context.Context, ec *Context, b arrow.RecordBat
 			return constSelect[uint64](ec.Mem, c.typ, sb, taken, n, parts, then, els, 2), true, nil
 		}
 	}
+	for _, arm := range []struct {
+		part int32
+		rows int
+	}{{then, taken}, {els, n - taken}} {
+		if v, ok := partValue(parts, arm.part).(array.BinaryLike); ok {
+			if err := checkCopies(v.ValueLen(0), arm.rows); err != nil {
+				return nil, true, err
+			}
+		}
+	}
 	pick := make([]int32, n)
 	for i := range pick {
 		pick[i] = els
@@ -270,6 +280,14 @@ func (c *CaseExpr) constArms(ctx context.Context, ec *Context, b arrow.RecordBat
 		}
 	}
 	return assembleCase(ec.Mem, c.typ, parts, pick, make([]int32, n)), true, nil
+}
+
+// partValue is parts[i], nil for -1 (NULL) or a NULL value.
+func partValue(parts []arrow.Array, i int32) arrow.Array {
+	if i < 0 || parts[i].IsNull(0) {
+		return nil
+	}
+	return parts[i]
 }
 
 // firstCond evaluates the first WHEN condition over the whole batch, for

@@ -148,10 +148,14 @@ func resolveArrayJoin(types []arrow.DataType, _ []Expr) (*impl, error) {
 					continue
 				}
 				if !first {
-					sb.WriteString(vectorized.StringAt(a[1], i))
+					if err := writeBounded(&sb, "ARRAY_JOIN", vectorized.StringAt(a[1], i)); err != nil {
+						return "", false, err
+					}
 				}
 				first = false
-				sb.WriteString(s)
+				if err := writeBounded(&sb, "ARRAY_JOIN", s); err != nil {
+					return "", false, err
+				}
 			}
 			return sb.String(), true, nil
 		})

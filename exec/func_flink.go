@@ -158,6 +158,7 @@ func mapNullableStrings(ec *Context, args []arrow.Array, n int, keepNulls bool, 
 	b := array.NewStringBuilder(ec.Mem)
 	defer b.Release()
 	b.Reserve(n)
+	sizes := vectorized.ComputedStrings{Rows: n}
 	for i := 0; i < n; i++ {
 		if !keepNulls && vectorized.AnyNull(args, i) {
 			b.AppendNull()
@@ -168,12 +169,27 @@ func mapNullableStrings(ec *Context, args []arrow.Array, n int, keepNulls bool, 
 		case err != nil:
 			return nil, err
 		case ok:
+			if err := sizes.Add(len(s)); err != nil {
+				return nil, err
+			}
 			b.Append(s)
 		default:
 			b.AppendNull()
 		}
 	}
 	return b.NewArray(), nil
+}
+
+// writeBounded appends s to sb unless that passes
+// vectorized.MaxComputedString: a function joining strings checks as it
+// goes, since its result can be far larger than its arguments (a long
+// separator between many short strings).
+func writeBounded(sb *strings.Builder, fn, s string) error {
+	if err := vectorized.CheckComputedString(fn, int64(sb.Len())+int64(len(s))); err != nil {
+		return err
+	}
+	sb.WriteString(s)
+	return nil
 }
 
 // resolveConcatWS is CONCAT_WS(sep, s1, ...): NULL if sep is NULL, NULL
@@ -201,10 +217,14 @@ func resolveConcatWS(types []arrow.DataType, _ []Expr) (*impl, error) {
 					continue
 				}
 				if !first {
-					sb.WriteString(sep)
+					if err := writeBounded(&sb, "CONCAT_WS", sep); err != nil {
+						return "", false, err
+					}
 				}
 				first = false
-				sb.WriteString(vectorized.StringAt(x, i))
+				if err := writeBounded(&sb, "CONCAT_WS", vectorized.StringAt(x, i)); err != nil {
+					return "", false, err
+				}
 			}
 			return sb.String(), true, nil
 		})

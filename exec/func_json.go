@@ -362,6 +362,9 @@ func jsonObjectResolver(absentOnNull bool) resolver {
 					jsonString(&sb, vectorized.StringAt(a[k], i))
 					sb.WriteByte(':')
 					jsonText(&sb, a[k+1], i, len(raw) > k+1 && raw[k+1])
+					if err := vectorized.CheckComputedString("JSON_OBJECT", int64(sb.Len())); err != nil {
+						return "", err
+					}
 				}
 				sb.WriteByte('}')
 				return sb.String(), nil
@@ -390,6 +393,11 @@ func jsonArrayResolver(absentOnNull bool) resolver {
 					}
 					first = false
 					jsonText(&sb, x, i, len(raw) > k && raw[k])
+					// Checked as it grows: the values of many arguments
+					// can make a string far larger than any of them.
+					if err := vectorized.CheckComputedString("JSON_ARRAY", int64(sb.Len())); err != nil {
+						return "", err
+					}
 				}
 				sb.WriteByte(']')
 				return sb.String(), nil

@@ -258,6 +258,11 @@ func resolvePrintf(types []arrow.DataType, _ []Expr) (*impl, error) {
 				if sp.arg >= len(a)-1 || printfArg(&sb, sp, a[sp.arg+1], bits[sp.arg+1], i) != nil {
 					return "", false, nil
 				}
+				// Checked as it grows: a format may name one long
+				// argument any number of times ('%1$s%1$s...').
+				if err := vectorized.CheckComputedString("PRINTF", int64(sb.Len())); err != nil {
+					return "", false, err
+				}
 			}
 			return sb.String(), true, nil
 		})

@@ -205,7 +205,9 @@ func resolveConcat(types []arrow.DataType, _ []Expr) (*impl, error) {
 		return vectorized.MapStrings(ec.Mem, a, n, func(i int) (string, error) {
 			sb.Reset()
 			for _, x := range a {
-				sb.WriteString(vectorized.StringAt(x, i))
+				if err := writeBounded(&sb, "concat", vectorized.StringAt(x, i)); err != nil {
+					return "", err
+				}
 			}
 			return sb.String(), nil
 		})

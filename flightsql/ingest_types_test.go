@@ -237,3 +237,62 @@ func TestIngestNullIntoNotNull(t *testing.T) {
 	}
 	wantRows(t, query(t, cnxn, `SELECT count(*) FROM nn`), "0")
 }
+
+// TestIngestTimeOfDayRange: a TIME value is a time of day, from 0 up to
+// 24 hours excluded; ingest and parameters refuse others naming the column
+// and store nothing. They were stored: time64[ns] 86400000000005 (a
+// timestamp sent as a time, or a duration) read back as pyarrow's "value
+// out of range" and CAST it to STRING as 00:00:00.000000005.
+func TestIngestTimeOfDayRange(t *testing.T) {
+	ts := startServer(t, flightd.Options{})
+	cnxn := ts.connect(t, nil)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+
+	ns := []arrow.Field{{Name: "t", Type: arrow.FixedWidthTypes.Time64ns, Nullable: true}}
+	ok := variantBatch(t, mem, ns, `[0, 86399999999999, null]`)
+	defer ok.Release()
+	ingest(t, cnxn, "tod", adbc.OptionValueIngestModeCreate, ok)
+	for _, c := range []struct {
+		typ  arrow.DataType
+		vals string
+	}{
+		{arrow.FixedWidthTypes.Time64ns, `[1, 86400000000005]`},
+		{arrow.FixedWidthTypes.Time64us, `[-1]`},
+		{arrow.FixedWidthTypes.Time32ms, `[86400000]`},
+		{arrow.FixedWidthTypes.Time32s, `[null, 86400]`},
+	} {
+		b := variantBatch(t, mem, []arrow.Field{{Name: "t", Type: c.typ, Nullable: true}}, c.vals)
+		for _, mode := range []string{adbc.OptionValueIngestModeAppend, adbc.OptionValueIngestModeCreate} {
+			table := "tod"
+			if mode == adbc.OptionValueIngestModeCreate {
+				table = "tod2"
+			}
+			if _, err := tryIngest(cnxn, table, mode, b); err == nil || !strings.Contains(err.Error(), `"t"`) || !strings.Contains(err.Error(), "time of day") {
+				t.Errorf("%s %s into %s: %v, want a refusal naming the column", c.typ, c.vals, table, err)
+			}
+		}
+		b.Release()
+	}
+	wantRows(t, query(t, cnxn, `SELECT count(*) FROM tod`), "3")
+	if _, err := tryQuery(cnxn, `SELECT count(*) FROM tod2`); err == nil {
+		t.Errorf("refused creates made table tod2")
+	}
+	prep := prepare(t, cnxn, `SELECT count(*) FROM tod WHERE t < ?`)
+	defer prep.Close()
+	bad := variantBatch(t, mem, ns, `[86400000000000]`)
+	defer bad.Release()
+	err := prep.Bind(t.Context(), bad)
+	if err == nil {
+		var rdr array.RecordReader
+		if rdr, _, err = prep.ExecuteQuery(t.Context()); err == nil {
+			for rdr.Next() {
+			}
+			err = rdr.Err()
+			rdr.Release()
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), "time of day") {
+		t.Errorf("a parameter of 24:00:00: %v, want a refusal", err)
+	}
+}

@@ -558,6 +558,7 @@ func family(dt arrow.DataType) typeFamily {
 
 func (b *binder) bindCreateTable(s *sql.CreateTable) Statement {
 	ct := &CreateTable{Ident: b.ident(s.Name), IfNotExists: s.IfNotExists, OrReplace: s.OrReplace}
+	b.checkNewName(s.Name, ct.Ident)
 	var fields []arrow.Field
 	if s.As != nil {
 		if s.Columns != nil {

@@ -672,6 +672,10 @@ func (b *binder) grouping(e *sql.FuncCall, sc *scope, o exprOpts) Expr {
 	if g.gid == nil {
 		return &Const{Value: scalar.NewInt64Scalar(0)}
 	}
+	if len(e.Args) > 63 {
+		// A bit per argument in a BIGINT: more overflowed as the query ran.
+		panic(bindFail{sql.StateErrorf(sql.StateTooComplex, e.Pos, "statement too complex: GROUPING of more than 63 arguments")})
+	}
 	var out Expr
 	gid := colRef(*g.gid)
 	for _, a := range e.Args {

@@ -1404,6 +1404,15 @@ func (b *binder) bindAggregation(sb *selectBinding, calls []*sql.FuncCall, corr 
 			// GROUP BY plans billions of aggregations.
 			panic(bindFail{sql.StateErrorf(sql.StateTooComplex, sel.Pos, "statement too complex: GROUP BY makes more than %d grouping sets", maxGroupingSets)})
 		}
+		if len(alts) == 1 {
+			// One alternative extends each set in place (no two share an
+			// array): copying the sets for every item cost the square of
+			// the GROUP BY's length.
+			for i := range product {
+				product[i] = append(product[i], alts[0]...)
+			}
+			continue
+		}
 		var next [][]int
 		for _, p := range product {
 			for _, a := range alts {
@@ -1434,6 +1443,11 @@ func (b *binder) bindAggregation(sb *selectBinding, calls []*sql.FuncCall, corr 
 		}
 	}
 	if hasSets {
+		if len(g.exprs) > exec.MaxGroupingColumns {
+			// Found here rather than when the aggregation is built, as the
+			// query runs.
+			panic(bindFail{sql.StateErrorf(sql.StateTooComplex, sel.Pos, "statement too complex: grouping sets over more than %d GROUP BY expressions", exec.MaxGroupingColumns)})
+		}
 		sets = make([][]int, len(product))
 		for i, p := range product {
 			sets[i] = dedupInts(p)

@@ -176,7 +176,10 @@ func (b *binder) watermarkDelay(e sql.Expr, col string) int64 {
 			if iv.Months != 0 {
 				b.fail(l.Pos, "WATERMARK delay must be in days or smaller units, not months or years")
 			}
-			d := int64(iv.Days)*86400e6 + iv.Nanoseconds/1e3
+			d, ok := intervalMicros(iv)
+			if !ok {
+				b.fail(l.Pos, "WATERMARK delay %s is too long", sql.Format(l))
+			}
 			if d < 0 {
 				b.fail(l.Pos, "WATERMARK delay must not be negative")
 			}

@@ -166,6 +166,7 @@ type MaterializedCatalog interface {
 
 func (b *binder) bindCreateMaterialized(s *sql.CreateMaterializedTable) Statement {
 	id := b.ident(s.Name)
+	b.checkNewName(s.Name, id)
 	def := b.materializedTable(id, s.As, s.Columns, s.Watermark, s.PrimaryKey, s.PrimaryKeyPos, s.PartitionedBy, s.With, s.Pos)
 	def.Comment = s.Comment
 	mode := s.RefreshMode

@@ -79,7 +79,10 @@ func timeOffset(e Expr) (ColumnID, int64, bool) {
 		if !isIv || !iv.IsValid() || iv.Value.Months != 0 {
 			return 0, 0, false
 		}
-		d := int64(iv.Value.Days)*86400e6 + iv.Value.Nanoseconds/1e3
+		d, ok := intervalMicros(iv.Value)
+		if !ok {
+			return 0, 0, false
+		}
 		if x.Fn == "subtract" {
 			d = -d
 		}

@@ -262,6 +262,24 @@ func (b *binder) bindDataSystemTable(f *sql.TableName, base, kind string) (Node,
 	return n, b.aliasScope(n, qual, f.ColAliases, f.Pos)
 }
 
+// ShadowedName reports whether a new table, view or materialized table
+// named name could not be read: t$snapshots and the other system tables
+// of t shadow it (Paimon refuses '$' in table names).
+func ShadowedName(name string) bool {
+	_, kind, ok := strings.Cut(name, "$")
+	kind = strings.ToLower(kind)
+	_, sys := tableSysCols[kind]
+	return ok && (sys || kind == "ro" || kind == "audit_log")
+}
+
+// checkNewName fails a statement creating a table, view or materialized
+// table that could not be read.
+func (b *binder) checkNewName(n *sql.Name, id tablestore.Ident) {
+	if ShadowedName(id.Table) {
+		b.fail(n.Pos, "%s cannot be created: queries of that name read a system table of %s", id, strings.SplitN(id.Table, "$", 2)[0])
+	}
+}
+
 // bindTableSystemTable binds t$snapshots, t$schemas, t$options, t$tags,
 // t$consumers, t$manifests, t$files, t$partitions and t$buckets: what the
 // table store keeps about table t, read when the statement is bound, for

@@ -54,6 +54,7 @@ func (b *binder) bindCreateView(s *sql.CreateView) Statement {
 		b.notImplemented(s.Pos, "views in this catalog")
 	}
 	id := b.ident(s.Name)
+	b.checkNewName(s.Name, id)
 	// The query must bind now, as it will at each use: in the view's
 	// database, without the statement's CTEs or parameters, and without
 	// reaching the view being (re)defined.

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"math"
 	"slices"
 	"strings"
 
@@ -86,7 +87,11 @@ func (b *binder) bindWindowTVF(f *sql.TableFunc, outer, left *scope) (Node, *sco
 		if iv.Nanoseconds%1e6 != 0 {
 			b.fail(e.Position(), "%s: window sizes are whole milliseconds", kind)
 		}
-		return int64(iv.Days)*86_400_000_000 + iv.Nanoseconds/1e3
+		us, ok := intervalMicros(iv)
+		if !ok {
+			b.fail(e.Position(), "%s: %s is too long", kind, sql.Format(e))
+		}
+		return us
 	}
 	qual := f.Alias
 	if qual == "" {
@@ -319,4 +324,16 @@ func remapCols(es []Expr, from, to []Column) []Expr {
 		out[i] = substitute(e, m)
 	}
 	return out
+}
+
+// intervalMicros is a day-time interval in microseconds; ok is false past
+// int64 (about 292,000 years), where multiplying out wrapped: INTERVAL
+// '213503983' DAY became 16 hours.
+func intervalMicros(iv arrow.MonthDayNanoInterval) (int64, bool) {
+	const dayMicros = 86_400_000_000
+	d, n := int64(iv.Days), iv.Nanoseconds/1e3
+	if d > (math.MaxInt64-max(n, 0))/dayMicros || d < (math.MinInt64-min(n, 0))/dayMicros {
+		return 0, false
+	}
+	return d*dayMicros + n, true
 }

@@ -3,9 +3,12 @@ package tablestore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
@@ -100,6 +103,45 @@ func TestCreateTableValidation(t *testing.T) {
 	}
 	if tables, _ := s.Tables(ctx, "db"); len(tables) != 0 {
 		t.Fatalf("failed creates left tables: %v", tables)
+	}
+}
+
+// TestOptionsPastTheirRange: sizes, durations and counts past their
+// type's range are taken as its largest, as they mean (never), and tables
+// created with them work. They wrapped: 'snapshot.time-retained' =
+// '106752d' (just past Go's 292 years) became negative and expired every
+// snapshot past the minimum at the next commit, 'consumer.expiration-time'
+// = '213504d' became 25 minutes, a write-buffer-size of '8589934592 gb' a
+// negative budget that flushed every write, and a
+// 'num-sorted-run.compaction-trigger' of 2^63-1 failed on
+// num-sorted-run.stop-trigger, which the statement did not set.
+func TestOptionsPastTheirRange(t *testing.T) {
+	ctx := context.Background()
+	s, mem, _ := newTestStore(t)
+	const maxDays = time.Duration(math.MaxInt64/int64(24*time.Hour)) * 24 * time.Hour
+	for i, c := range []struct {
+		key, val string
+		got      func(o tableOptions) int64
+		want     int64
+	}{
+		{"snapshot.time-retained", "106752d", func(o tableOptions) int64 { return int64(o.timeRetained) }, int64(maxDays)},
+		{"consumer.expiration-time", "213504d", func(o tableOptions) int64 { return int64(o.consumerExpire) }, int64(maxDays)},
+		{"write-buffer-size", "8589934592 gb", func(o tableOptions) int64 { return o.writeBufferSize }, math.MaxInt64 / (1 << 30) * (1 << 30)},
+		{"target-file-size", "9223372036854775807 kb", func(o tableOptions) int64 { return o.targetFileSize }, math.MaxInt64 / (1 << 10) * (1 << 10)},
+		{"num-sorted-run.compaction-trigger", "9223372036854775807", func(o tableOptions) int64 { return int64(o.compactionTrigger) }, math.MaxInt32},
+		{"snapshot.num-retained.min", "9223372036854775807", func(o tableOptions) int64 { return int64(o.retainedMin) }, math.MaxInt32},
+	} {
+		tbl, err := s.CreateTable(ctx, Ident{"db", fmt.Sprint("t", i)}, TableDef{Schema: kvSchema, PrimaryKey: []string{"k"}, Options: map[string]string{c.key: c.val}}, false)
+		if err != nil {
+			t.Errorf("%s = %s: %v", c.key, c.val, err)
+			continue
+		}
+		if got := c.got(tbl.schema.opts); got != c.want {
+			t.Errorf("%s = %s: got %d, want %d", c.key, c.val, got, c.want)
+		}
+		writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{1, "a"}, {2, "b"}})
+		writeRows(t, tbl, mem, WriteOptions{}, Insert, [][]any{{3, "c"}})
+		eqRows(t, scanAll(t, tbl, ScanSpec{}), "1|a", "2|b", "3|c")
 	}
 }
 

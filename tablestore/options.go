@@ -132,12 +132,15 @@ func parseOptions(s *tableSchema) (tableOptions, error) {
 	if !s.hasPK() {
 		o.targetFileSize = 256 << 20
 	}
+	// Counts past Paimon's Java int all mean "never" and are taken as its
+	// largest: derived from them, the default num-sorted-run.stop-trigger
+	// (the compaction trigger plus 3) overflowed.
 	intOpt := func(key, val string, lo int) (int, error) {
 		n, err := strconv.Atoi(strings.TrimSpace(val))
 		if err != nil || n < lo {
 			return 0, optErr(key, val, fmt.Sprintf("want an integer >= %d", lo))
 		}
-		return n, nil
+		return min(n, math.MaxInt32), nil
 	}
 	stopSet := false
 	keys := slices.Sorted(func(yield func(string) bool) {
@@ -346,6 +349,10 @@ func splitCols(v string) []string {
 }
 
 // parseBytes parses sizes such as "64 mb", "1gb", "4096".
+// parseBytes and parseDuration take a value past their type's range as its
+// largest, which means the same (never), rather than refuse it: a schema
+// file written with one must still load. Multiplied out, such values
+// wrapped, to a negative or a small value.
 func parseBytes(key, val string) (int64, error) {
 	v := strings.ToLower(strings.TrimSpace(val))
 	mult := int64(1)
@@ -362,16 +369,17 @@ func parseBytes(key, val string) (int64, error) {
 	if err != nil || n <= 0 {
 		return 0, optErr(key, val, "want a positive size such as 64mb")
 	}
-	return n * mult, nil
+	return min(n, math.MaxInt64/mult) * mult, nil
 }
 
 // parseDuration parses Go durations plus a "d" (day) suffix.
 func parseDuration(key, val string) (time.Duration, error) {
 	v := strings.ReplaceAll(strings.TrimSpace(val), " ", "")
 	if d, ok := strings.CutSuffix(v, "d"); ok {
-		n, err := strconv.Atoi(d)
+		n, err := strconv.ParseInt(d, 10, 64)
 		if err == nil && n > 0 {
-			return time.Duration(n) * 24 * time.Hour, nil
+			const day = int64(24 * time.Hour)
+			return time.Duration(min(n, math.MaxInt64/day) * day), nil
 		}
 	}
 	d, err := time.ParseDuration(v)

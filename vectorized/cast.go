@@ -1,6 +1,7 @@
 package vectorized
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -105,7 +106,9 @@ func Cast(mem memory.Allocator, a arrow.Array, to arrow.DataType) (arrow.Array, 
 			b.AppendNull()
 			continue
 		}
-		if err := put(i); err != nil {
+		if err := put(i); errors.Is(err, ErrTooLarge) {
+			return nil, err // the value is too large to quote
+		} else if err != nil {
 			return nil, fmt.Errorf("cannot cast %s value %q to %s: %w", a.DataType(), FormatValue(a, i), to, err)
 		}
 	}
@@ -367,6 +370,22 @@ func castAppender(a arrow.Array, b array.Builder) (func(i int) error, error) {
 		// Flink: a string's UTF-8 bytes (AppendValueFromString would
 		// decode base64).
 		return func(i int) error { bb.AppendString(FormatValue(a, i)); return nil }, nil
+	}
+	if IsString(to) && IsNested(from) {
+		// A nested value's text can be far larger than the value: a ROW
+		// naming one long string many times holds it once. Its strings
+		// alone are checked before it is rendered, the text after.
+		sizes := ComputedStrings{Rows: a.Len()}
+		return func(i int) error {
+			if err := CheckComputedString("CAST to STRING", nestedStringBytes(a, i)); err != nil {
+				return err
+			}
+			s := CastString(a, i)
+			if err := sizes.Add(len(s)); err != nil {
+				return err
+			}
+			return b.AppendValueFromString(s)
+		}, nil
 	}
 	if IsString(to) {
 		return func(i int) error {

@@ -269,3 +269,33 @@ func CheckNotNull(f arrow.Field, a, parent arrow.Array) error {
 	}
 	return nil
 }
+
+// nestedStringBytes is the bytes of the strings and binaries in non-NULL
+// a[i], nested at any depth: a lower bound of the length of its text.
+func nestedStringBytes(a arrow.Array, i int) int64 {
+	if a.IsNull(i) {
+		return 0
+	}
+	switch x := a.(type) {
+	case *array.String:
+		return int64(x.ValueLen(i))
+	case *array.LargeString:
+		return int64(len(x.Value(i)))
+	case *array.Binary:
+		return int64(x.ValueLen(i))
+	case *array.Struct:
+		var n int64
+		for f := 0; f < x.NumField(); f++ {
+			n += nestedStringBytes(x.Field(f), i)
+		}
+		return n
+	case array.ListLike: // lists and maps
+		lo, hi := x.ValueOffsets(i)
+		var n int64
+		for j := lo; j < hi; j++ {
+			n += nestedStringBytes(x.ListValues(), int(j))
+		}
+		return n
+	}
+	return 0
+}

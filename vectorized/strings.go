@@ -56,6 +56,24 @@ func CheckComputedString(fn string, size int64) error {
 	return nil
 }
 
+// ComputedStrings counts the strings one function computes for a batch of
+// Rows rows against MaxComputedString and MaxComputedStrings.
+type ComputedStrings struct {
+	Rows  int
+	total int
+}
+
+// Add counts a computed string of size bytes, refusing it over the limits.
+func (c *ComputedStrings) Add(size int) error {
+	if err := CheckComputedString("a function", int64(size)); err != nil {
+		return err
+	}
+	if c.total += size; c.total > MaxComputedStrings {
+		return fmt.Errorf("%w: a function computed more than %d bytes of strings for one batch of %d rows", ErrTooLarge, MaxComputedStrings, c.Rows)
+	}
+	return nil
+}
+
 // MapStrings builds a string array of n rows: NULL where any arg is NULL,
 // else f(i). f may return an error, which aborts, and so does a result over
 // MaxComputedString or results over MaxComputedStrings in all.
@@ -63,7 +81,7 @@ func MapStrings(mem memory.Allocator, args []arrow.Array, n int, f func(i int) (
 	b := array.NewStringBuilder(mem)
 	defer b.Release()
 	b.Reserve(n)
-	total := 0
+	sizes := ComputedStrings{Rows: n}
 	for i := 0; i < n; i++ {
 		if AnyNull(args, i) {
 			b.AppendNull()
@@ -73,11 +91,8 @@ func MapStrings(mem memory.Allocator, args []arrow.Array, n int, f func(i int) (
 		if err != nil {
 			return nil, err
 		}
-		if err := CheckComputedString("a function", int64(len(s))); err != nil {
+		if err := sizes.Add(len(s)); err != nil {
 			return nil, err
-		}
-		if total += len(s); total > MaxComputedStrings {
-			return nil, fmt.Errorf("%w: a function computed more than %d bytes of strings for one batch of %d rows", ErrTooLarge, MaxComputedStrings, n)
 		}
 		b.Append(s)
 	}
