@@ -266,10 +266,18 @@ func (b *binder) bindDataSystemTable(f *sql.TableName, base, kind string) (Node,
 // named name could not be read: t$snapshots and the other system tables
 // of t shadow it (Paimon refuses '$' in table names).
 func ShadowedName(name string) bool {
-	_, kind, ok := strings.Cut(name, "$")
+	_, _, ok := systemTableName(name)
+	return ok
+}
+
+// systemTableName splits name, base$kind, when kind (case-folded) is one
+// of the system tables of base: the data views ro and audit_log, or a
+// table of tableSysCols.
+func systemTableName(name string) (base, kind string, ok bool) {
+	base, kind, ok = strings.Cut(name, "$")
 	kind = strings.ToLower(kind)
 	_, sys := tableSysCols[kind]
-	return ok && (sys || kind == "ro" || kind == "audit_log")
+	return base, kind, ok && (sys || kind == "ro" || kind == "audit_log")
 }
 
 // checkNewName fails a statement creating a table, view or materialized
@@ -288,19 +296,15 @@ func (b *binder) checkNewName(n *sql.Name, id tablestore.Ident) {
 // t$snapshots (and so on).
 func (b *binder) bindTableSystemTable(f *sql.TableName) (Node, *scope, bool) {
 	parts := f.Name.Parts
-	base, kind, ok := strings.Cut(parts[len(parts)-1], "$")
+	base, kind, ok := systemTableName(parts[len(parts)-1])
 	if !ok {
-		return nil, nil, false
+		return nil, nil, false // no '$', or a table whose name holds one
 	}
-	if k := strings.ToLower(kind); k == "ro" || k == "audit_log" {
-		n, sc := b.bindDataSystemTable(f, base, k)
+	if kind == "ro" || kind == "audit_log" {
+		n, sc := b.bindDataSystemTable(f, base, kind)
 		return n, sc, true
 	}
-	cols, ok := tableSysCols[strings.ToLower(kind)]
-	if !ok {
-		return nil, nil, false // a table whose name holds a '$'
-	}
-	kind = strings.ToLower(kind)
+	cols := tableSysCols[kind]
 	t, _ := b.table(&sql.Name{Pos: f.Name.Pos, Parts: append(slices.Clone(parts[:len(parts)-1]), base)})
 	snap := int64(0)
 	for _, h := range f.Hints {

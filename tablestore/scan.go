@@ -95,9 +95,9 @@ func (t *Table) NewScan(ctx context.Context, spec ScanSpec) (*Scan, error) {
 	return t.newScan(ctx, spec, 0)
 }
 
-// maxLatestRetries bounds how often a scan of the latest snapshot resolves
-// it again after expiry took the one it resolved (a newer one was
-// committed meanwhile).
+// maxLatestRetries bounds how often a read of the latest snapshot (a scan,
+// latestSnapshot) resolves it again after expiry took the one it resolved
+// (a newer one was committed meanwhile).
 const maxLatestRetries = 10
 
 func (t *Table) newScan(ctx context.Context, spec ScanSpec, retries int) (_ *Scan, err error) {

@@ -479,7 +479,7 @@ func (st *tableState) latestSnapshot() (*snapshot, error) {
 			return nil, err
 		}
 		sn, err := st.readSnapshot(ids[len(ids)-1])
-		if errors.Is(err, ErrSnapshotNotFound) && attempt < 10 {
+		if errors.Is(err, ErrSnapshotNotFound) && attempt < maxLatestRetries {
 			// Expiry took the newest listed: a newer one was committed
 			// since, which the next listing finds. An autocommit UPDATE
 			// failed with "snapshot not found" while another session
