@@ -127,7 +127,10 @@ func (c *CallExpr) Eval(ctx context.Context, ec *Context, b arrow.RecordBatch) (
 	if c.impl.lazy != nil {
 		return c.impl.lazy(ctx, ec, c.Args, b)
 	}
-	args, err := evalAll(ctx, ec, c.Args, b)
+	// The arguments stay counted while the kernel computes from them.
+	w := ec.Working()
+	defer w.Release()
+	args, err := w.evalAll(ctx, c.Args, b, nil)
 	if err != nil {
 		return nil, err
 	}

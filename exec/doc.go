@@ -87,6 +87,12 @@
 // Operators free their reservation at Close; Context.ReleaseMemory frees
 // whatever an execution still holds when it ends.
 //
+// Expressions count the values they compute and hold while computing more
+// (a call's arguments, a projection's columns, a CASE's arms) in the
+// execution's working memory (Working): bounded by MemoryLimit, but never
+// below vectorized.MaxComputedStrings, and past its first 4 MiB reserved
+// in the Pool; past either, evaluation fails with ErrMemoryLimit.
+//
 // # Parallelism
 //
 // Gather runs child pipelines on goroutines (at most Context.Parallelism

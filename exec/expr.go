@@ -217,9 +217,22 @@ func evalAll(ctx context.Context, ec *Context, exprs []Expr, b arrow.RecordBatch
 
 // evalAllWhere is evalAll of the rows of mask (see EvalWhere).
 func evalAllWhere(ctx context.Context, ec *Context, exprs []Expr, b arrow.RecordBatch, mask []bool) ([]arrow.Array, error) {
+	w := ec.Working()
+	defer w.Release()
+	return w.evalAll(ctx, exprs, b, mask)
+}
+
+// evalAll is evalAllWhere holding each result in w while it computes the
+// next.
+func (w *Working) evalAll(ctx context.Context, exprs []Expr, b arrow.RecordBatch, mask []bool) ([]arrow.Array, error) {
 	out := make([]arrow.Array, len(exprs))
 	for i, e := range exprs {
-		a, err := EvalWhere(ctx, ec, e, b, mask)
+		a, err := EvalWhere(ctx, w.ec, e, b, mask)
+		if err == nil {
+			if err = w.Hold(e, a); err != nil {
+				a.Release()
+			}
+		}
 		if err != nil {
 			releaseArrays(out)
 			return nil, err

@@ -108,6 +108,8 @@ func (c *CaseExpr) Eval(ctx context.Context, ec *Context, b arrow.RecordBatch) (
 	}
 	var parts []arrow.Array
 	defer func() { releaseArrays(parts) }()
+	w := ec.Working() // each arm's values, while the next arms compute
+	defer w.Release()
 	rows := make([]int64, n) // rows of b still undecided
 	for i := range rows {
 		rows[i] = int64(i)
@@ -151,6 +153,10 @@ func (c *CaseExpr) Eval(ctx context.Context, ec *Context, b arrow.RecordBatch) (
 		}
 		v, err := evalRows(ctx, ec, then, b, chosen)
 		if err != nil {
+			return nil, err
+		}
+		if err := w.Hold(then, v.arr); err != nil {
+			v.arr.Release()
 			return nil, err
 		}
 		parts = append(parts, v.arr)

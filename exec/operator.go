@@ -48,6 +48,8 @@ type Context struct {
 	resMu        sync.Mutex
 	reservations []*Reservation
 	released     bool
+
+	working workingMemory
 }
 
 // SpilledRows returns how many rows operators of this execution wrote to

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/flightd/flightd/internal/arrowshare"
 	"github.com/flightd/flightd/vectorized"
 )
 
@@ -129,6 +130,7 @@ type valuesOp struct {
 	rows   [][]Expr
 	opened bool
 	out    batchesOp
+	held   Working // the batches built at Open, until Close
 }
 
 // NewValues returns the rows of a VALUES list; each Expr is evaluated once
@@ -144,15 +146,18 @@ func (v *valuesOp) Open(ctx context.Context) error {
 		return nil
 	}
 	v.opened = true
+	v.held = v.ec.Working()
 	schema := v.out.schema
 	one := array.NewRecordBatch(arrow.NewSchema(nil, nil), nil, 1)
 	defer one.Release()
 	rb := array.NewRecordBuilder(v.ec.Mem, schema)
 	defer rb.Release()
+	var pending int64 // bytes appended since the last flush
 	flush := func() {
 		if rb.Field(0).Len() > 0 {
 			v.out.batches = append(v.out.batches, rb.NewRecordBatch())
 		}
+		pending = 0
 	}
 	if schema.NumFields() == 0 {
 		// Zero columns: emit row-count-only batches.
@@ -167,22 +172,40 @@ func (v *valuesOp) Open(ctx context.Context) error {
 		if len(row) != schema.NumFields() {
 			return fmt.Errorf("%w: VALUES row %d has %d values, expected %d", ErrInvalid, r+1, len(row), schema.NumFields())
 		}
+		vals := make([]arrow.Array, len(row))
+		var size int64
 		for c, e := range row {
 			a, err := e.Eval(ctx, v.ec, one)
 			if err != nil {
+				releaseArrays(vals)
 				return fmt.Errorf("VALUES row %d column %d: %w", r+1, c+1, err)
 			}
 			ca, err := vectorized.Cast(v.ec.Mem, a, schema.Field(c).Type)
 			a.Release()
+			if err == nil {
+				// The copy appended stays until Close: ca's bytes count for it.
+				if err = v.held.Hold(e, ca); err != nil {
+					ca.Release()
+				}
+			}
 			if err != nil {
+				releaseArrays(vals)
 				return fmt.Errorf("VALUES row %d column %d: %w", r+1, c+1, err)
 			}
-			vectorized.AppendValue(rb.Field(c), ca, 0)
-			ca.Release()
+			vals[c] = ca
+			size += arrowshare.Bytes(ca.Data())
 		}
-		if rb.Field(0).Len() >= v.ec.batchSize() {
+		// A new batch past what one function may compute for a batch: a
+		// string column's offsets are 32 bits (40 strings of 60 MB in one
+		// VALUES overflowed them and panicked).
+		if rb.Field(0).Len() >= v.ec.batchSize() || pending > 0 && pending+size > vectorized.MaxComputedStrings {
 			flush()
 		}
+		for c, ca := range vals {
+			vectorized.AppendValue(rb.Field(c), ca, 0)
+		}
+		releaseArrays(vals)
+		pending += size
 	}
 	flush()
 	return nil
@@ -197,6 +220,7 @@ func (v *valuesOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 
 func (v *valuesOp) Close() error {
 	v.out.close()
+	v.held.Release()
 	return nil
 }
 
@@ -213,9 +237,14 @@ type projectOp struct {
 func NewProject(ec *Context, child Operator, exprs []Expr, names []string) Operator {
 	fields := make([]arrow.Field, len(exprs))
 	for i, e := range exprs {
-		name := e.String()
-		if i < len(names) && names[i] != "" {
+		var name string
+		if i < len(names) {
 			name = names[i]
+		}
+		if name == "" {
+			// Only then: a constant's rendering can be as long as its value
+			// (IN over ten 60 MB strings took 3.9 s to name).
+			name = e.String()
 		}
 		fields[i] = arrow.Field{Name: name, Type: e.DataType(), Nullable: true}
 	}
@@ -230,7 +259,11 @@ func (p *projectOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	cols, err := evalAll(ctx, p.ec, p.exprs, b)
+	// Counted until the batch is made: downstream, batches in flight are
+	// outside the budget (see the package documentation).
+	w := p.ec.Working()
+	defer w.Release()
+	cols, err := w.evalAll(ctx, p.exprs, b, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -320,7 +320,7 @@ func (a *Aggregate) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 		return err
 	}
 	a.signs = signs
-	ev := &batchEval{ctx: ctx, ec: a.ec, b: b}
+	ev := newBatchEval(ctx, a.ec, b)
 	defer ev.release()
 	eval := ev.eval
 	n := int(b.NumRows())

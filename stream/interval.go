@@ -179,7 +179,7 @@ func (j *IntervalJoin) addSide(ctx context.Context, side int, b arrow.RecordBatc
 	j.signs = signs
 	s, other := j.sides[side], j.sides[1-side]
 	n := int(b.NumRows())
-	ev := &batchEval{ctx: ctx, ec: j.ec, b: b}
+	ev := newBatchEval(ctx, j.ec, b)
 	defer ev.release()
 	keys, err := ev.encodeKeys(s.keys, &s.enc)
 	if err != nil {

@@ -397,10 +397,15 @@ func miniBatchNext(ctx context.Context, in Operator, op miniBatched, q *outQueue
 // batchEval evaluates expressions over one batch; release frees every
 // array it returned.
 type batchEval struct {
-	ctx   context.Context
-	ec    *exec.Context
-	b     arrow.RecordBatch
-	owned []arrow.Array
+	ctx     context.Context
+	ec      *exec.Context
+	b       arrow.RecordBatch
+	owned   []arrow.Array
+	working exec.Working // counts owned
+}
+
+func newBatchEval(ctx context.Context, ec *exec.Context, b arrow.RecordBatch) *batchEval {
+	return &batchEval{ctx: ctx, ec: ec, b: b, working: ec.Working()}
 }
 
 func (e *batchEval) eval(x exec.Expr) (arrow.Array, error) {
@@ -410,10 +415,15 @@ func (e *batchEval) eval(x exec.Expr) (arrow.Array, error) {
 // evalWhere is eval of the rows where mask is true (exec.EvalWhere).
 func (e *batchEval) evalWhere(x exec.Expr, mask []bool) (arrow.Array, error) {
 	a, err := exec.EvalWhere(e.ctx, e.ec, x, e.b, mask)
-	if err == nil {
-		e.owned = append(e.owned, a)
+	if err != nil {
+		return nil, err
 	}
-	return a, err
+	if err := e.working.Hold(x, a); err != nil {
+		a.Release()
+		return nil, err
+	}
+	e.owned = append(e.owned, a)
+	return a, nil
 }
 
 func (e *batchEval) evalAll(xs []exec.Expr) ([]arrow.Array, error) {
@@ -441,4 +451,5 @@ func (e *batchEval) release() {
 	for _, a := range e.owned {
 		a.Release()
 	}
+	e.working.Release()
 }

@@ -183,7 +183,7 @@ func (o *OverAggregate) add(ctx context.Context, b arrow.RecordBatch) (err error
 		return err
 	}
 	o.signs = signs
-	ev := &batchEval{ctx: ctx, ec: o.ec, b: b}
+	ev := newBatchEval(ctx, o.ec, b)
 	defer ev.release()
 	n := int(b.NumRows())
 	if _, err := ev.encodeKeys(o.spec.Partition, &o.enc); err != nil {

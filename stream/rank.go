@@ -214,7 +214,7 @@ func (r *Rank) add(ctx context.Context, b arrow.RecordBatch) (err error) {
 		return err
 	}
 	r.signs = signs
-	ev := &batchEval{ctx: ctx, ec: r.ec, b: b}
+	ev := newBatchEval(ctx, r.ec, b)
 	defer ev.release()
 	eval := ev.evalAll
 	n := int(b.NumRows())

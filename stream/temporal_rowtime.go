@@ -170,7 +170,7 @@ func (j *RowtimeTemporal) sideRows(ctx context.Context, s int, b arrow.RecordBat
 		keyExprs, timeExpr = j.spec.TableKeys, j.spec.TableTime
 	}
 	n := int(b.NumRows())
-	ev := &batchEval{ctx: ctx, ec: j.ec, b: b}
+	ev := newBatchEval(ctx, j.ec, b)
 	defer ev.release()
 	keys, err := ev.encodeKeys(keyExprs, &j.enc[s])
 	if err != nil {

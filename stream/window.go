@@ -274,7 +274,7 @@ func (w *windowAgg) read(ctx context.Context, b arrow.RecordBatch) (_ *eventBatc
 	}
 	w.signs = signs
 	n := int(b.NumRows())
-	e := &eventBatch{batchEval: &batchEval{ctx: ctx, ec: w.ec, b: b}, n: n, signs: signs, times: make([]int64, n), valid: make([]bool, n)}
+	e := &eventBatch{batchEval: newBatchEval(ctx, w.ec, b), n: n, signs: signs, times: make([]int64, n), valid: make([]bool, n)}
 	defer func() {
 		if err != nil {
 			e.release()

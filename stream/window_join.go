@@ -157,7 +157,7 @@ func (j *WindowJoin) addSide(ctx context.Context, side int, b arrow.RecordBatch)
 	j.signs = signs
 	s := j.sides[side]
 	n := int(b.NumRows())
-	ev := &batchEval{ctx: ctx, ec: j.ec, b: b}
+	ev := newBatchEval(ctx, j.ec, b)
 	defer ev.release()
 	keys, err := ev.evalAll(s.Keys)
 	if err != nil {

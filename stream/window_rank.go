@@ -111,7 +111,7 @@ func (w *WindowRank) add(ctx context.Context, b arrow.RecordBatch) error {
 		return err
 	}
 	w.signs = signs
-	ev := &batchEval{ctx: ctx, ec: w.ec, b: b}
+	ev := newBatchEval(ctx, w.ec, b)
 	defer ev.release()
 	if _, err := ev.encodeKeys(w.spec.Partition, &w.enc); err != nil {
 		return err

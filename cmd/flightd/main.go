@@ -76,7 +76,7 @@ func run() error {
 	)
 	memLimit, queryMem, cacheMem, poolMem := sizeFlag{auto: true}, sizeFlag{auto: true}, sizeFlag{auto: true}, sizeFlag{auto: true}
 	flag.Var(&memLimit, "memory-limit", "soft limit of the process's memory in bytes (auto or 0: 3/4 of the machine's or cgroup's memory, -1: none)")
-	flag.Var(&queryMem, "query-memory", "bytes one statement's sorts, aggregations and joins may hold before spilling to disk (auto or 0: 1/4 of -memory-limit, at least 64 MiB; -1: unlimited)")
+	flag.Var(&queryMem, "query-memory", "bytes one statement's sorts, aggregations and joins may hold before spilling to disk, and its expressions' computed values at once (at least 512 MiB for those) (auto or 0: 1/4 of -memory-limit, at least 64 MiB; -1: unlimited)")
 	flag.Var(&poolMem, "query-pool", "bytes the sorts, aggregations, joins and windows of all statements and continuous jobs may hold together; each spills (or fails where it cannot) past its fair share, the pool divided among the operators holding memory (auto: 1/2 of -memory-limit, none without one; 0 or -1: no pool)")
 	flag.Var(&cacheMem, "cache-memory", "bytes of decoded table data kept in memory for scans (auto: 1/3 of -memory-limit; 0: no cache)")
 	var obj objectFlags

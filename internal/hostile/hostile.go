@@ -266,7 +266,7 @@ type Statement struct {
 // Statements are the statements that overflowed the stack, ran for
 // minutes (issue 10) or made the server allocate until the kernel killed it
 // (10 GB from one REGEXP_REPLACE, 250 GB of a running window LISTAGG, 60 GB
-// of one CONCAT_WS), over
+// of one CONCAT_WS, 12 GB of arguments held at once), over
 // a table t with a BIGINT column k and two rows; 53200 needs a query memory
 // budget well under the machine's.
 func Statements() []Statement {
@@ -284,6 +284,7 @@ func Statements() []Statement {
 		{"100 GB of ARRAY_AGG in two groups", "SELECT v.x % 2, CARDINALITY(ARRAY_AGG(REPEAT('x', 200000 + w.x))) FROM " + rows.String() + ", " + strings.ReplaceAll(rows.String(), "v(x)", "w(x)") + ", " + strings.ReplaceAll(rows.String(), "v(x)", "u(x)") + ", t GROUP BY v.x % 2", "53200"},
 		{"250 GB of running LISTAGG", "SELECT count(*) FROM (SELECT LISTAGG(REPEAT('x', 100)) OVER (ORDER BY x ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS s FROM generate_series(1, 50000) g(x))", "53200"},
 		{"60 GB of CONCAT_WS", "SELECT length(CONCAT_WS(REPEAT('x', 60000000)" + strings.Repeat(", 'a'", 1000) + ")) FROM t", "54000"},
+		{"12 GB held by GREATEST's 100 arguments", "SELECT length(GREATEST(" + strings.TrimPrefix(strings.Repeat(", REPEAT('x', 60000000 + k - k) || 'a'", 100), ", ") + ")) FROM t", "53200"},
 		{"6 TB of PRINTF", "SELECT length(PRINTF(REPEAT('%1$s', 100000), REPEAT('x', 60000000))) FROM t", "54000"},
 		{"300,000-term sum", "SELECT 1" + strings.Repeat("+1", 300_000), "54001"},
 		{"200,000-term OR", "SELECT k FROM t WHERE k = 0" + strings.Repeat(" OR k = 1", 200_000), "54001"},
