@@ -28,6 +28,7 @@ type binder struct {
 	// continuous job).
 	insertSource bool
 	ctx          context.Context
+	folded       int64 // bytes of the values folding put in the plan
 	cat          Catalog
 	opts         Options
 	nextID       ColumnID

@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/flightd/flightd/exec"
+	"github.com/flightd/flightd/internal/arrowshare"
 	"github.com/flightd/flightd/sql"
 	"github.com/flightd/flightd/vectorized"
 )
@@ -1117,7 +1118,7 @@ func (b *binder) constExpr(e sql.Expr, typ arrow.DataType) *Const {
 	if typ != nil {
 		x = b.castTo(x, typ, e.Position())
 	}
-	f, err := foldExpr(b.ctx, x)
+	f, err := foldExpr(b.ctx, x, nil)
 	if err != nil {
 		b.fail(e.Position(), "%s", cleanErr(err))
 	}
@@ -1205,8 +1206,17 @@ var volatile = map[string]bool{"proctime": true, "current_date": true, "current_
 // folded string would hide.
 var jsonConstructors = map[string]bool{"json_object": true, "json_object_absent_on_null": true, "json_array": true, "json_array_null_on_null": true}
 
-// foldExpr evaluates constant subexpressions at plan time.
-func foldExpr(ctx context.Context, e Expr) (Expr, error) {
+// maxFoldedBytes bounds the values folding puts into one statement's plan,
+// where no query budget counts them: each call's value is bounded alone
+// (vectorized.MaxComputedString), but twelve REPEAT('x', 60000000) in one
+// SELECT took 720 MB and 3.4 s to bind, and a statement can name thousands.
+// Past it the calls stay in the plan, computed at run time within the
+// statement's working memory (exec.Working).
+const maxFoldedBytes = 64 << 20
+
+// foldExpr evaluates constant subexpressions at plan time; folded, if not
+// nil, counts the bytes of the values it folds, at most maxFoldedBytes.
+func foldExpr(ctx context.Context, e Expr, folded *int64) (Expr, error) {
 	var ferr error
 	out := mapExpr(e, func(x Expr) Expr {
 		if ferr != nil {
@@ -1239,10 +1249,21 @@ func foldExpr(ctx context.Context, e Expr) (Expr, error) {
 			}
 			return &Const{Value: scalar.NewStructScalar(vals, c.Typ)}
 		}
+		if folded != nil && *folded >= maxFoldedBytes {
+			return x
+		}
 		v, err := evalConst(ctx, x)
 		if err != nil {
 			ferr = err
 			return x
+		}
+		if folded != nil {
+			if n := scalarBytes(v); *folded+n <= maxFoldedBytes {
+				*folded += n
+			} else {
+				*folded = maxFoldedBytes // and fold no more: each try computes
+				return x
+			}
 		}
 		return &Const{Value: v}
 	})
@@ -1277,6 +1298,28 @@ func simplifyLogic(c *Call) (Expr, bool) {
 // evalConst evaluates a constant expression on a one-row, zero-column batch.
 // The allocator is local: the value is copied into a scalar that outlives
 // no buffer accounting of any query.
+// scalarBytes is about the memory of a constant's value: its bytes for a
+// string or binary, its array's for a list or map, its fields' for a row.
+func scalarBytes(v scalar.Scalar) int64 {
+	switch x := v.(type) {
+	case scalar.BinaryScalar:
+		if x.IsValid() {
+			return int64(len(x.Data()))
+		}
+	case scalar.ListScalar:
+		if x.IsValid() {
+			return arrowshare.WholeBytes(x.GetList().Data())
+		}
+	case *scalar.Struct:
+		var n int64
+		for _, f := range x.Value {
+			n += scalarBytes(f)
+		}
+		return n
+	}
+	return 16
+}
+
 func evalConst(ctx context.Context, e Expr) (scalar.Scalar, error) {
 	mem := memory.NewGoAllocator()
 	x, err := compile(e, layout{}, nil)

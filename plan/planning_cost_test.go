@@ -299,3 +299,28 @@ func TestLongGroupByPlanningScales(t *testing.T) {
 		}
 	}
 }
+
+// Folding puts at most maxFoldedBytes of values into a statement's plan,
+// where no query budget counts them: eight REPEAT('x', 20000000) held 160
+// MB in the bound plan before; past the bound the calls stay, computed at
+// run time within the statement's working memory.
+func TestFoldedValuesBounded(t *testing.T) {
+	h, _ := newHarness(t, plan.Options{})
+	items := make([]string, 8)
+	for i := range items {
+		items[i] = fmt.Sprintf("repeat('x', 20000000) || '%d' AS c%d", i, i)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	st, err := h.Bind("SELECT " + strings.Join(items, ", "))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(st)
+	if held := int64(after.HeapAlloc) - int64(before.HeapAlloc); held > 100<<20 {
+		t.Fatalf("the bound plan holds %d MB", held>>20)
+	}
+}

@@ -41,7 +41,7 @@ func (b *binder) foldNode(n Node) Node {
 		if e == nil {
 			return nil
 		}
-		f, err := foldExpr(b.ctx, e)
+		f, err := foldExpr(b.ctx, e, &b.folded)
 		if err != nil {
 			// Leave it to fail at run time with the executor's message
 			// (e.g. division by zero in a branch never taken).
