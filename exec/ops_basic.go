@@ -334,7 +334,8 @@ type unionAllOp struct {
 	ec       *Context
 	children []Operator
 	schema   *arrow.Schema
-	idx      int
+	idx      int // the child read now
+	opened   int // children opened: those before idx, and idx
 	cur      current
 }
 
@@ -371,17 +372,25 @@ func sameTypes(a, b *arrow.Schema) error {
 
 func (u *unionAllOp) Schema() *arrow.Schema { return u.schema }
 
-func (u *unionAllOp) Open(ctx context.Context) error {
-	for _, c := range u.children {
-		if err := c.Open(ctx); err != nil {
-			return err
-		}
+// Open opens the first child only, and Next each next child when it comes
+// to it: a child that is a Gather runs ahead from its Open, so opening all
+// ran every branch at once (250 branches of one scan each took 6.2 GB RSS
+// under a 4 GB memory limit).
+func (u *unionAllOp) Open(ctx context.Context) error { return u.openCurrent(ctx) }
+
+func (u *unionAllOp) openCurrent(ctx context.Context) error {
+	if u.opened > u.idx || u.idx >= len(u.children) {
+		return nil
 	}
-	return nil
+	u.opened = u.idx + 1
+	return u.children[u.idx].Open(ctx)
 }
 
 func (u *unionAllOp) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	for u.idx < len(u.children) {
+		if err := u.openCurrent(ctx); err != nil {
+			return nil, err
+		}
 		b, err := Next(ctx, u.children[u.idx])
 		if errors.Is(err, io.EOF) {
 			u.idx++
