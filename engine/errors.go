@@ -136,6 +136,8 @@ func SQLState(err error) string {
 		return "40001"
 	case errors.Is(err, tablestore.ErrNotNull):
 		return "23502"
+	case errors.Is(err, tablestore.ErrNameTooLong):
+		return "42622"
 	case errors.Is(err, syscall.ENOSPC):
 		return "53100"
 	case errors.Is(err, exec.ErrMemoryLimit):

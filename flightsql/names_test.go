@@ -44,3 +44,51 @@ func TestSystemTableNamesRefused(t *testing.T) {
 	ingest(t, cnxn, "c$d", adbc.OptionValueIngestModeCreate, b)
 	wantRows(t, query(t, cnxn, "SELECT (SELECT count(*) FROM `a$b`) + (SELECT count(*) FROM `c$d`)"), "2")
 }
+
+// TestLongColumnNamesRefused: a column or ROW field name over 1,024 bytes
+// is refused with SQLSTATE 42622 wherever it would be stored (CREATE
+// TABLE, CREATE TABLE AS, views, ALTER TABLE, bulk ingest), and nothing
+// is created or changed; 1,024 bytes is accepted. A 1 MB column name was
+// stored whole, in the schema file and every Parquet footer.
+func TestLongColumnNamesRefused(t *testing.T) {
+	ts := startServer(t, flightd.Options{})
+	cnxn := ts.connect(t, nil)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	long, ok := strings.Repeat("c", 1_000_000), strings.Repeat("c", 1024)
+
+	mustExec(t, cnxn, "CREATE TABLE keep (a INT)")
+	for _, q := range []string{
+		`CREATE TABLE t1 ("` + long + `" INT)`,
+		`CREATE TABLE t2 (a ROW<"` + long + `" INT>)`,
+		`CREATE TABLE t3 AS SELECT 1 AS "` + long + `"`,
+		`CREATE TABLE t4 AS SELECT CAST(ROW(1) AS ROW<"` + long + `" INT>) AS r`,
+		`CREATE VIEW v1 AS SELECT 1 AS "` + long + `"`,
+		`CREATE VIEW v2 ("` + long + `") AS SELECT 1`,
+		`ALTER TABLE keep ADD "` + long + `" INT`,
+		`ALTER TABLE keep RENAME a TO "` + long + `"`,
+		`ALTER TABLE keep ADD r ROW<"` + long + `" INT>`,
+	} {
+		_, err := tryQuery(cnxn, q)
+		if err == nil || !strings.Contains(err.Error(), "SQLSTATE 42622") || !strings.Contains(err.Error(), "1000000 bytes") || len(err.Error()) > 10_000 {
+			t.Errorf("%.60s: %.300v, want SQLSTATE 42622", q, err)
+		}
+	}
+	for _, f := range []arrow.Field{
+		{Name: long, Type: arrow.PrimitiveTypes.Int64},
+		{Name: "r", Type: arrow.StructOf(arrow.Field{Name: long, Type: arrow.PrimitiveTypes.Int64})},
+	} {
+		b := variantBatch(t, mem, []arrow.Field{f}, `[]`)
+		_, err := tryIngest(cnxn, "i1", adbc.OptionValueIngestModeCreate, b)
+		b.Release()
+		if err == nil || !strings.Contains(err.Error(), "SQLSTATE 42622") {
+			t.Errorf("ingest of a column %s: %.300v, want SQLSTATE 42622", f.Type, err)
+		}
+	}
+	wantRows(t, query(t, cnxn, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'default'"), "keep")
+	wantRows(t, query(t, cnxn, "SELECT column_name FROM information_schema.columns WHERE table_name = 'keep'"), "a")
+
+	mustExec(t, cnxn, `CREATE TABLE t5 ("`+ok+`" INT, r ROW<"`+ok+`" INT>)`)
+	mustExec(t, cnxn, `ALTER TABLE keep RENAME a TO "`+ok+`"`)
+	wantRows(t, query(t, cnxn, "SELECT count(*) FROM information_schema.columns WHERE length(column_name) = 1024"), "2")
+}
