@@ -130,6 +130,8 @@ func SQLState(err error) string {
 		return "22021"
 	case errors.Is(err, vectorized.ErrInvalidValue):
 		return "22018"
+	case errors.Is(err, vectorized.ErrDateRange):
+		return "22008"
 	case errors.Is(err, vectorized.ErrOverflow):
 		return "22003"
 	case errors.Is(err, tablestore.ErrConflict):
