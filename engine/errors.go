@@ -140,6 +140,8 @@ func SQLState(err error) string {
 		return "23502"
 	case errors.Is(err, tablestore.ErrNameTooLong):
 		return "42622"
+	case errors.Is(err, tablestore.ErrTooManyColumns):
+		return "54011"
 	case errors.Is(err, syscall.ENOSPC):
 		return "53100"
 	case errors.Is(err, exec.ErrMemoryLimit):

@@ -1,6 +1,7 @@
 package flightsql_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -91,4 +92,47 @@ func TestLongColumnNamesRefused(t *testing.T) {
 	mustExec(t, cnxn, `CREATE TABLE t5 ("`+ok+`" INT, r ROW<"`+ok+`" INT>)`)
 	mustExec(t, cnxn, `ALTER TABLE keep RENAME a TO "`+ok+`"`)
 	wantRows(t, query(t, cnxn, "SELECT count(*) FROM information_schema.columns WHERE length(column_name) = 1024"), "2")
+}
+
+// TestWideTablesRefused: a table of more than 10,000 columns cannot be
+// made by CREATE TABLE, CREATE TABLE AS, ALTER TABLE ADD or bulk ingest
+// (SQLSTATE 54011), and nothing is created; 10,000 columns work. One row
+// of 100,000 columns took 78 s to ingest.
+func TestWideTablesRefused(t *testing.T) {
+	ts := startServer(t, flightd.Options{})
+	cnxn := ts.connect(t, nil)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	cols := func(n int, typ string) string {
+		var b strings.Builder
+		for i := range n {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "c%d%s", i, typ)
+		}
+		return b.String()
+	}
+	mustExec(t, cnxn, "CREATE TABLE full10k ("+cols(10_000, " INT")+")")
+	for _, q := range []string{
+		"CREATE TABLE w1 (" + cols(10_001, " INT") + ")",
+		"CREATE TABLE w2 AS SELECT * FROM full10k, (SELECT 1 AS x)",
+		"ALTER TABLE full10k ADD x INT",
+	} {
+		if _, err := tryQuery(cnxn, q); err == nil || !strings.Contains(err.Error(), "SQLSTATE 54011") {
+			t.Errorf("%.40s: %.300v, want SQLSTATE 54011", q, err)
+		}
+	}
+	fields := make([]arrow.Field, 10_001)
+	vals := make([]string, len(fields))
+	for i := range fields {
+		fields[i], vals[i] = arrow.Field{Name: fmt.Sprintf("c%d", i), Type: arrow.PrimitiveTypes.Int32}, "[1]"
+	}
+	b := variantBatch(t, mem, fields, vals...)
+	defer b.Release()
+	if _, err := tryIngest(cnxn, "w3", adbc.OptionValueIngestModeCreate, b); err == nil || !strings.Contains(err.Error(), "SQLSTATE 54011") {
+		t.Errorf("ingest of 10,001 columns: %.300v, want SQLSTATE 54011", err)
+	}
+	wantRows(t, query(t, cnxn, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'default'"), "full10k")
+	wantRows(t, query(t, cnxn, "SELECT count(*) FROM information_schema.columns WHERE table_name = 'full10k'"), "10000")
 }

@@ -46,6 +46,9 @@ var (
 	// ErrNameTooLong: a column or ROW field name over MaxColumnName
 	// (SQLSTATE 42622). It wraps ErrInvalid.
 	ErrNameTooLong = fmt.Errorf("%w: name too long", ErrInvalid)
+	// ErrTooManyColumns: a table or result over MaxColumns columns
+	// (SQLSTATE 54011). It wraps ErrInvalid.
+	ErrTooManyColumns = fmt.Errorf("%w: too many columns", ErrInvalid)
 )
 
 // Ident names a table.
