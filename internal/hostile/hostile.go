@@ -291,6 +291,7 @@ func Statements() []Statement {
 		{"10 MB LIKE a 100,000-character pattern with _", "SELECT repeat('a', 10000000) LIKE '%' || repeat('a_', 50000) || 'b' FROM t", "54000"},
 		{"10 MB REGEXP_EXTRACT with a 100,000-character pattern", "SELECT REGEXP_EXTRACT(repeat('a', 10000000), repeat('a', 100000) || 'b') FROM t", "54000"},
 		{"100,000-way UNION ALL", "SELECT k FROM t" + strings.Repeat(" UNION ALL SELECT k FROM t", 100_000), "54001"},
+		{"JSON path 9,000 steps deep", "SELECT JSON_VALUE(repeat('{\"a\":', 9000) || '1' || repeat('}', 9000), '$' || repeat('.a', 9000)) FROM t", "54000"},
 		{"400,000-column select list", "SELECT k" + strings.Repeat(", 1", 400_000) + " FROM t", "54011"},
 		{"400,000-column VALUES", "SELECT * FROM (VALUES (1" + strings.Repeat(", 1", 400_000) + "))", "54011"},
 	}
