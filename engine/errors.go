@@ -130,12 +130,18 @@ func SQLState(err error) string {
 		return "22021"
 	case errors.Is(err, vectorized.ErrInvalidValue):
 		return "22018"
+	case errors.Is(err, vectorized.ErrDateRange):
+		return "22008"
 	case errors.Is(err, vectorized.ErrOverflow):
 		return "22003"
 	case errors.Is(err, tablestore.ErrConflict):
 		return "40001"
 	case errors.Is(err, tablestore.ErrNotNull):
 		return "23502"
+	case errors.Is(err, tablestore.ErrNameTooLong):
+		return "42622"
+	case errors.Is(err, tablestore.ErrTooManyColumns):
+		return "54011"
 	case errors.Is(err, syscall.ENOSPC):
 		return "53100"
 	case errors.Is(err, exec.ErrMemoryLimit):

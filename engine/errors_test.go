@@ -54,6 +54,7 @@ var classified = []struct {
 	{vectorized.ErrDivideByZero, engine.KindInvalid, "22012"},
 	{vectorized.ErrInvalidValue, engine.KindInvalid, "22018"},
 	{vectorized.ErrOverflow, engine.KindInvalid, "22003"},
+	{vectorized.ErrDateRange, engine.KindInvalid, "22008"},
 	{sql.Errorf(sql.Pos{Line: 1, Col: 8}, "no column x"), engine.KindInvalid, "42000"},
 	{sql.StateErrorf(sql.StateSyntax, sql.Pos{Line: 1, Col: 1}, "bad"), engine.KindInvalid, "42601"},
 	{tablestore.ErrCorrupt, engine.KindDataLoss, ""},

@@ -2,15 +2,20 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/flightd/flightd/engine"
+	"github.com/flightd/flightd/vectorized"
 )
 
 // TestCreateOrReplaceRacing replaces a table over and over (new rows, and
@@ -210,5 +215,49 @@ func TestCreateTableAsInTransaction(t *testing.T) {
 		if got := fmt.Sprint(rows(t, s, q)); got != want {
 			t.Errorf("%s after the rollback: %s, want %s", q, got, want)
 		}
+	}
+}
+
+// TestFailedCreateTableAsLeavesNothing: a CREATE TABLE ... AS (or CREATE OR
+// REPLACE on a new name) whose query fails midway leaves no directory in
+// the warehouse, and the name can be created again; a failed replace of an existing table keeps it. Before,
+// each left the table's directory with its schema, snapshot and manifest
+// directories.
+func TestFailedCreateTableAsLeavesNothing(t *testing.T) {
+	root := t.TempDir()
+	e := newEngineWith(t, engine.Config{CacheBytes: 64 << 20, Root: root})
+	s := e.NewSession()
+	mustExec(t, s, "CREATE TABLE src (x INT)")
+	mustExec(t, s, "INSERT INTO src SELECT CAST(x AS INT) FROM generate_series(1, 200000) g(x)")
+	mustExec(t, s, "INSERT INTO src VALUES (0)")
+	mustExec(t, s, "CREATE TABLE keep AS SELECT 1 AS a")
+	for _, q := range []string{
+		"CREATE TABLE c1 AS SELECT 10 / x AS y FROM src",
+		"CREATE OR REPLACE TABLE c2 AS SELECT 10 / x AS y FROM src",
+		"CREATE TABLE c3 PARTITIONED BY (p) WITH ('write-buffer-size' = '64kb') AS SELECT x % 7 AS p, 10 / x AS y FROM src",
+		"CREATE OR REPLACE TABLE keep AS SELECT 10 / x AS a FROM src",
+	} {
+		if _, err := exec(context.Background(), s, nil, q); !errors.Is(err, vectorized.ErrDivideByZero) {
+			t.Fatalf("%s: %v, want division by zero", q, err)
+		}
+	}
+	ents, err := os.ReadDir(filepath.Join(root, "default.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, d := range ents {
+		names = append(names, d.Name())
+	}
+	if got := strings.Join(names, " "); got != "keep src" {
+		t.Errorf("warehouse default.db holds %s, want keep src", got)
+	}
+	if got := fmt.Sprint(rows(t, s, "SELECT * FROM keep")); got != "[[1]]" {
+		t.Errorf("keep after a failed replace: %s", got)
+	}
+	mustExec(t, s, "CREATE TABLE c1 AS SELECT 1 AS y")
+	mustExec(t, s, "INSERT INTO c1 VALUES (2)")
+	if got := fmt.Sprint(rows(t, s, "SELECT sum(y) FROM c1")); got != "[[3]]" {
+		t.Errorf("c1 created again: %s", got)
 	}
 }

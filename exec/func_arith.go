@@ -210,10 +210,10 @@ func dateDays(op vectorized.ArithOp, swapped bool) kernel {
 				x = -x
 			}
 			r := int64(dv[i]) + x
-			if x > math.MaxInt32 || x < math.MinInt32 || r > math.MaxInt32 || r < math.MinInt32 {
+			if x > math.MaxInt32 || x < math.MinInt32 || vectorized.CheckDate(r) != nil {
 				out.Release()
 				v.Release()
-				return nil, fmt.Errorf("%w: date %s %s %d days", vectorized.ErrOverflow, vectorized.FormatValue(d, i), op, kv[i])
+				return nil, fmt.Errorf("%w: date %s %s %d days is outside 0000-01-01 to 9999-12-31", vectorized.ErrDateRange, vectorized.FormatValue(d, i), op, kv[i])
 			}
 			out.Vals[i] = int32(r)
 		}

@@ -386,9 +386,9 @@ func resolveToTimestampLTZ(types []arrow.DataType, args []Expr) (*impl, error) {
 					return 0, err
 				}
 				if epoch[i] > math.MaxInt64/m || epoch[i] < math.MinInt64/m {
-					return 0, fmt.Errorf("%w: to_timestamp_ltz(%d)", vectorized.ErrOverflow, epoch[i])
+					return 0, fmt.Errorf("%w: to_timestamp_ltz(%d)", vectorized.ErrDateRange, epoch[i])
 				}
-				return epoch[i] * m, nil
+				return epoch[i] * m, vectorized.CheckTimestamp(epoch[i]*m, arrow.Millisecond)
 			})
 		}}, nil
 	}
@@ -401,9 +401,9 @@ func resolveToTimestampLTZ(types []arrow.DataType, args []Expr) (*impl, error) {
 			}
 			ms := math.Trunc(epoch[i] * float64(m))
 			if math.IsNaN(ms) || math.Abs(ms) >= math.MaxInt64 {
-				return 0, fmt.Errorf("%w: to_timestamp_ltz(%v)", vectorized.ErrOverflow, epoch[i])
+				return 0, fmt.Errorf("%w: to_timestamp_ltz(%v)", vectorized.ErrDateRange, epoch[i])
 			}
-			return int64(ms), nil
+			return int64(ms), vectorized.CheckTimestamp(int64(ms), arrow.Millisecond)
 		})
 	}}, nil
 }

@@ -3,7 +3,6 @@ package exec
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"regexp"
@@ -387,19 +386,11 @@ func resolveJSONExists(types []arrow.DataType, args []Expr) (*impl, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &impl{ret: boolType, args: st, fn: func(_ context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
-		path := jsonPathCache()
+	return &impl{ret: boolType, args: st, fn: func(ctx context.Context, ec *Context, a []arrow.Array, n int) (arrow.Array, error) {
+		paths := newJSONPaths(ctx)
 		return vectorized.MapBools(ec.Mem, a, n, func(i int) (bool, error) {
-			steps, err := path(vectorized.StringAt(a[1], i))
-			if err != nil {
-				return false, err
-			}
-			doc := []byte(vectorized.StringAt(a[0], i))
-			if !json.Valid(doc) {
-				return false, nil
-			}
-			v, found := jsonSelect(doc, steps)
-			return found && string(bytes.TrimSpace(v)) != "null", nil
+			v, found, err := paths.find([]byte(vectorized.StringAt(a[0], i)), vectorized.StringAt(a[1], i))
+			return found && string(bytes.TrimSpace(v)) != "null", err
 		})
 	}}, nil
 }

@@ -683,11 +683,11 @@ func resolveFromUnixtime(types []arrow.DataType, _ []Expr) (*impl, error) {
 		v := vectorized.AndValidity(ec.Mem, n, a[0])
 		out := vectorized.NewFixedOut[int64](ec.Mem, n)
 		for i := range out.Vals {
-			if secs[i] > math.MaxInt64/1_000_000 || secs[i] < math.MinInt64/1_000_000 {
+			if vectorized.CheckTimestamp(secs[i], arrow.Second) != nil {
 				if v.IsValid(i) {
 					out.Release()
 					v.Release()
-					return nil, fmt.Errorf("%w: from_unixtime(%d)", vectorized.ErrOverflow, secs[i])
+					return nil, fmt.Errorf("%w: from_unixtime(%d) is outside years 0000 to 9999", vectorized.ErrDateRange, secs[i])
 				}
 				continue
 			}

@@ -66,3 +66,42 @@ func TestLongErrorClipped(t *testing.T) {
 		t.Errorf("%d bytes, valid UTF-8 %v: %.300q ... %q", len(msg), utf8.ValidString(msg), msg, msg[max(0, len(msg)-300):])
 	}
 }
+
+// TestDatesPastYear9999Refused: date and timestamp arithmetic, casts and
+// epoch conversions that leave years 0000 to 9999 (Flink's DATE and
+// TIMESTAMP range, what literals can write) fail with SQLSTATE 22008 and
+// write nothing; the last day and second of the range still work. `DATE
+// '9999-12-31' + INTERVAL '1' DAY` gave 10000-01-01, which no literal can
+// write and pyarrow could not read.
+func TestDatesPastYear9999Refused(t *testing.T) {
+	ts := startServer(t, flightsql.Options{})
+	cnxn := ts.connect(t, nil)
+	mustExec(t, cnxn, "CREATE TABLE d (x DATE, ts TIMESTAMP(3))")
+	for _, q := range []string{
+		"SELECT DATE '9999-12-31' + INTERVAL '1' DAY",
+		"SELECT DATE '9999-12-01' + INTERVAL '1' MONTH",
+		"SELECT DATE '0000-01-01' - INTERVAL '1' DAY",
+		"SELECT DATE '9999-12-31' + 1",
+		"SELECT 1 + DATE '9999-12-31'",
+		"SELECT DATE '0000-01-01' - 1",
+		"SELECT TIMESTAMP '9999-12-31 23:59:59' + INTERVAL '1' SECOND",
+		"SELECT TIMESTAMPADD(DAY, 1, DATE '9999-12-31')",
+		"SELECT TIMESTAMPADD(YEAR, -1, TIMESTAMP '0000-06-01 00:00:00')",
+		"SELECT CAST('9999-12-31 23:00:00-05:00' AS TIMESTAMP)",
+		"SELECT CAST('9999-12-31 23:00:00-05:00' AS DATE)",
+		"SELECT CAST(DATE '9999-12-31' AS TIMESTAMP(9))",
+		"SELECT TO_TIMESTAMP_LTZ(253402300800000)",
+		"SELECT FROM_UNIXTIME(253402300800)",
+		"INSERT INTO d VALUES (DATE '9999-12-31' + INTERVAL '1' DAY, NULL)",
+		"INSERT INTO d SELECT NULL, ts + INTERVAL '1' DAY FROM (VALUES (TIMESTAMP '9999-12-31 00:00:00.000')) v(ts)",
+	} {
+		_, err := tryQuery(cnxn, q)
+		if err == nil || !strings.Contains(err.Error(), "SQLSTATE 22008") || !strings.Contains(err.Error(), "InvalidArgument") {
+			t.Errorf("%s: %v, want InvalidArgument with SQLSTATE 22008", q, err)
+		}
+	}
+	wantRows(t, query(t, cnxn, "SELECT count(*) FROM d"), "0")
+	wantRows(t, query(t, cnxn, "SELECT DATE '9999-12-30' + INTERVAL '1' DAY, DATE '0000-01-02' - 1, "+
+		"TIMESTAMP '9999-12-31 23:59:58' + INTERVAL '1' SECOND, TO_TIMESTAMP_LTZ(253402300799999)"),
+		"9999-12-31,0000-01-01,9999-12-31T23:59:59,9999-12-31T23:59:59.999Z")
+}

@@ -16,6 +16,8 @@ const (
 	stateUndefinedField   = "42703" // undefined_column: no such field
 	stateDatatypeMismatch = "42804" // a field of a non-row, an index of a non-array
 	stateNotNull          = "23502" // not_null_violation: a NOT NULL column without a value
+	stateNameTooLong      = "42622" // name_too_long: a view's column name
+	stateTooManyColumns   = "54011" // too_many_columns: a select list or VALUES row
 )
 
 func (b *binder) failState(state string, pos sql.Pos, format string, args ...any) {

@@ -307,8 +307,17 @@ func (b *binder) castCols(n Node, types []arrow.DataType, pos sql.Pos) Node {
 	return &ProjectNode{Input: n, Exprs: exprs, Cols: out}
 }
 
+// checkColumnCount refuses a select list or VALUES row of more than
+// tablestore.MaxColumns columns, as soon as it passes the bound.
+func (b *binder) checkColumnCount(pos sql.Pos, what string, n int) {
+	if err := tablestore.CheckColumnCount(what, n); err != nil {
+		b.failState(stateTooManyColumns, pos, "%v", err)
+	}
+}
+
 func (b *binder) bindValues(v *sql.Values, hints []arrow.DataType) Node {
 	width := len(v.Rows[0])
+	b.checkColumnCount(v.Pos, "a VALUES row", width)
 	rows := make([][]Expr, len(v.Rows))
 	sc := &scope{}
 	for i, r := range v.Rows {
@@ -494,8 +503,10 @@ func (b *binder) bindSelect(sel *sql.Select, outer *scope, orderBy []*sql.OrderI
 			if n == 0 {
 				b.fail(st.Pos, "%s matches no columns", sql.Format(st))
 			}
+			b.checkColumnCount(st.Pos, "the select list", len(exprs))
 			continue
 		}
+		b.checkColumnCount(it.Expr.Position(), "the select list", len(exprs)+1)
 		var hint arrow.DataType
 		if i < len(hints) {
 			hint = hints[i]

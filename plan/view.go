@@ -63,6 +63,19 @@ func (b *binder) bindCreateView(s *sql.CreateView) Statement {
 		b.fail(s.As.Pos, "a view cannot have parameters")
 	}
 	cols := n.Columns()
+	names := s.Columns
+	if names == nil {
+		names = make([]string, len(cols))
+		for i, c := range cols {
+			names[i] = c.Name
+		}
+	}
+	// The names are a view's columns as a table's are: bounded alike.
+	for _, name := range names {
+		if err := tablestore.CheckNameLength("column", name); err != nil {
+			b.failState(stateNameTooLong, s.Pos, "view %s: %v", id, err)
+		}
+	}
 	if s.Columns != nil {
 		if len(s.Columns) != len(cols) {
 			b.fail(s.Pos, "view %s names %d columns but its query produces %d", id, len(s.Columns), len(cols))

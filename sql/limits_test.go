@@ -124,3 +124,17 @@ func TestUnexpectedCharacterQuoted(t *testing.T) {
 		}
 	}
 }
+
+// TestParamLimit: MaxParams placeholders parse, one more is refused with
+// 54000 (450,000 ? made a 23 MB parameter schema that clients refuse).
+func TestParamLimit(t *testing.T) {
+	ok := "SELECT 1 WHERE 3 IN (?" + strings.Repeat(", ?", MaxParams-1) + ")"
+	if _, err := ParseOne(ok); err != nil {
+		t.Fatalf("%d parameters: %v", MaxParams, err)
+	}
+	_, err := ParseOne("SELECT 1 WHERE 3 IN (?" + strings.Repeat(", ?", MaxParams) + ")")
+	var e *Error
+	if !errors.As(err, &e) || e.SQLState != StateTooLarge || !strings.Contains(e.Error(), "more than 65535 parameters") {
+		t.Fatalf("%d parameters: want SQLSTATE %s, got %v", MaxParams+1, StateTooLarge, err)
+	}
+}

@@ -13,6 +13,11 @@ import (
 // since a chain of n links builds a tree n deep.
 const MaxDepth = 1000
 
+// MaxParams bounds a statement's parameters (? or $n), as Postgres' wire
+// protocol does: each is a field of the parameter schema a prepare sends
+// back, and 450,000 made a 23 MB answer that clients refuse.
+const MaxParams = 65535
+
 // MaxTables bounds the table references (tables, subqueries, VALUES,
 // functions in FROM) of one statement: join ordering and the optimizer's
 // rules cost more than linear time in them (900 tables took minutes to
@@ -1828,7 +1833,9 @@ func (p *parser) param(t token) Expr {
 		if p.dollar {
 			p.failf(t.pos, "cannot mix ? and $n placeholders")
 		}
-		p.nQmark++
+		if p.nQmark++; p.nQmark > MaxParams {
+			panic(bailout{StateErrorf(StateTooLarge, t.pos, "statement too large: more than %d parameters", MaxParams)})
+		}
 		return &Param{Pos: t.pos, Index: p.nQmark}
 	}
 	if p.nQmark > 0 {
@@ -1836,7 +1843,7 @@ func (p *parser) param(t token) Expr {
 	}
 	p.dollar = true
 	n, err := strconv.Atoi(t.text[1:])
-	if err != nil || n < 1 || n > 65535 {
+	if err != nil || n < 1 || n > MaxParams {
 		p.failf(t.pos, "invalid placeholder %s", t.text)
 	}
 	return &Param{Pos: t.pos, Index: n}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -339,5 +342,45 @@ func TestManifestOfDroppedTable(t *testing.T) {
 	_, err = st.decodeManifest(name, data)
 	if !errors.Is(err, ErrTableNotFound) || errors.Is(err, ErrCorrupt) {
 		t.Fatalf("decoding a manifest of a dropped table: %v; want table not found, not corrupt", err)
+	}
+}
+
+// TestStageTableAbortedLeavesNothing: an aborted create (CREATE TABLE ...
+// AS whose query failed) removes the table's directory, with the data
+// files it had flushed, unless another create of the name has published
+// its schema meanwhile: that one still commits. Before, the directory
+// stayed with its schema, snapshot, manifest and bucket directories.
+func TestStageTableAbortedLeavesNothing(t *testing.T) {
+	ctx := context.Background()
+	mem := newMem(t)
+	dir := t.TempDir()
+	s := openStore(t, NewLocalFS(), dir, mem)
+	defer s.Close()
+	must(t, s.CreateDatabase(ctx, "db", false))
+	id := Ident{"db", "n"}
+	tableDir := filepath.Join(dir, "db.db", "n")
+
+	a := stage(t, s, id, false, [][]any{{1}})
+	must(t, a.flush(ctx))
+	b := stage(t, s, id, false, [][]any{{2}})
+	must(t, b.flush(ctx))
+	a.Abort()
+	if _, err := b.Commit(ctx); err != nil {
+		t.Fatalf("commit of a create staged beside an aborted one: %v", err)
+	}
+	tbl, err := s.Table(ctx, id)
+	must(t, err)
+	eqRows(t, scanAll(t, tbl, ScanSpec{}), "2")
+
+	must(t, s.DropTable(ctx, id, false))
+	c := stage(t, s, id, false, [][]any{{3}})
+	must(t, c.flush(ctx))
+	c.Abort()
+	if _, err := os.Stat(tableDir); !errors.Is(err, fs.ErrNotExist) {
+		ents, _ := os.ReadDir(tableDir)
+		t.Fatalf("aborted create left %s: %v (%d entries)", tableDir, err, len(ents))
+	}
+	if _, err := s.CreateTable(ctx, id, TableDef{Schema: kvSchema}, false); err != nil {
+		t.Fatalf("create after an aborted create: %v", err)
 	}
 }

@@ -547,24 +547,36 @@ func (s *Store) StageTable(ctx context.Context, id Ident, def TableDef, replace 
 		return nil, err
 	}
 	for attempt := 0; ; attempt++ {
-		err := st.makeDirs()
-		if err == nil {
-			if sch.ID, err = st.nextSchemaID(); err != nil {
-				return nil, err
-			}
-			sch.Origin = sch.ID
-			err = st.publishSchema(sch)
-		}
-		if err == nil {
+		if err := st.publishStaged(sch); err == nil {
 			break
-		}
-		if st, err = s.afterPublishFailed(id, st, err, attempt); err != nil {
+		} else if st, err = s.afterPublishFailed(id, st, err, attempt); err != nil {
 			return nil, fmt.Errorf("create table %s: %w", id, err)
 		}
 	}
 	w := (&Table{st: st, schema: sch}).NewWrite(WriteOptions{Overwrite: true})
 	w.staged, w.createOnly = sch, !replace
 	return w, nil
+}
+
+// publishStaged makes the table's directories and publishes sch, staged,
+// above every schema there, under the locks an abandoned stage removes
+// the directories under (tableState.abandonStaged).
+func (st *tableState) publishStaged(sch *tableSchema) (err error) {
+	st.commitMu.Lock()
+	defer st.commitMu.Unlock()
+	unlock, err := st.lockSchemaChange()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := st.makeDirs(); err != nil {
+		return err
+	}
+	if sch.ID, err = st.nextSchemaID(); err != nil {
+		return err
+	}
+	sch.Origin = sch.ID
+	return st.publishSchema(sch)
 }
 
 func validateIdent(id Ident) error {

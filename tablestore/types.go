@@ -43,6 +43,12 @@ var (
 	// ErrNotNull: a NULL for a NOT NULL column, a primary key column
 	// among them (SQLSTATE 23502). It wraps ErrInvalid.
 	ErrNotNull = fmt.Errorf("%w: NOT NULL violated", ErrInvalid)
+	// ErrNameTooLong: a column or ROW field name over MaxColumnName
+	// (SQLSTATE 42622). It wraps ErrInvalid.
+	ErrNameTooLong = fmt.Errorf("%w: name too long", ErrInvalid)
+	// ErrTooManyColumns: a table or result over MaxColumns columns
+	// (SQLSTATE 54011). It wraps ErrInvalid.
+	ErrTooManyColumns = fmt.Errorf("%w: too many columns", ErrInvalid)
 )
 
 // Ident names a table.
@@ -141,6 +147,9 @@ func typeString(dt arrow.DataType) (string, error) {
 		b.WriteString("ROW<")
 		seen := make(map[string]bool, t.NumFields())
 		for i, f := range t.Fields() {
+			if err := CheckNameLength("field", f.Name); err != nil {
+				return "", err
+			}
 			if seen[f.Name] {
 				return "", fmt.Errorf("%w: type %s not supported by the table store: duplicate field %q", ErrInvalid, dt, f.Name)
 			}

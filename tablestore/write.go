@@ -1009,19 +1009,53 @@ func (w *Write) Abort() {
 	st := w.t.st
 	st.removeUncommitted(append(w.pending, w.logs...))
 	if w.staged != nil {
-		_ = st.fs().Remove(joinPath(st.dir, "schema", "schema-"+strconv.FormatInt(w.staged.ID, 10)))
+		st.abandonStaged(w.staged.ID, w.dirs)
 		w.staged = nil
 	} else if _, err := st.latestSchema(); errors.Is(err, ErrTableNotFound) && len(w.dirs) > 0 {
-		dirs := slices.Collect(maps.Keys(w.dirs))
-		slices.SortFunc(dirs, func(a, b string) int { return len(b) - len(a) }) // deepest first
-		for _, d := range dirs {
-			for ; len(d) > len(st.dir); d = path.Dir(d) {
-				_ = st.fs().Remove(d)
-			}
-		}
-		_ = st.fs().Remove(st.dir)
+		st.removeEmptyDirs(w.dirs)
 	}
 	w.reset()
+}
+
+// abandonStaged removes the schema a staged create or replace published
+// and, when no other schema is left (the table did not exist, and no other
+// create of it has published), the table's directories: an aborted CREATE
+// TABLE ... AS left an empty table directory behind. It holds the locks
+// StageTable publishes under, so another create either published first
+// (and the directories stay) or makes them again after.
+func (st *tableState) abandonStaged(id int64, dirs map[string]bool) {
+	st.commitMu.Lock()
+	defer st.commitMu.Unlock()
+	fsys := st.fs()
+	_ = fsys.Remove(joinPath(st.dir, "schema", "schema-"+strconv.FormatInt(id, 10)))
+	unlock, err := st.lockSchemaChange()
+	if err != nil {
+		return
+	}
+	defer unlock()
+	if names, err := fsys.List(joinPath(st.dir, "schema")); err != nil || len(schemaIDs(names)) > 0 {
+		return
+	}
+	st.removeEmptyDirs(dirs, "schema", "snapshot", "manifest")
+}
+
+// removeEmptyDirs removes the directories a write made (dirs, then their
+// parents up to the table's), the table's subdirectories subs and the
+// table's directory, each only if empty: what another writer put there
+// stays.
+func (st *tableState) removeEmptyDirs(dirs map[string]bool, subs ...string) {
+	fsys := st.fs()
+	paths := slices.Collect(maps.Keys(dirs))
+	slices.SortFunc(paths, func(a, b string) int { return len(b) - len(a) }) // deepest first
+	for _, d := range paths {
+		for ; len(d) > len(st.dir); d = path.Dir(d) {
+			_ = fsys.Remove(d)
+		}
+	}
+	for _, sub := range subs {
+		_ = fsys.Remove(joinPath(st.dir, sub))
+	}
+	_ = fsys.Remove(st.dir)
 }
 
 // removeUncommitted removes files written and never committed, and the

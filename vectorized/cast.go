@@ -607,7 +607,7 @@ func parseAppender(str func(int) string, b array.Builder) (func(i int) error, er
 				d = int32(floorDiv(t.Unix(), 86400))
 			}
 			bb.Append(arrow.Date32(d))
-			return nil
+			return CheckDate(int64(d)) // a zone can move 9999-12-31 past it
 		}, nil
 	case *array.TimestampBuilder:
 		ts := to.(*arrow.TimestampType)
@@ -619,11 +619,8 @@ func parseAppender(str func(int) string, b array.Builder) (func(i int) error, er
 			// TimeToTimestamp wraps past the unit's range (nanoseconds:
 			// 1678 to 2262).
 			v, err := TimeValue(t, ts)
-			if err != nil {
-				return ErrOverflow
-			}
 			bb.Append(arrow.Timestamp(v))
-			return nil
+			return err
 		}, nil
 	case *array.MonthDayNanoIntervalBuilder:
 		return func(i int) error {
@@ -672,6 +669,15 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
+// unitRange says that a date or timestamp overflowed the ticks of the
+// timestamp type to (nanoseconds hold 1678 to 2261 only).
+func unitRange(err error, to arrow.DataType) error {
+	if err != nil {
+		return fmt.Errorf("%w: outside the range of %s", ErrDateRange, to)
+	}
+	return nil
+}
+
 func temporalAppender(a arrow.Array, b array.Builder) (func(i int) error, error) {
 	to := b.Type()
 	switch src := a.(type) {
@@ -682,7 +688,7 @@ func temporalAppender(a arrow.Array, b array.Builder) (func(i int) error, error)
 			return func(i int) error {
 				v, err := checkedInt(Mul, int64(src.Value(i)), 86400*UnitsPerSecond(unit))
 				bb.Append(arrow.Timestamp(v))
-				return err
+				return unitRange(err, to)
 			}, nil
 		}
 	case *array.Timestamp:
@@ -702,7 +708,7 @@ func temporalAppender(a arrow.Array, b array.Builder) (func(i int) error, error)
 				if t >= f {
 					r, err := checkedInt(Mul, v, t/f)
 					bb.Append(arrow.Timestamp(r))
-					return err
+					return unitRange(err, to)
 				}
 				bb.Append(arrow.Timestamp(floorDiv(v, f/t)))
 				return nil

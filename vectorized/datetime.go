@@ -34,22 +34,54 @@ func TimeAt(a arrow.Array, i int) time.Time {
 	return time.Time{}
 }
 
-// TimeValue converts t back to the raw value of a date or timestamp type.
+// ErrDateRange reports a date or timestamp outside years 0000 to 9999, or
+// its type's ticks (SQLSTATE 22008, datetime_field_overflow). It wraps
+// ErrOverflow.
+var ErrDateRange = fmt.Errorf("%w: datetime out of range", ErrOverflow)
+
+// Dates and timestamps are kept to years 0000 to 9999, Flink's range for
+// DATE and TIMESTAMP: what SQL literals and text casts can write and what
+// clients' date types read. `DATE '9999-12-31' + INTERVAL '1' DAY` made a
+// date in year 10000 that pyarrow could not convert.
+const (
+	MinDateDays = -719528 // 0000-01-01, in days since 1970-01-01
+	MaxDateDays = 2932896 // 9999-12-31
+)
+
+// CheckDate refuses a date (days since 1970-01-01) outside years 0000 to
+// 9999.
+func CheckDate(days int64) error {
+	if days < MinDateDays || days > MaxDateDays {
+		return fmt.Errorf("%w: date %d days from 1970-01-01 is outside 0000-01-01 to 9999-12-31", ErrDateRange, days)
+	}
+	return nil
+}
+
+// CheckTimestamp refuses a timestamp of unit outside years 0000 to 9999
+// (in UTC).
+func CheckTimestamp(v int64, unit arrow.TimeUnit) error {
+	if sec := floorDiv(v, UnitsPerSecond(unit)); sec < MinDateDays*86400 || sec >= (MaxDateDays+1)*86400 {
+		return fmt.Errorf("%w: timestamp %d s from 1970-01-01 is outside 0000-01-01 to 9999-12-31", ErrDateRange, sec)
+	}
+	return nil
+}
+
+// TimeValue converts t back to the raw value of a date or timestamp type;
+// outside years 0000 to 9999 (or the unit's int64 range) it is
+// ErrDateRange.
 func TimeValue(t time.Time, dt arrow.DataType) (int64, error) {
+	if y := t.UTC().Year(); y < 0 || y > 9999 {
+		return 0, fmt.Errorf("%w: %s is outside years 0000 to 9999", ErrDateRange, t.UTC().Format(time.DateTime))
+	}
 	switch x := dt.(type) {
 	case *arrow.Date32Type:
 		y, m, d := t.Date()
-		days := floorDiv(time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix(), 86400)
-		if days > math.MaxInt32 || days < math.MinInt32 {
-			return 0, fmt.Errorf("%w: date %s out of range", ErrOverflow, t.Format(time.DateOnly))
-		}
-		return days, nil
+		return floorDiv(time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix(), 86400), nil
 	case *arrow.TimestampType:
-		// The ticks must fit an int64 (seconds up to ±292 billion years,
-		// microseconds up to year 294,246, nanoseconds 1678 to 2261).
+		// The ticks must fit an int64 (nanoseconds: 1678 to 2261).
 		limit := math.MaxInt64 / UnitsPerSecond(x.Unit)
 		if sec := t.Unix(); sec >= limit || sec <= -limit {
-			return 0, fmt.Errorf("%w: timestamp %s out of range", ErrOverflow, t)
+			return 0, fmt.Errorf("%w: timestamp %s out of range of %s", ErrDateRange, t, x)
 		}
 		return TimeToTimestamp(t, x.Unit), nil
 	}
@@ -195,7 +227,7 @@ func DateAdd(unit string, n int64, t time.Time) (time.Time, error) {
 const maxAddDays = 1 << 32
 
 func errAddOverflow(t time.Time, n int64, unit string) error {
-	return fmt.Errorf("%w: %s plus %d %s is out of range", ErrOverflow, t.Format(time.DateTime), n, unit)
+	return fmt.Errorf("%w: %s plus %d %s is out of range", ErrDateRange, t.Format(time.DateTime), n, unit)
 }
 
 // shiftMonths adds n times per months.

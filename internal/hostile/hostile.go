@@ -266,7 +266,8 @@ type Statement struct {
 // Statements are the statements that overflowed the stack, ran for
 // minutes (issue 10) or made the server allocate until the kernel killed it
 // (10 GB from one REGEXP_REPLACE, 250 GB of a running window LISTAGG, 60 GB
-// of one CONCAT_WS, 12 GB of arguments held at once), over
+// of one CONCAT_WS, 12 GB of arguments held at once; 2.3 GB and a 285 MB
+// schema for 400,000 columns), over
 // a table t with a BIGINT column k and two rows; 53200 needs a query memory
 // budget well under the machine's.
 func Statements() []Statement {
@@ -292,6 +293,9 @@ func Statements() []Statement {
 		{"10 MB LIKE a 100,000-character pattern with _", "SELECT repeat('a', 10000000) LIKE '%' || repeat('a_', 50000) || 'b' FROM t", "54000"},
 		{"10 MB REGEXP_EXTRACT with a 100,000-character pattern", "SELECT REGEXP_EXTRACT(repeat('a', 10000000), repeat('a', 100000) || 'b') FROM t", "54000"},
 		{"100,000-way UNION ALL", "SELECT k FROM t" + strings.Repeat(" UNION ALL SELECT k FROM t", 100_000), "54001"},
+		{"JSON path 9,000 steps deep", "SELECT JSON_VALUE(repeat('{\"a\":', 9000) || '1' || repeat('}', 9000), '$' || repeat('.a', 9000)) FROM t", "54000"},
+		{"400,000-column select list", "SELECT k" + strings.Repeat(", 1", 400_000) + " FROM t", "54011"},
+		{"400,000-column VALUES", "SELECT * FROM (VALUES (1" + strings.Repeat(", 1", 400_000) + "))", "54011"},
 	}
 }
 

@@ -45,7 +45,7 @@ var flinkDifferences = map[string]string{
 	"functions.slt:560":   "OVERLAY from a position past the end appends in flightd (as Postgres); Flink returns the string unchanged",
 	"functions.slt:574":   "TIMESTAMP literals with 1-2 or 4-5 fractional digits are TIMESTAMP(3) or (6) in flightd (Arrow's units), so CAST to STRING pads to 3 or 6 digits",
 	"functions.slt:585":   "CEIL(ts TO WEEK) of a time after midnight on a Sunday is the next Sunday in flightd; Flink ignores the time of day",
-	"functions.slt:603":   "an epoch past TIMESTAMP's range is an overflow error (22003) in flightd; Flink returns a wrapped value",
+	"functions.slt:603":   "an epoch past TIMESTAMP's range is an overflow error (22008) in flightd; Flink returns a wrapped value",
 	"functions.slt:621":   "TRY_CAST of a number out of the type's range is NULL in flightd; Flink wraps it (300 AS TINYINT is 44)",
 	"functions.slt:626":   "TRUNCATE keeps a DECIMAL's scale in flightd; Flink types TRUNCATE(x, n) with scale n",
 	"functions.slt:686":   "UNIX_TIMESTAMP of a string that is no timestamp is an error in flightd; Flink returns BIGINT's minimum",
