@@ -305,3 +305,79 @@ func TestFooterBounds(t *testing.T) {
 		b1.Release()
 	}
 }
+
+// TestStatsOutliveBatch: a file's manifest entry (its value bounds, keys
+// and partition) holds no string of the batch it was written from: the
+// batch's buffers overwritten after the commit (a client's message freed
+// and reused) leave the entry as it was. They pointed into the batch once,
+// which kept every commit's message alive for as long as its manifest
+// entry.
+func TestStatsOutliveBatch(t *testing.T) {
+	ctx := context.Background()
+	s, mem, _ := newTestStore(t)
+	sch := arrow.NewSchema([]arrow.Field{
+		{Name: "p", Type: arrow.BinaryTypes.String},
+		{Name: "k", Type: arrow.BinaryTypes.String},
+		{Name: "v", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	for i, def := range []TableDef{
+		{Schema: sch, PrimaryKey: []string{"p", "k"}, PartitionKeys: []string{"p"}},
+		{Schema: sch, PrimaryKey: []string{"p", "k"}},
+		{Schema: sch, PartitionKeys: []string{"p"}},
+		{Schema: sch},
+		{Schema: sch}, // a commit too small for file statistics
+	} {
+		def.Options = map[string]string{"write-only": "true"}
+		name := fmt.Sprintf("t%d", i)
+		n := 2000
+		if i == 4 {
+			n = 20
+		}
+		tbl, err := s.CreateTable(ctx, Ident{"db", name}, def, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows [][]any
+		for j := range n {
+			rows = append(rows, []any{"part", fmt.Sprintf("key-%05d", j), fmt.Sprintf("value-%05d", n-j)})
+		}
+		rec := makeBatch(t, mem, sch, rows)
+		w := tbl.NewWrite(WriteOptions{})
+		if err := w.Write(ctx, rec, Insert); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		render := func() string {
+			var b strings.Builder
+			for _, e := range liveEntries(t, tbl) {
+				fmt.Fprintf(&b, "part %s keys %s %s;", datumsStr(e.Partition), datumsStr(e.File.MinKey), datumsStr(e.File.MaxKey))
+				for _, cs := range e.File.ValueStats {
+					fmt.Fprintf(&b, " %s..%s", datumStr(cs.Min), datumStr(cs.Max))
+				}
+			}
+			return strings.Clone(b.String())
+		}
+		before := render()
+		for _, c := range rec.Columns() {
+			for _, b := range c.Data().Buffers() {
+				if b != nil {
+					clear(b.Bytes())
+				}
+			}
+		}
+		if after := render(); after != before {
+			t.Fatalf("%s: the manifest entry changed with the batch's buffers:\n%s\nwas\n%s", name, after, before)
+		}
+		rec.Release()
+	}
+}
+
+func datumsStr(ds []datum) string {
+	var parts []string
+	for _, d := range ds {
+		parts = append(parts, datumStr(&d))
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}

@@ -230,7 +230,7 @@ func (d *dataWriter) describe(out arrow.RecordBatch) {
 			var ds []datum
 			for _, k := range sch.PrimaryKeys {
 				d, _ := datumAt(out.Column(sys+sch.fieldIndex(k)), row)
-				ds = append(ds, d)
+				ds = append(ds, keptDatum(d))
 			}
 			return ds
 		}

@@ -234,7 +234,7 @@ func boundsStats(id int, a arrow.Array, lo, hi int) colStats {
 	mn, _ := datumAt(a, lo)
 	mx, _ := datumAt(a, hi)
 	st := colStats{ID: id, NullCount: int64(a.NullN())}
-	st.Min, st.Max = clipBounds(mn, mx)
+	st.Min, st.Max = clipBounds(keptDatum(mn), keptDatum(mx))
 	return st
 }
 
