@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -205,4 +207,177 @@ func BenchmarkColumnStatsString(b *testing.B) {
 	for b.Loop() {
 		columnStats(1, a)
 	}
+}
+
+// TestFooterBounds: the bounds of string and binary columns taken from
+// the Parquet footer's chunk statistics (footerBounds) are those of
+// comparing every value, for random sliced columns with NULLs (all-NULL
+// and long values included) written as one or several row groups, into an
+// append table (large and small commits, whose files keep statistics or
+// not) and into a key table's level 0 (statistics for the key only). A
+// value longer than Parquet keeps statistics of leaves the bounds unknown.
+func TestFooterBounds(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 9))
+	ctx := context.Background()
+	s, mem, _ := newTestStore(t)
+	render := func(cs colStats) string {
+		return fmt.Sprintf("nulls %d min %s max %s", cs.NullCount, datumStr(cs.Min), datumStr(cs.Max))
+	}
+	for iter := range 60 {
+		n := 1 + rng.IntN(3000)
+		s1 := randomBytesColumn(rng, mem, false, n+n/2)
+		b1 := randomBytesColumn(rng, mem, true, n+n/2)
+		n = min(s1.Len(), b1.Len())
+		if n == 0 {
+			s1.Release()
+			b1.Release()
+			continue
+		}
+		sl := func(a arrow.Array) arrow.Array {
+			defer a.Release()
+			return array.NewSlice(a, 0, int64(n))
+		}
+		s1, b1 = sl(s1), sl(b1)
+		if iter%7 == 3 {
+			// A value beyond Parquet's 4,096-byte statistics.
+			sb := array.NewStringBuilder(mem)
+			for i := range n {
+				if i == n/2 {
+					sb.Append(strings.Repeat("z", 5000))
+				} else {
+					sb.Append(s1.(*array.String).Value(i))
+				}
+			}
+			s1.Release()
+			s1 = sb.NewArray()
+			sb.Release()
+		}
+		ib := array.NewInt64Builder(mem)
+		for i := range n {
+			ib.Append(int64(iter*10000 + i))
+		}
+		k := ib.NewArray()
+		ib.Release()
+		sch := arrow.NewSchema([]arrow.Field{
+			{Name: "k", Type: arrow.PrimitiveTypes.Int64},
+			{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+			{Name: "b", Type: arrow.BinaryTypes.Binary, Nullable: true},
+		}, nil)
+		rec := array.NewRecordBatch(sch, []arrow.Array{k, s1, b1}, int64(n))
+		var pk []string
+		if iter%3 == 2 {
+			pk = []string{"k"}
+		}
+		opts := map[string]string{"file.row-group-rows": strconv.Itoa(1 + rng.IntN(n)), "write-only": "true"}
+		tbl, err := s.CreateTable(ctx, Ident{"db", fmt.Sprintf("t%d", iter)}, TableDef{Schema: sch, PrimaryKey: pk, Options: opts}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := tbl.NewWrite(WriteOptions{})
+		if err := w.Write(ctx, rec, Insert); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		live := liveEntries(t, tbl)
+		if len(live) != 1 {
+			t.Fatalf("iter %d: %d files, want 1", iter, len(live))
+		}
+		for c, col := range []arrow.Array{s1, b1} {
+			got := live[0].File.ValueStats[1+c]
+			want := columnStats(got.ID, col)
+			ok := render(got) == render(want)
+			if lo, hi := compareBounds(col); !ok && c == 0 && lo >= 0 && max(len(cellString(col, lo)), len(cellString(col, hi))) > 4096 {
+				// Parquet kept no bound of this file's.
+				want.Min, want.Max = nil, nil
+				ok = render(got) == render(want)
+			}
+			if !ok {
+				t.Fatalf("iter %d (%d rows, %s, key %v): column %d: got %s, want %s", iter, n, opts, pk, c, render(got), render(want))
+			}
+		}
+		rec.Release()
+		k.Release()
+		s1.Release()
+		b1.Release()
+	}
+}
+
+// TestStatsOutliveBatch: a file's manifest entry (its value bounds, keys
+// and partition) holds no string of the batch it was written from: the
+// batch's buffers overwritten after the commit (a client's message freed
+// and reused) leave the entry as it was. They pointed into the batch once,
+// which kept every commit's message alive for as long as its manifest
+// entry.
+func TestStatsOutliveBatch(t *testing.T) {
+	ctx := context.Background()
+	s, mem, _ := newTestStore(t)
+	sch := arrow.NewSchema([]arrow.Field{
+		{Name: "p", Type: arrow.BinaryTypes.String},
+		{Name: "k", Type: arrow.BinaryTypes.String},
+		{Name: "v", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	for i, def := range []TableDef{
+		{Schema: sch, PrimaryKey: []string{"p", "k"}, PartitionKeys: []string{"p"}},
+		{Schema: sch, PrimaryKey: []string{"p", "k"}},
+		{Schema: sch, PartitionKeys: []string{"p"}},
+		{Schema: sch},
+		{Schema: sch}, // a commit too small for file statistics
+	} {
+		def.Options = map[string]string{"write-only": "true"}
+		name := fmt.Sprintf("t%d", i)
+		n := 2000
+		if i == 4 {
+			n = 20
+		}
+		tbl, err := s.CreateTable(ctx, Ident{"db", name}, def, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows [][]any
+		for j := range n {
+			rows = append(rows, []any{"part", fmt.Sprintf("key-%05d", j), fmt.Sprintf("value-%05d", n-j)})
+		}
+		rec := makeBatch(t, mem, sch, rows)
+		w := tbl.NewWrite(WriteOptions{})
+		if err := w.Write(ctx, rec, Insert); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		render := func() string {
+			var b strings.Builder
+			for _, e := range liveEntries(t, tbl) {
+				fmt.Fprintf(&b, "part %s keys %s %s;", datumsStr(e.Partition), datumsStr(e.File.MinKey), datumsStr(e.File.MaxKey))
+				for _, cs := range e.File.ValueStats {
+					fmt.Fprintf(&b, " %s..%s", datumStr(cs.Min), datumStr(cs.Max))
+				}
+			}
+			return strings.Clone(b.String())
+		}
+		before := render()
+		for _, c := range rec.Columns() {
+			for _, b := range c.Data().Buffers() {
+				if b != nil {
+					clear(b.Bytes())
+				}
+			}
+		}
+		if after := render(); after != before {
+			t.Fatalf("%s: the manifest entry changed with the batch's buffers:\n%s\nwas\n%s", name, after, before)
+		}
+		rec.Release()
+	}
+}
+
+func datumsStr(ds []datum) string {
+	var parts []string
+	for _, d := range ds {
+		parts = append(parts, datumStr(&d))
+	}
+	return "[" + strings.Join(parts, ",") + "]"
 }

@@ -43,7 +43,12 @@ type dataWriter struct {
 	name string
 	meta dataFileMeta
 	acc  []statAcc
-	last []datum // key of the last row written
+	// footerBounds marks the string and binary columns whose bounds are
+	// taken from the chunk statistics Parquet computes anyway, once the
+	// file is closed, instead of comparing every value twice (flightd's
+	// own bounds were 4% of a Nexmark bid ingest's CPU).
+	footerBounds []bool
+	last         []datum // key of the last row written
 	// oneBatch, when set (a commit's flush), says each file gets one
 	// batch: it is written as row groups of its own, unbuffered, and its
 	// columns go to the column cache once the file is synced (kept holds
@@ -125,8 +130,16 @@ func (d *dataWriter) open(first arrow.RecordBatch) error {
 			}
 		}
 	}
+	props := parquet.NewWriterProperties(wp...)
+	sys := len(d.fsch.Fields()) - len(d.sch.Fields)
+	d.footerBounds = make([]bool, len(d.sch.Fields))
+	for i := range d.footerBounds {
+		f := d.fsch.Field(sys + i)
+		id := f.Type.ID()
+		d.footerBounds[i] = (id == arrow.STRING || id == arrow.BINARY) && props.StatisticsEnabledFor(f.Name)
+	}
 	var err error
-	d.pw, err = pqarrow.NewFileWriter(d.fsch, d.bw, parquet.NewWriterProperties(wp...),
+	d.pw, err = pqarrow.NewFileWriter(d.fsch, d.bw, props,
 		pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem), pqarrow.WithStoreSchema()))
 	if err != nil {
 		d.discard()
@@ -155,6 +168,7 @@ func (d *dataWriter) create() error {
 	d.bw.Reset(d.cw)
 	d.meta = dataFileMeta{FileName: d.name, Path: joinPath(d.rel, d.name), SchemaID: d.sch.ID, Level: d.level, FileSource: d.source}
 	d.acc = make([]statAcc, len(d.sch.Fields))
+	d.footerBounds = nil
 	d.batches = 0
 	return nil
 }
@@ -216,7 +230,7 @@ func (d *dataWriter) describe(out arrow.RecordBatch) {
 			var ds []datum
 			for _, k := range sch.PrimaryKeys {
 				d, _ := datumAt(out.Column(sys+sch.fieldIndex(k)), row)
-				ds = append(ds, d)
+				ds = append(ds, keptDatum(d))
 			}
 			return ds
 		}
@@ -226,8 +240,13 @@ func (d *dataWriter) describe(out arrow.RecordBatch) {
 		d.last = key(n - 1)
 	}
 	for i, f := range sch.Fields {
-		d.acc[i].add(columnStats(f.ID, out.Column(sys+i)), int64(n))
-		d.acc[i].addDistinct(out.Column(sys + i))
+		col := out.Column(sys + i)
+		if d.footerBounds != nil && d.footerBounds[i] {
+			d.acc[i].count(int64(col.NullN()), int64(n))
+		} else {
+			d.acc[i].add(columnStats(f.ID, col), int64(n))
+		}
+		d.acc[i].addDistinct(col)
 	}
 	m.RowCount += int64(n)
 }
@@ -289,6 +308,48 @@ func (d *dataWriter) offerKept(md *metadata.FileMetaData) {
 	}
 }
 
+// addFooterBounds folds the bounds of the footerBounds columns from the
+// chunk statistics of md (nil: none; bounds then unknown). Parquet keeps
+// no bound longer than its maximum statistics size: such a chunk leaves
+// the file's bounds unknown.
+func (d *dataWriter) addFooterBounds(md *metadata.FileMetaData) {
+	sys := len(d.fsch.Fields()) - len(d.sch.Fields)
+	for i, ok := range d.footerBounds {
+		if !ok {
+			continue
+		}
+		name := d.fsch.Field(sys + i).Name
+		leaf := -1
+		if md != nil {
+			leaf = md.Schema.ColumnIndexByName(name)
+		}
+		if leaf < 0 {
+			d.acc[i].addBounds(nil, nil)
+			continue
+		}
+		for rg := range md.NumRowGroups() {
+			cc, err := md.RowGroup(rg).ColumnChunk(leaf)
+			var ps metadata.TypedStatistics
+			if err == nil {
+				ps, err = cc.Statistics()
+			}
+			bs, _ := ps.(*metadata.ByteArrayStatistics)
+			switch {
+			case err == nil && bs != nil && bs.HasMinMax():
+				if d.fsch.Field(sys+i).Type.ID() == arrow.STRING {
+					d.acc[i].addBounds(clipBounds(strDatum(string(bs.Min())), strDatum(string(bs.Max()))))
+				} else {
+					d.acc[i].addBounds(clipBounds(binDatum(bs.Min()), binDatum(bs.Max())))
+				}
+			case err == nil && bs != nil && bs.HasNullCount() && bs.NullCount() == cc.NumValues():
+				// Only NULLs: nothing to bound.
+			default:
+				d.acc[i].addBounds(nil, nil)
+			}
+		}
+	}
+}
+
 // closeFile finishes and syncs the current file.
 func (d *dataWriter) closeFile() error {
 	if d.pw == nil {
@@ -296,8 +357,9 @@ func (d *dataWriter) closeFile() error {
 	}
 	err := d.pw.Close()
 	var md *metadata.FileMetaData
-	if err == nil && d.kept != nil {
+	if err == nil {
 		md, _ = d.pw.FileMetadata()
+		d.addFooterBounds(md)
 	}
 	d.pw = nil
 	if err = d.syncFile(err); err == nil {
@@ -487,29 +549,37 @@ func addDistinctValues[O int32 | int64](a *statAcc, arr arrow.Array, offs []O, d
 }
 
 func (a *statAcc) add(cs colStats, rows int64) {
-	nonNull := rows - cs.NullCount
-	a.nulls += cs.NullCount
-	a.rows += rows
-	if nonNull == 0 {
-		return
+	a.count(cs.NullCount, rows)
+	if rows > cs.NullCount {
+		a.addBounds(cs.Min, cs.Max)
 	}
-	if cs.Min == nil {
+}
+
+// count adds rows, nulls of them NULL, leaving the bounds to addBounds.
+func (a *statAcc) count(nulls, rows int64) {
+	a.nulls += nulls
+	a.rows += rows
+}
+
+// addBounds folds in the bounds of some non-null values (nil: unknown).
+func (a *statAcc) addBounds(mn, mx *datum) {
+	if mn == nil {
 		a.noMin = true
 	} else if a.min == nil {
-		a.min = cs.Min
-	} else if c, ok := compareDatum(*cs.Min, *a.min); !ok {
+		a.min = mn
+	} else if c, ok := compareDatum(*mn, *a.min); !ok {
 		a.noMin = true
 	} else if c < 0 {
-		a.min = cs.Min
+		a.min = mn
 	}
-	if cs.Max == nil {
+	if mx == nil {
 		a.noMax = true
 	} else if a.max == nil {
-		a.max = cs.Max
-	} else if c, ok := compareDatum(*cs.Max, *a.max); !ok {
+		a.max = mx
+	} else if c, ok := compareDatum(*mx, *a.max); !ok {
 		a.noMax = true
 	} else if c > 0 {
-		a.max = cs.Max
+		a.max = mx
 	}
 }
 

@@ -231,11 +231,17 @@ func compareBounds(a arrow.Array) (lo, hi int) {
 // boundsStats is the statistics of a whose least and greatest non-null
 // values are in rows lo and hi.
 func boundsStats(id int, a arrow.Array, lo, hi int) colStats {
-	st := colStats{ID: id, NullCount: int64(a.NullN())}
 	mn, _ := datumAt(a, lo)
 	mx, _ := datumAt(a, hi)
-	// Long strings would bloat manifests: keep a prefix as the lower bound
-	// and drop the upper bound.
+	st := colStats{ID: id, NullCount: int64(a.NullN())}
+	st.Min, st.Max = clipBounds(keptDatum(mn), keptDatum(mx))
+	return st
+}
+
+// clipBounds returns the bounds a manifest keeps of least and greatest
+// values mn and mx: long strings would bloat manifests, so a prefix is
+// kept as the lower bound and the upper bound is dropped (nil).
+func clipBounds(mn, mx datum) (lo, hi *datum) {
 	const maxStat = 64
 	if mn.S != nil && len(*mn.S) > maxStat {
 		p := (*mn.S)[:maxStat]
@@ -247,11 +253,10 @@ func boundsStats(id int, a arrow.Array, lo, hi int) colStats {
 	if mn.B != nil && len(*mn.B) > maxStat {
 		mn = binDatum((*mn.B)[:maxStat])
 	}
-	st.Min = &mn
 	if (mx.S == nil || len(*mx.S) <= maxStat) && (mx.B == nil || len(*mx.B) <= maxStat) {
-		st.Max = &mx
+		return &mn, &mx
 	}
-	return st
+	return &mn, nil
 }
 
 // bytesMinMax finds the rows of the least and greatest non-null values of

@@ -469,7 +469,7 @@ func (w *Write) flush(ctx context.Context) error {
 		var part []datum
 		for _, p := range sch.PartitionKeys {
 			d, _ := datumAt(col(p), row)
-			part = append(part, d)
+			part = append(part, keptDatum(d))
 		}
 		return part
 	}
