@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -380,4 +381,35 @@ func datumsStr(ds []datum) string {
 		parts = append(parts, datumStr(&d))
 	}
 	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// A clipped lower bound keeps its 64 bytes, not the value it was cut
+// from: the prefix of a copy of each long value kept the whole copy alive
+// with the manifest entry.
+func TestClippedBoundsKeepPrefixOnly(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	long := strings.Repeat("x", 1<<20)
+	bld := array.NewStringBuilder(mem)
+	defer bld.Release()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	kept := make([]colStats, 64) // 64 MB of values
+	for i := range kept {
+		bld.Append(long + "a")
+		bld.Append(long + "b")
+		a := bld.NewArray()
+		kept[i] = boundsStats(1, a, 0, 1)
+		a.Release()
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if held := int64(after.HeapAlloc) - int64(before.HeapAlloc); held > 8<<20 {
+		t.Fatalf("64 clipped bounds hold %d MB", held>>20)
+	}
+	if got := *kept[0].Min.S; got != long[:64] || kept[0].Max != nil {
+		t.Fatalf("bounds %q..%v, want a 64-byte prefix and no upper bound", got, kept[0].Max)
+	}
+	runtime.KeepAlive(kept)
 }

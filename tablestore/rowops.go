@@ -234,13 +234,15 @@ func boundsStats(id int, a arrow.Array, lo, hi int) colStats {
 	mn, _ := datumAt(a, lo)
 	mx, _ := datumAt(a, hi)
 	st := colStats{ID: id, NullCount: int64(a.NullN())}
-	st.Min, st.Max = clipBounds(keptDatum(mn), keptDatum(mx))
+	st.Min, st.Max = clipBounds(mn, mx)
 	return st
 }
 
 // clipBounds returns the bounds a manifest keeps of least and greatest
 // values mn and mx: long strings would bloat manifests, so a prefix is
-// kept as the lower bound and the upper bound is dropped (nil).
+// kept as the lower bound and the upper bound is dropped (nil). They are
+// copies (keptDatum), clipped first: a prefix of a copy of a 10 MB value
+// kept all of it.
 func clipBounds(mn, mx datum) (lo, hi *datum) {
 	const maxStat = 64
 	if mn.S != nil && len(*mn.S) > maxStat {
@@ -253,7 +255,9 @@ func clipBounds(mn, mx datum) (lo, hi *datum) {
 	if mn.B != nil && len(*mn.B) > maxStat {
 		mn = binDatum((*mn.B)[:maxStat])
 	}
+	mn = keptDatum(mn)
 	if (mx.S == nil || len(*mx.S) <= maxStat) && (mx.B == nil || len(*mx.B) <= maxStat) {
+		mx = keptDatum(mx)
 		return &mn, &mx
 	}
 	return &mn, nil
