@@ -63,16 +63,7 @@ func bidBatch(mem memory.Allocator, rng *rand.Rand, n int, first int64) arrow.Re
 func BenchmarkIngestBids(b *testing.B) {
 	ctx := context.Background()
 	mem := memory.NewGoAllocator()
-	s, err := Open(ctx, NewLocalFS(), b.TempDir(), Options{Mem: mem, CacheBytes: 256 << 20})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	_ = s.CreateDatabase(ctx, "db", false)
-	tbl, err := s.CreateTable(ctx, Ident{"db", "bid"}, TableDef{Schema: bidSchema, Options: map[string]string{"write-only": "true"}}, false)
-	if err != nil {
-		b.Fatal(err)
-	}
+	tbl := cachedBenchTable(b, mem, "bid", TableDef{Schema: bidSchema, Options: map[string]string{"write-only": "true"}})
 	const rows = 46_000
 	rng := rand.New(rand.NewPCG(1, 2))
 	batches := make([]arrow.RecordBatch, 4)

@@ -139,16 +139,7 @@ type snapshotTime struct {
 func BenchmarkIngestFollowed(b *testing.B) {
 	ctx := context.Background()
 	mem := memory.NewGoAllocator()
-	s, err := Open(ctx, NewLocalFS(), b.TempDir(), Options{Mem: mem, CacheBytes: 256 << 20})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	_ = s.CreateDatabase(ctx, "db", false)
-	tbl, err := s.CreateTable(ctx, Ident{"db", "t"}, TableDef{Schema: benchSchema}, false)
-	if err != nil {
-		b.Fatal(err)
-	}
+	tbl := cachedBenchTable(b, mem, "t", TableDef{Schema: benchSchema})
 	const rows = 8192
 	rng := rand.New(rand.NewPCG(1, 2))
 	batches := make([]arrow.RecordBatch, 32)
@@ -205,4 +196,21 @@ func BenchmarkIngestFollowed(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N*rows)/(cpuTime()-cpu0).Seconds(), "rows/cpu-s")
+}
+
+// cachedBenchTable creates table db.name of def in a new store on a
+// temporary directory with a 256 MiB column cache, closed when b ends.
+func cachedBenchTable(b *testing.B, mem memory.Allocator, name string, def TableDef) *Table {
+	ctx := context.Background()
+	s, err := Open(ctx, NewLocalFS(), b.TempDir(), Options{Mem: mem, CacheBytes: 256 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	_ = s.CreateDatabase(ctx, "db", false)
+	tbl, err := s.CreateTable(ctx, Ident{"db", name}, def, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tbl
 }
