@@ -1382,6 +1382,10 @@ func (p *parser) parseHintBody(t token) []*Hint {
 	var out []*Hint
 	for {
 		name, pos := sub.anyIdent("hint name")
+		if !plainHintName(name) {
+			// It is written back bare: `` or `a b` would not read again.
+			p.failf(pos, "hint name %s is not a plain identifier", QuoteIdent(name))
+		}
 		h := &Hint{Pos: pos, Name: strings.ToUpper(name)}
 		if sub.acceptP("(") {
 			for !sub.isP(")") {
@@ -1412,6 +1416,20 @@ func (p *parser) parseHintBody(t token) []*Hint {
 			return out
 		}
 	}
+}
+
+// plainHintName reports whether name is letters, digits, _ and $, not
+// starting with a digit or $.
+func plainHintName(name string) bool {
+	for i, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r == '_':
+		case i > 0 && (r >= '0' && r <= '9' || r == '$'):
+		default:
+			return false
+		}
+	}
+	return name != ""
 }
 
 // ---- FROM
