@@ -52,17 +52,20 @@ func ParseFlinkReads(s string) (FlinkReads, error) {
 	return "", fmt.Errorf("flink reads %q: want %s or %s", s, ReadsAll, ReadsNamed)
 }
 
-// RunFlink writes the events as CSV under work and runs the queries on the
-// Flink peer built in dir (mvn compile and cp.txt, see bench/README.md),
-// each job reading the events reads says.
+// RunFlink writes the events as CSV under work, unless an earlier call
+// did, and runs the queries on the Flink peer built in dir (mvn compile
+// and cp.txt, see bench/README.md), each job reading the events reads
+// says.
 func RunFlink(ctx context.Context, dir, work, queriesDir string, reads FlinkReads, opt Options, rep *Report) error {
 	cp, err := os.ReadFile(filepath.Join(dir, "cp.txt"))
 	if err != nil {
 		return fmt.Errorf("flink peer not built in %s (mvn compile dependency:build-classpath -Dmdep.outputFile=cp.txt): %w", dir, err)
 	}
 	csvDir := filepath.Join(work, "csv")
-	if err := WriteCSV(csvDir, opt.Generator, opt.Events); err != nil {
-		return err
+	if _, err := os.Stat(csvDir); err != nil {
+		if err := WriteCSV(csvDir, opt.Generator, opt.Events); err != nil {
+			return err
+		}
 	}
 	args := []string{"-cp", filepath.Join(dir, "target", "classes") + string(os.PathListSeparator) + strings.TrimSpace(string(cp)),
 		"NexmarkFlink", csvDir, queriesDir, string(reads)}

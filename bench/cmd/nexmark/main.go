@@ -15,6 +15,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -52,6 +53,7 @@ func run() error {
 		out        = flag.String("out", "", "write nexmark.json and nexmark.png into this directory")
 		flinkDir   = flag.String("flink", "", "also run the queries on the Flink peer built in this directory (bench/nexmark/flink)")
 		flinkReads = flag.String("flink-reads", string(nexmark.ReadsAll), "which events each Flink job reads: all (the kinds of events its query does not name into a blackhole, as flightd ingests every kind whichever query runs) or named (only the kinds its query names)")
+		rounds     = flag.Int("rounds", 1, "run it all this many times, flightd and then the Flink peer each round, and print each query's flightd/Flink ratio per round and their median (the machine's speed drifts between the two systems' phases); with -out, each round's files go in DIR/round-N and the summary in DIR/rounds.json")
 		ci         = flag.Bool("ci", false, "CI mode: 10,000 events in commits of 1,000 at 200 events/s of event time unless set; exit 1 if a streamed or job answer differs from the batch answer (also if it is equal only after a later progress marker), a stream or job fails, or a windowed query compared no row")
 	)
 	flag.Parse()
@@ -112,41 +114,81 @@ func run() error {
 		Events: *events, CommitEvents: *commit, Rate: *rate, Generator: cfg,
 		Timeout: *timeout, Stream: *stream, Jobs: *jobs, PacedShare: *paced, Log: os.Stderr,
 	}
-	if *out != "" {
+	if *rounds < 1 {
+		return fmt.Errorf("-rounds %d: want at least 1", *rounds)
+	}
+	var flinkWork string
+	if *flinkDir != "" {
+		if flinkWork, err = os.MkdirTemp("", "nexmark-flink"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(flinkWork)
+	}
+	var reps []*nexmark.Report
+	for round := 1; round <= *rounds; round++ {
+		roundOut := *out
+		if *rounds > 1 && *out != "" {
+			roundOut = filepath.Join(*out, fmt.Sprintf("round-%d", round))
+			log.Printf("round %d of %d", round, *rounds)
+		}
+		rep, err := runRound(ctx, srv, queries, opt, roundOut, *flinkDir, flinkWork, *queriesDir, reads)
+		if err != nil {
+			return err
+		}
+		reps = append(reps, rep)
+	}
+	if *rounds > 1 && *flinkDir != "" {
+		sums := nexmark.SummarizeRounds(reps)
+		fmt.Printf("\n%d rounds:\n", *rounds)
+		nexmark.WriteRounds(os.Stdout, sums)
+		if *out != "" {
+			if err := nexmark.WriteRoundsFile(filepath.Join(*out, "rounds.json"), sums); err != nil {
+				log.Print(err)
+			}
+		}
+	}
+	if !*ci {
+		return nil
+	}
+	for i, rep := range reps {
+		if c := nexmark.Count(rep); c.Differs+c.Late+c.Failed+c.Vacuous+c.JobDiffers+c.JobFailed+c.PacedDiffers+c.PacedFailed > 0 {
+			return fmt.Errorf("nexmark, round %d: %d streamed answers differ from the batch answers, %d more only after a later progress marker, %d streams failed, %d compared nothing; jobs: %d differ, %d failed; paced: %d differ, %d failed",
+				i+1, c.Differs, c.Late, c.Failed, c.Vacuous, c.JobDiffers, c.JobFailed, c.PacedDiffers, c.PacedFailed)
+		}
+	}
+	return nil
+}
+
+// runRound runs the queries on flightd and then, with flinkDir, on the
+// Flink peer (its CSV files written once into flinkWork), prints the
+// table and writes the files into out.
+func runRound(ctx context.Context, srv *nexmark.Server, queries []nexmark.Query, opt nexmark.Options, out, flinkDir, flinkWork, queriesDir string, reads nexmark.FlinkReads) (*nexmark.Report, error) {
+	if out != "" {
 		opt.Progress = func(rep *nexmark.Report) {
-			if err := nexmark.WriteFiles(*out, rep); err != nil {
+			if err := nexmark.WriteFiles(out, rep); err != nil {
 				log.Print(err)
 			}
 		}
 	}
 	rep, err := nexmark.Run(ctx, memory.NewGoAllocator(), srv, queries, opt)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if *flinkDir != "" {
-		work, err := os.MkdirTemp("", "nexmark-flink")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(work)
+	if flinkDir != "" {
 		log.Printf("running the queries on the Flink peer")
-		if err := nexmark.RunFlink(ctx, *flinkDir, work, *queriesDir, reads, opt, rep); err != nil {
-			return err
+		if err := nexmark.RunFlink(ctx, flinkDir, flinkWork, queriesDir, reads, opt, rep); err != nil {
+			return nil, err
 		}
 	}
 	rep.Date = time.Now().UTC().Format("2006-01-02")
 	rep.Machine = machine()
 	nexmark.WriteTable(os.Stdout, rep)
-	if *out != "" {
-		if err := nexmark.WriteFiles(*out, rep); err != nil {
+	if out != "" {
+		if err := nexmark.WriteFiles(out, rep); err != nil {
 			log.Print(err)
 		}
 	}
-	if c := nexmark.Count(rep); *ci && c.Differs+c.Late+c.Failed+c.Vacuous+c.JobDiffers+c.JobFailed+c.PacedDiffers+c.PacedFailed > 0 {
-		return fmt.Errorf("nexmark: %d streamed answers differ from the batch answers, %d more only after a later progress marker, %d streams failed, %d compared nothing; jobs: %d differ, %d failed; paced: %d differ, %d failed",
-			c.Differs, c.Late, c.Failed, c.Vacuous, c.JobDiffers, c.JobFailed, c.PacedDiffers, c.PacedFailed)
-	}
-	return nil
+	return rep, nil
 }
 
 // sharedQueries finds shared/bench/nexmark/queries beside the repository.
