@@ -3,6 +3,7 @@ package vectorized
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -54,6 +55,39 @@ func TestCastStringToTimestampRange(t *testing.T) {
 				continue
 			}
 			t.Errorf("%s as %s: want an overflow, got %v", c.s, c.typ, err)
+		}
+	}
+}
+
+// TestTimeValueDateInZone: a date is the one its zone's calendar shows,
+// and only that date is held to years 0000-9999; the instant's UTC year
+// bounds timestamps. 9999-12-31 22:00 at UTC-5 was refused as a DATE
+// because its instant falls in year 10000.
+func TestTimeValueDateInZone(t *testing.T) {
+	west := time.FixedZone("UTC-5", -5*3600)
+	date := arrow.FixedWidthTypes.Date32
+	ts := &arrow.TimestampType{Unit: arrow.Millisecond}
+	for _, c := range []struct {
+		at   time.Time
+		typ  arrow.DataType
+		want int64 // -1: ErrDateRange
+	}{
+		{time.Date(9999, 12, 31, 22, 0, 0, 0, west), date, MaxDateDays},
+		{time.Date(9999, 12, 31, 22, 0, 0, 0, west), ts, -1},
+		{time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), date, -1},
+		{time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC), date, MinDateDays},
+		{time.Date(-1, 12, 31, 23, 0, 0, 0, time.UTC), date, -1},
+		{time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), ts, (MaxDateDays+1)*86400*1000 - 1000},
+	} {
+		got, err := TimeValue(c.at, c.typ)
+		if c.want == -1 {
+			if !errors.Is(err, ErrDateRange) {
+				t.Errorf("%s as %s: %d, %v; want ErrDateRange", c.at, c.typ, got, err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%s as %s: %d, %v; want %d", c.at, c.typ, got, err, c.want)
 		}
 	}
 }

@@ -70,14 +70,19 @@ func CheckTimestamp(v int64, unit arrow.TimeUnit) error {
 // outside years 0000 to 9999 (or the unit's int64 range) it is
 // ErrDateRange.
 func TimeValue(t time.Time, dt arrow.DataType) (int64, error) {
-	if y := t.UTC().Year(); y < 0 || y > 9999 {
-		return 0, fmt.Errorf("%w: %s is outside years 0000 to 9999", ErrDateRange, t.UTC().Format(time.DateTime))
-	}
 	switch x := dt.(type) {
 	case *arrow.Date32Type:
+		// The date as t's zone has it: 9999-12-31 22:00 at UTC-5 is a
+		// date of year 9999, though its instant is in year 10000.
 		y, m, d := t.Date()
+		if y < 0 || y > 9999 {
+			return 0, fmt.Errorf("%w: %s is outside years 0000 to 9999", ErrDateRange, t.Format(time.DateOnly))
+		}
 		return floorDiv(time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix(), 86400), nil
 	case *arrow.TimestampType:
+		if y := t.UTC().Year(); y < 0 || y > 9999 {
+			return 0, fmt.Errorf("%w: %s is outside years 0000 to 9999", ErrDateRange, t.UTC().Format(time.DateTime))
+		}
 		// The ticks must fit an int64 (nanoseconds: 1678 to 2261).
 		limit := math.MaxInt64 / UnitsPerSecond(x.Unit)
 		if sec := t.Unix(); sec >= limit || sec <= -limit {
