@@ -258,7 +258,8 @@ func (c *Arrays) Close() {
 // Stats are the cache's counters.
 type Stats struct {
 	Hits, Misses int64
-	Bytes        int64 // buffer bytes held now
+	Bytes        int64 // buffer bytes held now (Arrays)
+	Refused      int64 // entries not kept for their Budget (Rows)
 }
 
 // Stats reports hits, misses and the bytes held.

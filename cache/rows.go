@@ -14,21 +14,33 @@ import (
 // before using it. Safe for concurrent use.
 //
 // Entries live in two generations: new ones go to the current one; when it
-// holds half the bound, it becomes the old one and the old one is dropped
-// whole, so eviction costs nothing per entry and the bound holds: both
-// generations together cost at most maxCost (plus one entry larger than
-// half of it). The caller re-sets the entries GetBatch reports from the old
-// generation to keep them. Sets, Dels and Clears are applied before they
-// return (no asynchronous buffers): a key deleted stays deleted until it is
-// set again.
+// holds half the bound (of bytes, or of entries), it becomes the old one
+// and the old one is dropped whole, so eviction costs nothing per entry and
+// the bound holds: both generations together cost at most maxBytes (plus
+// one entry larger than half of it) and hold at most maxRows entries. The
+// caller re-sets the entries GetBatch reports from the old generation to
+// keep them. Sets, Dels and Clears are applied before they return (no
+// asynchronous buffers): a key deleted stays deleted until it is set again.
+//
+// A Budget shared with other caches bounds their bytes together: each
+// cache's generations are bounded by its fair share of the budget too
+// (the budget over the caches sharing it), and past the budget the cache
+// drops its old generation, and failing that does not keep the entry
+// (Stats.Refused); a reader then goes to storage, as on any miss.
 type Rows[S any] struct {
 	mu       sync.RWMutex
 	cur, old *rowTable[S]
-	curCost  int64
-	genCost  int64 // the bound of one generation
-	ttl      time.Duration
+	// Bytes of each generation's entries as set (an entry set again while
+	// in the old generation counts in both until the old one goes), and
+	// the entries set in the current one.
+	curCost, oldCost int64
+	curRows          int64
+	genCost, genRows int64 // the bounds of one generation; 0: none
+	ttl              time.Duration
+	budget           *Budget
+	closed           bool
 
-	hits, misses atomic.Int64
+	hits, misses, refused atomic.Int64
 }
 
 type rowEntry[S any] struct {
@@ -37,13 +49,24 @@ type rowEntry[S any] struct {
 	expires int64 // unix nanoseconds; 0: never
 }
 
-// NewRows makes a cache of at most maxCost; entries expire ttl after they
-// were first set (0: never).
-func NewRows[S any](maxCost int64, ttl time.Duration) (*Rows[S], error) {
-	if maxCost <= 0 {
-		return nil, fmt.Errorf("cache: size must be positive, got %d", maxCost)
+// NewRows makes a cache of at most maxBytes of entries' cost and, when
+// maxRows > 0, at most maxRows entries (maxBytes 0: bounded by entries
+// only); entries expire ttl after they were first set (0: never). budget,
+// when not nil, bounds its bytes together with the other caches sharing
+// it; Close returns them.
+func NewRows[S any](maxBytes, maxRows int64, ttl time.Duration, budget *Budget) (*Rows[S], error) {
+	if maxBytes < 0 || maxRows < 0 || maxBytes == 0 && maxRows == 0 {
+		return nil, fmt.Errorf("cache: bounds must be positive, got %d bytes and %d rows", maxBytes, maxRows)
 	}
-	return &Rows[S]{cur: newRowTable[S](0), old: newRowTable[S](0), genCost: max(maxCost/2, 1), ttl: ttl}, nil
+	r := &Rows[S]{cur: newRowTable[S](0), old: newRowTable[S](0), ttl: ttl, budget: budget}
+	budget.join(r)
+	if maxBytes > 0 {
+		r.genCost = max(maxBytes/2, 1)
+	}
+	if maxRows > 0 {
+		r.genRows = max(maxRows/2, 1)
+	}
+	return r, nil
 }
 
 // Ref is a cached row: row Row of segment Seg.
@@ -90,28 +113,74 @@ func (r *Rows[S]) GetBatch(hs []uint64, skip []bool, fn func(i int, ref Ref[S]) 
 // Setter sets entries; see SetBatch.
 type Setter[S any] func(h uint64, ref Ref[S], cost int64)
 
-// SetBatch calls fn with a Setter that puts entries at a cost each (ref.Old
-// is ignored; ref.Expires 0 starts the ttl), under the cache's write lock.
+// SetBatch calls fn with a Setter that puts entries at a cost in bytes
+// each (ref.Old is ignored; ref.Expires 0 starts the ttl), under the
+// cache's write lock.
 func (r *Rows[S]) SetBatch(fn func(set Setter[S])) {
+	if r.setBatch(fn) {
+		r.budget.reclaim(r)
+	}
+}
+
+// setBatch is SetBatch under the lock; it reports whether the budget
+// turned an entry away.
+func (r *Rows[S]) setBatch(fn func(set Setter[S])) (refused bool) {
 	now := time.Now().UnixNano()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	fn(func(h uint64, ref Ref[S], cost int64) {
+		if r.closed {
+			return
+		}
 		cost = max(cost, 1)
-		if r.curCost > 0 && r.curCost+cost > r.genCost {
-			r.old, r.cur, r.curCost = r.cur, newRowTable[S](r.cur.n), 0
+		genCost := r.genCost
+		if share := r.budget.share() / 2; share > 0 && (genCost == 0 || share < genCost) {
+			genCost = share
+		}
+		if r.curRows > 0 && (genCost > 0 && r.curCost+cost > genCost || r.genRows > 0 && r.curRows+1 > r.genRows) {
+			r.budget.give(r.oldCost)
+			r.old, r.cur = r.cur, newRowTable[S](r.cur.n)
+			r.oldCost, r.curCost, r.curRows = r.curCost, 0, 0
+		}
+		r.old.del(h)
+		if !r.budget.take(cost) {
+			r.budget.give(r.oldCost)
+			r.old, r.oldCost = newRowTable[S](0), 0
+			if !r.budget.take(cost) {
+				// Not kept: an older entry of the key must not outlive it.
+				r.cur.del(h)
+				r.refused.Add(1)
+				refused = true
+				return
+			}
 		}
 		exp := ref.Expires
 		if exp == 0 && r.ttl > 0 {
 			exp = now + int64(r.ttl)
 		}
-		r.old.del(h)
 		r.cur.put(h, rowEntry[S]{seg: ref.Seg, row: ref.Row, expires: exp})
 		r.curCost += cost
+		r.curRows++
 	})
+	return refused
 }
 
-// Del removes the entry of hash h.
+// shedOver drops the old generation, and then the current one, while the
+// cache holds more than share.
+func (r *Rows[S]) shedOver(share int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.curCost+r.oldCost > share {
+		r.budget.give(r.oldCost)
+		r.old, r.oldCost = newRowTable[S](0), 0
+	}
+	if r.curCost > share {
+		r.clear()
+	}
+}
+
+// Del removes the entry of hash h. Its bytes stay counted until its
+// generation is dropped.
 func (r *Rows[S]) Del(h uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -123,8 +192,29 @@ func (r *Rows[S]) Del(h uint64) {
 func (r *Rows[S]) Clear() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.cur, r.old, r.curCost = newRowTable[S](0), newRowTable[S](0), 0
+	r.clear()
 }
 
-// Stats reports the hits and misses of GetBatch.
-func (r *Rows[S]) Stats() Stats { return Stats{Hits: r.hits.Load(), Misses: r.misses.Load()} }
+func (r *Rows[S]) clear() {
+	r.budget.give(r.curCost + r.oldCost)
+	r.cur, r.old = newRowTable[S](0), newRowTable[S](0)
+	r.curCost, r.oldCost, r.curRows = 0, 0, 0
+}
+
+// Close removes every entry, returning their bytes to the budget, and
+// keeps no entry set after it.
+func (r *Rows[S]) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.clear()
+	if !r.closed {
+		r.budget.leave(r)
+	}
+	r.closed = true
+}
+
+// Stats reports the hits and misses of GetBatch, and the entries not kept
+// for the budget.
+func (r *Rows[S]) Stats() Stats {
+	return Stats{Hits: r.hits.Load(), Misses: r.misses.Load(), Refused: r.refused.Load()}
+}

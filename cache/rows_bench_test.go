@@ -12,7 +12,7 @@ import (
 func BenchmarkRowsGetBatch(b *testing.B) {
 	for _, n := range []int{1000, 1 << 20} {
 		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
-			c, err := NewRows[*int](int64(4*n), 0)
+			c, err := NewRows[*int](int64(4*n), 0, 0, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

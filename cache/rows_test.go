@@ -4,6 +4,7 @@ import (
 	"flag"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -26,7 +27,7 @@ func testSeed(t *testing.T) uint64 {
 func TestRowsBoundAndDeletes(t *testing.T) {
 	seed := testSeed(t)
 	const maxCost, maxEntry = 1000, 60
-	c, err := NewRows[int](maxCost, 0)
+	c, err := NewRows[int](maxCost, 0, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func TestRowsBoundAndDeletes(t *testing.T) {
 // TestRowsExpire: an entry is not read after its ttl; one set again with
 // its Expires keeps it.
 func TestRowsExpire(t *testing.T) {
-	c, err := NewRows[int](100, 20*time.Millisecond)
+	c, err := NewRows[int](100, 0, 20*time.Millisecond, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,4 +112,95 @@ func TestRowsExpire(t *testing.T) {
 		t.Fatal("read after its ttl")
 		return true
 	})
+}
+
+// TestRowsSharedBudget: caches bounded alone far above a shared budget
+// (by entries only, as a request's lookup.partial-cache.max-rows makes
+// one) set, delete, clear and close at random from concurrent goroutines.
+// The budget is never passed, a read entry is the one last set (a set the
+// budget refused leaves no older entry of its key behind), every cache
+// kept entries, and once all are closed the budget is whole again.
+func TestRowsSharedBudget(t *testing.T) {
+	seed := testSeed(t)
+	const limit, maxEntry = 5000, 90
+	b := NewBudget(limit)
+	var wg sync.WaitGroup
+	var refused [4]int64
+	var maxUsed atomic.Int64
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(seed, uint64(g)))
+			newCache := func() *Rows[int] {
+				c, err := NewRows[int](0, 1<<40, 0, b)
+				if err != nil {
+					panic(err)
+				}
+				return c
+			}
+			c := newCache()
+			last := map[uint64]int64{}
+			kept := false
+			for range 4000 {
+				h := uint64(r.IntN(300))
+				switch op := r.IntN(200); {
+				case op < 140:
+					cost := 1 + r.Int64N(maxEntry)
+					c.SetBatch(func(set Setter[int]) { set(h, Ref[int]{Seg: int(h), Row: int32(cost)}, cost) })
+					last[h] = cost
+				case op < 150:
+					c.Del(h)
+					delete(last, h)
+				case op == 150:
+					c.Clear()
+					clear(last)
+				case op == 151:
+					refused[g] += c.Stats().Refused
+					c.Close()
+					c, last = newCache(), map[uint64]int64{}
+				default:
+					hs := make([]uint64, 20)
+					for i := range hs {
+						hs[i] = uint64(r.IntN(300))
+					}
+					c.GetBatch(hs, make([]bool, len(hs)), func(i int, ref Ref[int]) bool {
+						if want, ok := last[hs[i]]; !ok || int64(ref.Row) != want {
+							t.Errorf("goroutine %d hash %d: read cost %d, last set %d (set: %v)", g, hs[i], ref.Row, want, ok)
+						}
+						kept = true
+						return true
+					})
+				}
+				u := b.Used()
+				if u > limit || u < 0 {
+					t.Errorf("budget used %d of %d", u, limit)
+				}
+				for m := maxUsed.Load(); u > m && !maxUsed.CompareAndSwap(m, u); m = maxUsed.Load() {
+				}
+			}
+			refused[g] += c.Stats().Refused
+			if !kept {
+				t.Errorf("goroutine %d: its caches kept nothing (refused %d, budget used %d)", g, refused[g], b.Used())
+			}
+			c.Close()
+		}()
+	}
+	wg.Wait()
+	if u := b.Used(); u != 0 {
+		t.Fatalf("all caches closed, the budget still has %d bytes taken", u)
+	}
+	t.Logf("the budget refused %d entries; at most %d of %d bytes used", refused[0]+refused[1]+refused[2]+refused[3], maxUsed.Load(), limit)
+	if maxUsed.Load() < limit/2 {
+		t.Fatalf("at most %d of the budget's %d bytes used: the test did not reach it", maxUsed.Load(), limit)
+	}
+}
+
+// TestNilBudget: no budget bounds nothing.
+func TestNilBudget(t *testing.T) {
+	var b *Budget
+	if !b.take(1<<62) || b.Used() != 0 || b.Limit() != 0 || NewBudget(0) != nil {
+		t.Fatal("a nil budget must take anything and report nothing")
+	}
+	b.give(5)
 }

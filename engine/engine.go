@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/flightd/flightd/cache"
 	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/plan"
 	"github.com/flightd/flightd/tablestore"
@@ -77,6 +78,11 @@ type Config struct {
 	// CacheBytes bounds the table store's cache of decoded columns; 0
 	// disables it.
 	CacheBytes int64
+	// LookupMemory bounds the bytes the row caches of all lookup indexes
+	// hold together (each is bounded alone by its table's or request's
+	// options); past it they keep fewer rows. 0 means DefaultLookupMemory,
+	// negative no bound.
+	LookupMemory int64
 	// Parallelism is how many goroutines one statement's parallel scans
 	// and aggregations use; 0 means runtime.GOMAXPROCS(0), 1 serial.
 	Parallelism int
@@ -128,6 +134,9 @@ func (e *Engine) logf(format string, args ...any) {
 // DefaultQueryMemory is the default per-statement memory budget.
 const DefaultQueryMemory = 1 << 30
 
+// DefaultLookupMemory is the default bound of all lookup caches together.
+const DefaultLookupMemory = 1 << 30
+
 // Engine runs statements against one table store. It is safe for concurrent
 // use; each client works through its own Session.
 type Engine struct {
@@ -150,7 +159,8 @@ type Engine struct {
 	node       string
 	followDone chan struct{}
 
-	lookups lookups // lookup indexes by table version and options (lookup.go)
+	lookups      lookups       // lookup indexes by table version and options (lookup.go)
+	lookupBudget *cache.Budget // of their row caches together (Config.LookupMemory)
 
 	pool *exec.MemoryPool // nil without Config.QueryPool
 }
@@ -193,6 +203,10 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.QueryPool > 0 {
 		e.pool = exec.NewMemoryPool(cfg.QueryPool)
 	}
+	if cfg.LookupMemory == 0 {
+		cfg.LookupMemory = DefaultLookupMemory
+	}
+	e.lookupBudget = cache.NewBudget(cfg.LookupMemory)
 	if cfg.Scheduler == nil {
 		cfg.Scheduler = newEmbeddedScheduler
 	}

@@ -171,7 +171,7 @@ func (e *Engine) lookupIndex(ctx context.Context, t *tablestore.Table, opts look
 	if len(e.lookups.m) >= maxLookupIndexes && !e.lookups.evictUnused() {
 		return nil, NewError(KindExhausted, fmt.Sprintf("lookup on %s: %d lookup indexes (tables and option sets) are in use at once", t.Ident(), maxLookupIndexes))
 	}
-	x, err := lookup.Open(ctx, t, e.cfg.Mem, opts)
+	x, err := lookup.Open(ctx, t, e.cfg.Mem, opts, e.lookupBudget)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -375,5 +376,48 @@ func TestLookupAuthorization(t *testing.T) {
 	}
 	if st, _ := status.FromError(err); st.Code() != codes.PermissionDenied {
 		t.Errorf("other's exchange: %v, want PermissionDenied", err)
+	}
+}
+
+// TestLookupCachesShareBudget: a client naming a new option set per
+// request opens a new index each, and lookup.cache FULL with a huge
+// lookup.partial-cache.max-rows loads the whole table into each one's
+// cache. Thirty such DoGets took a server from 255 MB to 3.3 GB before
+// the caches shared -lookup-memory; now the heap they leave behind stays
+// near that budget, and every answer is still right (rows the caches
+// could not keep are read from storage).
+func TestLookupCachesShareBudget(t *testing.T) {
+	const budget = 16 << 20
+	ts := startServer(t, flightsql.Options{}, func(c *engine.Config) { c.LookupMemory = budget })
+	cnxn := ts.connect(t, nil)
+	const rows = 60000
+	mustExec(t, cnxn, "CREATE TABLE dim (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED)")
+	mustExec(t, cnxn, fmt.Sprintf("INSERT INTO dim SELECT x, REPEAT('v', 200) || CAST(x AS STRING) FROM range(%d) AS r(x)", rows))
+	cl, mem := ts.rawClient(t)
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	before := heap()
+	rng := rand.New(rand.NewPCG(7, 7))
+	for i := range 20 {
+		k := rng.IntN(rows)
+		tk := flightsql.LookupTicket{
+			LookupCommand: flightsql.LookupCommand{Table: "dim", Options: map[string]string{
+				"lookup.cache": "FULL", "lookup.partial-cache.max-rows": fmt.Sprint(1_000_000_000 + i)}},
+			Keys: [][]any{{k}, {rows + 1}},
+		}
+		got, err := tryDoGetLookup(context.Background(), cl.Client, mem, tk)
+		want := fmt.Sprintf("[[%d %s%d true] [NULL NULL false]]", k, strings.Repeat("v", 200), k)
+		if err != nil || fmt.Sprint(got) != want {
+			t.Fatalf("lookup %d of key %d: %v, %v", i, k, got, err)
+		}
+	}
+	grew := int64(heap()) - int64(before)
+	t.Logf("heap grew %d MB over 20 full-table caches of a %d-row table, budget %d MB", grew>>20, rows, budget>>20)
+	if grew > 3*budget {
+		t.Fatalf("the lookup caches left the heap %d MB larger, over three times their %d MB budget", grew>>20, budget>>20)
 	}
 }

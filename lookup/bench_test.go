@@ -52,7 +52,7 @@ func BenchmarkLookup(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		x, err := Open(ctx, tbl, mem, opts)
+		x, err := Open(ctx, tbl, mem, opts, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -105,7 +105,7 @@ func BenchmarkCommitToVisible(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	x, err := Open(ctx, tbl, mem, DefaultOptions())
+	x, err := Open(ctx, tbl, mem, DefaultOptions(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func BenchmarkLookupFromDisk(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		x, err := Open(ctx, tbl, mem, opts)
+		x, err := Open(ctx, tbl, mem, opts, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -74,7 +74,7 @@ func TestLookupLargerThanCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		x, err := Open(ctx, tbl, mem, opts)
+		x, err := Open(ctx, tbl, mem, opts, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -187,7 +187,7 @@ func runRandom(t *testing.T, seed uint64, ec engineCase, cacheOpts map[string]st
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, err := Open(ctx, tbl, mem, opts)
+	x, err := Open(ctx, tbl, mem, opts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +406,7 @@ func TestLookupBadInput(t *testing.T) {
 	ctx := context.Background()
 	s, mem := newStore(t)
 	tbl := createTable(t, s, "t", nil)
-	x, err := Open(ctx, tbl, mem, DefaultOptions())
+	x, err := Open(ctx, tbl, mem, DefaultOptions(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,7 +441,7 @@ func TestLookupBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(ctx, noPK, mem, DefaultOptions()); !errors.Is(err, tablestore.ErrInvalid) || !strings.Contains(err.Error(), "has no primary key") {
+	if _, err := Open(ctx, noPK, mem, DefaultOptions(), nil); !errors.Is(err, tablestore.ErrInvalid) || !strings.Contains(err.Error(), "has no primary key") {
 		t.Errorf("table without key: %v", err)
 	}
 	for _, o := range []map[string]string{
@@ -471,7 +471,7 @@ func TestTableOptions(t *testing.T) {
 	if err != nil || opts.Cache != CacheNone {
 		t.Fatalf("options %+v, %v", opts, err)
 	}
-	x, err := Open(ctx, tbl, mem, opts)
+	x, err := Open(ctx, tbl, mem, opts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

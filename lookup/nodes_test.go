@@ -99,7 +99,7 @@ func runTwoNodes(t *testing.T, seed uint64, writerFS, readerFS tablestore.FS, ro
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, err := Open(ctx, rt, rmem, opts)
+	x, err := Open(ctx, rt, rmem, opts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestLookupAfterOtherNodeExpired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, err := Open(ctx, rt, rmem, DefaultOptions())
+	x, err := Open(ctx, rt, rmem, DefaultOptions(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +339,7 @@ func TestLookupTableReplacedOnOtherNode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			x, err := Open(ctx, rt, rmem, Options{Cache: CachePartial, MaxBytes: 1 << 20})
+			x, err := Open(ctx, rt, rmem, Options{Cache: CachePartial, MaxBytes: 1 << 20}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

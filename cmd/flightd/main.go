@@ -74,11 +74,12 @@ func run() error {
 		pprofAt  = flag.String("pprof-addr", "", "serve Go's profiles (net/http/pprof: heap, allocs, goroutine, profile, and mutex and block, which it turns on) over HTTP on this address, without authentication: keep it on loopback (default: not served)")
 		maxToks  = flag.Int("max-statement-tokens", flightsql.DefaultLimits.MaxStatementTokens, "most tokens (names, literals, operators) one SQL statement may have")
 	)
-	memLimit, queryMem, cacheMem, poolMem := sizeFlag{auto: true}, sizeFlag{auto: true}, sizeFlag{auto: true}, sizeFlag{auto: true}
+	memLimit, queryMem, cacheMem, poolMem, lookupMem := sizeFlag{auto: true}, sizeFlag{auto: true}, sizeFlag{auto: true}, sizeFlag{auto: true}, sizeFlag{auto: true}
 	flag.Var(&memLimit, "memory-limit", "soft limit of the process's memory in bytes (auto or 0: 3/4 of the machine's or cgroup's memory, -1: none)")
 	flag.Var(&queryMem, "query-memory", "bytes one statement's sorts, aggregations and joins may hold before spilling to disk, and its expressions' computed values at once (at least 512 MiB for those) (auto or 0: 1/4 of -memory-limit, at least 64 MiB; -1: unlimited)")
 	flag.Var(&poolMem, "query-pool", "bytes the sorts, aggregations, joins and windows of all statements and continuous jobs may hold together; each spills (or fails where it cannot) past its fair share, the pool divided among the operators holding memory (auto: 1/2 of -memory-limit, none without one; 0 or -1: no pool)")
 	flag.Var(&cacheMem, "cache-memory", "bytes of decoded table data kept in memory for scans (auto: 1/3 of -memory-limit; 0: no cache)")
+	flag.Var(&lookupMem, "lookup-memory", "bytes the row caches of all lookup indexes hold together, whatever their tables' or requests' lookup.partial-cache options say; past it they keep fewer rows (auto or 0: 1/8 of -memory-limit, at least 64 MiB, 1 GiB without a limit; -1: no bound)")
 	var obj objectFlags
 	flag.StringVar(&obj.cfg.Endpoint, "s3-endpoint", "", "object store endpoint, http(s)://host:port (default $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, else AWS S3)")
 	flag.StringVar(&obj.cfg.Region, "s3-region", "", "object store region (default $AWS_REGION, $AWS_DEFAULT_REGION, else us-east-1)")
@@ -118,7 +119,8 @@ func run() error {
 	lim := memoryLimit(memLimit)
 	gogc := gcPercent(*gcPct, os.Getenv("GOGC"))
 	queryBytes, cacheBytes, poolBytes := queryMemory(queryMem, lim), cacheMemory(cacheMem, lim), queryPool(poolMem, lim)
-	log.Printf("flightd: memory limit %d MiB, GOGC %d, query memory %d MiB, query pool %d MiB, cache %d MiB", lim>>20, gogc, queryBytes>>20, poolBytes>>20, cacheBytes>>20)
+	lookupBytes := lookupMemory(lookupMem, lim)
+	log.Printf("flightd: memory limit %d MiB, GOGC %d, query memory %d MiB, query pool %d MiB, cache %d MiB, lookup caches %d MiB", lim>>20, gogc, queryBytes>>20, poolBytes>>20, cacheBytes>>20, max(lookupBytes, 0)>>20)
 	ctx := context.Background()
 	wh, err := openWarehouse(ctx, *dataDir, obj)
 	if err != nil {
@@ -134,7 +136,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	cfg := engine.Config{Mem: memory.NewGoAllocator(), FS: wh.fs, Root: wh.root, QueryMemory: queryBytes, QueryPool: poolBytes, Plan: plan.Options{FreshnessThreshold: *mtThresh}, SpillDir: wh.spill, CacheBytes: cacheBytes, Parallelism: *parallel, FilesDir: *filesDir, JobLease: *jobLease, MaxJobs: *maxJobs, NodeID: *nodeID, JobCheckpointInterval: *jobCkpt, MetadataMaxAge: *metaAge,
+	cfg := engine.Config{Mem: memory.NewGoAllocator(), FS: wh.fs, Root: wh.root, QueryMemory: queryBytes, QueryPool: poolBytes, Plan: plan.Options{FreshnessThreshold: *mtThresh}, SpillDir: wh.spill, CacheBytes: cacheBytes, LookupMemory: lookupBytes, Parallelism: *parallel, FilesDir: *filesDir, JobLease: *jobLease, MaxJobs: *maxJobs, NodeID: *nodeID, JobCheckpointInterval: *jobCkpt, MetadataMaxAge: *metaAge,
 		Logf: func(format string, args ...any) { log.Printf("flightd: "+format, args...) }}
 	if cfg.MetadataMaxAge < 0 {
 		cfg.MetadataMaxAge = wh.metadataMaxAge

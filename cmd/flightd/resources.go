@@ -61,12 +61,14 @@ func gcPercent(flag int, env string) int {
 // third of the process's memory limit caches decoded table data and a
 // quarter is one operator's budget before it spills; half is the pool all
 // statements' operators share, so the cache and the pool fit under the
-// limit with room for batches in flight. Without a known limit the cache
-// and the budget fall back to 1 GiB each and there is no pool.
+// limit with room for batches in flight; an eighth bounds the lookup
+// indexes' row caches together. Without a known limit the caches and the
+// budget fall back to 1 GiB each and there is no pool.
 const (
 	fallbackMemory  = 1 << 30
 	minQueryMemory  = 64 << 20
 	cacheShareDiv   = 3
+	lookupShareDiv  = 8
 	queryShareDiv   = 4
 	poolShareDiv    = 2
 	autoSizeKeyword = "auto"
@@ -90,6 +92,17 @@ func queryMemory(flag sizeFlag, limit int64) int64 {
 		return fallbackMemory
 	}
 	return max(limit/queryShareDiv, minQueryMemory)
+}
+
+// lookupMemory bounds the lookup caches together (negative: no bound).
+func lookupMemory(flag sizeFlag, limit int64) int64 {
+	if !flag.auto && flag.bytes != 0 {
+		return flag.bytes
+	}
+	if limit <= 0 {
+		return fallbackMemory
+	}
+	return max(limit/lookupShareDiv, minQueryMemory)
 }
 
 // queryPool is the engine's memory pool (0: none).

@@ -69,15 +69,15 @@ func TestGCPercent(t *testing.T) {
 func TestDerivedMemoryDefaults(t *testing.T) {
 	auto := sizeFlag{auto: true}
 	for _, tc := range []struct {
-		flag               sizeFlag
-		limit              int64
-		query, cache, pool int64
+		flag                       sizeFlag
+		limit                      int64
+		query, cache, pool, lookup int64
 	}{
-		{auto, 18 << 30, 18 << 30 / 4, 6 << 30, 9 << 30},
-		{auto, 0, 1 << 30, 1 << 30, 0},                       // no limit known: no pool
-		{auto, 128 << 20, 64 << 20, 128 << 20 / 3, 64 << 20}, // the statement floor
-		{sizeFlag{bytes: 5 << 20}, 18 << 30, 5 << 20, 5 << 20, 5 << 20},
-		{sizeFlag{bytes: -1}, 18 << 30, -1, -1, 0},
+		{auto, 18 << 30, 18 << 30 / 4, 6 << 30, 9 << 30, 18 << 30 / 8},
+		{auto, 0, 1 << 30, 1 << 30, 0, 1 << 30},                        // no limit known: no pool
+		{auto, 128 << 20, 64 << 20, 128 << 20 / 3, 64 << 20, 64 << 20}, // the floors
+		{sizeFlag{bytes: 5 << 20}, 18 << 30, 5 << 20, 5 << 20, 5 << 20, 5 << 20},
+		{sizeFlag{bytes: -1}, 18 << 30, -1, -1, 0, -1},
 	} {
 		if got := queryPool(tc.flag, tc.limit); got != tc.pool {
 			t.Errorf("queryPool(%v, %d) = %d, want %d", tc.flag, tc.limit, got, tc.pool)
@@ -87,6 +87,9 @@ func TestDerivedMemoryDefaults(t *testing.T) {
 		}
 		if got := cacheMemory(tc.flag, tc.limit); got != tc.cache {
 			t.Errorf("cacheMemory(%v, %d) = %d, want %d", tc.flag, tc.limit, got, tc.cache)
+		}
+		if got := lookupMemory(tc.flag, tc.limit); got != tc.lookup {
+			t.Errorf("lookupMemory(%v, %d) = %d, want %d", tc.flag, tc.limit, got, tc.lookup)
 		}
 	}
 	if got := cacheMemory(sizeFlag{bytes: 0}, 18<<30); got != 0 {
