@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/flightd/flightd/exec"
 	"github.com/flightd/flightd/lookup"
 	"github.com/flightd/flightd/plan"
 	"github.com/flightd/flightd/tablestore"
@@ -82,6 +84,9 @@ func (s *Session) OpenLookup(ctx context.Context, req LookupRequest) (*Lookup, e
 	if err != nil {
 		return nil, fmt.Errorf("lookup on %s: %w", id, err)
 	}
+	if err := tablestore.CheckColumnCount("a lookup's column list", len(req.Columns)); err != nil {
+		return nil, fmt.Errorf("lookup on %s: %w", id, err)
+	}
 	schema := t.Schema()
 	var cols []int
 	for _, c := range req.Columns {
@@ -101,7 +106,8 @@ func (s *Session) OpenLookup(ctx context.Context, req LookupRequest) (*Lookup, e
 	}
 	return &Lookup{
 		e: s.e, entry: entry,
-		req:  lookup.Request{Columns: cols, SnapshotID: req.SnapshotID},
+		// An answer is bounded as a statement's working memory is.
+		req:  lookup.Request{Columns: cols, SnapshotID: req.SnapshotID, MaxBytes: s.e.cfg.QueryMemory},
 		keys: arrow.NewSchema(keyFields, nil),
 		out:  entry.x.OutputSchema(cols),
 	}, nil
@@ -258,7 +264,11 @@ func (l *Lookup) Do(ctx context.Context, keys arrow.RecordBatch) (arrow.RecordBa
 	}
 	req := l.req
 	req.Keys = cols
-	return l.entry.x.Lookup(ctx, req)
+	out, snap, err := l.entry.x.Lookup(ctx, req)
+	if errors.Is(err, lookup.ErrAnswerTooLarge) {
+		err = fmt.Errorf("%w: %w (the answer of one batch is bounded by the query memory, %d bytes: send fewer keys or columns at once)", exec.ErrMemoryLimit, err, req.MaxBytes)
+	}
+	return out, snap, err
 }
 
 func fieldNames(s *arrow.Schema) []string {

@@ -421,3 +421,43 @@ func TestLookupCachesShareBudget(t *testing.T) {
 		t.Fatalf("the lookup caches left the heap %d MB larger, over three times their %d MB budget", grew>>20, budget>>20)
 	}
 }
+
+// TestLookupAnswerBounded: a lookup's answer is bounded by the query
+// memory before its values are copied, and its column list as a select
+// list is. One DoGet of 50,000 keys and 5,000 columns of a 100-byte
+// string took a server to 24 GB and ignored its cancel and shutdown; now
+// it is ResourceExhausted (53200) and the server answers the next lookup.
+func TestLookupAnswerBounded(t *testing.T) {
+	ts := startServer(t, flightsql.Options{}, func(c *engine.Config) { c.QueryMemory = 8 << 20 })
+	cnxn := ts.connect(t, nil)
+	const rows = 20000
+	mustExec(t, cnxn, "CREATE TABLE dim (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED)")
+	mustExec(t, cnxn, fmt.Sprintf("INSERT INTO dim SELECT x, REPEAT('v', 100) FROM range(%d) AS r(x)", rows))
+	cl, mem := ts.rawClient(t)
+	keys := make([][]any, rows)
+	for i := range keys {
+		keys[i] = []any{i}
+	}
+	wide := make([]string, 10)
+	for i := range wide {
+		wide[i] = "v"
+	}
+	for _, c := range []struct {
+		name string
+		tk   flightsql.LookupTicket
+		code codes.Code
+		want string
+	}{
+		{"20,000 keys of 10 string columns (20 MB) under 8 MiB", flightsql.LookupTicket{LookupCommand: flightsql.LookupCommand{Table: "dim", Columns: wide}, Keys: keys}, codes.ResourceExhausted, "53200"},
+		{"10,001 columns", flightsql.LookupTicket{LookupCommand: flightsql.LookupCommand{Table: "dim", Columns: make([]string, 10001)}, Keys: [][]any{{1}}}, codes.InvalidArgument, "54011"},
+	} {
+		_, err := tryDoGetLookup(context.Background(), cl.Client, mem, c.tk)
+		if st, _ := status.FromError(err); st.Code() != c.code || !strings.Contains(st.Message(), c.want) {
+			t.Errorf("%s: got %v, want %s with %q", c.name, err, c.code, c.want)
+		}
+	}
+	got, err := tryDoGetLookup(context.Background(), cl.Client, mem, flightsql.LookupTicket{LookupCommand: flightsql.LookupCommand{Table: "dim", Columns: wide[:2]}, Keys: keys[:3]})
+	if err != nil || len(got) != 3 {
+		t.Fatalf("a small lookup after: %v, %v", got, err)
+	}
+}

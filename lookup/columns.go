@@ -3,7 +3,9 @@ package lookup
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"hash/maphash"
+	"math"
 	"math/bits"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -242,8 +244,21 @@ func keyEqual(a []view, i int, b []view, j int) bool {
 
 // gather builds a column of typ with, per row i, the value of column col
 // at row rows[i] of segs[i], or NULL where segs[i] is nil or holds no rows.
-func gather(mem memory.Allocator, typ arrow.DataType, segs []*segment, rows []int32, col int) arrow.Array {
+// budget, when not nil, is the bytes the column may take: they are taken
+// from it, and a column larger than what is left (or than int32 offsets
+// address) is ErrAnswerTooLarge, before its values are copied.
+func gather(mem memory.Allocator, typ arrow.DataType, segs []*segment, rows []int32, col int, budget *int64) (arrow.Array, error) {
 	n := len(segs)
+	spend := func(bytes int64) error {
+		if budget == nil {
+			return nil
+		}
+		if bytes > *budget {
+			return fmt.Errorf("%w: a column of %d values would take %d bytes, over the %d left", ErrAnswerTooLarge, n, bytes, *budget)
+		}
+		*budget -= bytes
+		return nil
+	}
 	valid := memory.NewResizableBuffer(mem)
 	valid.Resize(int(bitutil.BytesForBits(int64(n))))
 	vb := valid.Bytes()
@@ -273,6 +288,16 @@ func gather(mem memory.Allocator, typ arrow.DataType, segs []*segment, rows []in
 			}
 		}
 		ov[n] = int32(total)
+		if total > math.MaxInt32 {
+			valid.Release()
+			offs.Release()
+			return nil, fmt.Errorf("%w: a column of %d values would hold %d bytes, past 32-bit offsets", ErrAnswerTooLarge, n, total)
+		}
+		if err := spend(int64(total) + int64(len(offs.Bytes())+len(vb))); err != nil {
+			valid.Release()
+			offs.Release()
+			return nil, err
+		}
 		data := memory.NewResizableBuffer(mem)
 		data.Resize(total)
 		db := data.Bytes()
@@ -284,6 +309,10 @@ func gather(mem memory.Allocator, typ arrow.DataType, segs []*segment, rows []in
 		}
 		buffers = []*memory.Buffer{valid, offs, data}
 	case *arrow.BooleanType:
+		if err := spend(2 * int64(len(vb))); err != nil {
+			valid.Release()
+			return nil, err
+		}
 		vals := memory.NewResizableBuffer(mem)
 		vals.Resize(len(vb))
 		b := vals.Bytes()
@@ -298,6 +327,10 @@ func gather(mem memory.Allocator, typ arrow.DataType, segs []*segment, rows []in
 		buffers = []*memory.Buffer{valid, vals}
 	case arrow.FixedWidthDataType:
 		w := t.BitWidth() / 8
+		if err := spend(int64(n*w) + int64(len(vb))); err != nil {
+			valid.Release()
+			return nil, err
+		}
 		vals := memory.NewResizableBuffer(mem)
 		vals.Resize(n * w)
 		b := vals.Bytes()
@@ -329,5 +362,5 @@ func gather(mem memory.Allocator, typ arrow.DataType, segs []*segment, rows []in
 	for _, b := range buffers {
 		b.Release()
 	}
-	return a
+	return a, nil
 }

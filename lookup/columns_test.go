@@ -2,6 +2,7 @@ package lookup
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -167,13 +168,36 @@ func TestGather(t *testing.T) {
 			pick[i], rows[i] = segs[s], int32(r.IntN(10))
 			want[i] = srcs[s].ValueStr(int(rows[i]))
 		}
-		got := gather(mem, typ, pick, rows, 0)
+		got, err := gather(mem, typ, pick, rows, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for i := range n {
 			if got.ValueStr(i) != want[i] {
 				t.Fatalf("round %d (%s) row %d: gathered %s, want %s", round, typ, i, got.ValueStr(i), want[i])
 			}
 		}
+		// A budget: the bytes of the column gathered are taken from it;
+		// one byte short refuses the column, allocating nothing.
+		size := int64(0)
+		for _, b := range got.Data().Buffers() {
+			if b != nil {
+				size += int64(b.Len())
+			}
+		}
 		got.Release()
+		if n > 0 {
+			left := size
+			if again, err := gather(mem, typ, pick, rows, 0, &left); err != nil || left != 0 {
+				t.Fatalf("round %d (%s): a budget of the column's %d bytes: %v, %d left", round, typ, size, err, left)
+			} else {
+				again.Release()
+			}
+			left = size - 1
+			if _, err := gather(mem, typ, pick, rows, 0, &left); !errors.Is(err, ErrAnswerTooLarge) || left != size-1 {
+				t.Fatalf("round %d (%s): a budget one byte short of %d: %v, %d left", round, typ, size, err, left)
+			}
+		}
 		release(srcs)
 	}
 }

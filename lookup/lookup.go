@@ -232,7 +232,15 @@ type Request struct {
 	Columns []int
 	// SnapshotID pins a snapshot (not cached); 0 reads the latest.
 	SnapshotID int64
+	// MaxBytes bounds the answer's columns (0: no bound): past it the
+	// lookup is ErrAnswerTooLarge, before the values are copied. One
+	// DoGet of 50,000 keys and 5,000 columns took a server to 24 GB.
+	MaxBytes int64
 }
+
+// ErrAnswerTooLarge reports a lookup whose answer would pass its
+// Request.MaxBytes, or a column 32-bit offsets cannot address.
+var ErrAnswerTooLarge = errors.New("lookup answer too large")
 
 // OutputSchema is the schema of the results of lookups of columns (nil:
 // all): the columns, nullable, then FoundColumn.
@@ -554,7 +562,10 @@ func (x *Index) lookup(ctx context.Context, scan *tablestore.Scan, c *cache.Rows
 			}
 		}
 	}
-	out := x.assemble(req.Columns, segs, rows)
+	out, err := x.assemble(ctx, req.Columns, segs, rows, req.MaxBytes)
+	if err != nil {
+		return nil, err
+	}
 	if len(old) > 0 {
 		keep, err := x.keep(ctx, req.Keys, hs, segs, rows, old, oldExpires)
 		if err != nil {
@@ -626,7 +637,8 @@ func (x *Index) copyRows(s *segment, fields []arrow.Field, n int) (*segment, []a
 func (x *Index) gatherRows(segs []*segment, rows []int32, fields []arrow.Field) (*segment, []arrow.Array) {
 	cols := make([]arrow.Array, len(fields))
 	for c, f := range fields {
-		cols[c] = gather(cacheMem, f.Type, segs, rows, c)
+		// Rows of one read, whose columns already had 32-bit offsets.
+		cols[c], _ = gather(cacheMem, f.Type, segs, rows, c, nil)
 	}
 	keys := make([]arrow.Array, len(x.keyIdx))
 	for c, i := range x.keyIdx {
@@ -689,15 +701,30 @@ func take(ctx context.Context, mem memory.Allocator, cols []arrow.Array, idx []i
 
 // assemble gathers the result batch: per key, the columns of its row
 // (segs[i] at rows[i]; NULLs where it has none) and whether it has one.
-func (x *Index) assemble(columns []int, segs []*segment, rows []int32) arrow.RecordBatch {
+func (x *Index) assemble(ctx context.Context, columns []int, segs []*segment, rows []int32, maxBytes int64) (arrow.RecordBatch, error) {
 	schema := x.allOut
 	if !slices.Equal(columns, x.all) {
 		schema = x.OutputSchema(columns)
 	}
 	n := len(segs)
+	var budget *int64
+	if maxBytes > 0 {
+		budget = &maxBytes
+	}
 	cols := make([]arrow.Array, 0, len(columns)+1)
 	for k, c := range columns {
-		cols = append(cols, gather(x.mem, schema.Field(k).Type, segs, rows, c))
+		col, err := gather(x.mem, schema.Field(k).Type, segs, rows, c, budget)
+		if err == nil {
+			err = ctx.Err()
+		}
+		if err != nil {
+			if col != nil {
+				col.Release()
+			}
+			releaseAll(cols)
+			return nil, fmt.Errorf("lookup on %s, column %d of %d: %w", x.t.Load().Ident(), k+1, len(columns), err)
+		}
+		cols = append(cols, col)
 	}
 	fb := memory.NewResizableBuffer(x.mem)
 	fb.Resize(int(bitutil.BytesForBits(int64(n))))
@@ -714,5 +741,5 @@ func (x *Index) assemble(columns []int, segs []*segment, rows []int32) arrow.Rec
 	fb.Release()
 	out := array.NewRecordBatch(schema, cols, int64(n))
 	releaseAll(cols)
-	return out
+	return out, nil
 }
