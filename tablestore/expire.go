@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flightd/flightd/tablestore/maintenance"
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 func (st *tableState) tagPath(name string) string { return joinPath(st.dir, "tag", "tag-"+name) }
@@ -129,7 +130,7 @@ func (t *Table) DeleteTag(ctx context.Context, name string) error {
 		if err != nil {
 			return err
 		}
-		for _, m := range append(ms, manifestMeta{FileName: l}) {
+		for _, m := range append(ms, meta.ManifestFile{FileName: l}) {
 			if !keepManifests[m.FileName] {
 				if err := st.fs().Remove(st.manifestPath(m.FileName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 					return err
@@ -145,7 +146,7 @@ func (t *Table) DeleteTag(ctx context.Context, name string) error {
 // snapshot from the first given one on reference.
 func (st *tableState) referenced(snaps []int64) (files, manifests map[string]bool, err error) {
 	files, manifests = map[string]bool{}, map[string]bool{}
-	keepLists := func(sn *snapshot) error {
+	keepLists := func(sn *meta.Snapshot) error {
 		for _, l := range []string{sn.BaseManifestList, sn.DeltaManifestList} {
 			manifests[l] = true
 			ms, err := st.readManifestList(l)
@@ -170,7 +171,7 @@ func (st *tableState) referenced(snaps []int64) (files, manifests map[string]boo
 	if err != nil {
 		return nil, nil, err
 	}
-	var all []*snapshot
+	var all []*meta.Snapshot
 	for _, tag := range tags {
 		all = append(all, tag)
 	}
@@ -220,7 +221,7 @@ func (t *Table) Tags(ctx context.Context) (map[string]int64, error) {
 	return out, nil
 }
 
-func (st *tableState) readTags() (map[string]*snapshot, error) {
+func (st *tableState) readTags() (map[string]*meta.Snapshot, error) {
 	names, err := st.fs().List(joinPath(st.dir, "tag"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -228,7 +229,7 @@ func (st *tableState) readTags() (map[string]*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]*snapshot{}
+	out := map[string]*meta.Snapshot{}
 	for _, n := range names {
 		tag, ok := strings.CutPrefix(n, "tag-")
 		if !ok {
@@ -243,8 +244,8 @@ func (st *tableState) readTags() (map[string]*snapshot, error) {
 	return out, nil
 }
 
-func (st *tableState) readTag(name string) (*snapshot, error) {
-	sn := &snapshot{}
+func (st *tableState) readTag(name string) (*meta.Snapshot, error) {
+	sn := &meta.Snapshot{}
 	if err := readMeta(st.fs(), st.tagPath(name), sn); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("table %s: tag %q: %w", st.id, name, ErrSnapshotNotFound)
@@ -662,7 +663,7 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (_ int, er
 				return 0, err
 			}
 			for _, e := range ents {
-				if e.Kind == kindDelete && !tagFiles[e.File.FileName] {
+				if e.Kind == meta.KindDelete && !tagFiles[e.File.FileName] {
 					dataFiles = append(dataFiles, joinPath(st.dir, e.File.Path))
 				}
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/flightd/flightd/tablestore/meta"
 	"github.com/flightd/flightd/tablestore/paimonfmt"
 )
 
@@ -27,12 +28,12 @@ const entryExtrasKey = "flightd.entries"
 // entryExtra is the part of an entry only flightd reads; every field is
 // set only where Paimon's encoding does not give the value back exactly.
 type entryExtra struct {
-	CRC       *uint32    `json:"crc32c,omitempty"`
-	Path      string     `json:"path,omitempty"`
-	Partition []datum    `json:"partition,omitempty"`
-	MinKey    []datum    `json:"minKey,omitempty"`
-	MaxKey    []datum    `json:"maxKey,omitempty"`
-	Stats     []colStats `json:"stats,omitempty"`
+	CRC       *uint32         `json:"crc32c,omitempty"`
+	Path      string          `json:"path,omitempty"`
+	Partition []meta.Datum    `json:"partition,omitempty"`
+	MinKey    []meta.Datum    `json:"minKey,omitempty"`
+	MaxKey    []meta.Datum    `json:"maxKey,omitempty"`
+	Stats     []meta.ColStats `json:"stats,omitempty"`
 }
 
 // paimonType is dt's BinaryRow layout; ok is false for nested types.
@@ -85,7 +86,7 @@ func timeUnitsPerMilli(u arrow.TimeUnit) (mul, div int64) {
 // paimonValue is d as BinaryRow holds a value of type dt; nil (NULL) where
 // there is no such value (decimals have no datum), which the caller's
 // round trip then finds inexact.
-func paimonValue(dt arrow.DataType, d datum) any {
+func paimonValue(dt arrow.DataType, d meta.Datum) any {
 	switch {
 	case d.Null:
 		return nil
@@ -128,42 +129,42 @@ func floorDiv(a, b int64) int64 {
 }
 
 // datumOf is the datum of a BinaryRow value of type dt.
-func datumOf(dt arrow.DataType, v any) datum {
+func datumOf(dt arrow.DataType, v any) meta.Datum {
 	switch v := v.(type) {
 	case nil:
-		return datum{Null: true}
+		return meta.Datum{Null: true}
 	case bool:
 		if v {
-			return intDatum(1)
+			return meta.IntDatum(1)
 		}
-		return intDatum(0)
+		return meta.IntDatum(0)
 	case int64:
 		if t, ok := dt.(*arrow.Time64Type); ok {
 			_, div := timeUnitsPerMilli(t.Unit)
-			return intDatum(v * div)
+			return meta.IntDatum(v * div)
 		}
-		return intDatum(v)
+		return meta.IntDatum(v)
 	case float64:
-		return floatDatum(v)
+		return meta.FloatDatum(v)
 	case string:
-		return strDatum(v)
+		return meta.StrDatum(v)
 	case []byte:
-		return binDatum(v)
+		return meta.BinDatum(v)
 	case paimonfmt.TimestampValue:
 		mul, div := timeUnitsPerMilli(dt.(*arrow.TimestampType).Unit)
 		if div == 1 {
-			return intDatum(v.Millis / mul)
+			return meta.IntDatum(v.Millis / mul)
 		}
-		return intDatum(v.Millis*div + int64(v.NanoOfMilli)/(1_000_000/div))
+		return meta.IntDatum(v.Millis*div + int64(v.NanoOfMilli)/(1_000_000/div))
 	case *big.Int:
-		return datum{} // decimals have no datum
+		return meta.Datum{} // decimals have no datum
 	}
-	return datum{}
+	return meta.Datum{}
 }
 
 // encodeDatums serializes ds (of types) as a BinaryRow; exact tells
 // whether decoding it gives ds back.
-func encodeDatums(types []arrow.DataType, ds []datum) (row []byte, exact bool, err error) {
+func encodeDatums(types []arrow.DataType, ds []meta.Datum) (row []byte, exact bool, err error) {
 	row, exact, err = encodeRowOf(types, ds)
 	if err != nil {
 		return nil, false, err
@@ -178,7 +179,7 @@ func encodeDatums(types []arrow.DataType, ds []datum) (row []byte, exact bool, e
 // encodeRowOf is encodeDatums without decoding the row again to check it,
 // for callers that already know which values BinaryRow holds exactly;
 // maybe is false when it certainly does not.
-func encodeRowOf(types []arrow.DataType, ds []datum) (row []byte, maybe bool, err error) {
+func encodeRowOf(types []arrow.DataType, ds []meta.Datum) (row []byte, maybe bool, err error) {
 	pts := make([]paimonfmt.Type, len(types))
 	vals := make([]any, len(types))
 	maybe = len(ds) == len(types)
@@ -197,7 +198,7 @@ func encodeRowOf(types []arrow.DataType, ds []datum) (row []byte, maybe bool, er
 	return row, maybe, nil
 }
 
-func decodeDatums(types []arrow.DataType, row []byte) ([]datum, error) {
+func decodeDatums(types []arrow.DataType, row []byte) ([]meta.Datum, error) {
 	pts := make([]paimonfmt.Type, len(types))
 	for i, dt := range types {
 		pts[i], _ = paimonType(dt)
@@ -206,7 +207,7 @@ func decodeDatums(types []arrow.DataType, row []byte) ([]datum, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]datum, len(vals))
+	out := make([]meta.Datum, len(vals))
 	for i, v := range vals {
 		out[i] = datumOf(types[i], v)
 	}
@@ -235,11 +236,11 @@ func (s *tableSchema) typesOf(cols []string) []arrow.DataType {
 
 // keyTrim and keyFill convert flightd's keys (every primary key column)
 // to Paimon's and back.
-func (s *tableSchema) keyTrim(key []datum) []datum {
+func (s *tableSchema) keyTrim(key []meta.Datum) []meta.Datum {
 	if len(key) != len(s.PrimaryKeys) {
 		return nil
 	}
-	var out []datum
+	var out []meta.Datum
 	for i, k := range s.PrimaryKeys {
 		if !slices.Contains(s.PartitionKeys, k) {
 			out = append(out, key[i])
@@ -248,8 +249,8 @@ func (s *tableSchema) keyTrim(key []datum) []datum {
 	return out
 }
 
-func (s *tableSchema) keyFill(trimmed, part []datum) []datum {
-	out := make([]datum, 0, len(s.PrimaryKeys))
+func (s *tableSchema) keyFill(trimmed, part []meta.Datum) []meta.Datum {
+	out := make([]meta.Datum, 0, len(s.PrimaryKeys))
 	j := 0
 	for _, k := range s.PrimaryKeys {
 		if p := slices.Index(s.PartitionKeys, k); p >= 0 {
@@ -268,14 +269,14 @@ func (s *tableSchema) keyFill(trimmed, part []datum) []datum {
 
 // statsExact reports whether c's bounds are what Paimon's value statistics
 // say: known bounds, or none because every value is NULL.
-func statsExact(c colStats, rows int64) bool {
+func statsExact(c meta.ColStats, rows int64) bool {
 	if c.Min == nil || c.Max == nil {
 		return c.Min == nil && c.Max == nil && c.NullCount == rows
 	}
 	return true
 }
 
-func (st *tableState) entryToAvro(e *manifestEntry) (paimonfmt.ManifestEntry, entryExtra, error) {
+func (st *tableState) entryToAvro(e *meta.ManifestEntry) (paimonfmt.ManifestEntry, entryExtra, error) {
 	sch, err := st.schema(e.File.SchemaID)
 	if err != nil {
 		return paimonfmt.ManifestEntry{}, entryExtra{}, err
@@ -315,14 +316,14 @@ func (st *tableState) entryToAvro(e *manifestEntry) (paimonfmt.ManifestEntry, en
 	}
 	// Value statistics: the columns Paimon's encoding gives back exactly,
 	// named in _VALUE_STATS_COLS; the others in the extra record.
-	byID := map[int]colStats{}
+	byID := map[int]meta.ColStats{}
 	for _, c := range f.ValueStats {
 		byID[c.ID] = c
 	}
 	exactIDs := map[int]bool{} // the columns in _VALUE_STATS_COLS
 	var cols []string
 	var types []arrow.DataType
-	var mins, maxs []datum
+	var mins, maxs []meta.Datum
 	nulls := []*int64{}
 	for i, fd := range sch.Fields {
 		c, ok := byID[fd.ID]
@@ -333,11 +334,11 @@ func (st *tableState) entryToAvro(e *manifestEntry) (paimonfmt.ManifestEntry, en
 			x.Stats = append(x.Stats, c)
 			continue
 		}
-		lo, hi := datum{Null: true}, datum{Null: true}
+		lo, hi := meta.Datum{Null: true}, meta.Datum{Null: true}
 		if c.Min != nil {
 			lo, hi = *c.Min, *c.Max
 		}
-		if _, exact, _ := encodeDatums([]arrow.DataType{sch.types[i], sch.types[i]}, []datum{lo, hi}); !exact {
+		if _, exact, _ := encodeDatums([]arrow.DataType{sch.types[i], sch.types[i]}, []meta.Datum{lo, hi}); !exact {
 			x.Stats = append(x.Stats, c)
 			continue
 		}
@@ -365,7 +366,7 @@ func (st *tableState) entryToAvro(e *manifestEntry) (paimonfmt.ManifestEntry, en
 		return paimonfmt.ManifestEntry{}, x, err
 	}
 	kind := int32(paimonfmt.KindAdd)
-	if e.Kind == kindDelete {
+	if e.Kind == meta.KindDelete {
 		kind = paimonfmt.KindDelete
 	}
 	source := int32(paimonfmt.FileSourceAppend)
@@ -389,12 +390,12 @@ func (st *tableState) entryToAvro(e *manifestEntry) (paimonfmt.ManifestEntry, en
 // column (not of the key rows), from the column statistics; a column
 // without exact bounds (not in exactIDs, the value statistics Paimon
 // holds exactly) gets none, with its null count unknown.
-func keyColumnStats(sch *tableSchema, keyCols []string, keyTypes []arrow.DataType, byID map[int]colStats, exactIDs map[int]bool) (paimonfmt.SimpleStats, error) {
-	lo := make([]datum, len(keyCols))
-	hi := make([]datum, len(keyCols))
+func keyColumnStats(sch *tableSchema, keyCols []string, keyTypes []arrow.DataType, byID map[int]meta.ColStats, exactIDs map[int]bool) (paimonfmt.SimpleStats, error) {
+	lo := make([]meta.Datum, len(keyCols))
+	hi := make([]meta.Datum, len(keyCols))
 	nulls := make([]*int64, len(keyCols))
 	for i, c := range keyCols {
-		lo[i], hi[i] = datum{Null: true}, datum{Null: true}
+		lo[i], hi[i] = meta.Datum{Null: true}, meta.Datum{Null: true}
 		id := sch.Fields[sch.fieldIndex(c)].ID
 		cs := byID[id]
 		if !exactIDs[id] || cs.Min == nil {
@@ -415,22 +416,22 @@ func keyColumnStats(sch *tableSchema, keyCols []string, keyTypes []arrow.DataTyp
 	return paimonfmt.SimpleStats{MinValues: minRow, MaxValues: maxRow, NullCounts: nulls}, nil
 }
 
-func (st *tableState) entryFromAvro(a paimonfmt.ManifestEntry, x entryExtra) (*manifestEntry, error) {
+func (st *tableState) entryFromAvro(a paimonfmt.ManifestEntry, x entryExtra) (*meta.ManifestEntry, error) {
 	f := a.File
 	sch, err := st.schema(f.SchemaID)
 	if err != nil {
 		return nil, err
 	}
-	e := &manifestEntry{Kind: kindAdd, Bucket: int(a.Bucket), TotalBuckets: int(a.TotalBuckets)}
+	e := &meta.ManifestEntry{Kind: meta.KindAdd, Bucket: int(a.Bucket), TotalBuckets: int(a.TotalBuckets)}
 	if a.Kind == paimonfmt.KindDelete {
-		e.Kind = kindDelete
+		e.Kind = meta.KindDelete
 	}
 	if e.Partition = x.Partition; e.Partition == nil {
 		if e.Partition, err = decodeDatums(partTypes(sch), a.Partition); err != nil {
 			return nil, fmt.Errorf("%w: file %s: partition: %v", ErrCorrupt, f.FileName, err)
 		}
 	}
-	m := dataFileMeta{
+	m := meta.DataFile{
 		FileName: f.FileName, FileSize: f.FileSize, CRC: x.CRC, RowCount: f.RowCount,
 		MinSeq: f.MinSequenceNumber, MaxSeq: f.MaxSequenceNumber, SchemaID: f.SchemaID, Level: int(f.Level),
 		FileSource: "APPEND", Path: x.Path, MinKey: x.MinKey, MaxKey: x.MaxKey,
@@ -476,14 +477,14 @@ func (st *tableState) entryFromAvro(a paimonfmt.ManifestEntry, x entryExtra) (*m
 		types[i] = sch.types[idx[i]]
 	}
 	statsKnown := len(cols) > 0 && allAtomic(types) && len(f.ValueStats.NullCounts) == len(cols)
-	var mins, maxs []datum
+	var mins, maxs []meta.Datum
 	if statsKnown {
 		if mins, err = decodeDatums(types, f.ValueStats.MinValues); err == nil {
 			maxs, err = decodeDatums(types, f.ValueStats.MaxValues)
 		}
 		statsKnown = err == nil
 	}
-	extra := map[int]colStats{}
+	extra := map[int]meta.ColStats{}
 	for _, c := range x.Stats {
 		extra[c.ID] = c
 	}
@@ -496,8 +497,8 @@ func (st *tableState) entryFromAvro(a paimonfmt.ManifestEntry, x entryExtra) (*m
 		if !statsKnown || j < 0 || f.ValueStats.NullCounts[j] == nil {
 			continue
 		}
-		c := colStats{ID: fd.ID, NullCount: *f.ValueStats.NullCounts[j]}
-		if !mins[j].Null && !maxs[j].Null && (mins[j] != datum{}) {
+		c := meta.ColStats{ID: fd.ID, NullCount: *f.ValueStats.NullCounts[j]}
+		if !mins[j].Null && !maxs[j].Null && (mins[j] != meta.Datum{}) {
 			lo, hi := mins[j], maxs[j]
 			c.Min, c.Max = &lo, &hi
 		}
@@ -518,11 +519,11 @@ func allAtomic(types []arrow.DataType) bool {
 
 // filePath is where a data file of a partition's bucket lives, relative to
 // the table directory.
-func (st *tableState) filePath(sch *tableSchema, part []datum, bucket int, name string) string {
-	return joinPath(partitionPath(sch.PartitionKeys, partTypes(sch), part, sch.opts.defaultPartition), "bucket-"+strconv.Itoa(bucket), name)
+func (st *tableState) filePath(sch *tableSchema, part []meta.Datum, bucket int, name string) string {
+	return joinPath(meta.PartitionPath(sch.PartitionKeys, partTypes(sch), part, sch.opts.defaultPartition), "bucket-"+strconv.Itoa(bucket), name)
 }
 
-func (st *tableState) encodeManifest(ents []*manifestEntry) ([]byte, error) {
+func (st *tableState) encodeManifest(ents []*meta.ManifestEntry) ([]byte, error) {
 	out := make([]paimonfmt.ManifestEntry, len(ents))
 	extras := make([]entryExtra, len(ents))
 	for i, e := range ents {
@@ -538,22 +539,22 @@ func (st *tableState) encodeManifest(ents []*manifestEntry) ([]byte, error) {
 	return paimonfmt.EncodeManifest(out, map[string][]byte{entryExtrasKey: x})
 }
 
-func (st *tableState) decodeManifest(name string, data []byte) ([]*manifestEntry, error) {
+func (st *tableState) decodeManifest(name string, data []byte) ([]*meta.ManifestEntry, error) {
 	if !paimonfmt.IsAvro(data) { // written before flightd used Paimon's format
-		var l []*manifestEntry
-		return l, decodeMeta(name, data, &l)
+		var l []*meta.ManifestEntry
+		return l, meta.Decode(name, data, &l)
 	}
-	ents, meta, err := paimonfmt.DecodeManifest(data)
+	ents, header, err := paimonfmt.DecodeManifest(data)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
 	}
 	var extras []entryExtra
-	if x, ok := meta[entryExtrasKey]; ok {
+	if x, ok := header[entryExtrasKey]; ok {
 		if err := json.Unmarshal(x, &extras); err != nil || len(extras) != len(ents) {
 			return nil, fmt.Errorf("%w: %s: bad %s header (%v)", ErrCorrupt, name, entryExtrasKey, err)
 		}
 	}
-	out := make([]*manifestEntry, len(ents))
+	out := make([]*meta.ManifestEntry, len(ents))
 	for i, a := range ents {
 		var x entryExtra
 		if extras != nil {
@@ -570,15 +571,15 @@ func (st *tableState) decodeManifest(name string, data []byte) ([]*manifestEntry
 
 // partitionStats are the bounds of the partitions of ents, for the
 // manifest list (Paimon skips manifests by them).
-func (st *tableState) partitionStats(sch *tableSchema, ents []*manifestEntry) (paimonfmt.SimpleStats, error) {
+func (st *tableState) partitionStats(sch *tableSchema, ents []*meta.ManifestEntry) (paimonfmt.SimpleStats, error) {
 	types := partTypes(sch)
-	lo := make([]datum, len(types))
-	hi := make([]datum, len(types))
+	lo := make([]meta.Datum, len(types))
+	hi := make([]meta.Datum, len(types))
 	nulls := make([]*int64, len(types))
 	for i := range types {
 		n := int64(0)
 		nulls[i] = &n
-		lo[i], hi[i] = datum{Null: true}, datum{Null: true}
+		lo[i], hi[i] = meta.Datum{Null: true}, meta.Datum{Null: true}
 	}
 	for _, e := range ents {
 		for i, d := range e.Partition {
@@ -589,10 +590,10 @@ func (st *tableState) partitionStats(sch *tableSchema, ents []*manifestEntry) (p
 				*nulls[i]++
 				continue
 			}
-			if c, ok := compareDatum(d, lo[i]); lo[i].Null || (ok && c < 0) {
+			if c, ok := meta.CompareDatum(d, lo[i]); lo[i].Null || (ok && c < 0) {
 				lo[i] = d
 			}
-			if c, ok := compareDatum(d, hi[i]); hi[i].Null || (ok && c > 0) {
+			if c, ok := meta.CompareDatum(d, hi[i]); hi[i].Null || (ok && c > 0) {
 				hi[i] = d
 			}
 		}
@@ -611,25 +612,25 @@ func (st *tableState) partitionStats(sch *tableSchema, ents []*manifestEntry) (p
 	return paimonfmt.SimpleStats{MinValues: minRow, MaxValues: maxRow, NullCounts: nulls}, nil
 }
 
-func (st *tableState) encodeManifestList(l []manifestMeta) ([]byte, error) {
+func (st *tableState) encodeManifestList(l []meta.ManifestFile) ([]byte, error) {
 	out := make([]paimonfmt.ManifestFileMeta, len(l))
 	for i, m := range l {
 		out[i] = paimonfmt.ManifestFileMeta{
 			FileName: m.FileName, FileSize: m.FileSize, NumAddedFiles: m.NumAddedFiles,
-			NumDeleted: m.NumDeletedFile, SchemaID: m.SchemaID, PartitionStats: m.partitionStats,
+			NumDeleted: m.NumDeletedFile, SchemaID: m.SchemaID, PartitionStats: m.PartitionStats,
 		}
 	}
 	return paimonfmt.EncodeManifestList(out)
 }
 
-func (st *tableState) decodeManifestList(name string, data []byte) ([]manifestMeta, error) {
+func (st *tableState) decodeManifestList(name string, data []byte) ([]meta.ManifestFile, error) {
 	if !paimonfmt.IsAvro(data) {
-		var l []manifestMeta
-		if err := decodeMeta(name, data, &l); err != nil {
+		var l []meta.ManifestFile
+		if err := meta.Decode(name, data, &l); err != nil {
 			return nil, err
 		}
 		for i := range l {
-			l[i].legacy = true
+			l[i].Legacy = true
 		}
 		return l, nil
 	}
@@ -637,10 +638,10 @@ func (st *tableState) decodeManifestList(name string, data []byte) ([]manifestMe
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
 	}
-	out := make([]manifestMeta, len(metas))
+	out := make([]meta.ManifestFile, len(metas))
 	for i, m := range metas {
-		out[i] = manifestMeta{FileName: m.FileName, FileSize: m.FileSize, NumAddedFiles: m.NumAddedFiles,
-			NumDeletedFile: m.NumDeleted, SchemaID: m.SchemaID, partitionStats: m.PartitionStats}
+		out[i] = meta.ManifestFile{FileName: m.FileName, FileSize: m.FileSize, NumAddedFiles: m.NumAddedFiles,
+			NumDeletedFile: m.NumDeleted, SchemaID: m.SchemaID, PartitionStats: m.PartitionStats}
 	}
 	return out, nil
 }

@@ -118,8 +118,8 @@ func (t *Table) Manifests(ctx context.Context, snapshotID int64) ([]ManifestInfo
 		for _, m := range metas {
 			info := ManifestInfo{FileName: m.FileName, FileSize: m.FileSize, NumAddedFiles: m.NumAddedFiles,
 				NumDeletedFiles: m.NumDeletedFile, SchemaID: m.SchemaID}
-			info.MinPartition = partitionString(sch, m.partitionStats.MinValues)
-			info.MaxPartition = partitionString(sch, m.partitionStats.MaxValues)
+			info.MinPartition = partitionString(sch, m.PartitionStats.MinValues)
+			info.MaxPartition = partitionString(sch, m.PartitionStats.MaxValues)
 			out = append(out, info)
 		}
 	}
