@@ -255,13 +255,6 @@ func (st *tableState) readTag(name string) (*meta.Snapshot, error) {
 	return sn, nil
 }
 
-// consumerState is a consumer file: Paimon's {"nextSnapshot": N} plus the
-// time of the last commit, for consumer.expiration-time.
-type consumerState struct {
-	NextSnapshot int64 `json:"nextSnapshot"`
-	UpdateMillis int64 `json:"updateMillis,omitempty"`
-}
-
 // SetConsumer records that consumer id will read from nextSnapshot on;
 // expiry keeps that snapshot and every later one until the consumer makes
 // no commit for consumer.expiration-time.
@@ -276,7 +269,7 @@ func (t *Table) SetConsumer(ctx context.Context, id string, nextSnapshot int64) 
 	if err := st.fs().MkdirIn(st.dir, "consumer"); err != nil {
 		return err
 	}
-	want := consumerState{NextSnapshot: nextSnapshot, UpdateMillis: st.s.opts.Now().UnixMilli()}
+	want := meta.Consumer{NextSnapshot: nextSnapshot, UpdateMillis: st.s.opts.Now().UnixMilli()}
 	tmp := joinPath(st.dir, "consumer", ".tmp-"+newUUID())
 	if _, err := writePaimonJSON(st.fs(), tmp, want); err != nil {
 		_ = st.fs().Remove(tmp)
@@ -290,7 +283,7 @@ func (t *Table) SetConsumer(ctx context.Context, id string, nextSnapshot int64) 
 		return err
 	}
 	// Read back: expiry trusts this position.
-	var c consumerState
+	var c meta.Consumer
 	if err := readMeta(st.fs(), st.consumerPath(id), &c); err != nil {
 		return err
 	}
@@ -310,7 +303,7 @@ func (t *Table) Consumer(ctx context.Context, id string) (next int64, ok bool, e
 }
 
 func (st *tableState) consumerPosition(id string) (int64, bool, error) {
-	var c consumerState
+	var c meta.Consumer
 	if err := readMeta(st.fs(), st.consumerPath(id), &c); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return 0, false, nil
@@ -347,7 +340,7 @@ func (st *tableState) minConsumer(expire time.Duration) (int64, error) {
 		if !strings.HasPrefix(n, "consumer-") {
 			continue
 		}
-		var c consumerState
+		var c meta.Consumer
 		p := joinPath(st.dir, "consumer", n)
 		if err := readMeta(st.fs(), p, &c); err != nil {
 			return 0, err

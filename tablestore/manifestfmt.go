@@ -3,7 +3,6 @@ package tablestore
 import (
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"reflect"
 	"slices"
 	"strconv"
@@ -34,184 +33,6 @@ type entryExtra struct {
 	MinKey    []meta.Datum    `json:"minKey,omitempty"`
 	MaxKey    []meta.Datum    `json:"maxKey,omitempty"`
 	Stats     []meta.ColStats `json:"stats,omitempty"`
-}
-
-// paimonType is dt's BinaryRow layout; ok is false for nested types.
-func paimonType(dt arrow.DataType) (paimonfmt.Type, bool) {
-	switch t := dt.(type) {
-	case *arrow.BooleanType:
-		return paimonfmt.Type{Kind: paimonfmt.Boolean}, true
-	case *arrow.Int8Type:
-		return paimonfmt.Type{Kind: paimonfmt.TinyInt}, true
-	case *arrow.Int16Type:
-		return paimonfmt.Type{Kind: paimonfmt.SmallInt}, true
-	case *arrow.Int32Type:
-		return paimonfmt.Type{Kind: paimonfmt.Int}, true
-	case *arrow.Int64Type:
-		return paimonfmt.Type{Kind: paimonfmt.BigInt}, true
-	case *arrow.Float32Type:
-		return paimonfmt.Type{Kind: paimonfmt.Float}, true
-	case *arrow.Float64Type:
-		return paimonfmt.Type{Kind: paimonfmt.Double}, true
-	case *arrow.Date32Type:
-		return paimonfmt.Type{Kind: paimonfmt.Date}, true
-	case *arrow.Time64Type:
-		return paimonfmt.Type{Kind: paimonfmt.Time}, true
-	case *arrow.TimestampType:
-		return paimonfmt.Type{Kind: paimonfmt.Timestamp, Precision: [...]int{0, 3, 6, 9}[t.Unit]}, true
-	case *arrow.Decimal128Type:
-		return paimonfmt.Type{Kind: paimonfmt.Decimal, Precision: int(t.Precision)}, true
-	case *arrow.StringType:
-		return paimonfmt.Type{Kind: paimonfmt.String}, true
-	case *arrow.BinaryType:
-		return paimonfmt.Type{Kind: paimonfmt.Bytes}, true
-	}
-	return paimonfmt.Type{}, false
-}
-
-// timeUnitsPerMilli converts time and timestamp datums (in the column's
-// unit) to Paimon's milliseconds.
-func timeUnitsPerMilli(u arrow.TimeUnit) (mul, div int64) {
-	switch u {
-	case arrow.Second:
-		return 1000, 1
-	case arrow.Millisecond:
-		return 1, 1
-	case arrow.Microsecond:
-		return 1, 1000
-	}
-	return 1, 1_000_000
-}
-
-// paimonValue is d as BinaryRow holds a value of type dt; nil (NULL) where
-// there is no such value (decimals have no datum), which the caller's
-// round trip then finds inexact.
-func paimonValue(dt arrow.DataType, d meta.Datum) any {
-	switch {
-	case d.Null:
-		return nil
-	case d.I != nil:
-		v := *d.I
-		switch t := dt.(type) {
-		case *arrow.BooleanType:
-			return v != 0
-		case *arrow.Time64Type:
-			_, div := timeUnitsPerMilli(t.Unit)
-			return floorDiv(v, div)
-		case *arrow.TimestampType:
-			mul, div := timeUnitsPerMilli(t.Unit)
-			if div == 1 {
-				return paimonfmt.TimestampValue{Millis: v * mul}
-			}
-			ms := floorDiv(v, div)
-			return paimonfmt.TimestampValue{Millis: ms, NanoOfMilli: int32((v - ms*div) * (1_000_000 / div))}
-		}
-		return v
-	case d.F != nil:
-		return float64(*d.F)
-	case d.S != nil:
-		return *d.S
-	case d.B != nil:
-		if dt.ID() == arrow.STRING {
-			return string(*d.B)
-		}
-		return *d.B
-	}
-	return nil
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if (a%b != 0) && ((a < 0) != (b < 0)) {
-		q--
-	}
-	return q
-}
-
-// datumOf is the datum of a BinaryRow value of type dt.
-func datumOf(dt arrow.DataType, v any) meta.Datum {
-	switch v := v.(type) {
-	case nil:
-		return meta.Datum{Null: true}
-	case bool:
-		if v {
-			return meta.IntDatum(1)
-		}
-		return meta.IntDatum(0)
-	case int64:
-		if t, ok := dt.(*arrow.Time64Type); ok {
-			_, div := timeUnitsPerMilli(t.Unit)
-			return meta.IntDatum(v * div)
-		}
-		return meta.IntDatum(v)
-	case float64:
-		return meta.FloatDatum(v)
-	case string:
-		return meta.StrDatum(v)
-	case []byte:
-		return meta.BinDatum(v)
-	case paimonfmt.TimestampValue:
-		mul, div := timeUnitsPerMilli(dt.(*arrow.TimestampType).Unit)
-		if div == 1 {
-			return meta.IntDatum(v.Millis / mul)
-		}
-		return meta.IntDatum(v.Millis*div + int64(v.NanoOfMilli)/(1_000_000/div))
-	case *big.Int:
-		return meta.Datum{} // decimals have no datum
-	}
-	return meta.Datum{}
-}
-
-// encodeDatums serializes ds (of types) as a BinaryRow; exact tells
-// whether decoding it gives ds back.
-func encodeDatums(types []arrow.DataType, ds []meta.Datum) (row []byte, exact bool, err error) {
-	row, exact, err = encodeRowOf(types, ds)
-	if err != nil {
-		return nil, false, err
-	}
-	if exact {
-		back, err := decodeDatums(types, row)
-		exact = err == nil && reflect.DeepEqual(back, ds)
-	}
-	return row, exact, nil
-}
-
-// encodeRowOf is encodeDatums without decoding the row again to check it,
-// for callers that already know which values BinaryRow holds exactly;
-// maybe is false when it certainly does not.
-func encodeRowOf(types []arrow.DataType, ds []meta.Datum) (row []byte, maybe bool, err error) {
-	pts := make([]paimonfmt.Type, len(types))
-	vals := make([]any, len(types))
-	maybe = len(ds) == len(types)
-	for i, dt := range types {
-		pt, ok := paimonType(dt)
-		if !ok {
-			pt, maybe = paimonfmt.Type{Kind: paimonfmt.BigInt}, false // stays NULL
-		} else if i < len(ds) {
-			vals[i] = paimonValue(dt, ds[i])
-		}
-		pts[i] = pt
-	}
-	if row, err = paimonfmt.EncodeRow(pts, vals); err != nil {
-		return nil, false, err
-	}
-	return row, maybe, nil
-}
-
-func decodeDatums(types []arrow.DataType, row []byte) ([]meta.Datum, error) {
-	pts := make([]paimonfmt.Type, len(types))
-	for i, dt := range types {
-		pts[i], _ = paimonType(dt)
-	}
-	vals, err := paimonfmt.DecodeRow(row, pts)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]meta.Datum, len(vals))
-	for i, v := range vals {
-		out[i] = datumOf(types[i], v)
-	}
-	return out, nil
 }
 
 // trimmedKey is the primary key without the partition columns, as Paimon
@@ -284,7 +105,7 @@ func (st *tableState) entryToAvro(e *meta.ManifestEntry) (paimonfmt.ManifestEntr
 	var x entryExtra
 	f := &e.File
 	x.CRC = f.CRC
-	part, exact, err := encodeDatums(partTypes(sch), e.Partition)
+	part, exact, err := meta.EncodeDatums(partTypes(sch), e.Partition)
 	if err != nil {
 		return paimonfmt.ManifestEntry{}, x, fmt.Errorf("partition: %w", err)
 	}
@@ -299,10 +120,10 @@ func (st *tableState) entryToAvro(e *meta.ManifestEntry) (paimonfmt.ManifestEntr
 	var minKey, maxKey []byte
 	if sch.hasPK() {
 		var ok1, ok2 bool
-		if minKey, ok1, err = encodeDatums(keyTypes, sch.keyTrim(f.MinKey)); err != nil {
+		if minKey, ok1, err = meta.EncodeDatums(keyTypes, sch.keyTrim(f.MinKey)); err != nil {
 			return paimonfmt.ManifestEntry{}, x, err
 		}
-		if maxKey, ok2, err = encodeDatums(keyTypes, sch.keyTrim(f.MaxKey)); err != nil {
+		if maxKey, ok2, err = meta.EncodeDatums(keyTypes, sch.keyTrim(f.MaxKey)); err != nil {
 			return paimonfmt.ManifestEntry{}, x, err
 		}
 		if !ok1 || !ok2 || !reflect.DeepEqual(sch.keyFill(sch.keyTrim(f.MinKey), e.Partition), f.MinKey) ||
@@ -311,7 +132,7 @@ func (st *tableState) entryToAvro(e *meta.ManifestEntry) (paimonfmt.ManifestEntr
 		}
 	} else {
 		keyTypes = nil
-		minKey, _, _ = encodeDatums(nil, nil)
+		minKey, _, _ = meta.EncodeDatums(nil, nil)
 		maxKey = minKey
 	}
 	// Value statistics: the columns Paimon's encoding gives back exactly,
@@ -330,7 +151,7 @@ func (st *tableState) entryToAvro(e *meta.ManifestEntry) (paimonfmt.ManifestEntr
 		if !ok {
 			continue
 		}
-		if _, ok := paimonType(sch.types[i]); !ok || !statsExact(c, f.RowCount) {
+		if _, ok := meta.PaimonType(sch.types[i]); !ok || !statsExact(c, f.RowCount) {
 			x.Stats = append(x.Stats, c)
 			continue
 		}
@@ -338,7 +159,7 @@ func (st *tableState) entryToAvro(e *meta.ManifestEntry) (paimonfmt.ManifestEntr
 		if c.Min != nil {
 			lo, hi = *c.Min, *c.Max
 		}
-		if _, exact, _ := encodeDatums([]arrow.DataType{sch.types[i], sch.types[i]}, []meta.Datum{lo, hi}); !exact {
+		if _, exact, _ := meta.EncodeDatums([]arrow.DataType{sch.types[i], sch.types[i]}, []meta.Datum{lo, hi}); !exact {
 			x.Stats = append(x.Stats, c)
 			continue
 		}
@@ -350,11 +171,11 @@ func (st *tableState) entryToAvro(e *meta.ManifestEntry) (paimonfmt.ManifestEntr
 		cols, types = append(cols, fd.Name), append(types, sch.types[i])
 		mins, maxs, nulls = append(mins, lo), append(maxs, hi), append(nulls, &n)
 	}
-	minRow, _, err := encodeRowOf(types, mins)
+	minRow, _, err := meta.EncodeDatumsUnchecked(types, mins)
 	if err != nil {
 		return paimonfmt.ManifestEntry{}, x, err
 	}
-	maxRow, _, err := encodeRowOf(types, maxs)
+	maxRow, _, err := meta.EncodeDatumsUnchecked(types, maxs)
 	if err != nil {
 		return paimonfmt.ManifestEntry{}, x, err
 	}
@@ -405,11 +226,11 @@ func keyColumnStats(sch *tableSchema, keyCols []string, keyTypes []arrow.DataTyp
 		n := cs.NullCount
 		nulls[i] = &n
 	}
-	minRow, _, err := encodeRowOf(keyTypes, lo)
+	minRow, _, err := meta.EncodeDatumsUnchecked(keyTypes, lo)
 	if err != nil {
 		return paimonfmt.SimpleStats{}, err
 	}
-	maxRow, _, err := encodeRowOf(keyTypes, hi)
+	maxRow, _, err := meta.EncodeDatumsUnchecked(keyTypes, hi)
 	if err != nil {
 		return paimonfmt.SimpleStats{}, err
 	}
@@ -427,7 +248,7 @@ func (st *tableState) entryFromAvro(a paimonfmt.ManifestEntry, x entryExtra) (*m
 		e.Kind = meta.KindDelete
 	}
 	if e.Partition = x.Partition; e.Partition == nil {
-		if e.Partition, err = decodeDatums(partTypes(sch), a.Partition); err != nil {
+		if e.Partition, err = meta.DecodeDatums(partTypes(sch), a.Partition); err != nil {
 			return nil, fmt.Errorf("%w: file %s: partition: %v", ErrCorrupt, f.FileName, err)
 		}
 	}
@@ -450,11 +271,11 @@ func (st *tableState) entryFromAvro(a paimonfmt.ManifestEntry, x entryExtra) (*m
 	}
 	if sch.hasPK() && m.MinKey == nil {
 		keyTypes := sch.typesOf(sch.trimmedKey())
-		lo, err := decodeDatums(keyTypes, f.MinKey)
+		lo, err := meta.DecodeDatums(keyTypes, f.MinKey)
 		if err != nil {
 			return nil, fmt.Errorf("%w: file %s: min key: %v", ErrCorrupt, f.FileName, err)
 		}
-		hi, err := decodeDatums(keyTypes, f.MaxKey)
+		hi, err := meta.DecodeDatums(keyTypes, f.MaxKey)
 		if err != nil {
 			return nil, fmt.Errorf("%w: file %s: max key: %v", ErrCorrupt, f.FileName, err)
 		}
@@ -479,8 +300,8 @@ func (st *tableState) entryFromAvro(a paimonfmt.ManifestEntry, x entryExtra) (*m
 	statsKnown := len(cols) > 0 && allAtomic(types) && len(f.ValueStats.NullCounts) == len(cols)
 	var mins, maxs []meta.Datum
 	if statsKnown {
-		if mins, err = decodeDatums(types, f.ValueStats.MinValues); err == nil {
-			maxs, err = decodeDatums(types, f.ValueStats.MaxValues)
+		if mins, err = meta.DecodeDatums(types, f.ValueStats.MinValues); err == nil {
+			maxs, err = meta.DecodeDatums(types, f.ValueStats.MaxValues)
 		}
 		statsKnown = err == nil
 	}
@@ -510,7 +331,7 @@ func (st *tableState) entryFromAvro(a paimonfmt.ManifestEntry, x entryExtra) (*m
 
 func allAtomic(types []arrow.DataType) bool {
 	for _, t := range types {
-		if _, ok := paimonType(t); !ok {
+		if _, ok := meta.PaimonType(t); !ok {
 			return false
 		}
 	}
@@ -598,11 +419,11 @@ func (st *tableState) partitionStats(sch *tableSchema, ents []*meta.ManifestEntr
 			}
 		}
 	}
-	minRow, ok1, err := encodeDatums(types, lo)
+	minRow, ok1, err := meta.EncodeDatums(types, lo)
 	if err != nil {
 		return paimonfmt.SimpleStats{}, err
 	}
-	maxRow, ok2, err := encodeDatums(types, hi)
+	maxRow, ok2, err := meta.EncodeDatums(types, hi)
 	if err != nil {
 		return paimonfmt.SimpleStats{}, err
 	}

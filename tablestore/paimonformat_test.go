@@ -196,7 +196,7 @@ func TestManifestEntriesRoundTrip(t *testing.T) {
 			// Key statistics bound each key column (where known), as the
 			// column statistics do.
 			keyCols := sch.trimmedKey()
-			lo, err := decodeDatums(sch.typesOf(keyCols), pe.File.KeyStats.MinValues)
+			lo, err := meta.DecodeDatums(sch.typesOf(keyCols), pe.File.KeyStats.MinValues)
 			if err != nil {
 				t.Fatalf("table %d: key stats: %v", n, err)
 			}
@@ -210,8 +210,8 @@ func TestManifestEntriesRoundTrip(t *testing.T) {
 					}
 				}
 			}
-			if _, exact, _ := encodeDatums(partTypes(sch), e.Partition); exact {
-				p, err := decodeDatums(partTypes(sch), pe.Partition)
+			if _, exact, _ := meta.EncodeDatums(partTypes(sch), e.Partition); exact {
+				p, err := meta.DecodeDatums(partTypes(sch), pe.Partition)
 				if err != nil || !jsonEqual(p, e.Partition) {
 					t.Fatalf("table %d: Paimon partition %v (%v), flightd %v", n, p, err, e.Partition)
 				}

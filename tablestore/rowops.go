@@ -378,7 +378,7 @@ func paimonBuckets(sch *tableSchema, b []int32, col func(string) arrow.Array) {
 	types := make([]paimonfmt.Type, len(cols))
 	for k, name := range sch.opts.bucketKey {
 		cols[k] = col(name)
-		types[k], _ = paimonType(cols[k].DataType()) // key types are atomic
+		types[k], _ = meta.PaimonType(cols[k].DataType()) // key types are atomic
 	}
 	vals := make([]any, len(cols))
 	for i := range b {
@@ -400,5 +400,5 @@ func paimonKeyValue(a arrow.Array, i int) any {
 		return d.Value(i).BigInt()
 	}
 	v, _ := meta.DatumAt(a, i)
-	return paimonValue(a.DataType(), v)
+	return meta.PaimonValue(a.DataType(), v)
 }

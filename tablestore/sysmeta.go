@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 // What t$schemas and t$manifests list, as Paimon's SchemasTable and
@@ -135,7 +137,7 @@ func partitionString(sch *tableSchema, row []byte) string {
 	if len(row) == 0 {
 		return ""
 	}
-	ds, err := decodeDatums(partTypes(sch), row)
+	ds, err := meta.DecodeDatums(partTypes(sch), row)
 	if err != nil {
 		return ""
 	}

@@ -3,8 +3,9 @@
 // the manifest list's ManifestFile and the manifest's ManifestEntry of a
 // DataFile with its key range and ColStats, the Datum values they hold
 // (partition values, key bounds, statistics), the commit and entry kinds,
-// and the CRC-32C-trailed JSON of flightd's own metadata files (Encode,
-// Decode).
+// the consumer file, the CRC-32C-trailed JSON of flightd's own metadata
+// files (Encode, Decode), and a datum as a value of Paimon's BinaryRow
+// (EncodeDatums, DecodeDatums, PaimonType, PaimonValue).
 //
 // It is separate because every part of the store reads these structures
 // (commit, scan pruning, compaction, expiry, change readers, system
@@ -15,7 +16,7 @@
 // (manifestfmt.go, with paimonfmt), and keeps the table schema, whose JSON
 // (schemajson.go) goes with the schema changes and options it validates.
 //
-//	tablestore ──▶ meta ──▶ paimonfmt (SimpleStats of a manifest's partitions)
+//	tablestore ──▶ meta ──▶ paimonfmt (BinaryRow, SimpleStats)
 //
 // It imports nothing of flightd but paimonfmt.
 package meta

@@ -227,3 +227,11 @@ type ColStats struct {
 	// column in the file, when at most tablestore's maxTrackedNDV (0: not known).
 	NDV int64 `json:"ndv,omitempty"`
 }
+
+// Consumer is a consumer file (consumer/consumer-ID): Paimon's
+// {"nextSnapshot": N} plus the time of the last commit, for
+// consumer.expiration-time.
+type Consumer struct {
+	NextSnapshot int64 `json:"nextSnapshot"`
+	UpdateMillis int64 `json:"updateMillis,omitempty"`
+}

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"reflect"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
 )
 
 func TestEncodeDecode(t *testing.T) {
@@ -83,5 +86,23 @@ func TestDatumJSON(t *testing.T) {
 	}
 	if _, ok := CompareDatum(FloatDatum(math.NaN()), FloatDatum(1)); ok {
 		t.Error("NaN compared")
+	}
+}
+
+func TestBinaryRowDatums(t *testing.T) {
+	types := []arrow.DataType{arrow.PrimitiveTypes.Int64, arrow.BinaryTypes.String, &arrow.TimestampType{Unit: arrow.Microsecond}, arrow.FixedWidthTypes.Boolean}
+	ds := []Datum{IntDatum(-7), StrDatum("k"), IntDatum(-1_234_567), IntDatum(1)}
+	row, exact, err := EncodeDatums(types, ds)
+	if err != nil || !exact {
+		t.Fatalf("EncodeDatums: exact %v, %v", exact, err)
+	}
+	back, err := DecodeDatums(types, row)
+	if err != nil || !reflect.DeepEqual(back, ds) {
+		t.Fatalf("DecodeDatums = %v, %v; want %v", back, err, ds)
+	}
+	// A decimal has no datum: the row holds NULL, so it is not exact.
+	dec := []arrow.DataType{&arrow.Decimal128Type{Precision: 10, Scale: 2}}
+	if _, exact, err := EncodeDatums(dec, []Datum{{}}); err != nil || exact {
+		t.Fatalf("decimal: exact %v, %v", exact, err)
 	}
 }
