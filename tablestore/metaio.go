@@ -9,6 +9,9 @@ import (
 	"github.com/flightd/flightd/tablestore/meta"
 )
 
+// The metadata files on the store's FS: meta encodes and decodes them,
+// these read and write them.
+
 // readMeta reads and verifies a metadata file. A missing file gives an error
 // wrapping fs.ErrNotExist.
 func readMeta(fsys FS, name string, v any) error {

@@ -13,8 +13,8 @@ import (
 
 // Paimon's metadata files (schemas, snapshots, tags, consumers) are plain
 // JSON as Paimon writes them: written whole under a temporary name, synced
-// and renamed into place, so a reader sees all of a file or none, and a
-// damaged one fails to parse. flightd's own files (views, jobs,
+// and renamed into place (tablestore's metaio.go and its callers), so a
+// reader sees all of a file or none, and a damaged one fails to parse. flightd's own files (views, jobs,
 // materialized table state), and every metadata file flightd wrote before
 // it used Paimon's format, are JSON followed by a CRC-32C trailer line
 // (Encode); Decode verifies the trailer where there is one.
