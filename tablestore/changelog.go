@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/flightd/flightd/tablestore/merge"
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 // Changelog producers (changelog-producer) write changelog files: the
@@ -41,13 +42,13 @@ import (
 // after, so they cannot differ.
 
 // lookupChangelog is the lookup producer of a commit.
-func (st *tableState) lookupChangelog() func(context.Context, *snapshot, []*manifestEntry, []*manifestEntry, []*manifestEntry) ([]*manifestEntry, error) {
-	return func(ctx context.Context, _ *snapshot, live, adds, deletes []*manifestEntry) ([]*manifestEntry, error) {
+func (st *tableState) lookupChangelog() func(context.Context, *meta.Snapshot, []*meta.ManifestEntry, []*meta.ManifestEntry, []*meta.ManifestEntry) ([]*meta.ManifestEntry, error) {
+	return func(ctx context.Context, _ *meta.Snapshot, live, adds, deletes []*meta.ManifestEntry) ([]*meta.ManifestEntry, error) {
 		gone := map[string]bool{}
 		for _, d := range deletes {
 			gone[d.File.FileName] = true
 		}
-		var after []*manifestEntry
+		var after []*meta.ManifestEntry
 		for _, e := range live {
 			if !gone[e.File.FileName] {
 				after = append(after, e)
@@ -57,7 +58,7 @@ func (st *tableState) lookupChangelog() func(context.Context, *snapshot, []*mani
 		changed := slices.Clone(adds)
 		for _, d := range deletes {
 			c := *d
-			c.Kind = kindDelete
+			c.Kind = meta.KindDelete
 			changed = append(changed, &c)
 		}
 		return st.diffChangelog(ctx, live, after, changed, "APPEND")
@@ -67,7 +68,7 @@ func (st *tableState) lookupChangelog() func(context.Context, *snapshot, []*mani
 // diffChangelog writes the changelog from the content of the files before
 // to that of after, for the buckets of changed (all buckets when changed is
 // nil), and returns the changelog files.
-func (st *tableState) diffChangelog(ctx context.Context, before, after, changed []*manifestEntry, source string) (out []*manifestEntry, err error) {
+func (st *tableState) diffChangelog(ctx context.Context, before, after, changed []*meta.ManifestEntry, source string) (out []*meta.ManifestEntry, err error) {
 	sch, err := st.latestSchema()
 	if err != nil {
 		return nil, err
@@ -81,13 +82,13 @@ func (st *tableState) diffChangelog(ctx context.Context, before, after, changed 
 		}
 	}()
 	type bucket struct {
-		part                   []datum
+		part                   []meta.Datum
 		bucket                 int
-		before, after, changed []*manifestEntry
+		before, after, changed []*meta.ManifestEntry
 	}
 	var order []string
 	buckets := map[string]*bucket{}
-	get := func(e *manifestEntry) *bucket {
+	get := func(e *meta.ManifestEntry) *bucket {
 		k := bucketOf(e)
 		b := buckets[k]
 		if b == nil {
@@ -130,8 +131,8 @@ func (st *tableState) diffChangelog(ctx context.Context, before, after, changed 
 		}
 		// A commit that only adds files: the rows after are the rows
 		// before merged with its files, so the bucket is read once.
-		var added []*manifestEntry
-		if !all && !slices.ContainsFunc(b.changed, func(e *manifestEntry) bool { return e.Kind != kindAdd }) {
+		var added []*meta.ManifestEntry
+		if !all && !slices.ContainsFunc(b.changed, func(e *meta.ManifestEntry) bool { return e.Kind != meta.KindAdd }) {
 			added = b.changed
 		}
 		ents, err := st.diffBucket(ctx, sch, b.part, b.bucket, bf, af, added, probe, source, dirs)
@@ -150,10 +151,10 @@ const maxProbeKeys = 256
 // probeKeys returns key IN (the distinct first-key-column values of the
 // added files), or nil when there are too many or files are deleted (an
 // overwrite changes every key of the deleted files).
-func (st *tableState) probeKeys(ctx context.Context, sch *tableSchema, changed []*manifestEntry) (Predicate, error) {
+func (st *tableState) probeKeys(ctx context.Context, sch *tableSchema, changed []*meta.ManifestEntry) (Predicate, error) {
 	var rows int64
 	for _, e := range changed {
-		if e.Kind != kindAdd {
+		if e.Kind != meta.KindAdd {
 			return nil, nil
 		}
 		rows += e.File.RowCount
@@ -214,7 +215,7 @@ func (st *tableState) probeKeys(ctx context.Context, sch *tableSchema, changed [
 
 // overlapping returns the files whose key range meets that of a changed
 // file (all files when a range is unknown).
-func overlapping(files, changed []*manifestEntry) []*manifestEntry {
+func overlapping(files, changed []*meta.ManifestEntry) []*meta.ManifestEntry {
 	if len(changed) == 0 {
 		return nil
 	}
@@ -232,7 +233,7 @@ func overlapping(files, changed []*manifestEntry) []*manifestEntry {
 			hi = c.File.MaxKey
 		}
 	}
-	var out []*manifestEntry
+	var out []*meta.ManifestEntry
 	for _, f := range files {
 		a, ok1 := compareKeys(f.File.MaxKey, lo)
 		b, ok2 := compareKeys(f.File.MinKey, hi)
@@ -250,10 +251,10 @@ func overlapping(files, changed []*manifestEntry) []*manifestEntry {
 // before to that of after; with added (after = before + added) the rows
 // after are the rows before merged with the added files. probe (on key
 // columns, may be nil) skips row groups without a changed key.
-func (st *tableState) diffBucket(ctx context.Context, sch *tableSchema, part []datum, bucket int, before, after, added []*manifestEntry, probe Predicate, source string, dirs map[string]bool) ([]*manifestEntry, error) {
+func (st *tableState) diffBucket(ctx context.Context, sch *tableSchema, part []meta.Datum, bucket int, before, after, added []*meta.ManifestEntry, probe Predicate, source string, dirs map[string]bool) ([]*meta.ManifestEntry, error) {
 	all := allColumns(sch)
 	s := &Scan{st: st, sch: sch, proj: all, filter: probe}
-	merged := func(files []*manifestEntry, extra ...BatchReader) (*mergeReader, error) {
+	merged := func(files []*meta.ManifestEntry, extra ...BatchReader) (*mergeReader, error) {
 		return newMergeReader(ctx, s, files, sch.isPrimaryKey, true, false, extra...)
 	}
 	bc, ac := &diffCursor{sch: sch}, &diffCursor{sch: sch}
@@ -281,7 +282,7 @@ func (st *tableState) diffBucket(ctx context.Context, sch *tableSchema, part []d
 	} else {
 		for _, c := range []struct {
 			cur   *diffCursor
-			files []*manifestEntry
+			files []*meta.ManifestEntry
 		}{{bc, before}, {ac, after}} {
 			if len(c.files) == 0 {
 				continue
@@ -295,7 +296,7 @@ func (st *tableState) diffBucket(ctx context.Context, sch *tableSchema, part []d
 	}
 	w := &changelogBatcher{st: st, sch: sch, cw: st.newChangelogWriter(sch, part, bucket, source, dirs)}
 	defer w.release()
-	fail := func(err error) ([]*manifestEntry, error) {
+	fail := func(err error) ([]*meta.ManifestEntry, error) {
 		w.cw.abort()
 		return nil, err
 	}
@@ -541,15 +542,15 @@ func (st *tableState) fullCompactionChangelog(ctx context.Context) error {
 	if _, commits, err := st.lastFullChangelog(); err != nil || commits == 0 {
 		return err
 	}
-	req := &commitRequest{kind: commitCompact}
-	req.produce = func(ctx context.Context, latest *snapshot, live, _, _ []*manifestEntry) ([]*manifestEntry, error) {
+	req := &commitRequest{kind: meta.CommitCompact}
+	req.produce = func(ctx context.Context, latest *meta.Snapshot, live, _, _ []*meta.ManifestEntry) ([]*meta.ManifestEntry, error) {
 		// Another process may have published one since: diff from the
 		// newest.
 		prev, _, err := st.lastFullChangelog()
 		if err != nil {
 			return nil, err
 		}
-		var before []*manifestEntry
+		var before []*meta.ManifestEntry
 		if prev > 0 {
 			sn, err := st.readSnapshot(prev)
 			if err != nil {
@@ -593,7 +594,7 @@ func (st *tableState) fullChangelogAtOrBefore(upTo int64) (id int64, commits int
 		if err != nil {
 			return 0, 0, err
 		}
-		if sn.CommitKind == commitCompact {
+		if sn.CommitKind == meta.CommitCompact {
 			if sn.ChangelogManifestList != "" {
 				return sn.ID, commits, nil
 			}
@@ -641,13 +642,13 @@ func (t *Table) ChangelogComplete() (bool, string) {
 
 // changelogFiles returns the changelog files a snapshot publishes and the
 // names of its changelog manifest list and manifests.
-func (st *tableState) changelogFiles(sn *snapshot) ([]*manifestEntry, []string, error) {
+func (st *tableState) changelogFiles(sn *meta.Snapshot) ([]*meta.ManifestEntry, []string, error) {
 	return st.listEntries(sn.ChangelogManifestList)
 }
 
 // listEntries returns the entries of the manifests of a manifest list, in
 // order, and the names of the list and its manifests ("": none).
-func (st *tableState) listEntries(list string) ([]*manifestEntry, []string, error) {
+func (st *tableState) listEntries(list string) ([]*meta.ManifestEntry, []string, error) {
 	if list == "" {
 		return nil, nil, nil
 	}
@@ -656,7 +657,7 @@ func (st *tableState) listEntries(list string) ([]*manifestEntry, []string, erro
 		return nil, nil, err
 	}
 	names := []string{list}
-	var files []*manifestEntry
+	var files []*meta.ManifestEntry
 	for _, m := range ms {
 		names = append(names, m.FileName)
 		ents, err := st.readManifest(m.FileName)

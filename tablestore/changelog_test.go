@@ -14,6 +14,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 var clSchema = arrow.NewSchema([]arrow.Field{
@@ -60,7 +62,7 @@ func readChangelog(t testing.TB, tbl *Table, id int64) []clRow {
 	s := &Scan{st: st, sch: sch, proj: all, noCache: true}
 	var out []clRow
 	for _, e := range ents {
-		if e.Kind != kindAdd || !strings.HasPrefix(e.File.FileName, "changelog-") {
+		if e.Kind != meta.KindAdd || !strings.HasPrefix(e.File.FileName, "changelog-") {
 			t.Fatalf("snapshot %d: bad changelog entry %+v", id, e)
 		}
 		df, err := st.openDataFile(e)
@@ -221,9 +223,9 @@ func checkChangelogs(t *testing.T, tbl *Table, producer string, min int) {
 		switch {
 		case producer == "full-compaction" && sn.ChangelogManifestList == "":
 			continue
-		case producer == "full-compaction" && sn.CommitKind != commitCompact:
+		case producer == "full-compaction" && sn.CommitKind != meta.CommitCompact:
 			t.Fatalf("snapshot %d (%s) has a full-compaction changelog", id, sn.CommitKind)
-		case producer != "full-compaction" && sn.CommitKind == commitCompact && len(rows) > 0:
+		case producer != "full-compaction" && sn.CommitKind == meta.CommitCompact && len(rows) > 0:
 			t.Fatalf("compaction snapshot %d has %d changelog rows", id, len(rows))
 		}
 		state := contentAt(t, tbl, prev)

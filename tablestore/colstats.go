@@ -3,6 +3,8 @@ package tablestore
 import (
 	"context"
 	"math"
+
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 // ColumnStats summarises one column over the live files of a snapshot, for
@@ -82,7 +84,7 @@ func (t *Table) ColumnStats(ctx context.Context, snapshotID int64) (*Statistics,
 	return out, nil
 }
 
-func (t *Table) columnStats(ctx context.Context, sn *snapshot) (*Statistics, error) {
+func (t *Table) columnStats(ctx context.Context, sn *meta.Snapshot) (*Statistics, error) {
 	sch := t.schema
 	out := &Statistics{Columns: make([]ColumnStats, len(sch.Fields))}
 	files, err := t.st.liveFiles(sn)
@@ -147,8 +149,8 @@ func (a *colAcc) ndvEstimate() float64 {
 	return float64(min(a.ndvSum, max(a.ndv, int64(len(a.fileLo)), int64(len(a.fileHi)))))
 }
 
-func (a *colAcc) add(f *manifestEntry, id int) {
-	var st *colStats
+func (a *colAcc) add(f *meta.ManifestEntry, id int) {
+	var st *meta.ColStats
 	for k := range f.File.ValueStats {
 		if f.File.ValueStats[k].ID == id {
 			st = &f.File.ValueStats[k]
@@ -182,8 +184,8 @@ func (a *colAcc) add(f *manifestEntry, id int) {
 	case (lo.I != nil || lo.F != nil) && (hi.I != nil || hi.F != nil):
 		kind, loN, hiN = NumericRange, datumFloat(lo), datumFloat(hi)
 	default:
-		lb, ok1 := lo.bytes()
-		hb, ok2 := hi.bytes()
+		lb, ok1 := lo.Bytes()
+		hb, ok2 := hi.Bytes()
 		if !ok1 || !ok2 {
 			a.unknown = true
 			return
@@ -225,7 +227,7 @@ func (a *colAcc) result() ColumnStats {
 	return cs
 }
 
-func datumFloat(d datum) float64 {
+func datumFloat(d meta.Datum) float64 {
 	if d.I != nil {
 		return float64(*d.I)
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 func TestColumnStats(t *testing.T) {
@@ -172,14 +174,14 @@ func TestColumnStatsBytes(t *testing.T) {
 		a := randomBytesColumn(rng, mem, iter%2 == 1, rng.IntN(200))
 		got := columnStats(7, a)
 		lo, hi := compareBounds(a)
-		var want colStats
+		var want meta.ColStats
 		if lo < 0 {
-			want = colStats{ID: 7, NullCount: int64(a.NullN())}
+			want = meta.ColStats{ID: 7, NullCount: int64(a.NullN())}
 		} else {
 			// The generic path's rendering of the same rows.
 			want = boundsStats(7, a, lo, hi)
 		}
-		render := func(cs colStats) string {
+		render := func(cs meta.ColStats) string {
 			return fmt.Sprintf("id %d nulls %d min %s max %s", cs.ID, cs.NullCount, datumStr(cs.Min), datumStr(cs.Max))
 		}
 		if render(got) != render(want) {
@@ -223,7 +225,7 @@ func TestFooterBounds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 9))
 	ctx := context.Background()
 	s, mem, _ := newTestStore(t)
-	render := func(cs colStats) string {
+	render := func(cs meta.ColStats) string {
 		return fmt.Sprintf("nulls %d min %s max %s", cs.NullCount, datumStr(cs.Min), datumStr(cs.Max))
 	}
 	for iter := range 60 {
@@ -375,7 +377,7 @@ func TestStatsOutliveBatch(t *testing.T) {
 	}
 }
 
-func datumsStr(ds []datum) string {
+func datumsStr(ds []meta.Datum) string {
 	var parts []string
 	for _, d := range ds {
 		parts = append(parts, datumStr(&d))
@@ -395,7 +397,7 @@ func TestClippedBoundsKeepPrefixOnly(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	kept := make([]colStats, 64) // 64 MB of values
+	kept := make([]meta.ColStats, 64) // 64 MB of values
 	for i := range kept {
 		bld.Append(long + "a")
 		bld.Append(long + "b")

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 // errCommitAmbiguous: publication failed in a way that leaves unknown
@@ -21,10 +23,10 @@ type commitRequest struct {
 	// adds is the Write's list of pending files (or compaction's
 	// outputs): rebase replaces resequenced files in place, so that the
 	// Write aborts the right ones.
-	adds    []*manifestEntry
-	deletes []*manifestEntry // compaction inputs; must still be live
+	adds    []*meta.ManifestEntry
+	deletes []*meta.ManifestEntry // compaction inputs; must still be live
 	// overwrite selects live files the commit replaces (INSERT OVERWRITE).
-	overwrite func(*manifestEntry) bool
+	overwrite func(*meta.ManifestEntry) bool
 	// baseID: commits after it are concurrent with this one. For a
 	// read-modify-write it is the snapshot the rows were computed from;
 	// otherwise the latest snapshot when the first sequence number was
@@ -43,8 +45,8 @@ type commitRequest struct {
 	// producer); produce writes more against the snapshot the commit lands
 	// on, the files it adds and the files it deletes (lookup,
 	// full-compaction), again on every attempt.
-	changelog []*manifestEntry
-	produce   func(ctx context.Context, latest *snapshot, live, adds, deletes []*manifestEntry) ([]*manifestEntry, error)
+	changelog []*meta.ManifestEntry
+	produce   func(ctx context.Context, latest *meta.Snapshot, live, adds, deletes []*meta.ManifestEntry) ([]*meta.ManifestEntry, error)
 	// properties annotate the snapshot; a commit with them is not grouped.
 	properties map[string]string
 	// schema is the version the rows were written with (nil: compaction);
@@ -75,7 +77,7 @@ func (st *tableState) commit(ctx context.Context, req *commitRequest) (int64, er
 		return 0, err
 	}
 	q := &queuedCommit{req: req}
-	groupable := req.kind == commitAppend && req.properties == nil && req.overwrite == nil && req.replace == nil && req.produce == nil && len(req.changelog) == 0
+	groupable := req.kind == meta.CommitAppend && req.properties == nil && req.overwrite == nil && req.replace == nil && req.produce == nil && len(req.changelog) == 0
 	if groupable {
 		st.mu.Lock()
 		st.queue = append(st.queue, q)
@@ -253,8 +255,8 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 	if err != nil {
 		return 0, nil, false, err
 	}
-	var latest *snapshot
-	var live []*manifestEntry
+	var latest *meta.Snapshot
+	var live []*meta.ManifestEntry
 	if latestID > 0 {
 		if latest, err = st.readSnapshot(latestID); err != nil {
 			retry, err := st.expiredUnder(latestID, err)
@@ -265,7 +267,7 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 			return 0, nil, retry, err
 		}
 	}
-	liveByName := make(map[string]*manifestEntry, len(live))
+	liveByName := make(map[string]*meta.ManifestEntry, len(live))
 	for _, e := range live {
 		liveByName[e.File.FileName] = e
 	}
@@ -284,7 +286,7 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 		}
 	}
 	errs = make([]error, len(reqs))
-	var adds []*manifestEntry
+	var adds []*meta.ManifestEntry
 	var nextSeq int64
 	included := 0
 	deltas := commitDeltas{}
@@ -301,7 +303,7 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 	}
 
 	changelog := req.changelog
-	var produced []*manifestEntry
+	var produced []*meta.ManifestEntry
 	if req.produce != nil {
 		if produced, err = req.produce(ctx, latest, live, adds, deletes); err != nil {
 			return 0, nil, false, fmt.Errorf("changelog: %w", err)
@@ -326,23 +328,23 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 			_ = st.fs().Remove(joinPath(st.dir, e.File.Path))
 		}
 	}
-	writeManifest := func(ents []*manifestEntry) (manifestMeta, error) {
+	writeManifest := func(ents []*meta.ManifestEntry) (meta.ManifestFile, error) {
 		name := "manifest-" + prefix + "-" + strconv.Itoa(len(written))
 		data, err := st.encodeManifest(ents)
 		if err != nil {
-			return manifestMeta{}, err
+			return meta.ManifestFile{}, err
 		}
 		stats, err := st.partitionStats(sch, ents)
 		if err != nil {
-			return manifestMeta{}, err
+			return meta.ManifestFile{}, err
 		}
 		if err := st.writeManifestFile(name, data, &pending); err != nil {
-			return manifestMeta{}, err
+			return meta.ManifestFile{}, err
 		}
 		written = append(written, name)
-		m := manifestMeta{FileName: name, FileSize: int64(len(data)), SchemaID: sch.ID, partitionStats: stats}
+		m := meta.ManifestFile{FileName: name, FileSize: int64(len(data)), SchemaID: sch.ID, PartitionStats: stats}
 		for _, e := range ents {
-			if e.Kind == kindAdd {
+			if e.Kind == meta.KindAdd {
 				m.NumAddedFiles++
 			} else {
 				m.NumDeletedFile++
@@ -350,7 +352,7 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 		}
 		return m, nil
 	}
-	writeList := func(l []manifestMeta) (string, int64, error) {
+	writeList := func(l []meta.ManifestFile) (string, int64, error) {
 		name := "manifest-list-" + prefix + "-" + strconv.Itoa(len(written))
 		data, err := st.encodeManifestList(l)
 		if err != nil {
@@ -362,11 +364,11 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 		written = append(written, name)
 		return name, int64(len(data)), nil
 	}
-	var delta []*manifestEntry
+	var delta []*meta.ManifestEntry
 	var rows, delRows int64
 	for _, d := range deletes {
 		c := *d
-		c.Kind = kindDelete
+		c.Kind = meta.KindDelete
 		delta = append(delta, &c)
 		delRows += d.File.RowCount
 	}
@@ -374,7 +376,7 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 		delta = append(delta, a)
 		rows += a.File.RowCount
 	}
-	var base []manifestMeta
+	var base []meta.ManifestFile
 	if latest != nil {
 		b, err := st.readManifestList(latest.BaseManifestList)
 		if err != nil {
@@ -390,15 +392,15 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 	}
 	// A base with manifests of flightd's former JSON format is rewritten
 	// whole, so that the new snapshot is readable by Paimon's readers.
-	if len(base) > maxManifests || slices.ContainsFunc(base, func(m manifestMeta) bool { return m.legacy }) {
-		full := make([]*manifestEntry, len(live))
+	if len(base) > maxManifests || slices.ContainsFunc(base, func(m meta.ManifestFile) bool { return m.Legacy }) {
+		full := make([]*meta.ManifestEntry, len(live))
 		copy(full, live)
 		m, err := writeManifest(full)
 		if err != nil {
 			cleanup()
 			return 0, nil, false, err
 		}
-		base = []manifestMeta{m}
+		base = []meta.ManifestFile{m}
 	}
 	dm, err := writeManifest(delta)
 	if err != nil {
@@ -410,7 +412,7 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 		cleanup()
 		return 0, nil, false, err
 	}
-	deltaName, deltaSize, err := writeList([]manifestMeta{dm})
+	deltaName, deltaSize, err := writeList([]meta.ManifestFile{dm})
 	if err != nil {
 		cleanup()
 		return 0, nil, false, err
@@ -424,7 +426,7 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 		}
 		cm, err := writeManifest(changelog)
 		if err == nil {
-			changelogName, changelogSize, err = writeList([]manifestMeta{cm})
+			changelogName, changelogSize, err = writeList([]meta.ManifestFile{cm})
 		}
 		for _, e := range changelog {
 			changelogRows += e.File.RowCount
@@ -440,7 +442,7 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 		cleanup()
 		return 0, nil, false, err
 	}
-	sn := &snapshot{
+	sn := &meta.Snapshot{
 		Version: 3, ID: latestID + 1, SchemaID: sch.ID,
 		BaseManifestList: baseName, BaseManifestListSize: baseSize,
 		DeltaManifestList: deltaName, DeltaManifestListSize: deltaSize,
@@ -462,7 +464,7 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 		}
 	}
 	sn.TotalRecordCount += rows - delRows
-	if sn.Checksum, err = sn.checksum(); err != nil { // kept as the latest: the next one's Parent
+	if sn.Checksum, err = sn.Sum(); err != nil { // kept as the latest: the next one's Parent
 		cleanup()
 		return 0, nil, false, err
 	}
@@ -536,7 +538,7 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 	}
 	st.writeHint("LATEST", sn.ID)
 	st.keepCommitted(sn, publishing)
-	newLive := make([]*manifestEntry, 0, len(live)+len(adds))
+	newLive := make([]*meta.ManifestEntry, 0, len(live)+len(adds))
 	gone := map[string]bool{}
 	for _, d := range deletes {
 		gone[d.File.FileName] = true
@@ -548,14 +550,14 @@ func (st *tableState) tryCommit(ctx context.Context, reqs []*commitRequest) (id 
 	}
 	newLive = append(newLive, adds...)
 	st.cacheLive(sn.ID, newLive)
-	st.keepLists(sn.ID, map[string][]manifestMeta{baseName: base, deltaName: {dm}})
+	st.keepLists(sn.ID, map[string][]meta.ManifestFile{baseName: base, deltaName: {dm}})
 	return sn.ID, errs, false, nil
 }
 
 // nextSequenceNumber is above every sequence number in the table at sn.
 // Snapshots of Paimon's writers do not record it (nor flightd's checksum):
 // then it is found from the files, as Paimon's writers find theirs.
-func (st *tableState) nextSequenceNumber(sn *snapshot) (int64, error) {
+func (st *tableState) nextSequenceNumber(sn *meta.Snapshot) (int64, error) {
 	if sn.NextSequenceNumber > 0 || sn.Checksum != 0 {
 		return sn.NextSequenceNumber, nil
 	}
@@ -572,7 +574,7 @@ func (st *tableState) nextSequenceNumber(sn *snapshot) (int64, error) {
 
 // fits checks that r can follow latest (with sch in effect) and earlier,
 // the files of requests published before it in the same snapshot.
-func (st *tableState) fits(ctx context.Context, r *commitRequest, sch *tableSchema, latest *snapshot, earlier []*manifestEntry, deltas commitDeltas) error {
+func (st *tableState) fits(ctx context.Context, r *commitRequest, sch *tableSchema, latest *meta.Snapshot, earlier []*meta.ManifestEntry, deltas commitDeltas) error {
 	switch {
 	case r.replace != nil:
 		return nil // a replace supersedes whatever committed meanwhile
@@ -583,7 +585,7 @@ func (st *tableState) fits(ctx context.Context, r *commitRequest, sch *tableSche
 }
 
 // syncFileDirs makes the directory entries of files durable.
-func (st *tableState) syncFileDirs(files []*manifestEntry) error {
+func (st *tableState) syncFileDirs(files []*meta.ManifestEntry) error {
 	done := map[string]bool{}
 	for _, e := range files {
 		d := path.Dir(joinPath(st.dir, e.File.Path))
@@ -604,10 +606,10 @@ func (st *tableState) syncFileDirs(files []*manifestEntry) error {
 // on: the snapshot after it names another parent, or is missing while sn
 // is there (expiry removes the oldest first, so a successor goes only
 // after sn). A successor of Paimon's writers names none: not stale.
-func (st *tableState) publishedStale(sn *snapshot) (bool, error) {
+func (st *tableState) publishedStale(sn *meta.Snapshot) (bool, error) {
 	next, err := st.readSnapshot(sn.ID + 1)
 	if err == nil {
-		return !next.follows(sn), nil
+		return !next.Follows(sn), nil
 	}
 	if !errors.Is(err, ErrSnapshotNotFound) {
 		return false, err
@@ -615,7 +617,7 @@ func (st *tableState) publishedStale(sn *snapshot) (bool, error) {
 	return st.isOurSnapshot(sn)
 }
 
-func (st *tableState) isOurSnapshot(sn *snapshot) (bool, error) {
+func (st *tableState) isOurSnapshot(sn *meta.Snapshot) (bool, error) {
 	got, err := st.readSnapshot(sn.ID)
 	if errors.Is(err, ErrSnapshotNotFound) {
 		return false, nil

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 // TestKeptManifestLists checks the manifest lists a commit keeps for the
@@ -67,13 +69,13 @@ func TestKeptManifestLists(t *testing.T) {
 				t.Fatalf("commit %d: kept list %s\n%+v\nstored\n%+v", i, name, kept[name], stored)
 			}
 			// Two readers appending to what they read must not share an array.
-			var got [2][]manifestMeta
+			var got [2][]meta.ManifestFile
 			for j := range got {
 				l, err := st.readManifestList(name)
 				if err != nil {
 					t.Fatal(err)
 				}
-				got[j] = append(l, manifestMeta{FileName: "appended-" + strconv.Itoa(j)})
+				got[j] = append(l, meta.ManifestFile{FileName: "appended-" + strconv.Itoa(j)})
 			}
 			if last := got[0][len(got[0])-1].FileName; last != "appended-0" {
 				t.Fatalf("commit %d: an append to a read list was overwritten by another: %s", i, last)
@@ -87,6 +89,6 @@ func TestKeptManifestLists(t *testing.T) {
 }
 
 // sameLists is reflect.DeepEqual but for an empty list kept as nil.
-func sameLists(a, b []manifestMeta) bool {
+func sameLists(a, b []meta.ManifestFile) bool {
 	return len(a) == 0 && len(b) == 0 || reflect.DeepEqual(a, b)
 }

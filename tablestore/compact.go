@@ -11,12 +11,8 @@ import (
 
 	"github.com/flightd/flightd/tablestore/maintenance"
 	"github.com/flightd/flightd/tablestore/merge"
+	"github.com/flightd/flightd/tablestore/meta"
 )
-
-// The picker's view of a file (maintenance.File).
-func (e *manifestEntry) Level() int    { return e.File.Level }
-func (e *manifestEntry) Size() int64   { return e.File.FileSize }
-func (e *manifestEntry) MaxSeq() int64 { return e.File.MaxSeq }
 
 func (o tableOptions) universal() maintenance.Universal {
 	return maintenance.Universal{Trigger: o.compactionTrigger, MaxSizeAmp: o.maxSizeAmp, SizeRatio: o.sizeRatio}
@@ -57,7 +53,7 @@ func (st *tableState) compactAll(ctx context.Context, full bool) error {
 	if err != nil {
 		return err
 	}
-	groups := map[string][]*manifestEntry{}
+	groups := map[string][]*meta.ManifestEntry{}
 	var keys []string
 	for _, f := range files {
 		k := bucketOf(f)
@@ -71,13 +67,13 @@ func (st *tableState) compactAll(ctx context.Context, full bool) error {
 			return err
 		}
 		g := groups[k]
-		var u *maintenance.Unit[*manifestEntry]
+		var u *maintenance.Unit[*meta.ManifestEntry]
 		switch {
 		case !sch.hasPK():
 			u = maintenance.PickAppend(g, sch.opts.targetFileSize, sch.opts.minFileNum, full)
 		case full:
 			if len(g) > 1 || g[0].File.DeleteRowCount > 0 || g[0].File.Level != sch.opts.compactionTrigger || g[0].File.SchemaID != sch.ID {
-				u = &maintenance.Unit[*manifestEntry]{Files: g, OutputLevel: sch.opts.compactionTrigger, DropDeletes: true}
+				u = &maintenance.Unit[*meta.ManifestEntry]{Files: g, OutputLevel: sch.opts.compactionTrigger, DropDeletes: true}
 			}
 		case sch.opts.merge.Engine == merge.FirstRow:
 			u = maintenance.PickFirstRow(sch.opts.universal(), maintenance.SortedRuns(g))
@@ -100,7 +96,7 @@ func (st *tableState) compactAll(ctx context.Context, full bool) error {
 // compactUnit rewrites the files of u and commits the result. Inputs are
 // streamed (k-way merged for key tables), so memory stays bounded by the
 // number of input files, and outputs roll at the target file size.
-func (st *tableState) compactUnit(ctx context.Context, sch *tableSchema, baseID int64, u *maintenance.Unit[*manifestEntry]) error {
+func (st *tableState) compactUnit(ctx context.Context, sch *tableSchema, baseID int64, u *maintenance.Unit[*meta.ManifestEntry]) error {
 	for _, e := range u.Files {
 		if _, err := st.fs().Stat(joinPath(st.dir, e.File.Path)); errors.Is(err, fs.ErrNotExist) {
 			// Removed by a later overwrite and expiry: our commit would
@@ -129,7 +125,7 @@ func (st *tableState) compactUnit(ctx context.Context, sch *tableSchema, baseID 
 // k-way merged by key for key tables, keeping deletes unless dropDeletes,
 // concatenated for append tables. Outputs roll at the target file size;
 // on error nothing written is left.
-func (st *tableState) rewrite(ctx context.Context, sch *tableSchema, files []*manifestEntry, level int, dropDeletes bool, source string, dirs map[string]bool) ([]*manifestEntry, error) {
+func (st *tableState) rewrite(ctx context.Context, sch *tableSchema, files []*meta.ManifestEntry, level int, dropDeletes bool, source string, dirs map[string]bool) ([]*meta.ManifestEntry, error) {
 	// It reads like an unfiltered scan of every column, but uncached: it
 	// reads each file once, right before it is replaced, so its columns
 	// would only push hot data out of the cache.
@@ -165,8 +161,8 @@ func (st *tableState) rewrite(ctx context.Context, sch *tableSchema, files []*ma
 
 // commitCompaction commits the files written for u in place of its
 // inputs, or removes them.
-func (st *tableState) commitCompaction(ctx context.Context, baseID int64, u *maintenance.Unit[*manifestEntry], adds []*manifestEntry, dirs map[string]bool) error {
-	req := &commitRequest{kind: commitCompact, adds: adds, deletes: u.Files, baseID: baseID,
+func (st *tableState) commitCompaction(ctx context.Context, baseID int64, u *maintenance.Unit[*meta.ManifestEntry], adds []*meta.ManifestEntry, dirs map[string]bool) error {
+	req := &commitRequest{kind: meta.CommitCompact, adds: adds, deletes: u.Files, baseID: baseID,
 		dirs: slices.Collect(maps.Keys(dirs))}
 	if _, err := st.commit(ctx, req); err != nil {
 		if !errors.Is(err, errCommitAmbiguous) {
@@ -181,7 +177,7 @@ func (st *tableState) commitCompaction(ctx context.Context, baseID int64, u *mai
 
 // afterCommit schedules background compaction of the table and stalls the
 // writer while one of the buckets it wrote has too many sorted runs.
-func (st *tableState) afterCommit(ctx context.Context, touched []*manifestEntry) {
+func (st *tableState) afterCommit(ctx context.Context, touched []*meta.ManifestEntry) {
 	sch, err := st.latestSchema()
 	if err != nil {
 		return
@@ -216,7 +212,7 @@ func (st *tableState) afterCommit(ctx context.Context, touched []*manifestEntry)
 }
 
 // mustStall reports whether a touched bucket reached the stop trigger.
-func (st *tableState) mustStall(sch *tableSchema, touched []*manifestEntry) bool {
+func (st *tableState) mustStall(sch *tableSchema, touched []*meta.ManifestEntry) bool {
 	if !sch.hasPK() {
 		return false
 	}
@@ -224,9 +220,9 @@ func (st *tableState) mustStall(sch *tableSchema, touched []*manifestEntry) bool
 	live := st.live
 	st.mu.Unlock()
 	for _, t := range touched {
-		var g []*manifestEntry
+		var g []*meta.ManifestEntry
 		for _, f := range live {
-			if f.Bucket == t.Bucket && partitionKey(f.Partition) == partitionKey(t.Partition) {
+			if f.Bucket == t.Bucket && meta.PartitionKey(f.Partition) == meta.PartitionKey(t.Partition) {
 				g = append(g, f)
 			}
 		}

@@ -14,6 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
+
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 // minCopyRows is the fewest rows a row group of an append table's small
@@ -55,7 +57,7 @@ func concatenates(o tableOptions, rows, bytes int64, columns int) bool {
 // them.
 // The copies carry no page index (its page offsets would need rewriting):
 // scans of them skip by row group statistics only.
-func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files []*manifestEntry, level int, dirs map[string]bool) (adds []*manifestEntry, ok bool, err error) {
+func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files []*meta.ManifestEntry, level int, dirs map[string]bool) (adds []*meta.ManifestEntry, ok bool, err error) {
 	// distinct marks the columns with a distinct count known in an input
 	// (at most maxTrackedNDV values): counts do not add up, so the copy
 	// decodes those columns alone and counts their values again, so that
@@ -69,7 +71,7 @@ func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files
 			return nil, false, nil
 		}
 		for i, f := range sch.Fields {
-			j := slices.IndexFunc(e.File.ValueStats, func(cs colStats) bool { return cs.ID == f.ID })
+			j := slices.IndexFunc(e.File.ValueStats, func(cs meta.ColStats) bool { return cs.ID == f.ID })
 			if j < 0 {
 				return nil, false, nil
 			}
@@ -170,7 +172,7 @@ func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files
 	var pendRows, pendBytes int64
 	pendPages := make([][]byte, tmpl.Schema.NumColumns())
 	pendStats := make([]metadata.TypedStatistics, len(pendPages))
-	addConcat := func(e *manifestEntry, data []byte, rg *metadata.RowGroupMetaData) error {
+	addConcat := func(e *meta.ManifestEntry, data []byte, rg *metadata.RowGroupMetaData) error {
 		for j := range pendPages {
 			cc, err := rg.ColumnChunk(j)
 			if err != nil {
@@ -292,7 +294,7 @@ func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files
 		if err := ctx.Err(); err != nil {
 			return nil, false, err
 		}
-		data, meta, err := st.readChecked(e, buf)
+		data, fmeta, err := st.readChecked(e, buf)
 		if err != nil {
 			return nil, false, err
 		}
@@ -301,14 +303,14 @@ func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files
 				return nil, false, err
 			}
 		}
-		for i, rg := range meta.RowGroups {
+		for i, rg := range fmeta.RowGroups {
 			if rg.NumRows < minCopyRows(sch.opts) {
 				if pendRows+rg.NumRows > sch.opts.rowGroupRows {
 					if err := flushConcat(); err != nil {
 						return nil, false, err
 					}
 				}
-				if err := addConcat(e, data, meta.RowGroup(i)); err != nil {
+				if err := addConcat(e, data, fmeta.RowGroup(i)); err != nil {
 					return nil, false, err
 				}
 				pend = append(pend, rg)
@@ -358,7 +360,7 @@ func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files
 			out.NumRows += rg.NumRows
 		}
 		for i, f := range sch.Fields {
-			j := slices.IndexFunc(e.File.ValueStats, func(cs colStats) bool { return cs.ID == f.ID })
+			j := slices.IndexFunc(e.File.ValueStats, func(cs meta.ColStats) bool { return cs.ID == f.ID })
 			dw.acc[i].add(e.File.ValueStats[j], e.File.RowCount)
 		}
 		if err := st.countDistinct(ctx, e, data, sch, distinct, dw.acc); err != nil {
@@ -388,7 +390,7 @@ func (st *tableState) copyRowGroups(ctx context.Context, sch *tableSchema, files
 
 // chunkBytes is the column chunk of size bytes at from in data, e's data
 // file read whole.
-func (st *tableState) chunkBytes(e *manifestEntry, data []byte, from, size int64) ([]byte, error) {
+func (st *tableState) chunkBytes(e *meta.ManifestEntry, data []byte, from, size int64) ([]byte, error) {
 	if from < 4 || size < 0 || from+size > int64(len(data)) {
 		return nil, corruptf(joinPath(st.dir, e.File.Path), fmt.Errorf("column chunk at %d+%d outside the file", from, size))
 	}
@@ -398,7 +400,7 @@ func (st *tableState) chunkBytes(e *manifestEntry, data []byte, from, size int64
 // countDistinct adds the values of the columns marked in distinct of e's
 // data file (data, read whole) to their accumulators in acc, decoding
 // those columns only.
-func (st *tableState) countDistinct(ctx context.Context, e *manifestEntry, data []byte, sch *tableSchema, distinct []bool, acc []statAcc) error {
+func (st *tableState) countDistinct(ctx context.Context, e *meta.ManifestEntry, data []byte, sch *tableSchema, distinct []bool, acc []statAcc) error {
 	var df *dataFile
 	for i, f := range sch.Fields {
 		if !distinct[i] || acc[i].tooMany {
@@ -435,7 +437,7 @@ func (inMemoryFile) Close() error { return nil }
 // readChecked reads the data file of e whole (into buf when it is large
 // enough), checks it against the manifest's size and checksum, and decodes
 // its footer.
-func (st *tableState) readChecked(e *manifestEntry, buf []byte) ([]byte, *metadata.FileMetaData, error) {
+func (st *tableState) readChecked(e *meta.ManifestEntry, buf []byte) ([]byte, *metadata.FileMetaData, error) {
 	path := joinPath(st.dir, e.File.Path)
 	data, err := readFileInto(st.fs(), path, buf)
 	if err != nil {
@@ -454,7 +456,7 @@ func (st *tableState) readChecked(e *manifestEntry, buf []byte) ([]byte, *metada
 // footer decodes the footer of e's data file: from the cache of footers
 // when a scan read it, otherwise from the file's tail, never reading the
 // file whole. The caller must not change it (the cache shares it).
-func (st *tableState) footer(e *manifestEntry) (*metadata.FileMetaData, error) {
+func (st *tableState) footer(e *meta.ManifestEntry) (*metadata.FileMetaData, error) {
 	path := joinPath(st.dir, e.File.Path)
 	if m, _ := st.s.footers.get(path, e.File.FileSize); m != nil {
 		return m, nil

@@ -22,6 +22,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 var copySchema = arrow.NewSchema([]arrow.Field{
@@ -36,7 +38,7 @@ var copySchema = arrow.NewSchema([]arrow.Field{
 // group size and compacts it fully; it returns the rows written and the
 // compacted table's one live file. distinctC, when given, is per commit
 // the number of values column c is drawn from (0: a new value each row).
-func copyTable(t *testing.T, s *Store, name string, rowGroupRows int, sizes []int, distinctC []int) (*Table, []string, *manifestEntry) {
+func copyTable(t *testing.T, s *Store, name string, rowGroupRows int, sizes []int, distinctC []int) (*Table, []string, *meta.ManifestEntry) {
 	t.Helper()
 	ctx := context.Background()
 	tbl, err := s.CreateTable(ctx, Ident{"db", name}, TableDef{Schema: copySchema,
@@ -82,7 +84,7 @@ func copyTable(t *testing.T, s *Store, name string, rowGroupRows int, sizes []in
 	return tbl, want, live[0]
 }
 
-func liveEntries(t *testing.T, tbl *Table) []*manifestEntry {
+func liveEntries(t *testing.T, tbl *Table) []*meta.ManifestEntry {
 	t.Helper()
 	sn, err := tbl.st.resolveSnapshot(0)
 	if err != nil {
@@ -317,7 +319,7 @@ func TestCompactCopyCountsDistinct(t *testing.T) {
 	}
 }
 
-func rowGroups(t *testing.T, tbl *Table, e *manifestEntry) int {
+func rowGroups(t *testing.T, tbl *Table, e *meta.ManifestEntry) int {
 	t.Helper()
 	pf, err := file.OpenParquetFile(filepath.Join(tbl.st.dir, e.File.Path), false)
 	if err != nil {
@@ -506,7 +508,7 @@ func parquetRows(t *testing.T, path string) []string {
 	return rows
 }
 
-func datumStr(d *datum) string {
+func datumStr(d *meta.Datum) string {
 	if d == nil {
 		return "none"
 	}
@@ -519,7 +521,7 @@ func datumStr(d *datum) string {
 
 // concatenatedPages counts the data pages of the first column chunk of e's
 // first row group.
-func concatenatedPages(t *testing.T, tbl *Table, e *manifestEntry) int {
+func concatenatedPages(t *testing.T, tbl *Table, e *meta.ManifestEntry) int {
 	t.Helper()
 	pf, err := file.OpenParquetFile(filepath.Join(tbl.st.dir, e.File.Path), false)
 	if err != nil {

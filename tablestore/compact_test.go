@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/flightd/flightd/tablestore/maintenance"
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 func TestBackgroundCompaction(t *testing.T) {
@@ -164,7 +165,7 @@ func TestFirstRowLevel0AtCommit(t *testing.T) {
 		must(t, err)
 		live, err := tbl.st.liveFiles(sn)
 		must(t, err)
-		buckets := map[int][]*manifestEntry{}
+		buckets := map[int][]*meta.ManifestEntry{}
 		for _, f := range live {
 			buckets[f.Bucket] = append(buckets[f.Bucket], f)
 		}

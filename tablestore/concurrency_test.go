@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 // TestBlindWritesRebase: a blind write whose rows were numbered before a
@@ -61,7 +63,7 @@ func TestBlindWritesRebase(t *testing.T) {
 			must(t, err)
 			live, err := tbl.st.liveFiles(sn)
 			must(t, err)
-			if !slices.ContainsFunc(live, func(e *manifestEntry) bool { return e.File.FileName == name }) {
+			if !slices.ContainsFunc(live, func(e *meta.ManifestEntry) bool { return e.File.FileName == name }) {
 				t.Fatal("a blind write sharing no key with a concurrent one was rewritten")
 			}
 			eqRows(t, scanAll(t, tbl, ScanSpec{}), "1|a", "10|a", "11|b", "12|a", "2|b", "3|a")

@@ -20,7 +20,13 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/flightd/flightd/tablestore/meta"
 )
+
+// crcTable is CRC-32C, the checksum of data files (and of metadata files,
+// in meta).
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // System columns of key-table data files (Paimon's names).
 const (
@@ -103,7 +109,7 @@ func corruptf(path string, err error) error {
 }
 
 // openDataFile opens the file of e and checks it against the manifest.
-func (st *tableState) openDataFile(e *manifestEntry) (*dataFile, error) {
+func (st *tableState) openDataFile(e *meta.ManifestEntry) (*dataFile, error) {
 	path := joinPath(st.dir, e.File.Path)
 	rf, err := st.fs().Open(path)
 	if err != nil {
@@ -114,7 +120,7 @@ func (st *tableState) openDataFile(e *manifestEntry) (*dataFile, error) {
 
 // dataFileOf opens rf, the file of e at path, as openDataFile does; it
 // closes rf on error.
-func (st *tableState) dataFileOf(e *manifestEntry, path string, rf ReadFile) (*dataFile, error) {
+func (st *tableState) dataFileOf(e *meta.ManifestEntry, path string, rf ReadFile) (*dataFile, error) {
 	if rf.Size() != e.File.FileSize {
 		rf.Close()
 		return nil, fmt.Errorf("%w: data file %s has %d bytes, manifest says %d (truncated or replaced)", ErrCorrupt, path, rf.Size(), e.File.FileSize)
@@ -393,12 +399,12 @@ func statsComparable(typ, tableTyp arrow.DataType) bool {
 func (df *dataFile) rowGroupStats(rg int, sch *tableSchema, allowed func(string) bool) statsFunc {
 	md := df.pr.MetaData().RowGroup(rg)
 	rows := md.NumRows()
-	return func(col string) (colRange, bool, func(scalar.Scalar) (datum, bool)) {
+	return func(col string) (colRange, bool, func(scalar.Scalar) (meta.Datum, bool)) {
 		i := sch.fieldIndex(col)
 		if i < 0 || !allowed(col) {
 			return colRange{}, false, nil
 		}
-		lit := func(s scalar.Scalar) (datum, bool) { return scalarDatum(s, sch.types[i]) }
+		lit := func(s scalar.Scalar) (meta.Datum, bool) { return meta.ScalarDatum(s, sch.types[i]) }
 		c, ok := df.cols[sch.Fields[i].ID]
 		if !ok {
 			// Column added after this file was written: all NULL.
@@ -450,39 +456,39 @@ type chunkStatistics struct{ ps metadata.TypedStatistics }
 // parquetMinMax converts Parquet statistics of a column read as typ, of
 // table type tableTyp, to datums; nil when they do not bound the values as
 // literals of tableTyp convert (see statsComparable).
-func parquetMinMax(ps metadata.TypedStatistics, typ, tableTyp arrow.DataType) (*datum, *datum) {
+func parquetMinMax(ps metadata.TypedStatistics, typ, tableTyp arrow.DataType) (*meta.Datum, *meta.Datum) {
 	if !statsComparable(typ, tableTyp) {
 		return nil, nil
 	}
-	var lo, hi datum
+	var lo, hi meta.Datum
 	switch s := ps.(type) {
 	case *metadata.BooleanStatistics:
-		b := func(v bool) datum {
+		b := func(v bool) meta.Datum {
 			if v {
-				return intDatum(1)
+				return meta.IntDatum(1)
 			}
-			return intDatum(0)
+			return meta.IntDatum(0)
 		}
 		lo, hi = b(s.Min()), b(s.Max())
 	case *metadata.Int32Statistics:
 		if typ.ID() == arrow.DECIMAL128 {
 			return nil, nil
 		}
-		lo, hi = intDatum(int64(s.Min())), intDatum(int64(s.Max()))
+		lo, hi = meta.IntDatum(int64(s.Min())), meta.IntDatum(int64(s.Max()))
 	case *metadata.Int64Statistics:
 		if typ.ID() == arrow.DECIMAL128 {
 			return nil, nil
 		}
-		lo, hi = intDatum(s.Min()), intDatum(s.Max())
+		lo, hi = meta.IntDatum(s.Min()), meta.IntDatum(s.Max())
 	case *metadata.Float32Statistics:
-		lo, hi = floatDatum(float64(s.Min())), floatDatum(float64(s.Max()))
+		lo, hi = meta.FloatDatum(float64(s.Min())), meta.FloatDatum(float64(s.Max()))
 	case *metadata.Float64Statistics:
-		lo, hi = floatDatum(s.Min()), floatDatum(s.Max())
+		lo, hi = meta.FloatDatum(s.Min()), meta.FloatDatum(s.Max())
 	case *metadata.ByteArrayStatistics:
 		if typ.ID() == arrow.DECIMAL128 {
 			return nil, nil
 		}
-		lo, hi = binDatum(s.Min()), binDatum(s.Max())
+		lo, hi = meta.BinDatum(s.Min()), meta.BinDatum(s.Max())
 	default:
 		return nil, nil
 	}

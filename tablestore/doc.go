@@ -12,8 +12,15 @@
 //	   merge of sorted runs via the merge function ─▶ batches in key order
 //
 // Layout of a table directory, Paimon's, with Paimon's metadata formats
-// (meta.go, schemajson.go, manifestfmt.go, paimonfmt/), so that Paimon's
-// readers open flightd's tables and flightd opens theirs:
+// (meta/, schemajson.go, manifestfmt.go, paimonfmt/), so that Paimon's
+// readers open flightd's tables and flightd opens theirs. The metadata
+// model is the leaf package meta/: snapshots, manifest lists' entries
+// (ManifestFile), manifest entries of data files with their statistics,
+// the Datum values in them and their BinaryRow encoding, consumer files,
+// and the CRC-32C-trailed JSON of flightd's own files; metaio.go reads and
+// writes those files, manifestfmt.go maps entries and lists onto
+// paimonfmt's Avro per the entry's schema, and the table schema and its
+// JSON (schema.go, schemajson.go) stay here with the schema changes:
 //
 //	schema/schema-N            Paimon's TableSchema JSON; columns keep field
 //	                           IDs. A version marked "replaces" starts a new

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flightd/flightd/tablestore/maintenance"
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 func (st *tableState) tagPath(name string) string { return joinPath(st.dir, "tag", "tag-"+name) }
@@ -129,7 +130,7 @@ func (t *Table) DeleteTag(ctx context.Context, name string) error {
 		if err != nil {
 			return err
 		}
-		for _, m := range append(ms, manifestMeta{FileName: l}) {
+		for _, m := range append(ms, meta.ManifestFile{FileName: l}) {
 			if !keepManifests[m.FileName] {
 				if err := st.fs().Remove(st.manifestPath(m.FileName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 					return err
@@ -145,7 +146,7 @@ func (t *Table) DeleteTag(ctx context.Context, name string) error {
 // snapshot from the first given one on reference.
 func (st *tableState) referenced(snaps []int64) (files, manifests map[string]bool, err error) {
 	files, manifests = map[string]bool{}, map[string]bool{}
-	keepLists := func(sn *snapshot) error {
+	keepLists := func(sn *meta.Snapshot) error {
 		for _, l := range []string{sn.BaseManifestList, sn.DeltaManifestList} {
 			manifests[l] = true
 			ms, err := st.readManifestList(l)
@@ -170,7 +171,7 @@ func (st *tableState) referenced(snaps []int64) (files, manifests map[string]boo
 	if err != nil {
 		return nil, nil, err
 	}
-	var all []*snapshot
+	var all []*meta.Snapshot
 	for _, tag := range tags {
 		all = append(all, tag)
 	}
@@ -220,7 +221,7 @@ func (t *Table) Tags(ctx context.Context) (map[string]int64, error) {
 	return out, nil
 }
 
-func (st *tableState) readTags() (map[string]*snapshot, error) {
+func (st *tableState) readTags() (map[string]*meta.Snapshot, error) {
 	names, err := st.fs().List(joinPath(st.dir, "tag"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -228,7 +229,7 @@ func (st *tableState) readTags() (map[string]*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]*snapshot{}
+	out := map[string]*meta.Snapshot{}
 	for _, n := range names {
 		tag, ok := strings.CutPrefix(n, "tag-")
 		if !ok {
@@ -243,8 +244,8 @@ func (st *tableState) readTags() (map[string]*snapshot, error) {
 	return out, nil
 }
 
-func (st *tableState) readTag(name string) (*snapshot, error) {
-	sn := &snapshot{}
+func (st *tableState) readTag(name string) (*meta.Snapshot, error) {
+	sn := &meta.Snapshot{}
 	if err := readMeta(st.fs(), st.tagPath(name), sn); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("table %s: tag %q: %w", st.id, name, ErrSnapshotNotFound)
@@ -252,13 +253,6 @@ func (st *tableState) readTag(name string) (*snapshot, error) {
 		return nil, err
 	}
 	return sn, nil
-}
-
-// consumerState is a consumer file: Paimon's {"nextSnapshot": N} plus the
-// time of the last commit, for consumer.expiration-time.
-type consumerState struct {
-	NextSnapshot int64 `json:"nextSnapshot"`
-	UpdateMillis int64 `json:"updateMillis,omitempty"`
 }
 
 // SetConsumer records that consumer id will read from nextSnapshot on;
@@ -275,7 +269,7 @@ func (t *Table) SetConsumer(ctx context.Context, id string, nextSnapshot int64) 
 	if err := st.fs().MkdirIn(st.dir, "consumer"); err != nil {
 		return err
 	}
-	want := consumerState{NextSnapshot: nextSnapshot, UpdateMillis: st.s.opts.Now().UnixMilli()}
+	want := meta.Consumer{NextSnapshot: nextSnapshot, UpdateMillis: st.s.opts.Now().UnixMilli()}
 	tmp := joinPath(st.dir, "consumer", ".tmp-"+newUUID())
 	if _, err := writePaimonJSON(st.fs(), tmp, want); err != nil {
 		_ = st.fs().Remove(tmp)
@@ -289,7 +283,7 @@ func (t *Table) SetConsumer(ctx context.Context, id string, nextSnapshot int64) 
 		return err
 	}
 	// Read back: expiry trusts this position.
-	var c consumerState
+	var c meta.Consumer
 	if err := readMeta(st.fs(), st.consumerPath(id), &c); err != nil {
 		return err
 	}
@@ -309,7 +303,7 @@ func (t *Table) Consumer(ctx context.Context, id string) (next int64, ok bool, e
 }
 
 func (st *tableState) consumerPosition(id string) (int64, bool, error) {
-	var c consumerState
+	var c meta.Consumer
 	if err := readMeta(st.fs(), st.consumerPath(id), &c); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return 0, false, nil
@@ -346,7 +340,7 @@ func (st *tableState) minConsumer(expire time.Duration) (int64, error) {
 		if !strings.HasPrefix(n, "consumer-") {
 			continue
 		}
-		var c consumerState
+		var c meta.Consumer
 		p := joinPath(st.dir, "consumer", n)
 		if err := readMeta(st.fs(), p, &c); err != nil {
 			return 0, err
@@ -662,7 +656,7 @@ func (st *tableState) expire(ctx context.Context, opts ExpireOptions) (_ int, er
 				return 0, err
 			}
 			for _, e := range ents {
-				if e.Kind == kindDelete && !tagFiles[e.File.FileName] {
+				if e.Kind == meta.KindDelete && !tagFiles[e.File.FileName] {
 					dataFiles = append(dataFiles, joinPath(st.dir, e.File.Path))
 				}
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flightd/flightd/tablestore/changefeed"
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 // The change streams of a table in this process share one read of each
@@ -35,8 +36,8 @@ type tableFeed struct {
 	readers int           // (tableState.mu)
 
 	mu        sync.Mutex
-	snapshots map[int64]*snapshot // recently read, immutable once published
-	looks     map[int64]*look     // in progress, by snapshot id
+	snapshots map[int64]*meta.Snapshot // recently read, immutable once published
+	looks     map[int64]*look          // in progress, by snapshot id
 }
 
 // look is one look for a snapshot that the readers asking for it in the
@@ -52,7 +53,7 @@ type look struct {
 	epoch   <-chan struct{}
 	started time.Time
 	done    chan struct{} // closed when sn and err are set
-	sn      *snapshot
+	sn      *meta.Snapshot
 	err     error
 }
 
@@ -90,7 +91,7 @@ func (st *tableState) joinFeed(sch *tableSchema) (*tableFeed, error) {
 			feed:      changefeed.New[unitMeta](changefeed.Limits{Bytes: limit, Snapshots: changeFeedSnapshots}, recordBytes),
 			planner:   changePlanner{st: st, sch: sch, scan: scan, out: changeSchema(scan.out)},
 			limit:     limit,
-			snapshots: map[int64]*snapshot{},
+			snapshots: map[int64]*meta.Snapshot{},
 			looks:     map[int64]*look{},
 		}
 		if st.feeds == nil {
@@ -119,7 +120,7 @@ func (st *tableState) leaveFeed(sch *tableSchema, f *tableFeed) {
 // findSnapshot returns snapshot id, or ErrSnapshotNotFound when it is not
 // published yet; epoch is the reader's st.nextPublish(), taken before it
 // asks. Readers asking in one epoch share one look (look.fresh).
-func (r *ChangeReader) findSnapshot(id int64, epoch <-chan struct{}) (*snapshot, error) {
+func (r *ChangeReader) findSnapshot(id int64, epoch <-chan struct{}) (*meta.Snapshot, error) {
 	f := r.feed
 	f.mu.Lock()
 	if sn := f.snapshots[id]; sn != nil {
@@ -153,7 +154,7 @@ func (r *ChangeReader) findSnapshot(id int64, epoch <-chan struct{}) (*snapshot,
 // one exists (it was expired under a lease that forbids it, or the table
 // was re-created) or the table is gone, and returns ErrSnapshotNotFound
 // otherwise.
-func (st *tableState) findSnapshot(id int64) (*snapshot, error) {
+func (st *tableState) findSnapshot(id int64) (*meta.Snapshot, error) {
 	sn, err := st.readSnapshot(id)
 	if !errors.Is(err, ErrSnapshotNotFound) {
 		return sn, err
@@ -183,13 +184,13 @@ func (st *tableState) findSnapshot(id int64) (*snapshot, error) {
 
 // snapshotKey identifies a snapshot's changes: manifest list names are
 // unique, snapshot ids are not across a re-created table.
-func snapshotKey(sn *snapshot) string {
+func snapshotKey(sn *meta.Snapshot) string {
 	return sn.DeltaManifestList + "/" + sn.ChangelogManifestList
 }
 
 // get returns the shared changes of sn, or nil when the reader must read
 // them itself.
-func (f *tableFeed) get(ctx context.Context, sn *snapshot) (*changefeed.Snapshot[unitMeta], error) {
+func (f *tableFeed) get(ctx context.Context, sn *meta.Snapshot) (*changefeed.Snapshot[unitMeta], error) {
 	return f.feed.Get(ctx, sn.ID, snapshotKey(sn), func(ctx context.Context) ([]changefeed.Part[unitMeta], error) {
 		st := f.planner.st
 		// The requesting reader's lease may end before the load does.

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/flightd/flightd/internal/arrowstr"
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 // dataWriter writes the rows of one partition and bucket, in order, into
@@ -26,7 +27,7 @@ import (
 type dataWriter struct {
 	st     *tableState
 	sch    *tableSchema
-	part   []datum
+	part   []meta.Datum
 	bucket int
 	level  int
 	source string
@@ -41,14 +42,14 @@ type dataWriter struct {
 	bw   *bufio.Writer
 	pw   *pqarrow.FileWriter
 	name string
-	meta dataFileMeta
+	meta meta.DataFile
 	acc  []statAcc
 	// footerBounds marks the string and binary columns whose bounds are
 	// taken from the chunk statistics Parquet computes anyway, once the
 	// file is closed, instead of comparing every value twice (flightd's
 	// own bounds were 4% of a Nexmark bid ingest's CPU).
 	footerBounds []bool
-	last         []datum // key of the last row written
+	last         []meta.Datum // key of the last row written
 	// oneBatch, when set (a commit's flush), says each file gets one
 	// batch: it is written as row groups of its own, unbuffered, and its
 	// columns go to the column cache once the file is synced (kept holds
@@ -57,18 +58,18 @@ type dataWriter struct {
 	kept     []arrow.Array
 	batches  int
 
-	done []*manifestEntry
+	done []*meta.ManifestEntry
 }
 
-func (st *tableState) newDataWriter(sch *tableSchema, part []datum, bucket, level int, source string, target int64, dirs map[string]bool) *dataWriter {
-	rel := joinPath(partitionPath(sch.PartitionKeys, partTypes(sch), part, sch.opts.defaultPartition), "bucket-"+strconv.Itoa(bucket))
+func (st *tableState) newDataWriter(sch *tableSchema, part []meta.Datum, bucket, level int, source string, target int64, dirs map[string]bool) *dataWriter {
+	rel := joinPath(meta.PartitionPath(sch.PartitionKeys, partTypes(sch), part, sch.opts.defaultPartition), "bucket-"+strconv.Itoa(bucket))
 	return &dataWriter{st: st, sch: sch, part: part, bucket: bucket, level: level, source: source,
 		target: target, dirs: dirs, rel: rel, fsch: fileSchema(sch), prefix: "data-"}
 }
 
 // newChangelogWriter writes changelog files: the data-file layout, named
 // changelog-*.parquet, listed only in a snapshot's changelog manifests.
-func (st *tableState) newChangelogWriter(sch *tableSchema, part []datum, bucket int, source string, dirs map[string]bool) *dataWriter {
+func (st *tableState) newChangelogWriter(sch *tableSchema, part []meta.Datum, bucket int, source string, dirs map[string]bool) *dataWriter {
 	d := st.newDataWriter(sch, part, bucket, 0, source, 0, dirs)
 	d.prefix = "changelog-"
 	return d
@@ -166,7 +167,7 @@ func (d *dataWriter) create() error {
 	d.cw = &countingWriter{w: f}
 	d.bw = fileBuffers.Get().(*bufio.Writer)
 	d.bw.Reset(d.cw)
-	d.meta = dataFileMeta{FileName: d.name, Path: joinPath(d.rel, d.name), SchemaID: d.sch.ID, Level: d.level, FileSource: d.source}
+	d.meta = meta.DataFile{FileName: d.name, Path: joinPath(d.rel, d.name), SchemaID: d.sch.ID, Level: d.level, FileSource: d.source}
 	d.acc = make([]statAcc, len(d.sch.Fields))
 	d.footerBounds = nil
 	d.batches = 0
@@ -226,11 +227,11 @@ func (d *dataWriter) describe(out arrow.RecordBatch) {
 				m.DeleteRowCount++
 			}
 		}
-		key := func(row int) []datum {
-			var ds []datum
+		key := func(row int) []meta.Datum {
+			var ds []meta.Datum
 			for _, k := range sch.PrimaryKeys {
-				d, _ := datumAt(out.Column(sys+sch.fieldIndex(k)), row)
-				ds = append(ds, keptDatum(d))
+				d, _ := meta.DatumAt(out.Column(sys+sch.fieldIndex(k)), row)
+				ds = append(ds, meta.KeptDatum(d))
 			}
 			return ds
 		}
@@ -337,9 +338,9 @@ func (d *dataWriter) addFooterBounds(md *metadata.FileMetaData) {
 			switch {
 			case err == nil && bs != nil && bs.HasMinMax():
 				if d.fsch.Field(sys+i).Type.ID() == arrow.STRING {
-					d.acc[i].addBounds(clipBounds(strDatum(string(bs.Min())), strDatum(string(bs.Max()))))
+					d.acc[i].addBounds(clipBounds(meta.StrDatum(string(bs.Min())), meta.StrDatum(string(bs.Max()))))
 				} else {
-					d.acc[i].addBounds(clipBounds(binDatum(bs.Min()), binDatum(bs.Max())))
+					d.acc[i].addBounds(clipBounds(meta.BinDatum(bs.Min()), meta.BinDatum(bs.Max())))
 				}
 			case err == nil && bs != nil && bs.HasNullCount() && bs.NullCount() == cc.NumValues():
 				// Only NULLs: nothing to bound.
@@ -396,12 +397,12 @@ func (d *dataWriter) syncFile(err error) error {
 		m.ValueStats = append(m.ValueStats, d.acc[i].stats(f.ID))
 		d.acc[i].freeDistinct()
 	}
-	d.done = append(d.done, &manifestEntry{Kind: kindAdd, Partition: d.part, Bucket: d.bucket, TotalBuckets: d.sch.opts.buckets, File: m})
+	d.done = append(d.done, &meta.ManifestEntry{Kind: meta.KindAdd, Partition: d.part, Bucket: d.bucket, TotalBuckets: d.sch.opts.buckets, File: m})
 	return nil
 }
 
 // finish closes the last file and returns the files written.
-func (d *dataWriter) finish() ([]*manifestEntry, error) {
+func (d *dataWriter) finish() ([]*meta.ManifestEntry, error) {
 	if err := d.closeFile(); err != nil {
 		d.abort()
 		return nil, err
@@ -447,7 +448,7 @@ func (d *dataWriter) abort() {
 
 // statAcc merges column statistics across batches.
 type statAcc struct {
-	min, max     *datum
+	min, max     *meta.Datum
 	nulls, rows  int64
 	noMin, noMax bool // a batch had values but no bound
 	// distinct holds hashes of a string column's values while there are
@@ -548,7 +549,7 @@ func addDistinctValues[O int32 | int64](a *statAcc, arr arrow.Array, offs []O, d
 	}
 }
 
-func (a *statAcc) add(cs colStats, rows int64) {
+func (a *statAcc) add(cs meta.ColStats, rows int64) {
 	a.count(cs.NullCount, rows)
 	if rows > cs.NullCount {
 		a.addBounds(cs.Min, cs.Max)
@@ -562,12 +563,12 @@ func (a *statAcc) count(nulls, rows int64) {
 }
 
 // addBounds folds in the bounds of some non-null values (nil: unknown).
-func (a *statAcc) addBounds(mn, mx *datum) {
+func (a *statAcc) addBounds(mn, mx *meta.Datum) {
 	if mn == nil {
 		a.noMin = true
 	} else if a.min == nil {
 		a.min = mn
-	} else if c, ok := compareDatum(*mn, *a.min); !ok {
+	} else if c, ok := meta.CompareDatum(*mn, *a.min); !ok {
 		a.noMin = true
 	} else if c < 0 {
 		a.min = mn
@@ -576,15 +577,15 @@ func (a *statAcc) addBounds(mn, mx *datum) {
 		a.noMax = true
 	} else if a.max == nil {
 		a.max = mx
-	} else if c, ok := compareDatum(*mx, *a.max); !ok {
+	} else if c, ok := meta.CompareDatum(*mx, *a.max); !ok {
 		a.noMax = true
 	} else if c > 0 {
 		a.max = mx
 	}
 }
 
-func (a *statAcc) stats(id int) colStats {
-	cs := colStats{ID: id, NullCount: a.nulls}
+func (a *statAcc) stats(id int) meta.ColStats {
+	cs := meta.ColStats{ID: id, NullCount: a.nulls}
 	if !a.tooMany && a.distinct != nil {
 		cs.NDV = int64(a.distinct.n)
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
+
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 // eachParquetFile opens every Parquet file under dir and calls fn with
@@ -152,7 +154,7 @@ func readScanErr(s *Scan) ([]string, error) {
 		}
 		// Output must be ordered by the ordered-by columns the scan
 		// projects, also across batch boundaries.
-		var prev []datum
+		var prev []meta.Datum
 		for {
 			b, err := r.Next(ctx)
 			if errors.Is(err, io.EOF) {
@@ -177,9 +179,9 @@ func readScanErr(s *Scan) ([]string, error) {
 				}
 			}
 			for i := 0; i < int(b.NumRows()); i++ {
-				cur := make([]datum, len(ordCols))
+				cur := make([]meta.Datum, len(ordCols))
 				for k, c := range ordCols {
-					cur[k], _ = datumAt(c, i)
+					cur[k], _ = meta.DatumAt(c, i)
 				}
 				if prev != nil {
 					if c, ok := compareKeys(prev, cur); ok && c >= 0 {

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 // BenchmarkManifestCodec: encoding and decoding one manifest of 100
@@ -20,17 +22,17 @@ func BenchmarkManifestCodec(b *testing.B) {
 	}
 	st := s.state(id)
 	sch, _ := st.latestSchema()
-	var ents []*manifestEntry
+	var ents []*meta.ManifestEntry
 	for i := 0; i < 100; i++ {
-		lo, hi := intDatum(int64(i)), intDatum(int64(i+100))
-		sa, sb := strDatum("aaa"), strDatum(fmt.Sprint("zzz", i))
-		f := dataFileMeta{FileName: fmt.Sprint("data-", i), RowCount: 1000, SchemaID: sch.ID, MinKey: []datum{lo}, MaxKey: []datum{hi},
-			ValueStats: []colStats{{ID: 0, Min: &lo, Max: &hi}, {ID: 1, Min: &sa, Max: &sb, NDV: 10}, {ID: 2, Min: &lo, Max: &hi, NullCount: 3}}}
+		lo, hi := meta.IntDatum(int64(i)), meta.IntDatum(int64(i+100))
+		sa, sb := meta.StrDatum("aaa"), meta.StrDatum(fmt.Sprint("zzz", i))
+		f := meta.DataFile{FileName: fmt.Sprint("data-", i), RowCount: 1000, SchemaID: sch.ID, MinKey: []meta.Datum{lo}, MaxKey: []meta.Datum{hi},
+			ValueStats: []meta.ColStats{{ID: 0, Min: &lo, Max: &hi}, {ID: 1, Min: &sa, Max: &sb, NDV: 10}, {ID: 2, Min: &lo, Max: &hi, NullCount: 3}}}
 		f.Path = st.filePath(sch, nil, i%4, f.FileName)
-		ents = append(ents, &manifestEntry{Kind: kindAdd, Bucket: i % 4, TotalBuckets: 4, File: f})
+		ents = append(ents, &meta.ManifestEntry{Kind: meta.KindAdd, Bucket: i % 4, TotalBuckets: 4, File: f})
 	}
 	avro, _ := st.encodeManifest(ents)
-	js, _ := encodeMeta(ents)
+	js, _ := meta.Encode(ents)
 	b.Run("avro-decode", func(b *testing.B) {
 		for range b.N {
 			if _, err := st.decodeManifest("x", avro); err != nil {
@@ -52,7 +54,7 @@ func BenchmarkManifestCodec(b *testing.B) {
 	})
 	b.Run("json-encode", func(b *testing.B) {
 		for range b.N {
-			encodeMeta(ents)
+			meta.Encode(ents)
 		}
 	})
 }

@@ -3,13 +3,13 @@ package tablestore
 import (
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"reflect"
 	"slices"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/flightd/flightd/tablestore/meta"
 	"github.com/flightd/flightd/tablestore/paimonfmt"
 )
 
@@ -27,190 +27,12 @@ const entryExtrasKey = "flightd.entries"
 // entryExtra is the part of an entry only flightd reads; every field is
 // set only where Paimon's encoding does not give the value back exactly.
 type entryExtra struct {
-	CRC       *uint32    `json:"crc32c,omitempty"`
-	Path      string     `json:"path,omitempty"`
-	Partition []datum    `json:"partition,omitempty"`
-	MinKey    []datum    `json:"minKey,omitempty"`
-	MaxKey    []datum    `json:"maxKey,omitempty"`
-	Stats     []colStats `json:"stats,omitempty"`
-}
-
-// paimonType is dt's BinaryRow layout; ok is false for nested types.
-func paimonType(dt arrow.DataType) (paimonfmt.Type, bool) {
-	switch t := dt.(type) {
-	case *arrow.BooleanType:
-		return paimonfmt.Type{Kind: paimonfmt.Boolean}, true
-	case *arrow.Int8Type:
-		return paimonfmt.Type{Kind: paimonfmt.TinyInt}, true
-	case *arrow.Int16Type:
-		return paimonfmt.Type{Kind: paimonfmt.SmallInt}, true
-	case *arrow.Int32Type:
-		return paimonfmt.Type{Kind: paimonfmt.Int}, true
-	case *arrow.Int64Type:
-		return paimonfmt.Type{Kind: paimonfmt.BigInt}, true
-	case *arrow.Float32Type:
-		return paimonfmt.Type{Kind: paimonfmt.Float}, true
-	case *arrow.Float64Type:
-		return paimonfmt.Type{Kind: paimonfmt.Double}, true
-	case *arrow.Date32Type:
-		return paimonfmt.Type{Kind: paimonfmt.Date}, true
-	case *arrow.Time64Type:
-		return paimonfmt.Type{Kind: paimonfmt.Time}, true
-	case *arrow.TimestampType:
-		return paimonfmt.Type{Kind: paimonfmt.Timestamp, Precision: [...]int{0, 3, 6, 9}[t.Unit]}, true
-	case *arrow.Decimal128Type:
-		return paimonfmt.Type{Kind: paimonfmt.Decimal, Precision: int(t.Precision)}, true
-	case *arrow.StringType:
-		return paimonfmt.Type{Kind: paimonfmt.String}, true
-	case *arrow.BinaryType:
-		return paimonfmt.Type{Kind: paimonfmt.Bytes}, true
-	}
-	return paimonfmt.Type{}, false
-}
-
-// timeUnitsPerMilli converts time and timestamp datums (in the column's
-// unit) to Paimon's milliseconds.
-func timeUnitsPerMilli(u arrow.TimeUnit) (mul, div int64) {
-	switch u {
-	case arrow.Second:
-		return 1000, 1
-	case arrow.Millisecond:
-		return 1, 1
-	case arrow.Microsecond:
-		return 1, 1000
-	}
-	return 1, 1_000_000
-}
-
-// paimonValue is d as BinaryRow holds a value of type dt; nil (NULL) where
-// there is no such value (decimals have no datum), which the caller's
-// round trip then finds inexact.
-func paimonValue(dt arrow.DataType, d datum) any {
-	switch {
-	case d.Null:
-		return nil
-	case d.I != nil:
-		v := *d.I
-		switch t := dt.(type) {
-		case *arrow.BooleanType:
-			return v != 0
-		case *arrow.Time64Type:
-			_, div := timeUnitsPerMilli(t.Unit)
-			return floorDiv(v, div)
-		case *arrow.TimestampType:
-			mul, div := timeUnitsPerMilli(t.Unit)
-			if div == 1 {
-				return paimonfmt.TimestampValue{Millis: v * mul}
-			}
-			ms := floorDiv(v, div)
-			return paimonfmt.TimestampValue{Millis: ms, NanoOfMilli: int32((v - ms*div) * (1_000_000 / div))}
-		}
-		return v
-	case d.F != nil:
-		return float64(*d.F)
-	case d.S != nil:
-		return *d.S
-	case d.B != nil:
-		if dt.ID() == arrow.STRING {
-			return string(*d.B)
-		}
-		return *d.B
-	}
-	return nil
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if (a%b != 0) && ((a < 0) != (b < 0)) {
-		q--
-	}
-	return q
-}
-
-// datumOf is the datum of a BinaryRow value of type dt.
-func datumOf(dt arrow.DataType, v any) datum {
-	switch v := v.(type) {
-	case nil:
-		return datum{Null: true}
-	case bool:
-		if v {
-			return intDatum(1)
-		}
-		return intDatum(0)
-	case int64:
-		if t, ok := dt.(*arrow.Time64Type); ok {
-			_, div := timeUnitsPerMilli(t.Unit)
-			return intDatum(v * div)
-		}
-		return intDatum(v)
-	case float64:
-		return floatDatum(v)
-	case string:
-		return strDatum(v)
-	case []byte:
-		return binDatum(v)
-	case paimonfmt.TimestampValue:
-		mul, div := timeUnitsPerMilli(dt.(*arrow.TimestampType).Unit)
-		if div == 1 {
-			return intDatum(v.Millis / mul)
-		}
-		return intDatum(v.Millis*div + int64(v.NanoOfMilli)/(1_000_000/div))
-	case *big.Int:
-		return datum{} // decimals have no datum
-	}
-	return datum{}
-}
-
-// encodeDatums serializes ds (of types) as a BinaryRow; exact tells
-// whether decoding it gives ds back.
-func encodeDatums(types []arrow.DataType, ds []datum) (row []byte, exact bool, err error) {
-	row, exact, err = encodeRowOf(types, ds)
-	if err != nil {
-		return nil, false, err
-	}
-	if exact {
-		back, err := decodeDatums(types, row)
-		exact = err == nil && reflect.DeepEqual(back, ds)
-	}
-	return row, exact, nil
-}
-
-// encodeRowOf is encodeDatums without decoding the row again to check it,
-// for callers that already know which values BinaryRow holds exactly;
-// maybe is false when it certainly does not.
-func encodeRowOf(types []arrow.DataType, ds []datum) (row []byte, maybe bool, err error) {
-	pts := make([]paimonfmt.Type, len(types))
-	vals := make([]any, len(types))
-	maybe = len(ds) == len(types)
-	for i, dt := range types {
-		pt, ok := paimonType(dt)
-		if !ok {
-			pt, maybe = paimonfmt.Type{Kind: paimonfmt.BigInt}, false // stays NULL
-		} else if i < len(ds) {
-			vals[i] = paimonValue(dt, ds[i])
-		}
-		pts[i] = pt
-	}
-	if row, err = paimonfmt.EncodeRow(pts, vals); err != nil {
-		return nil, false, err
-	}
-	return row, maybe, nil
-}
-
-func decodeDatums(types []arrow.DataType, row []byte) ([]datum, error) {
-	pts := make([]paimonfmt.Type, len(types))
-	for i, dt := range types {
-		pts[i], _ = paimonType(dt)
-	}
-	vals, err := paimonfmt.DecodeRow(row, pts)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]datum, len(vals))
-	for i, v := range vals {
-		out[i] = datumOf(types[i], v)
-	}
-	return out, nil
+	CRC       *uint32         `json:"crc32c,omitempty"`
+	Path      string          `json:"path,omitempty"`
+	Partition []meta.Datum    `json:"partition,omitempty"`
+	MinKey    []meta.Datum    `json:"minKey,omitempty"`
+	MaxKey    []meta.Datum    `json:"maxKey,omitempty"`
+	Stats     []meta.ColStats `json:"stats,omitempty"`
 }
 
 // trimmedKey is the primary key without the partition columns, as Paimon
@@ -235,11 +57,11 @@ func (s *tableSchema) typesOf(cols []string) []arrow.DataType {
 
 // keyTrim and keyFill convert flightd's keys (every primary key column)
 // to Paimon's and back.
-func (s *tableSchema) keyTrim(key []datum) []datum {
+func (s *tableSchema) keyTrim(key []meta.Datum) []meta.Datum {
 	if len(key) != len(s.PrimaryKeys) {
 		return nil
 	}
-	var out []datum
+	var out []meta.Datum
 	for i, k := range s.PrimaryKeys {
 		if !slices.Contains(s.PartitionKeys, k) {
 			out = append(out, key[i])
@@ -248,8 +70,8 @@ func (s *tableSchema) keyTrim(key []datum) []datum {
 	return out
 }
 
-func (s *tableSchema) keyFill(trimmed, part []datum) []datum {
-	out := make([]datum, 0, len(s.PrimaryKeys))
+func (s *tableSchema) keyFill(trimmed, part []meta.Datum) []meta.Datum {
+	out := make([]meta.Datum, 0, len(s.PrimaryKeys))
 	j := 0
 	for _, k := range s.PrimaryKeys {
 		if p := slices.Index(s.PartitionKeys, k); p >= 0 {
@@ -268,14 +90,14 @@ func (s *tableSchema) keyFill(trimmed, part []datum) []datum {
 
 // statsExact reports whether c's bounds are what Paimon's value statistics
 // say: known bounds, or none because every value is NULL.
-func statsExact(c colStats, rows int64) bool {
+func statsExact(c meta.ColStats, rows int64) bool {
 	if c.Min == nil || c.Max == nil {
 		return c.Min == nil && c.Max == nil && c.NullCount == rows
 	}
 	return true
 }
 
-func (st *tableState) entryToAvro(e *manifestEntry) (paimonfmt.ManifestEntry, entryExtra, error) {
+func (st *tableState) entryToAvro(e *meta.ManifestEntry) (paimonfmt.ManifestEntry, entryExtra, error) {
 	sch, err := st.schema(e.File.SchemaID)
 	if err != nil {
 		return paimonfmt.ManifestEntry{}, entryExtra{}, err
@@ -283,7 +105,7 @@ func (st *tableState) entryToAvro(e *manifestEntry) (paimonfmt.ManifestEntry, en
 	var x entryExtra
 	f := &e.File
 	x.CRC = f.CRC
-	part, exact, err := encodeDatums(partTypes(sch), e.Partition)
+	part, exact, err := meta.EncodeDatums(partTypes(sch), e.Partition)
 	if err != nil {
 		return paimonfmt.ManifestEntry{}, x, fmt.Errorf("partition: %w", err)
 	}
@@ -298,10 +120,10 @@ func (st *tableState) entryToAvro(e *manifestEntry) (paimonfmt.ManifestEntry, en
 	var minKey, maxKey []byte
 	if sch.hasPK() {
 		var ok1, ok2 bool
-		if minKey, ok1, err = encodeDatums(keyTypes, sch.keyTrim(f.MinKey)); err != nil {
+		if minKey, ok1, err = meta.EncodeDatums(keyTypes, sch.keyTrim(f.MinKey)); err != nil {
 			return paimonfmt.ManifestEntry{}, x, err
 		}
-		if maxKey, ok2, err = encodeDatums(keyTypes, sch.keyTrim(f.MaxKey)); err != nil {
+		if maxKey, ok2, err = meta.EncodeDatums(keyTypes, sch.keyTrim(f.MaxKey)); err != nil {
 			return paimonfmt.ManifestEntry{}, x, err
 		}
 		if !ok1 || !ok2 || !reflect.DeepEqual(sch.keyFill(sch.keyTrim(f.MinKey), e.Partition), f.MinKey) ||
@@ -310,34 +132,34 @@ func (st *tableState) entryToAvro(e *manifestEntry) (paimonfmt.ManifestEntry, en
 		}
 	} else {
 		keyTypes = nil
-		minKey, _, _ = encodeDatums(nil, nil)
+		minKey, _, _ = meta.EncodeDatums(nil, nil)
 		maxKey = minKey
 	}
 	// Value statistics: the columns Paimon's encoding gives back exactly,
 	// named in _VALUE_STATS_COLS; the others in the extra record.
-	byID := map[int]colStats{}
+	byID := map[int]meta.ColStats{}
 	for _, c := range f.ValueStats {
 		byID[c.ID] = c
 	}
 	exactIDs := map[int]bool{} // the columns in _VALUE_STATS_COLS
 	var cols []string
 	var types []arrow.DataType
-	var mins, maxs []datum
+	var mins, maxs []meta.Datum
 	nulls := []*int64{}
 	for i, fd := range sch.Fields {
 		c, ok := byID[fd.ID]
 		if !ok {
 			continue
 		}
-		if _, ok := paimonType(sch.types[i]); !ok || !statsExact(c, f.RowCount) {
+		if _, ok := meta.PaimonType(sch.types[i]); !ok || !statsExact(c, f.RowCount) {
 			x.Stats = append(x.Stats, c)
 			continue
 		}
-		lo, hi := datum{Null: true}, datum{Null: true}
+		lo, hi := meta.Datum{Null: true}, meta.Datum{Null: true}
 		if c.Min != nil {
 			lo, hi = *c.Min, *c.Max
 		}
-		if _, exact, _ := encodeDatums([]arrow.DataType{sch.types[i], sch.types[i]}, []datum{lo, hi}); !exact {
+		if _, exact, _ := meta.EncodeDatums([]arrow.DataType{sch.types[i], sch.types[i]}, []meta.Datum{lo, hi}); !exact {
 			x.Stats = append(x.Stats, c)
 			continue
 		}
@@ -349,11 +171,11 @@ func (st *tableState) entryToAvro(e *manifestEntry) (paimonfmt.ManifestEntry, en
 		cols, types = append(cols, fd.Name), append(types, sch.types[i])
 		mins, maxs, nulls = append(mins, lo), append(maxs, hi), append(nulls, &n)
 	}
-	minRow, _, err := encodeRowOf(types, mins)
+	minRow, _, err := meta.EncodeDatumsUnchecked(types, mins)
 	if err != nil {
 		return paimonfmt.ManifestEntry{}, x, err
 	}
-	maxRow, _, err := encodeRowOf(types, maxs)
+	maxRow, _, err := meta.EncodeDatumsUnchecked(types, maxs)
 	if err != nil {
 		return paimonfmt.ManifestEntry{}, x, err
 	}
@@ -365,7 +187,7 @@ func (st *tableState) entryToAvro(e *manifestEntry) (paimonfmt.ManifestEntry, en
 		return paimonfmt.ManifestEntry{}, x, err
 	}
 	kind := int32(paimonfmt.KindAdd)
-	if e.Kind == kindDelete {
+	if e.Kind == meta.KindDelete {
 		kind = paimonfmt.KindDelete
 	}
 	source := int32(paimonfmt.FileSourceAppend)
@@ -389,12 +211,12 @@ func (st *tableState) entryToAvro(e *manifestEntry) (paimonfmt.ManifestEntry, en
 // column (not of the key rows), from the column statistics; a column
 // without exact bounds (not in exactIDs, the value statistics Paimon
 // holds exactly) gets none, with its null count unknown.
-func keyColumnStats(sch *tableSchema, keyCols []string, keyTypes []arrow.DataType, byID map[int]colStats, exactIDs map[int]bool) (paimonfmt.SimpleStats, error) {
-	lo := make([]datum, len(keyCols))
-	hi := make([]datum, len(keyCols))
+func keyColumnStats(sch *tableSchema, keyCols []string, keyTypes []arrow.DataType, byID map[int]meta.ColStats, exactIDs map[int]bool) (paimonfmt.SimpleStats, error) {
+	lo := make([]meta.Datum, len(keyCols))
+	hi := make([]meta.Datum, len(keyCols))
 	nulls := make([]*int64, len(keyCols))
 	for i, c := range keyCols {
-		lo[i], hi[i] = datum{Null: true}, datum{Null: true}
+		lo[i], hi[i] = meta.Datum{Null: true}, meta.Datum{Null: true}
 		id := sch.Fields[sch.fieldIndex(c)].ID
 		cs := byID[id]
 		if !exactIDs[id] || cs.Min == nil {
@@ -404,33 +226,33 @@ func keyColumnStats(sch *tableSchema, keyCols []string, keyTypes []arrow.DataTyp
 		n := cs.NullCount
 		nulls[i] = &n
 	}
-	minRow, _, err := encodeRowOf(keyTypes, lo)
+	minRow, _, err := meta.EncodeDatumsUnchecked(keyTypes, lo)
 	if err != nil {
 		return paimonfmt.SimpleStats{}, err
 	}
-	maxRow, _, err := encodeRowOf(keyTypes, hi)
+	maxRow, _, err := meta.EncodeDatumsUnchecked(keyTypes, hi)
 	if err != nil {
 		return paimonfmt.SimpleStats{}, err
 	}
 	return paimonfmt.SimpleStats{MinValues: minRow, MaxValues: maxRow, NullCounts: nulls}, nil
 }
 
-func (st *tableState) entryFromAvro(a paimonfmt.ManifestEntry, x entryExtra) (*manifestEntry, error) {
+func (st *tableState) entryFromAvro(a paimonfmt.ManifestEntry, x entryExtra) (*meta.ManifestEntry, error) {
 	f := a.File
 	sch, err := st.schema(f.SchemaID)
 	if err != nil {
 		return nil, err
 	}
-	e := &manifestEntry{Kind: kindAdd, Bucket: int(a.Bucket), TotalBuckets: int(a.TotalBuckets)}
+	e := &meta.ManifestEntry{Kind: meta.KindAdd, Bucket: int(a.Bucket), TotalBuckets: int(a.TotalBuckets)}
 	if a.Kind == paimonfmt.KindDelete {
-		e.Kind = kindDelete
+		e.Kind = meta.KindDelete
 	}
 	if e.Partition = x.Partition; e.Partition == nil {
-		if e.Partition, err = decodeDatums(partTypes(sch), a.Partition); err != nil {
+		if e.Partition, err = meta.DecodeDatums(partTypes(sch), a.Partition); err != nil {
 			return nil, fmt.Errorf("%w: file %s: partition: %v", ErrCorrupt, f.FileName, err)
 		}
 	}
-	m := dataFileMeta{
+	m := meta.DataFile{
 		FileName: f.FileName, FileSize: f.FileSize, CRC: x.CRC, RowCount: f.RowCount,
 		MinSeq: f.MinSequenceNumber, MaxSeq: f.MaxSequenceNumber, SchemaID: f.SchemaID, Level: int(f.Level),
 		FileSource: "APPEND", Path: x.Path, MinKey: x.MinKey, MaxKey: x.MaxKey,
@@ -449,11 +271,11 @@ func (st *tableState) entryFromAvro(a paimonfmt.ManifestEntry, x entryExtra) (*m
 	}
 	if sch.hasPK() && m.MinKey == nil {
 		keyTypes := sch.typesOf(sch.trimmedKey())
-		lo, err := decodeDatums(keyTypes, f.MinKey)
+		lo, err := meta.DecodeDatums(keyTypes, f.MinKey)
 		if err != nil {
 			return nil, fmt.Errorf("%w: file %s: min key: %v", ErrCorrupt, f.FileName, err)
 		}
-		hi, err := decodeDatums(keyTypes, f.MaxKey)
+		hi, err := meta.DecodeDatums(keyTypes, f.MaxKey)
 		if err != nil {
 			return nil, fmt.Errorf("%w: file %s: max key: %v", ErrCorrupt, f.FileName, err)
 		}
@@ -476,14 +298,14 @@ func (st *tableState) entryFromAvro(a paimonfmt.ManifestEntry, x entryExtra) (*m
 		types[i] = sch.types[idx[i]]
 	}
 	statsKnown := len(cols) > 0 && allAtomic(types) && len(f.ValueStats.NullCounts) == len(cols)
-	var mins, maxs []datum
+	var mins, maxs []meta.Datum
 	if statsKnown {
-		if mins, err = decodeDatums(types, f.ValueStats.MinValues); err == nil {
-			maxs, err = decodeDatums(types, f.ValueStats.MaxValues)
+		if mins, err = meta.DecodeDatums(types, f.ValueStats.MinValues); err == nil {
+			maxs, err = meta.DecodeDatums(types, f.ValueStats.MaxValues)
 		}
 		statsKnown = err == nil
 	}
-	extra := map[int]colStats{}
+	extra := map[int]meta.ColStats{}
 	for _, c := range x.Stats {
 		extra[c.ID] = c
 	}
@@ -496,8 +318,8 @@ func (st *tableState) entryFromAvro(a paimonfmt.ManifestEntry, x entryExtra) (*m
 		if !statsKnown || j < 0 || f.ValueStats.NullCounts[j] == nil {
 			continue
 		}
-		c := colStats{ID: fd.ID, NullCount: *f.ValueStats.NullCounts[j]}
-		if !mins[j].Null && !maxs[j].Null && (mins[j] != datum{}) {
+		c := meta.ColStats{ID: fd.ID, NullCount: *f.ValueStats.NullCounts[j]}
+		if !mins[j].Null && !maxs[j].Null && (mins[j] != meta.Datum{}) {
 			lo, hi := mins[j], maxs[j]
 			c.Min, c.Max = &lo, &hi
 		}
@@ -509,7 +331,7 @@ func (st *tableState) entryFromAvro(a paimonfmt.ManifestEntry, x entryExtra) (*m
 
 func allAtomic(types []arrow.DataType) bool {
 	for _, t := range types {
-		if _, ok := paimonType(t); !ok {
+		if _, ok := meta.PaimonType(t); !ok {
 			return false
 		}
 	}
@@ -518,11 +340,11 @@ func allAtomic(types []arrow.DataType) bool {
 
 // filePath is where a data file of a partition's bucket lives, relative to
 // the table directory.
-func (st *tableState) filePath(sch *tableSchema, part []datum, bucket int, name string) string {
-	return joinPath(partitionPath(sch.PartitionKeys, partTypes(sch), part, sch.opts.defaultPartition), "bucket-"+strconv.Itoa(bucket), name)
+func (st *tableState) filePath(sch *tableSchema, part []meta.Datum, bucket int, name string) string {
+	return joinPath(meta.PartitionPath(sch.PartitionKeys, partTypes(sch), part, sch.opts.defaultPartition), "bucket-"+strconv.Itoa(bucket), name)
 }
 
-func (st *tableState) encodeManifest(ents []*manifestEntry) ([]byte, error) {
+func (st *tableState) encodeManifest(ents []*meta.ManifestEntry) ([]byte, error) {
 	out := make([]paimonfmt.ManifestEntry, len(ents))
 	extras := make([]entryExtra, len(ents))
 	for i, e := range ents {
@@ -538,22 +360,22 @@ func (st *tableState) encodeManifest(ents []*manifestEntry) ([]byte, error) {
 	return paimonfmt.EncodeManifest(out, map[string][]byte{entryExtrasKey: x})
 }
 
-func (st *tableState) decodeManifest(name string, data []byte) ([]*manifestEntry, error) {
+func (st *tableState) decodeManifest(name string, data []byte) ([]*meta.ManifestEntry, error) {
 	if !paimonfmt.IsAvro(data) { // written before flightd used Paimon's format
-		var l []*manifestEntry
-		return l, decodeMeta(name, data, &l)
+		var l []*meta.ManifestEntry
+		return l, meta.Decode(name, data, &l)
 	}
-	ents, meta, err := paimonfmt.DecodeManifest(data)
+	ents, header, err := paimonfmt.DecodeManifest(data)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
 	}
 	var extras []entryExtra
-	if x, ok := meta[entryExtrasKey]; ok {
+	if x, ok := header[entryExtrasKey]; ok {
 		if err := json.Unmarshal(x, &extras); err != nil || len(extras) != len(ents) {
 			return nil, fmt.Errorf("%w: %s: bad %s header (%v)", ErrCorrupt, name, entryExtrasKey, err)
 		}
 	}
-	out := make([]*manifestEntry, len(ents))
+	out := make([]*meta.ManifestEntry, len(ents))
 	for i, a := range ents {
 		var x entryExtra
 		if extras != nil {
@@ -570,15 +392,15 @@ func (st *tableState) decodeManifest(name string, data []byte) ([]*manifestEntry
 
 // partitionStats are the bounds of the partitions of ents, for the
 // manifest list (Paimon skips manifests by them).
-func (st *tableState) partitionStats(sch *tableSchema, ents []*manifestEntry) (paimonfmt.SimpleStats, error) {
+func (st *tableState) partitionStats(sch *tableSchema, ents []*meta.ManifestEntry) (paimonfmt.SimpleStats, error) {
 	types := partTypes(sch)
-	lo := make([]datum, len(types))
-	hi := make([]datum, len(types))
+	lo := make([]meta.Datum, len(types))
+	hi := make([]meta.Datum, len(types))
 	nulls := make([]*int64, len(types))
 	for i := range types {
 		n := int64(0)
 		nulls[i] = &n
-		lo[i], hi[i] = datum{Null: true}, datum{Null: true}
+		lo[i], hi[i] = meta.Datum{Null: true}, meta.Datum{Null: true}
 	}
 	for _, e := range ents {
 		for i, d := range e.Partition {
@@ -589,19 +411,19 @@ func (st *tableState) partitionStats(sch *tableSchema, ents []*manifestEntry) (p
 				*nulls[i]++
 				continue
 			}
-			if c, ok := compareDatum(d, lo[i]); lo[i].Null || (ok && c < 0) {
+			if c, ok := meta.CompareDatum(d, lo[i]); lo[i].Null || (ok && c < 0) {
 				lo[i] = d
 			}
-			if c, ok := compareDatum(d, hi[i]); hi[i].Null || (ok && c > 0) {
+			if c, ok := meta.CompareDatum(d, hi[i]); hi[i].Null || (ok && c > 0) {
 				hi[i] = d
 			}
 		}
 	}
-	minRow, ok1, err := encodeDatums(types, lo)
+	minRow, ok1, err := meta.EncodeDatums(types, lo)
 	if err != nil {
 		return paimonfmt.SimpleStats{}, err
 	}
-	maxRow, ok2, err := encodeDatums(types, hi)
+	maxRow, ok2, err := meta.EncodeDatums(types, hi)
 	if err != nil {
 		return paimonfmt.SimpleStats{}, err
 	}
@@ -611,25 +433,25 @@ func (st *tableState) partitionStats(sch *tableSchema, ents []*manifestEntry) (p
 	return paimonfmt.SimpleStats{MinValues: minRow, MaxValues: maxRow, NullCounts: nulls}, nil
 }
 
-func (st *tableState) encodeManifestList(l []manifestMeta) ([]byte, error) {
+func (st *tableState) encodeManifestList(l []meta.ManifestFile) ([]byte, error) {
 	out := make([]paimonfmt.ManifestFileMeta, len(l))
 	for i, m := range l {
 		out[i] = paimonfmt.ManifestFileMeta{
 			FileName: m.FileName, FileSize: m.FileSize, NumAddedFiles: m.NumAddedFiles,
-			NumDeleted: m.NumDeletedFile, SchemaID: m.SchemaID, PartitionStats: m.partitionStats,
+			NumDeleted: m.NumDeletedFile, SchemaID: m.SchemaID, PartitionStats: m.PartitionStats,
 		}
 	}
 	return paimonfmt.EncodeManifestList(out)
 }
 
-func (st *tableState) decodeManifestList(name string, data []byte) ([]manifestMeta, error) {
+func (st *tableState) decodeManifestList(name string, data []byte) ([]meta.ManifestFile, error) {
 	if !paimonfmt.IsAvro(data) {
-		var l []manifestMeta
-		if err := decodeMeta(name, data, &l); err != nil {
+		var l []meta.ManifestFile
+		if err := meta.Decode(name, data, &l); err != nil {
 			return nil, err
 		}
 		for i := range l {
-			l[i].legacy = true
+			l[i].Legacy = true
 		}
 		return l, nil
 	}
@@ -637,10 +459,10 @@ func (st *tableState) decodeManifestList(name string, data []byte) ([]manifestMe
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
 	}
-	out := make([]manifestMeta, len(metas))
+	out := make([]meta.ManifestFile, len(metas))
 	for i, m := range metas {
-		out[i] = manifestMeta{FileName: m.FileName, FileSize: m.FileSize, NumAddedFiles: m.NumAddedFiles,
-			NumDeletedFile: m.NumDeleted, SchemaID: m.SchemaID, partitionStats: m.PartitionStats}
+		out[i] = meta.ManifestFile{FileName: m.FileName, FileSize: m.FileSize, NumAddedFiles: m.NumAddedFiles,
+			NumDeletedFile: m.NumDeleted, SchemaID: m.SchemaID, PartitionStats: m.PartitionStats}
 	}
 	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flightd/flightd/tablestore/merge"
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 // mergeReader is the k-way merge (merge.Reader) of a bucket's files for a
@@ -22,7 +23,7 @@ type mergeReader struct {
 // older than the files, laid out like merged output with withSys (the
 // lookup changelog merges the merged rows before a commit with its files);
 // the merge reader closes them, also on error.
-func newMergeReader(ctx context.Context, s *Scan, files []*manifestEntry, allowed func(string) bool, withSys, keepRetracts bool, extra ...BatchReader) (*mergeReader, error) {
+func newMergeReader(ctx context.Context, s *Scan, files []*meta.ManifestEntry, allowed func(string) bool, withSys, keepRetracts bool, extra ...BatchReader) (*mergeReader, error) {
 	sch := s.sch
 	need := mergeColumns(sch, s.proj)
 	rt := newReadTarget(sch, need, true)

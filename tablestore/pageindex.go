@@ -6,6 +6,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
+
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 // rowRange is rows [start, end) of a row group.
@@ -56,7 +58,7 @@ func (s *Scan) pageRanges(df *dataFile, rg int, allowed func(string) bool) ([]ro
 		if start >= end {
 			continue
 		}
-		stats := func(col string) (colRange, bool, func(scalar.Scalar) (datum, bool)) {
+		stats := func(col string) (colRange, bool, func(scalar.Scalar) (meta.Datum, bool)) {
 			pc, ok := cols[col]
 			if !ok {
 				return colRange{}, false, nil
@@ -113,7 +115,7 @@ func (s *Scan) pageColumn(df *dataFile, rg int, name string) (pageColumn, bool) 
 	if pc.first[0] != 0 || !slices.IsSorted(pc.first) {
 		return pageColumn{}, false
 	}
-	var minMax func(p int) (*datum, *datum)
+	var minMax func(p int) (*meta.Datum, *meta.Datum)
 	if statsComparable(df.types[c], s.sch.types[i]) {
 		minMax = pageBounds(ci, df.bounded[s.sch.Fields[i].ID])
 	}
@@ -138,31 +140,35 @@ func (s *Scan) pageColumn(df *dataFile, rg int, name string) (pageColumn, bool) 
 
 // pageBounds returns the min and max of page p as datums, as
 // parquetMinMax does for row groups; nil when the type gives none.
-func pageBounds(ci metadata.ColumnIndex, bounded bool) func(p int) (*datum, *datum) {
-	pair := func(lo, hi datum) (*datum, *datum) { return &lo, &hi }
+func pageBounds(ci metadata.ColumnIndex, bounded bool) func(p int) (*meta.Datum, *meta.Datum) {
+	pair := func(lo, hi meta.Datum) (*meta.Datum, *meta.Datum) { return &lo, &hi }
 	switch ci := ci.(type) {
 	case *metadata.TypedColumnIndex[int32]:
-		return func(p int) (*datum, *datum) {
-			return pair(intDatum(int64(ci.MinValues()[p])), intDatum(int64(ci.MaxValues()[p])))
+		return func(p int) (*meta.Datum, *meta.Datum) {
+			return pair(meta.IntDatum(int64(ci.MinValues()[p])), meta.IntDatum(int64(ci.MaxValues()[p])))
 		}
 	case *metadata.TypedColumnIndex[int64]:
-		return func(p int) (*datum, *datum) { return pair(intDatum(ci.MinValues()[p]), intDatum(ci.MaxValues()[p])) }
+		return func(p int) (*meta.Datum, *meta.Datum) {
+			return pair(meta.IntDatum(ci.MinValues()[p]), meta.IntDatum(ci.MaxValues()[p]))
+		}
 	case *metadata.TypedColumnIndex[float32]:
 		if !bounded { // page statistics skip NaN
 			return nil
 		}
-		return func(p int) (*datum, *datum) {
-			return pair(floatDatum(float64(ci.MinValues()[p])), floatDatum(float64(ci.MaxValues()[p])))
+		return func(p int) (*meta.Datum, *meta.Datum) {
+			return pair(meta.FloatDatum(float64(ci.MinValues()[p])), meta.FloatDatum(float64(ci.MaxValues()[p])))
 		}
 	case *metadata.TypedColumnIndex[float64]:
 		if !bounded {
 			return nil
 		}
-		return func(p int) (*datum, *datum) {
-			return pair(floatDatum(ci.MinValues()[p]), floatDatum(ci.MaxValues()[p]))
+		return func(p int) (*meta.Datum, *meta.Datum) {
+			return pair(meta.FloatDatum(ci.MinValues()[p]), meta.FloatDatum(ci.MaxValues()[p]))
 		}
 	case *metadata.TypedColumnIndex[parquet.ByteArray]:
-		return func(p int) (*datum, *datum) { return pair(binDatum(ci.MinValues()[p]), binDatum(ci.MaxValues()[p])) }
+		return func(p int) (*meta.Datum, *meta.Datum) {
+			return pair(meta.BinDatum(ci.MinValues()[p]), meta.BinDatum(ci.MaxValues()[p]))
+		}
 	}
 	return nil
 }

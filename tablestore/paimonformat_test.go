@@ -14,35 +14,36 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/flightd/flightd/tablestore/meta"
 	"github.com/flightd/flightd/tablestore/paimonfmt"
 )
 
 // randDatum is a random value of dt as flightd's writers make datums,
 // including the ones Paimon's BinaryRow cannot hold (decimals, TIME below
 // the millisecond, invalid UTF-8, NaN).
-func randDatum(r *rand.Rand, dt arrow.DataType, nullable bool) datum {
+func randDatum(r *rand.Rand, dt arrow.DataType, nullable bool) meta.Datum {
 	if nullable && r.IntN(8) == 0 {
-		return datum{Null: true}
+		return meta.Datum{Null: true}
 	}
 	switch dt.(type) {
 	case *arrow.BooleanType:
-		return intDatum(int64(r.IntN(2)))
+		return meta.IntDatum(int64(r.IntN(2)))
 	case *arrow.Int8Type:
-		return intDatum(int64(int8(r.Uint32())))
+		return meta.IntDatum(int64(int8(r.Uint32())))
 	case *arrow.Int16Type:
-		return intDatum(int64(int16(r.Uint32())))
+		return meta.IntDatum(int64(int16(r.Uint32())))
 	case *arrow.Int32Type, *arrow.Date32Type:
-		return intDatum(int64(int32(r.Uint32())))
+		return meta.IntDatum(int64(int32(r.Uint32())))
 	case *arrow.Int64Type:
-		return intDatum(int64(r.Uint64()))
+		return meta.IntDatum(int64(r.Uint64()))
 	case *arrow.Time64Type:
-		return intDatum(r.Int64N(86_400_000_000))
+		return meta.IntDatum(r.Int64N(86_400_000_000))
 	case *arrow.TimestampType:
-		return intDatum(r.Int64N(1<<50) - 1<<49)
+		return meta.IntDatum(r.Int64N(1<<50) - 1<<49)
 	case *arrow.Float32Type:
-		return floatDatum(float64([]float32{float32(r.NormFloat64()), float32(math.Inf(1)), float32(math.NaN())}[r.IntN(3)]))
+		return meta.FloatDatum(float64([]float32{float32(r.NormFloat64()), float32(math.Inf(1)), float32(math.NaN())}[r.IntN(3)]))
 	case *arrow.Float64Type:
-		return floatDatum([]float64{r.NormFloat64(), math.Inf(-1), math.NaN(), math.Copysign(0, -1)}[r.IntN(4)])
+		return meta.FloatDatum([]float64{r.NormFloat64(), math.Inf(-1), math.NaN(), math.Copysign(0, -1)}[r.IntN(4)])
 	case *arrow.StringType:
 		b := make([]byte, r.IntN(12))
 		for i := range b {
@@ -51,15 +52,15 @@ func randDatum(r *rand.Rand, dt arrow.DataType, nullable bool) datum {
 		if r.IntN(10) == 0 {
 			b = append(b, 0xff) // invalid UTF-8: kept as bytes
 		}
-		return strDatum(string(b))
+		return meta.StrDatum(string(b))
 	case *arrow.BinaryType:
 		b := make([]byte, 1+r.IntN(12))
 		for i := range b {
 			b[i] = byte(r.Uint32())
 		}
-		return binDatum(b)
+		return meta.BinDatum(b)
 	}
-	return datum{} // decimals have no datum
+	return meta.Datum{} // decimals have no datum
 }
 
 var paimonTestTypes = []arrow.DataType{
@@ -111,14 +112,14 @@ func TestManifestEntriesRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ents []*manifestEntry
+		var ents []*meta.ManifestEntry
 		for e := 0; e < 1+r.IntN(20); e++ {
-			part := make([]datum, len(sch.PartitionKeys))
+			part := make([]meta.Datum, len(sch.PartitionKeys))
 			for i, p := range sch.PartitionKeys {
 				part[i] = randDatum(r, sch.types[sch.fieldIndex(p)], false)
 			}
-			key := func() []datum {
-				var k []datum
+			key := func() []meta.Datum {
+				var k []meta.Datum
 				for _, c := range sch.PrimaryKeys {
 					if j := slices.Index(sch.PartitionKeys, c); j >= 0 {
 						k = append(k, part[j])
@@ -130,7 +131,7 @@ func TestManifestEntriesRoundTrip(t *testing.T) {
 			}
 			rows := 1 + r.Int64N(1000)
 			bucket := r.IntN(4)
-			f := dataFileMeta{
+			f := meta.DataFile{
 				FileName: fmt.Sprintf("data-%d-%d.parquet", n, e), FileSize: r.Int64N(1 << 30), RowCount: rows,
 				MinSeq: r.Int64N(100), MaxSeq: 100 + r.Int64N(100), SchemaID: sch.ID, Level: r.IntN(5),
 				CreationMillis: r.Int64N(1 << 42), DeleteRowCount: r.Int64N(rows + 1),
@@ -148,7 +149,7 @@ func TestManifestEntriesRoundTrip(t *testing.T) {
 				f.MinKey, f.MaxKey = key(), key()
 			}
 			for i, fd := range sch.Fields {
-				c := colStats{ID: fd.ID, NullCount: r.Int64N(rows + 1)}
+				c := meta.ColStats{ID: fd.ID, NullCount: r.Int64N(rows + 1)}
 				switch {
 				case c.NullCount == rows:
 				case isNested(sch.types[i]) || r.IntN(6) == 0:
@@ -162,11 +163,11 @@ func TestManifestEntriesRoundTrip(t *testing.T) {
 				}
 				f.ValueStats = append(f.ValueStats, c)
 			}
-			kind := kindAdd
+			kind := meta.KindAdd
 			if r.IntN(4) == 0 {
-				kind = kindDelete
+				kind = meta.KindDelete
 			}
-			ents = append(ents, &manifestEntry{Kind: kind, Partition: part, Bucket: bucket, TotalBuckets: 4, File: f})
+			ents = append(ents, &meta.ManifestEntry{Kind: kind, Partition: part, Bucket: bucket, TotalBuckets: 4, File: f})
 		}
 		data, err := st.encodeManifest(ents)
 		if err != nil {
@@ -189,13 +190,13 @@ func TestManifestEntriesRoundTrip(t *testing.T) {
 		}
 		for i, pe := range pents {
 			e := ents[i]
-			if pe.File.FileName != e.File.FileName || int(pe.Bucket) != e.Bucket || (pe.Kind == paimonfmt.KindDelete) != (e.Kind == kindDelete) {
+			if pe.File.FileName != e.File.FileName || int(pe.Bucket) != e.Bucket || (pe.Kind == paimonfmt.KindDelete) != (e.Kind == meta.KindDelete) {
 				t.Fatalf("table %d: Paimon reads entry %d as %+v, flightd wrote %+v", n, i, pe, e)
 			}
 			// Key statistics bound each key column (where known), as the
 			// column statistics do.
 			keyCols := sch.trimmedKey()
-			lo, err := decodeDatums(sch.typesOf(keyCols), pe.File.KeyStats.MinValues)
+			lo, err := meta.DecodeDatums(sch.typesOf(keyCols), pe.File.KeyStats.MinValues)
 			if err != nil {
 				t.Fatalf("table %d: key stats: %v", n, err)
 			}
@@ -209,8 +210,8 @@ func TestManifestEntriesRoundTrip(t *testing.T) {
 					}
 				}
 			}
-			if _, exact, _ := encodeDatums(partTypes(sch), e.Partition); exact {
-				p, err := decodeDatums(partTypes(sch), pe.Partition)
+			if _, exact, _ := meta.EncodeDatums(partTypes(sch), e.Partition); exact {
+				p, err := meta.DecodeDatums(partTypes(sch), pe.Partition)
 				if err != nil || !jsonEqual(p, e.Partition) {
 					t.Fatalf("table %d: Paimon partition %v (%v), flightd %v", n, p, err, e.Partition)
 				}
@@ -348,7 +349,7 @@ func checkPaimonSnapshot(t *testing.T, st *tableState) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sn snapshot
+	var sn meta.Snapshot
 	if err := json.Unmarshal(raw, &sn); err != nil {
 		t.Fatalf("snapshot %d is not plain JSON: %v", id, err)
 	}
@@ -425,7 +426,7 @@ func TestVersionlessPaimonSchema(t *testing.T) {
 	live, err := st.liveFiles(sn)
 	must(t, err)
 	for _, e := range live {
-		for _, key := range [][]datum{e.File.MinKey, e.File.MaxKey} {
+		for _, key := range [][]meta.Datum{e.File.MinKey, e.File.MaxKey} {
 			h, err := paimonfmt.RowHash([]paimonfmt.Type{{Kind: paimonfmt.BigInt}}, []any{*key[0].I})
 			must(t, err)
 			if b := paimonfmt.BucketOf(h, 4); b != e.Bucket {

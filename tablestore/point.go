@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/flightd/flightd/tablestore/merge"
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 // AppendKey appends the normalized encoding of row i of key columns cols
@@ -166,16 +167,16 @@ func mergeColumns(sch *tableSchema, proj []int) []int {
 
 // candidates returns the keys of want (sorted) that e may hold: of its
 // bucket (byBucket) and in its key range.
-func candidates(e *manifestEntry, want []pointKey, keys []arrow.Array, buckets []int32, byBucket bool) []pointKey {
+func candidates(e *meta.ManifestEntry, want []pointKey, keys []arrow.Array, buckets []int32, byBucket bool) []pointKey {
 	var out []pointKey
 	for _, w := range want {
 		if byBucket && int(buckets[w.row]) != e.Bucket {
 			continue
 		}
-		k := make([]datum, len(keys))
+		k := make([]meta.Datum, len(keys))
 		ok := true
 		for c := range keys {
-			if k[c], ok = datumAt(keys[c], w.row); !ok {
+			if k[c], ok = meta.DatumAt(keys[c], w.row); !ok {
 				break
 			}
 		}
@@ -193,7 +194,7 @@ func candidates(e *manifestEntry, want []pointKey, keys []arrow.Array, buckets [
 
 // pointRun reads the rows of cand (sorted) from one data file as a sorted
 // run in the merge reader's raw layout, or nil when the file holds none.
-func (s *Scan) pointRun(ctx context.Context, e *manifestEntry, cand []pointKey, keys []arrow.Array, rt *readTarget, keyPos []int) (BatchReader, error) {
+func (s *Scan) pointRun(ctx context.Context, e *meta.ManifestEntry, cand []pointKey, keys []arrow.Array, rt *readTarget, keyPos []int) (BatchReader, error) {
 	df, err := s.points.open(s.st, e)
 	if err != nil {
 		return nil, err
@@ -313,7 +314,7 @@ type pointFiles struct {
 	files map[string]*dataFile
 }
 
-func (p *pointFiles) open(st *tableState, e *manifestEntry) (*dataFile, error) {
+func (p *pointFiles) open(st *tableState, e *meta.ManifestEntry) (*dataFile, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if df := p.files[e.File.Path]; df != nil {
@@ -465,9 +466,9 @@ func (t *Table) ChangedKeys(ctx context.Context, id int64, fn func(key []byte)) 
 		return false, err
 	}
 	switch sn.CommitKind {
-	case commitCompact:
+	case meta.CommitCompact:
 		return false, nil
-	case commitAppend:
+	case meta.CommitAppend:
 	default:
 		return true, nil
 	}
@@ -483,7 +484,7 @@ func (t *Table) ChangedKeys(ctx context.Context, id int64, fn func(key []byte)) 
 		return false, err
 	}
 	for _, e := range ents {
-		if e.Kind != kindAdd {
+		if e.Kind != meta.KindAdd {
 			continue
 		}
 		if err := st.fileKeys(ctx, sch, e, func(k []byte) bool { fn(k); return true }); err != nil {

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/scalar"
+
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 // Predicate is a filter the planner pushes into a scan. It is used only to
@@ -151,14 +153,14 @@ func predColumns(p Predicate, out []string) ([]string, error) {
 // colRange is what statistics say about one column of a file, row group or
 // partition.
 type colRange struct {
-	min, max  *datum // nil: unknown
-	nullCount int64  // -1: unknown
+	min, max  *meta.Datum // nil: unknown
+	nullCount int64       // -1: unknown
 	rowCount  int64
 }
 
 // statsFunc returns the range of a column and the column's type for
 // literal conversion; ok is false when nothing is known.
-type statsFunc func(col string) (r colRange, ok bool, lit func(scalar.Scalar) (datum, bool))
+type statsFunc func(col string) (r colRange, ok bool, lit func(scalar.Scalar) (meta.Datum, bool))
 
 // mayMatch reports whether any row described by stats can satisfy p.
 func mayMatch(p Predicate, stats statsFunc) bool {
@@ -263,9 +265,9 @@ func evalAny(ps []Predicate, neg bool, stats statsFunc) bool {
 }
 
 // rangeMayMatch reports whether some x in [lo, hi] satisfies "x op v".
-func rangeMayMatch(op CmpOp, v, lo, hi datum) bool {
-	cl, ok1 := compareDatum(lo, v)
-	ch, ok2 := compareDatum(hi, v)
+func rangeMayMatch(op CmpOp, v, lo, hi meta.Datum) bool {
+	cl, ok1 := meta.CompareDatum(lo, v)
+	ch, ok2 := meta.CompareDatum(hi, v)
 	if !ok1 || !ok2 {
 		return true
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/flightd/flightd/tablestore/merge"
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 // maxExactKeys bounds the rows of one bucket whose keys a commit loads to
@@ -20,8 +21,8 @@ import (
 // never a missed one).
 const maxExactKeys = 1 << 16
 
-func bucketOf(e *manifestEntry) string {
-	return partitionKey(e.Partition) + "/" + strconv.Itoa(e.Bucket)
+func bucketOf(e *meta.ManifestEntry) string {
+	return meta.PartitionKey(e.Partition) + "/" + strconv.Itoa(e.Bucket)
 }
 
 // rebase fits req onto latest, the snapshot it is about to follow (sch is
@@ -36,8 +37,8 @@ func bucketOf(e *manifestEntry) string {
 //     writes, with a sequence number not below its own, its files of that
 //     bucket are rewritten with sequence numbers above every committed one,
 //     so that per key the merge order is the commit order.
-func (st *tableState) rebase(ctx context.Context, req *commitRequest, sch *tableSchema, latest *snapshot, earlier []*manifestEntry, deltas commitDeltas) error {
-	if req.kind == commitCompact || (len(req.adds) == 0 && req.overwrite == nil) {
+func (st *tableState) rebase(ctx context.Context, req *commitRequest, sch *tableSchema, latest *meta.Snapshot, earlier []*meta.ManifestEntry, deltas commitDeltas) error {
+	if req.kind == meta.CommitCompact || (len(req.adds) == 0 && req.overwrite == nil) {
 		return nil
 	}
 	if req.strict && (latest == nil && req.baseID > 0 || latest != nil && latest.ID < req.baseID) {
@@ -60,13 +61,13 @@ func (st *tableState) rebase(ctx context.Context, req *commitRequest, sch *table
 	if len(after) == 0 && len(earlier) == 0 {
 		return nil
 	}
-	ours := map[string][]*manifestEntry{}
+	ours := map[string][]*meta.ManifestEntry{}
 	for _, a := range req.adds {
 		ours[bucketOf(a)] = append(ours[bucketOf(a)], a)
 	}
 	keys := map[string]map[string]bool{} // our keys per bucket, loaded when needed
 	stale := map[string]bool{}
-	check := func(e *manifestEntry, by string) error {
+	check := func(e *meta.ManifestEntry, by string) error {
 		if req.strict && req.overwrite != nil && req.overwrite(e) {
 			return fmt.Errorf("%w: %s changed the overwritten partitions after snapshot %d, which this write read", ErrSerialization, by, req.baseID)
 		}
@@ -75,7 +76,7 @@ func (st *tableState) rebase(ctx context.Context, req *commitRequest, sch *table
 		if !sch.hasPK() || len(mine) == 0 || stale[b] {
 			return nil
 		}
-		if !req.strict && (e.Kind != kindAdd || e.File.MaxSeq < minSeqOf(mine)) {
+		if !req.strict && (e.Kind != meta.KindAdd || e.File.MaxSeq < minSeqOf(mine)) {
 			return nil
 		}
 		meet, err := st.keysMeet(ctx, sch, e, mine, keys, b)
@@ -84,7 +85,7 @@ func (st *tableState) rebase(ctx context.Context, req *commitRequest, sch *table
 		}
 		if req.strict {
 			return fmt.Errorf("%w: %s wrote a key (bucket %d of partition %s) that this write also writes, after snapshot %d, which it read",
-				ErrSerialization, by, e.Bucket, partitionKey(e.Partition), req.baseID)
+				ErrSerialization, by, e.Bucket, meta.PartitionKey(e.Partition), req.baseID)
 		}
 		stale[b] = true
 		return nil
@@ -120,9 +121,9 @@ func (st *tableState) rebase(ctx context.Context, req *commitRequest, sch *table
 // commitDeltas caches the entries of the concurrent commits one attempt
 // checks, read once for all the requests of a group (nil for compaction,
 // which rebase skips).
-type commitDeltas map[int64][]*manifestEntry
+type commitDeltas map[int64][]*meta.ManifestEntry
 
-func (c commitDeltas) get(st *tableState, id int64) ([]*manifestEntry, error) {
+func (c commitDeltas) get(st *tableState, id int64) ([]*meta.ManifestEntry, error) {
 	if ents, ok := c[id]; ok {
 		return ents, nil
 	}
@@ -139,8 +140,8 @@ func (c commitDeltas) get(st *tableState, id int64) ([]*manifestEntry, error) {
 		}
 		return err
 	}
-	var ents []*manifestEntry
-	if sn.CommitKind != commitCompact {
+	var ents []*meta.ManifestEntry
+	if sn.CommitKind != meta.CommitCompact {
 		l, err := st.readManifestList(sn.DeltaManifestList)
 		if err != nil {
 			return nil, gone(err)
@@ -157,7 +158,7 @@ func (c commitDeltas) get(st *tableState, id int64) ([]*manifestEntry, error) {
 	return ents, nil
 }
 
-func minSeqOf(files []*manifestEntry) int64 {
+func minSeqOf(files []*meta.ManifestEntry) int64 {
 	m := files[0].File.MinSeq
 	for _, f := range files[1:] {
 		m = min(m, f.File.MinSeq)
@@ -169,7 +170,7 @@ func minSeqOf(files []*manifestEntry) int64 {
 // (our files of its bucket): key ranges first, then the keys themselves
 // (for added files; a removed file counts by its range). keys caches our
 // key sets by bucket.
-func (st *tableState) keysMeet(ctx context.Context, sch *tableSchema, e *manifestEntry, mine []*manifestEntry, keys map[string]map[string]bool, bucket string) (bool, error) {
+func (st *tableState) keysMeet(ctx context.Context, sch *tableSchema, e *meta.ManifestEntry, mine []*meta.ManifestEntry, keys map[string]map[string]bool, bucket string) (bool, error) {
 	var rows int64
 	inRange := false
 	for _, m := range mine {
@@ -183,7 +184,7 @@ func (st *tableState) keysMeet(ctx context.Context, sch *tableSchema, e *manifes
 	if !inRange {
 		return false, nil
 	}
-	if e.Kind != kindAdd || rows > maxExactKeys {
+	if e.Kind != meta.KindAdd || rows > maxExactKeys {
 		return true, nil
 	}
 	set := keys[bucket]
@@ -209,7 +210,7 @@ func (st *tableState) keysMeet(ctx context.Context, sch *tableSchema, e *manifes
 
 // fileKeys calls fn with the normalized primary key of every row of a
 // data file, retractions included, until fn returns false.
-func (st *tableState) fileKeys(ctx context.Context, sch *tableSchema, e *manifestEntry, fn func(key []byte) bool) error {
+func (st *tableState) fileKeys(ctx context.Context, sch *tableSchema, e *meta.ManifestEntry, fn func(key []byte) bool) error {
 	pk := make([]int, len(sch.PrimaryKeys))
 	for i, k := range sch.PrimaryKeys {
 		pk[i] = sch.fieldIndex(k)
@@ -265,7 +266,7 @@ func (st *tableState) resequence(ctx context.Context, sch *tableSchema, req *com
 	st.raiseSeq(next)
 	delta := st.allocSeq(hi-lo+1) - lo
 	dirs := map[string]bool{}
-	var fresh []*manifestEntry
+	var fresh []*meta.ManifestEntry
 	for i, a := range req.adds {
 		if !stale[bucketOf(a)] {
 			continue
@@ -283,9 +284,9 @@ func (st *tableState) resequence(ctx context.Context, sch *tableSchema, req *com
 }
 
 // shiftSeq copies a data file with delta added to every sequence number.
-func (st *tableState) shiftSeq(ctx context.Context, sch *tableSchema, a *manifestEntry, delta int64, dirs map[string]bool) (*manifestEntry, error) {
+func (st *tableState) shiftSeq(ctx context.Context, sch *tableSchema, a *meta.ManifestEntry, delta int64, dirs map[string]bool) (*meta.ManifestEntry, error) {
 	all := allColumns(sch)
-	r := &chainReader{s: &Scan{st: st, sch: sch, proj: all, noCache: true}, files: []*manifestEntry{a},
+	r := &chainReader{s: &Scan{st: st, sch: sch, proj: all, noCache: true}, files: []*meta.ManifestEntry{a},
 		allowed: anyColumn, rt: newReadTarget(sch, all, true), raw: true}
 	defer r.Close()
 	dw := st.newDataWriter(sch, a.Partition, a.Bucket, a.File.Level, a.File.FileSource, 0, dirs)

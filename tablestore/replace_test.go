@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 var xSchema = arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
@@ -228,12 +230,12 @@ func testDropRacingWrites(t *testing.T, wh warehouse, database bool) {
 // TestNonFiniteDatums: manifests hold every DOUBLE value, infinities and
 // NaN included (JSON numbers cannot).
 func TestNonFiniteDatums(t *testing.T) {
-	in := []datum{floatDatum(math.Inf(1)), floatDatum(math.Inf(-1)), floatDatum(math.NaN()), floatDatum(-0.5), intDatum(3)}
-	data, err := encodeMeta(in)
+	in := []meta.Datum{meta.FloatDatum(math.Inf(1)), meta.FloatDatum(math.Inf(-1)), meta.FloatDatum(math.NaN()), meta.FloatDatum(-0.5), meta.IntDatum(3)}
+	data, err := meta.Encode(in)
 	must(t, err)
-	var out []datum
-	must(t, decodeMeta("test", data, &out))
-	if got, want := partitionKey(out), partitionKey(in); got != want {
+	var out []meta.Datum
+	must(t, meta.Decode("test", data, &out))
+	if got, want := meta.PartitionKey(out), meta.PartitionKey(in); got != want {
 		t.Fatalf("round trip: got %s, want %s", got, want)
 	}
 }

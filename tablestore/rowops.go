@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/flightd/flightd/tablestore/meta"
 	"github.com/flightd/flightd/tablestore/paimonfmt"
 )
 
@@ -187,8 +188,8 @@ func hashColumn(a arrow.Array, h []uint64) {
 }
 
 // columnStats computes min, max and null count of rows [0, n) of a.
-func columnStats(id int, a arrow.Array) colStats {
-	st := colStats{ID: id, NullCount: int64(a.NullN())}
+func columnStats(id int, a arrow.Array) meta.ColStats {
+	st := meta.ColStats{ID: id, NullCount: int64(a.NullN())}
 	if a.Len() == a.NullN() {
 		return st
 	}
@@ -230,10 +231,10 @@ func compareBounds(a arrow.Array) (lo, hi int) {
 
 // boundsStats is the statistics of a whose least and greatest non-null
 // values are in rows lo and hi.
-func boundsStats(id int, a arrow.Array, lo, hi int) colStats {
-	mn, _ := datumAt(a, lo)
-	mx, _ := datumAt(a, hi)
-	st := colStats{ID: id, NullCount: int64(a.NullN())}
+func boundsStats(id int, a arrow.Array, lo, hi int) meta.ColStats {
+	mn, _ := meta.DatumAt(a, lo)
+	mx, _ := meta.DatumAt(a, hi)
+	st := meta.ColStats{ID: id, NullCount: int64(a.NullN())}
 	st.Min, st.Max = clipBounds(mn, mx)
 	return st
 }
@@ -241,23 +242,23 @@ func boundsStats(id int, a arrow.Array, lo, hi int) colStats {
 // clipBounds returns the bounds a manifest keeps of least and greatest
 // values mn and mx: long strings would bloat manifests, so a prefix is
 // kept as the lower bound and the upper bound is dropped (nil). They are
-// copies (keptDatum), clipped first: a prefix of a copy of a 10 MB value
+// copies (meta.KeptDatum), clipped first: a prefix of a copy of a 10 MB value
 // kept all of it.
-func clipBounds(mn, mx datum) (lo, hi *datum) {
+func clipBounds(mn, mx meta.Datum) (lo, hi *meta.Datum) {
 	const maxStat = 64
 	if mn.S != nil && len(*mn.S) > maxStat {
 		p := (*mn.S)[:maxStat]
 		for !utf8.ValidString(p) {
 			p = p[:len(p)-1]
 		}
-		mn = strDatum(p)
+		mn = meta.StrDatum(p)
 	}
 	if mn.B != nil && len(*mn.B) > maxStat {
-		mn = binDatum((*mn.B)[:maxStat])
+		mn = meta.BinDatum((*mn.B)[:maxStat])
 	}
-	mn = keptDatum(mn)
+	mn = meta.KeptDatum(mn)
 	if (mx.S == nil || len(*mx.S) <= maxStat) && (mx.B == nil || len(*mx.B) <= maxStat) {
-		mx = keptDatum(mx)
+		mx = meta.KeptDatum(mx)
 		return &mn, &mx
 	}
 	return &mn, nil
@@ -301,7 +302,7 @@ func bytesMinMax(a arrow.Array) (lo, hi int, ok bool) {
 
 // fastMinMax computes min and max of fixed-width numeric columns with typed
 // loops (the generic path costs an indirect call per row).
-func fastMinMax(a arrow.Array) (datum, datum, bool) {
+func fastMinMax(a arrow.Array) (meta.Datum, meta.Datum, bool) {
 	switch a := a.(type) {
 	case *array.Int8:
 		return intMinMax(a, a.Int8Values())
@@ -322,12 +323,12 @@ func fastMinMax(a arrow.Array) (datum, datum, bool) {
 	case *array.Float64:
 		return floatMinMax(a, a.Float64Values())
 	}
-	return datum{}, datum{}, false
+	return meta.Datum{}, meta.Datum{}, false
 }
 
 // floatMinMax gives up (ok false, so unknown bounds) on NaN, which sorts
 // above every number in SQL engines but not in min/max.
-func floatMinMax[T float32 | float64](a arrow.Array, v []T) (datum, datum, bool) {
+func floatMinMax[T float32 | float64](a arrow.Array, v []T) (meta.Datum, meta.Datum, bool) {
 	first := true
 	var lo, hi T
 	for i, x := range v {
@@ -335,7 +336,7 @@ func floatMinMax[T float32 | float64](a arrow.Array, v []T) (datum, datum, bool)
 			continue
 		}
 		if x != x {
-			return datum{}, datum{}, false
+			return meta.Datum{}, meta.Datum{}, false
 		}
 		if first {
 			lo, hi, first = x, x, false
@@ -345,12 +346,12 @@ func floatMinMax[T float32 | float64](a arrow.Array, v []T) (datum, datum, bool)
 		hi = max(hi, x)
 	}
 	if first {
-		return datum{}, datum{}, false
+		return meta.Datum{}, meta.Datum{}, false
 	}
-	return floatDatum(float64(lo)), floatDatum(float64(hi)), true
+	return meta.FloatDatum(float64(lo)), meta.FloatDatum(float64(hi)), true
 }
 
-func intMinMax[T ~int8 | ~int16 | ~int32 | ~int64](a arrow.Array, v []T) (datum, datum, bool) {
+func intMinMax[T ~int8 | ~int16 | ~int32 | ~int64](a arrow.Array, v []T) (meta.Datum, meta.Datum, bool) {
 	first := true
 	var lo, hi T
 	for i, x := range v {
@@ -365,9 +366,9 @@ func intMinMax[T ~int8 | ~int16 | ~int32 | ~int64](a arrow.Array, v []T) (datum,
 		hi = max(hi, x)
 	}
 	if first {
-		return datum{}, datum{}, false
+		return meta.Datum{}, meta.Datum{}, false
 	}
-	return intDatum(int64(lo)), intDatum(int64(hi)), true
+	return meta.IntDatum(int64(lo)), meta.IntDatum(int64(hi)), true
 }
 
 // paimonBuckets sets b[i] to Paimon's bucket of row i: the hash of its
@@ -377,7 +378,7 @@ func paimonBuckets(sch *tableSchema, b []int32, col func(string) arrow.Array) {
 	types := make([]paimonfmt.Type, len(cols))
 	for k, name := range sch.opts.bucketKey {
 		cols[k] = col(name)
-		types[k], _ = paimonType(cols[k].DataType()) // key types are atomic
+		types[k], _ = meta.PaimonType(cols[k].DataType()) // key types are atomic
 	}
 	vals := make([]any, len(cols))
 	for i := range b {
@@ -398,6 +399,6 @@ func paimonKeyValue(a arrow.Array, i int) any {
 	if d, ok := a.(*array.Decimal128); ok && d.IsValid(i) {
 		return d.Value(i).BigInt()
 	}
-	v, _ := datumAt(a, i)
-	return paimonValue(a.DataType(), v)
+	v, _ := meta.DatumAt(a, i)
+	return meta.PaimonValue(a.DataType(), v)
 }

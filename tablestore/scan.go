@@ -15,6 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
+
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 // ScanSpec says what a scan reads.
@@ -108,7 +110,7 @@ func (t *Table) newScan(ctx context.Context, spec ScanSpec, retries int) (_ *Sca
 	// Dropped meanwhile, the table's files may be another table's by now
 	// (its schema read against the new table's manifests).
 	defer func() { err = st.missing(err) }()
-	var sn *snapshot
+	var sn *meta.Snapshot
 	if spec.Tag != "" && spec.SnapshotID != 0 {
 		return nil, fmt.Errorf("scan %s: %w: both SnapshotID and Tag given", st.id, ErrInvalid)
 	}
@@ -133,7 +135,7 @@ func (t *Table) newScan(ctx context.Context, spec ScanSpec, retries int) (_ *Sca
 	if sch.hasPK() {
 		s.orderedBy = slices.Clone(sch.PrimaryKeys)
 	}
-	var files []*manifestEntry
+	var files []*meta.ManifestEntry
 	if sn != nil {
 		s.snapID, s.snapSum = sn.ID, sn.Checksum
 		s.stats.SnapshotID = sn.ID
@@ -206,18 +208,18 @@ func (s *Scan) project(columns []string) error {
 }
 
 // plan prunes partitions and files and groups the rest into splits.
-func (s *Scan) plan(files []*manifestEntry) {
+func (s *Scan) plan(files []*meta.ManifestEntry) {
 	sch := s.sch
 	type group struct {
-		part   []datum
+		part   []meta.Datum
 		bucket int
-		files  []*manifestEntry
+		files  []*meta.ManifestEntry
 	}
 	var groups []*group
 	byKey := map[string]*group{}
 	parts := map[string]bool{}
 	for _, e := range files {
-		k := partitionKey(e.Partition)
+		k := meta.PartitionKey(e.Partition)
 		parts[k] = true
 		gk := k + "/" + fmt.Sprint(e.Bucket)
 		g := byKey[gk]
@@ -245,7 +247,7 @@ func (s *Scan) plan(files []*manifestEntry) {
 		if sch.hasPK() && len(g.files) > 1 {
 			allowed = sch.isPrimaryKey
 		}
-		var keep []*manifestEntry
+		var keep []*meta.ManifestEntry
 		for _, e := range g.files {
 			if mayMatch(s.filter, s.fileStats(e, allowed)) {
 				keep = append(keep, e)
@@ -254,7 +256,7 @@ func (s *Scan) plan(files []*manifestEntry) {
 		if len(keep) == 0 {
 			continue
 		}
-		selParts[partitionKey(g.part)] = true
+		selParts[meta.PartitionKey(g.part)] = true
 		s.stats.FilesSelected += len(keep)
 		if sch.hasPK() {
 			s.splits = append(s.splits, &pkSplit{s: s, bucket: g.bucket, files: keep, allowed: allowed})
@@ -267,12 +269,12 @@ func (s *Scan) plan(files []*manifestEntry) {
 	s.stats.PartitionsSelected = len(selParts)
 }
 
-func (s *Scan) literal(i int) func(scalar.Scalar) (datum, bool) {
-	return func(v scalar.Scalar) (datum, bool) { return scalarDatum(v, s.sch.types[i]) }
+func (s *Scan) literal(i int) func(scalar.Scalar) (meta.Datum, bool) {
+	return func(v scalar.Scalar) (meta.Datum, bool) { return meta.ScalarDatum(v, s.sch.types[i]) }
 }
 
-func (s *Scan) partitionStats(part []datum) statsFunc {
-	return func(col string) (colRange, bool, func(scalar.Scalar) (datum, bool)) {
+func (s *Scan) partitionStats(part []meta.Datum) statsFunc {
+	return func(col string) (colRange, bool, func(scalar.Scalar) (meta.Datum, bool)) {
 		k := slices.Index(s.sch.PartitionKeys, col)
 		if k < 0 || k >= len(part) {
 			return colRange{}, false, nil
@@ -285,8 +287,8 @@ func (s *Scan) partitionStats(part []datum) statsFunc {
 	}
 }
 
-func (s *Scan) fileStats(e *manifestEntry, allowed func(string) bool) statsFunc {
-	return func(col string) (colRange, bool, func(scalar.Scalar) (datum, bool)) {
+func (s *Scan) fileStats(e *meta.ManifestEntry, allowed func(string) bool) statsFunc {
+	return func(col string) (colRange, bool, func(scalar.Scalar) (meta.Datum, bool)) {
 		i := s.sch.fieldIndex(col)
 		if i < 0 || !allowed(col) {
 			return colRange{}, false, nil
@@ -410,7 +412,7 @@ func verifyIfFull(ctx context.Context, df *dataFile, rgs []int) error {
 type fileSplit struct {
 	s      *Scan
 	bucket int
-	file   *manifestEntry
+	file   *meta.ManifestEntry
 }
 
 func (f *fileSplit) Bucket() int { return f.bucket }
@@ -422,7 +424,7 @@ func (f *fileSplit) Partition() map[string]string { return partitionValues(f.s.s
 // reach there) is a conflict, as for a transaction whose snapshot
 // expired: the statement can be retried at a later snapshot. The
 // snapshot's file itself tells, not this process's cache of it.
-func (s *Scan) openFile(e *manifestEntry) (*dataFile, error) {
+func (s *Scan) openFile(e *meta.ManifestEntry) (*dataFile, error) {
 	df, err := s.st.openDataFile(e)
 	if err != nil && errors.Is(err, fs.ErrNotExist) && !errors.Is(err, ErrTableNotFound) && s.snapID > 0 {
 		if _, serr := s.st.fs().Stat(s.st.snapshotPath(s.snapID)); errors.Is(serr, fs.ErrNotExist) {
@@ -600,7 +602,7 @@ func (r *streamReader) Close() error {
 type pkSplit struct {
 	s       *Scan
 	bucket  int
-	files   []*manifestEntry
+	files   []*meta.ManifestEntry
 	allowed func(string) bool
 }
 
@@ -611,14 +613,14 @@ func (p *pkSplit) Partition() map[string]string {
 }
 
 // partitionValues renders partition values like partition paths do.
-func partitionValues(sch *tableSchema, part []datum) map[string]string {
+func partitionValues(sch *tableSchema, part []meta.Datum) map[string]string {
 	if len(sch.PartitionKeys) == 0 {
 		return nil
 	}
 	types := partTypes(sch)
 	out := make(map[string]string, len(part))
 	for i, k := range sch.PartitionKeys {
-		v := partitionPath([]string{""}, types[i:i+1], part[i:i+1], sch.opts.defaultPartition)[1:]
+		v := meta.PartitionPath([]string{""}, types[i:i+1], part[i:i+1], sch.opts.defaultPartition)[1:]
 		if u, err := url.PathUnescape(v); err == nil {
 			v = u
 		}
@@ -639,13 +641,13 @@ func (p *pkSplit) Open(ctx context.Context) (BatchReader, error) {
 
 // disjointKeyRanges orders files by key range and reports whether the
 // ranges are disjoint (so no merge is needed).
-func disjointKeyRanges(files []*manifestEntry) ([]*manifestEntry, bool) {
+func disjointKeyRanges(files []*meta.ManifestEntry) ([]*meta.ManifestEntry, bool) {
 	if len(files) == 1 {
 		return files, true
 	}
 	sorted := slices.Clone(files)
 	ok := true
-	slices.SortFunc(sorted, func(a, b *manifestEntry) int {
+	slices.SortFunc(sorted, func(a, b *meta.ManifestEntry) int {
 		c, cok := compareKeys(a.File.MinKey, b.File.MinKey)
 		ok = ok && cok
 		return c
@@ -659,12 +661,12 @@ func disjointKeyRanges(files []*manifestEntry) ([]*manifestEntry, bool) {
 
 // compareKeys compares key tuples; ok is false when any part is not
 // comparable (e.g. decimal keys have no datums).
-func compareKeys(a, b []datum) (int, bool) {
+func compareKeys(a, b []meta.Datum) (int, bool) {
 	if len(a) != len(b) || len(a) == 0 {
 		return 0, false
 	}
 	for i := range a {
-		c, ok := compareDatum(a[i], b[i])
+		c, ok := meta.CompareDatum(a[i], b[i])
 		if !ok {
 			return 0, false
 		}
@@ -678,7 +680,7 @@ func compareKeys(a, b []datum) (int, bool) {
 // chainReader streams files with disjoint key ranges in key order.
 type chainReader struct {
 	s       *Scan
-	files   []*manifestEntry
+	files   []*meta.ManifestEntry
 	allowed func(string) bool
 	rt      *readTarget
 	raw     bool // keep system columns and retracting rows

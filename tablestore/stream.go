@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/tablestore/changefeed"
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 // RowKindColumn is the first column of every change batch: "+I", "-U",
@@ -468,7 +469,7 @@ func (r *ChangeReader) Next(ctx context.Context) (Change, error) {
 // stream went on with NULLs for it (its handle's columns), and a job
 // restarted on the new schema then failed to bind. A column renamed, or
 // one added, changes nothing the stream reads.
-func (r *ChangeReader) checkColumns(sn *snapshot) error {
+func (r *ChangeReader) checkColumns(sn *meta.Snapshot) error {
 	if sn.SchemaID <= r.sch.ID || sn.SchemaID == r.columnsChecked {
 		return nil // written before the handle's schema: added columns read NULL
 	}
@@ -492,7 +493,7 @@ func (r *ChangeReader) checkColumns(sn *snapshot) error {
 
 // read prepares the changes of snapshot sn: shared by the feed, or units
 // the reader reads itself.
-func (r *ChangeReader) read(ctx context.Context, sn *snapshot) error {
+func (r *ChangeReader) read(ctx context.Context, sn *meta.Snapshot) error {
 	s, err := r.feed.get(ctx, sn)
 	if err != nil {
 		return err
@@ -565,33 +566,33 @@ type changePlanner struct {
 // unitMeta says what a unit reads: its files (none for a full read's
 // split), pruned by the statistics of the columns allowed.
 type unitMeta struct {
-	files   []*manifestEntry
+	files   []*meta.ManifestEntry
 	allowed func(string) bool
 }
 
 // plan lists the readers of snapshot sn's changes.
-func (r *changePlanner) plan(sn *snapshot) ([]changefeed.Unit[unitMeta], error) {
+func (r *changePlanner) plan(sn *meta.Snapshot) ([]changefeed.Unit[unitMeta], error) {
 	var units []changefeed.Unit[unitMeta]
-	file := func(e *manifestEntry, kind RowKind) {
-		units = append(units, changefeed.Unit[unitMeta]{Meta: unitMeta{[]*manifestEntry{e}, anyColumn}, Open: r.fileUnit(e, kind)})
+	file := func(e *meta.ManifestEntry, kind RowKind) {
+		units = append(units, changefeed.Unit[unitMeta]{Meta: unitMeta{[]*meta.ManifestEntry{e}, anyColumn}, Open: r.fileUnit(e, kind)})
 	}
 	// An input changelog holds only the rows written: an overwrite's
 	// removals are read from the files it replaced, as without a producer.
 	p := r.sch.opts.producer
-	if p != producerNone && (p != producerInput || sn.CommitKind != commitOverwrite) {
+	if p != producerNone && (p != producerInput || sn.CommitKind != meta.CommitOverwrite) {
 		ents, _, err := r.st.changelogFiles(sn)
 		if err != nil {
 			return nil, err
 		}
 		for _, e := range ents {
-			if e.Kind == kindAdd && r.mayMatch(e, anyColumn) {
+			if e.Kind == meta.KindAdd && r.mayMatch(e, anyColumn) {
 				file(e, kindOfRow)
 			}
 		}
 		return units, nil
 	}
 	switch sn.CommitKind {
-	case commitAppend, commitOverwrite:
+	case meta.CommitAppend, meta.CommitOverwrite:
 	default:
 		return nil, nil
 	}
@@ -599,7 +600,7 @@ func (r *changePlanner) plan(sn *snapshot) ([]changefeed.Unit[unitMeta], error) 
 	if err != nil {
 		return nil, err
 	}
-	if !r.sch.hasPK() || sn.CommitKind == commitAppend {
+	if !r.sch.hasPK() || sn.CommitKind == meta.CommitAppend {
 		// Append-table files hold rows, key-table level-0 files hold the
 		// written changes: both are the changes as they are.
 		for _, e := range ents {
@@ -608,7 +609,7 @@ func (r *changePlanner) plan(sn *snapshot) ([]changefeed.Unit[unitMeta], error) 
 				continue
 			}
 			switch {
-			case e.Kind == kindDelete:
+			case e.Kind == meta.KindDelete:
 				file(e, Delete)
 			case r.sch.hasPK():
 				file(e, kindOfRow)
@@ -621,19 +622,19 @@ func (r *changePlanner) plan(sn *snapshot) ([]changefeed.Unit[unitMeta], error) 
 	// A key-table overwrite replaced whole buckets: their merged rows before
 	// go out as -D, the merged rows after as +I.
 	for _, kind := range []RowKind{Delete, Insert} {
-		want := kindAdd
+		want := meta.KindAdd
 		if kind == Delete {
-			want = kindDelete
+			want = meta.KindDelete
 		}
 		var order []string
-		groups := map[string][]*manifestEntry{}
+		groups := map[string][]*meta.ManifestEntry{}
 		for _, e := range ents {
 			// Merged with the other files of its bucket: only key
 			// statistics may prune it, as in a scan.
 			if e.Kind != want || !r.mayMatch(e, r.sch.isPrimaryKey) {
 				continue
 			}
-			k := fmt.Sprintf("%s/%d", partitionKey(e.Partition), e.Bucket)
+			k := fmt.Sprintf("%s/%d", meta.PartitionKey(e.Partition), e.Bucket)
 			if groups[k] == nil {
 				order = append(order, k)
 			}
@@ -651,7 +652,7 @@ func (r *changePlanner) plan(sn *snapshot) ([]changefeed.Unit[unitMeta], error) 
 
 // mayMatch prunes a file by partition and by the statistics of the
 // columns allowed.
-func (r *changePlanner) mayMatch(e *manifestEntry, allowed func(string) bool) bool {
+func (r *changePlanner) mayMatch(e *meta.ManifestEntry, allowed func(string) bool) bool {
 	s := r.scan
 	return mayMatch(s.filter, s.partitionStats(e.Partition)) && mayMatch(s.filter, s.fileStats(e, allowed))
 }
@@ -661,7 +662,7 @@ const kindOfRow RowKind = -1
 
 // fileUnit reads the rows of one file, with their own kinds (kindOfRow)
 // or all as kind.
-func (r *changePlanner) fileUnit(e *manifestEntry, kind RowKind) func(ctx context.Context) (changefeed.Reader, error) {
+func (r *changePlanner) fileUnit(e *meta.ManifestEntry, kind RowKind) func(ctx context.Context) (changefeed.Reader, error) {
 	return func(ctx context.Context) (changefeed.Reader, error) {
 		s := r.scan
 		df, err := s.st.openDataFile(e)

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 // What Paimon's system tables (t$snapshots, t$files, t$tags, t$consumers,
@@ -28,7 +30,7 @@ type SnapshotInfo struct {
 	ChangelogManifestList              string
 }
 
-func snapshotInfo(sn *snapshot) SnapshotInfo {
+func snapshotInfo(sn *meta.Snapshot) SnapshotInfo {
 	return SnapshotInfo{ID: sn.ID, SchemaID: sn.SchemaID, CommitUser: sn.CommitUser, CommitIdentifier: sn.CommitIdentifier,
 		CommitKind: sn.CommitKind, TimeMillis: sn.TimeMillis, TotalRecordCount: sn.TotalRecordCount, DeltaRecordCount: sn.DeltaRecordCount,
 		BaseManifestList: sn.BaseManifestList, DeltaManifestList: sn.DeltaManifestList, ChangelogManifestList: sn.ChangelogManifestList}
@@ -147,7 +149,7 @@ func (t *Table) Files(ctx context.Context, snapshotID int64) ([]FileInfo, error)
 
 // keyString renders a key as [v1, v2] (binary as hex, dates and times as
 // their stored integers); "" for none.
-func keyString(key []datum) string {
+func keyString(key []meta.Datum) string {
 	if len(key) == 0 {
 		return ""
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 // What t$schemas and t$manifests list, as Paimon's SchemasTable and
@@ -118,8 +120,8 @@ func (t *Table) Manifests(ctx context.Context, snapshotID int64) ([]ManifestInfo
 		for _, m := range metas {
 			info := ManifestInfo{FileName: m.FileName, FileSize: m.FileSize, NumAddedFiles: m.NumAddedFiles,
 				NumDeletedFiles: m.NumDeletedFile, SchemaID: m.SchemaID}
-			info.MinPartition = partitionString(sch, m.partitionStats.MinValues)
-			info.MaxPartition = partitionString(sch, m.partitionStats.MaxValues)
+			info.MinPartition = partitionString(sch, m.PartitionStats.MinValues)
+			info.MaxPartition = partitionString(sch, m.PartitionStats.MaxValues)
 			out = append(out, info)
 		}
 	}
@@ -135,7 +137,7 @@ func partitionString(sch *tableSchema, row []byte) string {
 	if len(row) == 0 {
 		return ""
 	}
-	ds, err := decodeDatums(partTypes(sch), row)
+	ds, err := meta.DecodeDatums(partTypes(sch), row)
 	if err != nil {
 		return ""
 	}

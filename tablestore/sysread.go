@@ -5,6 +5,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 // How Paimon's data system tables read a scan: t$ro (ReadOptimizedSplits)
@@ -27,7 +29,7 @@ func (s *Scan) ReadOptimizedSplits() []Split {
 	var out []Split
 	for _, sp := range s.splits {
 		p := sp.(*pkSplit)
-		var files []*manifestEntry
+		var files []*meta.ManifestEntry
 		for _, e := range p.files {
 			if e.File.Level == top {
 				files = append(files, e)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 // tableState is the per-table state a Store shares between the Table
@@ -52,7 +54,7 @@ type tableState struct {
 	// latest is the newest snapshot found (latestSnapshot, or committed
 	// here), known to be the newest at latestAt; expiredThrough the newest
 	// snapshot this process's expiry removed.
-	latest         *snapshot
+	latest         *meta.Snapshot
 	latestAt       time.Time
 	expiredThrough int64
 	// keptSchema is the latest schema as read at keptSchemaAt, for Table
@@ -61,18 +63,18 @@ type tableState struct {
 	keptSchema   *tableSchema
 	keptSchemaAt time.Time
 	schemaGen    int64
-	live         []*manifestEntry
+	live         []*meta.ManifestEntry
 	// stats are the column statistics of snapshot statsSnap for schema
 	// statsSchema (Table.ColumnStats): the planner asks for them at every
 	// query, and they cannot change for the same snapshot and schema.
-	statsSnap   *snapshot
+	statsSnap   *meta.Snapshot
 	statsSchema *tableSchema
 	stats       *Statistics
 	// lists are the decoded manifest lists of the newest snapshot this
 	// process committed (listsSnap), so that the next commit, which
 	// extends them, need not read and decode them again (mu).
 	listsSnap int64
-	lists     map[string][]manifestMeta
+	lists     map[string][]meta.ManifestFile
 	// expireMu serializes expiry with tag creation.
 	expireMu sync.Mutex
 	leases   map[int64]int // snapshot id -> open scans
@@ -384,12 +386,12 @@ func (st *tableState) schema(id int64) (*tableSchema, error) {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	sch = &tableSchema{}
-	if err := decodeMeta(name, data, sch); err != nil {
+	if err := meta.Decode(name, data, sch); err != nil {
 		return nil, err
 	}
 	// Only flightd's former format has the trailer; a schema without a
 	// version is not enough to tell, since Paimon 0.7 wrote none.
-	legacy := hasTrailer(data)
+	legacy := meta.HasTrailer(data)
 	if legacy {
 		sch.LegacyBucketHash = true // its rows were placed by flightd's old hash
 	}
@@ -442,7 +444,7 @@ func (st *tableState) latestSnapshotID() (int64, error) {
 // is unusable. On an object store that is two requests when nothing is
 // new: the newest snapshot read is kept (st.latest), the probe's miss
 // costs one request and needs no listing.
-func (st *tableState) latestSnapshot() (*snapshot, error) {
+func (st *tableState) latestSnapshot() (*meta.Snapshot, error) {
 	// Whatever was committed before this moment is at or below what the
 	// probe below finds missing.
 	at := time.Now()
@@ -451,7 +453,7 @@ func (st *tableState) latestSnapshot() (*snapshot, error) {
 			sn, err := st.readSnapshot(id)
 			for err == nil {
 				next, nerr := st.readSnapshot(sn.ID + 1)
-				if nerr == nil && !next.follows(sn) && st.forgetLatest() {
+				if nerr == nil && !next.Follows(sn) && st.forgetLatest() {
 					// One of the two was the kept newest snapshot of the
 					// table's former self, which another process dropped
 					// and created again: read both from their files.
@@ -496,7 +498,7 @@ func (st *tableState) latestSnapshot() (*snapshot, error) {
 
 // keepLatest remembers sn, known to be the newest snapshot at time at,
 // unless a newer one is known.
-func (st *tableState) keepLatest(sn *snapshot, at time.Time) {
+func (st *tableState) keepLatest(sn *meta.Snapshot, at time.Time) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	switch {
@@ -521,7 +523,7 @@ func (st *tableState) forgetLatest() bool {
 // newest snapshot at time at, even under a higher id kept: that one
 // belonged to the table's former self, dropped and created again by
 // another process, whose snapshot ids started over.
-func (st *tableState) keepCommitted(sn *snapshot, at time.Time) {
+func (st *tableState) keepCommitted(sn *meta.Snapshot, at time.Time) {
 	st.mu.Lock()
 	st.latest, st.latestAt = sn, at
 	st.mu.Unlock()
@@ -530,7 +532,7 @@ func (st *tableState) keepCommitted(sn *snapshot, at time.Time) {
 // recentLatest is the newest snapshot known, when it was known newest
 // within Options.MetadataMaxAge and this process has not expired it; nil
 // otherwise (ask storage).
-func (st *tableState) recentLatest() *snapshot {
+func (st *tableState) recentLatest() *meta.Snapshot {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	l := st.latest
@@ -561,7 +563,7 @@ func (st *tableState) listSnapshots() ([]int64, error) {
 	return ids, nil
 }
 
-func (st *tableState) readSnapshot(id int64) (*snapshot, error) {
+func (st *tableState) readSnapshot(id int64) (*meta.Snapshot, error) {
 	// A snapshot file is written once, so the kept newest one is its
 	// content until this process's expiry removes it (st.expiredThrough:
 	// readers lease snapshots against that expiry only).
@@ -571,7 +573,7 @@ func (st *tableState) readSnapshot(id int64) (*snapshot, error) {
 		return l, nil
 	}
 	st.mu.Unlock()
-	sn := &snapshot{}
+	sn := &meta.Snapshot{}
 	if err := readMeta(st.fs(), st.snapshotPath(id), sn); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("table %s: snapshot %d: %w", st.id, id, ErrSnapshotNotFound)
@@ -586,7 +588,7 @@ func (st *tableState) readSnapshot(id int64) (*snapshot, error) {
 
 func (st *tableState) manifestPath(name string) string { return joinPath(st.dir, "manifest", name) }
 
-func (st *tableState) readManifestList(name string) ([]manifestMeta, error) {
+func (st *tableState) readManifestList(name string) ([]meta.ManifestFile, error) {
 	if name == "" {
 		return nil, nil
 	}
@@ -605,7 +607,7 @@ func (st *tableState) readManifestList(name string) ([]manifestMeta, error) {
 	return st.decodeManifestList(st.manifestPath(name), data)
 }
 
-func (st *tableState) readManifest(name string) ([]*manifestEntry, error) {
+func (st *tableState) readManifest(name string) ([]*meta.ManifestEntry, error) {
 	data, err := st.readManifestFile(name)
 	if err != nil {
 		return nil, err
@@ -636,8 +638,8 @@ func missingIsCorrupt(name string, err error) error {
 var errMissing = errors.New("missing")
 
 // applyManifests replays manifests in order into the live file set.
-func (st *tableState) applyManifests(lists ...[]manifestMeta) ([]*manifestEntry, error) {
-	live := map[string]*manifestEntry{}
+func (st *tableState) applyManifests(lists ...[]meta.ManifestFile) ([]*meta.ManifestEntry, error) {
+	live := map[string]*meta.ManifestEntry{}
 	var order []string
 	for _, l := range lists {
 		for _, m := range l {
@@ -647,12 +649,12 @@ func (st *tableState) applyManifests(lists ...[]manifestMeta) ([]*manifestEntry,
 			}
 			for _, e := range ents {
 				switch e.Kind {
-				case kindAdd:
+				case meta.KindAdd:
 					if _, ok := live[e.File.FileName]; !ok {
 						order = append(order, e.File.FileName)
 					}
 					live[e.File.FileName] = e
-				case kindDelete:
+				case meta.KindDelete:
 					delete(live, e.File.FileName)
 				default:
 					return nil, fmt.Errorf("%w: %s: entry kind %q", ErrCorrupt, st.manifestPath(m.FileName), e.Kind)
@@ -660,7 +662,7 @@ func (st *tableState) applyManifests(lists ...[]manifestMeta) ([]*manifestEntry,
 			}
 		}
 	}
-	out := make([]*manifestEntry, 0, len(live))
+	out := make([]*meta.ManifestEntry, 0, len(live))
 	for _, n := range order {
 		if e, ok := live[n]; ok {
 			out = append(out, e)
@@ -672,7 +674,7 @@ func (st *tableState) applyManifests(lists ...[]manifestMeta) ([]*manifestEntry,
 
 // liveFiles returns the data files of a snapshot. The result is shared:
 // callers must not modify it.
-func (st *tableState) liveFiles(sn *snapshot) ([]*manifestEntry, error) {
+func (st *tableState) liveFiles(sn *meta.Snapshot) ([]*meta.ManifestEntry, error) {
 	st.mu.Lock()
 	if st.liveSnap == sn.ID && sn.ID > 0 {
 		l := st.live
@@ -700,7 +702,7 @@ func (st *tableState) liveFiles(sn *snapshot) ([]*manifestEntry, error) {
 // written. A list file is written once under a new name, so its decoded
 // content is the list until the file is removed, which expiry does to a
 // snapshot's lists only once a newer one exists.
-func (st *tableState) keepLists(id int64, lists map[string][]manifestMeta) {
+func (st *tableState) keepLists(id int64, lists map[string][]meta.ManifestFile) {
 	st.mu.Lock()
 	if id > st.listsSnap {
 		st.listsSnap, st.lists = id, lists
@@ -708,7 +710,7 @@ func (st *tableState) keepLists(id int64, lists map[string][]manifestMeta) {
 	st.mu.Unlock()
 }
 
-func (st *tableState) cacheLive(id int64, live []*manifestEntry) {
+func (st *tableState) cacheLive(id int64, live []*meta.ManifestEntry) {
 	st.mu.Lock()
 	if id >= st.liveSnap {
 		st.liveSnap, st.live = id, live
@@ -735,7 +737,7 @@ type Table struct {
 // every read, as unpinned ones do. Safe for concurrent use.
 type Pin struct {
 	mu       sync.Mutex
-	sn       *snapshot
+	sn       *meta.Snapshot
 	resolved bool
 	released bool
 }
@@ -803,7 +805,7 @@ func (t *Table) AsOf(ctx context.Context, id int64, tag string) (*Table, error) 
 
 // named reads the snapshot tag names, or else snapshot id (0: the latest;
 // nil if the table has none).
-func (t *Table) named(id int64, tag string) (*snapshot, error) {
+func (t *Table) named(id int64, tag string) (*meta.Snapshot, error) {
 	if tag != "" {
 		return t.st.readTag(tag)
 	}
@@ -816,7 +818,7 @@ func (t *Table) named(id int64, tag string) (*snapshot, error) {
 func (t *Table) Uncommitted() bool { return t.write != nil }
 
 // latest resolves the table's latest snapshot, once per pin.
-func (t *Table) latest() (*snapshot, error) {
+func (t *Table) latest() (*meta.Snapshot, error) {
 	p := t.pin
 	if p == nil {
 		return t.st.resolveSnapshot(0)
@@ -894,8 +896,8 @@ func (t *Table) LatestSnapshotID(ctx context.Context) (int64, error) {
 // under the name, a handle on the old one keeps reading the old table's last
 // snapshot, so a statement bound before the replace sees the old table
 // whole rather than the new data through the old schema.
-func (t *Table) resolve(id int64) (*snapshot, error) {
-	var sn *snapshot
+func (t *Table) resolve(id int64) (*meta.Snapshot, error) {
+	var sn *meta.Snapshot
 	var err error
 	if id == 0 {
 		sn, err = t.latest()
@@ -1010,7 +1012,7 @@ func (t *Table) Stats(ctx context.Context, snapshotID int64) (TableStats, error)
 		ts.Rows += f.File.RowCount
 		ts.Files++
 		ts.Bytes += f.File.FileSize
-		parts[partitionKey(f.Partition)] = true
+		parts[meta.PartitionKey(f.Partition)] = true
 	}
 	ts.Partitions = int64(len(parts))
 	return ts, nil
@@ -1018,7 +1020,7 @@ func (t *Table) Stats(ctx context.Context, snapshotID int64) (TableStats, error)
 
 // resolveSnapshot reads snapshot id, or the latest for 0 (nil when the table
 // has no snapshot yet).
-func (st *tableState) resolveSnapshot(id int64) (*snapshot, error) {
+func (st *tableState) resolveSnapshot(id int64) (*meta.Snapshot, error) {
 	if id < 0 {
 		return nil, fmt.Errorf("%w: snapshot id %d", ErrInvalid, id)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flightd/flightd/tablestore/merge"
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 // Sentinel errors; returned errors wrap them with the table, file or column.
@@ -26,8 +27,9 @@ var (
 	// statement or transaction again reads the new data (SQLSTATE 40001).
 	// It wraps ErrConflict.
 	ErrSerialization = fmt.Errorf("%w: serialization failure, retry the transaction", ErrConflict)
-	// ErrCorrupt: a metadata or data file is truncated or damaged.
-	ErrCorrupt = errors.New("corrupt file")
+	// ErrCorrupt: a metadata or data file is truncated or damaged (the
+	// metadata's own error, meta.ErrCorrupt).
+	ErrCorrupt = meta.ErrCorrupt
 	// ErrSnapshotNotFound: the requested snapshot, timestamp or tag has no
 	// snapshot (never written or expired).
 	ErrSnapshotNotFound = errors.New("snapshot not found")

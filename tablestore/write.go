@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/tablestore/merge"
+	"github.com/flightd/flightd/tablestore/meta"
 )
 
 // WriteOptions configure a Write.
@@ -67,13 +68,13 @@ type Write struct {
 	seqStart []int64
 	bytes    int64
 	maxSeq   int64
-	pending  []*manifestEntry // flushed, not yet committed
-	logs     []*manifestEntry // changelog files (input producer)
+	pending  []*meta.ManifestEntry // flushed, not yet committed
+	logs     []*meta.ManifestEntry // changelog files (input producer)
 	// Per buffered row, during a flush: source batch, row, seq, kind.
 	src, row []int32
 	seqs     []int64
 	kindv    []int8
-	touched  map[string][]datum
+	touched  map[string][]meta.Datum
 	dirs     map[string]bool
 	// release ends the lease that keeps the snapshots after baseID, which
 	// the commit checks for conflicts, from expiring.
@@ -86,10 +87,10 @@ type Write struct {
 	// write can only be aborted.
 	broken error
 	// readable are the pending files scans read (Settle).
-	readable atomic.Pointer[[]*manifestEntry]
+	readable atomic.Pointer[[]*meta.ManifestEntry]
 	// superseded are pending files Settle merged into others: a scan
 	// still running may read them, so they go when the write ends.
-	superseded []*manifestEntry
+	superseded []*meta.ManifestEntry
 }
 
 // NewWrite starts a write transaction on the table's current schema.
@@ -113,7 +114,7 @@ func (w *Write) reset() {
 	w.recs, w.kinds, w.seqStart = nil, nil, nil
 	w.bytes, w.maxSeq = 0, -1
 	w.pending, w.logs = nil, nil
-	w.touched = map[string][]datum{}
+	w.touched = map[string][]meta.Datum{}
 	w.dirs = map[string]bool{}
 	w.broken = nil
 	w.readable.Store(nil)
@@ -152,7 +153,7 @@ func (w *Write) Settle(ctx context.Context) error {
 // deletes (they hide rows of the snapshot below) and sequence numbers.
 func (w *Write) mergePending(ctx context.Context) error {
 	st, sch := w.t.st, w.sch
-	groups := map[string][]*manifestEntry{}
+	groups := map[string][]*meta.ManifestEntry{}
 	for _, e := range w.pending {
 		k := bucketOf(e)
 		groups[k] = append(groups[k], e)
@@ -165,7 +166,7 @@ func (w *Write) mergePending(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		w.pending = slices.DeleteFunc(w.pending, func(e *manifestEntry) bool { return slices.Contains(g, e) })
+		w.pending = slices.DeleteFunc(w.pending, func(e *meta.ManifestEntry) bool { return slices.Contains(g, e) })
 		w.pending = append(w.pending, merged...)
 		w.superseded = append(w.superseded, g...)
 	}
@@ -465,11 +466,11 @@ func (w *Write) flush(ctx context.Context) error {
 	} else if partCmp != nil || sch.opts.buckets > 1 {
 		slices.SortStableFunc(idx, groupCmp)
 	}
-	partAt := func(row int) []datum {
-		var part []datum
+	partAt := func(row int) []meta.Datum {
+		var part []meta.Datum
 		for _, p := range sch.PartitionKeys {
-			d, _ := datumAt(col(p), row)
-			part = append(part, keptDatum(d))
+			d, _ := meta.DatumAt(col(p), row)
+			part = append(part, meta.KeptDatum(d))
 		}
 		return part
 	}
@@ -518,14 +519,14 @@ func (w *Write) flush(ctx context.Context) error {
 // same) would take the partitions the write has touched past the table's
 // partition.max-per-commit, before any file is written: each partition
 // is a file per bucket, and one INSERT made 3,000 in 10 s.
-func (w *Write) checkPartitions(idx []int, same func(a, b int) int, partAt func(row int) []datum) error {
+func (w *Write) checkPartitions(idx []int, same func(a, b int) int, partAt func(row int) []meta.Datum) error {
 	added := map[string]bool{}
 	for lo := 0; lo < len(idx); {
 		hi := lo + 1
 		for hi < len(idx) && same(idx[lo], idx[hi]) == 0 {
 			hi++
 		}
-		key := partitionKey(partAt(idx[lo]))
+		key := meta.PartitionKey(partAt(idx[lo]))
 		if _, ok := w.touched[key]; !ok && !added[key] {
 			added[key] = true
 			if len(w.touched)+len(added) > w.sch.opts.maxPartitions {
@@ -539,7 +540,7 @@ func (w *Write) checkPartitions(idx []int, same func(a, b int) int, partAt func(
 
 // writeLevel0 writes out, the rows of one partition and bucket, as a
 // level-0 file of the commit.
-func (w *Write) writeLevel0(ctx context.Context, out arrow.RecordBatch, part []datum, bucket int) error {
+func (w *Write) writeLevel0(ctx context.Context, out arrow.RecordBatch, part []meta.Datum, bucket int) error {
 	dw := w.t.st.newDataWriter(w.sch, part, bucket, 0, "APPEND", 0, w.dirs)
 	dw.oneBatch = true
 	ents, err := writeAll(ctx, dw, out)
@@ -547,13 +548,13 @@ func (w *Write) writeLevel0(ctx context.Context, out arrow.RecordBatch, part []d
 		return err
 	}
 	w.pending = append(w.pending, ents...)
-	w.touched[partitionKey(part)] = part
+	w.touched[meta.PartitionKey(part)] = part
 	return nil
 }
 
 // writeInputChangelog writes the rows of one bucket as they came in (in
 // sequence order, unmerged) to a changelog file (the input producer).
-func (w *Write) writeInputChangelog(ctx context.Context, ord arrow.RecordBatch, rows []int, part []datum, bucket int) error {
+func (w *Write) writeInputChangelog(ctx context.Context, ord arrow.RecordBatch, rows []int, part []meta.Datum, bucket int) error {
 	bySeq := slices.Clone(rows)
 	slices.SortFunc(bySeq, func(a, b int) int { return cmp.Compare(w.seqs[a], w.seqs[b]) })
 	out := w.gatherRows(ord, bySeq)
@@ -567,7 +568,7 @@ func (w *Write) writeInputChangelog(ctx context.Context, ord arrow.RecordBatch, 
 }
 
 // writeAll writes out as d's files and returns them, or removes them.
-func writeAll(ctx context.Context, d *dataWriter, out arrow.RecordBatch) ([]*manifestEntry, error) {
+func writeAll(ctx context.Context, d *dataWriter, out arrow.RecordBatch) ([]*meta.ManifestEntry, error) {
 	if err := d.write(ctx, out); err != nil {
 		d.abort()
 		return nil, err
@@ -854,7 +855,7 @@ func publishAll(ctx context.Context, ws []*Write, reqs []*commitRequest, qs []*q
 			return st.notFound(errDroppedHere)
 		}
 		sch, err := st.latestSchema()
-		var latest *snapshot
+		var latest *meta.Snapshot
 		if err == nil {
 			latest, err = st.resolveSnapshot(0)
 		}
@@ -901,7 +902,7 @@ func (w *Write) prepare(ctx context.Context) (*commitRequest, error) {
 		}
 	}
 	req := &commitRequest{
-		kind:       commitAppend,
+		kind:       meta.CommitAppend,
 		adds:       w.pending,
 		baseID:     w.baseID,
 		strict:     w.opts.ReadModifyWrite,
@@ -917,7 +918,7 @@ func (w *Write) prepare(ctx context.Context) (*commitRequest, error) {
 		req.produce = st.lookupChangelog()
 	}
 	if w.opts.Overwrite {
-		req.kind = commitOverwrite
+		req.kind = meta.CommitOverwrite
 		sel, err := w.overwriteSelector()
 		if err != nil {
 			w.Abort()
@@ -940,7 +941,7 @@ func (w *Write) finish(ctx context.Context, id int64, err error) (int64, error) 
 		return 0, fmt.Errorf("commit %s: %w", st.id, err)
 	}
 	w.staged = nil
-	buckets := map[string]*manifestEntry{}
+	buckets := map[string]*meta.ManifestEntry{}
 	for _, e := range w.pending {
 		buckets[bucketOf(e)] = e
 	}
@@ -950,9 +951,9 @@ func (w *Write) finish(ctx context.Context, id int64, err error) (int64, error) 
 }
 
 // overwriteSelector returns which live files an overwrite replaces.
-func (w *Write) overwriteSelector() (func(*manifestEntry) bool, error) {
+func (w *Write) overwriteSelector() (func(*meta.ManifestEntry) bool, error) {
 	sch := w.sch
-	static := func(*manifestEntry) bool { return true }
+	static := func(*meta.ManifestEntry) bool { return true }
 	if len(w.opts.OverwritePartition) > 0 {
 		if len(sch.PartitionKeys) == 0 {
 			return nil, fmt.Errorf("%w: OverwritePartition given but the table is not partitioned", ErrInvalid)
@@ -964,13 +965,13 @@ func (w *Write) overwriteSelector() (func(*manifestEntry) bool, error) {
 		}
 		types := partTypes(sch)
 		spec := w.opts.OverwritePartition
-		static = func(e *manifestEntry) bool {
+		static = func(e *meta.ManifestEntry) bool {
 			for i, p := range sch.PartitionKeys {
 				want, ok := spec[p]
 				if !ok {
 					continue
 				}
-				got := partitionPath([]string{""}, types[i:i+1], e.Partition[i:i+1], sch.opts.defaultPartition)[1:]
+				got := meta.PartitionPath([]string{""}, types[i:i+1], e.Partition[i:i+1], sch.opts.defaultPartition)[1:]
 				if got != partitionPathValue(want) {
 					return false
 				}
@@ -982,8 +983,8 @@ func (w *Write) overwriteSelector() (func(*manifestEntry) bool, error) {
 		return static, nil
 	}
 	touched := maps.Clone(w.touched)
-	return func(e *manifestEntry) bool {
-		_, ok := touched[partitionKey(e.Partition)]
+	return func(e *meta.ManifestEntry) bool {
+		_, ok := touched[meta.PartitionKey(e.Partition)]
 		return ok && static(e)
 	}, nil
 }
@@ -996,7 +997,7 @@ func (w *Write) dynamicOverwrite() bool {
 // partitionPathValue escapes a user-given partition value like partition
 // paths do.
 func partitionPathValue(v string) string {
-	return partitionPath([]string{""}, []arrow.DataType{arrow.BinaryTypes.String}, []datum{strDatum(v)}, "")[1:]
+	return meta.PartitionPath([]string{""}, []arrow.DataType{arrow.BinaryTypes.String}, []meta.Datum{meta.StrDatum(v)}, "")[1:]
 }
 
 // Abort drops buffered rows and removes files written but not committed
@@ -1060,7 +1061,7 @@ func (st *tableState) removeEmptyDirs(dirs map[string]bool, subs ...string) {
 
 // removeUncommitted removes files written and never committed, and the
 // columns their writer offered to the cache (dataWriter.offerKept).
-func (st *tableState) removeUncommitted(files []*manifestEntry) {
+func (st *tableState) removeUncommitted(files []*meta.ManifestEntry) {
 	paths := make([]string, 0, len(files))
 	for _, e := range files {
 		p := joinPath(st.dir, e.File.Path)

@@ -1,4 +1,4 @@
-package tablestore
+package meta
 
 import (
 	"bytes"
@@ -16,11 +16,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 )
 
-// datum is one value in manifests (partition values, key bounds, column
+// Datum is one value in manifests (partition values, key bounds, column
 // statistics). Integers, booleans, dates and timestamps are I; floats F;
 // strings S; binary B. Decimals have no datum (their statistics are not
 // kept), so filters on them never skip data.
-type datum struct {
+type Datum struct {
 	Null bool    `json:"null,omitempty"`
 	I    *int64  `json:"i,omitempty"`
 	F    *jfloat `json:"f,omitempty"`
@@ -59,25 +59,28 @@ func (f *jfloat) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func intDatum(v int64) datum     { return datum{I: &v} }
-func floatDatum(v float64) datum { f := jfloat(v); return datum{F: &f} }
+// IntDatum, FloatDatum, StrDatum and BinDatum make a datum of a value.
+func IntDatum(v int64) Datum     { return Datum{I: &v} }
+func FloatDatum(v float64) Datum { f := jfloat(v); return Datum{F: &f} }
 
-// strDatum keeps invalid UTF-8 as bytes: JSON would silently replace it and
+// StrDatum keeps invalid UTF-8 as bytes: JSON would silently replace it and
 // change the ordering.
-func strDatum(v string) datum {
+func StrDatum(v string) Datum {
 	if !utf8.ValidString(v) {
-		return binDatum([]byte(v))
+		return BinDatum([]byte(v))
 	}
-	return datum{S: &v}
+	return Datum{S: &v}
 }
-func binDatum(v []byte) datum { c := bytes.Clone(v); return datum{B: &c} }
 
-// keptDatum is d with a string of its own: datumAt's strings point into
+// BinDatum keeps a copy of v.
+func BinDatum(v []byte) Datum { c := bytes.Clone(v); return Datum{B: &c} }
+
+// KeptDatum is d with a string of its own: DatumAt's strings point into
 // their array's buffer, which a datum kept in a manifest entry would keep
 // alive with all it shares: a whole ingest message, per commit (a
 // 1M-event Nexmark q0 run's heap after a collection was up to 425 MB
 // with them, 235 MB without).
-func keptDatum(d datum) datum {
+func KeptDatum(d Datum) Datum {
 	if d.S != nil {
 		s := strings.Clone(*d.S)
 		d.S = &s
@@ -85,46 +88,46 @@ func keptDatum(d datum) datum {
 	return d
 }
 
-// datumAt returns the value at row i; ok is false for types without datums.
-func datumAt(a arrow.Array, i int) (datum, bool) {
+// DatumAt returns the value at row i; ok is false for types without datums.
+func DatumAt(a arrow.Array, i int) (Datum, bool) {
 	if a.IsNull(i) {
-		return datum{Null: true}, true
+		return Datum{Null: true}, true
 	}
 	switch a := a.(type) {
 	case *array.Boolean:
 		if a.Value(i) {
-			return intDatum(1), true
+			return IntDatum(1), true
 		}
-		return intDatum(0), true
+		return IntDatum(0), true
 	case *array.Int8:
-		return intDatum(int64(a.Value(i))), true
+		return IntDatum(int64(a.Value(i))), true
 	case *array.Int16:
-		return intDatum(int64(a.Value(i))), true
+		return IntDatum(int64(a.Value(i))), true
 	case *array.Int32:
-		return intDatum(int64(a.Value(i))), true
+		return IntDatum(int64(a.Value(i))), true
 	case *array.Int64:
-		return intDatum(a.Value(i)), true
+		return IntDatum(a.Value(i)), true
 	case *array.Date32:
-		return intDatum(int64(a.Value(i))), true
+		return IntDatum(int64(a.Value(i))), true
 	case *array.Timestamp:
-		return intDatum(int64(a.Value(i))), true
+		return IntDatum(int64(a.Value(i))), true
 	case *array.Time64:
-		return intDatum(int64(a.Value(i))), true
+		return IntDatum(int64(a.Value(i))), true
 	case *array.Float32:
-		return floatDatum(float64(a.Value(i))), true
+		return FloatDatum(float64(a.Value(i))), true
 	case *array.Float64:
-		return floatDatum(a.Value(i)), true
+		return FloatDatum(a.Value(i)), true
 	case *array.String:
-		return strDatum(a.Value(i)), true
+		return StrDatum(a.Value(i)), true
 	case *array.Binary:
-		return binDatum(a.Value(i)), true
+		return BinDatum(a.Value(i)), true
 	}
-	return datum{}, false
+	return Datum{}, false
 }
 
-// compareDatum orders two datums; ok is false when they are not comparable
+// CompareDatum orders two datums; ok is false when they are not comparable
 // (different kinds, nulls, NaN), in which case callers must not skip data.
-func compareDatum(a, b datum) (int, bool) {
+func CompareDatum(a, b Datum) (int, bool) {
 	switch {
 	case a.Null || b.Null:
 		return 0, false
@@ -143,18 +146,19 @@ func compareDatum(a, b datum) (int, bool) {
 		}
 		return cmp.Compare(float64(*a.I), y), true
 	case a.F != nil && b.I != nil:
-		c, ok := compareDatum(b, a)
+		c, ok := CompareDatum(b, a)
 		return -c, ok
 	}
-	ab, aok := a.bytes()
-	bb, bok := b.bytes()
+	ab, aok := a.Bytes()
+	bb, bok := b.Bytes()
 	if aok && bok {
 		return bytes.Compare(ab, bb), true
 	}
 	return 0, false
 }
 
-func (d datum) bytes() ([]byte, bool) {
+// Bytes is the value of a string or binary datum.
+func (d Datum) Bytes() ([]byte, bool) {
 	switch {
 	case d.S != nil:
 		return []byte(*d.S), true
@@ -164,67 +168,67 @@ func (d datum) bytes() ([]byte, bool) {
 	return nil, false
 }
 
-// scalarDatum converts a predicate literal to a datum comparable with
+// ScalarDatum converts a predicate literal to a datum comparable with
 // values of column type colType; ok is false when that is not possible.
-func scalarDatum(s scalar.Scalar, colType arrow.DataType) (datum, bool) {
+func ScalarDatum(s scalar.Scalar, colType arrow.DataType) (Datum, bool) {
 	if s == nil || !s.IsValid() {
-		return datum{}, false
+		return Datum{}, false
 	}
 	switch s := s.(type) {
 	case *scalar.Boolean:
 		if s.Value {
-			return intDatum(1), true
+			return IntDatum(1), true
 		}
-		return intDatum(0), true
+		return IntDatum(0), true
 	case *scalar.Int8:
-		return intDatum(int64(s.Value)), true
+		return IntDatum(int64(s.Value)), true
 	case *scalar.Int16:
-		return intDatum(int64(s.Value)), true
+		return IntDatum(int64(s.Value)), true
 	case *scalar.Int32:
-		return intDatum(int64(s.Value)), true
+		return IntDatum(int64(s.Value)), true
 	case *scalar.Int64:
-		return intDatum(s.Value), true
+		return IntDatum(s.Value), true
 	case *scalar.Uint8:
-		return intDatum(int64(s.Value)), true
+		return IntDatum(int64(s.Value)), true
 	case *scalar.Uint16:
-		return intDatum(int64(s.Value)), true
+		return IntDatum(int64(s.Value)), true
 	case *scalar.Uint32:
-		return intDatum(int64(s.Value)), true
+		return IntDatum(int64(s.Value)), true
 	case *scalar.Uint64:
 		if s.Value > math.MaxInt64 {
-			return datum{}, false
+			return Datum{}, false
 		}
-		return intDatum(int64(s.Value)), true
+		return IntDatum(int64(s.Value)), true
 	case *scalar.Float32:
-		return floatDatum(float64(s.Value)), true
+		return FloatDatum(float64(s.Value)), true
 	case *scalar.Float64:
-		return floatDatum(s.Value), true
+		return FloatDatum(s.Value), true
 	case *scalar.String:
-		return strDatum(string(s.Data())), true
+		return StrDatum(string(s.Data())), true
 	case *scalar.LargeString:
-		return strDatum(string(s.Data())), true
+		return StrDatum(string(s.Data())), true
 	case *scalar.Binary:
-		return binDatum(s.Data()), true
+		return BinDatum(s.Data()), true
 	case *scalar.LargeBinary:
-		return binDatum(s.Data()), true
+		return BinDatum(s.Data()), true
 	case *scalar.Date32:
 		if colType.ID() != arrow.DATE32 {
-			return datum{}, false
+			return Datum{}, false
 		}
-		return intDatum(int64(s.Value)), true
+		return IntDatum(int64(s.Value)), true
 	case *scalar.Timestamp:
 		ct, ok := colType.(*arrow.TimestampType)
 		if !ok {
-			return datum{}, false
+			return Datum{}, false
 		}
 		st := s.DataType().(*arrow.TimestampType)
 		v, ok := convertTimeUnit(int64(s.Value), st.Unit, ct.Unit)
 		if !ok {
-			return datum{}, false
+			return Datum{}, false
 		}
-		return intDatum(v), true
+		return IntDatum(v), true
 	}
-	return datum{}, false
+	return Datum{}, false
 }
 
 // convertTimeUnit converts v exactly, or reports false.
@@ -247,8 +251,8 @@ func convertTimeUnit(v int64, from, to arrow.TimeUnit) (int64, bool) {
 	return v / f, true
 }
 
-// partitionPath renders partition values Hive style: "dt=2024-05-01/h=3".
-func partitionPath(names []string, types []arrow.DataType, vals []datum, defaultName string) string {
+// PartitionPath renders partition values Hive style: "dt=2024-05-01/h=3".
+func PartitionPath(names []string, types []arrow.DataType, vals []Datum, defaultName string) string {
 	var sb strings.Builder
 	for i, n := range names {
 		if i > 0 {
@@ -279,8 +283,8 @@ func partitionPath(names []string, types []arrow.DataType, vals []datum, default
 	return sb.String()
 }
 
-// partitionKey is a map key for a partition value tuple.
-func partitionKey(vals []datum) string {
+// PartitionKey is a map key for a partition value tuple.
+func PartitionKey(vals []Datum) string {
 	var sb strings.Builder
 	for _, v := range vals {
 		switch {

@@ -1,4 +1,4 @@
-package tablestore
+package meta
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io/fs"
 	"strconv"
 
 	"github.com/flightd/flightd/tablestore/paimonfmt"
@@ -14,17 +13,23 @@ import (
 
 // Paimon's metadata files (schemas, snapshots, tags, consumers) are plain
 // JSON as Paimon writes them: written whole under a temporary name, synced
-// and renamed into place, so a reader sees all of a file or none, and a
-// damaged one fails to parse. flightd's own files (views, jobs,
+// and renamed into place (tablestore's metaio.go and its callers), so a
+// reader sees all of a file or none, and a damaged one fails to parse. flightd's own files (views, jobs,
 // materialized table state), and every metadata file flightd wrote before
-// it used Paimon's format, are JSON followed by a CRC-32C trailer line;
-// readMeta verifies the trailer where there is one.
+// it used Paimon's format, are JSON followed by a CRC-32C trailer line
+// (Encode); Decode verifies the trailer where there is one.
+
+// ErrCorrupt: a metadata file is truncated or damaged. It is
+// tablestore.ErrCorrupt.
+var ErrCorrupt = errors.New("corrupt file")
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 const crcPrefix = "\n#crc32c="
 
-func encodeMeta(v any) ([]byte, error) {
+// Encode is v's JSON followed by a CRC-32C trailer line: flightd's own
+// metadata files.
+func Encode(v any) ([]byte, error) {
 	body, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
@@ -32,11 +37,13 @@ func encodeMeta(v any) ([]byte, error) {
 	return fmt.Appendf(body, "%s%08x\n", crcPrefix, crc32.Checksum(body, crcTable)), nil
 }
 
-// hasTrailer tells flightd's checksummed JSON (its own files, and every
+// HasTrailer tells flightd's checksummed JSON (its own files, and every
 // metadata file of its former format) from Paimon's plain JSON.
-func hasTrailer(data []byte) bool { return bytes.Contains(data, []byte(crcPrefix)) }
+func HasTrailer(data []byte) bool { return bytes.Contains(data, []byte(crcPrefix)) }
 
-func decodeMeta(name string, data []byte, v any) error {
+// Decode decodes JSON with or without a CRC-32C trailer into v, verifying
+// the trailer where there is one; errors wrap ErrCorrupt and name the file.
+func Decode(name string, data []byte, v any) error {
 	i := bytes.LastIndex(data, []byte(crcPrefix))
 	if i < 0 {
 		if err := json.Unmarshal(data, v); err != nil {
@@ -58,56 +65,16 @@ func decodeMeta(name string, data []byte, v any) error {
 	return nil
 }
 
-// readMeta reads and verifies a metadata file. A missing file gives an error
-// wrapping fs.ErrNotExist.
-func readMeta(fsys FS, name string, v any) error {
-	data, err := readFileAll(fsys, name)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		return fmt.Errorf("read %s: %w", name, err)
-	}
-	return decodeMeta(name, data, v)
-}
-
-// writeMeta writes one of flightd's own metadata files (with a checksum
-// trailer) under a fresh name and syncs it.
-func writeMeta(fsys FS, name string, v any) (int64, error) {
-	data, err := encodeMeta(v)
-	if err != nil {
-		return 0, err
-	}
-	return writeMetaBytes(fsys, name, data)
-}
-
-// writePaimonJSON writes one of Paimon's JSON metadata files under a fresh
-// name and syncs it.
-func writePaimonJSON(fsys FS, name string, v any) (int64, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return 0, err
-	}
-	return writeMetaBytes(fsys, name, data)
-}
-
-func writeMetaBytes(fsys FS, name string, data []byte) (int64, error) {
-	if err := writeFileSync(fsys, name, data); err != nil {
-		return 0, fmt.Errorf("write %s: %w", name, err)
-	}
-	return int64(len(data)), nil
-}
-
 // Commit kinds of a snapshot.
 const (
-	commitAppend    = "APPEND"
-	commitCompact   = "COMPACT"
-	commitOverwrite = "OVERWRITE"
+	CommitAppend    = "APPEND"
+	CommitCompact   = "COMPACT"
+	CommitOverwrite = "OVERWRITE"
 )
 
-// snapshot is the content of snapshot/snapshot-N (Paimon's Snapshot JSON,
+// Snapshot is the content of snapshot/snapshot-N (Paimon's Snapshot JSON,
 // version 3, plus nextSequenceNumber, which Paimon readers ignore).
-type snapshot struct {
+type Snapshot struct {
 	Version               int    `json:"version"`
 	ID                    int64  `json:"id"`
 	SchemaID              int64  `json:"schemaId"`
@@ -145,9 +112,9 @@ type snapshot struct {
 	Parent uint32 `json:"flightdParent,omitempty"`
 }
 
-func (s snapshot) MarshalJSON() ([]byte, error) {
-	type plain snapshot // without these methods
-	sum, err := s.checksum()
+func (s Snapshot) MarshalJSON() ([]byte, error) {
+	type plain Snapshot // without these methods
+	sum, err := s.Sum()
 	if err != nil {
 		return nil, err
 	}
@@ -156,15 +123,15 @@ func (s snapshot) MarshalJSON() ([]byte, error) {
 	return json.Marshal(p)
 }
 
-// follows reports whether s may have been committed on prev: it names
+// Follows reports whether s may have been committed on prev: it names
 // prev's checksum as its parent, or one of the two does not tell.
-func (s *snapshot) follows(prev *snapshot) bool {
+func (s *Snapshot) Follows(prev *Snapshot) bool {
 	return s.Parent == 0 || prev.Checksum == 0 || s.Parent == prev.Checksum
 }
 
-// checksum is the CRC-32C of s's JSON without its Checksum.
-func (s snapshot) checksum() (uint32, error) {
-	type plain snapshot
+// Sum is the CRC-32C of s's JSON without its Checksum.
+func (s Snapshot) Sum() (uint32, error) {
+	type plain Snapshot
 	p := plain(s)
 	p.Checksum = 0
 	body, err := json.Marshal(p)
@@ -174,15 +141,15 @@ func (s snapshot) checksum() (uint32, error) {
 	return crc32.Checksum(body, crcTable), nil
 }
 
-func (s *snapshot) UnmarshalJSON(data []byte) error {
-	type plain snapshot
+func (s *Snapshot) UnmarshalJSON(data []byte) error {
+	type plain Snapshot
 	if err := json.Unmarshal(data, (*plain)(s)); err != nil {
 		return err
 	}
 	if s.Checksum == 0 {
 		return nil
 	}
-	got, err := s.checksum()
+	got, err := s.Sum()
 	if err != nil {
 		return err
 	}
@@ -192,46 +159,54 @@ func (s *snapshot) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// manifestMeta is one entry of a manifest list.
-type manifestMeta struct {
+// ManifestFile is one entry of a manifest list: a manifest file
+// (Paimon's ManifestFileMeta).
+type ManifestFile struct {
 	FileName       string `json:"fileName"`
 	FileSize       int64  `json:"fileSize"`
 	NumAddedFiles  int64  `json:"numAddedFiles"`
 	NumDeletedFile int64  `json:"numDeletedFiles"`
 	SchemaID       int64  `json:"schemaId"`
-	// partitionStats bound the partitions of the manifest's entries.
-	partitionStats paimonfmt.SimpleStats
-	// legacy: listed in a manifest list of flightd's JSON format, which
+	// PartitionStats bound the partitions of the manifest's entries.
+	PartitionStats paimonfmt.SimpleStats `json:"-"`
+	// Legacy: listed in a manifest list of flightd's JSON format, which
 	// Paimon's readers cannot read; the next commit rewrites the base.
-	legacy bool
+	Legacy bool `json:"-"`
 }
 
+// Kinds of a manifest entry.
 const (
-	kindAdd    = "ADD"
-	kindDelete = "DELETE"
+	KindAdd    = "ADD"
+	KindDelete = "DELETE"
 )
 
-// manifestEntry adds or deletes one data file. Manifests are ordered logs:
+// ManifestEntry adds or deletes one data file. Manifests are ordered logs:
 // the last entry for a file wins.
-type manifestEntry struct {
-	Kind         string       `json:"kind"`
-	Partition    []datum      `json:"partition"`
-	Bucket       int          `json:"bucket"`
-	TotalBuckets int          `json:"totalBuckets"`
-	File         dataFileMeta `json:"file"`
+type ManifestEntry struct {
+	Kind         string   `json:"kind"`
+	Partition    []Datum  `json:"partition"`
+	Bucket       int      `json:"bucket"`
+	TotalBuckets int      `json:"totalBuckets"`
+	File         DataFile `json:"file"`
 }
 
-// dataFileMeta describes one Parquet data file.
-type dataFileMeta struct {
+// The picker's view of a file (maintenance.File in
+// tablestore/maintenance).
+func (e *ManifestEntry) Level() int    { return e.File.Level }
+func (e *ManifestEntry) Size() int64   { return e.File.FileSize }
+func (e *ManifestEntry) MaxSeq() int64 { return e.File.MaxSeq }
+
+// DataFile describes one Parquet data file.
+type DataFile struct {
 	FileName string `json:"fileName"`
 	// Path is relative to the table directory: partition/bucket-N/name.
 	Path           string     `json:"path"`
 	FileSize       int64      `json:"fileSize"`
 	CRC            *uint32    `json:"crc32c,omitempty"`
 	RowCount       int64      `json:"rowCount"`
-	MinKey         []datum    `json:"minKey,omitempty"`
-	MaxKey         []datum    `json:"maxKey,omitempty"`
-	ValueStats     []colStats `json:"valueStats"`
+	MinKey         []Datum    `json:"minKey,omitempty"`
+	MaxKey         []Datum    `json:"maxKey,omitempty"`
+	ValueStats     []ColStats `json:"valueStats"`
 	MinSeq         int64      `json:"minSequenceNumber"`
 	MaxSeq         int64      `json:"maxSequenceNumber"`
 	SchemaID       int64      `json:"schemaId"`
@@ -241,14 +216,22 @@ type dataFileMeta struct {
 	FileSource     string     `json:"fileSource"`
 }
 
-// colStats are the statistics of one column of a file, keyed by field ID.
+// ColStats are the statistics of one column of a file, keyed by field ID.
 // Min and Max are nil when unknown (no non-null value, or not tracked).
-type colStats struct {
+type ColStats struct {
 	ID        int    `json:"id"`
-	Min       *datum `json:"min,omitempty"`
-	Max       *datum `json:"max,omitempty"`
+	Min       *Datum `json:"min,omitempty"`
+	Max       *Datum `json:"max,omitempty"`
 	NullCount int64  `json:"nullCount"`
 	// NDV is the number of distinct non-NULL values of a string or binary
-	// column in the file, when at most maxTrackedNDV (0: not known).
+	// column in the file, when at most tablestore's maxTrackedNDV (0: not known).
 	NDV int64 `json:"ndv,omitempty"`
+}
+
+// Consumer is a consumer file (consumer/consumer-ID): Paimon's
+// {"nextSnapshot": N} plus the time of the last commit, for
+// consumer.expiration-time.
+type Consumer struct {
+	NextSnapshot int64 `json:"nextSnapshot"`
+	UpdateMillis int64 `json:"updateMillis,omitempty"`
 }
