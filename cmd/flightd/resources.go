@@ -85,24 +85,24 @@ func cacheMemory(flag sizeFlag, limit int64) int64 {
 }
 
 func queryMemory(flag sizeFlag, limit int64) int64 {
+	return shareOfLimit(flag, limit, queryShareDiv)
+}
+
+// shareOfLimit is the flag's bytes when given (not 0), else 1/div of the
+// memory limit, at least minQueryMemory (fallbackMemory without a limit).
+func shareOfLimit(flag sizeFlag, limit, div int64) int64 {
 	if !flag.auto && flag.bytes != 0 {
 		return flag.bytes
 	}
 	if limit <= 0 {
 		return fallbackMemory
 	}
-	return max(limit/queryShareDiv, minQueryMemory)
+	return max(limit/div, minQueryMemory)
 }
 
 // lookupMemory bounds the lookup caches together (negative: no bound).
 func lookupMemory(flag sizeFlag, limit int64) int64 {
-	if !flag.auto && flag.bytes != 0 {
-		return flag.bytes
-	}
-	if limit <= 0 {
-		return fallbackMemory
-	}
-	return max(limit/lookupShareDiv, minQueryMemory)
+	return shareOfLimit(flag, limit, lookupShareDiv)
 }
 
 // queryPool is the engine's memory pool (0: none).
