@@ -32,9 +32,15 @@ type Limits struct {
 	// memory grow with the tokens (a 1.5M-item IN list took 32 s and
 	// 1.2 GB). The 99 TPC-DS queries have at most 1,349 tokens.
 	MaxStatementBytes, MaxStatementTokens int
-	// MaxParamBytes caps the bytes of parameters one DoPut sends and all
-	// prepared statements of a client hold bound.
+	// MaxParamBytes caps the bytes of parameters one DoPut sends, and what
+	// all prepared statements of a client hold: their bound parameters and
+	// their plans' estimated size (engine.PlanBytes).
 	MaxParamBytes int64
+	// MaxPreparedMemory caps what the prepared statements of all clients
+	// hold together: their plans' estimated size (engine.PlanBytes) and
+	// their bound parameters (0: no bound; MaxParamBytes bounds one
+	// client's).
+	MaxPreparedMemory int64
 	// MaxTransactions caps the open transactions of a client.
 	MaxTransactions int
 	// PreparedIdle closes a prepared statement no call used for this long.
@@ -109,7 +115,7 @@ func NewServer(eng *engine.Engine, limits Limits) (*Server, error) {
 		prepared:    newRegistry[*prepared]("prepared statements", limits.MaxPreparedStatements, limits.PreparedIdle),
 		txns:        newRegistry[openTxn]("transactions", limits.MaxTransactions, limits.TxnIdle),
 		txnHistory:  newTxnHistory(),
-		paramBudget: &paramBudget{max: limits.MaxParamBytes, used: make(map[string]int64)},
+		paramBudget: &paramBudget{max: limits.MaxParamBytes, maxTotal: limits.MaxPreparedMemory, used: make(map[string]int64)},
 		stopJanitor: make(chan struct{}), janitorDone: make(chan struct{}),
 		messages: newSharedMessages(sharedMessagesBytes),
 	}
@@ -140,7 +146,7 @@ func (s *Server) janitor() {
 			return
 		case now := <-t.C:
 			for _, p := range s.prepared.expired(now) {
-				_ = p.setParams(nil) // unbinding always fits
+				p.release()
 			}
 			for id := range s.txns.expired(now) {
 				_ = s.eng.Rollback(id) // gone already if it ended meanwhile
@@ -191,7 +197,7 @@ func (s *Server) Close() {
 		s.nodes.close()
 	})
 	for _, p := range s.prepared.all() {
-		_ = p.setParams(nil) // unbinding always fits
+		p.release()
 	}
 	s.messages.close()
 	s.empties.close()

@@ -202,3 +202,16 @@ func meminfoTotal() int64 {
 	}
 	return 0
 }
+
+// preparedMemory is -max-prepared-memory: what all prepared statements may
+// hold together, by default a quarter of the memory limit (none without
+// one; 0 or -1: none).
+func preparedMemory(flag sizeFlag, limit int64) int64 {
+	switch {
+	case !flag.auto:
+		return max(flag.bytes, 0)
+	case limit <= 0:
+		return 0
+	}
+	return limit / 4
+}
