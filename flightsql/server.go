@@ -243,13 +243,13 @@ func (s *Server) txn(ctx context.Context, id []byte) (*engine.Txn, error) {
 		}
 		o, ok := s.txns.get(ctx, callerOf(ctx), open)
 		if !ok {
-			return nil, fmt.Errorf("the session's transaction %s has ended (idle past the transaction timeout, or the server restarted) and its writes are lost; ROLLBACK to leave it: %w", open, engine.ErrTxnNotFound)
+			return nil, fmt.Errorf("the session's transaction %s has ended (idle past the transaction timeout, or the server restarted) and its writes are lost; ROLLBACK to leave it: %w", quoteID(open), engine.ErrTxnNotFound)
 		}
 		return o.tx, nil
 	}
 	o, ok := s.txns.get(ctx, callerOf(ctx), string(id))
 	if !ok {
-		return nil, fmt.Errorf("transaction %q: %w", id, engine.ErrTxnNotFound)
+		return nil, fmt.Errorf("transaction %s: %w", quoteID(id), engine.ErrTxnNotFound)
 	}
 	return o.tx, nil
 }
