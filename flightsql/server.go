@@ -268,7 +268,8 @@ type runningQueries struct {
 
 type runningQuery struct {
 	cancel    context.CancelFunc
-	streaming bool // a change stream, which never ends on its own
+	streaming bool   // a change stream, which never ends on its own
+	user      string // who runs it ("" without authentication)
 }
 
 // start registers a query of owner's, unless owner runs max already.
@@ -286,7 +287,7 @@ func (r *runningQueries) start(ctx context.Context, owner string, ticket []byte,
 	if r.m[key] == nil {
 		r.m[key] = make(map[uint64]runningQuery)
 	}
-	r.m[key][id] = runningQuery{cancel: cancel, streaming: streaming}
+	r.m[key][id] = runningQuery{cancel: cancel, streaming: streaming, user: userOf(ctx)}
 	r.mu.Unlock()
 	return ctx, func() {
 		r.mu.Lock()
@@ -323,13 +324,19 @@ func (r *runningQueries) cancelAll(onlyStreams bool) {
 	}
 }
 
-func (r *runningQueries) cancel(ticket []byte) bool {
+// cancel cancels the queries running for ticket that user runs ("":
+// without authentication, any), as only user may DoGet the ticket.
+func (r *runningQueries) cancel(ticket []byte, user string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	cancelled := false
 	for _, q := range r.m[string(ticket)] {
-		q.cancel()
+		if q.user == user {
+			q.cancel()
+			cancelled = true
+		}
 	}
-	return len(r.m[string(ticket)]) > 0
+	return cancelled
 }
 
 // orDefault sets a zero or negative limit to its default.
