@@ -19,7 +19,6 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/flightd/flightd/engine"
-	qexec "github.com/flightd/flightd/exec"
 )
 
 // prepared is one open prepared statement and its bound parameters.
@@ -144,7 +143,7 @@ type outOfMemory struct{}
 
 func (outOfMemory) Error() string { return "out of memory" }
 func (outOfMemory) Is(target error) bool {
-	return target == qexec.ErrMemoryLimit || target == errExhausted
+	return target == engine.ErrMemoryLimit || target == errExhausted
 }
 
 // boundParams returns the bound parameters retained for the caller.
