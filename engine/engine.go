@@ -47,6 +47,9 @@ var (
 	// ErrLimit marks a request refused because it would pass a limit the
 	// server is configured with (SQLSTATE 53400).
 	ErrLimit = errors.New("configuration limit exceeded")
+	// ErrMemoryLimit is exec's: a statement, or what the server holds for
+	// its clients, would pass a memory bound (SQLSTATE 53200).
+	ErrMemoryLimit = exec.ErrMemoryLimit
 )
 
 // MaxMapNesting is how deep MAP types may nest in a type the engine takes

@@ -168,6 +168,10 @@ func (s *Session) ingestInto(ctx context.Context, w *tablestore.Write, req Inges
 			return 0, s.abortIngest(req, w, err)
 		}
 		b, err := conform(ctx, s.e, target, in)
+		if err != nil && n > 0 {
+			// Its rows are numbered from the batch's first.
+			err = fmt.Errorf("in the batch starting at input row %d: %w", n, err)
+		}
 		if err == nil {
 			err = w.WriteKinds(ctx, b, kinds)
 			b.Release()

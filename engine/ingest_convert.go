@@ -109,6 +109,9 @@ func convertColumn(ctx context.Context, mem memory.Allocator, col arrow.Array, t
 	if err := checkTimeOfDay(col); err != nil {
 		return nil, err
 	}
+	if err := checkDateRange(col); err != nil {
+		return nil, err
+	}
 	switch {
 	case arrow.TypeEqual(col.DataType(), to):
 		col.Retain()
@@ -184,6 +187,61 @@ func checkTimeOfDay(col arrow.Array) error {
 		}
 	}
 	return nil
+}
+
+// checkDateRange refuses dates and timestamps outside years 0000 to 9999,
+// as SQL arithmetic and casts do (vectorized.ErrDateRange, SQLSTATE
+// 22008): Arrow allows any, and an ingested date32 of year 200000 was
+// stored as is, for clients to fail on when they read it back. row is the
+// position in col (a row of a top-level column).
+func checkDateRange(col arrow.Array) error {
+	what := "row"
+	if d, ok := col.(*array.Dictionary); ok {
+		col, what = d.Dictionary(), "dictionary entry"
+	}
+	bad := -1
+	var err error
+	switch c := col.(type) {
+	case *array.Date32:
+		bad = firstOutside(c.Date32Values(), col, vectorized.MinDateDays, vectorized.MaxDateDays)
+		if bad >= 0 {
+			err = vectorized.CheckDate(int64(c.Value(bad)))
+		}
+	case *array.Date64:
+		bad = firstOutside(c.Date64Values(), col, vectorized.MinDateDays*86400_000, (vectorized.MaxDateDays+1)*86400_000-1)
+		if bad >= 0 {
+			err = vectorized.CheckTimestamp(int64(c.Value(bad)), arrow.Millisecond)
+		}
+	case *array.Timestamp:
+		unit := c.DataType().(*arrow.TimestampType).Unit
+		per := vectorized.UnitsPerSecond(unit)
+		lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+		if l := int64(vectorized.MinDateDays * 86400); l >= math.MinInt64/per {
+			lo = l * per
+		}
+		if h := int64((vectorized.MaxDateDays + 1) * 86400); h <= math.MaxInt64/per {
+			hi = h*per - 1
+		}
+		bad = firstOutside(c.TimestampValues(), col, arrow.Timestamp(lo), arrow.Timestamp(hi))
+		if bad >= 0 {
+			err = vectorized.CheckTimestamp(int64(c.Value(bad)), unit)
+		}
+	}
+	if bad < 0 {
+		return nil
+	}
+	return fmt.Errorf("%s value at %s %d: %w", col.DataType(), what, bad, err)
+}
+
+// firstOutside is the first non-NULL value of vals (col's) outside lo..hi,
+// or -1.
+func firstOutside[T ~int32 | ~int64](vals []T, col arrow.Array, lo, hi T) int {
+	for i, v := range vals {
+		if (v < lo || v > hi) && col.IsValid(i) {
+			return i
+		}
+	}
+	return -1
 }
 
 // precast converts a column arrow-go's cast takes wrongly or not at all

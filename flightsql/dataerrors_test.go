@@ -49,20 +49,27 @@ func TestDataErrorsReachClients(t *testing.T) {
 	}
 }
 
-// TestLongErrorClipped: an error quoting a long value (a cast of a 200 KB
-// string, multi-byte characters) reaches the client clipped to its start
-// and end, still valid UTF-8 and with its SQLSTATE: the whole value went
-// out (210 KB here).
+// TestLongErrorClipped: an error quoting a long name (an unknown table of
+// 200 KB, multi-byte characters) reaches the client clipped to its start
+// and end, still valid UTF-8 and with its SQLSTATE: the whole name went
+// out (210 KB here). A cast's error quotes 256 bytes of the value since
+// 2026-12-06.
 func TestLongErrorClipped(t *testing.T) {
 	ts := startServer(t, flightsql.Options{})
 	cnxn := ts.connect(t, nil)
+	// The cast quotes 256 bytes of the value and its length (vectorized
+	// TestCastErrorQuotesShort); an unknown table's name is quoted whole.
 	_, err := tryQuery(cnxn, "SELECT CAST(repeat('日', 70000) || 'x' AS INT)")
+	if err == nil || len(err.Error()) > 1500 || !strings.Contains(err.Error(), "… (210001 bytes)") || !strings.Contains(err.Error(), "[SQLSTATE 22018]") {
+		t.Errorf("cast of a 210,001-byte string: %.600v", err)
+	}
+	_, err = tryQuery(cnxn, `SELECT * FROM "`+strings.Repeat("日", 70000)+`x"`)
 	if err == nil {
 		t.Fatal("no error")
 	}
 	msg := err.Error()
 	if len(msg) > 5000 || !utf8.ValidString(msg) || !strings.Contains(msg, "bytes cut") ||
-		!strings.Contains(msg, "line 1:8: cannot cast") || !strings.Contains(msg, "[SQLSTATE 22018]") {
+		!strings.Contains(msg, "line 1:15: table default.") || !strings.Contains(msg, "[SQLSTATE 42") {
 		t.Errorf("%d bytes, valid UTF-8 %v: %.300q ... %q", len(msg), utf8.ValidString(msg), msg, msg[max(0, len(msg)-300):])
 	}
 }

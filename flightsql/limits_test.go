@@ -421,3 +421,69 @@ func TestJobLimitOverFlight(t *testing.T) {
 		t.Fatalf("refused job: %q, want the limit, its flag and SQLSTATE 53400", msg)
 	}
 }
+
+// TestPreparedPlansBudget: what prepared statements hold counts their plans,
+// estimated from their SQL, against the client's -max-param-bytes and the
+// server's -max-prepared-memory (ResourceExhausted, SQLSTATE 53200, naming
+// the limit). Before, only their number was bounded: 10 statements with a
+// 200,000-item IN list each took a server from 192 to 907 MB.
+func TestPreparedPlansBudget(t *testing.T) {
+	ctx := context.Background()
+	ts := startServerLimits(t, flightsql.Limits{MaxParamBytes: 64 << 20, MaxPreparedMemory: 100 << 20}, 0, flightsql.Options{})
+	a, _ := ts.rawClient(t)
+	b, _ := ts.rawClient(t)
+	if _, err := a.ExecuteUpdate(ctx, "CREATE TABLE t (k BIGINT)"); err != nil {
+		t.Fatal(err)
+	}
+	items := make([]string, 100_000)
+	for i := range items {
+		items[i] = fmt.Sprint(i)
+	}
+	// About 30 MB each (200,000 tokens).
+	q := func(i int) string {
+		return fmt.Sprintf("SELECT k FROM t WHERE k IN (%s) AND k <> %d", strings.Join(items, ","), i)
+	}
+	if est := engine.PlanBytes(q(0)); est < 25<<20 || est > 35<<20 {
+		t.Fatalf("estimate %d bytes, want about 30 MB", est)
+	}
+	prepare := func(cl *arrowflightsql.Client, i int) *arrowflightsql.PreparedStatement {
+		t.Helper()
+		p, err := cl.Prepare(ctx, q(i))
+		if err != nil {
+			t.Fatalf("prepare %d: %v", i, err)
+		}
+		return p
+	}
+	refused := func(cl *arrowflightsql.Client, i int, limit string) {
+		t.Helper()
+		p, err := cl.Prepare(ctx, q(i))
+		if err == nil {
+			_ = p.Close(ctx)
+		}
+		wantCode(t, "prepare past "+limit, err, codes.ResourceExhausted)
+		if msg := err.Error(); !strings.Contains(msg, "SQLSTATE 53200") || !strings.Contains(msg, limit) {
+			t.Fatalf("prepare past %s: %v", limit, err)
+		}
+	}
+	a1, a2 := prepare(a, 1), prepare(a, 2)
+	refused(a, 3, "-max-param-bytes")
+	b1 := prepare(b, 4) // 90 MB held in all
+	refused(b, 5, "-max-prepared-memory")
+	if err := a1.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b2 := prepare(b, 6)
+	// A refused statement held nothing: a's second slot is free again.
+	if err := a2.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a3 := prepare(a, 7)
+	for _, p := range []*arrowflightsql.PreparedStatement{a3, b1, b2} {
+		if _, err := p.Execute(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

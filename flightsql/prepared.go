@@ -31,6 +31,9 @@ type prepared struct {
 	outside *engine.Statement
 	owner   string       // the client whose parameter budget it uses
 	budget  *paramBudget // shared by all statements of the server
+	// planBytes is the estimated size of its plan (engine.PlanBytes),
+	// counted in budget while it is open.
+	planBytes int64
 
 	mu      sync.Mutex
 	params  arrow.RecordBatch // owned; nil until bound
@@ -57,12 +60,18 @@ func (p *prepared) setParams(b arrow.RecordBatch) error {
 	return nil
 }
 
-// paramBudget counts the bytes of bound parameters each client holds.
+// paramBudget counts what each client's prepared statements hold: their
+// bound parameters and the estimated size of their plans (engine.PlanBytes:
+// a statement with a 200,000-item IN list keeps about 30 MB, and -max-prepared
+// bounds only how many). max bounds one client, maxTotal (0: none) all of
+// them together, as clients without authentication are connections and a
+// connection that goes away leaves its statements until they idle out.
 type paramBudget struct {
-	max int64
+	max, maxTotal int64
 
-	mu   sync.Mutex
-	used map[string]int64
+	mu    sync.Mutex
+	used  map[string]int64
+	total int64
 }
 
 // move replaces from bytes of owner's by to bytes, unless that makes
@@ -74,12 +83,67 @@ func (b *paramBudget) move(owner string, from, to int64) error {
 	if to > from && n > b.max {
 		return fmt.Errorf("%s would hold %d bytes of bound parameters, more than %d; close or unbind some prepared statements: %w", owner, n, b.max, errExhausted)
 	}
+	if to > from && b.maxTotal > 0 && b.total-from+to > b.maxTotal {
+		return fmt.Errorf("the prepared statements of all clients would hold %d bytes of plans and bound parameters, more than the server's %d; close or unbind some prepared statements: %w", b.total-from+to, b.maxTotal, errOutOfMemory)
+	}
+	b.setLocked(owner, n, b.total-from+to)
+	return nil
+}
+
+func (b *paramBudget) setLocked(owner string, n, total int64) {
 	if n == 0 {
 		delete(b.used, owner)
 	} else {
 		b.used[owner] = n
 	}
+	b.total = total
+}
+
+// reservePlan counts size bytes of a plan about to be prepared for owner,
+// unless that makes owner or all clients hold more than allowed.
+func (b *paramBudget) reservePlan(owner string, size int64) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, total := b.used[owner]+size, b.total+size
+	if n > b.max {
+		return fmt.Errorf("prepared statement of about %d bytes (its plan, estimated from its SQL) refused: the prepared statements of %s would hold %d bytes of plans and bound parameters, more than the limit of %d (-max-param-bytes); close some prepared statements: %w",
+			size, owner, n, b.max, errOutOfMemory)
+	}
+	if b.maxTotal > 0 && total > b.maxTotal {
+		return fmt.Errorf("prepared statement of about %d bytes (its plan, estimated from its SQL) refused: the prepared statements of all clients would hold %d bytes of plans and bound parameters, more than the server's limit of %d (-max-prepared-memory); close some prepared statements: %w",
+			size, total, b.maxTotal, errOutOfMemory)
+	}
+	b.setLocked(owner, n, total)
 	return nil
+}
+
+// releasePlan gives back what reservePlan counted.
+func (b *paramBudget) releasePlan(owner string, size int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.setLocked(owner, b.used[owner]-size, b.total-size)
+}
+
+// release unbinds p's parameters and gives back its plan's bytes, once it
+// is closed.
+func (p *prepared) release() {
+	_ = p.setParams(nil) // unbinding always fits
+	p.mu.Lock()
+	size := p.planBytes
+	p.planBytes = 0
+	p.mu.Unlock()
+	p.budget.releasePlan(p.owner, size)
+}
+
+// errOutOfMemory classifies an error as the query memory limit is
+// (ResourceExhausted, SQLSTATE 53200), without its text.
+var errOutOfMemory error = outOfMemory{}
+
+type outOfMemory struct{}
+
+func (outOfMemory) Error() string { return "out of memory" }
+func (outOfMemory) Is(target error) bool {
+	return target == engine.ErrMemoryLimit || target == errExhausted
 }
 
 // boundParams returns the bound parameters retained for the caller.
@@ -176,7 +240,7 @@ func (s *Server) currentTxn(ctx context.Context, c caller, id string, lastRun ti
 func (s *Server) openPrepared(ctx context.Context, handle []byte) (*prepared, error) {
 	p, ok := s.prepared.get(ctx, callerOf(ctx), string(handle))
 	if !ok {
-		return nil, fmt.Errorf("prepared statement %q is unknown or closed: %w", handle, errNotFound)
+		return nil, fmt.Errorf("prepared statement %s is unknown or closed: %w", quoteID(handle), errNotFound)
 	}
 	return p, nil
 }
@@ -191,6 +255,22 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 
 func (s *Server) createPrepared(ctx context.Context, query string, txnID []byte) (flightsql.ActionCreatePreparedStatementResult, error) {
 	var res flightsql.ActionCreatePreparedStatementResult
+	// Its plan counts against the budget before it is parsed, so that one
+	// past it costs no more than counting its tokens.
+	if err := engine.CheckSize(query, s.limits.MaxStatementBytes, s.limits.MaxStatementTokens); err != nil {
+		return res, toStatus(err)
+	}
+	c := callerOf(ctx)
+	size := engine.PlanBytes(query)
+	if err := s.paramBudget.reservePlan(c.owner, size); err != nil {
+		return res, toStatus(err)
+	}
+	kept := false
+	defer func() {
+		if !kept {
+			s.paramBudget.releasePlan(c.owner, size)
+		}
+	}()
 	_, st, err := s.prepare(ctx, query, txnID)
 	if err != nil {
 		return res, toStatus(err)
@@ -198,10 +278,10 @@ func (s *Server) createPrepared(ctx context.Context, query string, txnID []byte)
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	handle := hex.EncodeToString(b[:])
-	c := callerOf(ctx)
-	if err := s.prepared.add(c, handle, &prepared{st: st, query: query, txn: string(txnID), owner: c.owner, budget: s.paramBudget, lastRun: time.Now()}); err != nil {
+	if err := s.prepared.add(c, handle, &prepared{st: st, query: query, txn: string(txnID), owner: c.owner, budget: s.paramBudget, planBytes: size, lastRun: time.Now()}); err != nil {
 		return res, toStatus(err)
 	}
+	kept = true
 
 	isUpdate := !st.IsQuery()
 	res.Handle = []byte(handle)
@@ -217,9 +297,9 @@ func (s *Server) createPrepared(ctx context.Context, query string, txnID []byte)
 func (s *Server) ClosePreparedStatement(ctx context.Context, req flightsql.ActionClosePreparedStatementRequest) error {
 	p, ok := s.prepared.remove(callerOf(ctx), string(req.GetPreparedStatementHandle()))
 	if !ok {
-		return toStatus(fmt.Errorf("prepared statement %q is unknown or closed: %w", req.GetPreparedStatementHandle(), errNotFound))
+		return toStatus(fmt.Errorf("prepared statement %s is unknown or closed: %w", quoteID(req.GetPreparedStatementHandle()), errNotFound))
 	}
-	_ = p.setParams(nil) // unbinding always fits
+	p.release()
 	return nil
 }
 

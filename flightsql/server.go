@@ -32,9 +32,15 @@ type Limits struct {
 	// memory grow with the tokens (a 1.5M-item IN list took 32 s and
 	// 1.2 GB). The 99 TPC-DS queries have at most 1,349 tokens.
 	MaxStatementBytes, MaxStatementTokens int
-	// MaxParamBytes caps the bytes of parameters one DoPut sends and all
-	// prepared statements of a client hold bound.
+	// MaxParamBytes caps the bytes of parameters one DoPut sends, and what
+	// all prepared statements of a client hold: their bound parameters and
+	// their plans' estimated size (engine.PlanBytes).
 	MaxParamBytes int64
+	// MaxPreparedMemory caps what the prepared statements of all clients
+	// hold together: their plans' estimated size (engine.PlanBytes) and
+	// their bound parameters (0: no bound; MaxParamBytes bounds one
+	// client's).
+	MaxPreparedMemory int64
 	// MaxTransactions caps the open transactions of a client.
 	MaxTransactions int
 	// PreparedIdle closes a prepared statement no call used for this long.
@@ -109,7 +115,7 @@ func NewServer(eng *engine.Engine, limits Limits) (*Server, error) {
 		prepared:    newRegistry[*prepared]("prepared statements", limits.MaxPreparedStatements, limits.PreparedIdle),
 		txns:        newRegistry[openTxn]("transactions", limits.MaxTransactions, limits.TxnIdle),
 		txnHistory:  newTxnHistory(),
-		paramBudget: &paramBudget{max: limits.MaxParamBytes, used: make(map[string]int64)},
+		paramBudget: &paramBudget{max: limits.MaxParamBytes, maxTotal: limits.MaxPreparedMemory, used: make(map[string]int64)},
 		stopJanitor: make(chan struct{}), janitorDone: make(chan struct{}),
 		messages: newSharedMessages(sharedMessagesBytes),
 	}
@@ -140,7 +146,7 @@ func (s *Server) janitor() {
 			return
 		case now := <-t.C:
 			for _, p := range s.prepared.expired(now) {
-				_ = p.setParams(nil) // unbinding always fits
+				p.release()
 			}
 			for id := range s.txns.expired(now) {
 				_ = s.eng.Rollback(id) // gone already if it ended meanwhile
@@ -191,7 +197,7 @@ func (s *Server) Close() {
 		s.nodes.close()
 	})
 	for _, p := range s.prepared.all() {
-		_ = p.setParams(nil) // unbinding always fits
+		p.release()
 	}
 	s.messages.close()
 	s.empties.close()
@@ -237,13 +243,13 @@ func (s *Server) txn(ctx context.Context, id []byte) (*engine.Txn, error) {
 		}
 		o, ok := s.txns.get(ctx, callerOf(ctx), open)
 		if !ok {
-			return nil, fmt.Errorf("the session's transaction %s has ended (idle past the transaction timeout, or the server restarted) and its writes are lost; ROLLBACK to leave it: %w", open, engine.ErrTxnNotFound)
+			return nil, fmt.Errorf("the session's transaction %s has ended (idle past the transaction timeout, or the server restarted) and its writes are lost; ROLLBACK to leave it: %w", quoteID(open), engine.ErrTxnNotFound)
 		}
 		return o.tx, nil
 	}
 	o, ok := s.txns.get(ctx, callerOf(ctx), string(id))
 	if !ok {
-		return nil, fmt.Errorf("transaction %q: %w", id, engine.ErrTxnNotFound)
+		return nil, fmt.Errorf("transaction %s: %w", quoteID(id), engine.ErrTxnNotFound)
 	}
 	return o.tx, nil
 }
@@ -262,7 +268,8 @@ type runningQueries struct {
 
 type runningQuery struct {
 	cancel    context.CancelFunc
-	streaming bool // a change stream, which never ends on its own
+	streaming bool   // a change stream, which never ends on its own
+	user      string // who runs it ("" without authentication)
 }
 
 // start registers a query of owner's, unless owner runs max already.
@@ -280,7 +287,7 @@ func (r *runningQueries) start(ctx context.Context, owner string, ticket []byte,
 	if r.m[key] == nil {
 		r.m[key] = make(map[uint64]runningQuery)
 	}
-	r.m[key][id] = runningQuery{cancel: cancel, streaming: streaming}
+	r.m[key][id] = runningQuery{cancel: cancel, streaming: streaming, user: userOf(ctx)}
 	r.mu.Unlock()
 	return ctx, func() {
 		r.mu.Lock()
@@ -317,13 +324,19 @@ func (r *runningQueries) cancelAll(onlyStreams bool) {
 	}
 }
 
-func (r *runningQueries) cancel(ticket []byte) bool {
+// cancel cancels the queries running for ticket that user runs ("":
+// without authentication, any), as only user may DoGet the ticket.
+func (r *runningQueries) cancel(ticket []byte, user string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	cancelled := false
 	for _, q := range r.m[string(ticket)] {
-		q.cancel()
+		if q.user == user {
+			q.cancel()
+			cancelled = true
+		}
 	}
-	return len(r.m[string(ticket)]) > 0
+	return cancelled
 }
 
 // orDefault sets a zero or negative limit to its default.

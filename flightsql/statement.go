@@ -360,12 +360,12 @@ func completePoll(info *flight.FlightInfo) *flight.PollInfo {
 }
 
 // CancelFlightInfo cancels the running DoGets of the info's tickets.
-func (s *Server) CancelFlightInfo(_ context.Context, req *flight.CancelFlightInfoRequest) (flight.CancelFlightInfoResult, error) {
+func (s *Server) CancelFlightInfo(ctx context.Context, req *flight.CancelFlightInfoRequest) (flight.CancelFlightInfoResult, error) {
 	cancelled := false
 	for _, ep := range req.GetInfo().GetEndpoint() {
 		if tkt := ep.GetTicket(); tkt != nil {
 			for _, key := range ticketKeys(tkt.GetTicket()) {
-				cancelled = s.running.cancel(key) || cancelled
+				cancelled = s.running.cancel(key, userOf(ctx)) || cancelled
 			}
 		}
 	}

@@ -38,7 +38,7 @@ func (s *Server) EndTransaction(ctx context.Context, req flightsql.ActionEndTran
 	}
 	c := callerOf(ctx)
 	if _, ok := s.txns.remove(c, id); !ok {
-		return toStatus(fmt.Errorf("transaction %q: %w", id, engine.ErrTxnNotFound))
+		return toStatus(fmt.Errorf("transaction %s: %w", quoteID(id), engine.ErrTxnNotFound))
 	}
 	var err error
 	if action == flightsql.EndTransactionCommit {
@@ -105,7 +105,7 @@ func (s *Server) sqlTransaction(ctx context.Context, st *engine.Statement) (ok b
 		if kind == engine.TxnRollback {
 			return true, nil // gone already: nothing left to roll back
 		}
-		return true, fmt.Errorf("%s: the session's transaction %s had already ended (idle past the transaction timeout, or the server restarted); its writes are lost: %w", kind, open, engine.ErrTxnNotFound)
+		return true, fmt.Errorf("%s: the session's transaction %s had already ended (idle past the transaction timeout, or the server restarted); its writes are lost: %w", kind, quoteID(open), engine.ErrTxnNotFound)
 	}
 	if kind == engine.TxnCommit {
 		err = s.eng.Commit(ctx, open)

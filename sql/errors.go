@@ -63,6 +63,17 @@ func StateErrorf(state string, pos Pos, format string, args ...any) *Error {
 	return e
 }
 
+// CountTokens is the number of tokens of src, as CheckSize counts them
+// (up to the first bad token).
+func CountTokens(src string) int {
+	lx := newLexer(src)
+	for n := 0; ; n++ {
+		if t := lx.next(); t.kind == tEOF || t.kind == tBadUnclosed {
+			return n
+		}
+	}
+}
+
 // CheckSize refuses statements longer than maxBytes or with more than
 // maxTokens tokens (zero: no bound) before they are parsed: the parser
 // holds every token at once and the planner's work grows with them, so

@@ -150,7 +150,11 @@ func checkColumnName(name string) error {
 
 func validateName(kind, name string) error {
 	if name == "" || strings.ContainsAny(name, "/\\.\x00") || strings.HasPrefix(name, "_") || len(name) > 200 {
-		return fmt.Errorf("%w: %s name %q must be non-empty, at most 200 bytes, without '/', '\\\\', '.' or a leading '_'", ErrInvalid, kind, name)
+		q := fmt.Sprintf("%q", name)
+		if len(name) > 200 { // quoting a 100 MB name whole took 1.3 GB
+			q = fmt.Sprintf("%q… (%d bytes)", name[:64], len(name))
+		}
+		return fmt.Errorf("%w: %s name %s must be non-empty, at most 200 bytes, without '/', '\\\\', '.' or a leading '_'", ErrInvalid, kind, q)
 	}
 	return nil
 }

@@ -109,7 +109,7 @@ func Cast(mem memory.Allocator, a arrow.Array, to arrow.DataType) (arrow.Array, 
 		if err := put(i); errors.Is(err, ErrTooLarge) {
 			return nil, err // the value is too large to quote
 		} else if err != nil {
-			return nil, fmt.Errorf("cannot cast %s value %q to %s: %w", a.DataType(), FormatValue(a, i), to, err)
+			return nil, fmt.Errorf("cannot cast %s value %s to %s: %w", a.DataType(), QuoteValue(FormatValue(a, i)), to, err)
 		}
 	}
 	return b.NewArray(), nil

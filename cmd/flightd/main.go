@@ -47,7 +47,7 @@ func run() error {
 		connIdle = flag.Duration("connection-idle", flightsql.DefaultMaxConnectionIdle, "close a connection with no call running for this long")
 		maxPrep  = flag.Int("max-prepared", flightsql.DefaultLimits.MaxPreparedStatements, "open prepared statements per client (user, or connection without auth)")
 		prepIdle = flag.Duration("prepared-idle", flightsql.DefaultLimits.PreparedIdle, "close a prepared statement unused for this long")
-		maxParam = flag.Int64("max-param-bytes", flightsql.DefaultLimits.MaxParamBytes, "bytes of parameters one DoPut may send and one client's prepared statements may hold bound")
+		maxParam = flag.Int64("max-param-bytes", flightsql.DefaultLimits.MaxParamBytes, "bytes of parameters one DoPut may send, and of plans (estimated from their SQL, about 200 bytes a token) and bound parameters one client's prepared statements may hold")
 		maxTxns  = flag.Int("max-transactions", flightsql.DefaultLimits.MaxTransactions, "open transactions per client (user, or connection without auth)")
 		maxQuery = flag.Int("max-running-queries", flightsql.DefaultLimits.MaxRunningQueries, "result and change streams one client (user, or connection without auth) runs at once")
 		txnIdle  = flag.Duration("transaction-idle", flightsql.DefaultLimits.TxnIdle, "roll back a transaction unused for this long")
@@ -75,6 +75,8 @@ func run() error {
 		maxToks  = flag.Int("max-statement-tokens", flightsql.DefaultLimits.MaxStatementTokens, "most tokens (names, literals, operators) one SQL statement may have")
 	)
 	memLimit, queryMem, cacheMem, poolMem, lookupMem := sizeFlag{auto: true}, sizeFlag{auto: true}, sizeFlag{auto: true}, sizeFlag{auto: true}, sizeFlag{auto: true}
+	prepMem := sizeFlag{auto: true}
+	flag.Var(&prepMem, "max-prepared-memory", "bytes of plans (estimated from their SQL) and bound parameters the prepared statements of all clients may hold together (auto: 1/4 of -memory-limit, none without one; 0 or -1: no bound)")
 	flag.Var(&memLimit, "memory-limit", "soft limit of the process's memory in bytes (auto or 0: 3/4 of the machine's or cgroup's memory, -1: none)")
 	flag.Var(&queryMem, "query-memory", "bytes one statement's sorts, aggregations and joins may hold before spilling to disk, and its expressions' computed values at once (at least 512 MiB for those) (auto or 0: 1/4 of -memory-limit, at least 64 MiB; -1: unlimited)")
 	flag.Var(&poolMem, "query-pool", "bytes the sorts, aggregations, joins and windows of all statements and continuous jobs may hold together; each spills (or fails where it cannot) past its fair share, the pool divided among the operators holding memory (auto: 1/2 of -memory-limit, none without one; 0 or -1: no pool)")
@@ -151,7 +153,8 @@ func run() error {
 	srv, err := flightsql.NewServer(eng, flightsql.Limits{
 		MaxPreparedStatements: *maxPrep, PreparedIdle: *prepIdle, MaxParamBytes: *maxParam, MaxTransactions: *maxTxns, TxnIdle: *txnIdle,
 		MaxStatementBytes: *maxBytes, MaxStatementTokens: *maxToks, MaxRunningQueries: *maxQuery,
-		MaxEndpoints: *maxEnds, MinEndpointBytes: *endBytes, EndpointLifetime: *endLife,
+		MaxPreparedMemory: preparedMemory(prepMem, lim),
+		MaxEndpoints:      *maxEnds, MinEndpointBytes: *endBytes, EndpointLifetime: *endLife,
 	})
 	if err != nil {
 		return errors.Join(err, eng.Close())

@@ -107,13 +107,19 @@ func lookupMemory(flag sizeFlag, limit int64) int64 {
 
 // queryPool is the engine's memory pool (0: none).
 func queryPool(flag sizeFlag, limit int64) int64 {
+	return boundOfLimit(flag, limit, poolShareDiv)
+}
+
+// boundOfLimit is the flag's bytes when given (0 or negative: no bound),
+// else 1/div of the memory limit (no bound without a limit).
+func boundOfLimit(flag sizeFlag, limit, div int64) int64 {
 	switch {
 	case !flag.auto:
 		return max(flag.bytes, 0)
 	case limit <= 0:
 		return 0
 	}
-	return limit / poolShareDiv
+	return limit / div
 }
 
 // sizeFlag is a byte count given as "auto", an integer, a float (6e9) or a
@@ -214,4 +220,11 @@ func meminfoTotal() int64 {
 		}
 	}
 	return 0
+}
+
+// preparedMemory is -max-prepared-memory: what all prepared statements may
+// hold together, by default a quarter of the memory limit (none without
+// one; 0 or -1: none).
+func preparedMemory(flag sizeFlag, limit int64) int64 {
+	return boundOfLimit(flag, limit, queryShareDiv)
 }

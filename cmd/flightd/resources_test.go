@@ -311,3 +311,23 @@ func TestDefaultMaxConnections(t *testing.T) {
 		}
 	}
 }
+
+// TestPreparedMemoryDefault: -max-prepared-memory is a quarter of the
+// memory limit by default, none without one, and as given otherwise
+// (negative: none).
+func TestPreparedMemoryDefault(t *testing.T) {
+	auto := sizeFlag{auto: true}
+	for _, tc := range []struct {
+		flag        sizeFlag
+		limit, want int64
+	}{
+		{auto, 8 << 30, 2 << 30},
+		{auto, 0, 0},
+		{sizeFlag{bytes: 100 << 20}, 8 << 30, 100 << 20},
+		{sizeFlag{bytes: -1}, 8 << 30, 0},
+	} {
+		if got := preparedMemory(tc.flag, tc.limit); got != tc.want {
+			t.Errorf("preparedMemory(%+v, %d) = %d, want %d", tc.flag, tc.limit, got, tc.want)
+		}
+	}
+}
