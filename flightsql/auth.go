@@ -20,6 +20,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+
+	"github.com/flightd/flightd/internal/quote"
 )
 
 // DefaultTokenLifetime is how long a bearer token from Handshake stays
@@ -164,14 +166,14 @@ func (a *authenticator) login(user, pass, source string, now time.Time) error {
 		keys = append(keys, "user "+user)
 	}
 	if wait := a.throttle.locked(keys, now); wait > 0 {
-		return status.Errorf(codes.ResourceExhausted, "too many failed logins for %s or from %s: retry in %v", quoteID(user), source, wait.Round(time.Second))
+		return status.Errorf(codes.ResourceExhausted, "too many failed logins for %s or from %s: retry in %v", quote.Clipped(user, maxQuotedID), source, wait.Round(time.Second))
 	}
 	if a.password(user, pass) {
 		a.throttle.succeeded(keys)
 		return nil
 	}
 	a.throttle.failed(keys, now)
-	return status.Errorf(codes.Unauthenticated, "invalid user name or password for %s", quoteID(user))
+	return status.Errorf(codes.Unauthenticated, "invalid user name or password for %s", quote.Clipped(user, maxQuotedID))
 }
 
 // password reports whether pass is user's password. A bcrypt check costs

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql/schema_ref"
 
 	"github.com/flightd/flightd/engine"
+	"github.com/flightd/flightd/internal/quote"
 )
 
 // Table types flightd reports.
@@ -395,7 +396,7 @@ func likeMatcher(pattern *string) (func(string) bool, error) {
 		return func(string) bool { return true }, nil
 	}
 	if len(*pattern) > maxPatternBytes {
-		return nil, fmt.Errorf("filter pattern %s is longer than %d bytes (names are at most 200 bytes, column names 1,024): %w", quoteID(*pattern), maxPatternBytes, errBadRequest)
+		return nil, fmt.Errorf("filter pattern %s is longer than %d bytes (names are at most 200 bytes, column names 1,024): %w", quote.Clipped(*pattern, maxQuotedID), maxPatternBytes, errBadRequest)
 	}
 	var re strings.Builder
 	re.WriteString("(?s)^")
@@ -418,7 +419,7 @@ func likeMatcher(pattern *string) (func(string) bool, error) {
 	re.WriteString("$")
 	rx, err := regexp.Compile(re.String())
 	if err != nil {
-		return nil, fmt.Errorf("filter pattern %s: %v: %w", quoteID(*pattern), err, errBadRequest)
+		return nil, fmt.Errorf("filter pattern %s: %v: %w", quote.Clipped(*pattern, maxQuotedID), err, errBadRequest)
 	}
 	return rx.MatchString, nil
 }

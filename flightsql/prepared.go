@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/flightd/flightd/engine"
+	"github.com/flightd/flightd/internal/quote"
 )
 
 // prepared is one open prepared statement and its bound parameters.
@@ -240,7 +241,7 @@ func (s *Server) currentTxn(ctx context.Context, c caller, id string, lastRun ti
 func (s *Server) openPrepared(ctx context.Context, handle []byte) (*prepared, error) {
 	p, ok := s.prepared.get(ctx, callerOf(ctx), string(handle))
 	if !ok {
-		return nil, fmt.Errorf("prepared statement %s is unknown or closed: %w", quoteID(handle), errNotFound)
+		return nil, fmt.Errorf("prepared statement %s is unknown or closed: %w", quote.Clipped(handle, maxQuotedID), errNotFound)
 	}
 	return p, nil
 }
@@ -297,7 +298,7 @@ func (s *Server) createPrepared(ctx context.Context, query string, txnID []byte)
 func (s *Server) ClosePreparedStatement(ctx context.Context, req flightsql.ActionClosePreparedStatementRequest) error {
 	p, ok := s.prepared.remove(callerOf(ctx), string(req.GetPreparedStatementHandle()))
 	if !ok {
-		return toStatus(fmt.Errorf("prepared statement %s is unknown or closed: %w", quoteID(req.GetPreparedStatementHandle()), errNotFound))
+		return toStatus(fmt.Errorf("prepared statement %s is unknown or closed: %w", quote.Clipped(req.GetPreparedStatementHandle(), maxQuotedID), errNotFound))
 	}
 	p.release()
 	return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightd/flightd/engine"
+	"github.com/flightd/flightd/internal/quote"
 )
 
 // CatalogName is the one Flight SQL catalog flightd serves; its schemas are
@@ -243,13 +244,13 @@ func (s *Server) txn(ctx context.Context, id []byte) (*engine.Txn, error) {
 		}
 		o, ok := s.txns.get(ctx, callerOf(ctx), open)
 		if !ok {
-			return nil, fmt.Errorf("the session's transaction %s has ended (idle past the transaction timeout, or the server restarted) and its writes are lost; ROLLBACK to leave it: %w", quoteID(open), engine.ErrTxnNotFound)
+			return nil, fmt.Errorf("the session's transaction %s has ended (idle past the transaction timeout, or the server restarted) and its writes are lost; ROLLBACK to leave it: %w", quote.Clipped(open, maxQuotedID), engine.ErrTxnNotFound)
 		}
 		return o.tx, nil
 	}
 	o, ok := s.txns.get(ctx, callerOf(ctx), string(id))
 	if !ok {
-		return nil, fmt.Errorf("transaction %s: %w", quoteID(id), engine.ErrTxnNotFound)
+		return nil, fmt.Errorf("transaction %s: %w", quote.Clipped(id, maxQuotedID), engine.ErrTxnNotFound)
 	}
 	return o.tx, nil
 }

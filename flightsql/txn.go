@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/session"
 
 	"github.com/flightd/flightd/engine"
+	"github.com/flightd/flightd/internal/quote"
 )
 
 // openTxn is a transaction in the registry. session marks one begun with
@@ -38,7 +39,7 @@ func (s *Server) EndTransaction(ctx context.Context, req flightsql.ActionEndTran
 	}
 	c := callerOf(ctx)
 	if _, ok := s.txns.remove(c, id); !ok {
-		return toStatus(fmt.Errorf("transaction %s: %w", quoteID(id), engine.ErrTxnNotFound))
+		return toStatus(fmt.Errorf("transaction %s: %w", quote.Clipped(id, maxQuotedID), engine.ErrTxnNotFound))
 	}
 	var err error
 	if action == flightsql.EndTransactionCommit {
@@ -105,7 +106,7 @@ func (s *Server) sqlTransaction(ctx context.Context, st *engine.Statement) (ok b
 		if kind == engine.TxnRollback {
 			return true, nil // gone already: nothing left to roll back
 		}
-		return true, fmt.Errorf("%s: the session's transaction %s had already ended (idle past the transaction timeout, or the server restarted); its writes are lost: %w", kind, quoteID(open), engine.ErrTxnNotFound)
+		return true, fmt.Errorf("%s: the session's transaction %s had already ended (idle past the transaction timeout, or the server restarted); its writes are lost: %w", kind, quote.Clipped(open, maxQuotedID), engine.ErrTxnNotFound)
 	}
 	if kind == engine.TxnCommit {
 		err = s.eng.Commit(ctx, open)

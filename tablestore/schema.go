@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightd/flightd/internal/quote"
 )
 
 // TableDef describes a table to create.
@@ -130,31 +132,31 @@ func CheckColumnCount(what string, n int) error {
 	return nil
 }
 
+// maxQuotedName is how much of a name an error quotes: quoting a 100 MB
+// name whole took 1.3 GB.
+const maxQuotedName = 64
+
 // CheckNameLength refuses a column or field name over MaxColumnName
 // bytes, quoting only its start.
 func CheckNameLength(kind, name string) error {
 	if len(name) <= MaxColumnName {
 		return nil
 	}
-	return fmt.Errorf("%w: %s name %q… is %d bytes, more than %d", ErrNameTooLong, kind, name[:64], len(name), MaxColumnName)
+	return fmt.Errorf("%w: %s name %s is more than %d bytes", ErrNameTooLong, kind, quote.Clipped(name, maxQuotedName), MaxColumnName)
 }
 
 // checkColumnName refuses a column name that is empty, reserved for
 // system columns or too long.
 func checkColumnName(name string) error {
 	if name == "" || strings.HasPrefix(name, "_") {
-		return fmt.Errorf("%w: column name %q must be non-empty and not start with '_' (reserved for system columns)", ErrInvalid, name)
+		return fmt.Errorf("%w: column name %s must be non-empty and not start with '_' (reserved for system columns)", ErrInvalid, quote.Clipped(name, maxQuotedName))
 	}
 	return CheckNameLength("column", name)
 }
 
 func validateName(kind, name string) error {
 	if name == "" || strings.ContainsAny(name, "/\\.\x00") || strings.HasPrefix(name, "_") || len(name) > 200 {
-		q := fmt.Sprintf("%q", name)
-		if len(name) > 200 { // quoting a 100 MB name whole took 1.3 GB
-			q = fmt.Sprintf("%q… (%d bytes)", name[:64], len(name))
-		}
-		return fmt.Errorf("%w: %s name %s must be non-empty, at most 200 bytes, without '/', '\\\\', '.' or a leading '_'", ErrInvalid, kind, q)
+		return fmt.Errorf("%w: %s name %s must be non-empty, at most 200 bytes, without '/', '\\\\', '.' or a leading '_'", ErrInvalid, kind, quote.Clipped(name, maxQuotedName))
 	}
 	return nil
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightd/flightd/internal/quote"
 )
 
 // IsInteger reports whether dt is a signed or unsigned integer type.
@@ -66,6 +68,10 @@ func isTemporal(dt arrow.DataType) bool {
 	return false
 }
 
+// maxQuotedValue is how much of a value a failed cast quotes: a 15 MB
+// string of control characters quoted whole took 1.25 GB.
+const maxQuotedValue = 256
+
 // Cast converts a to type to with SQL CAST semantics: out-of-range numbers and
 // unparsable strings are errors naming the value; fractional numbers cast to
 // integers truncate toward zero, as in Flink (DuckDB and Postgres round).
@@ -109,7 +115,7 @@ func Cast(mem memory.Allocator, a arrow.Array, to arrow.DataType) (arrow.Array, 
 		if err := put(i); errors.Is(err, ErrTooLarge) {
 			return nil, err // the value is too large to quote
 		} else if err != nil {
-			return nil, fmt.Errorf("cannot cast %s value %s to %s: %w", a.DataType(), QuoteValue(FormatValue(a, i)), to, err)
+			return nil, fmt.Errorf("cannot cast %s value %s to %s: %w", a.DataType(), quote.Clipped(FormatValue(a, i), maxQuotedValue), to, err)
 		}
 	}
 	return b.NewArray(), nil

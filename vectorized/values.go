@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -169,22 +168,4 @@ func AppendValue(b array.Builder, a arrow.Array, i int) {
 			panic(fmt.Sprintf("vectorized: cannot append %s value: %v", a.DataType(), err))
 		}
 	}
-}
-
-// maxQuotedValue is how much of a value an error message quotes.
-const maxQuotedValue = 256
-
-// QuoteValue quotes v for an error message: at most maxQuotedValue bytes of
-// it (cut at a character boundary), and its length when longer. A failed
-// cast of a 15 MB string quoted it whole (%q writes 4 bytes for an
-// unprintable one), and each wrapping of the error copied that.
-func QuoteValue(v string) string {
-	if len(v) <= maxQuotedValue {
-		return strconv.Quote(v)
-	}
-	n := maxQuotedValue
-	for n > 0 && !utf8.RuneStart(v[n]) {
-		n--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(v[:n]), len(v))
 }
