@@ -62,7 +62,7 @@ func SQLTypeName(t arrow.DataType) string { return plan.SQLTypeName(t) }
 // CheckSize refuses SQL text longer than maxBytes or with more than
 // maxTokens tokens (zero: no bound) before anything parses it, with
 // SQLSTATE 54000: the endpoint bounds what one request may cost.
-func CheckSize(text string, maxBytes, maxTokens int) error {
+func CheckSize(text string, maxBytes, maxTokens int) (tokens int, err error) {
 	return sql.CheckSize(text, maxBytes, maxTokens)
 }
 
@@ -75,9 +75,9 @@ func CheckSize(text string, maxBytes, maxTokens int) error {
 const planBytesPerToken = 150
 
 // PlanBytes estimates the memory the plan of a prepared statement of SQL
-// text holds while it stays prepared, from its text alone (so that it can
-// be refused before it is parsed and bound): its bytes plus
-// planBytesPerToken per token.
-func PlanBytes(text string) int64 {
-	return int64(len(text)) + planBytesPerToken*int64(sql.CountTokens(text))
+// text with tokens tokens (CheckSize's count) holds while it stays
+// prepared, from its text alone (so that it can be refused before it is
+// parsed and bound): its bytes plus planBytesPerToken per token.
+func PlanBytes(text string, tokens int) int64 {
+	return int64(len(text)) + planBytesPerToken*int64(tokens)
 }

@@ -109,7 +109,7 @@ func (s *Server) doGetChanges(ctx context.Context, ticket []byte) (*arrow.Schema
 		return nil, nil, toStatus(err)
 	}
 	// The filter is the only SQL text in a ticket: bounded as a statement is.
-	if err := engine.CheckSize(t.Filter, s.limits.MaxStatementBytes, s.limits.MaxStatementTokens); err != nil {
+	if _, err := engine.CheckSize(t.Filter, s.limits.MaxStatementBytes, s.limits.MaxStatementTokens); err != nil {
 		return nil, nil, toStatus(fmt.Errorf("change stream ticket: filter: %w", err))
 	}
 	sess, err := s.session(ctx)

@@ -100,7 +100,7 @@ func (s *Server) preparePart(ctx context.Context, sess *engine.Session, t queryT
 		return nil, fmt.Errorf("ticket of part %d of %d expired at %s (the snapshots it reads may be gone): call GetFlightInfo again: %w",
 			t.Part+1, t.Parts.Parts, exp.UTC().Format(time.RFC3339Nano), errBadRequest)
 	}
-	if err := engine.CheckSize(t.SQL, s.limits.MaxStatementBytes, s.limits.MaxStatementTokens); err != nil {
+	if _, err := engine.CheckSize(t.SQL, s.limits.MaxStatementBytes, s.limits.MaxStatementTokens); err != nil {
 		return nil, err
 	}
 	return sess.PreparePartition(ctx, t.SQL, t.Parts, t.Part)

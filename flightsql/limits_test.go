@@ -443,7 +443,11 @@ func TestPreparedPlansBudget(t *testing.T) {
 	q := func(i int) string {
 		return fmt.Sprintf("SELECT k FROM t WHERE k IN (%s) AND k <> %d", strings.Join(items, ","), i)
 	}
-	if est := engine.PlanBytes(q(0)); est < 25<<20 || est > 35<<20 {
+	tokens, err := engine.CheckSize(q(0), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est := engine.PlanBytes(q(0), tokens); est < 25<<20 || est > 35<<20 {
 		t.Fatalf("estimate %d bytes, want about 30 MB", est)
 	}
 	prepare := func(cl *arrowflightsql.Client, i int) *arrowflightsql.PreparedStatement {

@@ -120,9 +120,7 @@ func (b *paramBudget) reservePlan(owner string, size int64) error {
 
 // releasePlan gives back what reservePlan counted.
 func (b *paramBudget) releasePlan(owner string, size int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.setLocked(owner, b.used[owner]-size, b.total-size)
+	_ = b.move(owner, size, 0) // giving back always fits
 }
 
 // release unbinds p's parameters and gives back its plan's bytes, once it
@@ -258,11 +256,12 @@ func (s *Server) createPrepared(ctx context.Context, query string, txnID []byte)
 	var res flightsql.ActionCreatePreparedStatementResult
 	// Its plan counts against the budget before it is parsed, so that one
 	// past it costs no more than counting its tokens.
-	if err := engine.CheckSize(query, s.limits.MaxStatementBytes, s.limits.MaxStatementTokens); err != nil {
+	tokens, err := engine.CheckSize(query, s.limits.MaxStatementBytes, s.limits.MaxStatementTokens)
+	if err != nil {
 		return res, toStatus(err)
 	}
 	c := callerOf(ctx)
-	size := engine.PlanBytes(query)
+	size := engine.PlanBytes(query, tokens)
 	if err := s.paramBudget.reservePlan(c.owner, size); err != nil {
 		return res, toStatus(err)
 	}

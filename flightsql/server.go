@@ -227,7 +227,7 @@ func (s *Server) sessionIn(ctx context.Context, db string) (*engine.Session, err
 
 // prepareSQL checks the size of SQL text from a client, then prepares it.
 func (s *Server) prepareSQL(ctx context.Context, sess *engine.Session, text string, tx *engine.Txn) (*engine.Statement, error) {
-	if err := engine.CheckSize(text, s.limits.MaxStatementBytes, s.limits.MaxStatementTokens); err != nil {
+	if _, err := engine.CheckSize(text, s.limits.MaxStatementBytes, s.limits.MaxStatementTokens); err != nil {
 		return nil, err
 	}
 	return sess.Prepare(ctx, text, tx)

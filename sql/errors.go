@@ -63,37 +63,24 @@ func StateErrorf(state string, pos Pos, format string, args ...any) *Error {
 	return e
 }
 
-// CountTokens is the number of tokens of src, as CheckSize counts them
-// (up to the first bad token).
-func CountTokens(src string) int {
-	lx := newLexer(src)
-	for n := 0; ; n++ {
-		if t := lx.next(); t.kind == tEOF || t.kind == tBadUnclosed {
-			return n
-		}
-	}
-}
-
 // CheckSize refuses statements longer than maxBytes or with more than
 // maxTokens tokens (zero: no bound) before they are parsed: the parser
 // holds every token at once and the planner's work grows with them, so
 // these bound what one statement may cost before it runs. Counting lexes
-// the text once without keeping the tokens.
-func CheckSize(src string, maxBytes, maxTokens int) error {
+// the text once without keeping the tokens; tokens is the count (up to
+// the first bad token), for estimates of what the statement will hold.
+func CheckSize(src string, maxBytes, maxTokens int) (tokens int, err error) {
 	if maxBytes > 0 && len(src) > maxBytes {
-		return StateErrorf(StateTooLarge, Pos{Line: 1, Col: 1}, "statement too large: %d bytes, more than the limit of %d", len(src), maxBytes)
-	}
-	if maxTokens <= 0 {
-		return nil
+		return 0, StateErrorf(StateTooLarge, Pos{Line: 1, Col: 1}, "statement too large: %d bytes, more than the limit of %d", len(src), maxBytes)
 	}
 	lx := newLexer(src)
 	for n := 0; ; n++ {
 		t := lx.next()
 		if t.kind == tEOF || t.kind == tBadUnclosed {
-			return nil // the parser reports a bad token with its position
+			return n, nil // the parser reports a bad token with its position
 		}
-		if n == maxTokens {
-			return StateErrorf(StateTooLarge, t.pos, "statement too large: more than %d terms (names, literals, operators)", maxTokens)
+		if maxTokens > 0 && n == maxTokens {
+			return n, StateErrorf(StateTooLarge, t.pos, "statement too large: more than %d terms (names, literals, operators)", maxTokens)
 		}
 	}
 }

@@ -96,11 +96,14 @@ func TestTableLimit(t *testing.T) {
 
 func TestCheckSize(t *testing.T) {
 	src := "SELECT 1 FROM t WHERE k IN (" + strings.Repeat("1, ", 999) + "1)"
-	if err := CheckSize(src, len(src), 2010); err != nil {
-		t.Fatalf("within the limits: %v", err)
+	for _, max := range []int{2010, 0} {
+		// 8 tokens to "(", 1,000 numbers, 999 commas and ")".
+		if n, err := CheckSize(src, len(src), max); err != nil || n != 2008 {
+			t.Fatalf("within the limits (%d tokens): %d tokens, %v", max, n, err)
+		}
 	}
 	for _, c := range []struct{ bytes, tokens int }{{len(src) - 1, 0}, {0, 2000}} {
-		err := CheckSize(src, c.bytes, c.tokens)
+		_, err := CheckSize(src, c.bytes, c.tokens)
 		var e *Error
 		if !errors.As(err, &e) || e.SQLState != StateTooLarge {
 			t.Errorf("limits %+v: want SQLSTATE %s, got %v", c, StateTooLarge, err)
