@@ -11,8 +11,8 @@ import (
 // new full-table cache per request (thirty took a server from 255 MB to
 // 3.3 GB). Each cache sharing it is also held to a fair share (the budget
 // over the caches), and one turned away makes the caches over their
-// share give back the rest (Rows.shedOver). A nil *Budget bounds nothing. Safe for
-// concurrent use.
+// share give back the rest (Rows.shedOver). A nil *Budget bounds nothing.
+// Safe for concurrent use.
 type Budget struct {
 	limit int64
 	used  atomic.Int64
@@ -103,20 +103,4 @@ func (b *Budget) give(n int64) {
 	if b != nil && n != 0 {
 		b.used.Add(-n)
 	}
-}
-
-// Used is the bytes reserved now (0 for nil).
-func (b *Budget) Used() int64 {
-	if b == nil {
-		return 0
-	}
-	return b.used.Load()
-}
-
-// Limit is the budget's bytes (0 for nil: unbounded).
-func (b *Budget) Limit() int64 {
-	if b == nil {
-		return 0
-	}
-	return b.limit
 }

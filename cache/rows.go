@@ -128,15 +128,18 @@ func (r *Rows[S]) setBatch(fn func(set Setter[S])) (refused bool) {
 	now := time.Now().UnixNano()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	// A generation's bound: the cache's own, or half its share of the
+	// budget when that is less (the share moves as caches come and go; a
+	// batch takes it as it starts).
+	genCost := r.genCost
+	if share := r.budget.share() / 2; share > 0 && (genCost == 0 || share < genCost) {
+		genCost = share
+	}
 	fn(func(h uint64, ref Ref[S], cost int64) {
-		if r.closed {
-			return
-		}
 		cost = max(cost, 1)
-		genCost := r.genCost
-		if share := r.budget.share() / 2; share > 0 && (genCost == 0 || share < genCost) {
-			genCost = share
-		}
 		if r.curRows > 0 && (genCost > 0 && r.curCost+cost > genCost || r.genRows > 0 && r.curRows+1 > r.genRows) {
 			r.budget.give(r.oldCost)
 			r.old, r.cur = r.cur, newRowTable[S](r.cur.n)
@@ -144,8 +147,7 @@ func (r *Rows[S]) setBatch(fn func(set Setter[S])) (refused bool) {
 		}
 		r.old.del(h)
 		if !r.budget.take(cost) {
-			r.budget.give(r.oldCost)
-			r.old, r.oldCost = newRowTable[S](0), 0
+			r.dropOld()
 			if !r.budget.take(cost) {
 				// Not kept: an older entry of the key must not outlive it.
 				r.cur.del(h)
@@ -165,14 +167,19 @@ func (r *Rows[S]) setBatch(fn func(set Setter[S])) (refused bool) {
 	return refused
 }
 
+// dropOld drops the old generation and gives back its bytes.
+func (r *Rows[S]) dropOld() {
+	r.budget.give(r.oldCost)
+	r.old, r.oldCost = newRowTable[S](0), 0
+}
+
 // shedOver drops the old generation, and then the current one, while the
 // cache holds more than share.
 func (r *Rows[S]) shedOver(share int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.curCost+r.oldCost > share {
-		r.budget.give(r.oldCost)
-		r.old, r.oldCost = newRowTable[S](0), 0
+		r.dropOld()
 	}
 	if r.curCost > share {
 		r.clear()

@@ -172,7 +172,7 @@ func TestRowsSharedBudget(t *testing.T) {
 						return true
 					})
 				}
-				u := b.Used()
+				u := b.used.Load()
 				if u > limit || u < 0 {
 					t.Errorf("budget used %d of %d", u, limit)
 				}
@@ -181,13 +181,13 @@ func TestRowsSharedBudget(t *testing.T) {
 			}
 			refused[g] += c.Stats().Refused
 			if !kept {
-				t.Errorf("goroutine %d: its caches kept nothing (refused %d, budget used %d)", g, refused[g], b.Used())
+				t.Errorf("goroutine %d: its caches kept nothing (refused %d, budget used %d)", g, refused[g], b.used.Load())
 			}
 			c.Close()
 		}()
 	}
 	wg.Wait()
-	if u := b.Used(); u != 0 {
+	if u := b.used.Load(); u != 0 {
 		t.Fatalf("all caches closed, the budget still has %d bytes taken", u)
 	}
 	t.Logf("the budget refused %d entries; at most %d of %d bytes used", refused[0]+refused[1]+refused[2]+refused[3], maxUsed.Load(), limit)
@@ -199,7 +199,7 @@ func TestRowsSharedBudget(t *testing.T) {
 // TestNilBudget: no budget bounds nothing.
 func TestNilBudget(t *testing.T) {
 	var b *Budget
-	if !b.take(1<<62) || b.Used() != 0 || b.Limit() != 0 || NewBudget(0) != nil {
+	if !b.take(1<<62) || b.share() != 0 || NewBudget(0) != nil {
 		t.Fatal("a nil budget must take anything and report nothing")
 	}
 	b.give(5)
