@@ -259,6 +259,19 @@ func gather(mem memory.Allocator, typ arrow.DataType, segs []*segment, rows []in
 		*budget -= bytes
 		return nil
 	}
+	// A fixed-width column's size is known before it is allocated; a
+	// string column's is counted in its first pass, below.
+	validBytes := bitutil.BytesForBits(int64(n))
+	switch t := typ.(type) {
+	case *arrow.BooleanType:
+		if err := spend(2 * validBytes); err != nil {
+			return nil, err
+		}
+	case arrow.FixedWidthDataType:
+		if err := spend(int64(n*t.BitWidth()/8) + validBytes); err != nil {
+			return nil, err
+		}
+	}
 	valid := memory.NewResizableBuffer(mem)
 	valid.Resize(int(bitutil.BytesForBits(int64(n))))
 	vb := valid.Bytes()
@@ -288,12 +301,11 @@ func gather(mem memory.Allocator, typ arrow.DataType, segs []*segment, rows []in
 			}
 		}
 		ov[n] = int32(total)
+		err := spend(int64(total) + int64(len(offs.Bytes())+len(vb)))
 		if total > math.MaxInt32 {
-			valid.Release()
-			offs.Release()
-			return nil, fmt.Errorf("%w: a column of %d values would hold %d bytes, past 32-bit offsets", ErrAnswerTooLarge, n, total)
+			err = fmt.Errorf("%w: a column of %d values would hold %d bytes, past 32-bit offsets", ErrAnswerTooLarge, n, total)
 		}
-		if err := spend(int64(total) + int64(len(offs.Bytes())+len(vb))); err != nil {
+		if err != nil {
 			valid.Release()
 			offs.Release()
 			return nil, err
@@ -309,10 +321,6 @@ func gather(mem memory.Allocator, typ arrow.DataType, segs []*segment, rows []in
 		}
 		buffers = []*memory.Buffer{valid, offs, data}
 	case *arrow.BooleanType:
-		if err := spend(2 * int64(len(vb))); err != nil {
-			valid.Release()
-			return nil, err
-		}
 		vals := memory.NewResizableBuffer(mem)
 		vals.Resize(len(vb))
 		b := vals.Bytes()
@@ -327,10 +335,6 @@ func gather(mem memory.Allocator, typ arrow.DataType, segs []*segment, rows []in
 		buffers = []*memory.Buffer{valid, vals}
 	case arrow.FixedWidthDataType:
 		w := t.BitWidth() / 8
-		if err := spend(int64(n*w) + int64(len(vb))); err != nil {
-			valid.Release()
-			return nil, err
-		}
 		vals := memory.NewResizableBuffer(mem)
 		vals.Resize(n * w)
 		b := vals.Bytes()
