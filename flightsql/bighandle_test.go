@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/flightd/flightd/flightsql"
 )
@@ -28,17 +27,7 @@ func TestHugeHandlesQuotedShort(t *testing.T) {
 	ctx := context.Background()
 	const size = 20_000_000
 	handle := []byte(strings.Repeat("\x01", size))
-	marshal := func(m proto.Message) []byte {
-		a, err := anypb.New(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := proto.Marshal(a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	marshal := func(m proto.Message) []byte { return cmdDescriptor(t, m).Cmd }
 	action := func(typ string, m proto.Message) error {
 		stream, err := cl.Client.DoAction(ctx, &flight.Action{Type: typ, Body: marshal(m)})
 		if err != nil {
