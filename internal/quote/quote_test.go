@@ -1,7 +1,6 @@
 package quote
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
 )
@@ -27,19 +26,5 @@ func TestClipped(t *testing.T) {
 	}
 	if got := Clipped(strings.Repeat("\x01", 100<<20), 64); len(got) > 400 {
 		t.Fatalf("a 100 MB value quoted in %d bytes", len(got))
-	}
-}
-
-// TestLeaf: vectorized, the bottom layer, imports this package, so it
-// imports nothing of flightd.
-func TestLeaf(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "github.com/flightd/flightd/internal/quote").CombinedOutput()
-	if err != nil {
-		t.Skipf("go list unavailable: %v: %s", err, out)
-	}
-	for _, dep := range strings.Fields(string(out)) {
-		if strings.HasPrefix(dep, "github.com/flightd/flightd/") && dep != "github.com/flightd/flightd/internal/quote" {
-			t.Errorf("internal/quote must not depend on %s", dep)
-		}
 	}
 }
