@@ -106,14 +106,16 @@ func convertible(from, to arrow.DataType) bool {
 // convertColumn returns col as type to (retained when it already is),
 // refusing values that would change (overflow, lost digits).
 func convertColumn(ctx context.Context, mem memory.Allocator, col arrow.Array, to arrow.DataType) (arrow.Array, error) {
-	if err := checkTimeOfDay(col); err != nil {
-		return nil, err
-	}
-	if err := checkDateRange(col); err != nil {
+	if err := checkValues(col); err != nil {
 		return nil, err
 	}
 	switch {
 	case arrow.TypeEqual(col.DataType(), to):
+		// Kept as is: the values nested in it are checked here, as
+		// converting a nested column checks them when it converts each.
+		if err := checkNestedValues(col); err != nil {
+			return nil, err
+		}
 		col.Retain()
 		return col, nil
 	case col.DataType().ID() == arrow.NULL:
@@ -161,6 +163,45 @@ func convertColumn(ctx context.Context, mem memory.Allocator, col arrow.Array, t
 		return nil, fmt.Errorf("cannot convert %s to %s without changing a value: %v: %w", col.DataType(), to, err, ErrInvalid)
 	}
 	return out, nil
+}
+
+// checkValues refuses values Arrow allows and SQL does not: times past a
+// day, dates and timestamps outside years 0000 to 9999.
+func checkValues(col arrow.Array) error {
+	if err := checkTimeOfDay(col); err != nil {
+		return err
+	}
+	return checkDateRange(col)
+}
+
+// checkNestedValues checks the values nested in col (ROW fields, ARRAY
+// and MAP elements, at any depth, and a dictionary's) with checkValues. A
+// date of year 200000 in a ROW whose type was the table's was stored.
+func checkNestedValues(col arrow.Array) error {
+	if d, ok := col.(*array.Dictionary); ok {
+		col = d.Dictionary()
+		if err := checkValues(col); err != nil {
+			return err
+		}
+	}
+	var children []arrow.Array
+	switch c := col.(type) {
+	case *array.Struct:
+		for i := range c.NumField() {
+			children = append(children, c.Field(i))
+		}
+	case array.ListLike: // lists, fixed-size lists and maps (lists of key/value structs)
+		children = append(children, c.ListValues())
+	}
+	for _, ch := range children {
+		if err := checkValues(ch); err != nil {
+			return fmt.Errorf("in %s: %w", col.DataType(), err)
+		}
+		if err := checkNestedValues(ch); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkTimeOfDay refuses TIME values outside a day, [0, 24h): Arrow

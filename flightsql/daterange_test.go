@@ -76,6 +76,29 @@ func TestIngestDateRange(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "SQLSTATE 22008") || !strings.Contains(err.Error(), `column "d"`) {
 		t.Errorf("a dictionary of dates of year 200000: %v, want 22008", err)
 	}
+	// A date inside a ROW and an ARRAY, the column's type the table's.
+	for _, c := range []struct {
+		typ  arrow.DataType
+		json string
+	}{
+		{arrow.StructOf(arrow.Field{Name: "d", Type: date, Nullable: true}), `[{"d": 0}, {"d": 73000000}]`},
+		{arrow.ListOf(date), `[[0], [0, 73000000]]`},
+	} {
+		col, _, err := array.FromJSON(mem, c.typ, strings.NewReader(c.json))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nb := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "n", Type: c.typ, Nullable: true}}, nil), []arrow.Array{col}, 2)
+		col.Release()
+		_, err = tryIngest(cnxn, "drn", adbc.OptionValueIngestModeCreate, nb)
+		nb.Release()
+		if err == nil || !strings.Contains(err.Error(), "SQLSTATE 22008") || !strings.Contains(err.Error(), `column "n"`) {
+			t.Errorf("a %s holding a date of year 200000: %v, want 22008 naming column n", c.typ, err)
+		}
+	}
+	if _, err := tryQuery(cnxn, `SELECT count(*) FROM drn`); err == nil {
+		t.Errorf("refused creates made table drn")
+	}
 	wantRows(t, query(t, cnxn, `SELECT count(*) FROM dr`), "3")
 	if _, err := tryQuery(cnxn, `SELECT count(*) FROM dr2`); err == nil {
 		t.Errorf("refused creates made table dr2")
